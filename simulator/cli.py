@@ -1,0 +1,188 @@
+"""The one command-line entry point: ``simulator <command>`` (or ``python -m simulator``).
+
+Exit status: 0 success; 1 a check or run failed; 2 bad input (config, arguments, device setup),
+reported as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from simulator import config as config_mod
+from simulator.errors import ConfigError, RuntimeSetupError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}\n")
+
+
+def _config_args(p: argparse.ArgumentParser, required: bool) -> None:
+    if required:
+        p.add_argument("config", help="YAML config file")
+    else:
+        p.add_argument("config", nargs="?", default=None, help="YAML config file (default: built-in defaults)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set grid.shape=[64,64,64] (repeatable)")
+    p.add_argument("--cpu-devices", type=int, default=None, metavar="N",
+                   help="run on N virtual CPU devices (same as --set runtime.cpu_devices=N)")
+
+
+def _load(args: argparse.Namespace) -> config_mod.Config:
+    overrides = list(args.overrides)
+    if args.cpu_devices is not None:
+        overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
+    return config_mod.load(args.config, overrides)
+
+
+def _start(cfg: config_mod.Config):
+    """Set up devices and processes for ``cfg``; returns the process mode."""
+    from simulator import runtime
+    from simulator.log import setup_logging
+
+    mode = runtime.setup(cfg)
+    import jax
+
+    setup_logging(jax.process_index())
+    return mode
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    sys.stdout.write(config_mod.dump(cfg))
+    return EXIT_OK
+
+
+def cmd_config_docs(args: argparse.Namespace) -> int:
+    sys.stdout.write(config_mod.config_docs())
+    return EXIT_OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    mode = _start(cfg)
+    import jax
+
+    from simulator import runtime
+    from simulator.fft import BACKENDS
+
+    rep = runtime.device_report()
+    if rep.process_index == 0:
+        print("SLURM environment:")
+        for name, value in runtime.slurm_environment().items():
+            print(f"  {name:20s} {value or '-'}")
+        print(f"process mode:          {mode}")
+        print(f"processes:             {rep.process_count}")
+        print(f"platform:              {rep.platform}")
+        print(f"global devices:        {rep.global_device_count}: {', '.join(str(d) for d in jax.devices())}")
+        backend = BACKENDS[cfg.fft.backend]
+        shape = backend.mesh_shape(rep.global_device_count, cfg.fft.mesh)
+        print(f"config mesh:           {cfg.fft.backend} {list(shape)} {backend.axis_names} "
+              f"for grid {list(cfg.grid.shape)} in {cfg.precision}")
+        backend.check_layout(cfg.grid.shape, shape)
+        fft = runtime.make_fft(cfg)
+        print(f"layout:                {fft.describe()}")
+        print("versions:              " + ", ".join(f"{k} {v}" for k, v in runtime.versions().items()))
+    # every process reports its own devices, so a mis-bound GPU or task is visible
+    print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    _start(cfg)
+    import jax
+    import jax.numpy as jnp
+
+    from simulator import runtime
+    from simulator.fft import BACKENDS
+    from simulator.fft.check import check_transform
+
+    names = sorted(BACKENDS) if args.all_backends else [cfg.fft.backend]
+    dtype = jnp.float64 if cfg.precision == "float64" else jnp.float32
+    rank0 = jax.process_index() == 0
+    if rank0:
+        print(f"FFT self-check on {jax.device_count()} {jax.default_backend()} device(s), "
+              f"{jax.process_count()} process(es), grid {list(cfg.grid.shape)}, {cfg.precision}")
+        print(f"{'backend':10s} {'mesh':8s} {'kind':4s} {'fwd err':>9s} {'roundtrip':>9s} "
+              f"{'a2a fwd/inv':>11s} {'gather':>6s}  result")
+    failed = 0
+    for name in names:
+        backend = BACKENDS[name]
+        mesh_req = cfg.fft.mesh if name == cfg.fft.backend else None
+        shape = backend.mesh_shape(jax.device_count(), mesh_req)
+        try:
+            backend.check_layout(cfg.grid.shape, shape)
+        except ConfigError as err:
+            if rank0:
+                print(f"{name:10s} {'x'.join(map(str, shape)):8s} skipped: {err}")
+            if not args.all_backends:
+                raise
+            continue
+        fft = backend(cfg.grid.shape, runtime.build_mesh(backend, mesh_req))
+        for real in (True, False):
+            r = check_transform(fft, real, dtype, seed=args.seed)
+            failed += not r.ok
+            if rank0:
+                a2a = f"{r.forward_collectives['all-to-all']}/{r.inverse_collectives['all-to-all']}"
+                gathers = r.forward_collectives["all-gather"] + r.inverse_collectives["all-gather"]
+                print(f"{r.backend:10s} {'x'.join(map(str, r.mesh)):8s} {r.kind:4s} {r.forward_error:9.1e} "
+                      f"{r.roundtrip_error:9.1e} {a2a:>11s} {gathers:6d}  "
+                      f"{'ok' if r.ok else f'FAILED (tolerance {r.tolerance:g})'}")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from simulator.launch import launch
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise ConfigError("launch", "", "give a command, e.g. simulator launch -n 2 info", "is missing a command")
+    if args.cpu_devices is not None:
+        command = [command[0], "--cpu-devices", str(args.cpu_devices), *command[1:]]
+    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="simulator", description="Distributed pseudo-spectral simulator (JAX).")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("validate", help="validate a config and print it with every default filled in")
+    _config_args(p, required=True)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
+    _config_args(p, required=False)
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("check", help="self-check the distributed FFT against NumPy on this job's devices")
+    _config_args(p, required=False)
+    p.add_argument("--all-backends", action="store_true", help="check every backend, not only the configured one")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random test field")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("config-docs", help="print the config reference (Markdown) generated from the schema")
+    p.set_defaults(func=cmd_config_docs)
+
+    p = sub.add_parser("launch", help="run a simulator command in N local processes (a laptop stand-in for srun)")
+    p.add_argument("-n", type=int, required=True, help="number of processes")
+    p.add_argument("--cpu-devices", type=int, default=None, metavar="D", help="virtual CPU devices per process")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="end all processes after S seconds")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="the simulator command and its arguments")
+    p.set_defaults(func=cmd_launch)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, RuntimeSetupError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,239 @@
+"""The one FFT interface every physics module uses, and what all backends share.
+
+Conventions (all backends):
+
+* Real-space arrays have shape ``(*batch, Nx, Ny, Nz)``: any number of leading batch axes (e.g. the
+  three velocity components), then the three spatial axes. Only the spatial axes are ever sharded.
+* Normalisation is NumPy's ``"backward"``: the forward transform is unnormalised,
+  ``u_hat[k] = sum_x u[x] exp(-i k.x)``, and the inverse divides by ``Nx*Ny*Nz``.
+* Spectral arrays are in the backend's own *k-space layout*: an axis order (``perm``: spectral axis
+  ``i`` holds the wavenumbers of real axis ``perm[i]``) and a sharding. Physics never indexes
+  spectral axes; it combines spectra with the wavenumbers from :meth:`FFTBackend.wavenumbers`, which
+  broadcast against the spectral arrays and are sharded like them.
+* Real-to-complex (``rfft``/``irfft``) keeps the half spectrum along z with ``kz = 0 .. Nz/2 - 1``:
+  the Nyquist plane ``kz = -Nz/2`` is dropped, so the half axis has ``Nz/2`` planes and divides over
+  devices, and ``irfft`` restores it as zero. That plane is zero in every dealiased (2/3-rule) field,
+  so nothing physical is lost; a field with Nyquist content does not survive a round trip. Backends
+  without a real transform (jaxdecomp) return the full complex spectrum instead; sums over modes use
+  :meth:`FFTBackend.parseval_weight` so they are correct either way.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from simulator.errors import ConfigError
+
+Shape3 = tuple[int, int, int]
+Spec3 = tuple[str | None, str | None, str | None]
+
+
+def complex_dtype(dtype: jnp.dtype) -> jnp.dtype:
+    """The complex dtype matching a real or complex dtype (float32 -> complex64, float64 -> complex128)."""
+    return jnp.result_type(dtype, jnp.complex64)
+
+
+def real_dtype(dtype: jnp.dtype) -> jnp.dtype:
+    """The real dtype matching a real or complex dtype (complex64 -> float32)."""
+    return jnp.finfo(dtype).dtype
+
+
+class FFTBackend(abc.ABC):
+    """A distributed 3D FFT over a fixed global grid and device mesh.
+
+    Concrete backends are final; they define the mesh they need, their real-space and k-space
+    shardings, their k-space axis order, and the four transforms.
+    """
+
+    name: ClassVar[str]
+    axis_names: ClassVar[tuple[str, ...]]
+    #: spectral axis i holds the wavenumbers of real axis perm[i]
+    perm: ClassVar[tuple[int, int, int]] = (0, 1, 2)
+    #: True when rfft returns the half spectrum along z (Nz/2 planes); False: full spectrum
+    has_real_transform: ClassVar[bool] = True
+
+    def __init__(self, shape: Sequence[int], mesh: Mesh):
+        shape = tuple(int(n) for n in shape)
+        if len(shape) != 3:
+            raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")
+        if tuple(mesh.axis_names) != self.axis_names:
+            raise ValueError(f"{self.name} needs a mesh with axes {self.axis_names}, got {mesh.axis_names}")
+        self.check_layout(shape, tuple(mesh.devices.shape))
+        self.shape: Shape3 = shape  # type: ignore[assignment]
+        self.mesh = mesh
+
+    # ---- layout rules (class-level, so config validation can use them before JAX starts) ----------
+
+    @classmethod
+    @abc.abstractmethod
+    def mesh_shape(cls, n_devices: int, requested: tuple[int, ...] | None) -> tuple[int, ...]:
+        """The mesh shape this backend uses for ``n_devices`` devices, or for an explicit request."""
+
+    @classmethod
+    def check_mesh_request(cls, requested: tuple[int, ...] | None, key: str = "fft.mesh") -> None:
+        """Reject a requested mesh shape of the wrong rank for this backend (any rank by default)."""
+        return None
+
+    @classmethod
+    @abc.abstractmethod
+    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
+        """(what, size, divisor) pairs that must divide evenly for this layout."""
+
+    @classmethod
+    def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
+        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
+        shape3 = tuple(int(n) for n in shape)
+        if cls.has_real_transform and shape3[2] % 2:
+            raise ConfigError(
+                key, list(shape3),
+                "Nz must be even: the real-to-complex transform keeps Nz/2 planes (Nyquist dropped)",
+                "has an odd Nz",
+            )
+        for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
+            if size % div:
+                raise ConfigError(
+                    key, list(shape3),
+                    f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "
+                    f"choose sizes that are multiples of the device counts",
+                    "does not divide over the mesh",
+                )
+
+    # ---- shardings ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def real_spec(self) -> Spec3:
+        """PartitionSpec entries of the three spatial axes of a real-space array."""
+
+    @abc.abstractmethod
+    def spectral_spec(self) -> Spec3:
+        """PartitionSpec entries of the three spectral axes (in the backend's axis order)."""
+
+    def real_sharding(self, batch_ndim: int = 0) -> NamedSharding:
+        """Sharding of a real-space array with ``batch_ndim`` leading (unsharded) batch axes."""
+        return NamedSharding(self.mesh, PartitionSpec(*([None] * batch_ndim), *self.real_spec()))
+
+    def spectral_sharding(self, batch_ndim: int = 0) -> NamedSharding:
+        """Sharding of a spectral array with ``batch_ndim`` leading (unsharded) batch axes."""
+        return NamedSharding(self.mesh, PartitionSpec(*([None] * batch_ndim), *self.spectral_spec()))
+
+    def spectral_shape(self, real: bool) -> Shape3:
+        """Global shape of the spatial part of a spectral array, in the backend's axis order."""
+        sizes = list(self.shape)
+        if real and self.has_real_transform:
+            sizes[2] //= 2
+        return tuple(sizes[a] for a in self.perm)  # type: ignore[return-value]
+
+    @property
+    def size(self) -> int:
+        """Number of real-space grid points, Nx*Ny*Nz (the inverse transform's normalisation)."""
+        return int(np.prod(self.shape))
+
+    # ---- transforms ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def rfft(self, x: jax.Array) -> jax.Array:
+        """Forward real-to-complex 3D FFT over the last three axes (see the module conventions)."""
+
+    @abc.abstractmethod
+    def irfft(self, k: jax.Array) -> jax.Array:
+        """Inverse of :meth:`rfft`; returns a real array of shape ``(*batch, Nx, Ny, Nz)``."""
+
+    @abc.abstractmethod
+    def fft(self, x: jax.Array) -> jax.Array:
+        """Forward complex-to-complex 3D FFT over the last three axes."""
+
+    @abc.abstractmethod
+    def ifft(self, k: jax.Array) -> jax.Array:
+        """Inverse complex-to-complex 3D FFT over the last three axes (divides by Nx*Ny*Nz)."""
+
+    # ---- k-space helpers -------------------------------------------------------------------------
+
+    def _mode_numbers(self, real_axis: int, real: bool) -> np.ndarray:
+        n = self.shape[real_axis]
+        if real_axis == 2 and real and self.has_real_transform:
+            return np.arange(n // 2, dtype=np.float64)
+        return np.fft.fftfreq(n, 1.0 / n)
+
+    def _broadcast_vector(self, values: np.ndarray, spectral_axis: int, dtype: jnp.dtype) -> jax.Array:
+        """A 1D vector placed along ``spectral_axis`` (size 1 elsewhere), sharded like the spectra.
+
+        Built per shard with make_array_from_callback: each process fills only its own devices.
+        """
+        shape = [1, 1, 1]
+        shape[spectral_axis] = values.size
+        spec: list[str | None] = [None, None, None]
+        if values.size > 1:
+            spec[spectral_axis] = self.spectral_spec()[spectral_axis]
+        sharding = NamedSharding(self.mesh, PartitionSpec(*spec))
+        host = values.reshape(shape).astype(dtype)
+        return jax.make_array_from_callback(tuple(shape), sharding, lambda idx: host[idx], dtype=host.dtype)
+
+    def wavenumbers(
+        self, box: Sequence[float], real: bool = True, dtype: jnp.dtype = jnp.float32
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Physical wavenumbers (kx, ky, kz) = 2*pi*m/L in the backend's k-space layout.
+
+        Each is a 3D array of ones except along its own spectral axis, so ``kx * u_hat`` broadcasts
+        against a spectral array (with any leading batch axes) and stays sharded like it.
+        ``real`` selects the layout of :meth:`rfft` (half spectrum in z) or of :meth:`fft`.
+        """
+        out = []
+        for real_axis in range(3):
+            m = self._mode_numbers(real_axis, real) * (2.0 * np.pi / float(box[real_axis]))
+            out.append(self._broadcast_vector(m, self.perm.index(real_axis), dtype))
+        return out[0], out[1], out[2]
+
+    def parseval_weight(self, real: bool = True, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        """Weights w such that ``sum(w * |u_hat|**2) / N**2 == sum(u**2) / N`` (mean of u**2).
+
+        For a half spectrum every kz > 0 plane stands for itself and its conjugate (w = 2), kz = 0
+        for itself alone (w = 1); for a full spectrum w = 1.
+        """
+        if real and self.has_real_transform:
+            w = np.full(self.shape[2] // 2, 2.0)
+            w[0] = 1.0
+            return self._broadcast_vector(w, self.perm.index(2), dtype)
+        return self._broadcast_vector(np.ones(1), 0, dtype)
+
+    # ---- a NumPy reference in this layout (tests, self-checks, checkpoint conversion) -------------
+
+    def reference_spectrum(self, x: np.ndarray, real: bool) -> np.ndarray:
+        """``numpy.fft`` of a host array, arranged in this backend's k-space layout (global shape)."""
+        axes = (-3, -2, -1)
+        if real and self.has_real_transform:
+            k = np.fft.rfftn(x, axes=axes)[..., : self.shape[2] // 2]
+        else:
+            k = np.fft.fftn(x, axes=axes)
+        nb = x.ndim - 3
+        return np.transpose(k, tuple(range(nb)) + tuple(nb + a for a in self.perm))
+
+    def describe(self) -> str:
+        """One line: backend, mesh, and where real and spectral arrays are sharded."""
+        mesh = "x".join(str(s) for s in self.mesh.devices.shape)
+        order = "".join("xyz"[a] for a in self.perm)
+        return (
+            f"{self.name} fft on mesh {mesh} {tuple(self.mesh.axis_names)}; real (x,y,z) sharded "
+            f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}"
+        )
+
+
+def batch_ndim(x: jax.Array) -> int:
+    """Number of leading batch axes in front of the three spatial axes."""
+    if x.ndim < 3:
+        raise ValueError(f"expected an array with at least 3 axes (..., X, Y, Z), got shape {x.shape}")
+    return x.ndim - 3
+
+
+def near_square(n: int) -> tuple[int, int]:
+    """Factor n = p0 * p1 with p0 <= p1 as close to square as possible (pencil meshes)."""
+    p0 = int(np.floor(np.sqrt(n)))
+    while n % p0:
+        p0 -= 1
+    return p0, n // p0
