@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 
 from simulator import config as config_mod
@@ -185,4 +186,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (ConfigError, RuntimeSetupError) as err:
         print(f"error: {err}", file=sys.stderr)
+        _exit_now_if_distributed(EXIT_BAD_INPUT)
         return EXIT_BAD_INPUT
+    except Exception:
+        traceback.print_exc()
+        _exit_now_if_distributed(EXIT_FAILED)
+        return EXIT_FAILED
+
+
+def _exit_now_if_distributed(code: int) -> None:
+    runtime = sys.modules.get("simulator.runtime")  # only a command that started JAX can be distributed
+    if runtime is not None and runtime.is_distributed():
+        runtime.exit_now(code)

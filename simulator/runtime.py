@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -71,6 +72,25 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
     jax.config.update("jax_enable_x64", precision == "float64")
+
+
+def is_distributed() -> bool:
+    """True once jax.distributed has been initialized in this process."""
+    from jax._src import distributed  # no public API exposes this
+
+    return distributed.global_state.client is not None
+
+
+def exit_now(code: int) -> None:
+    """End this process at once with ``code``, skipping jax.distributed's shutdown barrier.
+
+    A normal exit runs that barrier, which waits (minutes) for peers that are themselves blocked
+    waiting for this process in a collective. Leaving at once lets the launcher or
+    ``srun --kill-on-bad-exit`` see the failure and end the others.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def slurm_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -21,7 +21,8 @@ Conventions (all backends):
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import jax
@@ -136,22 +137,45 @@ class FFTBackend(abc.ABC):
         return int(np.prod(self.shape))
 
     # ---- transforms ----------------------------------------------------------------------------
+    # Backends implement the underscored methods; the public ones are always jitted (nested jit is
+    # inlined into a caller's jit), because custom_partitioning lowered eagerly, primitive by
+    # primitive, aborts XLA's SPMD partitioner.
 
     @abc.abstractmethod
+    def _rfft(self, x: jax.Array) -> jax.Array: ...
+
+    @abc.abstractmethod
+    def _irfft(self, k: jax.Array) -> jax.Array: ...
+
+    @abc.abstractmethod
+    def _fft(self, x: jax.Array) -> jax.Array: ...
+
+    @abc.abstractmethod
+    def _ifft(self, k: jax.Array) -> jax.Array: ...
+
+    @functools.cached_property
+    def _jitted(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
+        return {name: jax.jit(getattr(self, f"_{name}")) for name in ("rfft", "irfft", "fft", "ifft")}
+
     def rfft(self, x: jax.Array) -> jax.Array:
-        """Forward real-to-complex 3D FFT over the last three axes (see the module conventions)."""
+        """Forward real-to-complex 3D FFT over the last three axes (see the module conventions).
 
-    @abc.abstractmethod
+        Real space ``(*batch, Nx, Ny, Nz)`` in :meth:`real_sharding` -> k-space in
+        :meth:`spectral_sharding`, half spectrum in z for backends with a real transform.
+        """
+        return self._jitted["rfft"](x)
+
     def irfft(self, k: jax.Array) -> jax.Array:
-        """Inverse of :meth:`rfft`; returns a real array of shape ``(*batch, Nx, Ny, Nz)``."""
+        """Inverse of :meth:`rfft`: a real array ``(*batch, Nx, Ny, Nz)`` in :meth:`real_sharding`."""
+        return self._jitted["irfft"](k)
 
-    @abc.abstractmethod
     def fft(self, x: jax.Array) -> jax.Array:
-        """Forward complex-to-complex 3D FFT over the last three axes."""
+        """Forward complex-to-complex 3D FFT over the last three axes (full spectrum)."""
+        return self._jitted["fft"](x)
 
-    @abc.abstractmethod
     def ifft(self, k: jax.Array) -> jax.Array:
         """Inverse complex-to-complex 3D FFT over the last three axes (divides by Nx*Ny*Nz)."""
+        return self._jitted["ifft"](k)
 
     # ---- k-space helpers -------------------------------------------------------------------------
 

@@ -79,14 +79,14 @@ class JaxDecompFFT(FFTBackend):
         y = _per_component(jaxdecomp.fft.pifft3d, k)
         return jax.lax.with_sharding_constraint(y, self.real_sharding(batch_ndim(y)))
 
-    def rfft(self, x: jax.Array) -> jax.Array:
+    def _rfft(self, x: jax.Array) -> jax.Array:
         return self._forward(x)
 
-    def irfft(self, k: jax.Array) -> jax.Array:
+    def _irfft(self, k: jax.Array) -> jax.Array:
         return self._inverse(k).real
 
-    def fft(self, x: jax.Array) -> jax.Array:
+    def _fft(self, x: jax.Array) -> jax.Array:
         return self._forward(x)
 
-    def ifft(self, k: jax.Array) -> jax.Array:
+    def _ifft(self, k: jax.Array) -> jax.Array:
         return self._inverse(k)

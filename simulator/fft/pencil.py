@@ -96,14 +96,14 @@ class PencilFFT(FFTBackend):
             body, in_spec, out_spec = functools.partial(_inverse, real=real), spec_p, real_p
         return jax.shard_map(body, mesh=self.mesh, in_specs=in_spec, out_specs=out_spec)
 
-    def rfft(self, x: jax.Array) -> jax.Array:
+    def _rfft(self, x: jax.Array) -> jax.Array:
         return self._mapped("forward", True, batch_ndim(x))(x)
 
-    def irfft(self, k: jax.Array) -> jax.Array:
+    def _irfft(self, k: jax.Array) -> jax.Array:
         return self._mapped("inverse", True, batch_ndim(k))(k)
 
-    def fft(self, x: jax.Array) -> jax.Array:
+    def _fft(self, x: jax.Array) -> jax.Array:
         return self._mapped("forward", False, batch_ndim(x))(x)
 
-    def ifft(self, k: jax.Array) -> jax.Array:
+    def _ifft(self, k: jax.Array) -> jax.Array:
         return self._mapped("inverse", False, batch_ndim(k))(k)

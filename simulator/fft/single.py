@@ -40,15 +40,15 @@ class SingleFFT(FFTBackend):
     def spectral_spec(self) -> Spec3:
         return (None, None, None)
 
-    def rfft(self, x: jax.Array) -> jax.Array:
+    def _rfft(self, x: jax.Array) -> jax.Array:
         return jnp.fft.rfftn(x, axes=_AXES)[..., : self.shape[2] // 2]
 
-    def irfft(self, k: jax.Array) -> jax.Array:
+    def _irfft(self, k: jax.Array) -> jax.Array:
         # irfftn zero-pads the half axis from Nz/2 to Nz/2+1 planes: the dropped Nyquist plane is zero.
         return jnp.fft.irfftn(k, s=self.shape, axes=_AXES)
 
-    def fft(self, x: jax.Array) -> jax.Array:
+    def _fft(self, x: jax.Array) -> jax.Array:
         return jnp.fft.fftn(x, axes=_AXES)
 
-    def ifft(self, k: jax.Array) -> jax.Array:
+    def _ifft(self, k: jax.Array) -> jax.Array:
         return jnp.fft.ifftn(k, axes=_AXES)

@@ -128,14 +128,14 @@ class SlabFFT(FFTBackend):
         y = _stage(second, nb)(_stage(first, nb)(x))
         return jax.lax.with_sharding_constraint(y, out_sharding)
 
-    def rfft(self, x: jax.Array) -> jax.Array:
+    def _rfft(self, x: jax.Array) -> jax.Array:
         return self._run(x, "rfft_z", "fft_xy", self.spectral_sharding(batch_ndim(x)))
 
-    def irfft(self, k: jax.Array) -> jax.Array:
+    def _irfft(self, k: jax.Array) -> jax.Array:
         return self._run(k, "ifft_xy", "irfft_z", self.real_sharding(batch_ndim(k)))
 
-    def fft(self, x: jax.Array) -> jax.Array:
+    def _fft(self, x: jax.Array) -> jax.Array:
         return self._run(x, "fft_z", "fft_xy", self.spectral_sharding(batch_ndim(x)))
 
-    def ifft(self, k: jax.Array) -> jax.Array:
+    def _ifft(self, k: jax.Array) -> jax.Array:
         return self._run(k, "ifft_xy", "ifft_z", self.real_sharding(batch_ndim(k)))

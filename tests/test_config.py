@@ -1,0 +1,133 @@
+"""Config loading, validation and every error message the CLI promises (one line, exit 2)."""
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from simulator import config as C
+from simulator.cli import main
+from simulator.errors import ConfigError
+
+
+def write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_defaults_fill_every_key():
+    cfg = C.load(None)
+    assert cfg.grid.shape == (32, 32, 32)
+    assert cfg.grid.box == pytest.approx((2 * math.pi,) * 3)
+    assert cfg.precision == "float32" and cfg.fft.backend == "slab" and cfg.fft.mesh is None
+    # every schema leaf has a doc line
+    for key, _type, _default, doc in C.iter_fields():
+        assert doc and "\n" not in doc, key
+
+
+def test_scalars_broadcast_and_expressions(tmp_path):
+    p = write(tmp_path, """
+        grid: {shape: 16, box: 2*pi}
+        fft: {backend: pencil, mesh: [2, 2]}
+    """)
+    cfg = C.load(p)
+    assert cfg.grid.shape == (16, 16, 16)
+    assert cfg.grid.box == pytest.approx((2 * math.pi,) * 3)
+    assert cfg.fft.mesh == (2, 2)
+
+
+def test_overrides_are_typed_and_validated(tmp_path):
+    p = write(tmp_path, "grid: {shape: [16, 16, 16]}\n")
+    cfg = C.load(p, ["grid.shape=[8,16,32]", "precision=float64", "grid.box=[1, 2, 1/4]", "fft.backend=single"])
+    assert cfg.grid.shape == (8, 16, 32) and cfg.precision == "float64"
+    assert cfg.grid.box == (1.0, 2.0, 0.25)
+    with pytest.raises(ConfigError, match=r"^grid\.shape\[0\] = 'abc' has the wrong type"):
+        C.load(p, ["grid.shape=[abc,16,16]"])
+
+
+def test_resolved_config_round_trips(tmp_path):
+    cfg = C.load(None, ["grid.shape=[8,8,16]", "fft.backend=jaxdecomp", "fft.mesh=[2,2]"])
+    p = write(tmp_path, C.dump(cfg), "resolved.yaml")
+    assert C.load(p) == cfg
+
+
+@pytest.mark.parametrize(
+    "text, overrides, pattern",
+    [
+        # unknown key, with a did-you-mean suggestion
+        ("grid: {shpe: [8, 8, 8]}", [], r"^grid\.shpe = \[8, 8, 8\] is an unknown key; did you mean 'grid\.shape'\?"),
+        ("gird: {}", [], r"^gird = \{\} is an unknown key; did you mean 'grid'\?"),
+        # wrong type
+        ("grid: {shape: [8, 8, eight]}", [], r"^grid\.shape\[2\] = 'eight' has the wrong type; expected an integer"),
+        ("precision: 64", [], r"^precision = 64 has the wrong type; expected a string"),
+        ("grid: [1, 2]", [], r"^grid = \[1, 2\] has the wrong type; expected a mapping"),
+        ("grid: {shape: [8, 8]}", [], r"^grid\.shape = \[8, 8\] has 2 entries; expected a list of 3 integer"),
+        # out of range
+        ("grid: {shape: [8, 0, 8]}", [], r"^grid\.shape = \[8, 0, 8\] is out of range; every entry must be >= 2"),
+        ("grid: {box: [1, -1, 1]}", [], r"^grid\.box = \[1\.0, -1\.0, 1\.0\] is out of range; every entry must be > 0"),
+        ("runtime: {cpu_devices: 0}", [], r"^runtime\.cpu_devices = 0 is out of range"),
+        # a grid that does not divide over the mesh / an odd Nz
+        ("grid: {shape: [8, 12, 8]}\nfft: {mesh: [8]}", [], r"^grid\.shape = \[8, 12, 8\] does not divide over the mesh; "
+         r"slab on mesh \[8\] needs Ny = 12 divisible by 8"),
+        ("grid: {shape: [16, 16, 16]}\nfft: {backend: pencil, mesh: [3, 2]}", [], r"needs Nx = 16 divisible by 3"),
+        ("grid: {shape: [16, 16, 15]}", [], r"^grid\.shape = \[16, 16, 15\] has an odd Nz; Nz must be even"),
+        ("fft: {backend: slab, mesh: [2, 2]}", [], r"^fft\.mesh = \[2, 2\] has the wrong rank"),
+        # unknown names
+        ("fft: {backend: slabb}", [], r"^fft\.backend = 'slabb' is unknown; expected one of: jaxdecomp, pencil, single, slab "
+         r"\(did you mean 'slab'\?\)"),
+        ("precision: float16", [], r"^precision = 'float16' is unknown; expected one of: float32, float64"),
+        # the --set syntax itself
+        ("{}", ["grid.shape"], r"^--set = 'grid\.shape' is malformed; expected dotted\.key=value"),
+        ("{}", ["precision.bits=3"], r"^precision = \{'bits': 3\} has the wrong type; expected a string"),
+        ("grid: {shape: 8}", ["grid.shape.x=3"], r"^grid\.shape = 8 cannot hold keys"),
+        ("runtime: {coordinator: 'localhost:1234'}", [], r"^runtime\.coordinator = 'localhost:1234' is incomplete"),
+    ],
+)
+def test_bad_config_is_one_line_naming_key_value_and_allowed(tmp_path, text, overrides, pattern, capsys):
+    p = write(tmp_path, text + "\n")
+    with pytest.raises(ConfigError, match=pattern) as info:
+        C.load(p, overrides)
+    assert "\n" not in str(info.value)
+    # the CLI: exit status 2, the same one line on stderr, nothing on stdout
+    code = main(["validate", str(p), *sum((["--set", o] for o in overrides), [])])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and str(info.value) in err
+
+
+def test_missing_empty_and_malformed_files(tmp_path, capsys):
+    with pytest.raises(ConfigError, match=r"^config file = '.*nope\.yaml' does not exist"):
+        C.load(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match=r"is empty"):
+        C.load(write(tmp_path, "# only a comment\n", "empty.yaml"))
+    bad = write(tmp_path, "grid:\n  shape: [1, 2\n  box: 3\n", "bad.yaml")
+    with pytest.raises(ConfigError, match=r"^config file = '.*bad\.yaml:3' is malformed YAML"):
+        C.load(bad)
+    assert main(["validate", str(bad)]) == 2
+    assert "bad.yaml:3" in capsys.readouterr().err
+
+
+def test_validate_prints_the_resolved_config(tmp_path, capsys):
+    p = write(tmp_path, "grid: {shape: 16}\n")
+    assert main(["validate", str(p)]) == 0
+    resolved = yaml.safe_load(capsys.readouterr().out)
+    assert resolved["grid"]["shape"] == [16, 16, 16]
+    assert resolved["fft"] == {"backend": "slab", "mesh": None}
+    assert set(resolved["runtime"]) == {"cpu_devices", "coordinator", "num_processes", "process_id"}
+
+
+def test_cli_argument_errors_exit_2():
+    r = subprocess.run([sys.executable, "-m", "simulator", "validate"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1
+    r = subprocess.run([sys.executable, "-m", "simulator", "frobnicate"], capture_output=True, text=True)
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+def test_config_docs_cover_the_schema():
+    docs = C.config_docs()
+    for key, *_ in C.iter_fields():
+        assert f"| `{key}` |" in docs

@@ -1,0 +1,34 @@
+"""Several local JAX processes (the laptop stand-in for an srun step), each bounded in time."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from simulator.launch import launch
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+
+
+def test_two_processes_match_numpy_on_every_backend():
+    """2 processes x 4 virtual devices: every backend, r2c and c2c, float64, checked shard by shard."""
+    cmd = [sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "4", "--timeout", "300",
+           "check", "--all-backends", "--set", "precision=float64", "--set", "grid.shape=[12,8,16]"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=360)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "on 8 cpu device(s), 2 process(es)" in r.stdout
+    rows = [line for line in r.stdout.splitlines() if line.endswith(" ok")]
+    assert len(rows) == 8, r.stdout  # 4 backends x {r2c, c2c}
+    slab = [line.split() for line in rows if line.startswith("slab")]
+    assert all(row[5] == "1/1" for row in slab), slab  # one all-to-all each way across processes
+
+
+def test_a_dead_process_does_not_leave_its_sibling_hanging():
+    worker = Path(__file__).with_name("mp_fail_worker.py")
+    start = time.monotonic()
+    code = launch(2, [sys.executable, str(worker)], timeout=120)
+    elapsed = time.monotonic() - start
+    assert code == 3  # the failing process's own status
+    assert elapsed < 60, f"sibling was ended only after {elapsed:.0f} s"
