@@ -131,3 +131,20 @@ def test_config_docs_cover_the_schema():
     docs = C.config_docs()
     for key, *_ in C.iter_fields():
         assert f"| `{key}` |" in docs
+
+
+def test_readme_config_reference_is_current():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    start, end = "<!-- config-docs:start -->\n", "<!-- config-docs:end -->"
+    assert readme[readme.index(start) + len(start): readme.index(end)] == C.config_docs()
+
+
+def test_ci_runs_the_readme_test_command():
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    command = "bash scripts/setup.sh && .venv/bin/python -m pytest"
+    assert f"```bash\n{command}\n```" in (root / "README.md").read_text()
+    assert command in (root / ".ci" / "run").read_text()
