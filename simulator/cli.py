@@ -137,6 +137,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    from simulator import driver
+
+    out = driver.output_dir(cfg, args.out)
+    driver.prepare_output(out, args.overwrite)  # before JAX starts: a refused run changes nothing
+    mode = _start(cfg)
+    try:
+        return driver.run(cfg, out, mode)
+    except driver.NonFiniteError as err:
+        from simulator.log import get_logger
+
+        get_logger().error("%s", err)
+        _exit_now_if_distributed(EXIT_FAILED)
+        return EXIT_FAILED
+
+
 def cmd_launch(args: argparse.Namespace) -> int:
     from simulator.launch import launch
 
@@ -157,6 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="validate a config and print it with every default filled in")
     _config_args(p, required=True)
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("run", help="run a simulation")
+    _config_args(p, required=True)
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output directory (default: output.dir or outputs/<name>)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow writing into a directory that already holds a run")
+    p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
     _config_args(p, required=False)

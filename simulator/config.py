@@ -96,6 +96,58 @@ class RuntimeConfig:
     process_id: int | None = _field(None, "this process's index in an explicit multi-process run", min=0)
 
 
+def _registry(kind: str) -> Callable[[], tuple[str, ...]]:
+    def names() -> tuple[str, ...]:
+        if kind == "physics":
+            from simulator.physics import EQUATIONS as reg
+        elif kind == "integrator":
+            from simulator.integrators import INTEGRATORS as reg
+        else:
+            from simulator.physics import INITIAL_CONDITIONS
+
+            reg = {n: None for table in INITIAL_CONDITIONS.values() for n in table}
+        return tuple(sorted(reg))
+
+    return names
+
+
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """The equation and its physical parameters (traced: changing them never recompiles)."""
+
+    name: str = _field("navier_stokes", "equation to solve", choices=_registry("physics"))
+    viscosity: float = _field(1.0 / 1600.0, "kinematic viscosity nu (navier_stokes)", min=0.0)
+
+
+@dataclass(frozen=True)
+class InitialConfig:
+    """The initial condition, by name, and its options."""
+
+    name: str = _field("taylor_green", "initial condition", choices=_registry("initial"))
+    amplitude: float = _field(1.0, "velocity amplitude (taylor_green, abc) or rms velocity (random)", gt=0.0)
+    wavenumber: int = _field(1, "mode number of the abc flow", min=1)
+    seed: int = _field(0, "random seed (random); the field is the same on any device layout", min=0)
+    k_peak: float = _field(4.0, "peak mode number of the random field's spectrum", gt=0.0)
+
+
+@dataclass(frozen=True)
+class TimeConfig:
+    """Time stepping."""
+
+    integrator: str = _field("rk4", "time integrator: rk4 (classical, integrating factor) or lsrk4 "
+                             "(2-register low-storage, integrating factor)", choices=_registry("integrator"))
+    dt: float = _field(0.01, "time step", gt=0.0)
+    t_end: float = _field(1.0, "simulated time to reach", gt=0.0)
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """What a run writes, and where."""
+
+    dir: str | None = _field(None, "output directory; null = outputs/<name>")
+    every: int = _field(10, "steps between diagnostics rows (the jitted chunk length)", min=1)
+
+
 @dataclass(frozen=True)
 class Config:
     """A whole simulation run."""
@@ -108,6 +160,10 @@ class Config:
     )
     grid: GridConfig = field(default_factory=GridConfig, metadata={"doc": "the periodic box and its grid"})
     fft: FFTConfig = field(default_factory=FFTConfig, metadata={"doc": "the distributed FFT"})
+    physics: PhysicsConfig = field(default_factory=PhysicsConfig, metadata={"doc": "the equation"})
+    initial: InitialConfig = field(default_factory=InitialConfig, metadata={"doc": "the initial condition"})
+    time: TimeConfig = field(default_factory=TimeConfig, metadata={"doc": "time stepping"})
+    output: OutputConfig = field(default_factory=OutputConfig, metadata={"doc": "output"})
     runtime: RuntimeConfig = field(
         default_factory=RuntimeConfig, metadata={"doc": "processes and devices"}
     )

@@ -1,6 +1,7 @@
 """Start several local processes of one simulator command, like an srun step on a laptop.
 
-Each child runs the same program (``simulator launch`` runs ``python -m simulator <command ...>``) with ``SIMULATOR_COORDINATOR`` (a free
+Each child runs the same program (``simulator launch`` runs ``python -m simulator <command ...>``)
+with ``SIMULATOR_COORDINATOR`` (a free
 localhost port), ``SIMULATOR_NUM_PROCESSES`` and ``SIMULATOR_PROCESS_ID`` in its environment, which
 :func:`simulator.runtime.initialize_processes` reads. If any child fails, the others are ended
 (SIGTERM, then SIGKILL after a grace period) so nothing waits forever on a dead peer in a collective,

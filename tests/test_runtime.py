@@ -39,7 +39,7 @@ def test_slurm_environment_lists_the_variables():
 
 def test_info_reports_devices_mesh_slurm_and_versions():
     r = subprocess.run(
-        [sys.executable, "-m", "simulator", "info", "configs/default.yaml", "--cpu-devices", "4",
+        [sys.executable, "-m", "simulator", "info", "configs/taylor_green.yaml", "--cpu-devices", "4",
          "--set", "fft.backend=pencil"],
         capture_output=True, text=True, timeout=120, env={"SLURM_JOB_ID": "99", "PATH": "/usr/bin:/bin"},
     )

@@ -185,16 +185,18 @@ class FFTBackend(abc.ABC):
             return np.arange(n // 2, dtype=np.float64)
         return np.fft.fftfreq(n, 1.0 / n)
 
-    def _broadcast_vector(self, values: np.ndarray, spectral_axis: int, dtype: jnp.dtype) -> jax.Array:
-        """A 1D vector placed along ``spectral_axis`` (size 1 elsewhere), sharded like the spectra.
+    def _broadcast_vector(self, values: np.ndarray, spectral_axis: int, dtype: jnp.dtype,
+                          spec3: Spec3 | None = None) -> jax.Array:
+        """A 1D vector placed along ``axis`` (size 1 elsewhere), sharded like the spectra (or ``spec3``).
 
         Built per shard with make_array_from_callback: each process fills only its own devices.
         """
+        spec3 = self.spectral_spec() if spec3 is None else spec3
         shape = [1, 1, 1]
         shape[spectral_axis] = values.size
         spec: list[str | None] = [None, None, None]
         if values.size > 1:
-            spec[spectral_axis] = self.spectral_spec()[spectral_axis]
+            spec[spectral_axis] = spec3[spectral_axis]
         sharding = NamedSharding(self.mesh, PartitionSpec(*spec))
         host = values.reshape(shape).astype(dtype)
         return jax.make_array_from_callback(tuple(shape), sharding, lambda idx: host[idx], dtype=host.dtype)
@@ -213,6 +215,17 @@ class FFTBackend(abc.ABC):
             m = self._mode_numbers(real_axis, real) * (2.0 * np.pi / float(box[real_axis]))
             out.append(self._broadcast_vector(m, self.perm.index(real_axis), dtype))
         return out[0], out[1], out[2]
+
+    def coordinates(self, box: Sequence[float], dtype: jnp.dtype = jnp.float32) -> tuple[jax.Array, ...]:
+        """Grid-point coordinates (x, y, z) = i*L/N, sharded like real-space arrays.
+
+        Each is 3D with size 1 except along its own axis, so ``jnp.sin(x) * jnp.cos(y)`` builds a
+        sharded field without any global array.
+        """
+        return tuple(
+            self._broadcast_vector(np.arange(n) * (float(box[a]) / n), a, dtype, self.real_spec())
+            for a, n in enumerate(self.shape)
+        )
 
     def parseval_weight(self, real: bool = True, dtype: jnp.dtype = jnp.float32) -> jax.Array:
         """Weights w such that ``sum(w * |u_hat|**2) / N**2 == sum(u**2) / N`` (mean of u**2).
