@@ -56,28 +56,13 @@ def test_float32_matches_numpy(devices, name, mesh, n, real):
     assert r.forward_error > 1e-9, "float32 run was not actually in float32"
 
 
-def _coordinates(fft, box):
-    """x, y, z as sharded 3D arrays broadcasting against real-space fields (built per shard)."""
-    out = []
-    for axis in range(3):
-        n = fft.shape[axis]
-        shape = [1, 1, 1]
-        shape[axis] = n
-        spec = [None, None, None]
-        spec[axis] = fft.real_spec()[axis]
-        sharding = jax.sharding.NamedSharding(fft.mesh, jax.sharding.PartitionSpec(*spec))
-        host = (np.arange(n) * box[axis] / n).reshape(shape)
-        out.append(jax.make_array_from_callback(tuple(shape), sharding, lambda idx, h=host: h[idx]))
-    return out
-
-
 @pytest.mark.parametrize("name, mesh, n", [("single", None, 1), ("slab", None, 8), ("slab", None, 2),
                                            ("pencil", None, 8), ("jaxdecomp", None, 8), ("jaxdecomp", (2, 4), 8)])
 def test_spectral_derivative_uses_the_backend_layout(devices, name, mesh, n):
     """d/dx_j of a trigonometric field via i k_j in each backend's own k-space layout, exact to 1e-12."""
     shape, box = (16, 8, 32), (2.0, 3.0, 5.0)
     fft = make(name, shape, mesh, n, devices)
-    x, y, z = _coordinates(fft, box)
+    x, y, z = fft.coordinates(box, jnp.float64)
     a, b, c = 2 * np.pi / box[0], 2 * np.pi / box[1], 2 * np.pi / box[2]
 
     @jax.jit
