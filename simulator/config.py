@@ -97,11 +97,15 @@ class RuntimeConfig:
 
 
 def _registry(kind: str) -> Callable[[], tuple[str, ...]]:
+    """Lazy choices from a registry (the registries import JAX, which must not start at import)."""
+
     def names() -> tuple[str, ...]:
         if kind == "physics":
             from simulator.physics import EQUATIONS as reg
         elif kind == "integrator":
             from simulator.integrators import INTEGRATORS as reg
+        elif kind == "forcing":
+            from simulator.physics.forcing import FORCINGS as reg
         else:
             from simulator.physics import INITIAL_CONDITIONS
 
@@ -115,29 +119,45 @@ def _registry(kind: str) -> Callable[[], tuple[str, ...]]:
 class PhysicsConfig:
     """The equation and its physical parameters (traced: changing them never recompiles)."""
 
-    name: str = _field("navier_stokes", "equation to solve", choices=_registry("physics"))
+    name: str = _field("navier_stokes", "equation to solve: navier_stokes or schrodinger_poisson",
+                       choices=_registry("physics"))
     viscosity: float = _field(1.0 / 1600.0, "kinematic viscosity nu (navier_stokes)", min=0.0)
+    forcing: str = _field("none", "navier_stokes forcing at constant injected power: none, linear (all modes, "
+                          "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=_registry("forcing"))
+    forcing_power: float = _field(0.1, "injected power per unit mass, epsilon (forced navier_stokes)", gt=0.0)
+    forcing_band: float = _field(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+    hbar_over_m: float = _field(0.02, "hbar/m of the boson, length^2/time (schrodinger_poisson)", gt=0.0)
+    G: float = _field(1.0, "gravitational constant, length^3/(mass time^2) (schrodinger_poisson)", min=0.0)
 
 
 @dataclass(frozen=True)
 class InitialConfig:
-    """The initial condition, by name, and its options."""
+    """The initial condition, by name (each equation has its own table), and its options."""
 
-    name: str = _field("taylor_green", "initial condition", choices=_registry("initial"))
-    amplitude: float = _field(1.0, "velocity amplitude (taylor_green, abc) or rms velocity (random)", gt=0.0)
-    wavenumber: int = _field(1, "mode number of the abc flow", min=1)
+    name: str = _field("taylor_green", "initial condition: taylor_green, abc, random (navier_stokes); "
+                       "jeans, soliton, random (schrodinger_poisson)", choices=_registry("initial"))
+    amplitude: float = _field(1.0, "velocity amplitude (taylor_green, abc), rms velocity (random NS), "
+                              "density perturbation (jeans) or rms log-density (random SP)", gt=0.0)
+    wavenumber: int = _field(1, "mode number of the abc flow or of the jeans wave (along x)", min=1)
     seed: int = _field(0, "random seed (random); the field is the same on any device layout", min=0)
-    k_peak: float = _field(4.0, "peak mode number of the random field's spectrum", gt=0.0)
+    k_peak: float = _field(4.0, "peak mode number of a random field's spectrum", gt=0.0)
+    density: float = _field(1.0, "mean density (jeans, random SP) or background density (soliton)", min=0.0)
+    core_radius: float = _field(0.1, "soliton core radius r_c, where the density is half the central one",
+                                gt=0.0)
 
 
 @dataclass(frozen=True)
 class TimeConfig:
     """Time stepping."""
 
-    integrator: str = _field("rk4", "time integrator: rk4 (classical, integrating factor) or lsrk4 "
-                             "(2-register low-storage, integrating factor)", choices=_registry("integrator"))
-    dt: float = _field(0.01, "time step", gt=0.0)
+    integrator: str | None = _field(
+        None, "time integrator: rk4 (classical, integrating factor), lsrk4 (2-register low-storage, "
+        "integrating factor) or kdk (kick-drift-kick split step); null = the equation's default "
+        "(rk4 for navier_stokes, kdk for schrodinger_poisson)", choices=_registry("integrator"))
+    dt: float = _field(0.01, "time step; with time.cfl set, the largest allowed step", gt=0.0)
     t_end: float = _field(1.0, "simulated time to reach", gt=0.0)
+    cfl: float | None = _field(None, "adaptive time step: target CFL number, dt adjusted between chunks "
+                               "(never above time.dt); null = fixed dt", gt=0.0)
 
 
 @dataclass(frozen=True)
@@ -146,6 +166,7 @@ class OutputConfig:
 
     dir: str | None = _field(None, "output directory; null = outputs/<name>")
     every: int = _field(10, "steps between diagnostics rows (the jitted chunk length)", min=1)
+    spectra: bool = _field(True, "write shell-summed spectra to spectra.h5 with every diagnostics row")
 
 
 @dataclass(frozen=True)
@@ -292,7 +313,7 @@ def _scalars(value: Any) -> Iterator[Any]:
 def _check(key: str, value: Any, meta: Mapping[str, Any]) -> None:
     """Apply a field's constraints (choices, min, max, gt) to every scalar of its value."""
     choices = meta.get("choices")
-    if choices is not None:
+    if choices is not None and value is not None:
         allowed = choices() if callable(choices) else choices
         if value not in allowed:
             close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
@@ -396,10 +417,10 @@ def read_yaml(path: str | Path) -> dict:
 
 
 def from_dict(data: Mapping[str, Any]) -> Config:
-    """Build and validate a Config from a raw mapping (every default filled in)."""
+    """Build, validate and resolve a Config from a raw mapping (every default filled in)."""
     cfg = _build(Config, data, "")
     validate(cfg)
-    return cfg
+    return resolve(cfg)
 
 
 def load(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
@@ -419,6 +440,7 @@ def validate(cfg: Config) -> None:
     n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
     mesh_shape = backend.mesh_shape(n_devices or 1, cfg.fft.mesh if cfg.fft.mesh or n_devices else None)
     backend.check_layout(cfg.grid.shape, mesh_shape, key="grid.shape")
+    _check_physics(cfg)
     if cfg.runtime.coordinator is not None and (cfg.runtime.num_processes is None or cfg.runtime.process_id is None):
         raise ConfigError(
             "runtime.coordinator", cfg.runtime.coordinator,
@@ -431,6 +453,33 @@ def validate(cfg: Config) -> None:
                 "runtime.process_id", cfg.runtime.process_id,
                 f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range",
             )
+
+
+def _check_physics(cfg: Config) -> None:
+    """The initial condition, integrator and forcing must exist for the chosen equation."""
+    from simulator.physics import EQUATIONS, INITIAL_CONDITIONS
+
+    eq = EQUATIONS[cfg.physics.name]
+    allowed = f"for physics.name = {cfg.physics.name} use one of: "
+    if cfg.initial.name not in INITIAL_CONDITIONS[cfg.physics.name]:
+        raise ConfigError("initial.name", cfg.initial.name,
+                          allowed + ", ".join(INITIAL_CONDITIONS[cfg.physics.name]), "is not available")
+    if cfg.time.integrator is not None and cfg.time.integrator not in eq.integrators:
+        raise ConfigError("time.integrator", cfg.time.integrator, allowed + ", ".join(eq.integrators),
+                          "is not available")
+    if cfg.physics.forcing != "none" and cfg.physics.name != "navier_stokes":
+        raise ConfigError("physics.forcing", cfg.physics.forcing, "forcing applies to navier_stokes only; "
+                          "use none", "is not available")
+
+
+def resolve(cfg: Config) -> Config:
+    """Fill the defaults that depend on other keys (time.integrator from the equation)."""
+    if cfg.time.integrator is None:
+        from simulator.physics import EQUATIONS
+
+        default = EQUATIONS[cfg.physics.name].integrators[0]
+        cfg = dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, integrator=default))
+    return cfg
 
 
 def to_dict(cfg: Any) -> dict:
@@ -469,5 +518,6 @@ def config_docs() -> str:
         if isinstance(default, tuple):
             default = list(default)
         shown = yaml.safe_dump(default, default_flow_style=True).strip().removesuffix("...").strip()
-        lines.append(f"| `{key}` | {tname} | `{shown}` | {doc} |")
+        cell = doc.replace("|", "\\|")  # a literal | would end the Markdown cell
+        lines.append(f"| `{key}` | {tname} | `{shown}` | {cell} |")
     return "\n".join(lines) + "\n"

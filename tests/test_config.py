@@ -49,6 +49,13 @@ def test_overrides_are_typed_and_validated(tmp_path):
         C.load(p, ["grid.shape=[abc,16,16]"])
 
 
+def test_integrator_defaults_to_the_equations_own():
+    assert C.load(None).time.integrator == "rk4"
+    cfg = C.load(None, ["physics.name=schrodinger_poisson", "initial.name=jeans"])
+    assert cfg.time.integrator == "kdk"
+    assert C.load(None, ["time.integrator=lsrk4"]).time.integrator == "lsrk4"
+
+
 def test_resolved_config_round_trips(tmp_path):
     cfg = C.load(None, ["grid.shape=[8,8,16]", "fft.backend=jaxdecomp", "fft.mesh=[2,2]"])
     p = write(tmp_path, C.dump(cfg), "resolved.yaml")
@@ -85,6 +92,18 @@ def test_resolved_config_round_trips(tmp_path):
         ("{}", ["precision.bits=3"], r"^precision = \{'bits': 3\} has the wrong type; expected a string"),
         ("grid: {shape: 8}", ["grid.shape.x=3"], r"^grid\.shape = 8 cannot hold keys"),
         ("runtime: {coordinator: 'localhost:1234'}", [], r"^runtime\.coordinator = 'localhost:1234' is incomplete"),
+        # names that exist, but not for this equation
+        ("physics: {name: schrodinger_poisson}\ninitial: {name: taylor_green}", [],
+         r"^initial\.name = 'taylor_green' is not available; for physics\.name = schrodinger_poisson use one of: "
+         r"jeans, soliton, random"),
+        ("initial: {name: jeans}", [], r"^initial\.name = 'jeans' is not available; for physics\.name = navier_stokes"),
+        ("time: {integrator: kdk}", [], r"^time\.integrator = 'kdk' is not available; .* use one of: rk4, lsrk4"),
+        ("physics: {name: schrodinger_poisson, forcing: band}\ninitial: {name: jeans}", [],
+         r"^physics\.forcing = 'band' is not available; forcing applies to navier_stokes only"),
+        ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; every entry must be > 0"),
+        ("time: {cfl: 0}", [], r"^time\.cfl = 0\.0 is out of range"),
+        ("physics: {forcing: lundgren}", [], r"^physics\.forcing = 'lundgren' is unknown; expected one of: band, linear, none"),
+        ("output: {spectra: maybe}", [], r"^output\.spectra = 'maybe' has the wrong type; expected true or false"),
     ],
 )
 def test_bad_config_is_one_line_naming_key_value_and_allowed(tmp_path, text, overrides, pattern, capsys):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from simulator.fft import BACKENDS
+from simulator.fft.check import collective_counts
 from simulator.integrators import INTEGRATORS
 from simulator.physics import NavierStokes
 from simulator.runtime import build_mesh
@@ -92,3 +93,42 @@ def test_distributed_equals_single_device(devices):
     ref = results[("single", 1)]
     for key, u in results.items():
         assert np.max(np.abs(u - ref)) / np.max(np.abs(ref)) < 1e-12, key
+
+
+@pytest.mark.parametrize("forcing", ["linear", "band"])
+def test_forcing_injects_exactly_its_power(forcing):
+    """With constant-power forcing dE/dt = P - 2 nu Z at every instant; here at t = 0."""
+    cls = BACKENDS["single"]
+    eq = NavierStokes(cls((16, 16, 16), build_mesh(cls, None, jax.devices()[:1])), BOX, F64, forcing, 2.5)
+    nu, power, h = 0.02, 0.3, 1e-3
+    p = {"viscosity": jnp.asarray(nu, F64), "forcing_power": jnp.asarray(power, F64)}
+    u0 = eq.initial("random", SimpleNamespace(amplitude=1.0, seed=2, k_peak=3.0))
+    d0 = eq.diagnostics(u0, h, p)
+    assert float(d0["injection"]) == pytest.approx(power, rel=1e-12)
+    step = INTEGRATORS["rk4"](eq)
+    e_plus = eq.diagnostics(step(u0, 0.0, jnp.asarray(h, F64), p), h, p)["energy"]
+    e_minus = eq.diagnostics(step(u0, 0.0, jnp.asarray(-h, F64), p), h, p)["energy"]
+    rate = (float(e_plus) - float(e_minus)) / (2 * h)
+    assert rate == pytest.approx(power - float(d0["dissipation"]), rel=1e-5)
+    assert float(d0["dissipation"]) > 0.1 * power  # both terms matter in the balance
+
+
+@pytest.mark.parametrize("backend, n", [("single", 1), ("slab", 8), ("jaxdecomp", 8)])
+def test_energy_spectrum_sums_to_the_energy_without_gathering(devices, backend, n):
+    eq = equation(backend, n, shape=(16, 16, 32), devices=devices)
+    u_hat = eq.initial("random", SimpleNamespace(amplitude=1.0, seed=3, k_peak=4.0))
+    spectrum_fn = jax.jit(lambda eq, u: eq.spectra(u)["energy"])
+    spectrum = spectrum_fn(eq, u_hat)
+    energy = float(eq.diagnostics(u_hat, 0.01, {"viscosity": 0.0})["energy"])
+    assert float(jnp.sum(spectrum)) == pytest.approx(energy, rel=1e-12)
+    assert float(spectrum[0]) < 1e-30  # no mean flow
+    counts = collective_counts(spectrum_fn.lower(eq, u_hat).compile().as_text())
+    assert counts["all-gather"] == 0, counts
+
+
+def test_taylor_green_energy_sits_in_one_shell():
+    """TGV modes have |k| = sqrt(3): all of E = 1/8 in shell round(sqrt 3) = 2."""
+    eq = equation(shape=(16, 16, 16))
+    spectrum = np.asarray(eq.spectra(eq.initial("taylor_green", SimpleNamespace(amplitude=1.0)))["energy"])
+    assert spectrum[2] == pytest.approx(1 / 8, rel=1e-14)
+    assert np.sum(np.abs(np.delete(spectrum, 2))) < 1e-30

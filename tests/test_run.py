@@ -4,8 +4,11 @@ import csv
 import math
 import subprocess
 import sys
+from pathlib import Path
 
+import h5py
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from simulator import config as C
@@ -15,14 +18,30 @@ from simulator.driver import Simulation
 def test_one_compilation_over_chunks_and_viscosities(devices):
     cfg = C.load(None, ["grid.shape=[8,8,16]", "precision=float64", "initial.name=random"])
     sim = Simulation(cfg, devices[:4])
-    u, t = sim.initial_state()
+    u, t = sim.initial_state(), 0.0
     for nu in (0.01, 0.02):
         params = {"viscosity": jnp.asarray(nu, jnp.float64)}
-        for n in (5, 5, 3):  # full chunks and a shorter last one
-            u, t = sim.advance(u, t, n, 0.01, params)
+        for n, dt in ((5, 0.01), (5, 0.02), (3, 0.005)):  # full chunks, a new dt, a shorter last chunk
+            u = sim.advance(u, t, n, dt, params)
+            t += n * dt
         sim.diagnostics(u, 0.01)
     assert sim.traces == 1
-    assert float(t) == pytest.approx(0.26)
+
+
+def test_one_compilation_for_schrodinger_poisson_over_chunks_and_G(devices):
+    cfg = C.load(None, ["grid.shape=[8,8,16]", "grid.box=1", "precision=float64", "physics.name=schrodinger_poisson",
+                        "initial.name=random"])
+    sim = Simulation(cfg, devices[:2])
+    state, t = sim.initial_state(), 0.0
+    for G in (1.0, 2.0):
+        params = {"hbar_over_m": jnp.asarray(0.05, jnp.float64), "G": jnp.asarray(G, jnp.float64)}
+        for n, dt in ((4, 1e-3), (2, 5e-4)):
+            state = sim.advance(state, t, n, dt, params)
+            t += n * dt
+    assert sim.traces == 1
+
+
+ROOT = Path(__file__).parents[1]
 
 
 def run_cli(tmp_path, *args):
@@ -31,8 +50,7 @@ def run_cli(tmp_path, *args):
 
 
 def test_run_writes_timeseries_and_config(tmp_path):
-    root = __import__("pathlib").Path(__file__).parents[1]
-    r = run_cli(tmp_path, str(root / "configs" / "abc.yaml"), "--cpu-devices", "4", "--set", "precision=float64",
+    r = run_cli(tmp_path, str(ROOT / "configs" / "abc.yaml"), "--cpu-devices", "4", "--set", "precision=float64",
                 "--set", "time.t_end=0.4", "--out", "abc_run")
     assert r.returncode == 0, r.stderr
     out = tmp_path / "abc_run"
@@ -46,14 +64,45 @@ def test_run_writes_timeseries_and_config(tmp_path):
     assert "1 compilation(s)" in r.stderr and "steps/s=" in r.stderr and "ETA" in r.stderr
     # the same output directory again: refused, exit 2, nothing changed
     before = (out / "timeseries.csv").read_bytes()
-    r2 = run_cli(tmp_path, str(root / "configs" / "abc.yaml"), "--out", "abc_run")
+    r2 = run_cli(tmp_path, str(ROOT / "configs" / "abc.yaml"), "--out", "abc_run")
     assert r2.returncode == 2 and "already holds a run" in r2.stderr
     assert (out / "timeseries.csv").read_bytes() == before
 
 
 def test_blow_up_stops_with_step_and_time(tmp_path):
-    root = __import__("pathlib").Path(__file__).parents[1]
-    r = run_cli(tmp_path, str(root / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
+    r = run_cli(tmp_path, str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
                 "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.every=1", "--out", "nan")
     assert r.returncode == 1
     assert "became non-finite at step" in r.stderr and ", t = " in r.stderr
+
+
+def test_schrodinger_poisson_run_writes_spectra_and_conserves_mass(tmp_path):
+    r = run_cli(tmp_path, str(ROOT / "configs" / "jeans.yaml"), "--cpu-devices", "2", "--set", "precision=float64",
+                "--set", "time.t_end=0.5", "--set", "grid.shape=[16,16,16]", "--out", "jeans")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "jeans" / "timeseries.csv")))
+    assert [int(row["step"]) for row in rows] == [0, 20, 40, 60, 80, 100]
+    assert {"mass", "kinetic", "potential", "total", "max_density", "cfl", "dt"} <= set(rows[0])
+    masses = np.array([float(row["mass"]) for row in rows])
+    assert np.max(np.abs(masses / masses[0] - 1)) < 1e-12
+    with h5py.File(tmp_path / "jeans" / "spectra.h5") as f:
+        assert f["density"].shape == (len(rows), f["k"].shape[0])
+        assert list(f["step"][:]) == [int(row["step"]) for row in rows]
+        # the density contrast is the single x-mode: all power in shell 1, growing like cosh^2
+        assert np.argmax(f["density"][-1]) == 1 and f["density"][-1, 1] > 2 * f["density"][0, 1]
+    assert "total=" in r.stderr and "max_density=" in r.stderr
+
+
+def test_adaptive_time_step_holds_the_cfl_number_and_ends_on_t_end(tmp_path):
+    r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence.yaml"), "--set", "grid.shape=16",
+                "--set", "time.dt=0.2", "--set", "time.t_end=3.0", "--set", "output.every=5", "--out", "forced")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "forced" / "timeseries.csv")))
+    dts = np.array([float(row["dt"]) for row in rows[1:]])
+    cfl = np.array([float(row["cfl"]) for row in rows[1:-1]])
+    assert float(rows[-1]["time"]) == pytest.approx(3.0, rel=1e-12)
+    assert np.ptp(dts[:-1]) > 0 and np.all(dts <= 0.2)  # it adapts, never above the cap time.dt
+    assert np.all((cfl > 0.3) & (cfl < 0.7)), cfl  # held near time.cfl = 0.5 (set one chunk late)
+    with h5py.File(tmp_path / "forced" / "spectra.h5") as f:
+        energies = np.array([float(row["energy"]) for row in rows])
+        np.testing.assert_allclose(f["energy"][:].sum(axis=1), energies, rtol=1e-5)  # float32 run

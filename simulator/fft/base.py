@@ -124,6 +124,15 @@ class FFTBackend(abc.ABC):
         """Sharding of a spectral array with ``batch_ndim`` leading (unsharded) batch axes."""
         return NamedSharding(self.mesh, PartitionSpec(*([None] * batch_ndim), *self.spectral_spec()))
 
+    def real_jit(self, fn: Callable[..., jax.Array], batch_ndim: int = 0) -> Callable[..., jax.Array]:
+        """``fn`` jitted with its output laid out as a real-space array with ``batch_ndim`` batch axes.
+
+        For building fields from :meth:`coordinates`: each device computes only its own block, even
+        when the formula depends on an unsharded axis alone (which eagerly would give a replicated,
+        global array).
+        """
+        return jax.jit(fn, out_shardings=self.real_sharding(batch_ndim))
+
     def spectral_shape(self, real: bool) -> Shape3:
         """Global shape of the spatial part of a spectral array, in the backend's axis order."""
         sizes = list(self.shape)

@@ -5,7 +5,8 @@
 Rotational form; the pressure gradient is removed by the Leray projection P = I - k k^T / k^2; the
 nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed); the viscous term is
 the diagonal linear operator -nu k^2, integrated exactly by the integrating-factor schemes in
-:mod:`simulator.integrators` (Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006).
+:mod:`simulator.integrators` (Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006). Optional
+forcing (:mod:`simulator.physics.forcing`) is one more term of the right-hand side.
 
 Arrays: the state ``u_hat`` is the velocity's real-to-complex spectrum, shape ``(3, *k_shape)`` in the
 FFT backend's k-space layout and sharding; real-space fields are ``(3, Nx, Ny, Nz)`` in its real
@@ -20,7 +21,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from simulator import spectra
 from simulator.fft import FFTBackend
+from simulator.physics.forcing import FORCINGS, constant_power
 
 Params = dict[str, jax.Array]
 
@@ -39,7 +42,11 @@ class NavierStokes:
     """
 
     name = "navier_stokes"
-    _LEAVES = ("k", "dealias", "k2", "inv_k2", "weight")
+    #: time integrators this equation supports; the first is its default
+    integrators = ("rk4", "lsrk4")
+    #: diagnostics shown in progress lines
+    progress = ("energy", "cfl")
+    _LEAVES = ("k", "dealias", "k2", "inv_k2", "weight", "forcing_mask")
     _STATIC = ("fft", "box", "dtype", "spacing")
 
     def tree_flatten(self):
@@ -54,17 +61,24 @@ class NavierStokes:
             setattr(obj, name, value)
         return obj
 
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any):
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
+                 forcing_band: float = 2.5):
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
         self.k = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
         modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)  # integer mode numbers
         keep = [jnp.abs(m) < n / 3 for m, n in zip(modes, fft.shape, strict=True)]
         self.dealias = (keep[0] & keep[1] & keep[2]).astype(self.dtype)
+        mask_builder = FORCINGS[forcing]
+        self.forcing_mask = None if mask_builder is None else mask_builder(modes, self.dealias, forcing_band)
         self.k2 = self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
         self.inv_k2 = jnp.where(self.k2 > 0, 1.0 / jnp.where(self.k2 > 0, self.k2, 1.0), 0.0)
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         self.spacing = tuple(b / n for b, n in zip(self.box, fft.shape, strict=True))
         self.k = tuple(self.k)
+
+    @classmethod
+    def from_config(cls, fft: FFTBackend, cfg: Any, dtype: Any) -> NavierStokes:
+        return cls(fft, cfg.grid.box, dtype, cfg.physics.forcing, cfg.physics.forcing_band)
 
     # ---- operators on spectra ---------------------------------------------------------------------
 
@@ -81,10 +95,15 @@ class NavierStokes:
         return -params["viscosity"] * self.k2
 
     def nonlinear(self, u_hat: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """P[(u x w)^], dealiased by the 2/3 rule: one batched inverse FFT of (u, w), one forward of u x w."""
+        """P[(u x w)^] (+ forcing), dealiased by the 2/3 rule: one batched inverse FFT of (u, w), one
+        forward of u x w."""
         fields = self.fft.irfft(jnp.concatenate([u_hat, self.curl(u_hat)]))
         n_hat = self.fft.rfft(jnp.stack(cross(fields[:3], fields[3:])))
-        return self.project(self.dealias * n_hat)
+        n_hat = self.project(self.dealias * n_hat)
+        if self.forcing_mask is not None:
+            n_hat = n_hat + constant_power(u_hat, self.forcing_mask, self.weight, self.fft.size,
+                                           params["forcing_power"])
+        return n_hat
 
     # ---- states ------------------------------------------------------------------------------------
 
@@ -92,35 +111,48 @@ class NavierStokes:
         """Spectrum of a real-space velocity, dealiased and projected (a valid state)."""
         return self.project(self.dealias * self.fft.rfft(u.astype(self.dtype)))
 
-    def initial(self, name: str, options: Any) -> jax.Array:
-        coords = self.fft.coordinates(self.box, self.dtype)
-        u = INITIAL_CONDITIONS[name](self, coords, options)
-        return self.from_real(u)
+    def initial(self, name: str, options: Any, params: Params | None = None) -> jax.Array:
+        build = self.fft.real_jit(lambda eq, c: INITIAL_CONDITIONS[name](eq, c, options), batch_ndim=1)
+        return self.from_real(build(self, self.fft.coordinates(self.box, self.dtype)))
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
     def _mean_square(self, f_hat: jax.Array) -> jax.Array:
         """Volume mean of |f|^2 summed over components, from the spectrum (Parseval)."""
-        return jnp.sum(self.weight * jnp.abs(f_hat) ** 2) / self.fft.size**2
+        return jnp.sum(self.weight * jnp.abs(f_hat) ** 2) / float(self.fft.size) ** 2
 
     def diagnostics(self, u_hat: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Energy <|u|^2>/2, enstrophy <|w|^2>/2, dissipation 2 nu Z, max |div u|, CFL number."""
+        """Energy <|u|^2>/2, enstrophy <|w|^2>/2, dissipation 2 nu Z, max |div u|, CFL number
+        dt * max(sum_i |u_i| / dx_i), and when forced the injected power <u . f>."""
         energy = 0.5 * self._mean_square(u_hat)
         enstrophy = 0.5 * self._mean_square(self.curl(u_hat))
         kx, ky, kz = self.k
         div_hat = 1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2])
         u = self.fft.irfft(jnp.concatenate([u_hat, div_hat[None]]))
         cfl = dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3)))
-        return {
+        out = {
             "energy": energy,
             "enstrophy": enstrophy,
             "dissipation": 2 * params["viscosity"] * enstrophy,
             "max_div": jnp.max(jnp.abs(u[3])),
             "cfl": cfl,
         }
+        if self.forcing_mask is not None:
+            f_hat = constant_power(u_hat, self.forcing_mask, self.weight, self.fft.size, params["forcing_power"])
+            out["injection"] = jnp.sum(self.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
+        return out
+
+    def spectra(self, u_hat: jax.Array) -> dict[str, jax.Array]:
+        """Shell-summed energy spectrum E(k), normalised so that sum_k E(k) = energy."""
+        power = 0.5 * self.weight * jnp.abs(u_hat) ** 2 / float(self.fft.size) ** 2
+        return {"energy": spectra.shell_sum(power, self.k, self.fft.shape, self.box)}
 
     def params(self, physics_cfg: Any) -> Params:
-        return {"viscosity": jnp.asarray(physics_cfg.viscosity, self.dtype)}
+        """Traced physical parameters: viscosity, and the forcing power when forced."""
+        out = {"viscosity": jnp.asarray(physics_cfg.viscosity, self.dtype)}
+        if self.forcing_mask is not None:
+            out["forcing_power"] = jnp.asarray(physics_cfg.forcing_power, self.dtype)
+        return out
 
 
 def _taylor_green(eq: NavierStokes, c, opt) -> jax.Array:
@@ -146,7 +178,7 @@ def _random(eq: NavierStokes, c, opt) -> jax.Array:
     generator, so the field is the same on any backend, device or process count.
     """
     shape = (3, *eq.fft.shape)
-    draw = jax.jit(lambda key: jax.random.normal(key, shape, eq.dtype), out_shardings=eq.fft.real_sharding(1))
+    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, shape, eq.dtype), batch_ndim=1)
     u_hat = eq.from_real(draw(jax.random.key(opt.seed)))
     kmag = jnp.sqrt(eq.k2) * (eq.box[0] / (2 * jnp.pi))
     shaped = u_hat * kmag * jnp.exp(-((kmag / opt.k_peak) ** 2))  # |u_hat|^2 ~ k^2 e^..., shells add k^2

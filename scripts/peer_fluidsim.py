@@ -1,0 +1,111 @@
+"""CPU performance peer: FluidSim's ns3d solver on the Taylor-Green vortex.
+
+Standalone script, run only in a separate FluidSim environment; the package never imports it.
+Install that environment (pip's pyfftw wheel bundles FFTW, so no system FFTW is needed):
+
+    python3 -m venv /work/fluidsim-venv
+    /work/fluidsim-venv/bin/pip install "fluidsim[fft]"
+
+Run:
+
+    /work/fluidsim-venv/bin/python scripts/peer_fluidsim.py --sizes 64 128 --json peer.json
+
+Case: box 2*pi, u = sin x cos y cos z, v = -cos x sin y cos z, w = 0, nu = 1/1600, classical RK4,
+fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved. Reports the median
+wall time of `sim.time_stepping.one_time_step()` after warm-up steps. FFTs default to
+fft3d.with_pyfftw, the fastest sequential class here: --fft fft3d.with_fftw3d (which needs a
+system FFTW, e.g. apt-get install libfftw3-dev, then pip install fluidfft-fftw) measured slower, as
+its FFTs ignore the thread setting. OMP_NUM_THREADS, set from --threads before FluidSim is
+imported, sets the pyfftw threads and the OpenMP threads of FluidSim's compiled kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
+    """Median seconds per RK4 step of the ns3d solver on an n**3 Taylor-Green vortex."""
+    import numpy as np
+    from fluidsim.solvers.ns3d.solver import Simul
+
+    params = Simul.create_default_params()
+    params.oper.nx = params.oper.ny = params.oper.nz = n
+    params.oper.Lx = params.oper.Ly = params.oper.Lz = 2 * np.pi
+    params.oper.type_fft = fft
+    params.oper.coef_dealiasing = 2 / 3
+    params.nu_2 = 1 / 1600
+    params.time_stepping.type_time_scheme = "RK4"
+    params.time_stepping.USE_CFL = False
+    params.time_stepping.deltat0 = 0.01
+    params.init_fields.type = "in_script"
+    params.output.HAS_TO_SAVE = False
+    params.output.ONLINE_PLOT_OK = False
+    params.output.periods_print.print_stdout = 0
+    params.short_name_type_run = f"peer_tgv{n}"
+    with contextlib.redirect_stdout(io.StringIO()):  # FluidSim's start-up banner
+        sim = Simul(params)
+
+    x, y, z = sim.oper.get_XYZ_loc()
+    vx = np.sin(x) * np.cos(y) * np.cos(z)
+    vy = -np.cos(x) * np.sin(y) * np.cos(z)
+    sim.state.init_statephys_from(vx=vx, vy=vy, vz=np.zeros_like(vx))
+    sim.state.statespect_from_statephys()
+    sim.state.statephys_from_statespect()
+
+    for _ in range(warmup):
+        sim.time_stepping.one_time_step()
+    samples = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        sim.time_stepping.one_time_step()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128])
+    parser.add_argument("--fft", default="fft3d.with_pyfftw", help="FluidFFT 3D class")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per size")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args()
+
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="peer_fluidsim_") as tmp:
+        # Both read when FluidSim is imported; its scratch files go to tmp, then are deleted.
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        os.environ["FLUIDSIM_PATH"] = tmp
+        import fluidsim
+
+        print(f"fluidsim {fluidsim.__version__}, {args.fft}, OMP_NUM_THREADS={args.threads}")
+        print(f"{'n':>5} {'ms/step':>10}")
+        for n in args.sizes:
+            ms = 1e3 * time_per_step(n, args.fft, args.warmup, args.steps)
+            results.append({"n": n, "ms_per_step": round(ms, 2)})
+            print(f"{n:>5} {ms:>10.2f}", flush=True)
+
+    if args.json:
+        report = {
+            "peer": "fluidsim",
+            "fluidsim_version": fluidsim.__version__,
+            "fft_lib": args.fft,
+            "omp_num_threads": args.threads,
+            "results": results,
+        }
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
