@@ -16,14 +16,11 @@ parallel speed-up. Results: a table on stdout and CSV + JSON under outputs/bench
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import os
 import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 
 def parse_args() -> argparse.Namespace:
@@ -40,30 +37,6 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def timed(fn, *args, repeats: int) -> float:
-    """Median seconds of fn(*args) after one warm-up call (results blocked on)."""
-    import jax
-
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def memory_bytes(compiled) -> int | None:
-    try:
-        m = compiled.memory_analysis()
-    except Exception:  # some backends do not report it
-        return None
-    if m is None:
-        return None
-    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
-               - m.alias_size_in_bytes)
-
-
 def main() -> int:
     args = parse_args()
     from simulator.runtime import configure_devices
@@ -76,7 +49,8 @@ def main() -> int:
 
     from simulator.fft import BACKENDS
     from simulator.fft.check import collective_counts, distribute, host_field
-    from simulator.runtime import build_mesh, versions
+    from simulator.benchmark import machine, memory_bytes, timed, write_results
+    from simulator.runtime import build_mesh
 
     devices = jax.devices()
     cores = os.cpu_count() or 1
@@ -149,16 +123,7 @@ def main() -> int:
                 print(f"{n:4d} {'jnp.fft':9s} {1:3d} {kind:4s} {prec:7s} {1e3 * t_jnp:10.2f}   (baseline)", flush=True)
                 print(f"{n:4d} {'scipy':9s} {'-':>3s} {kind:4s} {prec:7s} {1e3 * t_scipy:10.2f}   "
                       f"(workers={cores})", flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "fft.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    meta = {"argv": sys.argv, "platform": jax.default_backend(), "devices": len(devices), "cores": cores,
-            "machine": platform.machine(), "versions": versions()}
-    (out / "fft.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    print(f"# wrote {out / 'fft.csv'} and {out / 'fft.json'}")
+    write_results(args.out, "fft", rows, machine())
     return 0
 
 

@@ -1,0 +1,67 @@
+"""Shared pieces of the benchmark scripts in ``scripts/``: timing, compiled memory, result files.
+
+Benchmarks are never unit tests: they report ratios against a baseline measured in the same
+invocation and write them to ``outputs/bench/``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def timed(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
+    """Median seconds of ``fn(*args)`` after one warm-up call (results blocked on)."""
+    import jax
+
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def memory_bytes(compiled: Any) -> int | None:
+    """Bytes one device's compiled program holds at its peak: arguments + outputs + temporaries -
+    aliased (donated) buffers, from ``compiled.memory_analysis()``; None where it is not reported."""
+    try:
+        m = compiled.memory_analysis()
+    except (NotImplementedError, RuntimeError):
+        return None
+    if m is None:
+        return None
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+
+
+def machine() -> dict[str, Any]:
+    """Where the figures came from: platform, device count, cores, versions, command line."""
+    import jax
+
+    from simulator.runtime import versions
+
+    return {"argv": sys.argv, "platform": jax.default_backend(), "devices": jax.device_count(),
+            "device_kind": jax.devices()[0].device_kind, "cores": os.cpu_count(), "machine": platform.machine(),
+            "versions": versions()}
+
+
+def write_results(out: str | Path, stem: str, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
+    """``<out>/<stem>.csv`` (one row per measurement) and ``<out>/<stem>.json`` (rows + meta)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    with open(out / f"{stem}.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": list(rows)}, indent=1))
+    print(f"# wrote {out / (stem + '.csv')} and {out / (stem + '.json')}", flush=True)
