@@ -13,6 +13,24 @@ from simulator.fft.base import FFTBackend, Shape3, Spec3
 _AXES = (-3, -2, -1)
 
 
+def rfft3(x: jax.Array) -> jax.Array:
+    """One fused 3D r2c transform over the last three axes, Nyquist plane of z dropped."""
+    return jnp.fft.rfftn(x, axes=_AXES)[..., : x.shape[-1] // 2]
+
+
+def irfft3(k: jax.Array) -> jax.Array:
+    """Inverse of :func:`rfft3`; irfftn zero-pads the half axis back to Nz/2+1 planes (Nyquist = 0)."""
+    return jnp.fft.irfftn(k, s=(*k.shape[-3:-1], 2 * k.shape[-1]), axes=_AXES)
+
+
+def fft3(x: jax.Array) -> jax.Array:
+    return jnp.fft.fftn(x, axes=_AXES)
+
+
+def ifft3(k: jax.Array) -> jax.Array:
+    return jnp.fft.ifftn(k, axes=_AXES)
+
+
 class SingleFFT(FFTBackend):
     """``jnp.fft`` on a one-device mesh; k-space in NumPy's order (kx, ky, kz), unsharded."""
 
@@ -41,14 +59,13 @@ class SingleFFT(FFTBackend):
         return (None, None, None)
 
     def _rfft(self, x: jax.Array) -> jax.Array:
-        return jnp.fft.rfftn(x, axes=_AXES)[..., : self.shape[2] // 2]
+        return rfft3(x)
 
     def _irfft(self, k: jax.Array) -> jax.Array:
-        # irfftn zero-pads the half axis from Nz/2 to Nz/2+1 planes: the dropped Nyquist plane is zero.
-        return jnp.fft.irfftn(k, s=self.shape, axes=_AXES)
+        return irfft3(k)
 
     def _fft(self, x: jax.Array) -> jax.Array:
-        return jnp.fft.fftn(x, axes=_AXES)
+        return fft3(x)
 
     def _ifft(self, k: jax.Array) -> jax.Array:
-        return jnp.fft.ifftn(k, axes=_AXES)
+        return ifft3(k)

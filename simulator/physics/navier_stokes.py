@@ -46,7 +46,7 @@ class NavierStokes:
     integrators = ("rk4", "lsrk4")
     #: diagnostics shown in progress lines
     progress = ("energy", "cfl")
-    _LEAVES = ("k", "dealias", "k2", "inv_k2", "weight", "forcing_mask")
+    _LEAVES = ("k", "keep", "weight", "forcing_mask")
     _STATIC = ("fft", "box", "dtype", "spacing")
 
     def tree_flatten(self):
@@ -66,12 +66,11 @@ class NavierStokes:
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
         self.k = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
         modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)  # integer mode numbers
-        keep = [jnp.abs(m) < n / 3 for m, n in zip(modes, fft.shape, strict=True)]
-        self.dealias = (keep[0] & keep[1] & keep[2]).astype(self.dtype)
+        # Per-axis 2/3-rule masks, wavenumbers and weights are 1D vectors that broadcast: the 3D products
+        # (dealias, k^2, 1/k^2) are formed inside the fused elementwise kernels, never stored.
+        self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
         mask_builder = FORCINGS[forcing]
         self.forcing_mask = None if mask_builder is None else mask_builder(modes, self.dealias, forcing_band)
-        self.k2 = self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
-        self.inv_k2 = jnp.where(self.k2 > 0, 1.0 / jnp.where(self.k2 > 0, self.k2, 1.0), 0.0)
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         self.spacing = tuple(b / n for b, n in zip(self.box, fft.shape, strict=True))
         self.k = tuple(self.k)
@@ -79,6 +78,21 @@ class NavierStokes:
     @classmethod
     def from_config(cls, fft: FFTBackend, cfg: Any, dtype: Any) -> NavierStokes:
         return cls(fft, cfg.grid.box, dtype, cfg.physics.forcing, cfg.physics.forcing_band)
+
+    @property
+    def dealias(self) -> jax.Array:
+        """1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on every axis), else 0."""
+        return self.keep[0] * self.keep[1] * self.keep[2]
+
+    @property
+    def k2(self) -> jax.Array:
+        return self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
+
+    @property
+    def inv_k2(self) -> jax.Array:
+        """1/k^2, and 0 at k = 0 (the mean flow is left alone by the projection)."""
+        k2 = self.k2
+        return jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
 
     # ---- operators on spectra ---------------------------------------------------------------------
 
