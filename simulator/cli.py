@@ -1,7 +1,8 @@
 """The one command-line entry point: ``simulator <command>`` (or ``python -m simulator``).
 
-Exit status: 0 success; 1 a check or run failed; 2 bad input (config, arguments, device setup),
-reported as one line on stderr.
+Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
+arguments, device setup, a refused output directory or restart), reported as one line on stderr;
+75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart).
 """
 
 from __future__ import annotations
@@ -59,7 +60,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_config_docs(args: argparse.Namespace) -> int:
-    sys.stdout.write(config_mod.config_docs())
+    if args.update is None:
+        sys.stdout.write(config_mod.config_docs())
+        return EXIT_OK
+    from pathlib import Path
+
+    path = Path(args.update)
+    text = path.read_text() if path.is_file() else ""
+    start, end = config_mod.DOCS_MARKERS
+    if start not in text or end not in text:
+        raise ConfigError("--update", str(path), f"the file must contain the lines {start} and {end}",
+                          "has no config reference markers")
+    head, rest = text.split(start, 1)
+    path.write_text(head + start + "\n" + config_mod.config_docs() + end + rest.split(end, 1)[1])
     return EXIT_OK
 
 
@@ -142,16 +155,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator import driver
 
     out = driver.output_dir(cfg, args.out)
-    driver.prepare_output(out, args.overwrite)  # before JAX starts: a refused run changes nothing
+    driver.prepare_output(out, args.overwrite, args.restart)  # before JAX starts: a refused run changes nothing
     mode = _start(cfg)
+    from simulator.io import IncompleteOutputError, OutputWriteError
+
+    hint = " ".join(["simulator run", args.config, *sum((["--set", o] for o in args.overrides), []),
+                     "--restart", "--out", str(out)])
     try:
-        return driver.run(cfg, out, mode)
-    except driver.NonFiniteError as err:
+        code = driver.run(cfg, out, mode, args.restart, args.allow_physics_change, hint)
+    except (driver.NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
         from simulator.log import get_logger
 
         get_logger().error("%s", err)
         _exit_now_if_distributed(EXIT_FAILED)
         return EXIT_FAILED
+    if code != EXIT_OK:
+        _exit_now_if_distributed(code)
+    return code
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
@@ -180,7 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output directory (default: output.dir or outputs/<name>)")
     p.add_argument("--overwrite", action="store_true",
-                   help="allow writing into a directory that already holds a run")
+                   help="replace the run in a directory that already holds one (its files are removed)")
+    p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH",
+                   help="continue from the latest complete checkpoint of the output directory, or from PATH "
+                   "(a checkpoint's .h5/.json or a run directory)")
+    p.add_argument("--allow-physics-change", action="store_true",
+                   help="with --restart: accept physical parameters that differ from the checkpoint's")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
@@ -194,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("config-docs", help="print the config reference (Markdown) generated from the schema")
+    p.add_argument("--update", metavar="FILE", default=None,
+                   help="replace the reference between the config-docs markers in FILE (e.g. README.md)")
     p.set_defaults(func=cmd_config_docs)
 
     p = sub.add_parser("launch", help="run a simulator command in N local processes (a laptop stand-in for srun)")

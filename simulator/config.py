@@ -167,6 +167,19 @@ class OutputConfig:
     dir: str | None = _field(None, "output directory; null = outputs/<name>")
     every: int = _field(10, "steps between diagnostics rows (the jitted chunk length)", min=1)
     spectra: bool = _field(True, "write shell-summed spectra to spectra.h5 with every diagnostics row")
+    snapshot_every: int = _field(0, "steps between snapshots of the output fields (a multiple of output.every); "
+                                 "0 = none unless snapshot_dt is set", min=0)
+    snapshot_dt: float | None = _field(None, "simulated time between snapshots (taken at the first chunk end "
+                                       "past each multiple); null = by step only", gt=0.0)
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Checkpoints for restart: the exact state, every process writing its own blocks."""
+
+    every: int = _field(0, "steps between checkpoints (a multiple of output.every); 0 = only at the end and "
+                        "when a signal stops the run", min=0)
+    keep: int = _field(2, "complete checkpoints kept (older ones are deleted)", min=1)
 
 
 @dataclass(frozen=True)
@@ -185,6 +198,7 @@ class Config:
     initial: InitialConfig = field(default_factory=InitialConfig, metadata={"doc": "the initial condition"})
     time: TimeConfig = field(default_factory=TimeConfig, metadata={"doc": "time stepping"})
     output: OutputConfig = field(default_factory=OutputConfig, metadata={"doc": "output"})
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig, metadata={"doc": "checkpoints"})
     runtime: RuntimeConfig = field(
         default_factory=RuntimeConfig, metadata={"doc": "processes and devices"}
     )
@@ -441,6 +455,10 @@ def validate(cfg: Config) -> None:
     mesh_shape = backend.mesh_shape(n_devices or 1, cfg.fft.mesh if cfg.fft.mesh or n_devices else None)
     backend.check_layout(cfg.grid.shape, mesh_shape, key="grid.shape")
     _check_physics(cfg)
+    for key, value in (("output.snapshot_every", cfg.output.snapshot_every), ("checkpoint.every", cfg.checkpoint.every)):
+        if value % cfg.output.every:
+            raise ConfigError(key, value, f"must be a multiple of output.every = {cfg.output.every} (0 = none)",
+                              "does not fall on a chunk boundary")
     if cfg.runtime.coordinator is not None and (cfg.runtime.num_processes is None or cfg.runtime.process_id is None):
         raise ConfigError(
             "runtime.coordinator", cfg.runtime.coordinator,
@@ -509,6 +527,10 @@ def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str
             yield from iter_fields(tp, f"{prefix}{f.name}.")
         else:
             yield f"{prefix}{f.name}", _type_name(tp), f.default, f.metadata["doc"]
+
+
+#: the lines between which README.md holds the generated reference
+DOCS_MARKERS = ("<!-- config-docs:start -->", "<!-- config-docs:end -->")
 
 
 def config_docs() -> str:

@@ -11,7 +11,13 @@ and prints progress from process 0.
 from __future__ import annotations
 
 import csv
+import json
+import logging
 import math
+import os
+import shutil
+import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -24,13 +30,21 @@ import numpy as np
 import yaml
 from jax.sharding import NamedSharding, PartitionSpec
 
+from simulator import checkpoint, io, runtime
 from simulator import config as config_mod
-from simulator import runtime
 from simulator import spectra as spectra_mod
 from simulator.errors import ConfigError
 from simulator.integrators import INTEGRATORS
 from simulator.log import get_logger
 from simulator.physics import EQUATIONS
+
+
+#: exit status of a run stopped by SIGTERM/SIGUSR1/SIGINT after writing a checkpoint (EX_TEMPFAIL:
+#: "try again", which is what a requeued Slurm job does with --restart)
+EXIT_INTERRUPTED = 75
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
+#: what a run writes into its directory; --overwrite removes exactly these
+RUN_FILES = ("config.yaml", "run.log", "timeseries.csv", "spectra.h5", "segments", "snapshots", "checkpoints")
 
 
 class NonFiniteError(RuntimeError):
@@ -41,11 +55,120 @@ def output_dir(cfg: config_mod.Config, override: str | None) -> Path:
     return Path(override or cfg.output.dir or Path("outputs") / cfg.name)
 
 
-def prepare_output(path: Path, overwrite: bool) -> None:
-    """Refuse to write into an existing, non-empty run directory unless ``overwrite``."""
-    if path.exists() and any(path.iterdir()) and not overwrite:
-        raise ConfigError("--out", str(path), "choose a new directory or pass --overwrite", "already holds a run")
-    path.mkdir(parents=True, exist_ok=True)
+def prepare_output(path: Path, overwrite: bool, restart: str | None = None) -> None:
+    """Check the run directory before anything starts: a new run needs a new or empty directory (or
+    ``overwrite``, which removes the previous run's files); a restart needs the existing run."""
+    if restart is not None:
+        if overwrite:
+            raise ConfigError("--overwrite", True, "use --restart to continue a run or --overwrite to replace it",
+                              "cannot be combined with --restart")
+        target = path if restart == "latest" else Path(restart)
+        if not target.exists():
+            raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
+                              "does not exist")
+        return
+    if path.exists() and not path.is_dir():
+        raise ConfigError("--out", str(path), "give a directory", "is a file")
+    if path.exists() and any(path.iterdir()):
+        if not overwrite:
+            raise ConfigError("--out", str(path), "choose a new directory, pass --restart to continue it, or "
+                              "--overwrite to replace it", "already holds a run")
+        for name in RUN_FILES:
+            target = path / name
+            if target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError("--out", str(path), "choose a writable location", f"cannot be created ({err.strerror})") from None
+
+
+class RunLock:
+    """``<run>/.lock`` (pid and host), held by process 0 while a run writes into the directory.
+
+    A second run into the same directory is refused while the first one lives; a lock left by a
+    process that no longer exists on this host is recognised as stale and replaced.
+    """
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / ".lock"
+        self.held = False
+
+    def acquire(self) -> None:
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._stale():
+                    break
+                get_logger().warning("removing the stale lock %s of a process that no longer runs", self.path)
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w") as fh:
+                json.dump(me, fh)
+            self.held = True
+            return
+        try:
+            other = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            other = {}
+        raise ConfigError("--out", str(self.path.parent), "wait for that run to end, or remove the .lock file if it "
+                          "is dead", f"is in use by a running process (pid {other.get('pid')} on "
+                          f"{other.get('host')})")
+
+    def _stale(self) -> bool:
+        try:
+            other = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return True  # unreadable: a writer died between creating and filling it
+        if other.get("host") != socket.gethostname():
+            return False  # cannot tell for another host: assume it lives
+        try:
+            os.kill(int(other["pid"]), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+
+class StopRequest:
+    """Turns SIGTERM, SIGUSR1 and SIGINT into a request to stop at the next chunk boundary."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequest:
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.signal = signal.Signals(signum).name
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def agreed(self) -> str | None:
+        """The signal if any process received one (all processes must stop together)."""
+        if jax.process_count() == 1:
+            return self.signal
+        from jax.experimental import multihost_utils
+
+        names = [s.name for s in STOP_SIGNALS]
+        mine = np.int32(names.index(self.signal) + 1 if self.signal else 0)
+        got = int(np.max(multihost_utils.process_allgather(mine)))
+        return names[got - 1] if got else None
 
 
 def _git_revision() -> str:
@@ -152,11 +275,47 @@ class Stepper:
         return (self.cfg.t_end - t) * elapsed / max(t, 1e-300)
 
 
+class TimeSeries:
+    """``timeseries.csv``: step, time, dt, then the diagnostics by name. On a restart, rows after the
+    checkpoint's step (written by the interrupted segment) are dropped before appending."""
+
+    def __init__(self, path: Path, keep_through: int | None):
+        self.path, self.writer = path, None
+        rows: list[list[str]] = []
+        if keep_through is not None and path.exists():
+            with open(path, newline="") as fh:
+                rows = list(csv.reader(fh))
+            rows = rows[:1] + [r for r in rows[1:] if int(r[0]) <= keep_through]
+        self.file = open(path, "w", newline="")  # noqa: SIM115 (held open for the whole run)
+        if rows:
+            csv.writer(self.file).writerows(rows)
+            self.fields = rows[0]
+
+    def append(self, row: dict[str, float]) -> None:
+        if self.writer is None:
+            self.writer = csv.DictWriter(self.file, fieldnames=getattr(self, "fields", list(row)))
+            if not hasattr(self, "fields"):
+                self.writer.writeheader()
+        self.writer.writerow(row)
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
 class SpectraFile:
     """``spectra.h5``: ``k`` (shell centres), ``step``, ``time``, and one (rows, shells) dataset per
-    spectrum, grown by a row at each diagnostics output. Written by process 0 only."""
+    spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
+    after the checkpoint's step are dropped."""
 
-    def __init__(self, path: Path, k: np.ndarray):
+    def __init__(self, path: Path, k: np.ndarray, keep_through: int | None):
+        if keep_through is not None and path.exists():
+            self.file = h5py.File(path, "a")
+            rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
+            for name in self.file:
+                if name != "k":
+                    self.file[name].resize(rows, axis=0)
+            return
         self.file = h5py.File(path, "w")
         self.file.create_dataset("k", data=k)
         self.file["k"].attrs["doc"] = "shell centre |k| = j * 2 pi / max(box); shell j holds round(|k|/dk) = j"
@@ -179,68 +338,163 @@ class SpectraFile:
         self.file.close()
 
 
-def run(cfg: config_mod.Config, out: Path, mode: str) -> int:
-    """Run ``cfg`` into ``out`` (already prepared). Returns an exit status."""
+def _attach_log_file(path: Path) -> logging.Handler:
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    get_logger().addHandler(handler)
+    return handler
+
+
+def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None,
+        allow_physics_change: bool = False, resume_hint: str = "") -> int:
+    """Run ``cfg`` into ``out`` (already prepared); ``restart`` = "latest" or a checkpoint path.
+
+    Returns 0 when finished, EXIT_INTERRUPTED when a signal stopped it (after a checkpoint).
+    Raises NonFiniteError, io.OutputWriteError, ConfigError (bad restart).
+    """
     log = get_logger()
+    rank0 = jax.process_index() == 0
+    lock = RunLock(out)
+    handler = None
+    if rank0:
+        lock.acquire()
+        handler = _attach_log_file(out / "run.log")
+    try:
+        with StopRequest() as stop:
+            return _run(cfg, out, mode, restart, allow_physics_change, resume_hint, stop)
+    finally:
+        if handler is not None:
+            get_logger().removeHandler(handler)
+            handler.close()
+        lock.release()
+
+
+def _run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None, allow_physics_change: bool,
+         resume_hint: str, stop: StopRequest) -> int:
+    log = get_logger()
+    rank0 = jax.process_index() == 0
     sim = Simulation(cfg)
     eq = sim.equation
-    rank0 = jax.process_index() == 0
     meta = {
         "config": config_mod.to_dict(cfg), "versions": runtime.versions(), "git_revision": _git_revision(),
         "process_mode": mode, "processes": jax.process_count(), "devices": jax.device_count(),
         "platform": jax.default_backend(), "layout": sim.fft.describe(),
+        "slurm": runtime.slurm_environment(), "restart": restart,
     }
-    if rank0:
-        (out / "config.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
-    log.info("run %s: %s on grid %s, %s, %s", cfg.name, cfg.physics.name, list(cfg.grid.shape),
-             cfg.precision, cfg.time.integrator)
-    log.info("devices: %d %s on %d process(es); %s", jax.device_count(), jax.default_backend(),
-             jax.process_count(), sim.fft.describe())
+    log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
+             list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
+             cfg.time.dt, cfg.time.t_end)
+    log.info("physics: %s; initial: %s", config_mod.to_dict(cfg.physics), cfg.initial.name)
+    log.info("devices: %d %s on %d process(es) (%s); %s", jax.device_count(), jax.default_backend(),
+             jax.process_count(), mode, sim.fft.describe())
+    log.info("versions: %s; git %s; slurm: %s", " ".join(f"{k}={v}" for k, v in meta["versions"].items()),
+             meta["git_revision"], {k: v for k, v in meta["slurm"].items() if v} or "none")
+
     stepper = Stepper(cfg.time, cfg.output.every)
-    state = sim.initial_state()
+    spectral = eq.state_space == "spectral"
+    step, t_host, resumed_from = 0, 0.0, None
+    if restart is not None:
+        ckpt = checkpoint.find(out if restart == "latest" else Path(restart))
+        if ckpt is None:
+            raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
+                              "has nothing to resume")
+        diffs = checkpoint.same_physics(ckpt.meta["config"], config_mod.to_dict(cfg))
+        if diffs and not allow_physics_change:
+            raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
+                              f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
+        if tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape):
+            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.shape is {list(cfg.grid.shape)}",
+                              f"holds grid {ckpt.meta['config']['grid']['shape']}")
+        state = checkpoint.restore(ckpt, sim.initial_state(), sim.fft, spectral)
+        step, t_host, stepper.dt, resumed_from = ckpt.step, ckpt.time, ckpt.dt, ckpt.step
+        log.info("resumed from %s: step %d, t = %.6g, dt = %.3g", ckpt.index.with_suffix(""), step, t_host, stepper.dt)
+    else:
+        state = sim.initial_state()
+    if rank0:
+        segments = out / "segments"
+        segments.mkdir(exist_ok=True)
+        number = len(list(segments.glob("segment_*.yaml")))
+        text = yaml.safe_dump({**meta, "segment": number, "start_step": step}, sort_keys=False)
+        (segments / f"segment_{number:03d}.yaml").write_text(text)
+        (out / "config.yaml").write_text(text)
+
     cells = math.prod(cfg.grid.shape)
-    csv_file = open(out / "timeseries.csv", "w", newline="") if rank0 else None
-    spectra_file = (SpectraFile(out / "spectra.h5", spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box))
-                    if rank0 and cfg.output.spectra else None)
-    writer = None
+    series = TimeSeries(out / "timeseries.csv", resumed_from) if rank0 else None
+    spectra_file = (SpectraFile(out / "spectra.h5", spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
+                                resumed_from) if rank0 and cfg.output.spectra else None)
+    output_fields = jax.jit(lambda e, s: e.output_fields(s))
+    last_checkpoint = [None]
 
     def record(step: int, t_now: float, dt: float) -> dict[str, float]:
-        nonlocal writer
         diag = {k: float(v) for k, v in sim.diagnostics(state, dt).items()}
-        row = {"step": step, "time": t_now, "dt": dt, **diag}
-        if csv_file is not None:
-            if writer is None:
-                writer = csv.DictWriter(csv_file, fieldnames=list(row))
-                writer.writeheader()
-            writer.writerow(row)
-            csv_file.flush()
+        if series is not None:
+            series.append({"step": step, "time": t_now, "dt": dt, **diag})
         if cfg.output.spectra:
             shells = {k: np.asarray(jax.device_get(v)) for k, v in sim.spectra(state).items()}
             if spectra_file is not None:
                 spectra_file.append(step, t_now, shells)
         bad = [k for k, v in diag.items() if not math.isfinite(v)]
         if bad:
-            raise NonFiniteError(f"{', '.join(bad)} became non-finite at step {step}, t = {t_now:.6g}")
+            raise NonFiniteError(f"{', '.join(bad)} became non-finite at step {step}, t = {t_now:.6g}; last good "
+                                 f"checkpoint: {last_checkpoint[0] or 'none'}")
         return diag
 
-    step, t_host, start = 0, 0.0, time.perf_counter()
+    def snapshot(step: int, t_now: float) -> None:
+        fields = output_fields(eq, state)
+        stem = out / "snapshots" / f"s{step:08d}"
+        attrs = {"step": step, "time": t_now, "config": meta["config"], "versions": meta["versions"],
+                 "layout": meta["layout"], "box": list(cfg.grid.box)}
+        index = io.write(stem, {k: io.Field(v) for k, v in fields.items()}, attrs)
+        if rank0:
+            io.write_xdmf(index, {k: (v.shape, v.dtype.itemsize) for k, v in fields.items()}, cfg.grid.box, t_now)
+        log.info("snapshot %s", index)
+
+    def save(step: int, t_now: float) -> None:
+        marker = checkpoint.write(out, state, step=step, time=t_now, dt=stepper.dt, spectral=spectral,
+                                  perm=sim.fft.perm, full_spectrum=spectral and not sim.fft.has_real_transform,
+                                  meta={"config": meta["config"], "backend": cfg.fft.backend}, keep=cfg.checkpoint.keep)
+        last_checkpoint[0] = marker.with_suffix("")
+        log.info("checkpoint %s", marker.with_suffix(""))
+
+    def snapshot_due(step: int, t_prev: float, t_now: float) -> bool:
+        by_step = cfg.output.snapshot_every and step % cfg.output.snapshot_every == 0
+        by_time = cfg.output.snapshot_dt and math.floor(t_now / cfg.output.snapshot_dt + 1e-9) > math.floor(
+            t_prev / cfg.output.snapshot_dt + 1e-9)
+        return bool(by_step or by_time)
+
+    start, steps_done = time.perf_counter(), 0
     try:
-        stepper.adapt(record(0, 0.0, stepper.dt)["cfl"])
+        if resumed_from is None:
+            stepper.adapt(record(0, 0.0, stepper.dt)["cfl"])
+            if cfg.output.snapshot_every or cfg.output.snapshot_dt:
+                snapshot(0, 0.0)
         while not stepper.finished(step, t_host):
             n, dt = stepper.next_chunk(step, t_host)
             state = sim.advance(state, t_host, n, dt)
-            step = step + n
+            t_prev = t_host
+            step, steps_done = step + n, steps_done + n
             t_host = stepper.time_after(step, t_host, n, dt)
             diag = record(step, t_host, dt)
             stepper.adapt(diag["cfl"])
             elapsed = time.perf_counter() - start
-            rate = step / elapsed
+            rate = steps_done / elapsed
             shown = " ".join(f"{k}={diag[k]:.6g}" for k in eq.progress)
             log.info("step %d t=%.4f dt=%.3g %s steps/s=%.2f cells/s=%.3g ETA %.0fs", step, t_host, dt, shown,
-                     rate, rate * cells, stepper.eta(step, t_host, elapsed, step))
+                     rate, rate * cells, stepper.eta(step, t_host, elapsed, steps_done))
+            if snapshot_due(step, t_prev, t_host):
+                snapshot(step, t_host)
+            received = stop.agreed()
+            if received:
+                save(step, t_host)
+                log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s",
+                            received, step, t_host, resume_hint or f"simulator run CONFIG --restart --out {out}")
+                return EXIT_INTERRUPTED
+            if cfg.checkpoint.every and step % cfg.checkpoint.every == 0 and not stepper.finished(step, t_host):
+                save(step, t_host)
+        save(step, t_host)
     finally:
-        if csv_file is not None:
-            csv_file.close()
+        if series is not None:
+            series.close()
         if spectra_file is not None:
             spectra_file.close()
     log.info("finished %d steps in %.1f s (%d compilation(s)); output in %s", step,

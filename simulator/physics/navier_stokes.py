@@ -46,6 +46,8 @@ class NavierStokes:
     integrators = ("rk4", "lsrk4")
     #: diagnostics shown in progress lines
     progress = ("energy", "cfl")
+    #: the state lives in k-space (the backend's rfft layout)
+    state_space = "spectral"
     _LEAVES = ("k", "keep", "weight", "forcing_mask")
     _STATIC = ("fft", "box", "dtype", "spacing")
 
@@ -155,6 +157,11 @@ class NavierStokes:
             f_hat = constant_power(u_hat, self.forcing_mask, self.weight, self.fft.size, params["forcing_power"])
             out["injection"] = jnp.sum(self.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
         return out
+
+    def output_fields(self, u_hat: jax.Array) -> dict[str, jax.Array]:
+        """Snapshot fields, real space ``(3, Nx, Ny, Nz)``: velocity and vorticity."""
+        fields = self.fft.irfft(jnp.concatenate([u_hat, self.curl(u_hat)]))
+        return {"velocity": fields[:3], "vorticity": fields[3:]}
 
     def spectra(self, u_hat: jax.Array) -> dict[str, jax.Array]:
         """Shell-summed energy spectrum E(k), normalised so that sum_k E(k) = energy."""

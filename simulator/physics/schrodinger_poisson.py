@@ -64,6 +64,7 @@ class SchrodingerPoisson:
     name = "schrodinger_poisson"
     integrators = ("kdk",)
     progress = ("total", "max_density", "cfl")
+    state_space = "real"
     _LEAVES = ("kc", "kr", "nyquist_free", "weight")
     _STATIC = ("fft", "box", "dtype", "spacing")
 
@@ -142,6 +143,11 @@ class SchrodingerPoisson:
             "max_density": jnp.max(rho),
             "cfl": dt * rate,
         }
+
+    def output_fields(self, state: SPState) -> dict[str, jax.Array]:
+        """Snapshot fields, real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V."""
+        return {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
+                "potential": state.potential}
 
     def spectra(self, state: SPState) -> dict[str, jax.Array]:
         """Shell-summed power spectrum of the density contrast delta = rho/mean(rho) - 1 (sums to <delta^2>)."""
