@@ -75,7 +75,7 @@ def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, spect
             os.replace(tmp, marker)
         except OSError as err:
             tmp.unlink(missing_ok=True)
-            raise io.OutputWriteError(f"writing {marker} failed: {err.strerror or err}") from err
+            raise io.OutputWriteError(f"writing {marker} failed: {io.describe_os_error(err)}") from err
         _prune(root, keep)
     io.barrier(f"checkpoint {step}")
     return marker

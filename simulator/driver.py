@@ -352,8 +352,8 @@ def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None
     Returns 0 when finished, EXIT_INTERRUPTED when a signal stopped it (after a checkpoint).
     Raises NonFiniteError, io.OutputWriteError, ConfigError (bad restart).
     """
-    log = get_logger()
     rank0 = jax.process_index() == 0
+    ckpt = _checkpoint_to_resume(cfg, out, restart, allow_physics_change) if restart is not None else None
     lock = RunLock(out)
     handler = None
     if rank0:
@@ -361,7 +361,7 @@ def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None
         handler = _attach_log_file(out / "run.log")
     try:
         with StopRequest() as stop:
-            return _run(cfg, out, mode, restart, allow_physics_change, resume_hint, stop)
+            return _run(cfg, out, mode, ckpt, resume_hint, stop)
     finally:
         if handler is not None:
             get_logger().removeHandler(handler)
@@ -369,8 +369,28 @@ def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None
         lock.release()
 
 
-def _run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None, allow_physics_change: bool,
-         resume_hint: str, stop: StopRequest) -> int:
+def _checkpoint_to_resume(cfg: config_mod.Config, out: Path, restart: str,
+                          allow_physics_change: bool) -> checkpoint.Checkpoint:
+    """The checkpoint a restart continues from, checked against this run's config (nothing is written)."""
+    ckpt = checkpoint.find(out if restart == "latest" else Path(restart))
+    if ckpt is None:
+        raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
+                          "has nothing to resume")
+    if tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape):
+        raise ConfigError("--restart", str(ckpt.index), f"this run's grid.shape is {list(cfg.grid.shape)}",
+                          f"holds grid {ckpt.meta['config']['grid']['shape']}")
+    if ckpt.meta["config"]["physics"]["name"] != cfg.physics.name:
+        raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
+                          f"holds a {ckpt.meta['config']['physics']['name']} state")
+    diffs = checkpoint.same_physics(ckpt.meta["config"], config_mod.to_dict(cfg))
+    if diffs and not allow_physics_change:
+        raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
+                          f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
+    return ckpt
+
+
+def _run(cfg: config_mod.Config, out: Path, mode: str, ckpt: checkpoint.Checkpoint | None, resume_hint: str,
+         stop: StopRequest) -> int:
     log = get_logger()
     rank0 = jax.process_index() == 0
     sim = Simulation(cfg)
@@ -379,7 +399,7 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None, allo
         "config": config_mod.to_dict(cfg), "versions": runtime.versions(), "git_revision": _git_revision(),
         "process_mode": mode, "processes": jax.process_count(), "devices": jax.device_count(),
         "platform": jax.default_backend(), "layout": sim.fft.describe(),
-        "slurm": runtime.slurm_environment(), "restart": restart,
+        "slurm": runtime.slurm_environment(), "restart": None if ckpt is None else str(ckpt.index),
     }
     log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
@@ -393,18 +413,7 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None, allo
     stepper = Stepper(cfg.time, cfg.output.every)
     spectral = eq.state_space == "spectral"
     step, t_host, resumed_from = 0, 0.0, None
-    if restart is not None:
-        ckpt = checkpoint.find(out if restart == "latest" else Path(restart))
-        if ckpt is None:
-            raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
-                              "has nothing to resume")
-        diffs = checkpoint.same_physics(ckpt.meta["config"], config_mod.to_dict(cfg))
-        if diffs and not allow_physics_change:
-            raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
-                              f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
-        if tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape):
-            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.shape is {list(cfg.grid.shape)}",
-                              f"holds grid {ckpt.meta['config']['grid']['shape']}")
+    if ckpt is not None:
         state = checkpoint.restore(ckpt, sim.initial_state(), sim.fft, spectral)
         step, t_host, stepper.dt, resumed_from = ckpt.step, ckpt.time, ckpt.dt, ckpt.step
         log.info("resumed from %s: step %d, t = %.6g, dt = %.3g", ckpt.index.with_suffix(""), step, t_host, stepper.dt)

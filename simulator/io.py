@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,14 @@ def _to_canonical(bounds: Sequence[tuple[int, int]], perm: Sequence[int]) -> tup
     return tuple(bounds[i] for i in order)
 
 
+def describe_os_error(err: OSError) -> str:
+    """A one-line reason for a failed write (HDF5's messages span lines and bury the errno)."""
+    if err.errno:
+        return os.strerror(err.errno)
+    found = re.search(r"errno = (\d+)", str(err))
+    return os.strerror(int(found.group(1))) if found else str(err).splitlines()[0]
+
+
 def _write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
     """Write an HDF5 file under a temporary name, mark it complete, then rename it into place."""
     tmp = path.with_name(path.name + ".tmp")
@@ -94,7 +103,7 @@ def _write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        raise OutputWriteError(f"writing {path} failed: {err.strerror or err}") from err
+        raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
 
 
 def barrier(name: str) -> None:
@@ -119,7 +128,7 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any]) -> 
     try:
         stem.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise OutputWriteError(f"creating {stem} failed: {err.strerror or err}") from err
+        raise OutputWriteError(f"creating {stem} failed: {describe_os_error(err)}") from err
 
     def fill_process(f: h5py.File) -> None:
         f.attrs["process"] = rank
@@ -295,5 +304,5 @@ def write_xdmf(index: Path, fields: Mapping[str, tuple[tuple[int, ...], int]], b
     try:
         path.write_text(text)
     except OSError as err:
-        raise OutputWriteError(f"writing {path} failed: {err.strerror or err}") from err
+        raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
     return path

@@ -1,0 +1,253 @@
+"""Checkpoints, restart (bitwise on the same layout, 1e-12 across layouts), signals, locks, failed writes.
+
+Every run here is a real ``simulator run`` subprocess on a small Taylor-Green case.
+"""
+
+import contextlib
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from simulator import checkpoint, io
+
+ROOT = Path(__file__).parents[1]
+CONFIG = str(ROOT / "configs" / "taylor_green.yaml")
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5"]
+EXIT_INTERRUPTED = 75
+
+
+def command(args):
+    """``simulator run ARGS`` (or ``simulator launch ...`` when ARGS starts with launch)."""
+    return [sys.executable, "-m", "simulator", *(args if args[0] == "launch" else ["run", *args])]
+
+
+def simulator(cwd, *args, timeout=300):
+    return subprocess.run(command(args), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def start(cwd, *args):
+    return subprocess.Popen(command(args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def final_state(run_dir):
+    ckpt = checkpoint.find(run_dir)
+    with h5py.File(ckpt.index) as f:
+        return ckpt.step, {name: f[name][:] for name in f}
+
+
+def last_velocity(run_dir):
+    index = sorted((run_dir / "snapshots").glob("s*.h5"))[-1]
+    with io.Snapshot(index) as snap:
+        return snap.attrs["step"], snap.read("velocity")
+
+
+def wait_for_checkpoint(proc, run_dir, min_step, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        markers = sorted((run_dir / "checkpoints").glob("c*.json")) if (run_dir / "checkpoints").exists() else []
+        if markers and int(markers[-1].stem[1:]) >= min_step:
+            return int(markers[-1].stem[1:])
+        assert proc.poll() is None, f"the run ended before step {min_step}: {proc.communicate()[1][-2000:]}"
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint appeared")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision):
+    args = [CONFIG, "--cpu-devices", "2", "--set", "grid.shape=16", "--set", f"precision={precision}",
+            "--set", "output.every=2", "--set", "checkpoint.every=2", "--set", "time.t_end=3.0"]
+    ref = simulator(tmp_path, *args, "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    seed = random.randrange(10**6)
+    kill_after = random.Random(seed).randrange(20, 200, 2)
+    proc = start(tmp_path, *args, "--out", "killed")
+    reached = wait_for_checkpoint(proc, tmp_path / "killed", kill_after)
+    proc.kill()  # SIGKILL: no handler runs, whatever was being written stays half-written
+    proc.wait()
+    resumed = simulator(tmp_path, *args, "--out", "killed", "--restart")
+    assert resumed.returncode == 0, f"seed {seed}: {resumed.stderr[-3000:]}"
+    assert "resumed from" in resumed.stderr
+    step_ref, state_ref = final_state(tmp_path / "ref")
+    step, state = final_state(tmp_path / "killed")
+    assert step == step_ref == 300 and reached >= kill_after
+    for name in state_ref:
+        np.testing.assert_array_equal(state[name], state_ref[name], err_msg=f"seed {seed}, killed at {reached}")
+    # the time series of the resumed run is the uninterrupted one, row for row
+    assert (tmp_path / "killed" / "timeseries.csv").read_text() == (tmp_path / "ref" / "timeseries.csv").read_text()
+    assert len(list((tmp_path / "killed" / "segments").glob("segment_*.yaml"))) == 2
+
+
+@pytest.mark.slow
+def test_restart_across_layouts_agrees_to_1e_12(tmp_path):
+    base = [CONFIG, *SMALL, "--set", "output.snapshot_every=40"]
+    ref = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.8", "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    _, u_ref = last_velocity(tmp_path / "ref")
+    first = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.4", "--out", "a")
+    assert first.returncode == 0, first.stderr
+    resumes = {
+        "8 -> 4 devices": ["--cpu-devices", "4"],
+        "slab -> jaxdecomp": ["--cpu-devices", "4", "--set", "fft.backend=jaxdecomp", "--set", "fft.mesh=[2,2]"],
+        "slab -> single": ["--set", "fft.backend=single"],
+    }
+    for label, extra in resumes.items():
+        run_dir = tmp_path / label.replace(" ", "_").replace(">", "")
+        subprocess.run(["cp", "-r", str(tmp_path / "a"), str(run_dir)], check=True)
+        r = simulator(tmp_path, *base, *extra, "--set", "time.t_end=0.8", "--out", str(run_dir), "--restart")
+        assert r.returncode == 0, f"{label}: {r.stderr[-3000:]}"
+        step, u = last_velocity(run_dir)
+        assert step == 80
+        assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, label
+    # 1 process -> 2 processes (2 devices each)
+    run_dir = tmp_path / "two_processes"
+    subprocess.run(["cp", "-r", str(tmp_path / "a"), str(run_dir)], check=True)
+    r = simulator(tmp_path, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", "run", *base,
+                  "--set", "time.t_end=0.8", "--out", str(run_dir), "--restart")
+    assert r.returncode == 0, r.stderr[-3000:]
+    step, u = last_velocity(run_dir)
+    assert step == 80 and np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["slab", "jaxdecomp"])
+def test_two_processes_give_the_single_process_answer(tmp_path, backend):
+    base = [CONFIG, *SMALL, "--set", f"fft.backend={backend}", "--set", "time.t_end=0.3",
+            "--set", "output.snapshot_every=30"]
+    one = simulator(tmp_path, *base, "--set", "fft.backend=single", "--out", "one")
+    assert one.returncode == 0, one.stderr
+    two = simulator(tmp_path, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", "run", *base,
+                    "--out", "two")
+    assert two.returncode == 0, two.stderr[-3000:]
+    # each process wrote its own shard file of the snapshot, and the index stitches them
+    assert sorted(p.name for p in (tmp_path / "two" / "snapshots" / "s00000030").iterdir()) == ["p0000.h5", "p0001.h5"]
+    _, u1 = last_velocity(tmp_path / "one")
+    _, u2 = last_velocity(tmp_path / "two")
+    assert np.max(np.abs(u2 - u1)) / np.max(np.abs(u1)) < 1e-12
+
+
+def test_sigterm_checkpoints_within_a_chunk_and_the_restart_completes(tmp_path):
+    args = [CONFIG, *SMALL, "--set", "time.t_end=20", "--out", "run"]
+    proc = start(tmp_path, *args)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "run" / "timeseries.csv").exists() or len(
+            (tmp_path / "run" / "timeseries.csv").read_text().splitlines()) < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED, err[-2000:]
+    assert "stopped by SIGTERM" in err and "--restart" in err
+    ckpt = checkpoint.find(tmp_path / "run")
+    rows = list(csv.DictReader(open(tmp_path / "run" / "timeseries.csv")))
+    assert ckpt is not None and ckpt.step == int(rows[-1]["step"]) > 0  # at the chunk the signal arrived in
+    r = simulator(tmp_path, *args, "--restart", "--set", "time.t_end=2")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert checkpoint.find(tmp_path / "run").step == 200
+
+
+def test_incomplete_checkpoint_is_skipped_for_the_previous_one(tmp_path):
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.3", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=3",
+            "--out", "run"]
+    assert simulator(tmp_path, *args).returncode == 0
+    markers = sorted((tmp_path / "run" / "checkpoints").glob("c*.json"))
+    assert [m.stem for m in markers] == ["c00000010", "c00000020", "c00000030"]  # keep = 3
+    (tmp_path / "run" / "checkpoints" / "c00000030" / "p0000.h5").write_bytes(b"\0" * 100)  # corrupt shard
+    r = simulator(tmp_path, *args[:-2], "--set", "time.t_end=0.4", "--out", "run", "--restart")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "skipping checkpoint" in r.stderr and "resumed from run/checkpoints/c00000020" in r.stderr
+
+
+def test_changing_physics_on_restart_needs_a_flag(tmp_path):
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
+    assert simulator(tmp_path, *args).returncode == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    r = simulator(tmp_path, *args, "--set", "physics.viscosity=0.01", "--set", "time.t_end=0.2", "--restart")
+    assert r.returncode == 2 and "--allow-physics-change" in r.stderr and "physics.viscosity" in r.stderr
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
+    r = simulator(tmp_path, *args, "--set", "physics.viscosity=0.01", "--set", "time.t_end=0.2", "--restart",
+                  "--allow-physics-change")
+    assert r.returncode == 0, r.stderr[-2000:]
+    segments = sorted((tmp_path / "run" / "segments").glob("*.yaml"))
+    assert len(segments) == 2 and "viscosity: 0.01" in segments[1].read_text()
+
+
+def test_a_live_lock_refuses_and_a_stale_one_is_replaced(tmp_path):
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
+    assert simulator(tmp_path, *args).returncode == 0
+    lock = tmp_path / "run" / ".lock"
+    lock.write_text(f'{{"pid": {os.getpid()}, "host": "{os.uname().nodename}"}}')
+    r = simulator(tmp_path, *args, "--restart", "--set", "time.t_end=0.2")
+    assert r.returncode == 2 and "is in use by a running process" in r.stderr
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock.write_text(f'{{"pid": {dead.pid}, "host": "{os.uname().nodename}"}}')
+    r = simulator(tmp_path, *args, "--restart", "--set", "time.t_end=0.2")
+    assert r.returncode == 0 and "stale lock" in r.stderr
+    assert not lock.exists()
+
+
+@contextlib.contextmanager
+def small_filesystem(path, size):
+    """A tmpfs of ``size`` at ``path`` (needs root and mount rights); None when it cannot be had."""
+    path.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                                           capture_output=True).returncode != 0:
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+def test_a_failed_write_names_the_file_and_keeps_the_previous_checkpoint(tmp_path):
+    with small_filesystem(tmp_path / "small", "700k") as fs:
+        args = [CONFIG, *SMALL, "--set", "time.t_end=5", "--set", "checkpoint.every=5",
+                "--set", "output.snapshot_every=10", "--set", "checkpoint.keep=1"]
+        if fs is not None:
+            print("disk full: a 700 kB tmpfs fills up during the run")
+            r = simulator(tmp_path, *args, "--out", str(fs / "run"))
+            run_dir = fs / "run"
+        else:  # not root: a directory the run cannot write into
+            print("not root: writing into a read-only directory instead of a full disk")
+            run_dir = tmp_path / "run"
+            assert simulator(tmp_path, *args, "--set", "time.t_end=0.1", "--out", str(run_dir)).returncode == 0
+            (run_dir / "snapshots").chmod(0o500)
+            r = simulator(tmp_path, *args, "--out", str(run_dir), "--restart")
+        assert r.returncode == 1, r.stderr[-2000:]
+        error = [line for line in r.stderr.splitlines() if "ERROR" in line]
+        assert len(error) == 1 and "failed" in error[0] and str(run_dir) in error[0], r.stderr[-2000:]
+        print(error[0])
+        ckpt = checkpoint.find(run_dir)
+        assert ckpt is not None  # the last complete checkpoint is intact and loadable
+        with io.Snapshot(ckpt.index) as snap:
+            assert np.all(np.isfinite(snap.read("state")))
+        if fs is None:
+            (run_dir / "snapshots").chmod(0o700)
+
+
+@pytest.mark.slow
+def test_a_killed_process_ends_its_sibling_and_the_launcher_fails(tmp_path):
+    proc = start(tmp_path, "launch", "-n", "2", "--cpu-devices", "2", "run", CONFIG, *SMALL, "--set", "time.t_end=100",
+                 "--out", "run")
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "run" / "timeseries.csv").exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) == 2
+    os.kill(int(children[1]), signal.SIGKILL)
+    t0 = time.monotonic()
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0 and time.monotonic() - t0 < 60
+    assert subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True).stdout == b""
