@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from simulator import checkpoint
 from simulator import config as C
 from simulator.driver import Simulation
 
@@ -69,11 +70,18 @@ def test_run_writes_timeseries_and_config(tmp_path):
     assert (out / "timeseries.csv").read_bytes() == before
 
 
-def test_blow_up_stops_with_step_and_time(tmp_path):
+def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path):
     r = run_cli(tmp_path, str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
-                "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.every=1", "--out", "nan")
+                "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.every=1",
+                "--set", "checkpoint.every=1", "--out", "nan")
     assert r.returncode == 1
     assert "became non-finite at step" in r.stderr and ", t = " in r.stderr
+    assert "last good checkpoint: nan/checkpoints/c" in r.stderr
+    ckpt = checkpoint.find(tmp_path / "nan")
+    with h5py.File(ckpt.index) as f:
+        assert np.all(np.isfinite(f["state"][:]))
+    rows = list(csv.DictReader(open(tmp_path / "nan" / "timeseries.csv")))
+    assert int(rows[-1]["step"]) == ckpt.step + 1  # the step that blew up was never checkpointed
 
 
 def test_schrodinger_poisson_run_writes_spectra_and_conserves_mass(tmp_path):
