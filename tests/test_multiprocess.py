@@ -5,6 +5,8 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 
 from simulator.launch import launch
@@ -32,3 +34,12 @@ def test_a_dead_process_does_not_leave_its_sibling_hanging():
     elapsed = time.monotonic() - start
     assert code == 3  # the failing process's own status
     assert elapsed < 60, f"sibling was ended only after {elapsed:.0f} s"
+
+
+def test_two_processes_write_one_snapshot_that_plain_h5py_reads_whole(tmp_path):
+    worker = Path(__file__).with_name("mp_io_worker.py")
+    assert launch(2, [sys.executable, str(worker), str(tmp_path)], timeout=180) == 0
+    for name in ("slab", "jaxdecomp"):
+        with h5py.File(tmp_path / f"{name}.h5", "r") as f:  # here, in a third process
+            assert f["u"].shape == (3, 8, 12, 16)
+            assert np.array_equal(f["u"][:], np.arange(3 * 8 * 12 * 16, dtype=np.float64).reshape(3, 8, 12, 16))
