@@ -4,7 +4,8 @@ Writing (collective; every process calls the same function with the same fields)
 
 * every process writes the blocks of each field that its devices own to its own file
   ``<stem>/p<rank>.h5``, each block as a dataset ``<field>/b<i>`` with its global ``start`` and
-  ``stop`` as attributes; a block held by several devices (replication) is written once, by the
+  ``stop`` as attributes, the group ``<field>`` with the ``global_shape``, and the file with the
+  shared attributes (step, time, config, versions, schema version); a block held by several devices (replication) is written once, by the
   lowest-numbered device holding it, a rule every process evaluates alone, so nothing is exchanged
   and nothing is gathered;
 * each file is written under a temporary name and renamed when complete (attribute ``complete``);
@@ -131,10 +132,12 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any]) -> 
         raise OutputWriteError(f"creating {stem} failed: {describe_os_error(err)}") from err
 
     def fill_process(f: h5py.File) -> None:
-        f.attrs["process"] = rank
+        _set_attrs(f, {**attrs, "process": rank, "processes": jax.process_count()})
         for name, field in fields.items():
             arr = field.array
             group = f.create_group(name)
+            order = np.argsort(_canonical_order(arr.ndim, field.perm))
+            group.attrs["global_shape"] = [arr.shape[i] for i in order]
             local = {s.device: s for s in arr.addressable_shards}
             for i, (bounds, owner) in enumerate(blocks(arr)):
                 if owner not in local:
@@ -154,9 +157,13 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any]) -> 
     return index
 
 
-def _fill_index(f: h5py.File, stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any]) -> None:
+def _set_attrs(obj: h5py.HLObject, attrs: Mapping[str, Any]) -> None:
     for key, value in {**attrs, "schema_version": SCHEMA_VERSION}.items():
-        f.attrs[key] = json.dumps(value) if isinstance(value, (dict, list)) else value
+        obj.attrs[key] = json.dumps(value) if isinstance(value, (dict, list)) else value
+
+
+def _fill_index(f: h5py.File, stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any]) -> None:
+    _set_attrs(f, attrs)
     sources = sorted({process_file(stem, d.process_index).name
                       for field in fields.values() for _, d in blocks(field.array)})
     f.attrs["sources"] = json.dumps([f"{stem.name}/{s}" for s in sources])

@@ -42,6 +42,8 @@ def test_index_read_with_plain_h5py_equals_the_field(tmp_path, devices, name, n,
         assert f.attrs["step"] == 3 and json.loads(f.attrs["config"]) == {"a": 1}
         assert f.attrs["schema_version"] == io.SCHEMA_VERSION
     with h5py.File(tmp_path / "s0" / "p0000.h5", "r") as f:
+        assert f.attrs["step"] == 3 and f.attrs["time"] == 0.25 and f.attrs["schema_version"] == io.SCHEMA_VERSION
+        assert list(f["u"].attrs["global_shape"]) == list(u.shape)
         blocks = [ds for ds in f["u"].values()]
         # one dataset per distinct block (replicated blocks written once), each with its global offset
         assert len(blocks) == len(io.blocks(sharded(fft, u)))
