@@ -280,21 +280,20 @@ class TimeSeries:
     checkpoint's step (written by the interrupted segment) are dropped before appending."""
 
     def __init__(self, path: Path, keep_through: int | None):
-        self.path, self.writer = path, None
         rows: list[list[str]] = []
         if keep_through is not None and path.exists():
             with open(path, newline="") as fh:
                 rows = list(csv.reader(fh))
             rows = rows[:1] + [r for r in rows[1:] if int(r[0]) <= keep_through]
         self.file = open(path, "w", newline="")  # noqa: SIM115 (held open for the whole run)
-        if rows:
-            csv.writer(self.file).writerows(rows)
-            self.fields = rows[0]
+        csv.writer(self.file).writerows(rows)
+        self.header: list[str] | None = rows[0] if rows else None
+        self.writer: csv.DictWriter | None = None
 
     def append(self, row: dict[str, float]) -> None:
         if self.writer is None:
-            self.writer = csv.DictWriter(self.file, fieldnames=getattr(self, "fields", list(row)))
-            if not hasattr(self, "fields"):
+            self.writer = csv.DictWriter(self.file, fieldnames=self.header or list(row))
+            if self.header is None:
                 self.writer.writeheader()
         self.writer.writerow(row)
         self.file.flush()

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from simulator import spectra
 from simulator.fft import FFTBackend
+from simulator.physics.base import Equation
 from simulator.physics.forcing import FORCINGS, constant_power
 
 Params = dict[str, jax.Array]
@@ -32,8 +33,7 @@ def cross(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> list[jax.Array]:
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
-@jax.tree_util.register_pytree_node_class
-class NavierStokes:
+class NavierStokes(Equation):
     """The equation: nonlinear term, linear (viscous) operator, initial states and diagnostics.
 
     A pytree: its sharded spectral constants (wavenumbers, dealiasing mask, Parseval weights) are
@@ -50,18 +50,6 @@ class NavierStokes:
     state_space = "spectral"
     _LEAVES = ("k", "keep", "weight", "forcing_mask")
     _STATIC = ("fft", "box", "dtype", "spacing")
-
-    def tree_flatten(self):
-        return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
-
-    @classmethod
-    def tree_unflatten(cls, static, leaves):
-        obj = object.__new__(cls)
-        for name, value in zip(cls._STATIC, static, strict=True):
-            setattr(obj, name, value)
-        for name, value in zip(cls._LEAVES, leaves, strict=True):
-            setattr(obj, name, value)
-        return obj
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
                  forcing_band: float = 2.5):

@@ -41,6 +41,7 @@ import numpy as np
 from simulator import spectra
 from simulator.fft import FFTBackend
 from simulator.fft.base import complex_dtype
+from simulator.physics.base import Equation
 from simulator.physics.gravity import inverse_laplacian, potential_spectrum
 
 Params = dict[str, jax.Array]
@@ -53,8 +54,7 @@ class SPState(NamedTuple):
     potential: jax.Array
 
 
-@jax.tree_util.register_pytree_node_class
-class SchrodingerPoisson:
+class SchrodingerPoisson(Equation):
     """The equation: kick and drift operators, potential, initial states and diagnostics.
 
     A pytree like :class:`~simulator.physics.navier_stokes.NavierStokes`: wavenumber vectors and masks
@@ -67,18 +67,6 @@ class SchrodingerPoisson:
     state_space = "real"
     _LEAVES = ("kc", "kr", "nyquist_free", "weight")
     _STATIC = ("fft", "box", "dtype", "spacing")
-
-    def tree_flatten(self):
-        return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
-
-    @classmethod
-    def tree_unflatten(cls, static, leaves):
-        obj = object.__new__(cls)
-        for name, value in zip(cls._STATIC, static, strict=True):
-            setattr(obj, name, value)
-        for name, value in zip(cls._LEAVES, leaves, strict=True):
-            setattr(obj, name, value)
-        return obj
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any):
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
