@@ -59,6 +59,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simulator import plots
+
+    written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis, frames=args.frames,
+                         pdf=args.pdf, diagnostic=args.diagnostic, against=args.against)
+    for path in written:
+        print(path)
+    return EXIT_OK if written else EXIT_FAILED
+
+
 def cmd_config_docs(args: argparse.Namespace) -> int:
     if args.update is None:
         sys.stdout.write(config_mod.config_docs())
@@ -155,14 +167,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator import driver
 
     out = driver.output_dir(cfg, args.out)
-    driver.prepare_output(out, args.overwrite, args.restart)  # before JAX starts: a refused run changes nothing
+    restart = args.restart
+    if args.resume:
+        if args.restart is not None or args.overwrite:
+            raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
+                              "cannot be combined with --restart or --overwrite")
+        restart = driver.resume_target(cfg, out)
+    driver.prepare_output(out, args.overwrite, restart)  # before JAX starts: a refused run changes nothing
     mode = _start(cfg)
     from simulator.io import IncompleteOutputError, OutputWriteError
 
     hint = " ".join(["simulator run", args.config, *sum((["--set", o] for o in args.overrides), []),
                      "--restart", "--out", str(out)])
     try:
-        code = driver.run(cfg, out, mode, args.restart, args.allow_physics_change, hint)
+        code = driver.run(cfg, out, mode, restart, args.allow_physics_change, hint)
     except (driver.NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
         from simulator.log import get_logger
 
@@ -172,6 +190,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     if code != EXIT_OK:
         _exit_now_if_distributed(code)
     return code
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from simulator import sweep
+
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
+    if args.point is not None:
+        index = args.point if args.point >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
+        if index is None or not str(index).isdigit():
+            raise ConfigError("--point", index, "give the point index, or run inside a Slurm array task",
+                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
+        return sweep.run_point(Path(args.target), int(index))
+    if args.collect:
+        directory = Path(args.target)
+        path, rows = sweep.collect(directory)
+        finished = sum(r["status"] == "finished" for r in rows)
+        print(f"{path}: {len(rows)} points, {finished} finished")
+        from simulator import plots
+
+        print(plots.plot_sweep(directory, args.diagnostic, args.against))
+        return EXIT_OK
+    spec = sweep.load(args.target)
+    directory = Path(args.out) if args.out else sweep.default_directory(spec)
+    manifest = sweep.prepare(spec, directory)
+    print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
+          f"{directory / sweep.MANIFEST}")
+    for p in manifest["points"]:
+        print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
+              + " ".join(f"{k}={v}" for k, v in p["params"].items()))
+    if args.submit:
+        sweep.submit(directory, manifest, Path(args.script), dry_run=args.dry_run)
+    elif args.local:
+        return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest))
+    else:
+        out = f" --out {args.out}" if args.out else ""
+        print(f"next: simulator sweep {args.target}{out} --local [-j K], or --submit (one Slurm array job)")
+    return EXIT_OK
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
@@ -195,6 +254,24 @@ def build_parser() -> argparse.ArgumentParser:
     _config_args(p, required=True)
     p.set_defaults(func=cmd_validate)
 
+    p = sub.add_parser("plot", help="figures of a run (time series, spectra, slices) or of a collected sweep")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, or a sweep directory (one holding sweep.yaml)")
+    p.add_argument("--pdf", action="store_true", help="also write each figure as PDF (not the frames)")
+    p.add_argument("--frames", action="store_true",
+                   help="also write plots/frames/slice_NNNN.png, one per snapshot with common colour limits (a movie)")
+    p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
+                   help="spectra at the rows nearest these times (default: 5 from first to last)")
+    p.add_argument("--field", default=None, metavar="NAME",
+                   help="snapshot field of the slice (default: vorticity for navier_stokes, density for "
+                   "schrodinger_poisson)")
+    p.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice plane (default: z)")
+    p.add_argument("--diagnostic", default=None, metavar="NAME",
+                   help="sweep: the collected column, final_X, peak_X or X (= final_X) (default: peak_dissipation or "
+                   "peak_max_density, else the first final_ column)")
+    p.add_argument("--against", default=None, metavar="KEY",
+                   help="sweep: the swept key on the x axis (default: the first)")
+    p.set_defaults(func=cmd_plot)
+
     p = sub.add_parser("run", help="run a simulation")
     _config_args(p, required=True)
     p.add_argument("--out", default=None, metavar="DIR",
@@ -204,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH",
                    help="continue from the latest complete checkpoint of the output directory, or from PATH "
                    "(a checkpoint's .h5/.json or a run directory)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the output directory's latest checkpoint if it has one, else start a new "
+                   "run there; a finished run exits 0 at once (what a requeued job script runs)")
     p.add_argument("--allow-physics-change", action="store_true",
                    help="with --restart: accept physical parameters that differ from the checkpoint's")
     p.set_defaults(func=cmd_run)
@@ -222,6 +302,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--update", metavar="FILE", default=None,
                    help="replace the reference between the config-docs markers in FILE (e.g. README.md)")
     p.set_defaults(func=cmd_config_docs)
+
+    p = sub.add_parser("sweep", help="expand and validate a parameter sweep; run it here or as one Slurm array job; "
+                       "collect its results")
+    p.add_argument("target", help="the sweep file (SWEEP.yaml), or with --point/--collect its directory")
+    p.add_argument("--out", default=None, metavar="DIR", help="the sweep's directory (default: outputs/<name>)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--local", action="store_true", help="run the unfinished points on this machine")
+    mode.add_argument("--submit", action="store_true",
+                      help="submit one Slurm array job running the unfinished points")
+    mode.add_argument("--point", type=int, nargs="?", const=-1, default=None, metavar="I",
+                      help="run point I of the sweep directory (default: $SLURM_ARRAY_TASK_ID); what array tasks run")
+    mode.add_argument("--collect", action="store_true",
+                      help="write DIR/collected.csv (parameters, final and peak diagnostics) and a plot")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="K",
+                   help="with --local: points at once (default: max_parallel, at most the CPU count)")
+    p.add_argument("--script", default="slurm/sweep.sbatch", metavar="FILE",
+                   help="with --submit: the array job script (default: slurm/sweep.sbatch)")
+    p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")
+    p.add_argument("--diagnostic", default=None, metavar="NAME",
+                   help="with --collect: the column to plot (e.g. peak_dissipation; default: chosen from the table)")
+    p.add_argument("--against", default=None, metavar="KEY",
+                   help="with --collect: the swept key on the x axis (default: the first swept key)")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("launch", help="run a simulator command in N local processes (a laptop stand-in for srun)")
     p.add_argument("-n", type=int, required=True, help="number of processes")

@@ -388,16 +388,23 @@ def _set_dotted(tree: dict, key: str, value: Any) -> None:
 
 def apply_overrides(tree: dict, overrides: Sequence[str]) -> dict:
     """Apply ``dotted.key=value`` overrides to a raw config mapping; values are parsed as YAML."""
-    tree = _deep_copy(tree)
+    values = {}
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError("--set", item, "expected dotted.key=value, e.g. grid.shape=[64,64,64]", "is malformed")
         try:
-            value = yaml.safe_load(text) if text.strip() else None
+            values[key.strip()] = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError:
-            value = text
-        _set_dotted(tree, key.strip(), value)
+            values[key.strip()] = text
+    return set_values(tree, values)
+
+
+def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
+    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` set (later keys win)."""
+    tree = _deep_copy(tree)
+    for key, value in values.items():
+        _set_dotted(tree, key, value)
     return tree
 
 

@@ -44,7 +44,10 @@ from simulator.physics import EQUATIONS
 EXIT_INTERRUPTED = 75
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
 #: what a run writes into its directory; --overwrite removes exactly these
-RUN_FILES = ("config.yaml", "run.log", "timeseries.csv", "spectra.h5", "segments", "snapshots", "checkpoints")
+RUN_FILES = ("config.yaml", "status.json", "run.log", "timeseries.csv", "spectra.h5", "segments", "snapshots",
+             "checkpoints")
+#: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp
+STATUS_FILE = "status.json"
 
 
 class NonFiniteError(RuntimeError):
@@ -83,6 +86,46 @@ def prepare_output(path: Path, overwrite: bool, restart: str | None = None) -> N
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError("--out", str(path), "choose a writable location", f"cannot be created ({err.strerror})") from None
+
+
+def resume_target(cfg: config_mod.Config, path: Path) -> str | None:
+    """What ``--resume`` does in ``path``: "latest" when it holds a complete checkpoint, None (start
+    from t = 0) when it holds no run, or a run of the same physics and grid that never reached its
+    first checkpoint (that partial output is replaced). A job script can therefore run the same
+    command on every (re)queued allocation. Anything else is refused, so no other run is touched."""
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        return None
+    if checkpoint.find(path) is not None:
+        return "latest"
+    earlier = path / "config.yaml"
+    try:
+        old = yaml.safe_load(earlier.read_text())["config"]
+        same = not checkpoint.same_physics(old, config_mod.to_dict(cfg))
+    except (OSError, TypeError, KeyError, yaml.YAMLError):
+        same = False
+    if not same:
+        raise ConfigError("--resume", str(path), "give the directory of this config's run, or a new one",
+                          "holds files but no checkpoint of a run with this physics and grid")
+    get_logger().warning("%s has no complete checkpoint: starting again from t = 0, replacing its partial output",
+                         path)
+    prepare_output(path, overwrite=True)
+    return None
+
+
+def read_status(path: Path) -> dict[str, Any] | None:
+    """The run's ``status.json`` as a dict, or None where there is none (or it cannot be read)."""
+    try:
+        return json.loads((path / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_status(path: Path, state: str, step: int | None, t: float | None, code: int | None = None) -> None:
+    """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only."""
+    tmp = path / f".{STATUS_FILE}.tmp"
+    tmp.write_text(json.dumps({"state": state, "step": step, "time": t, "exit_code": code,
+                               "host": socket.gethostname(), "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
+    os.replace(tmp, path / STATUS_FILE)
 
 
 class RunLock:
@@ -353,6 +396,9 @@ def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None
     """
     rank0 = jax.process_index() == 0
     ckpt = _checkpoint_to_resume(cfg, out, restart, allow_physics_change) if restart is not None else None
+    if ckpt is not None and Stepper(cfg.time, cfg.output.every).finished(ckpt.step, ckpt.time):
+        get_logger().info("%s already finished (step %d, t = %.6g): nothing to do", out, ckpt.step, ckpt.time)
+        return 0
     lock = RunLock(out)
     handler = None
     if rank0:
@@ -361,6 +407,14 @@ def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None
     try:
         with StopRequest() as stop:
             return _run(cfg, out, mode, ckpt, resume_hint, stop)
+    except BaseException:
+        if rank0:
+            last = read_status(out) or {}
+            try:
+                _write_status(out, "failed", last.get("step"), last.get("time"), 1)
+            except OSError:  # e.g. the disk is full: the error being raised is the one to report
+                pass
+        raise
     finally:
         if handler is not None:
             get_logger().removeHandler(handler)
@@ -425,6 +479,7 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, ckpt: checkpoint.Checkpoi
         text = yaml.safe_dump({**meta, "segment": number, "start_step": step}, sort_keys=False)
         (segments / f"segment_{number:03d}.yaml").write_text(text)
         (out / "config.yaml").write_text(text)
+        _write_status(out, "running", step, t_host)
 
     cells = math.prod(cfg.grid.shape)
     series = TimeSeries(out / "timeseries.csv", resumed_from) if rank0 else None
@@ -489,6 +544,8 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, ckpt: checkpoint.Checkpoi
             shown = " ".join(f"{k}={diag[k]:.6g}" for k in eq.progress)
             log.info("step %d t=%.4f dt=%.3g %s steps/s=%.2f cells/s=%.3g ETA %.0fs", step, t_host, dt, shown,
                      rate, rate * cells, stepper.eta(step, t_host, elapsed, steps_done))
+            if rank0:
+                _write_status(out, "running", step, t_host)
             if snapshot_due(step, t_prev, t_host):
                 snapshot(step, t_host)
             received = stop.agreed()
@@ -496,10 +553,16 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, ckpt: checkpoint.Checkpoi
                 save(step, t_host)
                 log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s",
                             received, step, t_host, resume_hint or f"simulator run CONFIG --restart --out {out}")
+                if rank0:
+                    _write_status(out, "interrupted", step, t_host, EXIT_INTERRUPTED)
+                # srun --kill-on-bad-exit ends every task once one exits 75: nobody leaves before all is written
+                io.barrier("interrupted")
                 return EXIT_INTERRUPTED
             if cfg.checkpoint.every and step % cfg.checkpoint.every == 0 and not stepper.finished(step, t_host):
                 save(step, t_host)
         save(step, t_host)
+        if rank0:
+            _write_status(out, "finished", step, t_host, 0)
     finally:
         if series is not None:
             series.close()

@@ -39,6 +39,10 @@ SLURM_VARIABLES = (
     "SLURM_STEP_NODELIST",
     "SLURM_STEP_GPUS",
     "SLURM_GPUS",
+    "SLURMD_NODENAME",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_RESTART_COUNT",
 )
 
 #: environment through which ``simulator launch`` tells each local process its place

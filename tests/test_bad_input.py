@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
@@ -24,6 +25,11 @@ def workdir(tmp_path_factory):
     (d / "syntax.yaml").write_text("grid:\n  shape: [16, 16\n  box: 1\n")
     (d / "list.yaml").write_text("- 1\n- 2\n")
     (d / "a_file").write_text("x")
+    sweep = {"name": "s", "base": TG, "grid": {"physics.viscosity": [0.01, -1.0]}}
+    (d / "bad_point.yaml").write_text(yaml.safe_dump(sweep))
+    (d / "bad_sweep_key.yaml").write_text(yaml.safe_dump({**sweep, "grdi": {}}))
+    (d / "bad_zip.yaml").write_text(yaml.safe_dump({"name": "s", "base": TG, "zip": {"initial.seed": [1, 2],
+                                                                                     "initial.amplitude": [1.0]}}))
     return d
 
 
@@ -85,6 +91,20 @@ CASES = {
                                      "--restart"],
                                     "holds a navier_stokes state"),
     "restart a run that never checkpointed": (["run", TG, *SMALL, "--out", ".", "--restart"], "has nothing to resume"),
+    "resume with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run", "--resume"],
+                                  "(changed: physics.viscosity)"),
+    "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
+    "resume into a directory of other files": (["run", TG, *SMALL, "--out", ".", "--resume"],
+                                               "holds files but no checkpoint of a run with this physics"),
+    # sweeps and plots
+    "sweep with a bad point": (["sweep", "bad_point.yaml"],
+                               "sweep point 1 (physics.viscosity=-1.0): physics.viscosity = -1.0 is out of range"),
+    "sweep file with an unknown key": (["sweep", "bad_sweep_key.yaml"], "sweep key 'grdi'"),
+    "sweep zip of unequal lists": (["sweep", "bad_zip.yaml"], "has lists of different lengths"),
+    "sweep point of a non-sweep": (["sweep", "run", "--point", "0"], "has no sweep.yaml"),
+    "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
+    "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
+    "plot a missing directory": (["plot", "nope"], "RUN_DIR = 'nope' does not exist"),
 }
 
 

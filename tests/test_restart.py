@@ -251,3 +251,41 @@ def test_a_killed_process_ends_its_sibling_and_the_launcher_fails(tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode != 0 and time.monotonic() - t0 < 60
     assert subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True).stdout == b""
+
+
+def test_resume_starts_continues_and_leaves_a_finished_run_alone(tmp_path):
+    """--resume, what the job scripts run on every allocation: a new run, then the continuation of an
+    interrupted one, then nothing at all once it has finished."""
+    args = [CONFIG, *SMALL, "--set", "time.t_end=20", "--out", "run", "--resume"]
+    proc = start(tmp_path, *args)
+    wait_for_checkpoint_or_rows(proc, tmp_path / "run")
+    proc.send_signal(signal.SIGUSR1)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED, err[-2000:]
+    assert '"state": "interrupted"' in (tmp_path / "run" / "status.json").read_text()
+    short = [a if a != "time.t_end=20" else "time.t_end=0.5" for a in args]
+    r = simulator(tmp_path, *short)
+    assert r.returncode == 0 and "resumed from" in r.stderr, r.stderr[-2000:]
+    assert '"state": "finished"' in (tmp_path / "run" / "status.json").read_text()
+    files = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    again = simulator(tmp_path, *short)
+    assert again.returncode == 0 and "already finished" in again.stderr and "nothing to do" in again.stderr
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
+
+
+def test_resume_replaces_a_partial_run_of_the_same_config_that_never_checkpointed(tmp_path):
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
+    assert simulator(tmp_path, *args).returncode == 0
+    for marker in (tmp_path / "run" / "checkpoints").glob("c*.json"):
+        marker.unlink()  # as if the job had died before its first checkpoint
+    r = simulator(tmp_path, *args, "--resume")
+    assert r.returncode == 0 and "starting again from t = 0" in r.stderr, r.stderr[-2000:]
+    assert checkpoint.find(tmp_path / "run").step == 10
+
+
+def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
+    series = run_dir / "timeseries.csv"
+    deadline = time.monotonic() + timeout
+    while not series.exists() or len(series.read_text().splitlines()) < rows:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.02)

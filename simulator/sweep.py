@@ -1,0 +1,340 @@
+"""Parameter sweeps: one YAML file becomes one validated config per point, run here or as ONE Slurm job array.
+
+A sweep file::
+
+    name: tg_viscosity             # the sweep's directory: outputs/<name>/ (or --out)
+    base: ../taylor_green.yaml     # the base config, relative to this file
+    set: {time.t_end: 5.0}         # dotted keys set at every point (optional)
+    grid:                          # a cartesian product of these lists (optional)
+      physics.viscosity: [1.0e-3, 2.0e-3, 4.0e-3]
+    zip:                           # lists of one length, taken together (optional)
+      initial.seed: [1, 2]
+      initial.amplitude: [0.5, 1.0]
+    points:                        # or explicit points, instead of grid and zip
+      - {physics.viscosity: 1.0e-3, grid.shape: [64, 64, 64]}
+    max_parallel: 4                # points running at once (the array's %limit; the default of --local -j)
+    sbatch: ["--time=00:30:00"]    # extra sbatch options for --submit (optional)
+
+Points are the product of ``grid`` with the tuples of ``zip`` (the first grid key varies slowest).
+Every point is resolved and validated before anything is written or submitted. The sweep directory
+then holds ``sweep.yaml`` (the manifest: each point's index, swept values, config and run directory),
+``configs/pNNN.yaml`` (each point's resolved config), the run directories ``pNNN/``, ``logs/`` and,
+after ``--collect``, ``collected.csv``. A point is finished when its ``status.json`` says so; running
+the sweep again (locally or by resubmitting) only runs the others, each continuing from its latest
+checkpoint (``simulator run --resume``).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simulator import config as config_mod
+from simulator.errors import ConfigError
+
+MANIFEST = "sweep.yaml"
+COLLECTED = "collected.csv"
+KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a sweep: its index, the swept values (dotted key → value) and its name ``pNNN``."""
+
+    index: int
+    params: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return f"p{self.index:03d}"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parsed sweep file."""
+
+    name: str
+    source: Path
+    base: Path
+    fixed: dict[str, Any]
+    swept: tuple[str, ...]
+    points: tuple[Point, ...]
+    max_parallel: int
+    sbatch: tuple[str, ...]
+
+
+def _mapping_of_lists(key: str, value: Any) -> dict[str, list]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not value:
+        raise ConfigError(key, value, "give a mapping of dotted config keys to lists of values", "is not a mapping")
+    for k, v in value.items():
+        if not isinstance(v, list) or not v:
+            raise ConfigError(f"{key}.{k}", v, "give a non-empty list of values", "is not a list")
+    return dict(value)
+
+
+def load(path: str | Path) -> Sweep:
+    """Read and expand a sweep file (its points are not validated yet: see :func:`prepare`)."""
+    path = Path(path)
+    raw = config_mod.read_yaml(path)
+    for key in raw:
+        if key not in KEYS:
+            raise ConfigError(f"sweep key {key!r}", raw[key], f"allowed keys are {', '.join(KEYS)}", "is unknown")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ConfigError("name", name, "give a short name without '/' (it names the sweep's directory)",
+                          "is missing or not a name")
+    base_value = raw.get("base")
+    if not isinstance(base_value, str):
+        raise ConfigError("base", base_value, "give the path of the base config, relative to the sweep file",
+                          "is missing")
+    base = (path.parent / base_value).resolve()
+    if not base.is_file():
+        raise ConfigError("base", base_value, f"give an existing config file (looked for {base})", "does not exist")
+    fixed = raw.get("set") or {}
+    if not isinstance(fixed, Mapping):
+        raise ConfigError("set", fixed, "give a mapping of dotted config keys to values", "is not a mapping")
+    grid = _mapping_of_lists("grid", raw.get("grid"))
+    zipped = _mapping_of_lists("zip", raw.get("zip"))
+    lengths = {k: len(v) for k, v in zipped.items()}
+    if len(set(lengths.values())) > 1:
+        raise ConfigError("zip", lengths, "every list under zip must have the same length", "has lists of different lengths")
+    explicit = raw.get("points")
+    if explicit is not None:
+        if grid or zipped:
+            raise ConfigError("points", "...", "give either points or grid/zip", "cannot be combined with grid or zip")
+        if not isinstance(explicit, list) or not explicit or not all(isinstance(p, Mapping) for p in explicit):
+            raise ConfigError("points", explicit, "give a list of mappings {dotted.key: value}", "is not a list of mappings")
+        values = [dict(p) for p in explicit]
+        swept = tuple(dict.fromkeys(k for p in values for k in p))
+    elif grid or zipped:
+        combos = list(itertools.product(*grid.values()))
+        tuples = list(zip(*zipped.values(), strict=True)) if zipped else [()]
+        values = [dict(zip([*grid, *zipped], (*g, *z), strict=True)) for g in combos for z in tuples]
+        swept = (*grid, *zipped)
+    else:
+        raise ConfigError("sweep", str(path), "give grid, zip or points", "sweeps nothing")
+    clash = sorted(set(swept) & set(fixed))
+    if clash:
+        raise ConfigError(f"set.{clash[0]}", fixed[clash[0]], "a key is either fixed (set) or swept", "is also swept")
+    max_parallel = raw.get("max_parallel", len(values))
+    if not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1:
+        raise ConfigError("max_parallel", max_parallel, "give a positive integer", "is not allowed")
+    sbatch = raw.get("sbatch") or []
+    if not isinstance(sbatch, list) or not all(isinstance(a, str) for a in sbatch):
+        raise ConfigError("sbatch", sbatch, 'give a list of sbatch options, e.g. ["--time=00:30:00"]', "is not a list")
+    return Sweep(name, path.resolve(), base, dict(fixed), swept, tuple(Point(i, p) for i, p in enumerate(values)),
+                 max_parallel, tuple(sbatch))
+
+
+def point_config(sweep: Sweep, point: Point, directory: Path) -> config_mod.Config:
+    """The resolved, validated config of ``point``; a bad value is a ConfigError naming the point and key."""
+    raw = config_mod.read_yaml(sweep.base)
+    values = {**sweep.fixed, **point.params, "name": f"{sweep.name}_{point.name}",
+              "output.dir": str(directory / point.name)}
+    try:
+        return config_mod.from_dict(config_mod.set_values(raw, values))
+    except ConfigError as err:
+        shown = ", ".join(f"{k}={v}" for k, v in point.params.items())
+        raise ConfigError(f"sweep point {point.index} ({shown}): {err.key}", err.value, err.allowed,
+                          err.problem) from None
+
+
+def prepare(sweep: Sweep, directory: Path) -> dict[str, Any]:
+    """Validate every point, then write the manifest and the configs into ``directory`` (idempotent).
+
+    A directory holding a different sweep is refused (nothing is written); the same sweep is reused,
+    which is how a sweep is resubmitted or continued. Returns the manifest.
+    """
+    configs = [point_config(sweep, p, directory) for p in sweep.points]  # all of them before any write
+    manifest = {
+        "name": sweep.name,
+        "source": str(sweep.source),
+        "base": str(sweep.base),
+        "set": sweep.fixed,
+        "swept": list(sweep.swept),
+        "max_parallel": sweep.max_parallel,
+        "sbatch": list(sweep.sbatch),
+        "points": [{"index": p.index, "name": p.name, "params": p.params, "config": f"configs/{p.name}.yaml"}
+                   for p in sweep.points],
+    }
+    path = directory / MANIFEST
+    if path.exists():
+        old = yaml.safe_load(path.read_text())
+        if not isinstance(old, dict) or old.get("points") != manifest["points"] or old.get("set") != manifest["set"]:
+            raise ConfigError("--out", str(directory), "give another --out, or remove it to start the sweep afresh",
+                              "already holds a different sweep")
+    (directory / "configs").mkdir(parents=True, exist_ok=True)
+    (directory / "logs").mkdir(exist_ok=True)
+    for point, cfg in zip(sweep.points, configs, strict=True):
+        target = directory / "configs" / f"{point.name}.yaml"
+        text = config_mod.dump(cfg)
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+    path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return manifest
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    """The manifest of a prepared sweep directory; ConfigError when it is not one."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise ConfigError("sweep directory", str(directory), "give a directory prepared by `simulator sweep FILE`",
+                          f"has no {MANIFEST}")
+    return yaml.safe_load(path.read_text())
+
+
+def point_state(directory: Path, name: str) -> str:
+    """``pending`` (never started), or the run's state: running, interrupted, finished, failed."""
+    from simulator.driver import read_status
+
+    status = read_status(directory / name)
+    return "pending" if status is None else str(status.get("state", "unknown"))
+
+
+def run_command(directory: Path, point: Mapping[str, Any]) -> list[str]:
+    """The ``simulator run`` arguments of one point (``--resume``: it continues where it stopped)."""
+    return ["run", str(directory / point["config"]), "--out", str(directory / point["name"]), "--resume"]
+
+
+def array_spec(indices: Sequence[int], max_parallel: int) -> str:
+    """Slurm's ``--array`` value for these indices: ranges joined by commas, then ``%max_parallel``."""
+    parts = []
+    for _, group in itertools.groupby(enumerate(sorted(indices)), key=lambda iv: iv[1] - iv[0]):
+        run = [v for _, v in group]
+        parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return f"{','.join(parts)}%{max_parallel}"
+
+
+def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
+    return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
+
+
+def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False) -> str | None:
+    """Submit ONE array job whose task i runs point i, for the points not finished yet.
+
+    Returns the job id (None when every point has finished, or for ``dry_run``, which only prints the
+    sbatch command).
+    """
+    todo = unfinished(directory, manifest)
+    if not todo:
+        print(f"all {len(manifest['points'])} points of {manifest['name']} have finished; nothing to submit")
+        return None
+    if not script.is_file():
+        raise ConfigError("--script", str(script), "give the sweep job script (slurm/sweep.sbatch or your copy)",
+                          "does not exist")
+    cmd = ["sbatch", "--parsable", f"--job-name={manifest['name']}", f"--array={array_spec(todo, manifest['max_parallel'])}",
+           f"--output={directory / 'logs'}/%A_%a.out", *manifest["sbatch"], str(script), str(directory)]
+    print(" ".join(cmd))
+    if dry_run:
+        return None
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise ConfigError("--submit", "sbatch", "run it where Slurm is installed, or use --local", "was not found") from None
+    if done.returncode != 0:
+        raise ConfigError("--submit", " ".join(cmd), "see sbatch's message: " + done.stderr.strip().replace("\n", " "),
+                          "was refused by sbatch")
+    job = done.stdout.strip().split(";")[0]
+    with (directory / "logs" / "submissions.log").open("a") as log:
+        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} job {job} points {','.join(map(str, todo))}\n")
+    print(f"submitted array job {job}: {len(todo)} of {len(manifest['points'])} points, at most "
+          f"{manifest['max_parallel']} at once; logs in {directory / 'logs'}")
+    return job
+
+
+def run_point(directory: Path, index: int) -> int:
+    """Run point ``index`` in this process (what each array task does); returns the run's exit status."""
+    from simulator import cli
+
+    manifest = read_manifest(directory)
+    points = manifest["points"]
+    if not 0 <= index < len(points):
+        raise ConfigError("point index", index, f"the sweep has points 0 to {len(points) - 1}", "is out of range")
+    return cli.main(run_command(directory, points[index]))
+
+
+def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int) -> int:
+    """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
+    ``logs/pNNN.log``. Returns 0 when every point finished, 1 otherwise."""
+    todo = [manifest["points"][i] for i in unfinished(directory, manifest)]
+    print(f"{manifest['name']}: {len(manifest['points']) - len(todo)} of {len(manifest['points'])} points "
+          f"already finished; running {len(todo)}, {jobs} at a time")
+    running: list[tuple[dict, subprocess.Popen, Any]] = []
+    failed = 0
+    while todo or running:
+        while todo and len(running) < jobs:
+            point = todo.pop(0)
+            log = (directory / "logs" / f"{point['name']}.log").open("a")
+            proc = subprocess.Popen([sys.executable, "-m", "simulator", *run_command(directory, point)],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            running.append((point, proc, log))
+        time.sleep(0.1)
+        for item in [r for r in running if r[1].poll() is not None]:
+            point, proc, log = item
+            log.close()
+            running.remove(item)
+            failed += proc.returncode != 0
+            print(f"point {point['index']} {point['params']}: exit {proc.returncode} "
+                  f"({point_state(directory, point['name'])}); log {directory / 'logs' / (point['name'] + '.log')}")
+    return 0 if failed == 0 else 1
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """Write ``collected.csv``: per point its index, state, run directory, swept values, the last time
+    reached, and the final and peak value of every diagnostic of its ``timeseries.csv`` (empty where
+    it has none yet)."""
+    manifest = read_manifest(directory)
+    rows, diagnostics = [], []
+    for point in manifest["points"]:
+        row: dict[str, Any] = {"index": point["index"], "status": point_state(directory, point["name"]),
+                               "out": point["name"], **{k: point["params"].get(k, "") for k in manifest["swept"]}}
+        series = directory / point["name"] / "timeseries.csv"
+        if series.is_file():
+            with series.open() as f:
+                table = list(csv.DictReader(f))
+            names = [n for n in (table[0] if table else {}) if n not in ("step", "time", "dt")]
+            diagnostics.extend(n for n in names if n not in diagnostics)
+            for name in names:
+                values = [_number(r[name]) for r in table]
+                finite = [v for v in values if math.isfinite(v)]
+                row[f"final_{name}"] = values[-1]
+                row[f"peak_{name}"] = max(finite) if finite else math.nan
+            row["time"] = _number(table[-1]["time"]) if table else math.nan
+        rows.append(row)
+    columns = ["index", "status", "out", *manifest["swept"], "time",
+               *(f"{kind}_{d}" for d in diagnostics for kind in ("final", "peak"))]
+    path = directory / COLLECTED
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, columns, restval="")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+    return path, rows
+
+
+def default_directory(sweep: Sweep) -> Path:
+    return Path("outputs") / sweep.name
+
+
+def jobs_default(manifest: Mapping[str, Any]) -> int:
+    return max(1, min(int(manifest["max_parallel"]), os.cpu_count() or 1))

@@ -1,0 +1,211 @@
+"""The job scripts in slurm/ against a real Slurm: a controller and two node daemons on this machine.
+
+``scripts/slurm_local.sh start`` installs (apt) and starts them when this process is root; elsewhere
+these tests skip and say why. ``.ci/run`` sets SIMULATOR_REQUIRE_SLURM=1, which turns that skip into
+a failure, so CI cannot pass without having run them. Jobs are polled with ``scontrol show job``.
+"""
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from simulator import checkpoint
+
+ROOT = Path(__file__).parents[1]
+SIMULATOR = str(Path(sys.executable).parent / "simulator")
+REQUIRED = os.environ.get("SIMULATOR_REQUIRE_SLURM") == "1"
+DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+def _unavailable(reason):
+    message = f"Slurm tests not run: {reason}"
+    print(message)
+    if REQUIRED:
+        pytest.fail(message + " (SIMULATOR_REQUIRE_SLURM=1 makes this a failure)")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    if os.geteuid() != 0:
+        _unavailable("starting slurmctld/slurmd needs root (run `sudo bash scripts/slurm_local.sh start` first "
+                     "to try them anyway)")
+    if shutil.which("sbatch") is None and shutil.which("apt-get") is None:
+        _unavailable("Slurm is not installed and there is no apt-get to install it")
+    started = subprocess.run(["bash", str(ROOT / "scripts" / "slurm_local.sh"), "start"], capture_output=True,
+                             text=True, timeout=600)
+    if started.returncode != 0:
+        _unavailable(f"scripts/slurm_local.sh start failed: {(started.stderr or started.stdout).strip()[-500:]}")
+    return True
+
+
+def job_env():
+    # the jobs must run this checkout's simulator, whatever PATH the test runner has
+    return {**os.environ, "SIMULATOR": SIMULATOR}
+
+
+def sbatch(*args):
+    done = subprocess.run(["sbatch", "--parsable", *map(str, args)], cwd=ROOT, env=job_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().split(";")[0]
+
+
+def job_states(job):
+    """State and restart count of every job (or array task) under ``job``."""
+    out = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, timeout=30).stdout
+    return [(re.search(r"JobState=(\S+)", line)[1], int(re.search(r"Restarts=(\d+)", line)[1]))
+            for line in out.splitlines() if line.strip()]
+
+
+def wait(job, timeout=180, until=None):
+    """Poll until every task of ``job`` has ended (or ``until(states)`` holds); returns the states."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = job_states(job)
+        if until is not None and until(states):
+            return states
+        if until is None and states and all(s in DONE for s, _ in states):
+            return states
+        time.sleep(0.5)
+    subprocess.run(["scancel", job], timeout=30)
+    raise AssertionError(f"job {job} did not end within {timeout} s: {job_states(job)}")
+
+
+def write_config(path, t_end, name="tg"):
+    cfg = {"name": name, "precision": "float64", "grid": {"shape": [16, 16, 16], "box": "2*pi"},
+           "physics": {"name": "navier_stokes", "viscosity": 0.01}, "initial": {"name": "taylor_green"},
+           "time": {"integrator": "rk4", "dt": 0.01, "t_end": t_end}, "output": {"every": 10}}
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def local_run(tmp_path, config, out, *args):
+    done = subprocess.run([SIMULATOR, "run", str(config), "--out", str(out), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def final_state(run_dir):
+    ckpt = checkpoint.find(run_dir)
+    with h5py.File(ckpt.index) as f:
+        return ckpt.step, {name: f[name][:] for name in f}
+
+
+def assert_close(run_dir, ref_dir, rtol):
+    step, state = final_state(run_dir)
+    step_ref, ref = final_state(ref_dir)
+    assert step == step_ref and state.keys() == ref.keys()
+    for name in ref:
+        scale = np.max(np.abs(ref[name]))
+        err = np.max(np.abs(state[name] - ref[name])) / scale
+        assert err <= rtol, f"{name}: relative difference {err:.2e} > {rtol:g}"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The local single-process, single-device run the multi-process jobs must reproduce."""
+    base = tmp_path_factory.mktemp("reference")
+    config = write_config(base / "tg.yaml", t_end=0.5)
+    return config, local_run(base, config, base / "ref", "--cpu-devices", "1")
+
+
+def test_two_tasks_with_two_devices_each_equal_the_local_run(slurm, reference, tmp_path):
+    config, ref = reference
+    out = tmp_path / "run"
+    job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--ntasks=2", "--cpus-per-task=2", "--nodes=1",
+                 ROOT / "slurm" / "cpu.sbatch", config, out)
+    states = wait(job)
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert states == [("COMPLETED", 0)], log[-3000:]
+    meta = yaml.safe_load((out / "config.yaml").read_text())
+    # the processes found each other from Slurm's variables alone: no coordinator was given
+    assert meta["process_mode"] == "slurm" and meta["processes"] == 2 and meta["devices"] == 4, meta
+    assert meta["slurm"]["SLURM_NTASKS"] == "2" and meta["slurm"]["SLURM_JOB_ID"] == job
+    assert_close(out, ref, 1e-12)
+
+
+def test_two_emulated_nodes_run_one_job(slurm, reference, tmp_path):
+    config, ref = reference
+    out = tmp_path / "run"
+    job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=2",
+                 ROOT / "slurm" / "cpu.sbatch", config, out)
+    states = wait(job)
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert states == [("COMPLETED", 0)], log[-3000:]
+    meta = yaml.safe_load((out / "config.yaml").read_text())
+    assert meta["processes"] == 2 and meta["devices"] == 4, meta
+    nodes = subprocess.run(["scontrol", "show", "hostnames", meta["slurm"]["SLURM_NODELIST"]],
+                           capture_output=True, text=True, timeout=30).stdout.split()
+    assert nodes == ["simnode1", "simnode2"], meta["slurm"]
+    assert_close(out, ref, 1e-12)
+
+
+def test_usr1_checkpoints_requeues_and_resumes_bitwise(slurm, tmp_path):
+    config = write_config(tmp_path / "tg.yaml", t_end=20.0)
+    ref = local_run(tmp_path, config, tmp_path / "ref", "--cpu-devices", "2")
+    out = tmp_path / "run"
+    job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--ntasks=1", "--cpus-per-task=2",
+                 ROOT / "slurm" / "cpu.sbatch", config, out)
+    log_file = out / "run.log"
+    deadline = time.monotonic() + 120
+    while not (log_file.exists() and re.search(r"INFO step \d+ ", log_file.read_text())):
+        assert time.monotonic() < deadline, f"the job never stepped: {job_states(job)}"
+        time.sleep(0.1)
+    subprocess.run(["scancel", "--signal=USR1", job], check=True, timeout=30)
+    states = wait(job, timeout=240)
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert states == [("COMPLETED", 1)], log[-3000:]
+    stopped = re.search(r"stopped by SIGUSR1 at step (\d+)", log)
+    assert stopped and int(stopped[1]) < 2000, "the signal came after the run had finished: make it longer"
+    assert "requeueing job" in log and "allocation 2" in log
+    assert f"resumed from {out}/checkpoints/c{int(stopped[1]):08d}" in log
+    assert len(list((out / "segments").glob("segment_*.yaml"))) == 2
+    step, state = final_state(out)
+    step_ref, state_ref = final_state(ref)
+    assert step == step_ref == 2000
+    for name in state_ref:
+        assert np.array_equal(state[name], state_ref[name]), name
+    assert (out / "timeseries.csv").read_bytes() == (ref / "timeseries.csv").read_bytes()
+
+
+def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump({
+        "name": "visc", "base": str(ROOT / "configs" / "taylor_green.yaml"),
+        "set": {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.2, "output.every": 10},
+        "grid": {"physics.viscosity": [0.01, 0.02, 0.04]}, "max_parallel": 2}))
+    out = tmp_path / "sweep"
+    args = [SIMULATOR, "sweep", str(sweep_file), "--out", str(out), "--submit"]
+    done = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--array=0-2%2" in done.stdout
+    job = re.search(r"submitted array job (\d+)", done.stdout)[1]
+    states = wait(job)
+    assert states == [("COMPLETED", 0)] * 3, [p.read_text()[-2000:] for p in (out / "logs").glob("*.out")]
+    collected = subprocess.run([SIMULATOR, "sweep", str(out), "--collect"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120)
+    assert collected.returncode == 0, collected.stderr
+    with (out / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished"] * 3
+    assert [float(r["physics.viscosity"]) for r in rows] == [0.01, 0.02, 0.04]
+    energy = [float(r["final_energy"]) for r in rows]
+    assert energy[0] > energy[1] > energy[2] > 0  # more viscosity, more decay
+    for row in rows:  # each point is a full run, equal to running its config by hand
+        assert float(row["time"]) == pytest.approx(0.2)
+    again = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "nothing to submit" in again.stdout, again.stdout + again.stderr

@@ -1,0 +1,112 @@
+"""Sweeps without Slurm: expansion, validation of every point before any write, the manifest, local
+runs that skip finished points, collection, and the array job a submission would ask for."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator import sweep
+from simulator.errors import ConfigError
+
+ROOT = Path(__file__).parents[1]
+TG = str(ROOT / "configs" / "taylor_green.yaml")
+TINY = {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.1, "output.every": 5}
+
+
+def write_sweep(path, **body):
+    path.write_text(yaml.safe_dump({"name": "s", "base": TG, **body}, sort_keys=False))
+    return path
+
+
+def cli(cwd, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "simulator", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
+    spec = sweep.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2], "grid.shape": [16, 32]},
+                                  zip={"initial.seed": [1, 2, 3], "initial.amplitude": [0.5, 1.0, 2.0]}))
+    assert spec.swept == ("physics.viscosity", "grid.shape", "initial.seed", "initial.amplitude")
+    assert len(spec.points) == 2 * 2 * 3
+    assert spec.points[0].params == {"physics.viscosity": 0.1, "grid.shape": 16, "initial.seed": 1,
+                                     "initial.amplitude": 0.5}
+    assert spec.points[-1].params == {"physics.viscosity": 0.2, "grid.shape": 32, "initial.seed": 3,
+                                      "initial.amplitude": 2.0}
+    assert len({tuple(p.params.items()) for p in spec.points}) == 12  # all distinct
+    explicit = sweep.load(write_sweep(tmp_path / "p.yaml", points=[{"physics.viscosity": 0.1},
+                                                                   {"physics.viscosity": 0.3, "grid.shape": 32}]))
+    assert explicit.swept == ("physics.viscosity", "grid.shape") and len(explicit.points) == 2
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ({}, "sweeps nothing"),
+    ({"grid": {"physics.viscosity": 0.1}}, "grid.physics.viscosity = 0.1 is not a list"),
+    ({"grid": {"physics.viscosity": [0.1]}, "points": [{"physics.viscosity": 1}]}, "cannot be combined"),
+    ({"grid": {"physics.viscosity": [0.1]}, "set": {"physics.viscosity": 1}}, "is also swept"),
+    ({"grid": {"physics.viscosity": [0.1]}, "max_parallel": 0}, "max_parallel = 0"),
+    ({"grid": {"physics.viscosity": [0.1]}, "base": "missing.yaml"}, "base = 'missing.yaml' does not exist"),
+])
+def test_malformed_sweep_files_are_named(tmp_path, body, expected):
+    with pytest.raises(ConfigError) as err:
+        sweep.load(write_sweep(tmp_path / "s.yaml", **body))
+    assert expected in str(err.value)
+
+
+def test_one_bad_point_fails_the_sweep_before_anything_is_written(tmp_path):
+    fixed = {k: v for k, v in TINY.items() if k != "grid.shape"}
+    spec = sweep.load(write_sweep(tmp_path / "s.yaml", set=fixed,
+                                  grid={"physics.viscosity": [0.01, 0.02], "grid.shape": [16, 15]}))
+    with pytest.raises(ConfigError) as err:
+        sweep.prepare(spec, tmp_path / "out")
+    assert "sweep point 1 (physics.viscosity=0.01, grid.shape=15)" in str(err.value) and "odd Nz" in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_directory_holding_another_sweep_is_refused(tmp_path):
+    first = sweep.load(write_sweep(tmp_path / "a.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.02]}))
+    sweep.prepare(first, tmp_path / "out")
+    before = (tmp_path / "out" / "sweep.yaml").read_text()
+    sweep.prepare(first, tmp_path / "out")  # the same sweep again: reused
+    other = sweep.load(write_sweep(tmp_path / "b.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.03]}))
+    with pytest.raises(ConfigError, match="already holds a different sweep"):
+        sweep.prepare(other, tmp_path / "out")
+    assert (tmp_path / "out" / "sweep.yaml").read_text() == before
+
+
+def test_array_spec_lists_the_unfinished_points_with_the_limit():
+    assert sweep.array_spec([0, 1, 2], 2) == "0-2%2"
+    assert sweep.array_spec([5, 0, 1, 3, 6, 7, 9], 4) == "0-1,3,5-7,9%4"
+
+
+@pytest.mark.slow
+def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
+    file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05]}, max_parallel=2)
+    out = tmp_path / "sw"
+    r = cli(tmp_path, "sweep", file, "--out", out, "--local", "-j", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("exit 0 (finished)") == 2
+    # each point's config is the fully resolved base config with its values, and runs on its own
+    cfg = yaml.safe_load((out / "configs" / "p001.yaml").read_text())
+    assert cfg["physics"]["viscosity"] == 0.05 and cfg["grid"]["shape"] == [16, 16, 16] and cfg["name"] == "s_p001"
+    finished = {p: (out / p / "timeseries.csv").read_bytes() for p in ("p000", "p001")}
+    again = cli(tmp_path, "sweep", file, "--out", out, "--local")
+    assert again.returncode == 0 and "2 of 2 points already finished; running 0" in again.stdout
+    assert {p: (out / p / "timeseries.csv").read_bytes() for p in ("p000", "p001")} == finished
+    # a submission now would ask for nothing; with one point unfinished it asks for that one only
+    dry = cli(ROOT, "sweep", file, "--out", out, "--submit", "--dry-run")
+    assert dry.returncode == 0 and "nothing to submit" in dry.stdout
+    (out / "p001" / "status.json").unlink()
+    dry = cli(ROOT, "sweep", file, "--out", out, "--submit", "--dry-run")
+    assert dry.returncode == 0 and "--array=1%2" in dry.stdout and "slurm/sweep.sbatch" in dry.stdout
+    collected = cli(tmp_path, "sweep", out, "--collect", "--diagnostic", "final_energy")
+    assert collected.returncode == 0, collected.stderr
+    with (out / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished", "pending"]
+    assert [float(r["physics.viscosity"]) for r in rows] == [0.01, 0.05]
+    assert float(rows[0]["final_energy"]) < float(rows[0]["peak_energy"])  # it decays from its peak at t = 0
+    assert (out / "plots" / "sweep_final_energy.png").stat().st_size > 1000
