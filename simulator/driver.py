@@ -123,9 +123,12 @@ def read_status(path: Path) -> dict[str, Any] | None:
 def _write_status(path: Path, state: str, step: int | None, t: float | None, code: int | None = None) -> None:
     """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only."""
     tmp = path / f".{STATUS_FILE}.tmp"
-    tmp.write_text(json.dumps({"state": state, "step": step, "time": t, "exit_code": code,
-                               "host": socket.gethostname(), "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
-    os.replace(tmp, path / STATUS_FILE)
+    try:
+        tmp.write_text(json.dumps({"state": state, "step": step, "time": t, "exit_code": code,
+                                   "host": socket.gethostname(), "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
+        os.replace(tmp, path / STATUS_FILE)
+    except OSError as err:
+        raise io.OutputWriteError(f"writing {path / STATUS_FILE} failed: {io.describe_os_error(err)}") from err
 
 
 class RunLock:
@@ -412,7 +415,7 @@ def run(cfg: config_mod.Config, out: Path, mode: str, restart: str | None = None
             last = read_status(out) or {}
             try:
                 _write_status(out, "failed", last.get("step"), last.get("time"), 1)
-            except OSError:  # e.g. the disk is full: the error being raised is the one to report
+            except io.OutputWriteError:  # e.g. the disk is full: the error being raised is the one to report
                 pass
         raise
     finally:

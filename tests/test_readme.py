@@ -1,0 +1,76 @@
+"""The README's commands, run exactly as written there (in the project directory, as a new user would).
+
+The test command itself (``bash scripts/setup.sh && .venv/bin/python -m pytest``) is what ``.ci/run``
+runs, so it is exercised by CI; the others are run here after checking they appear verbatim.
+"""
+
+import csv
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text()
+QUICKSTART = ("bash scripts/setup.sh && .venv/bin/simulator run configs/taylor_green.yaml --cpu-devices 2 "
+              "--out outputs/quickstart --overwrite")
+PLOT = ".venv/bin/simulator plot outputs/quickstart"
+TEST = "bash scripts/setup.sh && .venv/bin/python -m pytest"
+SWEEP = [".venv/bin/simulator sweep configs/sweeps/tg_viscosity.yaml",
+         ".venv/bin/simulator sweep configs/sweeps/tg_viscosity.yaml --local",
+         ".venv/bin/simulator sweep outputs/tg_viscosity --collect"]
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+def shell(command, timeout=600):
+    # the README's commands assume the project's .venv; this test may run from any environment
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_readme_starts_with_the_two_commands():
+    blocks = README.split("```bash\n")[1:3]
+    assert [b.split("\n```")[0] for b in blocks] == [QUICKSTART, TEST]
+    assert TEST in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.slow
+def test_quickstart_and_its_plots_as_written():
+    assert QUICKSTART in README and PLOT in README
+    run = shell(QUICKSTART)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = ROOT / "outputs" / "quickstart"
+    assert (out / "status.json").read_text().count('"finished"') == 1
+    assert len(list((out / "snapshots").glob("s*.h5"))) == 6
+    plot = shell(PLOT)
+    assert plot.returncode == 0, plot.stderr[-3000:]
+    for name in ("timeseries", "spectra", "slice"):
+        assert png_size(out / "plots" / f"{name}.png") == (960, 600), name
+    # the README's figures are these plots of this run
+    for name in ("spectra", "slice"):
+        assert png_size(ROOT / "docs" / "images" / f"taylor_green_{name}.png") == (960, 600)
+
+
+@pytest.mark.slow
+def test_the_example_sweep_as_written():
+    for command in SWEEP:
+        assert command in README, command
+        done = shell(command)
+        assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
+    with (ROOT / "outputs" / "tg_viscosity" / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished"] * 3
+    energy = [float(r["final_energy"]) for r in rows]
+    # viscosity halves from point to point: less of the initial energy 1/8 is dissipated by t = 10
+    assert 0 < energy[0] < energy[1] < energy[2] < 0.125
+    assert png_size(ROOT / "outputs" / "tg_viscosity" / "plots" / "sweep_peak_dissipation.png") == (960, 600)
