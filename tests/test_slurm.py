@@ -123,31 +123,28 @@ def reference(tmp_path_factory):
     return config, local_run(base, config, base / "ref", "--cpu-devices", "1")
 
 
-def test_two_tasks_with_two_devices_each_equal_the_local_run(slurm, reference, tmp_path):
-    config, ref = reference
+def run_cpu_job(tmp_path, config, *layout):
+    """Submit slurm/cpu.sbatch with the task layout ``layout``, wait, and return (job, run dir, its meta)."""
     out = tmp_path / "run"
-    job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--ntasks=2", "--cpus-per-task=2", "--nodes=1",
-                 ROOT / "slurm" / "cpu.sbatch", config, out)
+    job = sbatch(f"--output={tmp_path}/slurm-%j.out", *layout, ROOT / "slurm" / "cpu.sbatch", config, out)
     states = wait(job)
-    log = (tmp_path / f"slurm-{job}.out").read_text()
-    assert states == [("COMPLETED", 0)], log[-3000:]
+    assert states == [("COMPLETED", 0)], (tmp_path / f"slurm-{job}.out").read_text()[-3000:]
     meta = yaml.safe_load((out / "config.yaml").read_text())
     # the processes found each other from Slurm's variables alone: no coordinator was given
     assert meta["process_mode"] == "slurm" and meta["processes"] == 2 and meta["devices"] == 4, meta
     assert meta["slurm"]["SLURM_NTASKS"] == "2" and meta["slurm"]["SLURM_JOB_ID"] == job
+    return job, out, meta
+
+
+def test_two_tasks_with_two_devices_each_equal_the_local_run(slurm, reference, tmp_path):
+    config, ref = reference
+    _, out, _ = run_cpu_job(tmp_path, config, "--ntasks=2", "--cpus-per-task=2", "--nodes=1")
     assert_close(out, ref, 1e-12)
 
 
 def test_two_emulated_nodes_run_one_job(slurm, reference, tmp_path):
     config, ref = reference
-    out = tmp_path / "run"
-    job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=2",
-                 ROOT / "slurm" / "cpu.sbatch", config, out)
-    states = wait(job)
-    log = (tmp_path / f"slurm-{job}.out").read_text()
-    assert states == [("COMPLETED", 0)], log[-3000:]
-    meta = yaml.safe_load((out / "config.yaml").read_text())
-    assert meta["processes"] == 2 and meta["devices"] == 4, meta
+    _, out, meta = run_cpu_job(tmp_path, config, "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=2")
     nodes = subprocess.run(["scontrol", "show", "hostnames", meta["slurm"]["SLURM_NODELIST"]],
                            capture_output=True, text=True, timeout=30).stdout.split()
     assert nodes == ["simnode1", "simnode2"], meta["slurm"]
@@ -209,3 +206,16 @@ def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):
         assert float(row["time"]) == pytest.approx(0.2)
     again = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "nothing to submit" in again.stdout, again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("template", ["cpu", "gpu_node", "gpu_nodes", "sweep"])
+def test_every_template_parses_and_checkpoints_and_requeues(template):
+    """Without Slurm too: each template is valid bash and carries the pieces the time limit needs."""
+    path = ROOT / "slurm" / f"{template}.sbatch"
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True, timeout=30).returncode == 0
+    text = path.read_text()
+    for piece in ("srun --kill-on-bad-exit=1", "#SBATCH --signal=USR1@", "#SBATCH --requeue",
+                  "#SBATCH --open-mode=append", 'scontrol requeue "$SLURM_JOB_ID"', '[ "$rc" -eq 75 ]'):
+        assert piece in text, piece
+    assert ("--point" if template == "sweep" else "--resume") in text
+    assert "site-specific" in text
