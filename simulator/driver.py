@@ -38,7 +38,6 @@ from simulator.integrators import INTEGRATORS
 from simulator.log import get_logger
 from simulator.physics import EQUATIONS
 
-
 #: exit status of a run stopped by SIGTERM/SIGUSR1/SIGINT after writing a checkpoint (EX_TEMPFAIL:
 #: "try again", which is what a requeued Slurm job does with --restart)
 EXIT_INTERRUPTED = 75
@@ -346,6 +345,28 @@ class TimeSeries:
 
     def close(self) -> None:
         self.file.close()
+
+
+def read_timeseries(path: Path) -> dict[str, np.ndarray]:
+    """The columns of a ``timeseries.csv`` as float arrays, by header name.
+
+    Reading stops at a line that is short or not numeric: the last line of a run that is writing
+    the file at this moment.
+    """
+    with open(path, newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        rows = []
+        for row in reader:
+            try:
+                values = [float(v) for v in row]
+            except ValueError:
+                break
+            if len(values) != len(header):
+                break
+            rows.append(values)
+    table = np.array(rows, dtype=float).reshape(len(rows), len(header))
+    return {name: table[:, i] for i, name in enumerate(header)}
 
 
 class SpectraFile:

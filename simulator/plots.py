@@ -37,8 +37,10 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from simulator.driver import read_timeseries
 from simulator.errors import ConfigError
 from simulator.io import IncompleteOutputError, Snapshot
+from simulator.sweep import COLLECTED, MANIFEST
 
 FIGSIZE = (8.0, 5.0)
 DPI = 120
@@ -109,7 +111,7 @@ def _save(fig: Figure, path: Path, pdf: bool) -> list[Path]:
 
 def is_sweep(path: Path) -> bool:
     """Whether ``path`` is a sweep directory (it holds ``sweep.yaml``)."""
-    return (path / "sweep.yaml").is_file()
+    return (path / MANIFEST).is_file()
 
 
 def load_run_config(run_dir: Path) -> dict[str, Any]:
@@ -138,28 +140,6 @@ def load_run_config(run_dir: Path) -> dict[str, Any]:
 def snapshot_files(run_dir: Path) -> list[Path]:
     """The snapshot index files of a run, oldest first (the shard files live in subdirectories)."""
     return sorted((run_dir / "snapshots").glob("s*.h5"))
-
-
-def read_timeseries(path: Path) -> dict[str, np.ndarray]:
-    """The columns of a ``timeseries.csv`` as float arrays, by header name.
-
-    Reading stops at a line that is short or not numeric: the last line of a run that is writing
-    the file at this moment.
-    """
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, [])
-        rows = []
-        for row in reader:
-            try:
-                values = [float(v) for v in row]
-            except ValueError:
-                break
-            if len(values) != len(header):
-                break
-            rows.append(values)
-    table = np.array(rows, dtype=float).reshape(len(rows), len(header))
-    return {name: table[:, i] for i, name in enumerate(header)}
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
@@ -497,7 +477,7 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     left out, and a note on the figure says how many. Raises ConfigError without collected.csv or for
     an unknown column or key.
     """
-    table = sweep_dir / "collected.csv"
+    table = sweep_dir / COLLECTED
     if not table.is_file():
         raise ConfigError("RUN_DIR", str(sweep_dir), f"run `simulator sweep --collect {sweep_dir}` first",
                           "is a sweep without collected.csv")
@@ -507,7 +487,7 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         rows = [{key: value or "" for key, value in row.items() if key is not None} for row in reader]
         columns = list(reader.fieldnames or [])
     try:
-        manifest = yaml.safe_load((sweep_dir / "sweep.yaml").read_text())
+        manifest = yaml.safe_load((sweep_dir / MANIFEST).read_text())
     except (OSError, yaml.YAMLError):
         manifest = None
     manifest = manifest if isinstance(manifest, dict) else {}

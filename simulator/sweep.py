@@ -38,9 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from simulator import config as config_mod
+from simulator.driver import read_status, read_timeseries
 from simulator.errors import ConfigError
 
 MANIFEST = "sweep.yaml"
@@ -198,8 +200,6 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
 
 def point_state(directory: Path, name: str) -> str:
     """``pending`` (never started), or the run's state: running, interrupted, finished, failed."""
-    from simulator.driver import read_status
-
     status = read_status(directory / name)
     return "pending" if status is None else str(status.get("state", "unknown"))
 
@@ -292,13 +292,6 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int) -> int:
     return 0 if failed == 0 else 1
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
-
-
 def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     """Write ``collected.csv``: per point its index, state, run directory, swept values, the last time
     reached, and the final and peak value of every diagnostic of its ``timeseries.csv`` (empty where
@@ -309,17 +302,15 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
         row: dict[str, Any] = {"index": point["index"], "status": point_state(directory, point["name"]),
                                "out": point["name"], **{k: point["params"].get(k, "") for k in manifest["swept"]}}
         series = directory / point["name"] / "timeseries.csv"
-        if series.is_file():
-            with series.open() as f:
-                table = list(csv.DictReader(f))
-            names = [n for n in (table[0] if table else {}) if n not in ("step", "time", "dt")]
+        table = read_timeseries(series) if series.is_file() else {}
+        if table and table["time"].size:
+            names = [n for n in table if n not in ("step", "time", "dt")]
             diagnostics.extend(n for n in names if n not in diagnostics)
             for name in names:
-                values = [_number(r[name]) for r in table]
-                finite = [v for v in values if math.isfinite(v)]
-                row[f"final_{name}"] = values[-1]
-                row[f"peak_{name}"] = max(finite) if finite else math.nan
-            row["time"] = _number(table[-1]["time"]) if table else math.nan
+                finite = table[name][np.isfinite(table[name])]
+                row[f"final_{name}"] = float(table[name][-1])
+                row[f"peak_{name}"] = float(finite.max()) if finite.size else math.nan
+            row["time"] = float(table["time"][-1])
         rows.append(row)
     columns = ["index", "status", "out", *manifest["swept"], "time",
                *(f"{kind}_{d}" for d in diagnostics for kind in ("final", "peak"))]
