@@ -55,7 +55,7 @@ def main() -> int:
     import jax
     import numpy as np
 
-    from simulator import io
+    from simulator.output import hdf5 as io
     from simulator.benchmark import machine, write_results
     from simulator.fft import BACKENDS
     from simulator.runtime import build_mesh

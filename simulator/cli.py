@@ -175,7 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         restart = driver.resume_target(cfg, out)
     driver.prepare_output(out, args.overwrite, restart)  # before JAX starts: a refused run changes nothing
     mode = _start(cfg)
-    from simulator.io import IncompleteOutputError, OutputWriteError
+    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 
     hint = " ".join(["simulator run", args.config, *sum((["--set", o] for o in args.overrides), []),
                      "--restart", "--out", str(out)])

@@ -39,9 +39,9 @@ def _field(default: Any, doc: str, **constraints: Any) -> Any:
 
 
 def _fft_backends() -> tuple[str, ...]:
-    from simulator.fft import BACKENDS
+    from simulator.fft.layouts import LAYOUTS
 
-    return tuple(sorted(BACKENDS))
+    return tuple(sorted(LAYOUTS))
 
 
 @dataclass(frozen=True)
@@ -452,9 +452,9 @@ def load(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
 
 def validate(cfg: Config) -> None:
     """Cross-field checks that need more than one key: the grid against the device decomposition."""
-    from simulator.fft import BACKENDS
+    from simulator.fft.layouts import LAYOUTS
 
-    backend = BACKENDS[cfg.fft.backend]
+    backend = LAYOUTS[cfg.fft.backend]
     backend.check_mesh_request(cfg.fft.mesh, "fft.mesh")
     # The device count is known here only for a single-process run with virtual CPU devices or an
     # explicit mesh; otherwise the shape checks that need no mesh run now and the rest at start-up.

@@ -30,7 +30,10 @@ import numpy as np
 import yaml
 from jax.sharding import NamedSharding, PartitionSpec
 
-from simulator import checkpoint, io, runtime
+from simulator import runtime
+from simulator.output import checkpoints as checkpoint
+from simulator.output import hdf5 as io
+from simulator.output.xdmf import write_xdmf
 from simulator import config as config_mod
 from simulator import spectra as spectra_mod
 from simulator.errors import ConfigError
@@ -533,7 +536,7 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, ckpt: checkpoint.Checkpoi
                  "layout": meta["layout"], "box": list(cfg.grid.box)}
         index = io.write(stem, {k: io.Field(v) for k, v in fields.items()}, attrs)
         if rank0:
-            io.write_xdmf(index, {k: (v.shape, v.dtype.itemsize) for k, v in fields.items()}, cfg.grid.box, t_now)
+            write_xdmf(index, {k: (v.shape, v.dtype.itemsize) for k, v in fields.items()}, cfg.grid.box, t_now)
         log.info("snapshot %s", index)
 
     def save(step: int, t_now: float) -> None:

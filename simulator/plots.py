@@ -10,7 +10,7 @@ From a run directory (written by :mod:`simulator.driver`) it writes, under ``RUN
   beside the density projected along the same axis (Schroedinger-Poisson);
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
-Snapshots are read one plane at a time (:meth:`simulator.io.Snapshot.read` with one integer index),
+Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer index),
 so a figure of a 2048^3 run needs memory for a plane, not for a field. From a sweep directory (one
 holding ``sweep.yaml``) it writes ``plots/sweep_<column>.png`` from ``collected.csv``.
 
@@ -39,7 +39,7 @@ from matplotlib.figure import Figure
 
 from simulator.driver import read_timeseries
 from simulator.errors import ConfigError
-from simulator.io import IncompleteOutputError, Snapshot
+from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.sweep import COLLECTED, MANIFEST
 
 FIGSIZE = (8.0, 5.0)

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from importlib import metadata
 
 import jax
-import numpy as np
-from jax.sharding import AxisType, Mesh
 
 from simulator.config import Config
 from simulator.errors import RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
+from simulator.fft.mesh import build_mesh
 
 SLURM_VARIABLES = (
     "SLURM_JOB_ID",
@@ -131,25 +130,6 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode."""
     configure_devices(cfg.runtime.cpu_devices, cfg.precision)
     return initialize_processes(cfg, env)
-
-
-def build_mesh(backend: type[FFTBackend], requested: Sequence[int] | None, devices: Sequence | None = None) -> Mesh:
-    """The device mesh for ``backend``, over ``devices`` (default: all global devices).
-
-    ``requested`` is ``fft.mesh`` from the config (None: the backend's default for this device
-    count). A mesh using fewer devices than exist takes the first ones, in JAX's global order.
-    """
-    devices = list(jax.devices() if devices is None else devices)
-    shape = backend.mesh_shape(len(devices), tuple(requested) if requested is not None else None)
-    need = int(np.prod(shape))
-    if need > len(devices):
-        raise RuntimeSetupError(
-            f"fft.mesh = {list(shape)} needs {need} devices but only {len(devices)} are available"
-        )
-    # Auto axes: sharding is propagated by the compiler from the backends' constraints, which is
-    # what custom_partitioning and with_sharding_constraint expect (make_mesh defaults to Explicit).
-    axis_types = (AxisType.Auto,) * len(shape)
-    return jax.make_mesh(shape, backend.axis_names, axis_types, devices=devices[:need])
 
 
 def make_fft(cfg: Config, devices: Sequence | None = None) -> FFTBackend:

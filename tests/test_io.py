@@ -8,7 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from simulator import io
+from simulator.output import hdf5 as io
+from simulator.output.xdmf import write_xdmf
 from simulator.fft import BACKENDS
 from simulator.runtime import build_mesh
 
@@ -87,7 +88,7 @@ def test_xdmf_points_at_the_index(tmp_path, devices):
     fft = backend("slab", 2, devices)
     index = io.write(tmp_path / "s3", {"v": io.Field(sharded(fft, np.zeros((3, *fft.shape)))),
                                        "rho": io.Field(sharded(fft, np.zeros(fft.shape)))}, {"step": 0, "time": 0.0})
-    xdmf = io.write_xdmf(index, {"v": ((3, *fft.shape), 8), "rho": (fft.shape, 8)}, (1.0, 2.0, 4.0), 0.5)
+    xdmf = write_xdmf(index, {"v": ((3, *fft.shape), 8), "rho": (fft.shape, 8)}, (1.0, 2.0, 4.0), 0.5)
     root = ET.parse(xdmf).getroot()
     grid = root.find("Domain/Grid")
     assert grid.find("Topology").get("Dimensions") == "8 16 32"

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import driver, io, plots
+from simulator import driver, plots
+from simulator.output import hdf5 as io
 from simulator.cli import main
 
 ROOT = Path(__file__).parents[1]

@@ -17,7 +17,8 @@ import h5py
 import numpy as np
 import pytest
 
-from simulator import checkpoint, io
+from simulator.output import checkpoints as checkpoint
+from simulator.output import hdf5 as io
 
 ROOT = Path(__file__).parents[1]
 CONFIG = str(ROOT / "configs" / "taylor_green.yaml")

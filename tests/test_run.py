@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from simulator import checkpoint
+from simulator.output import checkpoints as checkpoint
 from simulator import config as C
 from simulator.driver import Simulation
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import checkpoint
+from simulator.output import checkpoints as checkpoint
 
 ROOT = Path(__file__).parents[1]
 SIMULATOR = str(Path(sys.executable).parent / "simulator")

@@ -31,10 +31,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from simulator.errors import ConfigError
-
-Shape3 = tuple[int, int, int]
-Spec3 = tuple[str | None, str | None, str | None]
-
+from simulator.fft.layouts import Layout, Shape3, Spec3
 
 def complex_dtype(dtype: jnp.dtype) -> jnp.dtype:
     """The complex dtype matching a real or complex dtype (float32 -> complex64, float64 -> complex128)."""
@@ -46,19 +43,12 @@ def real_dtype(dtype: jnp.dtype) -> jnp.dtype:
     return jnp.finfo(dtype).dtype
 
 
-class FFTBackend(abc.ABC):
+class FFTBackend(Layout, abc.ABC):
     """A distributed 3D FFT over a fixed global grid and device mesh.
 
-    Concrete backends are final; they define the mesh they need, their real-space and k-space
-    shardings, their k-space axis order, and the four transforms.
+    Concrete backends are final; each inherits its layout rules (mesh, shardings, k-space axis order:
+    :mod:`simulator.fft.layouts`) and defines the four transforms.
     """
-
-    name: ClassVar[str]
-    axis_names: ClassVar[tuple[str, ...]]
-    #: spectral axis i holds the wavenumbers of real axis perm[i]
-    perm: ClassVar[tuple[int, int, int]] = (0, 1, 2)
-    #: True when rfft returns the half spectrum along z (Nz/2 planes); False: full spectrum
-    has_real_transform: ClassVar[bool] = True
 
     def __init__(self, shape: Sequence[int], mesh: Mesh):
         shape = tuple(int(n) for n in shape)
@@ -70,51 +60,15 @@ class FFTBackend(abc.ABC):
         self.shape: Shape3 = shape  # type: ignore[assignment]
         self.mesh = mesh
 
-    # ---- layout rules (class-level, so config validation can use them before JAX starts) ----------
-
-    @classmethod
-    @abc.abstractmethod
-    def mesh_shape(cls, n_devices: int, requested: tuple[int, ...] | None) -> tuple[int, ...]:
-        """The mesh shape this backend uses for ``n_devices`` devices, or for an explicit request."""
-
-    @classmethod
-    def check_mesh_request(cls, requested: tuple[int, ...] | None, key: str = "fft.mesh") -> None:
-        """Reject a requested mesh shape of the wrong rank for this backend (any rank by default)."""
-        return None
-
-    @classmethod
-    @abc.abstractmethod
-    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
-        """(what, size, divisor) pairs that must divide evenly for this layout."""
-
-    @classmethod
-    def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
-        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
-        shape3 = tuple(int(n) for n in shape)
-        if cls.has_real_transform and shape3[2] % 2:
-            raise ConfigError(
-                key, list(shape3),
-                "Nz must be even: the real-to-complex transform keeps Nz/2 planes (Nyquist dropped)",
-                "has an odd Nz",
-            )
-        for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
-            if size % div:
-                raise ConfigError(
-                    key, list(shape3),
-                    f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "
-                    f"choose sizes that are multiples of the device counts",
-                    "does not divide over the mesh",
-                )
-
     # ---- shardings ---------------------------------------------------------------------------
 
-    @abc.abstractmethod
     def real_spec(self) -> Spec3:
         """PartitionSpec entries of the three spatial axes of a real-space array."""
+        return self.real_axes
 
-    @abc.abstractmethod
     def spectral_spec(self) -> Spec3:
         """PartitionSpec entries of the three spectral axes (in the backend's axis order)."""
+        return self.spectral_axes
 
     def real_sharding(self, batch_ndim: int = 0) -> NamedSharding:
         """Sharding of a real-space array with ``batch_ndim`` leading (unsharded) batch axes."""
@@ -275,11 +229,3 @@ def batch_ndim(x: jax.Array) -> int:
     if x.ndim < 3:
         raise ValueError(f"expected an array with at least 3 axes (..., X, Y, Z), got shape {x.shape}")
     return x.ndim - 3
-
-
-def near_square(n: int) -> tuple[int, int]:
-    """Factor n = p0 * p1 with p0 <= p1 as close to square as possible (pencil meshes)."""
-    p0 = int(np.floor(np.sqrt(n)))
-    while n % p0:
-        p0 -= 1
-    return p0, n // p0

@@ -14,15 +14,12 @@ jaxdecomp's traps are handled here so physics never sees them:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import jax
 import jax.numpy as jnp
 
-from simulator.errors import ConfigError
-from simulator.fft.base import FFTBackend, Shape3, Spec3, batch_ndim, complex_dtype
+from simulator.fft.base import FFTBackend, batch_ndim, complex_dtype
+from simulator.fft.layouts import JaxDecompLayout
 
-P0, P1 = "p0", "p1"
 
 
 def _per_component(fn, x: jax.Array) -> jax.Array:
@@ -35,36 +32,8 @@ def _per_component(fn, x: jax.Array) -> jax.Array:
     return out.reshape(lead + out.shape[1:])
 
 
-class JaxDecompFFT(FFTBackend):
+class JaxDecompFFT(JaxDecompLayout, FFTBackend):
     """jaxdecomp pfft3d: real (x/p0, y/p1, z), k-space transposed (ky/p0, kz/p1, kx), complex only."""
-
-    name: ClassVar[str] = "jaxdecomp"
-    axis_names: ClassVar[tuple[str, ...]] = (P0, P1)
-    perm: ClassVar[tuple[int, int, int]] = (1, 2, 0)
-    has_real_transform: ClassVar[bool] = False
-
-    @classmethod
-    def mesh_shape(cls, n_devices: int, requested: tuple[int, ...] | None) -> tuple[int, ...]:
-        if requested is None:
-            return (1, n_devices)
-        return (1, requested[0]) if len(requested) == 1 else tuple(requested)
-
-    @classmethod
-    def check_mesh_request(cls, requested: tuple[int, ...] | None, key: str = "fft.mesh") -> None:
-        if requested is not None and len(requested) not in (1, 2):
-            raise ConfigError(key, requested, "jaxdecomp takes [P] (slab) or [P0, P1] (pencil)", "has the wrong rank")
-
-    @classmethod
-    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
-        p0, p1 = mesh_shape
-        nx, ny, nz = shape
-        return [("Nx", nx, p0), ("Ny", ny, p0), ("Ny", ny, p1), ("Nz", nz, p1)]
-
-    def real_spec(self) -> Spec3:
-        return (P0, P1, None)
-
-    def spectral_spec(self) -> Spec3:
-        return (P0, P1, None)
 
     def _forward(self, x: jax.Array) -> jax.Array:
         import jaxdecomp

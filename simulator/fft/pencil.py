@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec
 
-from simulator.errors import ConfigError
-from simulator.fft.base import FFTBackend, Shape3, Spec3, batch_ndim, near_square
+from simulator.fft.base import FFTBackend, batch_ndim
+from simulator.fft.layouts import P0, P1, PencilLayout
 
-P0, P1 = "p0", "p1"
 
 
 def _forward(x: jax.Array, real: bool) -> jax.Array:
@@ -49,32 +47,8 @@ def _inverse(k: jax.Array, real: bool) -> jax.Array:
     return jnp.fft.irfft(k, n=2 * k.shape[-1], axis=-1) if real else jnp.fft.ifft(k, axis=-1)
 
 
-class PencilFFT(FFTBackend):
+class PencilFFT(PencilLayout, FFTBackend):
     """shard_map pencil FFT on a 2D mesh: real (x/p0, y/p1, z), k-space (kx, ky/p0, kz/p1)."""
-
-    name: ClassVar[str] = "pencil"
-    axis_names: ClassVar[tuple[str, ...]] = (P0, P1)
-
-    @classmethod
-    def mesh_shape(cls, n_devices: int, requested: tuple[int, ...] | None) -> tuple[int, ...]:
-        return tuple(requested) if requested is not None else near_square(n_devices)
-
-    @classmethod
-    def check_mesh_request(cls, requested: tuple[int, ...] | None, key: str = "fft.mesh") -> None:
-        if requested is not None and len(requested) != 2:
-            raise ConfigError(key, requested, "the pencil backend uses a 2D mesh [P0, P1]", "has the wrong rank")
-
-    @classmethod
-    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
-        p0, p1 = mesh_shape
-        nx, ny, nz = shape
-        return [("Nx", nx, p0), ("Ny", ny, p0), ("Ny", ny, p1), ("Nz", nz, p1), ("Nz/2", nz // 2, p1)]
-
-    def real_spec(self) -> Spec3:
-        return (P0, P1, None)
-
-    def spectral_spec(self) -> Spec3:
-        return (None, P0, P1)
 
     def __init__(self, shape, mesh):
         super().__init__(shape, mesh)

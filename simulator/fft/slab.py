@@ -25,18 +25,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
-from simulator.errors import ConfigError
-from simulator.fft.base import FFTBackend, Shape3, Spec3, batch_ndim
+from simulator.fft.base import FFTBackend, batch_ndim
+from simulator.fft.layouts import SLAB, SlabLayout
 from simulator.fft.single import fft3, ifft3, irfft3, rfft3
 
-AXIS = "slab"
+AXIS = SLAB
 
 
 def _rfft_z(x: jax.Array) -> jax.Array:
@@ -97,34 +96,8 @@ def _stage(kind: str, nbatch: int) -> Callable[[jax.Array], jax.Array]:
     return stage
 
 
-class SlabFFT(FFTBackend):
+class SlabFFT(SlabLayout, FFTBackend):
     """custom_partitioning slab FFT: real space y-sharded, k-space (kx, ky, kz) kz-sharded."""
-
-    name: ClassVar[str] = "slab"
-    axis_names: ClassVar[tuple[str, ...]] = (AXIS,)
-
-    @classmethod
-    def mesh_shape(cls, n_devices: int, requested: tuple[int, ...] | None) -> tuple[int, ...]:
-        return tuple(requested) if requested is not None else (n_devices,)
-
-    @classmethod
-    def check_mesh_request(cls, requested: tuple[int, ...] | None, key: str = "fft.mesh") -> None:
-        if requested is not None and len(requested) != 1:
-            raise ConfigError(
-                key, requested, "the slab backend uses a 1D mesh [P]; use backend pencil or jaxdecomp for [P0, P1]",
-                "has the wrong rank",
-            )
-
-    @classmethod
-    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
-        (p,) = mesh_shape
-        return [("Ny", shape[1], p), ("Nz", shape[2], p), ("Nz/2", shape[2] // 2, p)]
-
-    def real_spec(self) -> Spec3:
-        return (None, AXIS, None)
-
-    def spectral_spec(self) -> Spec3:
-        return (None, None, AXIS)
 
     def _run(self, x: jax.Array, first: str, second: str, out_sharding: NamedSharding,
              fused: Callable[[jax.Array], jax.Array]) -> jax.Array:

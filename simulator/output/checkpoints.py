@@ -28,7 +28,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from simulator import io
+from simulator.output import hdf5 as io
 from simulator.log import get_logger
 
 DIR = "checkpoints"
@@ -141,7 +141,7 @@ def _half_into_full(snap: io.Snapshot, name: str, leaf: jax.Array, fft: Any) -> 
     """A half spectrum (r2c backends) into a full-spectrum backend: through real space on a slab of the
     same devices, then the target's own forward transform (agrees to round-off)."""
     from simulator.fft import BACKENDS
-    from simulator.runtime import build_mesh
+    from simulator.fft.mesh import build_mesh
 
     slab_cls = BACKENDS["slab"]
     devices = list(fft.mesh.devices.flat)

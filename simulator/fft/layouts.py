@@ -1,0 +1,191 @@
+"""The layout rules of every FFT backend, without JAX: mesh shapes, divisibility, shardings by axis name.
+
+Config validation, sweeps and the memory planner check a grid against a decomposition before JAX
+starts (or without it at all), so the rules live here as plain classes; each backend in
+:mod:`simulator.fft` inherits its layout and adds the transforms.
+
+Conventions shared by all layouts (see :mod:`simulator.fft.base` for the transforms):
+
+* real-space arrays ``(*batch, Nx, Ny, Nz)``; only the three spatial axes are ever sharded;
+* spectral arrays in the backend's axis order ``perm`` (spectral axis ``i`` holds the wavenumbers of
+  real axis ``perm[i]``);
+* a real-to-complex spectrum keeps ``kz = 0 .. Nz/2 - 1`` (Nyquist plane dropped), so Nz must be even
+  and Nz/2 must divide over the devices sharding that axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from simulator.errors import ConfigError
+
+Shape3 = tuple[int, int, int]
+Spec3 = tuple[str | None, str | None, str | None]
+
+
+def near_square(n: int) -> tuple[int, int]:
+    """Factor n = p0 * p1 with p0 <= p1 as close to square as possible (pencil meshes)."""
+    p0 = math.isqrt(n)
+    while n % p0:
+        p0 -= 1
+    return p0, n // p0
+
+
+class Layout:
+    """How a backend lays a grid over a device mesh. Class-level only: nothing here needs devices."""
+
+    name: ClassVar[str]
+    axis_names: ClassVar[tuple[str, ...]]
+    #: spectral axis i holds the wavenumbers of real axis perm[i]
+    perm: ClassVar[tuple[int, int, int]] = (0, 1, 2)
+    #: True when rfft returns the half spectrum along z (Nz/2 planes); False: full spectrum
+    has_real_transform: ClassVar[bool] = True
+    #: spatial axis -> mesh axis name that shards it, in real space and in k-space (backend order)
+    real_axes: ClassVar[Spec3]
+    spectral_axes: ClassVar[Spec3]
+
+    @classmethod
+    def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
+        """The mesh shape this backend uses for ``n_devices`` devices, or for an explicit request."""
+        raise NotImplementedError(cls.name)  # every concrete layout defines it
+
+    @classmethod
+    def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
+        """Reject a requested mesh shape of the wrong rank for this backend (any rank by default)."""
+        return None
+
+    @classmethod
+    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
+        """(what, size, divisor) pairs that must divide evenly for this layout."""
+        sizes = dict(zip(cls.axis_names, mesh_shape, strict=True))
+        out = []
+        for axis, (real_name, spec_name) in enumerate(zip(cls.real_axes, cls.spectral_axes_real(), strict=True)):
+            if real_name is not None and sizes[real_name] > 1:
+                out.append((f"N{'xyz'[axis]}", shape[axis], sizes[real_name]))
+            if spec_name is not None and sizes[spec_name] > 1:
+                size = shape[axis]
+                out.append((f"N{'xyz'[axis]}", size, sizes[spec_name]))
+                if axis == 2 and cls.has_real_transform:
+                    out.append(("Nz/2", size // 2, sizes[spec_name]))
+        return list(dict.fromkeys(out))
+
+    @classmethod
+    def spectral_axes_real(cls) -> Spec3:
+        """Mesh axis sharding each REAL axis's wavenumbers (the spectral spec put back in x, y, z order)."""
+        out: list[str | None] = [None, None, None]
+        for i, real_axis in enumerate(cls.perm):
+            out[real_axis] = cls.spectral_axes[i]
+        return tuple(out)  # type: ignore[return-value]
+
+    @classmethod
+    def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
+        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
+        shape3 = tuple(int(n) for n in shape)
+        if cls.has_real_transform and shape3[2] % 2:
+            raise ConfigError(
+                key, list(shape3),
+                "Nz must be even: the real-to-complex transform keeps Nz/2 planes (Nyquist dropped)",
+                "has an odd Nz",
+            )
+        for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
+            if size % div:
+                raise ConfigError(
+                    key, list(shape3),
+                    f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "
+                    f"choose sizes that are multiples of the device counts",
+                    "does not divide over the mesh",
+                )
+
+
+SLAB = "slab"
+P0, P1 = "p0", "p1"
+
+
+class SlabLayout(Layout):
+    """1D mesh ``[P]``: real space sharded along y, k-space (kx, ky, kz) along kz."""
+
+    name: ClassVar[str] = "slab"
+    axis_names: ClassVar[tuple[str, ...]] = (SLAB,)
+    real_axes: ClassVar[Spec3] = (None, SLAB, None)
+    spectral_axes: ClassVar[Spec3] = (None, None, SLAB)
+
+    @classmethod
+    def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
+        return tuple(requested) if requested is not None else (n_devices,)
+
+    @classmethod
+    def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
+        if requested is not None and len(requested) != 1:
+            raise ConfigError(
+                key, tuple(requested),
+                "the slab backend uses a 1D mesh [P]; use backend pencil or jaxdecomp for [P0, P1]",
+                "has the wrong rank",
+            )
+
+
+class PencilLayout(Layout):
+    """2D mesh ``[P0, P1]``: real space (x/P0, y/P1, z), k-space (kx, ky/P0, kz/P1)."""
+
+    name: ClassVar[str] = "pencil"
+    axis_names: ClassVar[tuple[str, ...]] = (P0, P1)
+    real_axes: ClassVar[Spec3] = (P0, P1, None)
+    spectral_axes: ClassVar[Spec3] = (None, P0, P1)
+
+    @classmethod
+    def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
+        return tuple(requested) if requested is not None else near_square(n_devices)
+
+    @classmethod
+    def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
+        if requested is not None and len(requested) != 2:
+            raise ConfigError(key, tuple(requested), "the pencil backend uses a 2D mesh [P0, P1]",
+                              "has the wrong rank")
+
+
+class JaxDecompLayout(Layout):
+    """jaxdecomp's 2D mesh ``[1, P]`` (slab) or ``[P0, P1]``: real (x/P0, y/P1, z), k-space
+    transposed (ky/P0, kz/P1, kx), complex only."""
+
+    name: ClassVar[str] = "jaxdecomp"
+    axis_names: ClassVar[tuple[str, ...]] = (P0, P1)
+    perm: ClassVar[tuple[int, int, int]] = (1, 2, 0)
+    has_real_transform: ClassVar[bool] = False
+    real_axes: ClassVar[Spec3] = (P0, P1, None)
+    spectral_axes: ClassVar[Spec3] = (P0, P1, None)
+
+    @classmethod
+    def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
+        if requested is None:
+            return (1, n_devices)
+        return (1, requested[0]) if len(requested) == 1 else tuple(requested)
+
+    @classmethod
+    def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
+        if requested is not None and len(requested) not in (1, 2):
+            raise ConfigError(key, tuple(requested), "jaxdecomp takes [P] (slab) or [P0, P1] (pencil)",
+                              "has the wrong rank")
+
+
+class SingleLayout(Layout):
+    """One device: nothing sharded; k-space in NumPy's order."""
+
+    name: ClassVar[str] = "single"
+    axis_names: ClassVar[tuple[str, ...]] = ("single",)
+    real_axes: ClassVar[Spec3] = (None, None, None)
+    spectral_axes: ClassVar[Spec3] = (None, None, None)
+
+    @classmethod
+    def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
+        return (1,)
+
+    @classmethod
+    def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
+        if requested is not None and tuple(requested) != (1,):
+            raise ConfigError(key, tuple(requested), "the single backend runs on one device: use [1] or null",
+                              "is not allowed")
+
+
+#: every backend's layout by name: the registry config validation reads (the transforms are in BACKENDS)
+LAYOUTS: dict[str, type[Layout]] = {cls.name: cls for cls in (SlabLayout, PencilLayout, JaxDecompLayout, SingleLayout)}
