@@ -10,7 +10,6 @@ and prints progress from process 0.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -23,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import h5py
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,7 +31,9 @@ from jax.sharding import NamedSharding, PartitionSpec
 from simulator import runtime
 from simulator.output import checkpoints as checkpoint
 from simulator.output import hdf5 as io
-from simulator.output.xdmf import write_xdmf
+from simulator.output.snapshots import write_snapshot
+from simulator.output.spectra import SpectraFile
+from simulator.output.timeseries import TimeSeries
 from simulator import config as config_mod
 from simulator import spectra as spectra_mod
 from simulator.errors import ConfigError
@@ -323,90 +323,6 @@ class Stepper:
         return (self.cfg.t_end - t) * elapsed / max(t, 1e-300)
 
 
-class TimeSeries:
-    """``timeseries.csv``: step, time, dt, then the diagnostics by name. On a restart, rows after the
-    checkpoint's step (written by the interrupted segment) are dropped before appending."""
-
-    def __init__(self, path: Path, keep_through: int | None):
-        rows: list[list[str]] = []
-        if keep_through is not None and path.exists():
-            with open(path, newline="") as fh:
-                rows = list(csv.reader(fh))
-            rows = rows[:1] + [r for r in rows[1:] if int(r[0]) <= keep_through]
-        self.file = open(path, "w", newline="")  # noqa: SIM115 (held open for the whole run)
-        csv.writer(self.file).writerows(rows)
-        self.header: list[str] | None = rows[0] if rows else None
-        self.writer: csv.DictWriter | None = None
-
-    def append(self, row: dict[str, float]) -> None:
-        if self.writer is None:
-            self.writer = csv.DictWriter(self.file, fieldnames=self.header or list(row))
-            if self.header is None:
-                self.writer.writeheader()
-        self.writer.writerow(row)
-        self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def read_timeseries(path: Path) -> dict[str, np.ndarray]:
-    """The columns of a ``timeseries.csv`` as float arrays, by header name.
-
-    Reading stops at a line that is short or not numeric: the last line of a run that is writing
-    the file at this moment.
-    """
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, [])
-        rows = []
-        for row in reader:
-            try:
-                values = [float(v) for v in row]
-            except ValueError:
-                break
-            if len(values) != len(header):
-                break
-            rows.append(values)
-    table = np.array(rows, dtype=float).reshape(len(rows), len(header))
-    return {name: table[:, i] for i, name in enumerate(header)}
-
-
-class SpectraFile:
-    """``spectra.h5``: ``k`` (shell centres), ``step``, ``time``, and one (rows, shells) dataset per
-    spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
-    after the checkpoint's step are dropped."""
-
-    def __init__(self, path: Path, k: np.ndarray, keep_through: int | None):
-        if keep_through is not None and path.exists():
-            self.file = h5py.File(path, "a")
-            rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
-            for name in self.file:
-                if name != "k":
-                    self.file[name].resize(rows, axis=0)
-            return
-        self.file = h5py.File(path, "w")
-        self.file.create_dataset("k", data=k)
-        self.file["k"].attrs["doc"] = "shell centre |k| = j * 2 pi / max(box); shell j holds round(|k|/dk) = j"
-        for name, dtype in (("step", np.int64), ("time", np.float64)):
-            self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
-
-    def append(self, step: int, t: float, spectra: dict[str, np.ndarray]) -> None:
-        row = self.file["step"].shape[0]
-        for name, value in (("step", step), ("time", t)):
-            self.file[name].resize((row + 1,))
-            self.file[name][row] = value
-        for name, values in spectra.items():
-            if name not in self.file:
-                self.file.create_dataset(name, shape=(0, values.size), maxshape=(None, values.size), dtype=np.float64)
-            self.file[name].resize((row + 1, values.size))
-            self.file[name][row] = values
-        self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
-
-
 def _attach_log_file(path: Path) -> logging.Handler:
     handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -534,9 +450,7 @@ def _run(cfg: config_mod.Config, out: Path, mode: str, ckpt: checkpoint.Checkpoi
         stem = out / "snapshots" / f"s{step:08d}"
         attrs = {"step": step, "time": t_now, "config": meta["config"], "versions": meta["versions"],
                  "layout": meta["layout"], "box": list(cfg.grid.box)}
-        index = io.write(stem, {k: io.Field(v) for k, v in fields.items()}, attrs)
-        if rank0:
-            write_xdmf(index, {k: (v.shape, v.dtype.itemsize) for k, v in fields.items()}, cfg.grid.box, t_now)
+        index = write_snapshot(stem, fields, attrs, cfg.grid.box, t_now)
         log.info("snapshot %s", index)
 
     def save(step: int, t_now: float) -> None:

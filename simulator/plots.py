@@ -37,7 +37,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from simulator.driver import read_timeseries
+from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.sweep import COLLECTED, MANIFEST

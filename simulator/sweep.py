@@ -42,7 +42,8 @@ import numpy as np
 import yaml
 
 from simulator import config as config_mod
-from simulator.driver import read_status, read_timeseries
+from simulator.driver import read_status
+from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
 
 MANIFEST = "sweep.yaml"

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import driver, plots
+from simulator import plots
+from simulator.output.timeseries import read_timeseries
 from simulator.output import hdf5 as io
 from simulator.cli import main
 
@@ -137,7 +138,7 @@ def test_a_run_without_snapshots_or_spectra_plots_what_it_has(runs, tmp_path, ca
     # a run writing its time series right now: the cut-off last line is not read
     lines = (run / "timeseries.csv").read_text().splitlines()
     (run / "timeseries.csv").write_text("\n".join(lines) + "\n" + lines[-1][:6])
-    assert driver.read_timeseries(run / "timeseries.csv")["time"].size == len(lines) - 1
+    assert read_timeseries(run / "timeseries.csv")["time"].size == len(lines) - 1
     # one row: no curve to draw, nothing written, exit 1
     (run / "timeseries.csv").write_text("\n".join(lines[:2]) + "\n")
     assert plot(str(run)) == 1

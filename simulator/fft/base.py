@@ -23,7 +23,6 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable, Sequence
-from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
