@@ -1,7 +1,7 @@
 """Benchmark snapshot I/O: per-process HDF5 shards + virtual-dataset index against plain numpy.save.
 
 For each N and device count, a 3-component real field (the size of a velocity snapshot) is written
-with ``simulator.io.write`` (every device's block to this process's shard file, then the index) and
+with ``simulator.output.hdf5.write`` (every device's block to this process's shard file, then the index) and
 read back whole through the index with h5py; the same bytes are written with ``numpy.save`` and read
 with ``numpy.load`` in the same run as the baseline. Reported: MB/s and the ratio to numpy (time ours /
 time numpy; 1.0 = as fast). Files go to a scratch directory under --out and are deleted; reads

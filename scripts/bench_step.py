@@ -78,9 +78,8 @@ def main() -> int:
 
     from simulator import config as config_mod
     from simulator.benchmark import machine, memory_bytes, timed, write_results
-    from simulator.driver import Simulation
+    from simulator.run.simulation import Simulation
     from simulator.fft.check import collective_counts
-    from simulator.integrators import INTEGRATORS
 
     peer = fluidsim_peer(args.peer_python, args.sizes) if args.peer_python else {}
     devices = jax.devices()
@@ -106,17 +105,17 @@ def main() -> int:
                         eq, fft, dtype = sim.equation, sim.fft, sim.dtype
                         state = sim.initial_state()
                         # the chunk: compiled once, then timed; the state is donated, so thread it through
-                        holder = {"s": sim.advance(state, 0.0, args.steps, 1e-3)}
+                        holder = {"s": sim.advance(state, args.steps, 1e-3, donate=True)}
 
                         def chunk():
-                            holder["s"] = sim.advance(holder["s"], 0.0, args.steps, 1e-3)
+                            holder["s"] = sim.advance(holder["s"], args.steps, 1e-3, donate=True)
                             return holder["s"]
 
                         step_s = timed(chunk, repeats=args.repeats) / args.steps
-                        compiled = sim._chunk.lower(eq, holder["s"], jnp.asarray(0.0, dtype), 1,
+                        compiled = sim._chunks[True].lower(eq, holder["s"], jnp.asarray(0.0, dtype), 1,
                                                     jnp.asarray(1e-3, dtype), sim.params).compile()
                         mem = memory_bytes(compiled)
-                        step = INTEGRATORS[integrator](eq)
+                        step = sim.scheme.load()(eq)
                         one = jax.jit(lambda e, s, p, st=step: st(s, 0.0, jnp.asarray(1e-3, dtype), p))
                         a2a = collective_counts(one.lower(eq, holder["s"], sim.params).compile().as_text())["all-to-all"]
                         if scheme == "lsrk4":  # its stages are a rolled loop: the HLO holds one stage

@@ -41,16 +41,10 @@ def _load(args: argparse.Namespace) -> config_mod.Config:
     return config_mod.load(args.config, overrides)
 
 
-def _start(cfg: config_mod.Config):
-    """Set up devices and processes for ``cfg``; returns the process mode."""
-    from simulator import runtime
-    from simulator.log import setup_logging
+def _start(cfg: config_mod.Config) -> str:
+    from simulator.run.command import start
 
-    mode = runtime.setup(cfg)
-    import jax
-
-    setup_logging(jax.process_index())
-    return mode
+    return start(cfg)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -163,33 +157,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    cfg = _load(args)
-    from simulator import driver
+    from simulator.run.command import run_file
 
-    out = driver.output_dir(cfg, args.out)
-    restart = args.restart
-    if args.resume:
-        if args.restart is not None or args.overwrite:
-            raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
-                              "cannot be combined with --restart or --overwrite")
-        restart = driver.resume_target(cfg, out)
-    driver.prepare_output(out, args.overwrite, restart)  # before JAX starts: a refused run changes nothing
-    mode = _start(cfg)
-    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-
-    hint = " ".join(["simulator run", args.config, *sum((["--set", o] for o in args.overrides), []),
-                     "--restart", "--out", str(out)])
-    try:
-        code = driver.run(cfg, out, mode, restart, args.allow_physics_change, hint)
-    except (driver.NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
-        from simulator.log import get_logger
-
-        get_logger().error("%s", err)
-        _exit_now_if_distributed(EXIT_FAILED)
-        return EXIT_FAILED
-    if code != EXIT_OK:
-        _exit_now_if_distributed(code)
-    return code
+    overrides = list(args.overrides)
+    if args.cpu_devices is not None:
+        overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
+    return run_file(args.config, overrides, args.out, overwrite=args.overwrite, restart=args.restart,
+                    resume=args.resume, allow_physics_change=args.allow_physics_change)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -350,6 +324,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _exit_now_if_distributed(code: int) -> None:
-    runtime = sys.modules.get("simulator.runtime")  # only a command that started JAX can be distributed
-    if runtime is not None and runtime.is_distributed():
-        runtime.exit_now(code)
+    from simulator.run.command import exit_now_if_distributed
+
+    exit_now_if_distributed(code)

@@ -59,6 +59,8 @@ def _backends_started() -> bool:
 def configure_devices(cpu_devices: int | None, precision: str) -> None:
     """Set the virtual CPU device count and the floating-point precision, before JAX starts.
 
+    Once JAX has started, float64 can still be switched on; float32 never switches it off again.
+
     ``cpu_devices`` (when given) also restricts JAX to the CPU platform: a laptop-style run with
     virtual devices. Raises RuntimeSetupError if JAX's backends already exist with another count.
     """
@@ -74,7 +76,10 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
         else:
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
-    jax.config.update("jax_enable_x64", precision == "float64")
+    if precision == "float64" or not _backends_started():
+        jax.config.update("jax_enable_x64", precision == "float64")
+    # else: a float32 simulation in a process that already computes in float64 (a script building
+    # several) keeps 64-bit types on; its own arrays are float32 all the same (every dtype is explicit)
 
 
 def is_distributed() -> bool:
@@ -127,8 +132,11 @@ def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> s
 
 
 def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
-    """Configure devices and precision, then processes; returns the process mode."""
+    """Configure devices and precision, then processes; returns the process mode. Calling it again in
+    the same process (a script building several simulations) keeps the processes already started."""
     configure_devices(cfg.runtime.cpu_devices, cfg.precision)
+    if is_distributed():
+        return process_mode(cfg, env)
     return initialize_processes(cfg, env)
 
 

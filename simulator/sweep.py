@@ -42,7 +42,7 @@ import numpy as np
 import yaml
 
 from simulator import config as config_mod
-from simulator.driver import read_status
+from simulator.run.rundir import read_status
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
 
@@ -258,13 +258,14 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
 
 def run_point(directory: Path, index: int) -> int:
     """Run point ``index`` in this process (what each array task does); returns the run's exit status."""
-    from simulator import cli
+    from simulator.run.command import run_file
 
     manifest = read_manifest(directory)
     points = manifest["points"]
     if not 0 <= index < len(points):
         raise ConfigError("point index", index, f"the sweep has points 0 to {len(points) - 1}", "is out of range")
-    return cli.main(run_command(directory, points[index]))
+    point = points[index]
+    return run_file(str(directory / point["config"]), out=str(directory / point["name"]), resume=True)
 
 
 def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int) -> int:

@@ -98,12 +98,24 @@ def test_resolved_config_round_trips(tmp_path):
          r"jeans, soliton, random"),
         ("initial: {name: jeans}", [], r"^initial\.name = 'jeans' is not available; for physics\.name = navier_stokes"),
         ("time: {integrator: kdk}", [], r"^time\.integrator = 'kdk' is not available; .* use one of: rk4, lsrk4"),
+        # a key of another equation: unknown here, with the keys that are valid
         ("physics: {name: schrodinger_poisson, forcing: band}\ninitial: {name: jeans}", [],
-         r"^physics\.forcing = 'band' is not available; forcing applies to navier_stokes only"),
+         r"^physics\.forcing = 'band' is an unknown key; known keys for physics\.name = schrodinger_poisson: "
+         r"name, hbar_over_m, G$"),
+        ("physics: {name: schrodinger_poisson, viscosity: 0.5}\ninitial: {name: jeans}", [],
+         r"^physics\.viscosity = 0\.5 is an unknown key; known keys for physics\.name = schrodinger_poisson"),
+        ("physics: {name: schrodinger_poisson}\ninitial: {name: jeans, core_radius: 3}", [],
+         r"^initial\.core_radius = 3 is an unknown key; known keys for initial\.name = jeans: name, density, "
+         r"amplitude, wavenumber$"),
+        ("initial: {name: taylor_green, seed: 3}", [],
+         r"^initial\.seed = 3 is an unknown key; known keys for initial\.name = taylor_green: name, amplitude$"),
+        ("physics: {name: navier_stokes, hbar_over_m: 0.1}", [],
+         r"^physics\.hbar_over_m = 0\.1 is an unknown key; known keys for physics\.name = navier_stokes"),
         ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; every entry must be > 0"),
         ("time: {cfl: 0}", [], r"^time\.cfl = 0\.0 is out of range"),
-        ("physics: {forcing: lundgren}", [], r"^physics\.forcing = 'lundgren' is unknown; expected one of: band, linear, none"),
-        ("output: {spectra: maybe}", [], r"^output\.spectra = 'maybe' has the wrong type; expected true or false"),
+        ("physics: {forcing: lundgren}", [], r"^physics\.forcing = 'lundgren' is unknown; expected one of: none, linear, band"),
+        ("output: {spectra: maybe}", [], r"^output\.spectra = 'maybe' has the wrong type; expected a mapping"),
+        ("output: {snapshot_every: 40, snapshots: {every: 20}}", [], r"^output\.snapshot_every = 40 is also given"),
     ],
 )
 def test_bad_config_is_one_line_naming_key_value_and_allowed(tmp_path, text, overrides, pattern, capsys):
@@ -136,7 +148,10 @@ def test_validate_prints_the_resolved_config(tmp_path, capsys):
     resolved = yaml.safe_load(capsys.readouterr().out)
     assert resolved["grid"]["shape"] == [16, 16, 16]
     assert resolved["fft"] == {"backend": "slab", "mesh": None}
-    assert set(resolved["runtime"]) == {"cpu_devices", "coordinator", "num_processes", "process_id"}
+    assert set(resolved["runtime"]) == {"cpu_devices", "coordinator", "num_processes", "process_id", "max_wall"}
+    # only the keys of its own equation and initial condition
+    assert set(resolved["physics"]) == {"name", "viscosity", "forcing", "forcing_power", "forcing_band"}
+    assert resolved["initial"] == {"name": "taylor_green", "amplitude": 1.0}
 
 
 def test_cli_argument_errors_exit_2():
@@ -168,3 +183,68 @@ def test_ci_runs_the_readme_test_command():
     command = "bash scripts/setup.sh && .venv/bin/python -m pytest"
     assert f"```bash\n{command}\n```" in (root / "README.md").read_text()
     assert command in (root / ".ci" / "run").read_text()
+
+
+def test_each_equation_selects_its_own_schema():
+    """physics.name selects the parameter dataclass, initial.name one of that equation's conditions; a
+    missing initial.name is the equation's first initial condition."""
+    from simulator.equations import registry
+
+    for name, info in registry().items():
+        cfg = C.load(None, [f"physics.name={name}"])
+        assert type(cfg.physics) is info.params and type(cfg.initial) is info.initials[0]
+        assert cfg.time.integrator == info.default_integrator
+        for ic in info.initial_table:
+            assert C.load(None, [f"physics.name={name}", f"initial.name={ic}"]).initial.name == ic
+
+
+def test_config_docs_have_a_table_per_equation_and_initial_condition():
+    from simulator.equations import registry
+
+    docs = C.config_docs()
+    for name, info in registry().items():
+        assert f"**`physics.name: {name}`**" in docs
+        for key, *_ in C.iter_fields(info.params, "physics."):
+            if key != "physics.name":
+                assert f"| `{key}` |" in docs
+        for ic in info.initial_table:
+            assert f"**`initial.name: {ic}`** ({name})" in docs
+
+
+def test_keys_of_the_first_config_format_are_read(tmp_path):
+    """output.snapshot_every / snapshot_dt and output.spectra: bool still work (shipped configs and
+    users' own use them)."""
+    old = C.load(write(tmp_path, "output: {every: 10, snapshot_every: 20, snapshot_dt: 0.5, spectra: false}\n"))
+    assert old.output.snapshots.every == 20 and old.output.snapshots.dt == 0.5
+    assert old.output.spectra.every == 0 and not old.output.spectra.at_end
+    assert C.load(None, ["output.spectra=true"]).output.spectra.every == 10  # with every diagnostics row
+
+
+def test_every_shipped_config_validates():
+    from pathlib import Path
+
+    root = Path(__file__).parents[1] / "configs"
+    configs = sorted(root.glob("*.yaml"))
+    assert len(configs) >= 5
+    for path in configs:
+        C.load(path)
+
+
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        (b"time: {dt: 0.1}\ntime: {t_end: 2}\n", r"has a duplicate key; give each key once per mapping \('time'"),
+        (b"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+         b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+         b"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+         r"has too many aliases"),
+        (b"name: caf\xe9\n", r"c\.yaml:1' is not valid UTF-8"),
+        (b"\x00\x01\x02binary", r"is a binary file"),
+    ],
+)
+def test_unusable_files_are_one_line_errors(tmp_path, content, pattern):
+    p = tmp_path / "c.yaml"
+    p.write_bytes(content)
+    with pytest.raises(ConfigError, match=pattern) as info:
+        C.load(p)
+    assert "\n" not in str(info.value)

@@ -127,13 +127,13 @@ def test_a_run_without_snapshots_or_spectra_plots_what_it_has(runs, tmp_path, ca
     assert plot(str(run), "--frames") == 0
     out, err = capsys.readouterr()
     assert [Path(p).name for p in out.split()] == ["timeseries.png", "spectra.png"]
-    assert f"no snapshots in {run / 'snapshots'}; set output.snapshot_every" in err
+    assert f"no snapshots in {run / 'snapshots'}; set output.snapshots.every" in err
 
     (run / "spectra.h5").unlink()
     assert plot(str(run)) == 0
     out, err = capsys.readouterr()
     assert [Path(p).name for p in out.split()] == ["timeseries.png"]
-    assert f"no {run / 'spectra.h5'}; set output.spectra: true" in err
+    assert f"no {run / 'spectra.h5'}; set output.spectra.every" in err
 
     # a run writing its time series right now: the cut-off last line is not read
     lines = (run / "timeseries.csv").read_text().splitlines()

@@ -62,6 +62,20 @@ def test_quickstart_and_its_plots_as_written():
 
 
 @pytest.mark.slow
+def test_the_scripting_example_as_written():
+    """The README's Python example, run as a script from the project directory (it reads the quickstart's
+    run, which the test above writes; it is written here too if missing)."""
+    if not (ROOT / "outputs" / "quickstart" / "status.json").exists():
+        assert shell(QUICKSTART).returncode == 0
+    section = README.split("## Scripting the simulator", 1)[1]
+    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "'energy':" in done.stdout
+    assert (ROOT / "outputs" / "jeans_short" / "status.json").read_text().count('"finished"') == 1
+
+
+@pytest.mark.slow
 def test_the_example_sweep_as_written():
     for command in SWEEP:
         assert command in README, command

@@ -147,7 +147,7 @@ def test_sigterm_checkpoints_within_a_chunk_and_the_restart_completes(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == EXIT_INTERRUPTED, err[-2000:]
-    assert "stopped by SIGTERM" in err and "--restart" in err
+    assert "stopped by SIGTERM" in err and "--resume --out run" in err
     ckpt = checkpoint.find(tmp_path / "run")
     rows = list(csv.DictReader(open(tmp_path / "run" / "timeseries.csv")))
     assert ckpt is not None and ckpt.step == int(rows[-1]["step"]) > 0  # at the chunk the signal arrived in

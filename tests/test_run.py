@@ -7,39 +7,30 @@ import sys
 from pathlib import Path
 
 import h5py
-import jax.numpy as jnp
 import numpy as np
 import pytest
+import yaml
 
-from simulator.output import checkpoints as checkpoint
 from simulator import config as C
-from simulator.driver import Simulation
+from simulator.equations import registry
+from simulator.output import checkpoints as checkpoint
+from simulator.run.simulation import Simulation
 
 
-def test_one_compilation_over_chunks_and_viscosities(devices):
-    cfg = C.load(None, ["grid.shape=[8,8,16]", "precision=float64", "initial.name=random"])
+@pytest.mark.parametrize("equation", list(registry()))
+def test_one_compilation_over_chunks_and_physical_parameters(devices, equation):
+    """Chunk length, dt and every traced parameter are arguments: one compilation for all of them."""
+    info = registry()[equation]
+    cfg = C.load(None, ["grid.shape=[8,8,16]", "precision=float64", f"physics.name={equation}"])
     sim = Simulation(cfg, devices[:4])
-    u, t = sim.initial_state(), 0.0
-    for nu in (0.01, 0.02):
-        params = {"viscosity": jnp.asarray(nu, jnp.float64)}
-        for n, dt in ((5, 0.01), (5, 0.02), (3, 0.005)):  # full chunks, a new dt, a shorter last chunk
-            u = sim.advance(u, t, n, dt, params)
-            t += n * dt
-        sim.diagnostics(u, 0.01)
-    assert sim.traces == 1
-
-
-def test_one_compilation_for_schrodinger_poisson_over_chunks_and_G(devices):
-    cfg = C.load(None, ["grid.shape=[8,8,16]", "grid.box=1", "precision=float64", "physics.name=schrodinger_poisson",
-                        "initial.name=random"])
-    sim = Simulation(cfg, devices[:2])
     state, t = sim.initial_state(), 0.0
-    for G in (1.0, 2.0):
-        params = {"hbar_over_m": jnp.asarray(0.05, jnp.float64), "G": jnp.asarray(G, jnp.float64)}
-        for n, dt in ((4, 1e-3), (2, 5e-4)):
-            state = sim.advance(state, t, n, dt, params)
+    for scale in (1.0, 0.5):
+        params = sim.parameters(**{k: v * scale for k, v in cfg.physics.traced().items()})
+        for n, dt in ((5, 1e-3), (5, 2e-3), (3, 5e-4)):  # full chunks, a new dt, a shorter last chunk
+            state = sim.advance(state, n, dt, t, params, donate=True)
             t += n * dt
-    assert sim.traces == 1
+        sim.diagnostics(state, 1e-3, params)
+    assert sim.traces == 1, info.name
 
 
 ROOT = Path(__file__).parents[1]
@@ -60,7 +51,7 @@ def test_run_writes_timeseries_and_config(tmp_path):
     assert list(rows[0])[:2] == ["step", "time"]
     for row in rows:  # ABC: E(t) = 3/2 exp(-2 nu t) exactly
         assert float(row["energy"]) == pytest.approx(1.5 * math.exp(-2 * 0.01 * float(row["time"])), rel=1e-12)
-    meta = C.yaml.safe_load((out / "config.yaml").read_text())
+    meta = yaml.safe_load((out / "config.yaml").read_text())
     assert meta["config"]["precision"] == "float64" and meta["devices"] == 4 and "jax" in meta["versions"]
     assert "1 compilation(s)" in r.stderr and "steps/s=" in r.stderr and "ETA" in r.stderr
     # the same output directory again: refused, exit 2, nothing changed

@@ -77,6 +77,10 @@ class FFTBackend(Layout, abc.ABC):
         """Sharding of a spectral array with ``batch_ndim`` leading (unsharded) batch axes."""
         return NamedSharding(self.mesh, PartitionSpec(*([None] * batch_ndim), *self.spectral_spec()))
 
+    def replicated_sharding(self) -> NamedSharding:
+        """Sharding of an array every device holds whole (scalars handed to compiled code)."""
+        return NamedSharding(self.mesh, PartitionSpec())
+
     def real_jit(self, fn: Callable[..., jax.Array], batch_ndim: int = 0) -> Callable[..., jax.Array]:
         """``fn`` jitted with its output laid out as a real-space array with ``batch_ndim`` batch axes.
 

@@ -2,18 +2,20 @@
 
 Layout under the run directory::
 
-    checkpoints/c000120/p0000.h5 ...   each process's blocks of every state array (full precision)
-    checkpoints/c000120.h5             the index (virtual datasets), written by process 0
-    checkpoints/c000120.json           the completion marker, written last (temporary name + rename)
+    checkpoints/c00000120/p0000.h5 ...   each process's blocks of every state array (full precision)
+    checkpoints/c00000120.h5             the index (virtual datasets), written by process 0
+    checkpoints/c00000120.json           the completion marker, written last (temporary name + rename)
 
-The marker holds step, time, dt, the FFT backend and its spectrum kind, and the resolved config. A
-checkpoint without its marker, or whose shard files are missing or unreadable, is skipped in favour of
-the previous one. Only the last ``checkpoint.keep`` complete checkpoints are kept.
+The marker holds step, time, dt, the step and time from which that dt holds (``epoch``), where each
+state leaf lives (real space or k-space), the FFT backend and its spectrum kind, and the resolved
+config. A checkpoint without its marker, or whose shard files are missing or unreadable, is skipped in
+favour of the previous one. Only the last ``checkpoint.keep`` complete checkpoints are kept.
 
 Restoring re-shards on read: each process reads the blocks of its own devices from the index,
-whatever device count, process count or backend wrote it. Spectral states are stored in canonical
+whatever device count, process count or backend wrote it. Spectral leaves are stored in canonical
 axis order (kx, ky, kz); a full spectrum (jaxdecomp) read into a half-spectrum layout keeps its
-kz >= 0 half, and a half spectrum read into a full-spectrum layout is completed through real space.
+kz >= 0 half, and a half spectrum read into a full-spectrum layout is completed through real space
+(:mod:`simulator.fft.relayout`). Finding checkpoints needs no JAX; writing and restoring do.
 """
 
 from __future__ import annotations
@@ -21,15 +23,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
-import numpy as np
-
-from simulator.output import hdf5 as io
 from simulator.log import get_logger
+from simulator.output import hdf5
+from simulator.output.base import Moment, Schedule, Writer
 
 DIR = "checkpoints"
 
@@ -44,6 +45,18 @@ class Checkpoint:
     dt: float
     meta: dict[str, Any]
 
+    @property
+    def epoch(self) -> tuple[int, float]:
+        """(step, time) from which the checkpoint's dt holds; (0, 0) for the first format."""
+        step, t = self.meta.get("epoch", (0, 0.0))
+        return int(step), float(t)
+
+    def spaces(self, count: int) -> list[str]:
+        """Where each of the ``count`` stored leaves lives ("spectral" or "real")."""
+        if "spaces" in self.meta:
+            return list(self.meta["spaces"])
+        return ["spectral" if self.meta.get("spectral") else "real"] * count  # the first format: one for all
+
 
 def _name(step: int) -> str:
     return f"c{step:08d}"
@@ -51,33 +64,38 @@ def _name(step: int) -> str:
 
 def leaf_names(state: Any) -> list[str]:
     """Dataset names of the state's arrays: the pytree path (``psi``), or ``state`` for a bare array."""
+    import jax
+
     paths = jax.tree_util.tree_flatten_with_path(state)[0]
     return [jax.tree_util.keystr(p).strip(".[]'\"") or "state" for p, _ in paths]
 
 
-def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, spectral: bool, perm: tuple[int, int, int],
-          full_spectrum: bool, meta: dict[str, Any], keep: int) -> Path:
+def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, epoch: tuple[int, float],
+          spaces: Sequence[str], perm: tuple[int, int, int], full_spectrum: bool, meta: dict[str, Any],
+          keep: int) -> Path:
     """Write a checkpoint of ``state`` (collective). Returns the marker path."""
+    import jax
+
     root = run_dir / DIR
     stem = root / _name(step)
     leaves = jax.tree.leaves(state)
-    fields = {name: io.Field(leaf, perm if spectral else (0, 1, 2)) for name, leaf in zip(leaf_names(state), leaves,
-                                                                                            strict=True)}
-    index = io.write(stem, fields, {"step": step, "time": time, "dt": dt})
+    fields = {name: hdf5.Field(leaf, perm if space == "spectral" else (0, 1, 2))
+              for name, leaf, space in zip(leaf_names(state), leaves, spaces, strict=True)}
+    index = hdf5.write(stem, fields, {"step": step, "time": time, "dt": dt})
     marker = stem.with_suffix(".json")
     if jax.process_index() == 0:
-        info = {"step": step, "time": time, "dt": dt, "index": index.name, "spectral": spectral,
-                "full_spectrum": full_spectrum, "processes": jax.process_count(), "schema_version": io.SCHEMA_VERSION,
-                **meta}
+        info = {"step": step, "time": time, "dt": dt, "epoch": list(epoch), "index": index.name,
+                "spaces": list(spaces), "full_spectrum": full_spectrum, "processes": jax.process_count(),
+                "schema_version": hdf5.SCHEMA_VERSION, **meta}
         tmp = marker.with_name(marker.name + ".tmp")
         try:
             tmp.write_text(json.dumps(info, indent=1))
             os.replace(tmp, marker)
         except OSError as err:
             tmp.unlink(missing_ok=True)
-            raise io.OutputWriteError(f"writing {marker} failed: {io.describe_os_error(err)}") from err
+            raise hdf5.OutputWriteError(f"writing {marker} failed: {hdf5.describe_os_error(err)}") from err
         _prune(root, keep)
-    io.barrier(f"checkpoint {step}")
+    hdf5.barrier(f"checkpoint {step}")
     return marker
 
 
@@ -102,30 +120,45 @@ def find(path: Path) -> Checkpoint | None:
     for marker in candidates:
         try:
             info = json.loads(marker.read_text())
-            with io.Snapshot(marker.with_suffix(".h5")):
+            if not isinstance(info, dict):
+                raise ValueError("the marker is not a JSON object")
+            ckpt = Checkpoint(marker.with_suffix(".h5"), int(info["step"]), float(info["time"]), float(info["dt"]),
+                              info)
+            with hdf5.Snapshot(ckpt.index):
                 pass
-        except (OSError, ValueError, io.IncompleteOutputError) as err:
+        except (OSError, ValueError, TypeError, KeyError, hdf5.IncompleteOutputError) as err:
             log.warning("skipping checkpoint %s: %s", marker.with_suffix(""), err)
             continue
-        return Checkpoint(marker.with_suffix(".h5"), int(info["step"]), float(info["time"]), float(info["dt"]), info)
+        return ckpt
     return None
 
 
-def restore(ckpt: Checkpoint, template: Any, fft: Any, spectral: bool) -> Any:
-    """The checkpointed state laid out like ``template`` (the new run's initial state) on ``fft``'s mesh."""
+def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) -> Any:
+    """The checkpointed state laid out like ``template`` (the new run's initial state) on ``fft``'s mesh;
+    ``spaces`` says where each of its leaves lives."""
+    import jax
+
+    from simulator.fft.relayout import full_from_half
+
     leaves, treedef = jax.tree.flatten(template)
+    stored_spaces = ckpt.spaces(len(leaves))
     out = []
-    with io.Snapshot(ckpt.index) as snap:
-        for name, leaf in zip(leaf_names(template), leaves, strict=True):
+    with hdf5.Snapshot(ckpt.index) as snap:
+        for name, leaf, space, stored in zip(leaf_names(template), leaves, spaces, stored_spaces, strict=True):
             if name not in snap.fields:
-                raise io.IncompleteOutputError(f"{ckpt.index} has no array {name!r} (holds {', '.join(snap.fields)})")
-            stored = snap.file[name].shape
-            if spectral and not fft.has_real_transform and not ckpt.meta["full_spectrum"]:
-                out.append(_half_into_full(snap, name, leaf, fft))
+                raise hdf5.IncompleteOutputError(f"{ckpt.index} has no array {name!r} (holds {', '.join(snap.fields)})")
+            if space != stored:
+                raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} is stored in {stored} space, this "
+                                                 f"run keeps it in {space} space")
+            perm = fft.perm if space == "spectral" else (0, 1, 2)
+            if space == "spectral" and not fft.has_real_transform and not ckpt.meta["full_spectrum"]:
+                def read(shape, sharding, order, name=name, dtype=leaf.dtype):
+                    return hdf5.read_into(snap, name, shape, sharding, order, dtype)
+
+                out.append(full_from_half(read, fft, leaf.shape[:-3], leaf.dtype, leaf.sharding))
                 continue
-            _check_shape(ckpt, name, stored, leaf.shape, fft.perm if spectral else (0, 1, 2))
-            out.append(io.read_into(snap, name, leaf.shape, leaf.sharding, fft.perm if spectral else (0, 1, 2),
-                                    leaf.dtype))
+            _check_shape(ckpt, name, snap.file[name].shape, leaf.shape, perm)
+            out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, perm, leaf.dtype))
     return jax.tree.unflatten(treedef, out)
 
 
@@ -133,31 +166,26 @@ def _check_shape(ckpt: Checkpoint, name: str, stored: tuple[int, ...], wanted: t
     nb = len(wanted) - 3
     canon = (*wanted[:nb], *(wanted[nb + list(perm).index(a)] for a in range(3)))
     if len(stored) != len(canon) or any(s < w for s, w in zip(stored, canon, strict=True)) or stored[:-1] != canon[:-1]:
-        raise io.IncompleteOutputError(
+        raise hdf5.IncompleteOutputError(
             f"{ckpt.index}: array {name!r} has shape {list(stored)}, this run needs {list(canon)} (another grid?)")
 
 
-def _half_into_full(snap: io.Snapshot, name: str, leaf: jax.Array, fft: Any) -> jax.Array:
-    """A half spectrum (r2c backends) into a full-spectrum backend: through real space on a slab of the
-    same devices, then the target's own forward transform (agrees to round-off)."""
-    from simulator.fft import BACKENDS
-    from simulator.fft.mesh import build_mesh
+class CheckpointWriter(Writer):
+    """The exact state on the checkpoint schedule, at the end, and when the run is stopped (collective)."""
 
-    slab_cls = BACKENDS["slab"]
-    devices = list(fft.mesh.devices.flat)
-    slab = slab_cls(fft.shape, build_mesh(slab_cls, None, devices))
-    nb = leaf.ndim - 3
-    half_shape = (*leaf.shape[:nb], *slab.spectral_shape(real=True))
-    half = io.read_into(snap, name, half_shape, slab.spectral_sharding(nb), slab.perm, leaf.dtype)
-    real = jax.device_put(slab.irfft(half), fft.real_sharding(nb))
-    return jax.device_put(fft.rfft(real), leaf.sharding)
+    name = "checkpoints"
 
+    def __init__(self, schedule: Schedule, save: Callable[[Moment], Path], log: Callable[[str], None]):
+        super().__init__()
+        self.schedule, self.save, self.log = schedule, save, log
+        self.last: Path | None = None
 
-def same_physics(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Dotted keys of the physics section (and grid) that differ between two resolved configs."""
-    diffs = []
-    for section in ("physics", "grid"):
-        for key in sorted(set(a.get(section, {})) | set(b.get(section, {}))):
-            if np.any(np.asarray(a[section].get(key)) != np.asarray(b[section].get(key))):
-                diffs.append(f"{section}.{key}")
-    return diffs
+    def at_start(self) -> bool:
+        return False  # the initial state is the config's: nothing to restart from
+
+    def due(self, moment: Moment) -> bool:
+        return moment.stopping or super().due(moment)
+
+    def write(self, moment: Moment) -> None:
+        self.last = self.save(moment).with_suffix("")
+        self.log(f"checkpoint {self.last}")

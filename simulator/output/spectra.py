@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
+
+from simulator.output.base import Moment, Schedule, Writer
+
+FILE = "spectra.h5"
 
 
 class SpectraFile:
@@ -41,3 +46,38 @@ class SpectraFile:
 
     def close(self) -> None:
         self.file.close()
+
+
+def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
+    """``k``, ``step``, ``time`` and every spectrum of a ``spectra.h5`` (``rows`` selects rows, e.g. a
+    list of indices), read without a file lock so a running run can keep appending."""
+    with h5py.File(path, "r", locking=False) as f:
+        count = min(f[name].shape[0] for name in f if name != "k")  # a row being appended may be partial
+        index = np.arange(count)[rows]
+        return {name: (f[name][:] if name == "k" else f[name][:count][index]) for name in f}
+
+
+class SpectraWriter(Writer):
+    """A row of every shell spectrum on its schedule (computed on every process: the shell sums are
+    collective; process 0 writes)."""
+
+    name = "spectra"
+
+    def __init__(self, schedule: Schedule, k: np.ndarray, rank0: bool):
+        super().__init__()
+        self.schedule, self.k, self.rank0 = schedule, k, rank0
+        self.file: SpectraFile | None = None
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        if self.rank0 and (self.schedule.periodic or self.schedule.at_end):
+            self.file = SpectraFile(run_dir / FILE, self.k, resumed_step)
+
+    def write(self, moment: Moment) -> None:
+        shells = moment.get("spectra")
+        if self.file is not None:
+            self.file.append(moment.step, moment.time, shells)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None

@@ -1,38 +1,84 @@
-"""``timeseries.csv``: one row of diagnostics per output, its writer and its reader (no JAX)."""
+"""``timeseries.csv``: one row of diagnostics per chunk, its writer and its reader (no JAX).
+
+Columns: ``step, time, dt``, then the equation's diagnostics in the order it declares them. Each row
+is formatted whole and handed to the operating system in one write, so a killed run leaves complete
+rows (a crash of the machine itself may still cut the last one: the reader stops before such a row,
+and a restart drops it). On a restart, rows after the checkpoint's step (written by the interrupted
+segment), blank lines and partial rows are dropped before appending.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
+import math
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from simulator.output.base import Moment, Schedule, Writer
+
+FILE = "timeseries.csv"
+
+
+def _valid_rows(path: Path) -> tuple[list[str] | None, list[list[str]]]:
+    """The header and the complete, numeric rows of an existing file (blank or partial rows skipped)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0] if rows and rows[0] else None
+    good = []
+    for row in rows[1:]:
+        if header is None or len(row) != len(header):
+            continue
+        try:
+            [float(v) for v in row]
+            int(row[0])
+        except ValueError:
+            continue
+        good.append(row)
+    return header, good
+
 
 class TimeSeries:
-    """``timeseries.csv``: step, time, dt, then the diagnostics by name. On a restart, rows after the
-    checkpoint's step (written by the interrupted segment) are dropped before appending."""
+    """The file: created new, or (``keep_through`` = a checkpoint's step) trimmed to that step and
+    appended to."""
 
     def __init__(self, path: Path, keep_through: int | None):
+        header: list[str] | None = None
         rows: list[list[str]] = []
         if keep_through is not None and path.exists():
-            with open(path, newline="") as fh:
-                rows = list(csv.reader(fh))
-            rows = rows[:1] + [r for r in rows[1:] if int(r[0]) <= keep_through]
-        self.file = open(path, "w", newline="")  # noqa: SIM115 (held open for the whole run)
-        csv.writer(self.file).writerows(rows)
-        self.header: list[str] | None = rows[0] if rows else None
-        self.writer: csv.DictWriter | None = None
+            header, rows = _valid_rows(path)
+            rows = [r for r in rows if int(r[0]) <= keep_through]
+        self.header = header
+        text = io.StringIO()
+        if header is not None:
+            csv.writer(text, lineterminator="\n").writerows([header, *rows])
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text.getvalue())
+        os.replace(tmp, path)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 
-    def append(self, row: dict[str, float]) -> None:
-        if self.writer is None:
-            self.writer = csv.DictWriter(self.file, fieldnames=self.header or list(row))
-            if self.header is None:
-                self.writer.writeheader()
-        self.writer.writerow(row)
-        self.file.flush()
+    def append(self, row: Mapping[str, float]) -> None:
+        if self.header is None:
+            self.header = list(row)
+            self._write(self.header)
+        self._write([_format(row.get(name, math.nan)) for name in self.header])
+
+    def _write(self, values: Sequence[str]) -> None:
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerow(values)
+        data = text.getvalue().encode()
+        while data:  # one write in practice; a short write is completed, never left half done
+            data = data[os.write(self.fd, data):]
 
     def close(self) -> None:
-        self.file.close()
+        os.close(self.fd)
+
+
+def _format(value: object) -> str:
+    return repr(float(value)) if not isinstance(value, (int, np.integer)) else str(int(value))
 
 
 def read_timeseries(path: Path) -> dict[str, np.ndarray]:
@@ -55,3 +101,31 @@ def read_timeseries(path: Path) -> dict[str, np.ndarray]:
             rows.append(values)
     table = np.array(rows, dtype=float).reshape(len(rows), len(header))
     return {name: table[:, i] for i, name in enumerate(header)}
+
+
+class TimeSeriesWriter(Writer):
+    """A row of ``step, time, dt`` and every diagnostic at every chunk end (process 0 writes)."""
+
+    name = "timeseries"
+
+    def __init__(self, columns: Sequence[str], rank0: bool):
+        super().__init__()
+        self.schedule = Schedule(every=1, at_end=True)
+        self.columns, self.rank0 = tuple(columns), rank0
+        self.file: TimeSeries | None = None
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        if self.rank0:
+            self.file = TimeSeries(run_dir / FILE, resumed_step)
+
+    def write(self, moment: Moment) -> None:
+        diag = moment.get("diagnostics")
+        if self.file is not None:
+            ordered = [c for c in self.columns if c in diag] + [c for c in diag if c not in self.columns]
+            self.file.append({"step": moment.step, "time": moment.time, "dt": moment.dt,
+                              **{c: diag[c] for c in ordered}})
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None

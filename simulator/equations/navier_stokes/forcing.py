@@ -8,7 +8,7 @@ low-wavenumber band 0 < |k| L/2pi <= ``forcing_band`` (``band``, a constant-powe
 1999). A forced run settles where the dissipation 2 nu Z balances P on average. f is solenoidal and
 dealiased because u is.
 
-A scheme is a mask builder ``(modes, dealias, band) -> mask`` in :data:`FORCINGS`; ``modes`` are the
+A scheme is a mask builder ``(modes, dealias, band) -> mask`` in :data:`FORCING_MASKS`; ``modes`` are the
 integer mode numbers in the FFT backend's k-space layout.
 """
 
@@ -29,7 +29,7 @@ def _band(modes: Sequence[jax.Array], dealias: jax.Array, band: float) -> jax.Ar
     return dealias * ((m2 > 0) & (m2 <= band**2)).astype(dealias.dtype)
 
 
-FORCINGS: dict[str, Callable[[Sequence[jax.Array], jax.Array, float], jax.Array] | None] = {
+FORCING_MASKS: dict[str, Callable[[Sequence[jax.Array], jax.Array, float], jax.Array] | None] = {
     "none": None,
     "linear": _all_modes,
     "band": _band,

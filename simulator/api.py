@@ -1,0 +1,59 @@
+"""The public Python API: build, run and read simulations from a script (documented in the README,
+"Scripting the simulator"; a promise to users: changed only with the README).
+
+    import simulator
+    sim = simulator.Simulation.from_config("configs/taylor_green.yaml", {"grid.shape": 32}, cpu_devices=2)
+    state = sim.initial_state()                 # or sim.state_from_fields(velocity=u) from NumPy
+    state = sim.advance(state, steps=100, dt=0.01, t=0.0)
+    sim.report(state)                            # {"energy": 0.1249, ...}
+    u = sim.to_numpy(sim.fields(state, "velocity")["velocity"])
+    simulator.run_config(sim.cfg, out="outputs/scripted")   # what `simulator run` does, files and all
+    run = simulator.load_run("outputs/quickstart")          # no JAX needed to read results
+
+Everything here is also reachable as ``simulator.<name>``; importing ``simulator`` imports no JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from simulator import config as config_mod
+from simulator.config import Config
+from simulator.results import RunResults, SnapshotRef, load_run
+
+__all__ = ["Config", "RunResults", "Simulation", "SnapshotRef", "load_config", "load_run", "run_config"]  # noqa: F822
+
+
+def load_config(source: str | Path | Mapping[str, Any] | None = None,
+                overrides: Mapping[str, Any] | Sequence[str] = ()) -> Config:
+    """A validated, resolved config from a YAML file, a mapping, or the defaults (``None``), with
+    overrides as ``{"dotted.key": value}`` or ``["dotted.key=value", ...]`` (as ``--set``)."""
+    if isinstance(source, Mapping):
+        raw = dict(source)
+    else:
+        raw = config_mod.read_yaml(source) if source is not None else {}
+    if isinstance(overrides, Mapping):
+        raw = config_mod.set_values(raw, overrides)
+    else:
+        raw = config_mod.apply_overrides(raw, overrides)
+    return config_mod.from_dict(raw)
+
+
+def run_config(cfg: Config, out: str | Path | None = None, *, overwrite: bool = False, resume: bool = False,
+               restart: str | None = None, allow_physics_change: bool = False) -> int:
+    """Run ``cfg`` as ``simulator run`` would, writing every output into ``out``; returns the exit
+    status (0 finished, 1 failed, 75 stopped by a signal). Bad input raises ConfigError."""
+    from simulator.run.command import run_config as run
+
+    return run(cfg, out, overwrite=overwrite, resume=resume, restart=restart,
+               allow_physics_change=allow_physics_change)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Simulation":  # imports JAX: only when asked for
+        from simulator.run.simulation import Simulation
+
+        return Simulation
+    raise AttributeError(f"module 'simulator.api' has no attribute {name!r}")

@@ -1,0 +1,81 @@
+"""YAML configuration -> frozen, typed, validated settings (the schema engine is :mod:`simulator.schema`; the sections are :mod:`.model`).
+
+``load(path, overrides)`` reads a file (or starts from the defaults), applies ``--set`` overrides,
+validates once and fills every default; every problem is a one-line
+:class:`~simulator.errors.ConfigError`. Importable without JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from simulator import schema
+from simulator.schema import dump, table, to_dict
+from simulator.schema import iter_fields as _iter_fields
+from simulator.config.model import (
+    CheckpointConfig,
+    Config,
+    FFTConfig,
+    GridConfig,
+    OutputConfig,
+    RuntimeConfig,
+    TimeConfig,
+    from_dict,
+    keys_of,
+    upgrade,
+    upgrade_keys,
+    resolve,
+    validate,
+)
+from simulator.config.yamlfile import parse_yaml, read_yaml
+
+#: the lines between which README.md holds the generated reference
+DOCS_MARKERS = ("<!-- config-docs:start -->", "<!-- config-docs:end -->")
+
+__all__ = [
+    "DOCS_MARKERS", "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
+    "TimeConfig", "apply_overrides", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
+    "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
+]
+
+
+def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
+    """A copy of the raw config ``tree`` with ``{dotted.key: value}`` set (keys of the first config
+    format are accepted in both, and the values set here win)."""
+    return schema.set_values(upgrade(tree), upgrade_keys(values))
+
+
+def apply_overrides(tree: dict, overrides: Sequence[str]) -> dict:
+    """``--set dotted.key=value`` overrides (values parsed as YAML) applied to a raw config."""
+    return set_values(tree, schema.parse_overrides(overrides))
+
+
+def load(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
+    """Read ``path`` (or start from defaults when None), apply ``--set`` overrides, validate once."""
+    raw = read_yaml(path) if path is not None else {}
+    return from_dict(apply_overrides(raw, overrides))
+
+
+def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:
+    """(dotted key, type name, default, doc) of every leaf of the common schema (see
+    :func:`simulator.schema.iter_fields`)."""
+    return _iter_fields(cls, prefix)
+
+
+def config_docs() -> str:
+    """The config reference as Markdown, generated from the schema: the common keys, then one table per
+    equation (its ``physics.*`` keys) and per initial condition (its ``initial.*`` keys)."""
+    from simulator.equations import registry
+
+    parts = [table(iter_fields())]
+    for name, info in registry().items():
+        parts.append(f"**`physics.name: {name}`**: {info.summary}\n\n"
+                     + table(r for r in _iter_fields(info.params, "physics.") if r[0] != "physics.name"))
+        for ic_name, ic in info.initial_table.items():
+            doc = (ic.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            rows = [r for r in _iter_fields(ic, "initial.") if r[0] != "initial.name"]
+            parts.append(f"**`initial.name: {ic_name}`** ({name}): {doc}\n\n"
+                         + (table(iter(rows)) if rows else "(no options)\n"))
+    return "\n".join(parts)

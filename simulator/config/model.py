@@ -1,0 +1,284 @@
+"""The run config: its sections, the cross-key checks, and the defaults that depend on other keys.
+
+``physics`` and ``initial`` are tagged unions: ``physics.name`` selects the equation's own parameter
+dataclass and ``initial.name`` one of that equation's initial conditions (declared by the equation
+packages, :mod:`simulator.equations`), so a key of another equation is an error naming the keys that
+are valid. Everything a run writes uses one schedule vocabulary: ``every`` (steps, a multiple of the
+chunk ``output.every``), ``dt`` (simulated time), ``wall`` (wall-clock seconds) and ``at_end``.
+
+Keys of the first config format are still read: ``output.snapshot_every``/``output.snapshot_dt``
+(now ``output.snapshots.every``/``.dt``) and ``output.spectra: true|false`` (now a section).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.schema import Variants, build, section, setting
+from simulator.equations import EquationParams, InitialCondition, registry
+from simulator.errors import ConfigError
+
+TWO_PI = 2.0 * math.pi
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """The periodic box and its grid."""
+
+    shape: tuple[int, int, int] = setting(
+        (32, 32, 32), "grid points (Nx, Ny, Nz); a single integer means a cubic grid", min=2, max=1 << 20)
+    box: tuple[float, float, float] = setting(
+        (TWO_PI, TWO_PI, TWO_PI),
+        "box lengths (Lx, Ly, Lz); a single number means a cube; expressions like 2*pi are allowed", gt=0.0)
+
+
+def _fft_backends() -> tuple[str, ...]:
+    from simulator.fft.layouts import LAYOUTS
+
+    return tuple(sorted(LAYOUTS))
+
+
+@dataclass(frozen=True)
+class FFTConfig:
+    """The distributed FFT and its device decomposition."""
+
+    backend: str = setting(
+        "slab", "distributed FFT backend: slab (custom_partitioning, 1D mesh), pencil (shard_map, 2D mesh), "
+        "jaxdecomp, or single (jnp.fft on one device, the reference)", choices=_fft_backends)
+    mesh: tuple[int, ...] | None = setting(
+        None, "device mesh: [P] for a slab, [P0, P1] for a pencil (jaxdecomp takes either); "
+        "null = all devices, slab-shaped for slab/jaxdecomp and near-square for pencil", min=1)
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Processes and devices. Under Slurm these are discovered from the environment."""
+
+    cpu_devices: int | None = setting(
+        None, "run on this many virtual CPU devices (a laptop stand-in for GPUs); null = JAX's default "
+        "devices. Must be set before JAX starts: use this key or --cpu-devices", min=1, max=4096)
+    coordinator: str | None = setting(
+        None, "host:port of process 0 for an explicit multi-process run (simulator launch sets it); "
+        "null = discover from Slurm, or run as one process")
+    num_processes: int | None = setting(None, "process count of an explicit multi-process run", min=1)
+    process_id: int | None = setting(None, "this process's index in an explicit multi-process run", min=0)
+    max_wall: float | None = setting(
+        None, "wall-clock seconds this process may run: it checkpoints and exits 75 before that (for "
+        "clusters that send no signal before the time limit); null = no limit", gt=0.0)
+
+
+def _equation_table(siblings: Mapping[str, Any]) -> dict[str, type]:
+    return {name: info.params for name, info in registry().items()}
+
+
+def _initial_table(siblings: Mapping[str, Any]) -> dict[str, type]:
+    return registry()[siblings["physics"].name].initial_table
+
+
+def _every_initial() -> list[str]:
+    return [name for info in registry().values() for name in info.initial_table]
+
+
+def _default_physics() -> EquationParams:
+    return registry()["navier_stokes"].params()
+
+
+def _default_initial() -> InitialCondition:
+    return registry()["navier_stokes"].initials[0]()
+
+
+PHYSICS = Variants(table=_equation_table, default=lambda s: "navier_stokes",
+                   every_name=lambda: list(registry()))
+INITIAL = Variants(table=_initial_table, default=lambda s: registry()[s["physics"].name].default_initial,
+                   every_name=_every_initial, context=lambda s: f"for physics.name = {s['physics'].name}")
+
+
+def _schemes() -> tuple[str, ...]:
+    from simulator.time.schemes import SCHEMES
+
+    return tuple(SCHEMES)
+
+
+@dataclass(frozen=True)
+class TimeConfig:
+    """Time stepping."""
+
+    integrator: str | None = setting(
+        None, "time integrator: rk4 (classical, integrating factor), lsrk4 (2-register low-storage, "
+        "integrating factor) or kdk (kick-drift-kick split step); null = the equation's default", choices=_schemes)
+    dt: float = setting(0.01, "time step; with time.cfl set, the largest allowed step", gt=0.0)
+    t_end: float = setting(1.0, "simulated time to reach (the run ends exactly there)", gt=0.0)
+    cfl: float | None = setting(None, "adaptive time step: target CFL number, dt adjusted between chunks "
+                                "(never above time.dt); null = fixed dt", gt=0.0)
+
+
+@dataclass(frozen=True)
+class SpectraOutput:
+    """Shell-summed spectra appended to spectra.h5."""
+
+    every: int | None = setting(None, "steps between spectra rows (a multiple of output.every); null = with every "
+                                "diagnostics row; 0 = not by steps", min=0)
+    dt: float | None = setting(None, "simulated time between spectra rows; null = not by time", gt=0.0)
+    wall: float | None = setting(None, "wall-clock seconds between spectra rows; null = not by wall time", gt=0.0)
+    at_end: bool = setting(True, "a row at the end of the run")
+
+
+@dataclass(frozen=True)
+class SnapshotOutput:
+    """Snapshots of the equation's real-space output fields (per-process HDF5, index, XDMF)."""
+
+    every: int = setting(0, "steps between snapshots (a multiple of output.every); 0 = not by steps", min=0)
+    dt: float | None = setting(None, "simulated time between snapshots (taken at the first chunk end past each "
+                               "multiple); null = not by time", gt=0.0)
+    wall: float | None = setting(None, "wall-clock seconds between snapshots; null = not by wall time", gt=0.0)
+    at_end: bool = setting(False, "a snapshot at the end of the run")
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """What a run writes, and where. Host work runs only between chunks of ``every`` steps."""
+
+    dir: str | None = setting(None, "output directory; null = outputs/<name>")
+    every: int = setting(10, "steps per jitted chunk: a diagnostics row (timeseries.csv) and a progress line "
+                         "after each", min=1)
+    spectra: SpectraOutput = section(SpectraOutput, "spectra")
+    snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Checkpoints for restart: the exact state, every process writing its own blocks. One is always
+    written at the end of a run and when a signal or runtime.max_wall stops it."""
+
+    every: int = setting(0, "steps between checkpoints (a multiple of output.every); 0 = not by steps", min=0)
+    dt: float | None = setting(None, "simulated time between checkpoints; null = not by time", gt=0.0)
+    wall: float | None = setting(None, "wall-clock seconds between checkpoints; null = not by wall time", gt=0.0)
+    keep: int = setting(2, "complete checkpoints kept (older ones are deleted)", min=1)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole simulation run."""
+
+    name: str = setting("run", "a short name for the run, used in logs, plots and output folders")
+    precision: str = setting("float32", "floating-point precision of fields and transforms (float64 for "
+                             "verification runs)", choices=("float32", "float64"))
+    grid: GridConfig = section(GridConfig, "the periodic box and its grid")
+    fft: FFTConfig = section(FFTConfig, "the distributed FFT")
+    physics: EquationParams = section(_default_physics, "equation to solve: selects the physics.* keys", PHYSICS)
+    initial: InitialCondition = section(_default_initial, "initial condition, one of the equation's: selects the "
+                                        "initial.* keys", INITIAL)
+    time: TimeConfig = section(TimeConfig, "time stepping")
+    output: OutputConfig = section(OutputConfig, "output")
+    checkpoint: CheckpointConfig = section(CheckpointConfig, "checkpoints")
+    runtime: RuntimeConfig = section(RuntimeConfig, "processes and devices")
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+_LEGACY_OUTPUT = {"snapshot_every": ("snapshots", "every"), "snapshot_dt": ("snapshots", "dt")}
+
+
+def upgrade(raw: Mapping[str, Any]) -> dict:
+    """Rewrite keys of the first config format into today's (see the module docstring)."""
+    raw = dict(raw)
+    output = raw.get("output")
+    if isinstance(output, Mapping):
+        output = dict(output)
+        if isinstance(output.get("spectra"), bool):
+            output["spectra"] = {} if output["spectra"] else {"every": 0, "at_end": False}
+        for old, (group, key) in _LEGACY_OUTPUT.items():
+            if old in output:
+                target = output.get(group)
+                target = dict(target) if isinstance(target, Mapping) else {}
+                if key in target:
+                    raise ConfigError(f"output.{old}", output[old], f"give only output.{group}.{key} (its new name)",
+                                      f"is also given as output.{group}.{key}")
+                target[key] = output.pop(old)
+                output[group] = target
+        raw["output"] = output
+    return raw
+
+
+def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``{dotted.key: value}`` overrides with keys of the first format renamed (a later layer of
+    settings then replaces the new key, as it would the old one)."""
+    out = {}
+    for key, value in values.items():
+        section, _, name = key.partition(".")
+        if section == "output" and name in _LEGACY_OUTPUT:
+            key = "output." + ".".join(_LEGACY_OUTPUT[name])
+        elif key == "output.spectra" and isinstance(value, bool):
+            value = {} if value else {"every": 0, "at_end": False}
+        out[key] = value
+    return out
+
+
+def from_dict(data: Mapping[str, Any]) -> Config:
+    """Build, validate and resolve a Config from a raw mapping (every default filled in)."""
+    cfg = build(Config, upgrade(data))
+    validate(cfg)
+    return resolve(cfg)
+
+
+def validate(cfg: Config) -> None:
+    """Cross-key checks: the grid against the decomposition, the integrator against the equation,
+    schedules against the chunk, the process settings, and the equation's own checks."""
+    from simulator.fft.layouts import LAYOUTS
+    from simulator.time.schemes import SCHEMES, compatible
+
+    layout = LAYOUTS[cfg.fft.backend]
+    layout.check_mesh_request(cfg.fft.mesh, "fft.mesh")
+    # The device count is known here only for a single-process run with virtual CPU devices or an
+    # explicit mesh; otherwise the shape checks that need no mesh run now and the rest at start-up.
+    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
+    mesh_shape = layout.mesh_shape(n_devices or 1, cfg.fft.mesh if cfg.fft.mesh or n_devices else None)
+    layout.check_layout(cfg.grid.shape, mesh_shape, key="grid.shape")
+
+    info = registry()[cfg.physics.name]
+    if cfg.time.integrator is not None and SCHEMES[cfg.time.integrator].protocol != info.protocol:
+        raise ConfigError("time.integrator", cfg.time.integrator, f"for physics.name = {cfg.physics.name} use one "
+                          f"of: {', '.join(compatible(info.protocol))}", "is not available")
+    for key, value in (("output.spectra.every", cfg.output.spectra.every),
+                       ("output.snapshots.every", cfg.output.snapshots.every),
+                       ("checkpoint.every", cfg.checkpoint.every)):
+        if value and value % cfg.output.every:
+            raise ConfigError(key, value, f"must be a multiple of output.every = {cfg.output.every} (0 = none)",
+                              "does not fall on a chunk boundary")
+    if cfg.runtime.coordinator is not None and (cfg.runtime.num_processes is None or cfg.runtime.process_id is None):
+        raise ConfigError("runtime.coordinator", cfg.runtime.coordinator,
+                          "an explicit multi-process run also needs runtime.num_processes and runtime.process_id",
+                          "is incomplete")
+    if cfg.runtime.process_id is not None and cfg.runtime.num_processes is not None:
+        if cfg.runtime.process_id >= cfg.runtime.num_processes:
+            raise ConfigError("runtime.process_id", cfg.runtime.process_id,
+                              f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
+    for part in (cfg.physics, cfg.initial):
+        check = getattr(part, "check", None)
+        if check is not None:
+            check(cfg)
+
+
+def resolve(cfg: Config) -> Config:
+    """Fill the defaults that depend on other keys: the equation's integrator, the spectra cadence."""
+    if cfg.time.integrator is None:
+        cfg = dataclasses.replace(cfg, time=dataclasses.replace(
+            cfg.time, integrator=registry()[cfg.physics.name].default_integrator))
+    if cfg.output.spectra.every is None:
+        spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.every)
+        cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, spectra=spectra))
+    return cfg
+
+
+def keys_of(cfg: Config, sections: Sequence[str] = ("physics", "grid")) -> dict[str, Any]:
+    """``{dotted.key: value}`` of the given sections of a resolved config (for restart comparisons)."""
+    out = {}
+    for name in sections:
+        for f in dataclasses.fields(getattr(cfg, name)):
+            out[f"{name}.{f.name}"] = getattr(getattr(cfg, name), f.name)
+    return out

@@ -1,0 +1,115 @@
+"""Reading YAML config files safely: one-line errors for every way a file can be unusable.
+
+Beyond PyYAML's safe loader this refuses what would otherwise be silent or dangerous: a key given
+twice in one mapping (YAML keeps the last and drops the first silently), documents whose aliases expand
+to an enormous tree (the "billion laughs"), files too large to be a config, binary or non-UTF-8 files,
+and files that cannot be read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simulator.errors import ConfigError
+
+#: a config larger than this is not a config
+MAX_BYTES = 1 << 20
+#: nodes of the document with every alias expanded; real configs have a few hundred
+MAX_NODES = 100_000
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys in a mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)):
+                continue  # unhashable: PyYAML's own error below names it
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise _Duplicate(f"{key_node.start_mark.name}:{line}", key)
+            seen[key] = True
+        return super().construct_mapping(node, deep=deep)
+
+
+class _Duplicate(Exception):
+    def __init__(self, where: str, key: Any):
+        super().__init__(where)
+        self.where, self.key = where, key
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
+    """Node count of the document with aliases expanded, without expanding it (memoised per node)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = limit + 1  # a cycle (recursive alias) counts as too large
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            size += _expanded_size(child, memo, limit)
+            if size > limit:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            size += _expanded_size(key, memo, limit) + _expanded_size(value, memo, limit)
+            if size > limit:
+                break
+    memo[id(node)] = size
+    return size
+
+
+def parse_yaml(text: str, name: str) -> Any:
+    """Parse YAML ``text`` (from ``name``, for messages) with the checks of this module."""
+    loader = _Loader(text)
+    loader.name = name
+    try:
+        node = loader.get_single_node()
+        if node is not None and _expanded_size(node, {}, MAX_NODES) > MAX_NODES:
+            raise ConfigError("config file", name, f"a config expands to at most {MAX_NODES} YAML nodes; "
+                              "remove the nested aliases", "has too many aliases")
+        return None if node is None else loader.construct_document(node)
+    except _Duplicate as dup:
+        raise ConfigError("config file", dup.where, f"give each key once per mapping ({dup.key!r} appears twice)",
+                          "has a duplicate key") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError("config file", where, "fix the YAML syntax there", f"is malformed YAML ({problem})") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: str | Path) -> dict:
+    """Read a YAML config file into a raw mapping; anything unusable is a one-line ConfigError."""
+    path = Path(path)
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ConfigError("config file", str(path), "give the path of an existing YAML file", what)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise ConfigError("config file", str(path), "make it readable (check its permissions)",
+                          f"cannot be read ({err.strerror})") from None
+    if len(raw) > MAX_BYTES:
+        raise ConfigError("config file", str(path), f"a config is at most {MAX_BYTES} bytes", "is too large")
+    if b"\0" in raw:
+        raise ConfigError("config file", str(path), "give a YAML text file", "is a binary file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError("config file", f"{path}:{line}", "save it as UTF-8 text", "is not valid UTF-8") from None
+    data = parse_yaml(text, str(path))
+    if data is None:
+        raise ConfigError("config file", str(path), "it must hold a mapping of keys to values", "is empty")
+    if not isinstance(data, dict):
+        raise ConfigError("config file", str(path), "the top level must be a mapping of keys to values",
+                          "has the wrong type")
+    return data

@@ -1,0 +1,170 @@
+"""The abstract equation (JAX side) and the two protocols time integrators build on.
+
+An implementation is a final subclass of :class:`SemiLinearEquation` or :class:`SplitStepEquation`
+(abstract-or-final, as in equinox): the abstract methods below are its whole contract with the run
+loop, the integrators, checkpoints, snapshots and the public API. Its declaration (parameters, initial
+conditions, fields, diagnostics, plot defaults) is the JAX-free ``INFO`` of its package, set as the
+class attribute :attr:`Equation.info`.
+
+An equation is a pytree: the attributes named in ``_LEAVES`` are its leaves (sharded spectral
+constants, traced through jit), those in ``_STATIC`` its static structure (the FFT backend, box,
+dtype and structural parameters: hashed into the compiled program). Jitted code takes the equation
+as an argument, since a multi-process program may not close over arrays that span other processes'
+devices. Physics never sees a mesh: it combines spectra with the FFT backend's wavenumbers.
+
+State arrays live in real space or in the FFT backend's k-space layout (``space`` of each leaf);
+that is all checkpoints need to store and re-shard any state.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.spec import EquationInfo, EquationParams, InitialCondition
+from simulator.fft import FFTBackend
+from simulator.time.schemes import SEMILINEAR, SPLIT_STEP
+
+Params = dict[str, jax.Array]
+#: builds an initial condition's real-space fields: (equation, coordinates, initial condition, params)
+Builder = Callable[[Any, Sequence[jax.Array], Any, Params], dict[str, jax.Array]]
+
+
+class Equation(abc.ABC):
+    """Base of every equation implementation (see the module docstring)."""
+
+    info: ClassVar[EquationInfo]
+    #: where each state leaf lives, by leaf name ("spectral" or "real"); a str applies to every leaf
+    space: ClassVar[str | Mapping[str, str]] = "spectral"
+    #: initial-condition builders by name (the names of ``info.initials``)
+    builders: ClassVar[Mapping[str, Builder]] = {}
+    _LEAVES: ClassVar[tuple[str, ...]] = ()
+    _STATIC: ClassVar[tuple[str, ...]] = ("fft", "box", "dtype", "spacing", "physics")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        jax.tree_util.register_pytree_node_class(cls)
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: EquationParams):
+        self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
+        self.spacing = tuple(b / n for b, n in zip(self.box, fft.shape, strict=True))
+        # the structural part of the parameters: traced numbers are zeroed so that two runs that
+        # differ only in them share one compiled program
+        self.physics = dataclasses.replace(physics, **{k: 0.0 for k in physics.traced()})
+
+    # ---- pytree --------------------------------------------------------------------------------------
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
+
+    @classmethod
+    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> Equation:
+        obj = object.__new__(cls)
+        for name, value in zip(cls._STATIC, static, strict=True):
+            setattr(obj, name, value)
+        for name, value in zip(cls._LEAVES, leaves, strict=True):
+            setattr(obj, name, value)
+        return obj
+
+    # ---- parameters and initial states -----------------------------------------------------------------
+
+    def params(self, physics: EquationParams) -> Params:
+        """The traced physical parameters of ``physics`` as arrays of this equation's dtype."""
+        return {k: jnp.asarray(v, self.dtype) for k, v in physics.traced().items()}
+
+    def initial(self, ic: InitialCondition, params: Params) -> Any:
+        """The state of initial condition ``ic``: its builder makes real-space fields (each device
+        computing only its own block), then :meth:`from_fields` makes them a state. The builder is
+        compiled once per structure: the initial condition's traced numbers are arguments."""
+        names = self.info.state_fields
+        shardings = tuple(self.fft.real_sharding(1 if self.info.fields[n].components else 0) for n in names)
+        static = dataclasses.replace(ic, **{k: 0.0 for k in ic.traced()})
+        build = _initial_builder(self.builders[ic.name], names, static, shardings)
+        values = {k: jnp.asarray(v, self.dtype) for k, v in ic.traced().items()}
+        fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
+        return self.from_fields(fields, params)
+
+    def leaf_spaces(self, state: Any) -> list[str]:
+        """"spectral" or "real" for each leaf of ``state``, in flattening order."""
+        paths = jax.tree_util.tree_flatten_with_path(state)[0]
+        if isinstance(self.space, str):
+            return [self.space] * len(paths)
+        return [self.space[jax.tree_util.keystr(p).strip(".[]'\"") or "state"] for p, _ in paths]
+
+    # ---- the contract ------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> Any:
+        """A state from real-space fields named in ``info.state_fields`` (``(n, Nx, Ny, Nz)`` or
+        ``(Nx, Ny, Nz)``, real-space layout)."""
+
+    @abc.abstractmethod
+    def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
+        """Every real-space output field of ``info.fields``, by name, in the real-space layout."""
+
+    @abc.abstractmethod
+    def diagnostics(self, state: Any, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Scalars named in ``info.diagnostics`` (mesh reductions, nothing gathered)."""
+
+    @abc.abstractmethod
+    def spectra(self, state: Any, params: Params) -> dict[str, jax.Array]:
+        """Shell sums named in ``info.spectra`` (replicated vectors, see :mod:`simulator.spectra`)."""
+
+
+class SemiLinearEquation(Equation):
+    """du/dt = L u + N(u, t): the protocol of integrating-factor Runge-Kutta schemes.
+
+    ``exp_linear(u, tau, params)`` applies exp(L tau) exactly. The default uses a diagonal
+    ``linear(params)`` (broadcasting against every leaf of the state); an equation whose linear part
+    couples components per mode (waves) overrides ``exp_linear`` with its exact propagator.
+    """
+
+    protocol: ClassVar[str] = SEMILINEAR
+
+    def linear(self, params: Params) -> Any:
+        """The diagonal of L in k-space (broadcasts against the state); needed by the default
+        :meth:`exp_linear` only."""
+        raise NotImplementedError(f"{type(self).__name__} overrides exp_linear instead")
+
+    def exp_linear(self, u: Any, tau: jax.Array, params: Params) -> Any:
+        factor = jnp.exp(self.linear(params) * tau)
+        return jax.tree.map(lambda v: factor * v, u)
+
+    @abc.abstractmethod
+    def nonlinear(self, u: Any, t: jax.Array, params: Params) -> Any:
+        """N(u, t), a state-shaped pytree."""
+
+
+class SplitStepEquation(Equation):
+    """H = T + W with exactly solvable parts: the protocol of symmetric splittings (kick-drift-kick)."""
+
+    protocol: ClassVar[str] = SPLIT_STEP
+
+    @abc.abstractmethod
+    def kick(self, state: Any, dt: jax.Array, params: Params) -> Any:
+        """Evolve under W alone for ``dt``."""
+
+    @abc.abstractmethod
+    def drift(self, state: Any, dt: jax.Array, params: Params) -> Any:
+        """Evolve under T alone for ``dt``."""
+
+
+@functools.lru_cache(maxsize=64)
+def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCondition,
+                     shardings: tuple[Any, ...]) -> Callable[..., dict[str, jax.Array]]:
+    """The jitted builder of one initial condition's structure (traced numbers come as ``values``)."""
+
+    def build(eq: Equation, coords: Sequence[jax.Array], values: dict[str, jax.Array], p: Params):
+        fields = builder(eq, coords, dataclasses.replace(static, **values), p)
+        return {n: fields[n] for n in names}
+
+    return jax.jit(build, out_shardings=dict(zip(names, shardings, strict=True)))
+
+
+PROTOCOLS: dict[str, type[Equation]] = {SEMILINEAR: SemiLinearEquation, SPLIT_STEP: SplitStepEquation}

@@ -1,0 +1,105 @@
+"""Incompressible Navier-Stokes in a periodic box: what the equation declares (no JAX here).
+
+    du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) (+ f),   div u = 0,   w = curl u
+
+The implementation is :mod:`.equation`; the parameters below are the ``physics.*`` keys when
+``physics.name: navier_stokes``, and the initial conditions the ``initial.*`` keys of each
+``initial.name``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.schema import param, setting
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
+from simulator.time.schemes import SEMILINEAR
+
+FORCINGS = ("none", "linear", "band")
+
+
+@dataclass(frozen=True)
+class NavierStokesParams(EquationParams):
+    """Viscosity and optional constant-power forcing."""
+
+    name: str = setting("navier_stokes", "equation to solve")
+    viscosity: float = param(1.0 / 1600.0, "kinematic viscosity nu", min=0.0)
+    forcing: str = setting("none", "forcing at constant injected power: none, linear (all modes, Lundgren) or band "
+                           "(modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
+    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
+    forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+
+
+@dataclass(frozen=True)
+class TaylorGreen(InitialCondition):
+    """u = A (sin x cos y cos z, -cos x sin y cos z, 0) in units of the box (Brachet et al. 1983)."""
+
+    name: str = setting("taylor_green", "initial condition")
+    amplitude: float = param(1.0, "velocity amplitude A", gt=0.0)
+
+
+@dataclass(frozen=True)
+class ABC(InitialCondition):
+    """Arnold-Beltrami-Childress flow with A = B = C at mode m: curl u = k u, so it decays exactly as
+    exp(-nu k^2 t)."""
+
+    name: str = setting("abc", "initial condition")
+    amplitude: float = param(1.0, "velocity amplitude A = B = C", gt=0.0)
+    wavenumber: int = setting(1, "mode number m of the flow", min=1)
+
+
+@dataclass(frozen=True)
+class RandomVelocity(InitialCondition):
+    """A solenoidal random field with E(k) ~ k^4 exp(-2 (k/k_peak)^2), the same on any device layout
+    and precision for a given seed."""
+
+    name: str = setting("random", "initial condition")
+    amplitude: float = param(1.0, "rms velocity sqrt(<|u|^2>)", gt=0.0)
+    k_peak: float = param(4.0, "peak mode number of the spectrum", gt=0.0)
+    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+
+
+INFO = EquationInfo(
+    name="navier_stokes",
+    summary="incompressible Navier-Stokes, rotational form, Leray projection, 2/3 dealiasing",
+    params=NavierStokesParams,
+    initials=(TaylorGreen, ABC, RandomVelocity),
+    protocol=SEMILINEAR,
+    default_integrator="rk4",
+    implementation="simulator.equations.navier_stokes.equation:NavierStokes",
+    fields={
+        "velocity": FieldInfo(3, "velocity u", r"|u|"),
+        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
+    },
+    state_fields=("velocity",),
+    diagnostics={
+        "energy": "kinetic energy <|u|^2>/2",
+        "enstrophy": "enstrophy <|w|^2>/2",
+        "dissipation": "dissipation rate 2 nu Z",
+        "max_div": "max |div u| (round-off)",
+        "cfl": "CFL number dt max(sum_i |u_i|/dx_i)",
+        "injection": "injected power <u.f> (forced runs only)",
+    },
+    progress=("energy", "cfl"),
+    spectra={"energy": "shell-summed kinetic energy E(k); sum_k E(k) = energy"},
+    plot=PlotSpec(
+        panels=(
+            Panel("energy", (Curve("energy", r"$E = \langle|u|^2\rangle/2$"),)),
+            Panel("rate", (Curve("dissipation", r"$\varepsilon = 2\nu Z$"),
+                           Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
+            Panel("enstrophy", (Curve("enstrophy", r"$Z = \langle|\omega|^2\rangle/2$"),)),
+        ),
+        spectrum="energy",
+        spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
+        slice_field="vorticity",
+        spectrum_guide=-5 / 3,
+    ),
+)

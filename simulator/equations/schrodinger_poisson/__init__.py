@@ -1,0 +1,116 @@
+"""Schrodinger-Poisson (fuzzy dark matter) in a static periodic box: what the equation declares.
+
+    i dpsi/dt = -(nu/2) lap(psi) + (V/nu) psi,    lap(V) = 4 pi G (|psi|^2 - mean |psi|^2),   nu = hbar/m
+
+with |psi|^2 the mass density. Units: any consistent set (lengths in the unit of ``grid.box``, time in
+that of ``time.dt``); e.g. kpc, Gyr and 1e10 Msun give G = 4.50e4 and hbar/m = 1.96e-2 for
+m = 1e-22 eV. The implementation is :mod:`.equation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.schema import param, setting
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
+from simulator.errors import ConfigError
+from simulator.time.schemes import SPLIT_STEP
+
+
+@dataclass(frozen=True)
+class SchrodingerPoissonParams(EquationParams):
+    """The boson's hbar/m and the gravitational constant."""
+
+    name: str = setting("schrodinger_poisson", "equation to solve")
+    hbar_over_m: float = param(0.02, "hbar/m of the boson, length^2/time", gt=0.0)
+    G: float = param(1.0, "gravitational constant, length^3/(mass time^2)", min=0.0)
+
+
+@dataclass(frozen=True)
+class Jeans(InitialCondition):
+    """rho = rho0 (1 + eps cos(k x)) at rest: a density wave along x. Linear theory: delta = eps cosh(gamma t),
+    gamma^2 = 4 pi G rho0 - nu^2 k^4 / 4 (oscillating with omega^2 = -gamma^2 below the Jeans length)."""
+
+    name: str = setting("jeans", "initial condition")
+    density: float = param(1.0, "mean density rho0", gt=0.0)
+    amplitude: float = param(1.0, "relative density perturbation eps", gt=0.0, max=1.0)
+    wavenumber: int = setting(1, "mode number of the wave along x", min=1)
+
+    def check(self, cfg: object) -> None:
+        nx = cfg.grid.shape[0]  # type: ignore[attr-defined]
+        if self.wavenumber >= nx // 2:
+            raise ConfigError("initial.wavenumber", self.wavenumber, f"must be below Nx/2 = {nx // 2}",
+                              "is not resolved by the grid")
+
+
+@dataclass(frozen=True)
+class Soliton(InitialCondition):
+    """The ground-state soliton (found by shooting at start-up) at the box centre, scaled to core radius
+    r_c; it reproduces Schive et al. 2014's rho_c = 1.9 (m/1e-23 eV)^-2 (r_c/kpc)^-4 Msun/pc^3.
+    Keep r_c below about L/20: the periodic images and the subtracted mean perturb a larger one."""
+
+    name: str = setting("soliton", "initial condition")
+    core_radius: float = param(0.1, "core radius r_c, where the density is half the central one", gt=0.0)
+    background: float = param(1.0, "uniform background density added to the soliton's (0 = none)", min=0.0)
+
+
+@dataclass(frozen=True)
+class RandomDensity(InitialCondition):
+    """A cold log-normal random density field that collapses into halos: rho = rho0 exp(d)/<exp(d)>, d a
+    Gaussian field with spectrum ~ k^4 exp(-2 (k/k_peak)^2); the same on any layout and precision."""
+
+    name: str = setting("random", "initial condition")
+    density: float = param(1.0, "mean density rho0", gt=0.0)
+    amplitude: float = param(1.0, "rms of the log-density d", gt=0.0)
+    k_peak: float = param(4.0, "peak mode number of the spectrum of d", gt=0.0)
+    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+
+
+INFO = EquationInfo(
+    name="schrodinger_poisson",
+    summary="Schrodinger-Poisson (fuzzy dark matter) in a static periodic box, kick-drift-kick",
+    params=SchrodingerPoissonParams,
+    initials=(Jeans, Soliton, RandomDensity),
+    protocol=SPLIT_STEP,
+    default_integrator="kdk",
+    implementation="simulator.equations.schrodinger_poisson.equation:SchrodingerPoisson",
+    fields={
+        "density": FieldInfo(0, "mass density |psi|^2", r"\rho", "inferno", log=True),
+        "abs_psi": FieldInfo(0, "|psi|", r"|\psi|", "magma"),
+        "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
+        "potential": FieldInfo(0, "gravitational potential V", r"\Phi", "RdBu_r"),
+        "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
+    },
+    state_fields=("psi",),
+    diagnostics={
+        "mass": "total mass int rho dV",
+        "kinetic": "kinetic energy (nu^2/2) int |grad psi|^2 dV",
+        "potential": "potential energy (1/2) int rho V dV",
+        "total": "total energy K + W (conserved)",
+        "max_density": "maximum density",
+        "cfl": "dt max(6 nu/dx^2, max|V|/nu): phase change per step, in radians",
+    },
+    progress=("total", "max_density", "cfl"),
+    spectra={"density": "shell-summed power of delta = rho/mean(rho) - 1; sums to <delta^2>"},
+    plot=PlotSpec(
+        panels=(
+            Panel("mass change", (Curve("mass", r"$M/M_0 - 1$, $M = \int\rho\,dV$", relative=True),)),
+            Panel("energy", (Curve("kinetic", r"$K = \frac{(\hbar/m)^2}{2}\int|\nabla\psi|^2 dV$"),
+                             Curve("potential", r"$W = \frac{1}{2}\int\rho\Phi\,dV$"),
+                             Curve("total", r"$K + W$"))),
+            Panel("peak density", (Curve("max_density", r"$\max\rho$"),), log="auto"),
+        ),
+        spectrum="density",
+        spectrum_label=r"$P(k)$ of $\delta = \rho/\bar\rho - 1$, $\Sigma_k P(k) = \langle\delta^2\rangle$",
+        slice_field="density",
+        projection=("density",),
+    ),
+)

@@ -1,0 +1,115 @@
+"""One abstraction for everything a run writes: a :class:`Writer` with a :class:`Schedule`.
+
+The run loop calls every writer at every chunk end (on every process, in the same order, since some
+writers are collective); a writer acts when its schedule is due, at the end of the run, and when the
+run is stopped. A schedule has one vocabulary for every output (as Dedalus's file handlers do):
+every N steps, every simulated time interval, every wall-clock interval, at the end. Wall-clock
+triggers are agreed between processes by the loop, so collective writers never diverge.
+
+A writer owns its file: it opens it (truncating what a resumed run wrote past its checkpoint), writes,
+closes, and its module holds the reader too. Adding an output kind is one module with a Writer and a
+config section that enables it.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a writer writes: every ``every`` steps, each time the simulated time passes a multiple of
+    ``dt``, every ``wall`` seconds, and/or at the end. ``at_start``: also at t = 0 of a new run when
+    any periodic trigger is set."""
+
+    every: int = 0
+    dt: float | None = None
+    wall: float | None = None
+    at_end: bool = False
+    at_start: bool = True
+
+    @classmethod
+    def of(cls, section: Any, at_end: bool | None = None) -> Schedule:
+        """The schedule of a config section with ``every``, ``dt``, ``wall`` (and ``at_end``) keys."""
+        return cls(every=int(section.every or 0), dt=section.dt, wall=section.wall,
+                   at_end=bool(section.at_end if at_end is None else at_end))
+
+    @property
+    def periodic(self) -> bool:
+        return bool(self.every or self.dt or self.wall)
+
+    def due(self, step: int, t_prev: float, t_now: float, wall_due: bool = False) -> bool:
+        """Due at a chunk end: by step count, by crossing a multiple of ``dt``, or by wall time."""
+        by_step = bool(self.every) and step % self.every == 0
+        by_time = bool(self.dt) and math.floor(t_now / self.dt + 1e-9) > math.floor(t_prev / self.dt + 1e-9)
+        return by_step or by_time or wall_due
+
+
+@dataclass
+class Moment:
+    """The state of a run at a chunk end, with its derived quantities computed once, on demand.
+
+    ``compute`` maps a name ("diagnostics", "spectra", "fields") to a function of the moment; the
+    results are cached, so several writers share one evaluation.
+    """
+
+    step: int
+    time: float
+    dt: float
+    t_prev: float
+    state: Any
+    compute: dict[str, Callable[[Moment], Any]]
+    final: bool = False
+    stopping: bool = False
+    wall_due: frozenset[str] = frozenset()
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, what: str) -> Any:
+        if what not in self._cache:
+            self._cache[what] = self.compute[what](self)
+        return self._cache[what]
+
+
+class Writer(abc.ABC):
+    """An output of a run. Subclasses set ``name`` and ``schedule`` and implement :meth:`write`."""
+
+    name: str
+    schedule: Schedule
+
+    def __init__(self) -> None:
+        self._last_wall = time.monotonic()
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        """Prepare the output (``resumed_step``: the checkpoint a restart continues from, whose later
+        output belongs to the interrupted segment and is dropped). Default: nothing to prepare."""
+
+    def wall_pending(self) -> bool:
+        """Whether this process's clock says the wall-clock interval has passed (the loop agrees it
+        with the other processes before acting on it)."""
+        return bool(self.schedule.wall) and time.monotonic() - self._last_wall >= self.schedule.wall
+
+    def due(self, moment: Moment) -> bool:
+        s = self.schedule
+        return (s.due(moment.step, moment.t_prev, moment.time, self.name in moment.wall_due)
+                or (moment.final and s.at_end))
+
+    def at_start(self) -> bool:
+        return self.schedule.at_start and self.schedule.periodic
+
+    def maybe_write(self, moment: Moment) -> None:
+        if self.due(moment):
+            self.write(moment)
+            self._last_wall = time.monotonic()
+
+    @abc.abstractmethod
+    def write(self, moment: Moment) -> None:
+        """Write this output for ``moment`` (called on every process)."""
+
+    def close(self) -> None:
+        """Release files; default: nothing held."""

@@ -1,0 +1,68 @@
+"""What every figure shares: size, canvas, titles, notes, saving. No display and no pyplot.
+
+Figures use matplotlib's object-oriented API on an Agg canvas (no pyplot, no display, no global
+backend switch) and matplotlib's default style whatever a matplotlibrc says, so every PNG is
+:data:`PIXELS` in size.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.style
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+FIGSIZE = (8.0, 5.0)
+DPI = 120
+#: width and height of every PNG written here, FIGSIZE * DPI
+PIXELS = (960, 600)
+
+# Matplotlib's defaults for the duration of a call: a user's matplotlibrc (savefig.bbox: tight, another
+# dpi) would otherwise change the size of the PNGs, which frames for a movie must keep.
+default_style = matplotlib.style.context("default")
+
+
+def note(message: str) -> None:
+    """A one-line note on stderr: stdout lists only the files written, for scripts to read."""
+    print(message, file=sys.stderr)
+
+
+def format_time(t: float) -> str:
+    return f"{t:.2f}" if t == 0 or abs(t) >= 0.01 else f"{t:.2g}"
+
+
+def resolution(shape: Sequence[int]) -> str:
+    return f"{shape[0]}³" if len(set(shape)) == 1 else "×".join(str(n) for n in shape)
+
+
+def heading(config: dict[str, Any], when: str) -> str:
+    """Figure title: run name, grid and time, e.g. ``taylor_green  32³  t = 2.00``."""
+    return f"{config['name']}  {resolution(config['grid']['shape'])}  {when}"
+
+
+def figure(rows: int = 1, columns: int = 1, sharex: bool = False,
+           layout: str = "constrained") -> tuple[Figure, np.ndarray]:
+    """A figure of FIGSIZE at DPI on an Agg canvas, with a grid of axes (always a 2D array)."""
+    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout=layout)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(rows, columns, sharex=sharex, squeeze=False)
+
+
+def save(fig: Figure, path: Path, pdf: bool) -> list[Path]:
+    """Write ``fig`` as PNG (and PDF); the whole figure, never cropped, so the PNG is PIXELS in size."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    if not pdf:
+        return [path]
+    fig.savefig(path.with_suffix(".pdf"))
+    return [path, path.with_suffix(".pdf")]
+
+
+def wide_positive(values: Sequence[float]) -> bool:
+    """Whether a log axis suits ``values``: all positive and spanning more than a factor of 10."""
+    return bool(values) and min(values) > 0 and max(values) > 10 * min(values)

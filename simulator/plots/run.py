@@ -1,0 +1,316 @@
+"""Figures of a run directory: time series, spectra, slices and movie frames.
+
+From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
+
+* ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``);
+* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read);
+* ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field (and its projection
+  for fields the equation names);
+* with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
+
+Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
+index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
+JAX; an equation is known by its declaration only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from simulator import equations
+from simulator.equations.spec import EquationInfo, FieldInfo
+from simulator.errors import ConfigError
+from simulator.output.hdf5 import IncompleteOutputError, Snapshot
+from simulator.output.snapshots import snapshot_files
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import read_spectra
+from simulator.output.timeseries import FILE as TIMESERIES_FILE
+from simulator.output.timeseries import read_timeseries
+from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.results import load_run_config
+
+AXES = "xyz"
+#: rows of spectra.h5 shown when no times are asked for
+DEFAULT_SPECTRA = 5
+
+
+def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
+    """Rows of ``times`` to show, ascending: the nearest row to each wanted time, or ``count`` rows
+    spread evenly from the first to the last."""
+    if wanted:
+        rows = {int(np.argmin(np.abs(times - w))) for w in wanted}
+    else:
+        rows = {int(i) for i in np.linspace(0, times.size - 1, min(count, times.size)).round()}
+    return sorted(rows)
+
+
+# ---- time series -------------------------------------------------------------------------------------
+
+
+def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
+    """``plots/timeseries.png`` from ``timeseries.csv``: one panel per ``info.plot.panels``; nothing
+    (and a note) without two rows."""
+    path = run_dir / TIMESERIES_FILE
+    series = read_timeseries(path) if path.is_file() else {}
+    t = series.get("time", np.empty(0))
+    if t.size < 2:
+        note(f"skipped timeseries.png: {path} has {t.size} complete row(s); a curve needs 2")
+        return []
+    panels = info.plot.panels
+    fig, axes = figure(len(panels), 1, sharex=True)
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        drawn = []
+        for curve in panel.curves:
+            values = series.get(curve.column)
+            if values is None:  # a column can be absent, e.g. injection in an unforced run
+                continue
+            values = values / values[0] - 1 if curve.relative else values
+            ax.plot(t, values, label=curve.label)
+            drawn.extend(values.tolist())
+        if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
+            ax.set_yscale("log")
+        ax.set_ylabel(panel.ylabel)
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("t (code units)")
+    fig.align_ylabels()
+    fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
+    return save(fig, run_dir / "plots" / "timeseries.png", pdf)
+
+
+# ---- spectra -------------------------------------------------------------------------------------------
+
+
+def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
+    """A dashed k^exponent line over the middle of the resolved range of ``e`` (shells above the mean
+    holding more than 1e-10 of the peak), through ``e`` at its low end so the eye compares slopes."""
+    resolved = np.flatnonzero((k > 0) & (e > 1e-10 * e.max()))
+    if resolved.size < 4:
+        return
+    lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
+    k_guide = np.geomspace(k[lo], k[hi], 20)
+    ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1, label=rf"$\propto k^{{{exponent:.3g}}}$")
+
+
+def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
+                 pdf: bool = False) -> list[Path]:
+    """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
+    (default: a few from first to last)."""
+    path = run_dir / SPECTRA_FILE
+    if not path.is_file():
+        note(f"skipped spectra.png: no {path}; set output.spectra.every")
+        return []
+    name = info.plot.spectrum
+    try:
+        t_all = read_spectra(path)["time"]
+        rows = select_rows(t_all, times) if t_all.size else []
+        table = read_spectra(path, rows) if rows else {}
+        k, power = table.get("k"), table.get(name)
+    except (OSError, KeyError) as err:
+        note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
+        return []
+    if power is None:
+        note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
+        return []
+    fig, axes = figure()
+    ax = axes[0, 0]
+    shells = k > 0  # shell 0 is the mean, which a log axis cannot show
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(rows)))
+    for values, row, colour in zip(power, rows, colours, strict=True):
+        positive = np.where(values > 0, values, np.nan)  # dealiased shells are exactly 0
+        ax.loglog(k[shells], positive[shells], "o-", ms=3, color=colour, label=f"t = {format_time(t_all[row])}")
+    if info.plot.spectrum_guide is not None:
+        _power_law_guide(ax, k, power[-1], info.plot.spectrum_guide)
+    ax.set_ylabel(info.plot.spectrum_label)
+    ax.set_xlabel(r"$k$ (shell centre, code units)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="best", fontsize="small")
+    when = f"t = {format_time(t_all[rows[0]])} – {format_time(t_all[rows[-1]])}"
+    fig.suptitle(heading(config, f"{name} spectrum  {when}"))
+    return save(fig, run_dir / "plots" / "spectra.png", pdf)
+
+
+# ---- slices ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One image of a slice figure: ``data[i, j]`` with i along the horizontal axis, and its labels."""
+
+    title: str
+    label: str
+    cmap: str
+    data: np.ndarray
+
+
+def _shown(style: FieldInfo, values: np.ndarray, vector: bool) -> np.ndarray:
+    """What a panel shows of some values: the magnitude of a vector field, log10 where the field asks."""
+    if vector:
+        values = np.sqrt(np.sum(values.astype(np.float64) ** 2, axis=0))
+    if style.log:
+        values = np.log10(np.maximum(values, np.finfo(np.float64).tiny))
+    return values
+
+
+def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
+    """The mean of scalar ``field`` along ``axis``, read one x-plane at a time.
+
+    x-planes, not planes normal to ``axis``: blocks are stored in (x, y, z) order, so an x-plane is
+    contiguous in each shard file and the field is read sequentially, whichever axis is summed.
+    """
+    nx, ny, nz = snap.file[field].shape
+    if axis == 0:
+        total = np.zeros((ny, nz))
+        for i in range(nx):
+            total += snap.read(field, (i, slice(None), slice(None)))
+        return total / nx
+    out = np.empty((nx, nz if axis == 1 else ny))
+    for i in range(nx):
+        out[i] = snap.read(field, (i, slice(None), slice(None))).mean(axis=axis - 1)
+    return out
+
+
+def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> list[Panel]:
+    """The images of one snapshot: the mid-plane normal to ``axis`` of ``field`` (one plane read, all
+    components of a vector field), and its projection along ``axis`` for the fields the equation asks."""
+    shape = snap.file[field].shape
+    vector = len(shape) == 4
+    middle = shape[-3 + axis] // 2
+    index: list[Any] = [slice(None)] * len(shape)
+    index[len(shape) - 3 + axis] = middle
+    style = info.fields.get(field, FieldInfo(3 if vector else 0, field, field))
+    symbol = style.symbol or field
+    label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
+    where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
+    panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g}", label, style.cmap,
+                    _shown(style, snap.read(field, tuple(index)), vector))]
+    if field in info.plot.projection and not vector:
+        mean = rf"\langle {symbol}\rangle_{AXES[axis]}"
+        shown = rf"$\log_{{10}} {mean}$" if style.log else f"${mean}$"
+        panels.append(Panel(f"{field} projected along {AXES[axis]}", shown, style.cmap,
+                            _shown(style, project(snap, field, axis), False)))
+    return panels
+
+
+def _limits(panels: Sequence[Panel]) -> list[tuple[float, float]]:
+    """Colour limits of each panel: its finite range, widened when the panel is uniform."""
+    out = []
+    for panel in panels:
+        finite = panel.data[np.isfinite(panel.data)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        out.append((lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
+    return out
+
+
+def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
+                 axis: int, heading: str) -> Figure:
+    """The slice figure: panels side by side, axes in code length units, a colour bar each."""
+    fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as tall as the images
+    across, up = (a for a in range(3) if a != axis)
+    for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
+        # each value drawn as the cell [i, i+1) * dx that starts at its grid point i * dx
+        image = ax.imshow(panel.data.T, origin="lower", extent=(0, box[across], 0, box[up]), cmap=panel.cmap,
+                          vmin=lo, vmax=hi, interpolation="nearest")
+        ax.set_xlabel(AXES[across])
+        ax.set_ylabel(AXES[up])
+        ax.set_title(panel.title, fontsize="medium")
+        fig.colorbar(image, ax=ax, label=panel.label, shrink=0.85)
+    fig.suptitle(heading)
+    return fig
+
+
+def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
+    return heading(config, f"t = {format_time(float(snap.attrs['time']))}")
+
+
+def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
+               pdf: bool = False) -> list[Path]:
+    """``plots/slice.png`` from the last complete snapshot; nothing (and a note) without snapshots."""
+    for path in reversed(snapshot_files(run_dir)):
+        try:
+            snap = Snapshot(path)
+        except IncompleteOutputError as err:  # the newest may be being written now
+            note(f"passed over {path}: {err}")
+            continue
+        with snap:
+            panels = slice_panels(snap, field, axis, info)
+            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap))
+        return save(fig, run_dir / "plots" / "slice.png", pdf)
+    note(f"skipped slice.png: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
+          "output.snapshots.dt")
+    return []
+
+
+def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int) -> list[Path]:
+    """``plots/frames/slice_NNNN.png``: the slice of every complete snapshot, numbered from 0, with the
+    colour limits of the whole series, at one pixel size: ready for ffmpeg.
+
+    Two passes over the snapshots (limits, then images) so that only one snapshot's planes are held.
+    """
+    readable: list[Path] = []
+    limits: list[tuple[float, float]] = []
+    for path in snapshot_files(run_dir):
+        try:
+            with Snapshot(path) as snap:
+                these = _limits(slice_panels(snap, field, axis, info))
+        except IncompleteOutputError as err:
+            note(f"passed over {path}: {err}")
+            continue
+        readable.append(path)
+        limits = [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(limits, these, strict=True)] if limits else these
+    if not readable:
+        note(f"skipped frames: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
+              "output.snapshots.dt")
+        return []
+    out = run_dir / "plots" / "frames"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("slice_*.png"):  # frames left by an earlier, longer series would join the movie
+        old.unlink()
+    written = []
+    for number, path in enumerate(readable):
+        with Snapshot(path) as snap:
+            fig = slice_figure(slice_panels(snap, field, axis, info), limits, snap.attrs["box"], axis,
+                               _snapshot_heading(config, snap))
+        written += save(fig, out / f"slice_{number:04d}.png", pdf=False)
+    note(f"movie: ffmpeg -framerate 10 -i {out}/slice_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / 'slice.mp4'}")
+    return written
+
+
+@default_style
+def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
+             frames: bool = False, pdf: bool = False) -> list[Path]:
+    """Every figure of a run directory (see the module docstring); returns the files written.
+
+    Reads ``config.yaml``, ``timeseries.csv``, ``spectra.h5`` and ``snapshots/s*.h5``. ``field``
+    (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows.
+    Raises ConfigError for a missing or foreign directory, an unknown axis or field.
+    """
+    config = load_run_config(run_dir)
+    info = equations.get(config["physics"]["name"])
+    if axis not in AXES:
+        raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
+    field = field or info.plot.slice_field
+    for path in reversed(snapshot_files(run_dir)):  # check the field before anything is written
+        try:
+            with Snapshot(path) as snap:
+                fields = snap.fields
+        except IncompleteOutputError:
+            continue
+        if field not in fields:
+            raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
+        break
+    written = [*plot_timeseries(run_dir, config, info, pdf), *plot_spectra(run_dir, config, info, times, pdf),
+               *plot_slice(run_dir, config, info, field, AXES.index(axis), pdf)]
+    if frames:
+        written += plot_frames(run_dir, config, info, field, AXES.index(axis))
+    if not written:
+        note(f"nothing to plot in {run_dir} yet")
+    return written

@@ -1,0 +1,135 @@
+"""The figure of a sweep directory: one collected result against one swept key."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import yaml
+
+from simulator.errors import ConfigError
+from simulator.plots.figures import default_style, figure, note, save, wide_positive
+from simulator.sweep import COLLECTED, MANIFEST
+
+#: columns of collected.csv that are neither swept keys nor results
+SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
+#: the default column of a sweep plot, the first present, else the first final_ column but final_cfl
+SWEEP_DEFAULTS = ("peak_dissipation", "peak_max_density")
+
+
+def _sweep_column(diagnostic: str | None, results: Sequence[str]) -> str:
+    """The collected.csv column to plot: ``final_X``, ``peak_X``, bare ``X`` (= final_X), or the
+    default (:data:`SWEEP_DEFAULTS`; the CFL number is a numerical setting, not a result)."""
+    if diagnostic is None:
+        preferred = [c for c in SWEEP_DEFAULTS if c in results]
+        finals = [c for c in results if c.startswith("final_") and c != "final_cfl"]
+        if preferred or finals or results:
+            return (preferred or finals or list(results))[0]
+        raise ConfigError("--diagnostic", None, "collected.csv has no final_ or peak_ columns", "has nothing to plot")
+    column = diagnostic if diagnostic.startswith(("final_", "peak_")) else f"final_{diagnostic}"
+    if column not in results:
+        raise ConfigError("--diagnostic", diagnostic, f"choose one of {', '.join(results)} (a bare name X means "
+                          "final_X)", "is not a column of collected.csv")
+    return column
+
+
+def _as_float(text: str) -> float | None:
+    """The number in ``text``; None for an empty or non-numeric entry, or NaN (a point that blew up)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if math.isnan(value) else value
+
+
+@default_style
+def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | None = None,
+               pdf: bool = False) -> Path:
+    """``plots/sweep_<column>.png``: one result column of a sweep against one swept key; returns its path.
+
+    Reads ``collected.csv`` (written by ``simulator sweep --collect``): ``index``, ``status``, ``out``,
+    one column per swept dotted key, ``time``, then ``final_<diag>`` and ``peak_<diag>`` (empty for
+    points with no result, NaN for one that blew up); and the sweep's name and swept keys from its
+    manifest ``sweep.yaml``. ``diagnostic`` names the column (see :func:`_sweep_column`), ``against``
+    the swept key on the x axis (default the first); with more swept keys there is one line per
+    combination of the others. Points not ``finished`` are drawn hollow; points without a value are
+    left out, and a note on the figure says how many. Raises ConfigError without collected.csv or for
+    an unknown column or key.
+    """
+    table = sweep_dir / COLLECTED
+    if not table.is_file():
+        raise ConfigError("RUN_DIR", str(sweep_dir), f"run `simulator sweep --collect {sweep_dir}` first",
+                          "is a sweep without collected.csv")
+    with open(table, newline="") as fh:
+        reader = csv.DictReader(fh)
+        # a short row leaves None in its missing columns: read as empty, like a point without a value
+        rows = [{key: value or "" for key, value in row.items() if key is not None} for row in reader]
+        columns = list(reader.fieldnames or [])
+    try:
+        manifest = yaml.safe_load((sweep_dir / MANIFEST).read_text())
+    except (OSError, yaml.YAMLError):
+        manifest = None
+    manifest = manifest if isinstance(manifest, dict) else {}
+    results = [c for c in columns if c.startswith(("final_", "peak_"))]
+    swept = [c for c in columns if c not in SWEEP_FIXED_COLUMNS and c not in results]
+    if isinstance(manifest.get("swept"), list):  # the manifest says which columns are swept keys
+        swept = [c for c in swept if c in manifest["swept"]]
+    column = _sweep_column(diagnostic, results)
+    x_key = against or (swept[0] if swept else "")
+    if x_key not in swept:
+        raise ConfigError("--against", against, f"choose one of {', '.join(swept) or '(none: no swept columns)'}",
+                          "is not a swept key of collected.csv")
+    others = [c for c in swept if c != x_key]
+
+    # a swept key of strings (a backend, an integrator) goes on a categorical axis in sweep order
+    numeric = all(_as_float(row[x_key]) is not None for row in rows if row.get(x_key))
+    categories = list(dict.fromkeys(row[x_key] for row in rows if row.get(x_key)))
+    groups: dict[tuple[str, ...], list[tuple[float, float, bool]]] = {}
+    omitted = 0
+    for row in rows:
+        y = _as_float(row.get(column, ""))
+        if y is None or not row.get(x_key):
+            omitted += 1
+            continue
+        x = _as_float(row[x_key]) if numeric else categories.index(row[x_key])
+        groups.setdefault(tuple(row.get(c, "") for c in others), []).append((x, y, row.get("status") == "finished"))
+
+    fig, axes = figure()
+    ax = axes[0, 0]
+    colours = matplotlib.colormaps["tab10"]
+    unfinished = 0
+    for number, (combination, points) in enumerate(sorted(groups.items())):
+        points.sort()
+        xs, ys, done = (list(v) for v in zip(*points, strict=True))
+        colour = colours(number % 10)
+        label = ", ".join(f"{k} = {v}" for k, v in zip(others, combination, strict=True)) or None
+        ax.plot(xs, ys, "-", color=colour, label=label)
+        for x, y, ok in points:
+            ax.plot(x, y, "o", color=colour, markerfacecolor=colour if ok else "none")
+        unfinished += done.count(False)
+    xs_all = [x for points in groups.values() for x, _, _ in points]
+    ys_all = [y for points in groups.values() for _, y, _ in points]
+    if numeric and wide_positive(xs_all):
+        ax.set_xscale("log")
+    if wide_positive(ys_all):
+        ax.set_yscale("log")
+    if not numeric:
+        ax.set_xticks(range(len(categories)), categories)
+    if not groups:
+        ax.text(0.5, 0.5, f"no values of {column} yet", transform=ax.transAxes, ha="center")
+    if others and groups:
+        ax.legend(loc="best", fontsize="small")
+    notes = [f"hollow: {unfinished} point(s) not finished"] if unfinished else []
+    notes += [f"{omitted} point(s) without a value left out"] if omitted else []
+    if notes:
+        fig.supxlabel("; ".join(notes), fontsize="small", color="0.3")  # below the axes, laid out with them
+        note(f"{table}: " + "; ".join(notes))
+    which, _, diag = column.partition("_")
+    ax.set_ylabel(f"{diag} ({'maximum over the run' if which == 'peak' else 'at the end of the run'})")
+    ax.set_xlabel(x_key)
+    ax.grid(alpha=0.3, which="both")
+    fig.suptitle(f"sweep {manifest.get('name') or sweep_dir.resolve().name}: {column} against {x_key}")
+    return save(fig, sweep_dir / "plots" / f"sweep_{column}.png", pdf)[0]

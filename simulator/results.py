@@ -1,0 +1,91 @@
+"""A finished (or running) run directory, loaded in one call, without JAX: ``simulator.load_run``.
+
+    run = simulator.load_run("outputs/quickstart")
+    run.config["physics"]["viscosity"]          # the resolved config (a dict)
+    run.timeseries["energy"]                     # NumPy arrays by column: step, time, dt, diagnostics
+    run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
+    with run.snapshots[-1].open() as snap:       # the last snapshot
+        u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
+
+Snapshots are read lazily (one field or one slice at a time, only the shard blocks it touches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from simulator.errors import ConfigError
+from simulator.output.hdf5 import Snapshot
+from simulator.output.snapshots import snapshot_files
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import read_spectra
+from simulator.output.timeseries import FILE as TIMESERIES_FILE
+from simulator.output.timeseries import read_timeseries
+from simulator.run.rundir import read_status
+
+CONFIG_FILE = "config.yaml"
+
+
+def load_run_config(run_dir: Path) -> dict[str, Any]:
+    """The resolved config of a run, read from ``RUN_DIR/config.yaml`` (its ``config`` entry).
+
+    Raises ConfigError when ``run_dir`` does not exist or holds no readable ``config.yaml``.
+    """
+    from simulator.equations import registry
+
+    allowed = "give a directory written by `simulator run` (or a sweep directory holding sweep.yaml)"
+    if not run_dir.is_dir():
+        raise ConfigError("RUN_DIR", str(run_dir), allowed,
+                          "is not a directory" if run_dir.exists() else "does not exist")
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError("RUN_DIR", str(run_dir), allowed, f"is not a run directory (it has no {CONFIG_FILE})")
+    try:
+        config = yaml.safe_load(path.read_text())["config"]
+        usable = (bool(config["name"]) and len(config["grid"]["shape"]) == 3
+                  and config["physics"]["name"] in registry())
+    except (yaml.YAMLError, OSError, KeyError, TypeError, ValueError):
+        usable = False
+    if not usable:
+        raise ConfigError("RUN_DIR", str(run_dir), allowed, f"has a {CONFIG_FILE} without a run's resolved config")
+    return config
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    """A snapshot on disk: its index file, step and time; :meth:`open` reads it."""
+
+    path: Path
+    step: int
+
+    def open(self) -> Snapshot:
+        return Snapshot(self.path)
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """What a run wrote (see the module docstring). Empty tables where a file is absent."""
+
+    path: Path
+    config: dict[str, Any]
+    status: dict[str, Any] | None
+    timeseries: dict[str, np.ndarray] = field(default_factory=dict)
+    spectra: dict[str, np.ndarray] = field(default_factory=dict)
+    snapshots: tuple[SnapshotRef, ...] = ()
+
+
+def load_run(path: str | Path) -> RunResults:
+    """Load a run directory: config, status, time series, spectra and the list of snapshots."""
+    run_dir = Path(path)
+    config = load_run_config(run_dir)
+    series = run_dir / TIMESERIES_FILE
+    spectra = run_dir / SPECTRA_FILE
+    snaps = tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
+    return RunResults(run_dir, config, read_status(run_dir),
+                      read_timeseries(series) if series.is_file() else {},
+                      read_spectra(spectra) if spectra.is_file() else {}, snaps)

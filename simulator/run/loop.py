@@ -1,0 +1,269 @@
+"""The run loop: a jitted chunk of steps, then the writers whose schedule is due, then the next chunk.
+
+The flow of one run: the validated config -> the runtime (processes, devices, mesh; set up by the
+caller) -> :class:`~simulator.run.simulation.Simulation` (FFT backend, equation, parameters) -> the
+initial state (or the checkpoint a restart continues from) -> per chunk: advance, agree on stop
+requests and wall-clock triggers across processes, let every writer act (time series and spectra,
+then a NaN/Inf check, then snapshots and checkpoints), choose the next dt, report progress. Python runs
+only between chunks.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import yaml
+
+from simulator import runtime
+from simulator import spectra as spectra_mod
+from simulator.config import Config, to_dict
+from simulator.errors import ConfigError
+from simulator.log import get_logger
+from simulator.output import checkpoints
+from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.hdf5 import OutputWriteError, barrier
+from simulator.output.snapshots import SnapshotWriter
+from simulator.output.spectra import SpectraWriter
+from simulator.output.timeseries import TimeSeriesWriter
+from simulator.run import rundir
+from simulator.run.progress import Progress
+from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
+from simulator.run.simulation import Simulation
+from simulator.time.control import Stepper
+
+
+class NonFiniteError(RuntimeError):
+    """A diagnostic became NaN or Inf."""
+
+
+def git_revision() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool) -> checkpoints.Checkpoint:
+    """The checkpoint a restart continues from, checked against this run's config (nothing is written)."""
+    ckpt = checkpoints.find(out if restart == "latest" else Path(restart))
+    if ckpt is None:
+        raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
+                          "has nothing to resume")
+    old = ckpt.meta["config"]
+    if tuple(old["grid"]["shape"]) != tuple(cfg.grid.shape):
+        raise ConfigError("--restart", str(ckpt.index), f"this run's grid.shape is {list(cfg.grid.shape)}",
+                          f"holds grid {old['grid']['shape']}")
+    if old["physics"]["name"] != cfg.physics.name:
+        raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
+                          f"holds a {old['physics']['name']} state")
+    diffs = rundir.physics_changes(old, cfg)
+    if diffs and not allow_physics_change:
+        raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
+                          f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
+    return ckpt
+
+
+def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_physics_change: bool = False,
+        resume_hint: str = "") -> int:
+    """Run ``cfg`` into ``out`` (already prepared); ``restart`` = "latest" or a checkpoint path.
+
+    Returns 0 when finished, EXIT_INTERRUPTED when a signal or runtime.max_wall stopped it (after a
+    checkpoint). Raises NonFiniteError, OutputWriteError, ConfigError (bad restart).
+    """
+    rank0 = jax.process_index() == 0
+    ckpt = checkpoint_to_resume(cfg, out, restart, allow_physics_change) if restart is not None else None
+    if ckpt is not None and Stepper(cfg.time, cfg.output.every).finished(ckpt.time):
+        get_logger().info("%s already finished (step %d, t = %.6g): nothing to do", out, ckpt.step, ckpt.time)
+        if rank0 and (rundir.read_status(out) or {}).get("state") != "finished" and out.exists():
+            rundir.write_status(out, "finished", ckpt.step, ckpt.time, 0)
+        return 0
+    lock = rundir.RunLock(out)
+    handler = None
+    if rank0:
+        lock.acquire()
+        handler = logging.FileHandler(out / "run.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        get_logger().addHandler(handler)
+    try:
+        with StopRequest() as stop:
+            return _run(cfg, out, mode, ckpt, resume_hint, stop)
+    except BaseException:
+        if rank0:
+            last = rundir.read_status(out) or {}
+            try:
+                rundir.write_status(out, "failed", last.get("step"), last.get("time"), 1)
+            except OutputWriteError:  # e.g. the disk is full: the error being raised is the one to report
+                pass
+        raise
+    finally:
+        if handler is not None:
+            get_logger().removeHandler(handler)
+            handler.close()
+        lock.release()
+
+
+def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpoint | None) -> dict[str, Any]:
+    return {
+        "config": to_dict(cfg), "versions": runtime.versions(), "git_revision": git_revision(),
+        "process_mode": mode, "processes": jax.process_count(), "devices": jax.device_count(),
+        "platform": jax.default_backend(), "layout": sim.fft.describe(),
+        "slurm": runtime.slurm_environment(), "restart": None if ckpt is None else str(ckpt.index),
+    }
+
+
+def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
+    log = get_logger()
+    log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
+             list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
+             cfg.time.dt, cfg.time.t_end)
+    log.info("physics: %s; initial: %s", to_dict(cfg.physics), to_dict(cfg.initial))
+    log.info("devices: %d %s on %d process(es) (%s); %s", jax.device_count(), jax.default_backend(),
+             jax.process_count(), meta["process_mode"], sim.fft.describe())
+    log.info("versions: %s; git %s; slurm: %s", " ".join(f"{k}={v}" for k, v in meta["versions"].items()),
+             meta["git_revision"], {k: v for k, v in meta["slurm"].items() if v} or "none")
+
+
+def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path,
+             rank0: bool) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
+    """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
+    (snapshots, checkpoints) after it."""
+    log = get_logger()
+    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0)]
+    spectra_schedule = Schedule.of(cfg.output.spectra)
+    if spectra_schedule.periodic or spectra_schedule.at_end:
+        records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
+                                     rank0))
+
+    def snapshot_attrs(m: Moment) -> dict[str, Any]:
+        return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
+                "layout": meta["layout"], "box": list(cfg.grid.box)}
+
+    names = [n for n, f in sim.info.fields.items() if f.snapshot]
+    dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
+                                          log.info)]
+
+    def save(m: Moment) -> Path:
+        eq = sim.equation
+        return checkpoints.write(out, m.state, step=m.step, time=m.time, dt=stepper.dt, epoch=stepper.epoch,
+                                 spaces=eq.leaf_spaces(m.state), perm=sim.fft.perm,
+                                 full_spectrum=not sim.fft.has_real_transform,
+                                 meta={"config": meta["config"], "backend": cfg.fft.backend}, keep=cfg.checkpoint.keep)
+
+    ck = cfg.checkpoint
+    saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
+    dumps.append(saver)
+    return records, dumps, saver
+
+
+def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None, resume_hint: str,
+         stop: StopRequest) -> int:
+    log = get_logger()
+    rank0 = jax.process_index() == 0
+    sim = Simulation(cfg)
+    meta = _metadata(cfg, sim, mode, ckpt)
+    _log_header(cfg, sim, meta)
+
+    if ckpt is not None:
+        template = sim.initial_state()  # the layout and shardings a restored state must have
+        state = checkpoints.restore(ckpt, template, sim.fft, sim.equation.leaf_spaces(template))
+        step, t = ckpt.step, ckpt.time
+        stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch)
+        changed = f"; time step now {stepper.dt:.6g}" if stepper.dt != ckpt.dt else ""
+        log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), step, t, ckpt.dt,
+                 changed)
+    else:
+        state, step, t = sim.initial_state(), 0, 0.0
+        stepper = Stepper(cfg.time, cfg.output.every)
+    if rank0:
+        segments = out / "segments"
+        segments.mkdir(exist_ok=True)
+        number = len(list(segments.glob("segment_*.yaml")))
+        text = yaml.safe_dump({**meta, "segment": number, "start_step": step}, sort_keys=False)
+        (segments / f"segment_{number:03d}.yaml").write_text(text)
+        (out / "config.yaml").write_text(text)
+        rundir.write_status(out, "running", step, t)
+
+    records, dumps, saver = _writers(cfg, sim, meta, stepper, out, rank0)
+    saver.last = None if ckpt is None else ckpt.index.with_suffix("")
+    writers = [*records, *dumps]
+    compute = {"diagnostics": lambda m: sim.report(m.state, m.dt),
+               "spectra": lambda m: {k: np.asarray(jax.device_get(v)) for k, v in sim.spectra(m.state).items()},
+               "fields": lambda m: sim.fields(m.state)}
+    cells = math.prod(cfg.grid.shape)
+    start_step = step
+    progress = Progress(step, t, stepper.t_end)
+    wall_start = time.monotonic()
+    try:
+        for w in writers:
+            w.open(out, None if ckpt is None else ckpt.step)
+        if ckpt is None:
+            first = Moment(step, t, stepper.dt, -math.inf, state, compute)
+            for w in records:  # t = 0: a time-series row always, spectra and snapshots when periodic
+                if w is records[0] or w.at_start():
+                    w.write(first)
+            _check_finite(first, saver)
+            for w in dumps:
+                if w.at_start():
+                    w.write(first)
+            stepper.adapt(first.get("diagnostics").get(sim.info.cfl or "", 0.0))
+        last_chunk_s = 0.0
+        while not stepper.finished(t):
+            chunk_start = time.monotonic()
+            n, dt = stepper.next_chunk(t)
+            state = sim.advance(state, n, dt, t, donate=True)
+            t_prev, step = t, step + n
+            t = stepper.time_after(step, t, n, dt)
+            finished = stepper.finished(t)
+            limit = cfg.runtime.max_wall
+            near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
+            flags = agree([stop.code(), int(near_limit), *(int(w.wall_pending()) for w in writers)])
+            signal_name, stopping = StopRequest.name(flags[0]), bool(flags[0] or flags[1]) and not finished
+            m = Moment(step, t, dt, t_prev, state, compute, final=finished, stopping=stopping,
+                       wall_due=frozenset(w.name for w, f in zip(writers, flags[2:], strict=True) if f))
+            for w in records:
+                w.maybe_write(m)
+            _check_finite(m, saver)
+            for w in dumps:
+                w.maybe_write(m)
+            stepper.adapt(m.get("diagnostics").get(sim.info.cfl or "", 0.0))
+            progress.update(step, t)
+            diag = m.get("diagnostics")
+            shown = " ".join(f"{k}={diag[k]:.6g}" for k in sim.info.progress if k in diag)
+            log.info("step %d t=%.4f dt=%.3g %s %s", step, t, dt, shown, progress.describe(cells))
+            if rank0:
+                rundir.write_status(out, "running", step, t)
+            last_chunk_s = time.monotonic() - chunk_start
+            if stopping:
+                why = signal_name or f"runtime.max_wall = {cfg.runtime.max_wall:g} s"
+                log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s",
+                            why, step, t, resume_hint or f"simulator run CONFIG --resume --out {out}")
+                if rank0:
+                    rundir.write_status(out, "interrupted", step, t, EXIT_INTERRUPTED)
+                # srun --kill-on-bad-exit ends every task once one exits 75: nobody leaves before all is written
+                barrier("interrupted")
+                return EXIT_INTERRUPTED
+        if rank0:
+            rundir.write_status(out, "finished", step, t, 0)
+    finally:
+        for w in writers:
+            w.close()
+    first_chunk = f"; first chunk {progress.first_chunk_s:.1f} s with compilation" if progress.first_chunk_s else ""
+    log.info("finished: this segment %d steps in %.1f s (%d compilation(s)%s); run total %d steps, t = %.6g; "
+             "output in %s", step - start_step, progress.elapsed, sim.traces, first_chunk, step, t, out)
+    return 0
+
+
+def _check_finite(m: Moment, saver: checkpoints.CheckpointWriter) -> None:
+    diag = m.get("diagnostics")
+    bad = [k for k, v in diag.items() if not math.isfinite(v)]
+    if bad:
+        raise NonFiniteError(f"{', '.join(bad)} became non-finite at step {m.step}, t = {m.time:.6g}; last good "
+                             f"checkpoint: {saver.last or 'none'}")

@@ -1,0 +1,196 @@
+"""The simulation object: a config made into an FFT backend, an equation, its parameters and a
+compiled chunk of time steps. The run loop drives it; the public API (:mod:`simulator.api`) hands it
+to users as ``simulator.Simulation``.
+
+The chunk ``(equation, state, t, n_steps, dt, params) -> state`` is compiled once: the step count,
+dt and the physical parameters are traced arguments, so the last, shorter chunk, an adaptive dt and a
+sweep over any physical parameter reuse the same program. Arrays stay sharded on the mesh; nothing
+here gathers a global array (except :meth:`Simulation.to_numpy`, which says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator import equations, runtime
+from simulator.config import Config
+from simulator.equations.base import PROTOCOLS, Equation
+from simulator.equations.spec import InitialCondition
+from simulator.time.schemes import SCHEMES
+
+#: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
+#: function of a block's global index (a tuple of slices) returning that block
+FieldSource = np.ndarray | jax.Array | Callable[[tuple[slice, ...]], np.ndarray]
+
+
+class Simulation:
+    """Everything a run needs, built from a validated config once the runtime is set up.
+
+    ``devices``: the devices to lay the mesh over (default: all of them).
+    """
+
+    def __init__(self, cfg: Config, devices: Any = None):
+        self.cfg = cfg
+        self.info = equations.get(cfg.physics.name)
+        self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
+        self.fft = runtime.make_fft(cfg, devices)
+        cls = self.info.load()
+        if not issubclass(cls, PROTOCOLS[self.info.protocol]):
+            raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
+        self.equation: Equation = cls(self.fft, cfg.grid.box, self.dtype, cfg.physics)
+        self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
+        self.scheme = SCHEMES[cfg.time.integrator]
+        self.traces = 0
+        self.scalar_sharding = self.fft.replicated_sharding()
+        self._chunks: dict[bool, Any] = {}
+        self._diagnostics = jax.jit(lambda eq, s, dt, p: eq.diagnostics(s, dt, p))
+        self._spectra = jax.jit(lambda eq, s, p: eq.spectra(s, p))
+        self._fields = jax.jit(lambda eq, s, p: eq.fields(s, p))
+
+    @classmethod
+    def from_config(cls, source: Any = None, overrides: Mapping[str, Any] | Sequence[str] = (), *,
+                    cpu_devices: int | None = None, devices: Any = None) -> Simulation:
+        """Load a config (a YAML path, a mapping or None for the defaults, plus overrides: see
+        :func:`simulator.api.load_config`), set up the runtime for it if this process has not yet
+        (``cpu_devices`` virtual CPU devices, as ``--cpu-devices``; precision; processes), and build."""
+        from simulator.api import load_config
+
+        cfg = load_config(source, overrides)
+        if cpu_devices is not None:
+            cfg = dataclasses.replace(cfg, runtime=dataclasses.replace(cfg.runtime, cpu_devices=cpu_devices))
+        runtime.setup(cfg)
+        return cls(cfg, devices)
+
+    # ---- parameters and states -------------------------------------------------------------------------
+
+    def parameters(self, **values: float) -> dict[str, jax.Array]:
+        """The traced parameters with some replaced, e.g. ``sim.parameters(viscosity=1e-3)``: pass the
+        result to :meth:`advance` to change physics without recompiling."""
+        unknown = sorted(set(values) - set(self.params))
+        if unknown:
+            raise KeyError(f"{unknown[0]!r} is not a traced parameter of {self.info.name}; "
+                           f"they are: {', '.join(self.params)}")
+        return {**self.params, **{k: jnp.asarray(v, self.dtype) for k, v in values.items()}}
+
+    def initial_state(self, initial: InitialCondition | Mapping[str, Any] | None = None,
+                      params: Mapping[str, Any] | None = None) -> Any:
+        """An initial condition's state, in the backend's layouts: the configured one, or another of this
+        equation's given as a mapping like the ``initial`` config section (``{"name": "abc",
+        "wavenumber": 2}``, validated the same way) or as its dataclass."""
+        if isinstance(initial, Mapping):
+            from simulator.config.model import INITIAL
+            from simulator.schema import build_variant
+
+            initial = build_variant(INITIAL, dict(initial), "initial", {"physics": self.cfg.physics})
+        return self.equation.initial(initial or self.cfg.initial, self.params if params is None else dict(params))
+
+    def state_from_fields(self, **fields: FieldSource) -> Any:
+        """A state from real-space fields by name (``info.state_fields``: ``velocity`` of shape
+        ``(3, Nx, Ny, Nz)`` for Navier-Stokes, ``psi`` ``(Nx, Ny, Nz)`` for Schrodinger-Poisson, ...).
+
+        Each field is a global NumPy array (every process passes the same one and keeps only its own
+        blocks), a ``jax.Array``, or a function ``block(index) -> array`` of a block's global index
+        (a tuple of slices), for fields too large to hold on one host.
+        """
+        wanted = set(self.info.state_fields)
+        if set(fields) != wanted:
+            raise KeyError(f"{self.info.name} builds a state from {', '.join(sorted(wanted))}; got "
+                           f"{', '.join(sorted(fields)) or 'nothing'}")
+        arrays = {}
+        for name, source in fields.items():
+            spec = self.info.fields[name]
+            dtype = jnp.result_type(self.dtype, jnp.complex64) if spec.complex else self.dtype
+            shape = ((spec.components,) if spec.components else ()) + tuple(self.fft.shape)
+            sharding = self.fft.real_sharding(1 if spec.components else 0)
+            if isinstance(source, jax.Array):
+                arrays[name] = jax.device_put(source.astype(dtype), sharding)
+                continue
+            if callable(source):
+                block = source
+            else:
+                host = np.asarray(source)
+                if host.shape != shape:
+                    raise ValueError(f"{name} has shape {host.shape}; this grid needs {shape}")
+                block = host.__getitem__
+            arrays[name] = jax.make_array_from_callback(shape, sharding, lambda idx, b=block: np.asarray(
+                b(idx)).astype(dtype), dtype=dtype)
+        return self.equation.from_fields(arrays, self.params)
+
+    # ---- time stepping -------------------------------------------------------------------------------------
+
+    def _compile_chunk(self, state: Any, donate: bool) -> Any:
+        make_step = self.scheme.load()
+
+        def chunk(eq, state, t, n, dt, params):
+            self.traces += 1  # Python runs only while tracing: this counts compilations
+            step = make_step(eq)
+
+            def body(_, carry):
+                state, t = carry
+                return step(state, t, dt, params), t + dt
+
+            return jax.lax.fori_loop(0, n, body, (state, t))[0]
+
+        # Outputs pinned to the state's shardings: the first chunk's inputs and every later chunk's
+        # carry then look alike to jit, so one compilation serves the whole run. A donated state's
+        # buffers are reused for the result, so a run holds one copy of it, not two.
+        return jax.jit(chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
+                       donate_argnums=(1,) if donate else ())
+
+    def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
+                *, donate: bool = False) -> Any:
+        """The state after ``steps`` steps of ``dt`` from time ``t``, in one call of the compiled chunk.
+
+        ``params``: traced parameters (default the config's; see :meth:`parameters`). With
+        ``donate=True`` the input state's buffers are reused for the result (what the run loop does:
+        half the memory), and ``state`` must not be used afterwards. The host keeps the time in
+        float64 and hands it in per chunk, so a float32 run accumulates no rounding in t.
+        """
+        if donate not in self._chunks:
+            self._chunks[donate] = self._compile_chunk(state, donate)
+        t0 = np.asarray(t, self.dtype)
+        t_dev = jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
+        return self._chunks[donate](self.equation, state, t_dev, jnp.asarray(steps, jnp.int32),
+                                    jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
+
+    # ---- what a state says ------------------------------------------------------------------------------------
+
+    def diagnostics(self, state: Any, dt: float | None = None, params: Mapping[str, Any] | None = None
+                    ) -> dict[str, jax.Array]:
+        """The equation's diagnostics (replicated scalars; ``float()`` each, or see :meth:`report`)."""
+        dt = self.cfg.time.dt if dt is None else dt
+        return self._diagnostics(self.equation, state, jnp.asarray(dt, self.dtype),
+                                 self.params if params is None else dict(params))
+
+    def report(self, state: Any, dt: float | None = None) -> dict[str, float]:
+        """The diagnostics as Python floats."""
+        return {k: float(v) for k, v in self.diagnostics(state, dt).items()}
+
+    def spectra(self, state: Any) -> dict[str, jax.Array]:
+        """Shell-summed spectra (replicated vectors, see :mod:`simulator.spectra`)."""
+        return self._spectra(self.equation, state, self.params)
+
+    def fields(self, state: Any, *names: str) -> dict[str, jax.Array]:
+        """Real-space fields by name (all of ``info.fields`` when no names are given), sharded like the
+        real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(Nx, Ny, Nz)`` scalars."""
+        unknown = [n for n in names if n not in self.info.fields]
+        if unknown:
+            raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
+                           f"{', '.join(self.info.fields)}")
+        out = self._fields(self.equation, state, self.params)
+        return {n: out[n] for n in (names or out)}
+
+    @staticmethod
+    def to_numpy(array: jax.Array) -> np.ndarray:
+        """A global array on this host (gathers it: for small grids and single-process scripts)."""
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            return np.asarray(multihost_utils.process_allgather(array, tiled=True))
+        return np.asarray(array)

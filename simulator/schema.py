@@ -1,0 +1,370 @@
+"""The generic schema engine: YAML mappings -> frozen, typed, validated dataclasses, and back.
+
+A schema is a tree of frozen dataclasses. Every field carries a default and a one-line doc in its
+metadata (:func:`setting`), plus optional constraints (``choices``, ``min``, ``max``, ``gt``) and
+whether it is *traced* (:func:`param`: a physical number handed to compiled code as an argument, so
+changing it never recompiles) or structural (everything else: it shapes the compiled program).
+
+A field whose metadata holds :class:`Variants` is a *tagged union*: its ``name`` key selects which
+dataclass the section is built from (``physics.name`` selects an equation's parameters, ``initial.name``
+one of that equation's initial conditions), and a key of another variant is an unknown key listing the
+keys valid there.
+
+Loading walks the schema generically, so a new key is declared once, in its dataclass, and is then
+parsed, validated, overridable with ``--set`` and documented (``simulator config-docs``). Every problem
+is a :class:`~simulator.errors.ConfigError`: one line naming the dotted key, the value and what is
+allowed. Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import math
+import operator
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from simulator.errors import ConfigError
+
+
+def setting(default: Any, doc: str, **constraints: Any) -> Any:
+    """A structural schema field: its default, a one-line doc, and constraints checked by :func:`check`."""
+    if isinstance(default, (list, dict)):
+        raise TypeError("mutable defaults are not allowed in the schema")
+    return field(default=default, metadata={"doc": doc, **constraints})
+
+
+def param(default: float, doc: str, **constraints: Any) -> Any:
+    """A traced number: compiled code receives it as an argument, so changing it never recompiles."""
+    return setting(default, doc, traced=True, **constraints)
+
+
+def traced_values(section: Any) -> dict[str, Any]:
+    """The traced fields of a schema dataclass, by name (what compiled code takes as arguments)."""
+    return {f.name: getattr(section, f.name) for f in dataclasses.fields(section) if f.metadata.get("traced")}
+
+
+@dataclass(frozen=True)
+class Variants:
+    """Metadata of a tagged-union section: the dataclass is chosen by the section's ``name`` key.
+
+    ``table(siblings)`` maps the names valid here to dataclasses, given the sections of the parent
+    built so far; ``default(siblings)`` is the name when none is given; ``every_name()`` lists the
+    names valid anywhere (a name of another context is "not available" rather than "unknown");
+    ``context(siblings)`` says what the choice depends on, for messages and docs.
+    """
+
+    table: Callable[[Mapping[str, Any]], Mapping[str, type]]
+    default: Callable[[Mapping[str, Any]], str]
+    every_name: Callable[[], Sequence[str]]
+    context: Callable[[Mapping[str, Any]], str] = lambda siblings: ""
+
+
+def section(factory: Callable[[], Any], doc: str, variants: Variants | None = None) -> Any:
+    """A nested section (a dataclass), optionally a tagged union of several."""
+    meta: dict[str, Any] = {"doc": doc}
+    if variants is not None:
+        meta["variants"] = variants
+    return field(default_factory=factory, metadata=meta)
+
+
+# --------------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------------
+
+_BINOPS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+_NAMES = {"pi": math.pi, "e": math.e}
+
+
+def eval_number(text: str) -> float:
+    """Evaluate a small arithmetic expression (``2*pi``, ``1/1600``, ``1e-3``) without ``eval``."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
+            node.value, bool
+        ):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in _NAMES:
+            return _NAMES[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = ev(node.operand)
+            return -v if isinstance(node.op, ast.USub) else v
+        raise ValueError(text)
+
+    if len(text) > 200:  # an expression, not a program: keeps the parser's work bounded
+        raise ValueError(text)
+    return ev(ast.parse(text.strip(), mode="eval"))
+
+
+def type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return " or ".join("null" if a is type(None) else type_name(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {type_name(args[0])}"
+        return f"a list of {len(args)} {type_name(args[0])}"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return {int: "integer", float: "number", str: "string", bool: "boolean"}.get(tp, str(tp))
+
+
+def coerce(key: str, value: Any, tp: Any) -> Any:
+    """Convert a YAML value to the annotated type, or raise ConfigError naming the key."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = typing.get_args(tp)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ConfigError(key, value, f"expected {type_name(tp)}", "is missing")
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(key, value, arg)
+            except ConfigError:
+                continue
+        raise ConfigError(key, value, f"expected {type_name(tp)}", "has the wrong type")
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool) and args[-1] is not Ellipsis:
+            value = [value] * len(args)  # a scalar means "the same along every axis"
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(key, value, f"expected {type_name(tp)}", "has the wrong type")
+        if args[-1] is Ellipsis:
+            elem_types = [args[0]] * len(value)
+            if not value:
+                raise ConfigError(key, value, f"expected {type_name(tp)}", "is empty")
+        else:
+            elem_types = list(args)
+            if len(value) != len(args):
+                raise ConfigError(key, value, f"expected {type_name(tp)}", f"has {len(value)} entries")
+        return tuple(coerce(f"{key}[{i}]", v, t) for i, (v, t) in enumerate(zip(value, elem_types, strict=True)))
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(key, value, "expected true or false", "has the wrong type")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigError(key, value, "expected an integer", "has the wrong type")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return eval_number(value)
+            except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, RecursionError):
+                pass
+        raise ConfigError(
+            key, value, "expected a number (an expression such as 2*pi or 1/1600 is allowed)", "has the wrong type",
+        )
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(key, value, "expected a string", "has the wrong type")
+    raise TypeError(f"unsupported schema type {tp!r} for {key}")
+
+
+def _scalars(value: Any) -> Iterator[Any]:
+    if isinstance(value, tuple):
+        yield from value
+    elif value is not None:
+        yield value
+
+
+def _unknown(key: str, value: Any, allowed: Sequence[str]) -> ConfigError:
+    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ConfigError(key, value, f"expected one of: {', '.join(allowed)}{hint}", "is unknown")
+
+
+def check(key: str, value: Any, meta: Mapping[str, Any]) -> None:
+    """Apply a field's constraints (choices, min, max, gt) to every scalar of its value."""
+    choices = meta.get("choices")
+    if choices is not None and value is not None:
+        allowed = choices() if callable(choices) else choices
+        if value not in allowed:
+            raise _unknown(key, value, allowed)
+    for v in _scalars(value):
+        if "min" in meta and v < meta["min"]:
+            raise ConfigError(key, value, f"every entry must be >= {meta['min']}", "is out of range")
+        if "max" in meta and v > meta["max"]:
+            raise ConfigError(key, value, f"every entry must be <= {meta['max']}", "is out of range")
+        if "gt" in meta and not v > meta["gt"]:
+            raise ConfigError(key, value, f"every entry must be > {meta['gt']}", "is out of range")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(key, value, "every entry must be finite", "is out of range")
+
+
+# --------------------------------------------------------------------------------------------------
+# Building dataclasses from mappings
+# --------------------------------------------------------------------------------------------------
+
+
+def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
+    """Build dataclass ``cls`` from a mapping, filling defaults and rejecting unknown keys.
+
+    ``prefix`` is the dotted path of this section (``physics.``); ``context`` names the variant it
+    was chosen as (``physics.name = navier_stokes``), for messages.
+    """
+    where = prefix.rstrip(".") or "config"
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, data, "expected a mapping of keys to values", "has the wrong type")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name in data:
+        if name not in fields:
+            close = difflib.get_close_matches(str(name), list(fields), n=1)
+            hint = f"did you mean '{prefix}{close[0]}'? " if close else ""
+            here = f"known keys for {context}" if context else "known keys here"
+            raise ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(fields)}", "is an unknown key")
+    kwargs: dict[str, Any] = {}
+    for name, f in fields.items():
+        key = f"{prefix}{name}"
+        variants = f.metadata.get("variants")
+        if variants is not None:
+            kwargs[name] = build_variant(variants, data.get(name), key, kwargs)
+        elif dataclasses.is_dataclass(hints[name]):
+            kwargs[name] = build(hints[name], data.get(name), f"{key}.")
+        elif name in data:
+            kwargs[name] = coerce(key, data[name], hints[name])
+            check(key, kwargs[name], f.metadata)
+    return cls(**kwargs)
+
+
+def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str, Any]) -> Any:
+    """Build the variant of ``variants`` that ``data['name']`` selects (see :func:`build`)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(key, data, "expected a mapping of keys to values", "has the wrong type")
+    table = variants.table(siblings)
+    name = coerce(f"{key}.name", data.get("name", variants.default(siblings)), str)
+    if name not in table:
+        context = variants.context(siblings)
+        if name in variants.every_name() and context:
+            raise ConfigError(f"{key}.name", name, f"{context} use one of: {', '.join(table)}", "is not available")
+        raise _unknown(f"{key}.name", name, list(table))
+    return build(table[name], {**data, "name": name}, f"{key}.", context=f"{key}.name = {name}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Raw mappings: YAML files and --set overrides
+# --------------------------------------------------------------------------------------------------
+
+
+def _set_dotted(tree: dict, key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = tree
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(".".join(parts[: i + 1]), child, "it is a value, not a section", "cannot hold keys")
+        node = child
+    node[parts[-1]] = value
+
+
+def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
+    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML."""
+    values = {}
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--set", item, "expected dotted.key=value, e.g. grid.shape=[64,64,64]", "is malformed")
+        try:
+            values[key.strip()] = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            values[key.strip()] = text
+    return values
+
+
+def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
+    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` set (later keys win)."""
+    tree = _deep_copy(tree)
+    for key, value in values.items():
+        _set_dotted(tree, key, value)
+    return tree
+
+
+def _deep_copy(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _deep_copy(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_deep_copy(v) for v in tree]
+    return tree
+
+
+# --------------------------------------------------------------------------------------------------
+# Back to plain data, and documentation
+# --------------------------------------------------------------------------------------------------
+
+
+def to_dict(cfg: Any) -> dict:
+    """A schema dataclass as plain YAML-able data (tuples become lists)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return plain(dataclasses.asdict(cfg))
+
+
+def dump(cfg: Any) -> str:
+    """A schema dataclass as YAML text."""
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False, default_flow_style=None)
+
+
+def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:
+    """Yield (dotted key, type name, default, doc) for every leaf of ``cls``; a tagged-union section
+    yields its ``name`` key only (its variants are documented by their own tables)."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if "variants" in f.metadata:
+            default = f.default_factory()  # type: ignore[misc]
+            yield f"{prefix}{f.name}.name", "string", default.name, f.metadata["doc"]
+        elif dataclasses.is_dataclass(tp):
+            yield from iter_fields(tp, f"{prefix}{f.name}.")
+        else:
+            yield f"{prefix}{f.name}", type_name(tp), f.default, f.metadata["doc"]
+
+
+def table(rows: Iterator[tuple[str, str, Any, str]]) -> str:
+    """A Markdown table of (key, type, default, doc) rows."""
+    lines = ["| key | type | default | description |", "|---|---|---|---|"]
+    for key, tname, default, doc in rows:
+        if isinstance(default, tuple):
+            default = list(default)
+        shown = yaml.safe_dump(default, default_flow_style=True).strip().removesuffix("...").strip()
+        cell = doc.replace("|", "\\|")  # a literal | would end the Markdown cell
+        lines.append(f"| `{key}` | {tname} | `{shown}` | {cell} |")
+    return "\n".join(lines) + "\n"

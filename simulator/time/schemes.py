@@ -1,0 +1,61 @@
+"""Time-integration schemes as registered data: each declares the equation protocol it needs and
+its order (in the manner of Dedalus's registered schemes and diffrax's ``term_structure``).
+
+An equation declares the protocol its implementation follows (``EquationInfo.protocol``); a scheme is
+available to it exactly when the protocols match, so a new scheme needs no edit to any equation.
+Protocols (the abstract classes are in :mod:`simulator.equations.base`):
+
+* ``semilinear``: du/dt = L u + N(u, t), L diagonal in k-space (``linear(params)``,
+  ``nonlinear(u, t, params)``), for integrating-factor Runge-Kutta schemes;
+* ``split_step``: H = T + W with exactly solvable parts (``kick(state, dt, params)``,
+  ``drift(state, dt, params)``), for symmetric splittings.
+
+Importable without JAX (config validation reads it); :func:`Scheme.load` imports the step factory.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SEMILINEAR = "semilinear"
+SPLIT_STEP = "split_step"
+PROTOCOLS = (SEMILINEAR, SPLIT_STEP)
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A time integrator: its name, the protocol it needs, its order of accuracy, its nonlinear
+    evaluations per step, its spectral registers (memory), and its step factory ``module:function``
+    (``make(equation) -> step(state, t, dt, params) -> state``)."""
+
+    name: str
+    protocol: str
+    order: int
+    stages: int
+    registers: int
+    doc: str
+    factory: str
+
+    def load(self) -> Callable[[Any], Callable[..., Any]]:
+        module, _, attr = self.factory.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+SCHEMES: dict[str, Scheme] = {
+    s.name: s
+    for s in (
+        Scheme("rk4", SEMILINEAR, 4, 4, 5, "classical Runge-Kutta with an exact integrating factor (IF-RK4)",
+               "simulator.time.integrators:make_rk4"),
+        Scheme("lsrk4", SEMILINEAR, 4, 5, 2, "Carpenter-Kennedy five-stage 2N-storage Runge-Kutta with an "
+               "integrating factor", "simulator.time.integrators:make_lsrk4"),
+        Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk"),
+    )
+}
+
+
+def compatible(protocol: str) -> list[str]:
+    """Names of the schemes an equation of ``protocol`` can use, in registry order."""
+    return [name for name, scheme in SCHEMES.items() if scheme.protocol == protocol]

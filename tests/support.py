@@ -1,0 +1,96 @@
+"""Shared test helpers: the backend cases every equation is checked on (from the registry, not a hand
+list), and simulations built through the public API exactly as a user script would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.api import load_config
+from simulator.fft import BACKENDS
+from simulator.run.simulation import Simulation
+
+#: devices used for the "several devices" case of each backend
+SEVERAL = 4
+#: the 2D mesh of the several-device case of a backend that takes one
+MESH_2D = (2, 2)
+
+
+def backend_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int, ...] | None]]:
+    """(backend, devices, mesh) for every registered backend on 1 and on ``several`` devices."""
+    cases = []
+    for name in sorted(BACKENDS):
+        cases.append((name, 1, None))
+        if name == "single":
+            continue
+        cases.append((name, several, MESH_2D if len(BACKENDS[name].axis_names) == 2 else None))
+    return cases
+
+
+def distributed_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int, ...] | None]]:
+    """The cases that exercise a decomposition (several devices), for checks against single-device."""
+    return [c for c in backend_cases(several) if c[1] > 1]
+
+
+def case_id(case: tuple[str, int, Any]) -> str:
+    name, n, mesh = case
+    return f"{name}-{'x'.join(map(str, mesh)) if mesh else n}"
+
+
+def simulation(devices, case=("single", 1, None), **overrides: Any) -> Simulation:
+    """A float64 Simulation of the default config with ``overrides`` (dotted keys, ``__`` for ``.``)
+    on backend case ``case``."""
+    name, n, mesh = case
+    values = {"precision": "float64", "fft.backend": name, "fft.mesh": list(mesh) if mesh else None}
+    values.update({k.replace("__", "."): v for k, v in overrides.items()})
+    return Simulation(load_config(None, values), devices[:n])
+
+
+_SHARED: dict[Any, Simulation] = {}
+
+
+def shared(case=("single", 1, None), **overrides: Any) -> Simulation:
+    """Like :func:`simulation`, but one object per (case, overrides) for the whole test session, so
+    tests that differ only in initial states or traced parameters share its compiled programs (pass
+    states from ``sim.initial_state({...})`` and parameters from ``sim.parameters(...)``)."""
+    key = (case, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
+    if key not in _SHARED:
+        _SHARED[key] = simulation(jax.devices(), case, **overrides)
+    return _SHARED[key]
+
+
+def advance(sim: Simulation, state: Any, dt: float, steps: int, params: dict | None = None) -> Any:
+    """``steps`` steps through the simulation's compiled chunk (one compilation per simulation)."""
+    return sim.advance(state, steps, dt, 0.0, params)
+
+
+def integrate(sim: Simulation, state: Any, dt: float, steps: int, params: dict | None = None,
+              record=None) -> tuple[Any, np.ndarray]:
+    """``steps`` steps of the simulation's scheme; with ``record`` (a function of (equation, state)),
+    also its value after every step (as a NumPy array)."""
+    step = sim.scheme.load()(sim.equation)
+    p = sim.params if params is None else params
+    dt_arr = jnp.asarray(dt, sim.dtype)
+
+    @jax.jit
+    def run(eq, state, p):
+        def body(s, i):
+            s = step(s, i * dt_arr, dt_arr, p)
+            return s, (record(eq, s) if record else jnp.zeros(()))
+
+        return jax.lax.scan(body, state, jnp.arange(steps))
+
+    state, values = run(sim.equation, state, p)
+    return state, np.asarray(values)
+
+
+def relative_error(a: Any, b: Any) -> float:
+    """max |a - b| / max |b| over every leaf of two state pytrees (gathered: small grids only)."""
+    worst = 0.0
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        worst = max(worst, float(np.max(np.abs(x - y)) / np.max(np.abs(y))))
+    return worst

@@ -1,0 +1,114 @@
+"""The structure the code promises: imports that run one way, modules that read files without JAX,
+meshes and shardings known only to the runtime and the FFT package, equations that keep the
+contract they declare, modules of a readable size."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator.equations import registry
+from simulator.equations.base import PROTOCOLS
+from simulator.time.schemes import SCHEMES, compatible
+
+PACKAGE = Path(__file__).parents[1] / "simulator"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, top_level_only: bool) -> set[str]:
+    """simulator.* modules imported by ``path`` (at module level only, or anywhere)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.If) and top_level_only:  # `if TYPE_CHECKING:` blocks never run
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("simulator")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("simulator"):
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def test_module_level_imports_have_no_cycles():
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        edges = set()
+        for m in imports(path, True):
+            # importing a.b.c runs a/b/__init__ first: an edge to it, unless it is the importer's own package
+            parts = m.split(".")
+            for i in range(2, len(parts) + 1):
+                target = ".".join(parts[:i])
+                if target in MODULES and target != name and not name.startswith(target + "."):
+                    edges.add(target)
+        graph[name] = edges
+    state: dict[str, int] = {}
+
+    def visit(node, trail):
+        if state.get(node) == 1:
+            raise AssertionError("import cycle: " + " -> ".join(trail[trail.index(node):] + [node]))
+        if state.get(node) == 2:
+            return
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            visit(nxt, trail + [node])
+        state[node] = 2
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_library_modules_never_import_the_cli():
+    for name, path in MODULES.items():
+        if name not in ("simulator.cli", "simulator.__main__"):
+            assert "simulator.cli" not in imports(path, False), name
+
+
+def test_readers_and_planners_import_without_jax():
+    """Reading results, plotting, sweeps, configs and the public API's entry point load no JAX."""
+    code = ("import sys; import simulator, simulator.plots, simulator.sweep, simulator.results, simulator.config, "
+            "simulator.api, simulator.equations; simulator.equations.registry(); "
+            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
+def test_only_the_runtime_and_the_fft_package_build_meshes_or_shardings():
+    allowed = {"simulator.runtime"}
+    for name, path in MODULES.items():
+        if name in allowed or name.startswith("simulator.fft"):
+            continue
+        text = path.read_text()
+        for word in ("NamedSharding(", "PartitionSpec(", "make_mesh(", "Mesh("):
+            assert word not in text, f"{name} builds {word}"
+
+
+def test_modules_are_of_a_readable_size():
+    """About 400 lines at most, unless the module's docstring says why it is longer."""
+    for name, path in MODULES.items():
+        lines = path.read_text().count("\n")
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        assert lines <= 420 or "longer than" in doc, f"{name} has {lines} lines"
+
+
+@pytest.mark.parametrize("name", list(registry()))
+def test_every_equation_keeps_its_declared_contract(name):
+    """Its implementation follows the protocol it declares (so its integrators fit), builds every
+    initial condition it declares, and its default integrator is one its protocol allows."""
+    info = registry()[name]
+    cls = info.load()
+    assert issubclass(cls, PROTOCOLS[info.protocol]) and cls.info is info
+    assert not getattr(cls, "__abstractmethods__", None), cls.__abstractmethods__
+    assert set(cls.builders) == set(info.initial_table)
+    assert info.default_integrator in compatible(info.protocol)
+    assert all(SCHEMES[s].protocol == info.protocol for s in compatible(info.protocol))
