@@ -199,15 +199,19 @@ def test_jacfwd_jacrev_and_hessian_batch_the_derivatives(devices):
 
 @pytest.mark.parametrize("real", [True, False], ids=["r2c", "c2c"])
 def test_slab_backward_pass_adds_one_all_to_all_per_transform(devices, real):
+    """n transforms: n all-to-alls forward, 2n for the gradient (each transpose is one more slab
+    transform), 2n for a JVP (the primal and the tangent); never a gather."""
     fft = make("slab", None, 8, devices, shape=(16, 16, 32))
     x = distribute(host_field((3, 16, 16, 32), real), fft.real_sharding(1), F64 if real else jnp.complex128)
     for n in (1, 2, 3):
         f = _chain(fft, n, real)
         forward = collective_counts(jax.jit(f).lower(x).compile().as_text())
         backward = collective_counts(jax.jit(jax.grad(f)).lower(x).compile().as_text())
+        tangent = collective_counts(jax.jit(lambda x: jax.jvp(f, (x,), (x,))).lower(x).compile().as_text())
         assert forward["all-to-all"] == n and forward["all-gather"] == 0, (n, forward)
         assert backward["all-to-all"] == 2 * n and backward["all-gather"] == 0, (n, backward)
         assert backward["collective-permute"] == 0, (n, backward)
+        assert tangent["all-to-all"] == 2 * n and tangent["all-gather"] == 0, (n, tangent)
 
 
 def test_pencil_backward_pass_adds_two_all_to_alls_per_transform(devices):
@@ -218,7 +222,7 @@ def test_pencil_backward_pass_adds_two_all_to_alls_per_transform(devices):
     assert backward["all-to-all"] == 2 * 2 * 2 and backward["all-gather"] == 0, backward
 
 
-def test_rfft_refuses_complex_input(devices):
+def test_wrong_dtype_or_shape_is_refused_before_tracing(devices):
     fft = make("slab", None, 4, devices)
     with pytest.raises(TypeError, match="rfft takes a real array"):
         fft.rfft(jnp.zeros((2, *SHAPE), jnp.complex128))
