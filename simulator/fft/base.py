@@ -16,6 +16,9 @@ Conventions (all backends):
   so nothing physical is lost; a field with Nyquist content does not survive a round trip. Backends
   without a real transform (jaxdecomp) return the full complex spectrum instead; sums over modes use
   :meth:`FFTBackend.parseval_weight` so they are correct either way.
+* Every transform is differentiable in forward and reverse mode (``jax.jvp``, ``jax.grad``,
+  ``jax.jacfwd``...) and batches under ``jax.vmap``; the backward pass of a transform is the backend's
+  transform in the other direction, so it costs the same communication (:mod:`simulator.fft.linear`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from simulator.errors import ConfigError
+from simulator.fft import linear
 from simulator.fft.layouts import Layout, Shape3, Spec3
 
 def complex_dtype(dtype: jnp.dtype) -> jnp.dtype:
@@ -103,9 +107,10 @@ class FFTBackend(Layout, abc.ABC):
         return int(np.prod(self.shape))
 
     # ---- transforms ----------------------------------------------------------------------------
-    # Backends implement the underscored methods; the public ones are always jitted (nested jit is
-    # inlined into a caller's jit), because custom_partitioning lowered eagerly, primitive by
-    # primitive, aborts XLA's SPMD partitioner.
+    # Backends implement the underscored methods; the public ones bind them as one linear primitive
+    # (simulator.fft.linear) that gives every backend forward- and reverse-mode derivatives and vmap.
+    # Called eagerly, the primitive runs the jitted implementation, because custom_partitioning
+    # lowered eagerly, primitive by primitive, aborts XLA's SPMD partitioner.
 
     @abc.abstractmethod
     def _rfft(self, x: jax.Array) -> jax.Array: ...
@@ -123,25 +128,30 @@ class FFTBackend(Layout, abc.ABC):
     def _jitted(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         return {name: jax.jit(getattr(self, f"_{name}")) for name in ("rfft", "irfft", "fft", "ifft")}
 
+    @functools.cached_property
+    def _traced(self) -> dict:
+        """Implementations traced per (transform, input shape, dtype): see simulator.fft.linear."""
+        return {}
+
     def rfft(self, x: jax.Array) -> jax.Array:
         """Forward real-to-complex 3D FFT over the last three axes (see the module conventions).
 
         Real space ``(*batch, Nx, Ny, Nz)`` in :meth:`real_sharding` -> k-space in
         :meth:`spectral_sharding`, half spectrum in z for backends with a real transform.
         """
-        return self._jitted["rfft"](x)
+        return linear.apply(self, "rfft", x)
 
     def irfft(self, k: jax.Array) -> jax.Array:
         """Inverse of :meth:`rfft`: a real array ``(*batch, Nx, Ny, Nz)`` in :meth:`real_sharding`."""
-        return self._jitted["irfft"](k)
+        return linear.apply(self, "irfft", k)
 
     def fft(self, x: jax.Array) -> jax.Array:
         """Forward complex-to-complex 3D FFT over the last three axes (full spectrum)."""
-        return self._jitted["fft"](x)
+        return linear.apply(self, "fft", x)
 
     def ifft(self, k: jax.Array) -> jax.Array:
         """Inverse complex-to-complex 3D FFT over the last three axes (divides by Nx*Ny*Nz)."""
-        return self._jitted["ifft"](k)
+        return linear.apply(self, "ifft", k)
 
     # ---- k-space helpers -------------------------------------------------------------------------
 
