@@ -15,8 +15,8 @@ import pytest
 from simulator.fft import BACKENDS
 from simulator.fft.check import collective_counts, distribute, host_field
 from simulator.fft.single import fft3, ifft3, irfft3, rfft3
-from simulator.integrators import INTEGRATORS
-from simulator.physics import NavierStokes
+from simulator.equations.navier_stokes.equation import NavierStokes
+from simulator.time.integrators import make_rk4
 from simulator.runtime import build_mesh
 
 F64 = jnp.float64
@@ -122,11 +122,11 @@ def navier_stokes_derivatives(name, mesh, n, devices, nu=0.05, h=1e-4):
     fft = make(name, mesh, n, devices, shape=(16, 16, 16))
     eq = NavierStokes(fft, (2 * np.pi,) * 3, F64)
     u_real = 2.0 * host_field((3, 16, 16, 16), real=True, seed=5)
-    u0 = eq.from_real(distribute(u_real, fft.real_sharding(1), F64))
+    u0 = eq.from_fields({"velocity": distribute(u_real, fft.real_sharding(1), F64)}, {})
     dt = jnp.asarray(0.02, F64)
 
     def energy(eq, nu, u0):
-        step = jax.checkpoint(INTEGRATORS["rk4"](eq))  # from the argument: closes over no sharded array
+        step = jax.checkpoint(make_rk4(eq))  # from the argument: closes over no sharded array
         params = {"viscosity": nu}
         u = jax.lax.fori_loop(0, 3, lambda i, u: step(u, i * dt, dt, params), u0)
         return 0.5 * jnp.sum(eq.weight * jnp.abs(u) ** 2) / float(eq.fft.size) ** 2
