@@ -1,10 +1,12 @@
 """Benchmark snapshot I/O: per-process HDF5 shards + virtual-dataset index against plain numpy.save.
 
 For each N and device count, a 3-component real field (the size of a velocity snapshot) is written
-with ``simulator.output.hdf5.write`` (every device's block to this process's shard file, then the index) and
-read back whole through the index with h5py; the same bytes are written with ``numpy.save`` and read
-with ``numpy.load`` in the same run as the baseline. Reported: MB/s and the ratio to numpy (time ours /
-time numpy; 1.0 = as fast). Files go to a scratch directory under --out and are deleted; reads
+with ``simulator.output.hdf5.write`` in canonical order, the checkpoint layout ("ours": every device's
+block to this process's shard file, then the index), and as a snapshot ("snapshot": ``write_snapshot``,
+each block transposed to ParaView's (z, y, x, component) order on the host, plus the XDMF files), and
+read back whole through the index (``Snapshot.read``, canonical order); the same bytes are written with
+``numpy.save`` and read with ``numpy.load`` in the same run as the baseline. Reported: MB/s and the
+ratio to numpy (time ours / time numpy; 1.0 = as fast). Files go to a scratch directory under --out and are deleted; reads
 come from the page cache when the files fit in memory, as they do here.
 
     python scripts/bench_io.py                      # N = 128 256, 1 and 8 devices, float32
@@ -20,6 +22,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -56,14 +59,15 @@ def main() -> int:
     import numpy as np
 
     from simulator.output import hdf5 as io
+    from simulator.output.snapshots import write_snapshot
     from simulator.benchmark import machine, write_results
     from simulator.fft import BACKENDS
     from simulator.runtime import build_mesh
 
     scratch = Path(args.out) / "io_scratch"
     rows = []
-    print(f"{'N':>4s} {'dev':>3s} {'MB':>7s} {'write MB/s':>10s} {'numpy':>8s} {'ratio':>6s} "
-          f"{'read MB/s':>9s} {'numpy':>8s} {'ratio':>6s}", flush=True)
+    print(f"{'N':>4s} {'dev':>3s} {'MB':>7s} {'write MB/s':>10s} {'snapshot':>8s} {'numpy':>8s} {'ratio':>6s} "
+          f"{'snap':>5s} {'read MB/s':>9s} {'snapshot':>8s} {'numpy':>8s} {'ratio':>6s} {'snap':>5s}", flush=True)
     for n in args.sizes:
         host = np.random.default_rng(0).standard_normal((3, n, n, n)).astype(args.precision)
         mb = host.nbytes / 1e6
@@ -72,24 +76,35 @@ def main() -> int:
             field = jax.make_array_from_callback(host.shape, fft.real_sharding(1), lambda i: host[i])
             shutil.rmtree(scratch, ignore_errors=True)
             scratch.mkdir(parents=True)
-            def read(i: int) -> None:
-                with io.Snapshot(scratch / f"s{i}.h5") as snap:
-                    snap.read("u")
+            def read(name: str) -> Callable[[int], None]:
+                def run(i: int) -> None:
+                    with io.Snapshot(scratch / name / f"s{i:08d}.h5") as snap:
+                        snap.read("u")
+                return run
 
-            writes = interleaved({"ours": lambda i: io.write(scratch / f"s{i}", {"u": io.Field(field)}, {"step": i}),
+            writes = interleaved({"ours": lambda i: io.write(scratch / "ours" / f"s{i:08d}", {"u": io.Field(field)},
+                                                             {"step": i}),
+                                  "snapshot": lambda i: write_snapshot(scratch / "snapshot" / f"s{i:08d}", {"u": field},
+                                                                       {"step": i}, (1.0, 1.0, 1.0), float(i)),
                                   "numpy": lambda i: np.save(scratch / f"n{i}.npy", host)}, args.repeats)
-            reads = interleaved({"ours": read, "numpy": lambda i: np.load(scratch / f"n{i}.npy")}, args.repeats)
-            t_write, t_npsave, t_read, t_npload = writes["ours"], writes["numpy"], reads["ours"], reads["numpy"]
-            with io.Snapshot(scratch / "s0.h5") as snap:
-                assert np.array_equal(snap.read("u"), host)
+            reads = interleaved({"ours": read("ours"), "snapshot": read("snapshot"),
+                                 "numpy": lambda i: np.load(scratch / f"n{i}.npy")}, args.repeats)
+            for name in ("ours", "snapshot"):
+                with io.Snapshot(scratch / name / "s00000000.h5") as snap:
+                    assert np.array_equal(snap.read("u"), host)
             shutil.rmtree(scratch, ignore_errors=True)
             row = {"N": n, "devices": nd, "precision": args.precision, "MB": mb,
-                   "write_MB_s": mb / t_write, "numpy_save_MB_s": mb / t_npsave, "write_ratio": t_write / t_npsave,
-                   "read_MB_s": mb / t_read, "numpy_load_MB_s": mb / t_npload, "read_ratio": t_read / t_npload}
+                   "write_MB_s": mb / writes["ours"], "snapshot_write_MB_s": mb / writes["snapshot"],
+                   "numpy_save_MB_s": mb / writes["numpy"], "write_ratio": writes["ours"] / writes["numpy"],
+                   "snapshot_write_ratio": writes["snapshot"] / writes["numpy"],
+                   "read_MB_s": mb / reads["ours"], "snapshot_read_MB_s": mb / reads["snapshot"],
+                   "numpy_load_MB_s": mb / reads["numpy"], "read_ratio": reads["ours"] / reads["numpy"],
+                   "snapshot_read_ratio": reads["snapshot"] / reads["numpy"]}
             rows.append(row)
-            print(f"{n:4d} {nd:3d} {mb:7.1f} {row['write_MB_s']:10.0f} {row['numpy_save_MB_s']:8.0f} "
-                  f"{row['write_ratio']:6.2f} {row['read_MB_s']:9.0f} {row['numpy_load_MB_s']:8.0f} "
-                  f"{row['read_ratio']:6.2f}", flush=True)
+            print(f"{n:4d} {nd:3d} {mb:7.1f} {row['write_MB_s']:10.0f} {row['snapshot_write_MB_s']:8.0f} "
+                  f"{row['numpy_save_MB_s']:8.0f} {row['write_ratio']:6.2f} {row['snapshot_write_ratio']:5.2f} "
+                  f"{row['read_MB_s']:9.0f} {row['snapshot_read_MB_s']:8.0f} {row['numpy_load_MB_s']:8.0f} "
+                  f"{row['read_ratio']:6.2f} {row['snapshot_read_ratio']:5.2f}", flush=True)
     write_results(args.out, "io", rows, machine())
     return 0
 

@@ -2,8 +2,10 @@
 
 Run by tests/test_multiprocess.py through simulator.launch with the output directory as argument.
 The field is a known function of the global index, so every process can build the expected global
-array without any exchange; each writes only its own blocks through simulator.io.write, then reads
-the index back with plain h5py (the whole field) and compares. Exit 0 when both agree exactly.
+array without any exchange; each writes only its own blocks through simulator.output.hdf5.write, then reads
+the index back with plain h5py (the whole field) and compares. The same field written as a snapshot
+(stored in ParaView's axis order) reads back in canonical order through Snapshot, on both processes.
+Exit 0 when both agree exactly.
 """
 
 import sys
@@ -23,6 +25,7 @@ import jax  # noqa: E402
 
 from simulator.output import hdf5 as io  # noqa: E402
 from simulator.fft import BACKENDS  # noqa: E402
+from simulator.output.snapshots import write_snapshot  # noqa: E402
 
 shape = (3, 8, 12, 16)
 expected = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
@@ -38,3 +41,10 @@ for name in ("slab", "jaxdecomp"):
     assert files == ["p0000.h5", "p0001.h5"], files
     assert np.array_equal(got, expected), (name, jax.process_index())
     print(f"process {jax.process_index()}: {name} snapshot equals the field", flush=True)
+    index = write_snapshot(out / f"{name}_snapshot" / "s00000000", {"u": field}, {"step": 0}, (1.0, 1.0, 1.0), 0.0)
+    with io.Snapshot(index) as snap, h5py.File(index, "r") as f:
+        assert np.array_equal(snap.read("u"), expected), (name, jax.process_index())
+        assert np.array_equal(f["u"][:], expected.transpose(3, 2, 1, 0)), (name, jax.process_index())
+    if jax.process_index() == 0:
+        assert (index.parent / "series.xdmf").is_file() and index.with_suffix(".xdmf").is_file()
+    print(f"process {jax.process_index()}: {name} snapshot in ParaView order reads back canonical", flush=True)

@@ -1,17 +1,27 @@
-"""Per-process HDF5 shard files, the virtual-dataset index, and reading them back."""
+"""Per-process HDF5 shard files, the virtual-dataset index, and reading them back; snapshots in ParaView's
+axis order with coordinates for xarray, their XDMF files and time series; spectra.h5 for xarray."""
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import h5py
 import jax
 import numpy as np
 import pytest
+import xarray as xr
+
+from simulator.equations import registry
 
 from simulator.output import hdf5 as io
-from simulator.output.xdmf import write_xdmf
+from simulator.output import xdmf
+from simulator.output.snapshots import write_snapshot
+from simulator.output.spectra import SpectraFile
 from simulator.fft import BACKENDS
 from simulator.runtime import build_mesh
+
+LEGACY = Path(__file__).parent / "data" / "legacy_v1"
 
 
 def backend(name, n, devices, shape=(8, 16, 32), mesh=None):
@@ -84,16 +94,176 @@ def test_missing_or_incomplete_shards_are_refused(tmp_path, devices):
         io.Snapshot(tmp_path / "nope.h5")
 
 
-def test_xdmf_points_at_the_index(tmp_path, devices):
+def write_fields(tmp_path, fft, step=0, time=0.0, box=(1.0, 2.0, 4.0), **kwargs):
+    """A snapshot of a random vector u and scalar rho (float32) on ``fft``'s devices; returns (index, u, rho)."""
+    rng = np.random.default_rng(step)
+    u, rho = rng.standard_normal((3, *fft.shape)), rng.standard_normal(fft.shape).astype(np.float32)
+    index = write_snapshot(tmp_path / f"s{step:08d}", {"u": sharded(fft, u), "rho": sharded(fft, rho)},
+                           {"step": step, "config": {"a": 1}}, box, time, **kwargs)
+    return index, u, rho
+
+
+@pytest.mark.parametrize("name, n, mesh", [("single", 1, None), ("slab", 8, None), ("jaxdecomp", 8, (2, 4)),
+                                           ("pencil", 8, None)])
+def test_snapshots_are_stored_in_paraview_order_and_read_back_canonical(tmp_path, devices, name, n, mesh):
+    fft = backend(name, n, devices, mesh=mesh)
+    index, u, rho = write_fields(tmp_path, fft)
+    with h5py.File(index, "r") as f:  # on disk: (z, y, x) and (z, y, x, component), each value once
+        np.testing.assert_array_equal(f["u"][:], u.transpose(3, 2, 1, 0))
+        np.testing.assert_array_equal(f["rho"][:], rho.T)
+        assert f.attrs["schema_version"] == 2 and list(f["u"].attrs["storage_order"]) == [3, 2, 1, 0]
+    stored = sum(ds.size for p in (tmp_path / "s00000000").iterdir() for ds in _datasets(h5py.File(p, "r")))
+    assert stored == u.size + rho.size
+    with io.Snapshot(index) as snap:
+        assert snap.fields == ["rho", "u"] and snap.shape("u") == u.shape and snap.shape("rho") == rho.shape
+        np.testing.assert_array_equal(snap.read("u"), u)
+        np.testing.assert_array_equal(snap.read("rho"), rho)
+        for where in [(1, slice(None), slice(None), 5), (2, 3), (Ellipsis, 7), (slice(None), 1, slice(2, 9, 3)),
+                      (0, 1, 2, 3), 2]:
+            np.testing.assert_array_equal(snap.read("u", where), u[where])
+        np.testing.assert_array_equal(snap.read("rho", (slice(None), 4)), rho[:, 4])
+        assert snap.slowest_axis("rho") == 2 and snap.slowest_axis("u") == 3  # z-planes are contiguous
+        with pytest.raises(KeyError, match="no field 'x'; it has rho, u"):
+            snap.read("x")
+        for dst_name, m, dst_mesh in [("slab", 4, None), ("jaxdecomp", 8, (4, 2)), ("single", 1, None)]:
+            dst = backend(dst_name, m, devices, mesh=dst_mesh)
+            back = io.read_into(snap, "u", u.shape, dst.real_sharding(1))
+            assert back.sharding == dst.real_sharding(1)
+            np.testing.assert_array_equal(np.asarray(back), u)
+
+
+def _datasets(group):
+    out = []
+    group.visititems(lambda _, obj: out.append(obj) if isinstance(obj, h5py.Dataset) else None)
+    return out
+
+
+def test_schema_1_snapshots_still_read_canonical(devices):
+    """A snapshot written before the storage order changed (kept under tests/data), read through the same API."""
+    index = LEGACY / "ns_run" / "snapshots" / "s00000010.h5"
+    with h5py.File(index, "r") as f:
+        velocity = f["velocity"][:]  # schema 1 stored canonical (3, x, y, z)
+    with io.Snapshot(index) as snap:
+        assert snap.attrs["schema_version"] == 1 and snap.attrs["box"] == [2 * np.pi] * 3  # JSON text then
+        assert snap.fields == ["velocity", "vorticity"] and snap.shape("velocity") == (3, 8, 8, 8)
+        assert snap.slowest_axis("velocity") == 0
+        np.testing.assert_array_equal(snap.read("velocity", (0, slice(None), 2)), velocity[0, :, 2])
+        fft = backend("slab", 4, devices, shape=(8, 8, 8))
+        np.testing.assert_array_equal(np.asarray(io.read_into(snap, "velocity", velocity.shape, fft.real_sharding(1))),
+                                      velocity)
+
+
+def test_xarray_opens_a_snapshot_with_named_dims_coordinates_and_units(tmp_path, devices):
     fft = backend("slab", 2, devices)
-    index = io.write(tmp_path / "s3", {"v": io.Field(sharded(fft, np.zeros((3, *fft.shape)))),
-                                       "rho": io.Field(sharded(fft, np.zeros(fft.shape)))}, {"step": 0, "time": 0.0})
-    xdmf = write_xdmf(index, {"v": ((3, *fft.shape), 8), "rho": (fft.shape, 8)}, (1.0, 2.0, 4.0), 0.5)
-    root = ET.parse(xdmf).getroot()
-    grid = root.find("Domain/Grid")
-    assert grid.find("Topology").get("Dimensions") == "8 16 32"
-    assert grid.find("Time").get("Value") == "0.5"
-    names = {a.get("Name"): a.get("AttributeType") for a in grid.findall("Attribute")}
-    assert names == {"v": "Vector", "rho": "Scalar"}
-    refs = [d.text for d in root.iter("DataItem") if d.get("Format") == "HDF"]
-    assert refs and all(r.startswith("s3.h5:/") for r in refs)
+    index, u, rho = write_fields(tmp_path, fft, step=7, time=0.5, units={"length": "kpc", "time": "Gyr", "u": "km/s"})
+    moved = tmp_path / "elsewhere"  # relative paths: the directory can be moved
+    moved.mkdir()
+    for path in (index, index.with_suffix("")):
+        shutil.move(path, moved / path.name)
+    with xr.open_dataset(moved / index.name, engine="h5netcdf") as ds:
+        assert ds.u.dims == ("z", "y", "x", "component") and ds.rho.dims == ("z", "y", "x")
+        np.testing.assert_array_equal(ds.u.transpose("component", "x", "y", "z").values, u)
+        np.testing.assert_array_equal(ds.rho.transpose("x", "y", "z").values, rho)
+        for axis, n, length in zip("xyz", fft.shape, (1.0, 2.0, 4.0)):
+            np.testing.assert_allclose(ds[axis].values, np.arange(n) * length / n, rtol=1e-15)
+            assert ds[axis].attrs["units"] == "kpc"
+        assert list(ds.component.values) == ["x", "y", "z"]
+        assert ds.u.attrs["units"] == "km/s" and ds.rho.attrs["units"] == "code units"
+        assert ds.attrs["step"] == 7 and ds.attrs["time"] == 0.5 and list(ds.attrs["box"]) == [1.0, 2.0, 4.0]
+        assert json.loads(ds.attrs["units"]) == {"length": "kpc", "time": "Gyr", "u": "km/s"}
+        # a component and a point picked by name are this code's u[0] at grid point (2, 3, 5)
+        assert ds.u.sel(component="x").isel(x=2, y=3, z=5).item() == u[0, 2, 3, 5]
+
+
+def test_xdmf_describes_paraview_order_and_the_series_covers_the_run(tmp_path, devices):
+    fft = backend("slab", 2, devices)  # grid (8, 16, 32)
+    box = (1.0, 4.0, 2.0)  # spacing 1/8, 1/4, 1/16: each axis its own
+    for step, time in [(0, 0.0), (10, 0.25), (20, 0.5)]:
+        index, _, _ = write_fields(tmp_path, fft, step=step, time=time, box=box)
+    grid = ET.parse(index.with_suffix(".xdmf")).getroot().find("Domain/Grid")
+    assert grid.find("Topology").get("Dimensions") == "32 16 8"  # slowest first: z y x
+    spacing = grid.findall("Geometry/DataItem")[1].text.split()
+    assert [float(d) for d in spacing] == [2.0 / 32, 4.0 / 16, 1.0 / 8]  # dz dy dx
+    items = {a.get("Name"): (a.get("AttributeType"), a.find("DataItem").get("Dimensions"), a.find("DataItem").text)
+             for a in grid.findall("Attribute")}
+    assert items == {"u": ("Vector", "32 16 8 3", "s00000020.h5:/u"), "rho": ("Scalar", "32 16 8", "s00000020.h5:/rho")}
+    assert grid.find("Attribute/DataItem").get("Precision") == "8"
+    assert not [d for d in grid.iter("DataItem") if d.get("ItemType")]  # no functions or hyperslabs
+
+    def series():
+        root = ET.parse(tmp_path / "series.xdmf").getroot()
+        collection = root.find("Domain/Grid")
+        assert (collection.get("GridType"), collection.get("CollectionType")) == ("Collection", "Temporal")
+        return [(g.get("Name"), float(g.find("Time").get("Value"))) for g in collection.findall("Grid")]
+
+    assert series() == [("s00000000", 0.0), ("s00000010", 0.25), ("s00000020", 0.5)]
+    # a restart from step 10: the old run's later snapshots leave the series, the new run's join it
+    xdmf.truncate_series(tmp_path, 10)
+    assert series() == [("s00000000", 0.0), ("s00000010", 0.25)]
+    write_fields(tmp_path, fft, step=15, time=0.4, box=box)
+    assert series() == [("s00000000", 0.0), ("s00000010", 0.25), ("s00000015", 0.4)]
+    # without the truncation, a snapshot at an earlier step than the series' last drops the later ones
+    write_fields(tmp_path, fft, step=12, time=0.3, box=box)
+    assert series() == [("s00000000", 0.0), ("s00000010", 0.25), ("s00000012", 0.3)]
+    # a lost series is rebuilt from the per-snapshot files (s00000015 and s00000020 are still on disk)
+    (tmp_path / "series.xdmf").unlink()
+    write_fields(tmp_path, fft, step=30, time=0.75, box=box)
+    assert [name for name, _ in series()] == ["s00000000", "s00000010", "s00000012", "s00000015", "s00000020",
+                                              "s00000030"]
+
+
+def test_snapshot_fields_must_be_scalars_or_vectors(tmp_path, devices):
+    fft = backend("slab", 2, devices)
+    with pytest.raises(ValueError, match=r"'t' has shape \[2, 8, 16, 32\]; allowed: \[8, 16, 32\] or \[3, 8, 16, 32\]"):
+        write_snapshot(tmp_path / "s0", {"t": sharded(fft, np.zeros((2, *fft.shape)))}, {"step": 0}, (1, 1, 1), 0.0)
+
+
+def test_xarray_opens_spectra_with_time_and_k(tmp_path):
+    path = tmp_path / "spectra.h5"
+    k = np.arange(6) * 0.5
+    described = registry()["navier_stokes"].spectra  # what the equation declares its spectra to be
+    spectra = SpectraFile(path, k, None, descriptions=described)
+    for row in range(4):
+        spectra.append(10 * row, 0.1 * row, {"energy": np.full(6, float(row))})
+    spectra.close()
+    spectra = SpectraFile(path, k, 20, units={"length": "m", "time": "s"}, descriptions=described)  # a restart
+    spectra.append(25, 0.25, {"energy": np.full(6, 9.0)})
+    spectra.close()
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        assert ds.energy.dims == ("time", "k") and ds.step.dims == ("time",)
+        np.testing.assert_array_equal(ds.k.values, k)
+        np.testing.assert_array_equal(ds.time.values, [0.0, 0.1, 0.2, 0.25])
+        np.testing.assert_array_equal(ds.step.values, [0, 10, 20, 25])
+        np.testing.assert_array_equal(ds.energy.sel(time=0.25).values, np.full(6, 9.0))
+        assert "sum over shells is the kinetic energy" in ds.energy.attrs["description"]
+        assert ds.k.attrs["units"] == "1/(m)" and ds.time.attrs["units"] == "s"
+        assert "2 pi / max(box)" in ds.k.attrs["doc"]
+
+
+def test_spectra_of_an_older_run_get_dimensions_when_it_is_restarted(tmp_path):
+    path = tmp_path / "spectra.h5"
+    shutil.copy(LEGACY / "ns_run" / "spectra.h5", path)
+    with h5py.File(path, "r") as f:
+        k, steps = f["k"][:], f["step"][:]
+    SpectraFile(path, k, int(steps[-1])).close()
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        assert ds.energy.dims == ("time", "k") and list(ds.step.values) == list(steps)
+
+
+def test_plot_projection_reads_contiguous_planes_in_either_layout(tmp_path, devices):
+    """simulator.plots.project averages along any axis reading planes of the axis stored slowest: z now,
+    x in schema 1 (a field written without a storage order is laid out as schema 1 was)."""
+    from simulator import plots
+
+    fft = backend("slab", 2, devices)
+    rho = np.random.default_rng(5).standard_normal(fft.shape)
+    new = write_snapshot(tmp_path / "s00000000", {"rho": sharded(fft, rho)}, {"step": 0}, (1, 1, 1), 0.0)
+    old = io.write(tmp_path / "old", {"rho": io.Field(sharded(fft, rho))}, {"step": 0, "time": 0.0})
+    for index, outer in [(new, 2), (old, 0)]:
+        with io.Snapshot(index) as snap:
+            reads = []
+            read = snap.read
+            snap.read = lambda name, where=(): reads.append(where) or read(name, where)
+            for axis in range(3):
+                np.testing.assert_allclose(plots.project(snap, "rho", axis), rho.mean(axis=axis), rtol=1e-12)
+            assert all(isinstance(where[outer], int) for where in reads) and len(reads) == 3 * fft.shape[outer]

@@ -1,8 +1,25 @@
-"""Snapshots: the real-space output fields of one moment, per-process shards, an index and an XDMF file.
+"""Snapshots: the real-space output fields of one moment, per-process shards, an index and XDMF files.
 
-``snapshots/sNNNNNNNN/pRRRR.h5`` holds the blocks process RRRR owns, ``snapshots/sNNNNNNNN.h5`` is the
-index (one virtual dataset per field, global shape), ``snapshots/sNNNNNNNN.xdmf`` describes it for
-ParaView and VisIt. Read them with :class:`simulator.output.hdf5.Snapshot` (no JAX needed).
+Layout under the run directory::
+
+    snapshots/s00000120/p0000.h5 ...  each process's blocks of every field
+    snapshots/s00000120.h5            the index: one virtual dataset per field, coordinates, attributes
+    snapshots/s00000120.xdmf          this snapshot for ParaView/VisIt
+    snapshots/series.xdmf             every snapshot of the run so far, a temporal collection
+
+``series.xdmf`` is rewritten by process 0 after each snapshot; a snapshot at an earlier step than the
+series' last drops the later ones, and :func:`truncate_series` (for the run loop, on a restart) drops
+those past the resumed step at once.
+
+Fields are stored in the axis order ParaView reads natively: scalars ``(Nz, Ny, Nx)``, vectors
+``(Nz, Ny, Nx, 3)`` with the component fastest (schema 2; see :mod:`simulator.output.xdmf` for why).
+:meth:`simulator.output.hdf5.Snapshot.read` still returns canonical ``(*batch, x, y, z)``.
+
+The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
+``i * L / N``, length units) and ``component`` (``"x" "y" "z"``) are dimension scales attached to the
+fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x, component)``.
+Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least length and time),
+``config`` and ``versions`` (JSON), and each variable's ``units``.
 """
 
 from __future__ import annotations
@@ -11,25 +28,63 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.xdmf import write_xdmf
+from simulator.output.xdmf import snapshot_grid, truncate_series, update_series, write_xdmf
 
 if TYPE_CHECKING:
     import jax
 
+__all__ = ["SnapshotWriter", "snapshot_files", "storage_order", "truncate_series", "write_snapshot"]
+
 DIR = "snapshots"
+
+AXES = ("x", "y", "z")
+#: what numbers mean when a run has no unit system
+CODE_UNITS = {"length": "code units", "time": "code units"}
+
+
+def storage_order(ndim: int) -> tuple[int, ...]:
+    """The canonical axes of a snapshot field in stored order: (z, y, x), or (z, y, x, component)."""
+    return tuple(range(ndim))[::-1]
 
 
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array], attrs: Mapping[str, Any], box: Sequence[float],
-                   time: float) -> Path:
-    """Write real-space ``fields`` (global shapes ``(N0, N1, N2)`` or ``(3, N0, N1, N2)``) as the snapshot
-    ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf``."""
+                   time: float, *, units: Mapping[str, str] | None = None) -> Path:
+    """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``) as the snapshot
+    ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf`` and the
+    updated ``series.xdmf`` beside it.
+
+    ``attrs`` must hold ``step``. ``units`` names the run's units (``length``, ``time``, and a field's
+    name for that field); anything not named is in code units. Returns the index path.
+    """
     import jax
 
-    index = hdf5.write(stem, {k: hdf5.Field(v) for k, v in fields.items()}, attrs)
+    units = {**CODE_UNITS, **(units or {})}
+    grid = next(iter(fields.values())).shape[-3:]
+    for name, field in fields.items():
+        if field.shape not in (grid, (3, *grid)):
+            raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; allowed: {list(grid)} "
+                             f"or {[3, *grid]}")
+    coordinates = {axis: hdf5.Coordinate(np.arange(n) * (float(length) / n),
+                                         {"units": units["length"], "long_name": f"{axis} of the grid points"})
+                   for axis, n, length in zip(AXES, grid, box, strict=True)}
+    if any(field.ndim == 4 for field in fields.values()):
+        coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
+    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")},
+                               dims=(("component",) if field.ndim == 4 else ()) + AXES,
+                               storage=storage_order(field.ndim))
+              for name, field in fields.items()}
+    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": [float(b) for b in box],
+                                      "units": units}, coordinates)
     if jax.process_index() == 0:
-        write_xdmf(index, {k: (v.shape, v.dtype.itemsize) for k, v in fields.items()}, box, time)
+        shapes = {name: (tuple(field.shape[a] for a in storage_order(field.ndim)), field.dtype)
+                  for name, field in fields.items()}
+        grid_xml = snapshot_grid(index.name, shapes, box, time, int(attrs["step"]))
+        write_xdmf(index, grid_xml)
+        update_series(index.parent, grid_xml)
     return index
 
 
@@ -39,22 +94,29 @@ def snapshot_files(run_dir: Path) -> list[Path]:
 
 
 class SnapshotWriter(Writer):
-    """The fields named ``names`` on the snapshot schedule (collective: every process writes its blocks)."""
+    """The fields named ``names`` on the snapshot schedule (collective: every process writes its blocks).
+
+    On a restart, process 0 drops the snapshots past the resumed step from ``series.xdmf`` at once."""
 
     name = "snapshots"
 
     def __init__(self, schedule: Schedule, names: Sequence[str], attrs: Callable[[Moment], dict[str, Any]],
-                 box: Sequence[float], log: Callable[[str], None]):
+                 box: Sequence[float], log: Callable[[str], None], rank0: bool,
+                 units: Mapping[str, str] | None = None):
         super().__init__()
         self.schedule, self.names, self.attrs, self.box, self.log = schedule, tuple(names), attrs, box, log
+        self.rank0, self.units = rank0, units
         self.run_dir: Path | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         self.run_dir = run_dir
+        if resumed_step is not None and self.rank0 and (run_dir / DIR).is_dir():
+            truncate_series(run_dir / DIR, resumed_step)
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
         fields = moment.get("fields")
         stem = self.run_dir / DIR / f"s{moment.step:08d}"
-        index = write_snapshot(stem, {n: fields[n] for n in self.names}, self.attrs(moment), self.box, moment.time)
+        index = write_snapshot(stem, {n: fields[n] for n in self.names}, self.attrs(moment), self.box, moment.time,
+                               units=self.units)
         self.log(f"snapshot {index}")

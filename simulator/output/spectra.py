@@ -1,7 +1,16 @@
-"""``spectra.h5``: shell-summed spectra, one row per output, its writer (no JAX)."""
+"""``spectra.h5``: shell-summed spectra, one row per output, its writer (no JAX).
+
+The file is also a netCDF-4 file: ``time`` (one value per row) and ``k`` (shell centres) are HDF5
+dimension scales, attached to ``step`` and to every spectrum, so ``xr.open_dataset(path,
+engine="h5netcdf")`` gives ``energy(time, k)`` with coordinates. Every dataset says what it is
+(``long_name``, ``description``) and its ``units``; the file's ``units`` attribute (JSON) names the
+run's units (code units unless the run has a unit system).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,26 +20,62 @@ import numpy as np
 from simulator.output.base import Moment, Schedule, Writer
 
 FILE = "spectra.h5"
+CODE_UNITS = {"length": "code units", "time": "code units"}
 
 
 class SpectraFile:
     """``spectra.h5``: ``k`` (shell centres), ``step``, ``time``, and one (rows, shells) dataset per
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
-    after the checkpoint's step are dropped."""
+    after the checkpoint's step are dropped.
 
-    def __init__(self, path: Path, k: np.ndarray, keep_through: int | None):
+    ``units`` names the run's units (``length``, ``time``, and a spectrum's name for that spectrum);
+    ``descriptions`` says what each spectrum is and how it is normalised (the equation's declaration).
+    """
+
+    def __init__(self, path: Path, k: np.ndarray, keep_through: int | None, *, units: Mapping[str, str] | None = None,
+                 descriptions: Mapping[str, str] | None = None):
+        self.units = {**CODE_UNITS, **(units or {})}
+        self.descriptions = dict(descriptions or {})
         if keep_through is not None and path.exists():
             self.file = h5py.File(path, "a")
             rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
             for name in self.file:
                 if name != "k":
                     self.file[name].resize(rows, axis=0)
-            return
-        self.file = h5py.File(path, "w")
-        self.file.create_dataset("k", data=k)
-        self.file["k"].attrs["doc"] = "shell centre |k| = j * 2 pi / max(box); shell j holds round(|k|/dk) = j"
-        for name, dtype in (("step", np.int64), ("time", np.float64)):
-            self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+        else:
+            self.file = h5py.File(path, "w")
+            self.file.create_dataset("k", data=k)
+            for name, dtype in (("step", np.int64), ("time", np.float64)):
+                self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+        self._describe()
+
+    def _describe(self) -> None:
+        """Attributes and dimension scales (also added to a file written before they existed)."""
+        f = self.file
+        f.attrs["description"] = "shell-summed spectra, one row per diagnostics output"
+        f.attrs["units"] = json.dumps(self.units)
+        length, time = self.units["length"], self.units["time"]
+        f["k"].attrs.update({"long_name": "shell wavenumber |k|", "units": f"1/({length})",
+                             "doc": "shell centre |k| = j * 2 pi / max(box); shell j holds round(|k|/dk) = j"})
+        f["time"].attrs.update({"long_name": "simulation time of each row", "units": time})
+        f["step"].attrs.update({"long_name": "time step number of each row"})
+        for scale in ("k", "time"):
+            if not f[scale].is_scale:
+                f[scale].make_scale(scale)
+        if not f["step"].dims[0].values():
+            f["step"].dims[0].attach_scale(f["time"])
+        for name in f:
+            if name not in ("k", "step", "time"):
+                self._describe_spectrum(name)
+
+    def _describe_spectrum(self, name: str) -> None:
+        ds = self.file[name]
+        ds.attrs.update({"long_name": f"{name} spectrum", "units": self.units.get(name, "code units")})
+        if name in self.descriptions:
+            ds.attrs["description"] = self.descriptions[name]
+        if not ds.dims[0].values():
+            ds.dims[0].attach_scale(self.file["time"])
+            ds.dims[1].attach_scale(self.file["k"])
 
     def append(self, step: int, t: float, spectra: dict[str, np.ndarray]) -> None:
         row = self.file["step"].shape[0]
@@ -40,6 +85,7 @@ class SpectraFile:
         for name, values in spectra.items():
             if name not in self.file:
                 self.file.create_dataset(name, shape=(0, values.size), maxshape=(None, values.size), dtype=np.float64)
+                self._describe_spectrum(name)
             self.file[name].resize((row + 1, values.size))
             self.file[name][row] = values
         self.file.flush()
@@ -63,14 +109,17 @@ class SpectraWriter(Writer):
 
     name = "spectra"
 
-    def __init__(self, schedule: Schedule, k: np.ndarray, rank0: bool):
+    def __init__(self, schedule: Schedule, k: np.ndarray, rank0: bool, descriptions: Mapping[str, str],
+                 units: Mapping[str, str] | None = None):
         super().__init__()
         self.schedule, self.k, self.rank0 = schedule, k, rank0
+        self.descriptions, self.units = descriptions, units
         self.file: SpectraFile | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.rank0 and (self.schedule.periodic or self.schedule.at_end):
-            self.file = SpectraFile(run_dir / FILE, self.k, resumed_step)
+            self.file = SpectraFile(run_dir / FILE, self.k, resumed_step, units=self.units,
+                                    descriptions=self.descriptions)
 
     def write(self, moment: Moment) -> None:
         shells = moment.get("spectra")

@@ -1,61 +1,128 @@
-"""XDMF descriptions of snapshot index files, so ParaView and VisIt open them as uniform grids."""
+"""XDMF descriptions of snapshot index files, so ParaView and VisIt open them as uniform grids.
+
+Each snapshot gets ``sNNNNNNNN.xdmf`` beside its index, and the snapshot directory one temporal
+collection, ``series.xdmf``, of every snapshot of the run so far (ParaView shows a time slider).
+
+The fields must be stored in the order these readers take natively (:mod:`simulator.output.snapshots`
+does): scalars ``(Nz, Ny, Nx)`` and vectors ``(Nz, Ny, Nx, 3)``. XDMF lists dimensions slowest first
+and ParaView's X is the fastest-varying index, so ParaView's x, y, z and a vector's components are then
+this code's x, y, z, a right-handed frame. The spacing of ``ORIGIN_DXDYDZ`` is listed in the same
+slowest-first order (dz dy dx), as both ParaView readers (Xdmf3 and the legacy XDMF Reader) take it.
+A vector is one 4D array with the component axis fastest: the only vector form ParaView 5.11's
+default (Xdmf3) reader loads; it skips a ``JOIN`` function of three arrays.
+"""
 
 from __future__ import annotations
 
+import os
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
+SERIES = "series.xdmf"
+NUMBER_TYPES = {"f": "Float", "i": "Int", "u": "UInt"}
 
-def write_xdmf(index: Path, fields: Mapping[str, tuple[tuple[int, ...], int]], box: Sequence[float],
-               time: float) -> Path:
-    """An XDMF file beside the index so ParaView/VisIt open the snapshot as a uniform grid.
 
-    ``fields`` maps names to (global shape, bytes per value): ``(N0, N1, N2)`` for scalars or
-    ``(3, N0, N1, N2)`` for vectors (joined from their three components). XDMF lists dimensions slowest first, so ParaView's X axis is
-    this code's z axis and its Z axis is x.
+def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dtype]], box: Sequence[float],
+                  time: float, step: int) -> ET.Element:
+    """The uniform grid of one snapshot, its fields read from ``index`` (a path relative to the XDMF file).
+
+    ``fields`` maps names to (stored shape, dtype): ``(Nz, Ny, Nx)`` for scalars, ``(Nz, Ny, Nx, 3)`` for
+    vectors; ``box`` is ``(Lx, Ly, Lz)``. Grid points sit at ``i * L / N`` from the origin.
     """
-    any_shape = next(iter(fields.values()))[0]
-    dims = " ".join(str(n) for n in any_shape[-3:])
-    spacing = " ".join(repr(float(b) / n) for b, n in zip(box, any_shape[-3:], strict=True))
-    h5 = index.name
-    attrs = []
-    for name, (shape, size) in fields.items():
-        grid = " ".join(str(n) for n in shape[-3:])
-        if len(shape) == 3:
-            attrs.append(f'   <Attribute Name="{name}" AttributeType="Scalar" Center="Node">\n'
-                         f'    <DataItem Dimensions="{grid}" NumberType="Float" Precision="{size}" Format="HDF">'
-                         f'{h5}:/{name}</DataItem>\n   </Attribute>')
-            continue
-        parts = []
-        for c in range(shape[0]):
-            parts.append(f'     <DataItem ItemType="HyperSlab" Dimensions="{grid}">\n'
-                         f'      <DataItem Dimensions="3 4" Format="XML">{c} 0 0 0 1 1 1 1 1 {grid}</DataItem>\n'
-                         f'      <DataItem Dimensions="{" ".join(map(str, shape))}" NumberType="Float" Precision="{size}" '
-                         f'Format="HDF">{h5}:/{name}</DataItem>\n     </DataItem>')
-        joined = ", ".join(f"${c}" for c in range(shape[0]))
-        attrs.append(f'   <Attribute Name="{name}" AttributeType="Vector" Center="Node">\n'
-                     f'    <DataItem ItemType="Function" Function="JOIN({joined})" Dimensions="{grid} {shape[0]}">\n'
-                     + "\n".join(parts) + "\n    </DataItem>\n   </Attribute>")
-    text = f'''<?xml version="1.0" ?>
-<Xdmf Version="3.0">
- <Domain>
-  <Grid Name="mesh" GridType="Uniform">
-   <Time Value="{time!r}"/>
-   <Topology TopologyType="3DCoRectMesh" Dimensions="{dims}"/>
-   <Geometry GeometryType="ORIGIN_DXDYDZ">
-    <DataItem Dimensions="3" Format="XML">0 0 0</DataItem>
-    <DataItem Dimensions="3" Format="XML">{spacing}</DataItem>
-   </Geometry>
-{chr(10).join(attrs)}
-  </Grid>
- </Domain>
-</Xdmf>
-'''
-    path = index.with_suffix(".xdmf")
+    grid_shape = next(iter(fields.values()))[0][:3]
+    spacing = [float(b) / n for b, n in zip(reversed(box), grid_shape, strict=True)]
+    grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
+    ET.SubElement(grid, "Time", Value=repr(float(time)))
+    ET.SubElement(grid, "Information", Name="step", Value=str(int(step)))
+    ET.SubElement(grid, "Topology", TopologyType="3DCoRectMesh", Dimensions=_dims(grid_shape))
+    geometry = ET.SubElement(grid, "Geometry", GeometryType="ORIGIN_DXDYDZ")
+    ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = "0 0 0"
+    ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = " ".join(map(repr, spacing))
+    for name, (shape, dtype) in fields.items():
+        dtype = np.dtype(dtype)
+        if tuple(shape[:3]) != tuple(grid_shape) or len(shape) not in (3, 4) or shape[3:] not in ((), (3,)):
+            raise ValueError(f"field {name!r} has stored shape {list(shape)}: XDMF needs {list(grid_shape)} "
+                             f"or {[*grid_shape, 3]}")
+        attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType="Scalar" if len(shape) == 3 else "Vector",
+                                  Center="Node")
+        ET.SubElement(attribute, "DataItem", Dimensions=_dims(shape), NumberType=NUMBER_TYPES[dtype.kind],
+                      Precision=str(dtype.itemsize), Format="HDF").text = f"{index}:/{name}"
+    return grid
+
+
+def _dims(shape: Sequence[int]) -> str:
+    return " ".join(str(int(n)) for n in shape)
+
+
+def _document(grid: ET.Element) -> ET.ElementTree:
+    root = ET.Element("Xdmf", Version="3.0")
+    ET.SubElement(root, "Domain").append(grid)
+    ET.indent(root, space=" ")
+    return ET.ElementTree(root)
+
+
+def _write(path: Path, tree: ET.ElementTree) -> Path:
+    """Write under a temporary name, then rename: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
     try:
-        path.write_text(text)
+        tree.write(tmp, encoding="utf-8", xml_declaration=True)
+        os.replace(tmp, path)
     except OSError as err:
+        tmp.unlink(missing_ok=True)
         raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
     return path
+
+
+def write_xdmf(index: Path, grid: ET.Element) -> Path:
+    """``index`` with suffix ``.xdmf``: the one snapshot ``grid`` (from :func:`snapshot_grid`)."""
+    return _write(index.with_suffix(".xdmf"), _document(grid))
+
+
+def _step(grid: ET.Element) -> int | None:
+    info = grid.find("Information[@Name='step']")
+    return None if info is None else int(info.get("Value"))
+
+
+def series_grids(directory: Path) -> list[ET.Element]:
+    """The snapshot grids of ``directory/series.xdmf``; when it is missing or unreadable, those of the
+    per-snapshot XDMF files of this format (written with a step), ordered by step."""
+    try:
+        return [g for g in ET.parse(directory / SERIES).getroot().findall("Domain/Grid/Grid") if _step(g) is not None]
+    except (OSError, ET.ParseError):
+        pass
+    grids = []
+    for path in sorted(directory.glob("s*.xdmf")):
+        try:
+            grid = ET.parse(path).getroot().find("Domain/Grid")
+        except (OSError, ET.ParseError):
+            continue
+        if path.name != SERIES and grid is not None and _step(grid) is not None:
+            grids.append(grid)
+    return sorted(grids, key=_step)
+
+
+def _write_series(directory: Path, grids: list[ET.Element]) -> Path:
+    collection = ET.Element("Grid", Name="snapshots", GridType="Collection", CollectionType="Temporal")
+    collection.extend(grids)
+    return _write(directory / SERIES, _document(collection))
+
+
+def update_series(directory: Path, grid: ET.Element) -> Path:
+    """Add a snapshot's ``grid`` to ``directory/series.xdmf``, the temporal collection of the run's snapshots.
+
+    Grids of the same or later steps are dropped first: those are left from a run that went further
+    before it was restarted from an earlier checkpoint.
+    """
+    step = _step(grid)
+    return _write_series(directory, [g for g in series_grids(directory) if _step(g) < step] + [grid])
+
+
+def truncate_series(directory: Path, keep_through: int) -> None:
+    """Drop the snapshots after step ``keep_through`` from the series (a restart from that step)."""
+    if (directory / SERIES).exists():
+        _write_series(directory, [g for g in series_grids(directory) if _step(g) <= keep_through])

@@ -161,27 +161,34 @@ def _shown(style: FieldInfo, values: np.ndarray, vector: bool) -> np.ndarray:
 
 
 def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
-    """The mean of scalar ``field`` along ``axis``, read one x-plane at a time.
+    """The mean of scalar ``field`` along ``axis``, read one plane at a time.
 
-    x-planes, not planes normal to ``axis``: blocks are stored in (x, y, z) order, so an x-plane is
-    contiguous in each shard file and the field is read sequentially, whichever axis is summed.
+    Planes normal to the axis stored slowest (z in snapshots, x in those of schema 1), not to ``axis``:
+    such a plane is contiguous in each shard file, so the field is read sequentially, whichever axis is
+    averaged.
     """
-    nx, ny, nz = snap.file[field].shape
-    if axis == 0:
-        total = np.zeros((ny, nz))
-        for i in range(nx):
-            total += snap.read(field, (i, slice(None), slice(None)))
-        return total / nx
-    out = np.empty((nx, nz if axis == 1 else ny))
-    for i in range(nx):
-        out[i] = snap.read(field, (i, slice(None), slice(None))).mean(axis=axis - 1)
+    shape = snap.shape(field)
+    outer = snap.slowest_axis(field)
+    kept = [a for a in range(3) if a != axis]  # the axes of the result
+    in_plane = [a for a in range(3) if a != outer]  # the axes of a plane
+    out = np.zeros([shape[a] for a in kept])
+    for i in range(shape[outer]):
+        index: list[Any] = [slice(None)] * 3
+        index[outer] = i
+        plane = snap.read(field, tuple(index))
+        if outer == axis:
+            out += plane / shape[axis]
+        else:
+            at: list[Any] = [slice(None)] * 2
+            at[kept.index(outer)] = i
+            out[tuple(at)] = plane.mean(axis=in_plane.index(axis))
     return out
 
 
 def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> list[Panel]:
     """The images of one snapshot: the mid-plane normal to ``axis`` of ``field`` (one plane read, all
     components of a vector field), and its projection along ``axis`` for the fields the equation asks."""
-    shape = snap.file[field].shape
+    shape = snap.shape(field)
     vector = len(shape) == 4
     middle = shape[-3 + axis] // 2
     index: list[Any] = [slice(None)] * len(shape)

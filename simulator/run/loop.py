@@ -140,7 +140,7 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
     spectra_schedule = Schedule.of(cfg.output.spectra)
     if spectra_schedule.periodic or spectra_schedule.at_end:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0))
+                                     rank0, sim.info.spectra))
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
@@ -148,7 +148,7 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
 
     names = [n for n, f in sim.info.fields.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
-                                          log.info)]
+                                          log.info, rank0)]
 
     def save(m: Moment) -> Path:
         eq = sim.equation

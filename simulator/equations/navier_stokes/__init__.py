@@ -89,7 +89,8 @@ INFO = EquationInfo(
         "injection": "injected power <u.f> (forced runs only)",
     },
     progress=("energy", "cfl"),
-    spectra={"energy": "shell-summed kinetic energy E(k); sum_k E(k) = energy"},
+    spectra={"energy": "kinetic energy spectrum E(k): 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the modes "
+                       "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)"},
     plot=PlotSpec(
         panels=(
             Panel("energy", (Curve("energy", r"$E = \langle|u|^2\rangle/2$"),)),

@@ -99,7 +99,8 @@ INFO = EquationInfo(
         "cfl": "dt max(6 nu/dx^2, max|V|/nu): phase change per step, in radians",
     },
     progress=("total", "max_density", "cfl"),
-    spectra={"density": "shell-summed power of delta = rho/mean(rho) - 1; sums to <delta^2>"},
+    spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
+                        "(Parseval-weighted) summed over the modes of shell k; the sum over shells is <delta^2>"},
     plot=PlotSpec(
         panels=(
             Panel("mass change", (Curve("mass", r"$M/M_0 - 1$, $M = \int\rho\,dV$", relative=True),)),
