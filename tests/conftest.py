@@ -3,6 +3,8 @@
 Every test runs on CPU. Tests that need fewer devices take the first N of the 8.
 """
 
+import os
+
 import jax
 import pytest
 
@@ -21,3 +23,23 @@ def pytest_configure(config):
 def devices():
     assert len(jax.devices()) == N_DEVICES
     return jax.devices()
+
+
+@pytest.fixture
+def local_fft(request):
+    """The local FFT path a test runs on (parametrize it indirectly with "xla" or "fftw").
+
+    Where the native FFTW extension is unavailable, "fftw" tests skip and say why;
+    SIMULATOR_REQUIRE_FFTW=1 (set by .ci/run: CI installs FFTW) turns that skip into a failure.
+    """
+    path = request.param
+    if path == "fftw":
+        from simulator.fft.local import native
+
+        module, why = native()
+        if module is None:
+            message = f"the FFTW path is unavailable: {why}"
+            if os.environ.get("SIMULATOR_REQUIRE_FFTW") == "1":
+                pytest.fail(message + " (SIMULATOR_REQUIRE_FFTW=1 makes this a failure)")
+            pytest.skip(message)
+    return path
