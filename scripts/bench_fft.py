@@ -2,7 +2,8 @@
 
 For each N, backend, device count, transform kind (r2c, c2c), precision and local FFT path (``xla``:
 XLA's FFT; ``fftw``: the FFTW custom call, see simulator/fft/local.py): the median wall time of a
-forward + inverse pair of a ``--batch``-component field, its ratio to the same backend on the xla
+forward + inverse pair of a ``--batch``-component field (``--inner`` pairs looped in one compiled
+call, as a run's chunk loops its steps, so buffers are reused rather than page-faulted in), its ratio to the same backend on the xla
 path (``vs_xla``), to ``jnp.fft`` on one device and to ``scipy.fft`` (workers = all cores), the
 all-to-alls in the compiled HLO, and the compiled memory footprint (``compiled.memory_analysis()``:
 arguments + outputs + temporaries, per device, times the devices in the mesh) in bytes per grid cell.
@@ -36,6 +37,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--fft-paths", nargs="+", default=["xla", "fftw"], choices=["xla", "fftw"],
                    help="local FFT paths to measure (fftw: where the native extension is available)")
     p.add_argument("--repeats", type=int, default=15, help="timed rounds (median reported)")
+    p.add_argument("--inner", type=int, default=4,
+                   help="pairs per timed call, looped in one compiled program (time / inner reported): as in "
+                        "a run's chunk, buffers are then reused instead of freshly allocated (page faults) per pair")
     p.add_argument("--platform", default="cpu", choices=["cpu", "gpu"],
                    help="cpu: virtual CPU devices (max of --devices); gpu: the visible GPUs")
     p.add_argument("--out", default="outputs/bench", help="directory for fft.csv and fft.json")
@@ -59,6 +63,11 @@ def main() -> int:
 
     devices = jax.devices()
     cores = os.cpu_count() or 1
+
+    def looped(pair):
+        """``args.inner`` pairs in one compiled call (a round trip leaves the field as it was)."""
+        return jax.jit(lambda a: jax.lax.fori_loop(0, args.inner, lambda _, b: pair(b), a))
+
     paths = list(args.fft_paths)
     if "fftw" in paths and (local.native()[0] is None or args.platform != "cpu"):
         why = local.native()[1] or "the FFTW path is CPU-only"
@@ -81,8 +90,8 @@ def main() -> int:
                              np.complex64 if prec == "float32" else np.complex128)
                 # the baselines: jnp.fft on one device and scipy.fft on all cores, in the same rounds
                 one = jax.device_put(x, devices[0])
-                f_ref = jax.jit(lambda a: jnp.fft.irfftn(jnp.fft.rfftn(a, axes=axes), s=shape, axes=axes) if real
-                                else jnp.fft.ifftn(jnp.fft.fftn(a, axes=axes), axes=axes))
+                f_ref = looped(lambda a: jnp.fft.irfftn(jnp.fft.rfftn(a, axes=axes), s=shape, axes=axes) if real
+                               else jnp.fft.ifftn(jnp.fft.fftn(a, axes=axes), axes=axes))
 
                 def scipy_pair():
                     if real:
@@ -104,11 +113,12 @@ def main() -> int:
                         for path in paths if cls.owns_local_transforms else ["xla"]:
                             fft = cls(shape, build_mesh(cls, None, devices[:nd]), local_fft=path)
                             xs = distribute(x, fft.real_sharding(x.ndim - 3), x.dtype)
-                            pair = jax.jit(lambda a, f=fft: f.irfft(f.rfft(a)) if real else f.ifft(f.fft(a)))
+                            pair = looped(lambda a, f=fft: f.irfft(f.rfft(a)) if real else f.ifft(f.fft(a)))
                             compiled = pair.lower(xs).compile()
                             cases[(name, nd, path)] = (fft, compiled, xs, mesh_shape)
                             candidates[(name, nd, path)] = lambda c=compiled, a=xs: c(a)
-                times = timed_interleaved(candidates, repeats=args.repeats)
+                times = {k: t / args.inner for k, t in timed_interleaved(candidates, repeats=args.repeats).items()}
+                times["scipy"] *= args.inner  # one pair per call: scipy allocates its outputs anyway
                 t_jnp, t_scipy = times["jnp"], times["scipy"]
                 for (name, nd, path), (fft, compiled, xs, mesh_shape) in cases.items():
                     t = times[(name, nd, path)]
@@ -125,7 +135,7 @@ def main() -> int:
                         "ratio_vs_jnp": t / t_jnp, "ratio_vs_scipy": t / t_scipy,
                         "all_to_all": collective_counts(compiled.as_text())["all-to-all"],
                         "bytes_per_cell": None if mem is None else mem / n**3,
-                        "roundtrip_error": err, "repeats": args.repeats,
+                        "roundtrip_error": err, "repeats": args.repeats, "inner": args.inner,
                     }
                     rows.append(row)
                     bpc = "-" if mem is None else f"{mem / n**3:7.1f}"

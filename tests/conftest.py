@@ -4,6 +4,8 @@ Every test runs on CPU. Tests that need fewer devices take the first N of the 8.
 """
 
 import os
+import shutil
+import tempfile
 
 import jax
 import pytest
@@ -17,6 +19,16 @@ def pytest_configure(config):
     from simulator.runtime import configure_devices
 
     configure_devices(N_DEVICES, "float64")
+    # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
+    # the runs it starts share one of their own instead of the user's cache
+    if "SIMULATOR_FFTW_WISDOM" not in os.environ:
+        config._fftw_wisdom_dir = tempfile.mkdtemp(prefix="simulator-test-wisdom-")
+        os.environ["SIMULATOR_FFTW_WISDOM"] = os.path.join(config._fftw_wisdom_dir, "wisdom")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_fftw_wisdom_dir", None):
+        shutil.rmtree(config._fftw_wisdom_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -142,6 +142,30 @@ def test_plans_are_cached_per_shape(local_fft):
     assert module.plan_count() == made + 1
 
 
+SAVE_TRANSFORM = """
+import sys, numpy as np, jax
+jax.config.update("jax_enable_x64", True)
+from simulator.fft.local import resolve
+fft = resolve("fftw", threads=1, planner="measure")
+x = np.random.default_rng(0).standard_normal((3, 24, 20, 36))
+np.save(sys.argv[1], np.asarray(jax.jit(lambda a: fft.irfftn(fft.rfftn(a, (-3, -2, -1)) * 1.5, (-3, -2, -1), 36))(x)))
+"""
+
+
+@FFTW
+def test_processes_share_measured_plans_so_they_round_alike(local_fft, tmp_path):
+    """FFTW_MEASURE chooses plans by timing; the wisdom file makes a second process use the first one's
+    plans, so both give the same bits (what a bitwise-equal restart needs)."""
+    env = {"PATH": "/usr/bin:/bin", "SIMULATOR_FFTW_WISDOM": str(tmp_path / "wisdom"), "JAX_PLATFORMS": "cpu"}
+    for name in ("a.npy", "b.npy"):
+        r = subprocess.run([sys.executable, "-c", SAVE_TRANSFORM, str(tmp_path / name)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "fftw_wisdom" in (tmp_path / "wisdom.f64").read_text()
+    a, b = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
+    np.testing.assert_array_equal(a, b)
+
+
 @FFTW
 def test_gradients_through_fftw_equal_xla(local_fft):
     fftw, xla = local.resolve(local_fft, threads=1), local.resolve("xla")

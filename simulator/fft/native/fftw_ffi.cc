@@ -20,12 +20,18 @@
 // fftw_plan_with_nthreads, a global setting) is not thread-safe and is done under one mutex for
 // both precisions. Plans are made on scratch arrays (FFTW_MEASURE overwrites the arrays it plans
 // on); a plan may only be executed on arrays with the same SIMD alignment as its planning arrays, so
-// buffers that are not aligned get their own plan made with FFTW_UNALIGNED.
+// buffers that are not aligned get their own plan made with FFTW_UNALIGNED. Measured plans are shared
+// between processes through a wisdom file (see SyncWisdom), so that every process rounds alike.
 
 #include <Python.h>
 #include <fftw3.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -81,6 +87,9 @@ struct Fftw<double> {
   static int alignment_of(void* p) { return fftw_alignment_of(static_cast<double*>(p)); }
   static void* malloc(size_t bytes) { return fftw_malloc(bytes); }
   static void free(void* p) { fftw_free(p); }
+  static int import_wisdom(const char* path) { return fftw_import_wisdom_from_filename(path); }
+  static int export_wisdom(const char* path) { return fftw_export_wisdom_to_filename(path); }
+  static constexpr const char* kSuffix = ".f64";
 };
 
 template <>
@@ -118,6 +127,9 @@ struct Fftw<float> {
   static int alignment_of(void* p) { return fftwf_alignment_of(static_cast<float*>(p)); }
   static void* malloc(size_t bytes) { return fftwf_malloc(bytes); }
   static void free(void* p) { fftwf_free(p); }
+  static int import_wisdom(const char* path) { return fftwf_import_wisdom_from_filename(path); }
+  static int export_wisdom(const char* path) { return fftwf_export_wisdom_to_filename(path); }
+  static constexpr const char* kSuffix = ".f32";
 };
 
 // A transform as FFTW's guru interface sees it: sizes and strides (in elements) of the transformed
@@ -181,6 +193,48 @@ std::string MakeGeometry(int64_t kind, ffi::Span<const int64_t> in_shape, ffi::S
   return "";
 }
 
+// ---- wisdom shared between processes ---------------------------------------------------------------
+// FFTW_MEASURE picks a plan by timing candidates, so two processes may pick different plans for the
+// same transform and round differently: a run restarted from a checkpoint would not be bitwise equal
+// to an uninterrupted one. Measured plans are therefore kept as FFTW wisdom in a file (one per
+// precision) that every process reads before it plans and merges its new plans into, under an
+// exclusive lock: after the first process has measured a transform, all use its plan. Failures to
+// read or write the file only cost that sharing (the transforms stay correct).
+
+std::string wisdom_base;  // set by set_wisdom(); empty: no file
+
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) close(fd_);  // closing releases the lock
+  }
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+// Reads the shared wisdom; with `save`, also writes back the union of it and this process's wisdom
+// (a temporary file renamed over the old one, so readers never see half a file).
+template <typename Real>
+void SyncWisdom(bool save) {
+  using F = Fftw<Real>;
+  if (wisdom_base.empty()) return;
+  const std::string path = wisdom_base + F::kSuffix;
+  FileLock lock(path + ".lock");
+  if (!lock.held()) return;
+  F::import_wisdom(path.c_str());
+  if (!save) return;
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  if (F::export_wisdom(tmp.c_str()) == 0 || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
+}
+
 template <typename Real>
 std::map<std::vector<int64_t>, typename Fftw<Real>::Plan>& PlanCache() {
   static std::map<std::vector<int64_t>, typename Fftw<Real>::Plan> cache;
@@ -234,11 +288,14 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
       F::plan_with_nthreads(static_cast<int>(nthreads));
       unsigned flags = PlannerFlag(effort) | (aligned ? 0u : FFTW_UNALIGNED);
       if (kind == kC2R) flags |= FFTW_DESTROY_INPUT;
+      const bool measured = effort != 0;  // FFTW_ESTIMATE plans are the same in every process
+      if (measured) SyncWisdom<Real>(false);
       plan = F::plan(kind, static_cast<int>(dims.size()), dims.data(), static_cast<int>(hdims.size()),
                      hdims.data(), scratch_in, scratch_out, flags);
       F::free(scratch_in);
       F::free(scratch_out);
       if (plan == nullptr) return ffi::Error::Internal("FFTW could not plan this transform");
+      if (measured) SyncWisdom<Real>(true);
       cache.emplace(key, plan);
       ++plan_count;
     }
@@ -333,6 +390,14 @@ PyObject* Handlers(PyObject*, PyObject*) {
 
 PyObject* Version(PyObject*, PyObject*) { return PyUnicode_FromString(fftw_version); }
 
+PyObject* SetWisdom(PyObject*, PyObject* arg) {
+  const char* path = PyUnicode_AsUTF8(arg);
+  if (path == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(planner_mutex);
+  wisdom_base = path;
+  Py_RETURN_NONE;
+}
+
 PyObject* PlanCount(PyObject*, PyObject*) {
   std::lock_guard<std::mutex> lock(planner_mutex);
   return PyLong_FromSize_t(plan_count);
@@ -341,6 +406,8 @@ PyObject* PlanCount(PyObject*, PyObject*) {
 PyMethodDef methods[] = {
     {"handlers", Handlers, METH_NOARGS, "XLA FFI handler capsules by target name."},
     {"version", Version, METH_NOARGS, "FFTW's version string (fftw_version)."},
+    {"set_wisdom", SetWisdom, METH_O,
+     "Base path of the wisdom files shared by processes (.f64/.f32 appended); '' for none."},
     {"plan_count", PlanCount, METH_NOARGS, "Number of FFTW plans made (and cached) in this process."},
     {nullptr, nullptr, 0, nullptr},
 };
