@@ -19,8 +19,9 @@ invocation:
 * ``Mcell_steps_per_s``: N^3 * steps / s / 1e6.
 
 With ``--peer-python PY`` (an environment with FluidSim, see scripts/peer_fluidsim.py), FluidSim's
-ns3d Taylor-Green RK4 step is measured in the same invocation and ``vs_fluidsim`` = our step / its
-step is reported for the NS rk4 float64 rows.
+ns3d Taylor-Green RK4 step is measured in the same invocation, its chunks of steps interleaved with
+ours in the same rounds, and ``vs_fluidsim`` = our step / its step is reported for the NS rk4
+float64 rows on one device.
 
     python scripts/bench_step.py                                   # N = 64 128, 1 CPU device
     python scripts/bench_step.py --peer-python /path/to/fluidsim-venv/bin/python
@@ -33,11 +34,9 @@ Results: a table on stdout, outputs/bench/step.csv and step.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,13 +69,25 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def fluidsim_peer(python: str, sizes: list[int]) -> dict[int, float]:
-    """ms per FluidSim ns3d Taylor-Green RK4 step, by N, measured now in its own environment."""
-    script = Path(__file__).with_name("peer_fluidsim.py")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "peer.json"
-        subprocess.run([python, str(script), "--sizes", *map(str, sizes), "--json", str(out)], check=True)
-        return {r["n"]: r["ms_per_step"] for r in json.loads(out.read_text())["results"]}
+class FluidSimPeer:
+    """FluidSim's ns3d Taylor-Green RK4 run in its own environment (scripts/peer_fluidsim.py --serve),
+    stepping on request so that its steps are timed interleaved with ours."""
+
+    def __init__(self, python: str, sizes: list[int]):
+        script = Path(__file__).with_name("peer_fluidsim.py")
+        self.proc = subprocess.Popen([python, str(script), "--serve", "--sizes", *map(str, sizes)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
+
+    def steps(self, n: int, steps: int) -> None:
+        self.proc.stdin.write(f"{n} {steps}\n")
+        self.proc.stdin.flush()
+        float(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 @dataclass
@@ -155,7 +166,8 @@ def main() -> int:
     from simulator.fft.check import collective_counts
     from simulator.integrators import INTEGRATORS
 
-    peer = fluidsim_peer(args.peer_python, args.sizes) if args.peer_python else {}
+    peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
+    peer: dict[int, float] = {}  # N -> FluidSim ms per step, measured in the rounds of the rk4 float64 rows
     devices = jax.devices()
     paths = list(args.fft_paths)
     if "fftw" in paths and (local.native()[0] is None or args.platform != "cpu"):
@@ -191,7 +203,12 @@ def main() -> int:
                         for path, run in runs.items():
                             fns[(path, "step")] = run.chunk
                             fns[(path, "fft")] = run.ffts
+                        with_peer = peer_proc is not None and scheme == "rk4" and prec == "float64" and nd == 1
+                        if with_peer:
+                            fns["fluidsim"] = lambda n=n: peer_proc.steps(n, args.steps)
                         times = timed_interleaved(fns, repeats=args.repeats)
+                        if with_peer:
+                            peer[n] = 1e3 * times["fluidsim"] / args.steps
                         for path, run in runs.items():
                             sim = run.sim
                             eq, dtype = sim.equation, sim.dtype
@@ -207,8 +224,7 @@ def main() -> int:
                             fft_s = times[(path, "fft")] / args.steps
                             ffts = STAGES[scheme] * 9 if physics == "navier_stokes" else 4
                             xla_s = times[("xla", "step")] / args.steps if "xla" in runs else None
-                            ratio_peer = (step_s * 1e3 / peer[n]) if (n in peer and scheme == "rk4"
-                                                                      and prec == "float64" and nd == 1) else None
+                            ratio_peer = step_s * 1e3 / peer[n] if with_peer else None
                             row = {
                                 "N": n, "scheme": scheme, "backend": backend, "devices": nd, "precision": prec,
                                 "fft_path": path, "local_fft": sim.fft.local.describe(jax.default_backend()),
@@ -227,8 +243,11 @@ def main() -> int:
                             print(f"{n:4d} {scheme:6s} {backend:9s} {nd:3d} {prec:7s} {path:4s} {row['step_ms']:9.2f} "
                                   f"{vx:>6s} {row['fft_ms']:9.2f} {row['fft_share']:6.2f} {ffts:4d} {a2a:3d} {bpc:>7s} "
                                   f"{row['Mcell_steps_per_s']:10.2f} {vs:>11s}", flush=True)
+    if peer_proc is not None:
+        peer_proc.close()
     for n, ms in sorted(peer.items()):
-        print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, measured in this run)", flush=True)
+        print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above)",
+              flush=True)
     write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths})
     return 0
 
