@@ -155,8 +155,8 @@ class LocalFFT:
 
     def describe(self, platform: str = "cpu") -> str:
         """One line for ``simulator info`` and the run log: which FFT runs the local transforms, and why."""
-        if self.name == "fftw" and platform != "cpu":
-            return f"xla (the FFTW path is CPU-only; {platform} runs XLA's FFT)"
+        if platform != "cpu":
+            return f"xla (XLA's FFT on {platform}; the FFTW path is CPU-only)"
         if self.name == "fftw":
             module, _ = native()
             version = module.version().split("-")[1] if module is not None else "?"
@@ -268,7 +268,9 @@ def _c2r_bwd(axes: Axes, n: int, fft: LocalFFT, _, t: jax.Array) -> tuple[jax.Ar
 
 def _c2c_call(x: jax.Array, axes: Axes, inverse: bool, fft: LocalFFT) -> jax.Array:
     kind = _C2C_BACKWARD if inverse else _C2C_FORWARD
-    (y,) = fft._call("simulator_fftw", kind, x, axes, [_like(x, x.shape, x.dtype)])
+    # in place: the result reuses the operand's buffer when the operand is dead after the call (XLA
+    # copies it first otherwise), one buffer less between the stages of a distributed transform
+    (y,) = fft._call("simulator_fftw", kind, x, axes, [_like(x, x.shape, x.dtype)], {0: 0})
     return y
 
 

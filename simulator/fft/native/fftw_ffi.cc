@@ -259,7 +259,8 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
                      const Geometry& g, int64_t nthreads, int64_t effort) {
   using F = Fftw<Real>;
   const bool aligned = F::alignment_of(in) == 0 && F::alignment_of(out) == 0;
-  std::vector<int64_t> key = {kind, nthreads, effort, aligned, static_cast<int64_t>(g.n.size())};
+  const bool in_place = in == out;  // c2c: the caller aliases the result to the operand
+  std::vector<int64_t> key = {kind, nthreads, effort, aligned, in_place, static_cast<int64_t>(g.n.size())};
   for (size_t i = 0; i < g.n.size(); ++i) key.insert(key.end(), {g.n[i], g.is[i], g.os[i]});
   for (size_t i = 0; i < g.hn.size(); ++i) key.insert(key.end(), {g.hn[i], g.his[i], g.hos[i]});
 
@@ -278,10 +279,10 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
       for (size_t i = 0; i < hdims.size(); ++i) hdims[i] = {g.hn[i], g.his[i], g.hos[i]};
       // scratch arrays: planning with FFTW_MEASURE writes to them
       void* scratch_in = F::malloc(in_bytes);
-      void* scratch_out = F::malloc(out_bytes);
+      void* scratch_out = in_place ? scratch_in : F::malloc(out_bytes);
       if (scratch_in == nullptr || scratch_out == nullptr) {
         F::free(scratch_in);
-        F::free(scratch_out);
+        if (!in_place) F::free(scratch_out);
         return ffi::Error::Internal("out of memory for FFTW planning arrays");
       }
       std::memset(scratch_in, 0, in_bytes);
@@ -293,7 +294,7 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
       plan = F::plan(kind, static_cast<int>(dims.size()), dims.data(), static_cast<int>(hdims.size()),
                      hdims.data(), scratch_in, scratch_out, flags);
       F::free(scratch_in);
-      F::free(scratch_out);
+      if (!in_place) F::free(scratch_out);
       if (plan == nullptr) return ffi::Error::Internal("FFTW could not plan this transform");
       if (measured) SyncWisdom<Real>(true);
       cache.emplace(key, plan);
