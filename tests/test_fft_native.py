@@ -212,6 +212,14 @@ def test_navier_stokes_step_on_fftw_equals_xla(devices, local_fft, backend, n):
 # ---- choosing and reporting the path --------------------------------------------------------------
 
 
+def test_importing_registers_nothing():
+    """The extension is loaded and its targets registered on first use, not when modules are imported."""
+    code = ("import sys, simulator.fft, simulator.fft.local, simulator.fft.slab, simulator.fft.pencil; "
+            "print('simulator.fft._fftw' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
 def test_the_environment_chooses_the_path(monkeypatch):
     monkeypatch.setenv("SIMULATOR_FFT", "xla")
     assert local.resolve().name == "xla" and local.resolve().describe() == "xla (SIMULATOR_FFT=xla)"

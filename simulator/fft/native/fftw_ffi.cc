@@ -13,6 +13,7 @@
 //                       us a buffer we may destroy, copying the operand first only if it is still
 //                       needed elsewhere.
 // Transforms are unnormalised (FFTW's, and NumPy's forward): the caller scales inverses by 1/N.
+// (One file, a little over 400 lines: FFTW's double and float entry points are spelled out once each.)
 //
 // Plans are cached per (transform kind, precision, axis sizes and strides, thread count, planner
 // effort, alignment) and reused with the new-array execute functions, which are thread-safe:
@@ -21,7 +22,7 @@
 // both precisions. Plans are made on scratch arrays (FFTW_MEASURE overwrites the arrays it plans
 // on); a plan may only be executed on arrays with the same SIMD alignment as its planning arrays, so
 // buffers that are not aligned get their own plan made with FFTW_UNALIGNED. Measured plans are shared
-// between processes through a wisdom file (see SyncWisdom), so that every process rounds alike.
+// between processes through a wisdom file (see SharedWisdom), so that every process rounds alike.
 
 #include <Python.h>
 #include <fftw3.h>
@@ -35,6 +36,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -196,44 +198,46 @@ std::string MakeGeometry(int64_t kind, ffi::Span<const int64_t> in_shape, ffi::S
 // ---- wisdom shared between processes ---------------------------------------------------------------
 // FFTW_MEASURE picks a plan by timing candidates, so two processes may pick different plans for the
 // same transform and round differently: a run restarted from a checkpoint would not be bitwise equal
-// to an uninterrupted one. Measured plans are therefore kept as FFTW wisdom in a file (one per
-// precision) that every process reads before it plans and merges its new plans into, under an
-// exclusive lock: after the first process has measured a transform, all use its plan. Failures to
-// read or write the file only cost that sharing (the transforms stay correct).
+// to an uninterrupted one, nor would the processes of one run agree. Measured plans are therefore
+// kept as FFTW wisdom in a file (one per precision). A process that has to plan takes an exclusive
+// lock on it, reads it, plans (FFTW reuses a plan found there instead of measuring), writes back
+// the union of the file and its own wisdom, and unlocks: processes on one machine plan one after the
+// other, and all use the plan of the first that measured a transform. Failing to lock, read or write
+// the file only costs that sharing; the transforms stay correct.
 
 std::string wisdom_base;  // set by set_wisdom(); empty: no file
 
-class FileLock {
+template <typename Real>
+class SharedWisdom {
  public:
-  explicit FileLock(const std::string& path) : fd_(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+  SharedWisdom() {
+    if (wisdom_base.empty()) return;
+    path_ = wisdom_base + Fftw<Real>::kSuffix;
+    fd_ = open((path_ + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
       close(fd_);
       fd_ = -1;
     }
+    if (fd_ >= 0) Fftw<Real>::import_wisdom(path_.c_str());
   }
-  ~FileLock() {
+  SharedWisdom(const SharedWisdom&) = delete;
+  SharedWisdom& operator=(const SharedWisdom&) = delete;
+  ~SharedWisdom() {
     if (fd_ >= 0) close(fd_);  // closing releases the lock
   }
-  bool held() const { return fd_ >= 0; }
+  // Writes this process's wisdom (which includes what was read) to a temporary file renamed over
+  // the old one, so that a reader never sees half a file.
+  void save() const {
+    if (fd_ < 0) return;
+    const std::string tmp = path_ + ".tmp" + std::to_string(getpid());
+    if (Fftw<Real>::export_wisdom(tmp.c_str()) == 0 || rename(tmp.c_str(), path_.c_str()) != 0)
+      unlink(tmp.c_str());
+  }
 
  private:
-  int fd_;
+  std::string path_;
+  int fd_ = -1;
 };
-
-// Reads the shared wisdom; with `save`, also writes back the union of it and this process's wisdom
-// (a temporary file renamed over the old one, so readers never see half a file).
-template <typename Real>
-void SyncWisdom(bool save) {
-  using F = Fftw<Real>;
-  if (wisdom_base.empty()) return;
-  const std::string path = wisdom_base + F::kSuffix;
-  FileLock lock(path + ".lock");
-  if (!lock.held()) return;
-  F::import_wisdom(path.c_str());
-  if (!save) return;
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  if (F::export_wisdom(tmp.c_str()) == 0 || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
-}
 
 template <typename Real>
 std::map<std::vector<int64_t>, typename Fftw<Real>::Plan>& PlanCache() {
@@ -289,14 +293,17 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
       F::plan_with_nthreads(static_cast<int>(nthreads));
       unsigned flags = PlannerFlag(effort) | (aligned ? 0u : FFTW_UNALIGNED);
       if (kind == kC2R) flags |= FFTW_DESTROY_INPUT;
-      const bool measured = effort != 0;  // FFTW_ESTIMATE plans are the same in every process
-      if (measured) SyncWisdom<Real>(false);
-      plan = F::plan(kind, static_cast<int>(dims.size()), dims.data(), static_cast<int>(hdims.size()),
-                     hdims.data(), scratch_in, scratch_out, flags);
+      {
+        // FFTW_ESTIMATE plans are the same in every process; measured ones are shared
+        std::optional<SharedWisdom<Real>> wisdom;
+        if (effort != 0) wisdom.emplace();
+        plan = F::plan(kind, static_cast<int>(dims.size()), dims.data(), static_cast<int>(hdims.size()),
+                       hdims.data(), scratch_in, scratch_out, flags);
+        if (plan != nullptr && wisdom) wisdom->save();
+      }
       F::free(scratch_in);
       if (!in_place) F::free(scratch_out);
       if (plan == nullptr) return ffi::Error::Internal("FFTW could not plan this transform");
-      if (measured) SyncWisdom<Real>(true);
       cache.emplace(key, plan);
       ++plan_count;
     }
@@ -413,7 +420,8 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fftw", "FFTW transforms as XLA FFI handlers (CPU).", -1, methods};
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fftw", "FFTW transforms as XLA FFI handlers (CPU).", -1, methods,
+                      nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 
