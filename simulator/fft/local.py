@@ -71,7 +71,9 @@ Axes = tuple[int, ...]
 
 def _fftw_header_found() -> bool:
     """Whether fftw3.h is in a standard include directory (to explain a missing extension)."""
-    dirs = ["/usr/include", "/usr/local/include", os.path.join(os.environ.get("FFTW_DIR", "/nonexistent"), "include")]
+    dirs = ["/usr/include", "/usr/local/include"]
+    if os.environ.get("FFTW_DIR"):
+        dirs.append(os.path.join(os.environ["FFTW_DIR"], "include"))
     for var in ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"):
         dirs += [d for d in os.environ.get(var, "").split(os.pathsep) if d]
     return any(Path(d, "fftw3.h").is_file() for d in dirs)
@@ -346,7 +348,8 @@ def resolve(requested: str | None = None, devices: int = 1, threads: int | None 
     module, why_not = native()
     if module is None:
         if requested == "fftw":
-            raise RuntimeSetupError(f"{ENV_PATH}=fftw but the FFTW path is unavailable: {why_not}")
+            asked = f"{ENV_PATH}=fftw" if source == ENV_PATH else "local_fft='fftw'"
+            raise RuntimeSetupError(f"{asked} but the FFTW path is unavailable: {why_not}")
         return LocalFFT("xla", why_not)
     if threads is None:
         threads = _env_threads() or max(1, _available_cores() // max(1, devices))
