@@ -10,13 +10,17 @@ Run:
 
     /work/fluidsim-venv/bin/python scripts/peer_fluidsim.py --sizes 64 128 --json peer.json
 
+scripts/bench_step.py --peer-python runs it with --serve instead: it then steps on request, so its
+steps are timed interleaved with the benchmark's own (both feel the same load on a shared machine).
+
 Case: box 2*pi, u = sin x cos y cos z, v = -cos x sin y cos z, w = 0, nu = 1/1600, classical RK4,
 fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved. Reports the median
 wall time of `sim.time_stepping.one_time_step()` after warm-up steps. FFTs default to
 fft3d.with_pyfftw, the fastest sequential class here: --fft fft3d.with_fftw3d (which needs a
 system FFTW, e.g. apt-get install libfftw3-dev, then pip install fluidfft-fftw) measured slower, as
 its FFTs ignore the thread setting. OMP_NUM_THREADS, set from --threads before FluidSim is
-imported, sets the pyfftw threads and the OpenMP threads of FluidSim's compiled kernels.
+imported, sets the pyfftw threads and the OpenMP threads of FluidSim's compiled kernels;
+OMP_WAIT_POLICY defaults to passive (see main).
 """
 
 from __future__ import annotations
@@ -27,14 +31,15 @@ import io
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 
-def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
-    """Median seconds per RK4 step of the ns3d solver on an n**3 Taylor-Green vortex."""
+def taylor_green(n: int, fft: str) -> Any:
+    """FluidSim's ns3d solver set up on an n**3 Taylor-Green vortex (the case above)."""
     import numpy as np
     from fluidsim.solvers.ns3d.solver import Simul
 
@@ -61,7 +66,12 @@ def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
     sim.state.init_statephys_from(vx=vx, vy=vy, vz=np.zeros_like(vx))
     sim.state.statespect_from_statephys()
     sim.state.statephys_from_statespect()
+    return sim
 
+
+def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
+    """Median seconds per RK4 step of the ns3d solver on an n**3 Taylor-Green vortex."""
+    sim = taylor_green(n, fft)
     for _ in range(warmup):
         sim.time_stepping.one_time_step()
     samples = []
@@ -72,6 +82,25 @@ def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
     return statistics.median(samples)
 
 
+def serve(sizes: list[int], fft: str, warmup: int) -> None:
+    """Steps on request, for a benchmark that interleaves this peer with its own runs.
+
+    Prints ``ready`` once every size is set up and warmed up; then for each stdin line ``N STEPS``
+    runs STEPS steps of the n = N simulation and prints their wall seconds (one line each).
+    """
+    sims = {n: taylor_green(n, fft) for n in sizes}
+    for sim in sims.values():
+        for _ in range(warmup):
+            sim.time_stepping.one_time_step()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        n, steps = (int(v) for v in line.split())
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            sims[n].time_stepping.one_time_step()
+        print(f"{time.perf_counter() - t0:.6f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128])
@@ -80,15 +109,26 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per size")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--serve", action="store_true",
+                        help="step on request (stdin 'N STEPS' -> stdout seconds) for an interleaved benchmark")
     args = parser.parse_args()
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer_fluidsim_") as tmp:
         # Both read when FluidSim is imported; its scratch files go to tmp, then are deleted.
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        # OpenMP threads that spin while they wait (GNU's default) slow FluidSim's steps 10x (33 ->
+        # 390 ms at 64^3, measured) as soon as another process shares the cores, as in an interleaved
+        # benchmark or on a shared machine; sleeping waits cost it little when the cores are free.
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         os.environ["FLUIDSIM_PATH"] = tmp
         import fluidsim
 
+        if args.serve:
+            print(f"# peer: fluidsim {fluidsim.__version__}, {args.fft}, OMP_NUM_THREADS={args.threads}",
+                  file=sys.stderr, flush=True)
+            serve(args.sizes, args.fft, args.warmup)
+            return
         print(f"fluidsim {fluidsim.__version__}, {args.fft}, OMP_NUM_THREADS={args.threads}")
         print(f"{'n':>5} {'ms/step':>10}")
         for n in args.sizes:

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Set up the project on a machine with only Python >= 3.11: a virtual environment in .venv with the
 # package (editable) and its test extra. Does nothing when .venv is already up to date with
-# pyproject.toml, so it is cheap to put in front of every command.
+# pyproject.toml, setup.py and the native FFT's source, so it is cheap to put in front of every command.
+#
+# The CPU fast path (FFTW behind an XLA custom call, simulator/fft/local.py) needs FFTW's headers and
+# a C++ compiler: as root on a Debian-like machine this installs libfftw3-dev when fftw3.h is missing;
+# otherwise it says so in one line and the package falls back to XLA's FFT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -13,11 +17,39 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv with $("$PY" --version)"
     "$PY" -m venv .venv
 fi
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+
+fftw_header() {  # can the C++ compiler include fftw3.h?
+    echo '#include <fftw3.h>' | ${CXX:-c++} ${FFTW_DIR:+-I"$FFTW_DIR/include"} -E -x c++ - >/dev/null 2>&1
+}
+if ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
+    echo "setup: no C++ compiler (${CXX:-c++}): the local FFTs will use XLA's FFT, not FFTW"
+elif ! fftw_header; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing FFTW (apt-get install libfftw3-dev) for the native CPU FFT"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq libfftw3-dev >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libfftw3-dev >/dev/null 2>&1; } \
+            || echo "setup: apt-get install libfftw3-dev failed: the local FFTs will use XLA's FFT, not FFTW"
+    else
+        echo "setup: fftw3.h not found and not installable here (needs root and apt-get; or set FFTW_DIR):" \
+             "the local FFTs will use XLA's FFT, not FFTW"
+    fi
+fi
+
+# a change to the build (pyproject.toml, setup.py, the native source) or to FFTW's presence reinstalls
+have_fftw=$(fftw_header && echo fftw || echo nofftw)
+stamp=".venv/.installed-$(cat pyproject.toml setup.py simulator/fft/native/* | sha256sum | cut -c1-16)-$have_fftw"
 if [ ! -f "$stamp" ]; then
     echo "setup: installing the simulator and its dependencies into .venv (about 1 GB, a minute or two)"
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[test]'
+    # The native FFT compiles against jaxlib's XLA FFI headers: install the build requirements (jaxlib
+    # among them) first, then build without isolation, against the jaxlib the package will run with.
+    build_requires=$(.venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+    mapfile -t build_requires <<< "$build_requires"
+    .venv/bin/python -m pip install --quiet "${build_requires[@]}"
+    .venv/bin/python -m pip install --quiet --no-build-isolation -e '.[test]'
     rm -f .venv/.installed-*
     touch "$stamp"
+    .venv/bin/python -c 'from simulator.fft.local import native; m, why = native()
+print("setup: local FFT: " + (f"fftw ({m.version()})" if m else f"xla ({why})"))'
 fi

@@ -13,7 +13,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,27 @@ def timed(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
         jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds of each zero-argument ``fns[name]()`` (results blocked on), A/B interleaved.
+
+    Every round calls each function once, in an order rotated from round to round, so load that
+    comes and goes on a shared machine hits all of them alike; ``warmup`` untimed rounds first.
+    """
+    import jax
+
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            jax.block_until_ready(fns[name]())
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            jax.block_until_ready(fns[name]())
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def memory_bytes(compiled: Any) -> int | None:

@@ -106,6 +106,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         backend.check_layout(cfg.grid.shape, shape)
         fft = runtime.make_fft(cfg)
         print(f"layout:                {fft.describe()}")
+        print(f"local FFT:             {fft.local.describe(rep.platform)}")
         print("versions:              " + ", ".join(f"{k} {v}" for k, v in runtime.versions().items()))
     # every process reports its own devices, so a mis-bound GPU or task is visible
     print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}")

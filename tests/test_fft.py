@@ -1,5 +1,11 @@
 """The distributed FFT: every backend and device count against numpy.fft, its k-space layout,
-the communication it compiles to, and bad layouts rejected before anything is compiled."""
+the communication it compiles to, and bad layouts rejected before anything is compiled.
+
+Backends whose local transforms are this package's run every check on both local FFT paths
+(``local_fft``: XLA's FFT and the FFTW custom call, see tests/conftest.py); jaxdecomp's transforms are
+inside jaxdecomp, so it runs on XLA's only."""
+
+import re
 
 import jax
 import jax.numpy as jnp
@@ -19,49 +25,58 @@ from simulator.fft.check import (
 from simulator.runtime import build_mesh, configure_devices
 
 SHAPES = [(12, 8, 16), (16, 16, 16)]  # non-cubic first
+PATHS = ["xla", "fftw"]
+
+
+def with_paths(cases):
+    """Each (backend, ...) case on both local FFT paths, except jaxdecomp (XLA's only)."""
+    return [(*case, path) for case in cases for path in (["xla"] if case[0] == "jaxdecomp" else PATHS)]
 
 
 def layouts():
-    """(backend, mesh request, device count): every backend on 1, 2, 4 and 8 devices."""
+    """(backend, mesh request, device count, local FFT): every backend on 1, 2, 4 and 8 devices."""
     out = [("single", None, 1)]
     for n in (1, 2, 4, 8):
         out += [("slab", None, n), ("pencil", None, n), ("jaxdecomp", None, n)]
     out += [("jaxdecomp", (2, 2), 4), ("jaxdecomp", (2, 4), 8)]  # jaxdecomp pencils
-    return out
+    return with_paths(out)
 
 
-def make(name, shape, mesh, n, devices):
+def make(name, shape, mesh, n, devices, local_fft="xla"):
     cls = BACKENDS[name]
-    return cls(shape, build_mesh(cls, mesh, devices[:n]))
+    return cls(shape, build_mesh(cls, mesh, devices[:n]), local_fft=local_fft)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("name, mesh, n", layouts(), ids=lambda v: str(v).replace(" ", ""))
+@pytest.mark.parametrize("name, mesh, n, local_fft", layouts(), ids=lambda v: str(v).replace(" ", ""),
+                         indirect=["local_fft"])
 @pytest.mark.parametrize("real", [True, False], ids=["r2c", "c2c"])
-def test_float64_matches_numpy(devices, name, mesh, n, shape, real):
-    r = check_transform(make(name, shape, mesh, n, devices), real, jnp.float64, batch=3)
+def test_float64_matches_numpy(devices, name, mesh, n, local_fft, shape, real):
+    r = check_transform(make(name, shape, mesh, n, devices, local_fft), real, jnp.float64, batch=3)
     assert r.forward_error < 1e-12, r
     assert r.roundtrip_error < 1e-12, r
 
 
-@pytest.mark.parametrize("name, mesh, n", [("single", None, 1), ("slab", None, 8), ("pencil", None, 8),
-                                           ("jaxdecomp", (2, 4), 8)])
+@pytest.mark.parametrize("name, mesh, n, local_fft",
+                         with_paths([("single", None, 1), ("slab", None, 8), ("pencil", None, 8),
+                                     ("jaxdecomp", (2, 4), 8)]), indirect=["local_fft"])
 @pytest.mark.parametrize("real", [True, False], ids=["r2c", "c2c"])
-def test_float32_matches_numpy(devices, name, mesh, n, real):
+def test_float32_matches_numpy(devices, name, mesh, n, local_fft, real):
     # float32 round-off of an FFT grows like eps * log2(N) (eps = 6e-8): 1e-5 relative to the
     # largest coefficient leaves a margin of ~30 at these sizes while still failing on any real bug
     # (a wrong mode or a missing plane is an O(1) error).
-    r = check_transform(make(name, (12, 8, 16), mesh, n, devices), real, jnp.float32, batch=3)
+    r = check_transform(make(name, (12, 8, 16), mesh, n, devices, local_fft), real, jnp.float32, batch=3)
     assert r.forward_error < 1e-5 and r.roundtrip_error < 1e-5, r
     assert r.forward_error > 1e-9, "float32 run was not actually in float32"
 
 
-@pytest.mark.parametrize("name, mesh, n", [("single", None, 1), ("slab", None, 8), ("slab", None, 2),
-                                           ("pencil", None, 8), ("jaxdecomp", None, 8), ("jaxdecomp", (2, 4), 8)])
-def test_spectral_derivative_uses_the_backend_layout(devices, name, mesh, n):
+@pytest.mark.parametrize("name, mesh, n, local_fft",
+                         with_paths([("single", None, 1), ("slab", None, 8), ("slab", None, 2), ("pencil", None, 8),
+                                     ("jaxdecomp", None, 8), ("jaxdecomp", (2, 4), 8)]), indirect=["local_fft"])
+def test_spectral_derivative_uses_the_backend_layout(devices, name, mesh, n, local_fft):
     """d/dx_j of a trigonometric field via i k_j in each backend's own k-space layout, exact to 1e-12."""
     shape, box = (16, 8, 32), (2.0, 3.0, 5.0)
-    fft = make(name, shape, mesh, n, devices)
+    fft = make(name, shape, mesh, n, devices, local_fft)
     x, y, z = fft.coordinates(box, jnp.float64)
     a, b, c = 2 * np.pi / box[0], 2 * np.pi / box[1], 2 * np.pi / box[2]
 
@@ -90,17 +105,24 @@ def test_spectral_derivative_uses_the_backend_layout(devices, name, mesh, n):
     assert float(jnp.max(jnp.abs(cerr))) / (3 * c) < 1e-12
 
 
-@pytest.mark.parametrize("name, mesh, n", [("single", None, 1), ("slab", None, 4), ("pencil", None, 8),
-                                           ("jaxdecomp", None, 8)])
+@pytest.mark.parametrize("name, mesh, n, local_fft",
+                         with_paths([("single", None, 1), ("slab", None, 4), ("pencil", None, 8),
+                                     ("jaxdecomp", None, 8)]), indirect=["local_fft"])
 @pytest.mark.parametrize("real", [True, False], ids=["r2c", "c2c"])
-def test_parseval_weights(devices, name, mesh, n, real):
-    fft = make(name, (8, 8, 16), mesh, n, devices)
+def test_parseval_weights(devices, name, mesh, n, local_fft, real):
+    fft = make(name, (8, 8, 16), mesh, n, devices, local_fft)
     x = host_field((8, 8, 16), real)
     dtype = jnp.float64 if real else jnp.complex128
     xs = distribute(x, fft.real_sharding(), dtype)
     k = (fft.rfft if real else fft.fft)(xs)
     w = fft.parseval_weight(real, jnp.float64)
     assert float(jnp.sum(w * jnp.abs(k) ** 2)) / fft.size == pytest.approx(np.sum(np.abs(x) ** 2), rel=1e-12)
+
+
+def runs_on(hlo_text):
+    """Which local FFT a compiled program calls: the FFTW custom call, XLA's fft op, or neither."""
+    fftw, xla = 'custom_call_target="simulator_fftw' in hlo_text, re.search(r"\bfft\(", hlo_text) is not None
+    return {(True, False): "fftw", (False, True): "xla"}.get((fftw, xla), f"fftw={fftw}, xla={xla}")
 
 
 def _compiled(fft, real, batch):
@@ -112,10 +134,11 @@ def _compiled(fft, real, batch):
     return fwd.as_text(), inv.as_text(), x.size // fft.mesh.devices.size
 
 
+@pytest.mark.parametrize("local_fft", PATHS, indirect=True)
 @pytest.mark.parametrize("n", [2, 4, 8])
 @pytest.mark.parametrize("real", [True, False], ids=["r2c", "c2c"])
-def test_slab_costs_one_all_to_all_each_way(devices, n, real):
-    fft = make("slab", (16, 16, 32), None, n, devices)
+def test_slab_costs_one_all_to_all_each_way(devices, n, real, local_fft):
+    fft = make("slab", (16, 16, 32), None, n, devices, local_fft)
     fwd, inv, local = _compiled(fft, real, batch=3)
     for text in (fwd, inv):
         counts = collective_counts(text)
@@ -123,17 +146,20 @@ def test_slab_costs_one_all_to_all_each_way(devices, n, real):
         assert counts["collective-permute"] == 0 and counts["all-reduce"] == 0, counts
         # nothing bigger than one device's share of the batch ever exists on a device
         assert largest_buffer(text) <= local
+        assert runs_on(text) == local_fft
 
 
+@pytest.mark.parametrize("local_fft", PATHS, indirect=True)
 @pytest.mark.parametrize("mesh", [(2, 2), (2, 4), (4, 2)])
 @pytest.mark.parametrize("real", [True, False], ids=["r2c", "c2c"])
-def test_pencil_costs_two_all_to_alls_each_way(devices, mesh, real):
-    fft = make("pencil", (16, 16, 32), mesh, mesh[0] * mesh[1], devices)
+def test_pencil_costs_two_all_to_alls_each_way(devices, mesh, real, local_fft):
+    fft = make("pencil", (16, 16, 32), mesh, mesh[0] * mesh[1], devices, local_fft)
     fwd, inv, local = _compiled(fft, real, batch=3)
     for text in (fwd, inv):
         counts = collective_counts(text)
         assert counts["all-to-all"] == 2 and counts["all-gather"] == 0, counts
         assert largest_buffer(text) <= local
+        assert runs_on(text) == local_fft
 
 
 def test_jaxdecomp_never_gathers(devices):

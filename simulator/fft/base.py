@@ -35,6 +35,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from simulator.errors import ConfigError
 from simulator.fft import linear
 from simulator.fft.layouts import Layout, Shape3, Spec3
+from simulator.fft.local import LocalFFT
+from simulator.fft.local import resolve as resolve_local_fft
 
 def complex_dtype(dtype: jnp.dtype) -> jnp.dtype:
     """The complex dtype matching a real or complex dtype (float32 -> complex64, float64 -> complex128)."""
@@ -53,7 +55,13 @@ class FFTBackend(Layout, abc.ABC):
     :mod:`simulator.fft.layouts`) and defines the four transforms.
     """
 
-    def __init__(self, shape: Sequence[int], mesh: Mesh):
+    #: whether the backend's local transforms are this package's (False: they are inside a library)
+    owns_local_transforms = True
+
+    def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
+                 fft_threads: int | None = None):
+        """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads``
+        choose the implementation of the per-device transforms (:mod:`simulator.fft.local`)."""
         shape = tuple(int(n) for n in shape)
         if len(shape) != 3:
             raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")
@@ -62,6 +70,11 @@ class FFTBackend(Layout, abc.ABC):
         self.check_layout(shape, tuple(mesh.devices.shape))
         self.shape: Shape3 = shape  # type: ignore[assignment]
         self.mesh = mesh
+        if self.owns_local_transforms:
+            here = sum(d.process_index == jax.process_index() for d in mesh.devices.flat)
+            self.local: LocalFFT = resolve_local_fft(local_fft, here, fft_threads)
+        else:
+            self.local = LocalFFT("xla", f"{self.name} runs its own transforms, inside its package")
 
     # ---- shardings ---------------------------------------------------------------------------
 
@@ -228,12 +241,13 @@ class FFTBackend(Layout, abc.ABC):
         return np.transpose(k, tuple(range(nb)) + tuple(nb + a for a in self.perm))
 
     def describe(self) -> str:
-        """One line: backend, mesh, and where real and spectral arrays are sharded."""
+        """One line: backend, mesh, where real and spectral arrays are sharded, and the local FFT path."""
         mesh = "x".join(str(s) for s in self.mesh.devices.shape)
         order = "".join("xyz"[a] for a in self.perm)
         return (
             f"{self.name} fft on mesh {mesh} {tuple(self.mesh.axis_names)}; real (x,y,z) sharded "
-            f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}"
+            f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}; "
+            f"local FFT: {self.local.describe(self.mesh.devices.flat[0].platform)}"
         )
 
 

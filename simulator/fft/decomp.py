@@ -33,7 +33,13 @@ def _per_component(fn, x: jax.Array) -> jax.Array:
 
 
 class JaxDecompFFT(JaxDecompLayout, FFTBackend):
-    """jaxdecomp pfft3d: real (x/p0, y/p1, z), k-space transposed (ky/p0, kz/p1, kx), complex only."""
+    """jaxdecomp pfft3d: real (x/p0, y/p1, z), k-space transposed (ky/p0, kz/p1, kx), complex only.
+
+    Its local transforms are jaxdecomp's own calls to XLA's FFT, inside that package: the FFTW path
+    of :mod:`simulator.fft.local` cannot reach them without copying its code, so it stays on XLA.
+    """
+
+    owns_local_transforms = False
 
     def _forward(self, x: jax.Array) -> jax.Array:
         import jaxdecomp

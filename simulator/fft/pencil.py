@@ -11,6 +11,7 @@ row or column of the mesh; the inverse runs the same steps backwards. (Chaining 
 custom_partitioning stages instead makes the partitioner emit four.)
 
 Real-to-complex keeps ``kz = 0 .. Nz/2-1`` (Nyquist plane dropped, see :mod:`simulator.fft.base`).
+The 1D transforms are the local FFT's (:mod:`simulator.fft.local`).
 """
 
 from __future__ import annotations
@@ -19,39 +20,39 @@ import functools
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec
 
 from simulator.fft.base import FFTBackend, batch_ndim
 from simulator.fft.layouts import P0, P1, PencilLayout
+from simulator.fft.local import LocalFFT
 
 
 
-def _forward(x: jax.Array, real: bool) -> jax.Array:
+def _forward(local: LocalFFT, x: jax.Array, real: bool) -> jax.Array:
     """Per-device forward transform of a z-pencil block ``(*b, X/p0, Y/p1, Z)``."""
     nz = x.shape[-1]
-    x = jnp.fft.rfft(x, axis=-1)[..., : nz // 2] if real else jnp.fft.fft(x, axis=-1)
+    x = local.rfftn(x, (-1,))[..., : nz // 2] if real else local.fftn(x, (-1,))
     x = lax.all_to_all(x, P1, split_axis=x.ndim - 1, concat_axis=x.ndim - 2, tiled=True)
-    x = jnp.fft.fft(x, axis=-2)
+    x = local.fftn(x, (-2,))
     x = lax.all_to_all(x, P0, split_axis=x.ndim - 2, concat_axis=x.ndim - 3, tiled=True)
-    return jnp.fft.fft(x, axis=-3)
+    return local.fftn(x, (-3,))
 
 
-def _inverse(k: jax.Array, real: bool) -> jax.Array:
+def _inverse(local: LocalFFT, k: jax.Array, real: bool) -> jax.Array:
     """Per-device inverse transform of an x-pencil block ``(*b, X, Y/p0, Z'/p1)``."""
-    k = jnp.fft.ifft(k, axis=-3)
+    k = local.ifftn(k, (-3,))
     k = lax.all_to_all(k, P0, split_axis=k.ndim - 3, concat_axis=k.ndim - 2, tiled=True)
-    k = jnp.fft.ifft(k, axis=-2)
+    k = local.ifftn(k, (-2,))
     k = lax.all_to_all(k, P1, split_axis=k.ndim - 2, concat_axis=k.ndim - 1, tiled=True)
-    return jnp.fft.irfft(k, n=2 * k.shape[-1], axis=-1) if real else jnp.fft.ifft(k, axis=-1)
+    return local.irfftn(k, (-1,), 2 * k.shape[-1]) if real else local.ifftn(k, (-1,))
 
 
 class PencilFFT(PencilLayout, FFTBackend):
     """shard_map pencil FFT on a 2D mesh: real (x/p0, y/p1, z), k-space (kx, ky/p0, kz/p1)."""
 
-    def __init__(self, shape, mesh):
-        super().__init__(shape, mesh)
+    def __init__(self, shape, mesh, local_fft: str | None = None, fft_threads: int | None = None):
+        super().__init__(shape, mesh, local_fft, fft_threads)
         self._maps: dict[tuple[str, bool, int], Callable[[jax.Array], jax.Array]] = {}
 
     def _mapped(self, direction: str, real: bool, nbatch: int) -> Callable[[jax.Array], jax.Array]:
@@ -65,9 +66,9 @@ class PencilFFT(PencilLayout, FFTBackend):
         real_p = PartitionSpec(*lead, *self.real_spec())
         spec_p = PartitionSpec(*lead, *self.spectral_spec())
         if direction == "forward":
-            body, in_spec, out_spec = functools.partial(_forward, real=real), real_p, spec_p
+            body, in_spec, out_spec = functools.partial(_forward, self.local, real=real), real_p, spec_p
         else:
-            body, in_spec, out_spec = functools.partial(_inverse, real=real), spec_p, real_p
+            body, in_spec, out_spec = functools.partial(_inverse, self.local, real=real), spec_p, real_p
         return jax.shard_map(body, mesh=self.mesh, in_specs=in_spec, out_specs=out_spec)
 
     def _rfft(self, x: jax.Array) -> jax.Array:

@@ -16,9 +16,10 @@ Real-to-complex: ``rfft`` along z keeps ``kz = 0 .. Nz/2-1`` (the Nyquist plane 
 :mod:`simulator.fft.base`), so the sharded kz axis has Nz/2 planes; ``irfft`` pads the plane back as zero.
 
 Each stage is a ``custom_partitioning`` function whose partition rule pins its operand and result
-shardings, so XLA runs the local ``jnp.fft`` on each shard and never gathers the global array.
-On a one-device mesh there is nothing to exchange and the two stages are replaced by XLA's fused 3D
-transform (the single backend's), measured 1.5-2.4x faster on CPU than z-then-xy.
+shardings, so XLA runs the local transform (:mod:`simulator.fft.local`: FFTW's custom call on CPU,
+or XLA's FFT) on each shard and never gathers the global array. On a one-device mesh there is nothing
+to exchange and the two stages are replaced by the fused 3D transform (the single backend's),
+measured 1.5-2.4x faster on CPU than z-then-xy with XLA's FFT.
 """
 
 from __future__ import annotations
@@ -27,43 +28,46 @@ import functools
 from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
 from simulator.fft.base import FFTBackend, batch_ndim
 from simulator.fft.layouts import SLAB, SlabLayout
+from simulator.fft.local import LocalFFT
 from simulator.fft.single import fft3, ifft3, irfft3, rfft3
 
 AXIS = SLAB
 
 
-def _rfft_z(x: jax.Array) -> jax.Array:
-    return jnp.fft.rfft(x, axis=-1)[..., : x.shape[-1] // 2]
+# The local function of each stage, given the local FFT (simulator.fft.local) that runs it.
 
 
-def _irfft_z(k: jax.Array) -> jax.Array:
-    return jnp.fft.irfft(k, n=2 * k.shape[-1], axis=-1)
+def _rfft_z(local: LocalFFT, x: jax.Array) -> jax.Array:
+    return local.rfftn(x, (-1,))[..., : x.shape[-1] // 2]
 
 
-def _fft_z(x: jax.Array) -> jax.Array:
-    return jnp.fft.fft(x, axis=-1)
+def _irfft_z(local: LocalFFT, k: jax.Array) -> jax.Array:
+    return local.irfftn(k, (-1,), 2 * k.shape[-1])
 
 
-def _ifft_z(k: jax.Array) -> jax.Array:
-    return jnp.fft.ifft(k, axis=-1)
+def _fft_z(local: LocalFFT, x: jax.Array) -> jax.Array:
+    return local.fftn(x, (-1,))
 
 
-def _fft_xy(x: jax.Array) -> jax.Array:
-    return jnp.fft.fftn(x, axes=(-3, -2))
+def _ifft_z(local: LocalFFT, k: jax.Array) -> jax.Array:
+    return local.ifftn(k, (-1,))
 
 
-def _ifft_xy(k: jax.Array) -> jax.Array:
-    return jnp.fft.ifftn(k, axes=(-3, -2))
+def _fft_xy(local: LocalFFT, x: jax.Array) -> jax.Array:
+    return local.fftn(x, (-3, -2))
+
+
+def _ifft_xy(local: LocalFFT, k: jax.Array) -> jax.Array:
+    return local.ifftn(k, (-3, -2))
 
 
 # (local function, sharded spatial axis of the operand, of the result, whether the z size changes)
-_STAGES: dict[str, tuple[Callable[[jax.Array], jax.Array], int, int, bool]] = {
+_STAGES: dict[str, tuple[Callable[[LocalFFT, jax.Array], jax.Array], int, int, bool]] = {
     "rfft_z": (_rfft_z, 1, 1, True),
     "irfft_z": (_irfft_z, 1, 1, True),
     "fft_z": (_fft_z, 1, 1, False),
@@ -74,9 +78,10 @@ _STAGES: dict[str, tuple[Callable[[jax.Array], jax.Array], int, int, bool]] = {
 
 
 @functools.cache
-def _stage(kind: str, nbatch: int) -> Callable[[jax.Array], jax.Array]:
+def _stage(kind: str, nbatch: int, local: LocalFFT) -> Callable[[jax.Array], jax.Array]:
     """The custom_partitioning wrapper of one stage for arrays with ``nbatch`` leading axes."""
-    local_fn, in_axis, out_axis, resizes = _STAGES[kind]
+    local_fn = functools.partial(_STAGES[kind][0], local)
+    in_axis, out_axis, resizes = _STAGES[kind][1:]
 
     def spec(mesh, axis: int) -> NamedSharding:
         entries: list[str | None] = [None] * (nbatch + 3)
@@ -100,12 +105,12 @@ class SlabFFT(SlabLayout, FFTBackend):
     """custom_partitioning slab FFT: real space y-sharded, k-space (kx, ky, kz) kz-sharded."""
 
     def _run(self, x: jax.Array, first: str, second: str, out_sharding: NamedSharding,
-             fused: Callable[[jax.Array], jax.Array]) -> jax.Array:
+             fused: Callable[[LocalFFT, jax.Array], jax.Array]) -> jax.Array:
         if self.mesh.devices.size == 1:
-            y = fused(x)
+            y = fused(self.local, x)
         else:
             nb = batch_ndim(x)
-            y = _stage(second, nb)(_stage(first, nb)(x))
+            y = _stage(second, nb, self.local)(_stage(first, nb, self.local)(x))
         return jax.lax.with_sharding_constraint(y, out_sharding)
 
     def _rfft(self, x: jax.Array) -> jax.Array:

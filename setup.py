@@ -1,0 +1,61 @@
+"""Build of the optional native FFT, ``simulator.fft._fftw``: FFTW called by XLA as an FFI custom call.
+
+Everything else about the package is declared in pyproject.toml. The extension is optional: when
+FFTW's headers or libraries (Debian: ``libfftw3-dev``) or jaxlib's XLA FFI headers are missing, the
+build is skipped or its failure only warned about, the package installs, and the local FFTs run on
+XLA's own FFT instead (``simulator info`` says which path runs and why; simulator/fft/local.py).
+
+``SIMULATOR_BUILD_NATIVE=0`` skips the extension on purpose; ``FFTW_DIR=<prefix>`` uses an FFTW
+installed under ``<prefix>/include`` and ``<prefix>/lib``. The XLA FFI headers come from the jaxlib
+the build sees: scripts/setup.sh builds without isolation, against the jaxlib the package runs
+with; a plain ``pip install .`` gets one through ``[build-system] requires``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+
+def jaxlib_include() -> str | None:
+    """jaxlib's header directory (the one ``jax.ffi.include_dir()`` returns), found without importing it."""
+    spec = importlib.util.find_spec("jaxlib")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        include = Path(location) / "include"
+        if (include / "xla" / "ffi" / "api" / "ffi.h").is_file():
+            return str(include)
+    return None
+
+
+def native_extensions() -> list[Extension]:
+    if os.environ.get("SIMULATOR_BUILD_NATIVE", "1") == "0":
+        print("setup.py: SIMULATOR_BUILD_NATIVE=0: not building the native FFT")
+        return []
+    include = jaxlib_include()
+    if include is None:
+        print("setup.py: jaxlib's XLA FFI headers not found: not building the native FFT")
+        return []
+    include_dirs, library_dirs = [include], []
+    prefix = os.environ.get("FFTW_DIR")
+    if prefix:
+        include_dirs.append(os.path.join(prefix, "include"))
+        library_dirs.append(os.path.join(prefix, "lib"))
+    return [
+        Extension(
+            "simulator.fft._fftw",
+            sources=["simulator/fft/native/fftw_ffi.cc"],
+            include_dirs=include_dirs,
+            library_dirs=library_dirs,
+            runtime_library_dirs=library_dirs,
+            libraries=["fftw3_threads", "fftw3", "fftw3f_threads", "fftw3f", "pthread", "m"],
+            extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
+            language="c++",
+            optional=True,  # a failed build warns, and the package falls back to XLA's FFT
+        )
+    ]
+
+
+setup(ext_modules=native_extensions())

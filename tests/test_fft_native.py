@@ -1,0 +1,273 @@
+"""The local FFT paths (simulator.fft.local): the FFTW custom call against numpy.fft on any axes, sizes,
+batch axes and precision; concurrent calls from 8 virtual devices; gradients; one program for CPU and
+GPU; a whole Navier-Stokes step equal on both paths; and how the path is chosen and reported.
+
+The backends' own checks on both paths (every backend, device count, r2c/c2c) are in test_fft.py."""
+
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from simulator.errors import ConfigError, RuntimeSetupError
+from simulator.fft import BACKENDS, local
+from simulator.fft.check import distribute, host_field, max_relative_error
+from simulator.equations.navier_stokes import RandomVelocity
+from simulator.equations.navier_stokes.equation import NavierStokes
+from simulator.time.integrators import make_rk4
+from simulator.runtime import build_mesh
+
+FFTW = pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)
+BOTH = pytest.mark.parametrize("local_fft", ["xla", "fftw"], indirect=True)
+
+
+def err(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+# (shape, axes): batch axes before, between and after the transformed ones; even, odd and
+# non-power-of-2 sizes, the halved (last listed) axis odd or even
+CASES = [
+    ((3, 12, 18, 20), (-3, -2, -1)),
+    ((3, 9, 10, 15), (-3, -2, -1)),
+    ((3, 12, 18, 20), (-1,)),
+    ((3, 12, 18, 20), (-2,)),
+    ((3, 12, 18, 20), (-3,)),
+    ((3, 12, 18, 20), (-3, -2)),
+    ((12, 7, 20), (0, 2)),
+    ((5, 1, 18), (-1,)),
+]
+
+
+@BOTH
+@pytest.mark.parametrize("shape, axes", CASES, ids=lambda v: str(v).replace(" ", ""))
+def test_float64_local_transforms_match_numpy(local_fft, shape, axes):
+    fft = local.resolve(local_fft, threads=2)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    z = x + 1j * rng.standard_normal(shape)
+    n = shape[axes[-1]]
+    k = np.fft.rfftn(x, axes=axes)
+    assert err(jax.jit(lambda a: fft.rfftn(a, axes))(x), k) < 1e-12
+    assert err(jax.jit(lambda a: fft.irfftn(a, axes, n))(k), np.fft.irfftn(k, s=[shape[a] for a in axes], axes=axes)) < 1e-12
+    assert err(jax.jit(lambda a: fft.fftn(a, axes))(z), np.fft.fftn(z, axes=axes)) < 1e-12
+    assert err(jax.jit(lambda a: fft.ifftn(a, axes))(z), np.fft.ifftn(z, axes=axes)) < 1e-12
+    # irfftn pads or truncates the half axis like NumPy's s=
+    for m in (n + 2, n - 1):
+        ref = np.fft.irfftn(k, s=[shape[a] for a in axes[:-1]] + [m], axes=axes)
+        assert err(jax.jit(lambda a, m=m: fft.irfftn(a, axes, m))(k), ref) < 1e-12
+
+
+@FFTW
+@pytest.mark.parametrize("shape, axes", CASES[:3] + CASES[5:6], ids=lambda v: str(v).replace(" ", ""))
+def test_float32_local_transforms_match_numpy(local_fft, shape, axes):
+    # float32 FFT round-off grows like eps * log2(N) (eps = 6e-8, N <= 4320 here): 1e-5 relative to
+    # the largest coefficient is a margin of ~10 over that, and any real bug is an O(1) error
+    fft = local.resolve(local_fft, threads=2)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    z = (x + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    k = np.fft.rfftn(x.astype(np.float64), axes=axes)  # references in float64
+    got = {
+        "rfftn": (jax.jit(lambda a: fft.rfftn(a, axes))(x), k),
+        "irfftn": (jax.jit(lambda a: fft.irfftn(a, axes, shape[axes[-1]]))(k.astype(np.complex64)),
+                   np.fft.irfftn(k, s=[shape[a] for a in axes], axes=axes)),
+        "fftn": (jax.jit(lambda a: fft.fftn(a, axes))(z), np.fft.fftn(z.astype(np.complex128), axes=axes)),
+        "ifftn": (jax.jit(lambda a: fft.ifftn(a, axes))(z), np.fft.ifftn(z.astype(np.complex128), axes=axes)),
+    }
+    for name, (y, ref) in got.items():
+        assert y.dtype in (jnp.float32, jnp.complex64), name
+        assert 1e-9 < err(y, ref) < 1e-5, name  # the lower bound: it really ran in float32
+
+
+@FFTW
+def test_the_custom_call_is_what_runs_and_needs_no_copies(local_fft):
+    """One fused transform on CPU: the custom call on XLA's buffers, no conditional left from the
+    platform choice, and the c2r operand (which FFTW destroys) aliased to a scratch result."""
+    fft = local.resolve(local_fft, threads=1)
+    x = jnp.zeros((3, 8, 12, 16))
+    text = jax.jit(lambda a: fft.irfftn(fft.rfftn(a, (-3, -2, -1)) * 2.0, (-3, -2, -1), 16)).lower(x).compile().as_text()
+    assert text.count('custom_call_target="simulator_fftw"') == 1
+    assert text.count('custom_call_target="simulator_fftw_c2r"') == 1
+    assert "output_to_operand_aliasing={{1}: (0, {})}" in text
+    assert "conditional" not in text and " fft(" not in text and "transpose(" not in text
+
+
+@FFTW
+def test_one_program_lowers_to_fftw_on_cpu_and_to_xla_fft_on_gpu(local_fft):
+    fft = local.resolve(local_fft, threads=1)
+    f = jax.jit(lambda a: fft.irfftn(fft.rfftn(a, (-3, -2, -1)), (-3, -2, -1), 16))
+    x = jax.ShapeDtypeStruct((3, 8, 8, 16), jnp.float64)
+    ours = [jax.export.DisabledSafetyCheck.custom_call(t) for t in ("simulator_fftw", "simulator_fftw_c2r")]
+    gpu = jax.export.export(f, platforms=["cuda"], disabled_checks=ours)(x).mlir_module()
+    both = jax.export.export(f, platforms=["cpu", "cuda"], disabled_checks=ours)(x).mlir_module()
+    assert "simulator_fftw" not in gpu and "stablehlo.fft" in gpu
+    assert "simulator_fftw" in both and "stablehlo.fft" in both  # resolved when compiled for one
+
+
+@pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name, mesh", [("slab", None), ("pencil", (2, 4))])
+def test_eight_devices_transforming_at_once(devices, local_fft, threads, name, mesh):
+    """All 8 virtual devices run (and, for a shape new to the process, plan) their custom calls
+    concurrently from XLA's threads; every shard must come out right."""
+    shape = (16, 24, 48) if threads == 1 else (24, 16, 32)  # shapes no other test plans
+    cls = BACKENDS[name]
+    fft = cls(shape, build_mesh(cls, mesh, devices), local_fft=local_fft, fft_threads=threads)
+    assert fft.local.name == "fftw" and fft.local.threads == threads
+    x = host_field((3, *shape), True, seed=5)
+    xs = distribute(x, fft.real_sharding(1), jnp.float64)
+    pair = jax.jit(lambda a: (fft.rfft(a), fft.irfft(fft.rfft(a))))
+    for _ in range(3):
+        k, back = pair(xs)
+        assert max_relative_error(k, fft.reference_spectrum(x, True)) < 1e-12
+        assert max_relative_error(back, x) < 1e-12
+
+
+@FFTW
+def test_plans_are_cached_per_shape(local_fft):
+    fft = local.resolve(local_fft, threads=1)
+    f = jax.jit(lambda a: fft.rfftn(a, (-2, -1)))
+    module, _ = local.native()
+    f(jnp.ones((2, 10, 14)))
+    made = module.plan_count()
+    f(jnp.ones((2, 10, 14)))
+    jax.jit(lambda a: fft.rfftn(a, (-2, -1)) + 1)(jnp.ones((2, 10, 14)))  # same transform, new program
+    assert module.plan_count() == made
+    f(jnp.ones((2, 10, 22)))
+    assert module.plan_count() == made + 1
+
+
+SAVE_TRANSFORM = """
+import sys, numpy as np, jax
+jax.config.update("jax_enable_x64", True)
+from simulator.fft.local import resolve
+fft = resolve("fftw", threads=1, planner="measure")
+x = np.random.default_rng(0).standard_normal((3, 24, 20, 36))
+np.save(sys.argv[1], np.asarray(jax.jit(lambda a: fft.irfftn(fft.rfftn(a, (-3, -2, -1)) * 1.5, (-3, -2, -1), 36))(x)))
+"""
+
+
+@FFTW
+def test_processes_share_measured_plans_so_they_round_alike(local_fft, tmp_path):
+    """FFTW_MEASURE chooses plans by timing; the wisdom file makes a second process use the first one's
+    plans, so both give the same bits (what a bitwise-equal restart needs)."""
+    env = {"PATH": "/usr/bin:/bin", "SIMULATOR_FFTW_WISDOM": str(tmp_path / "wisdom"), "JAX_PLATFORMS": "cpu"}
+    for name in ("a.npy", "b.npy"):
+        r = subprocess.run([sys.executable, "-c", SAVE_TRANSFORM, str(tmp_path / name)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "fftw_wisdom" in (tmp_path / "wisdom.f64").read_text()
+    a, b = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
+    np.testing.assert_array_equal(a, b)
+
+
+@FFTW
+def test_gradients_through_fftw_equal_xla(local_fft):
+    fftw, xla = local.resolve(local_fft, threads=1), local.resolve("xla")
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.standard_normal((2, 6, 8, 10)))
+    w = jnp.asarray(rng.standard_normal((2, 6, 8, 6)) + 1j * rng.standard_normal((2, 6, 8, 6)))
+
+    def loss(fft, a):
+        k = fft.rfftn(a, (-3, -2, -1))
+        c = fft.fftn(a * 1j + a**2, (-2, -1))
+        return (jnp.sum(jnp.abs(k * w) ** 2) + jnp.sum(fft.irfftn(k * w, (-3, -2, -1), 10) ** 3)
+                + jnp.sum(jnp.abs(fft.ifftn(c, (-3,))) ** 2))
+
+    g_fftw = jax.grad(lambda a: loss(fftw, a))(x)
+    g_xla = jax.grad(lambda a: loss(xla, a))(x)
+    assert err(g_fftw, g_xla) < 1e-12
+    assert float(jnp.max(jnp.abs(g_xla))) > 1.0
+
+
+@FFTW
+def test_vmap_adds_batch_axes(local_fft):
+    fft = local.resolve(local_fft, threads=1)
+    x = np.random.default_rng(4).standard_normal((4, 3, 6, 8))
+    y = jax.vmap(lambda a: fft.rfftn(a, (-2, -1)))(x)
+    assert err(y, np.fft.rfftn(x, axes=(-2, -1))) < 1e-12
+
+
+@pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)
+@pytest.mark.parametrize("backend, n", [("single", 1), pytest.param("pencil", 4, marks=pytest.mark.slow)])
+def test_navier_stokes_step_on_fftw_equals_xla(devices, local_fft, backend, n):
+    """Two RK4 steps of Navier-Stokes (12 three-component transforms each) on both paths, float64."""
+    cls = BACKENDS[backend]
+    states = []
+    for path in ("xla", local_fft):
+        fft = cls((16, 16, 32), build_mesh(cls, None, devices[:n]), local_fft=path)
+        eq = NavierStokes(fft, (2 * np.pi,) * 3, jnp.float64)
+        params = {"viscosity": jnp.asarray(0.01)}
+        u0 = eq.initial(RandomVelocity(seed=7), params)
+        step = jax.jit(lambda u, eq=eq: make_rk4(eq)(u, 0.0, jnp.asarray(0.01), params))
+        states.append(np.asarray(step(step(u0))))
+    assert err(states[1], states[0]) < 1e-12
+    assert err(states[1], np.asarray(u0)) > 1e-4  # the state did change
+
+
+# ---- choosing and reporting the path --------------------------------------------------------------
+
+
+def test_importing_registers_nothing():
+    """The extension is loaded and its targets registered on first use, not when modules are imported."""
+    code = ("import sys, simulator.fft, simulator.fft.local, simulator.fft.slab, simulator.fft.pencil; "
+            "print('simulator.fft._fftw' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
+def test_the_environment_chooses_the_path(monkeypatch):
+    monkeypatch.setenv("SIMULATOR_FFT", "xla")
+    assert local.resolve().name == "xla" and local.resolve().describe() == "xla (SIMULATOR_FFT=xla)"
+    monkeypatch.setenv("SIMULATOR_FFT", "fast")
+    with pytest.raises(ConfigError, match=r"^SIMULATOR_FFT = 'fast' is not allowed; expected one of auto, fftw, xla$"):
+        local.resolve()
+    monkeypatch.setenv("SIMULATOR_FFT", "auto")
+    monkeypatch.setenv("SIMULATOR_FFT_THREADS", "two")
+    if local.native()[0] is not None:
+        with pytest.raises(ConfigError, match=r"^SIMULATOR_FFT_THREADS = 'two' is not allowed"):
+            local.resolve()
+    monkeypatch.setenv("SIMULATOR_FFT_THREADS", "3")
+    monkeypatch.setenv("SIMULATOR_FFTW_PLANNER", "guess")
+    with pytest.raises(ConfigError, match=r"^SIMULATOR_FFTW_PLANNER = 'guess' is not allowed"):
+        local.resolve()
+
+
+def test_without_the_extension_auto_falls_back_and_fftw_is_an_error(monkeypatch):
+    monkeypatch.setattr(local, "native", lambda: (None, "native extension not built: fftw3.h not found"))
+    monkeypatch.delenv("SIMULATOR_FFT", raising=False)
+    fft = local.resolve()
+    assert fft.describe() == "xla (native extension not built: fftw3.h not found)"
+    monkeypatch.setenv("SIMULATOR_FFT", "fftw")
+    with pytest.raises(RuntimeSetupError, match=r"^SIMULATOR_FFT=fftw but the FFTW path is unavailable: "
+                                                r"native extension not built: fftw3.h not found$"):
+        local.resolve()
+
+
+@FFTW
+def test_threads_default_to_the_cores_per_device(local_fft, monkeypatch):
+    monkeypatch.delenv("SIMULATOR_FFT_THREADS", raising=False)
+    cores = local._available_cores()
+    assert local.resolve("fftw", devices=1).threads == cores
+    assert local.resolve("fftw", devices=8).threads == max(1, cores // 8)
+    monkeypatch.setenv("SIMULATOR_FFT_THREADS", "3")
+    assert local.resolve("fftw", devices=8).threads == 3
+    assert local.resolve("fftw", devices=1).describe().startswith("fftw (FFTW 3.")
+
+
+@BOTH
+def test_info_says_which_fft_runs(local_fft):
+    env = {"PATH": "/usr/bin:/bin", "SIMULATOR_FFT": local_fft, "SIMULATOR_FFT_THREADS": "2"}
+    r = subprocess.run([sys.executable, "-m", "simulator", "info", "--cpu-devices", "1", "--set", "fft.backend=single"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("local FFT:"))
+    expected = "fftw (FFTW 3." if local_fft == "fftw" else "xla (SIMULATOR_FFT=xla)"
+    assert line.split(":", 1)[1].strip().startswith(expected), line
+    if local_fft == "fftw":
+        assert "2 threads" in line
