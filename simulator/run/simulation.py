@@ -22,6 +22,7 @@ from simulator import equations, runtime
 from simulator.config import Config
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import InitialCondition
+from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
 from simulator.time.schemes import SCHEMES
 
 #: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
@@ -141,7 +142,7 @@ class Simulation:
         # carry then look alike to jit, so one compilation serves the whole run. A donated state's
         # buffers are reused for the result, so a run holds one copy of it, not two.
         return jax.jit(chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
-                       donate_argnums=(1,) if donate else ())
+                       donate_argnums=(1,) if donate else (), compiler_options=CHUNK_COMPILER_OPTIONS)
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, donate: bool = False) -> Any:
