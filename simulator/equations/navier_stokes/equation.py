@@ -36,30 +36,27 @@ def cross(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> list[jax.Array]:
 class NavierStokes(SemiLinearEquation):
     """Nonlinear term, viscous operator, diagnostics and spectra on one FFT backend.
 
-    Leaves: the wavenumbers ``k`` (three broadcasting vectors), the per-axis 2/3-rule masks ``keep``,
-    the Parseval weights and the forcing mask, all sharded like the spectra.
+    Leaves: the wavenumbers ``k`` and integer mode numbers ``modes`` (three broadcasting vectors each),
+    the per-axis 2/3-rule masks ``keep`` and the Parseval weights, all sharded like the spectra. Every
+    3D combination of them (k^2, 1/k^2, the dealiasing and forcing masks, the integrating factor) is
+    formed inside the elementwise kernels that use it, never stored: at 1024^3 each would cost GBs.
     """
 
     info = INFO
     space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("k", "keep", "weight", "forcing_mask")
+    _LEAVES: ClassVar[tuple[str, ...]] = ("k", "modes", "keep", "weight")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NavierStokesParams | None = None):
         physics = NavierStokesParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
         self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
-        modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)  # integer mode numbers
-        # Per-axis 2/3-rule masks, wavenumbers and weights are 1D vectors that broadcast: the 3D products
-        # (dealias, k^2, 1/k^2) are formed inside the fused elementwise kernels, never stored.
-        self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
-        mask_builder = FORCING_MASKS[physics.forcing]
-        self.forcing_mask = None if mask_builder is None else mask_builder(modes, self.dealias, physics.forcing_band)
+        self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))
+        self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
 
-    @property
-    def dealias(self) -> jax.Array:
-        """1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on every axis), else 0."""
-        return self.keep[0] * self.keep[1] * self.keep[2]
+    def dealias(self, f_hat: jax.Array) -> jax.Array:
+        """``f_hat`` with the 2/3 rule applied: modes with |m_i| >= N_i/3 on any axis zeroed."""
+        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
 
     @property
     def k2(self) -> jax.Array:
@@ -85,17 +82,27 @@ class NavierStokes(SemiLinearEquation):
     def linear(self, params: Params) -> jax.Array:
         return -params["viscosity"] * self.k2
 
+    def exp_linear(self, u_hat: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
+        """exp(-nu k^2 tau) u_hat, applied as exp(-nu kx^2 tau) exp(-nu ky^2 tau) exp(-nu kz^2 tau): three
+        1D factors, so no exponential is taken per mode and no 3D factor exists."""
+        for k in self.k:
+            u_hat = u_hat * jnp.exp(-params["viscosity"] * tau * k**2)
+        return u_hat
+
     def forcing(self, u_hat: jax.Array, params: Params) -> jax.Array | None:
-        if self.forcing_mask is None:
+        mask = FORCING_MASKS[self.physics.forcing]
+        if mask is None:
             return None
-        return constant_power(u_hat, self.forcing_mask, self.weight, self.fft.size, params["forcing_power"])
+        return constant_power(u_hat, mask(self.modes, self.dealias, self.physics.forcing_band), self.weight,
+                              self.fft.size, params["forcing_power"])
 
     def nonlinear(self, u_hat: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """P[(u x w)^] (+ forcing), dealiased by the 2/3 rule: one batched inverse FFT of (u, w), one
-        forward of u x w."""
-        fields = self.fft.irfft(jnp.concatenate([u_hat, self.curl(u_hat)]))
-        n_hat = self.fft.rfft(jnp.stack(cross(fields[:3], fields[3:])))
-        n_hat = self.project(self.dealias * n_hat)
+        """P[(u x w)^] (+ forcing), dealiased by the 2/3 rule: an inverse FFT of u, one of w, a forward
+        one of u x w. Two inverses of three fields rather than one of six: the peak memory holds u, w
+        and one spectrum of three fields, not two spectra of six, for the same FFT work."""
+        u = self.fft.irfft(u_hat)
+        w = self.fft.irfft(self.curl(u_hat))
+        n_hat = self.project(self.dealias(self.fft.rfft(jnp.stack(cross(u, w)))))
         f_hat = self.forcing(u_hat, params)
         return n_hat if f_hat is None else n_hat + f_hat
 
@@ -103,12 +110,12 @@ class NavierStokes(SemiLinearEquation):
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
         """Spectrum of a real-space ``velocity`` ``(3, Nx, Ny, Nz)``, dealiased and projected (a valid state)."""
-        return self.project(self.dealias * self.fft.rfft(fields["velocity"].astype(self.dtype)))
+        return self.project(self.dealias(self.fft.rfft(fields["velocity"].astype(self.dtype))))
 
     def fields(self, u_hat: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space ``(3, Nx, Ny, Nz)``: velocity and vorticity (one batched inverse transform)."""
-        fields = self.fft.irfft(jnp.concatenate([u_hat, self.curl(u_hat)]))
-        return {"velocity": fields[:3], "vorticity": fields[3:]}
+        """Real space ``(3, Nx, Ny, Nz)``: velocity and vorticity (an inverse transform each, so that only
+        one three-field spectrum is held beside the results)."""
+        return {"velocity": self.fft.irfft(u_hat), "vorticity": self.fft.irfft(self.curl(u_hat))}
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
@@ -122,14 +129,14 @@ class NavierStokes(SemiLinearEquation):
         energy = 0.5 * self._mean_square(u_hat)
         enstrophy = 0.5 * self._mean_square(self.curl(u_hat))
         kx, ky, kz = self.k
-        div_hat = 1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2])
-        u = self.fft.irfft(jnp.concatenate([u_hat, div_hat[None]]))
+        u = self.fft.irfft(u_hat)
         cfl = dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3)))
+        div = self.fft.irfft(1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2]))
         out = {
             "energy": energy,
             "enstrophy": enstrophy,
             "dissipation": 2 * params["viscosity"] * enstrophy,
-            "max_div": jnp.max(jnp.abs(u[3])),
+            "max_div": jnp.max(jnp.abs(div)),
             "cfl": cfl,
         }
         f_hat = self.forcing(u_hat, params)
