@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.phase import rotate
 from simulator.equations.schrodinger_poisson import INFO, SchrodingerPoissonParams
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
 from simulator.fft import FFTBackend, complex_dtype
@@ -49,13 +50,14 @@ class SPState(NamedTuple):
 class SchrodingerPoisson(SplitStepEquation):
     """Kick and drift operators, the potential, diagnostics and spectra on one FFT backend.
 
-    Leaves: complex- and real-transform wavenumbers, the mask that drops every Nyquist plane of the
-    density, the Parseval weights.
+    Leaves: complex- and real-transform wavenumbers, the per-axis masks that drop every Nyquist plane
+    of the density, the Parseval weights (broadcasting 1D vectors, sharded like the spectra; their 3D
+    combinations are formed inside the kernels that use them, never stored).
     """
 
     info = INFO
     space = "real"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "nyquist_free", "weight")
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any,
                  physics: SchrodingerPoissonParams | None = None):
@@ -63,8 +65,7 @@ class SchrodingerPoisson(SplitStepEquation):
         self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
         self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
         modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
-        keep = [jnp.abs(m) < n / 2 for m, n in zip(modes, fft.shape, strict=True)]
-        self.nyquist_free = (keep[0] & keep[1] & keep[2]).astype(self.dtype)
+        self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
 
     @property
@@ -73,20 +74,24 @@ class SchrodingerPoisson(SplitStepEquation):
 
     # ---- operators -----------------------------------------------------------------------------------
 
+    def nyquist_free(self, f_hat: jax.Array) -> jax.Array:
+        """A real-transform spectrum with every Nyquist plane zeroed."""
+        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
+
     def potential(self, psi: jax.Array, params: Params) -> jax.Array:
         """V from lap(V) = 4 pi G (|psi|^2 - mean), real space."""
-        rho_hat = self.nyquist_free * self.fft.rfft(jnp.abs(psi) ** 2)
+        rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), params["G"]))
 
     def kick(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
-        """psi <- exp(-i V dt / nu) psi: the potential part, exact for fixed V."""
-        return SPState(state.psi * jnp.exp(-1j * (dt / params["hbar_over_m"]) * state.potential), state.potential)
+        """psi <- exp(-i V dt / nu) psi: the potential part, exact for fixed V (a rotation, :mod:`.phase`)."""
+        return SPState(rotate(state.psi, -(dt / params["hbar_over_m"]) * state.potential), state.potential)
 
     def drift(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
         """psi_hat <- exp(-i nu k^2 dt / 2) psi_hat: the kinetic part, exact; then V of the new density."""
         kx, ky, kz = self.kc
-        phase = jnp.exp(-0.5j * (params["hbar_over_m"] * dt) * (kx**2 + ky**2 + kz**2))
-        psi = self.fft.ifft(phase * self.fft.fft(state.psi))
+        phase = (-0.5 * params["hbar_over_m"] * dt) * (kx**2 + ky**2 + kz**2)
+        psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
         return SPState(psi, self.potential(psi, params))
 
     # ---- states --------------------------------------------------------------------------------------
@@ -167,7 +172,7 @@ def _random(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Par
     in float32 then cast: the same field on any backend, device or process count and in both precisions.
     """
     draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
-    noise_hat = eq.nyquist_free * eq.fft.rfft(draw(jax.random.key(ic.seed)))
+    noise_hat = eq.nyquist_free(eq.fft.rfft(draw(jax.random.key(ic.seed))))
     kx, ky, kz = eq.kr
     kmag = jnp.sqrt(kx**2 + ky**2 + kz**2) * (eq.box[0] / (2 * jnp.pi))
     d = eq.fft.irfft(noise_hat * kmag**2 * jnp.exp(-((kmag / ic.k_peak) ** 2)))

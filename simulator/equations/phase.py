@@ -1,0 +1,62 @@
+"""Phase rotations z exp(i theta) for real theta, with a sine and cosine XLA can vectorise.
+
+XLA's CPU backend computes ``jnp.sin``/``jnp.cos`` (and the complex ``jnp.exp`` built on them) by
+calling the C library once per element: about 10 ns per element in float64 on the development CPU,
+five times an FFT's share of a split-step Schrodinger-Poisson step. The same functions written as
+arithmetic (a range reduction and two polynomials) compile to SIMD code: measured 2.0 ns per element
+in float64 and 0.8 in float32 for a rotation, with errors within 1 ulp (float64: <= 2.3e-16,
+float32: <= 1.0e-7 over |theta| <= 200).
+
+Method (Cody & Waite 1980; the minimax polynomials of Cephes, Moshier 1989): theta = q pi/2 + r with
+|r| <= pi/4, pi/2 split in three parts so that q pi/2 is subtracted exactly for |q| < 2^20; then
+sin r and cos r by odd and even polynomials, and the quadrant q mod 4 picks and signs them. Accurate
+for |theta| up to about 1e5 (float64) or 1e3 (float32); the phases of a time step are far smaller
+(a CFL number <= 1 keeps them below one radian).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+# pi/2 = P1 + P2 + P3, each part with enough trailing zero bits that q * Pi is exact
+_PI2_F64 = (1.5707963267341256e00, 6.0771005065061922e-11, 2.0222662487959506e-21)
+_PI2_F32 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
+# sin r = r + r^3 S(r^2), cos r = 1 - r^2/2 + r^4 C(r^2), |r| <= pi/4
+_SIN_F64 = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+            2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_COS_F64 = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+            -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+_SIN_F32 = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)
+_COS_F32 = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
+
+
+def _poly(x: jax.Array, coefficients: tuple[float, ...]) -> jax.Array:
+    """sum_i c_i x^i by Horner's rule."""
+    out = jnp.full_like(x, coefficients[-1])
+    for c in coefficients[-2::-1]:
+        out = out * x + c
+    return out
+
+
+def sincos(theta: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(sin theta, cos theta) of a real float32 or float64 array, elementwise (see the module doc)."""
+    double = theta.dtype == jnp.float64
+    p1, p2, p3 = _PI2_F64 if double else _PI2_F32
+    q = jnp.round(theta * (2 / jnp.pi))
+    r = ((theta - q * p1) - q * p2) - q * p3
+    r2 = r * r
+    s = r + r * r2 * _poly(r2, _SIN_F64 if double else _SIN_F32)
+    c = 1 - 0.5 * r2 + r2 * r2 * _poly(r2, _COS_F64 if double else _COS_F32)
+    quadrant = q.astype(jnp.int32) & 3
+    swap = (quadrant & 1) == 1
+    sin = jnp.where(swap, c, s)
+    cos = jnp.where(swap, s, c)
+    return jnp.where(quadrant >= 2, -sin, sin), jnp.where((quadrant == 1) | (quadrant == 2), -cos, cos)
+
+
+def rotate(z: jax.Array, theta: jax.Array) -> jax.Array:
+    """z exp(i theta) for complex ``z`` and real ``theta`` (broadcasting), without a complex exponential."""
+    sin, cos = sincos(theta)
+    return z * lax.complex(cos, sin)
