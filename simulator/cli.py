@@ -157,6 +157,49 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    overrides = list(args.overrides)
+    gpu = args.platform == "gpu" and _gpu_visible()
+    if args.devices is not None and not gpu:
+        overrides.append(f"runtime.cpu_devices={args.devices}")  # virtual CPU devices stand in for GPUs
+    elif args.cpu_devices is not None:
+        overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
+    cfg = config_mod.load(args.config, overrides)
+    memory = None
+    if args.memory is not None:
+        from simulator import cost
+
+        try:
+            memory = cost.parse_bytes(args.memory)
+        except ValueError:
+            raise ConfigError("--memory", args.memory, "give a size such as 80GB or 141GiB", "is not a size") from None
+    if args.platform == "gpu" and memory is None and not gpu:
+        raise ConfigError("--memory", None, "give the memory per GPU, e.g. --memory 80GB (no GPU is visible here)",
+                          "is required with --platform gpu")
+    _start(cfg)
+    import jax
+
+    from simulator import plan as plan_mod
+    from simulator.run.simulation import Simulation
+
+    devices = jax.devices()[: args.devices] if args.devices is not None else None
+    plan = plan_mod.make_plan(Simulation(cfg, devices), (*plan_mod.run_programs(cfg), "step"), memory)
+    if jax.process_index() == 0:
+        for line in plan_mod.report(plan, args.platform or plan.platform, args.profile):
+            print(line)
+    return EXIT_OK
+
+
+def _gpu_visible() -> bool:
+    """Whether a GPU plug-in for JAX is installed and a GPU device node exists (asked without starting JAX,
+    whose CPU device count can only be set before it starts)."""
+    import glob
+    from importlib.metadata import entry_points
+
+    plugins = [e.name for e in entry_points(group="jax_plugins")]
+    return bool(plugins) and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from simulator.run.command import run_file
 
@@ -262,6 +305,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-physics-change", action="store_true",
                    help="with --restart: accept physical parameters that differ from the checkpoint's")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plan", help="memory per device, the largest grid that fits, FFTs and all-to-alls per step and "
+                       "a predicted step time, from the run's programs compiled without allocating")
+    _config_args(p, required=False)
+    p.add_argument("--devices", type=int, default=None, metavar="N",
+                   help="plan for N devices (virtual CPU devices where no GPU is visible; default: the run's)")
+    p.add_argument("--platform", choices=("cpu", "gpu"), default=None,
+                   help="the platform to plan for (default: this machine's); gpu without a GPU here uses the "
+                   "memory of --memory and a GPU profile, with memory figures from this machine's compilation")
+    p.add_argument("--memory", default=None, metavar="SIZE", help="memory per device, e.g. 80GB (default: what the "
+                   "devices have free)")
+    p.add_argument("--profile", choices=("measured", "h100", "h200"), default=None,
+                   help="bandwidths for the predicted step time: measured on this machine (default on CPU) or a "
+                   "GPU's published figures (default h100 with --platform gpu)")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
     _config_args(p, required=False)

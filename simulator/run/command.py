@@ -47,13 +47,16 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     from simulator.run import rundir
 
     out = rundir.output_dir(cfg, None if out is None else str(out))
-    if resume:
-        if restart is not None or overwrite:
-            raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
-                              "cannot be combined with --restart or --overwrite")
-        restart = rundir.resume_target(cfg, out)
-    rundir.prepare_output(out, overwrite, restart)  # before JAX starts: a refused run changes nothing
+    if resume and (restart is not None or overwrite):
+        raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
+                          "cannot be combined with --restart or --overwrite")
     mode = start(cfg)
+    from simulator.plan import check_run
+
+    check_run(cfg)  # a grid that cannot fit the devices is refused before anything is allocated or written
+    if resume:
+        restart = rundir.resume_target(cfg, out)
+    rundir.prepare_output(out, overwrite, restart)  # a refused run changes nothing
     from simulator.log import get_logger
     from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
     from simulator.run.loop import NonFiniteError, run

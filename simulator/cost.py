@@ -1,0 +1,231 @@
+"""What a compiled step costs: memory traffic, transforms and all-to-alls read from its HLO, and a
+bandwidth model that turns them into a predicted time on a device profile.
+
+The model (docs/PERFORMANCE.md): a pseudo-spectral step is memory-bound. Every kernel of the compiled
+program (an XLA fusion, a copy, an FFT, an all-to-all) reads its operands from memory and writes its
+results back, at least once. Summed over the optimized HLO of one step, with loops multiplied by
+their trip counts, that is the traffic the step must move: divided by a device's memory bandwidth it
+bounds the step time from below (an FFT of an array larger than the caches streams it more than
+once, so the FFT share of the bound is its floor). All-to-alls add the bytes each device sends,
+divided by its link bandwidth. Importable without JAX: it reads HLO text and numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+_DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
+                "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_ARRAY = re.compile(r"\b(pred|[suf]\d+|bf16|c64|c128)\[([0-9,]*)\]")
+_HEADER = re.compile(r"^(ENTRY\s+)?%(\S+)\s.*\{\s*$")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(\S+)\s*=\s*")
+#: ops that move no data (views, bookkeeping) or whose cost is that of the computations they call
+_FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "partition-id",
+         "replica-id", "opt-barrier", "iota", "while", "conditional", "call", "add-dependency"}
+_COLLECTIVES = ("all-to-all", "all-gather", "all-reduce", "collective-permute", "reduce-scatter")
+
+
+def shape_bytes(text: str) -> int:
+    """Bytes of every array in an HLO shape (a tuple counts all of its elements)."""
+    return sum(_DTYPE_BYTES.get(t, 4) * math.prod(int(d) for d in dims.split(",") if d)
+               for t, dims in _ARRAY.findall(text))
+
+
+@dataclass
+class Traffic:
+    """Per-device cost of one program: bytes through memory by kind, bytes sent to other devices
+    (``exchanged_bytes``: the all-to-alls' operands, of which a device in a group of P sends (P-1)/P),
+    and how many FFT kernels and collectives run (loops multiplied by their trip counts)."""
+
+    fft_bytes: float = 0.0
+    other_bytes: float = 0.0
+    sent_bytes: float = 0.0
+    exchanged_bytes: float = 0.0
+    fft_calls: float = 0.0
+    collectives: Counter = field(default_factory=Counter)
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.fft_bytes + self.other_bytes
+
+    def add(self, other: Traffic, times: float = 1.0) -> None:
+        self.fft_bytes += times * other.fft_bytes
+        self.other_bytes += times * other.other_bytes
+        self.sent_bytes += times * other.sent_bytes
+        self.exchanged_bytes += times * other.exchanged_bytes
+        self.fft_calls += times * other.fft_calls
+        for k, v in other.collectives.items():
+            self.collectives[k] += times * v
+
+
+@dataclass
+class _Op:
+    name: str
+    shape: str
+    opcode: str
+    operands: list[str]
+    attrs: str
+
+
+def _split_op(rest: str) -> tuple[str, str, str, str] | None:
+    """``SHAPE opcode(operands), attrs`` -> its parts (the shape may be a parenthesised tuple)."""
+    if rest.startswith("("):
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                break
+        shape, rest = rest[: i + 1], rest[i + 1:].lstrip()
+    else:
+        shape, _, rest = rest.partition(" ")
+    m = re.match(r"([a-z][a-z0-9\-]*)\(", rest)
+    if m is None:
+        return None
+    depth, start = 0, m.end() - 1
+    for i in range(start, len(rest)):
+        depth += rest[i] == "("
+        depth -= rest[i] == ")"
+        if depth == 0:
+            return shape, m.group(1), rest[start + 1: i], rest[i + 1:]
+    return None
+
+
+def _parse(hlo_text: str) -> tuple[dict[str, list[_Op]], str]:
+    """Computations of an HLO module by name (each a list of instructions) and the entry's name."""
+    comps: dict[str, list[_Op]] = {}
+    entry, current = "", None
+    for line in hlo_text.splitlines():
+        head = _HEADER.match(line)
+        if head and not line.startswith(" "):
+            current = comps.setdefault(head.group(2), [])
+            entry = head.group(2) if head.group(1) else entry
+            continue
+        if line.startswith("}"):
+            current = None
+            continue
+        m = _INSTRUCTION.match(line)
+        if current is None or m is None:
+            continue
+        parts = _split_op(line[m.end():])
+        if parts is not None:
+            shape, opcode, operands, attrs = parts
+            names = re.findall(r"%([\w.\-]+)", operands)
+            current.append(_Op(m.group(1), shape, opcode, names, attrs))
+    return comps, entry
+
+
+def _group_size(attrs: str) -> int:
+    """Devices in each replica group of a collective (``{{0,1},{2,3}}``, ``[2,2]<=[4]``, or a mesh
+    ``mesh['axis_0'=2,'axis_1'=4] {'axis_1'}``: the product of the named axes' sizes)."""
+    m = re.search(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}", attrs)
+    if m:
+        sizes = {k: int(v) for k, v in re.findall(r"'([^']+)'=(\d+)", m.group(1))}
+        return math.prod(sizes.get(a, 1) for a in re.findall(r"'([^']+)'", m.group(2)))
+    m = re.search(r"replica_groups=\[\d+,(\d+)\]<=", attrs)
+    if m:
+        return int(m.group(1))
+    m = re.search(r"replica_groups=\{\{([0-9,]+)\}", attrs)
+    return len(m.group(1).split(",")) if m else 1
+
+
+def hlo_traffic(hlo_text: str) -> Traffic:
+    """The per-device :class:`Traffic` of the entry computation of an optimized (per-device) HLO module.
+
+    An all-to-all among P devices sends (P-1)/P of each device's operand to the others.
+    """
+    comps, entry = _parse(hlo_text)
+    memo: dict[str, Traffic] = {}
+
+    def visit(name: str) -> Traffic:
+        if name in memo:
+            return memo[name]
+        out = Traffic()
+        ops = comps.get(name, [])
+        shapes = {op.name: op.shape for op in ops}
+        for op in ops:
+            called = re.findall(r"(?:body|to_apply|true_computation|false_computation)=%([\w.\-]+)", op.attrs)
+            branches = re.search(r"branch_computations=\{([^}]*)\}", op.attrs)
+            if op.opcode == "while":
+                trip = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', op.attrs)
+                body = re.search(r"body=%([\w.\-]+)", op.attrs)
+                if body:
+                    out.add(visit(body.group(1)), float(trip.group(1)) if trip else 1.0)
+                continue
+            if op.opcode == "conditional" and branches:
+                costs = [visit(b.strip().lstrip("%")) for b in branches.group(1).split(",")]
+                out.add(max(costs, key=lambda t: t.memory_bytes))
+                continue
+            if op.opcode == "call" and called:
+                out.add(visit(called[0]))
+                continue
+            if op.opcode in _FREE:
+                continue
+            moved = shape_bytes(op.shape) + sum(shape_bytes(shapes.get(o, "")) for o in op.operands)
+            is_fft = op.opcode == "fft" or (op.opcode == "custom-call" and "fftw" in op.attrs)
+            if is_fft:
+                out.fft_bytes += moved
+                out.fft_calls += 1
+                continue
+            out.other_bytes += moved
+            kind = op.opcode.removesuffix("-start")
+            if kind in _COLLECTIVES:
+                out.collectives[kind] += 1
+                if kind == "all-to-all":
+                    p = _group_size(op.attrs)
+                    out.exchanged_bytes += shape_bytes(op.shape)
+                    out.sent_bytes += shape_bytes(op.shape) * (p - 1) / p
+        memo[name] = out
+        return out
+
+    return visit(entry)
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """A device's memory bandwidth and its link bandwidth to peers (bytes/s), and where they come from."""
+
+    name: str
+    memory_bandwidth: float
+    link_bandwidth: float
+    source: str
+
+
+#: published figures (bytes/s). NVLink 4: 900 GB/s per GPU both directions together, 450 GB/s each way.
+PROFILES: dict[str, DeviceProfile] = {
+    "h100": DeviceProfile("h100", 3.35e12, 450e9, "NVIDIA H100 SXM5 datasheet: HBM3 3.35 TB/s, NVLink 4 "
+                          "900 GB/s bidirectional (450 GB/s per direction)"),
+    "h200": DeviceProfile("h200", 4.8e12, 450e9, "NVIDIA H200 SXM datasheet: HBM3e 4.8 TB/s, NVLink 4 "
+                          "900 GB/s bidirectional (450 GB/s per direction)"),
+}
+#: between nodes, one 400 Gb/s InfiniBand NDR adapter per GPU (NVIDIA DGX H100 datasheet)
+INTER_NODE_BANDWIDTH = 50e9
+GPUS_PER_NODE = 8
+
+
+def predicted_seconds(traffic: Traffic, profile: DeviceProfile, devices: int = 1) -> float:
+    """Bandwidth-bound time of a program: memory traffic / memory bandwidth + bytes sent / link
+    bandwidth (NVLink within a node of 8, InfiniBand beyond), no overlap assumed."""
+    link = profile.link_bandwidth if devices <= GPUS_PER_NODE else INTER_NODE_BANDWIDTH
+    return traffic.memory_bytes / profile.memory_bandwidth + traffic.sent_bytes / link
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB' (binary units)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"
+
+
+def parse_bytes(text: str) -> int:
+    """'80GB' / '80 GiB' / '8e10' -> bytes (GB and GiB both read as 2^30: device memory is quoted so)."""
+    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMGTP]?)(i?B)?\s*", text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a size like 80GB")
+    return int(float(m.group(1)) * 1024 ** "_KMGTP".index(m.group(2) or "_"))
+

@@ -1,0 +1,370 @@
+"""Plan a run before it allocates: its memory per device, the largest grid that fits, the transforms,
+all-to-alls and memory traffic of one step, and a predicted step time.
+
+Everything comes from the run's own compiled programs, lowered with abstract arrays
+(``jax.ShapeDtypeStruct`` with the run's shardings): no field is allocated, for any registered
+equation (the state's shapes come from the equation's ``from_fields`` traced abstractly). Memory is
+``compiled.memory_analysis()`` (arguments + outputs + temporaries - donated, per device) of the
+compiled chunk of steps and of the programs a run calls between chunks (diagnostics, spectra,
+snapshot fields); traffic and counts come from the optimized HLO of one step
+(:mod:`simulator.cost`). Bytes per cell do not depend on the grid size for these programs (checked
+in tests/test_plan.py): the largest grid that fits follows from them.
+
+``simulator run`` calls :func:`check_fits` before it writes anything, and ``simulator plan`` prints
+:func:`make_plan`'s report.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from simulator import cost
+from simulator.config import Config
+from simulator.errors import ConfigError
+from simulator.fft import complex_dtype
+
+#: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
+USABLE_FRACTION = 0.9
+
+
+def abstract_state(sim: Any) -> Any:
+    """The simulation's state as ``jax.ShapeDtypeStruct`` leaves with their shardings (nothing allocated)."""
+    info = sim.info
+    fields = {}
+    for name in info.state_fields:
+        spec = info.fields[name]
+        dtype = complex_dtype(sim.dtype) if spec.complex else sim.dtype
+        shape = ((spec.components,) if spec.components else ()) + tuple(sim.fft.shape)
+        fields[name] = jax.ShapeDtypeStruct(shape, dtype, sharding=sim.fft.real_sharding(1 if spec.components else 0))
+    state = jax.eval_shape(sim.equation.from_fields, fields, sim.params)
+    leaves, tree = jax.tree.flatten(state)
+    out = []
+    for leaf, space in zip(leaves, sim.equation.leaf_spaces(state), strict=True):
+        sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
+        out.append(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding))
+    return jax.tree.unflatten(tree, out)
+
+
+def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct((), dtype or sim.dtype, sharding=sim.scalar_sharding)
+
+
+def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str, Any]:
+    """The named programs of a run, compiled for the abstract ``state``: ``chunk`` (the donated chunk
+    of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
+    ``fields``.
+
+    Compiled at LLVM optimisation level 0: memory and HLO come from XLA's HLO passes and buffer
+    assignment, which machine-code optimisation does not change, and the compile takes half the time;
+    the programs compile concurrently (XLA releases the GIL).
+    """
+    from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
+
+    dt = _scalar(sim)
+    lowered = {}
+    for name in programs:
+        if name == "chunk":
+            lowered[name] = sim._compile_chunk(state, donate=True).lower(
+                sim.equation, state, _scalar(sim), _scalar(sim, jnp.int32), dt, sim.params)
+        elif name == "step":
+            make = sim.scheme.load()
+            lowered[name] = jax.jit(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p),
+                                    compiler_options=CHUNK_COMPILER_OPTIONS).lower(
+                sim.equation, state, _scalar(sim), dt, sim.params)
+        elif name == "diagnostics":
+            lowered[name] = sim._diagnostics.lower(sim.equation, state, dt, sim.params)
+        elif name == "spectra":
+            lowered[name] = sim._spectra.lower(sim.equation, state, sim.params)
+        elif name == "fields":
+            lowered[name] = sim._fields.lower(sim.equation, state, sim.params)
+        else:
+            raise ValueError(f"unknown program {name!r}")
+    with ThreadPoolExecutor(len(lowered)) as pool:
+        futures = {name: pool.submit(low.compile, {"xla_backend_optimization_level": 0})
+                   for name, low in lowered.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def program_bytes(compiled: Any) -> int:
+    """Peak bytes one device holds for a compiled program: arguments + outputs + temporaries - donated."""
+    m = compiled.memory_analysis()
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+
+
+def run_programs(cfg: Config) -> tuple[str, ...]:
+    """The programs a run of ``cfg`` calls: the chunk, the diagnostics, and spectra and snapshot fields
+    when it writes them."""
+    from simulator.output.base import Schedule
+
+    names = ["chunk", "diagnostics"]
+    for name, section in (("spectra", cfg.output.spectra), ("fields", cfg.output.snapshots)):
+        schedule = Schedule.of(section)
+        if schedule.periodic or schedule.at_end:
+            names.append(name)
+    return tuple(names)
+
+
+# ---- memory available --------------------------------------------------------------------------------
+
+
+def _cgroup_free() -> tuple[int, str] | None:
+    """Memory left under this process's cgroup limit (v2 or v1), if one is set."""
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            limit = Path(limit_file).read_text().strip()
+            usage = int(Path(usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and int(limit) < 1 << 60:
+            return int(limit) - usage, f"cgroup limit {cost.human_bytes(int(limit))} less its usage"
+    return None
+
+
+def host_memory_available() -> tuple[int, str]:
+    """Bytes this process may still allocate on the host, and where the figure comes from: the smaller
+    of MemAvailable (/proc/meminfo) and what the cgroup limit leaves (containers, batch jobs)."""
+    candidates = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                candidates.append((int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"))
+    except OSError:
+        pass
+    group = _cgroup_free()
+    if group is not None:
+        candidates.append(group)
+    if not candidates:
+        pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        candidates.append((pages, "available physical pages (sysconf)"))
+    return min(candidates)
+
+
+def device_memory_available(devices: Sequence[Any]) -> tuple[int, str]:
+    """Bytes each device may still allocate, and where the figure comes from. GPUs report their
+    allocator's limit less what is in use; virtual CPU devices share the host's memory, divided by the
+    devices this process drives."""
+    local = [d for d in devices if d.process_index == jax.process_index()]
+    if local and local[0].platform != "cpu":
+        stats = [d.memory_stats() or {} for d in local]
+        if all("bytes_limit" in s for s in stats):
+            free = min(s["bytes_limit"] - s.get("bytes_in_use", 0) for s in stats)
+            return free, f"{local[0].platform} allocator limit less bytes in use"
+    total, source = host_memory_available()
+    return total // max(len(local), 1), f"{source}, shared by {max(len(local), 1)} device(s)"
+
+
+# ---- the plan -------------------------------------------------------------------------------------------
+
+
+def fft_friendly(n: int) -> bool:
+    """Whether n has no prime factor above 7 (sizes FFT libraries transform fastest)."""
+    for p in (2, 3, 5, 7):
+        while n % p == 0 and n > 1:
+            n //= p
+    return n == 1
+
+
+def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...]) -> int:
+    """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes."""
+    n = int((total_bytes / bytes_per_cell) ** (1 / 3)) + 1
+    while n >= 2:
+        if n**3 * bytes_per_cell <= total_bytes and fft_friendly(n):
+            try:
+                layout.check_layout((n, n, n), mesh_shape)
+                return n
+            except ConfigError:
+                pass
+        n -= 1
+    return 0
+
+
+@dataclass
+class Plan:
+    """A run's plan (see the module docstring). Bytes are per device unless named otherwise."""
+
+    cfg: Config
+    platform: str
+    devices: int
+    mesh: tuple[int, ...]
+    cells: int
+    program_bytes: dict[str, int]
+    available: int
+    available_source: str
+    traffic: cost.Traffic | None
+    ffts_per_step: int | None
+    seconds: float
+
+    @property
+    def peak(self) -> int:
+        return max(self.program_bytes.values())
+
+    @property
+    def bytes_per_cell(self) -> float:
+        """Peak memory over all devices per grid cell."""
+        return self.peak * self.devices / self.cells
+
+    @property
+    def fits(self) -> bool:
+        return self.peak <= USABLE_FRACTION * self.available
+
+    @property
+    def largest_cubic(self) -> int:
+        from simulator.fft.layouts import LAYOUTS
+
+        total = USABLE_FRACTION * self.available * self.devices
+        return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh)
+
+    def describe_need(self) -> str:
+        c = self.cfg
+        return (f"{c.physics.name} {c.time.integrator} {c.precision} needs {cost.human_bytes(self.peak)} per device "
+                f"({self.bytes_per_cell:.0f} B/cell on {self.devices} {self.platform} device(s))")
+
+
+def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,
+              state: Any = None) -> Plan:
+    """Compile ``sim``'s programs abstractly and plan its run. ``programs`` default to those the run
+    calls (:func:`run_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
+    per device to plan for (default: what the devices have free)."""
+    t0 = time.perf_counter()
+    names = tuple(programs or run_programs(sim.cfg))
+    state = abstract_state(sim) if state is None else state
+    compiled = compiled_programs(sim, state, names)
+    devices = list(sim.fft.mesh.devices.flat)
+    if memory is None:
+        available, source = device_memory_available(devices)
+    else:
+        available, source = memory, "given"
+    traffic = ffts = None
+    if "step" in compiled:
+        traffic = cost.hlo_traffic(compiled["step"].as_text())
+        ffts = transforms_per_step(sim, state)
+    return Plan(sim.cfg, devices[0].platform, len(devices), tuple(sim.fft.mesh.devices.shape),
+                math.prod(sim.fft.shape), {n: program_bytes(c) for n, c in compiled.items() if n != "step"},
+                available, source, traffic, ffts, time.perf_counter() - t0)
+
+
+def transforms_per_step(sim: Any, state: Any) -> int:
+    """Scalar 3D transforms in one step: the FFT primitives of its jaxpr, counted per batched field,
+    loops multiplied by their trip counts."""
+    from jax.extend.core import jaxprs_in_params
+
+    make = sim.scheme.load()
+    jaxpr = jax.make_jaxpr(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p))(
+        sim.equation, state, _scalar(sim), _scalar(sim), sim.params).jaxpr
+
+    def count(jp: Any) -> int:
+        total = 0
+        for eqn in jp.eqns:
+            if eqn.primitive.name == "distributed_fft3d":
+                total += math.prod(eqn.invars[0].aval.shape[:-3])
+            times = eqn.params.get("length", 1) if eqn.primitive.name == "scan" else 1
+            for sub in jaxprs_in_params(eqn.params):
+                total += times * count(sub)
+        return total
+
+    return count(jaxpr)
+
+
+def measure_bandwidth(device: Any = None, nbytes: int = 256 << 20, sweeps: int = 8, repeats: int = 5) -> float:
+    """Memory bandwidth of ``device`` in bytes/s: ``sweeps`` passes of y = x + 1 over ``nbytes`` of float32
+    in one compiled loop (each pass reads and writes every element once, in place), median of
+    ``repeats`` timed runs after a warm-up."""
+    import statistics
+
+    device = device or jax.devices()[0]
+    x = jax.device_put(jnp.zeros(nbytes // 4, jnp.float32), device)
+    sweep = jax.jit(lambda v: jax.lax.fori_loop(0, sweeps, lambda i, v: v + 1, v), donate_argnums=0)
+    x = sweep(x).block_until_ready()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        x = sweep(x).block_until_ready()
+        times.append(time.perf_counter() - t0)
+    return 2 * nbytes * sweeps / statistics.median(times)
+
+
+def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
+    """The lines ``simulator plan`` prints."""
+    c = plan.cfg
+    h = cost.human_bytes
+    stand_in = platform == "gpu" and plan.platform != "gpu"
+    lines = [f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, {c.fft.backend} on "
+             f"mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); compiled without allocating in "
+             f"{plan.seconds:.1f} s"]
+    if stand_in:
+        lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
+                     "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
+    lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
+                 + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
+    verdict = "fits" if plan.fits else "DOES NOT FIT"
+    lines.append(f"available per device: {h(plan.available)} ({plan.available_source}); a run may plan "
+                 f"{USABLE_FRACTION:.0%} of it: {verdict}")
+    n = plan.largest_cubic
+    lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
+                 "no grid fits these devices")
+    t = plan.traffic
+    if t is None:
+        return lines
+    a2a = int(t.collectives.get("all-to-all", 0))
+    lines.append(f"per step: {plan.ffts_per_step} scalar 3D FFTs in {int(t.fft_calls)} FFT kernels, {a2a} "
+                 f"all-to-alls; memory traffic {h(t.memory_bytes)} per device ({t.memory_bytes / plan.cells * plan.devices:.0f}"
+                 f" bytes per cell, FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
+    name = profile or ("h100" if platform == "gpu" else "measured")
+    if name == "measured":
+        if stand_in:
+            return lines
+        bandwidth = measure_bandwidth()
+        prof = cost.DeviceProfile("measured", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
+                                  f"{bandwidth / 1e9:.1f} GB/s; links taken at the same rate")
+    else:
+        prof = cost.PROFILES[name]
+    seconds = cost.predicted_seconds(t, prof, plan.devices)
+    lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source})")
+    return lines
+
+
+#: a run whose state (per device) is below this fraction of the usable memory is let through without
+#: compiling its programs: the shipped programs hold 2-7 times their state, far below 64
+#: (tests/test_plan.py checks every registered equation against a quarter of it)
+QUICK_FRACTION = 1 / 64
+
+
+def check_fits(sim: Any) -> Plan | None:
+    """Refuse a run that cannot fit its devices (ConfigError naming the grid: exit 2), before anything
+    is allocated or written. Returns the plan, or None for a run so small that its state alone shows it
+    fits (:data:`QUICK_FRACTION`)."""
+    state = abstract_state(sim)
+    devices = list(sim.fft.mesh.devices.flat)
+    available, _ = device_memory_available(devices)
+    state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state)) / len(devices)
+    if state_bytes <= QUICK_FRACTION * USABLE_FRACTION * available:
+        return None
+    plan = make_plan(sim, state=state)
+    if not plan.fits:
+        n = plan.largest_cubic
+        raise ConfigError(
+            "grid.shape", list(sim.fft.shape),
+            f"{cost.human_bytes(plan.available)} available per device ({plan.available_source}), of which a run "
+            f"may plan {USABLE_FRACTION:.0%}; the largest cubic grid that fits is {[n] * 3 if n else 'none'}: use a "
+            "smaller grid or more devices",
+            f"does not fit in memory: {plan.describe_need()}")
+    return plan
+
+
+def check_run(cfg: Config) -> Plan | None:
+    """:func:`check_fits` for the run of ``cfg`` on the devices the runtime set up (it must be started)."""
+    from simulator.run.simulation import Simulation
+
+    return check_fits(Simulation(cfg))

@@ -1,0 +1,118 @@
+"""The planner: memory from the run's programs compiled abstractly (nothing allocated), the memory
+targets of the step, bytes per cell independent of the grid, transforms and all-to-alls per step,
+and the refusal of a run that cannot fit its devices before anything is written."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+from simulator import cost, plan
+from simulator.api import load_config
+from simulator.equations import registry
+from simulator.run.simulation import Simulation
+
+ROOT = Path(__file__).parents[1]
+#: bytes per cell of the compiled chunk (all devices): the issue's targets (1024^3 lsrk4 float32 on 80 GB)
+TARGETS = {("navier_stokes", "lsrk4", "float32"): 64, ("navier_stokes", "rk4", "float32"): 96,
+           ("navier_stokes", "rk4", "float64"): 192, ("schrodinger_poisson", "kdk", "float32"): 40}
+
+
+def _sim(n, name="navier_stokes", integrator=None, precision="float64", devices=1, **extra):
+    values = {"grid.shape": n, "physics.name": name, "precision": precision, **extra}
+    if integrator:
+        values["time.integrator"] = integrator
+    return Simulation(load_config(None, values), jax.devices()[:devices])
+
+
+@pytest.mark.parametrize("name", list(registry()))
+def test_every_equation_plans_without_allocating(name):
+    sim = _sim(16, name)
+    p = plan.make_plan(sim, ("chunk", "diagnostics", "step"), memory=1 << 30)
+    state = plan.abstract_state(sim)
+    assert all(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(state))
+    state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state))
+    # the chunk holds the state and more, but far less than the multiple of it that lets check_fits pass a
+    # small run without compiling (plan.QUICK_FRACTION)
+    assert state_bytes < max(p.program_bytes.values()) < state_bytes / plan.QUICK_FRACTION / 4
+    assert p.ffts_per_step > 0 and p.traffic.fft_calls > 0 and p.traffic.memory_bytes > 0
+    assert p.fits and p.largest_cubic >= 16
+
+
+@pytest.mark.parametrize("case", list(TARGETS), ids=lambda c: "-".join(c))
+def test_chunk_meets_its_memory_target(case):
+    name, integrator, precision = case
+    p = plan.make_plan(_sim(32, name, integrator, precision), ("chunk",), memory=1 << 30)
+    assert p.bytes_per_cell <= TARGETS[case]
+
+
+def test_bytes_per_cell_do_not_depend_on_the_grid():
+    per_cell = [plan.make_plan(_sim(n, integrator="lsrk4", precision="float32"), ("chunk",), memory=1).bytes_per_cell
+                for n in (16, 48)]
+    assert per_cell[1] == pytest.approx(per_cell[0], rel=0.05)
+
+
+def test_no_3d_constant_is_an_argument_of_the_chunk():
+    """The equation's constants are 1D vectors: the chunk's arguments are the state and O(N) more."""
+    sim = _sim(32)
+    compiled = plan.compiled_programs(sim, plan.abstract_state(sim), ["chunk"])["chunk"]
+    state_bytes = 3 * 32 * 32 * 16 * 16
+    assert compiled.memory_analysis().argument_size_in_bytes < state_bytes + 32 * 1024
+
+
+@pytest.mark.parametrize(("integrator", "ffts", "a2a"), [("rk4", 36, 12), ("lsrk4", 45, 15)])
+def test_transforms_and_all_to_alls_per_step_on_a_slab(integrator, ffts, a2a):
+    """Per stage: inverse transforms of u and of curl u, a forward one of u x w, one all-to-all each."""
+    sim = _sim(16, integrator=integrator, devices=2)
+    p = plan.make_plan(sim, ("step",), memory=1)
+    assert p.ffts_per_step == ffts
+    assert p.traffic.collectives["all-to-all"] == a2a
+    assert p.traffic.sent_bytes > 0
+
+
+def test_hlo_traffic_multiplies_loops_by_their_trip_counts():
+    hlo = """HloModule m
+
+%body (p: (s32[], f32[100])) -> (s32[], f32[100]) {
+  %p = (s32[], f32[100]) parameter(0)
+  %x = f32[100]{0} get-tuple-element(%p), index=1
+  %y = f32[100]{0} fusion(%x), kind=kLoop, calls=%f
+  %i = s32[] get-tuple-element(%p), index=0
+  ROOT %t = (s32[], f32[100]) tuple(%i, %y)
+}
+
+ENTRY %main (a: f32[100]) -> f32[100] {
+  %a = f32[100]{0} parameter(0)
+  %c = c64[10,10]{1,0} custom-call(%a), custom_call_target="simulator_fftw", backend_config={kind = 0 : i64}
+  %w = (s32[], f32[100]) while(%t0), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}
+  ROOT %r = f32[100]{0} get-tuple-element(%w), index=1
+}
+"""
+    t = cost.hlo_traffic(hlo)
+    assert t.other_bytes == 5 * 800 and t.fft_bytes == 400 + 800 and t.fft_calls == 1
+
+
+@pytest.mark.slow
+def test_run_refuses_a_grid_that_does_not_fit_before_writing_anything(tmp_path):
+    out = tmp_path / "big"
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
+                        "--set", "grid.shape=4096", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1
+    assert "grid.shape = [4096, 4096, 4096] does not fit in memory" in lines[0]
+    assert "available per device" in lines[0] and "largest cubic grid that fits is [" in lines[0]
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_plan_command_for_gpus_on_a_cpu_machine():
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set",
+                        "precision=float32", "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory",
+                        "80GB"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "available per device: 80.0 GiB (given)" in r.stdout and ": fits" in r.stdout
+    assert "45 scalar 3D FFTs" in r.stdout and "on h100" in r.stdout
+    assert "largest cubic grid that fits these 1 device(s): 1" in r.stdout  # 1000-odd: above 1024
