@@ -7,16 +7,27 @@ invocation:
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
   ``vs_xla``: its ratio to the same configuration on the xla path;
 * ``fft_ms``: the transforms one step must do, timed alone in the same run as the same batched calls
-  (NS: per stage an inverse r2c of 6 fields and a forward of 3; SP: a forward and inverse c2c of psi
+  (NS: per stage two inverse r2c of 3 fields and a forward of 3; SP: a forward and inverse c2c of psi
   and a forward and inverse r2c of the density/potential), looped in one compiled call as the chunk
   loops its steps (both then reuse their buffers), and ``fft_share`` = step_ms / fft_ms
   (target <= 1.3: the step is FFT-bound). Chunks and FFTs of every path are timed A/B interleaved
   (each round runs each once, in a rotating order), so load on a shared machine hits all alike;
-* ``ffts``: scalar 3D transforms per step; ``a2a``: all-to-alls per step in the compiled HLO of one
-  step (target with slab: one per batched transform);
+* ``ffts``: scalar 3D transforms per step (the FFT primitives of its jaxpr, loops counted); ``a2a``:
+  all-to-alls per step in the compiled HLO of one step, loops multiplied by their trip counts
+  (target with slab: one per batched transform);
+* ``bound_ms`` and ``vs_bound``: the bandwidth bound of the step, the bytes its compiled kernels must
+  move (each reads its operands and writes its results once: simulator/cost.py) over this machine's
+  memory bandwidth, measured in the same rounds by a streaming kernel (``bandwidth_GBs``), and the
+  step's ratio to it;
 * ``bytes_per_cell``: the compiled chunk's memory (arguments + outputs + temporaries - donated) over
-  all devices, per grid cell (target <= 64 in float32 with lsrk4: 1024^3 fits one 80 GB GPU);
+  all devices, per grid cell (targets: lsrk4 float32 <= 64, so 1024^3 fits one 80 GB GPU; rk4
+  float32 <= 96, rk4 float64 <= 192; SP kdk float32 <= 40);
 * ``Mcell_steps_per_s``: N^3 * steps / s / 1e6.
+
+A memory table follows (``--memory-size N``, default 64; ``0`` skips it): every registered equation
+with every integrator it takes, in both precisions, compiled abstractly by the planner
+(simulator/plan.py, nothing allocated): bytes per cell of the chunk and of the run's peak (chunk,
+diagnostics, spectra, snapshot fields); outputs/bench/memory.csv and memory.json.
 
 With ``--peer-python PY`` (an environment with FluidSim, see scripts/peer_fluidsim.py), FluidSim's
 ns3d Taylor-Green RK4 step is measured in the same invocation, its chunks of steps interleaved with
@@ -27,8 +38,9 @@ float64 rows on one device.
     python scripts/bench_step.py --peer-python /path/to/fluidsim-venv/bin/python
     python scripts/bench_step.py --sizes 64 128 --precisions float64 --schemes rk4 --fft-paths xla fftw
     python scripts/bench_step.py --sizes 256 512 --platform gpu    # on a GPU machine
+    python scripts/bench_step.py --sizes 64 --schemes rk4 --memory-size 128   # memory table at 128^3
 
-Results: a table on stdout, outputs/bench/step.csv and step.json.
+Results: a table on stdout, outputs/bench/step.csv and step.json (and memory.csv, memory.json).
 """
 
 from __future__ import annotations
@@ -65,6 +77,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--platform", default="cpu", choices=["cpu", "gpu"],
                    help="cpu: virtual CPU devices (max of --devices); gpu: the visible GPUs")
     p.add_argument("--peer-python", default=None, help="python of an environment with FluidSim installed")
+    p.add_argument("--memory-size", type=int, default=64,
+                   help="N of the memory table of every equation, integrator and precision (0: no table)")
     p.add_argument("--out", default="outputs/bench", help="directory for step.csv and step.json")
     return p.parse_args()
 
@@ -127,7 +141,7 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     # The transforms one step makes, as the same batched calls, looped inside one compiled call like
     # the chunk's steps (so both reuse their buffers from the second iteration on: timing single
     # calls would charge the transforms for fresh, page-faulting output buffers the step never pays).
-    # NS, per stage: an inverse r2c of the 6 fields (u, curl u) and a forward r2c of the 3 of u x w;
+    # NS, per stage: an inverse r2c of the 3 fields of u, one of the 3 of curl u, a forward r2c of the 3 of u x w;
     # SP, per step: a c2c pair of psi and an r2c pair of the density. The glue (concatenate, product,
     # and a carry update that keeps the transforms live without changing the state) is the minimum the
     # step also does around them.
@@ -136,8 +150,8 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
         loops = steps * STAGES[scheme]
 
         def body(_, k):
-            x = fft.irfft(jnp.concatenate([k, k]))
-            return k + 0.0 * fft.rfft(x[:3] * x[3:])
+            u, w = fft.irfft(k), fft.irfft(1j * k)
+            return k + 0.0 * fft.rfft(u * w)
 
         looped = jax.jit(lambda k: jax.lax.fori_loop(0, loops, body, k))
         ffts = lambda: looped(state)  # noqa: E731
@@ -163,7 +177,7 @@ def main() -> int:
     from simulator.benchmark import machine, memory_bytes, timed_interleaved, write_results
     from simulator.fft import BACKENDS, local
     from simulator.run.simulation import Simulation
-    from simulator.fft.check import collective_counts
+    from simulator import cost, plan
 
     peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
     peer: dict[int, float] = {}  # N -> FluidSim ms per step, measured in the rounds of the rk4 float64 rows
@@ -173,10 +187,20 @@ def main() -> int:
         print(f"# fftw path not measured: {local.native()[1] or 'the FFTW path is CPU-only'}", flush=True)
         paths.remove("fftw")
     rows = []
+    # the machine's memory bandwidth, timed in the same rounds as the steps: passes of y = x + 1 over
+    # 256 MiB, in place, looped in one compiled call (each pass reads and writes every byte once)
+    stream_bytes = 2 * (256 << 20) * 8
+    sweep = jax.jit(lambda v: jax.lax.fori_loop(0, 8, lambda i, v: v + 1, v), donate_argnums=0)
+    stream_holder = {"x": jax.device_put(jnp.zeros(64 << 20, jnp.float32), devices[0])}
+
+    def stream():
+        stream_holder["x"] = sweep(stream_holder["x"])
+        return stream_holder["x"]
+
     print(f"# {machine()['device_kind']} x{len(devices)}, {machine()['cores']} cores", flush=True)
     print(f"{'N':>4s} {'scheme':6s} {'backend':9s} {'dev':>3s} {'prec':7s} {'path':4s} {'step ms':>9s} {'vs xla':>6s} "
-          f"{'fft ms':>9s} {'share':>6s} {'ffts':>4s} {'a2a':>3s} {'B/cell':>7s} {'Mcell*st/s':>10s} "
-          f"{'vs fluidsim':>11s}", flush=True)
+          f"{'fft ms':>9s} {'share':>6s} {'bound ms':>8s} {'vs bnd':>6s} {'ffts':>4s} {'a2a':>3s} {'B/cell':>7s} "
+          f"{'Mcell*st/s':>10s} {'vs fluidsim':>11s}", flush=True)
     for n in args.sizes:
         for scheme in args.schemes:
             physics, integrator, initial, extra = SCHEMES[scheme]
@@ -205,23 +229,23 @@ def main() -> int:
                         with_peer = peer_proc is not None and scheme == "rk4" and prec == "float64" and nd == 1
                         if with_peer:
                             fns["fluidsim"] = lambda n=n: peer_proc.steps(n, args.steps)
+                        fns["stream"] = stream
                         times = timed_interleaved(fns, repeats=args.repeats)
+                        bandwidth = stream_bytes / times["stream"]
                         if with_peer:
                             peer[n] = 1e3 * times["fluidsim"] / args.steps
                         for path, run in runs.items():
                             sim = run.sim
                             eq, dtype = sim.equation, sim.dtype
                             step_s = times[(path, "step")] / args.steps
-                            compiled = sim._chunks[True].lower(eq, run.holder["s"], jnp.asarray(0.0, dtype), 1,
-                                                        jnp.asarray(1e-3, dtype), sim.params).compile()
-                            mem = memory_bytes(compiled)
-                            step = sim.scheme.load()(eq)
-                            one = jax.jit(lambda e, s, p, st=step: st(s, 0.0, jnp.asarray(1e-3, dtype), p))
-                            a2a = collective_counts(one.lower(eq, run.holder["s"], sim.params).compile().as_text())["all-to-all"]
-                            if scheme == "lsrk4":  # its stages are a rolled loop: the HLO holds one stage
-                                a2a *= STAGES[scheme]
+                            state = plan.abstract_state(sim)
+                            programs = plan.compiled_programs(sim, state, ["chunk", "step"])
+                            mem = memory_bytes(programs["chunk"])
+                            traffic = cost.hlo_traffic(programs["step"].as_text())
+                            a2a = int(traffic.collectives.get("all-to-all", 0))
+                            bound_s = traffic.memory_bytes / bandwidth  # one device's traffic at its bandwidth
                             fft_s = times[(path, "fft")] / args.steps
-                            ffts = STAGES[scheme] * 9 if physics == "navier_stokes" else 4
+                            ffts = plan.transforms_per_step(sim, state)
                             xla_s = times[("xla", "step")] / args.steps if "xla" in runs else None
                             ratio_peer = step_s * 1e3 / peer[n] if with_peer else None
                             row = {
@@ -229,6 +253,8 @@ def main() -> int:
                                 "fft_path": path, "local_fft": sim.fft.local.describe(jax.default_backend()),
                                 "step_ms": 1e3 * step_s, "vs_xla": None if xla_s is None else step_s / xla_s,
                                 "fft_ms": 1e3 * fft_s, "fft_share": step_s / fft_s,
+                                "bound_ms": 1e3 * bound_s, "vs_bound": step_s / bound_s,
+                                "bandwidth_GBs": bandwidth / 1e9, "traffic_bytes_per_cell": traffic.memory_bytes * nd / n**3,
                                 "ffts": ffts, "all_to_all": a2a,
                                 "bytes_per_cell": None if mem is None else mem * nd / n**3,
                                 "Mcell_steps_per_s": n**3 / step_s / 1e6,
@@ -240,7 +266,8 @@ def main() -> int:
                             vs = "-" if ratio_peer is None else f"{ratio_peer:.2f}"
                             vx = "-" if xla_s is None else f"{step_s / xla_s:6.2f}"
                             print(f"{n:4d} {scheme:6s} {backend:9s} {nd:3d} {prec:7s} {path:4s} {row['step_ms']:9.2f} "
-                                  f"{vx:>6s} {row['fft_ms']:9.2f} {row['fft_share']:6.2f} {ffts:4d} {a2a:3d} {bpc:>7s} "
+                                  f"{vx:>6s} {row['fft_ms']:9.2f} {row['fft_share']:6.2f} {row['bound_ms']:8.2f} "
+                                  f"{row['vs_bound']:6.2f} {ffts:4d} {a2a:3d} {bpc:>7s} "
                                   f"{row['Mcell_steps_per_s']:10.2f} {vs:>11s}", flush=True)
     if peer_proc is not None:
         peer_proc.close()
@@ -248,7 +275,40 @@ def main() -> int:
         print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above)",
               flush=True)
     write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths})
+    if args.memory_size:
+        memory_table(args.memory_size, args.out)
     return 0
+
+
+def memory_table(n: int, out: str) -> None:
+    """Bytes per cell of every registered equation, integrator and precision at N = n on one device,
+    from the planner's abstract compilation (nothing allocated)."""
+    import jax
+
+    from simulator import config as config_mod
+    from simulator.benchmark import machine, write_results
+    from simulator.equations import registry
+    from simulator.plan import make_plan
+    from simulator.run.simulation import Simulation
+    from simulator.time.schemes import compatible
+
+    rows = []
+    print(f"# memory at {n}^3 on 1 device (compiled abstractly): bytes per cell of the chunk and of the run's peak")
+    print(f"{'equation':24s} {'scheme':6s} {'prec':7s} {'chunk':>7s} {'peak':>7s}  programs (B/cell)")
+    for name, info in registry().items():
+        for scheme in compatible(info.protocol):
+            for prec in ("float32", "float64"):
+                cfg = config_mod.load(None, [f"grid.shape={n}", f"physics.name={name}", f"time.integrator={scheme}",
+                                             f"precision={prec}", "output.snapshots.at_end=true"])
+                p = make_plan(Simulation(cfg, jax.devices()[:1]), ("chunk", "diagnostics", "spectra", "fields"),
+                              memory=1)
+                per_cell = {k: v / n**3 for k, v in p.program_bytes.items()}
+                rows.append({"N": n, "equation": name, "scheme": scheme, "precision": prec,
+                             "chunk_bytes_per_cell": per_cell["chunk"], "peak_bytes_per_cell": p.bytes_per_cell,
+                             **{f"{k}_bytes_per_cell": v for k, v in per_cell.items() if k != "chunk"}})
+                print(f"{name:24s} {scheme:6s} {prec:7s} {per_cell['chunk']:7.1f} {p.bytes_per_cell:7.1f}  "
+                      + ", ".join(f"{k} {v:.1f}" for k, v in per_cell.items()), flush=True)
+    write_results(out, "memory", rows, machine())
 
 
 if __name__ == "__main__":
