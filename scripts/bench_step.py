@@ -32,7 +32,8 @@ diagnostics, spectra, snapshot fields); outputs/bench/memory.csv and memory.json
 With ``--peer-python PY`` (an environment with FluidSim, see scripts/peer_fluidsim.py), FluidSim's
 ns3d Taylor-Green RK4 step is measured in the same invocation, its chunks of steps interleaved with
 ours in the same rounds, and ``vs_fluidsim`` = our step / its step is reported for the NS rk4
-float64 rows on one device.
+float64 rows on one device, by wall time and by CPU time (all threads of each process: on a loaded
+machine, the work each does rather than the time it waited for a core).
 
     python scripts/bench_step.py                                   # N = 64 128, 1 CPU device
     python scripts/bench_step.py --peer-python /path/to/fluidsim-venv/bin/python
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable
@@ -93,11 +95,19 @@ class FluidSimPeer:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
+        self.cpu: dict[int, list[float]] = {}
 
     def steps(self, n: int, steps: int) -> None:
+        """Run ``steps`` steps at size n; the peer's CPU seconds (all its threads) go to ``self.cpu[n]``."""
+        c0 = self._cpu_seconds()
         self.proc.stdin.write(f"{n} {steps}\n")
         self.proc.stdin.flush()
         float(self.proc.stdout.readline())
+        self.cpu.setdefault(n, []).append(self._cpu_seconds() - c0)
+
+    def _cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -181,6 +191,7 @@ def main() -> int:
 
     peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
     peer: dict[int, float] = {}  # N -> FluidSim ms per step, measured in the rounds of the rk4 float64 rows
+    peer_cpu: dict[int, float] = {}  # N -> FluidSim CPU ms per step (all its threads), same rounds
     devices = jax.devices()
     paths = list(args.fft_paths)
     if "fftw" in paths and (local.native()[0] is None or args.platform != "cpu"):
@@ -230,10 +241,14 @@ def main() -> int:
                         if with_peer:
                             fns["fluidsim"] = lambda n=n: peer_proc.steps(n, args.steps)
                         fns["stream"] = stream
-                        times = timed_interleaved(fns, repeats=args.repeats)
+                        cpu: dict = {}
+                        if with_peer:
+                            peer_proc.cpu.pop(n, None)
+                        times = timed_interleaved(fns, repeats=args.repeats, cpu=cpu)
                         bandwidth = stream_bytes / times["stream"]
                         if with_peer:
                             peer[n] = 1e3 * times["fluidsim"] / args.steps
+                            peer_cpu[n] = 1e3 * statistics.median(peer_proc.cpu[n][-args.repeats:]) / args.steps
                         for path, run in runs.items():
                             sim = run.sim
                             eq, dtype = sim.equation, sim.dtype
@@ -248,6 +263,7 @@ def main() -> int:
                             ffts = plan.transforms_per_step(sim, state)
                             xla_s = times[("xla", "step")] / args.steps if "xla" in runs else None
                             ratio_peer = step_s * 1e3 / peer[n] if with_peer else None
+                            cpu_ms = 1e3 * cpu[(path, "step")] / args.steps
                             row = {
                                 "N": n, "scheme": scheme, "backend": backend, "devices": nd, "precision": prec,
                                 "fft_path": path, "local_fft": sim.fft.local.describe(jax.default_backend()),
@@ -259,7 +275,10 @@ def main() -> int:
                                 "bytes_per_cell": None if mem is None else mem * nd / n**3,
                                 "Mcell_steps_per_s": n**3 / step_s / 1e6,
                                 "fluidsim_ms": peer.get(n) if ratio_peer is not None else None,
-                                "vs_fluidsim": ratio_peer, "repeats": args.repeats, "steps": args.steps,
+                                "vs_fluidsim": ratio_peer, "step_cpu_ms": cpu_ms,
+                                "fluidsim_cpu_ms": peer_cpu.get(n) if ratio_peer is not None else None,
+                                "vs_fluidsim_cpu": cpu_ms / peer_cpu[n] if ratio_peer is not None else None,
+                                "repeats": args.repeats, "steps": args.steps,
                             }
                             rows.append(row)
                             bpc = "-" if mem is None else f"{row['bytes_per_cell']:7.1f}"
@@ -272,8 +291,10 @@ def main() -> int:
     if peer_proc is not None:
         peer_proc.close()
     for n, ms in sorted(peer.items()):
-        print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above)",
-              flush=True)
+        ours = next(r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1])
+        print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); CPU time "
+              f"per step (all threads): ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, ratio "
+              f"{ours['vs_fluidsim_cpu']:.2f}", flush=True)
     write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths})
     if args.memory_size:
         memory_table(args.memory_size, args.out)

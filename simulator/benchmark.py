@@ -31,11 +31,14 @@ def timed(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
     return statistics.median(times)
 
 
-def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup: int = 1) -> dict[str, float]:
+def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup: int = 1,
+                      cpu: dict[str, float] | None = None) -> dict[str, float]:
     """Median seconds of each zero-argument ``fns[name]()`` (results blocked on), A/B interleaved.
 
     Every round calls each function once, in an order rotated from round to round, so load that
     comes and goes on a shared machine hits all of them alike; ``warmup`` untimed rounds first.
+    ``cpu``, when given, receives the median CPU seconds of this process (all its threads) per call:
+    on a loaded machine, the work done rather than the time waited for a core.
     """
     import jax
 
@@ -44,11 +47,15 @@ def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup
         for name in names:
             jax.block_until_ready(fns[name]())
     times: dict[str, list[float]] = {name: [] for name in names}
+    cpu_times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names[r % len(names):] + names[: r % len(names)]:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             jax.block_until_ready(fns[name]())
             times[name].append(time.perf_counter() - t0)
+            cpu_times[name].append(time.process_time() - c0)
+    if cpu is not None:
+        cpu.update({name: statistics.median(t) for name, t in cpu_times.items()})
     return {name: statistics.median(t) for name, t in times.items()}
 
 
