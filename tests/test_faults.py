@@ -139,6 +139,7 @@ RACER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_of_many_processes_racing_for_a_new_directory_exactly_one_takes_the_lock(tmp_path):
     """Several processes released at one instant onto one new directory: in every trial exactly one
     holds the lock and the others are refused (a lock is never seen empty, so never taken for stale)."""
@@ -351,12 +352,15 @@ def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, t
 
 
 @pytest.mark.slow
-def test_a_stop_request_in_the_last_chunk_finishes_the_run(tmp_path):
-    """runtime.max_wall so small that every chunk is "near the limit": a one-chunk run still finishes
-    (exit 0, status finished), it is not reported as interrupted."""
-    r = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.05", "--set", "runtime.max_wall=0.001", "--out", "run")
+def test_a_step_longer_than_the_run_lands_on_t_end_and_a_stop_in_the_last_chunk_finishes(tmp_path):
+    """time.dt = 0.5 with t_end = 0.05: one step of 0.05, ending exactly at t_end. runtime.max_wall so
+    small that every chunk is "near the limit": the one (last) chunk still finishes the run (exit 0,
+    status finished), it is not reported as interrupted."""
+    r = simulator(tmp_path, TG, *SMALL, "--set", "time.dt=0.5", "--set", "time.t_end=0.05", "--set",
+                  "runtime.max_wall=0.001", "--out", "run")
     assert r.returncode == 0 and "stopped by" not in r.stderr, r.stderr[-2000:]
     assert status(tmp_path / "run")["state"] == "finished"
+    assert [row[:3] for row in rows(tmp_path / "run")[1:]] == [["0", "0.0", "0.5"], ["1", "0.05", "0.05"]]
 
 
 def test_a_fixed_dt_run_lands_on_t_end_even_below_one_step():

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
+
 from simulator.log import get_logger
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
@@ -206,9 +208,26 @@ def damage(ckpt: Checkpoint) -> str | None:
     with hdf5.Snapshot(ckpt.index) as snap:
         sources = [ckpt.index.parent / rel for rel in json.loads(snap.file.attrs["sources"])]
     for source in sources:
-        problem = hdf5.unreadable(source)
+        problem = _unreadable(source)
         if problem:
             return problem
+    return None
+
+
+def _unreadable(path: Path) -> str | None:
+    """The first block of shard file ``path`` that fails its checksum or cannot be read, as a
+    message naming the file, or None when all of it reads back."""
+    try:
+        with h5py.File(path, "r") as f:
+            names: list[str] = []
+            f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+            for name in names:
+                try:
+                    f[name][()]
+                except (OSError, RuntimeError) as err:
+                    return f"{path}: {name} cannot be read back ({hdf5.describe_os_error(err)}; a checksum mismatch is damage)"
+    except (OSError, RuntimeError) as err:
+        return f"{path} cannot be opened ({hdf5.describe_os_error(err)})"
     return None
 
 

@@ -9,10 +9,9 @@ Writing (collective; every process calls the same function with the same fields)
   lowest-numbered device holding it, a rule every process evaluates alone, so nothing is exchanged
   and nothing is gathered;
 * each file is written under a temporary name and renamed when complete (attribute ``complete``);
-  HDF5's chunk cache is off while writing, so a failed write (a full disk) fails in the call that
-  made it, and closing the file afterwards stays safe (HDF5 crashes when a cached chunk cannot be
-  flushed at close); ``checksum=True`` (checkpoints) stores each block in chunks of at most 1 MiB
-  with HDF5's Fletcher-32 checksum, which HDF5 verifies on every read;
+  the chunk cache is off, so a failed write (a full disk) fails in its call and closing stays safe
+  (HDF5 crashes flushing a cached chunk at close); ``checksum=True`` (checkpoints) stores blocks in
+  chunks of at most 1 MiB with HDF5's Fletcher-32 checksum, verified by HDF5 on every read;
 * after a barrier, process 0 writes ``<stem>.h5``: one HDF5 virtual dataset per field, of the global
   shape, stitched from the blocks by relative paths (the directory can be moved), with the shared
   attributes (step, time, resolved config, versions, schema version). The block layout comes from the
@@ -176,23 +175,6 @@ def checksum_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
         chunks[:axis] = [1] * axis
         break
     return tuple(max(1, c) for c in chunks)
-
-
-def unreadable(path: Path) -> str | None:
-    """The first block of shard file ``path`` that fails its checksum or cannot be read, as a
-    message naming the file, or None when all of it reads back."""
-    try:
-        with h5py.File(path, "r") as f:
-            names: list[str] = []
-            f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
-            for name in names:
-                try:
-                    f[name][()]
-                except (OSError, RuntimeError) as err:
-                    return f"{path}: {name} cannot be read back ({describe_os_error(err)}; a checksum mismatch is damage)"
-    except (OSError, RuntimeError) as err:
-        return f"{path} cannot be opened ({describe_os_error(err)})"
-    return None
 
 
 def barrier(name: str) -> None:

@@ -41,6 +41,7 @@ from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.time.control import TOL
 
 #: what a run writes into its directory; --overwrite removes exactly these (in this order: the
 #: stored config last, so a directory being cleared never looks like another run)
@@ -50,8 +51,6 @@ RUN_FILES = ("checkpoints", "snapshots", "segments", "spectra.h5", "timeseries.c
 STATUS_FILE = "status.json"
 #: ``<run>/.lock``: the owner of a running run (see :class:`simulator.run.lock.RunLock`)
 LOCK_FILE = ".lock"
-#: relative slack when comparing a finished run's time with ``time.t_end`` (as the time stepper does)
-TIME_TOL = 1e-12
 #: errors of a full disk or quota: a failed write (exit 1), not bad input
 FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -142,6 +141,11 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         if restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
                               "directory", "already holds a run")
+        if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
+            damaged = [target.with_suffix(".json")] if target.is_file() else checkpoints.markers(target)
+            why = f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged else ""
+            raise ConfigError("--restart", restart, f"no intact checkpoint under {target}{why}; start a new run "
+                              "instead", "has nothing to resume")
         return Plan(restart)
     if holds_nothing(path):
         return Plan(None)
@@ -168,7 +172,7 @@ def _resume_plan(cfg: Config, path: Path) -> Plan:
     status = read_status(path) or {}
     if status.get("state") == "finished" and isinstance(status.get("time"), (int, float)):
         reached = float(status["time"])
-        if reached >= cfg.time.t_end * (1 - TIME_TOL):
+        if reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
             return Plan(None, done=f"{path} already finished (step {status.get('step')}, t = {reached:.6g}): "
                         "nothing to do")
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
