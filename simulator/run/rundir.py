@@ -135,7 +135,12 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
             raise ConfigError("--overwrite", True, "use --restart to continue a run or --overwrite to replace it",
                               "cannot be combined with --restart")
         target = path if restart == "latest" else Path(restart)
-        if not target.exists():
+        try:
+            found = target.exists()
+        except OSError as err:
+            raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file",
+                              f"cannot be used ({err.strerror})") from None
+        if not found:
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
                               "does not exist")
         if restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path):
