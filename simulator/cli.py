@@ -216,6 +216,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise ConfigError("launch", "", "give a command, e.g. simulator launch -n 2 info", "is missing a command")
+    if args.n < 1:
+        raise ConfigError("-n", args.n, "give at least 1 process", "is out of range")
     if args.cpu_devices is not None:
         command = [command[0], "--cpu-devices", str(args.cpu_devices), *command[1:]]
     return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout)

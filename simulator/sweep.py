@@ -96,9 +96,7 @@ def load(path: str | Path) -> Sweep:
         if key not in KEYS:
             raise ConfigError(f"sweep key {key!r}", raw[key], f"allowed keys are {', '.join(KEYS)}", "is unknown")
     name = raw.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ConfigError("name", name, "give a short name without '/' (it names the sweep's directory)",
-                          "is missing or not a name")
+    config_mod.check_name("name", name)
     base_value = raw.get("base")
     if not isinstance(base_value, str):
         raise ConfigError("base", base_value, "give the path of the base config, relative to the sweep file",
@@ -175,10 +173,15 @@ def prepare(sweep: Sweep, directory: Path) -> dict[str, Any]:
     }
     path = directory / MANIFEST
     if path.exists():
-        old = yaml.safe_load(path.read_text())
-        if not isinstance(old, dict) or old.get("points") != manifest["points"] or old.get("set") != manifest["set"]:
+        try:
+            old = yaml.safe_load(path.read_text())
+        except (OSError, ValueError, yaml.YAMLError):
+            old = None
+        differs = (not isinstance(old, dict) or old.get("points") != manifest["points"]
+                   or old.get("set") != manifest["set"] or _changed_point(sweep, configs, directory))
+        if differs:
             raise ConfigError("--out", str(directory), "give another --out, or remove it to start the sweep afresh",
-                              "already holds a different sweep")
+                              f"already holds a different sweep{differs if isinstance(differs, str) else ''}")
     (directory / "configs").mkdir(parents=True, exist_ok=True)
     (directory / "logs").mkdir(exist_ok=True)
     for point, cfg in zip(sweep.points, configs, strict=True):
@@ -188,6 +191,35 @@ def prepare(sweep: Sweep, directory: Path) -> dict[str, Any]:
             target.write_text(text)
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
     return manifest
+
+
+def _flat(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory: Path) -> str | None:
+    """Where a point's stored resolved config differs from the one this sweep file gives (the base
+    config, ``set`` and the swept values all count; the directory it is reached by does not), as
+    " (point I: KEY)", or None when every stored point config is this sweep's."""
+    for point, cfg in zip(sweep.points, configs, strict=True):
+        stored = directory / "configs" / f"{point.name}.yaml"
+        if not stored.exists():
+            continue
+        try:
+            old = _flat(config_mod.to_dict(config_mod.load(stored)))
+        except ConfigError:
+            return f" (point {point.index}: its stored config {stored} is not valid)"
+        new = _flat(config_mod.to_dict(cfg))
+        for key in sorted(set(old) | set(new)):
+            if key != "output.dir" and old.get(key) != new.get(key):
+                return f" (point {point.index}: {key} = {old.get(key)!r} there, {new.get(key)!r} now)"
+    return None
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

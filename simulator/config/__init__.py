@@ -22,6 +22,7 @@ from simulator.config.model import (
     OutputConfig,
     RuntimeConfig,
     TimeConfig,
+    check_name,
     from_dict,
     keys_of,
     upgrade,
@@ -36,7 +37,7 @@ DOCS_MARKERS = ("<!-- config-docs:start -->", "<!-- config-docs:end -->")
 
 __all__ = [
     "DOCS_MARKERS", "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
-    "TimeConfig", "apply_overrides", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
+    "TimeConfig", "apply_overrides", "check_name", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
     "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
 ]
 

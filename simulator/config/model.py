@@ -226,11 +226,21 @@ def from_dict(data: Mapping[str, Any]) -> Config:
     return resolve(cfg)
 
 
+def check_name(key: str, value: Any) -> None:
+    """A run's or sweep's name names a directory (``outputs/<name>``): a plain name, never a path."""
+    if (not isinstance(value, str) or value.strip() in ("", ".", "..") or any(c in value for c in "/\\")
+            or any(ord(c) < 32 or ord(c) == 127 for c in value) or len(value.encode()) > 200):
+        raise ConfigError(key, value, "give a plain name (no '/' or '\\', no control characters, not '.' or '..', "
+                          "at most 200 bytes): it names a directory", "is not a name")
+
+
 def validate(cfg: Config) -> None:
-    """Cross-key checks: the grid against the decomposition, the integrator against the equation,
-    schedules against the chunk, the process settings, and the equation's own checks."""
+    """Cross-key checks: the name, the grid against the decomposition, the integrator against the
+    equation, schedules against the chunk, the process settings, and the equation's own checks."""
     from simulator.fft.layouts import LAYOUTS
     from simulator.time.schemes import SCHEMES, compatible
+
+    check_name("name", cfg.name)
 
     layout = LAYOUTS[cfg.fft.backend]
     layout.check_mesh_request(cfg.fft.mesh, "fft.mesh")

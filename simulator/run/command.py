@@ -41,32 +41,71 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
                hint: str = "") -> int:
     """Run a validated config into ``out`` (default ``output.dir`` or ``outputs/<name>``).
 
-    ``restart``: "latest" or a checkpoint path; ``resume``: continue if there is a checkpoint, else
-    start (a finished run returns 0 at once). Returns the exit status (0, 1 or 75).
+    ``restart``: "latest" or a checkpoint path (of this run, or of another one to branch from into a
+    new ``out``); ``resume``: continue if there is a checkpoint, else start (a finished run returns 0
+    at once). The directory is planned (bad input refused, nothing touched), then process 0 takes
+    its lock, plans again under it and only then removes anything (see :mod:`simulator.run.rundir`).
+    Returns the exit status (0, 1 or 75).
     """
+    from simulator.log import get_logger, setup_logging
+    from simulator.output.hdf5 import OutputWriteError
     from simulator.run import rundir
+    from simulator.run.lock import RunLock
 
     out = rundir.output_dir(cfg, None if out is None else str(out))
-    if resume:
-        if restart is not None or overwrite:
-            raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
-                              "cannot be combined with --restart or --overwrite")
-        restart = rundir.resume_target(cfg, out)
-    rundir.prepare_output(out, overwrite, restart)  # before JAX starts: a refused run changes nothing
-    mode = start(cfg)
-    from simulator.log import get_logger
-    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-    from simulator.run.loop import NonFiniteError, run
-
+    options = {"overwrite": overwrite, "restart": restart, "resume": resume}
+    planned = rundir.plan(cfg, out, **options)  # every process, before JAX starts: a refused run changes nothing
+    index, _ = rundir.process_position(cfg)
+    setup_logging(index)
+    if planned.done:
+        get_logger().info("%s", planned.done)
+        return EXIT_OK
+    lock = RunLock(out) if index == 0 else None
     try:
-        code = run(cfg, out, mode, restart, allow_physics_change, hint)
-    except (NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
-        get_logger().error("%s", err)
-        exit_now_if_distributed(EXIT_FAILED)
-        return EXIT_FAILED
+        if lock is not None:
+            try:
+                lock.acquire()  # before anything is removed: a live run is never touched
+                planned = rundir.plan(cfg, out, **options)  # again: the directory may have changed meanwhile
+                if planned.done:
+                    get_logger().info("%s", planned.done)
+                    return EXIT_OK
+                rundir.apply(planned, out)
+            except OutputWriteError as err:  # e.g. the disk is already full
+                get_logger().error("%s", err)
+                return EXIT_FAILED
+        code = _run_started(cfg, out, planned.restart, allow_physics_change, hint, index)
+    finally:
+        if lock is not None:
+            lock.release()
     if code != EXIT_OK:
         exit_now_if_distributed(code)
     return code
+
+
+def _run_started(cfg: config_mod.Config, out: Path, restart: str | None, allow_physics_change: bool, hint: str,
+                 expected_index: int) -> int:
+    """Start the runtime and run the loop; failures of the run itself are logged and give 1."""
+    from simulator.errors import RuntimeSetupError
+    from simulator.log import get_logger
+    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
+
+    mode = start(cfg)
+    import jax
+
+    from simulator.run.loop import NonFiniteError, run
+    from simulator.run.signals import agree
+
+    if jax.process_index() != expected_index:
+        raise RuntimeSetupError(f"this process was expected to be process {expected_index} of its run, JAX made it "
+                                f"process {jax.process_index()}")
+    restarting = restart is not None
+    if agree([int(restarting), int(not restarting)]) == [1, 1]:
+        raise RuntimeSetupError(f"the processes of this run disagree on whether to restart in {out}")
+    try:
+        return run(cfg, out, mode, restart, allow_physics_change, hint)
+    except (NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
+        get_logger().error("%s", err)
+        return EXIT_FAILED
 
 
 def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, **options: bool | str | None) -> int:

@@ -14,6 +14,7 @@ import logging
 import math
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.hdf5 import OutputWriteError, barrier
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.output.snapshots import SnapshotWriter
 from simulator.output.spectra import SpectraWriter
 from simulator.output.timeseries import TimeSeriesWriter
@@ -85,16 +86,19 @@ def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_phy
         if rank0 and (rundir.read_status(out) or {}).get("state") != "finished" and out.exists():
             rundir.write_status(out, "finished", ckpt.step, ckpt.time, 0)
         return 0
-    lock = rundir.RunLock(out)
     handler = None
-    if rank0:
-        lock.acquire()
-        handler = logging.FileHandler(out / "run.log")
+    if rank0:  # the caller holds the run directory's lock (simulator.run.command)
+        handler = _RunLog(out / "run.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         get_logger().addHandler(handler)
+
+    def previous(step: int) -> checkpoints.Checkpoint | None:
+        found = checkpoints.find(out, before=step)
+        return None if found is None else checkpoint_to_resume(cfg, out, str(found.index), allow_physics_change)
+
     try:
         with StopRequest() as stop:
-            return _run(cfg, out, mode, ckpt, resume_hint, stop)
+            return _run(cfg, out, mode, ckpt, resume_hint, stop, fallback=previous if restart == "latest" else None)
     except BaseException:
         if rank0:
             last = rundir.read_status(out) or {}
@@ -107,7 +111,23 @@ def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_phy
         if handler is not None:
             get_logger().removeHandler(handler)
             handler.close()
-        lock.release()
+
+
+class _RunLog(logging.FileHandler):
+    """``run.log``; if it cannot be written (a full disk) it falls silent instead of printing a
+    traceback per record: the failure that matters is reported by the writer that meets it."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, delay=True)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.setLevel(logging.CRITICAL + 1)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:
+            pass  # as above: what could not be written is lost, the run's own error is reported
 
 
 def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpoint | None) -> dict[str, Any]:
@@ -164,7 +184,7 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
 
 
 def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None, resume_hint: str,
-         stop: StopRequest) -> int:
+         stop: StopRequest, fallback: Callable[[int], checkpoints.Checkpoint | None] | None = None) -> int:
     log = get_logger()
     rank0 = jax.process_index() == 0
     sim = Simulation(cfg)
@@ -172,8 +192,8 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
     _log_header(cfg, sim, meta)
 
     if ckpt is not None:
-        template = sim.initial_state()  # the layout and shardings a restored state must have
-        state = checkpoints.restore(ckpt, template, sim.fft, sim.equation.leaf_spaces(template))
+        state, ckpt = _restore(ckpt, sim, fallback)
+        meta["restart"] = str(ckpt.index)
         step, t = ckpt.step, ckpt.time
         stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch)
         changed = f"; time step now {stepper.dt:.6g}" if stepper.dt != ckpt.dt else ""
@@ -184,11 +204,14 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
         stepper = Stepper(cfg.time, cfg.output.every)
     if rank0:
         segments = out / "segments"
-        segments.mkdir(exist_ok=True)
         number = len(list(segments.glob("segment_*.yaml")))
         text = yaml.safe_dump({**meta, "segment": number, "start_step": step}, sort_keys=False)
-        (segments / f"segment_{number:03d}.yaml").write_text(text)
-        (out / "config.yaml").write_text(text)
+        for path in (segments / f"segment_{number:03d}.yaml", out / "config.yaml"):
+            try:
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(text)
+            except OSError as err:
+                raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         rundir.write_status(out, "running", step, t)
 
     records, dumps, saver = _writers(cfg, sim, meta, stepper, out, rank0)
@@ -253,12 +276,43 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
         if rank0:
             rundir.write_status(out, "finished", step, t, 0)
     finally:
+        failures = []
         for w in writers:
-            w.close()
+            try:
+                w.close()
+            except OutputWriteError as err:
+                failures.append(err)
+    if failures:
+        raise failures[0]
     first_chunk = f"; first chunk {progress.first_chunk_s:.1f} s with compilation" if progress.first_chunk_s else ""
     log.info("finished: this segment %d steps in %.1f s (%d compilation(s)%s); run total %d steps, t = %.6g; "
              "output in %s", step - start_step, progress.elapsed, sim.traces, first_chunk, step, t, out)
     return 0
+
+
+def _restore(ckpt: checkpoints.Checkpoint, sim: Simulation,
+             fallback: Callable[[int], checkpoints.Checkpoint | None] | None) -> tuple[Any, checkpoints.Checkpoint]:
+    """The state of ``ckpt`` laid out for ``sim``. Data that fails its checksum (or cannot be read)
+    is damage: every process agrees on it, and the run continues from ``fallback(step)``, the
+    previous intact checkpoint, with a warning naming the damaged file; IncompleteOutputError when
+    there is none (or no fallback: a checkpoint given by path)."""
+    template = sim.initial_state()  # the layout and shardings a restored state must have
+    spaces = sim.equation.leaf_spaces(template)
+    while True:
+        try:
+            state, failed = checkpoints.restore(ckpt, template, sim.fft, spaces), None
+        except (OSError, RuntimeError) as err:  # h5py: a block failed its checksum or could not be read
+            state, failed = None, err
+        if agree([int(failed is not None)])[0] == 0:
+            return state, ckpt
+        where = (checkpoints.damage(ckpt) if jax.process_index() == 0 else None) or f"{ckpt.index}: {failed}"
+        previous = fallback(ckpt.step) if fallback is not None else None
+        if previous is None:
+            raise IncompleteOutputError(f"checkpoint {ckpt.index.with_suffix('')} is damaged ({where}) and there "
+                                        "is no earlier intact checkpoint to restart from")
+        get_logger().warning("checkpoint %s is damaged (%s): restarting from the previous one, %s",
+                             ckpt.index.with_suffix(""), where, previous.index.with_suffix(""))
+        ckpt = previous
 
 
 def _check_finite(m: Moment, saver: checkpoints.CheckpointWriter) -> None:
