@@ -217,11 +217,30 @@ def cmd_launch(args: argparse.Namespace) -> int:
         raise ConfigError("launch", "", "give a command, e.g. simulator launch -n 2 info", "is missing a command")
     if args.cpu_devices is not None:
         command = [command[0], "--cpu-devices", str(args.cpu_devices), *command[1:]]
-    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout)
+    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout, verbose=args.verbose)
+
+
+def version_line() -> str:
+    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
+    metadata, so that asking for it starts no JAX."""
+    import platform
+    from importlib import metadata
+
+    from simulator import __version__
+
+    def installed(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
+    return f"simulator {__version__} ({stack}, python {platform.python_version()})"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="simulator", description="Distributed pseudo-spectral simulator (JAX).")
+    parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("validate", help="validate a config and print it with every default filled in")
@@ -304,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, required=True, help="number of processes")
     p.add_argument("--cpu-devices", type=int, default=None, metavar="D", help="virtual CPU devices per process")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="end all processes after S seconds")
+    p.add_argument("--verbose", action="store_true",
+                   help="forward every line the processes print, gloo's connection reports included")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the simulator command and its arguments")
     p.set_defaults(func=cmd_launch)
     return parser
