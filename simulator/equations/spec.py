@@ -70,11 +70,14 @@ class FieldInfo:
 @dataclass(frozen=True)
 class Curve:
     """One line of a time-series panel: a diagnostic column, its label, and how it is drawn:
-    ``relative`` plots x/x[0] - 1 (a conserved quantity's drift)."""
+    ``relative`` plots a conserved quantity's drift (x - x[0]) / |x[0]|, or, when ``scale`` names
+    columns, (x - x[0]) / (sum of their absolute values at each time): the drift of a sum measured
+    against the size of its parts (the total energy K + W against |K| + |W|)."""
 
     column: str
     label: str
     relative: bool = False
+    scale: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,14 +93,20 @@ class Panel:
 @dataclass(frozen=True)
 class PlotSpec:
     """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an
-    optional power-law guide (its exponent), and the field a slice shows."""
+    optional power-law guide (its exponent), and the field a slice shows.
+
+    ``resolved``: the largest resolved wavenumber as a fraction of the grid's Nyquist wavenumber
+    min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
+    ``viscosity``: the ``physics.*`` key of a kinematic viscosity, if any: a sweep over it gets a
+    secondary Reynolds-number axis."""
 
     panels: tuple[Panel, ...]
     spectrum: str
     spectrum_label: str
     slice_field: str
     spectrum_guide: float | None = None
-    projection: tuple[str, ...] = ()
+    resolved: float = 1.0
+    viscosity: str | None = None
 
 
 @dataclass(frozen=True)
