@@ -162,8 +162,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.cpu_devices is not None:
         overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
-    return run_file(args.config, overrides, args.out, overwrite=args.overwrite, restart=args.restart,
-                    resume=args.resume, allow_physics_change=args.allow_physics_change)
+    return run_file(args.config, overrides, args.out, add_to_t_end=args.add_to_t_end, overwrite=args.overwrite,
+                    restart=args.restart, resume=args.resume, allow_physics_change=args.allow_physics_change)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -279,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "run there; a finished run exits 0 at once (what a requeued job script runs)")
     p.add_argument("--allow-physics-change", action="store_true",
                    help="with --restart: accept physical parameters that differ from the checkpoint's")
+    p.add_argument("--add-to-t-end", type=float, default=None, metavar="T",
+                   help="with --restart: run on to the restarted run's t_end + T (extends a finished or "
+                   "interrupted run; the log and the resume hint give the new time.t_end)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")

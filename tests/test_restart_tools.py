@@ -1,0 +1,91 @@
+"""Restart tools as a user runs them: extending a run (--add-to-t-end), a wall-clock limit in the config
+(runtime.max_wall: checkpoint and exit 75, then --resume), and restarts at another resolution.
+
+Every run is a real ``simulator run`` subprocess on a tiny float64 case.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from simulator.output import checkpoints
+
+ROOT = Path(__file__).parents[1]
+TG = str(ROOT / "configs" / "taylor_green.yaml")
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5",
+         "--set", "output.snapshot_every=0"]
+EXIT_INTERRUPTED = 75
+
+
+def simulator(cwd, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "simulator", "run", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def final_state(run_dir):
+    ckpt = checkpoints.find(run_dir)
+    with h5py.File(ckpt.index) as f:
+        return ckpt.step, ckpt.time, {name: f[name][:] for name in f}
+
+
+def status(run_dir):
+    return json.loads((run_dir / "status.json").read_text())
+
+
+@pytest.mark.slow
+def test_add_to_t_end_extends_a_finished_run_exactly(tmp_path):
+    """A run to t = 0.2 extended by 0.2 is the run to t = 0.4, bit for bit; the resume hint carries the
+    new t_end; --add-to-t-end without --restart, or with --resume, is refused and changes nothing."""
+    ref = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.4", "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    first = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run")
+    assert first.returncode == 0, first.stderr
+    before = (tmp_path / "run" / "status.json").read_text()
+    for extra, expected in ((["--resume"], "needs --restart (with --resume every requeued job"),
+                            ([], "needs --restart"), (["--restart"], "--add-to-t-end = -1.0 is not allowed")):
+        value = "-1" if extra == ["--restart"] else "0.2"
+        r = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run", "--add-to-t-end", value, *extra)
+        assert r.returncode == 2 and expected in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert (tmp_path / "run" / "status.json").read_text() == before
+
+    extended = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run", "--restart",
+                         "--add-to-t-end", "0.2")
+    assert extended.returncode == 0, extended.stderr
+    assert "t_end 0.4" in extended.stderr
+    step_ref, t_ref, state_ref = final_state(tmp_path / "ref")
+    step, t, state = final_state(tmp_path / "run")
+    assert (step, t) == (step_ref, t_ref) == (40, 0.4)
+    for name in state_ref:
+        np.testing.assert_array_equal(state[name], state_ref[name])
+    assert status(tmp_path / "run")["state"] == "finished"
+    assert (tmp_path / "run" / "timeseries.csv").read_text() == (tmp_path / "ref" / "timeseries.csv").read_text()
+
+
+@pytest.mark.slow
+def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path):
+    """runtime.max_wall: the run stops when the elapsed time plus two chunks and 5 s of margin would pass
+    the limit (with max_wall = 5 that is after the first chunk), writes a checkpoint, exits 75 saying how to
+    resume; --resume (here without the limit) finishes it, equal to an uninterrupted run."""
+    ref = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.3", "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    stopped = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.3", "--set", "runtime.max_wall=5", "--out", "run")
+    assert stopped.returncode == EXIT_INTERRUPTED, stopped.stderr
+    assert "stopped by runtime.max_wall = 5 s at step 5" in stopped.stderr
+    assert "--resume --out run" in stopped.stderr
+    ckpt = checkpoints.find(tmp_path / "run")
+    assert ckpt is not None and ckpt.step == 5
+    assert status(tmp_path / "run")["state"] == "interrupted"
+    resumed = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.3", "--out", "run", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stderr
+    step_ref, t_ref, state_ref = final_state(tmp_path / "ref")
+    step, t, state = final_state(tmp_path / "run")
+    assert (step, t) == (step_ref, t_ref) == (30, 0.3)
+    for name in state_ref:
+        np.testing.assert_array_equal(state[name], state_ref[name])
+    assert status(tmp_path / "run")["state"] == "finished"
