@@ -89,3 +89,48 @@ def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path):
     for name in state_ref:
         np.testing.assert_array_equal(state[name], state_ref[name])
     assert status(tmp_path / "run")["state"] == "finished"
+
+
+ABC = str(ROOT / "configs" / "abc.yaml")
+#: the ABC flow decays exactly, exp(-nu k^2 t) at any resolution that holds mode 1
+EXACT = ["--set", "precision=float64", "--set", "output.every=5", "--set", "checkpoint.every=5",
+         "--set", "output.snapshots.every=0"]
+
+
+def velocity_spectrum(run_dir):
+    step, t, state = final_state(run_dir)
+    return step, t, state["state"]
+
+
+@pytest.mark.slow
+def test_abc_restarted_at_twice_and_half_the_resolution_equals_the_runs_made_there(tmp_path):
+    """The ABC flow run on 16^3 to t = 0.1, then branched with --restart CKPT --out NEW at 32^3 (and at
+    8^3) to t = 0.2, equals the run made at that resolution from t = 0 to 1e-12; so does a new run with
+    initial.name: file from that checkpoint (time_from_file). Restarting at another grid into the same
+    directory is refused (its files hold one grid)."""
+    coarse = simulator(tmp_path, ABC, *EXACT, "--set", "grid.shape=16", "--set", "time.t_end=0.1", "--out", "c16")
+    assert coarse.returncode == 0, coarse.stderr
+    marker = "c16/checkpoints/c00000005.json"
+    refused = simulator(tmp_path, ABC, *EXACT, "--set", "grid.shape=32", "--set", "time.t_end=0.2", "--out", "c16",
+                        "--restart")
+    assert refused.returncode == 2 and "is a new run: branch it with --restart" in refused.stderr, refused.stderr
+    for n in (32, 8):
+        ref = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2", "--out",
+                        f"ref{n}")
+        assert ref.returncode == 0, ref.stderr
+        (tmp_path / f"branch{n}").mkdir()
+        branch = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
+                           "--restart", marker, "--out", f"branch{n}")
+        assert branch.returncode == 0, branch.stderr
+        assert f"from 16x16x16 to {n}x{n}x{n}" in branch.stderr
+        from_file = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
+                              "--set", f"initial={{name: file, path: {marker}, time_from_file: true}}",
+                              "--out", f"file{n}")
+        assert from_file.returncode == 0, from_file.stderr
+        step_ref, t_ref, u_ref = velocity_spectrum(tmp_path / f"ref{n}")
+        for run in (f"branch{n}", f"file{n}"):
+            step, t, u = velocity_spectrum(tmp_path / run)
+            assert t == t_ref == 0.2 and u.shape == u_ref.shape, run
+            assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, run
+        assert velocity_spectrum(tmp_path / f"branch{n}")[0] == step_ref == 10
+        assert velocity_spectrum(tmp_path / f"file{n}")[0] == 5  # a new run: its steps count from 0
