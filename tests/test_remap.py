@@ -137,3 +137,19 @@ def test_jeans_mode_restarted_at_twice_the_resolution_equals_the_fine_run(tmp_pa
     assert relative_error(fine.to_numpy(restarted.psi), fine.to_numpy(reference.psi)) < 1e-12
     delta = np.abs(fine.to_numpy(reference.psi)) ** 2 - 1
     assert np.max(np.abs(delta)) > 2e-3  # it grew: eps cosh(gamma t) = 2.2 eps (gamma = 3.5)
+
+
+@pytest.mark.slow
+def test_a_grid_that_does_not_divide_over_the_devices_is_read_on_fewer(tmp_path, devices):
+    """A 12^3 checkpoint read by a slab over 8 devices (12 does not divide by 8): it is restored and
+    transformed on a slab over 6 of them, then interpolated onto this run's 16^3."""
+    source = simulation(devices, ("single", 1, None), grid__shape=12, initial__name="random", initial__seed=2)
+    state = source.initial_state()
+    u = source.to_numpy(source.fields(state, "velocity")["velocity"])
+    marker = checkpoints.write(tmp_path / "c12", state, step=1, time=0.1, dt=0.01, epoch=(0, 0.0),
+                               spaces=source.equation.leaf_spaces(state), perm=source.fft.perm, full_spectrum=False,
+                               meta={"config": to_dict(source.cfg), "backend": "single"}, keep=2)
+    sim = shared(("slab", 8, None), grid__shape=[16, 16, 16], initial__name="random")
+    sim.scratch = tmp_path
+    got = sim.to_numpy(sim.fields(sim.state_from_file(marker), "velocity")["velocity"])
+    assert relative_error(got, interpolated(u, (16, 16, 16)).real) < 1e-12

@@ -39,8 +39,9 @@ def status(run_dir):
 
 @pytest.mark.slow
 def test_add_to_t_end_extends_a_finished_run_exactly(tmp_path):
-    """A run to t = 0.2 extended by 0.2 is the run to t = 0.4, bit for bit; the resume hint carries the
-    new t_end; --add-to-t-end without --restart, or with --resume, is refused and changes nothing."""
+    """A run to t = 0.2 extended by 0.2 is the run to t = 0.4, bit for bit (here stopped on the way and
+    resumed with the new t_end its hint names); --add-to-t-end without --restart, or with --resume, or
+    negative, is refused and changes nothing."""
     ref = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.4", "--out", "ref")
     assert ref.returncode == 0, ref.stderr
     first = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run")
@@ -53,10 +54,16 @@ def test_add_to_t_end_extends_a_finished_run_exactly(tmp_path):
         assert r.returncode == 2 and expected in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert (tmp_path / "run" / "status.json").read_text() == before
 
-    extended = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run", "--restart",
-                         "--add-to-t-end", "0.2")
-    assert extended.returncode == 0, extended.stderr
+    # extended, and stopped after its first chunk by runtime.max_wall: the resume hint carries the new t_end
+    extended = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--set", "runtime.max_wall=5", "--out",
+                         "run", "--restart", "--add-to-t-end", "0.2")
+    assert extended.returncode == EXIT_INTERRUPTED, extended.stderr
     assert "t_end 0.4" in extended.stderr
+    assert "--set time.t_end=0.4 --resume --out run" in extended.stderr
+    resumed = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.4", "--out", "run", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    # the closing line tells the segment from the run (it said "finished 40 steps" for a 15-step segment)
+    assert "finished: this segment 15 steps" in resumed.stderr and "run total 40 steps, t = 0.4" in resumed.stderr
     step_ref, t_ref, state_ref = final_state(tmp_path / "ref")
     step, t, state = final_state(tmp_path / "run")
     assert (step, t) == (step_ref, t_ref) == (40, 0.4)
@@ -134,3 +141,14 @@ def test_abc_restarted_at_twice_and_half_the_resolution_equals_the_runs_made_the
             assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, run
         assert velocity_spectrum(tmp_path / f"branch{n}")[0] == step_ref == 10
         assert velocity_spectrum(tmp_path / f"file{n}")[0] == 5  # a new run: its steps count from 0
+    # two processes (2 devices each, pencil) read the 16^3 checkpoint into 32^3: each its own blocks
+    (tmp_path / "two").mkdir()
+    two = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "2", "--timeout",
+                          "240", "run", ABC, *EXACT, "--set", "grid.shape=32", "--set", "time.t_end=0.2", "--set",
+                          "fft.backend=pencil", "--restart", marker, "--out", "two"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    _, _, u = velocity_spectrum(tmp_path / "two")
+    _, _, u_ref = velocity_spectrum(tmp_path / "ref32")
+    assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12
+    assert not list((tmp_path / "two").glob(".remap*"))
