@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -147,6 +148,8 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label)
     ax.set_xlabel(r"$k$ (shell centre, code units)")
+    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
+        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
     when = f"t = {format_time(times[0])} – {format_time(times[-1])}"
