@@ -163,8 +163,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.cpu_devices is not None:
         overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
-    return run_file(args.config, overrides, args.out, overwrite=args.overwrite, restart=args.restart,
-                    resume=args.resume, allow_physics_change=args.allow_physics_change)
+    return run_file(args.config, overrides, args.out, add_to_t_end=args.add_to_t_end, overwrite=args.overwrite,
+                    restart=args.restart, resume=args.resume, allow_physics_change=args.allow_physics_change)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -220,11 +220,30 @@ def cmd_launch(args: argparse.Namespace) -> int:
         raise ConfigError("-n", args.n, "give at least 1 process", "is out of range")
     if args.cpu_devices is not None:
         command = [command[0], "--cpu-devices", str(args.cpu_devices), *command[1:]]
-    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout)
+    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout, verbose=args.verbose)
+
+
+def version_line() -> str:
+    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
+    metadata, so that asking for it starts no JAX."""
+    import platform
+    from importlib import metadata
+
+    from simulator import __version__
+
+    def installed(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
+    return f"simulator {__version__} ({stack}, python {platform.python_version()})"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="simulator", description="Distributed pseudo-spectral simulator (JAX).")
+    parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("validate", help="validate a config and print it with every default filled in")
@@ -263,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "run there; a finished run exits 0 at once (what a requeued job script runs)")
     p.add_argument("--allow-physics-change", action="store_true",
                    help="with --restart: accept physical parameters that differ from the checkpoint's")
+    p.add_argument("--add-to-t-end", type=float, default=None, metavar="T",
+                   help="with --restart: run on to the restarted run's t_end + T (extends a finished or "
+                   "interrupted run; the log and the resume hint give the new time.t_end)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
@@ -307,6 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, required=True, help="number of processes")
     p.add_argument("--cpu-devices", type=int, default=None, metavar="D", help="virtual CPU devices per process")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="end all processes after S seconds")
+    p.add_argument("--verbose", action="store_true",
+                   help="forward every line the processes print, gloo's connection reports included")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the simulator command and its arguments")
     p.set_defaults(func=cmd_launch)
     return parser

@@ -10,7 +10,7 @@ import pytest
 
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
-from support import advance, backend_cases, case_id, distributed_cases, integrate, relative_error, shared
+from support import advance, backend_cases, case_id, distributed_cases, integrate, relative_error, shared, simulation
 
 CASES = backend_cases()
 
@@ -151,3 +151,15 @@ def test_distributed_equals_single_device(case):
         state = sim.initial_state({"name": "random", "amplitude": 0.5, "seed": 7, "k_peak": 2.0}, p)
         results.append(sim.to_numpy(advance(sim, state, 2e-3, 50, p).psi))
     assert relative_error(results[1], results[0]) < 1e-12
+
+
+def test_random_field_is_the_same_in_float32_and_float64(devices):
+    """One seed, one density field: the noise is drawn in float32 and cast, so precisions agree to float32
+    round-off (drawn in each precision, the two fields were unrelated)."""
+    rho = {}
+    for precision in ("float32", "float64"):
+        sim = simulation(devices, grid__shape=16, physics__name="schrodinger_poisson", initial__name="random",
+                         initial__seed=5, initial__amplitude=0.5, precision=precision)
+        rho[precision] = sim.to_numpy(sim.fields(sim.initial_state(), "density")["density"]).astype(np.float64)
+    assert relative_error(rho["float32"], rho["float64"]) < 1e-5
+    assert relative_error(rho["float32"], rho["float64"]) > 1e-12  # it really was float32

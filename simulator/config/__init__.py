@@ -75,7 +75,7 @@ def config_docs() -> str:
         parts.append(f"**`physics.name: {name}`**: {info.summary}\n\n"
                      + table(r for r in _iter_fields(info.params, "physics.") if r[0] != "physics.name"))
         for ic_name, ic in info.initial_table.items():
-            doc = (ic.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            doc = " ".join((ic.__doc__ or "").strip().split("\n\n")[0].split())
             rows = [r for r in _iter_fields(ic, "initial.") if r[0] != "initial.name"]
             parts.append(f"**`initial.name: {ic_name}`** ({name}): {doc}\n\n"
                          + (table(iter(rows)) if rows else "(no options)\n"))

@@ -52,6 +52,42 @@ class InitialCondition:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
 
 
+#: the initial condition every equation has: a state read from a file
+FILE = "file"
+
+
+@dataclass(frozen=True)
+class FromFile(InitialCondition):
+    """The state of a checkpoint or snapshot of this equation written on any grid, interpolated
+    spectrally onto this run's (zero-padded to a finer grid, truncated to a coarser one)."""
+
+    name: str = setting(FILE, "initial condition")
+    path: str = setting("", "a checkpoint (cNNNNNNNN.json or .h5), a snapshot index (snapshots/sNNNNNNNN.h5), or a "
+                        "run directory (its latest complete checkpoint)")
+    time_from_file: bool = setting(False, "start the clock at the file's time (time.t_end stays absolute); "
+                                   "false: at t = 0")
+
+    def check(self, cfg: Any) -> None:
+        from simulator.errors import ConfigError
+        from simulator.output.sources import locate
+
+        try:
+            source = locate(self.path) if self.path else None
+        except ValueError as err:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              str(err)) from None
+        if source is None:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              "is required with initial.name = file")
+        if source.equation != cfg.physics.name:
+            raise ConfigError("initial.path", self.path, f"give a state of {cfg.physics.name}",
+                              f"holds a {source.equation} state")
+        box = [float(b) for b in cfg.grid.box]
+        if any(abs(a - b) > 1e-12 * max(abs(b), 1.0) for a, b in zip(source.box, box, strict=True)):
+            raise ConfigError("initial.path", self.path, f"give a state in this run's box {box}",
+                              f"was written in the box {list(source.box)}")
+
+
 @dataclass(frozen=True)
 class FieldInfo:
     """A real-space field: ``components`` 0 for a scalar ``(Nx, Ny, Nz)``, n for ``(n, Nx, Ny, Nz)``;
@@ -70,11 +106,14 @@ class FieldInfo:
 @dataclass(frozen=True)
 class Curve:
     """One line of a time-series panel: a diagnostic column, its label, and how it is drawn:
-    ``relative`` plots x/x[0] - 1 (a conserved quantity's drift)."""
+    ``relative`` plots a conserved quantity's drift (x - x[0]) / |x[0]|, or, when ``scale`` names
+    columns, (x - x[0]) / (sum of their absolute values at each time): the drift of a sum measured
+    against the size of its parts (the total energy K + W against |K| + |W|)."""
 
     column: str
     label: str
     relative: bool = False
+    scale: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,14 +129,20 @@ class Panel:
 @dataclass(frozen=True)
 class PlotSpec:
     """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an
-    optional power-law guide (its exponent), and the field a slice shows."""
+    optional power-law guide (its exponent), and the field a slice shows.
+
+    ``resolved``: the largest resolved wavenumber as a fraction of the grid's Nyquist wavenumber
+    min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
+    ``viscosity``: the ``physics.*`` key of a kinematic viscosity, if any: a sweep over it gets a
+    secondary Reynolds-number axis."""
 
     panels: tuple[Panel, ...]
     spectrum: str
     spectrum_label: str
     slice_field: str
     spectrum_guide: float | None = None
-    projection: tuple[str, ...] = ()
+    resolved: float = 1.0
+    viscosity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +168,8 @@ class EquationInfo:
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
         names = [_default_name(ic) for ic in self.initials]
+        if FILE in names:
+            raise ValueError(f"{self.name}: the initial condition {FILE!r} is built in; choose another name")
         if _default_name(self.params) != self.name:
             raise ValueError(f"{self.name}: its params dataclass names itself {_default_name(self.params)!r}")
         if len(set(names)) != len(names):
@@ -138,8 +185,9 @@ class EquationInfo:
 
     @property
     def initial_table(self) -> dict[str, type[InitialCondition]]:
-        """Initial conditions by name, in declaration order (the first is the default)."""
-        return {_default_name(ic): ic for ic in self.initials}
+        """Initial conditions by name, in declaration order (the first is the default), then the built-in
+        ``file`` (:class:`FromFile`) every equation has."""
+        return {**{_default_name(ic): ic for ic in self.initials}, FILE: FromFile}
 
     @property
     def default_initial(self) -> str:

@@ -7,6 +7,7 @@ caller reports it: exit 2); a failed run is logged and returns 1; a stopped run 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,10 +109,40 @@ def _run_started(cfg: config_mod.Config, out: Path, restart: str | None, allow_p
         return EXIT_FAILED
 
 
-def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, **options: bool | str | None) -> int:
-    """``simulator run CONFIG [--set ...] [--out OUT] [options]``; returns the exit status."""
+def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool, extra: float) -> config_mod.Config:
+    """``cfg`` with ``time.t_end`` = the t_end of the run the restart continues + ``extra`` (``--add-to-t-end``).
+
+    The run's t_end is the one its checkpoint was written with (a finished run's is its last time), so
+    an interrupted run is extended past its planned end, not from where it stopped. Needs ``restart``;
+    refused with ``resume``, which a requeued job runs again and again (each would extend once more).
+    """
+    from simulator.output import checkpoints
+
+    if not extra > 0:
+        raise ConfigError("--add-to-t-end", extra, "give a positive time", "is not allowed")
+    if resume or restart is None:
+        raise ConfigError("--add-to-t-end", extra, "extend once with --restart [PATH] --add-to-t-end T, then "
+                          "resume with the new t_end (the log and the resume hint name it)",
+                          "needs --restart (with --resume every requeued job would extend the run again)")
+    source = out if restart == "latest" else Path(restart)
+    ckpt = checkpoints.find(source)
+    if ckpt is None:
+        raise ConfigError("--restart", restart, f"no complete checkpoint under {source}", "has nothing to extend")
+    t_end = float(ckpt.meta["config"]["time"]["t_end"]) + extra
+    return dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, t_end=t_end))
+
+
+def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
+             **options: bool | str | None) -> int:
+    """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status."""
     cfg = config_mod.load(config, overrides)
     out_dir = None if out is None else Path(out)
+    if add_to_t_end is not None:
+        from simulator.run import rundir
+
+        cfg = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
+                           bool(options.get("resume")), add_to_t_end)
+        overrides = [*overrides, f"time.t_end={cfg.time.t_end!r}"]  # what resuming the extended run needs
     hint = " ".join(["simulator run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out",
                      str(out_dir or f"outputs/{cfg.name}")])
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]

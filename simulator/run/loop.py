@@ -59,17 +59,28 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
         raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
                           "has nothing to resume")
     old = ckpt.meta["config"]
-    if tuple(old["grid"]["shape"]) != tuple(cfg.grid.shape):
-        raise ConfigError("--restart", str(ckpt.index), f"this run's grid.shape is {list(cfg.grid.shape)}",
-                          f"holds grid {old['grid']['shape']}")
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
     diffs = rundir.physics_changes(old, cfg)
+    if _remapped(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
+        if ckpt.index.parent.parent.resolve() == out.resolve():
+            raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
+                              f"branch it with --restart {ckpt.index.with_suffix('.json')} --out NEW_DIR",
+                              f"holds grid {old['grid']['shape']}")
+        if "grid.box" in diffs:
+            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
+                              f"holds a state in the box {old['grid']['box']}")
+        diffs.remove("grid.shape")
     if diffs and not allow_physics_change:
         raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
                           f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
     return ckpt
+
+
+def _remapped(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
+    """Whether the checkpoint was written on another grid than ``cfg``'s (a restart that interpolates)."""
+    return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
 def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_physics_change: bool = False,
@@ -188,20 +199,25 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
     log = get_logger()
     rank0 = jax.process_index() == 0
     sim = Simulation(cfg)
+    sim.scratch = out  # a state read from another grid is staged here
     meta = _metadata(cfg, sim, mode, ckpt)
     _log_header(cfg, sim, meta)
 
-    if ckpt is not None:
+    if ckpt is not None and _remapped(ckpt, cfg):
+        state = sim.state_from_file(ckpt.index.with_suffix(".json"))
+        meta["restart"] = str(ckpt.index)
+    elif ckpt is not None:
         state, ckpt = _restore(ckpt, sim, fallback)
         meta["restart"] = str(ckpt.index)
+    if ckpt is not None:
         step, t = ckpt.step, ckpt.time
         stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch)
         changed = f"; time step now {stepper.dt:.6g}" if stepper.dt != ckpt.dt else ""
         log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), step, t, ckpt.dt,
                  changed)
     else:
-        state, step, t = sim.initial_state(), 0, 0.0
-        stepper = Stepper(cfg.time, cfg.output.every)
+        state, step, t = sim.initial_state(), 0, sim.start_time()
+        stepper = Stepper(cfg.time, cfg.output.every, t=t)
     if rank0:
         segments = out / "segments"
         number = len(list(segments.glob("segment_*.yaml")))
@@ -296,7 +312,7 @@ def _restore(ckpt: checkpoints.Checkpoint, sim: Simulation,
     is damage: every process agrees on it, and the run continues from ``fallback(step)``, the
     previous intact checkpoint, with a warning naming the damaged file; IncompleteOutputError when
     there is none (or no fallback: a checkpoint given by path)."""
-    template = sim.initial_state()  # the layout and shardings a restored state must have
+    template = sim.zero_state()  # the layout and shardings a restored state must have
     spaces = sim.equation.leaf_spaces(template)
     while True:
         try:

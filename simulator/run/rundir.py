@@ -181,7 +181,7 @@ def _resume_plan(cfg: Config, path: Path) -> Plan:
             return Plan(None, done=f"{path} already finished (step {status.get('step')}, t = {reached:.6g}): "
                         "nothing to do")
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
-                          f"again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
+                          "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
     return Plan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, replacing "
                 "its partial output", warn=True)

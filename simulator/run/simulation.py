@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -21,7 +22,8 @@ import numpy as np
 from simulator import equations, runtime
 from simulator.config import Config
 from simulator.equations.base import PROTOCOLS, Equation
-from simulator.equations.spec import InitialCondition
+from simulator.equations.spec import FromFile, InitialCondition
+from simulator.errors import ConfigError
 from simulator.time.schemes import SCHEMES
 
 #: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
@@ -48,10 +50,13 @@ class Simulation:
         self.scheme = SCHEMES[cfg.time.integrator]
         self.traces = 0
         self.scalar_sharding = self.fft.replicated_sharding()
+        #: where a state read from another grid is staged (every process must reach it); None: the working directory
+        self.scratch: Path | None = None
         self._chunks: dict[bool, Any] = {}
         self._diagnostics = jax.jit(lambda eq, s, dt, p: eq.diagnostics(s, dt, p))
         self._spectra = jax.jit(lambda eq, s, p: eq.spectra(s, p))
         self._fields = jax.jit(lambda eq, s, p: eq.fields(s, p))
+        self._from_fields = jax.jit(lambda eq, f, p: eq.from_fields(f, p))
 
     @classmethod
     def from_config(cls, source: Any = None, overrides: Mapping[str, Any] | Sequence[str] = (), *,
@@ -88,7 +93,39 @@ class Simulation:
             from simulator.schema import build_variant
 
             initial = build_variant(INITIAL, dict(initial), "initial", {"physics": self.cfg.physics})
-        return self.equation.initial(initial or self.cfg.initial, self.params if params is None else dict(params))
+        initial = initial or self.cfg.initial
+        if isinstance(initial, FromFile):
+            return self.state_from_file(initial.path, params=params)
+        return self.equation.initial(initial, self.params if params is None else dict(params))
+
+    def state_from_file(self, path: str | Path, params: Mapping[str, Any] | None = None) -> Any:
+        """The state held by a checkpoint (``.json`` or ``.h5``), a snapshot index or a run directory (its
+        latest complete checkpoint), written on any grid and layout, interpolated spectrally onto this
+        grid where it differs (:mod:`simulator.run.remap`; temporary files go under :attr:`scratch`)."""
+        from simulator.output.sources import locate
+        from simulator.run import remap
+
+        try:
+            source = locate(path)
+        except ValueError as err:
+            raise ConfigError("initial.path", str(path), "give a checkpoint, a snapshot index or a run directory",
+                              str(err)) from None
+        p = self.params if params is None else dict(params)
+        fields = remap.state_fields(source, self.equation, p, Path(self.scratch or Path.cwd()))
+        return self._from_fields(self.equation, fields, p)
+
+    def start_time(self) -> float:
+        """The time a new run starts at: the file's for ``initial.name: file`` with ``time_from_file``, else 0."""
+        ic = self.cfg.initial
+        if isinstance(ic, FromFile) and ic.time_from_file:
+            from simulator.output.sources import locate
+
+            return locate(ic.path).time
+        return 0.0
+
+    def zero_state(self) -> Any:
+        """A state of zero fields in this simulation's layouts and shardings (a template, e.g. to restore into)."""
+        return self.equation.zero_state(self.params)
 
     def state_from_fields(self, **fields: FieldSource) -> Any:
         """A state from real-space fields by name (``info.state_fields``: ``velocity`` of shape

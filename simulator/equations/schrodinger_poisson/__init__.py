@@ -103,15 +103,15 @@ INFO = EquationInfo(
                         "(Parseval-weighted) summed over the modes of shell k; the sum over shells is <delta^2>"},
     plot=PlotSpec(
         panels=(
-            Panel("mass change", (Curve("mass", r"$M/M_0 - 1$, $M = \int\rho\,dV$", relative=True),)),
+            Panel("mass change", (Curve("mass", r"$(M - M_0)/M_0$, $M = \int\rho\,dV$", relative=True),)),
             Panel("energy", (Curve("kinetic", r"$K = \frac{(\hbar/m)^2}{2}\int|\nabla\psi|^2 dV$"),
-                             Curve("potential", r"$W = \frac{1}{2}\int\rho\Phi\,dV$"),
-                             Curve("total", r"$K + W$"))),
+                             Curve("potential", r"$W = \frac{1}{2}\int\rho\Phi\,dV$"))),
+            Panel(r"$\Delta E$ (relative)", (Curve("total", r"$(E - E_0)/(|K| + |W|)$, $E = K + W$", relative=True,
+                                          scale=("kinetic", "potential")),)),
             Panel("peak density", (Curve("max_density", r"$\max\rho$"),), log="auto"),
         ),
         spectrum="density",
         spectrum_label=r"$P(k)$ of $\delta = \rho/\bar\rho - 1$, $\Sigma_k P(k) = \langle\delta^2\rangle$",
         slice_field="density",
-        projection=("density",),
     ),
 )

@@ -55,6 +55,7 @@ class SchrodingerPoisson(SplitStepEquation):
 
     info = INFO
     space = "real"
+    snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
     _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "nyquist_free", "weight")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any,
@@ -95,6 +96,10 @@ class SchrodingerPoisson(SplitStepEquation):
         """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)``: psi and its potential."""
         psi = fields["psi"].astype(complex_dtype(self.dtype))
         return SPState(psi, self.potential(psi, params))
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase``."""
+        return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
 
     def fields(self, state: SPState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi."""
