@@ -21,20 +21,17 @@ import yaml
 
 from simulator.output import checkpoints as checkpoint
 
+from support import unavailable
+
 ROOT = Path(__file__).parents[1]
 SIMULATOR = str(Path(sys.executable).parent / "simulator")
-REQUIRED = os.environ.get("SIMULATOR_REQUIRE_SLURM") == "1"
 DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
 def _unavailable(reason):
-    message = f"Slurm tests not run: {reason}"
-    print(message)
-    if REQUIRED:
-        pytest.fail(message + " (SIMULATOR_REQUIRE_SLURM=1 makes this a failure)")
-    pytest.skip(message)
+    unavailable("Slurm tests", "SIMULATOR_REQUIRE_SLURM", reason)
 
 
 @pytest.fixture(scope="module")

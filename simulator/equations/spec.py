@@ -51,6 +51,10 @@ class InitialCondition:
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
 
+    def check_start(self, cfg: Any) -> None:
+        """Checks that matter only when a run starts from this initial condition, not when it resumes
+        from a checkpoint (e.g. that a source file exists); raise ConfigError. None by default."""
+
 
 #: the initial condition every equation has: a state read from a file
 FILE = "file"
@@ -68,6 +72,15 @@ class FromFile(InitialCondition):
                                    "false: at t = 0")
 
     def check(self, cfg: Any) -> None:
+        from simulator.errors import ConfigError
+
+        if not self.path:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              "is required with initial.name = file")
+
+    def check_start(self, cfg: Any) -> None:
+        """The source is read only when a run starts from it: a run resumed from its own checkpoints
+        does not need the file any more (it may have been deleted or pruned)."""
         from simulator.errors import ConfigError
         from simulator.output.sources import locate
 

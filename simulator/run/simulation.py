@@ -94,6 +94,7 @@ class Simulation:
 
             initial = build_variant(INITIAL, dict(initial), "initial", {"physics": self.cfg.physics})
         initial = initial or self.cfg.initial
+        initial.check_start(self.cfg)
         if isinstance(initial, FromFile):
             return self.state_from_file(initial.path, params=params)
         return self.equation.initial(initial, self.params if params is None else dict(params))
