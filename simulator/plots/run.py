@@ -3,30 +3,35 @@
 From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
 
 * ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``);
-* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read);
+* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read;
+  the rows of ``output.spectra.times`` when the run asked for some), with the equation's reference
+  spectrum (e.g. linear theory) dashed beside each;
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field (and its projection
   for fields the equation names);
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
-JAX; an equation is known by its declaration only.
+JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
+redshifts, and axes carry the units it declares).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import EquationInfo, FieldInfo
+from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
@@ -36,10 +41,26 @@ from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
 from simulator.results import load_run_config
+from simulator.schema import build
 
 AXES = "xyz"
 #: rows of spectra.h5 shown when no times are asked for
 DEFAULT_SPECTRA = 5
+
+
+def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
+    """The equation's parameters of a run (its host-side hooks label times and name units). Keys of
+    other equations (runs of the first format stored them all) are passed over."""
+    known = {f.name for f in dataclasses.fields(info.params)}
+    try:
+        return build(info.params, {k: v for k, v in config["physics"].items() if k in known}, "physics.")
+    except ConfigError:
+        return info.params()
+
+
+def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
+    """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
+    return physics_of(config, info).time_label(t) or f"t = {format_time(t)}"
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
@@ -80,7 +101,7 @@ def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
         ax.set_ylabel(panel.ylabel)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("t (code units)")
+    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).units().get('time', 'code units')})")
     fig.align_ylabels()
     fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
     return save(fig, run_dir / "plots" / "timeseries.png", pdf)
@@ -109,11 +130,14 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         note(f"skipped spectra.png: no {path}; set output.spectra.every")
         return []
     name = info.plot.spectrum
+    section = config.get("output", {}).get("spectra")  # a bool in configs of the first format
+    times = times or (section.get("times") if isinstance(section, dict) else None)  # the rows the run asked for
     try:
         t_all = read_spectra(path)["time"]
-        rows = select_rows(t_all, times) if t_all.size else []
+        rows = select_rows(t_all, times, count=max(DEFAULT_SPECTRA, len(times or ()))) if t_all.size else []
         table = read_spectra(path, rows) if rows else {}
         k, power = table.get("k"), table.get(name)
+        k_units = _k_units(path)
     except (OSError, KeyError) as err:
         note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
         return []
@@ -124,18 +148,35 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     ax = axes[0, 0]
     shells = k > 0  # shell 0 is the mean, which a log axis cannot show
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(rows)))
-    for values, row, colour in zip(power, rows, colours, strict=True):
+    reference = table.get(info.plot.reference) if info.plot.reference else None
+    for i, (values, row, colour) in enumerate(zip(power, rows, colours, strict=True)):
         positive = np.where(values > 0, values, np.nan)  # dealiased shells are exactly 0
-        ax.loglog(k[shells], positive[shells], "o-", ms=3, color=colour, label=f"t = {format_time(t_all[row])}")
+        ax.loglog(k[shells], positive[shells], "o-", ms=3, color=colour, label=time_label(config, info, t_all[row]))
+        if reference is not None:
+            ref = np.where(reference[i] > 0, reference[i], np.nan)
+            ax.loglog(k[shells], ref[shells], "--", lw=1, color=colour,
+                      label=info.plot.reference_label if i == len(rows) - 1 else None)
+    if reference is not None:  # the reference may fall far below anything measured: keep the data in view
+        measured = power[:, shells][power[:, shells] > 0]
+        if measured.size:
+            ax.set_ylim(bottom=max(ax.get_ylim()[0], float(measured.min()) / 10))
     if info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k, power[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label)
-    ax.set_xlabel(r"$k$ (shell centre, code units)")
+    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
-    when = f"t = {format_time(t_all[rows[0]])} – {format_time(t_all[rows[-1]])}"
+    first, last = (time_label(config, info, t_all[r]) for r in (rows[0], rows[-1]))
+    when = f"{first} – {last.split('= ')[-1]}"
     fig.suptitle(heading(config, f"{name} spectrum  {when}"))
     return save(fig, run_dir / "plots" / "spectra.png", pdf)
+
+
+def _k_units(path: Path) -> str:
+    """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
+    with h5py.File(path, "r", locking=False) as f:
+        units = f["k"].attrs.get("units", "1/(code units)")
+    return "code units" if units == "1/(code units)" else str(units)
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -235,7 +276,7 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
 
 
 def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
-    return heading(config, f"t = {format_time(float(snap.attrs['time']))}")
+    return heading(config, time_label(config, equations.get(config["physics"]["name"]), float(snap.attrs["time"])))
 
 
 def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
