@@ -115,7 +115,7 @@ def test_unit_system_and_the_self_interaction_mapping():
     assert cosmology.nu_code(1.0, 0.7) == pytest.approx(19.17e-3 * 0.7 / 100, rel=1e-3)
     g = cosmology.self_interaction_of_decay_constant(1e17, 1.0, 0.7)
     assert g < 0  # an axion's quartic term attracts
-    # a_s = -hbar c^3 m / (32 pi f_a^2 c^2)... = -(hbar c)(m c^2) / (32 pi f_a^2) for g_n = 4 pi hbar^2 a_s / m
+    # g_n = 4 pi hbar^2 a_s / m = -(hbar c)^3 / (8 f_a^2) gives a_s = -(hbar c)(m c^2) / (32 pi f_a^2)
     m_c2 = 1e-22 * cosmology.EV
     a_s = -(cosmology.HBAR * cosmology.C) * m_c2 / (32 * math.pi * (1e17 * cosmology.GEV) ** 2)
     assert cosmology.scattering_length_of_self_interaction(g, 1.0, 0.7) == pytest.approx(a_s, rel=1e-12)

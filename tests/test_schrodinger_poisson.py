@@ -116,6 +116,7 @@ def test_self_interaction_enters_the_jeans_dispersion(nu, g):
         t = dt * np.arange(1, steps + 1)
         assert 4 * math.pi - nu**2 * k**4 / 4 < 0  # stable without the self-interaction
         assert np.max(np.abs(amp / (eps * np.cosh(gamma * t)) - 1)) < 1e-3
+        assert np.arccosh(amp[-1] / eps) / t[-1] == pytest.approx(gamma, rel=1e-3)  # the growth rate
         assert amp[-1] > 30 * eps
     else:
         omega, steps = math.sqrt(-rate2), 2400

@@ -72,7 +72,8 @@ class FDMCosmoParams(EquationParams):
                            "not simulated)", min=0.0)
     spectrum_file: str | None = setting(None, "two-column text file of the linear P(k), k in h/Mpc and P in "
                                         "(Mpc/h)^3 as CAMB or CLASS write it (its shape is used, normalised to "
-                                        "sigma8); null = Eisenstein & Hu's no-wiggle CDM spectrum")
+                                        "sigma8; a path relative to the working directory); null = Eisenstein & "
+                                        "Hu's no-wiggle CDM spectrum")
     fdm_transfer: bool = setting(True, "multiply the spectrum by the FDM transfer function of Hu, Barkana & "
                                  "Gruzinov 2000 (false for a file that already holds the FDM cut-off)")
 
