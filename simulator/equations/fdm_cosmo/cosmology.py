@@ -11,7 +11,7 @@ nu = 1.917e-4 h / m22 (Mpc/h)^2 H0. The run's clock is s = ln(a / a_start): a = 
 
 Background: H(a) = H0 E(a), E^2 = omega_m a^-3 + omega_k a^-2 + omega_lambda with omega_k = 1 -
 omega_m - omega_lambda (flat when omega_m + omega_lambda = 1); radiation is neglected (a few per cent
-of H at z ~ 100, as in most cosmological N-body and FDM initial conditions). Linear growth of the
+of H^2 at z ~ 100, as in most cosmological N-body and FDM initial conditions). Linear growth of the
 growing mode (Heath 1977; Peebles 1980, §10): D(a) = (5 omega_m / 2) E(a) int_0^a da' / (a' E)^3,
 which is a in the matter era, and its rate f = dln D / dln a = dln E / dln a + 1 / (a^2 E^3 I).
 
