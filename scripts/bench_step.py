@@ -47,8 +47,9 @@ SCHEMES = {
     "rk4": ("navier_stokes", "rk4", "taylor_green", []),
     "lsrk4": ("navier_stokes", "lsrk4", "taylor_green", []),
     "kdk": ("schrodinger_poisson", "kdk", "random", ["grid.box=1", "initial.amplitude=0.3"]),
+    "kdk_cosmo": ("fdm_cosmo", "kdk", "gaussian", ["grid.box=1"]),  # comoving: step factors from a(t)
 }
-STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1}
+STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1, "kdk_cosmo": 1}
 
 
 def parse_args() -> argparse.Namespace:

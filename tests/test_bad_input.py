@@ -88,7 +88,7 @@ CASES = {
     "integrator of another equation": (["run", TG, "--set", "time.integrator=kdk"], "'kdk' is not available"),
     "key of another equation": (["run", JEANS, "--set", "physics.forcing=band"],
                                 "physics.forcing = 'band' is an unknown key; known keys for physics.name = "
-                                "schrodinger_poisson: name, hbar_over_m, G"),
+                                "schrodinger_poisson: name, hbar_over_m, G, self_interaction"),
     "initial key of another initial condition": (["run", TG, "--set", "initial.seed=3"],
                                                  "initial.seed = 3 is an unknown key; known keys for initial.name = "
                                                  "taylor_green: name, amplitude"),

@@ -20,6 +20,7 @@ from simulator.equations.spec import EquationInfo, EquationParams, InitialCondit
 PACKAGES = (
     "simulator.equations.navier_stokes",
     "simulator.equations.schrodinger_poisson",
+    "simulator.equations.fdm_cosmo",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

@@ -3,24 +3,29 @@
 From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
 
 * ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``);
-* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read);
+* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read;
+  the rows of ``output.spectra.times`` when the run asked for some), with the equation's reference
+  spectrum (e.g. linear theory) dashed beside each;
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
   field, its component normal to the plane, for a scalar field its mean along the plane's normal;
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
-JAX; an equation is known by its declaration only.
+JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
+redshifts, and axes carry the units it declares).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import matplotlib
 import matplotlib.ticker
 import numpy as np
@@ -28,7 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import Curve, EquationInfo, FieldInfo
+from simulator.equations.spec import Curve, EquationInfo, EquationParams, FieldInfo
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
@@ -38,6 +43,7 @@ from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
 from simulator.results import load_run_config
+from simulator.schema import build
 
 AXES = "xyz"
 #: rows of spectra.h5 shown when no times are asked for
@@ -45,6 +51,21 @@ DEFAULT_SPECTRA = 5
 #: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
 #: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
 SPECTRUM_FLOOR = 1e-12
+
+
+def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
+    """The equation's parameters of a run (its host-side hooks label times and name units). Keys of
+    other equations (runs of the first format stored them all) are passed over."""
+    known = {f.name for f in dataclasses.fields(info.params)}
+    try:
+        return build(info.params, {k: v for k, v in config["physics"].items() if k in known}, "physics.")
+    except ConfigError:
+        return info.params()
+
+
+def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
+    """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
+    return physics_of(config, info).time_label(t) or f"t = {format_time(t)}"
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
@@ -93,7 +114,7 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
         ax.set_ylabel(panel.ylabel)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("t (code units)")
+    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).units().get('time', 'code units')})")
     fig.align_ylabels()
     fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
     return fig
@@ -132,28 +153,35 @@ def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) ->
 
 
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
-                   info: EquationInfo) -> Figure:
+                   info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units") -> Figure:
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
     0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
-    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off)."""
+    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off). With a
+    ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
     floor = SPECTRUM_FLOOR * np.max(power[:, shells], initial=0.0)
     shown = np.where(power[:, shells] > floor, power[:, shells], np.nan)
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
-    for values, t, colour in zip(shown, times, colours, strict=True):
-        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=f"t = {format_time(t)}")
+    for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
+        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
+        if reference is not None:
+            ref = np.where(reference[i, shells] > floor, reference[i, shells], np.nan)
+            ax.loglog(k[shells], ref, "--", lw=1, color=colour,
+                      label=info.plot.reference_label if i == len(times) - 1 else None)
+    if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
+        ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
     if info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label)
-    ax.set_xlabel(r"$k$ (shell centre, code units)")
+    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
     for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
         ticks(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
-    when = f"t = {format_time(times[0])} – {format_time(times[-1])}"
-    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum  {when}"))
+    first, last = (time_label(config, info, t) for t in (times[0], times[-1]))
+    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum  {first} – {last.split('= ')[-1]}"))
     return fig
 
 
@@ -166,19 +194,30 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         note(f"skipped spectra.png: no {path}; set output.spectra.every")
         return []
     name = info.plot.spectrum
+    section = config.get("output", {}).get("spectra")  # a bool in configs of the first format
+    times = times or (section.get("times") if isinstance(section, dict) else None)  # the rows the run asked for
     try:
         t_all = read_spectra(path)["time"]
-        rows = select_rows(t_all, times) if t_all.size else []
+        rows = select_rows(t_all, times, count=max(DEFAULT_SPECTRA, len(times or ()))) if t_all.size else []
         table = read_spectra(path, rows) if rows else {}
         k, power = table.get("k"), table.get(name)
+        k_units = _k_units(path)
     except (OSError, KeyError) as err:
         note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
         return []
     if power is None:
         note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
         return []
-    fig = spectra_figure(k, power, [float(t_all[r]) for r in rows], config, info)
+    reference = table.get(info.plot.reference) if info.plot.reference else None
+    fig = spectra_figure(k, power, [float(t_all[r]) for r in rows], config, info, reference, k_units)
     return save(fig, run_dir / "plots" / "spectra.png", pdf)
+
+
+def _k_units(path: Path) -> str:
+    """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
+    with h5py.File(path, "r", locking=False) as f:
+        units = f["k"].attrs.get("units", "1/(code units)")
+    return "code units" if units == "1/(code units)" else str(units)
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -294,7 +333,7 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
 
 
 def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
-    return heading(config, f"t = {format_time(float(snap.attrs['time']))}")
+    return heading(config, time_label(config, equations.get(config["physics"]["name"]), float(snap.attrs["time"])))
 
 
 def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,

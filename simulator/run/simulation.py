@@ -53,9 +53,10 @@ class Simulation:
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
         self.scratch: Path | None = None
         self._chunks: dict[bool, Any] = {}
-        self._diagnostics = jax.jit(lambda eq, s, dt, p: eq.diagnostics(s, dt, p))
-        self._spectra = jax.jit(lambda eq, s, p: eq.spectra(s, p))
-        self._fields = jax.jit(lambda eq, s, p: eq.fields(s, p))
+        # the run time t is an argument (equations that depend on it explicitly see it: Equation.at)
+        self._diagnostics = jax.jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
+        self._spectra = jax.jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
+        self._fields = jax.jit(lambda eq, s, p, t: eq.at(t).fields(s, p))
         self._from_fields = jax.jit(lambda eq, f, p: eq.from_fields(f, p))
 
     @classmethod
@@ -192,36 +193,40 @@ class Simulation:
         """
         if donate not in self._chunks:
             self._chunks[donate] = self._compile_chunk(state, donate)
-        t0 = np.asarray(t, self.dtype)
-        t_dev = jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
-        return self._chunks[donate](self.equation, state, t_dev, jnp.asarray(steps, jnp.int32),
+        return self._chunks[donate](self.equation, state, self._time(t), jnp.asarray(steps, jnp.int32),
                                     jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
 
     # ---- what a state says ------------------------------------------------------------------------------------
 
-    def diagnostics(self, state: Any, dt: float | None = None, params: Mapping[str, Any] | None = None
-                    ) -> dict[str, jax.Array]:
-        """The equation's diagnostics (replicated scalars; ``float()`` each, or see :meth:`report`)."""
+    def _time(self, t: float) -> jax.Array:
+        """The run time as a replicated scalar of the run's dtype (an argument of compiled code)."""
+        t0 = np.asarray(t, self.dtype)
+        return jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
+
+    def diagnostics(self, state: Any, dt: float | None = None, params: Mapping[str, Any] | None = None,
+                    t: float = 0.0) -> dict[str, jax.Array]:
+        """The equation's diagnostics at run time ``t`` (replicated scalars; ``float()`` each, or see
+        :meth:`report`)."""
         dt = self.cfg.time.dt if dt is None else dt
         return self._diagnostics(self.equation, state, jnp.asarray(dt, self.dtype),
-                                 self.params if params is None else dict(params))
+                                 self.params if params is None else dict(params), self._time(t))
 
-    def report(self, state: Any, dt: float | None = None) -> dict[str, float]:
-        """The diagnostics as Python floats."""
-        return {k: float(v) for k, v in self.diagnostics(state, dt).items()}
+    def report(self, state: Any, dt: float | None = None, t: float = 0.0) -> dict[str, float]:
+        """The diagnostics at run time ``t`` as Python floats."""
+        return {k: float(v) for k, v in self.diagnostics(state, dt, t=t).items()}
 
-    def spectra(self, state: Any) -> dict[str, jax.Array]:
-        """Shell-summed spectra (replicated vectors, see :mod:`simulator.spectra`)."""
-        return self._spectra(self.equation, state, self.params)
+    def spectra(self, state: Any, t: float = 0.0) -> dict[str, jax.Array]:
+        """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
+        return self._spectra(self.equation, state, self.params, self._time(t))
 
-    def fields(self, state: Any, *names: str) -> dict[str, jax.Array]:
-        """Real-space fields by name (all of ``info.fields`` when no names are given), sharded like the
-        real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(Nx, Ny, Nz)`` scalars."""
+    def fields(self, state: Any, *names: str, t: float = 0.0) -> dict[str, jax.Array]:
+        """Real-space fields by name at run time ``t`` (all of ``info.fields`` when no names are given),
+        sharded like the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(Nx, Ny, Nz)`` scalars."""
         unknown = [n for n in names if n not in self.info.fields]
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
                            f"{', '.join(self.info.fields)}")
-        out = self._fields(self.equation, state, self.params)
+        out = self._fields(self.equation, state, self.params, self._time(t))
         return {n: out[n] for n in (names or out)}
 
     @staticmethod
