@@ -1,12 +1,13 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
-For each N, scheme (NS rk4, NS lsrk4, SP kdk), backend, device count and precision, in one
-invocation:
+For each N, scheme (NS rk4, NS lsrk4, SP kdk, Boussinesq rk4, MHD rk4), backend, device count and
+precision, in one invocation:
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself);
 * ``fft_ms``: the transforms one step must do, timed alone in the same run as the same batched calls
-  (NS: per stage an inverse r2c of 6 fields and a forward of 3; SP: a forward and inverse c2c of psi
-  and a forward and inverse r2c of the density/potential), and ``fft_share`` = step_ms / fft_ms
+  (NS: per stage an inverse r2c of 6 fields and a forward of 3; Boussinesq 9 and 4; MHD 12 and 6; SP:
+  a forward and inverse c2c of psi and a forward and inverse r2c of the density/potential), and
+  ``fft_share`` = step_ms / fft_ms
   (target <= 1.3: the step is FFT-bound);
 * ``ffts``: scalar 3D transforms per step; ``a2a``: all-to-alls per step in the compiled HLO of one
   step (target with slab: one per batched transform);
@@ -39,8 +40,13 @@ SCHEMES = {
     "rk4": ("navier_stokes", "rk4", "taylor_green", []),
     "lsrk4": ("navier_stokes", "lsrk4", "taylor_green", []),
     "kdk": ("schrodinger_poisson", "kdk", "random", ["grid.box=1", "initial.amplitude=0.3"]),
+    "bous": ("boussinesq", "rk4", "random", ["physics.coriolis=1", "initial.buoyancy=4"]),
+    "mhd": ("mhd", "rk4", "orszag_tang", []),
 }
-STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1}
+STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1, "bous": 4, "mhd": 4}
+#: equations of the Navier-Stokes family beyond NS itself: fields of the inverse and of the forward
+#: batched transform of each stage
+BATCHES = {"boussinesq": (9, 4), "mhd": (12, 6)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -125,6 +131,12 @@ def main() -> int:
                             bundle = jax.jit(lambda k6, f=fft: f.rfft(f.irfft(k6)[:3]))
                             fft_s = STAGES[scheme] * timed(bundle, spec6, repeats=args.repeats)
                             ffts = STAGES[scheme] * 9
+                        elif physics in BATCHES:
+                            n_inverse, n_forward = BATCHES[physics]
+                            spec = jnp.concatenate([holder["s"][:1]] * n_inverse)
+                            bundle = jax.jit(lambda k, f=fft, m=n_forward: f.rfft(f.irfft(k)[:m]))
+                            fft_s = STAGES[scheme] * timed(bundle, spec, repeats=args.repeats)
+                            ffts = STAGES[scheme] * (n_inverse + n_forward)
                         else:
                             bundle = jax.jit(lambda psi, f=fft: (f.ifft(f.fft(psi)), f.irfft(f.rfft(jnp.abs(psi)))))
                             fft_s = timed(bundle, holder["s"].psi, repeats=args.repeats)

@@ -88,7 +88,7 @@ class RandomFlow(InitialCondition):
     seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
 
 
-_SHELLS = "summed over the modes of shell k (Parseval-weighted, box means)"
+_SHELLS = "(Parseval-weighted, n the number of grid cells) summed over the modes of shell k"
 
 INFO = EquationInfo(
     name="boussinesq",
@@ -121,13 +121,14 @@ INFO = EquationInfo(
     },
     progress=("total_energy", "froude", "cfl"),
     spectra={
-        "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / N^2 {_SHELLS} of |k|; sums to E_K",
-        "potential_energy": f"potential energy spectrum E_P(k): 0.5 |b_hat|^2 / (N^2 N_BV^2) {_SHELLS} of |k|; sums "
+        "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 {_SHELLS} of |k|; sums to E_K",
+        "potential_energy": f"potential energy spectrum E_P(k): 0.5 |b_hat|^2 / (n^2 N^2) {_SHELLS} of |k|; sums "
                             "to E_P",
-        "energy_kh": f"E_K by horizontal wavenumber: the same power {_SHELLS} of k_h = (k_x^2 + k_y^2)^(1/2)",
-        "energy_kz": f"E_K by vertical wavenumber: the same power {_SHELLS} of |k_z|",
-        "potential_energy_kh": f"E_P by horizontal wavenumber k_h, {_SHELLS} of k_h",
-        "potential_energy_kz": f"E_P by vertical wavenumber |k_z|, {_SHELLS} of |k_z|",
+        "energy_kh": "E_K by horizontal wavenumber: the power of E_K(k) summed over the modes of shell k_h = "
+                     "(k_x^2 + k_y^2)^(1/2)",
+        "energy_kz": "E_K by vertical wavenumber: the power of E_K(k) summed over the modes of shell |k_z|",
+        "potential_energy_kh": "E_P by horizontal wavenumber: the power of E_P(k) summed over the modes of shell k_h",
+        "potential_energy_kz": "E_P by vertical wavenumber: the power of E_P(k) summed over the modes of shell |k_z|",
         "transfer_energy": "T_K(k): rate of change of E_K(k) by advection and the buoyancy flux (Re conj(w_hat) "
                            "b_hat per mode), same normalisation as E_K(k)",
         "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection and the buoyancy flux (minus that "

@@ -15,9 +15,9 @@ Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). The Navier-Sto
 
 Per stage: one batched inverse FFT of (u, w, grad b) (9 fields), one batched forward FFT of
 (u x w, u.grad b) (4 fields). References: Boussinesq dynamics and the gravity-inertia dispersion
-relation, Vallis, Atmospheric and Oceanic Fluid Dynamics (2017), chs. 2 and 7; pseudo-spectral
-stratified turbulence with exact linear propagation, e.g. Winters, MacKinnon & Mills 2004 (J. Atmos.
-Oceanic Technol. 21, 69); Froude and Rossby numbers as in Marino, Mininni, Rosenberg & Pouquet 2013
+relation, Vallis, Atmospheric and Oceanic Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral
+model of rotating stratified flow, Winters, MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21,
+69); Froude and Rossby numbers as in Marino, Mininni, Rosenberg & Pouquet 2013
 (Phys. Rev. E 87, 033016).
 
 Arrays: the state is one spectral stack ``(4, *k_shape)`` = (u_hat_x, u_hat_y, u_hat_z, b_hat) in the

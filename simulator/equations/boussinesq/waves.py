@@ -44,30 +44,32 @@ def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> jax.Array:
     return jnp.sqrt((n2 * (kx**2 + ky**2) + f**2 * kz**2) * inv_k2)
 
 
-def wave_operator(x: jax.Array, k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> jax.Array:
+def wave_operator(x: Sequence[jax.Array], k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> list[jax.Array]:
     """A x: the projected buoyancy and Coriolis accelerations and the stratification term -N^2 w,
-    zero at k = 0. ``x`` is a ``(4, *k_shape)`` stack of solenoidal u_hat and b_hat."""
+    zero at k = 0. ``x`` are the four components (u_hat_x, u_hat_y, u_hat_z, b_hat), u_hat solenoidal;
+    lists of components, not stacks, so that the compiler fuses the whole propagator into one kernel."""
     kx, ky, kz = k
     k2 = kx**2 + ky**2 + kz**2
     inv_k2 = jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
     # the acceleration b z - f z x u = (f v, -f u, b), then its solenoidal part
     gx, gy, gz = f * x[1], -f * x[0], x[3]
     div = (kx * gx + ky * gy + kz * gz) * inv_k2
-    mean_free = (k2 > 0).astype(inv_k2.dtype)
-    return jnp.stack([gx - kx * div, gy - ky * div, gz - kz * div, -n2 * x[2] * mean_free])
+    return [gx - kx * div, gy - ky * div, gz - kz * div, jnp.where(k2 > 0, -n2 * x[2], 0.0)]
 
 
 def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Array, kappa: jax.Array,
               n2: jax.Array, f: jax.Array) -> jax.Array:
-    """exp(L tau) x for the linear operator L = A - D of the module docstring (exact for nu = kappa)."""
+    """exp(L tau) x for the linear operator L = A - D of the module docstring (exact for nu = kappa);
+    ``x`` is the ``(4, *k_shape)`` stack."""
     k2 = k[0] ** 2 + k[1] ** 2 + k[2] ** 2
     omega = frequency(k, n2, f)
     sine = tau * jnp.sinc(omega * tau / jnp.pi)  # sin(omega tau)/omega
     versine = 0.5 * tau**2 * jnp.sinc(omega * tau / (2 * jnp.pi)) ** 2  # (1 - cos(omega tau))/omega^2
-    half = jnp.stack([jnp.exp(-0.5 * tau * nu * k2)] * 3 + [jnp.exp(-0.5 * tau * kappa * k2)])
-    y = half * x
+    half = [jnp.exp(-0.5 * tau * nu * k2)] * 3 + [jnp.exp(-0.5 * tau * kappa * k2)]
+    y = [h * x[i] for i, h in enumerate(half)]
     ay = wave_operator(y, k, n2, f)
-    return half * (y + sine * ay + versine * wave_operator(ay, k, n2, f))
+    aay = wave_operator(ay, k, n2, f)
+    return jnp.stack([h * (a + sine * b + versine * c) for h, a, b, c in zip(half, y, ay, aay, strict=True)])
 
 
 def wave_fields(k: Sequence[float], phase: jax.Array, amplitude: jax.Array, n2: jax.Array, f: jax.Array
