@@ -68,7 +68,7 @@ class Wave(InitialCondition):
 class Rest(InitialCondition):
     """At rest plus a small random perturbation: solenoidal velocity of rms epsilon and buoyancy of rms
     N epsilon (equal kinetic and potential energy), spectra ~ k^4 exp(-2 (k/k_peak)^2); the start of a
-    forced run."""
+    forced run (keep P dt/epsilon^2 of order 1 or less: constant-power forcing amplifies u at P/(2 E))."""
 
     name: str = setting("rest", "initial condition")
     amplitude: float = param(1e-3, "rms velocity epsilon of the perturbation", gt=0.0)
