@@ -11,8 +11,9 @@ Cayley-Hamilton A^3 = -omega^2 A and
     exp(A t) = I + sin(omega t)/omega A + (1 - cos(omega t))/omega^2 A^2
 
 exactly, the coefficients being entire functions of omega evaluated through sinc, so that omega = 0
-(k along z without rotation: then A^3 = 0 and the formula is its Taylor polynomial) is regular. A is skew-adjoint in the energy norm |u|^2 + |b|^2/N^2, so exp(A t) conserves E_K + E_P per
-mode: the waves are integrated exactly and set no time-step limit for any N dt or f dt.
+(k along z without rotation: then A^3 = 0 and the formula is its Taylor polynomial) is regular. A is
+skew-adjoint in the energy norm |u|^2 + |b|^2/N^2, so exp(A t) conserves E_K + E_P per mode: the
+waves are integrated exactly and set no time-step limit for any N dt or f dt.
 
 Dissipation: with nu = kappa, D = nu k^2 I commutes with A and exp((A - D) t) = exp(-nu k^2 t) exp(A t)
 exactly. With nu != kappa they do not commute; the propagator is the symmetric (Strang) product
@@ -37,11 +38,12 @@ import jax.numpy as jnp
 
 
 def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> jax.Array:
-    """omega = ((N^2 k_h^2 + f^2 k_z^2)/k^2)^(1/2) per mode (0 at k = 0)."""
+    """omega = ((N^2 k_h^2 + f^2 k_z^2)/k^2)^(1/2) per mode (0 at k = 0; differentiable there too)."""
     kx, ky, kz = k
     k2 = kx**2 + ky**2 + kz**2
     inv_k2 = jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
-    return jnp.sqrt((n2 * (kx**2 + ky**2) + f**2 * kz**2) * inv_k2)
+    omega2 = (n2 * (kx**2 + ky**2) + f**2 * kz**2) * inv_k2
+    return jnp.where(omega2 > 0, jnp.sqrt(jnp.where(omega2 > 0, omega2, 1.0)), 0.0)
 
 
 def wave_operator(x: Sequence[jax.Array], k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> list[jax.Array]:
