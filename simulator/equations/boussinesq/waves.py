@@ -37,41 +37,50 @@ import jax
 import jax.numpy as jnp
 
 
-def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> jax.Array:
+def _inverse_k2(k: Sequence[jax.Array]) -> jax.Array:
+    k2 = k[0] ** 2 + k[1] ** 2 + k[2] ** 2
+    return jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
+
+
+def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array, inv_k2: jax.Array | None = None) -> jax.Array:
     """omega = ((N^2 k_h^2 + f^2 k_z^2)/k^2)^(1/2) per mode (0 at k = 0; differentiable there too)."""
     kx, ky, kz = k
-    k2 = kx**2 + ky**2 + kz**2
-    inv_k2 = jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
+    inv_k2 = _inverse_k2(k) if inv_k2 is None else inv_k2
     omega2 = (n2 * (kx**2 + ky**2) + f**2 * kz**2) * inv_k2
     return jnp.where(omega2 > 0, jnp.sqrt(jnp.where(omega2 > 0, omega2, 1.0)), 0.0)
-
-
-def wave_operator(x: Sequence[jax.Array], k: Sequence[jax.Array], n2: jax.Array, f: jax.Array) -> list[jax.Array]:
-    """A x: the projected buoyancy and Coriolis accelerations and the stratification term -N^2 w,
-    zero at k = 0. ``x`` are the four components (u_hat_x, u_hat_y, u_hat_z, b_hat), u_hat solenoidal;
-    lists of components, not stacks, so that the compiler fuses the whole propagator into one kernel."""
-    kx, ky, kz = k
-    k2 = kx**2 + ky**2 + kz**2
-    inv_k2 = jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
-    # the acceleration b z - f z x u = (f v, -f u, b), then its solenoidal part
-    gx, gy, gz = f * x[1], -f * x[0], x[3]
-    div = (kx * gx + ky * gy + kz * gz) * inv_k2
-    return [gx - kx * div, gy - ky * div, gz - kz * div, jnp.where(k2 > 0, -n2 * x[2], 0.0)]
 
 
 def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Array, kappa: jax.Array,
               n2: jax.Array, f: jax.Array) -> jax.Array:
     """exp(L tau) x for the linear operator L = A - D of the module docstring (exact for nu = kappa);
-    ``x`` is the ``(4, *k_shape)`` stack."""
-    k2 = k[0] ** 2 + k[1] ** 2 + k[2] ** 2
-    omega = frequency(k, n2, f)
-    sine = tau * jnp.sinc(omega * tau / jnp.pi)  # sin(omega tau)/omega
-    versine = 0.5 * tau**2 * jnp.sinc(omega * tau / (2 * jnp.pi)) ** 2  # (1 - cos(omega tau))/omega^2
-    half = [jnp.exp(-0.5 * tau * nu * k2)] * 3 + [jnp.exp(-0.5 * tau * kappa * k2)]
-    y = [h * x[i] for i, h in enumerate(half)]
-    ay = wave_operator(y, k, n2, f)
-    aay = wave_operator(ay, k, n2, f)
-    return jnp.stack([h * (a + sine * b + versine * c) for h, a, b, c in zip(half, y, ay, aay, strict=True)])
+    ``x`` is the ``(4, *k_shape)`` stack, u_hat solenoidal.
+
+    With y = (u, v, w, b) = exp(-D tau/2) x, zeta = k_x v - k_y u, d1 = (f zeta + k_z b)/k^2 and
+    d2 = (f^2 - N^2) k_z w/k^2 (using k_x u + k_y v = -k_z w):
+
+        A y   = (f v - k_x d1, -f u - k_y d1, b - k_z d1, -N^2 w)
+        A^2 y = (-f^2 u - f k_y d1 - k_x d2, -f^2 v + f k_x d1 - k_y d2, -N^2 w - k_z d2, N^2 (k_z d1 - b))
+
+    written out per component (a small expression per mode, which the compiler fuses into one pass).
+    """
+    kx, ky, kz = k
+    k2 = kx**2 + ky**2 + kz**2
+    inv_k2 = _inverse_k2(k)
+    half_angle = 0.5 * tau * frequency(k, n2, f, inv_k2)
+    sinc = jnp.sinc(half_angle / jnp.pi)  # sin(omega tau/2)/(omega tau/2)
+    moving = (k2 > 0).astype(inv_k2.dtype)  # the box mean is not propagated
+    sine = moving * tau * sinc * jnp.cos(half_angle)  # sin(omega tau)/omega
+    versine = moving * 0.5 * tau**2 * sinc**2  # (1 - cos(omega tau))/omega^2
+    hu, hb = jnp.exp(-0.5 * tau * nu * k2), jnp.exp(-0.5 * tau * kappa * k2)
+    u, v, w, b = hu * x[0], hu * x[1], hu * x[2], hb * x[3]
+    d1 = (f * (kx * v - ky * u) + kz * b) * inv_k2
+    d2 = (f**2 - n2) * kz * w * inv_k2
+    return jnp.stack([
+        hu * (u + sine * (f * v - kx * d1) - versine * (f**2 * u + f * ky * d1 + kx * d2)),
+        hu * (v - sine * (f * u + ky * d1) + versine * (f * kx * d1 - f**2 * v - ky * d2)),
+        hu * (w + sine * (b - kz * d1) - versine * (n2 * w + kz * d2)),
+        hb * (b - sine * n2 * w + versine * n2 * (kz * d1 - b)),
+    ])
 
 
 def wave_fields(k: Sequence[float], phase: jax.Array, amplitude: jax.Array, n2: jax.Array, f: jax.Array
@@ -80,7 +89,7 @@ def wave_fields(k: Sequence[float], phase: jax.Array, amplitude: jax.Array, n2: 
     ``phase`` = k.x - omega t: u = A (e2 cos phi + (f c/omega) e1 sin phi), b = A (N^2 s/omega) sin phi,
     with c = k_z/k, s = k_h/k, e1 = k x z/k_h, e2 = e1 x k/k (so w = A s cos phi).
 
-    Derivation: in the basis (e1, e2) of the plane normal to k, A of :func:`wave_operator` reads
+    Derivation: in the basis (e1, e2) of the plane normal to k, A (module docstring) reads
     d(a1, a2, b)/dt = (-f c a2, f c a1 + s b, -N^2 s a2); its eigenvector of eigenvalue -i omega
     (a wave exp(i(k.x - omega t)) whose phase runs along +k) is a2 = A, a1 = -i f c A/omega,
     b = -i N^2 s A/omega. Returns velocity ``(3, ...)`` and buoyancy, shaped like ``phase``.
