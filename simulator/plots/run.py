@@ -18,7 +18,6 @@ redshifts, and axes carry the units it declares).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import Curve, EquationInfo, EquationParams, FieldInfo
+from simulator.equations.spec import Curve, EquationInfo, FieldInfo
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
@@ -41,9 +40,8 @@ from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
 from simulator.results import load_run_config
-from simulator.schema import build
 
 AXES = "xyz"
 #: rows of spectra.h5 shown when no times are asked for
@@ -51,21 +49,6 @@ DEFAULT_SPECTRA = 5
 #: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
 #: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
 SPECTRUM_FLOOR = 1e-12
-
-
-def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
-    """The equation's parameters of a run (its host-side hooks label times and name units). Keys of
-    other equations (runs of the first format stored them all) are passed over."""
-    known = {f.name for f in dataclasses.fields(info.params)}
-    try:
-        return build(info.params, {k: v for k, v in config["physics"].items() if k in known}, "physics.")
-    except ConfigError:
-        return info.params()
-
-
-def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
-    """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
-    return physics_of(config, info).time_label(t) or f"t = {format_time(t)}"
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
