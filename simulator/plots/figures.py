@@ -78,7 +78,7 @@ def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
     other equations (runs of the first format stored them all) are passed over."""
     known = {f.name for f in dataclasses.fields(info.params)}
     try:
-        return build(info.params, {k: v for k, v in config["physics"].items() if k in known}, "physics.")
+        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.")
     except ConfigError:
         return info.params()
 

@@ -40,6 +40,7 @@ from simulator import spectra
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.schrodinger_poisson.equation import psi_from_snapshot
 from simulator.fft import FFTBackend, complex_dtype
 
 
@@ -61,6 +62,7 @@ class FDMCosmo(SplitStepEquation):
 
     info = INFO
     space = "real"
+    snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
     _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "nyquist_free", "weight", "table", "time")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: FDMCosmoParams | None = None):
@@ -136,6 +138,9 @@ class FDMCosmo(SplitStepEquation):
         omega_m, the Friedmann background's): psi and its potential."""
         psi = fields["psi"].astype(complex_dtype(self.dtype))
         return CosmoState(psi, self.potential(psi, params))
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        return psi_from_snapshot(fields)
 
     def fields(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, arg psi, the peculiar potential V = Phi/a, psi."""

@@ -38,6 +38,12 @@ from simulator.equations.schrodinger_poisson.soliton import soliton_profile
 from simulator.fft import FFTBackend, complex_dtype
 
 
+def psi_from_snapshot(fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+    """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase`` (snapshots hold no complex
+    field): what a wave-function equation's ``state_fields_from_snapshot`` returns."""
+    return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
+
+
 class SPState(NamedTuple):
     """psi (complex) and its potential V (real): ``(Nx, Ny, Nz)`` each, real-space layout."""
 
@@ -99,8 +105,7 @@ class SchrodingerPoisson(SplitStepEquation):
         return SPState(psi, self.potential(psi, params))
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase``."""
-        return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
+        return psi_from_snapshot(fields)
 
     def fields(self, state: SPState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi."""
