@@ -82,7 +82,7 @@ CASES = {
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshot_every=7"], "does not fall on a chunk boundary"),
     # unknown names and combinations
     "unknown backend": (["run", TG, "--set", "fft.backend=fftw"], "fft.backend = 'fftw' is unknown"),
-    "unknown physics": (["run", TG, "--set", "physics.name=mhd"], "physics.name = 'mhd' is unknown"),
+    "unknown physics": (["run", TG, "--set", "physics.name=maxwell"], "physics.name = 'maxwell' is unknown"),
     "unknown initial condition": (["run", TG, "--set", "initial.name=vortex"], "initial.name = 'vortex' is unknown"),
     "initial of another equation": (["run", TG, "--set", "initial.name=soliton"], "'soliton' is not available"),
     "integrator of another equation": (["run", TG, "--set", "time.integrator=kdk"], "'kdk' is not available"),
