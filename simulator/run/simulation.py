@@ -53,6 +53,7 @@ class Simulation:
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
         self.scratch: Path | None = None
         self._chunks: dict[bool, Any] = {}
+        self._rollouts: dict[tuple[Any, ...], Any] = {}
         # the run time t is an argument (equations that depend on it explicitly see it: Equation.at)
         self._diagnostics = jax.jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
         self._spectra = jax.jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
@@ -195,6 +196,38 @@ class Simulation:
             self._chunks[donate] = self._compile_chunk(state, donate)
         return self._chunks[donate](self.equation, state, self._time(t), jnp.asarray(steps, jnp.int32),
                                     jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
+
+    def rollout(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
+                *, every: int = 1, checkpoint_every: int | None = None,
+                diagnostics: Sequence[str] | None = None) -> Any:
+        """``steps`` steps of ``dt`` as a differentiable function of ``state``, ``params``, ``t`` and ``dt``:
+        returns a :class:`~simulator.gradients.Rollout` (``.state``, and ``.history``: each diagnostic
+        named in ``diagnostics`` (default all) as a ``(steps // every,)`` array, recorded every ``every``
+        steps). Use it inside ``jax.grad``/``jax.vjp``/``jax.jvp``::
+
+            loss = lambda p: jnp.sum((sim.rollout(u0, 100, 0.01, params=p).history["energy"] - measured) ** 2)
+            g = jax.grad(loss)(sim.parameters(viscosity=1e-2))     # {"viscosity": ..., ...}
+
+        The memory of a gradient is about ``steps / c + c`` states plus one step's temporaries, with
+        ``c = checkpoint_every`` steps per recomputed segment (default ~ sqrt(steps)): see
+        :mod:`simulator.gradients`. One compilation per (steps, every, checkpoint_every, diagnostics).
+        """
+        from simulator import gradients
+
+        names = None if diagnostics is None else tuple(diagnostics)
+        unknown = [n for n in names or () if n not in self.info.diagnostics]
+        if unknown:
+            raise KeyError(f"{unknown[0]!r} is not a diagnostic of {self.info.name}; they are: "
+                           f"{', '.join(self.info.diagnostics)}")
+        key = (int(steps), int(every), checkpoint_every, names)
+        if key not in self._rollouts:
+            gradients.segment_length(*key[:3])  # a bad combination is reported here, before tracing
+            make_step = self.scheme.load()
+            self._rollouts[key] = jax.jit(lambda eq, p, s, t0, h: gradients.rollout(
+                eq, make_step, p, s, t0, h, steps=key[0], every=key[1], checkpoint_every=key[2], diagnostics=names))
+        t_dev = t if isinstance(t, jax.Array) else self._time(t)  # an array: e.g. a tracer of jax.grad
+        return self._rollouts[key](self.equation, self.params if params is None else dict(params), state, t_dev,
+                                   jnp.asarray(dt, self.dtype))
 
     # ---- what a state says ------------------------------------------------------------------------------------
 
