@@ -164,23 +164,24 @@ class Simulation:
 
     # ---- time stepping -------------------------------------------------------------------------------------
 
+    def chunk(self, eq: Equation, state: Any, t: jax.Array, n: jax.Array, dt: jax.Array, params: Mapping[str, Any]
+              ) -> Any:
+        """The chunk as a pure function: ``n`` steps of ``dt`` from time ``t`` (all traced), the equation
+        an argument. :meth:`advance` jits it; an ensemble jits its vmap over members."""
+        self.traces += 1  # Python runs only while tracing: this counts compilations
+        step = self.scheme.load()(eq)
+
+        def body(_, carry):
+            state, t = carry
+            return step(state, t, dt, params), t + dt
+
+        return jax.lax.fori_loop(0, n, body, (state, t))[0]
+
     def _compile_chunk(self, state: Any, donate: bool) -> Any:
-        make_step = self.scheme.load()
-
-        def chunk(eq, state, t, n, dt, params):
-            self.traces += 1  # Python runs only while tracing: this counts compilations
-            step = make_step(eq)
-
-            def body(_, carry):
-                state, t = carry
-                return step(state, t, dt, params), t + dt
-
-            return jax.lax.fori_loop(0, n, body, (state, t))[0]
-
         # Outputs pinned to the state's shardings: the first chunk's inputs and every later chunk's
         # carry then look alike to jit, so one compilation serves the whole run. A donated state's
         # buffers are reused for the result, so a run holds one copy of it, not two.
-        return jax.jit(chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
+        return jax.jit(self.chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
                        donate_argnums=(1,) if donate else ())
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
@@ -248,18 +249,19 @@ class Simulation:
         """The diagnostics at run time ``t`` as Python floats."""
         return {k: float(v) for k, v in self.diagnostics(state, dt, t=t).items()}
 
-    def spectra(self, state: Any, t: float = 0.0) -> dict[str, jax.Array]:
+    def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
-        return self._spectra(self.equation, state, self.params, self._time(t))
+        return self._spectra(self.equation, state, self.params if params is None else dict(params), self._time(t))
 
-    def fields(self, state: Any, *names: str, t: float = 0.0) -> dict[str, jax.Array]:
+    def fields(self, state: Any, *names: str, t: float = 0.0, params: Mapping[str, Any] | None = None
+               ) -> dict[str, jax.Array]:
         """Real-space fields by name at run time ``t`` (all of ``info.fields`` when no names are given),
         sharded like the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(Nx, Ny, Nz)`` scalars."""
         unknown = [n for n in names if n not in self.info.fields]
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
                            f"{', '.join(self.info.fields)}")
-        out = self._fields(self.equation, state, self.params, self._time(t))
+        out = self._fields(self.equation, state, self.params if params is None else dict(params), self._time(t))
         return {n: out[n] for n in (names or out)}
 
     @staticmethod
