@@ -1,5 +1,6 @@
 """Two processes x 2 devices: the gradient of tests/grad_objective.py for every registered equation
-on the slab and jaxdecomp backends, written to OUT/gradients.json by process 0.
+on the slab backend (its all-to-alls then cross the processes), written to OUT/gradients.json by
+process 0.
 
 Run by tests/test_gradients.py through simulator.launch with the output directory as argument; the
 test compares the numbers with its own single-device gradient. The objective is jitted with the
@@ -28,7 +29,7 @@ from simulator.run.simulation import Simulation  # noqa: E402
 assert jax.process_count() == 2 and jax.device_count() == 4
 found = {}
 for equation in registry():
-    for backend in ("slab", "jaxdecomp"):
+    for backend in ("slab",):
         sim = Simulation(load_config(None, {**obj.overrides(equation), "fft.backend": backend}))
         name, J = obj.parameter(equation), obj.make_objective(sim)
         s0, w = sim.initial_state(), obj.weight(sim)

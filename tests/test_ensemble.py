@@ -6,7 +6,10 @@ member that blows up fails alone; an interrupted ensemble resumes every member f
 checkpoint; an ensemble sweep runs from the CLI and collects like any other.
 """
 
+import csv
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +165,26 @@ def test_an_ensemble_sweep_runs_from_the_cli_and_collects(tmp_path):
     assert collected.returncode == 0, collected.stderr
     rows = (out / "collected.csv").read_text().splitlines()
     assert len(rows) == 4 and rows[1].split(",")[1] == "finished" and rows[3].split(",")[1] == "pending"
+
+
+@pytest.mark.slow
+def test_the_readme_ensemble_sweep_as_written():
+    """Eight Taylor-Green points as one batched program (32^3 to t = 2), then collected."""
+    readme = (ROOT / "README.md").read_text()
+    commands = readme.split("**Ensembles.**", 1)[1].split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert commands[0].endswith("sweep configs/sweeps/tg_ensemble.yaml --local")
+    shutil.rmtree(ROOT / "outputs" / "tg_ensemble", ignore_errors=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    out = ROOT / "outputs" / "tg_ensemble"
+    assert yaml.safe_load((out / "ensembles.yaml").read_text())["groups"] == [list(range(8))]
+    assert "(1 compilation(s) of the ensemble's chunk)" in (out / "p007" / "run.log").read_text()
+    with (out / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished"] * 8
+    # at each amplitude, the less viscous flow keeps more of its energy at t = 2
+    for amplitude in ("0.5", "1.0"):
+        energy = [float(r["final_energy"]) for r in rows if r["initial.amplitude"] == amplitude]
+        assert energy == sorted(energy), energy

@@ -153,7 +153,7 @@ def test_gradient_memory_grows_like_the_square_root_of_the_steps():
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_two_processes_give_the_one_process_gradient(tmp_path):
-    """2 processes x 2 devices (slab and jaxdecomp): the gradient of NS and SP equals one device's to 1e-12."""
+    """2 processes x 2 devices (slab): every equation's gradient equals one device's to 1e-12."""
     worker = Path(__file__).with_name("mp_grad_worker.py")
     assert launch(2, [sys.executable, str(worker), str(tmp_path)], timeout=300) == 0
     found = json.loads((tmp_path / "gradients.json").read_text())
@@ -176,3 +176,13 @@ def test_the_worked_example_recovers_the_viscosity(tmp_path):
     assert abs(fit["recovered"] / fit["true"] - 1) < 1e-3, fit
     assert abs(fit["initial_guess"] / fit["true"] - 1) > 0.5  # it started far from the answer
     assert np.all(np.diff(fit["loss"]) <= 0), fit["loss"]  # the line search only accepts descent
+
+
+@pytest.mark.slow
+def test_the_readme_gradient_example_as_written():
+    section = (ROOT / "README.md").read_text().split("## Gradients through a run", 1)[1]
+    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reverse, forward = (float(line) for line in done.stdout.split())
+    assert reverse > 0 and forward == pytest.approx(reverse, rel=1e-10)  # nu above the truth: the misfit grows
