@@ -104,7 +104,7 @@ def test_forward_mode_equals_reverse_mode(equation):
 def test_simulation_rollout_is_the_public_differentiable_run():
     """Simulation.rollout: history as the run's diagnostics, final state as advance's, and a
     gradient through it (from a plain lambda, no equation argument) equal to the pure function's."""
-    sim = support.shared(("slab", support.SEVERAL, None), grid__shape=obj.GRID)
+    sim = support.shared(("single", 1, None), grid__shape=obj.GRID)
     u0 = sim.initial_state({"name": "random", "seed": 2})
     run = sim.rollout(u0, 6, 0.01, every=3)
     assert set(run.history) == set(sim.report(u0)) and run.history["energy"].shape == (2,)
