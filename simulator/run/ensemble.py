@@ -37,12 +37,14 @@ import yaml
 
 from simulator import ensemble as grouping
 from simulator.config import Config
-from simulator.errors import ConfigError
-from simulator.log import LOGGER_NAME, get_logger
+from simulator.config.model import output_times
+from simulator.errors import ConfigError, RuntimeSetupError
+from simulator.log import LOGGER_NAME, get_logger, setup_logging
 from simulator.output import checkpoints
 from simulator.output.base import Moment
-from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.run import loop, rundir
+from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -54,8 +56,9 @@ EXIT_OK, EXIT_FAILED = 0, 1
 class Member:
     """One run of an ensemble: config, directory, time stepping, writers, log and outcome."""
 
-    def __init__(self, index: int, cfg: Config, out: Path, restart: str | None):
-        self.index, self.cfg, self.out, self.restart = index, cfg, out, restart
+    def __init__(self, index: int, cfg: Config, out: Path):
+        self.index, self.cfg, self.out = index, cfg, out
+        self.plan: rundir.Plan | None = None
         self.ckpt: checkpoints.Checkpoint | None = None
         self.step, self.t = 0, 0.0
         self.outcome: str | None = None  # finished, failed, interrupted (None while it runs)
@@ -68,7 +71,7 @@ class Member:
         console.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s [{out.name}] %(message)s", "%H:%M:%S"))
         self.log.addHandler(console)
         self.log.setLevel(logging.INFO)
-        self.lock = rundir.RunLock(out)
+        self.lock = RunLock(out)
         self.writers: list[Any] = []
 
     @property
@@ -77,9 +80,9 @@ class Member:
 
     def end(self, outcome: str, code: int, status: bool = True) -> None:
         """Close the member's outputs and record its outcome (status.json on process 0)."""
-        for w in self.writers:
+        writers, self.writers = self.writers, []
+        for w in writers:
             w.close()
-        self.writers = []
         self.outcome, self.code = outcome, code
         if status and jax.process_index() == 0:
             rundir.write_status(self.out, outcome, self.step, self.t, code)
@@ -97,7 +100,12 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     """Run ``cfgs`` (one structure: see :mod:`simulator.ensemble`) as one batched ensemble, each into its
     directory (default ``output.dir`` or ``outputs/<name>``). ``resume``: continue each member from its
     latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
-    status (0, 1 or 75). Bad input raises ConfigError before anything is written."""
+    status (0, 1 or 75). Bad input raises ConfigError before anything is written.
+
+    Each directory goes through what :func:`simulator.run.command.run_config` does for one run: planned
+    before JAX starts (a refusal changes nothing), then every member's lock is taken by process 0, the
+    plans are made again under the locks, and only then is anything removed.
+    """
     if not cfgs:
         raise ConfigError("ensemble", [], "give at least one config", "is empty")
     outs = list(outs) if outs is not None else [None] * len(cfgs)
@@ -108,22 +116,35 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
             raise ConfigError(f"ensemble member {i}: {diffs[0]}", _value(cfg, diffs[0]), "members of one ensemble "
                               f"may differ only in traced values (member 0 has {_value(cfgs[0], diffs[0])!r})",
                               "changes the compiled program")
-    if len(set(map(str, dirs))) != len(dirs):
+    if len({str(d.resolve()) for d in dirs}) != len(dirs):
         raise ConfigError("ensemble", [str(d) for d in dirs], "give every member its own directory", "repeats one")
-    members = []
-    for i, (cfg, out) in enumerate(zip(cfgs, dirs, strict=True)):  # before JAX starts: a refusal changes nothing
-        restart = rundir.resume_target(cfg, out) if resume else None
-        rundir.prepare_output(out, overwrite, restart)
-        members.append(Member(i, cfg, out, restart))
-        if restart is not None:
-            members[-1].ckpt = loop.checkpoint_to_resume(cfg, out, restart, False)
-    from simulator.run.command import exit_now_if_distributed, start
-
-    mode = start(cfgs[0])
+    members = [Member(i, cfg, out) for i, (cfg, out) in enumerate(zip(cfgs, dirs, strict=True))]
+    options = {"overwrite": overwrite, "resume": resume}
+    for m in members:  # every process, before JAX starts: a refused member changes nothing
+        m.plan = rundir.plan(m.cfg, m.out, **options)
+        if m.plan.restart is not None:
+            m.ckpt = loop.checkpoint_to_resume(m.cfg, m.out, m.plan.restart, False)
+        elif not m.plan.done:
+            m.cfg.initial.check_start(m.cfg)
+    index, _ = rundir.process_position(cfgs[0])
+    setup_logging(index)
+    for m in members:
+        if m.plan.done:
+            get_logger().info("%s", m.plan.done)
+            m.outcome, m.code = "finished", EXIT_OK
     try:
-        with StopRequest() as stop:
-            _run(members, mode, stop)
-    except ConfigError:  # a member's directory is locked by another run: nobody has written anything
+        if index == 0:
+            _take_directories(members, options)
+        from simulator.run.command import exit_now_if_distributed, start
+
+        if any(m.running for m in members):
+            mode = start(cfgs[0])
+            if jax.process_index() != index:
+                raise RuntimeSetupError(f"this process was expected to be process {index} of its run, JAX made it "
+                                        f"process {jax.process_index()}")
+            with StopRequest() as stop:
+                _run(members, mode, stop)
+    except (ConfigError, RuntimeSetupError):  # refused (a live run holds a directory): nobody wrote anything
         for m in members:
             m.outcome = m.outcome or "refused"
             m.release()
@@ -139,11 +160,28 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
             if m.running:  # an unexpected error: every member still running failed with it
                 m.end("failed", EXIT_FAILED)
             m.release()
-    codes = [int(m.code) for m in members]
+    codes = [int(m.code) for m in members]  # type: ignore[arg-type]
     worst = max(codes, key=lambda c: (c == EXIT_INTERRUPTED, c != 0))
     if worst:
         exit_now_if_distributed(worst)
     return codes
+
+
+def _take_directories(members: list[Member], options: dict[str, bool]) -> None:
+    """Process 0: every pending member's lock before anything is removed (a live run is never touched),
+    its plan made again under the lock (the directory may have changed), then the plans carried out."""
+    pending = [m for m in members if m.running]
+    for m in pending:
+        m.lock.acquire()
+    for m in pending:
+        m.plan = rundir.plan(m.cfg, m.out, **options)
+        if m.plan.done:
+            get_logger().info("%s", m.plan.done)
+            m.outcome, m.code = "finished", EXIT_OK
+            m.release()
+    for m in pending:
+        if m.running:
+            rundir.apply(m.plan, m.out)
 
 
 def _value(cfg: Config, dotted: str) -> Any:
@@ -153,44 +191,56 @@ def _value(cfg: Config, dotted: str) -> Any:
     return node
 
 
-def _start(members: list[Member], sim: Simulation, mode: str) -> None:
-    """Per member: the checkpoint to resume (or nothing to do), the lock, run.log, the header, the
-    segment record and the writers, as :func:`simulator.run.loop.run` does for one run."""
+def _start(members: list[Member], sim: Simulation, mode: str) -> dict[int, Any]:
+    """Per member: nothing to do (a finished checkpoint), or run.log, the header, its state (restored,
+    falling back past a damaged checkpoint, or its initial condition), the segment record and the
+    writers, as :func:`simulator.run.loop.run` does for one run. Returns the states by member index."""
     rank0 = jax.process_index() == 0
+    states: dict[int, Any] = {}
     for m in members:
-        m.stepper = Stepper(m.cfg.time, m.cfg.output.every)
-        m.step, m.t = (m.ckpt.step, m.ckpt.time) if m.ckpt is not None else (0, 0.0)
-        if m.ckpt is not None and m.stepper.finished(m.ckpt.time):
-            get_logger().info("%s already finished (step %d, t = %.6g): nothing to do", m.out, m.step, m.t)
-            done = (rundir.read_status(m.out) or {}).get("state") == "finished"
-            m.end("finished", EXIT_OK, status=not done)
-    if rank0:
-        for m in members:  # every lock before anything is written
-            if m.running:
-                m.lock.acquire()
-    for m in members:
-        if not m.running:
-            continue
+        if m.ckpt is not None and Stepper(m.cfg.time, m.cfg.output.every).finished(m.ckpt.time):
+            get_logger().info("%s already finished (step %d, t = %.6g): nothing to do", m.out, m.ckpt.step,
+                              m.ckpt.time)
+            m.step, m.t = m.ckpt.step, m.ckpt.time
+            m.end("finished", EXIT_OK, status=(rundir.read_status(m.out) or {}).get("state") != "finished")
+    for m in [m for m in members if m.running]:
         if rank0:
-            handler = logging.FileHandler(m.out / "run.log")
+            handler = loop._RunLog(m.out / "run.log")
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             m.log.addHandler(handler)
         m.meta = {**loop._metadata(m.cfg, sim, mode, m.ckpt), "ensemble": {"members": len(members), "member": m.index}}
         loop._log_header(m.cfg, sim, m.meta, m.log)
         m.log.info("ensemble member %d of %d: one batched program for %s", m.index, len(members),
                    ", ".join(x.out.name for x in members))
+        sim.scratch = m.out  # a state read from another grid is staged here
+        stops = output_times(m.cfg)
         if m.ckpt is not None:
-            m.stepper = Stepper(m.cfg.time, m.cfg.output.every, step=m.step, t=m.t, dt=m.ckpt.dt, epoch=m.ckpt.epoch)
+            def previous(step: int, m: Member = m) -> checkpoints.Checkpoint | None:
+                found = checkpoints.find(m.out, before=step)
+                return None if found is None else loop.checkpoint_to_resume(m.cfg, m.out, str(found.index), False)
+
+            states[m.index], m.ckpt = loop._restore(m.ckpt, sim, previous)
+            m.meta["restart"] = str(m.ckpt.index)
+            m.step, m.t = m.ckpt.step, m.ckpt.time
+            m.stepper = Stepper(m.cfg.time, m.cfg.output.every, step=m.step, t=m.t, dt=m.ckpt.dt,
+                                epoch=m.ckpt.epoch, stops=stops)
             changed = f"; time step now {m.stepper.dt:.6g}" if m.stepper.dt != m.ckpt.dt else ""
-            m.log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", m.ckpt.index.with_suffix(""), m.step, m.t,
-                       m.ckpt.dt, changed)
+            m.log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", m.ckpt.index.with_suffix(""), m.step,
+                       m.t, m.ckpt.dt, changed)
+        else:
+            states[m.index] = sim.initial_state(m.cfg.initial, m.params)
+            m.step, m.t = 0, sim.start_time(m.cfg.initial)
+            m.stepper = Stepper(m.cfg.time, m.cfg.output.every, t=m.t, stops=stops)
         if rank0:
             segments = m.out / "segments"
-            segments.mkdir(exist_ok=True)
             number = len(list(segments.glob("segment_*.yaml")))
             text = yaml.safe_dump({**m.meta, "segment": number, "start_step": m.step}, sort_keys=False)
-            (segments / f"segment_{number:03d}.yaml").write_text(text)
-            (m.out / "config.yaml").write_text(text)
+            for path in (segments / f"segment_{number:03d}.yaml", m.out / "config.yaml"):
+                try:
+                    path.parent.mkdir(exist_ok=True)
+                    path.write_text(text)
+                except OSError as err:
+                    raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
             rundir.write_status(m.out, "running", m.step, m.t)
         m.records, m.dumps, m.saver = loop._writers(m.cfg, sim, m.meta, m.stepper, m.out, rank0, m.log)
         m.saver.last = None if m.ckpt is None else m.ckpt.index.with_suffix("")
@@ -198,15 +248,16 @@ def _start(members: list[Member], sim: Simulation, mode: str) -> None:
         m.start_step, m.progress = m.step, Progress(m.step, m.t, m.stepper.t_end)
         for w in m.writers:
             w.open(m.out, None if m.ckpt is None else m.ckpt.step)
+    return states
 
 
 class Batch:
     """The stacked state and the batched programs of one ensemble (each compiled once)."""
 
-    def __init__(self, sim: Simulation, members: list[Member]):
+    def __init__(self, sim: Simulation, members: list[Member], states: dict[int, Any]):
         self.sim, self.members = sim, members
         eq, fft = sim.equation, sim.fft
-        template = sim.initial_state()  # the layout a restored member state must have
+        template = states[members[0].index]
         spaces = eq.leaf_spaces(template)
         self.member_shardings = jax.tree.map(lambda a: a.sharding, template)
         leaves, treedef = jax.tree.flatten(template)
@@ -215,19 +266,16 @@ class Batch:
         self.shardings = jax.tree.unflatten(treedef, stacked)
         self.replicated = fft.replicated_sharding()
         self.params = {k: self.vector([float(m.params[k]) for m in members]) for k in sim.params}
-        states = []
-        for m in members:
-            if m.ckpt is not None:
-                states.append(checkpoints.restore(m.ckpt, template, fft, spaces))
-            else:
-                states.append(sim.initial_state(m.cfg.initial, m.params))
-        self.state = jax.jit(lambda *s: jax.tree.map(lambda *x: jnp.stack(x), *s), out_shardings=self.shardings)(*states)
-        del states
+        stack = jax.jit(lambda *s: jax.tree.map(lambda *x: jnp.stack(x), *s), out_shardings=self.shardings)
+        self.state = stack(*(states.pop(m.index) for m in members))
         axes = (None, 0, 0, 0, 0, 0)
         self.chunk = jax.jit(jax.vmap(sim.chunk, in_axes=axes), out_shardings=self.shardings, donate_argnums=(1,))
-        self._diagnostics = jax.jit(jax.vmap(lambda e, s, h, p: e.diagnostics(s, h, p), in_axes=(None, 0, 0, 0)))
-        self._spectra = jax.jit(jax.vmap(lambda e, s, p: e.spectra(s, p), in_axes=(None, 0, 0)))
+        # each member at its own run time (Equation.at: equations that depend on it explicitly see it)
+        self._diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p),
+                                             in_axes=(None, 0, 0, 0, 0)))
+        self._spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)))
         self._take = jax.jit(lambda s, i: jax.tree.map(lambda x: x[i], s), out_shardings=self.member_shardings)
+        self.dts = [m.stepper.dt for m in members]
         self.cache: dict[str, Any] = {}
 
     def vector(self, values: Sequence[float], dtype: Any = None) -> jax.Array:
@@ -244,15 +292,18 @@ class Batch:
         self.dts = [p[1] for p in plan]
         self.cache = {}
 
+    def _times(self) -> jax.Array:
+        return self.vector([m.t for m in self.members])
+
     def diagnostics(self, i: int) -> dict[str, float]:
         if "diagnostics" not in self.cache:
-            values = self._diagnostics(self.sim.equation, self.state, self.vector(self.dts), self.params)
+            values = self._diagnostics(self.sim.equation, self.state, self.vector(self.dts), self.params, self._times())
             self.cache["diagnostics"] = {k: np.asarray(jax.device_get(v)) for k, v in values.items()}
         return {k: float(v[i]) for k, v in self.cache["diagnostics"].items()}
 
     def spectra(self, i: int) -> dict[str, np.ndarray]:
         if "spectra" not in self.cache:
-            values = self._spectra(self.sim.equation, self.state, self.params)
+            values = self._spectra(self.sim.equation, self.state, self.params, self._times())
             self.cache["spectra"] = {k: np.asarray(jax.device_get(v)) for k, v in values.items()}
         return {k: v[i] for k, v in self.cache["spectra"].items()}
 
@@ -266,18 +317,18 @@ def _run(members: list[Member], mode: str, stop: StopRequest) -> None:
     sim = Simulation(members[0].cfg)
     for m in members:
         m.params = sim.equation.params(m.cfg.physics)
-    _start(members, sim, mode)
+    states = _start(members, sim, mode)
     active = [m for m in members if m.running]
     if not active:
         return
-    batch = Batch(sim, active)
+    batch = Batch(sim, active, states)
     log.info("ensemble of %d member(s) (%s): one batched program on %s", len(active),
              ", ".join(m.out.name for m in active), sim.fft.describe())
     cells = math.prod(members[0].cfg.grid.shape)
 
     def moment(i: int, m: Member, **kw: Any) -> Moment:
         compute = {"diagnostics": lambda _: batch.diagnostics(i), "spectra": lambda _: batch.spectra(i),
-                   "fields": lambda mo: sim.fields(mo.state, params=m.params)}
+                   "fields": lambda mo: sim.fields(mo.state, t=mo.time, params=m.params)}
         return Moment(m.step, m.t, m.stepper.dt if "dt" not in kw else kw.pop("dt"), kw.pop("t_prev", -math.inf),
                       None, compute, **kw)
 
@@ -301,14 +352,13 @@ def _run(members: list[Member], mode: str, stop: StopRequest) -> None:
         m.stepper.adapt(mo.get("diagnostics").get(sim.info.cfl or "", 0.0))
         return True
 
-    batch.dts = [m.stepper.dt for m in active]
     for i, m in enumerate(active):
         if m.ckpt is None:
             write(i, m, moment(i, m), first=True)
     wall_start, last_chunk_s = time.monotonic(), 0.0
     while any(m.running for m in active):
         chunk_start = time.monotonic()
-        plan = [m.stepper.next_chunk(m.t) if m.running else (0, m.stepper.dt) for m in active]
+        plan = [m.stepper.next_chunk(m.t, m.step) if m.running else (0, m.stepper.dt) for m in active]
         batch.advance(plan)
         limit = active[0].cfg.runtime.max_wall
         near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
@@ -316,14 +366,17 @@ def _run(members: list[Member], mode: str, stop: StopRequest) -> None:
         flags = agree([stop.code(), int(near_limit), *(int(w.wall_pending()) for w in writers)])
         wall_due = {id(w) for w, f in zip(writers, flags[2:], strict=True) if f}
         requested = bool(flags[0] or flags[1])
+        t_prev = {}
+        for m, (n, dt) in zip(active, plan, strict=True):  # every member's time first: the batched
+            if m.running:                                   # diagnostics evaluate each at its own
+                t_prev[m.index], m.step = m.t, m.step + n
+                m.t = m.stepper.time_after(m.step, m.t, n, dt)
         for i, (m, (n, dt)) in enumerate(zip(active, plan, strict=True)):
             if not m.running:
                 continue
-            t_prev, m.step = m.t, m.step + n
-            m.t = m.stepper.time_after(m.step, m.t, n, dt)
             finished = m.stepper.finished(m.t)
             stopping = requested and not finished
-            mo = moment(i, m, dt=dt, t_prev=t_prev, final=finished, stopping=stopping,
+            mo = moment(i, m, dt=dt, t_prev=t_prev[m.index], final=finished, stopping=stopping,
                         wall_due=frozenset(w.name for w in m.writers if id(w) in wall_due))
             if not write(i, m, mo, first=False):
                 continue

@@ -117,9 +117,10 @@ class Simulation:
         fields = remap.state_fields(source, self.equation, p, Path(self.scratch or Path.cwd()))
         return self._from_fields(self.equation, fields, p)
 
-    def start_time(self) -> float:
-        """The time a new run starts at: the file's for ``initial.name: file`` with ``time_from_file``, else 0."""
-        ic = self.cfg.initial
+    def start_time(self, initial: InitialCondition | None = None) -> float:
+        """The time a new run starts at: the file's for ``initial.name: file`` with ``time_from_file``, else 0
+        (of ``initial``, default the config's initial condition)."""
+        ic = initial or self.cfg.initial
         if isinstance(ic, FromFile) and ic.time_from_file:
             from simulator.output.sources import locate
 
