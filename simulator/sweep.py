@@ -26,7 +26,7 @@ the sweep again (locally or by resubmitting) only runs the others, each continui
 checkpoint (``simulator run --resume``).
 
 Ensembles (``ensemble: true``, ``batch: K`` or ``--ensemble``/``--batch K``): the points are grouped by
-structure (:mod:`simulator.ensemble`) into ``ensembles.yaml``; each group runs as ONE process and
+structure into ``ensembles.yaml`` (:mod:`simulator.ensemble`); each group runs as ONE process and
 ONE compiled, batched program (``simulator sweep DIR --group G``: a local subprocess, or one array
 task per group), every member still writing its own ``pNNN/`` exactly as a separate run would.
 """
@@ -56,7 +56,6 @@ from simulator.errors import ConfigError
 MANIFEST = "sweep.yaml"
 COLLECTED = "collected.csv"
 KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
-GROUPS = "ensembles.yaml"
 
 
 @dataclass(frozen=True)
@@ -270,48 +269,6 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
     return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
 
 
-def write_groups(directory: Path, manifest: Mapping[str, Any], batch: int | None) -> list[list[int]]:
-    """Group the sweep's points by structure (at most ``batch`` per group) and write ``ensembles.yaml``;
-    returns the groups (lists of point indices). Deterministic: the same points and batch give the
-    same groups, so a resubmission's array task ``G`` runs the same members."""
-    from simulator import ensemble
-
-    cfgs = [config_mod.load(str(directory / p["config"])) for p in manifest["points"]]
-    groups = ensemble.groups(cfgs, batch)
-    (directory / GROUPS).write_text(yaml.safe_dump({"batch": batch, "groups": groups}, sort_keys=False))
-    return groups
-
-
-def read_groups(directory: Path) -> list[list[int]]:
-    """The groups of an ensemble sweep (``ensembles.yaml``); ConfigError when it has none."""
-    path = directory / GROUPS
-    if not path.is_file():
-        raise ConfigError("sweep directory", str(directory), "run `simulator sweep FILE --ensemble --local` or "
-                          "`--submit` first", f"has no {GROUPS}")
-    return [list(map(int, g)) for g in yaml.safe_load(path.read_text())["groups"]]
-
-
-def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequence[Sequence[int]]) -> list[int]:
-    points = manifest["points"]
-    return [g for g, members in enumerate(groups)
-            if any(point_state(directory, points[i]["name"]) != "finished" for i in members)]
-
-
-def run_group(directory: Path, index: int) -> int:
-    """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
-    resuming from its own latest checkpoint (what each array task of an ensemble sweep does). Returns
-    75 when a member was stopped (so the task is requeued), 1 when one failed, else 0."""
-    from simulator.run.ensemble import run_configs
-
-    manifest, groups = read_manifest(directory), read_groups(directory)
-    if not 0 <= index < len(groups):
-        raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
-    points = [manifest["points"][i] for i in groups[index]]
-    cfgs = [config_mod.load(str(directory / p["config"])) for p in points]
-    codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True)
-    return 75 if 75 in codes else int(any(codes))
-
-
 def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False,
            groups: Sequence[Sequence[int]] | None = None) -> str | None:
     """Submit ONE array job whose task i runs point i, for the points not finished yet; with ``groups``
@@ -321,6 +278,8 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
     Returns the job id (None when every point has finished, or for ``dry_run``, which only prints the
     sbatch command).
     """
+    from simulator.ensemble import unfinished_groups
+
     ensemble = groups is not None
     todo = unfinished_groups(directory, manifest, groups) if ensemble else unfinished(directory, manifest)
     what = "groups" if ensemble else "points"
@@ -377,6 +336,8 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
         print(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
               f"already finished; running {len(tasks)}, {jobs} at a time")
     else:
+        from simulator.ensemble import unfinished_groups
+
         tasks = [(f"g{g:03d}", ["sweep", str(directory), "--group", str(g)],
                   f"group {g} (points {', '.join(map(str, groups[g]))})", [points[i] for i in groups[g]])
                  for g in unfinished_groups(directory, manifest, groups)]

@@ -243,7 +243,7 @@ def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_
                                     "grid": {"physics.viscosity": [0.01, 0.02]}}))
     out = tmp_path / "sw"
     manifest = sweep.prepare(sweep.load(file), out)
-    assert sweep.write_groups(out, manifest, None) == [[0, 1]]
+    assert ensemble.write_groups(out, manifest, None) == [[0, 1]]
     assert launch(2, [sys.executable, "-m", "simulator", "sweep", str(out), "--group", "0"], timeout=300) == 0
     for point in manifest["points"]:
         cfg = config_mod.load(str(out / point["config"]))
