@@ -151,8 +151,8 @@ def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpo
     }
 
 
-def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
-    log = get_logger()
+def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger | None = None) -> None:
+    log = log or get_logger()
     log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
              cfg.time.dt, cfg.time.t_end)
@@ -164,10 +164,11 @@ def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
 
 
 def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path,
-             rank0: bool) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
+             rank0: bool, log: logging.Logger | None = None) -> tuple[list[Writer], list[Writer],
+                                                                     checkpoints.CheckpointWriter]:
     """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
-    (snapshots, checkpoints) after it."""
-    log = get_logger()
+    (snapshots, checkpoints) after it. ``log``: where they report (default the package logger)."""
+    log = log or get_logger()
     units = cfg.physics.units() or None  # the equation's unit system, if it has one
     records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.derived_columns)]
     spectra_schedule = Schedule.of(cfg.output.spectra)
