@@ -2,7 +2,8 @@
 
 For each N and device count, a 3-component real field (the size of a velocity snapshot) is written
 with ``simulator.output.hdf5.write`` in canonical order, the checkpoint layout ("ours": every device's
-block to this process's shard file, then the index), and as a snapshot ("snapshot": ``write_snapshot``,
+block to this process's shard file, then the index), the same with checksums as checkpoints are written
+("checkpoint": Fletcher-32 per chunk of at most 1 MiB), and as a snapshot ("snapshot": ``write_snapshot``,
 each block transposed to ParaView's (z, y, x, component) order on the host, plus the XDMF files), and
 read back whole through the index (``Snapshot.read``, canonical order); the same bytes are written with
 ``numpy.save`` and read with ``numpy.load`` in the same run as the baseline. Reported: MB/s and the
@@ -67,7 +68,8 @@ def main() -> int:
     scratch = Path(args.out) / "io_scratch"
     rows = []
     print(f"{'N':>4s} {'dev':>3s} {'MB':>7s} {'write MB/s':>10s} {'snapshot':>8s} {'numpy':>8s} {'ratio':>6s} "
-          f"{'snap':>5s} {'read MB/s':>9s} {'snapshot':>8s} {'numpy':>8s} {'ratio':>6s} {'snap':>5s}", flush=True)
+          f"{'snap':>5s} {'ckpt':>5s} {'read MB/s':>9s} {'snapshot':>8s} {'numpy':>8s} {'ratio':>6s} {'snap':>5s} "
+          f"{'ckpt':>5s}", flush=True)
     for n in args.sizes:
         host = np.random.default_rng(0).standard_normal((3, n, n, n)).astype(args.precision)
         mb = host.nbytes / 1e6
@@ -84,12 +86,14 @@ def main() -> int:
 
             writes = interleaved({"ours": lambda i: io.write(scratch / "ours" / f"s{i:08d}", {"u": io.Field(field)},
                                                              {"step": i}),
+                                  "checkpoint": lambda i: io.write(scratch / "checkpoint" / f"s{i:08d}",
+                                                                   {"u": io.Field(field)}, {"step": i}, checksum=True),
                                   "snapshot": lambda i: write_snapshot(scratch / "snapshot" / f"s{i:08d}", {"u": field},
                                                                        {"step": i}, (1.0, 1.0, 1.0), float(i)),
                                   "numpy": lambda i: np.save(scratch / f"n{i}.npy", host)}, args.repeats)
-            reads = interleaved({"ours": read("ours"), "snapshot": read("snapshot"),
+            reads = interleaved({"ours": read("ours"), "checkpoint": read("checkpoint"), "snapshot": read("snapshot"),
                                  "numpy": lambda i: np.load(scratch / f"n{i}.npy")}, args.repeats)
-            for name in ("ours", "snapshot"):
+            for name in ("ours", "checkpoint", "snapshot"):
                 with io.Snapshot(scratch / name / "s00000000.h5") as snap:
                     assert np.array_equal(snap.read("u"), host)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -99,12 +103,15 @@ def main() -> int:
                    "snapshot_write_ratio": writes["snapshot"] / writes["numpy"],
                    "read_MB_s": mb / reads["ours"], "snapshot_read_MB_s": mb / reads["snapshot"],
                    "numpy_load_MB_s": mb / reads["numpy"], "read_ratio": reads["ours"] / reads["numpy"],
-                   "snapshot_read_ratio": reads["snapshot"] / reads["numpy"]}
+                   "snapshot_read_ratio": reads["snapshot"] / reads["numpy"],
+                   "checkpoint_write_ratio": writes["checkpoint"] / writes["numpy"],
+                   "checkpoint_read_ratio": reads["checkpoint"] / reads["numpy"]}
             rows.append(row)
             print(f"{n:4d} {nd:3d} {mb:7.1f} {row['write_MB_s']:10.0f} {row['snapshot_write_MB_s']:8.0f} "
                   f"{row['numpy_save_MB_s']:8.0f} {row['write_ratio']:6.2f} {row['snapshot_write_ratio']:5.2f} "
-                  f"{row['read_MB_s']:9.0f} {row['snapshot_read_MB_s']:8.0f} {row['numpy_load_MB_s']:8.0f} "
-                  f"{row['read_ratio']:6.2f} {row['snapshot_read_ratio']:5.2f}", flush=True)
+                  f"{row['checkpoint_write_ratio']:5.2f} {row['read_MB_s']:9.0f} {row['snapshot_read_MB_s']:8.0f} "
+                  f"{row['numpy_load_MB_s']:8.0f} {row['read_ratio']:6.2f} {row['snapshot_read_ratio']:5.2f} "
+                  f"{row['checkpoint_read_ratio']:5.2f}", flush=True)
     write_results(args.out, "io", rows, machine())
     return 0
 

@@ -1,13 +1,14 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
-For each N, scheme (NS rk4, NS lsrk4, SP kdk), backend, device count, precision and local FFT path
+For each N, scheme (NS rk4, NS lsrk4, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4), backend, device count, precision and local FFT path
 (``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of simulator/fft/local.py), in one
 invocation:
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
   ``vs_xla``: its ratio to the same configuration on the xla path;
 * ``fft_ms``: the transforms one step must do, timed alone in the same run as the same batched calls
-  (NS: per stage two inverse r2c of 3 fields and a forward of 3; SP: a forward and inverse c2c of psi
+  (NS: per stage an inverse r2c of 6 fields and a forward of 3; Boussinesq 9 and 4; MHD 12 and 6; SP: a
+  forward and inverse c2c of psi
   and a forward and inverse r2c of the density/potential), looped in one compiled call as the chunk
   loops its steps (both then reuse their buffers), and ``fft_share`` = step_ms / fft_ms
   (target <= 1.3: the step is FFT-bound). Chunks and FFTs of every path are timed A/B interleaved
@@ -61,8 +62,14 @@ SCHEMES = {
     "rk4": ("navier_stokes", "rk4", "taylor_green", []),
     "lsrk4": ("navier_stokes", "lsrk4", "taylor_green", []),
     "kdk": ("schrodinger_poisson", "kdk", "random", ["grid.box=1", "initial.amplitude=0.3"]),
+    "kdk_cosmo": ("fdm_cosmo", "kdk", "gaussian", ["grid.box=1"]),  # comoving: step factors from a(t)
+    "bous": ("boussinesq", "rk4", "random", ["physics.coriolis=1", "initial.buoyancy=4"]),
+    "mhd": ("mhd", "rk4", "orszag_tang", []),
 }
-STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1}
+STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1, "kdk_cosmo": 1, "bous": 4, "mhd": 4}
+#: equations of the Navier-Stokes family: fields of the inverse and of the forward batched transform of
+#: each stage (the split-step equations do a c2c pair of psi and an r2c pair of the density per step)
+BATCHES = {"navier_stokes": (6, 3), "boussinesq": (9, 4), "mhd": (12, 6)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -151,17 +158,18 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     # The transforms one step makes, as the same batched calls, looped inside one compiled call like
     # the chunk's steps (so both reuse their buffers from the second iteration on: timing single
     # calls would charge the transforms for fresh, page-faulting output buffers the step never pays).
-    # NS, per stage: an inverse r2c of the 3 fields of u, one of the 3 of curl u, a forward r2c of the 3 of u x w;
-    # SP, per step: a c2c pair of psi and an r2c pair of the density. The glue (concatenate, product,
-    # and a carry update that keeps the transforms live without changing the state) is the minimum the
-    # step also does around them.
+    # NS family, per stage: an inverse r2c of the fields the stage needs (NS: u and curl u) and a forward
+    # r2c of the products (NS: u x w), BATCHES; SP, per step: a c2c pair of psi and an r2c pair of the
+    # density. The glue (concatenate, product, and a carry update that keeps the transforms live without
+    # changing the state) is the minimum the step also does around them.
     state = jax.tree.map(jnp.copy, holder["s"])  # the chunk donates holder["s"]; this stays
     if isinstance(state, jax.Array):
         loops = steps * STAGES[scheme]
+        n_inverse, n_forward = BATCHES[SCHEMES[scheme][0]]
 
         def body(_, k):
-            u, w = fft.irfft(k), fft.irfft(1j * k)
-            return k + 0.0 * fft.rfft(u * w)
+            x = fft.irfft(jnp.concatenate([k[:1]] * n_inverse))
+            return k + 0.0 * fft.rfft(x[:n_forward] * x[n_inverse - n_forward:])[:1]
 
         looped = jax.jit(lambda k: jax.lax.fori_loop(0, loops, body, k))
         ffts = lambda: looped(state)  # noqa: E731

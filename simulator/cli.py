@@ -206,8 +206,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.cpu_devices is not None:
         overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
-    return run_file(args.config, overrides, args.out, overwrite=args.overwrite, restart=args.restart,
-                    resume=args.resume, allow_physics_change=args.allow_physics_change)
+    return run_file(args.config, overrides, args.out, add_to_t_end=args.add_to_t_end, overwrite=args.overwrite,
+                    restart=args.restart, resume=args.resume, allow_physics_change=args.allow_physics_change)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -224,6 +224,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise ConfigError("--point", index, "give the point index, or run inside a Slurm array task",
                               "is not set (SLURM_ARRAY_TASK_ID is unset)")
         return sweep.run_point(Path(args.target), int(index))
+    if args.group is not None:
+        index = args.group if args.group >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
+        if index is None or not str(index).isdigit():
+            raise ConfigError("--group", index, "give the group index, or run inside a Slurm array task",
+                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
+        from simulator import ensemble
+
+        return ensemble.run_group(Path(args.target), int(index))
+    if args.batch is not None and args.batch < 1:
+        raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
         directory = Path(args.target)
         path, rows = sweep.collect(directory)
@@ -241,10 +251,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for p in manifest["points"]:
         print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
               + " ".join(f"{k}={v}" for k, v in p["params"].items()))
+    groups = None
+    if args.ensemble or args.batch is not None or spec.ensemble:
+        from simulator import ensemble
+
+        groups = ensemble.write_groups(directory, manifest, args.batch or spec.batch)
+        print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
+              + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
     if args.submit:
-        sweep.submit(directory, manifest, Path(args.script), dry_run=args.dry_run)
+        sweep.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups)
     elif args.local:
-        return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest))
+        return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups)
     else:
         out = f" --out {args.out}" if args.out else ""
         print(f"next: simulator sweep {args.target}{out} --local [-j K], or --submit (one Slurm array job)")
@@ -259,13 +276,34 @@ def cmd_launch(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise ConfigError("launch", "", "give a command, e.g. simulator launch -n 2 info", "is missing a command")
+    if args.n < 1:
+        raise ConfigError("-n", args.n, "give at least 1 process", "is out of range")
     if args.cpu_devices is not None:
         command = [command[0], "--cpu-devices", str(args.cpu_devices), *command[1:]]
-    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout)
+    return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout, verbose=args.verbose)
+
+
+def version_line() -> str:
+    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
+    metadata, so that asking for it starts no JAX."""
+    import platform
+    from importlib import metadata
+
+    from simulator import __version__
+
+    def installed(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
+    return f"simulator {__version__} ({stack}, python {platform.python_version()})"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="simulator", description="Distributed pseudo-spectral simulator (JAX).")
+    parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("validate", help="validate a config and print it with every default filled in")
@@ -304,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "run there; a finished run exits 0 at once (what a requeued job script runs)")
     p.add_argument("--allow-physics-change", action="store_true",
                    help="with --restart: accept physical parameters that differ from the checkpoint's")
+    p.add_argument("--add-to-t-end", type=float, default=None, metavar="T",
+                   help="with --restart: run on to the restarted run's t_end + T (extends a finished or "
+                   "interrupted run; the log and the resume hint give the new time.t_end)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plan", help="memory per device, the largest grid that fits, FFTs and all-to-alls per step and "
@@ -346,10 +387,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="submit one Slurm array job running the unfinished points")
     mode.add_argument("--point", type=int, nargs="?", const=-1, default=None, metavar="I",
                       help="run point I of the sweep directory (default: $SLURM_ARRAY_TASK_ID); what array tasks run")
+    mode.add_argument("--group", type=int, nargs="?", const=-1, default=None, metavar="G",
+                      help="run ensemble group G of the sweep directory as one batched program (default: "
+                      "$SLURM_ARRAY_TASK_ID); what array tasks of an ensemble sweep run")
     mode.add_argument("--collect", action="store_true",
                       help="write DIR/collected.csv (parameters, final and peak diagnostics) and a plot")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="K",
                    help="with --local: points at once (default: max_parallel, at most the CPU count)")
+    p.add_argument("--ensemble", action="store_true",
+                   help="with --local/--submit: run the points that differ only in traced values (physical "
+                   "parameters, initial conditions, dt) as one batched program per group (as 'ensemble: true')")
+    p.add_argument("--batch", type=int, default=None, metavar="K",
+                   help="with --ensemble: at most K members per batched program (as 'batch: K'; implies --ensemble)")
     p.add_argument("--script", default="slurm/sweep.sbatch", metavar="FILE",
                    help="with --submit: the array job script (default: slurm/sweep.sbatch)")
     p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")
@@ -363,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, required=True, help="number of processes")
     p.add_argument("--cpu-devices", type=int, default=None, metavar="D", help="virtual CPU devices per process")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="end all processes after S seconds")
+    p.add_argument("--verbose", action="store_true",
+                   help="forward every line the processes print, gloo's connection reports included")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the simulator command and its arguments")
     p.set_defaults(func=cmd_launch)
     return parser

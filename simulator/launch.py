@@ -6,20 +6,34 @@ localhost port), ``SIMULATOR_NUM_PROCESSES`` and ``SIMULATOR_PROCESS_ID`` in its
 :func:`simulator.runtime.initialize_processes` reads. If any child fails, the others are ended
 (SIGTERM, then SIGKILL after a grace period) so nothing waits forever on a dead peer in a collective,
 and the launcher exits with the failed child's status.
+
+Output: the children's stdout and stderr come through pipes and are forwarded a whole line at a time
+(one lock for every line written), so lines of different processes never cut into one another, as
+they did when every child wrote straight to the terminal. Lines that report nothing to a user are
+dropped unless ``verbose``: gloo's ``[Gloo] Rank N is connected to M peer ranks`` (once per process
+and communicator: 28 lines for one run on 2 processes of 2 devices).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Sequence
+from typing import IO
 
 from simulator.runtime import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
 GRACE_SECONDS = 5.0
+#: seconds to wait for the last lines of the children's pipes once they have exited
+DRAIN_SECONDS = 5.0
+#: lines dropped unless verbose: gloo's connection report
+NOISE = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
 
 
 def free_port() -> int:
@@ -42,29 +56,64 @@ def _end(procs: Sequence[subprocess.Popen]) -> None:
             p.wait()
 
 
-def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None) -> int:
+class _Forwarder:
+    """Copies children's pipes to this process's streams, one whole line at a time."""
+
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def start(self, pipe: IO[bytes], target: IO[str]) -> None:
+        thread = threading.Thread(target=self._copy, args=(pipe, target), daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def _copy(self, pipe: IO[bytes], target: IO[str]) -> None:
+        with pipe:
+            for raw in iter(pipe.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                if not self.verbose and NOISE.match(line):
+                    continue
+                with self.lock:  # a line is written and flushed whole before any other
+                    target.write(line if line.endswith("\n") else line + "\n")
+                    target.flush()
+
+    def join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, verbose: bool = False) -> int:
     """Run the program ``argv`` (e.g. ``[python, -m, simulator, run, ...]``) in ``n_processes`` processes.
 
-    Returns 0 if all succeed, else the first failing child's exit status (124 on timeout).
+    Their output goes to this process's stdout and stderr line by line (noise dropped unless
+    ``verbose``). Returns 0 if all succeed, else the first failing child's exit status (124 on timeout).
     """
     if n_processes < 1:
         raise ValueError(f"-n = {n_processes}: need at least one process")
     coordinator = f"127.0.0.1:{free_port()}"
+    forward = _Forwarder(verbose)
     procs = []
     for pid in range(n_processes):
         env = dict(os.environ)
-        env.update({ENV_COORDINATOR: coordinator, ENV_NUM_PROCESSES: str(n_processes), ENV_PROCESS_ID: str(pid)})
-        procs.append(subprocess.Popen(list(argv), env=env))
+        env.update({ENV_COORDINATOR: coordinator, ENV_NUM_PROCESSES: str(n_processes), ENV_PROCESS_ID: str(pid),
+                    "PYTHONUNBUFFERED": "1"})  # through a pipe Python would hold lines back in a buffer
+        p = subprocess.Popen(list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        forward.start(p.stdout, sys.stdout)
+        forward.start(p.stderr, sys.stderr)
+        procs.append(p)
     start = time.monotonic()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def forward(signum, _frame):
+    def pass_on(signum, _frame):
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signum)
 
     for sig in previous:
-        signal.signal(sig, forward)
+        signal.signal(sig, pass_on)
     try:
         while True:
             codes = [p.poll() for p in procs]
@@ -79,5 +128,6 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None) 
                 return 124
             time.sleep(0.1)
     finally:
+        forward.join(DRAIN_SECONDS)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

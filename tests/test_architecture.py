@@ -11,6 +11,7 @@ import pytest
 
 from simulator.equations import registry
 from simulator.equations.base import PROTOCOLS
+from simulator.equations.spec import FILE
 from simulator.time.schemes import SCHEMES, compatible
 
 PACKAGE = Path(__file__).parents[1] / "simulator"
@@ -104,11 +105,13 @@ def test_modules_are_of_a_readable_size():
 @pytest.mark.parametrize("name", list(registry()))
 def test_every_equation_keeps_its_declared_contract(name):
     """Its implementation follows the protocol it declares (so its integrators fit), builds every
-    initial condition it declares, and its default integrator is one its protocol allows."""
+    initial condition it declares (``file`` is built in), rebuilds its state from fields its snapshots
+    hold, and its default integrator is one its protocol allows."""
     info = registry()[name]
     cls = info.load()
     assert issubclass(cls, PROTOCOLS[info.protocol]) and cls.info is info
     assert not getattr(cls, "__abstractmethods__", None), cls.__abstractmethods__
-    assert set(cls.builders) == set(info.initial_table)
+    assert set(cls.builders) | {FILE} == set(info.initial_table)
+    assert set(cls.snapshot_sources or info.state_fields) <= {n for n, f in info.fields.items() if f.snapshot}
     assert info.default_integrator in compatible(info.protocol)
     assert all(SCHEMES[s].protocol == info.protocol for s in compatible(info.protocol))

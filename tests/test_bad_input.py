@@ -2,6 +2,8 @@
 no file of an existing run changes."""
 
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,10 @@ import yaml
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
 JEANS = str(ROOT / "configs" / "jeans.yaml")
+FORCED = str(ROOT / "configs" / "forced_turbulence.yaml")
+#: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
+BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
 SMALL = ["--set", "grid.shape=16", "--set", "time.t_end=0.05", "--set", "output.every=5"]
 
 
@@ -31,6 +37,18 @@ def workdir(tmp_path_factory):
     (d / "bad_sweep_key.yaml").write_text(yaml.safe_dump({**sweep, "grdi": {}}))
     (d / "bad_zip.yaml").write_text(yaml.safe_dump({"name": "s", "base": TG, "zip": {"initial.seed": [1, 2],
                                                                                      "initial.amplitude": [1.0]}}))
+    (d / "dots.yaml").write_text(yaml.safe_dump({**sweep, "name": ".."}))
+    (d / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    (d / "binary.yaml").write_bytes(bytes(range(256)))
+    (d / "twice.yaml").write_text("time:\n  dt: 0.01\nname: x\ntime:\n  t_end: 1.0\n")
+    (d / "bomb.yaml").write_text(BOMB)
+    # copies of the run: its config.yaml binary; its checkpoints deleted; its only checkpoint damaged
+    for name in ("binary_config", "no_checkpoints", "damaged"):
+        shutil.copytree(d / "run", d / name)
+    (d / "binary_config" / "config.yaml").write_bytes(bytes(range(256)) * 4)
+    shutil.rmtree(d / "no_checkpoints" / "checkpoints")
+    marker = d / "damaged" / "checkpoints" / "c00000005.json"
+    marker.write_text(marker.read_text()[:50])
     return d
 
 
@@ -64,23 +82,38 @@ CASES = {
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshot_every=7"], "does not fall on a chunk boundary"),
     # unknown names and combinations
     "unknown backend": (["run", TG, "--set", "fft.backend=fftw"], "fft.backend = 'fftw' is unknown"),
-    "unknown physics": (["run", TG, "--set", "physics.name=mhd"], "physics.name = 'mhd' is unknown"),
+    "unknown physics": (["run", TG, "--set", "physics.name=maxwell"], "physics.name = 'maxwell' is unknown"),
     "unknown initial condition": (["run", TG, "--set", "initial.name=vortex"], "initial.name = 'vortex' is unknown"),
     "initial of another equation": (["run", TG, "--set", "initial.name=soliton"], "'soliton' is not available"),
     "integrator of another equation": (["run", TG, "--set", "time.integrator=kdk"], "'kdk' is not available"),
     "key of another equation": (["run", JEANS, "--set", "physics.forcing=band"],
                                 "physics.forcing = 'band' is an unknown key; known keys for physics.name = "
-                                "schrodinger_poisson: name, hbar_over_m, G"),
+                                "schrodinger_poisson: name, hbar_over_m, G, self_interaction"),
     "initial key of another initial condition": (["run", TG, "--set", "initial.seed=3"],
                                                  "initial.seed = 3 is an unknown key; known keys for initial.name = "
                                                  "taylor_green: name, amplitude"),
     "unknown precision": (["run", TG, "--set", "precision=float16"], "precision = 'float16' is unknown"),
     # command line
+    "config not UTF-8": (["run", "latin1.yaml"], "config file = 'latin1.yaml:1' is not valid UTF-8"),
+    "binary config": (["run", "binary.yaml"], "config file = 'binary.yaml' is a binary file"),
+    "a key given twice": (["run", "twice.yaml"], "twice.yaml:4' has a duplicate key; give each key once per "
+                                                 "mapping ('time' appears twice)"),
+    "YAML alias bomb": (["run", "bomb.yaml"], "has too many aliases"),
+    "a name that is a path": (["run", TG, *SMALL, "--set", "name=../../escaped"], "name = '../../escaped' is not a name"),
+    "seed too large for YAML's integers": (["run", FORCED, "--set", "initial.seed=10^23"],
+                                           "initial.seed = '10^23' has the wrong type"),
+    "seed of 10**23": (["run", FORCED, "--set", "initial.seed=100000000000000000000000"],
+                       "initial.seed = 100000000000000000000000 is out of range; every entry must be <= 4294967295"),
+    "seed aliasing another modulo 2**32": (["run", FORCED, "--set", "initial.seed=4294967297"],
+                                           "initial.seed = 4294967297 is out of range"),
+    # command line
     "malformed --set": (["run", TG, "--set", "grid.shape"], "--set = 'grid.shape' is malformed"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
     "unknown command": (["simulate", TG], "invalid choice: 'simulate'"),
     "launch without a command": (["launch", "-n", "2"], "is missing a command"),
+    "launch no processes": (["launch", "-n", "0", "info"], "-n = 0 is out of range"),
     "output is a file": (["run", TG, *SMALL, "--out", "a_file"], "--out = 'a_file' is a file"),
+    "output name too long": (["run", TG, *SMALL, "--out", "x" * 300], "has a name of 300 bytes"),
     # existing runs and restarts
     "existing run": (["run", TG, *SMALL, "--out", "run"], "--out = 'run' already holds a run"),
     "restart from a missing path": (["run", TG, *SMALL, "--out", "run", "--restart", "nope/c1.json"],
@@ -98,6 +131,16 @@ CASES = {
     "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
     "resume into a directory of other files": (["run", TG, *SMALL, "--out", ".", "--resume"],
                                                "holds files but no checkpoint of a run with this physics"),
+    "extend a finished run whose checkpoints are gone": (["run", TG, *SMALL, "--set", "time.t_end=0.1", "--out",
+                                                          "no_checkpoints", "--resume"],
+                                                         "holds a run finished at t = 0.05 < time.t_end = 0.1"),
+    "resume where no checkpoint is intact": (["run", TG, *SMALL, "--out", "damaged", "--resume"],
+                                             "holds 1 checkpoint(s), none of them intact"),
+    "restart where no checkpoint is intact": (["run", TG, *SMALL, "--out", "damaged", "--restart"],
+                                              "has nothing to resume; no intact checkpoint under damaged "
+                                              "(c00000005.json: Expecting"),
+    "branch into a directory holding a run": (["run", TG, *SMALL, "--restart", "run/checkpoints/c00000005.json",
+                                               "--out", "no_checkpoints"], "--out = 'no_checkpoints' already holds a run"),
     # sweeps and plots
     "sweep with a bad point": (["sweep", "bad_point.yaml"],
                                "sweep point 1 (physics.viscosity=-1.0): physics.viscosity = -1.0 is out of range"),
@@ -106,7 +149,9 @@ CASES = {
     "sweep point of a non-sweep": (["sweep", "run", "--point", "0"], "has no sweep.yaml"),
     "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
+    "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
     "plot a missing directory": (["plot", "nope"], "RUN_DIR = 'nope' does not exist"),
+    "plot a run whose config.yaml is binary": (["plot", "binary_config"], "RUN_DIR = 'binary_config'"),
 }
 
 
@@ -122,3 +167,21 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert expected in lines[0], (case, lines[0])
     assert r.stdout == ""
     assert digest(workdir / "run") == before, case
+
+
+def test_an_unreadable_config_is_one_line(workdir, tmp_path):
+    """A config this user may not read. Root reads any file, so as root the command runs without the
+    capabilities that let it (setpriv drops them); without setpriv the case cannot be made for root."""
+    config = tmp_path / "secret.yaml"
+    config.write_text("name: secret\n")
+    config.chmod(0)
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root, which reads any file, and setpriv (util-linux) is missing")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    r = subprocess.run([*prefix, sys.executable, "-m", "simulator", "run", str(config)], cwd=workdir,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip() == f"error: config file = '{config}' cannot be read (Permission denied); make it " \
+                               "readable (check its permissions)"

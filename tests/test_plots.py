@@ -1,6 +1,7 @@
 """simulator plot: the figures of a run and of a sweep, at a fixed pixel size; snapshots read one plane
 at a time; runs without snapshots or spectra; bad input refused with one line and exit 2."""
 
+import importlib
 import shutil
 import struct
 import subprocess
@@ -11,7 +12,11 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import plots
+from simulator import equations, plots
+from simulator.config import load as load_config
+from simulator.output.base import Schedule
+from simulator.time.control import Stepper
+from simulator.output.spectra import SpectraFile
 from simulator.output.timeseries import read_timeseries
 from simulator.output import hdf5 as io
 from simulator.cli import main
@@ -224,3 +229,135 @@ def test_sweep_bad_input_exits_2(sweep, capsys, args, expected):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected.format(sweep=sweep) in err
     assert not (sweep / "plots").exists()
+
+
+# ---- what the figures show -------------------------------------------------------------------------------
+
+run_plots = importlib.import_module("simulator.plots.run")
+sweep_plots = importlib.import_module("simulator.plots.sweep")
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the plotting functions save, instead of their files."""
+    saved = []
+    for module in (run_plots, sweep_plots):
+        monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.append(fig) or [path])
+    return saved
+
+
+@pytest.mark.parametrize(("equation", "cutoff", "drawn"), [("navier_stokes", 2 / 3 * 16, 10),
+                                                             ("schrodinger_poisson", 16.0, 14)])
+def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equation, cutoff, drawn):
+    """No shell past the dealiasing cutoff (2/3 of the Nyquist wavenumber under the 2/3 rule, the Nyquist
+    wavenumber itself without dealiasing) and no value below 1e-12 of the largest (round-off) is drawn."""
+    k = np.arange(28.0)  # the shells of a 32^3 grid in a 2 pi box, up to sqrt(3) * 16
+    spectrum = equations.get(equation).plot.spectrum
+    rows = [np.exp(-2 * k), 1e-3 * np.exp(-0.5 * k)]  # the first falls below 1e-12 of the peak (k = 1) at k = 15
+    for row in rows:
+        row[20:] = 1e-17  # round-off in the empty corners of k-space
+    config = {"name": "t", "grid": {"shape": [32, 32, 32], "box": [2 * np.pi] * 3}}
+    spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
+    for i, row in enumerate(rows):
+        spectra_file.append(i, float(i), {spectrum: row})
+    spectra_file.close()
+    run_plots.plot_spectra(tmp_path, config, equations.get(equation))
+    curves = [line for line in figures[0].axes[0].lines if line.get_linestyle() != "--"]
+    assert len(curves) == 2
+    for line in curves:
+        x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
+        shown = np.isfinite(y)
+        assert x[shown].min() > 0 and x[shown].max() <= cutoff * (1 + 1e-12)
+        assert np.all(y[shown] >= 1e-12 * np.exp(-2))
+    assert np.isfinite(np.asarray(curves[0].get_ydata(), dtype=float)).sum() == drawn
+    assert np.isfinite(np.asarray(curves[1].get_ydata(), dtype=float)).sum() == int(cutoff)  # every resolved shell
+
+
+def test_slice_pixels_are_centred_on_grid_points_and_fill_the_canvas(runs, figures):
+    for name, second in (("ns", "vorticity z component, same plane"), ("sp", "density averaged along z")):
+        config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
+        info = equations.get(config["physics"]["name"])
+        run_plots.plot_slice(runs / name, config, info, info.plot.slice_field, 2)
+        fig = figures.pop()
+        box = config["grid"]["box"]
+        dx, dy = box[0] / 16, box[1] / 16
+        images = [ax.images[0] for ax in fig.axes if ax.images]
+        assert [image.axes.get_title() for image in images][1:] == [second]
+        for image in images:  # pixel i covers [i dx - dx/2, i dx + dx/2]: its centre is the grid point i dx
+            np.testing.assert_allclose(image.get_extent(), (-dx / 2, box[0] - dx / 2, -dy / 2, box[1] - dy / 2))
+        fig.canvas.draw()
+        spans = [ax.get_position() for ax in fig.axes]  # images and colour bars
+        assert max(b.x1 for b in spans) - min(b.x0 for b in spans) > 0.8  # of the canvas width
+    # a signed component: colour limits symmetric about 0
+    lo, hi = run_plots._limits([run_plots.Panel("c", "c", "RdBu_r", np.array([[-1.0, 3.0]]), symmetric=True)])[0]
+    assert (lo, hi) == (-3.0, 3.0)
+
+
+def test_schrodinger_poisson_energy_panel_shows_the_drift_of_k_plus_w(runs, figures):
+    """K + W is conserved, so beside K and W it is a flat line: it gets its own panel, its drift
+    (E - E0) / (|K| + |W|), and the mass its relative drift."""
+    series = read_timeseries(runs / "sp" / "timeseries.csv")
+    config = yaml.safe_load((runs / "sp" / "config.yaml").read_text())["config"]
+    run_plots.plot_timeseries(runs / "sp", config, equations.get("schrodinger_poisson"))
+    lines = {line.get_label(): np.asarray(line.get_ydata()) for ax in figures[0].axes for line in ax.lines}
+    e, k, w = series["total"], series["kinetic"], series["potential"]
+    assert not any(np.allclose(v, e) for v in lines.values())  # E itself, a flat line, is not drawn
+    drift = [v for label, v in lines.items() if "E_0" in label]
+    assert len(drift) == 1
+    np.testing.assert_allclose(drift[0], (e - e[0]) / (np.abs(k) + np.abs(w)))
+    assert 0 < np.max(np.abs(drift[0])) < 1e-2
+    mass = next(v for label, v in lines.items() if "M_0" in label)
+    np.testing.assert_allclose(mass, (series["mass"] - series["mass"][0]) / series["mass"][0])
+
+
+@pytest.fixture
+def viscosity_sweep(tmp_path):
+    """The example sweep prepared (its points' configs written) and a collected.csv for it."""
+    d = tmp_path / "tg"
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", str(ROOT / "configs/sweeps/tg_viscosity.yaml"),
+                        "--out", str(d)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (d / "collected.csv").write_text(
+        "index,status,out,physics.viscosity,time,final_dissipation,peak_dissipation\n"
+        "0,finished,p000,0.0025,10.0,0.01,0.012\n1,finished,p001,0.00125,10.0,0.009,0.011\n"
+        "2,finished,p002,0.000625,10.0,0.007,0.0078\n")
+    return d
+
+
+def test_sweep_plot_labels_the_key_uses_a_log_axis_for_factors_and_adds_reynolds(viscosity_sweep, figures):
+    plots.plot_sweep(viscosity_sweep)
+    ax = figures[0].axes[0]
+    assert ax.get_xlabel() == "physics.viscosity (kinematic viscosity nu)"
+    assert ax.get_xscale() == "log"  # 6.25e-4, 1.25e-3, 2.5e-3: factors of 2, a span of only 4
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.000625", "0.00125", "0.0025"]
+    top = ax.child_axes[0]  # the secondary axis: Re = U L / nu with U = 1, L = 2 pi / 2 pi
+    assert top.get_xlabel().startswith("Re = U L / ν")
+    assert [t.get_text() for t in top.get_xticklabels()] == ["1600", "800", "400"]
+
+
+def test_log_axis_rule_for_swept_values():
+    assert sweep_plots.geometric([1e-3, 2e-3, 4e-3, 8e-3])
+    assert sweep_plots.geometric([1.0, 100.0])  # more than a decade
+    assert not sweep_plots.geometric([1.0, 2.0, 3.0, 4.0])  # evenly spaced
+    assert not sweep_plots.geometric([1.0, 2.0])  # two values: no spacing to tell
+    assert not sweep_plots.geometric([-1.0, -2.0, -4.0])
+    assert sweep_plots.key_label("time.dt", None) == "time.dt (time step)"
+    assert sweep_plots.key_label("physics.nope", None) == "physics.nope"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_config_writes_a_few_snapshots(path):
+    """So `simulator plot` has a slice to draw for each: the snapshot schedule over the config's whole run
+    (at the chunk ends of time.dt, the largest step an adaptive run takes) gives 3 to 8 snapshots."""
+    cfg = load_config(path)
+    schedule = Schedule.of(cfg.output.snapshots)
+    stepper = Stepper(cfg.time, cfg.output.every)
+    step, t = 0, 0.0
+    times = [t] if schedule.periodic else []  # a new run writes one at t = 0
+    while not stepper.finished(t):
+        n, dt = stepper.next_chunk(t)
+        t_prev, step = t, step + n
+        t = stepper.time_after(step, t_prev, n, dt)
+        if schedule.due(step, t_prev, t) or (schedule.at_end and stepper.finished(t)):
+            times.append(t)
+    assert 3 <= len(times) <= 8, times

@@ -278,7 +278,9 @@ def test_resume_replaces_a_partial_run_of_the_same_config_that_never_checkpointe
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
     assert simulator(tmp_path, *args).returncode == 0
     for marker in (tmp_path / "run" / "checkpoints").glob("c*.json"):
-        marker.unlink()  # as if the job had died before its first checkpoint
+        marker.unlink()  # as if the job had died before its first checkpoint (a real kill: tests/test_faults.py)
+    status = tmp_path / "run" / "status.json"
+    status.write_text(status.read_text().replace('"finished"', '"running"'))
     r = simulator(tmp_path, *args, "--resume")
     assert r.returncode == 0 and "starting again from t = 0" in r.stderr, r.stderr[-2000:]
     assert checkpoint.find(tmp_path / "run").step == 10

@@ -22,6 +22,7 @@ from simulator.config.model import (
     OutputConfig,
     RuntimeConfig,
     TimeConfig,
+    check_name,
     from_dict,
     keys_of,
     upgrade,
@@ -36,7 +37,7 @@ DOCS_MARKERS = ("<!-- config-docs:start -->", "<!-- config-docs:end -->")
 
 __all__ = [
     "DOCS_MARKERS", "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
-    "TimeConfig", "apply_overrides", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
+    "TimeConfig", "apply_overrides", "check_name", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
     "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
 ]
 
@@ -74,7 +75,7 @@ def config_docs() -> str:
         parts.append(f"**`physics.name: {name}`**: {info.summary}\n\n"
                      + table(r for r in _iter_fields(info.params, "physics.") if r[0] != "physics.name"))
         for ic_name, ic in info.initial_table.items():
-            doc = (ic.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+            doc = " ".join((ic.__doc__ or "").strip().split("\n\n")[0].split())
             rows = [r for r in _iter_fields(ic, "initial.") if r[0] != "initial.name"]
             parts.append(f"**`initial.name: {ic_name}`** ({name}): {doc}\n\n"
                          + (table(iter(rows)) if rows else "(no options)\n"))

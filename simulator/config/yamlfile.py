@@ -8,6 +8,8 @@ and files that cannot be read.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -88,15 +90,18 @@ def parse_yaml(text: str, name: str) -> Any:
 def read_yaml(path: str | Path) -> dict:
     """Read a YAML config file into a raw mapping; anything unusable is a one-line ConfigError."""
     path = Path(path)
-    if not path.is_file():
-        what = "is not a file" if path.exists() else "does not exist"
-        raise ConfigError("config file", str(path), "give the path of an existing YAML file", what)
-    try:
-        with open(path, "rb") as fh:
+    try:  # open first and ask after: stat-based checks cannot tell a missing file from an unreadable one
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:  # a FIFO must not block
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ConfigError("config file", str(path), "give the path of an existing YAML file", "is not a file")
             raw = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError("config file", str(path), "give the path of an existing YAML file", "does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError("config file", str(path), "give the path of an existing YAML file", "is not a file") from None
     except OSError as err:
         raise ConfigError("config file", str(path), "make it readable (check its permissions)",
-                          f"cannot be read ({err.strerror})") from None
+                          f"cannot be read ({err.strerror or err})") from None
     if len(raw) > MAX_BYTES:
         raise ConfigError("config file", str(path), f"a config is at most {MAX_BYTES} bytes", "is too large")
     if b"\0" in raw:

@@ -42,8 +42,10 @@ class Equation(abc.ABC):
     info: ClassVar[EquationInfo]
     #: where each state leaf lives, by leaf name ("spectral" or "real"); a str applies to every leaf
     space: ClassVar[str | Mapping[str, str]] = "spectral"
-    #: initial-condition builders by name (the names of ``info.initials``)
+    #: initial-condition builders by name (the names of ``info.initials``; ``file`` is built in)
     builders: ClassVar[Mapping[str, Builder]] = {}
+    #: the snapshot fields :meth:`state_fields_from_snapshot` needs (default: the state fields themselves)
+    snapshot_sources: ClassVar[tuple[str, ...] | None] = None
     _LEAVES: ClassVar[tuple[str, ...]] = ()
     _STATIC: ClassVar[tuple[str, ...]] = ("fft", "box", "dtype", "spacing", "physics")
 
@@ -89,6 +91,23 @@ class Equation(abc.ABC):
         values = {k: jnp.asarray(v, self.dtype) for k, v in ic.traced().items()}
         fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
         return self.from_fields(fields, params)
+
+    def zero_state(self, params: Params) -> Any:
+        """The state of zero fields: a template with this equation's layouts and shardings (restores read
+        into it), built block by block on each device."""
+        return _zero_state(self, params)
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        """The real-space state fields (``info.state_fields``) from snapshot fields (:attr:`snapshot_sources`)
+        on the same grid, for ``initial.name: file``; by default snapshots hold the state fields."""
+        return {name: fields[name] for name in self.info.state_fields}
+
+    def at(self, t: jax.Array) -> Equation:
+        """This equation at run time ``t``. Autonomous equations (the default) are the same at every
+        time; one whose operators depend explicitly on time returns a copy holding ``t`` as a traced
+        leaf, so the integrators (a split step over [t, t + dt]) and the diagnostics, spectra and
+        fields see the time without recompiling."""
+        return self
 
     def leaf_spaces(self, state: Any) -> list[str]:
         """"spectral" or "real" for each leaf of ``state``, in flattening order."""
@@ -148,11 +167,11 @@ class SplitStepEquation(Equation):
 
     @abc.abstractmethod
     def kick(self, state: Any, dt: jax.Array, params: Params) -> Any:
-        """Evolve under W alone for ``dt``."""
+        """Evolve under W alone for ``dt`` (from this equation's time, see :meth:`Equation.at`)."""
 
     @abc.abstractmethod
     def drift(self, state: Any, dt: jax.Array, params: Params) -> Any:
-        """Evolve under T alone for ``dt``."""
+        """Evolve under T alone for ``dt`` (from this equation's time, see :meth:`Equation.at`)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -165,6 +184,18 @@ def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCo
         return {n: fields[n] for n in names}
 
     return jax.jit(build, out_shardings=dict(zip(names, shardings, strict=True)))
+
+
+@jax.jit  # one program: run eagerly, every operation of from_fields would compile its own
+def _zero_state(eq: Equation, params: Params) -> Any:
+    fields = {}
+    for name in eq.info.state_fields:
+        spec = eq.info.fields[name]
+        shape = ((spec.components,) if spec.components else ()) + tuple(eq.fft.shape)
+        dtype = jnp.result_type(eq.dtype, jnp.complex64) if spec.complex else eq.dtype
+        sharding = eq.fft.real_sharding(1 if spec.components else 0)
+        fields[name] = jax.lax.with_sharding_constraint(jnp.zeros(shape, dtype), sharding)
+    return eq.from_fields(fields, params)
 
 
 PROTOCOLS: dict[str, type[Equation]] = {SEMILINEAR: SemiLinearEquation, SPLIT_STEP: SplitStepEquation}

@@ -37,6 +37,32 @@ class EquationParams:
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
 
+    # Host-side hooks of an equation with a unit system or a clock of its own (a cosmological run:
+    # redshifts, physical units). The defaults describe a run in code units with a plain time.
+
+    def resolve(self, cfg: Any) -> Any:
+        """``cfg`` with the keys that follow from this equation's filled in (e.g. ``time.t_end`` from a
+        final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""
+        return cfg
+
+    def units(self) -> dict[str, str]:
+        """The run's units for output attributes: ``length``, ``time``, and a field's or spectrum's
+        name for that one (see :func:`simulator.output.snapshots.write_snapshot`); {} = code units."""
+        return {}
+
+    def output_attrs(self, t: float) -> dict[str, Any]:
+        """Extra attributes of an output written at run time ``t`` (numbers or strings)."""
+        return {}
+
+    def time_label(self, t: float) -> str | None:
+        """How figures label run time ``t`` (e.g. a redshift); None = the plain time."""
+        return None
+
+    def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
+        """Time-series columns computed on the host from this row and the previous one (None for the
+        first row of a run): running integrals. Columns declared among the diagnostics; none by default."""
+        return {}
+
 
 @dataclass(frozen=True)
 class InitialCondition:
@@ -50,6 +76,55 @@ class InitialCondition:
 
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
+
+    def check_start(self, cfg: Any) -> None:
+        """Checks that matter only when a run starts from this initial condition, not when it resumes
+        from a checkpoint (e.g. that a source file exists); raise ConfigError. None by default."""
+
+
+#: the initial condition every equation has: a state read from a file
+FILE = "file"
+
+
+@dataclass(frozen=True)
+class FromFile(InitialCondition):
+    """The state of a checkpoint or snapshot of this equation written on any grid, interpolated
+    spectrally onto this run's (zero-padded to a finer grid, truncated to a coarser one)."""
+
+    name: str = setting(FILE, "initial condition")
+    path: str = setting("", "a checkpoint (cNNNNNNNN.json or .h5), a snapshot index (snapshots/sNNNNNNNN.h5), or a "
+                        "run directory (its latest complete checkpoint)")
+    time_from_file: bool = setting(False, "start the clock at the file's time (time.t_end stays absolute); "
+                                   "false: at t = 0")
+
+    def check(self, cfg: Any) -> None:
+        from simulator.errors import ConfigError
+
+        if not self.path:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              "is required with initial.name = file")
+
+    def check_start(self, cfg: Any) -> None:
+        """The source is read only when a run starts from it: a run resumed from its own checkpoints
+        does not need the file any more (it may have been deleted or pruned)."""
+        from simulator.errors import ConfigError
+        from simulator.output.sources import locate
+
+        try:
+            source = locate(self.path) if self.path else None
+        except ValueError as err:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              str(err)) from None
+        if source is None:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              "is required with initial.name = file")
+        if source.equation != cfg.physics.name:
+            raise ConfigError("initial.path", self.path, f"give a state of {cfg.physics.name}",
+                              f"holds a {source.equation} state")
+        box = [float(b) for b in cfg.grid.box]
+        if any(abs(a - b) > 1e-12 * max(abs(b), 1.0) for a, b in zip(source.box, box, strict=True)):
+            raise ConfigError("initial.path", self.path, f"give a state in this run's box {box}",
+                              f"was written in the box {list(source.box)}")
 
 
 @dataclass(frozen=True)
@@ -70,11 +145,14 @@ class FieldInfo:
 @dataclass(frozen=True)
 class Curve:
     """One line of a time-series panel: a diagnostic column, its label, and how it is drawn:
-    ``relative`` plots x/x[0] - 1 (a conserved quantity's drift)."""
+    ``relative`` plots a conserved quantity's drift (x - x[0]) / |x[0]|, or, when ``scale`` names
+    columns, (x - x[0]) / (sum of their absolute values at each time): the drift of a sum measured
+    against the size of its parts (the total energy K + W against |K| + |W|)."""
 
     column: str
     label: str
     relative: bool = False
+    scale: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,14 +168,23 @@ class Panel:
 @dataclass(frozen=True)
 class PlotSpec:
     """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an
-    optional power-law guide (its exponent), and the field a slice shows."""
+    optional power-law guide (its exponent), and the field a slice shows.
+
+    ``resolved``: the largest resolved wavenumber as a fraction of the grid's Nyquist wavenumber
+    min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
+    ``viscosity``: the ``physics.*`` key of a kinematic viscosity, if any: a sweep over it gets a
+    secondary Reynolds-number axis.
+    ``reference``: another of its spectra (e.g. linear theory) drawn dashed beside each row shown."""
 
     panels: tuple[Panel, ...]
     spectrum: str
     spectrum_label: str
     slice_field: str
     spectrum_guide: float | None = None
-    projection: tuple[str, ...] = ()
+    resolved: float = 1.0
+    viscosity: str | None = None
+    reference: str | None = None
+    reference_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +210,8 @@ class EquationInfo:
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
         names = [_default_name(ic) for ic in self.initials]
+        if FILE in names:
+            raise ValueError(f"{self.name}: the initial condition {FILE!r} is built in; choose another name")
         if _default_name(self.params) != self.name:
             raise ValueError(f"{self.name}: its params dataclass names itself {_default_name(self.params)!r}")
         if len(set(names)) != len(names):
@@ -130,7 +219,8 @@ class EquationInfo:
         for name in (*self.progress, *((self.cfl,) if self.cfl else ())):
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
-        if self.plot.slice_field not in self.fields or self.plot.spectrum not in self.spectra:
+        if (self.plot.slice_field not in self.fields or self.plot.spectrum not in self.spectra
+                or self.plot.reference not in (None, *self.spectra)):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")
         for name in self.state_fields:
             if name not in self.fields:
@@ -138,8 +228,9 @@ class EquationInfo:
 
     @property
     def initial_table(self) -> dict[str, type[InitialCondition]]:
-        """Initial conditions by name, in declaration order (the first is the default)."""
-        return {_default_name(ic): ic for ic in self.initials}
+        """Initial conditions by name, in declaration order (the first is the default), then the built-in
+        ``file`` (:class:`FromFile`) every equation has."""
+        return {**{_default_name(ic): ic for ic in self.initials}, FILE: FromFile}
 
     @property
     def default_initial(self) -> str:

@@ -8,8 +8,16 @@ Layout under the run directory::
 
 The marker holds step, time, dt, the step and time from which that dt holds (``epoch``), where each
 state leaf lives (real space or k-space), the FFT backend and its spectrum kind, and the resolved
-config. A checkpoint without its marker, or whose shard files are missing or unreadable, is skipped in
-favour of the previous one. Only the last ``checkpoint.keep`` complete checkpoints are kept.
+config. Every block of the shard files carries HDF5's Fletcher-32 checksum (per chunk), verified by
+HDF5 whenever it is read.
+
+A checkpoint counts only when it is intact: its marker is a JSON object whose step, time, dt, epoch,
+config and leaf spaces are well formed and agree with its index file (step, time, dt, and array
+shapes that fit the config's grid), and its shard files exist and are complete. Anything else is
+damage: the checkpoint is skipped, with a warning naming the file, in favour of the previous one.
+Damage found only when the data is read (a checksum mismatch) makes the restart fall back the same
+way (:func:`damage`, used by the run loop). Only the last ``checkpoint.keep`` complete checkpoints
+are kept.
 
 Restoring re-shards on read: each process reads the blocks of its own devices from the index,
 whatever device count, process count or backend wrote it. Spectral leaves are stored in canonical
@@ -21,12 +29,15 @@ kz >= 0 half, and a half spectrum read into a full-spectrum layout is completed 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import h5py
 
 from simulator.log import get_logger
 from simulator.output import hdf5
@@ -81,12 +92,12 @@ def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, epoch
     leaves = jax.tree.leaves(state)
     fields = {name: hdf5.Field(leaf, perm if space == "spectral" else (0, 1, 2))
               for name, leaf, space in zip(leaf_names(state), leaves, spaces, strict=True)}
-    index = hdf5.write(stem, fields, {"step": step, "time": time, "dt": dt})
+    index = hdf5.write(stem, fields, {"step": step, "time": time, "dt": dt}, checksum=True)
     marker = stem.with_suffix(".json")
     if jax.process_index() == 0:
         info = {"step": step, "time": time, "dt": dt, "epoch": list(epoch), "index": index.name,
                 "spaces": list(spaces), "full_spectrum": full_spectrum, "processes": jax.process_count(),
-                "schema_version": hdf5.SCHEMA_VERSION, **meta}
+                "checksums": "fletcher32", "schema_version": hdf5.SCHEMA_VERSION, **meta}
         tmp = marker.with_name(marker.name + ".tmp")
         try:
             tmp.write_text(json.dumps(info, indent=1))
@@ -107,29 +118,116 @@ def _prune(root: Path, keep: int) -> None:
         shutil.rmtree(marker.with_suffix(""), ignore_errors=True)
 
 
-def find(path: Path) -> Checkpoint | None:
-    """The latest complete checkpoint under run directory ``path`` (or the marker/index ``path`` itself).
+def markers(path: Path) -> list[Path]:
+    """The checkpoint markers under run directory ``path``, latest first (intact or not)."""
+    try:
+        return sorted((path / DIR).glob("c*.json"), reverse=True)
+    except OSError:
+        return []
 
-    Incomplete or corrupt ones are skipped with a warning; None if there is none.
+
+def find(path: Path, before: int | None = None, warn: bool = True) -> Checkpoint | None:
+    """The latest intact checkpoint under run directory ``path`` (or the marker/index ``path`` itself),
+    with a step below ``before`` when given.
+
+    Damaged or incomplete ones are skipped, with a warning naming them unless ``warn`` is False
+    (:func:`why_damaged` says why); None if there is none.
     """
-    if path.is_file():
-        candidates = [path.with_suffix(".json")]
-    else:
-        candidates = sorted((path / DIR).glob("c*.json"), reverse=True)
-    log = get_logger()
+    candidates = [path.with_suffix(".json")] if path.is_file() else markers(path)
     for marker in candidates:
-        try:
-            info = json.loads(marker.read_text())
-            if not isinstance(info, dict):
-                raise ValueError("the marker is not a JSON object")
-            ckpt = Checkpoint(marker.with_suffix(".h5"), int(info["step"]), float(info["time"]), float(info["dt"]),
-                              info)
-            with hdf5.Snapshot(ckpt.index):
-                pass
-        except (OSError, ValueError, TypeError, KeyError, hdf5.IncompleteOutputError) as err:
-            log.warning("skipping checkpoint %s: %s", marker.with_suffix(""), err)
+        if before is not None and marker.stem[1:].isdigit() and int(marker.stem[1:]) >= before:
             continue
-        return ckpt
+        problem = why_damaged(marker)
+        if isinstance(problem, Checkpoint):
+            return problem
+        if warn:
+            get_logger().warning("skipping checkpoint %s: %s", marker, problem)
+    return None
+
+
+def why_damaged(marker: Path) -> Checkpoint | str:
+    """The checkpoint of ``marker`` if it is intact, else what is wrong with it (one line)."""
+    try:
+        return load(marker)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, hdf5.IncompleteOutputError) as err:
+        return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _number(info: dict[str, Any], key: str, kind: type) -> Any:
+    value = info.get(key)
+    ok = isinstance(value, int) if kind is int else isinstance(value, (int, float)) and math.isfinite(value)
+    if isinstance(value, bool) or not ok:
+        raise ValueError(f"its {key} is {value!r}, not a {'whole' if kind is int else 'finite'} number")
+    return value
+
+
+def load(marker: Path) -> Checkpoint:
+    """The checkpoint of ``marker``, checked: ValueError (or IncompleteOutputError) says what is damaged."""
+    info = json.loads(marker.read_text())
+    if not isinstance(info, dict):
+        raise ValueError("the marker is not a JSON object")
+    step, t, dt = _number(info, "step", int), float(_number(info, "time", float)), float(_number(info, "dt", float))
+    if step < 0 or dt <= 0 or t < 0:
+        raise ValueError(f"its step {step}, time {t} or dt {dt} is out of range")
+    if marker.stem != _name(step):
+        raise ValueError(f"its step {step} is not the one its name says")
+    epoch = info.get("epoch", [0, 0.0])
+    if (not isinstance(epoch, list) or len(epoch) != 2 or isinstance(epoch[0], bool) or not isinstance(epoch[0], int)
+            or not isinstance(epoch[1], (int, float)) or not 0 <= epoch[0] <= step or not 0 <= epoch[1] <= t):
+        raise ValueError(f"its epoch {epoch!r} is not a [step, time] at or before the checkpoint")
+    config = info.get("config")
+    grid = config.get("grid") if isinstance(config, dict) else None
+    shape = grid.get("shape") if isinstance(grid, dict) else None
+    if (not isinstance(shape, list) or len(shape) != 3 or not all(isinstance(n, int) and n > 0 for n in shape)
+            or not isinstance(config.get("physics"), dict) or not isinstance(config["physics"].get("name"), str)):
+        raise ValueError("it holds no run config with a grid and physics")
+    spaces = info.get("spaces")
+    if spaces is not None and (not isinstance(spaces, list) or not all(s in ("real", "spectral") for s in spaces)):
+        raise ValueError(f"its spaces {spaces!r} are not a list of 'real'/'spectral'")
+    ckpt = Checkpoint(marker.with_suffix(".h5"), step, t, dt, info)
+    with hdf5.Snapshot(ckpt.index) as snap:
+        attrs = snap.attrs
+        for key, value in (("step", step), ("time", t), ("dt", dt)):
+            if attrs.get(key) != value:
+                raise ValueError(f"its {key} {value!r} differs from {attrs.get(key)!r} in {ckpt.index}")
+        names = snap.fields
+        stored = ckpt.spaces(len(names))
+        if len(stored) != len(names):
+            raise ValueError(f"it lists {len(stored)} arrays, {ckpt.index} holds {len(names)}")
+        for name, space in zip(names, stored, strict=True):
+            have = snap.file[name].shape
+            allowed = (shape[2], shape[2] // 2) if space == "spectral" else (shape[2],)
+            if len(have) < 3 or list(have[-3:-1]) != shape[:2] or have[-1] not in allowed:
+                raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
+    return ckpt
+
+
+def damage(ckpt: Checkpoint) -> str | None:
+    """Where ``ckpt``'s data fails its checksum or cannot be read (reading every block of every shard
+    file; the slow check, run only once a restore has failed), or None if all of it reads back."""
+    with hdf5.Snapshot(ckpt.index) as snap:
+        sources = [ckpt.index.parent / rel for rel in json.loads(snap.file.attrs["sources"])]
+    for source in sources:
+        problem = _unreadable(source)
+        if problem:
+            return problem
+    return None
+
+
+def _unreadable(path: Path) -> str | None:
+    """The first block of shard file ``path`` that fails its checksum or cannot be read, as a
+    message naming the file, or None when all of it reads back."""
+    try:
+        with h5py.File(path, "r") as f:
+            names: list[str] = []
+            f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+            for name in names:
+                try:
+                    f[name][()]
+                except (OSError, RuntimeError) as err:
+                    return f"{path}: {name} cannot be read back ({hdf5.describe_os_error(err)}; a checksum mismatch is damage)"
+    except (OSError, RuntimeError) as err:
+        return f"{path} cannot be opened ({hdf5.describe_os_error(err)})"
     return None
 
 

@@ -9,6 +9,9 @@ Writing (collective; every process calls the same function with the same fields)
   lowest-numbered device holding it, a rule every process evaluates alone, so nothing is exchanged
   and nothing is gathered;
 * each file is written under a temporary name and renamed when complete (attribute ``complete``);
+  the chunk cache is off, so a failed write (a full disk) fails in its call and closing stays safe
+  (HDF5 crashes flushing a cached chunk at close); ``checksum=True`` (checkpoints) stores blocks in
+  chunks of at most 1 MiB with HDF5's Fletcher-32 checksum, verified by HDF5 on every read;
 * after a barrier, process 0 writes ``<stem>.h5``: one HDF5 virtual dataset per field, of the global
   shape, stitched from the blocks by relative paths (the directory can be moved), with the shared
   attributes (step, time, resolved config, versions, schema version). The block layout comes from the
@@ -134,25 +137,44 @@ def transposed(data: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     return out
 
 
-def describe_os_error(err: OSError) -> str:
+def describe_os_error(err: Exception) -> str:
     """A one-line reason for a failed write (HDF5's messages span lines and bury the errno)."""
-    if err.errno:
-        return os.strerror(err.errno)
+    if getattr(err, "errno", None):
+        return os.strerror(err.errno)  # type: ignore[attr-defined]
     found = re.search(r"errno = (\d+)", str(err))
-    return os.strerror(int(found.group(1))) if found else str(err).splitlines()[0]
+    return os.strerror(int(found.group(1))) if found else (str(err).splitlines() or [type(err).__name__])[0]
 
 
 def _write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
     """Write an HDF5 file under a temporary name, mark it complete, then rename it into place."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with h5py.File(tmp, "w") as f:
+        with h5py.File(tmp, "w", rdcc_nbytes=0) as f:  # no chunk cache: see the module docstring
             fill(f)
             f.attrs["complete"] = True
         os.replace(tmp, path)
-    except OSError as err:
+    except (OSError, RuntimeError) as err:  # h5py reports some failed writes as RuntimeError
         tmp.unlink(missing_ok=True)
         raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+
+
+#: the largest chunk of a checksummed block
+CHUNK_BYTES = 1 << 20
+
+
+def checksum_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """Chunks of a block of ``shape`` that tile it exactly and hold at most CHUNK_BYTES: the trailing
+    axes whole, the first axis that does not fit cut into equal parts, the axes before it cut to 1."""
+    chunks, size = list(shape), itemsize
+    for axis in range(len(shape) - 1, -1, -1):
+        if size * shape[axis] <= CHUNK_BYTES:
+            size *= shape[axis]
+            continue
+        rows = max(1, CHUNK_BYTES // size)
+        chunks[axis] = max(d for d in range(1, rows + 1) if shape[axis] % d == 0)
+        chunks[:axis] = [1] * axis
+        break
+    return tuple(max(1, c) for c in chunks)
 
 
 def barrier(name: str) -> None:
@@ -170,12 +192,13 @@ def process_file(stem: Path, rank: int) -> Path:
 
 
 def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
-          coordinates: Mapping[str, Coordinate] | None = None) -> Path:
+          coordinates: Mapping[str, Coordinate] | None = None, *, checksum: bool = False) -> Path:
     """Write ``fields`` as ``stem/p<rank>.h5`` on every process and the index ``stem.h5`` on process 0.
 
     Collective. ``attrs`` values must be HDF5-storable: numbers, strings, lists of numbers (stored as
     numeric arrays); mappings and other lists are stored as JSON text. ``coordinates`` become dimension
-    scales of the index, attached to the field axes that name them. Returns the index path.
+    scales of the index, attached to the field axes that name them. ``checksum``: store each block
+    with Fletcher-32 checksums (see :func:`checksum_chunks`). Returns the index path.
     """
     import jax
 
@@ -202,7 +225,9 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
             for i, (bounds, owner) in enumerate(blocks(arr)):
                 if owner not in local:
                     continue
-                ds = group.create_dataset(f"b{i}", data=transposed(np.asarray(local[owner].data), axes))
+                data = transposed(np.asarray(local[owner].data), axes)
+                extra = {"chunks": checksum_chunks(data.shape, data.itemsize), "fletcher32": True} if checksum else {}
+                ds = group.create_dataset(f"b{i}", data=data, **extra)
                 ds.attrs["start"] = [bounds[a][0] for a in axes]
                 ds.attrs["stop"] = [bounds[a][1] for a in axes]
 

@@ -10,6 +10,7 @@ run's units (code units unless the run has a unit system).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.log import get_logger
 from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 FILE = "spectra.h5"
 CODE_UNITS = {"length": "code units", "time": "code units"}
@@ -28,26 +31,53 @@ class SpectraFile:
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
     after the checkpoint's step are dropped.
 
-    ``units`` names the run's units (``length``, ``time``, and a spectrum's name for that spectrum);
+    ``units`` names the run's units (``length``, ``time``, ``k`` when not 1/length, and a spectrum's
+    name for that spectrum);
     ``descriptions`` says what each spectrum is and how it is normalised (the equation's declaration).
     """
 
     def __init__(self, path: Path, k: np.ndarray, keep_through: int | None, *, units: Mapping[str, str] | None = None,
                  descriptions: Mapping[str, str] | None = None):
+        self.path = path
         self.units = {**CODE_UNITS, **(units or {})}
         self.descriptions = dict(descriptions or {})
-        if keep_through is not None and path.exists():
-            self.file = h5py.File(path, "a")
-            rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
-            for name in self.file:
-                if name != "k":
-                    self.file[name].resize(rows, axis=0)
-        else:
-            self.file = h5py.File(path, "w")
-            self.file.create_dataset("k", data=k)
-            for name, dtype in (("step", np.int64), ("time", np.float64)):
-                self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
-        self._describe()
+        self.file: h5py.File | None = None
+        try:
+            if keep_through is not None and path.exists():
+                try:
+                    self._reopen(keep_through)
+                except (OSError, RuntimeError, KeyError, ValueError) as err:
+                    self._close_quietly()
+                    aside = path.with_name(f"{path.name}.damaged")
+                    os.replace(path, aside)
+                    get_logger().warning("%s cannot be continued (%s): moved to %s, a new one starts at step %d",
+                                         path, describe_os_error(err), aside, keep_through)
+            if self.file is None:
+                self.file = h5py.File(path, "w", rdcc_nbytes=0)  # no chunk cache: see simulator.output.hdf5
+                self.file.create_dataset("k", data=k)
+                for name, dtype in (("step", np.int64), ("time", np.float64)):
+                    self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+            self._describe()
+            self.file.flush()
+        except (OSError, RuntimeError) as err:
+            self._close_quietly()
+            raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+
+    def _reopen(self, keep_through: int) -> None:
+        """Open the file of an interrupted segment and drop its rows after step ``keep_through``."""
+        self.file = h5py.File(self.path, "a", rdcc_nbytes=0)
+        rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
+        for name in self.file:
+            if name != "k":
+                self.file[name].resize(min(rows, self.file[name].shape[0]), axis=0)
+
+    def _close_quietly(self) -> None:
+        if self.file is not None:
+            try:
+                self.file.close()
+            except (OSError, RuntimeError):
+                pass  # the error that made us close is the one to report
+            self.file = None
 
     def _describe(self) -> None:
         """Attributes and dimension scales (also added to a file written before they existed)."""
@@ -55,7 +85,7 @@ class SpectraFile:
         f.attrs["description"] = "shell-summed spectra, one row per diagnostics output"
         f.attrs["units"] = json.dumps(self.units)
         length, time = self.units["length"], self.units["time"]
-        f["k"].attrs.update({"long_name": "shell wavenumber |k|", "units": f"1/({length})",
+        f["k"].attrs.update({"long_name": "shell wavenumber |k|", "units": self.units.get("k", f"1/({length})"),
                              "doc": "shell centre |k| = j * 2 pi / max(box); shell j holds round(|k|/dk) = j"})
         f["time"].attrs.update({"long_name": "simulation time of each row", "units": time})
         f["step"].attrs.update({"long_name": "time step number of each row"})
@@ -78,20 +108,34 @@ class SpectraFile:
             ds.dims[1].attach_scale(self.file["k"])
 
     def append(self, step: int, t: float, spectra: dict[str, np.ndarray]) -> None:
-        row = self.file["step"].shape[0]
-        for name, value in (("step", step), ("time", t)):
-            self.file[name].resize((row + 1,))
-            self.file[name][row] = value
-        for name, values in spectra.items():
-            if name not in self.file:
-                self.file.create_dataset(name, shape=(0, values.size), maxshape=(None, values.size), dtype=np.float64)
-                self._describe_spectrum(name)
-            self.file[name].resize((row + 1, values.size))
-            self.file[name][row] = values
-        self.file.flush()
+        """Add a row (every dataset grows by one; a reader takes the rows all datasets have)."""
+        if self.file is None:
+            raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
+        try:
+            row = self.file["step"].shape[0]
+            for name, values in spectra.items():
+                if name not in self.file:
+                    self.file.create_dataset(name, shape=(0, values.size), maxshape=(None, values.size),
+                                             dtype=np.float64)
+                    self._describe_spectrum(name)
+                self.file[name].resize((row + 1, values.size))
+                self.file[name][row] = values
+            for name, value in (("time", t), ("step", step)):  # step last: it counts the complete rows
+                self.file[name].resize((row + 1,))
+                self.file[name][row] = value
+            self.file.flush()
+        except (OSError, RuntimeError) as err:
+            self._close_quietly()
+            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            try:
+                self.file.close()
+            except (OSError, RuntimeError) as err:
+                self.file = None
+                raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
+            self.file = None
 
 
 def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
@@ -117,7 +161,7 @@ class SpectraWriter(Writer):
         self.file: SpectraFile | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        if self.rank0 and (self.schedule.periodic or self.schedule.at_end):
+        if self.rank0 and (self.schedule.periodic or self.schedule.at_end or self.schedule.times):
             self.file = SpectraFile(run_dir / FILE, self.k, resumed_step, units=self.units,
                                     descriptions=self.descriptions)
 

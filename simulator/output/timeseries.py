@@ -1,10 +1,11 @@
 """``timeseries.csv``: one row of diagnostics per chunk, its writer and its reader (no JAX).
 
 Columns: ``step, time, dt``, then the equation's diagnostics in the order it declares them. Each row
-is formatted whole and handed to the operating system in one write, so a killed run leaves complete
-rows (a crash of the machine itself may still cut the last one: the reader stops before such a row,
-and a restart drops it). On a restart, rows after the checkpoint's step (written by the interrupted
-segment), blank lines and partial rows are dropped before appending.
+is formatted whole and handed to the operating system in one write; a write that fails part way (a
+full disk) is cut back to the previous row at once, so no partial row stays visible (a crash of the
+machine itself may still cut the last one: the reader skips such a row, and a restart drops it). On
+a restart the file is repaired to the checkpoint's step: rows after it (written by the interrupted
+segment), blank lines, partial or non-numeric rows and repeated steps are dropped before appending.
 """
 
 from __future__ import annotations
@@ -13,65 +14,88 @@ import csv
 import io
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 FILE = "timeseries.csv"
 
 
 def _valid_rows(path: Path) -> tuple[list[str] | None, list[list[str]]]:
-    """The header and the complete, numeric rows of an existing file (blank or partial rows skipped)."""
-    with open(path, newline="") as fh:
-        rows = list(csv.reader(fh))
+    """The header and the complete, numeric rows of an existing file, steps increasing (blank,
+    partial and repeated rows skipped)."""
+    with open(path, newline="", errors="replace") as fh:
+        rows = list(csv.reader(line.replace("\0", "") for line in fh))
     header = rows[0] if rows and rows[0] else None
-    good = []
+    good: list[list[str]] = []
     for row in rows[1:]:
         if header is None or len(row) != len(header):
             continue
         try:
             [float(v) for v in row]
-            int(row[0])
+            step = int(row[0])
         except ValueError:
+            continue
+        if good and step <= int(good[-1][0]):
             continue
         good.append(row)
     return header, good
 
 
 class TimeSeries:
-    """The file: created new, or (``keep_through`` = a checkpoint's step) trimmed to that step and
-    appended to."""
+    """The file: created new, or (``keep_through`` = a checkpoint's step) repaired to that step and
+    appended to. Failed writes raise OutputWriteError naming the file."""
 
     def __init__(self, path: Path, keep_through: int | None):
+        self.path = path
         header: list[str] | None = None
         rows: list[list[str]] = []
         if keep_through is not None and path.exists():
-            header, rows = _valid_rows(path)
+            try:
+                header, rows = _valid_rows(path)
+            except OSError as err:
+                raise OutputWriteError(f"reading {path} failed: {describe_os_error(err)}") from err
             rows = [r for r in rows if int(r[0]) <= keep_through]
         self.header = header
+        #: the last row kept or written, by column (what running columns continue from)
+        self.last: dict[str, float] | None = dict(zip(header, map(float, rows[-1]), strict=True)) if rows and header else None
         text = io.StringIO()
         if header is not None:
             csv.writer(text, lineterminator="\n").writerows([header, *rows])
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text.getvalue())
-        os.replace(tmp, path)
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            tmp.write_text(text.getvalue())
+            os.replace(tmp, path)
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
 
     def append(self, row: Mapping[str, float]) -> None:
         if self.header is None:
+            self._write(list(row))
             self.header = list(row)
-            self._write(self.header)
         self._write([_format(row.get(name, math.nan)) for name in self.header])
+        self.last = {name: float(row.get(name, math.nan)) for name in self.header}
 
     def _write(self, values: Sequence[str]) -> None:
         text = io.StringIO()
         csv.writer(text, lineterminator="\n").writerow(values)
         data = text.getvalue().encode()
-        while data:  # one write in practice; a short write is completed, never left half done
-            data = data[os.write(self.fd, data):]
+        size = os.fstat(self.fd).st_size
+        try:
+            while data:  # one write in practice; a short write is completed or undone, never left half done
+                data = data[os.write(self.fd, data):]
+        except OSError as err:
+            try:
+                os.ftruncate(self.fd, size)
+            except OSError:
+                pass  # nothing more can be done; the reader and a restart skip a partial row
+            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def close(self) -> None:
         os.close(self.fd)
@@ -84,10 +108,10 @@ def _format(value: object) -> str:
 def read_timeseries(path: Path) -> dict[str, np.ndarray]:
     """The columns of a ``timeseries.csv`` as float arrays, by header name.
 
-    Reading stops at a line that is short or not numeric: the last line of a run that is writing
-    the file at this moment.
+    Blank lines and lines that are short or not numeric are skipped: the last line of a run that is
+    writing the file at this moment, or what a crash left.
     """
-    with open(path, newline="") as fh:
+    with open(path, newline="", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, [])
         rows = []
@@ -95,23 +119,26 @@ def read_timeseries(path: Path) -> dict[str, np.ndarray]:
             try:
                 values = [float(v) for v in row]
             except ValueError:
-                break
-            if len(values) != len(header):
-                break
-            rows.append(values)
+                continue
+            if len(values) == len(header):
+                rows.append(values)
     table = np.array(rows, dtype=float).reshape(len(rows), len(header))
     return {name: table[:, i] for i, name in enumerate(header)}
 
 
 class TimeSeriesWriter(Writer):
-    """A row of ``step, time, dt`` and every diagnostic at every chunk end (process 0 writes)."""
+    """A row of ``step, time, dt`` and every diagnostic at every chunk end (process 0 writes).
+
+    ``derive(previous, row)`` adds columns computed on the host from the row and the previous one
+    (running integrals; ``previous`` is None at the start of a run, and on a restart the last row kept)."""
 
     name = "timeseries"
 
-    def __init__(self, columns: Sequence[str], rank0: bool):
+    def __init__(self, columns: Sequence[str], rank0: bool,
+                 derive: Callable[[Mapping[str, float] | None, Mapping[str, float]], Mapping[str, float]] | None = None):
         super().__init__()
         self.schedule = Schedule(every=1, at_end=True)
-        self.columns, self.rank0 = tuple(columns), rank0
+        self.columns, self.rank0, self.derive = tuple(columns), rank0, derive
         self.file: TimeSeries | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
@@ -121,9 +148,12 @@ class TimeSeriesWriter(Writer):
     def write(self, moment: Moment) -> None:
         diag = moment.get("diagnostics")
         if self.file is not None:
-            ordered = [c for c in self.columns if c in diag] + [c for c in diag if c not in self.columns]
+            row = {"step": moment.step, "time": moment.time, "dt": moment.dt, **diag}
+            if self.derive is not None:
+                row.update(self.derive(self.file.last, row))
+            ordered = [c for c in self.columns if c in row] + [c for c in row if c not in self.columns]
             self.file.append({"step": moment.step, "time": moment.time, "dt": moment.dt,
-                              **{c: diag[c] for c in ordered}})
+                              **{c: row[c] for c in ordered if c not in ("step", "time", "dt")}})
 
     def close(self) -> None:
         if self.file is not None:

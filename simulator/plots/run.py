@@ -3,30 +3,36 @@
 From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
 
 * ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``);
-* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read);
-* ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field (and its projection
-  for fields the equation names);
+* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read;
+  the rows of ``output.spectra.times`` when the run asked for some), with the equation's reference
+  spectrum (e.g. linear theory) dashed beside each;
+* ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
+  field, its component normal to the plane, for a scalar field its mean along the plane's normal;
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
-JAX; an equation is known by its declaration only.
+JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
+redshifts, and axes carry the units it declares).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import EquationInfo, FieldInfo
+from simulator.equations.spec import Curve, EquationInfo, FieldInfo
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
@@ -34,12 +40,15 @@ from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
 from simulator.results import load_run_config
 
 AXES = "xyz"
 #: rows of spectra.h5 shown when no times are asked for
 DEFAULT_SPECTRA = 5
+#: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
+#: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
+SPECTRUM_FLOOR = 1e-12
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
@@ -55,49 +64,108 @@ def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = 
 # ---- time series -------------------------------------------------------------------------------------
 
 
+def curve_values(series: dict[str, np.ndarray], curve: Curve) -> np.ndarray | None:
+    """What a curve draws: its column, or the column's relative drift (see :class:`Curve`); None when the
+    column is absent (e.g. injection in an unforced run)."""
+    values = series.get(curve.column)
+    if values is None or not curve.relative:
+        return values
+    if curve.scale:
+        size = sum(np.abs(series[c]) for c in curve.scale if c in series)
+    else:
+        size = np.full_like(values, abs(values[0]) or np.max(np.abs(values)) or 1.0)
+    return (values - values[0]) / np.where(size > 0, size, np.nan)
+
+
+def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], info: EquationInfo) -> Figure:
+    """One panel per ``info.plot.panels`` against ``series["time"]``."""
+    t = series["time"]
+    panels = info.plot.panels
+    fig, axes = figure(len(panels), 1, sharex=True)
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        drawn = []
+        for curve in panel.curves:
+            values = curve_values(series, curve)
+            if values is None:
+                continue
+            ax.plot(t, values, label=curve.label)
+            drawn.extend(values.tolist())
+        if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
+            ax.set_yscale("log")
+        else:  # small drifts as 1e-3 times short numbers, not long tick labels that push the axis label out
+            ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3), useMathText=True)
+        ax.set_ylabel(panel.ylabel)
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).units().get('time', 'code units')})")
+    fig.align_ylabels()
+    fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
+    return fig
+
+
 def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """``plots/timeseries.png`` from ``timeseries.csv``: one panel per ``info.plot.panels``; nothing
-    (and a note) without two rows."""
+    """``plots/timeseries.png`` from ``timeseries.csv``; nothing (and a note) without two rows."""
     path = run_dir / TIMESERIES_FILE
     series = read_timeseries(path) if path.is_file() else {}
     t = series.get("time", np.empty(0))
     if t.size < 2:
         note(f"skipped timeseries.png: {path} has {t.size} complete row(s); a curve needs 2")
         return []
-    panels = info.plot.panels
-    fig, axes = figure(len(panels), 1, sharex=True)
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
-        drawn = []
-        for curve in panel.curves:
-            values = series.get(curve.column)
-            if values is None:  # a column can be absent, e.g. injection in an unforced run
-                continue
-            values = values / values[0] - 1 if curve.relative else values
-            ax.plot(t, values, label=curve.label)
-            drawn.extend(values.tolist())
-        if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
-            ax.set_yscale("log")
-        ax.set_ylabel(panel.ylabel)
-        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
-        ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("t (code units)")
-    fig.align_ylabels()
-    fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
-    return save(fig, run_dir / "plots" / "timeseries.png", pdf)
+    return save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
 
 
 # ---- spectra -------------------------------------------------------------------------------------------
 
 
+def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
+    """The largest wavenumber the run resolves: ``info.plot.resolved`` (2/3 under the 2/3 rule) of the
+    grid's Nyquist wavenumber min_i pi N_i / L_i."""
+    grid = config["grid"]
+    return info.plot.resolved * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
+
+
 def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
-    """A dashed k^exponent line over the middle of the resolved range of ``e`` (shells above the mean
-    holding more than 1e-10 of the peak), through ``e`` at its low end so the eye compares slopes."""
-    resolved = np.flatnonzero((k > 0) & (e > 1e-10 * e.max()))
+    """A dashed k^exponent line over the middle of the drawn range of ``e`` (NaN where not drawn),
+    through ``e`` at its low end so the eye compares slopes."""
+    resolved = np.flatnonzero(np.isfinite(e))
     if resolved.size < 4:
         return
     lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
     k_guide = np.geomspace(k[lo], k[hi], 20)
     ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1, label=rf"$\propto k^{{{exponent:.3g}}}$")
+
+
+def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
+                   info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units") -> Figure:
+    """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
+    0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
+    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off). With a
+    ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour."""
+    fig, axes = figure()
+    ax = axes[0, 0]
+    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+    floor = SPECTRUM_FLOOR * np.max(power[:, shells], initial=0.0)
+    shown = np.where(power[:, shells] > floor, power[:, shells], np.nan)
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
+    for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
+        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
+        if reference is not None:
+            ref = np.where(reference[i, shells] > floor, reference[i, shells], np.nan)
+            ax.loglog(k[shells], ref, "--", lw=1, color=colour,
+                      label=info.plot.reference_label if i == len(times) - 1 else None)
+    if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
+        ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
+    if info.plot.spectrum_guide is not None:
+        _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
+    ax.set_ylabel(info.plot.spectrum_label)
+    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
+        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="best", fontsize="small")
+    first, last = (time_label(config, info, t) for t in (times[0], times[-1]))
+    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum  {first} – {last.split('= ')[-1]}"))
+    return fig
 
 
 def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
@@ -109,33 +177,30 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         note(f"skipped spectra.png: no {path}; set output.spectra.every")
         return []
     name = info.plot.spectrum
+    section = config.get("output", {}).get("spectra")  # a bool in configs of the first format
+    times = times or (section.get("times") if isinstance(section, dict) else None)  # the rows the run asked for
     try:
         t_all = read_spectra(path)["time"]
-        rows = select_rows(t_all, times) if t_all.size else []
+        rows = select_rows(t_all, times, count=max(DEFAULT_SPECTRA, len(times or ()))) if t_all.size else []
         table = read_spectra(path, rows) if rows else {}
         k, power = table.get("k"), table.get(name)
+        k_units = _k_units(path)
     except (OSError, KeyError) as err:
         note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
         return []
     if power is None:
         note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
         return []
-    fig, axes = figure()
-    ax = axes[0, 0]
-    shells = k > 0  # shell 0 is the mean, which a log axis cannot show
-    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(rows)))
-    for values, row, colour in zip(power, rows, colours, strict=True):
-        positive = np.where(values > 0, values, np.nan)  # dealiased shells are exactly 0
-        ax.loglog(k[shells], positive[shells], "o-", ms=3, color=colour, label=f"t = {format_time(t_all[row])}")
-    if info.plot.spectrum_guide is not None:
-        _power_law_guide(ax, k, power[-1], info.plot.spectrum_guide)
-    ax.set_ylabel(info.plot.spectrum_label)
-    ax.set_xlabel(r"$k$ (shell centre, code units)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="best", fontsize="small")
-    when = f"t = {format_time(t_all[rows[0]])} – {format_time(t_all[rows[-1]])}"
-    fig.suptitle(heading(config, f"{name} spectrum  {when}"))
+    reference = table.get(info.plot.reference) if info.plot.reference else None
+    fig = spectra_figure(k, power, [float(t_all[r]) for r in rows], config, info, reference, k_units)
     return save(fig, run_dir / "plots" / "spectra.png", pdf)
+
+
+def _k_units(path: Path) -> str:
+    """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
+    with h5py.File(path, "r", locking=False) as f:
+        units = f["k"].attrs.get("units", "1/(code units)")
+    return "code units" if units == "1/(code units)" else str(units)
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -143,12 +208,14 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
 
 @dataclass(frozen=True)
 class Panel:
-    """One image of a slice figure: ``data[i, j]`` with i along the horizontal axis, and its labels."""
+    """One image of a slice figure: ``data[i, j]`` with i along the horizontal axis, and its labels;
+    ``symmetric``: colour limits symmetric about 0 (a signed component on a diverging map)."""
 
     title: str
     label: str
     cmap: str
     data: np.ndarray
+    symmetric: bool = False
 
 
 def _shown(style: FieldInfo, values: np.ndarray, vector: bool) -> np.ndarray:
@@ -186,8 +253,9 @@ def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
 
 
 def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> list[Panel]:
-    """The images of one snapshot: the mid-plane normal to ``axis`` of ``field`` (one plane read, all
-    components of a vector field), and its projection along ``axis`` for the fields the equation asks."""
+    """The two images of one snapshot, side by side on the canvas: the mid-plane normal to ``axis`` of
+    ``field`` (one plane read, all components of a vector field), then for a vector field the signed
+    component normal to that plane (from the same plane), for a scalar field its mean along ``axis``."""
     shape = snap.shape(field)
     vector = len(shape) == 4
     middle = shape[-3 + axis] // 2
@@ -197,24 +265,38 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> l
     symbol = style.symbol or field
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
-    panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g}", label, style.cmap,
-                    _shown(style, snap.read(field, tuple(index)), vector))]
-    if field in info.plot.projection and not vector:
+    plane = snap.read(field, tuple(index))
+    panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g}", label, style.cmap, _shown(style, plane, vector))]
+    if vector:
+        name = symbol.strip("|").strip() if symbol.startswith("|") else symbol
+        panels.append(Panel(f"{field} {AXES[axis]} component, same plane", f"${name}_{AXES[axis]}$", "RdBu_r",
+                            plane[axis].astype(np.float64), symmetric=True))
+    else:
         mean = rf"\langle {symbol}\rangle_{AXES[axis]}"
         shown = rf"$\log_{{10}} {mean}$" if style.log else f"${mean}$"
-        panels.append(Panel(f"{field} projected along {AXES[axis]}", shown, style.cmap,
+        panels.append(Panel(f"{field} averaged along {AXES[axis]}", shown, style.cmap,
                             _shown(style, project(snap, field, axis), False)))
     return panels
 
 
 def _limits(panels: Sequence[Panel]) -> list[tuple[float, float]]:
-    """Colour limits of each panel: its finite range, widened when the panel is uniform."""
+    """Colour limits of each panel: its finite range (symmetric about 0 where the panel asks), widened
+    when the panel is uniform."""
     out = []
     for panel in panels:
         finite = panel.data[np.isfinite(panel.data)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if panel.symmetric:
+            lo, hi = -max(abs(lo), abs(hi)), max(abs(lo), abs(hi))
         out.append((lo, hi) if hi > lo else (lo - 0.5, hi + 0.5))
     return out
+
+
+def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int) -> tuple[float, float, float, float]:
+    """The imshow extent that centres pixel (i, j) on its grid point (i dx, j dy): each pixel covers
+    [i dx - dx/2, i dx + dx/2], so the image spans [-dx/2, L - dx/2] along each axis."""
+    dx, dy = box[across] / shape[0], box[up] / shape[1]
+    return (-dx / 2, box[across] - dx / 2, -dy / 2, box[up] - dy / 2)
 
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
@@ -223,9 +305,8 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as tall as the images
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
-        # each value drawn as the cell [i, i+1) * dx that starts at its grid point i * dx
-        image = ax.imshow(panel.data.T, origin="lower", extent=(0, box[across], 0, box[up]), cmap=panel.cmap,
-                          vmin=lo, vmax=hi, interpolation="nearest")
+        image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
+                          cmap=panel.cmap, vmin=lo, vmax=hi, interpolation="nearest")
         ax.set_xlabel(AXES[across])
         ax.set_ylabel(AXES[up])
         ax.set_title(panel.title, fontsize="medium")
@@ -235,7 +316,7 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
 
 
 def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
-    return heading(config, f"t = {format_time(float(snap.attrs['time']))}")
+    return heading(config, time_label(config, equations.get(config["physics"]["name"]), float(snap.attrs["time"])))
 
 
 def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,

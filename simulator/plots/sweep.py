@@ -1,4 +1,14 @@
-"""The figure of a sweep directory: one collected result against one swept key."""
+"""The figure of a sweep directory: one collected result against one swept key.
+
+The x axis is labelled with the key and what the config reference says it is, e.g. ``physics.viscosity
+(kinematic viscosity nu)``; it is logarithmic when the swept values are positive and either span more
+than a decade or are spaced by one constant factor (three or more values, each ratio within 1% of the
+others: a sweep by factors of 2 spans only 4x over three points). A sweep over the viscosity of an
+equation that declares one (``PlotSpec.viscosity``) gets a secondary axis with the Reynolds number
+Re = U L / nu, U = ``initial.amplitude`` (the initial condition's velocity scale) and L = L_x / 2 pi
+(the inverse of the box's fundamental wavenumber): Taylor-Green at nu = 1/1600 in a 2 pi box is the
+classic Re = 1600. Without such an amplitude, or when U or L differ between points, it is left out.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +16,15 @@ import csv
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
+import numpy as np
 import yaml
+from matplotlib.axes import Axes
 
+from simulator import config as config_mod
+from simulator import equations
 from simulator.errors import ConfigError
 from simulator.plots.figures import default_style, figure, note, save, wide_positive
 from simulator.sweep import COLLECTED, MANIFEST
@@ -18,6 +33,8 @@ from simulator.sweep import COLLECTED, MANIFEST
 SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
 #: the default column of a sweep plot, the first present, else the first final_ column but final_cfl
 SWEEP_DEFAULTS = ("peak_dissipation", "peak_max_density")
+#: a log x axis of at most this many swept values is ticked at each of them
+MAX_TICKED = 8
 
 
 def _sweep_column(diagnostic: str | None, results: Sequence[str]) -> str:
@@ -43,6 +60,76 @@ def _as_float(text: str) -> float | None:
     except ValueError:
         return None
     return None if math.isnan(value) else value
+
+
+def geometric(values: Sequence[float]) -> bool:
+    """Whether swept values read best on a log axis: positive, and spanning more than a decade or spaced
+    by one constant factor (at least three distinct values, every ratio within 1% of the first, >= 1.5)."""
+    distinct = sorted(set(values))
+    if not distinct or distinct[0] <= 0:
+        return False
+    if wide_positive(distinct):
+        return True
+    ratios = [b / a for a, b in zip(distinct, distinct[1:])]
+    return len(ratios) >= 2 and ratios[0] >= 1.5 and all(abs(r / ratios[0] - 1) < 0.01 for r in ratios)
+
+
+def point_configs(sweep_dir: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The resolved configs of the sweep's points that can be read (``configs/pNNN.yaml``)."""
+    out = []
+    for point in manifest.get("points") or []:
+        try:
+            cfg = yaml.safe_load((sweep_dir / str(point.get("config", ""))).read_text())
+        except (OSError, yaml.YAMLError, AttributeError):
+            continue
+        if isinstance(cfg, dict):
+            out.append(cfg)
+    return out
+
+
+def key_label(key: str, cfg: dict[str, Any] | None) -> str:
+    """``key (what it is)`` from the config reference, e.g. ``physics.viscosity (kinematic viscosity nu)``;
+    the bare key when the reference does not know it."""
+    rows = list(config_mod.iter_fields())
+    try:
+        info = equations.get(cfg["physics"]["name"])  # type: ignore[index]
+        rows += config_mod.iter_fields(info.params, "physics.")
+        rows += config_mod.iter_fields(info.initial_table[cfg["initial"]["name"]], "initial.")  # type: ignore[index]
+    except (KeyError, TypeError):
+        pass
+    docs = {row[0]: row[3] for row in rows}
+    return f"{key} ({docs[key].split(';')[0].strip()})" if key in docs else key
+
+
+def reynolds_scale(x_key: str, configs: Sequence[dict[str, Any]]) -> tuple[float, float] | None:
+    """(U, L) of Re = U L / nu when ``x_key`` is the viscosity of the points' equation and every point has
+    the same U = initial.amplitude and L = L_x / 2 pi; None otherwise."""
+    scales = set()
+    for cfg in configs:
+        try:
+            viscosity = equations.get(cfg["physics"]["name"]).plot.viscosity
+            u, length = float(cfg["initial"]["amplitude"]), float(cfg["grid"]["box"][0]) / (2 * math.pi)
+        except (KeyError, TypeError, ValueError):
+            return None
+        if viscosity is None or x_key != f"physics.{viscosity}":
+            return None
+        scales.add((u, length))
+    return scales.pop() if len(scales) == 1 else None
+
+
+def _reynolds_axis(ax: Axes, u: float, length: float, viscosities: Sequence[float]) -> None:
+    """A secondary x axis on top: Re = U L / nu of the viscosity below, ticked at the swept values."""
+
+    def flip(values: Any) -> Any:
+        values = np.asarray(values, dtype=float)
+        return np.divide(u * length, values, out=np.full_like(values, np.inf), where=values != 0)
+
+    top = ax.secondary_xaxis("top", functions=(flip, flip))
+    top.set_xlabel(f"Re = U L / ν   (U = initial.amplitude = {u:g}, L = L_x / 2π = {length:g})")
+    if 0 < len(viscosities) <= MAX_TICKED and min(viscosities) > 0:
+        re = [u * length / v for v in viscosities]
+        top.set_xticks(re, [f"{r:.4g}" for r in re])
+        top.minorticks_off()
 
 
 @default_style
@@ -112,8 +199,11 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         unfinished += done.count(False)
     xs_all = [x for points in groups.values() for x, _, _ in points]
     ys_all = [y for points in groups.values() for _, y, _ in points]
-    if numeric and wide_positive(xs_all):
+    if numeric and geometric(xs_all):
         ax.set_xscale("log")
+        if len(set(xs_all)) <= MAX_TICKED:  # a tick at each swept value, not only at the powers of 10
+            ax.set_xticks(sorted(set(xs_all)), [f"{x:g}" for x in sorted(set(xs_all))])
+            ax.minorticks_off()
     if wide_positive(ys_all):
         ax.set_yscale("log")
     if not numeric:
@@ -129,7 +219,11 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         note(f"{table}: " + "; ".join(notes))
     which, _, diag = column.partition("_")
     ax.set_ylabel(f"{diag} ({'maximum over the run' if which == 'peak' else 'at the end of the run'})")
-    ax.set_xlabel(x_key)
+    configs = point_configs(sweep_dir, manifest)
+    ax.set_xlabel(key_label(x_key, configs[0] if configs else None))
+    scale = reynolds_scale(x_key, configs) if numeric and configs else None
+    if scale is not None and groups:
+        _reynolds_axis(ax, *scale, sorted(set(xs_all)))
     ax.grid(alpha=0.3, which="both")
     fig.suptitle(f"sweep {manifest.get('name') or sweep_dir.resolve().name}: {column} against {x_key}")
     return save(fig, sweep_dir / "plots" / f"sweep_{column}.png", pdf)[0]

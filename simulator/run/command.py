@@ -1,12 +1,14 @@
 """What ``simulator run`` does, as a function: used by the CLI, by sweep array tasks and by the API.
 
-The run directory is checked and prepared before JAX starts (a refused run changes nothing), then the
-runtime starts, then the loop runs. Bad input raises :class:`~simulator.errors.ConfigError` (the
+The run directory is checked before JAX starts, then the runtime starts and the run's memory is checked
+against its devices (:mod:`simulator.plan`), and only then is the directory prepared (a refused run
+changes nothing) and the loop run. Bad input raises :class:`~simulator.errors.ConfigError` (the
 caller reports it: exit 2); a failed run is logged and returns 1; a stopped run returns 75.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,41 +43,121 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
                hint: str = "") -> int:
     """Run a validated config into ``out`` (default ``output.dir`` or ``outputs/<name>``).
 
-    ``restart``: "latest" or a checkpoint path; ``resume``: continue if there is a checkpoint, else
-    start (a finished run returns 0 at once). Returns the exit status (0, 1 or 75).
+    ``restart``: "latest" or a checkpoint path (of this run, or of another one to branch from into a
+    new ``out``); ``resume``: continue if there is a checkpoint, else start (a finished run returns 0
+    at once). The directory is planned (bad input refused, nothing touched), then process 0 takes
+    its lock, plans again under it and only then removes anything (see :mod:`simulator.run.rundir`).
+    Returns the exit status (0, 1 or 75).
     """
+    from simulator.log import get_logger, setup_logging
+    from simulator.output.hdf5 import OutputWriteError
     from simulator.run import rundir
+    from simulator.run.lock import RunLock
 
     out = rundir.output_dir(cfg, None if out is None else str(out))
-    if resume and (restart is not None or overwrite):
-        raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
-                          "cannot be combined with --restart or --overwrite")
-    mode = start(cfg)
-    from simulator.plan import check_run
-
-    check_run(cfg)  # a grid that cannot fit the devices is refused before anything is allocated or written
-    if resume:
-        restart = rundir.resume_target(cfg, out)
-    rundir.prepare_output(out, overwrite, restart)  # a refused run changes nothing
-    from simulator.log import get_logger
-    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-    from simulator.run.loop import NonFiniteError, run
-
+    options = {"overwrite": overwrite, "restart": restart, "resume": resume}
+    planned = rundir.plan(cfg, out, **options)  # every process, before JAX starts: a refused run changes nothing
+    if planned.restart is None and not planned.done:
+        cfg.initial.check_start(cfg)  # a new run: its initial condition's sources must be there now
+    index, _ = rundir.process_position(cfg)
+    setup_logging(index)
+    if planned.done:
+        get_logger().info("%s", planned.done)
+        return EXIT_OK
+    mode = _start_checked(cfg, index)  # a grid that cannot fit its devices is refused here, before anything is written
+    lock = RunLock(out) if index == 0 else None
     try:
-        code = run(cfg, out, mode, restart, allow_physics_change, hint)
-    except (NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
-        get_logger().error("%s", err)
-        exit_now_if_distributed(EXIT_FAILED)
-        return EXIT_FAILED
+        if lock is not None:
+            try:
+                lock.acquire()  # before anything is removed: a live run is never touched
+                planned = rundir.plan(cfg, out, **options)  # again: the directory may have changed meanwhile
+                if planned.done:
+                    get_logger().info("%s", planned.done)
+                    return EXIT_OK
+                rundir.apply(planned, out)
+            except OutputWriteError as err:  # e.g. the disk is already full
+                get_logger().error("%s", err)
+                return EXIT_FAILED
+        code = _run_started(cfg, out, mode, planned.restart, allow_physics_change, hint)
+    finally:
+        if lock is not None:
+            lock.release()
     if code != EXIT_OK:
         exit_now_if_distributed(code)
     return code
 
 
-def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, **options: bool | str | None) -> int:
-    """``simulator run CONFIG [--set ...] [--out OUT] [options]``; returns the exit status."""
+def _start_checked(cfg: config_mod.Config, expected_index: int) -> str:
+    """Start the runtime and check that the run fits its devices (:func:`simulator.plan.check_run`:
+    ConfigError, exit 2, if not); returns the process mode."""
+    from simulator.errors import RuntimeSetupError
+
+    mode = start(cfg)
+    import jax
+
+    from simulator.plan import check_run
+
+    if jax.process_index() != expected_index:
+        raise RuntimeSetupError(f"this process was expected to be process {expected_index} of its run, JAX made it "
+                                f"process {jax.process_index()}")
+    check_run(cfg)
+    return mode
+
+
+def _run_started(cfg: config_mod.Config, out: Path, mode: str, restart: str | None, allow_physics_change: bool,
+                 hint: str) -> int:
+    """Run the loop on the started runtime; failures of the run itself are logged and give 1."""
+    from simulator.errors import RuntimeSetupError
+    from simulator.log import get_logger
+    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
+    from simulator.run.loop import NonFiniteError, run
+    from simulator.run.signals import agree
+
+    # a collective: no process reads the directory before process 0 has prepared it under its lock
+    restarting = restart is not None
+    if agree([int(restarting), int(not restarting)]) == [1, 1]:
+        raise RuntimeSetupError(f"the processes of this run disagree on whether to restart in {out}")
+    try:
+        return run(cfg, out, mode, restart, allow_physics_change, hint)
+    except (NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
+        get_logger().error("%s", err)
+        return EXIT_FAILED
+
+
+def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool, extra: float) -> config_mod.Config:
+    """``cfg`` with ``time.t_end`` = the t_end of the run the restart continues + ``extra`` (``--add-to-t-end``).
+
+    The run's t_end is the one its checkpoint was written with (a finished run's is its last time), so
+    an interrupted run is extended past its planned end, not from where it stopped. Needs ``restart``;
+    refused with ``resume``, which a requeued job runs again and again (each would extend once more).
+    """
+    from simulator.output import checkpoints
+
+    if not extra > 0:
+        raise ConfigError("--add-to-t-end", extra, "give a positive time", "is not allowed")
+    if resume or restart is None:
+        raise ConfigError("--add-to-t-end", extra, "extend once with --restart [PATH] --add-to-t-end T, then "
+                          "resume with the new t_end (the log and the resume hint name it)",
+                          "needs --restart (with --resume every requeued job would extend the run again)")
+    source = out if restart == "latest" else Path(restart)
+    ckpt = checkpoints.find(source)
+    if ckpt is None:
+        raise ConfigError("--restart", restart, f"no complete checkpoint under {source}", "has nothing to extend")
+    t_end = float(ckpt.meta["config"]["time"]["t_end"]) + extra
+    return dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, t_end=t_end))
+
+
+def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
+             **options: bool | str | None) -> int:
+    """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status."""
     cfg = config_mod.load(config, overrides)
     out_dir = None if out is None else Path(out)
+    if add_to_t_end is not None:
+        from simulator.run import rundir
+
+        cfg = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
+                           bool(options.get("resume")), add_to_t_end)
+        overrides = [*overrides, f"time.t_end={cfg.time.t_end!r}"]  # what resuming the extended run needs
     hint = " ".join(["simulator run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out",
                      str(out_dir or f"outputs/{cfg.name}")])
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]

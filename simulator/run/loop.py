@@ -14,6 +14,7 @@ import logging
 import math
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ import yaml
 from simulator import runtime
 from simulator import spectra as spectra_mod
 from simulator.config import Config, to_dict
+from simulator.config.model import output_times
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.hdf5 import OutputWriteError, barrier
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.output.snapshots import SnapshotWriter
 from simulator.output.spectra import SpectraWriter
 from simulator.output.timeseries import TimeSeriesWriter
@@ -58,17 +60,28 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
         raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
                           "has nothing to resume")
     old = ckpt.meta["config"]
-    if tuple(old["grid"]["shape"]) != tuple(cfg.grid.shape):
-        raise ConfigError("--restart", str(ckpt.index), f"this run's grid.shape is {list(cfg.grid.shape)}",
-                          f"holds grid {old['grid']['shape']}")
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
     diffs = rundir.physics_changes(old, cfg)
+    if _remapped(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
+        if ckpt.index.parent.parent.resolve() == out.resolve():
+            raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
+                              f"branch it with --restart {ckpt.index.with_suffix('.json')} --out NEW_DIR",
+                              f"holds grid {old['grid']['shape']}")
+        if "grid.box" in diffs:
+            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
+                              f"holds a state in the box {old['grid']['box']}")
+        diffs.remove("grid.shape")
     if diffs and not allow_physics_change:
         raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
                           f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
     return ckpt
+
+
+def _remapped(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
+    """Whether the checkpoint was written on another grid than ``cfg``'s (a restart that interpolates)."""
+    return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
 def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_physics_change: bool = False,
@@ -85,16 +98,19 @@ def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_phy
         if rank0 and (rundir.read_status(out) or {}).get("state") != "finished" and out.exists():
             rundir.write_status(out, "finished", ckpt.step, ckpt.time, 0)
         return 0
-    lock = rundir.RunLock(out)
     handler = None
-    if rank0:
-        lock.acquire()
-        handler = logging.FileHandler(out / "run.log")
+    if rank0:  # the caller holds the run directory's lock (simulator.run.command)
+        handler = _RunLog(out / "run.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         get_logger().addHandler(handler)
+
+    def previous(step: int) -> checkpoints.Checkpoint | None:
+        found = checkpoints.find(out, before=step)
+        return None if found is None else checkpoint_to_resume(cfg, out, str(found.index), allow_physics_change)
+
     try:
         with StopRequest() as stop:
-            return _run(cfg, out, mode, ckpt, resume_hint, stop)
+            return _run(cfg, out, mode, ckpt, resume_hint, stop, fallback=previous if restart == "latest" else None)
     except BaseException:
         if rank0:
             last = rundir.read_status(out) or {}
@@ -107,7 +123,23 @@ def run(cfg: Config, out: Path, mode: str, restart: str | None = None, allow_phy
         if handler is not None:
             get_logger().removeHandler(handler)
             handler.close()
-        lock.release()
+
+
+class _RunLog(logging.FileHandler):
+    """``run.log``; if it cannot be written (a full disk) it falls silent instead of printing a
+    traceback per record: the failure that matters is reported by the writer that meets it."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, delay=True)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.setLevel(logging.CRITICAL + 1)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:
+            pass  # as above: what could not be written is lost, the run's own error is reported
 
 
 def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpoint | None) -> dict[str, Any]:
@@ -119,8 +151,8 @@ def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpo
     }
 
 
-def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
-    log = get_logger()
+def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger | None = None) -> None:
+    log = log or get_logger()
     log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
              cfg.time.dt, cfg.time.t_end)
@@ -132,23 +164,25 @@ def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
 
 
 def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path,
-             rank0: bool) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
+             rank0: bool, log: logging.Logger | None = None) -> tuple[list[Writer], list[Writer],
+                                                                     checkpoints.CheckpointWriter]:
     """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
-    (snapshots, checkpoints) after it."""
-    log = get_logger()
-    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0)]
+    (snapshots, checkpoints) after it. ``log``: where they report (default the package logger)."""
+    log = log or get_logger()
+    units = cfg.physics.units() or None  # the equation's unit system, if it has one
+    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.derived_columns)]
     spectra_schedule = Schedule.of(cfg.output.spectra)
-    if spectra_schedule.periodic or spectra_schedule.at_end:
+    if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0, sim.info.spectra))
+                                     rank0, sim.info.spectra, units))
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
-                "layout": meta["layout"], "box": list(cfg.grid.box)}
+                "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.output_attrs(m.time)}
 
     names = [n for n, f in sim.info.fields.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
-                                          log.info, rank0)]
+                                          log.info, rank0, units)]
 
     def save(m: Moment) -> Path:
         eq = sim.equation
@@ -164,39 +198,48 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
 
 
 def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None, resume_hint: str,
-         stop: StopRequest) -> int:
+         stop: StopRequest, fallback: Callable[[int], checkpoints.Checkpoint | None] | None = None) -> int:
     log = get_logger()
     rank0 = jax.process_index() == 0
     sim = Simulation(cfg)
+    sim.scratch = out  # a state read from another grid is staged here
     meta = _metadata(cfg, sim, mode, ckpt)
     _log_header(cfg, sim, meta)
 
+    if ckpt is not None and _remapped(ckpt, cfg):
+        state = sim.state_from_file(ckpt.index.with_suffix(".json"))
+        meta["restart"] = str(ckpt.index)
+    elif ckpt is not None:
+        state, ckpt = _restore(ckpt, sim, fallback)
+        meta["restart"] = str(ckpt.index)
     if ckpt is not None:
-        template = sim.initial_state()  # the layout and shardings a restored state must have
-        state = checkpoints.restore(ckpt, template, sim.fft, sim.equation.leaf_spaces(template))
         step, t = ckpt.step, ckpt.time
-        stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch)
+        stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch,
+                          stops=output_times(cfg))
         changed = f"; time step now {stepper.dt:.6g}" if stepper.dt != ckpt.dt else ""
         log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), step, t, ckpt.dt,
                  changed)
     else:
-        state, step, t = sim.initial_state(), 0, 0.0
-        stepper = Stepper(cfg.time, cfg.output.every)
+        state, step, t = sim.initial_state(), 0, sim.start_time()
+        stepper = Stepper(cfg.time, cfg.output.every, t=t, stops=output_times(cfg))
     if rank0:
         segments = out / "segments"
-        segments.mkdir(exist_ok=True)
         number = len(list(segments.glob("segment_*.yaml")))
         text = yaml.safe_dump({**meta, "segment": number, "start_step": step}, sort_keys=False)
-        (segments / f"segment_{number:03d}.yaml").write_text(text)
-        (out / "config.yaml").write_text(text)
+        for path in (segments / f"segment_{number:03d}.yaml", out / "config.yaml"):
+            try:
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(text)
+            except OSError as err:
+                raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         rundir.write_status(out, "running", step, t)
 
     records, dumps, saver = _writers(cfg, sim, meta, stepper, out, rank0)
     saver.last = None if ckpt is None else ckpt.index.with_suffix("")
     writers = [*records, *dumps]
-    compute = {"diagnostics": lambda m: sim.report(m.state, m.dt),
-               "spectra": lambda m: {k: np.asarray(jax.device_get(v)) for k, v in sim.spectra(m.state).items()},
-               "fields": lambda m: sim.fields(m.state)}
+    compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
+               "spectra": lambda m: {k: np.asarray(jax.device_get(v)) for k, v in sim.spectra(m.state, m.time).items()},
+               "fields": lambda m: sim.fields(m.state, t=m.time)}
     cells = math.prod(cfg.grid.shape)
     start_step = step
     progress = Progress(step, t, stepper.t_end)
@@ -217,7 +260,7 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
         last_chunk_s = 0.0
         while not stepper.finished(t):
             chunk_start = time.monotonic()
-            n, dt = stepper.next_chunk(t)
+            n, dt = stepper.next_chunk(t, step)
             state = sim.advance(state, n, dt, t, donate=True)
             t_prev, step = t, step + n
             t = stepper.time_after(step, t, n, dt)
@@ -253,12 +296,43 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
         if rank0:
             rundir.write_status(out, "finished", step, t, 0)
     finally:
+        failures = []
         for w in writers:
-            w.close()
+            try:
+                w.close()
+            except OutputWriteError as err:
+                failures.append(err)
+    if failures:
+        raise failures[0]
     first_chunk = f"; first chunk {progress.first_chunk_s:.1f} s with compilation" if progress.first_chunk_s else ""
     log.info("finished: this segment %d steps in %.1f s (%d compilation(s)%s); run total %d steps, t = %.6g; "
              "output in %s", step - start_step, progress.elapsed, sim.traces, first_chunk, step, t, out)
     return 0
+
+
+def _restore(ckpt: checkpoints.Checkpoint, sim: Simulation,
+             fallback: Callable[[int], checkpoints.Checkpoint | None] | None) -> tuple[Any, checkpoints.Checkpoint]:
+    """The state of ``ckpt`` laid out for ``sim``. Data that fails its checksum (or cannot be read)
+    is damage: every process agrees on it, and the run continues from ``fallback(step)``, the
+    previous intact checkpoint, with a warning naming the damaged file; IncompleteOutputError when
+    there is none (or no fallback: a checkpoint given by path)."""
+    template = sim.zero_state()  # the layout and shardings a restored state must have
+    spaces = sim.equation.leaf_spaces(template)
+    while True:
+        try:
+            state, failed = checkpoints.restore(ckpt, template, sim.fft, spaces), None
+        except (OSError, RuntimeError) as err:  # h5py: a block failed its checksum or could not be read
+            state, failed = None, err
+        if agree([int(failed is not None)])[0] == 0:
+            return state, ckpt
+        where = (checkpoints.damage(ckpt) if jax.process_index() == 0 else None) or f"{ckpt.index}: {failed}"
+        previous = fallback(ckpt.step) if fallback is not None else None
+        if previous is None:
+            raise IncompleteOutputError(f"checkpoint {ckpt.index.with_suffix('')} is damaged ({where}) and there "
+                                        "is no earlier intact checkpoint to restart from")
+        get_logger().warning("checkpoint %s is damaged (%s): restarting from the previous one, %s",
+                             ckpt.index.with_suffix(""), where, previous.index.with_suffix(""))
+        ckpt = previous
 
 
 def _check_finite(m: Moment, saver: checkpoints.CheckpointWriter) -> None:

@@ -1,16 +1,36 @@
-"""The run directory: where it is, whether a run may start there, its lock, its status, resuming.
+"""The run directory: where it is, what a run may do there (:func:`plan`), its lock, its status.
 
 Nothing here imports JAX: the CLI decides all of this before JAX starts, so a refused run changes
-nothing and costs nothing.
+nothing and costs nothing. The order is always: :func:`plan` (read only; bad input is refused here),
+then the lock (:class:`simulator.run.lock.RunLock`, taken before anything is changed, so no live run
+is ever touched), then
+:func:`plan` again under the lock (the directory may have changed meanwhile), then
+:func:`apply` (the only place that removes a run's files).
+
+What ``--resume`` does (the job scripts run it on every allocation):
+
+* an empty or missing directory: a new run;
+* a complete checkpoint (see :func:`simulator.output.checkpoints.find`): continue from it (a run
+  whose checkpoint has reached ``time.t_end`` does nothing; a larger ``t_end`` extends it);
+* a finished run (``status.json``) whose checkpoints were deleted: nothing to do if the config's
+  ``t_end`` is not later, else refused (it cannot be extended);
+* a run of the same physics and grid that died before its first checkpoint: its partial output is
+  removed and it starts again from t = 0;
+* anything else (another config's run, checkpoints that are all damaged, a live run) is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import logging
 import os
 import shutil
 import socket
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,157 +41,238 @@ from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.time.control import TOL
 
-#: what a run writes into its directory; --overwrite removes exactly these
-RUN_FILES = ("config.yaml", "status.json", "run.log", "timeseries.csv", "spectra.h5", "segments", "snapshots",
-             "checkpoints")
+#: what a run writes into its directory; --overwrite removes exactly these (in this order: the
+#: stored config last, so a directory being cleared never looks like another run)
+RUN_FILES = ("checkpoints", "snapshots", "segments", "spectra.h5", "timeseries.csv", "timeseries.csv.tmp",
+             "run.log", ".status.json.tmp", "status.json", "config.yaml")
 #: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp
 STATUS_FILE = "status.json"
+#: ``<run>/.lock``: the owner of a running run (see :class:`simulator.run.lock.RunLock`)
+LOCK_FILE = ".lock"
+#: errors of a full disk or quota: a failed write (exit 1), not bad input
+FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def output_dir(cfg: Config, override: str | None) -> Path:
     return Path(override or cfg.output.dir or Path("outputs") / cfg.name)
 
 
-def prepare_output(path: Path, overwrite: bool, restart: str | None = None) -> None:
-    """Check the run directory before anything starts: a new run needs a new or empty directory (or
-    ``overwrite``, which removes the previous run's files); a restart needs the existing run."""
+@dataclass(frozen=True)
+class Plan:
+    """What a run does in its directory.
+
+    ``restart``: "latest", a checkpoint path, or None (start at t = 0); ``clear``: remove the files
+    of the run there first; ``done``: the run there has finished (why, for the log): do nothing.
+    """
+
+    restart: str | None
+    clear: bool = False
+    done: str | None = None
+    why: str = ""
+    warn: bool = False
+
+
+def _check_path(path: Path) -> None:
+    """One-line errors for an output path that cannot be a directory: a file, a name too long."""
+    for part in path.parts:
+        if len(os.fsencode(part)) > 255:
+            raise ConfigError("--out", str(path), "use directory names of at most 255 bytes",
+                              f"has a name of {len(os.fsencode(part))} bytes")
+    try:
+        if path.exists() and not path.is_dir():
+            raise ConfigError("--out", str(path), "give a directory", "is a file")
+    except OSError as err:
+        raise ConfigError("--out", str(path), "choose a usable location", f"cannot be used ({err.strerror})") from None
+
+
+def holds_nothing(path: Path) -> bool:
+    """True for a missing or empty directory (a lock file alone counts as empty: it holds no output)."""
+    try:
+        return not path.exists() or all(p.name.startswith(LOCK_FILE) for p in path.iterdir())
+    except OSError as err:
+        raise ConfigError("--out", str(path), "choose a readable directory", f"cannot be read ({err.strerror})") from None
+
+
+def stored_config(path: Path) -> dict[str, Any] | None:
+    """The resolved config a run in ``path`` recorded (``config.yaml``, else its latest segment), or None."""
+    candidates = [path / "config.yaml", *sorted((path / "segments").glob("segment_*.yaml"), reverse=True)]
+    for candidate in candidates:
+        try:
+            stored = yaml.safe_load(candidate.read_text())["config"]
+        except (OSError, TypeError, KeyError, ValueError, yaml.YAMLError):
+            continue
+        if isinstance(stored, dict):
+            return stored
+    return None
+
+
+def _run_of(checkpoint: Path) -> Path:
+    """The run directory a ``--restart PATH`` belongs to (PATH: a run directory or a checkpoint file)."""
+    if checkpoint.is_dir():
+        return checkpoint
+    parent = checkpoint.parent
+    return parent.parent if parent.name == checkpoints.DIR else parent
+
+
+def _same_place(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | None = None,
+         resume: bool = False) -> Plan:
+    """What a run of ``cfg`` does in ``path`` (read only). Bad input raises ConfigError, touching nothing."""
+    _check_path(path)
+    if resume and (restart is not None or overwrite):
+        raise ConfigError("--resume", True, "it already chooses between a new run and --restart",
+                          "cannot be combined with --restart or --overwrite")
     if restart is not None:
         if overwrite:
             raise ConfigError("--overwrite", True, "use --restart to continue a run or --overwrite to replace it",
                               "cannot be combined with --restart")
         target = path if restart == "latest" else Path(restart)
-        if not target.exists():
+        try:
+            found = target.exists()
+        except OSError as err:
+            raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file",
+                              f"cannot be used ({err.strerror})") from None
+        if not found:
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
                               "does not exist")
-        return
-    if path.exists() and not path.is_dir():
-        raise ConfigError("--out", str(path), "give a directory", "is a file")
-    if path.exists() and any(path.iterdir()):
+        if restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path):
+            raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
+                              "directory", "already holds a run")
+        if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
+            damaged = [target.with_suffix(".json")] if target.is_file() else checkpoints.markers(target)
+            why = f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged else ""
+            raise ConfigError("--restart", restart, f"no intact checkpoint under {target}{why}; start a new run "
+                              "instead", "has nothing to resume")
+        return Plan(restart)
+    if holds_nothing(path):
+        return Plan(None)
+    if not resume:
         if not overwrite:
             raise ConfigError("--out", str(path), "choose a new directory, pass --restart to continue it, or "
                               "--overwrite to replace it", "already holds a run")
-        for name in RUN_FILES:
-            target = path / name
-            if target.is_dir():
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                target.unlink(missing_ok=True)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError("--out", str(path), "choose a writable location", f"cannot be created ({err.strerror})") from None
+        return Plan(None, clear=True, why=f"replacing the run in {path}")
+    return _resume_plan(cfg, path)
 
 
-def resume_target(cfg: Config, path: Path) -> str | None:
-    """What ``--resume`` does in ``path``: "latest" when it holds a complete checkpoint, None (start
-    from t = 0) when it holds no run, or a run of the same physics and grid that never reached its
-    first checkpoint (that partial output is replaced). A job script can therefore run the same
-    command on every (re)queued allocation. Anything else is refused, so no other run is touched."""
-    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
-        return None
-    if checkpoints.find(path) is not None:
-        return "latest"
-    earlier = path / "config.yaml"
-    try:
-        old = yaml.safe_load(earlier.read_text())["config"]
-        same = not physics_changes(old, cfg)
-    except (OSError, TypeError, KeyError, AttributeError, yaml.YAMLError):
-        same = False
-    if not same:
+def _resume_plan(cfg: Config, path: Path) -> Plan:
+    if checkpoints.find(path, warn=False) is not None:  # the loop finds it again, with warnings
+        return Plan("latest")
+    damaged = checkpoints.markers(path)
+    if damaged:
+        raise ConfigError("--resume", str(path), f"the latest, {damaged[0].name}: "
+                          f"{checkpoints.why_damaged(damaged[0])}; restore a checkpoint or start afresh with "
+                          "--overwrite", f"holds {len(damaged)} checkpoint(s), none of them intact")
+    old = stored_config(path)
+    if old is None or physics_changes(old, cfg):
         raise ConfigError("--resume", str(path), "give the directory of this config's run, or a new one",
                           "holds files but no checkpoint of a run with this physics and grid")
-    get_logger().warning("%s has no complete checkpoint: starting again from t = 0, replacing its partial output",
-                         path)
-    prepare_output(path, overwrite=True)
-    return None
+    status = read_status(path) or {}
+    if status.get("state") == "finished" and isinstance(status.get("time"), (int, float)):
+        reached = float(status["time"])
+        if reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
+            return Plan(None, done=f"{path} already finished (step {status.get('step')}, t = {reached:.6g}): "
+                        "nothing to do")
+        raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
+                          "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
+                          f"< time.t_end = {cfg.time.t_end:g}")
+    return Plan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, replacing "
+                "its partial output", warn=True)
+
+
+def apply(planned: Plan, path: Path) -> None:
+    """Carry out ``planned`` in ``path`` (process 0, holding the lock): remove the old run's files
+    when asked; the directory itself exists (the lock created it)."""
+    if not planned.clear:
+        return
+    get_logger().log(logging.WARNING if planned.warn else logging.INFO, "%s", planned.why)
+    for name in RUN_FILES:
+        target = path / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                target.unlink(missing_ok=True)
+
+
+def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(index, count) of this process in its run, known before JAX starts, found as
+    :func:`simulator.runtime.initialize_processes` finds it: ``runtime.process_id`` and
+    ``num_processes`` or ``simulator launch``'s environment when a coordinator is set, Slurm's
+    ``SLURM_PROCID`` and ``SLURM_NTASKS`` inside a multi-task ``srun`` step, else (0, 1)."""
+    env = os.environ if env is None else env
+    rt = cfg.runtime
+    if rt.coordinator is not None or env.get("SIMULATOR_COORDINATOR"):
+        index = rt.process_id if rt.process_id is not None else int(env.get("SIMULATOR_PROCESS_ID", "0") or 0)
+        count = rt.num_processes if rt.num_processes is not None else int(env.get("SIMULATOR_NUM_PROCESSES", "1") or 1)
+        return index, count
+    tasks = int(env.get("SLURM_NTASKS", "1") or 1)
+    if env.get("SLURM_STEP_NODELIST") and tasks > 1:
+        return int(env.get("SLURM_PROCID", "0") or 0), tasks
+    return 0, 1
 
 
 def read_status(path: Path) -> dict[str, Any] | None:
     """The run's ``status.json`` as a dict, or None where there is none (or it cannot be read)."""
     try:
-        return json.loads((path / STATUS_FILE).read_text())
+        status = json.loads((path / STATUS_FILE).read_text())
     except (OSError, ValueError):
         return None
+    return status if isinstance(status, dict) else None
 
 
 def write_status(path: Path, state: str, step: int | None, t: float | None, code: int | None = None) -> None:
-    """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only."""
-    tmp = path / f".{STATUS_FILE}.tmp"
+    """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only.
+
+    On a full disk the new file cannot be written; the old one is then overwritten in place (its
+    blocks are already allocated), so a run that fails for lack of space still says so."""
+    text = json.dumps({"state": state, "step": step, "time": t, "exit_code": code, "host": socket.gethostname(),
+                       "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    target, tmp = path / STATUS_FILE, path / f".{STATUS_FILE}.tmp"
     try:
-        tmp.write_text(json.dumps({"state": state, "step": step, "time": t, "exit_code": code,
-                                   "host": socket.gethostname(), "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}))
-        os.replace(tmp, path / STATUS_FILE)
+        tmp.write_text(text)
+        os.replace(tmp, target)
+        return
     except OSError as err:
-        raise OutputWriteError(f"writing {path / STATUS_FILE} failed: {describe_os_error(err)}") from err
-
-
-class RunLock:
-    """``<run>/.lock`` (pid and host), held by process 0 while a run writes into the directory.
-
-    A second run into the same directory is refused while the first one lives; a lock left by a
-    process that no longer exists on this host is recognised as stale and replaced.
-    """
-
-    def __init__(self, run_dir: Path):
-        self.path = run_dir / ".lock"
-        self.held = False
-
-    def acquire(self) -> None:
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not self._stale():
-                    break
-                get_logger().warning("removing the stale lock %s of a process that no longer runs", self.path)
-                self.path.unlink(missing_ok=True)
-                continue
-            with os.fdopen(fd, "w") as fh:
-                json.dump(me, fh)
-            self.held = True
-            return
-        try:
-            other = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            other = {}
-        raise ConfigError("--out", str(self.path.parent), "wait for that run to end, or remove the .lock file if it "
-                          "is dead", f"is in use by a running process (pid {other.get('pid')} on "
-                          f"{other.get('host')})")
-
-    def _stale(self) -> bool:
-        try:
-            other = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return True  # unreadable: a writer died between creating and filling it
-        if other.get("host") != socket.gethostname():
-            return False  # cannot tell for another host: assume it lives
-        try:
-            os.kill(int(other["pid"]), 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
-    def release(self) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
-            self.held = False
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if err.errno not in FULL or not target.is_file():
+            raise OutputWriteError(f"writing {target} failed: {describe_os_error(err)}") from err
+        first = err
+    try:
+        with open(target, "r+") as fh:
+            fh.write(text)
+            fh.truncate()
+    except OSError:
+        raise OutputWriteError(f"writing {target} failed: {describe_os_error(first)}") from first
 
 
 def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
     """Dotted keys of ``physics`` and ``grid`` whose value in ``cfg`` differs from the resolved config
     ``old`` (a dict, as stored with a run). Keys ``old`` holds that ``cfg``'s equation does not have
     (the first config format stored every equation's keys) are ignored; a key ``old`` lacks counts as
-    changed unless ``cfg`` holds its default."""
+    changed unless ``cfg`` holds its default. Keys declared ``schedule=True`` (they say when, not what:
+    a cosmological run's final and output redshifts) may change, as ``time.t_end`` may."""
+    import dataclasses
+
     import numpy as np
 
     diffs = []
     for key, value in keys_of(cfg).items():
         section, name = key.split(".")
+        if next(f for f in dataclasses.fields(getattr(cfg, section)) if f.name == name).metadata.get("schedule"):
+            continue
         stored = old.get(section, {})
+        if not isinstance(stored, dict):
+            diffs.append(key)
+            continue
         if name not in stored:
             default = getattr(type(getattr(cfg, section))(), name)
             if value != default:

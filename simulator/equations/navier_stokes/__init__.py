@@ -102,5 +102,7 @@ INFO = EquationInfo(
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
         slice_field="vorticity",
         spectrum_guide=-5 / 3,
+        resolved=2 / 3,
+        viscosity="viscosity",
     ),
 )

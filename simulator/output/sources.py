@@ -1,0 +1,78 @@
+"""A file to start a run from, found and described without JAX: a checkpoint, a snapshot, or a run
+directory (its latest complete checkpoint).
+
+``initial.name: file`` and a restart at another resolution read the state from such a file on any
+grid (:mod:`simulator.run.remap` interpolates it); config validation uses :func:`locate` to refuse a
+missing or foreign file before anything starts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simulator.output import checkpoints
+from simulator.output.hdf5 import IncompleteOutputError, Snapshot
+
+
+@dataclass(frozen=True)
+class Source:
+    """A state on disk: its index file, kind ("checkpoint" or "snapshot"), step, time and the resolved config
+    (a dict) of the run that wrote it; ``checkpoint`` for a checkpoint."""
+
+    index: Path
+    kind: str
+    step: int
+    time: float
+    config: dict[str, Any]
+    checkpoint: checkpoints.Checkpoint | None = None
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The grid (Nx, Ny, Nz) it was written on."""
+        return tuple(int(n) for n in self.config["grid"]["shape"])  # type: ignore[return-value]
+
+    @property
+    def box(self) -> tuple[float, float, float]:
+        return tuple(float(b) for b in self.config["grid"]["box"])  # type: ignore[return-value]
+
+    @property
+    def equation(self) -> str:
+        return str(self.config["physics"]["name"])
+
+    def describe(self) -> str:
+        """e.g. ``checkpoint outputs/tg/checkpoints/c00000200 (step 200, t = 2, grid 32x32x32)``."""
+        return (f"{self.kind} {self.index.with_suffix('')} (step {self.step}, t = {self.time:.6g}, grid "
+                f"{'x'.join(map(str, self.shape))})")
+
+
+def locate(path: str | Path) -> Source:
+    """The state at ``path``: a checkpoint's marker ``cNNNNNNNN.json`` or index ``cNNNNNNNN.h5``, a
+    snapshot's index ``sNNNNNNNN.h5``, or a run directory (its latest complete checkpoint).
+
+    Raises ValueError saying what is wrong (missing, incomplete, not a state file).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError("does not exist")
+    if path.is_dir() or path.suffix == ".json" or path.with_suffix(".json").is_file():
+        ckpt = checkpoints.find(path)
+        if ckpt is None:
+            what = "holds no complete checkpoint" if path.is_dir() else "is not a complete checkpoint"
+            raise ValueError(what)
+        return Source(ckpt.index, "checkpoint", ckpt.step, ckpt.time, ckpt.meta["config"], ckpt)
+    if path.suffix != ".h5":
+        raise ValueError("is neither a run directory, a checkpoint (.json, .h5) nor a snapshot index (.h5)")
+    try:
+        with Snapshot(path) as snap:
+            attrs = snap.attrs
+    except IncompleteOutputError as err:
+        raise ValueError(f"cannot be read ({err})") from None
+    config = attrs.get("config")
+    if isinstance(config, str):
+        config = json.loads(config)
+    if not isinstance(config, dict) or "step" not in attrs or "time" not in attrs:
+        raise ValueError("is not a snapshot written by `simulator run` (no step, time or config)")
+    return Source(path, "snapshot", int(attrs["step"]), float(attrs["time"]), config)

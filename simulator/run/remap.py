@@ -1,0 +1,101 @@
+"""A state from a file written on any grid: ``initial.name: file`` and restarts at another resolution.
+
+The file's state becomes real-space state fields on the grid it was written on, over this run's
+devices: a checkpoint is restored there (any backend, device or process count wrote it) and its
+fields computed; a snapshot's fields are read there (:meth:`Equation.state_fields_from_snapshot`
+rebuilds the state fields, e.g. psi from |psi| and arg psi). On this run's grid that is the answer.
+On another grid each field is transformed there (full complex spectrum), written as a temporary
+spectral file in the scratch directory (per-process shards and a virtual-dataset index, like every
+output), read back into this grid's spectrum mode by mode (:mod:`simulator.output.remap`: zero
+padding or truncation, Nyquist modes split or summed) and transformed back. No process holds more than
+its own blocks of any array, and no global array is gathered. The equation's ``from_fields`` then
+makes the state on this grid (its dealiasing, projection, potential).
+
+Exact for a band-limited state: the field of a finer grid equals the one computed there to round-off.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.base import Equation, Params
+from simulator.errors import ConfigError
+from simulator.fft import complex_dtype
+from simulator.fft.relayout import on_grid
+from simulator.log import get_logger
+from simulator.output import checkpoints, hdf5
+from simulator.output.remap import read_remapped
+from simulator.output.sources import Source
+
+
+def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[str, jax.Array]:
+    """The state fields of ``source`` on its own grid (``eq`` is the equation on that grid)."""
+    names = eq.info.state_fields
+    if source.checkpoint is not None:
+        template = eq.zero_state(params)
+        state = checkpoints.restore(source.checkpoint, template, eq.fft, eq.leaf_spaces(template))
+        fields = _fields(eq, state, params)
+        return {name: fields[name] for name in names}
+    wanted = eq.snapshot_sources or names
+    with hdf5.Snapshot(source.index) as snap:
+        missing = [name for name in wanted if name not in snap.fields]
+        if missing:
+            raise ConfigError("initial.path", str(source.index), f"give a snapshot holding {', '.join(wanted)} (or a "
+                              "checkpoint)", f"has no {', '.join(missing)}")
+        read = {}
+        for name in wanted:
+            shape = snap.shape(name)
+            read[name] = hdf5.read_into(snap, name, shape, eq.fft.real_sharding(len(shape) - 3), (0, 1, 2), eq.dtype)
+    return _from_snapshot(eq, read)
+
+
+# jitted: one program each (run eagerly, every operation in them would compile its own)
+_fields = jax.jit(lambda eq, state, params: eq.fields(state, params))
+_from_snapshot = jax.jit(lambda eq, fields: eq.state_fields_from_snapshot(fields))
+_forward = jax.jit(lambda eq, f: eq.fft.fft(f.astype(complex_dtype(eq.dtype))))
+_inverse = jax.jit(lambda eq, spectrum, real: jnp.real(eq.fft.ifft(spectrum)) if real else eq.fft.ifft(spectrum),
+                   static_argnums=2)
+
+
+def _interpolate(fields: Mapping[str, jax.Array], stored: Equation, eq: Equation, scratch: Path) -> dict[str, jax.Array]:
+    """``fields`` on ``stored``'s grid interpolated onto ``eq``'s grid through a temporary spectral file."""
+    spectrum_dtype = complex_dtype(eq.dtype)
+    temporary = scratch / (f".remap-{os.getpid()}" if jax.process_count() == 1 else ".remap")
+    try:
+        spectra = {name: hdf5.Field(_forward(stored, f), stored.fft.perm) for name, f in fields.items()}
+        index = hdf5.write(temporary / "spectra", spectra, {"step": 0, "time": 0.0})
+        del spectra
+        out = {}
+        with hdf5.Snapshot(index) as snap:
+            for name, f in fields.items():
+                nb = f.ndim - 3
+                shape = (*f.shape[:nb], *eq.fft.spectral_shape(real=False))
+                spectrum = read_remapped(snap, name, shape, eq.fft.spectral_sharding(nb), eq.fft.perm, spectrum_dtype)
+                out[name] = _inverse(eq, spectrum, not eq.info.fields[name].complex)
+        return out
+    finally:
+        hdf5.barrier("remap read")  # every process has read its blocks before the file goes
+        if jax.process_index() == 0:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def state_fields(source: Source, eq: Equation, params: Params, scratch: Path) -> dict[str, jax.Array]:
+    """The real-space state fields of ``source`` on ``eq``'s grid and layout (see the module docstring);
+    ``scratch``: a directory every process can write and read (the run directory)."""
+    if tuple(source.shape) == tuple(eq.fft.shape):
+        return _stored_grid_fields(source, eq, params)
+    fft = on_grid(eq.fft, source.shape)
+    if fft is None:
+        raise ConfigError("initial.path", str(source.index), f"a state whose grid decomposes over the "
+                          f"{jax.device_count()} devices of this run", f"holds grid {list(source.shape)}")
+    stored = type(eq)(fft, eq.box, eq.dtype, eq.physics)
+    fields = _interpolate(_stored_grid_fields(source, stored, params), stored, eq, scratch)
+    get_logger().info("remapped %s from %s to %s", source.describe(), "x".join(map(str, source.shape)),
+                      "x".join(map(str, eq.fft.shape)))
+    return fields

@@ -1,0 +1,72 @@
+"""What the commands print: ``simulator --version``, and ``simulator launch`` forwarding its processes'
+output a whole line at a time, without gloo's connection reports unless asked."""
+
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import simulator
+from simulator.cli import main
+from simulator.launch import launch
+
+ROOT = Path(__file__).parents[1]
+#: a log line of a run: time, rank, level, message
+LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d \[rank [01]\] (INFO|WARNING|ERROR) \S")
+
+
+def test_version_names_the_package_and_jax_without_starting_jax(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"simulator {simulator.__version__} (jax {metadata.version('jax')}, ")
+    code = "import sys; from simulator.cli import main\ntry: main(['--version'])\nexcept SystemExit: pass\n" \
+           "print('jax' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.splitlines() == [out.strip(), "False"]
+
+
+# each child writes half a line, waits while the other does the same, then ends its line
+PIECES = ("import os, sys, time; rank = os.environ['SIMULATOR_PROCESS_ID']\n"
+          "for stream in (sys.stdout, sys.stderr):\n"
+          "    stream.write(f'rank {rank} first half, '); stream.flush(); time.sleep(0.5)\n"
+          "    stream.write(f'rank {rank} second half\\n'); stream.flush()\n"
+          "sys.stderr.write('[Gloo] Rank ' + rank + ' is connected to 1 peer ranks. Expected number of connected peer "
+          "ranks is : 1\\n')\n"
+          "sys.stdout.write(f'rank {rank} last line without a newline')\n")
+
+
+def test_launch_forwards_whole_lines_and_drops_gloo_noise(capfd):
+    assert launch(2, [sys.executable, "-c", PIECES], timeout=60) == 0
+    out, err = capfd.readouterr()
+    for text in (out, err):
+        whole = [f"rank {r} first half, rank {r} second half" for r in "01"]
+        lines = text.splitlines()
+        assert sorted(line for line in lines if "half" in line) == whole, text
+    assert sorted(line for line in out.splitlines() if "last" in line) == [
+        f"rank {r} last line without a newline" for r in "01"]
+    assert "Gloo" not in err
+
+    assert launch(2, [sys.executable, "-c", PIECES], timeout=60, verbose=True) == 0
+    assert capfd.readouterr().err.count("[Gloo] Rank") == 2
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_a_launched_run_prints_whole_log_lines_and_no_gloo_lines(tmp_path):
+    """2 processes x 2 devices: a run's collectives made gloo print its connection reports (8 lines here,
+    28 for a longer run), some of them cut into by other processes' lines."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "2", "--timeout",
+                        "240", "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "grid.shape=16",
+                        "--set", "time.t_end=0.1", "--set", "output.every=5", "--out", "run"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Gloo" not in r.stdout + r.stderr  # gloo prints its reports on stdout
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert [line for line in lines if not LOG_LINE.match(line)] == []
+    assert any(line.endswith("output in run") for line in lines)

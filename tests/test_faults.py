@@ -1,0 +1,585 @@
+"""Faults a cluster and a careless user inflict on a run, and what the run directory does about them:
+live runs and finished runs never touched, locks that hold under races and go stale only when their
+owner is provably dead, restarts that take the config's dt, damaged checkpoints, markers and time
+series detected and repaired, a full disk reported in one line. (Bad input that must be a one-line
+exit 2 is in tests/test_bad_input.py; the restart basics in tests/test_restart.py.)
+"""
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from simulator import config as config_mod
+from simulator import sweep
+from simulator.errors import ConfigError
+from simulator.log import get_logger
+from simulator.output import checkpoints
+from simulator.output.hdf5 import OutputWriteError
+from simulator.output.spectra import read_spectra
+from simulator.output.timeseries import TimeSeries, read_timeseries
+from simulator.run import rundir
+from simulator.run.lock import RunLock, _process_start
+from simulator.time.control import Stepper
+
+ROOT = Path(__file__).parents[1]
+TG = str(ROOT / "configs" / "taylor_green.yaml")
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5"]
+#: the run every test here copies: checkpoints at steps 5 and 10, finished at t = 0.1 (dt 0.01)
+FINISHED = [TG, *SMALL, "--set", "checkpoint.every=5", "--set", "time.t_end=0.1"]
+
+
+def simulator(cwd, *args, timeout=300):
+    """``simulator run ARGS`` in ``cwd``."""
+    return subprocess.run([sys.executable, "-m", "simulator", "run", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def start(cwd, *args):
+    return subprocess.Popen([sys.executable, "-m", "simulator", "run", *map(str, args)], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def digest(run_dir):
+    return {p.relative_to(run_dir): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+def one_line_error(r, expected):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr[-2000:]
+    assert expected in lines[0], lines[0]
+
+
+def rows(run_dir):
+    """The rows of a run's timeseries.csv as lists of strings (header first), checking each is whole."""
+    lines = (run_dir / "timeseries.csv").read_text().split("\n")
+    assert lines[-1] == "", "the file ends with a newline"
+    table = [line.split(",") for line in lines[:-1]]
+    assert all(len(r) == len(table[0]) for r in table), "no blank or partial rows"
+    return table
+
+
+def steps(run_dir):
+    return [int(r[0]) for r in rows(run_dir)[1:]]
+
+
+def status(run_dir):
+    return json.loads((run_dir / "status.json").read_text())
+
+
+def wait_for_rows(proc, run_dir, count=3, timeout=120):
+    series = run_dir / "timeseries.csv"
+    deadline = time.monotonic() + timeout
+    while not series.exists() or len(series.read_text().splitlines()) < count:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    d = tmp_path_factory.mktemp("finished")
+    r = simulator(d, *FINISHED, "--out", "run")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [m.stem for m in sorted((d / "run" / "checkpoints").glob("c*.json"))] == ["c00000005", "c00000010"]
+    return d / "run"
+
+
+@contextlib.contextmanager
+def warnings_logged():
+    """The package's warnings while the block runs (its logger does not propagate once a run set it up)."""
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: records.append(record.getMessage())
+    get_logger().addHandler(handler)
+    try:
+        yield records
+    finally:
+        get_logger().removeHandler(handler)
+
+
+def copy(run_dir, tmp_path, name="run"):
+    target = tmp_path / name
+    shutil.copytree(run_dir, target)
+    return target
+
+
+# --- locks ------------------------------------------------------------------------------------------
+
+RACER = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+    from simulator.errors import ConfigError
+    from simulator.run.lock import RunLock
+    go = Path(sys.argv[2])
+    (go.parent / f"ready{os.getpid()}").touch()
+    while not go.exists():
+        time.sleep(0.0002)
+    lock = RunLock(Path(sys.argv[1]))
+    try:
+        lock.acquire()
+    except ConfigError:
+        print("refused")
+        sys.exit(0)
+    print("acquired", flush=True)
+    time.sleep(1.0)
+    lock.release()
+""")
+
+
+@pytest.mark.slow
+def test_of_many_processes_racing_for_a_new_directory_exactly_one_takes_the_lock(tmp_path):
+    """Several processes released at one instant onto one new directory: in every trial exactly one
+    holds the lock and the others are refused (a lock is never seen empty, so never taken for stale)."""
+    script = tmp_path / "racer.py"
+    script.write_text(RACER)
+    for trial in range(4):
+        run_dir, go = tmp_path / f"run{trial}", tmp_path / f"go{trial}"
+        procs = [subprocess.Popen([sys.executable, str(script), str(run_dir), str(go)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("ready*"))) < 4 * (trial + 1):  # every racer imported and waiting
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        go.touch()
+        outcomes = [p.communicate(timeout=60) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [o[1][-1000:] for o in outcomes]
+        assert sorted(o[0].strip() for o in outcomes) == ["acquired", "refused", "refused", "refused"], outcomes
+        assert not (run_dir / ".lock").exists() and not list(run_dir.glob(".lock*"))
+
+
+def write_lock(run_dir, **fields):
+    run_dir.mkdir(exist_ok=True)
+    owner = {**RunLock.record(), **fields}
+    (run_dir / ".lock").write_text(json.dumps(owner))
+    return owner
+
+
+def dead_pid():
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_lock_is_stale_only_when_its_owner_is_provably_dead(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    refused = {
+        "empty": "",
+        "half written": '{"pid": 12',
+        "a live process here": json.dumps({**RunLock.record(), "pid": os.getppid(), "process_start": None}),
+        "another host": json.dumps({**RunLock.record(), "host": "elsewhere", "pid": dead_pid()}),
+    }
+    for label, text in refused.items():
+        run_dir.mkdir(exist_ok=True)
+        (run_dir / ".lock").write_text(text)
+        with pytest.raises(ConfigError) as err:
+            RunLock(run_dir).acquire()
+        assert "in use by a running process" in str(err.value) or "names no owner" in str(err.value), label
+        assert (run_dir / ".lock").read_text() == text, label  # left alone
+
+    # a dead owner on this host: taken over in place, then released
+    write_lock(run_dir, pid=dead_pid())
+    lock = RunLock(run_dir)
+    with warnings_logged() as warnings:
+        lock.acquire()
+    assert any("took over the stale lock" in w for w in warnings), warnings
+    assert json.loads((run_dir / ".lock").read_text())["pid"] == os.getpid()
+    lock.release()
+    assert not (run_dir / ".lock").exists()
+
+    # its pid now names a later process (reused pid): stale; the same start time: that process, live
+    write_lock(run_dir, pid=os.getpid(), process_start=1)
+    lock = RunLock(run_dir)
+    lock.acquire()
+    lock.release()
+    write_lock(run_dir, pid=os.getppid(), process_start=_process_start(os.getppid()))
+    with pytest.raises(ConfigError, match="in use by a running process"):
+        RunLock(run_dir).acquire()
+
+    # whatever the record says, a lock whose flock someone holds is live
+    write_lock(run_dir, pid=dead_pid())
+    import fcntl
+
+    holder = os.open(run_dir / ".lock", os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with pytest.raises(ConfigError, match="in use by a running process"):
+            RunLock(run_dir).acquire()
+    finally:
+        os.close(holder)
+
+    # a requeued Slurm job: the lock of its earlier allocation (on another node) is stale
+    write_lock(run_dir, host="node7", pid=4242, slurm_job_id="991", slurm_restart_count="0")
+    monkeypatch.setenv("SLURM_JOB_ID", "991")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    lock = RunLock(run_dir)
+    lock.acquire()
+    lock.release()
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "0")  # the same allocation elsewhere: cannot be told dead
+    write_lock(run_dir, host="node7", pid=4242, slurm_job_id="991", slurm_restart_count="0")
+    with pytest.raises(ConfigError):
+        RunLock(run_dir).acquire()
+
+
+def test_a_refused_lock_leaves_no_directory_it_created(tmp_path):
+    run_dir = tmp_path / "new"
+    (tmp_path / "new").mkdir()
+    write_lock(run_dir, pid=os.getppid(), process_start=None)
+    with pytest.raises(ConfigError):
+        RunLock(run_dir).acquire()
+    assert run_dir.exists()  # it existed before: kept
+    nested = tmp_path / "a" / "b"
+    lock = RunLock(nested)
+    lock.acquire()
+    lock.release()
+    assert not nested.exists()  # created and left empty: removed
+
+
+@pytest.mark.slow
+def test_a_live_run_is_never_touched_and_a_killed_one_resumes_from_the_start(tmp_path):
+    """--overwrite and --resume into a live run that has no checkpoint yet are refused before anything is
+    removed; after kill -9 (no handler runs, its lock stays), --resume takes over the dead run's lock
+    and starts again from t = 0 (it never reached a checkpoint)."""
+    args = [TG, *SMALL, "--out", "run"]
+    live = start(tmp_path, *args, "--set", "time.t_end=1000")
+    try:
+        wait_for_rows(live, tmp_path / "run")
+        files = sorted(p.name for p in (tmp_path / "run").iterdir())
+        config = (tmp_path / "run" / "config.yaml").read_text()
+        for extra in (["--overwrite"], ["--resume"]):
+            r = simulator(tmp_path, *args, "--set", "time.t_end=1000", *extra)
+            one_line_error(r, "--out = 'run' is in use by a running process (pid")
+        assert sorted(p.name for p in (tmp_path / "run").iterdir()) == files
+        assert (tmp_path / "run" / "config.yaml").read_text() == config
+        assert live.poll() is None, "the live run is still running"
+    finally:
+        live.kill()  # SIGKILL: its lock stays behind
+        live.communicate()
+    assert (tmp_path / "run" / ".lock").exists() and status(tmp_path / "run")["state"] == "running"
+    r = simulator(tmp_path, *args, "--set", "time.t_end=0.1", "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "took over the stale lock" in r.stderr and "starting again from t = 0" in r.stderr
+    assert steps(tmp_path / "run") == [0, 5, 10]
+    assert status(tmp_path / "run")["state"] == "finished" and not (tmp_path / "run" / ".lock").exists()
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_into_one_directory(tmp_path):
+    args = [TG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
+    procs = [start(tmp_path, *args) for _ in range(2)]
+    outcomes = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outcomes
+    refused = outcomes[[p.returncode for p in procs].index(2)][1]
+    assert refused.strip().count("\n") == 0 and ("in use by a running process" in refused
+                                                  or "already holds a run" in refused), refused
+    assert steps(tmp_path / "run") == [0, 5, 10] and status(tmp_path / "run")["state"] == "finished"
+    assert checkpoints.find(tmp_path / "run").step == 10 and not (tmp_path / "run" / ".lock").exists()
+
+
+# --- finished runs, extensions, branches ------------------------------------------------------------
+
+def test_a_finished_run_without_checkpoints_is_left_alone(finished, tmp_path):
+    run_dir = copy(finished, tmp_path)
+    shutil.rmtree(run_dir / "checkpoints")  # to save space
+    before = digest(run_dir)
+    r = simulator(tmp_path, *FINISHED, "--out", "run", "--resume")
+    assert r.returncode == 0 and "already finished" in r.stderr and "nothing to do" in r.stderr, r.stderr
+    assert digest(run_dir) == before
+    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
+    one_line_error(r, "holds a run finished at t = 0.1 < time.t_end = 0.2")
+    assert digest(run_dir) == before
+
+
+@pytest.mark.slow
+def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path):
+    """dt 0.01 -> 0.005 and dt 0.01 -> 0.02 after a finished run at t = 0.1, extended to t_end = 0.2 with
+    --resume: the new dt from the restart on, the end at t_end, the change in the log."""
+    for dt, total in ((0.005, 30), (0.02, 15)):
+        run_dir = copy(finished, tmp_path, f"dt{dt}")
+        r = simulator(tmp_path, *FINISHED, "--set", f"time.dt={dt}", "--set", "time.t_end=0.2", "--out", run_dir.name,
+                      "--resume")
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert f"time step now {dt:g}" in r.stderr and "nothing to do" not in r.stderr
+        table = rows(run_dir)[1:]
+        assert [int(r[0]) for r in table][-1] == total and float(table[-1][1]) == 0.2
+        assert {float(r[2]) for r in table if int(r[0]) > 10} == {dt}
+        ckpt = checkpoints.find(run_dir)
+        assert (ckpt.step, ckpt.time, ckpt.dt) == (total, 0.2, dt)
+
+
+@pytest.mark.slow
+def test_a_blow_up_is_cured_by_a_smaller_dt_and_names_the_last_good_checkpoint(tmp_path):
+    """A run too coarse in time blows up after its checkpoint at step 5; resumed unchanged it blows up
+    again and names that checkpoint (a resumed segment knows it); resumed with half the dt it ends."""
+    args = [TG, *SMALL, "--set", "initial.amplitude=20", "--set", "checkpoint.every=5", "--set", "time.t_end=0.7",
+            "--out", "run"]
+    first = simulator(tmp_path, *args, "--set", "time.dt=0.07")
+    assert first.returncode == 1 and "non-finite at step 10" in first.stderr, first.stderr[-2000:]
+    assert "last good checkpoint: run/checkpoints/c00000005" in first.stderr
+    again = simulator(tmp_path, *args, "--set", "time.dt=0.07", "--resume")
+    assert again.returncode == 1 and "last good checkpoint: run/checkpoints/c00000005" in again.stderr, again.stderr
+    assert status(tmp_path / "run")["state"] == "failed"
+    cured = simulator(tmp_path, *args, "--set", "time.dt=0.035", "--resume")
+    assert cured.returncode == 0 and "time step now 0.035" in cured.stderr, cured.stderr[-2000:]
+    assert steps(tmp_path / "run")[-1] == 5 + 10 and float(rows(tmp_path / "run")[-1][1]) == 0.7
+
+
+@pytest.mark.slow
+def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, tmp_path):
+    source = copy(finished, tmp_path, "source")
+    before = digest(source)
+    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--restart", "source/checkpoints/c00000005.json",
+                  "--out", "branch/deeper")
+    assert r.returncode == 0, r.stderr[-2000:]
+    branch = tmp_path / "branch" / "deeper"
+    assert steps(branch) == [10, 15, 20] and status(branch)["state"] == "finished"
+    segment = yaml.safe_load((branch / "segments" / "segment_000.yaml").read_text())
+    assert segment["restart"].endswith("source/checkpoints/c00000005.h5") and segment["start_step"] == 5
+    assert digest(source) == before
+
+
+@pytest.mark.slow
+def test_a_step_longer_than_the_run_lands_on_t_end_and_a_stop_in_the_last_chunk_finishes(tmp_path):
+    """time.dt = 0.5 with t_end = 0.05: one step of 0.05, ending exactly at t_end. runtime.max_wall so
+    small that every chunk is "near the limit": the one (last) chunk still finishes the run (exit 0,
+    status finished), it is not reported as interrupted."""
+    r = simulator(tmp_path, TG, *SMALL, "--set", "time.dt=0.5", "--set", "time.t_end=0.05", "--set",
+                  "runtime.max_wall=0.001", "--out", "run")
+    assert r.returncode == 0 and "stopped by" not in r.stderr, r.stderr[-2000:]
+    assert status(tmp_path / "run")["state"] == "finished"
+    assert [row[:3] for row in rows(tmp_path / "run")[1:]] == [["0", "0.0", "0.5"], ["1", "0.05", "0.05"]]
+
+
+def test_a_fixed_dt_run_lands_on_t_end_even_below_one_step():
+    time_cfg = config_mod.TimeConfig(dt=0.05, t_end=0.01)
+    stepper = Stepper(time_cfg, every=5)
+    n, dt = stepper.next_chunk(0.0)
+    assert (n, dt) == (1, 0.01) and stepper.time_after(1, 0.0, n, dt) == 0.01
+
+
+def test_a_sweep_directory_is_not_reused_by_a_sweep_of_another_base(tmp_path):
+    for name, amplitude in (("a", 1.0), ("b", 2.0)):
+        base = yaml.safe_load(Path(TG).read_text())
+        base["initial"]["amplitude"] = amplitude
+        (tmp_path / f"base_{name}.yaml").write_text(yaml.safe_dump(base))
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({
+            "name": "s", "base": f"base_{name}.yaml", "set": {"grid.shape": 16, "time.t_end": 0.1},
+            "grid": {"physics.viscosity": [0.01, 0.02]}}))
+    sweep.prepare(sweep.load(tmp_path / "a.yaml"), tmp_path / "out")
+    before = digest(tmp_path / "out")
+    sweep.prepare(sweep.load(tmp_path / "a.yaml"), tmp_path / "out")  # the same sweep: reused
+    with pytest.raises(ConfigError, match=r"already holds a different sweep \(point 0: initial.amplitude = 1.0"):
+        sweep.prepare(sweep.load(tmp_path / "b.yaml"), tmp_path / "out")
+    assert digest(tmp_path / "out") == before
+
+
+# --- damaged checkpoints, markers and time series -----------------------------------------------------
+
+def flip_a_bit(shard):
+    """Flip one bit in the middle of the first block's data (its first chunk)."""
+    with h5py.File(shard) as f:
+        dataset = f[next(iter(f))]["b0"]
+        assert dataset.fletcher32
+        info = dataset.id.get_chunk_info(0)
+    raw = bytearray(shard.read_bytes())
+    raw[info.byte_offset + info.size // 2] ^= 0x08
+    shard.write_bytes(bytes(raw))
+
+
+@pytest.mark.slow
+def test_a_flipped_bit_in_a_checkpoint_falls_back_to_the_previous_one(finished, tmp_path):
+    intact, damaged = copy(finished, tmp_path, "intact"), copy(finished, tmp_path, "damaged")
+    flip_a_bit(damaged / "checkpoints" / "c00000010" / "p0000.h5")
+    results = {}
+    for run_dir in (intact, damaged):
+        r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", run_dir.name, "--resume")
+        assert r.returncode == 0, r.stderr[-2000:]
+        with h5py.File(checkpoints.find(run_dir).index) as f:
+            results[run_dir.name] = (r.stderr, f["state"][:])
+    err = results["damaged"][0]
+    assert "checkpoint damaged/checkpoints/c00000010 is damaged" in err
+    assert "damaged/checkpoints/c00000010/p0000.h5" in err and "restarting from the previous one" in err
+    assert "resumed from damaged/checkpoints/c00000005" in err
+    np.testing.assert_array_equal(results["damaged"][1], results["intact"][1])  # the same answer, bit for bit
+
+
+MARKER_DAMAGE = {
+    "a JSON list": lambda info: [info],
+    "step as a word": lambda info: {**info, "step": "twenty"},
+    "no config": lambda info: {k: v for k, v in info.items() if k != "config"},
+    "negative dt": lambda info: {**info, "dt": -1.0},
+    "another dt": lambda info: {**info, "dt": 0.02},
+    "a step of a million": lambda info: {**info, "step": 10**6},
+    "another time": lambda info: {**info, "time": 0.3},
+    "a boolean step": lambda info: {**info, "step": True},
+    "an epoch after it": lambda info: {**info, "epoch": [20, 0.2]},
+    "another grid": lambda info: {**info, "config": {**info["config"], "grid": {"shape": [32, 32, 32]}}},
+    "unknown spaces": lambda info: {**info, "spaces": ["fourier"]},
+}
+
+
+@pytest.mark.parametrize("damage", list(MARKER_DAMAGE))
+def test_a_damaged_marker_is_skipped_for_the_previous_checkpoint(finished, tmp_path, damage):
+    run_dir = copy(finished, tmp_path)
+    marker = run_dir / "checkpoints" / "c00000010.json"
+    marker.write_text(json.dumps(MARKER_DAMAGE[damage](json.loads(marker.read_text()))))
+    with warnings_logged() as warnings:
+        found = checkpoints.find(run_dir)
+    assert found.step == 5 and [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ")], warnings
+    cfg = config_mod.load(TG, [s for s in SMALL if s != "--set"] + ["time.t_end=0.1"])
+    assert rundir.plan(cfg, run_dir, resume=True).restart == "latest"
+
+
+def test_a_truncated_marker_and_a_run_with_only_damaged_checkpoints(finished, tmp_path):
+    run_dir = copy(finished, tmp_path)
+    for marker in (run_dir / "checkpoints").glob("c*.json"):
+        marker.write_text(marker.read_text()[:40])
+    assert checkpoints.find(run_dir) is None
+    before = digest(run_dir)
+    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
+    one_line_error(r, "holds 2 checkpoint(s), none of them intact")
+    assert digest(run_dir) == before
+
+
+@pytest.mark.slow
+def test_a_restart_repairs_the_time_series_and_skips_a_damaged_marker(finished, tmp_path):
+    """What a crash and a bad edit leave: the latest marker with dt = -1, a blank line and a partial row
+    at the end of timeseries.csv. The restart continues from the previous checkpoint, forward in time,
+    and the time series is whole again, every step once."""
+    run_dir = copy(finished, tmp_path)
+    marker = run_dir / "checkpoints" / "c00000010.json"
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "dt": -1.0}))
+    original = rows(run_dir)
+    with open(run_dir / "timeseries.csv", "a") as fh:
+        fh.write("\n" + ",".join(original[-1])[:25])
+    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "skipping checkpoint run/checkpoints/c00000010.json" in r.stderr and "resumed from run/checkpoints/c00000005" in r.stderr
+    table = rows(run_dir)
+    assert table[:2] == original[:2] and [int(x[0]) for x in table[1:]] == [0, 5, 10, 15, 20]
+    assert float(table[-1][1]) == 0.2 and read_timeseries(run_dir / "timeseries.csv")["step"].size == 5
+
+
+def test_the_time_series_is_repaired_to_the_checkpoint_and_a_failed_write_is_undone(tmp_path, monkeypatch):
+    path = tmp_path / "timeseries.csv"
+    good = ["step,time,dt,energy", "0,0.0,0.01,1.0", "5,0.05,0.01,0.9", "10,0.1,0.01,0.8"]
+    path.write_text("\n".join([*good[:3], "", "5,0.05,0.01,0.9", "7,0.0\0\0", good[3], "15,0.15,0.0", "x,y,z,w"]))
+    series = TimeSeries(path, keep_through=10)
+    series.append({"step": 15, "time": 0.15, "dt": 0.01, "energy": 0.7})
+    assert path.read_text() == "\n".join([*good, "15,0.15,0.01,0.7", ""])
+
+    real_write = os.write
+
+    def half_then_full(fd, data):  # the disk fills in the middle of a row
+        if len(data) > 8:
+            return real_write(fd, data[:8])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OutputWriteError, match=f"writing {path} failed: No space left on device"):
+        series.append({"step": 20, "time": 0.2, "dt": 0.01, "energy": 0.6})
+    monkeypatch.undo()
+    series.close()
+    assert path.read_text() == "\n".join([*good, "15,0.15,0.01,0.7", ""])  # no partial row left
+
+
+# --- a full disk ---------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def small_filesystem(path, size):
+    """A tmpfs of ``size`` at ``path``; skips (saying why) where it cannot be mounted (needs root)."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a full disk is a tmpfs mounted by root; not root here")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+def assert_reported_in_one_line(r, run_dir):
+    assert r.returncode == 1, r.stderr[-3000:]
+    errors = [line for line in r.stderr.splitlines() if "ERROR" in line or "error:" in line]
+    assert len(errors) == 1 and "failed: No space left on device" in errors[0] and str(run_dir) in errors[0], r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr[-3000:]
+    assert not list(run_dir.parent.rglob(".lock*")), "no lock left behind"
+
+
+SPECTRA_FILLER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import numpy as np
+    from simulator.output.hdf5 import OutputWriteError
+    from simulator.output.spectra import SpectraFile, read_spectra
+    path = Path(sys.argv[1])
+    f = SpectraFile(path, np.arange(64.0), None)
+    try:
+        for step in range(10**6):
+            f.append(step, 0.01 * step, {"energy": np.full(64, step, float), "helicity": np.ones(64)})
+    except OutputWriteError as err:
+        print(err)
+    f.close()
+    data = read_spectra(path)
+    assert data["step"].size > 0 and (data["energy"][:, 0] == data["step"]).all(), data["step"]
+    print("rows", data["step"].size)
+""")
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_exit_1_and_leaves_no_lock(tmp_path):
+    with small_filesystem(tmp_path / "small", "200k") as fs:
+        # full from the start: nothing can be written, not even the lock
+        filler = fs / "filler"
+        with contextlib.suppress(OSError), open(filler, "wb") as fh:
+            fh.write(b"\0" * 400_000)
+        r = simulator(tmp_path, TG, *SMALL, "--out", fs / "run")
+        assert_reported_in_one_line(r, fs / "run")
+        assert not (fs / "run").exists()
+        filler.unlink()
+        # spectra.h5's small appends fill it (no checksummed chunk cache to crash on at close)
+        script = tmp_path / "spectra_filler.py"
+        script.write_text(SPECTRA_FILLER)
+        done = subprocess.run([sys.executable, str(script), str(fs / "spectra.h5")], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"writing {fs / 'spectra.h5'} failed: No space left on device" in done.stdout, done.stdout
+        assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+        (fs / "spectra.h5").unlink()
+        # a run with a row and spectra every step fills it
+        r = simulator(tmp_path, TG, *SMALL, "--set", "output.every=1", "--set", "time.t_end=1000", "--out",
+                      fs / "run", timeout=600)
+        assert_reported_in_one_line(r, fs / "run")
+        assert status(fs / "run")["state"] == "failed"
+        steps(fs / "run")  # every row whole
+        assert read_spectra(fs / "run" / "spectra.h5")["step"].size > 0
+        shutil.rmtree(fs / "run")
+
+
+def test_process_position_agrees_with_the_runtime():
+    from simulator import runtime
+
+    cfg = config_mod.load(None)
+    cases = [({}, (0, 1)), ({"SIMULATOR_COORDINATOR": "h:1", "SIMULATOR_NUM_PROCESSES": "4",
+                            "SIMULATOR_PROCESS_ID": "3"}, (3, 4)),
+             ({"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, (1, 2)),
+             ({"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, (0, 1))]  # the batch shell, outside srun
+    for env, expected in cases:
+        assert rundir.process_position(cfg, env) == expected
+        assert (runtime.process_mode(cfg, env) == "single") == (expected == (0, 1))

@@ -1,0 +1,154 @@
+"""Restart tools as a user runs them: extending a run (--add-to-t-end), a wall-clock limit in the config
+(runtime.max_wall: checkpoint and exit 75, then --resume), and restarts at another resolution.
+
+Every run is a real ``simulator run`` subprocess on a tiny float64 case.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from simulator.output import checkpoints
+
+ROOT = Path(__file__).parents[1]
+TG = str(ROOT / "configs" / "taylor_green.yaml")
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5",
+         "--set", "output.snapshot_every=0"]
+EXIT_INTERRUPTED = 75
+
+
+def simulator(cwd, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "simulator", "run", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def final_state(run_dir):
+    ckpt = checkpoints.find(run_dir)
+    with h5py.File(ckpt.index) as f:
+        return ckpt.step, ckpt.time, {name: f[name][:] for name in f}
+
+
+def status(run_dir):
+    return json.loads((run_dir / "status.json").read_text())
+
+
+@pytest.mark.slow
+def test_add_to_t_end_extends_a_finished_run_exactly(tmp_path):
+    """A run to t = 0.2 extended by 0.2 is the run to t = 0.4, bit for bit (here stopped on the way and
+    resumed with the new t_end its hint names); --add-to-t-end without --restart, or with --resume, or
+    negative, is refused and changes nothing."""
+    ref = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.4", "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    first = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run")
+    assert first.returncode == 0, first.stderr
+    before = (tmp_path / "run" / "status.json").read_text()
+    for extra, expected in ((["--resume"], "needs --restart (with --resume every requeued job"),
+                            ([], "needs --restart"), (["--restart"], "--add-to-t-end = -1.0 is not allowed")):
+        value = "-1" if extra == ["--restart"] else "0.2"
+        r = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run", "--add-to-t-end", value, *extra)
+        assert r.returncode == 2 and expected in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert (tmp_path / "run" / "status.json").read_text() == before
+
+    # extended, and stopped after its first chunk by runtime.max_wall: the resume hint carries the new t_end
+    extended = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.2", "--set", "runtime.max_wall=5", "--out",
+                         "run", "--restart", "--add-to-t-end", "0.2")
+    assert extended.returncode == EXIT_INTERRUPTED, extended.stderr
+    assert "t_end 0.4" in extended.stderr
+    assert "--set time.t_end=0.4 --resume --out run" in extended.stderr
+    resumed = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.4", "--out", "run", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    # the closing line tells the segment from the run (it said "finished 40 steps" for a 15-step segment)
+    assert "finished: this segment 15 steps" in resumed.stderr and "run total 40 steps, t = 0.4" in resumed.stderr
+    step_ref, t_ref, state_ref = final_state(tmp_path / "ref")
+    step, t, state = final_state(tmp_path / "run")
+    assert (step, t) == (step_ref, t_ref) == (40, 0.4)
+    for name in state_ref:
+        np.testing.assert_array_equal(state[name], state_ref[name])
+    assert status(tmp_path / "run")["state"] == "finished"
+    assert (tmp_path / "run" / "timeseries.csv").read_text() == (tmp_path / "ref" / "timeseries.csv").read_text()
+
+
+@pytest.mark.slow
+def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path):
+    """runtime.max_wall: the run stops when the elapsed time plus two chunks and 5 s of margin would pass
+    the limit (with max_wall = 5 that is after the first chunk), writes a checkpoint, exits 75 saying how to
+    resume; --resume (here without the limit) finishes it, equal to an uninterrupted run."""
+    ref = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.3", "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    stopped = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.3", "--set", "runtime.max_wall=5", "--out", "run")
+    assert stopped.returncode == EXIT_INTERRUPTED, stopped.stderr
+    assert "stopped by runtime.max_wall = 5 s at step 5" in stopped.stderr
+    assert "--resume --out run" in stopped.stderr
+    ckpt = checkpoints.find(tmp_path / "run")
+    assert ckpt is not None and ckpt.step == 5
+    assert status(tmp_path / "run")["state"] == "interrupted"
+    resumed = simulator(tmp_path, TG, *SMALL, "--set", "time.t_end=0.3", "--out", "run", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stderr
+    step_ref, t_ref, state_ref = final_state(tmp_path / "ref")
+    step, t, state = final_state(tmp_path / "run")
+    assert (step, t) == (step_ref, t_ref) == (30, 0.3)
+    for name in state_ref:
+        np.testing.assert_array_equal(state[name], state_ref[name])
+    assert status(tmp_path / "run")["state"] == "finished"
+
+
+ABC = str(ROOT / "configs" / "abc.yaml")
+#: the ABC flow decays exactly, exp(-nu k^2 t) at any resolution that holds mode 1
+EXACT = ["--set", "precision=float64", "--set", "output.every=5", "--set", "checkpoint.every=5",
+         "--set", "output.snapshots.every=0"]
+
+
+def velocity_spectrum(run_dir):
+    step, t, state = final_state(run_dir)
+    return step, t, state["state"]
+
+
+@pytest.mark.slow
+def test_abc_restarted_at_twice_and_half_the_resolution_equals_the_runs_made_there(tmp_path):
+    """The ABC flow run on 16^3 to t = 0.1, then branched with --restart CKPT --out NEW at 32^3 (and at
+    8^3) to t = 0.2, equals the run made at that resolution from t = 0 to 1e-12; so does a new run with
+    initial.name: file from that checkpoint (time_from_file). Restarting at another grid into the same
+    directory is refused (its files hold one grid)."""
+    coarse = simulator(tmp_path, ABC, *EXACT, "--set", "grid.shape=16", "--set", "time.t_end=0.1", "--out", "c16")
+    assert coarse.returncode == 0, coarse.stderr
+    marker = "c16/checkpoints/c00000005.json"
+    refused = simulator(tmp_path, ABC, *EXACT, "--set", "grid.shape=32", "--set", "time.t_end=0.2", "--out", "c16",
+                        "--restart")
+    assert refused.returncode == 2 and "is a new run: branch it with --restart" in refused.stderr, refused.stderr
+    for n in (32, 8):
+        ref = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2", "--out",
+                        f"ref{n}")
+        assert ref.returncode == 0, ref.stderr
+        (tmp_path / f"branch{n}").mkdir()
+        branch = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
+                           "--restart", marker, "--out", f"branch{n}")
+        assert branch.returncode == 0, branch.stderr
+        assert f"from 16x16x16 to {n}x{n}x{n}" in branch.stderr
+        from_file = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
+                              "--set", f"initial={{name: file, path: {marker}, time_from_file: true}}",
+                              "--out", f"file{n}")
+        assert from_file.returncode == 0, from_file.stderr
+        step_ref, t_ref, u_ref = velocity_spectrum(tmp_path / f"ref{n}")
+        for run in (f"branch{n}", f"file{n}"):
+            step, t, u = velocity_spectrum(tmp_path / run)
+            assert t == t_ref == 0.2 and u.shape == u_ref.shape, run
+            assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, run
+        assert velocity_spectrum(tmp_path / f"branch{n}")[0] == step_ref == 10
+        assert velocity_spectrum(tmp_path / f"file{n}")[0] == 5  # a new run: its steps count from 0
+    # two processes (2 devices each, pencil) read the 16^3 checkpoint into 32^3: each its own blocks
+    (tmp_path / "two").mkdir()
+    two = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "2", "--timeout",
+                          "240", "run", ABC, *EXACT, "--set", "grid.shape=32", "--set", "time.t_end=0.2", "--set",
+                          "fft.backend=pencil", "--restart", marker, "--out", "two"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    _, _, u = velocity_spectrum(tmp_path / "two")
+    _, _, u_ref = velocity_spectrum(tmp_path / "ref32")
+    assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12
+    assert not list((tmp_path / "two").glob(".remap*"))
