@@ -158,46 +158,27 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from simulator import runtime
+
     overrides = list(args.overrides)
-    gpu = args.platform == "gpu" and _gpu_visible()
+    gpu = args.platform == "gpu" and runtime.gpu_visible()
     if args.devices is not None and not gpu:
         overrides.append(f"runtime.cpu_devices={args.devices}")  # virtual CPU devices stand in for GPUs
     elif args.cpu_devices is not None:
         overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
     cfg = config_mod.load(args.config, overrides)
-    memory = None
-    if args.memory is not None:
-        from simulator import cost
+    from simulator.cost import memory_option
 
-        try:
-            memory = cost.parse_bytes(args.memory)
-        except ValueError:
-            raise ConfigError("--memory", args.memory, "give a size such as 80GB or 141GiB", "is not a size") from None
-    if args.platform == "gpu" and memory is None and not gpu:
-        raise ConfigError("--memory", None, "give the memory per GPU, e.g. --memory 80GB (no GPU is visible here)",
-                          "is required with --platform gpu")
+    memory = memory_option(args.memory, args.platform == "gpu" and not gpu)
     _start(cfg)
     import jax
 
-    from simulator import plan as plan_mod
-    from simulator.run.simulation import Simulation
+    from simulator import plan
 
-    devices = jax.devices()[: args.devices] if args.devices is not None else None
-    plan = plan_mod.make_plan(Simulation(cfg, devices), (*plan_mod.run_programs(cfg), "step"), memory)
+    lines = plan.plan_lines(cfg, args.devices, args.platform, memory, args.profile)
     if jax.process_index() == 0:
-        for line in plan_mod.report(plan, args.platform or plan.platform, args.profile):
-            print(line)
+        print("\n".join(lines))
     return EXIT_OK
-
-
-def _gpu_visible() -> bool:
-    """Whether a GPU plug-in for JAX is installed and a GPU device node exists (asked without starting JAX,
-    whose CPU device count can only be set before it starts)."""
-    import glob
-    from importlib.metadata import entry_points
-
-    plugins = [e.name for e in entry_points(group="jax_plugins")]
-    return bool(plugins) and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

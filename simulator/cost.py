@@ -17,6 +17,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from simulator.errors import ConfigError
+
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
                 "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
 _ARRAY = re.compile(r"\b(pred|[suf]\d+|bf16|c64|c128)\[([0-9,]*)\]")
@@ -229,3 +231,16 @@ def parse_bytes(text: str) -> int:
         raise ValueError(f"{text!r} is not a size like 80GB")
     return int(float(m.group(1)) * 1024 ** "_KMGTP".index(m.group(2) or "_"))
 
+
+def memory_option(text: str | None, required: bool) -> int | None:
+    """``simulator plan --memory SIZE`` in bytes (None: not given); ConfigError if it is not a size, or
+    if it is ``required`` (planning for GPUs where none is visible) and missing."""
+    if text is None:
+        if required:
+            raise ConfigError("--memory", None, "give the memory per GPU, e.g. --memory 80GB (no GPU is visible here)",
+                              "is required with --platform gpu")
+        return None
+    try:
+        return parse_bytes(text)
+    except ValueError:
+        raise ConfigError("--memory", text, "give a size such as 80GB or 141GiB", "is not a size") from None

@@ -17,18 +17,17 @@ in tests/test_plan.py): the largest grid that fits follows from them.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from simulator import cost
+from simulator.memory import device_memory_available
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.fft import complex_dtype
@@ -82,11 +81,11 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
                                     compiler_options=CHUNK_COMPILER_OPTIONS).lower(
                 sim.equation, state, _scalar(sim), dt, sim.params)
         elif name == "diagnostics":
-            lowered[name] = sim._diagnostics.lower(sim.equation, state, dt, sim.params)
+            lowered[name] = sim._diagnostics.lower(sim.equation, state, dt, sim.params, _scalar(sim))
         elif name == "spectra":
-            lowered[name] = sim._spectra.lower(sim.equation, state, sim.params)
+            lowered[name] = sim._spectra.lower(sim.equation, state, sim.params, _scalar(sim))
         elif name == "fields":
-            lowered[name] = sim._fields.lower(sim.equation, state, sim.params)
+            lowered[name] = sim._fields.lower(sim.equation, state, sim.params, _scalar(sim))
         else:
             raise ValueError(f"unknown program {name!r}")
     with ThreadPoolExecutor(len(lowered)) as pool:
@@ -112,57 +111,6 @@ def run_programs(cfg: Config) -> tuple[str, ...]:
         if schedule.periodic or schedule.at_end:
             names.append(name)
     return tuple(names)
-
-
-# ---- memory available --------------------------------------------------------------------------------
-
-
-def _cgroup_free() -> tuple[int, str] | None:
-    """Memory left under this process's cgroup limit (v2 or v1), if one is set."""
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            limit = Path(limit_file).read_text().strip()
-            usage = int(Path(usage_file).read_text().strip())
-        except (OSError, ValueError):
-            continue
-        if limit.isdigit() and int(limit) < 1 << 60:
-            return int(limit) - usage, f"cgroup limit {cost.human_bytes(int(limit))} less its usage"
-    return None
-
-
-def host_memory_available() -> tuple[int, str]:
-    """Bytes this process may still allocate on the host, and where the figure comes from: the smaller
-    of MemAvailable (/proc/meminfo) and what the cgroup limit leaves (containers, batch jobs)."""
-    candidates = []
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                candidates.append((int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"))
-    except OSError:
-        pass
-    group = _cgroup_free()
-    if group is not None:
-        candidates.append(group)
-    if not candidates:
-        pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        candidates.append((pages, "available physical pages (sysconf)"))
-    return min(candidates)
-
-
-def device_memory_available(devices: Sequence[Any]) -> tuple[int, str]:
-    """Bytes each device may still allocate, and where the figure comes from. GPUs report their
-    allocator's limit less what is in use; virtual CPU devices share the host's memory, divided by the
-    devices this process drives."""
-    local = [d for d in devices if d.process_index == jax.process_index()]
-    if local and local[0].platform != "cpu":
-        stats = [d.memory_stats() or {} for d in local]
-        if all("bytes_limit" in s for s in stats):
-            free = min(s["bytes_limit"] - s.get("bytes_in_use", 0) for s in stats)
-            return free, f"{local[0].platform} allocator limit less bytes in use"
-    total, source = host_memory_available()
-    return total // max(len(local), 1), f"{source}, shared by {max(len(local), 1)} device(s)"
 
 
 # ---- the plan -------------------------------------------------------------------------------------------
@@ -333,6 +281,18 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
     seconds = cost.predicted_seconds(t, prof, plan.devices)
     lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source})")
     return lines
+
+
+def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = None, memory: int | None = None,
+               profile: str | None = None) -> list[str]:
+    """What ``simulator plan`` prints for ``cfg`` on its first ``devices`` devices (default: the run's),
+    planning for ``platform`` (default this machine's) with ``memory`` bytes per device (default: what
+    the devices have free) and the bandwidths of ``profile`` (:func:`report`). The runtime must be started."""
+    from simulator.run.simulation import Simulation
+
+    chosen = jax.devices()[:devices] if devices is not None else None
+    plan = make_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory)
+    return report(plan, platform or plan.platform, profile)
 
 
 #: a run whose state (per device) is below this fraction of the usable memory is let through without

@@ -82,6 +82,15 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
     # several) keeps 64-bit types on; its own arrays are float32 all the same (every dtype is explicit)
 
 
+def gpu_visible() -> bool:
+    """Whether a GPU plug-in for JAX is installed and a GPU device node exists (asked without starting JAX,
+    whose CPU device count can only be set before it starts)."""
+    import glob
+
+    plugins = [e.name for e in metadata.entry_points(group="jax_plugins")]
+    return bool(plugins) and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
+
+
 def is_distributed() -> bool:
     """True once jax.distributed has been initialized in this process."""
     from jax._src import distributed  # no public API exposes this

@@ -65,7 +65,7 @@ class Boussinesq(SemiLinearEquation):
     @property
     def kept(self) -> jax.Array:
         """1 on the modes a state holds: those the 2/3 rule keeps, less the box mean (k = 0)."""
-        return self.ns.dealias * (self.ns.k2 > 0).astype(self.dtype)
+        return self.ns.dealias((self.ns.k2 > 0).astype(self.dtype))
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from simulator import spectra
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.phase import rotate
 from simulator.equations.schrodinger_poisson.equation import psi_from_snapshot
 from simulator.fft import FFTBackend, complex_dtype
 
@@ -55,15 +56,16 @@ class CosmoState(NamedTuple):
 class FDMCosmo(SplitStepEquation):
     """The comoving kick and drift, the potential, diagnostics and spectra on one FFT backend.
 
-    Leaves: wavenumbers of both transforms, the mask dropping every Nyquist plane, the Parseval
-    weights, the spectrum file's table (ln k, ln P) when there is one, and the run time ``time``
+    Leaves: wavenumbers of both transforms, the per-axis masks dropping every Nyquist plane, the
+    Parseval weights (broadcasting 1D vectors: their 3D combinations are formed in the kernels that use
+    them, never stored), the spectrum file's table (ln k, ln P) when there is one, and the run time ``time``
     (s = ln(a/a_start), set by :meth:`at`).
     """
 
     info = INFO
     space = "real"
     snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "nyquist_free", "weight", "table", "time")
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight", "table", "time")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: FDMCosmoParams | None = None):
         physics = FDMCosmoParams() if physics is None else physics
@@ -71,8 +73,7 @@ class FDMCosmo(SplitStepEquation):
         self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
         self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
         modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
-        keep = [jnp.abs(m) < n / 2 for m, n in zip(modes, fft.shape, strict=True)]
-        self.nyquist_free = (keep[0] & keep[1] & keep[2]).astype(self.dtype)
+        self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         table = None if physics.spectrum_file is None else power.read_table(physics.spectrum_file)
         self.table = None if table is None else tuple(self._replicated(np.asarray(v)) for v in table)
@@ -107,9 +108,13 @@ class FDMCosmo(SplitStepEquation):
 
     # ---- operators -----------------------------------------------------------------------------------
 
+    def nyquist_free(self, f_hat: jax.Array) -> jax.Array:
+        """A real-transform spectrum with every Nyquist plane zeroed."""
+        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
+
     def potential(self, psi: jax.Array, params: Params) -> jax.Array:
         """Phi = a V from lap(Phi) = 4 pi G (|psi|^2 - mean), real space."""
-        rho_hat = self.nyquist_free * self.fft.rfft(jnp.abs(psi) ** 2)
+        rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), cosmology.G_CODE))
 
     def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
@@ -120,15 +125,15 @@ class FDMCosmo(SplitStepEquation):
         nu = cosmology.nu_code(params["m22"], params["h"])
         excess = jnp.abs(state.psi) ** 2 - params["omega_m"]
         phase = (k1 * state.potential + (k3 * params["self_interaction"]) * excess) / nu
-        return CosmoState(state.psi * jnp.exp(-1j * phase), state.potential)
+        return CosmoState(rotate(state.psi, -phase), state.potential)
 
     def drift(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi_hat <- exp(-i nu k^2 K2 / 2) psi_hat over [time, time + dt], exact; then Phi of the new density."""
         (k2,) = self._integrals(dt, params, (2,))
         nu = cosmology.nu_code(params["m22"], params["h"])
         kx, ky, kz = self.kc
-        phase = jnp.exp(-0.5j * (nu * k2) * (kx**2 + ky**2 + kz**2))
-        psi = self.fft.ifft(phase * self.fft.fft(state.psi))
+        phase = (-0.5 * nu * k2) * (kx**2 + ky**2 + kz**2)
+        psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
         return CosmoState(psi, self.potential(psi, params))
 
     # ---- states --------------------------------------------------------------------------------------
@@ -194,7 +199,7 @@ class FDMCosmo(SplitStepEquation):
         """Shell averages of V |delta_k|^2 (measured) and of the linear P(k, z) over the same modes."""
         rho = jnp.abs(state.psi) ** 2
         delta_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
-        w = self.weight * self.nyquist_free
+        w = self.nyquist_free(self.weight)
         volume = math.prod(self.box)
         kx, ky, kz = self.kr
         k = jnp.sqrt(kx**2 + ky**2 + kz**2)
@@ -232,7 +237,7 @@ def _gaussian(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> 
     with JAX's sharding-invariant generator: the same field on any layout) coloured by the linear
     spectrum, so <|delta_k|^2> = P/V for delta_k = delta_hat / N; k = 0 and Nyquist planes are zero."""
     draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
-    noise_hat = eq.nyquist_free * eq.fft.rfft(draw(jax.random.key(ic.seed)))
+    noise_hat = eq.nyquist_free(eq.fft.rfft(draw(jax.random.key(ic.seed))))
     kx, ky, kz = eq.kr
     k = jnp.sqrt(kx**2 + ky**2 + kz**2)
     p = power.linear_power(k, eq.a_start(params), params, eq.table, eq.physics.fdm_transfer, jnp)

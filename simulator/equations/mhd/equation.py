@@ -71,7 +71,7 @@ class MHD(SemiLinearEquation):
         f = self.fft.irfft(jnp.concatenate([x[:3], ns.curl(x[:3]), x[3:], ns.curl(x[3:])]))
         u, w, b, j = f[:3], f[3:6], f[6:9], f[9:]
         force = [a + c for a, c in zip(cross(u, w), cross(j, b), strict=True)]
-        n = ns.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
+        n = ns.dealias(self.fft.rfft(jnp.stack([*force, *cross(u, b)])))
         return jnp.concatenate([ns.project(n[:3]), ns.project(ns.curl(n[3:]))])
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
@@ -85,7 +85,7 @@ class MHD(SemiLinearEquation):
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
         """The stack of a real-space ``velocity`` and ``magnetic`` field ``(3, Nx, Ny, Nz)``: dealiased and
         projected, the means (mean flow, mean field B0) kept."""
-        x = self.ns.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
+        x = self.ns.dealias(self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype)))
         return jnp.concatenate([self.ns.project(x[:3]), self.ns.project(x[3:])])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:

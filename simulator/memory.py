@@ -1,0 +1,62 @@
+"""How much memory a run may still allocate: per device (a GPU's allocator limit less what it uses) or
+on the host (MemAvailable, or what a cgroup limit leaves), with where each figure comes from.
+Used by :mod:`simulator.plan`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simulator import cost
+
+
+def _cgroup_free() -> tuple[int, str] | None:
+    """Memory left under this process's cgroup limit (v2 or v1), if one is set."""
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            limit = Path(limit_file).read_text().strip()
+            usage = int(Path(usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and int(limit) < 1 << 60:
+            return int(limit) - usage, f"cgroup limit {cost.human_bytes(int(limit))} less its usage"
+    return None
+
+
+def host_memory_available() -> tuple[int, str]:
+    """Bytes this process may still allocate on the host, and where the figure comes from: the smaller
+    of MemAvailable (/proc/meminfo) and what the cgroup limit leaves (containers, batch jobs)."""
+    candidates = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                candidates.append((int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"))
+    except OSError:
+        pass
+    group = _cgroup_free()
+    if group is not None:
+        candidates.append(group)
+    if not candidates:
+        pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        candidates.append((pages, "available physical pages (sysconf)"))
+    return min(candidates)
+
+
+def device_memory_available(devices: Sequence[Any]) -> tuple[int, str]:
+    """Bytes each device may still allocate, and where the figure comes from. GPUs report their
+    allocator's limit less what is in use; virtual CPU devices share the host's memory, divided by the
+    devices this process drives."""
+    import jax
+
+    local = [d for d in devices if d.process_index == jax.process_index()]
+    if local and local[0].platform != "cpu":
+        stats = [d.memory_stats() or {} for d in local]
+        if all("bytes_limit" in s for s in stats):
+            free = min(s["bytes_limit"] - s.get("bytes_in_use", 0) for s in stats)
+            return free, f"{local[0].platform} allocator limit less bytes in use"
+    total, source = host_memory_available()
+    return total // max(len(local), 1), f"{source}, shared by {max(len(local), 1)} device(s)"
