@@ -80,6 +80,10 @@ CASES = {
     "mesh of wrong rank": (["run", TG, "--set", "fft.mesh=[2,2]"], "fft.mesh = [2, 2] has the wrong rank"),
     "zero devices": (["run", TG, "--cpu-devices", "0"], "runtime.cpu_devices = 0 is out of range"),
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshot_every=7"], "does not fall on a chunk boundary"),
+    "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],
+                                  "grid.shape = [4096, 4096, 4096] does not fit in memory"),
+    "overwrite with a grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "run",
+                                                    "--overwrite"], "largest cubic grid that fits is ["),
     # unknown names and combinations
     "unknown backend": (["run", TG, "--set", "fft.backend=fftw"], "fft.backend = 'fftw' is unknown"),
     "unknown physics": (["run", TG, "--set", "physics.name=maxwell"], "physics.name = 'maxwell' is unknown"),
@@ -167,6 +171,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert expected in lines[0], (case, lines[0])
     assert r.stdout == ""
     assert digest(workdir / "run") == before, case
+    assert not (workdir / "huge").exists()
 
 
 def test_an_unreadable_config_is_one_line(workdir, tmp_path):
