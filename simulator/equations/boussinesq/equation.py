@@ -13,8 +13,9 @@ Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). The Navier-Sto
 (wavenumbers, 2/3 rule, Leray projection, curl, forcing) are reused from a
 :class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
 
-Per stage: one batched inverse FFT of (u, w, grad b) (9 fields), one batched forward FFT of
-(u x w, u.grad b) (4 fields). References: Boussinesq dynamics and the gravity-inertia dispersion
+Per stage: inverse FFTs of u, grad b and w (3 fields each, so that the step's peak memory holds one
+three-field spectrum at a time), a forward FFT of u.grad b (so that grad b is freed before w exists)
+and one of u x w. References: Boussinesq dynamics and the gravity-inertia dispersion
 relation, Vallis, Atmospheric and Oceanic Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral
 model of rotating stratified flow, Winters, MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21,
 69); Froude and Rossby numbers as in Marino, Mininni, Rosenberg & Pouquet 2013
@@ -74,16 +75,16 @@ class Boussinesq(SemiLinearEquation):
                          params["brunt_vaisala"] ** 2, params["coriolis"])
 
     def advection(self, x: jax.Array) -> jax.Array:
-        """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean: one batched inverse FFT of
-        (u, w, grad b), one forward of (u x w, u.grad b)."""
+        """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean: inverse FFTs of u, grad b and
+        w, forward FFTs of u.grad b and of u x w."""
         ns = self.ns
         kx, ky, kz = ns.k
         b_hat = x[3]
-        grad_b = 1j * jnp.stack([kx * b_hat, ky * b_hat, kz * b_hat])
-        f = self.fft.irfft(jnp.concatenate([x[:3], ns.curl(x[:3]), grad_b]))
-        u, w, g = f[:3], f[3:6], f[6:]
-        n = self.kept * self.fft.rfft(jnp.stack([*cross(u, w), -(u[0] * g[0] + u[1] * g[1] + u[2] * g[2])]))
-        return jnp.concatenate([ns.project(n[:3]), n[3:]])
+        u = self.fft.irfft(x[:3])
+        g = self.fft.irfft(1j * jnp.stack([kx * b_hat, ky * b_hat, kz * b_hat]))
+        advected = self.kept * self.fft.rfft(-(u[0] * g[0] + u[1] * g[1] + u[2] * g[2]))  # g freed before w exists
+        n = self.kept * self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ns.curl(x[:3])))))
+        return jnp.concatenate([ns.project(n), advected[None]])
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """Advection plus, in forced runs, the forcing of the velocity."""
@@ -100,10 +101,10 @@ class Boussinesq(SemiLinearEquation):
         return jnp.concatenate([self.ns.project(x[:3]), x[3:]])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)`` and buoyancy ``(Nx, Ny, Nz)`` (one batched
-        inverse transform)."""
-        f = self.fft.irfft(jnp.concatenate([x[:3], self.ns.curl(x[:3]), x[3:]]))
-        return {"velocity": f[:3], "vorticity": f[3:6], "buoyancy": f[6]}
+        """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)`` and buoyancy ``(Nx, Ny, Nz)`` (an inverse
+        transform each: one spectrum held beside the results at a time)."""
+        return {"velocity": self.fft.irfft(x[:3]), "vorticity": self.fft.irfft(self.ns.curl(x[:3])),
+                "buoyancy": self.fft.irfft(x[3])}
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 

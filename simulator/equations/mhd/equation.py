@@ -12,8 +12,9 @@ and carries the Alfven waves, omega = +-k.B0 (Orszag & Tang 1979; Canuto et al.,
 
 Viscous and resistive terms are the diagonal linear operator (-nu k^2, -eta k^2), integrated exactly
 by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL number
-accounts for through |B|. Per stage: one batched inverse FFT of (u, w, B, j) (12 fields) and one
-batched forward FFT of (u x w + j x B, u x B) (6 fields). The Navier-Stokes operators (wavenumbers,
+accounts for through |B|. Per stage: inverse FFTs of u, w, B and j (3 fields each, so that the
+step's peak memory holds one three-field spectrum at a time, not a twelve-field one) and one batched
+forward FFT of (u x w + j x B, u x B) (6 fields). The Navier-Stokes operators (wavenumbers,
 2/3 rule, projection, curl, forcing) are reused from a
 :class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
 
@@ -65,12 +66,14 @@ class MHD(SemiLinearEquation):
         return -rates.reshape(6, 1, 1, 1) * self.ns.k2
 
     def ideal(self, x: jax.Array) -> jax.Array:
-        """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: one batched inverse FFT of (u, w, B, j) and
-        one forward of (u x w + j x B, u x B)."""
+        """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: inverse FFTs of u, w, B, j (w and j each
+        used as soon as it exists, so that both are never held together) and one forward of
+        (u x w + j x B, u x B)."""
         ns = self.ns
-        f = self.fft.irfft(jnp.concatenate([x[:3], ns.curl(x[:3]), x[3:], ns.curl(x[3:])]))
-        u, w, b, j = f[:3], f[3:6], f[6:9], f[9:]
-        force = [a + c for a, c in zip(cross(u, w), cross(j, b), strict=True)]
+        u = self.fft.irfft(x[:3])
+        force = cross(u, self.fft.irfft(ns.curl(x[:3])))
+        b = self.fft.irfft(x[3:])
+        force = [a + c for a, c in zip(force, cross(self.fft.irfft(ns.curl(x[3:])), b), strict=True)]
         n = ns.dealias(self.fft.rfft(jnp.stack([*force, *cross(u, b)])))
         return jnp.concatenate([ns.project(n[:3]), ns.project(ns.curl(n[3:]))])
 
@@ -89,10 +92,11 @@ class MHD(SemiLinearEquation):
         return jnp.concatenate([self.ns.project(x[:3]), self.ns.project(x[3:])])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (one batched
-        inverse transform)."""
-        f = self.fft.irfft(jnp.concatenate([x[:3], self.ns.curl(x[:3]), x[3:], self.ns.curl(x[3:])]))
-        return {"velocity": f[:3], "vorticity": f[3:6], "magnetic": f[6:9], "current": f[9:]}
+        """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (an inverse
+        transform each: one three-field spectrum held beside the results at a time)."""
+        ns, irfft = self.ns, self.fft.irfft
+        return {"velocity": irfft(x[:3]), "vorticity": irfft(ns.curl(x[:3])), "magnetic": irfft(x[3:]),
+                "current": irfft(ns.curl(x[3:]))}
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
