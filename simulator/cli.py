@@ -328,19 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "interrupted run; the log and the resume hint give the new time.t_end)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("plan", help="memory per device, the largest grid that fits, FFTs and all-to-alls per step and "
-                       "a predicted step time, from the run's programs compiled without allocating")
+    p = sub.add_parser("plan", help="plan a run without allocating: memory per device, the largest grid that fits, "
+                       "FFTs and all-to-alls per step, a predicted step time")
     _config_args(p, required=False)
-    p.add_argument("--devices", type=int, default=None, metavar="N",
-                   help="plan for N devices (virtual CPU devices where no GPU is visible; default: the run's)")
-    p.add_argument("--platform", choices=("cpu", "gpu"), default=None,
-                   help="the platform to plan for (default: this machine's); gpu without a GPU here uses the "
-                   "memory of --memory and a GPU profile, with memory figures from this machine's compilation")
-    p.add_argument("--memory", default=None, metavar="SIZE", help="memory per device, e.g. 80GB (default: what the "
-                   "devices have free)")
-    p.add_argument("--profile", choices=("measured", "h100", "h200"), default=None,
-                   help="bandwidths for the predicted step time: measured on this machine (default on CPU) or a "
-                   "GPU's published figures (default h100 with --platform gpu)")
+    p.add_argument("--devices", type=int, metavar="N", help="plan for N devices (virtual CPUs if no GPU is seen)")
+    p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory")
+    p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (default: what the devices have free)")
+    p.add_argument("--profile", choices=("measured", "h100", "h200"),
+                   help="bandwidths of the predicted step: measured here (CPU default) or a GPU's datasheet figures")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
