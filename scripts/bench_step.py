@@ -1,13 +1,14 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
-For each N, scheme (NS rk4, NS lsrk4, SP kdk), backend, device count, precision and local FFT path
-(``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of simulator/fft/local.py), in one
-invocation:
+For each N, scheme (NS rk4, NS lsrk4, NS rk4 with one passive scalar, SP kdk), backend, device count,
+precision and local FFT path (``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of
+simulator/fft/local.py), in one invocation:
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
   ``vs_xla``: its ratio to the same configuration on the xla path;
 * ``fft_ms``: the transforms one step must do, timed alone in the same run as the same batched calls
-  (NS: per stage an inverse r2c of 6 fields and a forward of 3; SP: a forward and inverse c2c of psi
+  (NS: per stage an inverse r2c of 6 fields and a forward of 3, with n scalars 6 + n and 3 + 3 n; SP: a
+  forward and inverse c2c of psi
   and a forward and inverse r2c of the density/potential), looped in one compiled call as the chunk
   loops its steps (both then reuse their buffers), and ``fft_share`` = step_ms / fft_ms
   (target <= 1.3: the step is FFT-bound). Chunks and FFTs of every path are timed A/B interleaved
@@ -46,9 +47,11 @@ from typing import Any
 SCHEMES = {
     "rk4": ("navier_stokes", "rk4", "taylor_green", []),
     "lsrk4": ("navier_stokes", "lsrk4", "taylor_green", []),
+    "rk4_scalar": ("navier_stokes", "rk4", "taylor_green",
+                   ["physics.scalars=[{diffusivity: 1e-3, mean_gradient: [0, 0, 1]}]", "initial.scalars.name=random"]),
     "kdk": ("schrodinger_poisson", "kdk", "random", ["grid.box=1", "initial.amplitude=0.3"]),
 }
-STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1}
+STAGES = {"rk4": 4, "lsrk4": 5, "rk4_scalar": 4, "kdk": 1}
 
 
 def parse_args() -> argparse.Namespace:
@@ -134,10 +137,12 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     state = jax.tree.map(jnp.copy, holder["s"])  # the chunk donates holder["s"]; this stays
     if isinstance(state, jax.Array):
         loops = steps * STAGES[scheme]
+        n_sc = state.shape[0] - 3  # passive scalars after the velocity: (u, w, theta) in, (u x w, u theta) out
 
         def body(_, k):
-            x = fft.irfft(jnp.concatenate([k, k]))
-            return k + 0.0 * fft.rfft(x[:3] * x[3:])
+            x = fft.irfft(jnp.concatenate([k, k[:3]]))
+            y = fft.rfft(jnp.concatenate([x[:3] * x[3:6], *(x[:3] * x[6 + i] for i in range(n_sc))]))
+            return k + 0.0 * (y if n_sc == 0 else jnp.sum(y, axis=0))
 
         looped = jax.jit(lambda k: jax.lax.fori_loop(0, loops, body, k))
         ffts = lambda: looped(state)  # noqa: E731
@@ -221,7 +226,8 @@ def main() -> int:
                             if scheme == "lsrk4":  # its stages are a rolled loop: the HLO holds one stage
                                 a2a *= STAGES[scheme]
                             fft_s = times[(path, "fft")] / args.steps
-                            ffts = STAGES[scheme] * 9 if physics == "navier_stokes" else 4
+                            scalars = run.holder["s"].shape[0] - 3 if physics == "navier_stokes" else 0
+                            ffts = STAGES[scheme] * (9 + 4 * scalars) if physics == "navier_stokes" else 4
                             xla_s = times[("xla", "step")] / args.steps if "xla" in runs else None
                             ratio_peer = step_s * 1e3 / peer[n] if with_peer else None
                             row = {

@@ -1,7 +1,7 @@
 """Figures of a run or of a sweep: what ``simulator plot PATH`` draws (no display, no JAX).
 
 :mod:`.run` draws a run directory (time series, spectra, slices, frames) from what the run wrote and
-from its equation's declared plot defaults; :mod:`.sweep` draws a sweep directory's collected results.
+from its equation's declared plot defaults (:mod:`.budget` the flux of its spectral budget); :mod:`.sweep` draws a sweep directory's collected results.
 Every PNG is :data:`PIXELS` in size.
 """
 

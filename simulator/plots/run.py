@@ -2,10 +2,15 @@
 
 From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
 
-* ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``);
-* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read);
+* ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``) that
+  the run has columns for;
+* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read),
+  and ``spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
+* ``flux.png`` from ``spectra.h5``: the flux Pi(k) of every transfer spectrum present
+  (:mod:`simulator.plots.budget`);
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
-  field, its component normal to the plane, for a scalar field its mean along the plane's normal;
+  field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
+  a stacked field (passive scalars) its first members;
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
@@ -15,6 +20,7 @@ JAX; an equation is known by its declaration only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +34,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import Curve, EquationInfo, FieldInfo
+from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, instances
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
@@ -36,6 +42,7 @@ from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
+from simulator.plots.budget import flux_figure
 from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
 from simulator.results import load_run_config
 
@@ -45,6 +52,8 @@ DEFAULT_SPECTRA = 5
 #: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
 #: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
 SPECTRUM_FLOOR = 1e-12
+#: members of a stacked field shown in a slice figure
+STACKED_PANELS = 3
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
@@ -73,17 +82,24 @@ def curve_values(series: dict[str, np.ndarray], curve: Curve) -> np.ndarray | No
     return (values - values[0]) / np.where(size > 0, size, np.nan)
 
 
+def _columns(curve: Curve, series: dict[str, np.ndarray]) -> list[Curve]:
+    """The curves ``curve`` draws: itself, or for a column template one per column it declares, ``{i}`` in
+    the label replaced by the index (one line per passive scalar)."""
+    return [curve if i is None else dataclasses.replace(curve, column=column, label=curve.label.replace(INDEX, str(i)))
+            for i, column in instances(curve.column, series)]
+
+
 def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], info: EquationInfo) -> Figure:
-    """One panel per ``info.plot.panels`` against ``series["time"]``."""
+    """One panel per ``info.plot.panels`` against ``series["time"]``; a panel none of whose columns the
+    run has (the scalars' of a run without) is left out."""
     t = series["time"]
-    panels = info.plot.panels
+    panels = [(panel, lines) for panel in info.plot.panels
+              if (lines := [c for curve in panel.curves for c in _columns(curve, series)])]
     fig, axes = figure(len(panels), 1, sharex=True)
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
+    for ax, (panel, lines) in zip(axes[:, 0], panels, strict=True):
         drawn = []
-        for curve in panel.curves:
+        for curve in lines:
             values = curve_values(series, curve)
-            if values is None:
-                continue
             ax.plot(t, values, label=curve.label)
             drawn.extend(values.tolist())
         if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
@@ -132,10 +148,11 @@ def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) ->
 
 
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
-                   info: EquationInfo) -> Figure:
+                   info: EquationInfo, name: str | None = None) -> Figure:
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
     0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
-    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off)."""
+    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off).
+    ``name``: another spectrum than the equation's own (labelled by its name, no guide)."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
@@ -144,23 +161,24 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     for values, t, colour in zip(shown, times, colours, strict=True):
         ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=f"t = {format_time(t)}")
-    if info.plot.spectrum_guide is not None:
+    if name is None and info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
-    ax.set_ylabel(info.plot.spectrum_label)
+    ax.set_ylabel(info.plot.spectrum_label if name is None else f"{name} spectrum")
     ax.set_xlabel(r"$k$ (shell centre, code units)")
     for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
         ticks(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
     when = f"t = {format_time(times[0])} – {format_time(times[-1])}"
-    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum  {when}"))
+    fig.suptitle(heading(config, f"{name or info.plot.spectrum} spectrum  {when}"))
     return fig
 
 
 def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
                  pdf: bool = False) -> list[Path]:
     """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
-    (default: a few from first to last)."""
+    (default: a few from first to last); ``plots/spectra_<name>.png`` the same for each spectrum of
+    ``info.plot.more_spectra`` the file holds; ``plots/flux.png`` the flux of its transfer spectra."""
     path = run_dir / SPECTRA_FILE
     if not path.is_file():
         note(f"skipped spectra.png: no {path}; set output.spectra.every")
@@ -177,8 +195,14 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     if power is None:
         note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
         return []
-    fig = spectra_figure(k, power, [float(t_all[r]) for r in rows], config, info)
-    return save(fig, run_dir / "plots" / "spectra.png", pdf)
+    shown = [float(t_all[r]) for r in rows]
+    written = save(spectra_figure(k, power, shown, config, info), run_dir / "plots" / "spectra.png", pdf)
+    for template in info.plot.more_spectra:
+        for _, other in instances(template, table):
+            fig = spectra_figure(k, table[other], shown, config, info, other)
+            written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
+    fig = flux_figure(k, table, shown, config, resolved_wavenumber(config, info))
+    return written + ([] if fig is None else save(fig, run_dir / "plots" / "flux.png", pdf))
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -244,6 +268,10 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> l
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
+    if vector and style.stacked:  # n scalar fields: the first few, each its own panel
+        return [Panel(f"{field} {i}, mid-plane {AXES[axis]} = {where:.3g}", label.replace(symbol, f"{symbol}_{i}"),
+                      style.cmap, _shown(style, plane[i], False), symmetric=True)
+                for i in range(min(shape[0], STACKED_PANELS))]
     panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g}", label, style.cmap, _shown(style, plane, vector))]
     if vector:
         name = symbol.strip("|").strip() if symbol.startswith("|") else symbol
