@@ -10,6 +10,9 @@
     simulator.run_config(sim.cfg, out="outputs/scripted")   # what `simulator run` does, files and all
     run = simulator.load_run("outputs/quickstart")          # no JAX needed to read results
 
+    g = jax.grad(lambda p: sim.rollout(state, 50, 0.01, params=p).history["energy"].sum())(sim.params)
+    simulator.run_ensemble([cfg_a, cfg_b], ["outputs/a", "outputs/b"])  # one batched program, two run dirs
+
 Everything here is also reachable as ``simulator.<name>``; importing ``simulator`` imports no JAX.
 """
 
@@ -23,7 +26,8 @@ from simulator import config as config_mod
 from simulator.config import Config
 from simulator.results import RunResults, SnapshotRef, load_run
 
-__all__ = ["Config", "RunResults", "Simulation", "SnapshotRef", "load_config", "load_run", "run_config"]  # noqa: F822
+__all__ = ["Config", "RunResults", "Simulation", "SnapshotRef", "load_config", "load_run", "run_config",  # noqa: F822
+           "run_ensemble"]
 
 
 def load_config(source: str | Path | Mapping[str, Any] | None = None,
@@ -49,6 +53,18 @@ def run_config(cfg: Config, out: str | Path | None = None, *, overwrite: bool = 
 
     return run(cfg, out, overwrite=overwrite, resume=resume, restart=restart,
                allow_physics_change=allow_physics_change)
+
+
+def run_ensemble(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, resume: bool = False,
+                 overwrite: bool = False) -> list[int]:
+    """Run configs that differ only in traced values (physical parameters, initial conditions, time
+    steps, outputs: see :mod:`simulator.ensemble`) as ONE batched program, each into its own run
+    directory exactly as :func:`run_config` would write it; returns each member's exit status (0
+    finished, 1 failed, 75 stopped). ``resume``: continue every member from its latest checkpoint.
+    Configs of other structures raise ConfigError (group them with ``simulator.ensemble.groups``)."""
+    from simulator.run.ensemble import run_configs
+
+    return run_configs(cfgs, outs, resume=resume, overwrite=overwrite)
 
 
 def __getattr__(name: str) -> Any:

@@ -181,6 +181,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise ConfigError("--point", index, "give the point index, or run inside a Slurm array task",
                               "is not set (SLURM_ARRAY_TASK_ID is unset)")
         return sweep.run_point(Path(args.target), int(index))
+    if args.group is not None:
+        index = args.group if args.group >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
+        if index is None or not str(index).isdigit():
+            raise ConfigError("--group", index, "give the group index, or run inside a Slurm array task",
+                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
+        from simulator import ensemble
+
+        return ensemble.run_group(Path(args.target), int(index))
+    if args.batch is not None and args.batch < 1:
+        raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
         directory = Path(args.target)
         path, rows = sweep.collect(directory)
@@ -198,10 +208,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for p in manifest["points"]:
         print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
               + " ".join(f"{k}={v}" for k, v in p["params"].items()))
+    groups = None
+    if args.ensemble or args.batch is not None or spec.ensemble:
+        from simulator import ensemble
+
+        groups = ensemble.write_groups(directory, manifest, args.batch or spec.batch)
+        print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
+              + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
     if args.submit:
-        sweep.submit(directory, manifest, Path(args.script), dry_run=args.dry_run)
+        sweep.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups)
     elif args.local:
-        return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest))
+        return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups)
     else:
         out = f" --out {args.out}" if args.out else ""
         print(f"next: simulator sweep {args.target}{out} --local [-j K], or --submit (one Slurm array job)")
@@ -312,10 +329,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="submit one Slurm array job running the unfinished points")
     mode.add_argument("--point", type=int, nargs="?", const=-1, default=None, metavar="I",
                       help="run point I of the sweep directory (default: $SLURM_ARRAY_TASK_ID); what array tasks run")
+    mode.add_argument("--group", type=int, nargs="?", const=-1, default=None, metavar="G",
+                      help="run ensemble group G of the sweep directory as one batched program (default: "
+                      "$SLURM_ARRAY_TASK_ID); what array tasks of an ensemble sweep run")
     mode.add_argument("--collect", action="store_true",
                       help="write DIR/collected.csv (parameters, final and peak diagnostics) and a plot")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="K",
                    help="with --local: points at once (default: max_parallel, at most the CPU count)")
+    p.add_argument("--ensemble", action="store_true",
+                   help="with --local/--submit: run the points that differ only in traced values (physical "
+                   "parameters, initial conditions, dt) as one batched program per group (as 'ensemble: true')")
+    p.add_argument("--batch", type=int, default=None, metavar="K",
+                   help="with --ensemble: at most K members per batched program (as 'batch: K'; implies --ensemble)")
     p.add_argument("--script", default="slurm/sweep.sbatch", metavar="FILE",
                    help="with --submit: the array job script (default: slurm/sweep.sbatch)")
     p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")

@@ -14,6 +14,8 @@ A sweep file::
       - {physics.viscosity: 1.0e-3, grid.shape: [64, 64, 64]}
     max_parallel: 4                # points running at once (the array's %limit; the default of --local -j)
     sbatch: ["--time=00:30:00"]    # extra sbatch options for --submit (optional)
+    ensemble: true                 # run points of one structure as one batched program (optional)
+    batch: 16                      # at most this many members per program (optional; implies ensemble)
 
 Points are the product of ``grid`` with the tuples of ``zip`` (the first grid key varies slowest).
 Every point is resolved and validated before anything is written or submitted. The sweep directory
@@ -22,6 +24,11 @@ then holds ``sweep.yaml`` (the manifest: each point's index, swept values, confi
 after ``--collect``, ``collected.csv``. A point is finished when its ``status.json`` says so; running
 the sweep again (locally or by resubmitting) only runs the others, each continuing from its latest
 checkpoint (``simulator run --resume``).
+
+Ensembles (``ensemble: true``, ``batch: K`` or ``--ensemble``/``--batch K``): the points are grouped by
+structure into ``ensembles.yaml`` (:mod:`simulator.ensemble`); each group runs as ONE process and
+ONE compiled, batched program (``simulator sweep DIR --group G``: a local subprocess, or one array
+task per group), every member still writing its own ``pNNN/`` exactly as a separate run would.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from simulator.errors import ConfigError
 
 MANIFEST = "sweep.yaml"
 COLLECTED = "collected.csv"
-KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch")
+KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,8 @@ class Sweep:
     points: tuple[Point, ...]
     max_parallel: int
     sbatch: tuple[str, ...]
+    ensemble: bool = False
+    batch: int | None = None
 
 
 def _mapping_of_lists(key: str, value: Any) -> dict[str, list]:
@@ -136,8 +145,13 @@ def load(path: str | Path) -> Sweep:
     sbatch = raw.get("sbatch") or []
     if not isinstance(sbatch, list) or not all(isinstance(a, str) for a in sbatch):
         raise ConfigError("sbatch", sbatch, 'give a list of sbatch options, e.g. ["--time=00:30:00"]', "is not a list")
+    ensemble, batch = raw.get("ensemble", False), raw.get("batch")
+    if not isinstance(ensemble, bool):
+        raise ConfigError("ensemble", ensemble, "give true or false", "is not a boolean")
+    if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
+        raise ConfigError("batch", batch, "give a positive integer (members per batched program)", "is not allowed")
     return Sweep(name, path.resolve(), base, dict(fixed), swept, tuple(Point(i, p) for i, p in enumerate(values)),
-                 max_parallel, tuple(sbatch))
+                 max_parallel, tuple(sbatch), ensemble or batch is not None, batch)
 
 
 def point_config(sweep: Sweep, point: Point, directory: Path) -> config_mod.Config:
@@ -255,21 +269,30 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
     return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
 
 
-def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False) -> str | None:
-    """Submit ONE array job whose task i runs point i, for the points not finished yet.
+def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False,
+           groups: Sequence[Sequence[int]] | None = None) -> str | None:
+    """Submit ONE array job whose task i runs point i, for the points not finished yet; with ``groups``
+    (an ensemble sweep), task G runs group G as one batched program, for the groups with a member not
+    finished yet.
 
     Returns the job id (None when every point has finished, or for ``dry_run``, which only prints the
     sbatch command).
     """
-    todo = unfinished(directory, manifest)
+    from simulator.ensemble import unfinished_groups
+
+    ensemble = groups is not None
+    todo = unfinished_groups(directory, manifest, groups) if ensemble else unfinished(directory, manifest)
+    what = "groups" if ensemble else "points"
+    total = len(groups) if ensemble else len(manifest["points"])
     if not todo:
-        print(f"all {len(manifest['points'])} points of {manifest['name']} have finished; nothing to submit")
+        print(f"all {total} {what} of {manifest['name']} have finished; nothing to submit")
         return None
     if not script.is_file():
         raise ConfigError("--script", str(script), "give the sweep job script (slurm/sweep.sbatch or your copy)",
                           "does not exist")
     cmd = ["sbatch", "--parsable", f"--job-name={manifest['name']}", f"--array={array_spec(todo, manifest['max_parallel'])}",
-           f"--output={directory / 'logs'}/%A_%a.out", *manifest["sbatch"], str(script), str(directory)]
+           f"--output={directory / 'logs'}/%A_%a.out", *manifest["sbatch"], str(script), str(directory),
+           *(["--group"] if ensemble else [])]
     print(" ".join(cmd))
     if dry_run:
         return None
@@ -282,8 +305,8 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
                           "was refused by sbatch")
     job = done.stdout.strip().split(";")[0]
     with (directory / "logs" / "submissions.log").open("a") as log:
-        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} job {job} points {','.join(map(str, todo))}\n")
-    print(f"submitted array job {job}: {len(todo)} of {len(manifest['points'])} points, at most "
+        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} job {job} {what} {','.join(map(str, todo))}\n")
+    print(f"submitted array job {job}: {len(todo)} of {total} {what}, at most "
           f"{manifest['max_parallel']} at once; logs in {directory / 'logs'}")
     return job
 
@@ -300,29 +323,42 @@ def run_point(directory: Path, index: int) -> int:
     return run_file(str(directory / point["config"]), out=str(directory / point["name"]), resume=True)
 
 
-def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int) -> int:
+def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
+              groups: Sequence[Sequence[int]] | None = None) -> int:
     """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
-    ``logs/pNNN.log``. Returns 0 when every point finished, 1 otherwise."""
-    todo = [manifest["points"][i] for i in unfinished(directory, manifest)]
-    print(f"{manifest['name']}: {len(manifest['points']) - len(todo)} of {len(manifest['points'])} points "
-          f"already finished; running {len(todo)}, {jobs} at a time")
-    running: list[tuple[dict, subprocess.Popen, Any]] = []
+    ``logs/pNNN.log``; with ``groups`` (an ensemble sweep), each group with an unfinished member is one
+    ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. Returns 0 when every
+    point finished, 1 otherwise."""
+    points = manifest["points"]
+    if groups is None:
+        tasks = [(p["name"], run_command(directory, p), f"point {p['index']} {p['params']}", [p])
+                 for p in (points[i] for i in unfinished(directory, manifest))]
+        print(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
+              f"already finished; running {len(tasks)}, {jobs} at a time")
+    else:
+        from simulator.ensemble import unfinished_groups
+
+        tasks = [(f"g{g:03d}", ["sweep", str(directory), "--group", str(g)],
+                  f"group {g} (points {', '.join(map(str, groups[g]))})", [points[i] for i in groups[g]])
+                 for g in unfinished_groups(directory, manifest, groups)]
+        print(f"{manifest['name']}: {len(groups) - len(tasks)} of {len(groups)} ensemble groups already finished; "
+              f"running {len(tasks)} (one batched program each), {jobs} at a time")
+    running: list[tuple[tuple, subprocess.Popen, Any]] = []
     failed = 0
-    while todo or running:
-        while todo and len(running) < jobs:
-            point = todo.pop(0)
-            log = (directory / "logs" / f"{point['name']}.log").open("a")
-            proc = subprocess.Popen([sys.executable, "-m", "simulator", *run_command(directory, point)],
-                                    stdout=log, stderr=subprocess.STDOUT)
-            running.append((point, proc, log))
+    while tasks or running:
+        while tasks and len(running) < jobs:
+            task = tasks.pop(0)
+            log = (directory / "logs" / f"{task[0]}.log").open("a")
+            proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1]], stdout=log, stderr=subprocess.STDOUT)
+            running.append((task, proc, log))
         time.sleep(0.1)
         for item in [r for r in running if r[1].poll() is not None]:
-            point, proc, log = item
+            (name, _, label, members), proc, log = item
             log.close()
             running.remove(item)
             failed += proc.returncode != 0
-            print(f"point {point['index']} {point['params']}: exit {proc.returncode} "
-                  f"({point_state(directory, point['name'])}); log {directory / 'logs' / (point['name'] + '.log')}")
+            states = ", ".join(point_state(directory, p["name"]) for p in members)
+            print(f"{label}: exit {proc.returncode} ({states}); log {directory / 'logs' / (name + '.log')}")
     return 0 if failed == 0 else 1
 
 

@@ -48,10 +48,9 @@ def local_fft(request):
     if path == "fftw":
         from simulator.fft.local import native
 
+        from support import unavailable
+
         module, why = native()
         if module is None:
-            message = f"the FFTW path is unavailable: {why}"
-            if os.environ.get("SIMULATOR_REQUIRE_FFTW") == "1":
-                pytest.fail(message + " (SIMULATOR_REQUIRE_FFTW=1 makes this a failure)")
-            pytest.skip(message)
+            unavailable("FFTW-path tests", "SIMULATOR_REQUIRE_FFTW", f"the FFTW path is unavailable: {why}")
     return path

@@ -3,9 +3,11 @@ list), and simulations built through the public API exactly as a user script wou
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, NoReturn
 
 import jax
+import pytest
 import jax.numpy as jnp
 import numpy as np
 
@@ -94,3 +96,13 @@ def relative_error(a: Any, b: Any) -> float:
         x, y = np.asarray(x), np.asarray(y)
         worst = max(worst, float(np.max(np.abs(x - y)) / np.max(np.abs(y))))
     return worst
+
+
+def unavailable(what: str, env: str, reason: str) -> NoReturn:
+    """Skip a test whose tool (Slurm, ParaView, FFTW, ...) is not available here, saying why; where the
+    environment variable ``env`` is 1 (``.ci/run`` sets it: CI installs the tool) fail instead."""
+    message = f"{what} not run: {reason}"
+    print(message)
+    if os.environ.get(env) == "1":
+        pytest.fail(f"{message} ({env}=1 makes this a failure)")
+    pytest.skip(message)

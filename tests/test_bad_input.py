@@ -82,13 +82,13 @@ CASES = {
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshot_every=7"], "does not fall on a chunk boundary"),
     # unknown names and combinations
     "unknown backend": (["run", TG, "--set", "fft.backend=fftw"], "fft.backend = 'fftw' is unknown"),
-    "unknown physics": (["run", TG, "--set", "physics.name=mhd"], "physics.name = 'mhd' is unknown"),
+    "unknown physics": (["run", TG, "--set", "physics.name=maxwell"], "physics.name = 'maxwell' is unknown"),
     "unknown initial condition": (["run", TG, "--set", "initial.name=vortex"], "initial.name = 'vortex' is unknown"),
     "initial of another equation": (["run", TG, "--set", "initial.name=soliton"], "'soliton' is not available"),
     "integrator of another equation": (["run", TG, "--set", "time.integrator=kdk"], "'kdk' is not available"),
     "key of another equation": (["run", JEANS, "--set", "physics.forcing=band"],
                                 "physics.forcing = 'band' is an unknown key; known keys for physics.name = "
-                                "schrodinger_poisson: name, hbar_over_m, G"),
+                                "schrodinger_poisson: name, hbar_over_m, G, self_interaction"),
     "initial key of another initial condition": (["run", TG, "--set", "initial.seed=3"],
                                                  "initial.seed = 3 is an unknown key; known keys for initial.name = "
                                                  "taylor_green: name, amplitude"),

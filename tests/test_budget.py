@@ -44,7 +44,7 @@ def test_transfers_sum_to_zero_without_gathering(case):
         assert abs(table[name].sum()) < 1e-13 * np.abs(table[name]).sum(), name
         assert np.abs(table[name]).sum() > 1e-3 * table[name.removeprefix("transfer_")].sum()  # it transfers
     if case[1] > 1:
-        text = sim._spectra.lower(sim.equation, state, sim.params).compile().as_text()  # Simulation.spectra's program
+        text = sim._spectra.lower(sim.equation, state, sim.params, sim._time(0.0)).compile().as_text()  # Simulation.spectra's program
         assert collective_counts(text)["all-gather"] == 0
 
 
@@ -52,7 +52,7 @@ def shell_budget(sim, state, params, h):
     """Per budgeted spectrum (the energy, each scalar's variance): (dE(k)/dt by central differences of
     one step each way, the right-hand side T - 2 nu k^2 E + F (+ P) at t = 0, T); and the spectra at t = 0."""
     eq = sim.equation
-    now, plus, minus = (sim.spectra(s, params) for s in (state, advance(sim, state, h, 1, params),
+    now, plus, minus = (sim.spectra(s, params=params) for s in (state, advance(sim, state, h, 1, params),
                                                                   advance(sim, state, -h, 1, params)))
     u_hat, theta_hat = eq.split(state)
     k2_norm = eq.weight * (eq.k[0] ** 2 + eq.k[1] ** 2 + eq.k[2] ** 2) / float(eq.fft.size) ** 2

@@ -101,7 +101,7 @@ def test_resolved_config_round_trips(tmp_path):
         # a key of another equation: unknown here, with the keys that are valid
         ("physics: {name: schrodinger_poisson, forcing: band}\ninitial: {name: jeans}", [],
          r"^physics\.forcing = 'band' is an unknown key; known keys for physics\.name = schrodinger_poisson: "
-         r"name, hbar_over_m, G$"),
+         r"name, hbar_over_m, G, self_interaction$"),
         ("physics: {name: schrodinger_poisson, viscosity: 0.5}\ninitial: {name: jeans}", [],
          r"^physics\.viscosity = 0\.5 is an unknown key; known keys for physics\.name = schrodinger_poisson"),
         ("physics: {name: schrodinger_poisson}\ninitial: {name: jeans, core_radius: 3}", [],

@@ -33,7 +33,8 @@ def test_a_run_of_the_first_format_restarts_to_the_same_answer(tmp_path, kind):
     got, expected = read_timeseries(run / "timeseries.csv"), read_timeseries(DATA / f"{kind}_expected_timeseries.csv")
     np.testing.assert_array_equal(got["step"], expected["step"])
     for column, values in expected.items():
-        np.testing.assert_allclose(got[column], values, rtol=1e-12, atol=1e-30, err_msg=column)
+        # atol: max_div is round-off itself (1e-17), and the FFT library may differ from the one that wrote it
+        np.testing.assert_allclose(got[column], values, rtol=1e-12, atol=1e-15, err_msg=column)
     loaded = simulator.load_run(run)
     assert loaded.status["state"] == "finished" and loaded.timeseries["time"][-1] == pytest.approx(expected["time"][-1])
 

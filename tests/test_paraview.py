@@ -26,10 +26,11 @@ from simulator.output import hdf5 as io
 from simulator.output.snapshots import write_snapshot
 from simulator.runtime import build_mesh
 
+from support import unavailable
+
 ROOT = Path(__file__).parents[1]
 PROBE = Path(__file__).with_name("paraview_probe.py")
 LEGACY = Path(__file__).parent / "data" / "legacy_v1" / "ns_run" / "snapshots" / "s00000010.xdmf"
-REQUIRED = os.environ.get("SIMULATOR_REQUIRE_PARAVIEW") == "1"
 # Every axis its own grid spacing and wavenumber, so that no swap of axes goes unnoticed. Central
 # differences of sin(k x) carry a relative error of about (k dx)^2 / 6: here at most 2.6 %, so 5 % of
 # max |omega| passes correct files; mirrored or left-handed ones are off by 40 % to 200 %.
@@ -40,11 +41,7 @@ pytestmark = pytest.mark.paraview
 
 
 def _unavailable(reason):
-    message = f"ParaView tests not run: {reason}"
-    print(message)
-    if REQUIRED:
-        pytest.fail(message + " (SIMULATOR_REQUIRE_PARAVIEW=1 makes this a failure)")
-    pytest.skip(message)
+    unavailable("ParaView tests", "SIMULATOR_REQUIRE_PARAVIEW", reason)
 
 
 @pytest.fixture(scope="module")

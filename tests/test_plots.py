@@ -235,6 +235,7 @@ def test_sweep_bad_input_exits_2(sweep, capsys, args, expected):
 # ---- what the figures show -------------------------------------------------------------------------------
 
 run_plots = importlib.import_module("simulator.plots.run")
+spectra_plots = importlib.import_module("simulator.plots.spectra")
 sweep_plots = importlib.import_module("simulator.plots.sweep")
 
 
@@ -242,7 +243,7 @@ sweep_plots = importlib.import_module("simulator.plots.sweep")
 def figures(monkeypatch):
     """The figures the plotting functions save, instead of their files."""
     saved = []
-    for module in (run_plots, sweep_plots):
+    for module in (run_plots, spectra_plots, sweep_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.append(fig) or [path])
     return saved
 

@@ -99,6 +99,36 @@ def test_stable_mode_oscillates_at_the_predicted_frequency():
     assert np.max(np.abs(amp - np.cos(omega * t))) < 0.01  # stable: no growth, right amplitude
 
 
+@pytest.mark.parametrize("nu, g", [(0.2, -0.2), (0.02, 0.5)], ids=["attractive-unstable", "repulsive-stable"])
+def test_self_interaction_enters_the_jeans_dispersion(nu, g):
+    """gamma^2 = 4 pi G rho0 - g rho0 k^2 - nu^2 k^4 / 4 = -omega^2: an attractive g makes a mode that quantum
+    pressure holds (nu = 0.2, omega^2 = 3.02 without g) grow at gamma = 2.21; a repulsive one makes a
+    Jeans-unstable mode (nu = 0.02, gamma = 3.52 without g) oscillate at omega = 2.71. Both to 1e-3."""
+    sim = sp(shape=[32, 4, 4])
+    eps, dt = 1e-7, 2e-3
+    p = sim.parameters(hbar_over_m=nu, self_interaction=g)
+    k = 2 * np.pi
+    rate2 = 4 * math.pi - g * k**2 - nu**2 * k**4 / 4
+    state = sim.initial_state({"name": "jeans", "amplitude": eps}, p)
+    if rate2 > 0:
+        gamma, steps = math.sqrt(rate2), 1000
+        _, amp = integrate(sim, state, dt, steps, p, mode_amplitude)
+        t = dt * np.arange(1, steps + 1)
+        assert 4 * math.pi - nu**2 * k**4 / 4 < 0  # stable without the self-interaction
+        assert np.max(np.abs(amp / (eps * np.cosh(gamma * t)) - 1)) < 1e-3
+        assert np.arccosh(amp[-1] / eps) / t[-1] == pytest.approx(gamma, rel=1e-3)  # the growth rate
+        assert amp[-1] > 30 * eps
+    else:
+        omega, steps = math.sqrt(-rate2), 2400
+        _, amp = integrate(sim, state, dt, steps, p, mode_amplitude)
+        t, amp = dt * np.arange(1, steps + 1), amp / eps
+        crossing = np.nonzero(np.diff(np.sign(amp)))[0]
+        zeros = t[crossing] - amp[crossing] * dt / (amp[crossing + 1] - amp[crossing])
+        assert 4 * math.pi - nu**2 * k**4 / 4 > 0 and len(zeros) >= 4  # unstable without it; two periods with it
+        assert np.pi / np.mean(np.diff(zeros)) == pytest.approx(omega, rel=1e-3)
+        assert np.max(np.abs(amp - np.cos(omega * t))) < 1e-3
+
+
 def test_the_sign_of_the_kinetic_term():
     """A plane wave psi = exp(i k x) (uniform density: no potential) evolves as exp(i (k x - omega t)) with
     omega = +nu k^2 / 2, the free Schrodinger dispersion: a flipped kinetic sign gives the conjugate

@@ -21,20 +21,17 @@ import yaml
 
 from simulator.output import checkpoints as checkpoint
 
+from support import unavailable
+
 ROOT = Path(__file__).parents[1]
 SIMULATOR = str(Path(sys.executable).parent / "simulator")
-REQUIRED = os.environ.get("SIMULATOR_REQUIRE_SLURM") == "1"
 DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
 def _unavailable(reason):
-    message = f"Slurm tests not run: {reason}"
-    print(message)
-    if REQUIRED:
-        pytest.fail(message + " (SIMULATOR_REQUIRE_SLURM=1 makes this a failure)")
-    pytest.skip(message)
+    unavailable("Slurm tests", "SIMULATOR_REQUIRE_SLURM", reason)
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +216,31 @@ def test_every_template_parses_and_checkpoints_and_requeues(template):
         assert piece in text, piece
     assert ("--point" if template == "sweep" else "--resume") in text
     assert "site-specific" in text
+
+
+def test_an_ensemble_sweep_is_one_array_task_per_group(slurm, tmp_path):
+    """--ensemble --batch 2: three points of one structure in two groups, each an array task running
+    one batched program (slurm/sweep.sbatch DIR --group); every point collects as a finished run."""
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump({
+        "name": "visc", "base": str(ROOT / "configs" / "taylor_green.yaml"),
+        "set": {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.2, "output.every": 10},
+        "grid": {"physics.viscosity": [0.01, 0.02, 0.04]}, "max_parallel": 2}))
+    out = tmp_path / "sweep"
+    args = [SIMULATOR, "sweep", str(sweep_file), "--out", str(out), "--submit", "--ensemble", "--batch", "2"]
+    done = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--array=0-1%2" in done.stdout and " --group\n" in done.stdout
+    job = re.search(r"submitted array job (\d+)", done.stdout)[1]
+    states = wait(job)
+    logs = [p.read_text() for p in sorted((out / "logs").glob("*.out"))]
+    assert states == [("COMPLETED", 0)] * 2, [log[-2000:] for log in logs]
+    assert any("ensemble of 2 member(s)" in log for log in logs) and any("group 1 of" in log for log in logs)
+    collected = subprocess.run([SIMULATOR, "sweep", str(out), "--collect"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120)
+    assert collected.returncode == 0, collected.stderr
+    with (out / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished"] * 3
+    again = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "all 2 groups of visc have finished" in again.stdout, again.stdout

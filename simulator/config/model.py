@@ -124,6 +124,8 @@ class SpectraOutput:
                                 "diagnostics row; 0 = not by steps", min=0)
     dt: float | None = setting(None, "simulated time between spectra rows; null = not by time", gt=0.0)
     wall: float | None = setting(None, "wall-clock seconds between spectra rows; null = not by wall time", gt=0.0)
+    times: tuple[float, ...] | None = setting(None, "simulated times of further rows (chunks end exactly there); "
+                                              "null = none", min=0.0)
     at_end: bool = setting(True, "a row at the end of the run")
 
 
@@ -135,6 +137,8 @@ class SnapshotOutput:
     dt: float | None = setting(None, "simulated time between snapshots (taken at the first chunk end past each "
                                "multiple); null = not by time", gt=0.0)
     wall: float | None = setting(None, "wall-clock seconds between snapshots; null = not by wall time", gt=0.0)
+    times: tuple[float, ...] | None = setting(None, "simulated times of further snapshots (chunks end exactly "
+                                              "there); null = none", min=0.0)
     at_end: bool = setting(False, "a snapshot at the end of the run")
 
 
@@ -275,14 +279,27 @@ def validate(cfg: Config) -> None:
 
 
 def resolve(cfg: Config) -> Config:
-    """Fill the defaults that depend on other keys: the equation's integrator, the spectra cadence."""
+    """Fill the defaults that depend on other keys: the equation's own (its ``resolve`` hook), the
+    equation's integrator, the spectra cadence; then check output times against the end time."""
+    cfg = cfg.physics.resolve(cfg)
     if cfg.time.integrator is None:
         cfg = dataclasses.replace(cfg, time=dataclasses.replace(
             cfg.time, integrator=registry()[cfg.physics.name].default_integrator))
     if cfg.output.spectra.every is None:
         spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.every)
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, spectra=spectra))
+    for key, times in (("output.spectra.times", cfg.output.spectra.times),
+                       ("output.snapshots.times", cfg.output.snapshots.times)):
+        late = [t for t in times or () if t > cfg.time.t_end * (1 + 1e-12)]
+        if late:
+            raise ConfigError(key, list(times), f"every time must be <= time.t_end = {cfg.time.t_end:.12g}",
+                              f"holds {late[0]:.12g}, which the run never reaches")
     return cfg
+
+
+def output_times(cfg: Config) -> tuple[float, ...]:
+    """Every time an output asks for (``output.*.times``), sorted: chunks end exactly there."""
+    return tuple(sorted({*(cfg.output.spectra.times or ()), *(cfg.output.snapshots.times or ())}))
 
 
 def keys_of(cfg: Config, sections: Sequence[str] = ("physics", "grid")) -> dict[str, Any]:

@@ -20,6 +20,9 @@ from simulator.equations.spec import EquationInfo, EquationParams, InitialCondit
 PACKAGES = (
     "simulator.equations.navier_stokes",
     "simulator.equations.schrodinger_poisson",
+    "simulator.equations.fdm_cosmo",
+    "simulator.equations.boussinesq",
+    "simulator.equations.mhd",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

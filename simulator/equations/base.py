@@ -114,6 +114,13 @@ class Equation(abc.ABC):
         on the same grid, for ``initial.name: file``; by default snapshots hold the state fields."""
         return {name: fields[name] for name in self.state_fields}
 
+    def at(self, t: jax.Array) -> Equation:
+        """This equation at run time ``t``. Autonomous equations (the default) are the same at every
+        time; one whose operators depend explicitly on time returns a copy holding ``t`` as a traced
+        leaf, so the integrators (a split step over [t, t + dt]) and the diagnostics, spectra and
+        fields see the time without recompiling."""
+        return self
+
     def leaf_spaces(self, state: Any) -> list[str]:
         """"spectral" or "real" for each leaf of ``state``, in flattening order."""
         paths = jax.tree_util.tree_flatten_with_path(state)[0]
@@ -172,11 +179,11 @@ class SplitStepEquation(Equation):
 
     @abc.abstractmethod
     def kick(self, state: Any, dt: jax.Array, params: Params) -> Any:
-        """Evolve under W alone for ``dt``."""
+        """Evolve under W alone for ``dt`` (from this equation's time, see :meth:`Equation.at`)."""
 
     @abc.abstractmethod
     def drift(self, state: Any, dt: jax.Array, params: Params) -> Any:
-        """Evolve under T alone for ``dt``."""
+        """Evolve under T alone for ``dt`` (from this equation's time, see :meth:`Equation.at`)."""
 
 
 @functools.lru_cache(maxsize=64)

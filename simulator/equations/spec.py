@@ -43,6 +43,32 @@ class EquationParams:
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
 
+    # Host-side hooks of an equation with a unit system or a clock of its own (a cosmological run:
+    # redshifts, physical units). The defaults describe a run in code units with a plain time.
+
+    def resolve(self, cfg: Any) -> Any:
+        """``cfg`` with the keys that follow from this equation's filled in (e.g. ``time.t_end`` from a
+        final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""
+        return cfg
+
+    def units(self) -> dict[str, str]:
+        """The run's units for output attributes: ``length``, ``time``, and a field's or spectrum's
+        name for that one (see :func:`simulator.output.snapshots.write_snapshot`); {} = code units."""
+        return {}
+
+    def output_attrs(self, t: float) -> dict[str, Any]:
+        """Extra attributes of an output written at run time ``t`` (numbers or strings)."""
+        return {}
+
+    def time_label(self, t: float) -> str | None:
+        """How figures label run time ``t`` (e.g. a redshift); None = the plain time."""
+        return None
+
+    def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
+        """Time-series columns computed on the host from this row and the previous one (None for the
+        first row of a run): running integrals. Columns declared among the diagnostics; none by default."""
+        return {}
+
 
 @dataclass(frozen=True)
 class InitialCondition:
@@ -56,6 +82,10 @@ class InitialCondition:
 
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
+
+    def check_start(self, cfg: Any) -> None:
+        """Checks that matter only when a run starts from this initial condition, not when it resumes
+        from a checkpoint (e.g. that a source file exists); raise ConfigError. None by default."""
 
 
 #: the initial condition every equation has: a state read from a file
@@ -74,6 +104,15 @@ class FromFile(InitialCondition):
                                    "false: at t = 0")
 
     def check(self, cfg: Any) -> None:
+        from simulator.errors import ConfigError
+
+        if not self.path:
+            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
+                              "is required with initial.name = file")
+
+    def check_start(self, cfg: Any) -> None:
+        """The source is read only when a run starts from it: a run resumed from its own checkpoints
+        does not need the file any more (it may have been deleted or pruned)."""
         from simulator.errors import ConfigError
         from simulator.output.sources import locate
 
@@ -173,7 +212,8 @@ class PlotSpec:
     ``resolved``: the largest resolved wavenumber as a fraction of the grid's Nyquist wavenumber
     min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
     ``viscosity``: the ``physics.*`` key of a kinematic viscosity, if any: a sweep over it gets a
-    secondary Reynolds-number axis."""
+    secondary Reynolds-number axis.
+    ``reference``: another of its spectra (e.g. linear theory) drawn dashed beside each row shown."""
 
     panels: tuple[Panel, ...]
     spectrum: str
@@ -183,6 +223,8 @@ class PlotSpec:
     resolved: float = 1.0
     viscosity: str | None = None
     more_spectra: tuple[str, ...] = ()
+    reference: str | None = None
+    reference_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -217,8 +259,8 @@ class EquationInfo:
         for name in (*self.progress, *((self.cfl,) if self.cfl else ())):
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
-        if self.plot.slice_field not in self.fields or not all(
-                n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra)):
+        if (self.plot.slice_field not in self.fields or self.plot.reference not in (None, *self.spectra)
+                or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra))):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")
         for name in self.state_fields:
             if name not in self.fields:

@@ -3,7 +3,8 @@
 The run loop calls every writer at every chunk end (on every process, in the same order, since some
 writers are collective); a writer acts when its schedule is due, at the end of the run, and when the
 run is stopped. A schedule has one vocabulary for every output (as Dedalus's file handlers do):
-every N steps, every simulated time interval, every wall-clock interval, at the end. Wall-clock
+every N steps, every simulated time interval, at given simulated times (where the run loop ends a
+chunk exactly: :class:`simulator.time.control.Stepper`), every wall-clock interval, at the end. Wall-clock
 triggers are agreed between processes by the loop, so collective writers never diverge.
 
 A writer owns its file: it opens it (truncating what a resumed run wrote past its checkpoint), writes,
@@ -25,30 +26,37 @@ from typing import Any
 @dataclass(frozen=True)
 class Schedule:
     """When a writer writes: every ``every`` steps, each time the simulated time passes a multiple of
-    ``dt``, every ``wall`` seconds, and/or at the end. ``at_start``: also at t = 0 of a new run when
-    any periodic trigger is set."""
+    ``dt``, at each of ``times``, every ``wall`` seconds, and/or at the end. ``at_start``: also at
+    t = 0 of a new run when any periodic trigger is set (or ``times`` holds 0)."""
 
     every: int = 0
     dt: float | None = None
     wall: float | None = None
     at_end: bool = False
     at_start: bool = True
+    times: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, section: Any, at_end: bool | None = None) -> Schedule:
-        """The schedule of a config section with ``every``, ``dt``, ``wall`` (and ``at_end``) keys."""
+        """The schedule of a config section with ``every``, ``dt``, ``wall`` (``times``, ``at_end``) keys."""
         return cls(every=int(section.every or 0), dt=section.dt, wall=section.wall,
-                   at_end=bool(section.at_end if at_end is None else at_end))
+                   at_end=bool(section.at_end if at_end is None else at_end),
+                   times=tuple(getattr(section, "times", None) or ()))
 
     @property
     def periodic(self) -> bool:
         return bool(self.every or self.dt or self.wall)
 
+    def hits(self, t_prev: float, t_now: float) -> bool:
+        """Whether one of ``times`` lies in (t_prev, t_now] (to a relative 1e-12: chunks end on them)."""
+        return any(t_prev + 1e-12 * max(1.0, abs(t)) < t <= t_now + 1e-12 * max(1.0, abs(t)) for t in self.times)
+
     def due(self, step: int, t_prev: float, t_now: float, wall_due: bool = False) -> bool:
-        """Due at a chunk end: by step count, by crossing a multiple of ``dt``, or by wall time."""
+        """Due at a chunk end: by step count, by crossing a multiple of ``dt``, at one of ``times``, or
+        by wall time."""
         by_step = bool(self.every) and step % self.every == 0
         by_time = bool(self.dt) and math.floor(t_now / self.dt + 1e-9) > math.floor(t_prev / self.dt + 1e-9)
-        return by_step or by_time or wall_due
+        return by_step or by_time or self.hits(t_prev, t_now) or wall_due
 
 
 @dataclass
@@ -100,7 +108,7 @@ class Writer(abc.ABC):
                 or (moment.final and s.at_end))
 
     def at_start(self) -> bool:
-        return self.schedule.at_start and self.schedule.periodic
+        return self.schedule.at_start and (self.schedule.periodic or self.schedule.hits(-math.inf, 0.0))
 
     def maybe_write(self, moment: Moment) -> None:
         if self.due(moment):

@@ -32,7 +32,8 @@ class SpectraFile:
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
     after the checkpoint's step are dropped.
 
-    ``units`` names the run's units (``length``, ``time``, and a spectrum's name for that spectrum);
+    ``units`` names the run's units (``length``, ``time``, ``k`` when not 1/length, and a spectrum's
+    name for that spectrum);
     ``descriptions`` says what each spectrum is and how it is normalised (the equation's declaration).
     """
 
@@ -85,7 +86,7 @@ class SpectraFile:
         f.attrs["description"] = "shell-summed spectra, one row per diagnostics output"
         f.attrs["units"] = json.dumps(self.units)
         length, time = self.units["length"], self.units["time"]
-        f["k"].attrs.update({"long_name": "shell wavenumber |k|", "units": f"1/({length})",
+        f["k"].attrs.update({"long_name": "shell wavenumber |k|", "units": self.units.get("k", f"1/({length})"),
                              "doc": "shell centre |k| = j * 2 pi / max(box); shell j holds round(|k|/dk) = j"})
         f["time"].attrs.update({"long_name": "simulation time of each row", "units": time})
         f["step"].attrs.update({"long_name": "time step number of each row"})
@@ -162,7 +163,7 @@ class SpectraWriter(Writer):
         self.file: SpectraFile | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        if self.rank0 and (self.schedule.periodic or self.schedule.at_end):
+        if self.rank0 and (self.schedule.periodic or self.schedule.at_end or self.schedule.times):
             self.file = SpectraFile(run_dir / FILE, self.k, resumed_step, units=self.units,
                                     descriptions=self.descriptions)
 

@@ -14,7 +14,7 @@ import csv
 import io
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +61,8 @@ class TimeSeries:
                 raise OutputWriteError(f"reading {path} failed: {describe_os_error(err)}") from err
             rows = [r for r in rows if int(r[0]) <= keep_through]
         self.header = header
+        #: the last row kept or written, by column (what running columns continue from)
+        self.last: dict[str, float] | None = dict(zip(header, map(float, rows[-1]), strict=True)) if rows and header else None
         text = io.StringIO()
         if header is not None:
             csv.writer(text, lineterminator="\n").writerows([header, *rows])
@@ -78,6 +80,7 @@ class TimeSeries:
             self._write(list(row))
             self.header = list(row)
         self._write([_format(row.get(name, math.nan)) for name in self.header])
+        self.last = {name: float(row.get(name, math.nan)) for name in self.header}
 
     def _write(self, values: Sequence[str]) -> None:
         text = io.StringIO()
@@ -124,14 +127,18 @@ def read_timeseries(path: Path) -> dict[str, np.ndarray]:
 
 
 class TimeSeriesWriter(Writer):
-    """A row of ``step, time, dt`` and every diagnostic at every chunk end (process 0 writes)."""
+    """A row of ``step, time, dt`` and every diagnostic at every chunk end (process 0 writes).
+
+    ``derive(previous, row)`` adds columns computed on the host from the row and the previous one
+    (running integrals; ``previous`` is None at the start of a run, and on a restart the last row kept)."""
 
     name = "timeseries"
 
-    def __init__(self, columns: Sequence[str], rank0: bool):
+    def __init__(self, columns: Sequence[str], rank0: bool,
+                 derive: Callable[[Mapping[str, float] | None, Mapping[str, float]], Mapping[str, float]] | None = None):
         super().__init__()
         self.schedule = Schedule(every=1, at_end=True)
-        self.columns, self.rank0 = tuple(columns), rank0
+        self.columns, self.rank0, self.derive = tuple(columns), rank0, derive
         self.file: TimeSeries | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
@@ -141,9 +148,12 @@ class TimeSeriesWriter(Writer):
     def write(self, moment: Moment) -> None:
         diag = moment.get("diagnostics")
         if self.file is not None:
-            ordered = [c for c in self.columns if c in diag] + [c for c in diag if c not in self.columns]
+            row = {"step": moment.step, "time": moment.time, "dt": moment.dt, **diag}
+            if self.derive is not None:
+                row.update(self.derive(self.file.last, row))
+            ordered = [c for c in self.columns if c in row] + [c for c in row if c not in self.columns]
             self.file.append({"step": moment.step, "time": moment.time, "dt": moment.dt,
-                              **{c: diag[c] for c in ordered}})
+                              **{c: row[c] for c in ordered if c not in ("step", "time", "dt")}})
 
     def close(self) -> None:
         if self.file is not None:

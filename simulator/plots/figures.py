@@ -7,6 +7,7 @@ backend switch) and matplotlib's default style whatever a matplotlibrc says, so 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,10 @@ import matplotlib.style
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from simulator.equations.spec import EquationInfo, EquationParams
+from simulator.errors import ConfigError
+from simulator.schema import build
 
 FIGSIZE = (8.0, 5.0)
 DPI = 120
@@ -66,3 +71,18 @@ def save(fig: Figure, path: Path, pdf: bool) -> list[Path]:
 def wide_positive(values: Sequence[float]) -> bool:
     """Whether a log axis suits ``values``: all positive and spanning more than a factor of 10."""
     return bool(values) and min(values) > 0 and max(values) > 10 * min(values)
+
+
+def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
+    """The equation's parameters of a run (its host-side hooks label times and name units). Keys of
+    other equations (runs of the first format stored them all) are passed over."""
+    known = {f.name for f in dataclasses.fields(info.params)}
+    try:
+        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.")
+    except ConfigError:
+        return info.params()
+
+
+def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
+    """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
+    return physics_of(config, info).time_label(t) or f"t = {format_time(t)}"

@@ -4,10 +4,8 @@ From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/p
 
 * ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``) that
   the run has columns for;
-* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read),
-  and ``spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
-* ``flux.png`` from ``spectra.h5``: the flux Pi(k) of every transfer spectrum present
-  (:mod:`simulator.plots.budget`);
+* ``spectra.png``, ``spectra_<name>.png`` and ``flux.png`` from ``spectra.h5``
+  (:mod:`simulator.plots.spectra`);
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
   field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
   a stacked field (passive scalars) its first members;
@@ -15,22 +13,19 @@ From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/p
 
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
-JAX; an equation is known by its declaration only.
+JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
+redshifts, and axes carry the units it declares).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-import matplotlib.ticker
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
@@ -38,32 +33,15 @@ from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, inst
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.budget import flux_figure
-from simulator.plots.figures import default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.spectra import plot_spectra
 from simulator.results import load_run_config
 
 AXES = "xyz"
-#: rows of spectra.h5 shown when no times are asked for
-DEFAULT_SPECTRA = 5
-#: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
-#: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
-SPECTRUM_FLOOR = 1e-12
 #: members of a stacked field shown in a slice figure
 STACKED_PANELS = 3
-
-
-def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
-    """Rows of ``times`` to show, ascending: the nearest row to each wanted time, or ``count`` rows
-    spread evenly from the first to the last."""
-    if wanted:
-        rows = {int(np.argmin(np.abs(times - w))) for w in wanted}
-    else:
-        rows = {int(i) for i in np.linspace(0, times.size - 1, min(count, times.size)).round()}
-    return sorted(rows)
 
 
 # ---- time series -------------------------------------------------------------------------------------
@@ -109,7 +87,7 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
         ax.set_ylabel(panel.ylabel)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("t (code units)")
+    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).units().get('time', 'code units')})")
     fig.align_ylabels()
     fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
     return fig
@@ -124,85 +102,6 @@ def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
         note(f"skipped timeseries.png: {path} has {t.size} complete row(s); a curve needs 2")
         return []
     return save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
-
-
-# ---- spectra -------------------------------------------------------------------------------------------
-
-
-def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
-    """The largest wavenumber the run resolves: ``info.plot.resolved`` (2/3 under the 2/3 rule) of the
-    grid's Nyquist wavenumber min_i pi N_i / L_i."""
-    grid = config["grid"]
-    return info.plot.resolved * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
-
-
-def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
-    """A dashed k^exponent line over the middle of the drawn range of ``e`` (NaN where not drawn),
-    through ``e`` at its low end so the eye compares slopes."""
-    resolved = np.flatnonzero(np.isfinite(e))
-    if resolved.size < 4:
-        return
-    lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
-    k_guide = np.geomspace(k[lo], k[hi], 20)
-    ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1, label=rf"$\propto k^{{{exponent:.3g}}}$")
-
-
-def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
-                   info: EquationInfo, name: str | None = None) -> Figure:
-    """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
-    0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
-    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off).
-    ``name``: another spectrum than the equation's own (labelled by its name, no guide)."""
-    fig, axes = figure()
-    ax = axes[0, 0]
-    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
-    floor = SPECTRUM_FLOOR * np.max(power[:, shells], initial=0.0)
-    shown = np.where(power[:, shells] > floor, power[:, shells], np.nan)
-    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
-    for values, t, colour in zip(shown, times, colours, strict=True):
-        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=f"t = {format_time(t)}")
-    if name is None and info.plot.spectrum_guide is not None:
-        _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
-    ax.set_ylabel(info.plot.spectrum_label if name is None else f"{name} spectrum")
-    ax.set_xlabel(r"$k$ (shell centre, code units)")
-    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
-        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="best", fontsize="small")
-    when = f"t = {format_time(times[0])} – {format_time(times[-1])}"
-    fig.suptitle(heading(config, f"{name or info.plot.spectrum} spectrum  {when}"))
-    return fig
-
-
-def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
-                 pdf: bool = False) -> list[Path]:
-    """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
-    (default: a few from first to last); ``plots/spectra_<name>.png`` the same for each spectrum of
-    ``info.plot.more_spectra`` the file holds; ``plots/flux.png`` the flux of its transfer spectra."""
-    path = run_dir / SPECTRA_FILE
-    if not path.is_file():
-        note(f"skipped spectra.png: no {path}; set output.spectra.every")
-        return []
-    name = info.plot.spectrum
-    try:
-        t_all = read_spectra(path)["time"]
-        rows = select_rows(t_all, times) if t_all.size else []
-        table = read_spectra(path, rows) if rows else {}
-        k, power = table.get("k"), table.get(name)
-    except (OSError, KeyError) as err:
-        note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
-        return []
-    if power is None:
-        note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
-        return []
-    shown = [float(t_all[r]) for r in rows]
-    written = save(spectra_figure(k, power, shown, config, info), run_dir / "plots" / "spectra.png", pdf)
-    for template in info.plot.more_spectra:
-        for _, other in instances(template, table):
-            fig = spectra_figure(k, table[other], shown, config, info, other)
-            written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
-    fig = flux_figure(k, table, shown, config, resolved_wavenumber(config, info))
-    return written + ([] if fig is None else save(fig, run_dir / "plots" / "flux.png", pdf))
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -322,7 +221,7 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
 
 
 def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
-    return heading(config, f"t = {format_time(float(snap.attrs['time']))}")
+    return heading(config, time_label(config, equations.get(config["physics"]["name"]), float(snap.attrs["time"])))
 
 
 def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,

@@ -56,6 +56,8 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     out = rundir.output_dir(cfg, None if out is None else str(out))
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
     planned = rundir.plan(cfg, out, **options)  # every process, before JAX starts: a refused run changes nothing
+    if planned.restart is None and not planned.done:
+        cfg.initial.check_start(cfg)  # a new run: its initial condition's sources must be there now
     index, _ = rundir.process_position(cfg)
     setup_logging(index)
     if planned.done:

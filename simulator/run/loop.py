@@ -25,6 +25,7 @@ import yaml
 from simulator import runtime
 from simulator import spectra as spectra_mod
 from simulator.config import Config, to_dict
+from simulator.config.model import output_times
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
@@ -150,8 +151,8 @@ def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpo
     }
 
 
-def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
-    log = get_logger()
+def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger | None = None) -> None:
+    log = log or get_logger()
     log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
              cfg.time.dt, cfg.time.t_end)
@@ -163,24 +164,26 @@ def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any]) -> None:
 
 
 def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path,
-             rank0: bool) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
+             rank0: bool, log: logging.Logger | None = None) -> tuple[list[Writer], list[Writer],
+                                                                     checkpoints.CheckpointWriter]:
     """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
-    (snapshots, checkpoints) after it."""
-    log = get_logger()
-    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0)]
+    (snapshots, checkpoints) after it. ``log``: where they report (default the package logger)."""
+    log = log or get_logger()
+    units = cfg.physics.units() or None  # the equation's unit system, if it has one
+    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.derived_columns)]
     spectra_schedule = Schedule.of(cfg.output.spectra)
-    if spectra_schedule.periodic or spectra_schedule.at_end:
+    if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0, sim.info.spectra))
+                                     rank0, sim.info.spectra, units))
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
-                "layout": meta["layout"], "box": list(cfg.grid.box)}
+                "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.output_attrs(m.time)}
 
     info = sim.equation.field_info
     names = [n for n, f in info.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
-                                          log.info, rank0, stacked=[n for n in names if info[n].stacked])]
+                                          log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
 
     def save(m: Moment) -> Path:
         eq = sim.equation
@@ -212,13 +215,14 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
         meta["restart"] = str(ckpt.index)
     if ckpt is not None:
         step, t = ckpt.step, ckpt.time
-        stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch)
+        stepper = Stepper(cfg.time, cfg.output.every, step=step, t=t, dt=ckpt.dt, epoch=ckpt.epoch,
+                          stops=output_times(cfg))
         changed = f"; time step now {stepper.dt:.6g}" if stepper.dt != ckpt.dt else ""
         log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), step, t, ckpt.dt,
                  changed)
     else:
         state, step, t = sim.initial_state(), 0, sim.start_time()
-        stepper = Stepper(cfg.time, cfg.output.every, t=t)
+        stepper = Stepper(cfg.time, cfg.output.every, t=t, stops=output_times(cfg))
     if rank0:
         segments = out / "segments"
         number = len(list(segments.glob("segment_*.yaml")))
@@ -234,9 +238,9 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
     records, dumps, saver = _writers(cfg, sim, meta, stepper, out, rank0)
     saver.last = None if ckpt is None else ckpt.index.with_suffix("")
     writers = [*records, *dumps]
-    compute = {"diagnostics": lambda m: sim.report(m.state, m.dt),
-               "spectra": lambda m: {k: np.asarray(jax.device_get(v)) for k, v in sim.spectra(m.state).items()},
-               "fields": lambda m: sim.fields(m.state)}
+    compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
+               "spectra": lambda m: {k: np.asarray(jax.device_get(v)) for k, v in sim.spectra(m.state, m.time).items()},
+               "fields": lambda m: sim.fields(m.state, t=m.time)}
     cells = math.prod(cfg.grid.shape)
     start_step = step
     progress = Progress(step, t, stepper.t_end)
@@ -257,7 +261,7 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
         last_chunk_s = 0.0
         while not stepper.finished(t):
             chunk_start = time.monotonic()
-            n, dt = stepper.next_chunk(t)
+            n, dt = stepper.next_chunk(t, step)
             state = sim.advance(state, n, dt, t, donate=True)
             t_prev, step = t, step + n
             t = stepper.time_after(step, t, n, dt)

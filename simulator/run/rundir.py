@@ -259,10 +259,13 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
     """Dotted keys of ``physics`` and ``grid`` whose value in ``cfg`` differs from the resolved config
     ``old`` (a dict, as stored with a run). Keys ``old`` holds that ``cfg``'s equation does not have
     (the first config format stored every equation's keys) are ignored; a key ``old`` lacks counts as
-    changed unless ``cfg`` holds its default."""
+    changed unless ``cfg`` holds its default. Keys declared ``schedule=True`` (they say when, not what:
+    a cosmological run's final and output redshifts) may change, as ``time.t_end`` may."""
     diffs = []
     for key, value in keys_of(cfg).items():
         section, name = key.split(".")
+        if next(f for f in dataclasses.fields(getattr(cfg, section)) if f.name == name).metadata.get("schedule"):
+            continue
         stored = old.get(section, {})
         if not isinstance(stored, dict):
             diffs.append(key)

@@ -22,7 +22,7 @@ import numpy as np
 from simulator import equations, runtime
 from simulator.config import Config
 from simulator.equations.base import PROTOCOLS, Equation
-from simulator.equations.spec import FromFile, InitialCondition
+from simulator.equations.spec import FromFile, InitialCondition, declared
 from simulator.errors import ConfigError
 from simulator.time.schemes import SCHEMES
 
@@ -53,9 +53,11 @@ class Simulation:
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
         self.scratch: Path | None = None
         self._chunks: dict[bool, Any] = {}
-        self._diagnostics = jax.jit(lambda eq, s, dt, p: eq.diagnostics(s, dt, p))
-        self._spectra = jax.jit(lambda eq, s, p: eq.spectra(s, p))
-        self._fields = jax.jit(lambda eq, s, p: eq.fields(s, p))
+        self._rollouts: dict[tuple[Any, ...], Any] = {}
+        # the run time t is an argument (equations that depend on it explicitly see it: Equation.at)
+        self._diagnostics = jax.jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
+        self._spectra = jax.jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
+        self._fields = jax.jit(lambda eq, s, p, t: eq.at(t).fields(s, p))
         self._from_fields = jax.jit(lambda eq, f, p: eq.from_fields(f, p))
 
     @classmethod
@@ -91,6 +93,7 @@ class Simulation:
 
             initial = build_variant(INITIAL, dict(initial), "initial", {"physics": self.cfg.physics})
         initial = initial or self.cfg.initial
+        initial.check_start(self.cfg)
         if isinstance(initial, FromFile):
             return self.state_from_file(initial.path, params=params)
         return self.equation.initial(initial, self.params if params is None else dict(params))
@@ -111,9 +114,10 @@ class Simulation:
         fields = remap.state_fields(source, self.equation, p, Path(self.scratch or Path.cwd()))
         return self._from_fields(self.equation, fields, p)
 
-    def start_time(self) -> float:
-        """The time a new run starts at: the file's for ``initial.name: file`` with ``time_from_file``, else 0."""
-        ic = self.cfg.initial
+    def start_time(self, initial: InitialCondition | None = None) -> float:
+        """The time a new run starts at: the file's for ``initial.name: file`` with ``time_from_file``, else 0
+        (of ``initial``, default the config's initial condition)."""
+        ic = initial or self.cfg.initial
         if isinstance(ic, FromFile) and ic.time_from_file:
             from simulator.output.sources import locate
 
@@ -159,23 +163,24 @@ class Simulation:
 
     # ---- time stepping -------------------------------------------------------------------------------------
 
+    def chunk(self, eq: Equation, state: Any, t: jax.Array, n: jax.Array, dt: jax.Array, params: Mapping[str, Any]
+              ) -> Any:
+        """The chunk as a pure function: ``n`` steps of ``dt`` from time ``t`` (all traced), the equation
+        an argument. :meth:`advance` jits it; an ensemble jits its vmap over members."""
+        self.traces += 1  # Python runs only while tracing: this counts compilations
+        step = self.scheme.load()(eq)
+
+        def body(_, carry):
+            state, t = carry
+            return step(state, t, dt, params), t + dt
+
+        return jax.lax.fori_loop(0, n, body, (state, t))[0]
+
     def _compile_chunk(self, state: Any, donate: bool) -> Any:
-        make_step = self.scheme.load()
-
-        def chunk(eq, state, t, n, dt, params):
-            self.traces += 1  # Python runs only while tracing: this counts compilations
-            step = make_step(eq)
-
-            def body(_, carry):
-                state, t = carry
-                return step(state, t, dt, params), t + dt
-
-            return jax.lax.fori_loop(0, n, body, (state, t))[0]
-
         # Outputs pinned to the state's shardings: the first chunk's inputs and every later chunk's
         # carry then look alike to jit, so one compilation serves the whole run. A donated state's
         # buffers are reused for the result, so a run holds one copy of it, not two.
-        return jax.jit(chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
+        return jax.jit(self.chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
                        donate_argnums=(1,) if donate else ())
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
@@ -189,37 +194,74 @@ class Simulation:
         """
         if donate not in self._chunks:
             self._chunks[donate] = self._compile_chunk(state, donate)
-        t0 = np.asarray(t, self.dtype)
-        t_dev = jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
-        return self._chunks[donate](self.equation, state, t_dev, jnp.asarray(steps, jnp.int32),
+        return self._chunks[donate](self.equation, state, self._time(t), jnp.asarray(steps, jnp.int32),
                                     jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
+
+    def rollout(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
+                *, every: int = 1, checkpoint_every: int | None = None,
+                diagnostics: Sequence[str] | None = None) -> Any:
+        """``steps`` steps of ``dt`` as a differentiable function of ``state``, ``params``, ``t`` and ``dt``:
+        returns a :class:`~simulator.gradients.Rollout` (``.state``, and ``.history``: each diagnostic
+        named in ``diagnostics`` (default all) as a ``(steps // every,)`` array, recorded every ``every``
+        steps). Use it inside ``jax.grad``/``jax.vjp``/``jax.jvp``::
+
+            loss = lambda p: jnp.sum((sim.rollout(u0, 100, 0.01, params=p).history["energy"] - measured) ** 2)
+            g = jax.grad(loss)(sim.parameters(viscosity=1e-2))     # {"viscosity": ..., ...}
+
+        The memory of a gradient is about ``steps / c + c`` states plus one step's temporaries, with
+        ``c = checkpoint_every`` steps per recomputed segment (default ~ sqrt(steps)): see
+        :mod:`simulator.gradients`. One compilation per (steps, every, checkpoint_every, diagnostics).
+        """
+        from simulator import gradients
+
+        names = None if diagnostics is None else tuple(diagnostics)
+        unknown = [n for n in names or () if declared(self.info.diagnostics, n) is None]  # templates: scalar{i}_...
+        if unknown:
+            raise KeyError(f"{unknown[0]!r} is not a diagnostic of {self.info.name}; they are: "
+                           f"{', '.join(self.info.diagnostics)}")
+        key = (int(steps), int(every), checkpoint_every, names)
+        if key not in self._rollouts:
+            gradients.segment_length(*key[:3])  # a bad combination is reported here, before tracing
+            make_step = self.scheme.load()
+            self._rollouts[key] = jax.jit(lambda eq, p, s, t0, h: gradients.rollout(
+                eq, make_step, p, s, t0, h, steps=key[0], every=key[1], checkpoint_every=key[2], diagnostics=names))
+        t_dev = t if isinstance(t, jax.Array) else self._time(t)  # an array: e.g. a tracer of jax.grad
+        return self._rollouts[key](self.equation, self.params if params is None else dict(params), state, t_dev,
+                                   jnp.asarray(dt, self.dtype))
 
     # ---- what a state says ------------------------------------------------------------------------------------
 
-    def diagnostics(self, state: Any, dt: float | None = None, params: Mapping[str, Any] | None = None
-                    ) -> dict[str, jax.Array]:
-        """The equation's diagnostics (replicated scalars; ``float()`` each, or see :meth:`report`)."""
+    def _time(self, t: float) -> jax.Array:
+        """The run time as a replicated scalar of the run's dtype (an argument of compiled code)."""
+        t0 = np.asarray(t, self.dtype)
+        return jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
+
+    def diagnostics(self, state: Any, dt: float | None = None, params: Mapping[str, Any] | None = None,
+                    t: float = 0.0) -> dict[str, jax.Array]:
+        """The equation's diagnostics at run time ``t`` (replicated scalars; ``float()`` each, or see
+        :meth:`report`)."""
         dt = self.cfg.time.dt if dt is None else dt
         return self._diagnostics(self.equation, state, jnp.asarray(dt, self.dtype),
-                                 self.params if params is None else dict(params))
+                                 self.params if params is None else dict(params), self._time(t))
 
-    def report(self, state: Any, dt: float | None = None) -> dict[str, float]:
-        """The diagnostics as Python floats."""
-        return {k: float(v) for k, v in self.diagnostics(state, dt).items()}
+    def report(self, state: Any, dt: float | None = None, t: float = 0.0) -> dict[str, float]:
+        """The diagnostics at run time ``t`` as Python floats."""
+        return {k: float(v) for k, v in self.diagnostics(state, dt, t=t).items()}
 
-    def spectra(self, state: Any, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
-        """Shell-summed spectra (replicated vectors, see :mod:`simulator.spectra`)."""
-        return self._spectra(self.equation, state, self.params if params is None else dict(params))
+    def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
+        """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
+        return self._spectra(self.equation, state, self.params if params is None else dict(params), self._time(t))
 
-    def fields(self, state: Any, *names: str) -> dict[str, jax.Array]:
-        """Real-space fields by name (all of ``equation.field_info`` when no names are given), sharded like
-        the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(n, Nx, Ny, Nz)`` stacks, ``(Nx, Ny, Nz)``
-        scalars."""
+    def fields(self, state: Any, *names: str, t: float = 0.0, params: Mapping[str, Any] | None = None
+               ) -> dict[str, jax.Array]:
+        """Real-space fields by name at run time ``t`` (all of ``equation.field_info`` when no names are
+        given), sharded like the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(n, Nx, Ny, Nz)`` stacks,
+        ``(Nx, Ny, Nz)`` scalars."""
         unknown = [n for n in names if n not in self.equation.field_info]
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
                            f"{', '.join(self.equation.field_info)}")
-        out = self._fields(self.equation, state, self.params)
+        out = self._fields(self.equation, state, self.params if params is None else dict(params), self._time(t))
         return {n: out[n] for n in (names or out)}
 
     @staticmethod

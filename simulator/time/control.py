@@ -6,17 +6,21 @@
   shortened, and when t_end - t is not a whole number of steps its steps are shortened evenly, so
   the run lands on t_end (never past it);
 * adaptive dt (``time.cfl`` set): dt is chosen between chunks from the CFL number measured with the
-  previous one, never above ``time.dt``.
+  previous one, never above ``time.dt``;
+* output times (``stops``, from ``output.*.times``): a chunk ends exactly on each, shortened like the
+  last one; the rest of that chunk follows as a chunk of its own, so chunks still end on multiples of
+  ``output.every`` steps (step-based schedules keep their rows).
 
 The host keeps the time in float64. With a fixed dt the time after ``s`` steps is
 ``t0 + (s - s0) * dt`` from the step and time where that dt took effect (the *epoch*: the start of
 the run, or the restart that changed dt), not a running sum, so it carries no accumulated rounding
-and a restart reproduces it bit for bit.
+and a restart reproduces it bit for bit. Landing on an output time moves the epoch there.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 #: relative slack when comparing times (t_end is reached when t >= t_end * (1 - TOL))
@@ -33,9 +37,10 @@ class Stepper:
     """
 
     def __init__(self, time_cfg: Any, every: int, *, step: int = 0, t: float = 0.0, dt: float | None = None,
-                 epoch: tuple[int, float] | None = None):
+                 epoch: tuple[int, float] | None = None, stops: Sequence[float] = ()):
         self.cfg, self.every = time_cfg, every
         self.t_end = float(time_cfg.t_end)
+        self.stops = tuple(sorted(float(s) for s in stops if TOL < s < self.t_end * (1 - TOL)))
         self.adaptive = time_cfg.cfl is not None
         if self.adaptive:
             self.dt = min(float(time_cfg.dt), float(dt)) if dt is not None else float(time_cfg.dt)
@@ -54,20 +59,30 @@ class Stepper:
             target = self.cfg.dt if cfl <= 0 or not math.isfinite(cfl) else self.dt * self.cfg.cfl / cfl
             self.dt = min(float(self.cfg.dt), target)
 
-    def next_chunk(self, t: float) -> tuple[int, float]:
-        """Steps and dt of the next chunk from time ``t``."""
-        remaining = self.t_end - t
-        if self.every * self.dt < remaining * (1 - TOL):
-            return self.every, self.dt
+    def target(self, t: float) -> float:
+        """Where the chunk from ``t`` must end at the latest: the next output time, else t_end."""
+        return next((s for s in self.stops if s > t * (1 + TOL) + TOL), self.t_end)
+
+    def next_chunk(self, t: float, step: int = 0) -> tuple[int, float]:
+        """Steps and dt of the next chunk from time ``t`` (at step ``step``)."""
+        target = self.target(t)
+        remaining = target - t
+        # with output times, chunks realign on multiples of `every` steps after a shortened one
+        every = self.every - step % self.every if self.stops else self.every
+        if every * self.dt < remaining * (1 - TOL):
+            return every, self.dt
         n = max(1, math.ceil(remaining / self.dt * (1 - 1e-9)))
-        if abs(n * self.dt - remaining) <= TOL * max(self.t_end, self.dt):
-            return n, self.dt  # whole steps reach t_end
+        if abs(n * self.dt - remaining) <= TOL * max(target, self.dt):
+            return n, self.dt  # whole steps reach the target
         return n, remaining / n
 
     def time_after(self, step: int, t: float, n: int, dt: float) -> float:
         """Host time after a chunk of ``n`` steps of ``dt`` from ``t`` that ended at step ``step``."""
-        if t + n * dt >= self.t_end * (1 - TOL):
-            return self.t_end
+        target = self.target(t)
+        if t + n * dt >= target * (1 - TOL):
+            if target < self.t_end and not self.adaptive:
+                self.epoch = (step, target)  # fixed steps of dt go on from the output time
+            return target
         if not self.adaptive and dt == self.dt:
             return self.epoch[1] + (step - self.epoch[0]) * self.dt
         return t + n * dt

@@ -1,10 +1,12 @@
 """Schrodinger-Poisson (fuzzy dark matter) in a static periodic box: what the equation declares.
 
-    i dpsi/dt = -(nu/2) lap(psi) + (V/nu) psi,    lap(V) = 4 pi G (|psi|^2 - mean |psi|^2),   nu = hbar/m
+    i dpsi/dt = -(nu/2) lap(psi) + ((V + g |psi|^2)/nu) psi,    lap(V) = 4 pi G (|psi|^2 - mean |psi|^2),
 
-with |psi|^2 the mass density. Units: any consistent set (lengths in the unit of ``grid.box``, time in
-that of ``time.dt``); e.g. kpc, Gyr and 1e10 Msun give G = 4.50e4 and hbar/m = 1.96e-2 for
-m = 1e-22 eV. The implementation is :mod:`.equation`.
+with nu = hbar/m, |psi|^2 the mass density and g an optional self-interaction (g > 0 repulsive, g < 0
+attractive; 0 by default, which adds nothing). Units: any consistent set (lengths in the unit of
+``grid.box``, time in that of ``time.dt``); e.g. kpc, Gyr and 1e10 Msun give G = 4.50e4 and
+hbar/m = 19.6 for m = 1e-22 eV. The implementation is :mod:`.equation`; the same physics in an
+expanding universe is :mod:`simulator.equations.fdm_cosmo`.
 """
 
 from __future__ import annotations
@@ -27,17 +29,20 @@ from simulator.time.schemes import SPLIT_STEP
 
 @dataclass(frozen=True)
 class SchrodingerPoissonParams(EquationParams):
-    """The boson's hbar/m and the gravitational constant."""
+    """The boson's hbar/m, the gravitational constant and the self-interaction strength."""
 
     name: str = setting("schrodinger_poisson", "equation to solve")
     hbar_over_m: float = param(0.02, "hbar/m of the boson, length^2/time", gt=0.0)
     G: float = param(1.0, "gravitational constant, length^3/(mass time^2)", min=0.0)
+    self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 (length^5/(mass time^2); "
+                                    "> 0 repulsive, < 0 attractive; g = 4 pi hbar^2 a_s / m^3 for a scattering "
+                                    "length a_s)")
 
 
 @dataclass(frozen=True)
 class Jeans(InitialCondition):
     """rho = rho0 (1 + eps cos(k x)) at rest: a density wave along x. Linear theory: delta = eps cosh(gamma t),
-    gamma^2 = 4 pi G rho0 - nu^2 k^4 / 4 (oscillating with omega^2 = -gamma^2 below the Jeans length)."""
+    gamma^2 = 4 pi G rho0 - g rho0 k^2 - nu^2 k^4 / 4 (oscillating with omega^2 = -gamma^2 below the Jeans length)."""
 
     name: str = setting("jeans", "initial condition")
     density: float = param(1.0, "mean density rho0", gt=0.0)
@@ -94,9 +99,9 @@ INFO = EquationInfo(
         "mass": "total mass int rho dV",
         "kinetic": "kinetic energy (nu^2/2) int |grad psi|^2 dV",
         "potential": "potential energy (1/2) int rho V dV",
-        "total": "total energy K + W (conserved)",
+        "total": "total energy K + W + (g/2) int rho^2 dV (conserved; the last term is the self-interaction's)",
         "max_density": "maximum density",
-        "cfl": "dt max(6 nu/dx^2, max|V|/nu): phase change per step, in radians",
+        "cfl": "dt max(6 nu/dx^2, max|V + g rho|/nu): phase change per step, in radians",
     },
     progress=("total", "max_density", "cfl"),
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "

@@ -1,17 +1,17 @@
 """Schrodinger-Poisson: self-gravitating fuzzy (wave) dark matter in a periodic box, the implementation.
 
-    i dpsi/dt = -(nu/2) lap(psi) + (V/nu) psi,    lap(V) = 4 pi G (|psi|^2 - mean |psi|^2),
+    i dpsi/dt = -(nu/2) lap(psi) + ((V + g |psi|^2)/nu) psi,    lap(V) = 4 pi G (|psi|^2 - mean |psi|^2),
 
-with nu = hbar/m: i hbar dpsi/dt = -hbar^2/(2m) lap(psi) + m V psi divided by hbar, psi normalised so
-that |psi|^2 is the mass density.
+with nu = hbar/m: i hbar dpsi/dt = -hbar^2/(2m) lap(psi) + m (V + g rho) psi divided by hbar, psi
+normalised so that |psi|^2 is the mass density, g the self-interaction (Gross-Pitaevskii) strength.
 
 Diagnostics are box totals: mass M = int rho dV; kinetic K = (nu^2/2) int |grad psi|^2 dV (from the
-spectrum); potential W = (1/2) int rho V dV; total E = K + W (conserved); max density; CFL number
-dt max(6 nu / dx^2, max|V| / nu) (Mocz et al. 2017 time-step limits; <= 1 keeps every phase step
-below one radian).
+spectrum); potential W = (1/2) int rho V dV; total E = K + W + (g/2) int rho^2 dV (conserved); max
+density; CFL number dt max(6 nu / dx^2, max|V + g rho| / nu) (Mocz et al. 2017 time-step limits; <= 1
+keeps every phase step below one radian).
 
-Time stepping: kick-drift-kick. The kick multiplies psi by exp(-i V dt/nu) in real space (|psi|
-unchanged, so V is unchanged); the drift multiplies psi_hat by exp(-i nu k^2 dt/2), exact in k-space,
+Time stepping: kick-drift-kick. The kick multiplies psi by exp(-i (V + g |psi|^2) dt/nu) in real space
+(|psi| unchanged, so V and the self-interaction are unchanged: the kick is exact); the drift multiplies psi_hat by exp(-i nu k^2 dt/2), exact in k-space,
 then refreshes V from the new density. Both parts are unitary, so mass is conserved to round-off
 (Mocz et al. 2017, MNRAS 471, 4559; Woo & Chiueh 2009, ApJ 697, 850).
 
@@ -36,6 +36,12 @@ from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.schrodinger_poisson import INFO, SchrodingerPoissonParams
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
 from simulator.fft import FFTBackend, complex_dtype
+
+
+def psi_from_snapshot(fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+    """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase`` (snapshots hold no complex
+    field): what a wave-function equation's ``state_fields_from_snapshot`` returns."""
+    return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
 
 
 class SPState(NamedTuple):
@@ -80,8 +86,9 @@ class SchrodingerPoisson(SplitStepEquation):
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), params["G"]))
 
     def kick(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
-        """psi <- exp(-i V dt / nu) psi: the potential part, exact for fixed V."""
-        return SPState(state.psi * jnp.exp(-1j * (dt / params["hbar_over_m"]) * state.potential), state.potential)
+        """psi <- exp(-i (V + g |psi|^2) dt / nu) psi: the potential part, exact (|psi| does not change)."""
+        v = state.potential + params["self_interaction"] * jnp.abs(state.psi) ** 2  # g = 0 adds exactly nothing
+        return SPState(state.psi * jnp.exp(-1j * (dt / params["hbar_over_m"]) * v), state.potential)
 
     def drift(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
         """psi_hat <- exp(-i nu k^2 dt / 2) psi_hat: the kinetic part, exact; then V of the new density."""
@@ -98,8 +105,7 @@ class SchrodingerPoisson(SplitStepEquation):
         return SPState(psi, self.potential(psi, params))
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase``."""
-        return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
+        return psi_from_snapshot(fields)
 
     def fields(self, state: SPState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi."""
@@ -110,18 +116,19 @@ class SchrodingerPoisson(SplitStepEquation):
 
     def diagnostics(self, state: SPState, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Box totals: mass, kinetic, potential and total energy; max density; CFL number."""
-        nu = params["hbar_over_m"]
+        nu, g = params["hbar_over_m"], params["self_interaction"]
         rho = jnp.abs(state.psi) ** 2
         kx, ky, kz = self.kc
         grad2 = jnp.sum((kx**2 + ky**2 + kz**2) * jnp.abs(self.fft.fft(state.psi)) ** 2) / float(self.fft.size)
         kinetic = 0.5 * nu**2 * grad2 * self.cell_volume
         potential = 0.5 * jnp.sum(rho * state.potential) * self.cell_volume
-        rate = jnp.maximum(6 * nu / min(self.spacing) ** 2, jnp.max(jnp.abs(state.potential)) / nu)
+        interaction = 0.5 * g * jnp.sum(rho**2) * self.cell_volume
+        rate = jnp.maximum(6 * nu / min(self.spacing) ** 2, jnp.max(jnp.abs(state.potential + g * rho)) / nu)
         return {
             "mass": jnp.sum(rho) * self.cell_volume,
             "kinetic": kinetic,
             "potential": potential,
-            "total": kinetic + potential,
+            "total": kinetic + potential + interaction,
             "max_density": jnp.max(rho),
             "cfl": dt * rate,
         }

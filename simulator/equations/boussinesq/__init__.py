@@ -1,0 +1,155 @@
+"""Rotating, stably stratified Boussinesq flow in a periodic box: what the equation declares (no JAX).
+
+    du/dt + (u.grad)u = -grad(p) + b z - f z x u + nu lap(u),   div u = 0
+    db/dt + u.grad(b) = -N^2 w + kappa lap(b)
+
+b is the buoyancy anomaly about a background of constant Brunt-Vaisala frequency N, f the Coriolis
+parameter (rotation about z, which is also the direction of gravity). The implementation is
+:mod:`.equation`; the linear part (buoyancy, Coriolis, diffusion) is integrated exactly per mode
+(:mod:`.waves`), so the waves set no time-step limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.equations.navier_stokes import FORCINGS
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
+from simulator.errors import ConfigError
+from simulator.schema import param, setting
+from simulator.time.schemes import SEMILINEAR
+
+
+@dataclass(frozen=True)
+class BoussinesqParams(EquationParams):
+    """Viscosity, diffusivity, stratification, rotation and optional constant-power forcing."""
+
+    name: str = setting("boussinesq", "equation to solve")
+    viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
+    diffusivity: float = param(0.01, "buoyancy diffusivity kappa (kappa = nu: the linear part is exact)", min=0.0)
+    brunt_vaisala: float = param(4.0, "Brunt-Vaisala frequency N of the background stratification", gt=0.0)
+    coriolis: float = param(0.0, "Coriolis parameter f (rotation rate 2 Omega about z)")
+    forcing: str = setting("none", "forcing of the velocity at constant injected power: none, linear (all modes, "
+                           "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
+    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
+    forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+
+
+@dataclass(frozen=True)
+class Wave(InitialCondition):
+    """One internal gravity-inertia wave, an exact solution of the full equations: u = A (e2 cos phi +
+    (f k_z/(k omega)) e1 sin phi), b = A N^2 k_h/(k omega) sin phi, phi = k.x - omega t, omega^2 =
+    (N^2 k_h^2 + f^2 k_z^2)/k^2, e1 = k x z/|k x z|, e2 = e1 x k/k (its phase runs along +k)."""
+
+    name: str = setting("wave", "initial condition")
+    amplitude: float = param(0.1, "velocity amplitude A along e2", gt=0.0)
+    modes: tuple[int, int, int] = setting((1, 0, 1), "mode numbers (m_x, m_y, m_z) of the wavevector; "
+                                          "(m_x, m_y) != (0, 0)")
+
+    def check(self, cfg: object) -> None:
+        shape = cfg.grid.shape  # type: ignore[attr-defined]
+        if self.modes[0] == 0 and self.modes[1] == 0:
+            raise ConfigError("initial.modes", list(self.modes), "needs a horizontal component: (m_x, m_y) != (0, 0)",
+                              "is a purely vertical wavevector (an inertial oscillation, not a wave of N)")
+        if any(3 * abs(m) >= n for m, n in zip(self.modes, shape, strict=True)):
+            raise ConfigError("initial.modes", list(self.modes), f"every |m_i| must be below N_i/3 for grid.shape "
+                              f"{list(shape)}", "is removed by the 2/3 dealiasing")
+
+
+@dataclass(frozen=True)
+class Rest(InitialCondition):
+    """At rest plus a small random perturbation: solenoidal velocity of rms epsilon and buoyancy of rms
+    N epsilon (equal kinetic and potential energy), spectra ~ k^4 exp(-2 (k/k_peak)^2); the start of a
+    forced run (keep P dt/epsilon^2 of order 1 or less: constant-power forcing amplifies u at P/(2 E))."""
+
+    name: str = setting("rest", "initial condition")
+    amplitude: float = param(1e-3, "rms velocity epsilon of the perturbation", gt=0.0)
+    k_peak: float = param(4.0, "peak mode number of the perturbation's spectrum", gt=0.0)
+    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+
+
+@dataclass(frozen=True)
+class RandomFlow(InitialCondition):
+    """A random solenoidal velocity and a random buoyancy, spectra ~ k^4 exp(-2 (k/k_peak)^2), the same on
+    any device layout and precision for a given seed."""
+
+    name: str = setting("random", "initial condition")
+    amplitude: float = param(1.0, "rms velocity sqrt(<|u|^2>)", gt=0.0)
+    buoyancy: float = param(0.0, "rms buoyancy sqrt(<b^2>) (0 = none)", min=0.0)
+    k_peak: float = param(4.0, "peak mode number of the spectra", gt=0.0)
+    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+
+
+_SHELLS = "(Parseval-weighted, n the number of grid cells) summed over the modes of shell k"
+
+INFO = EquationInfo(
+    name="boussinesq",
+    summary="rotating stratified Boussinesq flow: exact gravity-inertia wave propagator, 2/3 dealiasing",
+    params=BoussinesqParams,
+    initials=(Wave, Rest, RandomFlow),
+    protocol=SEMILINEAR,
+    default_integrator="rk4",
+    implementation="simulator.equations.boussinesq.equation:Boussinesq",
+    fields={
+        "velocity": FieldInfo(3, "velocity u", r"|u|"),
+        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
+        "buoyancy": FieldInfo(0, "buoyancy anomaly b", "b", "RdBu_r"),
+    },
+    state_fields=("velocity", "buoyancy"),
+    diagnostics={
+        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+        "potential_energy": "potential energy E_P = <b^2>/(2 N^2)",
+        "total_energy": "E_K + E_P (conserved without viscosity, diffusion and forcing)",
+        "horizontal_energy": "horizontal kinetic energy <u^2 + v^2>/2",
+        "vertical_energy": "vertical kinetic energy <w^2>/2",
+        "kinetic_dissipation": "kinetic dissipation rate nu <|w|^2>",
+        "potential_dissipation": "potential dissipation rate kappa <|grad b|^2>/N^2",
+        "buoyancy_flux": "<w b>: the conversion rate of potential into kinetic energy",
+        "froude": "Froude number U/(N L): U = <|u|^2>^(1/2), L = 2 pi sum E(k)/k / sum E(k)",
+        "rossby": "Rossby number U/(|f| L) (0 without rotation)",
+        "max_div": "max |div u| (round-off)",
+        "cfl": "CFL number dt max(sum_i |u_i|/dx_i) (the waves are exact and set no limit)",
+        "injection": "injected power <u.f> (forced runs only)",
+    },
+    progress=("total_energy", "froude", "cfl"),
+    spectra={
+        "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 {_SHELLS} of |k|; sums to E_K",
+        "potential_energy": f"potential energy spectrum E_P(k): 0.5 |b_hat|^2 / (n^2 N^2) {_SHELLS} of |k|; sums "
+                            "to E_P",
+        "energy_kh": "E_K by horizontal wavenumber: the power of E_K(k) summed over the modes of shell k_h = "
+                     "(k_x^2 + k_y^2)^(1/2)",
+        "energy_kz": "E_K by vertical wavenumber: the power of E_K(k) summed over the modes of shell |k_z|",
+        "potential_energy_kh": "E_P by horizontal wavenumber: the power of E_P(k) summed over the modes of shell k_h",
+        "potential_energy_kz": "E_P by vertical wavenumber: the power of E_P(k) summed over the modes of shell |k_z|",
+        "transfer_energy": "T_K(k): rate of change of E_K(k) by advection and the buoyancy flux (Re conj(w_hat) "
+                           "b_hat per mode), same normalisation as E_K(k)",
+        "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection and the buoyancy flux (minus that "
+                                     "of T_K); sum_k (T_K + T_P) = 0 without dissipation",
+    },
+    plot=PlotSpec(
+        panels=(
+            Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
+                             Curve("potential_energy", r"$E_P = \langle b^2\rangle/2N^2$"),
+                             Curve("total_energy", r"$E_K + E_P$"))),
+            Panel("kinetic energy", (Curve("horizontal_energy", r"$\langle u^2+v^2\rangle/2$"),
+                                     Curve("vertical_energy", r"$\langle w^2\rangle/2$")), log="auto"),
+            Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$"),
+                           Curve("potential_dissipation", r"$\varepsilon_P = \kappa\langle|\nabla b|^2\rangle/N^2$"),
+                           Curve("buoyancy_flux", r"$\langle wb\rangle$ (to $E_K$)"),
+                           Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
+            Panel("number", (Curve("froude", r"$Fr = U/NL$"), Curve("rossby", r"$Ro = U/fL$")), log="auto"),
+        ),
+        spectrum="energy_kh",
+        spectrum_label=r"$E_K(k_h)$, kinetic energy by horizontal wavenumber",
+        slice_field="buoyancy",
+        spectrum_guide=-5 / 3,
+    ),
+)

@@ -1,0 +1,205 @@
+"""Rotating, stably stratified Boussinesq flow in a periodic box, pseudo-spectral: the implementation.
+
+    du/dt = u x w - grad(P) + b z - f z x u + nu lap(u),   div u = 0,   w = curl u
+    db/dt = -u.grad(b) - N^2 w + kappa lap(b)
+
+Split as du/dt = L x + N(x) for the integrating-factor Runge-Kutta schemes: the linear part L (the
+buoyancy and Coriolis accelerations after the Leray projection, the stratification term -N^2 w, and
+the viscous and diffusive terms) is propagated exactly per mode by :func:`.waves.propagate` (the
+gravity-inertia waves, omega^2 = (N^2 k_h^2 + f^2 k_z^2)/k^2, at any N dt; exact dissipation for
+nu = kappa, a Strang product otherwise: see :mod:`.waves`). N is advection: the rotational-form
+P[(u x w)^] and -(u.grad b)^, dealiased by the 2/3 rule, plus the optional constant-power forcing of
+Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). The Navier-Stokes operators
+(wavenumbers, 2/3 rule, Leray projection, curl, forcing) are reused from a
+:class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
+
+Per stage: one batched inverse FFT of (u, w, grad b) (9 fields), one batched forward FFT of
+(u x w, u.grad b) (4 fields). References: Boussinesq dynamics and the gravity-inertia dispersion
+relation, Vallis, Atmospheric and Oceanic Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral
+model of rotating stratified flow, Winters, MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21,
+69); Froude and Rossby numbers as in Marino, Mininni, Rosenberg & Pouquet 2013
+(Phys. Rev. E 87, 033016).
+
+Arrays: the state is one spectral stack ``(4, *k_shape)`` = (u_hat_x, u_hat_y, u_hat_z, b_hat) in the
+FFT backend's k-space layout and sharding, with no box-mean (k = 0) flow or buoyancy: a uniform flow
+is not steady in a rotating frame and a mean buoyancy belongs to the hydrostatic background.
+Real-space fields are ``(3, Nx, Ny, Nz)`` or ``(Nx, Ny, Nz)`` in its real layout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, final
+
+import jax
+import jax.numpy as jnp
+
+from simulator import spectra
+from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.boussinesq import INFO, BoussinesqParams
+from simulator.equations.boussinesq.waves import propagate, wave_fields
+from simulator.equations.navier_stokes import NavierStokesParams
+from simulator.equations.navier_stokes.equation import NavierStokes, cross
+from simulator.fft import FFTBackend
+
+
+@final
+class Boussinesq(SemiLinearEquation):
+    """Advection, the exact linear propagator, diagnostics and spectra on one FFT backend.
+
+    Leaves: ``ns``, the Navier-Stokes operators on this backend (its wavenumbers, 2/3-rule masks,
+    Parseval weights and forcing mask).
+    """
+
+    info = INFO
+    space = "spectral"
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ns",)
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoussinesqParams | None = None):
+        physics = BoussinesqParams() if physics is None else physics
+        super().__init__(fft, box, dtype, physics)
+        self.ns = NavierStokes(fft, box, dtype,
+                               NavierStokesParams(forcing=physics.forcing, forcing_band=physics.forcing_band))
+
+    @property
+    def kept(self) -> jax.Array:
+        """1 on the modes a state holds: those the 2/3 rule keeps, less the box mean (k = 0)."""
+        return self.ns.dealias * (self.ns.k2 > 0).astype(self.dtype)
+
+    # ---- the two parts of the right-hand side ------------------------------------------------------------
+
+    def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
+        return propagate(x, tau, self.ns.k, params["viscosity"], params["diffusivity"],
+                         params["brunt_vaisala"] ** 2, params["coriolis"])
+
+    def advection(self, x: jax.Array) -> jax.Array:
+        """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean: one batched inverse FFT of
+        (u, w, grad b), one forward of (u x w, u.grad b)."""
+        ns = self.ns
+        kx, ky, kz = ns.k
+        b_hat = x[3]
+        grad_b = 1j * jnp.stack([kx * b_hat, ky * b_hat, kz * b_hat])
+        f = self.fft.irfft(jnp.concatenate([x[:3], ns.curl(x[:3]), grad_b]))
+        u, w, g = f[:3], f[3:6], f[6:]
+        n = self.kept * self.fft.rfft(jnp.stack([*cross(u, w), -(u[0] * g[0] + u[1] * g[1] + u[2] * g[2])]))
+        return jnp.concatenate([ns.project(n[:3]), n[3:]])
+
+    def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
+        """Advection plus, in forced runs, the forcing of the velocity."""
+        n = self.advection(x)
+        f_hat = self.ns.forcing(x[:3], params)
+        return n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
+
+    # ---- states ------------------------------------------------------------------------------------
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
+        """The stack of a real-space ``velocity`` ``(3, Nx, Ny, Nz)`` and ``buoyancy`` ``(Nx, Ny, Nz)``:
+        dealiased, the velocity projected, the box means removed (a valid state)."""
+        x = self.kept * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["buoyancy"][None]]).astype(self.dtype))
+        return jnp.concatenate([self.ns.project(x[:3]), x[3:]])
+
+    def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)`` and buoyancy ``(Nx, Ny, Nz)`` (one batched
+        inverse transform)."""
+        f = self.fft.irfft(jnp.concatenate([x[:3], self.ns.curl(x[:3]), x[3:]]))
+        return {"velocity": f[:3], "vorticity": f[3:6], "buoyancy": f[6]}
+
+    # ---- diagnostics ---------------------------------------------------------------------------------
+
+    def _mean(self, density: jax.Array) -> jax.Array:
+        """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
+        return jnp.sum(self.ns.weight * density) / float(self.fft.size) ** 2
+
+    def diagnostics(self, x: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """The energies and their rates, the buoyancy flux, Froude and Rossby numbers, max |div u|, the
+        CFL number and, when forced, the injected power (see ``INFO.diagnostics``)."""
+        ns, n2, f = self.ns, params["brunt_vaisala"] ** 2, params["coriolis"]
+        u_hat, b_hat = x[:3], x[3]
+        horizontal = 0.5 * self._mean(jnp.abs(u_hat[0]) ** 2 + jnp.abs(u_hat[1]) ** 2)
+        vertical = 0.5 * self._mean(jnp.abs(u_hat[2]) ** 2)
+        kinetic = horizontal + vertical
+        potential = 0.5 * self._mean(jnp.abs(b_hat) ** 2) / n2
+        k2 = ns.k2
+        # integral scale L = 2 pi sum_k E(k)/k / E, mode by mode (Marino et al. 2013)
+        over_k = 0.5 * self._mean(jnp.sum(jnp.abs(u_hat) ** 2, axis=0) * jnp.sqrt(ns.inv_k2))
+        speed_over_scale = jnp.where(over_k > 0, jnp.sqrt(2 * kinetic) * kinetic / (2 * math.pi * jnp.where(
+            over_k > 0, over_k, 1.0)), 0.0)  # U / L
+        kx, ky, kz = ns.k
+        div_hat = 1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2])
+        u = self.fft.irfft(jnp.concatenate([u_hat, div_hat[None]]))
+        out = {
+            "kinetic_energy": kinetic,
+            "potential_energy": potential,
+            "total_energy": kinetic + potential,
+            "horizontal_energy": horizontal,
+            "vertical_energy": vertical,
+            "kinetic_dissipation": params["viscosity"] * self._mean(jnp.sum(jnp.abs(ns.curl(u_hat)) ** 2, axis=0)),
+            "potential_dissipation": params["diffusivity"] * self._mean(k2 * jnp.abs(b_hat) ** 2) / n2,
+            "buoyancy_flux": self._mean(jnp.real(jnp.conj(u_hat[2]) * b_hat)),
+            "froude": speed_over_scale / jnp.sqrt(n2),
+            "rossby": jnp.where(f != 0, speed_over_scale / jnp.where(f != 0, jnp.abs(f), 1.0), 0.0),
+            "max_div": jnp.max(jnp.abs(u[3])),
+            "cfl": dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3))),
+        }
+        f_hat = ns.forcing(u_hat, params)
+        if f_hat is not None:
+            out["injection"] = self._mean(jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0)))
+        return out
+
+    def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """E_K and E_P by |k|, by k_h and by |k_z|, and the transfers T_K, T_P (one evaluation of the
+        advection), each normalised so that its sum over shells is the box mean it describes."""
+        ns, n2 = self.ns, params["brunt_vaisala"] ** 2
+        norm = ns.weight / float(self.fft.size) ** 2
+        u_hat, b_hat = x[:3], x[3]
+        kinetic = 0.5 * norm * jnp.sum(jnp.abs(u_hat) ** 2, axis=0)
+        potential = 0.5 * norm * jnp.abs(b_hat) ** 2 / n2
+        n = self.advection(x)
+        flux = norm * jnp.real(jnp.conj(u_hat[2]) * b_hat)  # buoyancy flux: from E_P(k) to E_K(k)
+        transfer_k = norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)) + flux
+        transfer_p = norm * jnp.real(jnp.conj(b_hat) * n[3]) / n2 - flux
+        kx, ky, kz = ns.k
+        by = {"": ns.k, "_kh": (kx, ky, 0 * kz), "_kz": (0 * kx, 0 * ky, kz)}
+        out = {}
+        for suffix, k in by.items():
+            out["energy" + suffix] = spectra.shell_sum(kinetic, k, self.fft.shape, self.box)
+            out["potential_energy" + suffix] = spectra.shell_sum(potential, k, self.fft.shape, self.box)
+        out["transfer_energy"] = spectra.shell_sum(transfer_k, ns.k, self.fft.shape, self.box)
+        out["transfer_potential_energy"] = spectra.shell_sum(transfer_p, ns.k, self.fft.shape, self.box)
+        return out
+
+
+# ---- initial conditions: real-space velocity (3, Nx, Ny, Nz) and buoyancy (Nx, Ny, Nz) ----------------
+
+
+def _wave(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """One gravity-inertia wave of mode numbers ``modes`` (:func:`.waves.wave_fields`)."""
+    k = [2 * math.pi * m / length for m, length in zip(ic.modes, eq.box, strict=True)]
+    phase = k[0] * c[0] + k[1] * c[1] + k[2] * c[2]
+    u, b = wave_fields(k, phase, ic.amplitude, params["brunt_vaisala"] ** 2, params["coriolis"])
+    return {"velocity": u, "buoyancy": b}
+
+
+def _random_scalar(eq: Boussinesq, seed: int, k_peak: jax.Array, rms: jax.Array) -> jax.Array:
+    """A random scalar of rms ``rms`` with spectrum ~ k^4 exp(-2 (k/k_peak)^2), no mean, drawn from
+    ``seed`` (stream 1; the velocity uses stream 0) in float32 and cast, as the Navier-Stokes field."""
+    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
+    noise_hat = eq.kept * eq.fft.rfft(draw(jax.random.fold_in(jax.random.key(seed), 1)))
+    kmag = jnp.sqrt(eq.ns.k2) * (eq.box[0] / (2 * math.pi))
+    b = eq.fft.irfft(noise_hat * kmag * jnp.exp(-((kmag / k_peak) ** 2)))  # shells add k^2: k^4 e^... overall
+    return b * (rms / jnp.sqrt(jnp.mean(b**2)))
+
+
+def _rest(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """Rest plus a perturbation: velocity of rms epsilon, buoyancy of rms N epsilon."""
+    u = NavierStokes.builders["random"](eq.ns, c, ic, params)["velocity"]
+    return {"velocity": u, "buoyancy": _random_scalar(eq, ic.seed, ic.k_peak, params["brunt_vaisala"] * ic.amplitude)}
+
+
+def _random(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    u = NavierStokes.builders["random"](eq.ns, c, ic, params)["velocity"]
+    return {"velocity": u, "buoyancy": _random_scalar(eq, ic.seed, ic.k_peak, ic.buoyancy)}
+
+
+Boussinesq.builders = {"wave": _wave, "rest": _rest, "random": _random}

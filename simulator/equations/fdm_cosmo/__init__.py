@@ -1,0 +1,249 @@
+"""Fuzzy dark matter in an expanding universe: the comoving Schrodinger-Poisson equations, what the
+equation declares (the implementation is :mod:`.equation`).
+
+In cosmic time t and comoving coordinates x, with psi normalised so that |psi|^2 = rho is the comoving
+mass density (Widrow & Kaiser 1993, ApJ 416, L71; Schive, Chiueh & Broadhurst 2014, Nat. Phys. 10, 496):
+
+    i dpsi/dt = -(nu / 2 a^2) lap(psi) + (V_tot / nu) psi,      V_tot = V + g (|psi|^2 - rho_bar) / a^3,
+    lap(V) = (4 pi G / a) (|psi|^2 - rho_bar),                    nu = hbar / m,
+
+with a(t) from the Friedmann equation (:mod:`.cosmology`), rho_bar = omega_m rho_crit,0 the mean
+comoving density and g an optional self-interaction (> 0 repulsive, < 0 attractive; its uniform part
+g rho_bar / a^3 only turns the global phase of psi, so it is left out like the mean density's gravity). Units are those
+of :mod:`.cosmology`: lengths (``grid.box``) in comoving Mpc/h, the run's clock ``time`` is
+s = ln(a / a_start) (so ``time.t_end`` follows from ``physics.z_end``, and ``time.dt`` is a step in
+ln a), densities in rho_crit,0. Outputs at given redshifts are ``output.*.times`` at s(z).
+
+Host-side hooks: the end time and output times from redshifts (:meth:`FDMCosmoParams.resolve`), the
+unit system and a, z, t of every output, redshift labels for figures, and the running Layzer-Irvine
+residual of the time series.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.equations.fdm_cosmo import cosmology
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
+from simulator.errors import ConfigError
+from simulator.schema import param, setting
+from simulator.time.schemes import SPLIT_STEP
+
+
+@dataclass(frozen=True)
+class FDMCosmoParams(EquationParams):
+    """The cosmology (background, linear spectrum), the boson, and the span of the run in redshift."""
+
+    name: str = setting("fdm_cosmo", "equation to solve")
+    h: float = param(0.7, "dimensionless Hubble constant, H0 = 100 h km/s/Mpc", gt=0.0)
+    omega_m: float = param(0.3, "matter density today over the critical density (all of it the box's fuzzy dark "
+                           "matter: the mean comoving density is omega_m rho_crit,0)", gt=0.0)
+    omega_lambda: float = param(0.7, "cosmological constant over the critical density; flat when omega_m + "
+                                "omega_lambda = 1, else curvature omega_k = 1 - omega_m - omega_lambda")
+    m22: float = param(1.0, "boson mass in units of 1e-22 eV/c^2", gt=0.0)
+    self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 / a^3 in code units "
+                                    "(100 km/s)^2 / rho_crit,0; > 0 repulsive, < 0 attractive (see physics.f_a)")
+    f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "
+                                "quartic term of a cosine potential, g = -(hbar c)^3 / (8 f_a^2 m^2); null = not used",
+                                gt=0.0)
+    z_start: float = param(127.0, "redshift of the initial conditions, where the run's clock ln(a/a_start) is 0",
+                           gt=0.0)
+    z_end: float = setting(3.0, "redshift where the run ends: sets time.t_end = ln((1 + z_start) / (1 + z_end)); "
+                           "may change on a restart", min=0.0, schedule=True)
+    output_redshifts: tuple[float, ...] = setting((), "redshifts of snapshots and spectra rows: set "
+                                                  "output.snapshots.times and output.spectra.times", min=0.0,
+                                                  schedule=True)
+    sigma8: float = param(0.811, "rms linear density contrast in spheres of 8 Mpc/h at z = 0 (normalises the "
+                          "spectrum before the FDM cut-off)", gt=0.0)
+    n_s: float = param(0.965, "primordial spectral index of the built-in spectrum")
+    omega_b: float = param(0.049, "baryon density over critical: shapes the built-in spectrum only (baryons are "
+                           "not simulated)", min=0.0)
+    spectrum_file: str | None = setting(None, "two-column text file of the linear P(k), k in h/Mpc and P in "
+                                        "(Mpc/h)^3 as CAMB or CLASS write it (its shape is used, normalised to "
+                                        "sigma8; a path relative to the working directory); null = Eisenstein & "
+                                        "Hu's no-wiggle CDM spectrum")
+    fdm_transfer: bool = setting(True, "multiply the spectrum by the FDM transfer function of Hu, Barkana & "
+                                 "Gruzinov 2000 (false for a file that already holds the FDM cut-off)")
+
+    @property
+    def a_start(self) -> float:
+        return 1.0 / (1.0 + self.z_start)
+
+    def clock(self, z: float) -> float:
+        """The run time s = ln(a / a_start) at redshift z."""
+        return math.log((1.0 + self.z_start) / (1.0 + z))
+
+    def check(self, cfg: Any) -> None:
+        if self.z_end >= self.z_start:
+            raise ConfigError("physics.z_end", self.z_end, f"must be below physics.z_start = {self.z_start:g}",
+                              "is not later than the start")
+        for z in self.output_redshifts:
+            if not self.z_end <= z <= self.z_start:
+                raise ConfigError("physics.output_redshifts", list(self.output_redshifts),
+                                  f"every redshift must lie between z_end = {self.z_end:g} and z_start = "
+                                  f"{self.z_start:g}", f"holds {z:g}, outside the run")
+        why = cosmology.check_expansion(self.omega_m, self.omega_lambda, self.a_start, 1.0 / (1.0 + self.z_end))
+        if why:
+            raise ConfigError("physics.omega_lambda", self.omega_lambda, f"with omega_m = {self.omega_m:g} the "
+                              "universe must expand from z_start to z_end", why)
+        if self.spectrum_file is not None:
+            from simulator.equations.fdm_cosmo.power import read_table
+
+            try:
+                read_table(self.spectrum_file)
+            except (OSError, ValueError) as err:
+                raise ConfigError("physics.spectrum_file", self.spectrum_file, "give a readable two-column text "
+                                  "file: k [h/Mpc], P(k) [(Mpc/h)^3]", f"cannot be used ({err})") from None
+
+    def resolve(self, cfg: Any) -> Any:
+        """time.t_end from z_end; output times from output_redshifts (snapshots and spectra; spectra rows
+        only there unless output.spectra.every is set); self_interaction from f_a."""
+        physics = self
+        if self.f_a is not None:
+            g = cosmology.self_interaction_of_decay_constant(self.f_a, self.m22, self.h)
+            if self.self_interaction not in (0.0, g):
+                raise ConfigError("physics.self_interaction", self.self_interaction, "give physics.f_a or "
+                                  "physics.self_interaction, not both", f"differs from the f_a value {g:.6g}")
+            physics = dataclasses.replace(self, self_interaction=g)
+        t_end = self.clock(self.z_end)
+        default = next(f.default for f in dataclasses.fields(cfg.time) if f.name == "t_end")
+        if cfg.time.t_end not in (default, t_end):
+            raise ConfigError("time.t_end", cfg.time.t_end, f"leave it out: physics.z_end = {self.z_end:g} ends a "
+                              f"cosmological run (time is ln(a/a_start): t_end = {t_end:.12g})", "contradicts z_end")
+        output = cfg.output
+        if self.output_redshifts:
+            times = tuple(self.clock(z) for z in self.output_redshifts)
+            for key, section in (("snapshots", output.snapshots), ("spectra", output.spectra)):
+                if section.times not in (None, times):
+                    raise ConfigError(f"output.{key}.times", list(section.times), "leave it out: "
+                                      "physics.output_redshifts sets it", "contradicts the output redshifts")
+            every = 0 if output.spectra.every is None else output.spectra.every
+            output = dataclasses.replace(output, snapshots=dataclasses.replace(output.snapshots, times=times),
+                                         spectra=dataclasses.replace(output.spectra, times=times, every=every))
+        return dataclasses.replace(cfg, physics=physics, time=dataclasses.replace(cfg.time, t_end=t_end),
+                                   output=output)
+
+    def units(self) -> dict[str, str]:
+        return cosmology.describe_units(self.h, self.m22, self.z_start)
+
+    def output_attrs(self, t: float) -> dict[str, Any]:
+        a = self.a_start * math.exp(t)
+        age = float(cosmology.cosmic_time(a, self.omega_m, self.omega_lambda))
+        return {"a": a, "redshift": 1.0 / a - 1.0, "cosmic_time": age,
+                "cosmic_time_gyr": age / cosmology.hubble_si(self.h) / cosmology.GYR,
+                "hubble": float(cosmology.hubble(a, self.omega_m, self.omega_lambda)),
+                "hbar_over_m": float(cosmology.nu_code(self.m22, self.h))}
+
+    def time_label(self, t: float) -> str:
+        return f"z = {1.0 / (self.a_start * math.exp(t)) - 1.0:.4g}"
+
+    def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
+        """The Layzer-Irvine residual R = E - E_start + int (2K + W + 3U) dln a, over |W|, continued from
+        the previous row by Hermite (cubic) quadrature with the rate d(2K + W + 3U)/dln a of each row:
+        fourth order in the row spacing, so R measures the time integration's error."""
+        scale = max(abs(row["potential"]), 1e-300)
+        if previous is None:
+            return {"layzer_irvine": 0.0}
+        h = row["time"] - previous["time"]
+        integral = 0.5 * h * (previous["li_source"] + row["li_source"]) + h**2 / 12 * (
+            previous["li_rate"] - row["li_rate"])
+        residual = previous["layzer_irvine"] * max(abs(previous["potential"]), 1e-300)
+        residual += row["total"] - previous["total"] + integral
+        return {"layzer_irvine": residual / scale}
+
+
+@dataclass(frozen=True)
+class Gaussian(InitialCondition):
+    """A Gaussian random field with the linear spectrum of physics.* at z_start, psi = sqrt(rho_bar (1 + delta))
+    exp(i theta), the phase theta giving the growing mode's velocity (delta' = H f delta); drawn from ``seed``,
+    the same on any backend, device or process count."""
+
+    name: str = setting("gaussian", "initial condition")
+    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+
+
+@dataclass(frozen=True)
+class Mode(InitialCondition):
+    """delta = eps cos(k x), a single density wave along x at z_start moving as the growing mode (delta' =
+    H f delta): the linear-growth test."""
+
+    name: str = setting("mode", "initial condition")
+    amplitude: float = param(1e-3, "density contrast eps of the wave", gt=0.0, max=1.0)
+    wavenumber: int = setting(1, "mode number of the wave along x", min=1)
+
+    def check(self, cfg: Any) -> None:
+        nx = cfg.grid.shape[0]
+        if self.wavenumber >= nx // 2:
+            raise ConfigError("initial.wavenumber", self.wavenumber, f"must be below Nx/2 = {nx // 2}",
+                              "is not resolved by the grid")
+
+
+INFO = EquationInfo(
+    name="fdm_cosmo",
+    summary="Fuzzy dark matter in an expanding universe: comoving Schrodinger-Poisson, kick-drift-kick in ln a",
+    params=FDMCosmoParams,
+    initials=(Gaussian, Mode),
+    protocol=SPLIT_STEP,
+    default_integrator="kdk",
+    implementation="simulator.equations.fdm_cosmo.equation:FDMCosmo",
+    fields={
+        "density": FieldInfo(0, "comoving mass density |psi|^2 (rho_crit,0)", r"\rho", "inferno", log=True),
+        "abs_psi": FieldInfo(0, "|psi|", r"|\psi|", "magma"),
+        "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
+        "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r"),
+        "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
+    },
+    state_fields=("psi",),
+    diagnostics={
+        "a": "scale factor a = a_start exp(time)",
+        "z": "redshift 1/a - 1",
+        "cosmic_time": "age of the universe t(a), Gyr",
+        "mass": "total mass int rho d^3x (rho_crit,0 (Mpc/h)^3)",
+        "kinetic": "K = (nu^2 / 2 a^2) int |grad psi|^2 d^3x",
+        "potential": "W = (1/2) int rho V d^3x (V the peculiar potential)",
+        "interaction": "U = (g / 2 a^3) int (rho - <rho>)^2 d^3x (the self-interaction energy; 0 without)",
+        "total": "E = K + W + U",
+        "max_density": "max rho / mean rho",
+        "psi_tail": "fraction of |psi|^2 in the outer third of k-space (some |k_i| above 2/3 of its Nyquist "
+                    "wavenumber): above ~1e-3 the phase gradients (velocities) approach the grid scale, the de "
+                    "Broglie wavelength is not resolved and the run is wrong",
+        "li_source": "2K + W + 3U = -dE/dln a (the cosmic energy equation)",
+        "li_rate": "d(2K + W + 3U)/dln a, from the state and the equations of motion",
+        "layzer_irvine": "[E - E_start + int (2K + W + 3U) dln a] / |W|: the Layzer-Irvine residual (host, "
+                         "Hermite quadrature between rows)",
+        "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu) / E(a): phase change per step, in radians",
+    },
+    progress=("z", "max_density", "psi_tail", "cfl"),
+    spectra={
+        "power": "P(k) = V <|delta_k|^2> of the density contrast delta = rho/<rho> - 1, averaged over the modes "
+                 "of shell k (Nyquist planes excluded), (Mpc/h)^3",
+        "power_linear": "the linear P(k, z) of physics.* averaged over the same modes: linear theory, P(k, z_start) "
+                        "(D(z) / D(z_start))^2, (Mpc/h)^3",
+    },
+    plot=PlotSpec(
+        panels=(
+            Panel("mass change", (Curve("mass", r"$M/M_0 - 1$", relative=True),)),
+            Panel("energy", (Curve("kinetic", r"$K$"), Curve("potential", r"$W$"), Curve("interaction", r"$U$"),
+                             Curve("total", r"$E = K + W + U$"))),
+            Panel("Layzer–Irvine", (Curve("layzer_irvine", r"$[\Delta E + \int(2K+W+3U)\,d\ln a]\,/\,|W|$"),)),
+            Panel("peak density", (Curve("max_density", r"$\max\rho/\bar\rho$"),), log="auto"),
+        ),
+        spectrum="power",
+        spectrum_label=r"$P(k)$ [(Mpc/h)$^3$]",
+        slice_field="density",
+        reference="power_linear",
+        reference_label=r"linear theory $P(k, z_{start})\,D^2(z)/D^2(z_{start})$",
+    ),
+)

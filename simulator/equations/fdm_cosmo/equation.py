@@ -1,0 +1,249 @@
+"""Fuzzy dark matter in an expanding universe, the implementation (the equations and units are in the
+package docstring and :mod:`.cosmology`).
+
+The state holds psi and Phi = a V, the solution of lap(Phi) = 4 pi G (|psi|^2 - mean) (G = 3/(8 pi)
+in code units), which does not depend on a: the peculiar potential is V = Phi / a.
+
+Time stepping: kick-drift-kick on the clock s = ln(a/a_start) (as GADGET-2 steps in ln a; Springel
+2005, MNRAS 364, 1105), each part exact over its own interval (:func:`simulator.time.integrators.
+make_kdk` hands this equation ``at(t)``): the kick over [s0, s1] multiplies psi by
+exp(-i (Phi K1 + g |psi|^2 K3) / nu) with K_p = int dt / a^p over the interval, exact since |psi| and so
+Phi do not change in it; the drift multiplies psi_hat by exp(-i nu k^2 K2 / 2), exact in k-space, then
+refreshes Phi. The K_p are Gauss-Legendre integrals of the Friedmann expansion over the sub-step
+(:func:`.cosmology.step_integrals`), not a(t) frozen at its start: the composition is symmetric, hence
+second order in the step, and both parts are unitary, so mass is conserved to round-off.
+
+Diagnostics (box totals, comoving): K = (nu^2 / 2 a^2) int |grad psi|^2, W = (1/2) int rho V,
+U = (g / 2 a^3) int (rho - mean)^2, E = K + W + U, which obeys the Layzer-Irvine (cosmic energy) equation
+dE/dt + H (2K + W + 3U) = 0 (Layzer 1963; Irvine 1961; with the self-interaction's 3U). Its source
+2K + W + 3U and the source's rate are computed from the state and the equations of motion:
+d(2K + W + 3U)/dt = -H (4K + W + 9U) - Q_W + Q_U with Q_W = (1/a) int Phi drho/dt,
+Q_U = (g/a^3) int (rho - mean) drho/dt and drho/dt = -(nu/a^2) Im(psi* lap psi), so the host integrates the
+source between rows to fourth order (:meth:`FDMCosmoParams.derived_columns`).
+
+Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` in the real-space layout.
+Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
+without a real transform agree).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, final
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator import spectra
+from simulator.equations.base import Params, SplitStepEquation
+from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
+from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.schrodinger_poisson.equation import psi_from_snapshot
+from simulator.fft import FFTBackend, complex_dtype
+
+
+class CosmoState(NamedTuple):
+    """psi (complex) and Phi = a V (real): ``(Nx, Ny, Nz)`` each, real-space layout."""
+
+    psi: jax.Array
+    potential: jax.Array
+
+
+@final
+class FDMCosmo(SplitStepEquation):
+    """The comoving kick and drift, the potential, diagnostics and spectra on one FFT backend.
+
+    Leaves: wavenumbers of both transforms, the mask dropping every Nyquist plane, the Parseval
+    weights, the spectrum file's table (ln k, ln P) when there is one, and the run time ``time``
+    (s = ln(a/a_start), set by :meth:`at`).
+    """
+
+    info = INFO
+    space = "real"
+    snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "nyquist_free", "weight", "table", "time")
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: FDMCosmoParams | None = None):
+        physics = FDMCosmoParams() if physics is None else physics
+        super().__init__(fft, box, dtype, physics)
+        self.kc = fft.wavenumbers(self.box, real=False, dtype=self.dtype)
+        self.kr = fft.wavenumbers(self.box, real=True, dtype=self.dtype)
+        modes = fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype)
+        keep = [jnp.abs(m) < n / 2 for m, n in zip(modes, fft.shape, strict=True)]
+        self.nyquist_free = (keep[0] & keep[1] & keep[2]).astype(self.dtype)
+        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
+        table = None if physics.spectrum_file is None else power.read_table(physics.spectrum_file)
+        self.table = None if table is None else tuple(self._replicated(np.asarray(v)) for v in table)
+        self.time = self._replicated(np.zeros(()))
+
+    def _replicated(self, host: np.ndarray) -> jax.Array:
+        host = host.astype(self.dtype)
+        return jax.make_array_from_callback(host.shape, self.fft.replicated_sharding(), lambda idx: host[idx],
+                                            dtype=self.dtype)
+
+    def at(self, t: jax.Array) -> FDMCosmo:
+        leaves, static = self.tree_flatten()
+        return self.tree_unflatten(static, (*leaves[:-1], jnp.asarray(t, self.dtype)))
+
+    @property
+    def cell_volume(self) -> float:
+        return math.prod(self.spacing)
+
+    # ---- the background at this equation's time ------------------------------------------------------
+
+    @staticmethod
+    def a_start(params: Params) -> jax.Array:
+        return 1.0 / (1.0 + params["z_start"])
+
+    def scale_factor(self, params: Params) -> jax.Array:
+        return self.a_start(params) * jnp.exp(self.time)
+
+    def _integrals(self, dt: jax.Array, params: Params, powers: tuple[int, ...]) -> list[jax.Array]:
+        """int dt / a^p over [time, time + dt] of the clock (see :func:`.cosmology.step_integrals`)."""
+        return cosmology.step_integrals(self.time, dt, self.a_start(params), params["omega_m"],
+                                        params["omega_lambda"], powers, jnp)
+
+    # ---- operators -----------------------------------------------------------------------------------
+
+    def potential(self, psi: jax.Array, params: Params) -> jax.Array:
+        """Phi = a V from lap(Phi) = 4 pi G (|psi|^2 - mean), real space."""
+        rho_hat = self.nyquist_free * self.fft.rfft(jnp.abs(psi) ** 2)
+        return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), cosmology.G_CODE))
+
+    def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
+        """psi <- exp(-i (Phi K1 + g (|psi|^2 - rho_bar) K3) / nu) psi over [time, time + dt]: exact (|psi| is
+        fixed). The uniform part g rho_bar / a^3 of the self-interaction would only turn psi's global phase:
+        it is left out, as the mean density is from the Poisson equation."""
+        k1, k3 = self._integrals(dt, params, (1, 3))
+        nu = cosmology.nu_code(params["m22"], params["h"])
+        excess = jnp.abs(state.psi) ** 2 - params["omega_m"]
+        phase = (k1 * state.potential + (k3 * params["self_interaction"]) * excess) / nu
+        return CosmoState(state.psi * jnp.exp(-1j * phase), state.potential)
+
+    def drift(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
+        """psi_hat <- exp(-i nu k^2 K2 / 2) psi_hat over [time, time + dt], exact; then Phi of the new density."""
+        (k2,) = self._integrals(dt, params, (2,))
+        nu = cosmology.nu_code(params["m22"], params["h"])
+        kx, ky, kz = self.kc
+        phase = jnp.exp(-0.5j * (nu * k2) * (kx**2 + ky**2 + kz**2))
+        psi = self.fft.ifft(phase * self.fft.fft(state.psi))
+        return CosmoState(psi, self.potential(psi, params))
+
+    # ---- states --------------------------------------------------------------------------------------
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> CosmoState:
+        """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)`` (its mean |psi|^2 should be
+        omega_m, the Friedmann background's): psi and its potential."""
+        psi = fields["psi"].astype(complex_dtype(self.dtype))
+        return CosmoState(psi, self.potential(psi, params))
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        return psi_from_snapshot(fields)
+
+    def fields(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
+        """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, arg psi, the peculiar potential V = Phi/a, psi."""
+        return {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
+                "potential": state.potential / self.scale_factor(params), "psi": state.psi}
+
+    # ---- diagnostics ---------------------------------------------------------------------------------
+
+    def diagnostics(self, state: CosmoState, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """a, z, age; box totals K, W, U, E; the Layzer-Irvine source and its rate; peak density; the
+        spectral tail of psi (resolution); CFL."""
+        om, ol, g = params["omega_m"], params["omega_lambda"], params["self_interaction"]
+        nu = cosmology.nu_code(params["m22"], params["h"])
+        a = self.scale_factor(params)
+        hub = cosmology.hubble(a, om, ol, jnp)
+        rho = jnp.abs(state.psi) ** 2
+        kx, ky, kz = self.kc
+        k2 = kx**2 + ky**2 + kz**2
+        psi_hat = self.fft.fft(state.psi)
+        dv = self.cell_volume
+        kinetic = 0.5 * nu**2 * jnp.sum(k2 * jnp.abs(psi_hat) ** 2) / float(self.fft.size) * dv / a**2
+        potential = 0.5 * jnp.sum(rho * state.potential) * dv / a
+        excess = rho - jnp.mean(rho)
+        interaction = 0.5 * g * jnp.sum(excess**2) * dv / a**3
+        rho_dot = -(nu / a**2) * jnp.imag(jnp.conj(state.psi) * self.fft.ifft(-k2 * psi_hat))
+        q_w = jnp.sum(state.potential * rho_dot) * dv / a
+        q_u = g * jnp.sum(excess * rho_dot) * dv / a**3
+        source_rate = -hub * (4 * kinetic + potential + 9 * interaction) - q_w + q_u
+        outer = [jnp.abs(k) > (2 / 3) * math.pi / d for k, d in zip(self.kc, self.spacing, strict=True)]
+        tail = jnp.sum((outer[0] | outer[1] | outer[2]) * jnp.abs(psi_hat) ** 2) / jnp.sum(jnp.abs(psi_hat) ** 2)
+        v_tot = state.potential / a + g * (rho - params["omega_m"]) / a**3
+        rate = jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu) / hub
+        gyr = cosmology.MPC / (cosmology.VELOCITY * params["h"]) / cosmology.GYR
+        return {
+            "a": a,
+            "z": 1.0 / a - 1.0,
+            "cosmic_time": cosmology.cosmic_time(a, om, ol, jnp) * gyr,
+            "mass": jnp.sum(rho) * dv,
+            "kinetic": kinetic,
+            "potential": potential,
+            "interaction": interaction,
+            "total": kinetic + potential + interaction,
+            "max_density": jnp.max(rho) / jnp.mean(rho),
+            "psi_tail": tail,
+            "li_source": 2 * kinetic + potential + 3 * interaction,
+            "li_rate": source_rate / hub,
+            "cfl": dt * rate,
+        }
+
+    def spectra(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
+        """Shell averages of V |delta_k|^2 (measured) and of the linear P(k, z) over the same modes."""
+        rho = jnp.abs(state.psi) ** 2
+        delta_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
+        w = self.weight * self.nyquist_free
+        volume = math.prod(self.box)
+        kx, ky, kz = self.kr
+        k = jnp.sqrt(kx**2 + ky**2 + kz**2)
+        linear = power.linear_power(k, self.scale_factor(params), params, self.table, self.physics.fdm_transfer, jnp)
+
+        def average(values: jax.Array) -> jax.Array:
+            return spectra.shell_sum(w * values, self.kr, self.fft.shape, self.box)
+
+        count = average(jnp.ones_like(k))
+        measured = volume * jnp.abs(delta_hat) ** 2 / float(self.fft.size) ** 2
+        safe = jnp.where(count > 0, count, 1.0)
+        return {"power": jnp.where(count > 0, average(measured) / safe, 0.0),
+                "power_linear": jnp.where(count > 0, average(linear) / safe, 0.0)}
+
+
+# ---- initial conditions: psi in real space ------------------------------------------------------------
+
+
+def _growing(eq: FDMCosmo, delta_hat: jax.Array, params: Params) -> dict[str, jax.Array]:
+    """psi = sqrt(rho_bar (1 + delta)) exp(i theta) of a density contrast given by its r2c spectrum, with
+    the growing mode's velocity: the comoving continuity equation d delta/dt = -div(dx/dt), dx/dt =
+    (nu / a^2) grad theta, and d delta/dt = H f delta give lap(theta) = -(a^2 H f / nu) delta."""
+    om, ol = params["omega_m"], params["omega_lambda"]
+    a = eq.a_start(params)
+    nu = cosmology.nu_code(params["m22"], params["h"])
+    scale = a**2 * cosmology.hubble(a, om, ol, jnp) * cosmology.growth_rate(a, om, ol, jnp) / nu
+    delta = eq.fft.irfft(delta_hat)
+    theta = eq.fft.irfft(-scale * inverse_laplacian(eq.kr) * delta_hat)
+    # 1 + delta > 0 wherever the linear field is valid (sigma << 1 at z_start); clipped, never negative
+    return {"psi": jnp.sqrt(om * jnp.maximum(1.0 + delta, 0.0)) * jnp.exp(1j * theta)}
+
+
+def _gaussian(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """delta_hat = w_hat sqrt(N P(k, z_start) / V): white noise w (unit variance per cell, drawn in float32
+    with JAX's sharding-invariant generator: the same field on any layout) coloured by the linear
+    spectrum, so <|delta_k|^2> = P/V for delta_k = delta_hat / N; k = 0 and Nyquist planes are zero."""
+    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
+    noise_hat = eq.nyquist_free * eq.fft.rfft(draw(jax.random.key(ic.seed)))
+    kx, ky, kz = eq.kr
+    k = jnp.sqrt(kx**2 + ky**2 + kz**2)
+    p = power.linear_power(k, eq.a_start(params), params, eq.table, eq.physics.fdm_transfer, jnp)
+    return _growing(eq, noise_hat * jnp.sqrt(p * (eq.fft.size / math.prod(eq.box))), params)
+
+
+def _mode(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """delta = eps cos(2 pi m x / Lx) with the growing mode's velocity."""
+    x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
+    delta = jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape)
+    return _growing(eq, eq.fft.rfft(delta), params)
+
+
+FDMCosmo.builders = {"gaussian": _gaussian, "mode": _mode}

@@ -1,0 +1,139 @@
+"""Incompressible magnetohydrodynamics in a periodic box: what the equation declares (no JAX).
+
+    du/dt = u x w + j x B - grad(P) + nu lap(u),    dB/dt = curl(u x B) + eta lap(B),
+    div u = div B = 0,   w = curl u,   j = curl B
+
+with B in Alfven units (B/sqrt(mu0 rho), a velocity). A uniform mean field B0 is the k = 0 mode of B:
+part of the state, kept by every operator. The implementation is :mod:`.equation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.equations.navier_stokes import FORCINGS
+from simulator.equations.spec import (
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
+from simulator.schema import param, setting
+from simulator.time.schemes import SEMILINEAR
+
+_MEAN_FIELD = "uniform mean field B0 (Bx, By, Bz) added to the field, Alfven units"
+
+
+@dataclass(frozen=True)
+class MHDParams(EquationParams):
+    """Viscosity, resistivity and optional constant-power forcing of the velocity."""
+
+    name: str = setting("mhd", "equation to solve")
+    viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
+    resistivity: float = param(0.01, "magnetic diffusivity eta", min=0.0)
+    forcing: str = setting("none", "forcing of the velocity at constant injected power: none, linear (all modes, "
+                           "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
+    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
+    forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+
+
+@dataclass(frozen=True)
+class OrszagTang(InitialCondition):
+    """The 3D Orszag-Tang vortex of Politano, Pouquet & Sulem 1995 in the form of Mininni, Pouquet &
+    Montgomery 2006: u = A (-2 sin y, 2 sin x, 0), B = beta (-2 sin 2y + sin z, 2 sin x + sin z,
+    sin x + sin y) in units of the box; A = 1, beta = 0.8 give E_K = 2, E_M = 1.92, <u.B> = 1.6."""
+
+    name: str = setting("orszag_tang", "initial condition")
+    amplitude: float = param(1.0, "velocity amplitude A", min=0.0)
+    magnetic_amplitude: float = param(0.8, "magnetic amplitude beta", min=0.0)
+    mean_field: tuple[float, float, float] = setting((0.0, 0.0, 0.0), _MEAN_FIELD)
+
+
+@dataclass(frozen=True)
+class ABCDynamo(InitialCondition):
+    """A kinematic-dynamo start: the ABC flow (A = B = C, mode m, as for Navier-Stokes) and a weak random
+    seed field (spectrum ~ k^4 exp(-2 (k/k_peak)^2)). Sustain the flow with physics.forcing."""
+
+    name: str = setting("abc_dynamo", "initial condition")
+    amplitude: float = param(1.0, "velocity amplitude A = B = C", gt=0.0)
+    wavenumber: int = setting(1, "mode number m of the flow", min=1)
+    seed_amplitude: float = param(1e-3, "rms of the seed field", gt=0.0)
+    k_peak: float = param(4.0, "peak mode number of the seed field's spectrum", gt=0.0)
+    seed: int = setting(0, "random seed of the seed field (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    mean_field: tuple[float, float, float] = setting((0.0, 0.0, 0.0), _MEAN_FIELD)
+
+
+@dataclass(frozen=True)
+class RandomMHD(InitialCondition):
+    """Random solenoidal velocity and magnetic fields, spectra ~ k^4 exp(-2 (k/k_peak)^2), the same on any
+    layout and precision for a given seed (the magnetic field is drawn from seed + 1)."""
+
+    name: str = setting("random", "initial condition")
+    amplitude: float = param(1.0, "rms velocity", gt=0.0)
+    magnetic_amplitude: float = param(1.0, "rms of the fluctuating field B - B0", gt=0.0)
+    k_peak: float = param(4.0, "peak mode number of the spectra", gt=0.0)
+    seed: int = setting(0, "random seed (0 to 2^32 - 2)", min=0, max=2**32 - 2)
+    mean_field: tuple[float, float, float] = setting((0.0, 0.0, 0.0), _MEAN_FIELD)
+
+
+_SHELLS = "(Parseval-weighted) summed over the modes of shell k"
+
+INFO = EquationInfo(
+    name="mhd",
+    summary="incompressible MHD in Alfven units, rotational form, Leray projection of u and B, 2/3 dealiasing",
+    params=MHDParams,
+    initials=(OrszagTang, ABCDynamo, RandomMHD),
+    protocol=SEMILINEAR,
+    default_integrator="rk4",
+    implementation="simulator.equations.mhd.equation:MHD",
+    fields={
+        "velocity": FieldInfo(3, "velocity u", r"|u|"),
+        "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
+        "magnetic": FieldInfo(3, "magnetic field B, Alfven units (with the mean field)", r"|B|", "magma"),
+        "current": FieldInfo(3, "current density j = curl B", r"|j|", "inferno"),
+    },
+    state_fields=("velocity", "magnetic"),
+    diagnostics={
+        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+        "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
+        "total_energy": "E_K + E_M (conserved without viscosity, resistivity and forcing)",
+        "cross_helicity": "cross helicity <u.B> (an ideal invariant)",
+        "magnetic_helicity": "magnetic helicity <A.b>, b = curl A, Coulomb gauge, fluctuations only (an ideal "
+                             "invariant when B0 = 0)",
+        "viscous_dissipation": "viscous dissipation rate nu <|w|^2>",
+        "ohmic_dissipation": "ohmic dissipation rate eta <|j|^2>",
+        "max_div": "max |div u| (round-off)",
+        "max_div_b": "max |div B| (round-off)",
+        "cfl": "CFL number dt max(sum_i (|u_i| + |B_i|)/dx_i): flow and Alfven speeds",
+        "injection": "injected power <u.f> (forced runs only)",
+    },
+    progress=("total_energy", "magnetic_energy", "cfl"),
+    spectra={
+        "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / N^2 {_SHELLS}; sums to E_K",
+        "magnetic_energy": f"magnetic energy spectrum E_M(k): 0.5 |B_hat|^2 / N^2 {_SHELLS} (shell 0: the mean "
+                           "field); sums to E_M",
+        "transfer_energy": "T_K(k): rate of change of E_K(k) by u x w and the Lorentz force j x B, same "
+                           "normalisation as E_K(k)",
+        "transfer_magnetic_energy": "T_M(k): rate of change of E_M(k) by the induction curl(u x B); "
+                                    "sum_k (T_K + T_M) = 0 without dissipation",
+    },
+    plot=PlotSpec(
+        panels=(
+            Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
+                             Curve("magnetic_energy", r"$E_M = \langle|B|^2\rangle/2$"),
+                             Curve("total_energy", r"$E_K + E_M$")), log="auto"),
+            Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$"),
+                           Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$"),
+                           Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
+            Panel("helicity", (Curve("cross_helicity", r"$H_c = \langle u\cdot B\rangle$"),
+                               Curve("magnetic_helicity", r"$H_m = \langle A\cdot b\rangle$"))),
+        ),
+        spectrum="magnetic_energy",
+        spectrum_label=r"$E_M(k)$, $\Sigma_k E_M(k) = \langle|B|^2\rangle/2$",
+        slice_field="current",
+        spectrum_guide=-5 / 3,
+    ),
+)

@@ -1,0 +1,187 @@
+"""Incompressible magnetohydrodynamics in a periodic box, pseudo-spectral: the implementation.
+
+    du/dt = u x w + j x B - grad(P) + nu lap(u),    dB/dt = curl(u x B) + eta lap(B)
+
+B in Alfven units. Rotational form: the Lorentz force j x B = (B.grad)B - grad(|B|^2/2) and the
+induction curl(u x B) = (B.grad)u - (u.grad)B (for solenoidal u, B); the total pressure is removed by
+the Leray projection P = I - k k^T/k^2, which is also applied to dB/dt so that div B stays at
+round-off. Both right-hand sides are dealiased by the 2/3 rule. The k = 0 modes are left alone by
+every operator: the mean flow, and the uniform mean field B0, which enters j x B and u x B through B
+and carries the Alfven waves, omega = +-k.B0 (Orszag & Tang 1979; Canuto et al., Spectral Methods,
+2006, §3.3; Alfven waves and the Elsasser form, e.g. Biskamp, Magnetohydrodynamic Turbulence, 2003).
+
+Viscous and resistive terms are the diagonal linear operator (-nu k^2, -eta k^2), integrated exactly
+by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL number
+accounts for through |B|. Per stage: one batched inverse FFT of (u, w, B, j) (12 fields) and one
+batched forward FFT of (u x w + j x B, u x B) (6 fields). The Navier-Stokes operators (wavenumbers,
+2/3 rule, projection, curl, forcing) are reused from a
+:class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
+
+Arrays: the state is one spectral stack ``(6, *k_shape)`` = (u_hat, B_hat) in the FFT backend's
+k-space layout and sharding; real-space fields are ``(3, Nx, Ny, Nz)`` in its real layout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any, ClassVar, final
+
+import jax
+import jax.numpy as jnp
+
+from simulator import spectra
+from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.mhd import INFO, MHDParams
+from simulator.equations.navier_stokes import NavierStokesParams
+from simulator.equations.navier_stokes.equation import NavierStokes, cross
+from simulator.fft import FFTBackend
+
+
+@final
+class MHD(SemiLinearEquation):
+    """Nonlinear terms, the dissipative operator, diagnostics and spectra on one FFT backend.
+
+    Leaves: ``ns``, the Navier-Stokes operators on this backend (its wavenumbers, 2/3-rule masks,
+    Parseval weights and forcing mask).
+    """
+
+    info = INFO
+    space = "spectral"
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ns",)
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: MHDParams | None = None):
+        physics = MHDParams() if physics is None else physics
+        super().__init__(fft, box, dtype, physics)
+        self.ns = NavierStokes(fft, box, dtype,
+                               NavierStokesParams(forcing=physics.forcing, forcing_band=physics.forcing_band))
+
+    # ---- the two parts of the right-hand side ------------------------------------------------------------
+
+    def linear(self, params: Params) -> jax.Array:
+        """(-nu k^2 for u, -eta k^2 for B), shape ``(6, 1, 1, 1)`` times k^2: broadcasts against the state."""
+        rates = jnp.stack([params["viscosity"]] * 3 + [params["resistivity"]] * 3)
+        return -rates.reshape(6, 1, 1, 1) * self.ns.k2
+
+    def ideal(self, x: jax.Array) -> jax.Array:
+        """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: one batched inverse FFT of (u, w, B, j) and
+        one forward of (u x w + j x B, u x B)."""
+        ns = self.ns
+        f = self.fft.irfft(jnp.concatenate([x[:3], ns.curl(x[:3]), x[3:], ns.curl(x[3:])]))
+        u, w, b, j = f[:3], f[3:6], f[6:9], f[9:]
+        force = [a + c for a, c in zip(cross(u, w), cross(j, b), strict=True)]
+        n = ns.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
+        return jnp.concatenate([ns.project(n[:3]), ns.project(ns.curl(n[3:]))])
+
+    def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
+        """The ideal terms plus, in forced runs, the forcing of the velocity."""
+        n = self.ideal(x)
+        f_hat = self.ns.forcing(x[:3], params)
+        return n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
+
+    # ---- states ------------------------------------------------------------------------------------
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
+        """The stack of a real-space ``velocity`` and ``magnetic`` field ``(3, Nx, Ny, Nz)``: dealiased and
+        projected, the means (mean flow, mean field B0) kept."""
+        x = self.ns.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
+        return jnp.concatenate([self.ns.project(x[:3]), self.ns.project(x[3:])])
+
+    def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (one batched
+        inverse transform)."""
+        f = self.fft.irfft(jnp.concatenate([x[:3], self.ns.curl(x[:3]), x[3:], self.ns.curl(x[3:])]))
+        return {"velocity": f[:3], "vorticity": f[3:6], "magnetic": f[6:9], "current": f[9:]}
+
+    # ---- diagnostics ---------------------------------------------------------------------------------
+
+    def _mean(self, density: jax.Array) -> jax.Array:
+        """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
+        return jnp.sum(self.ns.weight * density) / float(self.fft.size) ** 2
+
+    def _dot(self, a_hat: jax.Array, b_hat: jax.Array) -> jax.Array:
+        """<a . b> of two vector fields from their spectra."""
+        return self._mean(jnp.real(jnp.sum(jnp.conj(a_hat) * b_hat, axis=0)))
+
+    def vector_potential(self, b_hat: jax.Array) -> jax.Array:
+        """A_hat = i k x B_hat / k^2: the Coulomb-gauge potential of the fluctuations (curl A = B - B0)."""
+        return self.ns.curl(b_hat) * self.ns.inv_k2
+
+    def diagnostics(self, x: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Energies, helicities, dissipation rates, max |div u| and |div B|, the CFL number with the
+        Alfven speed and, when forced, the injected power (see ``INFO.diagnostics``)."""
+        ns = self.ns
+        u_hat, b_hat = x[:3], x[3:]
+        kinetic, magnetic = 0.5 * self._dot(u_hat, u_hat), 0.5 * self._dot(b_hat, b_hat)
+        kx, ky, kz = ns.k
+        divs = [1j * (kx * v[0] + ky * v[1] + kz * v[2]) for v in (u_hat, b_hat)]
+        f = self.fft.irfft(jnp.concatenate([u_hat, b_hat, jnp.stack(divs)]))
+        speed = sum((jnp.abs(f[i]) + jnp.abs(f[3 + i])) / self.spacing[i] for i in range(3))
+        out = {
+            "kinetic_energy": kinetic,
+            "magnetic_energy": magnetic,
+            "total_energy": kinetic + magnetic,
+            "cross_helicity": self._dot(u_hat, b_hat),
+            "magnetic_helicity": self._dot(self.vector_potential(b_hat), b_hat),
+            "viscous_dissipation": params["viscosity"] * self._dot(ns.curl(u_hat), ns.curl(u_hat)),
+            "ohmic_dissipation": params["resistivity"] * self._dot(ns.curl(b_hat), ns.curl(b_hat)),
+            "max_div": jnp.max(jnp.abs(f[6])),
+            "max_div_b": jnp.max(jnp.abs(f[7])),
+            "cfl": dt * jnp.max(speed),
+        }
+        f_hat = ns.forcing(u_hat, params)
+        if f_hat is not None:
+            out["injection"] = self._dot(u_hat, f_hat)
+        return out
+
+    def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """E_K(k), E_M(k) and the transfers T_K(k), T_M(k) (one evaluation of the ideal terms), each
+        normalised so that its sum over shells is the box mean it describes."""
+        norm = self.ns.weight / float(self.fft.size) ** 2
+        n = self.ideal(x)
+        power = {
+            "energy": 0.5 * norm * jnp.sum(jnp.abs(x[:3]) ** 2, axis=0),
+            "magnetic_energy": 0.5 * norm * jnp.sum(jnp.abs(x[3:]) ** 2, axis=0),
+            "transfer_energy": norm * jnp.real(jnp.sum(jnp.conj(x[:3]) * n[:3], axis=0)),
+            "transfer_magnetic_energy": norm * jnp.real(jnp.sum(jnp.conj(x[3:]) * n[3:], axis=0)),
+        }
+        return {name: spectra.shell_sum(p, self.ns.k, self.fft.shape, self.box) for name, p in power.items()}
+
+
+# ---- initial conditions: real-space velocity and magnetic field (3, Nx, Ny, Nz) -------------------------
+
+
+def _with_mean(eq: MHD, b: jax.Array, ic: Any) -> jax.Array:
+    return b + jnp.asarray(ic.mean_field, eq.dtype).reshape(3, 1, 1, 1)
+
+
+def _orszag_tang(eq: MHD, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """u = A (-2 sin y, 2 sin x, 0), B = beta (-2 sin 2y + sin z, 2 sin x + sin z, sin x + sin y) + B0
+    (Politano, Pouquet & Sulem 1995, Phys. Plasmas 2, 2931; Mininni, Pouquet & Montgomery 2006, Phys.
+    Rev. Lett. 97, 244503), in units of the box."""
+    x, y, z = (2 * math.pi / length * ci for ci, length in zip(c, eq.box, strict=True))
+    a, beta = ic.amplitude, ic.magnetic_amplitude
+    u = jnp.stack(jnp.broadcast_arrays(-2 * a * jnp.sin(y), 2 * a * jnp.sin(x), 0 * x * y * z))
+    b = jnp.stack(jnp.broadcast_arrays(beta * (-2 * jnp.sin(2 * y) + jnp.sin(z)), beta * (2 * jnp.sin(x) + jnp.sin(z)),
+                                       beta * (jnp.sin(x) + jnp.sin(y))))
+    return {"velocity": u, "magnetic": _with_mean(eq, b, ic)}
+
+
+def _abc_dynamo(eq: MHD, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """The Navier-Stokes ABC flow and a random seed field of rms ``seed_amplitude`` (plus B0)."""
+    u = NavierStokes.builders["abc"](eq.ns, c, ic, params)["velocity"]
+    seed = SimpleNamespace(amplitude=ic.seed_amplitude, k_peak=ic.k_peak, seed=ic.seed)
+    b = NavierStokes.builders["random"](eq.ns, c, seed, params)["velocity"]
+    return {"velocity": u, "magnetic": _with_mean(eq, b, ic)}
+
+
+def _random(eq: MHD, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """Random solenoidal u (from ``seed``) and B - B0 (from ``seed + 1``), as the Navier-Stokes field."""
+    u = NavierStokes.builders["random"](eq.ns, c, ic, params)["velocity"]
+    field = SimpleNamespace(amplitude=ic.magnetic_amplitude, k_peak=ic.k_peak, seed=ic.seed + 1)
+    b = NavierStokes.builders["random"](eq.ns, c, field, params)["velocity"]
+    return {"velocity": u, "magnetic": _with_mean(eq, b, ic)}
+
+
+MHD.builders = {"orszag_tang": _orszag_tang, "abc_dynamo": _abc_dynamo, "random": _random}

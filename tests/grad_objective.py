@@ -1,0 +1,66 @@
+"""The differentiated objective of the gradient tests, shared by tests/test_gradients.py and the
+two-process worker tests/mp_grad_worker.py, for any registered equation.
+
+Per equation: its default config on an 8^3 float64 grid, the first traced parameter of its params
+dataclass (NS viscosity, SP hbar_over_m, ...), and a smooth scalar that does not depend on the FFT
+backend's layouts: the sum over the recorded history of its first diagnostic, plus a fixed weighting
+of the real-space fields of its final state (so that an equation whose first diagnostic is conserved,
+like the mass of Schrodinger-Poisson, still has a gradient to check).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from simulator import gradients
+from simulator.equations import get
+
+STEPS, EVERY = 4, 2
+GRID = 8
+
+
+def overrides(equation: str) -> dict[str, Any]:
+    return {"physics.name": equation, "grid.shape": GRID, "precision": "float64"}
+
+
+def parameter(equation: str) -> str:
+    """The parameter differentiated: the first traced number of the equation's params dataclass."""
+    return next(iter(get(equation).params().traced()))
+
+
+def weight(sim: Any) -> jax.Array:
+    """A smooth real weight ``(Nx, Ny, Nz)`` in the real-space layout, the same on every backend, with
+    modes along each axis alone and oblique ones (a field varying along one axis still projects on it)."""
+    box = sim.cfg.grid.box
+
+    def formula(c):
+        x, y, z = (2 * jnp.pi / L * ci for ci, L in zip(c, box, strict=True))
+        return (jnp.cos(x + 0.3) + jnp.sin(y + 0.7) + jnp.cos(z - 0.2) + jnp.cos(x + y + z + 0.5)
+                + 0.5 * jnp.cos(2 * x - y + 3 * z))
+
+    return jax.jit(formula)(sim.fft.coordinates(box, sim.dtype))  # one program, not one per operation
+
+
+def make_objective(sim: Any):
+    """``J(eq, params, a, state, w)``: the objective of the run from ``a * state``, a pure function (the
+    equation is an argument: see simulator.gradients). Its derivative in ``a`` at ``a = 1`` is the
+    derivative along the initial state itself, contracted inside the compiled program."""
+    info, make_step = sim.info, sim.scheme.load()
+    first = next(iter(info.diagnostics))
+    dt = float(sim.cfg.time.dt)
+
+    def J(eq, params, a, state, w):
+        state = jax.tree.map(lambda x: a * x, state)
+        run = gradients.rollout(eq, make_step, params, state, jnp.zeros((), w.dtype), jnp.asarray(dt, w.dtype),
+                                steps=STEPS, every=EVERY, diagnostics=(first,))
+        fields = eq.at(jnp.asarray(STEPS * dt, w.dtype)).fields(run.state, params)
+        total = jnp.sum(run.history[first])
+        for name in info.state_fields:
+            f = fields[name]
+            total = total + jnp.mean(w * jnp.real(f)) + (jnp.mean(w * jnp.imag(f)) if jnp.iscomplexobj(f) else 0.0)
+        return total
+
+    return J

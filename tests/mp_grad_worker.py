@@ -1,0 +1,40 @@
+"""Two processes x 2 devices: the gradient of tests/grad_objective.py for every registered equation
+on the slab backend (its all-to-alls then cross the processes), written to OUT/gradients.json by
+process 0.
+
+Run by tests/test_gradients.py through simulator.launch with the output directory as argument; the
+test compares the numbers with its own single-device gradient. The objective is jitted with the
+equation as an argument, as a multi-process program must be (no closed-over process-spanning array).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from simulator import runtime
+
+runtime.configure_devices(2, "float64")
+from simulator.config import load  # noqa: E402
+
+runtime.initialize_processes(load(None))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import grad_objective as obj  # noqa: E402
+from simulator.api import load_config  # noqa: E402
+from simulator.equations import registry  # noqa: E402
+from simulator.run.simulation import Simulation  # noqa: E402
+
+assert jax.process_count() == 2 and jax.device_count() == 4
+found = {}
+for equation in registry():
+    for backend in ("slab",):
+        sim = Simulation(load_config(None, {**obj.overrides(equation), "fft.backend": backend}))
+        name, J = obj.parameter(equation), obj.make_objective(sim)
+        s0, w = sim.initial_state(), obj.weight(sim)
+        gp, ga = jax.jit(jax.grad(J, argnums=(1, 2)))(sim.equation, sim.params, jnp.ones((), sim.dtype), s0, w)
+        found[f"{equation}/{backend}"] = (float(gp[name]), float(ga))
+        print(f"process {jax.process_index()}: {equation} on {backend}: {found[f'{equation}/{backend}']}", flush=True)
+if jax.process_index() == 0:
+    (Path(sys.argv[1]) / "gradients.json").write_text(json.dumps(found))

@@ -1,0 +1,285 @@
+"""Rotating stratified Boussinesq flow against exact solutions, signs and conservation laws (float64),
+on every backend from the registry (1 and several devices).
+
+Exact solutions: a gravity-inertia plane wave (any amplitude: its advection vanishes) and an inertial
+oscillation; the signs of buoyancy, stratification, Coriolis and advection are pinned pointwise; the
+dealiased advection conserves kinetic energy and buoyancy variance to round-off; the shell-by-shell
+budget dE(k)/dt = T(k) - 2 nu k^2 E(k) holds; the exact propagator is stable and exact at N dt >> 1.
+One simulation per backend case is shared (states and traced parameters vary), so each compiles once.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from simulator import spectra
+from simulator.equations.boussinesq.waves import propagate
+from simulator.fft.check import collective_counts
+from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared
+
+CASES = backend_cases()
+GRID = [16, 8, 16]
+SPECTRA = jax.jit(lambda eq, state, p: eq.spectra(state, p))
+
+
+def bq(case=("single", 1, None)):
+    return shared(case, physics__name="boussinesq", grid__shape=GRID)
+
+
+def grid():
+    return np.meshgrid(*(np.arange(n) * 2 * np.pi / n for n in GRID), indexing="ij")
+
+
+def exact_wave(m, amplitude, n, f, nu, t):
+    """The gravity-inertia wave of mode numbers m (box 2 pi) at time t, written out here independently
+    of the code: u = A (e2 cos phi + (f c/omega) e1 sin phi), b = A (N^2 s/omega) sin phi, phi = k.x - omega t,
+    omega^2 = N^2 s^2 + f^2 c^2, s = k_h/k, c = k_z/k, e1 = (k_y, -k_x, 0)/k_h, e2 = e1 x k/k."""
+    kx, ky, kz = (float(v) for v in m)
+    kh, kk = np.hypot(kx, ky), np.sqrt(kx**2 + ky**2 + kz**2)
+    s, c = kh / kk, kz / kk
+    omega = np.sqrt(n**2 * s**2 + f**2 * c**2)
+    e1 = np.array([ky, -kx, 0.0]) / kh
+    e2 = np.cross(e1, [kx, ky, kz]) / kk
+    x = grid()
+    phase = kx * x[0] + ky * x[1] + kz * x[2] - omega * t
+    decay = amplitude * np.exp(-nu * kk**2 * t)
+    u = decay * (e2[:, None, None, None] * np.cos(phase) + f * c / omega * e1[:, None, None, None] * np.sin(phase))
+    return u, decay * n**2 * s / omega * np.sin(phase), omega
+
+
+def random_state(sim):
+    """A random stratified flow from NumPy (states of any layout without compiling an initial condition)."""
+    rng = np.random.default_rng(11)
+    return sim.state_from_fields(velocity=rng.standard_normal((3, *GRID)), buoyancy=rng.standard_normal(GRID))
+
+
+def linear_operator(k, n, f, nu, kappa):
+    """The 4x4 matrix of the linear terms at wavevector k, built here from the equations: the Leray
+    projection of (f v, -f u, b) (Coriolis and buoyancy), -N^2 w, and the diffusion."""
+    k = np.asarray(k, float)
+    projection = np.eye(3) - np.outer(k, k) / k.dot(k)
+    m = np.zeros((4, 4))
+    m[:3, :3] = projection @ np.array([[0.0, f, 0.0], [-f, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    m[:3, 3] = projection @ [0.0, 0.0, 1.0]
+    m[3, 2] = -(n**2)
+    return m - np.diag([nu, nu, nu, kappa]) * k.dot(k)
+
+
+def test_propagator_against_the_matrix_exponential():
+    """For random wavevectors and solenoidal states, propagate() equals expm(L tau) of the matrix built
+    from the equations to 1e-13 when nu = kappa, at omega tau up to ~50; with nu != kappa it equals the
+    Strang product expm(-D tau/2) expm(A tau) expm(-D tau/2), whose error against expm(L tau) falls as
+    tau^3 (a second-order splitting)."""
+    rng = np.random.default_rng(1)
+    ks = rng.normal(size=(3, 6)) * 3
+    ks[:, 0] = [0.0, 0.0, 2.0]  # k along z: omega = f
+    x = rng.normal(size=(4, 6)) + 1j * rng.normal(size=(4, 6))
+    x[:3] -= ks * np.sum(ks * x[:3], axis=0) / np.sum(ks**2, axis=0)  # solenoidal
+    n, f = 7.0, 2.5
+    for nu, kappa, tau in ((0.1, 0.1, 3.0), (0.0, 0.0, 0.01), (0.3, 0.05, 0.5)):
+        out = np.asarray(propagate(jnp.asarray(x), tau, [jnp.asarray(v) for v in ks], nu, kappa, n**2, f))
+        for j in range(ks.shape[1]):
+            a = linear_operator(ks[:, j], n, f, 0.0, 0.0)
+            half = np.diag(np.exp(-0.5 * tau * np.array([nu, nu, nu, kappa]) * ks[:, j].dot(ks[:, j])))
+            np.testing.assert_allclose(out[:, j], half @ expm(a * tau) @ half @ x[:, j], rtol=0, atol=1e-12)
+            if nu == kappa:
+                np.testing.assert_allclose(out[:, j], expm(linear_operator(ks[:, j], n, f, nu, kappa) * tau) @ x[:, j],
+                                           rtol=0, atol=1e-12)
+    errors = []
+    for tau in (0.02, 0.01):
+        out = np.asarray(propagate(jnp.asarray(x), tau, [jnp.asarray(v) for v in ks], 0.3, 0.05, n**2, f))
+        errors.append(max(np.max(np.abs(out[:, j] - expm(linear_operator(ks[:, j], n, f, 0.3, 0.05) * tau) @ x[:, j]))
+                          for j in range(ks.shape[1])))
+    assert 2**3 * 0.9 < errors[0] / errors[1] < 2**3 * 1.1, errors
+
+
+def fields(sim, state):
+    f = sim.fields(state, "velocity", "buoyancy")
+    return sim.to_numpy(f["velocity"]), sim.to_numpy(f["buoyancy"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_gravity_inertia_wave_is_exact(case):
+    """A finite-amplitude wave (2, 1, 1) at N dt = 1.1: velocity and buoyancy equal the exact wave to
+    1e-10 after 40 steps (four periods), so omega and the direction of its phase are right."""
+    sim = bq(case)
+    n, f, nu, dt, steps = 3.0, 1.3, 0.02, 0.37, 40
+    p = sim.parameters(brunt_vaisala=n, coriolis=f, viscosity=nu, diffusivity=nu)
+    state = sim.initial_state({"name": "wave", "modes": [2, 1, 1], "amplitude": 0.3}, p)
+    u, b = fields(sim, advance(sim, state, dt, steps, p))
+    u_exact, b_exact, omega = exact_wave((2, 1, 1), 0.3, n, f, nu, dt * steps)
+    assert omega * dt * steps > 4 * 2 * np.pi * 0.9
+    assert relative_error(u, u_exact) < 1e-10 and relative_error(b, b_exact) < 1e-10
+
+
+def test_wave_frequency_and_energy_exchange():
+    """The measured frequency of w at mode k (phase of its Fourier coefficient) is omega to 1e-10; the
+    wave holds E_K + E_P = A^2/2; a state with w = b = cos x has <w b> = 1/2 and converts potential into
+    kinetic energy at that rate (dE_K/dt = -dE_P/dt = 1/2 at t = 0, inviscid)."""
+    sim = bq()
+    n, f, t = 2.0, 0.7, 0.9
+    p = sim.parameters(brunt_vaisala=n, coriolis=f, viscosity=0.0, diffusivity=0.0)
+    state = sim.initial_state({"name": "wave", "modes": [1, 1, 2], "amplitude": 0.2}, p)
+    d = {k: float(v) for k, v in sim.diagnostics(state, 0.1, p).items()}
+    assert d["total_energy"] == pytest.approx(0.2**2 / 2, rel=1e-13)
+    w0 = np.fft.fftn(fields(sim, state)[0][2])[1, 1, 2]
+    w1 = np.fft.fftn(fields(sim, advance(sim, state, t / 10, 10, p))[0][2])[1, 1, 2]
+    omega = np.sqrt((n**2 * 2 + f**2 * 4) / 6)
+    assert -np.angle(w1 / w0) / t == pytest.approx(omega, rel=1e-10)
+
+    x = grid()
+    u = np.zeros((3, *GRID))
+    u[2] = np.cos(x[0])
+    state = sim.state_from_fields(velocity=u, buoyancy=np.cos(x[0]))
+    h = 1e-4
+    plus, minus = (sim.diagnostics(advance(sim, state, s * h, 1, p), h, p) for s in (1, -1))
+    assert float(sim.diagnostics(state, h, p)["buoyancy_flux"]) == pytest.approx(0.5, rel=1e-13)
+    rate = {k: (float(plus[k]) - float(minus[k])) / (2 * h) for k in ("kinetic_energy", "potential_energy")}
+    assert rate["kinetic_energy"] == pytest.approx(0.5, rel=1e-6)
+    assert rate["potential_energy"] == pytest.approx(-0.5, rel=1e-6)
+
+
+def test_inertial_oscillation():
+    """k along z: u = U cos(2z) x at rest otherwise turns clockwise at f, u = U cos(2z) (cos ft, -sin ft, 0)
+    exp(-4 nu t), whatever N (w = 0, no buoyancy coupling)."""
+    sim = bq()
+    f, nu, dt, steps = 1.7, 0.01, 0.2, 20
+    p = sim.parameters(brunt_vaisala=5.0, coriolis=f, viscosity=nu, diffusivity=nu)
+    x = grid()
+    u = np.zeros((3, *GRID))
+    u[0] = np.cos(2 * x[2])
+    t = dt * steps
+    u1, b1 = fields(sim, advance(sim, sim.state_from_fields(velocity=u, buoyancy=0 * x[0]), dt, steps, p))
+    exact = np.stack([np.cos(f * t) * u[0], -np.sin(f * t) * u[0], 0 * u[0]]) * np.exp(-4 * nu * t)
+    assert relative_error(u1, exact) < 1e-12 and np.max(np.abs(b1)) < 1e-14
+
+
+def test_signs_of_buoyancy_stratification_and_coriolis_pointwise():
+    """Rates at t = 0 (central differences of one step): b = cos x (k horizontal, so P(b z) = b z) makes
+    dw/dt = +cos x: a positive anomaly rises; w = cos x makes db/dt = -N^2 cos x: rising fluid is heavier
+    than its new surroundings; u = (cos z, sin z, 0) makes du/dt = f v, dv/dt = -f u."""
+    sim = bq()
+    n, f, h = 2.0, 0.5, 1e-4
+    p = sim.parameters(brunt_vaisala=n, coriolis=f, viscosity=0.0, diffusivity=0.0)
+    x = grid()
+    c = np.cos(x[0])
+    zero = np.zeros((3, *GRID))
+
+    def rates(u, b):
+        state = sim.state_from_fields(velocity=u, buoyancy=b)
+        (u1, b1), (u0, b0) = (fields(sim, advance(sim, state, s * h, 1, p)) for s in (1, -1))
+        return (u1 - u0) / (2 * h), (b1 - b0) / (2 * h)
+
+    du, db = rates(zero, c)
+    np.testing.assert_allclose(du[2], c, atol=1e-7)
+    np.testing.assert_allclose(du[:2], 0, atol=1e-12)
+    w = zero.copy()
+    w[2] = c
+    du, db = rates(w, 0 * c)
+    np.testing.assert_allclose(db, -(n**2) * c, atol=1e-7)
+    uv = zero.copy()
+    uv[0], uv[1] = np.cos(x[2]), np.sin(x[2])  # a Beltrami field: no advection, no pressure
+    du, db = rates(uv, 0 * c)
+    np.testing.assert_allclose(du[0], f * uv[1], atol=1e-7)
+    np.testing.assert_allclose(du[1], -f * uv[0], atol=1e-7)
+
+
+def test_the_sign_of_advection():
+    """u = (sin y, 0, sin x), b = sin x: N_b = -u.grad b = -sin y cos x and N_u = P[u x w] = -(0, 0,
+    sin y cos x) exactly (the advection of Navier-Stokes); a flipped sign or a missing term fails."""
+    sim = bq()
+    x = grid()
+    u = np.zeros((3, *GRID))
+    u[0], u[2] = np.sin(x[1]), np.sin(x[0])
+    state = sim.state_from_fields(velocity=u, buoyancy=np.sin(x[0]))
+    n = sim.to_numpy(sim.fft.irfft(sim.equation.nonlinear(state, 0.0, sim.params)))
+    expected = -np.sin(x[1]) * np.cos(x[0])
+    np.testing.assert_allclose(n[3], expected, atol=1e-13)
+    np.testing.assert_allclose(n[2], expected, atol=1e-13)
+    np.testing.assert_allclose(n[:2], 0.0, atol=1e-13)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_advection_conserves_energy_and_the_transfers_sum_to_zero(case):
+    """<u . N_u> = 0 and <b N_b> = 0 for the dealiased terms (kinetic and potential energy separately);
+    the transfer spectra T_K + T_P sum to zero over shells (inviscid, unforced), computed without
+    gathering."""
+    sim = bq(case)
+    eq = sim.equation
+    p = sim.parameters(coriolis=1.0)
+    state = random_state(sim)
+    rates = jax.jit(lambda eq, x: [jnp.sum(eq.ns.weight * jnp.real(jnp.conj(x[rows]) * eq.advection(x)[rows]))
+                                   / jnp.sum(eq.ns.weight * jnp.abs(x) ** 2) for rows in (slice(0, 3), slice(3, 4))])
+    assert max(abs(float(r)) for r in rates(eq, state)) < 1e-14
+    out = SPECTRA(eq, state, p)
+    transfer = np.asarray(out["transfer_energy"]), np.asarray(out["transfer_potential_energy"])
+    assert np.max(np.abs(transfer[0])) > 0.1 * np.max(np.abs(transfer[1])) > 0
+    assert abs(np.sum(transfer[0] + transfer[1])) < 1e-14 * np.max(np.abs(transfer[0]))
+    counts = collective_counts(SPECTRA.lower(eq, state, p).compile().as_text())
+    assert counts["all-gather"] == 0, counts
+
+
+def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
+    """sum_k E_K(k) (by |k|, k_h or |k_z|) = E_K, likewise E_P; sum_k T_K = <w b> = -sum_k T_P."""
+    sim = bq()
+    p = sim.parameters(coriolis=1.0)
+    state = sim.initial_state({"name": "random", "seed": 3, "buoyancy": 2.0, "k_peak": 3.0}, p)
+    d = {k: float(v) for k, v in sim.diagnostics(state, 0.1, p).items()}
+    out = {k: float(np.sum(v)) for k, v in sim.spectra(state).items()}
+    for suffix in ("", "_kh", "_kz"):
+        assert out["energy" + suffix] == pytest.approx(d["kinetic_energy"], rel=1e-12)
+        assert out["potential_energy" + suffix] == pytest.approx(d["potential_energy"], rel=1e-12)
+    assert out["transfer_energy"] == pytest.approx(d["buoyancy_flux"], rel=1e-10)
+    assert out["transfer_potential_energy"] == pytest.approx(-d["buoyancy_flux"], rel=1e-10)
+    assert d["kinetic_energy"] == pytest.approx(0.5, rel=1e-12) and d["potential_energy"] == pytest.approx(2.0 / 16)
+
+
+def test_spectral_budget_shell_by_shell():
+    """dE_K(k)/dt = T_K(k) - 2 nu k^2 E_K(k) and dE_P(k)/dt = T_P(k) - 2 kappa k^2 E_P(k) in every shell
+    at t = 0 (central differences of one step), with rotation and nu != kappa."""
+    sim = bq()
+    eq, h = sim.equation, 1e-4
+    p = sim.parameters(coriolis=0.8, viscosity=0.03, diffusivity=0.01)
+    state = sim.initial_state({"name": "random", "seed": 4, "buoyancy": 3.0, "k_peak": 2.5}, p)
+    s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
+    n2 = float(p["brunt_vaisala"]) ** 2
+    norm = eq.ns.weight / float(eq.fft.size) ** 2
+    for name, rows, rate, scale in (("energy", slice(0, 3), 0.03, 1.0), ("potential_energy", slice(3, 4), 0.01, n2)):
+        dissipation = spectra.shell_sum(norm * eq.ns.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0) / scale, eq.ns.k,
+                                        eq.fft.shape, eq.box)
+        expected = np.asarray(s0[f"transfer_{name}"] - rate * dissipation)
+        measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
+        np.testing.assert_allclose(measured, expected, atol=1e-6 * np.max(np.abs(expected)))
+
+
+def test_exact_propagation_at_large_n_dt():
+    """N dt = 500: the wave is still exact (1e-10 after 20 steps), and a weak random flow (advective CFL
+    ~ 0.02) stays bounded with its energy non-increasing (nu = kappa): the waves set no step limit."""
+    sim = bq()
+    n, f, nu, dt = 1000.0, 3.0, 0.01, 0.5
+    p = sim.parameters(brunt_vaisala=n, coriolis=f, viscosity=nu, diffusivity=nu)
+    state = sim.initial_state({"name": "wave", "modes": [1, 2, 3], "amplitude": 0.5}, p)
+    u, b = fields(sim, advance(sim, state, dt, 20, p))
+    u_exact, b_exact, _ = exact_wave((1, 2, 3), 0.5, n, f, nu, dt * 20)
+    assert relative_error(u, u_exact) < 1e-10 and relative_error(b, b_exact) < 1e-10
+    state = sim.initial_state({"name": "random", "seed": 1, "amplitude": 0.01, "buoyancy": 10.0, "k_peak": 2.0}, p)
+    energies = [float(sim.diagnostics(state, dt, p)["total_energy"])]
+    for _ in range(4):
+        state = advance(sim, state, dt, 10, p)
+        energies.append(float(sim.diagnostics(state, dt, p)["total_energy"]))
+    assert np.all(np.isfinite(energies)) and np.all(np.diff(energies) <= 1e-12 * energies[0]), energies
+    assert float(sim.diagnostics(state, dt, p)["cfl"]) < 0.05
+
+
+@pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
+def test_distributed_equals_single_device(case):
+    """30 RK4 steps of a random stratified rotating flow, nu != kappa: every decomposition equals one
+    device to 1e-12."""
+    results = []
+    for c in (("single", 1, None), case):
+        sim = bq(c)
+        p = sim.parameters(coriolis=1.5, viscosity=0.02, diffusivity=0.005)
+        results.append(fields(sim, advance(sim, random_state(sim), 0.01, 30, p)))
+    assert relative_error(results[1], results[0]) < 1e-12

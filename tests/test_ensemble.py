@@ -1,0 +1,252 @@
+"""Ensembles: runs of one structure as one batched program (simulator.ensemble, simulator.run.ensemble).
+
+Grouping by structure; members equal their separate runs to 1e-12 in float64 (time series, spectra,
+final state), with per-member fixed and adaptive time steps and end times, in one compilation; a
+member that blows up fails alone; an interrupted ensemble resumes every member from its own
+checkpoint; an ensemble sweep runs from the CLI and collects like any other.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+import simulator
+from simulator import config as config_mod
+from simulator import ensemble, sweep
+from simulator.equations import registry
+from simulator.errors import ConfigError
+from simulator.output import checkpoints
+from simulator.output.spectra import read_spectra
+from simulator.output.timeseries import read_timeseries
+from simulator.launch import launch
+from simulator.run.ensemble import run_configs
+
+ROOT = Path(__file__).parents[1]
+TG = ROOT / "configs" / "taylor_green.yaml"
+BASE = {"grid.shape": 16, "precision": "float64", "time.t_end": 0.1, "output.every": 5, "runtime.cpu_devices": 8,
+        "fft.mesh": [4], "checkpoint.every": 10}
+#: absolute tolerance of time-series columns that are round-off residuals (max |div u|, energy checks)
+RESIDUAL = 1e-13
+#: three members of one structure: other viscosity, initial condition, seed, fixed dt, adaptive dt, t_end
+MEMBERS = [
+    {"physics.viscosity": 0.01, "output.snapshots.every": 10},
+    {"physics.viscosity": 0.02, "initial.name": "random", "initial.seed": 3, "time.dt": 0.005},
+    {"physics.viscosity": 0.005, "initial.amplitude": 2.0, "time.cfl": 0.05, "time.dt": 0.02, "time.t_end": 0.15},
+]
+
+
+def configs(extra=None):
+    return [simulator.load_config(TG, {**BASE, **m, "name": f"m{i}", **(extra or {})}) for i, m in enumerate(MEMBERS)]
+
+
+def final_state(run_dir):
+    with h5py.File(checkpoints.find(run_dir).index) as f:
+        return {k: f[k][:] for k in f if k not in ("x", "y", "z")}
+
+
+def assert_same_run(a, b, rel=1e-12):
+    """Two run directories hold the same run: time series, spectra and final state to ``rel``."""
+    ta, tb = read_timeseries(a / "timeseries.csv"), read_timeseries(b / "timeseries.csv")
+    assert list(ta) == list(tb) and np.array_equal(ta["step"], tb["step"]) and np.array_equal(ta["time"], tb["time"])
+    for name in ta:  # residual columns (max |div u| ~ 1e-17, conservation checks) are round-off: absolute
+        np.testing.assert_allclose(ta[name], tb[name], rtol=rel, atol=RESIDUAL, err_msg=name)
+    sa, sb = read_spectra(a / "spectra.h5"), read_spectra(b / "spectra.h5")
+    assert set(sa) == set(sb)
+    for name in set(sa) - {"k", "step", "time"}:
+        np.testing.assert_allclose(sa[name], sb[name], rtol=rel, atol=rel * np.max(np.abs(sb[name])), err_msg=name)
+    xa, xb = final_state(a), final_state(b)
+    assert set(xa) == set(xb)
+    for k in xa:
+        assert np.max(np.abs(xa[k] - xb[k])) <= rel * np.max(np.abs(xb[k])), k
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The three members as one ensemble and as three separate runs (each one compilation)."""
+    root = tmp_path_factory.mktemp("ensemble")
+    codes = run_configs(configs(), [root / "ens" / f"m{i}" for i in range(3)])
+    separate = [simulator.run_config(c, root / "sep" / f"m{i}") for i, c in enumerate(configs())]
+    return root, codes, separate
+
+
+def test_configs_group_by_structure():
+    """Traced values, initial conditions, time steps and outputs stay in one group; grid, precision,
+    backend, structural physics and integrator split it; ``batch`` caps a group."""
+    same = [{}, {"physics.viscosity": 0.1}, {"initial.name": "random", "initial.seed": 7}, {"time.dt": 0.001},
+            {"time.cfl": 0.5, "time.t_end": 3.0}, {"output.every": 20, "checkpoint.every": 40}]
+    other = [{"grid.shape": 32}, {"precision": "float32"}, {"fft.backend": "pencil", "fft.mesh": [2, 2]},
+             {"physics.forcing": "linear"}, {"time.integrator": "lsrk4"}, {"grid.box": 1.0}]
+    cfgs = [simulator.load_config(TG, {**BASE, **o}) for o in [*same, *other]]
+    assert ensemble.groups(cfgs) == [[0, 1, 2, 3, 4, 5], [6], [7], [8], [9], [10], [11]]
+    assert ensemble.groups(cfgs, batch=4)[:2] == [[0, 1, 2, 3], [4, 5]]
+    assert ensemble.differences(cfgs[0], cfgs[9]) == ["physics.forcing"]
+    with pytest.raises(ConfigError, match="ensemble member 1: grid.shape = \\[32, 32, 32\\] changes the compiled"):
+        run_configs([cfgs[0], cfgs[6]], ["a", "b"])
+    code = "import sys, simulator.ensemble; print('jax' in sys.modules)"  # grouping is planning: no JAX
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_members_equal_their_separate_runs_in_one_compilation(runs):
+    root, codes, separate = runs
+    assert codes == [0, 0, 0] and separate == [0, 0, 0]
+    for i in range(3):
+        assert_same_run(root / "ens" / f"m{i}", root / "sep" / f"m{i}")
+        assert json.loads((root / "ens" / f"m{i}" / "status.json").read_text())["state"] == "finished"
+        assert "(1 compilation(s) of the ensemble's chunk)" in (root / "ens" / f"m{i}" / "run.log").read_text()
+    dt = read_timeseries(root / "ens" / "m2" / "timeseries.csv")["dt"]
+    assert dt[1] < 0.02 and len(set(dt[1:-1])) > 1  # the adaptive member chose its own time steps
+    snaps = sorted(p.name for p in (root / "ens" / "m0" / "snapshots").glob("s*.h5"))
+    assert snaps == sorted(p.name for p in (root / "sep" / "m0" / "snapshots").glob("s*.h5")) and len(snaps) == 2
+    assert (root / "ens" / "m0" / "config.yaml").is_file() and (root / "ens" / "m0" / "segments").is_dir()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("equation", [name for name in registry() if name != "navier_stokes"])
+def test_every_equation_runs_as_an_ensemble(tmp_path, equation):
+    """Each other registered equation (its default config at 8^3, to its own end time): two members
+    with different values of its first traced parameter equal their separate runs to 1e-12 after ten
+    steps (time series and checkpoint); over the whole run round-off grows with the dynamics (a
+    cosmological run's does so between backends too: slab vs single differ by 1e-11 after its 347
+    steps), so the end is compared to 1e-9."""
+    param = next(iter(registry()[equation].params().traced()))
+    base = {"physics.name": equation, "grid.shape": 8, "precision": "float64", "output.every": 10,
+            "checkpoint.every": 10, "checkpoint.keep": 1000, "runtime.cpu_devices": 8, "fft.mesh": [2]}
+    value = float(simulator.load_config(None, base).physics.traced()[param])
+    cfgs = [simulator.load_config(None, {**base, f"physics.{param}": value * f}) for f in (1.0, 1.25)]
+    assert run_configs(cfgs, [tmp_path / "ens" / f"m{i}" for i in range(2)]) == [0, 0]
+    assert [simulator.run_config(c, tmp_path / "sep" / f"m{i}") for i, c in enumerate(cfgs)] == [0, 0]
+    for i in range(2):
+        ens, sep = tmp_path / "ens" / f"m{i}", tmp_path / "sep" / f"m{i}"
+        ta, tb = read_timeseries(ens / "timeseries.csv"), read_timeseries(sep / "timeseries.csv")
+        assert np.array_equal(ta["step"], tb["step"]) and ta["step"][1] == 10
+        for name in ta:
+            np.testing.assert_allclose(ta[name][:2], tb[name][:2], rtol=1e-12, atol=RESIDUAL, err_msg=name)
+        for name, rel in (("c00000010", 1e-12), (checkpoints.find(sep).index.stem, 1e-9)):
+            with h5py.File(ens / "checkpoints" / f"{name}.h5") as fa, h5py.File(sep / "checkpoints" / f"{name}.h5") as fb:
+                for k in fa:
+                    assert np.max(np.abs(fa[k][:] - fb[k][:])) <= rel * np.max(np.abs(fb[k][:])), (name, k)
+
+
+@pytest.mark.slow
+def test_a_member_that_blows_up_fails_alone(tmp_path, runs):
+    cfgs = configs()
+    cfgs[1] = simulator.load_config(TG, {**BASE, **MEMBERS[1], "name": "m1", "initial.amplitude": 1e4})
+    codes = run_configs(cfgs, [tmp_path / f"m{i}" for i in range(3)])
+    assert codes == [0, 1, 0]
+    status = json.loads((tmp_path / "m1" / "status.json").read_text())
+    assert status["state"] == "failed" and status["exit_code"] == 1
+    assert "became non-finite" in (tmp_path / "m1" / "run.log").read_text()
+    energy = read_timeseries(tmp_path / "m1" / "timeseries.csv")["energy"]
+    assert not np.isfinite(energy[-1]) and np.isfinite(energy[0])  # written up to the row that failed
+    for i in (0, 2):  # the others are untouched by it: the same runs as without it
+        assert_same_run(tmp_path / f"m{i}", runs[0] / "ens" / f"m{i}")
+
+
+@pytest.mark.slow
+def test_an_interrupted_ensemble_resumes_every_member(tmp_path, runs):
+    """runtime.max_wall stops the ensemble after its first chunk (exit 75, a checkpoint per member);
+    resuming continues each member from its own step, a finished one is left alone."""
+    def members(extra):
+        cfgs = configs(extra)
+        cfgs[0] = simulator.load_config(TG, {**BASE, **MEMBERS[0], "name": "m0", "time.t_end": 0.05, **extra})
+        return cfgs
+
+    outs = [tmp_path / f"m{i}" for i in range(3)]
+    assert run_configs(members({"runtime.max_wall": 1.0}), outs) == [0, 75, 75]
+    steps = [checkpoints.find(o).step for o in outs]
+    assert steps == [5, 5, 5] and json.loads((outs[1] / "status.json").read_text())["state"] == "interrupted"
+    before = (outs[0] / "timeseries.csv").read_bytes()
+    assert run_configs(members({}), outs, resume=True) == [0, 0, 0]
+    assert (outs[0] / "timeseries.csv").read_bytes() == before  # finished: nothing to do
+    assert_same_run(outs[1], runs[0] / "ens" / "m1")  # fixed dt: the uninterrupted run
+    # adaptive dt: a resumed run (separate or member alike) restarts with the checkpoint's dt, not the
+    # one adapted after it, so it equals the uninterrupted run up to the checkpoint and then ends at t_end
+    resumed, whole = (read_timeseries(d / "timeseries.csv") for d in (outs[2], runs[0] / "ens" / "m2"))
+    assert np.array_equal(resumed["energy"][:2], whole["energy"][:2]) and resumed["time"][-1] == 0.15
+    for o in outs[1:]:
+        assert "resumed from" in (o / "run.log").read_text()
+        assert json.loads((o / "status.json").read_text())["state"] == "finished"
+
+
+@pytest.mark.slow
+def test_an_ensemble_sweep_runs_from_the_cli_and_collects(tmp_path):
+    """`--local --ensemble`: one group, one process; `--batch 2` makes two groups, and a submission
+    asks for one array task per group with an unfinished member."""
+    file = tmp_path / "s.yaml"
+    file.write_text(yaml.safe_dump({"name": "s", "base": str(TG), "max_parallel": 2,
+                                    "set": {**{k: v for k, v in BASE.items() if k != "fft.mesh"},
+                                            "time.t_end": 0.05, "runtime.cpu_devices": 2},
+                                    "grid": {"physics.viscosity": [0.01, 0.02, 0.04]}}))
+    out = tmp_path / "sw"
+
+    def cli(*args, cwd=tmp_path):
+        return subprocess.run([sys.executable, "-m", "simulator", "sweep", *map(str, args)], capture_output=True,
+                              text=True, timeout=300, cwd=cwd)
+
+    r = cli(file, "--out", out, "--local", "--ensemble")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 group(s)" in r.stdout and "exit 0 (finished, finished, finished)" in r.stdout
+    assert "ensemble of 3 member(s)" in (out / "logs" / "g000.log").read_text()
+    (out / "p002" / "status.json").unlink()
+    dry = cli(file, "--out", out, "--submit", "--dry-run", "--batch", "2", cwd=ROOT)
+    assert dry.returncode == 0 and "2 group(s)" in dry.stdout, dry.stdout + dry.stderr
+    assert "--array=1%2" in dry.stdout and dry.stdout.rstrip().endswith("--group")
+    assert yaml.safe_load((out / "ensembles.yaml").read_text())["groups"] == [[0, 1], [2]]
+    collected = cli(out, "--collect")
+    assert collected.returncode == 0, collected.stderr
+    with (out / "collected.csv").open() as f:
+        assert [r["status"] for r in csv.DictReader(f)] == ["finished", "finished", "pending"]
+
+
+@pytest.mark.slow
+def test_the_readme_ensemble_sweep_as_written():
+    """Eight Taylor-Green points as one batched program (32^3 to t = 2), then collected."""
+    readme = (ROOT / "README.md").read_text()
+    commands = readme.split("**Ensembles.**", 1)[1].split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert commands[0].endswith("sweep configs/sweeps/tg_ensemble.yaml --local")
+    shutil.rmtree(ROOT / "outputs" / "tg_ensemble", ignore_errors=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    out = ROOT / "outputs" / "tg_ensemble"
+    assert yaml.safe_load((out / "ensembles.yaml").read_text())["groups"] == [list(range(8))]
+    assert "(1 compilation(s) of the ensemble's chunk)" in (out / "p007" / "run.log").read_text()
+    with (out / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished"] * 8
+    # at each amplitude, the less viscous flow keeps more of its energy at t = 2
+    for amplitude in ("0.5", "1.0"):
+        energy = [float(r["final_energy"]) for r in rows if r["initial.amplitude"] == amplitude]
+        assert energy == sorted(energy), energy
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_path):
+    """`simulator sweep DIR --group 0` in 2 processes (slab over their 2 devices): each member equals
+    its separate one-process run to 1e-12."""
+    file = tmp_path / "s.yaml"
+    file.write_text(yaml.safe_dump({"name": "s", "base": str(TG), "ensemble": True,
+                                    "set": {**{k: v for k, v in BASE.items() if k != "runtime.cpu_devices"},
+                                            "fft.mesh": [2], "output.snapshots.every": 10},
+                                    "grid": {"physics.viscosity": [0.01, 0.02]}}))
+    out = tmp_path / "sw"
+    manifest = sweep.prepare(sweep.load(file), out)
+    assert ensemble.write_groups(out, manifest, None) == [[0, 1]]
+    assert launch(2, [sys.executable, "-m", "simulator", "sweep", str(out), "--group", "0"], timeout=300) == 0
+    for point in manifest["points"]:
+        cfg = config_mod.load(str(out / point["config"]))
+        assert simulator.run_config(cfg, tmp_path / "sep" / point["name"]) == 0
+        assert_same_run(out / point["name"], tmp_path / "sep" / point["name"])
+        assert yaml.safe_load((out / point["name"] / "config.yaml").read_text())["processes"] == 2

@@ -1,0 +1,197 @@
+"""Gradients through whole runs (simulator.gradients, Simulation.rollout), float64.
+
+For every registered equation on every backend case (one device, and every backend distributed over
+4; the other backends' one-device layouts for the first equation): the reverse-mode
+gradient of a smooth objective (tests/grad_objective.py) with respect to the equation's first traced
+parameter and to the initial state agrees with central differences (Richardson-extrapolated, so the
+differences are exact to ~1e-10) to 1e-6; forward mode agrees with reverse mode; every distributed
+gradient equals the single-device one to 1e-12. Two processes give the one-process gradient
+(tests/mp_grad_worker.py). The memory of a gradient grows like sqrt(steps), not steps. The worked
+example (examples/recover_viscosity.py) recovers the viscosity.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import grad_objective as obj
+import support
+from simulator.equations import registry
+from simulator.launch import launch
+
+ROOT = Path(__file__).parents[1]
+EQUATIONS = list(registry())
+H = 1e-3  # relative step of the differences (Richardson: truncation ~H^4)
+
+
+def richardson(f, x, h):
+    """df/dx by central differences at h and h/2 combined to cancel the h^2 term (error ~h^4)."""
+    d1 = (f(x + h) - f(x - h)) / (2 * h)
+    d2 = (f(x + h / 2) - f(x - h / 2)) / h
+    return (4 * d2 - d1) / 3
+
+
+def derivatives(equation, case):
+    """(FD and reverse-mode derivative in the parameter, FD and reverse-mode derivative along the
+    initial state s0 itself (d/da J(a s0) at a = 1)) for one equation on one backend case."""
+    sim = support.shared(case, **{k.replace(".", "__"): v for k, v in obj.overrides(equation).items()})
+    name, J = obj.parameter(equation), obj.make_objective(sim)
+    s0, w, p0 = sim.initial_state(), obj.weight(sim), sim.params
+    one = jnp.ones((), sim.dtype)
+    # one compiled program gives the values for the differences and the gradient
+    value_and_grad = jax.jit(jax.value_and_grad(J, argnums=(1, 2)))
+    grad = value_and_grad(sim.equation, p0, one, s0, w)[1]
+
+    def in_param(v):
+        return float(value_and_grad(sim.equation, {**p0, name: jnp.asarray(v, sim.dtype)}, one, s0, w)[0])
+
+    def along_state(a):
+        return float(value_and_grad(sim.equation, p0, jnp.asarray(a, sim.dtype), s0, w)[0])
+
+    value = float(p0[name])
+    fd_param = richardson(in_param, value, H * value)
+    fd_state = richardson(along_state, 1.0, H)
+    return {"fd_param": fd_param, "rev_param": float(grad[0][name]), "fd_state": fd_state, "rev_state": float(grad[1]),
+            "sim": sim, "J": J, "args": (p0, s0, w), "name": name}
+
+
+_RESULTS: dict = {}
+
+
+def result(equation, case):
+    key = (equation, case)
+    if key not in _RESULTS:
+        _RESULTS[key] = derivatives(equation, case)
+    return _RESULTS[key]
+
+
+def cases():
+    """(equation, case): every equation on the single device and every distributed layout; the
+    one-device layouts of the other backends (the same local transforms as single) for the first."""
+    out = []
+    for equation in EQUATIONS:
+        for case in support.backend_cases():
+            one_device = case[0] != "single" and case[1] == 1
+            if one_device and equation != EQUATIONS[0]:
+                continue
+            # jaxdecomp transforms one component at a time: its compilations take several times longer
+            marks = [pytest.mark.slow] if case[0] == "jaxdecomp" or one_device else []
+            out.append(pytest.param(equation, case, id=f"{equation}-{support.case_id(case)}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize(("equation", "case"), cases())
+def test_gradient_equals_finite_differences(equation, case):
+    r = result(equation, case)
+    assert r["rev_param"] != 0 and r["rev_state"] != 0
+    assert r["rev_param"] == pytest.approx(r["fd_param"], rel=1e-6), r["name"]
+    assert r["rev_state"] == pytest.approx(r["fd_state"], rel=1e-6)
+    single = result(equation, ("single", 1, None))
+    assert r["rev_param"] == pytest.approx(single["rev_param"], rel=1e-12)
+    assert r["rev_state"] == pytest.approx(single["rev_state"], rel=1e-12)
+
+
+@pytest.mark.parametrize("equation", EQUATIONS)
+def test_forward_mode_equals_reverse_mode(equation):
+    """jax.jvp in the parameter and along the state, on the slab backend over 4 devices."""
+    case = ("slab", support.SEVERAL, None)
+    r = result(equation, case)
+    sim, J, (p0, s0, w) = r["sim"], r["J"], r["args"]
+    one = jnp.ones((), sim.dtype)
+    tangent_p = {k: jnp.zeros_like(v) for k, v in p0.items()} | {r["name"]: one}
+    jvp = jax.jit(lambda eq, p, s, w: jax.jvp(lambda p, a: J(eq, p, a, s, w), (p, one), (tangent_p, one))[1])
+    both = float(jvp(sim.equation, p0, s0, w))
+    assert both == pytest.approx(r["rev_param"] + r["rev_state"], rel=1e-12)
+
+
+def test_simulation_rollout_is_the_public_differentiable_run():
+    """Simulation.rollout: history as the run's diagnostics, final state as advance's, and a
+    gradient through it (from a plain lambda, no equation argument) equal to the pure function's."""
+    sim = support.shared(("single", 1, None), grid__shape=obj.GRID)
+    u0 = sim.initial_state({"name": "random", "seed": 2})
+    run = sim.rollout(u0, 6, 0.01, every=3)
+    assert set(run.history) == set(sim.report(u0)) and run.history["energy"].shape == (2,)
+    ref = sim.advance(sim.advance(u0, 3, 0.01), 3, 0.01, t=0.03)
+    assert support.relative_error(run.state, ref) < 1e-13
+    assert float(run.history["energy"][1]) == pytest.approx(sim.report(ref)["energy"], rel=1e-13)
+
+    def loss(nu):
+        r = sim.rollout(u0, 6, 0.01, params=sim.parameters(viscosity=nu), every=3, diagnostics=["energy"])
+        return jnp.sum(r.history["energy"])
+
+    g = jax.grad(loss)(0.05)
+    assert float(g) == pytest.approx(richardson(lambda v: float(loss(v)), 0.05, 5e-5), rel=1e-6)
+    with pytest.raises(KeyError, match="'pressure' is not a diagnostic of navier_stokes"):
+        sim.rollout(u0, 2, 0.01, diagnostics=["pressure"])
+    with pytest.raises(ValueError, match="steps = 5 must be a positive multiple of every = 2"):
+        sim.rollout(u0, 5, 0.01, every=2)
+
+
+def gradient_memory(sim, steps, checkpoint_every=None):
+    """Temporary bytes of the compiled gradient of an energy history over ``steps`` steps."""
+    u0 = sim.initial_state()
+
+    def loss(p, eq, s):
+        from simulator import gradients
+
+        r = gradients.rollout(eq, sim.scheme.load(), p, s, jnp.zeros(()), jnp.asarray(0.01), steps=steps,
+                              checkpoint_every=checkpoint_every, diagnostics=("energy",))
+        return jnp.sum(r.history["energy"])
+
+    compiled = jax.jit(jax.grad(loss)).lower(sim.params, sim.equation, u0).compile()
+    return compiled.memory_analysis().temp_size_in_bytes / sum(x.nbytes for x in jax.tree.leaves(u0))
+
+
+def test_gradient_memory_grows_like_the_square_root_of_the_steps():
+    """States held by the gradient of an n-step run: about 35 + 1.75 (n/c + c) with c = sqrt(n)
+    (README table); per-step checkpoints alone (one segment) hold about 2.5 n."""
+    sim = support.shared(("single", 1, None), grid__shape=obj.GRID)
+    m64, m256 = gradient_memory(sim, 64), gradient_memory(sim, 256)
+    assert m256 / m64 < 1.6, (m64, m256)  # sqrt: 4x the steps, at most 1.6x the memory (linear would be 4x)
+    assert m256 < 0.5 * 256, m256  # far below one state per step
+    one_segment = gradient_memory(sim, 256, checkpoint_every=256)
+    assert one_segment > 2 * 256 > m256, one_segment
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_two_processes_give_the_one_process_gradient(tmp_path):
+    """2 processes x 2 devices (slab): every equation's gradient equals one device's to 1e-12."""
+    worker = Path(__file__).with_name("mp_grad_worker.py")
+    assert launch(2, [sys.executable, str(worker), str(tmp_path)], timeout=300) == 0
+    found = json.loads((tmp_path / "gradients.json").read_text())
+    assert found, "the worker wrote no gradient"
+    for key, (rev_param, rev_state) in found.items():
+        equation = key.split("/")[0]
+        single = result(equation, ("single", 1, None))
+        assert rev_param == pytest.approx(single["rev_param"], rel=1e-12), key
+        assert rev_state == pytest.approx(single["rev_state"], rel=1e-12), key
+
+
+@pytest.mark.slow
+def test_the_worked_example_recovers_the_viscosity(tmp_path):
+    """examples/recover_viscosity.py at 16^3: the viscosity from a measured energy history, to 1e-3."""
+    out = tmp_path / "fit.json"
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "recover_viscosity.py"), "--grid", "16",
+                        "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    fit = json.loads(out.read_text())
+    assert abs(fit["recovered"] / fit["true"] - 1) < 1e-3, fit
+    assert abs(fit["initial_guess"] / fit["true"] - 1) > 0.5  # it started far from the answer
+    assert np.all(np.diff(fit["loss"]) <= 0), fit["loss"]  # the line search only accepts descent
+
+
+@pytest.mark.slow
+def test_the_readme_gradient_example_as_written():
+    section = (ROOT / "README.md").read_text().split("## Gradients through a run", 1)[1]
+    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reverse, forward = (float(line) for line in done.stdout.split())
+    assert reverse > 0 and forward == pytest.approx(reverse, rel=1e-10)  # nu above the truth: the misfit grows

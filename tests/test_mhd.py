@@ -1,0 +1,209 @@
+"""Incompressible MHD against exact solutions, signs and ideal invariants (float64), on every backend
+from the registry (1 and several devices).
+
+Exact solutions: finite-amplitude Alfven waves on an oblique mean field (omega = k.B0, both directions,
+decay exp(-nu k^2 t) with nu = eta); the signs of the Lorentz force and of both halves of the induction
+are pinned pointwise; the dealiased terms conserve energy and cross helicity (and magnetic helicity
+without a mean field) to round-off; div B stays at round-off over a long run; the mean field survives;
+the shell-by-shell budget holds. One simulation per backend case is shared, so each compiles once.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from simulator import spectra
+from simulator.fft.check import collective_counts
+from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared
+
+CASES = backend_cases()
+GRID = [16, 8, 16]
+B0 = np.array([0.5, 0.2, 0.9])
+IDEAL = jax.jit(lambda eq, state: eq.ideal(state))
+SPECTRA = jax.jit(lambda eq, state, p: eq.spectra(state, p))
+
+
+@jax.jit
+def ideal_rates(eq, state):
+    """Rates of change by the ideal terms N = (N_u, N_B): of the energy <u.N_u + B.N_B>, of the cross
+    helicity <B.N_u + u.N_B>, of the magnetic helicity <A.N_B>, and the exchange <u.N_u> alone (Parseval
+    sums), with the scale sum |x|^2 they are compared with."""
+    n, w = eq.ideal(state), eq.ns.weight
+
+    def rate(a, b):
+        return jnp.sum(w * jnp.real(jnp.sum(jnp.conj(a) * b, axis=0)))
+
+    u, b, nu, nb = state[:3], state[3:], n[:3], n[3:]
+    return {"energy": rate(u, nu) + rate(b, nb), "cross_helicity": rate(b, nu) + rate(u, nb),
+            "magnetic_helicity": rate(eq.vector_potential(b), nb), "exchange": rate(u, nu),
+            "scale": jnp.sum(w * jnp.abs(state) ** 2) * 10}  # |N| ~ k |u| |B|, k <= 5 here
+
+
+def mhd(case=("single", 1, None)):
+    return shared(case, physics__name="mhd", grid__shape=GRID)
+
+
+def grid():
+    return np.meshgrid(*(np.arange(n) * 2 * np.pi / n for n in GRID), indexing="ij")
+
+
+def random_state(sim, mean_field=B0):
+    """Random u and B (plus a mean field) from NumPy: states of any layout without compiling an initial
+    condition."""
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal((3, *GRID))
+    b += np.asarray(mean_field)[:, None, None, None] - b.mean(axis=(1, 2, 3), keepdims=True)
+    return sim.state_from_fields(velocity=rng.standard_normal((3, *GRID)), magnetic=b)
+
+
+def fields(sim, state):
+    f = sim.fields(state, "velocity", "magnetic")
+    return sim.to_numpy(f["velocity"]), sim.to_numpy(f["magnetic"])
+
+
+def alfven_wave(sim, amplitude, direction):
+    """u = a y cos(k.x), B = B0 - direction * a y cos(k.x), k = (1, 0, 1): the Elsasser field z_-
+    (direction +1) or z_+ (-1) alone, an exact solution travelling along direction * B0."""
+    x = grid()
+    u = np.zeros((3, *GRID))
+    u[1] = amplitude * np.cos(x[0] + x[2])
+    return sim.state_from_fields(velocity=u, magnetic=B0[:, None, None, None] - direction * u)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_alfven_wave_on_an_oblique_mean_field(case):
+    """A finite-amplitude wave u = -b (a = 0.5): after t = 2 (100 RK4 steps) u = a y cos(k.x - omega t)
+    exp(-nu k^2 t) with omega = k.B0 = 1.4, to 1e-7, and B = B0 - u."""
+    sim = mhd(case)
+    nu, t, steps = 0.01, 2.0, 100
+    p = sim.parameters(viscosity=nu, resistivity=nu)
+    u, b = fields(sim, advance(sim, alfven_wave(sim, 0.5, 1), t / steps, steps, p))
+    x = grid()
+    exact = np.zeros((3, *GRID))
+    exact[1] = 0.5 * np.cos(x[0] + x[2] - 1.4 * t) * np.exp(-2 * nu * t)
+    assert relative_error(u, exact) < 1e-7
+    assert relative_error(b - B0[:, None, None, None], -exact) < 1e-7
+
+
+def test_alfven_frequency_in_both_directions():
+    """The phase of u_y at mode k turns at -omega (z_-, along B0) or +omega (z_+, against B0), omega =
+    k.B0, to 1e-6; a wave with u = b and one with u = -b travel opposite ways."""
+    sim = mhd()
+    p = sim.parameters(viscosity=0.0, resistivity=0.0)
+    t, steps = 2.0, 100
+    for direction in (1, -1):
+        state = alfven_wave(sim, 0.3, direction)
+        before = np.fft.fftn(fields(sim, state)[0][1])[1, 0, 1]
+        after = np.fft.fftn(fields(sim, advance(sim, state, t / steps, steps, p))[0][1])[1, 0, 1]
+        assert -direction * np.angle(after / before) / t == pytest.approx(1.4, rel=1e-6)
+        assert abs(after) / abs(before) == pytest.approx(1.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_ideal_terms_conserve_energy_and_helicities(case):
+    """The dealiased ideal terms N = (N_u, N_B): <u.N_u + B.N_B> = 0 (energy) and <B.N_u + u.N_B> = 0
+    (cross helicity) on a mean field; without one also <A.N_B> = 0 (magnetic helicity); T_K + T_M sum
+    to zero over shells, computed without gathering."""
+    sim = mhd(case)
+    eq = sim.equation
+    for mean_field in (B0, np.zeros(3)):
+        state = random_state(sim, mean_field)
+        r = {k: float(v) for k, v in ideal_rates(eq, state).items()}
+        assert abs(r["energy"]) < 1e-14 * r["scale"] and abs(r["cross_helicity"]) < 1e-14 * r["scale"]
+        assert abs(r["exchange"]) > 1e-5 * r["scale"]  # the terms do exchange energy
+    assert abs(r["magnetic_helicity"]) < 1e-14 * r["scale"]
+    out = SPECTRA(eq, state, sim.params)
+    transfer = np.asarray(out["transfer_energy"]), np.asarray(out["transfer_magnetic_energy"])
+    assert abs(np.sum(transfer[0] + transfer[1])) < 1e-13 * np.max(np.abs(transfer[0]))
+    counts = collective_counts(SPECTRA.lower(eq, state, sim.params).compile().as_text())
+    assert counts["all-gather"] == 0, counts
+
+
+def test_the_signs_of_the_lorentz_force_and_the_induction_pointwise():
+    """B = (sin y, 0, sin x), u = 0: P[j x B] = +(0, 0, sin y cos x), the opposite of the advection of the
+    same u (magnetic tension pulls back). u = (sin y, 0, sin x) on B = B0 x: dB/dt = (B0.grad)u =
+    B0 (0, 0, cos x) (stretching). B = (sin y, 0, sin x) in a uniform u = U x: dB/dt = -(u.grad)B =
+    -U (0, 0, cos x) (advection). A flipped sign or a missing term fails."""
+    sim = mhd()
+    x = grid()
+    zero = np.zeros((3, *GRID))
+    shear = zero.copy()
+    shear[0], shear[2] = np.sin(x[1]), np.sin(x[0])
+    c = np.cos(x[0])
+
+    def ideal(u, b):
+        n = IDEAL(sim.equation, sim.state_from_fields(velocity=u, magnetic=b))
+        return sim.to_numpy(sim.fft.irfft(n))
+
+    n = ideal(zero, shear)
+    np.testing.assert_allclose(n[2], np.sin(x[1]) * c, atol=1e-13)
+    np.testing.assert_allclose(n[[0, 1, 3, 4, 5]], 0.0, atol=1e-13)
+    along_x = zero.copy()
+    along_x[0] = 0.7
+    n = ideal(shear, along_x)
+    np.testing.assert_allclose(n[5], 0.7 * c, atol=1e-13)
+    np.testing.assert_allclose(n[2], -np.sin(x[1]) * c, atol=1e-13)  # u x w of Navier-Stokes
+    np.testing.assert_allclose(n[[0, 1, 3, 4]], 0.0, atol=1e-13)
+    n = ideal(along_x, shear)
+    np.testing.assert_allclose(n[5], -0.7 * c, atol=1e-13)
+    np.testing.assert_allclose(n[2], np.sin(x[1]) * c, atol=1e-13)
+    np.testing.assert_allclose(n[[0, 1, 3, 4]], 0.0, atol=1e-13)
+
+
+def test_div_b_stays_at_round_off_and_the_mean_field_survives():
+    """2000 steps of a random field on a mean field: max |div B| < 1e-13 (|B| ~ 1, k <= 5) and the
+    box mean of B is B0 to 1e-14."""
+    sim = mhd()
+    p = sim.parameters(viscosity=0.02, resistivity=0.02)
+    state = advance(sim, random_state(sim), 0.005, 2000, p)
+    d = {k: float(v) for k, v in sim.diagnostics(state, 0.005, p).items()}
+    assert d["max_div_b"] < 1e-13 and d["max_div"] < 1e-13
+    assert d["magnetic_energy"] > 0.5 * 0.5 * np.sum(B0**2)  # the fluctuations have not all decayed
+    np.testing.assert_allclose(fields(sim, state)[1].mean(axis=(1, 2, 3)), B0, atol=1e-14)
+
+
+def test_orszag_tang_and_beltrami_values():
+    """Orszag-Tang (box 2 pi): E_K = 2, E_M = 1.92 (+ |B0|^2/2 on a mean field), <u.B> = 1.6; a Beltrami
+    field B = ABC at mode m (curl B = m B) has magnetic helicity <A.B> = <|B|^2>/m."""
+    sim = mhd()
+    d = sim.report(sim.initial_state({"name": "orszag_tang"}))
+    assert (d["kinetic_energy"], d["magnetic_energy"], d["cross_helicity"]) == pytest.approx((2, 1.92, 1.6), rel=1e-13)
+    d = sim.report(sim.initial_state({"name": "orszag_tang", "mean_field": B0.tolist()}))
+    assert d["magnetic_energy"] == pytest.approx(1.92 + 0.5 * np.sum(B0**2), rel=1e-13)
+    x = grid()
+    m = 2
+    abc = np.stack([np.sin(m * x[2]) + np.cos(m * x[1]), np.sin(m * x[0]) + np.cos(m * x[2]),
+                    np.sin(m * x[1]) + np.cos(m * x[0])])
+    d = sim.report(sim.state_from_fields(velocity=0 * abc, magnetic=abc))
+    assert d["magnetic_energy"] == pytest.approx(1.5, rel=1e-13)
+    assert d["magnetic_helicity"] == pytest.approx(3.0 / m, rel=1e-13)
+
+
+def test_spectral_budget_shell_by_shell():
+    """dE_K(k)/dt = T_K(k) - 2 nu k^2 E_K(k) and dE_M(k)/dt = T_M(k) - 2 eta k^2 E_M(k) in every shell at
+    t = 0 (central differences of one step), nu != eta, on a mean field."""
+    sim = mhd()
+    eq, h = sim.equation, 1e-4
+    p = sim.parameters(viscosity=0.03, resistivity=0.01)
+    state = random_state(sim)
+    s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
+    norm = eq.ns.weight / float(eq.fft.size) ** 2
+    for name, rows, rate in (("energy", slice(0, 3), 0.03), ("magnetic_energy", slice(3, 6), 0.01)):
+        dissipation = spectra.shell_sum(norm * eq.ns.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0), eq.ns.k,
+                                        eq.fft.shape, eq.box)
+        expected = np.asarray(s0[f"transfer_{name}"] - rate * dissipation)
+        measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
+        np.testing.assert_allclose(measured, expected, atol=1e-6 * np.max(np.abs(expected)))
+
+
+@pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
+def test_distributed_equals_single_device(case):
+    """30 RK4 steps of random fields on a mean field, nu != eta: every decomposition equals one device
+    to 1e-12."""
+    results = []
+    for c in (("single", 1, None), case):
+        sim = mhd(c)
+        p = sim.parameters(viscosity=0.02, resistivity=0.005)
+        results.append(fields(sim, advance(sim, random_state(sim), 0.005, 30, p)))
+    assert relative_error(results[1], results[0]) < 1e-12
