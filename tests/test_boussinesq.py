@@ -3,8 +3,9 @@ on every backend from the registry (1 and several devices).
 
 Exact solutions: a gravity-inertia plane wave (any amplitude: its advection vanishes) and an inertial
 oscillation; the signs of buoyancy, stratification, Coriolis and advection are pinned pointwise; the
-dealiased advection conserves kinetic energy and buoyancy variance to round-off; the shell-by-shell
-budget dE(k)/dt = T(k) - 2 nu k^2 E(k) holds; the exact propagator is stable and exact at N dt >> 1.
+dealiased advection conserves kinetic energy and buoyancy variance to round-off (each transfer
+spectrum sums to zero); the shell-by-shell budgets dE(k)/dt = T(k) + C(k) + F(k) - 2 nu k^2 E(k) of
+kinetic and potential energy hold on every backend; the exact propagator is stable and exact at N dt >> 1.
 One simulation per backend case is shared (states and traced parameters vary), so each compiles once.
 """
 
@@ -204,8 +205,8 @@ def test_the_sign_of_advection():
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_advection_conserves_energy_and_the_transfers_sum_to_zero(case):
     """<u . N_u> = 0 and <b N_b> = 0 for the dealiased terms (kinetic and potential energy separately);
-    the transfer spectra T_K + T_P sum to zero over shells (inviscid, unforced), computed without
-    gathering."""
+    the transfer spectra T_K and T_P each sum to zero over shells and the conversions cancel shell by
+    shell (C_K + C_P = 0: kinetic plus potential energy is conserved), computed without gathering."""
     sim = bq(case)
     eq = sim.equation
     p = sim.parameters(coriolis=1.0)
@@ -216,13 +217,15 @@ def test_advection_conserves_energy_and_the_transfers_sum_to_zero(case):
     out = SPECTRA(eq, state, p)
     transfer = np.asarray(out["transfer_energy"]), np.asarray(out["transfer_potential_energy"])
     assert np.max(np.abs(transfer[0])) > 0.1 * np.max(np.abs(transfer[1])) > 0
-    assert abs(np.sum(transfer[0] + transfer[1])) < 1e-14 * np.max(np.abs(transfer[0]))
+    for t in transfer:
+        assert abs(np.sum(t)) < 1e-14 * np.max(np.abs(t))
+    assert np.array_equal(np.asarray(out["conversion_energy"]), -np.asarray(out["conversion_potential_energy"]))
     counts = collective_counts(SPECTRA.lower(eq, state, p).compile().as_text())
     assert counts["all-gather"] == 0, counts
 
 
 def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
-    """sum_k E_K(k) (by |k|, k_h or |k_z|) = E_K, likewise E_P; sum_k T_K = <w b> = -sum_k T_P."""
+    """sum_k E_K(k) (by |k|, k_h or |k_z|) = E_K, likewise E_P; sum_k C_K = <w b> = -sum_k C_P."""
     sim = bq()
     p = sim.parameters(coriolis=1.0)
     state = sim.initial_state({"name": "random", "seed": 3, "buoyancy": 2.0, "k_peak": 3.0}, p)
@@ -231,27 +234,49 @@ def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
     for suffix in ("", "_kh", "_kz"):
         assert out["energy" + suffix] == pytest.approx(d["kinetic_energy"], rel=1e-12)
         assert out["potential_energy" + suffix] == pytest.approx(d["potential_energy"], rel=1e-12)
-    assert out["transfer_energy"] == pytest.approx(d["buoyancy_flux"], rel=1e-10)
-    assert out["transfer_potential_energy"] == pytest.approx(-d["buoyancy_flux"], rel=1e-10)
+    assert out["conversion_energy"] == pytest.approx(d["buoyancy_flux"], rel=1e-10)
+    assert out["conversion_potential_energy"] == pytest.approx(-d["buoyancy_flux"], rel=1e-10)
     assert d["kinetic_energy"] == pytest.approx(0.5, rel=1e-12) and d["potential_energy"] == pytest.approx(2.0 / 16)
 
 
-def test_spectral_budget_shell_by_shell():
-    """dE_K(k)/dt = T_K(k) - 2 nu k^2 E_K(k) and dE_P(k)/dt = T_P(k) - 2 kappa k^2 E_P(k) in every shell
-    at t = 0 (central differences of one step), with rotation and nu != kappa."""
-    sim = bq()
-    eq, h = sim.equation, 1e-4
-    p = sim.parameters(coriolis=0.8, viscosity=0.03, diffusivity=0.01)
-    state = sim.initial_state({"name": "random", "seed": 4, "buoyancy": 3.0, "k_peak": 2.5}, p)
+def shell_budget(sim, p, h=1e-5):
+    """Per budgeted spectrum (E_K, E_P): the largest |dE(k)/dt - (T + C (+ F) - 2 rate k^2 E)| over shells
+    relative to the largest right-hand side (returned with the spectra at t = 0, by name), dE/dt by
+    central differences of one step each way at t = 0
+    from a random state; asserts that each term matters (a missing or flipped one fails)."""
+    eq = sim.equation
+    state = random_state(sim)
     s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
     n2 = float(p["brunt_vaisala"]) ** 2
-    norm = eq.ns.weight / float(eq.fft.size) ** 2
-    for name, rows, rate, scale in (("energy", slice(0, 3), 0.03, 1.0), ("potential_energy", slice(3, 4), 0.01, n2)):
+    norm, errors = eq.ns.weight / float(eq.fft.size) ** 2, {}
+    for name, rows, rate, scale in (("energy", slice(0, 3), p["viscosity"], 1.0),
+                                    ("potential_energy", slice(3, 4), p["diffusivity"], n2)):
         dissipation = spectra.shell_sum(norm * eq.ns.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0) / scale, eq.ns.k,
                                         eq.fft.shape, eq.box)
-        expected = np.asarray(s0[f"transfer_{name}"] - rate * dissipation)
+        terms = [np.asarray(s0[f"{t}_{name}"]) for t in ("transfer", "conversion", "injection") if f"{t}_{name}" in s0]
+        expected = sum(terms) - float(rate) * np.asarray(dissipation)
         measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
-        np.testing.assert_allclose(measured, expected, atol=1e-6 * np.max(np.abs(expected)))
+        scale = np.max(np.abs(expected))
+        errors[name] = np.max(np.abs(measured - expected)) / scale
+        assert errors[name] < 1e-8, (name, errors[name])
+        assert all(np.max(np.abs(t)) > 0.05 * scale for t in terms), name
+    return s0, errors
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_spectral_budget_shell_by_shell(case):
+    """dE_K(k)/dt = T_K(k) + C_K(k) - 2 nu k^2 E_K(k) and dE_P(k)/dt = T_P(k) + C_P(k) - 2 kappa k^2 E_P(k)
+    in every shell at t = 0, with rotation and nu != kappa, to 1e-8 of the largest rate."""
+    sim = bq(case)
+    s0, _ = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001))
+    assert "injection_energy" not in s0
+
+
+def test_forced_spectral_budget_shell_by_shell():
+    """With band forcing, + F(k) in the kinetic budget; sum_k F(k) = the injected power."""
+    sim = shared(physics__name="boussinesq", grid__shape=GRID, physics__forcing="band")
+    s0, _ = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001, forcing_power=0.01))
+    assert float(np.sum(s0["injection_energy"])) == pytest.approx(0.01, rel=1e-12)
 
 
 def test_exact_propagation_at_large_n_dt():

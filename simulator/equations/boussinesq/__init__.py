@@ -129,10 +129,15 @@ INFO = EquationInfo(
         "energy_kz": "E_K by vertical wavenumber: the power of E_K(k) summed over the modes of shell |k_z|",
         "potential_energy_kh": "E_P by horizontal wavenumber: the power of E_P(k) summed over the modes of shell k_h",
         "potential_energy_kz": "E_P by vertical wavenumber: the power of E_P(k) summed over the modes of shell |k_z|",
-        "transfer_energy": "T_K(k): rate of change of E_K(k) by advection and the buoyancy flux (Re conj(w_hat) "
-                           "b_hat per mode), same normalisation as E_K(k)",
-        "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection and the buoyancy flux (minus that "
-                                     "of T_K); sum_k (T_K + T_P) = 0 without dissipation",
+        "transfer_energy": "T_K(k): rate of change of E_K(k) by advection, same normalisation as E_K(k); sums to 0",
+        "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection of b; sums to 0",
+        "conversion_energy": "C_K(k): rate of change of E_K(k) by the buoyancy flux, Re conj(w_hat) b_hat per mode; "
+                             "sums to <w b>",
+        "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by the buoyancy flux, so that "
+                                       "dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K and dE_P(k)/dt = T_P + C_P - "
+                                       "2 kappa k^2 E_P",
+        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
+                            "(forced runs only)",
     },
     plot=PlotSpec(
         panels=(

@@ -148,25 +148,32 @@ class Boussinesq(SemiLinearEquation):
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """E_K and E_P by |k|, by k_h and by |k_z|, and the transfers T_K, T_P (one evaluation of the
-        advection), each normalised so that its sum over shells is the box mean it describes."""
+        """E_K and E_P by |k|, by k_h and by |k_z|, and their budgets by |k| (one evaluation of the
+        advection), each normalised so that its sum over shells is the box mean it describes: the
+        transfers T_K, T_P by advection (each sums to zero over shells), the conversion by the buoyancy
+        flux, C_K(k) = Re conj(w_hat) b_hat = -C_P(k) per mode (sums to <w b>) and, when forced, the
+        injection F(k): dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K, dE_P(k)/dt = T_P + C_P - 2 kappa k^2 E_P
+        (the Coriolis force does no work, mode by mode)."""
         ns, n2 = self.ns, params["brunt_vaisala"] ** 2
         norm = ns.weight / float(self.fft.size) ** 2
         u_hat, b_hat = x[:3], x[3]
         kinetic = 0.5 * norm * jnp.sum(jnp.abs(u_hat) ** 2, axis=0)
         potential = 0.5 * norm * jnp.abs(b_hat) ** 2 / n2
-        n = self.advection(x)
-        flux = norm * jnp.real(jnp.conj(u_hat[2]) * b_hat)  # buoyancy flux: from E_P(k) to E_K(k)
-        transfer_k = norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)) + flux
-        transfer_p = norm * jnp.real(jnp.conj(b_hat) * n[3]) / n2 - flux
         kx, ky, kz = ns.k
         by = {"": ns.k, "_kh": (kx, ky, 0 * kz), "_kz": (0 * kx, 0 * ky, kz)}
         out = {}
         for suffix, k in by.items():
             out["energy" + suffix] = spectra.shell_sum(kinetic, k, self.fft.shape, self.box)
             out["potential_energy" + suffix] = spectra.shell_sum(potential, k, self.fft.shape, self.box)
-        out["transfer_energy"] = spectra.shell_sum(transfer_k, ns.k, self.fft.shape, self.box)
-        out["transfer_potential_energy"] = spectra.shell_sum(transfer_p, ns.k, self.fft.shape, self.box)
+        n = self.advection(x)
+        flux = norm * jnp.real(jnp.conj(u_hat[2]) * b_hat)  # buoyancy flux: from E_P(k) to E_K(k)
+        budget = {"transfer_energy": norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)),
+                  "transfer_potential_energy": norm * jnp.real(jnp.conj(b_hat) * n[3]) / n2,
+                  "conversion_energy": flux, "conversion_potential_energy": -flux}
+        f_hat = ns.forcing(u_hat, params)
+        if f_hat is not None:
+            budget["injection_energy"] = norm * jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0))
+        out.update({name: spectra.shell_sum(p, ns.k, self.fft.shape, self.box) for name, p in budget.items()})
         return out
 
 
