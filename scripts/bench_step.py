@@ -62,10 +62,10 @@ BATCHES = {"navier_stokes": (6, 3), "boussinesq": (9, 4), "mhd": (12, 6)}
 
 
 def batches(physics: str, state: Any) -> tuple[int, int]:
-    """The BATCHES of ``physics`` for ``state``: Navier-Stokes with n passive scalars after the velocity
-    transforms their n fields with its 6 and n products u theta (3 each) with its 3."""
+    """The BATCHES of ``physics`` for ``state``: with n passive scalars after the flow's spectra (Navier-Stokes,
+    Boussinesq) the inverse also transforms their n fields and the forward their 3 n products u theta."""
     n_inverse, n_forward = BATCHES[physics]
-    scalars = state.shape[0] - 3 if physics == "navier_stokes" else 0
+    scalars = state.shape[0] - {"navier_stokes": 3, "boussinesq": 4}.get(physics, state.shape[0])
     return n_inverse + scalars, n_forward + 3 * scalars
 
 

@@ -25,7 +25,6 @@ T(k')). Computing T costs one more evaluation of the nonlinear term, at the spec
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, final
 
@@ -33,9 +32,10 @@ import jax
 import jax.numpy as jnp
 
 from simulator import spectra
-from simulator.equations.base import Builder, Params, SemiLinearEquation
+from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
+from simulator.equations.scalars import field_info as scalar_field_info
 from simulator.equations.scalars import terms as passive
 from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
@@ -77,11 +77,7 @@ class NavierStokes(SemiLinearEquation):
     @property
     def field_info(self) -> Mapping[str, FieldInfo]:
         """``info.fields``, with ``scalar`` holding this run's n scalars, or absent without any."""
-        fields = dict(self.info.fields)
-        scalar = fields.pop("scalar")
-        if self.n_scalars:
-            fields["scalar"] = dataclasses.replace(scalar, components=self.n_scalars)
-        return fields
+        return scalar_field_info(self.info.fields, self.n_scalars)
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""
@@ -260,17 +256,5 @@ def _random(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -
     return {"velocity": u * (ic.amplitude / jnp.sqrt(jnp.mean(jnp.sum(u**2, axis=0))))}
 
 
-def _with_scalars(velocity: Builder) -> Builder:
-    """A velocity builder that also makes the scalars of ``initial.scalars`` when the run has any."""
-
-    def build(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-        fields = velocity(eq, c, ic, params)
-        if eq.n_scalars:
-            fields["scalar"] = passive.initial_fields(eq, ic.scalars, eq.n_scalars)
-        return fields
-
-    return build
-
-
-NavierStokes.builders = {name: _with_scalars(b) for name, b in
+NavierStokes.builders = {name: passive.with_scalars(b) for name, b in
                          (("taylor_green", _taylor_green), ("abc", _abc), ("random", _random))}

@@ -17,7 +17,7 @@ An equation composes them by declaring:
 * in each initial condition, ``scalars: ScalarInitial = scalar_initial()`` (``initial.scalars``: one
   section for every scalar, whatever the flow's initial condition, so ``initial.name`` keeps choosing
   the velocity) and :func:`check_initial` in its ``check``;
-* :data:`FIELD` as its field ``scalar``, and :data:`DIAGNOSTICS`, :data:`SPECTRA`, :data:`PANELS` and
+* :data:`FIELD` as its field ``scalar`` (and :func:`field_info` for an instance's), and :data:`DIAGNOSTICS`, :data:`SPECTRA`, :data:`PANELS` and
   :data:`MORE_SPECTRA` among its own (per-scalar names are templates: ``scalar{i}_variance``).
 
 Normalisations (volume means, theta' = theta - <theta>): ``scalar{i}_variance`` <theta'^2>;
@@ -30,6 +30,8 @@ gradient, so that dE_theta(k)/dt = T(k) + P(k) - 2 kappa k^2 E_theta(k) shell by
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +85,16 @@ def check_initial(initial: ScalarInitial, cfg: Any) -> None:
 
 FIELD = FieldInfo(1, "passive scalars theta_i, one per entry of physics.scalars (n_scalars, Nx, Ny, Nz)",
                   r"\theta", cmap="RdBu_r", stacked=True)
+
+
+def field_info(fields: Mapping[str, FieldInfo], count: int) -> dict[str, FieldInfo]:
+    """An equation's declared ``fields`` for an instance with ``count`` scalars: ``scalar`` (:data:`FIELD`)
+    holding that many, or absent without any."""
+    out = dict(fields)
+    scalar = out.pop("scalar")
+    if count:
+        out["scalar"] = dataclasses.replace(scalar, components=count)
+    return out
 
 DIAGNOSTICS = {
     "scalar{i}_variance": "variance <theta_i'^2> of passive scalar i (theta' = theta - <theta>)",

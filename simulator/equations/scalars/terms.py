@@ -21,6 +21,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from simulator.equations.base import Builder
+
 Scalars = Sequence[dict[str, jax.Array]]
 
 
@@ -87,6 +89,20 @@ def spectra(eq: Any, u_hat: jax.Array, theta_hat: jax.Array, advected: jax.Array
         out[f"transfer_scalar{i}_variance"] = shell(2 * norm * jnp.real(conj * advected[i]))
         out[f"production_scalar{i}_variance"] = shell(2 * norm * jnp.real(conj * source[i]))
     return out
+
+
+def with_scalars(flow: Builder, host: Callable[[Any], Any] = lambda eq: eq) -> Builder:
+    """An initial-condition builder of the flow that also makes the scalars of ``ic.scalars`` (field
+    ``scalar``, :func:`initial_fields`) when the instance has any (``eq.n_scalars``); ``host(eq)`` is the
+    object providing the attributes listed in the module docstring."""
+
+    def build(eq: Any, c: Sequence[jax.Array], ic: Any, params: Any) -> dict[str, jax.Array]:
+        fields = flow(eq, c, ic, params)
+        if eq.n_scalars:
+            fields["scalar"] = initial_fields(host(eq), ic.scalars, eq.n_scalars)
+        return fields
+
+    return build
 
 
 def initial_fields(eq: Any, ic: Any, count: int) -> jax.Array:
