@@ -1,13 +1,14 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
-For each N, scheme (NS rk4, NS lsrk4, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4), backend, device count, precision and local FFT path
-(``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of simulator/fft/local.py), in one
-invocation:
+For each N, scheme (NS rk4, NS lsrk4, NS rk4 with one passive scalar, SP kdk, comoving SP kdk, Boussinesq
+rk4, MHD rk4), backend, device count, precision and local FFT path (``--fft-paths``: ``xla``, XLA's FFT;
+``fftw``, the FFTW custom call of simulator/fft/local.py), in one invocation:
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
   ``vs_xla``: its ratio to the same configuration on the xla path;
 * ``fft_ms``: the transforms one step must do, timed alone in the same run as the same batched calls
-  (NS: per stage an inverse r2c of 6 fields and a forward of 3; Boussinesq 9 and 4; MHD 12 and 6; SP: a
+  (NS: per stage an inverse r2c of 6 fields and a forward of 3, with n scalars 6 + n and 3 + 3 n;
+  Boussinesq 9 and 4; MHD 12 and 6; SP: a
   forward and inverse c2c of psi
   and a forward and inverse r2c of the density/potential), looped in one compiled call as the chunk
   loops its steps (both then reuse their buffers), and ``fft_share`` = step_ms / fft_ms
@@ -61,15 +62,25 @@ from typing import Any
 SCHEMES = {
     "rk4": ("navier_stokes", "rk4", "taylor_green", []),
     "lsrk4": ("navier_stokes", "lsrk4", "taylor_green", []),
+    "rk4_scalar": ("navier_stokes", "rk4", "taylor_green",
+                   ["physics.scalars=[{diffusivity: 1e-3, mean_gradient: [0, 0, 1]}]", "initial.scalars.name=random"]),
     "kdk": ("schrodinger_poisson", "kdk", "random", ["grid.box=1", "initial.amplitude=0.3"]),
     "kdk_cosmo": ("fdm_cosmo", "kdk", "gaussian", ["grid.box=1"]),  # comoving: step factors from a(t)
     "bous": ("boussinesq", "rk4", "random", ["physics.coriolis=1", "initial.buoyancy=4"]),
     "mhd": ("mhd", "rk4", "orszag_tang", []),
 }
-STAGES = {"rk4": 4, "lsrk4": 5, "kdk": 1, "kdk_cosmo": 1, "bous": 4, "mhd": 4}
+STAGES = {"rk4": 4, "lsrk4": 5, "rk4_scalar": 4, "kdk": 1, "kdk_cosmo": 1, "bous": 4, "mhd": 4}
 #: equations of the Navier-Stokes family: fields of the inverse and of the forward batched transform of
 #: each stage (the split-step equations do a c2c pair of psi and an r2c pair of the density per step)
 BATCHES = {"navier_stokes": (6, 3), "boussinesq": (9, 4), "mhd": (12, 6)}
+
+
+def batches(physics: str, state: Any) -> tuple[int, int]:
+    """The BATCHES of ``physics`` for ``state``: with n passive scalars after the flow's spectra (Navier-Stokes,
+    Boussinesq) the inverse also transforms their n fields and the forward their 3 n products u theta."""
+    n_inverse, n_forward = BATCHES[physics]
+    scalars = state.shape[0] - {"navier_stokes": 3, "boussinesq": 4}.get(physics, state.shape[0])
+    return n_inverse + scalars, n_forward + 3 * scalars
 
 
 def parse_args() -> argparse.Namespace:
@@ -165,11 +176,12 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     state = jax.tree.map(jnp.copy, holder["s"])  # the chunk donates holder["s"]; this stays
     if isinstance(state, jax.Array):
         loops = steps * STAGES[scheme]
-        n_inverse, n_forward = BATCHES[SCHEMES[scheme][0]]
+        n_inverse, n_forward = batches(SCHEMES[scheme][0], state)
+        pairs = [jnp.asarray([(i + j) % n_inverse for i in range(n_forward)]) for j in (0, 1)]  # two-field products
 
         def body(_, k):
             x = fft.irfft(jnp.concatenate([k[:1]] * n_inverse))
-            return k + 0.0 * fft.rfft(x[:n_forward] * x[n_inverse - n_forward:])[:1]
+            return k + 0.0 * fft.rfft(x[pairs[0]] * x[pairs[1]])[:1]
 
         looped = jax.jit(lambda k: jax.lax.fori_loop(0, loops, body, k))
         ffts = lambda: looped(state)  # noqa: E731

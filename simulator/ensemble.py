@@ -49,9 +49,22 @@ def structure(cfg: Config) -> dict[str, Any]:
         data.pop(key, None)
     for key in PER_MEMBER_TIME:
         data["time"].pop(key, None)
-    for key in cfg.physics.traced():
-        data["physics"].pop(key, None)
+    _drop_traced(data["physics"], cfg.physics.traced())
     return data
+
+
+def _drop_traced(data: dict[str, Any], traced: Mapping[str, Any]) -> None:
+    """Remove from ``data`` (a section as plain data) the traced numbers ``traced`` names, keeping the
+    structure around them: a list of sections keeps its entries (their number is structure) and their
+    settings."""
+    for key, value in traced.items():
+        if isinstance(value, dict):
+            _drop_traced(data[key], value)
+        elif isinstance(value, list):
+            for entry, values in zip(data[key], value, strict=True):
+                _drop_traced(entry, values)
+        else:
+            data.pop(key, None)
 
 
 def differences(a: Config, b: Config) -> list[str]:

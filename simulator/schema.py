@@ -5,6 +5,12 @@ metadata (:func:`setting`), plus optional constraints (``choices``, ``min``, ``m
 whether it is *traced* (:func:`param`: a physical number handed to compiled code as an argument, so
 changing it never recompiles) or structural (everything else: it shapes the compiled program).
 
+A field typed ``tuple[Section, ...]`` (default ``()``) is a *list of sections*: each entry is built from
+its own mapping, problems name the entry (``physics.scalars[1].diffusivity``), the docs list its keys
+as ``physics.scalars[].diffusivity``, and a dotted key may index it (``physics.scalars[0].diffusivity``
+in ``--set`` and sweeps). Its traced numbers are traced entry by entry (:func:`traced_values`); the
+number of entries is structure.
+
 A field whose metadata holds :class:`Variants` is a *tagged union*: its ``name`` key selects which
 dataclass the section is built from (``physics.name`` selects an equation's parameters, ``initial.name``
 one of that equation's initial conditions), and a key of another variant is an unknown key listing the
@@ -13,7 +19,8 @@ keys valid there.
 Loading walks the schema generically, so a new key is declared once, in its dataclass, and is then
 parsed, validated, overridable with ``--set`` and documented (``simulator config-docs``). Every problem
 is a :class:`~simulator.errors.ConfigError`: one line naming the dotted key, the value and what is
-allowed. Nothing here imports JAX.
+allowed. Nothing here imports JAX. The module is longer than 400 lines because it is the one engine
+every schema walk shares (building, values, traced numbers, overrides, documentation).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import dataclasses
 import difflib
 import math
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -46,9 +54,71 @@ def param(default: float, doc: str, **constraints: Any) -> Any:
     return setting(default, doc, traced=True, **constraints)
 
 
+def section_list_item(tp: Any) -> type | None:
+    """The entry dataclass of a list-of-sections type ``tuple[Section, ...]``, else None."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis and dataclasses.is_dataclass(args[0]):
+        return args[0]
+    return None
+
+
+def _nested(cls: type) -> Iterator[tuple[dataclasses.Field, type | None, type | None]]:
+    """(field, nested section type or None, list-of-sections entry type or None) of each field of ``cls``."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        yield f, (tp if dataclasses.is_dataclass(tp) else None), section_list_item(tp)
+
+
+def _has_traced(cls: type) -> bool:
+    return any(f.metadata.get("traced") or (sub is not None and _has_traced(sub)) or (item is not None
+               and _has_traced(item)) for f, sub, item in _nested(cls))
+
+
 def traced_values(section: Any) -> dict[str, Any]:
-    """The traced fields of a schema dataclass, by name (what compiled code takes as arguments)."""
-    return {f.name: getattr(section, f.name) for f in dataclasses.fields(section) if f.metadata.get("traced")}
+    """The traced fields of a schema dataclass, by name (what compiled code takes as arguments); a nested
+    section holding traced numbers gives a dict of its own, a list of sections a list of dicts."""
+    out: dict[str, Any] = {}
+    for f, sub, item in _nested(type(section)):
+        value = getattr(section, f.name)
+        if f.metadata.get("traced"):
+            out[f.name] = value
+        elif sub is not None and _has_traced(sub):
+            out[f.name] = traced_values(value)
+        elif item is not None and _has_traced(item):
+            out[f.name] = [traced_values(v) for v in value]
+    return out
+
+
+def with_traced(section: Any, values: Mapping[str, Any]) -> Any:
+    """``section`` with its traced numbers replaced by ``values`` (shaped like :func:`traced_values`)."""
+    changes: dict[str, Any] = {}
+    for f, sub, item in _nested(type(section)):
+        if f.name not in values:
+            continue
+        value = values[f.name]
+        if sub is not None and not f.metadata.get("traced"):
+            value = with_traced(getattr(section, f.name), value)
+        elif item is not None:
+            current = getattr(section, f.name)
+            if len(value) != len(current):
+                raise ValueError(f"{f.name} has {len(current)} entries; got values for {len(value)}")
+            value = tuple(with_traced(c, v) for c, v in zip(current, value, strict=True))
+        changes[f.name] = value
+    return dataclasses.replace(section, **changes)
+
+
+def zero_traced(section: Any) -> Any:
+    """``section`` with every traced number zeroed: its structure alone (what compiled code is keyed on)."""
+
+    def zero(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: zero(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [zero(v) for v in value]
+        return tuple(0.0 for _ in value) if isinstance(value, tuple) else 0.0
+
+    return with_traced(section, zero(traced_values(section)))
 
 
 @dataclass(frozen=True)
@@ -119,6 +189,8 @@ def type_name(tp: Any) -> str:
         return " or ".join("null" if a is type(None) else type_name(a) for a in typing.get_args(tp))
     if origin is tuple:
         args = typing.get_args(tp)
+        if section_list_item(tp) is not None:
+            return "a list of mappings"
         if len(args) == 2 and args[1] is Ellipsis:
             return f"a list of {type_name(args[0])}"
         return f"a list of {len(args)} {type_name(args[0])}"
@@ -144,6 +216,11 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
             except ConfigError:
                 continue
         raise ConfigError(key, value, f"expected {type_name(tp)}", "has the wrong type")
+    item = section_list_item(tp)
+    if item is not None:  # a list of sections: any length, each entry built as a section of its own
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(key, value, f"expected {type_name(tp)} (one per entry)", "has the wrong type")
+        return tuple(build(item, v, f"{key}[{i}].") for i, v in enumerate(value))
     if origin is tuple:
         args = typing.get_args(tp)
         if isinstance(value, (int, float, str)) and not isinstance(value, bool) and args[-1] is not Ellipsis:
@@ -189,7 +266,7 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
 
 def _scalars(value: Any) -> Iterator[Any]:
     if isinstance(value, tuple):
-        yield from value
+        yield from (v for v in value if not dataclasses.is_dataclass(v))
     elif value is not None:
         yield value
 
@@ -277,17 +354,40 @@ def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str
 # --------------------------------------------------------------------------------------------------
 
 
+_INDEXED = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<index>\d+)\]$")
+
+
 def _set_dotted(tree: dict, key: str, value: Any) -> None:
+    """Set ``value`` at dotted ``key`` in ``tree``, creating sections on the way; a part ``name[i]``
+    indexes a list of sections (entry i must exist, or be the next one: then it is appended)."""
     parts = key.split(".")
-    node = tree
-    for i, part in enumerate(parts[:-1]):
-        child = node.get(part)
+    node: Any = tree
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        indexed = _INDEXED.match(part)
+        name = indexed["name"] if indexed else part
+        if indexed:
+            where = ".".join([*parts[:i], name])
+            entries = node.get(name)
+            entries = node[name] = [] if entries is None else entries
+            index = int(indexed["index"])
+            if not isinstance(entries, list):
+                raise ConfigError(where, entries, "it is not a list of sections", "cannot be indexed")
+            if index > len(entries):
+                raise ConfigError(f"{where}[{index}]", value, f"{where} has {len(entries)} entries: index one of "
+                                  f"them or the next, or set the whole list ({where}=[...])", "is out of range")
+            if index == len(entries):
+                entries.append({})
+            node, name = entries, index
+        if last:
+            node[name] = value
+            return
+        child = node.get(name) if isinstance(node, dict) else node[name]
         if child is None:
-            child = node[part] = {}
+            child = node[name] = {}
         if not isinstance(child, dict):
             raise ConfigError(".".join(parts[: i + 1]), child, "it is a value, not a section", "cannot hold keys")
         node = child
-    node[parts[-1]] = value
 
 
 def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
@@ -354,6 +454,9 @@ def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, st
             yield f"{prefix}{f.name}.name", "string", default.name, f.metadata["doc"]
         elif dataclasses.is_dataclass(tp):
             yield from iter_fields(tp, f"{prefix}{f.name}.")
+        elif section_list_item(tp) is not None:
+            yield f"{prefix}{f.name}", type_name(tp), f.default, f.metadata["doc"]
+            yield from iter_fields(section_list_item(tp), f"{prefix}{f.name}[].")
         else:
             yield f"{prefix}{f.name}", type_name(tp), f.default, f.metadata["doc"]
 

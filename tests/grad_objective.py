@@ -48,7 +48,7 @@ def make_objective(sim: Any):
     """``J(eq, params, a, state, w)``: the objective of the run from ``a * state``, a pure function (the
     equation is an argument: see simulator.gradients). Its derivative in ``a`` at ``a = 1`` is the
     derivative along the initial state itself, contracted inside the compiled program."""
-    info, make_step = sim.info, sim.scheme.load()
+    info, make_step, state_fields = sim.info, sim.scheme.load(), sim.equation.state_fields
     first = next(iter(info.diagnostics))
     dt = float(sim.cfg.time.dt)
 
@@ -58,7 +58,7 @@ def make_objective(sim: Any):
                                 steps=STEPS, every=EVERY, diagnostics=(first,))
         fields = eq.at(jnp.asarray(STEPS * dt, w.dtype)).fields(run.state, params)
         total = jnp.sum(run.history[first])
-        for name in info.state_fields:
+        for name in state_fields:  # this run's (Navier-Stokes without scalars has no field "scalar")
             f = fields[name]
             total = total + jnp.mean(w * jnp.real(f)) + (jnp.mean(w * jnp.imag(f)) if jnp.iscomplexobj(f) else 0.0)
         return total

@@ -108,7 +108,8 @@ def test_resolved_config_round_trips(tmp_path):
          r"^initial\.core_radius = 3 is an unknown key; known keys for initial\.name = jeans: name, density, "
          r"amplitude, wavenumber$"),
         ("initial: {name: taylor_green, seed: 3}", [],
-         r"^initial\.seed = 3 is an unknown key; known keys for initial\.name = taylor_green: name, amplitude$"),
+         r"^initial\.seed = 3 is an unknown key; known keys for initial\.name = taylor_green: name, amplitude, "
+         r"scalars$"),
         ("physics: {name: navier_stokes, hbar_over_m: 0.1}", [],
          r"^physics\.hbar_over_m = 0\.1 is an unknown key; known keys for physics\.name = navier_stokes"),
         ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; every entry must be > 0"),
@@ -150,8 +151,9 @@ def test_validate_prints_the_resolved_config(tmp_path, capsys):
     assert resolved["fft"] == {"backend": "slab", "mesh": None}
     assert set(resolved["runtime"]) == {"cpu_devices", "coordinator", "num_processes", "process_id", "max_wall"}
     # only the keys of its own equation and initial condition
-    assert set(resolved["physics"]) == {"name", "viscosity", "forcing", "forcing_power", "forcing_band"}
-    assert resolved["initial"] == {"name": "taylor_green", "amplitude": 1.0}
+    assert set(resolved["physics"]) == {"name", "viscosity", "forcing", "forcing_power", "forcing_band", "scalars"}
+    assert resolved["initial"] == {"name": "taylor_green", "amplitude": 1.0,
+                                   "scalars": {"name": "zero", "amplitude": 1.0, "k_peak": 4.0, "seed": 0}}
 
 
 def test_cli_argument_errors_exit_2():

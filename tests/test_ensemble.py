@@ -87,6 +87,12 @@ def test_configs_group_by_structure():
              {"physics.forcing": "linear"}, {"time.integrator": "lsrk4"}, {"grid.box": 1.0}]
     cfgs = [simulator.load_config(TG, {**BASE, **o}) for o in [*same, *other]]
     assert ensemble.groups(cfgs) == [[0, 1, 2, 3, 4, 5], [6], [7], [8], [9], [10], [11]]
+    # passive scalars: their diffusivities and gradients are traced, their number is structure
+    scalars = [[{"diffusivity": 1e-3}], [{"diffusivity": 2e-3, "mean_gradient": [0, 0, 1]}],
+               [{"diffusivity": 1e-3}, {"diffusivity": 1e-3}]]
+    with_scalars = [simulator.load_config(TG, {**BASE, "physics.scalars": s}) for s in scalars]
+    assert ensemble.groups([cfgs[0], *with_scalars]) == [[0], [1, 2], [3]]
+    assert ensemble.differences(with_scalars[0], with_scalars[2]) == ["physics.scalars"]
     assert ensemble.groups(cfgs, batch=4)[:2] == [[0, 1, 2, 3], [4, 5]]
     assert ensemble.differences(cfgs[0], cfgs[9]) == ["physics.forcing"]
     with pytest.raises(ConfigError, match="ensemble member 1: grid.shape = \\[32, 32, 32\\] changes the compiled"):
@@ -135,6 +141,23 @@ def test_every_equation_runs_as_an_ensemble(tmp_path, equation):
             with h5py.File(ens / "checkpoints" / f"{name}.h5") as fa, h5py.File(sep / "checkpoints" / f"{name}.h5") as fb:
                 for k in fa:
                     assert np.max(np.abs(fa[k][:] - fb[k][:])) <= rel * np.max(np.abs(fb[k][:])), (name, k)
+
+
+@pytest.mark.slow
+def test_members_with_passive_scalars_run_as_an_ensemble(tmp_path):
+    """Navier-Stokes with two passive scalars (a stacked state (3 + 2, ...)): members that differ in the
+    scalars' traced diffusivities and mean gradients equal their separate runs to 1e-12 (time series,
+    spectra, final state)."""
+    base = {**BASE, "grid.shape": 8, "time.t_end": 0.05, "output.every": 5, "initial.scalars.name": "random",
+            "fft.mesh": [2]}
+    cfgs = [simulator.load_config(TG, {**base, "name": f"m{i}", "physics.scalars": [
+        {"diffusivity": kappa, "mean_gradient": [0, 0, g]}, {"diffusivity": 2 * kappa}]})
+        for i, (kappa, g) in enumerate([(1e-2, 1.0), (3e-2, -0.5)])]
+    assert run_configs(cfgs, [tmp_path / "ens" / f"m{i}" for i in range(2)]) == [0, 0]
+    assert [simulator.run_config(c, tmp_path / "sep" / f"m{i}") for i, c in enumerate(cfgs)] == [0, 0]
+    for i in range(2):
+        assert_same_run(tmp_path / "ens" / f"m{i}", tmp_path / "sep" / f"m{i}")
+    assert "scalar1_variance" in read_timeseries(tmp_path / "ens" / "m1" / "timeseries.csv")
 
 
 @pytest.mark.slow

@@ -5,7 +5,8 @@ Exact solutions: finite-amplitude Alfven waves on an oblique mean field (omega =
 decay exp(-nu k^2 t) with nu = eta); the signs of the Lorentz force and of both halves of the induction
 are pinned pointwise; the dealiased terms conserve energy and cross helicity (and magnetic helicity
 without a mean field) to round-off; div B stays at round-off over a long run; the mean field survives;
-the shell-by-shell budget holds. One simulation per backend case is shared, so each compiles once.
+the shell-by-shell budgets of kinetic and magnetic energy hold on every backend (transfers that each sum
+to zero, and conversion terms that exchange energy between u and B). One simulation per backend case is shared, so each compiles once.
 """
 
 import jax
@@ -103,8 +104,9 @@ def test_alfven_frequency_in_both_directions():
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_ideal_terms_conserve_energy_and_helicities(case):
     """The dealiased ideal terms N = (N_u, N_B): <u.N_u + B.N_B> = 0 (energy) and <B.N_u + u.N_B> = 0
-    (cross helicity) on a mean field; without one also <A.N_B> = 0 (magnetic helicity); T_K + T_M sum
-    to zero over shells, computed without gathering."""
+    (cross helicity) on a mean field; without one also <A.N_B> = 0 (magnetic helicity); over shells the
+    transfers T_K and T_M each sum to zero, and so do the conversions C_K + C_M (they do exchange
+    energy), computed without gathering."""
     sim = mhd(case)
     eq = sim.equation
     for mean_field in (B0, np.zeros(3)):
@@ -113,9 +115,12 @@ def test_ideal_terms_conserve_energy_and_helicities(case):
         assert abs(r["energy"]) < 1e-14 * r["scale"] and abs(r["cross_helicity"]) < 1e-14 * r["scale"]
         assert abs(r["exchange"]) > 1e-5 * r["scale"]  # the terms do exchange energy
     assert abs(r["magnetic_helicity"]) < 1e-14 * r["scale"]
-    out = SPECTRA(eq, state, sim.params)
-    transfer = np.asarray(out["transfer_energy"]), np.asarray(out["transfer_magnetic_energy"])
-    assert abs(np.sum(transfer[0] + transfer[1])) < 1e-13 * np.max(np.abs(transfer[0]))
+    out = {k: np.asarray(v) for k, v in SPECTRA(eq, state, sim.params).items()}
+    for name in ("transfer_energy", "transfer_magnetic_energy"):
+        assert abs(np.sum(out[name])) < 1e-13 * np.max(np.abs(out[name])), name
+    conversion = out["conversion_energy"] + out["conversion_magnetic_energy"]
+    assert abs(np.sum(conversion)) < 1e-13 * np.max(np.abs(out["conversion_energy"]))
+    assert abs(np.sum(out["conversion_energy"])) > 0.1 * np.max(np.abs(out["conversion_energy"]))
     counts = collective_counts(SPECTRA.lower(eq, state, sim.params).compile().as_text())
     assert counts["all-gather"] == 0, counts
 
@@ -180,21 +185,42 @@ def test_orszag_tang_and_beltrami_values():
     assert d["magnetic_helicity"] == pytest.approx(3.0 / m, rel=1e-13)
 
 
-def test_spectral_budget_shell_by_shell():
-    """dE_K(k)/dt = T_K(k) - 2 nu k^2 E_K(k) and dE_M(k)/dt = T_M(k) - 2 eta k^2 E_M(k) in every shell at
-    t = 0 (central differences of one step), nu != eta, on a mean field."""
-    sim = mhd()
-    eq, h = sim.equation, 1e-4
-    p = sim.parameters(viscosity=0.03, resistivity=0.01)
+def shell_budget(sim, p, h=1e-5):
+    """Per budgeted spectrum (E_K, E_M): the largest |dE(k)/dt - (T + C (+ F) - 2 rate k^2 E)| over shells
+    relative to the largest right-hand side (returned with the spectra at t = 0, by name), dE/dt by
+    central differences of one step each way at t = 0
+    from random fields on a mean field; asserts that each term matters (a missing or flipped one fails)."""
+    eq = sim.equation
     state = random_state(sim)
     s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
-    norm = eq.ns.weight / float(eq.fft.size) ** 2
-    for name, rows, rate in (("energy", slice(0, 3), 0.03), ("magnetic_energy", slice(3, 6), 0.01)):
+    norm, errors = eq.ns.weight / float(eq.fft.size) ** 2, {}
+    for name, rows, rate in (("energy", slice(0, 3), p["viscosity"]), ("magnetic_energy", slice(3, 6), p["resistivity"])):
         dissipation = spectra.shell_sum(norm * eq.ns.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0), eq.ns.k,
                                         eq.fft.shape, eq.box)
-        expected = np.asarray(s0[f"transfer_{name}"] - rate * dissipation)
+        terms = [np.asarray(s0[f"{t}_{name}"]) for t in ("transfer", "conversion", "injection") if f"{t}_{name}" in s0]
+        expected = sum(terms) - float(rate) * np.asarray(dissipation)
         measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
-        np.testing.assert_allclose(measured, expected, atol=1e-6 * np.max(np.abs(expected)))
+        scale = np.max(np.abs(expected))
+        errors[name] = np.max(np.abs(measured - expected)) / scale
+        assert errors[name] < 1e-8, (name, errors[name])
+        assert all(np.max(np.abs(t)) > 0.05 * scale for t in terms), name
+    return s0, errors
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_spectral_budget_shell_by_shell(case):
+    """dE_K(k)/dt = T_K(k) + C_K(k) - 2 nu k^2 E_K(k) and dE_M(k)/dt = T_M(k) + C_M(k) - 2 eta k^2 E_M(k)
+    in every shell at t = 0, nu != eta, on a mean field, to 1e-8 of the largest rate."""
+    sim = mhd(case)
+    s0, _ = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01))
+    assert "injection_energy" not in s0
+
+
+def test_forced_spectral_budget_shell_by_shell():
+    """With band forcing, + F(k) in the kinetic budget; sum_k F(k) = the injected power."""
+    sim = shared(physics__name="mhd", grid__shape=GRID, physics__forcing="band")
+    s0, _ = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01, forcing_power=0.01))
+    assert float(np.sum(s0["injection_energy"])) == pytest.approx(0.01, rel=1e-12)
 
 
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)

@@ -95,12 +95,26 @@ def taylor_green(x, y, z):
     return u, omega
 
 
-def write(tmp_path, devices, step, fields, box=BOX):
+def write(tmp_path, devices, step, fields, box=BOX, stacked=()):
     """``fields`` (host arrays) as snapshot ``step`` written from 2 devices (2 shard blocks); its XDMF path."""
     fft = BACKENDS["slab"](next(iter(fields.values())).shape[-3:], build_mesh(BACKENDS["slab"], None, devices[:2]))
     sharded = {name: jax.make_array_from_callback(v.shape, fft.real_sharding(v.ndim - 3), lambda i, v=v: v[i])
                for name, v in fields.items()}
-    return write_snapshot(tmp_path / f"s{step:08d}", sharded, {"step": step}, box, 0.0).with_suffix(".xdmf")
+    return write_snapshot(tmp_path / f"s{step:08d}", sharded, {"step": step}, box, 0.0,
+                          stacked=stacked).with_suffix(".xdmf")
+
+
+def test_a_stack_of_scalar_fields_is_one_array_of_n_components(pvpython, devices, tmp_path):
+    """Passive scalars (n, Nx, Ny, Nz), stored as a stack: both readers give one array of n components,
+    component i at ParaView's point (X, Y, Z) being scalar i at this code's grid point there."""
+    x, y, z = np.meshgrid(*(np.arange(n) * length / n for n, length in zip(SHAPE, BOX)), indexing="ij")
+    theta = np.stack([x + 10 * y + 100 * z, np.sin(x) * y, -z])
+    xdmf = write(tmp_path, devices, 0, {"scalar": theta}, stacked=["scalar"])
+    spacing = np.array(BOX) / np.array(SHAPE)
+    for reader in ("default", "legacy"):
+        seen = probe(pvpython, xdmf, reader, tmp_path)
+        i, j, k = np.rint(seen["points"] / spacing).astype(int).T
+        np.testing.assert_array_equal(seen["array_scalar"], theta[:, i, j, k].T)
 
 
 def test_both_readers_load_this_codes_frame_and_paraviews_gradient_agrees(pvpython, devices, tmp_path):

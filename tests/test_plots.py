@@ -86,7 +86,8 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     run = runs / "ns"
     assert plot(str(run), "--frames", "--pdf") == 0
     out, err = capsys.readouterr()
-    figures = [run / "plots" / f"{name}.{ext}" for name in ("timeseries", "spectra", "slice") for ext in ("png", "pdf")]
+    figures = [run / "plots" / f"{name}.{ext}" for name in ("timeseries", "spectra", "flux", "slice")
+               for ext in ("png", "pdf")]
     frames = [run / "plots" / "frames" / f"slice_{i:04d}.png" for i in range(RUNS["ns"][2])]
     assert [Path(line) for line in out.splitlines()] == figures + frames  # one line per file written
     for path in figures + frames:
@@ -131,7 +132,7 @@ def test_a_run_without_snapshots_or_spectra_plots_what_it_has(runs, tmp_path, ca
         shutil.copy(runs / "ns" / name, run / name)
     assert plot(str(run), "--frames") == 0
     out, err = capsys.readouterr()
-    assert [Path(p).name for p in out.split()] == ["timeseries.png", "spectra.png"]
+    assert [Path(p).name for p in out.split()] == ["timeseries.png", "spectra.png", "flux.png"]
     assert f"no snapshots in {run / 'snapshots'}; set output.snapshots.every" in err
 
     (run / "spectra.h5").unlink()
@@ -234,6 +235,7 @@ def test_sweep_bad_input_exits_2(sweep, capsys, args, expected):
 # ---- what the figures show -------------------------------------------------------------------------------
 
 run_plots = importlib.import_module("simulator.plots.run")
+spectra_plots = importlib.import_module("simulator.plots.spectra")
 sweep_plots = importlib.import_module("simulator.plots.sweep")
 
 
@@ -241,7 +243,7 @@ sweep_plots = importlib.import_module("simulator.plots.sweep")
 def figures(monkeypatch):
     """The figures the plotting functions save, instead of their files."""
     saved = []
-    for module in (run_plots, sweep_plots):
+    for module in (run_plots, spectra_plots, sweep_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.append(fig) or [path])
     return saved
 

@@ -76,7 +76,7 @@ def sources(tmp_path_factory, devices):
                                    spaces=sim.equation.leaf_spaces(state), perm=sim.fft.perm, full_spectrum=False,
                                    meta={"config": config, "backend": "slab"}, keep=2)
         fields = sim.fields(state)
-        names = [n for n, f in sim.info.fields.items() if f.snapshot]
+        names = [n for n, f in sim.equation.field_info.items() if f.snapshot]
         snap = write_snapshot(d / name / "snapshots" / "s00000007", {n: fields[n] for n in names},
                               {"step": 7, "config": config}, sim.cfg.grid.box, 0.5)
         out[name] = (marker, snap, field)

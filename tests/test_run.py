@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import jax
 import numpy as np
 import pytest
 import yaml
@@ -17,15 +18,23 @@ from simulator.output import checkpoints as checkpoint
 from simulator.run.simulation import Simulation
 
 
-@pytest.mark.parametrize("equation", list(registry()))
-def test_one_compilation_over_chunks_and_physical_parameters(devices, equation):
-    """Chunk length, dt and every traced parameter are arguments: one compilation for all of them."""
+#: extra cases of the one-compilation test: (name, equation, overrides)
+STRUCTURES = [("navier_stokes+scalars", "navier_stokes",
+               ["physics.scalars=[{diffusivity: 0.01, mean_gradient: [0, 0, 1]}, {diffusivity: 0.002}]",
+                "initial.scalars.name=random"])]
+
+
+@pytest.mark.parametrize("equation, extra", [pytest.param(e, [], id=e) for e in registry()]
+                         + [pytest.param(e, x, id=name) for name, e, x in STRUCTURES])
+def test_one_compilation_over_chunks_and_physical_parameters(devices, equation, extra):
+    """Chunk length, dt and every traced parameter (nested ones too: each scalar's diffusivity and mean
+    gradient) are arguments: one compilation for all of them."""
     info = registry()[equation]
-    cfg = C.load(None, ["grid.shape=[8,8,16]", "precision=float64", f"physics.name={equation}"])
+    cfg = C.load(None, ["grid.shape=[8,8,16]", "precision=float64", f"physics.name={equation}", *extra])
     sim = Simulation(cfg, devices[:4])
     state, t = sim.initial_state(), 0.0
     for scale in (1.0, 0.5):
-        params = sim.parameters(**{k: v * scale for k, v in cfg.physics.traced().items()})
+        params = sim.parameters(**jax.tree.map(lambda v, s=scale: v * s, cfg.physics.traced()))
         for n, dt in ((5, 1e-3), (5, 2e-3), (3, 5e-4)):  # full chunks, a new dt, a shorter last chunk
             state = sim.advance(state, n, dt, t, params, donate=True)
             t += n * dt

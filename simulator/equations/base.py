@@ -19,7 +19,6 @@ that is all checkpoints need to store and re-shard any state.
 from __future__ import annotations
 
 import abc
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -27,8 +26,9 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from simulator.equations.spec import EquationInfo, EquationParams, InitialCondition
+from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition
 from simulator.fft import FFTBackend
+from simulator.schema import with_traced, zero_traced
 from simulator.time.schemes import SEMILINEAR, SPLIT_STEP
 
 Params = dict[str, jax.Array]
@@ -56,9 +56,9 @@ class Equation(abc.ABC):
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: EquationParams):
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
         self.spacing = tuple(b / n for b, n in zip(self.box, fft.shape, strict=True))
-        # the structural part of the parameters: traced numbers are zeroed so that two runs that
-        # differ only in them share one compiled program
-        self.physics = dataclasses.replace(physics, **{k: 0.0 for k in physics.traced()})
+        # the structural part of the parameters: traced numbers are zeroed (in nested sections and
+        # lists of sections too) so that two runs that differ only in them share one compiled program
+        self.physics = zero_traced(physics)
 
     # ---- pytree --------------------------------------------------------------------------------------
 
@@ -77,18 +77,30 @@ class Equation(abc.ABC):
     # ---- parameters and initial states -----------------------------------------------------------------
 
     def params(self, physics: EquationParams) -> Params:
-        """The traced physical parameters of ``physics`` as arrays of this equation's dtype."""
-        return {k: jnp.asarray(v, self.dtype) for k, v in physics.traced().items()}
+        """The traced physical parameters of ``physics`` as arrays of this equation's dtype (a pytree:
+        a nested section gives a dict, a list of sections a list of dicts, a tuple of numbers one array)."""
+        return traced_arrays(physics.traced(), self.dtype)
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """The real-space fields of this instance: ``info.fields``, unless the structure changes them
+        (an equation whose field holds one component per configured entry, or is absent without any,
+        overrides this)."""
+        return self.info.fields
+
+    @property
+    def state_fields(self) -> tuple[str, ...]:
+        """The fields a state of this instance is built from: ``info.state_fields`` that it has."""
+        return tuple(n for n in self.info.state_fields if n in self.field_info)
 
     def initial(self, ic: InitialCondition, params: Params) -> Any:
         """The state of initial condition ``ic``: its builder makes real-space fields (each device
         computing only its own block), then :meth:`from_fields` makes them a state. The builder is
         compiled once per structure: the initial condition's traced numbers are arguments."""
-        names = self.info.state_fields
-        shardings = tuple(self.fft.real_sharding(1 if self.info.fields[n].components else 0) for n in names)
-        static = dataclasses.replace(ic, **{k: 0.0 for k in ic.traced()})
-        build = _initial_builder(self.builders[ic.name], names, static, shardings)
-        values = {k: jnp.asarray(v, self.dtype) for k, v in ic.traced().items()}
+        names = self.state_fields
+        shardings = tuple(self.fft.real_sharding(1 if self.field_info[n].components else 0) for n in names)
+        build = _initial_builder(self.builders[ic.name], names, zero_traced(ic), shardings)
+        values = traced_arrays(ic.traced(), self.dtype)
         fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
         return self.from_fields(fields, params)
 
@@ -98,9 +110,9 @@ class Equation(abc.ABC):
         return _zero_state(self, params)
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        """The real-space state fields (``info.state_fields``) from snapshot fields (:attr:`snapshot_sources`)
+        """The real-space state fields (:attr:`state_fields`) from snapshot fields (:attr:`snapshot_sources`)
         on the same grid, for ``initial.name: file``; by default snapshots hold the state fields."""
-        return {name: fields[name] for name in self.info.state_fields}
+        return {name: fields[name] for name in self.state_fields}
 
     def at(self, t: jax.Array) -> Equation:
         """This equation at run time ``t``. Autonomous equations (the default) are the same at every
@@ -120,12 +132,12 @@ class Equation(abc.ABC):
 
     @abc.abstractmethod
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> Any:
-        """A state from real-space fields named in ``info.state_fields`` (``(n, Nx, Ny, Nz)`` or
+        """A state from real-space fields named in :attr:`state_fields` (``(n, Nx, Ny, Nz)`` or
         ``(Nx, Ny, Nz)``, real-space layout)."""
 
     @abc.abstractmethod
     def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
-        """Every real-space output field of ``info.fields``, by name, in the real-space layout."""
+        """Every real-space output field of :attr:`field_info`, by name, in the real-space layout."""
 
     @abc.abstractmethod
     def diagnostics(self, state: Any, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -180,7 +192,7 @@ def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCo
     """The jitted builder of one initial condition's structure (traced numbers come as ``values``)."""
 
     def build(eq: Equation, coords: Sequence[jax.Array], values: dict[str, jax.Array], p: Params):
-        fields = builder(eq, coords, dataclasses.replace(static, **values), p)
+        fields = builder(eq, coords, with_traced(static, values), p)
         return {n: fields[n] for n in names}
 
     return jax.jit(build, out_shardings=dict(zip(names, shardings, strict=True)))
@@ -189,13 +201,23 @@ def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCo
 @jax.jit  # one program: run eagerly, every operation of from_fields would compile its own
 def _zero_state(eq: Equation, params: Params) -> Any:
     fields = {}
-    for name in eq.info.state_fields:
-        spec = eq.info.fields[name]
+    for name in eq.state_fields:
+        spec = eq.field_info[name]
         shape = ((spec.components,) if spec.components else ()) + tuple(eq.fft.shape)
         dtype = jnp.result_type(eq.dtype, jnp.complex64) if spec.complex else eq.dtype
         sharding = eq.fft.real_sharding(1 if spec.components else 0)
         fields[name] = jax.lax.with_sharding_constraint(jnp.zeros(shape, dtype), sharding)
     return eq.from_fields(fields, params)
+
+
+def traced_arrays(values: Any, dtype: Any) -> Any:
+    """Traced values (:func:`simulator.schema.traced_values`) as arrays of ``dtype``: dicts and lists
+    stay pytree nodes, a number or a tuple of numbers becomes one array."""
+    if isinstance(values, Mapping):
+        return {k: traced_arrays(v, dtype) for k, v in values.items()}
+    if isinstance(values, list):
+        return [traced_arrays(v, dtype) for v in values]
+    return jnp.asarray(values, dtype)
 
 
 PROTOCOLS: dict[str, type[Equation]] = {SEMILINEAR: SemiLinearEquation, SPLIT_STEP: SplitStepEquation}

@@ -8,6 +8,11 @@ implementation follows (which decides the time integrators it takes), its real-s
 diagnostics, spectra and plot defaults, and where its JAX implementation lives. Config validation,
 sweeps, plots and docs read this; only a run imports the implementation.
 
+A declared diagnostic, spectrum or time-series column may be a *template* holding ``{i}``: it declares
+one name per index, for quantities that come once per configured entry (``scalar{i}_variance`` declares
+``scalar0_variance``, ``scalar1_variance``, ... for each passive scalar); :func:`declared` and
+:func:`instances` resolve them.
+
 Parameters and initial conditions are frozen dataclasses built by the config engine
 (:mod:`simulator.schema`): numbers declared with ``param`` are traced (handed to compiled code
 as arguments, so a sweep over them never recompiles); everything else is structure.
@@ -17,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,11 +133,40 @@ class FromFile(InitialCondition):
                               f"was written in the box {list(source.box)}")
 
 
+#: stands for an index in a declared name (see the module docstring)
+INDEX = "{i}"
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    head, _, tail = template.partition(INDEX)
+    return re.compile(f"^{re.escape(head)}(?P<i>0|[1-9][0-9]*){re.escape(tail)}$")
+
+
+def instances(template: str, names: Iterable[str]) -> list[tuple[int | None, str]]:
+    """(index, name) of each of ``names`` that ``template`` declares, by index; a template without
+    ``{i}`` declares only itself (index None)."""
+    if INDEX not in template:
+        return [(None, template)] if template in names else []
+    pattern = _pattern(template)
+    found = [(int(m["i"]), n) for n in names if (m := pattern.match(n))]
+    return sorted(found)
+
+
+def declared(table: Mapping[str, Any], name: str) -> Any:
+    """The entry of ``table`` declaring ``name``, itself or through a template; None if none does."""
+    if name in table:
+        return table[name]
+    return next((v for t, v in table.items() if INDEX in t and _pattern(t).match(name)), None)
+
+
 @dataclass(frozen=True)
 class FieldInfo:
     """A real-space field: ``components`` 0 for a scalar ``(Nx, Ny, Nz)``, n for ``(n, Nx, Ny, Nz)``;
     whether it is complex and whether snapshots hold it; how plots show it: a TeX symbol, a colour
-    map, and whether log10 is taken."""
+    map, and whether log10 is taken. A ``stacked`` field is a stack of n scalar fields, not a vector
+    (one per configured entry, e.g. passive scalars: its declared ``components`` is nominal and the
+    equation instance's :attr:`~simulator.equations.base.Equation.field_info` gives n); plots show its
+    members one by one, snapshots store it as one (n, ...) array."""
 
     components: int
     doc: str
@@ -140,6 +175,7 @@ class FieldInfo:
     log: bool = False
     complex: bool = False
     snapshot: bool = True
+    stacked: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,7 +183,8 @@ class Curve:
     """One line of a time-series panel: a diagnostic column, its label, and how it is drawn:
     ``relative`` plots a conserved quantity's drift (x - x[0]) / |x[0]|, or, when ``scale`` names
     columns, (x - x[0]) / (sum of their absolute values at each time): the drift of a sum measured
-    against the size of its parts (the total energy K + W against |K| + |W|)."""
+    against the size of its parts (the total energy K + W against |K| + |W|). A column template
+    (``{i}``) draws a line per column it declares, ``{i}`` in the label replaced by the index."""
 
     column: str
     label: str
@@ -168,7 +205,9 @@ class Panel:
 @dataclass(frozen=True)
 class PlotSpec:
     """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an
-    optional power-law guide (its exponent), and the field a slice shows.
+    optional power-law guide (its exponent), and the field a slice shows. ``more_spectra``: further
+    spectra (templates allowed), each present one drawn alone in ``spectra_<name>.png``. Panels whose
+    columns a run lacks are left out.
 
     ``resolved``: the largest resolved wavenumber as a fraction of the grid's Nyquist wavenumber
     min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
@@ -183,6 +222,7 @@ class PlotSpec:
     spectrum_guide: float | None = None
     resolved: float = 1.0
     viscosity: str | None = None
+    more_spectra: tuple[str, ...] = ()
     reference: str | None = None
     reference_label: str = ""
 
@@ -219,8 +259,8 @@ class EquationInfo:
         for name in (*self.progress, *((self.cfl,) if self.cfl else ())):
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
-        if (self.plot.slice_field not in self.fields or self.plot.spectrum not in self.spectra
-                or self.plot.reference not in (None, *self.spectra)):
+        if (self.plot.slice_field not in self.fields or self.plot.reference not in (None, *self.spectra)
+                or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra))):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")
         for name in self.state_fields:
             if name not in self.fields:

@@ -13,6 +13,8 @@ those past the resumed step at once.
 
 Fields are stored in the axis order ParaView reads natively: scalars ``(Nz, Ny, Nx)``, vectors
 ``(Nz, Ny, Nx, 3)`` with the component fastest (schema 2; see :mod:`simulator.output.xdmf` for why).
+A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored like a vector,
+``(Nz, Ny, Nx, n)``, with its own index coordinate ``<name>_index`` (0 .. n-1) instead of ``component``.
 :meth:`simulator.output.hdf5.Snapshot.read` still returns canonical ``(*batch, x, y, z)``.
 
 The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
@@ -24,7 +26,7 @@ Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least len
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +54,9 @@ def storage_order(ndim: int) -> tuple[int, ...]:
 
 
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array], attrs: Mapping[str, Any], box: Sequence[float],
-                   time: float, *, units: Mapping[str, str] | None = None) -> Path:
-    """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``) as the snapshot
+                   time: float, *, units: Mapping[str, str] | None = None, stacked: Collection[str] = ()) -> Path:
+    """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``, and ``(n, Nx, Ny,
+    Nz)`` for the names in ``stacked``) as the snapshot
     ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf`` and the
     updated ``series.xdmf`` beside it.
 
@@ -65,16 +68,22 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array], attrs: Mapping[s
     units = {**CODE_UNITS, **(units or {})}
     grid = next(iter(fields.values())).shape[-3:]
     for name, field in fields.items():
-        if field.shape not in (grid, (3, *grid)):
+        if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):
+            raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; a stack needs [n, *{list(grid)}]")
+        if name not in stacked and field.shape not in (grid, (3, *grid)):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; allowed: {list(grid)} "
                              f"or {[3, *grid]}")
     coordinates = {axis: hdf5.Coordinate(np.arange(n) * (float(length) / n),
                                          {"units": units["length"], "long_name": f"{axis} of the grid points"})
                    for axis, n, length in zip(AXES, grid, box, strict=True)}
-    if any(field.ndim == 4 for field in fields.values()):
+    if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
         coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
-    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")},
-                               dims=(("component",) if field.ndim == 4 else ()) + AXES,
+    for name in stacked:
+        coordinates[f"{name}_index"] = hdf5.Coordinate(np.arange(fields[name].shape[0]),
+                                                       {"long_name": f"index of each {name} field"})
+    batch = {name: ((f"{name}_index",) if name in stacked else ("component",)) if field.ndim == 4 else ()
+             for name, field in fields.items()}
+    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")}, dims=batch[name] + AXES,
                                storage=storage_order(field.ndim))
               for name, field in fields.items()}
     index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": [float(b) for b in box],
@@ -82,7 +91,7 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array], attrs: Mapping[s
     if jax.process_index() == 0:
         shapes = {name: (tuple(field.shape[a] for a in storage_order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
-        grid_xml = snapshot_grid(index.name, shapes, box, time, int(attrs["step"]))
+        grid_xml = snapshot_grid(index.name, shapes, box, time, int(attrs["step"]), stacked)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
@@ -102,10 +111,10 @@ class SnapshotWriter(Writer):
 
     def __init__(self, schedule: Schedule, names: Sequence[str], attrs: Callable[[Moment], dict[str, Any]],
                  box: Sequence[float], log: Callable[[str], None], rank0: bool,
-                 units: Mapping[str, str] | None = None):
+                 units: Mapping[str, str] | None = None, stacked: Collection[str] = ()):
         super().__init__()
         self.schedule, self.names, self.attrs, self.box, self.log = schedule, tuple(names), attrs, box, log
-        self.rank0, self.units = rank0, units
+        self.rank0, self.units, self.stacked = rank0, units, tuple(stacked)
         self.run_dir: Path | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
@@ -118,5 +127,5 @@ class SnapshotWriter(Writer):
         fields = moment.get("fields")
         stem = self.run_dir / DIR / f"s{moment.step:08d}"
         index = write_snapshot(stem, {n: fields[n] for n in self.names}, self.attrs(moment), self.box, moment.time,
-                               units=self.units)
+                               units=self.units, stacked=self.stacked)
         self.log(f"snapshot {index}")

@@ -18,6 +18,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.equations.spec import declared
 from simulator.log import get_logger
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
@@ -101,8 +102,9 @@ class SpectraFile:
     def _describe_spectrum(self, name: str) -> None:
         ds = self.file[name]
         ds.attrs.update({"long_name": f"{name} spectrum", "units": self.units.get(name, "code units")})
-        if name in self.descriptions:
-            ds.attrs["description"] = self.descriptions[name]
+        doc = declared(self.descriptions, name)  # a family's template (scalar{i}_variance) describes each member
+        if doc is not None:
+            ds.attrs["description"] = doc
         if not ds.dims[0].values():
             ds.dims[0].attach_scale(self.file["time"])
             ds.dims[1].attach_scale(self.file["k"])

@@ -9,14 +9,16 @@ and ParaView's X is the fastest-varying index, so ParaView's x, y, z and a vecto
 this code's x, y, z, a right-handed frame. The spacing of ``ORIGIN_DXDYDZ`` is listed in the same
 slowest-first order (dz dy dx), as both ParaView readers (Xdmf3 and the legacy XDMF Reader) take it.
 A vector is one 4D array with the component axis fastest: the only vector form ParaView 5.11's
-default (Xdmf3) reader loads; it skips a ``JOIN`` function of three arrays.
+default (Xdmf3) reader loads; it skips a ``JOIN`` function of three arrays. A stack of n scalar
+fields, stored the same way ``(Nz, Ny, Nx, n)``, is a ``Matrix`` attribute: ParaView shows one array of
+n components.
 """
 
 from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +30,12 @@ NUMBER_TYPES = {"f": "Float", "i": "Int", "u": "UInt"}
 
 
 def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dtype]], box: Sequence[float],
-                  time: float, step: int) -> ET.Element:
+                  time: float, step: int, stacked: Collection[str] = ()) -> ET.Element:
     """The uniform grid of one snapshot, its fields read from ``index`` (a path relative to the XDMF file).
 
     ``fields`` maps names to (stored shape, dtype): ``(Nz, Ny, Nx)`` for scalars, ``(Nz, Ny, Nx, 3)`` for
-    vectors; ``box`` is ``(Lx, Ly, Lz)``. Grid points sit at ``i * L / N`` from the origin.
+    vectors, ``(Nz, Ny, Nx, n)`` for the stacks named in ``stacked``; ``box`` is ``(Lx, Ly, Lz)``. Grid
+    points sit at ``i * L / N`` from the origin.
     """
     grid_shape = next(iter(fields.values()))[0][:3]
     spacing = [float(b) / n for b, n in zip(reversed(box), grid_shape, strict=True)]
@@ -45,11 +48,12 @@ def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dty
     ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = " ".join(map(repr, spacing))
     for name, (shape, dtype) in fields.items():
         dtype = np.dtype(dtype)
-        if tuple(shape[:3]) != tuple(grid_shape) or len(shape) not in (3, 4) or shape[3:] not in ((), (3,)):
+        allowed = len(shape) == 4 if name in stacked else len(shape) == 3 or tuple(shape[3:]) == (3,)
+        if tuple(shape[:3]) != tuple(grid_shape) or not allowed:
             raise ValueError(f"field {name!r} has stored shape {list(shape)}: XDMF needs {list(grid_shape)} "
-                             f"or {[*grid_shape, 3]}")
-        attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType="Scalar" if len(shape) == 3 else "Vector",
-                                  Center="Node")
+                             f"or {[*grid_shape, 3]}, or {[*grid_shape, 'n']} for a stack")
+        kind = "Matrix" if name in stacked else "Scalar" if len(shape) == 3 else "Vector"
+        attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType=kind, Center="Node")
         ET.SubElement(attribute, "DataItem", Dimensions=_dims(shape), NumberType=NUMBER_TYPES[dtype.kind],
                       Precision=str(dtype.itemsize), Format="HDF").text = f"{index}:/{name}"
     return grid

@@ -1,7 +1,8 @@
 """Figures of a run or of a sweep: what ``simulator plot PATH`` draws (no display, no JAX).
 
 :mod:`.run` draws a run directory (time series, spectra, slices, frames) from what the run wrote and
-from its equation's declared plot defaults; :mod:`.sweep` draws a sweep directory's collected results.
+from its equation's declared plot defaults (:mod:`.spectra` its spectra, :mod:`.budget` the flux of its
+spectral budget); :mod:`.sweep` draws a sweep directory's collected results.
 Every PNG is :data:`PIXELS` in size.
 """
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 from simulator.errors import ConfigError
 from simulator.plots.figures import PIXELS
-from simulator.plots.run import plot_run, project, select_rows
+from simulator.plots.run import plot_run, project
+from simulator.plots.spectra import select_rows
 from simulator.plots.sweep import plot_sweep
 from simulator.output.snapshots import snapshot_files
 from simulator.sweep import MANIFEST

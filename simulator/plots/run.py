@@ -2,12 +2,13 @@
 
 From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
 
-* ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``);
-* ``spectra.png`` from ``spectra.h5``: the equation's spectrum at a few times (only those rows read;
-  the rows of ``output.spectra.times`` when the run asked for some), with the equation's reference
-  spectrum (e.g. linear theory) dashed beside each;
+* ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``) that
+  the run has columns for;
+* ``spectra.png``, ``spectra_<name>.png`` and ``flux.png`` from ``spectra.h5``
+  (:mod:`simulator.plots.spectra`);
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
-  field, its component normal to the plane, for a scalar field its mean along the plane's normal;
+  field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
+  a stacked field (passive scalars) its first members;
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
@@ -18,47 +19,29 @@ redshifts, and axes carry the units it declares).
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import h5py
-import matplotlib
-import matplotlib.ticker
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import Curve, EquationInfo, FieldInfo
+from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, instances
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.spectra import plot_spectra
 from simulator.results import load_run_config
 
 AXES = "xyz"
-#: rows of spectra.h5 shown when no times are asked for
-DEFAULT_SPECTRA = 5
-#: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
-#: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
-SPECTRUM_FLOOR = 1e-12
-
-
-def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
-    """Rows of ``times`` to show, ascending: the nearest row to each wanted time, or ``count`` rows
-    spread evenly from the first to the last."""
-    if wanted:
-        rows = {int(np.argmin(np.abs(times - w))) for w in wanted}
-    else:
-        rows = {int(i) for i in np.linspace(0, times.size - 1, min(count, times.size)).round()}
-    return sorted(rows)
+#: members of a stacked field shown in a slice figure
+STACKED_PANELS = 3
 
 
 # ---- time series -------------------------------------------------------------------------------------
@@ -77,17 +60,24 @@ def curve_values(series: dict[str, np.ndarray], curve: Curve) -> np.ndarray | No
     return (values - values[0]) / np.where(size > 0, size, np.nan)
 
 
+def _columns(curve: Curve, series: dict[str, np.ndarray]) -> list[Curve]:
+    """The curves ``curve`` draws: itself, or for a column template one per column it declares, ``{i}`` in
+    the label replaced by the index (one line per passive scalar)."""
+    return [curve if i is None else dataclasses.replace(curve, column=column, label=curve.label.replace(INDEX, str(i)))
+            for i, column in instances(curve.column, series)]
+
+
 def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], info: EquationInfo) -> Figure:
-    """One panel per ``info.plot.panels`` against ``series["time"]``."""
+    """One panel per ``info.plot.panels`` against ``series["time"]``; a panel none of whose columns the
+    run has (the scalars' of a run without) is left out."""
     t = series["time"]
-    panels = info.plot.panels
+    panels = [(panel, lines) for panel in info.plot.panels
+              if (lines := [c for curve in panel.curves for c in _columns(curve, series)])]
     fig, axes = figure(len(panels), 1, sharex=True)
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
+    for ax, (panel, lines) in zip(axes[:, 0], panels, strict=True):
         drawn = []
-        for curve in panel.curves:
+        for curve in lines:
             values = curve_values(series, curve)
-            if values is None:
-                continue
             ax.plot(t, values, label=curve.label)
             drawn.extend(values.tolist())
         if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
@@ -112,95 +102,6 @@ def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
         note(f"skipped timeseries.png: {path} has {t.size} complete row(s); a curve needs 2")
         return []
     return save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
-
-
-# ---- spectra -------------------------------------------------------------------------------------------
-
-
-def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
-    """The largest wavenumber the run resolves: ``info.plot.resolved`` (2/3 under the 2/3 rule) of the
-    grid's Nyquist wavenumber min_i pi N_i / L_i."""
-    grid = config["grid"]
-    return info.plot.resolved * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
-
-
-def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
-    """A dashed k^exponent line over the middle of the drawn range of ``e`` (NaN where not drawn),
-    through ``e`` at its low end so the eye compares slopes."""
-    resolved = np.flatnonzero(np.isfinite(e))
-    if resolved.size < 4:
-        return
-    lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
-    k_guide = np.geomspace(k[lo], k[hi], 20)
-    ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1, label=rf"$\propto k^{{{exponent:.3g}}}$")
-
-
-def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
-                   info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units") -> Figure:
-    """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
-    0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
-    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off). With a
-    ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour."""
-    fig, axes = figure()
-    ax = axes[0, 0]
-    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
-    floor = SPECTRUM_FLOOR * np.max(power[:, shells], initial=0.0)
-    shown = np.where(power[:, shells] > floor, power[:, shells], np.nan)
-    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
-    for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
-        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
-        if reference is not None:
-            ref = np.where(reference[i, shells] > floor, reference[i, shells], np.nan)
-            ax.loglog(k[shells], ref, "--", lw=1, color=colour,
-                      label=info.plot.reference_label if i == len(times) - 1 else None)
-    if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
-        ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
-    if info.plot.spectrum_guide is not None:
-        _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
-    ax.set_ylabel(info.plot.spectrum_label)
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
-    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
-        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="best", fontsize="small")
-    first, last = (time_label(config, info, t) for t in (times[0], times[-1]))
-    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum  {first} – {last.split('= ')[-1]}"))
-    return fig
-
-
-def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
-                 pdf: bool = False) -> list[Path]:
-    """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
-    (default: a few from first to last)."""
-    path = run_dir / SPECTRA_FILE
-    if not path.is_file():
-        note(f"skipped spectra.png: no {path}; set output.spectra.every")
-        return []
-    name = info.plot.spectrum
-    section = config.get("output", {}).get("spectra")  # a bool in configs of the first format
-    times = times or (section.get("times") if isinstance(section, dict) else None)  # the rows the run asked for
-    try:
-        t_all = read_spectra(path)["time"]
-        rows = select_rows(t_all, times, count=max(DEFAULT_SPECTRA, len(times or ()))) if t_all.size else []
-        table = read_spectra(path, rows) if rows else {}
-        k, power = table.get("k"), table.get(name)
-        k_units = _k_units(path)
-    except (OSError, KeyError) as err:
-        note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
-        return []
-    if power is None:
-        note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
-        return []
-    reference = table.get(info.plot.reference) if info.plot.reference else None
-    fig = spectra_figure(k, power, [float(t_all[r]) for r in rows], config, info, reference, k_units)
-    return save(fig, run_dir / "plots" / "spectra.png", pdf)
-
-
-def _k_units(path: Path) -> str:
-    """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
-    with h5py.File(path, "r", locking=False) as f:
-        units = f["k"].attrs.get("units", "1/(code units)")
-    return "code units" if units == "1/(code units)" else str(units)
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -266,6 +167,10 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> l
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
+    if vector and style.stacked:  # n scalar fields: the first few, each its own panel
+        return [Panel(f"{field} {i}, mid-plane {AXES[axis]} = {where:.3g}", label.replace(symbol, f"{symbol}_{i}"),
+                      style.cmap, _shown(style, plane[i], False), symmetric=True)
+                for i in range(min(shape[0], STACKED_PANELS))]
     panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g}", label, style.cmap, _shown(style, plane, vector))]
     if vector:
         name = symbol.strip("|").strip() if symbol.startswith("|") else symbol

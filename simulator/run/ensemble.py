@@ -266,7 +266,8 @@ class Batch:
                    for a, s in zip(leaves, spaces, strict=True)]
         self.shardings = jax.tree.unflatten(treedef, stacked)
         self.replicated = fft.replicated_sharding()
-        self.params = {k: self.vector([float(m.params[k]) for m in members]) for k in sim.params}
+        # per parameter (numbers, mean-gradient vectors, per-scalar entries) a (K, ...) replicated array
+        self.params = jax.tree.map(lambda *v: self.vector(np.stack(v)), *(m.params for m in members))
         stack = jax.jit(lambda *s: jax.tree.map(lambda *x: jnp.stack(x), *s), out_shardings=self.shardings)
         self.state = stack(*(states.pop(m.index) for m in members))
         axes = (None, 0, 0, 0, 0, 0)
@@ -280,8 +281,8 @@ class Batch:
         self.dts = [m.stepper.dt for m in members]
         self.cache: dict[str, Any] = {}
 
-    def vector(self, values: Sequence[float], dtype: Any = None) -> jax.Array:
-        """A ``(K,)`` host vector as a replicated array on every process's devices."""
+    def vector(self, values: Any, dtype: Any = None) -> jax.Array:
+        """A ``(K, ...)`` host array (K members' values) as a replicated array on every process's devices."""
         host = np.asarray(values, dtype or self.sim.dtype)
         return jax.make_array_from_callback(host.shape, self.replicated, lambda idx: host[idx], dtype=host.dtype)
 

@@ -180,9 +180,10 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
                 "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.output_attrs(m.time)}
 
-    names = [n for n, f in sim.info.fields.items() if f.snapshot]
+    info = sim.equation.field_info
+    names = [n for n, f in info.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
-                                          log.info, rank0, units)]
+                                          log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
 
     def save(m: Moment) -> Path:
         eq = sim.equation

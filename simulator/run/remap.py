@@ -36,7 +36,7 @@ from simulator.output.sources import Source
 
 def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[str, jax.Array]:
     """The state fields of ``source`` on its own grid (``eq`` is the equation on that grid)."""
-    names = eq.info.state_fields
+    names = eq.state_fields
     if source.checkpoint is not None:
         template = eq.zero_state(params)
         state = checkpoints.restore(source.checkpoint, template, eq.fft, eq.leaf_spaces(template))
@@ -77,7 +77,7 @@ def _interpolate(fields: Mapping[str, jax.Array], stored: Equation, eq: Equation
                 nb = f.ndim - 3
                 shape = (*f.shape[:nb], *eq.fft.spectral_shape(real=False))
                 spectrum = read_remapped(snap, name, shape, eq.fft.spectral_sharding(nb), eq.fft.perm, spectrum_dtype)
-                out[name] = _inverse(eq, spectrum, not eq.info.fields[name].complex)
+                out[name] = _inverse(eq, spectrum, not eq.field_info[name].complex)
         return out
     finally:
         hdf5.barrier("remap read")  # every process has read its blocks before the file goes

@@ -22,6 +22,7 @@ What ``--resume`` does (the job scripts run it on every allocation):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
@@ -260,10 +261,6 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
     (the first config format stored every equation's keys) are ignored; a key ``old`` lacks counts as
     changed unless ``cfg`` holds its default. Keys declared ``schedule=True`` (they say when, not what:
     a cosmological run's final and output redshifts) may change, as ``time.t_end`` may."""
-    import dataclasses
-
-    import numpy as np
-
     diffs = []
     for key, value in keys_of(cfg).items():
         section, name = key.split(".")
@@ -278,6 +275,18 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
             if value != default:
                 diffs.append(key)
             continue
-        if np.any(np.asarray(stored[name], dtype=object) != np.asarray(value, dtype=object)):
+        if _plain(stored[name]) != _plain(value):
             diffs.append(key)
     return diffs
+
+
+def _plain(value: Any) -> Any:
+    """A config value as YAML stores it: tuples as lists, sections as dicts (lists of sections compare
+    entry by entry, lists of different lengths differ)."""
+    if dataclasses.is_dataclass(value):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -22,7 +22,7 @@ import numpy as np
 from simulator import equations, runtime
 from simulator.config import Config
 from simulator.equations.base import PROTOCOLS, Equation
-from simulator.equations.spec import FromFile, InitialCondition
+from simulator.equations.spec import FromFile, InitialCondition, declared
 from simulator.errors import ConfigError
 from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
 from simulator.time.schemes import SCHEMES
@@ -77,14 +77,11 @@ class Simulation:
 
     # ---- parameters and states -------------------------------------------------------------------------
 
-    def parameters(self, **values: float) -> dict[str, jax.Array]:
+    def parameters(self, **values: Any) -> dict[str, Any]:
         """The traced parameters with some replaced, e.g. ``sim.parameters(viscosity=1e-3)``: pass the
-        result to :meth:`advance` to change physics without recompiling."""
-        unknown = sorted(set(values) - set(self.params))
-        if unknown:
-            raise KeyError(f"{unknown[0]!r} is not a traced parameter of {self.info.name}; "
-                           f"they are: {', '.join(self.params)}")
-        return {**self.params, **{k: jnp.asarray(v, self.dtype) for k, v in values.items()}}
+        result to :meth:`advance` to change physics without recompiling. A list of sections takes a list
+        of the same length whose entries replace some keys each (``scalars=[{"diffusivity": 1e-2}]``)."""
+        return _replaced(self.params, values, self.dtype, self.info.name)
 
     def initial_state(self, initial: InitialCondition | Mapping[str, Any] | None = None,
                       params: Mapping[str, Any] | None = None) -> Any:
@@ -133,20 +130,21 @@ class Simulation:
         return self.equation.zero_state(self.params)
 
     def state_from_fields(self, **fields: FieldSource) -> Any:
-        """A state from real-space fields by name (``info.state_fields``: ``velocity`` of shape
-        ``(3, Nx, Ny, Nz)`` for Navier-Stokes, ``psi`` ``(Nx, Ny, Nz)`` for Schrodinger-Poisson, ...).
+        """A state from real-space fields by name (``equation.state_fields``: ``velocity`` of shape
+        ``(3, Nx, Ny, Nz)`` for Navier-Stokes, and ``scalar`` ``(n, Nx, Ny, Nz)`` when it has scalars,
+        ``psi`` ``(Nx, Ny, Nz)`` for Schrodinger-Poisson, ...).
 
         Each field is a global NumPy array (every process passes the same one and keeps only its own
         blocks), a ``jax.Array``, or a function ``block(index) -> array`` of a block's global index
         (a tuple of slices), for fields too large to hold on one host.
         """
-        wanted = set(self.info.state_fields)
+        wanted = set(self.equation.state_fields)
         if set(fields) != wanted:
             raise KeyError(f"{self.info.name} builds a state from {', '.join(sorted(wanted))}; got "
                            f"{', '.join(sorted(fields)) or 'nothing'}")
         arrays = {}
         for name, source in fields.items():
-            spec = self.info.fields[name]
+            spec = self.equation.field_info[name]
             dtype = jnp.result_type(self.dtype, jnp.complex64) if spec.complex else self.dtype
             shape = ((spec.components,) if spec.components else ()) + tuple(self.fft.shape)
             sharding = self.fft.real_sharding(1 if spec.components else 0)
@@ -218,7 +216,7 @@ class Simulation:
         from simulator import gradients
 
         names = None if diagnostics is None else tuple(diagnostics)
-        unknown = [n for n in names or () if n not in self.info.diagnostics]
+        unknown = [n for n in names or () if declared(self.info.diagnostics, n) is None]  # templates: scalar{i}_...
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a diagnostic of {self.info.name}; they are: "
                            f"{', '.join(self.info.diagnostics)}")
@@ -257,12 +255,13 @@ class Simulation:
 
     def fields(self, state: Any, *names: str, t: float = 0.0, params: Mapping[str, Any] | None = None
                ) -> dict[str, jax.Array]:
-        """Real-space fields by name at run time ``t`` (all of ``info.fields`` when no names are given),
-        sharded like the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(Nx, Ny, Nz)`` scalars."""
-        unknown = [n for n in names if n not in self.info.fields]
+        """Real-space fields by name at run time ``t`` (all of ``equation.field_info`` when no names are
+        given), sharded like the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(n, Nx, Ny, Nz)`` stacks,
+        ``(Nx, Ny, Nz)`` scalars."""
+        unknown = [n for n in names if n not in self.equation.field_info]
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
-                           f"{', '.join(self.info.fields)}")
+                           f"{', '.join(self.equation.field_info)}")
         out = self._fields(self.equation, state, self.params if params is None else dict(params), self._time(t))
         return {n: out[n] for n in (names or out)}
 
@@ -274,3 +273,23 @@ class Simulation:
 
             return np.asarray(multihost_utils.process_allgather(array, tiled=True))
         return np.asarray(array)
+
+
+def _replaced(current: Any, values: Any, dtype: Any, where: str) -> Any:
+    """``current`` (traced parameters) with ``values`` replacing some of its leaves, keeping its structure
+    (a change of structure would be a new program: it is an error instead)."""
+    if isinstance(current, dict):
+        if not isinstance(values, Mapping):
+            raise TypeError(f"{where}: give a mapping of {', '.join(current)}")
+        unknown = sorted(set(values) - set(current))
+        if unknown:
+            raise KeyError(f"{unknown[0]!r} is not a traced parameter of {where}; they are: {', '.join(current)}")
+        return {**current, **{k: _replaced(current[k], v, dtype, f"{where}.{k}") for k, v in values.items()}}
+    if isinstance(current, list):
+        if not isinstance(values, Sequence) or len(values) != len(current):
+            raise ValueError(f"{where} has {len(current)} entries (structure, fixed by the config); give as many")
+        return [_replaced(c, v, dtype, f"{where}[{i}]") for i, (c, v) in enumerate(zip(current, values, strict=True))]
+    array = jnp.asarray(values, dtype)
+    if array.shape != current.shape:
+        raise ValueError(f"{where} has shape {current.shape}; got {array.shape}")
+    return array

@@ -6,13 +6,16 @@
 b is the buoyancy anomaly about a background of constant Brunt-Vaisala frequency N, f the Coriolis
 parameter (rotation about z, which is also the direction of gravity). The implementation is
 :mod:`.equation`; the linear part (buoyancy, Coriolis, diffusion) is integrated exactly per mode
-(:mod:`.waves`), so the waves set no time-step limit.
+(:mod:`.waves`), so the waves set no time-step limit. Optional passive scalars (``physics.scalars``,
+:mod:`simulator.equations.scalars`) ride on the flow as in Navier-Stokes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from simulator.equations import scalars as passive
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
     Curve,
@@ -30,7 +33,7 @@ from simulator.time.schemes import SEMILINEAR
 
 @dataclass(frozen=True)
 class BoussinesqParams(EquationParams):
-    """Viscosity, diffusivity, stratification, rotation and optional constant-power forcing."""
+    """Viscosity, diffusivity, stratification, rotation, optional constant-power forcing and passive scalars."""
 
     name: str = setting("boussinesq", "equation to solve")
     viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
@@ -41,10 +44,19 @@ class BoussinesqParams(EquationParams):
                            "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+    scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
 
 @dataclass(frozen=True)
-class Wave(InitialCondition):
+class FlowInitial(InitialCondition):
+    """Base of the initial conditions: each also takes ``initial.scalars`` (declared last)."""
+
+    def check(self, cfg: Any) -> None:
+        passive.check_initial(self.scalars, cfg)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Wave(FlowInitial):
     """One internal gravity-inertia wave, an exact solution of the full equations: u = A (e2 cos phi +
     (f k_z/(k omega)) e1 sin phi), b = A N^2 k_h/(k omega) sin phi, phi = k.x - omega t, omega^2 =
     (N^2 k_h^2 + f^2 k_z^2)/k^2, e1 = k x z/|k x z|, e2 = e1 x k/k (its phase runs along +k)."""
@@ -53,9 +65,11 @@ class Wave(InitialCondition):
     amplitude: float = param(0.1, "velocity amplitude A along e2", gt=0.0)
     modes: tuple[int, int, int] = setting((1, 0, 1), "mode numbers (m_x, m_y, m_z) of the wavevector; "
                                           "(m_x, m_y) != (0, 0)")
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
-    def check(self, cfg: object) -> None:
-        shape = cfg.grid.shape  # type: ignore[attr-defined]
+    def check(self, cfg: Any) -> None:
+        super().check(cfg)
+        shape = cfg.grid.shape
         if self.modes[0] == 0 and self.modes[1] == 0:
             raise ConfigError("initial.modes", list(self.modes), "needs a horizontal component: (m_x, m_y) != (0, 0)",
                               "is a purely vertical wavevector (an inertial oscillation, not a wave of N)")
@@ -65,7 +79,7 @@ class Wave(InitialCondition):
 
 
 @dataclass(frozen=True)
-class Rest(InitialCondition):
+class Rest(FlowInitial):
     """At rest plus a small random perturbation: solenoidal velocity of rms epsilon and buoyancy of rms
     N epsilon (equal kinetic and potential energy), spectra ~ k^4 exp(-2 (k/k_peak)^2); the start of a
     forced run (keep P dt/epsilon^2 of order 1 or less: constant-power forcing amplifies u at P/(2 E))."""
@@ -74,10 +88,11 @@ class Rest(InitialCondition):
     amplitude: float = param(1e-3, "rms velocity epsilon of the perturbation", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the perturbation's spectrum", gt=0.0)
     seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
 @dataclass(frozen=True)
-class RandomFlow(InitialCondition):
+class RandomFlow(FlowInitial):
     """A random solenoidal velocity and a random buoyancy, spectra ~ k^4 exp(-2 (k/k_peak)^2), the same on
     any device layout and precision for a given seed."""
 
@@ -86,6 +101,7 @@ class RandomFlow(InitialCondition):
     buoyancy: float = param(0.0, "rms buoyancy sqrt(<b^2>) (0 = none)", min=0.0)
     k_peak: float = param(4.0, "peak mode number of the spectra", gt=0.0)
     seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
 _SHELLS = "(Parseval-weighted, n the number of grid cells) summed over the modes of shell k"
@@ -102,8 +118,9 @@ INFO = EquationInfo(
         "velocity": FieldInfo(3, "velocity u", r"|u|"),
         "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
         "buoyancy": FieldInfo(0, "buoyancy anomaly b", "b", "RdBu_r"),
+        "scalar": passive.FIELD,
     },
-    state_fields=("velocity", "buoyancy"),
+    state_fields=("velocity", "buoyancy", "scalar"),
     diagnostics={
         "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
         "potential_energy": "potential energy E_P = <b^2>/(2 N^2)",
@@ -118,6 +135,7 @@ INFO = EquationInfo(
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i) (the waves are exact and set no limit)",
         "injection": "injected power <u.f> (forced runs only)",
+        **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "froude", "cfl"),
     spectra={
@@ -129,10 +147,16 @@ INFO = EquationInfo(
         "energy_kz": "E_K by vertical wavenumber: the power of E_K(k) summed over the modes of shell |k_z|",
         "potential_energy_kh": "E_P by horizontal wavenumber: the power of E_P(k) summed over the modes of shell k_h",
         "potential_energy_kz": "E_P by vertical wavenumber: the power of E_P(k) summed over the modes of shell |k_z|",
-        "transfer_energy": "T_K(k): rate of change of E_K(k) by advection and the buoyancy flux (Re conj(w_hat) "
-                           "b_hat per mode), same normalisation as E_K(k)",
-        "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection and the buoyancy flux (minus that "
-                                     "of T_K); sum_k (T_K + T_P) = 0 without dissipation",
+        "transfer_energy": "T_K(k): rate of change of E_K(k) by advection, same normalisation as E_K(k); sums to 0",
+        "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection of b; sums to 0",
+        "conversion_energy": "C_K(k): rate of change of E_K(k) by the buoyancy flux, Re conj(w_hat) b_hat per mode; "
+                             "sums to <w b>",
+        "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by the buoyancy flux, so that "
+                                       "dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K and dE_P(k)/dt = T_P + C_P - "
+                                       "2 kappa k^2 E_P",
+        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
+                            "(forced runs only)",
+        **passive.SPECTRA,
     },
     plot=PlotSpec(
         panels=(
@@ -146,10 +170,12 @@ INFO = EquationInfo(
                            Curve("buoyancy_flux", r"$\langle wb\rangle$ (to $E_K$)"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("number", (Curve("froude", r"$Fr = U/NL$"), Curve("rossby", r"$Ro = U/fL$")), log="auto"),
+            *passive.PANELS,
         ),
         spectrum="energy_kh",
         spectrum_label=r"$E_K(k_h)$, kinetic energy by horizontal wavenumber",
         slice_field="buoyancy",
         spectrum_guide=-5 / 3,
+        more_spectra=passive.MORE_SPECTRA,
     ),
 )

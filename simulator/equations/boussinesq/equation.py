@@ -9,22 +9,25 @@ the viscous and diffusive terms) is propagated exactly per mode by :func:`.waves
 gravity-inertia waves, omega^2 = (N^2 k_h^2 + f^2 k_z^2)/k^2, at any N dt; exact dissipation for
 nu = kappa, a Strang product otherwise: see :mod:`.waves`). N is advection: the rotational-form
 P[(u x w)^] and -(u.grad b)^, dealiased by the 2/3 rule, plus the optional constant-power forcing of
-Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). The Navier-Stokes operators
+Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). Passive scalars
+(:mod:`simulator.equations.scalars`) ride along as in Navier-Stokes: their diffusion is more diagonal
+entries of L, their advection and mean-gradient source part of N. The Navier-Stokes operators
 (wavenumbers, 2/3 rule, Leray projection, curl, forcing) are reused from a
 :class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
 
-Per stage: inverse FFTs of u, grad b and w (3 fields each, so that the step's peak memory holds one
-three-field spectrum at a time), a forward FFT of u.grad b (so that grad b is freed before w exists)
-and one of u x w. References: Boussinesq dynamics and the gravity-inertia dispersion
+Per stage: inverse FFTs of u, grad b (and the n scalars) and w apart (so that the step's peak memory
+holds one three-field spectrum at a time), a forward FFT of u.grad b (+ the 3 n fluxes u theta_i),
+made before w exists, and one of u x w. References: Boussinesq dynamics and the gravity-inertia dispersion
 relation, Vallis, Atmospheric and Oceanic Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral
 model of rotating stratified flow, Winters, MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21,
 69); Froude and Rossby numbers as in Marino, Mininni, Rosenberg & Pouquet 2013
 (Phys. Rev. E 87, 033016).
 
-Arrays: the state is one spectral stack ``(4, *k_shape)`` = (u_hat_x, u_hat_y, u_hat_z, b_hat) in the
-FFT backend's k-space layout and sharding, with no box-mean (k = 0) flow or buoyancy: a uniform flow
-is not steady in a rotating frame and a mean buoyancy belongs to the hydrostatic background.
-Real-space fields are ``(3, Nx, Ny, Nz)`` or ``(Nx, Ny, Nz)`` in its real layout.
+Arrays: the state is one spectral stack ``(4 + n, *k_shape)`` = (u_hat_x, u_hat_y, u_hat_z, b_hat, and
+the n scalars' spectra) in the FFT backend's k-space layout and sharding, with no box-mean (k = 0) flow
+or buoyancy: a uniform flow is not steady in a rotating frame and a mean buoyancy belongs to the
+hydrostatic background (the scalars keep their means). Real-space fields are ``(3, Nx, Ny, Nz)``,
+``(Nx, Ny, Nz)`` or the ``(n, Nx, Ny, Nz)`` scalars in its real layout.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
 from simulator.equations.navier_stokes import NavierStokesParams
 from simulator.equations.navier_stokes.equation import NavierStokes, cross
+from simulator.equations.scalars import field_info as scalar_field_info
+from simulator.equations.scalars import terms as passive
+from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
 
 
@@ -64,47 +70,78 @@ class Boussinesq(SemiLinearEquation):
                                NavierStokesParams(forcing=physics.forcing, forcing_band=physics.forcing_band))
 
     @property
+    def n_scalars(self) -> int:
+        """Number of passive scalars (structure: part of the static physics)."""
+        return len(self.physics.scalars)
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's n scalars, or absent without any."""
+        return scalar_field_info(self.info.fields, self.n_scalars)
+
+    @property
     def kept(self) -> jax.Array:
         """1 on the modes a state holds: those the 2/3 rule keeps, less the box mean (k = 0)."""
-        return self.ns.dealias((self.ns.k2 > 0).astype(self.dtype))
+        return self.ns.dealias * (self.ns.k2 > 0).astype(self.dtype)
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
     def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        return propagate(x, tau, self.ns.k, params["viscosity"], params["diffusivity"],
+        flow = propagate(x[:4], tau, self.ns.k, params["viscosity"], params["diffusivity"],
                          params["brunt_vaisala"] ** 2, params["coriolis"])
+        if not self.n_scalars:
+            return flow
+        kappa = passive.diffusivities(params["scalars"])[:, None, None, None]
+        return jnp.concatenate([flow, x[4:] * jnp.exp(-kappa * self.ns.k2 * tau)])
 
     def advection(self, x: jax.Array) -> jax.Array:
-        """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean: inverse FFTs of u, grad b and
-        w, forward FFTs of u.grad b and of u x w."""
+        """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean, and -div(u theta_i) of the scalars:
+        inverse FFTs of u, grad b (, theta) and w, each used as soon as it exists (grad b and theta are
+        transformed back in u.grad b and u theta before w is formed), forward FFTs of those and of u x w."""
         ns = self.ns
         kx, ky, kz = ns.k
         b_hat = x[3]
         u = self.fft.irfft(x[:3])
         g = self.fft.irfft(1j * jnp.stack([kx * b_hat, ky * b_hat, kz * b_hat]))
-        advected = self.kept * self.fft.rfft(-(u[0] * g[0] + u[1] * g[1] + u[2] * g[2]))  # g freed before w exists
-        n = self.kept * self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ns.curl(x[:3])))))
-        return jnp.concatenate([ns.project(n), advected[None]])
+        products = -(u[0] * g[0] + u[1] * g[1] + u[2] * g[2])[None]
+        if self.n_scalars:
+            products = jnp.concatenate([products, passive.products(u, self.fft.irfft(x[4:]))])
+        a = self.fft.rfft(products)
+        n = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ns.curl(x[:3])))))
+        flow = [ns.project(self.kept * n), self.kept * a[:1]]
+        return jnp.concatenate([*flow, passive.advection(ns, a[1:])] if self.n_scalars else flow)
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """Advection plus, in forced runs, the forcing of the velocity."""
+        """Advection plus, in forced runs, the forcing of the velocity, and the scalars' mean-gradient
+        sources -u.G_i."""
         n = self.advection(x)
         f_hat = self.ns.forcing(x[:3], params)
-        return n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
+        n = n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
+        if not self.n_scalars:
+            return n
+        return jnp.concatenate([n[:4], n[4:] + passive.mean_gradient_source(x[:3], params["scalars"])])
 
     # ---- states ------------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """The stack of a real-space ``velocity`` ``(3, Nx, Ny, Nz)`` and ``buoyancy`` ``(Nx, Ny, Nz)``:
-        dealiased, the velocity projected, the box means removed (a valid state)."""
-        x = self.kept * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["buoyancy"][None]]).astype(self.dtype))
-        return jnp.concatenate([self.ns.project(x[:3]), x[3:]])
+        """The stack of a real-space ``velocity`` ``(3, Nx, Ny, Nz)``, ``buoyancy`` ``(Nx, Ny, Nz)`` and,
+        with scalars, ``scalar`` ``(n, Nx, Ny, Nz)``: dealiased, the velocity projected, the box means of
+        u and b removed (a valid state)."""
+        scalars = (fields["scalar"],) if self.n_scalars else ()
+        real = jnp.concatenate([fields["velocity"], fields["buoyancy"][None], *scalars]).astype(self.dtype)
+        x = self.ns.dealias * self.fft.rfft(real)
+        mean_free = (self.ns.k2 > 0).astype(self.dtype)
+        return jnp.concatenate([self.ns.project(mean_free * x[:3]), mean_free * x[3:4], x[4:]])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)`` and buoyancy ``(Nx, Ny, Nz)`` (an inverse
-        transform each: one spectrum held beside the results at a time)."""
-        return {"velocity": self.fft.irfft(x[:3]), "vorticity": self.fft.irfft(self.ns.curl(x[:3])),
-                "buoyancy": self.fft.irfft(x[3])}
+        """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)``, buoyancy ``(Nx, Ny, Nz)`` and, with scalars,
+        ``scalar`` ``(n, Nx, Ny, Nz)`` (an inverse transform each: one spectrum held beside the results at a
+        time)."""
+        f = self.fft.irfft(x[3:])
+        out = {"velocity": self.fft.irfft(x[:3]), "vorticity": self.fft.irfft(self.ns.curl(x[:3])), "buoyancy": f[0]}
+        if self.n_scalars:
+            out["scalar"] = f[1:]
+        return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
@@ -146,28 +183,40 @@ class Boussinesq(SemiLinearEquation):
         f_hat = ns.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = self._mean(jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0)))
+        if self.n_scalars:
+            out.update(passive.diagnostics(ns, u_hat, x[4:], params["scalars"]))
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """E_K and E_P by |k|, by k_h and by |k_z|, and the transfers T_K, T_P (one evaluation of the
-        advection), each normalised so that its sum over shells is the box mean it describes."""
+        """E_K and E_P by |k|, by k_h and by |k_z|, and their budgets by |k| (one evaluation of the
+        advection), each normalised so that its sum over shells is the box mean it describes: the
+        transfers T_K, T_P by advection (each sums to zero over shells), the conversion by the buoyancy
+        flux, C_K(k) = Re conj(w_hat) b_hat = -C_P(k) per mode (sums to <w b>) and, when forced, the
+        injection F(k): dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K, dE_P(k)/dt = T_P + C_P - 2 kappa k^2 E_P
+        (the Coriolis force does no work, mode by mode)."""
         ns, n2 = self.ns, params["brunt_vaisala"] ** 2
         norm = ns.weight / float(self.fft.size) ** 2
         u_hat, b_hat = x[:3], x[3]
         kinetic = 0.5 * norm * jnp.sum(jnp.abs(u_hat) ** 2, axis=0)
         potential = 0.5 * norm * jnp.abs(b_hat) ** 2 / n2
-        n = self.advection(x)
-        flux = norm * jnp.real(jnp.conj(u_hat[2]) * b_hat)  # buoyancy flux: from E_P(k) to E_K(k)
-        transfer_k = norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)) + flux
-        transfer_p = norm * jnp.real(jnp.conj(b_hat) * n[3]) / n2 - flux
         kx, ky, kz = ns.k
         by = {"": ns.k, "_kh": (kx, ky, 0 * kz), "_kz": (0 * kx, 0 * ky, kz)}
         out = {}
         for suffix, k in by.items():
             out["energy" + suffix] = spectra.shell_sum(kinetic, k, self.fft.shape, self.box)
             out["potential_energy" + suffix] = spectra.shell_sum(potential, k, self.fft.shape, self.box)
-        out["transfer_energy"] = spectra.shell_sum(transfer_k, ns.k, self.fft.shape, self.box)
-        out["transfer_potential_energy"] = spectra.shell_sum(transfer_p, ns.k, self.fft.shape, self.box)
+        n = self.advection(x)
+        flux = norm * jnp.real(jnp.conj(u_hat[2]) * b_hat)  # buoyancy flux: from E_P(k) to E_K(k)
+        budget = {"transfer_energy": norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)),
+                  "transfer_potential_energy": norm * jnp.real(jnp.conj(b_hat) * n[3]) / n2,
+                  "conversion_energy": flux, "conversion_potential_energy": -flux}
+        f_hat = ns.forcing(u_hat, params)
+        if f_hat is not None:
+            budget["injection_energy"] = norm * jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0))
+        out.update({name: spectra.shell_sum(p, ns.k, self.fft.shape, self.box) for name, p in budget.items()})
+        if self.n_scalars:
+            out.update(passive.spectra(ns, u_hat, x[4:], n[4:], params["scalars"],
+                                       lambda p: spectra.shell_sum(p, ns.k, self.fft.shape, self.box)))
         return out
 
 
@@ -203,4 +252,5 @@ def _random(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> 
     return {"velocity": u, "buoyancy": _random_scalar(eq, ic.seed, ic.k_peak, ic.buoyancy)}
 
 
-Boussinesq.builders = {"wave": _wave, "rest": _rest, "random": _random}
+Boussinesq.builders = {name: passive.with_scalars(b, lambda eq: eq.ns)
+                       for name, b in (("wave", _wave), ("rest", _rest), ("random", _random))}

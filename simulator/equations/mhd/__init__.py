@@ -115,10 +115,17 @@ INFO = EquationInfo(
         "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / N^2 {_SHELLS}; sums to E_K",
         "magnetic_energy": f"magnetic energy spectrum E_M(k): 0.5 |B_hat|^2 / N^2 {_SHELLS} (shell 0: the mean "
                            "field); sums to E_M",
-        "transfer_energy": "T_K(k): rate of change of E_K(k) by u x w and the Lorentz force j x B, same "
-                           "normalisation as E_K(k)",
-        "transfer_magnetic_energy": "T_M(k): rate of change of E_M(k) by the induction curl(u x B); "
-                                    "sum_k (T_K + T_M) = 0 without dissipation",
+        "transfer_energy": "T_K(k): rate of change of E_K(k) by advection u x w, same normalisation as E_K(k); "
+                           "sums to 0",
+        "transfer_magnetic_energy": "T_M(k): rate of change of E_M(k) by advection of the field, -(u.grad)B; "
+                                    "sums to 0",
+        "conversion_energy": "C_K(k): rate of change of E_K(k) by the Lorentz force, Re conj(u_hat).(j x B)_hat "
+                             "per mode",
+        "conversion_magnetic_energy": "C_M(k): rate of change of E_M(k) by line stretching, Re conj(B_hat).((B.grad)"
+                                      "u)_hat per mode; sum_k (C_K + C_M) = 0, so dE_K(k)/dt = T_K + C_K + F - "
+                                      "2 nu k^2 E_K and dE_M(k)/dt = T_M + C_M - 2 eta k^2 E_M",
+        "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
+                            "(forced runs only)",
     },
     plot=PlotSpec(
         panels=(

@@ -74,7 +74,7 @@ class MHD(SemiLinearEquation):
         force = cross(u, self.fft.irfft(ns.curl(x[:3])))
         b = self.fft.irfft(x[3:])
         force = [a + c for a, c in zip(force, cross(self.fft.irfft(ns.curl(x[3:])), b), strict=True)]
-        n = ns.dealias(self.fft.rfft(jnp.stack([*force, *cross(u, b)])))
+        n = ns.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
         return jnp.concatenate([ns.project(n[:3]), ns.project(ns.curl(n[3:]))])
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
@@ -88,7 +88,7 @@ class MHD(SemiLinearEquation):
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
         """The stack of a real-space ``velocity`` and ``magnetic`` field ``(3, Nx, Ny, Nz)``: dealiased and
         projected, the means (mean flow, mean field B0) kept."""
-        x = self.ns.dealias(self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype)))
+        x = self.ns.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
         return jnp.concatenate([self.ns.project(x[:3]), self.ns.project(x[3:])])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -140,17 +140,39 @@ class MHD(SemiLinearEquation):
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """E_K(k), E_M(k) and the transfers T_K(k), T_M(k) (one evaluation of the ideal terms), each
-        normalised so that its sum over shells is the box mean it describes."""
-        norm = self.ns.weight / float(self.fft.size) ** 2
-        n = self.ideal(x)
+        """E_K(k), E_M(k) and their budgets, each normalised so that its sum over shells is the box mean
+        it describes: the transfers T_K(k) by u x w and T_M(k) by -(u.grad)B (each sums to zero over
+        shells), the conversions C_K(k) by the Lorentz force j x B and C_M(k) by line stretching
+        (B.grad)u (sum_k (C_K + C_M) = 0: they exchange energy between u and B) and, when forced, the
+        injection F(k); dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K, dE_M(k)/dt = T_M + C_M - 2 eta k^2 E_M
+        (Alexakis, Mininni & Pouquet 2005, Phys. Rev. E 72, 046301). One inverse transform of (u, w, B, j),
+        one forward of (u x w, j x B, u x B, u x j + B x w): (u.grad)B needs no gradient tensor, as
+        2 (u.grad)B = grad(u.B) - u x j - B x w - curl(u x B) for solenoidal u, B, and the gradient does no
+        work on a solenoidal B mode by mode."""
+        ns = self.ns
+        norm = ns.weight / float(self.fft.size) ** 2
+        f = self.fields(x, params)
+        u, w, b, j = f["velocity"], f["vorticity"], f["magnetic"], f["current"]
+        pairs = [a + c for a, c in zip(cross(u, j), cross(b, w), strict=True)]
+        p = ns.dealias * self.fft.rfft(jnp.stack([*cross(u, w), *cross(j, b), *cross(u, b), *pairs]))
+        induction = ns.curl(p[6:9])  # curl(u x B) = (B.grad)u - (u.grad)B
+        advection = 0.5 * (p[9:] + induction)  # -(u.grad)B, less a gradient
+
+        def work(a_hat: jax.Array, f_hat: jax.Array) -> jax.Array:
+            return norm * jnp.real(jnp.sum(jnp.conj(a_hat) * f_hat, axis=0))
+
         power = {
             "energy": 0.5 * norm * jnp.sum(jnp.abs(x[:3]) ** 2, axis=0),
             "magnetic_energy": 0.5 * norm * jnp.sum(jnp.abs(x[3:]) ** 2, axis=0),
-            "transfer_energy": norm * jnp.real(jnp.sum(jnp.conj(x[:3]) * n[:3], axis=0)),
-            "transfer_magnetic_energy": norm * jnp.real(jnp.sum(jnp.conj(x[3:]) * n[3:], axis=0)),
+            "transfer_energy": work(x[:3], p[:3]),
+            "transfer_magnetic_energy": work(x[3:], advection),
+            "conversion_energy": work(x[:3], p[3:6]),
+            "conversion_magnetic_energy": work(x[3:], induction - advection),
         }
-        return {name: spectra.shell_sum(p, self.ns.k, self.fft.shape, self.box) for name, p in power.items()}
+        f_hat = ns.forcing(x[:3], params)
+        if f_hat is not None:
+            power["injection_energy"] = work(x[:3], f_hat)
+        return {name: spectra.shell_sum(p, ns.k, self.fft.shape, self.box) for name, p in power.items()}
 
 
 # ---- initial conditions: real-space velocity and magnetic field (3, Nx, Ny, Nz) -------------------------

@@ -2,6 +2,9 @@
 
     du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) (+ f),   div u = 0,   w = curl u
 
+with optional passive scalars (``physics.scalars``, :mod:`simulator.equations.scalars`):
+d theta_i/dt + u . grad theta_i = kappa_i lap theta_i - u . G_i.
+
 The implementation is :mod:`.equation`; the parameters below are the ``physics.*`` keys when
 ``physics.name: navier_stokes``, and the initial conditions the ``initial.*`` keys of each
 ``initial.name``.
@@ -10,7 +13,9 @@ The implementation is :mod:`.equation`; the parameters below are the ``physics.*
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from simulator.equations import scalars as passive
 from simulator.schema import param, setting
 from simulator.equations.spec import (
     Curve,
@@ -28,7 +33,7 @@ FORCINGS = ("none", "linear", "band")
 
 @dataclass(frozen=True)
 class NavierStokesParams(EquationParams):
-    """Viscosity and optional constant-power forcing."""
+    """Viscosity, optional constant-power forcing, and passive scalars."""
 
     name: str = setting("navier_stokes", "equation to solve")
     viscosity: float = param(1.0 / 1600.0, "kinematic viscosity nu", min=0.0)
@@ -36,28 +41,40 @@ class NavierStokesParams(EquationParams):
                            "(modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+    scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
 
 @dataclass(frozen=True)
-class TaylorGreen(InitialCondition):
+class FlowInitial(InitialCondition):
+    """Base of the velocity initial conditions: each also takes ``initial.scalars`` (declared last in
+    each, so the velocity's own keys come first)."""
+
+    def check(self, cfg: Any) -> None:
+        passive.check_initial(self.scalars, cfg)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class TaylorGreen(FlowInitial):
     """u = A (sin x cos y cos z, -cos x sin y cos z, 0) in units of the box (Brachet et al. 1983)."""
 
     name: str = setting("taylor_green", "initial condition")
     amplitude: float = param(1.0, "velocity amplitude A", gt=0.0)
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
 @dataclass(frozen=True)
-class ABC(InitialCondition):
+class ABC(FlowInitial):
     """Arnold-Beltrami-Childress flow with A = B = C at mode m: curl u = k u, so it decays exactly as
     exp(-nu k^2 t)."""
 
     name: str = setting("abc", "initial condition")
     amplitude: float = param(1.0, "velocity amplitude A = B = C", gt=0.0)
     wavenumber: int = setting(1, "mode number m of the flow", min=1)
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
 @dataclass(frozen=True)
-class RandomVelocity(InitialCondition):
+class RandomVelocity(FlowInitial):
     """A solenoidal random field with E(k) ~ k^4 exp(-2 (k/k_peak)^2), the same on any device layout
     and precision for a given seed."""
 
@@ -65,6 +82,7 @@ class RandomVelocity(InitialCondition):
     amplitude: float = param(1.0, "rms velocity sqrt(<|u|^2>)", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the spectrum", gt=0.0)
     seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
 INFO = EquationInfo(
@@ -78,8 +96,9 @@ INFO = EquationInfo(
     fields={
         "velocity": FieldInfo(3, "velocity u", r"|u|"),
         "vorticity": FieldInfo(3, "vorticity w = curl u", r"|\omega|"),
+        "scalar": passive.FIELD,
     },
-    state_fields=("velocity",),
+    state_fields=("velocity", "scalar"),
     diagnostics={
         "energy": "kinetic energy <|u|^2>/2",
         "enstrophy": "enstrophy <|w|^2>/2",
@@ -87,16 +106,24 @@ INFO = EquationInfo(
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i)",
         "injection": "injected power <u.f> (forced runs only)",
+        **passive.DIAGNOSTICS,
     },
     progress=("energy", "cfl"),
     spectra={"energy": "kinetic energy spectrum E(k): 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the modes "
-                       "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)"},
+                       "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)",
+             "transfer_energy": "energy transfer T(k): rate of change of E(k) by the nonlinear term, "
+                                "Re(conj(u_hat) . P[(u x w)^]) / N^2 per shell; sums to 0, and "
+                                "dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k)",
+             "injection_energy": "energy injection F(k) by the forcing, Re(conj(u_hat) . f_hat) / N^2 per shell "
+                                 "(forced runs only)",
+             **passive.SPECTRA},
     plot=PlotSpec(
         panels=(
             Panel("energy", (Curve("energy", r"$E = \langle|u|^2\rangle/2$"),)),
             Panel("rate", (Curve("dissipation", r"$\varepsilon = 2\nu Z$"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("enstrophy", (Curve("enstrophy", r"$Z = \langle|\omega|^2\rangle/2$"),)),
+            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
@@ -104,5 +131,6 @@ INFO = EquationInfo(
         spectrum_guide=-5 / 3,
         resolved=2 / 3,
         viscosity="viscosity",
+        more_spectra=passive.MORE_SPECTRA,
     ),
 )

@@ -6,11 +6,21 @@ Rotational form; the pressure gradient is removed by the Leray projection P = I 
 nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed); the viscous term is
 the diagonal linear operator -nu k^2, integrated exactly by the integrating-factor schemes
 (Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006, §3.3-3.4; Rogallo 1981).
-Optional forcing (:mod:`.forcing`) is one more term of the right-hand side.
+Optional forcing (:mod:`.forcing`) is one more term of the right-hand side, and passive scalars
+(:mod:`simulator.equations.scalars`) ride on the flow with their own diffusivities (more diagonal
+entries of the linear operator) and mean gradients.
 
-Arrays: the state ``u_hat`` is the velocity's real-to-complex spectrum, shape ``(3, *k_shape)`` in the
-FFT backend's k-space layout and sharding; real-space fields are ``(3, Nx, Ny, Nz)`` in its real
-layout.
+Arrays: the state is the velocity's real-to-complex spectrum, shape ``(3, *k_shape)`` in the FFT
+backend's k-space layout and sharding, followed by those of the n scalars when there are any:
+``(3 + n, *k_shape)``, one array, so that each stage's one batched inverse and one batched forward
+transform serve the flow and the scalars together (without scalars the state, the program and the
+checkpoints are those of plain Navier-Stokes). Real-space fields are ``(3, Nx, Ny, Nz)`` vectors and
+the ``(n, Nx, Ny, Nz)`` scalars, in the real layout.
+
+Spectral energy budget (``spectra``): beside E(k), the transfer T(k) of the nonlinear term and, when
+forced, the injection F(k), so that dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k) shell by shell, and the
+same for each scalar's variance (Pope, Turbulent Flows, 2000, §6.5; the flux is Pi(k) = -sum_{k' <= k}
+T(k')). Computing T costs one more evaluation of the nonlinear term, at the spectra's cadence only.
 """
 
 from __future__ import annotations
@@ -25,6 +35,9 @@ from simulator import spectra
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
+from simulator.equations.scalars import field_info as scalar_field_info
+from simulator.equations.scalars import terms as passive
+from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
 
 
@@ -37,9 +50,7 @@ class NavierStokes(SemiLinearEquation):
     """Nonlinear term, viscous operator, diagnostics and spectra on one FFT backend.
 
     Leaves: the wavenumbers ``k`` and integer mode numbers ``modes`` (three broadcasting vectors each),
-    the per-axis 2/3-rule masks ``keep`` and the Parseval weights, all sharded like the spectra. Every
-    3D combination of them (k^2, 1/k^2, the dealiasing and forcing masks, the integrating factor) is
-    formed inside the elementwise kernels that use it, never stored: at 1024^3 each would cost GBs.
+    the per-axis 2/3-rule masks ``keep`` and the Parseval weights, all sharded like the spectra.
     """
 
     info = INFO
@@ -50,13 +61,31 @@ class NavierStokes(SemiLinearEquation):
         physics = NavierStokesParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
         self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
+        # integer mode numbers; per-axis 2/3-rule masks, wavenumbers and weights are 1D vectors that broadcast:
+        # the 3D products (dealias, k^2, 1/k^2, the forcing mask, the integrating factor) are formed inside the
+        # fused elementwise kernels of the step, never stored (at 1024^3 each would cost GBs)
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))
         self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
 
-    def dealias(self, f_hat: jax.Array) -> jax.Array:
-        """``f_hat`` with the 2/3 rule applied: modes with |m_i| >= N_i/3 on any axis zeroed."""
-        return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
+    @property
+    def n_scalars(self) -> int:
+        """Number of passive scalars (structure: part of the static physics)."""
+        return len(self.physics.scalars)
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's n scalars, or absent without any."""
+        return scalar_field_info(self.info.fields, self.n_scalars)
+
+    def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""
+        return (state, None) if not self.n_scalars else (state[:3], state[3:])
+
+    @property
+    def dealias(self) -> jax.Array:
+        """1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on every axis), else 0."""
+        return self.keep[0] * self.keep[1] * self.keep[2]
 
     @property
     def k2(self) -> jax.Array:
@@ -80,14 +109,23 @@ class NavierStokes(SemiLinearEquation):
         return 1j * jnp.stack(cross(self.k, u_hat))
 
     def linear(self, params: Params) -> jax.Array:
-        return -params["viscosity"] * self.k2
+        """-nu k^2 for the velocity, -kappa_i k^2 for scalar i."""
+        if not self.n_scalars:
+            return -params["viscosity"] * self.k2
+        rates = jnp.concatenate([jnp.broadcast_to(params["viscosity"], (3,)), passive.diffusivities(params["scalars"])])
+        return -rates[:, None, None, None] * self.k2
 
-    def exp_linear(self, u_hat: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(-nu k^2 tau) u_hat, applied as exp(-nu kx^2 tau) exp(-nu ky^2 tau) exp(-nu kz^2 tau): three
-        1D factors, so no exponential is taken per mode and no 3D factor exists."""
+    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
+        """exp(L tau) state, applied as exp(-r kx^2 tau) exp(-r ky^2 tau) exp(-r kz^2 tau) with r = nu for the
+        velocity and kappa_i for scalar i: three 1D factors, so no exponential is taken per mode and no 3D
+        factor exists."""
+        rate = params["viscosity"]
+        if self.n_scalars:
+            rate = jnp.concatenate([jnp.broadcast_to(rate, (3,)), passive.diffusivities(params["scalars"])])
+            rate = rate[:, None, None, None]
         for k in self.k:
-            u_hat = u_hat * jnp.exp(-params["viscosity"] * tau * k**2)
-        return u_hat
+            state = state * jnp.exp(-rate * tau * k**2)
+        return state
 
     def forcing(self, u_hat: jax.Array, params: Params) -> jax.Array | None:
         mask = FORCING_MASKS[self.physics.forcing]
@@ -96,26 +134,48 @@ class NavierStokes(SemiLinearEquation):
         return constant_power(u_hat, mask(self.modes, self.dealias, self.physics.forcing_band), self.weight,
                               self.fft.size, params["forcing_power"])
 
-    def nonlinear(self, u_hat: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """P[(u x w)^] (+ forcing), dealiased by the 2/3 rule: an inverse FFT of u, one of w, a forward
-        one of u x w. Two inverses of three fields rather than one of six: the peak memory holds u, w
-        and one spectrum of three fields, not two spectra of six, for the same FFT work."""
+    def advection(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        """The nonlinear terms, dealiased by the 2/3 rule: P[(u x w)^] ``(3, ...)`` and, with scalars,
+        -div(u theta_i) ``(n, ...)``. Inverse FFTs of u, (theta,) and w apart, each used as soon as it exists
+        (with scalars, u theta is transformed before w is formed), then a forward FFT of u x w: the peak
+        memory holds u, w and one three-field spectrum, not two spectra of six or more fields."""
+        u_hat, theta_hat = self.split(state)
         u = self.fft.irfft(u_hat)
-        w = self.fft.irfft(self.curl(u_hat))
-        n_hat = self.project(self.dealias(self.fft.rfft(jnp.stack(cross(u, w)))))
+        a_hat = None
+        if theta_hat is not None:
+            a_hat = passive.advection(self, self.fft.rfft(passive.products(u, self.fft.irfft(theta_hat))))
+        n_hat = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(self.curl(u_hat)))))
+        return self.project(self.dealias * n_hat), a_hat
+
+    def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
+        """P[(u x w)^] (+ forcing), and for the scalars -div(u theta_i) - u . G_i (see :meth:`advection`)."""
+        n_hat, a_hat = self.advection(state)
+        u_hat, _ = self.split(state)
         f_hat = self.forcing(u_hat, params)
-        return n_hat if f_hat is None else n_hat + f_hat
+        n_hat = n_hat if f_hat is None else n_hat + f_hat
+        if a_hat is None:
+            return n_hat
+        return jnp.concatenate([n_hat, a_hat + passive.mean_gradient_source(u_hat, params["scalars"])])
 
     # ---- states ------------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """Spectrum of a real-space ``velocity`` ``(3, Nx, Ny, Nz)``, dealiased and projected (a valid state)."""
-        return self.project(self.dealias(self.fft.rfft(fields["velocity"].astype(self.dtype))))
+        """Spectrum of a real-space ``velocity`` ``(3, Nx, Ny, Nz)``, dealiased and projected (a valid state),
+        followed with scalars by that of ``scalar`` ``(n, Nx, Ny, Nz)``, dealiased."""
+        if not self.n_scalars:
+            return self.project(self.dealias * self.fft.rfft(fields["velocity"].astype(self.dtype)))
+        real = jnp.concatenate([fields["velocity"], fields["scalar"]]).astype(self.dtype)
+        spectrum = self.dealias * self.fft.rfft(real)
+        return jnp.concatenate([self.project(spectrum[:3]), spectrum[3:]])
 
-    def fields(self, u_hat: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space ``(3, Nx, Ny, Nz)``: velocity and vorticity (an inverse transform each, so that only
-        one three-field spectrum is held beside the results)."""
-        return {"velocity": self.fft.irfft(u_hat), "vorticity": self.fft.irfft(self.curl(u_hat))}
+    def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Real space: velocity and vorticity ``(3, Nx, Ny, Nz)``, and with scalars ``scalar`` ``(n, Nx, Ny,
+        Nz)`` (an inverse transform each, so that one spectrum is held beside the results at a time)."""
+        u_hat, theta_hat = self.split(state)
+        out = {"velocity": self.fft.irfft(u_hat), "vorticity": self.fft.irfft(self.curl(u_hat))}
+        if theta_hat is not None:
+            out["scalar"] = self.fft.irfft(theta_hat)
+        return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
@@ -123,9 +183,11 @@ class NavierStokes(SemiLinearEquation):
         """Volume mean of |f|^2 summed over components, from the spectrum (Parseval)."""
         return jnp.sum(self.weight * jnp.abs(f_hat) ** 2) / float(self.fft.size) ** 2
 
-    def diagnostics(self, u_hat: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+    def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Energy <|u|^2>/2, enstrophy <|w|^2>/2, dissipation 2 nu Z, max |div u|, CFL number
-        dt * max(sum_i |u_i| / dx_i), and when forced the injected power <u . f>."""
+        dt * max(sum_i |u_i| / dx_i), when forced the injected power <u . f>, and each scalar's
+        variance, dissipation and flux (:func:`simulator.equations.scalars.terms.diagnostics`)."""
+        u_hat, theta_hat = self.split(state)
         energy = 0.5 * self._mean_square(u_hat)
         enstrophy = 0.5 * self._mean_square(self.curl(u_hat))
         kx, ky, kz = self.k
@@ -142,15 +204,32 @@ class NavierStokes(SemiLinearEquation):
         f_hat = self.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = jnp.sum(self.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
+        if theta_hat is not None:
+            out.update(passive.diagnostics(self, u_hat, theta_hat, params["scalars"]))
         return out
 
-    def spectra(self, u_hat: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Shell-summed energy spectrum E(k), normalised so that sum_k E(k) = energy."""
-        power = 0.5 * self.weight * jnp.abs(u_hat) ** 2 / float(self.fft.size) ** 2
-        return {"energy": spectra.shell_sum(power, self.k, self.fft.shape, self.box)}
+    def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Shell sums: the energy spectrum E(k) (sum_k E(k) = energy), its transfer T(k) by the
+        nonlinear term and, when forced, its injection F(k); with scalars, each one's variance spectrum,
+        transfer and production (one more evaluation of the nonlinear terms)."""
+        u_hat, theta_hat = self.split(state)
+        n_hat, a_hat = self.advection(state)
+        norm = self.weight / float(self.fft.size) ** 2
+
+        def shell(power: jax.Array) -> jax.Array:
+            return spectra.shell_sum(power, self.k, self.fft.shape, self.box)
+
+        out = {"energy": shell(0.5 * norm * jnp.abs(u_hat) ** 2),
+               "transfer_energy": shell(norm * jnp.real(jnp.conj(u_hat) * n_hat))}
+        f_hat = self.forcing(u_hat, params)
+        if f_hat is not None:
+            out["injection_energy"] = shell(norm * jnp.real(jnp.conj(u_hat) * f_hat))
+        if theta_hat is not None:
+            out.update(passive.spectra(self, u_hat, theta_hat, a_hat, params["scalars"], shell))
+        return out
 
 
-# ---- initial conditions: real-space velocity (3, Nx, Ny, Nz) --------------------------------------------
+# ---- initial conditions: real-space velocity (3, Nx, Ny, Nz), and the scalars (n, Nx, Ny, Nz) -----------
 
 
 def _taylor_green(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
@@ -180,11 +259,12 @@ def _random(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -
     """
     shape = (3, *eq.fft.shape)
     draw = eq.fft.real_jit(lambda key: jax.random.normal(key, shape, jnp.float32).astype(eq.dtype), batch_ndim=1)
-    u_hat = eq.from_fields({"velocity": draw(jax.random.key(ic.seed))}, params)
+    u_hat = eq.project(eq.dealias * eq.fft.rfft(draw(jax.random.key(ic.seed))))
     kmag = jnp.sqrt(eq.k2) * (eq.box[0] / (2 * jnp.pi))
     shaped = u_hat * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2))  # |u_hat|^2 ~ k^2 e^..., shells add k^2
     u = eq.fft.irfft(shaped)
     return {"velocity": u * (ic.amplitude / jnp.sqrt(jnp.mean(jnp.sum(u**2, axis=0))))}
 
 
-NavierStokes.builders = {"taylor_green": _taylor_green, "abc": _abc, "random": _random}
+NavierStokes.builders = {name: passive.with_scalars(b) for name, b in
+                         (("taylor_green", _taylor_green), ("abc", _abc), ("random", _random))}

@@ -8,9 +8,8 @@ low-wavenumber band 0 < |k| L/2pi <= ``forcing_band`` (``band``, a constant-powe
 1999). A forced run settles where the dissipation 2 nu Z balances P on average. f is solenoidal and
 dealiased because u is.
 
-A scheme is a mask ``(modes, dealias, band) -> mask`` in :data:`FORCING_MASKS`: ``modes`` are the integer
-mode numbers in the FFT backend's k-space layout (broadcasting 1D vectors), ``dealias`` applies the
-2/3 rule to a spectrum. The mask is formed where it is used, inside the step, never stored.
+A scheme is a mask builder ``(modes, dealias, band) -> mask`` in :data:`FORCING_MASKS`; ``modes`` are the
+integer mode numbers in the FFT backend's k-space layout.
 """
 
 from __future__ import annotations
@@ -21,19 +20,16 @@ import jax
 import jax.numpy as jnp
 
 
-Dealias = Callable[[jax.Array], jax.Array]
+def _all_modes(modes: Sequence[jax.Array], dealias: jax.Array, band: float) -> jax.Array:
+    return dealias
 
 
-def _all_modes(modes: Sequence[jax.Array], dealias: Dealias, band: float) -> jax.Array:
-    return dealias(jnp.ones((), modes[0].dtype))
-
-
-def _band(modes: Sequence[jax.Array], dealias: Dealias, band: float) -> jax.Array:
+def _band(modes: Sequence[jax.Array], dealias: jax.Array, band: float) -> jax.Array:
     m2 = modes[0] ** 2 + modes[1] ** 2 + modes[2] ** 2
-    return dealias(((m2 > 0) & (m2 <= band**2)).astype(modes[0].dtype))
+    return dealias * ((m2 > 0) & (m2 <= band**2)).astype(dealias.dtype)
 
 
-FORCING_MASKS: dict[str, Callable[[Sequence[jax.Array], Dealias, float], jax.Array] | None] = {
+FORCING_MASKS: dict[str, Callable[[Sequence[jax.Array], jax.Array, float], jax.Array] | None] = {
     "none": None,
     "linear": _all_modes,
     "band": _band,

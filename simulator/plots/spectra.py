@@ -1,0 +1,140 @@
+"""The spectra figures of a run directory (no JAX): ``plots/spectra.png``, the equation's spectrum at a
+few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.times`` when the run
+asked for some) with its reference spectrum (e.g. linear theory) dashed beside each;
+``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``); and
+``plots/flux.png``, the flux Pi(k) of every transfer spectrum present (:mod:`simulator.plots.budget`).
+Spectra are drawn over the resolved range only, in the units the file records for k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import h5py
+import matplotlib
+import matplotlib.ticker
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from simulator.equations.spec import EquationInfo, instances
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import read_spectra
+from simulator.plots.budget import flux_figure
+from simulator.plots.figures import figure, heading, note, save, time_label
+
+#: rows of spectra.h5 shown when no times are asked for
+DEFAULT_SPECTRA = 5
+#: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
+#: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
+SPECTRUM_FLOOR = 1e-12
+
+
+def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
+    """Rows of ``times`` to show, ascending: the nearest row to each wanted time, or ``count`` rows
+    spread evenly from the first to the last."""
+    if wanted:
+        rows = {int(np.argmin(np.abs(times - w))) for w in wanted}
+    else:
+        rows = {int(i) for i in np.linspace(0, times.size - 1, min(count, times.size)).round()}
+    return sorted(rows)
+
+
+def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
+    """The largest wavenumber the run resolves: ``info.plot.resolved`` (2/3 under the 2/3 rule) of the
+    grid's Nyquist wavenumber min_i pi N_i / L_i."""
+    grid = config["grid"]
+    return info.plot.resolved * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
+
+
+def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
+    """A dashed k^exponent line over the middle of the drawn range of ``e`` (NaN where not drawn),
+    through ``e`` at its low end so the eye compares slopes."""
+    resolved = np.flatnonzero(np.isfinite(e))
+    if resolved.size < 4:
+        return
+    lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
+    k_guide = np.geomspace(k[lo], k[hi], 20)
+    ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1, label=rf"$\propto k^{{{exponent:.3g}}}$")
+
+
+def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
+                   info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units",
+                   name: str | None = None) -> Figure:
+    """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
+    0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
+    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off). With a
+    ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour.
+    ``name``: another spectrum than the equation's own (labelled by its name, no guide)."""
+    fig, axes = figure()
+    ax = axes[0, 0]
+    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+    floor = SPECTRUM_FLOOR * np.max(power[:, shells], initial=0.0)
+    shown = np.where(power[:, shells] > floor, power[:, shells], np.nan)
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
+    for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
+        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
+        if reference is not None:
+            ref = np.where(reference[i, shells] > floor, reference[i, shells], np.nan)
+            ax.loglog(k[shells], ref, "--", lw=1, color=colour,
+                      label=info.plot.reference_label if i == len(times) - 1 else None)
+    if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
+        ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
+    if name is None and info.plot.spectrum_guide is not None:
+        _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
+    ax.set_ylabel(info.plot.spectrum_label if name is None else f"{name} spectrum")
+    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
+        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="best", fontsize="small")
+    first, last = (time_label(config, info, t) for t in (times[0], times[-1]))
+    fig.suptitle(heading(config, f"{name or info.plot.spectrum} spectrum  {first} – {last.split('= ')[-1]}"))
+    return fig
+
+
+def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
+                 pdf: bool = False) -> list[Path]:
+    """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
+    (default: a few from first to last); ``plots/spectra_<name>.png`` the same for each spectrum of
+    ``info.plot.more_spectra`` the file holds; ``plots/flux.png`` the flux of its transfer spectra."""
+    path = run_dir / SPECTRA_FILE
+    if not path.is_file():
+        note(f"skipped spectra.png: no {path}; set output.spectra.every")
+        return []
+    name = info.plot.spectrum
+    section = config.get("output", {}).get("spectra")  # a bool in configs of the first format
+    times = times or (section.get("times") if isinstance(section, dict) else None)  # the rows the run asked for
+    try:
+        t_all = read_spectra(path)["time"]
+        rows = select_rows(t_all, times, count=max(DEFAULT_SPECTRA, len(times or ()))) if t_all.size else []
+        table = read_spectra(path, rows) if rows else {}
+        k, power = table.get("k"), table.get(name)
+        k_units = _k_units(path)
+    except (OSError, KeyError) as err:
+        note(f"skipped spectra.png: cannot read {name!r} from {path} ({err})")
+        return []
+    if power is None:
+        note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
+        return []
+    shown = [float(t_all[r]) for r in rows]
+    reference = table.get(info.plot.reference) if info.plot.reference else None
+    fig = spectra_figure(k, power, shown, config, info, reference, k_units)
+    written = save(fig, run_dir / "plots" / "spectra.png", pdf)
+    for template in info.plot.more_spectra:
+        for _, other in instances(template, table):
+            fig = spectra_figure(k, table[other], shown, config, info, k_units=k_units, name=other)
+            written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
+    labels = [time_label(config, info, t) for t in shown]
+    fig = flux_figure(k, table, labels, config, resolved_wavenumber(config, info), k_units)
+    return written + ([] if fig is None else save(fig, run_dir / "plots" / "flux.png", pdf))
+
+
+def _k_units(path: Path) -> str:
+    """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
+    with h5py.File(path, "r", locking=False) as f:
+        units = f["k"].attrs.get("units", "1/(code units)")
+    return "code units" if units == "1/(code units)" else str(units)

@@ -1,0 +1,113 @@
+"""The spectral energy budget of Navier-Stokes and of its passive scalars (float64), on every backend.
+
+T(k), the rate of change of a spectrum by the nonlinear terms (``transfer_<quantity>``), must move
+energy and scalar variance between shells and create none (sum_k T(k) = 0 to round-off, inviscid and
+unforced, computed without gathering), and every shell must obey its budget,
+dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k) (and dE_theta/dt = T + P - 2 kappa k^2 E_theta for a scalar),
+checked by central differences in time at t = 0, with and without forcing. The simulations are those
+of tests/test_scalars.py (shared for the session).
+"""
+
+import functools
+
+import h5py
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+from simulator import plots
+from simulator import spectra as shells
+from simulator.fft.check import collective_counts
+from support import advance, backend_cases, case_id, shared
+from test_scalars import N, RANDOM, SCALARS, ns
+
+CASES = backend_cases()
+
+
+@functools.cache
+def random_fields():
+    """The real-space fields of the RANDOM initial condition (from one device: a state is then made of
+    them on each backend without compiling its builder again)."""
+    sim = ns()
+    return {k: sim.to_numpy(v) for k, v in sim.fields(sim.initial_state(RANDOM), "velocity", "scalar").items()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_transfers_sum_to_zero_without_gathering(case):
+    """sum_k T(k) = 0 for the energy and for each scalar's variance (the dealiased nonlinear terms conserve
+    them): here to 1e-13 of sum_k |T(k)|. The shell sums are all-reduces: nothing is gathered."""
+    sim = ns(case)
+    state = sim.state_from_fields(**random_fields())
+    table = {k: np.asarray(v) for k, v in sim.spectra(state).items()}
+    for name in ("transfer_energy", "transfer_scalar0_variance", "transfer_scalar1_variance"):
+        assert abs(table[name].sum()) < 1e-13 * np.abs(table[name]).sum(), name
+        assert np.abs(table[name]).sum() > 1e-3 * table[name.removeprefix("transfer_")].sum()  # it transfers
+    if case[1] > 1:
+        text = sim._spectra.lower(sim.equation, state, sim.params, sim._time(0.0)).compile().as_text()  # Simulation.spectra's program
+        assert collective_counts(text)["all-gather"] == 0
+
+
+def shell_budget(sim, state, params, h):
+    """Per budgeted spectrum (the energy, each scalar's variance): (dE(k)/dt by central differences of
+    one step each way, the right-hand side T - 2 nu k^2 E + F (+ P) at t = 0, T); and the spectra at t = 0."""
+    eq = sim.equation
+    now, plus, minus = (sim.spectra(s, params=params) for s in (state, advance(sim, state, h, 1, params),
+                                                                  advance(sim, state, -h, 1, params)))
+    u_hat, theta_hat = eq.split(state)
+    k2_norm = eq.weight * (eq.k[0] ** 2 + eq.k[1] ** 2 + eq.k[2] ** 2) / float(eq.fft.size) ** 2
+
+    def shell(power):
+        return np.asarray(shells.shell_sum(power, eq.k, eq.fft.shape, eq.box))
+
+    rhs = {"energy": now["transfer_energy"] + now.get("injection_energy", 0.0)
+           - params["viscosity"] * shell(k2_norm * jnp.abs(u_hat) ** 2)}  # 2 nu k^2 E(k), mode by mode
+    for i, s in enumerate(params["scalars"]):
+        name = f"scalar{i}_variance"
+        rhs[name] = (now[f"transfer_{name}"] + now[f"production_{name}"]
+                     - 2 * s["diffusivity"] * shell(k2_norm * jnp.abs(theta_hat[i]) ** 2))
+    rates = {name: ((np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h), np.asarray(expected),
+                    np.asarray(now[f"transfer_{name}"])) for name, expected in rhs.items()}
+    return rates, now
+
+
+@pytest.mark.parametrize("forcing", ["none", "band"])
+def test_each_shell_obeys_its_budget(devices, forcing):
+    """dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k), and for each scalar dE_theta(k)/dt = T(k) + P(k) -
+    2 kappa k^2 E_theta(k), shell by shell at t = 0 (one step of +-h each way), to 2e-8 of the largest
+    rate; T matters in the balance (a flipped or missing transfer fails)."""
+    sim = ns() if forcing == "none" else shared(grid__shape=N, physics__scalars=SCALARS, time__integrator="lsrk4",
+                                                 physics__forcing=forcing)
+    params = sim.parameters(viscosity=0.02, forcing_power=0.05,
+                            scalars=[{"diffusivity": 0.005}, {"diffusivity": 0.002}])
+    state = sim.initial_state(RANDOM)
+    rates, now = shell_budget(sim, state, params, h=3e-5)
+    for name, (measured, expected, transfer) in rates.items():
+        scale = np.abs(expected).max()
+        assert np.abs(measured - expected).max() < 2e-8 * scale, (name, np.abs(measured - expected).max() / scale)
+        assert np.abs(transfer).max() > 0.1 * scale, name
+    if forcing == "band":
+        assert float(jnp.sum(now["injection_energy"])) == pytest.approx(0.05, rel=1e-12)  # the injected power
+        assert np.abs(now["injection_energy"]).max() > 0.1 * np.abs(rates["energy"][1]).max()  # it matters too
+    else:
+        assert "injection_energy" not in now
+
+
+def test_the_flux_figure_is_drawn_for_every_transfer_spectrum_by_name(tmp_path):
+    """``simulator plot`` draws Pi(k) = -sum_{k' <= k} T(k') for any ``transfer_<quantity>`` in spectra.h5,
+    whatever the equation (here a made-up quantity), and no flux figure without one."""
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"name": "budget", "grid": {"shape": [8, 8, 8], "box": [8.0, 8.0, 8.0]},
+              "physics": {"name": "navier_stokes"}}
+    (run / "config.yaml").write_text(yaml.safe_dump({"config": config}))
+    k = np.arange(6.0)
+    with h5py.File(run / "spectra.h5", "w") as f:
+        f["k"], f["step"], f["time"] = k, np.array([0, 10]), np.array([0.0, 0.1])
+        f["energy"] = np.ones((2, 6))
+        f["transfer_magnetic_energy"] = np.array([[0, -1.0, -0.5, 0.75, 0.5, 0.25]] * 2)
+    written = plots.plot(run)
+    assert [p.name for p in written] == ["spectra.png", "flux.png"]
+    with h5py.File(run / "spectra.h5", "a") as f:
+        del f["transfer_magnetic_energy"]
+    assert [p.name for p in plots.plot(run)] == ["spectra.png"]
