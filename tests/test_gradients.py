@@ -114,7 +114,8 @@ def test_forward_mode_equals_reverse_mode(equation):
 def test_gradient_in_a_passive_scalar_diffusivity():
     """A state with stacked passive scalars (3 + 2, ...): the reverse-mode gradient of the first scalar's
     variance history with respect to its diffusivity (a nested traced parameter) agrees with central
-    differences to 1e-6, and forward mode with reverse mode to 1e-12."""
+    differences to 1e-6, and forward mode with reverse mode to 1e-12; a templated name beyond the
+    run's scalars is a clear error."""
     sim = support.shared(("single", 1, None), grid__shape=obj.GRID,
                          physics__scalars=[{"diffusivity": 0.02, "mean_gradient": [0, 0, 1]}, {"diffusivity": 0.01}])
     u0 = sim.initial_state({"name": "random", "seed": 2, "scalars": {"name": "random", "seed": 5}})
@@ -128,6 +129,8 @@ def test_gradient_in_a_passive_scalar_diffusivity():
     fd = richardson(lambda k: float(jax.jit(loss)(k)), 0.02, H * 0.02)
     assert grad < 0 and grad == pytest.approx(fd, rel=1e-6)  # more diffusion, less variance
     assert float(jax.jit(lambda k: jax.jvp(loss, (k,), (1.0,))[1])(0.02)) == pytest.approx(grad, rel=1e-12)
+    with pytest.raises(KeyError, match="'scalar2_variance' is not a diagnostic of this navier_stokes run"):
+        sim.rollout(u0, 2, 0.01, diagnostics=["scalar2_variance"])  # a template's name beyond the 2 scalars
 
 
 def test_simulation_rollout_is_the_public_differentiable_run():
@@ -147,7 +150,7 @@ def test_simulation_rollout_is_the_public_differentiable_run():
 
     g = jax.grad(loss)(0.05)
     assert float(g) == pytest.approx(richardson(lambda v: float(loss(v)), 0.05, 5e-5), rel=1e-6)
-    with pytest.raises(KeyError, match="'pressure' is not a diagnostic of navier_stokes"):
+    with pytest.raises(KeyError, match="'pressure' is not a diagnostic of this navier_stokes run"):
         sim.rollout(u0, 2, 0.01, diagnostics=["pressure"])
     with pytest.raises(ValueError, match="steps = 5 must be a positive multiple of every = 2"):
         sim.rollout(u0, 5, 0.01, every=2)

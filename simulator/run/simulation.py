@@ -22,7 +22,7 @@ import numpy as np
 from simulator import equations, runtime
 from simulator.config import Config
 from simulator.equations.base import PROTOCOLS, Equation
-from simulator.equations.spec import FromFile, InitialCondition, declared
+from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
 from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
 from simulator.time.schemes import SCHEMES
@@ -216,10 +216,15 @@ class Simulation:
         from simulator import gradients
 
         names = None if diagnostics is None else tuple(diagnostics)
-        unknown = [n for n in names or () if declared(self.info.diagnostics, n) is None]  # templates: scalar{i}_...
-        if unknown:
-            raise KeyError(f"{unknown[0]!r} is not a diagnostic of {self.info.name}; they are: "
-                           f"{', '.join(self.info.diagnostics)}")
+        if names is not None:
+            # this instance's names (templates expanded: scalar0_variance exists only with a scalar), from
+            # an abstract evaluation of the diagnostics: nothing is computed
+            zero = jax.ShapeDtypeStruct((), self.dtype)
+            available = list(jax.eval_shape(self._diagnostics, self.equation, state, zero, self.params, zero))
+            unknown = [n for n in names if n not in available]
+            if unknown:
+                raise KeyError(f"{unknown[0]!r} is not a diagnostic of this {self.info.name} run; it has: "
+                               f"{', '.join(available)}")
         key = (int(steps), int(every), checkpoint_every, names)
         if key not in self._rollouts:
             gradients.segment_length(*key[:3])  # a bad combination is reported here, before tracing
