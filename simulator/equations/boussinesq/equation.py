@@ -45,14 +45,12 @@ from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
 from simulator.equations.navier_stokes import NavierStokesParams
 from simulator.equations.navier_stokes.equation import NavierStokes, cross
-from simulator.equations.scalars import field_info as scalar_field_info
 from simulator.equations.scalars import terms as passive
-from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
 
 
 @final
-class Boussinesq(SemiLinearEquation):
+class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
     """Advection, the exact linear propagator, diagnostics and spectra on one FFT backend.
 
     Leaves: ``ns``, the Navier-Stokes operators on this backend (its wavenumbers, 2/3-rule masks,
@@ -68,16 +66,6 @@ class Boussinesq(SemiLinearEquation):
         super().__init__(fft, box, dtype, physics)
         self.ns = NavierStokes(fft, box, dtype,
                                NavierStokesParams(forcing=physics.forcing, forcing_band=physics.forcing_band))
-
-    @property
-    def n_scalars(self) -> int:
-        """Number of passive scalars (structure: part of the static physics)."""
-        return len(self.physics.scalars)
-
-    @property
-    def field_info(self) -> Mapping[str, FieldInfo]:
-        """``info.fields``, with ``scalar`` holding this run's n scalars, or absent without any."""
-        return scalar_field_info(self.info.fields, self.n_scalars)
 
     @property
     def kept(self) -> jax.Array:

@@ -35,9 +35,7 @@ from simulator import spectra
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
-from simulator.equations.scalars import field_info as scalar_field_info
 from simulator.equations.scalars import terms as passive
-from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
 
 
@@ -46,7 +44,7 @@ def cross(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> list[jax.Array]:
 
 
 @final
-class NavierStokes(SemiLinearEquation):
+class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     """Nonlinear term, viscous operator, diagnostics and spectra on one FFT backend.
 
     Leaves: the wavenumbers ``k`` and integer mode numbers ``modes`` (three broadcasting vectors each),
@@ -67,16 +65,6 @@ class NavierStokes(SemiLinearEquation):
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))
         self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
-
-    @property
-    def n_scalars(self) -> int:
-        """Number of passive scalars (structure: part of the static physics)."""
-        return len(self.physics.scalars)
-
-    @property
-    def field_info(self) -> Mapping[str, FieldInfo]:
-        """``info.fields``, with ``scalar`` holding this run's n scalars, or absent without any."""
-        return scalar_field_info(self.info.fields, self.n_scalars)
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""

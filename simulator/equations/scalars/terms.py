@@ -15,15 +15,33 @@ the grid, a product whose modes all lie below N and so average exactly to 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Builder
+from simulator.equations.scalars import field_info
+from simulator.equations.spec import FieldInfo
 
 Scalars = Sequence[dict[str, jax.Array]]
+
+
+class CarriesScalars:
+    """Mixin of a host equation whose static ``physics`` has a ``scalars`` list (before the equation
+    base class in the bases): their count, and the field table holding ``scalar`` with n components
+    (absent without any)."""
+
+    @property
+    def n_scalars(self) -> int:
+        """Number of passive scalars (structure: part of the static physics)."""
+        return len(self.physics.scalars)
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's n scalars, or absent without any."""
+        return field_info(self.info.fields, self.n_scalars)
 
 
 def diffusivities(scalars: Scalars) -> jax.Array:
