@@ -109,7 +109,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"local FFT:             {fft.local.describe(rep.platform)}")
         print("versions:              " + ", ".join(f"{k} {v}" for k, v in runtime.versions().items()))
     # every process reports its own devices, so a mis-bound GPU or task is visible
-    print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}")
+    print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}; GPU binding: {runtime.gpu_binding().reason}")
     return EXIT_OK
 
 
@@ -397,6 +397,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    sweeps = args.func is cmd_sweep and (args.local or args.point is not None or args.group is not None)
+    if args.func is not cmd_run and not sweeps:  # steps nothing: stop signals caught since start-up act now
+        from simulator.run.signals import release_early
+
+        release_early()
     try:
         return args.func(args)
     except (ConfigError, RuntimeSetupError) as err:

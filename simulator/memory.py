@@ -1,15 +1,42 @@
 """How much memory a run may still allocate: per device (a GPU's allocator limit less what it uses) or
 on the host (MemAvailable, or what a cgroup limit leaves), with where each figure comes from.
-Used by :mod:`simulator.plan`."""
+Used by :mod:`simulator.plan`.
+
+On a GPU, JAX's allocator takes ``XLA_PYTHON_CLIENT_MEM_FRACTION`` of the device's memory when it starts
+(JAX's default: 0.75). The runtime sets it to :data:`GPU_MEMORY_FRACTION` unless the environment already
+does (the GPU job scripts in slurm/ export the same value), and ``simulator plan --platform gpu --memory
+80GB`` plans with the same share, so that a grid the planner says fits is one the run's own check
+admits."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from simulator import cost
+
+#: the share of a GPU's memory JAX's allocator may take (``XLA_PYTHON_CLIENT_MEM_FRACTION``) where the
+#: environment does not say: the rest is the CUDA context, cuFFT's and NCCL's own buffers
+GPU_MEMORY_FRACTION = 0.95
+MEM_FRACTION_VARIABLE = "XLA_PYTHON_CLIENT_MEM_FRACTION"
+
+
+def gpu_allocator_fraction(env: Mapping[str, str] | None = None) -> tuple[float, str]:
+    """The share of each GPU's memory JAX's allocator gets in this environment, and where it comes from."""
+    env = os.environ if env is None else env
+    text = env.get(MEM_FRACTION_VARIABLE)
+    if text:
+        return float(text), f"{MEM_FRACTION_VARIABLE}={text}"
+    return GPU_MEMORY_FRACTION, f"{MEM_FRACTION_VARIABLE}={GPU_MEMORY_FRACTION} (the runtime's default)"
+
+
+def gpu_allocator_share(memory: int, env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """What JAX's allocator will hold on a GPU of ``memory`` bytes: the figure the runtime's own check
+    sees there (its allocator's ``bytes_limit``), and where it comes from."""
+    fraction, source = gpu_allocator_fraction(env)
+    return int(memory * fraction), f"{cost.human_bytes(memory)} given x {source}, JAX's allocator share"
 
 
 def _cgroup_free() -> tuple[int, str] | None:

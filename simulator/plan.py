@@ -16,9 +16,11 @@ in tests/test_plan.py): the largest grid that fits follows from them.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +29,11 @@ import jax
 import jax.numpy as jnp
 
 from simulator import cost
-from simulator.memory import device_memory_available
+from simulator.memory import device_memory_available, gpu_allocator_share
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.fft import complex_dtype
+from simulator.fft import local as local_fft
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
@@ -181,7 +184,7 @@ class Plan:
 
 
 def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,
-              state: Any = None) -> Plan:
+              state: Any = None, memory_source: str = "given") -> Plan:
     """Compile ``sim``'s programs abstractly and plan its run. ``programs`` default to those the run
     calls (:func:`run_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
     per device to plan for (default: what the devices have free)."""
@@ -193,7 +196,7 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
     if memory is None:
         available, source = device_memory_available(devices)
     else:
-        available, source = memory, "given"
+        available, source = memory, memory_source
     traffic = ffts = None
     if "step" in compiled:
         traffic = cost.hlo_traffic(compiled["step"].as_text())
@@ -291,8 +294,32 @@ def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = N
     from simulator.run.simulation import Simulation
 
     chosen = jax.devices()[:devices] if devices is not None else None
-    plan = make_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory)
+    source = "given"
+    if memory is not None and (platform or jax.default_backend()) == "gpu":  # the allocator's share of it
+        memory, source = gpu_allocator_share(memory)
+    target = platform or jax.default_backend()
+    with _gpu_fft_path(target == "gpu" and jax.default_backend() == "cpu"):
+        plan = make_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
     return report(plan, platform or plan.platform, profile)
+
+
+@contextlib.contextmanager
+def _gpu_fft_path(stand_in: bool) -> Iterator[None]:
+    """Planning for GPUs on a CPU: compile with XLA's FFT, the path GPUs run (cuFFT), not FFTW's custom
+    calls, whose buffers differ (the FFTW path needs fewer bytes per cell: it would promise grids a GPU
+    cannot hold)."""
+    if not stand_in:
+        yield
+        return
+    before = os.environ.get(local_fft.ENV_PATH)
+    os.environ[local_fft.ENV_PATH] = "xla"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(local_fft.ENV_PATH, None)
+        else:
+            os.environ[local_fft.ENV_PATH] = before
 
 
 #: a run whose state (per device) is below this fraction of the usable memory is let through without

@@ -28,6 +28,7 @@ from simulator.config import Config
 from simulator.errors import RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.mesh import build_mesh
+from simulator.memory import GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
 SLURM_VARIABLES = (
     "SLURM_JOB_ID",
@@ -37,7 +38,10 @@ SLURM_VARIABLES = (
     "SLURM_NODELIST",
     "SLURM_STEP_NODELIST",
     "SLURM_STEP_GPUS",
+    "SLURM_JOB_GPUS",
+    "SLURM_GPUS_ON_NODE",
     "SLURM_GPUS",
+    "CUDA_VISIBLE_DEVICES",
     "SLURMD_NODENAME",
     "SLURM_ARRAY_JOB_ID",
     "SLURM_ARRAY_TASK_ID",
@@ -76,6 +80,8 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
         else:
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
+    elif not _backends_started():  # a GPU's allocator share, as the planner assumes (simulator.memory)
+        os.environ.setdefault(MEM_FRACTION_VARIABLE, str(GPU_MEMORY_FRACTION))
     if precision == "float64" or not _backends_started():
         jax.config.update("jax_enable_x64", precision == "float64")
     # else: a float32 simulation in a process that already computes in float64 (a script building
@@ -136,8 +142,76 @@ def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> s
         pid = cfg.runtime.process_id if cfg.runtime.process_id is not None else int(env[ENV_PROCESS_ID])
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num, process_id=pid)
     elif mode == "slurm":
-        jax.distributed.initialize()
+        gpus = gpu_binding(env).device_ids if cfg.runtime.cpu_devices is None else None  # CPU runs: none
+        jax.distributed.initialize(local_device_ids=gpus)
     return mode
+
+
+@dataclass(frozen=True)
+class GpuBinding:
+    """Which GPUs this process drives (``device_ids``: ordinals as this process sees them; None: let JAX
+    take every device it sees, the case of CPU runs) and why."""
+
+    device_ids: list[int] | None
+    reason: str
+
+
+def _visible(env: Mapping[str, str]) -> tuple[list[str] | None, str]:
+    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        if name in env:
+            return [v for v in env[name].split(",") if v.strip()], name
+    return None, ""
+
+
+def _tasks_on_node(env: Mapping[str, str]) -> tuple[int, int]:
+    """(this process's rank on its node, processes on its node) from Slurm's or the launcher's variables."""
+    if env.get("SLURM_LOCALID", "").isdigit():
+        per_node: list[int] = []
+        for part in (env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE") or "1").split(","):
+            count, _, repeat = part.partition("(x")
+            per_node += [int(count)] * int(repeat.rstrip(")") or 1)
+        node = int(env.get("SLURM_NODEID", "0") or 0)
+        return int(env["SLURM_LOCALID"]), per_node[min(node, len(per_node) - 1)]
+    if env.get(ENV_PROCESS_ID, "").isdigit():  # simulator launch: every process on this machine
+        return int(env[ENV_PROCESS_ID]), int(env.get(ENV_NUM_PROCESSES, "1") or 1)
+    return 0, 1
+
+
+def gpu_binding(env: Mapping[str, str] | None = None) -> GpuBinding:
+    """The GPUs this process should drive, from what it can actually see.
+
+    With ``--gpus-per-task=1`` or ``--gpu-bind=single:1``, Slurm shows each task only its own GPU,
+    numbered 0 (CUDA_VISIBLE_DEVICES holds one entry): the task drives device 0. A bare
+    ``jax.distributed.initialize()`` would instead ask for ordinal SLURM_LOCALID, which tasks 1-3 of a
+    node cannot see ("invalid device ordinal"). With the GPUs of a node visible to all its tasks
+    (``--gpus-per-node=4``, ``--gpu-bind=none``), task r of n drives the r-th share of them; with one
+    task per node, all of them. Without CUDA_VISIBLE_DEVICES, Slurm's SLURM_STEP_GPUS/SLURM_JOB_GPUS
+    (physical ordinals, all visible) or the count SLURM_GPUS_ON_NODE stand in. No GPU variable: None.
+    """
+    env = os.environ if env is None else env
+    rank, tasks = _tasks_on_node(env)
+    visible, source = _visible(env)
+    if visible is not None:
+        ordinals, shown = list(range(len(visible))), f"{source}={env[source]}"
+    elif env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS"):
+        name = "SLURM_STEP_GPUS" if env.get("SLURM_STEP_GPUS") else "SLURM_JOB_GPUS"
+        ordinals, shown = [int(v) for v in env[name].split(",") if v.strip().isdigit()], f"{name}={env[name]}"
+    elif env.get("SLURM_GPUS_ON_NODE", "").isdigit():
+        ordinals, shown = list(range(int(env["SLURM_GPUS_ON_NODE"]))), f"SLURM_GPUS_ON_NODE={env['SLURM_GPUS_ON_NODE']}"
+    else:
+        return GpuBinding(None, "no GPU variable set: JAX uses the devices it finds")
+    where = f"{shown}; process {rank} of {tasks} on this node"
+    if not ordinals:
+        return GpuBinding(None, f"{where}: no GPU visible")
+    if len(ordinals) == 1:
+        return GpuBinding(ordinals, f"{where}: it sees one GPU and drives it (ordinal {ordinals[0]})")
+    if len(ordinals) % tasks:
+        raise RuntimeSetupError(f"{where}: {len(ordinals)} visible GPUs do not divide among {tasks} processes; "
+                                "give each task one GPU (--gpus-per-task=1) or each node one task")
+    share = len(ordinals) // tasks
+    mine = ordinals[rank * share:(rank + 1) * share]
+    return GpuBinding(mine, f"{where}: {len(ordinals)} visible GPUs shared by {tasks} process(es), this one "
+                            f"drives ordinal(s) {', '.join(map(str, mine))}")
 
 
 def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:

@@ -37,6 +37,7 @@ import csv
 import itertools
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -50,6 +51,7 @@ import yaml
 
 from simulator import config as config_mod
 from simulator.run.rundir import read_status
+from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
 
@@ -344,21 +346,32 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
         print(f"{manifest['name']}: {len(groups) - len(tasks)} of {len(groups)} ensemble groups already finished; "
               f"running {len(tasks)} (one batched program each), {jobs} at a time")
     running: list[tuple[tuple, subprocess.Popen, Any]] = []
-    failed = 0
-    while tasks or running:
-        while tasks and len(running) < jobs:
-            task = tasks.pop(0)
-            log = (directory / "logs" / f"{task[0]}.log").open("a")
-            proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1]], stdout=log, stderr=subprocess.STDOUT)
-            running.append((task, proc, log))
-        time.sleep(0.1)
-        for item in [r for r in running if r[1].poll() is not None]:
-            (name, _, label, members), proc, log = item
-            log.close()
-            running.remove(item)
-            failed += proc.returncode != 0
-            states = ", ".join(point_state(directory, p["name"]) for p in members)
-            print(f"{label}: exit {proc.returncode} ({states}); log {directory / 'logs' / (name + '.log')}")
+    failed, passed_on = 0, False
+    with StopRequest() as stop:
+        while tasks or running:
+            if stop.signal and not passed_on:  # stop: start nothing new, let the running points checkpoint
+                tasks.clear()
+                for _, proc, _ in running:
+                    proc.send_signal(getattr(signal, stop.signal))
+                passed_on = True
+            while tasks and len(running) < jobs:
+                task = tasks.pop(0)
+                log = (directory / "logs" / f"{task[0]}.log").open("a")
+                proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1]], stdout=log,
+                                        stderr=subprocess.STDOUT)
+                running.append((task, proc, log))
+            time.sleep(0.1)
+            for item in [r for r in running if r[1].poll() is not None]:
+                (name, _, label, members), proc, log = item
+                log.close()
+                running.remove(item)
+                failed += proc.returncode != 0 and not (stop.signal and proc.returncode == EXIT_INTERRUPTED)
+                states = ", ".join(point_state(directory, p["name"]) for p in members)
+                print(f"{label}: exit {proc.returncode} ({states}); log {directory / 'logs' / (name + '.log')}")
+    if stop.signal:
+        print(f"{manifest['name']}: stopped by {stop.signal}; the points that ran have checkpointed. Resume with: "
+              f"simulator sweep {directory} --local")
+        return EXIT_INTERRUPTED
     return 0 if failed == 0 else 1
 
 

@@ -271,3 +271,20 @@ def test_info_says_which_fft_runs(local_fft):
     assert line.split(":", 1)[1].strip().startswith(expected), line
     if local_fft == "fftw":
         assert "2 threads" in line
+
+
+def test_on_a_gpu_the_fftw_extension_is_never_loaded(monkeypatch):
+    """The GPU path runs XLA's FFT (cuFFT) and must not even look for the FFTW extension: a build made on a
+    login node, or a libfftw3 missing on GPU nodes, can then never break a GPU run."""
+    def refuse():
+        raise AssertionError("the FFTW extension was looked for on a GPU")
+
+    monkeypatch.setattr(local, "native", refuse)
+    for requested in (None, "auto", "xla"):
+        chosen = local.resolve(requested, platform="gpu")
+        assert chosen.name == "xla" and "CPU-only" in chosen.reason
+    with pytest.raises(RuntimeSetupError, match="CPU-only"):
+        local.resolve("fftw", platform="gpu")
+    monkeypatch.setenv(local.ENV_PATH, "fftw")
+    with pytest.raises(RuntimeSetupError, match="SIMULATOR_FFT=fftw on gpu"):
+        local.resolve(platform="gpu")

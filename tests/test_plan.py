@@ -113,6 +113,39 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
                         "precision=float32", "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory",
                         "80GB"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "available per device: 80.0 GiB (given)" in r.stdout and ": fits" in r.stdout
+    # a GPU's allocator holds XLA_PYTHON_CLIENT_MEM_FRACTION of it (the runtime's and the job scripts' 0.95)
+    assert "available per device: 76.0 GiB (80.0 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in r.stdout
     assert "45 scalar 3D FFTs" in r.stdout and "on h100" in r.stdout
-    assert "largest cubic grid that fits these 1 device(s): 1" in r.stdout  # 1000-odd: above 1024
+    # planned with XLA's FFT, what a GPU runs: 72 bytes per cell, so 1024^3 does not fit one 80 GB GPU
+    # (the FFTW path's 60 bytes per cell, which once said it did, exists on CPUs only)
+    assert "72.0 bytes per cell" in r.stdout and "DOES NOT FIT" in r.stdout
+    assert "largest cubic grid that fits these 1 device(s): 1000^3" in r.stdout
+
+
+def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
+    """The job scripts' allocator share, the runtime's default and the planner's are one value, and the
+    runtime's check on such a GPU (its allocator's bytes_limit) sees exactly what the planner planned."""
+    from simulator import memory
+
+    for name in ("gpu_node.sbatch", "gpu_nodes.sbatch"):
+        text = (ROOT / "slurm" / name).read_text()
+        assert f"XLA_PYTHON_CLIENT_MEM_FRACTION:-{memory.GPU_MEMORY_FRACTION}}}" in text, name
+    gib = 1 << 30
+    share, source = memory.gpu_allocator_share(80 * gib, {})
+    assert share == int(80 * gib * memory.GPU_MEMORY_FRACTION) and "the runtime's default" in source
+    assert memory.gpu_allocator_share(80 * gib, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.75"})[0] == 60 * gib
+
+    class Gpu:  # what JAX reports for an 80 GiB GPU started with that share
+        platform, process_index = "gpu", 0
+
+        def memory_stats(self):
+            return {"bytes_limit": share, "bytes_in_use": 0}
+
+    monkeypatch.setattr(jax, "process_index", lambda: 0)
+    assert memory.device_memory_available([Gpu()])[0] == share
+    # and the runtime sets that share before a GPU backend starts, unless the environment says otherwise
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
+    code = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
+            "print(os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == str(memory.GPU_MEMORY_FRACTION), out.stderr[-2000:]

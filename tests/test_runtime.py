@@ -1,12 +1,18 @@
 """Process discovery and the device report (no Slurm needed: the environment is passed in)."""
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from simulator import runtime
 from simulator.config import load
+from simulator.errors import RuntimeSetupError
 from simulator.runtime import process_mode, slurm_environment
+
+ROOT = Path(__file__).parents[1]
 
 
 @pytest.mark.parametrize(
@@ -59,3 +65,60 @@ def test_info_with_a_mesh_that_does_not_fit_exits_2():
         capture_output=True, text=True, timeout=120,
     )
     assert r.returncode == 2 and r.stderr.startswith("error: grid.shape = [8, 9, 8] does not divide")
+
+
+# ---- which GPUs a process drives: every layout users choose, from the variables alone ------------------
+# (env, expected device ids, a phrase the reason must hold); no GPU is needed to decide
+GPU_LAYOUTS = [
+    # one process per GPU: --gpus-per-task=1 (or --gpu-bind=single:1): each task sees only its own GPU, as 0
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "0"}, [0],
+     "sees one GPU"),
+    ({"SLURM_LOCALID": "3", "SLURM_TASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0", "SLURM_STEP_GPUS": "3"}, [0],
+     "sees one GPU"),
+    ({"SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "4(x2)", "SLURM_NODEID": "1", "CUDA_VISIBLE_DEVICES": "GPU-5f"},
+     [0], "sees one GPU"),
+    # one process per node driving all its GPUs: --gpus-per-node=4, one task per node
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_NODEID": "1", "CUDA_VISIBLE_DEVICES": "0,1,2,3",
+      "SLURM_GPUS_ON_NODE": "4"}, [0, 1, 2, 3], "shared by 1 process"),
+    # several tasks seeing every GPU of the node (--gpus-per-node=4 --ntasks-per-node=4, --gpu-bind=none)
+    ({"SLURM_LOCALID": "2", "SLURM_TASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}, [2], "ordinal(s) 2"),
+    ({"SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "2", "SLURM_TASKS_PER_NODE": "4",
+      "CUDA_VISIBLE_DEVICES": "0,1,2,3"}, [2, 3], "ordinal(s) 2, 3"),
+    # no CUDA_VISIBLE_DEVICES (no device masking): Slurm's physical ordinals, then the count
+    ({"SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "2", "SLURM_STEP_GPUS": "4,5"}, [5], "SLURM_STEP_GPUS=4,5"),
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "1", "SLURM_JOB_GPUS": "2,3"}, [2, 3], "SLURM_JOB_GPUS"),
+    ({"SLURM_LOCALID": "3", "SLURM_TASKS_PER_NODE": "4", "SLURM_GPUS_ON_NODE": "4"}, [3], "SLURM_GPUS_ON_NODE=4"),
+    # simulator launch on one GPU machine: the launcher's process id is the local rank
+    ({"SIMULATOR_PROCESS_ID": "1", "SIMULATOR_NUM_PROCESSES": "2", "CUDA_VISIBLE_DEVICES": "0,1"}, [1],
+     "process 1 of 2"),
+    # nothing about GPUs (a CPU run, a laptop): JAX decides, as before
+    ({"SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "2"}, None, "no GPU variable"),
+    ({}, None, "no GPU variable"),
+    ({"SLURM_LOCALID": "0", "CUDA_VISIBLE_DEVICES": ""}, None, "no GPU visible"),
+]
+
+
+@pytest.mark.parametrize("env, ids, why", GPU_LAYOUTS, ids=lambda v: None)
+def test_each_process_drives_the_gpus_it_can_see(env, ids, why):
+    binding = runtime.gpu_binding(env)
+    assert binding.device_ids == ids and why in binding.reason, binding
+
+
+def test_gpus_that_do_not_divide_among_the_tasks_are_a_one_line_error():
+    with pytest.raises(RuntimeSetupError, match="3 visible GPUs do not divide among 2 processes"):
+        runtime.gpu_binding({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2", "CUDA_VISIBLE_DEVICES": "0,1,2"})
+
+
+def test_the_gpu_templates_give_each_task_what_the_runtime_expects():
+    """slurm/gpu_node.sbatch gives one GPU per task; the environment Slurm then sets for task 3 of 4
+    (CUDA_VISIBLE_DEVICES=0) must bind that task to device 0, not to ordinal 3 (what a bare
+    jax.distributed.initialize() asks for). Both templates export the allocator share the planner assumes."""
+    from simulator.memory import GPU_MEMORY_FRACTION
+
+    for name in ("gpu_node.sbatch", "gpu_nodes.sbatch"):
+        text = (ROOT / "slurm" / name).read_text()
+        assert "#SBATCH --gpus-per-task=1" in text, name
+        fraction = re.search(r"XLA_PYTHON_CLIENT_MEM_FRACTION=\$\{XLA_PYTHON_CLIENT_MEM_FRACTION:-([0-9.]+)\}", text)
+        assert fraction and float(fraction[1]) == GPU_MEMORY_FRACTION, name
+    task3 = {"SLURM_LOCALID": "3", "SLURM_TASKS_PER_NODE": "4", "SLURM_NODEID": "0", "CUDA_VISIBLE_DEVICES": "0"}
+    assert runtime.gpu_binding(task3).device_ids == [0]

@@ -176,6 +176,24 @@ def test_usr1_checkpoints_requeues_and_resumes_bitwise(slurm, tmp_path):
     assert (out / "timeseries.csv").read_bytes() == (ref / "timeseries.csv").read_bytes()
 
 
+def test_usr1_during_start_up_requeues_instead_of_killing_the_job(slurm, reference, tmp_path):
+    """The signal 1 s after the step started (Python and JAX still starting) used to kill the tasks (FAILED,
+    exit 138, no requeue: a preempted job lost). Now: nothing to checkpoint, exit 75, requeued, finished."""
+    config, ref = reference
+    out = tmp_path / "run"
+    job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--ntasks=1", "--cpus-per-task=2",
+                 ROOT / "slurm" / "cpu.sbatch", config, out)
+    wait(job, timeout=120, until=lambda states: states and states[0][0] == "RUNNING")
+    time.sleep(1.0)
+    subprocess.run(["scancel", "--signal=USR1", job], check=True, timeout=30)
+    states = wait(job, timeout=240)
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert states == [("COMPLETED", 1)], log[-3000:]
+    assert re.search(r"stopped by SIGUSR1 (before the first step|at step \d+)", log), log[-3000:]
+    assert "requeueing job" in log and "allocation 2" in log
+    assert_close(out, ref, 1e-12)
+
+
 def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({

@@ -72,7 +72,8 @@ class FFTBackend(Layout, abc.ABC):
         self.mesh = mesh
         if self.owns_local_transforms:
             here = sum(d.process_index == jax.process_index() for d in mesh.devices.flat)
-            self.local: LocalFFT = resolve_local_fft(local_fft, here, fft_threads)
+            platform = next(iter(mesh.devices.flat)).platform
+            self.local: LocalFFT = resolve_local_fft(local_fft, here, fft_threads, platform=platform)
         else:
             self.local = LocalFFT("xla", f"{self.name} runs its own transforms, inside its package")
 

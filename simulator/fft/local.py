@@ -325,8 +325,10 @@ def _fftw_c2c(x: jax.Array, axes: Axes, inverse: bool, fft: LocalFFT) -> jax.Arr
 
 
 def resolve(requested: str | None = None, devices: int = 1, threads: int | None = None,
-            planner: str | None = None) -> LocalFFT:
-    """The local FFT for a backend driving ``devices`` devices of this process.
+            planner: str | None = None, platform: str = "cpu") -> LocalFFT:
+    """The local FFT for a backend driving ``devices`` devices of this process, on ``platform``.
+
+    Off CPU (GPUs) it is XLA's FFT (cuFFT), and the FFTW extension is never loaded: not even looked for.
 
     ``requested`` (default: ``$SIMULATOR_FFT``, else ``auto``), ``threads`` (default:
     ``$SIMULATOR_FFT_THREADS``, else cores / devices) and ``planner`` (default:
@@ -338,6 +340,10 @@ def resolve(requested: str | None = None, devices: int = 1, threads: int | None 
         requested, source = os.environ.get(ENV_PATH, "").strip() or "auto", ENV_PATH
     if requested not in PATHS:
         raise ConfigError(ENV_PATH, requested, f"expected one of {', '.join(PATHS)}")
+    if platform != "cpu":
+        if requested == "fftw":
+            raise RuntimeSetupError(f"{ENV_PATH}=fftw on {platform}: the FFTW path is CPU-only (use auto or xla)")
+        return LocalFFT("xla", f"XLA's FFT on {platform}; the FFTW path is CPU-only")
     if planner is None:
         planner = os.environ.get(ENV_PLANNER, "").strip() or "measure"
     if planner not in PLANNERS:

@@ -202,6 +202,8 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
          stop: StopRequest, fallback: Callable[[int], checkpoints.Checkpoint | None] | None = None) -> int:
     log = get_logger()
     rank0 = jax.process_index() == 0
+    if _stopped_before_first_step(cfg, stop, out, ckpt.step if ckpt else 0, ckpt.time if ckpt else None, resume_hint):
+        return EXIT_INTERRUPTED
     sim = Simulation(cfg)
     sim.scratch = out  # a state read from another grid is staged here
     meta = _metadata(cfg, sim, mode, ckpt)
@@ -258,6 +260,8 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
                 if w.at_start():
                     w.write(first)
             stepper.adapt(first.get("diagnostics").get(sim.info.cfl or "", 0.0))
+        if _stopped_before_first_step(cfg, stop, out, step, t, resume_hint):
+            return EXIT_INTERRUPTED
         last_chunk_s = 0.0
         while not stepper.finished(t):
             chunk_start = time.monotonic()
@@ -287,6 +291,8 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
             last_chunk_s = time.monotonic() - chunk_start
             if stopping:
                 why = signal_name or f"runtime.max_wall = {cfg.runtime.max_wall:g} s"
+                if stop.count > 1:
+                    why += f" (received {stop.count} times; acted on once)"
                 log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s",
                             why, step, t, resume_hint or f"simulator run CONFIG --resume --out {out}")
                 if rank0:
@@ -309,6 +315,25 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
     log.info("finished: this segment %d steps in %.1f s (%d compilation(s)%s); run total %d steps, t = %.6g; "
              "output in %s", step - start_step, progress.elapsed, sim.traces, first_chunk, step, t, out)
     return 0
+
+
+def _stopped_before_first_step(cfg: Config, stop: StopRequest, out: Path, step: int, t: float | None,
+                               resume_hint: str) -> bool:
+    """Whether a stop signal came before this segment's first step (start-up, compilation, the t = 0
+    outputs): nothing new has been computed, so nothing is checkpointed; the run is marked interrupted
+    (exit 75) and ``--resume`` starts it again from where it stood (a new run's resolved config is
+    recorded, so that ``--resume`` knows the directory as this config's). Agreed by all processes."""
+    flag = agree([stop.code()])[0]
+    if not flag:
+        return False
+    get_logger().warning("stopped by %s before the first step (at step %d): nothing new to checkpoint; resume "
+                         "with: %s", StopRequest.name(flag), step, resume_hint or f"simulator run CONFIG --resume --out {out}")
+    if jax.process_index() == 0:
+        if not (out / "config.yaml").exists():
+            (out / "config.yaml").write_text(yaml.safe_dump({"config": to_dict(cfg)}, sort_keys=False))
+        rundir.write_status(out, "interrupted", step, t, EXIT_INTERRUPTED)
+    barrier("interrupted")
+    return True
 
 
 def _restore(ckpt: checkpoints.Checkpoint, sim: Simulation,
