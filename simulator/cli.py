@@ -195,7 +195,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from simulator import sweep
+    from simulator import sweep, sweep_slurm
 
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
@@ -240,7 +240,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
               + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
     if args.submit:
-        sweep.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups)
+        sweep_slurm.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups)
     elif args.local:
         return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups)
     else:

@@ -258,59 +258,8 @@ def run_command(directory: Path, point: Mapping[str, Any]) -> list[str]:
     return ["run", str(directory / point["config"]), "--out", str(directory / point["name"]), "--resume"]
 
 
-def array_spec(indices: Sequence[int], max_parallel: int) -> str:
-    """Slurm's ``--array`` value for these indices: ranges joined by commas, then ``%max_parallel``."""
-    parts = []
-    for _, group in itertools.groupby(enumerate(sorted(indices)), key=lambda iv: iv[1] - iv[0]):
-        run = [v for _, v in group]
-        parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
-    return f"{','.join(parts)}%{max_parallel}"
-
-
 def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
     return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
-
-
-def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False,
-           groups: Sequence[Sequence[int]] | None = None) -> str | None:
-    """Submit ONE array job whose task i runs point i, for the points not finished yet; with ``groups``
-    (an ensemble sweep), task G runs group G as one batched program, for the groups with a member not
-    finished yet.
-
-    Returns the job id (None when every point has finished, or for ``dry_run``, which only prints the
-    sbatch command).
-    """
-    from simulator.ensemble import unfinished_groups
-
-    ensemble = groups is not None
-    todo = unfinished_groups(directory, manifest, groups) if ensemble else unfinished(directory, manifest)
-    what = "groups" if ensemble else "points"
-    total = len(groups) if ensemble else len(manifest["points"])
-    if not todo:
-        print(f"all {total} {what} of {manifest['name']} have finished; nothing to submit")
-        return None
-    if not script.is_file():
-        raise ConfigError("--script", str(script), "give the sweep job script (slurm/sweep.sbatch or your copy)",
-                          "does not exist")
-    cmd = ["sbatch", "--parsable", f"--job-name={manifest['name']}", f"--array={array_spec(todo, manifest['max_parallel'])}",
-           f"--output={directory / 'logs'}/%A_%a.out", *manifest["sbatch"], str(script), str(directory),
-           *(["--group"] if ensemble else [])]
-    print(" ".join(cmd))
-    if dry_run:
-        return None
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise ConfigError("--submit", "sbatch", "run it where Slurm is installed, or use --local", "was not found") from None
-    if done.returncode != 0:
-        raise ConfigError("--submit", " ".join(cmd), "see sbatch's message: " + done.stderr.strip().replace("\n", " "),
-                          "was refused by sbatch")
-    job = done.stdout.strip().split(";")[0]
-    with (directory / "logs" / "submissions.log").open("a") as log:
-        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} job {job} {what} {','.join(map(str, todo))}\n")
-    print(f"submitted array job {job}: {len(todo)} of {total} {what}, at most "
-          f"{manifest['max_parallel']} at once; logs in {directory / 'logs'}")
-    return job
 
 
 def run_point(directory: Path, index: int) -> int:

@@ -194,6 +194,19 @@ def test_usr1_during_start_up_requeues_instead_of_killing_the_job(slurm, referen
     assert_close(out, ref, 1e-12)
 
 
+def test_a_job_knows_its_signal_lead_and_time_limit(slurm, tmp_path):
+    """What `simulator run` checks its chunk and checkpoint time against: the job's own --signal and limit,
+    and a lead too close to the limit is the one-line warning (Slurm may signal at once)."""
+    probe = tmp_path / "probe.sbatch"
+    probe.write_text("#!/bin/bash\n#SBATCH --time=3:00\n#SBATCH --signal=USR1@150\n"
+                     f"{sys.executable} -c 'from simulator.run.joblimits import job_signal, limit_warning; "
+                     "j = job_signal(); print(\"JOB\", j, limit_warning(*j))'\n")
+    job = sbatch(f"--output={tmp_path}/out-%j.txt", probe)
+    assert wait(job) == [("COMPLETED", 0)]
+    out = (tmp_path / f"out-{job}.txt").read_text()
+    assert "JOB ('USR1', 150, 180)" in out and "as soon as the job starts" in out, out
+
+
 def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({
@@ -206,6 +219,10 @@ def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "--array=0-2%2" in done.stdout
     job = re.search(r"submitted array job (\d+)", done.stdout)[1]
+    # submitted again while its tasks are pending or running: nothing is submitted twice
+    busy = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
+    assert busy.returncode == 0 and "not submitted again" in busy.stdout, busy.stdout + busy.stderr
+    assert "submitted array job" not in busy.stdout and "nothing to submit" in busy.stdout
     states = wait(job)
     assert states == [("COMPLETED", 0)] * 3, [p.read_text()[-2000:] for p in (out / "logs").glob("*.out")]
     collected = subprocess.run([SIMULATOR, "sweep", str(out), "--collect"], cwd=ROOT, capture_output=True,

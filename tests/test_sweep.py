@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator import sweep
+from simulator import sweep, sweep_slurm
 from simulator.errors import ConfigError
 
 ROOT = Path(__file__).parents[1]
@@ -78,8 +78,8 @@ def test_a_directory_holding_another_sweep_is_refused(tmp_path):
 
 
 def test_array_spec_lists_the_unfinished_points_with_the_limit():
-    assert sweep.array_spec([0, 1, 2], 2) == "0-2%2"
-    assert sweep.array_spec([5, 0, 1, 3, 6, 7, 9], 4) == "0-1,3,5-7,9%4"
+    assert sweep_slurm.array_spec([0, 1, 2], 2) == "0-2%2"
+    assert sweep_slurm.array_spec([5, 0, 1, 3, 6, 7, 9], 4) == "0-1,3,5-7,9%4"
 
 
 @pytest.mark.slow

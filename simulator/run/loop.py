@@ -36,6 +36,7 @@ from simulator.output.spectra import SpectraWriter
 from simulator.output.timeseries import TimeSeriesWriter
 from simulator.run import rundir
 from simulator.run.progress import Progress
+from simulator.run import joblimits
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.time.control import Stepper
@@ -262,7 +263,10 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
             stepper.adapt(first.get("diagnostics").get(sim.info.cfl or "", 0.0))
         if _stopped_before_first_step(cfg, stop, out, step, t, resume_hint):
             return EXIT_INTERRUPTED
-        last_chunk_s = 0.0
+        last_chunk_s, dumps_s, chunks = 0.0, 0.0, 0
+        job = joblimits.job_signal() if rank0 else None  # the Slurm job's --signal, to check its lead time
+        if job is not None and (advice := joblimits.limit_warning(*job)):
+            log.warning("%s", advice)
         while not stepper.finished(t):
             chunk_start = time.monotonic()
             n, dt = stepper.next_chunk(t, step)
@@ -279,8 +283,10 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
             for w in records:
                 w.maybe_write(m)
             _check_finite(m, saver)
+            dumps_start = time.monotonic()
             for w in dumps:
                 w.maybe_write(m)
+            dumps_s = max(dumps_s, time.monotonic() - dumps_start)
             stepper.adapt(m.get("diagnostics").get(sim.info.cfl or "", 0.0))
             progress.update(step, t)
             diag = m.get("diagnostics")
@@ -288,7 +294,11 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
             log.info("step %d t=%.4f dt=%.3g %s %s", step, t, dt, shown, progress.describe(cells))
             if rank0:
                 rundir.write_status(out, "running", step, t)
-            last_chunk_s = time.monotonic() - chunk_start
+            last_chunk_s, chunks = time.monotonic() - chunk_start, chunks + 1
+            if job is not None and chunks == 2:  # the first chunk compiled; the second is a steady one
+                advice = joblimits.lead_warning(*job[:2], chunk_s=last_chunk_s - dumps_s, checkpoint_s=dumps_s)
+                if advice:
+                    log.warning("%s", advice)
             if stopping:
                 why = signal_name or f"runtime.max_wall = {cfg.runtime.max_wall:g} s"
                 if stop.count > 1:
