@@ -35,13 +35,14 @@ def main() -> None:
     parser.add_argument("--guess", type=float, default=3.0, help="initial guess, as a multiple of the true value")
     parser.add_argument("--iterations", type=int, default=30, help="at most this many gradient steps")
     parser.add_argument("--tol", type=float, default=1e-6, help="stop when log(nu) moves less than this")
-    parser.add_argument("--cpu-devices", type=int, default=1, help="virtual CPU devices (the slab backend uses all)")
+    parser.add_argument("--cpu-devices", type=int, default=1,
+                        help="virtual CPU devices (the slab backend uses all); 0: this machine's own devices (GPUs)")
     parser.add_argument("--json", default=None, help="write the fit (true, initial guess, recovered, losses) here")
     args = parser.parse_args()
 
     sim = simulator.Simulation.from_config(None, {"grid.shape": args.grid, "precision": "float64",
                                                   "initial.name": "random", "initial.k_peak": 2.0},
-                                           cpu_devices=args.cpu_devices)
+                                           cpu_devices=args.cpu_devices or None)
     import jax
     import jax.numpy as jnp
 

@@ -1,0 +1,259 @@
+"""Measure everything a GPU machine can tell us, in one command, into one report.
+
+    bash scripts/gpu_campaign.sh                # on a machine with NVIDIA GPUs (see that script)
+    .venv/bin/python scripts/gpu_campaign.py --dry-run --out outputs/bench/gpu-dry   # on CPU, seconds
+
+Stages, each a subprocess with its own time limit whose failure is recorded and does not stop the
+others (the report is rewritten after every stage, so a killed campaign still leaves one):
+
+1. ``environment``: Python, JAX, the devices, jaxdecomp (its PyPI wheels hold no cuDecomp extension:
+   its pure-JAX backend runs on GPUs too), ``nvidia-smi -L``.
+2. ``fft-check``: ``simulator check --all-backends`` (every FFT backend against ``jnp.fft``, counted
+   all-to-alls, no all-gather) in float64 and float32.
+3. ``equations``: every shipped config run for a few steps in float64 on the GPU and on the CPU: the
+   GPU's final state must equal the CPU's to 1e-9 relative. The CPU path is the one the test suite
+   verifies against exact solutions, conservation laws and published references, so equality carries
+   those checks over to the GPU without a second copy of them.
+4. ``gradients``: ``examples/recover_viscosity.py`` on the GPU (a gradient through a whole run
+   recovers the viscosity that made a measurement).
+5. ``bench-fft`` / ``bench-step``: ``scripts/bench_fft.py`` and ``scripts/bench_step.py`` on one GPU:
+   Navier-Stokes rk4 and lsrk4 in float32 and float64 at 128^3-1024^3, Schrodinger-Poisson at
+   256^3-1024^3 (their step.json/fft.json are kept beside the report).
+6. ``largest-grid``: ``simulator plan`` on the GPU (lsrk4 float32), then a real run at the largest
+   grid it says fits: does it?
+7. ``taylor-green``: the Taylor-Green vortex at Re = 1600 on 256^3 to t = 10 against the resolved DNS:
+   peak dissipation 0.0127 near t = 9 (Brachet et al. 1983; van Rees et al. 2011, 512^3 spectral).
+
+``--dry-run`` runs the same stages on virtual CPU devices at toy sizes (what the test suite does, so
+the script cannot rot); its figures mean nothing. Writes ``report.json`` and ``report.md`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SIM = [sys.executable, "-m", "simulator"]
+#: resolved DNS of the Re = 1600 Taylor-Green vortex: peak of -dE/dt and its time
+TG_REFERENCE = {"peak_dissipation": 0.0127, "t_peak": 9.0, "source": "Brachet et al. 1983 (JFM 130); van Rees et "
+                "al. 2011 (JCP 230), 512^3 pseudo-spectral"}
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dry-run", action="store_true", help="CPU, toy sizes: checks the campaign itself")
+    p.add_argument("--out", default="outputs/bench/gpu", help="directory of report.json and report.md")
+    p.add_argument("--stages", nargs="+", default=None, help="run only these stages")
+    return p.parse_args()
+
+
+class Campaign:
+    """Runs stages as subprocesses and keeps the report current."""
+
+    def __init__(self, out: Path, dry: bool):
+        self.out, self.dry = out, dry
+        self.report: dict = {"dry_run": dry, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "stages": []}
+        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+    def devices(self) -> list[str]:
+        """Arguments that put a command on the campaign's devices (2 virtual CPU devices when dry)."""
+        return ["--cpu-devices", "2"] if self.dry else []
+
+    def run(self, cmd: list[str], timeout: float) -> tuple[int, str, float]:
+        start = time.monotonic()
+        try:
+            done = subprocess.run(cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout)
+            code, text = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired as err:
+            code, text = 124, f"timed out after {timeout:.0f} s\n{err.stdout or ''}"
+        return code, text if isinstance(text, str) else text.decode(errors="replace"), time.monotonic() - start
+
+    def stage(self, name: str, result: dict) -> None:
+        self.report["stages"].append({"name": name, **result})
+        self.write()
+
+    def write(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "report.json").write_text(json.dumps(self.report, indent=1, default=str))
+        lines = [f"# GPU campaign {'(DRY RUN on CPU: figures mean nothing)' if self.dry else ''}", "",
+                 f"started {self.report['started']}", "", "| stage | status | seconds | summary |", "|---|---|---|---|"]
+        for s in self.report["stages"]:
+            lines.append(f"| {s['name']} | {s['status']} | {s.get('seconds', 0):.0f} | {s.get('summary', '')} |")
+        (self.out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def command_stage(c: Campaign, cmd: list[str], timeout: float, summary=None) -> dict:
+    code, text, seconds = c.run(cmd, timeout)
+    result = {"status": "ok" if code == 0 else "failed", "exit": code, "seconds": seconds,
+              "command": " ".join(cmd), "output_tail": text[-4000:]}
+    if code == 0 and summary is not None:
+        result["summary"] = summary(text)
+    elif code != 0:
+        result["summary"] = (text.strip().splitlines() or ["no output"])[-1][:200]
+    return result
+
+
+def environment(c: Campaign) -> dict:
+    probe = ("import json, jax, importlib.util as u; print(json.dumps({'jax': jax.__version__, 'backend': "
+             "jax.default_backend(), 'devices': [str(d) for d in jax.devices()], 'jaxdecomp': "
+             "u.find_spec('jaxdecomp') is not None}))")
+    code, text, seconds = c.run([sys.executable, "-c", probe], 300)
+    info = json.loads(text.strip().splitlines()[-1]) if code == 0 else {"error": text[-2000:]}
+    smi = c.run(["nvidia-smi", "-L"], 60)[1] if not c.dry else "dry run"
+    info.update(python=sys.version.split()[0], nvidia_smi=smi.strip())
+    status = "ok" if code == 0 and (c.dry or info.get("backend") == "gpu") else "failed"
+    return {"status": status, "seconds": seconds, "info": info,
+            "summary": f"{info.get('backend')}: {', '.join(info.get('devices', []))}; jaxdecomp "
+                       f"{'installed' if info.get('jaxdecomp') else 'missing'}"}
+
+
+def fft_check(c: Campaign) -> dict:
+    results = []
+    for precision in ("float64", "float32"):
+        n = 16 if c.dry else 256
+        results.append(command_stage(c, [*SIM, "check", "--all-backends", "--set", f"grid.shape={n}", "--set",
+                                         f"precision={precision}", *c.devices()], 900,
+                                     lambda t: f"{t.count(' ok')} ok, {t.count('FAILED')} failed, "
+                                               f"{t.count('skipped')} skipped"))
+    failed = [r for r in results if r["status"] != "ok"]
+    return {"status": "failed" if failed else "ok", "seconds": sum(r["seconds"] for r in results),
+            "runs": results, "summary": "; ".join(r.get("summary", "") for r in results)}
+
+
+def final_state(run_dir: Path) -> dict:
+    import h5py
+    import numpy as np
+
+    from simulator.output import checkpoints
+
+    with h5py.File(checkpoints.find(run_dir).index) as f:
+        return {name: np.asarray(f[name][...]) for name in f}
+
+
+def equations(c: Campaign) -> dict:
+    import numpy as np
+
+    configs = ["taylor_green", "jeans"] if c.dry else sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+    n = 16 if c.dry else 64
+    rows, worst, start = [], 0.0, time.monotonic()
+    for name in configs:
+        common = ["--set", f"grid.shape={n}", "--set", "precision=float64", "--set", "checkpoint.keep=1"]
+        dirs = {}
+        for where, devices in (("cpu", ["--cpu-devices", "1"]), ("device", c.devices() or [])):
+            out = c.out / "equations" / f"{name}-{where}"
+            code, text, _ = c.run([*SIM, "run", str(ROOT / "configs" / f"{name}.yaml"), *common, *devices,
+                                   "--out", str(out), "--overwrite"], 1200)
+            dirs[where] = out if code == 0 else text[-1500:]
+        if not all(isinstance(d, Path) for d in dirs.values()):
+            rows.append({"config": name, "status": "failed", "error": [d for d in dirs.values() if isinstance(d, str)]})
+            continue
+        a, b = final_state(dirs["cpu"]), final_state(dirs["device"])
+        diff = max(float(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(a[k])), 1e-300)) for k in a)
+        worst = max(worst, diff)
+        rows.append({"config": name, "status": "ok" if diff <= 1e-9 else "failed", "relative_difference": diff})
+    bad = [r["config"] for r in rows if r["status"] != "ok"]
+    return {"status": "failed" if bad else "ok", "rows": rows, "seconds": time.monotonic() - start,
+            "summary": f"{len(rows) - len(bad)}/{len(rows)} configs equal the CPU run (worst {worst:.1e})"
+                       + (f"; failed: {', '.join(bad)}" if bad else "")}
+
+
+def benchmarks(c: Campaign, which: str) -> dict:
+    def options(out: Path) -> list[str]:
+        where = ["--platform", "cpu", "--repeats", "1"] if c.dry else ["--platform", "gpu"]
+        return ["--devices", "1", "--out", str(out), *where]
+
+    out = c.out / which
+    if which == "bench-fft":
+        sizes = ["16"] if c.dry else ["128", "256", "512", "1024"]
+        cmds = [[sys.executable, "scripts/bench_fft.py", "--sizes", *sizes, "--precisions", "float32", "float64",
+                 *options(out)]]
+    else:
+        ns, sp = (["16"], ["16"]) if c.dry else (["128", "256", "512", "1024"], ["256", "512", "1024"])
+        step = ["--memory-size", "0", "--steps", "2" if c.dry else "10"]
+        schemes, precisions = (["rk4"], ["float32"]) if c.dry else (["rk4", "lsrk4"], ["float32", "float64"])
+        cmds = [[sys.executable, "scripts/bench_step.py", "--schemes", *schemes, "--sizes", *ns,
+                 "--precisions", *precisions, *step, *options(out / "navier_stokes")],
+                [sys.executable, "scripts/bench_step.py", "--schemes", "kdk", "--sizes", *sp, "--precisions",
+                 "float32", *step, *options(out / "schrodinger_poisson")]]
+    results = [command_stage(c, cmd, 3600, lambda t: "tables under " + str(out)) for cmd in cmds]
+    return {"status": "failed" if any(r["status"] != "ok" for r in results) else "ok",
+            "seconds": sum(r["seconds"] for r in results), "runs": results,
+            "summary": "; ".join(r.get("summary", "") for r in results)}
+
+
+def largest_grid(c: Campaign) -> dict:
+    tg = str(ROOT / "configs" / "taylor_green.yaml")
+    case = ["--set", "time.integrator=lsrk4", "--set", "precision=float32"]
+    memory = ["--memory", "16MB"] if c.dry else []
+    code, text, seconds = c.run([*SIM, "plan", tg, *case, *memory, *c.devices()], 900)
+    found = re.search(r"largest cubic grid that fits these \d+ device\(s\): (\d+)\^3", text)
+    if code != 0 or not found:
+        return {"status": "failed", "seconds": seconds, "summary": "plan failed", "output_tail": text[-3000:]}
+    predicted = int(found[1])
+    n = predicted - predicted % (2 if c.dry else 32)  # an FFT-friendly size at or below the prediction
+    run = command_stage(c, [*SIM, "run", tg, *case, "--set", f"grid.shape={n}", "--set", "time.t_end=0.02",
+                            "--set", "output.every=2", "--set", "output.snapshots=null", "--set",
+                            "output.spectra=null", *c.devices(), "--out", str(c.out / "largest"), "--overwrite"],
+                        1800)
+    return {"status": run["status"], "seconds": seconds + run["seconds"], "predicted_largest": predicted,
+            "ran_at": n, "run": run,
+            "summary": f"planner: {predicted}^3 fits; a run at {n}^3 {'ran' if run['status'] == 'ok' else 'FAILED'}"}
+
+
+def taylor_green(c: Campaign) -> dict:
+    n, t_end = (16, 0.5) if c.dry else (256, 10.0)
+    out = c.out / "taylor_green"
+    run = command_stage(c, [*SIM, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", f"grid.shape={n}",
+                            "--set", f"time.t_end={t_end}", "--set", "output.snapshots=null", *c.devices(),
+                            "--out", str(out), "--overwrite"], 3600)
+    if run["status"] != "ok":
+        return run
+    with (out / "timeseries.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r.get("dissipation")]
+    peak = max(rows, key=lambda r: float(r["dissipation"]))
+    eps, t = float(peak["dissipation"]), float(peak["time"])
+    error = abs(eps / TG_REFERENCE["peak_dissipation"] - 1)
+    return {**run, "grid": n, "peak_dissipation": eps, "t_peak": t, "reference": TG_REFERENCE,
+            "relative_error": error if not c.dry else math.nan,
+            "summary": f"{n}^3: peak dissipation {eps:.5f} at t = {t:.2f} (reference {TG_REFERENCE['peak_dissipation']}"
+                       f" near t = {TG_REFERENCE['t_peak']:g})"}
+
+
+STAGES = {
+    "environment": environment, "fft-check": fft_check, "equations": equations,
+    "gradients": lambda c: command_stage(c, [sys.executable, "examples/recover_viscosity.py", "--grid", "16",
+                                             "--cpu-devices", "2" if c.dry else "0", "--iterations",
+                                             "1" if c.dry else "30"], 1800,
+                                         lambda t: (t.strip().splitlines() or [""])[-1][:200]),
+    "bench-fft": lambda c: benchmarks(c, "bench-fft"), "bench-step": lambda c: benchmarks(c, "bench-step"),
+    "largest-grid": largest_grid, "taylor-green": taylor_green,
+}
+
+
+def main() -> int:
+    args = parse_args()
+    c = Campaign(Path(args.out), args.dry_run)
+    for name in args.stages or STAGES:
+        try:
+            result = STAGES[name](c)
+        except Exception as err:  # a broken stage is a finding, not the end of the campaign
+            result = {"status": "failed", "summary": f"{type(err).__name__}: {err}"[:300]}
+        c.stage(name, result)
+        print(f"{name}: {result['status']}: {result.get('summary', '')}", flush=True)
+    c.report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    c.write()
+    print(f"report: {c.out / 'report.md'}")
+    return 0 if all(s["status"] == "ok" for s in c.report["stages"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
