@@ -1,28 +1,29 @@
 """Project each solver's memory and step time to large grids on many GPUs (the tables of docs/PERFORMANCE.md).
 
-The per-cell figures come from the planner (simulator/plan.py): the run's programs compiled abstractly
-(nothing allocated) on virtual CPU devices at a small grid, one device and a decomposed mesh (slab
-[2], pencil [2, 2]); bytes per cell do not depend on N (tests/test_plan.py). Then, per GPU of a mesh
-of P GPUs at N^3:
+The per-cell figures come from the planner (simulator/plan.py): the step and the run's programs
+compiled abstractly (nothing allocated) on virtual CPU devices at a small grid, with XLA's FFT (the path
+GPUs run), on a slab of 1, 2, 4 and 8 devices and a pencil of 4 and 8; bytes per cell do not depend
+on N (tests/test_plan.py). For P GPUs at N^3 the figures of the compilation on P devices (8 beyond 8)
+are scaled by the one model ``simulator plan`` also uses (simulator/cost.py: ``scaled_traffic``,
+``predicted_seconds``):
 
-* memory = peak bytes per cell * N^3 / P (the decomposed mesh's figure; fits when <= 90% of 80 GB);
-* time = memory traffic per cell * N^3 / P / HBM bandwidth + bytes sent / link bandwidth, where a
-  slab all-to-all among P devices sends (P-1)/P of its operand and a pencil one among ~sqrt(P) sends
-  (sqrt(P)-1)/sqrt(P); links: NVLink within a node of 8, one 400 Gb/s InfiniBand adapter per GPU
-  beyond (half the pencil's exchanges stay within a node). No overlap of communication and compute.
+* memory per GPU = peak bytes per cell * N^3 / P (fits when <= 90% of JAX's allocator share of it);
+* time = memory traffic / HBM bandwidth + bytes sent / link bandwidth, a device sending (P-1)/P (slab)
+  or (sqrt(P)-1)/sqrt(P) (pencil) of what it exchanges; NVLink within a node of 8, InfiniBand beyond.
+  No overlap of communication and compute. For P <= 8 this is exactly ``simulator plan``'s figure.
 
-These are projections from the bandwidth model (simulator/cost.py), not measurements: the traffic
-counts every kernel streaming its operands and results once (an FFT too), so they bound the step time
-from below; the memory figures are the CPU compilation's (a GPU build adds cuFFT's workspace).
+These are projections from the bandwidth model, not measurements: the traffic counts every kernel
+streaming its operands and results once, so they bound the step time from below; the memory figures
+are the CPU compilation's (a GPU build adds cuFFT's workspace).
 
-    python scripts/project_gpu.py                  # the default cases, table on stdout
+    python scripts/project_gpu.py                  # the default cases, tables on stdout
     python scripts/project_gpu.py --profile h200 --cases navier_stokes:lsrk4:float32
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import os
 import sys
 
 CASES = ["navier_stokes:rk4:float64", "navier_stokes:lsrk4:float32", "schrodinger_poisson:kdk:float32"]
@@ -39,10 +40,15 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def per_cell(case: str, backend: str, devices: int, n: int) -> dict[str, float]:
-    """Peak memory, memory traffic and exchanged bytes of one step, per cell over all devices."""
+#: device counts compiled (virtual CPU devices); larger counts scale the largest one's figures
+COMPILED = {"slab": (1, 2, 4, 8), "pencil": (4, 8)}
+
+
+def compiled_figures(case: str, backend: str, devices: int, n: int) -> tuple[float, object]:
+    """(peak bytes per cell, the step's traffic per cell) compiled on ``devices`` devices at ``n``^3."""
     import jax
 
+    from simulator import cost
     from simulator.api import load_config
     from simulator.plan import make_plan
     from simulator.run.simulation import Simulation
@@ -51,68 +57,56 @@ def per_cell(case: str, backend: str, devices: int, n: int) -> dict[str, float]:
     cfg = load_config(None, {"grid.shape": n, "physics.name": name, "time.integrator": integrator,
                              "precision": precision, "fft.backend": backend})
     p = make_plan(Simulation(cfg, jax.devices()[:devices]), ("chunk", "diagnostics", "step"), memory=1)
-    cells = n**3 / devices
-    return {"memory": p.peak / cells, "traffic": p.traffic.memory_bytes / cells,
-            "exchanged": p.traffic.exchanged_bytes / cells, "ffts": p.ffts_per_step,
-            "a2a": p.traffic.collectives.get("all-to-all", 0)}
+    return p.peak * devices / n**3, cost.per_cell(p.traffic, n**3, devices)
 
 
-def step_seconds(fig: dict[str, float], backend: str, n: int, gpus: int, profile) -> float:
-    from simulator.cost import GPUS_PER_NODE, INTER_NODE_BANDWIDTH
+def projection(figures: dict, backend: str, n: int, gpus: int, profile) -> tuple[float, float]:
+    """(memory per GPU in bytes, step seconds) of ``n``^3 on ``gpus`` GPUs from the compiled figures."""
+    from simulator import cost
 
-    local = n**3 / gpus
-    seconds = fig["traffic"] * local / profile.memory_bandwidth
-    if gpus == 1:
-        return seconds
-    exchanged = fig["exchanged"] * local
-    if backend == "slab":
-        link = profile.link_bandwidth if gpus <= GPUS_PER_NODE else INTER_NODE_BANDWIDTH
-        return seconds + exchanged * (gpus - 1) / gpus / link
-    group = math.isqrt(gpus)
-    share = (group - 1) / group
-    if gpus <= GPUS_PER_NODE:
-        return seconds + exchanged * share / profile.link_bandwidth
-    return seconds + exchanged * share * (0.5 / profile.link_bandwidth + 0.5 / INTER_NODE_BANDWIDTH)
+    compiled = max(d for d in COMPILED[backend] if d <= gpus)
+    peak, traffic = figures[backend, compiled]
+    step = cost.scaled_traffic(traffic, n**3, gpus, backend)
+    return peak * n**3 / gpus, cost.predicted_seconds(step, profile, gpus, backend)
 
 
 def main() -> int:
     args = parse_args()
+    os.environ["SIMULATOR_FFT"] = "xla"  # the local FFT path GPUs run (FFTW is CPU only)
     from simulator.runtime import configure_devices
 
-    configure_devices(4, "float64")
+    configure_devices(8, "float64")
     from simulator.cost import PROFILES
-    from simulator.fft.layouts import LAYOUTS
     from simulator.errors import ConfigError
+    from simulator.fft.layouts import LAYOUTS
+    from simulator.memory import gpu_allocator_share
 
     profile = PROFILES[args.profile]
-    usable = 0.9 * args.memory * 2**30
-    print(f"# projection on {profile.name} ({profile.source}); memory per GPU {args.memory:g} GB, a run uses 90%")
+    share, source = gpu_allocator_share(int(args.memory * 2**30))
+    usable = 0.9 * share
+    print(f"# projection on {profile.name} ({profile.source}); {source}; a run plans 90% of it")
     for case in args.cases:
-        figs = {"slab": per_cell(case, "slab", 2, args.n), "pencil": per_cell(case, "pencil", 4, args.n)}
-        one = per_cell(case, "slab", 1, args.n)
-        print(f"\n## {case}: {one['memory']:.0f} B/cell on 1 device, {figs['slab']['memory']:.0f} slab [2], "
-              f"{figs['pencil']['memory']:.0f} pencil [2,2]; per step {one['ffts']} FFTs, traffic "
-              f"{one['traffic']:.0f} B/cell, exchanged {figs['slab']['exchanged']:.0f} B/cell in "
-              f"{figs['slab']['a2a']:.0f} (slab) / {figs['pencil']['a2a']:.0f} (pencil) all-to-alls")
+        figures = {(b, d): compiled_figures(case, b, d, args.n) for b, counts in COMPILED.items() for d in counts}
+        one = figures["slab", 1]
+        print(f"\n## {case}: peak {one[0]:.0f} B/cell on 1 device, {figures['slab', 8][0]:.0f} on a slab of 8; "
+              "step traffic per cell on a slab of 1/2/4/8: "
+              + "/".join(f"{figures['slab', d][1].memory_bytes:.0f}" for d in COMPILED["slab"]))
         print(f"{'N':>5s} {'GPUs':>5s} {'backend':7s} {'GB/GPU':>7s} {'fits':>4s} {'step ms':>9s}")
         for n in args.sizes:
             for gpus in args.gpus:
                 for backend in ("slab", "pencil"):
-                    if gpus == 1 and backend == "pencil":
+                    if gpus < min(COMPILED[backend]):
                         continue
-                    layout = LAYOUTS[backend]
-                    mesh = layout.mesh_shape(gpus, None)
+                    mesh = LAYOUTS[backend].mesh_shape(gpus, None)
                     try:
-                        layout.check_layout((n, n, n), mesh)
+                        LAYOUTS[backend].check_layout((n, n, n), mesh)
                     except ConfigError:
                         continue
                     if backend == "pencil" and mesh[0] == 1:
                         continue
-                    fig = one if gpus == 1 else figs[backend]
-                    memory = fig["memory"] * n**3 / gpus
-                    ms = 1e3 * step_seconds(fig, backend, n, gpus, profile)
+                    memory, seconds = projection(figures, backend, n, gpus, profile)
                     print(f"{n:5d} {gpus:5d} {backend:7s} {memory / 2**30:7.1f} {'yes' if memory <= usable else 'no':>4s} "
-                          f"{ms:9.1f}", flush=True)
+                          f"{1e3 * seconds:9.1f}", flush=True)
     return 0
 
 

@@ -208,11 +208,45 @@ INTER_NODE_BANDWIDTH = 50e9
 GPUS_PER_NODE = 8
 
 
-def predicted_seconds(traffic: Traffic, profile: DeviceProfile, devices: int = 1) -> float:
+def exchange_share(devices: int, layout: str) -> float:
+    """Share of an exchanged field a device sends to others: a slab all-to-all is among all P devices,
+    a pencil one among about sqrt(P) (each of its two exchanges runs within one mesh axis)."""
+    group = devices if layout != "pencil" else math.isqrt(devices)
+    return (group - 1) / group if group > 1 else 0.0
+
+
+def scaled_traffic(per_cell: Traffic, cells: float, devices: int, layout: str) -> Traffic:
+    """The per-device traffic of a step on ``cells`` cells over ``devices`` devices, from per-cell figures
+    (a compiled step's per-device traffic divided by its cells per device): memory traffic and
+    exchanged bytes scale with the cells a device holds (bytes per cell do not depend on N; tested),
+    and a device sends :func:`exchange_share` of what it exchanges."""
+    local = cells / devices
+    out = Traffic(fft_bytes=per_cell.fft_bytes * local, other_bytes=per_cell.other_bytes * local,
+                  exchanged_bytes=per_cell.exchanged_bytes * local, fft_calls=per_cell.fft_calls)
+    out.sent_bytes = out.exchanged_bytes * exchange_share(devices, layout)
+    out.collectives.update(per_cell.collectives)
+    return out
+
+
+def per_cell(traffic: Traffic, cells: float, devices: int) -> Traffic:
+    """``traffic`` (one device's, of a step over ``devices`` devices and ``cells`` cells) per cell it holds."""
+    out = Traffic()
+    out.add(traffic, devices / cells)
+    out.fft_calls, out.collectives = traffic.fft_calls, Counter(traffic.collectives)
+    return out
+
+
+def predicted_seconds(traffic: Traffic, profile: DeviceProfile, devices: int = 1, layout: str = "slab") -> float:
     """Bandwidth-bound time of a program: memory traffic / memory bandwidth + bytes sent / link
-    bandwidth (NVLink within a node of 8, InfiniBand beyond), no overlap assumed."""
-    link = profile.link_bandwidth if devices <= GPUS_PER_NODE else INTER_NODE_BANDWIDTH
-    return traffic.memory_bytes / profile.memory_bandwidth + traffic.sent_bytes / link
+    bandwidth, no overlap assumed. Links: NVLink within a node of 8; a slab exchange over more GPUs
+    crosses InfiniBand; a pencil's two exchanges beyond a node, one within it and one across, are
+    taken as half and half. The one model ``simulator plan`` and ``scripts/project_gpu.py`` both use."""
+    seconds = traffic.memory_bytes / profile.memory_bandwidth
+    if devices <= GPUS_PER_NODE:
+        return seconds + traffic.sent_bytes / profile.link_bandwidth
+    if layout == "pencil":
+        return seconds + traffic.sent_bytes * (0.5 / profile.link_bandwidth + 0.5 / INTER_NODE_BANDWIDTH)
+    return seconds + traffic.sent_bytes / INTER_NODE_BANDWIDTH
 
 
 def human_bytes(n: float) -> str:

@@ -281,7 +281,7 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
                                   f"{bandwidth / 1e9:.1f} GB/s; links taken at the same rate")
     else:
         prof = cost.PROFILES[name]
-    seconds = cost.predicted_seconds(t, prof, plan.devices)
+    seconds = cost.predicted_seconds(t, prof, plan.devices, c.fft.backend)
     lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source})")
     return lines
 

@@ -149,3 +149,23 @@ def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
             "print(os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == str(memory.GPU_MEMORY_FRACTION), out.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [1, 2, 4, 8])
+def test_one_model_scales_a_compiled_step_to_the_compiled_step_of_a_larger_grid(devices, monkeypatch):
+    """The model scripts/project_gpu.py projects with and simulator plan predicts with (simulator/cost.py):
+    per-cell figures of the step compiled at 32^3 on P devices, scaled to 64^3, give the traffic, the
+    bytes sent and the predicted time of the step compiled at 64^3 on P devices (XLA's FFT, the GPU path)."""
+    monkeypatch.setenv("SIMULATOR_FFT", "xla")
+    figures = {}
+    for n in (32, 64):
+        p = plan.make_plan(_sim(n, integrator="rk4", devices=devices), ("step",), memory=1)
+        figures[n] = p.traffic
+    scaled = cost.scaled_traffic(cost.per_cell(figures[32], 32**3, devices), 64**3, devices, "slab")
+    compiled = figures[64]
+    assert scaled.memory_bytes == pytest.approx(compiled.memory_bytes, rel=0.03)
+    assert scaled.sent_bytes == pytest.approx(compiled.sent_bytes, rel=1e-9, abs=1e-9)
+    h100 = cost.PROFILES["h100"]
+    assert cost.predicted_seconds(scaled, h100, devices) == \
+        pytest.approx(cost.predicted_seconds(compiled, h100, devices), rel=0.03)
