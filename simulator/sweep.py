@@ -138,6 +138,7 @@ def load(path: str | Path) -> Sweep:
         swept = (*grid, *zipped)
     else:
         raise ConfigError("sweep", str(path), "give grid, zip or points", "sweeps nothing")
+    _refuse_repeats(grid, values)
     clash = sorted(set(swept) & set(fixed))
     if clash:
         raise ConfigError(f"set.{clash[0]}", fixed[clash[0]], "a key is either fixed (set) or swept", "is also swept")
@@ -154,6 +155,17 @@ def load(path: str | Path) -> Sweep:
         raise ConfigError("batch", batch, "give a positive integer (members per batched program)", "is not allowed")
     return Sweep(name, path.resolve(), base, dict(fixed), swept, tuple(Point(i, p) for i, p in enumerate(values)),
                  max_parallel, tuple(sbatch), ensemble or batch is not None, batch)
+
+
+def _refuse_repeats(grid: Mapping[str, list], values: Sequence[Mapping[str, Any]]) -> None:
+    """A value given twice in a grid list, or two equal points, would write the same run twice."""
+    for key, items in grid.items():
+        for i, item in enumerate(items):
+            if item in items[:i]:
+                raise ConfigError(f"grid.{key}", item, "give each value once", "is repeated")
+    for i, point in enumerate(values):
+        if point in values[:i]:
+            raise ConfigError(f"point {i}", dict(point), "give each point once", f"repeats point {values.index(point)}")
 
 
 def point_config(sweep: Sweep, point: Point, directory: Path) -> config_mod.Config:

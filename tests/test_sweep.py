@@ -49,6 +49,11 @@ def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
     ({"grid": {"physics.viscosity": [0.1]}, "set": {"physics.viscosity": 1}}, "is also swept"),
     ({"grid": {"physics.viscosity": [0.1]}, "max_parallel": 0}, "max_parallel = 0"),
     ({"grid": {"physics.viscosity": [0.1]}, "base": "missing.yaml"}, "base = 'missing.yaml' does not exist"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2, 0.1]}}, "grid.physics.viscosity = 0.1 is repeated"),
+    ({"zip": {"initial.seed": [1, 1], "initial.amplitude": [0.5, 0.5]}},
+     "point 1 = {'initial.seed': 1, 'initial.amplitude': 0.5} repeats point 0"),
+    ({"points": [{"physics.viscosity": 0.1}, {"physics.viscosity": 0.2}, {"physics.viscosity": 0.1}]},
+     "point 2 = {'physics.viscosity': 0.1} repeats point 0"),
 ])
 def test_malformed_sweep_files_are_named(tmp_path, body, expected):
     with pytest.raises(ConfigError) as err:
