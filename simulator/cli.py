@@ -3,6 +3,9 @@
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
 arguments, device setup, a refused output directory or restart), reported as one line on stderr;
 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart).
+
+It is longer than 400 lines because every command's lines for the user are written here: the library
+returns data and reports through callbacks, only this module prints.
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError, RuntimeSetupError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 75
 
 
 class _Parser(argparse.ArgumentParser):
@@ -195,7 +199,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from simulator import sweep, sweep_slurm
+    from simulator import sweep
 
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
@@ -226,6 +230,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return EXIT_OK
     spec = sweep.load(args.target)
     directory = Path(args.out) if args.out else sweep.default_directory(spec)
+    from simulator.run.lock import RunLock
+
+    lock = RunLock(directory)  # the sweep's own: a second start of it is refused (exit 2) before it writes
+    lock.acquire()
+    try:
+        return _sweep_locked(args, spec, directory)
+    finally:
+        lock.release()
+
+
+def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
+    """``sweep FILE [--local | --submit]`` holding the sweep directory's lock (``spec``: the loaded
+    :class:`simulator.sweep.Sweep`, ``directory``: its Path)."""
+    from pathlib import Path
+
+    from simulator import sweep, sweep_slurm
+
     manifest = sweep.prepare(spec, directory)
     print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
           f"{directory / sweep.MANIFEST}")
@@ -239,12 +260,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         groups = ensemble.write_groups(directory, manifest, args.batch or spec.batch)
         print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
               + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
+    out = f" --out {args.out}" if args.out else ""
     if args.submit:
-        sweep_slurm.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups)
+        sweep_slurm.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups, report=print)
     elif args.local:
-        return sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups)
+        code = sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups,
+                               report=print)
+        if code == EXIT_INTERRUPTED:
+            print(f"resume with: simulator sweep {args.target}{out} --local{' --ensemble' if groups else ''}")
+        return code
     else:
-        out = f" --out {args.out}" if args.out else ""
         print(f"next: simulator sweep {args.target}{out} --local [-j K], or --submit (one Slurm array job)")
     return EXIT_OK
 

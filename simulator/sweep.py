@@ -41,7 +41,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -287,25 +287,26 @@ def run_point(directory: Path, index: int) -> int:
 
 
 def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
-              groups: Sequence[Sequence[int]] | None = None) -> int:
+              groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None) -> int:
     """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
     ``logs/pNNN.log``; with ``groups`` (an ensemble sweep), each group with an unfinished member is one
-    ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. Returns 0 when every
+    ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. ``report``: where the
+    lines for the user go (the CLI prints them). Returns 0 when every
     point finished, 1 otherwise."""
     points = manifest["points"]
     if groups is None:
         tasks = [(p["name"], run_command(directory, p), f"point {p['index']} {p['params']}", [p])
                  for p in (points[i] for i in unfinished(directory, manifest))]
-        print(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
-              f"already finished; running {len(tasks)}, {jobs} at a time")
+        report(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
+               f"already finished; running {len(tasks)}, {jobs} at a time")
     else:
         from simulator.ensemble import unfinished_groups
 
         tasks = [(f"g{g:03d}", ["sweep", str(directory), "--group", str(g)],
                   f"group {g} (points {', '.join(map(str, groups[g]))})", [points[i] for i in groups[g]])
                  for g in unfinished_groups(directory, manifest, groups)]
-        print(f"{manifest['name']}: {len(groups) - len(tasks)} of {len(groups)} ensemble groups already finished; "
-              f"running {len(tasks)} (one batched program each), {jobs} at a time")
+        report(f"{manifest['name']}: {len(groups) - len(tasks)} of {len(groups)} ensemble groups already finished; "
+               f"running {len(tasks)} (one batched program each), {jobs} at a time")
     running: list[tuple[tuple, subprocess.Popen, Any]] = []
     failed, passed_on = 0, False
     with StopRequest() as stop:
@@ -328,10 +329,9 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
                 running.remove(item)
                 failed += proc.returncode != 0 and not (stop.signal and proc.returncode == EXIT_INTERRUPTED)
                 states = ", ".join(point_state(directory, p["name"]) for p in members)
-                print(f"{label}: exit {proc.returncode} ({states}); log {directory / 'logs' / (name + '.log')}")
+                report(f"{label}: exit {proc.returncode} ({states}); log {directory / 'logs' / (name + '.log')}")
     if stop.signal:
-        print(f"{manifest['name']}: stopped by {stop.signal}; the points that ran have checkpointed. Resume with: "
-              f"simulator sweep {directory} --local")
+        report(f"{manifest['name']}: stopped by {stop.signal}; the points that ran have checkpointed")
         return EXIT_INTERRUPTED
     return 0 if failed == 0 else 1
 

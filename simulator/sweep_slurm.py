@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,13 @@ def in_flight(directory: Path, what: str) -> dict[int, str]:
 
 
 def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False,
-           groups: Sequence[Sequence[int]] | None = None) -> str | None:
+           groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None) -> str | None:
     """Submit ONE array job whose task i runs point i, for the points not finished yet; with ``groups``
     (an ensemble sweep), task G runs group G as one batched program, for the groups with a member not
     finished yet.
 
-    Returns the job id (None when every point has finished, or for ``dry_run``, which only prints the
-    sbatch command).
+    Returns the job id (None when every point has finished, or for ``dry_run``, which only reports the
+    sbatch command). ``report``: where the lines for the user go (the CLI prints them).
     """
     from simulator.ensemble import unfinished_groups
 
@@ -61,11 +61,11 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
     total = len(groups) if ensemble else len(manifest["points"])
     busy = in_flight(directory, what)
     if any(i in busy for i in todo):  # submitting them again would run two jobs into one run directory
-        print(f"{what} {', '.join(f'{i} ({busy[i]})' for i in todo if i in busy)} of {manifest['name']} are still "
-              "pending or running in Slurm: not submitted again")
+        report(f"{what} {', '.join(f'{i} ({busy[i]})' for i in todo if i in busy)} of {manifest['name']} are still "
+               "pending or running in Slurm: not submitted again")
         todo = [i for i in todo if i not in busy]
     if not todo:
-        print(f"all {total} {what} of {manifest['name']} have finished or are under way; nothing to submit")
+        report(f"all {total} {what} of {manifest['name']} have finished or are under way; nothing to submit")
         return None
     if not script.is_file():
         raise ConfigError("--script", str(script), "give the sweep job script (slurm/sweep.sbatch or your copy)",
@@ -73,7 +73,7 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
     cmd = ["sbatch", "--parsable", f"--job-name={manifest['name']}", f"--array={array_spec(todo, manifest['max_parallel'])}",
            f"--output={directory / 'logs'}/%A_%a.out", *manifest["sbatch"], str(script), str(directory),
            *(["--group"] if ensemble else [])]
-    print(" ".join(cmd))
+    report(" ".join(cmd))
     if dry_run:
         return None
     try:
@@ -86,6 +86,6 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
     job = done.stdout.strip().split(";")[0]
     with (directory / "logs" / "submissions.log").open("a") as log:
         log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} job {job} {what} {','.join(map(str, todo))}\n")
-    print(f"submitted array job {job}: {len(todo)} of {total} {what}, at most "
-          f"{manifest['max_parallel']} at once; logs in {directory / 'logs'}")
+    report(f"submitted array job {job}: {len(todo)} of {total} {what}, at most "
+           f"{manifest['max_parallel']} at once; logs in {directory / 'logs'}")
     return job

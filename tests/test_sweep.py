@@ -2,8 +2,11 @@
 runs that skip finished points, collection, and the array job a submission would ask for."""
 
 import csv
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +118,46 @@ def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
     assert [float(r["physics.viscosity"]) for r in rows] == [0.01, 0.05]
     assert float(rows[0]["final_energy"]) < float(rows[0]["peak_energy"])  # it decays from its peak at t = 0
     assert (out / "plots" / "sweep_final_energy.png").stat().st_size > 1000
+
+
+def test_a_second_start_of_a_running_sweep_is_refused_in_one_line(tmp_path):
+    """The sweep directory has a lock of its own: while one `sweep --local` holds it (here: this
+    process), another start of the same sweep is refused before it writes anything (exit 2)."""
+    from simulator.run.lock import RunLock
+
+    file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05]})
+    lock = RunLock(tmp_path / "sw")
+    lock.acquire()
+    try:
+        r = cli(tmp_path, "sweep", file, "--out", tmp_path / "sw", "--local")
+    finally:
+        lock.release()
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "is in use by a running process" in lines[0], r.stderr
+    assert not (tmp_path / "sw").exists()  # nothing was written (the lock's directory went with it)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_local_ensemble_sweep_stops_it_resumably(tmp_path):
+    """SIGINT to the sweep's process group (what Ctrl-C sends): exit 75, no traceback, every member
+    interrupted after a checkpoint, one line saying how to resume, and that command finishes it."""
+    file = write_sweep(tmp_path / "s.yaml", set={**TINY, "time.t_end": 3.0},
+                       grid={"physics.viscosity": [0.01, 0.05]})
+    out = tmp_path / "sw"
+    proc = subprocess.Popen([sys.executable, "-m", "simulator", "sweep", str(file), "--out", str(out), "--local",
+                             "--ensemble"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    series = out / "p000" / "timeseries.csv"
+    deadline = time.monotonic() + 200
+    while not series.exists() or len(series.read_text().splitlines()) < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 75 and "Traceback" not in stdout + stderr, stdout + stderr
+    assert f"resume with: simulator sweep {file} --out {out} --local --ensemble" in stdout, stdout
+    for p in ("p000", "p001"):
+        assert sweep.point_state(out, p) == "interrupted"
+    again = cli(tmp_path, "sweep", file, "--out", out, "--local", "--ensemble")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [sweep.point_state(out, p) for p in ("p000", "p001")] == ["finished", "finished"]
