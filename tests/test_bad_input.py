@@ -143,6 +143,10 @@ CASES = {
     "restart where no checkpoint is intact": (["run", TG, *SMALL, "--out", "damaged", "--restart"],
                                               "has nothing to resume; no intact checkpoint under damaged "
                                               "(c00000005.json: Expecting"),
+    "extend by infinity": (["run", TG, *SMALL, "--out", "run", "--restart", "--add-to-t-end", "inf"],
+                           "--add-to-t-end = inf is not allowed; give a positive, finite time"),
+    "extend by NaN": (["run", TG, *SMALL, "--out", "run", "--restart", "--add-to-t-end", "nan"],
+                      "--add-to-t-end = nan is not allowed"),
     "branch into a directory holding a run": (["run", TG, *SMALL, "--restart", "run/checkpoints/c00000005.json",
                                                "--out", "no_checkpoints"], "--out = 'no_checkpoints' already holds a run"),
     # sweeps and plots
