@@ -42,6 +42,9 @@ def workdir(tmp_path_factory):
     (d / "binary.yaml").write_bytes(bytes(range(256)))
     (d / "twice.yaml").write_text("time:\n  dt: 0.01\nname: x\ntime:\n  t_end: 1.0\n")
     (d / "bomb.yaml").write_text(BOMB)
+    from_run = {**yaml.safe_load(Path(TG).read_text()),
+                "initial": {"name": "file", "path": "run/checkpoints/c00000005.json"}}
+    (d / "from_run.yaml").write_text(yaml.safe_dump(from_run))
     # copies of the run: its config.yaml binary; its checkpoints deleted; its only checkpoint damaged
     for name in ("binary_config", "no_checkpoints", "damaged"):
         shutil.copytree(d / "run", d / name)
@@ -147,6 +150,10 @@ CASES = {
                            "--add-to-t-end = inf is not allowed; give a positive, finite time"),
     "extend by NaN": (["run", TG, *SMALL, "--out", "run", "--restart", "--add-to-t-end", "nan"],
                       "--add-to-t-end = nan is not allowed"),
+    "overwrite the run the initial condition is read from": (["run", "from_run.yaml", *SMALL, "--out", "run",
+                                                              "--overwrite"],
+                                                             "initial.path = 'run/checkpoints/c00000005.json' lies "
+                                                             "inside run, which replacing the run there would delete"),
     "branch into a directory holding a run": (["run", TG, *SMALL, "--restart", "run/checkpoints/c00000005.json",
                                                "--out", "no_checkpoints"], "--out = 'no_checkpoints' already holds a run"),
     # sweeps and plots
