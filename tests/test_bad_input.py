@@ -15,6 +15,9 @@ ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
 JEANS = str(ROOT / "configs" / "jeans.yaml")
 FORCED = str(ROOT / "configs" / "forced_turbulence.yaml")
+ABC = str(ROOT / "configs" / "abc.yaml")
+MHD = str(ROOT / "configs" / "orszag_tang.yaml")
+WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
@@ -113,6 +116,17 @@ CASES = {
                        "initial.seed = 100000000000000000000000 is out of range; every entry must be <= 4294967295"),
     "seed aliasing another modulo 2**32": (["run", FORCED, "--set", "initial.seed=4294967297"],
                                            "initial.seed = 4294967297 is out of range"),
+    # mode numbers the grid cannot represent (|m| < N/2 on each axis they lie along)
+    "dynamo mode of 10**30": (["run", MHD, *SMALL, "--set", "initial={name: abc_dynamo}", "--set",
+                               "initial.wavenumber=" + "1" + "0" * 30], "initial.wavenumber = 1" + "0" * 30 +
+                              " is not resolved by the grid; every mode number must be below N/2 = 8 along x"),
+    "ABC flow mode at Nyquist": (["run", ABC, *SMALL, "--set", "initial.wavenumber=8"],
+                                 "initial.wavenumber = 8 is not resolved by the grid"),
+    "Jeans wave beyond the grid": (["run", JEANS, *SMALL, "--set", "initial.wavenumber=9"],
+                                   "initial.wavenumber = 9 is not resolved by the grid"),
+    "gravity wave mode beyond the grid": (["run", WAVE, *SMALL, "--set", "initial={name: wave}", "--set",
+                                           "initial.modes=[1,0,-100]"], "initial.modes = [1, 0, -100] is not resolved "
+                                          "by the grid; every mode number must be below N/2 = 8 along z"),
     # command line
     "malformed --set": (["run", TG, "--set", "grid.shape"], "--set = 'grid.shape' is malformed"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
