@@ -583,3 +583,16 @@ def test_process_position_agrees_with_the_runtime():
     for env, expected in cases:
         assert rundir.process_position(cfg, env) == expected
         assert (runtime.process_mode(cfg, env) == "single") == (expected == (0, 1))
+
+
+def test_a_shard_from_another_checkpoint_is_damage_and_the_previous_one_is_used(finished, tmp_path):
+    """The newest checkpoint's shard replaced by the previous one's: each file's checksums hold, but
+    the shard records another step. --resume must not restart from it silently."""
+    run_dir = copy(finished, tmp_path)
+    shutil.copyfile(run_dir / "checkpoints" / "c00000005" / "p0000.h5",
+                    run_dir / "checkpoints" / "c00000010" / "p0000.h5")
+    marker = run_dir / "checkpoints" / "c00000010.json"
+    with warnings_logged() as warnings:
+        found = checkpoints.find(run_dir)
+    assert found.step == 5, found
+    assert [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ") and "holds step 5" in w], warnings
