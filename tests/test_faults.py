@@ -247,6 +247,13 @@ def test_a_refused_lock_leaves_no_directory_it_created(tmp_path):
     assert not nested.exists()  # created and left empty: removed
 
 
+def test_a_lock_made_a_directory_is_blamed_on_the_lock_file(tmp_path):
+    (tmp_path / "run" / ".lock").mkdir(parents=True)
+    r = simulator(tmp_path, *FINISHED, "--out", "run")
+    one_line_error(r, "lock file = 'run/.lock' is a directory; remove it (a run's lock is a plain file)")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".lock"]
+
+
 @pytest.mark.slow
 def test_a_live_run_is_never_touched_and_a_killed_one_resumes_from_the_start(tmp_path):
     """--overwrite and --resume into a live run that has no checkpoint yet are refused before anything is
