@@ -603,3 +603,15 @@ def test_a_shard_from_another_checkpoint_is_damage_and_the_previous_one_is_used(
         found = checkpoints.find(run_dir)
     assert found.step == 5, found
     assert [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ") and "holds step 5" in w], warnings
+
+
+def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_one(finished, tmp_path):
+    run_dir = copy(finished, tmp_path)
+    index = run_dir / "checkpoints" / "c00000010.h5"
+    index.write_bytes(index.read_bytes()[:2000])
+    config = {**yaml.safe_load(Path(TG).read_text()), "initial": {"name": "file", "path": "run/checkpoints/c00000010.h5"}}
+    (tmp_path / "branch.yaml").write_text(yaml.safe_dump(config))
+    r = simulator(tmp_path, "branch.yaml", *SMALL[:4], "--out", "branch")
+    one_line_error(r, "initial.path = 'run/checkpoints/c00000010.h5' is a damaged checkpoint (")
+    assert "the previous intact checkpoint of that run is run/checkpoints/c00000005.json" in r.stderr
+    assert not (tmp_path / "branch").exists()
