@@ -615,3 +615,18 @@ def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_
     one_line_error(r, "initial.path = 'run/checkpoints/c00000010.h5' is a damaged checkpoint (")
     assert "the previous intact checkpoint of that run is run/checkpoints/c00000005.json" in r.stderr
     assert not (tmp_path / "branch").exists()
+
+
+def test_branching_at_another_resolution_from_a_flipped_bit_is_one_line(finished, tmp_path):
+    run_dir = copy(finished, tmp_path)
+    flip_a_bit(run_dir / "checkpoints" / "c00000010" / "p0000.h5")
+    before = digest(run_dir)
+    r = simulator(tmp_path, *FINISHED, "--set", "grid.shape=8", "--set", "time.t_end=0.2", "--restart",
+                  "run/checkpoints/c00000010.json", "--out", "coarse")
+    # the run has started (its header is logged) when the data is read: the refusal is its last line
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: checkpoint = 'run/checkpoints/c00000010.json' is damaged (run/checkpoints/"
+                           "c00000010/p0000.h5"), last
+    assert "start from the previous intact checkpoint of that run, run/checkpoints/c00000005.json" in r.stderr
+    assert digest(run_dir) == before
