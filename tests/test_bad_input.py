@@ -15,6 +15,9 @@ ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
 JEANS = str(ROOT / "configs" / "jeans.yaml")
 FORCED = str(ROOT / "configs" / "forced_turbulence.yaml")
+ABC = str(ROOT / "configs" / "abc.yaml")
+MHD = str(ROOT / "configs" / "orszag_tang.yaml")
+WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
@@ -42,6 +45,9 @@ def workdir(tmp_path_factory):
     (d / "binary.yaml").write_bytes(bytes(range(256)))
     (d / "twice.yaml").write_text("time:\n  dt: 0.01\nname: x\ntime:\n  t_end: 1.0\n")
     (d / "bomb.yaml").write_text(BOMB)
+    from_run = {**yaml.safe_load(Path(TG).read_text()),
+                "initial": {"name": "file", "path": "run/checkpoints/c00000005.json"}}
+    (d / "from_run.yaml").write_text(yaml.safe_dump(from_run))
     # copies of the run: its config.yaml binary; its checkpoints deleted; its only checkpoint damaged
     for name in ("binary_config", "no_checkpoints", "damaged"):
         shutil.copytree(d / "run", d / name)
@@ -110,6 +116,17 @@ CASES = {
                        "initial.seed = 100000000000000000000000 is out of range; every entry must be <= 4294967295"),
     "seed aliasing another modulo 2**32": (["run", FORCED, "--set", "initial.seed=4294967297"],
                                            "initial.seed = 4294967297 is out of range"),
+    # mode numbers the grid cannot represent (|m| < N/2 on each axis they lie along)
+    "dynamo mode of 10**30": (["run", MHD, *SMALL, "--set", "initial={name: abc_dynamo}", "--set",
+                               "initial.wavenumber=" + "1" + "0" * 30], "initial.wavenumber = 1" + "0" * 30 +
+                              " is not resolved by the grid; every mode number must be below N/2 = 8 along x"),
+    "ABC flow mode at Nyquist": (["run", ABC, *SMALL, "--set", "initial.wavenumber=8"],
+                                 "initial.wavenumber = 8 is not resolved by the grid"),
+    "Jeans wave beyond the grid": (["run", JEANS, *SMALL, "--set", "initial.wavenumber=9"],
+                                   "initial.wavenumber = 9 is not resolved by the grid"),
+    "gravity wave mode beyond the grid": (["run", WAVE, *SMALL, "--set", "initial={name: wave}", "--set",
+                                           "initial.modes=[1,0,-100]"], "initial.modes = [1, 0, -100] is not resolved "
+                                          "by the grid; every mode number must be below N/2 = 8 along z"),
     # command line
     "malformed --set": (["run", TG, "--set", "grid.shape"], "--set = 'grid.shape' is malformed"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
@@ -143,6 +160,14 @@ CASES = {
     "restart where no checkpoint is intact": (["run", TG, *SMALL, "--out", "damaged", "--restart"],
                                               "has nothing to resume; no intact checkpoint under damaged "
                                               "(c00000005.json: Expecting"),
+    "extend by infinity": (["run", TG, *SMALL, "--out", "run", "--restart", "--add-to-t-end", "inf"],
+                           "--add-to-t-end = inf is not allowed; give a positive, finite time"),
+    "extend by NaN": (["run", TG, *SMALL, "--out", "run", "--restart", "--add-to-t-end", "nan"],
+                      "--add-to-t-end = nan is not allowed"),
+    "overwrite the run the initial condition is read from": (["run", "from_run.yaml", *SMALL, "--out", "run",
+                                                              "--overwrite"],
+                                                             "initial.path = 'run/checkpoints/c00000005.json' lies "
+                                                             "inside run, which replacing the run there would delete"),
     "branch into a directory holding a run": (["run", TG, *SMALL, "--restart", "run/checkpoints/c00000005.json",
                                                "--out", "no_checkpoints"], "--out = 'no_checkpoints' already holds a run"),
     # sweeps and plots

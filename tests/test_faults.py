@@ -247,6 +247,13 @@ def test_a_refused_lock_leaves_no_directory_it_created(tmp_path):
     assert not nested.exists()  # created and left empty: removed
 
 
+def test_a_lock_made_a_directory_is_blamed_on_the_lock_file(tmp_path):
+    (tmp_path / "run" / ".lock").mkdir(parents=True)
+    r = simulator(tmp_path, *FINISHED, "--out", "run")
+    one_line_error(r, "lock file = 'run/.lock' is a directory; remove it (a run's lock is a plain file)")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".lock"]
+
+
 @pytest.mark.slow
 def test_a_live_run_is_never_touched_and_a_killed_one_resumes_from_the_start(tmp_path):
     """--overwrite and --resume into a live run that has no checkpoint yet are refused before anything is
@@ -583,3 +590,43 @@ def test_process_position_agrees_with_the_runtime():
     for env, expected in cases:
         assert rundir.process_position(cfg, env) == expected
         assert (runtime.process_mode(cfg, env) == "single") == (expected == (0, 1))
+
+
+def test_a_shard_from_another_checkpoint_is_damage_and_the_previous_one_is_used(finished, tmp_path):
+    """The newest checkpoint's shard replaced by the previous one's: each file's checksums hold, but
+    the shard records another step. --resume must not restart from it silently."""
+    run_dir = copy(finished, tmp_path)
+    shutil.copyfile(run_dir / "checkpoints" / "c00000005" / "p0000.h5",
+                    run_dir / "checkpoints" / "c00000010" / "p0000.h5")
+    marker = run_dir / "checkpoints" / "c00000010.json"
+    with warnings_logged() as warnings:
+        found = checkpoints.find(run_dir)
+    assert found.step == 5, found
+    assert [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ") and "holds step 5" in w], warnings
+
+
+def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_one(finished, tmp_path):
+    run_dir = copy(finished, tmp_path)
+    index = run_dir / "checkpoints" / "c00000010.h5"
+    index.write_bytes(index.read_bytes()[:2000])
+    config = {**yaml.safe_load(Path(TG).read_text()), "initial": {"name": "file", "path": "run/checkpoints/c00000010.h5"}}
+    (tmp_path / "branch.yaml").write_text(yaml.safe_dump(config))
+    r = simulator(tmp_path, "branch.yaml", *SMALL[:4], "--out", "branch")
+    one_line_error(r, "initial.path = 'run/checkpoints/c00000010.h5' is a damaged checkpoint (")
+    assert "the previous intact checkpoint of that run is run/checkpoints/c00000005.json" in r.stderr
+    assert not (tmp_path / "branch").exists()
+
+
+def test_branching_at_another_resolution_from_a_flipped_bit_is_one_line(finished, tmp_path):
+    run_dir = copy(finished, tmp_path)
+    flip_a_bit(run_dir / "checkpoints" / "c00000010" / "p0000.h5")
+    before = digest(run_dir)
+    r = simulator(tmp_path, *FINISHED, "--set", "grid.shape=8", "--set", "time.t_end=0.2", "--restart",
+                  "run/checkpoints/c00000010.json", "--out", "coarse")
+    # the run has started (its header is logged) when the data is read: the refusal is its last line
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: checkpoint = 'run/checkpoints/c00000010.json' is damaged (run/checkpoints/"
+                           "c00000010/p0000.h5"), last
+    assert "start from the previous intact checkpoint of that run, run/checkpoints/c00000005.json" in r.stderr
+    assert digest(run_dir) == before

@@ -68,3 +68,28 @@ def test_a_plugin_equation_runs_restarts_and_plots_through_the_cli(tmp_path):
     plots = simulator(tmp_path, "plot", "run")
     assert plots.returncode == 0, plots.stderr
     assert {Path(p).name for p in plots.stdout.split()} == {"timeseries.png", "spectra.png", "slice.png"}
+
+
+BROKEN_PLUGINS = {
+    "a module that does not exist": ("no_such_plugin", "does not exist (no such module)"),
+    "a module that raises on import": ("raises_plugin", "fails on import (RuntimeError: broken on purpose)"),
+    "a module without INFO": ("empty_plugin", "has no INFO (an EquationInfo)"),
+    "a module re-registering a built-in": ("clash_plugin", "registers the equation 'navier_stokes' a second time"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_PLUGINS))
+def test_a_broken_plugin_is_one_line_naming_the_variable_and_the_module(tmp_path, case):
+    module, expected = BROKEN_PLUGINS[case]
+    (tmp_path / "raises_plugin.py").write_text("raise RuntimeError('broken on purpose')\n")
+    (tmp_path / "empty_plugin.py").write_text("VERSION = 1\n")
+    (tmp_path / "clash_plugin.py").write_text("from simulator.equations.navier_stokes import INFO  # noqa: F401\n")
+    env = {**os.environ, "SIMULATOR_EQUATIONS": module,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
+                        "--out", str(tmp_path / "run")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip() == r.stderr.strip().splitlines()[0], r.stderr[-2000:]
+    assert r.stderr.startswith(f"error: SIMULATOR_EQUATIONS = '{module}' {expected}"), r.stderr
+    assert not (tmp_path / "run").exists()

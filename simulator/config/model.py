@@ -272,10 +272,30 @@ def validate(cfg: Config) -> None:
         if cfg.runtime.process_id >= cfg.runtime.num_processes:
             raise ConfigError("runtime.process_id", cfg.runtime.process_id,
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
+    _check_mode_numbers(cfg)
     for part in (cfg.physics, cfg.initial):
         check = getattr(part, "check", None)
         if check is not None:
             check(cfg)
+
+
+def _check_mode_numbers(cfg: Config) -> None:
+    """Every mode number of the initial condition (a field declared with ``mode_axes``: the axes it lies
+    along, "x" or "xyz"; a tuple's entry i lies along axis i) must be below Nyquist, |m| < N_i/2, on
+    each of its axes: beyond it the grid cannot represent the mode (it aliases onto another). An
+    equation that dealiases may ask for less in its own check."""
+    for f in dataclasses.fields(cfg.initial):
+        axes = f.metadata.get("mode_axes")
+        value = getattr(cfg.initial, f.name)
+        if axes is None or value is None:
+            continue
+        pairs = zip(value, range(3), strict=True) if isinstance(value, tuple) else ((value, "xyz".index(a)) for a in axes)
+        for m, axis in pairs:
+            n = cfg.grid.shape[axis]
+            if not 2 * abs(m) < n:
+                shown = list(value) if isinstance(value, tuple) else value
+                raise ConfigError(f"initial.{f.name}", shown, f"every mode number must be below N/2 = {n // 2} along "
+                                  f"{'xyz'[axis]} for grid.shape {list(cfg.grid.shape)}", "is not resolved by the grid")
 
 
 def resolve(cfg: Config) -> Config:

@@ -15,6 +15,7 @@ import importlib
 import os
 
 from simulator.equations.spec import EquationInfo, EquationParams, InitialCondition
+from simulator.errors import ConfigError
 
 #: the equations shipped with the simulator, by package (the registration lines)
 PACKAGES = (
@@ -33,12 +34,33 @@ __all__ = ["ENV_EXTRA", "PACKAGES", "EquationInfo", "EquationParams", "InitialCo
 @functools.cache
 def _load(extra: str) -> dict[str, EquationInfo]:
     out: dict[str, EquationInfo] = {}
+    owner: dict[str, str] = {}
     for module in (*PACKAGES, *(m.strip() for m in extra.split(",") if m.strip())):
-        info = importlib.import_module(module).INFO
+        info = _plugin_info(module)
         if info.name in out:
-            raise ValueError(f"two equations are named {info.name!r} ({module})")
+            raise ConfigError(ENV_EXTRA, module, f"give the equation another name ({owner[info.name]} registers "
+                              f"{info.name!r})", f"registers the equation {info.name!r} a second time")
         out[info.name] = info
+        owner[info.name] = module
     return out
+
+
+def _plugin_info(module: str) -> EquationInfo:
+    """``module``'s ``INFO``; a module that is missing, fails to import or declares no equation is bad
+    input (the user named it in :data:`ENV_EXTRA`): ConfigError, one line, never a traceback."""
+    allowed = "name importable modules that each define INFO, an EquationInfo (comma-separated)"
+    try:
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (module == err.name or module.startswith(err.name + ".")):
+            raise ConfigError(ENV_EXTRA, module, allowed, "does not exist (no such module)") from None
+        raise ConfigError(ENV_EXTRA, module, allowed, f"fails on import ({err})") from None
+    except Exception as err:  # a plug-in's own bug: name it, the user can fix or unset the variable
+        raise ConfigError(ENV_EXTRA, module, allowed, f"fails on import ({type(err).__name__}: {err})") from None
+    info = getattr(imported, "INFO", None)
+    if not isinstance(info, EquationInfo):
+        raise ConfigError(ENV_EXTRA, module, allowed, "has no INFO (an EquationInfo)")
+    return info
 
 
 def registry() -> dict[str, EquationInfo]:

@@ -13,7 +13,8 @@ HDF5 whenever it is read.
 
 A checkpoint counts only when it is intact: its marker is a JSON object whose step, time, dt, epoch,
 config and leaf spaces are well formed and agree with its index file (step, time, dt, and array
-shapes that fit the config's grid), and its shard files exist and are complete. Anything else is
+shapes that fit the config's grid), and its shard files exist, are complete and record its step
+and time (a shard copied from another checkpoint is damage). Anything else is
 damage: the checkpoint is skipped, with a warning naming the file, in favour of the previous one.
 Damage found only when the data is read (a checksum mismatch) makes the restart fall back the same
 way (:func:`damage`, used by the run loop). Only the last ``checkpoint.keep`` complete checkpoints
@@ -199,7 +200,20 @@ def load(marker: Path) -> Checkpoint:
             allowed = (shape[2], shape[2] // 2) if space == "spectral" else (shape[2],)
             if len(have) < 3 or list(have[-3:-1]) != shape[:2] or have[-1] not in allowed:
                 raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
+        for rel in json.loads(snap.file.attrs["sources"]):
+            _check_shard(ckpt.index.parent / rel, step, t)
     return ckpt
+
+
+def _check_shard(shard: Path, step: int, t: float) -> None:
+    """A shard file records the step and time it was written at: one copied from another checkpoint
+    (its own checksums intact) is damage. Shards that record neither (none known so far) pass."""
+    with h5py.File(shard, "r") as f:
+        for key, value in (("step", step), ("time", t)):
+            have = f.attrs.get(key)
+            have = have.item() if hasattr(have, "item") else have
+            if have is not None and have != value:
+                raise ValueError(f"shard file {shard} holds {key} {have!r}, not the checkpoint's {value!r}")
 
 
 def damage(ckpt: Checkpoint) -> str | None:

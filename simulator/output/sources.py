@@ -48,6 +48,16 @@ class Source:
                 f"{'x'.join(map(str, self.shape))})")
 
 
+def _damaged(marker: Path) -> str:
+    """Why the checkpoint of ``marker`` cannot be used, and the previous intact checkpoint of its run."""
+    why = checkpoints.why_damaged(marker)
+    step = int(marker.stem[1:]) if marker.stem[1:].isdigit() else None
+    previous = checkpoints.find(marker.parent.parent, before=step, warn=False) if step is not None else None
+    where = (f"the previous intact checkpoint of that run is {previous.index.with_suffix('.json')}" if previous
+             else "that run has no earlier intact checkpoint")
+    return f"is a damaged checkpoint ({why}); {where}"
+
+
 def locate(path: str | Path) -> Source:
     """The state at ``path``: a checkpoint's marker ``cNNNNNNNN.json`` or index ``cNNNNNNNN.h5``, a
     snapshot's index ``sNNNNNNNN.h5``, or a run directory (its latest complete checkpoint).
@@ -58,10 +68,9 @@ def locate(path: str | Path) -> Source:
     if not path.exists():
         raise ValueError("does not exist")
     if path.is_dir() or path.suffix == ".json" or path.with_suffix(".json").is_file():
-        ckpt = checkpoints.find(path)
+        ckpt = checkpoints.find(path, warn=path.is_dir())  # a single file's damage is the error itself
         if ckpt is None:
-            what = "holds no complete checkpoint" if path.is_dir() else "is not a complete checkpoint"
-            raise ValueError(what)
+            raise ValueError("holds no complete checkpoint" if path.is_dir() else _damaged(path.with_suffix(".json")))
         return Source(ckpt.index, "checkpoint", ckpt.step, ckpt.time, ckpt.meta["config"], ckpt)
     if path.suffix != ".h5":
         raise ValueError("is neither a run directory, a checkpoint (.json, .h5) nor a snapshot index (.h5)")

@@ -9,6 +9,7 @@ caller reports it: exit 2); a failed run is logged and returns 1; a stopped run 
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,8 +134,8 @@ def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume:
     """
     from simulator.output import checkpoints
 
-    if not extra > 0:
-        raise ConfigError("--add-to-t-end", extra, "give a positive time", "is not allowed")
+    if not (extra > 0 and math.isfinite(extra)):  # inf would make a run that never ends, as time.t_end refuses
+        raise ConfigError("--add-to-t-end", extra, "give a positive, finite time", "is not allowed")
     if resume or restart is None:
         raise ConfigError("--add-to-t-end", extra, "extend once with --restart [PATH] --add-to-t-end T, then "
                           "resume with the new t_end (the log and the resume hint name it)",

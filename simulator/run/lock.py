@@ -165,6 +165,9 @@ class RunLock:
             fd = os.open(self.path, os.O_RDWR)
         except FileNotFoundError:
             return "retry", None
+        except IsADirectoryError:  # not the run directory's fault: name the lock file
+            raise ConfigError("lock file", str(self.path), "remove it (a run's lock is a plain file)",
+                              "is a directory") from None
         except OSError as err:
             self._failed(err)
         taken = False

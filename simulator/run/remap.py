@@ -32,6 +32,7 @@ from simulator.log import get_logger
 from simulator.output import checkpoints, hdf5
 from simulator.output.remap import read_remapped
 from simulator.output.sources import Source
+from simulator.run.signals import agree
 
 
 def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[str, jax.Array]:
@@ -39,7 +40,12 @@ def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[st
     names = eq.state_fields
     if source.checkpoint is not None:
         template = eq.zero_state(params)
-        state = checkpoints.restore(source.checkpoint, template, eq.fft, eq.leaf_spaces(template))
+        try:
+            state, failed = checkpoints.restore(source.checkpoint, template, eq.fft, eq.leaf_spaces(template)), None
+        except (OSError, RuntimeError) as err:  # h5py: a block failed its checksum or could not be read
+            state, failed = None, err
+        if agree([int(failed is not None)])[0]:  # every process refuses together
+            _refuse_damaged(source.checkpoint, failed)
         fields = _fields(eq, state, params)
         return {name: fields[name] for name in names}
     wanted = eq.snapshot_sources or names
@@ -53,6 +59,16 @@ def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[st
             shape = snap.shape(name)
             read[name] = hdf5.read_into(snap, name, shape, eq.fft.real_sharding(len(shape) - 3), (0, 1, 2), eq.dtype)
     return _from_snapshot(eq, read)
+
+
+def _refuse_damaged(ckpt: checkpoints.Checkpoint, failed: Exception | None) -> None:
+    """ConfigError naming the damage in ``ckpt``'s data (as a restore of the run's own checkpoint finds
+    it) and the previous intact checkpoint of its run, to start from instead."""
+    where = checkpoints.damage(ckpt) or f"{ckpt.index}: {hdf5.describe_os_error(failed) if failed else 'unreadable'}"
+    previous = checkpoints.find(ckpt.index.parent.parent, before=ckpt.step, warn=False)
+    instead = (f"start from the previous intact checkpoint of that run, {previous.index.with_suffix('.json')}"
+               if previous else "that run has no earlier intact checkpoint")
+    raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), instead, f"is damaged ({where})")
 
 
 # jitted: one program each (run eagerly, every operation in them would compile its own)

@@ -159,8 +159,26 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         if not overwrite:
             raise ConfigError("--out", str(path), "choose a new directory, pass --restart to continue it, or "
                               "--overwrite to replace it", "already holds a run")
+        _keep_source(cfg, path)
         return Plan(None, clear=True, why=f"replacing the run in {path}")
     return _resume_plan(cfg, path)
+
+
+def _keep_source(cfg: Config, path: Path) -> None:
+    """Refuse to clear ``path`` when the initial condition reads a file inside it (``initial.path``):
+    the run would delete its own source before reading it."""
+    from simulator.equations.spec import FromFile
+
+    source = cfg.initial.path if isinstance(cfg.initial, FromFile) else ""
+    if not source:
+        return
+    try:
+        inside = Path(source).resolve().is_relative_to(path.resolve())
+    except OSError:
+        return  # the initial condition's own check names an unusable path
+    if inside:
+        raise ConfigError("initial.path", source, "copy the file out of the directory first or write the new run "
+                          "into another --out", f"lies inside {path}, which replacing the run there would delete")
 
 
 def _resume_plan(cfg: Config, path: Path) -> Plan:
@@ -184,6 +202,7 @@ def _resume_plan(cfg: Config, path: Path) -> Plan:
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
+    _keep_source(cfg, path)
     return Plan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, replacing "
                 "its partial output", warn=True)
 

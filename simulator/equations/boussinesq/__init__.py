@@ -64,7 +64,7 @@ class Wave(FlowInitial):
     name: str = setting("wave", "initial condition")
     amplitude: float = param(0.1, "velocity amplitude A along e2", gt=0.0)
     modes: tuple[int, int, int] = setting((1, 0, 1), "mode numbers (m_x, m_y, m_z) of the wavevector; "
-                                          "(m_x, m_y) != (0, 0)")
+                                          "(m_x, m_y) != (0, 0)", mode_axes="xyz")
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
     def check(self, cfg: Any) -> None:

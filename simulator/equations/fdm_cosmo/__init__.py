@@ -181,13 +181,7 @@ class Mode(InitialCondition):
 
     name: str = setting("mode", "initial condition")
     amplitude: float = param(1e-3, "density contrast eps of the wave", gt=0.0, max=1.0)
-    wavenumber: int = setting(1, "mode number of the wave along x", min=1)
-
-    def check(self, cfg: Any) -> None:
-        nx = cfg.grid.shape[0]
-        if self.wavenumber >= nx // 2:
-            raise ConfigError("initial.wavenumber", self.wavenumber, f"must be below Nx/2 = {nx // 2}",
-                              "is not resolved by the grid")
+    wavenumber: int = setting(1, "mode number of the wave along x", min=1, mode_axes="x")
 
 
 INFO = EquationInfo(

@@ -59,7 +59,7 @@ class ABCDynamo(InitialCondition):
 
     name: str = setting("abc_dynamo", "initial condition")
     amplitude: float = param(1.0, "velocity amplitude A = B = C", gt=0.0)
-    wavenumber: int = setting(1, "mode number m of the flow", min=1)
+    wavenumber: int = setting(1, "mode number m of the flow", min=1, mode_axes="xyz")
     seed_amplitude: float = param(1e-3, "rms of the seed field", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the seed field's spectrum", gt=0.0)
     seed: int = setting(0, "random seed of the seed field (0 to 2^32 - 1)", min=0, max=2**32 - 1)

@@ -69,7 +69,7 @@ class ABC(FlowInitial):
 
     name: str = setting("abc", "initial condition")
     amplitude: float = param(1.0, "velocity amplitude A = B = C", gt=0.0)
-    wavenumber: int = setting(1, "mode number m of the flow", min=1)
+    wavenumber: int = setting(1, "mode number m of the flow", min=1, mode_axes="xyz")
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 

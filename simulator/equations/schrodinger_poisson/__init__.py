@@ -47,13 +47,7 @@ class Jeans(InitialCondition):
     name: str = setting("jeans", "initial condition")
     density: float = param(1.0, "mean density rho0", gt=0.0)
     amplitude: float = param(1.0, "relative density perturbation eps", gt=0.0, max=1.0)
-    wavenumber: int = setting(1, "mode number of the wave along x", min=1)
-
-    def check(self, cfg: object) -> None:
-        nx = cfg.grid.shape[0]  # type: ignore[attr-defined]
-        if self.wavenumber >= nx // 2:
-            raise ConfigError("initial.wavenumber", self.wavenumber, f"must be below Nx/2 = {nx // 2}",
-                              "is not resolved by the grid")
+    wavenumber: int = setting(1, "mode number of the wave along x", min=1, mode_axes="x")
 
 
 @dataclass(frozen=True)
