@@ -42,10 +42,19 @@ import yaml
 from simulator.errors import ConfigError
 
 
+#: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`) and
+#: ``schedule`` (a key that says when, not what: it may change on a restart)
+CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "schedule"})
+
+
 def setting(default: Any, doc: str, **constraints: Any) -> Any:
-    """A structural schema field: its default, a one-line doc, and constraints checked by :func:`check`."""
+    """A structural schema field: its default, a one-line doc, and constraints checked by :func:`check`
+    (a name outside :data:`CONSTRAINTS` is a TypeError: a misspelt one would silently check nothing)."""
     if isinstance(default, (list, dict)):
         raise TypeError("mutable defaults are not allowed in the schema")
+    unknown = sorted(set(constraints) - CONSTRAINTS)
+    if unknown:
+        raise TypeError(f"setting(): unknown constraint(s) {', '.join(unknown)}; allowed: {', '.join(sorted(CONSTRAINTS))}")
     return field(default=default, metadata={"doc": doc, **constraints})
 
 
