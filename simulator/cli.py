@@ -324,8 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
                    help="spectra at the rows nearest these times (default: 5 from first to last)")
     p.add_argument("--field", default=None, metavar="NAME",
-                   help="snapshot field of the slice (default: vorticity for navier_stokes, density for "
-                   "schrodinger_poisson)")
+                   help="snapshot field of the slice (default: the equation's plot.slice_field)")
     p.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice plane (default: z)")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
                    help="sweep: the collected column, final_X, peak_X or X (= final_X) (default: peak_dissipation or "

@@ -42,10 +42,19 @@ import yaml
 from simulator.errors import ConfigError
 
 
+#: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`) and
+#: ``schedule`` (a key that says when, not what: it may change on a restart)
+CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "schedule"})
+
+
 def setting(default: Any, doc: str, **constraints: Any) -> Any:
-    """A structural schema field: its default, a one-line doc, and constraints checked by :func:`check`."""
+    """A structural schema field: its default, a one-line doc, and constraints checked by :func:`check`
+    (a name outside :data:`CONSTRAINTS` is a TypeError: a misspelt one would silently check nothing)."""
     if isinstance(default, (list, dict)):
         raise TypeError("mutable defaults are not allowed in the schema")
+    unknown = sorted(set(constraints) - CONSTRAINTS)
+    if unknown:
+        raise TypeError(f"setting(): unknown constraint(s) {', '.join(unknown)}; allowed: {', '.join(sorted(CONSTRAINTS))}")
     return field(default=default, metadata={"doc": doc, **constraints})
 
 
@@ -108,17 +117,66 @@ def with_traced(section: Any, values: Mapping[str, Any]) -> Any:
     return dataclasses.replace(section, **changes)
 
 
+class TracedValueError(TypeError):
+    """A traced number was read from the structural copy of its section (:func:`zero_traced`)."""
+
+
+class Traced:
+    """Stands for a traced number in the structural copy of a section (:func:`zero_traced`): equal to the
+    placeholder of the same key (two runs that differ only in traced numbers share one compiled program),
+    and unusable as a number: reading it raises :class:`TracedValueError` naming where the value is."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"Traced({self.key!r})"
+
+    def __hash__(self) -> int:
+        return hash((Traced, self.key))
+
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, Traced):
+            return self.key == other.key
+        if other is None or isinstance(other, str):
+            return False
+        return self._refuse()
+
+    def __ne__(self, other: Any) -> Any:
+        return not self == other
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TracedValueError(f"{self.key} is a traced parameter: the static copy (eq.physics) holds no "
+                               f"value; read params{_subscript(self.key)} (the traced arrays compiled code takes)")
+
+    __float__ = __int__ = __index__ = __bool__ = __complex__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _refuse
+    __neg__ = __pos__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = __round__ = _refuse
+    __array__ = __jax_array__ = __iter__ = __len__ = __getitem__ = __format__ = _refuse
+
+
+def _subscript(key: str) -> str:
+    """``scalars[0].diffusivity`` -> ``["scalars"][0]["diffusivity"]``."""
+    parts = re.split(r"\.|(?=\[)", key)
+    return "".join(p if p.startswith("[") else f'["{p}"]' for p in parts if p)
+
+
 def zero_traced(section: Any) -> Any:
-    """``section`` with every traced number zeroed: its structure alone (what compiled code is keyed on)."""
+    """``section`` with every traced number replaced by a :class:`Traced` placeholder: its structure alone
+    (what compiled code is keyed on), where reading a traced number by mistake raises instead of giving
+    a silent 0."""
 
-    def zero(value: Any) -> Any:
+    def blank(value: Any, key: str) -> Any:
         if isinstance(value, dict):
-            return {k: zero(v) for k, v in value.items()}
+            return {k: blank(v, f"{key}.{k}" if key else k) for k, v in value.items()}
         if isinstance(value, list):
-            return [zero(v) for v in value]
-        return tuple(0.0 for _ in value) if isinstance(value, tuple) else 0.0
+            return [blank(v, f"{key}[{i}]") for i, v in enumerate(value)]
+        return Traced(key)
 
-    return with_traced(section, zero(traced_values(section)))
+    return with_traced(section, blank(traced_values(section), ""))
 
 
 @dataclass(frozen=True)

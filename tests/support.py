@@ -106,3 +106,30 @@ def unavailable(what: str, env: str, reason: str) -> NoReturn:
     if os.environ.get(env) == "1":
         pytest.fail(f"{message} ({env}=1 makes this a failure)")
     pytest.skip(message)
+
+
+_SPECTRA = jax.jit(lambda eq, state, p: eq.spectra(state, p))
+
+
+def shell_budget(sim: Simulation, state: Any, p: dict, budgets: Any, h: float = 1e-5) -> dict[str, np.ndarray]:
+    """Per budgeted spectrum ``(name, rows of the state, rate, scale)`` in ``budgets``: asserts that
+    dE(k)/dt = T + C (+ F) - 2 rate k^2 E / scale in every shell to 1e-8 of the largest right-hand side,
+    dE/dt by central differences of one step each way from ``state`` at t = 0, and that each term matters
+    (a missing or flipped one fails). Returns the spectra at t = 0, by name."""
+    from simulator import spectra
+
+    eq = sim.equation
+    s0, plus, minus = (_SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
+    ops = eq.ops
+    norm = ops.weight / float(eq.fft.size) ** 2
+    for name, rows, rate, scale in budgets:
+        dissipation = spectra.shell_sum(norm * ops.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0) / scale, ops.k,
+                                        eq.fft.shape, eq.box)
+        terms = [np.asarray(s0[f"{t}_{name}"]) for t in ("transfer", "conversion", "injection") if f"{t}_{name}" in s0]
+        expected = sum(terms) - float(rate) * np.asarray(dissipation)
+        measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
+        largest = np.max(np.abs(expected))
+        error = np.max(np.abs(measured - expected)) / largest
+        assert error < 1e-8, (name, error)
+        assert all(np.max(np.abs(t)) > 0.05 * largest for t in terms), name
+    return s0

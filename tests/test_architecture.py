@@ -3,6 +3,7 @@ meshes and shardings known only to the runtime and the FFT package, equations th
 contract they declare, modules of a readable size."""
 
 import ast
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,33 @@ def test_every_equation_keeps_its_declared_contract(name):
     assert set(cls.snapshot_sources or info.state_fields) <= {n for n, f in info.fields.items() if f.snapshot}
     assert info.default_integrator in compatible(info.protocol)
     assert all(SCHEMES[s].protocol == info.protocol for s in compatible(info.protocol))
+    if any(f.name == "scalars" for f in dataclasses.fields(info.params)):
+        # a host of passive scalars implements the declared protocol: every member of ScalarHost is a
+        # class attribute or one of the pytree's leaves or static fields
+        from simulator.equations.scalars.terms import CarriesScalars, ScalarHost
+
+        assert issubclass(cls, CarriesScalars), cls
+        members = set(ScalarHost.__annotations__) | {n for n in vars(ScalarHost) if not n.startswith("_")}
+        provided = {n for n in members if hasattr(cls, n)} | set(cls._LEAVES) | set(cls._STATIC)
+        assert members <= provided, members - provided
+
+
+def test_the_module_to_tests_table_covers_every_module():
+    """docs/ARCHITECTURE.md's "Tests by module" table lists every module of simulator/ (a folder row
+    covers the modules inside it), and every test file it names exists."""
+    import re
+
+    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
+    table = text.split("## Tests by module", 1)[1].split("\n## ", 1)[0]
+    covered, named = set(), set()
+    for row in (line for line in table.splitlines() if line.startswith("| `")):
+        modules, tests = row.strip("|").split("|")[:2]
+        covered |= set(re.findall(r"`(simulator/[^`]*)`", modules))
+        named |= set(re.findall(r"`(test_\w+\.py)`", tests))
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        assert rel in covered or any(c.endswith("/") and rel.startswith(c) for c in covered), \
+            f"{rel} is not in the module -> tests table of docs/ARCHITECTURE.md"
+    missing = sorted(t for t in named if not (PACKAGE.parent / "tests" / t).exists())
+    assert not missing, f"the table names test files that do not exist: {missing}"
+    assert len(named) > 20

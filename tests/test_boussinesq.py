@@ -18,6 +18,7 @@ from scipy.linalg import expm
 from simulator import spectra
 from simulator.equations.boussinesq.waves import propagate
 from simulator.fft.check import collective_counts
+import support
 from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared
 
 CASES = backend_cases()
@@ -211,8 +212,8 @@ def test_advection_conserves_energy_and_the_transfers_sum_to_zero(case):
     eq = sim.equation
     p = sim.parameters(coriolis=1.0)
     state = random_state(sim)
-    rates = jax.jit(lambda eq, x: [jnp.sum(eq.ns.weight * jnp.real(jnp.conj(x[rows]) * eq.advection(x)[rows]))
-                                   / jnp.sum(eq.ns.weight * jnp.abs(x) ** 2) for rows in (slice(0, 3), slice(3, 4))])
+    rates = jax.jit(lambda eq, x: [jnp.sum(eq.ops.weight * jnp.real(jnp.conj(x[rows]) * eq.advection(x)[rows]))
+                                   / jnp.sum(eq.ops.weight * jnp.abs(x) ** 2) for rows in (slice(0, 3), slice(3, 4))])
     assert max(abs(float(r)) for r in rates(eq, state)) < 1e-14
     out = SPECTRA(eq, state, p)
     transfer = np.asarray(out["transfer_energy"]), np.asarray(out["transfer_potential_energy"])
@@ -239,28 +240,11 @@ def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
     assert d["kinetic_energy"] == pytest.approx(0.5, rel=1e-12) and d["potential_energy"] == pytest.approx(2.0 / 16)
 
 
-def shell_budget(sim, p, h=1e-5):
-    """Per budgeted spectrum (E_K, E_P): the largest |dE(k)/dt - (T + C (+ F) - 2 rate k^2 E)| over shells
-    relative to the largest right-hand side (returned with the spectra at t = 0, by name), dE/dt by
-    central differences of one step each way at t = 0
-    from a random state; asserts that each term matters (a missing or flipped one fails)."""
-    eq = sim.equation
-    state = random_state(sim)
-    s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
+def shell_budget(sim, p):
+    """The budgets of E_K and E_P (:func:`support.shell_budget`) from a random state."""
     n2 = float(p["brunt_vaisala"]) ** 2
-    norm, errors = eq.ns.weight / float(eq.fft.size) ** 2, {}
-    for name, rows, rate, scale in (("energy", slice(0, 3), p["viscosity"], 1.0),
-                                    ("potential_energy", slice(3, 4), p["diffusivity"], n2)):
-        dissipation = spectra.shell_sum(norm * eq.ns.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0) / scale, eq.ns.k,
-                                        eq.fft.shape, eq.box)
-        terms = [np.asarray(s0[f"{t}_{name}"]) for t in ("transfer", "conversion", "injection") if f"{t}_{name}" in s0]
-        expected = sum(terms) - float(rate) * np.asarray(dissipation)
-        measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
-        scale = np.max(np.abs(expected))
-        errors[name] = np.max(np.abs(measured - expected)) / scale
-        assert errors[name] < 1e-8, (name, errors[name])
-        assert all(np.max(np.abs(t)) > 0.05 * scale for t in terms), name
-    return s0, errors
+    return support.shell_budget(sim, random_state(sim), p, (("energy", slice(0, 3), p["viscosity"], 1.0),
+                                                            ("potential_energy", slice(3, 4), p["diffusivity"], n2)))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -268,14 +252,14 @@ def test_spectral_budget_shell_by_shell(case):
     """dE_K(k)/dt = T_K(k) + C_K(k) - 2 nu k^2 E_K(k) and dE_P(k)/dt = T_P(k) + C_P(k) - 2 kappa k^2 E_P(k)
     in every shell at t = 0, with rotation and nu != kappa, to 1e-8 of the largest rate."""
     sim = bq(case)
-    s0, _ = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001))
+    s0 = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001))
     assert "injection_energy" not in s0
 
 
 def test_forced_spectral_budget_shell_by_shell():
     """With band forcing, + F(k) in the kinetic budget; sum_k F(k) = the injected power."""
     sim = shared(physics__name="boussinesq", grid__shape=GRID, physics__forcing="band")
-    s0, _ = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001, forcing_power=0.01))
+    s0 = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001, forcing_power=0.01))
     assert float(np.sum(s0["injection_energy"])) == pytest.approx(0.01, rel=1e-12)
 
 
@@ -355,10 +339,10 @@ def test_scalar_variance_budget_shell_by_shell():
     p = sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001)
     state = scalar_state(sim)
     s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
-    norm = eq.ns.weight / float(eq.fft.size) ** 2
+    norm = eq.ops.weight / float(eq.fft.size) ** 2
     for i, s in enumerate(SCALARS):
         name = f"scalar{i}_variance"
-        dissipation = spectra.shell_sum(2 * norm * eq.ns.k2 * jnp.abs(state[4 + i]) ** 2, eq.ns.k, eq.fft.shape, eq.box)
+        dissipation = spectra.shell_sum(2 * norm * eq.ops.k2 * jnp.abs(state[4 + i]) ** 2, eq.ops.k, eq.fft.shape, eq.box)
         expected = np.asarray(s0[f"transfer_{name}"] + s0[f"production_{name}"] - s["diffusivity"] * dissipation)
         measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
         error = np.max(np.abs(measured - expected)) / np.max(np.abs(expected))

@@ -55,10 +55,10 @@ def shell_budget(sim, state, params, h):
     now, plus, minus = (sim.spectra(s, params=params) for s in (state, advance(sim, state, h, 1, params),
                                                                   advance(sim, state, -h, 1, params)))
     u_hat, theta_hat = eq.split(state)
-    k2_norm = eq.weight * (eq.k[0] ** 2 + eq.k[1] ** 2 + eq.k[2] ** 2) / float(eq.fft.size) ** 2
+    k2_norm = eq.ops.weight * (eq.ops.k[0] ** 2 + eq.ops.k[1] ** 2 + eq.ops.k[2] ** 2) / float(eq.fft.size) ** 2
 
     def shell(power):
-        return np.asarray(shells.shell_sum(power, eq.k, eq.fft.shape, eq.box))
+        return np.asarray(shells.shell_sum(power, eq.ops.k, eq.fft.shape, eq.box))
 
     rhs = {"energy": now["transfer_energy"] + now.get("injection_energy", 0.0)
            - params["viscosity"] * shell(k2_norm * jnp.abs(u_hat) ** 2)}  # 2 nu k^2 E(k), mode by mode

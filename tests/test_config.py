@@ -254,3 +254,25 @@ def test_unusable_files_are_one_line_errors(tmp_path, content, pattern):
     with pytest.raises(ConfigError, match=pattern) as info:
         C.load(p)
     assert "\n" not in str(info.value)
+
+
+def test_the_static_copy_of_the_parameters_refuses_its_traced_numbers():
+    """An equation's ``physics`` is the structural copy (traced numbers are arguments of compiled code):
+    reading one from it fails loudly, naming where the value is, instead of giving a silent 0.0; two runs
+    that differ only in traced numbers still have equal (one compiled program's) structure."""
+    from simulator.equations.boussinesq import BoussinesqParams
+    from simulator.equations.scalars import PassiveScalar
+    from simulator.schema import TracedValueError, zero_traced
+
+    physics = BoussinesqParams(viscosity=0.01, scalars=(PassiveScalar(diffusivity=0.02),))
+    static = zero_traced(physics)
+    with pytest.raises(TracedValueError, match=r'viscosity .*params\["viscosity"\]'):
+        2 * static.viscosity
+    with pytest.raises(TracedValueError, match=r'params\["scalars"\]\[0\]\["diffusivity"\]'):
+        float(static.scalars[0].diffusivity)
+    with pytest.raises(TracedValueError):
+        bool(static.coriolis == 0)
+    assert static == zero_traced(BoussinesqParams(viscosity=0.5, scalars=(PassiveScalar(diffusivity=0.3),)))
+    assert hash(static) == hash(zero_traced(BoussinesqParams(viscosity=0.5, scalars=(PassiveScalar(),))))
+    assert static != zero_traced(BoussinesqParams(forcing="band"))
+    assert static.forcing == "none" and len(static.scalars) == 1  # structure stays readable

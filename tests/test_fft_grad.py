@@ -144,7 +144,7 @@ def navier_stokes_derivatives(name, mesh, n, devices, nu=0.05, h=1e-4):
         step = jax.checkpoint(make_rk4(eq))  # from the argument: closes over no sharded array
         params = {"viscosity": nu}
         u = jax.lax.fori_loop(0, 3, lambda i, u: step(u, i * dt, dt, params), u0)
-        return 0.5 * jnp.sum(eq.weight * jnp.abs(u) ** 2) / float(eq.fft.size) ** 2
+        return 0.5 * jnp.sum(eq.ops.weight * jnp.abs(u) ** 2) / float(eq.fft.size) ** 2
 
     args = (eq, jnp.asarray(nu, F64), u0)
     # one compiled jvp gives the values for the differences (its primal) and the forward derivative

@@ -16,6 +16,7 @@ import pytest
 
 from simulator import spectra
 from simulator.fft.check import collective_counts
+import support
 from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared
 
 CASES = backend_cases()
@@ -30,7 +31,7 @@ def ideal_rates(eq, state):
     """Rates of change by the ideal terms N = (N_u, N_B): of the energy <u.N_u + B.N_B>, of the cross
     helicity <B.N_u + u.N_B>, of the magnetic helicity <A.N_B>, and the exchange <u.N_u> alone (Parseval
     sums), with the scale sum |x|^2 they are compared with."""
-    n, w = eq.ideal(state), eq.ns.weight
+    n, w = eq.ideal(state), eq.ops.weight
 
     def rate(a, b):
         return jnp.sum(w * jnp.real(jnp.sum(jnp.conj(a) * b, axis=0)))
@@ -185,26 +186,10 @@ def test_orszag_tang_and_beltrami_values():
     assert d["magnetic_helicity"] == pytest.approx(3.0 / m, rel=1e-13)
 
 
-def shell_budget(sim, p, h=1e-5):
-    """Per budgeted spectrum (E_K, E_M): the largest |dE(k)/dt - (T + C (+ F) - 2 rate k^2 E)| over shells
-    relative to the largest right-hand side (returned with the spectra at t = 0, by name), dE/dt by
-    central differences of one step each way at t = 0
-    from random fields on a mean field; asserts that each term matters (a missing or flipped one fails)."""
-    eq = sim.equation
-    state = random_state(sim)
-    s0, plus, minus = (SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
-    norm, errors = eq.ns.weight / float(eq.fft.size) ** 2, {}
-    for name, rows, rate in (("energy", slice(0, 3), p["viscosity"]), ("magnetic_energy", slice(3, 6), p["resistivity"])):
-        dissipation = spectra.shell_sum(norm * eq.ns.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0), eq.ns.k,
-                                        eq.fft.shape, eq.box)
-        terms = [np.asarray(s0[f"{t}_{name}"]) for t in ("transfer", "conversion", "injection") if f"{t}_{name}" in s0]
-        expected = sum(terms) - float(rate) * np.asarray(dissipation)
-        measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
-        scale = np.max(np.abs(expected))
-        errors[name] = np.max(np.abs(measured - expected)) / scale
-        assert errors[name] < 1e-8, (name, errors[name])
-        assert all(np.max(np.abs(t)) > 0.05 * scale for t in terms), name
-    return s0, errors
+def shell_budget(sim, p):
+    """The budgets of E_K and E_M (:func:`support.shell_budget`) from random fields on a mean field."""
+    return support.shell_budget(sim, random_state(sim), p, (("energy", slice(0, 3), p["viscosity"], 1.0),
+                                                            ("magnetic_energy", slice(3, 6), p["resistivity"], 1.0)))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -212,14 +197,14 @@ def test_spectral_budget_shell_by_shell(case):
     """dE_K(k)/dt = T_K(k) + C_K(k) - 2 nu k^2 E_K(k) and dE_M(k)/dt = T_M(k) + C_M(k) - 2 eta k^2 E_M(k)
     in every shell at t = 0, nu != eta, on a mean field, to 1e-8 of the largest rate."""
     sim = mhd(case)
-    s0, _ = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01))
+    s0 = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01))
     assert "injection_energy" not in s0
 
 
 def test_forced_spectral_budget_shell_by_shell():
     """With band forcing, + F(k) in the kinetic budget; sum_k F(k) = the injected power."""
     sim = shared(physics__name="mhd", grid__shape=GRID, physics__forcing="band")
-    s0, _ = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01, forcing_power=0.01))
+    s0 = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01, forcing_power=0.01))
     assert float(np.sum(s0["injection_energy"])) == pytest.approx(0.01, rel=1e-12)
 
 

@@ -50,8 +50,8 @@ def test_nonlinear_term_conserves_energy(case):
     sim = ns(case)
     eq, u_hat = sim.equation, sim.initial_state({"name": "random", "seed": 3})
     n_hat = jax.jit(lambda e, u, p: e.nonlinear(u, 0.0, p))(eq, u_hat, sim.params)
-    transfer = jnp.sum(eq.weight * jnp.real(jnp.conj(u_hat) * n_hat))
-    assert abs(float(transfer / jnp.sum(eq.weight * jnp.abs(u_hat) ** 2))) < 1e-13
+    transfer = jnp.sum(eq.ops.weight * jnp.real(jnp.conj(u_hat) * n_hat))
+    assert abs(float(transfer / jnp.sum(eq.ops.weight * jnp.abs(u_hat) ** 2))) < 1e-13
     d = sim.report(u_hat)
     assert d["max_div"] < 1e-13 * np.sqrt(2 * d["energy"]) * 16
 

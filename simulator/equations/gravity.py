@@ -12,11 +12,12 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from simulator.equations.operators import inverse_k2
+
 
 def inverse_laplacian(k: Sequence[jax.Array]) -> jax.Array:
     """-1/k^2 per mode, and 0 at k = 0 (broadcasts like the wavenumbers ``k`` it is built from)."""
-    k2 = k[0] ** 2 + k[1] ** 2 + k[2] ** 2
-    return jnp.where(k2 > 0, -1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
+    return -inverse_k2(k)
 
 
 def potential_spectrum(rho_hat: jax.Array, inv_lap: jax.Array, G: jax.Array) -> jax.Array:

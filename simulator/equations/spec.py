@@ -245,7 +245,6 @@ class EquationInfo:
     spectra: Mapping[str, str]
     plot: PlotSpec
     cfl: str | None = "cfl"
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free

@@ -129,9 +129,3 @@ def make_kdk(eq: Any) -> Step:
 
     return step
 
-
-def integrator(name: str) -> Callable[[Any], Step]:
-    """The step factory of scheme ``name`` (see :data:`simulator.time.schemes.SCHEMES`)."""
-    from simulator.time.schemes import SCHEMES
-
-    return SCHEMES[name].load()

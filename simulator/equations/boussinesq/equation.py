@@ -11,9 +11,9 @@ nu = kappa, a Strang product otherwise: see :mod:`.waves`). N is advection: the 
 P[(u x w)^] and -(u.grad b)^, dealiased by the 2/3 rule, plus the optional constant-power forcing of
 Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). Passive scalars
 (:mod:`simulator.equations.scalars`) ride along as in Navier-Stokes: their diffusion is more diagonal
-entries of L, their advection and mean-gradient source part of N. The Navier-Stokes operators
-(wavenumbers, 2/3 rule, Leray projection, curl, forcing) are reused from a
-:class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
+entries of L, their advection and mean-gradient source part of N. The spectral operators
+(wavenumbers, 2/3 rule, Leray projection, curl, forcing) are those of
+:class:`~simulator.equations.operators.SpectralOperators` on the same backend.
 
 Per stage: inverse FFTs of u, grad b (and the n scalars) and w apart (so that the step's peak memory
 holds one three-field spectrum at a time), a forward FFT of u.grad b (+ the 3 n fluxes u theta_i),
@@ -43,8 +43,8 @@ from simulator import spectra
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
-from simulator.equations.navier_stokes import NavierStokesParams
-from simulator.equations.navier_stokes.equation import NavierStokes, cross
+from simulator.equations.navier_stokes.equation import random_velocity
+from simulator.equations.operators import SpectralOperators, cross
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
 
@@ -53,41 +53,40 @@ from simulator.fft import FFTBackend
 class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
     """Advection, the exact linear propagator, diagnostics and spectra on one FFT backend.
 
-    Leaves: ``ns``, the Navier-Stokes operators on this backend (its wavenumbers, 2/3-rule masks,
-    Parseval weights and forcing mask).
+    Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, 2/3 rule, Parseval
+    weights, projection, curl, forcing).
     """
 
     info = INFO
     space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ns",)
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoussinesqParams | None = None):
         physics = BoussinesqParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.ns = NavierStokes(fft, box, dtype,
-                               NavierStokesParams(forcing=physics.forcing, forcing_band=physics.forcing_band))
+        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
 
     @property
     def kept(self) -> jax.Array:
         """1 on the modes a state holds: those the 2/3 rule keeps, less the box mean (k = 0)."""
-        return self.ns.dealias * (self.ns.k2 > 0).astype(self.dtype)
+        return self.ops.dealias * (self.ops.k2 > 0).astype(self.dtype)
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
     def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        flow = propagate(x[:4], tau, self.ns.k, params["viscosity"], params["diffusivity"],
+        flow = propagate(x[:4], tau, self.ops.k, params["viscosity"], params["diffusivity"],
                          params["brunt_vaisala"] ** 2, params["coriolis"])
         if not self.n_scalars:
             return flow
         kappa = passive.diffusivities(params["scalars"])[:, None, None, None]
-        return jnp.concatenate([flow, x[4:] * jnp.exp(-kappa * self.ns.k2 * tau)])
+        return jnp.concatenate([flow, x[4:] * jnp.exp(-kappa * self.ops.k2 * tau)])
 
     def advection(self, x: jax.Array) -> jax.Array:
         """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean, and -div(u theta_i) of the scalars:
         inverse FFTs of u, grad b (, theta) and w, each used as soon as it exists (grad b and theta are
         transformed back in u.grad b and u theta before w is formed), forward FFTs of those and of u x w."""
-        ns = self.ns
-        kx, ky, kz = ns.k
+        ops = self.ops
+        kx, ky, kz = ops.k
         b_hat = x[3]
         u = self.fft.irfft(x[:3])
         g = self.fft.irfft(1j * jnp.stack([kx * b_hat, ky * b_hat, kz * b_hat]))
@@ -95,15 +94,15 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         if self.n_scalars:
             products = jnp.concatenate([products, passive.products(u, self.fft.irfft(x[4:]))])
         a = self.fft.rfft(products)
-        n = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ns.curl(x[:3])))))
-        flow = [ns.project(self.kept * n), self.kept * a[:1]]
-        return jnp.concatenate([*flow, passive.advection(ns, a[1:])] if self.n_scalars else flow)
+        n = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ops.curl(x[:3])))))
+        flow = [ops.project(self.kept * n), self.kept * a[:1]]
+        return jnp.concatenate([*flow, passive.advection(ops, a[1:])] if self.n_scalars else flow)
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """Advection plus, in forced runs, the forcing of the velocity, and the scalars' mean-gradient
         sources -u.G_i."""
         n = self.advection(x)
-        f_hat = self.ns.forcing(x[:3], params)
+        f_hat = self.ops.forcing(x[:3], params)
         n = n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
         if not self.n_scalars:
             return n
@@ -117,41 +116,37 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         u and b removed (a valid state)."""
         scalars = (fields["scalar"],) if self.n_scalars else ()
         real = jnp.concatenate([fields["velocity"], fields["buoyancy"][None], *scalars]).astype(self.dtype)
-        x = self.ns.dealias * self.fft.rfft(real)
-        mean_free = (self.ns.k2 > 0).astype(self.dtype)
-        return jnp.concatenate([self.ns.project(mean_free * x[:3]), mean_free * x[3:4], x[4:]])
+        x = self.ops.dealias * self.fft.rfft(real)
+        mean_free = (self.ops.k2 > 0).astype(self.dtype)
+        return jnp.concatenate([self.ops.project(mean_free * x[:3]), mean_free * x[3:4], x[4:]])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)``, buoyancy ``(Nx, Ny, Nz)`` and, with scalars,
         ``scalar`` ``(n, Nx, Ny, Nz)`` (an inverse transform each: one spectrum held beside the results at a
         time)."""
         f = self.fft.irfft(x[3:])
-        out = {"velocity": self.fft.irfft(x[:3]), "vorticity": self.fft.irfft(self.ns.curl(x[:3])), "buoyancy": f[0]}
+        out = {"velocity": self.fft.irfft(x[:3]), "vorticity": self.fft.irfft(self.ops.curl(x[:3])), "buoyancy": f[0]}
         if self.n_scalars:
             out["scalar"] = f[1:]
         return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
-    def _mean(self, density: jax.Array) -> jax.Array:
-        """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
-        return jnp.sum(self.ns.weight * density) / float(self.fft.size) ** 2
-
     def diagnostics(self, x: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """The energies and their rates, the buoyancy flux, Froude and Rossby numbers, max |div u|, the
         CFL number and, when forced, the injected power (see ``INFO.diagnostics``)."""
-        ns, n2, f = self.ns, params["brunt_vaisala"] ** 2, params["coriolis"]
+        ops, n2, f = self.ops, params["brunt_vaisala"] ** 2, params["coriolis"]
         u_hat, b_hat = x[:3], x[3]
-        horizontal = 0.5 * self._mean(jnp.abs(u_hat[0]) ** 2 + jnp.abs(u_hat[1]) ** 2)
-        vertical = 0.5 * self._mean(jnp.abs(u_hat[2]) ** 2)
+        horizontal = 0.5 * self.ops.mean(jnp.abs(u_hat[0]) ** 2 + jnp.abs(u_hat[1]) ** 2)
+        vertical = 0.5 * self.ops.mean(jnp.abs(u_hat[2]) ** 2)
         kinetic = horizontal + vertical
-        potential = 0.5 * self._mean(jnp.abs(b_hat) ** 2) / n2
-        k2 = ns.k2
+        potential = 0.5 * self.ops.mean(jnp.abs(b_hat) ** 2) / n2
+        k2 = ops.k2
         # integral scale L = 2 pi sum_k E(k)/k / E, mode by mode (Marino et al. 2013)
-        over_k = 0.5 * self._mean(jnp.sum(jnp.abs(u_hat) ** 2, axis=0) * jnp.sqrt(ns.inv_k2))
+        over_k = 0.5 * self.ops.mean(jnp.sum(jnp.abs(u_hat) ** 2, axis=0) * jnp.sqrt(ops.inv_k2))
         speed_over_scale = jnp.where(over_k > 0, jnp.sqrt(2 * kinetic) * kinetic / (2 * math.pi * jnp.where(
             over_k > 0, over_k, 1.0)), 0.0)  # U / L
-        kx, ky, kz = ns.k
+        kx, ky, kz = ops.k
         div_hat = 1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2])
         u = self.fft.irfft(jnp.concatenate([u_hat, div_hat[None]]))
         out = {
@@ -160,19 +155,19 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
             "total_energy": kinetic + potential,
             "horizontal_energy": horizontal,
             "vertical_energy": vertical,
-            "kinetic_dissipation": params["viscosity"] * self._mean(jnp.sum(jnp.abs(ns.curl(u_hat)) ** 2, axis=0)),
-            "potential_dissipation": params["diffusivity"] * self._mean(k2 * jnp.abs(b_hat) ** 2) / n2,
-            "buoyancy_flux": self._mean(jnp.real(jnp.conj(u_hat[2]) * b_hat)),
+            "kinetic_dissipation": params["viscosity"] * self.ops.mean(jnp.sum(jnp.abs(ops.curl(u_hat)) ** 2, axis=0)),
+            "potential_dissipation": params["diffusivity"] * self.ops.mean(k2 * jnp.abs(b_hat) ** 2) / n2,
+            "buoyancy_flux": self.ops.mean(jnp.real(jnp.conj(u_hat[2]) * b_hat)),
             "froude": speed_over_scale / jnp.sqrt(n2),
             "rossby": jnp.where(f != 0, speed_over_scale / jnp.where(f != 0, jnp.abs(f), 1.0), 0.0),
             "max_div": jnp.max(jnp.abs(u[3])),
             "cfl": dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3))),
         }
-        f_hat = ns.forcing(u_hat, params)
+        f_hat = ops.forcing(u_hat, params)
         if f_hat is not None:
-            out["injection"] = self._mean(jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0)))
+            out["injection"] = self.ops.mean(jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0)))
         if self.n_scalars:
-            out.update(passive.diagnostics(ns, u_hat, x[4:], params["scalars"]))
+            out.update(passive.diagnostics(ops, u_hat, x[4:], params["scalars"]))
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -182,13 +177,13 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         flux, C_K(k) = Re conj(w_hat) b_hat = -C_P(k) per mode (sums to <w b>) and, when forced, the
         injection F(k): dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K, dE_P(k)/dt = T_P + C_P - 2 kappa k^2 E_P
         (the Coriolis force does no work, mode by mode)."""
-        ns, n2 = self.ns, params["brunt_vaisala"] ** 2
-        norm = ns.weight / float(self.fft.size) ** 2
+        ops, n2 = self.ops, params["brunt_vaisala"] ** 2
+        norm = ops.weight / float(self.fft.size) ** 2
         u_hat, b_hat = x[:3], x[3]
         kinetic = 0.5 * norm * jnp.sum(jnp.abs(u_hat) ** 2, axis=0)
         potential = 0.5 * norm * jnp.abs(b_hat) ** 2 / n2
-        kx, ky, kz = ns.k
-        by = {"": ns.k, "_kh": (kx, ky, 0 * kz), "_kz": (0 * kx, 0 * ky, kz)}
+        kx, ky, kz = ops.k
+        by = {"": ops.k, "_kh": (kx, ky, 0 * kz), "_kz": (0 * kx, 0 * ky, kz)}
         out = {}
         for suffix, k in by.items():
             out["energy" + suffix] = spectra.shell_sum(kinetic, k, self.fft.shape, self.box)
@@ -198,13 +193,13 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         budget = {"transfer_energy": norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)),
                   "transfer_potential_energy": norm * jnp.real(jnp.conj(b_hat) * n[3]) / n2,
                   "conversion_energy": flux, "conversion_potential_energy": -flux}
-        f_hat = ns.forcing(u_hat, params)
+        f_hat = ops.forcing(u_hat, params)
         if f_hat is not None:
             budget["injection_energy"] = norm * jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0))
-        out.update({name: spectra.shell_sum(p, ns.k, self.fft.shape, self.box) for name, p in budget.items()})
+        out.update({name: spectra.shell_sum(p, ops.k, self.fft.shape, self.box) for name, p in budget.items()})
         if self.n_scalars:
-            out.update(passive.spectra(ns, u_hat, x[4:], n[4:], params["scalars"],
-                                       lambda p: spectra.shell_sum(p, ns.k, self.fft.shape, self.box)))
+            out.update(passive.spectra(ops, u_hat, x[4:], n[4:], params["scalars"],
+                                       lambda p: spectra.shell_sum(p, ops.k, self.fft.shape, self.box)))
         return out
 
 
@@ -224,21 +219,21 @@ def _random_scalar(eq: Boussinesq, seed: int, k_peak: jax.Array, rms: jax.Array)
     ``seed`` (stream 1; the velocity uses stream 0) in float32 and cast, as the Navier-Stokes field."""
     draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
     noise_hat = eq.kept * eq.fft.rfft(draw(jax.random.fold_in(jax.random.key(seed), 1)))
-    kmag = jnp.sqrt(eq.ns.k2) * (eq.box[0] / (2 * math.pi))
+    kmag = jnp.sqrt(eq.ops.k2) * (eq.box[0] / (2 * math.pi))
     b = eq.fft.irfft(noise_hat * kmag * jnp.exp(-((kmag / k_peak) ** 2)))  # shells add k^2: k^4 e^... overall
     return b * (rms / jnp.sqrt(jnp.mean(b**2)))
 
 
 def _rest(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """Rest plus a perturbation: velocity of rms epsilon, buoyancy of rms N epsilon."""
-    u = NavierStokes.builders["random"](eq.ns, c, ic, params)["velocity"]
+    u = random_velocity(eq, c, ic, params)["velocity"]
     return {"velocity": u, "buoyancy": _random_scalar(eq, ic.seed, ic.k_peak, params["brunt_vaisala"] * ic.amplitude)}
 
 
 def _random(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    u = NavierStokes.builders["random"](eq.ns, c, ic, params)["velocity"]
+    u = random_velocity(eq, c, ic, params)["velocity"]
     return {"velocity": u, "buoyancy": _random_scalar(eq, ic.seed, ic.k_peak, ic.buoyancy)}
 
 
-Boussinesq.builders = {name: passive.with_scalars(b, lambda eq: eq.ns)
+Boussinesq.builders = {name: passive.with_scalars(b)
                        for name, b in (("wave", _wave), ("rest", _rest), ("random", _random))}

@@ -36,16 +36,13 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-
-def _inverse_k2(k: Sequence[jax.Array]) -> jax.Array:
-    k2 = k[0] ** 2 + k[1] ** 2 + k[2] ** 2
-    return jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
+from simulator.equations.operators import inverse_k2
 
 
 def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array, inv_k2: jax.Array | None = None) -> jax.Array:
     """omega = ((N^2 k_h^2 + f^2 k_z^2)/k^2)^(1/2) per mode (0 at k = 0; differentiable there too)."""
     kx, ky, kz = k
-    inv_k2 = _inverse_k2(k) if inv_k2 is None else inv_k2
+    inv_k2 = inverse_k2(k) if inv_k2 is None else inv_k2
     omega2 = (n2 * (kx**2 + ky**2) + f**2 * kz**2) * inv_k2
     return jnp.where(omega2 > 0, jnp.sqrt(jnp.where(omega2 > 0, omega2, 1.0)), 0.0)
 
@@ -65,7 +62,7 @@ def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Arra
     """
     kx, ky, kz = k
     k2 = kx**2 + ky**2 + kz**2
-    inv_k2 = _inverse_k2(k)
+    inv_k2 = inverse_k2(k)
     half_angle = 0.5 * tau * frequency(k, n2, f, inv_k2)
     sinc = jnp.sinc(half_angle / jnp.pi)  # sin(omega tau/2)/(omega tau/2)
     moving = (k2 > 0).astype(inv_k2.dtype)  # the box mean is not propagated

@@ -14,9 +14,9 @@ Viscous and resistive terms are the diagonal linear operator (-nu k^2, -eta k^2)
 by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL number
 accounts for through |B|. Per stage: inverse FFTs of u, w, B and j (3 fields each, so that the
 step's peak memory holds one three-field spectrum at a time, not a twelve-field one) and one batched
-forward FFT of (u x w + j x B, u x B) (6 fields). The Navier-Stokes operators (wavenumbers,
-2/3 rule, projection, curl, forcing) are reused from a
-:class:`~simulator.equations.navier_stokes.equation.NavierStokes` on the same backend.
+forward FFT of (u x w + j x B, u x B) (6 fields). The spectral operators (wavenumbers,
+2/3 rule, projection, curl, forcing) are those of
+:class:`~simulator.equations.operators.SpectralOperators` on the same backend.
 
 Arrays: the state is one spectral stack ``(6, *k_shape)`` = (u_hat, B_hat) in the FFT backend's
 k-space layout and sharding; real-space fields are ``(3, Nx, Ny, Nz)`` in its real layout.
@@ -35,8 +35,8 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.mhd import INFO, MHDParams
-from simulator.equations.navier_stokes import NavierStokesParams
-from simulator.equations.navier_stokes.equation import NavierStokes, cross
+from simulator.equations.navier_stokes.equation import abc, random_velocity
+from simulator.equations.operators import SpectralOperators, cross
 from simulator.fft import FFTBackend
 
 
@@ -44,43 +44,42 @@ from simulator.fft import FFTBackend
 class MHD(SemiLinearEquation):
     """Nonlinear terms, the dissipative operator, diagnostics and spectra on one FFT backend.
 
-    Leaves: ``ns``, the Navier-Stokes operators on this backend (its wavenumbers, 2/3-rule masks,
-    Parseval weights and forcing mask).
+    Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, 2/3 rule, Parseval
+    weights, projection, curl, forcing).
     """
 
     info = INFO
     space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ns",)
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: MHDParams | None = None):
         physics = MHDParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.ns = NavierStokes(fft, box, dtype,
-                               NavierStokesParams(forcing=physics.forcing, forcing_band=physics.forcing_band))
+        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
     def linear(self, params: Params) -> jax.Array:
         """(-nu k^2 for u, -eta k^2 for B), shape ``(6, 1, 1, 1)`` times k^2: broadcasts against the state."""
         rates = jnp.stack([params["viscosity"]] * 3 + [params["resistivity"]] * 3)
-        return -rates.reshape(6, 1, 1, 1) * self.ns.k2
+        return -rates.reshape(6, 1, 1, 1) * self.ops.k2
 
     def ideal(self, x: jax.Array) -> jax.Array:
         """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: inverse FFTs of u, w, B, j (w and j each
         used as soon as it exists, so that both are never held together) and one forward of
         (u x w + j x B, u x B)."""
-        ns = self.ns
+        ops = self.ops
         u = self.fft.irfft(x[:3])
-        force = cross(u, self.fft.irfft(ns.curl(x[:3])))
+        force = cross(u, self.fft.irfft(ops.curl(x[:3])))
         b = self.fft.irfft(x[3:])
-        force = [a + c for a, c in zip(force, cross(self.fft.irfft(ns.curl(x[3:])), b), strict=True)]
-        n = ns.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
-        return jnp.concatenate([ns.project(n[:3]), ns.project(ns.curl(n[3:]))])
+        force = [a + c for a, c in zip(force, cross(self.fft.irfft(ops.curl(x[3:])), b), strict=True)]
+        n = ops.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
+        return jnp.concatenate([ops.project(n[:3]), ops.project(ops.curl(n[3:]))])
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """The ideal terms plus, in forced runs, the forcing of the velocity."""
         n = self.ideal(x)
-        f_hat = self.ns.forcing(x[:3], params)
+        f_hat = self.ops.forcing(x[:3], params)
         return n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
 
     # ---- states ------------------------------------------------------------------------------------
@@ -88,37 +87,33 @@ class MHD(SemiLinearEquation):
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
         """The stack of a real-space ``velocity`` and ``magnetic`` field ``(3, Nx, Ny, Nz)``: dealiased and
         projected, the means (mean flow, mean field B0) kept."""
-        x = self.ns.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
-        return jnp.concatenate([self.ns.project(x[:3]), self.ns.project(x[3:])])
+        x = self.ops.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
+        return jnp.concatenate([self.ops.project(x[:3]), self.ops.project(x[3:])])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (an inverse
         transform each: one three-field spectrum held beside the results at a time)."""
-        ns, irfft = self.ns, self.fft.irfft
-        return {"velocity": irfft(x[:3]), "vorticity": irfft(ns.curl(x[:3])), "magnetic": irfft(x[3:]),
-                "current": irfft(ns.curl(x[3:]))}
+        ops, irfft = self.ops, self.fft.irfft
+        return {"velocity": irfft(x[:3]), "vorticity": irfft(ops.curl(x[:3])), "magnetic": irfft(x[3:]),
+                "current": irfft(ops.curl(x[3:]))}
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
-    def _mean(self, density: jax.Array) -> jax.Array:
-        """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
-        return jnp.sum(self.ns.weight * density) / float(self.fft.size) ** 2
-
     def _dot(self, a_hat: jax.Array, b_hat: jax.Array) -> jax.Array:
         """<a . b> of two vector fields from their spectra."""
-        return self._mean(jnp.real(jnp.sum(jnp.conj(a_hat) * b_hat, axis=0)))
+        return self.ops.mean(jnp.real(jnp.sum(jnp.conj(a_hat) * b_hat, axis=0)))
 
     def vector_potential(self, b_hat: jax.Array) -> jax.Array:
         """A_hat = i k x B_hat / k^2: the Coulomb-gauge potential of the fluctuations (curl A = B - B0)."""
-        return self.ns.curl(b_hat) * self.ns.inv_k2
+        return self.ops.curl(b_hat) * self.ops.inv_k2
 
     def diagnostics(self, x: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Energies, helicities, dissipation rates, max |div u| and |div B|, the CFL number with the
         Alfven speed and, when forced, the injected power (see ``INFO.diagnostics``)."""
-        ns = self.ns
+        ops = self.ops
         u_hat, b_hat = x[:3], x[3:]
         kinetic, magnetic = 0.5 * self._dot(u_hat, u_hat), 0.5 * self._dot(b_hat, b_hat)
-        kx, ky, kz = ns.k
+        kx, ky, kz = ops.k
         divs = [1j * (kx * v[0] + ky * v[1] + kz * v[2]) for v in (u_hat, b_hat)]
         f = self.fft.irfft(jnp.concatenate([u_hat, b_hat, jnp.stack(divs)]))
         speed = sum((jnp.abs(f[i]) + jnp.abs(f[3 + i])) / self.spacing[i] for i in range(3))
@@ -128,13 +123,13 @@ class MHD(SemiLinearEquation):
             "total_energy": kinetic + magnetic,
             "cross_helicity": self._dot(u_hat, b_hat),
             "magnetic_helicity": self._dot(self.vector_potential(b_hat), b_hat),
-            "viscous_dissipation": params["viscosity"] * self._dot(ns.curl(u_hat), ns.curl(u_hat)),
-            "ohmic_dissipation": params["resistivity"] * self._dot(ns.curl(b_hat), ns.curl(b_hat)),
+            "viscous_dissipation": params["viscosity"] * self._dot(ops.curl(u_hat), ops.curl(u_hat)),
+            "ohmic_dissipation": params["resistivity"] * self._dot(ops.curl(b_hat), ops.curl(b_hat)),
             "max_div": jnp.max(jnp.abs(f[6])),
             "max_div_b": jnp.max(jnp.abs(f[7])),
             "cfl": dt * jnp.max(speed),
         }
-        f_hat = ns.forcing(u_hat, params)
+        f_hat = ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = self._dot(u_hat, f_hat)
         return out
@@ -149,13 +144,13 @@ class MHD(SemiLinearEquation):
         one forward of (u x w, j x B, u x B, u x j + B x w): (u.grad)B needs no gradient tensor, as
         2 (u.grad)B = grad(u.B) - u x j - B x w - curl(u x B) for solenoidal u, B, and the gradient does no
         work on a solenoidal B mode by mode."""
-        ns = self.ns
-        norm = ns.weight / float(self.fft.size) ** 2
+        ops = self.ops
+        norm = ops.weight / float(self.fft.size) ** 2
         f = self.fields(x, params)
         u, w, b, j = f["velocity"], f["vorticity"], f["magnetic"], f["current"]
         pairs = [a + c for a, c in zip(cross(u, j), cross(b, w), strict=True)]
-        p = ns.dealias * self.fft.rfft(jnp.stack([*cross(u, w), *cross(j, b), *cross(u, b), *pairs]))
-        induction = ns.curl(p[6:9])  # curl(u x B) = (B.grad)u - (u.grad)B
+        p = ops.dealias * self.fft.rfft(jnp.stack([*cross(u, w), *cross(j, b), *cross(u, b), *pairs]))
+        induction = ops.curl(p[6:9])  # curl(u x B) = (B.grad)u - (u.grad)B
         advection = 0.5 * (p[9:] + induction)  # -(u.grad)B, less a gradient
 
         def work(a_hat: jax.Array, f_hat: jax.Array) -> jax.Array:
@@ -169,10 +164,10 @@ class MHD(SemiLinearEquation):
             "conversion_energy": work(x[:3], p[3:6]),
             "conversion_magnetic_energy": work(x[3:], induction - advection),
         }
-        f_hat = ns.forcing(x[:3], params)
+        f_hat = ops.forcing(x[:3], params)
         if f_hat is not None:
             power["injection_energy"] = work(x[:3], f_hat)
-        return {name: spectra.shell_sum(p, ns.k, self.fft.shape, self.box) for name, p in power.items()}
+        return {name: spectra.shell_sum(p, ops.k, self.fft.shape, self.box) for name, p in power.items()}
 
 
 # ---- initial conditions: real-space velocity and magnetic field (3, Nx, Ny, Nz) -------------------------
@@ -196,17 +191,17 @@ def _orszag_tang(eq: MHD, c: Sequence[jax.Array], ic: Any, params: Params) -> di
 
 def _abc_dynamo(eq: MHD, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """The Navier-Stokes ABC flow and a random seed field of rms ``seed_amplitude`` (plus B0)."""
-    u = NavierStokes.builders["abc"](eq.ns, c, ic, params)["velocity"]
+    u = abc(eq, c, ic, params)["velocity"]
     seed = SimpleNamespace(amplitude=ic.seed_amplitude, k_peak=ic.k_peak, seed=ic.seed)
-    b = NavierStokes.builders["random"](eq.ns, c, seed, params)["velocity"]
+    b = random_velocity(eq, c, seed, params)["velocity"]
     return {"velocity": u, "magnetic": _with_mean(eq, b, ic)}
 
 
 def _random(eq: MHD, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """Random solenoidal u (from ``seed``) and B - B0 (from ``seed + 1``), as the Navier-Stokes field."""
-    u = NavierStokes.builders["random"](eq.ns, c, ic, params)["velocity"]
+    u = random_velocity(eq, c, ic, params)["velocity"]
     field = SimpleNamespace(amplitude=ic.magnetic_amplitude, k_peak=ic.k_peak, seed=ic.seed + 1)
-    b = NavierStokes.builders["random"](eq.ns, c, field, params)["velocity"]
+    b = random_velocity(eq, c, field, params)["velocity"]
     return {"velocity": u, "magnetic": _with_mean(eq, b, ic)}
 
 

@@ -34,74 +34,38 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
-from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
+from simulator.equations.operators import SpectralOperators, cross
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
-
-
-def cross(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> list[jax.Array]:
-    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
 @final
 class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     """Nonlinear term, viscous operator, diagnostics and spectra on one FFT backend.
 
-    Leaves: the wavenumbers ``k`` and integer mode numbers ``modes`` (three broadcasting vectors each),
-    the per-axis 2/3-rule masks ``keep`` and the Parseval weights, all sharded like the spectra.
+    Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, 2/3 rule, Parseval
+    weights, projection, curl, forcing: :class:`~simulator.equations.operators.SpectralOperators`).
     """
 
     info = INFO
     space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("k", "modes", "keep", "weight")
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NavierStokesParams | None = None):
         physics = NavierStokesParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
-        # integer mode numbers; per-axis 2/3-rule masks, wavenumbers and weights are 1D vectors that broadcast:
-        # the 3D products (dealias, k^2, 1/k^2, the forcing mask, the integrating factor) are formed inside the
-        # fused elementwise kernels of the step, never stored (at 1024^3 each would cost GBs)
-        self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))
-        self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
-        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
+        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""
         return (state, None) if not self.n_scalars else (state[:3], state[3:])
 
-    @property
-    def dealias(self) -> jax.Array:
-        """1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on every axis), else 0."""
-        return self.keep[0] * self.keep[1] * self.keep[2]
-
-    @property
-    def k2(self) -> jax.Array:
-        return self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
-
-    @property
-    def inv_k2(self) -> jax.Array:
-        """1/k^2, and 0 at k = 0 (the mean flow is left alone by the projection)."""
-        k2 = self.k2
-        return jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
-
-    # ---- operators on spectra ---------------------------------------------------------------------
-
-    def project(self, f_hat: jax.Array) -> jax.Array:
-        """Leray projection onto divergence-free fields: f - k (k.f) / k^2 (k = 0 left unchanged)."""
-        kx, ky, kz = self.k
-        div = (kx * f_hat[0] + ky * f_hat[1] + kz * f_hat[2]) * self.inv_k2
-        return jnp.stack([f_hat[0] - kx * div, f_hat[1] - ky * div, f_hat[2] - kz * div])
-
-    def curl(self, u_hat: jax.Array) -> jax.Array:
-        return 1j * jnp.stack(cross(self.k, u_hat))
-
     def linear(self, params: Params) -> jax.Array:
         """-nu k^2 for the velocity, -kappa_i k^2 for scalar i."""
         if not self.n_scalars:
-            return -params["viscosity"] * self.k2
+            return -params["viscosity"] * self.ops.k2
         rates = jnp.concatenate([jnp.broadcast_to(params["viscosity"], (3,)), passive.diffusivities(params["scalars"])])
-        return -rates[:, None, None, None] * self.k2
+        return -rates[:, None, None, None] * self.ops.k2
 
     def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
         """exp(L tau) state, applied as exp(-r kx^2 tau) exp(-r ky^2 tau) exp(-r kz^2 tau) with r = nu for the
@@ -111,16 +75,9 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         if self.n_scalars:
             rate = jnp.concatenate([jnp.broadcast_to(rate, (3,)), passive.diffusivities(params["scalars"])])
             rate = rate[:, None, None, None]
-        for k in self.k:
+        for k in self.ops.k:
             state = state * jnp.exp(-rate * tau * k**2)
         return state
-
-    def forcing(self, u_hat: jax.Array, params: Params) -> jax.Array | None:
-        mask = FORCING_MASKS[self.physics.forcing]
-        if mask is None:
-            return None
-        return constant_power(u_hat, mask(self.modes, self.dealias, self.physics.forcing_band), self.weight,
-                              self.fft.size, params["forcing_power"])
 
     def advection(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """The nonlinear terms, dealiased by the 2/3 rule: P[(u x w)^] ``(3, ...)`` and, with scalars,
@@ -131,15 +88,15 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         u = self.fft.irfft(u_hat)
         a_hat = None
         if theta_hat is not None:
-            a_hat = passive.advection(self, self.fft.rfft(passive.products(u, self.fft.irfft(theta_hat))))
-        n_hat = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(self.curl(u_hat)))))
-        return self.project(self.dealias * n_hat), a_hat
+            a_hat = passive.advection(self.ops, self.fft.rfft(passive.products(u, self.fft.irfft(theta_hat))))
+        n_hat = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(self.ops.curl(u_hat)))))
+        return self.ops.project(self.ops.dealias * n_hat), a_hat
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """P[(u x w)^] (+ forcing), and for the scalars -div(u theta_i) - u . G_i (see :meth:`advection`)."""
         n_hat, a_hat = self.advection(state)
         u_hat, _ = self.split(state)
-        f_hat = self.forcing(u_hat, params)
+        f_hat = self.ops.forcing(u_hat, params)
         n_hat = n_hat if f_hat is None else n_hat + f_hat
         if a_hat is None:
             return n_hat
@@ -151,34 +108,30 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         """Spectrum of a real-space ``velocity`` ``(3, Nx, Ny, Nz)``, dealiased and projected (a valid state),
         followed with scalars by that of ``scalar`` ``(n, Nx, Ny, Nz)``, dealiased."""
         if not self.n_scalars:
-            return self.project(self.dealias * self.fft.rfft(fields["velocity"].astype(self.dtype)))
+            return self.ops.project(self.ops.dealias * self.fft.rfft(fields["velocity"].astype(self.dtype)))
         real = jnp.concatenate([fields["velocity"], fields["scalar"]]).astype(self.dtype)
-        spectrum = self.dealias * self.fft.rfft(real)
-        return jnp.concatenate([self.project(spectrum[:3]), spectrum[3:]])
+        spectrum = self.ops.dealias * self.fft.rfft(real)
+        return jnp.concatenate([self.ops.project(spectrum[:3]), spectrum[3:]])
 
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space: velocity and vorticity ``(3, Nx, Ny, Nz)``, and with scalars ``scalar`` ``(n, Nx, Ny,
         Nz)`` (an inverse transform each, so that one spectrum is held beside the results at a time)."""
         u_hat, theta_hat = self.split(state)
-        out = {"velocity": self.fft.irfft(u_hat), "vorticity": self.fft.irfft(self.curl(u_hat))}
+        out = {"velocity": self.fft.irfft(u_hat), "vorticity": self.fft.irfft(self.ops.curl(u_hat))}
         if theta_hat is not None:
             out["scalar"] = self.fft.irfft(theta_hat)
         return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
-    def _mean_square(self, f_hat: jax.Array) -> jax.Array:
-        """Volume mean of |f|^2 summed over components, from the spectrum (Parseval)."""
-        return jnp.sum(self.weight * jnp.abs(f_hat) ** 2) / float(self.fft.size) ** 2
-
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Energy <|u|^2>/2, enstrophy <|w|^2>/2, dissipation 2 nu Z, max |div u|, CFL number
         dt * max(sum_i |u_i| / dx_i), when forced the injected power <u . f>, and each scalar's
         variance, dissipation and flux (:func:`simulator.equations.scalars.terms.diagnostics`)."""
         u_hat, theta_hat = self.split(state)
-        energy = 0.5 * self._mean_square(u_hat)
-        enstrophy = 0.5 * self._mean_square(self.curl(u_hat))
-        kx, ky, kz = self.k
+        energy = 0.5 * self.ops.mean(jnp.abs(u_hat) ** 2)
+        enstrophy = 0.5 * self.ops.mean(jnp.abs(self.ops.curl(u_hat)) ** 2)
+        kx, ky, kz = self.ops.k
         u = self.fft.irfft(u_hat)
         cfl = dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3)))
         div = self.fft.irfft(1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2]))
@@ -189,11 +142,11 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
             "max_div": jnp.max(jnp.abs(div)),
             "cfl": cfl,
         }
-        f_hat = self.forcing(u_hat, params)
+        f_hat = self.ops.forcing(u_hat, params)
         if f_hat is not None:
-            out["injection"] = jnp.sum(self.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
+            out["injection"] = jnp.sum(self.ops.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
         if theta_hat is not None:
-            out.update(passive.diagnostics(self, u_hat, theta_hat, params["scalars"]))
+            out.update(passive.diagnostics(self.ops, u_hat, theta_hat, params["scalars"]))
         return out
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -202,18 +155,18 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         transfer and production (one more evaluation of the nonlinear terms)."""
         u_hat, theta_hat = self.split(state)
         n_hat, a_hat = self.advection(state)
-        norm = self.weight / float(self.fft.size) ** 2
+        norm = self.ops.weight / float(self.fft.size) ** 2
 
         def shell(power: jax.Array) -> jax.Array:
-            return spectra.shell_sum(power, self.k, self.fft.shape, self.box)
+            return spectra.shell_sum(power, self.ops.k, self.fft.shape, self.box)
 
         out = {"energy": shell(0.5 * norm * jnp.abs(u_hat) ** 2),
                "transfer_energy": shell(norm * jnp.real(jnp.conj(u_hat) * n_hat))}
-        f_hat = self.forcing(u_hat, params)
+        f_hat = self.ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection_energy"] = shell(norm * jnp.real(jnp.conj(u_hat) * f_hat))
         if theta_hat is not None:
-            out.update(passive.spectra(self, u_hat, theta_hat, a_hat, params["scalars"], shell))
+            out.update(passive.spectra(self.ops, u_hat, theta_hat, a_hat, params["scalars"], shell))
         return out
 
 
@@ -228,7 +181,7 @@ def _taylor_green(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Par
     return {"velocity": u}
 
 
-def _abc(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+def abc(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """Arnold-Beltrami-Childress flow, A = B = C = amplitude, at mode ``wavenumber`` (curl u = k u)."""
     m = ic.wavenumber
     x, y, z = (2 * jnp.pi * m / L * ci for ci, L in zip(c, eq.box, strict=True))
@@ -238,8 +191,9 @@ def _abc(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -> d
     return {"velocity": u}
 
 
-def _random(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """Solenoidal random field with E(k) ~ k^4 exp(-2 (k/k_peak)^2), rms velocity = amplitude.
+def random_velocity(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """Solenoidal random field with E(k) ~ k^4 exp(-2 (k/k_peak)^2), rms velocity = amplitude (``eq``: any
+    equation with ``fft``, ``box``, ``dtype`` and spectral operators ``ops``; Boussinesq and MHD use it too).
 
     The noise is drawn in real space from ``seed`` with JAX's sharding-invariant counter-based
     generator, always in float32 and then cast, so the field is the same on any backend, device or
@@ -247,12 +201,12 @@ def _random(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Params) -
     """
     shape = (3, *eq.fft.shape)
     draw = eq.fft.real_jit(lambda key: jax.random.normal(key, shape, jnp.float32).astype(eq.dtype), batch_ndim=1)
-    u_hat = eq.project(eq.dealias * eq.fft.rfft(draw(jax.random.key(ic.seed))))
-    kmag = jnp.sqrt(eq.k2) * (eq.box[0] / (2 * jnp.pi))
+    u_hat = eq.ops.project(eq.ops.dealias * eq.fft.rfft(draw(jax.random.key(ic.seed))))
+    kmag = jnp.sqrt(eq.ops.k2) * (eq.box[0] / (2 * jnp.pi))
     shaped = u_hat * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2))  # |u_hat|^2 ~ k^2 e^..., shells add k^2
     u = eq.fft.irfft(shaped)
     return {"velocity": u * (ic.amplitude / jnp.sqrt(jnp.mean(jnp.sum(u**2, axis=0))))}
 
 
 NavierStokes.builders = {name: passive.with_scalars(b) for name, b in
-                         (("taylor_green", _taylor_green), ("abc", _abc), ("random", _random))}
+                         (("taylor_green", _taylor_green), ("abc", abc), ("random", random_velocity))}

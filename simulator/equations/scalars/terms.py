@@ -2,10 +2,10 @@
 
 The host equation keeps the scalars' spectra ``theta_hat``, shape ``(n, *k_shape)`` in the FFT
 backend's k-space layout, beside its velocity spectrum ``u_hat`` ``(3, *k_shape)`` (Navier-Stokes stacks
-them into one state array, so one batched inverse and one batched forward transform serve both). It
-provides, as attributes: ``fft``, ``box``, ``k`` (three broadcasting wavenumber vectors), ``weight``
-(Parseval weights) and ``dealias`` (the 2/3-rule mask). ``scalars`` below is the traced
-``params["scalars"]``: a list of ``{"diffusivity": (), "mean_gradient": (3,)}`` arrays.
+them into one state array, so one batched inverse and one batched forward transform serve both). A
+host is a :class:`ScalarHost` (the mixin :class:`CarriesScalars` and an ``ops`` attribute); the terms
+below take its ``ops`` (:class:`~simulator.equations.operators.SpectralOperators`). ``scalars`` below
+is the traced ``params["scalars"]``: a list of ``{"diffusivity": (), "mean_gradient": (3,)}`` arrays.
 
 Advection is taken in conservative form, -div(u theta) (equal to -u . grad theta for div u = 0):
 per scalar the inverse transform needs theta only and the forward the three products u_j theta. The
@@ -16,12 +16,13 @@ the grid, a product whose modes all lie below N and so average exactly to 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Builder
+from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
 
@@ -44,6 +45,22 @@ class CarriesScalars:
         return field_info(self.info.fields, self.n_scalars)
 
 
+@runtime_checkable
+class ScalarHost(Protocol):
+    """What an equation composing passive scalars provides (checked for every registered equation whose
+    parameters have ``scalars`` by ``tests/test_architecture.py``): a static ``physics`` with the
+    ``scalars`` list, their count and field table (:class:`CarriesScalars`), and its spectral operators."""
+
+    physics: Any
+    ops: SpectralOperators
+
+    @property
+    def n_scalars(self) -> int: ...
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]: ...
+
+
 def diffusivities(scalars: Scalars) -> jax.Array:
     """kappa_i, shape ``(n,)``."""
     return jnp.stack([s["diffusivity"] for s in scalars])
@@ -55,12 +72,12 @@ def products(u: jax.Array, theta: jax.Array) -> jax.Array:
     return jnp.concatenate([u * theta[i] for i in range(theta.shape[0])])
 
 
-def advection(eq: Any, flux_hat: jax.Array) -> jax.Array:
+def advection(ops: SpectralOperators, flux_hat: jax.Array) -> jax.Array:
     """-div(u theta_i), dealiased, ``(n, *k_shape)``, from the spectra of :func:`products`."""
-    kx, ky, kz = eq.k
+    kx, ky, kz = ops.k
     n = flux_hat.shape[0] // 3
     div = [kx * flux_hat[3 * i] + ky * flux_hat[3 * i + 1] + kz * flux_hat[3 * i + 2] for i in range(n)]
-    return -1j * eq.dealias * jnp.stack(div)
+    return -1j * ops.dealias * jnp.stack(div)
 
 
 def mean_gradient_source(u_hat: jax.Array, scalars: Scalars) -> jax.Array:
@@ -74,15 +91,11 @@ def _direction(g: jax.Array) -> jax.Array:
     return jnp.where(norm > 0, g / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
-def _k2(eq: Any) -> jax.Array:
-    return eq.k[0] ** 2 + eq.k[1] ** 2 + eq.k[2] ** 2
-
-
-def diagnostics(eq: Any, u_hat: jax.Array, theta_hat: jax.Array, scalars: Scalars) -> dict[str, jax.Array]:
+def diagnostics(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array, scalars: Scalars) -> dict[str, jax.Array]:
     """Per scalar i: ``scalar{i}_variance`` <theta'^2>, ``scalar{i}_dissipation`` 2 kappa <|grad theta|^2>,
     ``scalar{i}_flux`` <u' theta'> . G/|G| (spectral sums: Parseval, the k = 0 mode left out)."""
-    k2 = _k2(eq)
-    fluctuation = eq.weight * (k2 > 0) / float(eq.fft.size) ** 2
+    k2 = ops.k2
+    fluctuation = ops.weight * (k2 > 0) / float(ops.fft.size) ** 2
     out = {}
     for i, s in enumerate(scalars):
         power = jnp.abs(theta_hat[i]) ** 2
@@ -93,12 +106,12 @@ def diagnostics(eq: Any, u_hat: jax.Array, theta_hat: jax.Array, scalars: Scalar
     return out
 
 
-def spectra(eq: Any, u_hat: jax.Array, theta_hat: jax.Array, advected: jax.Array, scalars: Scalars,
+def spectra(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array, advected: jax.Array, scalars: Scalars,
             shell: Callable[[jax.Array], jax.Array]) -> dict[str, jax.Array]:
     """Per scalar i, shell sums (``shell``) of the variance spectrum, its transfer by advection
     (``advected`` = :func:`advection`) and its production by the mean gradient (see the package
     docstring for the normalisation)."""
-    norm = eq.weight / float(eq.fft.size) ** 2
+    norm = ops.weight / float(ops.fft.size) ** 2
     source = mean_gradient_source(u_hat, scalars)
     out = {}
     for i in range(len(scalars)):
@@ -109,21 +122,20 @@ def spectra(eq: Any, u_hat: jax.Array, theta_hat: jax.Array, advected: jax.Array
     return out
 
 
-def with_scalars(flow: Builder, host: Callable[[Any], Any] = lambda eq: eq) -> Builder:
+def with_scalars(flow: Builder) -> Builder:
     """An initial-condition builder of the flow that also makes the scalars of ``ic.scalars`` (field
-    ``scalar``, :func:`initial_fields`) when the instance has any (``eq.n_scalars``); ``host(eq)`` is the
-    object providing the attributes listed in the module docstring."""
+    ``scalar``, :func:`initial_fields`) when the host (a :class:`ScalarHost`) has any."""
 
-    def build(eq: Any, c: Sequence[jax.Array], ic: Any, params: Any) -> dict[str, jax.Array]:
+    def build(eq: ScalarHost, c: Sequence[jax.Array], ic: Any, params: Any) -> dict[str, jax.Array]:
         fields = flow(eq, c, ic, params)
         if eq.n_scalars:
-            fields["scalar"] = initial_fields(host(eq), ic.scalars, eq.n_scalars)
+            fields["scalar"] = initial_fields(eq.ops, ic.scalars, eq.n_scalars)
         return fields
 
     return build
 
 
-def initial_fields(eq: Any, ic: Any, count: int) -> jax.Array:
+def initial_fields(ops: SpectralOperators, ic: Any, count: int) -> jax.Array:
     """The real-space scalars ``(count, Nx, Ny, Nz)`` of initial condition ``ic``
     (:class:`~simulator.equations.scalars.ScalarInitial`).
 
@@ -132,12 +144,12 @@ def initial_fields(eq: Any, ic: Any, count: int) -> jax.Array:
     scalar i the same whatever the number of scalars), shaped in k-space to |theta_hat| ~ k
     exp(-(k/k_peak)^2) (so E_theta(k) ~ k^4 exp(-2 (k/k_peak)^2)), dealiased, zero mean, rms = amplitude.
     """
-    shape = (count, *eq.fft.shape)
+    shape = (count, *ops.fft.shape)
     if ic.name == "zero":
-        return jnp.zeros(shape, eq.dtype)
-    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
+        return jnp.zeros(shape, ops.dtype)
+    draw = ops.fft.real_jit(lambda key: jax.random.normal(key, ops.fft.shape, jnp.float32).astype(ops.dtype))
     noise = jnp.stack([draw(jax.random.fold_in(jax.random.key(ic.seed), i)) for i in range(count)])
-    kmag = jnp.sqrt(_k2(eq)) * (eq.box[0] / (2 * jnp.pi))
-    theta = eq.fft.irfft(eq.dealias * eq.fft.rfft(noise) * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2)))
+    kmag = jnp.sqrt(ops.k2) * (ops.box[0] / (2 * jnp.pi))
+    theta = ops.fft.irfft(ops.dealias * ops.fft.rfft(noise) * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2)))
     rms = jnp.sqrt(jnp.mean(theta**2, axis=(1, 2, 3), keepdims=True))
     return theta * (ic.amplitude / rms)

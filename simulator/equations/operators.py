@@ -1,0 +1,104 @@
+"""Spectral operators of the periodic box on one FFT backend: what every flow equation differentiates with.
+
+One object per equation instance (as FluidSim's ``oper`` or jax-cfd's ``grid``): the wavenumbers, the 2/3
+rule, Parseval weights, 1/k^2, the Leray projection, the curl and the constant-power forcing, so that an
+equation composes them instead of borrowing another equation's. :func:`inverse_k2` is the one place
+1/k^2 (0 at k = 0) is written; the Poisson solve (:mod:`.gravity`) and the wave propagator
+(:mod:`.boussinesq.waves`) use it too.
+
+Arrays: ``k`` and ``modes`` are three broadcasting vectors in the backend's real-to-complex k-space
+layout and sharding, ``keep`` three per-axis 0/1 vectors, ``weight`` the Parseval weights; spectra are
+``(3, *k_shape)`` vectors or ``(*k_shape)`` scalars. The 3D products (the dealiasing mask, k^2, 1/k^2, the
+forcing mask) are formed inside the fused elementwise kernels of the step, never stored: at 1024^3 each
+would cost GBs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
+from simulator.fft import FFTBackend
+
+
+def inverse_k2(k: Sequence[jax.Array]) -> jax.Array:
+    """1/k^2 per mode of the wavenumbers ``k`` (three broadcasting vectors), and 0 at k = 0 (the mean is
+    left alone; differentiable there too)."""
+    k2 = k[0] ** 2 + k[1] ** 2 + k[2] ** 2
+    return jnp.where(k2 > 0, 1.0 / jnp.where(k2 > 0, k2, 1.0), 0.0)
+
+
+def cross(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> list[jax.Array]:
+    """a x b of two three-component fields (in real space: a pointwise product)."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+@jax.tree_util.register_pytree_node_class
+class SpectralOperators:
+    """The operators on real-to-complex spectra of one backend and box (see the module docstring).
+
+    A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves; the backend, box, dtype
+    and forcing scheme are static structure.
+    """
+
+    _LEAVES = ("k", "modes", "keep", "weight")
+    _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band")
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
+                 forcing_band: float = 0.0):
+        self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
+        self.forcing_scheme, self.forcing_band = forcing, forcing_band
+        self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
+        self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
+        self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
+        self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
+
+    @classmethod
+    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> SpectralOperators:
+        obj = object.__new__(cls)
+        for name, value in (*zip(cls._STATIC, static, strict=True), *zip(cls._LEAVES, leaves, strict=True)):
+            setattr(obj, name, value)
+        return obj
+
+    @property
+    def dealias(self) -> jax.Array:
+        """1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on every axis), else 0."""
+        return self.keep[0] * self.keep[1] * self.keep[2]
+
+    @property
+    def k2(self) -> jax.Array:
+        return self.k[0] ** 2 + self.k[1] ** 2 + self.k[2] ** 2
+
+    @property
+    def inv_k2(self) -> jax.Array:
+        """1/k^2, and 0 at k = 0 (the mean flow is left alone by the projection)."""
+        return inverse_k2(self.k)
+
+    def project(self, f_hat: jax.Array) -> jax.Array:
+        """Leray projection onto divergence-free fields: f - k (k.f) / k^2 (k = 0 left unchanged)."""
+        kx, ky, kz = self.k
+        div = (kx * f_hat[0] + ky * f_hat[1] + kz * f_hat[2]) * self.inv_k2
+        return jnp.stack([f_hat[0] - kx * div, f_hat[1] - ky * div, f_hat[2] - kz * div])
+
+    def curl(self, u_hat: jax.Array) -> jax.Array:
+        return 1j * jnp.stack(cross(self.k, u_hat))
+
+    def mean(self, density: jax.Array) -> jax.Array:
+        """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""
+        return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
+
+    def forcing(self, u_hat: jax.Array, params: dict[str, jax.Array]) -> jax.Array | None:
+        """The constant-power forcing of ``u_hat`` (:mod:`.navier_stokes.forcing`) at the traced
+        ``params["forcing_power"]``, or None when the scheme is ``none``."""
+        mask = FORCING_MASKS[self.forcing_scheme]
+        if mask is None:
+            return None
+        return constant_power(u_hat, mask(self.modes, self.dealias, self.forcing_band), self.weight,
+                              self.fft.size, params["forcing_power"])
