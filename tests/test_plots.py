@@ -209,6 +209,16 @@ def test_sweep_plot_default_column_lines_per_other_key_and_notes(sweep, capsys):
     assert plots.plot_sweep(sweep, "peak_energy", None) == sweep / "plots" / "sweep_peak_energy.png"
 
 
+def test_sweep_plot_marks_under_resolved_points(sweep, capsys):
+    text = COLLECTED.splitlines()
+    rows = [text[0] + ",lowest_kmax_eta", *(line + f",{v}" for line, v in zip(text[1:], ("0.4", "1.2", "3")))]
+    (sweep / "collected.csv").write_text("\n".join(rows + text[4:]) + "\n")
+    assert plot(str(sweep)) == 0
+    assert "red x: 1 point(s) under-resolved" in capsys.readouterr().err
+    assert plots.sweep.under_resolved({"lowest_kmax_eta": "0.4", "lowest_scalar0_kmax_eta": "2", "final_energy": "0"}) \
+        == ["kmax_eta = 0.4 < 1"]
+
+
 def test_sweep_over_a_key_of_strings_has_a_categorical_axis(sweep, capsys):
     (sweep / "sweep.yaml").write_text(yaml.safe_dump({"name": "backends", "swept": ["fft.backend"]}))
     (sweep / "collected.csv").write_text("index,status,out,fft.backend,time,final_energy,peak_energy\n"

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import resolution
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
     Curve,
@@ -224,6 +225,7 @@ INFO = EquationInfo(
         "layzer_irvine": "[E - E_start + int (2K + W + 3U) dln a] / |W|: the Layzer-Irvine residual (host, "
                          "Hermite quadrature between rows)",
         "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu) / E(a): phase change per step, in radians",
+        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
     spectra={
