@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ class SpectraFile:
         if not f["step"].dims[0].values():
             f["step"].dims[0].attach_scale(f["time"])
         for name in f:
-            if name not in ("k", "step", "time"):
+            if name not in ("k", "step", "time") and f[name].ndim == 2:  # 1-D: a clock (a, z)
                 self._describe_spectrum(name)
 
     def _describe_spectrum(self, name: str) -> None:
@@ -109,8 +109,10 @@ class SpectraFile:
             ds.dims[0].attach_scale(self.file["time"])
             ds.dims[1].attach_scale(self.file["k"])
 
-    def append(self, step: int, t: float, spectra: dict[str, np.ndarray]) -> None:
-        """Add a row (every dataset grows by one; a reader takes the rows all datasets have)."""
+    def append(self, step: int, t: float, spectra: dict[str, np.ndarray],
+               coordinates: Mapping[str, float] | None = None) -> None:
+        """Add a row (every dataset grows by one; a reader takes the rows all datasets have);
+        ``coordinates``: other clocks of the row (``a``, ``z``), one value each, beside ``time``."""
         if self.file is None:
             raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
         try:
@@ -122,6 +124,13 @@ class SpectraFile:
                     self._describe_spectrum(name)
                 self.file[name].resize((row + 1, values.size))
                 self.file[name][row] = values
+            for name, value in (coordinates or {}).items():
+                if name not in self.file:
+                    self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=np.float64)
+                    self.file[name].attrs["long_name"] = f"{name} of each row (another clock than time)"
+                    self.file[name].dims[0].attach_scale(self.file["time"])
+                self.file[name].resize((row + 1,))
+                self.file[name][row] = value
             for name, value in (("time", t), ("step", step)):  # step last: it counts the complete rows
                 self.file[name].resize((row + 1,))
                 self.file[name][row] = value
@@ -156,9 +165,11 @@ class SpectraWriter(Writer):
     name = "spectra"
 
     def __init__(self, schedule: Schedule, k: np.ndarray, rank0: bool, descriptions: Mapping[str, str],
-                 units: Mapping[str, str] | None = None):
+                 units: Mapping[str, str] | None = None,
+                 coordinates: Callable[[float], Mapping[str, float]] | None = None):
         super().__init__()
         self.schedule, self.k, self.rank0 = schedule, k, rank0
+        self.coordinates = coordinates
         self.descriptions, self.units = descriptions, units
         self.file: SpectraFile | None = None
 
@@ -170,7 +181,8 @@ class SpectraWriter(Writer):
     def write(self, moment: Moment) -> None:
         shells = moment.get("spectra")
         if self.file is not None:
-            self.file.append(moment.step, moment.time, shells)
+            self.file.append(moment.step, moment.time, shells,
+                             self.coordinates(moment.time) if self.coordinates else None)
 
     def close(self) -> None:
         if self.file is not None:

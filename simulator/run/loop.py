@@ -175,7 +175,7 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
     spectra_schedule = Schedule.of(cfg.output.spectra)
     if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0, sim.info.spectra, units))
+                                     rank0, sim.info.spectra, units, cfg.physics.time_coordinates))
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],

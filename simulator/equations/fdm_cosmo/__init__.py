@@ -147,6 +147,10 @@ class FDMCosmoParams(EquationParams):
                 "hubble": float(cosmology.hubble(a, self.omega_m, self.omega_lambda)),
                 "hbar_over_m": float(cosmology.nu_code(self.m22, self.h))}
 
+    def time_coordinates(self, t: float) -> dict[str, float]:
+        a = self.a_start * math.exp(t)
+        return {"a": a, "z": 1.0 / a - 1.0}
+
     def time_label(self, t: float) -> str:
         return f"z = {1.0 / (self.a_start * math.exp(t)) - 1.0:.4g}"
 
