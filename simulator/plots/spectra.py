@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, instances
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import open_for_reading, read_spectra
 from simulator.plots.budget import flux_figure
 from simulator.plots.figures import figure, heading, note, save, time_label
 
@@ -149,6 +149,6 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
 
 def _k_units(path: Path) -> str:
     """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
-    with h5py.File(path, "r", locking=False) as f:
+    with open_for_reading(path) as f:
         units = f["k"].attrs.get("units", "1/(code units)")
     return "code units" if units == "1/(code units)" else str(units)
