@@ -42,9 +42,10 @@ import yaml
 from simulator.errors import ConfigError
 
 
-#: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`) and
-#: ``schedule`` (a key that says when, not what: it may change on a restart)
-CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "schedule"})
+#: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`),
+#: ``schedule`` (a key that says when, not what: it may change on a restart) and ``mode_axes`` (a mode
+#: number along those axes, checked against the grid: simulator.config.model)
+CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "schedule", "mode_axes"})
 
 
 def setting(default: Any, doc: str, **constraints: Any) -> Any:

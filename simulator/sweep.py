@@ -50,6 +50,7 @@ import numpy as np
 import yaml
 
 from simulator import config as config_mod
+from simulator.equations import resolution
 from simulator.run.rundir import read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
@@ -339,7 +340,7 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
 def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     """Write ``collected.csv``: per point its index, state, run directory, swept values, the last time
     reached, and the final and peak value of every diagnostic of its ``timeseries.csv`` (empty where
-    it has none yet)."""
+    it has none yet); of a resolution diagnostic (k_max eta, ...) also its lowest value, ``lowest_<name>``."""
     manifest = read_manifest(directory)
     rows, diagnostics = [], []
     for point in manifest["points"]:
@@ -354,10 +355,13 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
                 finite = table[name][np.isfinite(table[name])]
                 row[f"final_{name}"] = float(table[name][-1])
                 row[f"peak_{name}"] = float(finite.max()) if finite.size else math.nan
+                if resolution.threshold(name) is not None:
+                    row[f"lowest_{name}"] = float(finite.min()) if finite.size else math.nan
             row["time"] = float(table["time"][-1])
         rows.append(row)
     columns = ["index", "status", "out", *manifest["swept"], "time",
-               *(f"{kind}_{d}" for d in diagnostics for kind in ("final", "peak"))]
+               *(f"{kind}_{d}" for d in diagnostics for kind in ("final", "peak")),
+               *(f"lowest_{d}" for d in diagnostics if resolution.threshold(d) is not None)]
     path = directory / COLLECTED
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, columns, restval="")

@@ -78,3 +78,6 @@ def test_run_then_load_the_results_without_jax(tmp_path):
                          check=True).stdout.split("\n")
     assert out[0] == "taylor_green 5 5 3 finished False"
     assert out[1] == "(3, 16, 16, 16) False"
+    # 16^3 at nu = 1/1600 is far from resolved (k_max eta = 0.14): the log says so, once
+    log = (tmp_path / "run" / "run.log").read_text()
+    assert log.count("under-resolved") == 1 and "kmax_eta = 0.14" in log

@@ -375,11 +375,15 @@ def test_a_cosmological_run_writes_redshifts_units_and_restarts(tmp_path):
     assert redshifts == [127, 63, 31, 15]
     with h5py.File(out / "spectra.h5") as f:
         assert [round(1 / (np.exp(t) / 128) - 1, 9) for t in f["time"][:]] == [127, 63, 31, 15]
+        # the clocks users think in, beside time = ln(a/a_start), across the restart
+        assert [round(float(z), 9) for z in f["z"][:]] == [127, 63, 31, 15]
+        np.testing.assert_allclose(f["a"][:], 1 / (1 + f["z"][:]), rtol=1e-14)
         assert f["k"].attrs["units"] == "h/Mpc" and f["power"].attrs["units"] == "(Mpc/h)^3"
         ratio = f["power"][:, 1] / f["power_linear"][:, 1]
         assert np.ptp(ratio) < 0.05 * ratio[0]  # the box-scale mode grows as linear theory says
     rows = list(csv.DictReader(open(out / "timeseries.csv")))
     assert float(rows[-1]["z"]) == pytest.approx(15.0, rel=1e-12)
+    assert float(rows[-1]["a"]) == pytest.approx(1 / 16, rel=1e-12)
     residual = {int(r["step"]): float(r["layzer_irvine"]) for r in rows}
     restart = max(step for step, r in zip(residual, rows) if float(r["z"]) >= 31 - 1e-9)
     after = min(step for step in residual if step > restart)

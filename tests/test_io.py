@@ -267,3 +267,30 @@ def test_plot_projection_reads_contiguous_planes_in_either_layout(tmp_path, devi
             for axis in range(3):
                 np.testing.assert_allclose(plots.project(snap, "rho", axis), rho.mean(axis=axis), rtol=1e-12)
             assert all(isinstance(where[outer], int) for where in reads) and len(reads) == 3 * fft.shape[outer]
+
+
+def test_spectra_open_in_readers_while_a_run_appends(tmp_path):
+    """h5py and xarray in another process open spectra.h5 between rows and hold it open while rows are
+    appended; load_run's reader works beside an h5py and an xarray handle of this process."""
+    import subprocess
+    import sys
+
+    from simulator.output.spectra import read_spectra
+
+    path, k = tmp_path / "spectra.h5", np.arange(5.0)
+    spectra = SpectraFile(path, k, None)
+    spectra.append(0, 0.0, {"energy": np.ones(5)})
+    reader = ("import sys, time, h5py, xarray as xr\n"
+              "f = h5py.File(sys.argv[1], 'r'); print(f['energy'].shape[0], flush=True)\n"
+              "ds = xr.open_dataset(sys.argv[1], engine='h5netcdf'); print(ds.energy.shape[0], flush=True)\n"
+              "time.sleep(3); f.close(); ds.close()\n")
+    proc = subprocess.Popen([sys.executable, "-c", reader, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "1" and proc.stdout.readline().strip() == "1", proc.stderr.read()
+    spectra.append(1, 0.5, {"energy": 2 * np.ones(5)})  # while the other process holds the file open
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    with h5py.File(path, "r") as f, xr.open_dataset(path, engine="h5netcdf") as ds:
+        table = read_spectra(path)
+        assert f["energy"].shape[0] == ds.energy.shape[0] == 2
+    assert table["time"].tolist() == [0.0, 0.5] and table["energy"][1, 0] == 2.0
+    spectra.close()

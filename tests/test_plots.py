@@ -209,6 +209,16 @@ def test_sweep_plot_default_column_lines_per_other_key_and_notes(sweep, capsys):
     assert plots.plot_sweep(sweep, "peak_energy", None) == sweep / "plots" / "sweep_peak_energy.png"
 
 
+def test_sweep_plot_marks_under_resolved_points(sweep, capsys):
+    text = COLLECTED.splitlines()
+    rows = [text[0] + ",lowest_kmax_eta", *(line + f",{v}" for line, v in zip(text[1:], ("0.4", "1.2", "3")))]
+    (sweep / "collected.csv").write_text("\n".join(rows + text[4:]) + "\n")
+    assert plot(str(sweep)) == 0
+    assert "red x: 1 point(s) under-resolved" in capsys.readouterr().err
+    assert plots.sweep.under_resolved({"lowest_kmax_eta": "0.4", "lowest_scalar0_kmax_eta": "2", "final_energy": "0"}) \
+        == ["kmax_eta = 0.4 < 1"]
+
+
 def test_sweep_over_a_key_of_strings_has_a_categorical_axis(sweep, capsys):
     (sweep / "sweep.yaml").write_text(yaml.safe_dump({"name": "backends", "swept": ["fft.backend"]}))
     (sweep / "collected.csv").write_text("index,status,out,fft.backend,time,final_energy,peak_energy\n"
@@ -248,17 +258,20 @@ def figures(monkeypatch):
     return saved
 
 
-@pytest.mark.parametrize(("equation", "cutoff", "drawn"), [("navier_stokes", 2 / 3 * 16, 10),
-                                                             ("schrodinger_poisson", 16.0, 14)])
-def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equation, cutoff, drawn):
+@pytest.mark.parametrize(("equation", "cutoff", "precision", "drawn"), [
+    # exp(-4k) falls below 10 eps^2 of its peak (k = 1) past k = 8 in float32 (1.4e-13), past k = 18 in float64
+    ("navier_stokes", 2 / 3 * 16, "float32", 8), ("navier_stokes", 2 / 3 * 16, "float64", 10),
+    ("schrodinger_poisson", 16.0, "float32", 8), ("schrodinger_poisson", 16.0, "float64", 16)])
+def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equation, cutoff, precision, drawn):
     """No shell past the dealiasing cutoff (2/3 of the Nyquist wavenumber under the 2/3 rule, the Nyquist
-    wavenumber itself without dealiasing) and no value below 1e-12 of the largest (round-off) is drawn."""
+    wavenumber itself without dealiasing) and no value below the round-off of the run's precision relative
+    to its own curve's largest is drawn; a curve far below another keeps all of its resolved shells."""
     k = np.arange(28.0)  # the shells of a 32^3 grid in a 2 pi box, up to sqrt(3) * 16
     spectrum = equations.get(equation).plot.spectrum
-    rows = [np.exp(-2 * k), 1e-3 * np.exp(-0.5 * k)]  # the first falls below 1e-12 of the peak (k = 1) at k = 15
+    rows = [np.exp(-4 * k), 1e-20 * np.exp(-0.5 * k)]  # the second far below 1e-12 of the first's peak
     for row in rows:
-        row[20:] = 1e-17  # round-off in the empty corners of k-space
-    config = {"name": "t", "grid": {"shape": [32, 32, 32], "box": [2 * np.pi] * 3}}
+        row[20:] = row[1] * 1e-40  # round-off in the empty corners of k-space
+    config = {"name": "t", "precision": precision, "grid": {"shape": [32, 32, 32], "box": [2 * np.pi] * 3}}
     spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
     for i, row in enumerate(rows):
         spectra_file.append(i, float(i), {spectrum: row})
@@ -270,7 +283,7 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
         x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
         shown = np.isfinite(y)
         assert x[shown].min() > 0 and x[shown].max() <= cutoff * (1 + 1e-12)
-        assert np.all(y[shown] >= 1e-12 * np.exp(-2))
+        assert np.all(y[shown] >= 10 * np.finfo(precision).eps ** 2 * np.nanmax(y))
     assert np.isfinite(np.asarray(curves[0].get_ydata(), dtype=float)).sum() == drawn
     assert np.isfinite(np.asarray(curves[1].get_ydata(), dtype=float)).sum() == int(cutoff)  # every resolved shell
 

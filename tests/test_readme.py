@@ -88,3 +88,65 @@ def test_the_example_sweep_as_written():
     # viscosity halves from point to point: less of the initial energy 1/8 is dissipated by t = 10
     assert 0 < energy[0] < energy[1] < energy[2] < 0.125
     assert png_size(ROOT / "outputs" / "tg_viscosity" / "plots" / "sweep_peak_dissipation.png") == (960, 600)
+
+
+# ---- figures and facts the README states, held to the configs and commands that produce them ----------
+
+def _snapshot_times(cfg):
+    """How many snapshots a config's run writes: t = 0 and each multiple of its period (or its times)."""
+    s = cfg.output.snapshots
+    if s.times:
+        return len(s.times)
+    if s.dt:
+        return int(cfg.time.t_end / s.dt + 1e-9) + 1
+    return int(round(cfg.time.t_end / cfg.time.dt)) // s.every + 1
+
+
+def test_every_shipped_config_writes_as_many_snapshots_as_the_readme_says():
+    import simulator
+
+    assert "Every shipped config writes 5 or more snapshots" in README
+    counts = {f.name: _snapshot_times(simulator.load_config(f)) for f in sorted((ROOT / "configs").glob("*.yaml"))}
+    assert min(counts.values()) >= 5, counts
+    assert "snapshots at t = 0, 3, …, 15" in README and counts["stratified_turbulence.yaml"] == 6
+
+
+def test_the_configs_the_readme_lists_have_what_it_says():
+    """A config described with a passive scalar has one; one described without, has none."""
+    import simulator
+
+    listing = README.split("Other configs, each")[1].split("Any of them")[0]
+    for f in sorted((ROOT / "configs").glob("*.yaml")):
+        if f"`{f.name}` (" not in listing:
+            continue
+        said = listing.split(f"`{f.name}` (")[1].split("`")[0]
+        scalars = getattr(simulator.load_config(f).physics, "scalars", ())
+        assert ("passive scalar" in said) == bool(scalars), (f.name, said)
+
+
+def test_the_reading_snippets_read_files_a_readme_command_writes():
+    """Every ``outputs/NAME/...`` in a python block is the output of a command of the README, and the
+    quickstart's snapshot s00000200 exists (t_end / dt = 200 steps, a multiple of its snapshot period)."""
+    import re
+
+    import simulator
+
+    python = "".join(block.split("\n```")[0] for block in README.split("```python\n")[1:])
+    named = set(re.findall(r'"outputs/([\w-]+)/', python))
+    assert named and all(f"--out outputs/{name}" in README for name in named), named
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml")
+    steps = int(round(cfg.time.t_end / cfg.time.dt))
+    assert "outputs/quickstart/snapshots/s00000200.h5" in python and steps == 200
+    assert steps % cfg.output.snapshots.every == 0
+
+
+def test_the_fdm_sweep_figures_are_named_for_what_the_diagnostic_measures():
+    """max_density is max rho / mean rho: the README calls its values that, with the contrasts beside."""
+    from simulator import equations
+
+    assert equations.get("fdm_cosmo").diagnostics["max_density"] == "max rho / mean rho"
+    assert "peak density contrast at z = 5 of" not in README
+    peaks = [1.15, 1.71, 2.64]
+    text = "peak density max ρ/ρ̄ at z = 5 of 1.15, 1.71 and 2.64\n(peak contrasts δ = ρ/ρ̄ − 1 of " + \
+        ", ".join(f"{p - 1:.2f}" for p in peaks[:2]) + f" and {peaks[2] - 1:.2f})"
+    assert text in README

@@ -117,6 +117,9 @@ def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
     assert [r["status"] for r in rows] == ["finished", "pending"]
     assert [float(r["physics.viscosity"]) for r in rows] == [0.01, 0.05]
     assert float(rows[0]["final_energy"]) < float(rows[0]["peak_energy"])  # it decays from its peak at t = 0
+    # 16^3 resolves Taylor-Green at nu = 0.05 (k_max eta >= 1.28) but not at nu = 0.01 (0.57 at t = 0)
+    assert float(rows[0]["lowest_kmax_eta"]) < 1 < float(rows[1]["lowest_kmax_eta"])
+    assert "red x: 1 point(s) under-resolved" in collected.stderr
     assert (out / "plots" / "sweep_final_energy.png").stat().st_size > 1000
 
 

@@ -64,6 +64,11 @@ class EquationParams:
         """How figures label run time ``t`` (e.g. a redshift); None = the plain time."""
         return None
 
+    def time_coordinates(self, t: float) -> dict[str, float]:
+        """Other clocks of run time ``t`` users think in (a cosmological run: ``a``, ``z``), written beside
+        ``time`` in each row of ``spectra.h5``; {} = none."""
+        return {}
+
     def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
         """Time-series columns computed on the host from this row and the previous one (None for the
         first row of a run): running integrals. Columns declared among the diagnostics; none by default."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,9 @@ CODE_UNITS = {"length": "code units", "time": "code units"}
 class SpectraFile:
     """``spectra.h5``: ``k`` (shell centres), ``step``, ``time``, and one (rows, shells) dataset per
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
-    after the checkpoint's step are dropped.
+    after the checkpoint's step are dropped. The file is open only while a row is written, and without
+    HDF5's file lock, so h5py and xarray open it at any time while the run goes on (an exclusive lock
+    held for the whole run made them fail with BlockingIOError); readers take the rows every dataset has.
 
     ``units`` names the run's units (``length``, ``time``, ``k`` when not 1/length, and a spectrum's
     name for that spectrum);
@@ -54,19 +56,21 @@ class SpectraFile:
                     get_logger().warning("%s cannot be continued (%s): moved to %s, a new one starts at step %d",
                                          path, describe_os_error(err), aside, keep_through)
             if self.file is None:
-                self.file = h5py.File(path, "w", rdcc_nbytes=0)  # no chunk cache: see simulator.output.hdf5
+                self.file = h5py.File(path, "w", rdcc_nbytes=0, locking=False)  # no chunk cache: see output.hdf5
                 self.file.create_dataset("k", data=k)
                 for name, dtype in (("step", np.int64), ("time", np.float64)):
                     self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
             self._describe()
-            self.file.flush()
+            self.file.close()
+            self.file = None
         except (OSError, RuntimeError) as err:
             self._close_quietly()
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+        self.usable = True
 
     def _reopen(self, keep_through: int) -> None:
         """Open the file of an interrupted segment and drop its rows after step ``keep_through``."""
-        self.file = h5py.File(self.path, "a", rdcc_nbytes=0)
+        self.file = h5py.File(self.path, "a", rdcc_nbytes=0, locking=False)
         rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
         for name in self.file:
             if name != "k":
@@ -96,7 +100,7 @@ class SpectraFile:
         if not f["step"].dims[0].values():
             f["step"].dims[0].attach_scale(f["time"])
         for name in f:
-            if name not in ("k", "step", "time"):
+            if name not in ("k", "step", "time") and f[name].ndim == 2:  # 1-D: a clock (a, z)
                 self._describe_spectrum(name)
 
     def _describe_spectrum(self, name: str) -> None:
@@ -109,11 +113,14 @@ class SpectraFile:
             ds.dims[0].attach_scale(self.file["time"])
             ds.dims[1].attach_scale(self.file["k"])
 
-    def append(self, step: int, t: float, spectra: dict[str, np.ndarray]) -> None:
-        """Add a row (every dataset grows by one; a reader takes the rows all datasets have)."""
-        if self.file is None:
+    def append(self, step: int, t: float, spectra: dict[str, np.ndarray],
+               coordinates: Mapping[str, float] | None = None) -> None:
+        """Add a row (every dataset grows by one; a reader takes the rows all datasets have);
+        ``coordinates``: other clocks of the row (``a``, ``z``), one value each, beside ``time``."""
+        if not self.usable:
             raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
         try:
+            self.file = h5py.File(self.path, "a", rdcc_nbytes=0, locking=False)
             row = self.file["step"].shape[0]
             for name, values in spectra.items():
                 if name not in self.file:
@@ -122,12 +129,21 @@ class SpectraFile:
                     self._describe_spectrum(name)
                 self.file[name].resize((row + 1, values.size))
                 self.file[name][row] = values
+            for name, value in (coordinates or {}).items():
+                if name not in self.file:
+                    self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=np.float64)
+                    self.file[name].attrs["long_name"] = f"{name} of each row (another clock than time)"
+                    self.file[name].dims[0].attach_scale(self.file["time"])
+                self.file[name].resize((row + 1,))
+                self.file[name][row] = value
             for name, value in (("time", t), ("step", step)):  # step last: it counts the complete rows
                 self.file[name].resize((row + 1,))
                 self.file[name][row] = value
-            self.file.flush()
+            self.file.close()
+            self.file = None
         except (OSError, RuntimeError) as err:
             self._close_quietly()
+            self.usable = False
             raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def close(self) -> None:
@@ -140,10 +156,22 @@ class SpectraFile:
             self.file = None
 
 
+def open_for_reading(path: Path) -> h5py.File:
+    """``path`` read-only without a file lock (a run may hold one: files of older versions), or with
+    HDF5's default locking when this process already has the file open that way (an h5py or xarray
+    handle): HDF5 refuses a second handle of one file with other locking flags."""
+    try:
+        return h5py.File(path, "r", locking=False)
+    except OSError as err:
+        if "locking flag" not in str(err):
+            raise
+        return h5py.File(path, "r")
+
+
 def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
     """``k``, ``step``, ``time`` and every spectrum of a ``spectra.h5`` (``rows`` selects rows, e.g. a
-    list of indices), read without a file lock so a running run can keep appending."""
-    with h5py.File(path, "r", locking=False) as f:
+    list of indices), read while a run may be appending, and beside an h5py/xarray handle of this process."""
+    with open_for_reading(path) as f:
         count = min(f[name].shape[0] for name in f if name != "k")  # a row being appended may be partial
         index = np.arange(count)[rows]
         return {name: (f[name][:] if name == "k" else f[name][:count][index]) for name in f}
@@ -156,9 +184,11 @@ class SpectraWriter(Writer):
     name = "spectra"
 
     def __init__(self, schedule: Schedule, k: np.ndarray, rank0: bool, descriptions: Mapping[str, str],
-                 units: Mapping[str, str] | None = None):
+                 units: Mapping[str, str] | None = None,
+                 coordinates: Callable[[float], Mapping[str, float]] | None = None):
         super().__init__()
         self.schedule, self.k, self.rank0 = schedule, k, rank0
+        self.coordinates = coordinates
         self.descriptions, self.units = descriptions, units
         self.file: SpectraFile | None = None
 
@@ -170,7 +200,8 @@ class SpectraWriter(Writer):
     def write(self, moment: Moment) -> None:
         shells = moment.get("spectra")
         if self.file is not None:
-            self.file.append(moment.step, moment.time, shells)
+            self.file.append(moment.step, moment.time, shells,
+                             self.coordinates(moment.time) if self.coordinates else None)
 
     def close(self) -> None:
         if self.file is not None:

@@ -22,15 +22,24 @@ from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, instances
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import open_for_reading, read_spectra
 from simulator.plots.budget import flux_figure
 from simulator.plots.figures import figure, heading, note, save, time_label
 
 #: rows of spectra.h5 shown when no times are asked for
 DEFAULT_SPECTRA = 5
-#: spectra are drawn down to this fraction of their largest value: a float32 run's round-off lies near
-#: 1e-14 of it, and exactly-zero (dealiased) shells are not drawn at all
-SPECTRUM_FLOOR = 1e-12
+#: each curve is drawn down to this many times (machine epsilon of the run's precision)^2 of its own
+#: largest value: round-off of a field is ~epsilon of its largest amplitude, ~epsilon^2 in a spectrum of
+#: squares, a few times more after the transforms (float32 ~1.4e-13, float64 ~5e-31); exactly-zero
+#: (dealiased) shells are not drawn at all
+SPECTRUM_FLOOR = 10.0
+
+
+def precision_floor(config: dict[str, Any]) -> float:
+    """The fraction of a curve's largest value below which a spectrum of this run's precision
+    (``config["precision"]``, float32 when absent: the config's default) is round-off."""
+    precision = config.get("precision") or "float32"
+    return SPECTRUM_FLOOR * float(np.finfo(np.dtype(precision)).eps) ** 2
 
 
 def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = DEFAULT_SPECTRA) -> list[int]:
@@ -66,19 +75,24 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
                    name: str | None = None) -> Figure:
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
     0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
-    filled) and values above :data:`SPECTRUM_FLOOR` times the largest one (below lies round-off). With a
+    filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies the
+    round-off of the run's precision). With a
     ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour.
     ``name``: another spectrum than the equation's own (labelled by its name, no guide)."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
-    floor = SPECTRUM_FLOOR * np.max(power[:, shells], initial=0.0)
-    shown = np.where(power[:, shells] > floor, power[:, shells], np.nan)
+    relative = precision_floor(config)
+
+    def above_floor(curve: np.ndarray) -> np.ndarray:
+        return np.where(curve > relative * np.max(curve, initial=0.0), curve, np.nan)
+
+    shown = np.array([above_floor(row) for row in power[:, shells]]).reshape(power[:, shells].shape)
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
         ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
         if reference is not None:
-            ref = np.where(reference[i, shells] > floor, reference[i, shells], np.nan)
+            ref = above_floor(reference[i, shells])
             ax.loglog(k[shells], ref, "--", lw=1, color=colour,
                       label=info.plot.reference_label if i == len(times) - 1 else None)
     if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
@@ -135,6 +149,6 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
 
 def _k_units(path: Path) -> str:
     """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
-    with h5py.File(path, "r", locking=False) as f:
+    with open_for_reading(path) as f:
         units = f["k"].attrs.get("units", "1/(code units)")
     return "code units" if units == "1/(code units)" else str(units)

@@ -25,12 +25,15 @@ from matplotlib.axes import Axes
 
 from simulator import config as config_mod
 from simulator import equations
+from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.plots.figures import default_style, figure, note, save, wide_positive
 from simulator.sweep import COLLECTED, MANIFEST
 
 #: columns of collected.csv that are neither swept keys nor results
 SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
+#: prefix of the columns holding a resolution diagnostic's lowest value over a point's run
+LOWEST = "lowest_"
 #: the default column of a sweep plot, the first present, else the first final_ column but final_cfl
 SWEEP_DEFAULTS = ("peak_dissipation", "peak_max_density")
 #: a log x axis of at most this many swept values is ticked at each of them
@@ -51,6 +54,19 @@ def _sweep_column(diagnostic: str | None, results: Sequence[str]) -> str:
         raise ConfigError("--diagnostic", diagnostic, f"choose one of {', '.join(results)} (a bare name X means "
                           "final_X)", "is not a column of collected.csv")
     return column
+
+
+def under_resolved(row: dict[str, str]) -> list[str]:
+    """``name = value < threshold`` for each resolution diagnostic (k_max eta, ...) whose lowest value over
+    the point's run (``lowest_<name>`` of collected.csv) fell below its threshold."""
+    out = []
+    for column, text in row.items():
+        name = column[len(LOWEST):]
+        limit = resolution.threshold(name) if column.startswith(LOWEST) else None
+        value = _as_float(text)
+        if limit is not None and value is not None and value < limit:
+            out.append(f"{name} = {value:.2g} < {limit:g}")
+    return out
 
 
 def _as_float(text: str) -> float | None:
@@ -161,7 +177,7 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         manifest = None
     manifest = manifest if isinstance(manifest, dict) else {}
     results = [c for c in columns if c.startswith(("final_", "peak_"))]
-    swept = [c for c in columns if c not in SWEEP_FIXED_COLUMNS and c not in results]
+    swept = [c for c in columns if c not in SWEEP_FIXED_COLUMNS and c not in results and not c.startswith(LOWEST)]
     if isinstance(manifest.get("swept"), list):  # the manifest says which columns are swept keys
         swept = [c for c in swept if c in manifest["swept"]]
     column = _sweep_column(diagnostic, results)
@@ -175,6 +191,7 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     numeric = all(_as_float(row[x_key]) is not None for row in rows if row.get(x_key))
     categories = list(dict.fromkeys(row[x_key] for row in rows if row.get(x_key)))
     groups: dict[tuple[str, ...], list[tuple[float, float, bool]]] = {}
+    coarse: list[tuple[float, float]] = []  # under-resolved points
     omitted = 0
     for row in rows:
         y = _as_float(row.get(column, ""))
@@ -183,6 +200,8 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
             continue
         x = _as_float(row[x_key]) if numeric else categories.index(row[x_key])
         groups.setdefault(tuple(row.get(c, "") for c in others), []).append((x, y, row.get("status") == "finished"))
+        if under_resolved(row):
+            coarse.append((x, y))
 
     fig, axes = figure()
     ax = axes[0, 0]
@@ -197,6 +216,8 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         for x, y, ok in points:
             ax.plot(x, y, "o", color=colour, markerfacecolor=colour if ok else "none")
         unfinished += done.count(False)
+    if coarse:  # a red cross over each point whose grid did not resolve its smallest scales
+        ax.plot(*zip(*coarse, strict=True), "x", color="tab:red", markersize=11, label="under-resolved")
     xs_all = [x for points in groups.values() for x, _, _ in points]
     ys_all = [y for points in groups.values() for _, y, _ in points]
     if numeric and geometric(xs_all):
@@ -210,9 +231,11 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         ax.set_xticks(range(len(categories)), categories)
     if not groups:
         ax.text(0.5, 0.5, f"no values of {column} yet", transform=ax.transAxes, ha="center")
-    if others and groups:
+    if (others or coarse) and groups:
         ax.legend(loc="best", fontsize="small")
     notes = [f"hollow: {unfinished} point(s) not finished"] if unfinished else []
+    notes += [f"red x: {len(coarse)} point(s) under-resolved (k_max eta < 1 or the like): their values are "
+              "artefacts of the grid"] if coarse else []
     notes += [f"{omitted} point(s) without a value left out"] if omitted else []
     if notes:
         fig.supxlabel("; ".join(notes), fontsize="small", color="0.3")  # below the axes, laid out with them

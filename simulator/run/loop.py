@@ -26,6 +26,7 @@ from simulator import runtime
 from simulator import spectra as spectra_mod
 from simulator.config import Config, to_dict
 from simulator.config.model import output_times
+from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
@@ -175,7 +176,7 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
     spectra_schedule = Schedule.of(cfg.output.spectra)
     if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0, sim.info.spectra, units))
+                                     rank0, sim.info.spectra, units, cfg.physics.time_coordinates))
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
@@ -248,6 +249,7 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
     start_step = step
     progress = Progress(step, t, stepper.t_end)
     wall_start = time.monotonic()
+    warned = False
     try:
         for w in writers:
             w.open(out, None if ckpt is None else ckpt.step)
@@ -257,6 +259,7 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
                 if w is records[0] or w.at_start():
                     w.write(first)
             _check_finite(first, saver)
+            warned = _warn_resolution(first, warned, log)
             for w in dumps:
                 if w.at_start():
                     w.write(first)
@@ -283,6 +286,7 @@ def _run(cfg: Config, out: Path, mode: str, ckpt: checkpoints.Checkpoint | None,
             for w in records:
                 w.maybe_write(m)
             _check_finite(m, saver)
+            warned = _warn_resolution(m, warned, log)
             dumps_start = time.monotonic()
             for w in dumps:
                 w.maybe_write(m)
@@ -369,6 +373,17 @@ def _restore(ckpt: checkpoints.Checkpoint, sim: Simulation,
         get_logger().warning("checkpoint %s is damaged (%s): restarting from the previous one, %s",
                              ckpt.index.with_suffix(""), where, previous.index.with_suffix(""))
         ckpt = previous
+
+
+def _warn_resolution(m: Moment, warned: bool, log: logging.Logger) -> bool:
+    """Warn once per segment when a resolution diagnostic (k_max eta, ...) drops below its threshold;
+    True once warned."""
+    low = [] if warned else resolution.under_resolved(m.get("diagnostics"))
+    if low:
+        log.warning("under-resolved at step %d, t = %.6g: %s; the smallest scales are not resolved by the grid "
+                    "(refine grid.shape, or raise the viscosity/diffusivity)", m.step, m.time,
+                    ", ".join(f"{name} = {value:.3g} < {limit:g}" for name, value, limit in low))
+    return warned or bool(low)
 
 
 def _check_finite(m: Moment, saver: checkpoints.CheckpointWriter) -> None:

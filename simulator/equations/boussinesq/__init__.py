@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import scalars as passive
+from simulator.equations import resolution, scalars as passive
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
     Curve,
@@ -134,6 +134,8 @@ INFO = EquationInfo(
         "rossby": "Rossby number U/(|f| L) (0 without rotation)",
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i) (the waves are exact and set no limit)",
+        "kmax_eta": resolution.KMAX_ETA + " (the smaller of eta and the buoyancy's Batchelor/Obukhov-Corrsin "
+                    "scale for Pr = viscosity/diffusivity)",
         "injection": "injected power <u.f> (forced runs only)",
         **passive.DIAGNOSTICS,
     },

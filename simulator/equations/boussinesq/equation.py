@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator import spectra
+from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
@@ -166,8 +167,14 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         f_hat = ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = self.ops.mean(jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0)))
+        kmax = resolution.dealiased_kmax(self.fft.shape, self.box)
+        eta = resolution.kolmogorov(params["viscosity"], out["kinetic_dissipation"], jnp)
+        # the buoyancy diffuses with its own diffusivity: the smaller of its scale and eta
+        out["kmax_eta"] = kmax * jnp.minimum(eta, resolution.smallest_scale(eta, params["viscosity"],
+                                                                            params["diffusivity"], jnp))
         if self.n_scalars:
             out.update(passive.diagnostics(ops, u_hat, x[4:], params["scalars"]))
+            out.update(passive.resolution_diagnostics(kmax, eta, params["viscosity"], params["scalars"]))
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import resolution
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
     Curve,
@@ -146,6 +147,10 @@ class FDMCosmoParams(EquationParams):
                 "hubble": float(cosmology.hubble(a, self.omega_m, self.omega_lambda)),
                 "hbar_over_m": float(cosmology.nu_code(self.m22, self.h))}
 
+    def time_coordinates(self, t: float) -> dict[str, float]:
+        a = self.a_start * math.exp(t)
+        return {"a": a, "z": 1.0 / a - 1.0}
+
     def time_label(self, t: float) -> str:
         return f"z = {1.0 / (self.a_start * math.exp(t)) - 1.0:.4g}"
 
@@ -218,6 +223,7 @@ INFO = EquationInfo(
         "layzer_irvine": "[E - E_start + int (2K + W + 3U) dln a] / |W|: the Layzer-Irvine residual (host, "
                          "Hermite quadrature between rows)",
         "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu) / E(a): phase change per step, in radians",
+        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
     spectra={

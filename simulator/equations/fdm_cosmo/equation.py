@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator import spectra
+from simulator.equations import resolution
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
@@ -193,6 +194,8 @@ class FDMCosmo(SplitStepEquation):
             "li_source": 2 * kinetic + potential + 3 * interaction,
             "li_rate": source_rate / hub,
             "cfl": dt * rate,
+            "kmax_de_broglie": resolution.nyquist(self.fft.shape, self.box) / jnp.sqrt(
+                jnp.sum(k2 * jnp.abs(psi_hat) ** 2) / jnp.sum(jnp.abs(psi_hat) ** 2)),
         }
 
     def spectra(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:

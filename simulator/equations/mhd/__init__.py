@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.equations import resolution
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
     Curve,
@@ -108,6 +109,8 @@ INFO = EquationInfo(
         "max_div": "max |div u| (round-off)",
         "max_div_b": "max |div B| (round-off)",
         "cfl": "CFL number dt max(sum_i (|u_i| + |B_i|)/dx_i): flow and Alfven speeds",
+        "kmax_eta": resolution.KMAX_ETA + " (eta from the viscous + ohmic dissipation; the smaller of eta and "
+                    "the magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1)",
         "injection": "injected power <u.f> (forced runs only)",
     },
     progress=("total_energy", "magnetic_energy", "cfl"),

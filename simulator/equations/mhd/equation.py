@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator import spectra
+from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.mhd import INFO, MHDParams
 from simulator.equations.navier_stokes.equation import abc, random_velocity
@@ -132,6 +133,10 @@ class MHD(SemiLinearEquation):
         f_hat = ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = self._dot(u_hat, f_hat)
+        # eta from the total dissipation; B's own smallest scale is eta Pm^(-1/2) for Pm = nu/eta_m > 1
+        eta = resolution.kolmogorov(params["viscosity"], out["viscous_dissipation"] + out["ohmic_dissipation"], jnp)
+        scale = jnp.minimum(eta, resolution.smallest_scale(eta, params["viscosity"], params["resistivity"], jnp))
+        out["kmax_eta"] = resolution.dealiased_kmax(self.fft.shape, self.box) * scale
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:

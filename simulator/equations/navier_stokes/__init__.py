@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import scalars as passive
+from simulator.equations import resolution, scalars as passive
 from simulator.schema import param, setting
 from simulator.equations.spec import (
     Curve,
@@ -106,6 +106,7 @@ INFO = EquationInfo(
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i)",
         "injection": "injected power <u.f> (forced runs only)",
+        "kmax_eta": resolution.KMAX_ETA,
         **passive.DIAGNOSTICS,
     },
     progress=("energy", "cfl"),

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator import spectra
+from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.operators import SpectralOperators, cross
@@ -145,8 +146,12 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         f_hat = self.ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = jnp.sum(self.ops.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
+        kmax = resolution.dealiased_kmax(self.fft.shape, self.box)
+        eta = resolution.kolmogorov(params["viscosity"], out["dissipation"], jnp)
+        out["kmax_eta"] = kmax * eta
         if theta_hat is not None:
             out.update(passive.diagnostics(self.ops, u_hat, theta_hat, params["scalars"]))
+            out.update(passive.resolution_diagnostics(kmax, eta, params["viscosity"], params["scalars"]))
         return out
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:

@@ -101,6 +101,8 @@ DIAGNOSTICS = {
     "scalar{i}_dissipation": "scalar dissipation chi_i = 2 kappa_i <|grad theta_i|^2>",
     "scalar{i}_flux": "flux <u' theta_i'> . G_i/|G_i| along the mean gradient (0 without one); "
                       "d<theta_i'^2>/dt = -2 |G_i| flux - chi_i",
+    "scalar{i}_kmax_eta": "k_max times the smallest scale of scalar i: the Batchelor scale eta Sc^(-1/2) for "
+                          "Sc = nu/kappa_i >= 1, else the Obukhov-Corrsin scale eta Sc^(-3/4); below 1 under-resolved",
 }
 
 SPECTRA = {

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import jax
 import jax.numpy as jnp
 
+from simulator.equations import resolution
 from simulator.equations.base import Builder
 from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import field_info
@@ -104,6 +105,13 @@ def diagnostics(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array, 
         out[f"scalar{i}_dissipation"] = 2 * s["diffusivity"] * jnp.sum(fluctuation * k2 * power)
         out[f"scalar{i}_flux"] = jnp.sum(fluctuation * jnp.real(jnp.conj(along) * theta_hat[i]))
     return out
+
+
+def resolution_diagnostics(kmax: float, eta: jax.Array, nu: jax.Array, scalars: Scalars) -> dict[str, jax.Array]:
+    """Per scalar i, ``scalar{i}_kmax_eta``: k_max times its smallest scale in a flow of Kolmogorov scale
+    ``eta`` (:func:`simulator.equations.resolution.smallest_scale`)."""
+    return {f"scalar{i}_kmax_eta": kmax * resolution.smallest_scale(eta, nu, s["diffusivity"], jnp)
+            for i, s in enumerate(scalars)}
 
 
 def spectra(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array, advected: jax.Array, scalars: Scalars,

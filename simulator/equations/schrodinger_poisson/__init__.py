@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.equations import resolution
 from simulator.schema import param, setting
 from simulator.equations.spec import (
     Curve,
@@ -96,6 +97,7 @@ INFO = EquationInfo(
         "total": "total energy K + W + (g/2) int rho^2 dV (conserved; the last term is the self-interaction's)",
         "max_density": "maximum density",
         "cfl": "dt max(6 nu/dx^2, max|V + g rho|/nu): phase change per step, in radians",
+        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE,
     },
     progress=("total", "max_density", "cfl"),
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "

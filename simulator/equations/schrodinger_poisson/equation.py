@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator import spectra
+from simulator.equations import resolution
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.phase import rotate
@@ -137,6 +138,8 @@ class SchrodingerPoisson(SplitStepEquation):
             "total": kinetic + potential + interaction,
             "max_density": jnp.max(rho),
             "cfl": dt * rate,
+            "kmax_de_broglie": resolution.nyquist(self.fft.shape, self.box) / jnp.sqrt(
+                grad2 / jnp.maximum(jnp.sum(rho), jnp.finfo(rho.dtype).tiny)),
         }
 
     def spectra(self, state: SPState, params: Params) -> dict[str, jax.Array]:

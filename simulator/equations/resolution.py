@@ -1,0 +1,81 @@
+"""Is the grid fine enough? The resolution diagnostics every equation reports (no JAX here: the formulas
+take the array module ``xp``, so that equations evaluate them traced and readers check them on the host).
+
+* Flows (Navier-Stokes, Boussinesq, MHD): ``kmax_eta`` = k_max eta with the Kolmogorov scale
+  eta = (nu^3 / epsilon)^(1/4) and k_max the largest wavenumber kept by the 2/3 rule,
+  (2/3) min_i pi N_i / L_i. A field diffusing with kappa != nu has its own smallest scale: the Batchelor
+  scale eta Sc^(-1/2) for Sc = nu/kappa >= 1, the Obukhov-Corrsin scale (kappa^3/epsilon)^(1/4) =
+  eta Sc^(-3/4) below (:func:`smallest_scale`). Passive scalars report it as ``scalar{i}_kmax_eta``;
+  Boussinesq's ``kmax_eta`` is the smaller of the velocity's and the buoyancy's (kappa = diffusivity);
+  MHD's the smaller of the velocity's and the magnetic field's (kappa = resistivity, Sc = Pm; epsilon the
+  total, viscous + ohmic, dissipation). The usual DNS criterion is k_max eta >= 1 (Pope, Turbulent Flows,
+  §9.1.2; Yeung & Pope use 1 to 2).
+* Schrodinger-Poisson and fdm_cosmo: ``kmax_de_broglie`` = k_max / k_rms with
+  k_rms^2 = <|grad psi|^2> / <|psi|^2> = <rho (|grad S|^2 + |grad sqrt(rho)|^2)> / <rho> (psi = sqrt(rho) e^{iS}):
+  the mass-weighted rms de Broglie wavenumber m v / hbar (with quantum pressure), nu-based and free from
+  the kinetic energy. The local |grad psi| / |psi| is not usable: it diverges at the zeros of psi (the
+  quantum vortices of every halo). k_max is the grid's min_i pi N_i / L_i (no dealiasing in the
+  split-step). The velocities of a virialised halo are close to Maxwellian, so the local wavenumbers
+  reach a few times k_rms: we ask k_max >= 2 k_rms (the run is wrong well before k_rms reaches k_max).
+
+The run log warns once when one of them drops below its :data:`THRESHOLDS` (:func:`under_resolved`),
+and the sweep plot marks such points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: diagnostic name (or suffix after ``_``) -> the value below which the grid under-resolves the run
+THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
+
+KMAX_ETA = ("k_max eta: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the Kolmogorov scale (nu^3/epsilon)^(1/4)"
+            "; below 1 the grid under-resolves the dissipation range")
+KMAX_DE_BROGLIE = ("k_max / k_rms: the grid's largest wavenumber min pi N_i/L_i over the rms de Broglie "
+                   "wavenumber sqrt(<|grad psi|^2>/<|psi|^2>); below 2 the de Broglie scale is under-resolved")
+
+
+def threshold(name: str) -> float | None:
+    """The threshold of a resolution diagnostic ``name`` (``kmax_eta``, ``scalar0_kmax_eta``, ...), else None."""
+    for key, value in THRESHOLDS.items():
+        if name == key or name.endswith("_" + key):
+            return value
+    return None
+
+
+def under_resolved(diagnostics: Mapping[str, float]) -> list[tuple[str, float, float]]:
+    """``(name, value, threshold)`` of each resolution diagnostic below its threshold."""
+    out = []
+    for name, value in diagnostics.items():
+        limit = threshold(name)
+        if limit is not None and math.isfinite(value) and value < limit:
+            out.append((name, float(value), limit))
+    return out
+
+
+def dealiased_kmax(shape: Sequence[int], box: Sequence[float]) -> float:
+    """The largest wavenumber the 2/3 rule keeps along every axis: (2/3) min_i pi N_i / L_i."""
+    return (2 / 3) * nyquist(shape, box)
+
+
+def nyquist(shape: Sequence[int], box: Sequence[float]) -> float:
+    """min_i pi N_i / L_i."""
+    return min(math.pi * n / float(length) for n, length in zip(shape, box, strict=True))
+
+
+def kolmogorov(nu: Any, epsilon: Any, xp: Any) -> Any:
+    """eta = (nu^3 / epsilon)^(1/4); epsilon = 0 (a flow at rest) gives a large finite eta, not inf."""
+    tiny = xp.finfo(xp.result_type(epsilon)).tiny
+    return (nu**3 / xp.maximum(epsilon, tiny)) ** 0.25
+
+
+def smallest_scale(eta: Any, nu: Any, kappa: Any, xp: Any) -> Any:
+    """The smallest scale of a field diffusing with ``kappa`` in a flow of Kolmogorov scale ``eta`` and
+    viscosity ``nu``: eta Sc^(-1/2) (Batchelor) for Sc = nu/kappa >= 1, eta Sc^(-3/4) (Obukhov-Corrsin)
+    below; 0 for kappa = 0 (nothing smooths it)."""
+    safe = xp.where(kappa > 0, kappa, 1.0)
+    sc = nu / safe
+    factor = xp.where(sc >= 1, xp.where(sc > 0, sc, 1.0) ** -0.5, xp.where(sc > 0, sc, 1.0) ** -0.75)
+    return xp.where(kappa > 0, eta * factor, 0.0 * eta)

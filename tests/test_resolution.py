@@ -1,0 +1,57 @@
+"""Resolution diagnostics (simulator/equations/resolution.py): k_max eta for every flow equation, the
+scalars' Batchelor analogue, k_max / k_rms of the de Broglie scale, and the run log's warning."""
+
+import math
+
+import numpy as np
+import pytest
+
+from simulator.equations import resolution
+from support import shared
+
+GRID = [16, 8, 16]
+KMAX = (2 / 3) * math.pi * 8 / (2 * math.pi)  # (2/3) min pi N_i / L_i in the 2 pi box: N = 8 is the smallest
+
+
+def test_scales_and_thresholds_on_the_host():
+    assert resolution.kolmogorov(1e-3, 1e-3, np) == pytest.approx(1e-3 ** 0.5)
+    eta = 0.01
+    assert resolution.smallest_scale(eta, 1e-3, 1e-3 / 4, np) == pytest.approx(eta / 2)  # Sc = 4: Batchelor
+    assert resolution.smallest_scale(eta, 1e-3, 16e-3, np) == pytest.approx(eta * 16 ** 0.75)  # Obukhov-Corrsin
+    assert resolution.smallest_scale(eta, 1e-3, 0.0, np) == 0.0
+    assert np.isfinite(resolution.kolmogorov(1e-3, 0.0, np))  # a flow at rest: finite, resolved
+    low = resolution.under_resolved({"kmax_eta": 0.4, "scalar1_kmax_eta": 3.0, "kmax_de_broglie": 1.5, "energy": 0.1})
+    assert low == [("kmax_eta", 0.4, 1.0), ("kmax_de_broglie", 1.5, 2.0)]
+
+
+def test_navier_stokes_with_scalars_reports_k_max_eta_and_the_batchelor_analogue():
+    scalars = [{"diffusivity": 0.01 / 4}, {"diffusivity": 0.04}]
+    sim = shared(grid__shape=GRID, physics__viscosity=0.01, physics__scalars=scalars)
+    d = sim.report(sim.initial_state({"name": "random", "seed": 1}))
+    eta = (0.01**3 / d["dissipation"]) ** 0.25
+    assert d["kmax_eta"] == pytest.approx(KMAX * eta, rel=1e-12)
+    assert d["scalar0_kmax_eta"] == pytest.approx(KMAX * eta / 2, rel=1e-12)  # Sc = 4
+    assert d["scalar1_kmax_eta"] == pytest.approx(KMAX * (0.04**3 / d["dissipation"]) ** 0.25, rel=1e-12)
+
+
+@pytest.mark.parametrize("name,dissipation,diffusivity", [
+    ("mhd", ("viscous_dissipation", "ohmic_dissipation"), "resistivity"),
+    ("boussinesq", ("kinetic_dissipation",), "diffusivity"),
+])
+def test_mhd_and_boussinesq_take_the_smaller_of_the_two_scales(name, dissipation, diffusivity):
+    sim = shared(physics__name=name, grid__shape=GRID)
+    nu, kappa = 2e-3, 5e-4  # Pm (Pr) = 4 > 1: the magnetic field's (buoyancy's) scale is eta / 2
+    params = sim.parameters(viscosity=nu, **{diffusivity: kappa})
+    d = sim.diagnostics(sim.initial_state(), params=params)
+    d = {k: float(v) for k, v in d.items()}
+    eta = (nu**3 / sum(d[k] for k in dissipation)) ** 0.25
+    assert d["kmax_eta"] == pytest.approx(KMAX * eta / 2, rel=1e-12)
+
+
+def test_schrodinger_poisson_reports_k_max_over_the_rms_de_broglie_wavenumber():
+    sim = shared(physics__name="schrodinger_poisson", initial__name="jeans", grid__shape=16, grid__box=1.0)
+    x = np.arange(16) / 16
+    m = 3  # a plane wave e^{i k x}: |grad psi| / |psi| = k everywhere
+    psi = np.broadcast_to(np.exp(2j * np.pi * m * x)[:, None, None], (16, 16, 16))
+    d = sim.report(sim.state_from_fields(psi=psi))
+    assert d["kmax_de_broglie"] == pytest.approx((math.pi * 16) / (2 * math.pi * m), rel=1e-10)
