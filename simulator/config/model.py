@@ -134,7 +134,7 @@ class SnapshotOutput:
     """Snapshots of the equation's real-space output fields (per-process HDF5, index, XDMF)."""
 
     every: int = setting(0, "steps between snapshots (a multiple of output.every); 0 = not by steps", min=0)
-    dt: float | None = setting(None, "simulated time between snapshots (taken at the first chunk end past each "
+    dt: float | None = setting(None, "simulated time between snapshots (chunks end exactly on each "
                                "multiple); null = not by time", gt=0.0)
     wall: float | None = setting(None, "wall-clock seconds between snapshots; null = not by wall time", gt=0.0)
     times: tuple[float, ...] | None = setting(None, "simulated times of further snapshots (chunks end exactly "
@@ -317,9 +317,20 @@ def resolve(cfg: Config) -> Config:
     return cfg
 
 
+#: at most this many multiples of an output's ``dt`` become times a chunk ends on
+MAX_DT_STOPS = 10_000
+
+
 def output_times(cfg: Config) -> tuple[float, ...]:
-    """Every time an output asks for (``output.*.times``), sorted: chunks end exactly there."""
-    return tuple(sorted({*(cfg.output.spectra.times or ()), *(cfg.output.snapshots.times or ())}))
+    """Every time an output asks for, sorted: chunks end exactly there. ``output.*.times``, and the
+    multiples of ``output.*.dt`` below t_end (so snapshots by ``dt`` land on t = dt, 2 dt, ..., not on
+    the first chunk end past each; an output asking for more than :data:`MAX_DT_STOPS` is left to that)."""
+    times = {*(cfg.output.spectra.times or ()), *(cfg.output.snapshots.times or ())}
+    for section in (cfg.output.spectra, cfg.output.snapshots):
+        count = int(cfg.time.t_end / section.dt + 1e-9) if section.dt else 0
+        if count <= MAX_DT_STOPS:
+            times.update(i * float(section.dt) for i in range(1, count + 1))
+    return tuple(sorted(times))
 
 
 def keys_of(cfg: Config, sections: Sequence[str] = ("physics", "grid")) -> dict[str, Any]:
