@@ -49,6 +49,12 @@ def test_advance_keeps_its_input_and_chunks_compose(sim):
     assert isinstance(report["energy"], float) and report["energy"] < sim.report(once)["energy"]
     with pytest.raises(KeyError, match="'G' is not a traced parameter of navier_stokes"):
         sim.parameters(G=1.0)
+    # report with the parameters the state was advanced with: the dissipation is 2 nu Z with that nu
+    slow = sim.report(faster, params=sim.parameters(viscosity=0.1))
+    assert slow["dissipation"] == pytest.approx(0.1 * 2 * slow["enstrophy"], rel=1e-12)
+    assert report["dissipation"] == pytest.approx(2 * report["enstrophy"] / 1600, rel=1e-12)
+    with pytest.raises(TypeError, match="steps = 0.0 must be a non-negative integer"):
+        sim.advance(u0, 0.0, 300, 0.01)  # the arguments swapped
 
 
 def test_fields_by_name(sim):

@@ -191,8 +191,13 @@ class Simulation:
         ``params``: traced parameters (default the config's; see :meth:`parameters`). With
         ``donate=True`` the input state's buffers are reused for the result (what the run loop does:
         half the memory), and ``state`` must not be used afterwards. The host keeps the time in
-        float64 and hands it in per chunk, so a float32 run accumulates no rounding in t.
+        float64 and hands it in per chunk, so a float32 run accumulates no rounding in t. ``steps``
+        must be a non-negative integer (``advance(state, 0.0, 300, 0.01)``, the arguments swapped, is
+        refused with a TypeError rather than run as 0 steps).
         """
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise TypeError(f"advance: steps = {steps!r} must be a non-negative integer (the arguments are "
+                            "state, steps, dt, t)")
         if donate not in self._chunks:
             self._chunks[donate] = self._compile_chunk(state, donate)
         return self._chunks[donate](self.equation, state, self._time(t), jnp.asarray(steps, jnp.int32),
@@ -250,9 +255,11 @@ class Simulation:
         return self._diagnostics(self.equation, state, jnp.asarray(dt, self.dtype),
                                  self.params if params is None else dict(params), self._time(t))
 
-    def report(self, state: Any, dt: float | None = None, t: float = 0.0) -> dict[str, float]:
-        """The diagnostics at run time ``t`` as Python floats."""
-        return {k: float(v) for k, v in self.diagnostics(state, dt, t=t).items()}
+    def report(self, state: Any, dt: float | None = None, t: float = 0.0,
+               params: Mapping[str, Any] | None = None) -> dict[str, float]:
+        """The diagnostics at run time ``t`` with traced parameters ``params`` (default the config's; pass
+        those given to :meth:`advance`) as Python floats."""
+        return {k: float(v) for k, v in self.diagnostics(state, dt, params, t=t).items()}
 
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
