@@ -6,10 +6,7 @@
   shortened, and when t_end - t is not a whole number of steps its steps are shortened evenly, so
   the run lands on t_end (never past it);
 * adaptive dt (``time.cfl`` set): dt is chosen between chunks from the CFL number measured with the
-  previous one, never above ``time.dt``; a dt held for a whole chunk must still meet the target at its
-  end, so the growth of the velocity scale over the last chunk (cfl/dt against the chunk before) is
-  assumed to go on over the next one (a run whose speeds grew 1.5x per chunk overshot 0.5 to 0.75);
-  the first chunk of a segment (a new run or a restart) has no growth to go by;
+  previous one, never above ``time.dt``;
 * output times (``stops``, from ``output.*.times``): a chunk ends exactly on each, shortened like the
   last one; the rest of that chunk follows as a chunk of its own, so chunks still end on multiples of
   ``output.every`` steps (step-based schedules keep their rows).
@@ -48,7 +45,6 @@ class Stepper:
         if self.adaptive:
             self.dt = min(float(time_cfg.dt), float(dt)) if dt is not None else float(time_cfg.dt)
             self.epoch = (step, t)
-            self.speed: float | None = None  # cfl/dt measured after the previous chunk
         else:
             self.dt = float(time_cfg.dt)
             same = dt is not None and dt == self.dt and epoch is not None
@@ -60,13 +56,8 @@ class Stepper:
     def adapt(self, cfl: float) -> None:
         """Choose the next dt from the CFL number measured with the current one (adaptive runs only)."""
         if self.adaptive:
-            if cfl <= 0 or not math.isfinite(cfl):
-                self.dt = float(self.cfg.dt)
-                return
-            speed = cfl / self.dt
-            growth = max(1.0, speed / self.speed) if self.speed else 1.0
-            self.speed = speed
-            self.dt = min(float(self.cfg.dt), self.cfg.cfl / (speed * growth))
+            target = self.cfg.dt if cfl <= 0 or not math.isfinite(cfl) else self.dt * self.cfg.cfl / cfl
+            self.dt = min(float(self.cfg.dt), target)
 
     def target(self, t: float) -> float:
         """Where the chunk from ``t`` must end at the latest: the next output time, else t_end."""
