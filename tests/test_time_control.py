@@ -1,8 +1,6 @@
 """Where the stepper lands: output times scheduled by dt (simulator/time/control.py, simulator/config/model.py)."""
 
-from types import SimpleNamespace
 
-import pytest
 
 from simulator.time.control import Stepper
 
