@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A real Slurm on this machine, for the test suite and for trying the job scripts on a laptop/VM:
 # one controller and two node daemons on 127.0.0.1 (nodes simnode1 and simnode2, so multi-node jobs
-# can be run), no systemd, no cgroups, no accounting. Needs root and Debian's apt.
+# can be run), 4 emulated GPUs per node (GRES over stand-in device files: jobs see the CUDA_VISIBLE_DEVICES
+# and SLURM_*GPUS* a GPU cluster sets, there is no GPU behind them), no systemd, no cgroups, no accounting.
+# Needs root and Debian's apt.
 #
 #   bash scripts/slurm_local.sh start    # install if needed, (re)write the config, start; idempotent
 #   bash scripts/slurm_local.sh status   # exit 0 when the controller answers and both nodes are up
@@ -82,9 +84,12 @@ write_config() {  # prints "changed" when the config differs from the one on dis
         echo "MinJobAge=600"
         # let the nodes advertise more CPUs than the machine has, so several tasks fit on 2 cores
         echo "SlurmdParameters=config_overrides"
+        # 4 emulated GPUs per node (gres.conf over stand-in device files, see write_gres): jobs can ask
+        # for --gpus-per-task / --gpus-per-node and see the CUDA_VISIBLE_DEVICES Slurm would set
+        echo "GresTypes=gpu"
         local port=6821
         for node in "${NODES[@]}"; do
-            echo "NodeName=$node NodeAddr=127.0.0.1 Port=$port CPUs=$CPUS_PER_NODE State=UNKNOWN"
+            echo "NodeName=$node NodeAddr=127.0.0.1 Port=$port CPUs=$CPUS_PER_NODE Gres=gpu:4 State=UNKNOWN"
             port=$((port + 1))
         done
         echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
@@ -101,6 +106,16 @@ write_config() {  # prints "changed" when the config differs from the one on dis
     mv "$new" "$CONF"
     chmod 644 "$CONF"
     echo changed
+}
+
+write_gres() {  # stand-in GPU device files (copies of /dev/null) and the gres.conf that names them
+    local i
+    install -d /run/simulator-fake-gpu
+    for i in 0 1 2 3; do
+        [ -e /run/simulator-fake-gpu/gpu$i ] || mknod /run/simulator-fake-gpu/gpu$i c 1 3
+    done
+    echo "$MARK
+Name=gpu File=/run/simulator-fake-gpu/gpu[0-3]" >/etc/slurm/gres.conf
 }
 
 hosts_entries() {
@@ -138,6 +153,7 @@ start() {
     install_packages
     local changed
     changed=$(write_config)
+    write_gres
     hosts_entries
     if [ -n "$changed" ]; then stop; fi
     install -d -o munge -g munge -m 0755 /run/munge

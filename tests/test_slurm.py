@@ -279,3 +279,38 @@ def test_an_ensemble_sweep_is_one_array_task_per_group(slurm, tmp_path):
     assert [r["status"] for r in rows] == ["finished"] * 3
     again = subprocess.run(args, cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "all 2 groups of visc have finished" in again.stdout, again.stdout
+
+
+BINDING_PROBE = ("import json, os; from simulator.runtime import gpu_binding; "
+                 "print('BINDING', json.dumps([os.environ['SLURM_PROCID'], os.environ.get('CUDA_VISIBLE_DEVICES'), "
+                 "gpu_binding(os.environ).device_ids]))")
+
+
+def _gpu_binding_job(tmp_path, *options):
+    script = tmp_path / "probe.sbatch"
+    script.write_text(f"#!/bin/bash\nsrun {sys.executable} -c \"{BINDING_PROBE}\"\n")
+    log = tmp_path / f"probe-{len(list(tmp_path.iterdir()))}.out"
+    job = sbatch(*options, "--output", log, script)
+    assert wait(job) == [("COMPLETED", 0)], log.read_text() if log.exists() else job
+    return sorted(tuple(__import__("json").loads(line.split(" ", 1)[1])[:3])
+                  for line in log.read_text().splitlines() if line.startswith("BINDING "))
+
+
+@pytest.mark.slow
+def test_gpu_templates_bind_each_task_to_the_gpu_it_sees(slurm, tmp_path, monkeypatch):
+    """Under the local Slurm's emulated GPUs (gres.conf over stand-in device files, 4 per node): the GPU
+    template's layout (--gpus-per-task=1) gives each task one GPU of its own, which the runtime binds as
+    device 0 (JAX's default would ask task 1 for device 1); one task per node with --gpus-per-node=4
+    drives all four."""
+    if "gpu:4" not in subprocess.run(["sinfo", "-h", "-o", "%G"], capture_output=True, text=True).stdout:
+        pytest.skip("the local Slurm has no emulated GPUs (scripts/slurm_local.sh start configures them)")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    template = (ROOT / "slurm" / "gpu_node.sbatch").read_text()
+    options = [f"--{key}={value}" for key, value in re.findall(r"^#SBATCH --(ntasks-per-node|gpus-per-task)=(\d+)",
+                                                               template, re.M)]
+    assert len(options) == 2
+    tasks = _gpu_binding_job(tmp_path, "--nodes=1", *options)
+    assert [t[2] for t in tasks] == [[0]] * 4
+    assert sorted(t[1] for t in tasks) == ["0", "1", "2", "3"]  # each its own GPU
+    per_node = _gpu_binding_job(tmp_path, "--nodes=2", "--ntasks-per-node=1", "--gpus-per-node=4")
+    assert per_node == [("0", "0,1,2,3", [0, 1, 2, 3]), ("1", "0,1,2,3", [0, 1, 2, 3])]
