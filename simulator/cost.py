@@ -275,6 +275,10 @@ def memory_option(text: str | None, required: bool) -> int | None:
                               "is required with --platform gpu")
         return None
     try:
-        return parse_bytes(text)
-    except ValueError:
+        size = parse_bytes(text)
+    except (ValueError, OverflowError):
+        # OverflowError: a finite-looking size beyond a float ('1e400GB' reads as inf)
         raise ConfigError("--memory", text, "give a size such as 80GB or 141GiB", "is not a size") from None
+    if size < 1024 ** 2:
+        raise ConfigError("--memory", text, "give a size of at least 1MB per device, e.g. 80GB", "is too small")
+    return size

@@ -169,3 +169,14 @@ def test_one_model_scales_a_compiled_step_to_the_compiled_step_of_a_larger_grid(
     h100 = cost.PROFILES["h100"]
     assert cost.predicted_seconds(scaled, h100, devices) == \
         pytest.approx(cost.predicted_seconds(compiled, h100, devices), rel=0.03)
+
+
+@pytest.mark.parametrize("size, problem", [("1e400GB", "is not a size"), ("0", "is too small"),
+                                           ("0GB", "is too small"), ("12", "is too small"), ("lots", "is not a size")])
+def test_plan_memory_flag_refuses_sizes_that_are_not_memory(size, problem):
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--memory", size], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--memory" in lines[0] and size in lines[0] and problem in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
