@@ -32,7 +32,6 @@ from simulator import cost
 from simulator.memory import device_memory_available, gpu_allocator_share
 from simulator.config import Config
 from simulator.errors import ConfigError
-from simulator.fft import complex_dtype
 from simulator.fft import local as local_fft
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
@@ -41,14 +40,7 @@ USABLE_FRACTION = 0.9
 
 def abstract_state(sim: Any) -> Any:
     """The simulation's state as ``jax.ShapeDtypeStruct`` leaves with their shardings (nothing allocated)."""
-    info = sim.info
-    fields = {}
-    for name in info.state_fields:
-        spec = info.fields[name]
-        dtype = complex_dtype(sim.dtype) if spec.complex else sim.dtype
-        shape = ((spec.components,) if spec.components else ()) + tuple(sim.fft.shape)
-        fields[name] = jax.ShapeDtypeStruct(shape, dtype, sharding=sim.fft.real_sharding(1 if spec.components else 0))
-    state = jax.eval_shape(sim.equation.from_fields, fields, sim.params)
+    state = jax.eval_shape(sim.equation.from_fields, sim.equation.field_layouts(), sim.params)
     leaves, tree = jax.tree.flatten(state)
     out = []
     for leaf, space in zip(leaves, sim.equation.leaf_spaces(state), strict=True):

@@ -180,3 +180,32 @@ def test_plan_memory_flag_refuses_sizes_that_are_not_memory(size, problem):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--memory" in lines[0] and size in lines[0] and problem in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _shipped_and_two_scalar_boussinesq():
+    cases = [(path.name, str(path), {}) for path in sorted((ROOT / "configs").glob("*.yaml"))]
+    scalars = [{"diffusivity": 0.02}, {"diffusivity": 0.04}]
+    cases.append(("boussinesq+2 scalars", str(ROOT / "configs" / "stratified_turbulence.yaml"),
+                  {"physics.scalars": scalars, "initial.scalars": {"name": "zero"}}))
+    return cases
+
+
+@pytest.mark.parametrize("label, path, extra", _shipped_and_two_scalar_boussinesq(),
+                         ids=[c[0] for c in _shipped_and_two_scalar_boussinesq()])
+def test_every_shipped_config_plans_its_own_state(label, path, extra):
+    """The planner's state is the run's own (its scalar count, not the declaration's): planning
+    scalar_turbulence.yaml failed with 'add got incompatible shapes (5,...), (4,...)'."""
+    sim = Simulation(load_config(path, {"grid.shape": [8, 8, 8], **extra}), jax.devices()[:1])
+    state = plan.abstract_state(sim)
+    real = sim.equation.zero_state(sim.params)
+    assert jax.tree.map(lambda a: (a.shape, a.dtype), state) == jax.tree.map(lambda a: (a.shape, a.dtype), real)
+
+
+@pytest.mark.slow  # compiles every shipped config's programs (about 10 s each on 2 cores)
+@pytest.mark.parametrize("label, path, extra", _shipped_and_two_scalar_boussinesq(),
+                         ids=[c[0] for c in _shipped_and_two_scalar_boussinesq()])
+def test_every_shipped_config_passes_the_fit_check(label, path, extra, monkeypatch):
+    cfg = load_config(path, {"grid.shape": [8, 8, 8], **extra})
+    monkeypatch.setattr(plan, "QUICK_FRACTION", 0.0)  # compile even though the state is tiny
+    p = plan.check_fits(Simulation(cfg, jax.devices()[:1]))
+    assert p is not None and p.fits

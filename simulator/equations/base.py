@@ -93,12 +93,24 @@ class Equation(abc.ABC):
         """The fields a state of this instance is built from: ``info.state_fields`` that it has."""
         return tuple(n for n in self.info.state_fields if n in self.field_info)
 
+    def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
+        """Each of :attr:`state_fields` as its global shape (``(components, Nx, Ny, Nz)``, or
+        ``(Nx, Ny, Nz)`` for a field without components), dtype and real-space sharding: the one place
+        a field declaration becomes an array (the run's own :attr:`field_info`, e.g. its scalar count)."""
+        out = {}
+        for name in self.state_fields:
+            spec = self.field_info[name]
+            shape = ((spec.components,) if spec.components else ()) + tuple(self.fft.shape)
+            dtype = jnp.result_type(self.dtype, jnp.complex64) if spec.complex else jnp.dtype(self.dtype)
+            out[name] = jax.ShapeDtypeStruct(shape, dtype, sharding=self.fft.real_sharding(1 if spec.components else 0))
+        return out
+
     def initial(self, ic: InitialCondition, params: Params) -> Any:
         """The state of initial condition ``ic``: its builder makes real-space fields (each device
         computing only its own block), then :meth:`from_fields` makes them a state. The builder is
         compiled once per structure: the initial condition's traced numbers are arguments."""
         names = self.state_fields
-        shardings = tuple(self.fft.real_sharding(1 if self.field_info[n].components else 0) for n in names)
+        shardings = tuple(layout.sharding for layout in self.field_layouts().values())
         build = _initial_builder(self.builders[ic.name], names, zero_traced(ic), shardings)
         values = traced_arrays(ic.traced(), self.dtype)
         fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
@@ -200,13 +212,8 @@ def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCo
 
 @jax.jit  # one program: run eagerly, every operation of from_fields would compile its own
 def _zero_state(eq: Equation, params: Params) -> Any:
-    fields = {}
-    for name in eq.state_fields:
-        spec = eq.field_info[name]
-        shape = ((spec.components,) if spec.components else ()) + tuple(eq.fft.shape)
-        dtype = jnp.result_type(eq.dtype, jnp.complex64) if spec.complex else eq.dtype
-        sharding = eq.fft.real_sharding(1 if spec.components else 0)
-        fields[name] = jax.lax.with_sharding_constraint(jnp.zeros(shape, dtype), sharding)
+    fields = {name: jax.lax.with_sharding_constraint(jnp.zeros(f.shape, f.dtype), f.sharding)
+              for name, f in eq.field_layouts().items()}
     return eq.from_fields(fields, params)
 
 

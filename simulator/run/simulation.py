@@ -143,11 +143,9 @@ class Simulation:
             raise KeyError(f"{self.info.name} builds a state from {', '.join(sorted(wanted))}; got "
                            f"{', '.join(sorted(fields)) or 'nothing'}")
         arrays = {}
+        layouts = self.equation.field_layouts()
         for name, source in fields.items():
-            spec = self.equation.field_info[name]
-            dtype = jnp.result_type(self.dtype, jnp.complex64) if spec.complex else self.dtype
-            shape = ((spec.components,) if spec.components else ()) + tuple(self.fft.shape)
-            sharding = self.fft.real_sharding(1 if spec.components else 0)
+            shape, dtype, sharding = layouts[name].shape, layouts[name].dtype, layouts[name].sharding
             if isinstance(source, jax.Array):
                 arrays[name] = jax.device_put(source.astype(dtype), sharding)
                 continue
