@@ -67,22 +67,13 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
     dt = _scalar(sim)
     lowered = {}
     for name in programs:
-        if name == "chunk":
-            lowered[name] = sim._compile_chunk(state, donate=True).lower(
-                sim.equation, state, _scalar(sim), _scalar(sim, jnp.int32), dt, sim.params)
-        elif name == "step":
+        if name == "step":
             make = sim.scheme.load()
             lowered[name] = jax.jit(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p),
                                     compiler_options=CHUNK_COMPILER_OPTIONS).lower(
                 sim.equation, state, _scalar(sim), dt, sim.params)
-        elif name == "diagnostics":
-            lowered[name] = sim._diagnostics.lower(sim.equation, state, dt, sim.params, _scalar(sim))
-        elif name == "spectra":
-            lowered[name] = sim._spectra.lower(sim.equation, state, sim.params, _scalar(sim))
-        elif name == "fields":
-            lowered[name] = sim._fields.lower(sim.equation, state, sim.params, _scalar(sim))
         else:
-            raise ValueError(f"unknown program {name!r}")
+            lowered[name] = sim.lower(name, state, _scalar(sim), dt)
     with ThreadPoolExecutor(len(lowered)) as pool:
         futures = {name: pool.submit(low.compile, {"xla_backend_optimization_level": 0})
                    for name, low in lowered.items()}

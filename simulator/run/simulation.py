@@ -182,6 +182,21 @@ class Simulation:
         return jax.jit(self.chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
                        donate_argnums=(1,) if donate else (), compiler_options=CHUNK_COMPILER_OPTIONS)
 
+    def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
+        """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
+        ``fields``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
+        (nothing allocated): what the planner compiles to measure the run before it starts."""
+        if program == "chunk":
+            return self._compile_chunk(state, donate=True).lower(
+                self.equation, state, t, jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding), dt,
+                self.params)
+        if program == "diagnostics":
+            return self._diagnostics.lower(self.equation, state, dt, self.params, t)
+        jitted = {"spectra": self._spectra, "fields": self._fields}.get(program)
+        if jitted is None:
+            raise ValueError(f"unknown program {program!r}")
+        return jitted.lower(self.equation, state, self.params, t)
+
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, donate: bool = False) -> Any:
         """The state after ``steps`` steps of ``dt`` from time ``t``, in one call of the compiled chunk.
