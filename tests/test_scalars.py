@@ -177,7 +177,7 @@ def test_random_scalars_have_their_rms_spectrum_and_seeds(devices):
     assert np.argmax(spectrum) in (2, 3, 4) and spectrum.sum() == pytest.approx(0.25, rel=1e-12)
     # scalar 0 is the same whatever the number of scalars, and zero is zero
     ic = sim.cfg.initial.scalars.__class__(name="random", amplitude=0.5, k_peak=3.0)
-    alone = jax.jit(lambda eq: terms.initial_fields(eq, ic, 1))(sim.equation)
+    alone = jax.jit(lambda eq: terms.initial_fields(eq.ops, ic, 1))(sim.equation)
     assert relative_error(sim.to_numpy(alone)[0], theta[0]) < 1e-14
     assert np.all(sim.to_numpy(sim.fields(sim.initial_state({"name": "abc"}), "scalar")["scalar"]) == 0)
 
