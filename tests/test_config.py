@@ -276,3 +276,14 @@ def test_the_static_copy_of_the_parameters_refuses_its_traced_numbers():
     assert hash(static) == hash(zero_traced(BoussinesqParams(viscosity=0.5, scalars=(PassiveScalar(),))))
     assert static != zero_traced(BoussinesqParams(forcing="band"))
     assert static.forcing == "none" and len(static.scalars) == 1  # structure stays readable
+
+
+def test_a_misspelt_schema_constraint_is_refused():
+    """``setting(..., mni=0)`` would check nothing: an unknown constraint is a TypeError naming it."""
+    from simulator.schema import param, setting
+
+    with pytest.raises(TypeError, match="unknown constraint.*mni.*allowed: .*min"):
+        setting(1, "a number", mni=0)
+    with pytest.raises(TypeError, match="greater"):
+        param(1.0, "a number", greater=0.0)
+    assert setting(1, "a number", min=0, choices=(0, 1)).metadata["min"] == 0
