@@ -605,6 +605,24 @@ def test_a_shard_from_another_checkpoint_is_damage_and_the_previous_one_is_used(
     assert [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ") and "holds step 5" in w], warnings
 
 
+@pytest.mark.parametrize("part", ["c00000010/p0000.h5", "c00000010.h5"])
+def test_a_file_from_another_run_at_the_same_step_is_damage(finished, tmp_path, part):
+    """A shard or index written by another run (or another segment of this one) at the same step and
+    time, with its own checksums intact: the writer it records is not the marker's, so the checkpoint
+    is damage and the previous one is used."""
+    run_dir = copy(finished, tmp_path)
+    marker = run_dir / "checkpoints" / "c00000010.json"
+    ours = json.loads(marker.read_text())["writer"]
+    assert isinstance(ours, str) and len(ours) == 32
+    with h5py.File(run_dir / "checkpoints" / part, "r+") as f:
+        assert f.attrs["writer"] == ours
+        f.attrs["writer"] = "f" * 32
+    with warnings_logged() as warnings:
+        found = checkpoints.find(run_dir)
+    assert found.step == 5, found
+    assert [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ") and "writer" in w], warnings
+
+
 def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_one(finished, tmp_path):
     run_dir = copy(finished, tmp_path)
     index = run_dir / "checkpoints" / "c00000010.h5"

@@ -71,25 +71,52 @@ def test_a_plugin_equation_runs_restarts_and_plots_through_the_cli(tmp_path):
 
 
 BROKEN_PLUGINS = {
-    "a module that does not exist": ("no_such_plugin", "does not exist (no such module)"),
-    "a module that raises on import": ("raises_plugin", "fails on import (RuntimeError: broken on purpose)"),
-    "a module without INFO": ("empty_plugin", "has no INFO (an EquationInfo)"),
-    "a module re-registering a built-in": ("clash_plugin", "registers the equation 'navier_stokes' a second time"),
+    "a module that does not exist": ("no_such_plugin", "does not exist (no such module)", "advection_diffusion"),
+    "a module that raises on import": ("raises_plugin", "fails on import (RuntimeError: broken on purpose)",
+                                       "advection_diffusion"),
+    "a module without INFO": ("empty_plugin", "has no INFO (an EquationInfo)", "advection_diffusion"),
+    "a module re-registering a built-in": ("clash_plugin", "registers the equation 'navier_stokes' a second time",
+                                           "navier_stokes"),
 }
+
+
+def _broken_plugin_env(tmp_path, module):
+    (tmp_path / "raises_plugin.py").write_text("raise RuntimeError('broken on purpose')\n")
+    (tmp_path / "empty_plugin.py").write_text("VERSION = 1\n")
+    (tmp_path / "clash_plugin.py").write_text("from simulator.equations.navier_stokes import INFO  # noqa: F401\n")
+    return {**os.environ, "SIMULATOR_EQUATIONS": module,
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
 
 
 @pytest.mark.parametrize("case", list(BROKEN_PLUGINS))
 def test_a_broken_plugin_is_one_line_naming_the_variable_and_the_module(tmp_path, case):
-    module, expected = BROKEN_PLUGINS[case]
-    (tmp_path / "raises_plugin.py").write_text("raise RuntimeError('broken on purpose')\n")
-    (tmp_path / "empty_plugin.py").write_text("VERSION = 1\n")
-    (tmp_path / "clash_plugin.py").write_text("from simulator.equations.navier_stokes import INFO  # noqa: F401\n")
-    env = {**os.environ, "SIMULATOR_EQUATIONS": module,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    """The run that asks for the equation the plug-in should have declared is refused in one line."""
+    module, expected, equation = BROKEN_PLUGINS[case]
+    env = _broken_plugin_env(tmp_path, module)
     r = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
-                        "--out", str(tmp_path / "run")], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=120)
+                        "--set", f"physics.name={equation}", "--out", str(tmp_path / "run")], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.strip() == r.stderr.strip().splitlines()[0], r.stderr[-2000:]
     assert r.stderr.startswith(f"error: SIMULATOR_EQUATIONS = '{module}' {expected}"), r.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_a_broken_plugin_does_not_stop_other_equations_from_resuming(tmp_path):
+    """A run of a built-in equation started before the variable named a broken module resumes with it
+    set: one warning line naming the module, then the run goes on to its end."""
+    small = ["--set", "grid.shape=[8,8,8]", "--set", "time.t_end=0.05", "--set", "time.dt=0.01",
+             "--set", "output.every=1", "--out", str(tmp_path / "run")]
+    first = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
+                            *small], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    env = _broken_plugin_env(tmp_path, "raises_plugin")
+    more = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
+                           *small, "--restart", "--add-to-t-end", "0.03"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert more.returncode == 0, more.stderr[-2000:]
+    warnings = [line for line in more.stderr.splitlines() if "SIMULATOR_EQUATIONS = 'raises_plugin'" in line]
+    assert len(warnings) == 1 and "runs of the other equations go on" in warnings[0], more.stderr[-2000:]
+    rows = read_timeseries(tmp_path / "run" / "timeseries.csv")
+    assert rows["time"][-1] == pytest.approx(0.08)

@@ -72,7 +72,7 @@ def sources(tmp_path_factory, devices):
             state = sim.initial_state()
             field = sim.to_numpy(sim.fields(state, "velocity")["velocity"])
         config = to_dict(sim.cfg)
-        marker = checkpoints.write(d / name, state, step=7, time=0.5, dt=0.01, epoch=(0, 0.0),
+        marker = checkpoints.write(d / name, state, step=7, time=0.5, dt=0.01, epoch=(0, 0.0), writer="test",
                                    spaces=sim.equation.leaf_spaces(state), perm=sim.fft.perm, full_spectrum=False,
                                    meta={"config": config, "backend": "slab"}, keep=2)
         fields = sim.fields(state)
@@ -129,7 +129,7 @@ def test_jeans_mode_restarted_at_twice_the_resolution_equals_the_fine_run(tmp_pa
     fine = shared(("pencil", 4, (2, 2)), grid__shape=32, **overrides)
     fine.scratch = tmp_path
     state = advance(coarse, coarse.initial_state(), 0.01, 20)
-    marker = checkpoints.write(tmp_path / "coarse", state, step=20, time=0.2, dt=0.01, epoch=(0, 0.0),
+    marker = checkpoints.write(tmp_path / "coarse", state, step=20, time=0.2, dt=0.01, epoch=(0, 0.0), writer="test",
                                spaces=coarse.equation.leaf_spaces(state), perm=coarse.fft.perm, full_spectrum=False,
                                meta={"config": to_dict(coarse.cfg), "backend": "slab"}, keep=2)
     restarted = advance(fine, fine.state_from_file(marker), 0.01, 20)
@@ -146,7 +146,7 @@ def test_a_grid_that_does_not_divide_over_the_devices_is_read_on_fewer(tmp_path,
     source = simulation(devices, ("single", 1, None), grid__shape=12, initial__name="random", initial__seed=2)
     state = source.initial_state()
     u = source.to_numpy(source.fields(state, "velocity")["velocity"])
-    marker = checkpoints.write(tmp_path / "c12", state, step=1, time=0.1, dt=0.01, epoch=(0, 0.0),
+    marker = checkpoints.write(tmp_path / "c12", state, step=1, time=0.1, dt=0.01, epoch=(0, 0.0), writer="test",
                                spaces=source.equation.leaf_spaces(state), perm=source.fft.perm, full_spectrum=False,
                                meta={"config": to_dict(source.cfg), "backend": "single"}, keep=2)
     sim = shared(("slab", 8, None), grid__shape=[16, 16, 16], initial__name="random")

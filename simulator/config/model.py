@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from simulator.schema import Variants, build, section, setting
-from simulator.equations import EquationParams, InitialCondition, registry
+from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
+                                 warn_plugin_problems)
 from simulator.errors import ConfigError
 
 TWO_PI = 2.0 * math.pi
@@ -225,7 +227,15 @@ def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def from_dict(data: Mapping[str, Any]) -> Config:
     """Build, validate and resolve a Config from a raw mapping (every default filled in)."""
-    cfg = build(Config, upgrade(data))
+    data = upgrade(data)
+    physics = data.get("physics")
+    name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
+    # a broken plug-in is reported by the config that needs it, in its own words
+    problem = plugin_problem(name) if isinstance(name, str) else None
+    if problem is not None:
+        raise problem
+    warn_plugin_problems(os.environ.get(ENV_EXTRA, ""))
+    cfg = build(Config, data)
     validate(cfg)
     return resolve(cfg)
 

@@ -13,8 +13,10 @@ HDF5 whenever it is read.
 
 A checkpoint counts only when it is intact: its marker is a JSON object whose step, time, dt, epoch,
 config and leaf spaces are well formed and agree with its index file (step, time, dt, and array
-shapes that fit the config's grid), and its shard files exist, are complete and record its step
-and time (a shard copied from another checkpoint is damage). Anything else is
+shapes that fit the config's grid), and its shard files exist, are complete and record its step,
+time and writer (the identity of the run segment that wrote it, also in the marker and the index): a
+shard or index copied from another checkpoint, another run or another segment of this run is damage,
+even with its own checksums intact. Anything else is
 damage: the checkpoint is skipped, with a warning naming the file, in favour of the previous one.
 Damage found only when the data is read (a checksum mismatch) makes the restart fall back the same
 way (:func:`damage`, used by the run loop). Only the last ``checkpoint.keep`` complete checkpoints
@@ -84,8 +86,9 @@ def leaf_names(state: Any) -> list[str]:
 
 def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, epoch: tuple[int, float],
           spaces: Sequence[str], perm: tuple[int, int, int], full_spectrum: bool, meta: dict[str, Any],
-          keep: int) -> Path:
-    """Write a checkpoint of ``state`` (collective). Returns the marker path."""
+          writer: str, keep: int) -> Path:
+    """Write a checkpoint of ``state`` (collective). ``writer``: the identity of the run segment
+    writing it, the same on every process (recorded in every file). Returns the marker path."""
     import jax
 
     root = run_dir / DIR
@@ -93,12 +96,12 @@ def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, epoch
     leaves = jax.tree.leaves(state)
     fields = {name: hdf5.Field(leaf, perm if space == "spectral" else (0, 1, 2))
               for name, leaf, space in zip(leaf_names(state), leaves, spaces, strict=True)}
-    index = hdf5.write(stem, fields, {"step": step, "time": time, "dt": dt}, checksum=True)
+    index = hdf5.write(stem, fields, {"step": step, "time": time, "dt": dt, "writer": writer}, checksum=True)
     marker = stem.with_suffix(".json")
     if jax.process_index() == 0:
         info = {"step": step, "time": time, "dt": dt, "epoch": list(epoch), "index": index.name,
                 "spaces": list(spaces), "full_spectrum": full_spectrum, "processes": jax.process_count(),
-                "checksums": "fletcher32", "schema_version": hdf5.SCHEMA_VERSION, **meta}
+                "checksums": "fletcher32", "schema_version": hdf5.SCHEMA_VERSION, "writer": writer, **meta}
         tmp = marker.with_name(marker.name + ".tmp")
         try:
             tmp.write_text(json.dumps(info, indent=1))
@@ -188,8 +191,9 @@ def load(marker: Path) -> Checkpoint:
     ckpt = Checkpoint(marker.with_suffix(".h5"), step, t, dt, info)
     with hdf5.Snapshot(ckpt.index) as snap:
         attrs = snap.attrs
-        for key, value in (("step", step), ("time", t), ("dt", dt)):
-            if attrs.get(key) != value:
+        writer = info.get("writer")  # checkpoints written before writers were recorded have none
+        for key, value in (("step", step), ("time", t), ("dt", dt), ("writer", writer)):
+            if (value is not None or key != "writer") and attrs.get(key) != value:
                 raise ValueError(f"its {key} {value!r} differs from {attrs.get(key)!r} in {ckpt.index}")
         names = snap.fields
         stored = ckpt.spaces(len(names))
@@ -201,18 +205,21 @@ def load(marker: Path) -> Checkpoint:
             if len(have) < 3 or list(have[-3:-1]) != shape[:2] or have[-1] not in allowed:
                 raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
         for rel in json.loads(snap.file.attrs["sources"]):
-            _check_shard(ckpt.index.parent / rel, step, t)
+            _check_shard(ckpt.index.parent / rel, step, t, writer)
     return ckpt
 
 
-def _check_shard(shard: Path, step: int, t: float) -> None:
-    """A shard file records the step and time it was written at: one copied from another checkpoint
-    (its own checksums intact) is damage. Shards that record neither (none known so far) pass."""
+def _check_shard(shard: Path, step: int, t: float, writer: str | None) -> None:
+    """A shard file records the step, time and writer of its checkpoint: one copied from another
+    checkpoint (its own checksums intact) is damage. A checkpoint written before writers were recorded
+    has none to compare."""
     with h5py.File(shard, "r") as f:
-        for key, value in (("step", step), ("time", t)):
+        for key, value in (("step", step), ("time", t), ("writer", writer)):
             have = f.attrs.get(key)
             have = have.item() if hasattr(have, "item") else have
-            if have is not None and have != value:
+            if value is None or (have is None and key != "writer"):  # shards of old formats record less
+                continue
+            if have != value:
                 raise ValueError(f"shard file {shard} holds {key} {have!r}, not the checkpoint's {value!r}")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 import subprocess
 import time
 from collections.abc import Callable
@@ -150,7 +151,16 @@ def _metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpo
         "process_mode": mode, "processes": jax.process_count(), "devices": jax.device_count(),
         "platform": jax.default_backend(), "layout": sim.fft.describe(),
         "slurm": runtime.slurm_environment(), "restart": None if ckpt is None else str(ckpt.index),
+        "segment_id": _segment_identity(),
     }
+
+
+def _segment_identity() -> str:
+    """A random identity of this run segment, the same on every process (the element-wise maximum of
+    each process's draw): every file of a checkpoint it writes records it, so a shard or index copied
+    from another run, or from another segment of this one, is damage even when its step, time and own
+    checksums agree."""
+    return "".join(f"{v:08x}" for v in agree([secrets.randbits(31) for _ in range(4)]))
 
 
 def _log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger | None = None) -> None:
@@ -192,7 +202,8 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
         return checkpoints.write(out, m.state, step=m.step, time=m.time, dt=stepper.dt, epoch=stepper.epoch,
                                  spaces=eq.leaf_spaces(m.state), perm=sim.fft.perm,
                                  full_spectrum=not sim.fft.has_real_transform,
-                                 meta={"config": meta["config"], "backend": cfg.fft.backend}, keep=cfg.checkpoint.keep)
+                                 meta={"config": meta["config"], "backend": cfg.fft.backend},
+                                 writer=meta["segment_id"], keep=cfg.checkpoint.keep)
 
     ck = cfg.checkpoint
     saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
