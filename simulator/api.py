@@ -34,15 +34,7 @@ def load_config(source: str | Path | Mapping[str, Any] | None = None,
                 overrides: Mapping[str, Any] | Sequence[str] = ()) -> Config:
     """A validated, resolved config from a YAML file, a mapping, or the defaults (``None``), with
     overrides as ``{"dotted.key": value}`` or ``["dotted.key=value", ...]`` (as ``--set``)."""
-    if isinstance(source, Mapping):
-        raw = dict(source)
-    else:
-        raw = config_mod.read_yaml(source) if source is not None else {}
-    if isinstance(overrides, Mapping):
-        raw = config_mod.set_values(raw, overrides)
-    else:
-        raw = config_mod.apply_overrides(raw, overrides)
-    return config_mod.from_dict(raw)
+    return config_mod.load(source, overrides)
 
 
 def run_config(cfg: Config, out: str | Path | None = None, *, overwrite: bool = False, resume: bool = False,

@@ -214,9 +214,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if index is None or not str(index).isdigit():
             raise ConfigError("--group", index, "give the group index, or run inside a Slurm array task",
                               "is not set (SLURM_ARRAY_TASK_ID is unset)")
-        from simulator import ensemble
-
-        return ensemble.run_group(Path(args.target), int(index))
+        return sweep.run_group(Path(args.target), int(index))
     if args.batch is not None and args.batch < 1:
         raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
@@ -255,9 +253,7 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
               + " ".join(f"{k}={v}" for k, v in p["params"].items()))
     groups = None
     if args.ensemble or args.batch is not None or spec.ensemble:
-        from simulator import ensemble
-
-        groups = ensemble.write_groups(directory, manifest, args.batch or spec.batch)
+        groups = sweep.write_groups(directory, manifest, args.batch or spec.batch)
         print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
               + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
     out = f" --out {args.out}" if args.out else ""

@@ -16,25 +16,15 @@ Everything else is *structure*: the grid and box, precision, FFT backend and mes
 its structural settings (e.g. the kind of forcing), the integrator and the runtime (devices,
 processes). Runs that differ there fall into separate groups.
 
-An ensemble sweep's groups are written to its directory (``ensembles.yaml``), so that array task G runs
-the same members on every (re)submission; :func:`run_group` runs one of them in this process.
+An ensemble sweep's groups are written to its directory by :func:`simulator.sweep.write_groups`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from simulator import config as config_mod
-from simulator import sweep
 from simulator.config import Config, to_dict
-from simulator.errors import ConfigError
-
-#: the groups of an ensemble sweep, in its directory
-GROUPS = "ensembles.yaml"
 
 #: sections whose every key is per member (never part of the structure)
 PER_MEMBER_SECTIONS = ("name", "initial", "output", "checkpoint")
@@ -98,47 +88,3 @@ def groups(configs: Sequence[Config], batch: int | None = None) -> list[list[int
             members.append([i])
     size = batch or max(len(m) for m in members)
     return [m[j:j + size] for m in members for j in range(0, len(m), size)]
-
-
-
-# ---- ensemble sweeps: the groups of a sweep directory ----------------------------------------------------
-
-def write_groups(directory: Path, manifest: Mapping[str, Any], batch: int | None) -> list[list[int]]:
-    """Group the sweep's points by structure (at most ``batch`` per group) and write ``ensembles.yaml``;
-    returns the groups (lists of point indices). Deterministic: the same points and batch give the
-    same groups, so a resubmission's array task ``G`` runs the same members."""
-    cfgs = [config_mod.load(str(directory / p["config"])) for p in manifest["points"]]
-    found = groups(cfgs, batch)
-    (directory / GROUPS).write_text(yaml.safe_dump({"batch": batch, "groups": found}, sort_keys=False))
-    return found
-
-
-def read_groups(directory: Path) -> list[list[int]]:
-    """The groups of an ensemble sweep (``ensembles.yaml``); ConfigError when it has none."""
-    path = directory / GROUPS
-    if not path.is_file():
-        raise ConfigError("sweep directory", str(directory), "run `simulator sweep FILE --ensemble --local` or "
-                          "`--submit` first", f"has no {GROUPS}")
-    return [list(map(int, g)) for g in yaml.safe_load(path.read_text())["groups"]]
-
-
-def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequence[Sequence[int]]) -> list[int]:
-    """Indices of the groups with a member whose run has not finished (pending, running, failed, ...)."""
-    points = manifest["points"]
-    return [g for g, members in enumerate(groups)
-            if any(sweep.point_state(directory, points[i]["name"]) != "finished" for i in members)]
-
-
-def run_group(directory: Path, index: int) -> int:
-    """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
-    resuming from its own latest checkpoint (what each array task of an ensemble sweep does). Returns
-    75 when a member was stopped (so the task is requeued), 1 when one failed, else 0."""
-    from simulator.run.ensemble import run_configs
-
-    manifest, groups = sweep.read_manifest(directory), read_groups(directory)
-    if not 0 <= index < len(groups):
-        raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
-    points = [manifest["points"][i] for i in groups[index]]
-    cfgs = [config_mod.load(str(directory / p["config"])) for p in points]
-    codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True)
-    return 75 if 75 in codes else int(any(codes))

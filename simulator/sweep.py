@@ -26,9 +26,13 @@ the sweep again (locally or by resubmitting) only runs the others, each continui
 checkpoint (``simulator run --resume``).
 
 Ensembles (``ensemble: true``, ``batch: K`` or ``--ensemble``/``--batch K``): the points are grouped by
-structure into ``ensembles.yaml`` (:mod:`simulator.ensemble`); each group runs as ONE process and
+structure into ``ensembles.yaml`` (:mod:`simulator.ensemble`, :func:`write_groups`); each group runs as ONE process and
 ONE compiled, batched program (``simulator sweep DIR --group G``: a local subprocess, or one array
 task per group), every member still writing its own ``pNNN/`` exactly as a separate run would.
+
+This module is longer than 400 lines: the sweep file, its manifest, the points' and the ensemble
+groups' local runs and collection share the manifest's helpers (the Slurm array is
+:mod:`simulator.sweep_slurm`).
 """
 
 from __future__ import annotations
@@ -287,6 +291,54 @@ def run_point(directory: Path, index: int) -> int:
     return run_file(str(directory / point["config"]), out=str(directory / point["name"]), resume=True)
 
 
+# ---- ensemble sweeps: the groups of a sweep directory ----------------------------------------------------
+
+#: the groups of an ensemble sweep (:mod:`simulator.ensemble`), in its directory
+GROUPS = "ensembles.yaml"
+
+
+def write_groups(directory: Path, manifest: Mapping[str, Any], batch: int | None) -> list[list[int]]:
+    """Group the sweep's points by structure (at most ``batch`` per group) and write ``ensembles.yaml``;
+    returns the groups (lists of point indices). Deterministic: the same points and batch give the
+    same groups, so a resubmission's array task ``G`` runs the same members."""
+    from simulator.ensemble import groups
+
+    found = groups([config_mod.load(str(directory / p["config"])) for p in manifest["points"]], batch)
+    (directory / GROUPS).write_text(yaml.safe_dump({"batch": batch, "groups": found}, sort_keys=False))
+    return found
+
+
+def read_groups(directory: Path) -> list[list[int]]:
+    """The groups of an ensemble sweep (``ensembles.yaml``); ConfigError when it has none."""
+    path = directory / GROUPS
+    if not path.is_file():
+        raise ConfigError("sweep directory", str(directory), "run `simulator sweep FILE --ensemble --local` or "
+                          "`--submit` first", f"has no {GROUPS}")
+    return [list(map(int, g)) for g in yaml.safe_load(path.read_text())["groups"]]
+
+
+def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequence[Sequence[int]]) -> list[int]:
+    """Indices of the groups with a member whose run has not finished (pending, running, failed, ...)."""
+    points = manifest["points"]
+    return [g for g, members in enumerate(groups)
+            if any(point_state(directory, points[i]["name"]) != "finished" for i in members)]
+
+
+def run_group(directory: Path, index: int) -> int:
+    """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
+    resuming from its own latest checkpoint (what each array task of an ensemble sweep does). Returns
+    75 when a member was stopped (so the task is requeued), 1 when one failed, else 0."""
+    from simulator.run.ensemble import run_configs
+
+    manifest, groups = read_manifest(directory), read_groups(directory)
+    if not 0 <= index < len(groups):
+        raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
+    points = [manifest["points"][i] for i in groups[index]]
+    cfgs = [config_mod.load(str(directory / p["config"])) for p in points]
+    codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True)
+    return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
+
+
 def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
               groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None) -> int:
     """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
@@ -301,8 +353,6 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
         report(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
                f"already finished; running {len(tasks)}, {jobs} at a time")
     else:
-        from simulator.ensemble import unfinished_groups
-
         tasks = [(f"g{g:03d}", ["sweep", str(directory), "--group", str(g)],
                   f"group {g} (points {', '.join(map(str, groups[g]))})", [points[i] for i in groups[g]])
                  for g in unfinished_groups(directory, manifest, groups)]

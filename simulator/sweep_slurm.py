@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.sweep import unfinished
+from simulator.sweep import unfinished, unfinished_groups
 
 
 def array_spec(indices: Sequence[int], max_parallel: int) -> str:
@@ -53,8 +53,6 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
     Returns the job id (None when every point has finished, or for ``dry_run``, which only reports the
     sbatch command). ``report``: where the lines for the user go (the CLI prints them).
     """
-    from simulator.ensemble import unfinished_groups
-
     ensemble = groups is not None
     todo = unfinished_groups(directory, manifest, groups) if ensemble else unfinished(directory, manifest)
     what = "groups" if ensemble else "points"

@@ -26,7 +26,7 @@ def module_name(path: Path) -> str:
 def imports(path: Path, top_level_only: bool) -> set[str]:
     """simulator.* modules imported by ``path`` (at module level only, or anywhere)."""
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    nodes = tree.body if top_level_only else list(_walk_run_time(tree))
     found = set()
     for node in nodes:
         if isinstance(node, ast.If) and top_level_only:  # `if TYPE_CHECKING:` blocks never run
@@ -39,14 +39,26 @@ def imports(path: Path, top_level_only: bool) -> set[str]:
     return found
 
 
+def _walk_run_time(tree: ast.AST):
+    """Every node of ``tree`` except those inside ``if TYPE_CHECKING:`` blocks (never run)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+        yield node
+        yield from _walk_run_time(node)
+
+
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def test_module_level_imports_have_no_cycles():
+@pytest.mark.parametrize("where", ["module level", "anywhere"])
+def test_imports_have_no_cycles(where):
+    """Modules import one way, at module level and inside functions alike (an import inside a function
+    is a dependency too: a cycle there means two modules that cannot be understood apart)."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         edges = set()
-        for m in imports(path, True):
+        for m in imports(path, where == "module level"):
             # importing a.b.c runs a/b/__init__ first: an edge to it, unless it is the importer's own package
             parts = m.split(".")
             for i in range(2, len(parts) + 1):
@@ -93,6 +105,39 @@ def test_only_the_runtime_and_the_fft_package_build_meshes_or_shardings():
         text = path.read_text()
         for word in ("NamedSharding(", "PartitionSpec(", "make_mesh(", "Mesh("):
             assert word not in text, f"{name} builds {word}"
+
+
+def private_uses(path: Path) -> list[str]:
+    """Private names (``_x``, not dunders) of other simulator modules that ``path`` imports or reads."""
+    own = module_name(path)
+    tree = ast.parse(path.read_text())
+    aliases: dict[str, str] = {}  # local name -> simulator module it is bound to
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("simulator") and a.asname:
+                    aliases[a.asname] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("simulator"):
+            for a in node.names:
+                # a package's private submodule (a compiled extension) is its own package's business
+                package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+                if a.name.startswith("_") and not a.name.startswith("__") and node.module not in (own, package):
+                    found.append(f"{own} imports {node.module}.{a.name}")
+                if f"{node.module}.{a.name}" in MODULES:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__") and aliases[node.value.id] != own):
+            found.append(f"{own} reads {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A module's underscored names are its own: another module that needs one needs a public name
+    (the run loop and the ensemble once shared six private helpers; now both drive run/segment.py)."""
+    found = [use for path in MODULES.values() for use in private_uses(path)]
+    assert not found, found
 
 
 def test_modules_are_of_a_readable_size():

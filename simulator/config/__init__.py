@@ -53,9 +53,16 @@ def apply_overrides(tree: dict, overrides: Sequence[str]) -> dict:
     return set_values(tree, schema.parse_overrides(overrides))
 
 
-def load(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
-    """Read ``path`` (or start from defaults when None), apply ``--set`` overrides, validate once."""
-    raw = read_yaml(path) if path is not None else {}
+def load(source: str | Path | Mapping[str, Any] | None,
+         overrides: Mapping[str, Any] | Sequence[str] = ()) -> Config:
+    """Read ``source`` (a YAML path, a raw mapping, or None for the defaults), apply overrides
+    (``["dotted.key=value", ...]`` as ``--set``, or ``{"dotted.key": value}``), validate once."""
+    if isinstance(source, Mapping):
+        raw = dict(source)
+    else:
+        raw = read_yaml(source) if source is not None else {}
+    if isinstance(overrides, Mapping):
+        return from_dict(set_values(raw, overrides))
     return from_dict(apply_overrides(raw, overrides))
 
 

@@ -82,7 +82,7 @@ class Field:
 
     def stored_axes(self) -> tuple[int, ...]:
         """The backend array's axes in stored order: ``np.transpose(backend_block, this)`` is the stored block."""
-        to_canonical = np.argsort(_canonical_order(self.array.ndim, self.perm))
+        to_canonical = np.argsort(canonical_order(self.array.ndim, self.perm))
         storage = self.storage if self.storage is not None else range(self.array.ndim)
         return tuple(int(to_canonical[a]) for a in storage)
 
@@ -99,7 +99,7 @@ def _bounds(index: Index, shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
     return tuple(s.indices(n)[:2] for s, n in zip(index, shape, strict=True))
 
 
-def _canonical_order(ndim: int, perm: Sequence[int]) -> tuple[int, ...]:
+def canonical_order(ndim: int, perm: Sequence[int]) -> tuple[int, ...]:
     """Axes of a canonical (*batch, x, y, z) array taken in the backend's order: ``np.transpose(c, this)``
     gives the backend layout; ``np.argsort(this)`` undoes it."""
     nb = ndim - 3
@@ -407,7 +407,7 @@ def read_into(snapshot: Snapshot, name: str, shape: Sequence[int], sharding: jax
 
     ds = snapshot.file[name]
     storage = snapshot.storage_order(name)
-    order = _canonical_order(len(shape), perm)
+    order = canonical_order(len(shape), perm)
     inverse = np.argsort(order)
     to_backend = np.argsort(storage)[list(order)]  # stored axes of a block in the backend's order
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulator.output.hdf5 import Snapshot, _canonical_order
+from simulator.output.hdf5 import Snapshot, canonical_order
 
 if TYPE_CHECKING:
     import jax
@@ -91,7 +91,7 @@ def read_remapped(snap: Snapshot, name: str, shape: Sequence[int], sharding: jax
 
     stored = snap.shape(name)
     nb = len(shape) - 3
-    order = _canonical_order(len(shape), perm)  # backend axis -> canonical axis
+    order = canonical_order(len(shape), perm)  # backend axis -> canonical axis
     canonical = [shape[i] for i in np.argsort(order)]
     maps = [mode_map(n0, n1) for n0, n1 in zip(stored[nb:], canonical[nb:], strict=True)]
     if list(stored[:nb]) != canonical[:nb]:

@@ -53,36 +53,32 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     from simulator.log import get_logger, setup_logging
     from simulator.output.hdf5 import OutputWriteError
     from simulator.run import rundir
-    from simulator.run.lock import RunLock
+    from simulator.run.segment import Segment
 
     out = rundir.output_dir(cfg, None if out is None else str(out))
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
-    planned = rundir.plan(cfg, out, **options)  # every process, before JAX starts: a refused run changes nothing
-    if planned.restart is None and not planned.done:
-        cfg.initial.check_start(cfg)  # a new run: its initial condition's sources must be there now
+    seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
     index, _ = rundir.process_position(cfg)
+    done = seg.prepare(**options)  # every process, before JAX starts: a refused run changes nothing
     setup_logging(index)
-    if planned.done:
-        get_logger().info("%s", planned.done)
+    if done:
+        get_logger().info("%s", done)
         return EXIT_OK
     mode = _start_checked(cfg, index)  # a grid that cannot fit its devices is refused here, before anything is written
-    lock = RunLock(out) if index == 0 else None
     try:
-        if lock is not None:
+        if index == 0:
             try:
-                lock.acquire()  # before anything is removed: a live run is never touched
-                planned = rundir.plan(cfg, out, **options)  # again: the directory may have changed meanwhile
-                if planned.done:
-                    get_logger().info("%s", planned.done)
+                seg.acquire()
+                done = seg.take(**options)
+                if done:
+                    get_logger().info("%s", done)
                     return EXIT_OK
-                rundir.apply(planned, out)
             except OutputWriteError as err:  # e.g. the disk is already full
                 get_logger().error("%s", err)
                 return EXIT_FAILED
-        code = _run_started(cfg, out, mode, planned.restart, allow_physics_change, hint)
+        code = _run_started(seg, mode)
     finally:
-        if lock is not None:
-            lock.release()
+        seg.close()
     if code != EXIT_OK:
         exit_now_if_distributed(code)
     return code
@@ -105,21 +101,21 @@ def _start_checked(cfg: config_mod.Config, expected_index: int) -> str:
     return mode
 
 
-def _run_started(cfg: config_mod.Config, out: Path, mode: str, restart: str | None, allow_physics_change: bool,
-                 hint: str) -> int:
-    """Run the loop on the started runtime; failures of the run itself are logged and give 1."""
+def _run_started(seg, mode: str) -> int:
+    """Run the segment on the started runtime; failures of the run itself are logged and give 1."""
     from simulator.errors import RuntimeSetupError
     from simulator.log import get_logger
     from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-    from simulator.run.loop import NonFiniteError, run
+    from simulator.run.loop import run
+    from simulator.run.segment import NonFiniteError
     from simulator.run.signals import agree
 
     # a collective: no process reads the directory before process 0 has prepared it under its lock
-    restarting = restart is not None
+    restarting = seg.plan.restart is not None
     if agree([int(restarting), int(not restarting)]) == [1, 1]:
-        raise RuntimeSetupError(f"the processes of this run disagree on whether to restart in {out}")
+        raise RuntimeSetupError(f"the processes of this run disagree on whether to restart in {seg.out}")
     try:
-        return run(cfg, out, mode, restart, allow_physics_change, hint)
+        return run(seg, mode)
     except (NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
         get_logger().error("%s", err)
         return EXIT_FAILED

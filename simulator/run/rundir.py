@@ -274,6 +274,39 @@ def write_status(path: Path, state: str, step: int | None, t: float | None, code
         raise OutputWriteError(f"writing {target} failed: {describe_os_error(first)}") from first
 
 
+def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool,
+                         warn: bool = True) -> checkpoints.Checkpoint:
+    """The checkpoint a restart continues from, checked against this run's config (nothing is written).
+    ``warn``: log the damaged checkpoints skipped on the way (once per segment, not for the early check)."""
+    ckpt = checkpoints.find(out if restart == "latest" else Path(restart), warn=warn)
+    if ckpt is None:
+        raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
+                          "has nothing to resume")
+    old = ckpt.meta["config"]
+    if old["physics"]["name"] != cfg.physics.name:
+        raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
+                          f"holds a {old['physics']['name']} state")
+    diffs = physics_changes(old, cfg)
+    if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
+        if ckpt.index.parent.parent.resolve() == out.resolve():
+            raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
+                              f"branch it with --restart {ckpt.index.with_suffix('.json')} --out NEW_DIR",
+                              f"holds grid {old['grid']['shape']}")
+        if "grid.box" in diffs:
+            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
+                              f"holds a state in the box {old['grid']['box']}")
+        diffs.remove("grid.shape")
+    if diffs and not allow_physics_change:
+        raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
+                          f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
+    return ckpt
+
+
+def on_other_grid(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
+    """Whether the checkpoint was written on another grid than ``cfg``'s (a restart that interpolates)."""
+    return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
+
+
 def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
     """Dotted keys of ``physics`` and ``grid`` whose value in ``cfg`` differs from the resolved config
     ``old`` (a dict, as stored with a run). Keys ``old`` holds that ``cfg``'s equation does not have

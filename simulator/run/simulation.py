@@ -67,9 +67,9 @@ class Simulation:
         """Load a config (a YAML path, a mapping or None for the defaults, plus overrides: see
         :func:`simulator.api.load_config`), set up the runtime for it if this process has not yet
         (``cpu_devices`` virtual CPU devices, as ``--cpu-devices``; precision; processes), and build."""
-        from simulator.api import load_config
+        from simulator import config as config_mod
 
-        cfg = load_config(source, overrides)
+        cfg = config_mod.load(source, overrides)
         if cpu_devices is not None:
             cfg = dataclasses.replace(cfg, runtime=dataclasses.replace(cfg.runtime, cpu_devices=cpu_devices))
         runtime.setup(cfg)

@@ -1,0 +1,105 @@
+"""What a run segment records: its writers (time series, spectra, snapshots, checkpoints), the
+metadata saved with the run and in every snapshot and checkpoint (resolved config, versions, git
+revision, devices and layout, the segment's identity), and the header of its log. Used by
+:class:`simulator.run.segment.Segment`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from simulator import runtime
+from simulator import spectra as spectra_mod
+from simulator.config import Config, to_dict
+from simulator.output import checkpoints
+from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.snapshots import SnapshotWriter
+from simulator.output.spectra import SpectraWriter
+from simulator.output.timeseries import TimeSeriesWriter
+from simulator.run.signals import agree
+from simulator.run.simulation import Simulation
+from simulator.time.control import Stepper
+
+
+def git_revision() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpoint | None) -> dict[str, Any]:
+    """What a segment records (``segments/``, ``config.yaml``, snapshot and checkpoint attributes)."""
+    return {
+        "config": to_dict(cfg), "versions": runtime.versions(), "git_revision": git_revision(),
+        "process_mode": mode, "processes": jax.process_count(), "devices": jax.device_count(),
+        "platform": jax.default_backend(), "layout": sim.fft.describe(),
+        "slurm": runtime.slurm_environment(), "restart": None if ckpt is None else str(ckpt.index),
+        "segment_id": _segment_identity(),
+    }
+
+
+def _segment_identity() -> str:
+    """A random identity of this run segment, the same on every process (the element-wise maximum of
+    each process's draw): every file of a checkpoint it writes records it, so a shard or index copied
+    from another run, or from another segment of this one, is damage even when its step, time and own
+    checksums agree."""
+    return "".join(f"{v:08x}" for v in agree([secrets.randbits(31) for _ in range(4)]))
+
+
+def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.Logger) -> None:
+    log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
+             list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
+             cfg.time.dt, cfg.time.t_end)
+    log.info("physics: %s; initial: %s", to_dict(cfg.physics), to_dict(cfg.initial))
+    log.info("devices: %d %s on %d process(es) (%s); %s", jax.device_count(), jax.default_backend(),
+             jax.process_count(), meta["process_mode"], sim.fft.describe())
+    log.info("versions: %s; git %s; slurm: %s", " ".join(f"{k}={v}" for k, v in meta["versions"].items()),
+             meta["git_revision"], {k: v for k, v in meta["slurm"].items() if v} or "none")
+
+
+def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path, rank0: bool,
+            log: logging.Logger) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
+    """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
+    (snapshots, checkpoints) after it."""
+    units = cfg.physics.units() or None  # the equation's unit system, if it has one
+    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.derived_columns)]
+    spectra_schedule = Schedule.of(cfg.output.spectra)
+    if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
+        records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
+                                     rank0, sim.info.spectra, units, cfg.physics.time_coordinates))
+
+    def snapshot_attrs(m: Moment) -> dict[str, Any]:
+        return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
+                "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.output_attrs(m.time)}
+
+    info = sim.equation.field_info
+    names = [n for n, f in info.items() if f.snapshot]
+    dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
+                                          log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
+
+    def save(m: Moment) -> Path:
+        eq = sim.equation
+        return checkpoints.write(out, m.state, step=m.step, time=m.time, dt=stepper.dt, epoch=stepper.epoch,
+                                 spaces=eq.leaf_spaces(m.state), perm=sim.fft.perm,
+                                 full_spectrum=not sim.fft.has_real_transform,
+                                 meta={"config": meta["config"], "backend": cfg.fft.backend},
+                                 writer=meta["segment_id"], keep=cfg.checkpoint.keep)
+
+    ck = cfg.checkpoint
+    saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
+    dumps.append(saver)
+    return records, dumps, saver
+
+
+def host_arrays(values: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Replicated device results (diagnostics, spectra) as host arrays."""
+    return {k: np.asarray(jax.device_get(v)) for k, v in values.items()}

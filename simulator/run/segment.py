@@ -1,0 +1,383 @@
+"""One segment of one run: everything a run directory gets between a start (or resume) and a stop.
+
+A run is a sequence of segments (one per ``simulator run``, ``--resume`` or requeued job). A
+:class:`Segment` owns, for its directory: the plan (made before JAX starts, so that a refused run
+changes nothing) and the lock (process 0; the plan made again under it, then carried out), the
+checkpoint it continues from (falling back past a damaged one), ``run.log`` and the header, the
+``segments/`` record and ``config.yaml``, the :class:`~simulator.time.control.Stepper`, the writers,
+the progress lines and ``status.json``. Drivers only advance states: :func:`simulator.run.loop.run`
+drives one segment over one state, :mod:`simulator.run.ensemble` drives K over one batched state. Both
+call the same methods in the same order, so a status field, an output or a restart rule is added here
+once and holds for single runs and ensemble members alike.
+
+The calls, on every process::
+
+    prepare(...)                  before JAX: plan the directory, refuse bad input
+    take(options)                 process 0, holding the lock: plan again, then clear or keep files
+    -- the runtime starts --
+    resolve()                     the checkpoint to continue from (None: a new run), checked
+    finished_already()            a checkpoint at t_end: record it, nothing to run
+    open_log(); interrupted_before_first_step(flag) ...
+    begin(sim, mode, initial)     header, state (restored, remapped or initial), record, writers
+    record(moment, first=True)    a new run's t = 0 outputs
+    record(moment)                after every chunk (raises NonFiniteError)
+    stop(why) / finish(...) / fail()
+    close()                       writers, run.log and lock released, whatever happened
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import yaml
+
+from simulator.config import Config, to_dict
+from simulator.config.model import output_times
+from simulator.equations import resolution
+from simulator.log import get_logger
+from simulator.output import checkpoints
+from simulator.output.base import Moment, Writer
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
+from simulator.run import records, rundir
+from simulator.run.lock import RunLock
+from simulator.run.progress import Progress
+from simulator.run.records import host_arrays
+from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
+from simulator.run.simulation import Simulation
+from simulator.time.control import Stepper
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "NonFiniteError", "Segment", "barrier_interrupted", "host_arrays"]
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+class NonFiniteError(RuntimeError):
+    """A diagnostic became NaN or Inf."""
+
+
+class Segment:
+    """One segment of the run in directory ``out`` (see the module docstring for the order of calls).
+
+    ``log``: where its lines go (an ensemble member's own logger; default the package logger);
+    ``resume_hint``: the command that resumes it, for the stop messages; ``note``: a line logged after
+    the header (an ensemble member says which batched program it belongs to); ``extra_meta``: added to
+    its segment record.
+    """
+
+    def __init__(self, cfg: Config, out: Path, *, log: logging.Logger | None = None, resume_hint: str = "",
+                 allow_physics_change: bool = False, note: str = "", extra_meta: dict[str, Any] | None = None):
+        self.cfg, self.out, self.log = cfg, Path(out), log or get_logger()
+        self.resume_hint = resume_hint or f"simulator run CONFIG --resume --out {out}"
+        self.allow_physics_change, self.note, self.extra_meta = allow_physics_change, note, extra_meta or {}
+        self.plan: rundir.Plan | None = None
+        self.lock = RunLock(self.out)
+        self.ckpt: checkpoints.Checkpoint | None = None
+        self.stepper: Stepper | None = None
+        self.step: int | None = 0
+        self.t: float | None = 0.0
+        self.start_step = 0
+        self.meta: dict[str, Any] = {}
+        self.records: list[Writer] = []
+        self.dumps: list[Writer] = []
+        self.saver: checkpoints.CheckpointWriter | None = None
+        self.progress: Progress | None = None
+        self.outcome: str | None = None  # finished, failed, interrupted, refused; None while it runs
+        self.code: int | None = None
+        self._warned_resolution = False
+        self._handler: logging.Handler | None = None
+
+    # ---- the directory, before and under the lock -------------------------------------------------
+
+    def prepare(self, *, overwrite: bool = False, restart: str | None = None, resume: bool = False) -> str | None:
+        """Plan the directory (every process, before JAX starts; bad input raises ConfigError and
+        nothing is touched). Returns why there is nothing to do (a finished run), else None."""
+        self.plan = rundir.plan(self.cfg, self.out, overwrite=overwrite, restart=restart, resume=resume)
+        if self.plan.done:
+            self.outcome, self.code = "finished", EXIT_OK
+        elif self.plan.restart is not None:
+            rundir.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False)
+        else:
+            self.cfg.initial.check_start(self.cfg)  # a new run: its initial condition's sources must be there now
+        return self.plan.done
+
+    def acquire(self) -> None:
+        """Process 0: this directory's lock (before anything is removed: a live run is never touched)."""
+        self.lock.acquire()
+
+    def take(self, *, overwrite: bool = False, restart: str | None = None, resume: bool = False) -> str | None:
+        """Process 0, holding the lock: plan again (the directory may have changed meanwhile) and carry
+        the plan out (the only place a run's files are removed). Returns why there is nothing to do."""
+        self.plan = rundir.plan(self.cfg, self.out, overwrite=overwrite, restart=restart, resume=resume)
+        if self.plan.done:
+            self.outcome, self.code = "finished", EXIT_OK
+            return self.plan.done
+        rundir.apply(self.plan, self.out)
+        return None
+
+    @property
+    def running(self) -> bool:
+        return self.outcome is None
+
+    # ---- start -------------------------------------------------------------------------------------
+
+    def resolve(self) -> None:
+        """The checkpoint this segment continues from (all processes, once the directory is prepared)."""
+        restart = self.plan.restart if self.plan is not None else None
+        self.ckpt = (rundir.checkpoint_to_resume(self.cfg, self.out, restart, self.allow_physics_change)
+                     if restart is not None else None)
+
+    def finished_already(self) -> bool:
+        """Whether the checkpoint to continue from has reached t_end: then the run is recorded finished."""
+        if self.ckpt is None or not Stepper(self.cfg.time, self.cfg.output.every).finished(self.ckpt.time):
+            return False
+        self.log.info("%s already finished (step %d, t = %.6g): nothing to do", self.out, self.ckpt.step,
+                      self.ckpt.time)
+        self.step, self.t = self.ckpt.step, self.ckpt.time
+        record = (rundir.read_status(self.out) or {}).get("state") != "finished" and self.out.exists()
+        self.end("finished", EXIT_OK, status=record)
+        return True
+
+    def open_log(self) -> None:
+        """``run.log`` (process 0): every line this segment logs from now on is appended to it."""
+        if jax.process_index() == 0 and self._handler is None:
+            self._handler = _RunLog(self.out / "run.log")
+            self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            self.log.addHandler(self._handler)
+
+    def interrupted_before_first_step(self, flag: int) -> bool:
+        """A stop signal (``flag``, agreed by all processes) before this segment's first step: nothing
+        new has been computed, so nothing is checkpointed; the run is marked interrupted (exit 75) and
+        ``--resume`` starts it again from where it stood (a new run's resolved config is recorded, so
+        that ``--resume`` knows the directory as this config's)."""
+        if not flag:
+            return False
+        if self.stepper is not None:  # after the t = 0 outputs
+            step, t = self.step, self.t
+        else:  # before the state exists: where the run stood (a new run's time is not known yet)
+            step, t = (self.ckpt.step, self.ckpt.time) if self.ckpt is not None else (0, None)
+        self.log.warning("stopped by %s before the first step (at step %d): nothing new to checkpoint; resume "
+                         "with: %s", StopRequest.name(flag), step, self.resume_hint)
+        if jax.process_index() == 0 and not (self.out / "config.yaml").exists():
+            (self.out / "config.yaml").write_text(yaml.safe_dump({"config": to_dict(self.cfg)}, sort_keys=False))
+        self.step, self.t = step, t
+        self.end("interrupted", EXIT_INTERRUPTED)
+        return True
+
+    def begin(self, sim: Simulation, mode: str, initial: Callable[[], tuple[Any, float]],
+              fallback: bool | None = None) -> Any:
+        """Log the header, make the state (the checkpoint's, interpolated from another grid's, or
+        ``initial()`` = (state, start time) for a new run), record the segment, open the writers.
+        Returns the state. ``fallback``: fall back past a damaged checkpoint (default: when resuming
+        this directory's latest, not a checkpoint named by path)."""
+        cfg = self.cfg
+        self.meta = {**records.metadata(cfg, sim, mode, self.ckpt), **self.extra_meta}
+        records.log_header(cfg, sim, self.meta, self.log)
+        if self.note:
+            self.log.info("%s", self.note)
+        sim.scratch = self.out  # a state read from another grid is staged here
+        ckpt = self.ckpt
+        if ckpt is not None and rundir.on_other_grid(ckpt, cfg):
+            state = sim.state_from_file(ckpt.index.with_suffix(".json"))
+        elif ckpt is not None:
+            latest = self.plan is not None and self.plan.restart == "latest"
+            state, ckpt = self._restore(ckpt, sim, latest if fallback is None else fallback)
+        else:
+            state, self.t = initial()
+        stops = output_times(cfg)
+        if ckpt is not None:
+            self.ckpt, self.meta["restart"] = ckpt, str(ckpt.index)
+            self.step, self.t = ckpt.step, ckpt.time
+            self.stepper = Stepper(cfg.time, cfg.output.every, step=self.step, t=self.t, dt=ckpt.dt,
+                                   epoch=ckpt.epoch, stops=stops)
+            changed = f"; time step now {self.stepper.dt:.6g}" if self.stepper.dt != ckpt.dt else ""
+            self.log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), self.step,
+                          self.t, ckpt.dt, changed)
+        else:
+            self.step = 0
+            self.stepper = Stepper(cfg.time, cfg.output.every, t=self.t, stops=stops)
+        self.start_step = self.step
+        if jax.process_index() == 0:
+            self._write_record()
+            rundir.write_status(self.out, "running", self.step, self.t)
+        self.records, self.dumps, self.saver = records.writers(cfg, sim, self.meta, self.stepper, self.out,
+                                                       jax.process_index() == 0, self.log)
+        self.saver.last = None if ckpt is None else ckpt.index.with_suffix("")
+        self.progress = Progress(self.step, self.t, self.stepper.t_end)
+        for w in self.writers:
+            w.open(self.out, None if ckpt is None else ckpt.step)
+        return state
+
+    @property
+    def writers(self) -> list[Writer]:
+        return [*self.records, *self.dumps]
+
+    def _write_record(self) -> None:
+        segments = self.out / "segments"
+        number = len(list(segments.glob("segment_*.yaml")))
+        text = yaml.safe_dump({**self.meta, "segment": number, "start_step": self.step}, sort_keys=False)
+        for path in (segments / f"segment_{number:03d}.yaml", self.out / "config.yaml"):
+            try:
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(text)
+            except OSError as err:
+                raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+
+    def _restore(self, ckpt: checkpoints.Checkpoint, sim: Simulation,
+                 fallback: bool) -> tuple[Any, checkpoints.Checkpoint]:
+        """The state of ``ckpt`` laid out for ``sim``. Data that fails its checksum (or cannot be read)
+        is damage: every process agrees on it, and with ``fallback`` the run continues from the previous
+        intact checkpoint, with a warning naming the damaged file; IncompleteOutputError when there is
+        none (or no fallback: a checkpoint given by path)."""
+        template = sim.zero_state()  # the layout and shardings a restored state must have
+        spaces = sim.equation.leaf_spaces(template)
+        while True:
+            try:
+                state, failed = checkpoints.restore(ckpt, template, sim.fft, spaces), None
+            except (OSError, RuntimeError) as err:  # h5py: a block failed its checksum or could not be read
+                state, failed = None, err
+            if agree([int(failed is not None)])[0] == 0:
+                return state, ckpt
+            where = (checkpoints.damage(ckpt) if jax.process_index() == 0 else None) or f"{ckpt.index}: {failed}"
+            found = checkpoints.find(self.out, before=ckpt.step) if fallback else None
+            previous = None if found is None else rundir.checkpoint_to_resume(self.cfg, self.out, str(found.index),
+                                                                      self.allow_physics_change)
+            if previous is None:
+                raise IncompleteOutputError(f"checkpoint {ckpt.index.with_suffix('')} is damaged ({where}) and "
+                                            "there is no earlier intact checkpoint to restart from")
+            self.log.warning("checkpoint %s is damaged (%s): restarting from the previous one, %s",
+                             ckpt.index.with_suffix(""), where, previous.index.with_suffix(""))
+            ckpt = previous
+
+    # ---- at chunk ends ----------------------------------------------------------------------------
+
+    def record(self, moment: Moment, *, first: bool = False, state: Callable[[], Any] | None = None,
+               cells: int = 0, cfl: str | None = None, progress: tuple[str, ...] = ()) -> None:
+        """Every writer due at ``moment`` (records, then the NaN/Inf check, which raises
+        NonFiniteError, then snapshots and checkpoints), the resolution warning, the next dt, and
+        (after a chunk) the progress line and status. ``first``: a new run's t = 0 outputs.
+        ``state()``: the state, when ``moment`` holds none (an ensemble member's is taken from the
+        batch only when a dump needs it); ``cfl``: the diagnostic that controls an adaptive dt;
+        ``progress``: the diagnostics shown on the progress line."""
+        if not first:
+            self.step, self.t = moment.step, moment.time
+        if first:
+            records = [w for w in self.records if w is self.records[0] or w.at_start()]
+            dumps = [w for w in self.dumps if w.at_start()]
+        else:
+            records, dumps = self.records, [w for w in self.dumps if w.due(moment)]
+        for w in records:
+            w.write(moment) if first else w.maybe_write(moment)
+        self._check_finite(moment)
+        self._warn_resolution(moment)
+        if dumps and moment.state is None and state is not None:
+            moment.state = state()
+        for w in dumps:
+            w.write(moment) if first else w.maybe_write(moment)
+        diag = moment.get("diagnostics")
+        self.stepper.adapt(diag.get(cfl or "", 0.0))
+        if first:
+            return
+        self.progress.update(self.step, self.t)
+        shown = " ".join(f"{k}={diag[k]:.6g}" for k in progress if k in diag)
+        self.log.info("step %d t=%.4f dt=%.3g %s %s", self.step, self.t, moment.dt, shown,
+                      self.progress.describe(cells))
+        if jax.process_index() == 0 and not (moment.final or moment.stopping):
+            rundir.write_status(self.out, "running", self.step, self.t)
+
+    def _check_finite(self, moment: Moment) -> None:
+        bad = [k for k, v in moment.get("diagnostics").items() if not math.isfinite(v)]
+        if bad:
+            raise NonFiniteError(f"{', '.join(bad)} became non-finite at step {moment.step}, t = {moment.time:.6g}; "
+                                 f"last good checkpoint: {self.saver.last or 'none'}")
+
+    def _warn_resolution(self, moment: Moment) -> None:
+        """Warn once per segment when a resolution diagnostic (k_max eta, ...) drops below its threshold."""
+        low = [] if self._warned_resolution else resolution.under_resolved(moment.get("diagnostics"))
+        if low:
+            self.log.warning("under-resolved at step %d, t = %.6g: %s; the smallest scales are not resolved by the "
+                             "grid (refine grid.shape, or raise the viscosity/diffusivity)", moment.step, moment.time,
+                             ", ".join(f"{name} = {value:.3g} < {limit:g}" for name, value, limit in low))
+            self._warned_resolution = True
+
+    # ---- the end ----------------------------------------------------------------------------------
+
+    def stop(self, why: str, count: int = 1) -> None:
+        """Stopped (a signal, ``runtime.max_wall``) after its checkpoint was written: exit 75."""
+        if count > 1:
+            why += f" (received {count} times; acted on once)"
+        self.log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s", why,
+                         self.step, self.t, self.resume_hint)
+        self.end("interrupted", EXIT_INTERRUPTED)
+
+    def finish(self, compilations: str) -> None:
+        """Reached t_end: the closing line (``compilations``: what the driver compiled) and the status."""
+        first = self.progress.first_chunk_s
+        first_chunk = f"; first chunk {first:.1f} s with compilation" if first else ""
+        self.log.info("finished: this segment %d steps in %.1f s (%s%s); run total %d steps, t = %.6g; output in %s",
+                      self.step - self.start_step, self.progress.elapsed, compilations, first_chunk, self.step,
+                      self.t, self.out)
+        self.end("finished", EXIT_OK)
+
+    def fail(self, err: BaseException | None = None) -> None:
+        """Failed (NaN/Inf, a write that failed, an unexpected error): status ``failed``, exit 1."""
+        if err is not None:
+            self.log.error("%s", err)
+        if not self.running:
+            return
+        if self.stepper is None:  # failed before it began: the status keeps where the run stood
+            last = (rundir.read_status(self.out) or {}) if jax.process_index() == 0 else {}
+            self.step, self.t = last.get("step"), last.get("time")
+        try:
+            self.end("failed", EXIT_FAILED)
+        except OutputWriteError:  # e.g. the disk is full: the error being reported is the one that matters
+            pass
+
+    def end(self, outcome: str, code: int, status: bool = True) -> None:
+        """Close the writers and record the outcome in ``status.json`` (process 0). A writer that fails
+        to close (its last data not written) makes the segment failed: raised after all are closed."""
+        failures = self._close_writers()
+        self.outcome, self.code = ("failed", EXIT_FAILED) if failures else (outcome, code)
+        if status and jax.process_index() == 0 and self.out.exists():
+            rundir.write_status(self.out, self.outcome, self.step, self.t, self.code)
+        if failures:
+            raise failures[0]
+
+    def _close_writers(self) -> list[OutputWriteError]:
+        writers, self.records, self.dumps = self.writers, [], []
+        failures = []
+        for w in writers:
+            try:
+                w.close()
+            except OutputWriteError as err:
+                failures.append(err)
+        return failures
+
+    def close(self) -> None:
+        """Release what the segment holds, whatever happened: writers, ``run.log``, the lock."""
+        self._close_writers()
+        if self._handler is not None:
+            self.log.removeHandler(self._handler)
+            self._handler.close()
+            self._handler = None
+        self.lock.release()
+
+
+class _RunLog(logging.FileHandler):
+    """``run.log``; if it cannot be written (a full disk) it falls silent instead of printing a
+    traceback per record: the failure that matters is reported by the writer that meets it."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, delay=True)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.setLevel(logging.CRITICAL + 1)
+
+
+def barrier_interrupted() -> None:
+    """srun --kill-on-bad-exit ends every task once one exits 75: nobody leaves before all is written."""
+    barrier("interrupted")
