@@ -55,7 +55,7 @@ def sweep_file(folder: Path, n: int, k: int, args: argparse.Namespace) -> Path:
     dt = 0.01
     body = {"name": f"bench_{n}_{k}", "base": str(ROOT / "configs" / "taylor_green.yaml"), "max_parallel": k,
             "set": {"grid.shape": n, "precision": args.precision, "time.dt": dt, "time.t_end": args.steps * dt,
-                    "output.every": args.every, "output.snapshots.every": 0, "output.snapshots.at_end": False,
+                    "output.chunk": args.every, "output.snapshots.every": 0, "output.snapshots.at_end": False,
                     "runtime.cpu_devices": 1},
             "grid": {"physics.viscosity": [round(1e-3 * (1 + i / k), 8) for i in range(k)]}}
     path = folder / f"bench_{n}_{k}.yaml"

@@ -201,7 +201,7 @@ def largest_grid(c: Campaign) -> dict:
     predicted = int(found[1])
     n = predicted - predicted % (2 if c.dry else 32)  # an FFT-friendly size at or below the prediction
     run = command_stage(c, [*SIM, "run", tg, *case, "--set", f"grid.shape={n}", "--set", "time.t_end=0.02",
-                            "--set", "output.every=2", "--set", "output.snapshots=null", "--set",
+                            "--set", "output.chunk=2", "--set", "output.snapshots=null", "--set",
                             "output.spectra=null", *c.devices(), "--out", str(c.out / "largest"), "--overwrite"],
                         1800)
     return {"status": run["status"], "seconds": seconds + run["seconds"], "predicted_largest": predicted,

@@ -73,7 +73,7 @@ def test_load_config_from_a_mapping_with_overrides():
 
 
 def test_run_then_load_the_results_without_jax(tmp_path):
-    cfg = simulator.load_config(TG, {"grid.shape": 16, "time.t_end": 0.2, "output.every": 5,
+    cfg = simulator.load_config(TG, {"grid.shape": 16, "time.t_end": 0.2, "output.chunk": 5,
                                      "output.snapshots.every": 10, "runtime.cpu_devices": 8})
     assert simulator.run_config(cfg, tmp_path / "run") == 0
     code = ("import sys, simulator; r = simulator.load_run(sys.argv[1]); "

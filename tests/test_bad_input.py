@@ -21,7 +21,7 @@ WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
-SMALL = ["--set", "grid.shape=16", "--set", "time.t_end=0.05", "--set", "output.every=5"]
+SMALL = ["--set", "grid.shape=16", "--set", "time.t_end=0.05", "--set", "output.chunk=5"]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ CASES = {
     "grid of two sizes": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] has 2 entries"),
     "mesh of wrong rank": (["run", TG, "--set", "fft.mesh=[2,2]"], "fft.mesh = [2, 2] has the wrong rank"),
     "zero devices": (["run", TG, "--cpu-devices", "0"], "runtime.cpu_devices = 0 is out of range"),
-    "off-chunk snapshots": (["run", TG, "--set", "output.snapshot_every=7"], "does not fall on a chunk boundary"),
+    "off-chunk snapshots": (["run", TG, "--set", "output.snapshots.every=7"], "does not fall on a chunk boundary"),
     "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],
                                   "grid.shape = [4096, 4096, 4096] does not fit in memory"),
     "overwrite with a grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "run",

@@ -62,7 +62,7 @@ def test_a_launched_run_prints_whole_log_lines_and_no_gloo_lines(tmp_path):
     28 for a longer run), some of them cut into by other processes' lines."""
     r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "2", "--timeout",
                         "240", "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "grid.shape=16",
-                        "--set", "time.t_end=0.1", "--set", "output.every=5", "--out", "run"],
+                        "--set", "time.t_end=0.1", "--set", "output.chunk=5", "--out", "run"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Gloo" not in r.stdout + r.stderr  # gloo prints its reports on stdout

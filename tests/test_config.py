@@ -224,6 +224,25 @@ def test_keys_of_the_first_config_format_are_read(tmp_path):
     assert old.output.snapshots.every == 20 and old.output.snapshots.dt == 0.5
     assert old.output.spectra.every == 0 and not old.output.spectra.at_end
     assert C.load(None, ["output.spectra=true"]).output.spectra.every == 10  # with every diagnostics row
+    assert old.output.chunk == 10
+
+
+def test_output_every_is_output_chunk_with_a_note(tmp_path, caplog):
+    """output.every was the compiled chunk's length all along: it is read as output.chunk (in a file,
+    in --set and in a stored run's config), with one note per old key naming the new one; giving both
+    is an error."""
+    import logging
+
+    C._note_renamed.cache_clear()  # once per process: earlier tests in this one may have used the key
+    with caplog.at_level(logging.WARNING, logger="simulator"):
+        assert C.load(write(tmp_path, "output: {every: 7}\n")).output.chunk == 7
+        assert C.load(None, ["output.every=3"]).output.chunk == 3
+        assert C.load(None, {"output.every": 4}).output.chunk == 4
+    notes = [r.getMessage() for r in caplog.records if "is now" in r.getMessage()]
+    assert notes == ["output.every is now output.chunk (the old key still works; rename it)"], notes
+    assert C.from_dict({"output": {"every": 6}}).output.chunk == 6  # a stored config: read, no note
+    with pytest.raises(ConfigError, match=r"^output\.every = 5 is also given as output\.chunk"):
+        C.load(write(tmp_path, "output: {every: 5, chunk: 5}\n"))
 
 
 def test_every_shipped_config_validates():

@@ -32,7 +32,7 @@ from simulator.run.ensemble import run_configs
 
 ROOT = Path(__file__).parents[1]
 TG = ROOT / "configs" / "taylor_green.yaml"
-BASE = {"grid.shape": 16, "precision": "float64", "time.t_end": 0.1, "output.every": 5, "runtime.cpu_devices": 8,
+BASE = {"grid.shape": 16, "precision": "float64", "time.t_end": 0.1, "output.chunk": 5, "runtime.cpu_devices": 8,
         "fft.mesh": [4], "checkpoint.every": 10}
 #: absolute tolerance of time-series columns that are round-off residuals (max |div u|, energy checks)
 RESIDUAL = 1e-13
@@ -82,7 +82,7 @@ def test_configs_group_by_structure():
     """Traced values, initial conditions, time steps and outputs stay in one group; grid, precision,
     backend, structural physics and integrator split it; ``batch`` caps a group."""
     same = [{}, {"physics.viscosity": 0.1}, {"initial.name": "random", "initial.seed": 7}, {"time.dt": 0.001},
-            {"time.cfl": 0.5, "time.t_end": 3.0}, {"output.every": 20, "checkpoint.every": 40}]
+            {"time.cfl": 0.5, "time.t_end": 3.0}, {"output.chunk": 20, "checkpoint.every": 40}]
     other = [{"grid.shape": 32}, {"precision": "float32"}, {"fft.backend": "pencil", "fft.mesh": [2, 2]},
              {"physics.forcing": "linear"}, {"time.integrator": "lsrk4"}, {"grid.box": 1.0}]
     cfgs = [simulator.load_config(TG, {**BASE, **o}) for o in [*same, *other]]
@@ -125,7 +125,7 @@ def test_every_equation_runs_as_an_ensemble(tmp_path, equation):
     cosmological run's does so between backends too: slab vs single differ by 1e-11 after its 347
     steps), so the end is compared to 1e-9."""
     param = next(iter(registry()[equation].params().traced()))
-    base = {"physics.name": equation, "grid.shape": 8, "precision": "float64", "output.every": 10,
+    base = {"physics.name": equation, "grid.shape": 8, "precision": "float64", "output.chunk": 10,
             "checkpoint.every": 10, "checkpoint.keep": 1000, "runtime.cpu_devices": 8, "fft.mesh": [2]}
     value = float(simulator.load_config(None, base).physics.traced()[param])
     cfgs = [simulator.load_config(None, {**base, f"physics.{param}": value * f}) for f in (1.0, 1.25)]
@@ -148,7 +148,7 @@ def test_members_with_passive_scalars_run_as_an_ensemble(tmp_path):
     """Navier-Stokes with two passive scalars (a stacked state (3 + 2, ...)): members that differ in the
     scalars' traced diffusivities and mean gradients equal their separate runs to 1e-12 (time series,
     spectra, final state)."""
-    base = {**BASE, "grid.shape": 8, "time.t_end": 0.05, "output.every": 5, "initial.scalars.name": "random",
+    base = {**BASE, "grid.shape": 8, "time.t_end": 0.05, "output.chunk": 5, "initial.scalars.name": "random",
             "fft.mesh": [2]}
     cfgs = [simulator.load_config(TG, {**base, "name": f"m{i}", "physics.scalars": [
         {"diffusivity": kappa, "mean_gradient": [0, 0, g]}, {"diffusivity": 2 * kappa}]})

@@ -36,7 +36,7 @@ from simulator.time.control import Stepper
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
-SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5"]
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.chunk=5"]
 #: the run every test here copies: checkpoints at steps 5 and 10, finished at t = 0.1 (dt 0.01)
 FINISHED = [TG, *SMALL, "--set", "checkpoint.every=5", "--set", "time.t_end=0.1"]
 
@@ -570,7 +570,7 @@ def test_a_full_disk_is_one_line_exit_1_and_leaves_no_lock(tmp_path):
         assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
         (fs / "spectra.h5").unlink()
         # a run with a row and spectra every step fills it
-        r = simulator(tmp_path, TG, *SMALL, "--set", "output.every=1", "--set", "time.t_end=1000", "--out",
+        r = simulator(tmp_path, TG, *SMALL, "--set", "output.chunk=1", "--set", "time.t_end=1000", "--out",
                       fs / "run", timeout=600)
         assert_reported_in_one_line(r, fs / "run")
         assert status(fs / "run")["state"] == "failed"

@@ -334,7 +334,7 @@ def test_chunks_end_exactly_on_output_times_and_realign():
     from simulator.output.base import Schedule
     from simulator.time.control import Stepper
 
-    cfg = C.load(None, ["time.dt=0.01", "time.t_end=1.0", "output.every=10"]).time
+    cfg = C.load(None, ["time.dt=0.01", "time.t_end=1.0", "output.chunk=10"]).time
     stepper = Stepper(cfg, 10, stops=(0.055, 0.5))
     t, step, ends = 0.0, 0, []
     while not stepper.finished(t):
@@ -356,7 +356,7 @@ def test_a_cosmological_run_writes_redshifts_units_and_restarts(tmp_path):
     continued across the restart, one compilation, and the plots."""
     def run(z_end, redshifts, *extra):
         args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
-                "--set", "grid.shape=16", "--set", "output.every=5", "--set", f"physics.z_end={z_end}",
+                "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", f"physics.z_end={z_end}",
                 "--set", f"physics.output_redshifts={redshifts}", "--out", str(tmp_path / "run"), *extra]
         return subprocess.run(args, capture_output=True, text=True, timeout=600)
 

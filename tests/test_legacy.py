@@ -15,7 +15,7 @@ from simulator.output.timeseries import read_timeseries
 ROOT = Path(__file__).parents[1]
 DATA = Path(__file__).parent / "data" / "legacy_v1"
 RUNS = {
-    "ns": ("taylor_green.yaml", ["output.snapshot_every=10", "time.t_end=0.2"]),
+    "ns": ("taylor_green.yaml", ["output.snapshots.every=10", "time.t_end=0.2"]),
     "sp": ("jeans.yaml", ["time.t_end=0.1"]),
 }
 
@@ -25,7 +25,7 @@ def test_a_run_of_the_first_format_restarts_to_the_same_answer(tmp_path, kind):
     config, extra = RUNS[kind]
     run = tmp_path / "run"
     shutil.copytree(DATA / f"{kind}_run", run)
-    sets = [a for s in ["grid.shape=8", "precision=float64", "output.every=5", *extra] for a in ("--set", s)]
+    sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=5", *extra] for a in ("--set", s)]
     r = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / config), *sets, "--out",
                         str(run), "--restart"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]

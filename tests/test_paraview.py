@@ -163,7 +163,7 @@ def test_a_taylor_green_run_is_a_time_series_in_paraview(pvpython, tmp_path):
     one ParaView's velocity is the stored one and its curl the stored vorticity."""
     cmd = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"), "--cpu-devices", "2",
            "--set", "precision=float64", "--set", "grid.shape=[16,16,24]", "--set", "grid.box=[2*pi,2*pi,4*pi]",
-           "--set", "time.t_end=0.3", "--set", "output.every=10", "--set", "output.snapshot_every=10", "--out", "run"]
+           "--set", "time.t_end=0.3", "--set", "output.chunk=10", "--set", "output.snapshots.every=10", "--out", "run"]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     indexes = sorted((tmp_path / "run" / "snapshots").glob("s*.h5"))

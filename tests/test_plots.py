@@ -24,8 +24,8 @@ from simulator.cli import main
 ROOT = Path(__file__).parents[1]
 SMALL = ["--cpu-devices", "2", "--set", "grid.shape=16", "--set", "time.t_end=0.2"]
 RUNS = {  # name: (config, extra overrides, snapshots written)
-    "ns": ("taylor_green.yaml", ["--set", "output.every=5", "--set", "output.snapshot_every=5"], 5),
-    "sp": ("jeans.yaml", ["--set", "output.every=10", "--set", "output.snapshot_every=20"], 3),
+    "ns": ("taylor_green.yaml", ["--set", "output.chunk=5", "--set", "output.snapshots.every=5"], 5),
+    "sp": ("jeans.yaml", ["--set", "output.chunk=10", "--set", "output.snapshots.every=20"], 3),
 }
 VECTOR_FIELDS = {"velocity", "vorticity"}
 
@@ -366,7 +366,7 @@ def test_every_shipped_config_writes_a_few_snapshots(path):
     (at the chunk ends of time.dt, the largest step an adaptive run takes) gives 3 to 8 snapshots."""
     cfg = load_config(path)
     schedule = Schedule.of(cfg.output.snapshots)
-    stepper = Stepper(cfg.time, cfg.output.every)
+    stepper = Stepper(cfg.time, cfg.output.chunk)
     step, t = 0, 0.0
     times = [t] if schedule.periodic else []  # a new run writes one at t = 0
     while not stepper.finished(t):

@@ -25,7 +25,7 @@ grid: {shape: [16, 8, 8], box: [1.0, 1.0, 1.0]}
 physics: {name: advection_diffusion, velocity_x: 0.5, diffusivity: 0.01}
 initial: {name: wave, amplitude: 2.0, modes: [2, 0, 0]}
 time: {dt: 0.01, t_end: 0.5}
-output: {every: 10, snapshots: {every: 50}}
+output: {chunk: 10, snapshots: {every: 50}}
 """
 
 
@@ -107,7 +107,7 @@ def test_a_broken_plugin_does_not_stop_other_equations_from_resuming(tmp_path):
     """A run of a built-in equation started before the variable named a broken module resumes with it
     set: one warning line naming the module, then the run goes on to its end."""
     small = ["--set", "grid.shape=[8,8,8]", "--set", "time.t_end=0.05", "--set", "time.dt=0.01",
-             "--set", "output.every=1", "--out", str(tmp_path / "run")]
+             "--set", "output.chunk=1", "--out", str(tmp_path / "run")]
     first = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
                             *small], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]

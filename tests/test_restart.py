@@ -22,7 +22,7 @@ from simulator.output import hdf5 as io
 
 ROOT = Path(__file__).parents[1]
 CONFIG = str(ROOT / "configs" / "taylor_green.yaml")
-SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5"]
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.chunk=5"]
 EXIT_INTERRUPTED = 75
 
 
@@ -66,7 +66,7 @@ def wait_for_checkpoint(proc, run_dir, min_step, timeout=120):
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision):
     args = [CONFIG, "--cpu-devices", "2", "--set", "grid.shape=16", "--set", f"precision={precision}",
-            "--set", "output.every=2", "--set", "checkpoint.every=2", "--set", "time.t_end=3.0"]
+            "--set", "output.chunk=2", "--set", "checkpoint.every=2", "--set", "time.t_end=3.0"]
     ref = simulator(tmp_path, *args, "--out", "ref")
     assert ref.returncode == 0, ref.stderr
     seed = random.randrange(10**6)
@@ -90,7 +90,7 @@ def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision):
 
 @pytest.mark.slow
 def test_restart_across_layouts_agrees_to_1e_12(tmp_path):
-    base = [CONFIG, *SMALL, "--set", "output.snapshot_every=40"]
+    base = [CONFIG, *SMALL, "--set", "output.snapshots.every=40"]
     ref = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.8", "--out", "ref")
     assert ref.returncode == 0, ref.stderr
     _, u_ref = last_velocity(tmp_path / "ref")
@@ -123,7 +123,7 @@ def test_restart_across_layouts_agrees_to_1e_12(tmp_path):
 @pytest.mark.parametrize("backend", ["slab", "jaxdecomp"])
 def test_two_processes_give_the_single_process_answer(tmp_path, backend):
     base = [CONFIG, *SMALL, "--set", f"fft.backend={backend}", "--set", "time.t_end=0.3",
-            "--set", "output.snapshot_every=30"]
+            "--set", "output.snapshots.every=30"]
     one = simulator(tmp_path, *base, "--set", "fft.backend=single", "--out", "one")
     assert one.returncode == 0, one.stderr
     two = simulator(tmp_path, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", "run", *base,
@@ -214,7 +214,7 @@ def small_filesystem(path, size):
 def test_a_failed_write_names_the_file_and_keeps_the_previous_checkpoint(tmp_path):
     with small_filesystem(tmp_path / "small", "700k") as fs:
         args = [CONFIG, *SMALL, "--set", "time.t_end=5", "--set", "checkpoint.every=5",
-                "--set", "output.snapshot_every=10", "--set", "checkpoint.keep=1"]
+                "--set", "output.snapshots.every=10", "--set", "checkpoint.keep=1"]
         if fs is not None:
             print("disk full: a 700 kB tmpfs fills up during the run")
             r = simulator(tmp_path, *args, "--out", str(fs / "run"))

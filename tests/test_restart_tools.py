@@ -17,8 +17,8 @@ from simulator.output import checkpoints
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
-SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5",
-         "--set", "output.snapshot_every=0"]
+SMALL = ["--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.chunk=5",
+         "--set", "output.snapshots.every=0"]
 EXIT_INTERRUPTED = 75
 
 
@@ -100,7 +100,7 @@ def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path):
 
 ABC = str(ROOT / "configs" / "abc.yaml")
 #: the ABC flow decays exactly, exp(-nu k^2 t) at any resolution that holds mode 1
-EXACT = ["--set", "precision=float64", "--set", "output.every=5", "--set", "checkpoint.every=5",
+EXACT = ["--set", "precision=float64", "--set", "output.chunk=5", "--set", "checkpoint.every=5",
          "--set", "output.snapshots.every=0"]
 
 

@@ -72,7 +72,7 @@ def test_run_writes_timeseries_and_config(tmp_path):
 
 def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path):
     r = run_cli(tmp_path, str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
-                "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.every=1",
+                "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.chunk=1",
                 "--set", "checkpoint.every=1", "--out", "nan")
     assert r.returncode == 1
     assert "became non-finite at step" in r.stderr and ", t = " in r.stderr
@@ -103,7 +103,7 @@ def test_schrodinger_poisson_run_writes_spectra_and_conserves_mass(tmp_path):
 
 def test_adaptive_time_step_holds_the_cfl_number_and_ends_on_t_end(tmp_path):
     r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence.yaml"), "--set", "grid.shape=16",
-                "--set", "time.dt=0.2", "--set", "time.t_end=3.0", "--set", "output.every=5", "--out", "forced")
+                "--set", "time.dt=0.2", "--set", "time.t_end=3.0", "--set", "output.chunk=5", "--out", "forced")
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(open(tmp_path / "forced" / "timeseries.csv")))
     dts = np.array([float(row["dt"]) for row in rows[1:]])

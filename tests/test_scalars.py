@@ -220,7 +220,7 @@ def test_scalar_turbulence_runs_writes_and_plots(tmp_path):
     spectra, the budget's spectra, a stacked snapshot (n, Nx, Ny, Nz) that ParaView reads as one array
     of n components, a restart comparison that sees the list of scalars, and the figures."""
     cfg = simulator.load_config(ROOT / "configs" / "scalar_turbulence.yaml", {
-        "grid.shape": 16, "precision": "float64", "time.t_end": 0.4, "time.cfl": None, "output.every": 5,
+        "grid.shape": 16, "precision": "float64", "time.t_end": 0.4, "time.cfl": None, "output.chunk": 5,
         "output.snapshots.at_end": True, "runtime.cpu_devices": 8})
     run = tmp_path / "run"
     assert simulator.run_config(cfg, run) == 0

@@ -21,7 +21,7 @@ ROOT = Path(__file__).parents[1]
 SIMULATOR = str(Path(sys.executable).parent / "simulator")
 TG = str(ROOT / "configs" / "taylor_green.yaml")
 #: long enough that a signal in the first chunks is never in the last one
-RUN = [TG, "--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5",
+RUN = [TG, "--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.chunk=5",
        "--set", "time.dt=0.01", "--set", "time.t_end=2.0", "--set", "output.snapshots.every=5",
        "--cpu-devices", "1"]
 

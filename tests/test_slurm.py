@@ -84,7 +84,7 @@ def wait(job, timeout=180, until=None):
 def write_config(path, t_end, name="tg"):
     cfg = {"name": name, "precision": "float64", "grid": {"shape": [16, 16, 16], "box": "2*pi"},
            "physics": {"name": "navier_stokes", "viscosity": 0.01}, "initial": {"name": "taylor_green"},
-           "time": {"integrator": "rk4", "dt": 0.01, "t_end": t_end}, "output": {"every": 10}}
+           "time": {"integrator": "rk4", "dt": 0.01, "t_end": t_end}, "output": {"chunk": 10}}
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -211,7 +211,7 @@ def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({
         "name": "visc", "base": str(ROOT / "configs" / "taylor_green.yaml"),
-        "set": {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.2, "output.every": 10},
+        "set": {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.2, "output.chunk": 10},
         "grid": {"physics.viscosity": [0.01, 0.02, 0.04]}, "max_parallel": 2}))
     out = tmp_path / "sweep"
     args = [SIMULATOR, "sweep", str(sweep_file), "--out", str(out), "--submit"]
@@ -259,7 +259,7 @@ def test_an_ensemble_sweep_is_one_array_task_per_group(slurm, tmp_path):
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({
         "name": "visc", "base": str(ROOT / "configs" / "taylor_green.yaml"),
-        "set": {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.2, "output.every": 10},
+        "set": {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.2, "output.chunk": 10},
         "grid": {"physics.viscosity": [0.01, 0.02, 0.04]}, "max_parallel": 2}))
     out = tmp_path / "sweep"
     args = [SIMULATOR, "sweep", str(sweep_file), "--out", str(out), "--submit", "--ensemble", "--batch", "2"]

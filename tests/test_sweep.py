@@ -17,7 +17,7 @@ from simulator.errors import ConfigError
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
-TINY = {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.1, "output.every": 5}
+TINY = {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.1, "output.chunk": 5}
 
 
 def write_sweep(path, **body):

@@ -11,9 +11,9 @@ def test_snapshots_by_dt_land_on_their_times_with_an_adaptive_step():
     import simulator
     from simulator.config.model import output_times
 
-    cfg = simulator.load_config(None, {"time.cfl": 0.5, "time.dt": 0.13, "time.t_end": 3.0, "output.every": 4,
+    cfg = simulator.load_config(None, {"time.cfl": 0.5, "time.dt": 0.13, "time.t_end": 3.0, "output.chunk": 4,
                                        "output.snapshots.dt": 0.7})
-    stepper, t, step, ends = Stepper(cfg.time, cfg.output.every, stops=output_times(cfg)), 0.0, 0, []
+    stepper, t, step, ends = Stepper(cfg.time, cfg.output.chunk, stops=output_times(cfg)), 0.0, 0, []
     stepper.adapt(0.3)
     while not stepper.finished(t):
         n, dt = stepper.next_chunk(t, step)

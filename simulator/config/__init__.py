@@ -7,6 +7,8 @@ validates once and fills every default; every problem is a one-line
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,9 @@ from simulator.config.model import (
     OutputConfig,
     RuntimeConfig,
     TimeConfig,
+    RENAMED,
     check_name,
+    deprecated_keys,
     from_dict,
     keys_of,
     upgrade,
@@ -61,9 +65,17 @@ def load(source: str | Path | Mapping[str, Any] | None,
         raw = dict(source)
     else:
         raw = read_yaml(source) if source is not None else {}
+    for old in deprecated_keys(raw, overrides):
+        _note_renamed(old)
     if isinstance(overrides, Mapping):
         return from_dict(set_values(raw, overrides))
     return from_dict(apply_overrides(raw, overrides))
+
+
+@functools.cache
+def _note_renamed(old: str) -> None:
+    """One line per old key per process: the key still works, its new name is the one to write."""
+    logging.getLogger("simulator").warning("%s is now %s (the old key still works; rename it)", old, RENAMED[old])
 
 
 def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:

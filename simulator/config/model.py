@@ -4,10 +4,12 @@
 dataclass and ``initial.name`` one of that equation's initial conditions (declared by the equation
 packages, :mod:`simulator.equations`), so a key of another equation is an error naming the keys that
 are valid. Everything a run writes uses one schedule vocabulary: ``every`` (steps, a multiple of the
-chunk ``output.every``), ``dt`` (simulated time), ``wall`` (wall-clock seconds) and ``at_end``.
+chunk ``output.chunk``), ``dt`` (simulated time), ``wall`` (wall-clock seconds) and ``at_end``.
 
-Keys of the first config format are still read: ``output.snapshot_every``/``output.snapshot_dt``
-(now ``output.snapshots.every``/``.dt``) and ``output.spectra: true|false`` (now a section).
+Keys of earlier config formats are still read: ``output.every`` (now ``output.chunk``: it always was
+the compiled chunk's length), ``output.snapshot_every``/``output.snapshot_dt`` (now
+``output.snapshots.every``/``.dt``) and ``output.spectra: true|false`` (now a section); stored run
+directories restart unchanged. :func:`deprecated_keys` names the old keys a user's input still uses.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class TimeConfig:
 class SpectraOutput:
     """Shell-summed spectra appended to spectra.h5."""
 
-    every: int | None = setting(None, "steps between spectra rows (a multiple of output.every); null = with every "
+    every: int | None = setting(None, "steps between spectra rows (a multiple of output.chunk); null = with every "
                                 "diagnostics row; 0 = not by steps", min=0)
     dt: float | None = setting(None, "simulated time between spectra rows; null = not by time", gt=0.0)
     wall: float | None = setting(None, "wall-clock seconds between spectra rows; null = not by wall time", gt=0.0)
@@ -135,7 +137,7 @@ class SpectraOutput:
 class SnapshotOutput:
     """Snapshots of the equation's real-space output fields (per-process HDF5, index, XDMF)."""
 
-    every: int = setting(0, "steps between snapshots (a multiple of output.every); 0 = not by steps", min=0)
+    every: int = setting(0, "steps between snapshots (a multiple of output.chunk); 0 = not by steps", min=0)
     dt: float | None = setting(None, "simulated time between snapshots (chunks end exactly on each "
                                "multiple); null = not by time", gt=0.0)
     wall: float | None = setting(None, "wall-clock seconds between snapshots; null = not by wall time", gt=0.0)
@@ -146,11 +148,11 @@ class SnapshotOutput:
 
 @dataclass(frozen=True)
 class OutputConfig:
-    """What a run writes, and where. Host work runs only between chunks of ``every`` steps."""
+    """What a run writes, and where. Host work runs only between compiled chunks of ``chunk`` steps."""
 
     dir: str | None = setting(None, "output directory; null = outputs/<name>")
-    every: int = setting(10, "steps per jitted chunk: a diagnostics row (timeseries.csv) and a progress line "
-                         "after each", min=1)
+    chunk: int = setting(10, "steps per compiled chunk: a diagnostics row (timeseries.csv) and a progress line "
+                         "after each (formerly output.every)", min=1)
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
 
@@ -160,7 +162,7 @@ class CheckpointConfig:
     """Checkpoints for restart: the exact state, every process writing its own blocks. One is always
     written at the end of a run and when a signal or runtime.max_wall stops it."""
 
-    every: int = setting(0, "steps between checkpoints (a multiple of output.every); 0 = not by steps", min=0)
+    every: int = setting(0, "steps between checkpoints (a multiple of output.chunk); 0 = not by steps", min=0)
     dt: float | None = setting(None, "simulated time between checkpoints; null = not by time", gt=0.0)
     wall: float | None = setting(None, "wall-clock seconds between checkpoints; null = not by wall time", gt=0.0)
     keep: int = setting(2, "complete checkpoints kept (older ones are deleted)", min=1)
@@ -196,6 +198,11 @@ def upgrade(raw: Mapping[str, Any]) -> dict:
     output = raw.get("output")
     if isinstance(output, Mapping):
         output = dict(output)
+        if "every" in output:  # output.every was the chunk length all along: now output.chunk
+            if "chunk" in output:
+                raise ConfigError("output.every", output["every"], "give only output.chunk (its new name)",
+                                  "is also given as output.chunk")
+            output["chunk"] = output.pop("every")
         if isinstance(output.get("spectra"), bool):
             output["spectra"] = {} if output["spectra"] else {"every": 0, "at_end": False}
         for old, (group, key) in _LEGACY_OUTPUT.items():
@@ -211,6 +218,19 @@ def upgrade(raw: Mapping[str, Any]) -> dict:
     return raw
 
 
+#: keys of earlier formats and their names today
+RENAMED = {"output.every": "output.chunk", **{f"output.{old}": "output." + ".".join(new)
+                                              for old, new in _LEGACY_OUTPUT.items()}}
+
+
+def deprecated_keys(raw: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> list[str]:
+    """The old keys (:data:`RENAMED`) a raw config or its overrides use."""
+    output = raw.get("output")
+    found = [f"output.{k}" for k in output if f"output.{k}" in RENAMED] if isinstance(output, Mapping) else []
+    keys = overrides.keys() if isinstance(overrides, Mapping) else [o.partition("=")[0].strip() for o in overrides]
+    return found + [k for k in keys if k in RENAMED]
+
+
 def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
     """``{dotted.key: value}`` overrides with keys of the first format renamed (a later layer of
     settings then replaces the new key, as it would the old one)."""
@@ -219,6 +239,8 @@ def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
         section, _, name = key.partition(".")
         if section == "output" and name in _LEGACY_OUTPUT:
             key = "output." + ".".join(_LEGACY_OUTPUT[name])
+        elif key == "output.every":
+            key = "output.chunk"
         elif key == "output.spectra" and isinstance(value, bool):
             value = {} if value else {"every": 0, "at_end": False}
         out[key] = value
@@ -271,8 +293,8 @@ def validate(cfg: Config) -> None:
     for key, value in (("output.spectra.every", cfg.output.spectra.every),
                        ("output.snapshots.every", cfg.output.snapshots.every),
                        ("checkpoint.every", cfg.checkpoint.every)):
-        if value and value % cfg.output.every:
-            raise ConfigError(key, value, f"must be a multiple of output.every = {cfg.output.every} (0 = none)",
+        if value and value % cfg.output.chunk:
+            raise ConfigError(key, value, f"must be a multiple of output.chunk = {cfg.output.chunk} (0 = none)",
                               "does not fall on a chunk boundary")
     if cfg.runtime.coordinator is not None and (cfg.runtime.num_processes is None or cfg.runtime.process_id is None):
         raise ConfigError("runtime.coordinator", cfg.runtime.coordinator,
@@ -316,7 +338,7 @@ def resolve(cfg: Config) -> Config:
         cfg = dataclasses.replace(cfg, time=dataclasses.replace(
             cfg.time, integrator=registry()[cfg.physics.name].default_integrator))
     if cfg.output.spectra.every is None:
-        spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.every)
+        spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.chunk)
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, spectra=spectra))
     for key, times in (("output.spectra.times", cfg.output.spectra.times),
                        ("output.snapshots.times", cfg.output.snapshots.times)):

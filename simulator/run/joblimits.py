@@ -76,5 +76,5 @@ def lead_warning(sig: str, lead: int, chunk_s: float, checkpoint_s: float) -> st
     if lead < need:
         return (f"--signal={sig}@{lead} leaves {lead} s to stop, but one chunk takes {chunk_s:.0f} s and a "
                 f"checkpoint {checkpoint_s:.0f} s: the job may be killed before it checkpoints; use "
-                f"--signal={sig}@{int(need * 1.5) + 30} or a smaller output.every")
+                f"--signal={sig}@{int(need * 1.5) + 30} or a smaller output.chunk")
     return None

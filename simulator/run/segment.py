@@ -133,7 +133,7 @@ class Segment:
 
     def finished_already(self) -> bool:
         """Whether the checkpoint to continue from has reached t_end: then the run is recorded finished."""
-        if self.ckpt is None or not Stepper(self.cfg.time, self.cfg.output.every).finished(self.ckpt.time):
+        if self.ckpt is None or not Stepper(self.cfg.time, self.cfg.output.chunk).finished(self.ckpt.time):
             return False
         self.log.info("%s already finished (step %d, t = %.6g): nothing to do", self.out, self.ckpt.step,
                       self.ckpt.time)
@@ -192,14 +192,14 @@ class Segment:
         if ckpt is not None:
             self.ckpt, self.meta["restart"] = ckpt, str(ckpt.index)
             self.step, self.t = ckpt.step, ckpt.time
-            self.stepper = Stepper(cfg.time, cfg.output.every, step=self.step, t=self.t, dt=ckpt.dt,
+            self.stepper = Stepper(cfg.time, cfg.output.chunk, step=self.step, t=self.t, dt=ckpt.dt,
                                    epoch=ckpt.epoch, stops=stops)
             changed = f"; time step now {self.stepper.dt:.6g}" if self.stepper.dt != ckpt.dt else ""
             self.log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), self.step,
                           self.t, ckpt.dt, changed)
         else:
             self.step = 0
-            self.stepper = Stepper(cfg.time, cfg.output.every, t=self.t, stops=stops)
+            self.stepper = Stepper(cfg.time, cfg.output.chunk, t=self.t, stops=stops)
         self.start_step = self.step
         if jax.process_index() == 0:
             self._write_record()

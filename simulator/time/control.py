@@ -2,14 +2,14 @@
 
 :class:`Stepper` decides each chunk's length and time step so that a run ends exactly at ``t_end``:
 
-* fixed dt (``time.cfl`` null): chunks of ``output.every`` steps of ``time.dt``; the last chunk is
+* fixed dt (``time.cfl`` null): chunks of ``output.chunk`` steps of ``time.dt``; the last chunk is
   shortened, and when t_end - t is not a whole number of steps its steps are shortened evenly, so
   the run lands on t_end (never past it);
 * adaptive dt (``time.cfl`` set): dt is chosen between chunks from the CFL number measured with the
   previous one, never above ``time.dt``;
 * output times (``stops``, from ``output.*.times``): a chunk ends exactly on each, shortened like the
   last one; the rest of that chunk follows as a chunk of its own, so chunks still end on multiples of
-  ``output.every`` steps (step-based schedules keep their rows).
+  ``output.chunk`` steps (step-based schedules keep their rows).
 
 The host keeps the time in float64. With a fixed dt the time after ``s`` steps is
 ``t0 + (s - s0) * dt`` from the step and time where that dt took effect (the *epoch*: the start of
