@@ -24,6 +24,7 @@ import yaml
 
 from simulator import runtime
 from simulator import spectra as spectra_mod
+from simulator import statistics
 from simulator.config import Config, to_dict
 from simulator.config.model import output_times
 from simulator.equations import resolution
@@ -186,6 +187,9 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
     names = [n for n, f in info.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
                                           log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
+    flow_statistics = statistics.writer(cfg, sim, rank0)  # after the finiteness check; None when off
+    if flow_statistics is not None:
+        dumps.append(flow_statistics)
 
     def save(m: Moment) -> Path:
         eq = sim.equation
