@@ -1,0 +1,243 @@
+"""Flow statistics (simulator.statistics, statistics.h5): derivative moments of a Gaussian field to its
+sampling error, structure functions of single Fourier modes against their closed forms, PDFs that
+integrate to 1 and match a Gaussian's, scalar-gradient moments of a known profile, distributed equal to
+single-device on every FFT backend (1 and 4 devices, no gather in the program), and the file written by
+every flow equation of the registry."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+from scipy.special import gamma
+from scipy.stats import norm
+
+import simulator
+from simulator import equations, statistics as st
+from simulator.errors import ConfigError
+from simulator.output.statistics import FILE, read_statistics
+from support import backend_cases, case_id, shared
+
+N = 32
+ORDERS = (2, 3, 4, 5, 6)
+
+
+def _lay(shape, separations=None, pdf_separations=(1, 4), bins=41, extent=6.0):
+    return st.layout(shape, ORDERS, separations, bins, extent, pdf_separations)
+
+
+def _stats(sim, state, lay, params=None):
+    out = st.compiled(lay)(sim.equation, state, sim.params if params is None else params, sim._time(0.0))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# ---- a Gaussian field: its statistics and their sampling error -----------------------------------------
+
+
+def _gaussian_velocity(shape, seed=3):
+    """White Gaussian noise; the state (2/3 rule, Leray projection) is a linear map of it: Gaussian."""
+    return np.random.default_rng(seed).standard_normal((3, *shape))
+
+
+def _state_power(shape):
+    """The expected power per mode (up to a constant) of each velocity component of the state made from
+    white noise: the 2/3 rule's modes, times the projection's 1 - k_a^2/k^2; full-spectrum layout."""
+    m = np.meshgrid(*(np.fft.fftfreq(n, 1.0 / n) for n in shape), indexing="ij")
+    keep = np.all([np.abs(mi) < n / 3 for mi, n in zip(m, shape, strict=True)], axis=0)
+    k2 = sum(mi**2 for mi in m)
+    k2 = np.where(k2 > 0, k2, 1.0)
+    return m, [keep * (1 - m[a] ** 2 / k2) for a in range(3)]
+
+
+def _correlation(power):
+    """The correlation coefficient rho(r) of a stationary Gaussian field with this power per mode."""
+    c = np.real(np.fft.ifftn(power))
+    return c / c.flat[0]
+
+
+def test_gaussian_field_derivative_skewness_0_flatness_3_to_sampling_error():
+    """For a Gaussian field, the sample skewness is the mean of He_3(z) and the sample flatness minus 3 that
+    of He_4(z) (z = s/sigma; <z> = 0 exactly for a derivative), so their variances are 6 sum_r rho^3 / N^3
+    and 24 sum_r rho^4 / N^3 (Hermite expansion; rho the derivative's correlation, from the known spectrum).
+    Asserted to 5 standard errors; at 32^3 that is |S| < ~0.08, |F - 3| < ~0.16."""
+    sim = shared(grid__shape=[N] * 3)
+    state = sim.state_from_fields(velocity=_gaussian_velocity((N,) * 3))
+    out = _stats(sim, state, _lay((N,) * 3, separations=(1,)))
+    m, power = _state_power((N,) * 3)
+    pooled_s, pooled_f = 0.0, 0.0
+    for a, name in enumerate(st.DERIVATIVES):
+        rho = _correlation(m[a] ** 2 * power[a])
+        sigma_s = math.sqrt(6 * np.sum(rho**3) / rho.size)
+        sigma_f = math.sqrt(24 * np.sum(rho**4) / rho.size)
+        assert abs(out[f"skewness_{name}"]) < 5 * sigma_s, (name, out[f"skewness_{name}"], sigma_s)
+        assert abs(out[f"flatness_{name}"] - 3) < 5 * sigma_f, (name, out[f"flatness_{name}"], sigma_f)
+        pooled_s, pooled_f = max(pooled_s, sigma_s), max(pooled_f, sigma_f)
+    # the pooled values' error is at most the largest component's (the mean of three correlated ones)
+    assert abs(out["skewness"]) < 5 * pooled_s and abs(out["flatness"] - 3) < 5 * pooled_f
+    assert 5 * pooled_f < 0.25  # the check is sharp enough to see a wrong normalisation
+
+
+def test_pdfs_integrate_to_1_and_match_a_gaussian_fields():
+    """Each bin's probability against the standard normal's, to 5 standard errors of a bin fraction: for a
+    function f of a Gaussian field, var(mean f) <= var(f) sum_r |rho(r)| / N^3 (Hermite expansion), with
+    var(f) = p (1 - p) for a bin of probability p. Derivatives and increments at r = 1 and 4 cells."""
+    sim = shared(grid__shape=[N] * 3)
+    state = sim.state_from_fields(velocity=_gaussian_velocity((N,) * 3, seed=5))
+    lay = _lay((N,) * 3, separations=(1,), pdf_separations=(1, 4), bins=41, extent=6.0)
+    out = _stats(sim, state, lay)
+    edges = np.asarray(lay.edges)
+    width = edges[1] - edges[0]
+    expected = np.diff(norm.cdf(edges))
+    m, power = _state_power((N,) * 3)
+    cases = [("pdf_dudx", out["pdf_dudx"], out["pdf_dudx_outside"],
+              max(np.sum(np.abs(_correlation(m[a] ** 2 * power[a]))) for a in range(3)))]
+    for j, r in enumerate(lay.pdf_separations):
+        shift = [4 * np.sin(np.pi * m[a] * r / N) ** 2 * power[a] for a in range(3)]  # |e^{i k r dx} - 1|^2
+        cases.append((f"pdf_increment r={r}", out["pdf_increment"][j], out["pdf_increment_outside"][j],
+                      max(np.sum(np.abs(_correlation(s))) for s in shift)))
+    for name, pdf, outside, spread in cases:
+        assert abs(np.sum(pdf) * width + outside - 1) < 1e-12, name
+        assert 0 <= outside < 1e-6, name
+        sigma = np.sqrt(expected * (1 - expected) * spread / N**3)
+        misfit = np.max(np.abs(pdf * width - expected) / sigma)
+        assert misfit < 5, (name, misfit)
+    # the same check sees a non-Gaussian field: du/dx = A cos x cos y cos z of a Taylor-Green flow
+    tg = _stats(sim, sim.initial_state({"name": "taylor_green"}), lay)
+    assert abs(np.sum(tg["pdf_dudx"]) * width + tg["pdf_dudx_outside"] - 1) < 1e-12
+    sigma = np.sqrt(expected * (1 - expected) * cases[0][3] / N**3)
+    assert np.max(np.abs(tg["pdf_dudx"] * width - expected) / sigma) > 5
+
+
+# ---- single Fourier modes: structure functions in closed form ------------------------------------------
+
+
+def _abs_cos_mean(p):
+    """<|cos|^p> over a period: Gamma((p+1)/2) / (sqrt(pi) Gamma(p/2 + 1))."""
+    return gamma((p + 1) / 2) / (math.sqrt(math.pi) * gamma(p / 2 + 1))
+
+
+@pytest.mark.parametrize("mode", [1, 3])
+def test_structure_functions_of_a_single_mode_longitudinal_and_transverse(mode):
+    """u = A sin(k x) along x (longitudinal along x) and along y, z (transverse along x): du = 2 A sin(k r/2)
+    cos(k x + k r/2), so S_p(r) = (2 A |sin(k r/2)|)^p <|cos|^p>; S_2 = A^2 (1 - cos k r). Even p are exact
+    grid averages (N > p); odd p, whose grid average of |cos|^p is not the integral, are left out."""
+    sim = shared(grid__shape=[N] * 3)
+    amplitude, k = 0.7, float(mode)
+    x = sim.fft.coordinates(sim.equation.box, sim.dtype)[0]
+    lay = _lay((N,) * 3)
+    r = np.arange(1, N // 2 + 1) * (2 * np.pi / N)
+    wave = amplitude * jax.numpy.sin(k * x) + 0 * sim.fft.coordinates(sim.equation.box, sim.dtype)[1] \
+        + 0 * sim.fft.coordinates(sim.equation.box, sim.dtype)[2]
+    for along, name in ((0, "longitudinal"), (1, "transverse")):
+        comps = [wave * 0] * 3
+        comps[along] = wave
+        if along == 1:
+            comps[2] = wave  # both transverse components, so their average is the closed form
+        u = jax.numpy.stack(comps)
+        out = {k_: np.asarray(v) for k_, v in jax.jit(lambda u: st._increment_statistics(u, lay))(u).items()}
+        s = out[f"structure_{name}_x"]
+        for i, p in enumerate(ORDERS):
+            if p % 2:
+                continue
+            exact = (2 * amplitude * np.abs(np.sin(k * r / 2))) ** p * _abs_cos_mean(p)
+            assert np.max(np.abs(s[i] - exact)) < 1e-12 * np.max(exact), (name, p)
+        np.testing.assert_allclose(s[0], amplitude**2 * (1 - np.cos(k * r)), rtol=0, atol=1e-13)
+        other = out["structure_transverse_x" if name == "longitudinal" else "structure_longitudinal_x"]
+        assert np.max(np.abs(other)) < 1e-28  # the other kind sees no increment
+
+
+def test_taylor_green_state_structure_functions_in_closed_form():
+    """Through a Navier-Stokes state: u = A (sin x cos y cos z, -cos x sin y cos z, 0) has, along x,
+    S_2^L(r) = A^2/4 (1 - cos r) and S_2^T(r) = A^2/8 (1 - cos r) (the w = 0 component halves it), and
+    the signed <du_L^3> vanishes (symmetry)."""
+    sim = shared(grid__shape=[N] * 3)
+    state = sim.initial_state({"name": "taylor_green", "amplitude": 1.3})
+    out = _stats(sim, state, _lay((N,) * 3))
+    r = np.arange(1, N // 2 + 1) * (2 * np.pi / N)
+    np.testing.assert_allclose(out["structure_longitudinal_x"][0], 1.3**2 / 4 * (1 - np.cos(r)), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(out["structure_transverse_x"][0], 1.3**2 / 8 * (1 - np.cos(r)), rtol=0, atol=1e-13)
+    assert np.max(np.abs(out["structure_signed3_x"])) < 1e-13
+
+
+# ---- scalar gradients ------------------------------------------------------------------------------------
+
+
+def test_scalar_gradient_moments_of_a_known_profile():
+    """theta = sin z + sin(2z)/2: d theta/dz = a cos z + b cos 2z with a = b = 1, skewness
+    (3/4 a^2 b)/((a^2+b^2)/2)^(3/2) = 3/4 (grid averages of these trigonometric products are exact for
+    N = 16), flatness that of the grid profile; along a mean gradient G = (0, 0, 2) the same; NaN without one."""
+    sim = shared(grid__shape=[16] * 3, physics__scalars=[{"diffusivity": 1e-2, "mean_gradient": [0, 0, 2]},
+                                                           {"diffusivity": 1e-2}])
+    z = np.arange(16) * 2 * np.pi / 16
+    theta = np.broadcast_to(np.sin(z) + 0.5 * np.sin(2 * z), (2, 16, 16, 16)).copy()
+    state = sim.state_from_fields(velocity=np.zeros((3, 16, 16, 16)), scalar=theta)
+    out = _stats(sim, state, _lay((16,) * 3, pdf_separations=(1,)))
+    for name in ("scalar0_gradient_skewness_z", "scalar0_gradient_skewness_parallel", "scalar1_gradient_skewness_z"):
+        assert abs(out[name] - 0.75) < 1e-12, name
+    grid = np.cos(z) + np.cos(2 * z)
+    assert abs(out["scalar0_gradient_flatness_parallel"] - np.mean(grid**4) / np.mean(grid**2) ** 2) < 1e-12
+    assert np.isnan(out["scalar1_gradient_skewness_parallel"])
+
+
+# ---- distributed = single-device, and no gather ---------------------------------------------------------
+
+
+SMALL = 16
+
+
+@pytest.fixture(scope="module")
+def reference():
+    sim = shared(grid__shape=[SMALL] * 3, physics__scalars=[{"diffusivity": 1e-2, "mean_gradient": [0, 1, 1]}],
+                 initial__name="random", initial__scalars__name="random")
+    return _stats(sim, sim.initial_state(), _lay((SMALL,) * 3))
+
+
+@pytest.mark.parametrize("case", backend_cases(), ids=case_id)
+def test_distributed_equals_single_device_and_gathers_nothing(case, reference):
+    sim = shared(case, grid__shape=[SMALL] * 3, physics__scalars=[{"diffusivity": 1e-2, "mean_gradient": [0, 1, 1]}],
+                 initial__name="random", initial__scalars__name="random")
+    state = sim.initial_state()
+    lay = _lay((SMALL,) * 3)
+    out = _stats(sim, state, lay)
+    assert set(out) == set(reference)
+    for name, value in reference.items():
+        error = np.max(np.abs(out[name] - value)) / max(np.max(np.abs(value)), 1e-300)
+        assert error < 1e-12, (name, error)
+    if case[1] > 1:
+        hlo = st.compiled(lay).lower(sim.equation, state, sim.params, sim._time(0.0)).compile().as_text()
+        assert "all-gather" not in hlo
+        assert "collective-permute" in hlo  # the one-cell shifts along a sharded axis: a plane each
+
+
+# ---- every flow equation writes statistics.h5; bad input ----------------------------------------------
+
+
+FLOWS = sorted(name for name, info in equations.registry().items() if "velocity" in info.fields)
+
+
+@pytest.mark.parametrize("name", FLOWS)
+def test_every_flow_equation_writes_the_file(name, tmp_path):
+    cfg = simulator.load_config(None, {"physics.name": name, "grid.shape": [16, 16, 16], "precision": "float64",
+                                       "time.dt": 1e-3, "time.t_end": 4e-3, "output.every": 2,
+                                       "output.statistics.every": 2, "output.statistics.at_end": True,
+                                       "output.statistics.separations": [1, 2, 4]})
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    data = read_statistics(tmp_path / "run" / FILE)
+    assert list(data["step"]) == [0, 2, 4] and data["time"][-1] == pytest.approx(4e-3)
+    assert data["structure_longitudinal_x"].shape == (3, len(ORDERS), 3) and list(data["r_x"]) == [1, 2, 4]
+    # (a default initial condition may have no longitudinal derivative at t = 0, e.g. the 2D Orszag-Tang
+    # vortex: its moments are 0/0 there; a few steps later they exist)
+    assert np.isfinite(data["flatness"][-1]) and data["flatness"][-1] > 1
+    assert np.all(data["structure_longitudinal_x"][-1, 0] > 0)
+
+
+def test_statistics_refused_for_an_equation_without_velocity_and_for_long_separations():
+    without = next(n for n, info in equations.registry().items() if "velocity" not in info.fields)
+    with pytest.raises(ConfigError, match="output.statistics"):
+        simulator.load_config(None, {"physics.name": without, "output.statistics.at_end": True})
+    with pytest.raises(ConfigError, match="output.statistics.separations"):
+        simulator.load_config(None, {"grid.shape": [16, 16, 8], "output.statistics.at_end": True,
+                                     "output.statistics.separations": [1, 5]})
+    simulator.load_config(None, {"physics.name": without})  # off by default: no error
