@@ -194,6 +194,7 @@ def reference():
     return _stats(sim, sim.initial_state(), _lay((SMALL,) * 3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", backend_cases(), ids=case_id)
 def test_distributed_equals_single_device_and_gathers_nothing(case, reference):
     sim = shared(case, grid__shape=[SMALL] * 3, physics__scalars=[{"diffusivity": 1e-2, "mean_gradient": [0, 1, 1]}],
@@ -217,6 +218,7 @@ def test_distributed_equals_single_device_and_gathers_nothing(case, reference):
 FLOWS = sorted(name for name, info in equations.registry().items() if "velocity" in info.fields)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FLOWS)
 def test_every_flow_equation_writes_the_file(name, tmp_path):
     cfg = simulator.load_config(None, {"physics.name": name, "grid.shape": [16, 16, 16], "precision": "float64",
