@@ -243,3 +243,36 @@ def test_statistics_refused_for_an_equation_without_velocity_and_for_long_separa
         simulator.load_config(None, {"grid.shape": [16, 16, 8], "output.statistics.at_end": True,
                                      "output.statistics.separations": [1, 5]})
     simulator.load_config(None, {"physics.name": without})  # off by default: no error
+
+
+@pytest.mark.slow
+def test_plot_draws_the_statistics_figures_from_the_file(tmp_path, capsys):
+    """``simulator plot`` of a run with statistics: the three figures, at the standard pixel size; and the
+    results reader (no JAX) returns the file's datasets."""
+    from simulator.cli import main
+    from simulator.plots.figures import PIXELS
+    from test_plots import png_size
+
+    cfg = simulator.load_config(None, {"grid.shape": [16, 16, 16], "initial.name": "random", "time.dt": 0.01,
+                                       "time.t_end": 0.04, "output.every": 2, "output.statistics.every": 2})
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    assert main(["plot", str(tmp_path / "run")]) == 0
+    for name in ("structure_functions.png", "pdfs.png", "derivative_moments.png"):
+        assert png_size(tmp_path / "run" / "plots" / name) == PIXELS
+    run = simulator.load_run(tmp_path / "run")
+    assert run.statistics["skewness"].shape == (3,) and list(run.statistics["step"]) == [0, 2, 4]
+
+
+def test_isotropic_s2_of_a_spectrum_matches_its_closed_form():
+    """The reference the plot draws: for E(k) = a delta(k - k0) (one shell), <|du|^2> = 4a (1 - sin k0 r/(k0 r));
+    the longitudinal part obeys the incompressible isotropic relation <|du|^2> = S_L + 2 S_T with
+    S_T = S_L + r/2 dS_L/dr, i.e. <|du|^2> = r^-2 d(r^3 S_L)/dr (Pope 2000, Eq. 6.30), checked by differences."""
+    from simulator.plots.statistics import isotropic_s2
+
+    k = np.arange(10.0)
+    energy = np.where(k == 3, 0.5, 0.0)
+    r = np.linspace(0.1, 3, 2001)
+    trace, longitudinal = isotropic_s2(k, energy, r)
+    np.testing.assert_allclose(trace, 2 * (1 - np.sin(3 * r) / (3 * r)), rtol=1e-14)
+    derived = np.gradient(r**3 * longitudinal, r) / r**2
+    assert np.max(np.abs(derived[1:-1] - trace[1:-1])) < 1e-5
