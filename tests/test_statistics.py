@@ -279,3 +279,32 @@ def test_isotropic_s2_of_a_spectrum_matches_its_closed_form():
         derived = np.gradient(r**3 * longitudinal, r) / r**2
         errors.append(np.max(np.abs(derived[1:-1] - trace[1:-1])))
     assert errors[1] < 1e-4 and 3.5 < errors[0] / errors[1] < 4.5, errors
+
+
+def test_isotropic_s2_of_shell_spectrum_averages_each_shell():
+    """A random solenoidal field in a 32^3 box with its energy at k ~ 2-4: the axis-averaged <|du|^2>(r),
+    measured directly, against the isotropic S_2 of its shell spectrum. Each shell's kernel averaged over
+    the shell (weight k^2, i.e. assuming E flat across the shell) agrees to 3% for r <= L/8, at least twice
+    closer than the kernel at the shell centres (4% short here; ~10% for the forced run's k ~ 2). A spectrum
+    that varies steeply across the lowest shells leaves a few % either way."""
+    from simulator.plots.statistics import isotropic_s2
+
+    n = 32
+    rng = np.random.default_rng(1)
+    m = np.fft.fftfreq(n, 1.0 / n)
+    k = np.stack(np.meshgrid(m, m, m, indexing="ij"))
+    kk = np.sqrt(np.sum(k**2, axis=0))
+    noise = np.fft.fftn(rng.standard_normal((3, n, n, n)), axes=(1, 2, 3))
+    shaped = noise * kk * np.exp(-((kk / 3) ** 2))
+    shaped -= k * np.sum(k * shaped, axis=0) / np.where(kk > 0, kk**2, 1.0)  # solenoidal
+    u = np.real(np.fft.ifftn(shaped, axes=(1, 2, 3)))
+    u_hat = np.fft.fftn(u, axes=(1, 2, 3)) / n**3
+    energy = np.bincount(np.rint(kk).astype(int).ravel(), 0.5 * np.sum(np.abs(u_hat) ** 2, axis=0).ravel())
+    shells = np.arange(energy.size, dtype=float)
+    for cells in (1, 2, 4):
+        r = cells * 2 * np.pi / n
+        direct = np.mean([np.mean(np.sum((np.roll(u, -cells, axis=a + 1) - u) ** 2, axis=0)) for a in range(3)])
+        averaged = isotropic_s2(shells, energy, np.asarray([r]), width=1.0)[0][0]
+        centre = isotropic_s2(shells, energy, np.asarray([r]))[0][0]
+        assert abs(averaged / direct - 1) < 0.03, (cells, averaged / direct)
+        assert abs(centre / direct - 1) > 2 * abs(averaged / direct - 1), (cells, centre / direct, averaged / direct)

@@ -31,15 +31,29 @@ from simulator.plots.figures import figure, heading, note, save, time_label
 AXES = "xyz"
 
 
-def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """(trace, longitudinal) second-order structure functions of an isotropic field with shell spectrum
     E(k) (``energy`` summed over shells of centres ``k``: the integral is the shell sum):
     <|du|^2>(r) = 4 int E (1 - sin kr/kr) dk and S_2^L(r) = 4 int E (1/3 - (sin kr - kr cos kr)/(kr)^3) dk
-    (Pope, Turbulent Flows, 2000, §6.2, Eq. 6.40 and Ex. 6.11; Monin & Yaglom vol. 2, §12)."""
-    kr = np.outer(r, k[k > 0])
-    e = energy[k > 0]
-    trace = 4 * np.sum(e * (1 - np.sin(kr) / kr), axis=1)
-    longitudinal = 4 * np.sum(e * (1 / 3 - (np.sin(kr) - kr * np.cos(kr)) / kr**3), axis=1)
+    (Pope, Turbulent Flows, 2000, §6.2, Eq. 6.40 and Ex. 6.11; Monin & Yaglom vol. 2, §12).
+
+    ``width``: the shells' width dk. Given, each shell's kernel is averaged over [k - dk/2, k + dk/2] with
+    the weight k^2 (the density of modes), rather than taken at the centre: at the low shells that hold a
+    small box's energy, the centre underestimates <|k|^2> by ~10% (shell 2: 4 against 4.41), and S_2 with it.
+    """
+    keep = k > 0
+    e = energy[keep]
+    if width is None:
+        nodes, weights = k[keep][None, :], np.ones((1, e.size))
+    else:
+        x, w = np.polynomial.legendre.leggauss(8)
+        nodes = k[keep][None, :] + 0.5 * width * x[:, None]  # (8, shells)
+        weights = w[:, None] * nodes**2
+        weights = weights / weights.sum(axis=0)
+    kr = r[:, None, None] * nodes[None]  # (r, nodes, shells)
+    trace = 4 * np.sum(e * weights * (1 - np.sin(kr) / kr), axis=(1, 2))
+    longitudinal = 4 * np.sum(e * weights * (1 / 3 - (np.sin(kr) - kr * np.cos(kr)) / kr**3), axis=(1, 2))
     return trace, longitudinal
 
 
@@ -88,7 +102,8 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
     if trans is not None and 2 in list(orders):
         right.semilogx(r, trans[1][list(orders).index(2)] / scale, "s-", ms=3, label=r"$S_2^T$")
     if spectrum is not None:
-        right.semilogx(r, isotropic_s2(*spectrum, r)[1] / scale, "k--", lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
+        k = spectrum[0]
+        right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0])[1] / scale, "k--", lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
     if eps:
         right.axhline(2.0, color="grey", lw=0.8, ls=":", label=r"$C_2 \approx 2$")
     right.set_xlabel("r")
