@@ -308,3 +308,43 @@ def test_isotropic_s2_of_shell_spectrum_averages_each_shell():
         centre = isotropic_s2(shells, energy, np.asarray([r]))[0][0]
         assert abs(averaged / direct - 1) < 0.03, (cells, averaged / direct)
         assert abs(centre / direct - 1) > 2 * abs(averaged / direct - 1), (cells, centre / direct, averaged / direct)
+
+
+def test_the_file_keeps_the_rows_up_to_a_restarts_checkpoint_and_reads_while_open(tmp_path):
+    """A restart from step 2 drops the rows the interrupted segment wrote after it; a reader takes the rows
+    every dataset has; rows of any shape grow along the first axis."""
+    from simulator.output.statistics import StatisticsFile
+
+    path = tmp_path / FILE
+    f = StatisticsFile(path, {"orders": np.arange(2, 7)}, None, {"shape": [8, 8, 8]})
+    for step in (0, 2, 4):
+        f.append(step, 0.1 * step, {"skewness": np.float64(-0.5), "structure_longitudinal_x": np.ones((5, 4)) * step})
+    data = read_statistics(path)
+    assert list(data["step"]) == [0, 2, 4] and data["structure_longitudinal_x"].shape == (3, 5, 4)
+    assert data["attrs"]["shape"] == "[8, 8, 8]"
+    f = StatisticsFile(path, {"orders": np.arange(2, 7)}, 2)
+    data = read_statistics(path)
+    assert list(data["step"]) == [0, 2] and data["structure_longitudinal_x"][-1, 0, 0] == 2
+    f.append(4, 0.4, {"skewness": np.float64(-0.4), "structure_longitudinal_x": np.zeros((5, 4))})
+    assert list(read_statistics(path)["skewness"]) == [-0.5, -0.5, -0.4]
+
+
+@pytest.mark.slow
+def test_ensemble_members_write_their_own_statistics_equal_to_separate_runs(tmp_path):
+    """One batched program for two members that differ in a traced number (the scalar's mean gradient):
+    each member's statistics.h5 equals its separate run's, the gradient along its own mean gradient."""
+    base = {"grid.shape": [16, 16, 16], "precision": "float64", "time.dt": 1e-3, "time.t_end": 4e-3,
+            "output.every": 2, "output.statistics.every": 2, "initial.name": "random",
+            "initial.scalars.name": "random"}
+    cfgs = [simulator.load_config(None, {**base, "physics.scalars": [{"diffusivity": 1e-2, "mean_gradient": g}]})
+            for g in ([0, 0, 1], [1, 0, 0])]
+    assert simulator.run_ensemble(cfgs, [tmp_path / "e0", tmp_path / "e1"]) == [0, 0]
+    for i, cfg in enumerate(cfgs):
+        assert simulator.run_config(cfg, tmp_path / f"s{i}") == 0
+    members = [read_statistics(tmp_path / f"e{i}" / FILE) for i in range(2)]
+    for i, data in enumerate(members):
+        alone = read_statistics(tmp_path / f"s{i}" / FILE)
+        for name, value in alone.items():
+            if name != "attrs":
+                np.testing.assert_allclose(data[name], value, rtol=1e-12, atol=1e-300, err_msg=name)
+    assert not np.allclose(members[0]["scalar0_gradient_skewness_parallel"], members[1]["scalar0_gradient_skewness_parallel"])
