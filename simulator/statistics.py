@@ -96,13 +96,16 @@ def _skew_flat(m2: jax.Array, m3: jax.Array, m4: jax.Array) -> tuple[jax.Array, 
 
 
 def histogram(x: jax.Array, scale: jax.Array, edges: Sequence[float]) -> jax.Array:
-    """Counts of ``x / scale`` in the equal bins of ``edges`` (values outside are not counted): a
-    scatter-add into a replicated vector, each device adding its own points (then one all-reduce)."""
+    """Counts of ``x / scale`` in the equal bins of ``edges`` (values outside are not counted), as ``x``'s
+    float dtype: a scatter-add into a replicated vector, each device adding its own points (then one
+    all-reduce). Counted in int32 (a float32 count stops growing at 2^24, which one bin of a 256^3 field
+    passes): exact while a bin holds fewer than 2^31 points of ``x`` (any bin of a field up to 1290^3; call
+    it per component of a vector)."""
     lo, hi, bins = float(edges[0]), float(edges[-1]), len(edges) - 1
     z = (x / scale - lo) * (bins / (hi - lo))
     inside = (z >= 0) & (z < bins)
     index = jnp.clip(jnp.floor(jnp.where(inside, z, 0.0)).astype(jnp.int32), 0, bins - 1)
-    return jnp.zeros(bins, x.dtype).at[index].add(inside.astype(x.dtype))
+    return jnp.zeros(bins, jnp.int32).at[index].add(inside.astype(jnp.int32)).astype(x.dtype)
 
 
 def flow_fields(eq: Any, state: Any, params: Mapping[str, Any]) -> tuple[jax.Array, jax.Array | None]:
@@ -133,7 +136,7 @@ def _derivative_statistics(eq: Any, u: jax.Array, lay: StatisticsLayout) -> dict
     pooled = [jnp.mean(m) for m in (m2, m3, m4)]
     out["skewness"], out["flatness"] = _skew_flat(*pooled)
     out["derivative_variance"] = pooled[0]
-    counts = histogram(d, jnp.sqrt(pooled[0]), lay.edges)
+    counts = sum(histogram(d[a], jnp.sqrt(pooled[0]), lay.edges) for a in range(3))
     out["pdf_dudx"] = counts / (d.size * (lay.edges[1] - lay.edges[0]))
     out["pdf_dudx_outside"] = (d.size - jnp.sum(counts)) / d.size  # exact: counts are integers
     return out
