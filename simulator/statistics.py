@@ -24,11 +24,12 @@ of the few numbers each device summed; histograms are scatter-adds into short re
 shell sums of :mod:`simulator.spectra`). No field is gathered.
 
 Increments: the field shifted by r cells along an axis is built by rolling it one cell at a time in a
-``fori_loop`` (r = 1, 2, ..., r_max). On a sharded axis a one-cell roll compiles to a collective-permute
-of one plane per device (checked in the tests from the HLO), so all separations up to N/2 move half a
-field in total; the spectral alternative (multiply by e^{i k r dx} and transform back) is exact too but
-costs a whole distributed inverse FFT (all-to-alls of the whole field) per separation and axis. Rolling
-is also exact (no round-off), so the increments are the same numbers on any device layout.
+``fori_loop`` (r = 1, 2, ..., r_max), or, for a sparse set of separations, by a static roll of each gap.
+On a sharded axis a roll by g cells compiles to a collective-permute of g planes per device (checked in
+the tests from the HLO), so all separations up to N/2 move half a field in total; the spectral
+alternative (multiply by e^{i k r dx} and transform back) is exact too but costs a whole distributed
+inverse FFT (all-to-alls of the whole field) per separation and axis. Rolling is also exact (no
+round-off), so the increments are the same numbers on any device layout.
 
 The velocity and scalars are taken from the equation's ``fields`` (its public contract; inside jit the
 fields not used, e.g. the vorticity, are never computed) and transformed forward once for the gradients.
@@ -163,46 +164,69 @@ def _scalar_statistics(eq: Any, theta: jax.Array, scalars: Sequence[Mapping[str,
     return out
 
 
+def _moments_of_increment(du: jax.Array, a: int, orders: Sequence[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(S_p^L for ``orders``, S_p^T (the mean of the two components normal to axis a), <du_L^3>) of the
+    increment ``du`` ``(3, Nx, Ny, Nz)`` along axis a."""
+    b, c = (i for i in range(3) if i != a)
+    dl, db, dc = jnp.abs(du[a]), jnp.abs(du[b]), jnp.abs(du[c])
+    longi = jnp.stack([jnp.mean(dl**p) for p in orders])
+    trans = jnp.stack([0.5 * (jnp.mean(db**p) + jnp.mean(dc**p)) for p in orders])
+    return longi, trans, jnp.mean(du[a] ** 3)
+
+
+def _increment_pdf(du_l: jax.Array, edges: Sequence[float]) -> jax.Array:
+    rms = jnp.sqrt(jnp.mean(du_l**2))
+    return histogram(du_l, jnp.where(rms > 0, rms, 1.0), edges)
+
+
 def _increment_statistics(u: jax.Array, lay: StatisticsLayout) -> dict[str, jax.Array]:
-    """Structure functions along each axis, and the pooled PDFs of the longitudinal increments (see the
-    module docstring for the one-cell rolls)."""
+    """Structure functions along each axis, and the pooled PDFs of the longitudinal increments.
+
+    Per axis, the separations wanted (structure functions' and PDFs') are visited in increasing order,
+    the field shifted from one to the next: when they are every r = 1..r_max, by one cell per iteration
+    of a ``fori_loop`` (one small program; the PDFs' separations picked by a ``cond``); otherwise (a
+    sparse set, e.g. log-spaced) by static rolls of each gap, unrolled, so a few separations cost a few
+    shifts however far apart."""
     out = {}
     pdf = jnp.zeros((len(lay.pdf_separations), lay.bins), u.dtype)
     for a in range(3):
+        half = u.shape[a + 1] // 2
         seps = lay.separations[a]
-        r_max = max((*seps, *(r for r in lay.pdf_separations if r <= u.shape[a + 1] // 2)), default=0)
-        if r_max == 0:
+        wanted = sorted({*seps, *(r for r in lay.pdf_separations if r <= half)})
+        if not wanted:
             continue
-        slot = np.full(r_max + 1, -1, np.int32)  # which increment PDF (if any) separation r fills
-        for j, r in enumerate(lay.pdf_separations):
-            if r <= r_max:
-                slot[r] = j
-        slot = jnp.asarray(slot)
-        normal = [b for b in range(3) if b != a]
+        zeros = jnp.zeros((len(wanted), len(lay.orders)), u.dtype)
+        longi, trans, signed = zeros, zeros, jnp.zeros(len(wanted), u.dtype)
+        if wanted == list(range(1, wanted[-1] + 1)):
+            slot = np.full(wanted[-1] + 1, -1, np.int32)  # which increment PDF (if any) separation r fills
+            for j, r in enumerate(lay.pdf_separations):
+                if r <= wanted[-1]:
+                    slot[r] = j
+            slot = jnp.asarray(slot)
 
-        def body(r, carry, a=a, normal=normal, slot=slot):
-            shifted, longi, trans, signed, pdf = carry
-            shifted = jnp.roll(shifted, -1, axis=a + 1)  # u(x + r e_a): one plane moves per device
-            du = shifted - u
-            dl = jnp.abs(du[a])
-            dt = jnp.abs(du[normal[0]]), jnp.abs(du[normal[1]])
-            longi = longi.at[r - 1].set(jnp.stack([jnp.mean(dl**p) for p in lay.orders]))
-            trans = trans.at[r - 1].set(jnp.stack([0.5 * (jnp.mean(dt[0] ** p) + jnp.mean(dt[1] ** p))
-                                                   for p in lay.orders]))
-            signed = signed.at[r - 1].set(jnp.mean(du[a] ** 3))
+            def body(r, carry, a=a, slot=slot):
+                shifted, longi, trans, signed, pdf = carry
+                shifted = jnp.roll(shifted, -1, axis=a + 1)  # u(x + r e_a): one plane moves per device
+                du = shifted - u
+                m = _moments_of_increment(du, a, lay.orders)
+                longi, trans, signed = (v.at[r - 1].set(x) for v, x in zip((longi, trans, signed), m, strict=True))
+                pdf = jax.lax.cond(slot[r] >= 0, lambda p: p.at[slot[r]].add(_increment_pdf(du[a], lay.edges)),
+                                   lambda p: p, pdf)
+                return shifted, longi, trans, signed, pdf
 
-            def add(pdf):
-                rms = jnp.sqrt(jnp.mean(du[a] ** 2))
-                return pdf.at[slot[r]].add(histogram(du[a], jnp.where(rms > 0, rms, 1.0), lay.edges))
-
-            pdf = jax.lax.cond(slot[r] >= 0, add, lambda p: p, pdf)
-            return shifted, longi, trans, signed, pdf
-
-        zeros = jnp.zeros((r_max, len(lay.orders)), u.dtype)
-        _, longi, trans, signed, pdf = jax.lax.fori_loop(
-            1, r_max + 1, body, (u, zeros, zeros, jnp.zeros(r_max, u.dtype), pdf))
+            _, longi, trans, signed, pdf = jax.lax.fori_loop(1, wanted[-1] + 1, body, (u, longi, trans, signed, pdf))
+        else:
+            shifted, previous = u, 0
+            for i, r in enumerate(wanted):
+                shifted = jnp.roll(shifted, previous - r, axis=a + 1)  # by the gap: r - previous planes move
+                previous = r
+                du = shifted - u
+                m = _moments_of_increment(du, a, lay.orders)
+                longi, trans, signed = (v.at[i].set(x) for v, x in zip((longi, trans, signed), m, strict=True))
+                if r in lay.pdf_separations:
+                    pdf = pdf.at[lay.pdf_separations.index(r)].add(_increment_pdf(du[a], lay.edges))
         if seps:
-            index = np.asarray(seps) - 1
+            index = np.asarray([wanted.index(r) for r in seps])
             out[f"structure_longitudinal_{AXES[a]}"] = longi[index].T  # (orders, separations)
             out[f"structure_transverse_{AXES[a]}"] = trans[index].T
             out[f"structure_signed3_{AXES[a]}"] = signed[index]
