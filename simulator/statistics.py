@@ -29,7 +29,9 @@ On a sharded axis a roll by g cells compiles to a collective-permute of g planes
 the tests from the HLO), so all separations up to N/2 move half a field in total; the spectral
 alternative (multiply by e^{i k r dx} and transform back) is exact too but costs a whole distributed
 inverse FFT (all-to-alls of the whole field) per separation and axis. Rolling is also exact (no
-round-off), so the increments are the same numbers on any device layout.
+round-off), so the increments are the same numbers on any device layout. One velocity component is
+shifted at a time, so the program's peak memory is about that of a chunk of time steps (64^3 on 2 CPU
+devices: 22 one-component fields per device against the RK4 chunk's 21; 24 against 25 with a scalar).
 
 The velocity and scalars are taken from the equation's ``fields`` (its public contract; inside jit the
 fields not used, e.g. the vorticity, are never computed) and transformed forward once for the gradients.
@@ -164,29 +166,62 @@ def _scalar_statistics(eq: Any, theta: jax.Array, scalars: Sequence[Mapping[str,
     return out
 
 
-def _moments_of_increment(du: jax.Array, a: int, orders: Sequence[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(S_p^L for ``orders``, S_p^T (the mean of the two components normal to axis a), <du_L^3>) of the
-    increment ``du`` ``(3, Nx, Ny, Nz)`` along axis a."""
-    b, c = (i for i in range(3) if i != a)
-    dl, db, dc = jnp.abs(du[a]), jnp.abs(du[b]), jnp.abs(du[c])
-    longi = jnp.stack([jnp.mean(dl**p) for p in orders])
-    trans = jnp.stack([0.5 * (jnp.mean(db**p) + jnp.mean(dc**p)) for p in orders])
-    return longi, trans, jnp.mean(du[a] ** 3)
+def _increment_pdf(du: jax.Array, edges: Sequence[float]) -> jax.Array:
+    rms = jnp.sqrt(jnp.mean(du**2))
+    return histogram(du, jnp.where(rms > 0, rms, 1.0), edges)
 
 
-def _increment_pdf(du_l: jax.Array, edges: Sequence[float]) -> jax.Array:
-    rms = jnp.sqrt(jnp.mean(du_l**2))
-    return histogram(du_l, jnp.where(rms > 0, rms, 1.0), edges)
+def _component_increments(f: jax.Array, axis: int, wanted: list[int], orders: Sequence[int],
+                          pdf_separations: Sequence[int], edges: Sequence[float]
+                          ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """For one component ``f`` ``(Nx, Ny, Nz)`` and its increments df(r) = f(x + r e_axis) - f(x) at the
+    separations ``wanted`` (ascending): (<|df|^p> ``(len(wanted), orders)``, <df^3> ``(len(wanted),)``,
+    histograms of df/rms(df) ``(len(pdf_separations), bins)`` at those of ``pdf_separations`` wanted).
+
+    When ``wanted`` is every r = 1..r_max, the field is shifted one cell per iteration of a ``fori_loop``
+    (one small program; the PDFs' separations picked by a ``cond``); otherwise (a sparse set, e.g.
+    log-spaced) by static rolls of each gap, unrolled, so a few separations cost a few shifts however far
+    apart. One component at a time: the loop holds one shifted field, not three."""
+    moments = jnp.zeros((len(wanted), len(orders)), f.dtype)
+    signed = jnp.zeros(len(wanted), f.dtype)
+    pdf = jnp.zeros((len(pdf_separations), len(edges) - 1), f.dtype)
+
+    def measure(shifted: jax.Array, row: Any, moments: jax.Array, signed: jax.Array) -> tuple[jax.Array, jax.Array]:
+        d = shifted - f
+        return (moments.at[row].set(jnp.stack([jnp.mean(jnp.abs(d) ** p) for p in orders])),
+                signed.at[row].set(jnp.mean(d**3)))
+
+    if wanted == list(range(1, wanted[-1] + 1)):
+        slot = np.full(wanted[-1] + 1, -1, np.int32)  # which PDF (if any) separation r fills
+        for j, r in enumerate(pdf_separations):
+            if r <= wanted[-1]:
+                slot[r] = j
+        slot = jnp.asarray(slot)
+
+        def body(r, carry):
+            shifted, moments, signed, pdf = carry
+            shifted = jnp.roll(shifted, -1, axis=axis)  # f(x + r e_axis): one plane moves per device
+            moments, signed = measure(shifted, r - 1, moments, signed)
+            if pdf_separations:
+                pdf = jax.lax.cond(slot[r] >= 0, lambda p: p.at[slot[r]].add(_increment_pdf(shifted - f, edges)),
+                                   lambda p: p, pdf)
+            return shifted, moments, signed, pdf
+
+        _, moments, signed, pdf = jax.lax.fori_loop(1, wanted[-1] + 1, body, (f, moments, signed, pdf))
+        return moments, signed, pdf
+    shifted, previous = f, 0
+    for i, r in enumerate(wanted):
+        shifted = jnp.roll(shifted, previous - r, axis=axis)  # by the gap: r - previous planes move
+        previous = r
+        moments, signed = measure(shifted, i, moments, signed)
+        if r in pdf_separations:
+            pdf = pdf.at[list(pdf_separations).index(r)].add(_increment_pdf(shifted - f, edges))
+    return moments, signed, pdf
 
 
 def _increment_statistics(u: jax.Array, lay: StatisticsLayout) -> dict[str, jax.Array]:
-    """Structure functions along each axis, and the pooled PDFs of the longitudinal increments.
-
-    Per axis, the separations wanted (structure functions' and PDFs') are visited in increasing order,
-    the field shifted from one to the next: when they are every r = 1..r_max, by one cell per iteration
-    of a ``fori_loop`` (one small program; the PDFs' separations picked by a ``cond``); otherwise (a
-    sparse set, e.g. log-spaced) by static rolls of each gap, unrolled, so a few separations cost a few
-    shifts however far apart."""
+    """Structure functions along each axis (longitudinal: the component along it; transverse: the mean of
+    the two normal to it), and the PDFs of the longitudinal increments, pooled over the axes."""
     out = {}
     pdf = jnp.zeros((len(lay.pdf_separations), lay.bins), u.dtype)
     for a in range(3):
@@ -195,41 +230,16 @@ def _increment_statistics(u: jax.Array, lay: StatisticsLayout) -> dict[str, jax.
         wanted = sorted({*seps, *(r for r in lay.pdf_separations if r <= half)})
         if not wanted:
             continue
-        zeros = jnp.zeros((len(wanted), len(lay.orders)), u.dtype)
-        longi, trans, signed = zeros, zeros, jnp.zeros(len(wanted), u.dtype)
-        if wanted == list(range(1, wanted[-1] + 1)):
-            slot = np.full(wanted[-1] + 1, -1, np.int32)  # which increment PDF (if any) separation r fills
-            for j, r in enumerate(lay.pdf_separations):
-                if r <= wanted[-1]:
-                    slot[r] = j
-            slot = jnp.asarray(slot)
-
-            def body(r, carry, a=a, slot=slot):
-                shifted, longi, trans, signed, pdf = carry
-                shifted = jnp.roll(shifted, -1, axis=a + 1)  # u(x + r e_a): one plane moves per device
-                du = shifted - u
-                m = _moments_of_increment(du, a, lay.orders)
-                longi, trans, signed = (v.at[r - 1].set(x) for v, x in zip((longi, trans, signed), m, strict=True))
-                pdf = jax.lax.cond(slot[r] >= 0, lambda p: p.at[slot[r]].add(_increment_pdf(du[a], lay.edges)),
-                                   lambda p: p, pdf)
-                return shifted, longi, trans, signed, pdf
-
-            _, longi, trans, signed, pdf = jax.lax.fori_loop(1, wanted[-1] + 1, body, (u, longi, trans, signed, pdf))
-        else:
-            shifted, previous = u, 0
-            for i, r in enumerate(wanted):
-                shifted = jnp.roll(shifted, previous - r, axis=a + 1)  # by the gap: r - previous planes move
-                previous = r
-                du = shifted - u
-                m = _moments_of_increment(du, a, lay.orders)
-                longi, trans, signed = (v.at[i].set(x) for v, x in zip((longi, trans, signed), m, strict=True))
-                if r in lay.pdf_separations:
-                    pdf = pdf.at[lay.pdf_separations.index(r)].add(_increment_pdf(du[a], lay.edges))
-        if seps:
-            index = np.asarray([wanted.index(r) for r in seps])
-            out[f"structure_longitudinal_{AXES[a]}"] = longi[index].T  # (orders, separations)
-            out[f"structure_transverse_{AXES[a]}"] = trans[index].T
-            out[f"structure_signed3_{AXES[a]}"] = signed[index]
+        longi, signed, counts = _component_increments(u[a], a, wanted, lay.orders, lay.pdf_separations, lay.edges)
+        pdf = pdf + counts
+        if not seps:
+            continue
+        trans = sum(_component_increments(u[b], a, list(seps), lay.orders, (), lay.edges)[0]
+                    for b in range(3) if b != a) / 2
+        index = np.asarray([wanted.index(r) for r in seps])
+        out[f"structure_longitudinal_{AXES[a]}"] = longi[index].T  # (orders, separations)
+        out[f"structure_transverse_{AXES[a]}"] = trans.T
+        out[f"structure_signed3_{AXES[a]}"] = signed[index]
     # each axis that reaches a separation contributes N^3 points to its PDF
     reach = np.asarray([sum(r <= n // 2 for n in u.shape[1:]) for r in lay.pdf_separations], np.float64)
     points = jnp.asarray(np.maximum(reach, 1.0) * np.prod(u.shape[1:]), u.dtype)[:, None]
