@@ -261,7 +261,7 @@ def test_plot_draws_the_statistics_figures_from_the_file(tmp_path, capsys):
     from simulator.plots.figures import PIXELS
     from test_plots import png_size
 
-    cfg = simulator.load_config(None, {"grid.shape": [16, 16, 16], "initial.name": "random", "time.dt": 0.01,
+    cfg = simulator.load_config(None, {"grid.shape": [16, 16, 16], "fft.backend": "single", "initial.name": "random", "time.dt": 0.01,
                                        "time.t_end": 0.04, "output.every": 2, "output.statistics.every": 2})
     assert simulator.run_config(cfg, tmp_path / "run") == 0
     assert main(["plot", str(tmp_path / "run")]) == 0
@@ -341,7 +341,7 @@ def test_the_file_keeps_the_rows_up_to_a_restarts_checkpoint_and_reads_while_ope
 def test_ensemble_members_write_their_own_statistics_equal_to_separate_runs(tmp_path):
     """One batched program for two members that differ in a traced number (the scalar's mean gradient):
     each member's statistics.h5 equals its separate run's, the gradient along its own mean gradient."""
-    base = {"grid.shape": [16, 16, 16], "precision": "float64", "time.dt": 1e-3, "time.t_end": 4e-3,
+    base = {"grid.shape": [16, 16, 16], "precision": "float64", "fft.backend": "single", "time.dt": 1e-3, "time.t_end": 4e-3,
             "output.every": 2, "output.statistics.every": 2, "initial.name": "random",
             "initial.scalars.name": "random"}
     cfgs = [simulator.load_config(None, {**base, "physics.scalars": [{"diffusivity": 1e-2, "mean_gradient": g}]})
