@@ -4,6 +4,7 @@
     run.config["physics"]["viscosity"]          # the resolved config (a dict)
     run.timeseries["energy"]                     # NumPy arrays by column: step, time, dt, diagnostics
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
+    run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
@@ -24,6 +25,8 @@ from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import snapshot_files
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
+from simulator.output.statistics import FILE as STATISTICS_FILE
+from simulator.output.statistics import read_statistics
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.run.rundir import read_status
@@ -77,15 +80,20 @@ class RunResults:
     timeseries: dict[str, np.ndarray] = field(default_factory=dict)
     spectra: dict[str, np.ndarray] = field(default_factory=dict)
     snapshots: tuple[SnapshotRef, ...] = ()
+    #: ``statistics.h5`` (flow statistics) by dataset, when the run wrote it
+    statistics: dict[str, Any] = field(default_factory=dict)
 
 
 def load_run(path: str | Path) -> RunResults:
-    """Load a run directory: config, status, time series, spectra and the list of snapshots."""
+    """Load a run directory: config, status, time series, spectra, the list of snapshots and, when the run
+    wrote them, the flow statistics."""
     run_dir = Path(path)
     config = load_run_config(run_dir)
     series = run_dir / TIMESERIES_FILE
     spectra = run_dir / SPECTRA_FILE
     snaps = tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
+    stats = run_dir / STATISTICS_FILE
     return RunResults(run_dir, config, read_status(run_dir),
                       read_timeseries(series) if series.is_file() else {},
-                      read_spectra(spectra) if spectra.is_file() else {}, snaps)
+                      read_spectra(spectra) if spectra.is_file() else {}, snaps,
+                      read_statistics(stats) if stats.is_file() else {})

@@ -147,6 +147,33 @@ class SnapshotOutput:
 
 
 @dataclass(frozen=True)
+class StatisticsOutput:
+    """Small-scale flow statistics appended to statistics.h5 (:mod:`simulator.statistics`): derivative
+    skewness and flatness, PDFs, structure functions, scalar-gradient moments. Off by default: each row
+    costs about one shift of the velocity per separation and axis: ~6 RK4 steps at 64^3 with every r = 1..N/2."""
+
+    every: int = setting(0, "steps between rows (a multiple of output.chunk); 0 = not by steps", min=0)
+    dt: float | None = setting(None, "simulated time between rows; null = not by time", gt=0.0)
+    wall: float | None = setting(None, "wall-clock seconds between rows; null = not by wall time", gt=0.0)
+    times: tuple[float, ...] | None = setting(None, "simulated times of further rows (chunks end exactly there); "
+                                              "null = none", min=0.0)
+    at_end: bool = setting(False, "a row at the end of the run")
+    orders: tuple[int, ...] = setting((2, 3, 4, 5, 6), "orders p of the structure functions S_p(r) = <|du|^p>",
+                                      min=1, max=12)
+    separations: tuple[int, ...] | None = setting(None, "separations r of the structure functions, in grid cells "
+                                                  "along each axis (each <= N/2; a sparse set, e.g. log-spaced, "
+                                                  "costs one shift each); null = every r = 1..N/2", min=1)
+    pdf_separations: tuple[int, ...] | None = setting(None, "separations (cells, each <= N/2) of the PDFs of "
+                                                      "longitudinal increments; null = 1, N/8 and N/2", min=1)
+    pdf_bins: int = setting(81, "bins of every PDF", min=2, max=100_000)
+    pdf_range: float = setting(10.0, "the PDFs' bins span [-pdf_range, pdf_range] in units of the rms", gt=0.0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.every or self.dt or self.wall or self.times or self.at_end)
+
+
+@dataclass(frozen=True)
 class OutputConfig:
     """What a run writes, and where. Host work runs only between compiled chunks of ``chunk`` steps."""
 
@@ -155,6 +182,7 @@ class OutputConfig:
                          "after each (formerly output.every)", min=1)
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
+    statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
 
 
 @dataclass(frozen=True)
@@ -292,6 +320,7 @@ def validate(cfg: Config) -> None:
                           f"of: {', '.join(compatible(info.protocol))}", "is not available")
     for key, value in (("output.spectra.every", cfg.output.spectra.every),
                        ("output.snapshots.every", cfg.output.snapshots.every),
+                       ("output.statistics.every", cfg.output.statistics.every),
                        ("checkpoint.every", cfg.checkpoint.every)):
         if value and value % cfg.output.chunk:
             raise ConfigError(key, value, f"must be a multiple of output.chunk = {cfg.output.chunk} (0 = none)",
@@ -305,10 +334,27 @@ def validate(cfg: Config) -> None:
             raise ConfigError("runtime.process_id", cfg.runtime.process_id,
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
     _check_mode_numbers(cfg)
+    _check_statistics(cfg)
     for part in (cfg.physics, cfg.initial):
         check = getattr(part, "check", None)
         if check is not None:
             check(cfg)
+
+
+def _check_statistics(cfg: Config) -> None:
+    """Flow statistics need a velocity, and separations the grid holds (at most N/2 cells on every axis)."""
+    stats = cfg.output.statistics
+    if not stats.enabled:
+        return
+    if "velocity" not in registry()[cfg.physics.name].fields:
+        raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
+                          f"is undefined for physics.name = {cfg.physics.name}")
+    half = min(cfg.grid.shape) // 2
+    for key in ("separations", "pdf_separations"):
+        values = getattr(stats, key) or ()
+        if any(r > half for r in values):
+            raise ConfigError(f"output.statistics.{key}", list(values), f"every separation must be <= N/2 = {half} "
+                              f"cells (the smallest axis of grid.shape {list(cfg.grid.shape)})", "is too large")
 
 
 def _check_mode_numbers(cfg: Config) -> None:
@@ -341,7 +387,8 @@ def resolve(cfg: Config) -> Config:
         spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.chunk)
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, spectra=spectra))
     for key, times in (("output.spectra.times", cfg.output.spectra.times),
-                       ("output.snapshots.times", cfg.output.snapshots.times)):
+                       ("output.snapshots.times", cfg.output.snapshots.times),
+                       ("output.statistics.times", cfg.output.statistics.times)):
         late = [t for t in times or () if t > cfg.time.t_end * (1 + 1e-12)]
         if late:
             raise ConfigError(key, list(times), f"every time must be <= time.t_end = {cfg.time.t_end:.12g}",
@@ -357,8 +404,9 @@ def output_times(cfg: Config) -> tuple[float, ...]:
     """Every time an output asks for, sorted: chunks end exactly there. ``output.*.times``, and the
     multiples of ``output.*.dt`` below t_end (so snapshots by ``dt`` land on t = dt, 2 dt, ..., not on
     the first chunk end past each; an output asking for more than :data:`MAX_DT_STOPS` is left to that)."""
-    times = {*(cfg.output.spectra.times or ()), *(cfg.output.snapshots.times or ())}
-    for section in (cfg.output.spectra, cfg.output.snapshots):
+    times = {*(cfg.output.spectra.times or ()), *(cfg.output.snapshots.times or ()),
+             *(cfg.output.statistics.times or ())}
+    for section in (cfg.output.spectra, cfg.output.snapshots, cfg.output.statistics):
         count = int(cfg.time.t_end / section.dt + 1e-9) if section.dt else 0
         if count <= MAX_DT_STOPS:
             times.update(i * float(section.dt) for i in range(1, count + 1))

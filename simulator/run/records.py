@@ -17,6 +17,7 @@ import numpy as np
 
 from simulator import runtime
 from simulator import spectra as spectra_mod
+from simulator import statistics
 from simulator.config import Config, to_dict
 from simulator.output import checkpoints
 from simulator.output.base import Moment, Schedule, Writer
@@ -85,6 +86,9 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
     names = [n for n, f in info.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
                                           log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
+    flow_statistics = statistics.writer(cfg, sim, rank0)  # after the finiteness check; None when off
+    if flow_statistics is not None:
+        dumps.append(flow_statistics)
 
     def save(m: Moment) -> Path:
         eq = sim.equation

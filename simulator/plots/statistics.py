@@ -1,0 +1,192 @@
+"""The flow-statistics figures of a run directory, from ``statistics.h5`` (no JAX):
+
+* ``plots/structure_functions.png``: S_p^L(r) (averaged over the axes that share a cell size, rows of
+  the last half of the run averaged) for every order against r, with K41's r^(p/3) dashed; beside it
+  S_2^L compensated by (eps r)^(2/3) (eps the mean ``dissipation`` of ``timeseries.csv`` over those rows;
+  without one, by r^(2/3)) and, when ``spectra.h5`` has E(k), the isotropic S_2^L of that spectrum dashed
+  (:func:`isotropic_s2`);
+* ``plots/pdfs.png``: the PDFs of du/dx and of the longitudinal increments at the last row, log scale,
+  against the standard normal;
+* ``plots/derivative_moments.png``: the skewness and flatness of du/dx (pooled and per direction) and of
+  each scalar's gradient along its mean gradient against time, with the Gaussian values (0, 3) dashed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib.ticker
+import numpy as np
+
+from simulator.equations.spec import EquationInfo
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import read_spectra
+from simulator.output.statistics import FILE, read_statistics
+from simulator.output.timeseries import FILE as TIMESERIES_FILE
+from simulator.output.timeseries import read_timeseries
+from simulator.plots.figures import figure, heading, note, save, time_label
+
+AXES = "xyz"
+
+
+def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(trace, longitudinal) second-order structure functions of an isotropic field with shell spectrum
+    E(k) (``energy`` summed over shells of centres ``k``: the integral is the shell sum):
+    <|du|^2>(r) = 4 int E (1 - sin kr/kr) dk and S_2^L(r) = 4 int E (1/3 - (sin kr - kr cos kr)/(kr)^3) dk
+    (Pope, Turbulent Flows, 2000, §6.2, Eq. 6.40 and Ex. 6.11; Monin & Yaglom vol. 2, §12).
+
+    ``width``: the shells' width dk. Given, each shell's kernel is averaged over [k - dk/2, k + dk/2] with
+    the weight k^2 (the density of modes), rather than taken at the centre: at the low shells that hold a
+    small box's energy, the centre underestimates <|k|^2> by ~10% (shell 2: 4 against 4.41), and S_2 with it.
+    """
+    keep = k > 0
+    e = energy[keep]
+    if width is None:
+        nodes, weights = k[keep][None, :], np.ones((1, e.size))
+    else:
+        x, w = np.polynomial.legendre.leggauss(8)
+        nodes = k[keep][None, :] + 0.5 * width * x[:, None]  # (8, shells)
+        weights = w[:, None] * nodes**2
+        weights = weights / weights.sum(axis=0)
+    kr = r[:, None, None] * nodes[None]  # (r, nodes, shells)
+    trace = 4 * np.sum(e * weights * (1 - np.sin(kr) / kr), axis=(1, 2))
+    longitudinal = 4 * np.sum(e * weights * (1 / 3 - (np.sin(kr) - kr * np.cos(kr)) / kr**3), axis=(1, 2))
+    return trace, longitudinal
+
+
+def axis_mean(data: dict[str, Any], kind: str, rows: slice) -> tuple[np.ndarray, np.ndarray] | None:
+    """(separations in length units, S_p(r) ``(orders, separations)``) of ``kind`` (longitudinal or
+    transverse), the mean of ``rows`` and of the axes whose separations and cell size are those of x."""
+    spacing = np.asarray(eval_list(data["attrs"].get("spacing")) or [1.0, 1.0, 1.0])
+    name = f"structure_{kind}_x"
+    if name not in data or data[name].shape[0] == 0:
+        return None
+    same = [a for a in AXES if f"structure_{kind}_{a}" in data and np.array_equal(data[f"r_{a}"], data["r_x"])
+            and np.isclose(spacing[AXES.index(a)], spacing[0])]
+    values = np.mean([np.mean(data[f"structure_{kind}_{a}"][rows], axis=0) for a in same], axis=0)
+    return data["r_x"] * spacing[0], values
+
+
+def eval_list(value: Any) -> list[float] | None:
+    """A list attribute of the file (stored as JSON text)."""
+    if value is None:
+        return None
+    return [float(v) for v in (json.loads(value) if isinstance(value, str) else value)]
+
+
+def _later_half(times: np.ndarray) -> slice:
+    return slice(times.size // 2, None) if times.size > 1 else slice(None)
+
+
+def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | None,
+                     spectrum: tuple[np.ndarray, np.ndarray] | None, when: str) -> Any:
+    rows = _later_half(data["time"])
+    fig, axes = figure(1, 2)
+    left, right = axes[0]
+    r, s = axis_mean(data, "longitudinal", rows)
+    orders = data["orders"]
+    for p, values in zip(orders, s, strict=True):
+        line, = left.loglog(r, values, "o-", ms=3, label=f"$S_{p}^L$")
+        left.loglog(r, values[0] * (r / r[0]) ** (p / 3), "--", lw=0.8, color=line.get_color())
+    left.plot([], [], "k--", lw=0.8, label=r"K41 $r^{p/3}$")
+    left.set_xlabel("r")
+    left.set_ylabel(r"$S_p^L(r) = \langle|\delta u_L|^p\rangle$")
+    left.legend(fontsize="small")
+    left.grid(alpha=0.3, which="both")
+    scale = (eps * r) ** (2 / 3) if eps else r ** (2 / 3)
+    right.semilogx(r, s[list(orders).index(2)] / scale, "o-", ms=3, label=r"$S_2^L$")
+    trans = axis_mean(data, "transverse", rows)
+    if trans is not None and 2 in list(orders):
+        right.semilogx(r, trans[1][list(orders).index(2)] / scale, "s-", ms=3, label=r"$S_2^T$")
+    if spectrum is not None:
+        k = spectrum[0]
+        right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0])[1] / scale, "k--", lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
+    if eps:
+        right.axhline(2.0, color="grey", lw=0.8, ls=":", label=r"$C_2 \approx 2$")
+    right.set_xlabel("r")
+    right.set_ylabel(r"$S_2/(\varepsilon r)^{2/3}$" if eps else r"$S_2/r^{2/3}$")
+    right.legend(fontsize="small")
+    right.grid(alpha=0.3, which="both")
+    for ax in (left, right):
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    fig.suptitle(heading(config, f"structure functions, {when}"))
+    return fig
+
+
+def pdf_figure(data: dict[str, Any], config: dict[str, Any], when: str) -> Any:
+    fig, axes = figure()
+    ax = axes[0, 0]
+    x = data["pdf_centres"]
+    gauss = np.exp(-x**2 / 2) / np.sqrt(2 * np.pi)
+    ax.semilogy(x, np.where(data["pdf_dudx"][-1] > 0, data["pdf_dudx"][-1], np.nan), "o-", ms=3,
+                label=r"$\partial u/\partial x$")
+    for j, sep in enumerate(data["pdf_separations"]):
+        pdf = data["pdf_increment"][-1, j]
+        ax.semilogy(x, np.where(pdf > 0, pdf, np.nan), ".-", label=rf"$\delta u_L(r = {sep}\,\Delta x)$")
+    ax.semilogy(x, gauss, "k--", lw=1, label="Gaussian")
+    ax.set_xlabel(r"value / rms")
+    ax.set_ylabel("PDF")
+    ax.set_ylim(bottom=max(1e-7, ax.get_ylim()[0]))
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, which="both")
+    fig.suptitle(heading(config, f"PDFs, {when}"))
+    return fig
+
+
+def moments_figure(data: dict[str, Any], config: dict[str, Any]) -> Any:
+    fig, axes = figure(2, 1, sharex=True)
+    t = data["time"]
+    for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
+        ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_i/\partial x_i$ pooled")
+        for name in ("dudx", "dvdy", "dwdz"):
+            ax.plot(t, data[f"{what}_{name}"], lw=0.8, label=rf"$\partial_{name[-1]} {name[1]}$")
+        for key in sorted(k for k in data if k.startswith("scalar") and k.endswith(f"_gradient_{what}_parallel")):
+            if np.isfinite(data[key]).any():
+                ax.plot(t, data[key], "--", label=key.split("_")[0] + r" $\partial_\parallel\theta$")
+        ax.axhline(gaussian, color="grey", ls=":", lw=0.8)
+        ax.set_ylabel(what)
+        ax.legend(fontsize="x-small", ncol=3)
+        ax.grid(alpha=0.3)
+    axes[1, 0].set_xlabel("t")
+    fig.suptitle(heading(config, "velocity-derivative moments"))
+    return fig
+
+
+def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
+    """The figures of the module docstring; nothing (and a note) without ``statistics.h5`` rows."""
+    path = run_dir / FILE
+    if not path.is_file():
+        return []  # off by default: no note for runs that did not ask for statistics
+    try:
+        data = read_statistics(path)
+    except (OSError, KeyError) as err:
+        note(f"skipped the statistics figures: cannot read {path} ({err})")
+        return []
+    if data["time"].size == 0:
+        note(f"skipped the statistics figures: {path} has no rows yet")
+        return []
+    rows = _later_half(data["time"])
+    times = data["time"][rows]
+    when = f"{time_label(config, info, float(times[0]))} – {time_label(config, info, float(times[-1])).split('= ')[-1]}"
+    eps = spectrum = None
+    series_path = run_dir / TIMESERIES_FILE
+    if series_path.is_file():
+        series = read_timeseries(series_path)
+        if "dissipation" in series and series["time"].size:
+            inside = (series["time"] >= times[0]) & (series["time"] <= times[-1])
+            eps = float(np.mean(series["dissipation"][inside])) if inside.any() else None
+    spectra_path = run_dir / SPECTRA_FILE
+    if spectra_path.is_file():  # the kinetic energy spectrum E(k), where the run writes one
+        spectra = read_spectra(spectra_path)
+        if "energy" in spectra and spectra["time"].size:
+            inside = (spectra["time"] >= times[0]) & (spectra["time"] <= times[-1])
+            if inside.any():
+                spectrum = (spectra["k"], np.mean(spectra["energy"][inside], axis=0))
+    last = time_label(config, info, float(data["time"][-1]))
+    out = run_dir / "plots"
+    return [*save(structure_figure(data, config, eps, spectrum, when), out / "structure_functions.png", pdf),
+            *save(pdf_figure(data, config, last), out / "pdfs.png", pdf),
+            *save(moments_figure(data, config), out / "derivative_moments.png", pdf)]
