@@ -10,6 +10,7 @@ import jax
 import pytest
 
 from simulator import cost, plan
+from simulator.run import admission
 from simulator.api import load_config
 from simulator.equations import registry
 from simulator.run.simulation import Simulation
@@ -36,7 +37,7 @@ def test_every_equation_plans_without_allocating(name):
     state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state))
     # the chunk holds the state and more, but far less than the multiple of it that lets check_fits pass a
     # small run without compiling (plan.QUICK_FRACTION)
-    assert state_bytes < max(p.program_bytes.values()) < state_bytes / plan.QUICK_FRACTION / 4
+    assert state_bytes < max(p.program_bytes.values()) < state_bytes / admission.QUICK_FRACTION / 4
     assert p.ffts_per_step > 0 and p.traffic.fft_calls > 0 and p.traffic.memory_bytes > 0
     assert p.fits and p.largest_cubic >= 16
 
@@ -206,6 +207,6 @@ def test_every_shipped_config_plans_its_own_state(label, path, extra):
                          ids=[c[0] for c in _shipped_and_two_scalar_boussinesq()])
 def test_every_shipped_config_passes_the_fit_check(label, path, extra, monkeypatch):
     cfg = load_config(path, {"grid.shape": [8, 8, 8], **extra})
-    monkeypatch.setattr(plan, "QUICK_FRACTION", 0.0)  # compile even though the state is tiny
-    p = plan.check_fits(Simulation(cfg, jax.devices()[:1]))
+    monkeypatch.setattr(admission, "QUICK_FRACTION", 0.0)  # compile even though the state is tiny
+    p = admission.check_fits(Simulation(cfg, jax.devices()[:1]))
     assert p is not None and p.fits

@@ -24,16 +24,13 @@ from simulator.config.model import (
     OutputConfig,
     RuntimeConfig,
     TimeConfig,
-    RENAMED,
     check_name,
-    deprecated_keys,
     from_dict,
     keys_of,
-    upgrade,
-    upgrade_keys,
     resolve,
     validate,
 )
+from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.yamlfile import parse_yaml, read_yaml
 
 #: the lines between which README.md holds the generated reference

@@ -6,10 +6,7 @@ packages, :mod:`simulator.equations`), so a key of another equation is an error 
 are valid. Everything a run writes uses one schedule vocabulary: ``every`` (steps, a multiple of the
 chunk ``output.chunk``), ``dt`` (simulated time), ``wall`` (wall-clock seconds) and ``at_end``.
 
-Keys of earlier config formats are still read: ``output.every`` (now ``output.chunk``: it always was
-the compiled chunk's length), ``output.snapshot_every``/``output.snapshot_dt`` (now
-``output.snapshots.every``/``.dt``) and ``output.spectra: true|false`` (now a section); stored run
-directories restart unchanged. :func:`deprecated_keys` names the old keys a user's input still uses.
+Keys of earlier config formats are read through :mod:`simulator.config.legacy`.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ from simulator.schema import Variants, build, section, setting
 from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
                                  warn_plugin_problems)
 from simulator.errors import ConfigError
+from simulator.config.legacy import upgrade
 
 TWO_PI = 2.0 * math.pi
 
@@ -215,64 +213,6 @@ class Config:
 
 
 # --------------------------------------------------------------------------------------------------
-
-
-_LEGACY_OUTPUT = {"snapshot_every": ("snapshots", "every"), "snapshot_dt": ("snapshots", "dt")}
-
-
-def upgrade(raw: Mapping[str, Any]) -> dict:
-    """Rewrite keys of the first config format into today's (see the module docstring)."""
-    raw = dict(raw)
-    output = raw.get("output")
-    if isinstance(output, Mapping):
-        output = dict(output)
-        if "every" in output:  # output.every was the chunk length all along: now output.chunk
-            if "chunk" in output:
-                raise ConfigError("output.every", output["every"], "give only output.chunk (its new name)",
-                                  "is also given as output.chunk")
-            output["chunk"] = output.pop("every")
-        if isinstance(output.get("spectra"), bool):
-            output["spectra"] = {} if output["spectra"] else {"every": 0, "at_end": False}
-        for old, (group, key) in _LEGACY_OUTPUT.items():
-            if old in output:
-                target = output.get(group)
-                target = dict(target) if isinstance(target, Mapping) else {}
-                if key in target:
-                    raise ConfigError(f"output.{old}", output[old], f"give only output.{group}.{key} (its new name)",
-                                      f"is also given as output.{group}.{key}")
-                target[key] = output.pop(old)
-                output[group] = target
-        raw["output"] = output
-    return raw
-
-
-#: keys of earlier formats and their names today
-RENAMED = {"output.every": "output.chunk", **{f"output.{old}": "output." + ".".join(new)
-                                              for old, new in _LEGACY_OUTPUT.items()}}
-
-
-def deprecated_keys(raw: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> list[str]:
-    """The old keys (:data:`RENAMED`) a raw config or its overrides use."""
-    output = raw.get("output")
-    found = [f"output.{k}" for k in output if f"output.{k}" in RENAMED] if isinstance(output, Mapping) else []
-    keys = overrides.keys() if isinstance(overrides, Mapping) else [o.partition("=")[0].strip() for o in overrides]
-    return found + [k for k in keys if k in RENAMED]
-
-
-def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``{dotted.key: value}`` overrides with keys of the first format renamed (a later layer of
-    settings then replaces the new key, as it would the old one)."""
-    out = {}
-    for key, value in values.items():
-        section, _, name = key.partition(".")
-        if section == "output" and name in _LEGACY_OUTPUT:
-            key = "output." + ".".join(_LEGACY_OUTPUT[name])
-        elif key == "output.every":
-            key = "output.chunk"
-        elif key == "output.spectra" and isinstance(value, bool):
-            value = {} if value else {"every": 0, "at_end": False}
-        out[key] = value
-    return out
 
 
 def from_dict(data: Mapping[str, Any]) -> Config:

@@ -24,7 +24,7 @@ import dataclasses
 import importlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.schema import setting, traced_values

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import h5py
 import matplotlib
 import matplotlib.ticker
 import numpy as np

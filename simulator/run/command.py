@@ -85,14 +85,14 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
 
 
 def _start_checked(cfg: config_mod.Config, expected_index: int) -> str:
-    """Start the runtime and check that the run fits its devices (:func:`simulator.plan.check_run`:
+    """Start the runtime and check that the run fits its devices (:func:`simulator.run.admission.check_run`:
     ConfigError, exit 2, if not); returns the process mode."""
     from simulator.errors import RuntimeSetupError
 
     mode = start(cfg)
     import jax
 
-    from simulator.plan import check_run
+    from simulator.run.admission import check_run
 
     if jax.process_index() != expected_index:
         raise RuntimeSetupError(f"this process was expected to be process {expected_index} of its run, JAX made it "

@@ -24,7 +24,6 @@ from simulator.equations.spec import (
     Panel,
     PlotSpec,
 )
-from simulator.errors import ConfigError
 from simulator.time.schemes import SPLIT_STEP
 
 
