@@ -16,8 +16,8 @@ if ! command -v pvpython >/dev/null; then
     command -v apt-get >/dev/null || die "ParaView (pvpython) is not installed and there is no apt-get to install it"
     echo "paraview_local: installing paraview python3-paraview (apt)" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends paraview python3-paraview >/dev/null 2>&1 \
+    flock /run/simulator-apt.lock apt-get -o DPkg::Lock::Timeout=900 update -qq >/dev/null
+    flock /run/simulator-apt.lock apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends paraview python3-paraview >/dev/null 2>&1 \
         || die "apt-get install of paraview python3-paraview failed"
     command -v pvpython >/dev/null || die "paraview is installed but pvpython is not on PATH"
 fi

@@ -40,9 +40,9 @@ install_packages() {
     command -v apt-get >/dev/null || die "Slurm is not installed and there is no apt-get to install it"
     echo "slurm_local: installing slurmctld slurmd slurm-client munge (apt)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
+    flock /run/simulator-apt.lock apt-get -o DPkg::Lock::Timeout=900 update -qq >/dev/null
     # "invoke-rc.d: policy-rc.d denied execution" is expected: there is no init system to start them
-    apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null 2>&1 \
+    flock /run/simulator-apt.lock apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null 2>&1 \
         || die "apt-get install of slurmctld slurmd slurm-client munge failed"
 }
 

@@ -6,11 +6,12 @@ from typing import Any
 
 
 def show_value(value: Any) -> str:
-    """A short repr of a config value for one-line messages (tuples shown as YAML-like lists)."""
+    """A short repr of a config value for one-line messages (tuples shown as YAML-like lists). A long
+    one keeps both ends (a path's file name, a list's last entries) and elides the middle."""
     if isinstance(value, tuple):
         value = list(value)
     text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= 80 else text[:38] + "..." + text[-39:]
 
 
 class ConfigError(ValueError):

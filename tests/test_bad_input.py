@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from simulator.errors import show_value
 import yaml
 
 ROOT = Path(__file__).parents[1]
@@ -213,5 +215,5 @@ def test_an_unreadable_config_is_one_line(workdir, tmp_path):
     r = subprocess.run([*prefix, sys.executable, "-m", "simulator", "run", str(config)], cwd=workdir,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr[-2000:]
-    assert r.stderr.strip() == f"error: config file = '{config}' cannot be read (Permission denied); make it " \
-                               "readable (check its permissions)"
+    assert r.stderr.strip() == f"error: config file = {show_value(str(config))} cannot be read (Permission denied); " \
+                               "make it readable (check its permissions)"
