@@ -150,7 +150,9 @@ CASES = {
     "restart as another equation": (["run", JEANS, *SMALL, "--out", "run", "--restart"], "holds a navier_stokes state"),
     "restart a run that never checkpointed": (["run", TG, *SMALL, "--out", ".", "--restart"], "has nothing to resume"),
     "resume with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run", "--resume"],
-                                  "(changed: physics.viscosity)"),
+                                  "--resume = 'run' holds a run with other physics or grid (changed: physics.viscosity); "
+                                  "to continue that run with the new values, run once with --restart "
+                                  "--allow-physics-change (then --resume)"),
     "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
     "resume into a directory of other files": (["run", TG, *SMALL, "--out", ".", "--resume"],
                                                "holds files but no checkpoint of a run with this physics"),

@@ -275,9 +275,10 @@ def write_status(path: Path, state: str, step: int | None, t: float | None, code
 
 
 def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool,
-                         warn: bool = True) -> checkpoints.Checkpoint:
+                         warn: bool = True, resume: bool = False) -> checkpoints.Checkpoint:
     """The checkpoint a restart continues from, checked against this run's config (nothing is written).
-    ``warn``: log the damaged checkpoints skipped on the way (once per segment, not for the early check)."""
+    ``warn``: log the damaged checkpoints skipped on the way (once per segment, not for the early check);
+    ``resume``: the user asked for ``--resume`` (a refusal then says which command does what)."""
     ckpt = checkpoints.find(out if restart == "latest" else Path(restart), warn=warn)
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
@@ -296,6 +297,11 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
             raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
                               f"holds a state in the box {old['grid']['box']}")
         diffs.remove("grid.shape")
+    if diffs and resume:  # --resume continues this config's run; that run is another config's
+        raise ConfigError("--resume", str(out), "to continue that run with the new values, run once with --restart "
+                          "--allow-physics-change (then --resume); to run this config from t = 0, give another "
+                          "--out, or --overwrite to replace that run", f"holds a run with other physics or grid "
+                          f"(changed: {', '.join(diffs)})")
     if diffs and not allow_physics_change:
         raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
                           f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")

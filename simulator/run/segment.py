@@ -75,6 +75,7 @@ class Segment:
         self.resume_hint = resume_hint or f"simulator run CONFIG --resume --out {out}"
         self.allow_physics_change, self.note, self.extra_meta = allow_physics_change, note, extra_meta or {}
         self.plan: rundir.Plan | None = None
+        self.resume = False  # --resume was asked (prepare)
         self.lock = RunLock(self.out)
         self.ckpt: checkpoints.Checkpoint | None = None
         self.stepper: Stepper | None = None
@@ -96,11 +97,13 @@ class Segment:
     def prepare(self, *, overwrite: bool = False, restart: str | None = None, resume: bool = False) -> str | None:
         """Plan the directory (every process, before JAX starts; bad input raises ConfigError and
         nothing is touched). Returns why there is nothing to do (a finished run), else None."""
+        self.resume = resume
         self.plan = rundir.plan(self.cfg, self.out, overwrite=overwrite, restart=restart, resume=resume)
         if self.plan.done:
             self.outcome, self.code = "finished", EXIT_OK
         elif self.plan.restart is not None:
-            rundir.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False)
+            rundir.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False,
+                                        resume=resume)
         else:
             self.cfg.initial.check_start(self.cfg)  # a new run: its initial condition's sources must be there now
         return self.plan.done
@@ -128,8 +131,8 @@ class Segment:
     def resolve(self) -> None:
         """The checkpoint this segment continues from (all processes, once the directory is prepared)."""
         restart = self.plan.restart if self.plan is not None else None
-        self.ckpt = (rundir.checkpoint_to_resume(self.cfg, self.out, restart, self.allow_physics_change)
-                     if restart is not None else None)
+        self.ckpt = (rundir.checkpoint_to_resume(self.cfg, self.out, restart, self.allow_physics_change,
+                                                 resume=self.resume) if restart is not None else None)
 
     def finished_already(self) -> bool:
         """Whether the checkpoint to continue from has reached t_end: then the run is recorded finished."""
