@@ -21,6 +21,7 @@ from typing import Any
 from simulator.schema import Variants, build, section, setting
 from simulator.equations import EquationParams, InitialCondition, registry
 from simulator.errors import ConfigError
+from simulator.particles import Species, particle_list
 
 TWO_PI = 2.0 * math.pi
 
@@ -180,6 +181,7 @@ class Config:
     output: OutputConfig = section(OutputConfig, "output")
     checkpoint: CheckpointConfig = section(CheckpointConfig, "checkpoints")
     runtime: RuntimeConfig = section(RuntimeConfig, "processes and devices")
+    particles: tuple[Species, ...] = particle_list()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -273,6 +275,9 @@ def validate(cfg: Config) -> None:
             raise ConfigError("runtime.process_id", cfg.runtime.process_id,
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
     _check_mode_numbers(cfg)
+    from simulator import particles
+
+    particles.check(cfg)
     for part in (cfg.physics, cfg.initial):
         check = getattr(part, "check", None)
         if check is not None:

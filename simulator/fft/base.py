@@ -229,6 +229,16 @@ class FFTBackend(Layout, abc.ABC):
             return self._broadcast_vector(w, self.perm.index(2), dtype)
         return self._broadcast_vector(np.ones(1), 0, dtype)
 
+    def evaluate_at(self, spectrum: jax.Array, points: jax.Array, wavenumbers: Sequence[jax.Array],
+                    weight: jax.Array) -> jax.Array:
+        """The real field of a real-to-complex ``spectrum`` ``(*batch, K0, K1, K2)`` at ``points`` ``(Np, 3)``
+        (replicated), exactly, as ``(*batch, Np)``: each device sums its own modes, one psum adds them
+        (:mod:`simulator.fft.points`; ``wavenumbers``/``weight`` as :meth:`wavenumbers` and
+        :meth:`parseval_weight` give them)."""
+        from simulator.fft import points as _points
+
+        return _points.evaluate_at(self, spectrum, points, wavenumbers, weight)
+
     # ---- a NumPy reference in this layout (tests, self-checks, checkpoint conversion) -------------
 
     def reference_spectrum(self, x: np.ndarray, real: bool) -> np.ndarray:

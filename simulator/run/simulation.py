@@ -47,6 +47,10 @@ class Simulation:
         if not issubclass(cls, PROTOCOLS[self.info.protocol]):
             raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
         self.equation: Equation = cls(self.fft, cfg.grid.box, self.dtype, cfg.physics)
+        if cfg.particles:  # the flow carries Lagrangian particles: its state gains their arrays
+            from simulator.particles.flow import with_particles
+
+            self.equation = with_particles(self.equation, cfg.particles, cfg.grid.box)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
         self.scheme = SCHEMES[cfg.time.integrator]
         self.traces = 0

@@ -1,0 +1,196 @@
+"""A flow equation with Lagrangian particles: its state, right-hand side and stepping (JAX).
+
+:class:`WithParticles` composes any semi-linear flow equation (one that defines
+``velocity_spectrum(state)``: Navier-Stokes with or without passive scalars, Boussinesq, MHD) with the
+species of the ``particles`` config section (:mod:`simulator.particles`), without changing its physics:
+
+* the state is a dict ``{"flow": <the flow's state>, "particles.<name>.position": (Np, 3),
+  "particles.<name>.velocity": (Np, 3) (inertial species only)}``; particle arrays are replicated (every
+  device holds all of them) in the run's dtype;
+* ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
+  (their equations have no stiff linear part), and ``nonlinear`` adds dx/dt = u(x) for tracers, or
+  dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for inertial particles, so particles advance in the same
+  Runge-Kutta stages as the field, at the scheme's order (each stage's u(x) is the stage's own field);
+* u(x) is the spectrally exact interpolant of the stage's velocity spectrum
+  (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, one psum), one
+  evaluation per stage for all species together.
+
+Positions are stored *unwrapped* (continuous trajectories, what dispersion statistics need; the
+spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write them wrapped into
+[0, L) as well. In float32 an unwrapped coordinate far from the box loses absolute precision
+(|x| eps): after travelling 1000 box lengths, ~1e-4 L.
+
+Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
+``state["flow"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.equations.base import Equation, Params, SemiLinearEquation
+from simulator.particles import Species, initial_positions
+
+FLOW = "flow"
+
+
+def position_key(name: str) -> str:
+    """The state key of a species' positions (also its dataset name in checkpoints)."""
+    return f"particles.{name}.position"
+
+
+def velocity_key(name: str) -> str:
+    """The state key of an inertial species' velocities."""
+    return f"particles.{name}.velocity"
+
+
+class WithParticles(SemiLinearEquation):
+    """A semi-linear flow equation plus particle species (see the module docstring).
+
+    Leaves: ``flow`` (the flow equation, itself a pytree) and ``start`` (each species' initial
+    positions, ``(Np, 3)`` replicated: leaves, so compiled code closes over no array); static:
+    ``species`` (the config's sections: counts, tau_p and gravity are structure).
+    """
+
+    _LEAVES: ClassVar[tuple[str, ...]] = ("flow", "start")
+    _STATIC: ClassVar[tuple[str, ...]] = ("species",)
+
+    def __init__(self, flow: Equation, species: Sequence[Species], start: Mapping[str, jax.Array]):
+        if not callable(getattr(flow, "velocity_spectrum", None)) or not isinstance(flow, SemiLinearEquation):
+            raise TypeError(f"{type(flow).__name__} carries no particles: it needs velocity_spectrum(state) and "
+                            "the semilinear protocol")
+        self.flow, self.species, self.start = flow, tuple(species), dict(start)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for attributes the wrapper lacks: those are the flow's (fft, ops, box, info, ...)
+        if name in ("flow", "start", "species") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.flow, name)
+
+    # ---- what is the flow's ---------------------------------------------------------------------------
+
+    def params(self, physics: Any) -> Params:
+        return self.flow.params(physics)
+
+    @property
+    def field_info(self):  # type: ignore[override]
+        return self.flow.field_info
+
+    @property
+    def state_fields(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.flow.state_fields
+
+    @property
+    def builders(self):  # type: ignore[override]
+        return self.flow.builders
+
+    @property
+    def snapshot_sources(self):  # type: ignore[override]
+        return self.flow.snapshot_sources
+
+    def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
+        return self.flow.field_layouts()
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        return self.flow.state_fields_from_snapshot(fields)
+
+    def at(self, t: jax.Array) -> WithParticles:
+        flow = self.flow.at(t)
+        if flow is self.flow:
+            return self
+        out = object.__new__(type(self))
+        out.flow, out.species, out.start = flow, self.species, self.start
+        return out
+
+    def leaf_spaces(self, state: Any) -> list[str]:
+        """The flow's leaves' spaces, then "particles" for every particle array (replicated, neither
+        real-space nor spectral: stored whole)."""
+        rest = {k: v for k, v in state.items() if k != FLOW}
+        return self.flow.leaf_spaces(state[FLOW]) + ["particles"] * len(jax.tree.leaves(rest))
+
+    def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
+        return self.flow.fields(state[FLOW], params)
+
+    def diagnostics(self, state: Any, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        return self.flow.diagnostics(state[FLOW], dt, params)
+
+    def spectra(self, state: Any, params: Params) -> dict[str, jax.Array]:
+        return self.flow.spectra(state[FLOW], params)
+
+    # ---- states ----------------------------------------------------------------------------------------
+
+    def initial(self, ic: Any, params: Params) -> Any:
+        return self.attach(self.flow.initial(ic, params))
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> Any:
+        """The flow's state from its fields, with every species at its configured initial positions."""
+        return self.attach(self.flow.from_fields(fields, params))
+
+    def attach(self, flow_state: Any, positions: Mapping[str, jax.Array] | None = None) -> dict[str, Any]:
+        """A full state: ``flow_state`` plus each species at ``positions`` (by species name; default the
+        configured start). Inertial particles start with the fluid's velocity at their positions."""
+        positions = self.start if positions is None else positions
+        state: dict[str, Any] = {FLOW: flow_state}
+        inertial = [s for s in self.species if s.inertial]
+        u = self._velocity_at(flow_state, [positions[s.name] for s in inertial]) if inertial else []
+        for s in self.species:
+            state[position_key(s.name)] = jnp.asarray(positions[s.name], self.dtype)
+        for s, us in zip(inertial, u, strict=True):
+            state[velocity_key(s.name)] = us
+        return state
+
+    def positions(self, state: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """Each species' (unwrapped) positions ``(Np, 3)``, by name."""
+        return {s.name: state[position_key(s.name)] for s in self.species}
+
+    def velocities(self, state: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """Each species' velocity ``(Np, 3)``: v for inertial species, u(x) (interpolated) for tracers."""
+        tracers = [s for s in self.species if not s.inertial]
+        u = self._velocity_at(state[FLOW], [state[position_key(s.name)] for s in tracers]) if tracers else []
+        out = dict(zip((s.name for s in tracers), u, strict=True))
+        out.update({s.name: state[velocity_key(s.name)] for s in self.species if s.inertial})
+        return {s.name: out[s.name] for s in self.species}
+
+    def _velocity_at(self, flow_state: Any, positions: Sequence[jax.Array]) -> list[jax.Array]:
+        """u at each array of positions, ``(Np_i, 3)`` each, from one evaluation over all of them."""
+        counts = [int(p.shape[0]) for p in positions]
+        points = jnp.concatenate([jnp.asarray(p, self.dtype) for p in positions])
+        u_hat = self.flow.velocity_spectrum(flow_state)
+        u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight).T  # (Np, 3)
+        return list(jnp.split(u, np.cumsum(counts)[:-1]))
+
+    # ---- the semi-linear protocol ------------------------------------------------------------------------
+
+    def exp_linear(self, state: Any, tau: jax.Array, params: Params) -> Any:
+        """The flow's exp(L tau); the identity on the particles."""
+        return {**state, FLOW: self.flow.exp_linear(state[FLOW], tau, params)}
+
+    def nonlinear(self, state: Any, t: jax.Array, params: Params) -> Any:
+        """The flow's N, and the particles' right-hand sides at this stage (see the module docstring)."""
+        out: dict[str, Any] = {FLOW: self.flow.nonlinear(state[FLOW], t, params)}
+        u = self._velocity_at(state[FLOW], [state[position_key(s.name)] for s in self.species])
+        for s, us in zip(self.species, u, strict=True):
+            if not s.inertial:
+                out[position_key(s.name)] = us
+                continue
+            v = state[velocity_key(s.name)]
+            out[position_key(s.name)] = v
+            out[velocity_key(s.name)] = (us - v) / s.tau_p + jnp.asarray(s.gravity, v.dtype)
+        return out
+
+
+def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float]) -> WithParticles:
+    """``flow`` carrying ``species``: their initial positions placed on the host (the same on every
+    process) and laid out replicated over the flow's mesh."""
+    sharding = flow.fft.replicated_sharding()
+    start = {}
+    for i, s in enumerate(species):
+        host = initial_positions(s, box, f"particles[{i}]").astype(flow.dtype)
+        start[s.name] = jax.make_array_from_callback(host.shape, sharding, lambda idx, h=host: h[idx],
+                                                     dtype=host.dtype)
+    return WithParticles(flow, species, start)
