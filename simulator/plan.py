@@ -44,7 +44,10 @@ def abstract_state(sim: Any) -> Any:
     leaves, tree = jax.tree.flatten(state)
     out = []
     for leaf, space in zip(leaves, sim.equation.leaf_spaces(state), strict=True):
-        sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
+        if space == "particles":  # (Np, 3), every device holds all of them
+            sharding = sim.fft.replicated_sharding()
+        else:
+            sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
         out.append(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding))
     return jax.tree.unflatten(tree, out)
 

@@ -4,7 +4,7 @@
 ``velocity_spectrum(state)``: Navier-Stokes with or without passive scalars, Boussinesq, MHD) with the
 species of the ``particles`` config section (:mod:`simulator.particles`), without changing its physics:
 
-* the state is a dict ``{"flow": <the flow's state>, "particles.<name>.position": (Np, 3),
+* the state is a dict ``{"state": <the flow's state>, "particles.<name>.position": (Np, 3),
   "particles.<name>.velocity": (Np, 3) (inertial species only)}``; particle arrays are replicated (every
   device holds all of them) in the run's dtype;
 * ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
@@ -21,7 +21,7 @@ spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write
 (|x| eps): after travelling 1000 box lengths, ~1e-4 L.
 
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
-``state["flow"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
+``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ import numpy as np
 from simulator.equations.base import Equation, Params, SemiLinearEquation
 from simulator.particles import Species, initial_positions
 
-FLOW = "flow"
+#: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
+#: array reads back into the flow alone (a restart at another resolution remaps it as any other)
+FLOW = "state"
 
 
 def position_key(name: str) -> str:
@@ -110,8 +112,9 @@ class WithParticles(SemiLinearEquation):
     def leaf_spaces(self, state: Any) -> list[str]:
         """The flow's leaves' spaces, then "particles" for every particle array (replicated, neither
         real-space nor spectral: stored whole)."""
-        rest = {k: v for k, v in state.items() if k != FLOW}
-        return self.flow.leaf_spaces(state[FLOW]) + ["particles"] * len(jax.tree.leaves(rest))
+        spaces = {key: ["particles"] * len(jax.tree.leaves(value)) for key, value in state.items()}
+        spaces[FLOW] = self.flow.leaf_spaces(state[FLOW])
+        return [space for key in sorted(state) for space in spaces[key]]  # a dict flattens in sorted key order
 
     def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
         return self.flow.fields(state[FLOW], params)
@@ -194,3 +197,35 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
         start[s.name] = jax.make_array_from_callback(host.shape, sharding, lambda idx, h=host: h[idx],
                                                      dtype=host.dtype)
     return WithParticles(flow, species, start)
+
+
+def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, Any]:
+    """The state of a file source (:class:`simulator.output.sources.Source`) on this run's grid:
+    ``flow_state`` (already remapped onto it), and the particles the source's checkpoint holds (particle
+    arrays do not depend on the grid: a restart at another resolution keeps them exactly); a species the
+    source lacks (a snapshot, or a run without it) starts at its configured placement."""
+    from simulator.errors import ConfigError
+    from simulator.output import hdf5
+
+    ckpt = getattr(source, "checkpoint", None)
+    if ckpt is None:
+        return eq.attach(flow_state)
+    sharding = eq.fft.replicated_sharding()
+    stored: dict[str, jax.Array] = {}
+    with hdf5.Snapshot(ckpt.index) as snap:
+        for i, s in enumerate(eq.species):
+            keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
+            for key in keys:
+                if key not in snap.fields:
+                    continue
+                shape = tuple(snap.file[key].shape)
+                if shape != (s.count, 3):
+                    raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds {shape[0]} "
+                                      f"particles of species {s.name!r}: give that count", "differs")
+                stored[key] = hdf5.read_into(snap, key, shape, sharding, (0, 1, 2), eq.dtype)
+    start = {s.name: stored.get(position_key(s.name), eq.start[s.name]) for s in eq.species}
+    state = eq.attach(flow_state, start)
+    for s in eq.species:
+        if s.inertial and velocity_key(s.name) in stored and position_key(s.name) in stored:
+            state[velocity_key(s.name)] = stored[velocity_key(s.name)]
+    return state
