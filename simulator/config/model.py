@@ -144,6 +144,15 @@ class SnapshotOutput:
 
 
 @dataclass(frozen=True)
+class TrajectoryOutput:
+    """Trajectories of a subset of the particles (particles/trajectories.h5), finer than the snapshots."""
+
+    every: int = setting(0, "steps between trajectory rows (a multiple of output.every); 0 = no trajectory file",
+                         min=0)
+    count: int = setting(100, "particles per species recorded (the first ones of each)", min=1)
+
+
+@dataclass(frozen=True)
 class OutputConfig:
     """What a run writes, and where. Host work runs only between chunks of ``every`` steps."""
 
@@ -152,6 +161,7 @@ class OutputConfig:
                          "after each", min=1)
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
+    trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,7 @@ def validate(cfg: Config) -> None:
                           f"of: {', '.join(compatible(info.protocol))}", "is not available")
     for key, value in (("output.spectra.every", cfg.output.spectra.every),
                        ("output.snapshots.every", cfg.output.snapshots.every),
+                       ("output.trajectories.every", cfg.output.trajectories.every),
                        ("checkpoint.every", cfg.checkpoint.every)):
         if value and value % cfg.output.every:
             raise ConfigError(key, value, f"must be a multiple of output.every = {cfg.output.every} (0 = none)",

@@ -229,3 +229,26 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
         if s.inertial and velocity_key(s.name) in stored and position_key(s.name) in stored:
             state[velocity_key(s.name)] = stored[velocity_key(s.name)]
     return state
+
+
+def particle_writers(cfg: Any, sim: Any, attrs: Any, log: Any, rank0: bool) -> list[Any]:
+    """The particle outputs of a run (:mod:`simulator.output.particles`): snapshots on the field snapshots'
+    schedule, and the trajectory file when ``output.trajectories.every`` is set."""
+    from simulator.output.base import Schedule
+    from simulator.output.particles import ParticleSnapshotWriter, TrajectoryWriter
+
+    sampled = jax.jit(lambda eq, state: (eq.positions(state), eq.velocities(state)))
+
+    def sample(state: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        # replicated arrays: this process's first copy is the whole of each (no gather across processes)
+        positions, velocities = sampled(sim.equation, state)
+        host = lambda arrays: {k: np.asarray(v.addressable_data(0)) for k, v in arrays.items()}  # noqa: E731
+        return host(positions), host(velocities)
+
+    names = [s.name for s in cfg.particles]
+    out: list[Any] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), names, sample, cfg.grid.box, attrs,
+                                             log, rank0)]
+    if cfg.output.trajectories.every:
+        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), names,
+                                    cfg.output.trajectories.count, sample, cfg.grid.box, rank0))
+    return out

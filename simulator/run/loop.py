@@ -194,6 +194,10 @@ def _writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Steppe
                                  full_spectrum=not sim.fft.has_real_transform,
                                  meta={"config": meta["config"], "backend": cfg.fft.backend}, keep=cfg.checkpoint.keep)
 
+    if cfg.particles:  # particle snapshots with the field's, and trajectories (simulator.output.particles)
+        from simulator.particles.flow import particle_writers
+
+        dumps.extend(particle_writers(cfg, sim, snapshot_attrs, log.info, rank0))
     ck = cfg.checkpoint
     saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
     dumps.append(saver)
