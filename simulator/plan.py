@@ -245,6 +245,10 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
                      "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
     lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
                  + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
+    if c.particles:
+        from simulator import particles
+
+        lines.append(particles.describe(c, plan.devices))
     verdict = "fits" if plan.fits else "DOES NOT FIT"
     lines.append(f"available per device: {h(plan.available)} ({plan.available_source}); a run may plan "
                  f"{USABLE_FRACTION:.0%} of it: {verdict}")

@@ -149,3 +149,31 @@ def read_positions(species: Species, key: str = "particles") -> np.ndarray:
     if not np.all(np.isfinite(data)):
         raise ConfigError(f"{key}.path", str(path), "every position must be finite", "holds NaN or Inf")
     return data
+
+
+#: right-hand-side evaluations per step of each scheme (each interpolates u at every particle once)
+STAGES = {"rk4": 4, "lsrk4": 5}
+
+
+def state_bytes(cfg: Any) -> int:
+    """Bytes of the particles' state on every device (positions, and velocities of inertial species;
+    replicated, so each device holds all of them)."""
+    itemsize = 8 if cfg.precision == "float64" else 4
+    return sum(s.count * 3 * itemsize * (2 if s.inertial else 1) for s in cfg.particles)
+
+
+def describe(cfg: Any, devices: int) -> str:
+    """One line for ``simulator plan``: the particles' bytes per device and the exact interpolation's work
+    per device per step (:mod:`simulator.fft.points`: every particle against this device's modes)."""
+    from simulator.fft.layouts import LAYOUTS
+
+    count = sum(s.count for s in cfg.particles)
+    nx, ny, nz = cfg.grid.shape
+    modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz)
+    stages = STAGES.get(cfg.time.integrator, 1)
+    work = stages * count * 3 * modes / devices
+    mib = state_bytes(cfg) / 2**20
+    return (f"particles: {count} in {len(cfg.particles)} species, {mib:.3g} MiB of state on every device "
+            f"(replicated; the scheme's registers of it are in the chunk's memory above); exact interpolation "
+            f"{work:.3g} complex multiply-adds per device per step ({stages} evaluations x {count} particles x 3 "
+            f"components x {modes // devices} modes per device)")
