@@ -67,6 +67,33 @@ def test_evaluate_at_equals_the_direct_sum(devices, case):
     assert np.max(np.abs(got[:, -3:] - on_grid)) < 1e-13 * np.max(np.abs(field))
 
 
+def _smooth(points, box):
+    """A smooth periodic test field (not band-limited on the grids below: aliasing-free but not exact)."""
+    x, y, z = (2 * np.pi / length * c for c, length in zip(np.asarray(points).T, box, strict=True))
+    return np.stack([np.sin(x + 1) * np.cos(2 * y) + np.cos(z), np.cos(2 * x) * np.sin(y + z), np.sin(x + y + 2 * z)])
+
+
+@pytest.mark.parametrize("case", backend_cases(), ids=case_id)
+def test_local_lagrange_interpolation_converges_at_fourth_order(devices, case):
+    name, n, mesh = case
+    points = np.random.default_rng(0).uniform(-5.0, 12.0, (100, 3))
+    errors = []
+    for size in (16, 32):
+        fft = BACKENDS[name]((size,) * 3, build_mesh(BACKENDS[name], mesh, devices[:n]))
+        grid = np.stack(np.meshgrid(*(np.arange(size) * length / size for length in BOX), indexing="ij"), -1)
+        field = _smooth(grid.reshape(-1, 3), BOX).reshape(3, size, size, size)
+        u = jax.device_put(jnp.asarray(field), fft.real_sharding(1))
+        got = jax.jit(lambda u, p: fft.interpolate_local(u, p, BOX))(u, jnp.asarray(points))
+        errors.append(np.max(np.abs(np.asarray(got) - _smooth(points, BOX))))
+        # on the grid points themselves it is the field
+        nodes = np.array([[0, 0, 0], [3, 5, 7], [size - 1, 2, size - 1]])
+        at_nodes = jax.jit(lambda u, p: fft.interpolate_local(u, p, BOX))(u, jnp.asarray(nodes * np.array(BOX) / size))
+        expected = np.stack([field[:, i, j, k] for i, j, k in nodes], axis=1)
+        assert np.max(np.abs(np.asarray(at_nodes) - expected)) < 1e-14
+    assert np.log2(errors[0] / errors[1]) > 3.8, errors
+    assert errors[1] < 1e-3, errors  # 16 points per wavelength of the shortest mode
+
+
 def _abc_velocity(x, t, nu):
     """The decaying ABC flow (A = B = C = 1, k = 1 in a 2 pi box): u0(x) exp(-nu t), an exact solution."""
     u = np.stack([np.sin(x[:, 2]) + np.cos(x[:, 1]), np.sin(x[:, 0]) + np.cos(x[:, 2]),
@@ -135,6 +162,7 @@ def _flow_equations():
     return [name for name, info in sorted(equations.registry().items()) if "velocity" in info.state_fields]
 
 
+@pytest.mark.slow  # 12-18 s each on 2 cores: a flow with both interpolations compiles slowly
 @pytest.mark.parametrize("physics", _flow_equations())
 def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
     """Every flow equation carries particles: on grid points, a tracer's velocity is the real-space field's."""
@@ -144,12 +172,15 @@ def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
     np.save(path, nodes * (2 * np.pi / 8))
     sim = simulation(devices, grid__shape=list(shape), physics={"name": physics},
                      initial={"name": "random"},
-                     particles=[{"name": "tracers", "count": 4, "placement": "file", "path": str(path)}])
+                     particles=[{"name": "tracers", "count": 4, "placement": "file", "path": str(path)},
+                                {"name": "local", "count": 4, "placement": "file", "path": str(path),
+                                 "interpolation": "lagrange4"}])
     state = sim.initial_state()
     u = np.asarray(sim.equation.fields(state, sim.params)["velocity"])
     expected = np.stack([u[:, i, j, k] for i, j, k in nodes])
-    got = np.asarray(sim.equation.velocities(state)["tracers"])
-    assert np.max(np.abs(got - expected)) < 1e-13 * np.max(np.abs(u))
+    for species in ("tracers", "local"):
+        got = np.asarray(sim.equation.velocities(state)[species])
+        assert np.max(np.abs(got - expected)) < 1e-13 * np.max(np.abs(u)), species
     rhs = jax.jit(lambda eq, s, p: eq.nonlinear(s, jnp.zeros(()), p))(sim.equation, state, sim.params)
     assert np.max(np.abs(np.asarray(rhs[position_key("tracers")]) - expected)) < 1e-13 * np.max(np.abs(u))
     # a short step moves them by dt u to first order (the second-order term is dt^2 Du/Dt / 2)
@@ -160,7 +191,8 @@ def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
 
 
 MIXED = [{"name": "tracers", "count": 40, "seed": 5}, {"name": "drops", "count": 27, "placement": "lattice",
-                                                       "tau_p": 0.05, "gravity": [0, 0, -1]}]
+                                                       "tau_p": 0.05, "gravity": [0, 0, -1]},
+         {"name": "local", "count": 30, "seed": 6, "interpolation": "lagrange4"}]
 
 
 @pytest.mark.slow  # ~20 s each on 2 cores: two compilations of a 16^3 flow with particles
@@ -215,10 +247,14 @@ def test_gradient_of_mean_position_wrt_viscosity(devices):
     ({"gravity": [0, 0, -1]}, "particles[0].gravity"),
     ({"tau_p": -1.0}, "particles[0].tau_p"),
     ({"placement": "grid"}, "particles[0].placement"),
+    ({"interpolation": "linear"}, "particles[0].interpolation"),
+    ({"interpolation": "lagrange4", "runtime.cpu_devices": 8, "grid.shape": [16, 8, 16]}, "particles[0].interpolation"),
 ])
 def test_bad_particle_config_names_the_key(entry, key):
+    entry = dict(entry)
+    others = {k: entry.pop(k) for k in list(entry) if "." in k}
     with pytest.raises(ConfigError) as err:
-        load_config(None, {"particles": [entry]})
+        load_config(None, {"particles": [entry], **others})
     assert str(err.value).startswith(f"{key} = ") and "\n" not in str(err.value)
 
 

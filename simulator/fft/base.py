@@ -239,6 +239,14 @@ class FFTBackend(Layout, abc.ABC):
 
         return _points.evaluate_at(self, spectrum, points, wavenumbers, weight)
 
+    def interpolate_local(self, field: jax.Array, points: jax.Array, box: Sequence[float]) -> jax.Array:
+        """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` at ``points`` ``(Np, 3)`` (replicated) by tricubic
+        Lagrange interpolation, each point on the device owning its stencil (a halo from the neighbours,
+        one psum): ``(*batch, Np)`` (:func:`simulator.fft.points.interpolate_local`)."""
+        from simulator.fft import points as _points
+
+        return _points.interpolate_local(self, field, points, box)
+
     # ---- a NumPy reference in this layout (tests, self-checks, checkpoint conversion) -------------
 
     def reference_spectrum(self, x: np.ndarray, real: bool) -> np.ndarray:

@@ -12,8 +12,10 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
   dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for inertial particles, so particles advance in the same
   Runge-Kutta stages as the field, at the scheme's order (each stage's u(x) is the stage's own field);
 * u(x) is the spectrally exact interpolant of the stage's velocity spectrum
-  (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, one psum), one
-  evaluation per stage for all species together.
+  (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, one psum), or
+  for species with ``interpolation: lagrange4`` the tricubic interpolant of its grid values
+  (:meth:`~simulator.fft.base.FFTBackend.interpolate_local`: one more inverse FFT of u per stage, a
+  halo exchange, one psum); one evaluation per method and stage for all the species using it.
 
 Positions are stored *unwrapped* (continuous trajectories, what dispersion statistics need; the
 spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write them wrapped into
@@ -140,7 +142,7 @@ class WithParticles(SemiLinearEquation):
         positions = self.start if positions is None else positions
         state: dict[str, Any] = {FLOW: flow_state}
         inertial = [s for s in self.species if s.inertial]
-        u = self._velocity_at(flow_state, [positions[s.name] for s in inertial]) if inertial else []
+        u = self._velocity_at(flow_state, inertial, [positions[s.name] for s in inertial]) if inertial else []
         for s in self.species:
             state[position_key(s.name)] = jnp.asarray(positions[s.name], self.dtype)
         for s, us in zip(inertial, u, strict=True):
@@ -154,18 +156,28 @@ class WithParticles(SemiLinearEquation):
     def velocities(self, state: Mapping[str, Any]) -> dict[str, jax.Array]:
         """Each species' velocity ``(Np, 3)``: v for inertial species, u(x) (interpolated) for tracers."""
         tracers = [s for s in self.species if not s.inertial]
-        u = self._velocity_at(state[FLOW], [state[position_key(s.name)] for s in tracers]) if tracers else []
+        u = self._velocity_at(state[FLOW], tracers, [state[position_key(s.name)] for s in tracers]) if tracers else []
         out = dict(zip((s.name for s in tracers), u, strict=True))
         out.update({s.name: state[velocity_key(s.name)] for s in self.species if s.inertial})
         return {s.name: out[s.name] for s in self.species}
 
-    def _velocity_at(self, flow_state: Any, positions: Sequence[jax.Array]) -> list[jax.Array]:
-        """u at each array of positions, ``(Np_i, 3)`` each, from one evaluation over all of them."""
-        counts = [int(p.shape[0]) for p in positions]
-        points = jnp.concatenate([jnp.asarray(p, self.dtype) for p in positions])
+    def _velocity_at(self, flow_state: Any, species: Sequence[Species], positions: Sequence[jax.Array]
+                     ) -> list[jax.Array]:
+        """u at each species' positions, ``(Np_i, 3)`` each: one evaluation per interpolation method over all
+        the species that use it (the local one after one inverse FFT of the velocity)."""
         u_hat = self.flow.velocity_spectrum(flow_state)
-        u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight).T  # (Np, 3)
-        return list(jnp.split(u, np.cumsum(counts)[:-1]))
+        out: list[Any] = [None] * len(species)
+        for method in dict.fromkeys(s.interpolation for s in species):
+            mine = [i for i, s in enumerate(species) if s.interpolation == method]
+            points = jnp.concatenate([jnp.asarray(positions[i], self.dtype) for i in mine])
+            if method == "exact":
+                u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight)
+            else:
+                u = self.fft.interpolate_local(self.fft.irfft(u_hat), points, self.box)
+            counts = [int(positions[i].shape[0]) for i in mine]
+            for i, part in zip(mine, jnp.split(u.T, np.cumsum(counts)[:-1]), strict=True):
+                out[i] = part
+        return out
 
     # ---- the semi-linear protocol ------------------------------------------------------------------------
 
@@ -176,7 +188,7 @@ class WithParticles(SemiLinearEquation):
     def nonlinear(self, state: Any, t: jax.Array, params: Params) -> Any:
         """The flow's N, and the particles' right-hand sides at this stage (see the module docstring)."""
         out: dict[str, Any] = {FLOW: self.flow.nonlinear(state[FLOW], t, params)}
-        u = self._velocity_at(state[FLOW], [state[position_key(s.name)] for s in self.species])
+        u = self._velocity_at(state[FLOW], self.species, [state[position_key(s.name)] for s in self.species])
         for s, us in zip(self.species, u, strict=True):
             if not s.inertial:
                 out[position_key(s.name)] = us
@@ -190,6 +202,15 @@ class WithParticles(SemiLinearEquation):
 def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float]) -> WithParticles:
     """``flow`` carrying ``species``: their initial positions placed on the host (the same on every
     process) and laid out replicated over the flow's mesh."""
+    from simulator.errors import ConfigError
+
+    sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
+    for i, s in enumerate(species):
+        for axis, name in enumerate(flow.fft.real_spec()):
+            if s.interpolation == "lagrange4" and name is not None and flow.fft.shape[axis] // sizes[name] < 2:
+                raise ConfigError(f"particles[{i}].interpolation", s.interpolation, f"needs >= 2 grid planes per "
+                                  f"device along {'xyz'[axis]} ({flow.fft.shape[axis]} over {sizes[name]} devices): "
+                                  "use exact, or fewer devices", "is not available")
     sharding = flow.fft.replicated_sharding()
     start = {}
     for i, s in enumerate(species):
