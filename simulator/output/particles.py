@@ -108,12 +108,16 @@ def write_particles(stem: Path, data: Mapping[str, np.ndarray], attrs: Mapping[s
 
 def particle_grid(index: str, count: int, shapes: Mapping[str, tuple[tuple[int, ...], Any]], time: float,
                   step: int) -> ET.Element:
-    """The XDMF point cloud of one particle snapshot: Polyvertex topology over the ``position`` rows,
+    """The XDMF point cloud of one particle snapshot: Polyvertex topology (a vertex per row) over ``position``,
     ``velocity`` and ``unwrapped`` as vectors, ``id`` and ``species`` as scalars (all node-centred)."""
     grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
     ET.SubElement(grid, "Time", Value=repr(float(time)))
     ET.SubElement(grid, "Information", Name="step", Value=str(int(step)))
-    ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(count), NodesPerElement="1")
+    # one vertex cell per particle, its connectivity the id rows (0 .. Np-1): without it ParaView's default
+    # (Xdmf3) reader makes points but no cells, which it neither draws nor filters
+    topology = ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(count),
+                             NodesPerElement="1")
+    topology.append(_item(index, "id", shapes["id"]))
     geometry = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
     geometry.append(_item(index, "position", shapes["position"]))
     for name in ("velocity", "unwrapped", "id", "species"):
