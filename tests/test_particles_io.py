@@ -107,3 +107,35 @@ def test_an_ensemble_carries_the_particles_of_each_member(tmp_path):
         if name.startswith("particles."):
             scale = np.max(np.abs(alone[name]))
             assert np.max(np.abs(members[1][name] - alone[name])) <= 1e-12 * scale, name
+
+
+@pytest.mark.slow  # two runs through the CLI, one of them as two processes (~40 s on 2 cores)
+def test_two_processes_write_their_shares_and_agree_with_one(tmp_path):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "simulator"]
+    args = ["run", str(TG), "--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.every=5",
+            "--set", "output.snapshots.every=10", "--set", "time.t_end=0.1",
+            "--set", "particles=[{name: tracers, count: 31, seed: 2}, {name: local, count: 8, placement: lattice, "
+                     "interpolation: lagrange4}]"]
+    one = subprocess.run([*base, *args, "--cpu-devices", "4", "--out", "one"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = subprocess.run([*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", *args, "--out", "two"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    index = tmp_path / "two" / "particles" / "s00000010.h5"
+    assert sorted(p.name for p in index.with_suffix("").iterdir()) == ["p0000.h5", "p0001.h5"]
+    with h5py.File(index.with_suffix("") / "p0001.h5") as f:
+        assert (int(f.attrs["start"]), int(f.attrs["stop"])) == (19, 39)  # rows [Np/2, Np) of 39
+    got, ref = particles_out.read(index), particles_out.read(tmp_path / "one" / "particles" / "s00000010.h5")
+    for name in ref:
+        scale = max(1.0, float(np.max(np.abs(ref[name]))))
+        assert np.max(np.abs(got[name] - ref[name])) <= 1e-12 * scale, name
+    assert np.max(np.abs(ref["unwrapped"] - particles_out.read(tmp_path / "one" / "particles" /
+                                                               "s00000000.h5")["unwrapped"])) > 1e-3  # they moved
+    final_one, final_two = _final(tmp_path / "one"), _final(tmp_path / "two")
+    for name in final_one:
+        if name.startswith("particles."):
+            assert np.max(np.abs(final_two[name] - final_one[name])) <= 1e-12 * np.max(np.abs(final_one[name]))
