@@ -16,7 +16,7 @@ from simulator.errors import ConfigError
 from simulator.fft import BACKENDS, build_mesh
 from simulator.particles.flow import position_key, velocity_key
 
-from support import backend_cases, case_id, distributed_cases, relative_error, simulation
+from support import backend_cases, case_id, distributed_cases, relative_error, simulation, unavailable
 
 SHAPE = (16, 8, 12)
 BOX = (2 * np.pi, 3.0, 5.0)
@@ -47,8 +47,19 @@ def _direct_sum(field, points, box):
     return out
 
 
+def _need_nufft():
+    from simulator.fft.points import nufft_available
+
+    why = nufft_available()
+    if why:
+        unavailable("NUFFT particle tests", "SIMULATOR_REQUIRE_NUFFT", why)
+
+
+@pytest.mark.parametrize("method, tolerance", [("direct", 1e-13), ("nufft", 1e-13)])
 @pytest.mark.parametrize("case", backend_cases(), ids=case_id)
-def test_evaluate_at_equals_the_direct_sum(devices, case):
+def test_evaluate_at_equals_the_direct_sum(devices, case, method, tolerance):
+    if method == "nufft":
+        _need_nufft()
     name, n, mesh = case
     shape = (16, 8, 16) if name == "slab" and n > 1 else SHAPE  # the slab shards Nz/2 over 4 devices
     fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
@@ -59,12 +70,38 @@ def test_evaluate_at_equals_the_direct_sum(devices, case):
     points = np.concatenate([points, grid * (np.array(BOX) / np.array(shape))])
     spectrum = fft.rfft(jax.device_put(jnp.asarray(field), fft.real_sharding(1)))
     k, w = fft.wavenumbers(BOX, True, jnp.float64), fft.parseval_weight(True, jnp.float64)
-    got = np.asarray(jax.jit(lambda s, p, k, w: fft.evaluate_at(s, p, k, w))(spectrum, jnp.asarray(points), k, w))
+    evaluate = jax.jit(lambda s, p, k, w: fft.evaluate_at(s, p, k, w, method, BOX))
+    got = np.asarray(evaluate(spectrum, jnp.asarray(points), k, w))
     expected = _direct_sum(field, points, BOX)
     assert got.shape == (3, len(points))
-    assert np.max(np.abs(got - expected)) / np.max(np.abs(expected)) < 1e-13
+    assert np.max(np.abs(got - expected)) / np.max(np.abs(expected)) < tolerance
     on_grid = np.stack([field[:, i, j, l] for i, j, l in grid], axis=1)
     assert np.max(np.abs(got[:, -3:] - on_grid)) < 1e-13 * np.max(np.abs(field))
+
+
+@pytest.mark.parametrize("case", [("single", 1, None), *distributed_cases()], ids=case_id)
+def test_nufft_path_differentiates_and_batches_like_the_direct_sum(devices, case):
+    """Gradients in the points and the spectrum (through the psum) and vmap over spectra (ensembles)."""
+    _need_nufft()
+    name, n, mesh = case
+    shape = (16, 8, 16)
+    fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
+    spectra = jnp.stack([fft.rfft(jax.device_put(jnp.asarray(_band_limited(shape, seed)), fft.real_sharding(1)))
+                         for seed in (1, 2)])
+    points = jnp.asarray(np.random.default_rng(4).uniform(0, 5, (9, 3)))
+    k, w = fft.wavenumbers(BOX, True, jnp.float64), fft.parseval_weight(True, jnp.float64)
+
+    def loss(method):
+        return lambda s, p: jnp.sum(jnp.sin(fft.evaluate_at(s, p, k, w, method, BOX)))
+
+    for argnum in (0, 1):
+        ref = jax.jit(jax.grad(loss("direct"), argnum))(spectra[0], points)
+        got = jax.jit(jax.grad(loss("nufft"), argnum))(spectra[0], points)
+        assert relative_error(got, ref) < 1e-12, argnum
+    batched = jax.jit(jax.vmap(lambda s: fft.evaluate_at(s, points, k, w, "nufft", BOX)))(spectra)
+    for i in range(2):
+        one = fft.evaluate_at(spectra[i], points, k, w, "direct", BOX)
+        assert relative_error(batched[i], one) < 1e-13
 
 
 def _smooth(points, box):
@@ -197,10 +234,15 @@ MIXED = [{"name": "tracers", "count": 40, "seed": 5}, {"name": "drops", "count":
 
 @pytest.mark.slow  # ~20 s each on 2 cores: two compilations of a 16^3 flow with particles
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
-def test_distributed_equals_single_device(devices, case):
+@pytest.mark.parametrize("nufft", [False, True], ids=["direct+lagrange4", "nufft"])
+def test_distributed_equals_single_device(devices, case, nufft):
     shape = [16, 16, 16]
+    species = MIXED
+    if nufft:
+        _need_nufft()
+        species = [{**s, "interpolation": "nufft"} for s in MIXED]
     kwargs = dict(grid__shape=shape, initial={"name": "random", "amplitude": 2.0}, time__integrator="rk4",
-                  particles=MIXED)
+                  particles=species)
     single = simulation(devices, ("single", 1, None), **kwargs)
     sim = simulation(devices, case, **kwargs)
     start = single.initial_state()

@@ -230,14 +230,14 @@ class FFTBackend(Layout, abc.ABC):
         return self._broadcast_vector(np.ones(1), 0, dtype)
 
     def evaluate_at(self, spectrum: jax.Array, points: jax.Array, wavenumbers: Sequence[jax.Array],
-                    weight: jax.Array) -> jax.Array:
+                    weight: jax.Array, method: str = "direct", box: Sequence[float] | None = None) -> jax.Array:
         """The real field of a real-to-complex ``spectrum`` ``(*batch, K0, K1, K2)`` at ``points`` ``(Np, 3)``
         (replicated), exactly, as ``(*batch, Np)``: each device sums its own modes, one psum adds them
         (:mod:`simulator.fft.points`; ``wavenumbers``/``weight`` as :meth:`wavenumbers` and
-        :meth:`parseval_weight` give them)."""
+        :meth:`parseval_weight` give them; ``method`` ``direct`` or ``nufft``, which needs ``box``)."""
         from simulator.fft import points as _points
 
-        return _points.evaluate_at(self, spectrum, points, wavenumbers, weight)
+        return _points.evaluate_at(self, spectrum, points, wavenumbers, weight, method, box)
 
     def interpolate_local(self, field: jax.Array, points: jax.Array, box: Sequence[float]) -> jax.Array:
         """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` at ``points`` ``(Np, 3)`` (replicated) by tricubic

@@ -14,7 +14,8 @@ drag and gravity only, the limit of heavy point particles),
     dx/dt = v,   dv/dt = (u(x, t) - v) / tau_p + g,
 
 released with the fluid's velocity at their positions. u at a particle is the spectrally exact
-interpolant (``interpolation: exact``, :func:`simulator.fft.points.evaluate_at`) or the tricubic
+interpolant (``interpolation: exact``, :func:`simulator.fft.points.evaluate_at`; ``nufft`` the same by a
+type-2 NUFFT of each device's modes) or the tricubic
 Lagrange interpolant of the grid values (``lagrange4``, :func:`simulator.fft.points.interpolate_local`). Placement: ``random`` (uniform in the box,
 NumPy's PCG64 from ``seed``: the same on every process), ``lattice`` (``count`` = n^3 points at the
 cell centres of an n x n x n lattice of the box) or ``file`` (an ``.npy`` array or an ``.h5`` file
@@ -40,7 +41,7 @@ from simulator.schema import setting
 
 PLACEMENTS = ("random", "lattice", "file")
 #: how u is evaluated at the particles: the spectrally exact sum, or tricubic Lagrange on the grid
-INTERPOLATIONS = ("exact", "lagrange4")
+INTERPOLATIONS = ("exact", "nufft", "lagrange4")
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ class Species:
     gravity: tuple[float, float, float] = setting((0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial "
                                                   "particles (tau_p > 0)")
     interpolation: str = setting("exact", "u at the particles: exact (the spectral sum over every mode, cost ~ "
-                                 "N^3 per particle) or lagrange4 (tricubic on the grid, 4th order in dx, cost 64 "
-                                 "per particle, one more inverse FFT of u per stage)", choices=INTERPOLATIONS)
+                                 "N^3 per particle), nufft (the same sum by a type-2 NUFFT per device, to 1e-14 "
+                                 "in float64; needs jax-finufft, CPU) or lagrange4 (tricubic on the grid, 4th "
+                                 "order in dx, cost 64 per particle, one more inverse FFT of u per stage)",
+                                 choices=INTERPOLATIONS)
 
     @property
     def inertial(self) -> bool:

@@ -12,7 +12,8 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
   dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for inertial particles, so particles advance in the same
   Runge-Kutta stages as the field, at the scheme's order (each stage's u(x) is the stage's own field);
 * u(x) is the spectrally exact interpolant of the stage's velocity spectrum
-  (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, one psum), or
+  (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, directly or by a
+  type-2 NUFFT for ``interpolation: nufft``, one psum), or
   for species with ``interpolation: lagrange4`` the tricubic interpolant of its grid values
   (:meth:`~simulator.fft.base.FFTBackend.interpolate_local`: one more inverse FFT of u per stage, a
   halo exchange, one psum); one evaluation per method and stage for all the species using it.
@@ -170,8 +171,9 @@ class WithParticles(SemiLinearEquation):
         for method in dict.fromkeys(s.interpolation for s in species):
             mine = [i for i, s in enumerate(species) if s.interpolation == method]
             points = jnp.concatenate([jnp.asarray(positions[i], self.dtype) for i in mine])
-            if method == "exact":
-                u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight)
+            if method in ("exact", "nufft"):
+                u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight,
+                                         "direct" if method == "exact" else "nufft", self.box)
             else:
                 u = self.fft.interpolate_local(self.fft.irfft(u_hat), points, self.box)
             counts = [int(positions[i].shape[0]) for i in mine]
@@ -211,6 +213,14 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
                 raise ConfigError(f"particles[{i}].interpolation", s.interpolation, f"needs >= 2 grid planes per "
                                   f"device along {'xyz'[axis]} ({flow.fft.shape[axis]} over {sizes[name]} devices): "
                                   "use exact, or fewer devices", "is not available")
+    if any(s.interpolation == "nufft" for s in species):
+        from simulator.fft.points import check_nufft, nufft_available
+
+        why = nufft_available() or check_nufft(flow.fft)
+        if why:
+            i = next(i for i, s in enumerate(species) if s.interpolation == "nufft")
+            raise ConfigError(f"particles[{i}].interpolation", "nufft", f"use exact or lagrange4 ({why})",
+                              "is not available")
     sharding = flow.fft.replicated_sharding()
     start = {}
     for i, s in enumerate(species):
