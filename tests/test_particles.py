@@ -306,3 +306,16 @@ def test_particles_need_a_flow_and_distinct_names():
                            "particles": [{"name": "t"}]})
     with pytest.raises(ConfigError, match=r"^particles\[1\]\.name = 't' repeats"):
         load_config(None, {"particles": [{"name": "t"}, {"name": "t"}]})
+
+
+def test_plan_counts_the_particles_bytes(devices):
+    from simulator import particles, plan
+
+    species = [{"name": "tracers", "count": 1000}, {"name": "drops", "count": 8, "placement": "lattice", "tau_p": 0.1}]
+    sim = simulation(devices, ("slab", 2, None), grid__shape=[8, 8, 8], particles=species)
+    state = plan.abstract_state(sim)
+    held = {k: v for k, v in state.items() if k.startswith("particles.")}
+    assert all(v.sharding.is_fully_replicated for v in held.values())
+    assert sum(v.size * v.dtype.itemsize for v in held.values()) == particles.state_bytes(sim.cfg) == 1000 * 24 + 8 * 48
+    line = particles.describe(sim.cfg, 2)
+    assert line.startswith("particles: 1008 in 2 species, 0.0233 MiB") and "exact (1008)" in line

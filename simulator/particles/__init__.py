@@ -192,17 +192,19 @@ def state_bytes(cfg: Any) -> int:
 
 
 def describe(cfg: Any, devices: int) -> str:
-    """One line for ``simulator plan``: the particles' bytes per device and the exact interpolation's work
-    per device per step (:mod:`simulator.fft.points`: every particle against this device's modes)."""
+    """One line for ``simulator plan``: the particles' bytes per device and, per interpolation, the work
+    of one evaluation per device (every device holds every particle: :mod:`simulator.fft.points`)."""
     from simulator.fft.layouts import LAYOUTS
 
     count = sum(s.count for s in cfg.particles)
     nx, ny, nz = cfg.grid.shape
-    modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz)
+    modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz) // devices
     stages = STAGES.get(cfg.time.integrator, 1)
-    work = stages * count * 3 * modes / devices
-    mib = state_bytes(cfg) / 2**20
-    return (f"particles: {count} in {len(cfg.particles)} species, {mib:.3g} MiB of state on every device "
-            f"(replicated; the scheme's registers of it are in the chunk's memory above); exact interpolation "
-            f"{work:.3g} complex multiply-adds per device per step ({stages} evaluations x {count} particles x 3 "
-            f"components x {modes // devices} modes per device)")
+    by_method = {m: sum(s.count for s in cfg.particles if s.interpolation == m) for m in INTERPOLATIONS}
+    work = {"exact": f"{3 * modes:.3g} complex multiply-adds per particle (3 components x {modes} modes per device)",
+            "nufft": f"a type-2 NUFFT of {modes} modes per device, then ~16^3 x 3 per particle",
+            "lagrange4": "64 x 3 multiply-adds per particle, and one more inverse FFT of u"}
+    parts = "; ".join(f"{m} ({n}): {work[m]}" for m, n in by_method.items() if n)
+    return (f"particles: {count} in {len(cfg.particles)} species, {state_bytes(cfg) / 2**20:.3g} MiB of state on "
+            f"every device (replicated; the scheme's registers of it are in the chunk's memory above); "
+            f"{stages} evaluations per step, each {parts}")
