@@ -44,7 +44,10 @@ def abstract_state(sim: Any) -> Any:
     leaves, tree = jax.tree.flatten(state)
     out = []
     for leaf, space in zip(leaves, sim.equation.leaf_spaces(state), strict=True):
-        sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
+        if space == "particles":  # (Np, 3), every device holds all of them
+            sharding = sim.fft.replicated_sharding()
+        else:
+            sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
         out.append(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding))
     return jax.tree.unflatten(tree, out)
 
@@ -242,6 +245,10 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
                      "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
     lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
                  + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
+    if c.particles:
+        from simulator import particles
+
+        lines.append(particles.describe(c, plan.devices))
     verdict = "fits" if plan.fits else "DOES NOT FIT"
     lines.append(f"available per device: {h(plan.available)} ({plan.available_source}); a run may plan "
                  f"{USABLE_FRACTION:.0%} of it: {verdict}")

@@ -2,7 +2,7 @@
 
 Opens ``XDMF`` with ``READER`` (``default``: ``OpenDataFile``, what the GUI picks; ``legacy``: the
 "XDMF Reader"), applies ParaView's Gradient filter to the point array ``velocity`` (divergence and
-vorticity), and saves what ParaView sees to ``OUT.npz`` for the test to judge: the reader's class, its
+vorticity; not on a point cloud of particles), and saves what ParaView sees to ``OUT.npz`` for the test to judge: the reader's class, its
 time steps, the point coordinates, every point array, and the filter's divergence and vorticity.
 """
 
@@ -33,7 +33,9 @@ names = [data.GetPointData().GetArrayName(i) for i in range(data.GetPointData().
 found["arrays"] = np.array(names)
 for name in names:
     found[f"array_{name}"] = vtk_to_numpy(data.GetPointData().GetArray(name))
-if "velocity" in names:
+cloud = data.GetNumberOfCells() > 0 and data.GetCellType(0) in (1, 2)  # VTK_VERTEX, VTK_POLY_VERTEX: particles
+found["cloud"] = np.array(cloud)
+if "velocity" in names and not cloud:
     # ParaView >= 5.10 calls the filter for every data set type "Gradient"; older ones
     # "GradientOfUnstructuredDataSet" (their "Gradient" is the image-only legacy one)
     make = simple.Gradient if hasattr(simple, "GradientLegacy") else simple.GradientOfUnstructuredDataSet

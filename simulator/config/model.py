@@ -23,6 +23,7 @@ from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, pl
                                  warn_plugin_problems)
 from simulator.errors import ConfigError
 from simulator.config.legacy import upgrade
+from simulator.particles import Species, particle_list
 
 TWO_PI = 2.0 * math.pi
 
@@ -172,6 +173,15 @@ class StatisticsOutput:
 
 
 @dataclass(frozen=True)
+class TrajectoryOutput:
+    """Trajectories of a subset of the particles (particles/trajectories.h5), finer than the snapshots."""
+
+    every: int = setting(0, "steps between trajectory rows (a multiple of output.chunk); 0 = no trajectory file",
+                         min=0)
+    count: int = setting(100, "particles per species recorded (the first ones of each)", min=1)
+
+
+@dataclass(frozen=True)
 class OutputConfig:
     """What a run writes, and where. Host work runs only between compiled chunks of ``chunk`` steps."""
 
@@ -181,6 +191,7 @@ class OutputConfig:
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
+    trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
 
 
 @dataclass(frozen=True)
@@ -210,6 +221,7 @@ class Config:
     output: OutputConfig = section(OutputConfig, "output")
     checkpoint: CheckpointConfig = section(CheckpointConfig, "checkpoints")
     runtime: RuntimeConfig = section(RuntimeConfig, "processes and devices")
+    particles: tuple[Species, ...] = particle_list()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -261,6 +273,7 @@ def validate(cfg: Config) -> None:
     for key, value in (("output.spectra.every", cfg.output.spectra.every),
                        ("output.snapshots.every", cfg.output.snapshots.every),
                        ("output.statistics.every", cfg.output.statistics.every),
+                       ("output.trajectories.every", cfg.output.trajectories.every),
                        ("checkpoint.every", cfg.checkpoint.every)):
         if value and value % cfg.output.chunk:
             raise ConfigError(key, value, f"must be a multiple of output.chunk = {cfg.output.chunk} (0 = none)",
@@ -275,6 +288,9 @@ def validate(cfg: Config) -> None:
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
     _check_mode_numbers(cfg)
     _check_statistics(cfg)
+    from simulator import particles
+
+    particles.check(cfg)
     for part in (cfg.physics, cfg.initial):
         check = getattr(part, "check", None)
         if check is not None:

@@ -229,6 +229,24 @@ class FFTBackend(Layout, abc.ABC):
             return self._broadcast_vector(w, self.perm.index(2), dtype)
         return self._broadcast_vector(np.ones(1), 0, dtype)
 
+    def evaluate_at(self, spectrum: jax.Array, points: jax.Array, wavenumbers: Sequence[jax.Array],
+                    weight: jax.Array, method: str = "direct", box: Sequence[float] | None = None) -> jax.Array:
+        """The real field of a real-to-complex ``spectrum`` ``(*batch, K0, K1, K2)`` at ``points`` ``(Np, 3)``
+        (replicated), exactly, as ``(*batch, Np)``: each device sums its own modes, one psum adds them
+        (:mod:`simulator.fft.points`; ``wavenumbers``/``weight`` as :meth:`wavenumbers` and
+        :meth:`parseval_weight` give them; ``method`` ``direct`` or ``nufft``, which needs ``box``)."""
+        from simulator.fft import points as _points
+
+        return _points.evaluate_at(self, spectrum, points, wavenumbers, weight, method, box)
+
+    def interpolate_local(self, field: jax.Array, points: jax.Array, box: Sequence[float]) -> jax.Array:
+        """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` at ``points`` ``(Np, 3)`` (replicated) by tricubic
+        Lagrange interpolation, each point on the device owning its stencil (a halo from the neighbours,
+        one psum): ``(*batch, Np)`` (:func:`simulator.fft.points.interpolate_local`)."""
+        from simulator.fft import points as _points
+
+        return _points.interpolate_local(self, field, points, box)
+
     # ---- a NumPy reference in this layout (tests, self-checks, checkpoint conversion) -------------
 
     def reference_spectrum(self, x: np.ndarray, real: bool) -> np.ndarray:

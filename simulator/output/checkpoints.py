@@ -47,6 +47,9 @@ from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
 
 DIR = "checkpoints"
+#: where a stored leaf lives: real space, k-space, or a particle array (``(Np, 3)``, replicated, stored whole)
+PARTICLES = "particles"
+SPACES = ("real", "spectral", PARTICLES)
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,9 @@ def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, epoch
     marker = stem.with_suffix(".json")
     if jax.process_index() == 0:
         info = {"step": step, "time": time, "dt": dt, "epoch": list(epoch), "index": index.name,
-                "spaces": list(spaces), "full_spectrum": full_spectrum, "processes": jax.process_count(),
-                "checksums": "fletcher32", "schema_version": hdf5.SCHEMA_VERSION, "writer": writer, **meta}
+                "spaces": list(spaces), "names": list(fields), "full_spectrum": full_spectrum,
+                "processes": jax.process_count(), "checksums": "fletcher32", "schema_version": hdf5.SCHEMA_VERSION,
+                "writer": writer, **meta}
         tmp = marker.with_name(marker.name + ".tmp")
         try:
             tmp.write_text(json.dumps(info, indent=1))
@@ -186,8 +190,8 @@ def load(marker: Path) -> Checkpoint:
             or not isinstance(config.get("physics"), dict) or not isinstance(config["physics"].get("name"), str)):
         raise ValueError("it holds no run config with a grid and physics")
     spaces = info.get("spaces")
-    if spaces is not None and (not isinstance(spaces, list) or not all(s in ("real", "spectral") for s in spaces)):
-        raise ValueError(f"its spaces {spaces!r} are not a list of 'real'/'spectral'")
+    if spaces is not None and (not isinstance(spaces, list) or not all(s in SPACES for s in spaces)):
+        raise ValueError(f"its spaces {spaces!r} are not a list of {'/'.join(map(repr, SPACES))}")
     ckpt = Checkpoint(marker.with_suffix(".h5"), step, t, dt, info)
     with hdf5.Snapshot(ckpt.index) as snap:
         attrs = snap.attrs
@@ -201,6 +205,10 @@ def load(marker: Path) -> Checkpoint:
             raise ValueError(f"it lists {len(stored)} arrays, {ckpt.index} holds {len(names)}")
         for name, space in zip(names, stored, strict=True):
             have = snap.file[name].shape
+            if space == PARTICLES:
+                if len(have) != 2 or have[1] != 3:
+                    raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not (particles, 3)")
+                continue
             allowed = (shape[2], shape[2] // 2) if space == "spectral" else (shape[2],)
             if len(have) < 3 or list(have[-3:-1]) != shape[:2] or have[-1] not in allowed:
                 raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
@@ -260,16 +268,28 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) ->
     from simulator.fft.relayout import full_from_half
 
     leaves, treedef = jax.tree.flatten(template)
-    stored_spaces = ckpt.spaces(len(leaves))
+    names = leaf_names(template)
+    if isinstance(ckpt.meta.get("names"), list) and len(ckpt.meta["names"]) == len(ckpt.meta.get("spaces", ())):
+        # by name: a template may hold part of what was stored (the flow of a run with particles)
+        by_name = dict(zip(ckpt.meta["names"], ckpt.meta["spaces"], strict=True))
+        stored_spaces = [by_name.get(name, space) for name, space in zip(names, spaces, strict=True)]
+    else:
+        stored_spaces = ckpt.spaces(len(leaves))
     out = []
     with hdf5.Snapshot(ckpt.index) as snap:
-        for name, leaf, space, stored in zip(leaf_names(template), leaves, spaces, stored_spaces, strict=True):
+        for name, leaf, space, stored in zip(names, leaves, spaces, stored_spaces, strict=True):
             if name not in snap.fields:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index} has no array {name!r} (holds {', '.join(snap.fields)})")
             if space != stored:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} is stored in {stored} space, this "
                                                  f"run keeps it in {space} space")
             perm = fft.perm if space == "spectral" else (0, 1, 2)
+            if space == PARTICLES:
+                if tuple(snap.file[name].shape) != tuple(leaf.shape):
+                    raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} has shape "
+                                                     f"{list(snap.file[name].shape)}, this run needs {list(leaf.shape)}")
+                out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, perm, leaf.dtype))
+                continue
             if space == "spectral" and not fft.has_real_transform and not ckpt.meta["full_spectrum"]:
                 def read(shape, sharding, order, name=name, dtype=leaf.dtype):
                     return hdf5.read_into(snap, name, shape, sharding, order, dtype)

@@ -102,8 +102,8 @@ def _bounds(index: Index, shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
 def canonical_order(ndim: int, perm: Sequence[int]) -> tuple[int, ...]:
     """Axes of a canonical (*batch, x, y, z) array taken in the backend's order: ``np.transpose(c, this)``
     gives the backend layout; ``np.argsort(this)`` undoes it."""
-    nb = ndim - 3
-    return (*range(nb), *(nb + p for p in perm))
+    nb = ndim - 3  # below 0: not a field on the grid (particles' (Np, 3) arrays), stored as it is
+    return tuple(range(ndim)) if nb < 0 else (*range(nb), *(nb + p for p in perm))
 
 
 def blocks(array: jax.Array) -> list[tuple[tuple[tuple[int, int], ...], Any]]:

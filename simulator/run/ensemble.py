@@ -155,7 +155,8 @@ class Batch:
         spaces = eq.leaf_spaces(template)
         self.member_shardings = jax.tree.map(lambda a: a.sharding, template)
         leaves, treedef = jax.tree.flatten(template)
-        stacked = [(fft.spectral_sharding if s == "spectral" else fft.real_sharding)(a.ndim - 2)
+        stacked = [fft.replicated_sharding() if s == "particles"  # (K, Np, 3): every device holds all
+                   else (fft.spectral_sharding if s == "spectral" else fft.real_sharding)(a.ndim - 2)
                    for a, s in zip(leaves, spaces, strict=True)]
         self.shardings = jax.tree.unflatten(treedef, stacked)
         self.replicated = fft.replicated_sharding()

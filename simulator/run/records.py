@@ -86,6 +86,10 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
     names = [n for n, f in info.items() if f.snapshot]
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
                                           log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
+    if cfg.particles:  # particle snapshots with the field's, and trajectories (simulator.output.particles)
+        from simulator.particles.flow import particle_writers
+
+        dumps.extend(particle_writers(cfg, sim, snapshot_attrs, log.info, rank0))
     flow_statistics = statistics.writer(cfg, sim, rank0)  # after the finiteness check; None when off
     if flow_statistics is not None:
         dumps.append(flow_statistics)

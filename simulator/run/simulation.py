@@ -47,6 +47,10 @@ class Simulation:
         if not issubclass(cls, PROTOCOLS[self.info.protocol]):
             raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
         self.equation: Equation = cls(self.fft, cfg.grid.box, self.dtype, cfg.physics)
+        if cfg.particles:  # the flow carries Lagrangian particles: its state gains their arrays
+            from simulator.particles.flow import with_particles
+
+            self.equation = with_particles(self.equation, cfg.particles, cfg.grid.box)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
         self.scheme = SCHEMES[cfg.time.integrator]
         self.traces = 0
@@ -112,7 +116,12 @@ class Simulation:
             raise ConfigError("initial.path", str(path), "give a checkpoint, a snapshot index or a run directory",
                               str(err)) from None
         p = self.params if params is None else dict(params)
-        fields = remap.state_fields(source, self.equation, p, Path(self.scratch or Path.cwd()))
+        flow = getattr(self.equation, "flow", self.equation)  # with particles: the field part is the flow's
+        fields = remap.state_fields(source, flow, p, Path(self.scratch or Path.cwd()))
+        if flow is not self.equation:
+            from simulator.particles.flow import from_source
+
+            return from_source(self.equation, self._from_fields(flow, fields, p), source)
         return self._from_fields(self.equation, fields, p)
 
     def start_time(self, initial: InitialCondition | None = None) -> float:

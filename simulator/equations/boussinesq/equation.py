@@ -72,6 +72,11 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         """1 on the modes a state holds: those the 2/3 rule keeps, less the box mean (k = 0)."""
         return self.ops.dealias * (self.ops.k2 > 0).astype(self.dtype)
 
+    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
+        """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:
+        :mod:`simulator.particles.flow`)."""
+        return state[:3]
+
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
     def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:

@@ -58,6 +58,11 @@ class MHD(SemiLinearEquation):
         super().__init__(fft, box, dtype, physics)
         self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
 
+    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
+        """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:
+        :mod:`simulator.particles.flow`)."""
+        return state[:3]
+
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
     def linear(self, params: Params) -> jax.Array:

@@ -61,6 +61,11 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""
         return (state, None) if not self.n_scalars else (state[:3], state[3:])
 
+    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
+        """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:
+        :mod:`simulator.particles.flow`)."""
+        return state[:3]
+
     def linear(self, params: Params) -> jax.Array:
         """-nu k^2 for the velocity, -kappa_i k^2 for scalar i."""
         if not self.n_scalars:

@@ -1,0 +1,228 @@
+"""Particle outputs: snapshots of every particle (per-process shards, an index, XDMF point clouds) and a
+trajectory file of a subset at a finer cadence.
+
+Layout under the run directory::
+
+    particles/s00000120/p0000.h5 ...  each process's share of the particles (rows of the index)
+    particles/s00000120.h5            the index: virtual datasets id, species, position, unwrapped, velocity
+    particles/s00000120.xdmf          this snapshot as a ParaView/VisIt point cloud (Polyvertex)
+    particles/series.xdmf             every particle snapshot so far, a temporal collection
+    particles/trajectories.h5         (output.trajectories) time, step, id, position/unwrapped/velocity
+                                      (time, particle, 3) of the first ``count`` particles of each species
+
+Particle snapshots are written with the field snapshots (``output.snapshots``: the same moments), so
+opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the
+field under one time slider. Particles are replicated on every device; process r of P writes rows
+[r Np / P, (r + 1) Np / P) of every dataset, so each process writes an equal share and the index maps
+the shares into one dataset per quantity. Rows: species after species in config order; ``id`` is the
+row (species offset + index within the species), ``species`` the species' index in ``particles``
+(its names are the index's attribute ``species_names``). ``position`` is wrapped into [0, L) (what
+ParaView draws inside the box), ``unwrapped`` the continuous trajectory, ``velocity`` v for inertial
+species and u(x) for tracers. The trajectory file is written by process 0 alone (a small subset).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from simulator.output import hdf5
+from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.xdmf import NUMBER_TYPES, truncate_series, update_series, write_xdmf
+
+DIR = "particles"
+TRAJECTORIES = "trajectories.h5"
+QUANTITIES = ("id", "species", "position", "unwrapped", "velocity")
+
+
+def rows(n: int, rank: int, processes: int) -> tuple[int, int]:
+    """The rows [start, stop) of ``n`` that process ``rank`` of ``processes`` writes."""
+    return rank * n // processes, (rank + 1) * n // processes
+
+
+def gather_rows(species: Sequence[str], positions: Mapping[str, np.ndarray], velocities: Mapping[str, np.ndarray],
+                box: Sequence[float]) -> dict[str, np.ndarray]:
+    """Every particle's row of each quantity (host arrays), species after species."""
+    unwrapped = np.concatenate([np.asarray(positions[s]) for s in species])
+    counts = [len(positions[s]) for s in species]
+    return {"id": np.arange(len(unwrapped), dtype=np.int64),
+            "species": np.repeat(np.arange(len(species), dtype=np.int32), counts),
+            "position": np.mod(unwrapped, np.asarray(box, unwrapped.dtype)),
+            "unwrapped": unwrapped,
+            "velocity": np.concatenate([np.asarray(velocities[s]) for s in species])}
+
+
+def write_particles(stem: Path, data: Mapping[str, np.ndarray], attrs: Mapping[str, Any], time: float) -> Path:
+    """Write one particle snapshot ``stem`` (collective: every process passes the same ``data``, the host
+    copy of the replicated particles, and writes its own rows); the index, and on process 0 the XDMF
+    files. Returns the index path."""
+    import jax
+
+    rank, processes = jax.process_index(), jax.process_count()
+    n = len(data["id"])
+    start, stop = rows(n, rank, processes)
+    attrs = {**attrs, "time": float(time)}
+    try:
+        stem.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise hdf5.OutputWriteError(f"creating {stem} failed: {hdf5.describe_os_error(err)}") from err
+
+    def fill(f: h5py.File) -> None:
+        for key, value in {**attrs, "process": rank, "processes": processes, "start": start, "stop": stop}.items():
+            f.attrs[key] = json.dumps(value) if isinstance(value, (dict, list, tuple)) else value
+        for name in QUANTITIES:
+            f.create_dataset(name, data=data[name][start:stop])
+
+    hdf5._write_atomically(hdf5.process_file(stem, rank), fill)
+    hdf5.barrier(f"write {stem}")
+    index = stem.with_suffix(".h5")
+    if rank == 0:
+        def fill_index(f: h5py.File) -> None:
+            for key, value in attrs.items():
+                f.attrs[key] = json.dumps(value) if isinstance(value, (dict, list, tuple)) else value
+            sources = [f"{stem.name}/{hdf5.process_file(stem, r).name}" for r in range(processes)]
+            f.attrs["sources"] = json.dumps(sources)
+            for name in QUANTITIES:
+                full = data[name]
+                layout = h5py.VirtualLayout(shape=full.shape, dtype=full.dtype)
+                for r, source in enumerate(sources):
+                    a, b = rows(n, r, processes)
+                    if b > a:
+                        layout[a:b] = h5py.VirtualSource(source, name, shape=(b - a, *full.shape[1:]))
+                f.create_virtual_dataset(name, layout)
+
+        hdf5._write_atomically(index, fill_index)
+        grid = particle_grid(index.name, n, {k: (data[k].shape, data[k].dtype) for k in QUANTITIES}, time,
+                             int(attrs["step"]))
+        write_xdmf(index, grid)
+        update_series(index.parent, grid)
+    hdf5.barrier(f"index {stem}")
+    return index
+
+
+def particle_grid(index: str, count: int, shapes: Mapping[str, tuple[tuple[int, ...], Any]], time: float,
+                  step: int) -> ET.Element:
+    """The XDMF point cloud of one particle snapshot: Polyvertex topology (a vertex per row) over ``position``,
+    ``velocity`` and ``unwrapped`` as vectors, ``id`` and ``species`` as scalars (all node-centred)."""
+    grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
+    ET.SubElement(grid, "Time", Value=repr(float(time)))
+    ET.SubElement(grid, "Information", Name="step", Value=str(int(step)))
+    # one vertex cell per particle, its connectivity the id rows (0 .. Np-1): without it ParaView's default
+    # (Xdmf3) reader makes points but no cells, which it neither draws nor filters
+    topology = ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(count),
+                             NodesPerElement="1")
+    topology.append(_item(index, "id", shapes["id"]))
+    geometry = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
+    geometry.append(_item(index, "position", shapes["position"]))
+    for name in ("velocity", "unwrapped", "id", "species"):
+        shape, _ = shapes[name]
+        attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType="Vector" if len(shape) == 2 else "Scalar",
+                                  Center="Node")
+        attribute.append(_item(index, name, shapes[name]))
+    return grid
+
+
+def _item(index: str, name: str, spec: tuple[tuple[int, ...], Any]) -> ET.Element:
+    shape, dtype = spec
+    dtype = np.dtype(dtype)
+    item = ET.Element("DataItem", Dimensions=" ".join(map(str, shape)), NumberType=NUMBER_TYPES[dtype.kind],
+                      Precision=str(dtype.itemsize), Format="HDF")
+    item.text = f"{index}:/{name}"
+    return item
+
+
+def read(index: Path) -> dict[str, np.ndarray]:
+    """Every quantity of a particle snapshot index, whole (plain h5py; no JAX)."""
+    with h5py.File(index, "r") as f:
+        return {name: f[name][()] for name in QUANTITIES}
+
+
+class ParticleSnapshotWriter(Writer):
+    """Every particle on the field snapshots' schedule (collective). ``sample(state)``: host arrays
+    (positions, velocities) by species name."""
+
+    name = "particle_snapshots"
+
+    def __init__(self, schedule: Schedule, species: Sequence[str], sample: Callable[[Any], tuple[dict, dict]],
+                 box: Sequence[float], attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None],
+                 rank0: bool):
+        super().__init__()
+        self.schedule, self.species, self.sample, self.box = schedule, tuple(species), sample, box
+        self.attrs, self.log, self.rank0 = attrs, log, rank0
+        self.run_dir: Path | None = None
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        self.run_dir = run_dir
+        if resumed_step is not None and self.rank0 and (run_dir / DIR).is_dir():
+            truncate_series(run_dir / DIR, resumed_step)
+
+    def write(self, moment: Moment) -> None:
+        assert self.run_dir is not None
+        positions, velocities = self.sample(moment.state)
+        data = gather_rows(self.species, positions, velocities, self.box)
+        attrs = {**self.attrs(moment), "species_names": list(self.species),
+                 "counts": [len(positions[s]) for s in self.species]}
+        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", data, attrs, moment.time)
+        self.log(f"particles {index}")
+
+
+class TrajectoryWriter(Writer):
+    """The first ``count`` particles of each species every ``schedule.every`` steps, appended to
+    ``particles/trajectories.h5`` by process 0 (rows past a resumed step are dropped on open)."""
+
+    name = "trajectories"
+
+    def __init__(self, schedule: Schedule, species: Sequence[str], count: int,
+                 sample: Callable[[Any], tuple[dict, dict]], box: Sequence[float], rank0: bool):
+        super().__init__()
+        self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
+        self.box = box
+        self.path: Path | None = None
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        self.path = run_dir / DIR / TRAJECTORIES
+        if not self.rank0:
+            return
+        if resumed_step is None:
+            self.path.unlink(missing_ok=True)
+        elif self.path.exists():
+            with h5py.File(self.path, "a") as f:
+                keep = int(np.sum(f["step"][()] <= resumed_step))
+                for name in ("time", "step", "position", "unwrapped", "velocity"):
+                    f[name].resize(keep, axis=0)
+
+    def write(self, moment: Moment) -> None:
+        positions, velocities = self.sample(moment.state)
+        if not self.rank0:
+            return
+        assert self.path is not None
+        subset = {s: slice(0, min(self.count, len(positions[s]))) for s in self.species}
+        data = gather_rows(self.species, {s: np.asarray(positions[s])[subset[s]] for s in self.species},
+                           {s: np.asarray(velocities[s])[subset[s]] for s in self.species}, self.box)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with h5py.File(self.path, "a") as f:
+            if "time" not in f:
+                n = len(data["id"])
+                f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
+                f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)
+                for name in ("position", "unwrapped", "velocity"):
+                    f.create_dataset(name, (0, n, 3), maxshape=(None, n, 3), dtype=data[name].dtype,
+                                     chunks=(1, n, 3))
+                offsets = np.cumsum([0] + [len(positions[s]) for s in self.species])
+                ids = np.concatenate([o + np.arange(subset[s].stop) for o, s in zip(offsets, self.species)])
+                f.create_dataset("id", data=ids)  # the particles' ids in the snapshots
+                f.create_dataset("species", data=data["species"])
+                f.attrs["species_names"] = json.dumps(list(self.species))
+            t = f["time"].shape[0]
+            for name, value in (("time", moment.time), ("step", moment.step)):
+                f[name].resize(t + 1, axis=0)
+                f[name][t] = value
+            for name in ("position", "unwrapped", "velocity"):
+                f[name].resize(t + 1, axis=0)
+                f[name][t] = data[name]

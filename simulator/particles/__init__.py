@@ -1,0 +1,210 @@
+"""Lagrangian particles carried by a flow: what the config declares (no JAX here).
+
+The optional top-level ``particles:`` section is a list of species, one section each::
+
+    particles:
+      - {name: tracers, count: 4096, placement: random, seed: 1}
+      - {name: drops, count: 512, placement: lattice, tau_p: 0.05, gravity: [0, 0, -9.81]}
+      - {name: seeded, count: 100, placement: file, path: start.npy}
+
+A species with ``tau_p = 0`` is made of tracers, dx/dt = u(x, t); with ``tau_p > 0`` of small heavy
+(inertial) particles under Stokes drag and gravity (Maxey & Riley 1983, Phys. Fluids 26, 883, keeping
+drag and gravity only, the limit of heavy point particles),
+
+    dx/dt = v,   dv/dt = (u(x, t) - v) / tau_p + g,
+
+released with the fluid's velocity at their positions. u at a particle is the spectrally exact
+interpolant (``interpolation: exact``, :func:`simulator.fft.points.evaluate_at`; ``nufft`` the same by a
+type-2 NUFFT of each device's modes) or the tricubic
+Lagrange interpolant of the grid values (``lagrange4``, :func:`simulator.fft.points.interpolate_local`). Placement: ``random`` (uniform in the box,
+NumPy's PCG64 from ``seed``: the same on every process), ``lattice`` (``count`` = n^3 points at the
+cell centres of an n x n x n lattice of the box) or ``file`` (an ``.npy`` array or an ``.h5`` file
+with a dataset ``position``, shape ``(count, 3)``, physical coordinates; they are wrapped into the box).
+
+Particles need a flow: an equation with a ``velocity`` state field (Navier-Stokes with or without
+passive scalars, Boussinesq, MHD). The JAX side: :mod:`.flow` (the state and the right-hand side),
+interpolation by :mod:`simulator.fft.points`; outputs :mod:`simulator.output.particles`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulator.errors import ConfigError
+from simulator.schema import setting
+
+PLACEMENTS = ("random", "lattice", "file")
+#: how u is evaluated at the particles: the spectrally exact sum, or tricubic Lagrange on the grid
+INTERPOLATIONS = ("exact", "nufft", "lagrange4")
+
+
+@dataclass(frozen=True)
+class Species:
+    """One species of particles: an entry of ``particles``."""
+
+    name: str = setting("particles", "name of the species (a plain word: it names datasets in outputs)")
+    count: int = setting(1000, "number of particles (for placement lattice: a cube n^3)", min=1, max=1 << 26)
+    placement: str = setting("random", "initial positions: random (uniform, from seed), lattice (cell centres "
+                             "of an n^3 lattice) or file (path: .npy, or .h5 with a dataset position)",
+                             choices=PLACEMENTS)
+    seed: int = setting(0, "random seed of placement random (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    path: str | None = setting(None, "file of initial positions (count, 3) for placement file; null otherwise")
+    tau_p: float = setting(0.0, "Stokes response time: 0 = tracers (dx/dt = u); > 0 = inertial particles, "
+                           "dv/dt = (u(x) - v)/tau_p + g", min=0.0)
+    gravity: tuple[float, float, float] = setting((0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial "
+                                                  "particles (tau_p > 0)")
+    interpolation: str = setting("exact", "u at the particles: exact (the spectral sum over every mode, cost ~ "
+                                 "N^3 per particle), nufft (the same sum by a type-2 NUFFT per device, to 1e-14 "
+                                 "in float64; needs jax-finufft, CPU) or lagrange4 (tricubic on the grid, 4th "
+                                 "order in dx, cost 64 per particle, one more inverse FFT of u per stage)",
+                                 choices=INTERPOLATIONS)
+
+    @property
+    def inertial(self) -> bool:
+        return self.tau_p > 0
+
+
+def particle_list() -> Any:
+    """The ``particles`` field of the run config: a list of :class:`Species`, empty by default."""
+    return setting((), "Lagrangian particles, one section per species, e.g. [{name: tracers, count: 1000}] "
+                   "(name, count, placement random|lattice|file, seed, path, tau_p, gravity); [] = none")
+
+
+def check(cfg: Any) -> None:
+    """Cross-key checks of ``cfg.particles`` against the rest of the config (one-line errors)."""
+    from simulator.equations import registry
+
+    species: Sequence[Species] = cfg.particles
+    if not species:
+        if cfg.output.trajectories.every:
+            raise ConfigError("output.trajectories.every", cfg.output.trajectories.every, "trajectories need "
+                              "particles: declare a species in particles, or set 0", "has no particle to record")
+        return
+    info = registry()[cfg.physics.name]
+    if "velocity" not in info.state_fields:
+        raise ConfigError("particles", [s.name for s in species], "particles need a flow: use physics.name = "
+                          "navier_stokes, boussinesq or mhd (an equation with a velocity field)",
+                          f"is not available for physics.name = {cfg.physics.name}")
+    seen: set[str] = set()
+    for i, s in enumerate(species):
+        key = f"particles[{i}]"
+        if not s.name.isidentifier():
+            raise ConfigError(f"{key}.name", s.name, "give a plain word (letters, digits, _; not starting with a "
+                              "digit): it names datasets", "is not a name")
+        if s.name in seen:
+            raise ConfigError(f"{key}.name", s.name, "give each species its own name", "repeats")
+        seen.add(s.name)
+        if s.placement == "lattice" and round(s.count ** (1 / 3)) ** 3 != s.count:
+            raise ConfigError(f"{key}.count", s.count, "placement lattice needs a cube n^3 (e.g. 512, 4096)",
+                              "is not a cube")
+        if s.placement == "file" and not s.path:
+            raise ConfigError(f"{key}.path", s.path, "placement file needs the path of a .npy or .h5 file",
+                              "is missing")
+        if s.placement != "file" and s.path is not None:
+            raise ConfigError(f"{key}.path", s.path, "a path is read only with placement: file", "would be ignored")
+        if s.path is not None and Path(s.path).suffix not in (".npy", ".h5", ".hdf5"):
+            raise ConfigError(f"{key}.path", s.path, "give a .npy file, or an .h5 file with a dataset position",
+                              "has an unknown suffix")
+        if not s.inertial and any(s.gravity):
+            raise ConfigError(f"{key}.gravity", list(s.gravity), "gravity acts on inertial particles only: set "
+                              "tau_p > 0, or leave gravity out", "would be ignored by tracers")
+        if s.interpolation == "lagrange4":
+            _check_local(cfg, f"{key}.interpolation")
+        if not all(math.isfinite(g) for g in s.gravity):
+            raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
+
+
+def _check_local(cfg: Any, key: str) -> None:
+    """The local path takes two planes from a neighbour: every sharded axis needs >= 2 planes per device
+    (checked where the device count is known before start-up, as the grid's own layout checks are)."""
+    from simulator.fft.layouts import LAYOUTS
+
+    layout = LAYOUTS[cfg.fft.backend]
+    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
+    if not (cfg.fft.mesh or n_devices):
+        return
+    sizes = dict(zip(layout.axis_names, layout.mesh_shape(n_devices or 1, cfg.fft.mesh), strict=True))
+    for axis, name in enumerate(layout.real_axes):
+        if name is not None and cfg.grid.shape[axis] // sizes[name] < 2:
+            raise ConfigError(key, "lagrange4", f"needs >= 2 grid planes per device along {'xyz'[axis]} "
+                              f"(grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use exact, or "
+                              "fewer devices", "is not available")
+
+
+def initial_positions(species: Species, box: Sequence[float], key: str = "particles") -> np.ndarray:
+    """The initial positions of ``species`` in the box ``[0, L)``, float64 ``(count, 3)``, on the host (the
+    same on every process)."""
+    box_arr = np.asarray(box, np.float64)
+    if species.placement == "random":
+        return np.random.default_rng(species.seed).uniform(0.0, 1.0, (species.count, 3)) * box_arr
+    if species.placement == "lattice":
+        n = round(species.count ** (1 / 3))
+        centres = (np.arange(n) + 0.5) / n
+        grid = np.stack(np.meshgrid(centres, centres, centres, indexing="ij"), axis=-1).reshape(-1, 3)
+        return grid * box_arr
+    return np.mod(read_positions(species, key), box_arr)
+
+
+def read_positions(species: Species, key: str = "particles") -> np.ndarray:
+    """The ``(count, 3)`` array of a ``placement: file`` species, checked (one-line errors)."""
+    path = Path(str(species.path))
+    try:
+        if path.suffix == ".npy":
+            data = np.load(path, allow_pickle=False)
+        else:
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                if "position" not in f:
+                    raise ConfigError(f"{key}.path", str(path), "an .h5 file needs a dataset named position",
+                                      "has none")
+                data = f["position"][()]
+    except (OSError, ValueError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"{key}.path", str(path), "give a readable .npy or .h5 file of positions (count, 3)",
+                          f"cannot be read ({type(err).__name__})") from None
+    data = np.asarray(data)
+    if data.shape != (species.count, 3) or not np.issubdtype(data.dtype, np.number):
+        raise ConfigError(f"{key}.path", str(path), f"it must hold {species.count} positions: shape "
+                          f"({species.count}, 3), numbers", f"holds shape {data.shape}, dtype {data.dtype}")
+    data = data.astype(np.float64)
+    if not np.all(np.isfinite(data)):
+        raise ConfigError(f"{key}.path", str(path), "every position must be finite", "holds NaN or Inf")
+    return data
+
+
+#: right-hand-side evaluations per step of each scheme (each interpolates u at every particle once)
+STAGES = {"rk4": 4, "lsrk4": 5}
+
+
+def state_bytes(cfg: Any) -> int:
+    """Bytes of the particles' state on every device (positions, and velocities of inertial species;
+    replicated, so each device holds all of them)."""
+    itemsize = 8 if cfg.precision == "float64" else 4
+    return sum(s.count * 3 * itemsize * (2 if s.inertial else 1) for s in cfg.particles)
+
+
+def describe(cfg: Any, devices: int) -> str:
+    """One line for ``simulator plan``: the particles' bytes per device and, per interpolation, the work
+    of one evaluation per device (every device holds every particle: :mod:`simulator.fft.points`)."""
+    from simulator.fft.layouts import LAYOUTS
+
+    count = sum(s.count for s in cfg.particles)
+    nx, ny, nz = cfg.grid.shape
+    modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz) // devices
+    stages = STAGES.get(cfg.time.integrator, 1)
+    by_method = {m: sum(s.count for s in cfg.particles if s.interpolation == m) for m in INTERPOLATIONS}
+    work = {"exact": f"{3 * modes:.3g} complex multiply-adds per particle (3 components x {modes} modes per device)",
+            "nufft": f"a type-2 NUFFT of {modes} modes per device, then ~16^3 x 3 per particle",
+            "lagrange4": "64 x 3 multiply-adds per particle, and one more inverse FFT of u"}
+    parts = "; ".join(f"{m} ({n}): {work[m]}" for m, n in by_method.items() if n)
+    return (f"particles: {count} in {len(cfg.particles)} species, {state_bytes(cfg) / 2**20:.3g} MiB of state on "
+            f"every device (replicated; the scheme's registers of it are in the chunk's memory above); "
+            f"{stages} evaluations per step, each {parts}")

@@ -1,0 +1,285 @@
+"""A flow equation with Lagrangian particles: its state, right-hand side and stepping (JAX).
+
+:class:`WithParticles` composes any semi-linear flow equation (one that defines
+``velocity_spectrum(state)``: Navier-Stokes with or without passive scalars, Boussinesq, MHD) with the
+species of the ``particles`` config section (:mod:`simulator.particles`), without changing its physics:
+
+* the state is a dict ``{"state": <the flow's state>, "particles.<name>.position": (Np, 3),
+  "particles.<name>.velocity": (Np, 3) (inertial species only)}``; particle arrays are replicated (every
+  device holds all of them) in the run's dtype;
+* ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
+  (their equations have no stiff linear part), and ``nonlinear`` adds dx/dt = u(x) for tracers, or
+  dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for inertial particles, so particles advance in the same
+  Runge-Kutta stages as the field, at the scheme's order (each stage's u(x) is the stage's own field);
+* u(x) is the spectrally exact interpolant of the stage's velocity spectrum
+  (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, directly or by a
+  type-2 NUFFT for ``interpolation: nufft``, one psum), or
+  for species with ``interpolation: lagrange4`` the tricubic interpolant of its grid values
+  (:meth:`~simulator.fft.base.FFTBackend.interpolate_local`: one more inverse FFT of u per stage, a
+  halo exchange, one psum); one evaluation per method and stage for all the species using it.
+
+Positions are stored *unwrapped* (continuous trajectories, what dispersion statistics need; the
+spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write them wrapped into
+[0, L) as well. In float32 an unwrapped coordinate far from the box loses absolute precision
+(|x| eps): after travelling 1000 box lengths, ~1e-4 L.
+
+Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
+``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.equations.base import Equation, Params, SemiLinearEquation
+from simulator.particles import Species, initial_positions
+
+#: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
+#: array reads back into the flow alone (a restart at another resolution remaps it as any other)
+FLOW = "state"
+
+
+def position_key(name: str) -> str:
+    """The state key of a species' positions (also its dataset name in checkpoints)."""
+    return f"particles.{name}.position"
+
+
+def velocity_key(name: str) -> str:
+    """The state key of an inertial species' velocities."""
+    return f"particles.{name}.velocity"
+
+
+class WithParticles(SemiLinearEquation):
+    """A semi-linear flow equation plus particle species (see the module docstring).
+
+    Leaves: ``flow`` (the flow equation, itself a pytree) and ``start`` (each species' initial
+    positions, ``(Np, 3)`` replicated: leaves, so compiled code closes over no array); static:
+    ``species`` (the config's sections: counts, tau_p and gravity are structure).
+    """
+
+    _LEAVES: ClassVar[tuple[str, ...]] = ("flow", "start")
+    _STATIC: ClassVar[tuple[str, ...]] = ("species",)
+
+    def __init__(self, flow: Equation, species: Sequence[Species], start: Mapping[str, jax.Array]):
+        if not callable(getattr(flow, "velocity_spectrum", None)) or not isinstance(flow, SemiLinearEquation):
+            raise TypeError(f"{type(flow).__name__} carries no particles: it needs velocity_spectrum(state) and "
+                            "the semilinear protocol")
+        self.flow, self.species, self.start = flow, tuple(species), dict(start)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for attributes the wrapper lacks: those are the flow's (fft, ops, box, info, ...)
+        if name in ("flow", "start", "species") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.flow, name)
+
+    # ---- what is the flow's ---------------------------------------------------------------------------
+
+    def params(self, physics: Any) -> Params:
+        return self.flow.params(physics)
+
+    @property
+    def field_info(self):  # type: ignore[override]
+        return self.flow.field_info
+
+    @property
+    def state_fields(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.flow.state_fields
+
+    @property
+    def builders(self):  # type: ignore[override]
+        return self.flow.builders
+
+    @property
+    def snapshot_sources(self):  # type: ignore[override]
+        return self.flow.snapshot_sources
+
+    def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
+        return self.flow.field_layouts()
+
+    def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        return self.flow.state_fields_from_snapshot(fields)
+
+    def at(self, t: jax.Array) -> WithParticles:
+        flow = self.flow.at(t)
+        if flow is self.flow:
+            return self
+        out = object.__new__(type(self))
+        out.flow, out.species, out.start = flow, self.species, self.start
+        return out
+
+    def leaf_spaces(self, state: Any) -> list[str]:
+        """The flow's leaves' spaces, then "particles" for every particle array (replicated, neither
+        real-space nor spectral: stored whole)."""
+        spaces = {key: ["particles"] * len(jax.tree.leaves(value)) for key, value in state.items()}
+        spaces[FLOW] = self.flow.leaf_spaces(state[FLOW])
+        return [space for key in sorted(state) for space in spaces[key]]  # a dict flattens in sorted key order
+
+    def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
+        return self.flow.fields(state[FLOW], params)
+
+    def diagnostics(self, state: Any, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        return self.flow.diagnostics(state[FLOW], dt, params)
+
+    def spectra(self, state: Any, params: Params) -> dict[str, jax.Array]:
+        return self.flow.spectra(state[FLOW], params)
+
+    # ---- states ----------------------------------------------------------------------------------------
+
+    def initial(self, ic: Any, params: Params) -> Any:
+        return self.attach(self.flow.initial(ic, params))
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> Any:
+        """The flow's state from its fields, with every species at its configured initial positions."""
+        return self.attach(self.flow.from_fields(fields, params))
+
+    def attach(self, flow_state: Any, positions: Mapping[str, jax.Array] | None = None) -> dict[str, Any]:
+        """A full state: ``flow_state`` plus each species at ``positions`` (by species name; default the
+        configured start). Inertial particles start with the fluid's velocity at their positions."""
+        positions = self.start if positions is None else positions
+        state: dict[str, Any] = {FLOW: flow_state}
+        inertial = [s for s in self.species if s.inertial]
+        u = self._velocity_at(flow_state, inertial, [positions[s.name] for s in inertial]) if inertial else []
+        for s in self.species:
+            state[position_key(s.name)] = jnp.asarray(positions[s.name], self.dtype)
+        for s, us in zip(inertial, u, strict=True):
+            state[velocity_key(s.name)] = us
+        return state
+
+    def positions(self, state: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """Each species' (unwrapped) positions ``(Np, 3)``, by name."""
+        return {s.name: state[position_key(s.name)] for s in self.species}
+
+    def velocities(self, state: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """Each species' velocity ``(Np, 3)``: v for inertial species, u(x) (interpolated) for tracers."""
+        tracers = [s for s in self.species if not s.inertial]
+        u = self._velocity_at(state[FLOW], tracers, [state[position_key(s.name)] for s in tracers]) if tracers else []
+        out = dict(zip((s.name for s in tracers), u, strict=True))
+        out.update({s.name: state[velocity_key(s.name)] for s in self.species if s.inertial})
+        return {s.name: out[s.name] for s in self.species}
+
+    def _velocity_at(self, flow_state: Any, species: Sequence[Species], positions: Sequence[jax.Array]
+                     ) -> list[jax.Array]:
+        """u at each species' positions, ``(Np_i, 3)`` each: one evaluation per interpolation method over all
+        the species that use it (the local one after one inverse FFT of the velocity)."""
+        u_hat = self.flow.velocity_spectrum(flow_state)
+        out: list[Any] = [None] * len(species)
+        for method in dict.fromkeys(s.interpolation for s in species):
+            mine = [i for i, s in enumerate(species) if s.interpolation == method]
+            points = jnp.concatenate([jnp.asarray(positions[i], self.dtype) for i in mine])
+            if method in ("exact", "nufft"):
+                u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight,
+                                         "direct" if method == "exact" else "nufft", self.box)
+            else:
+                u = self.fft.interpolate_local(self.fft.irfft(u_hat), points, self.box)
+            counts = [int(positions[i].shape[0]) for i in mine]
+            for i, part in zip(mine, jnp.split(u.T, np.cumsum(counts)[:-1]), strict=True):
+                out[i] = part
+        return out
+
+    # ---- the semi-linear protocol ------------------------------------------------------------------------
+
+    def exp_linear(self, state: Any, tau: jax.Array, params: Params) -> Any:
+        """The flow's exp(L tau); the identity on the particles."""
+        return {**state, FLOW: self.flow.exp_linear(state[FLOW], tau, params)}
+
+    def nonlinear(self, state: Any, t: jax.Array, params: Params) -> Any:
+        """The flow's N, and the particles' right-hand sides at this stage (see the module docstring)."""
+        out: dict[str, Any] = {FLOW: self.flow.nonlinear(state[FLOW], t, params)}
+        u = self._velocity_at(state[FLOW], self.species, [state[position_key(s.name)] for s in self.species])
+        for s, us in zip(self.species, u, strict=True):
+            if not s.inertial:
+                out[position_key(s.name)] = us
+                continue
+            v = state[velocity_key(s.name)]
+            out[position_key(s.name)] = v
+            out[velocity_key(s.name)] = (us - v) / s.tau_p + jnp.asarray(s.gravity, v.dtype)
+        return out
+
+
+def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float]) -> WithParticles:
+    """``flow`` carrying ``species``: their initial positions placed on the host (the same on every
+    process) and laid out replicated over the flow's mesh."""
+    from simulator.errors import ConfigError
+
+    sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
+    for i, s in enumerate(species):
+        for axis, name in enumerate(flow.fft.real_spec()):
+            if s.interpolation == "lagrange4" and name is not None and flow.fft.shape[axis] // sizes[name] < 2:
+                raise ConfigError(f"particles[{i}].interpolation", s.interpolation, f"needs >= 2 grid planes per "
+                                  f"device along {'xyz'[axis]} ({flow.fft.shape[axis]} over {sizes[name]} devices): "
+                                  "use exact, or fewer devices", "is not available")
+    if any(s.interpolation == "nufft" for s in species):
+        from simulator.fft.points import check_nufft, nufft_available
+
+        why = nufft_available() or check_nufft(flow.fft)
+        if why:
+            i = next(i for i, s in enumerate(species) if s.interpolation == "nufft")
+            raise ConfigError(f"particles[{i}].interpolation", "nufft", f"use exact or lagrange4 ({why})",
+                              "is not available")
+    sharding = flow.fft.replicated_sharding()
+    start = {}
+    for i, s in enumerate(species):
+        host = initial_positions(s, box, f"particles[{i}]").astype(flow.dtype)
+        start[s.name] = jax.make_array_from_callback(host.shape, sharding, lambda idx, h=host: h[idx],
+                                                     dtype=host.dtype)
+    return WithParticles(flow, species, start)
+
+
+def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, Any]:
+    """The state of a file source (:class:`simulator.output.sources.Source`) on this run's grid:
+    ``flow_state`` (already remapped onto it), and the particles the source's checkpoint holds (particle
+    arrays do not depend on the grid: a restart at another resolution keeps them exactly); a species the
+    source lacks (a snapshot, or a run without it) starts at its configured placement."""
+    from simulator.errors import ConfigError
+    from simulator.output import hdf5
+
+    ckpt = getattr(source, "checkpoint", None)
+    if ckpt is None:
+        return eq.attach(flow_state)
+    sharding = eq.fft.replicated_sharding()
+    stored: dict[str, jax.Array] = {}
+    with hdf5.Snapshot(ckpt.index) as snap:
+        for i, s in enumerate(eq.species):
+            keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
+            for key in keys:
+                if key not in snap.fields:
+                    continue
+                shape = tuple(snap.file[key].shape)
+                if shape != (s.count, 3):
+                    raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds {shape[0]} "
+                                      f"particles of species {s.name!r}: give that count", "differs")
+                stored[key] = hdf5.read_into(snap, key, shape, sharding, (0, 1, 2), eq.dtype)
+    start = {s.name: stored.get(position_key(s.name), eq.start[s.name]) for s in eq.species}
+    state = eq.attach(flow_state, start)
+    for s in eq.species:
+        if s.inertial and velocity_key(s.name) in stored and position_key(s.name) in stored:
+            state[velocity_key(s.name)] = stored[velocity_key(s.name)]
+    return state
+
+
+def particle_writers(cfg: Any, sim: Any, attrs: Any, log: Any, rank0: bool) -> list[Any]:
+    """The particle outputs of a run (:mod:`simulator.output.particles`): snapshots on the field snapshots'
+    schedule, and the trajectory file when ``output.trajectories.every`` is set."""
+    from simulator.output.base import Schedule
+    from simulator.output.particles import ParticleSnapshotWriter, TrajectoryWriter
+
+    sampled = jax.jit(lambda eq, state: (eq.positions(state), eq.velocities(state)))
+
+    def sample(state: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        # replicated arrays: this process's first copy is the whole of each (no gather across processes)
+        positions, velocities = sampled(sim.equation, state)
+        host = lambda arrays: {k: np.asarray(v.addressable_data(0)) for k, v in arrays.items()}  # noqa: E731
+        return host(positions), host(velocities)
+
+    names = [s.name for s in cfg.particles]
+    out: list[Any] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), names, sample, cfg.grid.box, attrs,
+                                             log, rank0)]
+    if cfg.output.trajectories.every:
+        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), names,
+                                    cfg.output.trajectories.count, sample, cfg.grid.box, rank0))
+    return out

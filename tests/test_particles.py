@@ -1,0 +1,321 @@
+"""Lagrangian particles: the exact point evaluation of a spectrum (every FFT backend, 1 and several
+devices), tracers and inertial particles against exact solutions, convergence at the scheme's order,
+distributed equals single-device, gradients, and the config's one-line errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+from scipy.integrate import solve_ivp
+
+from simulator import equations
+from simulator.api import load_config
+from simulator.errors import ConfigError
+from simulator.fft import BACKENDS, build_mesh
+from simulator.particles.flow import position_key, velocity_key
+
+from support import backend_cases, case_id, distributed_cases, relative_error, simulation, unavailable
+
+SHAPE = (16, 8, 12)
+BOX = (2 * np.pi, 3.0, 5.0)
+
+
+def _band_limited(shape, seed=1):
+    """A random real field (3, *shape) without Nyquist content (where conventions for a real
+    interpolant differ), so the direct sum below is its one band-limited interpolant."""
+    rng = np.random.default_rng(seed)
+    spectrum = np.fft.fftn(rng.normal(size=(3, *shape)), axes=(-3, -2, -1))
+    for axis, n in enumerate(shape):
+        index = [slice(None)] * 4
+        index[axis + 1] = n // 2
+        spectrum[tuple(index)] = 0
+    return np.real(np.fft.ifftn(spectrum, axes=(-3, -2, -1)))
+
+
+def _direct_sum(field, points, box):
+    """sum_k f_hat_k exp(i k.x) / N over the full spectrum, point by point (NumPy, float64)."""
+    shape = field.shape[1:]
+    spectrum = np.fft.fftn(field, axes=(-3, -2, -1))
+    k = [np.fft.fftfreq(n, 1 / n) * 2 * np.pi / length for n, length in zip(shape, box, strict=True)]
+    out = np.empty((field.shape[0], len(points)))
+    for p, x in enumerate(points):
+        phase = (np.exp(1j * k[0] * x[0])[:, None, None] * np.exp(1j * k[1] * x[1])[None, :, None]
+                 * np.exp(1j * k[2] * x[2])[None, None, :])
+        out[:, p] = np.real(np.sum(spectrum * phase, axis=(-3, -2, -1))) / np.prod(shape)
+    return out
+
+
+def _need_nufft():
+    from simulator.fft.points import nufft_available
+
+    why = nufft_available()
+    if why:
+        unavailable("NUFFT particle tests", "SIMULATOR_REQUIRE_NUFFT", why)
+
+
+@pytest.mark.parametrize("method, tolerance", [("direct", 1e-13), ("nufft", 1e-13)])
+@pytest.mark.parametrize("case", backend_cases(), ids=case_id)
+def test_evaluate_at_equals_the_direct_sum(devices, case, method, tolerance):
+    if method == "nufft":
+        _need_nufft()
+    name, n, mesh = case
+    shape = (16, 8, 16) if name == "slab" and n > 1 else SHAPE  # the slab shards Nz/2 over 4 devices
+    fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
+    field = _band_limited(shape)
+    # points anywhere (outside the box too: the sum is periodic), and the grid points themselves
+    points = np.random.default_rng(2).uniform(-7.0, 11.0, (41, 3))
+    grid = np.array([[0, 0, 0], [3, 5, 7], [15, 7, shape[2] - 1]])
+    points = np.concatenate([points, grid * (np.array(BOX) / np.array(shape))])
+    spectrum = fft.rfft(jax.device_put(jnp.asarray(field), fft.real_sharding(1)))
+    k, w = fft.wavenumbers(BOX, True, jnp.float64), fft.parseval_weight(True, jnp.float64)
+    evaluate = jax.jit(lambda s, p, k, w: fft.evaluate_at(s, p, k, w, method, BOX))
+    got = np.asarray(evaluate(spectrum, jnp.asarray(points), k, w))
+    expected = _direct_sum(field, points, BOX)
+    assert got.shape == (3, len(points))
+    assert np.max(np.abs(got - expected)) / np.max(np.abs(expected)) < tolerance
+    on_grid = np.stack([field[:, i, j, l] for i, j, l in grid], axis=1)
+    assert np.max(np.abs(got[:, -3:] - on_grid)) < 1e-13 * np.max(np.abs(field))
+
+
+@pytest.mark.parametrize("case", [("single", 1, None), *distributed_cases()], ids=case_id)
+def test_nufft_path_differentiates_and_batches_like_the_direct_sum(devices, case):
+    """Gradients in the points and the spectrum (through the psum) and vmap over spectra (ensembles)."""
+    _need_nufft()
+    name, n, mesh = case
+    shape = (16, 8, 16)
+    fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
+    spectra = jnp.stack([fft.rfft(jax.device_put(jnp.asarray(_band_limited(shape, seed)), fft.real_sharding(1)))
+                         for seed in (1, 2)])
+    points = jnp.asarray(np.random.default_rng(4).uniform(0, 5, (9, 3)))
+    k, w = fft.wavenumbers(BOX, True, jnp.float64), fft.parseval_weight(True, jnp.float64)
+
+    def loss(method):
+        return lambda s, p: jnp.sum(jnp.sin(fft.evaluate_at(s, p, k, w, method, BOX)))
+
+    for argnum in (0, 1):
+        ref = jax.jit(jax.grad(loss("direct"), argnum))(spectra[0], points)
+        got = jax.jit(jax.grad(loss("nufft"), argnum))(spectra[0], points)
+        assert relative_error(got, ref) < 1e-12, argnum
+    batched = jax.jit(jax.vmap(lambda s: fft.evaluate_at(s, points, k, w, "nufft", BOX)))(spectra)
+    for i in range(2):
+        one = fft.evaluate_at(spectra[i], points, k, w, "direct", BOX)
+        assert relative_error(batched[i], one) < 1e-13
+
+
+def _smooth(points, box):
+    """A smooth periodic test field (not band-limited on the grids below: aliasing-free but not exact)."""
+    x, y, z = (2 * np.pi / length * c for c, length in zip(np.asarray(points).T, box, strict=True))
+    return np.stack([np.sin(x + 1) * np.cos(2 * y) + np.cos(z), np.cos(2 * x) * np.sin(y + z), np.sin(x + y + 2 * z)])
+
+
+@pytest.mark.parametrize("case", backend_cases(), ids=case_id)
+def test_local_lagrange_interpolation_converges_at_fourth_order(devices, case):
+    name, n, mesh = case
+    points = np.random.default_rng(0).uniform(-5.0, 12.0, (100, 3))
+    errors = []
+    for size in (16, 32):
+        fft = BACKENDS[name]((size,) * 3, build_mesh(BACKENDS[name], mesh, devices[:n]))
+        grid = np.stack(np.meshgrid(*(np.arange(size) * length / size for length in BOX), indexing="ij"), -1)
+        field = _smooth(grid.reshape(-1, 3), BOX).reshape(3, size, size, size)
+        u = jax.device_put(jnp.asarray(field), fft.real_sharding(1))
+        got = jax.jit(lambda u, p: fft.interpolate_local(u, p, BOX))(u, jnp.asarray(points))
+        errors.append(np.max(np.abs(np.asarray(got) - _smooth(points, BOX))))
+        # on the grid points themselves it is the field
+        nodes = np.array([[0, 0, 0], [3, 5, 7], [size - 1, 2, size - 1]])
+        at_nodes = jax.jit(lambda u, p: fft.interpolate_local(u, p, BOX))(u, jnp.asarray(nodes * np.array(BOX) / size))
+        expected = np.stack([field[:, i, j, k] for i, j, k in nodes], axis=1)
+        assert np.max(np.abs(np.asarray(at_nodes) - expected)) < 1e-14
+    assert np.log2(errors[0] / errors[1]) > 3.8, errors
+    assert errors[1] < 1e-3, errors  # 16 points per wavelength of the shortest mode
+
+
+def _abc_velocity(x, t, nu):
+    """The decaying ABC flow (A = B = C = 1, k = 1 in a 2 pi box): u0(x) exp(-nu t), an exact solution."""
+    u = np.stack([np.sin(x[:, 2]) + np.cos(x[:, 1]), np.sin(x[:, 0]) + np.cos(x[:, 2]),
+                  np.sin(x[:, 1]) + np.cos(x[:, 0])], axis=1)
+    return u * np.exp(-nu * t)
+
+
+NU = 0.1
+ABC = dict(grid__shape=[16, 16, 16], physics={"name": "navier_stokes", "viscosity": NU},
+           initial={"name": "abc", "amplitude": 1.0, "wavenumber": 1}, time__integrator="rk4")
+TRACERS = [{"name": "tracers", "count": 12, "seed": 3}]
+
+
+def _tracer_error(sim, dt, t_end=1.0):
+    state = sim.initial_state()
+    x0 = np.asarray(state[position_key("tracers")])
+    out = sim.advance(state, int(round(t_end / dt)), dt)
+    exact = solve_ivp(lambda t, y: _abc_velocity(y.reshape(-1, 3), t, NU).ravel(), (0, t_end), x0.ravel(),
+                      method="DOP853", rtol=1e-13, atol=1e-13).y[:, -1].reshape(-1, 3)
+    return np.max(np.abs(np.asarray(out[position_key("tracers")]) - exact))
+
+
+def test_tracers_in_the_abc_flow_converge_at_fourth_order(devices):
+    sim = simulation(devices, particles=TRACERS, **ABC)
+    errors = [_tracer_error(sim, dt) for dt in (0.1, 0.05, 0.025)]
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(orders > 3.8), (errors, orders)
+    assert errors[-1] < 1e-8, errors  # RK4 with dt = 0.025 on a flow of O(1) gradients over t = 1
+
+
+def test_inertial_particle_falls_at_the_exact_rate(devices):
+    tau, g = 0.2, np.array([0.0, 0.5, -9.81])
+    sim = simulation(devices, grid__shape=[8, 8, 8], time__integrator="rk4",
+                     particles=[{"name": "drops", "count": 8, "placement": "lattice", "tau_p": tau,
+                                 "gravity": g.tolist()}])
+    state = sim.state_from_fields(velocity=np.zeros((3, 8, 8, 8)))  # fluid at rest: released at rest
+    assert np.all(np.asarray(state[velocity_key("drops")]) == 0)
+    x0 = np.asarray(state[position_key("drops")])
+    errors = []
+    for dt in (0.02, 0.01):
+        t = 0.5
+        out = sim.advance(state, int(round(t / dt)), dt)
+        decay = 1 - np.exp(-t / tau)
+        v_exact = g * tau * decay
+        x_exact = x0 + g * tau * (t - tau * decay)
+        assert np.max(np.abs(np.asarray(out[velocity_key("drops")]) - v_exact)) < 1e-6 * np.abs(g).max()
+        errors.append(np.max(np.abs(np.asarray(out[position_key("drops")]) - x_exact)))
+    assert np.log2(errors[0] / errors[1]) > 3.8, errors
+
+
+def test_inertial_particles_relax_to_a_uniform_flow(devices):
+    tau, U = 0.1, np.array([0.3, -0.2, 0.7])
+    sim = simulation(devices, grid__shape=[8, 8, 8], time__integrator="rk4",
+                     particles=[{"name": "drops", "count": 5, "tau_p": tau, "seed": 4}])
+    state = sim.state_from_fields(velocity=np.broadcast_to(U[:, None, None, None], (3, 8, 8, 8)))
+    assert np.allclose(np.asarray(state[velocity_key("drops")]), U, rtol=0, atol=1e-14)  # released with the fluid
+    v0 = np.array([[1.0, 0.0, -1.0]] * 5)
+    state = {**state, velocity_key("drops"): jnp.asarray(v0)}
+    t, dt = 0.4, 0.005
+    out = sim.advance(state, int(round(t / dt)), dt)
+    v_exact = U + (v0 - U) * np.exp(-t / tau)
+    assert np.max(np.abs(np.asarray(out[velocity_key("drops")]) - v_exact)) < 1e-8
+
+
+def _flow_equations():
+    return [name for name, info in sorted(equations.registry().items()) if "velocity" in info.state_fields]
+
+
+@pytest.mark.slow  # 12-18 s each on 2 cores: a flow with both interpolations compiles slowly
+@pytest.mark.parametrize("physics", _flow_equations())
+def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
+    """Every flow equation carries particles: on grid points, a tracer's velocity is the real-space field's."""
+    shape = (8, 8, 8)
+    nodes = np.array([[0, 0, 0], [1, 2, 3], [7, 4, 5], [2, 6, 1]])
+    path = tmp_path / "start.npy"
+    np.save(path, nodes * (2 * np.pi / 8))
+    sim = simulation(devices, grid__shape=list(shape), physics={"name": physics},
+                     initial={"name": "random"},
+                     particles=[{"name": "tracers", "count": 4, "placement": "file", "path": str(path)},
+                                {"name": "local", "count": 4, "placement": "file", "path": str(path),
+                                 "interpolation": "lagrange4"}])
+    state = sim.initial_state()
+    u = np.asarray(sim.equation.fields(state, sim.params)["velocity"])
+    expected = np.stack([u[:, i, j, k] for i, j, k in nodes])
+    for species in ("tracers", "local"):
+        got = np.asarray(sim.equation.velocities(state)[species])
+        assert np.max(np.abs(got - expected)) < 1e-13 * np.max(np.abs(u)), species
+    rhs = jax.jit(lambda eq, s, p: eq.nonlinear(s, jnp.zeros(()), p))(sim.equation, state, sim.params)
+    assert np.max(np.abs(np.asarray(rhs[position_key("tracers")]) - expected)) < 1e-13 * np.max(np.abs(u))
+    # a short step moves them by dt u to first order (the second-order term is dt^2 Du/Dt / 2)
+    dt = 1e-4
+    out = sim.advance(state, 1, dt)
+    moved = np.asarray(out[position_key("tracers")]) - np.asarray(state[position_key("tracers")])
+    assert np.max(np.abs(moved - dt * expected)) < 1e-2 * dt * np.max(np.abs(expected))
+
+
+MIXED = [{"name": "tracers", "count": 40, "seed": 5}, {"name": "drops", "count": 27, "placement": "lattice",
+                                                       "tau_p": 0.05, "gravity": [0, 0, -1]},
+         {"name": "local", "count": 30, "seed": 6, "interpolation": "lagrange4"}]
+
+
+@pytest.mark.slow  # ~20 s each on 2 cores: two compilations of a 16^3 flow with particles
+@pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
+@pytest.mark.parametrize("nufft", [False, True], ids=["direct+lagrange4", "nufft"])
+def test_distributed_equals_single_device(devices, case, nufft):
+    shape = [16, 16, 16]
+    species = MIXED
+    if nufft:
+        _need_nufft()
+        species = [{**s, "interpolation": "nufft"} for s in MIXED]
+    kwargs = dict(grid__shape=shape, initial={"name": "random", "amplitude": 2.0}, time__integrator="rk4",
+                  particles=species)
+    single = simulation(devices, ("single", 1, None), **kwargs)
+    sim = simulation(devices, case, **kwargs)
+    start = single.initial_state()
+    ref = single.advance(start, 20, 0.02)
+    out = sim.advance(sim.initial_state(), 20, 0.02)
+    # particles leaf by leaf; the flow in real space (jaxdecomp holds a full spectrum, the others a half)
+    particles = [key for key in ref if key.startswith("particles.")]
+    assert relative_error([out[key] for key in particles], [ref[key] for key in particles]) < 1e-12
+    assert relative_error(sim.equation.fields(out, sim.params)["velocity"],
+                          single.equation.fields(ref, single.params)["velocity"]) < 1e-12
+    # the tracers crossed the quarters of the box (the shards of a 4-way decomposition) along every axis
+    before = np.floor(np.asarray(start[position_key("tracers")]) / (2 * np.pi / 4))
+    after = np.floor(np.asarray(ref[position_key("tracers")]) / (2 * np.pi / 4))
+    assert np.all(np.any(before != after, axis=0))
+
+
+@pytest.mark.slow  # ~17 s on 2 cores: the reverse pass of ten RK4 steps compiles slowly
+def test_gradient_of_mean_position_wrt_viscosity(devices):
+    sim = simulation(devices, grid__shape=[8, 8, 8], initial={"name": "random", "amplitude": 1.0},
+                     time__integrator="rk4", particles=[{"name": "tracers", "count": 6, "seed": 1},
+                                                        {"name": "drops", "count": 4, "tau_p": 0.1}])
+    state = sim.initial_state()
+    step = sim.scheme.load()(sim.equation)
+    dt = jnp.asarray(0.02)
+
+    @jax.jit
+    def loss(nu):
+        p = {**sim.params, "viscosity": nu}
+        final = jax.lax.fori_loop(0, 10, lambda i, s: step(s, i * dt, dt, p), state)
+        return jnp.mean(final[position_key("tracers")]) + jnp.mean(final[position_key("drops")])
+
+    nu, h = jnp.asarray(0.05), 1e-4
+    grad = float(jax.grad(loss)(nu))
+    fd = float((loss(nu + h) - loss(nu - h)) / (2 * h))
+    assert abs(grad) > 1e-4  # the viscosity does move the particles
+    assert abs(grad - fd) < 1e-6 * abs(fd)
+
+
+@pytest.mark.parametrize("entry, key", [
+    ({"name": "a b"}, "particles[0].name"),
+    ({"count": 10, "placement": "lattice"}, "particles[0].count"),
+    ({"placement": "file"}, "particles[0].path"),
+    ({"path": "x.npy"}, "particles[0].path"),
+    ({"gravity": [0, 0, -1]}, "particles[0].gravity"),
+    ({"tau_p": -1.0}, "particles[0].tau_p"),
+    ({"placement": "grid"}, "particles[0].placement"),
+    ({"interpolation": "linear"}, "particles[0].interpolation"),
+    ({"interpolation": "lagrange4", "runtime.cpu_devices": 8, "grid.shape": [16, 8, 16]}, "particles[0].interpolation"),
+])
+def test_bad_particle_config_names_the_key(entry, key):
+    entry = dict(entry)
+    others = {k: entry.pop(k) for k in list(entry) if "." in k}
+    with pytest.raises(ConfigError) as err:
+        load_config(None, {"particles": [entry], **others})
+    assert str(err.value).startswith(f"{key} = ") and "\n" not in str(err.value)
+
+
+def test_particles_need_a_flow_and_distinct_names():
+    with pytest.raises(ConfigError, match=r"^particles = .*needs? a flow|^particles = .*is not available"):
+        load_config(None, {"physics": {"name": "schrodinger_poisson"}, "initial": {"name": "soliton"},
+                           "particles": [{"name": "t"}]})
+    with pytest.raises(ConfigError, match=r"^particles\[1\]\.name = 't' repeats"):
+        load_config(None, {"particles": [{"name": "t"}, {"name": "t"}]})
+
+
+def test_plan_counts_the_particles_bytes(devices):
+    from simulator import particles, plan
+
+    species = [{"name": "tracers", "count": 1000}, {"name": "drops", "count": 8, "placement": "lattice", "tau_p": 0.1}]
+    sim = simulation(devices, ("slab", 2, None), grid__shape=[8, 8, 8], particles=species)
+    state = plan.abstract_state(sim)
+    held = {k: v for k, v in state.items() if k.startswith("particles.")}
+    assert all(v.sharding.is_fully_replicated for v in held.values())
+    assert sum(v.size * v.dtype.itemsize for v in held.values()) == particles.state_bytes(sim.cfg) == 1000 * 24 + 8 * 48
+    line = particles.describe(sim.cfg, 2)
+    assert line.startswith("particles: 1008 in 2 species, 0.0233 MiB") and "exact (1008)" in line

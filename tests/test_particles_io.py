@@ -1,0 +1,141 @@
+"""Particles through whole runs: checkpoints hold them (bitwise resume), a restart at another resolution
+keeps them, ensembles carry them, and the particle outputs (HDF5 shards, index, XDMF)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import xml.etree.ElementTree as ET
+
+import simulator
+from simulator.output import checkpoints
+from simulator.output import particles as particles_out
+
+ROOT = Path(__file__).parents[1]
+TG = ROOT / "configs" / "taylor_green.yaml"
+SPECIES = [{"name": "tracers", "count": 30, "seed": 2},
+           {"name": "drops", "count": 8, "placement": "lattice", "tau_p": 0.1, "gravity": [0, 0, -1]}]
+
+
+def _config(**values):
+    base = {"grid.shape": 16, "precision": "float64", "output.chunk": 5, "checkpoint.every": 10,
+            "output.snapshots.every": 10, "output.trajectories.every": 5, "output.trajectories.count": 4,
+            "runtime.cpu_devices": 8, "particles": SPECIES}
+    return simulator.load_config(TG, {**base, **values})
+
+
+def _final(run_dir: Path) -> dict[str, np.ndarray]:
+    ckpt = checkpoints.find(run_dir)
+    with h5py.File(ckpt.index) as f:
+        return {name: f[name][()] for name in f}
+
+
+@pytest.mark.slow  # three short runs of a 16^3 flow with particles (~25 s on 2 cores)
+def test_restart_is_bitwise_and_a_remapped_restart_keeps_the_particles(tmp_path):
+    assert simulator.run_config(_config(**{"time.t_end": 0.2}), tmp_path / "ref") == 0
+    assert simulator.run_config(_config(**{"time.t_end": 0.1}), tmp_path / "cut") == 0
+    assert simulator.run_config(_config(**{"time.t_end": 0.2}), tmp_path / "cut", restart="latest") == 0
+    ref, resumed = _final(tmp_path / "ref"), _final(tmp_path / "cut")
+    assert sorted(ref) == ["particles.drops.position", "particles.drops.velocity", "particles.tracers.position",
+                           "state"]
+    for name in ref:
+        np.testing.assert_array_equal(resumed[name], ref[name], err_msg=name)
+    # the outputs of the resumed run are the uninterrupted run's: trajectories row for row, snapshots
+    for run in ("ref", "cut"):
+        with h5py.File(tmp_path / run / "particles" / "trajectories.h5") as f:
+            traj = {name: f[name][()] for name in f}
+        if run == "ref":
+            first = traj
+        else:
+            for name in first:
+                np.testing.assert_array_equal(traj[name], first[name], err_msg=name)
+    assert list(first["step"]) == [0, 5, 10, 15, 20] and first["position"].shape == (5, 8, 3)
+    assert list(first["id"]) == [0, 1, 2, 3, 30, 31, 32, 33]  # the first 4 of each species, ids as in snapshots
+    snap = particles_out.read(tmp_path / "cut" / "particles" / "s00000020.h5")
+    np.testing.assert_array_equal(snap["unwrapped"][:30], ref["particles.tracers.position"])
+    np.testing.assert_array_equal(snap["unwrapped"][30:], ref["particles.drops.position"])
+    np.testing.assert_array_equal(snap["velocity"][30:], ref["particles.drops.velocity"])
+    box = 2 * np.pi
+    assert np.all((snap["position"] >= 0) & (snap["position"] < box))
+    np.testing.assert_allclose(snap["position"], np.mod(snap["unwrapped"], box), rtol=0, atol=1e-12)
+    assert list(snap["species"]) == [0] * 30 + [1] * 8 and list(snap["id"]) == list(range(38))
+    np.testing.assert_array_equal(snap["position"][[0, 1, 2, 3, 30, 31, 32, 33]], np.mod(first["position"][-1], box))
+    # the tracers' velocity is the field's at their positions: check it against the snapshot's field
+    # through the exact sum of its spectrum (velocity (Nz, Ny, Nx, 3) as stored)
+    with h5py.File(tmp_path / "cut" / "snapshots" / "s00000020.h5") as f:
+        u = np.moveaxis(f["velocity"][()], -1, 0).transpose(0, 3, 2, 1)  # (3, Nx, Ny, Nz)
+    u_hat = np.fft.fftn(u, axes=(1, 2, 3))
+    k = np.fft.fftfreq(16, 1 / 16)
+    x = snap["position"][:3]
+    phase = np.exp(1j * (k[:, None, None, None] * x[:, 0] + k[None, :, None, None] * x[:, 1]
+                         + k[None, None, :, None] * x[:, 2]))
+    u_at = np.real(np.einsum("cijk,ijkp->pc", u_hat, phase)) / 16**3
+    np.testing.assert_allclose(snap["velocity"][:3], u_at, rtol=0, atol=1e-12)
+    # the XDMF point cloud: Polyvertex over the index's position rows, one grid per snapshot in the series
+    series = ET.parse(tmp_path / "cut" / "particles" / "series.xdmf").getroot().findall("Domain/Grid/Grid")
+    assert [g.find("Time").get("Value") for g in series] == ["0.0", "0.1", "0.2"]
+    topology = series[-1].find("Topology")
+    assert topology.get("TopologyType") == "Polyvertex" and topology.get("NumberOfElements") == "38"
+    geometry = series[-1].find("Geometry/DataItem")
+    assert geometry.text == "s00000020.h5:/position" and geometry.get("Dimensions") == "38 3"
+    # branch the half-way checkpoint onto a 32^3 grid: the particles are read back exactly
+    half = checkpoints.find(tmp_path / "cut", before=11)
+    assert half.step == 10
+    sim = simulator.Simulation(_config(**{"grid.shape": 32}))
+    state = sim.state_from_file(half.index.with_suffix(".json"))
+    with h5py.File(half.index) as f:
+        for name in ("particles.tracers.position", "particles.drops.position", "particles.drops.velocity"):
+            np.testing.assert_array_equal(np.asarray(state[name]), f[name][()], err_msg=name)
+    assert state["state"].shape[1:] == tuple(sim.fft.spectral_shape(real=True))
+
+
+@pytest.mark.slow  # an ensemble of two members and one single run (~30 s on 2 cores)
+def test_an_ensemble_carries_the_particles_of_each_member(tmp_path):
+    cfgs = [_config(**{"time.t_end": 0.1, "physics.viscosity": nu, "checkpoint.every": 0}) for nu in (1e-2, 1e-1)]
+    outs = [tmp_path / "a", tmp_path / "b"]
+    assert simulator.run_ensemble(cfgs, outs) == [0, 0]
+    assert simulator.run_config(cfgs[1], tmp_path / "alone") == 0
+    members = [_final(out) for out in outs]
+    alone = _final(tmp_path / "alone")
+    moved = members[0]["particles.tracers.position"] - members[1]["particles.tracers.position"]
+    assert np.max(np.abs(moved)) > 1e-6  # the members differ: each carries its own particles
+    for name in alone:
+        if name.startswith("particles."):
+            scale = np.max(np.abs(alone[name]))
+            assert np.max(np.abs(members[1][name] - alone[name])) <= 1e-12 * scale, name
+
+
+@pytest.mark.slow  # two runs through the CLI, one of them as two processes (~40 s on 2 cores)
+def test_two_processes_write_their_shares_and_agree_with_one(tmp_path):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "simulator"]
+    args = ["run", str(TG), "--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.chunk=5",
+            "--set", "output.snapshots.every=10", "--set", "time.t_end=0.1",
+            "--set", "particles=[{name: tracers, count: 31, seed: 2}, {name: local, count: 8, placement: lattice, "
+                     "interpolation: lagrange4}]"]
+    one = subprocess.run([*base, *args, "--cpu-devices", "4", "--out", "one"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = subprocess.run([*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", *args, "--out", "two"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    index = tmp_path / "two" / "particles" / "s00000010.h5"
+    assert sorted(p.name for p in index.with_suffix("").iterdir()) == ["p0000.h5", "p0001.h5"]
+    with h5py.File(index.with_suffix("") / "p0001.h5") as f:
+        assert (int(f.attrs["start"]), int(f.attrs["stop"])) == (19, 39)  # rows [Np/2, Np) of 39
+    got, ref = particles_out.read(index), particles_out.read(tmp_path / "one" / "particles" / "s00000010.h5")
+    for name in ref:
+        scale = max(1.0, float(np.max(np.abs(ref[name]))))
+        assert np.max(np.abs(got[name] - ref[name])) <= 1e-12 * scale, name
+    assert np.max(np.abs(ref["unwrapped"] - particles_out.read(tmp_path / "one" / "particles" /
+                                                               "s00000000.h5")["unwrapped"])) > 1e-3  # they moved
+    final_one, final_two = _final(tmp_path / "one"), _final(tmp_path / "two")
+    for name in final_one:
+        if name.startswith("particles."):
+            assert np.max(np.abs(final_two[name] - final_one[name])) <= 1e-12 * np.max(np.abs(final_one[name]))
