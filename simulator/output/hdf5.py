@@ -145,7 +145,7 @@ def describe_os_error(err: Exception) -> str:
     return os.strerror(int(found.group(1))) if found else (str(err).splitlines() or [type(err).__name__])[0]
 
 
-def _write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
+def write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
     """Write an HDF5 file under a temporary name, mark it complete, then rename it into place."""
     tmp = path.with_name(path.name + ".tmp")
     try:
@@ -231,11 +231,11 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
                 ds.attrs["start"] = [bounds[a][0] for a in axes]
                 ds.attrs["stop"] = [bounds[a][1] for a in axes]
 
-    _write_atomically(process_file(stem, rank), fill_process)
+    write_atomically(process_file(stem, rank), fill_process)
     barrier(f"write {stem}")
     index = stem.with_suffix(".h5")
     if rank == 0:
-        _write_atomically(index, lambda f: _fill_index(f, stem, fields, attrs, coordinates or {}))
+        write_atomically(index, lambda f: _fill_index(f, stem, fields, attrs, coordinates or {}))
     barrier(f"index {stem}")
     return index
 

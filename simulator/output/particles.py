@@ -79,7 +79,7 @@ def write_particles(stem: Path, data: Mapping[str, np.ndarray], attrs: Mapping[s
         for name in QUANTITIES:
             f.create_dataset(name, data=data[name][start:stop])
 
-    hdf5._write_atomically(hdf5.process_file(stem, rank), fill)
+    hdf5.write_atomically(hdf5.process_file(stem, rank), fill)
     hdf5.barrier(f"write {stem}")
     index = stem.with_suffix(".h5")
     if rank == 0:
@@ -97,7 +97,7 @@ def write_particles(stem: Path, data: Mapping[str, np.ndarray], attrs: Mapping[s
                         layout[a:b] = h5py.VirtualSource(source, name, shape=(b - a, *full.shape[1:]))
                 f.create_virtual_dataset(name, layout)
 
-        hdf5._write_atomically(index, fill_index)
+        hdf5.write_atomically(index, fill_index)
         grid = particle_grid(index.name, n, {k: (data[k].shape, data[k].dtype) for k in QUANTITIES}, time,
                              int(attrs["step"]))
         write_xdmf(index, grid)
