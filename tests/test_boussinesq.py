@@ -143,6 +143,33 @@ def test_wave_frequency_and_energy_exchange():
     assert rate["potential_energy"] == pytest.approx(-0.5, rel=1e-6)
 
 
+def test_without_stratification_a_pure_inertial_wave_is_exact_and_reported_finitely():
+    """N = 0, rotation only: the wave (1, 1, 2) is a pure inertial wave, omega = f k_z/k, exact to 1e-10
+    after 20 steps; the potential energy and the Froude number (undefined without stratification) are
+    reported as 0, every diagnostic finite. Values the config refuses are refused by parameters() too,
+    and a mode that has no wave without stratification is refused by the config."""
+    from simulator.errors import ConfigError
+
+    sim = bq()
+    f, nu, dt, steps = 1.3, 0.01, 0.25, 20
+    p = sim.parameters(brunt_vaisala=0.0, coriolis=f, viscosity=nu, diffusivity=nu)
+    state = sim.initial_state({"name": "wave", "modes": [1, 1, 2], "amplitude": 0.3}, p)
+    end = advance(sim, state, dt, steps, p)
+    u, b = fields(sim, end)
+    u_exact, _, omega = exact_wave((1, 1, 2), 0.3, 0.0, f, nu, dt * steps)
+    assert omega == pytest.approx(f * 2 / np.sqrt(6)) and omega * dt * steps > np.pi
+    assert relative_error(u, u_exact) < 1e-10 and np.max(np.abs(b)) < 1e-14
+    d = {k: float(v) for k, v in sim.diagnostics(end, dt, p).items()}
+    assert all(np.isfinite(v) for v in d.values()), d
+    assert d["potential_energy"] == 0 and d["froude"] == 0 and d["total_energy"] == d["kinetic_energy"] > 0
+    for bad in ({"brunt_vaisala": -1.0}, {"viscosity": -0.1}, {"coriolis": float("nan")}):
+        with pytest.raises(ConfigError, match=rf"^physics\.{next(iter(bad))} = .* is out of range"):
+            sim.parameters(**bad)
+    with pytest.raises(ConfigError, match=r"^initial\.modes = \[1, 1, 0\] has frequency 0 here"):
+        support.load_config(None, {"physics.name": "boussinesq", "physics.brunt_vaisala": 0.0,
+                                   "physics.coriolis": 1.0, "initial.modes": [1, 1, 0]})
+
+
 def test_inertial_oscillation():
     """k along z: u = U cos(2z) x at rest otherwise turns clockwise at f, u = U cos(2z) (cos ft, -sin ft, 0)
     exp(-4 nu t), whatever N (w = 0, no buoyancy coupling)."""

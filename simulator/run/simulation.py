@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator import equations, runtime
+from simulator import equations, runtime, schema
 from simulator.config import Config
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import FromFile, InitialCondition
@@ -84,7 +84,10 @@ class Simulation:
     def parameters(self, **values: Any) -> dict[str, Any]:
         """The traced parameters with some replaced, e.g. ``sim.parameters(viscosity=1e-3)``: pass the
         result to :meth:`advance` to change physics without recompiling. A list of sections takes a list
-        of the same length whose entries replace some keys each (``scalars=[{"diffusivity": 1e-2}]``)."""
+        of the same length whose entries replace some keys each (``scalars=[{"diffusivity": 1e-2}]``).
+        Concrete values are checked against the keys' constraints as the config checks them
+        (ConfigError naming ``physics.<key>``); traced ones (inside ``jax.grad``) are not."""
+        _check_values(self.cfg.physics, values, "physics")
         return _replaced(self.params, values, self.dtype, self.info.name)
 
     def initial_state(self, initial: InitialCondition | Mapping[str, Any] | None = None,
@@ -307,6 +310,27 @@ class Simulation:
 
             return np.asarray(multihost_utils.process_allgather(array, tiled=True))
         return np.asarray(array)
+
+
+def _check_values(section: Any, values: Any, where: str) -> None:
+    """The config's constraints (min, max, gt, finite) on the concrete numbers of ``values``, a mapping
+    of keys of the dataclass ``section`` (lists of sections: a list of mappings)."""
+    if not (dataclasses.is_dataclass(section) and isinstance(values, Mapping)):
+        return
+    fields = {f.name: f for f in dataclasses.fields(section)}
+    for key, value in values.items():
+        if key not in fields:
+            continue  # _replaced names the unknown key
+        current = getattr(section, key)
+        if isinstance(current, tuple) and current and dataclasses.is_dataclass(current[0]):
+            if isinstance(value, Sequence):
+                for i, (entry, given) in enumerate(zip(current, value)):
+                    _check_values(entry, given, f"{where}.{key}[{i}]")
+            continue
+        concrete = np.asarray(value) if not isinstance(value, jax.core.Tracer) else None
+        if concrete is not None and concrete.dtype.kind in "fiu":
+            for number in concrete.ravel().tolist():
+                schema.check(f"{where}.{key}", number, fields[key].metadata)
 
 
 def _replaced(current: Any, values: Any, dtype: Any, where: str) -> Any:

@@ -38,7 +38,8 @@ class BoussinesqParams(EquationParams):
     name: str = setting("boussinesq", "equation to solve")
     viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
     diffusivity: float = param(0.01, "buoyancy diffusivity kappa (kappa = nu: the linear part is exact)", min=0.0)
-    brunt_vaisala: float = param(4.0, "Brunt-Vaisala frequency N of the background stratification", gt=0.0)
+    brunt_vaisala: float = param(4.0, "Brunt-Vaisala frequency N of the background stratification (0: none; "
+                                 "rotation only, potential energy and Froude number then reported as 0)", min=0.0)
     coriolis: float = param(0.0, "Coriolis parameter f (rotation rate 2 Omega about z)")
     forcing: str = setting("none", "forcing of the velocity at constant injected power: none, linear (all modes, "
                            "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
@@ -76,6 +77,11 @@ class Wave(FlowInitial):
         if any(3 * abs(m) >= n for m, n in zip(self.modes, shape, strict=True)):
             raise ConfigError("initial.modes", list(self.modes), f"every |m_i| must be below N_i/3 for grid.shape "
                               f"{list(shape)}", "is removed by the 2/3 dealiasing")
+        physics = cfg.physics
+        if physics.brunt_vaisala == 0 and (physics.coriolis == 0 or self.modes[2] == 0):
+            raise ConfigError("initial.modes", list(self.modes), "without stratification (physics.brunt_vaisala = 0) "
+                              "a wave needs rotation (physics.coriolis != 0) and a vertical mode number m_z != 0",
+                              "has frequency 0 here (no wave)")
 
 
 @dataclass(frozen=True)

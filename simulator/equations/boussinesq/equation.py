@@ -146,7 +146,10 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         horizontal = 0.5 * self.ops.mean(jnp.abs(u_hat[0]) ** 2 + jnp.abs(u_hat[1]) ** 2)
         vertical = 0.5 * self.ops.mean(jnp.abs(u_hat[2]) ** 2)
         kinetic = horizontal + vertical
-        potential = 0.5 * self.ops.mean(jnp.abs(b_hat) ** 2) / n2
+        # b^2/(2 N^2) is the potential energy of a stratified fluid; without stratification (N = 0) there
+        # is none to speak of: 0, so that every diagnostic stays finite
+        over_n2 = jnp.where(n2 > 0, 1 / jnp.where(n2 > 0, n2, 1.0), 0.0)
+        potential = 0.5 * self.ops.mean(jnp.abs(b_hat) ** 2) * over_n2
         k2 = ops.k2
         # integral scale L = 2 pi sum_k E(k)/k / E, mode by mode (Marino et al. 2013)
         over_k = 0.5 * self.ops.mean(jnp.sum(jnp.abs(u_hat) ** 2, axis=0) * jnp.sqrt(ops.inv_k2))
@@ -162,9 +165,9 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
             "horizontal_energy": horizontal,
             "vertical_energy": vertical,
             "kinetic_dissipation": params["viscosity"] * self.ops.mean(jnp.sum(jnp.abs(ops.curl(u_hat)) ** 2, axis=0)),
-            "potential_dissipation": params["diffusivity"] * self.ops.mean(k2 * jnp.abs(b_hat) ** 2) / n2,
+            "potential_dissipation": params["diffusivity"] * self.ops.mean(k2 * jnp.abs(b_hat) ** 2) * over_n2,
             "buoyancy_flux": self.ops.mean(jnp.real(jnp.conj(u_hat[2]) * b_hat)),
-            "froude": speed_over_scale / jnp.sqrt(n2),
+            "froude": speed_over_scale * jnp.sqrt(over_n2),  # 0 without stratification (undefined)
             "rossby": jnp.where(f != 0, speed_over_scale / jnp.where(f != 0, jnp.abs(f), 1.0), 0.0),
             "max_div": jnp.max(jnp.abs(u[3])),
             "cfl": dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3))),
@@ -193,7 +196,7 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         norm = ops.weight / float(self.fft.size) ** 2
         u_hat, b_hat = x[:3], x[3]
         kinetic = 0.5 * norm * jnp.sum(jnp.abs(u_hat) ** 2, axis=0)
-        potential = 0.5 * norm * jnp.abs(b_hat) ** 2 / n2
+        potential = 0.5 * norm * jnp.abs(b_hat) ** 2 * jnp.where(n2 > 0, 1 / jnp.where(n2 > 0, n2, 1.0), 0.0)
         kx, ky, kz = ops.k
         by = {"": ops.k, "_kh": (kx, ky, 0 * kz), "_kz": (0 * kx, 0 * ky, kz)}
         out = {}
