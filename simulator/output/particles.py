@@ -34,7 +34,7 @@ import numpy as np
 
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.xdmf import NUMBER_TYPES, truncate_series, update_series, write_xdmf
+from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 DIR = "particles"
 TRAJECTORIES = "trajectories.h5"
@@ -143,24 +143,19 @@ def read(index: Path) -> dict[str, np.ndarray]:
         return {name: f[name][()] for name in QUANTITIES}
 
 
-class ParticleSnapshotWriter(Writer):
+class ParticleSnapshotWriter(SeriesWriter):
     """Every particle on the field snapshots' schedule (collective). ``sample(state)``: host arrays
     (positions, velocities) by species name."""
 
     name = "particle_snapshots"
+    directory = DIR
 
     def __init__(self, schedule: Schedule, species: Sequence[str], sample: Callable[[Any], tuple[dict, dict]],
                  box: Sequence[float], attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None],
                  rank0: bool):
-        super().__init__()
+        super().__init__(rank0)
         self.schedule, self.species, self.sample, self.box = schedule, tuple(species), sample, box
-        self.attrs, self.log, self.rank0 = attrs, log, rank0
-        self.run_dir: Path | None = None
-
-    def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        self.run_dir = run_dir
-        if resumed_step is not None and self.rank0 and (run_dir / DIR).is_dir():
-            truncate_series(run_dir / DIR, resumed_step)
+        self.attrs, self.log = attrs, log
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None

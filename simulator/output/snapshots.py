@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.xdmf import snapshot_grid, truncate_series, update_series, write_xdmf
+from simulator.output.base import Moment, Schedule
+from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
 if TYPE_CHECKING:
     import jax
@@ -102,25 +102,20 @@ def snapshot_files(run_dir: Path) -> list[Path]:
     return sorted((run_dir / DIR).glob("s*.h5"))
 
 
-class SnapshotWriter(Writer):
+class SnapshotWriter(SeriesWriter):
     """The fields named ``names`` on the snapshot schedule (collective: every process writes its blocks).
 
     On a restart, process 0 drops the snapshots past the resumed step from ``series.xdmf`` at once."""
 
     name = "snapshots"
+    directory = DIR
 
     def __init__(self, schedule: Schedule, names: Sequence[str], attrs: Callable[[Moment], dict[str, Any]],
                  box: Sequence[float], log: Callable[[str], None], rank0: bool,
                  units: Mapping[str, str] | None = None, stacked: Collection[str] = ()):
-        super().__init__()
+        super().__init__(rank0)
         self.schedule, self.names, self.attrs, self.box, self.log = schedule, tuple(names), attrs, box, log
-        self.rank0, self.units, self.stacked = rank0, units, tuple(stacked)
-        self.run_dir: Path | None = None
-
-    def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        self.run_dir = run_dir
-        if resumed_step is not None and self.rank0 and (run_dir / DIR).is_dir():
-            truncate_series(run_dir / DIR, resumed_step)
+        self.units, self.stacked = units, tuple(stacked)
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None

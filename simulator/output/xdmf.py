@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.output.base import Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 SERIES = "series.xdmf"
@@ -130,3 +131,21 @@ def truncate_series(directory: Path, keep_through: int) -> None:
     """Drop the snapshots after step ``keep_through`` from the series (a restart from that step)."""
     if (directory / SERIES).exists():
         _write_series(directory, [g for g in series_grids(directory) if _step(g) <= keep_through])
+
+
+class SeriesWriter(Writer):
+    """A writer of one file set per output time under ``<run>/<directory>/``, listed in that directory's
+    ``series.xdmf``: on a restart, process 0 drops the entries past the resumed step at once (field and
+    particle snapshots)."""
+
+    directory: str
+
+    def __init__(self, rank0: bool):
+        super().__init__()
+        self.rank0 = rank0
+        self.run_dir: Path | None = None
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        self.run_dir = run_dir
+        if resumed_step is not None and self.rank0 and (run_dir / self.directory).is_dir():
+            truncate_series(run_dir / self.directory, resumed_step)
