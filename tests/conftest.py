@@ -20,15 +20,27 @@ def pytest_configure(config):
 
     configure_devices(N_DEVICES, "float64")
     # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
-    # the runs it starts share one of their own instead of the user's cache
+    # the runs it starts share one of their own instead of the user's cache. Likewise XLA's compiled
+    # programs: the hundreds of `simulator run` processes the tests start compile the same few small
+    # programs again and again (a tenth of the suite's CPU time); a cache of this session's own, made
+    # empty by the controlling process (pytest-xdist's workers inherit it), lets them load instead.
+    # Nothing in it outlives the session, so no test ever runs a program compiled by other code.
     if "SIMULATOR_FFTW_WISDOM" not in os.environ:
         config._fftw_wisdom_dir = tempfile.mkdtemp(prefix="simulator-test-wisdom-")
         os.environ["SIMULATOR_FFTW_WISDOM"] = os.path.join(config._fftw_wisdom_dir, "wisdom")
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        config._xla_cache_dir = tempfile.mkdtemp(prefix="simulator-test-xla-")
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = config._xla_cache_dir
+        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      float(os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")))
 
 
 def pytest_unconfigure(config):
-    if getattr(config, "_fftw_wisdom_dir", None):
-        shutil.rmtree(config._fftw_wisdom_dir, ignore_errors=True)
+    for name in ("_fftw_wisdom_dir", "_xla_cache_dir"):
+        if getattr(config, name, None):
+            shutil.rmtree(getattr(config, name), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -54,3 +66,15 @@ def local_fft(request):
         if module is None:
             unavailable("FFTW-path tests", "SIMULATOR_REQUIRE_FFTW", f"the FFTW path is unavailable: {why}")
     return path
+
+
+#: the longest test files (minutes each on 2 cores), handed out first: with one file per worker
+#: (pytest-xdist's loadfile), starting the long ones early keeps a long file from running alone at the end
+LONG_FIRST = ("test_slurm.py", "test_gradients.py", "test_multiprocess.py", "test_faults.py", "test_ensemble.py",
+              "test_particles.py", "test_particles_io.py", "test_statistics.py", "test_restart.py", "test_signals.py",
+              "test_plan.py", "test_paraview.py", "test_sweep.py", "test_fdm_cosmo.py", "test_gpu_campaign.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))  # stable: files stay whole

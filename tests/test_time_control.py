@@ -9,11 +9,12 @@ def test_snapshots_by_dt_land_on_their_times_with_an_adaptive_step():
     """An adaptive-dt run with snapshots every 0.7: chunks end exactly on 0.7, 1.4, ... (a Stepper fed the
     config's output times), so each snapshot is at a multiple of output.snapshots.dt."""
     import simulator
-    from simulator.config.model import output_times
+    from simulator.output.base import Schedule, landing_times
 
     cfg = simulator.load_config(None, {"time.cfl": 0.5, "time.dt": 0.13, "time.t_end": 3.0, "output.chunk": 4,
                                        "output.snapshots.dt": 0.7})
-    stepper, t, step, ends = Stepper(cfg.time, cfg.output.chunk, stops=output_times(cfg)), 0.0, 0, []
+    stops = landing_times([Schedule.of(cfg.output.snapshots)], cfg.time.t_end)
+    stepper, t, step, ends = Stepper(cfg.time, cfg.output.chunk, stops=stops), 0.0, 0, []
     stepper.adapt(0.3)
     while not stepper.finished(t):
         n, dt = stepper.next_chunk(t, step)

@@ -352,23 +352,6 @@ def resolve(cfg: Config) -> Config:
     return cfg
 
 
-#: at most this many multiples of an output's ``dt`` become times a chunk ends on
-MAX_DT_STOPS = 10_000
-
-
-def output_times(cfg: Config) -> tuple[float, ...]:
-    """Every time an output asks for, sorted: chunks end exactly there. ``output.*.times``, and the
-    multiples of ``output.*.dt`` below t_end (so snapshots by ``dt`` land on t = dt, 2 dt, ..., not on
-    the first chunk end past each; an output asking for more than :data:`MAX_DT_STOPS` is left to that)."""
-    times = {*(cfg.output.spectra.times or ()), *(cfg.output.snapshots.times or ()),
-             *(cfg.output.statistics.times or ())}
-    for section in (cfg.output.spectra, cfg.output.snapshots, cfg.output.statistics):
-        count = int(cfg.time.t_end / section.dt + 1e-9) if section.dt else 0
-        if count <= MAX_DT_STOPS:
-            times.update(i * float(section.dt) for i in range(1, count + 1))
-    return tuple(sorted(times))
-
-
 def keys_of(cfg: Config, sections: Sequence[str] = ("physics", "grid")) -> dict[str, Any]:
     """``{dotted.key: value}`` of the given sections of a resolved config (for restart comparisons)."""
     out = {}

@@ -17,10 +17,21 @@ from __future__ import annotations
 import abc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+#: an output asking for more ``dt`` multiples than this lands on the first chunk end past each instead
+#: (the stepper would otherwise cut every chunk short)
+MAX_DT_STOPS = 10_000
+
+
+def landing_times(schedules: Iterable[Schedule], t_end: float) -> tuple[float, ...]:
+    """Every time the ``schedules`` ask for, sorted: what the run's stepper ends chunks exactly on (the
+    one route from the outputs' schedules to the time stepping)."""
+    return tuple(sorted({t for s in schedules for t in s.landing_times(t_end)}))
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,14 @@ class Schedule:
     @property
     def periodic(self) -> bool:
         return bool(self.every or self.dt or self.wall)
+
+    def landing_times(self, t_end: float) -> tuple[float, ...]:
+        """The simulated times this schedule asks for, where a run's chunks must end exactly: ``times``
+        and the multiples of ``dt`` up to ``t_end`` (so outputs by ``dt`` land on t = dt, 2 dt, ..., not
+        on the first chunk end past each; more than :data:`MAX_DT_STOPS` of them are left to that)."""
+        count = int(t_end / self.dt + 1e-9) if self.dt else 0
+        steps = tuple(i * float(self.dt) for i in range(1, count + 1)) if count <= MAX_DT_STOPS else ()
+        return tuple(sorted({*self.times, *steps}))
 
     def hits(self, t_prev: float, t_now: float) -> bool:
         """Whether one of ``times`` lies in (t_prev, t_now] (to a relative 1e-12: chunks end on them)."""
@@ -89,6 +108,8 @@ class Writer(abc.ABC):
 
     name: str
     schedule: Schedule
+    #: whether the run's chunks end exactly on this writer's times (:func:`landing_times`)
+    lands: bool = True
 
     def __init__(self) -> None:
         self._last_wall = time.monotonic()

@@ -313,6 +313,7 @@ class CheckpointWriter(Writer):
     """The exact state on the checkpoint schedule, at the end, and when the run is stopped (collective)."""
 
     name = "checkpoints"
+    lands = False  # checkpoints by dt come at the first chunk end past each multiple
 
     def __init__(self, schedule: Schedule, save: Callable[[Moment], Path], log: Callable[[str], None]):
         super().__init__()

@@ -37,11 +37,10 @@ import jax
 import yaml
 
 from simulator.config import Config, to_dict
-from simulator.config.model import output_times
 from simulator.equations import resolution
 from simulator.log import get_logger
 from simulator.output import checkpoints
-from simulator.output.base import Moment, Writer
+from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.run import records, rundir
 from simulator.run.lock import RunLock
@@ -191,24 +190,25 @@ class Segment:
             state, ckpt = self._restore(ckpt, sim, latest if fallback is None else fallback)
         else:
             state, self.t = initial()
-        stops = output_times(cfg)
         if ckpt is not None:
             self.ckpt, self.meta["restart"] = ckpt, str(ckpt.index)
             self.step, self.t = ckpt.step, ckpt.time
             self.stepper = Stepper(cfg.time, cfg.output.chunk, step=self.step, t=self.t, dt=ckpt.dt,
-                                   epoch=ckpt.epoch, stops=stops)
+                                   epoch=ckpt.epoch)
             changed = f"; time step now {self.stepper.dt:.6g}" if self.stepper.dt != ckpt.dt else ""
             self.log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), self.step,
                           self.t, ckpt.dt, changed)
         else:
             self.step = 0
-            self.stepper = Stepper(cfg.time, cfg.output.chunk, t=self.t, stops=stops)
+            self.stepper = Stepper(cfg.time, cfg.output.chunk, t=self.t)
         self.start_step = self.step
         if jax.process_index() == 0:
             self._write_record()
             rundir.write_status(self.out, "running", self.step, self.t)
         self.records, self.dumps, self.saver = records.writers(cfg, sim, self.meta, self.stepper, self.out,
                                                        jax.process_index() == 0, self.log)
+        # one route from the outputs' schedules to the time stepping: chunks end on what they ask for
+        self.stepper.land_on(landing_times([w.schedule for w in self.writers if w.lands], cfg.time.t_end))
         self.saver.last = None if ckpt is None else ckpt.index.with_suffix("")
         self.progress = Progress(self.step, self.t, self.stepper.t_end)
         for w in self.writers:

@@ -40,7 +40,7 @@ class Stepper:
                  epoch: tuple[int, float] | None = None, stops: Sequence[float] = ()):
         self.cfg, self.every = time_cfg, every
         self.t_end = float(time_cfg.t_end)
-        self.stops = tuple(sorted(float(s) for s in stops if TOL < s < self.t_end * (1 - TOL)))
+        self.land_on(stops)
         self.adaptive = time_cfg.cfl is not None
         if self.adaptive:
             self.dt = min(float(time_cfg.dt), float(dt)) if dt is not None else float(time_cfg.dt)
@@ -49,6 +49,10 @@ class Stepper:
             self.dt = float(time_cfg.dt)
             same = dt is not None and dt == self.dt and epoch is not None
             self.epoch = (int(epoch[0]), float(epoch[1])) if same else (step, t)  # type: ignore[index]
+
+    def land_on(self, stops: Sequence[float]) -> None:
+        """End chunks exactly on ``stops`` (the outputs' times: :func:`simulator.output.base.landing_times`)."""
+        self.stops = tuple(sorted(float(s) for s in stops if TOL < s < self.t_end * (1 - TOL)))
 
     def finished(self, t: float) -> bool:
         return t >= self.t_end * (1 - TOL)
