@@ -105,5 +105,5 @@ def test_a_tracer_run_plots_lagrangian_png_and_disperses_ballistically_at_first(
     assert list(stats) == ["tracers"] and s.particles == 64 and s.time.size == 11
     early = slice(1, 5)  # t = 0.005 .. 0.02: |u| t stays well below the flow's scale 1
     ratio = s.dispersion[early] / s.ballistic()[early]
-    np.testing.assert_allclose(ratio, 1.0, rtol=0.03)
+    np.testing.assert_allclose(ratio, 1.0, rtol=2e-3)  # measured 1 - 1.3e-4 .. 5.3e-4
     assert s.autocorrelation[0] == pytest.approx(1.0) and s.structure_function[0] == 0.0
