@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import matplotlib.ticker
 import numpy as np
 
 from simulator import lagrangian
@@ -62,6 +63,7 @@ def lagrangian_figure(stats: dict[str, lagrangian.LagrangianStatistics], config:
     s2.set(xlabel=r"$\tau$", ylabel=r"$S_2^L(\tau)$")
     for ax in (corr, single, pair, s2):
         ax.grid(alpha=0.3, which="both")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap on short spans
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="x-small")
     fig.suptitle(heading(config, "Lagrangian statistics" + (f", ε = {eps:.3g}" if eps else "")))
