@@ -5,6 +5,7 @@
     run.timeseries["energy"]                     # NumPy arrays by column: step, time, dt, diagnostics
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
+    run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from simulator import lagrangian
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import snapshot_files
@@ -82,6 +84,21 @@ class RunResults:
     snapshots: tuple[SnapshotRef, ...] = ()
     #: ``statistics.h5`` (flow statistics) by dataset, when the run wrote it
     statistics: dict[str, Any] = field(default_factory=dict)
+
+    def lagrangian(self, r0: float | None = None, max_lag: int | None = None
+                   ) -> dict[str, lagrangian.LagrangianStatistics]:
+        """The Lagrangian statistics of each species in ``particles/trajectories.h5`` (:mod:`simulator.lagrangian`;
+        ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the mean ``dissipation`` of the
+        time series over the tracks' times when the run records it; {} when the run wrote no trajectories."""
+        path = self.path / lagrangian.TRAJECTORIES
+        if not path.is_file():
+            return {}
+        box = lagrangian.box_of(self.config)
+        out = {}
+        for name, tracks in lagrangian.read_trajectories(path).items():
+            eps = lagrangian.mean_dissipation(self.timeseries, tracks.time) if self.timeseries else None
+            out[name] = lagrangian.statistics(tracks, box=box, r0=r0, max_lag=max_lag, eps=eps)
+        return out
 
 
 def load_run(path: str | Path) -> RunResults:

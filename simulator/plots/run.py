@@ -8,6 +8,7 @@ From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/p
   (:mod:`simulator.plots.spectra`);
 * ``structure_functions.png``, ``pdfs.png`` and ``derivative_moments.png`` from ``statistics.h5`` when
   the run wrote one (:mod:`simulator.plots.statistics`);
+* ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one (:mod:`simulator.plots.lagrangian`);
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
   field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
   a stacked field (passive scalars) its first members;
@@ -38,6 +39,7 @@ from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
 from simulator.results import load_run_config
@@ -305,7 +307,7 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         break
     written = [*plot_timeseries(run_dir, config, info, pdf), *plot_spectra(run_dir, config, info, times, pdf),
                *plot_slice(run_dir, config, info, field, AXES.index(axis), pdf),
-               *plot_statistics(run_dir, config, info, pdf)]
+               *plot_statistics(run_dir, config, info, pdf), *plot_lagrangian(run_dir, config, info, pdf)]
     if frames:
         written += plot_frames(run_dir, config, info, field, AXES.index(axis))
     if not written:
