@@ -281,7 +281,7 @@ def writer(cfg: Any, sim: Any, rank0: bool) -> Any:
     program = compiled(lay)
 
     def compute(state: Any, t: float) -> dict[str, np.ndarray]:
-        values = program(sim.equation, state, params, sim._time(t))
+        values = program(sim.equation, state, params, sim.time_array(t))
         return {k: np.asarray(jax.device_get(v)) for k, v in values.items()}
 
     spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]

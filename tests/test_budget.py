@@ -44,7 +44,7 @@ def test_transfers_sum_to_zero_without_gathering(case):
         assert abs(table[name].sum()) < 1e-13 * np.abs(table[name]).sum(), name
         assert np.abs(table[name]).sum() > 1e-3 * table[name.removeprefix("transfer_")].sum()  # it transfers
     if case[1] > 1:
-        text = sim._spectra.lower(sim.equation, state, sim.params, sim._time(0.0)).compile().as_text()  # Simulation.spectra's program
+        text = sim._spectra.lower(sim.equation, state, sim.params, sim.time_array(0.0)).compile().as_text()  # Simulation.spectra's program
         assert collective_counts(text)["all-gather"] == 0
 
 

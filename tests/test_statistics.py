@@ -29,7 +29,7 @@ def _lay(shape, separations=None, pdf_separations=(1, 4), bins=41, extent=6.0):
 
 
 def _stats(sim, state, lay, params=None):
-    out = st.compiled(lay)(sim.equation, state, sim.params if params is None else params, sim._time(0.0))
+    out = st.compiled(lay)(sim.equation, state, sim.params if params is None else params, sim.time_array(0.0))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -215,7 +215,7 @@ def test_distributed_equals_single_device_and_gathers_nothing(case, reference):
     np.testing.assert_allclose(picked["pdf_increment"], reference["pdf_increment"], rtol=0, atol=1e-12)
     if case[1] > 1:
         for layout in (lay, sparse):
-            hlo = st.compiled(layout).lower(sim.equation, state, sim.params, sim._time(0.0)).compile().as_text()
+            hlo = st.compiled(layout).lower(sim.equation, state, sim.params, sim.time_array(0.0)).compile().as_text()
             assert "all-gather" not in hlo
             assert "collective-permute" in hlo  # the shifts along a sharded axis: the planes that cross
 

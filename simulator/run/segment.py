@@ -266,14 +266,13 @@ class Segment:
         ``state()``: the state, when ``moment`` holds none (an ensemble member's is taken from the
         batch only when a dump needs it); ``cfl``: the diagnostic that controls an adaptive dt;
         ``progress``: the diagnostics shown on the progress line."""
-        if not first:
-            self.step, self.t = moment.step, moment.time
         if first:
-            records = [w for w in self.records if w is self.records[0] or w.at_start()]
+            rows = [w for w in self.records if w is self.records[0] or w.at_start()]
             dumps = [w for w in self.dumps if w.at_start()]
         else:
-            records, dumps = self.records, [w for w in self.dumps if w.due(moment)]
-        for w in records:
+            self.step, self.t = moment.step, moment.time
+            rows, dumps = self.records, [w for w in self.dumps if w.due(moment)]
+        for w in rows:
             w.write(moment) if first else w.maybe_write(moment)
         self._check_finite(moment)
         self._warn_resolution(moment)

@@ -225,7 +225,7 @@ class Simulation:
                             "state, steps, dt, t)")
         if donate not in self._chunks:
             self._chunks[donate] = self._compile_chunk(state, donate)
-        return self._chunks[donate](self.equation, state, self._time(t), jnp.asarray(steps, jnp.int32),
+        return self._chunks[donate](self.equation, state, self.time_array(t), jnp.asarray(steps, jnp.int32),
                                     jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
 
     def rollout(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
@@ -261,13 +261,13 @@ class Simulation:
             make_step = self.scheme.load()
             self._rollouts[key] = jax.jit(lambda eq, p, s, t0, h: gradients.rollout(
                 eq, make_step, p, s, t0, h, steps=key[0], every=key[1], checkpoint_every=key[2], diagnostics=names))
-        t_dev = t if isinstance(t, jax.Array) else self._time(t)  # an array: e.g. a tracer of jax.grad
+        t_dev = t if isinstance(t, jax.Array) else self.time_array(t)  # an array: e.g. a tracer of jax.grad
         return self._rollouts[key](self.equation, self.params if params is None else dict(params), state, t_dev,
                                    jnp.asarray(dt, self.dtype))
 
     # ---- what a state says ------------------------------------------------------------------------------------
 
-    def _time(self, t: float) -> jax.Array:
+    def time_array(self, t: float) -> jax.Array:
         """The run time as a replicated scalar of the run's dtype (an argument of compiled code)."""
         t0 = np.asarray(t, self.dtype)
         return jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
@@ -278,7 +278,7 @@ class Simulation:
         :meth:`report`)."""
         dt = self.cfg.time.dt if dt is None else dt
         return self._diagnostics(self.equation, state, jnp.asarray(dt, self.dtype),
-                                 self.params if params is None else dict(params), self._time(t))
+                                 self.params if params is None else dict(params), self.time_array(t))
 
     def report(self, state: Any, dt: float | None = None, t: float = 0.0,
                params: Mapping[str, Any] | None = None) -> dict[str, float]:
@@ -288,7 +288,7 @@ class Simulation:
 
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
-        return self._spectra(self.equation, state, self.params if params is None else dict(params), self._time(t))
+        return self._spectra(self.equation, state, self.params if params is None else dict(params), self.time_array(t))
 
     def fields(self, state: Any, *names: str, t: float = 0.0, params: Mapping[str, Any] | None = None
                ) -> dict[str, jax.Array]:
@@ -299,7 +299,7 @@ class Simulation:
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
                            f"{', '.join(self.equation.field_info)}")
-        out = self._fields(self.equation, state, self.params if params is None else dict(params), self._time(t))
+        out = self._fields(self.equation, state, self.params if params is None else dict(params), self.time_array(t))
         return {n: out[n] for n in (names or out)}
 
     @staticmethod
