@@ -138,6 +138,8 @@ def main() -> int:
                         "roundtrip_error": err, "repeats": args.repeats, "inner": args.inner,
                     }
                     rows.append(row)
+                    # rewritten after every row: a benchmark stopped at its time limit keeps what it measured
+                    write_results(args.out, "fft", rows, {**machine(), "fft_paths": paths})
                     bpc = "-" if mem is None else f"{mem / n**3:7.1f}"
                     vs_xla = "-" if t_xla is None else f"{t / t_xla:6.2f}"
                     print(f"{n:4d} {name:9s} {nd:3d} {kind:4s} {prec:7s} {path:4s} {row['fwd_inv_ms']:10.2f} "
@@ -147,7 +149,7 @@ def main() -> int:
                       "(baseline)", flush=True)
                 print(f"{n:4d} {'scipy':9s} {'-':>3s} {kind:4s} {prec:7s} {'-':4s} {1e3 * t_scipy:10.2f}   "
                       f"(workers={cores})", flush=True)
-    write_results(args.out, "fft", rows, {**machine(), "fft_paths": paths})
+    print(write_results(args.out, "fft", rows, {**machine(), "fft_paths": paths}), flush=True)
     return 0
 
 

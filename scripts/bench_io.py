@@ -112,7 +112,7 @@ def main() -> int:
                   f"{row['checkpoint_write_ratio']:5.2f} {row['read_MB_s']:9.0f} {row['snapshot_read_MB_s']:8.0f} "
                   f"{row['numpy_load_MB_s']:8.0f} {row['read_ratio']:6.2f} {row['snapshot_read_ratio']:5.2f} "
                   f"{row['checkpoint_read_ratio']:5.2f}", flush=True)
-    write_results(args.out, "io", rows, machine())
+    print(write_results(args.out, "io", rows, machine()), flush=True)
     return 0
 
 

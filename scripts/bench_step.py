@@ -301,6 +301,9 @@ def main() -> int:
                                 "repeats": args.repeats, "steps": args.steps,
                             }
                             rows.append(row)
+                            # rewritten after every row: a benchmark stopped at its limit keeps what it measured
+                            write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer,
+                                                                   "fft_paths": paths})
                             bpc = "-" if mem is None else f"{row['bytes_per_cell']:7.1f}"
                             vs = "-" if ratio_peer is None else f"{ratio_peer:.2f}"
                             vx = "-" if xla_s is None else f"{step_s / xla_s:6.2f}"
@@ -315,7 +318,8 @@ def main() -> int:
         print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); CPU time "
               f"per step (all threads): ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, ratio "
               f"{ours['vs_fluidsim_cpu']:.2f}", flush=True)
-    write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths})
+    meta = {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths}
+    print(write_results(args.out, "step", rows, meta), flush=True)
     if args.memory_size:
         memory_table(args.memory_size, args.out)
     return 0
@@ -349,7 +353,7 @@ def memory_table(n: int, out: str) -> None:
                              **{f"{k}_bytes_per_cell": v for k, v in per_cell.items() if k != "chunk"}})
                 print(f"{name:24s} {scheme:6s} {prec:7s} {per_cell['chunk']:7.1f} {p.bytes_per_cell:7.1f}  "
                       + ", ".join(f"{k} {v:.1f}" for k, v in per_cell.items()), flush=True)
-    write_results(out, "memory", rows, machine())
+    print(write_results(out, "memory", rows, machine()), flush=True)
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ def machine() -> dict[str, Any]:
             "versions": versions()}
 
 
-def write_results(out: str | Path, stem: str, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
-    """``<out>/<stem>.csv`` (one row per measurement) and ``<out>/<stem>.json`` (rows + meta)."""
+def write_results(out: str | Path, stem: str, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """``<out>/<stem>.csv`` (one row per measurement) and ``<out>/<stem>.json`` (rows + meta); returns the
+    line a benchmark prints once it is done."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     fields = list(dict.fromkeys(k for row in rows for k in row))
@@ -92,4 +93,4 @@ def write_results(out: str | Path, stem: str, rows: Sequence[dict[str, Any]], me
         writer.writeheader()
         writer.writerows(rows)
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": list(rows)}, indent=1))
-    print(f"# wrote {out / (stem + '.csv')} and {out / (stem + '.json')}", flush=True)
+    return f"# wrote {out / (stem + '.csv')} and {out / (stem + '.json')}"

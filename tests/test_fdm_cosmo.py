@@ -219,7 +219,7 @@ def test_layzer_irvine_residual_converges_at_second_order(g):
     p = sim.parameters(self_interaction=g)
     state = sim.initial_state({"name": "gaussian", "seed": 1}, p)
     residuals = []
-    for steps in (40, 80, 160):
+    for steps in (80, 160, 320):  # asymptotic: from 40 steps the order was 1.8
         rows = rows_of(sim, p, state, math.log(16) / steps, steps // 4, 4)
         residuals.append(rows[-1]["layzer_irvine"])
     assert rows[-1]["z"] == pytest.approx(7.0)

@@ -25,5 +25,6 @@ def test_the_dry_campaign_runs_every_stage_and_writes_its_report(tmp_path):
     # the equality check that carries the CPU suite's verification over to the device: 1 vs 2 devices here
     assert all(r["relative_difference"] <= 1e-9 for r in stages["equations"]["rows"])
     assert stages["largest-grid"]["ran_at"] <= stages["largest-grid"]["predicted_largest"]
+    assert abs(stages["largest-grid"]["energy"] / 0.125 - 1) < 1e-3  # the run at that grid is right, too
     assert (out / "bench-step" / "navier_stokes" / "step.json").is_file()
     assert "| taylor-green | ok |" in (out / "report.md").read_text()

@@ -319,3 +319,26 @@ def test_plan_counts_the_particles_bytes(devices):
     assert sum(v.size * v.dtype.itemsize for v in held.values()) == particles.state_bytes(sim.cfg) == 1000 * 24 + 8 * 48
     line = particles.describe(sim.cfg, 2)
     assert line.startswith("particles: 1008 in 2 species, 0.0233 MiB") and "exact (1008)" in line
+
+
+@pytest.mark.slow
+def test_the_particle_benchmark_measures_each_path_against_the_bare_step(tmp_path):
+    """scripts/bench_particles.py at a toy size: a row per path and count, with the tracers' own memory."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "scripts" / "bench_particles.py"
+    done = subprocess.run([sys.executable, str(script), "--sizes", "16", "--counts", "64", "512", "--interpolations",
+                           "lagrange4", "nufft", "--repeats", "1", "--steps", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "particles.json").read_text())["rows"]
+    assert [(r["interpolation"], r["tracers"]) for r in rows] == [("lagrange4", 64), ("lagrange4", 512),
+                                                                 ("nufft", 64), ("nufft", 512)]
+    for r in rows:
+        assert r["step_ms"] > 0 and r["bare_ms"] > 0
+        # positions and velocities of every tracer live in the chunk: at least 2 x 3 float64 each
+        assert r["bytes_per_particle"] >= 48, r
+    assert "# wrote" in done.stdout

@@ -10,7 +10,7 @@ unnormalised, inverse divides by the product of the transformed sizes) and two i
   custom call (simulator/fft/native/fftw_ffi.cc), on the buffers XLA hands over, in XLA's row-major
   layout: no copies and no transposes. CPU only: ``jax.lax.platform_dependent`` picks XLA's FFT
   (cuFFT) when the same program is lowered for a GPU. On CPU it is 2-4x faster than XLA's FFT (DUCC).
-* ``xla``: ``jnp.fft``. Used when the native extension is not built (no FFTW headers at install
+* ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native extension is not built (no FFTW headers at install
   time) or fails to load, when asked for, and by the jaxdecomp backend, whose transforms are inside
   the jaxdecomp package.
 
@@ -52,6 +52,7 @@ import numpy as np
 from jax import lax
 
 from simulator.errors import ConfigError, RuntimeSetupError
+from simulator.fft import large
 
 ENV_PATH = "SIMULATOR_FFT"
 ENV_THREADS = "SIMULATOR_FFT_THREADS"
@@ -168,7 +169,7 @@ class LocalFFT:
     def rfftn(self, x: jax.Array, axes: Sequence[int]) -> jax.Array:
         """Real-to-complex transform over ``axes``; the last of them keeps ``n // 2 + 1`` entries."""
         axes = _negative(axes, x.ndim)
-        xla = functools.partial(jnp.fft.rfftn, axes=axes)
+        xla = functools.partial(large.transform, "rfftn", axes=axes)
         return self._dispatch(functools.partial(_fftw_rfftn, axes=axes, fft=self), xla, x)
 
     def irfftn(self, k: jax.Array, axes: Sequence[int], n: int) -> jax.Array:
@@ -177,20 +178,19 @@ class LocalFFT:
         The half axis is zero-padded or truncated to ``n // 2 + 1`` entries first (NumPy's ``s``).
         """
         axes = _negative(axes, k.ndim)
-        sizes = [k.shape[a] for a in axes[:-1]] + [int(n)]
-        xla = functools.partial(jnp.fft.irfftn, s=sizes, axes=axes)
+        xla = functools.partial(large.transform, "irfftn", axes=axes, n=int(n))
         return self._dispatch(functools.partial(_fftw_irfftn, axes=axes, n=int(n), fft=self), xla, k)
 
     def fftn(self, x: jax.Array, axes: Sequence[int]) -> jax.Array:
         """Complex-to-complex forward transform over ``axes`` (a real input is made complex)."""
         axes = _negative(axes, x.ndim)
-        xla = functools.partial(jnp.fft.fftn, axes=axes)
+        xla = functools.partial(large.transform, "fftn", axes=axes)
         return self._dispatch(functools.partial(_fftw_c2c, axes=axes, inverse=False, fft=self), xla, x)
 
     def ifftn(self, k: jax.Array, axes: Sequence[int]) -> jax.Array:
         """Complex-to-complex inverse transform over ``axes``, divided by the product of their sizes."""
         axes = _negative(axes, k.ndim)
-        xla = functools.partial(jnp.fft.ifftn, axes=axes)
+        xla = functools.partial(large.transform, "ifftn", axes=axes)
         return self._dispatch(functools.partial(_fftw_c2c, axes=axes, inverse=True, fft=self), xla, k)
 
     def _dispatch(self, fftw: Callable[[jax.Array], jax.Array], xla: Callable[[jax.Array], jax.Array],

@@ -45,6 +45,7 @@ from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
 from simulator.equations.navier_stokes.equation import random_velocity
+from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators, cross
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
@@ -231,9 +232,8 @@ def _wave(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> di
 
 def _random_scalar(eq: Boussinesq, seed: int, k_peak: jax.Array, rms: jax.Array) -> jax.Array:
     """A random scalar of rms ``rms`` with spectrum ~ k^4 exp(-2 (k/k_peak)^2), no mean, drawn from
-    ``seed`` (stream 1; the velocity uses stream 0) in float32 and cast, as the Navier-Stokes field."""
-    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
-    noise_hat = eq.kept * eq.fft.rfft(draw(jax.random.fold_in(jax.random.key(seed), 1)))
+    ``seed`` (stream 1; the velocity uses stream 0) by :func:`~simulator.equations.noise.white_noise`."""
+    noise_hat = eq.kept * eq.fft.rfft(white_noise(eq.fft, jax.random.fold_in(jax.random.key(seed), 1), eq.dtype))
     kmag = jnp.sqrt(eq.ops.k2) * (eq.box[0] / (2 * math.pi))
     b = eq.fft.irfft(noise_hat * kmag * jnp.exp(-((kmag / k_peak) ** 2)))  # shells add k^2: k^4 e^... overall
     return b * (rms / jnp.sqrt(jnp.mean(b**2)))

@@ -41,6 +41,7 @@ from simulator.equations import resolution
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.noise import white_noise
 from simulator.equations.phase import rotate
 from simulator.equations.schrodinger_poisson.equation import psi_from_snapshot
 from simulator.fft import FFTBackend, complex_dtype
@@ -236,11 +237,10 @@ def _growing(eq: FDMCosmo, delta_hat: jax.Array, params: Params) -> dict[str, ja
 
 
 def _gaussian(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """delta_hat = w_hat sqrt(N P(k, z_start) / V): white noise w (unit variance per cell, drawn in float32
-    with JAX's sharding-invariant generator: the same field on any layout) coloured by the linear
+    """delta_hat = w_hat sqrt(N P(k, z_start) / V): white noise w (unit variance per cell, from
+    :func:`~simulator.equations.noise.white_noise`: the same field on any layout and platform) coloured by the linear
     spectrum, so <|delta_k|^2> = P/V for delta_k = delta_hat / N; k = 0 and Nyquist planes are zero."""
-    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
-    noise_hat = eq.nyquist_free(eq.fft.rfft(draw(jax.random.key(ic.seed))))
+    noise_hat = eq.nyquist_free(eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype)))
     kx, ky, kz = eq.kr
     k = jnp.sqrt(kx**2 + ky**2 + kz**2)
     p = power.linear_power(k, eq.a_start(params), params, eq.table, eq.physics.fdm_transfer, jnp)

@@ -35,6 +35,7 @@ from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
+from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators, cross
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
@@ -206,12 +207,10 @@ def random_velocity(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) ->
     equation with ``fft``, ``box``, ``dtype`` and spectral operators ``ops``; Boussinesq and MHD use it too).
 
     The noise is drawn in real space from ``seed`` with JAX's sharding-invariant counter-based
-    generator, always in float32 and then cast, so the field is the same on any backend, device or
-    process count, and in float32 and float64 runs up to float32 round-off.
+    generator (:func:`~simulator.equations.noise.white_noise`), so the field is the same on any platform,
+    backend, device or process count, and in float32 and float64 runs up to float32 round-off.
     """
-    shape = (3, *eq.fft.shape)
-    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, shape, jnp.float32).astype(eq.dtype), batch_ndim=1)
-    u_hat = eq.ops.project(eq.ops.dealias * eq.fft.rfft(draw(jax.random.key(ic.seed))))
+    u_hat = eq.ops.project(eq.ops.dealias * eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype, 3)))
     kmag = jnp.sqrt(eq.ops.k2) * (eq.box[0] / (2 * jnp.pi))
     shaped = u_hat * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2))  # |u_hat|^2 ~ k^2 e^..., shells add k^2
     u = eq.fft.irfft(shaped)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from simulator.equations import resolution
 from simulator.equations.base import Builder
+from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
@@ -148,15 +149,16 @@ def initial_fields(ops: SpectralOperators, ic: Any, count: int) -> jax.Array:
     (:class:`~simulator.equations.scalars.ScalarInitial`).
 
     ``random``: white noise drawn in real space, scalar i from ``fold_in(key(seed), i)`` with JAX's
-    sharding-invariant generator in float32 (then cast: the same field on any layout and precision, and
+    sharding-invariant generator (:func:`~simulator.equations.noise.white_noise`: the same field on any
+    platform, layout and precision up to round-off, and
     scalar i the same whatever the number of scalars), shaped in k-space to |theta_hat| ~ k
     exp(-(k/k_peak)^2) (so E_theta(k) ~ k^4 exp(-2 (k/k_peak)^2)), dealiased, zero mean, rms = amplitude.
     """
     shape = (count, *ops.fft.shape)
     if ic.name == "zero":
         return jnp.zeros(shape, ops.dtype)
-    draw = ops.fft.real_jit(lambda key: jax.random.normal(key, ops.fft.shape, jnp.float32).astype(ops.dtype))
-    noise = jnp.stack([draw(jax.random.fold_in(jax.random.key(ic.seed), i)) for i in range(count)])
+    noise = jnp.stack([white_noise(ops.fft, jax.random.fold_in(jax.random.key(ic.seed), i), ops.dtype)
+                       for i in range(count)])
     kmag = jnp.sqrt(ops.k2) * (ops.box[0] / (2 * jnp.pi))
     theta = ops.fft.irfft(ops.dealias * ops.fft.rfft(noise) * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2)))
     rms = jnp.sqrt(jnp.mean(theta**2, axis=(1, 2, 3), keepdims=True))

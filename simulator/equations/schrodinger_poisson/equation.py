@@ -34,6 +34,7 @@ from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.noise import white_noise
 from simulator.equations.phase import rotate
 from simulator.equations.schrodinger_poisson import INFO, SchrodingerPoissonParams
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
@@ -185,10 +186,10 @@ def _random(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Par
     """A cold random density field that collapses into halos: rho = rho0 exp(d) / mean(exp(d)), d a
     Gaussian random field of rms ``amplitude`` with spectrum ~ k^4 exp(-2 (k/k_peak)^2) (log-normal,
     so rho > 0), psi = sqrt(rho) at rest. Drawn from ``seed`` with JAX's sharding-invariant generator,
-    in float32 then cast: the same field on any backend, device or process count and in both precisions.
+    (:func:`~simulator.equations.noise.white_noise`): the same field on any platform, backend, device or
+    process count, and in both precisions up to float32 round-off.
     """
-    draw = eq.fft.real_jit(lambda key: jax.random.normal(key, eq.fft.shape, jnp.float32).astype(eq.dtype))
-    noise_hat = eq.nyquist_free(eq.fft.rfft(draw(jax.random.key(ic.seed))))
+    noise_hat = eq.nyquist_free(eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype)))
     kx, ky, kz = eq.kr
     kmag = jnp.sqrt(kx**2 + ky**2 + kz**2) * (eq.box[0] / (2 * jnp.pi))
     d = eq.fft.irfft(noise_hat * kmag**2 * jnp.exp(-((kmag / ic.k_peak) ** 2)))
