@@ -271,7 +271,6 @@ def main() -> int:
                             peer_cpu[n] = 1e3 * statistics.median(peer_proc.cpu[n][-args.repeats:]) / args.steps
                         for path, run in runs.items():
                             sim = run.sim
-                            eq, dtype = sim.equation, sim.dtype
                             step_s = times[(path, "step")] / args.steps
                             state = plan.abstract_state(sim)
                             programs = plan.compiled_programs(sim, state, ["chunk", "step"])

@@ -1,4 +1,4 @@
-"""Ensembles: runs of one structure as one batched program (simulator.ensemble, simulator.run.ensemble).
+"""Ensembles: runs of one structure as one batched program (simulator.grouping, simulator.run.ensemble).
 
 Grouping by structure; members equal their separate runs to 1e-12 in float64 (time series, spectra,
 final state), with per-member fixed and adaptive time steps and end times, in one compilation; a
@@ -21,7 +21,7 @@ import yaml
 
 import simulator
 from simulator import config as config_mod
-from simulator import ensemble, sweep
+from simulator import grouping, sweep
 from simulator.equations import registry
 from simulator.errors import ConfigError
 from simulator.output import checkpoints
@@ -86,18 +86,18 @@ def test_configs_group_by_structure():
     other = [{"grid.shape": 32}, {"precision": "float32"}, {"fft.backend": "pencil", "fft.mesh": [2, 2]},
              {"physics.forcing": "linear"}, {"time.integrator": "lsrk4"}, {"grid.box": 1.0}]
     cfgs = [simulator.load_config(TG, {**BASE, **o}) for o in [*same, *other]]
-    assert ensemble.groups(cfgs) == [[0, 1, 2, 3, 4, 5], [6], [7], [8], [9], [10], [11]]
+    assert grouping.groups(cfgs) == [[0, 1, 2, 3, 4, 5], [6], [7], [8], [9], [10], [11]]
     # passive scalars: their diffusivities and gradients are traced, their number is structure
     scalars = [[{"diffusivity": 1e-3}], [{"diffusivity": 2e-3, "mean_gradient": [0, 0, 1]}],
                [{"diffusivity": 1e-3}, {"diffusivity": 1e-3}]]
     with_scalars = [simulator.load_config(TG, {**BASE, "physics.scalars": s}) for s in scalars]
-    assert ensemble.groups([cfgs[0], *with_scalars]) == [[0], [1, 2], [3]]
-    assert ensemble.differences(with_scalars[0], with_scalars[2]) == ["physics.scalars"]
-    assert ensemble.groups(cfgs, batch=4)[:2] == [[0, 1, 2, 3], [4, 5]]
-    assert ensemble.differences(cfgs[0], cfgs[9]) == ["physics.forcing"]
+    assert grouping.groups([cfgs[0], *with_scalars]) == [[0], [1, 2], [3]]
+    assert grouping.differences(with_scalars[0], with_scalars[2]) == ["physics.scalars"]
+    assert grouping.groups(cfgs, batch=4)[:2] == [[0, 1, 2, 3], [4, 5]]
+    assert grouping.differences(cfgs[0], cfgs[9]) == ["physics.forcing"]
     with pytest.raises(ConfigError, match="ensemble member 1: grid.shape = \\[32, 32, 32\\] changes the compiled"):
         run_configs([cfgs[0], cfgs[6]], ["a", "b"])
-    code = "import sys, simulator.ensemble; print('jax' in sys.modules)"  # grouping is planning: no JAX
+    code = "import sys, simulator.grouping; print('jax' in sys.modules)"  # grouping is planning: no JAX
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 

@@ -14,7 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from simulator import spectra
 from simulator.fft.check import collective_counts
 import support
 from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared

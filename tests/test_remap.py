@@ -7,7 +7,7 @@ import pytest
 
 from simulator.config import to_dict
 from simulator.output import checkpoints
-from simulator.output.remap import mode_map
+from simulator.output.resample import mode_map
 from simulator.output.snapshots import write_snapshot
 from support import advance, case_id, relative_error, shared, simulation
 

@@ -7,7 +7,7 @@ over the same devices, then transformed by the target backend: exact to round-of
 is gathered. The caller supplies the reading (the FFT package knows no files).
 
 A state written on another grid is transformed on that grid first (:func:`on_grid`), then read into
-this one's spectrum mode by mode (:mod:`simulator.output.remap`).
+this one's spectrum mode by mode (:mod:`simulator.output.resample`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Ensembles: several runs of one structure (:mod:`simulator.ensemble`) as ONE batched program.
+"""Ensembles: several runs of one structure (:mod:`simulator.grouping`) as ONE batched program.
 
 The members' states are stacked along a leading member axis (unsharded: every device holds its
 blocks of every member), their traced parameters, times, step counts and time steps are ``(K,)``
@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator import ensemble as grouping
+from simulator import grouping
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
@@ -62,7 +62,7 @@ def _member_log(index: int, out: Path) -> logging.Logger:
 
 def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, resume: bool = False,
                 overwrite: bool = False) -> list[int]:
-    """Run ``cfgs`` (one structure: see :mod:`simulator.ensemble`) as one batched ensemble, each into its
+    """Run ``cfgs`` (one structure: see :mod:`simulator.grouping`) as one batched ensemble, each into its
     directory (default ``output.dir`` or ``outputs/<name>``). ``resume``: continue each member from its
     latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
     status (0, 1 or 75). Bad input raises ConfigError before anything is written.

@@ -6,7 +6,7 @@ fields computed; a snapshot's fields are read there (:meth:`Equation.state_field
 rebuilds the state fields, e.g. psi from |psi| and arg psi). On this run's grid that is the answer.
 On another grid each field is transformed there (full complex spectrum), written as a temporary
 spectral file in the scratch directory (per-process shards and a virtual-dataset index, like every
-output), read back into this grid's spectrum mode by mode (:mod:`simulator.output.remap`: zero
+output), read back into this grid's spectrum mode by mode (:mod:`simulator.output.resample`: zero
 padding or truncation, Nyquist modes split or summed) and transformed back. No process holds more than
 its own blocks of any array, and no global array is gathered. The equation's ``from_fields`` then
 makes the state on this grid (its dealiasing, projection, potential).
@@ -30,7 +30,7 @@ from simulator.fft import complex_dtype
 from simulator.fft.relayout import on_grid
 from simulator.log import get_logger
 from simulator.output import checkpoints, hdf5
-from simulator.output.remap import read_remapped
+from simulator.output.resample import read_remapped
 from simulator.output.sources import Source
 from simulator.run.signals import agree
 

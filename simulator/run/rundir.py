@@ -61,7 +61,7 @@ def output_dir(cfg: Config, override: str | None) -> Path:
 
 
 @dataclass(frozen=True)
-class Plan:
+class DirectoryPlan:
     """What a run does in its directory.
 
     ``restart``: "latest", a checkpoint path, or None (start at t = 0); ``clear``: remove the files
@@ -125,7 +125,7 @@ def _same_place(a: Path, b: Path) -> bool:
 
 
 def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | None = None,
-         resume: bool = False) -> Plan:
+         resume: bool = False) -> DirectoryPlan:
     """What a run of ``cfg`` does in ``path`` (read only). Bad input raises ConfigError, touching nothing."""
     _check_path(path)
     if resume and (restart is not None or overwrite):
@@ -152,15 +152,15 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
             why = f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged else ""
             raise ConfigError("--restart", restart, f"no intact checkpoint under {target}{why}; start a new run "
                               "instead", "has nothing to resume")
-        return Plan(restart)
+        return DirectoryPlan(restart)
     if holds_nothing(path):
-        return Plan(None)
+        return DirectoryPlan(None)
     if not resume:
         if not overwrite:
             raise ConfigError("--out", str(path), "choose a new directory, pass --restart to continue it, or "
                               "--overwrite to replace it", "already holds a run")
         _keep_source(cfg, path)
-        return Plan(None, clear=True, why=f"replacing the run in {path}")
+        return DirectoryPlan(None, clear=True, why=f"replacing the run in {path}")
     return _resume_plan(cfg, path)
 
 
@@ -181,9 +181,9 @@ def _keep_source(cfg: Config, path: Path) -> None:
                           "into another --out", f"lies inside {path}, which replacing the run there would delete")
 
 
-def _resume_plan(cfg: Config, path: Path) -> Plan:
+def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
     if checkpoints.find(path, warn=False) is not None:  # the loop finds it again, with warnings
-        return Plan("latest")
+        return DirectoryPlan("latest")
     damaged = checkpoints.markers(path)
     if damaged:
         raise ConfigError("--resume", str(path), f"the latest, {damaged[0].name}: "
@@ -197,17 +197,17 @@ def _resume_plan(cfg: Config, path: Path) -> Plan:
     if status.get("state") == "finished" and isinstance(status.get("time"), (int, float)):
         reached = float(status["time"])
         if reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
-            return Plan(None, done=f"{path} already finished (step {status.get('step')}, t = {reached:.6g}): "
-                        "nothing to do")
+            return DirectoryPlan(None, done=f"{path} already finished (step {status.get('step')}, "
+                                           f"t = {reached:.6g}): nothing to do")
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
     _keep_source(cfg, path)
-    return Plan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, replacing "
-                "its partial output", warn=True)
+    return DirectoryPlan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, "
+                                               "replacing its partial output", warn=True)
 
 
-def apply(planned: Plan, path: Path) -> None:
+def apply(planned: DirectoryPlan, path: Path) -> None:
     """Carry out ``planned`` in ``path`` (process 0, holding the lock): remove the old run's files
     when asked; the directory itself exists (the lock created it)."""
     if not planned.clear:

@@ -73,7 +73,7 @@ class Segment:
         self.cfg, self.out, self.log = cfg, Path(out), log or get_logger()
         self.resume_hint = resume_hint or f"simulator run CONFIG --resume --out {out}"
         self.allow_physics_change, self.note, self.extra_meta = allow_physics_change, note, extra_meta or {}
-        self.plan: rundir.Plan | None = None
+        self.plan: rundir.DirectoryPlan | None = None
         self.resume = False  # --resume was asked (prepare)
         self.lock = RunLock(self.out)
         self.ckpt: checkpoints.Checkpoint | None = None
