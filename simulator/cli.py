@@ -63,7 +63,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from simulator import plots
 
     written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis, frames=args.frames,
-                         pdf=args.pdf, diagnostic=args.diagnostic, against=args.against)
+                         pdf=args.pdf, diagnostic=args.diagnostic, against=args.against, average=args.average)
     for path in written:
         print(path)
     return EXIT_OK if written else EXIT_FAILED
@@ -319,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write plots/frames/slice_NNNN.png, one per snapshot with common colour limits (a movie)")
     p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
                    help="spectra at the rows nearest these times (default: 5 from first to last)")
+    p.add_argument("--average", type=float, nargs=2, default=None, metavar=("T0", "T1"),
+                   help="window of the time-averaged compensated spectrum (default: the second half of the run)")
     p.add_argument("--field", default=None, metavar="NAME",
                    help="snapshot field of the slice (default: the equation's plot.slice_field)")
     p.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice plane (default: z)")

@@ -86,7 +86,8 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     run = runs / "ns"
     assert plot(str(run), "--frames", "--pdf") == 0
     out, err = capsys.readouterr()
-    figures = [run / "plots" / f"{name}.{ext}" for name in ("timeseries", "spectra", "flux", "slice")
+    figures = [run / "plots" / f"{name}.{ext}" for name in ("timeseries", "spectra", "spectra_compensated", "flux",
+                                                             "slice")
                for ext in ("png", "pdf")]
     frames = [run / "plots" / "frames" / f"slice_{i:04d}.png" for i in range(RUNS["ns"][2])]
     assert [Path(line) for line in out.splitlines()] == figures + frames  # one line per file written
@@ -132,7 +133,8 @@ def test_a_run_without_snapshots_or_spectra_plots_what_it_has(runs, tmp_path, ca
         shutil.copy(runs / "ns" / name, run / name)
     assert plot(str(run), "--frames") == 0
     out, err = capsys.readouterr()
-    assert [Path(p).name for p in out.split()] == ["timeseries.png", "spectra.png", "flux.png"]
+    assert [Path(p).name for p in out.split()] == ["timeseries.png", "spectra.png", "spectra_compensated.png",
+                                                   "flux.png"]
     assert f"no snapshots in {run / 'snapshots'}; set output.snapshots.every" in err
 
     (run / "spectra.h5").unlink()
@@ -376,3 +378,27 @@ def test_every_shipped_config_writes_a_few_snapshots(path):
         if schedule.due(step, t_prev, t) or (schedule.at_end and stepper.finished(t)):
             times.append(t)
     assert 3 <= len(times) <= 8, times
+
+
+def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp_path, figures):
+    """k^(5/3) E(k) of E = C k^(-5/3) is C on every resolved shell; the black curve is the mean of the rows
+    in the window only (default: the second half of the run); the guide reads -5/3, not -1.67."""
+    k = np.arange(28.0)
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [32, 32, 32], "box": [2 * np.pi] * 3}}
+    spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
+    for i, c in enumerate([1.0, 2.0, 3.0, 5.0]):  # at t = 0, 1, 2, 3
+        spectra_file.append(i, float(i), {"energy": c * np.where(k > 0, k, 1.0) ** (-5 / 3)})
+    spectra_file.close()
+    info = equations.get("navier_stokes")
+    for window, expected in ((None, 4.0), ((1.0, 2.0), 2.5)):  # rows t >= 1.5: 3 and 5; t in [1, 2]: 2 and 3
+        figures.clear()
+        run_plots.plot_spectra(tmp_path, config, info, average=window)
+        [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
+        ax = compensated.axes[0]
+        [mean] = [line for line in ax.lines if isinstance(line.get_color(), str) and line.get_color() == "k"]
+        y = np.asarray(mean.get_ydata(), dtype=float)
+        np.testing.assert_allclose(y[np.isfinite(y)], expected, rtol=1e-12)
+        assert np.isfinite(y).sum() == 10  # shells 1..10 (2/3 of 16)
+        assert "5/3" in ax.get_ylabel()
+    assert spectra_plots.exponent_text(-5 / 3) == "-5/3" and spectra_plots.exponent_text(-3.0) == "-3"
+    assert spectra_plots.exponent_text(-1.234) == "-1.23"

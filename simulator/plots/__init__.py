@@ -24,11 +24,11 @@ __all__ = ["PIXELS", "plot", "plot_run", "plot_sweep", "project", "select_rows",
 
 def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
          frames: bool = False, pdf: bool = False, diagnostic: str | None = None,
-         against: str | None = None) -> list[Path]:
+         against: str | None = None, average: Sequence[float] | None = None) -> list[Path]:
     """``simulator plot PATH``: the sweep figure of a sweep directory, else every figure of a run.
     Returns the files written. Options of the other kind of directory raise ConfigError."""
     if (path / MANIFEST).is_file():
-        for option, value in (("--times", times), ("--field", field), ("--frames", frames)):
+        for option, value in (("--times", times), ("--field", field), ("--frames", frames), ("--average", average)):
             if value:
                 raise ConfigError(option, value, "use it on a run directory", f"does not apply to the sweep {path}")
         png = plot_sweep(path, diagnostic, against, pdf)
@@ -37,4 +37,4 @@ def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None 
         if value is not None:
             raise ConfigError(option, value, "use it on a sweep directory (one holding sweep.yaml)",
                               f"does not apply to {path}")
-    return plot_run(path, times=times, field=field, axis=axis, frames=frames, pdf=pdf)
+    return plot_run(path, times=times, field=field, axis=axis, frames=frames, pdf=pdf, average=average)

@@ -284,11 +284,12 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
 
 @default_style
 def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
-             frames: bool = False, pdf: bool = False) -> list[Path]:
+             frames: bool = False, pdf: bool = False, average: Sequence[float] | None = None) -> list[Path]:
     """Every figure of a run directory (see the module docstring); returns the files written.
 
     Reads ``config.yaml``, ``timeseries.csv``, ``spectra.h5`` and ``snapshots/s*.h5``. ``field``
-    (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows.
+    (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``average`` =
+    (t0, t1) the window of the time-averaged compensated spectrum (default: the second half of the run).
     Raises ConfigError for a missing or foreign directory, an unknown axis or field.
     """
     config = load_run_config(run_dir)
@@ -296,6 +297,8 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     if axis not in AXES:
         raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
     field = field or info.plot.slice_field
+    if average is not None and (len(average) != 2 or not average[0] <= average[1]):
+        raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
     for path in reversed(snapshot_files(run_dir)):  # check the field before anything is written
         try:
             with Snapshot(path) as snap:
@@ -305,7 +308,7 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         if field not in fields:
             raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
         break
-    written = [*plot_timeseries(run_dir, config, info, pdf), *plot_spectra(run_dir, config, info, times, pdf),
+    written = [*plot_timeseries(run_dir, config, info, pdf), *plot_spectra(run_dir, config, info, times, pdf, average),
                *plot_slice(run_dir, config, info, field, AXES.index(axis), pdf),
                *plot_statistics(run_dir, config, info, pdf), *plot_lagrangian(run_dir, config, info, pdf)]
     if frames:

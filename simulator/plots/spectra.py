@@ -1,8 +1,9 @@
 """The spectra figures of a run directory (no JAX): ``plots/spectra.png``, the equation's spectrum at a
 few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.times`` when the run
 asked for some) with its reference spectrum (e.g. linear theory) dashed beside each;
-``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``); and
-``plots/flux.png``, the flux Pi(k) of every transfer spectrum present (:mod:`simulator.plots.budget`).
+``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
+``plots/spectra_compensated.png``, the spectrum times k^(5/3) (the equation's guide) at those times and
+averaged over a window of rows; and ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present (:mod:`simulator.plots.budget`).
 Spectra are drawn over the resolved range only, in the units the file records for k.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ DEFAULT_SPECTRA = 5
 #: squares, a few times more after the transforms (float32 ~1.4e-13, float64 ~5e-31); exactly-zero
 #: (dealiased) shells are not drawn at all
 SPECTRUM_FLOOR = 10.0
+#: slack when a row's time is compared with an averaging window's ends
+TOL_TIME = 1e-9
 
 
 def precision_floor(config: dict[str, Any]) -> float:
@@ -66,7 +70,59 @@ def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) ->
         return
     lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
     k_guide = np.geomspace(k[lo], k[hi], 20)
-    ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1, label=rf"$\propto k^{{{exponent:.3g}}}$")
+    ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1,
+              label=rf"$\propto k^{{{exponent_text(exponent)}}}$")
+
+
+def exponent_text(exponent: float) -> str:
+    """An exponent as a physicist writes it: -5/3, not -1.67 (a fraction of denominator <= 6 when it is one)."""
+    fraction = Fraction(exponent).limit_denominator(6)
+    if abs(float(fraction) - exponent) > 1e-9:
+        return f"{exponent:.3g}"
+    return str(fraction.numerator) if fraction.denominator == 1 else f"{fraction.numerator}/{fraction.denominator}"
+
+
+def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]:
+    """Rows of ``times`` inside ``window`` = (t0, t1), both ends included; by default the second half of
+    the run, t >= (first + last) / 2 (past the initial transient of a run started from a chosen field)."""
+    if times.size == 0:
+        return []
+    t0, t1 = window if window else ((times[0] + times[-1]) / 2, times[-1])
+    return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
+
+
+def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], mean: np.ndarray | None,
+                       window: tuple[float, float, int] | None, config: dict[str, Any], info: EquationInfo,
+                       k_units: str = "code units") -> Figure:
+    """k^(-guide) E(k) (guide = ``info.plot.spectrum_guide``, -5/3 for the flows: Kolmogorov's range is
+    flat) at ``times``, log-linear over the resolved shells above the precision floor, and in black the
+    time average ``mean`` over ``window`` = (t0, t1, rows)."""
+    exponent = info.plot.spectrum_guide
+    fig, axes = figure()
+    ax = axes[0, 0]
+    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+    relative = precision_floor(config)
+    scale = k[shells] ** (-exponent)
+
+    def shown(curve: np.ndarray) -> np.ndarray:
+        return np.where(curve > relative * np.max(curve, initial=0.0), curve * scale, np.nan)
+
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
+    for row, t, colour in zip(power[:, shells], times, colours, strict=True):
+        ax.semilogx(k[shells], shown(row), "o-", ms=2, lw=0.8, color=colour, label=time_label(config, info, t))
+    if mean is not None and window is not None:
+        t0, t1, count = window
+        ax.semilogx(k[shells], shown(mean[shells]), "k-", lw=2.5,
+                    label=f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}")
+    ax.set_ylabel(rf"$k^{{{exponent_text(-exponent)}}}$ × {info.plot.spectrum_label}")
+    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="best", fontsize="small")
+    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum compensated by $k^{{{exponent_text(-exponent)}}}$"))
+    return fig
 
 
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
@@ -110,10 +166,13 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
 
 
 def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
-                 pdf: bool = False) -> list[Path]:
+                 pdf: bool = False, average: Sequence[float] | None = None) -> list[Path]:
     """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
     (default: a few from first to last); ``plots/spectra_<name>.png`` the same for each spectrum of
-    ``info.plot.more_spectra`` the file holds; ``plots/flux.png`` the flux of its transfer spectra."""
+    ``info.plot.more_spectra`` the file holds; ``plots/spectra_compensated.png`` for an equation with a
+    ``spectrum_guide``: the spectrum compensated by it at those rows and averaged over the rows in
+    ``average`` = (t0, t1) (default: the second half of the run); ``plots/flux.png`` the flux of its
+    transfer spectra."""
     path = run_dir / SPECTRA_FILE
     if not path.is_file():
         note(f"skipped spectra.png: no {path}; set output.spectra.every")
@@ -141,6 +200,12 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         for _, other in instances(template, table):
             fig = spectra_figure(k, table[other], shown, config, info, k_units=k_units, name=other)
             written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
+    if info.plot.spectrum_guide is not None:
+        rows_mean = average_rows(t_all, average)
+        mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None
+        window = (float(t_all[rows_mean[0]]), float(t_all[rows_mean[-1]]), len(rows_mean)) if rows_mean else None
+        fig = compensated_figure(k, power, shown, mean, window, config, info, k_units)
+        written += save(fig, run_dir / "plots" / "spectra_compensated.png", pdf)
     labels = [time_label(config, info, t) for t in shown]
     fig = flux_figure(k, table, labels, config, resolved_wavenumber(config, info), k_units)
     return written + ([] if fig is None else save(fig, run_dir / "plots" / "flux.png", pdf))
