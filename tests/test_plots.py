@@ -86,8 +86,8 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     run = runs / "ns"
     assert plot(str(run), "--frames", "--pdf") == 0
     out, err = capsys.readouterr()
-    figures = [run / "plots" / f"{name}.{ext}" for name in ("timeseries", "spectra", "spectra_compensated", "flux",
-                                                             "slice")
+    figures = [run / "plots" / f"{name}.{ext}" for name in ("timeseries", "budget", "spectra", "spectra_compensated",
+                                                             "flux", "slice")
                for ext in ("png", "pdf")]
     frames = [run / "plots" / "frames" / f"slice_{i:04d}.png" for i in range(RUNS["ns"][2])]
     assert [Path(line) for line in out.splitlines()] == figures + frames  # one line per file written
@@ -133,14 +133,14 @@ def test_a_run_without_snapshots_or_spectra_plots_what_it_has(runs, tmp_path, ca
         shutil.copy(runs / "ns" / name, run / name)
     assert plot(str(run), "--frames") == 0
     out, err = capsys.readouterr()
-    assert [Path(p).name for p in out.split()] == ["timeseries.png", "spectra.png", "spectra_compensated.png",
-                                                   "flux.png"]
+    assert [Path(p).name for p in out.split()] == ["timeseries.png", "budget.png", "spectra.png",
+                                                   "spectra_compensated.png", "flux.png"]
     assert f"no snapshots in {run / 'snapshots'}; set output.snapshots.every" in err
 
     (run / "spectra.h5").unlink()
     assert plot(str(run)) == 0
     out, err = capsys.readouterr()
-    assert [Path(p).name for p in out.split()] == ["timeseries.png"]
+    assert [Path(p).name for p in out.split()] == ["timeseries.png", "budget.png"]
     assert f"no {run / 'spectra.h5'}; set output.spectra.every" in err
 
     # a run writing its time series right now: the cut-off last line is not read
@@ -402,3 +402,26 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
         assert "5/3" in ax.get_ylabel()
     assert spectra_plots.exponent_text(-5 / 3) == "-5/3" and spectra_plots.exponent_text(-3.0) == "-3"
     assert spectra_plots.exponent_text(-1.234) == "-1.23"
+
+
+def test_the_energy_budget_closes_on_a_run_and_a_wrong_sign_would_show(runs):
+    """-dE/dt from the time series equals the dissipation of the diagnostics (unforced Navier-Stokes) to the
+    differencing error of the rows; a dissipation of the wrong sign leaves a residual of twice the loss."""
+    from simulator.output.timeseries import read_timeseries
+    from simulator.plots.budget import budget_terms
+
+    series = read_timeseries(runs / "ns" / "timeseries.csv")
+    budget = equations.get("navier_stokes").plot.budget
+    t, rate, net = budget_terms(series, budget)
+    assert t.size >= 5 and "injection" not in series  # unforced: the gain counts as 0
+    assert np.max(np.abs(rate - net)) < 0.02 * np.max(net), (rate, net)
+    _, _, wrong = budget_terms({**series, "dissipation": -series["dissipation"]}, budget)
+    assert np.max(np.abs(rate - wrong)) > np.max(net)
+
+
+def test_every_declared_budget_names_its_equations_diagnostics():
+    declared = [info for info in equations.registry().values() if info.plot.budget is not None]
+    assert {info.name for info in declared} >= {"navier_stokes", "boussinesq", "mhd"}
+    for info in declared:
+        budget = info.plot.budget
+        assert {budget.quantity, *budget.losses, *budget.gains} <= set(info.diagnostics), info.name

@@ -208,6 +208,18 @@ class Panel:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """An energy budget the run's time series must close: d(``quantity``)/dt = sum of ``gains`` - sum of
+    ``losses`` (diagnostic columns; absent ones, e.g. the injection of an unforced run, count as 0).
+    ``label``: the quantity in TeX, e.g. ``E_K + E_P``."""
+
+    quantity: str
+    losses: tuple[str, ...]
+    gains: tuple[str, ...] = ()
+    label: str = "E"
+
+
+@dataclass(frozen=True)
 class PlotSpec:
     """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an
     optional power-law guide (its exponent), and the field a slice shows. ``more_spectra``: further
@@ -218,7 +230,8 @@ class PlotSpec:
     min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
     ``viscosity``: the ``physics.*`` key of a kinematic viscosity, if any: a sweep over it gets a
     secondary Reynolds-number axis.
-    ``reference``: another of its spectra (e.g. linear theory) drawn dashed beside each row shown."""
+    ``reference``: another of its spectra (e.g. linear theory) drawn dashed beside each row shown.
+    ``budget``: the energy budget ``plots/budget.png`` checks against the time series."""
 
     panels: tuple[Panel, ...]
     spectrum: str
@@ -230,6 +243,7 @@ class PlotSpec:
     more_spectra: tuple[str, ...] = ()
     reference: str | None = None
     reference_label: str = ""
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)

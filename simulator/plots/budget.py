@@ -1,4 +1,12 @@
-"""The figure of a run's spectral budget: the flux Pi(k) of every transfer spectrum (no JAX).
+"""The budget figures of a run (no JAX): the flux Pi(k) of every transfer spectrum (``flux.png``) and the
+energy budget of the time series (``budget.png``).
+
+``budget.png``: an equation declares its energy budget (``PlotSpec.budget``: dE/dt = P - epsilon, with
+its own columns), and the figure sets -dE/dt, differentiated from the time series (second-order
+differences on the rows' own times), beside epsilon - P from the diagnostics, and their difference
+relative to epsilon below: the check every DNS paper shows. The residual is the differencing error
+O(dt_rows^2) plus the scheme's; a wrong term in the equation or in a diagnostic shows as a residual of
+order one.
 
 An equation declares, among its spectra, ``transfer_<quantity>``: T(k), the shell-summed rate of change
 of the spectrum ``<quantity>`` by the nonlinear terms (advection, and conversion between quantities in
@@ -22,6 +30,7 @@ import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
+from simulator.equations.spec import Budget
 from simulator.plots.figures import figure, heading
 
 #: the prefix of transfer spectra: ``transfer_<quantity>`` is T(k) of the spectrum ``<quantity>``
@@ -54,4 +63,38 @@ def flux_figure(k: np.ndarray, table: Mapping[str, np.ndarray], labels: Sequence
     fig.align_ylabels()
     when = f"{labels[0]} – {labels[-1].split('= ')[-1]}"
     fig.suptitle(heading(config, rf"flux $\Pi(k) = -\sum_{{k' \leq k}} T(k')$  {when}"))
+    return fig
+
+
+def budget_terms(series: Mapping[str, np.ndarray], budget: Budget) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, -dE/dt, losses - gains) from time-series columns; missing gain or loss columns count as 0."""
+    t = np.asarray(series["time"], dtype=float)
+    rate = -np.gradient(np.asarray(series[budget.quantity], dtype=float), t, edge_order=2)
+    net = sum((np.asarray(series[c], dtype=float) for c in budget.losses if c in series), np.zeros_like(t))
+    net = net - sum((np.asarray(series[c], dtype=float) for c in budget.gains if c in series), np.zeros_like(t))
+    return t, rate, net
+
+
+def budget_figure(series: Mapping[str, np.ndarray], budget: Budget, config: dict[str, Any], time_units: str) -> Figure:
+    """Above: -dE/dt and epsilon - P against t; below: their difference over max |epsilon|."""
+    t, rate, net = budget_terms(series, budget)
+    losses = [c for c in budget.losses if c in series]
+    gains = [c for c in budget.gains if c in series]
+    fig, axes = figure(2, 1, sharex=True)
+    top, bottom = axes[0, 0], axes[1, 0]
+    top.plot(t, rate, "k-", lw=2, label=rf"$-\mathrm{{d}}({budget.label})/\mathrm{{d}}t$ (time series)")
+    top.plot(t, net, "--", color="tab:orange", lw=1.5,
+             label=" + ".join(losses) + "".join(f" − {g}" for g in gains) + " (diagnostics)")
+    top.set_ylabel("rate")
+    top.legend(loc="best", fontsize="small")
+    scale = max(float(np.max(np.abs(sum(np.asarray(series[c], dtype=float) for c in losses)))) if losses else 0.0,
+                1e-300)
+    bottom.plot(t, (rate - net) / scale, "o-", ms=2, color="tab:blue")
+    bottom.axhline(0.0, color="k", lw=0.6)
+    bottom.set_ylabel("residual / max loss")
+    bottom.set_xlabel(f"t ({time_units})")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    fig.align_ylabels()
+    fig.suptitle(heading(config, rf"energy budget  $\mathrm{{d}}({budget.label})/\mathrm{{d}}t = P - \varepsilon$"))
     return fig

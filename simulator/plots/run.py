@@ -38,6 +38,7 @@ from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
+from simulator.plots.budget import budget_figure
 from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
@@ -99,14 +100,21 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
 
 
 def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """``plots/timeseries.png`` from ``timeseries.csv``; nothing (and a note) without two rows."""
+    """``plots/timeseries.png`` from ``timeseries.csv``, and ``plots/budget.png`` for an equation that declares
+    an energy budget (:func:`simulator.plots.budget.budget_figure`, from three rows on); nothing (and a note)
+    without two rows."""
     path = run_dir / TIMESERIES_FILE
     series = read_timeseries(path) if path.is_file() else {}
     t = series.get("time", np.empty(0))
     if t.size < 2:
         note(f"skipped timeseries.png: {path} has {t.size} complete row(s); a curve needs 2")
         return []
-    return save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
+    written = save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
+    budget = info.plot.budget
+    if budget is not None and budget.quantity in series and t.size >= 3 and np.all(np.diff(t) > 0):
+        units = physics_of(config, info).units().get("time", "code units")
+        written += save(budget_figure(series, budget, config, units), run_dir / "plots" / "budget.png", pdf)
+    return written
 
 
 # ---- slices ----------------------------------------------------------------------------------------------

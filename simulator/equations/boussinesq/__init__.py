@@ -18,6 +18,7 @@ from typing import Any
 from simulator.equations import resolution, scalars as passive
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
+    Budget,
     Curve,
     EquationInfo,
     EquationParams,
@@ -184,6 +185,8 @@ INFO = EquationInfo(
         spectrum_label=r"$E_K(k_h)$, kinetic energy by horizontal wavenumber",
         slice_field="buoyancy",
         spectrum_guide=-5 / 3,
+        budget=Budget("total_energy", losses=("kinetic_dissipation", "potential_dissipation"), gains=("injection",),
+                      label="E_K + E_P"),
         more_spectra=passive.MORE_SPECTRA,
     ),
 )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from simulator.equations import resolution
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
+    Budget,
     Curve,
     EquationInfo,
     EquationParams,
@@ -145,5 +146,7 @@ INFO = EquationInfo(
         spectrum_label=r"$E_M(k)$, $\Sigma_k E_M(k) = \langle|B|^2\rangle/2$",
         slice_field="current",
         spectrum_guide=-5 / 3,
+        budget=Budget("total_energy", losses=("viscous_dissipation", "ohmic_dissipation"), gains=("injection",),
+                      label="E_K + E_M"),
     ),
 )

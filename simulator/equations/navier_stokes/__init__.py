@@ -18,6 +18,7 @@ from typing import Any
 from simulator.equations import resolution, scalars as passive
 from simulator.schema import param, setting
 from simulator.equations.spec import (
+    Budget,
     Curve,
     EquationInfo,
     EquationParams,
@@ -130,6 +131,7 @@ INFO = EquationInfo(
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
         slice_field="vorticity",
         spectrum_guide=-5 / 3,
+        budget=Budget("energy", losses=("dissipation",), gains=("injection",), label="E"),
         resolved=2 / 3,
         viscosity="viscosity",
         more_spectra=passive.MORE_SPECTRA,
