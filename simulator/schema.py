@@ -464,11 +464,30 @@ def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
 
 
 def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
-    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` set (later keys win)."""
+    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` set (later keys win).
+
+    Setting ``<section>.name`` to another name than the one the section holds switches a tagged union
+    to another variant (``--set initial.name=file``): the section starts afresh from the new name, so
+    the old variant's keys, which the new one may not know, are dropped; keys of that section set
+    alongside still apply, in whatever order they were given."""
     tree = _deep_copy(tree)
+    switches = {key for key, value in values.items() if _switches_variant(tree, key, value)}
+    for key in switches:
+        _set_dotted(tree, key.rsplit(".", 1)[0], {})
     for key, value in values.items():
         _set_dotted(tree, key, value)
     return tree
+
+
+def _switches_variant(tree: dict, key: str, value: Any) -> bool:
+    """Whether ``key`` = ``value`` names another variant of a section of ``tree`` than the one it holds."""
+    parts = key.split(".")
+    if len(parts) < 2 or parts[-1] != "name" or any(_INDEXED.match(p) for p in parts):
+        return False
+    node: Any = tree
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict) and "name" in node and node["name"] != value
 
 
 def _deep_copy(tree: Any) -> Any:

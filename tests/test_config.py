@@ -49,6 +49,22 @@ def test_overrides_are_typed_and_validated(tmp_path):
         C.load(p, ["grid.shape=[abc,16,16]"])
 
 
+def test_setting_a_sections_name_switches_its_variant_and_drops_the_old_keys(tmp_path):
+    """`--set initial.name=file` on a config whose initial condition has other keys (k_peak, seed) works:
+    the section starts afresh from the new name; keys of that section set alongside apply, before or
+    after the name; setting the name it already has, or another key, keeps the section."""
+    p = write(tmp_path, "initial: {name: random, k_peak: 2.0, seed: 3, amplitude: 0.5}\n")
+    for overrides in (["initial.name=file", "initial.path=run"], ["initial.path=run", "initial.name=file"]):
+        cfg = C.load(p, overrides)
+        assert cfg.initial.name == "file" and cfg.initial.path == "run"
+    cfg = C.load(p, ["initial.name=taylor_green"])
+    assert cfg.initial.amplitude == 1.0  # the variant's default, not the random field's 0.5
+    for overrides in (["initial.name=random"], ["initial.seed=4"]):
+        assert C.load(p, overrides).initial.k_peak == 2.0
+    with pytest.raises(ConfigError, match=r"^initial\.k_peak = 2\.0 is an unknown key"):  # the file itself
+        C.load(write(tmp_path, "initial: {name: file, path: run, k_peak: 2.0}\n"))
+
+
 def test_integrator_defaults_to_the_equations_own():
     assert C.load(None).time.integrator == "rk4"
     cfg = C.load(None, ["physics.name=schrodinger_poisson", "initial.name=jeans"])

@@ -45,7 +45,8 @@ def test_plots_and_reads_of_the_first_format(tmp_path):
     r = subprocess.run([sys.executable, "-m", "simulator", "plot", str(run)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
-    assert {Path(p).name for p in r.stdout.split()} == {"timeseries.png", "spectra.png", "slice.png"}
+    assert {Path(p).name for p in r.stdout.split()} == {"timeseries.png", "budget.png", "spectra.png",
+                                                       "spectra_compensated.png", "slice.png"}
     loaded = simulator.load_run(run)
     with loaded.snapshots[-1].open() as snap:
         assert snap.read("velocity").shape == (3, 8, 8, 8)

@@ -258,8 +258,9 @@ def test_scalar_turbulence_runs_writes_and_plots(tmp_path):
         for name in ("energy", "scalar0_variance", "scalar1_variance"):
             assert d[name] == pytest.approx(series[name][-1], rel=1e-10), (source.name, name)
     written = plots.plot(run, field="scalar")
-    assert [p.name for p in written] == ["timeseries.png", "spectra.png", "spectra_scalar0_variance.png",
-                                         "spectra_scalar1_variance.png", "flux.png", "slice.png"]
+    assert [p.name for p in written] == ["timeseries.png", "budget.png", "spectra.png", "spectra_scalar0_variance.png",
+                                         "spectra_scalar1_variance.png", "spectra_compensated.png", "flux.png",
+                                         "slice.png"]
     assert all(png_size(p) == plots.PIXELS for p in written)
 
 
