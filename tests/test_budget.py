@@ -107,7 +107,7 @@ def test_the_flux_figure_is_drawn_for_every_transfer_spectrum_by_name(tmp_path):
         f["energy"] = np.ones((2, 6))
         f["transfer_magnetic_energy"] = np.array([[0, -1.0, -0.5, 0.75, 0.5, 0.25]] * 2)
     written = plots.plot(run)
-    assert [p.name for p in written] == ["spectra.png", "flux.png"]
+    assert [p.name for p in written] == ["spectra.png", "spectra_compensated.png", "flux.png"]
     with h5py.File(run / "spectra.h5", "a") as f:
         del f["transfer_magnetic_energy"]
-    assert [p.name for p in plots.plot(run)] == ["spectra.png"]
+    assert [p.name for p in plots.plot(run)] == ["spectra.png", "spectra_compensated.png"]
