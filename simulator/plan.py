@@ -59,7 +59,7 @@ def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
 def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str, Any]:
     """The named programs of a run, compiled for the abstract ``state``: ``chunk`` (the donated chunk
     of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
-    ``fields``.
+    ``fields``, ``statistics``.
 
     Compiled at LLVM optimisation level 0: memory and HLO come from XLA's HLO passes and buffer
     assignment, which machine-code optimisation does not change, and the compile takes half the time;
@@ -90,8 +90,8 @@ def program_bytes(compiled: Any) -> int:
 
 
 def run_programs(cfg: Config) -> tuple[str, ...]:
-    """The programs a run of ``cfg`` calls: the chunk, the diagnostics, and spectra and snapshot fields
-    when it writes them."""
+    """The programs a run of ``cfg`` calls: the chunk, the diagnostics, and spectra, snapshot fields and
+    flow statistics when it writes them."""
     from simulator.output.base import Schedule
 
     names = ["chunk", "diagnostics"]
@@ -99,6 +99,8 @@ def run_programs(cfg: Config) -> tuple[str, ...]:
         schedule = Schedule.of(section)
         if schedule.periodic or schedule.at_end:
             names.append(name)
+    if cfg.output.statistics.enabled:
+        names.append("statistics")
     return tuple(names)
 
 

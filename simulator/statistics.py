@@ -265,6 +265,13 @@ def compiled(lay: StatisticsLayout) -> Any:
     return jax.jit(lambda eq, s, p, t: statistics(eq.at(t), s, p, lay))
 
 
+def layout_of(cfg: Any) -> StatisticsLayout:
+    """The statistics layout of a run of ``cfg`` (its grid and ``output.statistics``)."""
+    section = cfg.output.statistics
+    return layout(cfg.grid.shape, section.orders, section.separations, section.pdf_bins, section.pdf_range,
+                  section.pdf_separations)
+
+
 def writer(cfg: Any, sim: Any, rank0: bool) -> Any:
     """The ``statistics.h5`` writer of a run of ``cfg`` on ``sim`` (a
     :class:`~simulator.run.simulation.Simulation`), or None when ``output.statistics`` is off. The traced
@@ -275,8 +282,7 @@ def writer(cfg: Any, sim: Any, rank0: bool) -> Any:
     section = cfg.output.statistics
     if not section.enabled:
         return None
-    lay = layout(cfg.grid.shape, section.orders, section.separations, section.pdf_bins, section.pdf_range,
-                 section.pdf_separations)
+    lay = layout_of(cfg)
     params = sim.equation.params(cfg.physics)
     program = compiled(lay)
 

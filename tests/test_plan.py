@@ -2,6 +2,7 @@
 targets of the step, bytes per cell independent of the grid, transforms and all-to-alls per step,
 and the refusal of a run that cannot fit its devices before anything is written."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,17 @@ def test_lsrk4_past_the_grid_measured_right_on_a_gpu_is_a_warning():
     assert cautions(sim("gpu", "lsrk4", 1024, devices=2)) == []  # 2^29 points per GPU
     assert cautions(sim("cpu", "lsrk4", 1024)) == cautions(sim("gpu", "rk4", 1024)) == []
     assert cautions(sim("gpu", "lsrk4", 864)) == []
+
+
+def test_the_plan_counts_the_statistics_program_when_a_run_writes_statistics():
+    """output.statistics adds a program (derivative moments, increments, PDFs) that may be the run's peak:
+    the planner compiles and counts it with the others, and leaves it out when statistics are off."""
+    def memory_line(*extra):
+        r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "forced_turbulence.yaml"),
+                            "--set", "grid.shape=16", *extra], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return next(line for line in r.stdout.splitlines() if line.startswith("memory per device"))
+
+    assert "statistics" not in memory_line()
+    line = memory_line("--set", "output.statistics.every=20")
+    assert re.search(r"statistics \d+(\.\d+)? [KMG]iB", line), line

@@ -196,7 +196,7 @@ class Simulation:
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
         """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
-        ``fields``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
+        ``fields``, ``statistics``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
         (nothing allocated): what the planner compiles to measure the run before it starts."""
         if program == "chunk":
             return self._compile_chunk(state, donate=True).lower(
@@ -204,6 +204,10 @@ class Simulation:
                 self.params)
         if program == "diagnostics":
             return self._diagnostics.lower(self.equation, state, dt, self.params, t)
+        if program == "statistics":
+            from simulator import statistics
+
+            return statistics.compiled(statistics.layout_of(self.cfg)).lower(self.equation, state, self.params, t)
         jitted = {"spectra": self._spectra, "fields": self._fields}.get(program)
         if jitted is None:
             raise ValueError(f"unknown program {program!r}")
