@@ -40,6 +40,17 @@ FILE = "statistics.h5"
 COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_separations")
 
 
+def _other_coordinates(path: Path, coordinates: Mapping[str, np.ndarray]) -> bool:
+    """Whether the readable file at ``path`` holds other coordinates than ``coordinates`` (an unreadable
+    one is left to the damaged-file path)."""
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            return any(name not in f or f[name].shape != np.shape(values) or not np.array_equal(f[name][...], values)
+                       for name, values in coordinates.items())
+    except (OSError, RuntimeError, KeyError, ValueError):
+        return False
+
+
 class StatisticsFile:
     """``statistics.h5`` (see the module docstring): ``coordinates`` written once, rows appended."""
 
@@ -48,6 +59,13 @@ class StatisticsFile:
         self.path = path
         self.usable = False
         try:
+            if keep_through is not None and path.exists() and _other_coordinates(path, coordinates):
+                # the continued run asks for other orders, separations or bins: its rows cannot join the
+                # old table; the old rows are kept whole beside it
+                aside = path.with_name(f"{path.stem}.until-{keep_through:08d}{path.suffix}")
+                os.replace(path, aside)
+                get_logger().warning("output.statistics changed: the rows written so far are kept in %s, a new %s "
+                                     "starts at step %d", aside, path.name, keep_through)
             if keep_through is not None and path.exists():
                 try:
                     with h5py.File(path, "a", locking=False) as f:
