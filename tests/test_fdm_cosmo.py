@@ -131,7 +131,7 @@ def test_config_resolves_redshifts_into_times():
     assert cfg.physics.self_interaction == pytest.approx(cosmology.self_interaction_of_decay_constant(1e17, 1, 0.7))
     assert C.from_dict(C.to_dict(cfg)) == cfg  # resolving is idempotent (a run's config.yaml loads back)
     params = FDMCosmoParams()
-    assert params.time_label(math.log(32)) == "z = 3" and params.output_attrs(0.0)["redshift"] == pytest.approx(127)
+    assert params.clock().time_label(math.log(32)) == "z = 3" and params.clock().output_attrs(0.0)["redshift"] == pytest.approx(127)
     bad = {"time.t_end=2.0": "time.t_end", "physics.z_end=200": "physics.z_end",
            "physics.output_redshifts=[1]": "physics.output_redshifts",
            "physics.omega_lambda=5": "physics.omega_lambda", "physics.spectrum_file=/nonexistent": "physics.spectrum_file"}
@@ -205,7 +205,7 @@ def rows_of(sim, p, state, ds, chunks, per_chunk):
             state = sim.advance(state, per_chunk, ds, t, p)
             t = i * per_chunk * ds
         row = {"time": t, **{k: float(v) for k, v in sim.diagnostics(state, ds, p, t).items()}}
-        row.update(sim.cfg.physics.derived_columns(rows[-1] if rows else None, row))
+        row.update(sim.cfg.physics.clock().derived_columns(rows[-1] if rows else None, row))
         rows.append(row)
     return rows
 

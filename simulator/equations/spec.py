@@ -43,13 +43,24 @@ class EquationParams:
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
 
-    # Host-side hooks of an equation with a unit system or a clock of its own (a cosmological run:
-    # redshifts, physical units). The defaults describe a run in code units with a plain time.
-
     def resolve(self, cfg: Any) -> Any:
         """``cfg`` with the keys that follow from this equation's filled in (e.g. ``time.t_end`` from a
         final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""
         return cfg
+
+    def clock(self) -> Clock:
+        """How this run's time and numbers read (:class:`Clock`): code units and a plain time, unless the
+        equation has a unit system or a clock of its own."""
+        return Clock()
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The clock and units of a run, apart from its physics: how run time ``t`` is labelled, which other
+    clocks users think in, the units outputs record, and host-computed running integrals of the time
+    series. This base is a run in code units with a plain time; an equation with a unit system or a
+    clock of its own returns a subclass from :meth:`EquationParams.clock` (a cosmological run: redshift,
+    physical units, the Layzer-Irvine integral)."""
 
     def units(self) -> dict[str, str]:
         """The run's units for output attributes: ``length``, ``time``, and a field's or spectrum's

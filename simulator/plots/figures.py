@@ -85,4 +85,4 @@ def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
 
 def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
     """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
-    return physics_of(config, info).time_label(t) or f"t = {format_time(t)}"
+    return physics_of(config, info).clock().time_label(t) or f"t = {format_time(t)}"

@@ -93,7 +93,7 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
         ax.set_ylabel(panel.ylabel)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).units().get('time', 'code units')})")
+    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).clock().units().get('time', 'code units')})")
     fig.align_ylabels()
     fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
     return fig
@@ -112,7 +112,7 @@ def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
     written = save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
     budget = info.plot.budget
     if budget is not None and budget.quantity in series and t.size >= 3 and np.all(np.diff(t) > 0):
-        units = physics_of(config, info).units().get("time", "code units")
+        units = physics_of(config, info).clock().units().get("time", "code units")
         written += save(budget_figure(series, budget, config, units), run_dir / "plots" / "budget.png", pdf)
     return written
 

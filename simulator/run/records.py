@@ -71,16 +71,16 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
             log: logging.Logger) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
     """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
     (snapshots, checkpoints) after it."""
-    units = cfg.physics.units() or None  # the equation's unit system, if it has one
-    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.derived_columns)]
+    units = cfg.physics.clock().units() or None  # the equation's unit system, if it has one
+    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.clock().derived_columns)]
     spectra_schedule = Schedule.of(cfg.output.spectra)
     if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0, sim.info.spectra, units, cfg.physics.time_coordinates))
+                                     rank0, sim.info.spectra, units, cfg.physics.clock().time_coordinates))
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
-                "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.output_attrs(m.time)}
+                "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.clock().output_attrs(m.time)}
 
     info = sim.equation.field_info
     names = [n for n, f in info.items() if f.snapshot]

@@ -30,6 +30,7 @@ from typing import Any
 from simulator.equations import resolution
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
+    Clock,
     Curve,
     EquationInfo,
     EquationParams,
@@ -82,7 +83,7 @@ class FDMCosmoParams(EquationParams):
     def a_start(self) -> float:
         return 1.0 / (1.0 + self.z_start)
 
-    def clock(self, z: float) -> float:
+    def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
         return math.log((1.0 + self.z_start) / (1.0 + z))
 
@@ -118,14 +119,14 @@ class FDMCosmoParams(EquationParams):
                 raise ConfigError("physics.self_interaction", self.self_interaction, "give physics.f_a or "
                                   "physics.self_interaction, not both", f"differs from the f_a value {g:.6g}")
             physics = dataclasses.replace(self, self_interaction=g)
-        t_end = self.clock(self.z_end)
+        t_end = self.time_at(self.z_end)
         default = next(f.default for f in dataclasses.fields(cfg.time) if f.name == "t_end")
         if cfg.time.t_end not in (default, t_end):
             raise ConfigError("time.t_end", cfg.time.t_end, f"leave it out: physics.z_end = {self.z_end:g} ends a "
                               f"cosmological run (time is ln(a/a_start): t_end = {t_end:.12g})", "contradicts z_end")
         output = cfg.output
         if self.output_redshifts:
-            times = tuple(self.clock(z) for z in self.output_redshifts)
+            times = tuple(self.time_at(z) for z in self.output_redshifts)
             for key, section in (("snapshots", output.snapshots), ("spectra", output.spectra)):
                 if section.times not in (None, times):
                     raise ConfigError(f"output.{key}.times", list(section.times), "leave it out: "
@@ -136,23 +137,34 @@ class FDMCosmoParams(EquationParams):
         return dataclasses.replace(cfg, physics=physics, time=dataclasses.replace(cfg.time, t_end=t_end),
                                    output=output)
 
+    def clock(self) -> ComovingClock:
+        return ComovingClock(self)
+
+
+@dataclass(frozen=True)
+class ComovingClock(Clock):
+    """A cosmological run's clock: run time s = ln(a/a_start), labelled by redshift; outputs in physical
+    units (Mpc/h, the Hubble time) with a, z, cosmic time and H; the Layzer-Irvine residual."""
+
+    physics: FDMCosmoParams
+
     def units(self) -> dict[str, str]:
-        return cosmology.describe_units(self.h, self.m22, self.z_start)
+        return cosmology.describe_units(self.physics.h, self.physics.m22, self.physics.z_start)
 
     def output_attrs(self, t: float) -> dict[str, Any]:
-        a = self.a_start * math.exp(t)
-        age = float(cosmology.cosmic_time(a, self.omega_m, self.omega_lambda))
+        a = self.physics.a_start * math.exp(t)
+        age = float(cosmology.cosmic_time(a, self.physics.omega_m, self.physics.omega_lambda))
         return {"a": a, "redshift": 1.0 / a - 1.0, "cosmic_time": age,
-                "cosmic_time_gyr": age / cosmology.hubble_si(self.h) / cosmology.GYR,
-                "hubble": float(cosmology.hubble(a, self.omega_m, self.omega_lambda)),
-                "hbar_over_m": float(cosmology.nu_code(self.m22, self.h))}
+                "cosmic_time_gyr": age / cosmology.hubble_si(self.physics.h) / cosmology.GYR,
+                "hubble": float(cosmology.hubble(a, self.physics.omega_m, self.physics.omega_lambda)),
+                "hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
 
     def time_coordinates(self, t: float) -> dict[str, float]:
-        a = self.a_start * math.exp(t)
+        a = self.physics.a_start * math.exp(t)
         return {"a": a, "z": 1.0 / a - 1.0}
 
     def time_label(self, t: float) -> str:
-        return f"z = {1.0 / (self.a_start * math.exp(t)) - 1.0:.4g}"
+        return f"z = {1.0 / (self.physics.a_start * math.exp(t)) - 1.0:.4g}"
 
     def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
         """The Layzer-Irvine residual R = E - E_start + int (2K + W + 3U) dln a, over |W|, continued from

@@ -19,7 +19,7 @@ dE/dt + H (2K + W + 3U) = 0 (Layzer 1963; Irvine 1961; with the self-interaction
 2K + W + 3U and the source's rate are computed from the state and the equations of motion:
 d(2K + W + 3U)/dt = -H (4K + W + 9U) - Q_W + Q_U with Q_W = (1/a) int Phi drho/dt,
 Q_U = (g/a^3) int (rho - mean) drho/dt and drho/dt = -(nu/a^2) Im(psi* lap psi), so the host integrates the
-source between rows to fourth order (:meth:`FDMCosmoParams.derived_columns`).
+source between rows to fourth order (:meth:`ComovingClock.derived_columns`).
 
 Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` in the real-space layout.
 Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
