@@ -231,7 +231,7 @@ def test_a_failed_write_names_the_file_and_keeps_the_previous_checkpoint(tmp_pat
         print(error[0])
         ckpt = checkpoint.find(run_dir)
         assert ckpt is not None  # the last complete checkpoint is intact and loadable
-        with io.Snapshot(ckpt.index) as snap:
+        with io.IndexedFile(ckpt.index) as snap:
             assert np.all(np.isfinite(snap.read("state")))
         if fs is None:
             (run_dir / "snapshots").chmod(0o700)

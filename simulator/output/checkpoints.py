@@ -193,7 +193,7 @@ def load(marker: Path) -> Checkpoint:
     if spaces is not None and (not isinstance(spaces, list) or not all(s in SPACES for s in spaces)):
         raise ValueError(f"its spaces {spaces!r} are not a list of {'/'.join(map(repr, SPACES))}")
     ckpt = Checkpoint(marker.with_suffix(".h5"), step, t, dt, info)
-    with hdf5.Snapshot(ckpt.index) as snap:
+    with hdf5.IndexedFile(ckpt.index) as snap:
         attrs = snap.attrs
         writer = info.get("writer")  # checkpoints written before writers were recorded have none
         for key, value in (("step", step), ("time", t), ("dt", dt), ("writer", writer)):
@@ -234,7 +234,7 @@ def _check_shard(shard: Path, step: int, t: float, writer: str | None) -> None:
 def damage(ckpt: Checkpoint) -> str | None:
     """Where ``ckpt``'s data fails its checksum or cannot be read (reading every block of every shard
     file; the slow check, run only once a restore has failed), or None if all of it reads back."""
-    with hdf5.Snapshot(ckpt.index) as snap:
+    with hdf5.IndexedFile(ckpt.index) as snap:
         sources = [ckpt.index.parent / rel for rel in json.loads(snap.file.attrs["sources"])]
     for source in sources:
         problem = _unreadable(source)
@@ -276,7 +276,7 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) ->
     else:
         stored_spaces = ckpt.spaces(len(leaves))
     out = []
-    with hdf5.Snapshot(ckpt.index) as snap:
+    with hdf5.IndexedFile(ckpt.index) as snap:
         for name, leaf, space, stored in zip(names, leaves, spaces, stored_spaces, strict=True):
             if name not in snap.fields:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index} has no array {name!r} (holds {', '.join(snap.fields)})")

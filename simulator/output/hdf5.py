@@ -5,9 +5,9 @@ Writing (collective; every process calls the same function with the same fields)
 * every process writes the blocks of each field that its devices own to its own file
   ``<stem>/p<rank>.h5``, each block as a dataset ``<field>/b<i>`` with its global ``start`` and
   ``stop`` as attributes, the group ``<field>`` with the ``global_shape``, and the file with the
-  shared attributes (step, time, config, versions, schema version); a block held by several devices (replication) is written once, by the
-  lowest-numbered device holding it, a rule every process evaluates alone, so nothing is exchanged
-  and nothing is gathered;
+  shared attributes (step, time, config, versions, schema version); a block held by several devices is
+  written once, by the lowest-numbered device holding it (a rule every process evaluates alone: nothing
+  is exchanged or gathered);
 * each file is written under a temporary name and renamed when complete (attribute ``complete``);
   the chunk cache is off, so a failed write (a full disk) fails in its call and closing stays safe
   (HDF5 crashes flushing a cached chunk at close); ``checksum=True`` (checkpoints) stores blocks in
@@ -29,10 +29,10 @@ Coordinates (:class:`Coordinate`) are 1D datasets of the index made HDF5 dimensi
 to the axes of the fields that name them (:attr:`Field.dims`), so netCDF readers (xarray with
 h5netcdf) see named dimensions with coordinates.
 
-Reading: :class:`Snapshot` opens the index, refuses one whose shard files are missing or incomplete
-(:class:`IncompleteOutputError`), and reads one field, a slice of it (only the blocks it touches), or
-all of it, always in canonical order whatever the storage order. :func:`read_into` fills a sharded
-array of any layout from an index file, each process reading only its own blocks (re-sharding on read).
+Reading: :class:`IndexedFile` (:class:`Snapshot` for snapshots) opens the index, refuses one whose
+shards are missing or incomplete (:class:`IncompleteOutputError`), and reads a field, a slice of it
+(only the blocks it touches) or all of it, in canonical order whatever the storage order; :func:`read_into`
+fills a sharded array of any layout, each process reading only its own blocks (re-sharding on read).
 """
 
 from __future__ import annotations
@@ -291,12 +291,9 @@ def _fill_index(f: h5py.File, stem: Path, fields: Mapping[str, Field], attrs: Ma
                 ds.dims[j].attach_scale(f[dim])
 
 
-class Snapshot:
-    """A written snapshot or checkpoint, read through its index file with plain h5py.
-
-    ``Snapshot(path)`` accepts the index ``.h5`` file. It checks that every shard file the index
-    refers to exists, opens, and is complete; otherwise it raises IncompleteOutputError naming the file.
-    """
+class IndexedFile:
+    """A snapshot or checkpoint read through its index ``.h5`` file with plain h5py: checks that every shard
+    file the index refers to exists, opens, and is complete, else raises IncompleteOutputError naming it."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -347,8 +344,7 @@ class Snapshot:
         return tuple(stored[j] for j in np.argsort(order))
 
     def slowest_axis(self, name: str) -> int:
-        """The canonical axis stored slowest: its planes are contiguous in each shard file (the cheap ones
-        to read one at a time): z (the last) for snapshots of schema 2, x (the first) before."""
+        """The canonical axis stored slowest, whose planes are contiguous (cheap to read one at a time)."""
         return self.storage_order(name)[0]
 
     def read(self, name: str, index: Any = ()) -> np.ndarray:
@@ -372,11 +368,15 @@ class Snapshot:
     def close(self) -> None:
         self.file.close()
 
-    def __enter__(self) -> Snapshot:
+    def __enter__(self) -> IndexedFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Snapshot(IndexedFile):
+    """A snapshot (``snapshots/sNNNNNNNN.h5``) read back: the README's name of :class:`IndexedFile`."""
 
 
 def _full_index(index: Any, ndim: int) -> list[int | slice]:
@@ -395,7 +395,7 @@ def _full_index(index: Any, ndim: int) -> list[int | slice]:
     return entries + [slice(None)] * (ndim - len(entries))
 
 
-def read_into(snapshot: Snapshot, name: str, shape: Sequence[int], sharding: jax.sharding.Sharding,
+def read_into(snapshot: IndexedFile, name: str, shape: Sequence[int], sharding: jax.sharding.Sharding,
               perm: Sequence[int] = (0, 1, 2), dtype: Any = None) -> jax.Array:
     """A sharded array of global ``shape`` (backend axis order ``perm``) filled from field ``name``.
 

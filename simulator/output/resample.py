@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulator.output.hdf5 import Snapshot, canonical_order
+from simulator.output.hdf5 import IndexedFile, canonical_order
 
 if TYPE_CHECKING:
     import jax
@@ -58,7 +58,7 @@ def _runs(values: np.ndarray) -> list[slice]:
     return [slice(int(run[0]), int(run[-1]) + 1) for run in np.split(values, breaks)]
 
 
-def remapped_block(snap: Snapshot, name: str, batch: Sequence[slice], wanted: Sequence[slice],
+def remapped_block(snap: IndexedFile, name: str, batch: Sequence[slice], wanted: Sequence[slice],
                    maps: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """The block of the remapped spectrum with canonical batch slices ``batch`` and spatial index ranges
     ``wanted``, read from field ``name`` (stored full spectrum, canonical axes) through ``maps``."""
@@ -83,7 +83,7 @@ def remapped_block(snap: Snapshot, name: str, batch: Sequence[slice], wanted: Se
     return sub
 
 
-def read_remapped(snap: Snapshot, name: str, shape: Sequence[int], sharding: jax.sharding.Sharding,
+def read_remapped(snap: IndexedFile, name: str, shape: Sequence[int], sharding: jax.sharding.Sharding,
                   perm: Sequence[int] = (0, 1, 2), dtype: Any = np.complex128) -> jax.Array:
     """The full spectrum of global ``shape`` (backend axis order ``perm``) interpolated from the full
     spectrum ``name`` stored on another grid; each process reads only what its own blocks need."""

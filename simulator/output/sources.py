@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.output import checkpoints
-from simulator.output.hdf5 import IncompleteOutputError, Snapshot
+from simulator.output.hdf5 import IncompleteOutputError, IndexedFile
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def locate(path: str | Path) -> Source:
     if path.suffix != ".h5":
         raise ValueError("is neither a run directory, a checkpoint (.json, .h5) nor a snapshot index (.h5)")
     try:
-        with Snapshot(path) as snap:
+        with IndexedFile(path) as snap:
             attrs = snap.attrs
     except IncompleteOutputError as err:
         raise ValueError(f"cannot be read ({err})") from None

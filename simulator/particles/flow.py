@@ -243,7 +243,7 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
         return eq.attach(flow_state)
     sharding = eq.fft.replicated_sharding()
     stored: dict[str, jax.Array] = {}
-    with hdf5.Snapshot(ckpt.index) as snap:
+    with hdf5.IndexedFile(ckpt.index) as snap:
         for i, s in enumerate(eq.species):
             keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
             for key in keys:

@@ -49,7 +49,7 @@ def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[st
         fields = _fields(eq, state, params)
         return {name: fields[name] for name in names}
     wanted = eq.snapshot_sources or names
-    with hdf5.Snapshot(source.index) as snap:
+    with hdf5.IndexedFile(source.index) as snap:
         missing = [name for name in wanted if name not in snap.fields]
         if missing:
             raise ConfigError("initial.path", str(source.index), f"give a snapshot holding {', '.join(wanted)} (or a "
@@ -88,7 +88,7 @@ def _interpolate(fields: Mapping[str, jax.Array], stored: Equation, eq: Equation
         index = hdf5.write(temporary / "spectra", spectra, {"step": 0, "time": 0.0})
         del spectra
         out = {}
-        with hdf5.Snapshot(index) as snap:
+        with hdf5.IndexedFile(index) as snap:
             for name, f in fields.items():
                 nb = f.ndim - 3
                 shape = (*f.shape[:nb], *eq.fft.spectral_shape(real=False))
