@@ -32,8 +32,20 @@ from simulator.runtime import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 GRACE_SECONDS = 5.0
 #: seconds to wait for the last lines of the children's pipes once they have exited
 DRAIN_SECONDS = 5.0
-#: lines dropped unless verbose: gloo's connection report
-NOISE = re.compile(r"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
+#: removed from lines unless verbose: gloo's connection report and its pieces. Two threads of one child
+#: can print reports into each other ("[Gloo] Rank [Gloo] Rank 2 is connected to ...", then "3 is
+#: connected to ..." on the next line), so the pieces are removed wherever they are, and a line left
+#: blank is dropped
+NOISE = re.compile(r"\[Gloo\] Rank|\d* ?is connected to \d+ peer ranks(\. Expected number of connected peer "
+                   r"ranks is : \d+)?")
+
+
+def quiet(line: str) -> str | None:
+    """``line`` without gloo's connection reports; None when nothing else was on it."""
+    if "[Gloo]" not in line and "peer ranks" not in line:
+        return line
+    rest = NOISE.sub("", line).strip()
+    return rest + "\n" if rest else None
 
 
 def free_port() -> int:
@@ -73,8 +85,10 @@ class _Forwarder:
         with pipe:
             for raw in iter(pipe.readline, b""):
                 line = raw.decode("utf-8", "replace")
-                if not self.verbose and NOISE.match(line):
-                    continue
+                if not self.verbose:
+                    line = quiet(line)
+                    if line is None:
+                        continue
                 with self.lock:  # a line is written and flushed whole before any other
                     target.write(line if line.endswith("\n") else line + "\n")
                     target.flush()

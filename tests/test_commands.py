@@ -55,6 +55,19 @@ def test_launch_forwards_whole_lines_and_drops_gloo_noise(capfd):
     assert capfd.readouterr().err.count("[Gloo] Rank") == 2
 
 
+def test_gloo_reports_printed_into_each_other_by_two_threads_are_dropped_too():
+    """As CI once saw from one child: two reports interleaved over two lines; a log line that one cut
+    into keeps its text."""
+    from simulator.launch import quiet
+
+    report = "is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\n"
+    assert quiet("[Gloo] Rank [Gloo] Rank 2 " + report) is None
+    assert quiet("3 " + report) is None
+    assert quiet("[Gloo] Rank 0 " + report) is None
+    assert quiet("[Gloo] Rank 01:11:17 [rank 0] INFO run\n") == "01:11:17 [rank 0] INFO run\n"
+    assert quiet("01:11:17 [rank 0] INFO step 5\n") == "01:11:17 [rank 0] INFO step 5\n"
+
+
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_a_launched_run_prints_whole_log_lines_and_no_gloo_lines(tmp_path):
