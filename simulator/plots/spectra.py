@@ -91,6 +91,18 @@ def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]
     return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
 
 
+def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo) -> tuple[np.ndarray, Any]:
+    """What a spectrum figure draws: the resolved shells 0 < k <= :func:`resolved_wavenumber`, and a
+    function that keeps a curve's values above :func:`precision_floor` times its largest (NaN below)."""
+    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+    relative = precision_floor(config)
+
+    def above_floor(curve: np.ndarray) -> np.ndarray:
+        return np.where(curve > relative * np.max(curve, initial=0.0), curve, np.nan)
+
+    return shells, above_floor
+
+
 def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], mean: np.ndarray | None,
                        window: tuple[float, float, int] | None, config: dict[str, Any], info: EquationInfo,
                        k_units: str = "code units") -> Figure:
@@ -100,12 +112,11 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
     exponent = info.plot.spectrum_guide
     fig, axes = figure()
     ax = axes[0, 0]
-    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
-    relative = precision_floor(config)
+    shells, above_floor = drawn(k, config, info)
     scale = k[shells] ** (-exponent)
 
     def shown(curve: np.ndarray) -> np.ndarray:
-        return np.where(curve > relative * np.max(curve, initial=0.0), curve * scale, np.nan)
+        return above_floor(curve) * scale
 
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     for row, t, colour in zip(power[:, shells], times, colours, strict=True):
@@ -136,12 +147,7 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     ``name``: another spectrum than the equation's own (labelled by its name, no guide)."""
     fig, axes = figure()
     ax = axes[0, 0]
-    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
-    relative = precision_floor(config)
-
-    def above_floor(curve: np.ndarray) -> np.ndarray:
-        return np.where(curve > relative * np.max(curve, initial=0.0), curve, np.nan)
-
+    shells, above_floor = drawn(k, config, info)
     shown = np.array([above_floor(row) for row in power[:, shells]]).reshape(power[:, shells].shape)
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
