@@ -65,15 +65,13 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
     assignment, which machine-code optimisation does not change, and the compile takes half the time;
     the programs compile concurrently (XLA releases the GIL).
     """
-    from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
-
     dt = _scalar(sim)
     lowered = {}
     for name in programs:
         if name == "step":
             make = sim.scheme.load()
             lowered[name] = jax.jit(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p),
-                                    compiler_options=CHUNK_COMPILER_OPTIONS).lower(
+                                    compiler_options=sim.chunk_options).lower(
                 sim.equation, state, _scalar(sim), dt, sim.params)
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)

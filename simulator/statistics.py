@@ -125,8 +125,8 @@ def _spectral_gradient(eq: Any, f_hat: jax.Array, component: Sequence[int] | Non
     ``component`` None, the gradient (3, ...) of the scalar spectrum ``f_hat``; real space."""
     k = eq.ops.k
     if component is None:
-        return eq.fft.irfft(1j * jnp.stack([k[0] * f_hat, k[1] * f_hat, k[2] * f_hat]))
-    return eq.fft.irfft(1j * jnp.stack([k[a] * f_hat[a] for a in component]))
+        return eq.fft.irfft(1j * eq.ops.stack([k[0] * f_hat, k[1] * f_hat, k[2] * f_hat]))
+    return eq.fft.irfft(1j * eq.ops.stack([k[a] * f_hat[a] for a in component]))
 
 
 def _derivative_statistics(eq: Any, u: jax.Array, lay: StatisticsLayout) -> dict[str, jax.Array]:

@@ -15,14 +15,17 @@ would cost GBs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from simulator.equations import assembly
 from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
 from simulator.fft import FFTBackend
+from simulator.fft.base import complex_dtype
 
 
 def inverse_k2(k: Sequence[jax.Array]) -> jax.Array:
@@ -46,7 +49,7 @@ class SpectralOperators:
     """
 
     _LEAVES = ("k", "modes", "keep", "weight")
-    _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band")
+    _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band", "devices", "select")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
                  forcing_band: float = 0.0):
@@ -56,6 +59,10 @@ class SpectralOperators:
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
         self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
+        self.devices = fft.devices
+        #: stack spectra by selection (:mod:`.assembly`): a velocity spectrum on one device is past the limit
+        self.select = assembly.is_large(3 * math.prod(fft.spectral_shape(real=True)) / self.devices,
+                                        complex_dtype(self.dtype))
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return tuple(getattr(self, n) for n in self._LEAVES), tuple(getattr(self, n) for n in self._STATIC)
@@ -85,10 +92,18 @@ class SpectralOperators:
         """Leray projection onto divergence-free fields: f - k (k.f) / k^2 (k = 0 left unchanged)."""
         kx, ky, kz = self.k
         div = (kx * f_hat[0] + ky * f_hat[1] + kz * f_hat[2]) * self.inv_k2
-        return jnp.stack([f_hat[0] - kx * div, f_hat[1] - ky * div, f_hat[2] - kz * div])
+        return self.stack([f_hat[0] - kx * div, f_hat[1] - ky * div, f_hat[2] - kz * div])
 
     def curl(self, u_hat: jax.Array) -> jax.Array:
-        return 1j * jnp.stack(cross(self.k, u_hat))
+        return 1j * self.stack(cross(self.k, u_hat))
+
+    def stack(self, parts: Sequence[jax.Array]) -> jax.Array:
+        """``jnp.stack`` of spectra (k-space components), correct on GPUs at every size (:mod:`.assembly`)."""
+        return assembly.stack(parts, self.select, self.devices)
+
+    def concatenate(self, blocks: Sequence[jax.Array]) -> jax.Array:
+        """``jnp.concatenate`` of spectra along the component axis (:mod:`.assembly`)."""
+        return assembly.concatenate(blocks, self.select, self.devices)
 
     def mean(self, density: jax.Array) -> jax.Array:
         """Box mean of a quantity given as a per-mode spectral density (Parseval-weighted sum / N^2)."""

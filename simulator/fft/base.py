@@ -120,6 +120,11 @@ class FFTBackend(Layout, abc.ABC):
         """Number of real-space grid points, Nx*Ny*Nz (the inverse transform's normalisation)."""
         return int(np.prod(self.shape))
 
+    @property
+    def devices(self) -> int:
+        """Number of devices the arrays are spread over (each holds 1/devices of every field)."""
+        return int(self.mesh.devices.size)
+
     # ---- transforms ----------------------------------------------------------------------------
     # Backends implement the underscored methods; the public ones bind them as one linear primitive
     # (simulator.fft.linear) that gives every backend forward- and reverse-mode derivatives and vmap.

@@ -9,7 +9,6 @@ devices; the run log prints them as warnings.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
@@ -25,11 +24,6 @@ from simulator.plan import USABLE_FRACTION, Plan, abstract_state, make_plan
 #: compiling its programs: the shipped programs hold 2-7 times their state, far below 64
 #: (tests/test_plan.py checks every registered equation against a quarter of it)
 QUICK_FRACTION = 1 / 64
-
-#: the largest grid per GPU at which an lsrk4 step was measured right (an H100, 2026-11-22): at 1024^3 it
-#: ran and gave Taylor-Green's energy times 3/2, where rk4 was right (docs/PERFORMANCE.md)
-LSRK4_GPU_CHECKED_POINTS = 864**3
-
 
 def check_fits(sim: Any) -> Plan | None:
     """Refuse a run that cannot fit its devices (ConfigError naming the grid: exit 2), before anything
@@ -59,13 +53,3 @@ def check_run(cfg: Config) -> Plan | None:
 
     return check_fits(Simulation(cfg))
 
-
-def cautions(sim: Any) -> list[str]:
-    """Warnings for a run that fits but is known to go wrong on its devices (one line each)."""
-    devices = list(sim.fft.mesh.devices.flat)
-    per_device = math.prod(sim.fft.shape) / len(devices)
-    if devices[0].platform == "gpu" and sim.cfg.time.integrator == "lsrk4" and per_device > LSRK4_GPU_CHECKED_POINTS:
-        return [f"lsrk4 with {per_device:.3g} grid points per GPU: on one H100 an lsrk4 run at 1024^3 gave wrong "
-                "results that no check caught (rk4 was right; docs/PERFORMANCE.md); use time.integrator=rk4 or "
-                "compare a few steps against it"]
-    return []

@@ -44,7 +44,6 @@ from simulator.run import rundir
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
-from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
 
 
 def _member_log(index: int, out: Path) -> logging.Logger:
@@ -167,11 +166,12 @@ class Batch:
         states.clear()
         axes = (None, 0, 0, 0, 0, 0)
         self.chunk = jax.jit(jax.vmap(sim.chunk, in_axes=axes), out_shardings=self.shardings, donate_argnums=(1,),
-                             compiler_options=CHUNK_COMPILER_OPTIONS)
+                             compiler_options=sim.chunk_options)
         # each member at its own run time (Equation.at: equations that depend on it explicitly see it)
         self._diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p),
-                                             in_axes=(None, 0, 0, 0, 0)))
-        self._spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)))
+                                             in_axes=(None, 0, 0, 0, 0)), compiler_options=sim.compiler_options)
+        self._spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)),
+                                compiler_options=sim.compiler_options)
         self._take = jax.jit(lambda s, i: jax.tree.map(lambda x: x[i], s), out_shardings=self.member_shardings)
         self.dts = [m.stepper.dt for m in members]
         #: each member's time at the latest chunk end (the batched diagnostics and spectra are taken there)

@@ -42,7 +42,7 @@ from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
-from simulator.run import admission, records, rundir
+from simulator.run import records, rundir
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.records import host_arrays
@@ -179,8 +179,6 @@ class Segment:
         cfg = self.cfg
         self.meta = {**records.metadata(cfg, sim, mode, self.ckpt), **self.extra_meta}
         records.log_header(cfg, sim, self.meta, self.log)
-        for line in admission.cautions(sim):
-            self.log.warning("%s", line)
         if self.note:
             self.log.info("%s", self.note)
         sim.scratch = self.out  # a state read from another grid is staged here

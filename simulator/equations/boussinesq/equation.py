@@ -82,11 +82,11 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
 
     def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
         flow = propagate(x[:4], tau, self.ops.k, params["viscosity"], params["diffusivity"],
-                         params["brunt_vaisala"] ** 2, params["coriolis"])
+                         params["brunt_vaisala"] ** 2, params["coriolis"], self.ops.stack)
         if not self.n_scalars:
             return flow
         kappa = passive.diffusivities(params["scalars"])[:, None, None, None]
-        return jnp.concatenate([flow, x[4:] * jnp.exp(-kappa * self.ops.k2 * tau)])
+        return self.ops.concatenate([flow, x[4:] * jnp.exp(-kappa * self.ops.k2 * tau)])
 
     def advection(self, x: jax.Array) -> jax.Array:
         """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean, and -div(u theta_i) of the scalars:
@@ -96,24 +96,24 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         kx, ky, kz = ops.k
         b_hat = x[3]
         u = self.fft.irfft(x[:3])
-        g = self.fft.irfft(1j * jnp.stack([kx * b_hat, ky * b_hat, kz * b_hat]))
+        g = self.fft.irfft(1j * ops.stack([kx * b_hat, ky * b_hat, kz * b_hat]))
         products = -(u[0] * g[0] + u[1] * g[1] + u[2] * g[2])[None]
         if self.n_scalars:
             products = jnp.concatenate([products, passive.products(u, self.fft.irfft(x[4:]))])
         a = self.fft.rfft(products)
         n = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ops.curl(x[:3])))))
         flow = [ops.project(self.kept * n), self.kept * a[:1]]
-        return jnp.concatenate([*flow, passive.advection(ops, a[1:])] if self.n_scalars else flow)
+        return ops.concatenate([*flow, passive.advection(ops, a[1:])] if self.n_scalars else flow)
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """Advection plus, in forced runs, the forcing of the velocity, and the scalars' mean-gradient
         sources -u.G_i."""
         n = self.advection(x)
         f_hat = self.ops.forcing(x[:3], params)
-        n = n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
+        n = n if f_hat is None else self.ops.concatenate([n[:3] + f_hat, n[3:]])
         if not self.n_scalars:
             return n
-        return jnp.concatenate([n[:4], n[4:] + passive.mean_gradient_source(x[:3], params["scalars"])])
+        return self.ops.concatenate([n[:4], n[4:] + passive.mean_gradient_source(self.ops, x[:3], params["scalars"])])
 
     # ---- states ------------------------------------------------------------------------------------
 
@@ -125,7 +125,7 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         real = jnp.concatenate([fields["velocity"], fields["buoyancy"][None], *scalars]).astype(self.dtype)
         x = self.ops.dealias * self.fft.rfft(real)
         mean_free = (self.ops.k2 > 0).astype(self.dtype)
-        return jnp.concatenate([self.ops.project(mean_free * x[:3]), mean_free * x[3:4], x[4:]])
+        return self.ops.concatenate([self.ops.project(mean_free * x[:3]), mean_free * x[3:4], x[4:]])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)``, buoyancy ``(Nx, Ny, Nz)`` and, with scalars,
@@ -158,7 +158,7 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
             over_k > 0, over_k, 1.0)), 0.0)  # U / L
         kx, ky, kz = ops.k
         div_hat = 1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2])
-        u = self.fft.irfft(jnp.concatenate([u_hat, div_hat[None]]))
+        u = self.fft.irfft(ops.concatenate([u_hat, div_hat[None]]))
         out = {
             "kinetic_energy": kinetic,
             "potential_energy": potential,

@@ -31,7 +31,7 @@ k-space layout; ``k`` its three broadcasting wavenumber vectors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -48,9 +48,10 @@ def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array, inv_k2: jax.A
 
 
 def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Array, kappa: jax.Array,
-              n2: jax.Array, f: jax.Array) -> jax.Array:
+              n2: jax.Array, f: jax.Array, stack: Callable[[list[jax.Array]], jax.Array] = jnp.stack) -> jax.Array:
     """exp(L tau) x for the linear operator L = A - D of the module docstring (exact for nu = kappa);
-    ``x`` is the ``(4, *k_shape)`` stack, u_hat solenoidal.
+    ``x`` is the ``(4, *k_shape)`` stack, u_hat solenoidal; ``stack`` assembles the four components (the
+    equation passes :meth:`~simulator.equations.operators.SpectralOperators.stack`).
 
     With y = (u, v, w, b) = exp(-D tau/2) x, zeta = k_x v - k_y u, d1 = (f zeta + k_z b)/k^2 and
     d2 = (f^2 - N^2) k_z w/k^2 (using k_x u + k_y v = -k_z w):
@@ -72,7 +73,7 @@ def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Arra
     u, v, w, b = hu * x[0], hu * x[1], hu * x[2], hb * x[3]
     d1 = (f * (kx * v - ky * u) + kz * b) * inv_k2
     d2 = (f**2 - n2) * kz * w * inv_k2
-    return jnp.stack([
+    return stack([
         hu * (u + sine * (f * v - kx * d1) - versine * (f**2 * u + f * ky * d1 + kx * d2)),
         hu * (v - sine * (f * u + ky * d1) + versine * (f * kx * d1 - f**2 * v - ky * d2)),
         hu * (w + sine * (b - kz * d1) - versine * (n2 * w + kz * d2)),

@@ -80,13 +80,13 @@ class MHD(SemiLinearEquation):
         b = self.fft.irfft(x[3:])
         force = [a + c for a, c in zip(force, cross(self.fft.irfft(ops.curl(x[3:])), b), strict=True)]
         n = ops.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
-        return jnp.concatenate([ops.project(n[:3]), ops.project(ops.curl(n[3:]))])
+        return ops.concatenate([ops.project(n[:3]), ops.project(ops.curl(n[3:]))])
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """The ideal terms plus, in forced runs, the forcing of the velocity."""
         n = self.ideal(x)
         f_hat = self.ops.forcing(x[:3], params)
-        return n if f_hat is None else jnp.concatenate([n[:3] + f_hat, n[3:]])
+        return n if f_hat is None else self.ops.concatenate([n[:3] + f_hat, n[3:]])
 
     # ---- states ------------------------------------------------------------------------------------
 
@@ -94,7 +94,7 @@ class MHD(SemiLinearEquation):
         """The stack of a real-space ``velocity`` and ``magnetic`` field ``(3, Nx, Ny, Nz)``: dealiased and
         projected, the means (mean flow, mean field B0) kept."""
         x = self.ops.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
-        return jnp.concatenate([self.ops.project(x[:3]), self.ops.project(x[3:])])
+        return self.ops.concatenate([self.ops.project(x[:3]), self.ops.project(x[3:])])
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (an inverse
@@ -121,7 +121,7 @@ class MHD(SemiLinearEquation):
         kinetic, magnetic = 0.5 * self._dot(u_hat, u_hat), 0.5 * self._dot(b_hat, b_hat)
         kx, ky, kz = ops.k
         divs = [1j * (kx * v[0] + ky * v[1] + kz * v[2]) for v in (u_hat, b_hat)]
-        f = self.fft.irfft(jnp.concatenate([u_hat, b_hat, jnp.stack(divs)]))
+        f = self.fft.irfft(ops.concatenate([u_hat, b_hat, ops.stack(divs)]))
         speed = sum((jnp.abs(f[i]) + jnp.abs(f[3 + i])) / self.spacing[i] for i in range(3))
         out = {
             "kinetic_energy": kinetic,

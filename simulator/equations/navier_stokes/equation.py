@@ -107,7 +107,7 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         n_hat = n_hat if f_hat is None else n_hat + f_hat
         if a_hat is None:
             return n_hat
-        return jnp.concatenate([n_hat, a_hat + passive.mean_gradient_source(u_hat, params["scalars"])])
+        return self.ops.concatenate([n_hat, a_hat + passive.mean_gradient_source(self.ops, u_hat, params["scalars"])])
 
     # ---- states ------------------------------------------------------------------------------------
 
@@ -118,7 +118,7 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
             return self.ops.project(self.ops.dealias * self.fft.rfft(fields["velocity"].astype(self.dtype)))
         real = jnp.concatenate([fields["velocity"], fields["scalar"]]).astype(self.dtype)
         spectrum = self.ops.dealias * self.fft.rfft(real)
-        return jnp.concatenate([self.ops.project(spectrum[:3]), spectrum[3:]])
+        return self.ops.concatenate([self.ops.project(spectrum[:3]), spectrum[3:]])
 
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space: velocity and vorticity ``(3, Nx, Ny, Nz)``, and with scalars ``scalar`` ``(n, Nx, Ny,

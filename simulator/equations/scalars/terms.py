@@ -79,12 +79,12 @@ def advection(ops: SpectralOperators, flux_hat: jax.Array) -> jax.Array:
     kx, ky, kz = ops.k
     n = flux_hat.shape[0] // 3
     div = [kx * flux_hat[3 * i] + ky * flux_hat[3 * i + 1] + kz * flux_hat[3 * i + 2] for i in range(n)]
-    return -1j * ops.dealias * jnp.stack(div)
+    return -1j * ops.dealias * ops.stack(div)
 
 
-def mean_gradient_source(u_hat: jax.Array, scalars: Scalars) -> jax.Array:
+def mean_gradient_source(ops: SpectralOperators, u_hat: jax.Array, scalars: Scalars) -> jax.Array:
     """-u . G_i in k-space, ``(n, *k_shape)`` (linear in u: no transform)."""
-    return -jnp.stack([sum(s["mean_gradient"][j] * u_hat[j] for j in range(3)) for s in scalars])
+    return -ops.stack([sum(s["mean_gradient"][j] * u_hat[j] for j in range(3)) for s in scalars])
 
 
 def _direction(g: jax.Array) -> jax.Array:
@@ -121,7 +121,7 @@ def spectra(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array, adve
     (``advected`` = :func:`advection`) and its production by the mean gradient (see the package
     docstring for the normalisation)."""
     norm = ops.weight / float(ops.fft.size) ** 2
-    source = mean_gradient_source(u_hat, scalars)
+    source = mean_gradient_source(ops, u_hat, scalars)
     out = {}
     for i in range(len(scalars)):
         conj = jnp.conj(theta_hat[i])
