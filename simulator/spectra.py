@@ -1,9 +1,13 @@
-"""Shell-summed spectra: sum a k-space quantity over spherical shells of |k|.
+"""Shell-summed spectra: sum a k-space quantity over spherical shells of |k|, or over rings of
+(k_h, |k_z|) for anisotropic flows.
 
 Shell ``j`` collects the modes with ``round(|k| / dk) == j``, where ``dk = 2*pi / max(L)`` is the
 smallest fundamental wavenumber of the box; shell 0 holds the mean (k = 0). The sum is a scatter-add
 into a short, replicated vector of shell totals: under jit each device adds its own modes and XLA
 finishes with one all-reduce, so no field is ever gathered (checked in the tests from the HLO).
+:func:`cylinder_sum` does the same on the 2D bins (round(k_h / dk), round(|k_z| / dk)), k_h the
+horizontal wavenumber sqrt(k_x^2 + k_y^2): the k_h-k_z spectrum of rotating and stratified turbulence
+(e.g. Cambon & Jacquin 1989; Lindborg 2006, JFM 550, 207).
 """
 
 from __future__ import annotations
@@ -44,3 +48,17 @@ def shell_sum(power: jax.Array, k: Sequence[jax.Array], shape: Sequence[int], bo
         power = jnp.sum(power, axis=tuple(range(power.ndim - 3)))
     index = jnp.broadcast_to(index, power.shape)
     return jnp.zeros(shell_count(shape, box), power.dtype).at[index].add(power)
+
+
+def cylinder_sum(power: jax.Array, k: Sequence[jax.Array], shape: Sequence[int], box: Sequence[float]) -> jax.Array:
+    """Sum ``power`` (as in :func:`shell_sum`) over bins of (k_h, |k_z|): element ``[i, j]`` holds the modes
+    with ``round(k_h / dk) == i`` and ``round(|k_z| / dk) == j`` (z the last spatial axis, gravity's and
+    rotation's). Returns a replicated ``(shell_count, shell_count)`` array: both axes are the shells'
+    centres :func:`shell_wavenumbers`."""
+    n, dk = shell_count(shape, box), shell_width(box)
+    horizontal = jnp.rint(jnp.sqrt(k[0] ** 2 + k[1] ** 2) / dk).astype(jnp.int32)
+    vertical = jnp.rint(jnp.abs(k[2]) / dk).astype(jnp.int32)
+    if power.ndim > 3:
+        power = jnp.sum(power, axis=tuple(range(power.ndim - 3)))
+    index = jnp.broadcast_to(horizontal * n + vertical, power.shape)
+    return jnp.zeros(n * n, power.dtype).at[index].add(power).reshape(n, n)

@@ -265,6 +265,31 @@ def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
     assert out["conversion_energy"] == pytest.approx(d["buoyancy_flux"], rel=1e-10)
     assert out["conversion_potential_energy"] == pytest.approx(-d["buoyancy_flux"], rel=1e-10)
     assert d["kinetic_energy"] == pytest.approx(0.5, rel=1e-12) and d["potential_energy"] == pytest.approx(2.0 / 16)
+    assert out["energy_kh_kz"] == pytest.approx(d["kinetic_energy"], rel=1e-12)
+    assert out["potential_energy_kh_kz"] == pytest.approx(d["potential_energy"], rel=1e-12)
+
+
+@pytest.mark.parametrize("case", [("single", 1, None), distributed_cases()[0]], ids=case_id)
+def test_the_kh_kz_spectrum_bins_each_mode_and_its_marginals_are_the_1d_spectra(case):
+    """E(k_h, |k_z|) (simulator.spectra.cylinder_sum) summed over k_z is E(k_h), over k_h is E(|k_z|); a
+    single mode of wavevector (3, 2, 5) (k_h = 13^(1/2), |k| = 38^(1/2)) lands in bin (4, 5) alone; the same on a
+    decomposition."""
+    sim = bq(case)
+    p = sim.parameters()
+    state = sim.initial_state({"name": "random", "seed": 5, "buoyancy": 1.0, "k_peak": 3.0}, p)
+    out = {k: np.asarray(v) for k, v in sim.spectra(state).items()}
+    for name in ("energy", "potential_energy"):
+        two = out[name + "_kh_kz"]
+        assert two.shape == (out[name].size,) * 2
+        np.testing.assert_allclose(two.sum(axis=1), out[name + "_kh"], rtol=1e-12, atol=1e-15 * two.max())
+        np.testing.assert_allclose(two.sum(axis=0), out[name + "_kz"], rtol=1e-12, atol=1e-15 * two.max())
+    box = sim.cfg.grid.box  # a mode of wavevector (3, 2, 5) in units of 2 pi / L (the grid is 16 x 8 x 16)
+    x, y, z = (2 * np.pi / np.asarray(L) * c for c, L in zip(np.meshgrid(*(np.arange(n) / n * L for n, L in
+                                                                         zip(sim.cfg.grid.shape, box)),
+                                                                       indexing="ij"), box))
+    power = jnp.abs(sim.fft.rfft(jnp.asarray(np.cos(3 * x + 2 * y + 5 * z)))) ** 2
+    two = np.asarray(spectra.cylinder_sum(power, sim.equation.ops.k, sim.fft.shape, box))
+    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(two > 1e-20 * two.max()))} == {(4, 5)}
 
 
 def shell_budget(sim, p):

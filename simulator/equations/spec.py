@@ -242,7 +242,12 @@ class PlotSpec:
     ``viscosity``: the ``physics.*`` key of a kinematic viscosity, if any: a sweep over it gets a
     secondary Reynolds-number axis.
     ``reference``: another of its spectra (e.g. linear theory) drawn dashed beside each row shown.
-    ``budget``: the energy budget ``plots/budget.png`` checks against the time series."""
+    ``budget``: the energy budget ``plots/budget.png`` checks against the time series.
+    ``side_by_side``: spectra drawn side by side in ``plots/spectra_side_by_side.png`` (e.g. kinetic and
+    magnetic energy), each above its budget terms (``transfer_<name>``, ``conversion_<name>``,
+    ``injection_<name>``, those the file holds).
+    ``maps``: 2D spectra over (k_h, |k_z|) (``simulator.spectra.cylinder_sum``), each drawn as a map in
+    ``plots/spectra_<name>.png``."""
 
     panels: tuple[Panel, ...]
     spectrum: str
@@ -255,6 +260,8 @@ class PlotSpec:
     reference: str | None = None
     reference_label: str = ""
     budget: Budget | None = None
+    side_by_side: tuple[str, ...] = ()
+    maps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -289,7 +296,8 @@ class EquationInfo:
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
         if (self.plot.slice_field not in self.fields or self.plot.reference not in (None, *self.spectra)
-                or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra))):
+                or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra,
+                                                       *self.plot.side_by_side, *self.plot.maps))):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")
         for name in self.state_fields:
             if name not in self.fields:

@@ -2,7 +2,9 @@
 
 The file is also a netCDF-4 file: ``time`` (one value per row) and ``k`` (shell centres) are HDF5
 dimension scales, attached to ``step`` and to every spectrum, so ``xr.open_dataset(path,
-engine="h5netcdf")`` gives ``energy(time, k)`` with coordinates. Every dataset says what it is
+engine="h5netcdf")`` gives ``energy(time, k)`` with coordinates; a 2D spectrum over (k_h, |k_z|)
+(:func:`simulator.spectra.cylinder_sum`) is ``(time, k_h, k_z)``, both scales the shell centres. Every
+dataset says what it is
 (``long_name``, ``description``) and its ``units``; the file's ``units`` attribute (JSON) names the
 run's units (code units unless the run has a unit system).
 """
@@ -24,6 +26,8 @@ from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 FILE = "spectra.h5"
+#: the wavenumber scales (not rows): |k| of the shells, and the axes of the 2D spectra
+AXES = ("k", "k_h", "k_z")
 CODE_UNITS = {"length": "code units", "time": "code units"}
 
 
@@ -73,7 +77,7 @@ class SpectraFile:
         self.file = h5py.File(self.path, "a", rdcc_nbytes=0, locking=False)
         rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
         for name in self.file:
-            if name != "k":
+            if name not in AXES:
                 self.file[name].resize(min(rows, self.file[name].shape[0]), axis=0)
 
     def _close_quietly(self) -> None:
@@ -100,7 +104,7 @@ class SpectraFile:
         if not f["step"].dims[0].values():
             f["step"].dims[0].attach_scale(f["time"])
         for name in f:
-            if name not in ("k", "step", "time") and f[name].ndim == 2:  # 1-D: a clock (a, z)
+            if name not in (*AXES, "step", "time") and f[name].ndim >= 2:  # 1-D: a clock (a, z)
                 self._describe_spectrum(name)
 
     def _describe_spectrum(self, name: str) -> None:
@@ -111,7 +115,18 @@ class SpectraFile:
             ds.attrs["description"] = doc
         if not ds.dims[0].values():
             ds.dims[0].attach_scale(self.file["time"])
-            ds.dims[1].attach_scale(self.file["k"])
+            for axis, scale in enumerate(("k",) if ds.ndim == 2 else ("k_h", "k_z"), start=1):
+                ds.dims[axis].attach_scale(self._axis(scale))
+
+    def _axis(self, name: str) -> h5py.Dataset:
+        """The wavenumber scale ``name`` (``k_h`` and ``k_z`` are made from ``k`` when first needed)."""
+        if name not in self.file:
+            ds = self.file.create_dataset(name, data=self.file["k"][:])
+            ds.attrs.update({"long_name": {"k_h": "horizontal", "k_z": "vertical"}[name] + " wavenumber bin "
+                             f"{'(k_x^2 + k_y^2)^(1/2)' if name == 'k_h' else '|k_z|'}",
+                             "units": self.file["k"].attrs["units"]})
+            ds.make_scale(name)
+        return self.file[name]
 
     def append(self, step: int, t: float, spectra: dict[str, np.ndarray],
                coordinates: Mapping[str, float] | None = None) -> None:
@@ -124,10 +139,10 @@ class SpectraFile:
             row = self.file["step"].shape[0]
             for name, values in spectra.items():
                 if name not in self.file:
-                    self.file.create_dataset(name, shape=(0, values.size), maxshape=(None, values.size),
+                    self.file.create_dataset(name, shape=(0, *values.shape), maxshape=(None, *values.shape),
                                              dtype=np.float64)
                     self._describe_spectrum(name)
-                self.file[name].resize((row + 1, values.size))
+                self.file[name].resize((row + 1, *values.shape))
                 self.file[name][row] = values
             for name, value in (coordinates or {}).items():
                 if name not in self.file:
@@ -172,9 +187,9 @@ def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
     """``k``, ``step``, ``time`` and every spectrum of a ``spectra.h5`` (``rows`` selects rows, e.g. a
     list of indices), read while a run may be appending, and beside an h5py/xarray handle of this process."""
     with open_for_reading(path) as f:
-        count = min(f[name].shape[0] for name in f if name != "k")  # a row being appended may be partial
+        count = min(f[name].shape[0] for name in f if name not in AXES)  # a row being appended may be partial
         index = np.arange(count)[rows]
-        return {name: (f[name][:] if name == "k" else f[name][:count][index]) for name in f}
+        return {name: (f[name][:] if name in AXES else f[name][:count][index]) for name in f}
 
 
 class SpectraWriter(Writer):

@@ -3,7 +3,9 @@ few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.
 asked for some) with its reference spectrum (e.g. linear theory) dashed beside each;
 ``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
 ``plots/spectra_compensated.png``, the spectrum times k^(5/3) (the equation's guide) at those times and
-averaged over a window of rows; and ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present (:mod:`simulator.plots.budget`).
+averaged over a window of rows; ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present
+(:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side
+with their budgets and maps of 2D (k_h, k_z) spectra (:mod:`simulator.plots.spectra_panels`).
 Spectra are drawn over the resolved range only, in the units the file records for k.
 """
 
@@ -26,6 +28,7 @@ from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import open_for_reading, read_spectra
 from simulator.plots.budget import flux_figure
 from simulator.plots.figures import figure, heading, note, save, time_label
+from simulator.plots.spectra_panels import map_figure, side_by_side_figure
 
 #: rows of spectra.h5 shown when no times are asked for
 DEFAULT_SPECTRA = 5
@@ -178,7 +181,8 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     ``info.plot.more_spectra`` the file holds; ``plots/spectra_compensated.png`` for an equation with a
     ``spectrum_guide``: the spectrum compensated by it at those rows and averaged over the rows in
     ``average`` = (t0, t1) (default: the second half of the run); ``plots/flux.png`` the flux of its
-    transfer spectra."""
+    transfer spectra; ``plots/spectra_side_by_side.png`` and ``plots/spectra_<map>.png`` for the spectra
+    of ``info.plot.side_by_side`` and ``info.plot.maps``."""
     path = run_dir / SPECTRA_FILE
     if not path.is_file():
         note(f"skipped spectra.png: no {path}; set output.spectra.every")
@@ -206,6 +210,14 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         for _, other in instances(template, table):
             fig = spectra_figure(k, table[other], shown, config, info, k_units=k_units, name=other)
             written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
+    shells, above_floor = drawn(k, config, info)
+    fig = side_by_side_figure(k, table, shown, config, info, shells, above_floor, k_units)
+    if fig is not None:
+        written += save(fig, run_dir / "plots" / "spectra_side_by_side.png", pdf)
+    for other in (m for m in info.plot.maps if m in table):
+        fig = map_figure(k, table[other][-1], shown[-1], other, config, info, resolved_wavenumber(config, info),
+                         precision_floor(config), k_units)
+        written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
     if info.plot.spectrum_guide is not None:
         rows_mean = average_rows(t_all, average)
         mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None

@@ -156,6 +156,9 @@ INFO = EquationInfo(
         "energy_kz": "E_K by vertical wavenumber: the power of E_K(k) summed over the modes of shell |k_z|",
         "potential_energy_kh": "E_P by horizontal wavenumber: the power of E_P(k) summed over the modes of shell k_h",
         "potential_energy_kz": "E_P by vertical wavenumber: the power of E_P(k) summed over the modes of shell |k_z|",
+        "energy_kh_kz": "E_K by horizontal and vertical wavenumber: the power of E_K(k) summed over the modes with "
+                        "round(k_h/dk) = i and round(|k_z|/dk) = j, a (k_h, k_z) map; sums to E_K",
+        "potential_energy_kh_kz": "E_P by horizontal and vertical wavenumber, as energy_kh_kz; sums to E_P",
         "transfer_energy": "T_K(k): rate of change of E_K(k) by advection, same normalisation as E_K(k); sums to 0",
         "transfer_potential_energy": "T_P(k): rate of change of E_P(k) by advection of b; sums to 0",
         "conversion_energy": "C_K(k): rate of change of E_K(k) by the buoyancy flux, Re conj(w_hat) b_hat per mode; "
@@ -182,11 +185,14 @@ INFO = EquationInfo(
             *passive.PANELS,
         ),
         spectrum="energy_kh",
+        resolved=2 / 3,  # dealiased by the 2/3 rule: shells past it are empty or partly filled
         spectrum_label=r"$E_K(k_h)$, kinetic energy by horizontal wavenumber",
         slice_field="buoyancy",
         spectrum_guide=-5 / 3,
         budget=Budget("total_energy", losses=("kinetic_dissipation", "potential_dissipation"), gains=("injection",),
                       label="E_K + E_P"),
         more_spectra=passive.MORE_SPECTRA,
+        side_by_side=("energy", "potential_energy"),
+        maps=("energy_kh_kz", "potential_energy_kh_kz"),
     ),
 )

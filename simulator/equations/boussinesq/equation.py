@@ -187,7 +187,8 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """E_K and E_P by |k|, by k_h and by |k_z|, and their budgets by |k| (one evaluation of the
+        """E_K and E_P by |k|, by k_h, by |k_z| and by (k_h, |k_z|) (``*_kh_kz``, a (shells, shells) array:
+        :func:`simulator.spectra.cylinder_sum`), and their budgets by |k| (one evaluation of the
         advection), each normalised so that its sum over shells is the box mean it describes: the
         transfers T_K, T_P by advection (each sums to zero over shells), the conversion by the buoyancy
         flux, C_K(k) = Re conj(w_hat) b_hat = -C_P(k) per mode (sums to <w b>) and, when forced, the
@@ -204,6 +205,8 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         for suffix, k in by.items():
             out["energy" + suffix] = spectra.shell_sum(kinetic, k, self.fft.shape, self.box)
             out["potential_energy" + suffix] = spectra.shell_sum(potential, k, self.fft.shape, self.box)
+        out["energy_kh_kz"] = spectra.cylinder_sum(kinetic, ops.k, self.fft.shape, self.box)
+        out["potential_energy_kh_kz"] = spectra.cylinder_sum(potential, ops.k, self.fft.shape, self.box)
         n = self.advection(x)
         flux = norm * jnp.real(jnp.conj(u_hat[2]) * b_hat)  # buoyancy flux: from E_P(k) to E_K(k)
         budget = {"transfer_energy": norm * jnp.real(jnp.sum(jnp.conj(u_hat) * n[:3], axis=0)),

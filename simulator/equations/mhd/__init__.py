@@ -143,10 +143,12 @@ INFO = EquationInfo(
                                Curve("magnetic_helicity", r"$H_m = \langle A\cdot b\rangle$"))),
         ),
         spectrum="magnetic_energy",
+        resolved=2 / 3,  # dealiased by the 2/3 rule: shells past it are empty or partly filled
         spectrum_label=r"$E_M(k)$, $\Sigma_k E_M(k) = \langle|B|^2\rangle/2$",
         slice_field="current",
         spectrum_guide=-5 / 3,
         budget=Budget("total_energy", losses=("viscous_dissipation", "ohmic_dissipation"), gains=("injection",),
                       label="E_K + E_M"),
+        side_by_side=("energy", "magnetic_energy"),
     ),
 )
