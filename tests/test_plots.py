@@ -310,6 +310,33 @@ def test_slice_pixels_are_centred_on_grid_points_and_fill_the_canvas(runs, figur
     assert (lo, hi) == (-3.0, 3.0)
 
 
+def test_slice_axes_and_colour_bars_carry_units(runs, figures):
+    """Axes in the run's length unit; the plane's position with its unit (a cosmological run's spatial z
+    next to its redshift z); a field's declared unit on its colour bar (fdm_cosmo's density in rho_crit,0)."""
+    config = yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"]
+    run_plots.plot_slice(runs / "ns", config, equations.get("navier_stokes"), "vorticity", 2)
+    ax = figures.pop().axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x (code units)", "y (code units)")
+    assert ax.get_title().endswith(" code units")
+    with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
+        panels = run_plots.slice_panels(snap, "density", 2, equations.get("fdm_cosmo"), "Mpc/h")
+    assert panels[0].title.startswith("density, mid-plane z = ") and panels[0].title.endswith(" Mpc/h")
+    assert all(r"\rho_{\rm crit,0}" in p.label for p in panels)
+    with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
+        assert all("[" not in p.label for p in run_plots.slice_panels(snap, "density", 2,
+                                                                        equations.get("schrodinger_poisson")))
+
+
+def test_a_curve_with_nothing_to_draw_has_no_legend_entry(runs, figures):
+    series = read_timeseries(runs / "ns" / "timeseries.csv")
+    series["enstrophy"] = np.full_like(series["enstrophy"], np.nan)
+    config = yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"]
+    fig = run_plots.timeseries_figure(series, config, equations.get("navier_stokes"))
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert labels and r"$Z = \langle|\omega|^2\rangle/2$" not in labels
+    assert len([line for ax in fig.axes for line in ax.lines]) == len(labels)
+
+
 def test_schrodinger_poisson_energy_panel_shows_the_drift_of_k_plus_w(runs, figures):
     """K + W is conserved, so beside K and W it is a flat line: it gets its own panel, its drift
     (E - E0) / (|K| + |W|), and the mass its relative drift."""

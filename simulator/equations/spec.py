@@ -182,7 +182,8 @@ class FieldInfo:
     map, and whether log10 is taken. A ``stacked`` field is a stack of n scalar fields, not a vector
     (one per configured entry, e.g. passive scalars: its declared ``components`` is nominal and the
     equation instance's :attr:`~simulator.equations.base.Equation.field_info` gives n); plots show its
-    members one by one, snapshots store it as one (n, ...) array."""
+    members one by one, snapshots store it as one (n, ...) array. ``units``: a TeX unit shown beside the
+    symbol on colour bars (empty: code units, left unsaid)."""
 
     components: int
     doc: str
@@ -192,6 +193,7 @@ class FieldInfo:
     complex: bool = False
     snapshot: bool = True
     stacked: bool = False
+    units: str = ""
 
 
 @dataclass(frozen=True)

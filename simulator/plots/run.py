@@ -84,6 +84,8 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
         drawn = []
         for curve in lines:
             values = curve_values(series, curve)
+            if not np.isfinite(values).any():  # nothing to see: no line, and no legend entry for it
+                continue
             ax.plot(t, values, label=curve.label)
             drawn.extend(values.tolist())
         if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
@@ -91,7 +93,8 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
         else:  # small drifts as 1e-3 times short numbers, not long tick labels that push the axis label out
             ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3), useMathText=True)
         ax.set_ylabel(panel.ylabel)
-        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
+        if ax.lines:
+            ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).clock().units().get('time', 'code units')})")
     fig.align_ylabels()
@@ -166,10 +169,12 @@ def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
     return out
 
 
-def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> list[Panel]:
+def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:
     """The two images of one snapshot, side by side on the canvas: the mid-plane normal to ``axis`` of
     ``field`` (one plane read, all components of a vector field), then for a vector field the signed
-    component normal to that plane (from the same plane), for a scalar field its mean along ``axis``."""
+    component normal to that plane (from the same plane), for a scalar field its mean along ``axis``.
+    Colour bars carry the field's declared units (``FieldInfo.units``); the plane's position is in
+    ``length`` units (so a spatial z never reads as a redshift z)."""
     shape = snap.shape(field)
     vector = len(shape) == 4
     middle = shape[-3 + axis] // 2
@@ -178,21 +183,24 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo) -> l
     style = info.fields.get(field, FieldInfo(3 if vector else 0, field, field))
     symbol = style.symbol or field
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
+    unit = f" [${style.units}$]" if style.units else ""
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
     if vector and style.stacked:  # n scalar fields: the first few, each its own panel
-        return [Panel(f"{field} {i}, mid-plane {AXES[axis]} = {where:.3g}", label.replace(symbol, f"{symbol}_{i}"),
+        return [Panel(f"{field} {i}, mid-plane {AXES[axis]} = {where:.3g} {length}",
+                      label.replace(symbol, f"{symbol}_{i}") + unit,
                       style.cmap, _shown(style, plane[i], False), symmetric=True)
                 for i in range(min(shape[0], STACKED_PANELS))]
-    panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g}", label, style.cmap, _shown(style, plane, vector))]
+    panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g} {length}", label + unit, style.cmap,
+                    _shown(style, plane, vector))]
     if vector:
         name = symbol.strip("|").strip() if symbol.startswith("|") else symbol
-        panels.append(Panel(f"{field} {AXES[axis]} component, same plane", f"${name}_{AXES[axis]}$", "RdBu_r",
+        panels.append(Panel(f"{field} {AXES[axis]} component, same plane", f"${name}_{AXES[axis]}$" + unit, "RdBu_r",
                             plane[axis].astype(np.float64), symmetric=True))
     else:
         mean = rf"\langle {symbol}\rangle_{AXES[axis]}"
         shown = rf"$\log_{{10}} {mean}$" if style.log else f"${mean}$"
-        panels.append(Panel(f"{field} averaged along {AXES[axis]}", shown, style.cmap,
+        panels.append(Panel(f"{field} averaged along {AXES[axis]}", shown + unit, style.cmap,
                             _shown(style, project(snap, field, axis), False)))
     return panels
 
@@ -218,19 +226,24 @@ def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int
 
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
-                 axis: int, heading: str) -> Figure:
-    """The slice figure: panels side by side, axes in code length units, a colour bar each."""
+                 axis: int, heading: str, length: str = "code units") -> Figure:
+    """The slice figure: panels side by side, axes in ``length`` units, a colour bar each."""
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as tall as the images
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
         image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
                           cmap=panel.cmap, vmin=lo, vmax=hi, interpolation="nearest")
-        ax.set_xlabel(AXES[across])
-        ax.set_ylabel(AXES[up])
+        ax.set_xlabel(f"{AXES[across]} ({length})")
+        ax.set_ylabel(f"{AXES[up]} ({length})")
         ax.set_title(panel.title, fontsize="medium")
         fig.colorbar(image, ax=ax, label=panel.label, shrink=0.85)
     fig.suptitle(heading)
     return fig
+
+
+def _length(config: dict[str, Any], info: EquationInfo) -> str:
+    """The run's unit of length (its clock's: Mpc/h for a cosmological run), for axes and positions."""
+    return physics_of(config, info).clock().units().get("length", "code units")
 
 
 def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
@@ -247,8 +260,9 @@ def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field:
             note(f"passed over {path}: {err}")
             continue
         with snap:
-            panels = slice_panels(snap, field, axis, info)
-            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap))
+            panels = slice_panels(snap, field, axis, info, _length(config, info))
+            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
+                               _length(config, info))
         return save(fig, run_dir / "plots" / "slice.png", pdf)
     note(f"skipped slice.png: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
           "output.snapshots.dt")
@@ -266,7 +280,7 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     for path in snapshot_files(run_dir):
         try:
             with Snapshot(path) as snap:
-                these = _limits(slice_panels(snap, field, axis, info))
+                these = _limits(slice_panels(snap, field, axis, info, _length(config, info)))
         except IncompleteOutputError as err:
             note(f"passed over {path}: {err}")
             continue
@@ -283,8 +297,8 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     written = []
     for number, path in enumerate(readable):
         with Snapshot(path) as snap:
-            fig = slice_figure(slice_panels(snap, field, axis, info), limits, snap.attrs["box"], axis,
-                               _snapshot_heading(config, snap))
+            fig = slice_figure(slice_panels(snap, field, axis, info, _length(config, info)), limits,
+                               snap.attrs["box"], axis, _snapshot_heading(config, snap), _length(config, info))
         written += save(fig, out / f"slice_{number:04d}.png", pdf=False)
     note(f"movie: ffmpeg -framerate 10 -i {out}/slice_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / 'slice.mp4'}")
     return written

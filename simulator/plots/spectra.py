@@ -153,12 +153,15 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     shells, above_floor = drawn(k, config, info)
     shown = np.array([above_floor(row) for row in power[:, shells]]).reshape(power[:, shells].shape)
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
+    reference_labelled = False
     for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
         ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
         if reference is not None:
             ref = above_floor(reference[i, shells])
+            visible = np.isfinite(ref).any()  # a reference wholly below the floor gets no legend entry
             ax.loglog(k[shells], ref, "--", lw=1, color=colour,
-                      label=info.plot.reference_label if i == len(times) - 1 else None)
+                      label=info.plot.reference_label if visible and not reference_labelled else None)
+            reference_labelled = reference_labelled or visible
     if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
         ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
     if name is None and info.plot.spectrum_guide is not None:

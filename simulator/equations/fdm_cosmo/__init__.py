@@ -210,10 +210,11 @@ INFO = EquationInfo(
     default_integrator="kdk",
     implementation="simulator.equations.fdm_cosmo.equation:FDMCosmo",
     fields={
-        "density": FieldInfo(0, "comoving mass density |psi|^2 (rho_crit,0)", r"\rho", "inferno", log=True),
+        "density": FieldInfo(0, "comoving mass density |psi|^2 (rho_crit,0)", r"\rho", "inferno", log=True,
+                             units=r"\rho_{\rm crit,0}"),
         "abs_psi": FieldInfo(0, "|psi|", r"|\psi|", "magma"),
         "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
-        "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r"),
+        "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r", units=r"(100\,{\rm km/s})^2"),
         "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
     },
     state_fields=("psi",),
