@@ -69,6 +69,40 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_OK if written else EXIT_FAILED
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simulator.cost import parse_bytes
+    from simulator.output import export
+    from simulator.output.hdf5 import OutputWriteError
+
+    try:
+        max_size = parse_bytes(args.max_size)
+    except (ValueError, OverflowError):
+        raise ConfigError("--max-size", args.max_size, "give a size such as 8GiB or 500MB", "is not a size") from None
+    if args.fields and args.merge and not args.netcdf:
+        raise ConfigError("--fields", " ".join(args.fields), "add --netcdf FILE: --merge copies every field",
+                          "applies to the netCDF file only")
+    run_dir = Path(args.run_dir)
+    # every refusal comes before anything is written: both plans first
+    netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields, max_size=max_size,
+                                 overwrite=args.overwrite) if args.netcdf or not args.merge else None)
+    merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
+    try:
+        written = export.write_merge(merge) if merge else []
+        if netcdf:
+            written.append(export.write_netcdf(netcdf))
+    except OutputWriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    for path in written:
+        print(path)
+    if netcdf:
+        print(f"{netcdf.path}: {len(netcdf.run.snapshots) if netcdf.fields else 0} snapshots of "
+              f"{', '.join(netcdf.fields) or 'no field'}, {export.size_text(netcdf.size)}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_config_docs(args: argparse.Namespace) -> int:
     if args.update is None:
         sys.stdout.write(config_mod.config_docs())
@@ -322,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--average", type=float, nargs=2, default=None, metavar=("T0", "T1"),
                    help="window of the time-averaged compensated spectrum (default: the second half of the run)")
     p.add_argument("--field", default=None, metavar="NAME",
-                   help="snapshot field of the slice (default: the equation's plot.slice_field)")
+                   help="snapshot field the slice shows (default: the equation's plot.slice_field: vorticity, "
+                   "density, current, buoyancy, ...; `scalar` shows the first passive scalars, one panel each)")
     p.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice plane (default: z)")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
                    help="sweep: the collected column, final_X, peak_X or X (= final_X) (default: peak_dissipation or "
@@ -330,6 +365,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--against", default=None, metavar="KEY",
                    help="sweep: the swept key on the x axis (default: the first)")
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("export", help="a run's snapshots, spectra and time series in one netCDF file; or its "
+                       "snapshots' shards merged into self-contained HDF5 files")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
+    p.add_argument("--netcdf", default=None, metavar="FILE",
+                   help="the netCDF file (default: RUN_DIR/export/run.nc; written unless only --merge is given)")
+    p.add_argument("--fields", nargs="+", default=None, metavar="NAME",
+                   help="the snapshot fields of the netCDF file (default: every field of every snapshot)")
+    p.add_argument("--merge", action="store_true",
+                   help="write RUN_DIR/snapshots/merged/sNNNNNNNN.h5 (+ .xdmf, series.xdmf): each snapshot in one "
+                   "file, the shards copied in (the shards and the index stay)")
+    p.add_argument("--max-size", default="8GiB", metavar="SIZE",
+                   help="refuse a netCDF file larger than this (default: 8GiB)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing export")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("run", help="run a simulation")
     _config_args(p, required=True)

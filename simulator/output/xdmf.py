@@ -111,7 +111,8 @@ def series_grids(directory: Path) -> list[ET.Element]:
     return sorted(grids, key=_step)
 
 
-def _write_series(directory: Path, grids: list[ET.Element]) -> Path:
+def write_series(directory: Path, grids: list[ET.Element]) -> Path:
+    """``directory/series.xdmf``: the temporal collection of ``grids`` (from :func:`snapshot_grid`), in order."""
     collection = ET.Element("Grid", Name="snapshots", GridType="Collection", CollectionType="Temporal")
     collection.extend(grids)
     return _write(directory / SERIES, _document(collection))
@@ -124,13 +125,13 @@ def update_series(directory: Path, grid: ET.Element) -> Path:
     before it was restarted from an earlier checkpoint.
     """
     step = _step(grid)
-    return _write_series(directory, [g for g in series_grids(directory) if _step(g) < step] + [grid])
+    return write_series(directory, [g for g in series_grids(directory) if _step(g) < step] + [grid])
 
 
 def truncate_series(directory: Path, keep_through: int) -> None:
     """Drop the snapshots after step ``keep_through`` from the series (a restart from that step)."""
     if (directory / SERIES).exists():
-        _write_series(directory, [g for g in series_grids(directory) if _step(g) <= keep_through])
+        write_series(directory, [g for g in series_grids(directory) if _step(g) <= keep_through])
 
 
 class SeriesWriter(Writer):

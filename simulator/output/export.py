@@ -1,0 +1,357 @@
+"""One-file exports of a run, read through the run's own readers (no JAX): ``simulator export``.
+
+**netCDF** (:func:`plan_netcdf`, :func:`write_netcdf`; default ``RUN_DIR/export/run.nc``): the
+snapshots, spectra and time series in one netCDF-4 file (HDF5 with dimension scales, written by
+h5netcdf: xarray and the netCDF-C library read it), for small and medium runs (refused above a size
+limit, 8 GiB by default). Layout::
+
+    dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
+                 time_spectra (rows of spectra.h5), k (shells), time_series (rows of timeseries.csv)
+    coordinates  time, step (along time); a, redshift (along time) when the snapshots carry them
+                 x, y, z: the grid points i L / N in length units (where the XDMF places the values)
+                 component ("x", "y", "z"); <field>_index (0 .. n - 1)
+                 time_spectra, step_spectra, and a_spectra, z_spectra when spectra.h5 has a and z; k
+                 time_series (the column time)
+    variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
+                 Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
+                 for ParaView), in the run's precision
+                 <spectrum>_spectra (time_spectra, k): each spectrum of spectra.h5
+                 <column>_series (time_series): each other column of timeseries.csv
+    attributes   title (the run's name), config (the resolved config as YAML), units (JSON: the run's
+                 unit system); per variable units, long_name and description where the run's files
+                 or the equation's declarations give them
+
+The suffixes keep the three tables apart (the time series' ``energy`` is E, spectra.h5's is E(k)).
+Conventions: CF (Eaton et al., NetCDF Climate and Forecast Metadata Conventions, 1.8) where they
+apply: a numeric coordinate variable bears its dimension's name and is monotonic (ch. 1, Terminology),
+auxiliary coordinates are listed in a variable's ``coordinates`` attribute (ch. 5), ``units`` and
+``long_name`` (ch. 3), ``axis`` X, Y, Z, T (ch. 4). Departures, hence no ``Conventions`` attribute:
+"code units" (a run without a unit system) is not a UDUNITS unit; ``component`` is a coordinate
+variable of strings (xarray's labels; CF keeps labels in auxiliary coordinates); fields keep this
+code's axis order (x, y, z) where CF recommends (z, y, x).
+
+**Merge** (:func:`plan_merge`, :func:`write_merge`): each snapshot's virtual-dataset index materialised
+as ``snapshots/merged/sNNNNNNNN.h5``: the same datasets (stored order), dimension scales and attributes,
+the data copied in from the shards (``sources`` is empty), readable by :class:`~simulator.output.hdf5.Snapshot`
+without the shard files, beside a copy of the snapshot's XDMF and a ``series.xdmf`` of the merged
+snapshots (the XDMF names its index by relative path, so the copies read the merged files). The shards
+and the index stay as they are: the run's snapshots remain the virtual ones.
+
+Both refuse (ConfigError, before anything is written) to replace an existing output without
+``overwrite``; each file is written under a temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import h5netcdf
+import h5py
+import numpy as np
+import yaml
+
+from simulator.errors import ConfigError
+from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
+                                   write_atomically)
+from simulator.output.snapshots import AXES, CODE_UNITS, DIR
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import open_for_reading
+from simulator.output.xdmf import write_series, write_xdmf
+from simulator.results import RunResults, SnapshotRef, load_run
+
+#: the default limit of a netCDF export (``--max-size``)
+MAX_SIZE = 8 * 1024**3
+#: the netCDF file of ``simulator export RUN_DIR``, relative to the run directory
+NETCDF = Path("export") / "run.nc"
+#: merged snapshots, under the run's snapshot directory
+MERGED = "merged"
+#: other clocks of a snapshot (cosmological runs), coordinates along time when every snapshot has them
+CLOCKS = ("a", "redshift")
+#: HDF5's dimension-scale bookkeeping: written anew by make_scale / attach_scale, never copied
+SCALE_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST"}
+#: rows of a merged field copied at a time (bounds the memory a merge takes)
+SLAB_BYTES = 64 * 1024**2
+
+
+@dataclass(frozen=True)
+class NetcdfPlan:
+    """A checked netCDF export: the run read back, the target, the fields with their canonical dimension
+    names and shapes (one snapshot), and the file's size in bytes (its data)."""
+
+    run: RunResults
+    path: Path
+    fields: Mapping[str, tuple[tuple[str, ...], tuple[int, ...], np.dtype]]
+    size: int
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """A checked merge: each snapshot index with its merged file, in step order."""
+
+    pairs: tuple[tuple[Path, Path], ...]
+
+
+def size_text(nbytes: float) -> str:
+    """``nbytes`` for people: 12.3 MiB, 8 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024:
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.3g} TiB"
+
+
+def _open(ref: SnapshotRef) -> Snapshot:
+    """A snapshot of the run opened (which checks its shard files); ConfigError naming a damaged one."""
+    try:
+        return ref.open()
+    except IncompleteOutputError as err:
+        raise ConfigError("RUN_DIR", str(ref.path.parent.parent), "restore or remove the damaged snapshot",
+                          f"cannot be exported: {err}") from None
+
+
+def _refuse_existing(key: str, path: Path, overwrite: bool, allowed: str) -> None:
+    if path.is_dir():
+        raise ConfigError(key, str(path), "give a file name", "is a directory")
+    if path.exists() and not overwrite:
+        raise ConfigError(key, str(path), allowed, "already exists")
+
+
+def field_dims(snap: Snapshot, name: str) -> tuple[str, ...]:
+    """The dimension names of field ``name`` in canonical order ``(*batch, x, y, z)``: those of the scales
+    attached to its index dataset, else component, x, y, z (schema 1 attached none)."""
+    ds = snap.file[name]
+    stored = [dim[0].name.rsplit("/", 1)[-1] if len(dim) else None for dim in ds.dims]
+    order = snap.storage_order(name)
+    return tuple(stored[order.index(a)] or default for a, default in enumerate(("component", *AXES)[-ds.ndim:]))
+
+
+def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
+                max_size: int = MAX_SIZE, overwrite: bool = False) -> NetcdfPlan:
+    """Check a netCDF export of ``run_dir`` to ``path`` (default ``run_dir/export/run.nc``) of the snapshot
+    ``fields`` (default: every field all snapshots hold); reads only. ConfigError when the run cannot be read,
+    a field is not in every snapshot, the file would exceed ``max_size`` bytes, or ``path`` exists and not
+    ``overwrite``."""
+    run = load_run(run_dir)
+    path = Path(path) if path is not None else run_dir / NETCDF
+    _refuse_existing("--netcdf", path, overwrite, "give --overwrite to replace it, or another --netcdf FILE")
+    first: dict[str, tuple[tuple[str, ...], tuple[int, ...], np.dtype]] = {}
+    held: list[set[str]] = []
+    for ref in run.snapshots:  # a run directory holds one grid: a restart on another one must branch
+        with _open(ref) as snap:
+            first = first or {n: (field_dims(snap, n), snap.shape(n), snap.file[n].dtype) for n in snap.fields}
+            held.append(set(snap.fields))
+    common = [n for n in first if all(n in names for names in held)]
+    for name in fields or ():
+        if name not in common:
+            raise ConfigError("--fields", name, f"allowed: {', '.join(common) or 'none (the run has no snapshots)'}",
+                              "is not a field of every snapshot")
+    chosen = {n: first[n] for n in (fields or common)}
+    size = sum(len(held) * math.prod(shape) * dtype.itemsize for _, shape, dtype in chosen.values())
+    size += sum(np.asarray(v).nbytes for v in (*run.spectra.values(), *run.timeseries.values()))
+    if size > max_size:
+        raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
+                          "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "
+                          f"({len(held)} snapshots of {', '.join(chosen) or 'no field'})")
+    return NetcdfPlan(run, path, chosen, size)
+
+
+def _written(path: Path, fill: Callable[[Path], None]) -> Path:
+    """``fill(temporary path)``, then the file renamed to ``path``; OutputWriteError naming it if that fails."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fill(tmp)
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)  # whatever stopped the write (an interrupt too), no partial file stays
+        if isinstance(err, (OSError, RuntimeError)):  # h5py reports some failed writes as RuntimeError
+            raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+        raise
+    return path
+
+
+def _attrs(obj: h5py.HLObject, drop: Sequence[str] = ()) -> dict[str, Any]:
+    """The attributes of ``obj`` worth carrying over (not HDF5's dimension-scale bookkeeping)."""
+    return {k: v for k, v in obj.attrs.items() if k not in SCALE_ATTRS and k not in drop}
+
+
+def _variable(f: h5netcdf.File, name: str, dims: tuple[str, ...], data: Any = None, dtype: Any = None,
+              **attrs: Any) -> h5netcdf.Variable:
+    var = f.create_variable(name, dims, data=data, dtype=dtype)
+    var.attrs.update({k: v for k, v in attrs.items() if v is not None})
+    return var
+
+
+def write_netcdf(plan: NetcdfPlan) -> Path:
+    """Write the export :func:`plan_netcdf` checked (one snapshot field in memory at a time); returns its path."""
+    run = plan.run
+    refs = run.snapshots if plan.fields else ()
+
+    def fill(tmp: Path) -> None:
+        with h5netcdf.File(tmp, "w") as f:
+            f.attrs.update({"title": run.config["name"], "config": yaml.safe_dump(run.config, sort_keys=False)})
+            units = dict(CODE_UNITS)
+            if refs:
+                _snapshot_fields(f, plan, units)
+            if run.spectra:
+                _spectra(f, run, units)
+            if run.timeseries:
+                _timeseries(f, run, units)
+
+    return _written(plan.path, fill)
+
+
+def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) -> None:
+    """The fields of every snapshot along time, their grid and their clocks."""
+    refs = plan.run.snapshots
+    with refs[0].open() as first:
+        head = first.attrs
+    units.update(head.get("units", {}))
+    f.attrs["units"] = json.dumps(units)
+    sizes = {d: n for dims, shape, _ in plan.fields.values() for d, n in zip(dims, shape, strict=True)}
+    batch = sorted(sizes.keys() - set(AXES))
+    f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
+    for axis, length in zip(AXES, head["box"], strict=True):
+        _variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
+                  units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
+    for d in batch:
+        if d == "component":
+            _variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
+        else:
+            _variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
+    variables = {name: _variable(f, name, ("time", *dims), dtype=dtype)
+                 for name, (dims, _, dtype) in plan.fields.items()}
+    metas = []
+    for i, ref in enumerate(refs):
+        with ref.open() as snap:
+            metas.append(snap.attrs)
+            for name, var in variables.items():
+                if i == 0:
+                    var.attrs.update(_attrs(snap.file[name], drop=("storage_order",)))
+                var[i] = snap.read(name)
+    _variable(f, "time", ("time",), np.array([m["time"] for m in metas], float), units=units["time"],
+              long_name="simulation time of each snapshot", axis="T")
+    _variable(f, "step", ("time",), np.array([m["step"] for m in metas], np.int64),
+              long_name="time step number of each snapshot")
+    clocks = [c for c in CLOCKS if all(c in m for m in metas)]
+    for clock in clocks:
+        _variable(f, clock, ("time",), np.array([m[clock] for m in metas], float),
+                  long_name=f"{clock} of each snapshot")
+    for var in variables.values():
+        var.attrs["coordinates"] = " ".join(["step", *clocks])
+
+
+def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
+    """timeseries.csv's columns along its own time, named as the equation declares them."""
+    from simulator.equations import registry
+    from simulator.equations.spec import declared
+
+    described = registry()[run.config["physics"]["name"]].diagnostics
+    rows = run.timeseries
+    f.dimensions["time_series"] = len(rows["time"])
+    _variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
+              long_name="simulation time of each row of timeseries.csv", axis="T")
+    for column, values in rows.items():
+        if column != "time":
+            _variable(f, f"{column}_series", ("time_series",), values.astype(np.int64) if column == "step" else values,
+                      units=units["time"] if column == "dt" else None,
+                      long_name={"step": "time step number", "dt": "time step"}.get(column)
+                      or declared(described, column) or column)
+
+
+def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
+    """spectra.h5's rows (as :func:`~simulator.output.spectra.read_spectra` reads them) and attributes."""
+    data = run.spectra
+    f.dimensions.update({"time_spectra": len(data["time"]), "k": len(data["k"])})
+    with open_for_reading(run.path / SPECTRA_FILE) as src:
+        units.update(json.loads(src.attrs.get("units", "{}")))
+        f.attrs["units"] = json.dumps(units)
+        attrs = {name: _attrs(src[name]) for name in data}
+    _variable(f, "k", ("k",), data["k"], **attrs["k"])
+    _variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
+    clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in ("k", "time")]
+    for name in clocks:
+        _variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
+    for name, values in data.items():
+        if np.ndim(values) == 2:
+            _variable(f, f"{name}_spectra", ("time_spectra", "k"), values,
+                      coordinates=" ".join(f"{c}_spectra" for c in clocks), **attrs[name])
+
+
+def export_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
+                  max_size: int = MAX_SIZE, overwrite: bool = False) -> Path:
+    """:func:`plan_netcdf` then :func:`write_netcdf`: the run's one netCDF file; returns its path."""
+    return write_netcdf(plan_netcdf(run_dir, path, fields=fields, max_size=max_size, overwrite=overwrite))
+
+
+def plan_merge(run_dir: Path, *, overwrite: bool = False) -> MergePlan:
+    """Check a merge of every snapshot of ``run_dir`` into ``snapshots/merged/`` (reads only): ConfigError
+    when the run cannot be read, a snapshot's shards are missing, or a merged file exists and not ``overwrite``."""
+    run = load_run(run_dir)
+    if not run.snapshots:
+        raise ConfigError("--merge", str(run_dir), "give a run that has written snapshots", "has no snapshots")
+    for ref in run.snapshots:
+        _open(ref).close()
+    merged = run_dir / DIR / MERGED
+    pairs = tuple((ref.path, merged / ref.path.name) for ref in run.snapshots)
+    for target in [t for _, m in pairs for t in (m, m.with_suffix(".xdmf"))] + [merged / "series.xdmf"]:
+        _refuse_existing("--merge", target, overwrite, "give --overwrite to merge the snapshots again")
+    return MergePlan(pairs)
+
+
+def _copy_index(src: h5py.File, dst: h5py.File) -> None:
+    """Every dataset of the index ``src`` into ``dst`` as stored, data included, with its attributes and scales."""
+    dst.attrs.update(_attrs(src, drop=("complete", "sources")))
+    dst.attrs["sources"] = json.dumps([])  # nothing outside this file
+    scales = [n for n, ds in src.items() if ds.is_scale]
+    for name in scales:
+        dst.create_dataset(name, data=src[name][()], dtype=src[name].dtype)
+        dst[name].attrs.update(_attrs(src[name]))
+        dst[name].make_scale(name)
+    for name in [n for n in src if n not in scales]:
+        ds = src[name]
+        out = dst.create_dataset(name, shape=ds.shape, dtype=ds.dtype)
+        out.attrs.update(_attrs(ds))
+        rows = max(1, SLAB_BYTES // max(1, ds.dtype.itemsize * math.prod(ds.shape[1:])))
+        for start in range(0, ds.shape[0], rows):
+            out[start:start + rows] = ds[start:start + rows]
+        for j, dim in enumerate(ds.dims):
+            for scale in dim.values():
+                out.dims[j].attach_scale(dst[scale.name])
+
+
+def write_merge(plan: MergePlan) -> list[Path]:
+    """Write the merged snapshots :func:`plan_merge` checked, their XDMF and series; returns the files written."""
+    directory = plan.pairs[0][1].parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputWriteError(f"creating {directory} failed: {describe_os_error(err)}") from err
+    written, grids = [], []
+    for index, target in plan.pairs:
+        with Snapshot(index) as snap:
+            write_atomically(target, partial(_copy_index, snap.file))
+        written.append(target)
+        try:
+            grid = ET.parse(index.with_suffix(".xdmf")).getroot().find("Domain/Grid")
+        except (OSError, ET.ParseError):
+            grid = None  # a snapshot without its XDMF: its merged file still serves h5py, xarray and Snapshot
+        if grid is not None:
+            written.append(write_xdmf(target, grid))
+            grids.append(grid)
+    if grids:
+        written.append(write_series(directory, grids))
+    return written
+
+
+def merge_snapshots(run_dir: Path, *, overwrite: bool = False) -> list[Path]:
+    """:func:`plan_merge` then :func:`write_merge`; returns the files written."""
+    return write_merge(plan_merge(run_dir, overwrite=overwrite))

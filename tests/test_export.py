@@ -1,0 +1,252 @@
+"""``simulator export``: a run's snapshots, spectra and time series in one netCDF file that xarray opens,
+equal to what the run's own readers return; snapshots merged from their per-process shards into
+self-contained files; the refusals (size, an existing export, unknown fields) before anything is written."""
+
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import h5py
+import jax
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+import simulator
+from simulator.cli import main
+from simulator.fft import BACKENDS
+from simulator.output import export
+from simulator.output.hdf5 import Snapshot
+from simulator.output.snapshots import write_snapshot
+from simulator.output.spectra import read_spectra
+from simulator.runtime import build_mesh
+
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text().split("**One file for analysis: `simulator export`.**", 1)[1]
+LEGACY = Path(__file__).parent / "data" / "legacy_v1" / "ns_run"
+#: Taylor-Green on 8^3 in 2 processes (one device each): 3 snapshots of 2 shard files each, 3 spectra rows
+RUN = ["configs/taylor_green.yaml", "--set", "grid.shape=8", "--set", "time.t_end=0.08", "--set", "output.chunk=4",
+       "--set", "output.snapshots.every=4", "--set", "checkpoint.every=0"]
+
+
+@pytest.fixture(scope="module")
+def tg(tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "tg"
+    launch = [sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout", "240"]
+    r = subprocess.run([*launch, "run", *RUN, "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for index in sorted((out / "snapshots").glob("s*.h5")):  # each snapshot spread over both processes' files
+        assert sorted(p.name for p in index.with_suffix("").iterdir()) == ["p0000.h5", "p0001.h5"]
+    return out
+
+
+def copy_of(run: Path, tmp_path: Path) -> Path:
+    shutil.copytree(run, tmp_path / run.name)
+    return tmp_path / run.name
+
+
+def refused(capsys, *args: str) -> str:
+    """The one line ``simulator export ARGS`` prints when it refuses (exit 2)."""
+    assert main(["export", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_the_netcdf_file_holds_every_snapshot_spectrum_and_row_exactly(tg, tmp_path):
+    run = copy_of(tg, tmp_path)
+    code = "import sys; from simulator.cli import main; c = main(sys.argv[1:]); print('jax' in sys.modules); exit(c)"
+    r = subprocess.run([sys.executable, "-c", code, "export", str(run)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(run / "export" / "run.nc"), "False"]  # written without JAX
+    loaded = simulator.load_run(run)
+    ds = xr.open_dataset(run / "export" / "run.nc")
+    assert len(loaded.snapshots) == 3 and set(ds.data_vars) >= {"velocity", "vorticity"}
+    for i, ref in enumerate(loaded.snapshots):
+        with ref.open() as snap:
+            assert ds.time.values[i] == snap.attrs["time"] and ds.step.values[i] == snap.attrs["step"] == ref.step
+            for name in snap.fields:
+                assert ds[name].dims == ("time", "component", "x", "y", "z")
+                assert ds[name].dtype == np.float32 and ds[name].attrs["units"] == "code units"
+                np.testing.assert_array_equal(ds[name].isel(time=i).values, snap.read(name))
+            for axis in "xyz":  # the cell positions of the index (and of the XDMF): i L / N
+                np.testing.assert_array_equal(ds[axis].values, snap.file[axis][:])
+    assert list(ds.component.values) == ["x", "y", "z"] and "step" in ds.velocity.coords
+    spectra = read_spectra(run / "spectra.h5")
+    np.testing.assert_array_equal(ds.time_spectra.values, spectra["time"])
+    np.testing.assert_array_equal(ds.step_spectra.values, spectra["step"])
+    np.testing.assert_array_equal(ds.k.values, spectra["k"])
+    for name in ("energy", "transfer_energy"):
+        assert ds[f"{name}_spectra"].dims == ("time_spectra", "k")
+        np.testing.assert_array_equal(ds[f"{name}_spectra"].values, spectra[name])
+    with h5py.File(run / "spectra.h5") as f:
+        assert ds.energy_spectra.attrs["description"] == f["energy"].attrs["description"]
+    np.testing.assert_array_equal(ds.time_series.values, loaded.timeseries["time"])
+    for column, values in loaded.timeseries.items():
+        if column != "time":
+            np.testing.assert_array_equal(ds[f"{column}_series"].values, values)
+    assert ds.energy_series.attrs["long_name"] == "kinetic energy <|u|^2>/2"
+    assert yaml.safe_load(ds.attrs["config"]) == loaded.config and ds.attrs["title"] == "taylor_green"
+    assert json.loads(ds.attrs["units"]) == {"length": "code units", "time": "code units"}
+    ds.close()
+    # --fields: those fields only, the rest as before
+    assert main(["export", str(run), "--netcdf", str(tmp_path / "w.nc"), "--fields", "vorticity"]) == 0
+    with xr.open_dataset(tmp_path / "w.nc") as only:
+        assert "vorticity" in only and "velocity" not in only and "energy_spectra" in only
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_merged_snapshots_equal_the_virtual_ones_and_need_no_shards(tg, tmp_path, monkeypatch):
+    run = copy_of(tg, tmp_path)
+    monkeypatch.setattr(export, "SLAB_BYTES", 1000)  # each field copied a z-plane at a time, as a large one would be
+    indexes = sorted((run / "snapshots").glob("s*.h5"))
+    before = {p: p.read_bytes() for p in (run / "snapshots").rglob("*") if p.is_file()}
+    assert main(["export", str(run), "--merge"]) == 0
+    assert not (run / "export").exists()  # --merge alone writes no netCDF file
+    assert {p: p.read_bytes() for p in before} == before  # the shards, the index and the XDMF stay as they were
+    assert [s.path for s in simulator.load_run(run).snapshots] == indexes  # the virtual index stays the default
+    expected = {}
+    for index in indexes:
+        with Snapshot(index) as snap:
+            assert len(json.loads(snap.file.attrs["sources"])) == 2  # written by 2 processes
+            expected[index.name] = ({n: snap.read(n) for n in snap.fields}, snap.attrs)
+    # only the merged directory is left: no shard, no index
+    alone = tmp_path / "alone"
+    shutil.move(run / "snapshots" / "merged", alone)
+    shutil.rmtree(run)
+    for name, (fields, attrs) in expected.items():
+        with Snapshot(alone / name) as merged:
+            assert merged.attrs == {**attrs, "sources": []}
+            for field, values in fields.items():
+                assert not merged.file[field].is_virtual
+                np.testing.assert_array_equal(merged.read(field), values)
+        with xr.open_dataset(alone / name, engine="h5netcdf") as ds:
+            assert ds.velocity.dims == ("z", "y", "x", "component")
+            np.testing.assert_array_equal(ds.velocity.values, fields["velocity"].transpose(3, 2, 1, 0))
+    # the XDMF files name the merged files: each data item is a dataset of that shape
+    series = ET.parse(alone / "series.xdmf").getroot().findall("Domain/Grid/Grid")
+    assert [g.get("Name") for g in series] == [Path(n).stem for n in expected]
+    items = [i for path in alone.glob("*.xdmf") for i in ET.parse(path).getroot().iter("DataItem")
+             if i.get("Format") == "HDF"]
+    assert len(items) == 2 * 2 * len(expected)  # velocity and vorticity of each snapshot: in its file and the series
+    for item in items:
+        file, dataset = item.text.split(":")
+        with h5py.File(alone / file) as f:
+            assert list(f[dataset].shape) == [int(n) for n in item.get("Dimensions").split()]
+
+
+def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path):
+    cfg = simulator.load_config(ROOT / "configs" / "fdm_cosmo.yaml", {
+        "grid.shape": 8, "physics.z_end": 63, "physics.output_redshifts": [127, 63], "checkpoint.every": 0,
+        "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())})
+    assert simulator.run_config(cfg, tmp_path / "cosmo") == 0
+    path = export.export_netcdf(tmp_path / "cosmo", fields=["density", "phase"])
+    loaded = simulator.load_run(tmp_path / "cosmo")
+    with xr.open_dataset(path) as ds:
+        assert set(ds.data_vars) & {"density", "phase", "abs_psi", "potential"} == {"density", "phase"}
+        for i, ref in enumerate(loaded.snapshots):
+            with ref.open() as snap:
+                assert (ds.a.values[i], ds.redshift.values[i]) == (snap.attrs["a"], snap.attrs["redshift"])
+                np.testing.assert_array_equal(ds.density.isel(time=i).values, snap.read("density"))
+        np.testing.assert_allclose(ds.redshift.values, [127, 63], rtol=1e-12)
+        assert {"a", "redshift", "step"} <= set(ds.density.coords) and ds.density.dims == ("time", "x", "y", "z")
+        np.testing.assert_array_equal(ds.a_spectra.values, loaded.spectra["a"])
+        np.testing.assert_array_equal(ds.z_spectra.values, loaded.spectra["z"])
+        np.testing.assert_array_equal(ds.power_spectra.values, loaded.spectra["power"])
+        assert {"a_spectra", "z_spectra"} <= set(ds.power_spectra.coords)
+        assert (ds.x.attrs["units"], ds.k.attrs["units"], ds.power_spectra.attrs["units"]) == (
+            "Mpc/h", "h/Mpc", "(Mpc/h)^3")
+        assert ds.time.attrs["units"] == json.loads(ds.attrs["units"])["time"] == "ln(a/a_start), a_start = 1/(1 + 127)"
+        np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
+
+
+def test_a_stack_of_scalar_fields_gets_its_own_index_dimension(tmp_path, devices):
+    run = tmp_path / "stack"
+    run.mkdir()
+    shutil.copy(LEGACY / "config.yaml", run)  # a run's config; the snapshots are written here
+    fft = BACKENDS["slab"]((8, 8, 8), build_mesh(BACKENDS["slab"], None, devices[:2]))
+    rng = np.random.default_rng(0)
+    stacks = [rng.standard_normal((2, 8, 8, 8)) for _ in range(2)]
+    for step, stack in enumerate(stacks):
+        array = jax.make_array_from_callback(stack.shape, fft.real_sharding(1), lambda i, s=stack: s[i])
+        write_snapshot(run / "snapshots" / f"s{step:08d}", {"scalar": array}, {"step": step}, [1.0, 2.0, 4.0],
+                       0.5 * step, stacked=["scalar"])
+    with xr.open_dataset(export.export_netcdf(run)) as ds:
+        assert ds.scalar.dims == ("time", "scalar_index", "x", "y", "z") and list(ds.scalar_index.values) == [0, 1]
+        np.testing.assert_array_equal(ds.scalar.values, np.stack(stacks))
+        np.testing.assert_array_equal(ds.z.values, np.arange(8) * 0.5)
+
+
+def test_a_run_of_the_first_format_exports_and_merges(tmp_path):
+    run = copy_of(LEGACY, tmp_path)  # schema 1: stored (3, Nx, Ny, Nz), no dimension scales, no units
+    assert main(["export", str(run), "--merge", "--netcdf", str(run / "run.nc")]) == 0
+    with xr.open_dataset(run / "run.nc") as ds, Snapshot(run / "snapshots" / "s00000010.h5") as snap:
+        assert ds.velocity.dims == ("time", "component", "x", "y", "z") and list(ds.step.values) == [0, 10]
+        np.testing.assert_array_equal(ds.velocity.isel(time=1).values, snap.read("velocity"))
+        np.testing.assert_array_equal(ds.x.values, np.arange(8) * (2 * np.pi / 8))
+        with Snapshot(run / "snapshots" / "merged" / "s00000010.h5") as merged:
+            np.testing.assert_array_equal(merged.read("vorticity"), snap.read("vorticity"))
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
+    run = copy_of(tg, tmp_path)
+    target = tmp_path / "out" / "run.nc"
+    err = refused(capsys, str(run), "--netcdf", str(target), "--max-size", "20KiB")
+    assert "--max-size = '20 KiB' is below the export's" in err and "give --max-size 1MiB or more" in err
+    # the size check comes before the merge too: nothing at all is written
+    refused(capsys, str(run), "--merge", "--netcdf", str(target), "--max-size", "20KiB")
+    assert not (tmp_path / "out").exists() and not (run / "snapshots" / "merged").exists()
+    assert "--fields = 'pressure' is not a field of every snapshot; allowed: velocity, vorticity" in refused(
+        capsys, str(run), "--fields", "pressure")
+    assert "--max-size = 'lots' is not a size" in refused(capsys, str(run), "--max-size", "lots")
+    assert "applies to the netCDF file only" in refused(capsys, str(run), "--merge", "--fields", "velocity")
+    assert "RUN_DIR = " in refused(capsys, str(tmp_path / "nowhere"))
+    # an existing file is never replaced without --overwrite
+    target.parent.mkdir()
+    target.write_text("mine")
+    assert "already exists; give --overwrite to replace it" in refused(capsys, str(run), "--netcdf", str(target))
+    assert target.read_text() == "mine"
+    assert main(["export", str(run), "--netcdf", str(target), "--overwrite"]) == 0
+    with xr.open_dataset(target) as ds:
+        assert ds.velocity.shape == (3, 3, 8, 8, 8)
+    assert main(["export", str(run), "--merge"]) == 0
+    capsys.readouterr()
+    merged = run / "snapshots" / "merged" / "s00000000.h5"
+    stamp = merged.stat().st_mtime_ns
+    assert "merged/s00000000.h5' already exists; give --overwrite" in refused(capsys, str(run), "--merge")
+    assert merged.stat().st_mtime_ns == stamp
+    # a shard gone: the snapshot is named, nothing written
+    shutil.rmtree(run / "snapshots" / "s00000004")
+    assert "s00000004.h5: shard file" in refused(capsys, str(run), "--netcdf", str(tmp_path / "other.nc"))
+    assert not (tmp_path / "other.nc").exists()
+    # no snapshots at all: nothing to merge; the netCDF file holds the spectra and the time series
+    shutil.rmtree(run / "snapshots")
+    assert "has no snapshots" in refused(capsys, str(run), "--merge")
+    with xr.open_dataset(export.export_netcdf(run, tmp_path / "other.nc")) as ds:
+        assert "time" not in ds.dims and ds.energy_spectra.shape == (3, 8) and ds.energy_series.shape == (3,)
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_the_readme_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
+    """The README's export commands and its xarray lines, on the tiny run in place of the quickstart."""
+    run = copy_of(tg, tmp_path)
+    commands = README.split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert len(commands) == 2
+    for line in commands:
+        words = line.split("#")[0].split()
+        assert words[:3] == [".venv/bin/simulator", "export", "outputs/quickstart"], line
+        assert main(["export", str(run), *words[3:]]) == 0
+    assert (run / "export" / "run.nc").is_file() and (run / "snapshots" / "merged" / "series.xdmf").is_file()
+    scope: dict = {}
+    exec(README.split("```python\n", 1)[1].split("\n```", 1)[0].replace("outputs/quickstart", str(run)), scope)
+    with scope["ds"], Snapshot(run / "snapshots" / "s00000008.h5") as snap:
+        assert scope["wz"].dims == ("x", "y")
+        np.testing.assert_array_equal(scope["wz"].values, snap.read("vorticity", (2, slice(None), slice(None), 0)))
+        np.testing.assert_array_equal(scope["ek"].values, read_spectra(run / "spectra.h5")["energy"][-1])
+        np.testing.assert_array_equal(scope["e"].values, simulator.load_run(run).timeseries["energy"])
