@@ -4,8 +4,9 @@ T(k), the rate of change of a spectrum by the nonlinear terms (``transfer_<quant
 energy and scalar variance between shells and create none (sum_k T(k) = 0 to round-off, inviscid and
 unforced, computed without gathering), and every shell must obey its budget,
 dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k) (and dE_theta/dt = T + P - 2 kappa k^2 E_theta for a scalar),
-checked by central differences in time at t = 0, with and without forcing. The simulations are those
-of tests/test_scalars.py (shared for the session).
+checked by central differences in time at t = 0, with and without forcing, and with hyperviscosity
+(- 2 nu_p k^(2p) E(k) more in the energy's). The simulations are those of tests/test_scalars.py (shared
+for the session).
 """
 
 import functools
@@ -50,42 +51,53 @@ def test_transfers_sum_to_zero_without_gathering(case):
 
 def shell_budget(sim, state, params, h):
     """Per budgeted spectrum (the energy, each scalar's variance): (dE(k)/dt by central differences of
-    one step each way, the right-hand side T - 2 nu k^2 E + F (+ P) at t = 0, T); and the spectra at t = 0."""
+    one step each way, the right-hand side T - 2 (nu k^2 + nu_p k^(2p)) E + F (+ P) at t = 0, T), the
+    hyperviscous term alone; and the spectra at t = 0."""
     eq = sim.equation
     now, plus, minus = (sim.spectra(s, params=params) for s in (state, advance(sim, state, h, 1, params),
                                                                   advance(sim, state, -h, 1, params)))
     u_hat, theta_hat = eq.split(state)
-    k2_norm = eq.ops.weight * (eq.ops.k[0] ** 2 + eq.ops.k[1] ** 2 + eq.ops.k[2] ** 2) / float(eq.fft.size) ** 2
+    k2 = eq.ops.k[0] ** 2 + eq.ops.k[1] ** 2 + eq.ops.k[2] ** 2
+    k2_norm = eq.ops.weight * k2 / float(eq.fft.size) ** 2
 
     def shell(power):
         return np.asarray(shells.shell_sum(power, eq.ops.k, eq.fft.shape, eq.box))
 
+    # 2 nu_p k^(2p) E(k), mode by mode
+    k2p_norm = k2_norm * k2 ** (eq.physics.hyperviscosity_order - 1)
+    hyper = params["hyperviscosity"] * shell(k2p_norm * jnp.abs(u_hat) ** 2)
     rhs = {"energy": now["transfer_energy"] + now.get("injection_energy", 0.0)
-           - params["viscosity"] * shell(k2_norm * jnp.abs(u_hat) ** 2)}  # 2 nu k^2 E(k), mode by mode
+           - params["viscosity"] * shell(k2_norm * jnp.abs(u_hat) ** 2) - hyper}  # 2 nu k^2 E(k), mode by mode
     for i, s in enumerate(params["scalars"]):
         name = f"scalar{i}_variance"
         rhs[name] = (now[f"transfer_{name}"] + now[f"production_{name}"]
                      - 2 * s["diffusivity"] * shell(k2_norm * jnp.abs(theta_hat[i]) ** 2))
     rates = {name: ((np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h), np.asarray(expected),
                     np.asarray(now[f"transfer_{name}"])) for name, expected in rhs.items()}
-    return rates, now
+    return rates, hyper, now
 
 
-@pytest.mark.parametrize("forcing", ["none", "band"])
-def test_each_shell_obeys_its_budget(devices, forcing):
-    """dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k), and for each scalar dE_theta(k)/dt = T(k) + P(k) -
-    2 kappa k^2 E_theta(k), shell by shell at t = 0 (one step of +-h each way), to 2e-8 of the largest
-    rate; T matters in the balance (a flipped or missing transfer fails)."""
+@pytest.mark.parametrize("forcing,hyperviscosity", [("none", 0.0), ("band", 0.0), ("none", 1e-6)])
+def test_each_shell_obeys_its_budget(devices, forcing, hyperviscosity):
+    """dE(k)/dt = T(k) - 2 (nu k^2 + nu_p k^(2p)) E(k) + F(k), and for each scalar dE_theta(k)/dt = T(k) +
+    P(k) - 2 kappa k^2 E_theta(k), shell by shell at t = 0 (one step of +-h each way), to 2e-8 of the
+    largest rate; T matters in the balance (a flipped or missing transfer fails), and so does the
+    hyperviscous term when there is one. The shells add up to the diagnostics: dE/dt = P - epsilon."""
     sim = ns() if forcing == "none" else shared(grid__shape=N, physics__scalars=SCALARS, time__integrator="lsrk4",
                                                  physics__forcing=forcing)
-    params = sim.parameters(viscosity=0.02, forcing_power=0.05,
+    params = sim.parameters(viscosity=0.02, hyperviscosity=hyperviscosity, forcing_power=0.05,
                             scalars=[{"diffusivity": 0.005}, {"diffusivity": 0.002}])
     state = sim.initial_state(RANDOM)
-    rates, now = shell_budget(sim, state, params, h=3e-5)
+    rates, hyper, now = shell_budget(sim, state, params, h=3e-5)
     for name, (measured, expected, transfer) in rates.items():
         scale = np.abs(expected).max()
         assert np.abs(measured - expected).max() < 2e-8 * scale, (name, np.abs(measured - expected).max() / scale)
         assert np.abs(transfer).max() > 0.1 * scale, name
+    scale = np.abs(rates["energy"][1]).max()
+    assert np.abs(hyper).max() > 0.1 * scale if hyperviscosity else not hyper.any()
+    d = sim.diagnostics(state, 3e-5, params)
+    balance = float(d.get("injection", 0.0) - d["dissipation"])
+    assert rates["energy"][0].sum() == pytest.approx(balance, abs=2e-8 * scale)
     if forcing == "band":
         assert float(jnp.sum(now["injection_energy"])) == pytest.approx(0.05, rel=1e-12)  # the injected power
         assert np.abs(now["injection_energy"]).max() > 0.1 * np.abs(rates["energy"][1]).max()  # it matters too

@@ -167,7 +167,8 @@ def test_validate_prints_the_resolved_config(tmp_path, capsys):
     assert resolved["fft"] == {"backend": "slab", "mesh": None}
     assert set(resolved["runtime"]) == {"cpu_devices", "coordinator", "num_processes", "process_id", "max_wall"}
     # only the keys of its own equation and initial condition
-    assert set(resolved["physics"]) == {"name", "viscosity", "forcing", "forcing_power", "forcing_band", "scalars"}
+    assert set(resolved["physics"]) == {"name", "viscosity", "hyperviscosity", "hyperviscosity_order", "dealias",
+                                        "forcing", "forcing_power", "forcing_band", "scalars"}
     assert resolved["initial"] == {"name": "taylor_green", "amplitude": 1.0,
                                    "scalars": {"name": "zero", "amplitude": 1.0, "k_peak": 4.0, "seed": 0}}
 
@@ -311,6 +312,13 @@ def test_the_static_copy_of_the_parameters_refuses_its_traced_numbers():
     assert hash(static) == hash(zero_traced(BoussinesqParams(viscosity=0.5, scalars=(PassiveScalar(),))))
     assert static != zero_traced(BoussinesqParams(forcing="band"))
     assert static.forcing == "none" and len(static.scalars) == 1  # structure stays readable
+    # a sweep over nu_p shares one program; its order and the dealiasing are structure
+    from simulator.equations.navier_stokes import NavierStokesParams
+
+    plain = zero_traced(NavierStokesParams())
+    assert plain == zero_traced(NavierStokesParams(hyperviscosity=1e-6, viscosity=0.0))
+    assert plain != zero_traced(NavierStokesParams(hyperviscosity_order=6))
+    assert plain != zero_traced(NavierStokesParams(dealias="hou_li"))
 
 
 def test_a_misspelt_schema_constraint_is_refused():

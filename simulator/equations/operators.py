@@ -1,14 +1,20 @@
 """Spectral operators of the periodic box on one FFT backend: what every flow equation differentiates with.
 
-One object per equation instance (as FluidSim's ``oper`` or jax-cfd's ``grid``): the wavenumbers, the 2/3
-rule, Parseval weights, 1/k^2, the Leray projection, the curl and the constant-power forcing, so that an
-equation composes them instead of borrowing another equation's. :func:`inverse_k2` is the one place
-1/k^2 (0 at k = 0) is written; the Poisson solve (:mod:`.gravity`) and the wave propagator
-(:mod:`.boussinesq.waves`) use it too.
+One object per equation instance (as FluidSim's ``oper`` or jax-cfd's ``grid``): the wavenumbers, the
+dealiasing (the 2/3 rule or the Hou-Li filter), Parseval weights, 1/k^2, the Leray projection, the curl
+and the constant-power forcing, so that an equation composes them instead of borrowing another
+equation's. :func:`inverse_k2` is the one place 1/k^2 (0 at k = 0) is written; the Poisson solve
+(:mod:`.gravity`) and the wave propagator (:mod:`.boussinesq.waves`) use it too.
+
+Dealiasing (``dealiasing``, static): ``two_thirds`` zeroes the modes with |m_i| >= N_i/3 on any axis
+(Orszag 1971); ``hou_li`` multiplies by the smooth filter sigma = prod_i exp(-36 (|m_i| / (N_i/2))^36)
+instead (Hou & Li 2007, J. Comput. Phys. 226, 379), which changes the modes below 0.8 of the Nyquist
+wavenumber by less than 1.2% and damps those above smoothly, to round-off at the Nyquist mode.
 
 Arrays: ``k`` and ``modes`` are three broadcasting vectors in the backend's real-to-complex k-space
-layout and sharding, ``keep`` three per-axis 0/1 vectors, ``weight`` the Parseval weights; spectra are
-``(3, *k_shape)`` vectors or ``(*k_shape)`` scalars. The 3D products (the dealiasing mask, k^2, 1/k^2, the
+layout and sharding, ``keep`` three per-axis vectors (0/1 under the 2/3 rule, the filter's factors
+under Hou-Li), ``weight`` the Parseval weights; spectra are ``(3, *k_shape)`` vectors or
+``(*k_shape)`` scalars. The 3D products (the dealiasing mask, k^2, 1/k^2, the
 forcing mask) are formed inside the fused elementwise kernels of the step, never stored: at 1024^3 each
 would cost GBs.
 """
@@ -40,24 +46,40 @@ def cross(a: Sequence[jax.Array], b: Sequence[jax.Array]) -> list[jax.Array]:
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
+def hou_li(m: jax.Array, n: int) -> jax.Array:
+    """The Hou-Li filter exp(-36 (|m| / (n/2))^36) of mode numbers ``m`` along an axis of ``n`` points: the
+    factor 36 damps the Nyquist mode to exp(-36) ~ 2e-16, double-precision round-off."""
+    return jnp.exp(-36.0 * (jnp.abs(m) / (n / 2)) ** 36)
+
+
+def two_thirds(m: jax.Array, n: int) -> jax.Array:
+    """1 where |m| < n/3 (the 2/3 rule), else 0."""
+    return (jnp.abs(m) < n / 3).astype(m.dtype)
+
+
+#: dealiasing scheme -> its per-axis factor of the mode numbers (keys: ``resolution.RESOLVED``)
+_FACTORS = {"two_thirds": two_thirds, "hou_li": hou_li}
+
+
 @jax.tree_util.register_pytree_node_class
 class SpectralOperators:
     """The operators on real-to-complex spectra of one backend and box (see the module docstring).
 
-    A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves; the backend, box, dtype
-    and forcing scheme are static structure.
+    A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves; the backend, box, dtype,
+    dealiasing and forcing scheme are static structure.
     """
 
     _LEAVES = ("k", "modes", "keep", "weight")
-    _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band", "devices", "select")
+    _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band", "dealiasing", "devices", "select")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
-                 forcing_band: float = 0.0):
+                 forcing_band: float = 0.0, dealiasing: str = "two_thirds"):
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
-        self.forcing_scheme, self.forcing_band = forcing, forcing_band
+        self.forcing_scheme, self.forcing_band, self.dealiasing = forcing, forcing_band, dealiasing
         self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
-        self.keep = tuple((jnp.abs(m) < n / 3).astype(self.dtype) for m, n in zip(self.modes, fft.shape, strict=True))
+        self.keep = tuple(_FACTORS[dealiasing](m, n).astype(self.dtype)
+                          for m, n in zip(self.modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         self.devices = fft.devices
         #: stack spectra by selection (:mod:`.assembly`): a velocity spectrum on one device is past the limit
@@ -76,8 +98,15 @@ class SpectralOperators:
 
     @property
     def dealias(self) -> jax.Array:
-        """1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on every axis), else 0."""
+        """What the nonlinear terms are multiplied by: 1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on
+        every axis), else 0; or the Hou-Li filter's value per mode."""
         return self.keep[0] * self.keep[1] * self.keep[2]
+
+    @property
+    def held(self) -> jax.Array:
+        """1 on the modes a state may hold, else 0: the 2/3 rule's; every mode under the smooth filter
+        (forcing masks are built on it: a 0/1 set, so that the injected power is exact)."""
+        return self.dealias if self.dealiasing == "two_thirds" else jnp.ones((), self.dtype)
 
     @property
     def k2(self) -> jax.Array:
@@ -115,5 +144,5 @@ class SpectralOperators:
         mask = FORCING_MASKS[self.forcing_scheme]
         if mask is None:
             return None
-        return constant_power(u_hat, mask(self.modes, self.dealias, self.forcing_band), self.weight,
+        return constant_power(u_hat, mask(self.modes, self.held, self.forcing_band), self.weight,
                               self.fft.size, params["forcing_power"])

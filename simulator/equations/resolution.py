@@ -3,7 +3,10 @@ take the array module ``xp``, so that equations evaluate them traced and readers
 
 * Flows (Navier-Stokes, Boussinesq, MHD): ``kmax_eta`` = k_max eta with the Kolmogorov scale
   eta = (nu^3 / epsilon)^(1/4) and k_max the largest wavenumber kept by the 2/3 rule,
-  (2/3) min_i pi N_i / L_i. A field diffusing with kappa != nu has its own smallest scale: the Batchelor
+  (2/3) min_i pi N_i / L_i, or 0.8 min_i pi N_i / L_i under the Hou-Li filter (:data:`RESOLVED`;
+  Navier-Stokes's ``physics.dealias``). With hyperviscosity nu_p (-lap)^p the dissipative scale is the
+  larger of eta and the hyperviscous eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)) (:func:`dissipative_scale`).
+  A field diffusing with kappa != nu has its own smallest scale: the Batchelor
   scale eta Sc^(-1/2) for Sc = nu/kappa >= 1, the Obukhov-Corrsin scale (kappa^3/epsilon)^(1/4) =
   eta Sc^(-3/4) below (:func:`smallest_scale`). Passive scalars report it as ``scalar{i}_kmax_eta``;
   Boussinesq's ``kmax_eta`` is the smaller of the velocity's and the buoyancy's (kappa = diffusivity);
@@ -31,6 +34,14 @@ from typing import Any
 #: diagnostic name (or suffix after ``_``) -> the value below which the grid under-resolves the run
 THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
 
+#: dealiasing of the nonlinear terms (``physics.dealias``) -> the largest resolved wavenumber as a fraction
+#: of the grid's Nyquist wavenumber min_i pi N_i / L_i. The 2/3 rule keeps |k_i| < (2/3) k_N,i and zeroes
+#: the rest. The Hou-Li filter exp(-36 (|k_i|/k_N,i)^36) (Hou & Li 2007, J. Comput. Phys. 226, 379) has no
+#: sharp cutoff: it is above 0.988 up to 0.8 k_N (there it changes the nonlinear term by 1.2%), 0.45 at
+#: 0.9 k_N and exp(-36) at k_N, so 0.8 is where it stops resolving (the Nyquist wavenumber itself would
+#: report a k_max eta 25% above what the filter resolves).
+RESOLVED = {"two_thirds": 2 / 3, "hou_li": 0.8}
+
 KMAX_ETA = ("k_max eta: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the Kolmogorov scale (nu^3/epsilon)^(1/4)"
             "; below 1 the grid under-resolves the dissipation range")
 KMAX_DE_BROGLIE = ("k_max / k_rms: the grid's largest wavenumber min pi N_i/L_i over the rms de Broglie "
@@ -55,9 +66,10 @@ def under_resolved(diagnostics: Mapping[str, float]) -> list[tuple[str, float, f
     return out
 
 
-def dealiased_kmax(shape: Sequence[int], box: Sequence[float]) -> float:
-    """The largest wavenumber the 2/3 rule keeps along every axis: (2/3) min_i pi N_i / L_i."""
-    return (2 / 3) * nyquist(shape, box)
+def dealiased_kmax(shape: Sequence[int], box: Sequence[float], dealias: str = "two_thirds") -> float:
+    """The largest wavenumber resolved along every axis under ``dealias`` (a key of :data:`RESOLVED`):
+    (2/3) min_i pi N_i / L_i for the 2/3 rule."""
+    return RESOLVED[dealias] * nyquist(shape, box)
 
 
 def nyquist(shape: Sequence[int], box: Sequence[float]) -> float:
@@ -69,6 +81,18 @@ def kolmogorov(nu: Any, epsilon: Any, xp: Any) -> Any:
     """eta = (nu^3 / epsilon)^(1/4); epsilon = 0 (a flow at rest) gives a large finite eta, not inf."""
     tiny = xp.finfo(xp.result_type(epsilon)).tiny
     return (nu**3 / xp.maximum(epsilon, tiny)) ** 0.25
+
+
+def dissipative_scale(nu: Any, epsilon: Any, hyperviscosity: Any, order: int, xp: Any) -> Any:
+    """The smallest scale of a flow dissipating ``epsilon`` by nu lap u - nu_p (-lap)^p u: the larger of the
+    Kolmogorov scale and the hyperviscous one eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)), where the
+    hyperviscous rate nu_p k^(2p) meets the eddy rate epsilon^(1/3) k^(2/3) (as nu k^2 does at 1/eta).
+    Exactly :func:`kolmogorov` for nu_p = 0 (where its root, whose derivative is infinite there, is not
+    taken: gradients through a run's diagnostics stay finite)."""
+    tiny = xp.finfo(xp.result_type(epsilon)).tiny
+    on = hyperviscosity > 0
+    hyper = (xp.where(on, hyperviscosity, 1.0) ** 3 / xp.maximum(epsilon, tiny)) ** (1 / (6 * order - 2))
+    return xp.maximum(kolmogorov(nu, epsilon, xp), xp.where(on, hyper, 0.0))
 
 
 def smallest_scale(eta: Any, nu: Any, kappa: Any, xp: Any) -> Any:

@@ -1,8 +1,9 @@
 """Incompressible Navier-Stokes in a periodic box: what the equation declares (no JAX here).
 
-    du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) (+ f),   div u = 0,   w = curl u
+    du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) - nu_p (-lap)^p u (+ f),   div u = 0,   w = curl u
 
-with optional passive scalars (``physics.scalars``, :mod:`simulator.equations.scalars`):
+(the hyperviscous term when ``hyperviscosity`` nu_p > 0), with optional passive scalars
+(``physics.scalars``, :mod:`simulator.equations.scalars`):
 d theta_i/dt + u . grad theta_i = kappa_i lap theta_i - u . G_i.
 
 The implementation is :mod:`.equation`; the parameters below are the ``physics.*`` keys when
@@ -12,10 +13,13 @@ The implementation is :mod:`.equation`; the parameters below are the ``physics.*
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scalars as passive
+from simulator.equations import resolution, scalars as passive, scales
+from simulator.errors import ConfigError
 from simulator.schema import param, setting
 from simulator.equations.spec import (
     Budget,
@@ -30,19 +34,43 @@ from simulator.equations.spec import (
 from simulator.time.schemes import SEMILINEAR
 
 FORCINGS = ("none", "linear", "band")
+#: the largest finite number of each precision (NumPy's finfo(...).max)
+LARGEST = {"float32": 3.4028234663852886e38, "float64": sys.float_info.max}
 
 
 @dataclass(frozen=True)
 class NavierStokesParams(EquationParams):
-    """Viscosity, optional constant-power forcing, and passive scalars."""
+    """Viscosity and hyperviscosity, the dealiasing, optional constant-power forcing, and passive scalars."""
 
     name: str = setting("navier_stokes", "equation to solve")
     viscosity: float = param(1.0 / 1600.0, "kinematic viscosity nu", min=0.0)
+    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
+                                  "the velocity, integrated exactly like the viscous one; 0 = none", min=0.0)
+    hyperviscosity_order: int = setting(4, "order p of the hyperviscous term (-lap)^p, an integer >= 2 (|k|^(2p) "
+                                        "must stay finite on the grid in the run's precision)", min=2)
+    dealias: str = setting("two_thirds", "dealiasing of the nonlinear terms: two_thirds (the 2/3 rule: modes with "
+                           "|m_i| >= N_i/3 zeroed) or hou_li (the smooth filter exp(-36 (|m_i|/(N_i/2))^36) per axis, "
+                           "Hou & Li 2007: resolves up to 0.8 of the Nyquist wavenumber)",
+                           choices=tuple(resolution.RESOLVED))
     forcing: str = setting("none", "forcing at constant injected power: none, linear (all modes, Lundgren) or band "
                            "(modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
+
+    def check(self, cfg: Any) -> None:
+        """|k|^(2p) at the grid's corner must be finite in the run's precision: beyond, the hyperviscous rate
+        is inf, and with nu_p = 0 the factor would be 0 x inf = NaN."""
+        p = self.hyperviscosity_order
+        corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.shape, cfg.grid.box, strict=True))
+        if p * math.log(corner) >= math.log(LARGEST[cfg.precision]):
+            limit = int(math.log(LARGEST[cfg.precision]) / math.log(corner))
+            raise ConfigError("physics.hyperviscosity_order", p, f"at most {limit} for grid.shape "
+                              f"{list(cfg.grid.shape)} in {cfg.precision} (|k|^(2p) overflows beyond)", "is too large")
+
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """Kolmogorov and Taylor scales of the flow (:func:`simulator.equations.scales.turbulence`)."""
+        return scales.turbulence(self.viscosity, diagnostics["dissipation"], diagnostics["energy"])
 
 
 @dataclass(frozen=True)
@@ -88,7 +116,8 @@ class RandomVelocity(FlowInitial):
 
 INFO = EquationInfo(
     name="navier_stokes",
-    summary="incompressible Navier-Stokes, rotational form, Leray projection, 2/3 dealiasing",
+    summary="incompressible Navier-Stokes, rotational form, Leray projection, 2/3 or Hou-Li dealiasing, "
+            "optional hyperviscosity",
     params=NavierStokesParams,
     initials=(TaylorGreen, ABC, RandomVelocity),
     protocol=SEMILINEAR,
@@ -103,26 +132,30 @@ INFO = EquationInfo(
     diagnostics={
         "energy": "kinetic energy <|u|^2>/2",
         "enstrophy": "enstrophy <|w|^2>/2",
-        "dissipation": "dissipation rate 2 nu Z",
+        "dissipation": "dissipation rate 2 nu Z + nu_p <|k|^(2p) |u_hat|^2> (the second term: hyperviscosity, "
+                       "a Parseval mean)",
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i)",
         "injection": "injected power <u.f> (forced runs only)",
-        "kmax_eta": resolution.KMAX_ETA,
+        "kmax_eta": resolution.KMAX_ETA + " (0.8 min pi N_i/L_i under dealias: hou_li; with hyperviscosity, "
+                    "eta is the larger of it and (nu_p^3/epsilon)^(1/(6p-2)))",
         **passive.DIAGNOSTICS,
     },
     progress=("energy", "cfl"),
+    scales=scales.TURBULENCE,
     spectra={"energy": "kinetic energy spectrum E(k): 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the modes "
                        "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)",
              "transfer_energy": "energy transfer T(k): rate of change of E(k) by the nonlinear term, "
-                                "Re(conj(u_hat) . P[(u x w)^]) / N^2 per shell; sums to 0, and "
-                                "dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k)",
+                                "Re(conj(u_hat) . P[(u x w)^]) / N^2 per shell (the dealiased term); sums to 0 "
+                                "under the 2/3 rule (under hou_li, to minus the energy the filter removes), and "
+                                "dE(k)/dt = T(k) - 2 (nu k^2 + nu_p k^(2p)) E(k) + F(k)",
              "injection_energy": "energy injection F(k) by the forcing, Re(conj(u_hat) . f_hat) / N^2 per shell "
                                  "(forced runs only)",
              **passive.SPECTRA},
     plot=PlotSpec(
         panels=(
             Panel("energy", (Curve("energy", r"$E = \langle|u|^2\rangle/2$"),)),
-            Panel("rate", (Curve("dissipation", r"$\varepsilon = 2\nu Z$"),
+            Panel("rate", (Curve("dissipation", r"$\varepsilon = 2\nu Z + \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("enstrophy", (Curve("enstrophy", r"$Z = \langle|\omega|^2\rangle/2$"),)),
             *passive.PANELS,

@@ -1,11 +1,13 @@
 """Incompressible Navier-Stokes in a periodic box, pseudo-spectral: the implementation.
 
-    du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) (+ f),   div u = 0,   w = curl u
+    du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) - nu_p (-lap)^p u (+ f),   div u = 0,   w = curl u
 
 Rotational form; the pressure gradient is removed by the Leray projection P = I - k k^T / k^2; the
-nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed); the viscous term is
-the diagonal linear operator -nu k^2, integrated exactly by the integrating-factor schemes
-(Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006, §3.3-3.4; Rogallo 1981).
+nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed) or multiplied by the
+smooth Hou-Li filter (``physics.dealias``, :mod:`simulator.equations.operators`); the viscous and
+hyperviscous terms are the diagonal linear operator -nu k^2 - nu_p k^(2p), integrated exactly by the
+integrating-factor schemes (Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006,
+§3.3-3.4; Rogallo 1981; hyperviscosity as in Borue & Orszag 1995, Europhys. Lett. 29, 687).
 Optional forcing (:mod:`.forcing`) is one more term of the right-hand side, and passive scalars
 (:mod:`simulator.equations.scalars`) ride on the flow with their own diffusivities (more diagonal
 entries of the linear operator) and mean gradients.
@@ -18,9 +20,11 @@ checkpoints are those of plain Navier-Stokes). Real-space fields are ``(3, Nx, N
 the ``(n, Nx, Ny, Nz)`` scalars, in the real layout.
 
 Spectral energy budget (``spectra``): beside E(k), the transfer T(k) of the nonlinear term and, when
-forced, the injection F(k), so that dE(k)/dt = T(k) - 2 nu k^2 E(k) + F(k) shell by shell, and the
-same for each scalar's variance (Pope, Turbulent Flows, 2000, §6.5; the flux is Pi(k) = -sum_{k' <= k}
-T(k')). Computing T costs one more evaluation of the nonlinear term, at the spectra's cadence only.
+forced, the injection F(k), so that dE(k)/dt = T(k) - 2 (nu k^2 + nu_p k^(2p)) E(k) + F(k) shell by shell,
+and the same for each scalar's variance (Pope, Turbulent Flows, 2000, §6.5; the flux is Pi(k) =
+-sum_{k' <= k} T(k')). T is that of the dealiased term, so the budget closes under either dealiasing;
+its sum is zero under the 2/3 rule and the energy the filter removes (or adds) under Hou-Li. Computing T
+costs one more evaluation of the nonlinear term, at the spectra's cadence only.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from simulator.fft import FFTBackend
 class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     """Nonlinear term, viscous operator, diagnostics and spectra on one FFT backend.
 
-    Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, 2/3 rule, Parseval
+    Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, dealiasing, Parseval
     weights, projection, curl, forcing: :class:`~simulator.equations.operators.SpectralOperators`).
     """
 
@@ -56,7 +60,7 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NavierStokesParams | None = None):
         physics = NavierStokesParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
+        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band, physics.dealias)
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""
@@ -67,27 +71,38 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         :mod:`simulator.particles.flow`)."""
         return state[:3]
 
-    def linear(self, params: Params) -> jax.Array:
-        """-nu k^2 for the velocity, -kappa_i k^2 for scalar i."""
+    def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
+        """(r, r_p): the diffusion rate of each row of the state (nu for the velocity, kappa_i for scalar i)
+        and its hyperviscosity (nu_p for the velocity, 0 for the scalars), each a number without scalars
+        and ``(3 + n, 1, 1, 1)`` with them (broadcasting against the state)."""
+        rate, hyper = params["viscosity"], params["hyperviscosity"]
         if not self.n_scalars:
-            return -params["viscosity"] * self.ops.k2
-        rates = jnp.concatenate([jnp.broadcast_to(params["viscosity"], (3,)), passive.diffusivities(params["scalars"])])
-        return -rates[:, None, None, None] * self.ops.k2
+            return rate, hyper
+        rate = jnp.concatenate([jnp.broadcast_to(rate, (3,)), passive.diffusivities(params["scalars"])])
+        hyper = jnp.concatenate([jnp.broadcast_to(hyper, (3,)), jnp.zeros(self.n_scalars, jnp.result_type(hyper))])
+        return rate[:, None, None, None], hyper[:, None, None, None]
+
+    def k2p(self) -> jax.Array:
+        """|k|^(2p) per mode, p = ``hyperviscosity_order`` (formed inside the kernel that uses it)."""
+        return self.ops.k2 ** self.physics.hyperviscosity_order
+
+    def linear(self, params: Params) -> jax.Array:
+        """-nu k^2 - nu_p k^(2p) for the velocity, -kappa_i k^2 for scalar i."""
+        rate, hyper = self.rates(params)
+        return -rate * self.ops.k2 - hyper * self.k2p()
 
     def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(L tau) state, applied as exp(-r kx^2 tau) exp(-r ky^2 tau) exp(-r kz^2 tau) with r = nu for the
-        velocity and kappa_i for scalar i: three 1D factors, so no exponential is taken per mode and no 3D
-        factor exists."""
-        rate = params["viscosity"]
-        if self.n_scalars:
-            rate = jnp.concatenate([jnp.broadcast_to(rate, (3,)), passive.diffusivities(params["scalars"])])
-            rate = rate[:, None, None, None]
+        """exp(L tau) state, applied as exp(-r kx^2 tau) exp(-r ky^2 tau) exp(-r kz^2 tau) exp(-r_p k^(2p) tau)
+        with r, r_p of :meth:`rates`: three 1D factors, and one per mode for the hyperviscosity (k^(2p) does
+        not factor over the axes), formed inside the kernel that applies it, so that no 3D factor is stored.
+        With nu_p = 0 the last factor is exactly 1: the step is bit for bit that without it."""
+        rate, hyper = self.rates(params)
         for k in self.ops.k:
             state = state * jnp.exp(-rate * tau * k**2)
-        return state
+        return state * jnp.exp(-hyper * tau * self.k2p())
 
     def advection(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-        """The nonlinear terms, dealiased by the 2/3 rule: P[(u x w)^] ``(3, ...)`` and, with scalars,
+        """The nonlinear terms, dealiased (``ops.dealias``): P[(u x w)^] ``(3, ...)`` and, with scalars,
         -div(u theta_i) ``(n, ...)``. Inverse FFTs of u, (theta,) and w apart, each used as soon as it exists
         (with scalars, u theta is transformed before w is formed), then a forward FFT of u x w: the peak
         memory holds u, w and one three-field spectrum, not two spectra of six or more fields."""
@@ -132,8 +147,8 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     # ---- diagnostics ---------------------------------------------------------------------------------
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Energy <|u|^2>/2, enstrophy <|w|^2>/2, dissipation 2 nu Z, max |div u|, CFL number
-        dt * max(sum_i |u_i| / dx_i), when forced the injected power <u . f>, and each scalar's
+        """Energy <|u|^2>/2, enstrophy <|w|^2>/2, dissipation 2 nu Z + nu_p <|k|^(2p) |u_hat|^2>, max |div u|,
+        CFL number dt * max(sum_i |u_i| / dx_i), when forced the injected power <u . f>, and each scalar's
         variance, dissipation and flux (:func:`simulator.equations.scalars.terms.diagnostics`)."""
         u_hat, theta_hat = self.split(state)
         energy = 0.5 * self.ops.mean(jnp.abs(u_hat) ** 2)
@@ -145,15 +160,18 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         out = {
             "energy": energy,
             "enstrophy": enstrophy,
-            "dissipation": 2 * params["viscosity"] * enstrophy,
+            # nu_p k^(2p) (at most about 1/dt) before |u_hat|^2: k^(2p) |u_hat|^2 alone may overflow float32
+            "dissipation": 2 * params["viscosity"] * enstrophy
+            + self.ops.mean(params["hyperviscosity"] * self.k2p() * jnp.abs(u_hat) ** 2),
             "max_div": jnp.max(jnp.abs(div)),
             "cfl": cfl,
         }
         f_hat = self.ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = jnp.sum(self.ops.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
-        kmax = resolution.dealiased_kmax(self.fft.shape, self.box)
-        eta = resolution.kolmogorov(params["viscosity"], out["dissipation"], jnp)
+        kmax = resolution.dealiased_kmax(self.fft.shape, self.box, self.physics.dealias)
+        eta = resolution.dissipative_scale(params["viscosity"], out["dissipation"], params["hyperviscosity"],
+                                           self.physics.hyperviscosity_order, jnp)
         out["kmax_eta"] = kmax * eta
         if theta_hat is not None:
             out.update(passive.diagnostics(self.ops, u_hat, theta_hat, params["scalars"]))

@@ -5,11 +5,13 @@ the current energy of those modes so that the injected power is exactly ``forcin
 instant: A = P / (2 E_forced). This is Lundgren's linear forcing (Lundgren 2003; Rosales & Meneveau
 2005, Phys. Fluids 17, 095106) on all resolved modes (``linear``), or the same restricted to a
 low-wavenumber band 0 < |k| L/2pi <= ``forcing_band`` (``band``, a constant-power variant of Alvelius
-1999). A forced run settles where the dissipation 2 nu Z balances P on average. f is solenoidal and
+1999). A forced run settles where the dissipation balances P on average. f is solenoidal and
 dealiased because u is.
 
-A scheme is a mask builder ``(modes, dealias, band) -> mask`` in :data:`FORCING_MASKS`; ``modes`` are the
-integer mode numbers in the FFT backend's k-space layout.
+A scheme is a mask builder ``(modes, held, band) -> mask`` in :data:`FORCING_MASKS`; ``modes`` are the
+integer mode numbers in the FFT backend's k-space layout, ``held`` 1 on the modes a state may hold (the
+2/3 rule's; every mode under a smooth filter), else 0. A mask is 0 or 1 per mode: with a fractional
+one the power f injects would not be the P its coefficient is made for.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ import jax
 import jax.numpy as jnp
 
 
-def _all_modes(modes: Sequence[jax.Array], dealias: jax.Array, band: float) -> jax.Array:
-    return dealias
+def _all_modes(modes: Sequence[jax.Array], held: jax.Array, band: float) -> jax.Array:
+    return held
 
 
-def _band(modes: Sequence[jax.Array], dealias: jax.Array, band: float) -> jax.Array:
+def _band(modes: Sequence[jax.Array], held: jax.Array, band: float) -> jax.Array:
     m2 = modes[0] ** 2 + modes[1] ** 2 + modes[2] ** 2
-    return dealias * ((m2 > 0) & (m2 <= band**2)).astype(dealias.dtype)
+    return held * ((m2 > 0) & (m2 <= band**2)).astype(held.dtype)
 
 
 FORCING_MASKS: dict[str, Callable[[Sequence[jax.Array], jax.Array, float], jax.Array] | None] = {

@@ -10,7 +10,8 @@ is the traced ``params["scalars"]``: a list of ``{"diffusivity": (), "mean_gradi
 Advection is taken in conservative form, -div(u theta) (equal to -u . grad theta for div u = 0):
 per scalar the inverse transform needs theta only and the forward the three products u_j theta. The
 2/3 rule then conserves each <theta^2> to round-off: <theta div(u theta)> = <u . grad(theta^2/2)> on
-the grid, a product whose modes all lie below N and so average exactly to 0.
+the grid, a product whose modes all lie below N and so average exactly to 0 (the Hou-Li filter, which
+keeps the highest modes, changes it there).
 """
 
 from __future__ import annotations
