@@ -6,6 +6,7 @@
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
+    run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
@@ -99,6 +100,21 @@ class RunResults:
             eps = lagrangian.mean_dissipation(self.timeseries, tracks.time) if self.timeseries else None
             out[name] = lagrangian.statistics(tracks, box=box, r0=r0, max_lag=max_lag, eps=eps)
         return out
+
+    def scales(self) -> dict[str, np.ndarray]:
+        """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
+        ``simulator.equations.get(name).scales`` says what each is) at every row of the time series, from
+        the run's parameters and that row's diagnostics; {} before the first row."""
+        from simulator.equations import get
+        from simulator.equations.spec import parameters_of
+
+        info = get(self.config["physics"]["name"])
+        physics = parameters_of(info, self.config)
+        grid = self.config["grid"]
+        rows = len(self.timeseries.get("time", ()))
+        per_row = [physics.scales({k: float(v[i]) for k, v in self.timeseries.items()}, grid["shape"], grid["box"])
+                   for i in range(rows)]
+        return {name: np.array([row[name] for row in per_row]) for name in (per_row[0] if per_row else ())}
 
 
 def load_run(path: str | Path) -> RunResults:

@@ -79,11 +79,17 @@ def test_run_then_load_the_results_without_jax(tmp_path):
     code = ("import sys, simulator; r = simulator.load_run(sys.argv[1]); "
             "print(r.config['name'], len(r.timeseries['time']), r.spectra['energy'].shape[0], len(r.snapshots), "
             "r.status['state'], 'jax' in sys.modules); "
-            "s = r.snapshots[-1].open(); print(s.read('velocity').shape, 'jax' in sys.modules)")
+            "s = r.snapshots[-1].open(); print(s.read('velocity').shape, 'jax' in sys.modules); "
+            "print(repr(float(r.scales()['kolmogorov_length'][-1])), 'jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True,
                          check=True).stdout.split("\n")
     assert out[0] == "taylor_green 5 5 3 finished False"
     assert out[1] == "(3, 16, 16, 16) False"
+    # the derived scales of each row, from its diagnostics, still without JAX
+    eta, jax_loaded = out[2].split()
+    run = simulator.load_run(tmp_path / "run")
+    nu, eps = run.config["physics"]["viscosity"], run.timeseries["dissipation"][-1]
+    assert float(eta) == pytest.approx((nu**3 / eps) ** 0.25, rel=1e-12) and jax_loaded == "False"
     # 16^3 at nu = 1/1600 is far from resolved (k_max eta = 0.14): the log says so, once
     log = (tmp_path / "run" / "run.log").read_text()
     assert log.count("under-resolved") == 1 and "kmax_eta = 0.14" in log

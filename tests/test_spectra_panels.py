@@ -103,3 +103,11 @@ def test_a_boussinesq_run_directory_gets_both_figures(run, tmp_path):
     written = spectra_plots.plot_spectra(run, {**CONFIG}, equations.get("boussinesq"))
     names = [p.name for p in written]
     assert {"spectra_side_by_side.png", "spectra_energy_kh_kz.png", "spectra_potential_energy_kh_kz.png"} <= set(names)
+
+
+def test_the_resolved_range_follows_the_runs_dealiasing():
+    """2/3 of the Nyquist wavenumber under the 2/3 rule, 0.8 under the Hou-Li filter (physics.dealias)."""
+    info = equations.get("navier_stokes")
+    grid = {"shape": [16, 16, 16], "box": [2 * math.pi] * 3}
+    assert spectra_plots.resolved_wavenumber({"grid": grid}, info) == pytest.approx(16 / 3)
+    assert spectra_plots.resolved_wavenumber({"grid": grid, "physics": {"dealias": "hou_li"}}, info) == pytest.approx(6.4)

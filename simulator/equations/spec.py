@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.schema import setting, traced_values
+from simulator.errors import ConfigError
+from simulator.schema import build, setting, traced_values
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,12 @@ class EquationParams:
         """How this run's time and numbers read (:class:`Clock`): code units and a plain time, unless the
         equation has a unit system or a clock of its own."""
         return Clock()
+
+    def scales(self, diagnostics: Mapping[str, float], shape: Iterable[int], box: Iterable[float]) -> dict[str, float]:
+        """The derived physical scales (:mod:`simulator.equations.scales`; ``EquationInfo.scales`` names and
+        describes them) of these parameters and one row of ``diagnostics`` on a grid of ``shape`` in a
+        box ``box``, in the run's units; none by default."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -284,6 +291,8 @@ class EquationInfo:
     spectra: Mapping[str, str]
     plot: PlotSpec
     cfl: str | None = "cfl"
+    #: the derived scales its parameters compute (``EquationParams.scales``): name -> what it is
+    scales: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
@@ -323,3 +332,14 @@ class EquationInfo:
 
 def _default_name(cls: type) -> str:
     return next(f.default for f in dataclasses.fields(cls) if f.name == "name")
+
+
+def parameters_of(info: EquationInfo, config: Mapping[str, Any]) -> EquationParams:
+    """The equation's parameters of a stored run's resolved ``config`` (a dict: ``config.yaml``), for host
+    code (plots, results); keys of other equations (runs of the first format stored them all) are passed
+    over, and a section that no longer validates gives the defaults."""
+    known = {f.name for f in dataclasses.fields(info.params)}
+    try:
+        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.")
+    except ConfigError:
+        return info.params()

@@ -7,7 +7,6 @@ backend switch) and matplotlib's default style whatever a matplotlibrc says, so 
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,9 +17,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from simulator.equations.spec import EquationInfo, EquationParams
-from simulator.errors import ConfigError
-from simulator.schema import build
+from simulator.equations.spec import EquationInfo, EquationParams, parameters_of
 
 FIGSIZE = (8.0, 5.0)
 DPI = 120
@@ -74,13 +71,9 @@ def wide_positive(values: Sequence[float]) -> bool:
 
 
 def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
-    """The equation's parameters of a run (its host-side hooks label times and name units). Keys of
-    other equations (runs of the first format stored them all) are passed over."""
-    known = {f.name for f in dataclasses.fields(info.params)}
-    try:
-        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.")
-    except ConfigError:
-        return info.params()
+    """The equation's parameters of a run (its host-side hooks label times and name units):
+    :func:`simulator.equations.spec.parameters_of`."""
+    return parameters_of(info, config)
 
 
 def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, instances
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import open_for_reading, read_spectra
@@ -60,9 +61,11 @@ def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = 
 
 def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
     """The largest wavenumber the run resolves: ``info.plot.resolved`` (2/3 under the 2/3 rule) of the
-    grid's Nyquist wavenumber min_i pi N_i / L_i."""
+    grid's Nyquist wavenumber min_i pi N_i / L_i, or the fraction of the run's ``physics.dealias`` where
+    the equation lets it choose (0.8 under the Hou-Li filter: :data:`simulator.equations.resolution.RESOLVED`)."""
     grid = config["grid"]
-    return info.plot.resolved * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
+    fraction = RESOLVED.get(config.get("physics", {}).get("dealias"), info.plot.resolved)
+    return fraction * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
 
 
 def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:

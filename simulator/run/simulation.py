@@ -306,6 +306,19 @@ class Simulation:
         those given to :meth:`advance`) as Python floats."""
         return {k: float(v) for k, v in self.diagnostics(state, dt, params, t=t).items()}
 
+    def scales(self, state: Any, dt: float | None = None, t: float = 0.0,
+               params: Mapping[str, Any] | None = None) -> dict[str, float]:
+        """The equation's derived physical scales of ``state`` (``sim.info.scales`` says what each is: the
+        Kolmogorov and Taylor scales of a flow, the Ozmidov length and buoyancy period of a stratified
+        one, the Jeans and de Broglie lengths of a self-gravitating boson field, ...), from its
+        diagnostics (:meth:`report`) and the parameters, in the run's units; ``params`` as for
+        :meth:`advance` (their numbers replace the config's)."""
+        physics = self.cfg.physics
+        numbers = {k: float(v) for k, v in (params or {}).items()
+                   if k in {f.name for f in dataclasses.fields(physics)} and np.ndim(v) == 0}
+        physics = dataclasses.replace(physics, **numbers)
+        return physics.scales(self.report(state, dt, t, params), self.fft.shape, self.cfg.grid.box)
+
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
         return self._spectra(self.equation, state, self.params if params is None else dict(params), self.time_array(t))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scalars as passive
+from simulator.equations import resolution, scalars as passive, scales
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
     Budget,
@@ -47,6 +47,13 @@ class BoussinesqParams(EquationParams):
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
+
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """Kolmogorov and Taylor scales of the velocity, buoyancy and inertial periods, Ozmidov length and
+        buoyancy Reynolds number (:mod:`simulator.equations.scales`)."""
+        eps = diagnostics["kinetic_dissipation"]
+        return {**scales.turbulence(self.viscosity, eps, diagnostics["kinetic_energy"]),
+                **scales.stratified(self.brunt_vaisala, self.coriolis, self.viscosity, eps)}
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,7 @@ INFO = EquationInfo(
         **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "froude", "cfl"),
+    scales={**scales.TURBULENCE, **scales.STRATIFIED},
     spectra={
         "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 {_SHELLS} of |k|; sums to E_K",
         "potential_energy": f"potential energy spectrum E_P(k): 0.5 |b_hat|^2 / (n^2 N^2) {_SHELLS} of |k|; sums "

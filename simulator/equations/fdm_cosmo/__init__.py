@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution
+from simulator.equations import resolution, scales
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
     Clock,
@@ -140,6 +140,13 @@ class FDMCosmoParams(EquationParams):
     def clock(self) -> ComovingClock:
         return ComovingClock(self)
 
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """hbar/m in code units, and the comoving Jeans and de Broglie lengths at the row's scale factor
+        (:mod:`simulator.equations.scales`: k_J^4 = 6 Omega_m H0^2 a/nu^2, H0 = 1 in code units)."""
+        nu = float(cosmology.nu_code(self.m22, self.h))
+        k_j = scales.jeans_wavenumber(1.5 * self.omega_m * diagnostics["a"], nu)
+        return {"hbar_over_m": nu, **scales.quantum(k_j, diagnostics["kmax_de_broglie"], shape, box)}
+
 
 @dataclass(frozen=True)
 class ComovingClock(Clock):
@@ -239,6 +246,9 @@ INFO = EquationInfo(
         "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
+    scales={"hbar_over_m": "hbar/m of the boson in code units, (Mpc/h)^2 H0",
+            "jeans_length": "comoving quantum Jeans length 2 pi/k_J, k_J = (6 Omega_m H0^2 a/nu^2)^(1/4), Mpc/h",
+            "de_broglie_length": "comoving de Broglie length 2 pi/k_rms, Mpc/h"},
     spectra={
         "power": "P(k) = V <|delta_k|^2> of the density contrast delta = rho/<rho> - 1, averaged over the modes "
                  "of shell k (Nyquist planes excluded), (Mpc/h)^3",

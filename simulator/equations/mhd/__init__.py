@@ -9,9 +9,11 @@ part of the state, kept by every operator. The implementation is :mod:`.equation
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
-from simulator.equations import resolution
+from simulator.equations import resolution, scales
 from simulator.equations.navier_stokes import FORCINGS
 from simulator.equations.spec import (
     Budget,
@@ -40,6 +42,14 @@ class MHDParams(EquationParams):
                            "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """Kolmogorov and Taylor scales with the total (viscous + ohmic) dissipation, the magnetic Prandtl
+        number and the Alfven speed (:mod:`simulator.equations.scales`)."""
+        eps = diagnostics["viscous_dissipation"] + diagnostics["ohmic_dissipation"]
+        return {**scales.turbulence(self.viscosity, eps, diagnostics["kinetic_energy"]),
+                "magnetic_prandtl": self.viscosity / self.resistivity if self.resistivity else math.inf,
+                "alfven_speed": math.sqrt(2 * max(diagnostics["magnetic_energy"], 0.0))}
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,8 @@ INFO = EquationInfo(
         "injection": "injected power <u.f> (forced runs only)",
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
+    scales={**scales.TURBULENCE, "magnetic_prandtl": "magnetic Prandtl number Pm = nu/eta",
+            "alfven_speed": "Alfven speed of the rms field, <|B|^2>^(1/2) (density 1, mu_0 = 1)"},
     spectra={
         "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / N^2 {_SHELLS}; sums to E_K",
         "magnetic_energy": f"magnetic energy spectrum E_M(k): 0.5 |B_hat|^2 / N^2 {_SHELLS} (shell 0: the mean "

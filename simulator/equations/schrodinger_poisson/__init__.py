@@ -11,9 +11,11 @@ expanding universe is :mod:`simulator.equations.fdm_cosmo`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
-from simulator.equations import resolution
+from simulator.equations import resolution, scales
 from simulator.schema import param, setting
 from simulator.equations.spec import (
     Curve,
@@ -38,6 +40,13 @@ class SchrodingerPoissonParams(EquationParams):
                                     "> 0 repulsive, < 0 attractive; g = 4 pi hbar^2 a_s / m^3 for a scattering "
                                     "length a_s)")
 
+
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """The quantum Jeans length at the box's mean density and the de Broglie length
+        (:mod:`simulator.equations.scales`)."""
+        mean_density = diagnostics["mass"] / math.prod(box)
+        k_j = scales.jeans_wavenumber(4 * math.pi * self.G * mean_density, self.hbar_over_m)
+        return scales.quantum(k_j, diagnostics["kmax_de_broglie"], shape, box)
 
 @dataclass(frozen=True)
 class Jeans(InitialCondition):
@@ -99,6 +108,7 @@ INFO = EquationInfo(
         "kmax_de_broglie": resolution.KMAX_DE_BROGLIE,
     },
     progress=("total", "max_density", "cfl"),
+    scales=scales.QUANTUM,
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
                         "(Parseval-weighted) summed over the modes of shell k; the sum over shells is <delta^2>"},
     plot=PlotSpec(
