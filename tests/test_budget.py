@@ -64,8 +64,9 @@ def shell_budget(sim, state, params, h):
         return np.asarray(shells.shell_sum(power, eq.ops.k, eq.fft.shape, eq.box))
 
     # 2 nu_p k^(2p) E(k), mode by mode
-    k2p_norm = k2_norm * k2 ** (eq.physics.hyperviscosity_order - 1)
-    hyper = params["hyperviscosity"] * shell(k2p_norm * jnp.abs(u_hat) ** 2)
+    order = eq.physics.hyperviscosity_order
+    hyper = (params["hyperviscosity"] * shell(k2_norm * k2 ** (order - 1) * jnp.abs(u_hat) ** 2) if order
+             else np.zeros(shell(k2_norm).shape))
     rhs = {"energy": now["transfer_energy"] + now.get("injection_energy", 0.0)
            - params["viscosity"] * shell(k2_norm * jnp.abs(u_hat) ** 2) - hyper}  # 2 nu k^2 E(k), mode by mode
     for i, s in enumerate(params["scalars"]):
@@ -83,8 +84,8 @@ def test_each_shell_obeys_its_budget(devices, forcing, hyperviscosity):
     P(k) - 2 kappa k^2 E_theta(k), shell by shell at t = 0 (one step of +-h each way), to 2e-8 of the
     largest rate; T matters in the balance (a flipped or missing transfer fails), and so does the
     hyperviscous term when there is one. The shells add up to the diagnostics: dE/dt = P - epsilon."""
-    sim = ns() if forcing == "none" else shared(grid__shape=N, physics__scalars=SCALARS, time__integrator="lsrk4",
-                                                 physics__forcing=forcing)
+    sim = shared(grid__shape=N, physics__scalars=SCALARS, time__integrator="lsrk4",
+                 **({"physics__hyperviscosity_order": 4} if hyperviscosity else {"physics__forcing": forcing}))
     params = sim.parameters(viscosity=0.02, hyperviscosity=hyperviscosity, forcing_power=0.05,
                             scalars=[{"diffusivity": 0.005}, {"diffusivity": 0.002}])
     state = sim.initial_state(RANDOM)

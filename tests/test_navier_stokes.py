@@ -116,7 +116,8 @@ def test_forcing_injects_exactly_its_power(devices, forcing, dealias):
     under the 2/3 rule, to the filter's loss under Hou-Li); here at t = 0, with hyperviscosity. The injected
     power is P to round-off after every one of 10 steps (the forced modes are a 0/1 set under the filter too)."""
     nu, nu_p, power, h = 0.02, 3e-7, 0.3, 1e-3
-    sim = simulation(devices, grid__shape=16, physics__forcing=forcing, physics__dealias=dealias)
+    sim = simulation(devices, grid__shape=16, physics__forcing=forcing, physics__dealias=dealias,
+                     physics__hyperviscosity_order=4)
     p = sim.parameters(viscosity=nu, hyperviscosity=nu_p, forcing_power=power)
     u0 = sim.initial_state({"name": "random", "seed": 2, "k_peak": 3.0})
     d0 = {k: float(v) for k, v in sim.diagnostics(u0, h, p).items()}

@@ -25,7 +25,9 @@ from test_navier_stokes import GRID, ns, velocity
 
 N = 16
 #: the filtered simulation (low-storage RK4: its chunk compiles in half the time of classical RK4's)
-HOU_LI = {"grid__shape": N, "physics__dealias": "hou_li", "time__integrator": "lsrk4"}
+HOU_LI = {"grid__shape": N, "physics__dealias": "hou_li", "time__integrator": "lsrk4", "physics__hyperviscosity_order": 4}
+#: the order of the hyperviscous term: structure (a run without it compiles no hyperviscous term)
+HYPER = {"physics__hyperviscosity_order": 4}
 
 
 def hou_li(case=("single", 1, None)):
@@ -46,7 +48,7 @@ def test_a_beltrami_flow_decays_at_the_viscous_plus_hyperviscous_rate():
     the viscous one; a wrong power p = 3 would make it 9 times smaller). nu_p is traced: the second run,
     with another nu_p, compiles nothing."""
     nu, dt, steps = 0.01, 0.01, 100
-    sim, traces = ns(), []
+    sim, traces = ns(**HYPER), []
     for m, nu_p in ((1, 2e-3), (3, 1e-4)):
         u0 = sim.initial_state({"name": "abc", "wavenumber": m})
         u = advance(sim, u0, dt, steps, sim.parameters(viscosity=nu, hyperviscosity=nu_p))
@@ -61,7 +63,7 @@ def test_the_dissipation_diagnostic_holds_the_hyperviscous_loss():
     """dE/dt = -(2 nu Z + nu_p <|k|^(2p) |u_hat|^2>) at t = 0 (central differences of one step each way), the
     hyperviscous part more than half of it (a missing or wrong term fails)."""
     nu, nu_p, h = 0.01, 2e-6, 1e-4
-    sim = ns()
+    sim = ns(**HYPER)
     u0 = sim.initial_state({"name": "random", "seed": 4, "k_peak": 3.0})
     p = sim.parameters(viscosity=nu, hyperviscosity=nu_p)
     eps = float(sim.diagnostics(u0, h, p)["dissipation"])
@@ -84,6 +86,13 @@ def test_hyperviscosity_keys_are_checked_in_one_line():
                                           r"grid.shape \[512, 512, 512\] in float32"):
         load_config(None, {"physics.hyperviscosity_order": 8, "grid.shape": 512})
     assert load_config(None, {"physics.hyperviscosity_order": 8, "grid.shape": 512, "precision": "float64"})
+    # nu_p needs its order (structure), in a config and in Simulation.parameters alike
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set; an integer >= 2 "
+                                          r"\(e.g. 4\) to use physics.hyperviscosity = 1e-06$"):
+        load_config(None, {"physics.hyperviscosity": 1e-6})
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set"):
+        ns().parameters(hyperviscosity=1e-6)
+    assert float(ns(**HYPER).parameters(hyperviscosity=1e-6)["hyperviscosity"]) == 1e-6
 
 
 # ---- the Hou-Li filter --------------------------------------------------------------------------------
@@ -189,10 +198,12 @@ class _WithoutHyperviscosity:
         return u
 
 
-def test_with_nu_p_zero_and_the_two_thirds_rule_a_run_is_bit_for_bit_the_one_without_them():
-    """20 RK4 steps of a random field with nu_p = 0: the states agree exactly (the hyperviscous factor is
-    exp(0) = 1) with those of the integrating factor without it."""
-    sim = ns()
+@pytest.mark.parametrize("order", [None, 4])
+def test_with_nu_p_zero_and_the_two_thirds_rule_a_run_is_bit_for_bit_the_one_without_them(order):
+    """20 RK4 steps of a random field without physics.hyperviscosity_order (no hyperviscous term in the
+    program), and with it at nu_p = 0 (the factor is exp(0) = 1): the states agree exactly with those of the
+    integrating factor without hyperviscosity."""
+    sim = ns(**({} if order is None else {"physics__hyperviscosity_order": order}))
     eq, p, dt = sim.equation, sim.parameters(viscosity=0.01), jnp.asarray(0.01)
     u0 = sim.initial_state({"name": "random", "seed": 7, "k_peak": 3.0})
 

@@ -45,9 +45,11 @@ class NavierStokesParams(EquationParams):
     name: str = setting("navier_stokes", "equation to solve")
     viscosity: float = param(1.0 / 1600.0, "kinematic viscosity nu", min=0.0)
     hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
-                                  "the velocity, integrated exactly like the viscous one; 0 = none", min=0.0)
-    hyperviscosity_order: int = setting(4, "order p of the hyperviscous term (-lap)^p, an integer >= 2 (|k|^(2p) "
-                                        "must stay finite on the grid in the run's precision)", min=2)
+                                  "the velocity, integrated exactly like the viscous one (needs "
+                                  "physics.hyperviscosity_order)", min=0.0)
+    hyperviscosity_order: int | None = setting(None, "order p of the hyperviscous term (-lap)^p, an integer >= 2 "
+                                               "(e.g. 4; |k|^(2p) must stay finite on the grid in the run's "
+                                               "precision); null = no hyperviscous term in the program", min=2)
     dealias: str = setting("two_thirds", "dealiasing of the nonlinear terms: two_thirds (the 2/3 rule: modes with "
                            "|m_i| >= N_i/3 zeroed) or hou_li (the smooth filter exp(-36 (|m_i|/(N_i/2))^36) per axis, "
                            "Hou & Li 2007: resolves up to 0.8 of the Nyquist wavenumber)",
@@ -59,9 +61,16 @@ class NavierStokesParams(EquationParams):
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def check(self, cfg: Any) -> None:
-        """|k|^(2p) at the grid's corner must be finite in the run's precision: beyond, the hyperviscous rate
-        is inf, and with nu_p = 0 the factor would be 0 x inf = NaN."""
+        """A hyperviscosity needs its order (the order is structure: a run without one compiles no
+        hyperviscous term, while nu_p is traced and a sweep over it does not recompile); |k|^(2p) at the
+        grid's corner must be finite in the run's precision: beyond, the hyperviscous rate is inf, and with
+        nu_p = 0 the factor would be 0 x inf = NaN."""
         p = self.hyperviscosity_order
+        if p is None:
+            if self.hyperviscosity:
+                raise ConfigError("physics.hyperviscosity_order", None, "an integer >= 2 (e.g. 4) to use "
+                                  f"physics.hyperviscosity = {self.hyperviscosity:g}", "is not set")
+            return
         corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.shape, cfg.grid.box, strict=True))
         if p * math.log(corner) >= math.log(LARGEST[cfg.precision]):
             limit = int(math.log(LARGEST[cfg.precision]) / math.log(corner))

@@ -71,16 +71,24 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         :mod:`simulator.particles.flow`)."""
         return state[:3]
 
-    def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
+    @property
+    def hyperviscous(self) -> bool:
+        """Whether the program has the hyperviscous term (``physics.hyperviscosity_order`` set: structure)."""
+        return self.physics.hyperviscosity_order is not None
+
+    def rates(self, params: Params) -> tuple[jax.Array, jax.Array | None]:
         """(r, r_p): the diffusion rate of each row of the state (nu for the velocity, kappa_i for scalar i)
-        and its hyperviscosity (nu_p for the velocity, 0 for the scalars), each a number without scalars
-        and ``(3 + n, 1, 1, 1)`` with them (broadcasting against the state)."""
-        rate, hyper = params["viscosity"], params["hyperviscosity"]
+        and its hyperviscosity (nu_p for the velocity, 0 for the scalars; None without the term), each a
+        number without scalars and ``(3 + n, 1, 1, 1)`` with them (broadcasting against the state)."""
+        rate = params["viscosity"]
+        hyper = params["hyperviscosity"] if self.hyperviscous else None
         if not self.n_scalars:
             return rate, hyper
         rate = jnp.concatenate([jnp.broadcast_to(rate, (3,)), passive.diffusivities(params["scalars"])])
-        hyper = jnp.concatenate([jnp.broadcast_to(hyper, (3,)), jnp.zeros(self.n_scalars, jnp.result_type(hyper))])
-        return rate[:, None, None, None], hyper[:, None, None, None]
+        if hyper is not None:
+            hyper = jnp.concatenate([jnp.broadcast_to(hyper, (3,)),
+                                     jnp.zeros(self.n_scalars, jnp.result_type(hyper))])[:, None, None, None]
+        return rate[:, None, None, None], hyper
 
     def k2p(self) -> jax.Array:
         """|k|^(2p) per mode, p = ``hyperviscosity_order`` (formed inside the kernel that uses it)."""
@@ -89,17 +97,17 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     def linear(self, params: Params) -> jax.Array:
         """-nu k^2 - nu_p k^(2p) for the velocity, -kappa_i k^2 for scalar i."""
         rate, hyper = self.rates(params)
-        return -rate * self.ops.k2 - hyper * self.k2p()
+        return -rate * self.ops.k2 if hyper is None else -rate * self.ops.k2 - hyper * self.k2p()
 
     def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
         """exp(L tau) state, applied as exp(-r kx^2 tau) exp(-r ky^2 tau) exp(-r kz^2 tau) exp(-r_p k^(2p) tau)
         with r, r_p of :meth:`rates`: three 1D factors, and one per mode for the hyperviscosity (k^(2p) does
         not factor over the axes), formed inside the kernel that applies it, so that no 3D factor is stored.
-        With nu_p = 0 the last factor is exactly 1: the step is bit for bit that without it."""
+        Without ``physics.hyperviscosity_order`` the last factor is not in the program."""
         rate, hyper = self.rates(params)
         for k in self.ops.k:
             state = state * jnp.exp(-rate * tau * k**2)
-        return state * jnp.exp(-hyper * tau * self.k2p())
+        return state if hyper is None else state * jnp.exp(-hyper * tau * self.k2p())
 
     def advection(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """The nonlinear terms, dealiased (``ops.dealias``): P[(u x w)^] ``(3, ...)`` and, with scalars,
@@ -157,12 +165,14 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         u = self.fft.irfft(u_hat)
         cfl = dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3)))
         div = self.fft.irfft(1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2]))
+        dissipation = 2 * params["viscosity"] * enstrophy
+        if self.hyperviscous:
+            # nu_p k^(2p) (at most about 1/dt) before |u_hat|^2: k^(2p) |u_hat|^2 alone may overflow float32
+            dissipation = dissipation + self.ops.mean(params["hyperviscosity"] * self.k2p() * jnp.abs(u_hat) ** 2)
         out = {
             "energy": energy,
             "enstrophy": enstrophy,
-            # nu_p k^(2p) (at most about 1/dt) before |u_hat|^2: k^(2p) |u_hat|^2 alone may overflow float32
-            "dissipation": 2 * params["viscosity"] * enstrophy
-            + self.ops.mean(params["hyperviscosity"] * self.k2p() * jnp.abs(u_hat) ** 2),
+            "dissipation": dissipation,
             "max_div": jnp.max(jnp.abs(div)),
             "cfl": cfl,
         }
@@ -170,8 +180,9 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         if f_hat is not None:
             out["injection"] = jnp.sum(self.ops.weight * jnp.real(jnp.conj(u_hat) * f_hat)) / float(self.fft.size) ** 2
         kmax = resolution.dealiased_kmax(self.fft.shape, self.box, self.physics.dealias)
-        eta = resolution.dissipative_scale(params["viscosity"], out["dissipation"], params["hyperviscosity"],
-                                           self.physics.hyperviscosity_order, jnp)
+        eta = (resolution.dissipative_scale(params["viscosity"], out["dissipation"], params["hyperviscosity"],
+                                            self.physics.hyperviscosity_order, jnp) if self.hyperviscous
+               else resolution.kolmogorov(params["viscosity"], out["dissipation"], jnp))
         out["kmax_eta"] = kmax * eta
         if theta_hat is not None:
             out.update(passive.diagnostics(self.ops, u_hat, theta_hat, params["scalars"]))
