@@ -6,7 +6,7 @@ Everything comes from the run's own compiled programs, lowered with abstract arr
 equation (the state's shapes come from the equation's ``from_fields`` traced abstractly). Memory is
 ``compiled.memory_analysis()`` (arguments + outputs + temporaries - donated, per device) of the
 compiled chunk of steps and of the programs a run calls between chunks (diagnostics, spectra,
-snapshot fields); traffic and counts come from the optimized HLO of one step
+snapshot fields, flow statistics, output tasks); traffic and counts come from the optimized HLO of one step
 (:mod:`simulator.cost`). Bytes per cell do not depend on the grid size for these programs (checked
 in tests/test_plan.py): the largest grid that fits follows from them.
 
@@ -59,7 +59,7 @@ def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
 def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str, Any]:
     """The named programs of a run, compiled for the abstract ``state``: ``chunk`` (the donated chunk
     of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
-    ``fields``, ``statistics``.
+    ``fields``, ``statistics``, ``tasks``.
 
     Compiled at LLVM optimisation level 0: memory and HLO come from XLA's HLO passes and buffer
     assignment, which machine-code optimisation does not change, and the compile takes half the time;
@@ -88,8 +88,8 @@ def program_bytes(compiled: Any) -> int:
 
 
 def run_programs(cfg: Config) -> tuple[str, ...]:
-    """The programs a run of ``cfg`` calls: the chunk, the diagnostics, and spectra, snapshot fields and
-    flow statistics when it writes them."""
+    """The programs a run of ``cfg`` calls: the chunk, the diagnostics, and spectra, snapshot fields, flow
+    statistics and the output tasks when it writes them."""
     from simulator.output.base import Schedule
 
     names = ["chunk", "diagnostics"]
@@ -99,6 +99,8 @@ def run_programs(cfg: Config) -> tuple[str, ...]:
             names.append(name)
     if cfg.output.statistics.enabled:
         names.append("statistics")
+    if cfg.output.tasks:
+        names.append("tasks")
     return tuple(names)
 
 

@@ -5,6 +5,7 @@
     run.timeseries["energy"]                     # NumPy arrays by column: step, time, dt, diagnostics
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
+    run.tasks["w_mid"].values[-1], run.tasks["w_mid"].time   # tasks.h5 (output.tasks), by task
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
     with run.snapshots[-1].open() as snap:       # the last snapshot
@@ -30,6 +31,8 @@ from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.output.statistics import FILE as STATISTICS_FILE
 from simulator.output.statistics import read_statistics
+from simulator.output.tasks import FILE as TASKS_FILE
+from simulator.output.tasks import TaskSeries, read_tasks
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.run.rundir import read_status
@@ -85,6 +88,8 @@ class RunResults:
     snapshots: tuple[SnapshotRef, ...] = ()
     #: ``statistics.h5`` (flow statistics) by dataset, when the run wrote it
     statistics: dict[str, Any] = field(default_factory=dict)
+    #: ``tasks.h5`` (output.tasks) by task name, when the run wrote it
+    tasks: dict[str, TaskSeries] = field(default_factory=dict)
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
@@ -119,14 +124,16 @@ class RunResults:
 
 def load_run(path: str | Path) -> RunResults:
     """Load a run directory: config, status, time series, spectra, the list of snapshots and, when the run
-    wrote them, the flow statistics."""
+    wrote them, the flow statistics and the output tasks."""
     run_dir = Path(path)
     config = load_run_config(run_dir)
     series = run_dir / TIMESERIES_FILE
     spectra = run_dir / SPECTRA_FILE
     snaps = tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
     stats = run_dir / STATISTICS_FILE
+    tasks = run_dir / TASKS_FILE
     return RunResults(run_dir, config, read_status(run_dir),
                       read_timeseries(series) if series.is_file() else {},
                       read_spectra(spectra) if spectra.is_file() else {}, snaps,
-                      read_statistics(stats) if stats.is_file() else {})
+                      read_statistics(stats) if stats.is_file() else {},
+                      read_tasks(tasks) if tasks.is_file() else {})

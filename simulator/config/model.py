@@ -22,6 +22,7 @@ from simulator.schema import Variants, build, section, setting
 from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
                                  warn_plugin_problems)
 from simulator.errors import ConfigError
+from simulator.config import tasks as output_tasks
 from simulator.config.legacy import upgrade
 from simulator.particles import Species, particle_list
 
@@ -191,6 +192,7 @@ class OutputConfig:
     spectra: SpectraOutput = section(SpectraOutput, "spectra")
     snapshots: SnapshotOutput = section(SnapshotOutput, "snapshots")
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
+    tasks: tuple[output_tasks.TaskOutput, ...] = output_tasks.task_list()
     trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
 
 
@@ -288,6 +290,7 @@ def validate(cfg: Config) -> None:
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
     _check_mode_numbers(cfg)
     _check_statistics(cfg)
+    output_tasks.check(cfg)
     from simulator import particles
 
     particles.check(cfg)
@@ -334,7 +337,8 @@ def _check_mode_numbers(cfg: Config) -> None:
 
 def resolve(cfg: Config) -> Config:
     """Fill the defaults that depend on other keys: the equation's own (its ``resolve`` hook), the
-    equation's integrator, the spectra cadence; then check output times against the end time."""
+    equation's integrator, the spectra cadence; then check output times against the end time and fill
+    the output tasks' axes and planes."""
     cfg = cfg.physics.resolve(cfg)
     if cfg.time.integrator is None:
         cfg = dataclasses.replace(cfg, time=dataclasses.replace(
@@ -349,6 +353,8 @@ def resolve(cfg: Config) -> Config:
         if late:
             raise ConfigError(key, list(times), f"every time must be <= time.t_end = {cfg.time.t_end:.12g}",
                               f"holds {late[0]:.12g}, which the run never reaches")
+    if cfg.output.tasks:
+        cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, tasks=output_tasks.resolve(cfg)))
     return cfg
 
 

@@ -102,6 +102,13 @@ class Moment:
             self._cache[what] = self.compute[what](self)
         return self._cache[what]
 
+    def shared(self, what: str, compute: Callable[[Moment], Any]) -> Any:
+        """``compute(self)`` once per moment, cached under ``what``: for writers that share a result the
+        run loop does not provide (the output tasks due at one chunk end share one evaluation)."""
+        if what not in self._cache:
+            self._cache[what] = compute(self)
+        return self._cache[what]
+
 
 class Writer(abc.ABC):
     """An output of a run. Subclasses set ``name`` and ``schedule`` and implement :meth:`write`."""

@@ -9,6 +9,8 @@ From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/p
 * ``structure_functions.png``, ``pdfs.png`` and ``derivative_moments.png`` from ``statistics.h5`` when
   the run wrote one (:mod:`simulator.plots.statistics`);
 * ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one (:mod:`simulator.plots.lagrangian`);
+* ``task_<name>.png`` from ``tasks.h5`` for each user-defined output (``output.tasks``,
+  :mod:`simulator.plots.tasks`);
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
   field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
   a stacked field (passive scalars) its first members;
@@ -43,6 +45,7 @@ from simulator.plots.figures import physics_of, time_label, default_style, figur
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
+from simulator.plots.tasks import plot_tasks
 from simulator.results import load_run_config
 
 AXES = "xyz"
@@ -332,7 +335,8 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         break
     written = [*plot_timeseries(run_dir, config, info, pdf), *plot_spectra(run_dir, config, info, times, pdf, average),
                *plot_slice(run_dir, config, info, field, AXES.index(axis), pdf),
-               *plot_statistics(run_dir, config, info, pdf), *plot_lagrangian(run_dir, config, info, pdf)]
+               *plot_statistics(run_dir, config, info, pdf), *plot_lagrangian(run_dir, config, info, pdf),
+               *plot_tasks(run_dir, config, info, pdf)]
     if frames:
         written += plot_frames(run_dir, config, info, field, AXES.index(axis))
     if not written:

@@ -1,6 +1,6 @@
-"""What a run segment records: its writers (time series, spectra, snapshots, checkpoints), the
-metadata saved with the run and in every snapshot and checkpoint (resolved config, versions, git
-revision, devices and layout, the segment's identity), and the header of its log. Used by
+"""What a run segment records: its writers (time series, spectra, snapshots, flow statistics, output
+tasks, checkpoints), the metadata saved with the run and in every snapshot and checkpoint (resolved
+config, versions, git revision, devices and layout, the segment's identity), and the header of its log. Used by
 :class:`simulator.run.segment.Segment`.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from simulator import runtime
 from simulator import spectra as spectra_mod
-from simulator import statistics
+from simulator import statistics, tasks
 from simulator.config import Config, to_dict
 from simulator.output import checkpoints
 from simulator.output.base import Moment, Schedule, Writer
@@ -93,6 +93,7 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
     flow_statistics = statistics.writer(cfg, sim, rank0)  # after the finiteness check; None when off
     if flow_statistics is not None:
         dumps.append(flow_statistics)
+    dumps.extend(tasks.writers(cfg, sim, rank0))  # output.tasks: tasks.h5, after the finiteness check
 
     def save(m: Moment) -> Path:
         eq = sim.equation

@@ -46,7 +46,7 @@ from simulator.time.control import TOL
 
 #: what a run writes into its directory; --overwrite removes exactly these (in this order: the
 #: stored config last, so a directory being cleared never looks like another run)
-RUN_FILES = ("checkpoints", "snapshots", "segments", "spectra.h5", "timeseries.csv", "timeseries.csv.tmp",
+RUN_FILES = ("checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5", "timeseries.csv", "timeseries.csv.tmp",
              "run.log", ".status.json.tmp", "status.json", "config.yaml")
 #: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp
 STATUS_FILE = "status.json"

@@ -104,6 +104,10 @@ class Simulation:
         Concrete values are checked against the keys' constraints as the config checks them
         (ConfigError naming ``physics.<key>``); traced ones (inside ``jax.grad``) are not."""
         _check_values(self.cfg.physics, values, "physics")
+        fields = {f.name for f in dataclasses.fields(self.cfg.physics)}
+        numbers = {k: float(v) for k, v in values.items()
+                   if k in fields and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0}
+        dataclasses.replace(self.cfg.physics, **numbers).check(self.cfg)  # the checks across keys, as the config's
         return _replaced(self.params, values, self.dtype, self.info.name)
 
     def initial_state(self, initial: InitialCondition | Mapping[str, Any] | None = None,
@@ -212,7 +216,7 @@ class Simulation:
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
         """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
-        ``fields``, ``statistics``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
+        ``fields``, ``statistics``, ``tasks``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
         (nothing allocated): what the planner compiles to measure the run before it starts."""
         if program == "chunk":
             return self._compile_chunk(state, donate=True).lower(
@@ -224,6 +228,10 @@ class Simulation:
             from simulator import statistics
 
             return statistics.compiled(statistics.layout_of(self.cfg)).lower(self.equation, state, self.params, t)
+        if program == "tasks":
+            from simulator import tasks
+
+            return tasks.compiled(tasks.layout_of(self.cfg)).lower(self.equation, state, self.params, t)
         jitted = {"spectra": self._spectra, "fields": self._fields}.get(program)
         if jitted is None:
             raise ValueError(f"unknown program {program!r}")

@@ -1,0 +1,231 @@
+"""``tasks.h5``: the user-defined outputs (``output.tasks``), one group per task and one row per time its
+schedule is due; the writers and the reader (no JAX: the computation is :mod:`simulator.tasks`, handed
+to the writers as a function).
+
+One file for every task, a group each, since each task has a schedule of its own (its own rows and
+``time`` axis): a group is a netCDF-4 group, so ``xr.open_dataset(path, engine="h5netcdf",
+group=NAME)`` gives the task with named coordinates. Group ``<name>``:
+
+* ``time``, ``step`` ``(rows,)``: of each row (``time`` a dimension scale; ``step`` written last: it
+  counts the complete rows);
+* ``<name>`` ``(rows, ...)`` float64: a slice ``(time, a, b)`` over the two axes other than its normal,
+  in order (normal to z: ``(time, x, y)``); a profile ``(time, <axis>)``; a box reduction ``(time,)``;
+  attributes ``field``, ``component``, ``reduce``, ``axis``, ``index`` and ``position`` (the plane's
+  coordinate) where they apply, ``units``, ``long_name``;
+* ``x``, ``y``, ``z`` (those its dimensions use): the grid points i L/N, in length units, dimension scales.
+
+The group's ``definition`` attribute (JSON: field, component, reduction, axis, index, grid) is what its
+rows mean. Root attributes: ``description``, ``units`` (JSON: the run's), ``equation``, ``shape``, ``box``.
+
+The file is written by process 0, opened only while a row is appended and without HDF5's file lock, so it
+can be read while the run goes on. On a restart, every group's rows after the checkpoint's step are
+dropped; a task whose definition changed keeps its old rows whole in the group ``<name>.until-<step>``
+(attribute ``until``) and starts a new ``<name>`` at the restart; a file that cannot be continued is
+moved to ``tasks.h5.damaged``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from simulator.config.tasks import AXES, TaskOutput, definition, units_of
+from simulator.log import get_logger
+from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.output.spectra import CODE_UNITS, open_for_reading
+
+FILE = "tasks.h5"
+#: a group kept aside by a restart that changed its task: ``<name>.until-<step>``
+ASIDE = ".until-"
+COMPONENT_NAMES = {"x": "x component", "y": "y component", "z": "z component", "magnitude": "magnitude"}
+
+
+@dataclass(frozen=True)
+class TaskLayout:
+    """What ``tasks.h5`` records of one task: its ``name``, ``definition`` (JSON), the ``dims`` of one row
+    and their coordinates (grid points, length units), and the attributes of its dataset."""
+
+    name: str
+    definition: str
+    dims: tuple[str, ...]
+    coords: Mapping[str, np.ndarray]
+    attrs: Mapping[str, Any]
+
+
+def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units: Mapping[str, str],
+             field_doc: str) -> TaskLayout:
+    """The layout of a resolved task on a grid of ``shape`` in ``box``; ``units``: the run's (the clock's);
+    ``field_doc``: what its field is (the equation's declaration)."""
+    dims = (tuple(a for a in AXES if a != task.axis) if task.reduce == "slice"
+            else (task.axis,) if task.reduce == "profile" else ())
+    coords = {a: np.arange(shape[AXES.index(a)]) * (float(box[AXES.index(a)]) / shape[AXES.index(a)]) for a in dims}
+    what = task.field if task.component is None else (
+        f"{task.field} {COMPONENT_NAMES.get(task.component, f'[{task.component}]')}")
+    attrs: dict[str, Any] = {"field": task.field, "reduce": task.reduce, "units": units_of(task, units),
+                             "field_description": field_doc}
+    if task.component is not None:
+        attrs["component"] = task.component
+    if task.reduce == "slice":
+        a = AXES.index(task.axis)
+        position = task.index * float(box[a]) / shape[a]
+        attrs.update(axis=task.axis, index=task.index, position=position)
+        attrs["long_name"] = f"{what} on the plane {task.axis} = {position:.6g} (index {task.index})"
+    elif task.reduce == "profile":
+        attrs["axis"] = task.axis
+        others = " and ".join(a for a in AXES if a != task.axis)
+        attrs["long_name"] = f"{what} averaged over {others}, against {task.axis}"
+    else:
+        attrs["long_name"] = f"{task.reduce} of {what} over the box"
+    return TaskLayout(task.name, json.dumps(definition(task, shape)), dims, coords, attrs)
+
+
+class TasksFile:
+    """``tasks.h5`` of one run segment (process 0; see the module docstring): prepared once for all the
+    tasks' writers, a row appended per task as each is due."""
+
+    def __init__(self, layouts: Sequence[TaskLayout], attrs: Mapping[str, Any], units: Mapping[str, str]):
+        self.layouts = {layout.name: layout for layout in layouts}
+        self.attrs, self.units = dict(attrs), {**CODE_UNITS, **units}
+        self.path: Path | None = None
+        self.usable = False
+
+    def open(self, run_dir: Path, keep_through: int | None) -> None:
+        """Prepare ``run_dir/tasks.h5`` (the first call; the other writers' calls find it prepared): a new
+        file, or for a restart from step ``keep_through`` the old one cut back to it."""
+        if self.path is not None:
+            return
+        path = self.path = run_dir / FILE
+        try:
+            if keep_through is not None and path.exists():
+                try:
+                    with h5py.File(path, "a", rdcc_nbytes=0, locking=False) as f:
+                        self._continue(f, keep_through)
+                except (OSError, RuntimeError, KeyError, ValueError) as err:
+                    aside = path.with_name(f"{path.name}.damaged")
+                    os.replace(path, aside)
+                    get_logger().warning("%s cannot be continued (%s): moved to %s, a new one starts at step %d",
+                                         path, describe_os_error(err), aside, keep_through)
+            mode = "a" if keep_through is not None and path.exists() else "w"
+            with h5py.File(path, mode, rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
+                f.attrs["description"] = "user-defined outputs (output.tasks), one group per task, a row per output"
+                f.attrs["units"] = json.dumps(self.units)
+                f.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in self.attrs.items()})
+                for layout in self.layouts.values():
+                    if layout.name not in f:
+                        self._create(f, layout)
+        except (OSError, RuntimeError) as err:
+            raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+        self.usable = True
+
+    def _continue(self, f: h5py.File, keep_through: int) -> None:
+        """Drop every group's rows after step ``keep_through``; set aside a group whose task changed."""
+        for name in list(f):
+            group = f[name]
+            if "until" in group.attrs:  # rows an earlier restart kept aside: left whole
+                continue
+            layout = self.layouts.get(name)
+            if layout is not None and group.attrs["definition"] != layout.definition:
+                aside, n = f"{name}{ASIDE}{keep_through:08d}", 1
+                while aside in f:  # set aside twice at one step: each keeps its own
+                    aside, n = f"{name}{ASIDE}{keep_through:08d}.{n}", n + 1
+                f.move(name, aside)
+                f[aside].attrs["until"] = keep_through
+                get_logger().warning("output.tasks %s changed: its rows so far are kept in the group %s of %s, a new "
+                                     "%s starts at step %d", name, aside, FILE, name, keep_through)
+                continue
+            rows = int(np.searchsorted(group["step"][:], keep_through, side="right"))
+            for ds in (group["time"], group["step"], group[name]):
+                ds.resize(min(rows, ds.shape[0]), axis=0)
+
+    def _create(self, f: h5py.File, layout: TaskLayout) -> None:
+        group = f.create_group(layout.name)
+        group.attrs["definition"] = layout.definition
+        for name, dtype in (("time", np.float64), ("step", np.int64)):
+            group.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+        group["time"].attrs.update({"long_name": "simulation time of each row", "units": self.units["time"]})
+        group["step"].attrs["long_name"] = "time step number of each row"
+        group["time"].make_scale("time")
+        group["step"].dims[0].attach_scale(group["time"])
+        shape = tuple(len(layout.coords[a]) for a in layout.dims)
+        values = group.create_dataset(layout.name, shape=(0, *shape), maxshape=(None, *shape), dtype=np.float64)
+        values.attrs.update(layout.attrs)
+        values.dims[0].attach_scale(group["time"])
+        for i, axis in enumerate(layout.dims, start=1):
+            scale = group.create_dataset(axis, data=layout.coords[axis])
+            scale.attrs.update({"long_name": f"{axis} of the grid points", "units": self.units["length"]})
+            scale.make_scale(axis)
+            values.dims[i].attach_scale(scale)
+
+    def append(self, name: str, step: int, t: float, value: np.ndarray) -> None:
+        """Add a row to task ``name`` (its values, then ``time``, then ``step``)."""
+        if not self.usable or self.path is None:
+            raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
+        try:
+            with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:
+                group = f[name]
+                row = group["step"].shape[0]
+                for ds, v in ((group[name], value), (group["time"], t), (group["step"], step)):
+                    ds.resize(row + 1, axis=0)
+                    ds[row] = v
+        except (OSError, RuntimeError) as err:
+            self.usable = False
+            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
+
+
+@dataclass(frozen=True)
+class TaskSeries:
+    """One task read back: its rows' ``step`` and ``time``, ``values`` ``(rows, ...)`` over ``dims`` (after
+    the row axis) with their ``coords``, and the dataset's attributes (field, reduce, units, ...)."""
+
+    name: str
+    step: np.ndarray
+    time: np.ndarray
+    values: np.ndarray
+    dims: tuple[str, ...]
+    coords: dict[str, np.ndarray]
+    attrs: dict[str, Any]
+
+
+def read_tasks(path: Path) -> dict[str, TaskSeries]:
+    """Every group of a ``tasks.h5`` by name (a group set aside by a restart under its ``<name>.until-<step>``),
+    the rows all its datasets have (a run may be appending)."""
+    out = {}
+    with open_for_reading(path) as f:
+        for name, group in f.items():
+            values = group[name.split(ASIDE)[0]]
+            count = min(values.shape[0], group["time"].shape[0], group["step"].shape[0])
+            dims = tuple(values.dims[i].keys()[0] for i in range(1, values.ndim))
+            attrs = {k: (v.decode() if isinstance(v, bytes) else v.item() if isinstance(v, np.generic) else v)
+                     for k, v in values.attrs.items() if k not in ("DIMENSION_LIST", "REFERENCE_LIST")}
+            out[name] = TaskSeries(name, group["step"][:count], group["time"][:count], values[:count], dims,
+                                   {d: group[d][:] for d in dims}, attrs)
+    return out
+
+
+class TaskWriter(Writer):
+    """A row of one task on its schedule. ``compute(moment)`` returns every task's values as host arrays
+    (collective: called on every process; the writers due at one chunk end share one evaluation);
+    ``file`` is process 0's (None elsewhere)."""
+
+    def __init__(self, layout: TaskLayout, schedule: Schedule, compute: Callable[[Moment], Mapping[str, np.ndarray]],
+                 file: TasksFile | None):
+        super().__init__()
+        self.name = f"tasks.{layout.name}"  # its own wall-clock trigger, agreed between processes
+        self.layout, self.schedule, self.compute, self.file = layout, schedule, compute, file
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        if self.file is not None:
+            self.file.open(run_dir, resumed_step)
+
+    def write(self, moment: Moment) -> None:
+        values = moment.shared("tasks", self.compute)
+        if self.file is not None:
+            self.file.append(self.layout.name, moment.step, moment.time, values[self.layout.name])

@@ -1,0 +1,140 @@
+"""User-defined outputs (``output.tasks``, :mod:`simulator.config.tasks`): reductions of the equation's
+real-space fields, computed distributed at output cadence (JAX); ``tasks.h5`` is
+:mod:`simulator.output.tasks`.
+
+Each task takes one field of ``eq.fields`` (velocity, vorticity, scalar, buoyancy, density, ...), one
+component of it (or the magnitude |v| of a vector), and reduces it:
+
+* ``slice``: the plane normal to ``axis`` at grid index ``index``: ``(N_a, N_b)`` over the other two axes
+  in order (normal to z: ``(Nx, Ny)``; normal to y: ``(Nx, Nz)``);
+* ``profile``: the mean over the other two axes, ``(N_axis,)`` (the vertical profile of a stratified flow);
+* ``mean``, ``mean_square``, ``rms``, ``min``, ``max``: over the box, one number.
+
+Layout: the fields are real-space arrays in the FFT backend's real layout, sharded along one or two of
+x, y, z (slab: y; pencil and jaxdecomp: x and y); vectors and stacks ``(n, Nx, Ny, Nz)`` with the
+leading axis whole on every device. Every reduction is a jnp reduction of the sharded field inside one
+jit, which XLA completes with an all-reduce of what each device reduced. A slice is the sum along its
+normal of the field masked to its plane (exact: every other term is zero), so a plane normal to a
+sharded axis costs an all-reduce of one plane where indexing it would move the field; the results are
+constrained replicated: small (a plane, a line or a number), a plane sharded over its own axes gathered
+as that plane alone. No 3D array is gathered (tests/test_tasks.py checks the compiled HLO).
+
+All tasks of a run are one program, evaluated whenever any of them is due (the writers of one chunk end
+share it through :meth:`simulator.output.base.Moment.shared`): the fields the tasks read (XLA drops the
+others, e.g. the vorticity when only the velocity is asked for) and their reductions, a few inverse
+FFTs, small beside a chunk of steps. One compilation per run, which the planner counts.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.config.tasks import AXES, TaskOutput
+
+if TYPE_CHECKING:
+    from simulator.output.tasks import TaskWriter
+
+
+@dataclass(frozen=True)
+class Task:
+    """The static structure of one task (hashable: part of the compiled program). ``component``: the
+    index along a vector's or stack's leading axis, None for a scalar field or the magnitude;
+    ``axis``: 0, 1, 2 for a slice or profile, else None; ``index``: a slice's plane."""
+
+    name: str
+    field: str
+    component: int | None
+    magnitude: bool
+    reduce: str
+    axis: int | None
+    index: int | None
+
+    @classmethod
+    def of(cls, entry: TaskOutput) -> Task:
+        """A resolved ``output.tasks`` entry (axis and index filled in by the config)."""
+        c = entry.component
+        component = AXES.index(c) if c in AXES else c if isinstance(c, int) else None
+        return cls(entry.name, entry.field, component, c == "magnitude", entry.reduce,
+                   None if entry.axis is None else AXES.index(entry.axis), entry.index)
+
+
+def layout_of(cfg: Any) -> tuple[Task, ...]:
+    """The tasks of a run of ``cfg`` (its resolved ``output.tasks``)."""
+    return tuple(Task.of(entry) for entry in cfg.output.tasks)
+
+
+def reduce(f: jax.Array, task: Task) -> jax.Array:
+    """``task``'s reduction of the real-space scalar field ``f`` ``(Nx, Ny, Nz)`` (sharded as the
+    backend's real layout): a plane, a profile or a number (see the module docstring)."""
+    if task.reduce == "slice":
+        plane = jax.lax.broadcasted_iota(jnp.int32, f.shape, task.axis) == task.index
+        return jnp.sum(jnp.where(plane, f, jnp.zeros((), f.dtype)), axis=task.axis)
+    if task.reduce == "profile":
+        return jnp.mean(f, axis=tuple(a for a in range(3) if a != task.axis))
+    if task.reduce == "mean":
+        return jnp.mean(f)
+    if task.reduce == "mean_square":
+        return jnp.mean(f * f)
+    if task.reduce == "rms":
+        return jnp.sqrt(jnp.mean(f * f))
+    if task.reduce == "min":
+        return jnp.min(f)
+    if task.reduce == "max":
+        return jnp.max(f)
+    raise ValueError(f"unknown reduction {task.reduce!r}")
+
+
+def evaluate(eq: Any, state: Any, params: Mapping[str, Any], tasks: tuple[Task, ...]) -> dict[str, jax.Array]:
+    """Every task's values by name, replicated on the mesh (inside jit: only the fields named are computed)."""
+    fields = eq.fields(state, params)
+    replicated = eq.fft.replicated_sharding()
+    out = {}
+    for task in tasks:
+        f = fields[task.field]
+        if task.magnitude:
+            f = jnp.sqrt(jnp.sum(f * f, axis=0))
+        elif task.component is not None:
+            f = f[task.component]
+        out[task.name] = jax.lax.with_sharding_constraint(reduce(f, task), replicated)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(tasks: tuple[Task, ...]) -> Any:
+    """:func:`evaluate` jitted for ``tasks``: ``(equation, state, params, t) -> dict`` (the equation at
+    run time t, see :meth:`simulator.equations.base.Equation.at`); one per distinct set of tasks, so
+    ensemble members with the same tasks share it."""
+    return jax.jit(lambda eq, s, p, t: evaluate(eq.at(t), s, p, tasks))
+
+
+def writers(cfg: Any, sim: Any, rank0: bool) -> list[TaskWriter]:
+    """The writers of ``cfg.output.tasks`` on ``sim`` (a :class:`~simulator.run.simulation.Simulation`),
+    one per task (each on its own schedule; those due at one chunk end share one evaluation of all of
+    them); [] without tasks. The traced numbers are this config's (an ensemble member's own)."""
+    from simulator.output.base import Moment, Schedule
+    from simulator.output.tasks import TasksFile, TaskWriter, describe
+
+    if not cfg.output.tasks:
+        return []
+    tasks = layout_of(cfg)
+    params = sim.equation.params(cfg.physics)
+    program = compiled(tasks)
+
+    def compute(m: Moment) -> dict[str, np.ndarray]:
+        values = program(sim.equation, m.state, params, sim.time_array(m.time))
+        return {k: np.asarray(jax.device_get(v), np.float64) for k, v in values.items()}
+
+    units = cfg.physics.clock().units()
+    layouts = [describe(entry, cfg.grid.shape, cfg.grid.box, units, sim.equation.field_info[entry.field].doc)
+               for entry in cfg.output.tasks]
+    file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
+                               "box": [float(b) for b in cfg.grid.box]}, units) if rank0 else None
+    return [TaskWriter(layout, Schedule.of(entry), compute, file)
+            for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]
