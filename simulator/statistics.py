@@ -259,10 +259,11 @@ def statistics(eq: Any, state: Any, params: Mapping[str, Any], lay: StatisticsLa
 
 
 @functools.lru_cache(maxsize=16)
-def compiled(lay: StatisticsLayout) -> Any:
+def compiled(lay: StatisticsLayout, options: tuple[tuple[str, str], ...] = ()) -> Any:
     """``statistics`` jitted for one layout: ``(equation, state, params, t) -> dict`` (the equation at
-    run time t, see :meth:`simulator.equations.base.Equation.at`)."""
-    return jax.jit(lambda eq, s, p, t: statistics(eq.at(t), s, p, lay))
+    run time t, see :meth:`simulator.equations.base.Equation.at`), with the run's XLA ``options``
+    (``Simulation.compiler_options`` as sorted pairs: :mod:`simulator.equations.assembly`)."""
+    return jax.jit(lambda eq, s, p, t: statistics(eq.at(t), s, p, lay), compiler_options=dict(options))
 
 
 def layout_of(cfg: Any) -> StatisticsLayout:
@@ -284,7 +285,7 @@ def writer(cfg: Any, sim: Any, rank0: bool) -> Any:
         return None
     lay = layout_of(cfg)
     params = sim.equation.params(cfg.physics)
-    program = compiled(lay)
+    program = compiled(lay, sim.options_key())
 
     def compute(state: Any, t: float) -> dict[str, np.ndarray]:
         values = program(sim.equation, state, params, sim.time_array(t))

@@ -107,11 +107,12 @@ def evaluate(eq: Any, state: Any, params: Mapping[str, Any], tasks: tuple[Task, 
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(tasks: tuple[Task, ...]) -> Any:
+def compiled(tasks: tuple[Task, ...], options: tuple[tuple[str, str], ...] = ()) -> Any:
     """:func:`evaluate` jitted for ``tasks``: ``(equation, state, params, t) -> dict`` (the equation at
-    run time t, see :meth:`simulator.equations.base.Equation.at`); one per distinct set of tasks, so
-    ensemble members with the same tasks share it."""
-    return jax.jit(lambda eq, s, p, t: evaluate(eq.at(t), s, p, tasks))
+    run time t, see :meth:`simulator.equations.base.Equation.at`), with the run's XLA ``options``
+    (``Simulation.compiler_options`` as sorted pairs: :mod:`simulator.equations.assembly`); one per
+    distinct set of tasks, so ensemble members with the same tasks share it."""
+    return jax.jit(lambda eq, s, p, t: evaluate(eq.at(t), s, p, tasks), compiler_options=dict(options))
 
 
 def writers(cfg: Any, sim: Any, rank0: bool) -> list[TaskWriter]:
@@ -125,7 +126,7 @@ def writers(cfg: Any, sim: Any, rank0: bool) -> list[TaskWriter]:
         return []
     tasks = layout_of(cfg)
     params = sim.equation.params(cfg.physics)
-    program = compiled(tasks)
+    program = compiled(tasks, sim.options_key())
 
     def compute(m: Moment) -> dict[str, np.ndarray]:
         values = program(sim.equation, m.state, params, sim.time_array(m.time))

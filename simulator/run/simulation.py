@@ -73,6 +73,10 @@ class Simulation:
         self._fields = jit(lambda eq, s, p, t: eq.at(t).fields(s, p))
         self._from_fields = jit(lambda eq, f, p: eq.from_fields(f, p))
 
+    def options_key(self) -> tuple[tuple[str, str], ...]:
+        """:attr:`compiler_options` as a hashable key (the output programs are cached by it)."""
+        return tuple(sorted(self.compiler_options.items()))
+
     def _spectral_elements(self) -> float:
         """Complex elements of the state's spectra on one device (a real field's half spectrum counts half
         its points): the size that decides :mod:`~simulator.equations.assembly`'s compiler options."""
@@ -227,11 +231,12 @@ class Simulation:
         if program == "statistics":
             from simulator import statistics
 
-            return statistics.compiled(statistics.layout_of(self.cfg)).lower(self.equation, state, self.params, t)
+            return statistics.compiled(statistics.layout_of(self.cfg), self.options_key()).lower(
+                self.equation, state, self.params, t)
         if program == "tasks":
             from simulator import tasks
 
-            return tasks.compiled(tasks.layout_of(self.cfg)).lower(self.equation, state, self.params, t)
+            return tasks.compiled(tasks.layout_of(self.cfg), self.options_key()).lower(self.equation, state, self.params, t)
         jitted = {"spectra": self._spectra, "fields": self._fields}.get(program)
         if jitted is None:
             raise ValueError(f"unknown program {program!r}")
