@@ -6,14 +6,15 @@ rk4, MHD rk4), backend, device count, precision and local FFT path (``--fft-path
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
   ``vs_xla``: its ratio to the same configuration on the xla path;
-* ``fft_ms``: the transforms one step must do, timed alone in the same run as the same batched calls
-  (NS: per stage an inverse r2c of 6 fields and a forward of 3, with n scalars 6 + n and 3 + 3 n;
-  Boussinesq 9 and 4; MHD 12 and 6; SP: a
-  forward and inverse c2c of psi
-  and a forward and inverse r2c of the density/potential), looped in one compiled call as the chunk
-  loops its steps (both then reuse their buffers), and ``fft_share`` = step_ms / fft_ms
-  (target <= 1.3: the step is FFT-bound). Chunks and FFTs of every path are timed A/B interleaved
-  (each round runs each once, in a rotating order), so load on a shared machine hits all alike;
+* ``fft_ms``: the transforms one step must do, timed alone in the same run as the same calls with the
+  step's own batch shapes and order (read from the step's jaxpr: NS per stage an inverse r2c of u, one of
+  curl u and a forward r2c of u x w, three fields each; SP per step a forward and inverse c2c of psi and
+  a forward and inverse r2c of the density/potential), loops looped as the step loops them, in one compiled
+  call as the chunk loops its steps (both then reuse their buffers), with the glue that keeps each
+  transform live (products of the inverse transforms' outputs feed the forward ones), and
+  ``fft_share`` = step_ms / fft_ms (target <= 1.3: the step is FFT-bound). Chunks and FFTs of every
+  path are timed A/B interleaved (each round runs each once, in a rotating order), so load on a shared
+  machine hits all alike;
 * ``ffts``: scalar 3D transforms per step (the FFT primitives of its jaxpr, loops counted); ``a2a``:
   all-to-alls per step in the compiled HLO of one step, loops multiplied by their trip counts
   (target with slab: one per batched transform);
@@ -22,14 +23,19 @@ rk4, MHD rk4), backend, device count, precision and local FFT path (``--fft-path
   memory bandwidth, measured in the same rounds by a streaming kernel (``bandwidth_GBs``), and the
   step's ratio to it;
 * ``bytes_per_cell``: the compiled chunk's memory (arguments + outputs + temporaries - donated) over
-  all devices, per grid cell (targets: lsrk4 float32 <= 64, so 1024^3 fits one 80 GB GPU; rk4
-  float32 <= 96, rk4 float64 <= 192; SP kdk float32 <= 40);
+  all devices, per grid cell;
 * ``Mcell_steps_per_s``: N^3 * steps / s / 1e6.
 
 A memory table follows (``--memory-size N``, default 64; ``0`` skips it): every registered equation
-with every integrator it takes, in both precisions, compiled abstractly by the planner
-(simulator/plan.py, nothing allocated): bytes per cell of the chunk and of the run's peak (chunk,
-diagnostics, spectra, snapshot fields); outputs/bench/memory.csv and memory.json.
+with every integrator it takes, in both precisions, on each local FFT path (``--fft-paths``: XLA's FFT,
+the path GPUs run through cuFFT, and FFTW's) and each device count of ``--memory-devices`` (default 1
+and 4: a slab of 4 virtual CPU devices), compiled abstractly by the planner (simulator/plan.py, nothing
+allocated): bytes per cell of the chunk and of the run's peak (chunk, diagnostics, spectra, snapshot
+fields), against issue 22's targets on the XLA path (Navier-Stokes lsrk4 float32 <= 56, rk4 float32 <= 64,
+rk4 float64 <= 128, Schrodinger-Poisson kdk float32 <= 32, peak); outputs/bench/memory.csv and
+memory.json. CPU compilations: a GPU compiles the same programs with its own scheduler and fusions
+(docs/PERFORMANCE.md gives both). On CPU the process starts as many virtual devices as the largest of
+``--devices`` and ``--memory-devices`` (the timed rows use the first ``--devices`` of them).
 
 With ``--peer-python PY`` (an environment with FluidSim, see scripts/peer_fluidsim.py), FluidSim's
 ns3d Taylor-Green RK4 step is measured in the same invocation, its chunks of steps interleaved with
@@ -42,6 +48,7 @@ machine, the work each does rather than the time it waited for a core).
     python scripts/bench_step.py --sizes 64 128 --precisions float64 --schemes rk4 --fft-paths xla fftw
     python scripts/bench_step.py --sizes 256 512 --platform gpu    # on a GPU machine
     python scripts/bench_step.py --sizes 64 --schemes rk4 --memory-size 128   # memory table at 128^3
+    python scripts/bench_step.py --memory-only --memory-size 64    # the memory table alone
 
 Results: a table on stdout, outputs/bench/step.csv and step.json (and memory.csv, memory.json).
 """
@@ -69,18 +76,9 @@ SCHEMES = {
     "bous": ("boussinesq", "rk4", "random", ["physics.coriolis=1", "initial.buoyancy=4"]),
     "mhd": ("mhd", "rk4", "orszag_tang", []),
 }
-STAGES = {"rk4": 4, "lsrk4": 5, "rk4_scalar": 4, "kdk": 1, "kdk_cosmo": 1, "bous": 4, "mhd": 4}
-#: equations of the Navier-Stokes family: fields of the inverse and of the forward batched transform of
-#: each stage (the split-step equations do a c2c pair of psi and an r2c pair of the density per step)
-BATCHES = {"navier_stokes": (6, 3), "boussinesq": (9, 4), "mhd": (12, 6)}
-
-
-def batches(physics: str, state: Any) -> tuple[int, int]:
-    """The BATCHES of ``physics`` for ``state``: with n passive scalars after the flow's spectra (Navier-Stokes,
-    Boussinesq) the inverse also transforms their n fields and the forward their 3 n products u theta."""
-    n_inverse, n_forward = BATCHES[physics]
-    scalars = state.shape[0] - {"navier_stokes": 3, "boussinesq": 4}.get(physics, state.shape[0])
-    return n_inverse + scalars, n_forward + 3 * scalars
+#: issue 22's memory targets on the XLA FFT path: (equation, scheme, precision) -> peak bytes per cell
+TARGETS = {("navier_stokes", "lsrk4", "float32"): 56, ("navier_stokes", "rk4", "float32"): 64,
+           ("navier_stokes", "rk4", "float64"): 128, ("schrodinger_poisson", "kdk", "float32"): 32}
 
 
 def parse_args() -> argparse.Namespace:
@@ -99,6 +97,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--peer-python", default=None, help="python of an environment with FluidSim installed")
     p.add_argument("--memory-size", type=int, default=64,
                    help="N of the memory table of every equation, integrator and precision (0: no table)")
+    p.add_argument("--memory-devices", type=int, nargs="+", default=[1, 4],
+                   help="device counts of the memory table (a slab over that many devices)")
+    p.add_argument("--memory-only", action="store_true", help="the memory table alone, no timings")
     p.add_argument("--out", default="outputs/bench", help="directory for step.csv and step.json")
     return p.parse_args()
 
@@ -150,15 +151,11 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     import jax
     import jax.numpy as jnp
 
-    saved = os.environ.get("SIMULATOR_FFT")
-    os.environ["SIMULATOR_FFT"] = path  # read when the backend is built
-    try:
+    from simulator import plan
+    from simulator.benchmark import fft_path, replay, seed_arrays, transform_calls
+
+    with fft_path(path):
         sim = simulation_cls(config_mod.load(None, overrides), devices)
-    finally:
-        if saved is None:
-            del os.environ["SIMULATOR_FFT"]
-        else:
-            os.environ["SIMULATOR_FFT"] = saved
     fft = sim.fft
     holder = {"s": sim.advance(sim.initial_state(), steps, 1e-3, donate=True)}  # compiles the chunk
 
@@ -166,48 +163,36 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
         holder["s"] = sim.advance(holder["s"], steps, 1e-3, donate=True)
         return holder["s"]
 
-    # The transforms one step makes, as the same batched calls, looped inside one compiled call like
-    # the chunk's steps (so both reuse their buffers from the second iteration on: timing single
-    # calls would charge the transforms for fresh, page-faulting output buffers the step never pays).
-    # NS family, per stage: an inverse r2c of the fields the stage needs (NS: u and curl u) and a forward
-    # r2c of the products (NS: u x w), BATCHES; SP, per step: a c2c pair of psi and an r2c pair of the
-    # density. The glue (concatenate, product, and a carry update that keeps the transforms live without
-    # changing the state) is the minimum the step also does around them.
+    # The transforms one step makes, as the same calls (kind, batch shape, order, loops: read from the
+    # step's jaxpr), looped inside one compiled call like the chunk's steps (so both reuse their buffers
+    # from the second iteration on: timing single calls would charge the transforms for fresh,
+    # page-faulting output buffers the step never pays).
     state = jax.tree.map(jnp.copy, holder["s"])  # the chunk donates holder["s"]; this stays
-    if isinstance(state, jax.Array):
-        loops = steps * STAGES[scheme]
-        n_inverse, n_forward = batches(SCHEMES[scheme][0], state)
-        pairs = [jnp.asarray([(i + j) % n_inverse for i in range(n_forward)]) for j in (0, 1)]  # two-field products
-
-        def body(_, k):
-            x = fft.irfft(jnp.concatenate([k[:1]] * n_inverse))
-            return k + 0.0 * fft.rfft(x[pairs[0]] * x[pairs[1]])[:1]
-
-        looped = jax.jit(lambda k: jax.lax.fori_loop(0, loops, body, k))
-        ffts = lambda: looped(state)  # noqa: E731
-    else:
-        def body(_, p):
-            q = fft.ifft(fft.fft(p))
-            return p + 0.0 * q * fft.irfft(fft.rfft(jnp.abs(q) ** 2))
-
-        looped = jax.jit(lambda p: jax.lax.fori_loop(0, steps, body, p))
-        ffts = lambda: looped(state.psi)  # noqa: E731
-    return Prepared(sim, holder, chunk, ffts)
+    calls = transform_calls(sim, plan.abstract_state(sim))
+    seeds = seed_arrays(fft, state)
+    looped = jax.jit(lambda s: jax.lax.fori_loop(0, steps, lambda _, s: replay(fft, calls, s), s))
+    return Prepared(sim, holder, chunk, lambda: looped(seeds))
 
 
 def main() -> int:
     args = parse_args()
     from simulator.runtime import configure_devices
 
-    configure_devices(max(args.devices) if args.platform == "cpu" else None, "float64")
+    wanted = max(args.devices + (args.memory_devices if args.memory_size else []))
+    configure_devices(wanted if args.platform == "cpu" else None, "float64")
     import jax
     import jax.numpy as jnp
 
     from simulator import config as config_mod
-    from simulator.benchmark import machine, memory_bytes, timed_interleaved, write_results
+    from simulator import cost, plan
+    from simulator.benchmark import (
+        machine,
+        memory_bytes,
+        timed_interleaved,
+        write_results,
+    )
     from simulator.fft import BACKENDS, local
     from simulator.run.simulation import Simulation
-    from simulator import cost, plan
 
     peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
     peer: dict[int, float] = {}  # N -> FluidSim ms per step, measured in the rounds of the rk4 float64 rows
@@ -217,6 +202,9 @@ def main() -> int:
     if "fftw" in paths and (local.native()[0] is None or args.platform != "cpu"):
         print(f"# fftw path not measured: {local.native()[1] or 'the FFTW path is CPU-only'}", flush=True)
         paths.remove("fftw")
+    if args.memory_only:
+        memory_table(args.memory_size, args.out, paths, args.memory_devices)
+        return 0
     rows = []
     # the machine's memory bandwidth, timed in the same rounds as the steps: passes of y = x + 1 over
     # 256 MiB, in place, looped in one compiled call (each pass reads and writes every byte once)
@@ -236,7 +224,7 @@ def main() -> int:
         for scheme in args.schemes:
             physics, integrator, initial, extra = SCHEMES[scheme]
             for backend in args.backends:
-                for nd in sorted(set(1 if backend == "single" else d for d in args.devices)):
+                for nd in sorted({1 if backend == "single" else d for d in args.devices}):
                     for prec in args.precisions:
                         overrides = [f"grid.shape={n}", f"fft.backend={backend}", f"precision={prec}",
                                      f"physics.name={physics}", f"time.integrator={integrator}",
@@ -320,39 +308,52 @@ def main() -> int:
     meta = {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths}
     print(write_results(args.out, "step", rows, meta), flush=True)
     if args.memory_size:
-        memory_table(args.memory_size, args.out)
+        memory_table(args.memory_size, args.out, paths, args.memory_devices)
     return 0
 
 
-def memory_table(n: int, out: str) -> None:
-    """Bytes per cell of every registered equation, integrator and precision at N = n on one device,
-    from the planner's abstract compilation (nothing allocated)."""
+def memory_table(n: int, out: str, paths: list[str], device_counts: list[int]) -> None:
+    """Bytes per cell of every registered equation, integrator and precision at N = n, on each local FFT
+    path and each device count (a slab), from the planner's abstract compilation (nothing allocated)."""
     import jax
 
     from simulator import config as config_mod
-    from simulator.benchmark import machine, write_results
+    from simulator.benchmark import fft_path, machine, write_results
     from simulator.equations import registry
     from simulator.plan import make_plan
     from simulator.run.simulation import Simulation
     from simulator.time.schemes import compatible
 
+    counts = [d for d in device_counts if d <= len(jax.devices())]
+    if counts != device_counts:
+        print(f"# memory table: only {len(jax.devices())} device(s), not {max(device_counts)}", flush=True)
     rows = []
-    print(f"# memory at {n}^3 on 1 device (compiled abstractly): bytes per cell of the chunk and of the run's peak")
-    print(f"{'equation':24s} {'scheme':6s} {'prec':7s} {'chunk':>7s} {'peak':>7s}  programs (B/cell)")
+    print(f"# memory at {n}^3 (compiled abstractly for {jax.default_backend()}): bytes per cell over all devices "
+          f"of the chunk and of the run's peak; target: issue 22's, on the xla path")
+    print(f"{'equation':20s} {'scheme':6s} {'prec':7s} {'path':4s} {'dev':>3s} {'chunk':>7s} {'peak':>7s} "
+          f"{'target':>9s}  programs (B/cell)")
     for name, info in registry().items():
         for scheme in compatible(info.protocol):
             for prec in ("float32", "float64"):
                 cfg = config_mod.load(None, [f"grid.shape={n}", f"physics.name={name}", f"time.integrator={scheme}",
                                              f"precision={prec}", "output.snapshots.at_end=true"])
-                p = make_plan(Simulation(cfg, jax.devices()[:1]), ("chunk", "diagnostics", "spectra", "fields"),
-                              memory=1)
-                per_cell = {k: v / n**3 for k, v in p.program_bytes.items()}
-                rows.append({"N": n, "equation": name, "scheme": scheme, "precision": prec,
-                             "chunk_bytes_per_cell": per_cell["chunk"], "peak_bytes_per_cell": p.bytes_per_cell,
-                             **{f"{k}_bytes_per_cell": v for k, v in per_cell.items() if k != "chunk"}})
-                print(f"{name:24s} {scheme:6s} {prec:7s} {per_cell['chunk']:7.1f} {p.bytes_per_cell:7.1f}  "
-                      + ", ".join(f"{k} {v:.1f}" for k, v in per_cell.items()), flush=True)
-    print(write_results(out, "memory", rows, machine()), flush=True)
+                target = TARGETS.get((name, scheme, prec))
+                for path in paths:
+                    for nd in counts:
+                        with fft_path(path):
+                            sim = Simulation(cfg, jax.devices()[:nd])
+                        p = make_plan(sim, ("chunk", "diagnostics", "spectra", "fields"), memory=1)
+                        per_cell = {k: v * nd / n**3 for k, v in p.program_bytes.items()}
+                        met = None if target is None or path != "xla" else p.bytes_per_cell <= target
+                        rows.append({"N": n, "equation": name, "scheme": scheme, "precision": prec, "fft_path": path,
+                                     "devices": nd, "chunk_bytes_per_cell": per_cell["chunk"],
+                                     "peak_bytes_per_cell": p.bytes_per_cell, "target": target, "target_met": met,
+                                     **{f"{k}_bytes_per_cell": v for k, v in per_cell.items() if k != "chunk"}})
+                        mark = "" if met is None else f"{target} {'met' if met else 'NOT'}"
+                        print(f"{name:20s} {scheme:6s} {prec:7s} {path:4s} {nd:3d} {per_cell['chunk']:7.1f} "
+                              f"{p.bytes_per_cell:7.1f} {mark:>9s}  "
+                              + ", ".join(f"{k} {v:.1f}" for k, v in per_cell.items()), flush=True)
+    print(write_results(out, "memory", rows, {**machine(), "fft_paths": paths, "device_counts": counts}), flush=True)
 
 
 if __name__ == "__main__":

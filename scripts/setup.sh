@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up the project on a machine with only Python >= 3.11: a virtual environment in .venv with the
-# package (editable) and its test extra. Does nothing when .venv is already up to date with
-# pyproject.toml, setup.py and the native FFT's source, so it is cheap to put in front of every command.
+# package (editable), its test extra and its docs extra (the site's generator, which the tests build).
+# Does nothing when .venv is already up to date with pyproject.toml, setup.py and the native FFT's
+# source, so it is cheap to put in front of every command.
 #
 # The CPU fast path (FFTW behind an XLA custom call, simulator/fft/local.py) needs FFTW's headers and
 # a C++ compiler: as root on a Debian-like machine this installs libfftw3-dev when fftw3.h is missing;
@@ -47,7 +48,7 @@ if [ ! -f "$stamp" ]; then
     build_requires=$(.venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
     mapfile -t build_requires <<< "$build_requires"
     .venv/bin/python -m pip install --quiet "${build_requires[@]}"
-    .venv/bin/python -m pip install --quiet --no-build-isolation -e '.[test]'
+    .venv/bin/python -m pip install --quiet --no-build-isolation -e '.[test,docs]'
     rm -f .venv/.installed-*
     touch "$stamp"
     .venv/bin/python -c 'from simulator.fft.local import native; m, why = native()

@@ -9,7 +9,7 @@
 #   bash scripts/slurm_local.sh status   # exit 0 when the controller answers and both nodes are up
 #   bash scripts/slurm_local.sh stop     # stop the daemons by pid
 #
-# Facts this relies on (measured, see the README's Slurm section): PID 1 here reaps slowly, so a
+# Facts this relies on (measured, see docs/how-to/slurm.md): PID 1 here reaps slowly, so a
 # stopped daemon can linger as a zombie and `kill -0` would call it alive; we look at its state.
 # Each emulated node needs its own port, spool directory and pid file (the %n patterns below).
 set -euo pipefail

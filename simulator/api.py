@@ -1,5 +1,5 @@
-"""The public Python API: build, run and read simulations from a script (documented in the README,
-"Scripting the simulator"; a promise to users: changed only with the README).
+"""The public Python API: build, run and read simulations from a script (documented in
+docs/reference/api.md; a promise to users: changed only with that page and the README).
 
     import simulator
     sim = simulator.Simulation.from_config("configs/taylor_green.yaml", {"grid.shape": 32}, cpu_devices=2)

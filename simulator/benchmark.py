@@ -1,4 +1,6 @@
-"""Shared pieces of the benchmark scripts in ``scripts/``: timing, compiled memory, result files.
+"""Shared pieces of the benchmark scripts in ``scripts/``: timing, compiled memory, result files, the
+local FFT path a backend is built with, and a step's transforms replayed alone (the FFT-only baseline of
+scripts/bench_step.py and scripts/bench_scaling.py: the step's own calls, read from its jaxpr).
 
 Benchmarks are never unit tests: they report ratios against a baseline measured in the same
 invocation and write them to ``outputs/bench/``.
@@ -6,6 +8,7 @@ invocation and write them to ``outputs/bench/``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -13,7 +16,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +97,90 @@ def write_results(out: str | Path, stem: str, rows: Sequence[dict[str, Any]], me
         writer.writerows(rows)
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": list(rows)}, indent=1))
     return f"# wrote {out / (stem + '.csv')} and {out / (stem + '.json')}"
+
+
+@contextlib.contextmanager
+def fft_path(path: str) -> Iterator[None]:
+    """``SIMULATOR_FFT=path`` while an FFT backend is built (the local FFT path is read then)."""
+    saved = os.environ.get("SIMULATOR_FFT")
+    os.environ["SIMULATOR_FFT"] = path
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["SIMULATOR_FFT"]
+        else:
+            os.environ["SIMULATOR_FFT"] = saved
+
+
+#: the space of each transform's input and of its output: ``kr`` a real-to-complex spectrum, ``r`` a real
+#: field, ``c`` a complex field, ``kc`` a complex spectrum
+SPACES = {"irfft": ("kr", "r"), "rfft": ("r", "kr"), "fft": ("c", "kc"), "ifft": ("kc", "c")}
+
+
+def transform_calls(sim: Any, state: Any) -> list[Any]:
+    """The FFT calls of one step in order, from its jaxpr: ``(kind, batch shape)`` per transform and
+    ``("loop", trips, [calls])`` for a loop of them (a stage loop; loops with traced bounds count once)."""
+    import jax
+    from jax.extend.core import jaxprs_in_params
+
+    make = sim.scheme.load()
+    scalar = jax.ShapeDtypeStruct((), sim.dtype)
+    jaxpr = jax.make_jaxpr(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p))(
+        sim.equation, state, scalar, scalar, sim.params).jaxpr
+
+    def walk(jp: Any) -> list[Any]:
+        out: list[Any] = []
+        for eqn in jp.eqns:
+            if eqn.primitive.name == "distributed_fft3d":
+                out.append((eqn.params["kind"], tuple(eqn.invars[0].aval.shape[:-3])))
+                continue
+            for sub in jaxprs_in_params(eqn.params):
+                inner = walk(sub)
+                trips = eqn.params.get("length", 1) if eqn.primitive.name == "scan" else 1
+                if inner:
+                    out.extend(inner if trips == 1 else [("loop", trips, inner)])
+        return out
+
+    return walk(jaxpr)
+
+
+def seed_arrays(fft: Any, state: Any) -> dict[str, Any]:
+    """One-field inputs of the baseline in the spaces the step starts from: its spectrum (``kr``, a flow
+    equation's state) or its complex field (``c``, a wave function's)."""
+    import jax.numpy as jnp
+
+    leaf = state if not isinstance(state, tuple) else state[0]
+    if jnp.iscomplexobj(leaf) and leaf.shape[-3:] == tuple(fft.shape):
+        return {"c": leaf.reshape((-1, *leaf.shape[-3:]))[:1]}
+    return {"kr": leaf.reshape((-1, *leaf.shape[-3:]))[:1]}
+
+
+def replay(fft: Any, calls: list[Any], seeds: dict[str, Any]) -> dict[str, Any]:
+    """The transforms ``calls`` of one step, each on an input of its batch shape made from the latest
+    output in its input space (distinct factors per call, so no two calls are alike; a forward r2c takes
+    products of two of the latest real fields, as the step does), loops as ``fori_loop``; returns the
+    seeds plus 0 x an element of every output (which keeps every transform live without changing them)."""
+    import jax
+    import jax.numpy as jnp
+
+    latest = dict(seeds)
+    for n, call in enumerate(calls):
+        if call[0] == "loop":
+            latest.update(jax.lax.fori_loop(0, call[1], lambda _, s, inner=call[2]: replay(fft, inner, s),
+                                            {k: latest[k] for k in seeds}))
+            continue
+        kind, batch = call
+        space, result = SPACES[kind]
+        if space not in latest and space == "r":  # a density from a complex field (SP: |psi|^2)
+            latest["r"] = jnp.abs(latest["c"]) ** 2
+        src = latest[space]
+        rows = batch[0] if batch else 1
+        first = src[jnp.asarray([i % src.shape[0] for i in range(rows)])]
+        if kind == "rfft" and src.shape[0] > 1:  # two-field products, as u x w
+            first = first * src[jnp.asarray([(i + 1) % src.shape[0] for i in range(rows)])]
+        x = first * (1 + n) if batch else first[0] * (1 + n)
+        y = getattr(fft, kind)(x)
+        latest[result] = y if batch else y[None]
+    zero = sum(0.0 * jnp.real(v.reshape(-1)[0]) for v in latest.values())
+    return {k: v + zero.astype(v.dtype) for k, v in seeds.items()}

@@ -104,19 +104,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_config_docs(args: argparse.Namespace) -> int:
-    if args.update is None:
-        sys.stdout.write(config_mod.config_docs())
-        return EXIT_OK
-    from pathlib import Path
-
-    path = Path(args.update)
-    text = path.read_text() if path.is_file() else ""
-    start, end = config_mod.DOCS_MARKERS
-    if start not in text or end not in text:
-        raise ConfigError("--update", str(path), f"the file must contain the lines {start} and {end}",
-                          "has no config reference markers")
-    head, rest = text.split(start, 1)
-    path.write_text(head + start + "\n" + config_mod.config_docs() + end + rest.split(end, 1)[1])
+    sys.stdout.write(config_mod.config_docs())
     return EXIT_OK
 
 
@@ -420,9 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the random test field")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("config-docs", help="print the config reference (Markdown) generated from the schema")
-    p.add_argument("--update", metavar="FILE", default=None,
-                   help="replace the reference between the config-docs markers in FILE (e.g. README.md)")
+    p = sub.add_parser("config-docs", help="print the config reference (Markdown) generated from the schema and the "
+                       "registered equations (the docs site's reference page)")
     p.set_defaults(func=cmd_config_docs)
 
     p = sub.add_parser("sweep", help="expand and validate a parameter sweep; run it here or as one Slurm array job; "
@@ -465,6 +452,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command", nargs=argparse.REMAINDER, help="the simulator command and its arguments")
     p.set_defaults(func=cmd_launch)
     return parser
+
+
+def reference_markdown() -> str:
+    """The command-line reference (Markdown) generated from the parser: each command's purpose, usage and
+    options, as ``simulator CMD --help`` prints them (the docs site's reference page is this text)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    purpose = {a.dest: a.help for a in sub._choices_actions}
+    parts = []
+    for name, p in sub.choices.items():
+        p.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
+        parts.append(f"## `simulator {name}`\n\n{purpose[name][0].upper()}{purpose[name][1:]}.\n\n"
+                     f"```text\n{p.format_help().rstrip()}\n```\n")
+    return "\n".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,17 @@ snapshot fields, flow statistics, output tasks); traffic and counts come from th
 (:mod:`simulator.cost`). Bytes per cell do not depend on the grid size for these programs (checked
 in tests/test_plan.py): the largest grid that fits follows from them.
 
+On many devices (64 or more, 8 x :data:`COMPILED_DEVICES`) ``simulator plan`` compiles a smaller run in
+its stead whose devices each hold the same cells (:func:`reduced_plan`: the grid r times smaller along
+each axis on r^3 times fewer devices, at least :data:`COMPILED_DEVICES`): XLA's compile time grows with
+the device count (a CPU all-to-all among P devices is packed from P slices: 4096^3 on 512 took
+minutes), while what a device holds depends on its cells (and the size classes they fall in:
+transforms split below 2^31 points, spectra stacked by selection past 2^30 elements), not on how many
+devices there are beyond a few. The
+step's traffic is the smaller run's per cell, scaled by :func:`simulator.cost.scaled_traffic`, the
+model ``scripts/project_gpu.py`` projects with. tests/test_plan.py compares both with the programs
+compiled for the run itself.
+
 ``simulator plan`` prints :func:`make_plan`'s report; ``simulator run`` admits a run only if its plan
 fits (:mod:`simulator.run.admission`, before it writes anything).
 """
@@ -17,6 +28,7 @@ fits (:mod:`simulator.run.admission`, before it writes anything).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import time
@@ -36,6 +48,11 @@ from simulator.fft import local as local_fft
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
+#: ``simulator plan`` compiles a run of 8 times this many devices or more as a smaller run of at least this
+#: many with the same cells per device (:func:`reduced_plan`). Below it a device's bytes per cell still
+#: change with the device count (XLA's fusion of the all-to-alls: the spectra take 52 B/cell on 2 devices,
+#: 62 on 4 to 32), and scripts/project_gpu.py scales the figures of this many
+COMPILED_DEVICES = 8
 
 
 def abstract_state(sim: Any) -> Any:
@@ -69,9 +86,7 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
     lowered = {}
     for name in programs:
         if name == "step":
-            make = sim.scheme.load()
-            lowered[name] = jax.jit(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p),
-                                    compiler_options=sim.chunk_options).lower(
+            lowered[name] = jax.jit(sim.step, compiler_options=sim.chunk_options).lower(
                 sim.equation, state, _scalar(sim), dt, sim.params)
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
@@ -144,6 +159,8 @@ class Plan:
     traffic: cost.Traffic | None
     ffts_per_step: int | None
     seconds: float
+    #: the (grid, mesh) compiled in its stead, each device holding the same cells (:func:`reduced_plan`)
+    compiled_as: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     @property
     def peak(self) -> int:
@@ -194,14 +211,75 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
                 available, source, traffic, ffts, time.perf_counter() - t0)
 
 
+def smaller_run(cfg: Config, mesh: tuple[int, ...]) -> Config | None:
+    """``cfg`` made a smaller run whose devices each hold the same cells as ``cfg``'s on ``mesh``: the
+    grid's axes divided by r and the mesh's devices by r^3 (split over its axes keeping its proportions
+    as far as they allow, every axis exchanging among 4 devices or more still), for the largest r that leaves
+    at least :data:`COMPILED_DEVICES` devices and a config that validates (the layout, statistics
+    separations, tasks); None when there is none (fewer than 8 x COMPILED_DEVICES devices: compile them)."""
+    from simulator.config.model import validate
+
+    devices = math.prod(mesh)
+    for r in range(round(devices ** (1 / 3)), 1, -1):
+        if devices % r**3 or devices // r**3 < COMPILED_DEVICES or any(n % r for n in cfg.grid.shape):
+            continue
+        grid = dataclasses.replace(cfg.grid, shape=tuple(n // r for n in cfg.grid.shape))
+        # every axis exchanging among 4 or more devices still (XLA fuses an exchange between 2 otherwise)
+        candidates = [m for m in _divided(mesh, r**3) if all(a >= min(b, 4) for a, b in zip(m, mesh, strict=True))]
+        for smaller in sorted(candidates, key=lambda m: abs(math.log(m[0] / m[-1]) - math.log(mesh[0] / mesh[-1]))):
+            small = dataclasses.replace(cfg, grid=grid, fft=dataclasses.replace(cfg.fft, mesh=smaller))
+            try:
+                validate(small)
+            except ConfigError:
+                continue
+            return small
+    return None
+
+
+def _divided(mesh: tuple[int, ...], factor: int) -> list[tuple[int, ...]]:
+    """Every mesh of ``mesh``'s rank whose axes divide its axes and whose device count is ``factor`` times smaller."""
+    if len(mesh) == 1:
+        return [(mesh[0] // factor,)] if mesh[0] % factor == 0 else []
+    return [(mesh[0] // a, *rest) for a in range(1, factor + 1) if factor % a == 0 and mesh[0] % a == 0
+            for rest in _divided(mesh[1:], factor // a)]
+
+
+def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, memory_source: str = "given") -> Plan:
+    """:func:`make_plan` of ``sim`` (a mesh of P devices) from its programs compiled for the smaller run of
+    :func:`smaller_run` (P / r^3 devices, each holding the same cells, r times fewer along each axis): the
+    bytes per device are that run's, the step's traffic its own per cell scaled to P devices
+    (:func:`simulator.cost.scaled_traffic`); memory available as on P devices. Without a smaller run the
+    programs are compiled as they are."""
+    from simulator.run.simulation import Simulation
+
+    mesh = tuple(int(n) for n in sim.fft.mesh.devices.shape)
+    small = smaller_run(sim.cfg, mesh)
+    if small is None:
+        return make_plan(sim, programs, memory, memory_source=memory_source)
+    t0 = time.perf_counter()
+    devices = list(sim.fft.mesh.devices.flat)
+    if memory is None:
+        memory, memory_source = device_memory_available(devices)
+    p = make_plan(Simulation(small, devices[:math.prod(small.fft.mesh)]), programs, memory,
+                  memory_source=memory_source)
+    cells, n = math.prod(sim.fft.shape), len(devices)
+    traffic = p.traffic
+    if traffic is not None:
+        traffic = cost.scaled_traffic(cost.per_cell(traffic, p.cells, p.devices), cells, n, sim.cfg.fft.backend)
+    return Plan(sim.cfg, devices[0].platform, n, mesh, cells, p.program_bytes, memory, memory_source, traffic,
+                p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.shape, tuple(small.fft.mesh)))
+
+
 def transforms_per_step(sim: Any, state: Any) -> int:
-    """Scalar 3D transforms in one step: the FFT primitives of its jaxpr, counted per batched field,
-    loops multiplied by their trip counts."""
+    """Scalar 3D transforms in one step (:meth:`~simulator.run.simulation.Simulation.step`, with an adaptive
+    dt the controller's too): the FFT primitives of its jaxpr, counted per batched field, loops multiplied
+    by their trip counts, after dead code is removed (as XLA removes it: the controller's rate is one
+    diagnostic, and the others' transforms are not run)."""
+    from jax._src.interpreters.partial_eval import dce_jaxpr  # the DCE jit's own lowering runs
     from jax.extend.core import jaxprs_in_params
 
-    make = sim.scheme.load()
-    jaxpr = jax.make_jaxpr(lambda eq, s, t, dt, p: make(eq)(s, t, dt, p))(
-        sim.equation, state, _scalar(sim), _scalar(sim), sim.params).jaxpr
+    jaxpr = jax.make_jaxpr(sim.step)(sim.equation, state, _scalar(sim), _scalar(sim), sim.params).jaxpr
+    jaxpr = dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
 
     def count(jp: Any) -> int:
         total = 0
@@ -239,9 +317,12 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
     c = plan.cfg
     h = cost.human_bytes
     stand_in = platform == "gpu" and plan.platform != "gpu"
+    how = "compiled without allocating in"
+    if plan.compiled_as:
+        how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on mesh {list(plan.compiled_as[1])} "
+               "(the same cells per device; the step's traffic per cell scaled to this mesh) in")
     lines = [f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, {c.fft.backend} on "
-             f"mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); compiled without allocating in "
-             f"{plan.seconds:.1f} s"]
+             f"mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); {how} {plan.seconds:.1f} s"]
     if stand_in:
         lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
                      "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
@@ -291,7 +372,7 @@ def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = N
         memory, source = gpu_allocator_share(memory)
     target = platform or jax.default_backend()
     with _gpu_fft_path(target == "gpu" and jax.default_backend() == "cpu"):
-        plan = make_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
+        plan = reduced_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
     return report(plan, platform or plan.platform, profile)
 
 

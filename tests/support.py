@@ -90,12 +90,11 @@ def integrate(sim: Simulation, state: Any, dt: float, steps: int, params: dict |
 
 
 def relative_error(a: Any, b: Any) -> float:
-    """max |a - b| / max |b| over every leaf of two state pytrees (gathered: small grids only)."""
-    worst = 0.0
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        x, y = np.asarray(x), np.asarray(y)
-        worst = max(worst, float(np.max(np.abs(x - y)) / np.max(np.abs(y))))
-    return worst
+    """max |a - b| / max |b| over every leaf of two state pytrees (gathered: small grids only); NaN when
+    either holds a NaN (np.max propagates it, where Python's max would drop it and report agreement)."""
+    errors = [np.max(np.abs(np.asarray(x) - np.asarray(y))) / np.max(np.abs(np.asarray(y)))
+              for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)]
+    return float(np.max(errors))
 
 
 def unavailable(what: str, env: str, reason: str) -> NoReturn:
@@ -112,21 +111,27 @@ _SPECTRA = jax.jit(lambda eq, state, p: eq.spectra(state, p))
 
 
 def shell_budget(sim: Simulation, state: Any, p: dict, budgets: Any, h: float = 1e-5) -> dict[str, np.ndarray]:
-    """Per budgeted spectrum ``(name, rows of the state, rate, scale)`` in ``budgets``: asserts that
-    dE(k)/dt = T + C (+ F) - 2 rate k^2 E / scale in every shell to 1e-8 of the largest right-hand side,
-    dE/dt by central differences of one step each way from ``state`` at t = 0, and that each term matters
-    (a missing or flipped one fails). Returns the spectra at t = 0, by name."""
+    """Per budgeted spectrum ``(name, rows of the state, rate, scale)`` or ``(name, rows, rate, scale,
+    hyper)`` in ``budgets``: asserts that dE(k)/dt = T + C (+ F) - 2 (rate k^2 + hyper k^(2p)) E / scale in
+    every shell to 1e-8 of the largest right-hand side (p the equation's ``hyperviscosity_order``), dE/dt
+    by central differences of one step each way from ``state`` at t = 0, and that each term matters (a
+    missing or flipped one fails). Returns the spectra at t = 0, by name."""
     from simulator import spectra
 
     eq = sim.equation
     s0, plus, minus = (_SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))
     ops = eq.ops
     norm = ops.weight / float(eq.fft.size) ** 2
-    for name, rows, rate, scale in budgets:
-        dissipation = spectra.shell_sum(norm * ops.k2 * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0) / scale, ops.k,
-                                        eq.fft.shape, eq.box)
+
+    def shell(power):
+        return np.asarray(spectra.shell_sum(power, ops.k, eq.fft.shape, eq.box))
+
+    for name, rows, rate, scale, *hyper in budgets:
+        power = norm * jnp.sum(jnp.abs(state[rows]) ** 2, axis=0) / scale  # 2 E(k) per mode
         terms = [np.asarray(s0[f"{t}_{name}"]) for t in ("transfer", "conversion", "injection") if f"{t}_{name}" in s0]
-        expected = sum(terms) - float(rate) * np.asarray(dissipation)
+        if hyper:
+            terms.append(-float(hyper[0]) * shell(ops.k2**eq.physics.hyperviscosity_order * power))
+        expected = sum(terms) - float(rate) * shell(ops.k2 * power)
         measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
         largest = np.max(np.abs(expected))
         error = np.max(np.abs(measured - expected)) / largest

@@ -1,4 +1,4 @@
-"""The public Python API (README, "Scripting the simulator"), used as a script would."""
+"""The public Python API (docs/reference/api.md), used as a script would."""
 
 import subprocess
 import sys

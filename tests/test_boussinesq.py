@@ -6,6 +6,9 @@ oscillation; the signs of buoyancy, stratification, Coriolis and advection are p
 dealiased advection conserves kinetic energy and buoyancy variance to round-off (each transfer
 spectrum sums to zero); the shell-by-shell budgets dE(k)/dt = T(k) + C(k) + F(k) - 2 nu k^2 E(k) of
 kinetic and potential energy hold on every backend; the exact propagator is stable and exact at N dt >> 1.
+With hyperviscosity nu_p = kappa_p (p = 4): the propagator against the matrix exponential, a wave decaying
+at exp(-(nu k^2 + nu_p k^8) t) while oscillating at omega (one device and a slab of 4), the budgets and
+dissipation diagnostics with the hyperviscous losses, k_max eta, and the keys' one-line refusals.
 One simulation per backend case is shared (states and traced parameters vary), so each compiles once.
 """
 
@@ -34,10 +37,11 @@ def grid():
     return np.meshgrid(*(np.arange(n) * 2 * np.pi / n for n in GRID), indexing="ij")
 
 
-def exact_wave(m, amplitude, n, f, nu, t):
+def exact_wave(m, amplitude, n, f, nu, t, nu_p=0.0, order=4):
     """The gravity-inertia wave of mode numbers m (box 2 pi) at time t, written out here independently
     of the code: u = A (e2 cos phi + (f c/omega) e1 sin phi), b = A (N^2 s/omega) sin phi, phi = k.x - omega t,
-    omega^2 = N^2 s^2 + f^2 c^2, s = k_h/k, c = k_z/k, e1 = (k_y, -k_x, 0)/k_h, e2 = e1 x k/k."""
+    omega^2 = N^2 s^2 + f^2 c^2, s = k_h/k, c = k_z/k, e1 = (k_y, -k_x, 0)/k_h, e2 = e1 x k/k; decaying as
+    exp(-(nu k^2 + nu_p k^(2p)) t) (nu = kappa, nu_p = kappa_p)."""
     kx, ky, kz = (float(v) for v in m)
     kh, kk = np.hypot(kx, ky), np.sqrt(kx**2 + ky**2 + kz**2)
     s, c = kh / kk, kz / kk
@@ -46,7 +50,7 @@ def exact_wave(m, amplitude, n, f, nu, t):
     e2 = np.cross(e1, [kx, ky, kz]) / kk
     x = grid()
     phase = kx * x[0] + ky * x[1] + kz * x[2] - omega * t
-    decay = amplitude * np.exp(-nu * kk**2 * t)
+    decay = amplitude * np.exp(-(nu * kk**2 + nu_p * kk ** (2 * order)) * t)
     u = decay * (e2[:, None, None, None] * np.cos(phase) + f * c / omega * e1[:, None, None, None] * np.sin(phase))
     return u, decay * n**2 * s / omega * np.sin(phase), omega
 
@@ -313,6 +317,142 @@ def test_forced_spectral_budget_shell_by_shell():
     sim = shared(physics__name="boussinesq", grid__shape=GRID, physics__forcing="band")
     s0 = shell_budget(sim, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001, forcing_power=0.01))
     assert float(np.sum(s0["injection_energy"])) == pytest.approx(0.01, rel=1e-12)
+
+
+# ---- hyperviscosity nu_p (-lap)^p u and hyperdiffusivity kappa_p (-lap)^p b ------------------------------
+
+#: the order p: structure (a run without it compiles no hyperviscous term)
+HYPER = {"physics__hyperviscosity_order": 4}
+
+
+def bq_hyper(case=("single", 1, None)):
+    return shared(case, physics__name="boussinesq", grid__shape=GRID, **HYPER)
+
+
+def test_the_hyperviscous_propagator_is_the_matrix_exponential():
+    """With nu = kappa and nu_p = kappa_p, propagate() equals expm(L tau) of the matrix built from the
+    equations with the diffusion nu k^2 + nu_p k^(2p) (p = 4) on every row, to 1e-12, at random
+    wavevectors where the hyperviscous rate is up to 30 times the viscous one; a sign or power error of
+    either new factor fails."""
+    rng = np.random.default_rng(2)
+    ks = rng.normal(size=(3, 6)) * 3
+    x = rng.normal(size=(4, 6)) + 1j * rng.normal(size=(4, 6))
+    x[:3] -= ks * np.sum(ks * x[:3], axis=0) / np.sum(ks**2, axis=0)  # solenoidal
+    n, f, nu, nu_p, tau = 7.0, 2.5, 0.05, 1e-4, 0.7
+    out = np.asarray(propagate(jnp.asarray(x), tau, [jnp.asarray(v) for v in ks], nu, nu, n**2, f,
+                               hyper=(nu_p, nu_p, 4)))
+    k2 = np.sum(ks**2, axis=0)
+    assert np.max(nu_p * k2**3 / nu) > 30
+    for j in range(ks.shape[1]):
+        exact = expm(linear_operator(ks[:, j], n, f, nu + nu_p * k2[j] ** 3, nu + nu_p * k2[j] ** 3) * tau) @ x[:, j]
+        np.testing.assert_allclose(out[:, j], exact, rtol=0, atol=1e-12 * np.max(np.abs(x[:, j])))
+
+
+@pytest.mark.parametrize("case", [("single", 1, None), ("slab", 4, None)], ids=case_id)
+def test_a_hyperviscous_wave_decays_exactly_at_its_frequency(case):
+    """The finite-amplitude wave (3, 1, 2) at N dt = 1.1 with nu = kappa, nu_p = kappa_p, p = 4: after 40
+    steps (a decay by 48) velocity and buoyancy equal the exact wave, oscillating at omega and decaying
+    as exp(-(nu k^2 + nu_p k^8) t), to 1e-13, on one device and on a slab of 4 (the hyperviscous rate
+    2.7 times the viscous one: p = 3 would decay 14 times slower; a flipped sign on u or b grows). nu_p is
+    traced: a second run with another nu_p compiles nothing."""
+    sim = bq_hyper(case)
+    n, f, nu, dt, steps = 3.0, 1.3, 0.005, 0.37, 40
+    traces = []
+    for nu_p in (5e-6, 1e-6):
+        p = sim.parameters(brunt_vaisala=n, coriolis=f, viscosity=nu, diffusivity=nu, hyperviscosity=nu_p,
+                           hyperdiffusivity=nu_p)
+        state = sim.initial_state({"name": "wave", "modes": [3, 1, 2], "amplitude": 0.3}, p)
+        end = advance(sim, state, dt, steps, p)
+        traces.append(sim.traces)
+        u, b = fields(sim, end)
+        u_exact, b_exact, _ = exact_wave((3, 1, 2), 0.3, n, f, nu, dt * steps, nu_p, 4)
+        assert relative_error(u, u_exact) < 1e-13 and relative_error(b, b_exact) < 1e-13, nu_p
+        energy = 0.3**2 / 2 * np.exp(-2 * (nu * 14 + nu_p * 14**4) * dt * steps)
+        assert float(sim.diagnostics(end, dt, p)["total_energy"]) == pytest.approx(energy, rel=1e-13)
+    assert 5e-6 * 14**4 > 2.5 * nu * 14 and np.exp(-(nu * 14 + 5e-6 * 14**4) * dt * steps) < 0.025
+    assert traces[1] == traces[0]
+
+
+def test_with_nu_p_zero_a_run_is_bit_for_bit_the_one_without_the_order():
+    """20 steps of a random flow in the program with p = 4 and nu_p = kappa_p = 0 (the factors are exp(0) = 1)
+    equal those of the program without the order exactly."""
+    runs = []
+    for sim in (bq(), bq_hyper()):
+        p = sim.parameters(coriolis=1.5, viscosity=0.02, diffusivity=0.005)
+        runs.append(np.asarray(advance(sim, random_state(sim), 0.01, 20, p)))
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_a_slab_decomposition_equals_one_device_with_hyperviscosity():
+    """30 steps of a random rotating stratified flow, nu != kappa, nu_p = kappa_p (the hyperviscous rate at
+    the 2/3-rule corner |k|^2 = 54 3 times the viscous one): slab on 4 devices equals one device to 1e-12."""
+    results = []
+    for case in (("single", 1, None), ("slab", 4, None)):
+        sim = bq_hyper(case)
+        p = sim.parameters(coriolis=1.5, viscosity=0.02, diffusivity=0.005, hyperviscosity=4e-7, hyperdiffusivity=4e-7)
+        results.append(fields(sim, advance(sim, random_state(sim), 0.01, 30, p)))
+    assert relative_error(results[1], results[0]) < 1e-12
+
+
+def test_the_hyperviscous_budgets_close():
+    """Shell by shell, dE_K(k)/dt = T_K + C_K - 2 (nu k^2 + nu_p k^8) E_K and dE_P(k)/dt = T_P + C_P -
+    2 (kappa k^2 + kappa_p k^8) E_P at t = 0 (central differences), nu != kappa, to 1e-8 of the largest
+    rate, the hyperviscous terms mattering; and d(E_K + E_P)/dt = -(kinetic_dissipation +
+    potential_dissipation), the diagnostics holding the hyperviscous losses (more than a third of
+    them)."""
+    sim, h = bq_hyper(), 1e-5
+    nu_p = 1e-7
+    p = sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001, hyperviscosity=nu_p, hyperdiffusivity=nu_p)
+    n2 = float(p["brunt_vaisala"]) ** 2
+    state = random_state(sim)
+    support.shell_budget(sim, state, p, (("energy", slice(0, 3), p["viscosity"], 1.0, nu_p),
+                                         ("potential_energy", slice(3, 4), p["diffusivity"], n2, nu_p)))
+    plus, minus = (float(sim.diagnostics(advance(sim, state, s, 1, p), h, p)["total_energy"]) for s in (h, -h))
+    d = sim.diagnostics(state, h, p)
+    loss = float(d["kinetic_dissipation"] + d["potential_dissipation"])
+    assert (plus - minus) / (2 * h) == pytest.approx(-loss, rel=1e-8)
+    plain = sim.diagnostics(state, h, sim.parameters(coriolis=0.8, viscosity=0.003, diffusivity=0.001))
+    assert loss - float(plain["kinetic_dissipation"] + plain["potential_dissipation"]) > loss / 3
+
+
+def test_k_max_eta_takes_the_hyperviscous_scale():
+    """kmax_eta = k_max min(max(eta, eta_p), max(eta_b, eta_p)): eta = (nu^3/eps_K)^(1/4), eta_b the
+    buoyancy's Batchelor scale eta (nu/kappa)^(-1/2), eta_p = (nu_p^3/eps_K)^(1/(6p-2)) (kappa_p = nu_p); with
+    nu_p = 0 the formula without hyperviscosity, and with nu_p large eta_p decides."""
+    sim = bq_hyper()
+    state = random_state(sim)
+    kmax = 2 / 3 * np.pi * 8 / (2 * np.pi)  # (2/3) min_i pi N_i / L_i: N_y = 8 in a box of 2 pi
+    for nu_p in (0.0, 1e-6):
+        p = sim.parameters(viscosity=1e-4, diffusivity=2.5e-5, hyperviscosity=nu_p, hyperdiffusivity=nu_p)
+        d = {k: float(v) for k, v in sim.diagnostics(state, 0.01, p).items()}
+        eta = (1e-12 / d["kinetic_dissipation"]) ** 0.25
+        eta_p = (nu_p**3 / d["kinetic_dissipation"]) ** (1 / 22)
+        assert d["kmax_eta"] == pytest.approx(kmax * min(max(eta, eta_p), max(eta / 2, eta_p)), rel=1e-12)
+    assert eta_p > 10 * eta
+
+
+def test_hyperviscosity_keys_are_checked_in_one_line():
+    """nu_p or kappa_p > 0 needs physics.hyperviscosity_order; kappa_p must equal nu_p (the propagator is
+    exact for one hyperviscous rate of u and b); in a config and in Simulation.parameters alike."""
+    from simulator.errors import ConfigError
+
+    base = {"physics.name": "boussinesq"}
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set; an integer >= 2 "
+                                          r"\(e.g. 4\) to use physics.hyperdiffusivity = 1e-06$"):
+        support.load_config(None, {**base, "physics.hyperdiffusivity": 1e-6})
+    with pytest.raises(ConfigError, match=r"^physics.hyperdiffusivity = 0.0 differs from physics.hyperviscosity; "
+                                          r"it must equal physics.hyperviscosity = 1e-06 \(the exact wave "
+                                          r"propagator has one hyperviscous rate for u and b\)$"):
+        support.load_config(None, {**base, "physics.hyperviscosity_order": 4, "physics.hyperviscosity": 1e-6})
+    assert support.load_config(None, {**base, "physics.hyperviscosity_order": 4, "physics.hyperviscosity": 1e-6,
+                                      "physics.hyperdiffusivity": 1e-6})
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = 8 is too large; at most 7"):
+        support.load_config(None, {**base, "physics.hyperviscosity_order": 8, "grid.shape": 512})
+    with pytest.raises(ConfigError, match=r"^physics.hyperdiffusivity = 0.0 differs"):
+        bq_hyper().parameters(hyperviscosity=1e-6)
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set"):
+        bq().parameters(hyperviscosity=1e-6, hyperdiffusivity=1e-6)
+    assert float(bq_hyper().parameters(hyperviscosity=1e-6, hyperdiffusivity=1e-6)["hyperdiffusivity"]) == 1e-6
 
 
 def test_exact_propagation_at_large_n_dt():

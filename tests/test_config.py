@@ -186,15 +186,6 @@ def test_config_docs_cover_the_schema():
         assert f"| `{key}` |" in docs
 
 
-def test_readme_config_reference_is_current():
-    from pathlib import Path
-
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    start, end = C.DOCS_MARKERS
-    assert readme[readme.index(start) + len(start) + 1: readme.index(end)] == C.config_docs(), (
-        "README.md's config reference is stale: run `simulator config-docs --update README.md`")
-
-
 def test_ci_runs_the_readme_test_command():
     from pathlib import Path
 

@@ -26,7 +26,7 @@ from simulator.output.spectra import read_spectra
 from simulator.runtime import build_mesh
 
 ROOT = Path(__file__).parents[1]
-README = (ROOT / "README.md").read_text().split("**One file for analysis: `simulator export`.**", 1)[1]
+PAGE = (ROOT / "docs" / "how-to" / "read-outputs.md").read_text().split("## One file for analysis: `simulator export`", 1)[1]
 LEGACY = Path(__file__).parent / "data" / "legacy_v1" / "ns_run"
 #: Taylor-Green on 8^3 in 2 processes (one device each): 3 snapshots of 2 shard files each, 3 spectra rows
 RUN = ["configs/taylor_green.yaml", "--set", "grid.shape=8", "--set", "time.t_end=0.08", "--set", "output.chunk=4",
@@ -233,10 +233,11 @@ def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
 
 
 @pytest.mark.multiprocess  # the run of the fixture tg
-def test_the_readme_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
-    """The README's export commands and its xarray lines, on the tiny run in place of the quickstart."""
+def test_the_documented_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
+    """The export commands and xarray lines of docs/how-to/read-outputs.md, on the tiny run in place of the
+    quickstart."""
     run = copy_of(tg, tmp_path)
-    commands = README.split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
+    commands = PAGE.split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
     assert len(commands) == 2
     for line in commands:
         words = line.split("#")[0].split()
@@ -244,7 +245,7 @@ def test_the_readme_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
         assert main(["export", str(run), *words[3:]]) == 0
     assert (run / "export" / "run.nc").is_file() and (run / "snapshots" / "merged" / "series.xdmf").is_file()
     scope: dict = {}
-    exec(README.split("```python\n", 1)[1].split("\n```", 1)[0].replace("outputs/quickstart", str(run)), scope)
+    exec(PAGE.split("```python\n", 1)[1].split("\n```", 1)[0].replace("outputs/quickstart", str(run)), scope)
     with scope["ds"], Snapshot(run / "snapshots" / "s00000008.h5") as snap:
         assert scope["wz"].dims == ("x", "y")
         np.testing.assert_array_equal(scope["wz"].values, snap.read("vorticity", (2, slice(None), slice(None), 0)))

@@ -173,7 +173,7 @@ def gradient_memory(sim, steps, checkpoint_every=None):
 
 def test_gradient_memory_grows_like_the_square_root_of_the_steps():
     """States held by the gradient of an n-step run: about 35 + 1.75 (n/c + c) with c = sqrt(n)
-    (README table); per-step checkpoints alone (one segment) hold about 2.5 n."""
+    (the table of docs/tutorials/gradients.md); per-step checkpoints alone (one segment) hold about 2.5 n."""
     sim = support.shared(("single", 1, None), grid__shape=obj.GRID)
     m64, m256 = gradient_memory(sim, 64), gradient_memory(sim, 256)
     assert m256 / m64 < 1.6, (m64, m256)  # sqrt: 4x the steps, at most 1.6x the memory (linear would be 4x)
@@ -211,9 +211,10 @@ def test_the_worked_example_recovers_the_viscosity(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_readme_gradient_example_as_written():
-    section = (ROOT / "README.md").read_text().split("## Gradients through a run", 1)[1]
-    code = section.split("```python\n", 1)[1].split("\n```", 1)[0]
+def test_the_gradient_tutorial_as_written():
+    """docs/tutorials/gradients.md's two blocks, in order, as one script (the second uses the first's names)."""
+    page = (ROOT / "docs" / "tutorials" / "gradients.md").read_text()
+    code = "\n".join(block.split("\n```", 1)[0] for block in page.split("```python\n")[1:3])
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     reverse, forward = (float(line) for line in done.stdout.split())

@@ -6,7 +6,10 @@ decay exp(-nu k^2 t) with nu = eta); the signs of the Lorentz force and of both 
 are pinned pointwise; the dealiased terms conserve energy and cross helicity (and magnetic helicity
 without a mean field) to round-off; div B stays at round-off over a long run; the mean field survives;
 the shell-by-shell budgets of kinetic and magnetic energy hold on every backend (transfers that each sum
-to zero, and conversion terms that exchange energy between u and B). One simulation per backend case is shared, so each compiles once.
+to zero, and conversion terms that exchange energy between u and B). With hyperviscosity nu_p and
+hyper-resistivity eta_p (p = 4): a force-free field decaying at each field's exact rate (one device and a
+slab of 4), the budgets and dissipation diagnostics with the hyperviscous losses, k_max eta, and the keys'
+one-line refusals. One simulation per backend case is shared, so each compiles once.
 """
 
 import jax
@@ -205,6 +208,125 @@ def test_forced_spectral_budget_shell_by_shell():
     sim = shared(physics__name="mhd", grid__shape=GRID, physics__forcing="band")
     s0 = shell_budget(sim, sim.parameters(viscosity=0.03, resistivity=0.01, forcing_power=0.01))
     assert float(np.sum(s0["injection_energy"])) == pytest.approx(0.01, rel=1e-12)
+
+
+# ---- hyperviscosity nu_p (-lap)^p u and hyper-resistivity eta_p (-lap)^p B ---------------------------------
+
+#: the order p: structure (a run without it compiles no hyperviscous term)
+HYPER = {"physics__hyperviscosity_order": 4}
+
+
+def mhd_hyper(case=("single", 1, None)):
+    return shared(case, physics__name="mhd", grid__shape=GRID, **HYPER)
+
+
+def beltrami(m):
+    """The ABC field at mode m, A = B = C = 1: curl F = m F, a single wavenumber |k| = m."""
+    x = grid()
+    return np.stack([np.sin(m * x[2]) + np.cos(m * x[1]), np.sin(m * x[0]) + np.cos(m * x[2]),
+                     np.sin(m * x[1]) + np.cos(m * x[0])])
+
+
+@pytest.mark.parametrize("case", [("single", 1, None), ("slab", 4, None)], ids=case_id)
+def test_a_force_free_field_decays_at_the_hyperviscous_and_hyper_resistive_rates(case):
+    """u = F and B = 0.7 F with F a Beltrami field of wavenumber m (u x w = j x B = u x B = 0: every
+    nonlinear term vanishes, for all time): u decays as exp(-(nu k^2 + nu_p k^8) t) and B as
+    exp(-(eta k^2 + eta_p k^8) t), k = m, to 1e-13 after 100 steps, at m = 1 and m = 2 (there the
+    hyperviscous rates are 1.3 and 1.6 times the Laplacian ones; nu_p != eta_p, so swapped coefficients,
+    a flipped sign or another power fail), on one device and on a slab of 4; the energies follow. The
+    coefficients are traced: the second run compiles nothing."""
+    sim = mhd_hyper(case)
+    nu, eta, dt, steps = 0.01, 0.02, 0.02, 100
+    traces = []
+    for m, nu_p, eta_p in ((1, 3e-3, 1e-3), (2, 2e-4, 5e-4)):
+        f = beltrami(m)
+        p = sim.parameters(viscosity=nu, resistivity=eta, hyperviscosity=nu_p, hyperresistivity=eta_p)
+        start = sim.state_from_fields(velocity=f, magnetic=0.7 * f)
+        end = advance(sim, start, dt, steps, p)
+        traces.append(sim.traces)
+        decay_u, decay_b = (np.exp(-(a * m**2 + a_p * m**8) * dt * steps) for a, a_p in ((nu, nu_p), (eta, eta_p)))
+        u, b = fields(sim, end)
+        assert relative_error(u, f * decay_u) < 1e-13 and relative_error(b, 0.7 * f * decay_b) < 1e-13, m
+        d = sim.report(end, params=p)
+        assert d["kinetic_energy"] == pytest.approx(1.5 * decay_u**2, rel=1e-13)
+        assert d["magnetic_energy"] == pytest.approx(0.49 * 1.5 * decay_b**2, rel=1e-13)
+    assert 2e-4 * 2**8 > 1.25 * nu * 4 and 5e-4 * 2**8 > 1.5 * eta * 4
+    assert traces[1] == traces[0]
+
+
+def test_with_nu_p_zero_a_run_is_bit_for_bit_the_one_without_the_order():
+    """20 steps of random fields in the program with p = 4 and nu_p = eta_p = 0 equal those of the program
+    without the order exactly."""
+    runs = []
+    for sim in (mhd(), mhd_hyper()):
+        p = sim.parameters(viscosity=0.02, resistivity=0.005)
+        runs.append(np.asarray(advance(sim, random_state(sim), 0.005, 20, p)))
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_a_slab_decomposition_equals_one_device_with_hyperviscosity():
+    """30 steps of random fields on a mean field, nu != eta, nu_p != eta_p (the hyperviscous rates at the
+    2/3-rule corner |k|^2 = 54 3 times the Laplacian ones): slab on 4 devices equals one device to 1e-12."""
+    results = []
+    for case in (("single", 1, None), ("slab", 4, None)):
+        sim = mhd_hyper(case)
+        p = sim.parameters(viscosity=0.02, resistivity=0.005, hyperviscosity=4e-7, hyperresistivity=1e-7)
+        results.append(fields(sim, advance(sim, random_state(sim), 0.005, 30, p)))
+    assert relative_error(results[1], results[0]) < 1e-12
+
+
+def test_the_hyperviscous_budgets_close():
+    """Shell by shell, dE_K(k)/dt = T_K + C_K - 2 (nu k^2 + nu_p k^8) E_K and dE_M(k)/dt = T_M + C_M -
+    2 (eta k^2 + eta_p k^8) E_M at t = 0 (central differences) on a mean field, nu != eta, nu_p != eta_p,
+    to 1e-8 of the largest rate, the hyperviscous terms mattering; and d(E_K + E_M)/dt = -(viscous +
+    ohmic dissipation), the diagnostics holding the hyperviscous losses (more than a third of them)."""
+    sim, h = mhd_hyper(), 1e-5
+    nu_p, eta_p = 4e-7, 2.5e-7
+    p = sim.parameters(viscosity=0.03, resistivity=0.01, hyperviscosity=nu_p, hyperresistivity=eta_p)
+    state = random_state(sim)
+    support.shell_budget(sim, state, p, (("energy", slice(0, 3), p["viscosity"], 1.0, nu_p),
+                                         ("magnetic_energy", slice(3, 6), p["resistivity"], 1.0, eta_p)))
+    plus, minus = (float(sim.diagnostics(advance(sim, state, s, 1, p), h, p)["total_energy"]) for s in (h, -h))
+    d = sim.diagnostics(state, h, p)
+    loss = float(d["viscous_dissipation"] + d["ohmic_dissipation"])
+    assert (plus - minus) / (2 * h) == pytest.approx(-loss, rel=1e-8)
+    plain = sim.diagnostics(state, h, sim.parameters(viscosity=0.03, resistivity=0.01))
+    assert loss - float(plain["viscous_dissipation"] + plain["ohmic_dissipation"]) > loss / 3
+
+
+def test_k_max_eta_takes_each_fields_hyperviscous_scale():
+    """kmax_eta = k_max min(max(eta, eta_p(nu_p)), max(eta_B, eta_p(eta_p))) with eta from the total
+    dissipation, eta_B = eta Pm^(-1/2) (Pm = 4) and eta_p(c) = (c^3/eps)^(1/(6p-2)): with the coefficients 0
+    the formula without hyperviscosity; with nu_p = 1e-6 and eta_p = 1e-8 the velocity's scale is
+    hyperviscous and the field's, the smaller, decides."""
+    sim = mhd_hyper()
+    state = random_state(sim)
+    kmax = 2 / 3 * np.pi * 8 / (2 * np.pi)  # (2/3) min_i pi N_i / L_i: N_y = 8 in a box of 2 pi
+    for nu_p, eta_p in ((0.0, 0.0), (1e-6, 1e-8)):
+        p = sim.parameters(viscosity=1e-4, resistivity=2.5e-5, hyperviscosity=nu_p, hyperresistivity=eta_p)
+        d = {k: float(v) for k, v in sim.diagnostics(state, 0.01, p).items()}
+        eps = d["viscous_dissipation"] + d["ohmic_dissipation"]
+        eta = (1e-12 / eps) ** 0.25
+        scale_u, scale_b = (max(e, (c**3 / eps) ** (1 / 22)) for e, c in ((eta, nu_p), (eta / 2, eta_p)))
+        assert d["kmax_eta"] == pytest.approx(kmax * min(scale_u, scale_b), rel=1e-12)
+    assert scale_u > scale_b > 10 * eta
+
+
+def test_hyperviscosity_keys_are_checked_in_one_line():
+    """nu_p or eta_p > 0 needs physics.hyperviscosity_order, in a config and in Simulation.parameters."""
+    from simulator.errors import ConfigError
+
+    base = {"physics.name": "mhd"}
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set; an integer >= 2 "
+                                          r"\(e.g. 4\) to use physics.hyperresistivity = 1e-06$"):
+        support.load_config(None, {**base, "physics.hyperresistivity": 1e-6})
+    with pytest.raises(ConfigError, match=r"^physics.hyperresistivity = -1.0 is out of range"):
+        support.load_config(None, {**base, "physics.hyperviscosity_order": 4, "physics.hyperresistivity": -1.0})
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = 8 is too large; at most 7"):
+        support.load_config(None, {**base, "physics.hyperviscosity_order": 8, "grid.shape": 512})
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set"):
+        mhd().parameters(hyperviscosity=1e-6)
+    assert float(mhd_hyper().parameters(hyperviscosity=1e-6, hyperresistivity=0.0)["hyperviscosity"]) == 1e-6
 
 
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)

@@ -229,3 +229,83 @@ def test_the_plan_counts_the_statistics_program_when_a_run_writes_statistics():
     assert "statistics" not in memory_line()
     line = memory_line("--set", "output.statistics.every=20")
     assert re.search(r"statistics \d+(\.\d+)? [KMG]iB", line), line
+
+
+#: compiled in a process of 128 virtual devices: each plan of the run itself and of its smaller run
+_SMALLER_RUN_SCRIPT = """
+import json
+from simulator import plan, runtime
+from simulator.api import load_config
+from simulator.run.simulation import Simulation
+out = {}
+for backend, mesh in (("slab", [64]), ("pencil", [8, 16])):
+    cfg = load_config(None, {"grid.shape": 128, "precision": "float32", "fft.backend": backend, "fft.mesh": mesh,
+                             "runtime.cpu_devices": 128})
+    if backend == "slab":
+        runtime.setup(cfg)
+    sim = Simulation(cfg)
+    progs = (*plan.run_programs(cfg), "step")
+    full, fast = plan.make_plan(sim, progs, memory=1 << 34), plan.reduced_plan(sim, progs, memory=1 << 34)
+    out[backend] = {"as": fast.compiled_as, "full": full.program_bytes, "fast": fast.program_bytes,
+                    "sent": [full.traffic.sent_bytes, fast.traffic.sent_bytes],
+                    "ffts": [full.ffts_per_step, fast.ffts_per_step]}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow  # compiles a run's programs on 64 and 128 devices (about 2 minutes on 2 cores)
+def test_a_plan_on_many_devices_from_a_smaller_run_matches_the_full_compile():
+    """From 64 devices on simulator plan compiles a smaller run with the same cells per device (the grid r
+    times smaller on r^3 times fewer devices, at least 8): each program's bytes per device, the peak, the
+    transforms and the bytes each device sends are those of the run's own programs compiled on all its
+    devices (128^3 on a slab of 64 from 64^3 on 8, on a pencil [8, 16] from 64^3 on [4, 4]), to the few
+    percent by which XLA's fusion still varies with the device count."""
+    import json
+
+    r = subprocess.run([sys.executable, "-c", _SMALLER_RUN_SCRIPT], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["slab"]["as"] == [[64, 64, 64], [8]] and out["pencil"]["as"] == [[64, 64, 64], [4, 4]]
+    for backend, case in out.items():
+        assert set(case["fast"]) == set(case["full"]) == {"chunk", "diagnostics", "spectra"}
+        for name, full in case["full"].items():
+            assert case["fast"][name] == pytest.approx(full, rel=0.05), (backend, name, case)
+        assert max(case["fast"].values()) == pytest.approx(max(case["full"].values()), rel=0.01), (backend, case)
+        assert case["ffts"][0] == case["ffts"][1]
+    assert out["slab"]["sent"][1] == pytest.approx(out["slab"]["sent"][0], rel=1e-12)
+    # a pencil sends (sqrt(P) - 1)/sqrt(P) of what it exchanges in the model: [8, 16] exchanges in groups of 8 and 16
+    assert out["pencil"]["sent"][1] == pytest.approx(out["pencil"]["sent"][0], rel=0.03)
+
+
+@pytest.mark.slow  # about 15 s on 2 cores (it took 2 min 43 s to 8 min 22 s when the 512-device programs were compiled)
+def test_planning_4096_cubed_on_512_devices_takes_seconds_and_prints_only_the_plan():
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "taylor_green.yaml"), "--set",
+                        "grid.shape=4096", "--devices", "512", "--platform", "gpu", "--memory", "80GB"],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "as grid [1024, 1024, 1024] on mesh [8]" in r.stdout and "72.0 bytes per cell" in r.stdout
+    assert "largest cubic grid that fits these 512 device(s): 7168^3" in r.stdout  # as the full compile says
+    assert "*" not in r.stderr and "slow compile" not in r.stderr, r.stderr[-2000:]
+
+
+#: peak bytes per cell (all of a run's programs) on XLA's FFT path, the path GPUs run, compiled here for the
+#: CPU; before issue 22's changes 36.0 (the fields program's copy of psi). On an H100 (docs/PERFORMANCE.md): 28.1
+XLA_PATH_PEAKS = {("schrodinger_poisson", "kdk", "float32"): 32}
+
+
+@pytest.mark.parametrize("case", list(XLA_PATH_PEAKS), ids=lambda c: "-".join(c))
+def test_the_xla_path_holds_no_copy_of_a_register_or_of_the_state(case, monkeypatch):
+    monkeypatch.setenv("SIMULATOR_FFT", "xla")
+    name, integrator, precision = case
+    sim = _sim(32, name, integrator, precision, **{"output.snapshots.at_end": True})
+    p = plan.make_plan(sim, ("chunk", "diagnostics", "spectra", "fields"), memory=1 << 30)
+    assert p.bytes_per_cell <= XLA_PATH_PEAKS[case], p.program_bytes
+
+
+def test_an_adaptive_step_counts_the_transform_of_its_cfl_controller():
+    """With time.cfl the controller measures each step's CFL number on the device: the inverse transform of
+    the velocity that costs is counted per step (rk4: 36 scalar FFTs, 39 with the controller)."""
+    fixed, adaptive = (plan.make_plan(_sim(16, integrator="rk4", **extra), ("step",), memory=1)
+                       for extra in ({}, {"time.cfl": 0.5}))
+    assert (fixed.ffts_per_step, adaptive.ffts_per_step) == (36, 39)
+    assert adaptive.traffic.memory_bytes > fixed.traffic.memory_bytes

@@ -171,6 +171,46 @@ def test_soliton_initial_condition_is_close_to_stationary():
     assert float(sim.diagnostics(state, 0.0, p)["max_density"]) == pytest.approx(d0, rel=0.01)
 
 
+def _rotations_per_step(sim, state, p) -> int:
+    """Phase rotations (each one jnp.round of its range reduction) in the body of the chunk's loop of steps."""
+    jaxpr = jax.make_jaxpr(lambda s: sim.chunk(sim.equation, s, jnp.zeros(()), jnp.int32(3), jnp.asarray(1e-3), p))(state)
+
+    def count(j) -> int:
+        total = 0
+        for eqn in j.eqns:
+            total += eqn.primitive.name == "round"
+            for v in eqn.params.values():
+                for sub in v if isinstance(v, tuple) else (v,):
+                    if hasattr(sub, "jaxpr") or hasattr(sub, "eqns"):
+                        total += count(getattr(sub, "jaxpr", sub))
+        return total
+
+    loops = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "while"]
+    assert len(loops) == 1
+    return count(loops[0].params["body_jaxpr"].jaxpr)
+
+
+@pytest.mark.parametrize("physics", ["schrodinger_poisson", "fdm_cosmo"])
+def test_a_chunk_merges_the_half_kicks_between_its_steps(physics):
+    """Inside a chunk the closing half-kick of a step and the opening one of the next are one kick (the
+    leapfrog form; the comoving kick's time integrals add up): one rotation per step less, the same
+    state at the chunk's end as separate KDK steps to round-off, and a chunk of no steps changes nothing."""
+    if physics == "fdm_cosmo":
+        sim = shared(physics__name="fdm_cosmo", initial__name="gaussian", grid__shape=16, grid__box=2.0)
+        p, dt = sim.parameters(self_interaction=-1e-6), 0.05
+    else:
+        sim = sp()
+        p, dt = sim.parameters(hbar_over_m=0.05, self_interaction=0.3), 2e-3
+    state = sim.initial_state(None if physics == "fdm_cosmo" else {"name": "random", "amplitude": 0.5, "seed": 2,
+                                                                  "k_peak": 2.0}, p)
+    separate, _ = integrate(sim, state, dt, 7, p)
+    merged = advance(sim, state, dt, 7, p)
+    assert relative_error(merged, separate) < 1e-12
+    assert relative_error(merged, state) > 1e-3  # it did move
+    assert relative_error(advance(sim, state, dt, 0, p), state) == 0
+    assert _rotations_per_step(sim, state, p) == 2  # the drift's and one kick (separate steps: 3)
+
+
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
 def test_distributed_equals_single_device(case):
     """50 KDK steps of the random collapse: every decomposition equals one device to 1e-12."""

@@ -1,27 +1,87 @@
-"""Where the stepper lands: output times scheduled by dt (simulator/time/control.py, simulator/config/model.py)."""
+"""The time step: where chunks land (output times scheduled by dt) and the CFL controller that keeps the
+CFL number it promises on every step (simulator/time/control.py, Simulation.adaptive_chunk)."""
 
+import jax
+import numpy as np
+import pytest
 
-
+import simulator
+from simulator.output.base import Schedule, landing_times
 from simulator.time.control import Stepper
 
+#: a small Navier-Stokes run whose flow speeds up (random initial field, band forcing) in float64
+FORCED = {"grid.shape": 16, "precision": "float64", "physics.name": "navier_stokes", "physics.viscosity": 0.02,
+          "physics.forcing": "band", "physics.forcing_power": 0.1, "physics.forcing_band": 2.5,
+          "initial.name": "random", "initial.amplitude": 0.5, "initial.k_peak": 2.0, "initial.seed": 1,
+          "time.dt": 0.5, "time.cfl": 0.5}
 
-def test_snapshots_by_dt_land_on_their_times_with_an_adaptive_step():
+
+@pytest.fixture(scope="module")
+def forced():
+    return simulator.Simulation.from_config(None, {**FORCED, "time.t_end": 3.0, "output.chunk": 4,
+                                                   "output.snapshots.dt": 0.7})
+
+
+def test_snapshots_by_dt_land_on_their_times_with_an_adaptive_step(forced):
     """An adaptive-dt run with snapshots every 0.7: chunks end exactly on 0.7, 1.4, ... (a Stepper fed the
-    config's output times), so each snapshot is at a multiple of output.snapshots.dt."""
-    import simulator
-    from simulator.output.base import Schedule, landing_times
-
-    cfg = simulator.load_config(None, {"time.cfl": 0.5, "time.dt": 0.13, "time.t_end": 3.0, "output.chunk": 4,
-                                       "output.snapshots.dt": 0.7})
+    config's output times, the device landing each chunk whose steps reach it), so each snapshot is at a
+    multiple of output.snapshots.dt, and no chunk ends on a sliver of a step before its target."""
+    sim, cfg = forced, forced.cfg
     stops = landing_times([Schedule.of(cfg.output.snapshots)], cfg.time.t_end)
     stepper, t, step, ends = Stepper(cfg.time, cfg.output.chunk, stops=stops), 0.0, 0, []
-    stepper.adapt(0.3)
+    state = sim.initial_state()
     while not stepper.finished(t):
-        n, dt = stepper.next_chunk(t, step)
-        t_prev, step = t, step + n
-        t = stepper.time_after(step, t_prev, n, dt)
+        n, _ = stepper.next_chunk(t, step)
+        out = sim.advance_adaptive(state, n, t, stepper.target(t))
+        assert 1 <= out.steps <= n and (out.landed or out.steps == n)
+        state, step, t = out.state, step + out.steps, stepper.controlled(t, out.elapsed, out.landed, out.dt_next)
         ends.append(t)
-        stepper.adapt(0.6 * dt / 0.13)  # some speed: dt changes from chunk to chunk
     for multiple in (0.7, 1.4, 2.1, 2.8):
         assert any(abs(e - multiple) < 1e-12 for e in ends), (multiple, ends)
     assert ends[-1] == 3.0
+    gaps = np.diff([0.0, *ends])
+    assert gaps.min() > 0.5 * stepper.dt, ends  # landing steps are spread evenly: no sliver chunk
+
+
+def test_every_step_keeps_the_cfl_number(forced):
+    """Each step of a controlled chunk takes the largest dt whose CFL number, measured on the state the step
+    starts from, is time.cfl (never above time.dt): a chunk of 12 steps is the same as 12 chunks of one step
+    each checked against the CFL of its own start, and the flow here speeds up, so a dt chosen once per chunk
+    (what the controller did before) would exceed it."""
+    sim = forced
+    state0 = sim.initial_state()
+    chunk = sim.advance_adaptive(state0, 12, 0.0)
+    state, t, dts, cfls = state0, 0.0, [], []
+    for _ in range(12):
+        rate = sim.report(state, 1.0, t)["cfl"]  # the CFL number at dt = 1: the state's fastest rate
+        out = sim.advance_adaptive(state, 1, t)
+        dts.append(out.elapsed)
+        cfls.append(out.elapsed * rate)
+        state, t = out.state, t + out.elapsed
+    np.testing.assert_allclose(cfls, 0.5, rtol=1e-12)  # held exactly, never above, on every step
+    assert max(dts) < 0.5 and dts[-1] < 0.95 * dts[0]  # below the cap time.dt, and shrinking as the flow speeds up
+    assert chunk.steps == 12 and chunk.elapsed == pytest.approx(t, rel=1e-12) and not chunk.landed
+    for a, b in zip(jax.tree.leaves(chunk.state), jax.tree.leaves(state), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-12 * np.abs(np.asarray(b)).max())
+    # the CFL number of a fixed dt chosen from the start of the chunk, at its end: above the target
+    assert dts[0] * sim.report(state, 1.0, t)["cfl"] > 0.5 * 1.05
+    # a target within reach: the chunk stops there, exactly, in fewer steps
+    near = sim.advance_adaptive(state0, 12, 0.0, until=sum(dts[:3]) * 0.9)
+    assert near.landed and near.steps == 3 and near.elapsed == pytest.approx(sum(dts[:3]) * 0.9, rel=1e-12)
+
+
+def test_time_cfl_needs_an_equation_that_declares_a_cfl_number(monkeypatch):
+    """An equation without a CFL diagnostic (a plug-in may declare none) cannot adapt its step: one line
+    naming the key, where the controller had silently kept time.dt."""
+    import dataclasses
+
+    from simulator.config import model
+    from simulator.errors import ConfigError
+
+    infos = dict(model.registry())
+    infos["navier_stokes"] = dataclasses.replace(infos["navier_stokes"], cfl=None)
+    monkeypatch.setattr(model, "registry", lambda: infos)
+    with pytest.raises(ConfigError, match=r"^time.cfl = 0.5 cannot adapt the time step; leave it null: "
+                                          r"navier_stokes declares no CFL number$"):
+        simulator.load_config(None, {"time.cfl": 0.5})
+    simulator.load_config(None, {"time.cfl": None})

@@ -33,11 +33,9 @@ from simulator.config.model import (
 from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.yamlfile import parse_yaml, read_yaml
 
-#: the lines between which README.md holds the generated reference
-DOCS_MARKERS = ("<!-- config-docs:start -->", "<!-- config-docs:end -->")
 
 __all__ = [
-    "DOCS_MARKERS", "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
+    "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
     "TimeConfig", "apply_overrides", "check_name", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
     "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
 ]

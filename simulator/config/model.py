@@ -116,8 +116,9 @@ class TimeConfig:
         "integrating factor) or kdk (kick-drift-kick split step); null = the equation's default", choices=_schemes)
     dt: float = setting(0.01, "time step; with time.cfl set, the largest allowed step", gt=0.0)
     t_end: float = setting(1.0, "simulated time to reach (the run ends exactly there)", gt=0.0)
-    cfl: float | None = setting(None, "adaptive time step: target CFL number, dt adjusted between chunks "
-                                "(never above time.dt); null = fixed dt", gt=0.0)
+    cfl: float | None = setting(None, "adaptive time step: target CFL number (the equation's cfl diagnostic), "
+                                "held every step: each step takes the largest dt that keeps it at most time.cfl "
+                                "for the state it starts from, never above time.dt; null = fixed dt", gt=0.0)
 
 
 @dataclass(frozen=True)
@@ -272,6 +273,9 @@ def validate(cfg: Config) -> None:
     if cfg.time.integrator is not None and SCHEMES[cfg.time.integrator].protocol != info.protocol:
         raise ConfigError("time.integrator", cfg.time.integrator, f"for physics.name = {cfg.physics.name} use one "
                           f"of: {', '.join(compatible(info.protocol))}", "is not available")
+    if cfg.time.cfl is not None and info.cfl is None:
+        raise ConfigError("time.cfl", cfg.time.cfl, f"leave it null: {cfg.physics.name} declares no CFL number",
+                          "cannot adapt the time step")
     for key, value in (("output.spectra.every", cfg.output.spectra.every),
                        ("output.snapshots.every", cfg.output.snapshots.every),
                        ("output.statistics.every", cfg.output.statistics.every),

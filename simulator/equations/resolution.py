@@ -11,8 +11,10 @@ take the array module ``xp``, so that equations evaluate them traced and readers
   eta Sc^(-3/4) below (:func:`smallest_scale`). Passive scalars report it as ``scalar{i}_kmax_eta``;
   Boussinesq's ``kmax_eta`` is the smaller of the velocity's and the buoyancy's (kappa = diffusivity);
   MHD's the smaller of the velocity's and the magnetic field's (kappa = resistivity, Sc = Pm; epsilon the
-  total, viscous + ohmic, dissipation). The usual DNS criterion is k_max eta >= 1 (Pope, Turbulent Flows,
-  §9.1.2; Yeung & Pope use 1 to 2).
+  total, viscous + ohmic, dissipation). With hyper-diffusion (Boussinesq's kappa_p on the buoyancy, MHD's
+  eta_p on the magnetic field) each field's scale is the larger of that one and its own hyperviscous scale
+  (:func:`hyperviscous_scale` with its coefficient). The usual DNS criterion is k_max eta >= 1 (Pope,
+  Turbulent Flows, §9.1.2; Yeung & Pope use 1 to 2).
 * Schrodinger-Poisson and fdm_cosmo: ``kmax_de_broglie`` = k_max / k_rms with
   k_rms^2 = <|grad psi|^2> / <|psi|^2> = <rho (|grad S|^2 + |grad sqrt(rho)|^2)> / <rho> (psi = sqrt(rho) e^{iS}):
   the mass-weighted rms de Broglie wavenumber m v / hbar (with quantum pressure), nu-based and free from
@@ -85,14 +87,19 @@ def kolmogorov(nu: Any, epsilon: Any, xp: Any) -> Any:
 
 def dissipative_scale(nu: Any, epsilon: Any, hyperviscosity: Any, order: int, xp: Any) -> Any:
     """The smallest scale of a flow dissipating ``epsilon`` by nu lap u - nu_p (-lap)^p u: the larger of the
-    Kolmogorov scale and the hyperviscous one eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)), where the
-    hyperviscous rate nu_p k^(2p) meets the eddy rate epsilon^(1/3) k^(2/3) (as nu k^2 does at 1/eta).
-    Exactly :func:`kolmogorov` for nu_p = 0 (where its root, whose derivative is infinite there, is not
-    taken: gradients through a run's diagnostics stay finite)."""
+    Kolmogorov scale and the hyperviscous one (:func:`hyperviscous_scale`); exactly :func:`kolmogorov` for
+    nu_p = 0."""
+    return xp.maximum(kolmogorov(nu, epsilon, xp), hyperviscous_scale(hyperviscosity, epsilon, order, xp))
+
+
+def hyperviscous_scale(hyperviscosity: Any, epsilon: Any, order: int, xp: Any) -> Any:
+    """eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)), where the hyperviscous rate nu_p k^(2p) meets the eddy rate
+    epsilon^(1/3) k^(2/3) (as nu k^2 does at 1/eta); 0 for nu_p = 0 (where its root, whose derivative is
+    infinite there, is not taken: gradients through a run's diagnostics stay finite)."""
     tiny = xp.finfo(xp.result_type(epsilon)).tiny
     on = hyperviscosity > 0
     hyper = (xp.where(on, hyperviscosity, 1.0) ** 3 / xp.maximum(epsilon, tiny)) ** (1 / (6 * order - 2))
-    return xp.maximum(kolmogorov(nu, epsilon, xp), xp.where(on, hyper, 0.0))
+    return xp.where(on, hyper, 0.0)
 
 
 def smallest_scale(eta: Any, nu: Any, kappa: Any, xp: Any) -> Any:

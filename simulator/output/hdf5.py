@@ -376,7 +376,7 @@ class IndexedFile:
 
 
 class Snapshot(IndexedFile):
-    """A snapshot (``snapshots/sNNNNNNNN.h5``) read back: the README's name of :class:`IndexedFile`."""
+    """A snapshot (``snapshots/sNNNNNNNN.h5``) read back: the documented name of :class:`IndexedFile` for snapshots."""
 
 
 def _full_index(index: Any, ndim: int) -> list[int | slice]:

@@ -2,7 +2,8 @@
 
 The members' states are stacked along a leading member axis (unsharded: every device holds its
 blocks of every member), their traced parameters, times, step counts and time steps are ``(K,)``
-vectors, and the chunk is ``jax.vmap`` of :meth:`Simulation.chunk` over members (the FFT primitive
+vectors, and the chunk is ``jax.vmap`` over members of :meth:`Simulation.chunk`, or of
+:meth:`Simulation.adaptive_chunk` when a member adapts its dt to ``time.cfl`` (the FFT primitive
 batches: :mod:`simulator.fft.linear`): one compilation for the whole group, one program in flight.
 
 Each member is still a run of its own: it has its own run directory, written exactly as a separate
@@ -164,9 +165,16 @@ class Batch:
         stack = jax.jit(lambda *s: jax.tree.map(lambda *x: jnp.stack(x), *s), out_shardings=self.shardings)
         self.state = stack(*states)
         states.clear()
-        axes = (None, 0, 0, 0, 0, 0)
-        self.chunk = jax.jit(jax.vmap(sim.chunk, in_axes=axes), out_shardings=self.shardings, donate_argnums=(1,),
-                             compiler_options=sim.chunk_options)
+        #: with an adaptive member the batch runs the controlled chunk (fixed members: cfl 0, steps of their dt)
+        self.adaptive = any(m.stepper.adaptive for m in members)
+        if self.adaptive:
+            r = self.replicated
+            self.chunk = jax.jit(jax.vmap(sim.adaptive_chunk, in_axes=(None, 0, 0, 0, 0, 0, 0, 0)),
+                                 out_shardings=(self.shardings, r, r, r, r), donate_argnums=(1,),
+                                 compiler_options=sim.chunk_options)
+        else:
+            self.chunk = jax.jit(jax.vmap(sim.chunk, in_axes=(None, 0, 0, 0, 0, 0)), out_shardings=self.shardings,
+                                 donate_argnums=(1,), compiler_options=sim.chunk_options)
         # each member at its own run time (Equation.at: equations that depend on it explicitly see it)
         self._diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p),
                                              in_axes=(None, 0, 0, 0, 0)), compiler_options=sim.compiler_options)
@@ -174,6 +182,8 @@ class Batch:
                                 compiler_options=sim.compiler_options)
         self._take = jax.jit(lambda s, i: jax.tree.map(lambda x: x[i], s), out_shardings=self.member_shardings)
         self.dts = [m.stepper.dt for m in members]
+        #: each member's dt the controller allows from its state (adaptive batches, after a chunk)
+        self.allowed: list[float] = []
         #: each member's time at the latest chunk end (the batched diagnostics and spectra are taken there)
         self.times = [m.t for m in members]
         self.cache: dict[str, Any] = {}
@@ -183,15 +193,45 @@ class Batch:
         host = np.asarray(values, dtype or self.sim.dtype)
         return jax.make_array_from_callback(host.shape, self.replicated, lambda idx: host[idx], dtype=host.dtype)
 
-    def advance(self, plan: Sequence[tuple[int, float]]) -> None:
-        """One chunk: member i takes ``plan[i]`` = (steps, dt) from its time (0 steps: held); the
-        driver then sets :attr:`times` to where each arrived."""
+    def advance(self, plan: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+        """One chunk: member i takes ``plan[i]`` = (steps, dt) from its time (0 steps: held; an adaptive
+        member takes at most that many, each chosen on the device, ending on its stepper's target if
+        they reach it); returns each member's (steps taken, time reached) and sets :attr:`dts` to the dt
+        each takes next (the driver sets :attr:`times`)."""
         t = self.vector(self.times)
         n = self.vector([p[0] for p in plan], np.int32)
-        dt = self.vector([p[1] for p in plan])
-        self.state = self.chunk(self.sim.equation, self.state, t, n, dt, self.params)
-        self.dts = [p[1] for p in plan]
-        self.cache = {}
+        if not self.adaptive:
+            dt = self.vector([p[1] for p in plan])
+            self.state = self.chunk(self.sim.equation, self.state, t, n, dt, self.params)
+            self.dts, self.cache = [p[1] for p in plan], {}
+            return [(k, m.stepper.time_after(m.step + k, t0, k, h) if k else t0)
+                    for m, t0, (k, h) in zip(self.members, self.times, plan, strict=True)]
+        steppers = [m.stepper for m in self.members]
+        dt = self.vector([s.cfg.dt if s.adaptive else h for s, (_, h) in zip(steppers, plan, strict=True)])
+        span = self.vector([s.target(t0) - t0 for s, t0 in zip(steppers, self.times, strict=True)])
+        cfl = self.vector([s.cfg.cfl if s.adaptive else 0.0 for s in steppers])
+        self.state, *out = self.chunk(self.sim.equation, self.state, t, n, dt, span, cfl, self.params)
+        steps, tau, dt_next, landed = (np.asarray(jax.device_get(a)) for a in out)
+        self.cache, arrived, self.dts, self.allowed = {}, [], [], [float(a) for a in dt_next]
+        for i, (s, t0, (k, h)) in enumerate(zip(steppers, self.times, plan, strict=True)):
+            if not k:
+                arrived.append((0, t0))
+            elif s.adaptive:
+                arrived.append((int(steps[i]), s.controlled(t0, float(tau[i]), bool(landed[i]), float(dt_next[i]))))
+            else:
+                arrived.append((k, s.time_after(self.members[i].step + k, t0, k, h)))
+            self.dts.append(s.dt if s.adaptive else h)
+        return arrived
+
+    def start(self, fresh: Sequence[bool]) -> None:
+        """Each adaptive member that starts anew takes the dt the controller chooses for its initial state
+        (a chunk of no steps); a resumed one keeps its checkpoint's."""
+        if self.adaptive and any(fresh):
+            self.advance([(0, m.stepper.dt) for m in self.members])
+            for m, new, dt in zip(self.members, fresh, self.allowed, strict=True):
+                if new and m.stepper.adaptive:
+                    m.stepper.controlled(m.t, 0.0, False, dt)
+            self.dts = [m.stepper.dt for m in self.members]  # what the t = 0 diagnostics are taken with
 
     def _times(self) -> jax.Array:
         return self.vector(self.times)
@@ -234,23 +274,23 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
     batch = Batch(sim, active, states, params)
     log.info("ensemble of %d member(s) (%s): one batched program on %s", len(active),
              ", ".join(m.out.name for m in active), sim.fft.describe())
-    shown = {"cells": math.prod(members[0].cfg.grid.shape), "cfl": sim.info.cfl, "progress": sim.info.progress}
+    shown = {"cells": math.prod(members[0].cfg.grid.shape), "progress": sim.info.progress}
 
     def moment(i: int, m: Segment, p: Any, **kw: Any) -> Moment:
         compute = {"diagnostics": lambda _: batch.diagnostics(i), "spectra": lambda _: batch.spectra(i),
-                   "fields": lambda mo: sim.fields(mo.state, t=mo.time, params=p)}
+                   "fields": lambda mo: sim.fields(mo.state, *sim.snapshot_fields, t=mo.time, params=p)}
         return Moment(kw.pop("step", m.step), kw.pop("time", m.t), kw.pop("dt", m.stepper.dt),
                       kw.pop("t_prev", -math.inf), None, compute, **kw)
 
     def record(i: int, m: Segment, mo: Moment, first: bool) -> None:
         """The member's outputs for this moment; a member whose diagnostics are NaN/Inf fails alone."""
         try:
-            m.record(mo, first=first, state=lambda: batch.member_state(i),
-                     **({"cfl": sim.info.cfl} if first else shown))
+            m.record(mo, first=first, state=lambda: batch.member_state(i), **({} if first else shown))
         except NonFiniteError as err:
             log.warning("ensemble member %s failed: %s; the others go on", m.out.name, err)
             m.fail(err)
 
+    batch.start([m.ckpt is None for m in active])
     for i, (m, p) in enumerate(zip(active, params, strict=True)):
         if m.ckpt is None:
             record(i, m, moment(i, m, p), first=True)
@@ -264,7 +304,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
         chunk_start = time.monotonic()
         plan = [m.stepper.next_chunk(m.t, m.step) if m.running else (0, m.stepper.dt) for m in active]
         times = [m.t for m in active]
-        batch.advance(plan)
+        arrived = batch.advance(plan)
         limit = active[0].cfg.runtime.max_wall
         near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
         writers = [w for m in active for w in m.writers]
@@ -272,16 +312,15 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
         wall_due = {id(w) for w, f in zip(writers, flags[2:], strict=True) if f}
         requested = bool(flags[0] or flags[1])
         # every member's time first: the batched diagnostics evaluate each at its own
-        batch.times = [m.stepper.time_after(m.step + n, t, n, dt) if m.running else t
-                       for m, t, (n, dt) in zip(active, times, plan, strict=True)]
-        for i, (m, p, t, (n, dt)) in enumerate(zip(active, params, times, plan, strict=True)):
+        batch.times = [t for _, t in arrived]
+        for i, (m, p, t, (n, _)) in enumerate(zip(active, params, times, arrived, strict=True)):
             if not m.running:
                 continue
             t_now = batch.times[i]
             finished = m.stepper.finished(t_now)
             stopping = requested and not finished
-            mo = moment(i, m, p, step=m.step + n, time=t_now, dt=dt, t_prev=t, final=finished, stopping=stopping,
-                        wall_due=frozenset(w.name for w in m.writers if id(w) in wall_due))
+            mo = moment(i, m, p, step=m.step + n, time=t_now, dt=batch.dts[i], t_prev=t, final=finished,
+                        stopping=stopping, wall_due=frozenset(w.name for w in m.writers if id(w) in wall_due))
             record(i, m, mo, first=False)
             if not m.running:
                 continue

@@ -4,7 +4,8 @@ The flow of one run: the validated config -> the runtime (processes, devices, me
 caller) -> :class:`~simulator.run.simulation.Simulation` (FFT backend, equation, parameters) -> the
 initial state (or the checkpoint a restart continues from) -> per chunk: advance, agree on stop
 requests and wall-clock triggers across processes, let the segment's writers act (time series and
-spectra, then a NaN/Inf check, then snapshots and checkpoints), choose the next dt, report progress.
+spectra, then a NaN/Inf check, then snapshots and checkpoints), report progress. With an adaptive dt
+each step's dt is chosen inside the chunk (:meth:`~simulator.run.simulation.Simulation.adaptive_chunk`).
 Python runs only between chunks. Everything the run directory gets is the
 :class:`~simulator.run.segment.Segment`'s; this module only advances the state (an ensemble's driver,
 :mod:`simulator.run.ensemble`, advances K segments' states as one batch).
@@ -56,10 +57,14 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     step, t = seg.step, seg.t
     compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
                "spectra": lambda m: host_arrays(sim.spectra(m.state, m.time)),
-               "fields": lambda m: sim.fields(m.state, t=m.time)}
-    shown = {"cells": math.prod(cfg.grid.shape), "cfl": sim.info.cfl, "progress": sim.info.progress}
+               "fields": lambda m: sim.fields(m.state, *sim.snapshot_fields, t=m.time)}
+    shown = {"cells": math.prod(cfg.grid.shape), "progress": sim.info.progress}
     if seg.ckpt is None:
-        seg.record(Moment(step, t, stepper.dt, -math.inf, state, compute), first=True, cfl=sim.info.cfl)
+        if stepper.adaptive:  # the dt the controller takes from the initial state (no step: n = 0)
+            out = sim.advance_adaptive(state, 0, t, donate=True)
+            state = out.state
+            stepper.controlled(t, 0.0, False, out.dt_next)
+        seg.record(Moment(step, t, stepper.dt, -math.inf, state, compute), first=True)
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED
     wall_start, last_chunk_s, dumps_s, chunks = time.monotonic(), 0.0, 0.0, 0
@@ -70,9 +75,14 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     while not stepper.finished(t):
         chunk_start = time.monotonic()
         n, dt = stepper.next_chunk(t, step)
-        state = sim.advance(state, n, dt, t, donate=True)
-        t_prev, step = t, step + n
-        t = stepper.time_after(step, t, n, dt)
+        t_prev = t
+        if stepper.adaptive:  # each step's dt chosen on the device; dt: the one it allows next
+            out = sim.advance_adaptive(state, n, t, stepper.target(t), donate=True)
+            state, step = out.state, step + out.steps
+            t, dt = stepper.controlled(t, out.elapsed, out.landed, out.dt_next), stepper.dt
+        else:
+            state, step = sim.advance(state, n, dt, t, donate=True), step + n
+            t = stepper.time_after(step, t, n, dt)
         finished = stepper.finished(t)
         limit = cfg.runtime.max_wall
         near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit

@@ -83,7 +83,7 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
                 "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.clock().output_attrs(m.time)}
 
     info = sim.equation.field_info
-    names = [n for n, f in info.items() if f.snapshot]
+    names = list(sim.snapshot_fields)
     dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
                                           log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
     if cfg.particles:  # particle snapshots with the field's, and trajectories (simulator.output.particles)

@@ -259,13 +259,12 @@ class Segment:
     # ---- at chunk ends ----------------------------------------------------------------------------
 
     def record(self, moment: Moment, *, first: bool = False, state: Callable[[], Any] | None = None,
-               cells: int = 0, cfl: str | None = None, progress: tuple[str, ...] = ()) -> None:
+               cells: int = 0, progress: tuple[str, ...] = ()) -> None:
         """Every writer due at ``moment`` (records, then the NaN/Inf check, which raises
-        NonFiniteError, then snapshots and checkpoints), the resolution warning, the next dt, and
-        (after a chunk) the progress line and status. ``first``: a new run's t = 0 outputs.
-        ``state()``: the state, when ``moment`` holds none (an ensemble member's is taken from the
-        batch only when a dump needs it); ``cfl``: the diagnostic that controls an adaptive dt;
-        ``progress``: the diagnostics shown on the progress line."""
+        NonFiniteError, then snapshots and checkpoints), the resolution warning, and (after a chunk)
+        the progress line and status. ``first``: a new run's t = 0 outputs. ``state()``: the state,
+        when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
+        it); ``progress``: the diagnostics shown on the progress line."""
         if first:
             rows = [w for w in self.records if w is self.records[0] or w.at_start()]
             dumps = [w for w in self.dumps if w.at_start()]
@@ -280,10 +279,9 @@ class Segment:
             moment.state = state()
         for w in dumps:
             w.write(moment) if first else w.maybe_write(moment)
-        diag = moment.get("diagnostics")
-        self.stepper.adapt(diag.get(cfl or "", 0.0))
         if first:
             return
+        diag = moment.get("diagnostics")
         self.progress.update(self.step, self.t)
         shown = " ".join(f"{k}={diag[k]:.6g}" for k in progress if k in diag)
         self.log.info("step %d t=%.4f dt=%.3g %s %s", self.step, self.t, moment.dt, shown,

@@ -3,18 +3,25 @@ compiled chunk of time steps. The run loop drives it; the public API (:mod:`simu
 to users as ``simulator.Simulation``.
 
 The chunk ``(equation, state, t, n_steps, dt, params) -> state`` is compiled once: the step count,
-dt and the physical parameters are traced arguments, so the last, shorter chunk, an adaptive dt and a
-sweep over any physical parameter reuse the same program. Arrays stay sharded on the mesh; nothing
-here gathers a global array (except :meth:`Simulation.to_numpy`, which says so).
+dt and the physical parameters are traced arguments, so the last, shorter chunk and a sweep over any
+physical parameter reuse the same program. A run with an adaptive dt (``time.cfl``) calls the
+controlled chunk instead (:meth:`Simulation.adaptive_chunk`), which chooses every step's dt on the
+device from the state the step starts from: also one program, compiled once. Arrays stay sharded on
+the mesh; nothing here gathers a global array (except :meth:`Simulation.to_numpy`, which says so).
+
+The module is longer than 400 lines because it is one public class: the object users hold, whose
+parameters, states, both kinds of chunk, rollouts and outputs belong together (the algorithms it
+calls live elsewhere: the schemes and the step-size controller in :mod:`simulator.time`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,12 +33,24 @@ from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
-from simulator.time.integrators import CHUNK_COMPILER_OPTIONS
+from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps, run_steps
 from simulator.time.schemes import SCHEMES
 
 #: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
 #: function of a block's global index (a tuple of slices) returning that block
 FieldSource = np.ndarray | jax.Array | Callable[[tuple[slice, ...]], np.ndarray]
+
+
+class AdaptiveChunk(NamedTuple):
+    """What :meth:`Simulation.advance_adaptive` returns: the state, the steps taken, the simulated time
+    they covered, the dt the controller allows from the state reached, and whether the chunk ended on
+    its target time."""
+
+    state: Any
+    steps: int
+    elapsed: float
+    dt_next: float
+    landed: bool
 
 
 class Simulation:
@@ -59,7 +78,7 @@ class Simulation:
         self.scalar_sharding = self.fft.replicated_sharding()
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
         self.scratch: Path | None = None
-        self._chunks: dict[bool, Any] = {}
+        self._chunks: dict[Any, Any] = {}
         self._rollouts: dict[tuple[Any, ...], Any] = {}
         #: XLA options of this run's diagnostics, spectra and fields (:mod:`simulator.equations.assembly`)
         self.compiler_options = assembly.compiler_options(self._spectral_elements())
@@ -70,7 +89,9 @@ class Simulation:
         jit = functools.partial(jax.jit, compiler_options=self.compiler_options)
         self._diagnostics = jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
         self._spectra = jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
-        self._fields = jit(lambda eq, s, p, t: eq.at(t).fields(s, p))
+        # ``names``: the fields to compute (static; None: all). XLA drops the rest, so the run's snapshot
+        # program holds no copy of a field snapshots do not write (Schrodinger-Poisson's complex psi)
+        self._fields = jit(lambda eq, s, p, t, names: _named(eq.at(t).fields(s, p), names), static_argnums=4)
         self._from_fields = jit(lambda eq, f, p: eq.from_fields(f, p))
 
     def options_key(self) -> tuple[tuple[str, str], ...]:
@@ -203,29 +224,52 @@ class Simulation:
         """The chunk as a pure function: ``n`` steps of ``dt`` from time ``t`` (all traced), the equation
         an argument. :meth:`advance` jits it; an ensemble jits its vmap over members."""
         self.traces += 1  # Python runs only while tracing: this counts compilations
-        step = self.scheme.load()(eq)
+        return run_steps(self.scheme.load()(eq), state, t, n, dt, params)
 
-        def body(_, carry):
-            state, t = carry
-            return step(state, t, dt, params), t + dt
+    def adaptive_chunk(self, eq: Equation, state: Any, t: jax.Array, n: jax.Array, dt: jax.Array, span: jax.Array,
+                       cfl: jax.Array, params: Mapping[str, Any]) -> tuple[Any, jax.Array, ...]:
+        """The controlled chunk as a pure function: at most ``n`` steps from ``t``, ending on ``t + span`` if
+        they reach it, each of the largest dt (at most ``dt``) whose CFL number, the equation's ``cfl``
+        diagnostic of the state the step starts from, is at most ``cfl``
+        (:func:`~simulator.time.integrators.run_controlled_steps`, which says what it returns)."""
+        self.traces += 1  # Python runs only while tracing: this counts compilations
+        return run_controlled_steps(self.scheme.load()(eq), lambda s, t: self.cfl_rate(eq, s, t, params), state, t,
+                                    n, dt, span, cfl, params)
 
-        return jax.lax.fori_loop(0, n, body, (state, t))[0]
+    def cfl_rate(self, eq: Equation, state: Any, t: jax.Array, params: Mapping[str, Any]) -> jax.Array:
+        """The CFL number of ``state`` per unit dt (its fastest rate): the ``cfl`` diagnostic, dt times a
+        rate, at dt = 1 (compiled with the step, XLA drops the other diagnostics: for a flow, one more
+        inverse transform of the velocity per step)."""
+        return eq.at(t).diagnostics(state, jnp.ones((), self.dtype), params)[self.info.cfl]
 
-    def _compile_chunk(self, state: Any, donate: bool) -> Any:
+    def step(self, eq: Equation, state: Any, t: jax.Array, dt: jax.Array, params: Mapping[str, Any]) -> Any:
+        """One step as a run takes it: the scheme's, and with ``time.cfl`` the CFL rate of the state it
+        reaches, which the controller evaluates every step (what the planner counts per step)."""
+        state = self.scheme.load()(eq)(state, t, dt, params)
+        return state if self.cfg.time.cfl is None else (state, self.cfl_rate(eq, state, t + dt, params))
+
+    def _compile_chunk(self, state: Any, donate: bool, adaptive: bool = False) -> Any:
         # Outputs pinned to the state's shardings: the first chunk's inputs and every later chunk's
         # carry then look alike to jit, so one compilation serves the whole run. A donated state's
         # buffers are reused for the result, so a run holds one copy of it, not two.
-        return jax.jit(self.chunk, out_shardings=jax.tree.map(lambda a: a.sharding, state),
-                       donate_argnums=(1,) if donate else (), compiler_options=self.chunk_options)
+        shardings = jax.tree.map(lambda a: a.sharding, state)
+        if adaptive:
+            scalar = self.scalar_sharding
+            return jax.jit(self.adaptive_chunk, out_shardings=(shardings, scalar, scalar, scalar, scalar),
+                           donate_argnums=(1,) if donate else (), compiler_options=self.chunk_options)
+        return jax.jit(self.chunk, out_shardings=shardings, donate_argnums=(1,) if donate else (),
+                       compiler_options=self.chunk_options)
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
         """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
         ``fields``, ``statistics``, ``tasks``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
         (nothing allocated): what the planner compiles to measure the run before it starts."""
-        if program == "chunk":
-            return self._compile_chunk(state, donate=True).lower(
-                self.equation, state, t, jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding), dt,
-                self.params)
+        if program == "chunk":  # the chunk this run calls: the controlled one with time.cfl set
+            n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
+            if self.cfg.time.cfl is not None:
+                return self._compile_chunk(state, donate=True, adaptive=True).lower(
+                    self.equation, state, t, n, dt, dt, dt, self.params)  # dt, span, cfl: scalars alike
+            return self._compile_chunk(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
         if program == "diagnostics":
             return self._diagnostics.lower(self.equation, state, dt, self.params, t)
         if program == "statistics":
@@ -237,10 +281,11 @@ class Simulation:
             from simulator import tasks
 
             return tasks.compiled(tasks.layout_of(self.cfg), self.options_key()).lower(self.equation, state, self.params, t)
-        jitted = {"spectra": self._spectra, "fields": self._fields}.get(program)
-        if jitted is None:
+        if program == "fields":  # the fields the run's snapshots write
+            return self._fields.lower(self.equation, state, self.params, t, self.snapshot_fields)
+        if program != "spectra":
             raise ValueError(f"unknown program {program!r}")
-        return jitted.lower(self.equation, state, self.params, t)
+        return self._spectra.lower(self.equation, state, self.params, t)
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, donate: bool = False) -> Any:
@@ -253,13 +298,39 @@ class Simulation:
         must be a non-negative integer (``advance(state, 0.0, 300, 0.01)``, the arguments swapped, is
         refused with a TypeError rather than run as 0 steps).
         """
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-            raise TypeError(f"advance: steps = {steps!r} must be a non-negative integer (the arguments are "
-                            "state, steps, dt, t)")
+        _check_steps(steps)
         if donate not in self._chunks:
             self._chunks[donate] = self._compile_chunk(state, donate)
         return self._chunks[donate](self.equation, state, self.time_array(t), jnp.asarray(steps, jnp.int32),
                                     jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
+
+    def advance_adaptive(self, state: Any, steps: int, t: float = 0.0, until: float = math.inf,
+                         params: Mapping[str, Any] | None = None, *, cfl: float | None = None,
+                         dt_max: float | None = None, donate: bool = False) -> AdaptiveChunk:
+        """At most ``steps`` steps from time ``t``, ending on ``until`` if they reach it, each of the largest
+        dt (spread evenly towards ``until``) that keeps the CFL number at most ``cfl`` (default
+        ``time.cfl``) for the state the step starts from, never above ``dt_max`` (default ``time.dt``):
+        :meth:`adaptive_chunk`, in one call of its compiled program. ``steps = 0``: the state and the dt
+        it allows. ``donate`` as for :meth:`advance`. For example::
+
+            out = sim.advance_adaptive(state, 100, t, until=2.0)   # ends on t = 2 if 100 steps reach it
+            t = 2.0 if out.landed else t + out.elapsed
+        """
+        _check_steps(steps, "advance_adaptive", "state, steps, t, until")
+        cfl = self.cfg.time.cfl if cfl is None else cfl
+        if cfl is None or not cfl > 0 or self.info.cfl is None:
+            raise ConfigError("time.cfl", cfl, "give a CFL number > 0 for an equation that declares one",
+                              "cannot adapt the time step")
+        dt_max = self.cfg.time.dt if dt_max is None else dt_max
+        key = ("adaptive", donate)
+        if key not in self._chunks:
+            self._chunks[key] = self._compile_chunk(state, donate, adaptive=True)
+        state, k, tau, dt_next, landed = self._chunks[key](
+            self.equation, state, self.time_array(t), jnp.asarray(steps, jnp.int32), jnp.asarray(dt_max, self.dtype),
+            jnp.asarray(until - t, self.dtype), jnp.asarray(cfl, self.dtype),
+            self.params if params is None else dict(params))
+        k, tau, dt_next, landed = (np.asarray(a.addressable_data(0)) for a in (k, tau, dt_next, landed))
+        return AdaptiveChunk(state, int(k), float(tau), float(dt_next), bool(landed))
 
     def rollout(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, every: int = 1, checkpoint_every: int | None = None,
@@ -340,13 +411,19 @@ class Simulation:
                ) -> dict[str, jax.Array]:
         """Real-space fields by name at run time ``t`` (all of ``equation.field_info`` when no names are
         given), sharded like the real-space layout: ``(3, Nx, Ny, Nz)`` vectors, ``(n, Nx, Ny, Nz)`` stacks,
-        ``(Nx, Ny, Nz)`` scalars."""
+        ``(Nx, Ny, Nz)`` scalars. Each set of names is its own compiled program, which computes only those
+        (a run asks for :attr:`snapshot_fields`)."""
         unknown = [n for n in names if n not in self.equation.field_info]
         if unknown:
             raise KeyError(f"{unknown[0]!r} is not a field of {self.info.name}; they are: "
                            f"{', '.join(self.equation.field_info)}")
-        out = self._fields(self.equation, state, self.params if params is None else dict(params), self.time_array(t))
-        return {n: out[n] for n in (names or out)}
+        return self._fields(self.equation, state, self.params if params is None else dict(params), self.time_array(t),
+                            tuple(names) or None)
+
+    @property
+    def snapshot_fields(self) -> tuple[str, ...]:
+        """The fields snapshots hold (``FieldInfo.snapshot``): what a run's fields program computes."""
+        return tuple(n for n, f in self.equation.field_info.items() if f.snapshot)
 
     @staticmethod
     def to_numpy(array: jax.Array) -> np.ndarray:
@@ -356,6 +433,17 @@ class Simulation:
 
             return np.asarray(multihost_utils.process_allgather(array, tiled=True))
         return np.asarray(array)
+
+
+def _named(fields: dict[str, jax.Array], names: tuple[str, ...] | None) -> dict[str, jax.Array]:
+    """``fields`` restricted to ``names``, in that order (all of them for None)."""
+    return fields if names is None else {n: fields[n] for n in names}
+
+
+def _check_steps(steps: Any, method: str = "advance", arguments: str = "state, steps, dt, t") -> None:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise TypeError(f"{method}: steps = {steps!r} must be a non-negative integer (the arguments are "
+                        f"{arguments})")
 
 
 def _check_values(section: Any, values: Any, where: str) -> None:

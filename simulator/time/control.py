@@ -5,8 +5,11 @@
 * fixed dt (``time.cfl`` null): chunks of ``output.chunk`` steps of ``time.dt``; the last chunk is
   shortened, and when t_end - t is not a whole number of steps its steps are shortened evenly, so
   the run lands on t_end (never past it);
-* adaptive dt (``time.cfl`` set): dt is chosen between chunks from the CFL number measured with the
-  previous one, never above ``time.dt``;
+* adaptive dt (``time.cfl`` set): every step's dt is chosen on the device from the state the step
+  starts from (:meth:`simulator.run.simulation.Simulation.adaptive_chunk`), so that no step exceeds
+  the CFL number ``time.cfl`` and none exceeds ``time.dt``; a chunk of at most ``output.chunk``
+  steps ends on the next output time or ``t_end`` when its steps reach it (shorter then; the next
+  chunks realign on multiples of ``output.chunk`` steps), else the next one goes on towards it;
 * output times (``stops``, from ``output.*.times``): a chunk ends exactly on each, shortened like the
   last one; the rest of that chunk follows as a chunk of its own, so chunks still end on multiples of
   ``output.chunk`` steps (step-based schedules keep their rows).
@@ -14,7 +17,10 @@
 The host keeps the time in float64. With a fixed dt the time after ``s`` steps is
 ``t0 + (s - s0) * dt`` from the step and time where that dt took effect (the *epoch*: the start of
 the run, or the restart that changed dt), not a running sum, so it carries no accumulated rounding
-and a restart reproduces it bit for bit. Landing on an output time moves the epoch there.
+and a restart reproduces it bit for bit. Landing on an output time moves the epoch there. With an
+adaptive dt the time after a chunk is the time before plus the chunk's own sum of its steps (or the
+output time it landed on); a checkpoint keeps the dt the controller takes next, from which a restart
+plans the same chunks.
 """
 
 from __future__ import annotations
@@ -30,10 +36,10 @@ TOL = 1e-12
 class Stepper:
     """Chunks and time steps for ``time_cfg`` (a TimeConfig) with chunks of at most ``every`` steps.
 
-    ``dt`` and ``epoch`` resume a run: the checkpoint's dt (used by adaptive runs, capped by
-    ``time.dt``) and the (step, time) where its fixed dt took effect. A fixed-dt run always uses the
-    config's ``time.dt`` from the start of a segment on: after a change of dt the epoch moves to the
-    restart point.
+    ``dt`` and ``epoch`` resume a run: the checkpoint's dt (for adaptive runs the dt the controller
+    allows next, capped by ``time.dt``) and the (step, time) where its fixed dt took effect. A fixed-dt
+    run always uses the config's ``time.dt`` from the start of a segment on: after a change of dt the
+    epoch moves to the restart point.
     """
 
     def __init__(self, time_cfg: Any, every: int, *, step: int = 0, t: float = 0.0, dt: float | None = None,
@@ -57,22 +63,29 @@ class Stepper:
     def finished(self, t: float) -> bool:
         return t >= self.t_end * (1 - TOL)
 
-    def adapt(self, cfl: float) -> None:
-        """Choose the next dt from the CFL number measured with the current one (adaptive runs only)."""
-        if self.adaptive:
-            target = self.cfg.dt if cfl <= 0 or not math.isfinite(cfl) else self.dt * self.cfg.cfl / cfl
-            self.dt = min(float(self.cfg.dt), target)
+    def controlled(self, t: float, elapsed: float, landed: bool, dt_next: float) -> float:
+        """Host time after an adaptive chunk from ``t`` that covered ``elapsed`` (its steps' sum) and
+        ``landed`` on its target or not (then the time is the target exactly); ``dt_next``, the dt the
+        controller allows from the state reached (capped by ``time.dt``), plans the next chunk."""
+        if math.isfinite(dt_next) and dt_next > 0:
+            self.dt = min(float(self.cfg.dt), dt_next)
+        target = self.target(t)
+        return target if landed or t + elapsed >= target * (1 - TOL) else t + elapsed
 
     def target(self, t: float) -> float:
         """Where the chunk from ``t`` must end at the latest: the next output time, else t_end."""
         return next((s for s in self.stops if s > t * (1 + TOL) + TOL), self.t_end)
 
     def next_chunk(self, t: float, step: int = 0) -> tuple[int, float]:
-        """Steps and dt of the next chunk from time ``t`` (at step ``step``)."""
+        """Steps and dt of the next chunk from time ``t`` (at step ``step``); with an adaptive dt the most
+        steps and the dt last allowed (the device chooses each step's and ends on :meth:`target`)."""
         target = self.target(t)
         remaining = target - t
-        # with output times, chunks realign on multiples of `every` steps after a shortened one
-        every = self.every - step % self.every if self.stops else self.every
+        # with output times, or an adaptive dt (a chunk that lands on its target is shorter), chunks
+        # realign on multiples of `every` steps after a shortened one
+        every = self.every - step % self.every if self.stops or self.adaptive else self.every
+        if self.adaptive:  # the device ends the chunk on the target if these steps reach it
+            return every, self.dt
         if every * self.dt < remaining * (1 - TOL):
             return every, self.dt
         n = max(1, math.ceil(remaining / self.dt * (1 - 1e-9)))
@@ -81,13 +94,13 @@ class Stepper:
         return n, remaining / n
 
     def time_after(self, step: int, t: float, n: int, dt: float) -> float:
-        """Host time after a chunk of ``n`` steps of ``dt`` from ``t`` that ended at step ``step``."""
+        """Host time after a fixed-dt chunk of ``n`` steps of ``dt`` from ``t`` that ended at step ``step``."""
         target = self.target(t)
         if t + n * dt >= target * (1 - TOL):
-            if target < self.t_end and not self.adaptive:
+            if target < self.t_end:
                 self.epoch = (step, target)  # fixed steps of dt go on from the output time
             return target
-        if not self.adaptive and dt == self.dt:
+        if dt == self.dt:
             return self.epoch[1] + (step - self.epoch[0]) * self.dt
         return t + n * dt
 

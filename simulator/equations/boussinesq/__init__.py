@@ -1,13 +1,14 @@
 """Rotating, stably stratified Boussinesq flow in a periodic box: what the equation declares (no JAX).
 
-    du/dt + (u.grad)u = -grad(p) + b z - f z x u + nu lap(u),   div u = 0
-    db/dt + u.grad(b) = -N^2 w + kappa lap(b)
+    du/dt + (u.grad)u = -grad(p) + b z - f z x u + nu lap(u) - nu_p (-lap)^p u,   div u = 0
+    db/dt + u.grad(b) = -N^2 w + kappa lap(b) - kappa_p (-lap)^p b
 
 b is the buoyancy anomaly about a background of constant Brunt-Vaisala frequency N, f the Coriolis
-parameter (rotation about z, which is also the direction of gravity). The implementation is
-:mod:`.equation`; the linear part (buoyancy, Coriolis, diffusion) is integrated exactly per mode
-(:mod:`.waves`), so the waves set no time-step limit. Optional passive scalars (``physics.scalars``,
-:mod:`simulator.equations.scalars`) ride on the flow as in Navier-Stokes.
+parameter (rotation about z, which is also the direction of gravity); the hyperviscous and
+hyperdiffusive terms only with ``hyperviscosity_order`` p set, and then with kappa_p = nu_p. The
+implementation is :mod:`.equation`; the linear part (buoyancy, Coriolis, diffusion, hyper-diffusion) is
+integrated exactly per mode (:mod:`.waves`), so the waves set no time-step limit. Optional passive
+scalars (``physics.scalars``, :mod:`simulator.equations.scalars`) ride on the flow as in Navier-Stokes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scalars as passive, scales
-from simulator.equations.navier_stokes import FORCINGS
+from simulator.equations.navier_stokes import FORCINGS, check_hyperviscosity
 from simulator.equations.spec import (
     Budget,
     Curve,
@@ -34,11 +35,22 @@ from simulator.time.schemes import SEMILINEAR
 
 @dataclass(frozen=True)
 class BoussinesqParams(EquationParams):
-    """Viscosity, diffusivity, stratification, rotation, optional constant-power forcing and passive scalars."""
+    """Viscosity, diffusivity, optional hyperviscosity and hyperdiffusivity, stratification, rotation, optional
+    constant-power forcing and passive scalars."""
 
     name: str = setting("boussinesq", "equation to solve")
     viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
     diffusivity: float = param(0.01, "buoyancy diffusivity kappa (kappa = nu: the linear part is exact)", min=0.0)
+    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
+                                  "the velocity, in the exact wave propagator (needs physics.hyperviscosity_order "
+                                  "and physics.hyperdiffusivity = nu_p)", min=0.0)
+    hyperdiffusivity: float = param(0.0, "hyperdiffusivity kappa_p of the buoyancy, -kappa_p |k|^(2p) b_hat; must "
+                                    "equal physics.hyperviscosity (the wave propagator is exact for one "
+                                    "hyperviscous rate of u and b)", min=0.0)
+    hyperviscosity_order: int | None = setting(None, "order p of the hyperviscous and hyperdiffusive terms "
+                                               "(-lap)^p, an integer >= 2 (e.g. 4; |k|^(2p) must stay finite on "
+                                               "the grid in the run's precision); null = no such term in the "
+                                               "program", min=2)
     brunt_vaisala: float = param(4.0, "Brunt-Vaisala frequency N of the background stratification (0: none; "
                                  "rotation only, potential energy and Froude number then reported as 0)", min=0.0)
     coriolis: float = param(0.0, "Coriolis parameter f (rotation rate 2 Omega about z)")
@@ -47,6 +59,20 @@ class BoussinesqParams(EquationParams):
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
+
+    def check(self, cfg: Any) -> None:
+        """The order and the coefficients together (:func:`~simulator.equations.navier_stokes.check_hyperviscosity`),
+        and kappa_p = nu_p: the propagator of :mod:`.waves` is exact when u and b are damped at one rate per
+        mode; unequal hyperviscous rates would be split from the waves (Strang), with an error of order
+        (nu_p - kappa_p) k^(2p) dt (omega dt)^2 per step, O(1) at the grid scale where k^(2p) dt nu_p is of
+        order 1, exactly where the term acts (unequal nu, kappa are split the same way, their rate being
+        small there)."""
+        check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity,
+                                                              "physics.hyperdiffusivity": self.hyperdiffusivity})
+        if self.hyperdiffusivity != self.hyperviscosity:
+            raise ConfigError("physics.hyperdiffusivity", self.hyperdiffusivity, "it must equal "
+                              f"physics.hyperviscosity = {self.hyperviscosity:g} (the exact wave propagator has one "
+                              "hyperviscous rate for u and b)", "differs from physics.hyperviscosity")
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales of the velocity, buoyancy and inertial periods, Ozmidov length and
@@ -122,7 +148,8 @@ _SHELLS = "(Parseval-weighted, n the number of grid cells) summed over the modes
 
 INFO = EquationInfo(
     name="boussinesq",
-    summary="rotating stratified Boussinesq flow: exact gravity-inertia wave propagator, 2/3 dealiasing",
+    summary="rotating stratified Boussinesq flow: exact gravity-inertia wave propagator, 2/3 dealiasing, optional "
+            "hyperviscosity",
     params=BoussinesqParams,
     initials=(Wave, Rest, RandomFlow),
     protocol=SEMILINEAR,
@@ -141,15 +168,18 @@ INFO = EquationInfo(
         "total_energy": "E_K + E_P (conserved without viscosity, diffusion and forcing)",
         "horizontal_energy": "horizontal kinetic energy <u^2 + v^2>/2",
         "vertical_energy": "vertical kinetic energy <w^2>/2",
-        "kinetic_dissipation": "kinetic dissipation rate nu <|w|^2>",
-        "potential_dissipation": "potential dissipation rate kappa <|grad b|^2>/N^2",
+        "kinetic_dissipation": "kinetic dissipation rate nu <|w|^2> (+ nu_p <|k|^(2p) |u_hat|^2> with "
+                               "hyperviscosity, a Parseval mean)",
+        "potential_dissipation": "potential dissipation rate (kappa <|grad b|^2> + kappa_p <|k|^(2p) |b_hat|^2>)/N^2 "
+                                 "(the second term with hyperdiffusivity)",
         "buoyancy_flux": "<w b>: the conversion rate of potential into kinetic energy",
         "froude": "Froude number U/(N L): U = <|u|^2>^(1/2), L = 2 pi sum E(k)/k / sum E(k)",
         "rossby": "Rossby number U/(|f| L) (0 without rotation)",
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i) (the waves are exact and set no limit)",
         "kmax_eta": resolution.KMAX_ETA + " (the smaller of eta and the buoyancy's Batchelor/Obukhov-Corrsin "
-                    "scale for Pr = viscosity/diffusivity)",
+                    "scale for Pr = viscosity/diffusivity; with hyperviscosity each the larger of it and "
+                    "(nu_p^3/epsilon)^(1/(6p-2)))",
         "injection": "injected power <u.f> (forced runs only)",
         **passive.DIAGNOSTICS,
     },
@@ -172,8 +202,8 @@ INFO = EquationInfo(
         "conversion_energy": "C_K(k): rate of change of E_K(k) by the buoyancy flux, Re conj(w_hat) b_hat per mode; "
                              "sums to <w b>",
         "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by the buoyancy flux, so that "
-                                       "dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K and dE_P(k)/dt = T_P + C_P - "
-                                       "2 kappa k^2 E_P",
+                                       "dE_K(k)/dt = T_K + C_K + F - 2 (nu k^2 + nu_p k^(2p)) E_K and dE_P(k)/dt = "
+                                       "T_P + C_P - 2 (kappa k^2 + kappa_p k^(2p)) E_P",
         "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
                             "(forced runs only)",
         **passive.SPECTRA,
@@ -185,8 +215,10 @@ INFO = EquationInfo(
                              Curve("total_energy", r"$E_K + E_P$"))),
             Panel("kinetic energy", (Curve("horizontal_energy", r"$\langle u^2+v^2\rangle/2$"),
                                      Curve("vertical_energy", r"$\langle w^2\rangle/2$")), log="auto"),
-            Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$"),
-                           Curve("potential_dissipation", r"$\varepsilon_P = \kappa\langle|\nabla b|^2\rangle/N^2$"),
+            Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$ "
+                                                        r"($+ \nu_p\langle k^{2p}|\hat u|^2\rangle$)"),
+                           Curve("potential_dissipation", r"$\varepsilon_P = \kappa\langle|\nabla b|^2\rangle/N^2$ "
+                                                          r"($+ \kappa_p\langle k^{2p}|\hat b|^2\rangle/N^2$)"),
                            Curve("buoyancy_flux", r"$\langle wb\rangle$ (to $E_K$)"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("number", (Curve("froude", r"$Fr = U/NL$"), Curve("rossby", r"$Ro = U/fL$")), log="auto"),

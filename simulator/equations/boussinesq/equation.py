@@ -1,13 +1,15 @@
 """Rotating, stably stratified Boussinesq flow in a periodic box, pseudo-spectral: the implementation.
 
-    du/dt = u x w - grad(P) + b z - f z x u + nu lap(u),   div u = 0,   w = curl u
-    db/dt = -u.grad(b) - N^2 w + kappa lap(b)
+    du/dt = u x w - grad(P) + b z - f z x u + nu lap(u) - nu_p (-lap)^p u,   div u = 0,   w = curl u
+    db/dt = -u.grad(b) - N^2 w + kappa lap(b) - kappa_p (-lap)^p b
 
 Split as du/dt = L x + N(x) for the integrating-factor Runge-Kutta schemes: the linear part L (the
 buoyancy and Coriolis accelerations after the Leray projection, the stratification term -N^2 w, and
-the viscous and diffusive terms) is propagated exactly per mode by :func:`.waves.propagate` (the
-gravity-inertia waves, omega^2 = (N^2 k_h^2 + f^2 k_z^2)/k^2, at any N dt; exact dissipation for
-nu = kappa, a Strang product otherwise: see :mod:`.waves`). N is advection: the rotational-form
+the viscous and diffusive terms, with the hyperviscous ones when ``physics.hyperviscosity_order`` p is
+set: structure, nothing compiled without it) is propagated exactly per mode by :func:`.waves.propagate`
+(the gravity-inertia waves, omega^2 = (N^2 k_h^2 + f^2 k_z^2)/k^2, at any N dt; exact dissipation for
+nu = kappa, a Strang product otherwise: see :mod:`.waves`; kappa_p = nu_p always, hyperviscosity as in
+Borue & Orszag 1995, Europhys. Lett. 29, 687). N is advection: the rotational-form
 P[(u x w)^] and -(u.grad b)^, dealiased by the 2/3 rule, plus the optional constant-power forcing of
 Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). Passive scalars
 (:mod:`simulator.equations.scalars`) ride along as in Navier-Stokes: their diffusion is more diagonal
@@ -80,9 +82,18 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
+    @property
+    def hyperviscous(self) -> bool:
+        """Whether the program has the hyperviscous terms (``physics.hyperviscosity_order`` set: structure)."""
+        return self.physics.hyperviscosity_order is not None
+
     def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
+        """The exact propagator of u and b (:func:`.waves.propagate`, with the hyperviscous rates when the
+        order is set) and the scalars' diffusion factors (no hyperviscosity on the scalars)."""
+        hyper = ((params["hyperviscosity"], params["hyperdiffusivity"], self.physics.hyperviscosity_order)
+                 if self.hyperviscous else None)
         flow = propagate(x[:4], tau, self.ops.k, params["viscosity"], params["diffusivity"],
-                         params["brunt_vaisala"] ** 2, params["coriolis"], self.ops.stack)
+                         params["brunt_vaisala"] ** 2, params["coriolis"], self.ops.stack, hyper)
         if not self.n_scalars:
             return flow
         kappa = passive.diffusivities(params["scalars"])[:, None, None, None]
@@ -159,14 +170,21 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         kx, ky, kz = ops.k
         div_hat = 1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2])
         u = self.fft.irfft(ops.concatenate([u_hat, div_hat[None]]))
+        kinetic_rate = params["viscosity"] * self.ops.mean(jnp.sum(jnp.abs(ops.curl(u_hat)) ** 2, axis=0))
+        potential_rate = params["diffusivity"] * self.ops.mean(k2 * jnp.abs(b_hat) ** 2)
+        if self.hyperviscous:
+            # the rate nu_p k^(2p) (at most about 1/dt) before |u_hat|^2: k^(2p) |u_hat|^2 alone may overflow
+            k2p = k2**self.physics.hyperviscosity_order
+            kinetic_rate += self.ops.mean(params["hyperviscosity"] * k2p * jnp.sum(jnp.abs(u_hat) ** 2, axis=0))
+            potential_rate += self.ops.mean(params["hyperdiffusivity"] * k2p * jnp.abs(b_hat) ** 2)
         out = {
             "kinetic_energy": kinetic,
             "potential_energy": potential,
             "total_energy": kinetic + potential,
             "horizontal_energy": horizontal,
             "vertical_energy": vertical,
-            "kinetic_dissipation": params["viscosity"] * self.ops.mean(jnp.sum(jnp.abs(ops.curl(u_hat)) ** 2, axis=0)),
-            "potential_dissipation": params["diffusivity"] * self.ops.mean(k2 * jnp.abs(b_hat) ** 2) * over_n2,
+            "kinetic_dissipation": kinetic_rate,
+            "potential_dissipation": potential_rate * over_n2,
             "buoyancy_flux": self.ops.mean(jnp.real(jnp.conj(u_hat[2]) * b_hat)),
             "froude": speed_over_scale * jnp.sqrt(over_n2),  # 0 without stratification (undefined)
             "rossby": jnp.where(f != 0, speed_over_scale / jnp.where(f != 0, jnp.abs(f), 1.0), 0.0),
@@ -178,12 +196,17 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
             out["injection"] = self.ops.mean(jnp.real(jnp.sum(jnp.conj(u_hat) * f_hat, axis=0)))
         kmax = resolution.dealiased_kmax(self.fft.shape, self.box)
         eta = resolution.kolmogorov(params["viscosity"], out["kinetic_dissipation"], jnp)
-        # the buoyancy diffuses with its own diffusivity: the smaller of its scale and eta
-        out["kmax_eta"] = kmax * jnp.minimum(eta, resolution.smallest_scale(eta, params["viscosity"],
-                                                                            params["diffusivity"], jnp))
+        # the buoyancy diffuses with its own diffusivity: the smaller of its scale and the velocity's; with
+        # hyperviscosity each is at least its hyperviscous scale (kappa_p = nu_p: the same one)
+        scale_u, scale_b = eta, resolution.smallest_scale(eta, params["viscosity"], params["diffusivity"], jnp)
+        if self.hyperviscous:
+            hyper = resolution.hyperviscous_scale(params["hyperviscosity"], out["kinetic_dissipation"],
+                                                  self.physics.hyperviscosity_order, jnp)
+            scale_u, scale_b = jnp.maximum(scale_u, hyper), jnp.maximum(scale_b, hyper)
+        out["kmax_eta"] = kmax * jnp.minimum(scale_u, scale_b)
         if self.n_scalars:
             out.update(passive.diagnostics(ops, u_hat, x[4:], params["scalars"]))
-            out.update(passive.resolution_diagnostics(kmax, eta, params["viscosity"], params["scalars"]))
+            out.update(passive.resolution_diagnostics(kmax, scale_u, params["viscosity"], params["scalars"]))
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -192,8 +215,8 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         advection), each normalised so that its sum over shells is the box mean it describes: the
         transfers T_K, T_P by advection (each sums to zero over shells), the conversion by the buoyancy
         flux, C_K(k) = Re conj(w_hat) b_hat = -C_P(k) per mode (sums to <w b>) and, when forced, the
-        injection F(k): dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K, dE_P(k)/dt = T_P + C_P - 2 kappa k^2 E_P
-        (the Coriolis force does no work, mode by mode)."""
+        injection F(k): dE_K(k)/dt = T_K + C_K + F - 2 (nu k^2 + nu_p k^(2p)) E_K, dE_P(k)/dt = T_P + C_P -
+        2 (kappa k^2 + kappa_p k^(2p)) E_P (the Coriolis force does no work, mode by mode)."""
         ops, n2 = self.ops, params["brunt_vaisala"] ** 2
         norm = ops.weight / float(self.fft.size) ** 2
         u_hat, b_hat = x[:3], x[3]

@@ -2,7 +2,8 @@
 
 Per wavevector k the linear terms act on x = (u_hat, b_hat) (u_hat solenoidal, k . u_hat = 0) as
 
-    dx/dt = A x - D x,   A x = (P[b z - f z x u], -N^2 w),   D = diag(nu k^2, nu k^2, nu k^2, kappa k^2)
+    dx/dt = A x - D x,   A x = (P[b z - f z x u], -N^2 w),   D = diag(d_u, d_u, d_u, d_b),
+    d_u = nu k^2 + nu_p k^(2p),   d_b = kappa k^2 + kappa_p k^(2p)
 
 with P = I - k k^T/k^2 the Leray projection. On the solenoidal subspace A has the eigenvalues 0 and
 +-i omega, omega^2 = (N^2 k_h^2 + f^2 k_z^2)/k^2 (gravity-inertia waves and the vortical mode), so by
@@ -15,12 +16,16 @@ exactly, the coefficients being entire functions of omega evaluated through sinc
 skew-adjoint in the energy norm |u|^2 + |b|^2/N^2, so exp(A t) conserves E_K + E_P per mode: the
 waves are integrated exactly and set no time-step limit for any N dt or f dt.
 
-Dissipation: with nu = kappa, D = nu k^2 I commutes with A and exp((A - D) t) = exp(-nu k^2 t) exp(A t)
-exactly. With nu != kappa they do not commute; the propagator is the symmetric (Strang) product
+Dissipation: with d_u = d_b (nu = kappa and nu_p = kappa_p; the hyperviscous terms only when the
+order p is set), D = d_u I commutes with A and exp((A - D) t) = exp(-d_u t) exp(A t) exactly. With
+d_u != d_b (nu != kappa) they do not commute; the propagator is the symmetric (Strang) product
 exp(-D t/2) exp(A t) exp(-D t/2), which is exact in either limit (waves alone, diffusion alone),
 unconditionally stable (each factor is a contraction in the energy norm), and carries an error
-O((kappa - nu) k^2 omega^2 t^3) per application: the time scheme is then second order in the part of
+O((d_b - d_u) omega^2 t^3) per application: the time scheme is then second order in the part of
 the linear operator that couples the unequal diffusion to the waves (fourth order in everything else).
+The configuration requires kappa_p = nu_p (:meth:`~simulator.equations.boussinesq.BoussinesqParams.check`):
+the hyperviscous rate times dt is of order 1 at the grid scale, where an unequal pair would be split
+with an O(1) error.
 
 The box-mean mode (k = 0) is not propagated: the state carries no mean flow or mean buoyancy (see
 :meth:`Boussinesq.from_fields`).
@@ -48,10 +53,13 @@ def frequency(k: Sequence[jax.Array], n2: jax.Array, f: jax.Array, inv_k2: jax.A
 
 
 def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Array, kappa: jax.Array,
-              n2: jax.Array, f: jax.Array, stack: Callable[[list[jax.Array]], jax.Array] = jnp.stack) -> jax.Array:
-    """exp(L tau) x for the linear operator L = A - D of the module docstring (exact for nu = kappa);
+              n2: jax.Array, f: jax.Array, stack: Callable[[list[jax.Array]], jax.Array] = jnp.stack,
+              hyper: tuple[jax.Array, jax.Array, int] | None = None) -> jax.Array:
+    """exp(L tau) x for the linear operator L = A - D of the module docstring (exact for d_u = d_b);
     ``x`` is the ``(4, *k_shape)`` stack, u_hat solenoidal; ``stack`` assembles the four components (the
-    equation passes :meth:`~simulator.equations.operators.SpectralOperators.stack`).
+    equation passes :meth:`~simulator.equations.operators.SpectralOperators.stack`); ``hyper`` = (nu_p,
+    kappa_p, p) adds the hyperviscous rates to D, as factors exp(-nu_p k^(2p) tau/2) formed per mode
+    inside this kernel (None: no such factor in the program).
 
     With y = (u, v, w, b) = exp(-D tau/2) x, zeta = k_x v - k_y u, d1 = (f zeta + k_z b)/k^2 and
     d2 = (f^2 - N^2) k_z w/k^2 (using k_x u + k_y v = -k_z w):
@@ -70,6 +78,10 @@ def propagate(x: jax.Array, tau: jax.Array, k: Sequence[jax.Array], nu: jax.Arra
     sine = moving * tau * sinc * jnp.cos(half_angle)  # sin(omega tau)/omega
     versine = moving * 0.5 * tau**2 * sinc**2  # (1 - cos(omega tau))/omega^2
     hu, hb = jnp.exp(-0.5 * tau * nu * k2), jnp.exp(-0.5 * tau * kappa * k2)
+    if hyper is not None:
+        nu_p, kappa_p, order = hyper
+        k2p = k2**order
+        hu, hb = hu * jnp.exp(-0.5 * tau * nu_p * k2p), hb * jnp.exp(-0.5 * tau * kappa_p * k2p)
     u, v, w, b = hu * x[0], hu * x[1], hu * x[2], hb * x[3]
     d1 = (f * (kx * v - ky * u) + kz * b) * inv_k2
     d2 = (f**2 - n2) * kz * w * inv_k2

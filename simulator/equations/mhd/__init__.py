@@ -1,9 +1,10 @@
 """Incompressible magnetohydrodynamics in a periodic box: what the equation declares (no JAX).
 
-    du/dt = u x w + j x B - grad(P) + nu lap(u),    dB/dt = curl(u x B) + eta lap(B),
-    div u = div B = 0,   w = curl u,   j = curl B
+    du/dt = u x w + j x B - grad(P) + nu lap(u) - nu_p (-lap)^p u,
+    dB/dt = curl(u x B) + eta lap(B) - eta_p (-lap)^p B,    div u = div B = 0,   w = curl u,   j = curl B
 
-with B in Alfven units (B/sqrt(mu0 rho), a velocity). A uniform mean field B0 is the k = 0 mode of B:
+with B in Alfven units (B/sqrt(mu0 rho), a velocity); the hyperviscous and hyper-resistive terms only
+with ``hyperviscosity_order`` p set. A uniform mean field B0 is the k = 0 mode of B:
 part of the state, kept by every operator. The implementation is :mod:`.equation`.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scales
-from simulator.equations.navier_stokes import FORCINGS
+from simulator.equations.navier_stokes import FORCINGS, check_hyperviscosity
 from simulator.equations.spec import (
     Budget,
     Curve,
@@ -33,15 +34,31 @@ _MEAN_FIELD = "uniform mean field B0 (Bx, By, Bz) added to the field, Alfven uni
 
 @dataclass(frozen=True)
 class MHDParams(EquationParams):
-    """Viscosity, resistivity and optional constant-power forcing of the velocity."""
+    """Viscosity, resistivity, optional hyperviscosity and hyper-resistivity, and optional constant-power
+    forcing of the velocity."""
 
     name: str = setting("mhd", "equation to solve")
     viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
     resistivity: float = param(0.01, "magnetic diffusivity eta", min=0.0)
+    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
+                                  "the velocity, integrated exactly like the viscous one (needs "
+                                  "physics.hyperviscosity_order)", min=0.0)
+    hyperresistivity: float = param(0.0, "hyper-resistivity eta_p: the term -eta_p (-lap)^p B = -eta_p |k|^(2p) "
+                                    "B_hat of the magnetic field, integrated exactly (needs "
+                                    "physics.hyperviscosity_order)", min=0.0)
+    hyperviscosity_order: int | None = setting(None, "order p of the hyperviscous and hyper-resistive terms "
+                                               "(-lap)^p, an integer >= 2 (e.g. 4; |k|^(2p) must stay finite on "
+                                               "the grid in the run's precision); null = no such term in the "
+                                               "program", min=2)
     forcing: str = setting("none", "forcing of the velocity at constant injected power: none, linear (all modes, "
                            "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
     forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
     forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
+
+    def check(self, cfg: Any) -> None:
+        """The order and the coefficients together (:func:`~simulator.equations.navier_stokes.check_hyperviscosity`)."""
+        check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity,
+                                                              "physics.hyperresistivity": self.hyperresistivity})
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales with the total (viscous + ohmic) dissipation, the magnetic Prandtl
@@ -95,7 +112,8 @@ _SHELLS = "(Parseval-weighted) summed over the modes of shell k"
 
 INFO = EquationInfo(
     name="mhd",
-    summary="incompressible MHD in Alfven units, rotational form, Leray projection of u and B, 2/3 dealiasing",
+    summary="incompressible MHD in Alfven units, rotational form, Leray projection of u and B, 2/3 dealiasing, "
+            "optional hyperviscosity and hyper-resistivity",
     params=MHDParams,
     initials=(OrszagTang, ABCDynamo, RandomMHD),
     protocol=SEMILINEAR,
@@ -115,13 +133,16 @@ INFO = EquationInfo(
         "cross_helicity": "cross helicity <u.B> (an ideal invariant)",
         "magnetic_helicity": "magnetic helicity <A.b>, b = curl A, Coulomb gauge, fluctuations only (an ideal "
                              "invariant when B0 = 0)",
-        "viscous_dissipation": "viscous dissipation rate nu <|w|^2>",
-        "ohmic_dissipation": "ohmic dissipation rate eta <|j|^2>",
+        "viscous_dissipation": "viscous dissipation rate nu <|w|^2> (+ nu_p <|k|^(2p) |u_hat|^2> with "
+                               "hyperviscosity, a Parseval mean)",
+        "ohmic_dissipation": "ohmic dissipation rate eta <|j|^2> (+ eta_p <|k|^(2p) |B_hat|^2> with "
+                             "hyper-resistivity)",
         "max_div": "max |div u| (round-off)",
         "max_div_b": "max |div B| (round-off)",
         "cfl": "CFL number dt max(sum_i (|u_i| + |B_i|)/dx_i): flow and Alfven speeds",
         "kmax_eta": resolution.KMAX_ETA + " (eta from the viscous + ohmic dissipation; the smaller of eta and "
-                    "the magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1)",
+                    "the magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1; with "
+                    "hyperviscosity each the larger of it and its (nu_p^3/epsilon)^(1/(6p-2)), eta_p for B)",
         "injection": "injected power <u.f> (forced runs only)",
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
@@ -139,7 +160,8 @@ INFO = EquationInfo(
                              "per mode",
         "conversion_magnetic_energy": "C_M(k): rate of change of E_M(k) by line stretching, Re conj(B_hat).((B.grad)"
                                       "u)_hat per mode; sum_k (C_K + C_M) = 0, so dE_K(k)/dt = T_K + C_K + F - "
-                                      "2 nu k^2 E_K and dE_M(k)/dt = T_M + C_M - 2 eta k^2 E_M",
+                                      "2 (nu k^2 + nu_p k^(2p)) E_K and dE_M(k)/dt = T_M + C_M - 2 (eta k^2 + "
+                                      "eta_p k^(2p)) E_M",
         "injection_energy": "F(k): rate of change of E_K(k) by the forcing, Re conj(u_hat).f_hat per mode "
                             "(forced runs only)",
     },
@@ -148,8 +170,10 @@ INFO = EquationInfo(
             Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
                              Curve("magnetic_energy", r"$E_M = \langle|B|^2\rangle/2$"),
                              Curve("total_energy", r"$E_K + E_M$")), log="auto"),
-            Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$"),
-                           Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$"),
+            Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$ "
+                                                        r"($+ \nu_p\langle k^{2p}|\hat u|^2\rangle$)"),
+                           Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$ "
+                                                      r"($+ \eta_p\langle k^{2p}|\hat B|^2\rangle$)"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("helicity", (Curve("cross_helicity", r"$H_c = \langle u\cdot B\rangle$"),
                                Curve("magnetic_helicity", r"$H_m = \langle A\cdot b\rangle$"))),

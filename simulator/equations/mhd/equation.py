@@ -1,6 +1,7 @@
 """Incompressible magnetohydrodynamics in a periodic box, pseudo-spectral: the implementation.
 
-    du/dt = u x w + j x B - grad(P) + nu lap(u),    dB/dt = curl(u x B) + eta lap(B)
+    du/dt = u x w + j x B - grad(P) + nu lap(u) - nu_p (-lap)^p u,
+    dB/dt = curl(u x B) + eta lap(B) - eta_p (-lap)^p B
 
 B in Alfven units. Rotational form: the Lorentz force j x B = (B.grad)B - grad(|B|^2/2) and the
 induction curl(u x B) = (B.grad)u - (u.grad)B (for solenoidal u, B); the total pressure is removed by
@@ -10,9 +11,11 @@ every operator: the mean flow, and the uniform mean field B0, which enters j x B
 and carries the Alfven waves, omega = +-k.B0 (Orszag & Tang 1979; Canuto et al., Spectral Methods,
 2006, §3.3; Alfven waves and the Elsasser form, e.g. Biskamp, Magnetohydrodynamic Turbulence, 2003).
 
-Viscous and resistive terms are the diagonal linear operator (-nu k^2, -eta k^2), integrated exactly
-by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL number
-accounts for through |B|. Per stage: inverse FFTs of u, w, B and j (3 fields each, so that the
+Viscous and resistive terms are the diagonal linear operator (-nu k^2, -eta k^2), with the hyperviscous
+and hyper-resistive (-nu_p k^(2p), -eta_p k^(2p)) when ``physics.hyperviscosity_order`` p is set
+(structure: nothing compiled without it; Borue & Orszag 1995, Europhys. Lett. 29, 687), integrated
+exactly by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL
+number accounts for through |B|. Per stage: inverse FFTs of u, w, B and j (3 fields each, so that the
 step's peak memory holds one three-field spectrum at a time, not a twelve-field one) and one batched
 forward FFT of (u x w + j x B, u x B) (6 fields). The spectral operators (wavenumbers,
 2/3 rule, projection, curl, forcing) are those of
@@ -65,10 +68,20 @@ class MHD(SemiLinearEquation):
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 
+    @property
+    def hyperviscous(self) -> bool:
+        """Whether the program has the hyperviscous terms (``physics.hyperviscosity_order`` set: structure)."""
+        return self.physics.hyperviscosity_order is not None
+
     def linear(self, params: Params) -> jax.Array:
-        """(-nu k^2 for u, -eta k^2 for B), shape ``(6, 1, 1, 1)`` times k^2: broadcasts against the state."""
+        """(-nu k^2 for u, -eta k^2 for B), shape ``(6, 1, 1, 1)`` times k^2: broadcasts against the state;
+        with the order p set, also (-nu_p, -eta_p) times k^(2p) (formed in the kernel that exponentiates it)."""
         rates = jnp.stack([params["viscosity"]] * 3 + [params["resistivity"]] * 3)
-        return -rates.reshape(6, 1, 1, 1) * self.ops.k2
+        linear = -rates.reshape(6, 1, 1, 1) * self.ops.k2
+        if not self.hyperviscous:
+            return linear
+        hyper = jnp.stack([params["hyperviscosity"]] * 3 + [params["hyperresistivity"]] * 3)
+        return linear - hyper.reshape(6, 1, 1, 1) * self.ops.k2**self.physics.hyperviscosity_order
 
     def ideal(self, x: jax.Array) -> jax.Array:
         """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: inverse FFTs of u, w, B, j (w and j each
@@ -135,13 +148,26 @@ class MHD(SemiLinearEquation):
             "max_div_b": jnp.max(jnp.abs(f[7])),
             "cfl": dt * jnp.max(speed),
         }
+        if self.hyperviscous:
+            # the rates nu_p k^(2p), eta_p k^(2p) (at most about 1/dt) first: k^(2p) |x|^2 alone may overflow
+            k2p = ops.k2**self.physics.hyperviscosity_order
+            for name, coefficient, v_hat in (("viscous_dissipation", "hyperviscosity", u_hat),
+                                             ("ohmic_dissipation", "hyperresistivity", b_hat)):
+                out[name] += ops.mean(params[coefficient] * k2p * jnp.sum(jnp.abs(v_hat) ** 2, axis=0))
         f_hat = ops.forcing(u_hat, params)
         if f_hat is not None:
             out["injection"] = self._dot(u_hat, f_hat)
-        # eta from the total dissipation; B's own smallest scale is eta Pm^(-1/2) for Pm = nu/eta_m > 1
-        eta = resolution.kolmogorov(params["viscosity"], out["viscous_dissipation"] + out["ohmic_dissipation"], jnp)
-        scale = jnp.minimum(eta, resolution.smallest_scale(eta, params["viscosity"], params["resistivity"], jnp))
-        out["kmax_eta"] = resolution.dealiased_kmax(self.fft.shape, self.box) * scale
+        # eta from the total dissipation; B's own smallest scale is eta Pm^(-1/2) for Pm = nu/eta_m > 1; with
+        # hyperviscosity each field's is at least its hyperviscous scale (nu_p for u, eta_p for B)
+        epsilon = out["viscous_dissipation"] + out["ohmic_dissipation"]
+        eta = resolution.kolmogorov(params["viscosity"], epsilon, jnp)
+        scale_u, scale_b = eta, resolution.smallest_scale(eta, params["viscosity"], params["resistivity"], jnp)
+        if self.hyperviscous:
+            order = self.physics.hyperviscosity_order
+            scale_u = jnp.maximum(scale_u, resolution.hyperviscous_scale(params["hyperviscosity"], epsilon, order, jnp))
+            scale_b = jnp.maximum(scale_b, resolution.hyperviscous_scale(params["hyperresistivity"], epsilon, order,
+                                                                         jnp))
+        out["kmax_eta"] = resolution.dealiased_kmax(self.fft.shape, self.box) * jnp.minimum(scale_u, scale_b)
         return out
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -149,11 +175,11 @@ class MHD(SemiLinearEquation):
         it describes: the transfers T_K(k) by u x w and T_M(k) by -(u.grad)B (each sums to zero over
         shells), the conversions C_K(k) by the Lorentz force j x B and C_M(k) by line stretching
         (B.grad)u (sum_k (C_K + C_M) = 0: they exchange energy between u and B) and, when forced, the
-        injection F(k); dE_K(k)/dt = T_K + C_K + F - 2 nu k^2 E_K, dE_M(k)/dt = T_M + C_M - 2 eta k^2 E_M
-        (Alexakis, Mininni & Pouquet 2005, Phys. Rev. E 72, 046301). One inverse transform of (u, w, B, j),
-        one forward of (u x w, j x B, u x B, u x j + B x w): (u.grad)B needs no gradient tensor, as
-        2 (u.grad)B = grad(u.B) - u x j - B x w - curl(u x B) for solenoidal u, B, and the gradient does no
-        work on a solenoidal B mode by mode."""
+        injection F(k); dE_K(k)/dt = T_K + C_K + F - 2 (nu k^2 + nu_p k^(2p)) E_K, dE_M(k)/dt = T_M + C_M -
+        2 (eta k^2 + eta_p k^(2p)) E_M (Alexakis, Mininni & Pouquet 2005, Phys. Rev. E 72, 046301). One
+        inverse transform of (u, w, B, j), one forward of (u x w, j x B, u x B, u x j + B x w): (u.grad)B
+        needs no gradient tensor, as 2 (u.grad)B = grad(u.B) - u x j - B x w - curl(u x B) for solenoidal
+        u, B, and the gradient does no work on a solenoidal B mode by mode."""
         ops = self.ops
         norm = ops.weight / float(self.fft.size) ** 2
         f = self.fields(x, params)

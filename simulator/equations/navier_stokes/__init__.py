@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,26 @@ from simulator.time.schemes import SEMILINEAR
 FORCINGS = ("none", "linear", "band")
 #: the largest finite number of each precision (NumPy's finfo(...).max)
 LARGEST = {"float32": 3.4028234663852886e38, "float64": sys.float_info.max}
+
+
+def check_hyperviscosity(cfg: Any, order: int | None, coefficients: Mapping[str, float]) -> None:
+    """Checks of ``physics.hyperviscosity_order`` p against the hyperviscous coefficients it serves
+    (``coefficients``: config key -> value; Navier-Stokes's nu_p, Boussinesq's nu_p and kappa_p, MHD's nu_p
+    and eta_p). A coefficient > 0 needs its order (the order is structure: a run without one compiles no
+    hyperviscous term, while the coefficients are traced and a sweep over them does not recompile); |k|^(2p)
+    at the grid's corner must be finite in the run's precision: beyond, the hyperviscous rate is inf, and
+    with a coefficient 0 the factor would be 0 x inf = NaN. Raises ConfigError (one line)."""
+    if order is None:
+        for key, value in coefficients.items():
+            if value:
+                raise ConfigError("physics.hyperviscosity_order", None, f"an integer >= 2 (e.g. 4) to use "
+                                  f"{key} = {value:g}", "is not set")
+        return
+    corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.shape, cfg.grid.box, strict=True))
+    if order * math.log(corner) >= math.log(LARGEST[cfg.precision]):
+        limit = int(math.log(LARGEST[cfg.precision]) / math.log(corner))
+        raise ConfigError("physics.hyperviscosity_order", order, f"at most {limit} for grid.shape "
+                          f"{list(cfg.grid.shape)} in {cfg.precision} (|k|^(2p) overflows beyond)", "is too large")
 
 
 @dataclass(frozen=True)
@@ -61,21 +82,8 @@ class NavierStokesParams(EquationParams):
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def check(self, cfg: Any) -> None:
-        """A hyperviscosity needs its order (the order is structure: a run without one compiles no
-        hyperviscous term, while nu_p is traced and a sweep over it does not recompile); |k|^(2p) at the
-        grid's corner must be finite in the run's precision: beyond, the hyperviscous rate is inf, and with
-        nu_p = 0 the factor would be 0 x inf = NaN."""
-        p = self.hyperviscosity_order
-        if p is None:
-            if self.hyperviscosity:
-                raise ConfigError("physics.hyperviscosity_order", None, "an integer >= 2 (e.g. 4) to use "
-                                  f"physics.hyperviscosity = {self.hyperviscosity:g}", "is not set")
-            return
-        corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.shape, cfg.grid.box, strict=True))
-        if p * math.log(corner) >= math.log(LARGEST[cfg.precision]):
-            limit = int(math.log(LARGEST[cfg.precision]) / math.log(corner))
-            raise ConfigError("physics.hyperviscosity_order", p, f"at most {limit} for grid.shape "
-                              f"{list(cfg.grid.shape)} in {cfg.precision} (|k|^(2p) overflows beyond)", "is too large")
+        """The hyperviscosity's order and coefficient together (:func:`check_hyperviscosity`)."""
+        check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity})
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales of the flow (:func:`simulator.equations.scales.turbulence`)."""

@@ -1,0 +1,44 @@
+"""MkDocs hooks: the reference pages generated from the code when the site is built.
+
+A page holding ``<!-- generated: config-reference -->`` gets the config reference of the schema and of every
+registered equation (``simulator config-docs``), one holding ``<!-- generated: cli-reference -->`` every
+command's usage and options, so neither can fall behind the code. Neither import starts JAX.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def _escape_html(line: str) -> str:
+    parts = line.split("`")
+    return "`".join(p.replace("<", "&lt;").replace(">", "&gt;") if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
+def _config_reference() -> str:
+    """``simulator config-docs``, with a heading per equation and per initial condition (the page's contents)."""
+    from simulator.config import config_docs
+
+    # a description's <name> is text, not an HTML tag: escaped outside code spans
+    text = "\n".join(_escape_html(line) if line.startswith("|") else line for line in config_docs().splitlines())
+    text = "## Keys of every run\n\n" + text + "\n"
+    text = re.sub(r"^\*\*`(physics\.name: \w+)`\*\*: ", r"## `\1`\n\n", text, flags=re.M)
+    return re.sub(r"^\*\*`(initial\.name: \w+)`\*\* \((\w+)\): ", r"### `\1` (\2)\n\n", text, flags=re.M)
+
+
+GENERATED = {
+    "<!-- generated: config-reference -->": _config_reference,
+    "<!-- generated: cli-reference -->": lambda: __import__("simulator.cli", fromlist=["cli"]).reference_markdown(),
+}
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' hook signature)
+    for marker, generate in GENERATED.items():
+        if marker in markdown:
+            markdown = markdown.replace(marker, generate())
+    return markdown
+
+
+def on_page_content(html: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' hook signature)
+    # the docstrings cross-reference the Sphinx way (:func:`name`); here the name alone, as code, reads right
+    return re.sub(r":(?:func|meth|class|mod|attr|data|exc):(?=<code)", "", html)

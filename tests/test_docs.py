@@ -1,0 +1,288 @@
+"""The documentation: the README and the site built from docs/, their commands run exactly as written (in
+the project directory, as a new user would), and the figures and facts they state held to what those
+commands produce. The tutorials' pages run in tests/test_tutorials.py.
+
+The test command itself (``bash scripts/setup.sh && .venv/bin/python -m pytest``) is what ``.ci/run``
+runs, so it is exercised by CI; the others are run here after checking they appear verbatim.
+"""
+
+import csv
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from docs_pages import DOCS, ROOT, blocks, code, page, pages, python, shell
+
+README = page("README.md")
+QUICKSTART = ("bash scripts/setup.sh && .venv/bin/simulator run configs/taylor_green.yaml --cpu-devices 2 "
+              "--out outputs/quickstart --overwrite")
+PLOT = ".venv/bin/simulator plot outputs/quickstart"
+TEST = "bash scripts/setup.sh && .venv/bin/python -m pytest"
+BUILD = "bash scripts/setup.sh && .venv/bin/mkdocs build"
+SWEEP = [".venv/bin/simulator sweep configs/sweeps/tg_viscosity.yaml",
+         ".venv/bin/simulator sweep configs/sweeps/tg_viscosity.yaml --local",
+         ".venv/bin/simulator sweep outputs/tg_viscosity --collect"]
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+# ---- the README: short, the two commands first, every page it names exists -------------------------------
+
+def test_the_readme_starts_with_the_two_commands():
+    bash = [b.code.rstrip("\n") for b in blocks("README.md") if b.lang == "bash"]
+    assert bash[:2] == [QUICKSTART, TEST]
+    assert TEST in (ROOT / ".ci" / "run").read_text()
+    assert [b.code.rstrip("\n") for b in blocks("docs/index.md") if b.lang == "bash"][:2] == [QUICKSTART, TEST]
+
+
+def test_the_readme_is_short_and_links_into_the_site():
+    assert len(README.splitlines()) <= 200
+    links = re.findall(r"\]\((docs/[^)#]+)", README)
+    assert len(links) >= 20 and all((ROOT / link).is_file() for link in links), links
+    named = {str(p.relative_to(ROOT)) for p in DOCS.rglob("*.md")}
+    # every section index of the site is one click from the README
+    assert {f"docs/{s}/index.md" for s in ("tutorials", "how-to", "explanation", "reference")} <= set(links) & named
+
+
+# ---- the site: built strictly (broken links and anchors, missing pages fail), generated references whole ----
+
+@pytest.mark.slow
+def test_the_site_builds_strictly_with_the_documented_command():
+    assert BUILD in README
+    done = shell(BUILD)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "WARNING -" not in done.stderr, done.stderr[-4000:]  # mkdocs' own warnings (strict: they fail it too)
+    site = ROOT / "site"
+    html = {p: (site / p).read_text() for p in ("reference/config/index.html", "reference/cli/index.html",
+                                                 "reference/api/index.html")}
+    import simulator.config as C
+    from simulator import cli, equations
+
+    for key, *_ in C.iter_fields():   # every key of the schema, in the generated reference
+        assert f"<code>{key}</code>" in html["reference/config/index.html"], key
+    for name in equations.registry():    # and every registered equation's section
+        assert f"physics.name: {name}" in html["reference/config/index.html"], name
+    parser_commands = re.findall(r"^## `simulator (\S+)`", cli.reference_markdown(), re.M)
+    assert len(parser_commands) >= 10
+    for command in parser_commands:
+        assert f"usage: simulator {command}" in html["reference/cli/index.html"], command
+    api = html["reference/api/index.html"]
+    for name in ("initial_state", "advance", "rollout", "state_from_file", "load_run", "RunResults", "run_ensemble"):
+        assert name in api, name
+    # every page in the navigation was built: none left out of the site
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))["nav"]
+    flat = re.findall(r"[\w/.-]+\.md", str(nav))
+    assert sorted(flat) == sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")), "a page outside the nav"
+
+
+def test_every_example_of_every_page_is_run_or_says_why_not():
+    """bash and python blocks: a tutorial's are run by tests/test_tutorials.py; any other block names the
+    test that runs it (which exists and reads that page) or says why it cannot run; YAML blocks parse."""
+    unaccounted = []
+    for rel in pages():
+        for b in blocks(rel):
+            if b.lang == "yaml":
+                yaml.safe_load(b.code)
+                continue
+            if b.lang not in ("bash", "python"):
+                continue
+            if b.marker is None:
+                if not rel.startswith("docs/tutorials/"):
+                    unaccounted.append(f"{rel}: {b.code.splitlines()[0][:80]}")
+                continue
+            kind, what = b.marker
+            if kind == "not run":
+                assert len(what) > 15, f"{rel}: say why it is not run: {what!r}"
+                continue
+            if what == ".ci/run":
+                assert b.code.strip() in (ROOT / ".ci" / "run").read_text(), rel
+                continue
+            path, _, name = what.partition("::")
+            test_file = ROOT / path
+            assert test_file.is_file(), f"{rel}: {what}"
+            source = test_file.read_text()
+            assert re.search(rf"^def {re.escape(name.split('[')[0])}\(", source, re.M), f"{rel}: no test {what}"
+            assert rel.removeprefix("docs/") in source or rel in source, f"{what} does not read {rel}"
+    assert not unaccounted, "blocks no test runs:\n" + "\n".join(unaccounted)
+
+
+# ---- getting started: the quickstart and its plots, the configs it lists ------------------------------------
+
+@pytest.mark.slow
+def test_quickstart_and_its_plots_as_written():
+    for rel in ("README.md", "docs/getting-started.md", "docs/index.md"):
+        assert QUICKSTART in (ROOT / rel).read_text(), rel
+    assert PLOT in README and PLOT in page("getting-started.md")
+    run = shell(QUICKSTART)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = ROOT / "outputs" / "quickstart"
+    assert (out / "status.json").read_text().count('"finished"') == 1
+    assert len(list((out / "snapshots").glob("s*.h5"))) == 6
+    plot = shell(PLOT)
+    assert plot.returncode == 0, plot.stderr[-3000:]
+    for name in ("timeseries", "spectra", "slice"):
+        assert png_size(out / "plots" / f"{name}.png") == (960, 600), name
+    # what getting-started and the plots reference say of this run: k_max eta at t = 0, and budget.png's
+    # residual (the differencing error of rows 0.2 apart)
+    import numpy as np
+    import simulator
+
+    ts = simulator.load_run(out).timeseries
+    assert "(k_max·η = 0.29 at t = 0" in page("getting-started.md") and round(float(ts["kmax_eta"][0]), 2) == 0.29
+    residual = -np.gradient(ts["energy"], ts["time"], edge_order=2) - ts["dissipation"]
+    assert "below 0.5% on the quickstart's rows 0.2 apart" in page("reference/plots.md")
+    assert np.max(np.abs(residual)) < 0.005 * np.max(ts["dissipation"]) and np.allclose(np.diff(ts["time"]), 0.2)
+    # the figures of the README and the home page are these plots of this run
+    for name in ("spectra", "slice"):
+        assert png_size(ROOT / "docs" / "images" / f"taylor_green_{name}.png") == (960, 600)
+
+
+def _snapshot_times(cfg):
+    """How many snapshots a config's run writes: t = 0 and each multiple of its period (or its times)."""
+    s = cfg.output.snapshots
+    if s.times:
+        return len(s.times)
+    if s.dt:
+        return int(cfg.time.t_end / s.dt + 1e-9) + 1
+    return int(round(cfg.time.t_end / cfg.time.dt)) // s.every + 1
+
+
+def test_every_shipped_config_writes_as_many_snapshots_as_the_docs_say():
+    import simulator
+
+    assert "Every shipped config writes 5 or more snapshots" in page("getting-started.md")
+    counts = {f.name: _snapshot_times(simulator.load_config(f)) for f in sorted((ROOT / "configs").glob("*.yaml"))}
+    assert min(counts.values()) >= 5, counts
+    assert "snapshots at t = 0, 3, …, 15" in page("explanation/boussinesq.md") and counts["stratified_turbulence.yaml"] == 6
+
+
+def test_the_configs_getting_started_lists_have_what_it_says():
+    """A config described with a passive scalar has one; one described without, has none."""
+    import simulator
+
+    listing = page("getting-started.md").split("Other configs, each")[1].split("Any of them")[0]
+    for f in sorted((ROOT / "configs").glob("*.yaml")):
+        if f"`{f.name}` (" not in listing:
+            continue
+        said = listing.split(f"`{f.name}` (")[1].split("`")[0]
+        scalars = getattr(simulator.load_config(f).physics, "scalars", ())
+        assert ("passive scalar" in said) == bool(scalars), (f.name, said)
+
+
+def test_the_reading_snippets_read_files_a_documented_command_writes():
+    """Every ``outputs/NAME`` a python block reads is written by a command of the docs (``--out``, or the
+    API's ``out=``), and the
+    quickstart's snapshot s00000200 exists (t_end / dt = 200 steps, a multiple of its snapshot period)."""
+    import simulator
+
+    everything = "".join(page(rel if rel == "README.md" else rel.removeprefix("docs/")) for rel in pages())
+    python_code = "".join(b.code for rel in pages() for b in blocks(rel) if b.lang == "python")
+    named = set(re.findall(r'"outputs/([\w-]+)/', python_code)) | set(re.findall(r'"outputs/([\w-]+)"', python_code))
+    written = set(re.findall(r"--out outputs/([\w-]+)", everything)) | set(re.findall(r'out="outputs/([\w-]+)"', everything))
+    assert named and named <= written, named - written
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml")
+    steps = int(round(cfg.time.t_end / cfg.time.dt))
+    assert "outputs/quickstart/snapshots/s00000200.h5" in code("reference/files.md", "python") and steps == 200
+    assert steps % cfg.output.snapshots.every == 0
+
+
+# ---- how-to guides and reference pages ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_scripting_example_as_written():
+    """The Python API page's example, run as a script from the project directory (it reads the quickstart's
+    run, which the test above writes; it is written here too if missing)."""
+    if not (ROOT / "outputs" / "quickstart" / "status.json").exists():
+        assert shell(QUICKSTART).returncode == 0
+    done = python(code("reference/api.md", "python"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "'energy':" in done.stdout
+    assert (ROOT / "outputs" / "jeans_short" / "status.json").read_text().count('"finished"') == 1
+
+
+@pytest.mark.slow
+def test_the_example_sweep_as_written():
+    assert code("how-to/sweeps.md", "bash").splitlines() == SWEEP
+    for command in SWEEP:
+        done = shell(command)
+        assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
+    with (ROOT / "outputs" / "tg_viscosity" / "collected.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["finished"] * 3
+    energy = [float(r["final_energy"]) for r in rows]
+    # viscosity halves from point to point: less of the initial energy 1/8 is dissipated by t = 10
+    assert 0 < energy[0] < energy[1] < energy[2] < 0.125
+    assert png_size(ROOT / "outputs" / "tg_viscosity" / "plots" / "sweep_peak_dissipation.png") == (960, 600)
+
+
+@pytest.mark.slow
+def test_the_memory_plan_as_written():
+    command = code("how-to/plan-memory.md", "bash").strip()
+    done = shell(command)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = done.stdout + done.stderr
+    assert "grid [1024, 1024, 1024]" in text and ": fits" in text, text[-2000:]
+    assert "largest cubic grid that fits these 1 device(s)" in text
+
+
+def test_the_fdm_sweep_figures_are_named_for_what_the_diagnostic_measures():
+    """max_density is max rho / mean rho: the page calls its values that, with the contrasts beside."""
+    from simulator import equations
+
+    text = page("explanation/cosmology.md")
+    assert equations.get("fdm_cosmo").diagnostics["max_density"] == "max rho / mean rho"
+    assert "peak density contrast at z = 5 of" not in text
+    peaks = [1.15, 1.71, 2.64]
+    said = "peak density max ρ/ρ̄ at z = 5 of 1.15, 1.71 and 2.64\n(peak contrasts δ = ρ/ρ̄ − 1 of " + \
+        ", ".join(f"{p - 1:.2f}" for p in peaks[:2]) + f" and {peaks[2] - 1:.2f})"
+    assert said in text
+
+
+@pytest.mark.slow
+def test_the_reading_lines_as_written():
+    """The reading lines of the file reference (Snapshot, xarray, h5py) on the quickstart's last snapshot:
+    the three ways give the same plane of ω_z."""
+    if not (ROOT / "outputs" / "quickstart" / "status.json").exists():
+        assert shell(QUICKSTART).returncode == 0
+    source = code("reference/files.md", "python")
+    check = ("\nimport numpy as np\nx_wz = np.asarray(ds.vorticity.sel(component='z').isel(z=16)).T\n"
+             "print(max(np.abs(x_wz - f_wz).max(), np.abs(s_wz - f_wz).max()), f_wz.shape)\n")
+    source = source.replace("wz = f[", "f_wz = wz = f[").replace("wz = s.read(", "s_wz = wz = s.read(")
+    done = python(source + check)
+    assert done.returncode == 0, done.stderr[-3000:]
+    difference, shape = done.stdout.split(maxsplit=1)
+    assert float(difference) == 0.0 and shape.strip() == "(32, 32)"
+
+
+@pytest.mark.slow
+def test_the_restart_tools_as_written():
+    """Run, extend by 1, branch at 64³ from the extended run's last checkpoint: each finishes where it says."""
+    import numpy as np
+    import simulator
+
+    commands = code("how-to/restarts.md", "bash").replace("\\\n", " ").splitlines()
+    assert len(commands) == 3
+    shutil.rmtree(ROOT / "outputs" / "abc_64", ignore_errors=True)  # a branch goes into a new directory
+    for command in commands:
+        done = shell(command.split("#")[0])
+        assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
+    extended, branch = simulator.load_run(ROOT / "outputs" / "abc"), simulator.load_run(ROOT / "outputs" / "abc_64")
+    assert extended.timeseries["time"][-1] == pytest.approx(3.0) and extended.status["state"] == "finished"
+    assert branch.timeseries["time"][-1] == pytest.approx(4.0) and branch.config["grid"]["shape"] == [64, 64, 64]
+    # both follow the exact decay of the ABC flow, E(t) = 1.5 exp(-2 nu t), across the extension and the branch
+    for run in (extended, branch):
+        t, energy = run.timeseries["time"], run.timeseries["energy"]
+        nu = run.config["physics"]["viscosity"]
+        assert t[0] < 3.5 < t[-1] if run is branch else t[0] < 2.5 < t[-1]
+        np.testing.assert_allclose(energy, 1.5 * np.exp(-2 * nu * t), rtol=1e-5)

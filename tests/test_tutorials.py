@@ -1,0 +1,66 @@
+"""The tutorials (docs/tutorials/), each page run as a reader runs it: every bash and python block in order,
+from the project directory; then the figures the page shows checked against the plots its commands drew.
+
+``SIMULATOR_DOCS_FIGURES=update python -m pytest tests/test_tutorials.py`` copies those plots into
+docs/images/tutorials/ (how the pages' figures are made); otherwise each figure must exist and have the
+size of the plot the page's commands draw.
+"""
+
+import os
+import re
+import shutil
+
+import pytest
+
+from docs_pages import DOCS, ROOT, blocks, python, shell
+
+#: pages whose blocks other tests run (their markers say which)
+RUN_ELSEWHERE = {"index.md", "gradients.md", "ensembles.md"}
+TUTORIALS = sorted(p.name for p in (DOCS / "tutorials").glob("*.md") if p.name not in RUN_ELSEWHERE)
+#: blocks of other pages that read a tutorial's run, run right after it
+FOLLOW_UPS = {"boussinesq.md": ["docs/how-to/outputs.md"]}
+FIGURE = re.compile(r"\]\(\.\./images/tutorials/([\w-]+)/([\w-]+\.png)\)")
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def run_block(block):
+    done = shell(block.code) if block.lang == "bash" else python(block.code)
+    assert done.returncode == 0, f"{block.page}:\n{block.code}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_every_tutorial_is_run_here_or_names_its_test():
+    assert TUTORIALS == ["boussinesq.md", "cosmology.md", "mhd.md", "navier-stokes.md", "schrodinger-poisson.md"]
+    for name in RUN_ELSEWHERE - {"index.md"}:
+        assert all(b.marker and b.marker[0] == "run by" for b in blocks(f"docs/tutorials/{name}")
+                   if b.lang in ("bash", "python")), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_tutorial(name):
+    rel = f"docs/tutorials/{name}"
+    runnable = [b for b in blocks(rel) if b.lang in ("bash", "python")]
+    assert runnable and any(b.lang == "python" for b in runnable), rel
+    outputs = [run_block(b) for b in runnable]
+    assert all(out.strip() for b, out in zip(runnable, outputs) if b.lang == "python"), "a python block printed nothing"
+    for follow in FOLLOW_UPS.get(name, []):
+        marked = [b for b in blocks(follow) if b.marker == ("run by", "tests/test_tutorials.py::test_tutorial")]
+        assert marked, follow
+        for b in marked:
+            run_block(b)
+    figures = FIGURE.findall((ROOT / rel).read_text())
+    assert figures, f"{rel} shows no figure"
+    for run, png in figures:
+        drawn = ROOT / "outputs" / run / "plots" / png
+        assert drawn.is_file(), f"{rel} shows {png}, which its commands did not draw"
+        shown = DOCS / "images" / "tutorials" / run / png
+        if os.environ.get("SIMULATOR_DOCS_FIGURES") == "update":
+            shown.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(drawn, shown)
+        assert shown.is_file() and png_size(shown) == png_size(drawn), shown
