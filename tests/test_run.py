@@ -70,6 +70,33 @@ def test_run_writes_timeseries_and_config(tmp_path):
     assert (out / "timeseries.csv").read_bytes() == before
 
 
+
+@pytest.mark.slow
+def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_it(tmp_path):
+    """A run with particles, statistics and tasks, plotted and exported: everything in its directory is a
+    run file (so a new kind of output cannot be left behind unnoticed), and --overwrite with a run that
+    writes none of those leaves nothing of them: no stale particles, statistics, plots or export for
+    the reader of the new run."""
+    from simulator.run.rundir import LOCK_FILE, RUN_FILES
+
+    small = ["--set", "grid.shape=16", "--set", "time.t_end=1.0", "--set", "output.chunk=10"]
+    r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence_particles.yaml"), *small, "--set",
+                "output.statistics.every=10", "--set", "output.tasks=[{name: u_max, field: velocity, "
+                "component: magnitude, reduce: max, every: 10}]", "--out", "old")
+    assert r.returncode == 0, r.stderr
+    for command in (["plot", "old"], ["export", "old"]):
+        done = subprocess.run([sys.executable, "-m", "simulator", *command], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    old = tmp_path / "old"
+    written = {p.name for p in old.iterdir()} - {LOCK_FILE}
+    assert {"particles", "statistics.h5", "tasks.h5", "plots", "export"} <= written
+    assert written <= set(RUN_FILES), sorted(written - set(RUN_FILES))
+    r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence.yaml"), *small, "--out", "old", "--overwrite")
+    assert r.returncode == 0, r.stderr
+    left = {p.name for p in old.iterdir()}
+    assert not left & {"particles", "statistics.h5", "tasks.h5", "plots", "export"}, sorted(left)
+    assert yaml.safe_load((old / "config.yaml").read_text())["config"]["name"] == "forced_turbulence"
 def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path):
     r = run_cli(tmp_path, str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
                 "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.chunk=1",
