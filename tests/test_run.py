@@ -70,7 +70,6 @@ def test_run_writes_timeseries_and_config(tmp_path):
     assert (out / "timeseries.csv").read_bytes() == before
 
 
-
 @pytest.mark.slow
 def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_it(tmp_path):
     """A run with particles, statistics and tasks, plotted and exported: everything in its directory is a
@@ -97,6 +96,8 @@ def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_i
     left = {p.name for p in old.iterdir()}
     assert not left & {"particles", "statistics.h5", "tasks.h5", "plots", "export"}, sorted(left)
     assert yaml.safe_load((old / "config.yaml").read_text())["config"]["name"] == "forced_turbulence"
+
+
 def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path):
     r = run_cli(tmp_path, str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
                 "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.chunk=1",
