@@ -8,6 +8,7 @@ checkpoint; an ensemble sweep runs from the CLI and collects like any other.
 
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -229,6 +230,29 @@ def test_an_ensemble_sweep_runs_from_the_cli_and_collects(tmp_path):
     assert collected.returncode == 0, collected.stderr
     with (out / "collected.csv").open() as f:
         assert [r["status"] for r in csv.DictReader(f)] == ["finished", "finished", "pending"]
+
+
+def test_an_ensemble_that_cannot_fit_is_refused_before_any_member_directory_is_written(tmp_path):
+    """The batched program of K members holds K states: an ensemble whose members each fit but whose batch
+    cannot is refused in one line naming how many members fit (exit 2 for the group), and no member's run
+    directory is written (it used to write all K and fail inside XLA)."""
+    from simulator.memory import host_memory_available
+
+    cells = 128**3
+    members = math.ceil(2 * host_memory_available()[0] / (60 * cells))  # far past any float64 step's 60+ B/cell
+    file = tmp_path / "s.yaml"
+    file.write_text(yaml.safe_dump({"name": "s", "base": str(TG), "set": {
+        "grid.shape": 128, "precision": "float64", "time.t_end": 0.01, "runtime.cpu_devices": 2},
+        "grid": {"physics.viscosity": [0.01 * (1 + i / members) for i in range(members)]}}))
+    out = tmp_path / "sw"
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", file, "--out", out, "--local", "--ensemble"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 1 and "exit 2" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = [line for line in (out / "logs" / "g000.log").read_text().splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and f"ensemble members = {members} does not fit in memory" in lines[0], lines
+    fit = int(lines[0].split("at most ", 1)[1].split()[0])
+    assert 0 < fit < members and f"--batch {fit}" in lines[0]
+    assert not any((out / f"p{i:03d}").exists() for i in range(members))
 
 
 @pytest.mark.slow

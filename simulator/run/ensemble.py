@@ -94,15 +94,21 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     for why in filter(None, done):
         get_logger().info("%s", why)
     try:
-        if index == 0:
-            _take_directories(members, options)
         from simulator.run.command import exit_now_if_distributed, start
 
-        if any(m.running for m in members):
+        running = any(m.running for m in members)
+        if running:  # the runtime, and the batch's fit check, before any directory is touched
+            from simulator.run.admission import check_ensemble
+
             mode = start(cfgs[0])
             if jax.process_index() != index:
                 raise RuntimeSetupError(f"this process was expected to be process {index} of its run, JAX made it "
                                         f"process {jax.process_index()}")
+            check_ensemble(cfgs)
+        if index == 0:
+            _take_directories(members, options)
+        if running:
+            agree([0])  # a collective: no process reads a directory before process 0 has taken them all
             with StopRequest() as stop:
                 _run(members, mode, stop)
     except (ConfigError, RuntimeSetupError):  # refused (a live run holds a directory): nobody wrote anything
@@ -145,21 +151,70 @@ def _value(cfg: Config, dotted: str) -> Any:
     return node
 
 
+def stacked_shardings(sim: Simulation, state: Any) -> Any:
+    """The shardings of ``state``'s leaves stacked along a leading member axis (unsharded: every device
+    holds its blocks of every member; particle arrays ``(K, Np, 3)`` whole on every device)."""
+    fft = sim.fft
+    leaves, treedef = jax.tree.flatten(state)
+    stacked = [fft.replicated_sharding() if s == "particles"
+               else (fft.spectral_sharding if s == "spectral" else fft.real_sharding)(a.ndim - 2)
+               for a, s in zip(leaves, sim.equation.leaf_spaces(state), strict=True)]
+    return jax.tree.unflatten(treedef, stacked)
+
+
+def batched_programs(sim: Simulation, shardings: Any, adaptive: bool) -> dict[str, Any]:
+    """The ensemble's programs, jitted (compiled on first call, or lowered by the fit check): ``chunk``
+    (``jax.vmap`` over members of :meth:`Simulation.chunk`, or of :meth:`Simulation.adaptive_chunk` when a
+    member adapts its dt; the stacked state donated), ``diagnostics`` and ``spectra`` (each member at its
+    own run time: :meth:`Equation.at`)."""
+    if adaptive:
+        r = sim.fft.replicated_sharding()
+        chunk = jax.jit(jax.vmap(sim.adaptive_chunk, in_axes=(None, 0, 0, 0, 0, 0, 0, 0)),
+                        out_shardings=(shardings, r, r, r, r), donate_argnums=(1,), compiler_options=sim.chunk_options)
+    else:
+        chunk = jax.jit(jax.vmap(sim.chunk, in_axes=(None, 0, 0, 0, 0, 0)), out_shardings=shardings,
+                        donate_argnums=(1,), compiler_options=sim.chunk_options)
+    diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p), in_axes=(None, 0, 0, 0, 0)),
+                          compiler_options=sim.compiler_options)
+    spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)),
+                      compiler_options=sim.compiler_options)
+    return {"chunk": chunk, "diagnostics": diagnostics, "spectra": spectra}
+
+
+def program_bytes(sim: Simulation, members: int, adaptive: bool) -> dict[str, int]:
+    """Peak bytes per device of each program of an ensemble of ``members`` members of ``sim``'s structure,
+    compiled with abstract arrays (nothing allocated), as :func:`simulator.plan.make_plan` measures a run."""
+    from simulator import plan
+
+    state = plan.abstract_state(sim)
+    shardings = stacked_shardings(sim, state)
+    r = sim.fft.replicated_sharding()
+
+    def stacked(leaf: Any, sharding: Any = r, dtype: Any = None) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct((members, *np.shape(leaf)), dtype or leaf.dtype, sharding=sharding)
+
+    states = jax.tree.map(stacked, state, shardings)
+    params = jax.tree.map(lambda v: stacked(v, dtype=sim.dtype), sim.params)
+    vector = jax.ShapeDtypeStruct((members,), sim.dtype, sharding=r)
+    steps = jax.ShapeDtypeStruct((members,), jnp.int32, sharding=r)
+    programs = batched_programs(sim, shardings, adaptive)
+    chunk_args = (vector, steps, vector, vector, vector) if adaptive else (vector, steps, vector)
+    lowered = {"chunk": programs["chunk"].lower(sim.equation, states, *chunk_args, params),
+               "diagnostics": programs["diagnostics"].lower(sim.equation, states, vector, params, vector),
+               "spectra": programs["spectra"].lower(sim.equation, states, params, vector)}
+    return {name: plan.program_bytes(low.compile({"xla_backend_optimization_level": 0}))
+            for name, low in lowered.items()}
+
+
 class Batch:
     """The stacked state and the batched programs of one ensemble (each compiled once)."""
 
     def __init__(self, sim: Simulation, members: list[Segment], states: list[Any], params: list[Any]):
         self.sim, self.members = sim, members
-        eq, fft = sim.equation, sim.fft
         template = states[0]
-        spaces = eq.leaf_spaces(template)
         self.member_shardings = jax.tree.map(lambda a: a.sharding, template)
-        leaves, treedef = jax.tree.flatten(template)
-        stacked = [fft.replicated_sharding() if s == "particles"  # (K, Np, 3): every device holds all
-                   else (fft.spectral_sharding if s == "spectral" else fft.real_sharding)(a.ndim - 2)
-                   for a, s in zip(leaves, spaces, strict=True)]
-        self.shardings = jax.tree.unflatten(treedef, stacked)
-        self.replicated = fft.replicated_sharding()
+        self.shardings = stacked_shardings(sim, template)
+        self.replicated = sim.fft.replicated_sharding()
         # per parameter (numbers, mean-gradient vectors, per-scalar entries) a (K, ...) replicated array
         self.params = jax.tree.map(lambda *v: self.vector(np.stack(v)), *params)
         stack = jax.jit(lambda *s: jax.tree.map(lambda *x: jnp.stack(x), *s), out_shardings=self.shardings)
@@ -167,19 +222,8 @@ class Batch:
         states.clear()
         #: with an adaptive member the batch runs the controlled chunk (fixed members: cfl 0, steps of their dt)
         self.adaptive = any(m.stepper.adaptive for m in members)
-        if self.adaptive:
-            r = self.replicated
-            self.chunk = jax.jit(jax.vmap(sim.adaptive_chunk, in_axes=(None, 0, 0, 0, 0, 0, 0, 0)),
-                                 out_shardings=(self.shardings, r, r, r, r), donate_argnums=(1,),
-                                 compiler_options=sim.chunk_options)
-        else:
-            self.chunk = jax.jit(jax.vmap(sim.chunk, in_axes=(None, 0, 0, 0, 0, 0)), out_shardings=self.shardings,
-                                 donate_argnums=(1,), compiler_options=sim.chunk_options)
-        # each member at its own run time (Equation.at: equations that depend on it explicitly see it)
-        self._diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p),
-                                             in_axes=(None, 0, 0, 0, 0)), compiler_options=sim.compiler_options)
-        self._spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)),
-                                compiler_options=sim.compiler_options)
+        programs = batched_programs(sim, self.shardings, self.adaptive)
+        self.chunk, self._diagnostics, self._spectra = programs["chunk"], programs["diagnostics"], programs["spectra"]
         self._take = jax.jit(lambda s, i: jax.tree.map(lambda x: x[i], s), out_shardings=self.member_shardings)
         self.dts = [m.stepper.dt for m in members]
         #: each member's dt the controller allows from its state (adaptive batches, after a chunk)
