@@ -34,8 +34,8 @@ class SpectraFile:
     """``spectra.h5``: ``k`` (shell centres), ``step``, ``time``, and one (rows, shells) dataset per
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
     after the checkpoint's step are dropped; a file that cannot be continued (damaged, other shells,
-    other spectra in a row) is set aside whole (:mod:`simulator.output.rows`). The file is open only while a row is written, and without
-    HDF5's file lock, so h5py and xarray open it at any time while the run goes on (an exclusive lock
+    other spectra in a row) is set aside whole (:mod:`simulator.output.rows`). The file is open only
+    while a row is written, and without HDF5's file lock, so h5py and xarray open it at any time while the run goes on (an exclusive lock
     held for the whole run made them fail with BlockingIOError); readers take the rows every dataset has.
 
     ``units`` names the run's units (``length``, ``time``, ``k`` when not 1/length, and a spectrum's
