@@ -9,6 +9,7 @@ Layout under the run directory::
     particles/series.xdmf             every particle snapshot so far, a temporal collection
     particles/trajectories.h5         (output.trajectories) time, step, id, position/unwrapped/velocity
                                       (time, particle, 3) of the first ``count`` particles of each species
+    particles/aside/                  trajectory files a restart set aside (:mod:`simulator.output.rows`)
 
 Particle snapshots are written with the field snapshots (``output.snapshots``: the same moments), so
 opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the

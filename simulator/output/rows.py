@@ -84,7 +84,6 @@ def resume(path: Path, keep_through: int | None, changed: Callable[[h5py.File], 
     """
     if keep_through is None or not path.exists():
         return False
-    why = None
     try:
         with h5py.File(path, "a", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
             why = changed(f)
