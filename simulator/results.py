@@ -6,6 +6,7 @@
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     run.tasks["w_mid"].values[-1], run.tasks["w_mid"].time   # tasks.h5 (output.tasks), by task
+    run.aside                                    # row files restarts set aside (aside/), read as above
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
     with run.snapshots[-1].open() as snap:       # the last snapshot
@@ -26,6 +27,7 @@ import yaml
 from simulator import lagrangian
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
+from simulator.output.rows import ASIDE_DIR
 from simulator.output.snapshots import snapshot_files
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
@@ -90,6 +92,9 @@ class RunResults:
     statistics: dict[str, Any] = field(default_factory=dict)
     #: ``tasks.h5`` (output.tasks) by task name, when the run wrote it
     tasks: dict[str, TaskSeries] = field(default_factory=dict)
+    #: the row files restarts set aside (``aside/``, ``particles/aside/``: rows of another definition, read
+    #: with the same readers, or damaged files; :mod:`simulator.output.rows`), by name
+    aside: tuple[Path, ...] = ()
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
@@ -124,7 +129,7 @@ class RunResults:
 
 def load_run(path: str | Path) -> RunResults:
     """Load a run directory: config, status, time series, spectra, the list of snapshots and, when the run
-    wrote them, the flow statistics and the output tasks."""
+    wrote them, the flow statistics, the output tasks and the row files restarts set aside."""
     run_dir = Path(path)
     config = load_run_config(run_dir)
     series = run_dir / TIMESERIES_FILE
@@ -132,8 +137,10 @@ def load_run(path: str | Path) -> RunResults:
     snaps = tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
     stats = run_dir / STATISTICS_FILE
     tasks = run_dir / TASKS_FILE
+    folders = (run_dir / ASIDE_DIR, (run_dir / lagrangian.TRAJECTORIES).parent / ASIDE_DIR)
     return RunResults(run_dir, config, read_status(run_dir),
                       read_timeseries(series) if series.is_file() else {},
                       read_spectra(spectra) if spectra.is_file() else {}, snaps,
                       read_statistics(stats) if stats.is_file() else {},
-                      read_tasks(tasks) if tasks.is_file() else {})
+                      read_tasks(tasks) if tasks.is_file() else {},
+                      tuple(p for folder in folders if folder.is_dir() for p in sorted(folder.iterdir())))

@@ -250,6 +250,27 @@ def test_spectra_of_an_older_run_get_dimensions_when_it_is_restarted(tmp_path):
         assert ds.energy.dims == ("time", "k") and list(ds.step.values) == list(steps)
 
 
+def test_a_restart_whose_rows_hold_other_spectra_keeps_every_row_readable(tmp_path):
+    """Rows holding other spectra after a restart (the forcing turned off: no injection_energy) cannot
+    join the old table, whose readers take the rows every dataset has (every later row was hidden):
+    the old file is set aside whole in aside/, the new rows start a new spectra.h5 (through the CLI:
+    test_restart.py)."""
+    from simulator.output.spectra import read_spectra
+
+    path, k = tmp_path / "spectra.h5", np.arange(4.0)
+    spectra = SpectraFile(path, k, None)
+    for step in (10, 20):
+        spectra.append(step, step / 100, {"energy": np.ones(4), "injection_energy": np.ones(4)})
+    spectra.close()
+    spectra = SpectraFile(path, k, 20)
+    for step in (30, 40, 50):
+        spectra.append(step, step / 100, {"energy": np.ones(4)})
+    spectra.close()
+    assert list(read_spectra(path)["step"]) == [30, 40, 50] and "injection_energy" not in read_spectra(path)
+    old = read_spectra(tmp_path / "aside" / "spectra.until-00000020.h5")
+    assert list(old["step"]) == [10, 20] and old["injection_energy"].shape == (2, 4)
+
+
 def test_plot_projection_reads_contiguous_planes_in_either_layout(tmp_path, devices):
     """simulator.plots.project averages along any axis reading planes of the axis stored slowest: z now,
     x in schema 1 (a field written without a storage order is laid out as schema 1 was)."""

@@ -139,3 +139,56 @@ def test_two_processes_write_their_shares_and_agree_with_one(tmp_path):
     for name in final_one:
         if name.startswith("particles."):
             assert np.max(np.abs(final_two[name] - final_one[name])) <= 1e-12 * np.max(np.abs(final_one[name]))
+
+
+TRACKS = ["run", str(TG), "--set", "grid.shape=8", "--set", "precision=float64", "--set", "output.chunk=2",
+          "--set", "checkpoint.every=2", "--set", "particles=[{name: tracers, count: 8, seed: 2}]",
+          "--set", "output.trajectories.every=2"]
+
+
+def _cli(cwd: Path, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "simulator", *args], cwd=cwd, capture_output=True, text=True,
+                          check=False, timeout=300)
+
+
+def _tracks(path: Path) -> tuple[list[int], tuple[int, ...]]:
+    with h5py.File(path) as f:
+        return list(f["step"][()]), f["position"].shape
+
+
+def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on(tmp_path):
+    """A damaged particles/trajectories.h5, then another output.trajectories.count, at a restart: the file
+    is kept whole in particles/aside/ (a warning says where), and new rows start at the restart."""
+    assert _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=4", "--set", "time.t_end=0.04",
+                "--out", "run").returncode == 0
+    tracks = tmp_path / "run" / "particles" / "trajectories.h5"
+    assert _tracks(tracks) == ([0, 2, 4], (3, 4, 3))
+    tracks.write_bytes(b"not HDF5")
+    r = _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=4", "--set", "time.t_end=0.06", "--out", "run",
+             "--restart")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    aside = tmp_path / "run" / "particles" / "aside"
+    assert "cannot be continued" in r.stderr and str(Path("run/particles/aside/trajectories.h5.damaged")) in r.stderr
+    assert (aside / "trajectories.h5.damaged").read_bytes() == b"not HDF5"
+    assert _tracks(tracks) == ([6], (1, 4, 3))
+    r = _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=2", "--set", "time.t_end=0.08", "--out", "run",
+             "--restart")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "kept whole in run/particles/aside/trajectories.until-00000006.h5" in r.stderr, r.stderr[-3000:]
+    assert _tracks(aside / "trajectories.until-00000006.h5") == ([6], (1, 4, 3))
+    assert _tracks(tracks) == ([8], (1, 2, 3))
+
+
+@pytest.mark.slow  # a run on a small tmpfs until its trajectory rows fill it (~10 s on 2 cores)
+def test_a_full_disk_while_trajectories_append_is_one_line_and_exit_1(tmp_path):
+    from test_faults import assert_reported_in_one_line, small_filesystem
+
+    with small_filesystem(tmp_path / "small", "1M") as fs:
+        r = _cli(tmp_path, *TRACKS, "--set", "particles=[{name: tracers, count: 4000, seed: 2}]",
+                 "--set", "output.chunk=1", "--set", "output.trajectories.every=1", "--set", "checkpoint.every=0",
+                 "--set", "output.trajectories.count=4000", "--set", "time.t_end=1", "--out", str(fs / "run"))
+        assert_reported_in_one_line(r, fs / "run")
+        assert "trajectories.h5 failed: No space left on device" in r.stderr, r.stderr[-3000:]

@@ -182,6 +182,54 @@ def test_changing_physics_on_restart_needs_a_flag(tmp_path):
     assert len(segments) == 2 and "viscosity: 0.01" in segments[1].read_text()
 
 
+ROWS = [CONFIG, "--set", "grid.shape=8", "--set", "precision=float64", "--set", "output.chunk=2",
+        "--set", "checkpoint.every=2", "--set", "output.statistics.every=2", "--set",
+        "output.tasks=[{name: u_max, field: velocity, component: magnitude, reduce: max, every: 2}]", "--out", "run"]
+
+
+def test_restarts_set_row_files_aside_under_names_of_their_own(tmp_path):
+    """Two restarts from one checkpoint, each with other statistics orders and a damaged tasks.h5, the
+    first with a damaged spectra.h5, the second unforced (its rows lack injection_energy, which would hide
+    them from readers of the old table): every file set aside keeps a name of its own in aside/ (the
+    second never overwrites the first), whole, and the run goes on with new files from the restart."""
+    import simulator as api
+
+    assert simulator(tmp_path, *ROWS, "--set", "physics.forcing=linear", "--set", "time.t_end=0.04").returncode == 0
+    run = tmp_path / "run"
+    kept = {"tasks.h5": [], "statistics.h5": [], "spectra.h5": []}
+    for attempt, (orders, forcing) in enumerate((("[2, 3]", "linear"), ("[2, 4, 6]", "none"))):
+        for name in ("spectra.h5", "tasks.h5")[attempt:]:
+            (run / name).write_bytes(f"not HDF5 {attempt}".encode())
+        for name, files in kept.items():
+            files.append((run / name).read_bytes())
+        r = simulator(tmp_path, *ROWS, "--set", "time.t_end=0.06", "--set", f"output.statistics.orders={orders}",
+                      "--set", f"physics.forcing={forcing}", "--allow-physics-change",
+                      "--restart", "run/checkpoints/c00000004.json")
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stderr.count("cannot be continued") == 2 - attempt, r.stderr[-3000:]
+        assert "output.statistics changed (orders): the rows written so far are kept whole in run/aside/" in r.stderr
+    assert "spectra.h5: the spectra of a row changed (injection_energy): the rows written so far are kept whole in " \
+           "run/aside/spectra.until-00000004.h5, a new spectra.h5 starts at step 4" in r.stderr, r.stderr[-3000:]
+    aside = run / "aside"
+    names = ["spectra.h5.damaged", "spectra.until-00000004.h5", "statistics.until-00000004.1.h5",
+             "statistics.until-00000004.h5", "tasks.h5.damaged", "tasks.h5.damaged.1"]
+    assert sorted(p.name for p in aside.iterdir()) == names
+    assert api.load_run(run).aside == tuple(aside / name for name in names)
+    for name, files in (("tasks.h5", ["tasks.h5.damaged", "tasks.h5.damaged.1"]),
+                        ("statistics.h5", ["statistics.until-00000004.h5", "statistics.until-00000004.1.h5"]),
+                        ("spectra.h5", ["spectra.h5.damaged", "spectra.until-00000004.h5"])):
+        assert [(aside / f).read_bytes() for f in files] == kept[name], name  # each kept whole
+    with h5py.File(aside / "statistics.until-00000004.h5") as f:
+        assert list(f["orders"][:]) == [2, 3, 4, 5, 6] and list(f["step"][:]) == [0, 2, 4]
+    with h5py.File(aside / "statistics.until-00000004.1.h5") as f:
+        assert list(f["orders"][:]) == [2, 3] and list(f["step"][:]) == [6]
+    with h5py.File(aside / "spectra.until-00000004.h5") as f:
+        assert list(f["step"][:]) == [6] and f["injection_energy"].shape[0] == 1
+    with h5py.File(run / "statistics.h5") as f, h5py.File(run / "spectra.h5") as g, h5py.File(run / "tasks.h5") as h:
+        assert list(f["orders"][:]) == [2, 4, 6] and list(f["step"][:]) == [6]
+        assert list(g["step"][:]) == [6] and "injection_energy" not in g and list(h["u_max/step"][:]) == [6]
+
+
 def test_a_live_lock_refuses_and_a_stale_one_is_replaced(tmp_path):
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
     assert simulator(tmp_path, *args).returncode == 0

@@ -339,7 +339,7 @@ def test_the_file_keeps_the_rows_up_to_a_restarts_checkpoint_and_reads_while_ope
 
 def test_a_restart_with_other_statistics_settings_keeps_the_old_rows_aside_and_starts_a_new_file(tmp_path):
     """Continuing a run with other orders (or separations, bins) cannot append to the old table: its rows
-    are kept whole in statistics.until-<step>.h5, and statistics.h5 starts again at the restart."""
+    are kept whole in aside/statistics.until-<step>.h5, and statistics.h5 starts again at the restart."""
     from simulator.output.statistics import StatisticsFile
 
     path = tmp_path / FILE
@@ -347,7 +347,7 @@ def test_a_restart_with_other_statistics_settings_keeps_the_old_rows_aside_and_s
     for step in (0, 2, 4):
         f.append(step, 0.1 * step, {"structure_longitudinal_x": np.ones((5, 4)) * step})
     f = StatisticsFile(path, {"orders": np.arange(2, 5)}, 2)
-    old = read_statistics(tmp_path / "statistics.until-00000002.h5")
+    old = read_statistics(tmp_path / "aside" / "statistics.until-00000002.h5")
     assert list(old["step"]) == [0, 2, 4] and list(old["orders"]) == [2, 3, 4, 5, 6]
     f.append(4, 0.4, {"structure_longitudinal_x": np.zeros((3, 4))})
     new = read_statistics(path)

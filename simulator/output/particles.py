@@ -9,6 +9,7 @@ Layout under the run directory::
     particles/series.xdmf             every particle snapshot so far, a temporal collection
     particles/trajectories.h5         (output.trajectories) time, step, id, position/unwrapped/velocity
                                       (time, particle, 3) of the first ``count`` particles of each species
+    particles/aside/                  trajectory files a restart set aside (:mod:`simulator.output.rows`)
 
 Particle snapshots are written with the field snapshots (``output.snapshots``: the same moments), so
 opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the
@@ -34,11 +35,14 @@ import numpy as np
 
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.rows import Pending, trim
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 DIR = "particles"
 TRAJECTORIES = "trajectories.h5"
 QUANTITIES = ("id", "species", "position", "unwrapped", "velocity")
+#: the datasets of the trajectory file with a row per output
+ROWS = ("time", "step", "position", "unwrapped", "velocity")
 
 
 def rows(n: int, rank: int, processes: int) -> tuple[int, int]:
@@ -169,7 +173,9 @@ class ParticleSnapshotWriter(SeriesWriter):
 
 class TrajectoryWriter(Writer):
     """The first ``count`` particles of each species every ``schedule.every`` steps, appended to
-    ``particles/trajectories.h5`` by process 0 (rows past a resumed step are dropped on open)."""
+    ``particles/trajectories.h5`` by process 0. On a restart, rows past the restart's step are dropped;
+    a damaged file, or one of other particles (another ``count``), is set aside whole
+    (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
 
     name = "trajectories"
 
@@ -179,18 +185,22 @@ class TrajectoryWriter(Writer):
         self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
         self.box = box
         self.path: Path | None = None
+        self.pending: Pending | None = None
+        self.started = False
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         self.path = run_dir / DIR / TRAJECTORIES
-        if not self.rank0:
-            return
-        if resumed_step is None:
-            self.path.unlink(missing_ok=True)
-        elif self.path.exists():
-            with h5py.File(self.path, "a") as f:
-                keep = int(np.sum(f["step"][()] <= resumed_step))
-                for name in ("time", "step", "position", "unwrapped", "velocity"):
-                    f[name].resize(keep, axis=0)
+        if self.rank0:
+            self.pending = self._io(lambda: Pending(self.path, resumed_step, lambda f, keep: trim(f, keep, ROWS)))
+
+    def _io(self, act: Callable[[], Any]) -> Any:
+        """``act()``, a failed write (a full disk) raised as one OutputWriteError naming the file."""
+        try:
+            return act()
+        except hdf5.OutputWriteError:
+            raise
+        except (OSError, RuntimeError) as err:
+            raise hdf5.OutputWriteError(f"writing {self.path} failed: {hdf5.describe_os_error(err)}") from err
 
     def write(self, moment: Moment) -> None:
         positions, velocities = self.sample(moment.state)
@@ -200,20 +210,23 @@ class TrajectoryWriter(Writer):
         subset = {s: slice(0, min(self.count, len(positions[s]))) for s in self.species}
         data = gather_rows(self.species, {s: np.asarray(positions[s])[subset[s]] for s in self.species},
                            {s: np.asarray(velocities[s])[subset[s]] for s in self.species}, self.box)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with h5py.File(self.path, "a") as f:
-            if "time" not in f:
-                n = len(data["id"])
-                f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
-                f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)
-                for name in ("position", "unwrapped", "velocity"):
-                    f.create_dataset(name, (0, n, 3), maxshape=(None, n, 3), dtype=data[name].dtype,
-                                     chunks=(1, n, 3))
-                offsets = np.cumsum([0] + [len(positions[s]) for s in self.species])
-                ids = np.concatenate([o + np.arange(subset[s].stop) for o, s in zip(offsets, self.species)])
-                f.create_dataset("id", data=ids)  # the particles' ids in the snapshots
-                f.create_dataset("species", data=data["species"])
-                f.attrs["species_names"] = json.dumps(list(self.species))
+        offsets = np.cumsum([0] + [len(positions[s]) for s in self.species])
+        ids = np.concatenate([o + np.arange(subset[s].stop) for o, s in zip(offsets, self.species)])
+        self._io(lambda: self._append(moment, data, ids))
+
+    def _changed(self, f: h5py.File, ids: np.ndarray) -> str | None:
+        """Why the restart's file cannot take rows of the particles ``ids``, or None."""
+        if json.loads(f.attrs["species_names"]) == list(self.species) and np.array_equal(f["id"][()], ids):
+            return None
+        return f"{TRAJECTORIES}: the particles of a row changed (output.trajectories.count {self.count})"
+
+    def _append(self, moment: Moment, data: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
+        assert self.path is not None and self.pending is not None
+        if not self.started:  # the first row: a new file, unless a restart continues the old one
+            if not self.pending.settle(lambda f: self._changed(f, ids)):
+                self._create(data, ids)
+            self.started = True
+        with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
             t = f["time"].shape[0]
             for name, value in (("time", moment.time), ("step", moment.step)):
                 f[name].resize(t + 1, axis=0)
@@ -221,3 +234,21 @@ class TrajectoryWriter(Writer):
             for name in ("position", "unwrapped", "velocity"):
                 f[name].resize(t + 1, axis=0)
                 f[name][t] = data[name]
+
+    def _create(self, data: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:
+            n = len(data["id"])
+            f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
+            f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)
+            for name in ("position", "unwrapped", "velocity"):
+                f.create_dataset(name, (0, n, 3), maxshape=(None, n, 3), dtype=data[name].dtype, chunks=(1, n, 3))
+            f.create_dataset("id", data=ids)  # the particles' ids in the snapshots
+            f.create_dataset("species", data=data["species"])
+            f.attrs["species_names"] = json.dumps(list(self.species))
+
+    def close(self) -> None:
+        """A restart's file that got no row is cut back to the restart's step."""
+        if self.pending:
+            self._io(self.pending.settle)

@@ -12,7 +12,6 @@ run's units (code units unless the run has a unit system).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import h5py
 import numpy as np
 
 from simulator.equations.spec import declared
-from simulator.log import get_logger
+from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
@@ -34,8 +33,9 @@ CODE_UNITS = {"length": "code units", "time": "code units"}
 class SpectraFile:
     """``spectra.h5``: ``k`` (shell centres), ``step``, ``time``, and one (rows, shells) dataset per
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
-    after the checkpoint's step are dropped. The file is open only while a row is written, and without
-    HDF5's file lock, so h5py and xarray open it at any time while the run goes on (an exclusive lock
+    after the checkpoint's step are dropped; a file that cannot be continued (damaged, other shells,
+    other spectra in a row) is set aside whole (:mod:`simulator.output.rows`). The file is open only
+    while a row is written, and without HDF5's file lock, so h5py and xarray open it at any time while the run goes on (an exclusive lock
     held for the whole run made them fail with BlockingIOError); readers take the rows every dataset has.
 
     ``units`` names the run's units (``length``, ``time``, ``k`` when not 1/length, and a spectrum's
@@ -45,40 +45,46 @@ class SpectraFile:
 
     def __init__(self, path: Path, k: np.ndarray, keep_through: int | None, *, units: Mapping[str, str] | None = None,
                  descriptions: Mapping[str, str] | None = None):
-        self.path = path
+        self.path, self.k = path, np.asarray(k)
         self.units = {**CODE_UNITS, **(units or {})}
         self.descriptions = dict(descriptions or {})
         self.file: h5py.File | None = None
         try:
-            if keep_through is not None and path.exists():
-                try:
-                    self._reopen(keep_through)
-                except (OSError, RuntimeError, KeyError, ValueError) as err:
-                    self._close_quietly()
-                    aside = path.with_name(f"{path.name}.damaged")
-                    os.replace(path, aside)
-                    get_logger().warning("%s cannot be continued (%s): moved to %s, a new one starts at step %d",
-                                         path, describe_os_error(err), aside, keep_through)
-            if self.file is None:
-                self.file = h5py.File(path, "w", rdcc_nbytes=0, locking=False)  # no chunk cache: see output.hdf5
-                self.file.create_dataset("k", data=k)
-                for name, dtype in (("step", np.int64), ("time", np.float64)):
-                    self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
-            self._describe()
-            self.file.close()
-            self.file = None
+            # which spectra a row holds is known at the first row: the restart is settled there (output.rows)
+            self.pending = rows.Pending(path, keep_through, self._cut)
+            if not self.pending:
+                self._create()
         except (OSError, RuntimeError) as err:
             self._close_quietly()
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         self.usable = True
 
-    def _reopen(self, keep_through: int) -> None:
-        """Open the file of an interrupted segment and drop its rows after step ``keep_through``."""
-        self.file = h5py.File(self.path, "a", rdcc_nbytes=0, locking=False)
-        rows = int(np.searchsorted(self.file["step"][:], keep_through, side="right"))
-        for name in self.file:
-            if name not in AXES:
-                self.file[name].resize(min(rows, self.file[name].shape[0]), axis=0)
+    @staticmethod
+    def _rows(f: h5py.File) -> list[str]:
+        """The datasets of ``f`` with a row axis (all but the wavenumber scales)."""
+        return [name for name in f if name not in AXES]
+
+    def _create(self) -> None:
+        """A new file: the shells ``k``, no rows yet."""
+        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
+            f.create_dataset("k", data=self.k)
+            for name, dtype in (("step", np.int64), ("time", np.float64)):
+                f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+            self._describe(f)
+
+    def _cut(self, f: h5py.File, keep_through: int) -> None:
+        """The restart's file continued: its rows after ``keep_through`` dropped, described as new files are."""
+        rows.trim(f, keep_through, self._rows(f))
+        self._describe(f)
+
+    def _changed(self, f: h5py.File, names: set[str]) -> str | None:
+        """Why the restart's file cannot take rows of the spectra (and clocks) ``names``, or None."""
+        if f["k"].shape != self.k.shape or not np.array_equal(f["k"][:], self.k):
+            return f"{self.path.name}: the shells changed (another grid or box)"
+        held = {name for name in self._rows(f) if name not in ("step", "time")}
+        if held != names:
+            return f"{self.path.name}: the spectra of a row changed ({', '.join(sorted(held ^ names))})"
+        return None
 
     def _close_quietly(self) -> None:
         if self.file is not None:
@@ -88,9 +94,8 @@ class SpectraFile:
                 pass  # the error that made us close is the one to report
             self.file = None
 
-    def _describe(self) -> None:
+    def _describe(self, f: h5py.File) -> None:
         """Attributes and dimension scales (also added to a file written before they existed)."""
-        f = self.file
         f.attrs["description"] = "shell-summed spectra, one row per diagnostics output"
         f.attrs["units"] = json.dumps(self.units)
         length, time = self.units["length"], self.units["time"]
@@ -105,28 +110,29 @@ class SpectraFile:
             f["step"].dims[0].attach_scale(f["time"])
         for name in f:
             if name not in (*AXES, "step", "time") and f[name].ndim >= 2:  # 1-D: a clock (a, z)
-                self._describe_spectrum(name)
+                self._describe_spectrum(f, name)
 
-    def _describe_spectrum(self, name: str) -> None:
-        ds = self.file[name]
+    def _describe_spectrum(self, f: h5py.File, name: str) -> None:
+        ds = f[name]
         ds.attrs.update({"long_name": f"{name} spectrum", "units": self.units.get(name, "code units")})
         doc = declared(self.descriptions, name)  # a family's template (scalar{i}_variance) describes each member
         if doc is not None:
             ds.attrs["description"] = doc
         if not ds.dims[0].values():
-            ds.dims[0].attach_scale(self.file["time"])
+            ds.dims[0].attach_scale(f["time"])
             for axis, scale in enumerate(("k",) if ds.ndim == 2 else ("k_h", "k_z"), start=1):
-                ds.dims[axis].attach_scale(self._axis(scale))
+                ds.dims[axis].attach_scale(self._axis(f, scale))
 
-    def _axis(self, name: str) -> h5py.Dataset:
+    @staticmethod
+    def _axis(f: h5py.File, name: str) -> h5py.Dataset:
         """The wavenumber scale ``name`` (``k_h`` and ``k_z`` are made from ``k`` when first needed)."""
-        if name not in self.file:
-            ds = self.file.create_dataset(name, data=self.file["k"][:])
+        if name not in f:
+            ds = f.create_dataset(name, data=f["k"][:])
             ds.attrs.update({"long_name": {"k_h": "horizontal", "k_z": "vertical"}[name] + " wavenumber bin "
                              f"{'(k_x^2 + k_y^2)^(1/2)' if name == 'k_h' else '|k_z|'}",
-                             "units": self.file["k"].attrs["units"]})
+                             "units": f["k"].attrs["units"]})
             ds.make_scale(name)
-        return self.file[name]
+        return f[name]
 
     def append(self, step: int, t: float, spectra: dict[str, np.ndarray],
                coordinates: Mapping[str, float] | None = None) -> None:
@@ -135,13 +141,15 @@ class SpectraFile:
         if not self.usable:
             raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
         try:
+            if self.pending and not self.pending.settle(lambda f: self._changed(f, {*spectra, *(coordinates or {})})):
+                self._create()
             self.file = h5py.File(self.path, "a", rdcc_nbytes=0, locking=False)
             row = self.file["step"].shape[0]
             for name, values in spectra.items():
                 if name not in self.file:
                     self.file.create_dataset(name, shape=(0, *values.shape), maxshape=(None, *values.shape),
                                              dtype=np.float64)
-                    self._describe_spectrum(name)
+                    self._describe_spectrum(self.file, name)
                 self.file[name].resize((row + 1, *values.shape))
                 self.file[name][row] = values
             for name, value in (coordinates or {}).items():
@@ -162,13 +170,16 @@ class SpectraFile:
             raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def close(self) -> None:
-        if self.file is not None:
-            try:
+        """Close the file; a restart's file that got no row is cut back to the restart's step."""
+        try:
+            if self.file is not None:
                 self.file.close()
-            except (OSError, RuntimeError) as err:
-                self.file = None
-                raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
             self.file = None
+            if self.pending:
+                self.pending.settle()
+        except (OSError, RuntimeError) as err:
+            self.file = None
+            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
 
 def open_for_reading(path: Path) -> h5py.File:

@@ -16,13 +16,13 @@ Datasets, each with one leading row axis (``time`` is attached to it as a dimens
   ``orders``; ``structure_signed3_<a>`` ``(rows, separations)``: <du_L^3>.
 
 The file is written by process 0, opened only while a row is appended and without HDF5's file lock, so
-it can be read while the run goes on; on a restart, rows after the checkpoint's step are dropped.
+it can be read while the run goes on; on a restart, rows after the checkpoint's step are dropped, and a
+file of other orders, separations or bins, or a damaged one, is set aside whole (:mod:`simulator.output.rows`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.log import get_logger
+from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.spectra import open_for_reading
@@ -40,58 +40,40 @@ FILE = "statistics.h5"
 COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_separations")
 
 
-def _other_coordinates(path: Path, coordinates: Mapping[str, np.ndarray]) -> bool:
-    """Whether the readable file at ``path`` holds other coordinates than ``coordinates`` (an unreadable
-    one is left to the damaged-file path)."""
-    try:
-        with h5py.File(path, "r", locking=False) as f:
-            return any(name not in f or f[name].shape != np.shape(values) or not np.array_equal(f[name][...], values)
-                       for name, values in coordinates.items())
-    except (OSError, RuntimeError, KeyError, ValueError):
-        return False
+def _other_coordinates(f: h5py.File, coordinates: Mapping[str, np.ndarray]) -> str | None:
+    """Why the file ``f`` cannot take rows of ``coordinates`` (other orders, separations or bins), or None."""
+    other = [name for name, values in coordinates.items()
+             if name not in f or f[name].shape != np.shape(values) or not np.array_equal(f[name][...], values)]
+    return f"output.statistics changed ({', '.join(other)})" if other else None
 
 
 class StatisticsFile:
-    """``statistics.h5`` (see the module docstring): ``coordinates`` written once, rows appended."""
+    """``statistics.h5`` (see the module docstring): ``coordinates`` written once, rows appended. A
+    restart continues the file or sets it aside whole (:mod:`simulator.output.rows`): other orders,
+    separations or bins cannot join the old table."""
 
     def __init__(self, path: Path, coordinates: Mapping[str, np.ndarray], keep_through: int | None,
                  attrs: Mapping[str, Any] | None = None):
         self.path = path
         self.usable = False
         try:
-            if keep_through is not None and path.exists() and _other_coordinates(path, coordinates):
-                # the continued run asks for other orders, separations or bins: its rows cannot join the
-                # old table; the old rows are kept whole beside it
-                aside = path.with_name(f"{path.stem}.until-{keep_through:08d}{path.suffix}")
-                os.replace(path, aside)
-                get_logger().warning("output.statistics changed: the rows written so far are kept in %s, a new %s "
-                                     "starts at step %d", aside, path.name, keep_through)
-            if keep_through is not None and path.exists():
-                try:
-                    with h5py.File(path, "a", locking=False) as f:
-                        rows = int(np.searchsorted(f["step"][:], keep_through, side="right"))
-                        for name in f:
-                            if name not in COORDINATES:
-                                f[name].resize(min(rows, f[name].shape[0]), axis=0)
-                    self.usable = True
-                    return
-                except (OSError, RuntimeError, KeyError, ValueError) as err:
-                    aside = path.with_name(f"{path.name}.damaged")
-                    os.replace(path, aside)
-                    get_logger().warning("%s cannot be continued (%s): moved to %s, a new one starts at step %d",
-                                         path, describe_os_error(err), aside, keep_through)
-            with h5py.File(path, "w", locking=False) as f:
-                f.attrs["description"] = "Eulerian small-scale statistics of the flow, one row per output"
-                f.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in (attrs or {}).items()})
-                for name, values in coordinates.items():
-                    f.create_dataset(name, data=np.asarray(values))
-                for name, dtype in (("step", np.int64), ("time", np.float64)):
-                    f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
-                f["time"].make_scale("time")
-                f["step"].dims[0].attach_scale(f["time"])
+            if not rows.resume(path, keep_through, lambda f: _other_coordinates(f, coordinates),
+                               lambda f: rows.trim(f, keep_through, [n for n in f if n not in COORDINATES])):
+                self._create(coordinates, attrs)
         except (OSError, RuntimeError) as err:
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         self.usable = True
+
+    def _create(self, coordinates: Mapping[str, np.ndarray], attrs: Mapping[str, Any] | None) -> None:
+        with h5py.File(self.path, "w", locking=False) as f:
+            f.attrs["description"] = "Eulerian small-scale statistics of the flow, one row per output"
+            f.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in (attrs or {}).items()})
+            for name, values in coordinates.items():
+                f.create_dataset(name, data=np.asarray(values))
+            for name, dtype in (("step", np.int64), ("time", np.float64)):
+                f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+            f["time"].make_scale("time")
+            f["step"].dims[0].attach_scale(f["time"])
 
     def append(self, step: int, t: float, values: Mapping[str, np.ndarray]) -> None:
         """Add a row: every dataset grows by one (``step`` last)."""

@@ -21,13 +21,12 @@ The file is written by process 0, opened only while a row is appended and withou
 can be read while the run goes on. On a restart, every group's rows after the checkpoint's step are
 dropped; a task whose definition changed keeps its old rows whole in the group ``<name>.until-<step>``
 (attribute ``until``) and starts a new ``<name>`` at the restart; a file that cannot be continued is
-moved to ``tasks.h5.damaged``.
+set aside whole as ``aside/tasks.h5.damaged`` (:mod:`simulator.output.rows`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,13 +37,14 @@ import numpy as np
 
 from simulator.config.tasks import AXES, TaskOutput, definition, units_of
 from simulator.log import get_logger
+from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.spectra import CODE_UNITS, open_for_reading
 
 FILE = "tasks.h5"
 #: a group kept aside by a restart that changed its task: ``<name>.until-<step>``
-ASIDE = ".until-"
+ASIDE = rows.UNTIL
 COMPONENT_NAMES = {"x": "x component", "y": "y component", "z": "z component", "magnitude": "magnitude"}
 
 
@@ -104,16 +104,8 @@ class TasksFile:
             return
         path = self.path = run_dir / FILE
         try:
-            if keep_through is not None and path.exists():
-                try:
-                    with h5py.File(path, "a", rdcc_nbytes=0, locking=False) as f:
-                        self._continue(f, keep_through)
-                except (OSError, RuntimeError, KeyError, ValueError) as err:
-                    aside = path.with_name(f"{path.name}.damaged")
-                    os.replace(path, aside)
-                    get_logger().warning("%s cannot be continued (%s): moved to %s, a new one starts at step %d",
-                                         path, describe_os_error(err), aside, keep_through)
-            mode = "a" if keep_through is not None and path.exists() else "w"
+            continued = rows.resume(path, keep_through, rows.unchanged, lambda f: self._continue(f, keep_through))
+            mode = "a" if continued else "w"
             with h5py.File(path, mode, rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
                 f.attrs["description"] = "user-defined outputs (output.tasks), one group per task, a row per output"
                 f.attrs["units"] = json.dumps(self.units)
@@ -133,17 +125,13 @@ class TasksFile:
                 continue
             layout = self.layouts.get(name)
             if layout is not None and group.attrs["definition"] != layout.definition:
-                aside, n = f"{name}{ASIDE}{keep_through:08d}", 1
-                while aside in f:  # set aside twice at one step: each keeps its own
-                    aside, n = f"{name}{ASIDE}{keep_through:08d}.{n}", n + 1
+                aside = rows.distinct(name + rows.until(keep_through), "", lambda taken: taken in f)
                 f.move(name, aside)
                 f[aside].attrs["until"] = keep_through
                 get_logger().warning("output.tasks %s changed: its rows so far are kept in the group %s of %s, a new "
                                      "%s starts at step %d", name, aside, FILE, name, keep_through)
                 continue
-            rows = int(np.searchsorted(group["step"][:], keep_through, side="right"))
-            for ds in (group["time"], group["step"], group[name]):
-                ds.resize(min(rows, ds.shape[0]), axis=0)
+            rows.trim(group, keep_through, ("time", "step", name))
 
     def _create(self, f: h5py.File, layout: TaskLayout) -> None:
         group = f.create_group(layout.name)

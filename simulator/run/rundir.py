@@ -47,7 +47,7 @@ from simulator.time.control import TOL
 #: what a run writes into its directory, and what ``simulator plot`` and ``simulator export`` derive from
 #: it there; --overwrite removes exactly these (in this order: the stored config last, so a directory
 #: being cleared never looks like another run)
-RUN_FILES = ("plots", "export", "particles", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
+RUN_FILES = ("plots", "export", "particles", "aside", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
              "statistics.h5", "timeseries.csv", "timeseries.csv.tmp", "run.log", ".status.json.tmp", "status.json",
              "config.yaml")
 #: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp
