@@ -652,3 +652,15 @@ def test_branching_at_another_resolution_from_a_flipped_bit_is_one_line(finished
                            "c00000010/p0000.h5"), last
     assert "start from the previous intact checkpoint of that run, run/checkpoints/c00000005.json" in r.stderr
     assert digest(run_dir) == before
+
+
+def test_a_run_log_that_meets_a_full_disk_falls_silent_and_closes_without_a_traceback():
+    """run.log on a full device (/dev/full: every flush fails with ENOSPC): the record is dropped, the handler
+    falls silent, and closing it (the end of every segment, after the failing writer's one line) raises
+    nothing; a raise there printed a traceback after the run's one error line."""
+    from simulator.run.segment import _RunLog
+
+    handler = _RunLog(Path("/dev/full"))
+    handler.emit(logging.LogRecord("simulator", logging.ERROR, __file__, 1, "writing x failed", None, None))
+    assert handler.level > logging.CRITICAL
+    handler.close()

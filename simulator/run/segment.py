@@ -377,6 +377,13 @@ class _RunLog(logging.FileHandler):
     def handleError(self, record: logging.LogRecord) -> None:
         self.setLevel(logging.CRITICAL + 1)
 
+    def close(self) -> None:
+        # the buffered tail of a log that met a full disk fails again at the flush: already reported
+        try:
+            super().close()
+        except OSError:
+            self.setLevel(logging.CRITICAL + 1)
+
 
 def barrier_interrupted() -> None:
     """srun --kill-on-bad-exit ends every task once one exits 75: nobody leaves before all is written."""
