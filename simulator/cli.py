@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
 arguments, device setup, a refused output directory or restart), reported as one line on stderr;
-75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart).
+75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
+export stopped by one (no partial file left: run it again).
 
 It is longer than 400 lines because every command's lines for the user are written here: the library
 returns data and reports through callbacks, only this module prints.
@@ -88,19 +89,63 @@ def cmd_export(args: argparse.Namespace) -> int:
     netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields, max_size=max_size,
                                  overwrite=args.overwrite) if args.netcdf or not args.merge else None)
     merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
+    stop = _StopOnSignal()
     try:
-        written = export.write_merge(merge) if merge else []
-        if netcdf:
-            written.append(export.write_netcdf(netcdf))
-    except OutputWriteError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        with stop:
+            written = export.write_merge(merge) if merge else []
+            if netcdf:
+                written.append(export.write_netcdf(netcdf))
+    except BaseException as err:
+        if stop.signal:  # whatever the signal unwound through, the writers removed their temporary files
+            target = netcdf.path if netcdf else run_dir / "snapshots" / export.MERGED
+            print(f"error: {stop.signal} stopped the export before {target} was complete; no partial file is left "
+                  "and an earlier export there is kept: run the command again", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if isinstance(err, OutputWriteError):
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
     for path in written:
         print(path)
     if netcdf:
         print(f"{netcdf.path}: {len(netcdf.run.snapshots) if netcdf.fields else 0} snapshots of "
               f"{', '.join(netcdf.fields) or 'no field'}, {export.size_text(netcdf.size)}", file=sys.stderr)
     return EXIT_OK
+
+
+class _Stopped(BaseException):
+    """Raised by :class:`_StopOnSignal`: unwinds a write (not an Exception, so no ``except Exception`` stops it)."""
+
+
+class _StopOnSignal:
+    """SIGTERM, SIGUSR1 or SIGINT during a command that writes files (``export``) end it at once, by raising
+    :class:`_Stopped` where it is, so that its writers remove their temporary files on the way out; later
+    signals are ignored until then, so the clean-up is not cut short. ``signal``: the name of the first."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _stop(self, signum: int, _frame: Any) -> None:
+        import signal
+
+        if self.signal is None:
+            self.signal = signal.Signals(signum).name
+            raise _Stopped(self.signal)
+
+    def __enter__(self) -> _StopOnSignal:
+        import signal
+
+        from simulator.run.signals import STOP_SIGNALS
+
+        self._previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 def cmd_config_docs(args: argparse.Namespace) -> int:
