@@ -63,11 +63,20 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     from simulator import plots
 
-    written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis, frames=args.frames,
-                         pdf=args.pdf, diagnostic=args.diagnostic, against=args.against, average=args.average)
+    from simulator.output.hdf5 import OutputWriteError
+
+    try:
+        written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis,
+                             frames=args.frames, pdf=args.pdf, diagnostic=args.diagnostic, against=args.against,
+                             average=args.average)
+    except OutputWriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
     for path in written:
         print(path)
-    return EXIT_OK if written else EXIT_FAILED
+    if written.skipped:  # each named above; the figures of the intact files are written
+        print(f"some figures were skipped: {args.run_dir} has damaged files (exit status 1)", file=sys.stderr)
+    return EXIT_OK if written and not written.skipped else EXIT_FAILED
 
 
 def cmd_export(args: argparse.Namespace) -> int:
