@@ -94,19 +94,22 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError("--fields", " ".join(args.fields), "add --netcdf FILE: --merge copies every field",
                           "applies to the netCDF file only")
     run_dir = Path(args.run_dir)
-    # every refusal comes before anything is written: both plans first
-    netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields, max_size=max_size,
-                                 overwrite=args.overwrite) if args.netcdf or not args.merge else None)
-    merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
+    netcdf: export.NetcdfPlan | None = None
+    merge: export.MergePlan | None = None
     stop = _StopOnSignal()
     try:
         with stop:
+            # every refusal comes before anything is written: both plans first
+            netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields,
+                                         max_size=max_size, overwrite=args.overwrite)
+                      if args.netcdf or not args.merge else None)
+            merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
             written = export.write_merge(merge) if merge else []
             if netcdf:
                 written.append(export.write_netcdf(netcdf))
     except BaseException as err:
         if stop.signal:  # whatever the signal unwound through, the writers removed their temporary files
-            target = netcdf.path if netcdf else run_dir / "snapshots" / export.MERGED
+            target = netcdf.path if netcdf else run_dir / "snapshots" / export.MERGED if merge else run_dir
             print(f"error: {stop.signal} stopped the export before {target} was complete; no partial file is left "
                   "and an earlier export there is kept: run the command again", file=sys.stderr)
             return EXIT_INTERRUPTED
