@@ -1,6 +1,7 @@
 """``simulator export``: a run's snapshots, spectra and time series in one netCDF file that xarray opens,
 equal to what the run's own readers return; snapshots merged from their per-process shards into
-self-contained files; the refusals (size, an existing export, unknown fields) before anything is written."""
+self-contained files; the refusals (size, an existing export, a file that is no export, unknown fields) before
+anything is written; a full or read-only disk and a stop signal: one line, no partial file, the earlier export kept."""
 
 import contextlib
 import json
@@ -259,10 +260,10 @@ def test_the_documented_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
         np.testing.assert_array_equal(scope["e"].values, simulator.load_run(run).timeseries["energy"])
 
 
-def export_cli(*args: str, **popen: object) -> subprocess.CompletedProcess:
+def export_cli(*args: object) -> subprocess.CompletedProcess:
     """``python -m simulator export ARGS``, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "simulator", "export", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, **popen)
+    return subprocess.run([sys.executable, "-m", "simulator", "export", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
 
 
 def one_error_line(r: subprocess.CompletedProcess) -> str:

@@ -1,5 +1,6 @@
 """simulator plot: the figures of a run and of a sweep, at a fixed pixel size; snapshots read one plane
-at a time; runs without snapshots or spectra; bad input refused with one line and exit 2."""
+at a time; runs without snapshots or spectra; damaged files skip only their figures (exit 1); bad input refused
+with one line and exit 2."""
 
 import importlib
 import shutil
@@ -478,7 +479,8 @@ def test_damaged_files_skip_their_figures_in_one_line_each_and_exit_1(runs, tmp_
         damaged["statistics.h5"].write_bytes(spectra)
         damaged["particles/trajectories.h5"].write_bytes(spectra)
         damaged_tasks(damaged["tasks.h5"])
-    r = subprocess.run([sys.executable, "-m", "simulator", "plot", str(run)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-m", "simulator", "plot", str(run)], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
     assert [Path(p).name for p in r.stdout.split()] == ["timeseries.png", "budget.png"]  # the others still drawn
     for path in damaged.values():

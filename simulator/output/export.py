@@ -88,9 +88,9 @@ SLAB_BYTES = 64 * 1024**2
 #: the attribute that marks a netCDF file as an export (its value: the simulator's version)
 MARK = "simulator_export"
 #: free space asked for beyond a netCDF file's data: its metadata (attributes, dimension scales: ~30 KiB for
-#: 20 variables and a config of 2 kB) with room to spare. HDF5 2.0 cannot fail a write cleanly once its metadata no longer fits
-#: (the failed flush is only reported when h5py frees an object, and a later call crashes the process), so
-#: a file that may not fit is refused before it is begun.
+#: 20 variables and a config of 2 kB) with room to spare. HDF5 2.0 cannot fail cleanly once its metadata no
+#: longer fits (the failed flush is only reported when h5py frees an object, "Exception ignored", and a
+#: later call crashes the process: a segmentation fault), so a file that may not fit is not begun.
 HEADROOM = 256 * 1024
 
 
@@ -206,7 +206,8 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
 
 def _written(path: Path, fill: Callable[[Path], None], size: int = 0) -> Path:
     """``fill(temporary path)``, then the file renamed to ``path``; OutputWriteError naming it if that fails,
-    or before anything is written when the filesystem has less than ``size`` bytes free. Nothing written
+    or before anything is written when the filesystem is read-only or has less than ``size`` bytes free
+    (:func:`_check_room`). Nothing written
     stays behind: the temporary file and the directories made for it are removed, whatever stopped the
     write (an interrupt too)."""
     tmp = path.with_name(path.name + ".tmp")

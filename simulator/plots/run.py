@@ -49,8 +49,8 @@ from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (Figures, default_style, figure, format_time, heading, note, physics_of, save, time_label,
-                                     wide_positive)
+from simulator.plots.figures import (Figures, default_style, figure, format_time, heading, note, physics_of, save,
+                                     time_label, wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
