@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
 arguments, device setup, a refused output directory or restart), reported as one line on stderr;
-75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart).
+75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
+export stopped by one (no partial file left: run it again).
 
 It is longer than 400 lines because every command's lines for the user are written here: the library
 returns data and reports through callbacks, only this module prints.
@@ -62,11 +63,20 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     from simulator import plots
 
-    written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis, frames=args.frames,
-                         pdf=args.pdf, diagnostic=args.diagnostic, against=args.against, average=args.average)
+    from simulator.output.hdf5 import OutputWriteError
+
+    try:
+        written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis,
+                             frames=args.frames, pdf=args.pdf, diagnostic=args.diagnostic, against=args.against,
+                             average=args.average)
+    except OutputWriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
     for path in written:
         print(path)
-    return EXIT_OK if written else EXIT_FAILED
+    if written.skipped:  # each named above; the figures of the intact files are written
+        print(f"some figures were skipped: {args.run_dir} has damaged files (exit status 1)", file=sys.stderr)
+    return EXIT_OK if written and not written.skipped else EXIT_FAILED
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -84,23 +94,70 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError("--fields", " ".join(args.fields), "add --netcdf FILE: --merge copies every field",
                           "applies to the netCDF file only")
     run_dir = Path(args.run_dir)
-    # every refusal comes before anything is written: both plans first
-    netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields, max_size=max_size,
-                                 overwrite=args.overwrite) if args.netcdf or not args.merge else None)
-    merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
+    netcdf: export.NetcdfPlan | None = None
+    merge: export.MergePlan | None = None
+    stop = _StopOnSignal()
     try:
-        written = export.write_merge(merge) if merge else []
-        if netcdf:
-            written.append(export.write_netcdf(netcdf))
-    except OutputWriteError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        with stop:
+            # every refusal comes before anything is written: both plans first
+            netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields,
+                                         max_size=max_size, overwrite=args.overwrite)
+                      if args.netcdf or not args.merge else None)
+            merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
+            written = export.write_merge(merge) if merge else []
+            if netcdf:
+                written.append(export.write_netcdf(netcdf))
+    except BaseException as err:
+        if stop.signal:  # whatever the signal unwound through, the writers removed their temporary files
+            target = netcdf.path if netcdf else run_dir / "snapshots" / export.MERGED if merge else run_dir
+            print(f"error: {stop.signal} stopped the export before {target} was complete; no partial file is left "
+                  "and an earlier export there is kept: run the command again", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if isinstance(err, OutputWriteError):
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
     for path in written:
         print(path)
     if netcdf:
         print(f"{netcdf.path}: {len(netcdf.run.snapshots) if netcdf.fields else 0} snapshots of "
               f"{', '.join(netcdf.fields) or 'no field'}, {export.size_text(netcdf.size)}", file=sys.stderr)
     return EXIT_OK
+
+
+class _Stopped(BaseException):
+    """Raised by :class:`_StopOnSignal`: unwinds a write (not an Exception, so no ``except Exception`` stops it)."""
+
+
+class _StopOnSignal:
+    """SIGTERM, SIGUSR1 or SIGINT during a command that writes files (``export``) end it at once, by raising
+    :class:`_Stopped` where it is, so that its writers remove their temporary files on the way out; later
+    signals are ignored until then, so the clean-up is not cut short. ``signal``: the name of the first."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _stop(self, signum: int, _frame: Any) -> None:
+        import signal
+
+        if self.signal is None:
+            self.signal = signal.Signals(signum).name
+            raise _Stopped(self.signal)
+
+    def __enter__(self) -> _StopOnSignal:
+        import signal
+
+        from simulator.run.signals import STOP_SIGNALS
+
+        self._previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 def cmd_config_docs(args: argparse.Namespace) -> int:

@@ -1,9 +1,13 @@
 """``simulator export``: a run's snapshots, spectra and time series in one netCDF file that xarray opens,
 equal to what the run's own readers return; snapshots merged from their per-process shards into
-self-contained files; the refusals (size, an existing export, unknown fields) before anything is written."""
+self-contained files; the refusals (size, an existing export, a file that is no export, unknown fields) before
+anything is written; a full or read-only disk and a stop signal: one line, no partial file, the earlier export kept."""
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -211,10 +215,13 @@ def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
     target.parent.mkdir()
     target.write_text("mine")
     assert "already exists; give --overwrite to replace it" in refused(capsys, str(run), "--netcdf", str(target))
+    assert "is not an earlier export" in refused(capsys, str(run), "--netcdf", str(target), "--overwrite")
     assert target.read_text() == "mine"
+    target.unlink()
+    assert main(["export", str(run), "--netcdf", str(target), "--fields", "vorticity"]) == 0
     assert main(["export", str(run), "--netcdf", str(target), "--overwrite"]) == 0
-    with xr.open_dataset(target) as ds:
-        assert ds.velocity.shape == (3, 3, 8, 8, 8)
+    with xr.open_dataset(target) as ds:  # an earlier export (marked as one) is replaced
+        assert ds.velocity.shape == (3, 3, 8, 8, 8) and ds.attrs["simulator_export"] == simulator.__version__
     assert main(["export", str(run), "--merge"]) == 0
     capsys.readouterr()
     merged = run / "snapshots" / "merged" / "s00000000.h5"
@@ -251,3 +258,92 @@ def test_the_documented_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
         np.testing.assert_array_equal(scope["wz"].values, snap.read("vorticity", (2, slice(None), slice(None), 0)))
         np.testing.assert_array_equal(scope["ek"].values, read_spectra(run / "spectra.h5")["energy"][-1])
         np.testing.assert_array_equal(scope["e"].values, simulator.load_run(run).timeseries["energy"])
+
+
+def export_cli(*args: object) -> subprocess.CompletedProcess:
+    """``python -m simulator export ARGS``, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "simulator", "export", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def one_error_line(r: subprocess.CompletedProcess) -> str:
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and r.stderr.startswith("error: "), r.stderr[-3000:]
+    return r.stderr
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_overwrite_replaces_an_earlier_export_only_never_a_file_of_a_run(tg, tmp_path, capsys):
+    run = copy_of(tg, tmp_path)
+    series = run / "timeseries.csv"
+    before = series.read_bytes()
+    err = one_error_line(r := export_cli(run, "--netcdf", series, "--overwrite"))  # as a user meets it
+    assert r.returncode == 2 and "is not an earlier export; --overwrite replaces only a file" in err, err
+    assert "timeseries.csv" in err and series.read_bytes() == before and not (run / "timeseries.csv.tmp").exists()
+    for target in (run / "config.yaml", run / "run.log", max((run / "snapshots").glob("s*.h5"))):
+        before = target.read_bytes()
+        assert "is not an earlier export" in refused(capsys, str(run), "--netcdf", str(target), "--overwrite")
+        assert target.read_bytes() == before and not target.with_name(target.name + ".tmp").exists()
+
+
+@contextlib.contextmanager
+def small_filesystem(path: Path, size: str):
+    """A tmpfs of ``size`` at ``path`` (remount it read-only with :func:`read_only`); skips, saying why, where
+    it cannot be mounted (needs root)."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a full or read-only disk is a tmpfs mounted by root; not root here")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_a_full_or_read_only_disk_is_one_line_exit_1_and_the_earlier_export_stays(tg, tmp_path):
+    with small_filesystem(tmp_path / "small", "320k") as fs:  # room for an export of tg (66 kB), not for another
+        earlier = fs / "run.nc"
+        assert export_cli(tg, "--netcdf", earlier).returncode == 0
+        before = earlier.read_bytes()
+        for reason in ("No space left on device", "Read-only file system"):
+            if reason == "Read-only file system":
+                assert subprocess.run(["mount", "-o", "remount,ro", str(fs)]).returncode == 0
+            for target in (earlier, fs / "new" / "run.nc"):
+                r = export_cli(tg, "--netcdf", target, *(["--overwrite"] if target == earlier else []))
+                err = one_error_line(r)
+                assert r.returncode == 1 and f"writing {target} failed: {reason}" in err, err
+                assert sorted(p.name for p in fs.rglob("*")) == ["run.nc"] and earlier.read_bytes() == before
+
+
+SLOW_EXPORT = """\
+import sys, time
+from simulator.output import export
+from simulator.entry import main
+series = export._timeseries
+def slowly(*args):  # the file half written when the signal comes
+    series(*args)
+    print("writing", flush=True)
+    time.sleep(60)
+export._timeseries = slowly
+main()
+"""
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_during_export_leaves_no_temporary_file_and_the_earlier_export(tg, tmp_path, signum):
+    earlier = tmp_path / "run.nc"
+    assert export_cli(tg, "--netcdf", earlier).returncode == 0
+    before = earlier.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_EXPORT, "export", str(tg), "--netcdf", str(earlier),
+                             "--overwrite"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "writing\n"
+    assert earlier.with_name("run.nc.tmp").exists()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 75, err[-3000:]
+    assert err.count("\n") == 1 and err.startswith("error: ") and signum.name in err and str(earlier) in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"] and earlier.read_bytes() == before

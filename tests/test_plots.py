@@ -1,5 +1,6 @@
 """simulator plot: the figures of a run and of a sweep, at a fixed pixel size; snapshots read one plane
-at a time; runs without snapshots or spectra; bad input refused with one line and exit 2."""
+at a time; runs without snapshots or spectra; damaged files skip only their figures (exit 1); bad input refused
+with one line and exit 2."""
 
 import importlib
 import shutil
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 import yaml
@@ -452,3 +454,36 @@ def test_every_declared_budget_names_its_equations_diagnostics():
     for info in declared:
         budget = info.plot.budget
         assert {budget.quantity, *budget.losses, *budget.gains} <= set(info.diagnostics), info.name
+
+
+def damaged_tasks(path: Path) -> None:
+    """A tasks.h5 whose task has rows but no dimension scales (a file some other program rewrote)."""
+    with h5py.File(path, "w") as f:
+        group = f.create_group("u_profile")
+        group["time"], group["step"], group["u_profile"] = [0.0, 0.1], [0, 1], np.ones((2, 4))
+
+
+@pytest.mark.parametrize("damage", ["not HDF5 or cut short", "HDF5 of the wrong content"])
+def test_damaged_files_skip_their_figures_in_one_line_each_and_exit_1(runs, tmp_path, damage):
+    run = tmp_path / "run"
+    (run / "particles").mkdir(parents=True)
+    for name in ("config.yaml", "timeseries.csv"):
+        shutil.copy(runs / "ns" / name, run / name)
+    spectra = (runs / "ns" / "spectra.h5").read_bytes()
+    damaged = {name: run / name for name in ("statistics.h5", "particles/trajectories.h5", "tasks.h5")}
+    if damage == "not HDF5 or cut short":
+        damaged["statistics.h5"].write_text("step,time\n0,0.0\n")
+        damaged["particles/trajectories.h5"].write_bytes(spectra[:2000])
+        damaged["tasks.h5"].write_bytes(spectra[:2000])
+    else:
+        damaged["statistics.h5"].write_bytes(spectra)
+        damaged["particles/trajectories.h5"].write_bytes(spectra)
+        damaged_tasks(damaged["tasks.h5"])
+    r = subprocess.run([sys.executable, "-m", "simulator", "plot", str(run)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert [Path(p).name for p in r.stdout.split()] == ["timeseries.png", "budget.png"]  # the others still drawn
+    for path in damaged.values():
+        lines = [line for line in r.stderr.splitlines() if str(path) in line]
+        assert len(lines) == 1 and lines[0].startswith("skipped ") and "damaged" in lines[0], r.stderr
+    assert f"some figures were skipped: {run} has damaged files" in r.stderr.splitlines()[-1]

@@ -38,11 +38,16 @@ snapshots (the XDMF names its index by relative path, so the copies read the mer
 and the index stay as they are: the run's snapshots remain the virtual ones.
 
 Both refuse (ConfigError, before anything is written) to replace an existing output without
-``overwrite``; each file is written under a temporary name and renamed when complete.
+``overwrite``; ``overwrite`` replaces only a netCDF file that carries the attribute ``simulator_export``
+(:data:`MARK`, written into every export), never another file such as one of a run. Each file is written
+under a temporary name and renamed when complete; a netCDF file is begun only where the filesystem has
+room for it (:data:`HEADROOM`), and a failed or interrupted write leaves no temporary file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -58,6 +63,7 @@ import h5py
 import numpy as np
 import yaml
 
+from simulator import __version__
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
@@ -79,6 +85,13 @@ CLOCKS = ("a", "redshift")
 SCALE_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST"}
 #: rows of a merged field copied at a time (bounds the memory a merge takes)
 SLAB_BYTES = 64 * 1024**2
+#: the attribute that marks a netCDF file as an export (its value: the simulator's version)
+MARK = "simulator_export"
+#: free space asked for beyond a netCDF file's data: its metadata (attributes, dimension scales: ~30 KiB for
+#: 20 variables and a config of 2 kB) with room to spare. HDF5 2.0 cannot fail cleanly once its metadata no
+#: longer fits (the failed flush is only reported when h5py frees an object, "Exception ignored", and a
+#: later call crashes the process: a segmentation fault), so a file that may not fit is not begun.
+HEADROOM = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,31 @@ def _refuse_existing(key: str, path: Path, overwrite: bool, allowed: str) -> Non
         raise ConfigError(key, str(path), allowed, "already exists")
 
 
+def is_export(path: Path) -> bool:
+    """Whether ``path`` is a netCDF file :func:`write_netcdf` wrote (its attribute :data:`MARK`): the only
+    kind of file ``--overwrite`` replaces, so no file of a run (its time series, config, a checkpoint) is."""
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            return MARK in f.attrs
+    except Exception:  # not HDF5, truncated, unreadable: not an export, whatever h5py raises about it
+        return False
+
+
+def _check_room(path: Path, size: int) -> None:
+    """OutputWriteError naming ``path`` when the filesystem that will hold it (that of its nearest existing
+    directory) is read-only or has less than ``size`` bytes free to this user."""
+    directory = path.parent
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    stat = os.statvfs(directory)
+    free = stat.f_bavail * stat.f_frsize
+    if stat.f_flag & os.ST_RDONLY:
+        raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.EROFS)}")
+    if free < size:
+        raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.ENOSPC)} ({size_text(size)} needed, "
+                               f"{size_text(free)} free)")
+
+
 def field_dims(snap: Snapshot, name: str) -> tuple[str, ...]:
     """The dimension names of field ``name`` in canonical order ``(*batch, x, y, z)``: those of the scales
     attached to its index dataset, else component, x, y, z (schema 1 attached none)."""
@@ -142,6 +180,9 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     run = load_run(run_dir)
     path = Path(path) if path is not None else run_dir / NETCDF
     _refuse_existing("--netcdf", path, overwrite, "give --overwrite to replace it, or another --netcdf FILE")
+    if path.exists() and not is_export(path):
+        raise ConfigError("--netcdf", str(path), f"--overwrite replaces only a file `simulator export` wrote (with "
+                          f"the attribute {MARK}): give another --netcdf FILE", "is not an earlier export")
     first: dict[str, tuple[tuple[str, ...], tuple[int, ...], np.dtype]] = {}
     held: list[set[str]] = []
     for ref in run.snapshots:  # a run directory holds one grid: a restart on another one must branch
@@ -163,16 +204,26 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     return NetcdfPlan(run, path, chosen, size)
 
 
-def _written(path: Path, fill: Callable[[Path], None]) -> Path:
-    """``fill(temporary path)``, then the file renamed to ``path``; OutputWriteError naming it if that fails."""
+def _written(path: Path, fill: Callable[[Path], None], size: int = 0) -> Path:
+    """``fill(temporary path)``, then the file renamed to ``path``; OutputWriteError naming it if that fails,
+    or before anything is written when the filesystem is read-only or has less than ``size`` bytes free
+    (:func:`_check_room`). Nothing written
+    stays behind: the temporary file and the directories made for it are removed, whatever stopped the
+    write (an interrupt too)."""
     tmp = path.with_name(path.name + ".tmp")
+    made = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
     try:
+        _check_room(path, size)
         path.parent.mkdir(parents=True, exist_ok=True)
         fill(tmp)
         os.replace(tmp, path)
     except BaseException as err:
-        tmp.unlink(missing_ok=True)  # whatever stopped the write (an interrupt too), no partial file stays
-        if isinstance(err, (OSError, RuntimeError)):  # h5py reports some failed writes as RuntimeError
+        with contextlib.suppress(OSError):  # a read-only filesystem refuses even the unlink of a missing file
+            tmp.unlink(missing_ok=True)
+            for directory in made:
+                directory.rmdir()
+        if isinstance(err, (OSError, RuntimeError)) and not isinstance(err, OutputWriteError):
+            # h5py reports some failed writes as RuntimeError
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         raise
     return path
@@ -197,7 +248,8 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
 
     def fill(tmp: Path) -> None:
         with h5netcdf.File(tmp, "w") as f:
-            f.attrs.update({"title": run.config["name"], "config": yaml.safe_dump(run.config, sort_keys=False)})
+            f.attrs.update({"title": run.config["name"], "config": yaml.safe_dump(run.config, sort_keys=False),
+                            MARK: __version__})
             units = dict(CODE_UNITS)
             if refs:
                 _snapshot_fields(f, plan, units)
@@ -206,7 +258,7 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
             if run.timeseries:
                 _timeseries(f, run, units)
 
-    return _written(plan.path, fill)
+    return _written(plan.path, fill, plan.size + HEADROOM)
 
 
 def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) -> None:
@@ -338,7 +390,14 @@ def write_merge(plan: MergePlan) -> list[Path]:
     written, grids = [], []
     for index, target in plan.pairs:
         with Snapshot(index) as snap:
-            write_atomically(target, partial(_copy_index, snap.file))
+            try:
+                write_atomically(target, partial(_copy_index, snap.file))
+            except BaseException as err:  # an interrupt too: no partial file stays
+                with contextlib.suppress(OSError):
+                    target.with_name(target.name + ".tmp").unlink(missing_ok=True)
+                if isinstance(err, OSError):  # write_atomically's own clean-up failed (a read-only filesystem)
+                    raise OutputWriteError(f"writing {target} failed: {describe_os_error(err)}") from err
+                raise
         written.append(target)
         try:
             grid = ET.parse(index.with_suffix(".xdmf")).getroot().find("Domain/Grid")

@@ -12,27 +12,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from simulator.errors import ConfigError
-from simulator.plots.figures import PIXELS
+from simulator.plots.figures import PIXELS, Figures
 from simulator.plots.run import plot_run, project
 from simulator.plots.spectra import select_rows
 from simulator.plots.sweep import plot_sweep
 from simulator.output.snapshots import snapshot_files
 from simulator.sweep import MANIFEST
 
-__all__ = ["PIXELS", "plot", "plot_run", "plot_sweep", "project", "select_rows", "snapshot_files"]
+__all__ = ["PIXELS", "Figures", "plot", "plot_run", "plot_sweep", "project", "select_rows", "snapshot_files"]
 
 
 def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
          frames: bool = False, pdf: bool = False, diagnostic: str | None = None,
-         against: str | None = None, average: Sequence[float] | None = None) -> list[Path]:
+         against: str | None = None, average: Sequence[float] | None = None) -> Figures:
     """``simulator plot PATH``: the sweep figure of a sweep directory, else every figure of a run.
-    Returns the files written. Options of the other kind of directory raise ConfigError."""
+    Returns the files written and the figures skipped. Options of the other kind of directory raise ConfigError."""
     if (path / MANIFEST).is_file():
         for option, value in (("--times", times), ("--field", field), ("--frames", frames), ("--average", average)):
             if value:
                 raise ConfigError(option, value, "use it on a run directory", f"does not apply to the sweep {path}")
         png = plot_sweep(path, diagnostic, against, pdf)
-        return [png, png.with_suffix(".pdf")] if pdf else [png]
+        return Figures([png, png.with_suffix(".pdf")] if pdf else [png])
     for option, value in (("--diagnostic", diagnostic), ("--against", against)):
         if value is not None:
             raise ConfigError(option, value, "use it on a sweep directory (one holding sweep.yaml)",

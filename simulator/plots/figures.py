@@ -8,7 +8,7 @@ backend switch) and matplotlib's default style whatever a matplotlibrc says, so 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, EquationParams, parameters_of
+from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 FIGSIZE = (8.0, 5.0)
 DPI = 120
@@ -55,13 +56,26 @@ def figure(rows: int = 1, columns: int = 1, sharex: bool = False,
     return fig, fig.subplots(rows, columns, sharex=sharex, squeeze=False)
 
 
+class Figures(list[Path]):
+    """The files a plot wrote, in order, and ``skipped``: one line per group of figures left out because a
+    file of the run is damaged (the others are drawn all the same)."""
+
+    def __init__(self, written: Iterable[Path] = (), skipped: Iterable[str] = ()) -> None:
+        super().__init__(written)
+        self.skipped = list(skipped)
+
+
 def save(fig: Figure, path: Path, pdf: bool) -> list[Path]:
-    """Write ``fig`` as PNG (and PDF); the whole figure, never cropped, so the PNG is PIXELS in size."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
-    if not pdf:
-        return [path]
-    fig.savefig(path.with_suffix(".pdf"))
+    """Write ``fig`` as PNG (and PDF); the whole figure, never cropped, so the PNG is PIXELS in size.
+    OutputWriteError naming the file when it cannot be written (a full or read-only disk)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=DPI)
+        if not pdf:
+            return [path]
+        fig.savefig(path.with_suffix(".pdf"))
+    except OSError as err:
+        raise OutputWriteError(f"writing {err.filename or path} failed: {describe_os_error(err)}") from err
     return [path, path.with_suffix(".pdf")]
 
 

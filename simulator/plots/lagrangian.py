@@ -72,15 +72,11 @@ def lagrangian_figure(stats: dict[str, lagrangian.LagrangianStatistics], config:
 
 def plot_lagrangian(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
     """``plots/lagrangian.png`` from ``particles/trajectories.h5``; nothing without the file (a note when it
-    cannot be read or has fewer than 2 rows)."""
+    has fewer than 2 rows)."""
     path = run_dir / lagrangian.TRAJECTORIES
     if not path.is_file():
         return []  # no particles or no output.trajectories: no note
-    try:
-        tracks = lagrangian.read_trajectories(path)
-    except (OSError, KeyError, ValueError) as err:
-        note(f"skipped the Lagrangian figure: cannot read {path} ({err})")
-        return []
+    tracks = lagrangian.read_trajectories(path)  # a damaged file: plot_run skips the figure, naming it
     series_path = run_dir / TIMESERIES_FILE
     series = read_timeseries(series_path) if series_path.is_file() else {}
     box = lagrangian.box_of(config)

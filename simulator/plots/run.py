@@ -16,6 +16,9 @@ From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/p
   a stacked field (passive scalars) its first members;
 * with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
 
+A damaged file (not HDF5, cut short, not as the run writes it) skips only the figures drawn from it, in one
+line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others are drawn all the same.
+
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
 JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
@@ -25,8 +28,9 @@ redshifts, and axes carry the units it declares).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +40,17 @@ from matplotlib.figure import Figure
 from simulator import equations
 from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, instances
 from simulator.errors import ConfigError
-from simulator.output.hdf5 import IncompleteOutputError, Snapshot
+from simulator.lagrangian import TRAJECTORIES
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
 from simulator.output.snapshots import snapshot_files
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.statistics import FILE as STATISTICS_FILE
+from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import physics_of, time_label, default_style, figure, format_time, heading, note, save, wide_positive
+from simulator.plots.figures import (Figures, default_style, figure, format_time, heading, note, physics_of, save,
+                                     time_label, wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
@@ -309,8 +318,9 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
 
 @default_style
 def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
-             frames: bool = False, pdf: bool = False, average: Sequence[float] | None = None) -> list[Path]:
-    """Every figure of a run directory (see the module docstring); returns the files written.
+             frames: bool = False, pdf: bool = False, average: Sequence[float] | None = None) -> Figures:
+    """Every figure of a run directory (see the module docstring); returns the files written, with the
+    lines of the figures skipped because a file is damaged (:class:`~simulator.plots.figures.Figures`).
 
     Reads ``config.yaml``, ``timeseries.csv``, ``spectra.h5`` and ``snapshots/s*.h5``. ``field``
     (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``average`` =
@@ -333,12 +343,37 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         if field not in fields:
             raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
         break
-    written = [*plot_timeseries(run_dir, config, info, pdf), *plot_spectra(run_dir, config, info, times, pdf, average),
-               *plot_slice(run_dir, config, info, field, AXES.index(axis), pdf),
-               *plot_statistics(run_dir, config, info, pdf), *plot_lagrangian(run_dir, config, info, pdf),
-               *plot_tasks(run_dir, config, info, pdf)]
+    families: list[tuple[str, Path, Callable[[], list[Path]]]] = [
+        ("the time series figures", run_dir / TIMESERIES_FILE, partial(plot_timeseries, run_dir, config, info, pdf)),
+        ("the spectra figures", run_dir / SPECTRA_FILE,
+         partial(plot_spectra, run_dir, config, info, times, pdf, average)),
+        ("slice.png", run_dir / "snapshots", partial(plot_slice, run_dir, config, info, field, AXES.index(axis), pdf)),
+        ("the statistics figures", run_dir / STATISTICS_FILE, partial(plot_statistics, run_dir, config, info, pdf)),
+        ("the Lagrangian figure", run_dir / TRAJECTORIES, partial(plot_lagrangian, run_dir, config, info, pdf)),
+        ("the task figures", run_dir / TASKS_FILE, partial(plot_tasks, run_dir, config, info, pdf))]
     if frames:
-        written += plot_frames(run_dir, config, info, field, AXES.index(axis))
-    if not written:
+        families.append(("the frames", run_dir / "snapshots",
+                         partial(plot_frames, run_dir, config, info, field, AXES.index(axis))))
+    skipped: list[str] = []
+    written = Figures([path for what, source, draw in families for path in _drawn(what, source, draw, skipped)],
+                      skipped)
+    if not written and not skipped:
         note(f"nothing to plot in {run_dir} yet")
     return written
+
+
+def _drawn(what: str, source: Path, draw: Callable[[], list[Path]], skipped: list[str]) -> list[Path]:
+    """``draw()``, or nothing and one line naming ``source`` (added to ``skipped``) when it fails: a damaged
+    file (not HDF5, cut short, rewritten by another program) can fail its reader or its figure anywhere,
+    and the run's other figures are drawn all the same. A figure that cannot be written (OutputWriteError)
+    and bad input (ConfigError) are no damaged file: they go on."""
+    try:
+        return draw()
+    except (OutputWriteError, ConfigError):
+        raise
+    except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
+        reason = (str(err).splitlines() or [""])[0]
+        line = f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: {reason})"
+        note(line)
+        skipped.append(line)
+        return []
