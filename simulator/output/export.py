@@ -409,8 +409,3 @@ def write_merge(plan: MergePlan) -> list[Path]:
     if grids:
         written.append(write_series(directory, grids))
     return written
-
-
-def merge_snapshots(run_dir: Path, *, overwrite: bool = False) -> list[Path]:
-    """:func:`plan_merge` then :func:`write_merge`; returns the files written."""
-    return write_merge(plan_merge(run_dir, overwrite=overwrite))
