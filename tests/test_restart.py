@@ -294,6 +294,7 @@ def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # two runs of an 8^3 flow and ten refusals before JAX starts (~20 s on 2 cores)
 def test_a_restart_keeps_the_particles_it_holds_and_their_physics_needs_a_flag(tmp_path):
     """A particle species is physics (tau_p, gravity, removing it: --allow-physics-change) and structure
     (its count, a species added, renamed or made inertial: the checkpoint cannot continue it). Each

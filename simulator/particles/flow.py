@@ -8,9 +8,10 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
   "particles.<name>.velocity": (Np, 3) (inertial species only)}``; particle arrays are replicated (every
   device holds all of them) in the run's dtype;
 * ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
-  (their equations have no stiff linear part), and ``nonlinear`` adds dx/dt = u(x) for tracers, or
-  dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for inertial particles, so particles advance in the same
-  Runge-Kutta stages as the field, at the scheme's order (each stage's u(x) is the stage's own field);
+  (their drag is integrated explicitly, within the scheme's stability limit: :func:`drag_limit`), and
+  ``nonlinear`` adds dx/dt = u(x) for tracers, or dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for
+  inertial particles, so particles advance in the same Runge-Kutta stages as the field, at the scheme's
+  order (each stage's u(x) is the stage's own field);
 * u(x) is the spectrally exact interpolant of the stage's velocity spectrum
   (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, directly or by a
   type-2 NUFFT for ``interpolation: nufft``, one psum), or
