@@ -342,3 +342,45 @@ def test_the_particle_benchmark_measures_each_path_against_the_bare_step(tmp_pat
         # positions and velocities of every tracer live in the chunk: at least 2 x 3 float64 each
         assert r["bytes_per_particle"] >= 48, r
     assert "# wrote" in done.stdout
+
+
+@pytest.mark.parametrize("settings, code, expected", [
+    (["time.dt=0.01", "particles=[{name: d, count: 8, placement: lattice, tau_p: 1.0e-6}]"], 2,
+     ("error: particles[0].tau_p = 1e-06 is too small for the time step; time.dt = 0.01 exceeds 2.79e-06, the stable "
+      "limit of rk4 on the Stokes drag (2.785 tau_p")),
+    (["time.cfl=0.5", "particles=[{name: d, count: 8, placement: file, path: p.npy, tau_p: 1.0e-4}]"], 0,
+     "the Stokes drag of particles[0] (tau_p = 0.0001) limits dt to 0.000279, the stable limit of rk4"),
+    (["particles=[{name: d, count: 8, placement: lattice, tau_p: 1.0, gravity: [0, 0, -1.0e300]}]"], 1,
+     ("ERROR particle species d blew up (a position or velocity non-finite, or a position too far out to locate) at "
+      "step 2, t = 0.02")),
+], ids=["fixed-dt-refused", "cfl-bounded", "blow-up-fails"])
+def test_inertial_particles_never_blow_up_with_exit_0(tmp_path, settings, code, expected):
+    """Stokes drag integrated explicitly is stable only for dt <= 2.785 tau_p in RK4: a fixed time.dt beyond
+    it is refused at start-up (no run directory), an adaptive one is bounded by it (said in the log), and a
+    particle state that blows up anyway stops the run as a non-finite field does (exit 1, status failed).
+    All three ended with exit 0 and positions of 1e45 and more. The file placement also shows the warning
+    for positions wrapped into the box."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    np.save(tmp_path / "p.npy", np.array([[7.0, 1, 1], [-1, 1, 1]] + [[1.0, 2, 3]] * 6))
+    config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
+    sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=2", "time.t_end=0.02", *settings]
+            for a in ("--set", s)]
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(config), *sets, "--out", "run"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == code and expected in r.stderr, r.stderr[-3000:]
+    run = tmp_path / "run"
+    if code == 2:
+        assert len(r.stderr.strip().splitlines()) == 1 and not run.exists()
+    elif code == 1:
+        assert '"state": "failed"' in (run / "status.json").read_text() and not (run / "checkpoints").exists()
+    else:
+        assert "particles[0] (d): 2 of the 8 positions in p.npy lie outside the box; wrapped into it" in r.stderr
+        import h5py
+
+        from simulator.output import checkpoints
+
+        with h5py.File(checkpoints.find(run).index) as f:
+            assert np.abs(f[velocity_key("d")][()]).max() < 10 and np.abs(f[position_key("d")][()]).max() < 10

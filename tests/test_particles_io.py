@@ -192,3 +192,39 @@ def test_a_full_disk_while_trajectories_append_is_one_line_and_exit_1(tmp_path):
                  "--set", "output.trajectories.count=4000", "--set", "time.t_end=1", "--out", str(fs / "run"))
         assert_reported_in_one_line(r, fs / "run")
         assert "trajectories.h5 failed: No space left on device" in r.stderr, r.stderr[-3000:]
+
+
+def _h5(path, **datasets):
+    with h5py.File(path, "w") as f:
+        for name, value in datasets.items():
+            if value is None:
+                f.create_group(name)
+            else:
+                f[name] = value
+    return path
+
+
+@pytest.mark.parametrize("make, problem", [
+    (lambda d: np.save(d / "p.npy", [[1e300, 0, 0], [1, 1, 1]]), "holds a position coordinate of magnitude 1e+300"),
+    (lambda d: np.save(d / "p.npy", [[-1e17, 0, 0], [1, 1, 1]]), "holds a position coordinate of magnitude 1e+17"),
+    (lambda d: _h5(d / "p.h5", x=np.zeros((2, 3))), "has no dataset named position"),
+    (lambda d: _h5(d / "p.h5", position=None), "holds position as a group, not a dataset"),
+    (lambda d: _h5(d / "p.h5", position=np.array([[b"a", b"b", b"c"]] * 2)), "holds shape (2, 3), dtype |S1"),
+    (lambda d: _h5(d / "p.h5", position=np.zeros(2)), "holds shape (2,), dtype float64"),
+    (lambda d: _h5(d / "p.h5", position=np.zeros((2, 3), complex)), "holds shape (2, 3), dtype complex128"),
+], ids=["huge", "far", "no-position", "group", "strings", "shape", "complex"])
+def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_path, make, problem):
+    """Positions that wrapping into the box would lose (1e300 mod L is 0) and files without a readable
+    (count, 3) array of real numbers: one line naming particles[0].path, exit 2, no run directory. They
+    were placed silently, or ended in a TypeError traceback, or lost their imaginary part."""
+    import subprocess
+    import sys
+
+    make(tmp_path)
+    path = next(tmp_path.glob("p.*")).name
+    species = f"particles=[{{name: f, count: 2, placement: file, path: {path}}}]"
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(TG), "--set", "grid.shape=8", "--set",
+                        "precision=float64", "--set", species, "--out", "run"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: particles[0].path = '{path}' {problem}"), r.stderr[-2000:]
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

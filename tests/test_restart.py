@@ -340,3 +340,41 @@ def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
     while not series.exists() or len(series.read_text().splitlines()) < rows:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
         time.sleep(0.02)
+
+
+@pytest.mark.slow  # two runs of an 8^3 flow and ten refusals before JAX starts (~20 s on 2 cores)
+def test_a_restart_keeps_the_particles_it_holds_and_their_physics_needs_a_flag(tmp_path):
+    """A particle species is physics (tau_p, gravity, removing it: --allow-physics-change) and structure
+    (its count, a species added, renamed or made inertial: the checkpoint cannot continue it). Each
+    refusal is one line, exit 2, before JAX starts, with the run as it was; they were silent or called the
+    intact checkpoints damaged and marked the run failed."""
+    def species(t="{name: t, count: 8, placement: lattice}", d="{name: d, count: 8, placement: lattice, tau_p: 0.1}"):
+        return ["--set", f"particles=[{', '.join(x for x in (t, d) if x)}]"]
+
+    args = [CONFIG, "--set", "grid.shape=8", "--set", "precision=float64", "--set", "output.chunk=2",
+            "--set", "time.t_end=0.02", "--out", "run"]
+    assert simulator(tmp_path, *args, *species()).returncode == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    later = ["--set", "time.t_end=0.04"]
+    refused = {
+        "particles.d.tau_p": species(d="{name: d, count: 8, placement: lattice, tau_p: 0.2}"),
+        "particles.d.gravity": species(d="{name: d, count: 8, placement: lattice, tau_p: 0.1, gravity: [0, 0, -1]}"),
+        "particles.t, particles.d": ["--set", "particles=[]"],
+        "particles[0].count = 27 differs": species(t="{name: t, count: 27, placement: lattice}"),
+        "particles[2].name = 'e' is not a species": [*species()[:1], species()[1][:-1] + ", {name: e, count: 1}]"],
+        "particles[0].name = 'u' is not a species": species(t="{name: u, count: 8, placement: lattice}"),
+        "particles[0].tau_p = 0.1 makes tracers inertial": species(t="{name: t, count: 8, placement: lattice, "
+                                                                     "tau_p: 0.1}"),
+    }
+    for expected, change in refused.items():
+        for mode in ("--restart", "--resume") if "count" in expected else ("--restart",):
+            r = simulator(tmp_path, *args, *later, *change, mode)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1 and expected in lines[0], (expected, mode, r.stderr[-2000:])
+            assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
+    # interpolation is numerics; tau_p changes with the flag
+    r = simulator(tmp_path, *args, *later, "--restart", "--allow-physics-change",
+                  *species(t="{name: t, count: 8, placement: lattice, interpolation: lagrange4}",
+                           d="{name: d, count: 8, placement: lattice, tau_p: 0.2}"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "tau_p: 0.2" in max((tmp_path / "run" / "segments").glob("*.yaml")).read_text()

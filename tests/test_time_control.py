@@ -85,3 +85,55 @@ def test_time_cfl_needs_an_equation_that_declares_a_cfl_number(monkeypatch):
                                           r"navier_stokes declares no CFL number$"):
         simulator.load_config(None, {"time.cfl": 0.5})
     simulator.load_config(None, {"time.cfl": None})
+
+
+@pytest.mark.parametrize("settings, code, expected", [
+    (["time.cfl=1e-300"], 2, "error: time.cfl = 1e-300 is out of range; every entry must be >= 0.0001"),
+    (["time.cfl=0.5", "initial.amplitude=1e14"], 1,
+     ("ERROR the time step collapsed to dt = 3.93e-15 < 2e-14 (1e-12 of time.t_end; time.cfl = 0.5): the run cannot "
+      "reach time.t_end, a symptom of a blow-up at step 0, t = 0; last good checkpoint: none")),
+], ids=["absurd-cfl", "collapse"])
+def test_a_collapsing_time_step_stops_the_run(tmp_path, settings, code, expected):
+    """A CFL number of 1e-300 is refused in one line before the run starts; a time step the controller
+    shrinks below 1e-12 of t_end (here a flow of speed 1e14) stops the run with exit 1 like a NaN does.
+    Both stepped for ever at dt ~ 1e-300 (here ~ 1e-15) without a word."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
+    sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=2", "time.t_end=0.02", *settings]
+            for a in ("--set", s)]
+    try:
+        r = subprocess.run([sys.executable, "-m", "simulator", "run", str(config), *sets, "--out", "run"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run was still stepping after 120 s")
+    assert r.returncode == code and expected in r.stderr, r.stderr[-3000:]
+    if code == 1:
+        assert '"state": "failed"' in (tmp_path / "run" / "status.json").read_text()
+    else:
+        assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_the_stability_limit_on_the_real_axis_is_the_schemes_own():
+    """The drag limit of inertial particles (dt <= r tau_p) comes from the scheme's step itself: classical
+    RK4's interval is 2.7853 (the real root of 1 - x + x^2/2 - x^3/6 + x^4/24 = 1), and every scheme's
+    amplification just inside its r is at most 1 and just outside above 1."""
+    from simulator.time.control import real_stability_limit
+    from simulator.time.schemes import SCHEMES, SEMILINEAR
+
+    assert real_stability_limit("rk4") == pytest.approx(2.785293563, abs=1e-3)
+    for name, scheme in SCHEMES.items():
+        if scheme.protocol != SEMILINEAR:
+            continue
+        r = real_stability_limit(name)
+
+        rates = -np.array([0.999 * r, 1.01 * r])
+
+        class Decay:
+            exp_linear = staticmethod(lambda u, tau, params: u)
+            nonlinear = staticmethod(lambda u, t, params, rates=rates: rates * u)
+
+        inside, outside = np.abs(np.asarray(scheme.load()(Decay())(np.ones(2), 0.0, 1.0, {})))
+        assert inside <= 1 < outside, name

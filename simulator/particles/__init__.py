@@ -137,18 +137,42 @@ def _check_local(cfg: Any, key: str) -> None:
                               "fewer devices", "is not available")
 
 
-def initial_positions(species: Species, box: Sequence[float], key: str = "particles") -> np.ndarray:
+#: the largest error, as a fraction of a grid cell, that wrapping a file's position into the box may make:
+#: x mod L is exact only to the spacing of floats at |x| (about |x| eps), so a coordinate beyond
+#: WRAP_CELLS * dx / eps (dx = 2 pi/8: 3.5e12 in float64, 6.6e3 in float32) would land where its digits
+#: no longer say (1e300 mod 2 pi is 0): it is refused instead of placed
+WRAP_CELLS = 1e-3
+
+
+def wrap_bound(box: Sequence[float], shape: Sequence[int], precision: str, cells: float = WRAP_CELLS) -> float:
+    """The largest |coordinate| a position may have to be located within ``cells`` of the smallest grid cell
+    (default :data:`WRAP_CELLS`: a file's positions wrapped into the box exactly enough): where the spacing
+    of floats of ``precision`` reaches that."""
+    eps = float(np.finfo(np.float64 if precision == "float64" else np.float32).eps)
+    return cells * min(float(b) / n for b, n in zip(box, shape, strict=True)) / eps
+
+
+def initial_positions(species: Species, box: Sequence[float], key: str = "particles",
+                      bound: float = math.inf) -> tuple[np.ndarray, int]:
     """The initial positions of ``species`` in the box ``[0, L)``, float64 ``(count, 3)``, on the host (the
-    same on every process)."""
+    same on every process), and how many of them a file placed outside the box (wrapped into it; a
+    coordinate beyond ``bound``, see :func:`wrap_bound`, cannot be wrapped exactly and is refused)."""
     box_arr = np.asarray(box, np.float64)
     if species.placement == "random":
-        return np.random.default_rng(species.seed).uniform(0.0, 1.0, (species.count, 3)) * box_arr
+        return np.random.default_rng(species.seed).uniform(0.0, 1.0, (species.count, 3)) * box_arr, 0
     if species.placement == "lattice":
         n = round(species.count ** (1 / 3))
         centres = (np.arange(n) + 0.5) / n
         grid = np.stack(np.meshgrid(centres, centres, centres, indexing="ij"), axis=-1).reshape(-1, 3)
-        return grid * box_arr
-    return np.mod(read_positions(species, key), box_arr)
+        return grid * box_arr, 0
+    data = read_positions(species, key)
+    far = float(np.abs(data).max(initial=0.0))
+    if far > bound:
+        raise ConfigError(f"{key}.path", str(species.path), f"give coordinates within {bound:.3g} of the origin "
+                          f"(beyond it, wrapping into the box loses more than {WRAP_CELLS:g} of a grid cell to "
+                          "rounding)", f"holds a position coordinate of magnitude {far:.3g}")
+    outside = int(np.count_nonzero(np.any((data < 0) | (data >= box_arr), axis=1)))
+    return np.mod(data, box_arr), outside
 
 
 def read_positions(species: Species, key: str = "particles") -> np.ndarray:
@@ -162,8 +186,11 @@ def read_positions(species: Species, key: str = "particles") -> np.ndarray:
 
             with h5py.File(path, "r") as f:
                 if "position" not in f:
-                    raise ConfigError(f"{key}.path", str(path), "an .h5 file needs a dataset named position",
-                                      "has none")
+                    raise ConfigError(f"{key}.path", str(path), "an .h5 file needs a dataset named position, "
+                                      "shape (count, 3)", "has no dataset named position")
+                if not isinstance(f["position"], h5py.Dataset):  # a group of that name: no array to read
+                    raise ConfigError(f"{key}.path", str(path), "an .h5 file needs a dataset named position, "
+                                      "shape (count, 3)", "holds position as a group, not a dataset")
                 data = f["position"][()]
     except (OSError, ValueError) as err:
         if isinstance(err, ConfigError):
@@ -171,9 +198,11 @@ def read_positions(species: Species, key: str = "particles") -> np.ndarray:
         raise ConfigError(f"{key}.path", str(path), "give a readable .npy or .h5 file of positions (count, 3)",
                           f"cannot be read ({type(err).__name__})") from None
     data = np.asarray(data)
-    if data.shape != (species.count, 3) or not np.issubdtype(data.dtype, np.number):
+    # real numbers only: a complex array would lose its imaginary part to astype without a word
+    real = np.issubdtype(data.dtype, np.floating) or np.issubdtype(data.dtype, np.integer)
+    if data.shape != (species.count, 3) or not real:
         raise ConfigError(f"{key}.path", str(path), f"it must hold {species.count} positions: shape "
-                          f"({species.count}, 3), numbers", f"holds shape {data.shape}, dtype {data.dtype}")
+                          f"({species.count}, 3), real numbers", f"holds shape {data.shape}, dtype {data.dtype}")
     data = data.astype(np.float64)
     if not np.all(np.isfinite(data)):
         raise ConfigError(f"{key}.path", str(path), "every position must be finite", "holds NaN or Inf")
@@ -208,3 +237,13 @@ def describe(cfg: Any, devices: int) -> str:
     return (f"particles: {count} in {len(cfg.particles)} species, {state_bytes(cfg) / 2**20:.3g} MiB of state on "
             f"every device (replicated; the scheme's registers of it are in the chunk's memory above); "
             f"{stages} evaluations per step, each {parts}")
+
+
+def check_start(cfg: Any) -> None:
+    """Checks that matter only when a run places its particles (a new run; a restart takes them from its
+    checkpoint): every ``placement: file`` read and checked before JAX starts, one-line errors naming
+    ``particles[i].path``."""
+    bound = wrap_bound(cfg.grid.box, cfg.grid.shape, cfg.precision)
+    for i, s in enumerate(cfg.particles):
+        if s.placement == "file":
+            initial_positions(s, cfg.grid.box, f"particles[{i}]", bound)

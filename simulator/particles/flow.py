@@ -8,9 +8,10 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
   "particles.<name>.velocity": (Np, 3) (inertial species only)}``; particle arrays are replicated (every
   device holds all of them) in the run's dtype;
 * ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
-  (their equations have no stiff linear part), and ``nonlinear`` adds dx/dt = u(x) for tracers, or
-  dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for inertial particles, so particles advance in the same
-  Runge-Kutta stages as the field, at the scheme's order (each stage's u(x) is the stage's own field);
+  (their drag is integrated explicitly, within the scheme's stability limit: :func:`drag_limit`), and
+  ``nonlinear`` adds dx/dt = u(x) for tracers, or dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for
+  inertial particles, so particles advance in the same Runge-Kutta stages as the field, at the scheme's
+  order (each stage's u(x) is the stage's own field);
 * u(x) is the spectrally exact interpolant of the stage's velocity spectrum
   (:meth:`simulator.fft.base.FFTBackend.evaluate_at`: each device sums its own modes, directly or by a
   type-2 NUFFT for ``interpolation: nufft``, one psum), or
@@ -37,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.equations.base import Equation, Params, SemiLinearEquation
-from simulator.particles import Species, initial_positions
+from simulator.log import get_logger
+from simulator.particles import Species, initial_positions, wrap_bound
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -201,11 +203,41 @@ class WithParticles(SemiLinearEquation):
         return out
 
 
-def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float]) -> WithParticles:
+def drag_limit(species: Sequence[Species], scheme: str) -> tuple[float, int | None]:
+    """The largest time step at which ``scheme`` integrates the species' Stokes drag stably, and the index of
+    the species that sets it (None and inf without inertial species).
+
+    The drag dv/dt = -v/tau_p is integrated explicitly in the scheme's stages, with the flow (no
+    integrating factor: one on -v/tau_p alone would keep v bounded but wrong, v ~ (dt/6 tau_p) u for
+    classical RK4 at dt >> tau_p, and the coupled position has none). Explicit, it is stable for dt <=
+    r tau_p, r the scheme's stability interval on the negative real axis
+    (:func:`simulator.time.control.real_stability_limit`); beyond it the particles' velocities grow by
+    orders of magnitude per step. So a fixed ``time.dt`` above the limit is refused at start-up
+    (:func:`with_particles`), and an adaptive step is bounded by it (:mod:`simulator.run.loop`)."""
+    from simulator.time.control import real_stability_limit
+
+    inertial = [(s.tau_p, i) for i, s in enumerate(species) if s.inertial]
+    if not inertial:
+        return float("inf"), None
+    tau_p, i = min(inertial)
+    return real_stability_limit(scheme) * tau_p, i
+
+
+def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float], time: Any = None
+                   ) -> WithParticles:
     """``flow`` carrying ``species``: their initial positions placed on the host (the same on every
-    process) and laid out replicated over the flow's mesh."""
+    process) and laid out replicated over the flow's mesh. ``time``: the run's time section; a fixed
+    ``time.dt`` beyond the drag's stability limit (:func:`drag_limit`) is refused."""
     from simulator.errors import ConfigError
 
+    if time is not None and time.cfl is None:
+        limit, i = drag_limit(species, time.integrator)
+        if time.dt > limit:
+            s = species[i]
+            raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"time.dt = {time.dt:g} exceeds {limit:.3g}, the "
+                              f"stable limit of {time.integrator} on the Stokes drag ({limit / s.tau_p:.4g} tau_p, its "
+                              "stability interval on the real axis): lower time.dt, or set time.cfl (the drag then "
+                              "bounds every step)", "is too small for the time step")
     sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
     for i, s in enumerate(species):
         for axis, name in enumerate(flow.fft.real_spec()):
@@ -222,9 +254,14 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
             raise ConfigError(f"particles[{i}].interpolation", "nufft", f"use exact or lagrange4 ({why})",
                               "is not available")
     sharding = flow.fft.replicated_sharding()
+    bound = wrap_bound(box, flow.fft.shape, "float64" if flow.dtype == jnp.float64 else "float32")
     start = {}
     for i, s in enumerate(species):
-        host = initial_positions(s, box, f"particles[{i}]").astype(flow.dtype)
+        host, outside = initial_positions(s, box, f"particles[{i}]", bound)
+        host = host.astype(flow.dtype)
+        if outside:
+            get_logger().warning("particles[%d] (%s): %d of the %d positions in %s lie outside the box; wrapped "
+                                 "into it", i, s.name, outside, s.count, s.path)
         start[s.name] = jax.make_array_from_callback(host.shape, sharding, lambda idx, h=host: h[idx],
                                                      dtype=host.dtype)
     return WithParticles(flow, species, start)
@@ -260,6 +297,25 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
         if s.inertial and velocity_key(s.name) in stored and position_key(s.name) in stored:
             state[velocity_key(s.name)] = stored[velocity_key(s.name)]
     return state
+
+
+@jax.jit
+def _sane(eq: WithParticles, state: Any, bound: jax.Array) -> dict[str, jax.Array]:
+    out = {}
+    for s in eq.species:
+        arrays = [state[position_key(s.name)]] + ([state[velocity_key(s.name)]] if s.inertial else [])
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays]))
+        out[s.name] = finite & jnp.all(jnp.abs(state[position_key(s.name)]) <= bound)
+    return out
+
+
+def lost_species(eq: WithParticles, state: Any, cfg: Any) -> list[str]:
+    """Names of the species whose state blew up: a position or velocity NaN or Inf, or a position so far
+    from the box that the run's floats no longer locate it within a grid cell (:func:`wrap_bound` with
+    ``cells = 1``; unwrapped positions travel, but not that far)."""
+    bound = wrap_bound(cfg.grid.box, cfg.grid.shape, cfg.precision, cells=1.0)
+    ok = _sane(eq, state, jnp.asarray(bound, eq.dtype))
+    return [name for name, flag in ok.items() if not bool(np.asarray(flag.addressable_data(0)))]
 
 
 def particle_writers(cfg: Any, sim: Any, attrs: Any, log: Any, rank0: bool) -> list[Any]:

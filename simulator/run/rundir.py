@@ -289,6 +289,7 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
+    check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
     diffs = physics_changes(old, cfg)
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
@@ -315,12 +316,48 @@ def on_other_grid(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
     return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
+def _stored_species(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The particle species of a stored config, by name (none for a config written before particles)."""
+    stored = old.get("particles") or []
+    return {s["name"]: s for s in stored if isinstance(s, dict) and "name" in s}
+
+
+def check_particles_kept(old: dict[str, Any], cfg: Config, index: Path, remapped: bool = False) -> None:
+    """Refuse a restart whose particles the checkpoint (config ``old``, stored at ``index``) cannot continue:
+    a species whose count changed, or (on the same grid, where the state is restored array by array) a
+    species it lacks or lacks the velocities of (one added or renamed, tracers made inertial). A restart on
+    another grid goes through :mod:`simulator.run.remap`, which seeds a species the checkpoint lacks at its
+    configured placement. These are changes of the run's configuration, not damage: one line, exit 2,
+    before anything is touched. (Physical parameters that may change with --allow-physics-change are
+    :func:`physics_changes`'.)"""
+    stored = _stored_species(old)
+    for i, s in enumerate(cfg.particles):
+        before = stored.get(s.name)
+        if before is None:
+            if remapped:
+                continue
+            raise ConfigError(f"particles[{i}].name", s.name, f"{index} holds species {sorted(stored) or 'none'}: a "
+                              "restart continues the particles it holds (remove or rename the species back; a run "
+                              "with other particles is a new run: give another --out)",
+                              "is not a species of the run being restarted")
+        if before.get("count") != s.count:
+            raise ConfigError(f"particles[{i}].count", s.count, f"{index} holds {before.get('count')} particles of "
+                              f"species {s.name!r}: a restart keeps every species' count (a run with other particles "
+                              "is a new run: give another --out)", "differs from the run being restarted")
+        if s.inertial and not float(before.get("tau_p") or 0.0) > 0 and not remapped:
+            raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"{index} holds species {s.name!r} as tracers (tau_p = "
+                              "0), with no velocities to continue inertial particles from (a run with other particles "
+                              "is a new run: give another --out)", "makes tracers inertial")
+
+
 def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
     """Dotted keys of ``physics`` and ``grid`` whose value in ``cfg`` differs from the resolved config
-    ``old`` (a dict, as stored with a run). Keys ``old`` holds that ``cfg``'s equation does not have
-    (the first config format stored every equation's keys) are ignored; a key ``old`` lacks counts as
-    changed unless ``cfg`` holds its default. Keys declared ``schedule=True`` (they say when, not what:
-    a cosmological run's final and output redshifts) may change, as ``time.t_end`` may."""
+    ``old`` (a dict, as stored with a run), and of the particles' physics: a species' ``tau_p`` or
+    ``gravity`` changed (``particles.<name>.tau_p``), or a species removed (``particles.<name>``); their
+    placement and interpolation are numerics and may change. Keys ``old`` holds that ``cfg``'s equation
+    does not have (the first config format stored every equation's keys) are ignored; a key ``old`` lacks
+    counts as changed unless ``cfg`` holds its default. Keys declared ``schedule=True`` (they say when, not
+    what: a cosmological run's final and output redshifts) may change, as ``time.t_end`` may."""
     diffs = []
     for key, value in keys_of(cfg).items():
         section, name = key.split(".")
@@ -337,6 +374,21 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
             continue
         if _plain(stored[name]) != _plain(value):
             diffs.append(key)
+    return diffs + _particle_changes(old, cfg)
+
+
+def _particle_changes(old: dict[str, Any], cfg: Config) -> list[str]:
+    """The particles' part of :func:`physics_changes`: species removed, species whose tau_p or gravity changed
+    (a species added is :func:`check_particles_kept`'s)."""
+    stored = _stored_species(old)
+    now = {s.name: s for s in cfg.particles}
+    diffs = [f"particles.{name}" for name in stored if name not in now]
+    for name, s in now.items():
+        before = stored.get(name)
+        if before is None:
+            continue
+        diffs += [f"particles.{name}.{key}" for key in ("tau_p", "gravity")
+                  if _plain(before.get(key, getattr(s, key))) != _plain(getattr(s, key))]
     return diffs
 
 

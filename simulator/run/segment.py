@@ -36,6 +36,7 @@ from typing import Any
 import jax
 import yaml
 
+from simulator import particles
 from simulator.config import Config, to_dict
 from simulator.equations import resolution
 from simulator.log import get_logger
@@ -105,6 +106,7 @@ class Segment:
                                         resume=resume)
         else:
             self.cfg.initial.check_start(self.cfg)  # a new run: its initial condition's sources must be there now
+            particles.check_start(self.cfg)  # and its particles' placement files
         return self.plan.done
 
     def acquire(self) -> None:

@@ -71,7 +71,7 @@ class Simulation:
         if cfg.particles:  # the flow carries Lagrangian particles: its state gains their arrays
             from simulator.particles.flow import with_particles
 
-            self.equation = with_particles(self.equation, cfg.particles, cfg.grid.box)
+            self.equation = with_particles(self.equation, cfg.particles, cfg.grid.box, cfg.time)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
         self.scheme = SCHEMES[cfg.time.integrator]
         self.traces = 0

@@ -25,9 +25,12 @@ plans the same chunks.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 #: relative slack when comparing times (t_end is reached when t >= t_end * (1 - TOL))
 TOL = 1e-12
@@ -48,6 +51,8 @@ class Stepper:
         self.t_end = float(time_cfg.t_end)
         self.land_on(stops)
         self.adaptive = time_cfg.cfl is not None
+        #: the largest adaptive step: time.dt, or a stability limit outside the CFL number (:meth:`bound`)
+        self.dt_max = float(time_cfg.dt)
         if self.adaptive:
             self.dt = min(float(time_cfg.dt), float(dt)) if dt is not None else float(time_cfg.dt)
             self.epoch = (step, t)
@@ -68,9 +73,25 @@ class Stepper:
         ``landed`` on its target or not (then the time is the target exactly); ``dt_next``, the dt the
         controller allows from the state reached (capped by ``time.dt``), plans the next chunk."""
         if math.isfinite(dt_next) and dt_next > 0:
-            self.dt = min(float(self.cfg.dt), dt_next)
+            self.dt = min(self.dt_max, dt_next)
         target = self.target(t)
         return target if landed or t + elapsed >= target * (1 - TOL) else t + elapsed
+
+    def bound(self, dt_max: float) -> None:
+        """Bound every adaptive step by ``dt_max`` too (a stability limit the CFL number does not see: the
+        Stokes drag of inertial particles); the controller takes it as its largest step."""
+        self.dt_max = min(self.dt_max, dt_max)
+        self.dt = min(self.dt, self.dt_max)
+
+    def collapsed(self) -> str | None:
+        """Why the adaptive time step can no longer carry the run to ``t_end`` (None while it can): a dt
+        below ``TOL * t_end``, the slack within which the stepper counts two times as equal, would need more
+        than 1e12 steps; a controller that asks for one sees a state that is blowing up."""
+        floor = TOL * self.t_end
+        if not (self.adaptive and self.dt < floor):
+            return None
+        return (f"the time step collapsed to dt = {self.dt:.3g} < {floor:.3g} ({TOL:g} of time.t_end; time.cfl = "
+                f"{self.cfg.cfl:g}): the run cannot reach time.t_end, a symptom of a blow-up")
 
     def target(self, t: float) -> float:
         """Where the chunk from ``t`` must end at the latest: the next output time, else t_end."""
@@ -107,3 +128,34 @@ class Stepper:
     def eta(self, t: float, seconds_per_unit_time: float) -> float:
         """Seconds left at ``seconds_per_unit_time`` of wall time per unit of simulated time."""
         return max(self.t_end - t, 0.0) * seconds_per_unit_time
+
+
+@functools.cache
+def real_stability_limit(scheme: str) -> float:
+    """The largest h |lambda| for which ``scheme`` (a name of :data:`simulator.time.schemes.SCHEMES`, semilinear)
+    is stable on y' = lambda y, lambda real and negative: its stability interval on the negative real axis
+    (2.785 for classical RK4). Computed from the scheme's own step (the implementation a run uses, so no
+    constant can drift from it) applied with an identity integrating factor to a test equation, at many
+    values of h lambda at once; the answer is the last stable sample (conservative by < 1e-3).
+
+    Explicit terms of decay rate 1/tau (an inertial particle's Stokes drag) are stable for dt <=
+    limit * tau. Imports JAX (start-up, not config validation)."""
+    import jax.numpy as jnp
+
+    from simulator.time.schemes import SCHEMES
+
+    info = SCHEMES[scheme]
+    # sampled up to 4 h lambda per stage (beyond the interval of any classical scheme; a stabilised scheme's
+    # longer one would be cut there: conservative)
+    x = jnp.linspace(0.0, 4.0 * info.stages, 8192 * info.stages)
+
+    class TestEquation:
+        def exp_linear(self, u: Any, tau: Any, params: Any) -> Any:
+            return u
+
+        def nonlinear(self, u: Any, t: Any, params: Any) -> Any:
+            return -x * u
+
+    amplification = abs(np.asarray(info.load()(TestEquation())(jnp.ones_like(x), 0.0, 1.0, {})))
+    unstable = np.flatnonzero(amplification > 1.0 + 1e-9)
+    return float(x[unstable[0] - 1]) if unstable.size else float(x[-1])
