@@ -47,7 +47,8 @@ def test_info_reports_devices_mesh_slurm_and_versions():
     r = subprocess.run(
         [sys.executable, "-m", "simulator", "info", "configs/taylor_green.yaml", "--cpu-devices", "4",
          "--set", "fft.backend=pencil"],
-        capture_output=True, text=True, timeout=120, env={"SLURM_JOB_ID": "99", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "NoDevFiles"},
+        capture_output=True, text=True, timeout=120,
+        env={"SLURM_JOB_ID": "99", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "NoDevFiles"},
     )
     assert r.returncode == 0, r.stderr
     out = r.stdout
@@ -137,7 +138,8 @@ BAD_SLURM = [
      "SLURM_LOCALID = '7' is out of range; Slurm numbers the 4 tasks of this node 0 to 3"),
     ({"SLURM_LOCALID": "4", "SLURM_NTASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0"},
      "SLURM_LOCALID = '4' is out of range"),
-    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "banana"}, "SLURM_TASKS_PER_NODE = 'banana' is not in Slurm's form"),
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "banana"},
+     "SLURM_TASKS_PER_NODE = 'banana' is not in Slurm's form"),
     ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "0"}, "SLURM_TASKS_PER_NODE = '0' is not in Slurm's form"),
     ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(xZ)"}, "SLURM_TASKS_PER_NODE = '2(xZ)' is not in Slurm's form"),
     ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "abc"},
