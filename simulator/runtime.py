@@ -149,7 +149,9 @@ def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> s
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num, process_id=pid)
     elif mode == "slurm":
         gpus = gpu_binding(env).device_ids if cfg.runtime.cpu_devices is None else None  # CPU runs: none
-        check_coordinator(*_slurm_coordinator())
+        coordinator = _slurm_coordinator()
+        if coordinator is not None:
+            check_coordinator(*coordinator)
         jax.distributed.initialize(local_device_ids=gpus)
     return mode
 
@@ -158,14 +160,17 @@ def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> s
 RESOLVE_TIMEOUT_S = 10.0
 
 
-def _slurm_coordinator() -> tuple[str, str]:
+def _slurm_coordinator() -> tuple[str, str] | None:
     """The address jax.distributed takes as coordinator in a Slurm step (its own choice, read from this
-    process's environment as it reads it), and where it comes from."""
+    process's environment as it reads it), and where it comes from; None where JAX does not detect the
+    step (it then says what is missing itself)."""
     # no public API gives the address it will use
     from jax._src.clusters import SlurmCluster
 
     if os.environ.get("JAX_COORDINATOR_ADDRESS"):
         return os.environ["JAX_COORDINATOR_ADDRESS"], "JAX_COORDINATOR_ADDRESS"
+    if not SlurmCluster.is_env_present() or not os.environ["SLURM_JOB_ID"].isdigit():
+        return None
     address = SlurmCluster.get_coordinator_address(None, os.environ.get("JAX_COORDINATOR_PORT"))
     return address, f"the first node of SLURM_STEP_NODELIST={os.environ.get('SLURM_STEP_NODELIST', '')}"
 
@@ -250,7 +255,7 @@ def _tasks_on_node(env: Mapping[str, str]) -> tuple[int, int]:
         tasks = per_node[min(int(node), len(per_node) - 1)]
         rank = env["SLURM_LOCALID"]
         if not rank.isdigit() or int(rank) >= tasks:
-            where = f"{name}={env[name]}" if name else "no tasks per node given: 1"
+            where = f"{name}={env[name]}" if name else "SLURM_TASKS_PER_NODE unset: taken as 1"
             raise ConfigError("SLURM_LOCALID", rank, f"Slurm numbers the {tasks} tasks of this node 0 to {tasks - 1} "
                               f"({where}, SLURM_NODEID={node})", "is out of range")
         return int(rank), tasks
