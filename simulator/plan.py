@@ -109,8 +109,7 @@ def run_programs(cfg: Config) -> tuple[str, ...]:
 
     names = ["chunk", "diagnostics"]
     for name, section in (("spectra", cfg.output.spectra), ("fields", cfg.output.snapshots)):
-        schedule = Schedule.of(section)
-        if schedule.periodic or schedule.at_end:
+        if Schedule.of(section).active:
             names.append(name)
     if cfg.output.statistics.enabled:
         names.append("statistics")
@@ -366,14 +365,24 @@ def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = N
     the devices have free) and the bandwidths of ``profile`` (:func:`report`). The runtime must be started."""
     from simulator.run.simulation import Simulation
 
+    target = platform or jax.default_backend()
+    check_platform(cfg, target)
     chosen = jax.devices()[:devices] if devices is not None else None
     source = "given"
-    if memory is not None and (platform or jax.default_backend()) == "gpu":  # the allocator's share of it
+    if memory is not None and target == "gpu":  # the allocator's share of it
         memory, source = gpu_allocator_share(memory)
-    target = platform or jax.default_backend()
     with _gpu_fft_path(target == "gpu" and jax.default_backend() == "cpu"):
         plan = reduced_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
     return report(plan, platform or plan.platform, profile)
+
+
+def check_platform(cfg: Config, platform: str) -> None:
+    """Refuse to plan for ``platform`` a run that cannot run there (ConfigError naming the key): particles
+    by NUFFT (jax-finufft: CPU only) off CPU, which this machine's CPU standing in would plan as if they could."""
+    for i, species in enumerate(cfg.particles):
+        if platform != "cpu" and species.interpolation == "nufft":
+            raise ConfigError(f"particles[{i}].interpolation", "nufft", f"use exact or lagrange4 on {platform}: the "
+                              "installed jax-finufft runs on CPU only", f"cannot run on {platform}")
 
 
 @contextlib.contextmanager

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from importlib import metadata
 import jax
 
 from simulator.config import Config
-from simulator.errors import RuntimeSetupError
+from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.mesh import build_mesh
 from simulator.memory import GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
@@ -89,12 +91,14 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
 
 
 def gpu_visible() -> bool:
-    """Whether a GPU plug-in for JAX is installed and a GPU device node exists (asked without starting JAX,
-    whose CPU device count can only be set before it starts)."""
+    """Whether a GPU plug-in for JAX is installed, a GPU device node exists and CUDA_VISIBLE_DEVICES (or
+    its ROCm peers) does not hide every GPU (asked without starting JAX, whose CPU device count can only
+    be set before it starts)."""
     import glob
 
     plugins = [e.name for e in metadata.entry_points(group="jax_plugins")]
-    return bool(plugins) and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
+    shown, _ = _visible(os.environ)
+    return bool(plugins) and shown != [] and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
 
 
 def is_distributed() -> bool:
@@ -140,11 +144,56 @@ def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> s
         coordinator = cfg.runtime.coordinator or env[ENV_COORDINATOR]
         num = cfg.runtime.num_processes if cfg.runtime.num_processes is not None else int(env[ENV_NUM_PROCESSES])
         pid = cfg.runtime.process_id if cfg.runtime.process_id is not None else int(env[ENV_PROCESS_ID])
+        source = "runtime.coordinator" if cfg.runtime.coordinator is not None else ENV_COORDINATOR
+        check_coordinator(coordinator, source)
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num, process_id=pid)
     elif mode == "slurm":
         gpus = gpu_binding(env).device_ids if cfg.runtime.cpu_devices is None else None  # CPU runs: none
+        coordinator = _slurm_coordinator()
+        if coordinator is not None:
+            check_coordinator(*coordinator)
         jax.distributed.initialize(local_device_ids=gpus)
     return mode
+
+
+#: seconds to wait for the coordinator's host name to resolve (a DNS server that does not answer)
+RESOLVE_TIMEOUT_S = 10.0
+
+
+def _slurm_coordinator() -> tuple[str, str] | None:
+    """The address jax.distributed takes as coordinator in a Slurm step (its own choice, read from this
+    process's environment as it reads it), and where it comes from; None where JAX does not detect the
+    step (it then says what is missing itself)."""
+    # no public API gives the address it will use
+    from jax._src.clusters import SlurmCluster
+
+    if os.environ.get("JAX_COORDINATOR_ADDRESS"):
+        return os.environ["JAX_COORDINATOR_ADDRESS"], "JAX_COORDINATOR_ADDRESS"
+    if not SlurmCluster.is_env_present() or not os.environ["SLURM_JOB_ID"].isdigit():
+        return None
+    address = SlurmCluster.get_coordinator_address(None, os.environ.get("JAX_COORDINATOR_PORT"))
+    return address, f"the first node of SLURM_STEP_NODELIST={os.environ.get('SLURM_STEP_NODELIST', '')}"
+
+
+def check_coordinator(address: str, source: str) -> None:
+    """Raise RuntimeSetupError unless the host of ``address`` (``host:port``) resolves within
+    :data:`RESOLVE_TIMEOUT_S`. jax.distributed retries an unresolvable coordinator until its
+    initialization timeout (5 minutes), every process of the job waiting; this says it at once."""
+    import concurrent.futures
+
+    host = address.rsplit(":", 1)[0].strip("[]")
+    pool = concurrent.futures.ThreadPoolExecutor(1)  # getaddrinfo has no timeout of its own
+    try:
+        pool.submit(socket.getaddrinfo, host, None).result(timeout=RESOLVE_TIMEOUT_S)
+    except concurrent.futures.TimeoutError:
+        raise RuntimeSetupError(f"the coordinator {address} ({source}) did not resolve within "
+                                f"{RESOLVE_TIMEOUT_S:.0f} s; check the node's name service") from None
+    except OSError as err:
+        raise RuntimeSetupError(f"the coordinator {address} ({source}) does not resolve ({err.strerror or err}); "
+                                "every process would wait for it: give a host name or address that "
+                                "resolves on every node") from None
+    finally:
+        pool.shutdown(wait=False)
 
 
 @dataclass(frozen=True)
@@ -156,22 +205,60 @@ class GpuBinding:
     reason: str
 
 
+#: what CUDA_VISIBLE_DEVICES holds in a Slurm step without GPUs
+NO_DEVICE_FILES = "NoDevFiles"
+
+
 def _visible(env: Mapping[str, str]) -> tuple[list[str] | None, str]:
+    """The devices a GPU runtime will show this process, and the variable that says so. CUDA (and ROCm)
+    stop at the first entry that names no device: ``-1`` hides every GPU, and so does Slurm's
+    ``NoDevFiles``."""
     for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
         if name in env:
-            return [v for v in env[name].split(",") if v.strip()], name
+            shown: list[str] = []
+            for entry in (v.strip() for v in env[name].split(",")):
+                if entry == NO_DEVICE_FILES or entry.startswith("-"):
+                    break
+                if entry:
+                    shown.append(entry)
+            return shown, name
     return None, ""
 
 
+_TASKS = re.compile(r"([1-9][0-9]*)(?:\(x([1-9][0-9]*)\))?")
+
+
+def _tasks_per_node(name: str, text: str) -> list[int]:
+    """Slurm's tasks per node (``2(x3),1``: two tasks on each of three nodes, then one) as one count per node."""
+    per_node: list[int] = []
+    for part in text.split(","):
+        found = _TASKS.fullmatch(part.strip())
+        if not found:
+            raise ConfigError(name, text, "Slurm gives counts of 1 or more per node, such as '2(x3),1'",
+                              "is not in Slurm's form")
+        per_node += [int(found[1])] * int(found[2] or 1)
+    return per_node
+
+
 def _tasks_on_node(env: Mapping[str, str]) -> tuple[int, int]:
-    """(this process's rank on its node, processes on its node) from Slurm's or the launcher's variables."""
-    if env.get("SLURM_LOCALID", "").isdigit():
-        per_node: list[int] = []
-        for part in (env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE") or "1").split(","):
-            count, _, repeat = part.partition("(x")
-            per_node += [int(count)] * int(repeat.rstrip(")") or 1)
-        node = int(env.get("SLURM_NODEID", "0") or 0)
-        return int(env["SLURM_LOCALID"]), per_node[min(node, len(per_node) - 1)]
+    """(this process's rank on its node, processes on its node) from Slurm's or the launcher's variables.
+    A value that cannot be Slurm's is a ConfigError naming its variable: binding on it would drive
+    another task's GPUs (or all of them)."""
+    if env.get("SLURM_LOCALID", ""):
+        name = next((n for n in ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE")
+                     if env.get(n)), "")
+        per_node = _tasks_per_node(name, env[name]) if name else [1]
+        node = env.get("SLURM_NODEID", "") or "0"
+        if not node.isdigit():
+            raise ConfigError("SLURM_NODEID", node, "Slurm numbers a job's nodes 0, 1, ... (tasks per node as "
+                              "in '2(x3),1')", "is not a node number")
+        tasks = per_node[min(int(node), len(per_node) - 1)]
+        rank = env["SLURM_LOCALID"]
+        if not rank.isdigit() or int(rank) >= tasks:
+            where = f"{name}={env[name]}" if name else "SLURM_TASKS_PER_NODE unset: taken as 1"
+            raise ConfigError("SLURM_LOCALID", rank, f"Slurm numbers the {tasks} tasks of this node 0 to {tasks - 1} "
+                              f"({where}, SLURM_NODEID={node})", "is out of range")
+        return int(rank), tasks
     if env.get(ENV_PROCESS_ID, "").isdigit():  # simulator launch: every process on this machine
         return int(env[ENV_PROCESS_ID]), int(env.get(ENV_NUM_PROCESSES, "1") or 1)
     return 0, 1
@@ -187,6 +274,7 @@ def gpu_binding(env: Mapping[str, str] | None = None) -> GpuBinding:
     (``--gpus-per-node=4``, ``--gpu-bind=none``), task r of n drives the r-th share of them; with one
     task per node, all of them. Without CUDA_VISIBLE_DEVICES, Slurm's SLURM_STEP_GPUS/SLURM_JOB_GPUS
     (physical ordinals, all visible) or the count SLURM_GPUS_ON_NODE stand in. No GPU variable: None.
+    Raises ConfigError for a Slurm variable that cannot be right (a local id past the node's tasks).
     """
     env = os.environ if env is None else env
     rank, tasks = _tasks_on_node(env)
@@ -216,7 +304,9 @@ def gpu_binding(env: Mapping[str, str] | None = None) -> GpuBinding:
 
 def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode. Calling it again in
-    the same process (a script building several simulations) keeps the processes already started."""
+    the same process (a script building several simulations) keeps the processes already started.
+    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts."""
+    gpu_binding(env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision)
     if is_distributed():
         return process_mode(cfg, env)

@@ -231,6 +231,29 @@ def test_the_plan_counts_the_statistics_program_when_a_run_writes_statistics():
     assert re.search(r"statistics \d+(\.\d+)? [KMG]iB", line), line
 
 
+
+def test_the_plan_counts_the_snapshot_program_when_snapshots_are_only_at_listed_times():
+    """configs/fdm_cosmo.yaml writes its snapshots at output.snapshots.times only (no every/dt/wall/at_end);
+    the run writes them, so the planner and the run's fit check count the program that computes them."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "fdm_cosmo.yaml"),
+                        "--set", "grid.shape=8", "--profile", "h100"],  # a datasheet: no bandwidth measured
+                       check=False, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    line = next(line for line in r.stdout.splitlines() if line.startswith("memory per device"))
+    assert re.search(r"fields \d+(\.\d+)? [KMG]?i?B", line), line
+
+
+def test_planning_for_gpus_refuses_tracers_interpolated_by_nufft(tmp_path):
+    """interpolation: nufft runs on CPU only (jax-finufft); a plan for GPUs used to plan it as if it ran there."""
+    text = (ROOT / "configs" / "forced_turbulence_particles.yaml").read_text()
+    config = tmp_path / "nufft.yaml"
+    config.write_text(text.replace("tau_p: 0.5, interpolation: lagrange4", "tau_p: 0.5, interpolation: nufft"))
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(config), "--set", "grid.shape=8",
+                        "--platform", "gpu", "--memory", "80GB"], check=False, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2 and r.stderr.startswith("error: particles[1].interpolation = 'nufft' "), r.stderr[-2000:]
+    assert "CPU only" in r.stderr and len(r.stderr.strip().splitlines()) == 1 and not r.stdout, r.stderr
+
 #: compiled in a process of 128 virtual devices: each plan of the run itself and of its smaller run
 _SMALLER_RUN_SCRIPT = """
 import json
@@ -309,3 +332,19 @@ def test_an_adaptive_step_counts_the_transform_of_its_cfl_controller():
                        for extra in ({}, {"time.cfl": 0.5}))
     assert (fixed.ffts_per_step, adaptive.ffts_per_step) == (36, 39)
     assert adaptive.traffic.memory_bytes > fixed.traffic.memory_bytes
+
+
+@pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)
+def test_planning_a_large_grid_on_fftw_traces_no_xla_fft(devices, local_fft, monkeypatch):
+    """Planning 8192^3 on 4 CPU devices took 32 s (2.3 s before XLA's FFT was split below 2^31 points): the
+    FFTW path traced XLA's transforms too, as the other branch of a platform choice, in thousands of pieces
+    that XLA then dropped. A program on FFTW traces no XLA FFT at all (counted, not timed)."""
+    from simulator.fft import large
+
+    monkeypatch.setenv("SIMULATOR_FFT", local_fft)
+    calls = []
+    transform = large.transform
+    monkeypatch.setattr(large, "transform", lambda *a, **k: calls.append(1) or transform(*a, **k))
+    sim = _sim(8192, precision="float32", devices=4)
+    jax.make_jaxpr(sim.step)(sim.equation, plan.abstract_state(sim), plan._scalar(sim), plan._scalar(sim), sim.params)
+    assert sim.fft.local.name == "fftw" and calls == []

@@ -47,7 +47,8 @@ def test_info_reports_devices_mesh_slurm_and_versions():
     r = subprocess.run(
         [sys.executable, "-m", "simulator", "info", "configs/taylor_green.yaml", "--cpu-devices", "4",
          "--set", "fft.backend=pencil"],
-        capture_output=True, text=True, timeout=120, env={"SLURM_JOB_ID": "99", "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=120,
+        env={"SLURM_JOB_ID": "99", "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "NoDevFiles"},
     )
     assert r.returncode == 0, r.stderr
     out = r.stdout
@@ -55,6 +56,8 @@ def test_info_reports_devices_mesh_slurm_and_versions():
     assert "processes:             1" in out and "global devices:        4" in out
     assert "config mesh:           pencil [2, 2] ('p0', 'p1')" in out
     assert "process 0/1 local devices: cpu:0, cpu:1, cpu:2, cpu:3" in out
+    # what Slurm sets in a step without GPUs: not "one GPU"
+    assert "GPU binding: CUDA_VISIBLE_DEVICES=NoDevFiles; process 0 of 1 on this node: no GPU visible" in out
     for pkg in ("jax", "jaxlib", "jaxdecomp", "h5py"):
         assert f"{pkg} " in out.split("versions:")[1]
 
@@ -95,6 +98,10 @@ GPU_LAYOUTS = [
     ({"SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "2"}, None, "no GPU variable"),
     ({}, None, "no GPU variable"),
     ({"SLURM_LOCALID": "0", "CUDA_VISIBLE_DEVICES": ""}, None, "no GPU visible"),
+    # Slurm's mark of a step without GPUs, and CUDA's "hide every device" (an invalid ordinal ends the list)
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "1", "CUDA_VISIBLE_DEVICES": "NoDevFiles"}, None, "no GPU visible"),
+    ({"CUDA_VISIBLE_DEVICES": "-1"}, None, "no GPU visible"),
+    ({"CUDA_VISIBLE_DEVICES": "1,-1,0"}, [0], "sees one GPU"),
 ]
 
 
@@ -122,3 +129,53 @@ def test_the_gpu_templates_give_each_task_what_the_runtime_expects():
         assert fraction and float(fraction[1]) == GPU_MEMORY_FRACTION, name
     task3 = {"SLURM_LOCALID": "3", "SLURM_TASKS_PER_NODE": "4", "SLURM_NODEID": "0", "CUDA_VISIBLE_DEVICES": "0"}
     assert runtime.gpu_binding(task3).device_ids == [0]
+
+
+# ---- a Slurm environment that cannot be right: one line naming the variable, before JAX starts ----------
+BAD_SLURM = [
+    # a task beyond the node's tasks (4 tasks: SLURM_LOCALID 0 to 3) used to be bound to no GPU, i.e. to all
+    ({"SLURM_LOCALID": "7", "SLURM_TASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0,1,2,3"},
+     "SLURM_LOCALID = '7' is out of range; Slurm numbers the 4 tasks of this node 0 to 3"),
+    ({"SLURM_LOCALID": "4", "SLURM_NTASKS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0"},
+     "SLURM_LOCALID = '4' is out of range"),
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "banana"},
+     "SLURM_TASKS_PER_NODE = 'banana' is not in Slurm's form"),
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "0"}, "SLURM_TASKS_PER_NODE = '0' is not in Slurm's form"),
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(xZ)"}, "SLURM_TASKS_PER_NODE = '2(xZ)' is not in Slurm's form"),
+    ({"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "abc"},
+     "SLURM_NODEID = 'abc' is not a node number"),
+]
+
+
+@pytest.mark.parametrize("env, message", BAD_SLURM, ids=lambda v: None)
+def test_a_slurm_environment_that_cannot_be_right_is_one_line(env, message):
+    from simulator.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        runtime.gpu_binding(env)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value), err.value
+    if "out of range" not in message:
+        assert "2(x3),1" in str(err.value)  # Slurm's form, shown
+
+
+@pytest.mark.parametrize("env, message", [BAD_SLURM[0], BAD_SLURM[2], BAD_SLURM[5]], ids=lambda v: None)
+def test_info_refuses_a_slurm_environment_that_cannot_be_right(env, message):
+    """`simulator info` (and every command that starts the runtime) says what is wrong in one line, exit 2,
+    before JAX starts its backends: no traceback, no process bound to a GPU that is not its own."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "info", "--cpu-devices", "1"], check=False,
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", **env})
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {message}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout, (r.stdout, r.stderr)
+
+
+def test_a_job_step_whose_coordinator_does_not_resolve_fails_at_once():
+    """The first node of the step is the coordinator: a name that does not resolve used to leave every
+    process waiting for it (minutes); it is one line naming it."""
+    env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "4242", "SLURM_NTASKS": "2", "SLURM_PROCID": "1",
+           "SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "1(x2)", "SLURM_NODEID": "1",
+           "SLURM_STEP_NODELIST": "nonexistent-node-xyz,other-node"}
+    r = subprocess.run([sys.executable, "-m", "simulator", "info", "--cpu-devices", "1"], check=False,
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("error: the coordinator nonexistent-node-xyz:") and "SLURM_STEP_NODELIST" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -196,15 +196,23 @@ def test_usr1_during_start_up_requeues_instead_of_killing_the_job(slurm, referen
 
 def test_a_job_knows_its_signal_lead_and_time_limit(slurm, tmp_path):
     """What `simulator run` checks its chunk and checkpoint time against: the job's own --signal and limit,
-    and a lead too close to the limit is the one-line warning (Slurm may signal at once)."""
+    and a lead too close to the limit is the one-line warning (Slurm may signal at once), naming where the
+    signal was read. sbatch's command line overrides the script's line; where Slurm does not show it (22.05
+    shows a job's signal nowhere) the warning says the script's line is all it could read."""
     probe = tmp_path / "probe.sbatch"
     probe.write_text("#!/bin/bash\n#SBATCH --time=3:00\n#SBATCH --signal=USR1@150\n"
                      f"{sys.executable} -c 'from simulator.run.joblimits import job_signal, limit_warning; "
-                     "j = job_signal(); print(\"JOB\", j, limit_warning(*j))'\n")
-    job = sbatch(f"--output={tmp_path}/out-%j.txt", probe)
+                     "j = job_signal(); print(\"JOB\", tuple(j[:3]), limit_warning(j))'\n")
+    job = sbatch(f"--output={tmp_path}/out-%j.txt", "--signal=USR1@140", probe)
     assert wait(job) == [("COMPLETED", 0)]
     out = (tmp_path / f"out-{job}.txt").read_text()
-    assert "JOB ('USR1', 150, 180)" in out and "as soon as the job starts" in out, out
+    assert "as soon as the job starts" in out, out
+    shown = subprocess.run(["scontrol", "show", "job", "-o", job], check=False, capture_output=True, text=True,
+                           timeout=30).stdout
+    if "SubmitLine=" in shown:
+        assert "JOB ('USR1', 140, 180)" in out and "(from sbatch's command line (scontrol show job))" in out, out
+    else:
+        assert "JOB ('USR1', 150, 180)" in out and "this Slurm does not show a --signal given to sbatch" in out, out
 
 
 def test_sweep_is_one_array_job_and_collects(slurm, tmp_path):

@@ -8,8 +8,8 @@ unnormalised, inverse divides by the product of the transformed sizes) and two i
 
 * ``fftw``: FFTW 3 (double and float, multi-threaded) called from the compiled program as an XLA FFI
   custom call (simulator/fft/native/fftw_ffi.cc), on the buffers XLA hands over, in XLA's row-major
-  layout: no copies and no transposes. CPU only: ``jax.lax.platform_dependent`` picks XLA's FFT
-  (cuFFT) when the same program is lowered for a GPU. On CPU it is 2-4x faster than XLA's FFT (DUCC).
+  layout: no copies and no transposes. CPU only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a
+  program built with FFTW lowers for CPU only. On CPU it is 2-4x faster than XLA's FFT (DUCC).
 * ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native extension is not built (no FFTW headers at install
   time) or fails to load, when asked for, and by the jaxdecomp backend, whose transforms are inside
   the jaxdecomp package.
@@ -198,8 +198,10 @@ class LocalFFT:
         if self.name != "fftw":
             return xla(x)
         _register()
-        # chosen when the program is lowered: the custom call on CPU, XLA's FFT (cuFFT) elsewhere
-        return lax.platform_dependent(x, cpu=fftw, default=xla)
+        # FFTW is resolved for CPU devices only (resolve gives XLA's FFT elsewhere), so the program calls it
+        # directly: a lax.platform_dependent choice would trace XLA's branch too, in pieces past 2^31 points
+        # (large.py), only for XLA to drop it; planning 8192^3 on 4 devices took 5 times as long
+        return fftw(x)
 
     def _call(self, target: str, kind: int | None, x: jax.Array, axes: Axes,
               results: Sequence[jax.ShapeDtypeStruct], aliases: dict[int, int] | None = None):

@@ -58,6 +58,11 @@ class Schedule:
     def periodic(self) -> bool:
         return bool(self.every or self.dt or self.wall)
 
+    @property
+    def active(self) -> bool:
+        """Whether it ever writes: periodically, at listed ``times`` or at the end."""
+        return self.periodic or self.at_end or bool(self.times)
+
     def landing_times(self, t_end: float) -> tuple[float, ...]:
         """The simulated times this schedule asks for, where a run's chunks must end exactly: ``times``
         and the multiples of ``dt`` up to ``t_end`` (so outputs by ``dt`` land on t = dt, 2 dt, ..., not

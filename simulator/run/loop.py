@@ -75,7 +75,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     wall_start, last_chunk_s, dumps_s, chunks = time.monotonic(), 0.0, 0.0, 0
     rank0 = jax.process_index() == 0
     job = joblimits.job_signal() if rank0 else None  # the Slurm job's --signal, to check its lead time
-    if job is not None and (advice := joblimits.limit_warning(*job)):
+    if job is not None and (advice := joblimits.limit_warning(job)):
         get_logger().warning("%s", advice)
     while not stepper.finished(t):
         chunk_start = time.monotonic()
@@ -104,7 +104,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         dumps_s = max(dumps_s, time.monotonic() - dumps_start)
         last_chunk_s, chunks = time.monotonic() - chunk_start, chunks + 1
         if job is not None and chunks == 2:  # the first chunk compiled; the second is a steady one
-            advice = joblimits.lead_warning(*job[:2], chunk_s=last_chunk_s - dumps_s, checkpoint_s=dumps_s)
+            advice = joblimits.lead_warning(job, chunk_s=last_chunk_s - dumps_s, checkpoint_s=dumps_s)
             if advice:
                 get_logger().warning("%s", advice)
         if stopping:

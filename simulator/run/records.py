@@ -74,7 +74,7 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
     units = cfg.physics.clock().units() or None  # the equation's unit system, if it has one
     records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.clock().derived_columns)]
     spectra_schedule = Schedule.of(cfg.output.spectra)
-    if spectra_schedule.periodic or spectra_schedule.at_end or spectra_schedule.times:
+    if spectra_schedule.active:
         records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
                                      rank0, sim.info.spectra, units, cfg.physics.clock().time_coordinates))
 
