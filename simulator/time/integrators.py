@@ -53,7 +53,7 @@ def make_rk4(eq: Any) -> Step:
 
         u(t + dt) = E(u, dt) + dt/6 (E(k1, dt) + 2 E(k2, dt/2) + 2 E(k3, dt/2) + k4).
 
-    The sum is accumulated stage by stage in a loop (as in :func:`make_lsrk4`), so that three spectral
+    The sum is accumulated stage by stage in a loop (as in :func:`_make_2n`), so that three spectral
     registers live across stages (the state, the sum and the next stage's input) instead of the
     state and four derivatives, and the compiler holds one stage's temporaries at a time. Unrolled,
     XLA fuses the sum into its last use and keeps every derivative alive to the end of the step. The
