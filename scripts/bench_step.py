@@ -1,8 +1,9 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
-For each N, scheme (NS rk4, NS lsrk4, NS rk4 with one passive scalar, SP kdk, comoving SP kdk, Boussinesq
-rk4, MHD rk4), backend, device count, precision and local FFT path (``--fft-paths``: ``xla``, XLA's FFT;
-``fftw``, the FFTW custom call of simulator/fft/local.py), in one invocation:
+For each N, scheme (NS with each semi-linear scheme of the registry: rk2, rk3, rk4, lsrk4; NS rk4 with one
+passive scalar, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4), backend, device count, precision and
+local FFT path (``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of
+simulator/fft/local.py), in one invocation:
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
   ``vs_xla``: its ratio to the same configuration on the xla path;
@@ -65,10 +66,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# scheme -> (physics, integrator, initial condition, extra config overrides)
+from simulator.time.schemes import SEMILINEAR, compatible  # no JAX: the devices are configured later
+
+# scheme -> (physics, integrator, initial condition, extra config overrides): Navier-Stokes with every
+# semi-linear scheme of the registry, then the other equations and configurations
 SCHEMES = {
-    "rk4": ("navier_stokes", "rk4", "taylor_green", []),
-    "lsrk4": ("navier_stokes", "lsrk4", "taylor_green", []),
+    **{name: ("navier_stokes", name, "taylor_green", []) for name in compatible(SEMILINEAR)},
     "rk4_scalar": ("navier_stokes", "rk4", "taylor_green",
                    ["physics.scalars=[{diffusivity: 1e-3, mean_gradient: [0, 0, 1]}]", "initial.scalars.name=random"]),
     "kdk": ("schrodinger_poisson", "kdk", "random", ["grid.box=1", "initial.amplitude=0.3"]),

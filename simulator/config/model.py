@@ -25,6 +25,7 @@ from simulator.errors import ConfigError
 from simulator.config import tasks as output_tasks
 from simulator.config.legacy import upgrade
 from simulator.particles import Species, particle_list
+from simulator.time.schemes import SCHEMES, compatible
 
 TWO_PI = 2.0 * math.pi
 
@@ -102,9 +103,12 @@ INITIAL = Variants(table=_initial_table, default=lambda s: registry()[s["physics
 
 
 def _schemes() -> tuple[str, ...]:
-    from simulator.time.schemes import SCHEMES
-
     return tuple(SCHEMES)
+
+
+#: the registered schemes in one line of the config reference: each one's name, order, cost, protocol and method
+_SCHEME_DOCS = "; ".join(f"{s.name} (order {s.order}, {s.stages} evaluations and {s.registers} spectral registers per "
+                         f"step, {s.protocol}): {s.doc}" for s in SCHEMES.values())
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,8 @@ class TimeConfig:
     """Time stepping."""
 
     integrator: str | None = setting(
-        None, "time integrator: rk4 (classical, integrating factor), lsrk4 (2-register low-storage, "
-        "integrating factor) or kdk (kick-drift-kick split step); null = the equation's default", choices=_schemes)
+        None, f"time integrator, one of the schemes the equation's protocol allows: {_SCHEME_DOCS}; null = the "
+        "equation's default", choices=_schemes)
     dt: float = setting(0.01, "time step; with time.cfl set, the largest allowed step", gt=0.0)
     t_end: float = setting(1.0, "simulated time to reach (the run ends exactly there)", gt=0.0)
     cfl: float | None = setting(None, "adaptive time step: target CFL number (the equation's cfl diagnostic), "
@@ -259,7 +263,6 @@ def validate(cfg: Config) -> None:
     """Cross-key checks: the name, the grid against the decomposition, the integrator against the
     equation, schedules against the chunk, the process settings, and the equation's own checks."""
     from simulator.fft.layouts import LAYOUTS
-    from simulator.time.schemes import SCHEMES, compatible
 
     check_name("name", cfg.name)
 

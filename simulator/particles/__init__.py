@@ -38,6 +38,7 @@ import numpy as np
 
 from simulator.errors import ConfigError
 from simulator.schema import setting
+from simulator.time.schemes import SCHEMES
 
 PLACEMENTS = ("random", "lattice", "file")
 #: how u is evaluated at the particles: the spectrally exact sum, or tricubic Lagrange on the grid
@@ -209,10 +210,6 @@ def read_positions(species: Species, key: str = "particles") -> np.ndarray:
     return data
 
 
-#: right-hand-side evaluations per step of each scheme (each interpolates u at every particle once)
-STAGES = {"rk4": 4, "lsrk4": 5}
-
-
 def state_bytes(cfg: Any) -> int:
     """Bytes of the particles' state on every device (positions, and velocities of inertial species;
     replicated, so each device holds all of them)."""
@@ -228,7 +225,8 @@ def describe(cfg: Any, devices: int) -> str:
     count = sum(s.count for s in cfg.particles)
     nx, ny, nz = cfg.grid.shape
     modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz) // devices
-    stages = STAGES.get(cfg.time.integrator, 1)
+    # each of the scheme's right-hand-side evaluations interpolates u at every particle once
+    stages = SCHEMES[cfg.time.integrator].stages
     by_method = {m: sum(s.count for s in cfg.particles if s.interpolation == m) for m in INTERPOLATIONS}
     work = {"exact": f"{3 * modes:.3g} complex multiply-adds per particle (3 components x {modes} modes per device)",
             "nufft": f"a type-2 NUFFT of {modes} modes per device, then ~16^3 x 3 per particle",

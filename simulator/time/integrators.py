@@ -53,7 +53,7 @@ def make_rk4(eq: Any) -> Step:
 
         u(t + dt) = E(u, dt) + dt/6 (E(k1, dt) + 2 E(k2, dt/2) + 2 E(k3, dt/2) + k4).
 
-    The sum is accumulated stage by stage in a loop (as in :func:`make_lsrk4`), so that three spectral
+    The sum is accumulated stage by stage in a loop (as in :func:`_make_2n`), so that three spectral
     registers live across stages (the state, the sum and the next stage's input) instead of the
     state and four derivatives, and the compiler holds one stage's temporaries at a time. Unrolled,
     XLA fuses the sum into its last use and keeps every derivative alive to the end of the step. The
@@ -79,6 +79,18 @@ def make_rk4(eq: Any) -> Step:
     return step
 
 
+# 2N-storage tableaus (Williamson 1980): stage i forms q <- A_i q + dt N(u, t + C_i dt), u <- u + B_i q;
+# C holds one more entry, 1, the time the last stage moves the registers to.
+Tableau2N = tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+
+# Heun's method (the explicit trapezoidal rule, RK2 with a21 = 1, b = (1/2, 1/2)) in 2N form: stage 2
+# reads u + dt k1 (B_1 = 1); the sum u + dt/2 k1 + dt/2 k2 needs B_2 = 1/2 and B_1 + A_2 B_2 = 1/2.
+_HEUN = ((0.0, -1.0), (1.0, 0.5), (0.0, 1.0, 1.0))
+
+# Williamson (1980), J. Comput. Phys. 35, 48: the three-stage, third-order 2N scheme with nodes
+# c = (0, 1/3, 3/4).
+_WILLIAMSON3 = ((0.0, -5 / 9, -153 / 128), (1 / 3, 15 / 16, 8 / 15), (0.0, 1 / 3, 3 / 4, 1.0))
+
 # Carpenter & Kennedy (1994), NASA TM-109112: five-stage, fourth-order, 2N-storage Runge-Kutta.
 _CK_A = (0.0, -567301805773 / 1357537059087, -2404267990393 / 2016746695238,
          -3550918686646 / 2091501179385, -1275806237668 / 842570457699)
@@ -86,22 +98,25 @@ _CK_B = (1432997174477 / 9575080441755, 5161836677717 / 13612068292357, 17201463
          3134564353537 / 4481467310338, 2277821191437 / 14882151754819)
 _CK_C = (0.0, 1432997174477 / 9575080441755, 2526269341429 / 6820363962896,
          2006345519317 / 3224310063776, 2802321613138 / 2924317926251, 1.0)
+_CK4 = (_CK_A, _CK_B, _CK_C)
 
 
-def make_lsrk4(eq: Any) -> Step:
-    """Low-storage (2N) RK4 of Carpenter & Kennedy with an integrating factor.
+def _make_2n(eq: Any, tableau: Tableau2N) -> Step:
+    """A 2N-storage Runge-Kutta scheme (Williamson 1980) with an integrating factor.
 
     Two registers (state and accumulated increment) plus one derivative. The integrating factor is
     applied by moving both registers from stage time c_i to c_{i+1} (exp(L (c_{i+1} - c_i) dt),
-    ``eq.exp_linear``), which is exact for a linear part that commutes with itself. The five stages
-    run as a loop, not unrolled, so the compiler holds one stage's temporaries at a time.
+    ``eq.exp_linear``): the scheme is the Runge-Kutta scheme applied to v = exp(-L t) u (Lawson 1967),
+    exact for a linear part that commutes with itself. The stages run as a loop, not unrolled, so the
+    compiler holds one stage's temporaries at a time.
 
-    Deferring the state's update to the next stage's start took the GPU's XLA-path chunk from 66.2 to
-    60.2 B/cell (float32) but the CPU's FFTW path from 60.8 to 72.8: not done (docs/PERFORMANCE.md).
+    Deferring the state's update to the next stage's start took the GPU's XLA-path chunk of lsrk4 from
+    66.2 to 60.2 B/cell (float32) but the CPU's FFTW path from 60.8 to 72.8: not done (docs/PERFORMANCE.md).
     """
+    stages = len(tableau[0])
 
     def step(u, t, dt, params):
-        a, b, c = (jnp.asarray(v, jnp.result_type(dt)) for v in (_CK_A, _CK_B, _CK_C))
+        a, b, c = (jnp.asarray(v, jnp.result_type(dt)) for v in tableau)
 
         def stage(i, carry):
             u, q = carry
@@ -110,9 +125,37 @@ def make_lsrk4(eq: Any) -> Step:
             tau = (c[i + 1] - c[i]) * dt
             return eq.exp_linear(u, tau, params), eq.exp_linear(q, tau, params)
 
-        return jax.lax.fori_loop(0, 5, stage, (u, jax.tree.map(jnp.zeros_like, u)))[0]
+        return jax.lax.fori_loop(0, stages, stage, (u, jax.tree.map(jnp.zeros_like, u)))[0]
 
     return step
+
+
+def make_rk2(eq: Any) -> Step:
+    """Heun's second-order method (Heun 1900; Hairer, Norsett & Wanner 1993, §II.1) with an integrating
+    factor: with ``E(v, tau) = eq.exp_linear(v, tau, params)`` and k1 = N(u, t), k2 = N(E(u + dt k1, dt), t + dt),
+
+        u(t + dt) = E(u + dt/2 k1, dt) + dt/2 k2,
+
+    run in 2N form (:func:`_make_2n`): two spectral registers, two evaluations per step."""
+    return _make_2n(eq, _HEUN)
+
+
+def make_rk3(eq: Any) -> Step:
+    """Williamson's three-stage, third-order 2N-storage Runge-Kutta (Williamson 1980, J. Comput. Phys.
+    35, 48) with an integrating factor (:func:`_make_2n`): two spectral registers, three evaluations.
+
+    Chosen over Shu & Osher's SSP-RK3 (1988): every three-stage third-order scheme has the same
+    stability polynomial 1 + z + z^2/2 + z^3/6, so both reach |omega dt| = sqrt(3) on the imaginary axis;
+    Williamson's needs two registers where SSP-RK3 keeps the step's start as a third, and its strong
+    stability (for total-variation-bounded shock capturing) is not a property a spectral solution uses,
+    nor one an integrating factor keeps."""
+    return _make_2n(eq, _WILLIAMSON3)
+
+
+def make_lsrk4(eq: Any) -> Step:
+    """Low-storage (2N) RK4 of Carpenter & Kennedy (1994, NASA TM-109112) with an integrating factor
+    (:func:`_make_2n`): two spectral registers, five evaluations."""
+    return _make_2n(eq, _CK4)
 
 
 def make_kdk(eq: Any) -> Step:

@@ -47,6 +47,10 @@ class Scheme:
 SCHEMES: dict[str, Scheme] = {
     s.name: s
     for s in (
+        Scheme("rk2", SEMILINEAR, 2, 2, 2, "Heun's second-order Runge-Kutta with an integrating factor (IF-RK2), "
+               "2N storage", "simulator.time.integrators:make_rk2"),
+        Scheme("rk3", SEMILINEAR, 3, 3, 2, "Williamson's three-stage third-order 2N-storage Runge-Kutta with an "
+               "integrating factor", "simulator.time.integrators:make_rk3"),
         Scheme("rk4", SEMILINEAR, 4, 4, 5, "classical Runge-Kutta with an exact integrating factor (IF-RK4)",
                "simulator.time.integrators:make_rk4"),
         Scheme("lsrk4", SEMILINEAR, 4, 5, 2, "Carpenter-Kennedy five-stage 2N-storage Runge-Kutta with an "
