@@ -232,6 +232,37 @@ def test_an_ensemble_sweep_runs_from_the_cli_and_collects(tmp_path):
         assert [r["status"] for r in csv.DictReader(f)] == ["finished", "finished", "pending"]
 
 
+def test_inertial_particles_in_an_ensemble_are_held_to_the_checks_of_a_single_run(tmp_path):
+    """The drag's stability limit and the particles' blow-up check hold for every member as for one run: an
+    adaptive member's dt is bounded by the drag (said in its log), a member whose own fixed dt exceeds it
+    is refused in one line, and particles that blow up fail their member (exit 1), never exit 0."""
+    drops = [{"name": "d", "count": 8, "placement": "lattice", "tau_p": 1.0e-4}]
+    small = {**BASE, "grid.shape": 8, "time.t_end": 0.02, "output.chunk": 4, "checkpoint.every": 0}
+
+    def members(*values, particles=drops):
+        return [simulator.load_config(TG, {**small, "particles": particles, **v, "name": f"m{i}"})
+                for i, v in enumerate(values)]
+
+    codes = run_configs(members({"time.cfl": 0.5}, {"time.cfl": 0.4}), [tmp_path / "a0", tmp_path / "a1"])
+    assert codes == [0, 0]
+    for i in (0, 1):
+        assert "the Stokes drag of particles[0] (tau_p = 0.0001) limits dt to 0.000279" in (
+            tmp_path / f"a{i}" / "run.log").read_text()
+        with h5py.File(checkpoints.find(tmp_path / f"a{i}").index) as f:
+            assert np.abs(f["particles.d.velocity"][()]).max() < 10
+    with pytest.raises(ConfigError, match=r"^particles\[0\].tau_p = 0.0001 is too small for the time step; time.dt "
+                                          r"= 0.01 exceeds 0.000279"):
+        run_configs(members({"time.dt": 1e-4}, {"time.dt": 0.01}), [tmp_path / "b0", tmp_path / "b1"])
+    assert not (tmp_path / "b0").exists() and not (tmp_path / "b1").exists()
+    falling = [{"name": "d", "count": 8, "placement": "lattice", "tau_p": 1.0, "gravity": [0, 0, -1.0e300]}]
+    codes = run_configs(members({"time.dt": 0.01}, {"time.dt": 0.005}, particles=falling),
+                        [tmp_path / "c0", tmp_path / "c1"])
+    assert codes == [1, 1]
+    for i in (0, 1):
+        assert json.loads((tmp_path / f"c{i}" / "status.json").read_text())["state"] == "failed"
+        assert "particle species d blew up" in (tmp_path / f"c{i}" / "run.log").read_text()
+
+
 def test_an_ensemble_that_cannot_fit_is_refused_before_any_member_directory_is_written(tmp_path):
     """The batched program of K members holds K states: an ensemble whose members each fit but whose batch
     cannot is refused in one line naming how many members fit (exit 2 for the group), and no member's run

@@ -223,6 +223,22 @@ def drag_limit(species: Sequence[Species], scheme: str) -> tuple[float, int | No
     return real_stability_limit(scheme) * tau_p, i
 
 
+def check_drag(species: Sequence[Species], time: Any) -> None:
+    """Refuse a fixed ``time.dt`` (``time`` a run's time section) beyond the drag's stability limit
+    (:func:`drag_limit`) in one line (ConfigError); an adaptive step is bounded by it instead."""
+    from simulator.errors import ConfigError
+
+    if time.cfl is not None:
+        return
+    limit, i = drag_limit(species, time.integrator)
+    if time.dt > limit:
+        s = species[i]
+        raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"time.dt = {time.dt:g} exceeds {limit:.3g}, the "
+                          f"stable limit of {time.integrator} on the Stokes drag ({limit / s.tau_p:.4g} tau_p, its "
+                          "stability interval on the real axis): lower time.dt, or set time.cfl (the drag then "
+                          "bounds every step)", "is too small for the time step")
+
+
 def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float], time: Any = None
                    ) -> WithParticles:
     """``flow`` carrying ``species``: their initial positions placed on the host (the same on every
@@ -230,14 +246,8 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
     ``time.dt`` beyond the drag's stability limit (:func:`drag_limit`) is refused."""
     from simulator.errors import ConfigError
 
-    if time is not None and time.cfl is None:
-        limit, i = drag_limit(species, time.integrator)
-        if time.dt > limit:
-            s = species[i]
-            raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"time.dt = {time.dt:g} exceeds {limit:.3g}, the "
-                              f"stable limit of {time.integrator} on the Stokes drag ({limit / s.tau_p:.4g} tau_p, its "
-                              "stability interval on the real axis): lower time.dt, or set time.cfl (the drag then "
-                              "bounds every step)", "is too small for the time step")
+    if time is not None:
+        check_drag(species, time)
     sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
     for i, s in enumerate(species):
         for axis, name in enumerate(flow.fft.real_spec()):
@@ -309,13 +319,16 @@ def _sane(eq: WithParticles, state: Any, bound: jax.Array) -> dict[str, jax.Arra
     return out
 
 
-def lost_species(eq: WithParticles, state: Any, cfg: Any) -> list[str]:
-    """Names of the species whose state blew up: a position or velocity NaN or Inf, or a position so far
-    from the box that the run's floats no longer locate it within a grid cell (:func:`wrap_bound` with
-    ``cells = 1``; unwrapped positions travel, but not that far)."""
-    bound = wrap_bound(cfg.grid.box, cfg.grid.shape, cfg.precision, cells=1.0)
-    ok = _sane(eq, state, jnp.asarray(bound, eq.dtype))
-    return [name for name, flag in ok.items() if not bool(np.asarray(flag.addressable_data(0)))]
+def lost_species(eq: WithParticles, state: Any, cfg: Any, batched: bool = False) -> list[list[str]]:
+    """Names of the species whose state blew up, per member (one list for a single run's state; one per
+    member of an ensemble's stacked state with ``batched``): a position or velocity NaN or Inf, or a
+    position so far from the box that the run's floats no longer locate it within a grid cell
+    (:func:`wrap_bound` with ``cells = 1``; unwrapped positions travel, but not that far)."""
+    bound = jnp.asarray(wrap_bound(cfg.grid.box, cfg.grid.shape, cfg.precision, cells=1.0), eq.dtype)
+    ok = (jax.vmap(_sane, in_axes=(None, 0, None)) if batched else _sane)(eq, state, bound)
+    flags = {name: np.atleast_1d(np.asarray(flag.addressable_data(0))) for name, flag in ok.items()}
+    members = len(next(iter(flags.values()))) if flags else 0
+    return [[name for name, flag in flags.items() if not flag[i]] for i in range(members)]
 
 
 def particle_writers(cfg: Any, sim: Any, attrs: Any, log: Any, rank0: bool) -> list[Any]:

@@ -41,7 +41,9 @@ from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
 from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
+from simulator.particles.flow import check_drag, lost_species
 from simulator.run import rundir
+from simulator.run.loop import bound_by_drag, check_particles, check_time_step
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -81,6 +83,9 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
             raise ConfigError(f"ensemble member {i}: {diffs[0]}", _value(cfg, diffs[0]), "members of one ensemble "
                               f"may differ only in traced values (member 0 has {_value(cfgs[0], diffs[0])!r})",
                               "changes the compiled program")
+    for cfg in cfgs[1:]:  # a member's own fixed dt (traced) against the species' drag (structure)
+        if cfg.particles:
+            check_drag(cfg.particles, cfg.time)
     if len({str(d.resolve()) for d in dirs}) != len(dirs):
         raise ConfigError("ensemble", [str(d) for d in dirs], "give every member its own directory", "repeats one")
     names = ", ".join(d.name for d in dirs)
@@ -251,7 +256,7 @@ class Batch:
             return [(k, m.stepper.time_after(m.step + k, t0, k, h) if k else t0)
                     for m, t0, (k, h) in zip(self.members, self.times, plan, strict=True)]
         steppers = [m.stepper for m in self.members]
-        dt = self.vector([s.cfg.dt if s.adaptive else h for s, (_, h) in zip(steppers, plan, strict=True)])
+        dt = self.vector([s.dt_max if s.adaptive else h for s, (_, h) in zip(steppers, plan, strict=True)])
         span = self.vector([s.target(t0) - t0 for s, t0 in zip(steppers, self.times, strict=True)])
         cfl = self.vector([s.cfg.cfl if s.adaptive else 0.0 for s in steppers])
         self.state, *out = self.chunk(self.sim.equation, self.state, t, n, dt, span, cfl, self.params)
@@ -315,6 +320,9 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
               for m, p in zip(active, params, strict=True)]
     if not active:
         return
+    if sim.cfg.particles:
+        for m in active:
+            bound_by_drag(m)
     batch = Batch(sim, active, states, params)
     log.info("ensemble of %d member(s) (%s): one batched program on %s", len(active),
              ", ".join(m.out.name for m in active), sim.fft.describe())
@@ -357,6 +365,17 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
         requested = bool(flags[0] or flags[1])
         # every member's time first: the batched diagnostics evaluate each at its own
         batch.times = [t for _, t in arrived]
+        lost = lost_species(sim.equation, batch.state, sim.cfg, batched=True) if sim.cfg.particles else None
+        for i, (m, (n, t_now)) in enumerate(zip(active, arrived, strict=True)):
+            if m.running:  # a member whose time step collapsed or whose particles blew up fails alone
+                try:
+                    if m.stepper.adaptive:
+                        check_time_step(m, m.step + n, t_now)
+                    if lost is not None:
+                        check_particles(m, lost[i], m.step + n, t_now)
+                except NonFiniteError as err:
+                    log.warning("ensemble member %s failed: %s; the others go on", m.out.name, err)
+                    m.fail(err)
         for i, (m, p, t, (n, _)) in enumerate(zip(active, params, times, arrived, strict=True)):
             if not m.running:
                 continue

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import jax
 
-from simulator.config import Config
 from simulator.log import get_logger
 from simulator.output.base import Moment
 from simulator.run import joblimits
@@ -58,7 +56,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     stepper = seg.stepper
     step, t = seg.step, seg.t
     if cfg.particles:
-        _bound_by_drag(seg, cfg)
+        bound_by_drag(seg)
     compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
                "spectra": lambda m: host_arrays(sim.spectra(m.state, m.time)),
                "fields": lambda m: sim.fields(m.state, *sim.snapshot_fields, t=m.time)}
@@ -68,7 +66,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             out = sim.advance_adaptive(state, 0, t, dt_max=stepper.dt_max, donate=True)
             state = out.state
             stepper.controlled(t, 0.0, False, out.dt_next)
-            _check_time_step(seg, step, t)
+            check_time_step(seg, step, t)
         seg.record(Moment(step, t, stepper.dt, -math.inf, state, compute), first=True)
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED
@@ -85,12 +83,14 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             out = sim.advance_adaptive(state, n, t, stepper.target(t), dt_max=stepper.dt_max, donate=True)
             state, step = out.state, step + out.steps
             t, dt = stepper.controlled(t, out.elapsed, out.landed, out.dt_next), stepper.dt
-            _check_time_step(seg, step, t)
+            check_time_step(seg, step, t)
         else:
             state, step = sim.advance(state, n, dt, t, donate=True), step + n
             t = stepper.time_after(step, t, n, dt)
         if cfg.particles:
-            _check_particles(seg, sim, state, step, t)
+            from simulator.particles.flow import lost_species
+
+            check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
         finished = stepper.finished(t)
         limit = cfg.runtime.max_wall
         near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
@@ -115,21 +115,24 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     return 0
 
 
-def _check_time_step(seg: Segment, step: int, t: float) -> None:
+# ---- chunk-end checks, shared with the ensemble's driver (run.ensemble) ----------------------------------
+
+
+def check_time_step(seg: Segment, step: int, t: float) -> None:
     """A collapsed adaptive time step (:meth:`~simulator.time.control.Stepper.collapsed`) is a blow-up, as a
     non-finite diagnostic is: NonFiniteError (exit 1) naming it and the last good checkpoint, not a run
     that steps for ever."""
     why = seg.stepper.collapsed()
     if why is not None:
-        raise NonFiniteError(f"{why} at step {step}, t = {t:.6g}; last good checkpoint: "
-                             f"{seg.saver.last if seg.saver is not None and seg.saver.last else 'none'}")
+        raise NonFiniteError(f"{why} at step {step}, t = {t:.6g}; last good checkpoint: {_last(seg)}")
 
 
-def _bound_by_drag(seg: Segment, cfg: Config) -> None:
+def bound_by_drag(seg: Segment) -> None:
     """An adaptive step bounded by the inertial particles' drag as well (a fixed time.dt beyond it was
     refused at start-up: :func:`simulator.particles.flow.drag_limit`), said once in the log."""
     from simulator.particles.flow import drag_limit
 
+    cfg = seg.cfg
     limit, i = drag_limit(cfg.particles, cfg.time.integrator)
     if seg.stepper.adaptive and limit < cfg.time.dt:
         seg.stepper.bound(limit)
@@ -137,13 +140,15 @@ def _bound_by_drag(seg: Segment, cfg: Config) -> None:
                      i, cfg.particles[i].tau_p, limit, cfg.time.integrator)
 
 
-def _check_particles(seg: Segment, sim: Simulation, state: Any, step: int, t: float) -> None:
-    """Particles that blew up (non-finite, or so far out that their position is lost) stop the run as a
-    non-finite field does, before anything of the chunk is written: NonFiniteError (exit 1)."""
-    from simulator.particles.flow import lost_species
-
-    lost = lost_species(sim.equation, state, sim.cfg)
+def check_particles(seg: Segment, lost: list[str], step: int, t: float) -> None:
+    """Particles that blew up (``lost``: :func:`simulator.particles.flow.lost_species`: non-finite, or so far
+    out that their position is lost) stop the run as a non-finite field does, before anything of the chunk
+    is written: NonFiniteError (exit 1)."""
     if lost:
         raise NonFiniteError(f"particle species {', '.join(lost)} blew up (a position or velocity non-finite, or a "
                              f"position too far out to locate) at step {step}, t = {t:.6g}; last good checkpoint: "
-                             f"{seg.saver.last or 'none'}")
+                             f"{_last(seg)}")
+
+
+def _last(seg: Segment) -> str:
+    return str(seg.saver.last) if seg.saver is not None and seg.saver.last else "none"
