@@ -89,12 +89,15 @@ def test_time_cfl_needs_an_equation_that_declares_a_cfl_number(monkeypatch):
 
 @pytest.mark.parametrize("settings, code, expected", [
     (["time.cfl=1e-300"], 2, "error: time.cfl = 1e-300 is out of range; every entry must be >= 0.0001"),
+    (["time.dt=1e-300"], 2, ("error: time.dt = 1e-300 is too small; give at least 1e-12 x time.t_end = 2e-14: a "
+                             "smaller step would need more than 1e12 steps to reach time.t_end")),
     (["time.cfl=0.5", "initial.amplitude=1e14"], 1,
      ("ERROR the time step collapsed to dt = 3.93e-15 < 2e-14 (1e-12 of time.t_end; time.cfl = 0.5): the run cannot "
       "reach time.t_end, a symptom of a blow-up at step 0, t = 0; last good checkpoint: none")),
-], ids=["absurd-cfl", "collapse"])
+], ids=["absurd-cfl", "absurd-dt", "collapse"])
 def test_a_collapsing_time_step_stops_the_run(tmp_path, settings, code, expected):
-    """A CFL number of 1e-300 is refused in one line before the run starts; a time step the controller
+    """A CFL number of 1e-300, or a fixed dt below 1e-12 of t_end, is refused in one line before the run starts
+    (the fixed dt stepped for ever too); a time step the controller
     shrinks below 1e-12 of t_end (here a flow of speed 1e14) stops the run with exit 1 like a NaN does.
     Both stepped for ever at dt ~ 1e-300 (here ~ 1e-15) without a word."""
     import subprocess

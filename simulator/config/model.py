@@ -25,6 +25,7 @@ from simulator.errors import ConfigError
 from simulator.config import tasks as output_tasks
 from simulator.config.legacy import upgrade
 from simulator.particles import Species, particle_list
+from simulator.time.control import TOL
 from simulator.time.schemes import SCHEMES, compatible
 
 TWO_PI = 2.0 * math.pi
@@ -278,6 +279,9 @@ def validate(cfg: Config) -> None:
     if cfg.time.integrator is not None and SCHEMES[cfg.time.integrator].protocol != info.protocol:
         raise ConfigError("time.integrator", cfg.time.integrator, f"for physics.name = {cfg.physics.name} use one "
                           f"of: {', '.join(compatible(info.protocol))}", "is not available")
+    if cfg.time.cfl is None and cfg.time.dt < TOL * cfg.time.t_end:  # the floor an adaptive dt is held to
+        raise ConfigError("time.dt", cfg.time.dt, f"give at least {TOL:g} x time.t_end = {TOL * cfg.time.t_end:.3g}: "
+                          "a smaller step would need more than 1e12 steps to reach time.t_end", "is too small")
     if cfg.time.cfl is not None and info.cfl is None:
         raise ConfigError("time.cfl", cfg.time.cfl, f"leave it null: {cfg.physics.name} declares no CFL number",
                           "cannot adapt the time step")
