@@ -55,11 +55,6 @@ def release_early() -> None:
         os.kill(os.getpid(), signal.Signals[_early.pop(0)])
 
 
-def received_early() -> list[str]:
-    """The stop signals recorded by :func:`catch_early` so far (oldest first)."""
-    return list(_early)
-
-
 class StopRequest:
     """Turns SIGTERM, SIGUSR1 and SIGINT into a request to stop at the next chunk boundary.
 
