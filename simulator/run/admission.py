@@ -9,7 +9,6 @@ devices; the run log prints them as warnings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -18,7 +17,7 @@ from simulator import cost
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.memory import device_memory_available
-from simulator.plan import USABLE_FRACTION, Plan, abstract_state, make_plan, run_programs
+from simulator.plan import USABLE_FRACTION, Plan, abstract_state, make_plan
 
 
 #: a run whose state (per device) is below this fraction of the usable memory is let through without
@@ -55,35 +54,3 @@ def check_run(cfg: Config) -> Plan | None:
     return check_fits(Simulation(cfg))
 
 
-
-def check_ensemble(cfgs: Sequence[Config]) -> None:
-    """:func:`check_fits` for an ensemble (:mod:`simulator.run.ensemble`): its batched programs compiled with
-    abstract arrays for ``len(cfgs)`` members, and each member's output programs (snapshot fields, flow
-    statistics, tasks) while the stacked state is held. Refused in one line (ConfigError, exit 2) naming
-    the number of members that fit, before anything is written; the runtime must be started."""
-    from simulator.run.ensemble import program_bytes
-    from simulator.run.simulation import Simulation
-
-    sim, members = Simulation(cfgs[0]), len(cfgs)
-    state = abstract_state(sim)
-    devices = list(sim.fft.mesh.devices.flat)
-    available, source = device_memory_available(devices)
-    state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state)) / len(devices)
-    usable = USABLE_FRACTION * available
-    if members * state_bytes <= QUICK_FRACTION * usable:
-        return
-    need = program_bytes(sim, members, any(c.time.cfl is not None for c in cfgs))
-    outputs = [name for name in run_programs(sim.cfg) if name in ("fields", "statistics", "tasks")]
-    if outputs:
-        single = make_plan(sim, outputs, available, state=state, memory_source=source)
-        need.update({name: int(members * state_bytes) + b for name, b in single.program_bytes.items()})
-    peak = max(need.values())
-    if peak <= usable:
-        return
-    fit = int(usable // (peak / members))
-    instead = (f"at most {fit} member(s) of this structure fit: run them in groups (sweep key batch: {fit}, or "
-               f"--batch {fit})" if fit else "not even one member fits: use a smaller grid or more devices")
-    raise ConfigError("ensemble members", members, f"{cost.human_bytes(available)} available per device "
-                      f"({source}), of which a run may plan {USABLE_FRACTION:.0%}; {instead}",
-                      f"does not fit in memory: one batched program of {sim.cfg.physics.name} on {sim.fft.shape} "
-                      f"needs {cost.human_bytes(peak)} per device ({cost.human_bytes(peak / members)} per member)")

@@ -43,6 +43,7 @@ from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.particles.flow import check_drag, lost_species
 from simulator.run import rundir
+from simulator.run.batched import batched_programs, check_fits, stacked_shardings
 from simulator.run.loop import bound_by_drag, check_particles, check_time_step
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -103,13 +104,11 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
 
         running = any(m.running for m in members)
         if running:  # the runtime, and the batch's fit check, before any directory is touched
-            from simulator.run.admission import check_ensemble
-
             mode = start(cfgs[0])
             if jax.process_index() != index:
                 raise RuntimeSetupError(f"this process was expected to be process {index} of its run, JAX made it "
                                         f"process {jax.process_index()}")
-            check_ensemble(cfgs)
+            check_fits(cfgs)
         if index == 0:
             _take_directories(members, options)
         if running:
@@ -154,61 +153,6 @@ def _value(cfg: Config, dotted: str) -> Any:
     for part in dotted.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return node
-
-
-def stacked_shardings(sim: Simulation, state: Any) -> Any:
-    """The shardings of ``state``'s leaves stacked along a leading member axis (unsharded: every device
-    holds its blocks of every member; particle arrays ``(K, Np, 3)`` whole on every device)."""
-    fft = sim.fft
-    leaves, treedef = jax.tree.flatten(state)
-    stacked = [fft.replicated_sharding() if s == "particles"
-               else (fft.spectral_sharding if s == "spectral" else fft.real_sharding)(a.ndim - 2)
-               for a, s in zip(leaves, sim.equation.leaf_spaces(state), strict=True)]
-    return jax.tree.unflatten(treedef, stacked)
-
-
-def batched_programs(sim: Simulation, shardings: Any, adaptive: bool) -> dict[str, Any]:
-    """The ensemble's programs, jitted (compiled on first call, or lowered by the fit check): ``chunk``
-    (``jax.vmap`` over members of :meth:`Simulation.chunk`, or of :meth:`Simulation.adaptive_chunk` when a
-    member adapts its dt; the stacked state donated), ``diagnostics`` and ``spectra`` (each member at its
-    own run time: :meth:`Equation.at`)."""
-    if adaptive:
-        r = sim.fft.replicated_sharding()
-        chunk = jax.jit(jax.vmap(sim.adaptive_chunk, in_axes=(None, 0, 0, 0, 0, 0, 0, 0)),
-                        out_shardings=(shardings, r, r, r, r), donate_argnums=(1,), compiler_options=sim.chunk_options)
-    else:
-        chunk = jax.jit(jax.vmap(sim.chunk, in_axes=(None, 0, 0, 0, 0, 0)), out_shardings=shardings,
-                        donate_argnums=(1,), compiler_options=sim.chunk_options)
-    diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p), in_axes=(None, 0, 0, 0, 0)),
-                          compiler_options=sim.compiler_options)
-    spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)),
-                      compiler_options=sim.compiler_options)
-    return {"chunk": chunk, "diagnostics": diagnostics, "spectra": spectra}
-
-
-def program_bytes(sim: Simulation, members: int, adaptive: bool) -> dict[str, int]:
-    """Peak bytes per device of each program of an ensemble of ``members`` members of ``sim``'s structure,
-    compiled with abstract arrays (nothing allocated), as :func:`simulator.plan.make_plan` measures a run."""
-    from simulator import plan
-
-    state = plan.abstract_state(sim)
-    shardings = stacked_shardings(sim, state)
-    r = sim.fft.replicated_sharding()
-
-    def stacked(leaf: Any, sharding: Any = r, dtype: Any = None) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct((members, *np.shape(leaf)), dtype or leaf.dtype, sharding=sharding)
-
-    states = jax.tree.map(stacked, state, shardings)
-    params = jax.tree.map(lambda v: stacked(v, dtype=sim.dtype), sim.params)
-    vector = jax.ShapeDtypeStruct((members,), sim.dtype, sharding=r)
-    steps = jax.ShapeDtypeStruct((members,), jnp.int32, sharding=r)
-    programs = batched_programs(sim, shardings, adaptive)
-    chunk_args = (vector, steps, vector, vector, vector) if adaptive else (vector, steps, vector)
-    lowered = {"chunk": programs["chunk"].lower(sim.equation, states, *chunk_args, params),
-               "diagnostics": programs["diagnostics"].lower(sim.equation, states, vector, params, vector),
-               "spectra": programs["spectra"].lower(sim.equation, states, params, vector)}
-    return {name: plan.program_bytes(low.compile({"xla_backend_optimization_level": 0}))
-            for name, low in lowered.items()}
 
 
 class Batch:
