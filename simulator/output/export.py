@@ -3,9 +3,8 @@
 **netCDF** (:func:`plan_netcdf`, :func:`write_netcdf`; default ``RUN_DIR/export/run.nc``): the
 snapshots, spectra and time series in one netCDF-4 file (HDF5 with dimension scales, written by
 h5netcdf: xarray and the netCDF-C library read it), for small and medium runs (refused above a size
-limit, 8 GiB by default), and in groups the statistics, tasks, particle snapshots and trajectories
-(:mod:`simulator.output.export_groups`: those that fit within the limit; :attr:`NetcdfPlan.left_out`
-names what is not written and why). Layout of the root group::
+limit, 8 GiB by default), with the statistics, tasks and particles that fit as groups
+(:mod:`simulator.output.export_groups`; :attr:`NetcdfPlan.left_out` names the rest). The root group::
 
     dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
                  time_spectra (rows of spectra.h5), k (shells), time_series (rows of timeseries.csv)
@@ -198,11 +197,7 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
         raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
                           "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "
                           f"({len(held)} snapshots of {', '.join(chosen) or 'no field'})")
-    try:
-        groups, extra, left_out = plan_groups(run, max_size - size)
-    except (IncompleteOutputError, OSError) as err:
-        raise ConfigError("RUN_DIR", str(run_dir), "restore or remove the damaged file",
-                          f"cannot be exported: {err}") from None
+    groups, extra, left_out = plan_groups(run, max_size - size)
     return NetcdfPlan(run, path, chosen, size + extra, groups, left_out)
 
 

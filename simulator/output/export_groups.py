@@ -27,6 +27,8 @@ import h5netcdf
 import h5py
 import numpy as np
 
+from simulator.errors import ConfigError
+from simulator.output.hdf5 import IncompleteOutputError
 from simulator.output.statistics import COORDINATES, dimensions
 from simulator.output.tasks import ASIDE
 from simulator.results import RunResults
@@ -86,9 +88,15 @@ def sizes(run: RunResults) -> dict[str, int]:
 def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
     """(the groups to write, their bytes, what is left out and why): each group the run has, in the order of
     :data:`KINDS`, while the export stays within ``room`` bytes; a group that does not fit is left out, and so
-    are statistics of an unknown shape and the row files restarts set aside (``aside/``)."""
+    are statistics of an unknown shape and the row files restarts set aside (``aside/``). ConfigError naming
+    a damaged particle snapshot or trajectory file."""
     chosen, used, left = [], 0, []
-    for kind, size in sizes(run).items():
+    try:
+        needed = sizes(run)
+    except (IncompleteOutputError, OSError) as err:
+        raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
+                          f"cannot be exported: {err}") from None
+    for kind, size in needed.items():
         if not size:
             continue
         if used + size > room:
@@ -159,7 +167,7 @@ def _particle_group(g: h5netcdf.Group, time: np.ndarray, ids: np.ndarray, clock:
 def _statistics(g: h5netcdf.Group, run: RunResults, clock: dict[str, str]) -> None:
     """statistics.h5 as :func:`~simulator.output.statistics.read_statistics` reads it."""
     data = run.statistics
-    g.attrs.update({k: np.asarray(v) if isinstance(v, (list, tuple)) else v for k, v in data["attrs"].items()})
+    g.attrs.update(data["attrs"])
     coords = [c for c in COORDINATES if c in data]
     g.dimensions.update({"time": len(data["time"]), **{c: len(data[c]) for c in coords}})
     _clock(g, data["time"], data["step"], clock, "row")
