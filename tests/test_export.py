@@ -61,7 +61,7 @@ def tg(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rich(tmp_path_factory):
-    """Taylor-Green on 8^3 with two particle species, trajectories, statistics and three tasks (~12 s)."""
+    """Taylor-Green on 8^3 with two particle species, trajectories, statistics and three tasks (~15 s)."""
     out = tmp_path_factory.mktemp("export") / "rich"
     cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml",
                                 {**RICH, "runtime.cpu_devices": len(jax.devices())})

@@ -264,7 +264,7 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
     for axis, length in zip(AXES, head["box"], strict=True):
         variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
-                  units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
+                 units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
     for d in batch:
         if d == "component":
             variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
@@ -281,13 +281,13 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
                     var.attrs.update(_attrs(snap.file[name], drop=("storage_order",)))
                 var[i] = snap.read(name)
     variable(f, "time", ("time",), np.array([m["time"] for m in metas], float), units=units["time"],
-              long_name="simulation time of each snapshot", axis="T")
+             long_name="simulation time of each snapshot", axis="T")
     variable(f, "step", ("time",), np.array([m["step"] for m in metas], np.int64),
-              long_name="time step number of each snapshot")
+             long_name="time step number of each snapshot")
     clocks = [c for c in CLOCKS if all(c in m for m in metas)]
     for clock in clocks:
         variable(f, clock, ("time",), np.array([m[clock] for m in metas], float),
-                  long_name=f"{clock} of each snapshot")
+                 long_name=f"{clock} of each snapshot")
     for var in variables.values():
         var.attrs["coordinates"] = " ".join(["step", *clocks])
 
@@ -301,13 +301,13 @@ def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> Non
     rows = run.timeseries
     f.dimensions["time_series"] = len(rows["time"])
     variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
-              long_name="simulation time of each row of timeseries.csv", axis="T")
+             long_name="simulation time of each row of timeseries.csv", axis="T")
     for column, values in rows.items():
         if column != "time":
             variable(f, f"{column}_series", ("time_series",), values.astype(np.int64) if column == "step" else values,
-                      units=units["time"] if column == "dt" else None,
-                      long_name={"step": "time step number", "dt": "time step"}.get(column)
-                      or declared(described, column) or column)
+                     units=units["time"] if column == "dt" else None,
+                     long_name={"step": "time step number", "dt": "time step"}.get(column)
+                     or declared(described, column) or column)
 
 
 def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
@@ -326,7 +326,7 @@ def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
     for name, values in data.items():
         if np.ndim(values) == 2:
             variable(f, f"{name}_spectra", ("time_spectra", "k"), values,
-                      coordinates=" ".join(f"{c}_spectra" for c in clocks), **attrs[name])
+                     coordinates=" ".join(f"{c}_spectra" for c in clocks), **attrs[name])
 
 
 def export_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
