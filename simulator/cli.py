@@ -121,7 +121,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(path)
     if netcdf:
         print(f"{netcdf.path}: {len(netcdf.run.snapshots) if netcdf.fields else 0} snapshots of "
-              f"{', '.join(netcdf.fields) or 'no field'}, {export.size_text(netcdf.size)}", file=sys.stderr)
+              f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "
+              f"{export.size_text(netcdf.size)}", file=sys.stderr)
+        if netcdf.left_out:
+            print(f"{netcdf.path} leaves out: {'; '.join(netcdf.left_out)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -411,8 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sweep: the swept key on the x axis (default: the first)")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("export", help="a run's snapshots, spectra and time series in one netCDF file; or its "
-                       "snapshots' shards merged into self-contained HDF5 files")
+    p = sub.add_parser("export", help="a run's snapshots, spectra, time series, statistics, tasks and particles in "
+                       "one netCDF file; or its snapshots' shards merged into self-contained HDF5 files")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
     p.add_argument("--netcdf", default=None, metavar="FILE",
                    help="the netCDF file (default: RUN_DIR/export/run.nc; written unless only --merge is given)")
@@ -422,7 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write RUN_DIR/snapshots/merged/sNNNNNNNN.h5 (+ .xdmf, series.xdmf): each snapshot in one "
                    "file, the shards copied in (the shards and the index stay)")
     p.add_argument("--max-size", default="8GiB", metavar="SIZE",
-                   help="refuse a netCDF file larger than this (default: 8GiB)")
+                   help="refuse a netCDF file larger than this (default: 8GiB); statistics, tasks and particles "
+                   "that do not fit are left out, named in one line")
     p.add_argument("--overwrite", action="store_true", help="replace an existing export")
     p.set_defaults(func=cmd_export)
 

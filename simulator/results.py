@@ -7,17 +7,21 @@
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     run.tasks["w_mid"].values[-1], run.tasks["w_mid"].time   # tasks.h5 (output.tasks), by task
     run.aside                                    # row files restarts set aside (aside/), read as above
+    run.particles["tracers"].position            # particle snapshots by species: (snapshots, particles, 3)
+    run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
-Snapshots are read lazily (one field or one slice at a time, only the shard blocks it touches).
+Snapshots are read lazily (one field or one slice at a time, only the shard blocks it touches); the
+particle snapshots and trajectories when first used.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,7 @@ import yaml
 
 from simulator import lagrangian
 from simulator.errors import ConfigError
+from simulator.output import particles as particle_output
 from simulator.output.hdf5 import Snapshot
 from simulator.output.rows import ASIDE_DIR
 from simulator.output.snapshots import snapshot_files
@@ -96,17 +101,30 @@ class RunResults:
     #: with the same readers, or damaged files; :mod:`simulator.output.rows`), by name
     aside: tuple[Path, ...] = ()
 
+    @cached_property
+    def particles(self) -> dict[str, particle_output.ParticleSeries]:
+        """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
+        ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
+        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles in order
+        (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none."""
+        return particle_output.read_series(self.path)
+
+    @cached_property
+    def trajectories(self) -> dict[str, lagrangian.Trajectories]:
+        """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``
+        (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' rows in
+        the snapshots (:class:`~simulator.lagrangian.Trajectories`); {} when the run wrote none."""
+        path = self.path / lagrangian.TRAJECTORIES
+        return lagrangian.read_trajectories(path) if path.is_file() else {}
+
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
         """The Lagrangian statistics of each species in ``particles/trajectories.h5`` (:mod:`simulator.lagrangian`;
         ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the mean ``dissipation`` of the
         time series over the tracks' times when the run records it; {} when the run wrote no trajectories."""
-        path = self.path / lagrangian.TRAJECTORIES
-        if not path.is_file():
-            return {}
         box = lagrangian.box_of(self.config)
         out = {}
-        for name, tracks in lagrangian.read_trajectories(path).items():
+        for name, tracks in self.trajectories.items():
             eps = lagrangian.mean_dissipation(self.timeseries, tracks.time) if self.timeseries else None
             out[name] = lagrangian.statistics(tracks, box=box, r0=r0, max_lag=max_lag, eps=eps)
         return out

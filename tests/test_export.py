@@ -1,5 +1,6 @@
-"""``simulator export``: a run's snapshots, spectra and time series in one netCDF file that xarray opens,
-equal to what the run's own readers return; snapshots merged from their per-process shards into
+"""``simulator export``: a run's snapshots, spectra, time series, statistics, tasks, particle snapshots and
+trajectories in one netCDF file that xarray opens, equal to what the run's own readers return, what it
+leaves out named in one line; snapshots merged from their per-process shards into
 self-contained files; the refusals (size, an existing export, a file that is no export, unknown fields) before
 anything is written; a full or read-only disk and a stop signal: one line, no partial file, the earlier export kept."""
 
@@ -23,7 +24,7 @@ import yaml
 import simulator
 from simulator.cli import main
 from simulator.fft import BACKENDS
-from simulator.output import export
+from simulator.output import export, export_groups
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
@@ -35,6 +36,16 @@ LEGACY = Path(__file__).parent / "data" / "legacy_v1" / "ns_run"
 #: Taylor-Green on 8^3 in 2 processes (one device each): 3 snapshots of 2 shard files each, 3 spectra rows
 RUN = ["configs/taylor_green.yaml", "--set", "grid.shape=8", "--set", "time.t_end=0.08", "--set", "output.chunk=4",
        "--set", "output.snapshots.every=4", "--set", "checkpoint.every=0"]
+#: every other output kind: particles (snapshots and trajectories), flow statistics, tasks of each reduction
+RICH = {"grid.shape": 8, "time.t_end": 0.08, "output.chunk": 2, "output.snapshots.every": 4, "checkpoint.every": 0,
+        "fft.backend": "single", "particles": [{"name": "tracers", "count": 5, "seed": 2},
+                                               {"name": "drops", "count": 8, "placement": "lattice", "tau_p": 0.1}],
+        "output.trajectories.every": 2, "output.trajectories.count": 3,
+        "output.statistics.every": 4, "output.statistics.separations": [1, 2],
+        "output.tasks": [{"name": "wz_mid", "field": "vorticity", "component": "z", "reduce": "slice", "every": 4},
+                         {"name": "speed_x", "field": "velocity", "component": "magnitude", "reduce": "profile",
+                          "axis": "x", "every": 4},
+                         {"name": "u_max", "field": "velocity", "component": "x", "reduce": "max", "every": 2}]}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +56,16 @@ def tg(tmp_path_factory):
     assert r.returncode == 0, r.stderr[-3000:]
     for index in sorted((out / "snapshots").glob("s*.h5")):  # each snapshot spread over both processes' files
         assert sorted(p.name for p in index.with_suffix("").iterdir()) == ["p0000.h5", "p0001.h5"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory):
+    """Taylor-Green on 8^3 with two particle species, trajectories, statistics and three tasks (~15 s)."""
+    out = tmp_path_factory.mktemp("export") / "rich"
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml",
+                                {**RICH, "runtime.cpu_devices": len(jax.devices())})
+    assert simulator.run_config(cfg, out) == 0
     return out
 
 
@@ -320,7 +341,7 @@ def test_a_full_or_read_only_disk_is_one_line_exit_1_and_the_earlier_export_stay
 
 SLOW_EXPORT = """\
 import sys, time
-from simulator.output import export
+from simulator.output import export, export_groups
 from simulator.entry import main
 series = export._timeseries
 def slowly(*args):  # the file half written when the signal comes
@@ -347,3 +368,88 @@ def test_a_signal_during_export_leaves_no_temporary_file_and_the_earlier_export(
     assert proc.returncode == 75, err[-3000:]
     assert err.count("\n") == 1 and err.startswith("error: ") and signum.name in err and str(earlier) in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"] and earlier.read_bytes() == before
+
+
+def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_runs_readers(rich, tmp_path):
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    run = simulator.load_run(rich)
+    with xr.open_dataset(path, group="statistics") as ds:
+        names = [n for n in run.statistics if n not in ("attrs", "time", "step")]
+        assert set(names) <= set(ds.variables) and "structure_longitudinal_x" in names
+        for name in names:
+            np.testing.assert_array_equal(ds[name].values, run.statistics[name], err_msg=name)
+        np.testing.assert_array_equal(ds.time.values, run.statistics["time"])
+        np.testing.assert_array_equal(ds.step.values, run.statistics["step"])
+        assert ds.structure_longitudinal_x.dims == ("time", "orders", "r_x")
+        assert ds.pdf_increment.dims == ("time", "pdf_separations", "pdf_centres") and ds.skewness.dims == ("time",)
+        assert ds.attrs["spacing"] == run.statistics["attrs"]["spacing"] and ds.attrs["equation"] == "navier_stokes"
+    for name, task in run.tasks.items():
+        with xr.open_dataset(path, group=f"tasks/{name}") as ds:
+            assert ds[name].dims == ("time", *task.dims), name
+            np.testing.assert_array_equal(ds[name].values, task.values, err_msg=name)
+            np.testing.assert_array_equal(ds.time.values, task.time)
+            np.testing.assert_array_equal(ds.step.values, task.step)
+            for d in task.dims:
+                np.testing.assert_array_equal(ds[d].values, task.coords[d])
+                assert ds[d].attrs["units"] == "code units"
+            assert {k: ds[name].attrs[k] for k in ("units", "long_name", "reduce")} == {
+                k: task.attrs[k] for k in ("units", "long_name", "reduce")}
+            assert ds.time.attrs["units"] == "code units"
+    assert [run.tasks[n].dims for n in ("wz_mid", "speed_x", "u_max")] == [("x", "y"), ("x",), ()]
+    assert set(run.particles) == set(run.trajectories) == {"tracers", "drops"}
+    for name, series in run.particles.items():
+        with xr.open_dataset(path, group=f"particles/{name}") as ds:
+            for key in ("position", "unwrapped", "velocity"):
+                assert ds[key].dims == ("time", "particle", "component")
+                assert ds[key].attrs["units"] == "code units" and name in ds[key].attrs["long_name"]
+                np.testing.assert_array_equal(ds[key].values, getattr(series, key), err_msg=f"{name} {key}")
+            np.testing.assert_array_equal(ds.time.values, series.time)
+            np.testing.assert_array_equal(ds.step.values, series.step)
+            assert list(ds.component.values) == ["x", "y", "z"] and ds.time.attrs["axis"] == "T"
+    for name, tracks in run.trajectories.items():
+        with xr.open_dataset(path, group=f"trajectories/{name}") as ds:
+            np.testing.assert_array_equal(ds.position.values, tracks.x)
+            np.testing.assert_array_equal(ds.velocity.values, tracks.v)
+            np.testing.assert_array_equal(ds.time.values, tracks.time)
+            np.testing.assert_array_equal(ds.particle.values, tracks.ids)
+    with xr.open_dataset(path) as ds:  # the root group as before
+        assert ds.velocity.shape == (3, 3, 8, 8, 8) and "energy_series" in ds
+
+
+def test_load_run_particles_equal_the_particle_snapshot_files(rich):
+    run = simulator.load_run(rich)
+    indexes = sorted((rich / "particles").glob("s*.h5"))
+    assert len(indexes) == 3
+    for name, series in run.particles.items():
+        assert series.position.shape == (3, {"tracers": 5, "drops": 8}[name], 3)
+    for i, index in enumerate(indexes):
+        with h5py.File(index) as f:
+            species = f["species"][()]
+            assert float(f.attrs["time"]) == run.particles["drops"].time[i]
+            assert int(f.attrs["step"]) == run.particles["drops"].step[i] == int(index.stem[1:])
+            for s, name in enumerate(json.loads(f.attrs["species_names"])):
+                for key in ("position", "unwrapped", "velocity"):
+                    np.testing.assert_array_equal(getattr(run.particles[name], key)[i], f[key][()][species == s])
+    with h5py.File(rich / "particles" / "trajectories.h5") as f:
+        assert list(run.trajectories) == json.loads(f.attrs["species_names"])
+        np.testing.assert_array_equal(run.trajectories["tracers"].x, f["unwrapped"][()][:, :3])
+        np.testing.assert_array_equal(run.trajectories["drops"].v, f["velocity"][()][:, 3:])
+
+
+def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):
+    run = copy_of(rich, tmp_path)
+    assert main(["export", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert "leaves out" not in err and err.count("\n") == 1  # everything fits: the summary line alone
+    assert "statistics, tasks, particles, trajectories" in err
+    # a limit with room for everything but the statistics, and a file a restart set aside
+    (run / "aside").mkdir()
+    shutil.copy(run / "statistics.h5", run / "aside" / "statistics.until-4.h5")
+    sizes = export_groups.sizes(simulator.load_run(run))
+    limit = export.plan_netcdf(run, tmp_path / "all.nc").size - sizes["statistics"]
+    assert main(["export", str(run), "--netcdf", str(tmp_path / "cut.nc"), "--max-size", str(limit)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [(f"{tmp_path / 'cut.nc'} leaves out: statistics ({export.size_text(sizes['statistics'])}: over "
+                      "--max-size); aside/ (1 row file(s) restarts set aside: load_run(...).aside lists them)")]
+    with h5py.File(tmp_path / "cut.nc") as f:
+        assert "statistics" not in f and sorted(f["particles"]) == ["drops", "tracers"] and "tasks" in f

@@ -3,7 +3,8 @@
 **netCDF** (:func:`plan_netcdf`, :func:`write_netcdf`; default ``RUN_DIR/export/run.nc``): the
 snapshots, spectra and time series in one netCDF-4 file (HDF5 with dimension scales, written by
 h5netcdf: xarray and the netCDF-C library read it), for small and medium runs (refused above a size
-limit, 8 GiB by default). Layout::
+limit, 8 GiB by default), with the statistics, tasks and particles that fit as groups
+(:mod:`simulator.output.export_groups`; :attr:`NetcdfPlan.left_out` names the rest). The root group::
 
     dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
                  time_spectra (rows of spectra.h5), k (shells), time_series (rows of timeseries.csv)
@@ -65,6 +66,7 @@ import yaml
 
 from simulator import __version__
 from simulator.errors import ConfigError
+from simulator.output.export_groups import plan_groups, size_text, variable, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR
@@ -97,12 +99,15 @@ HEADROOM = 256 * 1024
 @dataclass(frozen=True)
 class NetcdfPlan:
     """A checked netCDF export: the run read back, the target, the fields with their canonical dimension
-    names and shapes (one snapshot), and the file's size in bytes (its data)."""
+    names and shapes (one snapshot), the file's size in bytes (its data), the groups it writes
+    (:data:`~simulator.output.export_groups.KINDS`) and what it leaves out, each ``"what (why)"``."""
 
     run: RunResults
     path: Path
     fields: Mapping[str, tuple[tuple[str, ...], tuple[int, ...], np.dtype]]
     size: int
+    groups: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,15 +115,6 @@ class MergePlan:
     """A checked merge: each snapshot index with its merged file, in step order."""
 
     pairs: tuple[tuple[Path, Path], ...]
-
-
-def size_text(nbytes: float) -> str:
-    """``nbytes`` for people: 12.3 MiB, 8 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024:
-            return f"{nbytes:.3g} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:.3g} TiB"
 
 
 def _open(ref: SnapshotRef) -> Snapshot:
@@ -174,9 +170,9 @@ def field_dims(snap: Snapshot, name: str) -> tuple[str, ...]:
 def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
                 max_size: int = MAX_SIZE, overwrite: bool = False) -> NetcdfPlan:
     """Check a netCDF export of ``run_dir`` to ``path`` (default ``run_dir/export/run.nc``) of the snapshot
-    ``fields`` (default: every field all snapshots hold); reads only. ConfigError when the run cannot be read,
-    a field is not in every snapshot, the file would exceed ``max_size`` bytes, or ``path`` exists and not
-    ``overwrite``."""
+    ``fields`` (default: every field all snapshots hold) and of the groups that fit in ``max_size`` with them;
+    reads only. ConfigError when the run cannot be read, a field is not in every snapshot, the fields,
+    spectra and time series would exceed ``max_size`` bytes, or ``path`` exists and not ``overwrite``."""
     run = load_run(run_dir)
     path = Path(path) if path is not None else run_dir / NETCDF
     _refuse_existing("--netcdf", path, overwrite, "give --overwrite to replace it, or another --netcdf FILE")
@@ -201,7 +197,8 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
         raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
                           "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "
                           f"({len(held)} snapshots of {', '.join(chosen) or 'no field'})")
-    return NetcdfPlan(run, path, chosen, size)
+    groups, extra, left_out = plan_groups(run, max_size - size)
+    return NetcdfPlan(run, path, chosen, size + extra, groups, left_out)
 
 
 def _written(path: Path, fill: Callable[[Path], None], size: int = 0) -> Path:
@@ -234,13 +231,6 @@ def _attrs(obj: h5py.HLObject, drop: Sequence[str] = ()) -> dict[str, Any]:
     return {k: v for k, v in obj.attrs.items() if k not in SCALE_ATTRS and k not in drop}
 
 
-def _variable(f: h5netcdf.File, name: str, dims: tuple[str, ...], data: Any = None, dtype: Any = None,
-              **attrs: Any) -> h5netcdf.Variable:
-    var = f.create_variable(name, dims, data=data, dtype=dtype)
-    var.attrs.update({k: v for k, v in attrs.items() if v is not None})
-    return var
-
-
 def write_netcdf(plan: NetcdfPlan) -> Path:
     """Write the export :func:`plan_netcdf` checked (one snapshot field in memory at a time); returns its path."""
     run = plan.run
@@ -257,6 +247,7 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
                 _spectra(f, run, units)
             if run.timeseries:
                 _timeseries(f, run, units)
+            write_groups(f, run, plan.groups, units)
 
     return _written(plan.path, fill, plan.size + HEADROOM)
 
@@ -272,14 +263,14 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     batch = sorted(sizes.keys() - set(AXES))
     f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
     for axis, length in zip(AXES, head["box"], strict=True):
-        _variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
-                  units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
+        variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
+                 units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
     for d in batch:
         if d == "component":
-            _variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
+            variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
         else:
-            _variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
-    variables = {name: _variable(f, name, ("time", *dims), dtype=dtype)
+            variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
+    variables = {name: variable(f, name, ("time", *dims), dtype=dtype)
                  for name, (dims, _, dtype) in plan.fields.items()}
     metas = []
     for i, ref in enumerate(refs):
@@ -289,14 +280,14 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
                 if i == 0:
                     var.attrs.update(_attrs(snap.file[name], drop=("storage_order",)))
                 var[i] = snap.read(name)
-    _variable(f, "time", ("time",), np.array([m["time"] for m in metas], float), units=units["time"],
-              long_name="simulation time of each snapshot", axis="T")
-    _variable(f, "step", ("time",), np.array([m["step"] for m in metas], np.int64),
-              long_name="time step number of each snapshot")
+    variable(f, "time", ("time",), np.array([m["time"] for m in metas], float), units=units["time"],
+             long_name="simulation time of each snapshot", axis="T")
+    variable(f, "step", ("time",), np.array([m["step"] for m in metas], np.int64),
+             long_name="time step number of each snapshot")
     clocks = [c for c in CLOCKS if all(c in m for m in metas)]
     for clock in clocks:
-        _variable(f, clock, ("time",), np.array([m[clock] for m in metas], float),
-                  long_name=f"{clock} of each snapshot")
+        variable(f, clock, ("time",), np.array([m[clock] for m in metas], float),
+                 long_name=f"{clock} of each snapshot")
     for var in variables.values():
         var.attrs["coordinates"] = " ".join(["step", *clocks])
 
@@ -309,14 +300,14 @@ def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> Non
     described = registry()[run.config["physics"]["name"]].diagnostics
     rows = run.timeseries
     f.dimensions["time_series"] = len(rows["time"])
-    _variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
-              long_name="simulation time of each row of timeseries.csv", axis="T")
+    variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
+             long_name="simulation time of each row of timeseries.csv", axis="T")
     for column, values in rows.items():
         if column != "time":
-            _variable(f, f"{column}_series", ("time_series",), values.astype(np.int64) if column == "step" else values,
-                      units=units["time"] if column == "dt" else None,
-                      long_name={"step": "time step number", "dt": "time step"}.get(column)
-                      or declared(described, column) or column)
+            variable(f, f"{column}_series", ("time_series",), values.astype(np.int64) if column == "step" else values,
+                     units=units["time"] if column == "dt" else None,
+                     long_name={"step": "time step number", "dt": "time step"}.get(column)
+                     or declared(described, column) or column)
 
 
 def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
@@ -327,15 +318,15 @@ def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
         units.update(json.loads(src.attrs.get("units", "{}")))
         f.attrs["units"] = json.dumps(units)
         attrs = {name: _attrs(src[name]) for name in data}
-    _variable(f, "k", ("k",), data["k"], **attrs["k"])
-    _variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
+    variable(f, "k", ("k",), data["k"], **attrs["k"])
+    variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
     clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in ("k", "time")]
     for name in clocks:
-        _variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
+        variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
     for name, values in data.items():
         if np.ndim(values) == 2:
-            _variable(f, f"{name}_spectra", ("time_spectra", "k"), values,
-                      coordinates=" ".join(f"{c}_spectra" for c in clocks), **attrs[name])
+            variable(f, f"{name}_spectra", ("time_spectra", "k"), values,
+                     coordinates=" ".join(f"{c}_spectra" for c in clocks), **attrs[name])
 
 
 def export_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,

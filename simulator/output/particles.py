@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +143,47 @@ def _item(index: str, name: str, spec: tuple[tuple[int, ...], Any]) -> ET.Elemen
 
 
 def read(index: Path) -> dict[str, np.ndarray]:
-    """Every quantity of a particle snapshot index, whole (plain h5py; no JAX)."""
-    with h5py.File(index, "r") as f:
-        return {name: f[name][()] for name in QUANTITIES}
+    """Every quantity of a particle snapshot index, whole (plain h5py; no JAX); IncompleteOutputError
+    naming a missing or incomplete shard."""
+    with hdf5.IndexedFile(index) as f:
+        return {name: f.read(name) for name in QUANTITIES}
+
+
+@dataclass(frozen=True)
+class ParticleSeries:
+    """One species through the particle snapshots that hold it, oldest first: ``step``, ``time`` (T,);
+    ``position`` (T, N, 3) wrapped into [0, L), ``unwrapped`` (T, N, 3) the continuous positions,
+    ``velocity`` (T, N, 3) (v of an inertial species, u(x) of tracers), in the run's precision; axis 1
+    is the species' particles in order (its rows of the snapshots; the trajectories hold the first ones)."""
+
+    species: str
+    step: np.ndarray
+    time: np.ndarray
+    position: np.ndarray
+    unwrapped: np.ndarray
+    velocity: np.ndarray
+
+
+def snapshot_files(run_dir: Path) -> list[Path]:
+    """The particle snapshot indexes of a run, oldest first."""
+    return sorted((run_dir / DIR).glob("s*.h5"))
+
+
+def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
+    """Every species of the particle snapshots of ``run_dir`` along time, by name (a species a restart
+    added or dropped over the snapshots that hold it); {} without particle snapshots. IncompleteOutputError
+    naming a damaged snapshot."""
+    found: dict[str, list[tuple[int, float, dict[str, np.ndarray]]]] = {}
+    for index in snapshot_files(run_dir):
+        with hdf5.IndexedFile(index) as f:
+            attrs, species = f.attrs, f.read("species")
+            data = {name: f.read(name) for name in ("position", "unwrapped", "velocity")}
+        for s, name in enumerate(attrs["species_names"]):
+            found.setdefault(name, []).append((attrs["step"], attrs["time"],
+                                               {k: v[species == s] for k, v in data.items()}))
+    return {name: ParticleSeries(name, np.array([r[0] for r in got], np.int64), np.array([r[1] for r in got], float),
+                                 *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")))
+            for name, got in found.items()}
 
 
 class ParticleSnapshotWriter(SeriesWriter):

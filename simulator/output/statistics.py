@@ -109,6 +109,17 @@ def read_statistics(path: Path) -> dict[str, Any]:
     return out
 
 
+def dimensions(name: str) -> tuple[str, ...]:
+    """The axes of dataset ``name`` after its row axis, named by the coordinate datasets that label them
+    (the module docstring's layout): ``()`` for a scalar row."""
+    if name.startswith("structure_signed3_"):
+        return (f"r_{name[-1]}",)
+    if name.startswith("structure_"):
+        return ("orders", f"r_{name[-1]}")
+    return {"pdf_dudx": ("pdf_centres",), "pdf_increment": ("pdf_separations", "pdf_centres"),
+            "pdf_increment_outside": ("pdf_separations",)}.get(name, ())
+
+
 def coordinates(shape: tuple[int, ...], lay: Any) -> dict[str, np.ndarray]:
     """The coordinate datasets of a statistics layout (:class:`simulator.statistics.StatisticsLayout`)."""
     edges = np.asarray(lay.edges)
