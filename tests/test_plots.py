@@ -103,6 +103,18 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     assert {name for name, _ in reads} == {"vorticity"}
 
 
+def test_a_field_asked_for_by_name_gets_its_own_slice_file(runs, capsys):
+    run = runs / "ns"
+    assert plot(str(run)) == 0
+    default = (run / "plots" / "slice.png").read_bytes()
+    capsys.readouterr()
+    assert plot(str(run), "--field", "velocity") == 0
+    out = capsys.readouterr().out.split()
+    assert str(run / "plots" / "slice_velocity.png") in out and str(run / "plots" / "slice.png") not in out
+    assert png_size(run / "plots" / "slice_velocity.png") == plots.PIXELS
+    assert (run / "plots" / "slice.png").read_bytes() == default  # the default field's slice is kept
+
+
 def test_schrodinger_poisson_slice_and_projection_read_one_plane_at_a_time(runs, reads, capsys):
     run = runs / "sp"
     assert plot(str(run), "--axis", "y", "--times", "0", "0.2") == 0
