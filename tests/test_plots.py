@@ -445,6 +445,38 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
     assert spectra_plots.exponent_text(-1.234) == "-1.23"
 
 
+def test_the_compensated_spectrum_reads_as_the_kolmogorov_constant_and_the_guide_needs_an_inertial_range(
+        runs, figures):
+    """Each row is eps^(-2/3) k^(5/3) E(k) with eps of the time series at its time, beside C_K ~ 1.5 dashed;
+    the laminar Taylor-Green (L/eta ~ 45) gets no k^(-5/3) guide, a Kolmogorov spectrum over two decades does."""
+    from simulator.output.spectra import read_spectra
+    from simulator.output.timeseries import read_timeseries
+
+    run = runs / "ns"
+    config = yaml.safe_load((run / "config.yaml").read_text())["config"]
+    run_plots.plot_spectra(run, config, equations.get("navier_stokes"))
+    spectra = figures[0]  # spectra.png, drawn first
+    assert "energy spectrum  t = " in spectra._suptitle.get_text()
+    assert not [line for line in spectra.axes[0].lines if line.get_linestyle() == "--"]  # no guide (nor reference)
+    [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
+    ax = compensated.axes[0]
+    assert r"\varepsilon^{-2/3} k^{5/3}" in ax.get_ylabel()
+    [kolmogorov] = [line for line in ax.lines if "Kolmogorov constant" in str(line.get_label())]
+    assert kolmogorov.get_ydata()[0] == 1.5 and kolmogorov.get_linestyle() == "--"
+    data, series = read_spectra(run / "spectra.h5"), read_timeseries(run / "timeseries.csv")
+    rows = [line for line in ax.lines if str(line.get_label()).startswith("t = ")]
+    assert len(rows) == data["time"].size
+    for line, t, e in zip(rows, data["time"], data["energy"], strict=True):
+        x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
+        eps = np.interp(t, series["time"], series["dissipation"])
+        expected = eps ** (-2 / 3) * x ** (5 / 3) * e[np.searchsorted(data["k"], x)]
+        np.testing.assert_allclose(y[np.isfinite(y)], expected[np.isfinite(y)], rtol=1e-12)
+    k = np.arange(1.0, 200.0)
+    kolmogorov_spectrum = 1.5 * k ** (-5 / 3)  # eps = 1: L = 1.45, eta = nu^(3/4)
+    assert spectra_plots.inertial_range_possible(k, kolmogorov_spectrum, 1.0, 1e-4)  # L/eta = 1455
+    assert not spectra_plots.inertial_range_possible(k, kolmogorov_spectrum, 1.0, 1e-2)  # L/eta = 46
+
+
 def test_the_energy_budget_closes_on_a_run_and_a_wrong_sign_would_show(runs):
     """-dE/dt from the time series equals the dissipation of the diagnostics (unforced Navier-Stokes) to the
     differencing error of the rows; a dissipation of the wrong sign leaves a residual of twice the loss."""
