@@ -492,6 +492,25 @@ def test_the_energy_budget_closes_on_a_run_and_a_wrong_sign_would_show(runs):
     assert np.max(np.abs(rate - wrong)) > np.max(net)
 
 
+def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
+    """budget.png draws -dE/dt against eps - P; derivative_moments.png pools the longitudinal derivatives
+    du_1/dx_1, du_2/dx_2, du_3/dx_3 (du_i/dx_i, summed, would be the divergence)."""
+    from simulator.plots.budget import budget_figure
+    from simulator.plots.statistics import moments_figure
+
+    t = np.linspace(0.0, 1.0, 6)
+    config = {"name": "t", "grid": {"shape": [16] * 3}}
+    fig = budget_figure({"time": t, "energy": 1 - 0.1 * t, "dissipation": 0.1 + 0 * t},
+                        equations.get("navier_stokes").plot.budget, config, "code units")
+    assert r"$-\mathrm{d}(E)/\mathrm{d}t = \varepsilon - P$" in fig._suptitle.get_text()
+    rate, net = (np.asarray(line.get_ydata()) for line in fig.axes[0].lines)
+    np.testing.assert_allclose(rate, 0.1, rtol=1e-12)  # -dE/dt, positive where the energy decays
+    moments = {"time": t, **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    labels = [line.get_label() for ax in moments_figure(moments, config).axes for line in ax.lines]
+    assert labels.count(r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, \partial u_3/\partial x_3$ pooled") == 2
+    assert not [label for label in labels if "u_i/" in label]
+
+
 def test_every_declared_budget_names_its_equations_diagnostics():
     declared = [info for info in equations.registry().values() if info.plot.budget is not None]
     assert {info.name for info in declared} >= {"navier_stokes", "boussinesq", "mhd"}
