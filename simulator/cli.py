@@ -367,20 +367,22 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 def version_line() -> str:
     """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
-    metadata, so that asking for it starts no JAX."""
+    metadata, so that asking for it starts no JAX; the simulator's own from ``simulator.__version__`` when
+    it runs from a source tree that was never installed."""
     import platform
     from importlib import metadata
 
-    from simulator import __version__
+    import simulator
 
-    def installed(package: str) -> str:
+    def installed(package: str, otherwise: str = "not installed") -> str:
         try:
             return metadata.version(package)
         except metadata.PackageNotFoundError:
-            return "not installed"
+            return otherwise
 
     stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
-    return f"simulator {__version__} ({stack}, python {platform.python_version()})"
+    own = installed("simulator", getattr(simulator, "__version__", "unknown"))
+    return f"simulator {own} ({stack}, python {platform.python_version()})"
 
 
 def build_parser() -> argparse.ArgumentParser:
