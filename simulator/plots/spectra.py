@@ -252,6 +252,8 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     shown = [float(t_all[r]) for r in rows]
     reference = table.get(info.plot.reference) if info.plot.reference else None
     dissipation = dissipation_series(run_dir, info.plot.kolmogorov)
+    if dissipation and not np.all(dissipation[1] > 0):  # an inviscid run: no eps to normalise by
+        dissipation = None
     eps = np.interp(shown, *dissipation) if dissipation else None
     fig = spectra_figure(k, power, shown, config, info, reference, k_units,
                          guide=_guide_possible(k, power[-1], None if eps is None else float(eps[-1]), config, info))
