@@ -503,7 +503,7 @@ def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
     fig = budget_figure({"time": t, "energy": 1 - 0.1 * t, "dissipation": 0.1 + 0 * t},
                         equations.get("navier_stokes").plot.budget, config, "code units")
     assert r"$-\mathrm{d}(E)/\mathrm{d}t = \varepsilon - P$" in fig._suptitle.get_text()
-    rate, net = (np.asarray(line.get_ydata()) for line in fig.axes[0].lines)
+    rate, _ = (np.asarray(line.get_ydata()) for line in fig.axes[0].lines)
     np.testing.assert_allclose(rate, 0.1, rtol=1e-12)  # -dE/dt, positive where the energy decays
     moments = {"time": t, **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
     labels = [line.get_label() for ax in moments_figure(moments, config).axes for line in ax.lines]
