@@ -2,12 +2,14 @@
 
 A page holding ``<!-- generated: config-reference -->`` gets the config reference of the schema and of every
 registered equation (``simulator config-docs``), one holding ``<!-- generated: cli-reference -->`` every
-command's usage and options, so neither can fall behind the code. Neither import starts JAX.
+command's usage and options, so neither can fall behind the code. Neither import starts JAX. One holding
+``<!-- generated: changelog -->`` gets the repository's CHANGELOG.md below its title (one file, two places).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 
 def _escape_html(line: str) -> str:
@@ -26,9 +28,16 @@ def _config_reference() -> str:
     return re.sub(r"^\*\*`(initial\.name: \w+)`\*\* \((\w+)\): ", r"### `\1` (\2)\n\n", text, flags=re.M)
 
 
+def _changelog() -> str:
+    """CHANGELOG.md at the repository's root without its title (the page has its own)."""
+    text = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
+    return text.split("\n", 1)[1].lstrip("\n")
+
+
 GENERATED = {
     "<!-- generated: config-reference -->": _config_reference,
     "<!-- generated: cli-reference -->": lambda: __import__("simulator.cli", fromlist=["cli"]).reference_markdown(),
+    "<!-- generated: changelog -->": _changelog,
 }
 
 

@@ -76,6 +76,7 @@ def main() -> int:
     from simulator.runtime import configure_devices
 
     configure_devices(8, "float64")
+    from simulator import cost
     from simulator.cost import PROFILES
     from simulator.errors import ConfigError
     from simulator.fft.layouts import LAYOUTS
@@ -84,7 +85,8 @@ def main() -> int:
     profile = PROFILES[args.profile]
     share, source = gpu_allocator_share(int(args.memory * 2**30))
     usable = 0.9 * share
-    print(f"# projection on {profile.name} ({profile.source}); {source}; a run plans 90% of it")
+    print(f"# projection on {profile.name} ({profile.source}; {profile.link} within a node of {cost.GPUS_PER_NODE}, "
+          f"{cost.INTER_NODE_LINK}); {source}; a run plans 90% of it")
     for case in args.cases:
         figures = {(b, d): compiled_figures(case, b, d, args.n) for b, counts in COMPILED.items() for d in counts}
         one = figures["slab", 1]

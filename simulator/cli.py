@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
 arguments, device setup, a refused output directory or restart), reported as one line on stderr;
-75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
+3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
+count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
 export stopped by one (no partial file left: run it again).
 
 It is longer than 400 lines because every command's lines for the user are written here: the library
@@ -20,7 +21,7 @@ from typing import Any
 from simulator import config as config_mod
 from simulator.errors import ConfigError, RuntimeSetupError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 75
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 75
 
 
 class _Parser(argparse.ArgumentParser):
@@ -261,10 +262,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from simulator import plan
 
-    lines = plan.plan_lines(cfg, args.devices, args.platform, memory, args.profile)
+    lines, fits = plan.plan_lines(cfg, args.devices, args.platform, memory, args.profile)
     if jax.process_index() == 0:
         print("\n".join(lines))
-    return EXIT_OK
+    return EXIT_OK if fits else EXIT_DOES_NOT_FIT
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -369,20 +370,22 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 def version_line() -> str:
     """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
-    metadata, so that asking for it starts no JAX."""
+    metadata, so that asking for it starts no JAX; the simulator's own from ``simulator.__version__`` when
+    it runs from a source tree that was never installed."""
     import platform
     from importlib import metadata
 
-    from simulator import __version__
+    import simulator
 
-    def installed(package: str) -> str:
+    def installed(package: str, otherwise: str = "not installed") -> str:
         try:
             return metadata.version(package)
         except metadata.PackageNotFoundError:
-            return "not installed"
+            return otherwise
 
     stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
-    return f"simulator {__version__} ({stack}, python {platform.python_version()})"
+    own = installed("simulator", getattr(simulator, "__version__", "unknown"))
+    return f"simulator {own} ({stack}, python {platform.python_version()})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -450,7 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plan", help="plan a run without allocating: memory per device, the largest grid that fits, "
-                       "FFTs and all-to-alls per step, a predicted step time")
+                       "FFTs and all-to-alls per step, a predicted step time",
+                       epilog="exit status: 0 the run fits; 3 it does not fit (the plan says how many devices "
+                       "would); 2 bad input")
     _config_args(p, required=False)
     p.add_argument("--devices", type=int, metavar="N", help="plan for N devices (virtual CPUs if no GPU is seen)")
     p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory")

@@ -188,23 +188,26 @@ def hlo_traffic(hlo_text: str) -> Traffic:
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """A device's memory bandwidth and its link bandwidth to peers (bytes/s), and where they come from."""
+    """A device's memory bandwidth and its link bandwidth to peers within a node (bytes/s), where the
+    memory figure comes from (``source``) and what the link is (``link``)."""
 
     name: str
     memory_bandwidth: float
     link_bandwidth: float
     source: str
+    link: str
 
 
 #: published figures (bytes/s). NVLink 4: 900 GB/s per GPU both directions together, 450 GB/s each way.
 PROFILES: dict[str, DeviceProfile] = {
-    "h100": DeviceProfile("h100", 3.35e12, 450e9, "NVIDIA H100 SXM5 datasheet: HBM3 3.35 TB/s, NVLink 4 "
-                          "900 GB/s bidirectional (450 GB/s per direction)"),
-    "h200": DeviceProfile("h200", 4.8e12, 450e9, "NVIDIA H200 SXM datasheet: HBM3e 4.8 TB/s, NVLink 4 "
-                          "900 GB/s bidirectional (450 GB/s per direction)"),
+    "h100": DeviceProfile("h100", 3.35e12, 450e9, "NVIDIA H100 SXM5 datasheet: HBM3 3.35 TB/s",
+                          "NVLink 4 900 GB/s bidirectional (450 GB/s per direction)"),
+    "h200": DeviceProfile("h200", 4.8e12, 450e9, "NVIDIA H200 SXM datasheet: HBM3e 4.8 TB/s",
+                          "NVLink 4 900 GB/s bidirectional (450 GB/s per direction)"),
 }
 #: between nodes, one 400 Gb/s InfiniBand NDR adapter per GPU (NVIDIA DGX H100 datasheet)
 INTER_NODE_BANDWIDTH = 50e9
+INTER_NODE_LINK = "InfiniBand NDR 400 Gb/s (50 GB/s) per GPU between nodes"
 GPUS_PER_NODE = 8
 
 
@@ -247,6 +250,19 @@ def predicted_seconds(traffic: Traffic, profile: DeviceProfile, devices: int = 1
     if layout == "pencil":
         return seconds + traffic.sent_bytes * (0.5 / profile.link_bandwidth + 0.5 / INTER_NODE_BANDWIDTH)
     return seconds + traffic.sent_bytes / INTER_NODE_BANDWIDTH
+
+
+def links(profile: DeviceProfile, devices: int, layout: str = "slab") -> str:
+    """The links :func:`predicted_seconds` sends a step's exchanges over, in words: the profile's link
+    within a node, InfiniBand for a slab beyond it, half of each for a pencil beyond it."""
+    if devices == 1:
+        return "none (one device)"
+    if devices <= GPUS_PER_NODE:
+        return profile.link
+    if layout == "pencil":
+        return (f"half on {profile.link} within a node of {GPUS_PER_NODE}, half on {INTER_NODE_LINK} "
+                f"({devices} devices)")
+    return f"{INTER_NODE_LINK} (a slab exchange among {devices} devices crosses nodes of {GPUS_PER_NODE})"
 
 
 def human_bytes(n: float) -> str:

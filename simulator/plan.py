@@ -181,6 +181,15 @@ class Plan:
         total = USABLE_FRACTION * self.available * self.devices
         return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh)
 
+    def devices_to_fit(self) -> int | None:
+        """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no
+        count): an estimate, with these devices' bytes per cell (fewer cells per device change them a little)."""
+        from simulator.fft.layouts import LAYOUTS
+
+        need = self.bytes_per_cell * self.cells / (USABLE_FRACTION * self.available)
+        counts = LAYOUTS[self.cfg.fft.backend].device_counts(self.cfg.grid.shape)
+        return next((n for n in counts if n > self.devices and n >= need), None)
+
     def describe_need(self) -> str:
         c = self.cfg
         return (f"{c.physics.name} {c.time.integrator} {c.precision} needs {cost.human_bytes(self.peak)} per device "
@@ -337,6 +346,11 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
     n = plan.largest_cubic
     lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
                  "no grid fits these devices")
+    if not plan.fits:  # its exit status is 3: a script branches on it, this line says what would fit
+        more = plan.devices_to_fit()
+        lines.append(f"devices that would fit it: {more} of the {c.fft.backend} layout (an estimate from these "
+                     f"{plan.bytes_per_cell:.1f} bytes per cell)" if more else f"no device count of the "
+                     f"{c.fft.backend} layout fits it: fewer cells, float32, lsrk4, or another backend")
     t = plan.traffic
     if t is None:
         return lines
@@ -350,19 +364,21 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
             return lines
         bandwidth = measure_bandwidth()
         prof = cost.DeviceProfile("measured", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
-                                  f"{bandwidth / 1e9:.1f} GB/s; links taken at the same rate")
+                                  f"{bandwidth / 1e9:.1f} GB/s", "links taken at the measured memory rate")
     else:
         prof = cost.PROFILES[name]
     seconds = cost.predicted_seconds(t, prof, plan.devices, c.fft.backend)
-    lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source})")
+    lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source}; "
+                 f"exchanges over {cost.links(prof, plan.devices, c.fft.backend)})")
     return lines
 
 
 def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = None, memory: int | None = None,
-               profile: str | None = None) -> list[str]:
+               profile: str | None = None) -> tuple[list[str], bool]:
     """What ``simulator plan`` prints for ``cfg`` on its first ``devices`` devices (default: the run's),
     planning for ``platform`` (default this machine's) with ``memory`` bytes per device (default: what
-    the devices have free) and the bandwidths of ``profile`` (:func:`report`). The runtime must be started."""
+    the devices have free) and the bandwidths of ``profile`` (:func:`report`), and whether the run fits
+    (its exit status). The runtime must be started."""
     from simulator.run.simulation import Simulation
 
     target = platform or jax.default_backend()
@@ -373,7 +389,7 @@ def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = N
         memory, source = gpu_allocator_share(memory)
     with _gpu_fft_path(target == "gpu" and jax.default_backend() == "cpu"):
         plan = reduced_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
-    return report(plan, platform or plan.platform, profile)
+    return report(plan, platform or plan.platform, profile), plan.fits
 
 
 def check_platform(cfg: Config, platform: str) -> None:

@@ -30,6 +30,25 @@ def test_version_names_the_package_and_jax_without_starting_jax(capsys):
     assert r.stdout.splitlines() == [out.strip(), "False"]
 
 
+def test_version_is_the_installed_package_s_and_simulator_version_without_one(monkeypatch, capsys):
+    from importlib import metadata as importlib_metadata
+
+    installed = importlib_metadata.version
+
+    def version(package):
+        if package == "simulator":
+            if fallback:
+                raise importlib_metadata.PackageNotFoundError(package)
+            return "9.8.7"  # what pip installed, not the module's constant
+        return installed(package)
+
+    monkeypatch.setattr(importlib_metadata, "version", version)
+    for fallback, expected in ((False, "9.8.7"), (True, simulator.__version__)):
+        with pytest.raises(SystemExit):
+            main(["--version"])
+        assert capsys.readouterr().out.startswith(f"simulator {expected} (jax "), expected
+
+
 # each child writes half a line, waits while the other does the same, then ends its line
 PIECES = ("import os, sys, time; rank = os.environ['SIMULATOR_PROCESS_ID']\n"
           "for stream in (sys.stdout, sys.stderr):\n"

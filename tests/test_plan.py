@@ -351,3 +351,24 @@ def test_planning_a_large_grid_on_fftw_traces_no_xla_fft(devices, local_fft, mon
     sim = _sim(8192, precision="float32", devices=4)
     jax.make_jaxpr(sim.step)(sim.equation, plan.abstract_state(sim), plan._scalar(sim), plan._scalar(sim), sim.params)
     assert sim.fft.local.name == "fftw" and calls == []
+
+
+def test_a_plan_that_does_not_fit_exits_3_and_names_the_devices_that_would_fit_it():
+    # 73.5 bytes per cell: 32^3 needs 2.3 MiB, 4 slab devices hold 0.6 MiB each of the 0.9 MiB a run may plan
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=32", "--devices", "1",
+                        "--memory", "1MB", "--profile", "h100"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert "DOES NOT FIT" in r.stdout
+    assert "devices that would fit it: 4 of the slab layout (an estimate from these 73.5 bytes per cell)" in r.stdout
+
+
+def test_a_plan_beyond_a_node_prints_the_link_its_model_times():
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=128", "--devices", "64",
+                        "--platform", "gpu", "--memory", "80GB", "--profile", "h100"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    step = next(line for line in r.stdout.splitlines() if line.startswith("predicted step"))
+    # a slab over 64 GPUs exchanges over InfiniBand in cost.predicted_seconds, not NVLink
+    assert "exchanges over InfiniBand NDR" in step and "NVLink" not in step, step
+    assert cost.links(cost.PROFILES["h100"], 8).startswith("NVLink 4")
+    assert "half on NVLink 4" in cost.links(cost.PROFILES["h100"], 64, "pencil")

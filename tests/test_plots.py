@@ -103,6 +103,18 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     assert {name for name, _ in reads} == {"vorticity"}
 
 
+def test_a_field_asked_for_by_name_gets_its_own_slice_file(runs, capsys):
+    run = runs / "ns"
+    assert plot(str(run)) == 0
+    default = (run / "plots" / "slice.png").read_bytes()
+    capsys.readouterr()
+    assert plot(str(run), "--field", "velocity") == 0
+    out = capsys.readouterr().out.split()
+    assert str(run / "plots" / "slice_velocity.png") in out and str(run / "plots" / "slice.png") not in out
+    assert png_size(run / "plots" / "slice_velocity.png") == plots.PIXELS
+    assert (run / "plots" / "slice.png").read_bytes() == default  # the default field's slice is kept
+
+
 def test_schrodinger_poisson_slice_and_projection_read_one_plane_at_a_time(runs, reads, capsys):
     run = runs / "sp"
     assert plot(str(run), "--axis", "y", "--times", "0", "0.2") == 0
@@ -433,6 +445,38 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
     assert spectra_plots.exponent_text(-1.234) == "-1.23"
 
 
+def test_the_compensated_spectrum_reads_as_the_kolmogorov_constant_and_the_guide_needs_an_inertial_range(
+        runs, figures):
+    """Each row is eps^(-2/3) k^(5/3) E(k) with eps of the time series at its time, beside C_K ~ 1.5 dashed;
+    the laminar Taylor-Green (L/eta ~ 45) gets no k^(-5/3) guide, a Kolmogorov spectrum over two decades does."""
+    from simulator.output.spectra import read_spectra
+    from simulator.output.timeseries import read_timeseries
+
+    run = runs / "ns"
+    config = yaml.safe_load((run / "config.yaml").read_text())["config"]
+    run_plots.plot_spectra(run, config, equations.get("navier_stokes"))
+    spectra = figures[0]  # spectra.png, drawn first
+    assert "energy spectrum  t = " in spectra._suptitle.get_text()
+    assert not [line for line in spectra.axes[0].lines if line.get_linestyle() == "--"]  # no guide (nor reference)
+    [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
+    ax = compensated.axes[0]
+    assert r"\varepsilon^{-2/3} k^{5/3}" in ax.get_ylabel()
+    [kolmogorov] = [line for line in ax.lines if "Kolmogorov constant" in str(line.get_label())]
+    assert kolmogorov.get_ydata()[0] == 1.5 and kolmogorov.get_linestyle() == "--"
+    data, series = read_spectra(run / "spectra.h5"), read_timeseries(run / "timeseries.csv")
+    rows = [line for line in ax.lines if str(line.get_label()).startswith("t = ")]
+    assert len(rows) == data["time"].size
+    for line, t, e in zip(rows, data["time"], data["energy"], strict=True):
+        x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
+        eps = np.interp(t, series["time"], series["dissipation"])
+        expected = eps ** (-2 / 3) * x ** (5 / 3) * e[np.searchsorted(data["k"], x)]
+        np.testing.assert_allclose(y[np.isfinite(y)], expected[np.isfinite(y)], rtol=1e-12)
+    k = np.arange(1.0, 200.0)
+    kolmogorov_spectrum = 1.5 * k ** (-5 / 3)  # eps = 1: L = 1.45, eta = nu^(3/4)
+    assert spectra_plots.inertial_range_possible(k, kolmogorov_spectrum, 1.0, 1e-4)  # L/eta = 1455
+    assert not spectra_plots.inertial_range_possible(k, kolmogorov_spectrum, 1.0, 1e-2)  # L/eta = 46
+
+
 def test_the_energy_budget_closes_on_a_run_and_a_wrong_sign_would_show(runs):
     """-dE/dt from the time series equals the dissipation of the diagnostics (unforced Navier-Stokes) to the
     differencing error of the rows; a dissipation of the wrong sign leaves a residual of twice the loss."""
@@ -446,6 +490,25 @@ def test_the_energy_budget_closes_on_a_run_and_a_wrong_sign_would_show(runs):
     assert np.max(np.abs(rate - net)) < 0.02 * np.max(net), (rate, net)
     _, _, wrong = budget_terms({**series, "dissipation": -series["dissipation"]}, budget)
     assert np.max(np.abs(rate - wrong)) > np.max(net)
+
+
+def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
+    """budget.png draws -dE/dt against eps - P; derivative_moments.png pools the longitudinal derivatives
+    du_1/dx_1, du_2/dx_2, du_3/dx_3 (du_i/dx_i, summed, would be the divergence)."""
+    from simulator.plots.budget import budget_figure
+    from simulator.plots.statistics import moments_figure
+
+    t = np.linspace(0.0, 1.0, 6)
+    config = {"name": "t", "grid": {"shape": [16] * 3}}
+    fig = budget_figure({"time": t, "energy": 1 - 0.1 * t, "dissipation": 0.1 + 0 * t},
+                        equations.get("navier_stokes").plot.budget, config, "code units")
+    assert r"$-\mathrm{d}(E)/\mathrm{d}t = \varepsilon - P$" in fig._suptitle.get_text()
+    rate, _ = (np.asarray(line.get_ydata()) for line in fig.axes[0].lines)
+    np.testing.assert_allclose(rate, 0.1, rtol=1e-12)  # -dE/dt, positive where the energy decays
+    moments = {"time": t, **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    labels = [line.get_label() for ax in moments_figure(moments, config).axes for line in ax.lines]
+    assert labels.count(r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, \partial u_3/\partial x_3$ pooled") == 2
+    assert not [label for label in labels if "u_i/" in label]
 
 
 def test_every_declared_budget_names_its_equations_diagnostics():

@@ -260,7 +260,7 @@ def test_scalar_turbulence_runs_writes_and_plots(tmp_path):
     written = plots.plot(run, field="scalar")
     assert [p.name for p in written] == ["timeseries.png", "budget.png", "spectra.png", "spectra_scalar0_variance.png",
                                          "spectra_scalar1_variance.png", "spectra_compensated.png", "flux.png",
-                                         "slice.png"]
+                                         "slice_scalar.png"]
     assert all(png_size(p) == plots.PIXELS for p in written)
 
 

@@ -228,6 +228,19 @@ class Panel:
 
 
 @dataclass(frozen=True)
+class Kolmogorov:
+    """Kolmogorov's conventions for an equation's spectrum: the time-series columns whose sum is the
+    dissipation rate eps of its energy (the compensated spectrum is eps^(-2/3) k^(5/3) E(k), and eps with the
+    ``physics.<viscosity>`` key places the Kolmogorov scale, which says whether the spectrum's guide is
+    drawn), and the ``constant`` its plateau takes in the inertial range, drawn dashed (Kolmogorov's
+    C_K of the 3D kinetic energy spectrum; None for spectra without an established one)."""
+
+    dissipation: tuple[str, ...]
+    viscosity: str = "viscosity"
+    constant: float | None = None
+
+
+@dataclass(frozen=True)
 class Budget:
     """An energy budget the run's time series must close: d(``quantity``)/dt = sum of ``gains`` - sum of
     ``losses`` (diagnostic columns; absent ones, e.g. the injection of an unforced run, count as 0).
@@ -256,7 +269,8 @@ class PlotSpec:
     magnetic energy), each above its budget terms (``transfer_<name>``, ``conversion_<name>``,
     ``injection_<name>``, those the file holds).
     ``maps``: 2D spectra over (k_h, |k_z|) (``simulator.spectra.cylinder_sum``), each drawn as a map in
-    ``plots/spectra_<name>.png``."""
+    ``plots/spectra_<name>.png``.
+    ``kolmogorov``: the conventions of the compensated spectrum and of the guide (:class:`Kolmogorov`)."""
 
     panels: tuple[Panel, ...]
     spectrum: str
@@ -271,6 +285,7 @@ class PlotSpec:
     budget: Budget | None = None
     side_by_side: tuple[str, ...] = ()
     maps: tuple[str, ...] = ()
+    kolmogorov: Kolmogorov | None = None
 
 
 @dataclass(frozen=True)

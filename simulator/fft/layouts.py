@@ -16,13 +16,31 @@ Conventions shared by all layouts (see :mod:`simulator.fft.base` for the transfo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from simulator.errors import ConfigError
 
 Shape3 = tuple[int, int, int]
 Spec3 = tuple[str | None, str | None, str | None]
+
+
+def _divisors(shape: Sequence[int]) -> list[int]:
+    """The divisors of the product of ``shape``, ascending."""
+    primes: dict[int, int] = {}
+    for n in shape:
+        p = 2
+        while p * p <= n:
+            while n % p == 0:
+                primes[p] = primes.get(p, 0) + 1
+                n //= p
+            p += 1
+        if n > 1:
+            primes[n] = primes.get(n, 0) + 1
+    divisors = [1]
+    for p, e in primes.items():
+        divisors = [d * p**k for d in divisors for k in range(e + 1)]
+    return sorted(divisors)
 
 
 def near_square(n: int) -> tuple[int, int]:
@@ -78,6 +96,19 @@ class Layout:
         for i, real_axis in enumerate(cls.perm):
             out[real_axis] = cls.spectral_axes[i]
         return tuple(out)  # type: ignore[return-value]
+
+    @classmethod
+    def device_counts(cls, shape: Sequence[int]) -> Iterator[int]:
+        """The device counts whose mesh (:meth:`mesh_shape` of the count) ``shape`` decomposes over, ascending."""
+        for count in _divisors(shape):  # a mesh axis divides a grid axis: a count divides the cells
+            mesh = cls.mesh_shape(count, None)
+            if math.prod(mesh) != count:  # the single layout: one device whatever the count
+                continue
+            try:
+                cls.check_layout(shape, mesh)
+            except ConfigError:
+                continue
+            yield count
 
     @classmethod
     def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:

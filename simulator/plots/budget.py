@@ -96,5 +96,6 @@ def budget_figure(series: Mapping[str, np.ndarray], budget: Budget, config: dict
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
     fig.align_ylabels()
-    fig.suptitle(heading(config, rf"energy budget  $\mathrm{{d}}({budget.label})/\mathrm{{d}}t = P - \varepsilon$"))
+    # what is drawn: the loss rate -dE/dt against eps - P (positive for a decaying flow)
+    fig.suptitle(heading(config, rf"energy budget  $-\mathrm{{d}}({budget.label})/\mathrm{{d}}t = \varepsilon - P$"))
     return fig

@@ -13,8 +13,10 @@ From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/p
   :mod:`simulator.plots.tasks`);
 * ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
   field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
-  a stacked field (passive scalars) its first members;
-* with ``frames``: ``frames/slice_NNNN.png``, that slice for every snapshot, with common colour limits.
+  a stacked field (passive scalars) its first members; ``slice_<field>.png`` for a field asked for by
+  name, so that slices of several fields stand side by side;
+* with ``frames``: ``frames/slice_NNNN.png`` (``frames/slice_<field>_NNNN.png``), that slice for every
+  snapshot, with common colour limits.
 
 A damaged file (not HDF5, cut short, not as the run writes it) skips only the figures drawn from it, in one
 line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others are drawn all the same.
@@ -263,8 +265,8 @@ def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
 
 
 def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
-               pdf: bool = False) -> list[Path]:
-    """``plots/slice.png`` from the last complete snapshot; nothing (and a note) without snapshots."""
+               pdf: bool = False, stem: str = "slice") -> list[Path]:
+    """``plots/<stem>.png`` from the last complete snapshot; nothing (and a note) without snapshots."""
     for path in reversed(snapshot_files(run_dir)):
         try:
             snap = Snapshot(path)
@@ -275,14 +277,15 @@ def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field:
             panels = slice_panels(snap, field, axis, info, _length(config, info))
             fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
                                _length(config, info))
-        return save(fig, run_dir / "plots" / "slice.png", pdf)
-    note(f"skipped slice.png: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
+        return save(fig, run_dir / "plots" / f"{stem}.png", pdf)
+    note(f"skipped {stem}.png: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
           "output.snapshots.dt")
     return []
 
 
-def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int) -> list[Path]:
-    """``plots/frames/slice_NNNN.png``: the slice of every complete snapshot, numbered from 0, with the
+def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
+                stem: str = "slice") -> list[Path]:
+    """``plots/frames/<stem>_NNNN.png``: the slice of every complete snapshot, numbered from 0, with the
     colour limits of the whole series, at one pixel size: ready for ffmpeg.
 
     Two passes over the snapshots (limits, then images) so that only one snapshot's planes are held.
@@ -304,15 +307,15 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
         return []
     out = run_dir / "plots" / "frames"
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("slice_*.png"):  # frames left by an earlier, longer series would join the movie
+    for old in out.glob(f"{stem}_[0-9][0-9][0-9][0-9].png"):  # frames left by an earlier, longer series would join the movie
         old.unlink()
     written = []
     for number, path in enumerate(readable):
         with Snapshot(path) as snap:
             fig = slice_figure(slice_panels(snap, field, axis, info, _length(config, info)), limits,
                                snap.attrs["box"], axis, _snapshot_heading(config, snap), _length(config, info))
-        written += save(fig, out / f"slice_{number:04d}.png", pdf=False)
-    note(f"movie: ffmpeg -framerate 10 -i {out}/slice_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / 'slice.mp4'}")
+        written += save(fig, out / f"{stem}_{number:04d}.png", pdf=False)
+    note(f"movie: ffmpeg -framerate 10 -i {out}/{stem}_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / f'{stem}.mp4'}")
     return written
 
 
@@ -331,6 +334,8 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     info = equations.get(config["physics"]["name"])
     if axis not in AXES:
         raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
+    # a field asked for by name gets its own file: the default field's slice.png is not overwritten
+    stem = f"slice_{field}" if field else "slice"
     field = field or info.plot.slice_field
     if average is not None and (len(average) != 2 or not average[0] <= average[1]):
         raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
@@ -347,13 +352,14 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         ("the time series figures", run_dir / TIMESERIES_FILE, partial(plot_timeseries, run_dir, config, info, pdf)),
         ("the spectra figures", run_dir / SPECTRA_FILE,
          partial(plot_spectra, run_dir, config, info, times, pdf, average)),
-        ("slice.png", run_dir / "snapshots", partial(plot_slice, run_dir, config, info, field, AXES.index(axis), pdf)),
+        (f"{stem}.png", run_dir / "snapshots",
+         partial(plot_slice, run_dir, config, info, field, AXES.index(axis), pdf, stem)),
         ("the statistics figures", run_dir / STATISTICS_FILE, partial(plot_statistics, run_dir, config, info, pdf)),
         ("the Lagrangian figure", run_dir / TRAJECTORIES, partial(plot_lagrangian, run_dir, config, info, pdf)),
         ("the task figures", run_dir / TASKS_FILE, partial(plot_tasks, run_dir, config, info, pdf))]
     if frames:
         families.append(("the frames", run_dir / "snapshots",
-                         partial(plot_frames, run_dir, config, info, field, AXES.index(axis))))
+                         partial(plot_frames, run_dir, config, info, field, AXES.index(axis), stem)))
     skipped: list[str] = []
     written = Figures([path for what, source, draw in families for path in _drawn(what, source, draw, skipped)],
                       skipped)

@@ -2,11 +2,13 @@
 few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.times`` when the run
 asked for some) with its reference spectrum (e.g. linear theory) dashed beside each;
 ``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
-``plots/spectra_compensated.png``, the spectrum times k^(5/3) (the equation's guide) at those times and
-averaged over a window of rows; ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present
+``plots/spectra_compensated.png``, the spectrum times eps^(-2/3) k^(5/3) (the equation's guide; eps its
+dissipation from ``timeseries.csv``: the plateau reads as the Kolmogorov constant, drawn dashed) at those
+times and averaged over a window of rows; ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present
 (:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side
 with their budgets and maps of 2D (k_h, k_z) spectra (:mod:`simulator.plots.spectra_panels`).
-Spectra are drawn over the resolved range only, in the units the file records for k.
+Spectra are drawn over the resolved range only, in the units the file records for k. The k^(-5/3)
+guide is drawn only where the spectrum could hold an inertial range (:func:`inertial_range_possible`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator.equations.resolution import RESOLVED
-from simulator.equations.spec import EquationInfo, instances
+from simulator.equations.spec import EquationInfo, Kolmogorov, instances
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import open_for_reading, read_spectra
+from simulator.output.timeseries import FILE as TIMESERIES_FILE
+from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure
 from simulator.plots.figures import figure, heading, note, save, time_label
 from simulator.plots.spectra_panels import map_figure, side_by_side_figure
@@ -40,6 +44,9 @@ DEFAULT_SPECTRA = 5
 SPECTRUM_FLOOR = 10.0
 #: slack when a row's time is compared with an averaging window's ends
 TOL_TIME = 1e-9
+#: L/eta an inertial range needs: it lies between the energy-containing scales (l > L/6) and the
+#: dissipation range (l < 60 eta) (Pope 2000, Turbulent Flows, §6.1.3, Fig. 6.2), so only where L/6 > 60 eta
+INERTIAL_SEPARATION = 360.0
 
 
 def precision_floor(config: dict[str, Any]) -> float:
@@ -68,6 +75,34 @@ def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
     return fraction * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
 
 
+def dissipation_series(run_dir: Path, kolmogorov: Kolmogorov | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(times, eps) of ``timeseries.csv``, eps the sum of the columns ``kolmogorov`` names; None without them."""
+    path = run_dir / TIMESERIES_FILE
+    if kolmogorov is None or not path.is_file():
+        return None
+    series = read_timeseries(path)
+    if series["time"].size == 0 or not all(c in series for c in kolmogorov.dissipation):
+        return None
+    return series["time"], sum(np.asarray(series[c], dtype=float) for c in kolmogorov.dissipation)
+
+
+def inertial_range_possible(k: np.ndarray, e: np.ndarray, eps: float, viscosity: float) -> bool:
+    """Whether a spectrum ``e`` (one row over the shells ``k``) at dissipation rate ``eps`` can hold an
+    inertial range: L/eta >= :data:`INERTIAL_SEPARATION`, eta = (nu^3/eps)^(1/4) and L = pi/(2u'^2) sum E/k
+    the integral scale of the spectrum itself (u'^2 = (2/3) sum E). Not L = K^(3/2)/eps, nor Re_lambda from
+    eps: both assume the cascade that sets eps, and a laminar flow's small eps makes them large (the
+    quickstart's Taylor-Green at t <= 2 has Re_lambda ~ 500, but L/eta ~ 45). Hyperviscosity alone
+    (nu = 0): possible."""
+    shells = (k > 0) & np.isfinite(e)
+    energy = float(np.sum(e[shells]))
+    if viscosity <= 0:
+        return True
+    if energy <= 0 or eps <= 0:
+        return False
+    integral = np.pi / (2 * (2 / 3) * energy) * float(np.sum(e[shells] / k[shells]))
+    return integral / (viscosity**3 / eps) ** 0.25 >= INERTIAL_SEPARATION
+
+
 def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
     """A dashed k^exponent line over the middle of the drawn range of ``e`` (NaN where not drawn),
     through ``e`` at its low end so the eye compares slopes."""
@@ -77,7 +112,7 @@ def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) ->
     lo, hi = resolved[resolved.size // 4], resolved[(3 * resolved.size) // 4]
     k_guide = np.geomspace(k[lo], k[hi], 20)
     ax.loglog(k_guide, e[lo] * (k_guide / k[lo]) ** exponent, "k--", lw=1,
-              label=rf"$\propto k^{{{exponent_text(exponent)}}}$")
+              label=rf"reference slope $k^{{{exponent_text(exponent)}}}$")
 
 
 def exponent_text(exponent: float) -> str:
@@ -111,46 +146,56 @@ def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo) -> tuple[np
 
 def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], mean: np.ndarray | None,
                        window: tuple[float, float, int] | None, config: dict[str, Any], info: EquationInfo,
-                       k_units: str = "code units") -> Figure:
-    """k^(-guide) E(k) (guide = ``info.plot.spectrum_guide``, -5/3 for the flows: Kolmogorov's range is
-    flat) at ``times``, log-linear over the resolved shells above the precision floor, and in black the
-    time average ``mean`` over ``window`` = (t0, t1, rows)."""
+                       k_units: str = "code units", eps: np.ndarray | None = None,
+                       eps_mean: float | None = None) -> Figure:
+    """eps^(-2/3) k^(-guide) E(k) (guide = ``info.plot.spectrum_guide``, -5/3 for the flows: Kolmogorov's
+    range is flat, at the constant ``info.plot.kolmogorov`` declares, drawn dashed) at ``times``, each row
+    by the dissipation ``eps`` at its time, log-linear over the resolved shells above the precision floor,
+    and in black the time average ``mean`` over ``window`` = (t0, t1, rows) by ``eps_mean``, the mean
+    dissipation of those rows. Without ``eps`` (no time series): k^(-guide) E(k)."""
     exponent = info.plot.spectrum_guide
     fig, axes = figure()
     ax = axes[0, 0]
     shells, above_floor = drawn(k, config, info)
     scale = k[shells] ** (-exponent)
+    rates = np.ones(len(times)) if eps is None else np.asarray(eps, dtype=float)
 
-    def shown(curve: np.ndarray) -> np.ndarray:
-        return above_floor(curve) * scale
+    def shown(curve: np.ndarray, rate: float) -> np.ndarray:
+        return above_floor(curve) * scale / rate ** (2 / 3)
 
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
-    for row, t, colour in zip(power[:, shells], times, colours, strict=True):
-        ax.semilogx(k[shells], shown(row), "o-", ms=2, lw=0.8, color=colour, label=time_label(config, info, t))
+    for row, t, rate, colour in zip(power[:, shells], times, rates, colours, strict=True):
+        ax.semilogx(k[shells], shown(row, rate), "o-", ms=2, lw=0.8, color=colour, label=time_label(config, info, t))
     if mean is not None and window is not None:
         t0, t1, count = window
-        ax.semilogx(k[shells], shown(mean[shells]), "k-", lw=2.5,
+        ax.semilogx(k[shells], shown(mean[shells], 1.0 if eps is None else eps_mean), "k-", lw=2.5,
                     label=f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}")
-    ax.set_ylabel(rf"$k^{{{exponent_text(-exponent)}}}$ × {info.plot.spectrum_label}")
+    constant = info.plot.kolmogorov.constant if info.plot.kolmogorov else None
+    if eps is not None and constant is not None:
+        ax.axhline(constant, color="grey", ls="--", lw=1, label=rf"Kolmogorov constant $C_K \approx {constant:g}$")
+    factor = rf"$k^{{{exponent_text(-exponent)}}}$" if eps is None else \
+        rf"$\varepsilon^{{-2/3}} k^{{{exponent_text(-exponent)}}}$"
+    ax.set_ylabel(f"{factor} × {info.plot.spectrum_label}")
     ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
     for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
         ticks(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
-    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum compensated by $k^{{{exponent_text(-exponent)}}}$"))
+    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum compensated by {factor}"))
     return fig
 
 
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
                    info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units",
-                   name: str | None = None) -> Figure:
+                   name: str | None = None, guide: bool = True) -> Figure:
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
     0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
     filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies the
     round-off of the run's precision). With a
     ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour.
-    ``name``: another spectrum than the equation's own (labelled by its name, no guide)."""
+    ``name``: another spectrum than the equation's own (labelled by its name, no guide); ``guide``: draw
+    the equation's power-law guide along the last row (where an inertial range is possible)."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells, above_floor = drawn(k, config, info)
@@ -167,7 +212,7 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
             reference_labelled = reference_labelled or visible
     if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
         ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
-    if name is None and info.plot.spectrum_guide is not None:
+    if name is None and guide and info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label if name is None else f"{name} spectrum")
     ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
@@ -206,7 +251,12 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         return []
     shown = [float(t_all[r]) for r in rows]
     reference = table.get(info.plot.reference) if info.plot.reference else None
-    fig = spectra_figure(k, power, shown, config, info, reference, k_units)
+    dissipation = dissipation_series(run_dir, info.plot.kolmogorov)
+    if dissipation and not np.all(dissipation[1] > 0):  # an inviscid run: no eps to normalise by
+        dissipation = None
+    eps = np.interp(shown, *dissipation) if dissipation else None
+    fig = spectra_figure(k, power, shown, config, info, reference, k_units,
+                         guide=_guide_possible(k, power[-1], None if eps is None else float(eps[-1]), config, info))
     written = save(fig, run_dir / "plots" / "spectra.png", pdf)
     for template in info.plot.more_spectra:
         for _, other in instances(template, table):
@@ -224,11 +274,26 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
         rows_mean = average_rows(t_all, average)
         mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None
         window = (float(t_all[rows_mean[0]]), float(t_all[rows_mean[-1]]), len(rows_mean)) if rows_mean else None
-        fig = compensated_figure(k, power, shown, mean, window, config, info, k_units)
+        # the mean spectrum over the mean dissipation at its rows' times
+        eps_mean = float(np.mean(np.interp(t_all[rows_mean], *dissipation))) if dissipation and rows_mean else None
+        fig = compensated_figure(k, power, shown, mean, window, config, info, k_units, eps, eps_mean)
         written += save(fig, run_dir / "plots" / "spectra_compensated.png", pdf)
     labels = [time_label(config, info, t) for t in shown]
     fig = flux_figure(k, table, labels, config, resolved_wavenumber(config, info), k_units)
     return written + ([] if fig is None else save(fig, run_dir / "plots" / "flux.png", pdf))
+
+
+def _guide_possible(k: np.ndarray, row: np.ndarray, eps: float | None, config: dict[str, Any],
+                    info: EquationInfo) -> bool:
+    """Whether the guide goes on the spectrum ``row``: always for an equation without Kolmogorov's
+    conventions; else where :func:`inertial_range_possible` says so, never without eps or a viscosity."""
+    kolmogorov = info.plot.kolmogorov
+    if kolmogorov is None:
+        return True
+    viscosity = config.get("physics", {}).get(kolmogorov.viscosity)
+    if eps is None or not isinstance(viscosity, (int, float)):
+        return False
+    return inertial_range_possible(k, row, eps, float(viscosity))
 
 
 def _k_units(path: Path) -> str:

@@ -140,7 +140,10 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any]) -> Any:
     fig, axes = figure(2, 1, sharex=True)
     t = data["time"]
     for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
-        ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_i/\partial x_i$ pooled")
+        # the moments of the three longitudinal derivatives averaged, then normalised (simulator/statistics.py):
+        # no summation over i, which would be the divergence
+        ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, "
+                r"\partial u_3/\partial x_3$ pooled")
         for name in ("dudx", "dvdy", "dwdz"):
             ax.plot(t, data[f"{what}_{name}"], lw=0.8, label=rf"$\partial_{name[-1]} {name[1]}$")
         for key in sorted(k for k in data if k.startswith("scalar") and k.endswith(f"_gradient_{what}_parallel")):

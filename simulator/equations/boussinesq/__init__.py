@@ -25,6 +25,7 @@ from simulator.equations.spec import (
     EquationParams,
     FieldInfo,
     InitialCondition,
+    Kolmogorov,
     Panel,
     PlotSpec,
 )
@@ -229,6 +230,7 @@ INFO = EquationInfo(
         spectrum_label=r"$E_K(k_h)$, kinetic energy by horizontal wavenumber",
         slice_field="buoyancy",
         spectrum_guide=-5 / 3,
+        kolmogorov=Kolmogorov(("kinetic_dissipation",)),  # E_K(k_h), horizontal: not C_K's 3D spectrum
         budget=Budget("total_energy", losses=("kinetic_dissipation", "potential_dissipation"), gains=("injection",),
                       label="E_K + E_P"),
         more_spectra=passive.MORE_SPECTRA,

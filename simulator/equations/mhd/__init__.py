@@ -23,6 +23,7 @@ from simulator.equations.spec import (
     EquationParams,
     FieldInfo,
     InitialCondition,
+    Kolmogorov,
     Panel,
     PlotSpec,
 )
@@ -183,6 +184,7 @@ INFO = EquationInfo(
         spectrum_label=r"$E_M(k)$, $\Sigma_k E_M(k) = \langle|B|^2\rangle/2$",
         slice_field="current",
         spectrum_guide=-5 / 3,
+        kolmogorov=Kolmogorov(("viscous_dissipation", "ohmic_dissipation")),  # E_M(k): no established constant
         budget=Budget("total_energy", losses=("viscous_dissipation", "ohmic_dissipation"), gains=("injection",),
                       label="E_K + E_M"),
         side_by_side=("energy", "magnetic_energy"),

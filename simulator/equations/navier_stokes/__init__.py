@@ -29,6 +29,7 @@ from simulator.equations.spec import (
     EquationParams,
     FieldInfo,
     InitialCondition,
+    Kolmogorov,
     Panel,
     PlotSpec,
 )
@@ -181,6 +182,8 @@ INFO = EquationInfo(
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
         slice_field="vorticity",
         spectrum_guide=-5 / 3,
+        # E(k) = C_K eps^(2/3) k^(-5/3) in the inertial range, C_K ~ 1.5 (Pope 2000, Turbulent Flows, §6.5)
+        kolmogorov=Kolmogorov(("dissipation",), constant=1.5),
         budget=Budget("energy", losses=("dissipation",), gains=("injection",), label="E"),
         resolved=2 / 3,
         viscosity="viscosity",
