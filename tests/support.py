@@ -3,7 +3,11 @@ list), and simulations built through the public API exactly as a user script wou
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import jax
@@ -138,3 +142,20 @@ def shell_budget(sim: Simulation, state: Any, p: dict, budgets: Any, h: float = 
         assert error < 1e-8, (name, error)
         assert all(np.max(np.abs(t)) > 0.05 * largest for t in terms), name
     return s0
+
+
+@contextlib.contextmanager
+def small_filesystem(path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` at ``path`` (a full disk, or a read-only one once remounted so); skips, saying why,
+    where it cannot be mounted (needs root)."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a full or read-only disk is a tmpfs mounted by root; not root here")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)

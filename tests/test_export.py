@@ -4,9 +4,7 @@ leaves out named in one line; snapshots merged from their per-process shards int
 self-contained files; the refusals (size, an existing export, a file that is no export, unknown fields) before
 anything is written; a full or read-only disk and a stop signal: one line, no partial file, the earlier export kept."""
 
-import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -29,6 +27,7 @@ from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
 from simulator.runtime import build_mesh
+from support import small_filesystem
 
 ROOT = Path(__file__).parents[1]
 PAGE = (ROOT / "docs" / "how-to" / "read-outputs.md").read_text().split("## One file for analysis: `simulator export`", 1)[1]
@@ -306,21 +305,6 @@ def test_overwrite_replaces_an_earlier_export_only_never_a_file_of_a_run(tg, tmp
         assert target.read_bytes() == before and not target.with_name(target.name + ".tmp").exists()
 
 
-@contextlib.contextmanager
-def small_filesystem(path: Path, size: str):
-    """A tmpfs of ``size`` at ``path`` (remount it read-only with :func:`read_only`); skips, saying why, where
-    it cannot be mounted (needs root)."""
-    path.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("a full or read-only disk is a tmpfs mounted by root; not root here")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
 
 
 @pytest.mark.multiprocess  # the run of the fixture tg

@@ -30,6 +30,7 @@ from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import TimeSeries, read_timeseries
+from support import small_filesystem
 from simulator.run import rundir
 from simulator.run.lock import RunLock, _process_start
 from simulator.time.control import Stepper
@@ -508,21 +509,6 @@ def test_the_time_series_is_repaired_to_the_checkpoint_and_a_failed_write_is_und
 
 
 # --- a full disk ---------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def small_filesystem(path, size):
-    """A tmpfs of ``size`` at ``path``; skips (saying why) where it cannot be mounted (needs root)."""
-    path.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("a full disk is a tmpfs mounted by root; not root here")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True,
-                             text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
 
 
 def assert_reported_in_one_line(r, run_dir):

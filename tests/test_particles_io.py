@@ -184,7 +184,8 @@ def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on
 
 @pytest.mark.slow  # a run on a small tmpfs until its trajectory rows fill it (~10 s on 2 cores)
 def test_a_full_disk_while_trajectories_append_is_one_line_and_exit_1(tmp_path):
-    from test_faults import assert_reported_in_one_line, small_filesystem
+    from support import small_filesystem
+    from test_faults import assert_reported_in_one_line
 
     with small_filesystem(tmp_path / "small", "1M") as fs:
         r = _cli(tmp_path, *TRACKS, "--set", "particles=[{name: tracers, count: 4000, seed: 2}]",
