@@ -20,6 +20,7 @@ import jax
 
 from simulator.log import get_logger
 from simulator.output.base import Moment
+from simulator.particles.flow import lost_species
 from simulator.run import joblimits
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -88,8 +89,6 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             state, step = sim.advance(state, n, dt, t, donate=True), step + n
             t = stepper.time_after(step, t, n, dt)
         if cfg.particles:
-            from simulator.particles.flow import lost_species
-
             check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
         finished = stepper.finished(t)
         limit = cfg.runtime.max_wall
