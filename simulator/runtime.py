@@ -29,6 +29,7 @@ import jax
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
+from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
 from simulator.memory import GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
@@ -314,9 +315,15 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
 
 
 def make_fft(cfg: Config, devices: Sequence | None = None) -> FFTBackend:
-    """The configured FFT backend on its mesh (checks the grid against the mesh first)."""
+    """The configured FFT backend on its mesh (checks the grid against the mesh first), in the spectral
+    layout :func:`simulator.fft.layouts.spectral_layout` chooses (``backend.layout_reason`` says why)."""
     backend = BACKENDS[cfg.fft.backend]
-    return backend(cfg.grid.shape, build_mesh(backend, cfg.fft.mesh, devices))
+    mesh = build_mesh(backend, cfg.fft.mesh, devices)
+    compact, why = spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), backend, cfg.grid.shape,
+                                   tuple(mesh.devices.shape))
+    fft = backend(cfg.grid.shape, mesh, compact=compact)
+    fft.layout_reason = why
+    return fft
 
 
 def versions() -> dict[str, str]:

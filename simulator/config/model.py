@@ -58,6 +58,10 @@ class FFTConfig:
     mesh: tuple[int, ...] | None = setting(
         None, "device mesh: [P] for a slab, [P0, P1] for a pencil (jaxdecomp takes either); "
         "null = all devices, slab-shaped for slab/jaxdecomp and near-square for pencil", min=1)
+    layout: str = setting(
+        "auto", "spectral layout of the real-to-complex spectra: compact (only the modes the 2/3 rule keeps, "
+        "about 30% of the half spectrum: smaller registers, passes and all-to-alls), full (the half spectrum), "
+        "or auto (compact where the physics and the backend allow it)", choices=("auto", "compact", "full"))
 
 
 @dataclass(frozen=True)
@@ -263,7 +267,7 @@ def check_name(key: str, value: Any) -> None:
 def validate(cfg: Config) -> None:
     """Cross-key checks: the name, the grid against the decomposition, the integrator against the
     equation, schedules against the chunk, the process settings, and the equation's own checks."""
-    from simulator.fft.layouts import LAYOUTS
+    from simulator.fft.layouts import LAYOUTS, spectral_layout
 
     check_name("name", cfg.name)
 
@@ -274,6 +278,8 @@ def validate(cfg: Config) -> None:
     n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
     mesh_shape = layout.mesh_shape(n_devices or 1, cfg.fft.mesh if cfg.fft.mesh or n_devices else None)
     layout.check_layout(cfg.grid.shape, mesh_shape, key="grid.shape")
+    if cfg.fft.layout == "compact":  # refused here where it is already clear; on the real mesh at start-up
+        spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), layout, cfg.grid.shape, mesh_shape)
 
     info = registry()[cfg.physics.name]
     if cfg.time.integrator is not None and SCHEMES[cfg.time.integrator].protocol != info.protocol:

@@ -49,6 +49,12 @@ class EquationParams:
         final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""
         return cfg
 
+    def compact_spectra(self) -> str | None:
+        """None when every real-to-complex spectrum of this equation lives on the 2/3 rule's modes, so that it
+        can run in the compact spectral layout (``fft.layout``, :mod:`simulator.fft.compact`); otherwise
+        why not, in a phrase. By default an equation keeps every mode."""
+        return "its real-to-complex spectra are not all on the 2/3 rule's modes"
+
     def clock(self) -> Clock:
         """How this run's time and numbers read (:class:`Clock`): code units and a plain time, unless the
         equation has a unit system or a clock of its own."""

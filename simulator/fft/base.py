@@ -16,6 +16,10 @@ Conventions (all backends):
   so nothing physical is lost; a field with Nyquist content does not survive a round trip. Backends
   without a real transform (jaxdecomp) return the full complex spectrum instead; sums over modes use
   :meth:`FFTBackend.parseval_weight` so they are correct either way.
+* A backend built with ``compact=True`` returns from ``rfft`` (and takes in ``irfft``) only the modes the
+  2/3 rule keeps, ``(*batch, Kx, Ky, Kz)`` in the same axis order and sharding (:mod:`simulator.fft.compact`,
+  sizes from :meth:`~simulator.fft.layouts.Layout.compact_sizes`); ``wavenumbers`` and ``parseval_weight``
+  follow, so physics written with them runs unchanged. ``fft``/``ifft`` always use the full spectrum.
 * Every transform is differentiable in forward and reverse mode (``jax.jvp``, ``jax.grad``,
   ``jax.jacfwd``...) and batches under ``jax.vmap``; the backward pass of a transform is the backend's
   transform in the other direction, so it costs the same communication (:mod:`simulator.fft.linear`).
@@ -57,11 +61,14 @@ class FFTBackend(Layout, abc.ABC):
 
     #: whether the backend's local transforms are this package's (False: they are inside a library)
     owns_local_transforms = True
+    #: why the run uses this spectral layout (set by whoever chose it: :func:`simulator.runtime.make_fft`)
+    layout_reason = "the half spectrum"
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
-                 fft_threads: int | None = None):
+                 fft_threads: int | None = None, compact: bool = False):
         """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads``
-        choose the implementation of the per-device transforms (:mod:`simulator.fft.local`)."""
+        choose the implementation of the per-device transforms (:mod:`simulator.fft.local`); ``compact``
+        the real-to-complex layout of the 2/3 rule's modes only (see the module conventions)."""
         shape = tuple(int(n) for n in shape)
         if len(shape) != 3:
             raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")
@@ -70,6 +77,14 @@ class FFTBackend(Layout, abc.ABC):
         self.check_layout(shape, tuple(mesh.devices.shape))
         self.shape: Shape3 = shape  # type: ignore[assignment]
         self.mesh = mesh
+        #: sizes (Kx, Ky, Kz) of the compact real-to-complex spectrum, in real-axis order; None: the half spectrum
+        self.compact: Shape3 | None = None
+        if compact:
+            self.compact = self.compact_sizes(shape, tuple(mesh.devices.shape))
+            if self.compact is None:
+                raise ConfigError("fft.layout", "compact",
+                                  f"full: the {self.name} backend cannot hold a compact spectrum of grid "
+                                  f"{list(shape)} on mesh {list(mesh.devices.shape)}", "is not possible here")
         if self.owns_local_transforms:
             here = sum(d.process_index == jax.process_index() for d in mesh.devices.flat)
             platform = next(iter(mesh.devices.flat)).platform
@@ -111,7 +126,9 @@ class FFTBackend(Layout, abc.ABC):
     def spectral_shape(self, real: bool) -> Shape3:
         """Global shape of the spatial part of a spectral array, in the backend's axis order."""
         sizes = list(self.shape)
-        if real and self.has_real_transform:
+        if real and self.compact is not None:
+            sizes = list(self.compact)
+        elif real and self.has_real_transform:
             sizes[2] //= 2
         return tuple(sizes[a] for a in self.perm)  # type: ignore[return-value]
 
@@ -175,8 +192,13 @@ class FFTBackend(Layout, abc.ABC):
     # ---- k-space helpers -------------------------------------------------------------------------
 
     def _mode_numbers(self, real_axis: int, real: bool) -> np.ndarray:
+        """Signed mode numbers of the entries of a spectral axis (real axis ``real_axis``)."""
         n = self.shape[real_axis]
-        if real_axis == 2 and real and self.has_real_transform:
+        if real and self.compact is not None:
+            n = self.compact[real_axis]
+            if real_axis == 2:
+                return np.arange(n, dtype=np.float64)
+        elif real_axis == 2 and real and self.has_real_transform:
             return np.arange(n // 2, dtype=np.float64)
         return np.fft.fftfreq(n, 1.0 / n)
 
@@ -229,7 +251,7 @@ class FFTBackend(Layout, abc.ABC):
         for itself alone (w = 1); for a full spectrum w = 1.
         """
         if real and self.has_real_transform:
-            w = np.full(self.shape[2] // 2, 2.0)
+            w = np.full(self._mode_numbers(2, real).size, 2.0)
             w[0] = 1.0
             return self._broadcast_vector(w, self.perm.index(2), dtype)
         return self._broadcast_vector(np.ones(1), 0, dtype)
@@ -259,6 +281,9 @@ class FFTBackend(Layout, abc.ABC):
         axes = (-3, -2, -1)
         if real and self.has_real_transform:
             k = np.fft.rfftn(x, axes=axes)[..., : self.shape[2] // 2]
+            if self.compact is not None:
+                for a in range(3):
+                    k = np.take(k, self._mode_numbers(a, True).astype(np.int64), axis=a - 3)
         else:
             k = np.fft.fftn(x, axes=axes)
         nb = x.ndim - 3
@@ -270,9 +295,17 @@ class FFTBackend(Layout, abc.ABC):
         order = "".join("xyz"[a] for a in self.perm)
         return (
             f"{self.name} fft on mesh {mesh} {tuple(self.mesh.axis_names)}; real (x,y,z) sharded "
-            f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}; "
+            f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}"
+            f"{self.describe_layout()} ({self.layout_reason}); "
             f"local FFT: {self.local.describe(self.mesh.devices.flat[0].platform)}"
         )
+
+
+    def describe_layout(self) -> str:
+        """``, compact KxxKyxKz``, ``, half spectrum`` or ``, full spectrum``: the real-to-complex layout."""
+        if self.compact is None:
+            return ", half spectrum" if self.has_real_transform else ", full spectrum"
+        return f", compact {'x'.join(map(str, self.compact))}"
 
 
 def batch_ndim(x: jax.Array) -> int:

@@ -10,7 +10,9 @@ Conventions shared by all layouts (see :mod:`simulator.fft.base` for the transfo
 * spectral arrays in the backend's axis order ``perm`` (spectral axis ``i`` holds the wavenumbers of
   real axis ``perm[i]``);
 * a real-to-complex spectrum keeps ``kz = 0 .. Nz/2 - 1`` (Nyquist plane dropped), so Nz must be even
-  and Nz/2 must divide over the devices sharding that axis.
+  and Nz/2 must divide over the devices sharding that axis;
+* or, in the *compact* layout (:meth:`Layout.compact_sizes`), only the modes the 2/3 rule keeps
+  (|m_x|, |m_y| < N/3, 0 <= m_z < N/3), padded to sizes that divide over the mesh.
 """
 
 from __future__ import annotations
@@ -90,6 +92,37 @@ class Layout:
         return list(dict.fromkeys(out))
 
     @classmethod
+    def compact_sizes(cls, shape: Sequence[int], mesh_shape: tuple[int, ...]) -> Shape3 | None:
+        """Sizes (Kx, Ky, Kz) of the compact real-to-complex spectrum on this mesh, or None where it is
+        not smaller than the half spectrum or the layout cannot hold it.
+
+        The 2/3 rule keeps ``c = ceil(N/3)`` non-negative mode numbers ``0 .. c-1`` per axis (|m| < N/3), so
+        a signed axis keeps ``2c - 1`` and the half axis ``c``. Each compact signed axis of size K holds the
+        modes of a K-point FFT in NumPy's order (``fftfreq(K) * K``: ``0 .. ceil(K/2)-1, -(K//2) .. -1``);
+        K is the smallest size >= 2c - 1 that a mesh axis sharding it divides into blocks of consecutive
+        modes (a multiple of twice the mesh axis), the half axis the smallest multiple of its mesh axis
+        >= c. The extra modes are outside the 2/3 rule, so a dealiased field is zero there.
+        """
+        if not cls.has_real_transform:
+            return None
+        sizes = dict(zip(cls.axis_names, mesh_shape, strict=True))
+        out = []
+        for axis, name in enumerate(cls.spectral_axes_real()):
+            n, p = int(shape[axis]), sizes[name] if name is not None else 1
+            c = -(-n // 3)
+            if axis == 2:
+                k, full = -(-c // p) * p, n // 2
+            else:
+                step = 2 * p if p > 1 else 1
+                k, full = -(-(2 * c - 1) // step) * step, n
+            if k > full:
+                return None
+            out.append(k)
+        if out[0] * out[1] * out[2] >= shape[0] * shape[1] * (shape[2] // 2):
+            return None
+        return tuple(out)  # type: ignore[return-value]
+
+    @classmethod
     def spectral_axes_real(cls) -> Spec3:
         """Mesh axis sharding each REAL axis's wavenumbers (the spectral spec put back in x, y, z order)."""
         out: list[str | None] = [None, None, None]
@@ -128,6 +161,28 @@ class Layout:
                     f"choose sizes that are multiples of the device counts",
                     "does not divide over the mesh",
                 )
+
+
+def spectral_layout(requested: str, physics_veto: str | None, layout: type[Layout], shape: Sequence[int],
+                    mesh_shape: tuple[int, ...]) -> tuple[bool, str]:
+    """Whether a run uses the compact spectral layout, and why, in a phrase for the log and the planner.
+
+    ``requested``: ``fft.layout`` (``auto``, ``compact``, ``full``); ``physics_veto``: the equation's
+    ``compact_spectra()`` (None: its spectra are all on the 2/3 rule's modes). ``compact`` where the
+    backend cannot hold it on this mesh raises ConfigError.
+    """
+    sizes = layout.compact_sizes(shape, mesh_shape) if physics_veto is None else None
+    if requested == "full":
+        return False, "fft.layout = full"
+    if sizes is None:
+        why = physics_veto or (f"{layout.name} has no real-to-complex transform" if not layout.has_real_transform
+                               else f"grid {list(shape)} on mesh {list(mesh_shape)} leaves no smaller layout")
+        if requested == "compact":
+            raise ConfigError("fft.layout", "compact", f"auto or full: {why}", "is not possible")
+        return False, f"the half spectrum: {why}"
+    share = math.prod(sizes) / (shape[0] * shape[1] * (shape[2] // 2))
+    return True, (f"{'fft.layout = compact' if requested == 'compact' else 'auto'}: the 2/3 rule keeps "
+                  f"{'x'.join(map(str, sizes))} modes, {share:.0%} of the half spectrum")
 
 
 SLAB = "slab"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax
 
+from simulator.fft import compact
 from simulator.fft.base import FFTBackend
 from simulator.fft.layouts import SingleLayout
 from simulator.fft.local import LocalFFT
@@ -37,9 +38,13 @@ class SingleFFT(SingleLayout, FFTBackend):
     """A 3D FFT on a one-device mesh; k-space in NumPy's order (kx, ky, kz), unsharded."""
 
     def _rfft(self, x: jax.Array) -> jax.Array:
+        if self.compact is not None:
+            return compact.forward(self.local, x, self.compact)
         return rfft3(self.local, x)
 
     def _irfft(self, k: jax.Array) -> jax.Array:
+        if self.compact is not None:
+            return compact.inverse(self.local, k, self.shape)
         return irfft3(self.local, k)
 
     def _fft(self, x: jax.Array) -> jax.Array:

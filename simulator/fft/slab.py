@@ -15,6 +15,11 @@ transposes back after the 2D stage, which doubles the communication.
 Real-to-complex: ``rfft`` along z keeps ``kz = 0 .. Nz/2-1`` (the Nyquist plane is dropped, see
 :mod:`simulator.fft.base`), so the sharded kz axis has Nz/2 planes; ``irfft`` pads the plane back as zero.
 
+Compact spectra (:mod:`simulator.fft.compact`): the first forward stage runs z, cuts to Kz, runs x over
+the Kz planes and cuts to Kx, all before the all-to-all, which so carries Kx*Kz/(Nx*Nz/2) of the half
+spectrum's volume (about 4/9); the second runs y over the kept lines and cuts to Ky. The inverse pads y,
+exchanges the same volume back, then pads and transforms x and z.
+
 Each stage is a ``custom_partitioning`` function whose partition rule pins its operand and result
 shardings, so XLA runs the local transform (:mod:`simulator.fft.local`: FFTW's custom call on CPU,
 or XLA's FFT) on each shard and never gathers the global array. On a one-device mesh there is nothing
@@ -31,6 +36,7 @@ import jax
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
+from simulator.fft import compact
 from simulator.fft.base import FFTBackend, batch_ndim
 from simulator.fft.layouts import SLAB, SlabLayout
 from simulator.fft.local import LocalFFT
@@ -66,21 +72,47 @@ def _ifft_xy(local: LocalFFT, k: jax.Array) -> jax.Array:
     return local.ifftn(k, (-3, -2))
 
 
-# (local function, sharded spatial axis of the operand, of the result, whether the z size changes)
-_STAGES: dict[str, tuple[Callable[[LocalFFT, jax.Array], jax.Array], int, int, bool]] = {
-    "rfft_z": (_rfft_z, 1, 1, True),
-    "irfft_z": (_irfft_z, 1, 1, True),
-    "fft_z": (_fft_z, 1, 1, False),
-    "ifft_z": (_ifft_z, 1, 1, False),
-    "fft_xy": (_fft_xy, 2, 2, False),
-    "ifft_xy": (_ifft_xy, 2, 2, False),
+# The compact stages (``grid``: the global shape, ``sizes``: the compact sizes): see the module docstring.
+
+
+def _rfft_zx_compact(local: LocalFFT, grid, sizes, x: jax.Array) -> jax.Array:
+    k = compact.truncate(local.rfftn(x, (-1,)), -1, sizes[2], half=True)
+    return compact.truncate(local.fftn(k, (-3,)), -3, sizes[0])
+
+
+def _fft_y_compact(local: LocalFFT, grid, sizes, k: jax.Array) -> jax.Array:
+    return compact.truncate(local.fftn(k, (-2,)), -2, sizes[1])
+
+
+def _ifft_y_compact(local: LocalFFT, grid, sizes, k: jax.Array) -> jax.Array:
+    return local.ifftn(compact.pad(k, -2, grid[1]), (-2,))
+
+
+def _irfft_xz_compact(local: LocalFFT, grid, sizes, k: jax.Array) -> jax.Array:
+    k = local.ifftn(compact.pad(k, -3, grid[0]), (-3,))
+    return local.irfftn(compact.pad(k, -1, grid[2] // 2 + 1, half=True), (-1,), grid[2])
+
+
+# (local function, sharded spatial axis of the operand, of the result, the spatial axes whose size changes)
+_STAGES: dict[str, tuple[Callable[..., jax.Array], int, int, tuple[int, ...]]] = {
+    "rfft_z": (_rfft_z, 1, 1, (2,)),
+    "irfft_z": (_irfft_z, 1, 1, (2,)),
+    "fft_z": (_fft_z, 1, 1, ()),
+    "ifft_z": (_ifft_z, 1, 1, ()),
+    "fft_xy": (_fft_xy, 2, 2, ()),
+    "ifft_xy": (_ifft_xy, 2, 2, ()),
+    "rfft_zx_compact": (_rfft_zx_compact, 1, 1, (0, 2)),
+    "fft_y_compact": (_fft_y_compact, 2, 2, (1,)),
+    "ifft_y_compact": (_ifft_y_compact, 2, 2, (1,)),
+    "irfft_xz_compact": (_irfft_xz_compact, 1, 1, (0, 2)),
 }
 
 
 @functools.cache
-def _stage(kind: str, nbatch: int, local: LocalFFT) -> Callable[[jax.Array], jax.Array]:
-    """The custom_partitioning wrapper of one stage for arrays with ``nbatch`` leading axes."""
-    local_fn = functools.partial(_STAGES[kind][0], local)
+def _stage(kind: str, nbatch: int, local: LocalFFT, *params) -> Callable[[jax.Array], jax.Array]:
+    """The custom_partitioning wrapper of one stage for arrays with ``nbatch`` leading axes (``params``:
+    the compact stages' grid and sizes)."""
+    local_fn = functools.partial(_STAGES[kind][0], local, *params)
     in_axis, out_axis, resizes = _STAGES[kind][1:]
 
     def spec(mesh, axis: int) -> NamedSharding:
@@ -96,7 +128,8 @@ def _stage(kind: str, nbatch: int, local: LocalFFT) -> Callable[[jax.Array], jax
         return mesh, local_fn, spec(mesh, out_axis), (spec(mesh, in_axis),)
 
     batch = " ".join(f"b{i}" for i in range(nbatch))
-    rule = f"{batch} i j k -> {batch} i j {'l' if resizes else 'k'}".strip()
+    out = " ".join("lmn"[a] if a in resizes else "ijk"[a] for a in range(3))
+    rule = f"{batch} i j k -> {batch} {out}".strip()
     stage.def_partition(partition=partition, sharding_rule=rule)
     return stage
 
@@ -105,19 +138,27 @@ class SlabFFT(SlabLayout, FFTBackend):
     """custom_partitioning slab FFT: real space y-sharded, k-space (kx, ky, kz) kz-sharded."""
 
     def _run(self, x: jax.Array, first: str, second: str, out_sharding: NamedSharding,
-             fused: Callable[[LocalFFT, jax.Array], jax.Array]) -> jax.Array:
+             fused: Callable[[LocalFFT, jax.Array], jax.Array], *params) -> jax.Array:
         if self.mesh.devices.size == 1:
             y = fused(self.local, x)
         else:
             nb = batch_ndim(x)
-            y = _stage(second, nb, self.local)(_stage(first, nb, self.local)(x))
+            y = _stage(second, nb, self.local, *params)(_stage(first, nb, self.local, *params)(x))
         return jax.lax.with_sharding_constraint(y, out_sharding)
 
     def _rfft(self, x: jax.Array) -> jax.Array:
-        return self._run(x, "rfft_z", "fft_xy", self.spectral_sharding(batch_ndim(x)), rfft3)
+        out = self.spectral_sharding(batch_ndim(x))
+        if self.compact is not None:
+            return self._run(x, "rfft_zx_compact", "fft_y_compact", out,
+                             lambda local, x: compact.forward(local, x, self.compact), self.shape, self.compact)
+        return self._run(x, "rfft_z", "fft_xy", out, rfft3)
 
     def _irfft(self, k: jax.Array) -> jax.Array:
-        return self._run(k, "ifft_xy", "irfft_z", self.real_sharding(batch_ndim(k)), irfft3)
+        out = self.real_sharding(batch_ndim(k))
+        if self.compact is not None:
+            return self._run(k, "ifft_y_compact", "irfft_xz_compact", out,
+                             lambda local, k: compact.inverse(local, k, self.shape), self.shape, self.compact)
+        return self._run(k, "ifft_xy", "irfft_z", out, irfft3)
 
     def _fft(self, x: jax.Array) -> jax.Array:
         return self._run(x, "fft_z", "fft_xy", self.spectral_sharding(batch_ndim(x)), fft3)

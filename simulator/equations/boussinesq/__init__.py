@@ -39,6 +39,10 @@ class BoussinesqParams(EquationParams):
     """Viscosity, diffusivity, optional hyperviscosity and hyperdiffusivity, stratification, rotation, optional
     constant-power forcing and passive scalars."""
 
+    def compact_spectra(self) -> str | None:
+        """Dealiased by the 2/3 rule throughout: the compact spectral layout holds every mode it keeps."""
+        return None
+
     name: str = setting("boussinesq", "equation to solve")
     viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
     diffusivity: float = param(0.01, "buoyancy diffusivity kappa (kappa = nu: the linear part is exact)", min=0.0)

@@ -86,6 +86,10 @@ class NavierStokesParams(EquationParams):
         """The hyperviscosity's order and coefficient together (:func:`check_hyperviscosity`)."""
         check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity})
 
+    def compact_spectra(self) -> str | None:
+        """Under the 2/3 rule every state and product is on its modes; the Hou-Li filter keeps them all."""
+        return None if self.dealias == "two_thirds" else f"physics.dealias = {self.dealias} keeps every mode"
+
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales of the flow (:func:`simulator.equations.scales.turbulence`)."""
         return scales.turbulence(self.viscosity, diagnostics["dissipation"], diagnostics["energy"])

@@ -1,0 +1,83 @@
+"""The compact real-to-complex spectrum: only the modes the 2/3 rule keeps, cut as early as a transform
+can and padded back as late as it can.
+
+A compact spectrum has sizes ``(Kx, Ky, Kz)`` (:meth:`simulator.fft.layouts.Layout.compact_sizes`): each
+signed axis holds the modes of a K-point FFT in NumPy's order (``0 .. ceil(K/2)-1``, then
+``-(K//2) .. -1``), the half axis ``kz = 0 .. Kz-1``. Under the 2/3 rule that is about 4/27 of the real
+cells instead of the half spectrum's 1/2, so every elementwise pass of a step, every register and every
+all-to-all shrinks with it.
+
+Pruning (the per-device transforms of :mod:`.single`, :mod:`.slab`, :mod:`.pencil`): the forward
+transform runs z first and keeps Kz planes, so the transforms along the other axes run over Kz lines
+instead of Nz/2, and each axis is cut right after its own transform; the inverse transforms the kept
+lines first and pads each axis only just before its own transform. An axis's cut is a slice (half axis)
+or two slices joined (signed axis), its pad the reverse with zeros between: copies, never a gather.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from simulator.fft.local import LocalFFT
+
+
+def truncate(x: jax.Array, axis: int, size: int, half: bool = False) -> jax.Array:
+    """The first ``size`` entries of a half axis, or the ``size`` modes of a signed axis in NumPy's order
+    (``0 .. ceil(size/2)-1`` and ``-(size//2) .. -1``) from a full FFT axis, along ``axis``."""
+    axis = axis % x.ndim
+    if half:
+        return lax.slice_in_dim(x, 0, size, axis=axis)
+    n, pos, neg = x.shape[axis], (size + 1) // 2, size // 2
+    parts = [lax.slice_in_dim(x, 0, pos, axis=axis)]
+    if neg:
+        parts.append(lax.slice_in_dim(x, n - neg, n, axis=axis))
+    return jnp.concatenate(parts, axis=axis)
+
+
+def pad(k: jax.Array, axis: int, n: int, half: bool = False) -> jax.Array:
+    """The inverse of :func:`truncate`: ``k`` along ``axis`` placed in an axis of ``n`` entries, zeros
+    elsewhere (for a half axis, the zeros after the kept planes)."""
+    axis = axis % k.ndim
+    size = k.shape[axis]
+    if size == n:
+        return k
+    widths = [(0, 0)] * k.ndim
+    if half:
+        widths[axis] = (0, n - size)
+        return jnp.pad(k, widths)
+    pos = (size + 1) // 2
+    zeros = jnp.zeros((*k.shape[:axis], n - size, *k.shape[axis + 1:]), k.dtype)
+    return jnp.concatenate([lax.slice_in_dim(k, 0, pos, axis=axis), zeros,
+                            lax.slice_in_dim(k, pos, size, axis=axis)], axis=axis)
+
+
+def forward(local: LocalFFT, x: jax.Array, sizes: Sequence[int]) -> jax.Array:
+    """Pruned r2c transform of a whole ``(*b, Nx, Ny, Nz)`` block to its compact spectrum ``(*b, Kx, Ky, Kz)``:
+    z, cut to Kz; x over the Kz planes, cut to Kx; y over the Kx x Kz lines, cut to Ky."""
+    k = truncate(local.rfftn(x, (-1,)), -1, sizes[2], half=True)
+    k = truncate(local.fftn(k, (-3,)), -3, sizes[0])
+    return truncate(local.fftn(k, (-2,)), -2, sizes[1])
+
+
+def inverse(local: LocalFFT, k: jax.Array, shape: Sequence[int]) -> jax.Array:
+    """Inverse of :func:`forward` to a real ``(*b, Nx, Ny, Nz)`` block: y over the kept lines, x over the
+    Kz planes, then z (each axis padded just before its own transform)."""
+    k = local.ifftn(pad(k, -2, shape[1]), (-2,))
+    k = local.ifftn(pad(k, -3, shape[0]), (-3,))
+    return local.irfftn(pad(k, -1, shape[2] // 2 + 1, half=True), (-1,), shape[2])
+
+
+def from_full(k: jax.Array, sizes: Sequence[int]) -> jax.Array:
+    """The compact spectrum ``(*b, Kx, Ky, Kz)`` of a half spectrum ``(*b, Nx, Ny, Nz/2)`` (an unsharded block)."""
+    k = truncate(k, -1, sizes[2], half=True)
+    return truncate(truncate(k, -3, sizes[0]), -2, sizes[1])
+
+
+def to_full(k: jax.Array, shape: Sequence[int]) -> jax.Array:
+    """The half spectrum ``(*b, Nx, Ny, Nz/2)`` of a compact one: zeros at every mode it does not hold."""
+    k = pad(pad(k, -3, shape[0]), -2, shape[1])
+    return pad(k, -1, shape[2] // 2, half=True)
