@@ -35,16 +35,17 @@ def ifft3(local: LocalFFT, k: jax.Array) -> jax.Array:
 
 
 class SingleFFT(SingleLayout, FFTBackend):
-    """A 3D FFT on a one-device mesh; k-space in NumPy's order (kx, ky, kz), unsharded."""
+    """A 3D FFT on a one-device mesh; k-space in NumPy's order (kx, ky, kz), unsharded. A compact spectrum
+    is cut from (padded into) the fused 3D transform's half spectrum (:mod:`simulator.fft.compact`)."""
 
     def _rfft(self, x: jax.Array) -> jax.Array:
         if self.compact is not None:
-            return compact.forward(self.local, x, self.compact)
+            return compact.from_full(rfft3(self.local, x), self.compact)
         return rfft3(self.local, x)
 
     def _irfft(self, k: jax.Array) -> jax.Array:
         if self.compact is not None:
-            return compact.inverse(self.local, k, self.shape)
+            return irfft3(self.local, compact.to_full(k, self.shape))
         return irfft3(self.local, k)
 
     def _fft(self, x: jax.Array) -> jax.Array:

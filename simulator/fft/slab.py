@@ -150,14 +150,14 @@ class SlabFFT(SlabLayout, FFTBackend):
         out = self.spectral_sharding(batch_ndim(x))
         if self.compact is not None:
             return self._run(x, "rfft_zx_compact", "fft_y_compact", out,
-                             lambda local, x: compact.forward(local, x, self.compact), self.shape, self.compact)
+                             lambda local, x: compact.from_full(rfft3(local, x), self.compact), self.shape, self.compact)
         return self._run(x, "rfft_z", "fft_xy", out, rfft3)
 
     def _irfft(self, k: jax.Array) -> jax.Array:
         out = self.real_sharding(batch_ndim(k))
         if self.compact is not None:
             return self._run(k, "ifft_y_compact", "irfft_xz_compact", out,
-                             lambda local, k: compact.inverse(local, k, self.shape), self.shape, self.compact)
+                             lambda local, k: irfft3(local, compact.to_full(k, self.shape)), self.shape, self.compact)
         return self._run(k, "ifft_xy", "irfft_z", out, irfft3)
 
     def _fft(self, x: jax.Array) -> jax.Array:
