@@ -6,7 +6,9 @@ local FFT path (``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom c
 simulator/fft/local.py), in one invocation:
 
 * ``step_ms``: median wall time per step, from a compiled chunk of steps (the run loop itself), and
-  ``vs_xla``: its ratio to the same configuration on the xla path;
+  ``vs_xla``: its ratio to the same configuration on the xla path; each in every spectral layout of
+  ``--layouts`` (``fft.layout``: ``full``, the half spectrum, and ``compact``, the 2/3 rule's modes only,
+  where the physics allows it), ``vs_full``: the ratio of the compact step to the full one;
 * ``fft_ms``: the transforms one step must do, timed alone in the same run as the same calls with the
   step's own batch shapes and order (read from the step's jaxpr: NS per stage an inverse r2c of u, one of
   curl u and a forward r2c of u x w, three fields each; SP per step a forward and inverse c2c of psi and
@@ -95,6 +97,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=5, help="timed rounds of chunks and of FFTs (median reported)")
     p.add_argument("--fft-paths", nargs="+", default=["xla", "fftw"], choices=["xla", "fftw"],
                    help="local FFT paths to measure (fftw: where the native extension is available)")
+    p.add_argument("--layouts", nargs="+", default=["full", "compact"], choices=["full", "compact"],
+                   help="spectral layouts (fft.layout) to measure; the compact one only where the physics allows it")
     p.add_argument("--platform", default="cpu", choices=["cpu", "gpu"],
                    help="cpu: virtual CPU devices (max of --devices); gpu: the visible GPUs")
     p.add_argument("--peer-python", default=None, help="python of an environment with FluidSim installed")
@@ -220,7 +224,8 @@ def main() -> int:
         return stream_holder["x"]
 
     print(f"# {machine()['device_kind']} x{len(devices)}, {machine()['cores']} cores", flush=True)
-    print(f"{'N':>4s} {'scheme':6s} {'backend':9s} {'dev':>3s} {'prec':7s} {'path':4s} {'step ms':>9s} {'vs xla':>6s} "
+    print(f"{'N':>4s} {'scheme':6s} {'backend':9s} {'dev':>3s} {'prec':7s} {'path':4s} {'layout':7s} {'step ms':>9s} "
+          f"{'vs full':>7s} {'vs xla':>6s} "
           f"{'fft ms':>9s} {'share':>6s} {'bound ms':>8s} {'vs bnd':>6s} {'ffts':>4s} {'a2a':>3s} {'B/cell':>7s} "
           f"{'Mcell*st/s':>10s} {'vs fluidsim':>11s}", flush=True)
     for n in args.sizes:
@@ -235,19 +240,21 @@ def main() -> int:
                         runs = {}
                         # jaxdecomp's local transforms are inside its package: XLA's path only
                         for path in paths if BACKENDS[backend].owns_local_transforms else ["xla"]:
-                            try:
-                                runs[path] = prepare(config_mod, Simulation, overrides, devices[:nd], path, args.steps,
-                                                     scheme)
-                            except ValueError as err:  # ConfigError: the grid does not divide over the mesh
-                                print(f"# skip {scheme} {backend} on {nd}: {err}", flush=True)
-                                break
+                            for layout in args.layouts:
+                                try:
+                                    run = prepare(config_mod, Simulation, [*overrides, f"fft.layout={layout}"],
+                                                  devices[:nd], path, args.steps, scheme)
+                                except ValueError as err:  # ConfigError: no such layout or mesh for this grid
+                                    print(f"# skip {scheme} {backend} {layout} on {nd}: {err}", flush=True)
+                                    continue
+                                runs[(path, layout)] = run
                         if not runs:
                             continue
                         # steps and the FFTs alone, every path, A/B interleaved in the same rounds
                         fns = {}
-                        for path, run in runs.items():
-                            fns[(path, "step")] = run.chunk
-                            fns[(path, "fft")] = run.ffts
+                        for key, run in runs.items():
+                            fns[(key, "step")] = run.chunk
+                            fns[(key, "fft")] = run.ffts
                         with_peer = peer_proc is not None and scheme == "rk4" and prec == "float64" and nd == 1
                         if with_peer:
                             fns["fluidsim"] = lambda n=n: peer_proc.steps(n, args.steps)
@@ -260,24 +267,28 @@ def main() -> int:
                         if with_peer:
                             peer[n] = 1e3 * times["fluidsim"] / args.steps
                             peer_cpu[n] = 1e3 * statistics.median(peer_proc.cpu[n][-args.repeats:]) / args.steps
-                        for path, run in runs.items():
+                        for (path, layout), run in runs.items():
+                            key = (path, layout)
                             sim = run.sim
-                            step_s = times[(path, "step")] / args.steps
+                            step_s = times[(key, "step")] / args.steps
                             state = plan.abstract_state(sim)
                             programs = plan.compiled_programs(sim, state, ["chunk", "step"])
                             mem = memory_bytes(programs["chunk"])
                             traffic = cost.hlo_traffic(programs["step"].as_text())
                             a2a = int(traffic.collectives.get("all-to-all", 0))
                             bound_s = traffic.memory_bytes / bandwidth  # one device's traffic at its bandwidth
-                            fft_s = times[(path, "fft")] / args.steps
+                            fft_s = times[(key, "fft")] / args.steps
                             ffts = plan.transforms_per_step(sim, state)
-                            xla_s = times[("xla", "step")] / args.steps if "xla" in runs else None
+                            xla_s = times[(("xla", layout), "step")] / args.steps if ("xla", layout) in runs else None
+                            full_s = times[((path, "full"), "step")] / args.steps if (path, "full") in runs else None
                             ratio_peer = step_s * 1e3 / peer[n] if with_peer else None
-                            cpu_ms = 1e3 * cpu[(path, "step")] / args.steps
+                            cpu_ms = 1e3 * cpu[(key, "step")] / args.steps
                             row = {
                                 "N": n, "scheme": scheme, "backend": backend, "devices": nd, "precision": prec,
                                 "fft_path": path, "local_fft": sim.fft.local.describe(jax.default_backend()),
+                                "layout": "compact" if sim.fft.compact is not None else "full",
                                 "step_ms": 1e3 * step_s, "vs_xla": None if xla_s is None else step_s / xla_s,
+                                "vs_full": None if full_s is None else step_s / full_s,
                                 "fft_ms": 1e3 * fft_s, "fft_share": step_s / fft_s,
                                 "bound_ms": 1e3 * bound_s, "vs_bound": step_s / bound_s,
                                 "bandwidth_GBs": bandwidth / 1e9, "traffic_bytes_per_cell": traffic.memory_bytes * nd / n**3,
@@ -297,17 +308,20 @@ def main() -> int:
                             bpc = "-" if mem is None else f"{row['bytes_per_cell']:7.1f}"
                             vs = "-" if ratio_peer is None else f"{ratio_peer:.2f}"
                             vx = "-" if xla_s is None else f"{step_s / xla_s:6.2f}"
-                            print(f"{n:4d} {scheme:6s} {backend:9s} {nd:3d} {prec:7s} {path:4s} {row['step_ms']:9.2f} "
+                            vf = "-" if full_s is None else f"{step_s / full_s:.2f}"
+                            print(f"{n:4d} {scheme:6s} {backend:9s} {nd:3d} {prec:7s} {path:4s} {row['layout']:7s} "
+                                  f"{row['step_ms']:9.2f} {vf:>7s} "
                                   f"{vx:>6s} {row['fft_ms']:9.2f} {row['fft_share']:6.2f} {row['bound_ms']:8.2f} "
                                   f"{row['vs_bound']:6.2f} {ffts:4d} {a2a:3d} {bpc:>7s} "
                                   f"{row['Mcell_steps_per_s']:10.2f} {vs:>11s}", flush=True)
     if peer_proc is not None:
         peer_proc.close()
     for n, ms in sorted(peer.items()):
-        ours = next(r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1])
-        print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); CPU time "
-              f"per step (all threads): ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, ratio "
-              f"{ours['vs_fluidsim_cpu']:.2f}", flush=True)
+        for ours in (r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1]):
+            print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); "
+                  f"{ours['layout']} layout: wall ratio {ours['vs_fluidsim']:.2f}, CPU time per step (all threads) "
+                  f"ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, ratio {ours['vs_fluidsim_cpu']:.2f}",
+                  flush=True)
     meta = {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths}
     print(write_results(args.out, "step", rows, meta), flush=True)
     if args.memory_size:
