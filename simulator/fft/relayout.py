@@ -1,10 +1,11 @@
 """Moving spectra between backends whose k-space layouts differ in kind (half vs full spectrum), and
 transforms on another grid over the same devices.
 
-A checkpoint written by a backend with a real-to-complex transform holds a half spectrum; a backend
-without one (jaxdecomp) needs the full spectrum. The half is completed through real space on a slab
-over the same devices, then transformed by the target backend: exact to round-off, and no global array
-is gathered. The caller supplies the reading (the FFT package knows no files).
+A checkpoint written by a backend with a real-to-complex transform holds a half (or compact) spectrum;
+a backend without one (jaxdecomp) needs the full spectrum. The half is completed through real space on
+a slab over the same devices, then transformed by the target backend: exact to round-off, and no global
+array is gathered. The caller supplies the reading, which gives a stored compact spectrum as the half
+one (the FFT package knows no files).
 
 A state written on another grid is transformed on that grid first (:func:`on_grid`), then read into
 this one's spectrum mode by mode (:mod:`simulator.output.resample`).
@@ -21,13 +22,14 @@ from simulator.errors import ConfigError
 from simulator.fft.base import FFTBackend
 from simulator.fft.mesh import build_mesh
 
-#: reads a stored half spectrum into (global shape, sharding, k-space axis order) -> array
+#: reads a stored half or compact spectrum as the half spectrum: (global shape, sharding, k-space axis order) -> array
 ReadHalf = Callable[[tuple[int, ...], jax.sharding.Sharding, Sequence[int]], jax.Array]
 
 
 def full_from_half(read_half: ReadHalf, target: FFTBackend, batch_shape: tuple[int, ...], dtype: Any,
                    sharding: jax.sharding.Sharding) -> jax.Array:
-    """The full spectrum, in ``target``'s layout and ``sharding``, of a stored half spectrum."""
+    """The full spectrum, in ``target``'s layout and ``sharding``, of a stored half spectrum (``read_half``
+    gives a compact one zero-padded to it)."""
     from simulator.fft.slab import SlabFFT
 
     slab = SlabFFT(target.shape, build_mesh(SlabFFT, None, list(target.mesh.devices.flat)))

@@ -24,9 +24,14 @@ are kept.
 
 Restoring re-shards on read: each process reads the blocks of its own devices from the index,
 whatever device count, process count or backend wrote it. Spectral leaves are stored in canonical
-axis order (kx, ky, kz); a full spectrum (jaxdecomp) read into a half-spectrum layout keeps its
-kz >= 0 half, and a half spectrum read into a full-spectrum layout is completed through real space
-(:mod:`simulator.fft.relayout`). Finding checkpoints needs no JAX; writing and restoring do.
+axis order (kx, ky, kz), in the spectral layout of the run that wrote them (the marker's ``spectrum``
+names it; the stored shape says it): the half spectrum ``(Nx, Ny, Nz/2)``, the compact one
+``(Kx, Ky, Kz)`` (fft.layout) or the full one ``(Nx, Ny, Nz)`` (jaxdecomp). A restart in another layout
+reads each mode from the stored mode of the same number, zero where the stored layout holds none (exact,
+:func:`simulator.output.resample.exact_map`; block by block, no global array); a full spectrum wanted from
+a half or compact one is completed through real space (:mod:`simulator.fft.relayout`). So a run restarts
+in any layout, old (half-spectrum) run directories included. Finding checkpoints needs no JAX; writing and
+restoring do.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import h5py
+import numpy as np
 
 from simulator.log import get_logger
 from simulator.output import hdf5
@@ -209,12 +215,22 @@ def load(marker: Path) -> Checkpoint:
                 if len(have) != 2 or have[1] != 3:
                     raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not (particles, 3)")
                 continue
-            allowed = (shape[2], shape[2] // 2) if space == "spectral" else (shape[2],)
-            if len(have) < 3 or list(have[-3:-1]) != shape[:2] or have[-1] not in allowed:
+            fits = _spectrum_fits if space == "spectral" else lambda sizes, grid: list(sizes) == grid
+            if len(have) < 3 or not fits(have[-3:], shape):
                 raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
         for rel in json.loads(snap.file.attrs["sources"]):
             _check_shard(ckpt.index.parent / rel, step, t, writer)
     return ckpt
+
+
+def _spectrum_fits(sizes: Sequence[int], grid: list[int]) -> bool:
+    """Whether canonical spatial sizes are those of a spectrum of ``grid``: the full one (the grid's), or a
+    half or compact one, which holds every mode the 2/3 rule keeps and at most the half spectrum's."""
+    if list(sizes) == grid:
+        return True
+    kept = [2 * -(-grid[0] // 3) - 1, 2 * -(-grid[1] // 3) - 1, -(-grid[2] // 3)]
+    half = [grid[0], grid[1], grid[2] // 2]
+    return all(lo <= k <= hi for k, lo, hi in zip(sizes, kept, half, strict=True))
 
 
 def _check_shard(shard: Path, step: int, t: float, writer: str | None) -> None:
@@ -265,8 +281,6 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) ->
     ``spaces`` says where each of its leaves lives."""
     import jax
 
-    from simulator.fft.relayout import full_from_half
-
     leaves, treedef = jax.tree.flatten(template)
     names = leaf_names(template)
     if isinstance(ckpt.meta.get("names"), list) and len(ckpt.meta["names"]) == len(ckpt.meta.get("spaces", ())):
@@ -283,30 +297,57 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) ->
             if space != stored:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} is stored in {stored} space, this "
                                                  f"run keeps it in {space} space")
-            perm = fft.perm if space == "spectral" else (0, 1, 2)
             if space == PARTICLES:
                 if tuple(snap.file[name].shape) != tuple(leaf.shape):
                     raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} has shape "
                                                      f"{list(snap.file[name].shape)}, this run needs {list(leaf.shape)}")
-                out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, perm, leaf.dtype))
-                continue
-            if space == "spectral" and not fft.has_real_transform and not ckpt.meta["full_spectrum"]:
-                def read(shape, sharding, order, name=name, dtype=leaf.dtype):
-                    return hdf5.read_into(snap, name, shape, sharding, order, dtype)
-
-                out.append(full_from_half(read, fft, leaf.shape[:-3], leaf.dtype, leaf.sharding))
-                continue
-            _check_shape(ckpt, name, snap.file[name].shape, leaf.shape, perm)
-            out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, perm, leaf.dtype))
+                out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, (0, 1, 2), leaf.dtype))
+            elif space == "spectral":
+                out.append(_read_spectrum(ckpt, snap, name, leaf, fft))
+            else:
+                _check_shape(ckpt, name, snap.shape(name), leaf.shape)
+                out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, (0, 1, 2), leaf.dtype))
     return jax.tree.unflatten(treedef, out)
 
 
-def _check_shape(ckpt: Checkpoint, name: str, stored: tuple[int, ...], wanted: tuple[int, ...], perm) -> None:
-    nb = len(wanted) - 3
-    canon = (*wanted[:nb], *(wanted[nb + list(perm).index(a)] for a in range(3)))
-    if len(stored) != len(canon) or any(s < w for s, w in zip(stored, canon, strict=True)) or stored[:-1] != canon[:-1]:
+def _read_spectrum(ckpt: Checkpoint, snap: hdf5.IndexedFile, name: str, leaf: Any, fft: Any) -> Any:
+    """Stored spectrum ``name`` in ``fft``'s layout, like ``leaf``. The stored one is a half ``(Nx, Ny, Nz/2)``,
+    compact ``(Kx, Ky, Kz)`` or full ``(Nx, Ny, Nz)`` spectrum (canonical axes; its z size says which:
+    only a full one has Nz), whichever layout wrote it; another layout is read mode by mode (exact:
+    :func:`simulator.output.resample.exact_map`), a full one from a half or compact one through real space
+    (:func:`simulator.fft.relayout.full_from_half`)."""
+    from simulator.fft.relayout import full_from_half
+    from simulator.output.resample import exact_map, read_mapped, spectrum_modes
+
+    stored = snap.shape(name)
+    nz = fft.shape[2]
+
+    def read(shape: tuple[int, ...], sharding: Any, perm: Sequence[int], full: bool = False) -> Any:
+        """``shape`` in axis order ``perm``, a full spectrum (``full``) or a real-to-complex one."""
+        canonical = [shape[i] for i in np.argsort(hdf5.canonical_order(len(shape), perm))]
+        _check_shape(ckpt, name, stored, canonical, spatial=False)
+        wanted = canonical[-3:]
+        if tuple(stored[-3:]) == tuple(wanted):  # the same layout: its blocks as they are
+            return hdf5.read_into(snap, name, shape, sharding, perm, leaf.dtype)
+        maps = [exact_map(spectrum_modes(n0, a == 2 and n0 != nz), spectrum_modes(n1, a == 2 and not full))
+                for a, (n0, n1) in enumerate(zip(stored[-3:], wanted, strict=True))]
+        return read_mapped(snap, name, shape, sharding, maps, perm, leaf.dtype)
+
+    if fft.has_real_transform:
+        return read(leaf.shape, leaf.sharding, fft.perm)
+    if stored[-1] == nz:
+        return read(leaf.shape, leaf.sharding, fft.perm, full=True)
+    return full_from_half(read, fft, leaf.shape[:-3], leaf.dtype, leaf.sharding)
+
+
+def _check_shape(ckpt: Checkpoint, name: str, stored: Sequence[int], wanted: Sequence[int],
+                 spatial: bool = True) -> None:
+    """The stored array's canonical shape ``stored`` is ``wanted`` (canonical too), or, with ``spatial`` False
+    (a spectrum, whose spatial sizes are the layout's that wrote it), has its batch axes."""
+    n = len(wanted) if spatial else len(wanted) - 3
+    if len(stored) != len(wanted) or tuple(stored[:n]) != tuple(wanted[:n]):
         raise hdf5.IncompleteOutputError(
-            f"{ckpt.index}: array {name!r} has shape {list(stored)}, this run needs {list(canon)} (another grid?)")
+            f"{ckpt.index}: array {name!r} has shape {list(stored)}, this run needs {list(wanted)} (another grid?)")
 
 
 class CheckpointWriter(Writer):

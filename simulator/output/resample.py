@@ -15,6 +15,11 @@ coefficient is scaled by n1/n0, which keeps the field's values at the grid point
 Each wanted mode is a weighted sum of at most two stored ones, so a block is read as the few contiguous
 runs of stored modes it needs and combined axis by axis: no global array is formed. Dealiasing and
 projections of the wanted grid are the reader's business (an equation's ``from_fields``).
+
+The same reading relays a spectrum on ONE grid between layouts (:func:`exact_map`): the half spectrum
+``(Nx, Ny, Nz/2)``, the compact one ``(Kx, Ky, Kz)`` of :mod:`simulator.fft.compact` and the full complex
+one ``(Nx, Ny, Nz)``. There every wanted mode is the stored mode of the same number, or zero where the
+stored layout does not hold it (weight 1 or 0, no scaling): a pure index mapping, exact.
 """
 
 from __future__ import annotations
@@ -52,6 +57,25 @@ def mode_map(n0: int, n1: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, w * (n1 / n0)
 
 
+def spectrum_modes(n: int, half: bool) -> np.ndarray:
+    """Mode numbers of the n entries of a spectrum axis: ``0 .. n-1`` on a half axis (a real-to-complex
+    z axis, half or compact), else the signed ones of an n-point FFT in NumPy order (full or compact)."""
+    return np.arange(n, dtype=np.int64) if half else _modes(n)
+
+
+def exact_map(stored: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The map of :func:`mode_map` (indices and weights, ``(len(wanted), 2)``) from an axis holding mode
+    numbers ``stored`` to one holding ``wanted`` on the same grid: each wanted mode is the stored entry of
+    that number (weight 1), or zero where there is none."""
+    where = {int(m): i for i, m in enumerate(stored)}
+    idx = np.zeros((len(wanted), 2), np.int64)
+    w = np.zeros((len(wanted), 2))
+    for j, m in enumerate(wanted):
+        if int(m) in where:
+            idx[j, 0], w[j, 0] = where[int(m)], 1.0
+    return idx, w
+
+
 def _runs(values: np.ndarray) -> list[slice]:
     """Sorted distinct indices as slices of consecutive ones."""
     breaks = np.flatnonzero(np.diff(values) != 1) + 1
@@ -61,7 +85,7 @@ def _runs(values: np.ndarray) -> list[slice]:
 def remapped_block(snap: IndexedFile, name: str, batch: Sequence[slice], wanted: Sequence[slice],
                    maps: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """The block of the remapped spectrum with canonical batch slices ``batch`` and spatial index ranges
-    ``wanted``, read from field ``name`` (stored full spectrum, canonical axes) through ``maps``."""
+    ``wanted``, read from field ``name`` (a stored spectrum, canonical axes) through ``maps``."""
     idx = [m[0][s] for m, s in zip(maps, wanted, strict=True)]
     w = [m[1][s] for m, s in zip(maps, wanted, strict=True)]
     needed = [np.unique(i[wi != 0]) for i, wi in zip(idx, w, strict=True)]
@@ -87,13 +111,24 @@ def read_remapped(snap: IndexedFile, name: str, shape: Sequence[int], sharding: 
                   perm: Sequence[int] = (0, 1, 2), dtype: Any = np.complex128) -> jax.Array:
     """The full spectrum of global ``shape`` (backend axis order ``perm``) interpolated from the full
     spectrum ``name`` stored on another grid; each process reads only what its own blocks need."""
+    stored = snap.shape(name)[len(shape) - 3:]
+    canonical = [shape[i] for i in np.argsort(canonical_order(len(shape), perm))][len(shape) - 3:]
+    maps = [mode_map(n0, n1) for n0, n1 in zip(stored, canonical, strict=True)]
+    return read_mapped(snap, name, shape, sharding, maps, perm, dtype)
+
+
+def read_mapped(snap: IndexedFile, name: str, shape: Sequence[int], sharding: jax.sharding.Sharding,
+                maps: Sequence[tuple[np.ndarray, np.ndarray]], perm: Sequence[int] = (0, 1, 2),
+                dtype: Any = np.complex128) -> jax.Array:
+    """The spectrum of global ``shape`` (backend axis order ``perm``) read from the stored spectrum ``name``
+    (canonical axes) through per-axis ``maps`` in canonical order (x, y, z: :func:`mode_map` or
+    :func:`exact_map`); each process reads only what its own blocks need."""
     import jax
 
     stored = snap.shape(name)
     nb = len(shape) - 3
     order = canonical_order(len(shape), perm)  # backend axis -> canonical axis
     canonical = [shape[i] for i in np.argsort(order)]
-    maps = [mode_map(n0, n1) for n0, n1 in zip(stored[nb:], canonical[nb:], strict=True)]
     if list(stored[:nb]) != canonical[:nb]:
         raise ValueError(f"{snap.path}: {name!r} has batch axes {list(stored[:nb])}, wanted {canonical[:nb]}")
 

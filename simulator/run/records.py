@@ -100,7 +100,8 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
         return checkpoints.write(out, m.state, step=m.step, time=m.time, dt=stepper.dt, epoch=stepper.epoch,
                                  spaces=eq.leaf_spaces(m.state), perm=sim.fft.perm,
                                  full_spectrum=not sim.fft.has_real_transform,
-                                 meta={"config": meta["config"], "backend": cfg.fft.backend},
+                                 meta={"config": meta["config"], "backend": cfg.fft.backend,
+                                       "spectrum": sim.fft.describe_layout().removeprefix(", ")},
                                  writer=meta["segment_id"], keep=cfg.checkpoint.keep)
 
     ck = cfg.checkpoint
