@@ -64,3 +64,12 @@ def make_objective(sim: Any):
         return total
 
     return J
+
+
+def gradient(sim: Any, compiler_options: dict[str, Any] | None = None) -> tuple[float, float]:
+    """The reverse-mode derivatives of the objective at ``a = 1``: in :func:`parameter` and along the initial
+    state (one compiled program, the equation an argument: a multi-process program closes over no array)."""
+    J, one = make_objective(sim), jnp.ones((), sim.dtype)
+    grad = jax.jit(jax.grad(J, argnums=(1, 2)), compiler_options=compiler_options)
+    grad = grad(sim.equation, sim.params, one, sim.initial_state(), weight(sim))
+    return float(grad[0][parameter(sim.cfg.physics.name)]), float(grad[1])

@@ -1,10 +1,12 @@
 """Two processes x 2 devices: the gradient of tests/grad_objective.py for every registered equation
-on the slab backend (its all-to-alls then cross the processes), written to OUT/gradients.json by
-process 0.
+on the slab backend (its all-to-alls then cross the processes), in the spectral layout its config picks
+(compact for the equations whose spectra are all on the 2/3 rule's modes), written to OUT/gradients.json
+by process 0 with whether the run was compact.
 
 Run by tests/test_gradients.py through simulator.launch with the output directory as argument; the
-test compares the numbers with its own single-device gradient. The objective is jitted with the
-equation as an argument, as a multi-process program must be (no closed-over process-spanning array).
+test compares the numbers with its own single-device gradients (a compact run's with the full layout's
+too). The objective is jitted with the equation as an argument, as a multi-process program must be (no
+closed-over process-spanning array).
 """
 
 import json
@@ -19,7 +21,6 @@ from simulator.config import load  # noqa: E402
 runtime.initialize_processes(load(None))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 
 import grad_objective as obj  # noqa: E402
 from simulator.api import load_config  # noqa: E402
@@ -31,10 +32,7 @@ found = {}
 for equation in registry():
     for backend in ("slab",):
         sim = Simulation(load_config(None, {**obj.overrides(equation), "fft.backend": backend}))
-        name, J = obj.parameter(equation), obj.make_objective(sim)
-        s0, w = sim.initial_state(), obj.weight(sim)
-        gp, ga = jax.jit(jax.grad(J, argnums=(1, 2)))(sim.equation, sim.params, jnp.ones((), sim.dtype), s0, w)
-        found[f"{equation}/{backend}"] = (float(gp[name]), float(ga))
+        found[f"{equation}/{backend}"] = (*obj.gradient(sim), sim.fft.compact is not None)
         print(f"process {jax.process_index()}: {equation} on {backend}: {found[f'{equation}/{backend}']}", flush=True)
 if jax.process_index() == 0:
     (Path(sys.argv[1]) / "gradients.json").write_text(json.dumps(found))

@@ -6,8 +6,9 @@ gradient of a smooth objective (tests/grad_objective.py) with respect to the equ
 parameter and to the initial state agrees with central differences (Richardson-extrapolated, so the
 differences are exact to ~1e-10) to 1e-6; forward mode agrees with reverse mode; every distributed
 gradient equals the single-device one to 1e-12. Two processes give the one-process gradient
-(tests/mp_grad_worker.py). The memory of a gradient grows like sqrt(steps), not steps. The worked
-example (examples/recover_viscosity.py) recovers the viscosity.
+(tests/mp_grad_worker.py), in the compact spectral layout the full layout's too. The memory of a
+gradient grows like sqrt(steps), not steps. The worked example (examples/recover_viscosity.py)
+recovers the viscosity.
 """
 
 import json
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 import grad_objective as obj
+import simulator
 import support
 from simulator.equations import registry
 from simulator.launch import launch
@@ -185,16 +187,24 @@ def test_gradient_memory_grows_like_the_square_root_of_the_steps():
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_two_processes_give_the_one_process_gradient(tmp_path):
-    """2 processes x 2 devices (slab): every equation's gradient equals one device's to 1e-12."""
+    """2 processes x 2 devices (slab): every equation's gradient equals one device's to 1e-12; where the two
+    processes ran the compact spectral layout (every equation whose spectra it holds), one device's in the full
+    layout too."""
     worker = Path(__file__).with_name("mp_grad_worker.py")
     assert launch(2, [sys.executable, str(worker), str(tmp_path)], timeout=300) == 0
     found = json.loads((tmp_path / "gradients.json").read_text())
     assert found, "the worker wrote no gradient"
-    for key, (rev_param, rev_state) in found.items():
+    holds = {e for e in EQUATIONS if simulator.load_config(None, obj.overrides(e)).physics.compact_spectra() is None}
+    assert holds and {key.split("/")[0] for key, (*_, compact) in found.items() if compact} == holds
+    for key, (rev_param, rev_state, compact) in found.items():
         equation = key.split("/")[0]
         single = result(equation, ("single", 1, None))
         assert rev_param == pytest.approx(single["rev_param"], rel=1e-12), key
         assert rev_state == pytest.approx(single["rev_state"], rel=1e-12), key
+        if compact:
+            overrides = {k.replace(".", "__"): v for k, v in obj.overrides(equation).items()}
+            full = obj.gradient(support.shared(("single", 1, None), **overrides, fft__layout="full"))
+            assert (rev_param, rev_state) == pytest.approx(full, rel=1e-12), key
 
 
 @pytest.mark.slow

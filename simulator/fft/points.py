@@ -130,14 +130,16 @@ def nufft_available() -> str | None:
 
 def check_nufft(fft) -> str | None:
     """None when ``fft``'s local blocks suit the NUFFT path, else why not: every block must hold a contiguous
-    range of mode numbers, so a sharded full axis (modes in FFT order) needs its N/2 on a block boundary."""
+    range of mode numbers, so a sharded signed axis (modes in FFT order) needs its wrap, entry N/2, on a block
+    boundary. N is the size of the axis the spectrum holds: the grid's, or a compact spectrum's K."""
     sizes = dict(zip(fft.mesh.axis_names, fft.mesh.devices.shape, strict=True))
+    held = fft.spectral_shape(real=True)
     for i, name in enumerate(fft.spectral_spec()):
         real_axis = fft.perm[i]
         half = real_axis == 2 and fft.has_real_transform
         if name is None or half or sizes[name] == 1:
             continue
-        n = fft.shape[real_axis]
+        n = held[i]
         if (n // 2) % (n // sizes[name]):
             return (f"the k{'xyz'[real_axis]} blocks of {n} modes over {sizes[name]} devices straddle the +-N/2 "
                     "wrap (use an even device count along that axis)")
