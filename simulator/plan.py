@@ -22,7 +22,8 @@ model ``scripts/project_gpu.py`` projects with. tests/test_plan.py compares both
 compiled for the run itself.
 
 ``simulator plan`` prints :func:`make_plan`'s report; ``simulator run`` admits a run only if its plan
-fits (:mod:`simulator.run.admission`, before it writes anything).
+fits (:mod:`simulator.run.admission`, before it writes anything). The module is longer than 400 lines
+because the plan, the smaller run it may be compiled as and the report of both are one reading.
 """
 
 from __future__ import annotations
@@ -129,14 +130,18 @@ def fft_friendly(n: int) -> bool:
     return n == 1
 
 
-def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...]) -> int:
-    """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes."""
+def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
+                       compact: bool = False) -> int:
+    """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes;
+    ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum, which needs
+    more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes barely)."""
     n = int((total_bytes / bytes_per_cell) ** (1 / 3)) + 1
     while n >= 2:
         if n**3 * bytes_per_cell <= total_bytes and fft_friendly(n):
             try:
                 layout.check_layout((n, n, n), mesh_shape)
-                return n
+                if not compact or layout.compact_sizes((n, n, n), mesh_shape) is not None:
+                    return n
             except ConfigError:
                 pass
         n -= 1
@@ -160,6 +165,9 @@ class Plan:
     seconds: float
     #: the (grid, mesh) compiled in its stead, each device holding the same cells (:func:`reduced_plan`)
     compiled_as: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    #: whether the run's spectra are compact, and its spectral layout in words with why (:func:`spectral_layout`)
+    compact: bool = False
+    layout: str = ""
 
     @property
     def peak(self) -> int:
@@ -179,7 +187,7 @@ class Plan:
         from simulator.fft.layouts import LAYOUTS
 
         total = USABLE_FRACTION * self.available * self.devices
-        return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh)
+        return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact)
 
     def devices_to_fit(self) -> int | None:
         """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no
@@ -187,7 +195,9 @@ class Plan:
         from simulator.fft.layouts import LAYOUTS
 
         need = self.bytes_per_cell * self.cells / (USABLE_FRACTION * self.available)
-        counts = LAYOUTS[self.cfg.fft.backend].device_counts(self.cfg.grid.shape)
+        layout, shape = LAYOUTS[self.cfg.fft.backend], self.cfg.grid.shape  # compact: where that layout holds
+        counts = (n for n in layout.device_counts(shape)
+                  if not self.compact or layout.compact_sizes(shape, layout.mesh_shape(n, None)) is not None)
         return next((n for n in counts if n > self.devices and n >= need), None)
 
     def describe_need(self) -> str:
@@ -216,7 +226,13 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
         ffts = transforms_per_step(sim, state)
     return Plan(sim.cfg, devices[0].platform, len(devices), tuple(sim.fft.mesh.devices.shape),
                 math.prod(sim.fft.shape), {n: program_bytes(c) for n, c in compiled.items() if n != "step"},
-                available, source, traffic, ffts, time.perf_counter() - t0)
+                available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim))
+
+
+def spectral_layout(sim: Any) -> dict[str, Any]:
+    """The :class:`Plan` fields of ``sim``'s spectral layout (:func:`simulator.runtime.make_fft` chose it)."""
+    return {"compact": sim.fft.compact is not None,
+            "layout": f"{sim.fft.describe_layout().removeprefix(', ')} ({sim.fft.layout_reason})"}
 
 
 def smaller_run(cfg: Config, mesh: tuple[int, ...]) -> Config | None:
@@ -275,7 +291,8 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     if traffic is not None:
         traffic = cost.scaled_traffic(cost.per_cell(traffic, p.cells, p.devices), cells, n, sim.cfg.fft.backend)
     return Plan(sim.cfg, devices[0].platform, n, mesh, cells, p.program_bytes, memory, memory_source, traffic,
-                p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.shape, tuple(small.fft.mesh)))
+                p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.shape, tuple(small.fft.mesh)),
+                **spectral_layout(sim))
 
 
 def transforms_per_step(sim: Any, state: Any) -> int:
@@ -334,6 +351,8 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
     if stand_in:
         lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
                      "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
+    if plan.layout:
+        lines.append(f"spectral layout: {plan.layout}")
     lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
                  + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
     if c.particles:
