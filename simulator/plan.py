@@ -284,8 +284,12 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     devices = list(sim.fft.mesh.devices.flat)
     if memory is None:
         memory, memory_source = device_memory_available(devices)
-    p = make_plan(Simulation(small, devices[:math.prod(small.fft.mesh)]), programs, memory,
-                  memory_source=memory_source)
+    # a compact spectrum r times smaller along each axis, as the run's own per device (not the smaller
+    # grid's own sizes: those are rounded to another mesh and would hold another share of the modes)
+    r = sim.fft.shape[0] // small.grid.shape[0]
+    at_least = None if sim.fft.compact is None else tuple(-(-k // r) for k in sim.fft.compact)
+    p = make_plan(Simulation(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
+                  memory, memory_source=memory_source)
     cells, n = math.prod(sim.fft.shape), len(devices)
     traffic = p.traffic
     if traffic is not None:

@@ -314,14 +314,16 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     return initialize_processes(cfg, env)
 
 
-def make_fft(cfg: Config, devices: Sequence | None = None) -> FFTBackend:
+def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Sequence[int] | None = None
+             ) -> FFTBackend:
     """The configured FFT backend on its mesh (checks the grid against the mesh first), in the spectral
-    layout :func:`simulator.fft.layouts.spectral_layout` chooses (``backend.layout_reason`` says why)."""
+    layout :func:`simulator.fft.layouts.spectral_layout` chooses (``backend.layout_reason`` says why);
+    a compact spectrum at least ``compact_at_least`` in size where given (the planner's stand-in runs)."""
     backend = BACKENDS[cfg.fft.backend]
     mesh = build_mesh(backend, cfg.fft.mesh, devices)
     compact, why = spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), backend, cfg.grid.shape,
                                    tuple(mesh.devices.shape))
-    fft = backend(cfg.grid.shape, mesh, compact=compact)
+    fft = backend(cfg.grid.shape, mesh, compact=compact and (compact_at_least or True))
     fft.layout_reason = why
     return fft
 

@@ -52,9 +52,13 @@ def test_chunk_meets_its_memory_target(case):
     assert p.bytes_per_cell <= TARGETS[case]
 
 
-def test_bytes_per_cell_do_not_depend_on_the_grid():
-    per_cell = [plan.make_plan(_sim(n, integrator="lsrk4", precision="float32"), ("chunk",), memory=1).bytes_per_cell
-                for n in (16, 48)]
+@pytest.mark.parametrize("layout", ["full", "compact"])
+def test_bytes_per_cell_do_not_depend_on_the_grid(layout):
+    """The largest grid that fits is extrapolated from one compiled grid. The compact spectrum's share of
+    the cells varies a little with N (the 2/3 rule's 2c - 1 modes of N = 3c, padded to the mesh), so
+    compare sizes that are multiples of 3 and of the mesh."""
+    per_cell = [plan.make_plan(_sim(n, integrator="lsrk4", precision="float32", **{"fft.layout": layout}),
+                               ("chunk",), memory=1).bytes_per_cell for n in (24, 48)]
     assert per_cell[1] == pytest.approx(per_cell[0], rel=0.05)
 
 
@@ -118,9 +122,15 @@ def test_run_refuses_a_grid_that_does_not_fit_before_writing_anything(tmp_path):
 
 @pytest.mark.slow
 def test_plan_command_for_gpus_on_a_cpu_machine():
-    r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set",
-                        "precision=float32", "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory",
-                        "80GB"], capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set", "precision=float32",
+               "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory", "80GB"]
+    # the compact layout (the default): 43.2 bytes per cell, 1176^3 (issue 34's target, 1280^3, needs 35)
+    r = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout
+    assert "43.2 bytes per cell" in r.stdout and "fits these 1 device(s): 1176^3" in r.stdout, r.stdout
+    # the half spectrum's figures, measured on an H100 too
+    r = subprocess.run([*command, "--set", "fft.layout=full"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     # a GPU's allocator holds XLA_PYTHON_CLIENT_MEM_FRACTION of it (the runtime's and the job scripts' 0.95)
     assert "available per device: 76.0 GiB (80.0 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in r.stdout
@@ -170,12 +180,14 @@ def test_one_model_scales_a_compiled_step_to_the_compiled_step_of_a_larger_grid(
     per-cell figures of the step compiled at 32^3 on P devices, scaled to 64^3, give the traffic, the
     bytes sent and the predicted time of the step compiled at 64^3 on P devices (XLA's FFT, the GPU path)."""
     monkeypatch.setenv("SIMULATOR_FFT", "xla")
+    # the half spectrum's: the compact one's share of the cells changes with N and the mesh (its sizes are
+    # padded to the mesh: Kz = 12 of 32^3 on 4 devices, 24 of 64^3), so its exchanges do not scale per cell
     figures = {}
     for n in (32, 64):
-        p = plan.make_plan(_sim(n, integrator="rk4", devices=devices), ("step",), memory=1)
-        figures[n] = p.traffic
-    scaled = cost.scaled_traffic(cost.per_cell(figures[32], 32**3, devices), 64**3, devices, "slab")
-    compiled = figures[64]
+        p = plan.make_plan(_sim(n, integrator="rk4", devices=devices, **{"fft.layout": "full"}), ("step",), memory=1)
+        figures["full", n] = p.traffic
+    scaled = cost.scaled_traffic(cost.per_cell(figures["full", 32], 32**3, devices), 64**3, devices, "slab")
+    compiled = figures["full", 64]
     assert scaled.memory_bytes == pytest.approx(compiled.memory_bytes, rel=0.03)
     assert scaled.sent_bytes == pytest.approx(compiled.sent_bytes, rel=1e-9, abs=1e-9)
     h100 = cost.PROFILES["h100"]
@@ -267,15 +279,15 @@ from simulator import plan, runtime
 from simulator.api import load_config
 from simulator.run.simulation import Simulation
 out = {}
-for backend, mesh in (("slab", [64]), ("pencil", [8, 16])):
+for backend, mesh, layout in (("slab", [64], "full"), ("pencil", [8, 16], "full"), ("slab", [64], "compact")):
     cfg = load_config(None, {"grid.shape": 128, "precision": "float32", "fft.backend": backend, "fft.mesh": mesh,
-                             "runtime.cpu_devices": 128})
-    if backend == "slab":
+                             "runtime.cpu_devices": 128, "fft.layout": layout})
+    if not out:
         runtime.setup(cfg)
     sim = Simulation(cfg)
     progs = (*plan.run_programs(cfg), "step")
     full, fast = plan.make_plan(sim, progs, memory=1 << 34), plan.reduced_plan(sim, progs, memory=1 << 34)
-    out[backend] = {"as": fast.compiled_as, "full": full.program_bytes, "fast": fast.program_bytes,
+    out[backend if layout == "full" else "compact"] = {"as": fast.compiled_as, "full": full.program_bytes, "fast": fast.program_bytes,
                     "sent": [full.traffic.sent_bytes, fast.traffic.sent_bytes],
                     "ffts": [full.ffts_per_step, fast.ffts_per_step]}
 print(json.dumps(out))
@@ -295,6 +307,15 @@ def test_a_plan_on_many_devices_from_a_smaller_run_matches_the_full_compile():
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["slab"]["as"] == [[64, 64, 64], [8]] and out["pencil"]["as"] == [[64, 64, 64], [4, 4]]
+    # The compact stand-in holds a spectrum r times smaller per axis than the run's (85 -> 43 modes, so 1.2%
+    # more per device) and XLA schedules its per-component exchanges differently on 8 and 64 devices: its
+    # chunk was measured 4% under the full compile and the bytes sent 1.2% over. Both within the "few
+    # percent" of the docstring; the stand-in of the half spectrum matches more closely (below).
+    compact = out.pop("compact")
+    assert compact["as"] == [[64, 64, 64], [8]]
+    for name, full in compact["full"].items():
+        assert compact["fast"][name] == pytest.approx(full, rel=0.05), (name, compact)
+    assert compact["sent"][1] == pytest.approx(compact["sent"][0], rel=0.02)
     for backend, case in out.items():
         assert set(case["fast"]) == set(case["full"]) == {"chunk", "diagnostics", "spectra"}
         for name, full in case["full"].items():
@@ -309,7 +330,8 @@ def test_a_plan_on_many_devices_from_a_smaller_run_matches_the_full_compile():
 @pytest.mark.slow  # about 15 s on 2 cores (it took 2 min 43 s to 8 min 22 s when the 512-device programs were compiled)
 def test_planning_4096_cubed_on_512_devices_takes_seconds_and_prints_only_the_plan():
     r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "taylor_green.yaml"), "--set",
-                        "grid.shape=4096", "--devices", "512", "--platform", "gpu", "--memory", "80GB"],
+                        "grid.shape=4096", "--devices", "512", "--platform", "gpu", "--memory", "80GB", "--set",
+                        "fft.layout=full"],
                        capture_output=True, text=True, timeout=90)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "as grid [1024, 1024, 1024] on mesh [8]" in r.stdout and "72.0 bytes per cell" in r.stdout
@@ -359,7 +381,8 @@ def test_planning_a_large_grid_on_fftw_traces_no_xla_fft(devices, local_fft, mon
 def test_a_plan_that_does_not_fit_exits_3_and_names_the_devices_that_would_fit_it():
     # 73.5 bytes per cell: 32^3 needs 2.3 MiB, 4 slab devices hold 0.6 MiB each of the 0.9 MiB a run may plan
     r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=32", "--devices", "1",
-                        "--memory", "1MB", "--profile", "h100"], capture_output=True, text=True, timeout=120)
+                        "--memory", "1MB", "--profile", "h100", "--set", "fft.layout=full"], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 3, r.stderr[-2000:]
     assert "DOES NOT FIT" in r.stdout
     assert "devices that would fit it: 4 of the slab layout (an estimate from these 73.5 bytes per cell)" in r.stdout

@@ -65,10 +65,11 @@ class FFTBackend(Layout, abc.ABC):
     layout_reason = "the half spectrum"
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
-                 fft_threads: int | None = None, compact: bool = False):
+                 fft_threads: int | None = None, compact: bool | Sequence[int] = False):
         """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads``
         choose the implementation of the per-device transforms (:mod:`simulator.fft.local`); ``compact``
-        the real-to-complex layout of the 2/3 rule's modes only (see the module conventions)."""
+        the real-to-complex layout of the 2/3 rule's modes only (see the module conventions); sizes given
+        instead of True are held at the least (:meth:`~simulator.fft.layouts.Layout.compact_sizes`)."""
         shape = tuple(int(n) for n in shape)
         if len(shape) != 3:
             raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")
@@ -80,7 +81,8 @@ class FFTBackend(Layout, abc.ABC):
         #: sizes (Kx, Ky, Kz) of the compact real-to-complex spectrum, in real-axis order; None: the half spectrum
         self.compact: Shape3 | None = None
         if compact:
-            self.compact = self.compact_sizes(shape, tuple(mesh.devices.shape))
+            at_least = None if compact is True else tuple(compact)
+            self.compact = self.compact_sizes(shape, tuple(mesh.devices.shape), at_least)
             if self.compact is None:
                 raise ConfigError("fft.layout", "compact",
                                   f"full: the {self.name} backend cannot hold a compact spectrum of grid "

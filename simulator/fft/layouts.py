@@ -92,7 +92,8 @@ class Layout:
         return list(dict.fromkeys(out))
 
     @classmethod
-    def compact_sizes(cls, shape: Sequence[int], mesh_shape: tuple[int, ...]) -> Shape3 | None:
+    def compact_sizes(cls, shape: Sequence[int], mesh_shape: tuple[int, ...],
+                      at_least: Sequence[int] | None = None) -> Shape3 | None:
         """Sizes (Kx, Ky, Kz) of the compact real-to-complex spectrum on this mesh, or None where it is
         not smaller than the half spectrum or the layout cannot hold it.
 
@@ -101,7 +102,9 @@ class Layout:
         modes of a K-point FFT in NumPy's order (``fftfreq(K) * K``: ``0 .. ceil(K/2)-1, -(K//2) .. -1``);
         K is the smallest size >= 2c - 1 that a mesh axis sharding it divides into blocks of consecutive
         modes (a multiple of twice the mesh axis), the half axis the smallest multiple of its mesh axis
-        >= c. The extra modes are outside the 2/3 rule, so a dealiased field is zero there.
+        >= c. The extra modes are outside the 2/3 rule, so a dealiased field is zero there. ``at_least``:
+        sizes to hold at the least (the planner's smaller stand-in run holds the spectrum per device of the
+        run it stands in for).
         """
         if not cls.has_real_transform:
             return None
@@ -110,11 +113,10 @@ class Layout:
         for axis, name in enumerate(cls.spectral_axes_real()):
             n, p = int(shape[axis]), sizes[name] if name is not None else 1
             c = -(-n // 3)
-            if axis == 2:
-                k, full = -(-c // p) * p, n // 2
-            else:
-                step = 2 * p if p > 1 else 1
-                k, full = -(-(2 * c - 1) // step) * step, n
+            need = c if axis == 2 else 2 * c - 1
+            need = max(need, int(at_least[axis])) if at_least is not None else need
+            step = p if axis == 2 or p == 1 else 2 * p
+            k, full = -(-need // step) * step, (n // 2 if axis == 2 else n)
             if k > full:
                 return None
             out.append(k)

@@ -69,7 +69,7 @@ class PencilFFT(PencilLayout, FFTBackend):
     """shard_map pencil FFT on a 2D mesh: real (x/p0, y/p1, z), k-space (kx, ky/p0, kz/p1)."""
 
     def __init__(self, shape, mesh, local_fft: str | None = None, fft_threads: int | None = None,
-                 compact: bool = False):
+                 compact: bool | tuple[int, ...] = False):
         super().__init__(shape, mesh, local_fft, fft_threads, compact)
         self._maps: dict[tuple[str, bool, int], Callable[[jax.Array], jax.Array]] = {}
 

@@ -59,11 +59,14 @@ class Simulation:
     ``devices``: the devices to lay the mesh over (default: all of them).
     """
 
-    def __init__(self, cfg: Config, devices: Any = None):
+    def __init__(self, cfg: Config, devices: Any = None, *, compact_at_least: Any = None):
+        """``compact_at_least``: sizes (Kx, Ky, Kz) a compact spectrum holds at the least (the planner's
+        stand-in for a larger run: :func:`simulator.plan.reduced_plan`); None, the smallest that hold the
+        2/3 rule's modes."""
         self.cfg = cfg
         self.info = equations.get(cfg.physics.name)
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
-        self.fft = runtime.make_fft(cfg, devices)
+        self.fft = runtime.make_fft(cfg, devices, compact_at_least)
         cls = self.info.load()
         if not issubclass(cls, PROTOCOLS[self.info.protocol]):
             raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
