@@ -27,6 +27,18 @@ from jax import lax
 
 
 
+def _join(first: jax.Array, second: jax.Array, axis: int, size: int) -> jax.Array:
+    """``first`` then ``second`` along ``axis`` in an axis of ``size`` entries (zeros between them), as two
+    pads and a sum: XLA fuses it into one elementwise kernel, and it is no concatenate (a complex
+    concatenate past 2^30 elements is what :mod:`simulator.equations.assembly` keeps out of GPU programs)."""
+    zero = jnp.zeros((), first.dtype)
+    lead = [(0, 0, 0)] * first.ndim
+    lead[axis] = (0, size - first.shape[axis], 0)
+    tail = [(0, 0, 0)] * second.ndim
+    tail[axis] = (size - second.shape[axis], 0, 0)
+    return lax.pad(first, zero, lead) + lax.pad(second, zero, tail)
+
+
 def truncate(x: jax.Array, axis: int, size: int, half: bool = False) -> jax.Array:
     """The first ``size`` entries of a half axis, or the ``size`` modes of a signed axis in NumPy's order
     (``0 .. ceil(size/2)-1`` and ``-(size//2) .. -1``) from a full FFT axis, along ``axis``."""
@@ -34,10 +46,10 @@ def truncate(x: jax.Array, axis: int, size: int, half: bool = False) -> jax.Arra
     if half:
         return lax.slice_in_dim(x, 0, size, axis=axis)
     n, pos, neg = x.shape[axis], (size + 1) // 2, size // 2
-    parts = [lax.slice_in_dim(x, 0, pos, axis=axis)]
-    if neg:
-        parts.append(lax.slice_in_dim(x, n - neg, n, axis=axis))
-    return jnp.concatenate(parts, axis=axis)
+    first = lax.slice_in_dim(x, 0, pos, axis=axis)
+    if not neg:
+        return first
+    return _join(first, lax.slice_in_dim(x, n - neg, n, axis=axis), axis, size)
 
 
 def pad(k: jax.Array, axis: int, n: int, half: bool = False) -> jax.Array:
@@ -47,14 +59,12 @@ def pad(k: jax.Array, axis: int, n: int, half: bool = False) -> jax.Array:
     size = k.shape[axis]
     if size == n:
         return k
-    widths = [(0, 0)] * k.ndim
     if half:
-        widths[axis] = (0, n - size)
-        return jnp.pad(k, widths)
+        widths = [(0, 0, 0)] * k.ndim
+        widths[axis] = (0, n - size, 0)
+        return lax.pad(k, jnp.zeros((), k.dtype), widths)
     pos = (size + 1) // 2
-    zeros = jnp.zeros((*k.shape[:axis], n - size, *k.shape[axis + 1:]), k.dtype)
-    return jnp.concatenate([lax.slice_in_dim(k, 0, pos, axis=axis), zeros,
-                            lax.slice_in_dim(k, pos, size, axis=axis)], axis=axis)
+    return _join(lax.slice_in_dim(k, 0, pos, axis=axis), lax.slice_in_dim(k, pos, size, axis=axis), axis, n)
 
 
 def from_full(k: jax.Array, sizes: Sequence[int]) -> jax.Array:
