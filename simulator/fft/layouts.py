@@ -45,6 +45,13 @@ def _divisors(shape: Sequence[int]) -> list[int]:
     return sorted(divisors)
 
 
+def kept_modes(shape: Sequence[int]) -> Shape3:
+    """How many modes the 2/3 rule keeps per axis of a real-to-complex spectrum of ``shape``: ``c = ceil(N/3)``
+    non-negative mode numbers ``0 .. c-1`` (|m| < N/3), so ``2c - 1`` on the signed x and y axes, ``c`` on z."""
+    c = [-(-int(n) // 3) for n in shape]
+    return 2 * c[0] - 1, 2 * c[1] - 1, c[2]
+
+
 def near_square(n: int) -> tuple[int, int]:
     """Factor n = p0 * p1 with p0 <= p1 as close to square as possible (pencil meshes)."""
     p0 = math.isqrt(n)
@@ -109,12 +116,11 @@ class Layout:
         if not cls.has_real_transform:
             return None
         sizes = dict(zip(cls.axis_names, mesh_shape, strict=True))
+        kept = kept_modes(shape)
         out = []
         for axis, name in enumerate(cls.spectral_axes_real()):
             n, p = int(shape[axis]), sizes[name] if name is not None else 1
-            c = -(-n // 3)
-            need = c if axis == 2 else 2 * c - 1
-            need = max(need, int(at_least[axis])) if at_least is not None else need
+            need = max(kept[axis], int(at_least[axis])) if at_least is not None else kept[axis]
             step = p if axis == 2 or p == 1 else 2 * p
             k, full = -(-need // step) * step, (n // 2 if axis == 2 else n)
             if k > full:

@@ -228,7 +228,9 @@ def _spectrum_fits(sizes: Sequence[int], grid: list[int]) -> bool:
     half or compact one, which holds every mode the 2/3 rule keeps and at most the half spectrum's."""
     if list(sizes) == grid:
         return True
-    kept = [2 * -(-grid[0] // 3) - 1, 2 * -(-grid[1] // 3) - 1, -(-grid[2] // 3)]
+    from simulator.fft.layouts import kept_modes
+
+    kept = kept_modes(grid)
     half = [grid[0], grid[1], grid[2] // 2]
     return all(lo <= k <= hi for k, lo, hi in zip(sizes, kept, half, strict=True))
 
