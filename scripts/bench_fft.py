@@ -4,7 +4,9 @@ For each N, backend, device count, transform kind (r2c, c2c), precision and loca
 XLA's FFT; ``fftw``: the FFTW custom call, see simulator/fft/local.py): the median wall time of a
 forward + inverse pair of a ``--batch``-component field (``--inner`` pairs looped in one compiled
 call, as a run's chunk loops its steps, so buffers are reused rather than page-faulted in), its ratio to the same backend on the xla
-path (``vs_xla``), to ``jnp.fft`` on one device and to ``scipy.fft`` (workers = all cores), the
+path (``vs_xla``), to ``jnp.fft`` on one device, to ``scipy.fft`` (workers = all cores) and to the
+floor (``vs_copy``: a streaming pass over the bytes a pair must move at the least, the field and its
+spectrum each read and written once, on one device: how far a transform is from the bandwidth limit), the
 all-to-alls in the compiled HLO, and the compiled memory footprint (``compiled.memory_analysis()``:
 arguments + outputs + temporaries, per device, times the devices in the mesh) in bytes per grid cell.
 All candidates of one (N, kind, precision) are timed in the same invocation, A/B interleaved
@@ -77,7 +79,7 @@ def main() -> int:
     print(f"# {len(devices)} {jax.default_backend()} device(s) available, {cores} cores, "
           f"{platform.processor() or platform.machine()}; batch {args.batch}", flush=True)
     print(f"{'N':>4s} {'backend':9s} {'dev':>3s} {'kind':4s} {'prec':7s} {'path':4s} {'fwd+inv ms':>10s} "
-          f"{'vs xla':>6s} {'vs jnp':>7s} {'vs scipy':>8s} {'a2a':>3s} {'B/cell':>7s}", flush=True)
+          f"{'vs xla':>6s} {'vs jnp':>7s} {'vs scipy':>8s} {'vs copy':>7s} {'a2a':>3s} {'B/cell':>7s}", flush=True)
     for n in args.sizes:
         shape = (n, n, n)
         axes = (-3, -2, -1)
@@ -99,7 +101,13 @@ def main() -> int:
                         return scipy.fft.irfftn(k, s=shape, axes=axes, workers=cores)
                     return scipy.fft.ifftn(scipy.fft.fftn(x, axes=axes, workers=cores), axes=axes, workers=cores)
 
-                candidates = {"jnp": lambda: f_ref(one), "scipy": scipy_pair}
+                # the floor: a streaming pass over the bytes a pair must move at the least (the forward reads the
+                # field and writes its spectrum, the inverse reads that and writes a field), timed the same way
+                spec = (*x.shape[:-1], n // 2 + 1) if real else x.shape
+                spec_dtype = jnp.complex64 if x.dtype in (np.float32, np.complex64) else jnp.complex128
+                floor_in = (one, jax.device_put(jnp.zeros(spec, spec_dtype), devices[0]))
+                f_floor = looped(lambda ab: (ab[0] * 0.5 + ab[0], ab[1] * 0.5 + ab[1]))
+                candidates = {"jnp": lambda: f_ref(one), "scipy": scipy_pair, "copy": lambda: f_floor(floor_in)}
                 cases = {}
                 for name in args.backends:
                     cls = BACKENDS[name]
@@ -119,7 +127,7 @@ def main() -> int:
                             candidates[(name, nd, path)] = lambda c=compiled, a=xs: c(a)
                 times = {k: t / args.inner for k, t in timed_interleaved(candidates, repeats=args.repeats).items()}
                 times["scipy"] *= args.inner  # one pair per call: scipy allocates its outputs anyway
-                t_jnp, t_scipy = times["jnp"], times["scipy"]
+                t_jnp, t_scipy, t_copy = times["jnp"], times["scipy"], times["copy"]
                 for (name, nd, path), (fft, compiled, xs, mesh_shape) in cases.items():
                     t = times[(name, nd, path)]
                     t_xla = times.get((name, nd, "xla"))
@@ -133,6 +141,7 @@ def main() -> int:
                         "vs_xla": None if t_xla is None else t / t_xla,
                         "jnp_single_ms": 1e3 * t_jnp, "scipy_ms": 1e3 * t_scipy,
                         "ratio_vs_jnp": t / t_jnp, "ratio_vs_scipy": t / t_scipy,
+                        "copy_ms": 1e3 * t_copy, "ratio_vs_copy": t / t_copy,
                         "all_to_all": collective_counts(compiled.as_text())["all-to-all"],
                         "bytes_per_cell": None if mem is None else mem / n**3,
                         "roundtrip_error": err, "repeats": args.repeats, "inner": args.inner,
@@ -144,9 +153,11 @@ def main() -> int:
                     vs_xla = "-" if t_xla is None else f"{t / t_xla:6.2f}"
                     print(f"{n:4d} {name:9s} {nd:3d} {kind:4s} {prec:7s} {path:4s} {row['fwd_inv_ms']:10.2f} "
                           f"{vs_xla:>6s} {row['ratio_vs_jnp']:7.2f} {row['ratio_vs_scipy']:8.2f} "
-                          f"{row['all_to_all']:3d} {bpc:>7s}", flush=True)
+                          f"{row['ratio_vs_copy']:7.2f} {row['all_to_all']:3d} {bpc:>7s}", flush=True)
                 print(f"{n:4d} {'jnp.fft':9s} {1:3d} {kind:4s} {prec:7s} {'xla':4s} {1e3 * t_jnp:10.2f}   "
                       "(baseline)", flush=True)
+                print(f"{n:4d} {'copy':9s} {1:3d} {kind:4s} {prec:7s} {'xla':4s} {1e3 * t_copy:10.2f}   "
+                      "(floor: a streaming pass over the bytes a pair moves)", flush=True)
                 print(f"{n:4d} {'scipy':9s} {'-':>3s} {kind:4s} {prec:7s} {'-':4s} {1e3 * t_scipy:10.2f}   "
                       f"(workers={cores})", flush=True)
     print(write_results(args.out, "fft", rows, {**machine(), "fft_paths": paths}), flush=True)

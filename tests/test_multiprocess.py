@@ -15,14 +15,16 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 
 
 def test_two_processes_match_numpy_on_every_backend():
-    """2 processes x 4 virtual devices: every backend, r2c and c2c, float64, checked shard by shard."""
+    """2 processes x 4 virtual devices: every backend, r2c and c2c (and the compact spectrum where a backend
+    holds one), float64, checked shard by shard."""
     cmd = [sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "4", "--timeout", "300",
            "check", "--all-backends", "--set", "precision=float64", "--set", "grid.shape=[12,8,16]"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=360)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "on 8 cpu device(s), 2 process(es)" in r.stdout
     rows = [line for line in r.stdout.splitlines() if line.endswith(" ok")]
-    assert len(rows) == 8, r.stdout  # 4 backends x {r2c, c2c}
+    assert len(rows) == 11, r.stdout  # 4 backends x {r2c, c2c}, and the compact r2c of slab, pencil, single
+    assert sorted(line.split()[0] for line in rows if line.split()[2] == "compact") == ["pencil", "single", "slab"]
     slab = [line.split() for line in rows if line.startswith("slab")]
     assert all(row[5] == "1/1" for row in slab), slab  # one all-to-all each way across processes
 
