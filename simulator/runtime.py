@@ -31,7 +31,7 @@ from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
-from simulator.memory import GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
+from simulator.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
 SLURM_VARIABLES = (
     "SLURM_JOB_ID",
@@ -83,8 +83,9 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
         else:
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
-    elif not _backends_started():  # a GPU's allocator share, as the planner assumes (simulator.memory)
+    elif not _backends_started():  # a GPU's allocator and its share, as the planner assumes (simulator.memory)
         os.environ.setdefault(MEM_FRACTION_VARIABLE, str(GPU_MEMORY_FRACTION))
+        os.environ.setdefault(ALLOCATOR_VARIABLE, GPU_ALLOCATOR)
     if precision == "float64" or not _backends_started():
         jax.config.update("jax_enable_x64", precision == "float64")
     # else: a float32 simulation in a process that already computes in float64 (a script building

@@ -2,6 +2,7 @@
 targets of the step, bytes per cell independent of the grid, transforms and all-to-alls per step,
 and the refusal of a run that cannot fit its devices before anything is written."""
 
+import os
 import re
 import subprocess
 import sys
@@ -144,6 +145,21 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     assert "largest cubic grid that fits these 1 device(s): 1080^3" in r.stdout
 
 
+def test_the_runtime_gives_a_gpu_run_the_planned_allocator_unless_the_environment_chooses():
+    """Without a CPU device count (a GPU run) the runtime sets JAX's allocator and its share before JAX
+    starts, and leaves a value the environment set."""
+    from simulator import memory
+
+    probe = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
+             "print(os.environ['XLA_PYTHON_CLIENT_ALLOCATOR'], os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XLA_PYTHON_CLIENT_")}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [memory.GPU_ALLOCATOR, str(memory.GPU_MEMORY_FRACTION)]
+    out = subprocess.run([sys.executable, "-c", probe], env={**env, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split()[0] == "platform"
+
+
 def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
     """The job scripts' allocator share, the runtime's default and the planner's are one value, and the
     runtime's check on such a GPU (its allocator's bytes_limit) sees exactly what the planner planned."""
@@ -152,6 +168,7 @@ def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
     for name in ("gpu_node.sbatch", "gpu_nodes.sbatch"):
         text = (ROOT / "slurm" / name).read_text()
         assert f"XLA_PYTHON_CLIENT_MEM_FRACTION:-{memory.GPU_MEMORY_FRACTION}}}" in text, name
+        assert f"XLA_PYTHON_CLIENT_ALLOCATOR:-{memory.GPU_ALLOCATOR}}}" in text, name
     gib = 1 << 30
     share, source = memory.gpu_allocator_share(80 * gib, {})
     assert share == int(80 * gib * memory.GPU_MEMORY_FRACTION) and "the runtime's default" in source
