@@ -141,6 +141,37 @@ def test_transforms_and_their_derivatives_equal_the_full_layout_truncated(case):
     assert "nufft" in methods or nufft_available() is not None
 
 
+@pytest.mark.parametrize("staged", [True, False], ids=["stages-cpu", "fused-then-cut-gpu"])
+def test_both_one_device_routes_equal_the_full_layout_truncated(staged, monkeypatch):
+    """On one device a compact spectrum comes from the stages of the kept lines on a CPU and is cut from the
+    fused 3D transform on a GPU (``simulator.fft.single.stages_pay``): each route, forced here, equals the full
+    layout's transforms composed with the cut and the padding, and so do their VJPs (single and slab)."""
+    from simulator.fft import single
+
+    monkeypatch.setattr(single, "stages_pay", lambda mesh: staged)
+    rng = np.random.default_rng(1)
+    for case in (SINGLE, ("slab", 1, None)):
+        fc, ff = backends(case)
+        spectral = (2, *fc.spectral_shape(real=True))
+        x, ct_x = (rng.standard_normal((2, *GRID)) for _ in range(2))
+        k, ct_k = (rng.standard_normal(spectral) + 1j * rng.standard_normal(spectral) for _ in range(2))
+
+        @functools.partial(jax.jit, compiler_options=ONCE)
+        def both(x, k, ct_k, ct_x, fc=fc, ff=ff):
+            def truncated(x):
+                return compact.from_full(ff.rfft(x), fc.compact)
+
+            def padded(k):
+                return ff.irfft(compact.to_full(k, GRID))
+
+            return {"rfft": (fc.rfft(x), truncated(x)), "irfft": (fc.irfft(k), padded(k)),
+                    "vjp rfft": (jax.vjp(fc.rfft, x)[1](ct_k)[0], jax.vjp(truncated, x)[1](ct_k)[0]),
+                    "vjp irfft": (jax.vjp(fc.irfft, k)[1](ct_x)[0], jax.vjp(padded, k)[1](ct_x)[0])}
+
+        for name, (got, expected) in both(x, k, ct_k, ct_x).items():
+            close(got, expected, f"{case[0]} {name}")
+
+
 #: meshes whose sharded compact axes are padded (48: 31 signed modes held as 32 or 36, 16 planes), one with an odd
 #: mesh axis over a signed axis (its blocks straddle the wrap: the NUFFT path must refuse it)
 MESHES = [("slab", 2, None), ("slab", 8, None), ("pencil", 4, (2, 2)), ("pencil", 8, (4, 2)), ("pencil", 6, (3, 2))]

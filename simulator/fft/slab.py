@@ -24,7 +24,8 @@ Each stage is a ``custom_partitioning`` function whose partition rule pins its o
 shardings, so XLA runs the local transform (:mod:`simulator.fft.local`: FFTW's custom call on CPU,
 or XLA's FFT) on each shard and never gathers the global array. On a one-device mesh there is nothing
 to exchange and the two stages are replaced by the fused 3D transform (the single backend's),
-measured 1.5-2.4x faster on CPU than z-then-xy with XLA's FFT.
+measured 1.5-2.4x faster on CPU than z-then-xy with XLA's FFT; a compact spectrum there is the single
+backend's too (:func:`simulator.fft.single.rfft3_compact`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,21 @@ import jax
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
-from simulator.fft import compact
 from simulator.fft.base import FFTBackend, batch_ndim
 from simulator.fft.layouts import SLAB, SlabLayout
 from simulator.fft.local import LocalFFT
-from simulator.fft.single import fft3, ifft3, irfft3, rfft3
+from simulator.fft.single import (
+    fft3,
+    fft_y_compact,
+    ifft3,
+    ifft_y_compact,
+    irfft3,
+    irfft3_compact,
+    irfft_xz_compact,
+    rfft3,
+    rfft3_compact,
+    rfft_zx_compact,
+)
 
 AXIS = SLAB
 
@@ -72,25 +83,7 @@ def _ifft_xy(local: LocalFFT, k: jax.Array) -> jax.Array:
     return local.ifftn(k, (-3, -2))
 
 
-# The compact stages (``grid``: the global shape, ``sizes``: the compact sizes): see the module docstring.
-
-
-def _rfft_zx_compact(local: LocalFFT, grid, sizes, x: jax.Array) -> jax.Array:
-    k = compact.truncate(local.rfftn(x, (-1,)), -1, sizes[2], half=True)
-    return compact.truncate(local.fftn(k, (-3,)), -3, sizes[0])
-
-
-def _fft_y_compact(local: LocalFFT, grid, sizes, k: jax.Array) -> jax.Array:
-    return compact.truncate(local.fftn(k, (-2,)), -2, sizes[1])
-
-
-def _ifft_y_compact(local: LocalFFT, grid, sizes, k: jax.Array) -> jax.Array:
-    return local.ifftn(compact.pad(k, -2, grid[1]), (-2,))
-
-
-def _irfft_xz_compact(local: LocalFFT, grid, sizes, k: jax.Array) -> jax.Array:
-    k = local.ifftn(compact.pad(k, -3, grid[0]), (-3,))
-    return local.irfftn(compact.pad(k, -1, grid[2] // 2 + 1, half=True), (-1,), grid[2])
+# The compact stages are simulator.fft.single's (the module docstring says what each does).
 
 
 # (local function, sharded spatial axis of the operand, of the result, the spatial axes whose size changes)
@@ -101,10 +94,10 @@ _STAGES: dict[str, tuple[Callable[..., jax.Array], int, int, tuple[int, ...]]] =
     "ifft_z": (_ifft_z, 1, 1, ()),
     "fft_xy": (_fft_xy, 2, 2, ()),
     "ifft_xy": (_ifft_xy, 2, 2, ()),
-    "rfft_zx_compact": (_rfft_zx_compact, 1, 1, (0, 2)),
-    "fft_y_compact": (_fft_y_compact, 2, 2, (1,)),
-    "ifft_y_compact": (_ifft_y_compact, 2, 2, (1,)),
-    "irfft_xz_compact": (_irfft_xz_compact, 1, 1, (0, 2)),
+    "rfft_zx_compact": (rfft_zx_compact, 1, 1, (0, 2)),
+    "fft_y_compact": (fft_y_compact, 2, 2, (1,)),
+    "ifft_y_compact": (ifft_y_compact, 2, 2, (1,)),
+    "irfft_xz_compact": (irfft_xz_compact, 1, 1, (0, 2)),
 }
 
 
@@ -150,14 +143,16 @@ class SlabFFT(SlabLayout, FFTBackend):
         out = self.spectral_sharding(batch_ndim(x))
         if self.compact is not None:
             return self._run(x, "rfft_zx_compact", "fft_y_compact", out,
-                             lambda local, x: compact.from_full(rfft3(local, x), self.compact), self.shape, self.compact)
+                             lambda local, x: rfft3_compact(local, self.shape, self.compact, x, self.mesh),
+                             self.shape, self.compact)
         return self._run(x, "rfft_z", "fft_xy", out, rfft3)
 
     def _irfft(self, k: jax.Array) -> jax.Array:
         out = self.real_sharding(batch_ndim(k))
         if self.compact is not None:
             return self._run(k, "ifft_y_compact", "irfft_xz_compact", out,
-                             lambda local, k: irfft3(local, compact.to_full(k, self.shape)), self.shape, self.compact)
+                             lambda local, k: irfft3_compact(local, self.shape, self.compact, k, self.mesh),
+                             self.shape, self.compact)
         return self._run(k, "ifft_xy", "irfft_z", out, irfft3)
 
     def _fft(self, x: jax.Array) -> jax.Array:
