@@ -3,8 +3,9 @@
 over two processes started as ``simulator launch`` starts them: simulator/launch.py), with the cost of
 distribution measured, not projected.
 
-Per layout and N (float64 IF-RK4 Taylor-Green, slab backend, local FFT path ``--fft-path``), in one
-process per layout (each layout needs its own device count and threads before JAX starts):
+Per layout, N and spectral layout (``--spectra``: ``fft.layout`` full and compact, both compiled and timed in
+the same process and rounds; float64 IF-RK4 Taylor-Green, slab backend, local FFT path ``--fft-path``), in
+one process per layout (each layout needs its own device count and threads before JAX starts):
 
 * ``step_ms``: median wall time per step of the compiled chunk (the run loop's program);
 * ``fft_ms``: the step's transforms alone, as the step makes them (kinds, batch shapes, order and loops
@@ -49,6 +50,8 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 128], help="cubic grid sizes N")
     p.add_argument("--fft-path", default="auto", choices=["auto", "fftw", "xla"], help="local FFT path")
+    p.add_argument("--spectra", nargs="+", default=["full", "compact"], choices=["full", "compact"],
+                   help="spectral layouts (fft.layout), measured in the same process and rounds")
     p.add_argument("--steps", type=int, default=3, help="steps per timed chunk")
     p.add_argument("--repeats", type=int, default=3, help="timed rounds (median reported)")
     p.add_argument("--out", default="outputs/bench", help="directory for scaling.csv and scaling.json")
@@ -57,9 +60,11 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def exchange_seconds(sim: Any, count: int, repeats: int) -> float:
+def exchange_seconds(sim: Any, count: int, exchanged_bytes: float, repeats: int) -> float:
     """Seconds of ``count`` all-to-alls of one transform's exchange on the simulation's slab, alternating
-    between y- and kz-sharding of a three-field complex half spectrum, looped in one compiled call."""
+    between y- and kz-sharding of a complex spectrum of the step's own (``exchanged_bytes`` per device over
+    the ``count`` exchanges: three fields of the half spectrum, or one component of the compact one,
+    (Kx, Ny, Kz), as the compact stages exchange it), looped in one compiled call."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
@@ -69,8 +74,13 @@ def exchange_seconds(sim: Any, count: int, repeats: int) -> float:
 
     mesh = sim.fft.mesh
     n = sim.fft.shape
+    kx, kz = (sim.fft.compact[0], sim.fft.compact[2]) if sim.fft.compact else (n[0], n[2] // 2)
+    fields = exchanged_bytes / count * mesh.devices.size / (16 * kx * n[1] * kz)  # complex128
+    if fields != round(fields):
+        raise RuntimeError(f"an exchange of {exchanged_bytes / count:.0f} B per device is no whole number of fields")
     spec = PartitionSpec(None, None, None, AXIS)
-    x = jax.jit(lambda: jnp.zeros((3, n[0], n[1], n[2] // 2), jnp.complex128), out_shardings=NamedSharding(mesh, spec))()
+    x = jax.jit(lambda: jnp.zeros((round(fields), kx, n[1], kz), jnp.complex128),
+                out_shardings=NamedSharding(mesh, spec))()
 
     def body(_, k):
         k = jax.lax.all_to_all(k, AXIS, split_axis=2, concat_axis=3, tiled=True)  # kz-sharded -> y-sharded
@@ -100,18 +110,23 @@ def worker(args: argparse.Namespace) -> None:
     path = args.fft_path if args.fft_path != "auto" else ("fftw" if local.native()[0] is not None else "xla")
     rows = []
     for n in args.sizes:
-        overrides = [f"grid.shape={n}", "physics.name=navier_stokes", "time.integrator=rk4",
-                     "initial.name=taylor_green", "time.dt=1e-3", "precision=float64"]
-        run = prepare(config_mod, Simulation, overrides, jax.devices(), path, args.steps, "rk4")
-        state = plan.abstract_state(run.sim)
-        traffic = cost.hlo_traffic(plan.compiled_programs(run.sim, state, ["step"])["step"].as_text())
-        a2a = int(traffic.collectives.get("all-to-all", 0))
-        times = timed_interleaved({"step": run.chunk, "fft": run.ffts}, repeats=args.repeats)
-        exchange = exchange_seconds(run.sim, a2a, args.repeats) if a2a else 0.0
-        rows.append({"N": n, "fft_path": path, "devices": jax.device_count(), "processes": jax.process_count(),
-                     "step_ms": 1e3 * times["step"] / args.steps, "fft_ms": 1e3 * times["fft"] / args.steps,
-                     "a2a_per_step": a2a, "a2a_ms": 1e3 * exchange,
-                     "local_fft": run.sim.fft.local.describe(jax.default_backend())})
+        runs, fns = {}, {}
+        for spectra in args.spectra:
+            overrides = [f"grid.shape={n}", "physics.name=navier_stokes", "time.integrator=rk4",
+                         "initial.name=taylor_green", "time.dt=1e-3", "precision=float64", f"fft.layout={spectra}"]
+            runs[spectra] = run = prepare(config_mod, Simulation, overrides, jax.devices(), path, args.steps, "rk4")
+            fns[(spectra, "step")], fns[(spectra, "fft")] = run.chunk, run.ffts
+        times = timed_interleaved(fns, repeats=args.repeats)
+        for spectra, run in runs.items():
+            state = plan.abstract_state(run.sim)
+            traffic = cost.hlo_traffic(plan.compiled_programs(run.sim, state, ["step"])["step"].as_text())
+            a2a = int(traffic.collectives.get("all-to-all", 0))
+            exchange = exchange_seconds(run.sim, a2a, traffic.exchanged_bytes, args.repeats) if a2a else 0.0
+            rows.append({"N": n, "spectra": spectra, "spectrum": run.sim.fft.describe_layout().removeprefix(", "),
+                         "fft_path": path, "devices": jax.device_count(), "processes": jax.process_count(),
+                         "step_ms": 1e3 * times[(spectra, "step")] / args.steps,
+                         "fft_ms": 1e3 * times[(spectra, "fft")] / args.steps, "a2a_per_step": a2a,
+                         "a2a_ms": 1e3 * exchange, "local_fft": run.sim.fft.local.describe(jax.default_backend())})
     if jax.process_index() == 0:
         Path(args.worker).write_text(json.dumps(rows))
 
@@ -128,7 +143,7 @@ def run_layout(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
         result = Path(tmp) / "rows.json"
         argv = [sys.executable, __file__, "--worker", str(result), "--cpu-devices", str(devices),
                 "--fft-path", args.fft_path, "--steps", str(args.steps), "--repeats", str(args.repeats),
-                "--sizes", *map(str, args.sizes)]
+                "--sizes", *map(str, args.sizes), "--spectra", *args.spectra]
         saved = dict(os.environ)
         os.environ.clear()
         os.environ.update(env)  # launch() hands its own environment to the children
@@ -152,16 +167,16 @@ def main() -> int:
     rows = []
     for name in LAYOUTS:
         rows.extend(run_layout(name, args))
-    base = {r["N"]: r["step_ms"] for r in rows if r["layout"] == next(iter(LAYOUTS))}
+    base = {(r["N"], r["spectra"]): r["step_ms"] for r in rows if r["layout"] == next(iter(LAYOUTS))}
     load = os.getloadavg()[0]
     print(f"# strong scaling, float64 rk4 Taylor-Green, slab; load average {load:.1f} on {os.cpu_count()} cores")
-    print(f"{'N':>4s} {'layout':24s} {'path':4s} {'step ms':>9s} {'fft ms':>9s} {'a2a':>4s} {'a2a ms':>8s} "
+    print(f"{'N':>4s} {'spectra':7s} {'layout':24s} {'path':4s} {'step ms':>9s} {'fft ms':>9s} {'a2a':>4s} {'a2a ms':>8s} "
           f"{'local ms':>9s} {'a2a share':>9s} {'speedup':>7s}")
-    for r in sorted(rows, key=lambda r: (r["N"], list(LAYOUTS).index(r["layout"]))):
+    for r in sorted(rows, key=lambda r: (r["N"], r["spectra"], list(LAYOUTS).index(r["layout"]))):
         r["local_ms"] = r["step_ms"] - r["a2a_ms"]
-        r["speedup"] = base[r["N"]] / r["step_ms"]
+        r["speedup"] = base[(r["N"], r["spectra"])] / r["step_ms"]
         r["load_average"] = load
-        print(f"{r['N']:4d} {r['layout']:24s} {r['fft_path']:4s} {r['step_ms']:9.1f} {r['fft_ms']:9.1f} "
+        print(f"{r['N']:4d} {r['spectra']:7s} {r['layout']:24s} {r['fft_path']:4s} {r['step_ms']:9.1f} {r['fft_ms']:9.1f} "
               f"{r['a2a_per_step']:4d} {r['a2a_ms']:8.1f} {r['local_ms']:9.1f} "
               f"{r['a2a_ms'] / r['step_ms']:9.2f} {r['speedup']:7.2f}", flush=True)
     print(write_results(args.out, "scaling", rows, {"argv": sys.argv, "load_average": load, "cores": os.cpu_count()}))
