@@ -334,11 +334,45 @@ def test_slice_axes_and_colour_bars_carry_units(runs, figures):
     assert ax.get_title().endswith(" code units")
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
         panels = run_plots.slice_panels(snap, "density", 2, equations.get("fdm_cosmo"), "Mpc/h")
-    assert panels[0].title.startswith("density, mid-plane z = ") and panels[0].title.endswith(" Mpc/h")
+    assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and panels[0].title.endswith(" Mpc/h")
     assert all(r"\rho_{\rm crit,0}" in p.label for p in panels)
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
         assert all("[" not in p.label for p in run_plots.slice_panels(snap, "density", 2,
                                                                         equations.get("schrodinger_poisson")))
+
+
+def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_redshift(runs, figures):
+    """fdm_cosmo's time series against redshift z, decreasing to the right (1 + z on an inverted log axis,
+    its ticks labelled by z), not against its run time ln(a/a_start); its titles say "redshift z = ...", and
+    a slice's plane is placed by its z-coordinate, which cannot read as a redshift. A run in code units
+    keeps t."""
+    info = equations.get("fdm_cosmo")
+    config = {"name": "fdm_cosmo", "grid": {"shape": [16] * 3},
+              "physics": {"name": "fdm_cosmo", "z_start": 127.0, "z_end": 5.0}}
+    t = np.linspace(0.0, np.log(128 / 6), 9)  # a from 1/128 (z = 127) to 1/6 (z = 5)
+    series = {"time": t, **{c: 1.0 + t for c in ("mass", "kinetic", "potential", "total", "max_density")},
+              "layzer_irvine": 1e-4 * t}
+    fig = run_plots.timeseries_figure(series, config, info)
+    bottom = fig.axes[-1]
+    assert bottom.get_xlabel() == "redshift z" and bottom.get_xscale() == "log"
+    left, right = bottom.get_xlim()
+    assert left > right and left == pytest.approx(128) and right == pytest.approx(6)  # z falls to the right
+    np.testing.assert_allclose(bottom.lines[0].get_xdata(), 1 / (np.exp(t) / 128))  # drawn at 1 + z
+    fig.canvas.draw()
+    ticks = {float(label.get_text()): x for x, label in zip(bottom.get_xticks(), bottom.get_xticklabels())
+             if label.get_text()}
+    assert len(ticks) >= 3 and all(x == pytest.approx(1 + z) for z, x in ticks.items())
+    assert fig._suptitle.get_text().endswith("redshift z = 127 – 5")
+    assert "ln" not in " ".join(ax.get_xlabel() for ax in fig.axes)
+    ns = run_plots.timeseries_figure(read_timeseries(runs / "ns" / "timeseries.csv"),
+                                     yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"],
+                                     equations.get("navier_stokes"))
+    assert ns.axes[-1].get_xlabel() == "t (code units)" and ns.axes[-1].get_xscale() == "linear"
+    # a slice's heading: "redshift z = 31"; its plane: "mid-plane at z-coordinate 0.5 Mpc/h"
+    with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
+        panels = run_plots.slice_panels(snap, "density", 2, info, "Mpc/h")
+    assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and "z = " not in panels[0].title
+    assert info.params(z_start=127.0).clock().time_label(np.log(4.0)) == "redshift z = 31"
 
 
 def test_a_curve_with_nothing_to_draw_has_no_legend_entry(runs, figures):
