@@ -304,6 +304,28 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
     assert np.isfinite(np.asarray(curves[1].get_ydata(), dtype=float)).sum() == int(cutoff)  # every resolved shell
 
 
+def test_a_spectrum_with_nothing_to_draw_has_no_legend_entry():
+    """A row with nothing above the floor (a passive scalar's variance spectrum at t = 0, all zero) draws no
+    line, so it gets no legend entry in the spectra and the compensated spectra; the others keep theirs."""
+    from simulator.plots.spectra import compensated_figure, drawn, spectra_figure
+    from simulator.plots.spectra_panels import side_by_side_figure
+
+    k = np.arange(12.0)
+    power = np.array([np.zeros_like(k), np.exp(-k), np.exp(-0.5 * k)])
+    times = [0.0, 1.0, 2.0]
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [16] * 3, "box": [2 * np.pi] * 3}}
+    info = equations.get("navier_stokes")
+    for fig in (spectra_figure(k, power, times, config, info, name="scalar0_variance"),
+                compensated_figure(k, power, times, None, None, config, info, eps=np.array([0.0, 0.1, 0.1])),
+                side_by_side_figure(k, {"energy": power[::-1], "potential_energy": power}, times, config,
+                                    equations.get("boussinesq"), *drawn(k, config, info), "code units")):
+        ax = next(ax for ax in fig.axes if ax.get_legend())  # side by side: the potential energy's panel
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "t = 0.00" not in labels and {"t = 1.00", "t = 2.00"} <= set(labels), labels
+        lines = [line for line in ax.lines if np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any()]
+        assert all(not line.get_label().startswith("_") for line in lines)
+
+
 def test_slice_pixels_are_centred_on_grid_points_and_fill_the_canvas(runs, figures):
     for name, second in (("ns", "vorticity z component, same plane"), ("sp", "density averaged along z")):
         config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
