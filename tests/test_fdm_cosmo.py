@@ -131,7 +131,7 @@ def test_config_resolves_redshifts_into_times():
     assert cfg.physics.self_interaction == pytest.approx(cosmology.self_interaction_of_decay_constant(1e17, 1, 0.7))
     assert C.from_dict(C.to_dict(cfg)) == cfg  # resolving is idempotent (a run's config.yaml loads back)
     params = FDMCosmoParams()
-    assert params.clock().time_label(math.log(32)) == "z = 3" and params.clock().output_attrs(0.0)["redshift"] == pytest.approx(127)
+    assert params.clock().time_label(math.log(32)) == "redshift z = 3" and params.clock().output_attrs(0.0)["redshift"] == pytest.approx(127)
     bad = {"time.t_end=2.0": "time.t_end", "physics.z_end=200": "physics.z_end",
            "physics.output_redshifts=[1]": "physics.output_redshifts",
            "physics.omega_lambda=5": "physics.omega_lambda", "physics.spectrum_file=/nonexistent": "physics.spectrum_file"}

@@ -229,3 +229,44 @@ def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_pa
                        text=True, timeout=300, check=False)
     assert r.returncode == 2 and r.stderr.startswith(f"error: particles[0].path = '{path}' {problem}"), r.stderr[-2000:]
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def _table(section: str, heading: str) -> dict[str, str]:
+    """``{dataset: shape}`` of the table after ``heading`` in ``section`` (a row may name two datasets)."""
+    rows = section.split(heading)[1].split("\n\n")[1]
+    out = {}
+    for line in rows.splitlines()[2:]:
+        names, shape = line.split("|")[1:3]
+        for name in names.replace("`", "").split(","):
+            out[name.strip()] = shape.strip().strip("`")
+    return out
+
+
+def test_the_files_reference_lists_every_particle_file_and_dataset_a_run_writes(tmp_path):
+    """docs/reference/files.md names every file under ``particles/`` (step and process numbers as
+    NNNNNNNN and RRRR), and every dataset of a particle snapshot and of trajectories.h5 with its shape:
+    N particles in all, M recorded, T rows."""
+    import re
+
+    files_md = (ROOT / "docs" / "reference" / "files.md").read_text()
+    run = tmp_path / "run"
+    assert simulator.run_config(_config(**{"time.t_end": 0.1}), run) == 0
+    written = {re.sub(r"p\d{4}\.h5$", "pRRRR.h5", re.sub(r"s\d{8}", "sNNNNNNNN", str(p.relative_to(run))))
+               for p in (run / "particles").rglob("*") if p.is_file()}
+    assert {"particles/trajectories.h5", "particles/series.xdmf"} < written
+    for path in written:
+        stem = path.removesuffix(".xdmf")
+        assert f"`{path}`" in files_md or (path.endswith(".xdmf") and f"`{stem}.h5` (+ `.xdmf`)" in files_md), path
+    section = files_md.split("## Particles")[1]
+    index = sorted(run.glob("particles/s*.h5"))[-1]
+    with h5py.File(index) as snap, h5py.File(run / "particles" / "trajectories.h5") as traj:
+        sizes = {"N": snap["id"].shape[0], "M": traj["id"].shape[0], "T": traj["time"].shape[0]}
+        assert sizes["N"] == sum(s["count"] for s in SPECIES) and sizes["T"] >= 2
+        for table, f in (("`particles/sNNNNNNNN.h5`", snap), ("`particles/trajectories.h5` (", traj)):
+            documented = _table(section, table)
+            assert sorted(documented) == sorted(f), (table, sorted(documented), sorted(f))
+            for name, shape in documented.items():
+                dims = tuple(sizes.get(d.strip(), None) or int(d) for d in shape.strip("()").split(",") if d.strip())
+                assert dims == f[name].shape, (table, name, shape, f[name].shape)
+        for attribute in (*snap.attrs, *traj.attrs):
+            assert f"`{attribute}`" in files_md, attribute

@@ -304,6 +304,28 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
     assert np.isfinite(np.asarray(curves[1].get_ydata(), dtype=float)).sum() == int(cutoff)  # every resolved shell
 
 
+def test_a_spectrum_with_nothing_to_draw_has_no_legend_entry():
+    """A row with nothing above the floor (a passive scalar's variance spectrum at t = 0, all zero) draws no
+    line, so it gets no legend entry in the spectra and the compensated spectra; the others keep theirs."""
+    from simulator.plots.spectra import compensated_figure, drawn, spectra_figure
+    from simulator.plots.spectra_panels import side_by_side_figure
+
+    k = np.arange(12.0)
+    power = np.array([np.zeros_like(k), np.exp(-k), np.exp(-0.5 * k)])
+    times = [0.0, 1.0, 2.0]
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [16] * 3, "box": [2 * np.pi] * 3}}
+    info = equations.get("navier_stokes")
+    for fig in (spectra_figure(k, power, times, config, info, name="scalar0_variance"),
+                compensated_figure(k, power, times, None, None, config, info, eps=np.array([0.0, 0.1, 0.1])),
+                side_by_side_figure(k, {"energy": power[::-1], "potential_energy": power}, times, config,
+                                    equations.get("boussinesq"), *drawn(k, config, info), "code units")):
+        ax = next(ax for ax in fig.axes if ax.get_legend())  # side by side: the potential energy's panel
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "t = 0.00" not in labels and {"t = 1.00", "t = 2.00"} <= set(labels), labels
+        lines = [line for line in ax.lines if np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any()]
+        assert all(not line.get_label().startswith("_") for line in lines)
+
+
 def test_slice_pixels_are_centred_on_grid_points_and_fill_the_canvas(runs, figures):
     for name, second in (("ns", "vorticity z component, same plane"), ("sp", "density averaged along z")):
         config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
@@ -334,11 +356,45 @@ def test_slice_axes_and_colour_bars_carry_units(runs, figures):
     assert ax.get_title().endswith(" code units")
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
         panels = run_plots.slice_panels(snap, "density", 2, equations.get("fdm_cosmo"), "Mpc/h")
-    assert panels[0].title.startswith("density, mid-plane z = ") and panels[0].title.endswith(" Mpc/h")
+    assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and panels[0].title.endswith(" Mpc/h")
     assert all(r"\rho_{\rm crit,0}" in p.label for p in panels)
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
         assert all("[" not in p.label for p in run_plots.slice_panels(snap, "density", 2,
                                                                         equations.get("schrodinger_poisson")))
+
+
+def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_redshift(runs, figures):
+    """fdm_cosmo's time series against redshift z, decreasing to the right (1 + z on an inverted log axis,
+    its ticks labelled by z), not against its run time ln(a/a_start); its titles say "redshift z = ...", and
+    a slice's plane is placed by its z-coordinate, which cannot read as a redshift. A run in code units
+    keeps t."""
+    info = equations.get("fdm_cosmo")
+    config = {"name": "fdm_cosmo", "grid": {"shape": [16] * 3},
+              "physics": {"name": "fdm_cosmo", "z_start": 127.0, "z_end": 5.0}}
+    t = np.linspace(0.0, np.log(128 / 6), 9)  # a from 1/128 (z = 127) to 1/6 (z = 5)
+    series = {"time": t, **{c: 1.0 + t for c in ("mass", "kinetic", "potential", "total", "max_density")},
+              "layzer_irvine": 1e-4 * t}
+    fig = run_plots.timeseries_figure(series, config, info)
+    bottom = fig.axes[-1]
+    assert bottom.get_xlabel() == "redshift z" and bottom.get_xscale() == "log"
+    left, right = bottom.get_xlim()
+    assert left > right and left == pytest.approx(128) and right == pytest.approx(6)  # z falls to the right
+    np.testing.assert_allclose(bottom.lines[0].get_xdata(), 1 / (np.exp(t) / 128))  # drawn at 1 + z
+    fig.canvas.draw()
+    ticks = {float(label.get_text()): x for x, label in zip(bottom.get_xticks(), bottom.get_xticklabels())
+             if label.get_text()}
+    assert len(ticks) >= 3 and all(x == pytest.approx(1 + z) for z, x in ticks.items())
+    assert fig._suptitle.get_text().endswith("redshift z = 127 – 5")
+    assert "ln" not in " ".join(ax.get_xlabel() for ax in fig.axes)
+    ns = run_plots.timeseries_figure(read_timeseries(runs / "ns" / "timeseries.csv"),
+                                     yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"],
+                                     equations.get("navier_stokes"))
+    assert ns.axes[-1].get_xlabel() == "t (code units)" and ns.axes[-1].get_xscale() == "linear"
+    # a slice's heading: "redshift z = 31"; its plane: "mid-plane at z-coordinate 0.5 Mpc/h"
+    with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
+        panels = run_plots.slice_panels(snap, "density", 2, info, "Mpc/h")
+    assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and "z = " not in panels[0].title
+    assert info.params(z_start=127.0).clock().time_label(np.log(4.0)) == "redshift z = 31"
 
 
 def test_a_curve_with_nothing_to_draw_has_no_legend_entry(runs, figures):

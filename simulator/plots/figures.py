@@ -8,12 +8,14 @@ backend switch) and matplotlib's default style whatever a matplotlibrc says, so 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib.style
+import matplotlib.ticker
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -24,6 +26,9 @@ FIGSIZE = (8.0, 5.0)
 DPI = 120
 #: width and height of every PNG written here, FIGSIZE * DPI
 PIXELS = (960, 600)
+
+#: the redshifts a redshift axis labels, those within the run's range
+REDSHIFT_TICKS = (0, 0.5, 1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
 
 # Matplotlib's defaults for the duration of a call: a user's matplotlibrc (savefig.bbox: tight, another
 # dpi) would otherwise change the size of the PNGs, which frames for a movie must keep.
@@ -93,3 +98,41 @@ def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
 def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
     """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
     return physics_of(config, info).clock().time_label(t) or f"t = {format_time(t)}"
+
+
+def time_window(config: dict[str, Any], info: EquationInfo, t0: float, t1: float) -> str:
+    """A span of run time as a title reads it: ``t = 0.00 – 2.00``, ``redshift z = 127 – 5``."""
+    return f"{time_label(config, info, t0)} – {time_label(config, info, t1).split('= ')[-1]}"
+
+
+def time_axis(config: dict[str, Any], info: EquationInfo,
+              t: np.ndarray) -> tuple[np.ndarray, Callable[[Axes], None]]:
+    """What a figure draws against run time ``t``, and how to label that x-axis (call it on the bottom axes).
+
+    A run whose clock has a redshift among its time coordinates (a cosmological run, whose run time is
+    ln(a/a_start)) reads in redshift z, decreasing to the right as cosmologists draw it: 1 + z on an
+    inverted log axis (evenly spaced in ln a, as the run steps), its ticks labelled by z. Any other run:
+    t in its clock's time unit.
+    """
+    clock = physics_of(config, info).clock()
+    t = np.asarray(t, dtype=float)
+    z = np.array([clock.time_coordinates(float(x)).get("z", np.nan) for x in t])
+    if t.size == 0 or not np.all(np.isfinite(z)):
+        units = clock.units().get("time", "code units")
+        return t, lambda ax: ax.set_xlabel(f"t ({units})")
+    lo, hi = float(z.min()), float(z.max())
+
+    def redshift(ax: Axes) -> None:
+        ax.set_xscale("log")
+        ax.set_xlim(1 + hi, 1 + lo) if hi > lo else ax.set_xlim(1.1 * (1 + hi), (1 + lo) / 1.1)
+        ticks = [v for v in REDSHIFT_TICKS if lo <= v <= hi]
+        span = np.log((1 + hi) / (1 + lo)) or 1.0
+        for end in (hi, lo):  # the run's first and last redshift, unless a round one is next to it
+            if all(abs(np.log((1 + end) / (1 + v))) > 0.06 * span for v in ticks):
+                ticks.append(end)
+        ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator([1 + v for v in ticks]))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x - 1:.4g}"))
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("redshift z")
+
+    return 1 + z, redshift

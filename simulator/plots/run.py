@@ -51,8 +51,8 @@ from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (Figures, default_style, figure, format_time, heading, note, physics_of, save,
-                                     time_label, wide_positive)
+from simulator.plots.figures import (Figures, default_style, figure, heading, note, physics_of, save, time_axis,
+                                     time_label, time_window, wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
@@ -90,7 +90,7 @@ def _columns(curve: Curve, series: dict[str, np.ndarray]) -> list[Curve]:
 def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], info: EquationInfo) -> Figure:
     """One panel per ``info.plot.panels`` against ``series["time"]``; a panel none of whose columns the
     run has (the scalars' of a run without) is left out."""
-    t = series["time"]
+    t, dress = time_axis(config, info, series["time"])
     panels = [(panel, lines) for panel in info.plot.panels
               if (lines := [c for curve in panel.curves for c in _columns(curve, series)])]
     fig, axes = figure(len(panels), 1, sharex=True)
@@ -110,9 +110,9 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
         if ax.lines:
             ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel(f"t ({physics_of(config, info).clock().units().get('time', 'code units')})")
+    dress(axes[-1, 0])
     fig.align_ylabels()
-    fig.suptitle(heading(config, f"t = {format_time(t[0])} – {format_time(t[-1])}"))
+    fig.suptitle(heading(config, time_window(config, info, float(series["time"][0]), float(series["time"][-1]))))
     return fig
 
 
@@ -201,11 +201,11 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
     if vector and style.stacked:  # n scalar fields: the first few, each its own panel
-        return [Panel(f"{field} {i}, mid-plane {AXES[axis]} = {where:.3g} {length}",
+        return [Panel(f"{field} {i}, mid-plane at {AXES[axis]}-coordinate {where:.3g} {length}",
                       label.replace(symbol, f"{symbol}_{i}") + unit,
                       style.cmap, _shown(style, plane[i], False), symmetric=True)
                 for i in range(min(shape[0], STACKED_PANELS))]
-    panels = [Panel(f"{field}, mid-plane {AXES[axis]} = {where:.3g} {length}", label + unit, style.cmap,
+    panels = [Panel(f"{field}, mid-plane at {AXES[axis]}-coordinate {where:.3g} {length}", label + unit, style.cmap,
                     _shown(style, plane, vector))]
     if vector:
         name = symbol.strip("|").strip() if symbol.startswith("|") else symbol

@@ -165,7 +165,9 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
 
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     for row, t, rate, colour in zip(power[:, shells], times, rates, colours, strict=True):
-        ax.semilogx(k[shells], shown(row, rate), "o-", ms=2, lw=0.8, color=colour, label=time_label(config, info, t))
+        values = shown(row, rate)  # a row with nothing to draw (a scalar's spectrum at t = 0) gets no legend entry
+        ax.semilogx(k[shells], values, "o-", ms=2, lw=0.8, color=colour,
+                    label=time_label(config, info, t) if np.isfinite(values).any() else None)
     if mean is not None and window is not None:
         t0, t1, count = window
         ax.semilogx(k[shells], shown(mean[shells], 1.0 if eps is None else eps_mean), "k-", lw=2.5,
@@ -203,7 +205,8 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     reference_labelled = False
     for i, (values, t, colour) in enumerate(zip(shown, times, colours, strict=True)):
-        ax.loglog(k[shells], values, "o-", ms=3, color=colour, label=time_label(config, info, t))
+        ax.loglog(k[shells], values, "o-", ms=3, color=colour,  # nothing to draw (all zero at t = 0): no legend entry
+                  label=time_label(config, info, t) if np.isfinite(values).any() else None)
         if reference is not None:
             ref = above_floor(reference[i, shells])
             visible = np.isfinite(ref).any()  # a reference wholly below the floor gets no legend entry

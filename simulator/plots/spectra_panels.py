@@ -38,7 +38,9 @@ def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: S
     for column, name in enumerate(names):
         top, bottom = axes[0, column], axes[1, column]
         for row, t, colour in zip(table[name][:, shells], times, colours, strict=True):
-            top.loglog(k[shells], above_floor(row), "o-", ms=2, lw=0.8, color=colour, label=time_label(config, info, t))
+            values = above_floor(row)  # nothing to draw (a potential energy at rest, t = 0): no legend entry
+            top.loglog(k[shells], values, "o-", ms=2, lw=0.8, color=colour,
+                       label=time_label(config, info, t) if np.isfinite(values).any() else None)
         top.set_title(info.spectra.get(name, name).split(":")[0], fontsize="small")
         top.grid(alpha=0.3, which="both")
         drawn = False

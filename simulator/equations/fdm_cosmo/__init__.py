@@ -171,7 +171,7 @@ class ComovingClock(Clock):
         return {"a": a, "z": 1.0 / a - 1.0}
 
     def time_label(self, t: float) -> str:
-        return f"z = {1.0 / (self.physics.a_start * math.exp(t)) - 1.0:.4g}"
+        return f"redshift z = {1.0 / (self.physics.a_start * math.exp(t)) - 1.0:.4g}"  # not a coordinate z
 
     def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
         """The Layzer-Irvine residual R = E - E_start + int (2K + W + 3U) dln a, over |W|, continued from
