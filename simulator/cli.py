@@ -209,6 +209,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from simulator import runtime
     from simulator.fft import BACKENDS
     from simulator.fft.check import check_transform
+    from simulator.fft.local import resolve as resolve_local_fft
 
     names = sorted(BACKENDS) if args.all_backends else [cfg.fft.backend]
     dtype = jnp.float64 if cfg.precision == "float64" else jnp.float32
@@ -216,6 +217,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if rank0:
         print(f"FFT self-check on {jax.device_count()} {jax.default_backend()} device(s), "
               f"{jax.process_count()} process(es), grid {list(cfg.grid.shape)}, {cfg.precision}")
+        # which local FFT the backends that run their own transforms use (FFTW, or XLA's FFT and why)
+        platform = jax.default_backend()
+        local = resolve_local_fft(None, jax.local_device_count(), platform=platform)
+        print(f"local FFT: {local.describe(platform)}")
         print(f"{'backend':10s} {'mesh':8s} {'kind':7s} {'fwd err':>9s} {'roundtrip':>9s} "
               f"{'a2a fwd/inv':>11s} {'gather':>6s}  result")
     failed = 0

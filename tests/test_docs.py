@@ -25,6 +25,7 @@ QUICKSTART = ("bash scripts/setup.sh && .venv/bin/simulator run configs/taylor_g
 PLOT = ".venv/bin/simulator plot outputs/quickstart"
 TEST = "bash scripts/setup.sh && .venv/bin/python -m pytest"
 BUILD = "bash scripts/setup.sh && .venv/bin/mkdocs build"
+CHECK = "bash scripts/setup.sh && .venv/bin/simulator check --cpu-devices 4 --all-backends"
 SWEEP = [".venv/bin/simulator sweep configs/sweeps/tg_viscosity.yaml",
          ".venv/bin/simulator sweep configs/sweeps/tg_viscosity.yaml --local",
          ".venv/bin/simulator sweep outputs/tg_viscosity --collect"]
@@ -139,7 +140,27 @@ def test_every_example_of_every_page_is_run_or_says_why_not():
     assert not unaccounted, "blocks no test runs:\n" + "\n".join(unaccounted)
 
 
-# ---- getting started: the quickstart and its plots, the configs it lists ------------------------------------
+# ---- getting started: the one-minute install check, the quickstart and its plots, the configs it lists ------
+
+@pytest.mark.slow
+def test_the_one_minute_install_check_as_written():
+    """The install check of the README and getting-started prints what they say: the local FFT on its
+    second line, then one row per backend and kind, every registered backend's, each ending in ok."""
+    from simulator.fft import BACKENDS
+
+    for rel in ("README.md", "docs/getting-started.md"):
+        text = (ROOT / rel).read_text()
+        assert CHECK in text and "local FFT: xla (" in text and "local FFT: fftw (" in text, rel
+    done = shell(CHECK)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("FFT self-check on 4 cpu device(s)"), done.stdout
+    assert re.match(r"local FFT: (fftw \(FFTW \d|xla \(.+\))", lines[1]), done.stdout
+    rows = lines[3:]
+    assert {row.split()[0] for row in rows} == set(BACKENDS), done.stdout
+    assert all(row.endswith(" ok") for row in rows), done.stdout
+
+
 
 @pytest.mark.slow
 def test_quickstart_and_its_plots_as_written():

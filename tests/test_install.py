@@ -1,0 +1,85 @@
+"""The project installed as people install it: ``pip install`` of a copy of the checkout into a fresh
+virtual environment on a machine without a C++ compiler (so without the optional FFTW extension), then
+the installed ``simulator`` command run from a directory outside the project with a clean environment.
+
+No network: the new environment sees the running environment's packages (JAX and friends) through a
+path file, the build runs without isolation against them, and pip never looks at an index. The copy
+holds what a clone holds (no build/, no egg-info, no compiled extension of the checkout), so nothing
+the checkout has built can stand in for what the install must produce.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+#: what a clone does not have (.gitignore's build outputs) or an install must not pick up
+NOT_CLONED = shutil.ignore_patterns(".git", ".venv", "build", "site", "outputs", "*.egg-info", "__pycache__",
+                                    ".pytest_cache", ".ruff_cache", "_fftw*.so")
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"{command}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.mark.slow
+def test_pip_install_into_a_fresh_venv_without_a_compiler_runs_on_xlas_fft(tmp_path):
+    source, venv, elsewhere = tmp_path / "simulator-src", tmp_path / "venv", tmp_path / "elsewhere"
+    shutil.copytree(ROOT, source, ignore=NOT_CLONED)
+    elsewhere.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # the running environment's packages as plain path entries: its own .pth files (an editable install of
+    # the checkout among them) are not processed, and the venv's site-packages comes first
+    outer = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    (site / "outer-environment.pth").write_text("".join(f"{p}\n" for p in outer))
+
+    # a clean environment: nothing points into the checkout, no FFT path forced, no compiler to be found
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHON", "SIMULATOR_", "XLA_", "JAX_", "PIP_", "FFTW_")) and k != "VIRTUAL_ENV"}
+    build_env = {**env, "CC": str(tmp_path / "no-compiler" / "cc"), "CXX": str(tmp_path / "no-compiler" / "c++"),
+                 "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-build-isolation",
+         "--no-index", "--no-cache-dir", str(source)], elsewhere, build_env, timeout=300)
+
+    # the installed package is the venv's, whole: every module and data file of the checkout's package
+    where = run([str(python), "-c", "import simulator; print(simulator.__file__)"], elsewhere, env).stdout.strip()
+    package = Path(where).parent
+    assert package.is_relative_to(venv) and not package.is_relative_to(ROOT), where
+    wanted = {p.relative_to(ROOT / "simulator") for p in (ROOT / "simulator").rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".so" and "native" not in p.parts}
+    installed = {p.relative_to(package) for p in package.rglob("*") if p.is_file()}
+    assert wanted <= installed, sorted(map(str, wanted - installed))
+    assert not list(package.rglob("_fftw*.so"))  # no compiler: the optional extension was not built
+
+    simulator = str(venv / "bin" / "simulator")
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert run([simulator, "--version"], elsewhere, env).stdout.startswith(f"simulator {version} (jax ")
+
+    check = run([simulator, "check", "--cpu-devices", "2", "--set", "grid.shape=16"], elsewhere, env).stdout
+    lines = check.splitlines()
+    assert lines[0].startswith("FFT self-check on 2 cpu device(s)"), check
+    assert lines[1].startswith("local FFT: xla (native extension not built"), check
+    rows = [line for line in lines[3:] if line.split()[:2] == ["slab", "2"]]
+    assert len(rows) >= 2 and all(line.endswith(" ok") for line in rows), check
+
+    info = run([simulator, "info", "--cpu-devices", "2"], elsewhere, env).stdout
+    local = [line for line in info.splitlines() if line.startswith("local FFT:")]
+    assert len(local) == 1 and local[0].split(":", 1)[1].strip().startswith("xla ("), info
+
+    # and a run, from outside the project, writes where it is told
+    run([simulator, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "grid.shape=16",
+         "--set", "time.t_end=0.02", "--cpu-devices", "2", "--out", "r"], elsewhere, env)
+    assert '"finished"' in (elsewhere / "r" / "status.json").read_text()
