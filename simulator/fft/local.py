@@ -86,8 +86,9 @@ def native() -> tuple[ModuleType | None, str]:
     if importlib.util.find_spec("simulator.fft._fftw") is None:
         if not _fftw_header_found():
             return None, ("native extension not built: fftw3.h not found (Debian: apt-get install "
-                          "libfftw3-dev, then bash scripts/setup.sh)")
-        return None, "native extension not built (bash scripts/setup.sh, or pip install -e ., builds it)"
+                          "libfftw3-dev, then bash scripts/setup.sh in a checkout, or pip install again)")
+        return None, ("native extension not built (bash scripts/setup.sh in a checkout, or pip install again "
+                      "with a C++ compiler, builds it)")
     try:
         from simulator.fft import _fftw
     except ImportError as err:
