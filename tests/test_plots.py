@@ -606,3 +606,28 @@ def test_damaged_files_skip_their_figures_in_one_line_each_and_exit_1(runs, tmp_
         lines = [line for line in r.stderr.splitlines() if str(path) in line]
         assert len(lines) == 1 and lines[0].startswith("skipped ") and "damaged" in lines[0], r.stderr
     assert f"some figures were skipped: {run} has damaged files" in r.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("span", [(6.0, 200.0), (2.0, 9.0), (3.0, 4.5), (1.0, 1000.0)], ids=str)
+def test_log_axis_tick_labels_never_run_together(span):
+    """The wavenumber axes of spectra, compensated spectra, panels and fluxes (plots.figures.plain_log_ticks):
+    over any span, drawn, no two visible tick labels overlap ("%g" on every minor tick ran "80 90100"
+    together from 6 to 200), and a span inside one decade still has labels to read."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from simulator.plots.figures import FIGSIZE, plain_log_ticks
+
+    fig = Figure(figsize=FIGSIZE)
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_xlim(*span)
+    plain_log_ticks(ax.xaxis)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    labels = [t for t in ax.get_xticklabels(which="both") if t.get_visible() and t.get_text()
+              and span[0] <= t.get_position()[0] <= span[1]]
+    assert len(labels) >= 2, [t.get_text() for t in labels]
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+    for left, right in zip(boxes, boxes[1:]):
+        assert left.x1 <= right.x0, [t.get_text() for t in labels]

@@ -26,12 +26,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
-import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import Budget
-from simulator.plots.figures import figure, heading
+from simulator.plots.figures import figure, heading, plain_log_ticks
 
 #: the prefix of transfer spectra: ``transfer_<quantity>`` is T(k) of the spectrum ``<quantity>``
 TRANSFER = "transfer_"
@@ -58,8 +57,7 @@ def flux_figure(k: np.ndarray, table: Mapping[str, np.ndarray], labels: Sequence
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     axes[-1, 0].set_xlabel(rf"$k$ (shell centre, {k_units})")
-    for ticks in (axes[-1, 0].xaxis.set_major_formatter, axes[-1, 0].xaxis.set_minor_formatter):  # 2, 3, not 2 x 10^0
-        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+    plain_log_ticks(axes[-1, 0].xaxis)
     fig.align_ylabels()
     when = f"{labels[0]} – {labels[-1].split('= ')[-1]}"
     fig.suptitle(heading(config, rf"flux $\Pi(k) = -\sum_{{k' \leq k}} T(k')$  {when}"))

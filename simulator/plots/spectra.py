@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-import matplotlib.ticker
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -32,7 +31,14 @@ from simulator.output.spectra import open_for_reading, read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure
-from simulator.plots.figures import figure, heading, note, save, time_label
+from simulator.plots.figures import (
+    figure,
+    heading,
+    note,
+    plain_log_ticks,
+    save,
+    time_label,
+)
 from simulator.plots.spectra_panels import map_figure, side_by_side_figure
 
 #: rows of spectra.h5 shown when no times are asked for
@@ -179,8 +185,7 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
         rf"$\varepsilon^{{-2/3}} k^{{{exponent_text(-exponent)}}}$"
     ax.set_ylabel(f"{factor} × {info.plot.spectrum_label}")
     ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
-    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
-        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+    plain_log_ticks(ax.xaxis)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
@@ -219,8 +224,7 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label if name is None else f"{name} spectrum")
     ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
-    for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):  # 2, 3, 4, not 2 x 10^0
-        ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+    plain_log_ticks(ax.xaxis)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
     first, last = (time_label(config, info, t) for t in (times[0], times[-1]))

@@ -19,7 +19,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo
-from simulator.plots.figures import figure, heading, time_label
+from simulator.plots.figures import figure, heading, plain_log_ticks, time_label
 
 #: the budget terms of spectrum ``name`` drawn under it, in this order: (prefix, label)
 BUDGET_TERMS = (("transfer", "transfer T(k)"), ("conversion", "conversion C(k)"), ("injection", "injection F(k)"))
@@ -54,8 +54,7 @@ def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: S
             bottom.legend(loc="best", fontsize="x-small")
         bottom.set_xlabel(rf"$k$ (shell centre, {k_units})")
         bottom.grid(alpha=0.3, which="both")
-        for ticks in (bottom.xaxis.set_major_formatter, bottom.xaxis.set_minor_formatter):
-            ticks(matplotlib.ticker.FormatStrFormatter("%g"))
+        plain_log_ticks(bottom.xaxis)
     low, high = zip(*(ax.get_ylim() for ax in axes[0]))
     for ax in axes[0]:
         ax.set_ylim(min(low), max(high))  # one scale: the energies compare by eye
