@@ -11,6 +11,7 @@
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
+    run.plot.spectra(compensate=True)            # a figure of simulator plot, returned (matplotlib Figure)
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
@@ -43,6 +44,9 @@ from simulator.output.tasks import TaskSeries, read_tasks
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.run.rundir import read_status
+
+if TYPE_CHECKING:
+    from simulator.plots.api import RunPlots
 
 CONFIG_FILE = "config.yaml"
 
@@ -100,6 +104,15 @@ class RunResults:
     #: the row files restarts set aside (``aside/``, ``particles/aside/``: rows of another definition, read
     #: with the same readers, or damaged files; :mod:`simulator.output.rows`), by name
     aside: tuple[Path, ...] = ()
+
+    @cached_property
+    def plot(self) -> RunPlots:
+        """The run's figures as matplotlib figures, drawn when asked and never written
+        (:class:`~simulator.plots.api.RunPlots`): ``run.plot.spectra(times=[0.4, 2.0], compensate=True)``,
+        ``run.plot.timeseries()``, ``run.plot.slice("vorticity", axis="x")``, ``run.plot.flux()``."""
+        from simulator.plots.api import RunPlots
+
+        return RunPlots(self.path, self.config)
 
     @cached_property
     def particles(self) -> dict[str, particle_output.ParticleSeries]:

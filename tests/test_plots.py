@@ -631,3 +631,97 @@ def test_log_axis_tick_labels_never_run_together(span):
     boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
     for left, right in zip(boxes, boxes[1:]):
         assert left.x1 <= right.x0, [t.get_text() for t in labels]
+
+
+# ---- the figure-returning API: load_run(...).plot ---------------------------------------------------------
+
+
+def _snapshot_of_files(root: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in root.rglob("*")}
+
+
+def _texts(fig) -> list[str]:
+    """What a figure says: its title, each axes' title, labels and legend entries."""
+    out = [fig.get_suptitle()]
+    for ax in fig.axes:
+        out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        if ax.get_legend() is not None:
+            out += [t.get_text() for t in ax.get_legend().get_texts()]
+    return out
+
+
+def test_run_plot_returns_the_figures_simulator_plot_saves_and_writes_nothing(runs, monkeypatch):
+    """Each method returns a Figure that says what the PNG of the same options says (built by the same
+    function); compensate gives the compensated spectrum; nothing is written under the run directory."""
+    from matplotlib.figure import Figure
+
+    from simulator import load_run
+
+    src = runs / "ns"
+    run = load_run(src)
+    before = _snapshot_of_files(src)
+    got = {"timeseries": run.plot.timeseries(), "spectra": run.plot.spectra(times=[0.0, 0.2]),
+           "spectra_compensated": run.plot.spectra(times=[0.0, 0.2], compensate=True, average=[0.1, 0.2]),
+           "slice_vorticity": run.plot.slice("vorticity", axis="x"), "slice": run.plot.slice()}
+    assert _snapshot_of_files(src) == before
+    assert all(isinstance(fig, Figure) for fig in got.values())
+    assert "compensated by" in got["spectra_compensated"].get_suptitle()
+    assert "compensated" not in got["spectra"].get_suptitle()
+    assert "x-coordinate" in got["slice_vorticity"].axes[0].get_title()
+    assert run.plot is run.plot  # one per run
+
+    # the PNGs simulator plot writes for the same options, as figures by file name: the same texts
+    saved = {}
+    for module in (run_plots, spectra_plots):
+        monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.update({path.stem: fig}) or [path])
+    plots.plot_run(src, times=[0.0, 0.2], average=[0.1, 0.2])
+    first = dict(saved)
+    plots.plot_run(src, field="vorticity", axis="x")
+    saved = {**first, "slice_vorticity": saved["slice_vorticity"]}
+    got["flux"] = run.plot.flux(times=[0.0, 0.2])
+    for stem, fig in got.items():
+        assert _texts(fig) == _texts(saved[stem]), stem
+        assert fig.get_size_inches().tolist() == saved[stem].get_size_inches().tolist()
+
+
+def test_run_plot_refuses_a_bad_field_or_axis_and_names_missing_output(runs, tmp_path):
+    from simulator import load_run
+    from simulator.errors import ConfigError
+    from simulator.plots.figures import MissingOutputError
+
+    run = load_run(runs / "ns")
+    with pytest.raises(ConfigError, match="'pressure' is not a field of the snapshots; choose one of velocity"):
+        run.plot.slice("pressure")
+    with pytest.raises(ConfigError, match="is not an axis"):
+        run.plot.slice(axis="w")
+    with pytest.raises(ConfigError, match="is not a time window"):
+        run.plot.spectra(compensate=True, average=[1.0, 0.5])
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(runs / "ns" / "config.yaml", bare / "config.yaml")
+    run = load_run(bare)
+    with pytest.raises(MissingOutputError, match=r"no .*spectra\.h5; set output\.spectra\.every"):
+        run.plot.spectra()
+    with pytest.raises(MissingOutputError, match=r"no snapshots in .*; set output\.snapshots\.every"):
+        run.plot.slice()
+    with pytest.raises(ValueError, match=r"timeseries\.csv has 0 complete row\(s\)"):
+        run.plot.timeseries()
+    assert sorted(p.name for p in bare.iterdir()) == ["config.yaml"]
+    # a run without transfer spectra (Schroedinger-Poisson) has no flux figure
+    with pytest.raises(MissingOutputError, match="has no transfer spectra"):
+        load_run(runs / "sp").plot.flux()
+
+
+def test_the_notebook_figures_example_as_written(runs, tmp_path, monkeypatch):
+    """The example of docs/how-to/read-outputs.md, on this module's Navier-Stokes run in place of the quickstart:
+    it runs, and writes only the file it saves."""
+    page = (ROOT / "docs" / "how-to" / "read-outputs.md").read_text()
+    marker = "<!-- run by: tests/test_plots.py::test_the_notebook_figures_example_as_written -->\n```python\n"
+    example = page[page.index(marker) + len(marker):].split("```", 1)[0]
+    assert 'load_run("outputs/quickstart")' in example
+    monkeypatch.chdir(tmp_path)
+    before = _snapshot_of_files(runs / "ns")
+    exec(example.replace("outputs/quickstart", str(runs / "ns")), {})  # noqa: S102 - the page's own example
+    assert [p.name for p in tmp_path.iterdir()] == ["vorticity_x.pdf"]
+    assert _snapshot_of_files(runs / "ns") == before

@@ -35,6 +35,12 @@ REDSHIFT_TICKS = (0, 0.5, 1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 
 default_style = matplotlib.style.context("default")
 
 
+class MissingOutputError(ValueError):
+    """A figure asked for that the run has no output for (no ``spectra.h5``, no snapshots, too few rows, no
+    transfer spectra): the message names what is missing and, where it applies, the setting that writes it.
+    ``simulator plot`` turns it into a note and draws the other figures."""
+
+
 def note(message: str) -> None:
     """A one-line note on stderr: stdout lists only the files written, for scripts to read."""
     print(message, file=sys.stderr)

@@ -51,7 +51,7 @@ from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (Figures, default_style, figure, heading, note, physics_of, save, time_axis,
+from simulator.plots.figures import (Figures, MissingOutputError, default_style, figure, heading, note, physics_of, save, time_axis,
                                      time_label, time_window, wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
@@ -116,22 +116,34 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
     return fig
 
 
-def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """``plots/timeseries.png`` from ``timeseries.csv``, and ``plots/budget.png`` for an equation that declares
-    an energy budget (:func:`simulator.plots.budget.budget_figure`, from three rows on); nothing (and a note)
-    without two rows."""
+def timeseries_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo) -> dict[str, Callable[[], Figure]]:
+    """The time-series figures of a run directory, each built when called, by the stem of its file under
+    ``plots/``: ``timeseries`` (:func:`timeseries_figure` of ``timeseries.csv``, a column per diagnostic
+    against ``time``) and, for an equation that declares an energy budget, ``budget``
+    (:func:`simulator.plots.budget.budget_figure`, from three rows on). Raises MissingOutputError
+    without two complete rows."""
     path = run_dir / TIMESERIES_FILE
     series = read_timeseries(path) if path.is_file() else {}
     t = series.get("time", np.empty(0))
     if t.size < 2:
-        note(f"skipped timeseries.png: {path} has {t.size} complete row(s); a curve needs 2")
-        return []
-    written = save(timeseries_figure(series, config, info), run_dir / "plots" / "timeseries.png", pdf)
+        raise MissingOutputError(f"{path} has {t.size} complete row(s); a curve needs 2")
+    builders: dict[str, Callable[[], Figure]] = {"timeseries": partial(timeseries_figure, series, config, info)}
     budget = info.plot.budget
     if budget is not None and budget.quantity in series and t.size >= 3 and np.all(np.diff(t) > 0):
         units = physics_of(config, info).clock().units().get("time", "code units")
-        written += save(budget_figure(series, budget, config, units), run_dir / "plots" / "budget.png", pdf)
-    return written
+        builders["budget"] = partial(budget_figure, series, budget, config, units)
+    return builders
+
+
+def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
+    """``plots/timeseries.png`` and ``plots/budget.png`` (:func:`timeseries_figures`); nothing (and a note)
+    without two rows."""
+    try:
+        builders = timeseries_figures(run_dir, config, info)
+    except MissingOutputError as err:
+        note(f"skipped timeseries.png: {err}")
+        return []
+    return [path for stem, build in builders.items() for path in save(build(), run_dir / "plots" / f"{stem}.png", pdf)]
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -264,23 +276,34 @@ def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
     return heading(config, time_label(config, equations.get(config["physics"]["name"]), float(snap.attrs["time"])))
 
 
-def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
-               pdf: bool = False, stem: str = "slice") -> list[Path]:
-    """``plots/<stem>.png`` from the last complete snapshot; nothing (and a note) without snapshots."""
+def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
+                      tell: Callable[[str], None] = note) -> Figure:
+    """The slice figure (:func:`slice_panels`, :func:`slice_figure`) of the last complete snapshot; an
+    incomplete newer one (being written) is passed over, with a line to ``tell``. Raises
+    MissingOutputError without a complete snapshot."""
     for path in reversed(snapshot_files(run_dir)):
         try:
             snap = Snapshot(path)
         except IncompleteOutputError as err:  # the newest may be being written now
-            note(f"passed over {path}: {err}")
+            tell(f"passed over {path}: {err}")
             continue
         with snap:
             panels = slice_panels(snap, field, axis, info, _length(config, info))
-            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
-                               _length(config, info))
-        return save(fig, run_dir / "plots" / f"{stem}.png", pdf)
-    note(f"skipped {stem}.png: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
-          "output.snapshots.dt")
-    return []
+            return slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
+                                _length(config, info))
+    raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
+                             "output.snapshots.dt")
+
+
+def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
+               pdf: bool = False, stem: str = "slice") -> list[Path]:
+    """``plots/<stem>.png`` from the last complete snapshot; nothing (and a note) without snapshots."""
+    try:
+        fig = last_slice_figure(run_dir, config, info, field, axis)
+    except MissingOutputError as err:
+        note(f"skipped {stem}.png: {err}")
+        return []
+    return save(fig, run_dir / "plots" / f"{stem}.png", pdf)
 
 
 def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
@@ -319,6 +342,33 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     return written
 
 
+def check_average(average: Sequence[float] | None) -> None:
+    """ConfigError unless ``average`` is None or a time window (t0, t1), t0 <= t1."""
+    if average is not None and (len(average) != 2 or not average[0] <= average[1]):
+        raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
+
+
+def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str) -> tuple[str, int, str]:
+    """(field, axis index, file stem) of the slice asked for: ``field`` (default: the equation's
+    ``slice_field``, stem ``slice``; a field asked for by name gets its own stem ``slice_<field>``, so that
+    the default field's ``slice.png`` is not overwritten) and ``axis`` (x, y or z). Raises ConfigError for
+    an unknown axis, or a field the last readable snapshot does not hold (checked before anything is drawn)."""
+    if axis not in AXES:
+        raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
+    stem = f"slice_{field}" if field else "slice"
+    field = field or info.plot.slice_field
+    for path in reversed(snapshot_files(run_dir)):
+        try:
+            with Snapshot(path) as snap:
+                fields = snap.fields
+        except IncompleteOutputError:
+            continue
+        if field not in fields:
+            raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
+        break
+    return field, AXES.index(axis), stem
+
+
 @default_style
 def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
              frames: bool = False, pdf: bool = False, average: Sequence[float] | None = None) -> Figures:
@@ -332,34 +382,20 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     """
     config = load_run_config(run_dir)
     info = equations.get(config["physics"]["name"])
-    if axis not in AXES:
-        raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
-    # a field asked for by name gets its own file: the default field's slice.png is not overwritten
-    stem = f"slice_{field}" if field else "slice"
-    field = field or info.plot.slice_field
-    if average is not None and (len(average) != 2 or not average[0] <= average[1]):
-        raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
-    for path in reversed(snapshot_files(run_dir)):  # check the field before anything is written
-        try:
-            with Snapshot(path) as snap:
-                fields = snap.fields
-        except IncompleteOutputError:
-            continue
-        if field not in fields:
-            raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
-        break
+    field, index, stem = slice_choice(run_dir, info, field, axis)
+    check_average(average)
     families: list[tuple[str, Path, Callable[[], list[Path]]]] = [
         ("the time series figures", run_dir / TIMESERIES_FILE, partial(plot_timeseries, run_dir, config, info, pdf)),
         ("the spectra figures", run_dir / SPECTRA_FILE,
          partial(plot_spectra, run_dir, config, info, times, pdf, average)),
         (f"{stem}.png", run_dir / "snapshots",
-         partial(plot_slice, run_dir, config, info, field, AXES.index(axis), pdf, stem)),
+         partial(plot_slice, run_dir, config, info, field, index, pdf, stem)),
         ("the statistics figures", run_dir / STATISTICS_FILE, partial(plot_statistics, run_dir, config, info, pdf)),
         ("the Lagrangian figure", run_dir / TRAJECTORIES, partial(plot_lagrangian, run_dir, config, info, pdf)),
         ("the task figures", run_dir / TASKS_FILE, partial(plot_tasks, run_dir, config, info, pdf))]
     if frames:
         families.append(("the frames", run_dir / "snapshots",
-                         partial(plot_frames, run_dir, config, info, field, AXES.index(axis), stem)))
+                         partial(plot_frames, run_dir, config, info, field, index, stem)))
     skipped: list[str] = []
     written = Figures([path for what, source, draw in families for path in _drawn(what, source, draw, skipped)],
                       skipped)

@@ -14,8 +14,9 @@ guide is drawn only where the spectrum could hold an inertial range (:func:`iner
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure
 from simulator.plots.figures import (
+    MissingOutputError,
     figure,
     heading,
     note,
@@ -232,19 +234,24 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     return fig
 
 
-def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
-                 pdf: bool = False, average: Sequence[float] | None = None) -> list[Path]:
-    """``plots/spectra.png`` from ``spectra.h5``: the equation's spectrum at the rows nearest ``times``
-    (default: a few from first to last); ``plots/spectra_<name>.png`` the same for each spectrum of
-    ``info.plot.more_spectra`` the file holds; ``plots/spectra_compensated.png`` for an equation with a
-    ``spectrum_guide``: the spectrum compensated by it at those rows and averaged over the rows in
-    ``average`` = (t0, t1) (default: the second half of the run); ``plots/flux.png`` the flux of its
-    transfer spectra; ``plots/spectra_side_by_side.png`` and ``plots/spectra_<map>.png`` for the spectra
-    of ``info.plot.side_by_side`` and ``info.plot.maps``."""
+def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
+                    times: Sequence[float] | None = None,
+                    average: Sequence[float] | None = None) -> dict[str, Callable[[], Figure | None]]:
+    """The spectra figures of a run directory, each built when called (None: nothing to draw), by the
+    stem of its file under ``plots/``, in the order ``simulator plot`` writes them.
+
+    Reads ``spectra.h5`` (``k`` (shells,), each spectrum (rows, shells); only the rows shown) and, for
+    eps, ``timeseries.csv``. ``spectra``: the equation's spectrum at the rows nearest ``times`` (default:
+    the rows of ``output.spectra.times``, else a few from first to last); ``spectra_<name>`` the same for
+    each spectrum of ``info.plot.more_spectra`` the file holds; ``spectra_side_by_side`` and
+    ``spectra_<map>`` for the spectra of ``info.plot.side_by_side`` and ``info.plot.maps``;
+    ``spectra_compensated`` for an equation with a ``spectrum_guide``: the spectrum compensated by it at
+    those rows and averaged over the rows in ``average`` = (t0, t1) (default: the second half of the run);
+    ``flux`` the flux of its transfer spectra (None without them).
+    Raises MissingOutputError without ``spectra.h5`` or without a row of the equation's spectrum."""
     path = run_dir / SPECTRA_FILE
     if not path.is_file():
-        note(f"skipped spectra.png: no {path}; set output.spectra.every")
-        return []
+        raise MissingOutputError(f"no {path}; set output.spectra.every")
     name = info.plot.spectrum
     section = config.get("output", {}).get("spectra")  # a bool in configs of the first format
     times = times or (section.get("times") if isinstance(section, dict) else None)  # the rows the run asked for
@@ -254,40 +261,56 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     k, power = table.get("k"), table.get(name)
     k_units = _k_units(path)
     if power is None:
-        note(f"skipped spectra.png: {path} has no rows of {name!r} yet")
-        return []
+        raise MissingOutputError(f"{path} has no rows of {name!r} yet")
     shown = [float(t_all[r]) for r in rows]
     reference = table.get(info.plot.reference) if info.plot.reference else None
     dissipation = dissipation_series(run_dir, info.plot.kolmogorov)
     if dissipation and not np.all(dissipation[1] > 0):  # an inviscid run: no eps to normalise by
         dissipation = None
     eps = np.interp(shown, *dissipation) if dissipation else None
-    fig = spectra_figure(k, power, shown, config, info, reference, k_units,
-                         guide=_guide_possible(k, power[-1], None if eps is None else float(eps[-1]), config, info))
-    written = save(fig, run_dir / "plots" / "spectra.png", pdf)
+    guide = _guide_possible(k, power[-1], None if eps is None else float(eps[-1]), config, info)
+    builders: dict[str, Callable[[], Figure | None]] = {
+        "spectra": partial(spectra_figure, k, power, shown, config, info, reference, k_units, guide=guide)}
     for template in info.plot.more_spectra:
         for _, other in instances(template, table):
-            fig = spectra_figure(k, table[other], shown, config, info, k_units=k_units, name=other)
-            written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
+            builders[f"spectra_{other}"] = partial(spectra_figure, k, table[other], shown, config, info,
+                                                   k_units=k_units, name=other)
     shells, above_floor = drawn(k, config, info)
-    fig = side_by_side_figure(k, table, shown, config, info, shells, above_floor, k_units)
-    if fig is not None:
-        written += save(fig, run_dir / "plots" / "spectra_side_by_side.png", pdf)
+    builders["spectra_side_by_side"] = partial(side_by_side_figure, k, table, shown, config, info, shells,
+                                               above_floor, k_units)
     for other in (m for m in info.plot.maps if m in table):
-        fig = map_figure(k, table[other][-1], shown[-1], other, config, info, resolved_wavenumber(config, info),
-                         precision_floor(config), k_units)
-        written += save(fig, run_dir / "plots" / f"spectra_{other}.png", pdf)
+        builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info,
+                                               resolved_wavenumber(config, info), precision_floor(config), k_units)
     if info.plot.spectrum_guide is not None:
-        rows_mean = average_rows(t_all, average)
-        mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None
-        window = (float(t_all[rows_mean[0]]), float(t_all[rows_mean[-1]]), len(rows_mean)) if rows_mean else None
-        # the mean spectrum over the mean dissipation at its rows' times
-        eps_mean = float(np.mean(np.interp(t_all[rows_mean], *dissipation))) if dissipation and rows_mean else None
-        fig = compensated_figure(k, power, shown, mean, window, config, info, k_units, eps, eps_mean)
-        written += save(fig, run_dir / "plots" / "spectra_compensated.png", pdf)
+        def compensated() -> Figure:
+            rows_mean = average_rows(t_all, average)
+            mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None
+            window = (float(t_all[rows_mean[0]]), float(t_all[rows_mean[-1]]), len(rows_mean)) if rows_mean else None
+            # the mean spectrum over the mean dissipation at its rows' times
+            eps_mean = float(np.mean(np.interp(t_all[rows_mean], *dissipation))) if dissipation and rows_mean else None
+            return compensated_figure(k, power, shown, mean, window, config, info, k_units, eps, eps_mean)
+
+        builders["spectra_compensated"] = compensated
     labels = [time_label(config, info, t) for t in shown]
-    fig = flux_figure(k, table, labels, config, resolved_wavenumber(config, info), k_units)
-    return written + ([] if fig is None else save(fig, run_dir / "plots" / "flux.png", pdf))
+    builders["flux"] = partial(flux_figure, k, table, labels, config, resolved_wavenumber(config, info), k_units)
+    return builders
+
+
+def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None = None,
+                 pdf: bool = False, average: Sequence[float] | None = None) -> list[Path]:
+    """``plots/<stem>.png`` for each figure of :func:`spectra_figures` that has something to draw;
+    nothing (and a note) without ``spectra.h5`` or a row of the equation's spectrum."""
+    try:
+        builders = spectra_figures(run_dir, config, info, times, average)
+    except MissingOutputError as err:
+        note(f"skipped spectra.png: {err}")
+        return []
+    written: list[Path] = []
+    for stem, build in builders.items():
+        fig = build()
+        if fig is not None:
+            written += save(fig, run_dir / "plots" / f"{stem}.png", pdf)
+    return written
 
 
 def _guide_possible(k: np.ndarray, row: np.ndarray, eps: float | None, config: dict[str, Any],

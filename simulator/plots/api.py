@@ -1,0 +1,105 @@
+"""Figures of a run directory returned, not written: ``load_run(path).plot`` (no JAX, no files, no output).
+
+    run = simulator.load_run("outputs/quickstart")
+    fig = run.plot.timeseries()                            # matplotlib Figure, as plots/timeseries.png
+    fig = run.plot.spectra(times=[0.4, 2.0], compensate=True)   # as plots/spectra_compensated.png
+    fig = run.plot.slice("vorticity", axis="x")           # as plots/slice_vorticity.png
+    fig.savefig("mine.pdf")                                # or display it in a notebook
+
+Each method builds its figure with the same functions ``simulator plot`` saves as PNGs
+(:mod:`simulator.plots.run`, :mod:`simulator.plots.spectra`), from the files the run wrote as they are
+now, so a figure here and the PNG of the same options have the same data, titles and labels. Figures
+use matplotlib's object-oriented API on an Agg canvas (no pyplot, no global backend switch) and
+matplotlib's default style, whatever a matplotlibrc says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.style
+from matplotlib.figure import Figure
+
+from simulator import equations
+from simulator.plots.figures import MissingOutputError
+from simulator.plots.run import (
+    check_average,
+    last_slice_figure,
+    slice_choice,
+    timeseries_figures,
+)
+from simulator.plots.spectra import spectra_figures
+
+
+def _quiet(line: str) -> None:
+    """Library calls say nothing: a snapshot being written is passed over silently."""
+
+
+class RunPlots:
+    """The figures of one run directory, each returned as a :class:`matplotlib.figure.Figure` (nothing is
+    written): ``RunResults.plot``. Every call reads the run's files afresh, so a running run's figures
+    grow with it.
+
+    Errors: ConfigError (a ValueError) for a bad option, with the message ``simulator plot`` prints for
+    it (an unknown ``field`` or ``axis``, an ``average`` that is no window); MissingOutputError (a
+    ValueError) naming the file or the setting that is missing when the run has no output for the
+    figure (no ``spectra.h5``, no snapshot, fewer than two time-series rows, no transfer spectra).
+    """
+
+    def __init__(self, path: Path, config: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.config = config
+        self.info = equations.get(config["physics"]["name"])
+
+    def timeseries(self) -> Figure:
+        """``plots/timeseries.png``: one panel per panel the equation declares (``INFO.plot``) that
+        ``timeseries.csv`` has columns for, each diagnostic against time (its rows, complete ones only)."""
+        return self._build(lambda: timeseries_figures(self.path, self.config, self.info), "timeseries",
+                           "a time-series figure")
+
+    def budget(self) -> Figure:
+        """``plots/budget.png``: the energy budget of ``timeseries.csv`` (-dE/dt against eps - P), for an
+        equation that declares one and a run with three rows or more."""
+        return self._build(lambda: timeseries_figures(self.path, self.config, self.info), "budget",
+                           f"an energy budget ({self.info.name} declares none, or timeseries.csv lacks its columns)")
+
+    def spectra(self, times: Sequence[float] | None = None, compensate: bool = False,
+                average: Sequence[float] | None = None) -> Figure:
+        """The equation's spectrum from ``spectra.h5`` (``k`` (shells,), the spectrum (rows, shells)), over
+        the resolved shells, at the rows nearest ``times`` (default: the rows of ``output.spectra.times``,
+        else five from first to last): ``plots/spectra.png``, log-log with the reference slope where an
+        inertial range is possible. ``compensate``: ``plots/spectra_compensated.png``, eps^(-2/3) k^(5/3)
+        E(k) at those rows (eps from ``timeseries.csv``) and in black its mean over the rows of
+        ``average`` = (t0, t1) (default: the second half of the run), for an equation with a spectrum
+        guide."""
+        check_average(average)
+        stem = "spectra_compensated" if compensate else "spectra"
+        return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
+                           f"a compensated spectrum ({self.info.name} declares no spectrum guide)")
+
+    def flux(self, times: Sequence[float] | None = None) -> Figure:
+        """``plots/flux.png``: the flux Pi(k) of every transfer spectrum of ``spectra.h5`` at the rows
+        nearest ``times`` (as :meth:`spectra`), for a run that writes transfer spectra."""
+        return self._build(lambda: spectra_figures(self.path, self.config, self.info, times), "flux",
+                           f"transfer spectra in {self.path / 'spectra.h5'}")
+
+    def slice(self, field: str | None = None, axis: str = "z") -> Figure:
+        """``plots/slice.png`` (``plots/slice_<field>.png`` for a field named): the last complete snapshot's
+        mid-plane normal to ``axis`` (x, y or z) of ``field`` (default: the equation's slice field; a
+        vector field's magnitude, read as (3, Nx, Ny, Nz) one plane at a time) beside its component normal
+        to the plane, or for a scalar field (Nx, Ny, Nz) its mean along ``axis``."""
+        field, index, _ = slice_choice(self.path, self.info, field, axis)
+        with matplotlib.style.context("default"):  # as default_style, which serves one call at a time
+            return last_slice_figure(self.path, self.config, self.info, field, index, tell=_quiet)
+
+    def _build(self, builders: Callable[[], dict[str, Callable[[], Figure | None]]], stem: str, what: str) -> Figure:
+        """The figure ``stem`` of ``builders()``, in matplotlib's default style; MissingOutputError naming
+        ``what`` when the run has no such figure."""
+        with matplotlib.style.context("default"):  # as default_style, which serves one call at a time
+            build = builders().get(stem)
+            fig = build() if build is not None else None
+        if fig is None:
+            raise MissingOutputError(f"{self.path} has no {what}")
+        return fig
