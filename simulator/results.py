@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import yaml
 
 from simulator import lagrangian
-from simulator.errors import ConfigError
 from simulator.output import particles as particle_output
 from simulator.output.hdf5 import Snapshot
 from simulator.output.rows import ASIDE_DIR
+from simulator.output.runconfig import load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
@@ -47,33 +46,6 @@ from simulator.run.rundir import read_status
 
 if TYPE_CHECKING:
     from simulator.plots.api import RunPlots
-
-CONFIG_FILE = "config.yaml"
-
-
-def load_run_config(run_dir: Path) -> dict[str, Any]:
-    """The resolved config of a run, read from ``RUN_DIR/config.yaml`` (its ``config`` entry).
-
-    Raises ConfigError when ``run_dir`` does not exist or holds no readable ``config.yaml``.
-    """
-    from simulator.equations import registry
-
-    allowed = "give a directory written by `simulator run` (or a sweep directory holding sweep.yaml)"
-    if not run_dir.is_dir():
-        raise ConfigError("RUN_DIR", str(run_dir), allowed,
-                          "is not a directory" if run_dir.exists() else "does not exist")
-    path = run_dir / CONFIG_FILE
-    if not path.is_file():
-        raise ConfigError("RUN_DIR", str(run_dir), allowed, f"is not a run directory (it has no {CONFIG_FILE})")
-    try:
-        config = yaml.safe_load(path.read_text())["config"]
-        usable = (bool(config["name"]) and len(config["grid"]["shape"]) == 3
-                  and config["physics"]["name"] in registry())
-    except (yaml.YAMLError, OSError, KeyError, TypeError, ValueError):
-        usable = False
-    if not usable:
-        raise ConfigError("RUN_DIR", str(run_dir), allowed, f"has a {CONFIG_FILE} without a run's resolved config")
-    return config
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,8 @@ import matplotlib.style
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.plots.figures import MissingOutputError
+from simulator.plots.figures import MissingOutputError, check_average
 from simulator.plots.run import (
-    check_average,
     last_slice_figure,
     slice_choice,
     timeseries_figures,

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, EquationParams, parameters_of
+from simulator.errors import ConfigError
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 FIGSIZE = (8.0, 5.0)
@@ -104,6 +105,12 @@ def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
 def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
     """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
     return physics_of(config, info).clock().time_label(t) or f"t = {format_time(t)}"
+
+
+def check_average(average: Sequence[float] | None) -> None:
+    """ConfigError unless ``average`` is None or a time window (t0, t1), t0 <= t1."""
+    if average is not None and (len(average) != 2 or not average[0] <= average[1]):
+        raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
 
 
 def plain_log_ticks(axis: Any) -> None:

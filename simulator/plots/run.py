@@ -44,6 +44,7 @@ from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, inst
 from simulator.errors import ConfigError
 from simulator.lagrangian import TRAJECTORIES
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
+from simulator.output.runconfig import load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.statistics import FILE as STATISTICS_FILE
@@ -51,13 +52,12 @@ from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (Figures, MissingOutputError, default_style, figure, heading, note, physics_of, save, time_axis,
-                                     time_label, time_window, wide_positive)
+from simulator.plots.figures import (Figures, MissingOutputError, check_average, default_style, figure, heading,
+                                     note, physics_of, save, time_axis, time_label, time_window, wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
 from simulator.plots.tasks import plot_tasks
-from simulator.results import load_run_config
 
 AXES = "xyz"
 #: members of a stacked field shown in a slice figure
@@ -340,12 +340,6 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
         written += save(fig, out / f"{stem}_{number:04d}.png", pdf=False)
     note(f"movie: ffmpeg -framerate 10 -i {out}/{stem}_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / f'{stem}.mp4'}")
     return written
-
-
-def check_average(average: Sequence[float] | None) -> None:
-    """ConfigError unless ``average`` is None or a time window (t0, t1), t0 <= t1."""
-    if average is not None and (len(average) != 2 or not average[0] <= average[1]):
-        raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
 
 
 def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str) -> tuple[str, int, str]:

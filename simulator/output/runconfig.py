@@ -1,0 +1,41 @@
+"""``config.yaml`` of a run directory: the resolved config a run saved, read back (no JAX).
+
+Read by :func:`simulator.load_run` and by ``simulator plot``, which sit above it; kept below both so
+that the results can offer the plots without the two importing each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simulator.errors import ConfigError
+
+CONFIG_FILE = "config.yaml"
+
+
+def load_run_config(run_dir: Path) -> dict[str, Any]:
+    """The resolved config of a run, read from ``RUN_DIR/config.yaml`` (its ``config`` entry).
+
+    Raises ConfigError when ``run_dir`` does not exist or holds no readable ``config.yaml``.
+    """
+    from simulator.equations import registry
+
+    allowed = "give a directory written by `simulator run` (or a sweep directory holding sweep.yaml)"
+    if not run_dir.is_dir():
+        raise ConfigError("RUN_DIR", str(run_dir), allowed,
+                          "is not a directory" if run_dir.exists() else "does not exist")
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError("RUN_DIR", str(run_dir), allowed, f"is not a run directory (it has no {CONFIG_FILE})")
+    try:
+        config = yaml.safe_load(path.read_text())["config"]
+        usable = (bool(config["name"]) and len(config["grid"]["shape"]) == 3
+                  and config["physics"]["name"] in registry())
+    except (yaml.YAMLError, OSError, KeyError, TypeError, ValueError):
+        usable = False
+    if not usable:
+        raise ConfigError("RUN_DIR", str(run_dir), allowed, f"has a {CONFIG_FILE} without a run's resolved config")
+    return config
