@@ -193,8 +193,9 @@ class FFTBackend(Layout, abc.ABC):
 
     # ---- k-space helpers -------------------------------------------------------------------------
 
-    def _mode_numbers(self, real_axis: int, real: bool) -> np.ndarray:
-        """Signed mode numbers of the entries of a spectral axis (real axis ``real_axis``)."""
+    def mode_numbers(self, real_axis: int, real: bool) -> np.ndarray:
+        """Signed mode numbers of the entries of a spectral axis (real axis ``real_axis``) in this layout: NumPy's
+        ``fftfreq(n) * n`` order on a signed axis, ``0 ..`` on the half axis of a real-to-complex spectrum."""
         n = self.shape[real_axis]
         if real and self.compact is not None:
             n = self.compact[real_axis]
@@ -231,7 +232,7 @@ class FFTBackend(Layout, abc.ABC):
         """
         out = []
         for real_axis in range(3):
-            m = self._mode_numbers(real_axis, real) * (2.0 * np.pi / float(box[real_axis]))
+            m = self.mode_numbers(real_axis, real) * (2.0 * np.pi / float(box[real_axis]))
             out.append(self._broadcast_vector(m, self.perm.index(real_axis), dtype))
         return out[0], out[1], out[2]
 
@@ -253,7 +254,7 @@ class FFTBackend(Layout, abc.ABC):
         for itself alone (w = 1); for a full spectrum w = 1.
         """
         if real and self.has_real_transform:
-            w = np.full(self._mode_numbers(2, real).size, 2.0)
+            w = np.full(self.mode_numbers(2, real).size, 2.0)
             w[0] = 1.0
             return self._broadcast_vector(w, self.perm.index(2), dtype)
         return self._broadcast_vector(np.ones(1), 0, dtype)
@@ -285,7 +286,7 @@ class FFTBackend(Layout, abc.ABC):
             k = np.fft.rfftn(x, axes=axes)[..., : self.shape[2] // 2]
             if self.compact is not None:
                 for a in range(3):
-                    k = np.take(k, self._mode_numbers(a, True).astype(np.int64), axis=a - 3)
+                    k = np.take(k, self.mode_numbers(a, True).astype(np.int64), axis=a - 3)
         else:
             k = np.fft.fftn(x, axes=axes)
         nb = x.ndim - 3

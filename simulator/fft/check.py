@@ -71,7 +71,7 @@ def kept_modes_field(fft: FFTBackend, x: np.ndarray) -> np.ndarray:
     """``x`` with only the modes of ``fft``'s compact spectrum left: what a compact round trip returns."""
     k = np.fft.rfftn(x, axes=(-3, -2, -1))
     # mode numbers are NumPy's signed indices into the rfftn axes (negative ones count from the end)
-    keep = (Ellipsis, *np.ix_(*(fft._mode_numbers(a, True).astype(np.int64) for a in range(3))))
+    keep = (Ellipsis, *np.ix_(*(fft.mode_numbers(a, True).astype(np.int64) for a in range(3))))
     kept = np.zeros_like(k)
     kept[keep] = k[keep]
     return np.fft.irfftn(kept, s=x.shape[-3:], axes=(-3, -2, -1))
