@@ -104,19 +104,12 @@ def program_bytes(compiled: Any) -> int:
 
 
 def run_programs(cfg: Config) -> tuple[str, ...]:
-    """The programs a run of ``cfg`` calls: the chunk, the diagnostics, and spectra, snapshot fields, flow
-    statistics and the output tasks when it writes them."""
-    from simulator.output.base import Schedule
+    """The programs a run of ``cfg`` calls: the chunk, then those of the output kinds it writes (the
+    diagnostics always; spectra, snapshot fields, flow statistics, the output tasks and registered kinds
+    when it writes them: :func:`simulator.output.kinds.programs`)."""
+    from simulator.output import kinds
 
-    names = ["chunk", "diagnostics"]
-    for name, section in (("spectra", cfg.output.spectra), ("fields", cfg.output.snapshots)):
-        if Schedule.of(section).active:
-            names.append(name)
-    if cfg.output.statistics.enabled:
-        names.append("statistics")
-    if cfg.output.tasks:
-        names.append("tasks")
-    return tuple(names)
+    return ("chunk", *kinds.programs(cfg))
 
 
 # ---- the plan -------------------------------------------------------------------------------------------

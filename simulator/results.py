@@ -11,6 +11,7 @@
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
+    run.output("extrema")                        # what a registered output kind wrote (its reader's result)
     run.plot.spectra(compensate=True)            # a figure of simulator plot, returned (matplotlib Figure)
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
@@ -113,6 +114,18 @@ class RunResults:
             eps = lagrangian.mean_dissipation(self.timeseries, tracks.time) if self.timeseries else None
             out[name] = lagrangian.statistics(tracks, box=box, r0=r0, max_lag=max_lag, eps=eps)
         return out
+
+    def output(self, name: str) -> Any:
+        """What the output kind ``name`` wrote, read by its reader (:mod:`simulator.output.kinds`; a
+        registered kind's own, e.g. ``run.output("extrema")``; the shipped ones as the attributes above).
+        KeyError naming the registered kinds for an unknown name."""
+        from simulator.output import kinds
+
+        table = kinds.registry()
+        if name not in table:
+            raise KeyError(f"{name!r} is not an output kind (registered: {', '.join(table)})")
+        read = table[name].read
+        return read(self.path) if read is not None else None
 
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:

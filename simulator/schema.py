@@ -196,6 +196,22 @@ class Variants:
     context: Callable[[Mapping[str, Any]], str] = lambda siblings: ""
 
 
+@dataclass(frozen=True)
+class OpenSections:
+    """Metadata of a field that holds sections registered elsewhere (the out-of-tree output kinds'
+    ``output.<name>``): ``table()`` maps each key of the parent to its dataclass. The field holds
+    ``((key, section), ...)`` in table order, every registered section built (defaults filled); in YAML,
+    in :func:`to_dict` and in ``--set`` each is a key of the parent like any other section. Their keys
+    are structure (never traced)."""
+
+    table: Callable[[], Mapping[str, type]]
+
+
+def open_sections(table: Callable[[], Mapping[str, type]], doc: str) -> Any:
+    """A field of sections registered elsewhere (:class:`OpenSections`)."""
+    return field(default=(), metadata={"doc": doc, "open": OpenSections(table)})
+
+
 def section(factory: Callable[[], Any], doc: str, variants: Variants | None = None) -> Any:
     """A nested section (a dataclass), optionally a tagged union of several."""
     meta: dict[str, Any] = {"doc": doc}
@@ -371,14 +387,18 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError(where, data, "expected a mapping of keys to values", "has the wrong type")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if "open" not in f.metadata}
+    opened = {f.name: f.metadata["open"].table() for f in dataclasses.fields(cls) if "open" in f.metadata}
+    registered = {key: tp for table in opened.values() for key, tp in table.items()}
     for name in data:
-        if name not in fields:
-            close = difflib.get_close_matches(str(name), list(fields), n=1)
+        if name not in fields and name not in registered:
+            known = [*fields, *registered]
+            close = difflib.get_close_matches(str(name), known, n=1)
             hint = f"did you mean '{prefix}{close[0]}'? " if close else ""
             here = f"known keys for {context}" if context else "known keys here"
-            raise ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(fields)}", "is an unknown key")
-    kwargs: dict[str, Any] = {}
+            raise ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(known)}", "is an unknown key")
+    kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.")) for key, tp in table.items())
+                              for name, table in opened.items()}
     for name, f in fields.items():
         key = f"{prefix}{name}"
         variants = f.metadata.get("variants")
@@ -507,13 +527,22 @@ def to_dict(cfg: Any) -> dict:
     """A schema dataclass as plain YAML-able data (tuples become lists)."""
 
     def plain(v: Any) -> Any:
-        if isinstance(v, tuple):
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            out: dict[str, Any] = {}
+            for f in dataclasses.fields(v):
+                value = getattr(v, f.name)
+                if "open" in f.metadata:  # registered sections: keys of this section like the others
+                    out.update({key: plain(s) for key, s in value})
+                else:
+                    out[f.name] = plain(value)
+            return out
+        if isinstance(v, (tuple, list)):
             return [plain(x) for x in v]
         if isinstance(v, dict):
             return {k: plain(x) for k, x in v.items()}
         return v
 
-    return plain(dataclasses.asdict(cfg))
+    return plain(cfg)
 
 
 def dump(cfg: Any) -> str:
@@ -527,6 +556,8 @@ def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, st
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
+        if "open" in f.metadata:  # documented by the registry that owns them (simulator.config.config_docs)
+            continue
         if "variants" in f.metadata:
             default = f.default_factory()  # type: ignore[misc]
             yield f"{prefix}{f.name}.name", "string", default.name, f.metadata["doc"]

@@ -273,16 +273,21 @@ def layout_of(cfg: Any) -> StatisticsLayout:
                   section.pdf_separations)
 
 
-def writer(cfg: Any, sim: Any, rank0: bool) -> Any:
+def lower(sim: Any, state: Any, t: Any, dt: Any) -> Any:
+    """The statistics program of a run on ``sim`` lowered for ``state`` and ``t`` (abstract or not): what
+    the planner compiles (the output kind's ``lower``)."""
+    return compiled(layout_of(sim.cfg), sim.options_key()).lower(sim.equation, state, sim.params, t)
+
+
+def writers(cfg: Any, sim: Any, ctx: Any) -> list[Any]:
     """The ``statistics.h5`` writer of a run of ``cfg`` on ``sim`` (a
-    :class:`~simulator.run.simulation.Simulation`), or None when ``output.statistics`` is off. The traced
-    numbers are this config's (an ensemble member's own, e.g. its scalars' mean gradients)."""
+    :class:`~simulator.run.simulation.Simulation`; ``ctx`` a :class:`~simulator.output.kinds.WriterContext`),
+    the output kind's ``writers``. The traced numbers are this config's (an ensemble member's own, e.g. its
+    scalars' mean gradients)."""
     from simulator.output.base import Schedule
     from simulator.output.statistics import StatisticsWriter, coordinates
 
     section = cfg.output.statistics
-    if not section.enabled:
-        return None
     lay = layout_of(cfg)
     params = sim.equation.params(cfg.physics)
     program = compiled(lay, sim.options_key())
@@ -293,4 +298,4 @@ def writer(cfg: Any, sim: Any, rank0: bool) -> Any:
 
     spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
     attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
-    return StatisticsWriter(Schedule.of(section), compute, coordinates(tuple(cfg.grid.shape), lay), rank0, attrs)
+    return [StatisticsWriter(Schedule.of(section), compute, coordinates(tuple(cfg.grid.shape), lay), ctx.rank0, attrs)]

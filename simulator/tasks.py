@@ -115,10 +115,17 @@ def compiled(tasks: tuple[Task, ...], options: tuple[tuple[str, str], ...] = ())
     return jax.jit(lambda eq, s, p, t: evaluate(eq.at(t), s, p, tasks), compiler_options=dict(options))
 
 
-def writers(cfg: Any, sim: Any, rank0: bool) -> list[TaskWriter]:
-    """The writers of ``cfg.output.tasks`` on ``sim`` (a :class:`~simulator.run.simulation.Simulation`),
-    one per task (each on its own schedule; those due at one chunk end share one evaluation of all of
-    them); [] without tasks. The traced numbers are this config's (an ensemble member's own)."""
+def lower(sim: Any, state: Any, t: Any, dt: Any) -> Any:
+    """The tasks' program of a run on ``sim`` lowered for ``state`` and ``t`` (abstract or not): what the
+    planner compiles (the output kind's ``lower``)."""
+    return compiled(layout_of(sim.cfg), sim.options_key()).lower(sim.equation, state, sim.params, t)
+
+
+def writers(cfg: Any, sim: Any, ctx: Any) -> list[TaskWriter]:
+    """The writers of ``cfg.output.tasks`` on ``sim`` (a :class:`~simulator.run.simulation.Simulation`;
+    ``ctx`` a :class:`~simulator.output.kinds.WriterContext`: the output kind's ``writers``), one per task
+    (each on its own schedule; those due at one chunk end share one evaluation of all of them); [] without
+    tasks. The traced numbers are this config's (an ensemble member's own)."""
     from simulator.output.base import Moment, Schedule
     from simulator.output.tasks import TasksFile, TaskWriter, describe
 
@@ -136,6 +143,6 @@ def writers(cfg: Any, sim: Any, rank0: bool) -> list[TaskWriter]:
     layouts = [describe(entry, cfg.grid.shape, cfg.grid.box, units, sim.equation.field_info[entry.field].doc)
                for entry in cfg.output.tasks]
     file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
-                               "box": [float(b) for b in cfg.grid.box]}, units) if rank0 else None
+                               "box": [float(b) for b in cfg.grid.box]}, units) if ctx.rank0 else None
     return [TaskWriter(layout, Schedule.of(entry), compute, file)
             for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]

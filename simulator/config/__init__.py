@@ -80,11 +80,16 @@ def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str
 
 
 def config_docs() -> str:
-    """The config reference as Markdown, generated from the schema: the common keys, then one table per
-    equation (its ``physics.*`` keys) and per initial condition (its ``initial.*`` keys)."""
+    """The config reference as Markdown, generated from the schema: the common keys, one table per
+    registered output kind's section, then one table per equation (its ``physics.*`` keys) and per initial condition (its ``initial.*`` keys)."""
     from simulator.equations import registry
+    from simulator.output import kinds
 
     parts = [table(iter_fields())]
+    for name, kind in kinds.registry().items():  # the output kinds that bring their own section
+        if kind.section is not None:
+            parts.append(f"**`output.{name}`** (a registered output kind): {kind.doc}\n\n"
+                         + table(_iter_fields(kind.section, f"output.{name}.")))
     for name, info in registry().items():
         parts.append(f"**`physics.name: {name}`**: {info.summary}\n\n"
                      + table(r for r in _iter_fields(info.params, "physics.") if r[0] != "physics.name"))

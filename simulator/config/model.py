@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.schema import Variants, build, section, setting
+from simulator.schema import Variants, build, open_sections, section, setting
 from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
                                  warn_plugin_problems)
 from simulator.errors import ConfigError
@@ -194,6 +194,12 @@ class TrajectoryOutput:
     count: int = setting(100, "particles per species recorded (the first ones of each)", min=1)
 
 
+def _registered_sections() -> dict[str, type]:
+    from simulator.output import kinds
+
+    return kinds.sections()
+
+
 @dataclass(frozen=True)
 class OutputConfig:
     """What a run writes, and where. Host work runs only between compiled chunks of ``chunk`` steps."""
@@ -206,6 +212,12 @@ class OutputConfig:
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
     tasks: tuple[output_tasks.TaskOutput, ...] = output_tasks.task_list()
     trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
+    #: the sections of the out-of-tree output kinds (``output.<name>``: :mod:`simulator.output.kinds`)
+    registered: tuple[tuple[str, Any], ...] = open_sections(_registered_sections, "sections of registered output kinds")
+
+    def section(self, name: str) -> Any:
+        """The section ``output.<name>``: a shipped one or a registered output kind's."""
+        return dict(self.registered)[name] if name in dict(self.registered) else getattr(self, name)
 
 
 @dataclass(frozen=True)
@@ -256,6 +268,14 @@ def from_dict(data: Mapping[str, Any]) -> Config:
     return resolve(cfg)
 
 
+def _schedule_sections(cfg: Config) -> list[tuple[str, Any]]:
+    """(dotted key, section) of every output section with a schedule (the output kinds' ``schedules``)."""
+    from simulator.output import kinds
+
+    return [(f"output.{name}", cfg.output.section(name)) for kind in kinds.registry().values()
+            for name in kind.schedules]
+
+
 def check_name(key: str, value: Any) -> None:
     """A run's or sweep's name names a directory (``outputs/<name>``): a plain name, never a path."""
     if (not isinstance(value, str) or value.strip() in ("", ".", "..") or any(c in value for c in "/\\")
@@ -291,12 +311,10 @@ def validate(cfg: Config) -> None:
     if cfg.time.cfl is not None and info.cfl is None:
         raise ConfigError("time.cfl", cfg.time.cfl, f"leave it null: {cfg.physics.name} declares no CFL number",
                           "cannot adapt the time step")
-    for key, value in (("output.spectra.every", cfg.output.spectra.every),
-                       ("output.snapshots.every", cfg.output.snapshots.every),
-                       ("output.statistics.every", cfg.output.statistics.every),
-                       ("output.trajectories.every", cfg.output.trajectories.every),
-                       ("checkpoint.every", cfg.checkpoint.every)):
+    for key, part in (*_schedule_sections(cfg), ("checkpoint", cfg.checkpoint)):
+        value = getattr(part, "every", None)
         if value and value % cfg.output.chunk:
+            key = f"{key}.every"
             raise ConfigError(key, value, f"must be a multiple of output.chunk = {cfg.output.chunk} (0 = none)",
                               "does not fall on a chunk boundary")
     if cfg.runtime.coordinator is not None and (cfg.runtime.num_processes is None or cfg.runtime.process_id is None):
@@ -308,8 +326,11 @@ def validate(cfg: Config) -> None:
             raise ConfigError("runtime.process_id", cfg.runtime.process_id,
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
     _check_mode_numbers(cfg)
-    _check_statistics(cfg)
-    output_tasks.check(cfg)
+    from simulator.output import kinds
+
+    for kind in kinds.registry().values():
+        if kind.check is not None:
+            kind.check(cfg)
     from simulator import particles
 
     particles.check(cfg)
@@ -317,22 +338,6 @@ def validate(cfg: Config) -> None:
         check = getattr(part, "check", None)
         if check is not None:
             check(cfg)
-
-
-def _check_statistics(cfg: Config) -> None:
-    """Flow statistics need a velocity, and separations the grid holds (at most N/2 cells on every axis)."""
-    stats = cfg.output.statistics
-    if not stats.enabled:
-        return
-    if "velocity" not in registry()[cfg.physics.name].fields:
-        raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
-                          f"is undefined for physics.name = {cfg.physics.name}")
-    half = min(cfg.grid.shape) // 2
-    for key in ("separations", "pdf_separations"):
-        values = getattr(stats, key) or ()
-        if any(r > half for r in values):
-            raise ConfigError(f"output.statistics.{key}", list(values), f"every separation must be <= N/2 = {half} "
-                              f"cells (the smallest axis of grid.shape {list(cfg.grid.shape)})", "is too large")
 
 
 def _check_mode_numbers(cfg: Config) -> None:
@@ -365,9 +370,8 @@ def resolve(cfg: Config) -> Config:
     if cfg.output.spectra.every is None:
         spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.chunk)
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, spectra=spectra))
-    for key, times in (("output.spectra.times", cfg.output.spectra.times),
-                       ("output.snapshots.times", cfg.output.snapshots.times),
-                       ("output.statistics.times", cfg.output.statistics.times)):
+    for key, part in _schedule_sections(cfg):
+        key, times = f"{key}.times", getattr(part, "times", None)
         late = [t for t in times or () if t > cfg.time.t_end * (1 + 1e-12)]
         if late:
             raise ConfigError(key, list(times), f"every time must be <= time.t_end = {cfg.time.t_end:.12g}",

@@ -8,8 +8,9 @@ chunk exactly: :class:`simulator.time.control.Stepper`), every wall-clock interv
 triggers are agreed between processes by the loop, so collective writers never diverge.
 
 A writer owns its file: it opens it (truncating what a resumed run wrote past its checkpoint), writes,
-closes, and its module holds the reader too. Adding an output kind is one module with a Writer and a
-config section that enables it.
+closes, and its module holds the reader too. Adding an output kind is one module that declares it
+(:class:`simulator.output.kinds.OutputKind`: its config section, device program, writers, reader) and
+one registration line, or none for a module of your own (``SIMULATOR_OUTPUTS``).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snap
                                    write_atomically)
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import open_for_reading
+from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.results import RunResults, SnapshotRef, load_run
 

@@ -28,13 +28,16 @@ import h5py
 import numpy as np
 
 from simulator.errors import ConfigError
+from simulator.output import kinds
 from simulator.output.hdf5 import IncompleteOutputError
 from simulator.output.statistics import COORDINATES, dimensions
 from simulator.output.tasks import ASIDE
 from simulator.results import RunResults
 
-#: the groups in the order they are given room under the size limit
+#: the groups written here, in the order they are given room under the size limit (registered kinds' first)
 KINDS = ("statistics", "tasks", "particles", "trajectories")
+#: the output kinds whose data the export writes itself (the rest declare their own ``export``)
+SHIPPED = ("timeseries", "spectra", "snapshots", "particles", "statistics", "tasks")
 #: a vector's components
 COMPONENTS = ("x", "y", "z")
 
@@ -71,14 +74,29 @@ def size_text(nbytes: float) -> str:
     return f"{nbytes:.3g} TiB"
 
 
+def _arrays(data: Any) -> list[Any]:
+    """The arrays in a reader's result (a mapping of arrays, possibly nested)."""
+    if isinstance(data, dict):
+        return [a for v in data.values() for a in _arrays(v)]
+    return [data] if isinstance(data, np.ndarray) else []
+
+
 def _nbytes(*arrays: Any) -> int:
     return sum(np.asarray(a).nbytes for a in arrays)
 
 
+def registered(run: RunResults) -> dict[str, kinds.OutputKind]:
+    """The registered output kinds (:mod:`simulator.output.kinds`) whose files the run holds and whose
+    groups this module does not write itself: those of plug-ins."""
+    return {kind.name: kind for kind in kinds.written(run.path) if kind.name not in SHIPPED}
+
+
 def sizes(run: RunResults) -> dict[str, int]:
-    """The bytes of data each group would hold (0: the run wrote none of it)."""
+    """The bytes of data each group would hold (0: the run wrote none of it); a registered kind's, the
+    arrays its reader returns, when it declares an export."""
     stats = {k: v for k, v in run.statistics.items() if k != "attrs"}
-    return {"statistics": _nbytes(*stats.values()),
+    plugins = {name: _nbytes(*_arrays(run.output(name))) for name, kind in registered(run).items() if kind.export}
+    return {**plugins, "statistics": _nbytes(*stats.values()),
             "tasks": sum(_nbytes(t.step, t.time, t.values, *t.coords.values()) for t in run.tasks.values()),
             "particles": sum(_nbytes(p.step, p.time, p.position, p.unwrapped, p.velocity)
                              for p in run.particles.values()),
@@ -90,12 +108,14 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
     :data:`KINDS`, while the export stays within ``room`` bytes; a group that does not fit is left out, and so
     are statistics of an unknown shape and the row files restarts set aside (``aside/``). ConfigError naming
     a damaged particle snapshot or trajectory file."""
-    chosen, used, left = [], 0, []
+    chosen, used = [], 0
     try:
         needed = sizes(run)
     except (IncompleteOutputError, OSError) as err:
         raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
                           f"cannot be exported: {err}") from None
+    left = [f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
+            for name, kind in registered(run).items() if not kind.export]
     for kind, size in needed.items():
         if not size:
             continue
@@ -112,12 +132,16 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
     return tuple(chosen), used, tuple(left)
 
 
-def write_groups(f: h5netcdf.File, run: RunResults, kinds: tuple[str, ...], units: dict[str, str]) -> None:
-    """The groups ``kinds`` (:func:`plan_groups`) into the export ``f``; ``units`` the run's."""
+def write_groups(f: h5netcdf.File, run: RunResults, groups: tuple[str, ...], units: dict[str, str]) -> None:
+    """The groups ``groups`` (:func:`plan_groups`) into the export ``f``; ``units`` the run's. A registered
+    kind's group is written by its ``export``, ``(group, data, units)``, with ``data`` its reader's."""
     clock = {"units": units["time"], "axis": "T"}
-    if "statistics" in kinds:
+    for name, kind in registered(run).items():
+        if name in groups:
+            kind.call("export", f.create_group(name), run.output(name), units)
+    if "statistics" in groups:
         _statistics(f.create_group("statistics"), run, clock)
-    for name, task in run.tasks.items() if "tasks" in kinds else ():
+    for name, task in run.tasks.items() if "tasks" in groups else ():
         g = _group(f, "tasks", name)
         g.dimensions.update({"time": len(task.time), **{d: len(task.coords[d]) for d in task.dims}})
         _clock(g, task.time, task.step, clock, "row")
@@ -126,7 +150,7 @@ def write_groups(f: h5netcdf.File, run: RunResults, kinds: tuple[str, ...], unit
                      axis=d.upper())
         variable(g, name.split(ASIDE)[0], ("time", *task.dims), task.values, coordinates="step", **task.attrs)
     velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
-    for name, p in run.particles.items() if "particles" in kinds else ():
+    for name, p in run.particles.items() if "particles" in groups else ():
         g = _particle_group(_group(f, "particles", name), p.time, np.arange(p.position.shape[1]), clock, "snapshot")
         variable(g, "step", ("time",), p.step, long_name="time step number of each snapshot")
         for key, values, what, unit in (("position", p.position, "position wrapped into the box", units["length"]),
@@ -134,7 +158,7 @@ def write_groups(f: h5netcdf.File, run: RunResults, kinds: tuple[str, ...], unit
                                         ("velocity", p.velocity, "velocity", velocity)):
             variable(g, key, ("time", "particle", "component"), values, units=unit, coordinates="step",
                      long_name=f"{what} of each {name} particle")
-    for name, t in run.trajectories.items() if "trajectories" in kinds else ():
+    for name, t in run.trajectories.items() if "trajectories" in groups else ():
         g = _particle_group(_group(f, "trajectories", name), t.time, t.ids, clock, "row")
         g["particle"].attrs["long_name"] = "the particle's row (id) in the particle snapshots"
         variable(g, "position", ("time", "particle", "component"), t.x, units=units["length"],

@@ -36,6 +36,7 @@ import numpy as np
 
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.kinds import OutputKind
 from simulator.output.rows import Pending, trim
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
@@ -291,3 +292,10 @@ class TrajectoryWriter(Writer):
         """A restart's file that got no row is cut back to the restart's step."""
         if self.pending:
             self._io(self.pending.settle)
+
+
+#: the output kind (:mod:`simulator.output.kinds`): particle snapshots with the field snapshots, and trajectories
+KIND = OutputKind(
+    name="particles", doc="particles/: particle snapshots (with the field snapshots) and trajectories.h5",
+    active=lambda cfg: bool(cfg.particles), writers="simulator.particles.flow:particle_writers",
+    files=(DIR,), schedules=("trajectories",), read=read_series)

@@ -34,6 +34,7 @@ import numpy as np
 
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule
+from simulator.output.kinds import OutputKind
 from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
 if TYPE_CHECKING:
@@ -124,3 +125,12 @@ class SnapshotWriter(SeriesWriter):
         index = write_snapshot(stem, {n: fields[n] for n in self.names}, self.attrs(moment), self.box, moment.time,
                                units=self.units, stacked=self.stacked)
         self.log(f"snapshot {index}")
+
+
+#: the output kind (:mod:`simulator.output.kinds`): a writer in every run (a restart trims ``series.xdmf``
+#: past its step even when it writes no more snapshots), the fields program only when snapshots are scheduled
+KIND = OutputKind(
+    name="snapshots", doc="snapshots/: the fields, one file per process and a virtual-dataset index per output",
+    active=lambda cfg: True, computes=lambda cfg: Schedule.of(cfg.output.snapshots).active,
+    writers="simulator.run.records:snapshot_writers", program="fields", files=(DIR,), schedules=("snapshots",),
+    read=snapshot_files)

@@ -23,6 +23,8 @@ from simulator.equations.spec import declared
 from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.output.kinds import OutputKind
+from simulator.output.rows import open_for_reading
 
 FILE = "spectra.h5"
 #: the wavenumber scales (not rows): |k| of the shells, and the axes of the 2D spectra
@@ -182,18 +184,6 @@ class SpectraFile:
             raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
 
-def open_for_reading(path: Path) -> h5py.File:
-    """``path`` read-only without a file lock (a run may hold one: files of older versions), or with
-    HDF5's default locking when this process already has the file open that way (an h5py or xarray
-    handle): HDF5 refuses a second handle of one file with other locking flags."""
-    try:
-        return h5py.File(path, "r", locking=False)
-    except OSError as err:
-        if "locking flag" not in str(err):
-            raise
-        return h5py.File(path, "r")
-
-
 def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
     """``k``, ``step``, ``time`` and every spectrum of a ``spectra.h5`` (``rows`` selects rows, e.g. a
     list of indices), read while a run may be appending, and beside an h5py/xarray handle of this process."""
@@ -233,3 +223,11 @@ class SpectraWriter(Writer):
         if self.file is not None:
             self.file.close()
             self.file = None
+
+
+#: the output kind (:mod:`simulator.output.kinds`)
+KIND = OutputKind(
+    name="spectra", doc="spectra.h5: the equation's shell spectra, one row per output",
+    active=lambda cfg: Schedule.of(cfg.output.spectra).active, writers="simulator.run.records:spectra_writers",
+    stage="records", program="spectra", files=(FILE,), schedules=("spectra",),
+    read=lambda run_dir: read_spectra(run_dir / FILE) if (run_dir / FILE).is_file() else {})

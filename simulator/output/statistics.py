@@ -22,91 +22,36 @@ file of other orders, separations or bins, or a damaged one, is set aside whole 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
+from simulator import equations
+from simulator.errors import ConfigError
 from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.output.spectra import open_for_reading
+from simulator.output.kinds import OutputKind
 
 FILE = "statistics.h5"
 #: datasets that are coordinates (no row axis)
 COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_separations")
 
 
-def _other_coordinates(f: h5py.File, coordinates: Mapping[str, np.ndarray]) -> str | None:
-    """Why the file ``f`` cannot take rows of ``coordinates`` (other orders, separations or bins), or None."""
-    other = [name for name, values in coordinates.items()
-             if name not in f or f[name].shape != np.shape(values) or not np.array_equal(f[name][...], values)]
-    return f"output.statistics changed ({', '.join(other)})" if other else None
+class StatisticsFile(rows.RowFile):
+    """``statistics.h5`` (see the module docstring): a :class:`~simulator.output.rows.RowFile` whose
+    coordinates are the orders, separations and bins (other ones cannot join the old table: a restart
+    that changes them sets the file aside whole)."""
 
-
-class StatisticsFile:
-    """``statistics.h5`` (see the module docstring): ``coordinates`` written once, rows appended. A
-    restart continues the file or sets it aside whole (:mod:`simulator.output.rows`): other orders,
-    separations or bins cannot join the old table."""
-
-    def __init__(self, path: Path, coordinates: Mapping[str, np.ndarray], keep_through: int | None,
-                 attrs: Mapping[str, Any] | None = None):
-        self.path = path
-        self.usable = False
-        try:
-            if not rows.resume(path, keep_through, lambda f: _other_coordinates(f, coordinates),
-                               lambda f: rows.trim(f, keep_through, [n for n in f if n not in COORDINATES])):
-                self._create(coordinates, attrs)
-        except (OSError, RuntimeError) as err:
-            raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
-        self.usable = True
-
-    def _create(self, coordinates: Mapping[str, np.ndarray], attrs: Mapping[str, Any] | None) -> None:
-        with h5py.File(self.path, "w", locking=False) as f:
-            f.attrs["description"] = "Eulerian small-scale statistics of the flow, one row per output"
-            f.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in (attrs or {}).items()})
-            for name, values in coordinates.items():
-                f.create_dataset(name, data=np.asarray(values))
-            for name, dtype in (("step", np.int64), ("time", np.float64)):
-                f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
-            f["time"].make_scale("time")
-            f["step"].dims[0].attach_scale(f["time"])
-
-    def append(self, step: int, t: float, values: Mapping[str, np.ndarray]) -> None:
-        """Add a row: every dataset grows by one (``step`` last)."""
-        if not self.usable:
-            raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
-        try:
-            with h5py.File(self.path, "a", locking=False) as f:
-                row = f["step"].shape[0]
-                for name, value in values.items():
-                    value = np.asarray(value, np.float64)
-                    if name not in f:
-                        f.create_dataset(name, shape=(0, *value.shape), maxshape=(None, *value.shape),
-                                         dtype=np.float64)
-                        f[name].dims[0].attach_scale(f["time"])
-                    f[name].resize(row + 1, axis=0)
-                    f[name][row] = value
-                for name, value in (("time", t), ("step", step)):
-                    f[name].resize((row + 1,))
-                    f[name][row] = value
-        except (OSError, RuntimeError) as err:
-            self.usable = False
-            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
+    what = "output.statistics"
+    description = "Eulerian small-scale statistics of the flow, one row per output"
 
 
 def read_statistics(path: Path) -> dict[str, Any]:
     """Every dataset of a ``statistics.h5`` (the rows all of them have: a run may be appending), and
     its attributes under ``attrs``."""
-    with open_for_reading(path) as f:
-        rows = [f[n].shape[0] for n in f if n not in COORDINATES]
-        count = min(rows) if rows else 0
-        out: dict[str, Any] = {n: f[n][:] if n in COORDINATES else f[n][:count] for n in f}
-        out["attrs"] = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
-    return out
+    return rows.read_rows(path, COORDINATES)
 
 
 def dimensions(name: str) -> tuple[str, ...]:
@@ -153,3 +98,30 @@ class StatisticsWriter(Writer):
 
     def close(self) -> None:
         self.file = None
+
+
+def _check_statistics(cfg: Any) -> None:
+    """Flow statistics need a velocity, and separations the grid holds (at most N/2 cells on every axis)."""
+    stats = cfg.output.statistics
+    if not stats.enabled:
+        return
+    if "velocity" not in equations.registry()[cfg.physics.name].fields:
+        raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
+                          f"is undefined for physics.name = {cfg.physics.name}")
+    half = min(cfg.grid.shape) // 2
+    for key in ("separations", "pdf_separations"):
+        values = getattr(stats, key) or ()
+        if any(r > half for r in values):
+            raise ConfigError(f"output.statistics.{key}", list(values), f"every separation must be <= N/2 = {half} "
+                              f"cells (the smallest axis of grid.shape {list(cfg.grid.shape)})", "is too large")
+
+
+
+
+#: the output kind (:mod:`simulator.output.kinds`)
+KIND = OutputKind(
+    name="statistics", doc="statistics.h5: derivative moments, PDFs, structure functions, one row per output",
+    active=lambda cfg: cfg.output.statistics.enabled, writers="simulator.statistics:writers",
+    program="statistics", lower="simulator.statistics:lower", files=(FILE,), schedules=("statistics",),
+    check=_check_statistics,
+    read=lambda run_dir: read_statistics(run_dir / FILE) if (run_dir / FILE).is_file() else {})

@@ -36,11 +36,14 @@ import h5py
 import numpy as np
 
 from simulator.config.tasks import AXES, TaskOutput, definition, units_of
+from simulator.config.tasks import check as check_tasks
 from simulator.log import get_logger
 from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.output.spectra import CODE_UNITS, open_for_reading
+from simulator.output.kinds import OutputKind
+from simulator.output.rows import open_for_reading
+from simulator.output.spectra import CODE_UNITS
 
 FILE = "tasks.h5"
 #: a group kept aside by a restart that changed its task: ``<name>.until-<step>``
@@ -217,3 +220,11 @@ class TaskWriter(Writer):
         values = moment.shared("tasks", self.compute)
         if self.file is not None:
             self.file.append(self.layout.name, moment.step, moment.time, values[self.layout.name])
+
+
+#: the output kind (:mod:`simulator.output.kinds`)
+KIND = OutputKind(
+    name="tasks", doc="tasks.h5: slices, profiles and reductions of fields (output.tasks), each on its schedule",
+    active=lambda cfg: bool(cfg.output.tasks), writers="simulator.tasks:writers", program="tasks",
+    lower="simulator.tasks:lower", files=(FILE,), check=check_tasks,
+    read=lambda run_dir: read_tasks(run_dir / FILE) if (run_dir / FILE).is_file() else {})

@@ -21,6 +21,7 @@ import numpy as np
 
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.output.kinds import OutputKind
 
 FILE = "timeseries.csv"
 
@@ -159,3 +160,11 @@ class TimeSeriesWriter(Writer):
         if self.file is not None:
             self.file.close()
             self.file = None
+
+
+#: the output kind (:mod:`simulator.output.kinds`): a row per chunk, always; its program is the run's diagnostics
+KIND = OutputKind(
+    name="timeseries", doc="timeseries.csv: step, time, dt and the diagnostics, one row per chunk",
+    active=lambda cfg: True, writers="simulator.run.records:timeseries_writers", stage="records",
+    program="diagnostics", files=(FILE,),
+    read=lambda run_dir: read_timeseries(run_dir / FILE) if (run_dir / FILE).is_file() else {})

@@ -331,9 +331,10 @@ def lost_species(eq: WithParticles, state: Any, cfg: Any, batched: bool = False)
     return [[name for name, flag in flags.items() if not flag[i]] for i in range(members)]
 
 
-def particle_writers(cfg: Any, sim: Any, attrs: Any, log: Any, rank0: bool) -> list[Any]:
-    """The particle outputs of a run (:mod:`simulator.output.particles`): snapshots on the field snapshots'
-    schedule, and the trajectory file when ``output.trajectories.every`` is set."""
+def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Any]:
+    """The particle outputs of a run (:mod:`simulator.output.particles`; ``ctx`` a
+    :class:`~simulator.output.kinds.WriterContext`: the output kind's ``writers``): snapshots on the field
+    snapshots' schedule, and the trajectory file when ``output.trajectories.every`` is set."""
     from simulator.output.base import Schedule
     from simulator.output.particles import ParticleSnapshotWriter, TrajectoryWriter
 
@@ -346,9 +347,9 @@ def particle_writers(cfg: Any, sim: Any, attrs: Any, log: Any, rank0: bool) -> l
         return host(positions), host(velocities)
 
     names = [s.name for s in cfg.particles]
-    out: list[Any] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), names, sample, cfg.grid.box, attrs,
-                                             log, rank0)]
+    out: list[Any] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), names, sample, cfg.grid.box,
+                                             ctx.snapshot_attrs, ctx.info, ctx.rank0)]
     if cfg.output.trajectories.every:
         out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), names,
-                                    cfg.output.trajectories.count, sample, cfg.grid.box, rank0))
+                                    cfg.output.trajectories.count, sample, cfg.grid.box, ctx.rank0))
     return out

@@ -43,6 +43,7 @@ from simulator import equations
 from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, instances
 from simulator.errors import ConfigError
 from simulator.lagrangian import TRAJECTORIES
+from simulator.output import kinds as output_kinds
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
 from simulator.output.runconfig import load_run_config
 from simulator.output.snapshots import snapshot_files
@@ -387,6 +388,8 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         ("the statistics figures", run_dir / STATISTICS_FILE, partial(plot_statistics, run_dir, config, info, pdf)),
         ("the Lagrangian figure", run_dir / TRAJECTORIES, partial(plot_lagrangian, run_dir, config, info, pdf)),
         ("the task figures", run_dir / TASKS_FILE, partial(plot_tasks, run_dir, config, info, pdf))]
+    families += [(f"the {kind.name} figures", run_dir / kind.files[0], partial(kind.call, "figures", run_dir, config, pdf))
+                 for kind in output_kinds.written(run_dir) if kind.figures]  # registered output kinds' own
     if frames:
         families.append(("the frames", run_dir / "snapshots",
                          partial(plot_frames, run_dir, config, info, field, index, stem)))

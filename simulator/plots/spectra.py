@@ -27,8 +27,9 @@ from matplotlib.figure import Figure
 
 from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
+from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import open_for_reading, read_spectra
+from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure

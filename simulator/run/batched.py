@@ -91,7 +91,7 @@ def check_fits(cfgs: Sequence[Config]) -> None:
     if members * state_bytes <= QUICK_FRACTION * usable:
         return
     need = program_bytes(sim, members, any(c.time.cfl is not None for c in cfgs))
-    outputs = [name for name in run_programs(sim.cfg) if name in ("fields", "statistics", "tasks")]
+    outputs = [name for name in run_programs(sim.cfg) if name not in need]  # the per-member programs
     if outputs:
         single = make_plan(sim, outputs, available, state=state, memory_source=source)
         need.update({name: int(members * state_bytes) + b for name, b in single.program_bytes.items()})

@@ -1,6 +1,6 @@
-"""What a run segment records: its writers (time series, spectra, snapshots, flow statistics, output
-tasks, checkpoints), the metadata saved with the run and in every snapshot and checkpoint (resolved
-config, versions, git revision, devices and layout, the segment's identity), and the header of its log. Used by
+"""What a run segment records: its writers (those of every output kind it writes, then checkpoints),
+the metadata saved with the run and in every snapshot and checkpoint (resolved config, versions, git
+revision, devices and layout, the segment's identity), and the header of its log. Used by
 :class:`simulator.run.segment.Segment`.
 """
 
@@ -17,9 +17,8 @@ import numpy as np
 
 from simulator import runtime
 from simulator import spectra as spectra_mod
-from simulator import statistics, tasks
 from simulator.config import Config, to_dict
-from simulator.output import checkpoints
+from simulator.output import checkpoints, kinds
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.snapshots import SnapshotWriter
 from simulator.output.spectra import SpectraWriter
@@ -69,31 +68,19 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
 
 def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path, rank0: bool,
             log: logging.Logger) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
-    """The writers of a run: records (time series, spectra) come before the finiteness check, dumps
-    (snapshots, checkpoints) after it."""
-    units = cfg.physics.clock().units() or None  # the equation's unit system, if it has one
-    records: list[Writer] = [TimeSeriesWriter(list(sim.info.diagnostics), rank0, cfg.physics.clock().derived_columns)]
-    spectra_schedule = Schedule.of(cfg.output.spectra)
-    if spectra_schedule.active:
-        records.append(SpectraWriter(spectra_schedule, spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                                     rank0, sim.info.spectra, units, cfg.physics.clock().time_coordinates))
+    """The writers of a run: those of every output kind it writes (:mod:`simulator.output.kinds`), records
+    (time series, spectra) before the finiteness check, dumps (snapshots, particles, statistics, tasks, the
+    registered kinds) after it, the checkpoints last."""
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
                 "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.clock().output_attrs(m.time)}
 
-    info = sim.equation.field_info
-    names = list(sim.snapshot_fields)
-    dumps: list[Writer] = [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, snapshot_attrs, cfg.grid.box,
-                                          log.info, rank0, units, stacked=[n for n in names if info[n].stacked])]
-    if cfg.particles:  # particle snapshots with the field's, and trajectories (simulator.output.particles)
-        from simulator.particles.flow import particle_writers
-
-        dumps.extend(particle_writers(cfg, sim, snapshot_attrs, log.info, rank0))
-    flow_statistics = statistics.writer(cfg, sim, rank0)  # after the finiteness check; None when off
-    if flow_statistics is not None:
-        dumps.append(flow_statistics)
-    dumps.extend(tasks.writers(cfg, sim, rank0))  # output.tasks: tasks.h5, after the finiteness check
+    ctx = kinds.WriterContext(rank0, meta, snapshot_attrs, log.info)
+    records: list[Writer] = []
+    dumps: list[Writer] = []
+    for kind in kinds.active(cfg):
+        (records if kind.stage == "records" else dumps).extend(kind.call("writers", cfg, sim, ctx))
 
     def save(m: Moment) -> Path:
         eq = sim.equation
@@ -108,6 +95,27 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
     saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
     dumps.append(saver)
     return records, dumps, saver
+
+
+def timeseries_writers(cfg: Config, sim: Simulation, ctx: kinds.WriterContext) -> list[Writer]:
+    """``timeseries.csv``: the diagnostics and the clock's derived columns, every chunk."""
+    return [TimeSeriesWriter(list(sim.info.diagnostics), ctx.rank0, cfg.physics.clock().derived_columns)]
+
+
+def spectra_writers(cfg: Config, sim: Simulation, ctx: kinds.WriterContext) -> list[Writer]:
+    """``spectra.h5`` on ``output.spectra``'s schedule, in the equation's units and clocks."""
+    return [SpectraWriter(Schedule.of(cfg.output.spectra), spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
+                          ctx.rank0, sim.info.spectra, cfg.physics.clock().units() or None,
+                          cfg.physics.clock().time_coordinates)]
+
+
+def snapshot_writers(cfg: Config, sim: Simulation, ctx: kinds.WriterContext) -> list[Writer]:
+    """The field snapshots on ``output.snapshots``'s schedule (the writer is made even when none is
+    scheduled: a restart trims the series past its step)."""
+    info, names = sim.equation.field_info, list(sim.snapshot_fields)
+    return [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, ctx.snapshot_attrs, cfg.grid.box, ctx.info,
+                           ctx.rank0, cfg.physics.clock().units() or None,
+                           stacked=[n for n in names if info[n].stacked])]
 
 
 def host_arrays(values: dict[str, Any]) -> dict[str, np.ndarray]:

@@ -33,7 +33,11 @@ from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
-from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps, run_steps
+from simulator.time.integrators import (
+    CHUNK_COMPILER_OPTIONS,
+    run_controlled_steps,
+    run_steps,
+)
 from simulator.time.schemes import SCHEMES
 
 #: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
@@ -265,7 +269,7 @@ class Simulation:
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
         """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
-        ``fields``, ``statistics``, ``tasks``) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
+        ``fields``; or an output kind's program, ``statistics``, ``tasks``: :mod:`simulator.output.kinds`) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
         (nothing allocated): what the planner compiles to measure the run before it starts."""
         if program == "chunk":  # the chunk this run calls: the controlled one with time.cfl set
             n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
@@ -275,20 +279,15 @@ class Simulation:
             return self._compile_chunk(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
         if program == "diagnostics":
             return self._diagnostics.lower(self.equation, state, dt, self.params, t)
-        if program == "statistics":
-            from simulator import statistics
-
-            return statistics.compiled(statistics.layout_of(self.cfg), self.options_key()).lower(
-                self.equation, state, self.params, t)
-        if program == "tasks":
-            from simulator import tasks
-
-            return tasks.compiled(tasks.layout_of(self.cfg), self.options_key()).lower(self.equation, state, self.params, t)
         if program == "fields":  # the fields the run's snapshots write
             return self._fields.lower(self.equation, state, self.params, t, self.snapshot_fields)
-        if program != "spectra":
-            raise ValueError(f"unknown program {program!r}")
-        return self._spectra.lower(self.equation, state, self.params, t)
+        if program == "spectra":
+            return self._spectra.lower(self.equation, state, self.params, t)
+        from simulator.output import (
+            kinds,  # the output kinds' own programs (statistics, tasks, registered)
+        )
+
+        return kinds.by_program(program).call("lower", self, state, t, dt)
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, donate: bool = False) -> Any:

@@ -1,0 +1,84 @@
+"""An output kind added from outside the package: the extrema of a field (tests/plugins/toy_output),
+registered only by the environment variable SIMULATOR_OUTPUTS. Its config section validates and is
+documented, the planner compiles its program, a run on two devices writes its rows (equal to the extrema
+of the run's own snapshot), a restart that changes its definition sets the old rows aside, and
+load_run, export and plot read it, with no edit to simulator/."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5netcdf
+import numpy as np
+import pytest
+
+import simulator
+from docs_pages import blocks
+from simulator.output.hdf5 import Snapshot
+
+ROOT = Path(__file__).parents[1]
+PLUGINS = Path(__file__).parent / "plugins"
+ENV = {**os.environ, "SIMULATOR_OUTPUTS": "toy_output",
+       "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
+#: the config of docs/how-to/add-an-output.md (the page's YAML block), run here as the page runs it
+CONFIG = next(b.code for b in blocks("docs/how-to/add-an-output.md") if b.lang == "yaml")
+
+
+def simulator_cli(cwd, *args, env=ENV):
+    return subprocess.run([sys.executable, "-m", "simulator", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_nothing_in_the_package_names_the_plugin_output():
+    for path in (ROOT / "simulator").rglob("*.py"):
+        assert "toy_output" not in path.read_text() and "extrema.h5" not in path.read_text(), path
+
+
+def test_a_broken_output_plugin_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "x.yaml").write_text(CONFIG)
+    r = simulator_cli(tmp_path, "validate", "x.yaml", env={**ENV, "SIMULATOR_OUTPUTS": "no_such_output_module"})
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "SIMULATOR_OUTPUTS = 'no_such_output_module' cannot be imported" in r.stderr
+    r = simulator_cli(tmp_path, "validate", "x.yaml", env={k: v for k, v in ENV.items() if k != "SIMULATOR_OUTPUTS"})
+    assert r.returncode == 2 and "output.extrema = " in r.stderr and "is an unknown key" in r.stderr
+
+
+@pytest.mark.slow
+def test_a_plugin_output_kind_plans_runs_restarts_exports_and_plots(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMULATOR_OUTPUTS", "toy_output")  # load_run in this process reads it too
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    (tmp_path / "x.yaml").write_text(CONFIG)
+    docs = simulator_cli(tmp_path, "config-docs")
+    assert "**`output.extrema`**" in docs.stdout and "| `output.extrema.field` |" in docs.stdout
+    bad = simulator_cli(tmp_path, "validate", "x.yaml", "--set", "output.extrema.field=temperature")
+    assert bad.returncode == 2 and "output.extrema.field = 'temperature' is not a field" in bad.stderr
+    odd = simulator_cli(tmp_path, "validate", "x.yaml", "--set", "output.extrema.every=3")
+    assert odd.returncode == 2 and "output.extrema.every = 3 does not fall on a chunk boundary" in odd.stderr
+    plan = simulator_cli(tmp_path, "plan", "x.yaml", "--cpu-devices", "2")
+    assert plan.returncode == 0 and "extrema " in plan.stdout, plan.stdout + plan.stderr
+
+    r = simulator_cli(tmp_path, "run", "x.yaml", "--cpu-devices", "2", "--out", "run")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = simulator.load_run(tmp_path / "run").output("extrema")
+    assert list(rows["step"]) == [0, 5, 10, 15, 20] and rows["attrs"]["field"] == "velocity"
+    with Snapshot(tmp_path / "run" / "snapshots" / "s00000020.h5") as snap:
+        u = snap.read("velocity")
+    for name, reduce in (("min", np.min), ("max", np.max), ("mean", np.mean)):
+        np.testing.assert_allclose(rows[name][-1], reduce(u, axis=(1, 2, 3)), rtol=1e-13, atol=1e-15)
+    assert rows["max"][0, 0] == pytest.approx(1.0) and rows["max"][0, 2] == pytest.approx(0.0, abs=1e-14)
+
+    # a restart that records another field: the velocity rows are kept whole, aside; the new file is vorticity's
+    r = simulator_cli(tmp_path, "run", "x.yaml", "--cpu-devices", "2", "--out", "run", "--restart",
+                      "--set", "time.t_end=0.3", "--set", "output.extrema.field=vorticity")
+    assert r.returncode == 0 and "output.extrema changed (field)" in r.stderr, r.stderr[-3000:]
+    run = simulator.load_run(tmp_path / "run")
+    assert list(run.output("extrema")["step"]) == [25, 30] and run.output("extrema")["attrs"]["field"] == "vorticity"
+    assert [p.name for p in run.aside] == ["extrema.until-00000020.h5"]
+
+    e = simulator_cli(tmp_path, "export", "run")
+    assert e.returncode == 0, e.stderr
+    with h5netcdf.File(tmp_path / "run" / "export" / "run.nc") as f:
+        np.testing.assert_array_equal(f["extrema"]["max"][:], run.output("extrema")["max"])
+    p = simulator_cli(tmp_path, "plot", "run")
+    assert p.returncode == 0 and (tmp_path / "run" / "plots" / "extrema.png").is_file(), p.stderr
