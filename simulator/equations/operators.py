@@ -1,10 +1,11 @@
 """Spectral operators of the periodic box on one FFT backend: what every flow equation differentiates with.
 
 One object per equation instance (as FluidSim's ``oper`` or jax-cfd's ``grid``): the wavenumbers, the
-dealiasing (the 2/3 rule, the Hou-Li filter or a phase-shifted truncation), Parseval weights, 1/k^2, the Leray projection, the curl
-and the constant-power forcing, so that an equation composes them instead of borrowing another
-equation's. :func:`inverse_k2` is the one place 1/k^2 (0 at k = 0) is written; the Poisson solve
-(:mod:`.gravity`) and the wave propagator (:mod:`.boussinesq.waves`) use it too.
+dealiasing (the 2/3 rule, the Hou-Li filter or a phase-shifted truncation), Parseval weights, 1/k^2,
+the Leray projection, the curl and the constant-power forcing, so that an equation composes them
+instead of borrowing another equation's. :func:`inverse_k2` is the one place 1/k^2 (0 at k = 0) is
+written; the Poisson solve (:mod:`.gravity`) and the wave propagator (:mod:`.boussinesq.waves`) use it
+too.
 
 Dealiasing (``dealiasing``, static): ``two_thirds`` zeroes the modes with |m_i| >= N_i/3 on any axis
 (Orszag 1971); ``hou_li`` multiplies by the smooth filter sigma = prod_i exp(-36 (|m_i| / (N_i/2))^36)

@@ -4,8 +4,9 @@ take the array module ``xp``, so that equations evaluate them traced and readers
 * Flows (Navier-Stokes, Boussinesq, MHD): ``kmax_eta`` = k_max eta with the Kolmogorov scale
   eta = (nu^3 / epsilon)^(1/4) and k_max the largest wavenumber kept by the 2/3 rule,
   (2/3) min_i pi N_i / L_i, 0.8 min_i pi N_i / L_i under the Hou-Li filter, or 0.943 min_i pi N_i / L_i
-  under the phase-shifted spherical truncation (:data:`RESOLVED`; Navier-Stokes's ``physics.dealias``). With hyperviscosity nu_p (-lap)^p the dissipative scale is the
-  larger of eta and the hyperviscous eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)) (:func:`dissipative_scale`).
+  under the phase-shifted spherical truncation (:data:`RESOLVED`; Navier-Stokes's ``physics.dealias``).
+  With hyperviscosity nu_p (-lap)^p the dissipative scale is the larger of eta and the hyperviscous
+  eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)) (:func:`dissipative_scale`).
   A field diffusing with kappa != nu has its own smallest scale: the Batchelor
   scale eta Sc^(-1/2) for Sc = nu/kappa >= 1, the Obukhov-Corrsin scale (kappa^3/epsilon)^(1/4) =
   eta Sc^(-3/4) below (:func:`smallest_scale`). Passive scalars report it as ``scalar{i}_kmax_eta``;
