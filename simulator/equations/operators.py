@@ -1,19 +1,26 @@
 """Spectral operators of the periodic box on one FFT backend: what every flow equation differentiates with.
 
 One object per equation instance (as FluidSim's ``oper`` or jax-cfd's ``grid``): the wavenumbers, the
-dealiasing (the 2/3 rule or the Hou-Li filter), Parseval weights, 1/k^2, the Leray projection, the curl
-and the constant-power forcing, so that an equation composes them instead of borrowing another
-equation's. :func:`inverse_k2` is the one place 1/k^2 (0 at k = 0) is written; the Poisson solve
-(:mod:`.gravity`) and the wave propagator (:mod:`.boussinesq.waves`) use it too.
+dealiasing (the 2/3 rule, the Hou-Li filter or a phase-shifted truncation), Parseval weights, 1/k^2,
+the Leray projection, the curl and the constant-power forcing, so that an equation composes them
+instead of borrowing another equation's. :func:`inverse_k2` is the one place 1/k^2 (0 at k = 0) is
+written; the Poisson solve (:mod:`.gravity`) and the wave propagator (:mod:`.boussinesq.waves`) use it
+too.
 
 Dealiasing (``dealiasing``, static): ``two_thirds`` zeroes the modes with |m_i| >= N_i/3 on any axis
 (Orszag 1971); ``hou_li`` multiplies by the smooth filter sigma = prod_i exp(-36 (|m_i| / (N_i/2))^36)
 instead (Hou & Li 2007, J. Comput. Phys. 226, 379), which changes the modes below 0.8 of the Nyquist
 wavenumber by less than 1.2% and damps those above smoothly, to round-off at the Nyquist mode.
+``phase_shift_cubic`` and ``phase_shift_spherical`` evaluate the products on a shifted grid
+(:meth:`SpectralOperators.shift`, :mod:`.phase_shift`: Patterson & Orszag 1971, Rogallo 1981) and then
+truncate to the 2/3 rule's cube or to the sphere sum_i (m_i/N_i)^2 < 2/9 (|m| < sqrt(2) N/3 on a cubic
+grid), outside which no double or triple alias lands.
 
 Arrays: ``k`` and ``modes`` are three broadcasting vectors in the backend's real-to-complex k-space
-layout and sharding, ``keep`` three per-axis vectors (0/1 under the 2/3 rule, the filter's factors
-under Hou-Li), ``weight`` the Parseval weights; spectra are ``(3, *k_shape)`` vectors or
+layout and sharding, ``keep`` three per-axis vectors (0/1 under the 2/3 rule and its phase-shifted
+form, the filter's factors under Hou-Li, m_i^2 (N_x/N_i)^2 under the spherical truncation), ``theta``
+None or the phase shift's three angles per mode number (:mod:`.phase_shift`), ``weight`` the Parseval
+weights; spectra are ``(3, *k_shape)`` vectors or
 ``(*k_shape)`` scalars. The 3D products (the dealiasing mask, k^2, 1/k^2, the
 forcing mask) are formed inside the fused elementwise kernels of the step, never stored: at 1024^3 each
 would cost GBs.
@@ -21,6 +28,7 @@ would cost GBs.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -57,19 +65,28 @@ def two_thirds(m: jax.Array, n: int) -> jax.Array:
     return (jnp.abs(m) < n / 3).astype(m.dtype)
 
 
+def scaled_square(m: jax.Array, n: int, n_x: int) -> jax.Array:
+    """m^2 (n_x/n)^2: squared mode numbers in units of the x axis's (their sum over the axes is < 2 n_x^2/9
+    inside the spherical truncation; exact integers on a cubic grid, so that the boundary is exact there)."""
+    return m**2 * (n_x / n) ** 2
+
+
 #: dealiasing scheme -> its per-axis factor of the mode numbers (keys: ``resolution.RESOLVED``)
-_FACTORS = {"two_thirds": two_thirds, "hou_li": hou_li}
+#: (mode numbers m, points n of their axis, points n_x of the x axis)
+_FACTORS = {"two_thirds": lambda m, n, _: two_thirds(m, n), "hou_li": lambda m, n, _: hou_li(m, n),
+            "phase_shift_cubic": lambda m, n, _: two_thirds(m, n), "phase_shift_spherical": scaled_square}
 
 
 @jax.tree_util.register_pytree_node_class
 class SpectralOperators:
     """The operators on real-to-complex spectra of one backend and box (see the module docstring).
 
-    A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves; the backend, box, dtype,
-    dealiasing and forcing scheme are static structure.
+    A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves, and ``theta`` (replicated,
+    ``(3,)``) when a phase shift is set; the backend, box, dtype, dealiasing and forcing scheme are static
+    structure.
     """
 
-    _LEAVES = ("k", "modes", "keep", "weight")
+    _LEAVES = ("k", "modes", "keep", "weight", "theta")
     _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band", "dealiasing", "devices", "select")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
@@ -78,8 +95,9 @@ class SpectralOperators:
         self.forcing_scheme, self.forcing_band, self.dealiasing = forcing, forcing_band, dealiasing
         self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
-        self.keep = tuple(_FACTORS[dealiasing](m, n).astype(self.dtype)
+        self.keep = tuple(_FACTORS[dealiasing](m, n, fft.shape[0]).astype(self.dtype)
                           for m, n in zip(self.modes, fft.shape, strict=True))
+        self.theta: jax.Array | None = None  # no phase shift until :meth:`shifted` sets one
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         self.devices = fft.devices
         #: stack spectra by selection (:mod:`.assembly`): a velocity spectrum on one device is past the limit
@@ -99,14 +117,36 @@ class SpectralOperators:
     @property
     def dealias(self) -> jax.Array:
         """What the nonlinear terms are multiplied by: 1 on the modes the 2/3 rule keeps (|m_i| < N_i/3 on
-        every axis), else 0; or the Hou-Li filter's value per mode."""
+        every axis), else 0; or the Hou-Li filter's value per mode; or 1 inside the sphere
+        sum_i (m_i/N_i)^2 < 2/9, else 0 (``phase_shift_spherical``)."""
+        if self.dealiasing == "phase_shift_spherical":
+            radius2 = 2.0 * self.fft.shape[0] ** 2 / 9.0
+            return (self.keep[0] + self.keep[1] + self.keep[2] < radius2).astype(self.dtype)
         return self.keep[0] * self.keep[1] * self.keep[2]
 
     @property
     def held(self) -> jax.Array:
-        """1 on the modes a state may hold, else 0: the 2/3 rule's; every mode under the smooth filter
-        (forcing masks are built on it: a 0/1 set, so that the injected power is exact)."""
-        return self.dealias if self.dealiasing == "two_thirds" else jnp.ones((), self.dtype)
+        """1 on the modes a state may hold, else 0: those of the truncation (the 2/3 rule's cube, or the
+        sphere); every mode under the smooth filter (forcing masks are built on it: a 0/1 set, so that the
+        injected power is exact)."""
+        return jnp.ones((), self.dtype) if self.dealiasing == "hou_li" else self.dealias
+
+    def shifted(self, theta: jax.Array) -> SpectralOperators:
+        """A copy whose :meth:`shift` moves fields by ``theta`` (``(3,)``: radians per mode number along each
+        axis, the grid shifted by theta_i N_i / (2 pi) cells; :func:`.phase_shift.angles`)."""
+        out = copy.copy(self)
+        out.theta = theta
+        return out
+
+    def shift(self, f_hat: jax.Array, sign: int = 1) -> jax.Array:
+        """f_hat exp(i sign m . theta) (``sign`` 1: the spectrum of f(x + Delta), read on the grid shifted by
+        Delta; -1: back), the phase the product of three 1D factors formed in the kernel that applies it;
+        ``f_hat`` unchanged when no shift is set (:meth:`shifted`)."""
+        if self.theta is None:
+            return f_hat
+        for i, m in enumerate(self.modes):
+            f_hat = f_hat * jnp.exp((1j * sign) * (m * self.theta[i]).astype(self.dtype))
+        return f_hat
 
     @property
     def k2(self) -> jax.Array:

@@ -3,9 +3,10 @@ take the array module ``xp``, so that equations evaluate them traced and readers
 
 * Flows (Navier-Stokes, Boussinesq, MHD): ``kmax_eta`` = k_max eta with the Kolmogorov scale
   eta = (nu^3 / epsilon)^(1/4) and k_max the largest wavenumber kept by the 2/3 rule,
-  (2/3) min_i pi N_i / L_i, or 0.8 min_i pi N_i / L_i under the Hou-Li filter (:data:`RESOLVED`;
-  Navier-Stokes's ``physics.dealias``). With hyperviscosity nu_p (-lap)^p the dissipative scale is the
-  larger of eta and the hyperviscous eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)) (:func:`dissipative_scale`).
+  (2/3) min_i pi N_i / L_i, 0.8 min_i pi N_i / L_i under the Hou-Li filter, or 0.943 min_i pi N_i / L_i
+  under the phase-shifted spherical truncation (:data:`RESOLVED`; Navier-Stokes's ``physics.dealias``).
+  With hyperviscosity nu_p (-lap)^p the dissipative scale is the larger of eta and the hyperviscous
+  eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)) (:func:`dissipative_scale`).
   A field diffusing with kappa != nu has its own smallest scale: the Batchelor
   scale eta Sc^(-1/2) for Sc = nu/kappa >= 1, the Obukhov-Corrsin scale (kappa^3/epsilon)^(1/4) =
   eta Sc^(-3/4) below (:func:`smallest_scale`). Passive scalars report it as ``scalar{i}_kmax_eta``;
@@ -41,8 +42,11 @@ THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
 #: the rest. The Hou-Li filter exp(-36 (|k_i|/k_N,i)^36) (Hou & Li 2007, J. Comput. Phys. 226, 379) has no
 #: sharp cutoff: it is above 0.988 up to 0.8 k_N (there it changes the nonlinear term by 1.2%), 0.45 at
 #: 0.9 k_N and exp(-36) at k_N, so 0.8 is where it stops resolving (the Nyquist wavenumber itself would
-#: report a k_max eta 25% above what the filter resolves).
-RESOLVED = {"two_thirds": 2 / 3, "hou_li": 0.8}
+#: report a k_max eta 25% above what the filter resolves). The phase-shifted truncations
+#: (:mod:`simulator.equations.phase_shift`) keep the 2/3 rule's cube (2/3) or the sphere
+#: sum_i (m_i/N_i)^2 < 2/9, whose radius along every axis is (2 sqrt 2 / 3) k_N,i = 0.943 k_N,i.
+RESOLVED = {"two_thirds": 2 / 3, "hou_li": 0.8, "phase_shift_cubic": 2 / 3,
+            "phase_shift_spherical": 2 * math.sqrt(2) / 3}
 
 KMAX_ETA = ("k_max eta: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the Kolmogorov scale (nu^3/epsilon)^(1/4)"
             "; below 1 the grid under-resolves the dissipation range")

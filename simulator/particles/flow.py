@@ -114,6 +114,15 @@ class WithParticles(SemiLinearEquation):
         out.flow, out.species, out.start = flow, self.species, self.start
         return out
 
+    def at_stage(self, step: jax.Array, stage: jax.Array) -> WithParticles:
+        """The flow's :meth:`~simulator.equations.base.SemiLinearEquation.at_stage` (its phase shifts)."""
+        flow = self.flow.at_stage(step, stage)
+        if flow is self.flow:
+            return self
+        out = object.__new__(type(self))
+        out.flow, out.species, out.start = flow, self.species, self.start
+        return out
+
     def leaf_spaces(self, state: Any) -> list[str]:
         """The flow's leaves' spaces, then "particles" for every particle array (replicated, neither
         real-space nor spectral: stored whole)."""

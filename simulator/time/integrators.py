@@ -6,7 +6,8 @@ so changing them never recompiles. Two families, by the protocol the equation fo
 
 * Runge-Kutta schemes for a semi-linear equation: a diagonal ``linear(params)`` operator, treated
   exactly with an integrating factor (exp(L dt) per mode), so the viscous term imposes no stability
-  limit and a purely linear problem is integrated exactly, plus ``nonlinear(u, t, params)``.
+  limit and a purely linear problem is integrated exactly, plus ``nonlinear(u, t, params)`` of the
+  equation at each stage (:func:`stage_equation`: the step's and the stage's numbers).
 * The kick-drift-kick split step for a split-step equation (Schrodinger-Poisson).
 """
 
@@ -25,6 +26,19 @@ Step = Callable[[Any, jax.Array, jax.Array, Any], Any]
 #: the 1D wavenumbers) out of the time loop and keep it as a stored 3D array for the whole run, 4-16
 #: bytes per cell each. Left in the loop, they are formed mode by mode inside the kernels that use them.
 CHUNK_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion"}
+
+
+def stage_equation(eq: Any, t: Any, dt: Any, stage: Any) -> Any:
+    """``eq.at_stage(n, stage)`` (:meth:`simulator.equations.base.SemiLinearEquation.at_stage`) with the
+    step's number n = round(t/dt) mod 2^31 (uint32, not differentiated), derived from the step's start
+    time and size because the step function sees no other counter: the step count of a fixed-dt run, the
+    same after a restart (the host hands each chunk the time of its first step) and on every backend. An
+    equation without ``at_stage`` (a bare test equation) is the same at every stage."""
+    at_stage = getattr(eq, "at_stage", None)
+    if at_stage is None:
+        return eq
+    n = jax.lax.stop_gradient(jnp.mod(jnp.round(jnp.asarray(t) / dt), 2.0**31)).astype(jnp.uint32)
+    return at_stage(n, stage)
 
 
 def _axpy(a: Any, x: Any, y: Any) -> Any:
@@ -69,7 +83,7 @@ def make_rk4(eq: Any) -> Step:
 
         def stage(i, carry):
             acc, v = carry
-            k = eq.nonlinear(v, t + c[i] * dt, params)
+            k = stage_equation(eq, t, dt, i).nonlinear(v, t + c[i] * dt, params)
             acc = _axpy(w[i] * dt / 6, E(k, (1 - c[i]) * dt), acc)
             v = _axpy(a[i] * dt, E(k, (c[i + 1] - c[i]) * dt), E(u, c[i + 1] * dt))
             return acc, v
@@ -120,7 +134,7 @@ def _make_2n(eq: Any, tableau: Tableau2N) -> Step:
 
         def stage(i, carry):
             u, q = carry
-            q = _axpy(a[i], q, _scale(dt, eq.nonlinear(u, t + c[i] * dt, params)))
+            q = _axpy(a[i], q, _scale(dt, stage_equation(eq, t, dt, i).nonlinear(u, t + c[i] * dt, params)))
             u = _axpy(b[i], q, u)
             tau = (c[i + 1] - c[i]) * dt
             return eq.exp_linear(u, tau, params), eq.exp_linear(q, tau, params)

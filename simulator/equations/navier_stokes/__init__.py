@@ -73,8 +73,16 @@ class NavierStokesParams(EquationParams):
                                                "(e.g. 4; |k|^(2p) must stay finite on the grid in the run's "
                                                "precision); null = no hyperviscous term in the program", min=2)
     dealias: str = setting("two_thirds", "dealiasing of the nonlinear terms: two_thirds (the 2/3 rule: modes with "
-                           "|m_i| >= N_i/3 zeroed) or hou_li (the smooth filter exp(-36 (|m_i|/(N_i/2))^36) per axis, "
-                           "Hou & Li 2007: resolves up to 0.8 of the Nyquist wavenumber)",
+                           "|m_i| >= N_i/3 zeroed); hou_li (the smooth filter exp(-36 (|m_i|/(N_i/2))^36) per axis, "
+                           "Hou & Li 2007: resolves up to 0.8 of the Nyquist wavenumber); phase_shift_spherical "
+                           "(products on a grid shifted by a random Delta per step, half a cell more at odd stages, "
+                           "then the modes outside the sphere sum_i (m_i/N_i)^2 < 2/9, |m| < sqrt(2) N/3 on a cubic "
+                           "grid, zeroed: no double or triple alias reaches it and the shifts cancel or randomise "
+                           "the single ones, Patterson & Orszag 1971, Rogallo 1981; resolves up to 0.943 of the "
+                           "Nyquist wavenumber; needs the half-spectrum layout); phase_shift_cubic (the same "
+                           "shifts with the 2/3 rule's cube, where no alias is left to shift: the two_thirds "
+                           "result to round-off, a reference). The shifts are drawn from the step's number "
+                           "round(t/dt): the same on every backend and device count and after a restart",
                            choices=tuple(resolution.RESOLVED))
     forcing: str = setting("none", "forcing at constant injected power: none, linear (all modes, Lundgren) or band "
                            "(modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
@@ -87,8 +95,13 @@ class NavierStokesParams(EquationParams):
         check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity})
 
     def compact_spectra(self) -> str | None:
-        """Under the 2/3 rule every state and product is on its modes; the Hou-Li filter keeps them all."""
-        return None if self.dealias == "two_thirds" else f"physics.dealias = {self.dealias} keeps every mode"
+        """Under the 2/3 rule (shifted or not) every state and product is on its modes; the Hou-Li filter keeps
+        them all, the sphere of phase_shift_spherical those up to |m_i| < sqrt(2) N_i/3 along the axes."""
+        if self.dealias in ("two_thirds", "phase_shift_cubic"):
+            return None
+        if self.dealias == "phase_shift_spherical":
+            return "physics.dealias = phase_shift_spherical keeps modes beyond the 2/3 rule's cube"
+        return f"physics.dealias = {self.dealias} keeps every mode"
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales of the flow (:func:`simulator.equations.scales.turbulence`)."""
@@ -138,7 +151,7 @@ class RandomVelocity(FlowInitial):
 
 INFO = EquationInfo(
     name="navier_stokes",
-    summary="incompressible Navier-Stokes, rotational form, Leray projection, 2/3 or Hou-Li dealiasing, "
+    summary="incompressible Navier-Stokes, rotational form, Leray projection, 2/3, Hou-Li or phase-shift dealiasing, "
             "optional hyperviscosity",
     params=NavierStokesParams,
     initials=(TaylorGreen, ABC, RandomVelocity),
@@ -159,7 +172,8 @@ INFO = EquationInfo(
         "max_div": "max |div u| (round-off)",
         "cfl": "CFL number dt max(sum_i |u_i|/dx_i)",
         "injection": "injected power <u.f> (forced runs only)",
-        "kmax_eta": resolution.KMAX_ETA + " (0.8 min pi N_i/L_i under dealias: hou_li; with hyperviscosity, "
+        "kmax_eta": resolution.KMAX_ETA + " (0.8 min pi N_i/L_i under dealias: hou_li, 0.943 under "
+                    "phase_shift_spherical; with hyperviscosity, "
                     "eta is the larger of it and (nu_p^3/epsilon)^(1/(6p-2)))",
         **passive.DIAGNOSTICS,
     },
@@ -168,8 +182,9 @@ INFO = EquationInfo(
     spectra={"energy": "kinetic energy spectrum E(k): 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the modes "
                        "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)",
              "transfer_energy": "energy transfer T(k): rate of change of E(k) by the nonlinear term, "
-                                "Re(conj(u_hat) . P[(u x w)^]) / N^2 per shell (the dealiased term); sums to 0 "
-                                "under the 2/3 rule (under hou_li, to minus the energy the filter removes), and "
+                                "Re(conj(u_hat) . P[(u x w)^]) / N^2 per shell (the dealiased term, unshifted under "
+                                "phase_shift_*); sums to 0 under the 2/3 rule and the phase-shifted truncations "
+                                "(under hou_li, to minus the energy the filter removes), and "
                                 "dE(k)/dt = T(k) - 2 (nu k^2 + nu_p k^(2p)) E(k) + F(k)",
              "injection_energy": "energy injection F(k) by the forcing, Re(conj(u_hat) . f_hat) / N^2 per shell "
                                  "(forced runs only)",

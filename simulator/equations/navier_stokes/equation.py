@@ -3,8 +3,9 @@
     du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) - nu_p (-lap)^p u (+ f),   div u = 0,   w = curl u
 
 Rotational form; the pressure gradient is removed by the Leray projection P = I - k k^T / k^2; the
-nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed) or multiplied by the
-smooth Hou-Li filter (``physics.dealias``, :mod:`simulator.equations.operators`); the viscous and
+nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed), multiplied by the
+smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 2/3 rule's cube or a sphere
+(``physics.dealias``, :mod:`simulator.equations.operators`, :mod:`simulator.equations.phase_shift`); the viscous and
 hyperviscous terms are the diagonal linear operator -nu k^2 - nu_p k^(2p), integrated exactly by the
 integrating-factor schemes (Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006,
 §3.3-3.4; Rogallo 1981; hyperviscosity as in Borue & Orszag 1995, Europhys. Lett. 29, 687).
@@ -29,6 +30,7 @@ costs one more evaluation of the nonlinear term, at the spectra's cadence only.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, final
 
@@ -36,7 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator import spectra
-from simulator.equations import resolution
+from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.noise import white_noise
@@ -114,20 +116,26 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         -div(u theta_i) ``(n, ...)``. Inverse FFTs of u, (theta,) and w apart, each used as soon as it exists
         (with scalars, u theta is transformed before w is formed), then a forward FFT of u x w: the peak
         memory holds u, w and one three-field spectrum, not two spectra of six or more fields. A compact
-        spectrum without scalars goes component by component instead (:meth:`_advection_by_component`)."""
+        spectrum without scalars goes component by component instead (:meth:`_advection_by_component`).
+        Under a phase shift (:meth:`at_stage`) the spectra are shifted before the inverse transforms and the
+        products' spectra shifted back after the forward ones (``ops.shift``, :mod:`..phase_shift`)."""
+        ops = self.ops
         u_hat, theta_hat = self.split(state)
+        u_hat = ops.shift(u_hat)
         if theta_hat is None and self.fft.compact is not None:
             return self._advection_by_component(u_hat), None
         u = self.fft.irfft(u_hat)
         a_hat = None
         if theta_hat is not None:
-            a_hat = passive.advection(self.ops, self.fft.rfft(passive.products(u, self.fft.irfft(theta_hat))))
-        n_hat = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(self.ops.curl(u_hat)))))
-        return self.ops.project(self.ops.dealias * n_hat), a_hat
+            products = self.fft.rfft(passive.products(u, self.fft.irfft(ops.shift(theta_hat))))
+            a_hat = passive.advection(ops, ops.shift(products, -1))
+        n_hat = ops.shift(self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ops.curl(u_hat))))), -1)
+        return ops.project(ops.dealias * n_hat), a_hat
 
     def _advection_by_component(self, u_hat: jax.Array) -> jax.Array:
-        """P[(u x w)^] of a compact spectrum (no scalars), every component of u, w and u x w a field of its own
-        (``(Nx, Ny, Nz)``, not a slice of a stacked ``(3, ...)`` array) and transformed on its own.
+        """P[(u x w)^] of a compact spectrum (no scalars; ``u_hat`` already shifted, see :meth:`advection`),
+        every component of u, w and u x w a field of its own (``(Nx, Ny, Nz)``, not a slice of a stacked
+        ``(3, ...)`` array) and transformed on its own.
 
         Two things shrink the peak against :meth:`advection`'s stacked fields (scripts/bench_compact.py): a
         transform's buffers (the spectrum padded to Nz/2 + 1 planes before the last inverse stage, 4 B/cell in
@@ -143,8 +151,17 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
         ops, fft = self.ops, self.fft
         u = [fft.irfft(u_hat[i]) for i in range(3)]
         w = [fft.irfft(1j * c) for c in cross(ops.k, u_hat)]
-        n_hat = ops.stack([fft.rfft(n) for n in cross(u, w)])
+        n_hat = ops.shift(ops.stack([fft.rfft(n) for n in cross(u, w)]), -1)
         return ops.project(ops.dealias * n_hat)
+
+    def at_stage(self, step: jax.Array, stage: jax.Array) -> NavierStokes:
+        """Under ``physics.dealias: phase_shift_*`` a copy whose operators shift the products by the draw of
+        this step and stage (:func:`~simulator.equations.phase_shift.angles`); else this equation."""
+        if not self.physics.dealias.startswith("phase_shift"):
+            return self
+        out = copy.copy(self)
+        out.ops = self.ops.shifted(phase_shift.angles(step, stage, self.fft.shape, self.dtype))
+        return out
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """P[(u x w)^] (+ forcing), and for the scalars -div(u theta_i) - u . G_i (see :meth:`advection`)."""

@@ -1,0 +1,47 @@
+"""Random phase shifts of the pseudo-spectral products (Patterson & Orszag 1971, Phys. Fluids 14, 2538;
+Rogallo 1981, NASA TM-81315): the shift of each evaluation of a nonlinear term, drawn from a counter.
+
+Method. A product uv formed on the grid x_j shifted by Delta (every spectrum multiplied by exp(i k.Delta)
+before the inverse transforms, the product's spectrum by exp(-i k.Delta) after the forward one) is the
+exact product plus its aliases p_hat(k + N m) exp(i 2 pi m.delta), delta_i = Delta_i N_i / L_i the shift
+in cells: a shift leaves the exact part alone and turns each alias by a phase. Under a truncation to the
+sphere sum_i (m_i/N_i)^2 < 2/9 (|m| < sqrt(2) N/3 on a cubic grid) no alias with two or three nonzero
+m_i reaches a kept mode; the single ones (one m_i = +-1) that do are multiplied by exp(+-i 2 pi delta_i),
+zero in the mean over a uniform delta_i, and change sign when delta moves by half a cell on every axis.
+So each step draws delta uniform in [0, 1)^3 and its odd stages use delta + (1/2, 1/2, 1/2) (Rogallo's
+pairing): in a scheme whose stage weights pair up (Heun's 1/2, 1/2; classical RK4's 1, 2, 2, 1 /6) the
+single aliases of consecutive stages cancel but for the change of the state between them. Under the 2/3
+rule's cube no alias reaches a kept mode at all, so the shifted and unshifted terms agree to round-off.
+
+Counter. delta is a function of the step's number n and the stage's parity alone:
+``jax.random.uniform(fold_in(key(SEED), n))``, so a run draws the same shifts on every FFT backend,
+device and process count (a replicated draw of three numbers) and after a restart, whatever came before.
+The integrators derive n = round(t/dt) from the step's start time and size
+(:func:`simulator.time.integrators.stage_equation`): the step count of a fixed-dt run (one that starts at
+t0 counts from round(t0/dt)), and a deterministic function of (t, dt) under an adaptive dt. The shift
+is not differentiated (the draw is a constant of the step), so gradients of the state pass through the
+phases as through any diagonal factor.
+
+Arrays: ``theta`` is ``(3,)``, radians per mode number along x, y, z (theta_i = 2 pi delta_i / N_i),
+replicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+#: the fixed key of the shifts (a run's shifts differ only by its steps' numbers)
+SEED = 0x5EED5
+
+
+def angles(step: jax.Array, stage: jax.Array, shape: Sequence[int], dtype: Any) -> jax.Array:
+    """theta ``(3,)`` of stage ``stage`` of step ``step`` (unsigned or int counters, traced) on a grid of
+    ``shape``: delta uniform in [0, 1) cells per axis from ``fold_in(key(SEED), step)``, plus half a cell
+    on every axis at odd stages."""
+    delta = jax.random.uniform(jax.random.fold_in(jax.random.key(SEED), step), (3,), dtype)
+    delta = delta + 0.5 * (jnp.asarray(stage) % 2).astype(dtype)
+    return jax.lax.stop_gradient(2 * jnp.pi * delta / jnp.asarray(shape, dtype))
