@@ -84,7 +84,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simulator.cost import parse_bytes
-    from simulator.output import export
+    from simulator import export
     from simulator.output.hdf5 import OutputWriteError
 
     try:
@@ -269,8 +269,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     import jax
 
     from simulator import plan
+    from simulator.run.simulation import Simulation
 
-    lines, fits = plan.plan_lines(cfg, args.devices, args.platform, memory, args.profile)
+    lines, fits = plan.plan_lines(cfg, Simulation, args.devices, args.platform, memory, args.profile)
     if jax.process_index() == 0:
         print("\n".join(lines))
     return EXIT_OK if fits else EXIT_DOES_NOT_FIT

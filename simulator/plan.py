@@ -33,7 +33,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -266,9 +266,8 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     :func:`smaller_run` (P / r^3 devices, each holding the same cells, r times fewer along each axis): the
     bytes per device are that run's, the step's traffic its own per cell scaled to P devices
     (:func:`simulator.cost.scaled_traffic`); memory available as on P devices. Without a smaller run the
-    programs are compiled as they are."""
-    from simulator.run.simulation import Simulation
-
+    programs are compiled as they are. The smaller run is built by ``sim``'s own class (so the planner
+    names no simulation class: the run layer above it hands one in)."""
     mesh = tuple(int(n) for n in sim.fft.mesh.devices.shape)
     small = smaller_run(sim.cfg, mesh)
     if small is None:
@@ -281,7 +280,7 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     # grid's own sizes: those are rounded to another mesh and would hold another share of the modes)
     r = sim.fft.shape[0] // small.grid.shape[0]
     at_least = None if sim.fft.compact is None else tuple(-(-k // r) for k in sim.fft.compact)
-    p = make_plan(Simulation(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
+    p = make_plan(type(sim)(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
                   memory, memory_source=memory_source)
     cells, n = math.prod(sim.fft.shape), len(devices)
     traffic = p.traffic
@@ -389,14 +388,13 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
     return lines
 
 
-def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = None, memory: int | None = None,
-               profile: str | None = None) -> tuple[list[str], bool]:
+def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None = None, platform: str | None = None,
+               memory: int | None = None, profile: str | None = None) -> tuple[list[str], bool]:
     """What ``simulator plan`` prints for ``cfg`` on its first ``devices`` devices (default: the run's),
     planning for ``platform`` (default this machine's) with ``memory`` bytes per device (default: what
     the devices have free) and the bandwidths of ``profile`` (:func:`report`), and whether the run fits
-    (its exit status). The runtime must be started."""
-    from simulator.run.simulation import Simulation
-
+    (its exit status). ``simulation(cfg, devices)`` builds the run
+    (:class:`~simulator.run.simulation.Simulation`). The runtime must be started."""
     target = platform or jax.default_backend()
     check_platform(cfg, target)
     chosen = jax.devices()[:devices] if devices is not None else None
@@ -404,7 +402,7 @@ def plan_lines(cfg: Config, devices: int | None = None, platform: str | None = N
     if memory is not None and target == "gpu":  # the allocator's share of it
         memory, source = gpu_allocator_share(memory)
     with _gpu_fft_path(target == "gpu" and jax.default_backend() == "cpu"):
-        plan = reduced_plan(Simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
+        plan = reduced_plan(simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
     return report(plan, platform or plan.platform, profile), plan.fits
 
 

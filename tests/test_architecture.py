@@ -91,7 +91,7 @@ def test_library_modules_never_import_the_cli():
 def test_readers_and_planners_import_without_jax():
     """Reading results, plotting, sweeps, configs and the public API's entry point load no JAX."""
     code = ("import sys; import simulator, simulator.plots, simulator.sweep, simulator.results, simulator.config, "
-            "simulator.api, simulator.equations, simulator.output.export, simulator.output.tasks, simulator.plots.tasks; "
+            "simulator.api, simulator.equations, simulator.export, simulator.output.tasks, simulator.plots.tasks; "
             "simulator.equations.registry(); "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -139,28 +139,6 @@ class FromFile(InitialCondition):
             raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
                               "is required with initial.name = file")
 
-    def check_start(self, cfg: Any) -> None:
-        """The source is read only when a run starts from it: a run resumed from its own checkpoints
-        does not need the file any more (it may have been deleted or pruned)."""
-        from simulator.errors import ConfigError
-        from simulator.output.sources import locate
-
-        try:
-            source = locate(self.path) if self.path else None
-        except ValueError as err:
-            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
-                              str(err)) from None
-        if source is None:
-            raise ConfigError("initial.path", self.path, "give a checkpoint, a snapshot index or a run directory",
-                              "is required with initial.name = file")
-        if source.equation != cfg.physics.name:
-            raise ConfigError("initial.path", self.path, f"give a state of {cfg.physics.name}",
-                              f"holds a {source.equation} state")
-        box = [float(b) for b in cfg.grid.box]
-        if any(abs(a - b) > 1e-12 * max(abs(b), 1.0) for a, b in zip(source.box, box, strict=True)):
-            raise ConfigError("initial.path", self.path, f"give a state in this run's box {box}",
-                              f"was written in the box {list(source.box)}")
-
 
 #: stands for an index in a declared name (see the module docstring)
 INDEX = "{i}"

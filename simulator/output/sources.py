@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from simulator.equations.spec import FromFile, InitialCondition
+from simulator.errors import ConfigError
 from simulator.output import checkpoints
 from simulator.output.hdf5 import IncompleteOutputError, IndexedFile
 
@@ -85,3 +87,29 @@ def locate(path: str | Path) -> Source:
     if not isinstance(config, dict) or "step" not in attrs or "time" not in attrs:
         raise ValueError("is not a snapshot written by `simulator run` (no step, time or config)")
     return Source(path, "snapshot", int(attrs["step"]), float(attrs["time"]), config)
+
+
+def check_start(initial: InitialCondition, cfg: Any) -> None:
+    """The checks of a run that starts (not resumes) from ``initial``: its own (``initial.check_start``),
+    and for a state read from a file (:class:`~simulator.equations.spec.FromFile`) that the file holds a
+    state of this equation in this box. The source is read only when a run starts from it: a run resumed
+    from its own checkpoints does not need the file any more (it may have been deleted or pruned).
+    ConfigError naming ``initial.path``."""
+    initial.check_start(cfg)
+    if not isinstance(initial, FromFile):
+        return
+    try:
+        source = locate(initial.path) if initial.path else None
+    except ValueError as err:
+        raise ConfigError("initial.path", initial.path, "give a checkpoint, a snapshot index or a run directory",
+                          str(err)) from None
+    if source is None:
+        raise ConfigError("initial.path", initial.path, "give a checkpoint, a snapshot index or a run directory",
+                          "is required with initial.name = file")
+    if source.equation != cfg.physics.name:
+        raise ConfigError("initial.path", initial.path, f"give a state of {cfg.physics.name}",
+                          f"holds a {source.equation} state")
+    box = [float(b) for b in cfg.grid.box]
+    if any(abs(a - b) > 1e-12 * max(abs(b), 1.0) for a, b in zip(source.box, box, strict=True)):
+        raise ConfigError("initial.path", initial.path, f"give a state in this run's box {box}",
+                          f"was written in the box {list(source.box)}")

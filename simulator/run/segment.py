@@ -40,7 +40,7 @@ from simulator import particles
 from simulator.config import Config, to_dict
 from simulator.equations import resolution
 from simulator.log import get_logger
-from simulator.output import checkpoints
+from simulator.output import checkpoints, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.run import records, rundir
@@ -105,7 +105,7 @@ class Segment:
             rundir.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False,
                                         resume=resume)
         else:
-            self.cfg.initial.check_start(self.cfg)  # a new run: its initial condition's sources must be there now
+            sources.check_start(self.cfg.initial, self.cfg)  # a new run: its initial condition's sources must be there now
             particles.check_start(self.cfg)  # and its particles' placement files
         return self.plan.done
 

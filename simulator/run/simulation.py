@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator import equations, runtime, schema
+from simulator.output import sources
 from simulator.config import Config
 from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
@@ -153,7 +154,7 @@ class Simulation:
 
             initial = build_variant(INITIAL, dict(initial), "initial", {"physics": self.cfg.physics})
         initial = initial or self.cfg.initial
-        initial.check_start(self.cfg)
+        sources.check_start(initial, self.cfg)
         if isinstance(initial, FromFile):
             return self.state_from_file(initial.path, params=params)
         return self.equation.initial(initial, self.params if params is None else dict(params))
@@ -162,11 +163,10 @@ class Simulation:
         """The state held by a checkpoint (``.json`` or ``.h5``), a snapshot index or a run directory (its
         latest complete checkpoint), written on any grid and layout, interpolated spectrally onto this
         grid where it differs (:mod:`simulator.run.remap`; temporary files go under :attr:`scratch`)."""
-        from simulator.output.sources import locate
         from simulator.run import remap
 
         try:
-            source = locate(path)
+            source = sources.locate(path)
         except ValueError as err:
             raise ConfigError("initial.path", str(path), "give a checkpoint, a snapshot index or a run directory",
                               str(err)) from None
@@ -184,9 +184,7 @@ class Simulation:
         (of ``initial``, default the config's initial condition)."""
         ic = initial or self.cfg.initial
         if isinstance(ic, FromFile) and ic.time_from_file:
-            from simulator.output.sources import locate
-
-            return locate(ic.path).time
+            return sources.locate(ic.path).time
         return 0.0
 
     def zero_state(self) -> Any:

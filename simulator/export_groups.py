@@ -1,4 +1,4 @@
-"""The groups of a netCDF export (:mod:`simulator.output.export`): the outputs with a clock of their own,
+"""The groups of a netCDF export (:mod:`simulator.export`): the outputs with a clock of their own,
 each a netCDF-4 group with its own ``time`` dimension, read through :func:`~simulator.results.load_run`
 (no JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. Layout::
 
