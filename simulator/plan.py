@@ -409,10 +409,13 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
 def check_platform(cfg: Config, platform: str) -> None:
     """Refuse to plan for ``platform`` a run that cannot run there (ConfigError naming the key): particles
     by NUFFT (jax-finufft: CPU only) off CPU, which this machine's CPU standing in would plan as if they could."""
+    from simulator.particles.interpolation import METHODS
+
     for i, species in enumerate(cfg.particles):
-        if platform != "cpu" and species.interpolation == "nufft":
-            raise ConfigError(f"particles[{i}].interpolation", "nufft", f"use exact or lagrange4 on {platform}: the "
-                              "installed jax-finufft runs on CPU only", f"cannot run on {platform}")
+        method = METHODS[species.interpolation]
+        if method.platforms is not None and platform not in method.platforms:
+            raise ConfigError(f"particles[{i}].interpolation", method.name, f"use {method.instead} on {platform}: "
+                              f"{method.platform_note}", f"cannot run on {platform}")
 
 
 @contextlib.contextmanager

@@ -149,6 +149,23 @@ def test_modules_are_of_a_readable_size():
         assert lines <= 420 or "longer than" in doc, f"{name} has {lines} lines"
 
 
+def test_no_equation_package_imports_another():
+    """Equations stand beside each other: what two of them share lives in a module of its own
+    (simulator/equations/flow/, operators.py, scalars/), never in one equation's package that the other
+    imports (Boussinesq and MHD once took their forcing, checks and initial fields from Navier-Stokes)."""
+    from simulator.equations import PACKAGES
+
+    packages = [p for p in PACKAGES if (PACKAGE.parent / p.replace(".", "/") / "__init__.py").exists()]
+    assert len(packages) >= 5
+    found = []
+    for package in packages:
+        others = [p for p in packages if p != package]
+        for path in (PACKAGE.parent / package.replace(".", "/")).rglob("*.py"):
+            found += [f"{module_name(path)} imports {m}" for m in imports(path, False)
+                      if any(m == o or m.startswith(o + ".") for o in others)]
+    assert not found, found
+
+
 @pytest.mark.parametrize("name", list(registry()))
 def test_every_equation_keeps_its_declared_contract(name):
     """Its implementation follows the protocol it declares (so its integrators fit), builds every

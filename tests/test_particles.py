@@ -306,6 +306,23 @@ def test_bad_particle_config_names_the_key(entry, key):
     assert str(err.value).startswith(f"{key} = ") and "\n" not in str(err.value)
 
 
+def test_every_interpolation_method_is_one_entry_declaring_what_is_asked_of_it():
+    """The config's choices and doc, the checks, the planner and the right-hand side all read
+    simulator.particles.interpolation.METHODS: each entry evaluates by the spectral sum (a route of
+    evaluate_at) or on the grid with a halo, costs something the planner can say, and names what to use
+    instead wherever it can be refused."""
+    from simulator.particles import Species
+    from simulator.particles.interpolation import METHODS
+
+    field = Species.__dataclass_fields__["interpolation"]
+    assert field.metadata["choices"] == tuple(METHODS)
+    for m in METHODS.values():
+        assert m.route in ("direct", "nufft") or (m.route is None and m.planes > 0), m.name
+        assert f"{m.name} ({m.doc})" in field.metadata["doc"] and m.work(512)
+        assert (m.platforms is None) == (not m.platform_note), m.name
+        assert m.instead or not (m.planes or m.platforms or m.unavailable), m.name
+
+
 def test_particles_need_a_flow_and_distinct_names():
     with pytest.raises(ConfigError, match=r"^particles = .*needs? a flow|^particles = .*is not available"):
         load_config(None, {"physics": {"name": "schrodinger_poisson"}, "initial": {"name": "soliton"},

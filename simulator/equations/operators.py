@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations import assembly
-from simulator.equations.navier_stokes.forcing import FORCING_MASKS, constant_power
+from simulator.equations.flow.forcing import FORCING_MASKS, constant_power
 from simulator.fft import FFTBackend
 from simulator.fft.base import complex_dtype
 
@@ -179,7 +179,7 @@ class SpectralOperators:
         return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
 
     def forcing(self, u_hat: jax.Array, params: dict[str, jax.Array]) -> jax.Array | None:
-        """The constant-power forcing of ``u_hat`` (:mod:`.navier_stokes.forcing`) at the traced
+        """The constant-power forcing of ``u_hat`` (:mod:`.flow.forcing`) at the traced
         ``params["forcing_power"]``, or None when the scheme is ``none``."""
         mask = FORCING_MASKS[self.forcing_scheme]
         if mask is None:

@@ -16,6 +16,8 @@ for |theta| up to about 1e5 (float64) or 1e3 (float32); the phases of a time ste
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -60,3 +62,10 @@ def rotate(z: jax.Array, theta: jax.Array) -> jax.Array:
     """z exp(i theta) for complex ``z`` and real ``theta`` (broadcasting), without a complex exponential."""
     sin, cos = sincos(theta)
     return z * lax.complex(cos, sin)
+
+
+def psi_from_snapshot(fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+    """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase`` (snapshots hold no complex
+    field): what a wave-function equation's ``state_fields_from_snapshot`` returns (Schrodinger-Poisson's
+    and the comoving one's, each in its own package: shared here)."""
+    return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}

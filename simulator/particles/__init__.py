@@ -16,7 +16,8 @@ drag and gravity only, the limit of heavy point particles),
 released with the fluid's velocity at their positions. u at a particle is the spectrally exact
 interpolant (``interpolation: exact``, :func:`simulator.fft.points.evaluate_at`; ``nufft`` the same by a
 type-2 NUFFT of each device's modes) or the tricubic
-Lagrange interpolant of the grid values (``lagrange4``, :func:`simulator.fft.points.interpolate_local`). Placement: ``random`` (uniform in the box,
+Lagrange interpolant of the grid values (``lagrange4``, :func:`simulator.fft.points.interpolate_local`), each
+method an entry of :data:`.interpolation.METHODS`. Placement: ``random`` (uniform in the box,
 NumPy's PCG64 from ``seed``: the same on every process), ``lattice`` (``count`` = n^3 points at the
 cell centres of an n x n x n lattice of the box) or ``file`` (an ``.npy`` array or an ``.h5`` file
 with a dataset ``position``, shape ``(count, 3)``, physical coordinates; they are wrapped into the box).
@@ -37,12 +38,11 @@ from typing import Any
 import numpy as np
 
 from simulator.errors import ConfigError
+from simulator.particles.interpolation import INTERPOLATIONS, METHODS, Interpolation, doc as interpolation_doc
 from simulator.schema import setting
 from simulator.time.schemes import SCHEMES
 
 PLACEMENTS = ("random", "lattice", "file")
-#: how u is evaluated at the particles: the spectrally exact sum, or tricubic Lagrange on the grid
-INTERPOLATIONS = ("exact", "nufft", "lagrange4")
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,7 @@ class Species:
                            "dv/dt = (u(x) - v)/tau_p + g", min=0.0)
     gravity: tuple[float, float, float] = setting((0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial "
                                                   "particles (tau_p > 0)")
-    interpolation: str = setting("exact", "u at the particles: exact (the spectral sum over every mode, cost ~ "
-                                 "N^3 per particle), nufft (the same sum by a type-2 NUFFT per device, to 1e-14 "
-                                 "in float64; needs jax-finufft, CPU) or lagrange4 (tricubic on the grid, 4th "
-                                 "order in dx, cost 64 per particle, one more inverse FFT of u per stage)",
-                                 choices=INTERPOLATIONS)
+    interpolation: str = setting("exact", interpolation_doc(), choices=INTERPOLATIONS)
 
     @property
     def inertial(self) -> bool:
@@ -115,15 +111,16 @@ def check(cfg: Any) -> None:
         if not s.inertial and any(s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "gravity acts on inertial particles only: set "
                               "tau_p > 0, or leave gravity out", "would be ignored by tracers")
-        if s.interpolation == "lagrange4":
-            _check_local(cfg, f"{key}.interpolation")
+        if METHODS[s.interpolation].planes:
+            _check_planes(cfg, f"{key}.interpolation", METHODS[s.interpolation])
         if not all(math.isfinite(g) for g in s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
 
 
-def _check_local(cfg: Any, key: str) -> None:
-    """The local path takes two planes from a neighbour: every sharded axis needs >= 2 planes per device
-    (checked where the device count is known before start-up, as the grid's own layout checks are)."""
+def _check_planes(cfg: Any, key: str, method: Interpolation) -> None:
+    """A grid-local method takes ``method.planes`` planes from a neighbour: every sharded axis needs as many
+    per device (checked where the device count is known before start-up, as the grid's own layout checks
+    are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
     from simulator.fft.layouts import LAYOUTS
 
     layout = LAYOUTS[cfg.fft.backend]
@@ -132,10 +129,10 @@ def _check_local(cfg: Any, key: str) -> None:
         return
     sizes = dict(zip(layout.axis_names, layout.mesh_shape(n_devices or 1, cfg.fft.mesh), strict=True))
     for axis, name in enumerate(layout.real_axes):
-        if name is not None and cfg.grid.shape[axis] // sizes[name] < 2:
-            raise ConfigError(key, "lagrange4", f"needs >= 2 grid planes per device along {'xyz'[axis]} "
-                              f"(grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use exact, or "
-                              "fewer devices", "is not available")
+        if name is not None and cfg.grid.shape[axis] // sizes[name] < method.planes:
+            raise ConfigError(key, method.name, f"needs >= {method.planes} grid planes per device along "
+                              f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
+                              f"{method.instead}, or fewer devices", "is not available")
 
 
 #: the largest error, as a fraction of a grid cell, that wrapping a file's position into the box may make:
@@ -227,11 +224,8 @@ def describe(cfg: Any, devices: int) -> str:
     modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz) // devices
     # each of the scheme's right-hand-side evaluations interpolates u at every particle once
     stages = SCHEMES[cfg.time.integrator].stages
-    by_method = {m: sum(s.count for s in cfg.particles if s.interpolation == m) for m in INTERPOLATIONS}
-    work = {"exact": f"{3 * modes:.3g} complex multiply-adds per particle (3 components x {modes} modes per device)",
-            "nufft": f"a type-2 NUFFT of {modes} modes per device, then ~16^3 x 3 per particle",
-            "lagrange4": "64 x 3 multiply-adds per particle, and one more inverse FFT of u"}
-    parts = "; ".join(f"{m} ({n}): {work[m]}" for m, n in by_method.items() if n)
+    by_method = {m: sum(s.count for s in cfg.particles if s.interpolation == m.name) for m in METHODS.values()}
+    parts = "; ".join(f"{m.name} ({n}): {m.work(modes)}" for m, n in by_method.items() if n)
     return (f"particles: {count} in {len(cfg.particles)} species, {state_bytes(cfg) / 2**20:.3g} MiB of state on "
             f"every device (replicated; the scheme's registers of it are in the chunk's memory above); "
             f"{stages} evaluations per step, each {parts}")

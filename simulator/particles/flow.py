@@ -17,7 +17,8 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
   type-2 NUFFT for ``interpolation: nufft``, one psum), or
   for species with ``interpolation: lagrange4`` the tricubic interpolant of its grid values
   (:meth:`~simulator.fft.base.FFTBackend.interpolate_local`: one more inverse FFT of u per stage, a
-  halo exchange, one psum); one evaluation per method and stage for all the species using it.
+  halo exchange, one psum); one evaluation per method and stage for all the species using it, as the
+  method's entry of :data:`simulator.particles.interpolation.METHODS` says.
 
 Positions are stored *unwrapped* (continuous trajectories, what dispersion statistics need; the
 spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write them wrapped into
@@ -40,6 +41,7 @@ import numpy as np
 from simulator.equations.base import Equation, Params, SemiLinearEquation
 from simulator.log import get_logger
 from simulator.particles import Species, initial_positions, wrap_bound
+from simulator.particles.interpolation import METHODS
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -182,11 +184,7 @@ class WithParticles(SemiLinearEquation):
         for method in dict.fromkeys(s.interpolation for s in species):
             mine = [i for i, s in enumerate(species) if s.interpolation == method]
             points = jnp.concatenate([jnp.asarray(positions[i], self.dtype) for i in mine])
-            if method in ("exact", "nufft"):
-                u = self.fft.evaluate_at(u_hat, points, self.flow.ops.k, self.flow.ops.weight,
-                                         "direct" if method == "exact" else "nufft", self.box)
-            else:
-                u = self.fft.interpolate_local(self.fft.irfft(u_hat), points, self.box)
+            u = METHODS[method].evaluate(self.fft, u_hat, points, self.flow.ops, self.box)
             counts = [int(positions[i].shape[0]) for i in mine]
             for i, part in zip(mine, jnp.split(u.T, np.cumsum(counts)[:-1]), strict=True):
                 out[i] = part
@@ -259,18 +257,18 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
         check_drag(species, time)
     sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
     for i, s in enumerate(species):
+        method = METHODS[s.interpolation]
         for axis, name in enumerate(flow.fft.real_spec()):
-            if s.interpolation == "lagrange4" and name is not None and flow.fft.shape[axis] // sizes[name] < 2:
-                raise ConfigError(f"particles[{i}].interpolation", s.interpolation, f"needs >= 2 grid planes per "
-                                  f"device along {'xyz'[axis]} ({flow.fft.shape[axis]} over {sizes[name]} devices): "
-                                  "use exact, or fewer devices", "is not available")
-    if any(s.interpolation == "nufft" for s in species):
-        from simulator.fft.points import check_nufft, nufft_available
-
-        why = nufft_available() or check_nufft(flow.fft)
+            if name is not None and flow.fft.shape[axis] // sizes[name] < method.planes:
+                raise ConfigError(f"particles[{i}].interpolation", s.interpolation, f"needs >= {method.planes} grid "
+                                  f"planes per device along {'xyz'[axis]} ({flow.fft.shape[axis]} over {sizes[name]} "
+                                  f"devices): use {method.instead}, or fewer devices", "is not available")
+    for name in dict.fromkeys(s.interpolation for s in species):
+        method = METHODS[name]
+        why = method.unavailable(flow.fft) if method.unavailable is not None else None
         if why:
-            i = next(i for i, s in enumerate(species) if s.interpolation == "nufft")
-            raise ConfigError(f"particles[{i}].interpolation", "nufft", f"use exact or lagrange4 ({why})",
+            i = next(i for i, s in enumerate(species) if s.interpolation == name)
+            raise ConfigError(f"particles[{i}].interpolation", name, f"use {method.instead} ({why})",
                               "is not available")
     sharding = flow.fft.replicated_sharding()
     bound = wrap_bound(box, flow.fft.shape, "float64" if flow.dtype == jnp.float64 else "float32")

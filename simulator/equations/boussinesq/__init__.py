@@ -16,15 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scalars as passive, scales
-from simulator.equations.navier_stokes import FORCINGS, check_hyperviscosity
+from simulator.equations import flow, resolution, scalars as passive, scales
+from simulator.equations.flow import FlowInitial, FlowParams
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
-    EquationParams,
     FieldInfo,
-    InitialCondition,
     Kolmogorov,
     Panel,
     PlotSpec,
@@ -35,45 +33,36 @@ from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
-class BoussinesqParams(EquationParams):
+class BoussinesqParams(FlowParams):
     """Viscosity, diffusivity, optional hyperviscosity and hyperdiffusivity, stratification, rotation, optional
     constant-power forcing and passive scalars."""
 
-    def compact_spectra(self) -> str | None:
-        """Dealiased by the 2/3 rule throughout: the compact spectral layout holds every mode it keeps."""
-        return None
-
     name: str = setting("boussinesq", "equation to solve")
-    viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
-    diffusivity: float = param(0.01, "buoyancy diffusivity kappa (kappa = nu: the linear part is exact)", min=0.0)
     hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
                                   "the velocity, in the exact wave propagator (needs physics.hyperviscosity_order "
                                   "and physics.hyperdiffusivity = nu_p)", min=0.0)
+    hyperviscosity_order: int | None = flow.order_key("hyperviscous and hyperdiffusive terms", "such term")
+    diffusivity: float = param(0.01, "buoyancy diffusivity kappa (kappa = nu: the linear part is exact)", min=0.0)
     hyperdiffusivity: float = param(0.0, "hyperdiffusivity kappa_p of the buoyancy, -kappa_p |k|^(2p) b_hat; must "
                                     "equal physics.hyperviscosity (the wave propagator is exact for one "
                                     "hyperviscous rate of u and b)", min=0.0)
-    hyperviscosity_order: int | None = setting(None, "order p of the hyperviscous and hyperdiffusive terms "
-                                               "(-lap)^p, an integer >= 2 (e.g. 4; |k|^(2p) must stay finite on "
-                                               "the grid in the run's precision); null = no such term in the "
-                                               "program", min=2)
     brunt_vaisala: float = param(4.0, "Brunt-Vaisala frequency N of the background stratification (0: none; "
                                  "rotation only, potential energy and Froude number then reported as 0)", min=0.0)
     coriolis: float = param(0.0, "Coriolis parameter f (rotation rate 2 Omega about z)")
-    forcing: str = setting("none", "forcing of the velocity at constant injected power: none, linear (all modes, "
-                           "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
-    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
-    forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
+    def hyperviscous_coefficients(self) -> dict[str, float]:
+        """nu_p and kappa_p, both served by the one order."""
+        return {**super().hyperviscous_coefficients(), "physics.hyperdiffusivity": self.hyperdiffusivity}
+
     def check(self, cfg: Any) -> None:
-        """The order and the coefficients together (:func:`~simulator.equations.navier_stokes.check_hyperviscosity`),
+        """The order and the coefficients together (:func:`~simulator.equations.flow.check_hyperviscosity`),
         and kappa_p = nu_p: the propagator of :mod:`.waves` is exact when u and b are damped at one rate per
         mode; unequal hyperviscous rates would be split from the waves (Strang), with an error of order
         (nu_p - kappa_p) k^(2p) dt (omega dt)^2 per step, O(1) at the grid scale where k^(2p) dt nu_p is of
         order 1, exactly where the term acts (unequal nu, kappa are split the same way, their rate being
         small there)."""
-        check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity,
-                                                              "physics.hyperdiffusivity": self.hyperdiffusivity})
+        super().check(cfg)
         if self.hyperdiffusivity != self.hyperviscosity:
             raise ConfigError("physics.hyperdiffusivity", self.hyperdiffusivity, "it must equal "
                               f"physics.hyperviscosity = {self.hyperviscosity:g} (the exact wave propagator has one "
@@ -85,14 +74,6 @@ class BoussinesqParams(EquationParams):
         eps = diagnostics["kinetic_dissipation"]
         return {**scales.turbulence(self.viscosity, eps, diagnostics["kinetic_energy"]),
                 **scales.stratified(self.brunt_vaisala, self.coriolis, self.viscosity, eps)}
-
-
-@dataclass(frozen=True)
-class FlowInitial(InitialCondition):
-    """Base of the initial conditions: each also takes ``initial.scalars`` (declared last)."""
-
-    def check(self, cfg: Any) -> None:
-        passive.check_initial(self.scalars, cfg)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ set: structure, nothing compiled without it) is propagated exactly per mode by :
 nu = kappa, a Strang product otherwise: see :mod:`.waves`; kappa_p = nu_p always, hyperviscosity as in
 Borue & Orszag 1995, Europhys. Lett. 29, 687). N is advection: the rotational-form
 P[(u x w)^] and -(u.grad b)^, dealiased by the 2/3 rule, plus the optional constant-power forcing of
-Navier-Stokes (:mod:`simulator.equations.navier_stokes.forcing`). Passive scalars
+Navier-Stokes (:mod:`simulator.equations.flow.forcing`). Passive scalars
 (:mod:`simulator.equations.scalars`) ride along as in Navier-Stokes: their diffusion is more diagonal
 entries of L, their advection and mean-gradient source part of N. The spectral operators
 (wavenumbers, 2/3 rule, Leray projection, curl, forcing) are those of
@@ -46,7 +46,7 @@ from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
-from simulator.equations.navier_stokes.equation import random_velocity
+from simulator.equations.flow.velocity import FlowEquation, peaked, random_velocity
 from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators, cross
 from simulator.equations.scalars import terms as passive
@@ -54,7 +54,7 @@ from simulator.fft import FFTBackend
 
 
 @final
-class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
+class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     """Advection, the exact linear propagator, diagnostics and spectra on one FFT backend.
 
     Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, 2/3 rule, Parseval
@@ -75,17 +75,7 @@ class Boussinesq(passive.CarriesScalars, SemiLinearEquation):
         """1 on the modes a state holds: those the 2/3 rule keeps, less the box mean (k = 0)."""
         return self.ops.dealias * (self.ops.k2 > 0).astype(self.dtype)
 
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:
-        :mod:`simulator.particles.flow`)."""
-        return state[:3]
-
     # ---- the two parts of the right-hand side ------------------------------------------------------------
-
-    @property
-    def hyperviscous(self) -> bool:
-        """Whether the program has the hyperviscous terms (``physics.hyperviscosity_order`` set: structure)."""
-        return self.physics.hyperviscosity_order is not None
 
     def exp_linear(self, x: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
         """The exact propagator of u and b (:func:`.waves.propagate`, with the hyperviscous rates when the
@@ -260,8 +250,7 @@ def _random_scalar(eq: Boussinesq, seed: int, k_peak: jax.Array, rms: jax.Array)
     """A random scalar of rms ``rms`` with spectrum ~ k^4 exp(-2 (k/k_peak)^2), no mean, drawn from
     ``seed`` (stream 1; the velocity uses stream 0) by :func:`~simulator.equations.noise.white_noise`."""
     noise_hat = eq.kept * eq.fft.rfft(white_noise(eq.fft, jax.random.fold_in(jax.random.key(seed), 1), eq.dtype))
-    kmag = jnp.sqrt(eq.ops.k2) * (eq.box[0] / (2 * math.pi))
-    b = eq.fft.irfft(noise_hat * kmag * jnp.exp(-((kmag / k_peak) ** 2)))  # shells add k^2: k^4 e^... overall
+    b = eq.fft.irfft(peaked(eq, noise_hat, k_peak))
     return b * (rms / jnp.sqrt(jnp.mean(b**2)))
 
 

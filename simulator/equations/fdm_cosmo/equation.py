@@ -42,8 +42,7 @@ from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
-from simulator.equations.phase import rotate
-from simulator.equations.schrodinger_poisson.equation import psi_from_snapshot
+from simulator.equations.phase import psi_from_snapshot, rotate
 from simulator.fft import FFTBackend, complex_dtype
 
 

@@ -14,13 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scales
-from simulator.equations.navier_stokes import FORCINGS, check_hyperviscosity
+from simulator.equations import flow, resolution, scales
+from simulator.equations.flow import FlowParams
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
-    EquationParams,
     FieldInfo,
     InitialCondition,
     Kolmogorov,
@@ -34,36 +33,20 @@ _MEAN_FIELD = "uniform mean field B0 (Bx, By, Bz) added to the field, Alfven uni
 
 
 @dataclass(frozen=True)
-class MHDParams(EquationParams):
+class MHDParams(FlowParams):
     """Viscosity, resistivity, optional hyperviscosity and hyper-resistivity, and optional constant-power
     forcing of the velocity."""
 
-    def compact_spectra(self) -> str | None:
-        """Dealiased by the 2/3 rule throughout: the compact spectral layout holds every mode it keeps."""
-        return None
-
     name: str = setting("mhd", "equation to solve")
-    viscosity: float = param(0.01, "kinematic viscosity nu", min=0.0)
+    hyperviscosity_order: int | None = flow.order_key("hyperviscous and hyper-resistive terms", "such term")
     resistivity: float = param(0.01, "magnetic diffusivity eta", min=0.0)
-    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
-                                  "the velocity, integrated exactly like the viscous one (needs "
-                                  "physics.hyperviscosity_order)", min=0.0)
     hyperresistivity: float = param(0.0, "hyper-resistivity eta_p: the term -eta_p (-lap)^p B = -eta_p |k|^(2p) "
                                     "B_hat of the magnetic field, integrated exactly (needs "
                                     "physics.hyperviscosity_order)", min=0.0)
-    hyperviscosity_order: int | None = setting(None, "order p of the hyperviscous and hyper-resistive terms "
-                                               "(-lap)^p, an integer >= 2 (e.g. 4; |k|^(2p) must stay finite on "
-                                               "the grid in the run's precision); null = no such term in the "
-                                               "program", min=2)
-    forcing: str = setting("none", "forcing of the velocity at constant injected power: none, linear (all modes, "
-                           "Lundgren) or band (modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
-    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
-    forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
 
-    def check(self, cfg: Any) -> None:
-        """The order and the coefficients together (:func:`~simulator.equations.navier_stokes.check_hyperviscosity`)."""
-        check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity,
-                                                              "physics.hyperresistivity": self.hyperresistivity})
+    def hyperviscous_coefficients(self) -> dict[str, float]:
+        """nu_p and eta_p, both served by the one order."""
+        return {**super().hyperviscous_coefficients(), "physics.hyperresistivity": self.hyperresistivity}
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales with the total (viscous + ohmic) dissipation, the magnetic Prandtl

@@ -38,14 +38,14 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.mhd import INFO, MHDParams
-from simulator.equations.navier_stokes.equation import abc, random_velocity
 from simulator.equations.operators import SpectralOperators, cross
 from simulator.fft import FFTBackend
 
 
 @final
-class MHD(SemiLinearEquation):
+class MHD(FlowEquation, SemiLinearEquation):
     """Nonlinear terms, the dissipative operator, diagnostics and spectra on one FFT backend.
 
     Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, 2/3 rule, Parseval
@@ -61,17 +61,7 @@ class MHD(SemiLinearEquation):
         super().__init__(fft, box, dtype, physics)
         self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
 
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:
-        :mod:`simulator.particles.flow`)."""
-        return state[:3]
-
     # ---- the two parts of the right-hand side ------------------------------------------------------------
-
-    @property
-    def hyperviscous(self) -> bool:
-        """Whether the program has the hyperviscous terms (``physics.hyperviscosity_order`` set: structure)."""
-        return self.physics.hyperviscosity_order is not None
 
     def linear(self, params: Params) -> jax.Array:
         """(-nu k^2 for u, -eta k^2 for B), shape ``(6, 1, 1, 1)`` times k^2: broadcasts against the state;

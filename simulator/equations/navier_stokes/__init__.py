@@ -13,65 +13,31 @@ The implementation is :mod:`.equation`; the parameters below are the ``physics.*
 
 from __future__ import annotations
 
-import math
-import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import resolution, scalars as passive, scales
-from simulator.errors import ConfigError
+from simulator.equations import flow, resolution, scalars as passive, scales
+from simulator.equations.flow import FlowInitial, FlowParams
 from simulator.schema import param, setting
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
-    EquationParams,
     FieldInfo,
-    InitialCondition,
     Kolmogorov,
     Panel,
     PlotSpec,
 )
 from simulator.time.schemes import SEMILINEAR
 
-FORCINGS = ("none", "linear", "band")
-#: the largest finite number of each precision (NumPy's finfo(...).max)
-LARGEST = {"float32": 3.4028234663852886e38, "float64": sys.float_info.max}
-
-
-def check_hyperviscosity(cfg: Any, order: int | None, coefficients: Mapping[str, float]) -> None:
-    """Checks of ``physics.hyperviscosity_order`` p against the hyperviscous coefficients it serves
-    (``coefficients``: config key -> value; Navier-Stokes's nu_p, Boussinesq's nu_p and kappa_p, MHD's nu_p
-    and eta_p). A coefficient > 0 needs its order (the order is structure: a run without one compiles no
-    hyperviscous term, while the coefficients are traced and a sweep over them does not recompile); |k|^(2p)
-    at the grid's corner must be finite in the run's precision: beyond, the hyperviscous rate is inf, and
-    with a coefficient 0 the factor would be 0 x inf = NaN. Raises ConfigError (one line)."""
-    if order is None:
-        for key, value in coefficients.items():
-            if value:
-                raise ConfigError("physics.hyperviscosity_order", None, f"an integer >= 2 (e.g. 4) to use "
-                                  f"{key} = {value:g}", "is not set")
-        return
-    corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.shape, cfg.grid.box, strict=True))
-    if order * math.log(corner) >= math.log(LARGEST[cfg.precision]):
-        limit = int(math.log(LARGEST[cfg.precision]) / math.log(corner))
-        raise ConfigError("physics.hyperviscosity_order", order, f"at most {limit} for grid.shape "
-                          f"{list(cfg.grid.shape)} in {cfg.precision} (|k|^(2p) overflows beyond)", "is too large")
-
 
 @dataclass(frozen=True)
-class NavierStokesParams(EquationParams):
+class NavierStokesParams(FlowParams):
     """Viscosity and hyperviscosity, the dealiasing, optional constant-power forcing, and passive scalars."""
 
     name: str = setting("navier_stokes", "equation to solve")
-    viscosity: float = param(1.0 / 1600.0, "kinematic viscosity nu", min=0.0)
-    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p u = -nu_p |k|^(2p) u_hat of "
-                                  "the velocity, integrated exactly like the viscous one (needs "
-                                  "physics.hyperviscosity_order)", min=0.0)
-    hyperviscosity_order: int | None = setting(None, "order p of the hyperviscous term (-lap)^p, an integer >= 2 "
-                                               "(e.g. 4; |k|^(2p) must stay finite on the grid in the run's "
-                                               "precision); null = no hyperviscous term in the program", min=2)
+    viscosity: float = flow.viscosity_key(1.0 / 1600.0)
+    forcing: str = flow.forcing_key("")
     dealias: str = setting("two_thirds", "dealiasing of the nonlinear terms: two_thirds (the 2/3 rule: modes with "
                            "|m_i| >= N_i/3 zeroed); hou_li (the smooth filter exp(-36 (|m_i|/(N_i/2))^36) per axis, "
                            "Hou & Li 2007: resolves up to 0.8 of the Nyquist wavenumber); phase_shift_spherical "
@@ -84,15 +50,7 @@ class NavierStokesParams(EquationParams):
                            "result to round-off, a reference). The shifts are drawn from the step's number "
                            "round(t/dt): the same on every backend and device count and after a restart",
                            choices=tuple(resolution.RESOLVED))
-    forcing: str = setting("none", "forcing at constant injected power: none, linear (all modes, Lundgren) or band "
-                           "(modes with 0 < |k| L/2pi <= forcing_band)", choices=FORCINGS)
-    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forced runs)", gt=0.0)
-    forcing_band: float = setting(2.5, "highest forced mode number |k| L/2pi of band forcing", gt=0.0)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
-
-    def check(self, cfg: Any) -> None:
-        """The hyperviscosity's order and coefficient together (:func:`check_hyperviscosity`)."""
-        check_hyperviscosity(cfg, self.hyperviscosity_order, {"physics.hyperviscosity": self.hyperviscosity})
 
     def compact_spectra(self) -> str | None:
         """Under the 2/3 rule (shifted or not) every state and product is on its modes; the Hou-Li filter keeps
@@ -106,15 +64,6 @@ class NavierStokesParams(EquationParams):
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """Kolmogorov and Taylor scales of the flow (:func:`simulator.equations.scales.turbulence`)."""
         return scales.turbulence(self.viscosity, diagnostics["dissipation"], diagnostics["energy"])
-
-
-@dataclass(frozen=True)
-class FlowInitial(InitialCondition):
-    """Base of the velocity initial conditions: each also takes ``initial.scalars`` (declared last in
-    each, so the velocity's own keys come first)."""
-
-    def check(self, cfg: Any) -> None:
-        passive.check_initial(self.scalars, cfg)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

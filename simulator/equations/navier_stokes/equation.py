@@ -9,7 +9,7 @@ smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 
 hyperviscous terms are the diagonal linear operator -nu k^2 - nu_p k^(2p), integrated exactly by the
 integrating-factor schemes (Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006,
 §3.3-3.4; Rogallo 1981; hyperviscosity as in Borue & Orszag 1995, Europhys. Lett. 29, 687).
-Optional forcing (:mod:`.forcing`) is one more term of the right-hand side, and passive scalars
+Optional forcing (:mod:`simulator.equations.flow.forcing`) is one more term of the right-hand side, and passive scalars
 (:mod:`simulator.equations.scalars`) ride on the flow with their own diffusivities (more diagonal
 entries of the linear operator) and mean gradients.
 
@@ -40,15 +40,15 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
-from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators, cross
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
 
 
 @final
-class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
+class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     """Nonlinear term, viscous operator, diagnostics and spectra on one FFT backend.
 
     Leaf: ``ops``, the spectral operators of this backend and box (wavenumbers, dealiasing, Parseval
@@ -67,16 +67,6 @@ class NavierStokes(passive.CarriesScalars, SemiLinearEquation):
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""
         return (state, None) if not self.n_scalars else (state[:3], state[3:])
-
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity spectrum ``(3, *k_shape)`` of a state (what Lagrangian particles are advected by:
-        :mod:`simulator.particles.flow`)."""
-        return state[:3]
-
-    @property
-    def hyperviscous(self) -> bool:
-        """Whether the program has the hyperviscous term (``physics.hyperviscosity_order`` set: structure)."""
-        return self.physics.hyperviscosity_order is not None
 
     def rates(self, params: Params) -> tuple[jax.Array, jax.Array | None]:
         """(r, r_p): the diffusion rate of each row of the state (nu for the velocity, kappa_i for scalar i)
@@ -260,31 +250,6 @@ def _taylor_green(eq: NavierStokes, c: Sequence[jax.Array], ic: Any, params: Par
     u = jnp.stack(jnp.broadcast_arrays(a * jnp.sin(x) * jnp.cos(y) * jnp.cos(z),
                                        -a * jnp.cos(x) * jnp.sin(y) * jnp.cos(z), 0 * x * y * z))
     return {"velocity": u}
-
-
-def abc(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """Arnold-Beltrami-Childress flow, A = B = C = amplitude, at mode ``wavenumber`` (curl u = k u)."""
-    m = ic.wavenumber
-    x, y, z = (2 * jnp.pi * m / L * ci for ci, L in zip(c, eq.box, strict=True))
-    a = ic.amplitude
-    u = jnp.stack(jnp.broadcast_arrays(a * (jnp.sin(z) + jnp.cos(y)), a * (jnp.sin(x) + jnp.cos(z)),
-                                       a * (jnp.sin(y) + jnp.cos(x))))
-    return {"velocity": u}
-
-
-def random_velocity(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """Solenoidal random field with E(k) ~ k^4 exp(-2 (k/k_peak)^2), rms velocity = amplitude (``eq``: any
-    equation with ``fft``, ``box``, ``dtype`` and spectral operators ``ops``; Boussinesq and MHD use it too).
-
-    The noise is drawn in real space from ``seed`` with JAX's sharding-invariant counter-based
-    generator (:func:`~simulator.equations.noise.white_noise`), so the field is the same on any platform,
-    backend, device or process count, and in float32 and float64 runs up to float32 round-off.
-    """
-    u_hat = eq.ops.project(eq.ops.dealias * eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype, 3)))
-    kmag = jnp.sqrt(eq.ops.k2) * (eq.box[0] / (2 * jnp.pi))
-    shaped = u_hat * kmag * jnp.exp(-((kmag / ic.k_peak) ** 2))  # |u_hat|^2 ~ k^2 e^..., shells add k^2
-    u = eq.fft.irfft(shaped)
-    return {"velocity": u * (ic.amplitude / jnp.sqrt(jnp.mean(jnp.sum(u**2, axis=0))))}
 
 
 NavierStokes.builders = {name: passive.with_scalars(b) for name, b in

@@ -35,16 +35,10 @@ from simulator.equations import resolution
 from simulator.equations.base import Params, SplitStepEquation
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
-from simulator.equations.phase import rotate
+from simulator.equations.phase import psi_from_snapshot, rotate
 from simulator.equations.schrodinger_poisson import INFO, SchrodingerPoissonParams
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
 from simulator.fft import FFTBackend, complex_dtype
-
-
-def psi_from_snapshot(fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-    """psi = |psi| exp(i arg psi) from a snapshot's ``abs_psi`` and ``phase`` (snapshots hold no complex
-    field): what a wave-function equation's ``state_fields_from_snapshot`` returns."""
-    return {"psi": fields["abs_psi"] * jnp.exp(1j * fields["phase"])}
 
 
 class SPState(NamedTuple):

@@ -1,4 +1,5 @@
-"""Forcing for statistically stationary turbulence, composed into the Navier-Stokes right-hand side.
+"""Forcing for statistically stationary turbulence, composed into the velocity's right-hand side of every flow
+equation (Navier-Stokes, Boussinesq, MHD: :meth:`simulator.equations.operators.SpectralOperators.forcing`).
 
 Both schemes are linear in the velocity, f = A u on a set of modes, with the coefficient chosen from
 the current energy of those modes so that the injected power is exactly ``forcing_power`` at every
