@@ -24,7 +24,7 @@ from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, pl
 from simulator.errors import ConfigError
 from simulator.config import tasks as output_tasks
 from simulator.config.legacy import upgrade
-from simulator.particles import Species, particle_list
+from simulator.config.particles import Species, particle_list
 from simulator.time.control import TOL
 from simulator.time.schemes import SCHEMES, compatible
 
@@ -331,7 +331,7 @@ def validate(cfg: Config) -> None:
     for kind in kinds.registry().values():
         if kind.check is not None:
             kind.check(cfg)
-    from simulator import particles
+    from simulator.config import particles
 
     particles.check(cfg)
     for part in (cfg.physics, cfg.initial):

@@ -38,9 +38,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.config.particles import Species
 from simulator.equations.base import Equation, Params, SemiLinearEquation
 from simulator.log import get_logger
-from simulator.particles import Species, initial_positions, wrap_bound
+from simulator.particles import initial_positions, wrap_bound
 from simulator.particles.interpolation import METHODS
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow

@@ -1,0 +1,109 @@
+"""The ``particles:`` section of the run config: a list of species (:class:`Species`), and its cross-key
+checks (no JAX). What the particles are and how they move: :mod:`simulator.particles`; how u is
+evaluated at them: :mod:`simulator.particles.interpolation`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import ConfigError
+from simulator.particles.interpolation import INTERPOLATIONS, METHODS, Interpolation
+from simulator.particles.interpolation import doc as interpolation_doc
+from simulator.schema import setting
+
+PLACEMENTS = ("random", "lattice", "file")
+
+
+@dataclass(frozen=True)
+class Species:
+    """One species of particles: an entry of ``particles``."""
+
+    name: str = setting("particles", "name of the species (a plain word: it names datasets in outputs)")
+    count: int = setting(1000, "number of particles (for placement lattice: a cube n^3)", min=1, max=1 << 26)
+    placement: str = setting("random", "initial positions: random (uniform, from seed), lattice (cell centres "
+                             "of an n^3 lattice) or file (path: .npy, or .h5 with a dataset position)",
+                             choices=PLACEMENTS)
+    seed: int = setting(0, "random seed of placement random (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    path: str | None = setting(None, "file of initial positions (count, 3) for placement file; null otherwise")
+    tau_p: float = setting(0.0, "Stokes response time: 0 = tracers (dx/dt = u); > 0 = inertial particles, "
+                           "dv/dt = (u(x) - v)/tau_p + g", min=0.0)
+    gravity: tuple[float, float, float] = setting((0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial "
+                                                  "particles (tau_p > 0)")
+    interpolation: str = setting("exact", interpolation_doc(), choices=INTERPOLATIONS)
+
+    @property
+    def inertial(self) -> bool:
+        return self.tau_p > 0
+
+
+def particle_list() -> Any:
+    """The ``particles`` field of the run config: a list of :class:`Species`, empty by default."""
+    return setting((), "Lagrangian particles, one section per species, e.g. [{name: tracers, count: 1000}] "
+                   "(name, count, placement random|lattice|file, seed, path, tau_p, gravity); [] = none")
+
+
+def check(cfg: Any) -> None:
+    """Cross-key checks of ``cfg.particles`` against the rest of the config (one-line errors)."""
+    from simulator.equations import registry
+
+    species: Sequence[Species] = cfg.particles
+    if not species:
+        if cfg.output.trajectories.every:
+            raise ConfigError("output.trajectories.every", cfg.output.trajectories.every, "trajectories need "
+                              "particles: declare a species in particles, or set 0", "has no particle to record")
+        return
+    info = registry()[cfg.physics.name]
+    if "velocity" not in info.state_fields:
+        raise ConfigError("particles", [s.name for s in species], "particles need a flow: use physics.name = "
+                          "navier_stokes, boussinesq or mhd (an equation with a velocity field)",
+                          f"is not available for physics.name = {cfg.physics.name}")
+    seen: set[str] = set()
+    for i, s in enumerate(species):
+        key = f"particles[{i}]"
+        if not s.name.isidentifier():
+            raise ConfigError(f"{key}.name", s.name, "give a plain word (letters, digits, _; not starting with a "
+                              "digit): it names datasets", "is not a name")
+        if s.name in seen:
+            raise ConfigError(f"{key}.name", s.name, "give each species its own name", "repeats")
+        seen.add(s.name)
+        if s.placement == "lattice" and round(s.count ** (1 / 3)) ** 3 != s.count:
+            raise ConfigError(f"{key}.count", s.count, "placement lattice needs a cube n^3 (e.g. 512, 4096)",
+                              "is not a cube")
+        if s.placement == "file" and not s.path:
+            raise ConfigError(f"{key}.path", s.path, "placement file needs the path of a .npy or .h5 file",
+                              "is missing")
+        if s.placement != "file" and s.path is not None:
+            raise ConfigError(f"{key}.path", s.path, "a path is read only with placement: file", "would be ignored")
+        if s.path is not None and Path(s.path).suffix not in (".npy", ".h5", ".hdf5"):
+            raise ConfigError(f"{key}.path", s.path, "give a .npy file, or an .h5 file with a dataset position",
+                              "has an unknown suffix")
+        if not s.inertial and any(s.gravity):
+            raise ConfigError(f"{key}.gravity", list(s.gravity), "gravity acts on inertial particles only: set "
+                              "tau_p > 0, or leave gravity out", "would be ignored by tracers")
+        if METHODS[s.interpolation].planes:
+            _check_planes(cfg, f"{key}.interpolation", METHODS[s.interpolation])
+        if not all(math.isfinite(g) for g in s.gravity):
+            raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
+
+
+def _check_planes(cfg: Any, key: str, method: Interpolation) -> None:
+    """A grid-local method takes ``method.planes`` planes from a neighbour: every sharded axis needs as many
+    per device (checked where the device count is known before start-up, as the grid's own layout checks
+    are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
+    from simulator.fft.layouts import LAYOUTS
+
+    layout = LAYOUTS[cfg.fft.backend]
+    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
+    if not (cfg.fft.mesh or n_devices):
+        return
+    sizes = dict(zip(layout.axis_names, layout.mesh_shape(n_devices or 1, cfg.fft.mesh), strict=True))
+    for axis, name in enumerate(layout.real_axes):
+        if name is not None and cfg.grid.shape[axis] // sizes[name] < method.planes:
+            raise ConfigError(key, method.name, f"needs >= {method.planes} grid planes per device along "
+                              f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
+                              f"{method.instead}, or fewer devices", "is not available")
