@@ -64,7 +64,7 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     if done:
         get_logger().info("%s", done)
         return EXIT_OK
-    mode = _start_checked(cfg, index)  # a grid that cannot fit its devices is refused here, before anything is written
+    mode = start_checked([cfg], index)  # a grid that cannot fit its devices is refused here, before anything is written
     try:
         if index == 0:
             try:
@@ -84,20 +84,27 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     return code
 
 
-def _start_checked(cfg: config_mod.Config, expected_index: int) -> str:
-    """Start the runtime and check that the run fits its devices (:func:`simulator.run.admission.check_run`:
-    ConfigError, exit 2, if not); returns the process mode."""
+def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ensemble: bool = False) -> str:
+    """The start-up of a single run (``cfgs`` = [cfg]) and of an ensemble alike, before any directory is
+    touched: start the runtime, check that JAX made this process the one its run expects, and admit the
+    run to its devices (a single run: :func:`simulator.run.admission.check_run`; an ensemble, the whole
+    batch: :func:`simulator.run.batched.check_fits`), ConfigError (exit 2) if it cannot fit. Returns the
+    process mode."""
     from simulator.errors import RuntimeSetupError
 
-    mode = start(cfg)
+    mode = start(cfgs[0])
     import jax
 
     from simulator.run.admission import check_run
+    from simulator.run.batched import check_fits
 
     if jax.process_index() != expected_index:
         raise RuntimeSetupError(f"this process was expected to be process {expected_index} of its run, JAX made it "
                                 f"process {jax.process_index()}")
-    check_run(cfg)
+    if ensemble:
+        check_fits(cfgs)
+    else:
+        check_run(cfgs[0])
     return mode
 
 

@@ -43,8 +43,8 @@ from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.particles.flow import check_drag, lost_species
 from simulator.run import rundir
-from simulator.run.batched import batched_programs, check_fits, stacked_shardings
-from simulator.run.loop import bound_by_drag, check_particles, check_time_step
+from simulator.run.batched import batched_programs, stacked_shardings
+from simulator.run.loop import bound_by_drag, check_particles, check_time_step, chunk_end
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -100,15 +100,11 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     for why in filter(None, done):
         get_logger().info("%s", why)
     try:
-        from simulator.run.command import exit_now_if_distributed, start
+        from simulator.run.command import exit_now_if_distributed, start_checked
 
         running = any(m.running for m in members)
         if running:  # the runtime, and the batch's fit check, before any directory is touched
-            mode = start(cfgs[0])
-            if jax.process_index() != index:
-                raise RuntimeSetupError(f"this process was expected to be process {index} of its run, JAX made it "
-                                        f"process {jax.process_index()}")
-            check_fits(cfgs)
+            mode = start_checked(cfgs, index, ensemble=True)
         if index == 0:
             _take_directories(members, options)
         if running:
@@ -301,12 +297,8 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
         plan = [m.stepper.next_chunk(m.t, m.step) if m.running else (0, m.stepper.dt) for m in active]
         times = [m.t for m in active]
         arrived = batch.advance(plan)
-        limit = active[0].cfg.runtime.max_wall
-        near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
-        writers = [w for m in active for w in m.writers]
-        flags = agree([stop.code(), int(near_limit), *(int(w.wall_pending()) for w in writers)])
-        wall_due = {id(w) for w, f in zip(writers, flags[2:], strict=True) if f}
-        requested = bool(flags[0] or flags[1])
+        end = chunk_end(stop, [w for m in active for w in m.writers], active[0].cfg.runtime.max_wall, wall_start,
+                        last_chunk_s)
         # every member's time first: the batched diagnostics evaluate each at its own
         batch.times = [t for _, t in arrived]
         lost = lost_species(sim.equation, batch.state, sim.cfg, batched=True) if sim.cfg.particles else None
@@ -325,20 +317,20 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
                 continue
             t_now = batch.times[i]
             finished = m.stepper.finished(t_now)
-            stopping = requested and not finished
+            stopping = end.requested and not finished
             mo = moment(i, m, p, step=m.step + n, time=t_now, dt=batch.dts[i], t_prev=t, final=finished,
-                        stopping=stopping, wall_due=frozenset(w.name for w in m.writers if id(w) in wall_due))
+                        stopping=stopping, wall_due=end.due(m.writers))
             record(i, m, mo, first=False)
             if not m.running:
                 continue
             if finished:
                 m.finish(f"{sim.traces} compilation(s) of the ensemble's chunk")
             elif stopping:
-                m.stop(StopRequest.name(flags[0]) or f"runtime.max_wall = {limit:g} s", stop.count)
+                m.stop(end.reason, stop.count)
         running = sum(m.running for m in active)
         log.info("ensemble: chunk of %d step(s) in %.2f s; %d of %d member(s) running", max(p[0] for p in plan),
                  time.monotonic() - chunk_start, running, len(active))
         last_chunk_s = time.monotonic() - chunk_start
-        if requested:
+        if end.requested:
             barrier_interrupted()  # every process has written every member's checkpoint
             return

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import jax
 
 from simulator.log import get_logger
-from simulator.output.base import Moment
+from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
@@ -91,13 +93,10 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         if cfg.particles:
             check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
         finished = stepper.finished(t)
-        limit = cfg.runtime.max_wall
-        near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
-        writers = seg.writers
-        flags = agree([stop.code(), int(near_limit), *(int(w.wall_pending()) for w in writers)])
-        stopping = bool(flags[0] or flags[1]) and not finished
+        end = chunk_end(stop, seg.writers, cfg.runtime.max_wall, wall_start, last_chunk_s)
+        stopping = end.requested and not finished
         m = Moment(step, t, dt, t_prev, state, compute, final=finished, stopping=stopping,
-                   wall_due=frozenset(w.name for w, f in zip(writers, flags[2:], strict=True) if f))
+                   wall_due=end.due(seg.writers))
         dumps_start = time.monotonic()
         seg.record(m, **shown)
         dumps_s = max(dumps_s, time.monotonic() - dumps_start)
@@ -107,7 +106,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             if advice:
                 get_logger().warning("%s", advice)
         if stopping:
-            seg.stop(StopRequest.name(flags[0]) or f"runtime.max_wall = {limit:g} s", stop.count)
+            seg.stop(end.reason, stop.count)
             barrier_interrupted()
             return EXIT_INTERRUPTED
     seg.finish(f"{sim.traces} compilation(s)")
@@ -115,6 +114,38 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
 
 
 # ---- chunk-end checks, shared with the ensemble's driver (run.ensemble) ----------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkEnd:
+    """What every process agreed at a chunk end (:func:`chunk_end`): the stop request's signal (0: none),
+    whether to stop (a signal, or ``runtime.max_wall`` = ``limit`` near) and which writers' wall-clock
+    intervals passed (by ``id``)."""
+
+    signal: int
+    requested: bool
+    wall: frozenset[int]
+    limit: float | None
+
+    def due(self, writers: Sequence[Writer]) -> frozenset[str]:
+        """The names of those of ``writers`` whose wall-clock interval passed (a :class:`Moment`'s ``wall_due``)."""
+        return frozenset(w.name for w in writers if id(w) in self.wall)
+
+    @property
+    def reason(self) -> str:
+        return StopRequest.name(self.signal) or f"runtime.max_wall = {self.limit:g} s"
+
+
+def chunk_end(stop: StopRequest, writers: Sequence[Writer], limit: float | None, wall_start: float,
+              last_chunk_s: float) -> ChunkEnd:
+    """The agreement of every process at a chunk end, one collective for a single run and an ensemble
+    alike: a stop request, the wall-clock limit (near when the time so far, two more chunks and 5 s would
+    pass it) and each writer's wall-clock trigger, so that collective writers and the stop never diverge."""
+    near_limit = bool(limit) and time.monotonic() - wall_start + 2 * last_chunk_s + 5.0 > limit
+    flags = agree([stop.code(), int(near_limit), *(int(w.wall_pending()) for w in writers)])
+    return ChunkEnd(flags[0], bool(flags[0] or flags[1]),
+                    frozenset(id(w) for w, f in zip(writers, flags[2:], strict=True) if f), limit)
+
 
 
 def check_time_step(seg: Segment, step: int, t: float) -> None:
