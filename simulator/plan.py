@@ -46,6 +46,7 @@ from simulator.memory import device_memory_available, gpu_allocator_share
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
+from simulator.equations import resolution
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
@@ -349,6 +350,8 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
                      "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
+    if (resolved := resolution.plan_line(c)) is not None:
+        lines.append(resolved)
     lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
                  + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
     if c.particles:

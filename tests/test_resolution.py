@@ -55,3 +55,25 @@ def test_schrodinger_poisson_reports_k_max_over_the_rms_de_broglie_wavenumber():
     psi = np.broadcast_to(np.exp(2j * np.pi * m * x)[:, None, None], (16, 16, 16))
     d = sim.report(sim.state_from_fields(psi=psi))
     assert d["kmax_de_broglie"] == pytest.approx((math.pi * 16) / (2 * math.pi * m), rel=1e-10)
+
+
+def test_the_plan_says_what_epsilon_the_grid_resolves_and_the_forced_kmax_eta():
+    """``simulator plan``'s resolution line: k_max = (2/3) pi N/L, epsilon <= nu^3 k_max^4 for k_max eta >= 1,
+    and k_max (nu^3/P)^(1/4) at a forced run's injected power P; none for an equation without a viscosity."""
+    import re
+
+    from simulator import config as config_mod
+    from simulator.equations.resolution import plan_line
+
+    cfg = config_mod.load(None, {"grid.shape": [48, 48, 48], "physics.viscosity": 0.01, "physics.forcing": "band",
+                                 "physics.forcing_power": 0.2, "time.cfl": 0.4})
+    line = plan_line(cfg)
+    kmax = 2 / 3 * np.pi * 48 / (2 * np.pi)
+    number = lambda label: float(re.search(re.escape(label) + r" = ([0-9.e+-]+)", line)[1])  # noqa: E731
+    assert number("k_max") == pytest.approx(kmax, rel=1e-3)
+    assert number("nu^3 k_max^4") == pytest.approx(0.01**3 * kmax**4, rel=1e-2)
+    assert number("k_max eta") == pytest.approx(kmax * (0.01**3 / 0.2) ** 0.25, rel=1e-2)
+    assert "CFL 0.4" in line
+    sphere = plan_line(config_mod.load(None, {"grid.shape": [48, 48, 48], "physics.dealias": "phase_shift_spherical"}))
+    assert float(re.findall(r"k_max = ([0-9.]+)", sphere)[0]) == pytest.approx(2 * np.sqrt(2) / 3 * 24, rel=1e-3)
+    assert plan_line(config_mod.load("configs/jeans.yaml")) is None

@@ -114,3 +114,25 @@ def smallest_scale(eta: Any, nu: Any, kappa: Any, xp: Any) -> Any:
     sc = nu / safe
     factor = xp.where(sc >= 1, xp.where(sc > 0, sc, 1.0) ** -0.5, xp.where(sc > 0, sc, 1.0) ** -0.75)
     return xp.where(kappa > 0, eta * factor, 0.0 * eta)
+
+
+def plan_line(cfg: Any) -> str | None:
+    """What ``simulator plan`` says of a flow's resolution and time step before it runs (None for an
+    equation without a viscosity): k_max under its dealiasing, the largest dissipation rate the grid
+    resolves (k_max eta >= 1 while epsilon <= nu^3 k_max^4), k_max eta at the injected power of a forced
+    run (its statistically steady epsilon), and the time step (fixed, or the CFL number and its cap)."""
+    physics = cfg.physics
+    nu = getattr(physics, "viscosity", None)
+    if nu is None:
+        return None
+    dealias = getattr(physics, "dealias", "two_thirds")
+    kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, dealias)
+    parts = [f"k_max = {kmax:.4g} ({dealias})"]
+    if nu > 0:
+        parts.append(f"k_max eta >= 1 while epsilon <= nu^3 k_max^4 = {nu**3 * kmax**4:.3g}")
+        if getattr(physics, "forcing", "none") != "none":
+            eta = (nu**3 / physics.forcing_power) ** 0.25
+            parts.append(f"k_max eta = {kmax * eta:.3g} at the injected power {physics.forcing_power:g}")
+    step = (f"dt = {cfg.time.dt:g} fixed" if cfg.time.cfl is None else
+            f"dt adapted to CFL {cfg.time.cfl:g}, at most {cfg.time.dt:g}")
+    return f"resolution: {'; '.join(parts)}; time step: {step}, {cfg.time.integrator}"
