@@ -101,6 +101,8 @@ def test_a_tracer_run_plots_lagrangian_png_and_disperses_ballistically_at_first(
     assert main(["plot", str(run)]) == 0
     assert (run / "plots" / "lagrangian.png").stat().st_size > 10_000
     stats = simulator.load_run(run).lagrangian()
+    fig = simulator.load_run(run).plot.lagrangian()  # the figure itself, for a notebook
+    assert fig.axes and any(line.get_label() for ax in fig.axes for line in ax.get_lines())
     s = stats["tracers"]
     assert list(stats) == ["tracers"] and s.particles == 64 and s.time.size == 11
     early = slice(1, 5)  # t = 0.005 .. 0.02: |u| t stays well below the flow's scale 1

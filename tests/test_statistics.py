@@ -269,6 +269,21 @@ def test_plot_draws_the_statistics_figures_from_the_file(tmp_path, capsys):
         assert png_size(tmp_path / "run" / "plots" / name) == PIXELS
     run = simulator.load_run(tmp_path / "run")
     assert run.statistics["skewness"].shape == (3,) and list(run.statistics["step"]) == [0, 2, 4]
+    # the same figures returned for a notebook: what the PNG says, nothing written
+    from simulator.plots.figures import MissingOutputError
+    from simulator.equations import get
+    from simulator.plots.statistics import statistics_figures
+
+    saved = statistics_figures(tmp_path / "run", run.config, get("navier_stokes"))
+    for which in ("structure_functions", "pdfs", "derivative_moments"):
+        fig = run.plot.statistics(which)
+        assert [a.get_title() for a in fig.axes] == [a.get_title() for a in saved[which]().axes], which
+    with pytest.raises(ConfigError, match="'pdf' is not a statistics figure; choose one of"):
+        run.plot.statistics("pdf")
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "config.yaml").write_text((tmp_path / "run" / "config.yaml").read_text())
+    with pytest.raises(MissingOutputError, match="statistics.h5; set output.statistics.every"):
+        simulator.load_run(tmp_path / "bare").plot.statistics()
 
 
 def test_isotropic_s2_of_a_spectrum_matches_its_closed_form():

@@ -246,3 +246,8 @@ def test_plot_draws_each_task_from_the_file(runs):
     np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(SHAPE[0], 3), run.tasks["speed_x"].values.T)
     line = task_figure(run.tasks["u_max"], run.config, info, "code units").axes[0].lines[0]
     np.testing.assert_array_equal(line.get_xdata(), run.tasks["u_max"].time)
+    # returned for a notebook (load_run(...).plot.task): the same figure
+    np.testing.assert_array_equal(run.plot.task("wz_mid").axes[0].images[0].get_array(), run.tasks["wz_mid"].values[-1].T)
+    np.testing.assert_array_equal(run.plot.task("u_max").axes[0].lines[0].get_ydata(), line.get_ydata())
+    with pytest.raises(ValueError, match="has no rows of the task 'nope' \\(tasks with rows: "):
+        run.plot.task("nope")

@@ -4,10 +4,14 @@
     fig = run.plot.timeseries()                            # matplotlib Figure, as plots/timeseries.png
     fig = run.plot.spectra(times=[0.4, 2.0], compensate=True)   # as plots/spectra_compensated.png
     fig = run.plot.slice("vorticity", axis="x")           # as plots/slice_vorticity.png
+    fig = run.plot.statistics("pdfs")                      # as plots/pdfs.png (output.statistics)
+    fig = run.plot.task("w_mid")                           # as plots/task_w_mid.png (output.tasks)
+    fig = run.plot.lagrangian()                            # as plots/lagrangian.png (output.trajectories)
     fig.savefig("mine.pdf")                                # or display it in a notebook
 
 Each method builds its figure with the same functions ``simulator plot`` saves as PNGs
-(:mod:`simulator.plots.run`, :mod:`simulator.plots.spectra`), from the files the run wrote as they are
+(:mod:`simulator.plots.run`, :mod:`simulator.plots.spectra`, :mod:`~simulator.plots.statistics`,
+:mod:`~simulator.plots.tasks`, :mod:`~simulator.plots.lagrangian`), from the files the run wrote as they are
 now, so a figure here and the PNG of the same options have the same data, titles and labels. Figures
 use matplotlib's object-oriented API on an Agg canvas (no pyplot, no global backend switch) and
 matplotlib's default style, whatever a matplotlibrc says.
@@ -23,13 +27,17 @@ import matplotlib.style
 from matplotlib.figure import Figure
 
 from simulator import equations
+from simulator.errors import ConfigError
 from simulator.plots.figures import MissingOutputError, check_average
+from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
 from simulator.plots.run import (
     last_slice_figure,
     slice_choice,
     timeseries_figures,
 )
 from simulator.plots.spectra import spectra_figures
+from simulator.plots.statistics import statistics_figures
+from simulator.plots.tasks import task_figures
 
 
 def _quiet(line: str) -> None:
@@ -92,6 +100,31 @@ class RunPlots:
         field, index, _ = slice_choice(self.path, self.info, field, axis)
         with matplotlib.style.context("default"):  # as default_style, which serves one call at a time
             return last_slice_figure(self.path, self.config, self.info, field, index, tell=_quiet)
+
+    def statistics(self, which: str = "structure_functions") -> Figure:
+        """A figure of ``statistics.h5`` (``output.statistics``): ``structure_functions`` (S_2 and S_3 over
+        the later half of the rows; ``plots/structure_functions.png``), ``pdfs`` (the PDFs of the last row)
+        or ``derivative_moments`` (skewness and flatness against time)."""
+        figures = statistics_figures(self.path, self.config, self.info)
+        if which not in figures:
+            raise ConfigError("which", which, f"choose one of {', '.join(figures)}", "is not a statistics figure")
+        return self._build(lambda: figures, which, "statistics figure")
+
+    def task(self, name: str) -> Figure:
+        """``plots/task_<name>.png``: the output task ``name`` of ``tasks.h5`` (a plane at its last row, a
+        profile or a number against time)."""
+        figures = task_figures(self.path, self.config, self.info)
+        if f"task_{name}" not in figures:
+            raise MissingOutputError(f"{self.path} has no rows of the task {name!r} (tasks with rows: "
+                                     f"{', '.join(f.removeprefix('task_') for f in figures) or 'none'})")
+        return self._build(lambda: figures, f"task_{name}", f"task {name}")
+
+    def lagrangian(self) -> Figure:
+        """``plots/lagrangian.png``: the Lagrangian statistics of ``particles/trajectories.h5`` (velocity
+        autocorrelation, single-particle and pair dispersion) of every species."""
+        stats = lagrangian_statistics(self.path, self.config)
+        return self._build(lambda: {"lagrangian": lambda: lagrangian_figure(stats, self.config)}, "lagrangian",
+                           "Lagrangian statistics")
 
     def _build(self, builders: Callable[[], dict[str, Callable[[], Figure | None]]], stem: str, what: str) -> Figure:
         """The figure ``stem`` of ``builders()``, in matplotlib's default style; MissingOutputError naming

@@ -22,7 +22,7 @@ from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import figure, heading, note, save
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save
 
 
 def _positive(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -70,19 +70,28 @@ def lagrangian_figure(stats: dict[str, lagrangian.LagrangianStatistics], config:
     return fig
 
 
-def plot_lagrangian(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """``plots/lagrangian.png`` from ``particles/trajectories.h5``; nothing without the file (a note when it
-    has fewer than 2 rows)."""
+def lagrangian_statistics(run_dir: Path, config: dict[str, Any]) -> dict[str, lagrangian.LagrangianStatistics]:
+    """The Lagrangian statistics of each species of ``particles/trajectories.h5`` (eps from ``timeseries.csv``
+    where the run writes it); MissingOutputError without the file, ConfigError (a ValueError) when its
+    rows cannot give them (fewer than two)."""
     path = run_dir / lagrangian.TRAJECTORIES
     if not path.is_file():
-        return []  # no particles or no output.trajectories: no note
+        raise MissingOutputError(f"no {path}; set output.trajectories.every (with particles)")
     tracks = lagrangian.read_trajectories(path)  # a damaged file: plot_run skips the figure, naming it
     series_path = run_dir / TIMESERIES_FILE
     series = read_timeseries(series_path) if series_path.is_file() else {}
     box = lagrangian.box_of(config)
+    return {name: lagrangian.statistics(t, box=box, eps=lagrangian.mean_dissipation(series, t.time))
+            for name, t in tracks.items()}
+
+
+def plot_lagrangian(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
+    """``plots/lagrangian.png`` from ``particles/trajectories.h5``; nothing without the file (a note when it
+    has fewer than 2 rows)."""
+    if not (run_dir / lagrangian.TRAJECTORIES).is_file():
+        return []  # no particles or no output.trajectories: no note
     try:
-        stats = {name: lagrangian.statistics(t, box=box, eps=lagrangian.mean_dissipation(series, t.time))
-                 for name, t in tracks.items()}
+        stats = lagrangian_statistics(run_dir, config)
     except ConfigError as err:
         note(f"skipped the Lagrangian figure: {err}")
         return []

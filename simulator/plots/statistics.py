@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from simulator.output.spectra import read_spectra
 from simulator.output.statistics import FILE, read_statistics
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import figure, heading, note, save, time_label
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label
 
 AXES = "xyz"
 
@@ -158,15 +159,17 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any]) -> Any:
     return fig
 
 
-def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """The figures of the module docstring; nothing (and a note) without ``statistics.h5`` rows."""
+def statistics_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo) -> dict[str, Callable[[], Any]]:
+    """The statistics figures of a run directory, each built when called, by the stem of its file under
+    ``plots/``: ``structure_functions`` (S_2, S_3 over the later half of the rows, with eps from
+    ``timeseries.csv`` and E(k) from ``spectra.h5`` where the run wrote them), ``pdfs`` (the last row),
+    ``derivative_moments`` (against time). MissingOutputError without ``statistics.h5`` or without a row."""
     path = run_dir / FILE
     if not path.is_file():
-        return []  # off by default: no note for runs that did not ask for statistics
+        raise MissingOutputError(f"no {path}; set output.statistics.every (or dt, times, at_end)")
     data = read_statistics(path)  # a damaged file: plot_run skips these figures, naming it
     if data["time"].size == 0:
-        note(f"skipped the statistics figures: {path} has no rows yet")
-        return []
+        raise MissingOutputError(f"{path} has no rows yet")
     rows = _later_half(data["time"])
     times = data["time"][rows]
     when = f"{time_label(config, info, float(times[0]))} – {time_label(config, info, float(times[-1])).split('= ')[-1]}"
@@ -185,7 +188,19 @@ def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
             if inside.any():
                 spectrum = (spectra["k"], np.mean(spectra["energy"][inside], axis=0))
     last = time_label(config, info, float(data["time"][-1]))
-    out = run_dir / "plots"
-    return [*save(structure_figure(data, config, eps, spectrum, when), out / "structure_functions.png", pdf),
-            *save(pdf_figure(data, config, last), out / "pdfs.png", pdf),
-            *save(moments_figure(data, config), out / "derivative_moments.png", pdf)]
+    return {"structure_functions": lambda: structure_figure(data, config, eps, spectrum, when),
+            "pdfs": lambda: pdf_figure(data, config, last),
+            "derivative_moments": lambda: moments_figure(data, config)}
+
+
+def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
+    """The figures of the module docstring (:func:`statistics_figures`) under ``plots/``; nothing (and a
+    note) without ``statistics.h5`` rows."""
+    if not (run_dir / FILE).is_file():
+        return []  # off by default: no note for runs that did not ask for statistics
+    try:
+        figures = statistics_figures(run_dir, config, info)
+    except MissingOutputError as err:
+        note(f"skipped the statistics figures: {err}")
+        return []
+    return [path for stem, build in figures.items() for path in save(build(), run_dir / "plots" / f"{stem}.png", pdf)]

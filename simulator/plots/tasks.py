@@ -12,6 +12,8 @@ Groups a restart set aside (``<name>.until-<step>``) are not drawn; ``read_tasks
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from simulator.equations.spec import EquationInfo
 from simulator.output.tasks import ASIDE, FILE, TaskSeries, read_tasks
-from simulator.plots.figures import figure, heading, physics_of, save, time_label
+from simulator.plots.figures import MissingOutputError, figure, heading, physics_of, save, time_label
 
 
 def _extent(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
@@ -69,15 +71,20 @@ def task_figure(task: TaskSeries, config: dict[str, Any], info: EquationInfo, le
     return fig
 
 
-def plot_tasks(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool) -> list[Path]:
-    """``plots/task_<name>.png`` for every task with a row in ``RUN_DIR/tasks.h5``; [] without the file."""
+def task_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo) -> dict[str, Callable[[], Any]]:
+    """``task_<name>`` (the stem of its file under ``plots/``) for every task with a row in ``tasks.h5``,
+    each built when called; MissingOutputError without the file."""
     path = run_dir / FILE
     if not path.is_file():
-        return []
+        raise MissingOutputError(f"no {path}; give output.tasks")
     length = physics_of(config, info).clock().units().get("length", "code units")
-    written = []
-    for name, task in read_tasks(path).items():
-        if ASIDE in name or len(task.time) == 0:
-            continue
-        written += save(task_figure(task, config, info, length), run_dir / "plots" / f"task_{name}.png", pdf)
-    return written
+    return {f"task_{name}": partial(task_figure, task, config, info, length) for name, task in read_tasks(path).items()
+            if ASIDE not in name and len(task.time)}
+
+
+def plot_tasks(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool) -> list[Path]:
+    """``plots/task_<name>.png`` for every task with a row in ``RUN_DIR/tasks.h5``; [] without the file."""
+    if not (run_dir / FILE).is_file():
+        return []
+    return [path for stem, build in task_figures(run_dir, config, info).items()
+            for path in save(build(), run_dir / "plots" / f"{stem}.png", pdf)]
