@@ -103,6 +103,13 @@ def test_a_tracer_run_plots_lagrangian_png_and_disperses_ballistically_at_first(
     stats = simulator.load_run(run).lagrangian()
     fig = simulator.load_run(run).plot.lagrangian()  # the figure itself, for a notebook
     assert fig.axes and any(line.get_label() for ax in fig.axes for line in ax.get_lines())
+    # the slice draws the tracers within one cell of its mid-plane z = L/2, at their (x, y)
+    last = simulator.load_run(run).particles["tracers"]
+    dz, middle = 2 * np.pi / 16, 8 * 2 * np.pi / 16
+    near = np.abs((last.position[-1][:, 2] - middle + np.pi) % (2 * np.pi) - np.pi) <= dz
+    drawn = simulator.load_run(run).plot.slice().axes[0].collections[0].get_offsets()
+    np.testing.assert_allclose(np.asarray(drawn), last.position[-1][near][:, :2], rtol=1e-6)
+    assert 0 < near.sum() < 64
     s = stats["tracers"]
     assert list(stats) == ["tracers"] and s.particles == 64 and s.time.size == 11
     early = slice(1, 5)  # t = 0.005 .. 0.02: |u| t stays well below the flow's scale 1

@@ -56,6 +56,7 @@ from simulator.plots.budget import budget_figure
 from simulator.plots.figures import (Figures, MissingOutputError, check_average, default_style, figure, heading,
                                      note, physics_of, save, time_axis, time_label, time_window, wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
+from simulator.plots.particle_overlay import overlay
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
 from simulator.plots.tasks import plot_tasks
@@ -279,8 +280,8 @@ def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
 
 def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
                       tell: Callable[[str], None] = note) -> Figure:
-    """The slice figure (:func:`slice_panels`, :func:`slice_figure`) of the last complete snapshot; an
-    incomplete newer one (being written) is passed over, with a line to ``tell``. Raises
+    """The slice figure (:func:`slice_panels`, :func:`slice_figure`) of the last complete snapshot, particles
+    near its plane drawn (:mod:`.particle_overlay`); an incomplete newer one passed over, a line to ``tell``. Raises
     MissingOutputError without a complete snapshot."""
     for path in reversed(snapshot_files(run_dir)):
         try:
@@ -290,8 +291,10 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             continue
         with snap:
             panels = slice_panels(snap, field, axis, info, _length(config, info))
-            return slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
-                                _length(config, info))
+            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
+                               _length(config, info))
+            overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:])
+            return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
                              "output.snapshots.dt")
 
@@ -402,17 +405,16 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
 
 
 def _drawn(what: str, source: Path, draw: Callable[[], list[Path]], skipped: list[str]) -> list[Path]:
-    """``draw()``, or nothing and one line naming ``source`` (added to ``skipped``) when it fails: a damaged
-    file (not HDF5, cut short, rewritten by another program) can fail its reader or its figure anywhere,
-    and the run's other figures are drawn all the same. A figure that cannot be written (OutputWriteError)
-    and bad input (ConfigError) are no damaged file: they go on."""
+    """``draw()``, or nothing and one line naming ``source`` (added to ``skipped``) when a damaged file fails
+    its reader or figure anywhere: the run's other figures are drawn all the same. OutputWriteError and
+    ConfigError (a figure that cannot be written, bad input) go on."""
     try:
         return draw()
     except (OutputWriteError, ConfigError):
         raise
     except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
-        reason = (str(err).splitlines() or [""])[0]
-        line = f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: {reason})"
+        line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
+                f"{(str(err).splitlines() or [''])[0]})")
         note(line)
         skipped.append(line)
         return []

@@ -1,0 +1,51 @@
+"""Particles on a slice: the particles of a run's particle snapshot near the plane a slice figure shows,
+drawn over its first panel (no JAX).
+
+A slice shows the mid-plane normal to one axis (:func:`simulator.plots.run.slice_panels`); the particles
+drawn are those of the particle snapshot of the same step whose distance to that plane, across the
+periodic box, is at most one grid cell, each species in its own colour, at their positions in the plane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from simulator.output import hdf5
+from simulator.output.particles import DIR
+
+#: how far from the plane a particle is drawn, in grid cells
+CELLS = 1.0
+
+
+def near_plane(position: np.ndarray, axis: int, where: float, length: float, width: float) -> np.ndarray:
+    """Which of the ``position`` (N, 3) lie within ``width`` of the plane at ``where`` normal to ``axis``,
+    periodically in a box of ``length`` along it."""
+    distance = np.abs((position[:, axis] - where + length / 2) % length - length / 2)
+    return distance <= width
+
+
+def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[float], shape: Sequence[int]) -> int:
+    """Draw on ``fig``'s first panel the particles of ``particles/s<step>.h5`` within :data:`CELLS` cells of
+    the mid-plane normal to ``axis`` of a grid of ``shape`` in ``box``; returns how many were drawn (0 when
+    the run wrote no particle snapshot at that step)."""
+    index = run_dir / DIR / f"s{step:08d}.h5"
+    if not index.is_file():
+        return 0
+    with hdf5.IndexedFile(index) as f:
+        names, position, species = f.attrs["species_names"], f.read("position"), f.read("species")
+    length = float(box[axis])
+    dx = length / shape[axis]
+    near = near_plane(position, axis, (shape[axis] // 2) * dx, length, CELLS * dx)
+    across, up = (a for a in range(3) if a != axis)
+    ax = fig.axes[0]
+    for s, name in enumerate(names):
+        mine = near & (species == s)
+        ax.scatter(position[mine, across], position[mine, up], s=6, marker="o", edgecolors="white",
+                   linewidths=0.3, label=f"{name}: {int(mine.sum())} within {CELLS:g} cell of the plane")
+    if near.any():
+        ax.legend(loc="upper right", fontsize="x-small", framealpha=0.7)
+    return int(near.sum())
