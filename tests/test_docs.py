@@ -329,3 +329,17 @@ def test_the_restart_tools_as_written():
         nu = run.config["physics"]["viscosity"]
         assert t[0] < 3.5 < t[-1] if run is branch else t[0] < 2.5 < t[-1]
         np.testing.assert_allclose(energy, 1.5 * np.exp(-2 * nu * t), rtol=1e-5)
+
+
+# ---- the verification page: every check it lists is a test that exists ----
+
+def test_the_verification_page_names_only_tests_that_exist():
+    """docs/explanation/verification.md names each check's test as ``tests/test_x.py::test_name`` (a
+    ``[param]`` suffix allowed): every one is a file that defines that test, and the page names at least
+    40 of them, so it can be neither emptied nor left pointing at renamed tests silently."""
+    named = re.findall(r"(tests/test_\w+\.py)::(test_\w+)(?:\[[^\]`]*\])?", page("explanation/verification.md"))
+    missing = [f"{path}::{name}" for path, name in named
+               if not (ROOT / path).is_file()
+               or not re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M)]
+    assert not missing, missing
+    assert len({(path, name) for path, name in named}) >= 40, len(named)
