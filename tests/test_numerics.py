@@ -79,7 +79,7 @@ def test_hyperviscosity_keys_are_checked_in_one_line():
     with pytest.raises(ConfigError, match=r"^physics.hyperviscosity = -0.1 is out of range"):
         load_config(None, {"physics.hyperviscosity": -0.1})
     with pytest.raises(ConfigError, match=r"^physics.dealias = 'sharp' is unknown; expected one of: two_thirds, "
-                                          r"hou_li$"):
+                                          r"hou_li, phase_shift_cubic, phase_shift_spherical$"):
         load_config(None, {"physics.dealias": "sharp"})
     # float32 at 512^3: |k|^16 at the grid's corner, 3 (256)^2 to the 8th, is past float32's largest number
     with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = 8 is too large; at most 7 for "
