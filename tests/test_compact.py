@@ -222,9 +222,11 @@ STEPS, DT = 3, 0.01
 
 
 def flow(name, case, layout):
-    """The flow's simulation and, from one compiled program, its real-space fields and diagnostics after
-    ``STEPS`` steps from random real-space fields (every mode: ``from_fields`` truncates them). The layout
-    enters through the spectral operators, not the scheme: rk2, the cheapest to compile, steps it."""
+    """The flow's simulation and, from one compiled program, its real-space fields and spectra (keys
+    ``spectra/NAME``: the shell sums, whose transfers evaluate the nonlinear terms once more) and its
+    diagnostics after ``STEPS`` steps from random real-space fields (every mode: ``from_fields`` truncates
+    them). The layout enters through the spectral operators, not the scheme: rk2, the cheapest to compile,
+    steps it."""
     sim = simulation(jax.devices(), case, physics__name=name, grid__shape=list(GRID), fft__layout=layout,
                      time__integrator="rk2", **FLOWS[name])
     make_step, dt = sim.scheme.load(), jnp.asarray(DT, sim.dtype)
@@ -232,7 +234,8 @@ def flow(name, case, layout):
     @functools.partial(jax.jit, compiler_options=ONCE)
     def run(eq, fields, p):
         state = run_steps(make_step(eq), eq.from_fields(fields, p), jnp.zeros((), sim.dtype), STEPS, dt, p)
-        return eq.fields(state, p), eq.diagnostics(state, dt, p)
+        shells = {f"spectra/{key}": value for key, value in eq.spectra(state, p).items()}
+        return {**eq.fields(state, p), **shells}, eq.diagnostics(state, dt, p)
 
     rng = np.random.default_rng(7)
     fields = {n: jax.device_put(rng.standard_normal(f.shape), f.sharding)

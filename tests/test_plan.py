@@ -77,7 +77,7 @@ def test_no_3d_constant_is_an_argument_of_the_chunk():
 def test_transforms_and_all_to_alls_per_step_on_a_slab(integrator, layout, ffts, a2a):
     """Per stage: inverse transforms of u and of curl u, a forward one of u x w (3 scalar FFTs each); in the
     full layout one all-to-all each (three components at once: rk2 18 FFTs and 6 all-to-alls, rk3 27 and 9, rk4
-    36 and 12, lsrk4 45 and 15), in the compact one each component on its own (NavierStokes._advection_by_component):
+    36 and 12, lsrk4 45 and 15), in the compact one each component on its own (simulator.equations.flow.components):
     three times the all-to-alls, and fewer bytes."""
     sim = _sim(16, integrator=integrator, devices=2, **{"fft.layout": layout})
     p = plan.make_plan(sim, ("step",), memory=1)

@@ -19,11 +19,12 @@ entries of L, their advection and mean-gradient source part of N. The spectral o
 
 Per stage: inverse FFTs of u, grad b (and the n scalars) and w apart (so that the step's peak memory
 holds one three-field spectrum at a time), a forward FFT of u.grad b (+ the 3 n fluxes u theta_i),
-made before w exists, and one of u x w. References: Boussinesq dynamics and the gravity-inertia dispersion
-relation, Vallis, Atmospheric and Oceanic Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral
-model of rotating stratified flow, Winters, MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21,
-69); Froude and Rossby numbers as in Marino, Mininni, Rosenberg & Pouquet 2013
-(Phys. Rev. E 87, 033016).
+made before w exists, and one of u x w; in a compact spectrum without scalars each component is a
+field of its own, transformed on its own (:mod:`simulator.equations.flow.components`). References:
+Boussinesq dynamics and the gravity-inertia dispersion relation, Vallis, Atmospheric and Oceanic
+Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral model of rotating stratified flow, Winters,
+MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21, 69); Froude and Rossby numbers as in Marino,
+Mininni, Rosenberg & Pouquet 2013 (Phys. Rev. E 87, 033016).
 
 Arrays: the state is one spectral stack ``(4 + n, *k_shape)`` = (u_hat_x, u_hat_y, u_hat_z, b_hat, and
 the n scalars' spectra) in the FFT backend's k-space layout and sharding, with no box-mean (k = 0) flow
@@ -46,6 +47,7 @@ from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
+from simulator.equations.flow.components import Transforms
 from simulator.equations.flow.velocity import FlowEquation, peaked, random_velocity
 from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators, cross
@@ -92,17 +94,17 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     def advection(self, x: jax.Array) -> jax.Array:
         """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean, and -div(u theta_i) of the scalars:
         inverse FFTs of u, grad b (, theta) and w, each used as soon as it exists (grad b and theta are
-        transformed back in u.grad b and u theta before w is formed), forward FFTs of those and of u x w."""
+        transformed back in u.grad b and u theta before w is formed), forward FFTs of those and of u x w;
+        a compact spectrum without scalars component by component (:class:`~..flow.components.Transforms`)."""
         ops = self.ops
-        kx, ky, kz = ops.k
-        b_hat = x[3]
-        u = self.fft.irfft(x[:3])
-        g = self.fft.irfft(1j * ops.stack([kx * b_hat, ky * b_hat, kz * b_hat]))
+        transforms = Transforms(ops, stacked=bool(self.n_scalars))
+        u = transforms.fields(x[:3])
+        g = transforms.gradient(x[3])
         products = -(u[0] * g[0] + u[1] * g[1] + u[2] * g[2])[None]
         if self.n_scalars:
             products = jnp.concatenate([products, passive.products(u, self.fft.irfft(x[4:]))])
         a = self.fft.rfft(products)
-        n = self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ops.curl(x[:3])))))
+        n = transforms.spectrum(cross(u, transforms.curl(x[:3])))
         flow = [ops.project(self.kept * n), self.kept * a[:1]]
         return ops.concatenate([*flow, passive.advection(ops, a[1:])] if self.n_scalars else flow)
 

@@ -17,8 +17,9 @@ and hyper-resistive (-nu_p k^(2p), -eta_p k^(2p)) when ``physics.hyperviscosity_
 exactly by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL
 number accounts for through |B|. Per stage: inverse FFTs of u, w, B and j (3 fields each, so that the
 step's peak memory holds one three-field spectrum at a time, not a twelve-field one) and one batched
-forward FFT of (u x w + j x B, u x B) (6 fields). The spectral operators (wavenumbers,
-2/3 rule, projection, curl, forcing) are those of
+forward FFT of (u x w + j x B, u x B) (6 fields); in a compact spectrum each component is a field of its
+own, transformed on its own (:mod:`simulator.equations.flow.components`). The spectral operators
+(wavenumbers, 2/3 rule, projection, curl, forcing) are those of
 :class:`~simulator.equations.operators.SpectralOperators` on the same backend.
 
 Arrays: the state is one spectral stack ``(6, *k_shape)`` = (u_hat, B_hat) in the FFT backend's
@@ -38,6 +39,7 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow.components import Transforms
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.mhd import INFO, MHDParams
 from simulator.equations.operators import SpectralOperators, cross
@@ -76,13 +78,15 @@ class MHD(FlowEquation, SemiLinearEquation):
     def ideal(self, x: jax.Array) -> jax.Array:
         """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: inverse FFTs of u, w, B, j (w and j each
         used as soon as it exists, so that both are never held together) and one forward of
-        (u x w + j x B, u x B)."""
+        (u x w + j x B, u x B); a compact spectrum component by component
+        (:class:`~..flow.components.Transforms`)."""
         ops = self.ops
-        u = self.fft.irfft(x[:3])
-        force = cross(u, self.fft.irfft(ops.curl(x[:3])))
-        b = self.fft.irfft(x[3:])
-        force = [a + c for a, c in zip(force, cross(self.fft.irfft(ops.curl(x[3:])), b), strict=True)]
-        n = ops.dealias * self.fft.rfft(jnp.stack([*force, *cross(u, b)]))
+        transforms = Transforms(ops)
+        u = transforms.fields(x[:3])
+        force = cross(u, transforms.curl(x[:3]))
+        b = transforms.fields(x[3:])
+        force = [a + c for a, c in zip(force, cross(transforms.curl(x[3:]), b), strict=True)]
+        n = ops.dealias * transforms.spectrum([*force, *cross(u, b)])
         return ops.concatenate([ops.project(n[:3]), ops.project(ops.curl(n[3:]))])
 
     def nonlinear(self, x: jax.Array, t: jax.Array, params: Params) -> jax.Array:
@@ -167,15 +171,17 @@ class MHD(FlowEquation, SemiLinearEquation):
         (B.grad)u (sum_k (C_K + C_M) = 0: they exchange energy between u and B) and, when forced, the
         injection F(k); dE_K(k)/dt = T_K + C_K + F - 2 (nu k^2 + nu_p k^(2p)) E_K, dE_M(k)/dt = T_M + C_M -
         2 (eta k^2 + eta_p k^(2p)) E_M (Alexakis, Mininni & Pouquet 2005, Phys. Rev. E 72, 046301). One
-        inverse transform of (u, w, B, j), one forward of (u x w, j x B, u x B, u x j + B x w): (u.grad)B
+        inverse transform of each of u, w, B and j, one forward of (u x w, j x B, u x B, u x j + B x w),
+        component by component in a compact spectrum (:class:`~..flow.components.Transforms`): (u.grad)B
         needs no gradient tensor, as 2 (u.grad)B = grad(u.B) - u x j - B x w - curl(u x B) for solenoidal
         u, B, and the gradient does no work on a solenoidal B mode by mode."""
         ops = self.ops
         norm = ops.weight / float(self.fft.size) ** 2
-        f = self.fields(x, params)
-        u, w, b, j = f["velocity"], f["vorticity"], f["magnetic"], f["current"]
+        transforms = Transforms(ops)
+        u, w = transforms.fields(x[:3]), transforms.curl(x[:3])
+        b, j = transforms.fields(x[3:]), transforms.curl(x[3:])
         pairs = [a + c for a, c in zip(cross(u, j), cross(b, w), strict=True)]
-        p = ops.dealias * self.fft.rfft(jnp.stack([*cross(u, w), *cross(j, b), *cross(u, b), *pairs]))
+        p = ops.dealias * transforms.spectrum([*cross(u, w), *cross(j, b), *cross(u, b), *pairs])
         induction = ops.curl(p[6:9])  # curl(u x B) = (B.grad)u - (u.grad)B
         advection = 0.5 * (p[9:] + induction)  # -(u.grad)B, less a gradient
 

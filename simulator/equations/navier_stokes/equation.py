@@ -40,6 +40,7 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow.components import Transforms
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.operators import SpectralOperators, cross
@@ -106,43 +107,20 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         -div(u theta_i) ``(n, ...)``. Inverse FFTs of u, (theta,) and w apart, each used as soon as it exists
         (with scalars, u theta is transformed before w is formed), then a forward FFT of u x w: the peak
         memory holds u, w and one three-field spectrum, not two spectra of six or more fields. A compact
-        spectrum without scalars goes component by component instead (:meth:`_advection_by_component`).
+        spectrum without scalars goes component by component (:class:`~..flow.components.Transforms`).
         Under a phase shift (:meth:`at_stage`) the spectra are shifted before the inverse transforms and the
         products' spectra shifted back after the forward ones (``ops.shift``, :mod:`..phase_shift`)."""
         ops = self.ops
         u_hat, theta_hat = self.split(state)
         u_hat = ops.shift(u_hat)
-        if theta_hat is None and self.fft.compact is not None:
-            return self._advection_by_component(u_hat), None
-        u = self.fft.irfft(u_hat)
+        transforms = Transforms(ops, stacked=theta_hat is not None)
+        u = transforms.fields(u_hat)
         a_hat = None
         if theta_hat is not None:
             products = self.fft.rfft(passive.products(u, self.fft.irfft(ops.shift(theta_hat))))
             a_hat = passive.advection(ops, ops.shift(products, -1))
-        n_hat = ops.shift(self.fft.rfft(jnp.stack(cross(u, self.fft.irfft(ops.curl(u_hat))))), -1)
+        n_hat = ops.shift(transforms.spectrum(cross(u, transforms.curl(u_hat))), -1)
         return ops.project(ops.dealias * n_hat), a_hat
-
-    def _advection_by_component(self, u_hat: jax.Array) -> jax.Array:
-        """P[(u x w)^] of a compact spectrum (no scalars; ``u_hat`` already shifted, see :meth:`advection`),
-        every component of u, w and u x w a field of its own (``(Nx, Ny, Nz)``, not a slice of a stacked
-        ``(3, ...)`` array) and transformed on its own.
-
-        Two things shrink the peak against :meth:`advection`'s stacked fields (scripts/bench_compact.py): a
-        transform's buffers (the spectrum padded to Nz/2 + 1 planes before the last inverse stage, 4 B/cell in
-        float32) are one component's, not three's; and each component of u x w is an elementwise kernel of
-        single-component fields, which XLA writes over a component of w that no later kernel reads, where a
-        stacked u x w reads other components of w at every point and needs a buffer of its own (12 B/cell).
-        The compiled chunk of lsrk4 float32 on XLA's FFT went from 55.8 to 44.2 B/cell at 64^3 on one
-        device, 47.5 to 41.9 on a slab of 4 and 46.7 to 43.2 at 1024^3 (the one-GPU plan); on FFTW's path
-        from 54.9 to 45.7 (one device) and 54.7 to 40.9 (slab of 4). The half spectrum keeps the stacked
-        fields: there the one-GPU plan at 1024^3 went from 58.0 to 62.0 B/cell.
-        Each transform of three components becomes three (the same scalar FFTs and bytes exchanged, three
-        times the all-to-alls)."""
-        ops, fft = self.ops, self.fft
-        u = [fft.irfft(u_hat[i]) for i in range(3)]
-        w = [fft.irfft(1j * c) for c in cross(ops.k, u_hat)]
-        n_hat = ops.shift(ops.stack([fft.rfft(n) for n in cross(u, w)]), -1)
-        return ops.project(ops.dealias * n_hat)
 
     def at_stage(self, step: jax.Array, stage: jax.Array) -> NavierStokes:
         """Under ``physics.dealias: phase_shift_*`` a copy whose operators shift the products by the draw of
