@@ -176,7 +176,8 @@ def main_sweep(args: argparse.Namespace) -> int:
             err = relative_error(res["t"], res["eps"], t_ref, eps_ref, args.t_end)
             span = res["timed_t"]
             row.update(error=err, wall_per_t=res["wall"] / span, cpu_per_t=res["cpu"] / span,
-                       run_wall_s=res["wall"] / span * args.t_end, kmax_eta_min=res.get("kmax_eta_min"))
+                       run_wall_s=res["wall"] / span * args.t_end, kmax_eta_min=res.get("kmax_eta_min"),
+                       series={"t": res["t"], "eps": res["eps"]})  # to score against another reference
         else:
             row.update(error=math.inf, wall_per_t=math.inf, cpu_per_t=math.inf, run_wall_s=math.inf,
                        failure=res.get("error", ""))
