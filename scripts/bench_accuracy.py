@@ -22,7 +22,7 @@ the reference's times. Cost: wall time and CPU time (user + sys of the process, 
 unit of simulated time, each run in its own subprocess, ours and FluidSim's alternating in one
 invocation (the same load). Compilation and start-up are excluded: ours is timed from the first
 diagnostics row (t = one output period, after the compiled chunk's first call) to the last, FluidSim's
-from its first step past t = one output period to its last step. Both use every core (FluidSim
+from the same time to its last step (its rows are saved on our rows' times). Both use every core (FluidSim
 OMP_NUM_THREADS = cores, OMP_WAIT_POLICY passive as in scripts/peer_fluidsim.py). Time steps are fixed:
 dt = period / ceil(period / (cfl * 2 pi / N)), the same for both codes at the same N and cfl.
 
@@ -34,6 +34,9 @@ minutes, our cheapest configuration reaching it costs <= 0.5x FluidSim's cheapes
     python scripts/bench_accuracy.py --grids 64 96 --ours rk4:phase_shift_spherical:float32 --cfl 0.5 1
     python scripts/bench_accuracy.py --dns spectral_Re1600_512.gdiag --re 1600 --t-end 20 --grids 64 128
     python scripts/bench_accuracy.py --write-reference RUN_DIR --check-against COARSER_RUN_DIR
+
+The default sweep (3 grids x 8 of our configurations + 3 of FluidSim's, 33 runs) took 9 min 53 s on the
+shared 2-core development machine (load average 3.6-5.6); --quick about a minute.
 
 Results: a table on stdout; accuracy.json, accuracy.csv and accuracy.png under --out (outputs/bench);
 --docs-figure also writes the figure to docs/images/bench_accuracy.png.
