@@ -26,6 +26,12 @@ def test_the_error_is_the_largest_deviation_on_the_reference_times_over_the_refe
     assert err == pytest.approx(1e-4 / peak, rel=0.02)  # and the linear interpolation of the sine
     # only times <= t_max count: the deviation is outside t <= 3.5
     assert bench.relative_error(t, eps, t_ref, eps_ref, t_max=3.5) < 0.01 * err  # interpolation alone
+    # a reference denser than the run (a DNS file every 0.01): the run's own times, the reference interpolated
+    t_dns = np.linspace(0, 10, 1001)
+    eps_dns = 0.01 * np.sin(t_dns / 10 * np.pi) + 0.002
+    t_run = np.linspace(0, 10, 101)
+    eps_run = 0.01 * np.sin(t_run / 10 * np.pi) + 0.002 + 2e-4 * (t_run == 5)
+    assert bench.relative_error(t_run, eps_run, t_dns, eps_dns, t_max=10) == pytest.approx(2e-4 / 0.012, rel=1e-3)
     # a run that stops early, or blew up, has no error
     assert bench.relative_error(t[:50], eps[:50], t_ref, eps_ref, t_max=10) == math.inf
     assert bench.relative_error(t, np.where(t > 3, np.nan, eps), t_ref, eps_ref, t_max=10) == math.inf
