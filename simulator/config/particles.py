@@ -86,15 +86,16 @@ def check(cfg: Any) -> None:
             raise ConfigError(f"{key}.gravity", list(s.gravity), "gravity acts on inertial particles only: set "
                               "tau_p > 0, or leave gravity out", "would be ignored by tracers")
         if METHODS[s.interpolation].planes:
-            _check_planes(cfg, f"{key}.interpolation", METHODS[s.interpolation])
+            method = METHODS[s.interpolation]
+            check_planes(cfg, f"{key}.interpolation", method.name, method.planes, f"{method.instead}, or fewer devices")
         if not all(math.isfinite(g) for g in s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
 
 
-def _check_planes(cfg: Any, key: str, method: Interpolation) -> None:
-    """A grid-local method takes ``method.planes`` planes from a neighbour: every sharded axis needs as many
-    per device (checked where the device count is known before start-up, as the grid's own layout checks
-    are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
+def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:
+    """A grid-local method (``value`` of ``key``) takes ``planes`` planes from a neighbour: every sharded axis
+    needs as many per device (checked where the device count is known before start-up, as the grid's own
+    layout checks are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
     from simulator.fft.layouts import LAYOUTS
 
     layout = LAYOUTS[cfg.fft.backend]
@@ -103,7 +104,7 @@ def _check_planes(cfg: Any, key: str, method: Interpolation) -> None:
         return
     sizes = dict(zip(layout.axis_names, layout.mesh_shape(n_devices or 1, cfg.fft.mesh), strict=True))
     for axis, name in enumerate(layout.real_axes):
-        if name is not None and cfg.grid.shape[axis] // sizes[name] < method.planes:
-            raise ConfigError(key, method.name, f"needs >= {method.planes} grid planes per device along "
+        if name is not None and cfg.grid.shape[axis] // sizes[name] < planes:
+            raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
                               f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
-                              f"{method.instead}, or fewer devices", "is not available")
+                              f"{instead}", "is not available")

@@ -31,9 +31,10 @@ ordinary JAX arithmetic, the psum transposes to itself) and batched under ``jax.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -187,7 +188,7 @@ def evaluate_at(fft, spectrum: jax.Array, points: jax.Array, wavenumbers: Sequen
     return out.reshape((*batch, points.shape[0])) / float(fft.size)
 
 
-# ---- the local path: 4-point Lagrange interpolation of the real-space field ---------------------------------
+# ---- the local path: a window of grid nodes around each point (interpolation, and its adjoint the deposit) -----
 
 #: points per chunk of the local interpolation (3 x 64 stencil values each held at a time)
 LOCAL_CHUNK = 1 << 14
@@ -200,28 +201,73 @@ def lagrange4_weights(t: jax.Array) -> jax.Array:
                       -(t + 1) * t * (t - 2) / 2, (t + 1) * t * (t - 1) / 6], axis=-1)
 
 
-def _halo(x: jax.Array, axis: int, mesh_axis: str | None, size: int) -> jax.Array:
-    """``x`` extended along ``axis`` by one plane below and two above, taken periodically from the
-    neighbouring devices along ``mesh_axis`` of ``size`` devices (or from itself when unsharded)."""
+def cic_weights(t: jax.Array) -> jax.Array:
+    """Cloud-in-cell (linear) weights on nodes 0, 1 at offset ``t`` in [0, 1): ``(..., 2)`` (Hockney &
+    Eastwood 1988, §5-3: the assignment function of order 2, a top hat of one cell convolved with itself)."""
+    return jnp.stack([1 - t, t], axis=-1)
+
+
+def tsc_weights(t: jax.Array) -> jax.Array:
+    """Triangular-shaped-cloud (quadratic) weights on nodes -1, 0, 1, 2 at offset ``t`` in [0, 1): ``(..., 4)``,
+    the kernel W(d) = 3/4 - d^2 (|d| < 1/2), (3/2 - |d|)^2 / 2 (1/2 <= |d| < 3/2) at d = t + 1, t, t - 1,
+    t - 2 (one of the four is 0: a fixed stencil of four nodes covers every offset). Hockney & Eastwood
+    1988, §5-3, the assignment function of order 3."""
+
+    def kernel(d: jax.Array) -> jax.Array:
+        d = jnp.abs(d)
+        return jnp.where(d < 0.5, 0.75 - d**2, jnp.where(d < 1.5, 0.5 * (1.5 - d) ** 2, 0.0))
+
+    return jnp.stack([kernel(t + 1), kernel(t), kernel(t - 1), kernel(t - 2)], axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """Grid nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along each axis, and their
+    weights ``weights(s - floor(s))`` ``(..., below + above + 1)``; ``order``: the power p of the window's
+    transform, prod_i sinc(k_i dx_i / 2)^p (0: an interpolant, not an assignment function)."""
+
+    below: int
+    above: int
+    weights: Callable[[jax.Array], jax.Array]
+    order: int = 0
+
+
+#: the windows by name: an interpolant (lagrange4) and the particle-mesh assignment functions (cic, tsc)
+WINDOWS: dict[str, Window] = {
+    "lagrange4": Window(1, 2, lagrange4_weights),
+    "cic": Window(0, 1, cic_weights, order=2),
+    "tsc": Window(1, 2, tsc_weights, order=3),
+}
+
+
+def _halo(x: jax.Array, axis: int, mesh_axis: str | None, size: int, below: int, above: int) -> jax.Array:
+    """``x`` extended along ``axis`` by ``below`` planes below and ``above`` above, taken periodically from
+    the neighbouring devices along ``mesh_axis`` of ``size`` devices (or from itself when unsharded)."""
     n = x.shape[axis]
-    below = jax.lax.slice_in_dim(x, n - 1, n, axis=axis)
-    above = jax.lax.slice_in_dim(x, 0, 2, axis=axis)
-    if mesh_axis is not None and size > 1:
-        # my last plane is my right neighbour's lower halo; my first two its left neighbour's upper halo
-        below = jax.lax.ppermute(below, mesh_axis, [(i, (i + 1) % size) for i in range(size)])
-        above = jax.lax.ppermute(above, mesh_axis, [(i, (i - 1) % size) for i in range(size)])
-    return jnp.concatenate([below, x, above], axis=axis)
+    parts = [x]
+    if below:
+        low = jax.lax.slice_in_dim(x, n - below, n, axis=axis)
+        if mesh_axis is not None and size > 1:  # my last planes are my right neighbour's lower halo
+            low = jax.lax.ppermute(low, mesh_axis, [(i, (i + 1) % size) for i in range(size)])
+        parts.insert(0, low)
+    if above:
+        high = jax.lax.slice_in_dim(x, 0, above, axis=axis)
+        if mesh_axis is not None and size > 1:  # my first planes are my left neighbour's upper halo
+            high = jax.lax.ppermute(high, mesh_axis, [(i, (i - 1) % size) for i in range(size)])
+        parts.append(high)
+    return jnp.concatenate(parts, axis=axis)
 
 
-def _local_lagrange(real_axes: tuple[str | None, str | None, str | None], sizes: tuple[int, int, int],
-                    shape: tuple[int, int, int], spacing: tuple[float, float, float], axes: tuple[str, ...],
-                    field: jax.Array, points: jax.Array) -> jax.Array:
-    """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``; every point whose stencil
-    base lies in this block is interpolated here, the others give 0; one psum completes them all."""
+def _local_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
+                  sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
+                  axes: tuple[str, ...], field: jax.Array, points: jax.Array) -> jax.Array:
+    """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``; every point whose cell
+    (floor(x / dx)) lies in this block is evaluated here from the block and its halo, the others give 0;
+    one psum completes them all."""
     ext = field
     starts = []
     for a in range(3):
-        ext = _halo(ext, a + 1, real_axes[a], sizes[a])
+        ext = _halo(ext, a + 1, real_axes[a], sizes[a], window.below, window.above)
         local = field.shape[a + 1]
         index = jax.lax.axis_index(real_axes[a]) if real_axes[a] is not None and sizes[a] > 1 else 0
         starts.append(index * local)
@@ -230,21 +276,22 @@ def _local_lagrange(real_axes: tuple[str | None, str | None, str | None], sizes:
     c = min(n_points, LOCAL_CHUNK)
     chunks = -(-n_points // c)
     padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
+    width = window.below + window.above + 1
 
     def one(x: jax.Array) -> jax.Array:
         s = x / jnp.asarray(spacing, x.dtype)
         base = jnp.floor(s)
-        weights = lagrange4_weights(s - base)  # (C, 3, 4)
-        g = jnp.mod(base.astype(jnp.int32), jnp.asarray(shape, jnp.int32))  # global index of node 0, (C, 3)
+        weights = window.weights(s - base)  # (C, 3, width)
+        g = jnp.mod(base.astype(jnp.int32), jnp.asarray(shape, jnp.int32))  # global index of the cell, (C, 3)
         owned = jnp.ones(x.shape[0], bool)
         idx = []
         for a in range(3):
             local = g[:, a] - starts[a]
             n_local = field.shape[a + 1]
             owned = owned & (local >= 0) & (local < n_local)
-            # node -1 of the stencil is at ext position local (the lower halo shifts everything by one)
-            idx.append(jnp.clip(local, 0, n_local - 1)[:, None] + jnp.arange(4)[None, :])
-        values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]  # (B, C, 4, 4, 4)
+            # node -below of the stencil is at ext position local (the lower halo shifts everything by below)
+            idx.append(jnp.clip(local, 0, n_local - 1)[:, None] + jnp.arange(width)[None, :])
+        values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
         out = jnp.einsum("bcijk,ci,cj,ck->bc", values, weights[:, 0], weights[:, 1], weights[:, 2])
         return jnp.where(owned[None, :], out, 0)
 
@@ -253,13 +300,15 @@ def _local_lagrange(real_axes: tuple[str | None, str | None, str | None], sizes:
     return jax.lax.psum(out, axes)
 
 
-def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float]) -> jax.Array:
+def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],
+                      window: str = "lagrange4") -> jax.Array:
     """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` (``fft``'s real layout and sharding) at ``points``
-    ``(Np, 3)`` (replicated, any real coordinates: periodic) by tricubic 4-point Lagrange interpolation
-    (the tensor product of :func:`lagrange4_weights`; Yeung & Pope 1988 compare it with the exact sum).
-    Each device interpolates the points whose stencil base lies in its block, from its block and a halo
-    (one plane below, two above, along each sharded axis: ``ppermute`` with its neighbours); one psum
-    assembles them. Cost per point: 64 x batch multiply-adds, on the owner only. Returns ``(*batch, Np)``."""
+    ``(Np, 3)`` (replicated, any real coordinates: periodic) by the tensor product of a 1D ``window``
+    (:data:`WINDOWS`; the default the tricubic 4-point Lagrange interpolant, :func:`lagrange4_weights`, which
+    Yeung & Pope 1988 compare with the exact sum; ``cic`` and ``tsc`` the particle-mesh interpolations).
+    Each device evaluates the points whose cell lies in its block, from its block and a halo (the window's
+    planes below and above along each sharded axis: ``ppermute`` with its neighbours); one psum assembles
+    them. Cost per point: width^3 x batch multiply-adds, on the owner only. Returns ``(*batch, Np)``."""
     nb = field.ndim - 3
     batch = field.shape[:nb]
     flat = field.reshape((math.prod(batch), *field.shape[nb:]))
@@ -269,8 +318,27 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
-    body = functools.partial(_local_lagrange, real_axes, sizes, shape, spacing, axes)
+    body = functools.partial(_local_window, WINDOWS[window], real_axes, sizes, shape, spacing, axes)
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), PartitionSpec()),
                            out_specs=PartitionSpec())
     out = mapped(flat, points.astype(field.dtype))
     return out.reshape((*batch, points.shape[0]))
+
+
+def deposit(fft, points: jax.Array, weights: jax.Array, box: Sequence[float], window: str,
+            dtype: jnp.dtype) -> jax.Array:
+    """The particle-mesh assignment: sum_p weights_p W(x_i - x_p) on every grid node x_i, a real-space field
+    ``(Nx, Ny, Nz)`` in ``fft``'s real layout and sharding, for ``points`` ``(Np, 3)`` and ``weights``
+    ``(Np,)`` replicated. It is the adjoint (transpose) of :func:`interpolate_local` with the same ``window``,
+    computed by JAX from it: each device assigns the points of its own cells to its block and halo, and the
+    halo planes are added to the neighbours' blocks (the transposed ``ppermute``). Being the transpose of the
+    interpolation, the force it implies on the particles conserves momentum (Hockney & Eastwood 1988,
+    §5-5): the same window both ways."""
+    template = jax.ShapeDtypeStruct(tuple(fft.shape), dtype, sharding=fft.real_sharding())
+    points = points.astype(dtype)
+
+    def gather(field: jax.Array) -> jax.Array:
+        return interpolate_local(fft, field, points, box, window)
+
+    (field,) = jax.linear_transpose(gather, template)(weights.astype(dtype))
+    return field

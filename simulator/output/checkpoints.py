@@ -209,6 +209,10 @@ def load(marker: Path) -> Checkpoint:
         stored = ckpt.spaces(len(names))
         if len(stored) != len(names):
             raise ValueError(f"it lists {len(stored)} arrays, {ckpt.index} holds {len(names)}")
+        listed = info.get("names")
+        if isinstance(listed, list) and sorted(map(str, listed)) == sorted(names):
+            # the spaces are listed in the state's order, the file's arrays may come in another (by name)
+            names = [str(n) for n in listed]
         for name, space in zip(names, stored, strict=True):
             have = snap.file[name].shape
             if space == PARTICLES:

@@ -55,6 +55,15 @@ class FDMCosmoParams(EquationParams):
     omega_lambda: float = param(0.7, "cosmological constant over the critical density; flat when omega_m + "
                                 "omega_lambda = 1, else curvature omega_k = 1 - omega_m - omega_lambda")
     m22: float = param(1.0, "boson mass in units of 1e-22 eV/c^2", gt=0.0)
+    fdm_fraction: float = param(1.0, "fraction f of the matter in the wave (mean |psi|^2 = f omega_m); the rest, "
+                                "1 - f, is cold dark matter in physics.cdm_particles particles; 1 = a pure wave run",
+                                gt=0.0, max=1.0)
+    cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
+                                 "axis (placed on a lattice with Zel'dovich displacements); needs "
+                                 "physics.fdm_fraction < 1; 0 = none", min=0)
+    cdm_window: str = setting("cic", "particle-mesh window assigning mass and interpolating forces, its transform "
+                              "divided out: cic (cloud in cell, 2 x 2 x 2 nodes) or tsc (triangular-shaped cloud, "
+                              "3 x 3 x 3)", choices=("cic", "tsc"))
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 / a^3 in code units "
                                     "(100 km/s)^2 / rho_crit,0; > 0 repulsive, < 0 attractive (see physics.f_a)")
     f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "
@@ -88,6 +97,7 @@ class FDMCosmoParams(EquationParams):
         return math.log((1.0 + self.z_start) / (1.0 + z))
 
     def check(self, cfg: Any) -> None:
+        _check_particles(self, cfg)
         if self.z_end >= self.z_start:
             raise ConfigError("physics.z_end", self.z_end, f"must be below physics.z_start = {self.z_start:g}",
                               "is not later than the start")
@@ -146,6 +156,36 @@ class FDMCosmoParams(EquationParams):
         nu = float(cosmology.nu_code(self.m22, self.h))
         k_j = scales.jeans_wavenumber(1.5 * self.omega_m * diagnostics["a"], nu)
         return {"hbar_over_m": nu, **scales.quantum(k_j, diagnostics["kmax_de_broglie"], shape, box)}
+
+
+def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
+    """The cold particles of a mixed run: there exactly when f < 1, a cube that fits the grid, the window's
+    halo within every device's block, and a start the particles can take."""
+    if p.cdm_particles == 0:
+        if p.fdm_fraction < 1.0:
+            raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
+                              "carry the other 1 - f of the matter, or leave fdm_fraction at 1", "has no particles")
+        return
+    if p.fdm_fraction >= 1.0:
+        raise ConfigError("physics.cdm_particles", p.cdm_particles, "0 unless physics.fdm_fraction < 1 (the "
+                          "particles carry the matter the wave does not)", "has no matter to carry at f = 1")
+    n = round(p.cdm_particles ** (1 / 3))
+    if n**3 != p.cdm_particles:
+        raise ConfigError("physics.cdm_particles", p.cdm_particles, "a cube n^3 for the lattice of the initial "
+                          f"conditions (e.g. {n**3} or {(n + 1) ** 3})", "is not a cube")
+    if any(size % n for size in cfg.grid.shape):
+        raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
+                          f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
+    from simulator.config.particles import check_planes
+
+    window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]
+    if min(cfg.grid.shape) < 2 * sum(window):
+        raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {2 * sum(window)} nodes along "
+                          f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
+    check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
+    if getattr(cfg.initial, "name", None) == "file":
+        raise ConfigError("initial.name", "file", "gaussian or mode: a mixed run's particles start on their lattice",
+                          "cannot place the particles")
 
 
 @dataclass(frozen=True)
@@ -223,15 +263,19 @@ INFO = EquationInfo(
         "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
         "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r", units=r"(100\,{\rm km/s})^2"),
         "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
+        "cdm_density": FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (mixed runs)",
+                                 r"\rho_{\rm CDM}", "inferno", log=True, units=r"\rho_{\rm crit,0}"),
+        "total_density": FieldInfo(0, "wave plus particles' comoving mass density (mixed runs)", r"\rho_{\rm tot}",
+                                   "inferno", log=True, units=r"\rho_{\rm crit,0}"),
     },
     state_fields=("psi",),
     diagnostics={
         "a": "scale factor a = a_start exp(time)",
         "z": "redshift 1/a - 1",
         "cosmic_time": "age of the universe t(a), Gyr",
-        "mass": "total mass int rho d^3x (rho_crit,0 (Mpc/h)^3)",
-        "kinetic": "K = (nu^2 / 2 a^2) int |grad psi|^2 d^3x",
-        "potential": "W = (1/2) int rho V d^3x (V the peculiar potential)",
+        "mass": "total mass int rho d^3x, wave and particles (rho_crit,0 (Mpc/h)^3)",
+        "kinetic": "K = (nu^2 / 2 a^2) int |grad psi|^2 d^3x, plus sum m p^2 / 2 a^2 of the particles",
+        "potential": "W = (1/2) int rho V d^3x (V the peculiar potential; rho the total density)",
         "interaction": "U = (g / 2 a^3) int (rho - <rho>)^2 d^3x (the self-interaction energy; 0 without)",
         "total": "E = K + W + U",
         "max_density": "max rho / mean rho",
@@ -242,7 +286,8 @@ INFO = EquationInfo(
         "li_rate": "d(2K + W + 3U)/dln a, from the state and the equations of motion",
         "layzer_irvine": "[E - E_start + int (2K + W + 3U) dln a] / |W|: the Layzer-Irvine residual (host, "
                          "Hermite quadrature between rows)",
-        "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu) / E(a): phase change per step, in radians",
+        "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu, max|p_i| / (a^2 dx_i)) / E(a): phase change per "
+               "step in radians, or the particles' largest move per step in cells",
         "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
@@ -252,6 +297,9 @@ INFO = EquationInfo(
     spectra={
         "power": "P(k) = V <|delta_k|^2> of the density contrast delta = rho/<rho> - 1, averaged over the modes "
                  "of shell k (Nyquist planes excluded), (Mpc/h)^3",
+        "power_fdm": "P(k) of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs), (Mpc/h)^3",
+        "power_cdm": "P(k) of the particles' own contrast, the window divided out (mixed runs; with their shot "
+                     "noise), (Mpc/h)^3",
         "power_linear": "the linear P(k, z) of physics.* averaged over the same modes: linear theory, P(k, z_start) "
                         "(D(z) / D(z_start))^2, (Mpc/h)^3",
     },

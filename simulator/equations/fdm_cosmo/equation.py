@@ -21,7 +21,13 @@ d(2K + W + 3U)/dt = -H (4K + W + 9U) - Q_W + Q_U with Q_W = (1/a) int Phi drho/d
 Q_U = (g/a^3) int (rho - mean) drho/dt and drho/dt = -(nu/a^2) Im(psi* lap psi), so the host integrates the
 source between rows to fourth order (:meth:`ComovingClock.derived_columns`).
 
-Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` in the real-space layout.
+A mixed run (``physics.fdm_fraction`` < 1) carries cold dark matter particles beside psi
+(:mod:`.cdm`: the particle-mesh force, the particles' part of kick, drift, diagnostics and initial
+conditions); its state is :class:`MixedState`. Without particles the state and every number are those
+of a pure wave run.
+
+Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` each in the real-space layout;
+:class:`MixedState` adds the particles' positions, momenta and forces ``(Np, 3)``, replicated.
 Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
 without a real transform agree).
 """
@@ -39,7 +45,7 @@ import numpy as np
 from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SplitStepEquation
-from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cosmology, power
+from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cdm, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
 from simulator.equations.phase import psi_from_snapshot, rotate
@@ -53,6 +59,24 @@ class CosmoState(NamedTuple):
     potential: jax.Array
 
 
+class MixedState(NamedTuple):
+    """A mixed run's state: psi and Phi ``(Nx, Ny, Nz)`` (real-space layout), and the cold particles'
+    positions x, comoving momenta p = a^2 dx/dt and forces -grad(Phi) at x, each ``(Np, 3)`` replicated."""
+
+    psi: jax.Array
+    potential: jax.Array
+    position: jax.Array
+    momentum: jax.Array
+    force: jax.Array
+
+
+#: where a mixed state's leaves live: the particles' arrays are stored whole (see checkpoints)
+_MIXED_SPACES = {"psi": "real", "potential": "real", "position": "particles", "momentum": "particles",
+                 "force": "particles"}
+#: the fields only a mixed run has
+_CDM_FIELDS = ("cdm_density", "total_density")
+
+
 @final
 class FDMCosmo(SplitStepEquation):
     """The comoving kick and drift, the potential, diagnostics and spectra on one FFT backend.
@@ -64,7 +88,6 @@ class FDMCosmo(SplitStepEquation):
     """
 
     info = INFO
-    space = "real"
     snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
     _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight", "table", "time")
 
@@ -93,6 +116,37 @@ class FDMCosmo(SplitStepEquation):
     def cell_volume(self) -> float:
         return math.prod(self.spacing)
 
+    # ---- the structure: a wave alone, or a wave and cold particles ------------------------------------
+
+    @property
+    def mixed(self) -> bool:
+        return self.physics.cdm_particles > 0
+
+    @property
+    def space(self) -> str | dict[str, str]:  # type: ignore[override]
+        return _MIXED_SPACES if self.mixed else "real"
+
+    @property
+    def field_info(self):  # type: ignore[override]
+        return self.info.fields if self.mixed else {k: v for k, v in self.info.fields.items() if k not in _CDM_FIELDS}
+
+    @property
+    def state_fields(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("psi", "cdm_position", "cdm_momentum") if self.mixed else ("psi",)
+
+    def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
+        out = {"psi": jax.ShapeDtypeStruct(tuple(self.fft.shape), complex_dtype(self.dtype),
+                                           sharding=self.fft.real_sharding())}
+        if self.mixed:
+            for name in ("cdm_position", "cdm_momentum"):
+                out[name] = jax.ShapeDtypeStruct((self.physics.cdm_particles, 3), self.dtype,
+                                                 sharding=self.fft.replicated_sharding())
+        return out
+
+    def wave_mean(self, params: Params) -> jax.Array:
+        """The wave's mean comoving density f omega_m."""
+        return params["fdm_fraction"] * params["omega_m"]
+
     # ---- the background at this equation's time ------------------------------------------------------
 
     @staticmethod
@@ -114,9 +168,15 @@ class FDMCosmo(SplitStepEquation):
         return f_hat * self.keep[0] * self.keep[1] * self.keep[2]
 
     def potential(self, psi: jax.Array, params: Params) -> jax.Array:
-        """Phi = a V from lap(Phi) = 4 pi G (|psi|^2 - mean), real space."""
+        """Phi = a V from lap(Phi) = 4 pi G (|psi|^2 - mean), real space (a wave alone)."""
         rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), cosmology.G_CODE))
+
+    def _refreshed(self, psi: jax.Array, position: jax.Array, momentum: jax.Array, params: Params) -> MixedState:
+        """A mixed state with Phi and the particles' force of its wave and positions."""
+        rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
+        phi, force = cdm.potential_and_force(self, rho_hat, position, params)
+        return MixedState(psi, phi, position, momentum, force)
 
     def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi <- exp(-i (Phi K1 + g (|psi|^2 - rho_bar) K3) / nu) psi over [time, time + dt]: exact (|psi| is
@@ -124,9 +184,12 @@ class FDMCosmo(SplitStepEquation):
         it is left out, as the mean density is from the Poisson equation."""
         k1, k3 = self._integrals(dt, params, (1, 3))
         nu = cosmology.nu_code(params["m22"], params["h"])
-        excess = jnp.abs(state.psi) ** 2 - params["omega_m"]
+        excess = jnp.abs(state.psi) ** 2 - self.wave_mean(params)
         phase = (k1 * state.potential + (k3 * params["self_interaction"]) * excess) / nu
-        return CosmoState(rotate(state.psi, -phase), state.potential)
+        psi = rotate(state.psi, -phase)
+        if self.mixed:  # p <- p - grad(Phi) K1, exact: the positions, hence the force, do not change
+            return state._replace(psi=psi, momentum=state.momentum + k1 * state.force)
+        return CosmoState(psi, state.potential)
 
     def drift(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi_hat <- exp(-i nu k^2 K2 / 2) psi_hat over [time, time + dt], exact; then Phi of the new density."""
@@ -135,6 +198,8 @@ class FDMCosmo(SplitStepEquation):
         kx, ky, kz = self.kc
         phase = (-0.5 * nu * k2) * (kx**2 + ky**2 + kz**2)
         psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
+        if self.mixed:  # x <- x + p K2, exact: p does not change
+            return self._refreshed(psi, cdm.drift(self, state.position, state.momentum, k2), state.momentum, params)
         return CosmoState(psi, self.potential(psi, params))
 
     # ---- states --------------------------------------------------------------------------------------
@@ -143,6 +208,9 @@ class FDMCosmo(SplitStepEquation):
         """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)`` (its mean |psi|^2 should be
         omega_m, the Friedmann background's): psi and its potential."""
         psi = fields["psi"].astype(complex_dtype(self.dtype))
+        if self.mixed:
+            return self._refreshed(psi, fields["cdm_position"].astype(self.dtype),
+                                   fields["cdm_momentum"].astype(self.dtype), params)
         return CosmoState(psi, self.potential(psi, params))
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
@@ -150,14 +218,18 @@ class FDMCosmo(SplitStepEquation):
 
     def fields(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, arg psi, the peculiar potential V = Phi/a, psi."""
-        return {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
-                "potential": state.potential / self.scale_factor(params), "psi": state.psi}
+        out = {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
+               "potential": state.potential / self.scale_factor(params), "psi": state.psi}
+        if self.mixed:
+            out["cdm_density"] = cdm.density(self, state.position, params)
+            out["total_density"] = out["density"] + out["cdm_density"]
+        return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
     def diagnostics(self, state: CosmoState, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """a, z, age; box totals K, W, U, E; the Layzer-Irvine source and its rate; peak density; the
-        spectral tail of psi (resolution); CFL."""
+        """a, z, age; box totals K, W, U, E (wave and particles); the Layzer-Irvine source and its rate; peak
+        density (of the total, in a mixed run); the spectral tail of psi (resolution); CFL."""
         om, ol, g = params["omega_m"], params["omega_lambda"], params["self_interaction"]
         nu = cosmology.nu_code(params["m22"], params["h"])
         a = self.scale_factor(params)
@@ -174,22 +246,31 @@ class FDMCosmo(SplitStepEquation):
         rho_dot = -(nu / a**2) * jnp.imag(jnp.conj(state.psi) * self.fft.ifft(-k2 * psi_hat))
         q_w = jnp.sum(state.potential * rho_dot) * dv / a
         q_u = g * jnp.sum(excess * rho_dot) * dv / a**3
+        mass = jnp.sum(rho) * dv
+        peak = jnp.max(rho) / jnp.mean(rho)
+        speed = 0.0
+        if self.mixed:  # the particles' energies and work rate (:func:`.cdm.diagnostics`) join the wave's
+            part = cdm.diagnostics(self, state.position, state.momentum, state.force, state.potential, params, a)
+            kinetic, potential, q_w = kinetic + part["kinetic"], potential + part["potential"], q_w + part["q_w"]
+            mass = mass + cdm.particle_mass(params, self.box, self.physics.cdm_particles) * self.physics.cdm_particles
+            total = rho + cdm.density(self, state.position, params)
+            peak, speed = jnp.max(total) / jnp.mean(total), part["speed"]
         source_rate = -hub * (4 * kinetic + potential + 9 * interaction) - q_w + q_u
         outer = [jnp.abs(k) > (2 / 3) * math.pi / d for k, d in zip(self.kc, self.spacing, strict=True)]
         tail = jnp.sum((outer[0] | outer[1] | outer[2]) * jnp.abs(psi_hat) ** 2) / jnp.sum(jnp.abs(psi_hat) ** 2)
-        v_tot = state.potential / a + g * (rho - params["omega_m"]) / a**3
-        rate = jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu) / hub
+        v_tot = state.potential / a + g * (rho - self.wave_mean(params)) / a**3
+        rate = jnp.maximum(jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu), speed) / hub
         gyr = cosmology.MPC / (cosmology.VELOCITY * params["h"]) / cosmology.GYR
         return {
             "a": a,
             "z": 1.0 / a - 1.0,
             "cosmic_time": cosmology.cosmic_time(a, om, ol, jnp) * gyr,
-            "mass": jnp.sum(rho) * dv,
+            "mass": mass,
             "kinetic": kinetic,
             "potential": potential,
             "interaction": interaction,
             "total": kinetic + potential + interaction,
-            "max_density": jnp.max(rho) / jnp.mean(rho),
+            "max_density": peak,
             "psi_tail": tail,
             "li_source": 2 * kinetic + potential + 3 * interaction,
             "li_rate": source_rate / hub,
@@ -199,9 +280,18 @@ class FDMCosmo(SplitStepEquation):
         }
 
     def spectra(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
-        """Shell averages of V |delta_k|^2 (measured) and of the linear P(k, z) over the same modes."""
+        """Shell averages of V |delta_k|^2 (measured: of the total matter, and in a mixed run of the wave and
+        of the particles, their window divided out, each contrast relative to its own mean) and of the
+        linear P(k, z) over the same modes."""
         rho = jnp.abs(state.psi) ** 2
-        delta_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
+        wave_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
+        contrasts = {"power": wave_hat}
+        if self.mixed:
+            f = params["fdm_fraction"]
+            cdm_hat = cdm.density_spectrum(self, state.position, params) / ((1.0 - f) * params["omega_m"])
+            kx, ky, kz = self.kr
+            cdm_hat = jnp.where(kx**2 + ky**2 + kz**2 > 0, cdm_hat, 0.0)  # its k = 0 entry is the mean, not a contrast
+            contrasts = {"power": f * wave_hat + (1.0 - f) * cdm_hat, "power_fdm": wave_hat, "power_cdm": cdm_hat}
         w = self.nyquist_free(self.weight)
         volume = math.prod(self.box)
         kx, ky, kz = self.kr
@@ -212,10 +302,10 @@ class FDMCosmo(SplitStepEquation):
             return spectra.shell_sum(w * values, self.kr, self.fft.shape, self.box)
 
         count = average(jnp.ones_like(k))
-        measured = volume * jnp.abs(delta_hat) ** 2 / float(self.fft.size) ** 2
         safe = jnp.where(count > 0, count, 1.0)
-        return {"power": jnp.where(count > 0, average(measured) / safe, 0.0),
-                "power_linear": jnp.where(count > 0, average(linear) / safe, 0.0)}
+        out = {name: jnp.where(count > 0, average(volume * jnp.abs(d) ** 2 / float(self.fft.size) ** 2) / safe, 0.0)
+               for name, d in contrasts.items()}
+        return {**out, "power_linear": jnp.where(count > 0, average(linear) / safe, 0.0)}
 
 
 # ---- initial conditions: psi in real space ------------------------------------------------------------
@@ -232,7 +322,7 @@ def _growing(eq: FDMCosmo, delta_hat: jax.Array, params: Params) -> dict[str, ja
     delta = eq.fft.irfft(delta_hat)
     theta = eq.fft.irfft(-scale * inverse_laplacian(eq.kr) * delta_hat)
     # 1 + delta > 0 wherever the linear field is valid (sigma << 1 at z_start); clipped, never negative
-    return {"psi": jnp.sqrt(om * jnp.maximum(1.0 + delta, 0.0)) * jnp.exp(1j * theta)}
+    return {"psi": jnp.sqrt(eq.wave_mean(params) * jnp.maximum(1.0 + delta, 0.0)) * jnp.exp(1j * theta)}
 
 
 def _gaussian(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
@@ -242,15 +332,24 @@ def _gaussian(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> 
     noise_hat = eq.nyquist_free(eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype)))
     kx, ky, kz = eq.kr
     k = jnp.sqrt(kx**2 + ky**2 + kz**2)
+    scale = eq.fft.size / math.prod(eq.box)
     p = power.linear_power(k, eq.a_start(params), params, eq.table, eq.physics.fdm_transfer, jnp)
-    return _growing(eq, noise_hat * jnp.sqrt(p * (eq.fft.size / math.prod(eq.box))), params)
+    out = _growing(eq, noise_hat * jnp.sqrt(p * scale), params)
+    if eq.mixed:  # the same modes, with the cold spectrum (no FDM cut-off)
+        p_cold = power.linear_power(k, eq.a_start(params), params, eq.table, False, jnp)
+        out.update(cdm.zeldovich(eq, noise_hat * jnp.sqrt(p_cold * scale), params))
+    return out
 
 
 def _mode(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """delta = eps cos(2 pi m x / Lx) with the growing mode's velocity."""
+    """delta = eps cos(2 pi m x / Lx) with the growing mode's velocity (the wave's, and in a mixed run the
+    particles' by the Zel'dovich displacement of the same delta)."""
     x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
-    delta = jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape)
-    return _growing(eq, eq.fft.rfft(delta), params)
+    delta_hat = eq.fft.rfft(jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape))
+    out = _growing(eq, delta_hat, params)
+    if eq.mixed:
+        out.update(cdm.zeldovich(eq, delta_hat, params))
+    return out
 
 
 FDMCosmo.builders = {"gaussian": _gaussian, "mode": _mode}

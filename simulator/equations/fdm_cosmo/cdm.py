@@ -1,0 +1,133 @@
+"""Cold dark matter beside the wave: particle-mesh particles in the comoving kick-drift-kick (JAX).
+
+A mixed run (``physics.fdm_fraction`` f < 1) holds a fraction f of the matter as the wave psi (mean
+|psi|^2 = f omega_m) and the rest as ``physics.cdm_particles`` = n^3 cold collisionless particles of equal
+mass m_p = (1 - f) omega_m V / n^3 (code units of :mod:`.cosmology`). Both feel one potential,
+
+    lap(Phi) = 4 pi G (rho_wave + rho_cdm - omega_m),      V = Phi / a,
+
+and the particles move in comoving coordinates x with the comoving momentum p = a^2 dx/dt (per unit mass):
+
+    dx/dt = p / a^2,      dp/dt = -grad(V) = -grad(Phi) / a,
+
+the same equations of motion the wave's Madelung velocity obeys (p = nu grad(arg psi)). In the run's
+kick-drift-kick both are exact over their intervals with the wave's own factors K_p = int dt / a^p
+(:func:`.cosmology.step_integrals`): the kick adds -grad(Phi) K1 to p (positions, hence Phi, fixed), the
+drift adds p K2 to x (p fixed), then Phi and the force are refreshed. Written once here for every run.
+
+Particle-mesh (Hockney & Eastwood 1988, ch. 5): the particles' mass is assigned to the grid by the
+window W (``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud,
+:data:`simulator.fft.points.WINDOWS`), the assignment's transform prod_i sinc(k_i dx_i / 2)^p (p = 2, 3)
+is divided out of rho_cdm's spectrum, Phi is solved spectrally for the total density, and the force
+-grad(Phi) (spectral derivative) is divided by the same transform once more and interpolated back to
+the particles with the same window. The interpolation is the transpose of the assignment
+(:meth:`simulator.fft.base.FFTBackend.deposit`) and the force kernel i k / (k^2 W(k)^2) is odd, so the
+particles' forces on each other sum to zero: total momentum is conserved to round-off. Nyquist planes are
+zeroed, as for the wave's density.
+
+Initial conditions (Zel'dovich 1970): the particles sit on the lattice q = (i L / n + dx / 2, ...) (n divides
+the grid: the centres of every (N/n)-th cell, where the window's response to a small displacement is
+linear; a cloud in cell on a node has a kink there) displaced by s with delta = -div(s), s_hat = i k delta_hat / k^2, the same
+modes (the same white noise) as the wave; the growing mode's momentum is p = a^2 H f s. The particles take
+the spectrum without the FDM cut-off (cold matter), the wave the one with it (``physics.fdm_transfer``).
+
+Arrays: positions, momenta and forces ``(Np, 3)`` (wrapped into [0, L)), replicated: every device holds
+every particle and assigns and interpolates those whose cell is in its block, the halo planes exchanged
+with its neighbours (:mod:`simulator.fft.points`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.equations.fdm_cosmo import cosmology
+from simulator.fft.points import WINDOWS
+
+
+def per_axis(count: int) -> int:
+    """n of a lattice of n^3 particles (``count`` a cube: checked by the config)."""
+    return round(count ** (1 / 3))
+
+
+def particle_mass(params: Any, box: tuple[float, ...], count: int) -> jax.Array:
+    """m_p = (1 - f) omega_m V / Np: the particles carry the matter the wave does not."""
+    return (1.0 - params["fdm_fraction"]) * params["omega_m"] * math.prod(box) / count
+
+
+def window_transform(eq: Any) -> jax.Array:
+    """prod_i sinc(k_i dx_i / 2)^p of the assignment window over the r2c spectrum (broadcast of three vectors)."""
+    order = WINDOWS[eq.physics.cdm_window].order
+    out = 1.0
+    for k, dx in zip(eq.kr, eq.spacing, strict=True):
+        out = out * jnp.sinc(k * dx / (2 * jnp.pi)) ** order  # jnp.sinc(x) = sin(pi x) / (pi x)
+    return out
+
+
+def density(eq: Any, position: jax.Array, params: Any) -> jax.Array:
+    """The particles' assigned mass density on the grid (real space, not deconvolved: >= 0)."""
+    mass = particle_mass(params, eq.box, position.shape[0])
+    weights = jnp.full(position.shape[:1], 1.0, eq.dtype) * (mass / math.prod(eq.spacing))
+    return eq.fft.deposit(position, weights, eq.box, eq.physics.cdm_window, eq.dtype)
+
+
+def density_spectrum(eq: Any, position: jax.Array, params: Any) -> jax.Array:
+    """rho_cdm's r2c spectrum with the window divided out (Nyquist planes zeroed)."""
+    return eq.nyquist_free(eq.fft.rfft(density(eq, position, params))) / window_transform(eq)
+
+
+def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, params: Any
+                        ) -> tuple[jax.Array, jax.Array]:
+    """Phi = a V of the total density (real space) and -grad(Phi) at the particles ``(Np, 3)`` (see the
+    module docstring: deconvolved once for the assignment and once for the interpolation)."""
+    total = rho_wave_hat + density_spectrum(eq, position, params)
+    phi_hat = potential_spectrum(total, inverse_laplacian(eq.kr), cosmology.G_CODE)
+    pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
+    grad = jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+    force = eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window)
+    return eq.fft.irfft(phi_hat), force.T
+
+
+def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
+    """x <- x + p K2, wrapped into the box."""
+    return jnp.mod(position + momentum * k2, jnp.asarray(eq.box, eq.dtype))
+
+
+def zeldovich(eq: Any, delta_hat: jax.Array, params: Any) -> dict[str, jax.Array]:
+    """Lattice positions displaced by s (delta = -div s) and the growing mode's momenta p = a^2 H f s, from
+    the r2c spectrum ``delta_hat`` of the particles' density contrast at the start."""
+    count = eq.physics.cdm_particles
+    n = per_axis(count)
+    stride = tuple(size // n for size in eq.fft.shape)
+    inv = inverse_laplacian(eq.kr)
+    # s_hat = i k delta_hat / k^2 = -i k inv_lap delta_hat, shifted by half a cell (the phase exp(i k.dx/2):
+    # exact for the band-limited s), then every stride-th value: s at the lattice points, cell centres
+    half = jnp.exp(0.5j * sum(k * d for k, d in zip(eq.kr, eq.spacing, strict=True)))
+    s = jnp.stack([eq.fft.irfft(-1j * k * inv * half * delta_hat)[::stride[0], ::stride[1], ::stride[2]]
+                   for k in eq.kr])
+    s = s.reshape(3, count).T
+    axes = [(jnp.arange(n, dtype=eq.dtype) * stride[a] + 0.5) * eq.spacing[a] for a in range(3)]
+    lattice = jnp.stack(jnp.meshgrid(*axes, indexing="ij"), axis=-1).reshape(count, 3)
+    om, ol = params["omega_m"], params["omega_lambda"]
+    a = eq.a_start(params)
+    scale = a**2 * cosmology.hubble(a, om, ol, jnp) * cosmology.growth_rate(a, om, ol, jnp)
+    position = jnp.mod(lattice + s, jnp.asarray(eq.box, eq.dtype))
+    return {"cdm_position": position, "cdm_momentum": scale * s}
+
+
+def diagnostics(eq: Any, position: jax.Array, momentum: jax.Array, force: jax.Array, phi: jax.Array,
+                params: Any, a: jax.Array) -> dict[str, jax.Array]:
+    """The particles' kinetic energy K = sum m p^2 / 2a^2, their potential energy (1/2) int rho_cdm V (the
+    deconvolved density, as it enters the Poisson equation), the work rate Q_W = (1/a) int Phi drho/dt =
+    (1/a^3) sum m grad(Phi) . p of the cosmic energy equation, and their largest displacement per unit ln a
+    in cells (the CFL rate: p / (a^2 H dx))."""
+    mass = particle_mass(params, eq.box, position.shape[0])
+    rho = eq.fft.irfft(density_spectrum(eq, position, params))
+    return {"kinetic": 0.5 * mass * jnp.sum(momentum**2) / a**2,
+            "potential": 0.5 * jnp.sum(rho * phi) * math.prod(eq.spacing) / a,
+            "q_w": -mass * jnp.sum(force * momentum) / a**3,
+            "speed": jnp.max(jnp.abs(momentum) / jnp.asarray(eq.spacing, eq.dtype)) / a**2}

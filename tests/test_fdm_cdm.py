@@ -1,0 +1,279 @@
+"""Cold dark matter beside the fuzzy wave (float64): the Zel'dovich pancake, linear growth of pure cold matter
+(EdS and LCDM) against the growth factor, a mixed universe against the two-component linear equations
+integrated here, momentum conservation of the particle-mesh force, every backend and device count
+against one device, and the config's refusals."""
+
+import csv
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from simulator import config as C
+from simulator.equations.fdm_cosmo import cdm, cosmology
+from simulator.errors import ConfigError
+from support import case_id, distributed_cases, relative_error, shared
+from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
+
+ROOT = Path(__file__).parents[1]
+
+
+def mixed(case=("single", 1, None), n=16, box=10.0, fraction=0.5, window="tsc", initial="mode"):
+    return shared(case, physics__name="fdm_cosmo", initial__name=initial, grid__shape=[n] * 3, grid__box=[box] * 3,
+                  physics__fdm_fraction=fraction, physics__cdm_particles=n**3, physics__cdm_window=window)
+
+
+def lattice(n, box):
+    """The particles' lattice: cell centres, in the order of the state's particle arrays."""
+    axes = (np.arange(n) + 0.5) * box / n
+    return np.stack(np.meshgrid(axes, axes, axes, indexing="ij"), -1).reshape(-1, 3)
+
+
+def particle_mode(x, box):
+    """delta_k of the particles at mode 1 along x, from their positions themselves (no window): 2 <cos(k x)>."""
+    return 2 * jnp.mean(jnp.cos(2 * jnp.pi * x[:, 0] / box))
+
+
+def run_modes(sim, p, eps, ds, steps):
+    """Mode 1 of the wave's and of the particles' density contrast after each of ``steps`` steps, over eps."""
+    state = sim.initial_state({"name": "mode", "amplitude": eps}, p)
+    step = sim.scheme.load()(sim.equation)
+    dt = jnp.asarray(ds, sim.dtype)
+
+    @jax.jit
+    def run(eq, state, p):
+        def body(s, i):
+            s = step(s, i * dt, dt, p)
+            return s, jnp.stack([mode_amplitude(eq, s), particle_mode(s.position, eq.box[0])])
+
+        return jax.lax.scan(body, state, jnp.arange(steps))[1]
+
+    return np.asarray(run(sim.equation, state, p)).T / eps
+
+
+# ---- the Zel'dovich pancake ---------------------------------------------------------------------------------
+
+
+def pancake_errors(sim, p, eps, span, steps_list):
+    """Positions and momenta after ``span`` in ln a against Zel'dovich's exact plane-wave solution
+    x = q + D s(q), p = a^2 H f D s(q) (EdS, D = a/a0), and the final states."""
+    n, box = sim.cfg.grid.shape[0], sim.cfg.grid.box[0]
+    k, a0 = 2 * math.pi / box, 1 / 128
+    q = lattice(n, box)
+    s = -(eps / k) * np.sin(k * q[:, 0])
+    a = a0 * math.exp(span)
+    grown = heath_growth(a, 1.0, 0.0) / heath_growth(a0, 1.0, 0.0)
+    x_exact = q[:, 0] + grown * s
+    p_exact = a**2 * hubble(a, 1.0, 0.0) * growth_rate(a, 1.0, 0.0) * grown * s
+    out = []
+    for steps in steps_list:
+        state = sim.advance(sim.initial_state({"name": "mode", "amplitude": eps}, p), steps, span / steps, 0.0, p)
+        x, mom = np.asarray(state.position), np.asarray(state.momentum)
+        off = np.mod(x[:, 0] - x_exact + box / 2, box) - box / 2
+        across = np.mod(x[:, 1:] - q[:, 1:] + box / 2, box) - box / 2
+        out.append((np.max(np.abs(off)) / np.max(np.abs(grown * s)), np.max(np.abs(mom[:, 0] - p_exact)) /
+                    np.max(np.abs(p_exact)), np.max(np.abs(across)) + np.max(np.abs(mom[:, 1:])), x, mom))
+    return grown * eps, out
+
+
+def test_zeldovich_pancake_until_shell_crossing():
+    """A plane wave of cold matter (f = 1e-6: the wave's share is negligible) from z = 127 to D eps = 0.74,
+    three quarters of the way to shell crossing (EdS). Zel'dovich's solution is exact in plane symmetry; the
+    particle-mesh force has its own error, set by the sheets' kinked force at the grid scale and growing as the
+    sheets bunch: near crossing it dominates, 5.9% of the displacement and 11% of the momentum at 16^3 (TSC),
+    halved or better at 32^3 (2.7%, 5.1%). The time step's error is measured apart from it, against the run at
+    4x the steps: second order (kick-drift-kick). Nothing moves across the wave."""
+    errors = {}
+    for n in (16, 32):
+        sim = mixed(n=n, fraction=1e-6)
+        p = sim.parameters(omega_m=1.0, omega_lambda=0.0)
+        crossing, out = pancake_errors(sim, p, 0.0125, math.log(59.0), (12, 24, 48) if n == 32 else (48,))
+        assert 0.7 < crossing < 1.0
+        errors[n] = out
+        for pos, mom, across, _, _ in out:
+            assert across < 1e-12
+    assert errors[16][0][0] < 0.07 and errors[16][0][1] < 0.13, errors[16][0][:2]
+    assert errors[32][-1][0] < 0.5 * errors[16][0][0] and errors[32][-1][1] < 0.5 * errors[16][0][1]
+    # the time step's own error, e = C h^2 + (the grid's, the same for every h): against the finest run
+    # (h/4) the differences are C h^2 (1 - 1/16) and C h^2 (1/4 - 1/16), in the ratio 5
+    (_, _, _, x12, p12), (_, _, _, x24, p24), (_, _, _, x48, p48) = errors[32]
+    box = 10.0
+    d12 = np.max(np.abs(np.mod(x12 - x48 + box / 2, box) - box / 2))
+    d24 = np.max(np.abs(np.mod(x24 - x48 + box / 2, box) - box / 2))
+    assert 4.4 < d12 / d24 < 5.6, (d12, d24)
+    assert 4.4 < np.max(np.abs(p12 - p48)) / np.max(np.abs(p24 - p48)) < 5.6
+
+
+# ---- linear growth ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("om, ol", [(1.0, 0.0), (0.3, 0.7)], ids=["EdS", "LCDM"])
+def test_pure_cold_matter_grows_as_the_growth_factor(om, ol):
+    """f = 1e-6 (all but a trace of the matter in particles), a mode of 1e-5 at k = 0.63 h/Mpc on 16^3 from
+    z = 127 over a factor of 10 in a: the particles' own mode (their positions, no window) follows D(a)/D(a0)
+    to 0.1% (0.07% measured: the particle-mesh force at k dx = 0.39, CIC from the cell centres; TSC's deconvolved force is
+    1.1% strong there, and the growth 1.4% fast)."""
+    sim = mixed(fraction=1e-6, window="cic")
+    p = sim.parameters(omega_m=om, omega_lambda=ol)
+    ds, steps = 0.05, 46
+    s = ds * np.arange(1, steps + 1)
+    _, amp = run_modes(sim, p, 1e-5, ds, steps)
+    a0 = 1 / 128
+    expected = np.array([heath_growth(a0 * math.exp(x), om, ol) for x in s]) / heath_growth(a0, om, ol)
+    assert np.max(np.abs(amp / expected - 1)) < 1e-3, np.max(np.abs(amp / expected - 1))
+    assert amp[-1] > 9.0
+
+
+def two_component(om, f, nu, k, a0, s):
+    """delta_wave(s), delta_cdm(s) over their start, s = ln(a/a0), EdS/LCDM background: the linear equations
+    delta_c'' + 2H delta_c' = 4 pi G rho (f delta_w + (1 - f) delta_c) / a^3 and the same for delta_w with the
+    quantum pressure (nu k^2 / 2a^2)^2 delta_w, in ln a, from the growing mode's delta' = H f_growth delta."""
+
+    def rhs(x, y):
+        a = a0 * math.exp(x)
+        e = hubble(a, om, 1 - om)
+        dlne = -(1.5 * om / a**3) / e**2
+        source = 1.5 * om / a**3 * (f * y[0] + (1 - f) * y[2])
+        wave = source - (nu * k * k / (2 * a * a)) ** 2 * y[0]
+        return [y[1], -(2 + dlne) * y[1] + wave / e**2, y[3], -(2 + dlne) * y[3] + source / e**2]
+
+    g0 = growth_rate(a0, om, 1 - om)
+    sol = solve_ivp(rhs, (0, s[-1]), [1.0, g0, 1.0, g0], rtol=1e-12, atol=1e-14, dense_output=True)
+    return sol.sol(s)[0], sol.sol(s)[2]
+
+
+def test_a_mixed_universe_follows_the_two_component_linear_equations():
+    """f = 0.3, k = 4 h/Mpc at m22 = 0.0025: twice the wave's Jeans wavenumber at z = 127 (EdS). The wave's
+    mode is held back by its quantum pressure while the cold mode grows and drags it: both against the
+    two-component linear equations integrated here, relative to the cold mode's largest amplitude: the cold
+    mode to 1e-3 (1e-4 measured), the wave's to 3e-3 (1.4e-3 measured: 16 points per wavelength near its Jeans
+    scale); the suppression itself is far larger (the wave ends at 2.65, the cold matter at 7.2, EdS's growth
+    at 10)."""
+    sim = mixed(box=math.pi / 2, fraction=0.3, window="cic")
+    p = sim.parameters(omega_m=1.0, omega_lambda=0.0, m22=2.5e-3)
+    ds, steps = 0.01, 230
+    s = ds * np.arange(1, steps + 1)
+    wave, cold = run_modes(sim, p, 1e-6, ds, steps)
+    want_wave, want_cold = two_component(1.0, 0.3, cosmology.nu_code(2.5e-3, 0.7), 4.0, 1 / 128, s)
+    assert np.max(np.abs(cold - want_cold)) < 1e-3 * np.max(np.abs(want_cold)), np.max(np.abs(cold - want_cold))
+    assert np.max(np.abs(wave - want_wave)) < 3e-3 * np.max(np.abs(want_cold)), np.max(np.abs(wave - want_wave))
+    assert want_wave[-1] < 0.8 * want_cold[-1]  # the wave is suppressed below its Jeans scale ...
+    assert want_cold[-1] < 0.9 * math.exp(s[-1])  # ... and slows the cold matter's growth too
+
+
+# ---- momentum ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("window", ["cic", "tsc"])
+def test_the_particle_mesh_force_conserves_momentum(window):
+    """The forces on the particles and on the wave sum to zero to round-off, at the start and after 20 steps
+    of a random field (the window and its deconvolution both ways); the particles' forces on each other
+    alone (no wave) too."""
+    sim = mixed(n=8, box=2.0, fraction=0.5, window=window, initial="gaussian")
+    eq, p = sim.equation, sim.params
+    state = sim.initial_state(None, p)
+    mass = float(cdm.particle_mass(p, eq.box, eq.physics.cdm_particles))
+    for s in (state, sim.advance(state, 20, 0.05, 0.0, p)):
+        rho = jnp.abs(s.psi) ** 2
+        phi_hat = eq.fft.rfft(s.potential)
+        on_wave = [float(jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat)))) * eq.cell_volume
+                   for k in eq.kr]
+        on_particles = mass * np.sum(np.asarray(s.force), axis=0)
+        scale = mass * np.sum(np.abs(np.asarray(s.force)))
+        assert np.max(np.abs(on_particles + np.array(on_wave))) < 1e-12 * scale
+        _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, p)
+        assert np.max(np.abs(np.sum(np.asarray(alone), axis=0))) < 1e-12 * np.sum(np.abs(np.asarray(alone)))
+
+
+# ---- decompositions --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
+def test_distributed_equals_single_device(case):
+    """A random mixed field on 8^3 with particles scattered through the box and moving fast (crossing the
+    shards' boundaries), 20 steps: every decomposition equals one device to 1e-12."""
+    rng = np.random.default_rng(3)
+    position, momentum = rng.uniform(0, 2.0, (512, 3)), rng.normal(0, 0.02, (512, 3))
+    psi = np.asarray(mixed(n=8, box=2.0, fraction=0.5, initial="gaussian").initial_state().psi)
+    results = []
+    for c in (("single", 1, None), case):
+        sim = mixed(c, n=8, box=2.0, fraction=0.5, initial="gaussian")
+        state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
+        end = sim.advance(state, 20, 0.05, 0.0, sim.params)
+        results.append([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] +
+                       [np.asarray(end.position), np.asarray(end.momentum),
+                        np.asarray(sim.spectra(end, 1.0)["power_cdm"])])
+    moved = np.abs(np.mod(results[0][3] - position + 1.0, 2.0) - 1.0)
+    assert np.median(np.max(moved, axis=1)) > 0.25  # most moved more than a device's share of the box
+    for got, want in zip(results[1], results[0], strict=True):
+        assert relative_error(got, want) < 1e-12
+
+
+# ---- the config ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["physics.fdm_fraction=1.5"], "physics.fdm_fraction"),
+    (["physics.fdm_fraction=0"], "physics.fdm_fraction"),
+    (["physics.fdm_fraction=0.5"], "physics.fdm_fraction"),
+    (["physics.cdm_particles=512"], "physics.cdm_particles"),
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=500"], "physics.cdm_particles"),
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=27"], "physics.cdm_particles"),
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=8", "physics.cdm_window=tsc", "grid.shape=[4,4,4]"],
+     "physics.cdm_window"),
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=512", "physics.cdm_window=tsc", "grid.shape=[16,8,16]",
+      "fft.backend=slab", "runtime.cpu_devices=8"], "physics.cdm_window"),
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_window=ngp"], "physics.cdm_window"),
+])
+def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
+    with pytest.raises(ConfigError) as err:
+        C.load(None, ["physics.name=fdm_cosmo", *overrides])
+    assert err.value.key == key, str(err.value)
+
+
+# ---- a run through the command line ----------------------------------------------------------------------
+
+
+def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
+    """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
+    snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
+    checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
+    the total mass stays at round-off; `simulator plot` draws it."""
+    def run(out, *extra):
+        args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
+                "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
+                "--set", "physics.output_redshifts=[127,63,31]", "--set", "physics.fdm_fraction=0.3",
+                "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
+                "--out", str(tmp_path / out), *extra]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    run("straight")
+    run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"))
+    ends = []
+    for name in ("straight", "split"):
+        marker = sorted((tmp_path / name / "checkpoints").glob("c*.h5"))[-1]
+        with h5py.File(marker) as f:
+            ends.append({k: f[k][()] for k in ("psi", "position", "momentum")})
+    for key in ends[0]:
+        assert np.array_equal(ends[0][key], ends[1][key]), key
+    out = tmp_path / "straight"
+    with h5py.File(sorted((out / "snapshots").glob("s*.h5"))[-1]) as f:
+        total = f["total_density"][()]
+        np.testing.assert_allclose(total, f["density"][()] + f["cdm_density"][()], rtol=1e-13)
+        assert np.mean(total) == pytest.approx(0.3, rel=1e-12) and np.mean(f["density"][()]) == pytest.approx(0.09, rel=1e-3)
+    with h5py.File(out / "spectra.h5") as f:
+        assert {"power", "power_fdm", "power_cdm", "power_linear"} <= set(f)
+    rows = list(csv.DictReader(open(out / "timeseries.csv")))
+    masses = np.array([float(r["mass"]) for r in rows])
+    assert np.max(np.abs(masses / masses[0] - 1)) < 1e-12
+    plot = subprocess.run([sys.executable, "-m", "simulator", "plot", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert plot.returncode == 0, plot.stderr
