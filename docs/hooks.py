@@ -4,10 +4,15 @@ A page holding ``<!-- generated: config-reference -->`` gets the config referenc
 registered equation (``simulator config-docs``), one holding ``<!-- generated: cli-reference -->`` every
 command's usage and options, so neither can fall behind the code. Neither import starts JAX. One holding
 ``<!-- generated: changelog -->`` gets the repository's CHANGELOG.md below its title (one file, two places).
+
+Mathematics is written in TeX, ``$...$`` inline and ``$$...$$`` on lines of its own (``pymdownx.arithmatex``
+in generic mode marks it), and turned here into MathML (``latex2mathml``), which browsers render
+natively: the site shows its equations with no script, no web font and no network.
 """
 
 from __future__ import annotations
 
+from html import unescape
 import re
 from pathlib import Path
 
@@ -48,6 +53,22 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
     return markdown
 
 
+#: what pymdownx.arithmatex (generic mode) leaves of ``$...$`` and of a ``$$...$$`` block
+MATH = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>|<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
+
+
+def _mathml(match: re.Match, page) -> str:
+    from latex2mathml.converter import convert  # the docs extra (pyproject.toml)
+
+    inline, block = match.groups()
+    tex = unescape(inline if block is None else block).strip()
+    try:
+        return convert(tex, display="inline" if block is None else "block")
+    except Exception as error:  # a typo in a page's TeX fails the (strict) build, naming the page
+        raise ValueError(f"{page.file.src_path}: cannot render the TeX {tex!r}: {error}") from error
+
+
 def on_page_content(html: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' hook signature)
+    html = MATH.sub(lambda m: _mathml(m, page), html)
     # the docstrings cross-reference the Sphinx way (:func:`name`); here the name alone, as code, reads right
     return re.sub(r":(?:func|meth|class|mod|attr|data|exc):(?=<code)", "", html)

@@ -6,7 +6,7 @@
 #
 # The CPU fast path (FFTW behind an XLA custom call, simulator/fft/local.py) needs FFTW's headers and
 # a C++ compiler: as root on a Debian-like machine this installs libfftw3-dev when fftw3.h is missing;
-# otherwise it says so in one line and the package falls back to XLA's FFT.
+# otherwise it says so in one line and the package falls back to XLA's FFT. Chromium likewise (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -34,6 +34,23 @@ elif ! fftw_header; then
     else
         echo "setup: fftw3.h not found and not installable here (needs root and apt-get; or set FFTW_DIR):" \
              "the local FFTs will use XLA's FFT, not FFTW"
+    fi
+fi
+
+# The documentation's tests look at the built site in headless Chromium (tests/chromium.py): as root on a
+# Debian-like machine this installs Debian's chromium when no Chromium is on PATH (about 300 MB, half a
+# minute); otherwise those tests skip and say why. Never asks for sudo.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-headless-shell >/dev/null 2>&1 \
+        && ! command -v google-chrome >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing Chromium (apt-get install chromium) for the documentation's screenshots"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq chromium >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
+            || echo "setup: apt-get install chromium failed: the site's screenshot tests will skip"
+    else
+        echo "setup: no Chromium on PATH and not installable here (needs root and apt-get):" \
+             "the site's screenshot tests will skip"
     fi
 fi
 

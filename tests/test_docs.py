@@ -8,6 +8,7 @@ runs, so it is exercised by CI; the others are run here after checking they appe
 
 import csv
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import chromium
 from docs_pages import DOCS, ROOT, blocks, code, page, pages, python, shell
 
 README = page("README.md")
@@ -80,13 +82,30 @@ def test_the_readme_is_short_and_links_into_the_site():
 
 # ---- the site: built strictly (broken links and anchors, missing pages fail), generated references whole ----
 
-@pytest.mark.slow
-def test_the_site_builds_strictly_with_the_documented_command():
+def _offline() -> list[str]:
+    """``unshare -n`` where this machine lets us cut the network off (root, or user namespaces), else nothing."""
+    for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
+        if shutil.which("unshare") and subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+            return prefix
+    return []
+
+
+@pytest.fixture(scope="module")
+def site():
+    """The site, built once by the documented command, with no network where the machine can cut it off
+    (nothing of it, the equations included, is fetched); the build's output beside."""
     assert BUILD in README
-    done = shell(BUILD)
+    offline = _offline()
+    done = shell(" ".join([*offline, "bash", "-c", shlex.quote(BUILD)]) if offline else BUILD)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    print("site built " + ("with no network (" + " ".join(offline) + ")" if offline else "(network not cut off here)"))
+    return ROOT / "site", done
+
+
+@pytest.mark.slow
+def test_the_site_builds_strictly_with_the_documented_command(site):
+    site, done = site
     assert "WARNING -" not in done.stderr, done.stderr[-4000:]  # mkdocs' own warnings (strict: they fail it too)
-    site = ROOT / "site"
     html = {p: (site / p).read_text() for p in ("reference/config/index.html", "reference/cli/index.html",
                                                  "reference/api/index.html")}
     import simulator.config as C
@@ -107,6 +126,112 @@ def test_the_site_builds_strictly_with_the_documented_command():
     nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))["nav"]
     flat = re.findall(r"[\w/.-]+\.md", str(nav))
     assert sorted(flat) == sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")), "a page outside the nav"
+
+
+# ---- the site's mathematics: TeX in the pages, MathML in the site, laid out by a browser ----------------------
+
+def _prose(text: str) -> str:
+    """A page's Markdown without its fenced blocks and code spans."""
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M))
+
+
+def _built(rel: str) -> Path:
+    """The HTML file the site builds from a page under docs/ (``explanation/mhd.md``)."""
+    stem = rel.removesuffix(".md")
+    return Path("index.html" if stem == "index" else stem.removesuffix("/index") + "/index.html")
+
+
+def _outside_code_and_math(html: str) -> str:
+    return re.sub(r"<(pre|code|math)\b.*?</\1>", "", html, flags=re.S)
+
+
+@pytest.mark.slow
+def test_the_pages_mathematics_is_mathml_in_the_site(site):
+    """Every page with TeX (``$...$``, ``$$...$$`` outside code) has it as MathML in the site, with no
+    delimiter left over; the equations are the site's own (no script, no font from the network: the site
+    builds offline and references nothing outside itself); the Kolmogorov scale of getting-started and the
+    Navier–Stokes equation of its explanation page are rendered as formulas."""
+    from latex2mathml.converter import convert
+
+    site, _ = site
+    with_math = [rel for rel in (str(p.relative_to(DOCS)) for p in sorted(DOCS.rglob("*.md"))) if "$" in _prose(page(rel))]
+    assert len(with_math) >= 6, with_math
+    for rel in with_math:
+        html = (site / _built(rel)).read_text()
+        assert "<math" in html, rel
+        body = _outside_code_and_math(html.split('<article', 1)[1].split("</article>", 1)[0])
+        assert "$" not in body and "arithmatex" not in body, (rel, body[max(0, body.find("$") - 200):][:400])
+    for path in site.rglob("*.html"):
+        html = path.read_text()
+        assert not re.search(r'<(?:script|img)\b[^>]*\bsrc="https?:|<link\b[^>]*\bhref="https?:', html), path
+    assert convert(r"\eta = (\nu^3/\varepsilon)^{1/4}") in (site / "getting-started/index.html").read_text()
+    ns = (site / "explanation/navier-stokes/index.html").read_text()
+    first = re.search(r'<math [^>]*display="block">.*?</math>', ns, re.S)
+    assert first and "<mfrac>" in first[0] and "&#x02202;" in first[0] and "&#x02207;" in first[0], first
+
+
+# ---- the site in a browser: headless Chromium (tests/chromium.py) ------------------------------------------
+
+SCREENSHOTS = ROOT / "outputs" / "docs_screenshots"   # outputs/ is git-ignored
+WIDTH, HEIGHT = 1280, 900   # a laptop's window
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from support import unavailable
+
+    exe = chromium.executable()
+    if exe is None:
+        unavailable("The site's screenshot tests", "SIMULATOR_REQUIRE_CHROMIUM",
+                    "no Chromium on PATH (scripts/setup.sh installs Debian's chromium when run as root)")
+    with chromium.Browser(exe) as b:
+        yield b
+
+
+@pytest.mark.slow
+def test_an_equation_is_laid_out_as_one_in_chromium(site, browser):
+    """The Navier–Stokes page in a browser: its first equation is a display formula whose fraction stands
+    taller than a line of text (MathML laid out, not its letters in a row), and the inline Kolmogorov scale
+    of getting-started has its exponent raised. Screenshots in outputs/docs_screenshots/."""
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open((site / "explanation/navier-stokes/index.html").as_uri(), WIDTH, HEIGHT)
+    box = browser.evaluate("""(() => {
+        const m = document.querySelector('article math[display=block]'), f = m.querySelector('mfrac');
+        const b = m.getBoundingClientRect(), fb = f.getBoundingClientRect();
+        return {width: b.width, height: b.height, frac: fb.height, font: parseFloat(getComputedStyle(f).fontSize),
+                text: parseFloat(getComputedStyle(m.closest('article')).fontSize)}; })()""")
+    browser.screenshot(SCREENSHOTS / "navier-stokes.png")
+    assert 200 < box["width"] < WIDTH and box["frac"] > 1.6 * box["font"] and box["height"] > 1.5 * box["text"], box
+    browser.open((site / "getting-started/index.html").as_uri(), WIDTH, HEIGHT)
+    raised = browser.evaluate("""(() => {
+        const m = [...document.querySelectorAll('article math')].find(m => m.textContent.startsWith('η=(ν'));
+        m.scrollIntoView({block: 'center'});
+        const base = m.querySelector('msup > :first-child').getBoundingClientRect();
+        const exponent = m.querySelector('msup > :last-child').getBoundingClientRect();
+        return [base.top - exponent.top, m.getBoundingClientRect().width]; })()""")
+    browser.screenshot(SCREENSHOTS / "getting-started-kolmogorov.png")
+    assert raised[0] > 2 and raised[1] > 40, raised
+
+
+@pytest.mark.slow
+def test_no_code_block_is_wider_than_the_page_in_chromium(site, browser):
+    """Every page at a laptop's width: no code block holds more than it shows (a long command wraps; none
+    of it hides under the copy button or past the edge), and nothing of the article runs past its column."""
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    clipped = []
+    for path in sorted(site.rglob("index.html")):
+        browser.open(path.as_uri(), WIDTH, HEIGHT)
+        clipped += [f"{path.relative_to(site)}: {what}" for what in browser.evaluate("""(() => {
+            const article = document.querySelector('article').getBoundingClientRect();
+            return [...document.querySelectorAll('article pre > code')]
+                .filter(c => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > article.right + 1)
+                .map(c => c.textContent.slice(0, 80)); })()""")]
+        if path == site / "index.html":
+            browser.screenshot(SCREENSHOTS / "index.png")
+    assert len(list(site.rglob("index.html"))) >= 40
+    assert not clipped, "code blocks wider than the page:\n" + "\n".join(clipped)
 
 
 def test_every_example_of_every_page_is_run_or_says_why_not():
