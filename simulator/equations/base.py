@@ -133,6 +133,11 @@ class Equation(abc.ABC):
         fields see the time without recompiling."""
         return self
 
+    def lost(self, state: Any) -> str | None:
+        """Why a run must stop after a chunk, read from ``state`` on the host (e.g. particles that found no
+        room), or None: the run loop asks after every chunk. Most equations lose nothing (the default)."""
+        return None
+
     def leaf_spaces(self, state: Any) -> list[str]:
         """"spectral" or "real" for each leaf of ``state``, in flattening order."""
         paths = jax.tree_util.tree_flatten_with_path(state)[0]

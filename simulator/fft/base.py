@@ -270,22 +270,23 @@ class FFTBackend(Layout, abc.ABC):
         return _points.evaluate_at(self, spectrum, points, wavenumbers, weight, method, box)
 
     def interpolate_local(self, field: jax.Array, points: jax.Array, box: Sequence[float],
-                          window: str = "lagrange4") -> jax.Array:
+                          window: str = "lagrange4", owned: bool = False) -> jax.Array:
         """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` at ``points`` ``(Np, 3)`` (replicated) by a window of
         grid nodes (tricubic Lagrange by default; ``cic``, ``tsc``), each point on the device owning its cell
-        (a halo from the neighbours, one psum): ``(*batch, Np)`` (:func:`simulator.fft.points.interpolate_local`)."""
+        (a halo from the neighbours, one psum): ``(*batch, Np)`` (:func:`simulator.fft.points.interpolate_local`);
+        ``owned``: points sharded by owner (:mod:`simulator.fft.owned`), values sharded like them."""
         from simulator.fft import points as _points
 
-        return _points.interpolate_local(self, field, points, box, window)
+        return _points.interpolate_local(self, field, points, box, window, owned)
 
     def deposit(self, points: jax.Array, weights: jax.Array, box: Sequence[float], window: str,
-                dtype: jnp.dtype) -> jax.Array:
+                dtype: jnp.dtype, owned: bool = False) -> jax.Array:
         """The particle-mesh assignment of ``weights`` ``(Np,)`` at ``points`` ``(Np, 3)`` (replicated) onto the
         grid nodes, ``(Nx, Ny, Nz)`` in the real layout: the transpose of :meth:`interpolate_local` with the
-        same ``window`` (:func:`simulator.fft.points.deposit`)."""
+        same ``window`` (:func:`simulator.fft.points.deposit`); ``owned``: points and weights sharded by owner."""
         from simulator.fft import points as _points
 
-        return _points.deposit(self, points, weights, box, window, dtype)
+        return _points.deposit(self, points, weights, box, window, dtype, owned)
 
     # ---- a NumPy reference in this layout (tests, self-checks, checkpoint conversion) -------------
 

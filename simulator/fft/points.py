@@ -260,10 +260,11 @@ def _halo(x: jax.Array, axis: int, mesh_axis: str | None, size: int, below: int,
 
 def _local_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
                   sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
-                  axes: tuple[str, ...], field: jax.Array, points: jax.Array) -> jax.Array:
-    """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``; every point whose cell
-    (floor(x / dx)) lies in this block is evaluated here from the block and its halo, the others give 0;
-    one psum completes them all."""
+                  axes: tuple[str, ...] | None, field: jax.Array, points: jax.Array) -> jax.Array:
+    """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``. With ``axes`` (replicated
+    points) every point whose cell (floor(x / dx)) lies in this block is evaluated here from the block and its
+    halo, the others give 0, and one psum over ``axes`` completes them all; without (owned points) every
+    point is this device's, its cell in this block, and the values stay here."""
     ext = field
     starts = []
     for a in range(3):
@@ -293,22 +294,25 @@ def _local_window(window: Window, real_axes: tuple[str | None, str | None, str |
             idx.append(jnp.clip(local, 0, n_local - 1)[:, None] + jnp.arange(width)[None, :])
         values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
         out = jnp.einsum("bcijk,ci,cj,ck->bc", values, weights[:, 0], weights[:, 1], weights[:, 2])
-        return jnp.where(owned[None, :], out, 0)
+        return out if axes is None else jnp.where(owned[None, :], out, 0)
 
     out = jax.lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
     out = jnp.moveaxis(out, 1, 0).reshape(b, chunks * c)[:, :n_points]
-    return jax.lax.psum(out, axes)
+    return out if axes is None else jax.lax.psum(out, axes)
 
 
 def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],
-                      window: str = "lagrange4") -> jax.Array:
+                      window: str = "lagrange4", owned: bool = False) -> jax.Array:
     """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` (``fft``'s real layout and sharding) at ``points``
     ``(Np, 3)`` (replicated, any real coordinates: periodic) by the tensor product of a 1D ``window``
     (:data:`WINDOWS`; the default the tricubic 4-point Lagrange interpolant, :func:`lagrange4_weights`, which
     Yeung & Pope 1988 compare with the exact sum; ``cic`` and ``tsc`` the particle-mesh interpolations).
     Each device evaluates the points whose cell lies in its block, from its block and a halo (the window's
     planes below and above along each sharded axis: ``ppermute`` with its neighbours); one psum assembles
-    them. Cost per point: width^3 x batch multiply-adds, on the owner only. Returns ``(*batch, Np)``."""
+    them. Cost per point: width^3 x batch multiply-adds, on the owner only. Returns ``(*batch, Np)``.
+
+    ``owned``: the points are sharded as :func:`particle_sharding` says, each device's slots in its own block
+    (:func:`migrate` keeps them there): no psum, the values sharded like the points."""
     nb = field.ndim - 3
     batch = field.shape[:nb]
     flat = field.reshape((math.prod(batch), *field.shape[nb:]))
@@ -318,27 +322,30 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
-    body = functools.partial(_local_window, WINDOWS[window], real_axes, sizes, shape, spacing, axes)
-    mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), PartitionSpec()),
-                           out_specs=PartitionSpec())
+    body = functools.partial(_local_window, WINDOWS[window], real_axes, sizes, shape, spacing,
+                             None if owned else axes)
+    spread = PartitionSpec(axes) if owned else PartitionSpec()
+    mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), spread),
+                           out_specs=PartitionSpec(None, *spread))
     out = mapped(flat, points.astype(field.dtype))
     return out.reshape((*batch, points.shape[0]))
 
 
 def deposit(fft, points: jax.Array, weights: jax.Array, box: Sequence[float], window: str,
-            dtype: jnp.dtype) -> jax.Array:
+            dtype: jnp.dtype, owned: bool = False) -> jax.Array:
     """The particle-mesh assignment: sum_p weights_p W(x_i - x_p) on every grid node x_i, a real-space field
     ``(Nx, Ny, Nz)`` in ``fft``'s real layout and sharding, for ``points`` ``(Np, 3)`` and ``weights``
     ``(Np,)`` replicated. It is the adjoint (transpose) of :func:`interpolate_local` with the same ``window``,
     computed by JAX from it: each device assigns the points of its own cells to its block and halo, and the
     halo planes are added to the neighbours' blocks (the transposed ``ppermute``). Being the transpose of the
     interpolation, the force it implies on the particles conserves momentum (Hockney & Eastwood 1988,
-    §5-5): the same window both ways."""
+    §5-5): the same window both ways. ``owned``: points and weights sharded by owner (:func:`migrate`)."""
     template = jax.ShapeDtypeStruct(tuple(fft.shape), dtype, sharding=fft.real_sharding())
     points = points.astype(dtype)
 
     def gather(field: jax.Array) -> jax.Array:
-        return interpolate_local(fft, field, points, box, window)
+        return interpolate_local(fft, field, points, box, window, owned)
 
     (field,) = jax.linear_transpose(gather, template)(weights.astype(dtype))
     return field
+

@@ -215,9 +215,7 @@ def load(marker: Path) -> Checkpoint:
             names = [str(n) for n in listed]
         for name, space in zip(names, stored, strict=True):
             have = snap.file[name].shape
-            if space == PARTICLES:
-                if len(have) != 2 or have[1] != 3:
-                    raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not (particles, 3)")
+            if space == PARTICLES:  # stored whole, any shape (positions (Np, 3), masks, counters)
                 continue
             fits = _spectrum_fits if space == "spectral" else lambda sizes, grid: list(sizes) == grid
             if len(have) < 3 or not fits(have[-3:], shape):

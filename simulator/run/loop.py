@@ -92,6 +92,8 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             t = stepper.time_after(step, t, n, dt)
         if cfg.particles:
             check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
+        if (why := sim.equation.lost(state)) is not None:
+            raise NonFiniteError(f"{why}, by step {step}, t = {t:.6g}; last good checkpoint: {_last(seg)}")
         finished = stepper.finished(t)
         end = chunk_end(stop, seg.writers, cfg.runtime.max_wall, wall_start, last_chunk_s)
         stopping = end.requested and not finished

@@ -64,6 +64,10 @@ class FDMCosmoParams(EquationParams):
     cdm_window: str = setting("cic", "particle-mesh window assigning mass and interpolating forces, its transform "
                               "divided out: cic (cloud in cell, 2 x 2 x 2 nodes) or tsc (triangular-shaped cloud, "
                               "3 x 3 x 3)", choices=("cic", "tsc"))
+    cdm_capacity: float = setting(2.0, "particle slots per device, times the mean count per device (each device "
+                                  "holds the particles in its block; on one device exactly all of them)", min=1.0)
+    cdm_exchange: float = setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its "
+                                  "slots", gt=0.0, max=1.0)
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 / a^3 in code units "
                                     "(100 km/s)^2 / rho_crit,0; > 0 repulsive, < 0 attractive (see physics.f_a)")
     f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "

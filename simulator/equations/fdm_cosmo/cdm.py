@@ -31,9 +31,14 @@ linear; a cloud in cell on a node has a kink there) displaced by s with delta = 
 modes (the same white noise) as the wave; the growing mode's momentum is p = a^2 H f s. The particles take
 the spectrum without the FDM cut-off (cold matter), the wave the one with it (``physics.fdm_transfer``).
 
-Arrays: positions, momenta and forces ``(Np, 3)`` (wrapped into [0, L)), replicated: every device holds
-every particle and assigns and interpolates those whose cell is in its block, the halo planes exchanged
-with its neighbours (:mod:`simulator.fft.points`).
+Distribution: every particle is owned by the device whose real-space block holds its cell
+(:mod:`simulator.fft.owned`): positions, momenta and forces ``(devices * capacity, 3)`` (wrapped into
+[0, L)), their identities (the lattice index) and a ``live`` mask of the occupied slots, sharded by owner;
+``physics.cdm_capacity`` sets the slots per device (times the mean count; all of them on one device) and
+``physics.cdm_exchange`` the rows a device may hand to each neighbour per step. Each drift is followed by a
+hand-over to the new owners inside the compiled step; a particle that finds no room is counted in the
+state's ``lost`` and the run stops at the chunk's end, naming the setting to raise. The assignment and the
+force interpolation run on the owner, with halo planes from the neighbours (:mod:`simulator.fft.points`).
 """
 
 from __future__ import annotations
@@ -59,6 +64,17 @@ def particle_mass(params: Any, box: tuple[float, ...], count: int) -> jax.Array:
     return (1.0 - params["fdm_fraction"]) * params["omega_m"] * math.prod(box) / count
 
 
+def capacity(eq: Any) -> int:
+    """Particle slots per device: all of them on one device, else ``physics.cdm_capacity`` times the mean."""
+    count, devices = eq.physics.cdm_particles, eq.fft.devices
+    return count if devices == 1 else math.ceil(eq.physics.cdm_capacity * count / devices)
+
+
+def exchange_rows(eq: Any) -> int:
+    """Rows of each send buffer of a migration: ``physics.cdm_exchange`` of a device's slots."""
+    return max(1, math.ceil(eq.physics.cdm_exchange * capacity(eq)))
+
+
 def window_transform(eq: Any) -> jax.Array:
     """prod_i sinc(k_i dx_i / 2)^p of the assignment window over the r2c spectrum (broadcast of three vectors)."""
     order = WINDOWS[eq.physics.cdm_window].order
@@ -68,33 +84,57 @@ def window_transform(eq: Any) -> jax.Array:
     return out
 
 
-def density(eq: Any, position: jax.Array, params: Any) -> jax.Array:
-    """The particles' assigned mass density on the grid (real space, not deconvolved: >= 0)."""
-    mass = particle_mass(params, eq.box, position.shape[0])
-    weights = jnp.full(position.shape[:1], 1.0, eq.dtype) * (mass / math.prod(eq.spacing))
-    return eq.fft.deposit(position, weights, eq.box, eq.physics.cdm_window, eq.dtype)
+def density(eq: Any, position: jax.Array, live: jax.Array, params: Any) -> jax.Array:
+    """The particles' assigned mass density on the grid (real space, not deconvolved: >= 0); ``live`` the
+    occupied slots (0 or 1, the run's dtype)."""
+    mass = particle_mass(params, eq.box, eq.physics.cdm_particles)
+    return eq.fft.deposit(position, live * (mass / math.prod(eq.spacing)), eq.box, eq.physics.cdm_window, eq.dtype,
+                          owned=True)
 
 
-def density_spectrum(eq: Any, position: jax.Array, params: Any) -> jax.Array:
+def density_spectrum(eq: Any, position: jax.Array, live: jax.Array, params: Any) -> jax.Array:
     """rho_cdm's r2c spectrum with the window divided out (Nyquist planes zeroed)."""
-    return eq.nyquist_free(eq.fft.rfft(density(eq, position, params))) / window_transform(eq)
+    return eq.nyquist_free(eq.fft.rfft(density(eq, position, live, params))) / window_transform(eq)
 
 
-def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, params: Any
+def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, live: jax.Array, params: Any
                         ) -> tuple[jax.Array, jax.Array]:
-    """Phi = a V of the total density (real space) and -grad(Phi) at the particles ``(Np, 3)`` (see the
+    """Phi = a V of the total density (real space) and -grad(Phi) at the particles ``(slots, 3)`` (see the
     module docstring: deconvolved once for the assignment and once for the interpolation)."""
-    total = rho_wave_hat + density_spectrum(eq, position, params)
+    total = rho_wave_hat + density_spectrum(eq, position, live, params)
     phi_hat = potential_spectrum(total, inverse_laplacian(eq.kr), cosmology.G_CODE)
     pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
     grad = jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
-    force = eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window)
+    force = eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
     return eq.fft.irfft(phi_hat), force.T
 
 
 def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
     """x <- x + p K2, wrapped into the box."""
     return jnp.mod(position + momentum * k2, jnp.asarray(eq.box, eq.dtype))
+
+
+def distribute(eq: Any, position: jax.Array, momentum: jax.Array) -> dict[str, jax.Array]:
+    """Replicated particles ``(Np, 3)`` (index = identity) laid out by owner (:func:`simulator.fft.owned.
+    distribute`): the state's ``position``, ``momentum``, ``live``, ``ident`` and ``lost`` (counts of lost
+    particles: over a send buffer, without a slot, moved more than a block; here only the second)."""
+    from simulator.fft.owned import distribute as spread
+
+    ident = jnp.arange(position.shape[0], dtype=jnp.int32)
+    live, position, momentum, ident, over = spread(eq.fft, eq.box, capacity(eq), position, momentum, ident)
+    lost = jnp.zeros(3, jnp.int32).at[1].set(over)
+    return {"position": position, "momentum": momentum, "live": live.astype(eq.dtype), "ident": ident, "lost": lost}
+
+
+def migrate(eq: Any, live: jax.Array, position: jax.Array, momentum: jax.Array, ident: jax.Array,
+            lost: jax.Array) -> tuple[jax.Array, ...]:
+    """After a drift: every particle handed to the device whose block holds it (:func:`simulator.fft.owned.
+    migrate`); the particles lost on the way added to ``lost`` (the run stops on any)."""
+    from simulator.fft.owned import migrate as hand_over
+
+    kept, position, momentum, ident, counts = hand_over(eq.fft, eq.box, exchange_rows(eq), live > 0, position,
+                                                        momentum, ident)
+    return kept.astype(eq.dtype), position, momentum, ident, lost + counts
 
 
 def zeldovich(eq: Any, delta_hat: jax.Array, params: Any) -> dict[str, jax.Array]:
@@ -119,15 +159,15 @@ def zeldovich(eq: Any, delta_hat: jax.Array, params: Any) -> dict[str, jax.Array
     return {"cdm_position": position, "cdm_momentum": scale * s}
 
 
-def diagnostics(eq: Any, position: jax.Array, momentum: jax.Array, force: jax.Array, phi: jax.Array,
-                params: Any, a: jax.Array) -> dict[str, jax.Array]:
+def diagnostics(eq: Any, state: Any, params: Any, a: jax.Array) -> dict[str, jax.Array]:
     """The particles' kinetic energy K = sum m p^2 / 2a^2, their potential energy (1/2) int rho_cdm V (the
     deconvolved density, as it enters the Poisson equation), the work rate Q_W = (1/a) int Phi drho/dt =
     (1/a^3) sum m grad(Phi) . p of the cosmic energy equation, and their largest displacement per unit ln a
-    in cells (the CFL rate: p / (a^2 H dx))."""
-    mass = particle_mass(params, eq.box, position.shape[0])
-    rho = eq.fft.irfft(density_spectrum(eq, position, params))
-    return {"kinetic": 0.5 * mass * jnp.sum(momentum**2) / a**2,
-            "potential": 0.5 * jnp.sum(rho * phi) * math.prod(eq.spacing) / a,
-            "q_w": -mass * jnp.sum(force * momentum) / a**3,
-            "speed": jnp.max(jnp.abs(momentum) / jnp.asarray(eq.spacing, eq.dtype)) / a**2}
+    in cells (the CFL rate: p / (a^2 H dx)); empty slots count nothing."""
+    mass = particle_mass(params, eq.box, eq.physics.cdm_particles)
+    live = state.live[:, None]
+    rho = eq.fft.irfft(density_spectrum(eq, state.position, state.live, params))
+    return {"kinetic": 0.5 * mass * jnp.sum(live * state.momentum**2) / a**2,
+            "potential": 0.5 * jnp.sum(rho * state.potential) * math.prod(eq.spacing) / a,
+            "q_w": -mass * jnp.sum(live * state.force * state.momentum) / a**3,
+            "speed": jnp.max(live * jnp.abs(state.momentum) / jnp.asarray(eq.spacing, eq.dtype)) / a**2}

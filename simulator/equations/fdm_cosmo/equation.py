@@ -60,19 +60,24 @@ class CosmoState(NamedTuple):
 
 
 class MixedState(NamedTuple):
-    """A mixed run's state: psi and Phi ``(Nx, Ny, Nz)`` (real-space layout), and the cold particles'
-    positions x, comoving momenta p = a^2 dx/dt and forces -grad(Phi) at x, each ``(Np, 3)`` replicated."""
+    """A mixed run's state: psi and Phi ``(Nx, Ny, Nz)`` (real-space layout), and the cold particles by owner
+    (:mod:`.cdm`): positions x, comoving momenta p = a^2 dx/dt and forces -grad(Phi) at x ``(slots, 3)``, the
+    occupied slots ``live`` (0/1) and identities ``ident`` ``(slots,)``, and ``lost`` ``(3,)``: particles lost
+    so far (over a send buffer, without a slot, moved more than a block), replicated."""
 
     psi: jax.Array
     potential: jax.Array
     position: jax.Array
     momentum: jax.Array
     force: jax.Array
+    live: jax.Array
+    ident: jax.Array
+    lost: jax.Array
 
 
 #: where a mixed state's leaves live: the particles' arrays are stored whole (see checkpoints)
-_MIXED_SPACES = {"psi": "real", "potential": "real", "position": "particles", "momentum": "particles",
-                 "force": "particles"}
+_MIXED_SPACES = {"psi": "real", "potential": "real", **{name: "particles" for name in (
+    "position", "momentum", "force", "live", "ident", "lost")}}
 #: the fields only a mixed run has
 _CDM_FIELDS = ("cdm_density", "total_density")
 
@@ -172,11 +177,29 @@ class FDMCosmo(SplitStepEquation):
         rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), cosmology.G_CODE))
 
-    def _refreshed(self, psi: jax.Array, position: jax.Array, momentum: jax.Array, params: Params) -> MixedState:
-        """A mixed state with Phi and the particles' force of its wave and positions."""
+    def _refreshed(self, psi: jax.Array, particles: Mapping[str, jax.Array], params: Params) -> MixedState:
+        """A mixed state with Phi and the particles' force of its wave and particles (``position``,
+        ``momentum``, ``live``, ``ident``, ``lost``)."""
         rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
-        phi, force = cdm.potential_and_force(self, rho_hat, position, params)
-        return MixedState(psi, phi, position, momentum, force)
+        phi, force = cdm.potential_and_force(self, rho_hat, particles["position"], particles["live"], params)
+        return MixedState(psi=psi, potential=phi, force=force, **particles)
+
+    def lost(self, state: Any) -> str | None:
+        """Why the run must stop after a chunk, read on the host: particles lost by the hand-over between
+        devices (:mod:`.cdm`), naming the setting that gives them room; None when none was."""
+        if not self.mixed:
+            return None
+        over, no_room, far = (int(v) for v in np.asarray(state.lost.addressable_data(0)))
+        if over:
+            return (f"{over} cold particle(s) did not fit the hand-over to a neighbouring device: raise "
+                    f"physics.cdm_exchange (now {self.physics.cdm_exchange:g} of a device's slots)")
+        if no_room:
+            return (f"{no_room} cold particle(s) found no free slot on the device that holds them: raise "
+                    f"physics.cdm_capacity (now {self.physics.cdm_capacity:g} times the mean per device)")
+        if far:
+            return (f"{far} cold particle(s) moved more than one device's block in a step: lower time.dt or use "
+                    "fewer devices along that axis")
+        return None
 
     def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi <- exp(-i (Phi K1 + g (|psi|^2 - rho_bar) K3) / nu) psi over [time, time + dt]: exact (|psi| is
@@ -188,7 +211,7 @@ class FDMCosmo(SplitStepEquation):
         phase = (k1 * state.potential + (k3 * params["self_interaction"]) * excess) / nu
         psi = rotate(state.psi, -phase)
         if self.mixed:  # p <- p - grad(Phi) K1, exact: the positions, hence the force, do not change
-            return state._replace(psi=psi, momentum=state.momentum + k1 * state.force)
+            return state._replace(psi=psi, momentum=state.momentum + k1 * state.force * state.live[:, None])
         return CosmoState(psi, state.potential)
 
     def drift(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
@@ -198,8 +221,12 @@ class FDMCosmo(SplitStepEquation):
         kx, ky, kz = self.kc
         phase = (-0.5 * nu * k2) * (kx**2 + ky**2 + kz**2)
         psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
-        if self.mixed:  # x <- x + p K2, exact: p does not change
-            return self._refreshed(psi, cdm.drift(self, state.position, state.momentum, k2), state.momentum, params)
+        if self.mixed:  # x <- x + p K2, exact: p does not change; then each particle to its new owner
+            moved = cdm.drift(self, state.position, state.momentum, k2)
+            live, position, momentum, ident, lost = cdm.migrate(self, state.live, moved, state.momentum, state.ident,
+                                                                state.lost)
+            return self._refreshed(psi, {"position": position, "momentum": momentum, "live": live, "ident": ident,
+                                         "lost": lost}, params)
         return CosmoState(psi, self.potential(psi, params))
 
     # ---- states --------------------------------------------------------------------------------------
@@ -208,9 +235,9 @@ class FDMCosmo(SplitStepEquation):
         """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)`` (its mean |psi|^2 should be
         omega_m, the Friedmann background's): psi and its potential."""
         psi = fields["psi"].astype(complex_dtype(self.dtype))
-        if self.mixed:
-            return self._refreshed(psi, fields["cdm_position"].astype(self.dtype),
-                                   fields["cdm_momentum"].astype(self.dtype), params)
+        if self.mixed:  # replicated (Np, 3) in lattice order, laid out by owner here
+            return self._refreshed(psi, cdm.distribute(self, fields["cdm_position"].astype(self.dtype),
+                                                       fields["cdm_momentum"].astype(self.dtype)), params)
         return CosmoState(psi, self.potential(psi, params))
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
@@ -221,7 +248,7 @@ class FDMCosmo(SplitStepEquation):
         out = {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
                "potential": state.potential / self.scale_factor(params), "psi": state.psi}
         if self.mixed:
-            out["cdm_density"] = cdm.density(self, state.position, params)
+            out["cdm_density"] = cdm.density(self, state.position, state.live, params)
             out["total_density"] = out["density"] + out["cdm_density"]
         return out
 
@@ -250,10 +277,10 @@ class FDMCosmo(SplitStepEquation):
         peak = jnp.max(rho) / jnp.mean(rho)
         speed = 0.0
         if self.mixed:  # the particles' energies and work rate (:func:`.cdm.diagnostics`) join the wave's
-            part = cdm.diagnostics(self, state.position, state.momentum, state.force, state.potential, params, a)
+            part = cdm.diagnostics(self, state, params, a)
             kinetic, potential, q_w = kinetic + part["kinetic"], potential + part["potential"], q_w + part["q_w"]
             mass = mass + cdm.particle_mass(params, self.box, self.physics.cdm_particles) * self.physics.cdm_particles
-            total = rho + cdm.density(self, state.position, params)
+            total = rho + cdm.density(self, state.position, state.live, params)
             peak, speed = jnp.max(total) / jnp.mean(total), part["speed"]
         source_rate = -hub * (4 * kinetic + potential + 9 * interaction) - q_w + q_u
         outer = [jnp.abs(k) > (2 / 3) * math.pi / d for k, d in zip(self.kc, self.spacing, strict=True)]
@@ -288,7 +315,7 @@ class FDMCosmo(SplitStepEquation):
         contrasts = {"power": wave_hat}
         if self.mixed:
             f = params["fdm_fraction"]
-            cdm_hat = cdm.density_spectrum(self, state.position, params) / ((1.0 - f) * params["omega_m"])
+            cdm_hat = cdm.density_spectrum(self, state.position, state.live, params) / ((1.0 - f) * params["omega_m"])
             kx, ky, kz = self.kr
             cdm_hat = jnp.where(kx**2 + ky**2 + kz**2 > 0, cdm_hat, 0.0)  # its k = 0 entry is the mean, not a contrast
             contrasts = {"power": f * wave_hat + (1.0 - f) * cdm_hat, "power_fdm": wave_hat, "power_cdm": cdm_hat}
