@@ -307,7 +307,7 @@ def test_quickstart_and_its_plots_as_written():
     import simulator
 
     ts = simulator.load_run(out).timeseries
-    assert "(k_max·η = 0.29 at t = 0" in page("getting-started.md") and round(float(ts["kmax_eta"][0]), 2) == 0.29
+    assert r"($k_\mathrm{max}\eta = 0.29$ at $t = 0$" in page("getting-started.md") and round(float(ts["kmax_eta"][0]), 2) == 0.29
     residual = -np.gradient(ts["energy"], ts["time"], edge_order=2) - ts["dissipation"]
     assert "below 0.5% on the quickstart's rows 0.2 apart" in page("reference/plots.md")
     assert np.max(np.abs(residual)) < 0.005 * np.max(ts["dissipation"]) and np.allclose(np.diff(ts["time"]), 0.2)
