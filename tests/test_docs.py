@@ -307,7 +307,7 @@ def test_quickstart_and_its_plots_as_written():
     import simulator
 
     ts = simulator.load_run(out).timeseries
-    assert "(k_max·η = 0.29 at t = 0" in page("getting-started.md") and round(float(ts["kmax_eta"][0]), 2) == 0.29
+    assert r"($k_\mathrm{max}\eta = 0.29$ at $t = 0$" in page("getting-started.md") and round(float(ts["kmax_eta"][0]), 2) == 0.29
     residual = -np.gradient(ts["energy"], ts["time"], edge_order=2) - ts["dissipation"]
     assert "below 0.5% on the quickstart's rows 0.2 apart" in page("reference/plots.md")
     assert np.max(np.abs(residual)) < 0.005 * np.max(ts["dissipation"]) and np.allclose(np.diff(ts["time"]), 0.2)
@@ -412,7 +412,8 @@ def test_the_fdm_sweep_figures_are_named_for_what_the_diagnostic_measures():
     assert equations.get("fdm_cosmo").diagnostics["max_density"] == "max rho / mean rho"
     assert "peak density contrast at z = 5 of" not in text
     peaks = [1.15, 1.71, 2.64]
-    said = "peak density max ρ/ρ̄ at z = 5 of 1.15, 1.71 and 2.64\n(peak contrasts δ = ρ/ρ̄ − 1 of " + \
+    said = r"peak density $\max\rho/\bar\rho$ at $z = 5$ of 1.15, 1.71 and 2.64" + "\n" + \
+        r"(peak contrasts $\delta = \rho/\bar\rho - 1$ of " + \
         ", ".join(f"{p - 1:.2f}" for p in peaks[:2]) + f" and {peaks[2] - 1:.2f})"
     assert said in text
 
