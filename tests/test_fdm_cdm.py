@@ -415,3 +415,21 @@ def test_two_processes_equal_one(tmp_path):
     moved = np.abs(np.mod(ends["one"]["position"] - start + 0.5, 1.0) - 0.5)
     assert np.max(moved) > 1e-3  # 0.019 Mpc/h, 0.3 cells
 
+
+
+@pytest.mark.slow
+def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tmp_path):
+    """scripts/bench_pm.py at a toy size: a row per device count, the step and its three parts timed, the
+    particles' own memory."""
+    import json
+
+    script = ROOT / "scripts" / "bench_pm.py"
+    done = subprocess.run([sys.executable, str(script), "--sizes", "8", "--devices", "1", "2", "--repeats", "1",
+                           "--steps", "1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "pm.json").read_text())["rows"]
+    assert [(r["N"], r["devices"], r["window"], r["particles"]) for r in rows] == [(8, 1, "cic", 512), (8, 2, "cic", 512)]
+    for r in rows:
+        assert min(r["step_ms"], r["wave_ms"], r["deposit_ms"], r["solve_ms"], r["interpolate_ms"]) > 0
+        assert r["bytes_per_particle"] >= 72, r  # positions, momenta and forces: 9 float64 each
+    assert "# wrote" in done.stdout
