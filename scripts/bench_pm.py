@@ -1,0 +1,141 @@
+"""Benchmark what cold dark matter particles add to the fdm_cosmo step (the particle-mesh force).
+
+For each N, device count and window, in one invocation, the step of a mixed run (``physics.fdm_fraction``
+0.5, ``physics.cdm_particles`` = N^3: one particle per cell) and the step of the pure wave run (f = 1, no
+particles) on the same grid and devices are compiled as the run compiles them (a donated chunk of
+``--steps`` steps) and timed A/B interleaved in the same rounds (simulator/benchmark.py), so load on a
+shared machine hits both alike; the particle-mesh force's three parts are jitted and timed on their own
+in the same rounds:
+
+* ``step_ms``, ``wave_ms``: median wall time per step of the mixed and of the pure wave run; ``vs_wave``
+  their ratio;
+* ``deposit_ms``: the particles' mass assigned to the grid (:func:`cdm.density`: the window and the
+  halo exchange); ``solve_ms``: the Poisson solve of the total density and the force field (the r2c
+  transforms of both densities, the window's deconvolution, Phi and the three inverse transforms of its
+  gradient); ``interpolate_ms``: the force interpolated back to the particles (the window again and the
+  halo exchange). The step does all three once (the drift refreshes the force);
+* ``bytes_per_particle``: the compiled chunk's memory (arguments + outputs + temporaries - donated, what
+  ``simulator plan`` predicts a run from) of the mixed run less the wave's, per particle.
+
+    python scripts/bench_pm.py                                     # N = 32 64 on 1, 2, 4 devices, CIC
+    python scripts/bench_pm.py --sizes 32 --devices 1 2 4 --windows cic tsc
+
+Results: a table on stdout, ``outputs/bench/pm.csv`` and ``pm.json`` (rewritten after every row, so a
+benchmark stopped at a time limit keeps what it measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[32, 64], help="cubic grid sizes N (N^3 particles)")
+    p.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4],
+                   help="device counts (virtual CPU devices on a CPU: the largest is configured)")
+    p.add_argument("--windows", nargs="+", default=["cic"], choices=["cic", "tsc"], help="physics.cdm_window")
+    p.add_argument("--fraction", type=float, default=0.5, help="physics.fdm_fraction of the mixed run")
+    p.add_argument("--precision", default="float64", choices=["float32", "float64"])
+    p.add_argument("--steps", type=int, default=4, help="steps per timed chunk")
+    p.add_argument("--repeats", type=int, default=5, help="timed rounds (median reported)")
+    p.add_argument("--platform", default="cpu", choices=["cpu", "gpu"], help="cpu: virtual devices; gpu: real ones")
+    p.add_argument("--out", default="outputs/bench", help="directory for pm.csv and pm.json")
+    return p.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    from simulator.runtime import configure_devices
+
+    configure_devices(max(args.devices) if args.platform == "cpu" else None, args.precision)
+    import jax
+    import jax.numpy as jnp
+
+    from simulator import config as config_mod
+    from simulator import plan
+    from simulator.benchmark import machine, memory_bytes, timed_interleaved, write_results
+    from simulator.equations.fdm_cosmo import cdm, cosmology
+    from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+    from simulator.run.simulation import Simulation
+
+    dt = 0.02
+
+    def prepared(n: int, devices, window: str | None):
+        overrides = [f"grid.shape={n}", "grid.box=1.0", "physics.name=fdm_cosmo", "initial.name=gaussian",
+                     f"precision={args.precision}", f"time.dt={dt}"]
+        if window:
+            overrides += [f"physics.fdm_fraction={args.fraction}", f"physics.cdm_particles={n**3}",
+                          f"physics.cdm_window={window}"]
+        sim = Simulation(config_mod.load(None, overrides), devices)
+        start = sim.initial_state()
+        holder = {"s": sim.advance(start, args.steps, dt, donate=True)}  # compiles the chunk
+
+        def chunk():
+            holder["s"] = sim.advance(holder["s"], args.steps, dt, donate=True)
+            return holder["s"]
+
+        mem = memory_bytes(plan.compiled_programs(sim, plan.abstract_state(sim), ["chunk"])["chunk"])
+        return sim, chunk, mem
+
+    def pieces(sim):
+        """The particle-mesh force's parts, each its own compiled program (the equation an argument)."""
+        eq, p = sim.equation, sim.params
+        state = sim.advance(sim.initial_state(), 1, dt)
+        x = state.position
+
+        deposit = jax.jit(lambda eq, x, p: cdm.density(eq, x, p))
+        rho_cdm = deposit(eq, x, p)
+
+        @jax.jit
+        def solve(eq, psi, rho_cdm, p):
+            rho_hat = eq.nyquist_free(eq.fft.rfft(jnp.abs(psi) ** 2))
+            cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) / cdm.window_transform(eq)
+            phi_hat = potential_spectrum(rho_hat + cdm_hat, inverse_laplacian(eq.kr), cosmology.G_CODE)
+            pull_hat = eq.nyquist_free(phi_hat) / cdm.window_transform(eq)
+            return eq.fft.irfft(phi_hat), jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+
+        grad = solve(eq, state.psi, rho_cdm, p)[1]
+        interpolate = jax.jit(lambda eq, g, x: eq.fft.interpolate_local(g, x, eq.box, eq.physics.cdm_window))
+        interpolate(eq, grad, x)
+        return {"deposit": lambda: deposit(eq, x, p), "solve": lambda: solve(eq, state.psi, rho_cdm, p),
+                "interpolate": lambda: interpolate(eq, grad, x)}
+
+    rows = []
+    info = machine()
+    print(f"# {info['device_kind']}, {info['cores']} cores, {args.precision}, f = {args.fraction}, "
+          f"{args.steps} steps per chunk, {args.repeats} rounds", flush=True)
+    print(f"{'N':>4s} {'dev':>3s} {'window':6s} {'step ms':>9s} {'wave ms':>9s} {'vs wave':>7s} {'deposit':>8s} "
+          f"{'solve':>8s} {'interp':>8s} {'B/part':>7s}", flush=True)
+    for n in args.sizes:
+        for count in args.devices:
+            devices = jax.devices()[:count]
+            _, wave, wave_mem = prepared(n, devices, None)
+            for window in args.windows:
+                try:
+                    sim, mixed, mem = prepared(n, devices, window)
+                except ValueError as err:  # a layout this grid and device count cannot take
+                    print(f"# skip {window} at {n}^3 on {count}: {err}", flush=True)
+                    continue
+                fns = {"wave": wave, "mixed": mixed, **pieces(sim)}
+                times = timed_interleaved(fns, repeats=args.repeats)
+                step, plain = times["mixed"] / args.steps, times["wave"] / args.steps
+                per_byte = None if mem is None or wave_mem is None else (mem - wave_mem) / n**3
+                row = {"N": n, "devices": count, "window": window, "particles": n**3, "fraction": args.fraction,
+                       "precision": args.precision, "step_ms": 1e3 * step, "wave_ms": 1e3 * plain,
+                       "vs_wave": step / plain, "deposit_ms": 1e3 * times["deposit"],
+                       "solve_ms": 1e3 * times["solve"], "interpolate_ms": 1e3 * times["interpolate"],
+                       "bytes_per_particle": per_byte, "repeats": args.repeats, "steps": args.steps}
+                rows.append(row)
+                write_results(args.out, "pm", rows, info)
+                b = "-" if per_byte is None else f"{per_byte:7.1f}"
+                print(f"{n:4d} {count:3d} {window:6s} {row['step_ms']:9.2f} {row['wave_ms']:9.2f} {row['vs_wave']:7.2f} "
+                      f"{row['deposit_ms']:8.2f} {row['solve_ms']:8.2f} {row['interpolate_ms']:8.2f} {b:>7s}",
+                      flush=True)
+    if rows:
+        print(write_results(args.out, "pm", rows, info), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
