@@ -399,8 +399,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
 @pytest.mark.multiprocess
 def test_two_processes_equal_one(tmp_path):
     """configs/fdm_cosmo.yaml mixed (f = 0.3, 16^3 wave and 16^3 particles) to z = 63 (14 steps) through
-    `simulator launch -n 2 --cpu-devices 2 run` (4 devices in 2 processes: the particles' halo exchanges and
-    the all-to-alls cross the processes) and through `simulator run` on one device: the final checkpoint's
+    `simulator launch -n 2 --cpu-devices 2 run` (4 devices in 2 processes: the particles' hand-over between
+    owners, the halo exchanges and the all-to-alls cross the processes) and through `simulator run` on one device: the final checkpoint's
     psi, positions and momenta agree to 1e-12 of their largest values (measured: 4.6e-15, 2.3e-16, 2.0e-15:
     the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells)."""
     args = ["run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--set", "grid.shape=16", "--set", "output.chunk=7",
@@ -414,8 +414,11 @@ def test_two_processes_equal_one(tmp_path):
         done = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=400)
         assert done.returncode == 0, done.stderr[-3000:]
         marker = sorted((tmp_path / name / "checkpoints").glob("c*.h5"))[-1]
-        with h5py.File(marker) as f:
-            ends[name] = {k: f[k][()] for k in ("psi", "position", "momentum")}
+        with h5py.File(marker) as f:  # the particles by identity: slots are per device, their order its own
+            live = f["live"][()] > 0
+            order = np.argsort(f["ident"][()][live])
+            ends[name] = {"psi": f["psi"][()], **{k: f[k][()][live][order] for k in ("position", "momentum")}}
+            assert live.sum() == 4096 and f["lost"][()].tolist() == [0, 0, 0]
     assert marker.name == "c00000014.h5", marker
     for key, want in ends["one"].items():
         got = ends["two"][key]
@@ -443,3 +446,19 @@ def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tm
         assert min(r["step_ms"], r["wave_ms"], r["deposit_ms"], r["solve_ms"], r["interpolate_ms"]) > 0
         assert r["bytes_per_particle"] >= 72, r  # positions, momenta and forces: 9 float64 each
     assert "# wrote" in done.stdout
+
+
+def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path):
+    """Particles crossing between devices beyond the send buffer (physics.cdm_exchange so small that one row
+    is handed over per step), run on to z = 3 so that they cross: the run stops after the chunk, exit 1, one
+    line naming physics.cdm_exchange and how many particles were not handed over; none is dropped silently."""
+    args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
+            "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=3",
+            "--set", "physics.output_redshifts=[127,3]", "--set", "physics.fdm_fraction=0.3",
+            "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_exchange=0.0001",
+            "--out", str(tmp_path / "run")]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if "physics.cdm_exchange" in line and "ERROR" in line]
+    assert len(lines) == 1 and "did not fit the hand-over to a neighbouring device" in lines[0], done.stderr[-2000:]
+    assert "finished" not in done.stderr

@@ -49,8 +49,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.fdm_cosmo import cosmology
+from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.fft.points import WINDOWS
 
 
@@ -97,16 +97,23 @@ def density_spectrum(eq: Any, position: jax.Array, live: jax.Array, params: Any)
     return eq.nyquist_free(eq.fft.rfft(density(eq, position, live, params))) / window_transform(eq)
 
 
+def solve(eq: Any, rho_wave_hat: jax.Array, rho_cdm: jax.Array, params: Any) -> tuple[jax.Array, jax.Array]:
+    """Phi = a V of the total density (real space) and the field -grad(Phi) the particles feel ``(3, Nx, Ny,
+    Nz)``, from the wave's density spectrum and the particles' assigned density ``rho_cdm`` (the window
+    divided out of it, and once more out of the force: see the module docstring)."""
+    cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) / window_transform(eq)
+    phi_hat = potential_spectrum(rho_wave_hat + cdm_hat, inverse_laplacian(eq.kr), cosmology.G_CODE)
+    pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
+    return eq.fft.irfft(phi_hat), jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+
+
 def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, live: jax.Array, params: Any
                         ) -> tuple[jax.Array, jax.Array]:
-    """Phi = a V of the total density (real space) and -grad(Phi) at the particles ``(slots, 3)`` (see the
-    module docstring: deconvolved once for the assignment and once for the interpolation)."""
-    total = rho_wave_hat + density_spectrum(eq, position, live, params)
-    phi_hat = potential_spectrum(total, inverse_laplacian(eq.kr), cosmology.G_CODE)
-    pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
-    grad = jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+    """Phi (real space) and -grad(Phi) at the particles ``(slots, 3)``: assignment, :func:`solve`, and the
+    interpolation by the same window."""
+    phi, grad = solve(eq, rho_wave_hat, density(eq, position, live, params), params)
     force = eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
-    return eq.fft.irfft(phi_hat), force.T
+    return phi, force.T
 
 
 def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
