@@ -360,16 +360,18 @@ def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
 def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
-    checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
+    checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit (a
+    restart on one device is refused in one line: the slots are per device), and
     the total mass stays at round-off; `simulator plot` draws it."""
-    def run(out, *extra):
+    def run(out, *extra, status=0):
         args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
                 "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
                 "--set", "physics.output_redshifts=[127,63,31]", "--set", "physics.fdm_fraction=0.3",
                 "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
                 "--out", str(tmp_path / out), *extra]
         done = subprocess.run(args, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == status, done.stderr[-3000:]
+        return done
 
     run("straight")
     run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"))
@@ -380,6 +382,10 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
             ends.append({k: f[k][()] for k in ("psi", "position", "momentum")})
     for key in ends[0]:
         assert np.array_equal(ends[0][key], ends[1][key]), key
+    # on another device count the slots do not fit: refused in one line, not taken for damage
+    other = run("straight", "--restart", "--add-to-t-end", "0.1", "--cpu-devices", "1", status=2)
+    assert other.stderr.strip().splitlines()[-1].startswith("error: checkpoint = ") and "device count" in other.stderr
+    assert "damaged" not in other.stderr
     out = tmp_path / "straight"
     with h5py.File(sorted((out / "snapshots").glob("s*.h5"))[-1]) as f:
         total = f["total_density"][()]

@@ -303,8 +303,13 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) ->
                                                  f"run keeps it in {space} space")
             if space == PARTICLES:
                 if tuple(snap.file[name].shape) != tuple(leaf.shape):
-                    raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} has shape "
-                                                     f"{list(snap.file[name].shape)}, this run needs {list(leaf.shape)}")
+                    # not damage: particles kept per device (slots) were written on another device count
+                    from simulator.errors import ConfigError
+
+                    raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), "restart on the device "
+                                      "count it was written on (its particles are laid out per device)",
+                                      f"holds {name!r} of shape {list(snap.file[name].shape)}, this run needs "
+                                      f"{list(leaf.shape)}")
                 out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, (0, 1, 2), leaf.dtype))
             elif space == "spectral":
                 out.append(_read_spectrum(ckpt, snap, name, leaf, fft))
