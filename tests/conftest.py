@@ -78,7 +78,7 @@ def local_fft(request):
 
 #: the longest test files (minutes each on 2 cores), handed out first: with one file per worker
 #: (pytest-xdist's loadfile), starting the long ones early keeps a long file from running alone at the end
-LONG_FIRST = ("test_slurm.py", "test_gradients.py", "test_multiprocess.py", "test_faults.py", "test_ensemble.py",
+LONG_FIRST = ("test_fdm_cdm.py", "test_slurm.py", "test_gradients.py", "test_multiprocess.py", "test_faults.py", "test_ensemble.py",
               "test_particles.py", "test_particles_io.py", "test_statistics.py", "test_restart.py", "test_signals.py",
               "test_plan.py", "test_paraview.py", "test_sweep.py", "test_fdm_cosmo.py", "test_gpu_campaign.py")
 
