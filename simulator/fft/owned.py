@@ -1,8 +1,8 @@
 """Particles owned by the device whose real-space block holds them: their sharding, their hand-over
 between neighbouring devices as they move (inside compiled code), and their first distribution.
 
-Layout: an owned particle array is ``(devices * capacity, ...)`` sharded over every mesh axis in mesh order
-(:func:`particle_sharding`): each device holds ``capacity`` slots, its live particles packed anywhere among
+Layout: an owned particle array is ``(devices * capacity, ...)`` sharded along its first axis over every mesh
+axis in mesh order (``PartitionSpec(mesh.axis_names)``, what the functions below return): each device holds ``capacity`` slots, its live particles packed anywhere among
 them and a ``live`` mask ``(devices * capacity,)`` saying which slots hold one. Every live particle's cell
 (floor(x / dx)) lies in its device's block of the backend's real-space layout, so the windowed interpolation
 and its transpose, the particle-mesh assignment (:func:`simulator.fft.points.interpolate_local` and
@@ -20,13 +20,7 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import NamedSharding, PartitionSpec
-
-
-def particle_sharding(fft) -> NamedSharding:
-    """Arrays of owned particles, ``(devices * capacity, ...)``: each device holds ``capacity`` slots, the
-    particles whose cell lies in its real-space block (and empty slots), in mesh order."""
-    return NamedSharding(fft.mesh, PartitionSpec(tuple(fft.mesh.axis_names)))
+from jax.sharding import PartitionSpec
 
 
 def _sharded_axes(fft) -> list[tuple[int, str, int]]:
@@ -99,7 +93,7 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     """Hand every live particle to the device whose real-space block holds its cell, inside compiled code.
 
     ``live`` ``(devices * capacity,)`` and ``arrays`` (the first the positions ``(devices * capacity, 3)``,
-    then anything that travels with them) are sharded by :func:`particle_sharding`. Along each sharded
+    then anything that travels with them) are sharded by owner (the module docstring). Along each sharded
     axis in turn, each device packs the particles that left its block into a buffer of ``buffer`` rows
     per direction, ``ppermute`` sends it to the neighbour, which puts the arrivals into its empty slots.
     A particle moves at most one block per call. Returns ``(live, *arrays, counts)`` with ``counts``

@@ -311,7 +311,7 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     planes below and above along each sharded axis: ``ppermute`` with its neighbours); one psum assembles
     them. Cost per point: width^3 x batch multiply-adds, on the owner only. Returns ``(*batch, Np)``.
 
-    ``owned``: the points are sharded as :func:`particle_sharding` says, each device's slots in its own block
+    ``owned``: the points are sharded by owner (:mod:`simulator.fft.owned`), each device's slots in its own block
     (:func:`migrate` keeps them there): no psum, the values sharded like the points."""
     nb = field.ndim - 3
     batch = field.shape[:nb]
