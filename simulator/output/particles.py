@@ -1,25 +1,34 @@
-"""Particle outputs: snapshots of every particle (per-process shards, an index, XDMF point clouds) and a
-trajectory file of a subset at a finer cadence.
+"""Particle outputs: snapshots of every particle (per-process shards, an index, XDMF point clouds); the
+trajectory file of a subset at a finer cadence is :mod:`simulator.output.trajectories`.
 
 Layout under the run directory::
 
-    particles/s00000120/p0000.h5 ...  each process's share of the particles (rows of the index)
+    particles/s00000120/p0000.h5 ...  each process's particles (consecutive rows of the index)
     particles/s00000120.h5            the index: virtual datasets id, species, position, unwrapped, velocity
     particles/s00000120.xdmf          this snapshot as a ParaView/VisIt point cloud (Polyvertex)
     particles/series.xdmf             every particle snapshot so far, a temporal collection
-    particles/trajectories.h5         (output.trajectories) time, step, id, position/unwrapped/velocity
-                                      (time, particle, 3) of the first ``count`` particles of each species
+    particles/trajectories.h5         (output.trajectories) the first particles of each species, finer in time
     particles/aside/                  trajectory files a restart set aside (:mod:`simulator.output.rows`)
 
 Particle snapshots are written with the field snapshots (``output.snapshots``: the same moments), so
 opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the
-field under one time slider. Particles are replicated on every device; process r of P writes rows
-[r Np / P, (r + 1) Np / P) of every dataset, so each process writes an equal share and the index maps
-the shares into one dataset per quantity. Rows: species after species in config order; ``id`` is the
-row (species offset + index within the species), ``species`` the species' index in ``particles``
-(its names are the index's attribute ``species_names``). ``position`` is wrapped into [0, L) (what
-ParaView draws inside the box), ``unwrapped`` the continuous trajectory, ``velocity`` v for inertial
-species and u(x) for tracers. The trajectory file is written by process 0 alone (a small subset).
+field under one time slider. The species are those of the state (:meth:`simulator.equations.base.Equation.
+particles`): the ``particles`` section's, then the equation's own (a mixed ``fdm_cosmo`` run's cold particles,
+``cdm``). Each process writes its own rows (:func:`shares`): of replicated species (flow particles) an
+equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of species owned by devices
+(the cold particles) the occupied slots of its devices, a count that changes as particles migrate. The
+counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
+into one virtual dataset per quantity. Within a process, rows are species after species in config order.
+
+Datasets: ``id`` the particle's identity, its species' offset (the particle counts of the species before
+it) + its index within the species (a flow species' row in the state; the cold particles' lattice index),
+the same in every snapshot wherever the particle moved, so :func:`read_series` orders each species by it;
+``species`` the species' index in the attribute ``species_names`` (``counts``: each one's total).
+``position`` is wrapped into [0, L) (what ParaView draws inside the box). ``unwrapped`` is the position as
+the state holds it: the continuous trajectory of flow particles, but equal to ``position`` for the cold
+particles (kept wrapped: their owner is found from their cell). ``velocity``: v for inertial species, u(x)
+for tracers, the cold particles' peculiar velocity a dx/dt = p / a (code velocity (Mpc/h) H0 = 100 km/s;
+p = a^2 dx/dt the comoving momentum the state holds). Lengths in the unit of ``grid.box``.
 """
 
 from __future__ import annotations
@@ -37,14 +46,10 @@ import numpy as np
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.kinds import OutputKind
-from simulator.output.rows import Pending, trim
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 DIR = "particles"
-TRAJECTORIES = "trajectories.h5"
 QUANTITIES = ("id", "species", "position", "unwrapped", "velocity")
-#: the datasets of the trajectory file with a row per output
-ROWS = ("time", "step", "position", "unwrapped", "velocity")
 
 
 def rows(n: int, rank: int, processes: int) -> tuple[int, int]:
@@ -288,97 +293,14 @@ class ParticleSnapshotWriter(SeriesWriter):
         self.log(f"particles {index}")
 
 
-class TrajectoryWriter(Writer):
-    """The first ``count`` particles of each species every ``schedule.every`` steps, appended to
-    ``particles/trajectories.h5`` by process 0. On a restart, rows past the restart's step are dropped;
-    a damaged file, or one of other particles (another ``count``), is set aside whole
-    (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
-
-    name = "trajectories"
-
-    def __init__(self, schedule: Schedule, species: Sequence[str], count: int, sample: Sample, box: Sequence[float],
-                 rank0: bool):
-        super().__init__()
-        self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
-        self.box = box
-        self.path: Path | None = None
-        self.pending: Pending | None = None
-        self.started = False
-
-    def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        self.path = run_dir / DIR / TRAJECTORIES
-        if self.rank0:
-            self.pending = self._io(lambda: Pending(self.path, resumed_step, lambda f, keep: trim(f, keep, ROWS)))
-
-    def _io(self, act: Callable[[], Any]) -> Any:
-        """``act()``, a failed write (a full disk) raised as one OutputWriteError naming the file."""
-        try:
-            return act()
-        except hdf5.OutputWriteError:
-            raise
-        except (OSError, RuntimeError) as err:
-            raise hdf5.OutputWriteError(f"writing {self.path} failed: {hdf5.describe_os_error(err)}") from err
-
-    def write(self, moment: Moment) -> None:
-        arrays = self.sample(moment)  # collective: every process computes, process 0 writes
-        if not self.rank0:
-            return
-        assert self.path is not None
-        # replicated species (flow particles): this process's first copy is the whole of each
-        whole = {s: (np.asarray(arrays[s].position.addressable_data(0)), np.asarray(arrays[s].velocity.addressable_data(0)))
-                 for s in self.species}
-        first = {s: min(self.count, len(whole[s][0])) for s in self.species}
-        data = gather_rows(self.species, {s: Share(np.arange(first[s]), whole[s][0][:first[s]], whole[s][1][:first[s]])
-                                          for s in self.species},
-                           np.cumsum([0] + [len(whole[s][0]) for s in self.species]), self.box)
-        self._io(lambda: self._append(moment, data))
-
-    def _changed(self, f: h5py.File, ids: np.ndarray) -> str | None:
-        """Why the restart's file cannot take rows of the particles ``ids`` (their ids in the snapshots), or None."""
-        if json.loads(f.attrs["species_names"]) == list(self.species) and np.array_equal(f["id"][()], ids):
-            return None
-        return f"{TRAJECTORIES}: the particles of a row changed (output.trajectories.count {self.count})"
-
-    def _append(self, moment: Moment, data: Mapping[str, np.ndarray]) -> None:
-        assert self.path is not None and self.pending is not None
-        if not self.started:  # the first row: a new file, unless a restart continues the old one
-            if not self.pending.settle(lambda f: self._changed(f, data["id"])):
-                self._create(data)
-            self.started = True
-        with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
-            t = f["time"].shape[0]
-            for name, value in (("time", moment.time), ("step", moment.step)):
-                f[name].resize(t + 1, axis=0)
-                f[name][t] = value
-            for name in ("position", "unwrapped", "velocity"):
-                f[name].resize(t + 1, axis=0)
-                f[name][t] = data[name]
-
-    def _create(self, data: Mapping[str, np.ndarray]) -> None:
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:
-            n = len(data["id"])
-            f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
-            f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)
-            for name in ("position", "unwrapped", "velocity"):
-                f.create_dataset(name, (0, n, 3), maxshape=(None, n, 3), dtype=data[name].dtype, chunks=(1, n, 3))
-            f.create_dataset("id", data=data["id"])  # the particles' ids in the snapshots
-            f.create_dataset("species", data=data["species"])
-            f.attrs["species_names"] = json.dumps(list(self.species))
-
-    def close(self) -> None:
-        """A restart's file that got no row is cut back to the restart's step."""
-        if self.pending:
-            self._io(self.pending.settle)
-
-
 def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
     """The particle outputs of a run (the output kind's ``writers``; ``ctx`` a
     :class:`~simulator.output.kinds.WriterContext`): snapshots of every species of the equation's state
     (:meth:`simulator.equations.base.Equation.particles`) on the field snapshots' schedule, and the trajectory
     file of the ``particles`` section's species when ``output.trajectories.every`` is set."""
     import jax
+
+    from simulator.output.trajectories import TrajectoryWriter
 
     sampled = jax.jit(lambda eq, state, p, t: eq.at(t).particles(state, p))
     params = sim.equation.params(cfg.physics)
