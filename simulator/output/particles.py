@@ -14,11 +14,12 @@ Particle snapshots are written with the field snapshots (``output.snapshots``: t
 opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the
 field under one time slider. The species are those of the state (:meth:`simulator.equations.base.Equation.
 particles`): the ``particles`` section's, then the equation's own (a mixed ``fdm_cosmo`` run's cold particles,
-``cdm``). Each process writes its own rows (:func:`shares`): of replicated species (flow particles) an
+``cdm``). Each process writes its own rows (:func:`local_shares`): of replicated species (flow particles) an
 equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of species owned by devices
 (the cold particles) the occupied slots of its devices, a count that changes as particles migrate. The
 counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
 into one virtual dataset per quantity. Within a process, rows are species after species in config order.
+The writers of a run, which sample the state, are :func:`simulator.particles.outputs.particle_writers`.
 
 Datasets: ``id`` the particle's identity, its species' offset (the particle counts of the species before
 it) + its index within the species (a flow species' row in the state; the cold particles' lattice index),
@@ -44,7 +45,7 @@ import h5py
 import numpy as np
 
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.base import Moment, Schedule
 from simulator.output.kinds import OutputKind
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
@@ -73,7 +74,7 @@ class Share:
     velocity: np.ndarray
 
 
-def shares(species: Sequence[str], arrays: Mapping[str, Any]) -> dict[str, Share]:
+def local_shares(species: Sequence[str], arrays: Mapping[str, Any]) -> dict[str, Share]:
     """The particles of each of ``species`` (:class:`~simulator.equations.base.ParticleArrays` by name) that
     this process writes, in that order. Replicated species together (their rows in the index are species
     after species, as in the state): process r of P takes rows rows(N, r, P) of their N rows, so each
@@ -198,8 +199,9 @@ def particle_grid(index: str, count: int, shapes: Mapping[str, tuple[tuple[int, 
     grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
     ET.SubElement(grid, "Time", Value=repr(float(time)))
     ET.SubElement(grid, "Information", Name="step", Value=str(int(step)))
-    # one vertex cell per particle, its connectivity the id rows (0 .. Np-1): without it ParaView's default
-    # (Xdmf3) reader makes points but no cells, which it neither draws nor filters
+    # one vertex cell per particle, its connectivity the id column (a permutation of the rows 0 .. Np-1: each
+    # particle once): without it ParaView's default (Xdmf3) reader makes points but no cells, which it
+    # neither draws nor filters
     topology = ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(count),
                              NodesPerElement="1")
     topology.append(_item(index, "id", shapes["id"]))
@@ -275,7 +277,7 @@ Sample = Callable[[Moment], Mapping[str, Any]]
 
 class ParticleSnapshotWriter(SeriesWriter):
     """Every particle of ``species`` (names, in config order) on the field snapshots' schedule (collective):
-    each process writes its own (:func:`shares`, :func:`write_particles`)."""
+    each process writes its own (:func:`local_shares`, :func:`write_particles`)."""
 
     name = "particle_snapshots"
     directory = DIR
@@ -288,36 +290,14 @@ class ParticleSnapshotWriter(SeriesWriter):
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
-        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", shares(self.species, self.sample(moment)),
-                                self.box, self.attrs(moment), moment.time)
+        mine = local_shares(self.species, self.sample(moment))
+        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", mine, self.box, self.attrs(moment),
+                                moment.time)
         self.log(f"particles {index}")
-
-
-def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
-    """The particle outputs of a run (the output kind's ``writers``; ``ctx`` a
-    :class:`~simulator.output.kinds.WriterContext`): snapshots of every species of the equation's state
-    (:meth:`simulator.equations.base.Equation.particles`) on the field snapshots' schedule, and the trajectory
-    file of the ``particles`` section's species when ``output.trajectories.every`` is set."""
-    import jax
-
-    from simulator.output.trajectories import TrajectoryWriter
-
-    sampled = jax.jit(lambda eq, state, p, t: eq.at(t).particles(state, p))
-    params = sim.equation.params(cfg.physics)
-
-    def sample(moment: Moment) -> Mapping[str, Any]:
-        return sampled(sim.equation, moment.state, params, sim.time_array(moment.time))
-
-    out: list[Writer] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_names(cfg), sample,
-                                                cfg.grid.box, ctx.snapshot_attrs, ctx.info, ctx.rank0)]
-    if cfg.output.trajectories.every:
-        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), [s.name for s in cfg.particles],
-                                    cfg.output.trajectories.count, sample, cfg.grid.box, ctx.rank0))
-    return out
 
 
 #: the output kind (:mod:`simulator.output.kinds`): particle snapshots with the field snapshots, and trajectories
 KIND = OutputKind(
     name="particles", doc="particles/: particle snapshots (with the field snapshots) and trajectories.h5",
-    active=lambda cfg: bool(species_names(cfg)), writers="simulator.output.particles:particle_writers",
+    active=lambda cfg: bool(species_names(cfg)), writers="simulator.particles.outputs:particle_writers",
     files=(DIR,), schedules=("trajectories",), read=read_series)
