@@ -32,7 +32,7 @@ import numpy as np
 
 from simulator.errors import ConfigError
 
-#: the trajectory file under the run directory (written by :class:`simulator.output.particles.TrajectoryWriter`)
+#: the trajectory file under the run directory (written by :class:`simulator.output.trajectories.TrajectoryWriter`)
 TRAJECTORIES = Path("particles") / "trajectories.h5"
 #: Richardson's constant g in <|dx|^2> = g eps t^3 (Sawford, Yeung & Hackl, Phys. Fluids 20, 2008: ~0.5)
 RICHARDSON_G = 0.5

@@ -91,7 +91,7 @@ class RunResults:
     def particles(self) -> dict[str, particle_output.ParticleSeries]:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
         ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
-        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles in order
+        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity
         (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none."""
         return particle_output.read_series(self.path)
 

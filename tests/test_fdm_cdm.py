@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+import simulator
 from simulator import config as C
 from simulator.equations.fdm_cosmo import cdm, cosmology
 from simulator.errors import ConfigError
@@ -357,6 +358,43 @@ def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
 # ---- a run through the command line ----------------------------------------------------------------------
 
 
+def cold_particle_snapshots(out, count, processes):
+    """The cold particles' snapshots of the mixed run ``out``, checked: one beside each field snapshot (an
+    index with its point cloud, a shard per process whose rows follow one another and sum to ``count``, ids a
+    permutation of 0 .. count-1), read by load_run in identity order, the last equal to the final
+    checkpoint's particles matched by identity (positions bitwise, velocities p / a). Returns the series."""
+    fields = [p.name for p in sorted((out / "snapshots").glob("s*.h5"))]
+    indexes = sorted((out / "particles").glob("s*.h5"))
+    assert [p.name for p in indexes] == fields and (out / "particles" / "series.xdmf").is_file()
+    for index in indexes:
+        assert index.with_suffix(".xdmf").is_file()
+        shards = sorted(index.with_suffix("").glob("p*.h5"))
+        assert len(shards) == processes, shards
+        stop = 0
+        for shard in shards:
+            with h5py.File(shard) as f:
+                assert int(f.attrs["start"]) == stop and int(f.attrs["stop"]) == stop + len(f["id"]) > stop
+                stop += len(f["id"])
+        with h5py.File(index) as f:
+            assert stop == count and np.array_equal(np.sort(f["id"][()]), np.arange(count))
+            assert not f["species"][()].any() and f.attrs["species_names"] == '["cdm"]'
+    series = simulator.load_run(out).output("particles")
+    assert list(series) == ["cdm"] and series["cdm"].position.shape == (len(fields), count, 3)
+    cold = series["cdm"]
+    marker = sorted((out / "checkpoints").glob("c*.h5"))[-1]
+    assert cold.step[-1] == int(marker.stem[1:])
+    with h5py.File(marker) as f:
+        live = f["live"][()] > 0
+        order = np.argsort(f["ident"][()][live])
+        position, momentum = (f[k][()][live][order] for k in ("position", "momentum"))
+    with h5py.File(indexes[-1]) as f:
+        a = float(f.attrs["a"])
+    assert np.array_equal(cold.position[-1], position) and np.array_equal(cold.unwrapped[-1], position)
+    np.testing.assert_allclose(cold.velocity[-1], momentum / a, rtol=1e-13, atol=0)
+    return cold
+
+
+
 def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
@@ -375,6 +413,12 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
 
     run("straight")
     run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"))
+    # the cold particles' snapshots, with the field snapshots: the restart's from its step on, ending equal
+    straight = cold_particle_snapshots(tmp_path / "straight", 4096, processes=1)
+    split = cold_particle_snapshots(tmp_path / "split", 4096, processes=1)
+    assert len(straight.step) == 3 and split.step[0] > 10
+    assert np.array_equal(split.position[-1], straight.position[-1])
+    written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
     ends = []
     for name in ("straight", "split"):
         marker = sorted((tmp_path / name / "checkpoints").glob("c*.h5"))[-1]
@@ -386,6 +430,7 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     other = run("straight", "--restart", "--add-to-t-end", "0.1", "--cpu-devices", "1", status=2)
     assert other.stderr.strip().splitlines()[-1].startswith("error: checkpoint = ") and "device count" in other.stderr
     assert "damaged" not in other.stderr
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     out = tmp_path / "straight"
     with h5py.File(sorted((out / "snapshots").glob("s*.h5"))[-1]) as f:
         total = f["total_density"][()]
@@ -408,7 +453,8 @@ def test_two_processes_equal_one(tmp_path):
     `simulator launch -n 2 --cpu-devices 2 run` (4 devices in 2 processes: the particles' hand-over between
     owners, the halo exchanges and the all-to-alls cross the processes) and through `simulator run` on one device: the final checkpoint's
     psi, positions and momenta agree to 1e-12 of their largest values (measured: 4.6e-15, 2.3e-16, 2.0e-15:
-    the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells)."""
+    the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells); the
+    particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's."""
     args = ["run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--set", "grid.shape=16", "--set", "output.chunk=7",
             "--set", "physics.z_end=63", "--set", "physics.output_redshifts=[127,63]", "--set", "physics.fdm_fraction=0.3",
             "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=14"]
@@ -430,6 +476,12 @@ def test_two_processes_equal_one(tmp_path):
         got = ends["two"][key]
         assert got.shape == want.shape, key
         assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want)), (key, np.max(np.abs(got - want)))
+    # the particle snapshots: each process writes the particles its devices own, the index lines them up
+    cold = {name: cold_particle_snapshots(tmp_path / name, 4096, processes) for name, processes in (("one", 1),
+                                                                                                  ("two", 2))}
+    for key in ("position", "velocity"):
+        want = getattr(cold["one"], key)
+        assert np.max(np.abs(getattr(cold["two"], key) - want)) <= 1e-12 * np.max(np.abs(want)), key
     start = lattice(16, 1.0)  # configs/fdm_cosmo.yaml: a 1 Mpc/h box
     moved = np.abs(np.mod(ends["one"]["position"] - start + 0.5, 1.0) - 0.5)
     assert np.max(moved) > 1e-3  # 0.019 Mpc/h, 0.3 cells

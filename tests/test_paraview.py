@@ -188,16 +188,16 @@ def test_a_taylor_green_run_is_a_time_series_in_paraview(pvpython, tmp_path):
 def test_particle_snapshots_are_a_point_cloud_time_series_in_paraview(pvpython, devices, tmp_path):
     """particles/series.xdmf: both readers load one vertex per particle at its stored position, with its
     velocity, id and species, at every snapshot's time."""
-    from simulator.output.particles import gather_rows, write_particles
+    from simulator.output.particles import Share, gather_rows, write_particles
 
     rng = np.random.default_rng(3)
     box = (2 * np.pi, 3.0, 4.0)
     rows = {}
     for step, t in ((0, 0.0), (10, 0.5)):
-        positions = {"a": rng.uniform(-2, 9, (7, 3)), "b": rng.uniform(0, 3, (4, 3))}
-        velocities = {"a": rng.normal(size=(7, 3)), "b": rng.normal(size=(4, 3))}
-        rows[t] = gather_rows(["a", "b"], positions, velocities, box)
-        write_particles(tmp_path / "particles" / f"s{step:08d}", rows[t], {"step": step}, t)
+        shares = {"a": Share(np.arange(7), rng.uniform(-2, 9, (7, 3)), rng.normal(size=(7, 3))),
+                  "b": Share(np.arange(4), rng.uniform(0, 3, (4, 3)), rng.normal(size=(4, 3)))}
+        rows[t] = gather_rows(["a", "b"], shares, [0, 7], box)
+        write_particles(tmp_path / "particles" / f"s{step:08d}", shares, box, {"step": step}, t)
     for reader in ("default", "legacy"):
         seen = probe(pvpython, tmp_path / "particles" / "series.xdmf", reader, tmp_path)
         assert bool(seen["cloud"]), reader  # vertex cells: ParaView draws and filters them

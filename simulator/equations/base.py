@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,18 @@ from simulator.time.schemes import SEMILINEAR, SPLIT_STEP
 Params = dict[str, jax.Array]
 #: builds an initial condition's real-space fields: (equation, coordinates, initial condition, params)
 Builder = Callable[[Any, Sequence[jax.Array], Any, Params], dict[str, jax.Array]]
+
+
+class ParticleArrays(NamedTuple):
+    """One particle species of a state, device arrays: ``position`` and ``velocity`` ``(rows, 3)``, and either
+    ``ident`` and ``live`` ``(rows,)``, sharded along the rows like them (each device its own slots: the
+    particle's index in its species, 0 .. N-1, and nonzero where a slot holds a particle), or both None:
+    replicated arrays whose row i is particle i, every row a particle."""
+
+    position: jax.Array
+    velocity: jax.Array
+    ident: jax.Array | None = None
+    live: jax.Array | None = None
 
 
 class Equation(abc.ABC):
@@ -137,6 +149,12 @@ class Equation(abc.ABC):
         """Why a run must stop after a chunk, read from ``state`` on the host (e.g. particles that found no
         room), or None: the run loop asks after every chunk. Most equations lose nothing (the default)."""
         return None
+
+    def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
+        """The particle species ``state`` carries (:class:`ParticleArrays`), by name, in the order of the
+        config's species (:meth:`~simulator.equations.spec.EquationParams.particle_species`): what the
+        particle snapshots write (:mod:`simulator.output.particles`). Most equations carry none (the default)."""
+        return {}
 
     def leaf_spaces(self, state: Any) -> list[str]:
         """"spectral" or "real" for each leaf of ``state``, in flattening order."""

@@ -1,25 +1,35 @@
-"""Particle outputs: snapshots of every particle (per-process shards, an index, XDMF point clouds) and a
-trajectory file of a subset at a finer cadence.
+"""Particle outputs: snapshots of every particle (per-process shards, an index, XDMF point clouds); the
+trajectory file of a subset at a finer cadence is :mod:`simulator.output.trajectories`.
 
 Layout under the run directory::
 
-    particles/s00000120/p0000.h5 ...  each process's share of the particles (rows of the index)
+    particles/s00000120/p0000.h5 ...  each process's particles (consecutive rows of the index)
     particles/s00000120.h5            the index: virtual datasets id, species, position, unwrapped, velocity
     particles/s00000120.xdmf          this snapshot as a ParaView/VisIt point cloud (Polyvertex)
     particles/series.xdmf             every particle snapshot so far, a temporal collection
-    particles/trajectories.h5         (output.trajectories) time, step, id, position/unwrapped/velocity
-                                      (time, particle, 3) of the first ``count`` particles of each species
+    particles/trajectories.h5         (output.trajectories) the first particles of each species, finer in time
     particles/aside/                  trajectory files a restart set aside (:mod:`simulator.output.rows`)
 
 Particle snapshots are written with the field snapshots (``output.snapshots``: the same moments), so
 opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the
-field under one time slider. Particles are replicated on every device; process r of P writes rows
-[r Np / P, (r + 1) Np / P) of every dataset, so each process writes an equal share and the index maps
-the shares into one dataset per quantity. Rows: species after species in config order; ``id`` is the
-row (species offset + index within the species), ``species`` the species' index in ``particles``
-(its names are the index's attribute ``species_names``). ``position`` is wrapped into [0, L) (what
-ParaView draws inside the box), ``unwrapped`` the continuous trajectory, ``velocity`` v for inertial
-species and u(x) for tracers. The trajectory file is written by process 0 alone (a small subset).
+field under one time slider. The species are those of the state (:meth:`simulator.equations.base.Equation.
+particles`): the ``particles`` section's, then the equation's own (a mixed ``fdm_cosmo`` run's cold particles,
+``cdm``). Each process writes its own rows (:func:`local_shares`): of replicated species (flow particles) an
+equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of species owned by devices
+(the cold particles) the occupied slots of its devices, a count that changes as particles migrate. The
+counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
+into one virtual dataset per quantity. Within a process, rows are species after species in config order.
+The writers of a run, which sample the state, are :func:`simulator.particles.outputs.particle_writers`.
+
+Datasets: ``id`` the particle's identity, its species' offset (the particle counts of the species before
+it) + its index within the species (a flow species' row in the state; the cold particles' lattice index),
+the same in every snapshot wherever the particle moved, so :func:`read_series` orders each species by it;
+``species`` the species' index in the attribute ``species_names`` (``counts``: each one's total).
+``position`` is wrapped into [0, L) (what ParaView draws inside the box). ``unwrapped`` is the position as
+the state holds it: the continuous trajectory of flow particles, but equal to ``position`` for the cold
+particles (kept wrapped: their owner is found from their cell). ``velocity``: v for inertial species, u(x)
+for tracers, the cold particles' peculiar velocity a dx/dt = p / a (code velocity (Mpc/h) H0 = 100 km/s;
+p = a^2 dx/dt the comoving momentum the state holds). Lengths in the unit of ``grid.box``.
 """
 
 from __future__ import annotations
@@ -35,16 +45,12 @@ import h5py
 import numpy as np
 
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.base import Moment, Schedule
 from simulator.output.kinds import OutputKind
-from simulator.output.rows import Pending, trim
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 DIR = "particles"
-TRAJECTORIES = "trajectories.h5"
 QUANTITIES = ("id", "species", "position", "unwrapped", "velocity")
-#: the datasets of the trajectory file with a row per output
-ROWS = ("time", "step", "position", "unwrapped", "velocity")
 
 
 def rows(n: int, rank: int, processes: int) -> tuple[int, int]:
@@ -52,28 +58,102 @@ def rows(n: int, rank: int, processes: int) -> tuple[int, int]:
     return rank * n // processes, (rank + 1) * n // processes
 
 
-def gather_rows(species: Sequence[str], positions: Mapping[str, np.ndarray], velocities: Mapping[str, np.ndarray],
-                box: Sequence[float]) -> dict[str, np.ndarray]:
-    """Every particle's row of each quantity (host arrays), species after species."""
-    unwrapped = np.concatenate([np.asarray(positions[s]) for s in species])
-    counts = [len(positions[s]) for s in species]
-    return {"id": np.arange(len(unwrapped), dtype=np.int64),
+def species_names(cfg: Any) -> list[str]:
+    """The particle species a run of ``cfg`` carries (no JAX): the ``particles`` section's, then the
+    equation's own (:meth:`~simulator.equations.spec.EquationParams.particle_species`)."""
+    return [s.name for s in cfg.particles] + list(cfg.physics.particle_species())
+
+
+@dataclass(frozen=True)
+class Share:
+    """Particles of one species, host arrays: ``ident`` (n,) their indices in the species (0 .. N-1),
+    ``position`` (n, 3) as the state holds them (unwrapped for flow particles), ``velocity`` (n, 3)."""
+
+    ident: np.ndarray
+    position: np.ndarray
+    velocity: np.ndarray
+
+
+def local_shares(species: Sequence[str], arrays: Mapping[str, Any]) -> dict[str, Share]:
+    """The particles of each of ``species`` (:class:`~simulator.equations.base.ParticleArrays` by name) that
+    this process writes, in that order. Replicated species together (their rows in the index are species
+    after species, as in the state): process r of P takes rows rows(N, r, P) of their N rows, so each
+    process writes an equal share. Owned species: the occupied slots (``live``) of the blocks that this
+    process's devices hold, each block once (its replica 0)."""
+    import jax
+
+    replicated = [s for s in species if arrays[s].ident is None]
+    total = sum(arrays[s].position.shape[0] for s in replicated)
+    start, stop = rows(total, jax.process_index(), jax.process_count())
+    out, offset = {}, 0
+    for s in species:
+        a = arrays[s]
+        if a.ident is None:  # this process's first copy is the whole of each
+            n = a.position.shape[0]
+            lo, hi = min(max(start - offset, 0), n), min(max(stop - offset, 0), n)
+            offset += n
+            out[s] = Share(np.arange(lo, hi, dtype=np.int64), np.asarray(a.position.addressable_data(0))[lo:hi],
+                           np.asarray(a.velocity.addressable_data(0))[lo:hi])
+        else:
+            live = _local(a.live) > 0
+            out[s] = Share(_local(a.ident)[live].astype(np.int64), _local(a.position)[live], _local(a.velocity)[live])
+    return out
+
+
+def _local(a: Any) -> np.ndarray:
+    """The blocks of the row-sharded array ``a`` that this process's devices hold, each once, in row order."""
+    blocks = {s.index[0].start or 0: s.data for s in a.addressable_shards if s.replica_id == 0}
+    if not blocks:
+        return np.zeros((0, *a.shape[1:]), a.dtype)
+    return np.concatenate([np.asarray(blocks[k]) for k in sorted(blocks)])
+
+
+def gather_rows(species: Sequence[str], shares: Mapping[str, Share], offsets: Sequence[int], box: Sequence[float]
+                ) -> dict[str, np.ndarray]:
+    """The rows of each quantity of ``shares`` (host arrays), species after species: ``id`` = the species'
+    offset (``offsets``, in the order of ``species``) + its particle's index, ``position`` wrapped into
+    [0, L), ``unwrapped`` as stored."""
+    unwrapped = np.concatenate([np.asarray(shares[s].position) for s in species])
+    counts = [len(shares[s].ident) for s in species]
+    return {"id": np.concatenate([o + np.asarray(shares[s].ident, np.int64) for o, s in zip(offsets, species)]),
             "species": np.repeat(np.arange(len(species), dtype=np.int32), counts),
             "position": np.mod(unwrapped, np.asarray(box, unwrapped.dtype)),
             "unwrapped": unwrapped,
-            "velocity": np.concatenate([np.asarray(velocities[s]) for s in species])}
+            "velocity": np.concatenate([np.asarray(shares[s].velocity) for s in species])}
 
 
-def write_particles(stem: Path, data: Mapping[str, np.ndarray], attrs: Mapping[str, Any], time: float) -> Path:
-    """Write one particle snapshot ``stem`` (collective: every process passes the same ``data``, the host
-    copy of the replicated particles, and writes its own rows); the index, and on process 0 the XDMF
-    files. Returns the index path."""
+def _row_counts(mine: np.ndarray) -> np.ndarray:
+    """Every process's ``mine`` (its row count per species), ``(processes, species)``: one small all-gather
+    (none in a single-process run)."""
+    import jax
+
+    if jax.process_count() == 1:
+        return mine[None]
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), len(mine))
+
+
+def write_particles(stem: Path, shares: Mapping[str, Share], box: Sequence[float], attrs: Mapping[str, Any],
+                    time: float) -> Path:
+    """Write one particle snapshot ``stem`` (collective: every process passes its own ``shares``, by species
+    name in config order): this process's rows, and on process 0 the index and the XDMF files. Returns the
+    index path.
+
+    The processes' row counts are all-gathered before anything is written, rather than read back from the
+    shard files by process 0: every process then knows its rows of the index (kept in its file's ``start``
+    and ``stop``) and the species' totals (the ``id`` offsets), and nothing depends on when one node sees
+    another's freshly renamed file on a shared filesystem."""
     import jax
 
     rank, processes = jax.process_index(), jax.process_count()
-    n = len(data["id"])
-    start, stop = rows(n, rank, processes)
-    attrs = {**attrs, "time": float(time)}
+    species = list(shares)
+    counts = _row_counts(np.array([len(shares[s].ident) for s in species], np.int64))
+    totals = counts.sum(axis=0)
+    data = gather_rows(species, shares, np.cumsum([0, *totals[:-1]]), box)
+    bounds = np.cumsum([0, *counts.sum(axis=1)])
+    n, start, stop = int(bounds[-1]), int(bounds[rank]), int(bounds[rank + 1])
+    attrs = {**attrs, "time": float(time), "species_names": species, "counts": [int(c) for c in totals]}
     try:
         stem.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -83,29 +163,29 @@ def write_particles(stem: Path, data: Mapping[str, np.ndarray], attrs: Mapping[s
         for key, value in {**attrs, "process": rank, "processes": processes, "start": start, "stop": stop}.items():
             f.attrs[key] = json.dumps(value) if isinstance(value, (dict, list, tuple)) else value
         for name in QUANTITIES:
-            f.create_dataset(name, data=data[name][start:stop])
+            f.create_dataset(name, data=data[name])
 
     hdf5.write_atomically(hdf5.process_file(stem, rank), fill)
     hdf5.barrier(f"write {stem}")
     index = stem.with_suffix(".h5")
     if rank == 0:
+        shapes = {k: ((n, *data[k].shape[1:]), data[k].dtype) for k in QUANTITIES}
+
         def fill_index(f: h5py.File) -> None:
             for key, value in attrs.items():
                 f.attrs[key] = json.dumps(value) if isinstance(value, (dict, list, tuple)) else value
             sources = [f"{stem.name}/{hdf5.process_file(stem, r).name}" for r in range(processes)]
             f.attrs["sources"] = json.dumps(sources)
             for name in QUANTITIES:
-                full = data[name]
-                layout = h5py.VirtualLayout(shape=full.shape, dtype=full.dtype)
-                for r, source in enumerate(sources):
-                    a, b = rows(n, r, processes)
+                shape, dtype = shapes[name]
+                layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
+                for source, a, b in zip(sources, bounds[:-1], bounds[1:]):
                     if b > a:
-                        layout[a:b] = h5py.VirtualSource(source, name, shape=(b - a, *full.shape[1:]))
+                        layout[a:b] = h5py.VirtualSource(source, name, shape=(b - a, *shape[1:]))
                 f.create_virtual_dataset(name, layout)
 
         hdf5.write_atomically(index, fill_index)
-        grid = particle_grid(index.name, n, {k: (data[k].shape, data[k].dtype) for k in QUANTITIES}, time,
-                             int(attrs["step"]))
+        grid = particle_grid(index.name, n, shapes, time, int(attrs["step"]))
         write_xdmf(index, grid)
         update_series(index.parent, grid)
     hdf5.barrier(f"index {stem}")
@@ -119,8 +199,9 @@ def particle_grid(index: str, count: int, shapes: Mapping[str, tuple[tuple[int, 
     grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
     ET.SubElement(grid, "Time", Value=repr(float(time)))
     ET.SubElement(grid, "Information", Name="step", Value=str(int(step)))
-    # one vertex cell per particle, its connectivity the id rows (0 .. Np-1): without it ParaView's default
-    # (Xdmf3) reader makes points but no cells, which it neither draws nor filters
+    # one vertex cell per particle, its connectivity the id column (a permutation of the rows 0 .. Np-1: each
+    # particle once): without it ParaView's default (Xdmf3) reader makes points but no cells, which it
+    # neither draws nor filters
     topology = ET.SubElement(grid, "Topology", TopologyType="Polyvertex", NumberOfElements=str(count),
                              NodesPerElement="1")
     topology.append(_item(index, "id", shapes["id"]))
@@ -154,8 +235,9 @@ def read(index: Path) -> dict[str, np.ndarray]:
 class ParticleSeries:
     """One species through the particle snapshots that hold it, oldest first: ``step``, ``time`` (T,);
     ``position`` (T, N, 3) wrapped into [0, L), ``unwrapped`` (T, N, 3) the continuous positions,
-    ``velocity`` (T, N, 3) (v of an inertial species, u(x) of tracers), in the run's precision; axis 1
-    is the species' particles in order (its rows of the snapshots; the trajectories hold the first ones)."""
+    ``velocity`` (T, N, 3) (see the module docstring), in the run's precision; axis 1 is the species'
+    particles by identity (particle i of the species at index i, whichever process wrote it; the
+    trajectories hold the first ones)."""
 
     species: str
     step: np.ndarray
@@ -177,125 +259,45 @@ def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
     found: dict[str, list[tuple[int, float, dict[str, np.ndarray]]]] = {}
     for index in snapshot_files(run_dir):
         with hdf5.IndexedFile(index) as f:
-            attrs, species = f.attrs, f.read("species")
+            attrs, species, ids = f.attrs, f.read("species"), f.read("id")
             data = {name: f.read(name) for name in ("position", "unwrapped", "velocity")}
         for s, name in enumerate(attrs["species_names"]):
-            found.setdefault(name, []).append((attrs["step"], attrs["time"],
-                                               {k: v[species == s] for k, v in data.items()}))
+            mine = np.flatnonzero(species == s)
+            mine = mine[np.argsort(ids[mine], kind="stable")]  # rows follow the processes that wrote them
+            found.setdefault(name, []).append((attrs["step"], attrs["time"], {k: v[mine] for k, v in data.items()}))
     return {name: ParticleSeries(name, np.array([r[0] for r in got], np.int64), np.array([r[1] for r in got], float),
                                  *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")))
             for name, got in found.items()}
 
 
+#: ``sample(moment)``: the run's particle species at a moment, device arrays by name
+#: (:meth:`simulator.equations.base.Equation.particles`; a dict through jit: in sorted order)
+Sample = Callable[[Moment], Mapping[str, Any]]
+
+
 class ParticleSnapshotWriter(SeriesWriter):
-    """Every particle on the field snapshots' schedule (collective). ``sample(state)``: host arrays
-    (positions, velocities) by species name."""
+    """Every particle of ``species`` (names, in config order) on the field snapshots' schedule (collective):
+    each process writes its own (:func:`local_shares`, :func:`write_particles`)."""
 
     name = "particle_snapshots"
     directory = DIR
 
-    def __init__(self, schedule: Schedule, species: Sequence[str], sample: Callable[[Any], tuple[dict, dict]],
-                 box: Sequence[float], attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None],
-                 rank0: bool):
+    def __init__(self, schedule: Schedule, species: Sequence[str], sample: Sample, box: Sequence[float],
+                 attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None], rank0: bool):
         super().__init__(rank0)
         self.schedule, self.species, self.sample, self.box = schedule, tuple(species), sample, box
         self.attrs, self.log = attrs, log
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
-        positions, velocities = self.sample(moment.state)
-        data = gather_rows(self.species, positions, velocities, self.box)
-        attrs = {**self.attrs(moment), "species_names": list(self.species),
-                 "counts": [len(positions[s]) for s in self.species]}
-        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", data, attrs, moment.time)
+        mine = local_shares(self.species, self.sample(moment))
+        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", mine, self.box, self.attrs(moment),
+                                moment.time)
         self.log(f"particles {index}")
-
-
-class TrajectoryWriter(Writer):
-    """The first ``count`` particles of each species every ``schedule.every`` steps, appended to
-    ``particles/trajectories.h5`` by process 0. On a restart, rows past the restart's step are dropped;
-    a damaged file, or one of other particles (another ``count``), is set aside whole
-    (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
-
-    name = "trajectories"
-
-    def __init__(self, schedule: Schedule, species: Sequence[str], count: int,
-                 sample: Callable[[Any], tuple[dict, dict]], box: Sequence[float], rank0: bool):
-        super().__init__()
-        self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
-        self.box = box
-        self.path: Path | None = None
-        self.pending: Pending | None = None
-        self.started = False
-
-    def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        self.path = run_dir / DIR / TRAJECTORIES
-        if self.rank0:
-            self.pending = self._io(lambda: Pending(self.path, resumed_step, lambda f, keep: trim(f, keep, ROWS)))
-
-    def _io(self, act: Callable[[], Any]) -> Any:
-        """``act()``, a failed write (a full disk) raised as one OutputWriteError naming the file."""
-        try:
-            return act()
-        except hdf5.OutputWriteError:
-            raise
-        except (OSError, RuntimeError) as err:
-            raise hdf5.OutputWriteError(f"writing {self.path} failed: {hdf5.describe_os_error(err)}") from err
-
-    def write(self, moment: Moment) -> None:
-        positions, velocities = self.sample(moment.state)
-        if not self.rank0:
-            return
-        assert self.path is not None
-        subset = {s: slice(0, min(self.count, len(positions[s]))) for s in self.species}
-        data = gather_rows(self.species, {s: np.asarray(positions[s])[subset[s]] for s in self.species},
-                           {s: np.asarray(velocities[s])[subset[s]] for s in self.species}, self.box)
-        offsets = np.cumsum([0] + [len(positions[s]) for s in self.species])
-        ids = np.concatenate([o + np.arange(subset[s].stop) for o, s in zip(offsets, self.species)])
-        self._io(lambda: self._append(moment, data, ids))
-
-    def _changed(self, f: h5py.File, ids: np.ndarray) -> str | None:
-        """Why the restart's file cannot take rows of the particles ``ids``, or None."""
-        if json.loads(f.attrs["species_names"]) == list(self.species) and np.array_equal(f["id"][()], ids):
-            return None
-        return f"{TRAJECTORIES}: the particles of a row changed (output.trajectories.count {self.count})"
-
-    def _append(self, moment: Moment, data: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
-        assert self.path is not None and self.pending is not None
-        if not self.started:  # the first row: a new file, unless a restart continues the old one
-            if not self.pending.settle(lambda f: self._changed(f, ids)):
-                self._create(data, ids)
-            self.started = True
-        with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
-            t = f["time"].shape[0]
-            for name, value in (("time", moment.time), ("step", moment.step)):
-                f[name].resize(t + 1, axis=0)
-                f[name][t] = value
-            for name in ("position", "unwrapped", "velocity"):
-                f[name].resize(t + 1, axis=0)
-                f[name][t] = data[name]
-
-    def _create(self, data: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:
-            n = len(data["id"])
-            f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
-            f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)
-            for name in ("position", "unwrapped", "velocity"):
-                f.create_dataset(name, (0, n, 3), maxshape=(None, n, 3), dtype=data[name].dtype, chunks=(1, n, 3))
-            f.create_dataset("id", data=ids)  # the particles' ids in the snapshots
-            f.create_dataset("species", data=data["species"])
-            f.attrs["species_names"] = json.dumps(list(self.species))
-
-    def close(self) -> None:
-        """A restart's file that got no row is cut back to the restart's step."""
-        if self.pending:
-            self._io(self.pending.settle)
 
 
 #: the output kind (:mod:`simulator.output.kinds`): particle snapshots with the field snapshots, and trajectories
 KIND = OutputKind(
     name="particles", doc="particles/: particle snapshots (with the field snapshots) and trajectories.h5",
-    active=lambda cfg: bool(cfg.particles), writers="simulator.particles.flow:particle_writers",
+    active=lambda cfg: bool(species_names(cfg)), writers="simulator.particles.outputs:particle_writers",
     files=(DIR,), schedules=("trajectories",), read=read_series)

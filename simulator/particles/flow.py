@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.config.particles import Species
-from simulator.equations.base import Equation, Params, SemiLinearEquation
+from simulator.equations.base import Equation, ParticleArrays, Params, SemiLinearEquation
 from simulator.log import get_logger
 from simulator.particles import initial_positions, wrap_bound
 from simulator.particles.interpolation import METHODS
@@ -175,6 +175,12 @@ class WithParticles(SemiLinearEquation):
         out = dict(zip((s.name for s in tracers), u, strict=True))
         out.update({s.name: state[velocity_key(s.name)] for s in self.species if s.inertial})
         return {s.name: out[s.name] for s in self.species}
+
+    def particles(self, state: Mapping[str, Any], params: Params) -> dict[str, ParticleArrays]:
+        """Every species as replicated rows (:class:`~simulator.equations.base.ParticleArrays`, no ``ident``
+        or ``live``): its unwrapped positions and :meth:`velocities`, in config order."""
+        velocities = self.velocities(state)
+        return {name: ParticleArrays(position, velocities[name]) for name, position in self.positions(state).items()}
 
     def _velocity_at(self, flow_state: Any, species: Sequence[Species], positions: Sequence[jax.Array]
                      ) -> list[jax.Array]:
@@ -338,26 +344,3 @@ def lost_species(eq: WithParticles, state: Any, cfg: Any, batched: bool = False)
     members = len(next(iter(flags.values()))) if flags else 0
     return [[name for name, flag in flags.items() if not flag[i]] for i in range(members)]
 
-
-def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Any]:
-    """The particle outputs of a run (:mod:`simulator.output.particles`; ``ctx`` a
-    :class:`~simulator.output.kinds.WriterContext`: the output kind's ``writers``): snapshots on the field
-    snapshots' schedule, and the trajectory file when ``output.trajectories.every`` is set."""
-    from simulator.output.base import Schedule
-    from simulator.output.particles import ParticleSnapshotWriter, TrajectoryWriter
-
-    sampled = jax.jit(lambda eq, state: (eq.positions(state), eq.velocities(state)))
-
-    def sample(state: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        # replicated arrays: this process's first copy is the whole of each (no gather across processes)
-        positions, velocities = sampled(sim.equation, state)
-        host = lambda arrays: {k: np.asarray(v.addressable_data(0)) for k, v in arrays.items()}  # noqa: E731
-        return host(positions), host(velocities)
-
-    names = [s.name for s in cfg.particles]
-    out: list[Any] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), names, sample, cfg.grid.box,
-                                             ctx.snapshot_attrs, ctx.info, ctx.rank0)]
-    if cfg.output.trajectories.every:
-        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), names,
-                                    cfg.output.trajectories.count, sample, cfg.grid.box, ctx.rank0))
-    return out

@@ -96,6 +96,10 @@ class FDMCosmoParams(EquationParams):
     def a_start(self) -> float:
         return 1.0 / (1.0 + self.z_start)
 
+    def particle_species(self) -> tuple[str, ...]:
+        """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
+        return ("cdm",) if self.cdm_particles else ()
+
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
         return math.log((1.0 + self.z_start) / (1.0 + z))

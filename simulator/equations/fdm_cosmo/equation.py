@@ -27,7 +27,7 @@ conditions); its state is :class:`MixedState`. Without particles the state and e
 of a pure wave run.
 
 Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` each in the real-space layout;
-:class:`MixedState` adds the particles' positions, momenta and forces ``(Np, 3)``, replicated.
+:class:`MixedState` adds the particles' positions, momenta and forces ``(slots, 3)`` by owner (:mod:`.cdm`).
 Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
 without a real transform agree).
 """
@@ -44,7 +44,7 @@ import numpy as np
 
 from simulator import spectra
 from simulator.equations import resolution
-from simulator.equations.base import Params, SplitStepEquation
+from simulator.equations.base import ParticleArrays, Params, SplitStepEquation
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cdm, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
@@ -200,6 +200,15 @@ class FDMCosmo(SplitStepEquation):
             return (f"{far} cold particle(s) moved more than one device's block in a step: lower time.dt or use "
                     "fewer devices along that axis")
         return None
+
+    def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
+        """A mixed run's cold particles as the species ``cdm``, at this equation's time: comoving positions x,
+        wrapped into [0, L) (Mpc/h), and peculiar velocities a dx/dt = p / a (code velocity, (Mpc/h) H0 =
+        100 km/s), ``(slots, 3)`` by owner with their identities (lattice indices) and occupied slots."""
+        if not self.mixed:
+            return {}
+        return {"cdm": ParticleArrays(state.position, state.momentum / self.scale_factor(params), state.ident,
+                                      state.live)}
 
     def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi <- exp(-i (Phi K1 + g (|psi|^2 - rho_bar) K3) / nu) psi over [time, time + dt]: exact (|psi| is

@@ -1,0 +1,109 @@
+"""The trajectory file ``particles/trajectories.h5`` (``output.trajectories``): the first ``count`` particles
+of each species of the ``particles`` section at a finer cadence than the particle snapshots, written by
+process 0 alone (a small subset). Datasets: ``time``, ``step`` (T,); ``position`` (wrapped into [0, L)),
+``unwrapped``, ``velocity`` (T, particle, 3); ``id`` and ``species`` (particle,) as in the snapshots
+(:mod:`simulator.output.particles`); attribute ``species_names``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from simulator.output import hdf5
+from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.particles import DIR, Sample, Share, gather_rows
+from simulator.output.rows import Pending, trim
+
+TRAJECTORIES = "trajectories.h5"
+#: the datasets of the trajectory file with a row per output
+ROWS = ("time", "step", "position", "unwrapped", "velocity")
+
+
+class TrajectoryWriter(Writer):
+    """The first ``count`` particles of each species every ``schedule.every`` steps, appended to
+    ``particles/trajectories.h5`` by process 0. On a restart, rows past the restart's step are dropped;
+    a damaged file, or one of other particles (another ``count``), is set aside whole
+    (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
+
+    name = "trajectories"
+
+    def __init__(self, schedule: Schedule, species: Sequence[str], count: int, sample: Sample, box: Sequence[float],
+                 rank0: bool):
+        super().__init__()
+        self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
+        self.box = box
+        self.path: Path | None = None
+        self.pending: Pending | None = None
+        self.started = False
+
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+        self.path = run_dir / DIR / TRAJECTORIES
+        if self.rank0:
+            self.pending = self._io(lambda: Pending(self.path, resumed_step, lambda f, keep: trim(f, keep, ROWS)))
+
+    def _io(self, act: Callable[[], Any]) -> Any:
+        """``act()``, a failed write (a full disk) raised as one OutputWriteError naming the file."""
+        try:
+            return act()
+        except hdf5.OutputWriteError:
+            raise
+        except (OSError, RuntimeError) as err:
+            raise hdf5.OutputWriteError(f"writing {self.path} failed: {hdf5.describe_os_error(err)}") from err
+
+    def write(self, moment: Moment) -> None:
+        arrays = self.sample(moment)  # collective: every process computes, process 0 writes
+        if not self.rank0:
+            return
+        assert self.path is not None
+        # replicated species (flow particles): this process's first copy is the whole of each
+        whole = {s: Share(np.arange(arrays[s].position.shape[0]), np.asarray(arrays[s].position.addressable_data(0)),
+                          np.asarray(arrays[s].velocity.addressable_data(0))) for s in self.species}
+        first = {s: Share(*(np.asarray(v)[:self.count] for v in (w.ident, w.position, w.velocity)))
+                 for s, w in whole.items()}
+        data = gather_rows(self.species, first, np.cumsum([0] + [len(whole[s].ident) for s in self.species]), self.box)
+        self._io(lambda: self._append(moment, data))
+
+    def _changed(self, f: h5py.File, ids: np.ndarray) -> str | None:
+        """Why the restart's file cannot take rows of the particles ``ids`` (their ids in the snapshots), or None."""
+        if json.loads(f.attrs["species_names"]) == list(self.species) and np.array_equal(f["id"][()], ids):
+            return None
+        return f"{TRAJECTORIES}: the particles of a row changed (output.trajectories.count {self.count})"
+
+    def _append(self, moment: Moment, data: Mapping[str, np.ndarray]) -> None:
+        assert self.path is not None and self.pending is not None
+        if not self.started:  # the first row: a new file, unless a restart continues the old one
+            if not self.pending.settle(lambda f: self._changed(f, data["id"])):
+                self._create(data)
+            self.started = True
+        with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
+            t = f["time"].shape[0]
+            for name, value in (("time", moment.time), ("step", moment.step)):
+                f[name].resize(t + 1, axis=0)
+                f[name][t] = value
+            for name in ("position", "unwrapped", "velocity"):
+                f[name].resize(t + 1, axis=0)
+                f[name][t] = data[name]
+
+    def _create(self, data: Mapping[str, np.ndarray]) -> None:
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:
+            n = len(data["id"])
+            f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
+            f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)
+            for name in ("position", "unwrapped", "velocity"):
+                f.create_dataset(name, (0, n, 3), maxshape=(None, n, 3), dtype=data[name].dtype, chunks=(1, n, 3))
+            f.create_dataset("id", data=data["id"])  # the particles' ids in the snapshots
+            f.create_dataset("species", data=data["species"])
+            f.attrs["species_names"] = json.dumps(list(self.species))
+
+    def close(self) -> None:
+        """A restart's file that got no row is cut back to the restart's step."""
+        if self.pending:
+            self._io(self.pending.settle)

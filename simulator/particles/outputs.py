@@ -1,0 +1,32 @@
+"""The particle outputs of a run (JAX side of the ``particles`` output kind, :mod:`simulator.output.particles`):
+the species of the equation's state sampled at a moment, and the writers of its snapshots and trajectories."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+
+from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.particles import ParticleSnapshotWriter, species_names
+from simulator.output.trajectories import TrajectoryWriter
+
+
+def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
+    """The particle outputs of a run (the output kind's ``writers``; ``ctx`` a
+    :class:`~simulator.output.kinds.WriterContext`): snapshots of every species of the equation's state
+    (:meth:`simulator.equations.base.Equation.particles`) on the field snapshots' schedule, and the trajectory
+    file of the ``particles`` section's species when ``output.trajectories.every`` is set."""
+    sampled = jax.jit(lambda eq, state, p, t: eq.at(t).particles(state, p))
+    params = sim.equation.params(cfg.physics)
+
+    def sample(moment: Moment) -> Mapping[str, Any]:
+        return sampled(sim.equation, moment.state, params, sim.time_array(moment.time))
+
+    out: list[Writer] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_names(cfg), sample,
+                                                cfg.grid.box, ctx.snapshot_attrs, ctx.info, ctx.rank0)]
+    if cfg.output.trajectories.every:
+        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), [s.name for s in cfg.particles],
+                                    cfg.output.trajectories.count, sample, cfg.grid.box, ctx.rank0))
+    return out
