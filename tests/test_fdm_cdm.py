@@ -394,7 +394,6 @@ def cold_particle_snapshots(out, count, processes):
     return cold
 
 
-
 def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
