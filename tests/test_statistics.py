@@ -28,9 +28,14 @@ def _lay(shape, separations=None, pdf_separations=(1, 4), bins=41, extent=6.0):
     return st.layout(shape, ORDERS, separations, bins, extent, pdf_separations)
 
 
-def _stats(sim, state, lay, params=None):
-    out = st.compiled(lay)(sim.equation, state, sim.params if params is None else params, sim.time_array(0.0))
-    return {k: np.asarray(v) for k, v in out.items()}
+def _stats(sim, state, lay, params=None, hlo=None):
+    """The statistics of ``state`` for the layout ``lay`` (one compilation); with a list ``hlo``, the compiled
+    program's text is appended to it (the same executable, not a second compilation)."""
+    args = (sim.equation, state, sim.params if params is None else params, sim.time_array(0.0))
+    program = st.compiled(lay).lower(*args).compile()
+    if hlo is not None:
+        hlo.append(program.as_text())
+    return {k: np.asarray(v) for k, v in program(*args).items()}
 
 
 # ---- a Gaussian field: its statistics and their sampling error -----------------------------------------
@@ -200,24 +205,23 @@ def test_distributed_equals_single_device_and_gathers_nothing(case, reference):
     sim = shared(case, grid__shape=[SMALL] * 3, physics__scalars=[{"diffusivity": 1e-2, "mean_gradient": [0, 1, 1]}],
                  initial__name="random", initial__scalars__name="random")
     state = sim.initial_state()
-    lay = _lay((SMALL,) * 3)
-    out = _stats(sim, state, lay)
+    lay, hlo = _lay((SMALL,) * 3), []
+    out = _stats(sim, state, lay, hlo=hlo)
     assert set(out) == set(reference)
     for name, value in reference.items():
         error = np.max(np.abs(out[name] - value)) / max(np.max(np.abs(value)), 1e-300)
         assert error < 1e-12, (name, error)
     # a sparse set of separations (static rolls of each gap; 3 -> 8 is more than a 4-device block of 16)
     sparse = _lay((SMALL,) * 3, separations=(1, 3, 8))
-    picked = _stats(sim, state, sparse)
+    picked = _stats(sim, state, sparse, hlo=hlo)
     for name in ("structure_longitudinal_y", "structure_transverse_z", "structure_signed3_x"):
         expected = reference[name][..., np.asarray([1, 3, 8]) - 1]
         assert np.max(np.abs(picked[name] - expected)) < 1e-12 * np.max(np.abs(expected)), name
     np.testing.assert_allclose(picked["pdf_increment"], reference["pdf_increment"], rtol=0, atol=1e-12)
     if case[1] > 1:
-        for layout in (lay, sparse):
-            hlo = st.compiled(layout).lower(sim.equation, state, sim.params, sim.time_array(0.0)).compile().as_text()
-            assert "all-gather" not in hlo
-            assert "collective-permute" in hlo  # the shifts along a sharded axis: the planes that cross
+        for text in hlo:  # both layouts' programs
+            assert "all-gather" not in text
+            assert "collective-permute" in text  # the shifts along a sharded axis: the planes that cross
 
 
 # ---- every flow equation writes statistics.h5; bad input ----------------------------------------------

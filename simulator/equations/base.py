@@ -126,7 +126,7 @@ class Equation(abc.ABC):
         build = _initial_builder(self.builders[ic.name], names, zero_traced(ic), shardings)
         values = traced_arrays(ic.traced(), self.dtype)
         fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
-        return self.from_fields(fields, params)
+        return _from_fields(self, fields, params)
 
     def zero_state(self, params: Params) -> Any:
         """The state of zero fields: a template with this equation's layouts and shardings (restores read
@@ -241,6 +241,11 @@ def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCo
 
 
 @jax.jit  # one program: run eagerly, every operation of from_fields would compile its own
+def _from_fields(eq: Equation, fields: Mapping[str, jax.Array], params: Params) -> Any:
+    return eq.from_fields(fields, params)
+
+
+@jax.jit  # one program, as _from_fields
 def _zero_state(eq: Equation, params: Params) -> Any:
     fields = {name: jax.lax.with_sharding_constraint(jnp.zeros(f.shape, f.dtype), f.sharding)
               for name, f in eq.field_layouts().items()}

@@ -144,9 +144,6 @@ class WithParticles(SemiLinearEquation):
 
     # ---- states ----------------------------------------------------------------------------------------
 
-    def initial(self, ic: Any, params: Params) -> Any:
-        return self.attach(self.flow.initial(ic, params))
-
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> Any:
         """The flow's state from its fields, with every species at its configured initial positions."""
         return self.attach(self.flow.from_fields(fields, params))

@@ -220,7 +220,7 @@ class Simulation:
                 block = host.__getitem__
             arrays[name] = jax.make_array_from_callback(shape, sharding, lambda idx, b=block: np.asarray(
                 b(idx)).astype(dtype), dtype=dtype)
-        return self.equation.from_fields(arrays, self.params)
+        return self._from_fields(self.equation, arrays, self.params)
 
     # ---- time stepping -------------------------------------------------------------------------------------
 
