@@ -150,6 +150,13 @@ class Equation(abc.ABC):
         room), or None: the run loop asks after every chunk. Most equations lose nothing (the default)."""
         return None
 
+    def reslot(self, stored: Mapping[str, Any]) -> dict[str, jax.Array] | None:
+        """The state's particle arrays kept per device (slots), laid out for this run's devices from those of
+        a checkpoint written on another device count (``stored``: every particle-space array of the file,
+        whole, as NumPy, by leaf name), or None: that restart is refused (the default; equations whose
+        particles are replicated never need it)."""
+        return None
+
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
         """The particle species ``state`` carries (:class:`ParticleArrays`), by name, in the order of the
         config's species (:meth:`~simulator.equations.spec.EquationParams.particle_species`): what the

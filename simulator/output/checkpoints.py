@@ -280,9 +280,21 @@ def _unreadable(path: Path) -> str | None:
     return None
 
 
-def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) -> Any:
+def real_blocks(fft: Any) -> list[int]:
+    """How ``fft`` divides real space among devices: the device count along x, y and z (what decides which
+    device owns a particle kept per device; recorded in the marker as ``real_blocks``)."""
+    sizes = dict(zip(fft.mesh.axis_names, fft.mesh.devices.shape, strict=True))
+    names = [() if entry is None else (entry,) if isinstance(entry, str) else tuple(entry) for entry in fft.real_spec()]
+    return [math.prod(int(sizes[n]) for n in axis) for axis in names]
+
+
+def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str],
+            reslot: Callable[[dict[str, np.ndarray]], dict[str, Any] | None] | None = None) -> Any:
     """The checkpointed state laid out like ``template`` (the new run's initial state) on ``fft``'s mesh;
-    ``spaces`` says where each of its leaves lives."""
+    ``spaces`` says where each of its leaves lives. Particle arrays kept per device (slots) that were written
+    on another device count are laid out again by ``reslot`` (the equation's :meth:`~simulator.equations.
+    base.Equation.reslot`: every particle array of the file, whole, by name -> those it lays out); where it
+    cannot, that is a ConfigError."""
     import jax
 
     leaves, treedef = jax.tree.flatten(template)
@@ -293,23 +305,33 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str]) ->
         stored_spaces = [by_name.get(name, space) for name, space in zip(names, spaces, strict=True)]
     else:
         stored_spaces = ckpt.spaces(len(leaves))
-    out = []
+    out: list[Any] = []
     with hdf5.IndexedFile(ckpt.index) as snap:
+        particles = [n for n, space in zip(names, spaces, strict=True) if space == PARTICLES and n in snap.fields]
+        # arrays kept per device (not replicated) written with real space divided otherwise; a marker without
+        # real_blocks (written before they were recorded) is judged by the shapes alone
+        moved = ckpt.meta.get("real_blocks", real_blocks(fft)) != real_blocks(fft)
+        foreign = [n for n, leaf in zip(names, leaves, strict=True) if n in particles and (
+            tuple(snap.file[n].shape) != tuple(leaf.shape) or (moved and not leaf.sharding.is_fully_replicated))]
+        # written on another device count: laid out again by the equation, if it can
+        laid = reslot({n: snap.file[n][()] for n in particles}) if foreign and reslot is not None else None
         for name, leaf, space, stored in zip(names, leaves, spaces, stored_spaces, strict=True):
             if name not in snap.fields:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index} has no array {name!r} (holds {', '.join(snap.fields)})")
             if space != stored:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} is stored in {stored} space, this "
                                                  f"run keeps it in {space} space")
-            if space == PARTICLES:
-                if tuple(snap.file[name].shape) != tuple(leaf.shape):
-                    # not damage: particles kept per device (slots) were written on another device count
+            if space == PARTICLES and laid is not None and name in laid:
+                out.append(laid[name])
+            elif space == PARTICLES:
+                if name in foreign:
+                    # not damage: particles kept per device (slots) were written on other devices
                     from simulator.errors import ConfigError
 
-                    raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), "restart on the device "
-                                      "count it was written on (its particles are laid out per device)",
-                                      f"holds {name!r} of shape {list(snap.file[name].shape)}, this run needs "
-                                      f"{list(leaf.shape)}")
+                    raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), "restart on the devices "
+                                      "and backend it was written on (this run's particles cannot be laid out "
+                                      "again)", f"holds {name!r} of shape {list(snap.file[name].shape)} laid out "
+                                      f"for other devices, this run needs {list(leaf.shape)}")
                 out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, (0, 1, 2), leaf.dtype))
             elif space == "spectral":
                 out.append(_read_spectrum(ckpt, snap, name, leaf, fft))

@@ -88,6 +88,7 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
                                  spaces=eq.leaf_spaces(m.state), perm=sim.fft.perm,
                                  full_spectrum=not sim.fft.has_real_transform,
                                  meta={"config": meta["config"], "backend": cfg.fft.backend,
+                                       "real_blocks": checkpoints.real_blocks(sim.fft),
                                        "spectrum": sim.fft.describe_layout().removeprefix(", ")},
                                  writer=meta["segment_id"], keep=cfg.checkpoint.keep)
 

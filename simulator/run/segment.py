@@ -242,7 +242,7 @@ class Segment:
         spaces = sim.equation.leaf_spaces(template)
         while True:
             try:
-                state, failed = checkpoints.restore(ckpt, template, sim.fft, spaces), None
+                state, failed = checkpoints.restore(ckpt, template, sim.fft, spaces, sim.equation.reslot), None
             except (OSError, RuntimeError) as err:  # h5py: a block failed its checksum or could not be read
                 state, failed = None, err
             if agree([int(failed is not None)])[0] == 0:

@@ -121,16 +121,21 @@ def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> j
     return jnp.mod(position + momentum * k2, jnp.asarray(eq.box, eq.dtype))
 
 
-def distribute(eq: Any, position: jax.Array, momentum: jax.Array) -> dict[str, jax.Array]:
-    """Replicated particles ``(Np, 3)`` (index = identity) laid out by owner (:func:`simulator.fft.owned.
-    distribute`): the state's ``position``, ``momentum``, ``live``, ``ident`` and ``lost`` (counts of lost
-    particles: over a send buffer, without a slot, moved more than a block; here only the second)."""
+def distribute(eq: Any, position: jax.Array, momentum: jax.Array, ident: jax.Array | None = None,
+               **carried: jax.Array) -> dict[str, jax.Array]:
+    """Replicated particles ``(Np, 3)`` laid out by owner (:func:`simulator.fft.owned.distribute`), with their
+    identities ``ident`` ``(Np,)`` (default: the index, the lattice's order) and any further per-particle
+    arrays ``carried`` (a restart's forces): the state's ``position``, ``momentum``, ``live``, ``ident``, the
+    carried arrays and ``lost`` (counts of lost particles: over a send buffer, without a slot, moved more than
+    a block; here only the second)."""
     from simulator.fft.owned import distribute as spread
 
-    ident = jnp.arange(position.shape[0], dtype=jnp.int32)
-    live, position, momentum, ident, over = spread(eq.fft, eq.box, capacity(eq), position, momentum, ident)
+    ident = jnp.arange(position.shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
+    live, position, momentum, ident, *rest, over = spread(eq.fft, eq.box, capacity(eq), position, momentum, ident,
+                                                          *carried.values())
     lost = jnp.zeros(3, jnp.int32).at[1].set(over)
-    return {"position": position, "momentum": momentum, "live": live.astype(eq.dtype), "ident": ident, "lost": lost}
+    return {"position": position, "momentum": momentum, "live": live.astype(eq.dtype), "ident": ident,
+            **dict(zip(carried, rest, strict=True)), "lost": lost}
 
 
 def migrate(eq: Any, live: jax.Array, position: jax.Array, momentum: jax.Array, ident: jax.Array,

@@ -201,6 +201,25 @@ class FDMCosmo(SplitStepEquation):
                     "fewer devices along that axis")
         return None
 
+    def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
+        """A mixed checkpoint's particles, written on another device count, laid out by owner for this run's:
+        the live slots' positions, momenta, forces and identities handed to :func:`.cdm.distribute` (every
+        process holds them all once, as for the initial conditions), the lost counts carried on (plus any
+        particle that found no slot: the run stops after its first chunk naming ``physics.cdm_capacity``)."""
+        if not self.mixed:
+            return None
+        live = np.asarray(stored["live"]) > 0
+        order = np.argsort(np.asarray(stored["ident"])[live], kind="stable")
+        replicated = self.fft.replicated_sharding()
+
+        def put(name: str) -> jax.Array:
+            host = np.asarray(stored[name])[live][order]
+            return jax.make_array_from_callback(host.shape, replicated, lambda index: host[index])
+
+        lost = np.asarray(stored["lost"], np.int32)
+        return _reslot(self, *(put(n) for n in ("position", "momentum", "force", "ident")),
+                       jax.make_array_from_callback(lost.shape, replicated, lambda index: lost[index]))
+
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
         """A mixed run's cold particles as the species ``cdm``, at this equation's time: comoving positions x,
         wrapped into [0, L) (Mpc/h), and peculiar velocities a dx/dt = p / a (code velocity, (Mpc/h) H0 =
@@ -389,3 +408,10 @@ def _mode(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict
 
 
 FDMCosmo.builders = {"gaussian": _gaussian, "mode": _mode}
+
+
+@jax.jit  # one program (eagerly, each operation of the hand-out would compile its own)
+def _reslot(eq: FDMCosmo, position: jax.Array, momentum: jax.Array, force: jax.Array, ident: jax.Array,
+            lost: jax.Array) -> dict[str, jax.Array]:
+    laid = cdm.distribute(eq, position.astype(eq.dtype), momentum.astype(eq.dtype), ident, force=force.astype(eq.dtype))
+    return {**laid, "lost": laid["lost"] + lost}
