@@ -145,6 +145,33 @@ def test_every_equation_runs_as_an_ensemble(tmp_path, equation):
 
 
 @pytest.mark.slow
+def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path):
+    """Two mixed fdm_cosmo members (f = 0.3 and 0.5: a traced number, one batched program) with 8^3 cold
+    particles each, kept by their owners on 2 devices, to z = 63: each member's wave and particles (matched
+    by identity) equal its separate run to 1e-12, nothing lost, and each writes its own particle snapshots."""
+    base = {"physics.name": "fdm_cosmo", "grid.shape": 8, "precision": "float64", "output.chunk": 5,
+            "physics.z_end": 63, "physics.output_redshifts": [127, 63], "physics.cdm_particles": 512,
+            "runtime.cpu_devices": 8, "fft.mesh": [2]}
+    cfgs = [simulator.load_config(None, {**base, "physics.fdm_fraction": f}) for f in (0.3, 0.5)]
+    assert run_configs(cfgs, [tmp_path / "ens" / f"m{i}" for i in range(2)]) == [0, 0]
+    assert [simulator.run_config(c, tmp_path / "sep" / f"m{i}") for i, c in enumerate(cfgs)] == [0, 0]
+    assert "(1 compilation(s) of the ensemble's chunk" in (tmp_path / "ens" / "m0" / "run.log").read_text()
+    ends = {}
+    for run in ("ens", "sep"):
+        for i in range(2):
+            with h5py.File(checkpoints.find(tmp_path / run / f"m{i}").index) as f:
+                live = f["live"][()] > 0
+                order = np.argsort(f["ident"][()][live])
+                assert f["lost"][()].tolist() == [0, 0, 0] and len(order) == 512
+                ends[run, i] = {"psi": f["psi"][()], **{k: f[k][()][live][order] for k in ("position", "momentum")}}
+            assert len(list((tmp_path / run / f"m{i}" / "particles").glob("s*.h5"))) == 2
+    for i in range(2):
+        for key, want in ends["sep", i].items():
+            assert np.max(np.abs(ends["ens", i][key] - want)) <= 1e-12 * np.max(np.abs(want)), (i, key)
+    assert np.max(np.abs(ends["sep", 0]["momentum"] - ends["sep", 1]["momentum"])) > 0  # the members differ
+
+
+@pytest.mark.slow
 def test_members_with_passive_scalars_run_as_an_ensemble(tmp_path):
     """Navier-Stokes with two passive scalars (a stacked state (3 + 2, ...)): members that differ in the
     scalars' traced diffusivities and mean gradients equal their separate runs to 1e-12 (time series,
