@@ -59,7 +59,9 @@ def main() -> None:
         return jnp.mean((energies(jnp.exp(theta)) / measured - 1.0) ** 2)
 
     value_and_grad = jax.value_and_grad(misfit)
-    theta = jnp.asarray(math.log(args.guess * args.true), sim.dtype)
+    # on the run's replicated sharding, as every later theta (computed from the gradient) is: an uncommitted
+    # first one would make the first gradient a program of its own, compiled again at the second
+    theta = jax.device_put(jnp.asarray(math.log(args.guess * args.true), sim.dtype), sim.scalar_sharding)
     loss, grad = value_and_grad(theta)
     losses, step = [float(loss)], None
     start = time.monotonic()
