@@ -4,6 +4,7 @@ integrated here, momentum conservation of the particle-mesh force, every backend
 against one device, and the config's refusals."""
 
 import csv
+import functools
 import math
 import subprocess
 import sys
@@ -31,6 +32,18 @@ def mixed(case=("single", 1, None), n=16, box=10.0, fraction=0.5, window="tsc", 
                   physics__fdm_fraction=fraction, physics__cdm_particles=n**3, physics__cdm_window=window)
 
 
+@functools.cache
+def _initial_program(sim, spec):
+    return jax.jit(lambda p: sim.initial_state(None if spec is None else dict(spec), p))
+
+
+def initial_state(sim, p, **spec):
+    """``sim.initial_state(spec or None, p)`` as one compiled program per (simulation, spec), ``p`` traced. Run
+    op by op, a mixed state's first particle-mesh force (the owned particles' shard_map, the assignment's
+    transpose) compiles hundreds of small programs, anew at every call: 25-30 s against 2-4 s compiled."""
+    return _initial_program(sim, tuple(sorted(spec.items())) or None)(p)
+
+
 def lattice(n, box):
     """The particles' lattice: cell centres, in the order of the state's particle arrays."""
     axes = (np.arange(n) + 0.5) * box / n
@@ -52,7 +65,14 @@ def particle_mode(state, box):
 
 def run_modes(sim, p, eps, ds, steps):
     """Mode 1 of the wave's and of the particles' density contrast after each of ``steps`` steps, over eps."""
-    state = sim.initial_state({"name": "mode", "amplitude": eps}, p)
+    state = initial_state(sim, p, name="mode", amplitude=eps)
+    return np.asarray(modes_program(sim, ds, steps)(sim.equation, state, p)).T / eps
+
+
+@functools.cache
+def modes_program(sim, ds, steps):
+    """The compiled scan of :func:`run_modes`, one per (simulation, ds, steps): parameters traced, so runs that
+    differ only in them (EdS and LCDM) share it."""
     step = sim.scheme.load()(sim.equation)
     dt = jnp.asarray(ds, sim.dtype)
 
@@ -64,7 +84,7 @@ def run_modes(sim, p, eps, ds, steps):
 
         return jax.lax.scan(body, state, jnp.arange(steps))[1]
 
-    return np.asarray(run(sim.equation, state, p)).T / eps
+    return run
 
 
 # ---- the assignment --------------------------------------------------------------------------------------------
@@ -121,8 +141,9 @@ def pancake_errors(sim, p, eps, span, steps_list):
     x_exact = q[:, 0] + grown * s
     p_exact = a**2 * hubble(a, 1.0, 0.0) * growth_rate(a, 1.0, 0.0) * grown * s
     out = []
+    start = initial_state(sim, p, name="mode", amplitude=eps)  # one start for every step count
     for steps in steps_list:
-        state = sim.advance(sim.initial_state({"name": "mode", "amplitude": eps}, p), steps, span / steps, 0.0, p)
+        state = sim.advance(start, steps, span / steps, 0.0, p)
         x, mom = by_identity(state, "position", "momentum")
         off = np.mod(x[:, 0] - x_exact + box / 2, box) - box / 2
         across = np.mod(x[:, 1:] - q[:, 1:] + box / 2, box) - box / 2
@@ -226,19 +247,24 @@ def test_the_particle_mesh_force_conserves_momentum(window):
     alone (no wave) too."""
     sim = mixed(n=8, box=2.0, fraction=0.5, window=window, initial="gaussian")
     eq, p = sim.equation, sim.params
-    state = sim.initial_state(None, p)
+    state = initial_state(sim, p)
     mass = float(cdm.particle_mass(p, eq.box, eq.physics.cdm_particles))
-    for s in (state, sim.advance(state, 20, 0.05, 0.0, p)):
+
+    @jax.jit  # one program for both states (op by op, the particle-mesh force alone took 11 s each)
+    def forces(eq, s, p):
         rho = jnp.abs(s.psi) ** 2
         phi_hat = eq.fft.rfft(s.potential)
-        on_wave = [float(jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat)))) * eq.cell_volume
-                   for k in eq.kr]
+        on_wave = jnp.stack([jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat))) for k in eq.kr])
+        _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)
+        return on_wave * eq.cell_volume, alone
+
+    for s in (state, sim.advance(state, 20, 0.05, 0.0, p)):
+        on_wave, alone = (np.asarray(x) for x in forces(eq, s, p))
         (force,) = by_identity(s, "force")
         on_particles = mass * np.sum(force, axis=0)
         scale = mass * np.sum(np.abs(force))
-        assert np.max(np.abs(on_particles + np.array(on_wave))) < 1e-12 * scale
-        _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)
-        alone = np.asarray(alone)[np.asarray(s.live) > 0]
+        assert np.max(np.abs(on_particles + on_wave)) < 1e-12 * scale
+        alone = alone[np.asarray(s.live) > 0]
         assert np.max(np.abs(np.sum(alone, axis=0))) < 1e-12 * np.sum(np.abs(alone))
 
 
@@ -312,21 +338,37 @@ def test_the_gradient_of_a_mixed_run_equals_finite_differences(window):
 # ---- decompositions --------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def scattered_start():
+    """The decomposition test's start: a random wave on 8^3 and 512 particles anywhere in the box, moving fast."""
+    rng = np.random.default_rng(3)
+    position, momentum = rng.uniform(0, 2.0, (512, 3)), rng.normal(0, 0.02, (512, 3))
+    sim = mixed(n=8, box=2.0, fraction=0.5, initial="gaussian")
+    return np.asarray(initial_state(sim, sim.params).psi), position, momentum
+
+
+@functools.cache
+def scattered_run(case):
+    """The state built on backend case ``case`` from :func:`scattered_start` (its fields laid out and the
+    particles handed to their owners, in one compiled program) and 20 steps of it, gathered: the start's psi, the
+    end's psi and potential, the particles' positions and momenta by identity, the cold P(k). Cached: each
+    decomposition is compared with the same single-device run."""
+    psi, position, momentum = scattered_start()
+    sim = mixed(case, n=8, box=2.0, fraction=0.5, initial="gaussian")
+    state = jax.jit(lambda psi, x, p: sim.state_from_fields(psi=psi, cdm_position=x, cdm_momentum=p))(psi, position,
+                                                                                                   momentum)
+    end = sim.advance(state, 20, 0.05, 0.0, sim.params)
+    assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
+    return ([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] + by_identity(end, "position", "momentum")
+            + [np.asarray(sim.spectra(end, 1.0)["power_cdm"])])
+
+
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
 def test_distributed_equals_single_device(case):
     """A random mixed field on 8^3 with particles scattered through the box and moving fast (crossing the
     shards' boundaries), 20 steps: every decomposition equals one device to 1e-12."""
-    rng = np.random.default_rng(3)
-    position, momentum = rng.uniform(0, 2.0, (512, 3)), rng.normal(0, 0.02, (512, 3))
-    psi = np.asarray(mixed(n=8, box=2.0, fraction=0.5, initial="gaussian").initial_state().psi)
-    results = []
-    for c in (("single", 1, None), case):
-        sim = mixed(c, n=8, box=2.0, fraction=0.5, initial="gaussian")
-        state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
-        end = sim.advance(state, 20, 0.05, 0.0, sim.params)
-        assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
-        results.append([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] +
-                       by_identity(end, "position", "momentum") + [np.asarray(sim.spectra(end, 1.0)["power_cdm"])])
+    _, position, _ = scattered_start()
+    results = [scattered_run(("single", 1, None)), scattered_run(case)]
     moved = np.abs(np.mod(results[0][3] - position + 1.0, 2.0) - 1.0)
     assert np.median(np.max(moved, axis=1)) > 0.25  # most moved more than a device's share of the box
     for got, want in zip(results[1], results[0], strict=True):
