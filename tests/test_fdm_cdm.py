@@ -32,18 +32,6 @@ def mixed(case=("single", 1, None), n=16, box=10.0, fraction=0.5, window="tsc", 
                   physics__fdm_fraction=fraction, physics__cdm_particles=n**3, physics__cdm_window=window)
 
 
-@functools.cache
-def _initial_program(sim, spec):
-    return jax.jit(lambda p: sim.initial_state(None if spec is None else dict(spec), p))
-
-
-def initial_state(sim, p, **spec):
-    """``sim.initial_state(spec or None, p)`` as one compiled program per (simulation, spec), ``p`` traced. Run
-    op by op, a mixed state's first particle-mesh force (the owned particles' shard_map, the assignment's
-    transpose) compiles hundreds of small programs, anew at every call: 25-30 s against 2-4 s compiled."""
-    return _initial_program(sim, tuple(sorted(spec.items())) or None)(p)
-
-
 def lattice(n, box):
     """The particles' lattice: cell centres, in the order of the state's particle arrays."""
     axes = (np.arange(n) + 0.5) * box / n
@@ -65,7 +53,7 @@ def particle_mode(state, box):
 
 def run_modes(sim, p, eps, ds, steps):
     """Mode 1 of the wave's and of the particles' density contrast after each of ``steps`` steps, over eps."""
-    state = initial_state(sim, p, name="mode", amplitude=eps)
+    state = sim.initial_state({"name": "mode", "amplitude": eps}, p)
     return np.asarray(modes_program(sim, ds, steps)(sim.equation, state, p)).T / eps
 
 
@@ -141,7 +129,7 @@ def pancake_errors(sim, p, eps, span, steps_list):
     x_exact = q[:, 0] + grown * s
     p_exact = a**2 * hubble(a, 1.0, 0.0) * growth_rate(a, 1.0, 0.0) * grown * s
     out = []
-    start = initial_state(sim, p, name="mode", amplitude=eps)  # one start for every step count
+    start = sim.initial_state({"name": "mode", "amplitude": eps}, p)  # one start for every step count
     for steps in steps_list:
         state = sim.advance(start, steps, span / steps, 0.0, p)
         x, mom = by_identity(state, "position", "momentum")
@@ -247,24 +235,19 @@ def test_the_particle_mesh_force_conserves_momentum(window):
     alone (no wave) too."""
     sim = mixed(n=8, box=2.0, fraction=0.5, window=window, initial="gaussian")
     eq, p = sim.equation, sim.params
-    state = initial_state(sim, p)
+    state = sim.initial_state(None, p)
     mass = float(cdm.particle_mass(p, eq.box, eq.physics.cdm_particles))
-
-    @jax.jit  # one program for both states (op by op, the particle-mesh force alone took 11 s each)
-    def forces(eq, s, p):
+    for s in (state, sim.advance(state, 20, 0.05, 0.0, p)):
         rho = jnp.abs(s.psi) ** 2
         phi_hat = eq.fft.rfft(s.potential)
-        on_wave = jnp.stack([jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat))) for k in eq.kr])
-        _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)
-        return on_wave * eq.cell_volume, alone
-
-    for s in (state, sim.advance(state, 20, 0.05, 0.0, p)):
-        on_wave, alone = (np.asarray(x) for x in forces(eq, s, p))
+        on_wave = [float(jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat)))) * eq.cell_volume
+                   for k in eq.kr]
         (force,) = by_identity(s, "force")
         on_particles = mass * np.sum(force, axis=0)
         scale = mass * np.sum(np.abs(force))
-        assert np.max(np.abs(on_particles + on_wave)) < 1e-12 * scale
-        alone = alone[np.asarray(s.live) > 0]
+        assert np.max(np.abs(on_particles + np.array(on_wave))) < 1e-12 * scale
+        _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)
+        alone = np.asarray(alone)[np.asarray(s.live) > 0]
         assert np.max(np.abs(np.sum(alone, axis=0))) < 1e-12 * np.sum(np.abs(alone))
 
 
@@ -343,20 +326,18 @@ def scattered_start():
     """The decomposition test's start: a random wave on 8^3 and 512 particles anywhere in the box, moving fast."""
     rng = np.random.default_rng(3)
     position, momentum = rng.uniform(0, 2.0, (512, 3)), rng.normal(0, 0.02, (512, 3))
-    sim = mixed(n=8, box=2.0, fraction=0.5, initial="gaussian")
-    return np.asarray(initial_state(sim, sim.params).psi), position, momentum
+    psi = np.asarray(mixed(n=8, box=2.0, fraction=0.5, initial="gaussian").initial_state().psi)
+    return psi, position, momentum
 
 
 @functools.cache
 def scattered_run(case):
-    """The state built on backend case ``case`` from :func:`scattered_start` (its fields laid out and the
-    particles handed to their owners, in one compiled program) and 20 steps of it, gathered: the start's psi, the
-    end's psi and potential, the particles' positions and momenta by identity, the cold P(k). Cached: each
-    decomposition is compared with the same single-device run."""
+    """:func:`scattered_start` on backend case ``case`` and 20 steps of it, gathered: the start's psi, the end's
+    psi and potential, the particles' positions and momenta by identity, the cold P(k). Cached: every
+    decomposition is compared with the same single-device run, computed once."""
     psi, position, momentum = scattered_start()
     sim = mixed(case, n=8, box=2.0, fraction=0.5, initial="gaussian")
-    state = jax.jit(lambda psi, x, p: sim.state_from_fields(psi=psi, cdm_position=x, cdm_momentum=p))(psi, position,
-                                                                                                   momentum)
+    state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
     end = sim.advance(state, 20, 0.05, 0.0, sim.params)
     assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
     return ([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] + by_identity(end, "position", "momentum")
