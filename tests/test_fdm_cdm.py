@@ -4,6 +4,7 @@ integrated here, momentum conservation of the particle-mesh force, every backend
 against one device, and the config's refusals."""
 
 import csv
+import functools
 import math
 import subprocess
 import sys
@@ -53,6 +54,13 @@ def particle_mode(state, box):
 def run_modes(sim, p, eps, ds, steps):
     """Mode 1 of the wave's and of the particles' density contrast after each of ``steps`` steps, over eps."""
     state = sim.initial_state({"name": "mode", "amplitude": eps}, p)
+    return np.asarray(modes_program(sim, ds, steps)(sim.equation, state, p)).T / eps
+
+
+@functools.cache
+def modes_program(sim, ds, steps):
+    """The compiled scan of :func:`run_modes`, one per (simulation, ds, steps): parameters traced, so runs that
+    differ only in them (EdS and LCDM) share it."""
     step = sim.scheme.load()(sim.equation)
     dt = jnp.asarray(ds, sim.dtype)
 
@@ -64,7 +72,7 @@ def run_modes(sim, p, eps, ds, steps):
 
         return jax.lax.scan(body, state, jnp.arange(steps))[1]
 
-    return np.asarray(run(sim.equation, state, p)).T / eps
+    return run
 
 
 # ---- the assignment --------------------------------------------------------------------------------------------
@@ -121,8 +129,9 @@ def pancake_errors(sim, p, eps, span, steps_list):
     x_exact = q[:, 0] + grown * s
     p_exact = a**2 * hubble(a, 1.0, 0.0) * growth_rate(a, 1.0, 0.0) * grown * s
     out = []
+    start = sim.initial_state({"name": "mode", "amplitude": eps}, p)  # one start for every step count
     for steps in steps_list:
-        state = sim.advance(sim.initial_state({"name": "mode", "amplitude": eps}, p), steps, span / steps, 0.0, p)
+        state = sim.advance(start, steps, span / steps, 0.0, p)
         x, mom = by_identity(state, "position", "momentum")
         off = np.mod(x[:, 0] - x_exact + box / 2, box) - box / 2
         across = np.mod(x[:, 1:] - q[:, 1:] + box / 2, box) - box / 2
@@ -312,21 +321,35 @@ def test_the_gradient_of_a_mixed_run_equals_finite_differences(window):
 # ---- decompositions --------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def scattered_start():
+    """The decomposition test's start: a random wave on 8^3 and 512 particles anywhere in the box, moving fast."""
+    rng = np.random.default_rng(3)
+    position, momentum = rng.uniform(0, 2.0, (512, 3)), rng.normal(0, 0.02, (512, 3))
+    psi = np.asarray(mixed(n=8, box=2.0, fraction=0.5, initial="gaussian").initial_state().psi)
+    return psi, position, momentum
+
+
+@functools.cache
+def scattered_run(case):
+    """:func:`scattered_start` on backend case ``case`` and 20 steps of it, gathered: the start's psi, the end's
+    psi and potential, the particles' positions and momenta by identity, the cold P(k). Cached: every
+    decomposition is compared with the same single-device run, computed once."""
+    psi, position, momentum = scattered_start()
+    sim = mixed(case, n=8, box=2.0, fraction=0.5, initial="gaussian")
+    state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
+    end = sim.advance(state, 20, 0.05, 0.0, sim.params)
+    assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
+    return ([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] + by_identity(end, "position", "momentum")
+            + [np.asarray(sim.spectra(end, 1.0)["power_cdm"])])
+
+
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
 def test_distributed_equals_single_device(case):
     """A random mixed field on 8^3 with particles scattered through the box and moving fast (crossing the
     shards' boundaries), 20 steps: every decomposition equals one device to 1e-12."""
-    rng = np.random.default_rng(3)
-    position, momentum = rng.uniform(0, 2.0, (512, 3)), rng.normal(0, 0.02, (512, 3))
-    psi = np.asarray(mixed(n=8, box=2.0, fraction=0.5, initial="gaussian").initial_state().psi)
-    results = []
-    for c in (("single", 1, None), case):
-        sim = mixed(c, n=8, box=2.0, fraction=0.5, initial="gaussian")
-        state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
-        end = sim.advance(state, 20, 0.05, 0.0, sim.params)
-        assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
-        results.append([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] +
-                       by_identity(end, "position", "momentum") + [np.asarray(sim.spectra(end, 1.0)["power_cdm"])])
+    _, position, _ = scattered_start()
+    results = [scattered_run(("single", 1, None)), scattered_run(case)]
     moved = np.abs(np.mod(results[0][3] - position + 1.0, 2.0) - 1.0)
     assert np.median(np.max(moved, axis=1)) > 0.25  # most moved more than a device's share of the box
     for got, want in zip(results[1], results[0], strict=True):
