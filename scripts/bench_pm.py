@@ -64,14 +64,6 @@ def main() -> int:
     from simulator.run.simulation import Simulation
 
     dt = 0.02
-    initial_programs = {}
-
-    def initial(sim):
-        """The configured initial state as one compiled program per simulation (op by op, a mixed state's first
-        particle-mesh force compiles hundreds of small programs, anew at every call: ~25 s at 8^3)."""
-        if sim not in initial_programs:
-            initial_programs[sim] = jax.jit(lambda p: sim.initial_state(None, p))
-        return initial_programs[sim](sim.params)
 
     def prepared(n: int, devices, window: str | None):
         overrides = [f"grid.shape={n}", "grid.box=1.0", "physics.name=fdm_cosmo", "initial.name=gaussian",
@@ -80,7 +72,7 @@ def main() -> int:
             overrides += [f"physics.fdm_fraction={args.fraction}", f"physics.cdm_particles={n**3}",
                           f"physics.cdm_window={window}"]
         sim = Simulation(config_mod.load(None, overrides), devices)
-        start = initial(sim)
+        start = sim.initial_state()
         holder = {"s": sim.advance(start, args.steps, dt, donate=True)}  # compiles the chunk
 
         def chunk():
@@ -93,7 +85,7 @@ def main() -> int:
     def pieces(sim):
         """The particle-mesh force's parts, each its own compiled program (the equation an argument)."""
         eq, p = sim.equation, sim.params
-        state = sim.advance(initial(sim), 1, dt)
+        state = sim.advance(sim.initial_state(), 1, dt)
         x, live = state.position, state.live
 
         deposit = jax.jit(lambda eq, x, live, p: cdm.density(eq, x, live, p))
