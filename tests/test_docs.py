@@ -469,3 +469,34 @@ def test_the_verification_page_names_only_tests_that_exist():
                or not re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M)]
     assert not missing, missing
     assert len({(path, name) for path, name in named}) >= 40, len(named)
+
+
+# ---- the explanation pages explain: the method, not the tests or the project's history ----------------------
+
+#: a page's history, which belongs in CHANGELOG.md: dates, "formerly", "now ... (was ...)", the issue tracker
+HISTORY = re.compile(r"\b20\d\d-\d\d-\d\d\b|\bformerly\b|\bthis session\b|\bissue \d+\b|\bbefore this work\b", re.I)
+
+
+def explanation_paragraphs(text):
+    """The prose of a page: its paragraphs and list items (tables, headings, code blocks and display
+    equations left out), as (first line, words)."""
+    text = re.sub(r"^```.*?^```\n", "", text, flags=re.S | re.M)
+    text = re.sub(r"^\$\$\n.*?^\$\$\n", "", text, flags=re.S | re.M)
+    for block in re.split(r"\n\s*\n", text):
+        for item in re.split(r"\n(?=\s*(?:[*-]|\d+\.) )", block.strip("\n")):
+            lines = item.strip().splitlines()
+            if lines and not lines[0].startswith(("|", "#", "<!--")):
+                yield lines[0], len(item.split())
+
+
+def test_the_explanation_pages_explain_the_method_not_the_tests_or_their_history():
+    """docs/explanation/: no paragraph or list item over 150 words; no test named, except on the Verification
+    page, whose rows name the test of each check; no dates, "formerly" or issue numbers (the project's history
+    is CHANGELOG.md's)."""
+    for path in sorted((DOCS / "explanation").glob("*.md")):
+        text = path.read_text()
+        long = [(first[:60], n) for first, n in explanation_paragraphs(text) if n > 150]
+        assert not long, (path.name, long)
+        if path.name != "verification.md":
+            assert "tests/" not in text, (path.name, text[text.index("tests/") - 80:text.index("tests/") + 80])
+        assert not HISTORY.search(text), (path.name, HISTORY.search(text)[0])
