@@ -13,7 +13,7 @@ Notebook pages (``*.ipynb``, rendered by mkdocs-jupyter from their stored output
 their Markdown cells as MathML, the scripts mkdocs-jupyter's template would load from a CDN (MathJax,
 Mermaid) left out, and their links to other pages written as in a Markdown page (``../explanation/x.md``,
 which also work where the notebook is read on its own) made the site's URLs, a link to no page failing
-the build.
+the build; below the title, a link to download the notebook.
 """
 
 from __future__ import annotations
@@ -110,7 +110,10 @@ def _notebook_links(html: str, page, files) -> str:
 def _notebook(html: str, page, files) -> str:
     html = NOTEBOOK_SCRIPTS.sub("", html)
     html = NOTEBOOK_MARKDOWN.sub(lambda m: m[1] + _notebook_links(_notebook_math(m[2], page), page, files) + m[3], html)
-    return html
+    # below the title, a link to the notebook itself (mkdocs.yml's include_source copies it beside the page)
+    name = posixpath.basename(page.file.src_uri)
+    link = f'<p><a href="{name}" download>Download this notebook ({name})</a> to run it in Jupyter.</p>'
+    return html.replace("</h1>", "</h1>" + link, 1) if "</h1>" in html else link + html
 
 
 def on_page_content(html: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' hook signature)

@@ -190,6 +190,8 @@ def test_the_pages_mathematics_is_mathml_in_the_site(site):
         rest = re.sub(r'<a\b[^>]*>|http://www\.w3\.org/(?:1998/Math/MathML|2000/svg)\b', "", html)
         assert not re.search(r"https?://", rest), (rel, rest[max(0, re.search(r"https?://", rest).start() - 200):][:400])
         assert "<script src=" not in html.split("<article", 1)[1].split("</article>", 1)[0], rel
+        name = rel.rsplit("/", 1)[-1]   # the page links to the notebook, copied beside it
+        assert f'<a href="{name}" download>' in html and ((site / _built(rel)).parent / name).is_file(), rel
     assert convert(r"\eta = (\nu^3/\varepsilon)^{1/4}") in (site / "getting-started/index.html").read_text()
     ns = (site / "explanation/navier-stokes/index.html").read_text()
     first = re.search(r'<math [^>]*display="block">.*?</math>', ns, re.S)
