@@ -29,9 +29,11 @@ _spec.loader.exec_module(execute_notebooks)
 NOTEBOOKS = [str(p.relative_to(DOCS)) for p in execute_notebooks.notebooks()]
 #: how far a number the fresh execution prints may be from the stored one, relative to it, beyond one unit of
 #: its last printed digit. The runs are deterministic on one machine, but another CPU, FFTW plan or XLA
-#: optimisation level rounds differently, and in the float32 turbulence those differences grow over the run
-#: (measured here: the energy at t = 20 differs by 2e-7 between XLA's optimisation levels, the clustering
-#: indices by less than 1e-2); the gradients are float64 and differ by round-off alone
+#: optimisation level rounds differently, and in the float32 turbulence those differences grow over the run.
+#: Measured between XLA's optimisation levels: the energy at t = 20 differs by 2e-7, four of the particle
+#: notebook's printed numbers (the tracers' clustering index and g(r), which are Poisson noise about 1) by one
+#: unit of their last digit and every other one not at all; the gradients are float64 and differ in their
+#: 15th digit
 TOLERANCE = {"tutorials/particles-statistics.ipynb": 0.03, "tutorials/gradients.ipynb": 1e-8}
 #: the notebooks whose kernel runs at XLA's default optimisation level (the module docstring says why)
 OPTIMIZED = {"tutorials/particles-statistics.ipynb"}
