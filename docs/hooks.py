@@ -8,12 +8,19 @@ command's usage and options, so neither can fall behind the code. Neither import
 Mathematics is written in TeX, ``$...$`` inline and ``$$...$$`` on lines of its own (``pymdownx.arithmatex``
 in generic mode marks it), and turned here into MathML (``latex2mathml``), which browsers render
 natively: the site shows its equations with no script, no web font and no network.
+
+Notebook pages (``*.ipynb``, rendered by mkdocs-jupyter from their stored outputs) get the same: the TeX of
+their Markdown cells as MathML, the scripts mkdocs-jupyter's template would load from a CDN (MathJax,
+Mermaid) left out, and their links to other pages written as in a Markdown page (``../explanation/x.md``,
+which also work where the notebook is read on its own) made the site's URLs, a link to no page failing
+the build; below the title, a link to download the notebook.
 """
 
 from __future__ import annotations
 
-from html import unescape
+import posixpath
 import re
+from html import unescape
 from pathlib import Path
 
 
@@ -57,18 +64,61 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
 MATH = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>|<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
 
 
-def _mathml(match: re.Match, page) -> str:
+def _mathml(tex: str, block: bool, page) -> str:
     from latex2mathml.converter import convert  # the docs extra (pyproject.toml)
 
-    inline, block = match.groups()
-    tex = unescape(inline if block is None else block).strip()
+    tex = unescape(tex).strip()
     try:
-        return convert(tex, display="inline" if block is None else "block")
+        return convert(tex, display="block" if block else "inline")
     except Exception as error:  # a typo in a page's TeX fails the (strict) build, naming the page
         raise ValueError(f"{page.file.src_path}: cannot render the TeX {tex!r}: {error}") from error
 
 
+#: a notebook's Markdown cell as nbconvert writes it (Markdown's HTML holds no <div>)
+NOTEBOOK_MARKDOWN = re.compile(r'(<div class="[^"]*\bjp-RenderedMarkdown\b[^"]*"[^>]*>)(.*?)(</div>)', re.S)
+#: what mkdocs-jupyter's template loads from the network: MathJax (with its configuration) and Mermaid
+NOTEBOOK_SCRIPTS = re.compile(r'<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->'
+                              r'|<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
+#: TeX as nbconvert leaves it in a Markdown cell: a $$...$$ paragraph, or $...$ within a line
+NOTEBOOK_MATH = re.compile(r'<p>\s*\$\$(.+?)\$\$\s*</p>|\$\$(.+?)\$\$|\$([^$]+?)\$', re.S)
+LINK = re.compile(r'(<a\s[^>]*?href=)"(?![a-z][a-z0-9+.-]*:|#|/)([^"#]+\.(?:md|ipynb))(#[^"]*)?"')
+
+
+def _notebook_math(html: str, page) -> str:
+    """The TeX of a notebook's Markdown cell as MathML, code spans and blocks left alone."""
+    def tex(match: re.Match) -> str:
+        para, block, inline = match.groups()
+        return _mathml(inline, False, page) if inline is not None else _mathml(para or block, True, page)
+
+    parts = re.split(r"(<(?:code|pre)\b.*?</(?:code|pre)>)", html, flags=re.S)
+    return "".join(p if i % 2 else NOTEBOOK_MATH.sub(tex, p) for i, p in enumerate(parts))
+
+
+def _notebook_links(html: str, page, files) -> str:
+    """Links to pages written as paths of the sources (``../explanation/particles.md``) as the site's URLs."""
+    def url(match: re.Match) -> str:
+        head, target, anchor = match.groups()
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), unescape(target)))
+        file = files.get_file_from_path(path)
+        if file is None:
+            raise ValueError(f"{page.file.src_path}: a link to {target}, which is no page of the site")
+        return f'{head}"{file.url_relative_to(page.file)}{anchor or ""}"'
+
+    return LINK.sub(url, html)
+
+
+def _notebook(html: str, page, files) -> str:
+    html = NOTEBOOK_SCRIPTS.sub("", html)
+    html = NOTEBOOK_MARKDOWN.sub(lambda m: m[1] + _notebook_links(_notebook_math(m[2], page), page, files) + m[3], html)
+    # below the title, a link to the notebook itself (mkdocs.yml's include_source copies it beside the page)
+    name = posixpath.basename(page.file.src_uri)
+    link = f'<p><a href="{name}" download>Download this notebook ({name})</a> to run it in Jupyter.</p>'
+    return html.replace("</h1>", "</h1>" + link, 1) if "</h1>" in html else link + html
+
+
 def on_page_content(html: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' hook signature)
-    html = MATH.sub(lambda m: _mathml(m, page), html)
+    if page.file.src_uri.endswith(".ipynb"):
+        html = _notebook(html, page, files)
+    html = MATH.sub(lambda m: _mathml(m[1], False, page) if m[2] is None else _mathml(m[2], True, page), html)
     # the docstrings cross-reference the Sphinx way (:func:`name`); here the name alone, as code, reads right
     return re.sub(r":(?:func|meth|class|mod|attr|data|exc):(?=<code)", "", html)

@@ -12,7 +12,7 @@ decreases (Armijo backtracking; Nocedal & Wright, Numerical Optimization, 2006, 
     .venv/bin/python examples/recover_viscosity.py --grid 32 --cpu-devices 4 --json fit.json
 
 Each iteration is one compiled forward-and-backward pass (compiled once, then reused); the memory of
-the backward pass grows like the square root of the number of steps (docs/tutorials/gradients.md).
+the backward pass grows like the square root of the number of steps (docs/tutorials/gradients.ipynb).
 """
 
 from __future__ import annotations

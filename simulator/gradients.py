@@ -16,7 +16,7 @@ steps' input state (the step itself is checkpointed too, so its temporaries exis
 time). The peak is then about ``steps / c + c`` states plus one step's temporaries, minimal at
 ``c ~ sqrt(steps)`` (the default): the two-level checkpointing of Griewank & Walther, "Evaluating
 Derivatives" (2008), ch. 12, at the price of one extra forward pass. Measured figures are in the
-tutorial docs/tutorials/gradients.md.
+tutorial docs/tutorials/gradients.ipynb.
 """
 
 from __future__ import annotations

@@ -122,10 +122,13 @@ def test_the_site_builds_strictly_with_the_documented_command(site):
     api = html["reference/api/index.html"]
     for name in ("initial_state", "advance", "rollout", "state_from_file", "load_run", "RunResults", "run_ensemble"):
         assert name in api, name
-    # every page in the navigation was built: none left out of the site
+    # every page in the navigation was built: none left out of the site (the notebooks are pages too)
     nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))["nav"]
-    flat = re.findall(r"[\w/.-]+\.md", str(nav))
-    assert sorted(flat) == sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")), "a page outside the nav"
+    flat = re.findall(r"[\w/.-]+\.(?:md|ipynb)", str(nav))
+    sources = [str(p.relative_to(DOCS)) for pattern in ("*.md", "*.ipynb") for p in DOCS.rglob(pattern)]
+    assert sorted(flat) == sorted(sources), "a page outside the nav"
+    for rel in flat:
+        assert (site / _built(rel)).is_file(), rel
 
 
 # ---- the site's mathematics: TeX in the pages, MathML in the site, laid out by a browser ----------------------
@@ -136,13 +139,23 @@ def _prose(text: str) -> str:
 
 
 def _built(rel: str) -> Path:
-    """The HTML file the site builds from a page under docs/ (``explanation/mhd.md``)."""
-    stem = rel.removesuffix(".md")
+    """The HTML file the site builds from a page under docs/ (``explanation/mhd.md``, ``tutorials/x.ipynb``)."""
+    stem = rel.removesuffix(".md").removesuffix(".ipynb")
     return Path("index.html" if stem == "index" else stem.removesuffix("/index") + "/index.html")
 
 
 def _outside_code_and_math(html: str) -> str:
     return re.sub(r"<(pre|code|math)\b.*?</\1>", "", html, flags=re.S)
+
+
+def _notebooks() -> list[str]:
+    """The notebook pages (docs/**/*.ipynb), relative to docs/."""
+    return sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.ipynb"))
+
+
+def _notebook_markdown(html: str) -> str:
+    """The Markdown cells of a built notebook page (nbconvert's rendered Markdown), joined."""
+    return "".join(re.findall(r'<div class="[^"]*\bjp-RenderedMarkdown\b[^"]*"[^>]*>(.*?)</div>', html, re.S))
 
 
 @pytest.mark.slow
@@ -164,6 +177,21 @@ def test_the_pages_mathematics_is_mathml_in_the_site(site):
     for path in site.rglob("*.html"):
         html = path.read_text()
         assert not re.search(r'<(?:script|img)\b[^>]*\bsrc="https?:|<link\b[^>]*\bhref="https?:', html), path
+    # the notebook pages (mkdocs-jupyter's template would load MathJax and Mermaid from a CDN): their TeX as
+    # MathML, no delimiter left in their Markdown cells, and no address on the network anywhere but in a
+    # link to follow (<a href>) or an XML namespace (MathML's, and SVG's in the styles' inline icons)
+    notebooks = _notebooks()
+    assert len(notebooks) >= 2, notebooks
+    for rel in notebooks:
+        html = (site / _built(rel)).read_text()
+        cells = _notebook_markdown(html)
+        assert cells and "<math" in cells, rel
+        assert "$" not in _outside_code_and_math(cells), (rel, cells[max(0, cells.find("$") - 200):][:400])
+        rest = re.sub(r'<a\b[^>]*>|http://www\.w3\.org/(?:1998/Math/MathML|2000/svg)\b', "", html)
+        assert not re.search(r"https?://", rest), (rel, rest[max(0, re.search(r"https?://", rest).start() - 200):][:400])
+        assert "<script src=" not in html.split("<article", 1)[1].split("</article>", 1)[0], rel
+        name = rel.rsplit("/", 1)[-1]   # the page links to the notebook, copied beside it
+        assert f'<a href="{name}" download>' in html and ((site / _built(rel)).parent / name).is_file(), rel
     assert convert(r"\eta = (\nu^3/\varepsilon)^{1/4}") in (site / "getting-started/index.html").read_text()
     ns = (site / "explanation/navier-stokes/index.html").read_text()
     first = re.search(r'<math [^>]*display="block">.*?</math>', ns, re.S)
@@ -225,13 +253,37 @@ def test_no_code_block_is_wider_than_the_page_in_chromium(site, browser):
         browser.open(path.as_uri(), WIDTH, HEIGHT)
         clipped += [f"{path.relative_to(site)}: {what}" for what in browser.evaluate("""(() => {
             const article = document.querySelector('article').getBoundingClientRect();
-            return [...document.querySelectorAll('article pre > code')]
+            return [...document.querySelectorAll('article pre > code, article .jupyter-wrapper pre')]
                 .filter(c => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > article.right + 1)
                 .map(c => c.textContent.slice(0, 80)); })()""")]
         if path == site / "index.html":
             browser.screenshot(SCREENSHOTS / "index.png")
     assert len(list(site.rglob("index.html"))) >= 40
     assert not clipped, "code blocks wider than the page:\n" + "\n".join(clipped)
+
+
+@pytest.mark.slow
+def test_the_notebook_pages_show_their_figures_and_equations_in_chromium(site, browser):
+    """Each notebook page in a browser: every figure its stored outputs hold is an image that loaded (no
+    network, a PNG in the page), as many as the notebook has and wider than 400 pixels, and its equations
+    are MathML that the browser lays out (each has a box). Screenshots in outputs/docs_screenshots/."""
+    import nbformat
+
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for rel in _notebooks():
+        nb = nbformat.read(DOCS / rel, as_version=4)
+        figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        browser.open((site / _built(rel)).as_uri(), WIDTH, HEIGHT)
+        shown = browser.evaluate("""(() => {
+            const images = [...document.querySelectorAll('article .jp-OutputArea-output img')];
+            const maths = [...document.querySelectorAll('article .jp-RenderedMarkdown math')];
+            return {images: images.length, loaded: images.filter(i => i.complete && i.naturalWidth > 300).length,
+                    width: Math.max(...images.map(i => i.getBoundingClientRect().width)),
+                    maths: maths.length, laid: maths.filter(m => m.getBoundingClientRect().height > 0).length}; })()""")
+        browser.screenshot(SCREENSHOTS / (rel.replace("/", "_").removesuffix(".ipynb") + ".png"))
+        assert figures >= 1 and shown["images"] == shown["loaded"] == figures, (rel, figures, shown)
+        assert shown["width"] > 400 and shown["maths"] >= 3 and shown["laid"] == shown["maths"], (rel, shown)
 
 
 def test_every_example_of_every_page_is_run_or_says_why_not():

@@ -8,7 +8,8 @@ differences are exact to ~1e-10) to 1e-6; forward mode agrees with reverse mode;
 gradient equals the single-device one to 1e-12. Two processes give the one-process gradient
 (tests/mp_grad_worker.py), in the compact spectral layout the full layout's too. The memory of a
 gradient grows like sqrt(steps), not steps. The worked example (examples/recover_viscosity.py)
-recovers the viscosity.
+recovers the viscosity. The tutorial's notebook (docs/tutorials/gradients.ipynb) runs in
+tests/test_notebooks.py.
 """
 
 import json
@@ -175,7 +176,7 @@ def gradient_memory(sim, steps, checkpoint_every=None):
 
 def test_gradient_memory_grows_like_the_square_root_of_the_steps():
     """States held by the gradient of an n-step run: about 35 + 1.75 (n/c + c) with c = sqrt(n)
-    (the table of docs/tutorials/gradients.md, in half-spectrum states); per-step checkpoints alone (one
+    (the table of docs/tutorials/gradients.ipynb, in half-spectrum states); per-step checkpoints alone (one
     segment) hold about 2.5 n. In the compact layout the states are 30% of those and the real-space
     temporaries the same, so the whole takes fewer bytes but more (smaller) states."""
     sim = support.shared(("single", 1, None), grid__shape=obj.GRID, fft__layout="full")
@@ -224,14 +225,3 @@ def test_the_worked_example_recovers_the_viscosity(tmp_path):
     assert abs(fit["recovered"] / fit["true"] - 1) < 1e-3, fit
     assert abs(fit["initial_guess"] / fit["true"] - 1) > 0.5  # it started far from the answer
     assert np.all(np.diff(fit["loss"]) <= 0), fit["loss"]  # the line search only accepts descent
-
-
-@pytest.mark.slow
-def test_the_gradient_tutorial_as_written():
-    """docs/tutorials/gradients.md's two blocks, in order, as one script (the second uses the first's names)."""
-    page = (ROOT / "docs" / "tutorials" / "gradients.md").read_text()
-    code = "\n".join(block.split("\n```", 1)[0] for block in page.split("```python\n")[1:3])
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    reverse, forward = (float(line) for line in done.stdout.split())
-    assert reverse > 0 and forward == pytest.approx(reverse, rel=1e-10)  # nu above the truth: the misfit grows

@@ -1,9 +1,11 @@
 """The tutorials (docs/tutorials/), each page run as a reader runs it: every bash and python block in order,
 from the project directory; then the figures the page shows checked against the plots its commands drew.
+The tutorials written as notebooks (docs/tutorials/*.ipynb) are executed by tests/test_notebooks.py.
 
 ``SIMULATOR_DOCS_FIGURES=update python -m pytest tests/test_tutorials.py`` copies those plots into
 docs/images/tutorials/ (how the pages' figures are made); otherwise each figure must exist and have the
-size of the plot the page's commands draw.
+size of the plot the page's commands draw. A notebook carries its figures in its outputs:
+``.venv/bin/python scripts/execute_notebooks.py`` executes the notebooks and writes them back.
 """
 
 import os
@@ -15,7 +17,7 @@ import pytest
 from docs_pages import DOCS, ROOT, blocks, python, shell
 
 #: pages whose blocks other tests run (their markers say which)
-RUN_ELSEWHERE = {"index.md", "gradients.md", "ensembles.md"}
+RUN_ELSEWHERE = {"index.md", "ensembles.md"}
 TUTORIALS = sorted(p.name for p in (DOCS / "tutorials").glob("*.md") if p.name not in RUN_ELSEWHERE)
 #: blocks of other pages that read a tutorial's run, run right after it
 FOLLOW_UPS = {"boussinesq.md": ["docs/how-to/outputs.md"]}
@@ -36,6 +38,10 @@ def run_block(block):
 
 def test_every_tutorial_is_run_here_or_names_its_test():
     assert TUTORIALS == ["boussinesq.md", "cosmology.md", "mhd.md", "navier-stokes.md", "schrodinger-poisson.md"]
+    # the notebooks: executed by tests/test_notebooks.py, which lists them
+    notebooks = sorted(p.name for p in (DOCS / "tutorials").glob("*.ipynb"))
+    assert notebooks == ["gradients.ipynb", "particles-statistics.ipynb"]
+    assert all(f"tutorials/{name}" in (ROOT / "tests" / "test_notebooks.py").read_text() for name in notebooks)
     for name in RUN_ELSEWHERE - {"index.md"}:
         assert all(b.marker and b.marker[0] == "run by" for b in blocks(f"docs/tutorials/{name}")
                    if b.lang in ("bash", "python")), name
