@@ -93,6 +93,15 @@ def integrate(sim: Simulation, state: Any, dt: float, steps: int, params: dict |
     return state, np.asarray(values)
 
 
+_NONLINEAR = jax.jit(lambda eq, state, p: eq.fft.irfft(eq.nonlinear(state, 0.0, p)))
+
+
+def nonlinear_field(sim: Simulation, state: Any, params: dict | None = None) -> np.ndarray:
+    """The nonlinear term N(u) at t = 0 in real space, ``(components, Nx, Ny, Nz)``, as one compiled program
+    (called outside jit, the term compiles each of its operations as a program of its own: seconds)."""
+    return sim.to_numpy(_NONLINEAR(sim.equation, state, sim.params if params is None else params))
+
+
 def relative_error(a: Any, b: Any) -> float:
     """max |a - b| / max |b| over every leaf of two state pytrees (gathered: small grids only); NaN when
     either holds a NaN (np.max propagates it, where Python's max would drop it and report agreement)."""

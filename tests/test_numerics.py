@@ -20,7 +20,7 @@ from simulator.api import load_config
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.time.integrators import make_rk4
-from support import advance, relative_error, shared
+from support import advance, nonlinear_field, relative_error, shared
 from test_navier_stokes import GRID, ns, velocity
 
 N = 16
@@ -120,7 +120,7 @@ def test_the_filter_multiplies_the_nonlinear_term_on_the_modes_it_makes():
     X, Y, _ = np.meshgrid(x, x, x, indexing="ij")
     u = np.stack([np.sin(7 * Y), 0 * X, np.sin(6 * X)])
     state = sim.fft.rfft(jnp.asarray(u))  # the field itself (from_fields would filter it)
-    n = sim.to_numpy(sim.fft.irfft(sim.equation.nonlinear(state, 0.0, sim.parameters(viscosity=0.0))))
+    n = nonlinear_field(sim, state, sim.parameters(viscosity=0.0))
     factor = sigma(6, N) * sigma(7, N)
     assert factor == pytest.approx(0.744, abs=1e-3)
     np.testing.assert_allclose(n[2], -6 * factor * np.sin(7 * Y) * np.cos(6 * X), rtol=0, atol=1e-13)
