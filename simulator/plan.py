@@ -352,6 +352,8 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
         lines.append(f"spectral layout: {plan.layout}")
     if (resolved := resolution.plan_line(c)) is not None:
         lines.append(resolved)
+    if (hint := resolution.plan_hint(c)) is not None:
+        lines.append(hint)
     lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
                  + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
     if c.particles:

@@ -136,3 +136,31 @@ def plan_line(cfg: Any) -> str | None:
     step = (f"dt = {cfg.time.dt:g} fixed" if cfg.time.cfl is None else
             f"dt adapted to CFL {cfg.time.cfl:g}, at most {cfg.time.dt:g}")
     return f"resolution: {'; '.join(parts)}; time step: {step}, {cfg.time.integrator}"
+
+
+#: what the accuracy benchmark measured (scripts/bench_accuracy.py; docs/PERFORMANCE.md, "Accuracy per cost":
+#: Taylor-Green at Re = 400 on 32^3-64^3, 2 CPU cores, against FluidSim), for :func:`plan_hint`
+BENCHMARK = "the accuracy benchmark (Taylor-Green, Re = 400, 32^3-64^3; docs/how-to/choose-resolution.md)"
+
+
+def plan_hint(cfg: Any) -> str | None:
+    """A cheaper setup that the accuracy benchmark found as accurate, for a Navier-Stokes config it applies to
+    (None otherwise): rk2 for rk3 or rk4 at steps of at most a cell per unit velocity (there the error was the
+    grid's: rk2 gave rk4's to 2% for 0.5-0.8 of the cost); and for a forced run under the 2/3 rule that does not
+    resolve its injected power, the phase-shifted sphere (k_max sqrt 2 larger, for 1.0-1.3 times the step)."""
+    physics = cfg.physics
+    if physics.name != "navier_stokes":
+        return None
+    hints = []
+    cell = min(length / n for length, n in zip(cfg.grid.box, cfg.grid.shape, strict=True))
+    small_step = cfg.time.cfl <= 1.0 if cfg.time.cfl is not None else cfg.time.dt <= cell
+    if cfg.time.integrator in ("rk3", "rk4") and small_step:
+        hints.append(f"time.integrator=rk2 gave {cfg.time.integrator}'s error to 2% for 0.5-0.8 of its cost at "
+                     "steps of at most a cell per unit velocity, where the error is the grid's")
+    if physics.dealias == "two_thirds" and physics.forcing != "none" and physics.viscosity > 0:
+        kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, "two_thirds")
+        if kmax * (physics.viscosity**3 / physics.forcing_power) ** 0.25 < THRESHOLDS["kmax_eta"]:
+            hints.append("physics.dealias=phase_shift_spherical resolves a k_max sqrt(2) larger for 1.0-1.3 times "
+                         "the step's cost and halved the error at 64^3")
+    return f"hint from {BENCHMARK}: {'; '.join(hints)}" if hints else None
+
