@@ -470,17 +470,26 @@ def _set_dotted(tree: dict, key: str, value: Any) -> None:
 
 
 def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
-    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML."""
+    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML. A malformed
+    item raises ConfigError showing how to write it (:func:`written_as`)."""
     values = {}
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError("--set", item, "expected dotted.key=value, e.g. grid.shape=[64,64,64]", "is malformed")
+            raise ConfigError("--set", item, f"expected dotted.key=value, as in --set {written_as(item)}",
+                              "is malformed")
         try:
             values[key.strip()] = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError:
             values[key.strip()] = text
     return values
+
+
+def written_as(item: str) -> str:
+    """A malformed ``--set`` item as dotted.key=value would write it: ``grid.shape:32`` and ``grid.shape 32`` as
+    ``grid.shape=32``, a key alone as ``grid.shape=VALUE``."""
+    key, _, value = re.sub(r"\s*[:\s]\s*", "=", item.strip(), count=1).partition("=")
+    return f"{key or 'dotted.key'}={value or 'VALUE'}"
 
 
 def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
