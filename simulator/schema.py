@@ -579,13 +579,20 @@ def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, st
             yield f"{prefix}{f.name}", type_name(tp), f.default, f.metadata["doc"]
 
 
+def shown_default(value: Any) -> str:
+    """A default as the reference shows it: YAML's flow style, a whole multiple of pi as a config may write it,
+    ``2*pi`` (three of 6.283185307179586 filled six lines of the default column)."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(shown_default(v) for v in value) + "]"
+    if isinstance(value, float) and math.isfinite(value) and (k := round(value / math.pi)) and k * math.pi == value:
+        return "pi" if k == 1 else f"{k}*pi"
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
 def table(rows: Iterator[tuple[str, str, Any, str]]) -> str:
     """A Markdown table of (key, type, default, doc) rows."""
     lines = ["| key | type | default | description |", "|---|---|---|---|"]
     for key, tname, default, doc in rows:
-        if isinstance(default, tuple):
-            default = list(default)
-        shown = yaml.safe_dump(default, default_flow_style=True).strip().removesuffix("...").strip()
         cell = doc.replace("|", "\\|")  # a literal | would end the Markdown cell
-        lines.append(f"| `{key}` | {tname} | `{shown}` | {cell} |")
+        lines.append(f"| `{key}` | {tname} | `{shown_default(default)}` | {cell} |")
     return "\n".join(lines) + "\n"
