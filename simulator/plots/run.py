@@ -54,8 +54,8 @@ from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
 from simulator.plots.figures import (Figures, MissingOutputError, check_average, default_style, figure, heading,
-                                     note, physics_of, save, snapshot_heading, time_axis, time_label,
-                                     time_window, unit, wide_positive)
+                                     note, physics_of, save, snapshot_heading, time_axis, time_window, unit,
+                                     wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.particle_overlay import overlay
 from simulator.plots.spectra import plot_spectra
