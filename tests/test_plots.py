@@ -666,7 +666,7 @@ def _blank_margins(path: Path) -> tuple[float, float]:
 def test_slice_figures_fill_their_canvas(runs, tmp_path):
     """The slices' images, colour bars and labels fill the figure: its blank margins take under 10% of its
     height and of its width (square images beside vertical colour bars left 28% of the height blank, above
-    and below), and no title runs past the canvas."""
+    and below), and no title runs past the canvas or into the heading."""
     for name in ("ns", "sp"):
         config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
         info = equations.get(config["physics"]["name"])
@@ -679,6 +679,8 @@ def test_slice_figures_fill_their_canvas(runs, tmp_path):
         for text in [fig._suptitle, *(ax.title for ax in fig.axes)]:
             box = text.get_window_extent(renderer)
             assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text.get_text()
+        heading = fig._suptitle.get_window_extent(renderer)
+        assert all(ax.title.get_window_extent(renderer).y1 <= heading.y0 for ax in fig.axes), "a title touches the heading"
 
 
 def test_a_slice_of_a_snapshot_before_the_runs_end_says_so(runs, tmp_path):

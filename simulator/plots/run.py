@@ -258,8 +258,8 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
                  axis: int, heading: str, length: str = "code units") -> Figure:
     """The slice figure: panels side by side, axes in ``length`` units, a colour bar under each."""
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as wide as the images
-    # room between the rows: with the images filling the height, the default pad let a title touch the heading
-    fig.get_layout_engine().set(h_pad=0.08)
+    # with the images filling the height, the default pad (3 pt) let a panel title touch the heading
+    fig.get_layout_engine().set(h_pad=0.06)
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
         image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
