@@ -544,6 +544,12 @@ def reference_markdown() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        config_mod.check_overrides(argv)  # before argparse: "--set grid.shape 32" is more than "unrecognized: 32"
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = build_parser().parse_args(argv)
     sweeps = args.func is cmd_sweep and (args.local or args.point is not None or args.group is not None)
     if args.func is not cmd_run and not sweeps:  # steps nothing: stop signals caught since start-up act now

@@ -470,17 +470,26 @@ def _set_dotted(tree: dict, key: str, value: Any) -> None:
 
 
 def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
-    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML."""
+    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML. A malformed
+    item raises ConfigError showing how to write it (:func:`written_as`)."""
     values = {}
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError("--set", item, "expected dotted.key=value, e.g. grid.shape=[64,64,64]", "is malformed")
+            raise ConfigError("--set", item, f"expected dotted.key=value, as in --set {written_as(item)}",
+                              "is malformed")
         try:
             values[key.strip()] = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError:
             values[key.strip()] = text
     return values
+
+
+def written_as(item: str) -> str:
+    """A malformed ``--set`` item as dotted.key=value would write it: ``grid.shape:32`` and ``grid.shape 32`` as
+    ``grid.shape=32``, a key alone as ``grid.shape=VALUE``."""
+    key, _, value = re.sub(r"\s*[:\s]\s*", "=", item.strip(), count=1).partition("=")
+    return f"{key or 'dotted.key'}={value or 'VALUE'}"
 
 
 def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
@@ -570,13 +579,20 @@ def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, st
             yield f"{prefix}{f.name}", type_name(tp), f.default, f.metadata["doc"]
 
 
+def shown_default(value: Any) -> str:
+    """A default as the reference shows it: YAML's flow style, a whole multiple of pi as a config may write it,
+    ``2*pi`` (three of 6.283185307179586 filled six lines of the default column)."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(shown_default(v) for v in value) + "]"
+    if isinstance(value, float) and math.isfinite(value) and (k := round(value / math.pi)) and k * math.pi == value:
+        return "pi" if k == 1 else f"{k}*pi"
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
 def table(rows: Iterator[tuple[str, str, Any, str]]) -> str:
     """A Markdown table of (key, type, default, doc) rows."""
     lines = ["| key | type | default | description |", "|---|---|---|---|"]
     for key, tname, default, doc in rows:
-        if isinstance(default, tuple):
-            default = list(default)
-        shown = yaml.safe_dump(default, default_flow_style=True).strip().removesuffix("...").strip()
         cell = doc.replace("|", "\\|")  # a literal | would end the Markdown cell
-        lines.append(f"| `{key}` | {tname} | `{shown}` | {cell} |")
+        lines.append(f"| `{key}` | {tname} | `{shown_default(default)}` | {cell} |")
     return "\n".join(lines) + "\n"

@@ -131,6 +131,12 @@ CASES = {
                                           "by the grid; every mode number must be below N/2 = 8 along z"),
     # command line
     "malformed --set": (["run", TG, "--set", "grid.shape"], "--set = 'grid.shape' is malformed"),
+    "--set with a space for =": (["run", TG, "--set", "grid.shape", "32"], "--set = 'grid.shape 32' is malformed; "
+                                 "expected dotted.key=value, as in --set grid.shape=32"),
+    "--set with a colon for =": (["run", TG, "--set", "grid.shape:32"], "--set = 'grid.shape:32' is malformed; "
+                                 "expected dotted.key=value, as in --set grid.shape=32"),
+    "--set of a key alone": (["validate", TG, "--set", "time.dt"], "--set = 'time.dt' is malformed; expected "
+                             "dotted.key=value, as in --set time.dt=VALUE"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
     "unknown command": (["simulate", TG], "invalid choice: 'simulate'"),
     "launch without a command": (["launch", "-n", "2"], "is missing a command"),

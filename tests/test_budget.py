@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
+import simulator
 from simulator import plots
 from simulator import spectra as shells
 from simulator.fft.check import collective_counts
@@ -108,7 +109,8 @@ def test_each_shell_obeys_its_budget(devices, forcing, hyperviscosity):
 
 def test_the_flux_figure_is_drawn_for_every_transfer_spectrum_by_name(tmp_path):
     """``simulator plot`` draws Pi(k) = -sum_{k' <= k} T(k') for any ``transfer_<quantity>`` in spectra.h5,
-    whatever the equation (here a made-up quantity), and no flux figure without one."""
+    whatever the equation (here a made-up quantity), its panel titled by the quantity's readable name, and no
+    flux figure without one."""
     run = tmp_path / "run"
     run.mkdir()
     config = {"name": "budget", "grid": {"shape": [8, 8, 8], "box": [8.0, 8.0, 8.0]},
@@ -121,6 +123,8 @@ def test_the_flux_figure_is_drawn_for_every_transfer_spectrum_by_name(tmp_path):
         f["transfer_magnetic_energy"] = np.array([[0, -1.0, -0.5, 0.75, 0.5, 0.25]] * 2)
     written = plots.plot(run)
     assert [p.name for p in written] == ["spectra.png", "spectra_compensated.png", "flux.png"]
+    # its panel named as a reader says it, not by the column
+    assert simulator.load_run(run).plot.flux().axes[0].get_title(loc="left") == "magnetic energy"
     with h5py.File(run / "spectra.h5", "a") as f:
         del f["transfer_magnetic_energy"]
     assert [p.name for p in plots.plot(run)] == ["spectra.png", "spectra_compensated.png"]

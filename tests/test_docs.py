@@ -286,6 +286,40 @@ def test_the_notebook_pages_show_their_figures_and_equations_in_chromium(site, b
         assert shown["width"] > 400 and shown["maths"] >= 3 and shown["laid"] == shown["maths"], (rel, shown)
 
 
+@pytest.mark.slow
+def test_the_config_reference_breaks_no_key_and_no_default_in_chromium(site, browser):
+    """The config reference at a laptop's width: no key is broken over lines (code in a table broke anywhere,
+    output.snapshots.at_end cut mid-word in a narrow column) and no default takes more than two lines (grid.box's
+    took six). Screenshot in outputs/docs_screenshots/."""
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open((site / "reference/config/index.html").as_uri(), WIDTH, HEIGHT)
+    cells = browser.evaluate("""(() => [...document.querySelectorAll('article td > code')].map(c => {
+        const cell = c.parentNode;
+        return [[...cell.parentNode.children].indexOf(cell), c.textContent, c.getClientRects().length]; }))()""")
+    browser.screenshot(SCREENSHOTS / "config-reference.png")
+    keys = [(text, lines) for column, text, lines in cells if column == 0]
+    assert len(keys) > 100 and not [key for key in keys if key[1] != 1], [key for key in keys if key[1] != 1]
+    assert not [(text, lines) for column, text, lines in cells if column == 2 and lines > 2]
+
+
+def test_the_reference_pages_show_the_commands_and_defaults_as_they_are_written():
+    """The command table of the CLI reference has no escaped pipe (the site keeps a code span's \\| as written)
+    and shows --devices and --platform gpu --memory, which combine, as options of their own, not as
+    alternatives; the config reference shows a default of whole multiples of pi as a config writes it
+    (grid.box: [2*pi, 2*pi, 2*pi], which a config may give as it stands), not three 6.283185307179586."""
+    import simulator
+    from simulator.config import config_docs
+
+    cli = (DOCS / "reference" / "cli.md").read_text()
+    assert "\\|" not in cli
+    plan = next(line for line in cli.splitlines() if line.startswith("| `simulator plan "))
+    assert "[--devices N] [--platform gpu --memory 80GB]" in plan
+    box = next(line for line in config_docs().splitlines() if line.startswith("| `grid.box` "))
+    assert "| `[2*pi, 2*pi, 2*pi]` |" in box and "6.28" not in box
+    assert simulator.load_config(None, ["grid.box=[2*pi, 2*pi, 2*pi]"]) == simulator.load_config(None)
+
+
 def test_every_example_of_every_page_is_run_or_says_why_not():
     """bash and python blocks: a tutorial's are run by tests/test_tutorials.py; any other block names the
     test that runs it (which exists and reads that page) or says why it cannot run; YAML blocks parse."""

@@ -567,6 +567,143 @@ def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
     assert not [label for label in labels if "u_i/" in label]
 
 
+def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypatch):
+    """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
+    bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""
+    from simulator import lagrangian
+    from simulator.equations.spec import Clock
+    from simulator.plots import lagrangian as lagrangian_plots
+    from simulator.plots import statistics as statistics_plots
+
+    monkeypatch.setattr(Clock, "units", lambda self: {"length": "m", "time": "s"})
+    t = np.linspace(0.0, 1.0, 4)
+    data = {"time": t, "attrs": {"spacing": "[0.5, 0.5, 0.5]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2, 4]),
+            "structure_longitudinal_x": np.ones((4, 2, 3)) * [1.0, 2.0, 4.0],
+            **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    monkeypatch.setattr(statistics_plots, "read_statistics", lambda path: data)
+    (tmp_path / "statistics.h5").touch()
+    config = {"name": "t", "grid": {"shape": [16] * 3}, "physics": {"name": "navier_stokes"}}
+    built = statistics_plots.statistics_figures(tmp_path, config, equations.get("navier_stokes"))
+    assert [ax.get_xlabel() for ax in built["structure_functions"]().axes] == ["r (m)", "r (m)"]
+    assert built["derivative_moments"]().axes[-1].get_xlabel() == "t (s)"
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(6, 8, 3))
+    tracks = lagrangian.Trajectories("tracers", np.linspace(0.0, 0.5, 6), np.cumsum(v, axis=0) * 0.1, v, np.arange(8))
+    stats = {"tracers": lagrangian.statistics(tracks)}
+    (tmp_path / "particles").mkdir()
+    (tmp_path / lagrangian.TRAJECTORIES).touch()
+    monkeypatch.setattr(lagrangian_plots, "lagrangian_statistics", lambda run_dir, config: stats)
+    saved = []
+    monkeypatch.setattr(lagrangian_plots, "save", lambda fig, path, pdf: saved.append(fig) or [path])
+    lagrangian_plots.plot_lagrangian(tmp_path, config, equations.get("navier_stokes"))
+    assert [ax.get_xlabel() for ax in saved[0].axes] == [r"$\tau$ (s)", "t (s)", "t (s)", r"$\tau$ (s)"]
+
+
+def test_spectra_are_named_as_their_equation_declares_not_by_column():
+    """Titles and axes name a spectrum by its declared label (PlotSpec.labels): "scalar 1 variance spectrum",
+    "kinetic and magnetic energy spectra", never the column (scalar1_variance, magnetic_energy)."""
+    from simulator.plots.spectra import drawn, spectra_figure
+    from simulator.plots.spectra_panels import map_figure, side_by_side_figure
+
+    k = np.arange(12.0)
+    power = np.array([np.exp(-k), np.exp(-0.5 * k)])
+    times = [0.0, 1.0]
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [16] * 3, "box": [2 * np.pi] * 3}}
+    ns, mhd, boussinesq = (equations.get(n) for n in ("navier_stokes", "mhd", "boussinesq"))
+    fig = spectra_figure(k, power, times, config, ns, name="scalar1_variance")
+    assert fig.axes[0].get_ylabel() == "scalar 1 variance spectrum"
+    assert fig.get_suptitle().startswith("t  16³  scalar 1 variance spectrum  t = ")
+    assert spectra_figure(k, power, times, config, boussinesq).get_suptitle().startswith(
+        "t  16³  horizontal-wavenumber kinetic energy spectrum  t = ")
+    for info, title in ((mhd, "t  16³  kinetic and magnetic energy spectra"),
+                        (boussinesq, "t  16³  kinetic and potential energy spectra")):
+        table = {name: power for name in info.plot.side_by_side}
+        assert side_by_side_figure(k, table, times, config, info, *drawn(k, config, info),
+                                   "code units").get_suptitle() == title
+    fig = map_figure(k, np.outer(np.exp(-k), np.exp(-k)), 1.0, "energy_kh_kz", config, boussinesq, 8.0, 1e-30,
+                     "code units")
+    assert fig.get_suptitle() == "t  16³  (k_h, k_z) kinetic energy spectrum  t = 1.00"
+    # every spectrum a figure titles is a plain word (density, power) or has a label of its equation's
+    for info in equations.registry().values():
+        for name in (info.plot.spectrum, *info.plot.side_by_side, *info.plot.maps, *info.plot.more_spectra):
+            assert name.isalpha() or name in info.plot.labels, (info.name, name)
+
+
+def test_hyperviscous_terms_are_named_only_for_runs_that_have_them():
+    """A run without hyperviscosity (physics.hyperviscosity 0, hyperviscosity_order null) shows no nu_p term in
+    its time-series legends nor its budget; one with it names the term."""
+    from simulator.plots.budget import budget_figure
+
+    t = np.linspace(0.0, 1.0, 6)
+    series = {"time": t, "energy": 1 - 0.1 * t, "dissipation": 0.1 + 0 * t, "enstrophy": 1 + 0 * t}
+    info = equations.get("navier_stokes")
+    plain = {"name": "t", "grid": {"shape": [16] * 3, "box": [2 * np.pi] * 3}, "physics": {"name": "navier_stokes"}}
+    hyper = {**plain, "physics": {"name": "navier_stokes", "hyperviscosity": 1e-6, "hyperviscosity_order": 4}}
+    without = _texts(run_plots.timeseries_figure(series, plain, info))
+    assert r"$\varepsilon = 2\nu Z$" in without and not [text for text in without if "_p" in text], without
+    assert r"$\varepsilon = 2\nu Z$ $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$" in _texts(
+        run_plots.timeseries_figure(series, hyper, info))
+    assert not [text for text in _texts(budget_figure(series, info.plot.budget, plain, "code units")) if "_p" in text]
+    # every declared curve names a hyperviscous term only in its hyperviscous part
+    for declared in equations.registry().values():
+        for panel in declared.plot.panels:
+            for curve in panel.curves:
+                assert not any(f"\\{c}_p" in curve.label for c in ("nu", "eta", "kappa")), (declared.name, curve)
+
+
+def _blank_margins(path: Path) -> tuple[float, float]:
+    """(height, width) fractions of a PNG in its blank margins: the near-white rows above and below what is
+    drawn, the near-white columns left and right of it."""
+    import matplotlib.image
+
+    white = (matplotlib.image.imread(path)[..., :3] > 0.97).all(axis=2)
+    rows, columns = np.flatnonzero(~white.all(axis=1)), np.flatnonzero(~white.all(axis=0))
+    return ((rows[0] + white.shape[0] - 1 - rows[-1]) / white.shape[0],
+            (columns[0] + white.shape[1] - 1 - columns[-1]) / white.shape[1])
+
+
+def test_slice_figures_fill_their_canvas(runs, tmp_path):
+    """The slices' images, colour bars and labels fill the figure: its blank margins take under 10% of its
+    height and of its width (square images beside vertical colour bars left 28% of the height blank, above
+    and below), and no title runs past the canvas or into the heading."""
+    for name in ("ns", "sp"):
+        config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
+        info = equations.get(config["physics"]["name"])
+        fig = run_plots.last_slice_figure(runs / name, config, info, info.plot.slice_field, 2)
+        fig.savefig(tmp_path / f"{name}.png", dpi=fig.dpi)
+        assert png_size(tmp_path / f"{name}.png") == plots.PIXELS
+        height, width = _blank_margins(tmp_path / f"{name}.png")
+        assert height < 0.1 and width < 0.1, (name, height, width)
+        renderer = fig.canvas.get_renderer()
+        for text in [fig._suptitle, *(ax.title for ax in fig.axes)]:
+            box = text.get_window_extent(renderer)
+            assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text.get_text()
+        heading = fig._suptitle.get_window_extent(renderer)
+        assert all(ax.title.get_window_extent(renderer).y1 <= heading.y0 for ax in fig.axes), "a title touches the heading"
+
+
+def test_a_slice_of_a_snapshot_before_the_runs_end_says_so(runs, tmp_path):
+    """The slice of the last snapshot names its time, and where the run went on past it (its end written as a
+    snapshot only with output.snapshots.at_end) says how far, and how to have the end drawn."""
+    run = tmp_path / "ns"
+    shutil.copytree(runs / "ns", run)
+    config = yaml.safe_load((run / "config.yaml").read_text())["config"]
+    info = equations.get("navier_stokes")
+    end = read_timeseries(run / "timeseries.csv")["time"][-1]
+    last = plots.snapshot_files(run)[-1]
+    with io.Snapshot(last) as snap:
+        assert float(snap.attrs["time"]) == pytest.approx(end)  # this run's last snapshot is at its end
+    title = run_plots.last_slice_figure(run, config, info, "vorticity", 2).get_suptitle()
+    assert title == f"taylor_green  16³  t = {end:.2f}"
+    last.unlink()
+    with io.Snapshot(plots.snapshot_files(run)[-1]) as snap:
+        before = float(snap.attrs["time"])
+    title = run_plots.last_slice_figure(run, config, info, "vorticity", 2).get_suptitle()
+    assert title == (f"taylor_green  16³  t = {before:.2f}\nthe last snapshot; the run reached t = {end:.2f} "
+                     "(output.snapshots.at_end: true writes a snapshot there)")
+
+
 def test_every_declared_budget_names_its_equations_diagnostics():
     declared = [info for info in equations.registry().values() if info.plot.budget is not None]
     assert {info.name for info in declared} >= {"navier_stokes", "boussinesq", "mhd"}

@@ -36,7 +36,7 @@ from simulator.config.yamlfile import parse_yaml, read_yaml
 
 __all__ = [
     "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
-    "TimeConfig", "apply_overrides", "check_name", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
+    "TimeConfig", "apply_overrides", "check_name", "check_overrides", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
     "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
 ]
 
@@ -50,6 +50,16 @@ def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
 def apply_overrides(tree: dict, overrides: Sequence[str]) -> dict:
     """``--set dotted.key=value`` overrides (values parsed as YAML) applied to a raw config."""
     return set_values(tree, schema.parse_overrides(overrides))
+
+
+def check_overrides(argv: Sequence[str]) -> None:
+    """ConfigError (one line, showing ``--set dotted.key=value``) for a ``--set`` of a command line whose item
+    has no ``=``, the word after it taken as its value: ``--set grid.shape 32`` -> ``--set grid.shape=32``."""
+    for i, arg in enumerate(argv[:-1]):
+        item = argv[i + 1]
+        if arg == "--set" and "=" not in item:
+            value = argv[i + 2] if i + 2 < len(argv) and not argv[i + 2].startswith("-") else ""
+            schema.parse_overrides([f"{item} {value}".strip()])
 
 
 def load(source: str | Path | Mapping[str, Any] | None,

@@ -61,6 +61,11 @@ class EquationParams:
         why not, in a phrase. By default an equation keeps every mode."""
         return "its real-to-complex spectra are not all on the 2/3 rule's modes"
 
+    def hyperviscous_coefficients(self) -> dict[str, float]:
+        """The hyperviscous coefficients by config key (a flow's nu_p, ...): figures name the hyperviscous
+        terms of a run where one is > 0; none by default."""
+        return {}
+
     def clock(self) -> Clock:
         """How this run's time and numbers read (:class:`Clock`): code units and a plain time, unless the
         equation has a unit system or a clock of its own."""
@@ -199,12 +204,19 @@ class Curve:
     ``relative`` plots a conserved quantity's drift (x - x[0]) / |x[0]|, or, when ``scale`` names
     columns, (x - x[0]) / (sum of their absolute values at each time): the drift of a sum measured
     against the size of its parts (the total energy K + W against |K| + |W|). A column template
-    (``{i}``) draws a line per column it declares, ``{i}`` in the label replaced by the index."""
+    (``{i}``) draws a line per column it declares, ``{i}`` in the label replaced by the index.
+    ``hyperviscous``: what the label adds for a run with hyperviscous terms (a coefficient of
+    :meth:`EquationParams.hyperviscous_coefficients` > 0), their part of the quantity."""
 
     column: str
     label: str
     relative: bool = False
     scale: tuple[str, ...] = ()
+    hyperviscous: str = ""
+
+    def label_for(self, hyperviscous: bool) -> str:
+        """The label of a run with (``hyperviscous``) or without hyperviscous terms."""
+        return self.label + self.hyperviscous if hyperviscous else self.label
 
 
 @dataclass(frozen=True)
@@ -260,7 +272,9 @@ class PlotSpec:
     ``injection_<name>``, those the file holds).
     ``maps``: 2D spectra over (k_h, |k_z|) (``simulator.spectra.cylinder_sum``), each drawn as a map in
     ``plots/spectra_<name>.png``.
-    ``kolmogorov``: the conventions of the compensated spectrum and of the guide (:class:`Kolmogorov`)."""
+    ``kolmogorov``: the conventions of the compensated spectrum and of the guide (:class:`Kolmogorov`).
+    ``labels``: what titles and axes call its spectra, by name (templates allowed), e.g. ``kinetic energy``
+    (:meth:`name_of`)."""
 
     panels: tuple[Panel, ...]
     spectrum: str
@@ -276,6 +290,15 @@ class PlotSpec:
     side_by_side: tuple[str, ...] = ()
     maps: tuple[str, ...] = ()
     kolmogorov: Kolmogorov | None = None
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def name_of(self, spectrum: str) -> str:
+        """What a figure calls ``spectrum``: its label (a template's with ``{i}`` replaced by the index), else
+        its name with spaces for underscores (``power_cdm`` -> ``power cdm``)."""
+        for template, label in self.labels.items():
+            for i, _ in instances(template, [spectrum]):
+                return label if i is None else label.replace(INDEX, str(i))
+        return spectrum.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -313,7 +336,7 @@ class EquationInfo:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
         if (self.plot.slice_field not in self.fields or self.plot.reference not in (None, *self.spectra)
                 or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra,
-                                                       *self.plot.side_by_side, *self.plot.maps))):
+                                                       *self.plot.side_by_side, *self.plot.maps, *self.plot.labels))):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")
         for name in self.state_fields:
             if name not in self.fields:

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 from simulator import equations
 from simulator.errors import ConfigError
-from simulator.plots.figures import MissingOutputError, check_average
+from simulator.plots.figures import MissingOutputError, check_average, unit
 from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
 from simulator.plots.run import (
     last_slice_figure,
@@ -123,7 +123,8 @@ class RunPlots:
         """``plots/lagrangian.png``: the Lagrangian statistics of ``particles/trajectories.h5`` (velocity
         autocorrelation, single-particle and pair dispersion) of every species."""
         stats = lagrangian_statistics(self.path, self.config)
-        return self._build(lambda: {"lagrangian": lambda: lagrangian_figure(stats, self.config)}, "lagrangian",
+        time = unit(self.config, self.info, "time")
+        return self._build(lambda: {"lagrangian": lambda: lagrangian_figure(stats, self.config, time)}, "lagrangian",
                            "Lagrangian statistics")
 
     def _build(self, builders: Callable[[], dict[str, Callable[[], Figure | None]]], stem: str, what: str) -> Figure:

@@ -22,7 +22,7 @@ driven by the names in ``spectra.h5`` alone: any equation following the conventi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -37,10 +37,11 @@ TRANSFER = "transfer_"
 
 
 def flux_figure(k: np.ndarray, table: Mapping[str, np.ndarray], labels: Sequence[str], config: dict[str, Any],
-                k_max: float, k_units: str = "code units") -> Figure | None:
+                k_max: float, k_units: str = "code units", name_of: Callable[[str], str] = str) -> Figure | None:
     """Pi(k) of every ``transfer_*`` array ``[row, shell]`` of ``table``, its rows labelled by ``labels``
-    (their times, e.g. ``t = 0.5``), one panel per quantity, over shells 0 < k <= ``k_max`` (the resolved
-    range); None when there is none."""
+    (their times, e.g. ``t = 0.5``), one panel per quantity titled by ``name_of(quantity)`` (the equation's
+    :meth:`~simulator.equations.spec.PlotSpec.name_of`), over shells 0 < k <= ``k_max`` (the resolved range);
+    None when there is none."""
     transfers = [name for name in table if name.startswith(TRANSFER)]
     if not transfers:
         return None
@@ -53,7 +54,7 @@ def flux_figure(k: np.ndarray, table: Mapping[str, np.ndarray], labels: Sequence
             ax.semilogx(k[shells], values[shells], "o-", ms=3, color=colour, label=label)
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_ylabel(r"$\Pi(k)$")
-        ax.set_title(name.removeprefix(TRANSFER), loc="left", fontsize="small")
+        ax.set_title(name_of(name.removeprefix(TRANSFER)), loc="left", fontsize="small")
         ax.grid(alpha=0.3, which="both")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     axes[-1, 0].set_xlabel(rf"$k$ (shell centre, {k_units})")

@@ -102,9 +102,26 @@ def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
     return parameters_of(info, config)
 
 
+def unit(config: dict[str, Any], info: EquationInfo, quantity: str) -> str:
+    """The run's unit of ``quantity`` (``length`` or ``time``) for axis labels: its clock's (Mpc/h for a
+    cosmological run), else ``code units``."""
+    return physics_of(config, info).clock().units().get(quantity, "code units")
+
+
 def time_label(config: dict[str, Any], info: EquationInfo, t: float) -> str:
     """How a figure names run time ``t``: the equation's label (e.g. a redshift), else ``t = ...``."""
     return physics_of(config, info).clock().time_label(t) or f"t = {format_time(t)}"
+
+
+def snapshot_heading(config: dict[str, Any], info: EquationInfo, t: float, end: float | None = None) -> str:
+    """Title of a figure of the snapshot at run time ``t``: :func:`heading` at ``t``, and where the run went on
+    to ``end`` past it, a second line saying so: a run writes its end as a snapshot only with
+    ``output.snapshots.at_end``, so the last snapshot may be older than the run's end."""
+    when, last = time_label(config, info, t), None if end is None else time_label(config, info, end)
+    if last is None or end <= t or last == when:  # the same time as printed: no second line saying otherwise
+        return heading(config, when)
+    return (f"{heading(config, when)}\nthe last snapshot; the run reached {last} "
+            "(output.snapshots.at_end: true writes a snapshot there)")
 
 
 def check_average(average: Sequence[float] | None) -> None:

@@ -22,7 +22,7 @@ from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import MissingOutputError, figure, heading, note, save
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save, unit
 
 
 def _positive(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -30,7 +30,9 @@ def _positive(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t[keep], y[keep]
 
 
-def lagrangian_figure(stats: dict[str, lagrangian.LagrangianStatistics], config: dict[str, Any]) -> Any:
+def lagrangian_figure(stats: dict[str, lagrangian.LagrangianStatistics], config: dict[str, Any],
+                      time: str = "code units") -> Any:
+    """The four panels of the module docstring, one colour per species; times and lags in ``time`` units."""
     fig, axes = figure(2, 2)
     (corr, single), (pair, s2) = axes
     for index, (name, s) in enumerate(stats.items()):
@@ -50,17 +52,17 @@ def lagrangian_figure(stats: dict[str, lagrangian.LagrangianStatistics], config:
         if s.k41() is not None:
             s2.loglog(*_positive(s.tau, s.k41()), "--", lw=0.8, color=colour)
     corr.axhline(0, color="grey", lw=0.8)
-    corr.set(xlabel=r"$\tau$", ylabel=r"$R_L(\tau)$")
+    corr.set(xlabel=rf"$\tau$ ({time})", ylabel=r"$R_L(\tau)$")
     single.plot([], [], "k--", lw=0.8, label=r"ballistic $\langle|v|^2\rangle t^2$")
     single.plot([], [], "k:", lw=1, label=r"Taylor $2\langle|v|^2\rangle T_L t$")
-    single.set(xlabel="t", ylabel=r"$\langle|x(t)-x(0)|^2\rangle$")
+    single.set(xlabel=f"t ({time})", ylabel=r"$\langle|x(t)-x(0)|^2\rangle$")
     eps = next((s.eps for s in stats.values() if s.eps is not None), None)
     pair.plot([], [], "k-.", lw=0.8, label=rf"Richardson {lagrangian.RICHARDSON_G} $\varepsilon t^3$" if eps
               else r"$t^3$")
-    pair.set(xlabel="t", ylabel=r"$\langle|\Delta x(t)-\Delta x(0)|^2\rangle$")
+    pair.set(xlabel=f"t ({time})", ylabel=r"$\langle|\Delta x(t)-\Delta x(0)|^2\rangle$")
     if eps:
         s2.plot([], [], "k--", lw=0.8, label=rf"K41 $C_0\varepsilon\tau$, $C_0$ = {lagrangian.KOLMOGOROV_C0:g}")
-    s2.set(xlabel=r"$\tau$", ylabel=r"$S_2^L(\tau)$")
+    s2.set(xlabel=rf"$\tau$ ({time})", ylabel=r"$S_2^L(\tau)$")
     for ax in (corr, single, pair, s2):
         ax.grid(alpha=0.3, which="both")
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap on short spans
@@ -97,4 +99,4 @@ def plot_lagrangian(run_dir: Path, config: dict[str, Any], info: EquationInfo, p
         return []
     if not stats:
         return []
-    return save(lagrangian_figure(stats, config), run_dir / "plots" / "lagrangian.png", pdf)
+    return save(lagrangian_figure(stats, config, unit(config, info, "time")), run_dir / "plots" / "lagrangian.png", pdf)

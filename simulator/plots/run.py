@@ -54,7 +54,8 @@ from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
 from simulator.plots.figures import (Figures, MissingOutputError, check_average, default_style, figure, heading,
-                                     note, physics_of, save, time_axis, time_label, time_window, wide_positive)
+                                     note, physics_of, save, snapshot_heading, time_axis, time_window, unit,
+                                     wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.particle_overlay import overlay
 from simulator.plots.spectra import plot_spectra
@@ -96,13 +97,14 @@ def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], inf
     panels = [(panel, lines) for panel in info.plot.panels
               if (lines := [c for curve in panel.curves for c in _columns(curve, series)])]
     fig, axes = figure(len(panels), 1, sharex=True)
+    hyperviscous = any(value > 0 for value in physics_of(config, info).hyperviscous_coefficients().values())
     for ax, (panel, lines) in zip(axes[:, 0], panels, strict=True):
         drawn = []
         for curve in lines:
             values = curve_values(series, curve)
             if not np.isfinite(values).any():  # nothing to see: no line, and no legend entry for it
                 continue
-            ax.plot(t, values, label=curve.label)
+            ax.plot(t, values, label=curve.label_for(hyperviscous))
             drawn.extend(values.tolist())
         if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
             ax.set_yscale("log")
@@ -132,8 +134,7 @@ def timeseries_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo
     builders: dict[str, Callable[[], Figure]] = {"timeseries": partial(timeseries_figure, series, config, info)}
     budget = info.plot.budget
     if budget is not None and budget.quantity in series and t.size >= 3 and np.all(np.diff(t) > 0):
-        units = physics_of(config, info).clock().units().get("time", "code units")
-        builders["budget"] = partial(budget_figure, series, budget, config, units)
+        builders["budget"] = partial(budget_figure, series, budget, config, unit(config, info, "time"))
     return builders
 
 
@@ -255,34 +256,31 @@ def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
                  axis: int, heading: str, length: str = "code units") -> Figure:
-    """The slice figure: panels side by side, axes in ``length`` units, a colour bar each."""
-    fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as tall as the images
+    """The slice figure: panels side by side, axes in ``length`` units, a colour bar under each."""
+    fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as wide as the images
+    # with the images filling the height, the default pad (3 pt) let a panel title touch the heading
+    fig.get_layout_engine().set(h_pad=0.06)
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
         image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
                           cmap=panel.cmap, vmin=lo, vmax=hi, interpolation="nearest")
         ax.set_xlabel(f"{AXES[across]} ({length})")
         ax.set_ylabel(f"{AXES[up]} ({length})")
-        ax.set_title(panel.title, fontsize="medium")
-        fig.colorbar(image, ax=ax, label=panel.label, shrink=0.85)
-    fig.suptitle(heading)
+        ax.set_title(panel.title, fontsize="small")
+        # under the image: square images side by side on the 8:5 canvas leave its height to fill, not its width
+        fig.colorbar(image, ax=ax, label=panel.label, location="bottom" if len(panels) > 1 else "right", shrink=0.85)
+    fig.suptitle(heading, fontsize="medium" if "\n" in heading else "large")  # a second line, a note, fits the width
     return fig
-
-
-def _length(config: dict[str, Any], info: EquationInfo) -> str:
-    """The run's unit of length (its clock's: Mpc/h for a cosmological run), for axes and positions."""
-    return physics_of(config, info).clock().units().get("length", "code units")
-
-
-def _snapshot_heading(config: dict[str, Any], snap: Snapshot) -> str:
-    return heading(config, time_label(config, equations.get(config["physics"]["name"]), float(snap.attrs["time"])))
 
 
 def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
                       tell: Callable[[str], None] = note) -> Figure:
     """The slice figure (:func:`slice_panels`, :func:`slice_figure`) of the last complete snapshot, particles
-    near its plane drawn (:mod:`.particle_overlay`); an incomplete newer one passed over, a line to ``tell``. Raises
-    MissingOutputError without a complete snapshot."""
+    near its plane drawn (:mod:`.particle_overlay`); an incomplete newer one passed over, a line to ``tell``. Its
+    title says when the run went on past it (:func:`~.figures.snapshot_heading`, the end from ``timeseries.csv``).
+    Raises MissingOutputError without a complete snapshot."""
+    times = read_timeseries(run_dir / TIMESERIES_FILE).get("time", []) if (run_dir / TIMESERIES_FILE).is_file() else []
+    length = unit(config, info, "length")
     for path in reversed(snapshot_files(run_dir)):
         try:
             snap = Snapshot(path)
@@ -290,9 +288,9 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             tell(f"passed over {path}: {err}")
             continue
         with snap:
-            panels = slice_panels(snap, field, axis, info, _length(config, info))
-            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, _snapshot_heading(config, snap),
-                               _length(config, info))
+            panels = slice_panels(snap, field, axis, info, length)
+            title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
+            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length)
             overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:])
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
@@ -322,7 +320,7 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     for path in snapshot_files(run_dir):
         try:
             with Snapshot(path) as snap:
-                these = _limits(slice_panels(snap, field, axis, info, _length(config, info)))
+                these = _limits(slice_panels(snap, field, axis, info, unit(config, info, "length")))
         except IncompleteOutputError as err:
             note(f"passed over {path}: {err}")
             continue
@@ -339,8 +337,9 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     written = []
     for number, path in enumerate(readable):
         with Snapshot(path) as snap:
-            fig = slice_figure(slice_panels(snap, field, axis, info, _length(config, info)), limits,
-                               snap.attrs["box"], axis, _snapshot_heading(config, snap), _length(config, info))
+            length = unit(config, info, "length")
+            fig = slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
+                               snapshot_heading(config, info, float(snap.attrs["time"])), length)
         written += save(fig, out / f"{stem}_{number:04d}.png", pdf=False)
     note(f"movie: ffmpeg -framerate 10 -i {out}/{stem}_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / f'{stem}.mp4'}")
     return written

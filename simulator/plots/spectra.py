@@ -192,7 +192,7 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
-    fig.suptitle(heading(config, f"{info.plot.spectrum} spectrum compensated by {factor}"))
+    fig.suptitle(heading(config, f"{info.plot.name_of(info.plot.spectrum)} spectrum compensated by {factor}"))
     return fig
 
 
@@ -225,13 +225,14 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
         ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
     if name is None and guide and info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
-    ax.set_ylabel(info.plot.spectrum_label if name is None else f"{name} spectrum")
+    ax.set_ylabel(info.plot.spectrum_label if name is None else f"{info.plot.name_of(name)} spectrum")
     ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
     plain_log_ticks(ax.xaxis)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
     first, last = (time_label(config, info, t) for t in (times[0], times[-1]))
-    fig.suptitle(heading(config, f"{name or info.plot.spectrum} spectrum  {first} – {last.split('= ')[-1]}"))
+    what = info.plot.name_of(name or info.plot.spectrum)
+    fig.suptitle(heading(config, f"{what} spectrum  {first} – {last.split('= ')[-1]}"))
     return fig
 
 
@@ -293,7 +294,8 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
 
         builders["spectra_compensated"] = compensated
     labels = [time_label(config, info, t) for t in shown]
-    builders["flux"] = partial(flux_figure, k, table, labels, config, resolved_wavenumber(config, info), k_units)
+    builders["flux"] = partial(flux_figure, k, table, labels, config, resolved_wavenumber(config, info), k_units,
+                               info.plot.name_of)
     return builders
 
 

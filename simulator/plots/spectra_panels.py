@@ -25,6 +25,14 @@ from simulator.plots.figures import figure, heading, plain_log_ticks, time_label
 BUDGET_TERMS = (("transfer", "transfer T(k)"), ("conversion", "conversion C(k)"), ("injection", "injection F(k)"))
 
 
+def joined(labels: Sequence[str]) -> str:
+    """Labels joined by "and", a last word they share said once: "kinetic and magnetic energy"."""
+    last = {label.rsplit(" ", 1)[-1] for label in labels}
+    if len(last) == 1 and all(" " in label for label in labels):
+        return " and ".join(label.rsplit(" ", 1)[0] for label in labels) + " " + last.pop()
+    return " and ".join(labels)
+
+
 def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: Sequence[float], config: dict[str, Any],
                         info: EquationInfo, shells: np.ndarray, above_floor: Any, k_units: str) -> Figure | None:
     """The spectra of ``info.plot.side_by_side`` (rows of ``table`` at ``times``) over ``shells``, log-log with
@@ -61,7 +69,7 @@ def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: S
     axes[0, 0].set_ylabel("spectrum")
     axes[1, 0].set_ylabel(f"budget at {time_label(config, info, times[-1])}")
     axes[0, -1].legend(loc="best", fontsize="x-small")
-    fig.suptitle(heading(config, " and ".join(names) + " spectra"))
+    fig.suptitle(heading(config, joined([info.plot.name_of(n) for n in names]) + " spectra"))
     return fig
 
 
@@ -87,5 +95,5 @@ def map_figure(k: np.ndarray, values: np.ndarray, t: float, name: str, config: d
     ax.set_xlabel(rf"$k_h = (k_x^2 + k_y^2)^{{1/2}}$ ({k_units})")
     ax.set_ylabel(rf"$|k_z|$ ({k_units})")
     ax.legend(loc="upper right", fontsize="small")
-    fig.suptitle(heading(config, f"{name} spectrum  {time_label(config, info, t)}"))
+    fig.suptitle(heading(config, f"{info.plot.name_of(name)} spectrum  {time_label(config, info, t)}"))
     return fig

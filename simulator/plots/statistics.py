@@ -27,7 +27,7 @@ from simulator.output.spectra import read_spectra
 from simulator.output.statistics import FILE, read_statistics
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label, unit
 
 AXES = "xyz"
 
@@ -83,7 +83,7 @@ def _later_half(times: np.ndarray) -> slice:
 
 
 def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | None,
-                     spectrum: tuple[np.ndarray, np.ndarray] | None, when: str) -> Any:
+                     spectrum: tuple[np.ndarray, np.ndarray] | None, when: str, length: str = "code units") -> Any:
     rows = _later_half(data["time"])
     fig, axes = figure(1, 2)
     left, right = axes[0]
@@ -93,7 +93,7 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
         line, = left.loglog(r, values, "o-", ms=3, label=f"$S_{p}^L$")
         left.loglog(r, values[0] * (r / r[0]) ** (p / 3), "--", lw=0.8, color=line.get_color())
     left.plot([], [], "k--", lw=0.8, label=r"K41 $r^{p/3}$")
-    left.set_xlabel("r")
+    left.set_xlabel(f"r ({length})")
     left.set_ylabel(r"$S_p^L(r) = \langle|\delta u_L|^p\rangle$")
     left.legend(fontsize="small")
     left.grid(alpha=0.3, which="both")
@@ -107,7 +107,7 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
         right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0])[1] / scale, "k--", lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
     if eps:
         right.axhline(2.0, color="grey", lw=0.8, ls=":", label=r"$C_2 \approx 2$")
-    right.set_xlabel("r")
+    right.set_xlabel(f"r ({length})")
     right.set_ylabel(r"$S_2/(\varepsilon r)^{2/3}$" if eps else r"$S_2/r^{2/3}$")
     right.legend(fontsize="small")
     right.grid(alpha=0.3, which="both")
@@ -137,7 +137,7 @@ def pdf_figure(data: dict[str, Any], config: dict[str, Any], when: str) -> Any:
     return fig
 
 
-def moments_figure(data: dict[str, Any], config: dict[str, Any]) -> Any:
+def moments_figure(data: dict[str, Any], config: dict[str, Any], time: str = "code units") -> Any:
     fig, axes = figure(2, 1, sharex=True)
     t = data["time"]
     for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
@@ -154,7 +154,7 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any]) -> Any:
         ax.set_ylabel(what)
         ax.legend(fontsize="x-small", ncol=3)
         ax.grid(alpha=0.3)
-    axes[1, 0].set_xlabel("t")
+    axes[1, 0].set_xlabel(f"t ({time})")
     fig.suptitle(heading(config, "velocity-derivative moments"))
     return fig
 
@@ -188,9 +188,10 @@ def statistics_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo
             if inside.any():
                 spectrum = (spectra["k"], np.mean(spectra["energy"][inside], axis=0))
     last = time_label(config, info, float(data["time"][-1]))
-    return {"structure_functions": lambda: structure_figure(data, config, eps, spectrum, when),
+    length, time = unit(config, info, "length"), unit(config, info, "time")
+    return {"structure_functions": lambda: structure_figure(data, config, eps, spectrum, when, length),
             "pdfs": lambda: pdf_figure(data, config, last),
-            "derivative_moments": lambda: moments_figure(data, config)}
+            "derivative_moments": lambda: moments_figure(data, config, time)}
 
 
 def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:

@@ -201,10 +201,10 @@ INFO = EquationInfo(
                              Curve("total_energy", r"$E_K + E_P$"))),
             Panel("kinetic energy", (Curve("horizontal_energy", r"$\langle u^2+v^2\rangle/2$"),
                                      Curve("vertical_energy", r"$\langle w^2\rangle/2$")), log="auto"),
-            Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$ "
-                                                        r"($+ \nu_p\langle k^{2p}|\hat u|^2\rangle$)"),
-                           Curve("potential_dissipation", r"$\varepsilon_P = \kappa\langle|\nabla b|^2\rangle/N^2$ "
-                                                          r"($+ \kappa_p\langle k^{2p}|\hat b|^2\rangle/N^2$)"),
+            Panel("rate", (Curve("kinetic_dissipation", r"$\varepsilon_K = \nu\langle|\omega|^2\rangle$",
+                                 hyperviscous=r" $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
+                           Curve("potential_dissipation", r"$\varepsilon_P = \kappa\langle|\nabla b|^2\rangle/N^2$",
+                                 hyperviscous=r" $+ \kappa_p\langle k^{2p}|\hat b|^2\rangle/N^2$"),
                            Curve("buoyancy_flux", r"$\langle wb\rangle$ (to $E_K$)"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("number", (Curve("froude", r"$Fr = U/NL$"), Curve("rossby", r"$Ro = U/fL$")), log="auto"),
@@ -221,5 +221,8 @@ INFO = EquationInfo(
         more_spectra=passive.MORE_SPECTRA,
         side_by_side=("energy", "potential_energy"),
         maps=("energy_kh_kz", "potential_energy_kh_kz"),
+        labels={"energy": "kinetic energy", "potential_energy": "potential energy",
+                "energy_kh": "horizontal-wavenumber kinetic energy", "energy_kh_kz": "(k_h, k_z) kinetic energy",
+                "potential_energy_kh_kz": "(k_h, k_z) potential energy", **passive.LABELS},
     ),
 )

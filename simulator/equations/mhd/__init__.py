@@ -158,10 +158,10 @@ INFO = EquationInfo(
             Panel("energy", (Curve("kinetic_energy", r"$E_K = \langle|u|^2\rangle/2$"),
                              Curve("magnetic_energy", r"$E_M = \langle|B|^2\rangle/2$"),
                              Curve("total_energy", r"$E_K + E_M$")), log="auto"),
-            Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$ "
-                                                        r"($+ \nu_p\langle k^{2p}|\hat u|^2\rangle$)"),
-                           Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$ "
-                                                      r"($+ \eta_p\langle k^{2p}|\hat B|^2\rangle$)"),
+            Panel("rate", (Curve("viscous_dissipation", r"$\nu\langle|\omega|^2\rangle$",
+                                 hyperviscous=r" $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
+                           Curve("ohmic_dissipation", r"$\eta\langle|j|^2\rangle$",
+                                 hyperviscous=r" $+ \eta_p\langle k^{2p}|\hat B|^2\rangle$"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("helicity", (Curve("cross_helicity", r"$H_c = \langle u\cdot B\rangle$"),
                                Curve("magnetic_helicity", r"$H_m = \langle A\cdot b\rangle$"))),
@@ -175,5 +175,6 @@ INFO = EquationInfo(
         budget=Budget("total_energy", losses=("viscous_dissipation", "ohmic_dissipation"), gains=("injection",),
                       label="E_K + E_M"),
         side_by_side=("energy", "magnetic_energy"),
+        labels={"energy": "kinetic energy", "magnetic_energy": "magnetic energy"},
     ),
 )

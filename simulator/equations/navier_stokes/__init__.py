@@ -141,7 +141,8 @@ INFO = EquationInfo(
     plot=PlotSpec(
         panels=(
             Panel("energy", (Curve("energy", r"$E = \langle|u|^2\rangle/2$"),)),
-            Panel("rate", (Curve("dissipation", r"$\varepsilon = 2\nu Z + \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
+            Panel("rate", (Curve("dissipation", r"$\varepsilon = 2\nu Z$",
+                                 hyperviscous=r" $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$"),
                            Curve("injection", r"$P = \langle u\cdot f\rangle$ (forcing)"))),
             Panel("enstrophy", (Curve("enstrophy", r"$Z = \langle|\omega|^2\rangle/2$"),)),
             *passive.PANELS,
@@ -156,5 +157,6 @@ INFO = EquationInfo(
         resolved=2 / 3,
         viscosity="viscosity",
         more_spectra=passive.MORE_SPECTRA,
+        labels={"energy": "kinetic energy", **passive.LABELS},
     ),
 )

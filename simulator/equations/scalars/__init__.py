@@ -17,8 +17,8 @@ An equation composes them by declaring:
 * in each initial condition, ``scalars: ScalarInitial = scalar_initial()`` (``initial.scalars``: one
   section for every scalar, whatever the flow's initial condition, so ``initial.name`` keeps choosing
   the velocity) and :func:`check_initial` in its ``check``;
-* :data:`FIELD` as its field ``scalar`` (and :func:`field_info` for an instance's), and :data:`DIAGNOSTICS`, :data:`SPECTRA`, :data:`PANELS` and
-  :data:`MORE_SPECTRA` among its own (per-scalar names are templates: ``scalar{i}_variance``).
+* :data:`FIELD` as its field ``scalar`` (and :func:`field_info` for an instance's), and :data:`DIAGNOSTICS`, :data:`SPECTRA`, :data:`PANELS`,
+  :data:`MORE_SPECTRA` and :data:`LABELS` among its own (per-scalar names are templates: ``scalar{i}_variance``).
 
 Normalisations (volume means, theta' = theta - <theta>): ``scalar{i}_variance`` <theta'^2>;
 ``scalar{i}_dissipation`` chi = 2 kappa <|grad theta|^2>; ``scalar{i}_flux`` <u' theta'> . G/|G|, so that
@@ -122,3 +122,5 @@ PANELS = (
 )
 
 MORE_SPECTRA = ("scalar{i}_variance",)
+#: what figures call the spectra (``PlotSpec.labels``)
+LABELS = {"scalar{i}_variance": "scalar {i} variance"}
