@@ -107,8 +107,12 @@ def test_a_tracer_run_plots_lagrangian_png_and_disperses_ballistically_at_first(
     last = simulator.load_run(run).particles["tracers"]
     dz, middle = 2 * np.pi / 16, 8 * 2 * np.pi / 16
     near = np.abs((last.position[-1][:, 2] - middle + np.pi) % (2 * np.pi) - np.pi) <= dz
-    drawn = simulator.load_run(run).plot.slice().axes[0].collections[0].get_offsets()
-    np.testing.assert_allclose(np.asarray(drawn), last.position[-1][near][:, :2], rtol=1e-6)
+    ax = simulator.load_run(run).plot.slice().axes[0]
+    drawn = ax.collections[0].get_offsets()
+    # at their (x, y), wrapped into the image, which spans [-dx/2, L - dx/2): the axes keep the image's limits
+    shown = (last.position[-1][near][:, :2] + dz / 2) % (2 * np.pi) - dz / 2
+    np.testing.assert_allclose(np.asarray(drawn), shown, rtol=1e-6, atol=1e-12)
+    assert ax.get_xlim() == ax.get_ylim() == pytest.approx((-dz / 2, 2 * np.pi - dz / 2))
     assert 0 < near.sum() < 64
     s = stats["tracers"]
     assert list(stats) == ["tracers"] and s.particles == 64 and s.time.size == 11

@@ -3,7 +3,7 @@ drawn over its first panel (no JAX).
 
 A slice shows the mid-plane normal to one axis (:func:`simulator.plots.run.slice_panels`); the particles
 drawn are those of the particle snapshot of the same step whose distance to that plane, across the
-periodic box, is at most one grid cell, each species in its own colour, at their positions in the plane.
+periodic box, is at most one grid cell, each species in its own colour, at their positions in the plane (periodically wrapped into the picture).
 """
 
 from __future__ import annotations
@@ -42,10 +42,16 @@ def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[floa
     near = near_plane(position, axis, (shape[axis] // 2) * dx, length, CELLS * dx)
     across, up = (a for a in range(3) if a != axis)
     ax = fig.axes[0]
+    limits = ax.get_xlim(), ax.get_ylim()  # the image's: a scatter would widen them past the box
+    # the image spans [-d/2, L - d/2) along each axis (cells centred on grid points): a particle within the
+    # last half cell is drawn at its periodic image near 0, inside the picture
+    cell = [box[a] / shape[a] for a in (across, up)]
+    shown = [(position[:, a] + d / 2) % box[a] - d / 2 for a, d in zip((across, up), cell, strict=True)]
     for s, name in enumerate(names):
         mine = near & (species == s)
-        ax.scatter(position[mine, across], position[mine, up], s=6, marker="o", edgecolors="white",
+        ax.scatter(shown[0][mine], shown[1][mine], s=6, marker="o", edgecolors="white",
                    linewidths=0.3, label=f"{name}: {int(mine.sum())} within {CELLS:g} cell of the plane")
+    ax.set(xlim=limits[0], ylim=limits[1])
     if near.any():
         ax.legend(loc="upper right", fontsize="x-small", framealpha=0.7)
     return int(near.sum())
