@@ -14,9 +14,11 @@ N_DEVICES = 8
 #: the compilation cache's threshold (seconds of compilation) for the processes the tests start, and for the
 #: test session's own (pytest-xdist's workers inherit both from the controlling process)
 MIN_COMPILE_TIME, SESSION_MIN_COMPILE_TIME = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "SIMULATOR_TEST_SESSION_MIN_COMPILE_TIME"
-#: the suite's XLA code generation: LLVM's optimisation level 0 (see pytest_configure); SIMULATOR_TEST_XLA_OPTIMIZE=1
-#: keeps XLA's default level instead
-FAST_CODEGEN, OPTIMIZE = "--xla_backend_optimization_level=0", "SIMULATOR_TEST_XLA_OPTIMIZE"
+#: the suite's XLA code generation (see pytest_configure): LLVM's optimisation level 0 and XLA's CPU fusions
+#: emitted by its LLVM IR emitters rather than its MLIR fusion emitters; SIMULATOR_TEST_XLA_OPTIMIZE=1 keeps
+#: XLA's defaults instead
+FAST_CODEGEN = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+OPTIMIZE = "SIMULATOR_TEST_XLA_OPTIMIZE"
 
 
 def pytest_configure(config):
@@ -28,11 +30,14 @@ def pytest_configure(config):
     # most of that is LLVM optimising machine code: at LLVM's level 0 (XLA's HLO passes, fusion and buffer
     # assignment unchanged) the suite's CPU time falls by about a third. What the tests check is the program
     # XLA is given, not how well LLVM schedules it; results differ from the default level at most by
-    # round-off, which no test's tolerance is near. Set here, before JAX starts its backends, and inherited by
-    # the workers and every process the tests start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite at
-    # XLA's default level.
-    if os.environ.get(OPTIMIZE) != "1" and FAST_CODEGEN not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_CODEGEN}".strip()
+    # round-off, which no test's tolerance is near. Likewise XLA's CPU fusion emitters (MLIR) take longer to
+    # build a fusion's code than its older LLVM IR emitters: without them the Boussinesq gradient program of
+    # tests/grad_objective.py compiles in 4.5 s instead of 6.7 (same HLO, fusion decisions and buffers).
+    # Set here, before JAX starts its backends, and inherited by the workers and every process the tests
+    # start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite with XLA's defaults.
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    if os.environ.get(OPTIMIZE) != "1":
+        os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in FAST_CODEGEN if f not in flags)])
     configure_devices(N_DEVICES, "float64")
     # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
     # the runs it starts share one of their own instead of the user's cache. Likewise XLA's compiled

@@ -5,8 +5,8 @@ the numbers), and the outputs the file carries must be what that execution gives
 every code cell the same outputs in the same order (a figure where a figure is drawn, of the same size),
 the same printed text, and in it the same numbers up to :data:`TOLERANCE`.
 
-The particle notebook's kernel runs at XLA's default optimisation level, not at the suite's LLVM level 0
-(tests/conftest.py): its run spends its time executing, not compiling, and takes 24 s of CPU there against
+The particle notebook's kernel runs with XLA's default code generation, not the suite's faster-compiling one
+(tests/conftest.py: LLVM level 0): its run spends its time executing, not compiling, and takes 24 s of CPU there against
 62 s at level 0. The gradient notebook compiles more than it runs and stays at level 0 (17 s of CPU for its
 gradients against 24 s). ``scripts/execute_notebooks.py`` refreshes the stored outputs.
 """
@@ -19,6 +19,7 @@ import struct
 
 import pytest
 
+from conftest import FAST_CODEGEN
 from docs_pages import DOCS, ROOT
 
 SCRIPT = ROOT / "scripts" / "execute_notebooks.py"
@@ -38,7 +39,6 @@ TOLERANCE = {"tutorials/particles-statistics.ipynb": 0.03, "tutorials/gradients.
 #: the notebooks whose kernel runs at XLA's default optimisation level (the module docstring says why)
 OPTIMIZED = {"tutorials/particles-statistics.ipynb"}
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-FAST_CODEGEN = "--xla_backend_optimization_level=0"
 
 
 def read(rel):
@@ -107,7 +107,7 @@ def test_notebook_as_stored(rel):
     of the same size within 2%."""
     env = dict(os.environ)
     if rel in OPTIMIZED:
-        env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f != FAST_CODEGEN)
+        env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f not in FAST_CODEGEN)
     fresh = execute_notebooks.execute(DOCS / rel, timeout=600, env=env)
     stored = read(rel)
     assert [(c.cell_type, c.source) for c in stored.cells] == [(c.cell_type, c.source) for c in fresh.cells]
