@@ -33,16 +33,16 @@ GRACE_SECONDS = 5.0
 #: seconds to wait for the last lines of the children's pipes once they have exited
 DRAIN_SECONDS = 5.0
 #: removed from lines unless verbose: gloo's connection report and its pieces. Two threads of one child
-#: can print reports into each other ("[Gloo] Rank [Gloo] Rank 2 is connected to ...", then "3 is
-#: connected to ..." on the next line), so the pieces are removed wherever they are, and a line left
-#: blank is dropped
-NOISE = re.compile(r"\[Gloo\] Rank|\d* ?is connected to \d+ peer ranks(\. Expected number of connected peer "
-                   r"ranks is : \d+)?")
+#: can print reports into each other, cut wherever one thread's write ends ("[Gloo] Rank [Gloo] Rank 2 is
+#: connected to ...", then "3 is connected to ..." on the next line; or "2 is connected to", then "3 peer
+#: ranks. Expected ..."), so the pieces are removed wherever they are, and a line left blank is dropped
+NOISE = re.compile(r"\[Gloo\] Rank|\d* ?is connected to(?: \d+)?|(?:\d+ )?peer ranks(?:\. Expected number of "
+                   r"connected peer ranks is : \d+)?")
 
 
 def quiet(line: str) -> str | None:
     """``line`` without gloo's connection reports; None when nothing else was on it."""
-    if "[Gloo]" not in line and "peer ranks" not in line:
+    if "[Gloo]" not in line and "peer ranks" not in line and "is connected to" not in line:
         return line
     rest = NOISE.sub("", line).strip()
     return rest + "\n" if rest else None

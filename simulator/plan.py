@@ -80,9 +80,7 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
     of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
     ``fields``, ``statistics``, ``tasks``.
 
-    Compiled at LLVM optimisation level 0: memory and HLO come from XLA's HLO passes and buffer
-    assignment, which machine-code optimisation does not change, and the compile takes half the time;
-    the programs compile concurrently (XLA releases the GIL).
+    Compiled with :data:`FOOTPRINT_OPTIONS`; the programs compile concurrently (XLA releases the GIL).
     """
     dt = _scalar(sim)
     lowered = {}
@@ -93,9 +91,17 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
     with ThreadPoolExecutor(len(lowered)) as pool:
-        futures = {name: pool.submit(low.compile, {"xla_backend_optimization_level": 0})
+        futures = {name: pool.submit(low.compile, FOOTPRINT_OPTIONS)
                    for name, low in lowered.items()}
         return {name: future.result() for name, future in futures.items()}
+
+
+#: how the planner compiles a program for its footprint: at LLVM optimisation level 0 (memory and HLO come
+#: from XLA's HLO passes and buffer assignment, which machine-code optimisation does not change, and the
+#: compile takes half the time), with XLA's own CPU fusion emitters whatever XLA_FLAGS says: the older LLVM IR
+#: emitters (which the test suite selects, tests/conftest.py) size some fusions' buffers differently and refuse
+#: a scatter of 2^31 indices or more, which a plan of a grid too large for this machine holds
+FOOTPRINT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": True}
 
 
 def program_bytes(compiled: Any) -> int:
