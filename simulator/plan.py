@@ -80,7 +80,7 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
     of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
     ``fields``, ``statistics``, ``tasks``.
 
-    Compiled with :data:`FOOTPRINT_OPTIONS`; the programs compile concurrently (XLA releases the GIL).
+    Compiled with :func:`footprint_options`; the programs compile concurrently (XLA releases the GIL).
     """
     dt = _scalar(sim)
     lowered = {}
@@ -91,17 +91,26 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
     with ThreadPoolExecutor(len(lowered)) as pool:
-        futures = {name: pool.submit(low.compile, FOOTPRINT_OPTIONS)
+        futures = {name: pool.submit(low.compile, footprint_options())
                    for name, low in lowered.items()}
         return {name: future.result() for name, future in futures.items()}
 
 
-#: how the planner compiles a program for its footprint: at LLVM optimisation level 0 (memory and HLO come
-#: from XLA's HLO passes and buffer assignment, which machine-code optimisation does not change, and the
-#: compile takes half the time), with XLA's own CPU fusion emitters whatever XLA_FLAGS says: the older LLVM IR
-#: emitters (which the test suite selects, tests/conftest.py) size some fusions' buffers differently and refuse
-#: a scatter of 2^31 indices or more, which a plan of a grid too large for this machine holds
-FOOTPRINT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": True}
+#: the XLA flag that selects the CPU fusion emitters (see :func:`footprint_options`)
+FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
+
+
+def footprint_options() -> dict[str, Any]:
+    """How the planner compiles a program for its footprint: at LLVM optimisation level 0 (memory and HLO come
+    from XLA's HLO passes and buffer assignment, which machine-code optimisation does not change, and the
+    compile takes half the time). Where XLA_FLAGS chooses the CPU fusion emitters (the test suite selects the
+    older LLVM IR ones, tests/conftest.py), XLA's own are put back: the older ones size some fusions' buffers
+    differently and refuse a scatter of 2^31 indices or more, which a plan of a grid too large for this
+    machine holds. Only then: a jaxlib without that flag would refuse the option."""
+    options: dict[str, Any] = {"xla_backend_optimization_level": 0}
+    if f"--{FUSION_EMITTERS}" in os.environ.get("XLA_FLAGS", ""):
+        options[FUSION_EMITTERS] = True
+    return options
 
 
 def program_bytes(compiled: Any) -> int:

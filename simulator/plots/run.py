@@ -317,10 +317,11 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     """
     readable: list[Path] = []
     limits: list[tuple[float, float]] = []
+    length = unit(config, info, "length")
     for path in snapshot_files(run_dir):
         try:
             with Snapshot(path) as snap:
-                these = _limits(slice_panels(snap, field, axis, info, unit(config, info, "length")))
+                these = _limits(slice_panels(snap, field, axis, info, length))
         except IncompleteOutputError as err:
             note(f"passed over {path}: {err}")
             continue
@@ -337,7 +338,6 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     written = []
     for number, path in enumerate(readable):
         with Snapshot(path) as snap:
-            length = unit(config, info, "length")
             fig = slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
                                snapshot_heading(config, info, float(snap.attrs["time"])), length)
         written += save(fig, out / f"{stem}_{number:04d}.png", pdf=False)

@@ -68,7 +68,7 @@ def program_bytes(sim: Simulation, members: int, adaptive: bool) -> dict[str, in
     lowered = {"chunk": programs["chunk"].lower(sim.equation, states, *chunk_args, params),
                "diagnostics": programs["diagnostics"].lower(sim.equation, states, vector, params, vector),
                "spectra": programs["spectra"].lower(sim.equation, states, params, vector)}
-    return {name: plan.program_bytes(low.compile(plan.FOOTPRINT_OPTIONS))
+    return {name: plan.program_bytes(low.compile(plan.footprint_options()))
             for name, low in lowered.items()}
 
 
