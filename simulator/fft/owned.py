@@ -116,6 +116,14 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
 def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], spacing: tuple[float, ...],
                    capacity: int, axes: tuple[str, ...], *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """One device's share of replicated particles: those whose cell lies in its block, packed first."""
+    if not moves:
+        # one block holds every particle, in order. Not the general path's cumsum over an all-true mask: that
+        # mask is a constant, and XLA's GPU compiler folds its cumsum (a reduce-window of 16 per element)
+        # on the host, for minutes at 256^3 particles (measured on an H100)
+        count = arrays[0].shape[0]
+        keep = min(count, capacity)
+        out = [jnp.pad(x[:keep], [(0, capacity - keep)] + [(0, 0)] * (x.ndim - 1)) for x in arrays]
+        return (jnp.arange(capacity) < keep, *out, jnp.int32(count - keep))
     mine = jnp.ones(arrays[0].shape[0], bool)
     for axis, mesh_axis, size in moves:
         owner = _block_of(arrays[0][:, axis], axis, shape[axis], spacing[axis], size)
