@@ -11,7 +11,11 @@ t = 10, against the reference scripts/data/tg_re400_ref.csv (our code at 128^3, 
 float64; its header gives the command that made it and its convergence checks: 96^3 differs from it by
 6.9e-3 of the peak dissipation, 160^3 by 6.6e-4).
 
-Case 2 (``--dns PATH``): Taylor-Green at Re = 1600 against the 512^3 DNS of the high-order CFD workshop
+Case 2 (``--reference scripts/data/tg_re1600_ref.csv --re 1600 --t-end 20``): Taylor-Green at Re = 1600 to
+t = 20 against our 512^3 run on an H100 (its header gives the command; a 384^3 run agrees with it to 1.1e-3):
+the GPU sweep of docs/PERFORMANCE.md, grids of 192^3 and more.
+
+Case 3 (``--dns PATH``): Taylor-Green at Re = 1600 against the 512^3 DNS of the high-order CFD workshop
 (case C3.5, file spectral_Re1600_512.gdiag of https://cfd.ku.edu/hiocfd/data.tgz; columns t, kinetic
 energy, dissipation, enstrophy). That file is not shipped and could not be downloaded where this
 script was written: pass the path of your copy. Its dissipation column is the reference.
@@ -295,11 +299,17 @@ def figure(rows: list[dict[str, Any]], summary: dict[str, Any], paths: list[Path
 
 # --- the reference ----------------------------------------------------------------------------------
 
-REF_COMMAND = ("PYTHONPATH=$PWD python -m simulator run configs/taylor_green.yaml --set precision=float64 "
-               "--set grid.shape={n} --set physics.viscosity=1/400 --set physics.dealias=two_thirds "
-               "--set time.integrator=rk4 --set time.dt=0.01 --set time.t_end=10 --set output.chunk=10 "
-               "--set output.snapshots.every=0 --set output.spectra.every=0 --set output.spectra.at_end=false "
-               "--out RUN_DIR")
+def reference_command(cfg: dict[str, Any]) -> str:
+    """The `simulator run` command that makes a run of the case with ``cfg``'s grid, precision, viscosity,
+    dealiasing, scheme and step (the reference header's provenance, from the run's own resolved config)."""
+    phys, step, n = cfg["physics"], cfg["time"], cfg["grid"]["shape"][0]
+    chunk = round(PERIOD / step["dt"])
+    sets = {"precision": cfg["precision"], "grid.shape": n, "physics.viscosity": f"1/{1 / phys['viscosity']:g}",
+            "physics.dealias": phys["dealias"], "time.integrator": step["integrator"], "time.dt": repr(step["dt"]),
+            "time.t_end": f"{step['t_end']:g}", "output.chunk": chunk, "output.snapshots.every": 0,
+            "output.spectra.every": 0, "output.spectra.at_end": "false"}
+    return ("PYTHONPATH=$PWD python -m simulator run configs/taylor_green.yaml "
+            + " ".join(f"--set {k}={v}" for k, v in sets.items()) + " --out RUN_DIR")
 
 
 def write_reference(run_dir: Path, coarser: Path | None, path: Path) -> None:
@@ -316,7 +326,8 @@ def write_reference(run_dir: Path, coarser: Path | None, path: Path) -> None:
     head = [(f"Taylor-Green, Re = {1 / phys['viscosity']:g}, box 2 pi, {n}^3, {step['integrator']}, "
              f"dt = {step['dt']}, {cfg['precision']}, {phys['dealias']}; min kmax*eta = "
              f"{float(np.min(ts['kmax_eta'])):.3f}"),
-            "made by: " + REF_COMMAND.format(n=n),
+            "made by: " + reference_command(cfg) + (f" (on {cfg['platform']}, git {cfg.get('git_revision')})"
+                                                     if cfg.get("platform") else ""),
             f"then: python scripts/bench_accuracy.py --write-reference RUN_DIR --reference-out {path.name}"]
     if coarser is not None:
         c = simulator.load_run(coarser)

@@ -75,3 +75,17 @@ def test_the_reference_csv_is_read_past_its_header(tmp_path):
     gdiag.write_text("0.0 0.125 0.0018 0.375\n0.5 0.124 0.0019 0.38\n")
     t, eps = bench.read_reference(gdiag, dns=True)
     assert t.tolist() == [0.0, 0.5] and eps.tolist() == [0.0018, 0.0019]
+
+
+@pytest.mark.parametrize("name", ["tg_re400_ref.csv", "tg_re1600_ref.csv"])
+def test_each_committed_reference_states_the_command_of_its_own_run(name):
+    """A reference's 'made by' line is the command of the run its header describes (Re, grid, scheme, step,
+    precision, dealiasing), written from that run's config: the Re = 1600 file does not carry the Re = 400 one's."""
+    path = SCRIPT.parent / "data" / name
+    head = [line[2:].strip() for line in path.read_text().splitlines() if line.startswith("# ")]
+    parts = [s.strip() for s in head[0].split(";")[0].split(",")]  # Taylor-Green, Re, box, N^3, scheme, dt, ...
+    re_, (n, scheme, dt, precision, dealias) = parts[1], parts[3:8]
+    cfg = {"precision": precision, "grid": {"shape": [int(n.split("^")[0])] * 3},
+           "physics": {"viscosity": 1 / float(re_.split("=")[1]), "dealias": dealias},
+           "time": {"integrator": scheme, "dt": float(dt.split("=")[1]), "t_end": 20.0 if "1600" in re_ else 10.0}}
+    assert head[1].startswith("made by: " + bench.reference_command(cfg)), head[1]

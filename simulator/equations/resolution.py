@@ -36,6 +36,8 @@ from typing import Any
 
 #: diagnostic name (or suffix after ``_``) -> the value below which the grid under-resolves the run
 THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
+#: the largest Reynolds number at which the accuracy benchmark ran rk2 stably (the rk2 hint stops there)
+RK2_MAX_REYNOLDS = 400
 
 #: dealiasing of the nonlinear terms (``physics.dealias``) -> the largest resolved wavenumber as a fraction
 #: of the grid's Nyquist wavenumber min_i pi N_i / L_i. The 2/3 rule keeps |k_i| < (2/3) k_N,i and zeroes
@@ -145,8 +147,8 @@ BENCHMARK = "the accuracy benchmark (Taylor-Green, Re = 400, 32^3-64^3; docs/how
 
 def plan_hint(cfg: Any) -> str | None:
     """A cheaper setup that the accuracy benchmark found as accurate, for a Navier-Stokes config it applies to
-    (None otherwise): rk2 for rk3 or rk4 at steps of at most a cell per unit velocity (there the error was the
-    grid's: rk2 gave rk4's to 2% for 0.5-0.8 of the cost); and for a forced run under the 2/3 rule that does not
+    (None otherwise): rk2 for rk3 or rk4 at steps of at most a cell per unit velocity and Reynolds numbers up to
+    :data:`RK2_MAX_REYNOLDS` (there the error was the grid's: rk2 gave rk4's to 2% for 0.5-0.8 of the cost); and for a forced run under the 2/3 rule that does not
     resolve its injected power, the phase-shifted sphere (k_max sqrt 2 larger, for 1.0-1.3 times the step)."""
     physics = cfg.physics
     if physics.name != "navier_stokes":
@@ -154,9 +156,14 @@ def plan_hint(cfg: Any) -> str | None:
     hints = []
     cell = min(length / n for length, n in zip(cfg.grid.box, cfg.grid.shape, strict=True))
     small_step = cfg.time.cfl <= 1.0 if cfg.time.cfl is not None else cfg.time.dt <= cell
-    if cfg.time.integrator in ("rk3", "rk4") and small_step:
+    # rk2 has no stability interval on the imaginary axis (|R(iy)|^2 = 1 + y^4/4): only viscosity keeps it stable,
+    # so the hint holds only where the benchmark saw that: Reynolds numbers (unit velocity, length box / 2 pi)
+    # up to 400; at 1600 rk2 blew up at half a cell per step from 128^3 to 256^3 (an H100, PERFORMANCE.md)
+    reynolds = max(cfg.grid.box) / (2 * math.pi) / physics.viscosity if physics.viscosity > 0 else math.inf
+    if cfg.time.integrator in ("rk3", "rk4") and small_step and reynolds <= RK2_MAX_REYNOLDS:
         hints.append(f"time.integrator=rk2 gave {cfg.time.integrator}'s error to 2% for 0.5-0.8 of its cost at "
-                     "steps of at most a cell per unit velocity, where the error is the grid's")
+                     f"steps of at most a cell per unit velocity and Reynolds numbers up to {RK2_MAX_REYNOLDS}, "
+                     "where the error is the grid's")
     if physics.dealias == "two_thirds" and physics.forcing != "none" and physics.viscosity > 0:
         kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, "two_thirds")
         if kmax * (physics.viscosity**3 / physics.forcing_power) ** 0.25 < THRESHOLDS["kmax_eta"]:
