@@ -25,6 +25,9 @@ Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.re
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
 JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
 redshifts, and axes carry the units it declares).
+
+The module is longer than 400 lines because it holds the time-series, slice and frame figures with the
+one dispatch that decides which figures a run's files allow; the other figures have their own modules.
 """
 
 from __future__ import annotations

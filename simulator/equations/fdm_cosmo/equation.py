@@ -30,6 +30,10 @@ Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` each 
 :class:`MixedState` adds the particles' positions, momenta and forces ``(slots, 3)`` by owner (:mod:`.cdm`).
 Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
 without a real transform agree).
+
+The module is longer than 400 lines because a mixed run's hooks (its state, kick, drift, outputs and
+restarts) are methods of the same equation as the wave's; the particle-mesh algorithm itself is in
+:mod:`.cdm`.
 """
 
 from __future__ import annotations
