@@ -346,10 +346,11 @@ def _scalars(value: Any) -> Iterator[Any]:
         yield value
 
 
-def _unknown(key: str, value: Any, allowed: Sequence[str]) -> ConfigError:
-    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+def _unknown(key: str, value: Any, allowed: Sequence[Any]) -> ConfigError:
+    names = [str(a) for a in allowed]  # choices may be numbers (physics.cdm_lpt: 1 or 2)
+    close = difflib.get_close_matches(str(value), names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ConfigError(key, value, f"expected one of: {', '.join(allowed)}{hint}", "is unknown")
+    return ConfigError(key, value, f"expected one of: {', '.join(names)}{hint}", "is unknown")
 
 
 def check(key: str, value: Any, meta: Mapping[str, Any]) -> None:

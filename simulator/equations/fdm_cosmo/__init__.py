@@ -66,6 +66,9 @@ class FDMCosmoParams(EquationParams):
                               "3 x 3 x 3)", choices=("cic", "tsc"))
     cdm_capacity: float = setting(2.0, "particle slots per device, times the mean count per device (each device "
                                   "holds the particles in its block; on one device exactly all of them)", min=1.0)
+    cdm_lpt: int = setting(1, "order of Lagrangian perturbation theory of the particles' initial displacements: "
+                           "1 (Zel'dovich) or 2 (2LPT: the second-order displacement too, fewer transients from the "
+                           "start)", choices=(1, 2))
     cdm_exchange: float = setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its "
                                   "slots", gt=0.0, max=1.0)
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 / a^3 in code units "
@@ -173,6 +176,9 @@ def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
         if p.fdm_fraction < 1.0:
             raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
                               "carry the other 1 - f of the matter, or leave fdm_fraction at 1", "has no particles")
+        if p.cdm_lpt != 1:
+            raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
+                              "displacements)", "has no particles to displace")
         return
     if p.fdm_fraction >= 1.0:
         raise ConfigError("physics.cdm_particles", p.cdm_particles, "0 unless physics.fdm_fraction < 1 (the "

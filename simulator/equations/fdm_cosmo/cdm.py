@@ -166,24 +166,49 @@ def migrate(eq: Any, live: jax.Array, position: jax.Array, momentum: jax.Array, 
 
 def zeldovich(eq: Any, delta_hat: jax.Array, params: Any) -> dict[str, jax.Array]:
     """Lattice positions displaced by s (delta = -div s) and the growing mode's momenta p = a^2 H f s, from
-    the r2c spectrum ``delta_hat`` of the particles' density contrast at the start."""
+    the r2c spectrum ``delta_hat`` of the particles' density contrast at the start. With ``physics.cdm_lpt``
+    2, second-order Lagrangian perturbation theory (2LPT; Scoccimarro 1998, MNRAS 299, 1097; Crocce,
+    Pueblas & Scoccimarro 2006): x = q + s1 + s2 and p = a^2 H (f1 s1 + f2 s2), with s1 = -grad(phi1),
+    lap(phi1) = delta, s2 = D2 grad(phi2), lap(phi2) = sum_{i<j} (phi1_ii phi1_jj - phi1_ij^2), and the
+    second-order growth D2 = -3/7 Omega_m(a)^(-1/143), f2 = 2 Omega_m(a)^(6/11) (Bouchet et al. 1995, A&A
+    296, 575) at the start, where D1 = 1."""
     count = eq.physics.cdm_particles
     n = per_axis(count)
     stride = tuple(size // n for size in eq.fft.shape)
     inv = inverse_laplacian(eq.kr)
-    # s_hat = i k delta_hat / k^2 = -i k inv_lap delta_hat, shifted by half a cell (the phase exp(i k.dx/2):
-    # exact for the band-limited s), then every stride-th value: s at the lattice points, cell centres
+    # a gradient's spectrum shifted by half a cell (the phase exp(i k.dx/2): exact for a band-limited field),
+    # then every stride-th value: the field at the lattice points, cell centres
     half = jnp.exp(0.5j * sum(k * d for k, d in zip(eq.kr, eq.spacing, strict=True)))
-    s = jnp.stack([eq.fft.irfft(-1j * k * inv * half * delta_hat)[::stride[0], ::stride[1], ::stride[2]]
-                   for k in eq.kr])
-    s = s.reshape(3, count).T
+
+    def gradient_at_lattice(phi_hat: jax.Array) -> jax.Array:
+        parts = [eq.fft.irfft(1j * k * half * phi_hat)[::stride[0], ::stride[1], ::stride[2]] for k in eq.kr]
+        return jnp.stack(parts).reshape(3, count).T
+
+    phi1_hat = inv * delta_hat
+    s = -gradient_at_lattice(phi1_hat)
     axes = [(jnp.arange(n, dtype=eq.dtype) * stride[a] + 0.5) * eq.spacing[a] for a in range(3)]
     lattice = jnp.stack(jnp.meshgrid(*axes, indexing="ij"), axis=-1).reshape(count, 3)
     om, ol = params["omega_m"], params["omega_lambda"]
     a = eq.a_start(params)
-    scale = a**2 * cosmology.hubble(a, om, ol, jnp) * cosmology.growth_rate(a, om, ol, jnp)
+    expansion = a**2 * cosmology.hubble(a, om, ol, jnp)
+    momentum = expansion * cosmology.growth_rate(a, om, ol, jnp) * s
+    if eq.physics.cdm_lpt == 2:
+        omega = om / (a**3 * cosmology.hubble(a, om, ol, jnp) ** 2)  # Omega_m(a)
+        s2 = -3 / 7 * omega ** (-1 / 143) * gradient_at_lattice(inv * second_order_source(eq, phi1_hat))
+        s = s + s2
+        momentum = momentum + expansion * 2 * omega ** (6 / 11) * s2
     position = jnp.mod(lattice + s, jnp.asarray(eq.box, eq.dtype))
-    return {"cdm_position": position, "cdm_momentum": scale * s}
+    return {"cdm_position": position, "cdm_momentum": momentum}
+
+
+def second_order_source(eq: Any, phi_hat: jax.Array) -> jax.Array:
+    """The r2c spectrum of sum_{i<j} (phi_ii phi_jj - phi_ij^2), the source of 2LPT's second-order potential,
+    from the spectrum ``phi_hat`` of the first-order one: six inverse transforms of -k_i k_j phi_hat, the
+    products on the grid, one forward transform (its Nyquist planes zeroed, as the first order's are)."""
+    d = {(i, j): eq.fft.irfft(-eq.kr[i] * eq.kr[j] * phi_hat) for i in range(3) for j in range(i, 3)}
+    source = (d[0, 0] * d[1, 1] + d[0, 0] * d[2, 2] + d[1, 1] * d[2, 2]
+              - d[0, 1] ** 2 - d[0, 2] ** 2 - d[1, 2] ** 2)
+    return eq.nyquist_free(eq.fft.rfft(source))
 
 
 def diagnostics(eq: Any, state: Any, params: Any, a: jax.Array) -> dict[str, jax.Array]:
