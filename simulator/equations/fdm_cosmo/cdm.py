@@ -28,8 +28,10 @@ zeroed, as for the wave's density.
 Initial conditions (Zel'dovich 1970): the particles sit on the lattice q = (i L / n + dx / 2, ...) (n divides
 the grid: the centres of every (N/n)-th cell, where the window's response to a small displacement is
 linear; a cloud in cell on a node has a kink there) displaced by s with delta = -div(s), s_hat = i k delta_hat / k^2, the same
-modes (the same white noise) as the wave; the growing mode's momentum is p = a^2 H f s. The particles take
-the spectrum without the FDM cut-off (cold matter), the wave the one with it (``physics.fdm_transfer``).
+modes (the same white noise) as the wave; the growing mode's momentum is p = a^2 H f s. With
+``physics.cdm_lpt`` 2 the second-order (2LPT) displacement and momentum are added (:func:`zeldovich`). The
+particles take the spectrum without the FDM cut-off (cold matter), the wave the one with it
+(``physics.fdm_transfer``).
 
 Distribution: every particle is owned by the device whose real-space block holds its cell
 (:mod:`simulator.fft.owned`): positions, momenta and forces ``(devices * capacity, 3)`` (wrapped into
