@@ -579,7 +579,7 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
 @pytest.mark.slow  # two runs through the CLI, one as two processes (60-75 s on 2 loaded cores)
 @pytest.mark.multiprocess
 def test_two_processes_equal_one(tmp_path):
-    """configs/fdm_cosmo.yaml mixed (f = 0.3, 16^3 wave and 16^3 particles) to z = 63 (14 steps) through
+    """configs/fdm_cosmo.yaml mixed (f = 0.3, 16^3 wave and 16^3 particles from 2LPT) to z = 63 (14 steps) through
     `simulator launch -n 2 --cpu-devices 2 run` (4 devices in 2 processes: the particles' hand-over between
     owners, the halo exchanges and the all-to-alls cross the processes) and through `simulator run` on one device: the final checkpoint's
     psi, positions and momenta agree to 1e-12 of their largest values (measured: 4.6e-15, 2.3e-16, 2.0e-15:
@@ -587,7 +587,7 @@ def test_two_processes_equal_one(tmp_path):
     particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's."""
     args = ["run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--set", "grid.shape=16", "--set", "output.chunk=7",
             "--set", "physics.z_end=63", "--set", "physics.output_redshifts=[127,63]", "--set", "physics.fdm_fraction=0.3",
-            "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=14"]
+            "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_lpt=2", "--set", "checkpoint.every=14"]
     base = [sys.executable, "-m", "simulator"]
     runs = {"one": [*base, *args, "--cpu-devices", "1"],
             "two": [*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "300", *args]}
