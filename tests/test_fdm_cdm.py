@@ -27,9 +27,11 @@ from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 ROOT = Path(__file__).parents[1]
 
 
-def mixed(case=("single", 1, None), n=16, box=10.0, fraction=0.5, window="tsc", initial="mode"):
+def mixed(case=("single", 1, None), n=16, box=10.0, fraction=0.5, window="tsc", initial="mode", lpt=1):
+    # physics.cdm_lpt named only when not its default, so that 1 shares the simulations other tests compiled
     return shared(case, physics__name="fdm_cosmo", initial__name=initial, grid__shape=[n] * 3, grid__box=[box] * 3,
-                  physics__fdm_fraction=fraction, physics__cdm_particles=n**3, physics__cdm_window=window)
+                  physics__fdm_fraction=fraction, physics__cdm_particles=n**3, physics__cdm_window=window,
+                  **({"physics__cdm_lpt": lpt} if lpt != 1 else {}))
 
 
 def lattice(n, box):
@@ -186,10 +188,17 @@ def test_zeldovich_pancake_until_shell_crossing():
 def crossed_waves(sim, a_amp, b_amp):
     """The r2c spectrum of delta = A cos(k x) + B cos(k y), k the box's fundamental wavenumber."""
     eq = sim.equation
-    x = [(np.arange(n) + 0.0) * length / n for n, length in zip(eq.fft.shape, eq.box, strict=True)]
+    x = [np.arange(n) * length / n for n, length in zip(eq.fft.shape, eq.box, strict=True)]
     gx, gy, _ = np.meshgrid(*x, indexing="ij")
     k = 2 * math.pi / eq.box[0]
     return eq.fft.rfft(jnp.asarray(a_amp * np.cos(k * gx) + b_amp * np.cos(k * gy)))
+
+
+def grad_phi2(q, k, a_amp, b_amp):
+    """grad(phi2) of 2LPT for :func:`crossed_waves` at the points q: lap(phi2) = phi1_xx phi1_yy = A B cos kx cos ky,
+    so phi2 = -A B cos kx cos ky / (2 k^2) and grad(phi2) = A B / (2 k) (sin kx cos ky, cos kx sin ky, 0)."""
+    return a_amp * b_amp / (2 * k) * np.stack([np.sin(k * q[:, 0]) * np.cos(k * q[:, 1]),
+                                               np.cos(k * q[:, 0]) * np.sin(k * q[:, 1]), 0 * q[:, 2]], -1)
 
 
 def test_second_order_displacements_are_2lpt_of_two_crossed_waves():
@@ -198,9 +207,7 @@ def test_second_order_displacements_are_2lpt_of_two_crossed_waves():
     at the lattice points; for a plane wave (B = 0) the second order vanishes and 2LPT is Zel'dovich's."""
     n, box = 16, 10.0
     sim = mixed(n=n, box=box, fraction=1e-6, window="cic")
-    lpt2 = shared(("single", 1, None), physics__name="fdm_cosmo", initial__name="mode", grid__shape=[n] * 3,
-                  grid__box=[box] * 3, physics__fdm_fraction=1e-6, physics__cdm_particles=n**3,
-                  physics__cdm_window="cic", physics__cdm_lpt=2)
+    lpt2 = mixed(n=n, box=box, fraction=1e-6, window="cic", lpt=2)
     p = sim.parameters(omega_m=1.0, omega_lambda=0.0)
     k, q = 2 * math.pi / box, lattice(n, box)
     a = sim.equation.a_start(p)
@@ -210,8 +217,7 @@ def test_second_order_displacements_are_2lpt_of_two_crossed_waves():
         one, two = (jax.jit(cdm.zeldovich)(s.equation, delta_hat, p) for s in (sim, lpt2))
         s2 = np.mod(np.asarray(two["cdm_position"] - one["cdm_position"]) + box / 2, box) - box / 2
         p2 = np.asarray(two["cdm_momentum"] - one["cdm_momentum"])
-        want = -3 / 7 * a_amp * b_amp / (2 * k) * np.stack([np.sin(k * q[:, 0]) * np.cos(k * q[:, 1]),
-                                                             np.cos(k * q[:, 0]) * np.sin(k * q[:, 1]), 0 * q[:, 2]], -1)
+        want = -3 / 7 * grad_phi2(q, k, a_amp, b_amp)
         if b_amp == 0.0:  # a plane wave: nothing at second order
             assert np.max(np.abs(s2)) == 0.0 and np.max(np.abs(p2)) == 0.0
             continue
@@ -227,9 +233,7 @@ def test_a_2lpt_start_removes_the_zeldovich_start_s_second_order_transient():
     grid's own error is common to both runs and cancels in their difference, which agrees to 0.4% (a 2LPT
     momentum with f2 = 1 instead of 2 is 27% off; the sign of s2 reversed, 200%)."""
     n, box, amp, span, steps = 16, 10.0, 0.01, 1.0, 40
-    sims = [shared(("single", 1, None), physics__name="fdm_cosmo", initial__name="mode", grid__shape=[n] * 3,
-                   grid__box=[box] * 3, physics__fdm_fraction=1e-6, physics__cdm_particles=n**3,
-                   physics__cdm_window="tsc", **({"physics__cdm_lpt": 2} if order == 2 else {})) for order in (1, 2)]
+    sims = [mixed(n=n, box=box, fraction=1e-6, window="tsc", lpt=order) for order in (1, 2)]
     k, q = 2 * math.pi / box, lattice(n, box)
     grown = math.exp(span)  # EdS: D = a / a_start
     ends = []
@@ -241,9 +245,7 @@ def test_a_2lpt_start_removes_the_zeldovich_start_s_second_order_transient():
                                       cdm_momentum=np.asarray(ic["cdm_momentum"]))
         ends.append(by_identity(sim.advance(start, steps, span / steps, 0.0, p), "position")[0])
     diff = np.mod(ends[1] - ends[0] + box / 2, box) - box / 2
-    grad_phi2 = amp**2 / (2 * k) * np.stack([np.sin(k * q[:, 0]) * np.cos(k * q[:, 1]),
-                                             np.cos(k * q[:, 0]) * np.sin(k * q[:, 1]), 0 * q[:, 2]], -1)
-    want = -(3 / 5 * grown - 6 / 35 * grown**-1.5) * grad_phi2
+    want = -(3 / 5 * grown - 6 / 35 * grown**-1.5) * grad_phi2(q, k, amp, amp)
     assert np.max(np.abs(diff - want)) < 0.01 * np.max(np.abs(want)), np.max(np.abs(diff - want)) / np.max(np.abs(want))
 
 
@@ -440,9 +442,7 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
     """The 2LPT start (its six second derivatives, their products and the second-order potential, on the
     backend's sharded fields) equals one device's to 1e-12."""
     def start(case):
-        sim = shared(case, physics__name="fdm_cosmo", initial__name="mode", grid__shape=[8] * 3, grid__box=[10.0] * 3,
-                     physics__fdm_fraction=0.5, physics__cdm_particles=8**3, physics__cdm_window="cic",
-                     physics__cdm_lpt=2)
+        sim = mixed(case, n=8, window="cic", lpt=2)
         rng = np.random.default_rng(3)
         delta_hat = sim.equation.nyquist_free(sim.equation.fft.rfft(jnp.asarray(0.05 * rng.standard_normal((8, 8, 8)))))
         return jax.jit(cdm.zeldovich)(sim.equation, delta_hat, sim.params)

@@ -148,8 +148,9 @@ BENCHMARK = "the accuracy benchmark (Taylor-Green, Re = 400, 32^3-64^3; docs/how
 def plan_hint(cfg: Any) -> str | None:
     """A cheaper setup that the accuracy benchmark found as accurate, for a Navier-Stokes config it applies to
     (None otherwise): rk2 for rk3 or rk4 at steps of at most a cell per unit velocity and Reynolds numbers up to
-    :data:`RK2_MAX_REYNOLDS` (there the error was the grid's: rk2 gave rk4's to 2% for 0.5-0.8 of the cost); and for a forced run under the 2/3 rule that does not
-    resolve its injected power, the phase-shifted sphere (k_max sqrt 2 larger, for 1.0-1.3 times the step)."""
+    :data:`RK2_MAX_REYNOLDS` (there the error was the grid's: rk2 gave rk4's to 2% for 0.5-0.8 of the cost);
+    and for a forced run under the 2/3 rule that does not resolve its injected power, the phase-shifted sphere
+    (k_max sqrt 2 larger, for 1.0-1.3 times the step)."""
     physics = cfg.physics
     if physics.name != "navier_stokes":
         return None

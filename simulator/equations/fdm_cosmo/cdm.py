@@ -192,10 +192,11 @@ def zeldovich(eq: Any, delta_hat: jax.Array, params: Any) -> dict[str, jax.Array
     lattice = jnp.stack(jnp.meshgrid(*axes, indexing="ij"), axis=-1).reshape(count, 3)
     om, ol = params["omega_m"], params["omega_lambda"]
     a = eq.a_start(params)
-    expansion = a**2 * cosmology.hubble(a, om, ol, jnp)
+    hubble = cosmology.hubble(a, om, ol, jnp)
+    expansion = a**2 * hubble
     momentum = expansion * cosmology.growth_rate(a, om, ol, jnp) * s
     if eq.physics.cdm_lpt == 2:
-        omega = om / (a**3 * cosmology.hubble(a, om, ol, jnp) ** 2)  # Omega_m(a)
+        omega = om / (a**3 * hubble**2)  # Omega_m(a)
         s2 = -3 / 7 * omega ** (-1 / 143) * gradient_at_lattice(inv * second_order_source(eq, phi1_hat))
         s = s + s2
         momentum = momentum + expansion * 2 * omega ** (6 / 11) * s2
