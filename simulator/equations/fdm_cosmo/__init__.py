@@ -315,7 +315,8 @@ INFO = EquationInfo(
         "power_cdm": "P(k) of the particles' own contrast, the window divided out (mixed runs; with their shot "
                      "noise), (Mpc/h)^3",
         "power_linear": "the linear P(k, z) of physics.* averaged over the same modes: linear theory, P(k, z_start) "
-                        "(D(z) / D(z_start))^2, (Mpc/h)^3",
+                        "(D(z) / D(z_start))^2 (in a mixed run the total's, (f sqrt(P_fdm) + (1 - f) sqrt(P_cold))^2 "
+                        "of the two initial spectra), (Mpc/h)^3",
     },
     plot=PlotSpec(
         panels=(

@@ -341,7 +341,8 @@ class FDMCosmo(SplitStepEquation):
     def spectra(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
         """Shell averages of V |delta_k|^2 (measured: of the total matter, and in a mixed run of the wave and
         of the particles, their window divided out, each contrast relative to its own mean) and of the
-        linear P(k, z) over the same modes."""
+        linear P(k, z) over the same modes (in a mixed run the total's, (f sqrt(P_wave) + (1 - f)
+        sqrt(P_cold))^2, as the initial conditions draw both from one noise)."""
         rho = jnp.abs(state.psi) ** 2
         wave_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
         contrasts = {"power": wave_hat}
@@ -356,6 +357,10 @@ class FDMCosmo(SplitStepEquation):
         kx, ky, kz = self.kr
         k = jnp.sqrt(kx**2 + ky**2 + kz**2)
         linear = power.linear_power(k, self.scale_factor(params), params, self.table, self.physics.fdm_transfer, jnp)
+        if self.mixed:  # the total's: f delta_wave + (1 - f) delta_cold of the initial conditions' two spectra
+            cold = power.linear_power(k, self.scale_factor(params), params, self.table, False, jnp)
+            f = params["fdm_fraction"]
+            linear = (f * jnp.sqrt(linear) + (1.0 - f) * jnp.sqrt(cold)) ** 2
 
         def average(values: jax.Array) -> jax.Array:
             return spectra.shell_sum(w * values, self.kr, self.fft.shape, self.box)
