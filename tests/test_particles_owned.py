@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import case_id, distributed_cases, relative_error, simulation
 
 import simulator
 from simulator.api import load_config
 from simulator.errors import ConfigError
 from simulator.output.checkpoints import real_blocks
 
-from support import case_id, distributed_cases, relative_error, simulation
-
 SPECIES = [{"name": "tracers", "count": 200, "seed": 5, "interpolation": "lagrange4"},
            {"name": "drops", "count": 64, "placement": "lattice", "tau_p": 0.05, "gravity": [0, 0, -1],
             "interpolation": "lagrange4"}]
 OWNED = [{**s, "distribution": "owned"} for s in SPECIES]
-FLOW = dict(grid__shape=[16, 16, 16], initial={"name": "random", "amplitude": 2.0}, time__integrator="rk4")
+FLOW = {"grid__shape": [16, 16, 16], "initial": {"name": "random", "amplitude": 2.0}, "time__integrator": "rk4"}
 
 
 def by_identity(state, name, quantity):
@@ -85,6 +84,7 @@ def test_a_too_small_capacity_exchange_or_halo_is_counted_and_named(devices, ove
     assert int(np.sum(np.asarray(state["particles.tracers.lost"]))) > 0
 
 
+@pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API
 def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_path):
     """A run of owned tracers (4-device slab): load_run reads its snapshots by identity (the last equal to the
     final checkpoint's live slots sorted by identity; owned = replicated is checked above); restarted from its step-10 checkpoint it ends bit for bit as the straight run,
@@ -101,7 +101,7 @@ def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_pat
     assert simulator.run_config(config(owned), tmp_path / "owned") == 0
 
     def final(run):
-        with h5py.File(sorted((run / "checkpoints").glob("c*.h5"))[-1]) as f:
+        with h5py.File(max((run / "checkpoints").glob("c*.h5"))) as f:
             return {k: f[k][()] for k in f if k.startswith("particles.")}
 
     # the snapshots, read by identity (every particle once), end as the final checkpoint's live slots

@@ -29,11 +29,13 @@ spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write
 
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
 ``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
+
+(Somewhat over 400 lines: the wrapper forwards the flow's protocol one method at a time, and splitting the
+class would scatter it; what is particular to owned species lives in :mod:`.owned`.)
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -42,7 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.config.particles import Species
-from simulator.equations.base import Equation, ParticleArrays, Params, SemiLinearEquation
+from simulator.equations.base import (
+    Equation,
+    Params,
+    ParticleArrays,
+    SemiLinearEquation,
+)
 from simulator.log import get_logger
 from simulator.particles import initial_positions, wrap_bound
 from simulator.particles import owned as owning
@@ -270,7 +277,7 @@ class WithParticles(SemiLinearEquation):
         for s in self.species:
             rows = owning.host_rows(s, stored) if s.owned else None
             if rows is not None:
-                out.update(_lay_out(self, s, *rows))
+                out.update(owning.lay_out(self.fft, self.box, self.dtype, s, *rows))
         return out or None
 
 
@@ -353,14 +360,6 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
     return WithParticles(flow, species, start)
 
 
-def _lay_out(eq: WithParticles, species: Species, position: np.ndarray, velocity: np.ndarray | None,
-             ident: np.ndarray, lost: np.ndarray) -> dict[str, jax.Array]:
-    """Host rows of an owned species (:func:`.owned.host_rows`) laid out on ``eq``'s devices."""
-    put = functools.partial(owning.replicated, eq.fft)
-    return owning.distribute(eq.fft, tuple(float(b) for b in eq.box), species, put(position, eq.dtype),
-                             None if velocity is None else put(velocity, eq.dtype), put(ident, np.int32),
-                             put(lost, np.int32))
-
 
 def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, Any]:
     """The state of a file source (:class:`simulator.output.sources.Source`) on this run's grid:
@@ -385,7 +384,7 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
                     raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
                                       f"{rows[0].shape[0]} particles of species {s.name!r}: give that count", "differs")
                 if rows is not None:
-                    laid[s.name] = _lay_out(eq, s, *rows)
+                    laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, *rows)
                 continue
             keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
             for key in keys:

@@ -142,3 +142,13 @@ def replicated(fft: Any, host: np.ndarray, dtype: Any) -> jax.Array:
     """A host array (the same on every process) as a replicated device array of ``dtype``."""
     host = np.asarray(host).astype(dtype)
     return jax.make_array_from_callback(host.shape, fft.replicated_sharding(), lambda index: host[index])
+
+
+def lay_out(fft: Any, box: Sequence[float], dtype: Any, species: Species, position: np.ndarray,
+            velocity: np.ndarray | None, ident: np.ndarray, lost: np.ndarray) -> dict[str, jax.Array]:
+    """Host rows of an owned species (:func:`host_rows`: ``(Np, 3)`` positions and velocities, ``(Np,)``
+    identities, ``(3,)`` lost counts, the same on every process) laid out on ``fft``'s devices
+    (:func:`distribute`): the species' state entries."""
+    return distribute(fft, tuple(float(b) for b in box), species, replicated(fft, position, dtype),
+                      None if velocity is None else replicated(fft, velocity, dtype), replicated(fft, ident, np.int32),
+                      replicated(fft, lost, np.int32))
