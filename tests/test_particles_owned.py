@@ -69,7 +69,7 @@ def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
 @pytest.mark.parametrize("overrides, key, words", [
     ({"capacity": 1.0, "count": 203}, "particles[0].capacity", "found no free slot"),
     ({"exchange": 0.001}, "particles[0].exchange", "did not fit a device's send buffer"),
-    ({"halo": 1, "dt": 0.6}, "particles[0].halo", "moved more than particles[0].halo = 1 cells"),
+    ({"halo": 1, "dt": 0.3}, "particles[0].halo", "moved more than particles[0].halo = 1 cells"),
 ])
 def test_a_too_small_capacity_exchange_or_halo_is_counted_and_named(devices, overrides, key, words):
     """Particles that find no slot, that overflow a send buffer, or whose stage left the halo are counted,
@@ -82,6 +82,8 @@ def test_a_too_small_capacity_exchange_or_halo_is_counted_and_named(devices, ove
     why = sim.equation.lost(state)
     assert why is not None and key in why and words in why and "\n" not in why, why
     assert int(np.sum(np.asarray(state["particles.tracers.lost"]))) > 0
+    # the flow itself stayed finite: a stage left the halo, nothing blew up
+    assert np.all(np.isfinite(np.asarray(sim.equation.fields(state, sim.params)["velocity"])))
 
 
 @pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API
