@@ -17,6 +17,10 @@ from simulator.particles.interpolation import doc as interpolation_doc
 from simulator.schema import setting
 
 PLACEMENTS = ("random", "lattice", "file")
+#: the choices of ``particles[].distribution``
+DISTRIBUTIONS = ("replicated", "owned")
+#: the interpolation methods an owned species may use: those that read grid values near the particle
+OWNED_INTERPOLATIONS = ("lagrange4",)
 
 
 @dataclass(frozen=True)
@@ -35,10 +39,25 @@ class Species:
     gravity: tuple[float, float, float] = setting((0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial "
                                                   "particles (tau_p > 0)")
     interpolation: str = setting("exact", interpolation_doc(), choices=INTERPOLATIONS)
+    distribution: str = setting("replicated", "replicated (every device holds every particle; up to ~1e6) or owned "
+                                "(each device holds the particles in its real-space block, handed to the neighbour "
+                                "after each step; needs interpolation lagrange4; for ~1e7 and more)",
+                                choices=DISTRIBUTIONS)
+    capacity: float = setting(2.0, "owned: particle slots per device, times the mean count per device (on one "
+                              "device exactly all of them)", min=1.0)
+    exchange: float = setting(0.25, "owned: rows a device may hand to each neighbour per step, as a fraction of "
+                              "its slots", gt=0.0, max=1.0)
+    halo: int = setting(1, "owned: cells a particle may move outside its device's block within a step (a "
+                        "Runge-Kutta stage's position; the interpolation's halo is as much wider)", min=1, max=64)
 
     @property
     def inertial(self) -> bool:
         return self.tau_p > 0
+
+    @property
+    def owned(self) -> bool:
+        """Whether each device holds only the particles in its block (``distribution: owned``)."""
+        return self.distribution == "owned"
 
 
 def particle_list() -> Any:
@@ -85,11 +104,23 @@ def check(cfg: Any) -> None:
         if not s.inertial and any(s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "gravity acts on inertial particles only: set "
                               "tau_p > 0, or leave gravity out", "would be ignored by tracers")
-        if METHODS[s.interpolation].planes:
+        if s.owned and s.interpolation not in OWNED_INTERPOLATIONS:
+            raise ConfigError(f"{key}.interpolation", s.interpolation, "distribution: owned needs a local "
+                              f"interpolation: {', '.join(OWNED_INTERPOLATIONS)} (or distribution: replicated)",
+                              "is not available for owned particles")
+        if s.owned:
+            check_planes(cfg, f"{key}.halo", s.halo, METHODS[s.interpolation].planes + s.halo,
+                         "a smaller halo, or fewer devices")
+        elif METHODS[s.interpolation].planes:
             method = METHODS[s.interpolation]
             check_planes(cfg, f"{key}.interpolation", method.name, method.planes, f"{method.instead}, or fewer devices")
         if not all(math.isfinite(g) for g in s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
+    owned = [s.name for s in species if s.owned]
+    if owned and cfg.output.trajectories.every:
+        raise ConfigError("output.trajectories.every", cfg.output.trajectories.every, "trajectories (and the "
+                          "Lagrangian statistics read from them) need every particle on every device: set 0, or "
+                          "distribution: replicated", f"cannot record owned species {', '.join(owned)}")
 
 
 def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:

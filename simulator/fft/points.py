@@ -260,11 +260,15 @@ def _halo(x: jax.Array, axis: int, mesh_axis: str | None, size: int, below: int,
 
 def _local_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
                   sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
-                  axes: tuple[str, ...] | None, field: jax.Array, points: jax.Array) -> jax.Array:
+                  axes: tuple[str, ...] | None, reach: int, field: jax.Array, points: jax.Array) -> jax.Array:
     """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``. With ``axes`` (replicated
     points) every point whose cell (floor(x / dx)) lies in this block is evaluated here from the block and its
     halo, the others give 0, and one psum over ``axes`` completes them all; without (owned points) every
-    point is this device's, its cell in this block, and the values stay here."""
+    point is this device's, its cell in this block, and the values stay here; with ``reach`` > 0 (owned points
+    only) its cell may lie up to ``reach`` cells outside the block along a sharded axis (the halo is as much
+    wider), and a point further out gives NaN."""
+    if reach:
+        return _reaching_window(window, real_axes, sizes, shape, spacing, reach, field, points)
     ext = field
     starts = []
     for a in range(3):
@@ -301,8 +305,52 @@ def _local_window(window: Window, real_axes: tuple[str | None, str | None, str |
     return out if axes is None else jax.lax.psum(out, axes)
 
 
+def _reaching_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
+                     sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
+                     reach: int, field: jax.Array, points: jax.Array) -> jax.Array:
+    """:func:`_local_window` for owned points whose cell may lie up to ``reach`` cells outside this device's
+    block along each sharded axis (a Runge-Kutta stage's provisional position): the halo is ``reach`` planes
+    wider on each side, and a point beyond it gives NaN (its owner cannot evaluate it: the caller counts it).
+    ``(B, Np)``, the values staying on the owner."""
+    ext = field
+    starts, split = [], []
+    for a in range(3):
+        cut = real_axes[a] is not None and sizes[a] > 1
+        ext = _halo(ext, a + 1, real_axes[a], sizes[a], window.below + reach, window.above + reach)
+        starts.append(jax.lax.axis_index(real_axes[a]) * field.shape[a + 1] if cut else 0)
+        split.append(cut)
+    b = field.shape[0]
+    n_points = points.shape[0]
+    c = min(n_points, LOCAL_CHUNK)
+    chunks = -(-n_points // c)
+    padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
+    width = window.below + window.above + 1
+
+    def one(x: jax.Array) -> jax.Array:
+        s = x / jnp.asarray(spacing, x.dtype)
+        base = jnp.floor(s)
+        weights = window.weights(s - base)  # (C, 3, width)
+        g = jnp.mod(base.astype(jnp.int32), jnp.asarray(shape, jnp.int32))  # global index of the cell, (C, 3)
+        inside = jnp.ones(x.shape[0], bool)
+        idx = []
+        for a in range(3):
+            n_local = field.shape[a + 1]
+            # the cell's offset from the block's start, periodic, in [-reach, shape - reach)
+            local = jnp.mod(g[:, a] - starts[a] + reach, shape[a]) - reach
+            if split[a]:
+                inside = inside & (local < n_local + reach)
+            # node -below of the stencil is at ext position local + reach (the wider lower halo)
+            idx.append(jnp.clip(local, -reach, n_local + reach - 1)[:, None] + reach + jnp.arange(width)[None, :])
+        values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
+        out = jnp.einsum("bcijk,ci,cj,ck->bc", values, weights[:, 0], weights[:, 1], weights[:, 2])
+        return jnp.where(inside[None, :], out, jnp.nan)
+
+    out = jax.lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
+    return jnp.moveaxis(out, 1, 0).reshape(b, chunks * c)[:, :n_points]
+
+
 def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],
-                      window: str = "lagrange4", owned: bool = False) -> jax.Array:
+                      window: str = "lagrange4", owned: bool = False, reach: int = 0) -> jax.Array:
     """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` (``fft``'s real layout and sharding) at ``points``
     ``(Np, 3)`` (replicated, any real coordinates: periodic) by the tensor product of a 1D ``window``
     (:data:`WINDOWS`; the default the tricubic 4-point Lagrange interpolant, :func:`lagrange4_weights`, which
@@ -312,7 +360,12 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     them. Cost per point: width^3 x batch multiply-adds, on the owner only. Returns ``(*batch, Np)``.
 
     ``owned``: the points are sharded by owner (:mod:`simulator.fft.owned`), each device's slots in its own block
-    (:func:`migrate` keeps them there): no psum, the values sharded like the points."""
+    (:func:`migrate` keeps them there): no psum, the values sharded like the points. ``reach`` (owned only):
+    a point's cell may lie up to that many cells outside its owner's block along a sharded axis (the halo
+    is as much wider: ``reach`` + the window's planes must not exceed a block); a point further out gives
+    NaN, for the caller to count (a Runge-Kutta stage's position that left the halo)."""
+    if reach and not owned:
+        raise ValueError("interpolate_local: reach applies to owned points only")
     nb = field.ndim - 3
     batch = field.shape[:nb]
     flat = field.reshape((math.prod(batch), *field.shape[nb:]))
@@ -323,7 +376,7 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
     body = functools.partial(_local_window, WINDOWS[window], real_axes, sizes, shape, spacing,
-                             None if owned else axes)
+                             None if owned else axes, reach)
     spread = PartitionSpec(axes) if owned else PartitionSpec()
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), spread),
                            out_specs=PartitionSpec(None, *spread))

@@ -116,16 +116,22 @@ def read_positions(species: Species, key: str = "particles") -> np.ndarray:
     return data
 
 
-def state_bytes(cfg: Any) -> int:
-    """Bytes of the particles' state on every device (positions, and velocities of inertial species;
-    replicated, so each device holds all of them)."""
+def state_bytes(cfg: Any, devices: int = 1) -> int:
+    """Bytes of the particles' state on each of ``devices`` devices: positions, and velocities of inertial
+    species, of every particle of a replicated species (each device holds all of them), and of an owned
+    species' slots per device with their identities and occupancy (:func:`.owned.state_bytes`: its capacity,
+    not its count)."""
+    from simulator.particles.owned import state_bytes as owned_bytes
+
     itemsize = 8 if cfg.precision == "float64" else 4
-    return sum(s.count * 3 * itemsize * (2 if s.inertial else 1) for s in cfg.particles)
+    return sum(owned_bytes(s, devices, itemsize) if s.owned else s.count * 3 * itemsize * (2 if s.inertial else 1)
+               for s in cfg.particles)
 
 
 def describe(cfg: Any, devices: int) -> str:
     """One line for ``simulator plan``: the particles' bytes per device and, per interpolation, the work
-    of one evaluation per device (every device holds every particle: :mod:`simulator.fft.points`)."""
+    of one evaluation per device (a replicated species' every particle on every device, :mod:`simulator.fft.
+    points`; an owned species' slots, ``capacity`` times its mean count per device)."""
     from simulator.fft.layouts import LAYOUTS
 
     count = sum(s.count for s in cfg.particles)
@@ -135,8 +141,10 @@ def describe(cfg: Any, devices: int) -> str:
     stages = SCHEMES[cfg.time.integrator].stages
     by_method = {m: sum(s.count for s in cfg.particles if s.interpolation == m.name) for m in METHODS.values()}
     parts = "; ".join(f"{m.name} ({n}): {m.work(modes)}" for m, n in by_method.items() if n)
-    return (f"particles: {count} in {len(cfg.particles)} species, {state_bytes(cfg) / 2**20:.3g} MiB of state on "
-            f"every device (replicated; the scheme's registers of it are in the chunk's memory above); "
+    owned = [s.name for s in cfg.particles if s.owned]
+    held = f"replicated, owned by block: {', '.join(owned)}" if owned else "replicated"
+    return (f"particles: {count} in {len(cfg.particles)} species, {state_bytes(cfg, devices) / 2**20:.3g} MiB of "
+            f"state on every device ({held}; the scheme's registers of it are in the chunk's memory above); "
             f"{stages} evaluations per step, each {parts}")
 
 

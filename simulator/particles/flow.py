@@ -6,7 +6,9 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
 
 * the state is a dict ``{"state": <the flow's state>, "particles.<name>.position": (Np, 3),
   "particles.<name>.velocity": (Np, 3) (inertial species only)}``; particle arrays are replicated (every
-  device holds all of them) in the run's dtype;
+  device holds all of them) in the run's dtype, or for a species with ``distribution: owned`` kept by the
+  device whose block holds them, in slots with identities and a loss count (:mod:`.owned`: handed over
+  after each step by :meth:`WithParticles.settle`, interpolated by ``lagrange4`` on the owner);
 * ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
   (their drag is integrated explicitly, within the scheme's stability limit: :func:`drag_limit`), and
   ``nonlinear`` adds dx/dt = u(x) for tracers, or dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for
@@ -27,6 +29,9 @@ spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write
 
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
 ``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
+
+(Somewhat over 400 lines: the wrapper forwards the flow's protocol one method at a time, and splitting the
+class would scatter it; what is particular to owned species lives in :mod:`.owned`.)
 """
 
 from __future__ import annotations
@@ -39,9 +44,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.config.particles import Species
-from simulator.equations.base import Equation, ParticleArrays, Params, SemiLinearEquation
+from simulator.equations.base import (
+    Equation,
+    Params,
+    ParticleArrays,
+    SemiLinearEquation,
+)
 from simulator.log import get_logger
 from simulator.particles import initial_positions, wrap_bound
+from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
@@ -64,7 +75,8 @@ class WithParticles(SemiLinearEquation):
 
     Leaves: ``flow`` (the flow equation, itself a pytree) and ``start`` (each species' initial
     positions, ``(Np, 3)`` replicated: leaves, so compiled code closes over no array); static:
-    ``species`` (the config's sections: counts, tau_p and gravity are structure).
+    ``species`` (the config's sections: counts, tau_p and gravity are structure). An owned species' ``start``
+    is its state entries (:func:`.owned.distribute`), not a replicated array.
     """
 
     _LEAVES: ClassVar[tuple[str, ...]] = ("flow", "start")
@@ -153,10 +165,14 @@ class WithParticles(SemiLinearEquation):
         configured start). Inertial particles start with the fluid's velocity at their positions."""
         positions = self.start if positions is None else positions
         state: dict[str, Any] = {FLOW: flow_state}
-        inertial = [s for s in self.species if s.inertial]
-        u = self._velocity_at(flow_state, inertial, [positions[s.name] for s in inertial]) if inertial else []
         for s in self.species:
-            state[position_key(s.name)] = jnp.asarray(positions[s.name], self.dtype)
+            if s.owned:  # the laid-out entries; velocities below
+                state.update({k: v for k, v in positions[s.name].items() if k != velocity_key(s.name)})
+            else:
+                state[position_key(s.name)] = jnp.asarray(positions[s.name], self.dtype)
+        inertial = [s for s in self.species if s.inertial]
+        u = self._velocity_at(flow_state, inertial, [state[position_key(s.name)] for s in inertial],
+                              [state.get(owning.keys(s.name)["live"]) for s in inertial]) if inertial else []
         for s, us in zip(inertial, u, strict=True):
             state[velocity_key(s.name)] = us
         return state
@@ -168,25 +184,40 @@ class WithParticles(SemiLinearEquation):
     def velocities(self, state: Mapping[str, Any]) -> dict[str, jax.Array]:
         """Each species' velocity ``(Np, 3)``: v for inertial species, u(x) (interpolated) for tracers."""
         tracers = [s for s in self.species if not s.inertial]
-        u = self._velocity_at(state[FLOW], tracers, [state[position_key(s.name)] for s in tracers]) if tracers else []
+        u = self._velocity_at(state[FLOW], tracers, [state[position_key(s.name)] for s in tracers],
+                              [state.get(owning.keys(s.name)["live"]) for s in tracers]) if tracers else []
         out = dict(zip((s.name for s in tracers), u, strict=True))
         out.update({s.name: state[velocity_key(s.name)] for s in self.species if s.inertial})
         return {s.name: out[s.name] for s in self.species}
 
     def particles(self, state: Mapping[str, Any], params: Params) -> dict[str, ParticleArrays]:
-        """Every species as replicated rows (:class:`~simulator.equations.base.ParticleArrays`, no ``ident``
-        or ``live``): its unwrapped positions and :meth:`velocities`, in config order."""
+        """Every species (:class:`~simulator.equations.base.ParticleArrays`), in config order: its unwrapped
+        positions and :meth:`velocities`, as replicated rows (no ``ident`` or ``live``) or, for an owned
+        species, its slots with their identities and occupancy."""
         velocities = self.velocities(state)
-        return {name: ParticleArrays(position, velocities[name]) for name, position in self.positions(state).items()}
+        out = {}
+        for s in self.species:
+            k = owning.keys(s.name)
+            extra = (state[k["ident"]], state[k["live"]]) if s.owned else ()
+            out[s.name] = ParticleArrays(state[position_key(s.name)], velocities[s.name], *extra)
+        return out
 
-    def _velocity_at(self, flow_state: Any, species: Sequence[Species], positions: Sequence[jax.Array]
-                     ) -> list[jax.Array]:
+    def _velocity_at(self, flow_state: Any, species: Sequence[Species], positions: Sequence[jax.Array],
+                     live: Sequence[jax.Array | None] | None = None) -> list[jax.Array]:
         """u at each species' positions, ``(Np_i, 3)`` each: one evaluation per interpolation method over all
-        the species that use it (the local one after one inverse FFT of the velocity)."""
+        the replicated species that use it (the local one after one inverse FFT of the velocity), one per
+        owned species (on the owners, a halo of ``halo`` more cells; 0 in the empty slots, ``live``)."""
         u_hat = self.flow.velocity_spectrum(flow_state)
         out: list[Any] = [None] * len(species)
-        for method in dict.fromkeys(s.interpolation for s in species):
-            mine = [i for i, s in enumerate(species) if s.interpolation == method]
+        owned = [i for i, s in enumerate(species) if s.owned]
+        if owned:
+            grid = self.fft.irfft(u_hat)
+            for i in owned:
+                u = self.fft.interpolate_local(grid, positions[i].astype(self.dtype), self.box, owned=True,
+                                               reach=species[i].halo).T
+                out[i] = jnp.where(live[i][:, None], u, jnp.zeros((), u.dtype))
+        for method in dict.fromkeys(s.interpolation for s in species if not s.owned):
+            mine = [i for i, s in enumerate(species) if s.interpolation == method and not s.owned]
             points = jnp.concatenate([jnp.asarray(positions[i], self.dtype) for i in mine])
             u = METHODS[method].evaluate(self.fft, u_hat, points, self.flow.ops, self.box)
             counts = [int(positions[i].shape[0]) for i in mine]
@@ -203,15 +234,51 @@ class WithParticles(SemiLinearEquation):
     def nonlinear(self, state: Any, t: jax.Array, params: Params) -> Any:
         """The flow's N, and the particles' right-hand sides at this stage (see the module docstring)."""
         out: dict[str, Any] = {FLOW: self.flow.nonlinear(state[FLOW], t, params)}
-        u = self._velocity_at(state[FLOW], self.species, [state[position_key(s.name)] for s in self.species])
+        live = [state.get(owning.keys(s.name)["live"]) for s in self.species]
+        u = self._velocity_at(state[FLOW], self.species, [state[position_key(s.name)] for s in self.species], live)
         for s, us in zip(self.species, u, strict=True):
+            if s.owned:  # the bookkeeping, carried through the stages as it is (integer leaves)
+                out.update({state_key: state[state_key] for role, state_key in owning.keys(s.name).items()
+                            if role in ("ident", "live", "lost")})
             if not s.inertial:
                 out[position_key(s.name)] = us
                 continue
             v = state[velocity_key(s.name)]
             out[position_key(s.name)] = v
             out[velocity_key(s.name)] = (us - v) / s.tau_p + jnp.asarray(s.gravity, v.dtype)
+        for s, alive in zip(self.species, live, strict=True):
+            if s.owned and s.inertial:  # nothing moves in an empty slot
+                for key in (position_key(s.name), velocity_key(s.name)):
+                    out[key] = jnp.where(alive[:, None], out[key], jnp.zeros((), out[key].dtype))
         return out
+
+    # ---- owned species (:mod:`.owned`) ------------------------------------------------------------------
+
+    def settle(self, state: Any) -> Any:
+        """After a whole step (:func:`simulator.time.integrators._settled`): every owned species handed to the
+        devices whose blocks hold its particles, losses counted (:func:`.owned.settle`); the state as it is
+        without owned species."""
+        if not any(s.owned for s in self.species):
+            return state
+        out = dict(state)
+        for s in self.species:
+            if s.owned:
+                out.update(owning.settle(self.fft, self.box, s, state))
+        return out
+
+    def lost(self, state: Any) -> str | None:
+        """Why the run must stop after a chunk (an owned species lost particles: :func:`.owned.lost_message`)."""
+        return owning.lost_message(self.species, state)
+
+    def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
+        """The owned species of a checkpoint written on other devices, laid out for this run's (their live
+        slots sorted by identity, then :func:`.owned.distribute`; the lost counts carried on)."""
+        out: dict[str, jax.Array] = {}
+        for s in self.species:
+            rows = owning.host_rows(s, stored) if s.owned else None
+            if rows is not None:
+                out.update(owning.lay_out(self.fft, self.box, self.dtype, s, *rows))
+        return out or None
 
 
 def drag_limit(species: Sequence[Species], scheme: str) -> tuple[float, int | None]:
@@ -262,11 +329,14 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
     sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
     for i, s in enumerate(species):
         method = METHODS[s.interpolation]
+        key, value, planes = ((f"particles[{i}].halo", s.halo, method.planes + s.halo) if s.owned
+                              else (f"particles[{i}].interpolation", s.interpolation, method.planes))
+        instead = "a smaller halo" if s.owned else method.instead
         for axis, name in enumerate(flow.fft.real_spec()):
-            if name is not None and flow.fft.shape[axis] // sizes[name] < method.planes:
-                raise ConfigError(f"particles[{i}].interpolation", s.interpolation, f"needs >= {method.planes} grid "
-                                  f"planes per device along {'xyz'[axis]} ({flow.fft.shape[axis]} over {sizes[name]} "
-                                  f"devices): use {method.instead}, or fewer devices", "is not available")
+            if name is not None and flow.fft.shape[axis] // sizes[name] < planes:
+                raise ConfigError(key, value, f"needs >= {planes} grid planes per device along {'xyz'[axis]} "
+                                  f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}, or fewer "
+                                  "devices", "is not available")
     for name in dict.fromkeys(s.interpolation for s in species):
         method = METHODS[name]
         why = method.unavailable(flow.fft) if method.unavailable is not None else None
@@ -285,7 +355,10 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
                                  "into it", i, s.name, outside, s.count, s.path)
         start[s.name] = jax.make_array_from_callback(host.shape, sharding, lambda idx, h=host: h[idx],
                                                      dtype=host.dtype)
+        if s.owned:  # laid out by owner once, here
+            start[s.name] = owning.distribute(flow.fft, tuple(float(b) for b in box), s, start[s.name])
     return WithParticles(flow, species, start)
+
 
 
 def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, Any]:
@@ -301,8 +374,18 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
         return eq.attach(flow_state)
     sharding = eq.fft.replicated_sharding()
     stored: dict[str, jax.Array] = {}
+    laid: dict[str, dict[str, jax.Array]] = {}
     with hdf5.IndexedFile(ckpt.index) as snap:
         for i, s in enumerate(eq.species):
+            if s.owned:  # whatever the source's layout, by identity, then laid out on this run's devices
+                rows = owning.host_rows(s, {k: snap.file[k][()] for k in owning.keys(s.name).values()
+                                            if k in snap.fields})
+                if rows is not None and rows[0].shape[0] != s.count:
+                    raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
+                                      f"{rows[0].shape[0]} particles of species {s.name!r}: give that count", "differs")
+                if rows is not None:
+                    laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, *rows)
+                continue
             keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
             for key in keys:
                 if key not in snap.fields:
@@ -312,9 +395,11 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
                     raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds {shape[0]} "
                                       f"particles of species {s.name!r}: give that count", "differs")
                 stored[key] = hdf5.read_into(snap, key, shape, sharding, (0, 1, 2), eq.dtype)
-    start = {s.name: stored.get(position_key(s.name), eq.start[s.name]) for s in eq.species}
+    start = {s.name: laid.get(s.name, stored.get(position_key(s.name), eq.start[s.name])) for s in eq.species}
     state = eq.attach(flow_state, start)
     for s in eq.species:
+        if s.owned and velocity_key(s.name) in laid.get(s.name, {}):
+            state[velocity_key(s.name)] = laid[s.name][velocity_key(s.name)]
         if s.inertial and velocity_key(s.name) in stored and position_key(s.name) in stored:
             state[velocity_key(s.name)] = stored[velocity_key(s.name)]
     return state
@@ -325,8 +410,11 @@ def _sane(eq: WithParticles, state: Any, bound: jax.Array) -> dict[str, jax.Arra
     out = {}
     for s in eq.species:
         arrays = [state[position_key(s.name)]] + ([state[velocity_key(s.name)]] if s.inertial else [])
+        if s.owned:  # the occupied slots only (an owned species' losses are counted by eq.lost)
+            live = state[owning.keys(s.name)["live"]][:, None]
+            arrays = [jnp.where(live, a, jnp.zeros((), a.dtype)) for a in arrays]
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays]))
-        out[s.name] = finite & jnp.all(jnp.abs(state[position_key(s.name)]) <= bound)
+        out[s.name] = finite & jnp.all(jnp.abs(arrays[0]) <= bound)
     return out
 
 

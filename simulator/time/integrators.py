@@ -41,13 +41,29 @@ def stage_equation(eq: Any, t: Any, dt: Any, stage: Any) -> Any:
     return at_stage(n, stage)
 
 
+def _integrated(x: Any) -> bool:
+    """Whether a state leaf is integrated (floating point or complex); integer and boolean leaves (the
+    bookkeeping of particles kept per device: identities, occupied slots, loss counts) are carried through
+    the stages unchanged: ``nonlinear`` returns them as they are, and :func:`_axpy` keeps the state's."""
+    return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
+
+
 def _axpy(a: Any, x: Any, y: Any) -> Any:
-    """a * x + y over matching state pytrees (a single array is a pytree of one leaf)."""
-    return jax.tree.map(lambda xi, yi: a * xi + yi, x, y)
+    """a * x + y over matching state pytrees (a single array is a pytree of one leaf); y for a leaf that is
+    not integrated (:func:`_integrated`)."""
+    return jax.tree.map(lambda xi, yi: a * xi + yi if _integrated(yi) else yi, x, y)
 
 
 def _scale(a: Any, x: Any) -> Any:
-    return jax.tree.map(lambda xi: a * xi, x)
+    return jax.tree.map(lambda xi: a * xi if _integrated(xi) else xi, x)
+
+
+def _settled(eq: Any, state: Any) -> Any:
+    """``eq.settle(state)`` after a whole step, where the equation defines it (the hand-over of particles
+    kept per device to their new owners: :meth:`simulator.particles.flow.WithParticles.settle`), else the
+    state as it is."""
+    settle = getattr(eq, "settle", None)
+    return state if settle is None else settle(state)
 
 
 # Classical RK4 as a loop over its stages: stage i evaluates k_i at time t + c_i dt, adds
@@ -88,7 +104,7 @@ def make_rk4(eq: Any) -> Step:
             v = _axpy(a[i] * dt, E(k, (c[i + 1] - c[i]) * dt), E(u, c[i + 1] * dt))
             return acc, v
 
-        return jax.lax.fori_loop(0, 4, stage, (E(u, dt), u))[0]
+        return _settled(eq, jax.lax.fori_loop(0, 4, stage, (E(u, dt), u))[0])
 
     return step
 
@@ -139,7 +155,7 @@ def _make_2n(eq: Any, tableau: Tableau2N) -> Step:
             tau = (c[i + 1] - c[i]) * dt
             return eq.exp_linear(u, tau, params), eq.exp_linear(q, tau, params)
 
-        return jax.lax.fori_loop(0, stages, stage, (u, jax.tree.map(jnp.zeros_like, u)))[0]
+        return _settled(eq, jax.lax.fori_loop(0, stages, stage, (u, jax.tree.map(jnp.zeros_like, u)))[0])
 
     return step
 

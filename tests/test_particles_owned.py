@@ -1,0 +1,158 @@
+"""Flow particles owned by the device whose block holds them (``particles[].distribution: owned``): equal to
+replicated ones on every decomposition, crossing every shard boundary; losses stop the run naming the
+setting; outputs by identity; restarts bitwise on the same devices and handed out again on others; the
+planner's bytes; one-line errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import case_id, distributed_cases, relative_error, simulation
+
+import simulator
+from simulator.api import load_config
+from simulator.errors import ConfigError
+from simulator.output.checkpoints import real_blocks
+
+SPECIES = [{"name": "tracers", "count": 200, "seed": 5, "interpolation": "lagrange4"},
+           {"name": "drops", "count": 64, "placement": "lattice", "tau_p": 0.05, "gravity": [0, 0, -1],
+            "interpolation": "lagrange4"}]
+OWNED = [{**s, "distribution": "owned"} for s in SPECIES]
+FLOW = {"grid__shape": [16, 16, 16], "initial": {"name": "random", "amplitude": 2.0}, "time__integrator": "rk4"}
+
+
+def by_identity(state, name, quantity):
+    """An owned species' ``quantity`` rows of its live slots, sorted by identity (checked: 0 .. N-1)."""
+    live = np.asarray(state[f"particles.{name}.live"])
+    ident = np.asarray(state[f"particles.{name}.ident"])[live]
+    order = np.argsort(ident)
+    assert np.array_equal(ident[order], np.arange(len(ident)))
+    return np.asarray(state[f"particles.{name}.{quantity}"])[live][order]
+
+
+@pytest.mark.parametrize("case", [("single", 1, None), *distributed_cases()], ids=case_id)
+def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
+    """Tracers and inertial particles, owned, advance as the replicated ones to 1e-12 (float64, RK4: stage
+    positions outside their owner's block read the wider halo), every slot on its owner's block after the
+    hand-over; the tracers cross every boundary between the blocks along every sharded axis."""
+    ref = simulation(devices, case, particles=SPECIES, **FLOW)
+    sim = simulation(devices, case, particles=OWNED, **FLOW)
+    start = ref.initial_state()
+    want = ref.advance(start, 20, 0.02)
+    got = sim.advance(sim.initial_state(), 20, 0.02)
+    assert sim.equation.lost(got) is None
+    for name, quantities in (("tracers", ("position",)), ("drops", ("position", "velocity"))):
+        assert np.asarray(got[f"particles.{name}.lost"]).tolist() == [0, 0, 0]
+        for q in quantities:
+            assert relative_error(by_identity(got, name, q), np.asarray(want[f"particles.{name}.{q}"])) < 1e-12, (name, q)
+    blocks = real_blocks(sim.fft)
+    cell = 2 * np.pi / 16
+    # each device's live slots lie in its block (the rows are sharded over the mesh in order)
+    position, live = np.asarray(got["particles.tracers.position"]), np.asarray(got["particles.tracers.live"])
+    rows = position.shape[0] // sim.fft.devices
+    for shard in got["particles.tracers.position"].addressable_shards:
+        device_rows = slice(shard.index[0].start or 0, (shard.index[0].start or 0) + rows)
+        here = np.floor(np.mod(position[device_rows], 2 * np.pi) / cell).astype(int)[live[device_rows]]
+        for axis, count in enumerate(blocks):
+            assert len(np.unique(here[:, axis] // (16 // count))) <= 1
+    # every boundary crossed along every sharded axis (blocks before -> after, forwards or backwards)
+    before, after = (np.floor(np.mod(np.asarray(s["particles.tracers.position"]), 2 * np.pi) / cell).astype(int)
+                     for s in (start, want))
+    for axis, count in enumerate(blocks):
+        if count > 1:
+            b, a = before[:, axis] // (16 // count), after[:, axis] // (16 // count)
+            crossed = {(int(i), int(j)) for i, j in zip(b, a, strict=True) if i != j}
+            for k in range(count):
+                assert {(k, (k + 1) % count), ((k + 1) % count, k)} & crossed, (axis, k, crossed)
+
+
+@pytest.mark.parametrize("overrides, key, words", [
+    ({"capacity": 1.0, "count": 203}, "particles[0].capacity", "found no free slot"),
+    ({"exchange": 0.001}, "particles[0].exchange", "did not fit a device's send buffer"),
+    ({"halo": 1, "dt": 0.3}, "particles[0].halo", "moved more than particles[0].halo = 1 cells"),
+])
+def test_a_too_small_capacity_exchange_or_halo_is_counted_and_named(devices, overrides, key, words):
+    """Particles that find no slot, that overflow a send buffer, or whose stage left the halo are counted,
+    never dropped silently: the equation's one-line reason to stop names the setting."""
+    overrides = dict(overrides)
+    dt = overrides.pop("dt", 0.02)
+    species = [{**OWNED[0], **overrides}]
+    sim = simulation(devices, ("slab", 4, None), particles=species, **FLOW)
+    state = sim.advance(sim.initial_state(), 4, dt)
+    why = sim.equation.lost(state)
+    assert why is not None and key in why and words in why and "\n" not in why, why
+    assert int(np.sum(np.asarray(state["particles.tracers.lost"]))) > 0
+    # the flow itself stayed finite: a stage left the halo, nothing blew up
+    assert np.all(np.isfinite(np.asarray(sim.equation.fields(state, sim.params)["velocity"])))
+
+
+@pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API
+def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_path):
+    """A run of owned tracers (4-device slab): load_run reads its snapshots by identity (the last equal to the
+    final checkpoint's live slots sorted by identity; owned = replicated is checked above); restarted from its step-10 checkpoint it ends bit for bit as the straight run,
+    and on 2 devices (handed out again by identity) to 1e-12; with too few slots it stops, exit 1."""
+    import h5py
+
+    def config(species, **values):
+        base = {"grid.shape": [16, 16, 16], "precision": "float64", "initial.name": "random", "initial.amplitude": 2.0,
+                "time.dt": 0.02, "time.t_end": 0.4, "output.chunk": 5, "checkpoint.every": 10,
+                "output.snapshots.every": 10, "fft.mesh": [4], "particles": species}
+        return load_config(None, {**base, **values})
+
+    owned = [OWNED[0]]
+    assert simulator.run_config(config(owned), tmp_path / "owned") == 0
+
+    def final(run):
+        with h5py.File(max((run / "checkpoints").glob("c*.h5"))) as f:
+            return {k: f[k][()] for k in f if k.startswith("particles.")}
+
+    # the snapshots, read by identity (every particle once), end as the final checkpoint's live slots
+    got = simulator.load_run(tmp_path / "owned").particles["tracers"]
+    straight = final(tmp_path / "owned")
+    assert got.position.shape == (3, 200, 3) and list(got.step) == [0, 10, 20]
+    assert np.array_equal(got.unwrapped[-1], by_identity(straight, "tracers", "position"))
+    assert np.array_equal(got.position[-1], np.mod(got.unwrapped[-1], 2 * np.pi))
+    ckpt = str(tmp_path / "owned" / "checkpoints" / "c00000010.json")
+    assert simulator.run_config(config(owned), tmp_path / "same", restart=ckpt) == 0
+    same = final(tmp_path / "same")
+    assert straight.keys() == same.keys() and all(np.array_equal(straight[k], same[k]) for k in straight)
+    assert simulator.run_config(config(owned, **{"fft.mesh": [2]}), tmp_path / "moved", restart=ckpt) == 0
+    moved = final(tmp_path / "moved")
+    assert relative_error(by_identity(moved, "tracers", "position"), by_identity(straight, "tracers", "position")) < 1e-12
+    tight = [{**OWNED[0], "capacity": 1.0, "count": 203}]
+    assert simulator.run_config(config(tight), tmp_path / "tight") == 1
+
+
+@pytest.mark.parametrize("entry, key", [
+    ({"distribution": "owned"}, "particles[0].interpolation"),  # exact, the default, is not local
+    ({"distribution": "owned", "interpolation": "nufft"}, "particles[0].interpolation"),
+    ({"distribution": "scattered"}, "particles[0].distribution"),
+    ({"distribution": "owned", "interpolation": "lagrange4", "capacity": 0.5}, "particles[0].capacity"),
+    ({"distribution": "owned", "interpolation": "lagrange4", "exchange": 0}, "particles[0].exchange"),
+    ({"distribution": "owned", "interpolation": "lagrange4", "halo": 3, "runtime.cpu_devices": 4, "fft.backend": "slab",
+      "grid.shape": [16, 16, 16]}, "particles[0].halo"),
+    ({"distribution": "owned", "interpolation": "lagrange4", "output.trajectories.every": 5},
+     "output.trajectories.every"),
+])
+def test_bad_owned_input_is_refused_naming_the_key(entry, key):
+    entry = dict(entry)
+    others = {k: entry.pop(k) for k in list(entry) if "." in k}
+    with pytest.raises(ConfigError) as err:
+        load_config(None, {"particles": [entry], **others})
+    message = str(err.value)
+    assert message.startswith(f"{key} = ") and "\n" not in message
+    if key == "particles[0].interpolation":
+        assert "lagrange4" in message
+
+
+def test_the_planner_counts_owned_slots_not_every_particle(devices):
+    from simulator import particles, plan
+
+    species = [{**OWNED[0], "count": 1000}, {"name": "all", "count": 1000}]
+    sim = simulation(devices, ("slab", 4, None), grid__shape=[16, 16, 16], particles=species)
+    state = plan.abstract_state(sim)
+    owned = {k: v for k, v in state.items() if k.startswith("particles.tracers.") and not k.endswith(".lost")}
+    per_device = sum(v.size * v.dtype.itemsize for v in owned.values()) // 4
+    assert per_device == 500 * (24 + 4 + 1)  # capacity 2 x 1000 / 4 slots: positions, identities, occupancy
+    assert particles.state_bytes(sim.cfg, 4) == per_device + 1000 * 24
+    assert "owned by block: tracers" in particles.describe(sim.cfg, 4)
