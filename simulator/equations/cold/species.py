@@ -57,18 +57,22 @@ class ColdSpecies:
 
     @property
     def mixed(self) -> bool:
+        """Whether this run carries cold particles (``physics.cdm_particles`` > 0)."""
         return self.physics.cdm_particles > 0
 
     @property
     def space(self) -> str | dict[str, str]:
+        """Where the state's leaves live: real space, and the particles' arrays stored whole (:data:`SPACES`)."""
         return SPACES if self.mixed else "real"
 
     @property
-    def field_info(self):
+    def field_info(self) -> Mapping[str, Any]:
+        """The equation's fields, less the particles' (``cdm_density``, ``total_density``) without particles."""
         return self.info.fields if self.mixed else {k: v for k, v in self.info.fields.items() if k not in CDM_FIELDS}
 
     @property
     def state_fields(self) -> tuple[str, ...]:
+        """The fields a state is built from: psi, and a mixed run's replicated initial positions and momenta."""
         return ("psi", "cdm_position", "cdm_momentum") if self.mixed else ("psi",)
 
     def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:

@@ -219,15 +219,14 @@ def _jeans(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Para
     gamma^2 = 4 pi G rho0 - nu^2 k^4 / 4 when positive (Jeans-unstable), else oscillating at omega^2 = -gamma^2.
     """
     x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
-    at_rest = isinstance(ic.rate, (int, float)) and ic.rate == 0  # known on the host: psi real, as it always was
-    if not eq.mixed and at_rest:
-        rho = ic.density * (1 + ic.amplitude * jnp.cos(x))
-        return {"psi": jnp.broadcast_to(jnp.sqrt(rho), eq.fft.shape)}
-    f = params["fdm_fraction"] if eq.mixed else 1.0
     delta = jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape)
     delta_hat = eq.fft.rfft(delta)
     theta = eq.fft.irfft((-ic.rate / params["hbar_over_m"]) * inverse_laplacian(eq.kr) * delta_hat)
-    out = {"psi": jnp.sqrt(f * ic.density * (1 + delta)) * jnp.exp(1j * theta)}
+    theta = jnp.where(theta == 0, 0.0, theta)  # at rest: +0, so psi is sqrt(rho) + 0i bit for bit, as it always was
+    rho = ic.density * (1 + delta)
+    if eq.mixed:
+        rho = params["fdm_fraction"] * rho
+    out = {"psi": jnp.sqrt(rho) * jnp.exp(1j * theta)}
     if eq.mixed:
         s = mesh.displacement(eq, delta_hat)
         out["cdm_position"] = jnp.mod(mesh.lattice(eq) + s, jnp.asarray(eq.box, eq.dtype))
