@@ -122,6 +122,20 @@ def interpolate(eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
     return eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
 
 
+def energies(eq: Any, state: Any, mass: jax.Array) -> dict[str, jax.Array]:
+    """The particles' box totals in the units of their momenta and of the state's potential: ``kinetic`` sum m p^2
+    / 2, ``potential`` (1/2) int rho_cdm Phi (the deconvolved density, as it enters the Poisson equation),
+    ``work`` sum m force . p (the rate the potential does work on them) and ``speed``, the largest |p_i| / dx_i
+    (cells per unit of the clock of dx/dt = p); empty slots count nothing. ``state`` holds ``position``,
+    ``momentum``, ``force`` ``(slots, 3)``, ``live`` ``(slots,)`` and ``potential`` ``(Nx, Ny, Nz)``."""
+    live = state.live[:, None]
+    rho = eq.fft.irfft(density_spectrum(eq, state.position, state.live, mass))
+    return {"kinetic": 0.5 * mass * jnp.sum(live * state.momentum**2),
+            "potential": 0.5 * jnp.sum(rho * state.potential) * math.prod(eq.spacing),
+            "work": mass * jnp.sum(live * state.force * state.momentum),
+            "speed": jnp.max(live * jnp.abs(state.momentum) / jnp.asarray(eq.spacing, eq.dtype))}
+
+
 def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
     """x <- x + p K2, wrapped into the box ``(slots, 3)``."""
     return jnp.mod(position + momentum * k2, jnp.asarray(eq.box, eq.dtype))

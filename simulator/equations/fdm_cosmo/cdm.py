@@ -129,10 +129,6 @@ def diagnostics(eq: Any, state: Any, params: Any, a: jax.Array) -> dict[str, jax
     deconvolved density, as it enters the Poisson equation), the work rate Q_W = (1/a) int Phi drho/dt =
     (1/a^3) sum m grad(Phi) . p of the cosmic energy equation, and their largest displacement per unit ln a
     in cells (the CFL rate: p / (a^2 H dx)); empty slots count nothing."""
-    mass = particle_mass(params, eq.box, eq.physics.cdm_particles)
-    live = state.live[:, None]
-    rho = eq.fft.irfft(density_spectrum(eq, state.position, state.live, params))
-    return {"kinetic": 0.5 * mass * jnp.sum(live * state.momentum**2) / a**2,
-            "potential": 0.5 * jnp.sum(rho * state.potential) * math.prod(eq.spacing) / a,
-            "q_w": -mass * jnp.sum(live * state.force * state.momentum) / a**3,
-            "speed": jnp.max(live * jnp.abs(state.momentum) / jnp.asarray(eq.spacing, eq.dtype)) / a**2}
+    part = mesh.energies(eq, state, particle_mass(params, eq.box, eq.physics.cdm_particles))
+    return {"kinetic": part["kinetic"] / a**2, "potential": part["potential"] / a, "q_w": -part["work"] / a**3,
+            "speed": part["speed"] / a**2}

@@ -47,6 +47,7 @@ import numpy as np
 from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
+from simulator.equations.cold import mesh
 from simulator.equations.cold.species import ColdSpecies, MixedState  # noqa: F401  (the mixed state, re-exported)
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cdm, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
@@ -257,9 +258,8 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         contrasts = {"power": wave_hat}
         if self.mixed:
             f = params["fdm_fraction"]
-            cdm_hat = cdm.density_spectrum(self, state.position, state.live, params) / ((1.0 - f) * params["omega_m"])
-            kx, ky, kz = self.kr
-            cdm_hat = jnp.where(kx**2 + ky**2 + kz**2 > 0, cdm_hat, 0.0)  # its k = 0 entry is the mean, not a contrast
+            mass = cdm.particle_mass(params, self.box, self.physics.cdm_particles)
+            cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, mass, (1.0 - f) * params["omega_m"])
             contrasts = {"power": f * wave_hat + (1.0 - f) * cdm_hat, "power_fdm": wave_hat, "power_cdm": cdm_hat}
         w = self.nyquist_free(self.weight)
         volume = math.prod(self.box)

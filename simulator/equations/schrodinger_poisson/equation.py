@@ -169,14 +169,11 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         mass, peak = jnp.sum(rho) * self.cell_volume, jnp.max(rho)
         if self.mixed:  # the particles' kinetic and potential energy (the deconvolved density, as in Poisson)
             m_p = self.cdm_mass(state.psi, params)
-            live = state.live[:, None]
-            rho_cdm = self.fft.irfft(mesh.density_spectrum(self, state.position, state.live, m_p))
-            kinetic = kinetic + 0.5 * m_p * jnp.sum(live * state.momentum**2)
-            potential = potential + 0.5 * jnp.sum(rho_cdm * state.potential) * self.cell_volume
+            part = mesh.energies(self, state, m_p)
+            kinetic, potential = kinetic + part["kinetic"], potential + part["potential"]
             mass = mass + m_p * self.physics.cdm_particles
             peak = jnp.max(rho + self.cdm_density(state, params))
-            speed = jnp.max(live * jnp.abs(state.momentum) / jnp.asarray(self.spacing, self.dtype))
-            rate = jnp.maximum(rate, speed)
+            rate = jnp.maximum(rate, part["speed"])
         return {
             "mass": mass,
             "kinetic": kinetic,
