@@ -69,7 +69,8 @@ def two_component(f, g, rho, nu, k, rate, t):
 
     both from delta = 1, delta' = rate, solved exactly (the matrix exponential of the first-order system)."""
     j = 4 * math.pi * g * rho
-    a = np.array([[0, 1, 0, 0], [j * f - nu**2 * k**4 / 4, 0, j * (1 - f), 0], [0, 0, 0, 1], [j * f, 0, j * (1 - f), 0]])
+    a = np.array([[0, 1, 0, 0], [j * f - nu**2 * k**4 / 4, 0, j * (1 - f), 0],
+                  [0, 0, 0, 1], [j * f, 0, j * (1 - f), 0]])
     y = np.array([expm(a * ti) @ np.array([1.0, rate, 1.0, rate]) for ti in t])
     return y[:, 0], y[:, 2]
 

@@ -9,9 +9,9 @@ Poisson solve of their summed density; the particles move by
     dx/dt = p,           dp/dt = -grad(V)              (static box, V the potential),
     dx/dt = p / a^2,     dp/dt = -grad(Phi) / a        (comoving, Phi = a V),
 
-the equations the wave's Madelung velocity obeys. In a kick-drift-kick step each part is exact: the kick adds ``force * K1`` to the momenta p (the
-positions, hence the force, fixed), the drift adds ``p * K2`` to the positions x (p fixed), then the potential
-and the force are refreshed. In a static box K1 = K2 = dt; in an expanding one they are the comoving
+the equations the wave's Madelung velocity obeys. In a kick-drift-kick step each part is exact: the kick
+adds ``force * K1`` to the momenta p (the positions, hence the force, fixed), the drift adds ``p * K2`` to the
+positions x (p fixed), then the potential and the force are refreshed. In a static box K1 = K2 = dt; in an expanding one they are the comoving
 integrals int dt / a^p (the equation hands them in). Modules:
 
 * :mod:`.mesh` (JAX): the particle-mesh algorithm: assignment with the window's deconvolution, the Poisson

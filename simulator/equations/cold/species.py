@@ -170,5 +170,6 @@ def relaid(eq: Any, position: jax.Array, momentum: jax.Array, force: jax.Array, 
            lost: jax.Array) -> dict[str, jax.Array]:
     """Replicated particles ``(Np, 3)`` (in identity order) with their forces and identities laid out by owner
     for ``eq``'s devices, the stored ``lost`` counts ``(3,)`` added to the new ones."""
-    laid = mesh.distribute(eq, position.astype(eq.dtype), momentum.astype(eq.dtype), ident, force=force.astype(eq.dtype))
+    laid = mesh.distribute(eq, position.astype(eq.dtype), momentum.astype(eq.dtype), ident,
+                           force=force.astype(eq.dtype))
     return {**laid, "lost": laid["lost"] + lost}

@@ -24,9 +24,9 @@ and every number are those of the wave alone.
 
 Arrays: the state is :class:`SPState`, psi (complex) and V (real), both ``(Nx, Ny, Nz)`` in the FFT
 backend's real-space layout; a mixed run's :class:`~simulator.equations.cold.species.MixedState` adds the
-particles' positions, momenta and forces ``(slots, 3)`` by owner. The kinetic drift uses the complex transform (full spectrum); the Poisson
-solve the real one, with every Nyquist plane of the density dropped so that backends with and without
-a real transform solve the same problem.
+particles' positions, momenta and forces ``(slots, 3)`` by owner. The kinetic drift uses the complex
+transform (full spectrum); the Poisson solve the real one, with every Nyquist plane of the density dropped
+so that backends with and without a real transform solve the same problem.
 """
 
 from __future__ import annotations
