@@ -13,9 +13,9 @@ Layout under the run directory::
 Particle snapshots are written with the field snapshots (``output.snapshots``: the same moments), so
 opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows the points on top of the
 field under one time slider. The species are those of the state (:meth:`simulator.equations.base.Equation.
-particles`): the ``particles`` section's, then the equation's own (a mixed ``fdm_cosmo`` run's cold particles,
-``cdm``). Each process writes its own rows (:func:`local_shares`): of replicated species (flow particles) an
-equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of species owned by devices
+particles`): the ``particles`` section's, then the equation's own (the cold particles ``cdm`` of a mixed
+``fdm_cosmo`` or ``schrodinger_poisson`` run). Each process writes its own rows (:func:`local_shares`): of
+replicated species (flow particles) an equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of species owned by devices
 (the cold particles) the occupied slots of its devices, a count that changes as particles migrate. The
 counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
 into one virtual dataset per quantity. Within a process, rows are species after species in config order.

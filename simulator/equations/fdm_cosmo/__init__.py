@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scales
+from simulator.equations.cold import check_particles
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
     Clock,
@@ -170,36 +171,13 @@ class FDMCosmoParams(EquationParams):
 
 
 def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
-    """The cold particles of a mixed run: there exactly when f < 1, a cube that fits the grid, the window's
-    halo within every device's block, and a start the particles can take."""
-    if p.cdm_particles == 0:
-        if p.fdm_fraction < 1.0:
-            raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
-                              "carry the other 1 - f of the matter, or leave fdm_fraction at 1", "has no particles")
-        if p.cdm_lpt != 1:
-            raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
-                              "displacements)", "has no particles to displace")
-        return
-    if p.fdm_fraction >= 1.0:
-        raise ConfigError("physics.cdm_particles", p.cdm_particles, "0 unless physics.fdm_fraction < 1 (the "
-                          "particles carry the matter the wave does not)", "has no matter to carry at f = 1")
-    n = round(p.cdm_particles ** (1 / 3))
-    if n**3 != p.cdm_particles:
-        raise ConfigError("physics.cdm_particles", p.cdm_particles, "a cube n^3 for the lattice of the initial "
-                          f"conditions (e.g. {n**3} or {(n + 1) ** 3})", "is not a cube")
-    if any(size % n for size in cfg.grid.shape):
-        raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
-                          f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
-    from simulator.config.particles import check_planes
-
-    window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]
-    if min(cfg.grid.shape) < 2 * sum(window):
-        raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {2 * sum(window)} nodes along "
-                          f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
-    check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
-    if getattr(cfg.initial, "name", None) == "file":
-        raise ConfigError("initial.name", "file", "gaussian or mode: a mixed run's particles start on their lattice",
-                          "cannot place the particles")
+    """The cold particles of a mixed run (:func:`simulator.equations.cold.check_particles`: there exactly when
+    f < 1, a cube that fits the grid, the window's halo within every device's block, a start that places
+    them) and their Lagrangian order, which needs particles."""
+    if p.cdm_particles == 0 and p.fdm_fraction >= 1.0 and p.cdm_lpt != 1:
+        raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
+                          "displacements)", "has no particles to displace")
+    check_particles(p, cfg, ("gaussian", "mode"))
 
 
 @dataclass(frozen=True)

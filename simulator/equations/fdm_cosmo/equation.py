@@ -21,19 +21,17 @@ d(2K + W + 3U)/dt = -H (4K + W + 9U) - Q_W + Q_U with Q_W = (1/a) int Phi drho/d
 Q_U = (g/a^3) int (rho - mean) drho/dt and drho/dt = -(nu/a^2) Im(psi* lap psi), so the host integrates the
 source between rows to fourth order (:meth:`ComovingClock.derived_columns`).
 
-A mixed run (``physics.fdm_fraction`` < 1) carries cold dark matter particles beside psi
-(:mod:`.cdm`: the particle-mesh force, the particles' part of kick, drift, diagnostics and initial
-conditions); its state is :class:`MixedState`. Without particles the state and every number are those
+A mixed run (``physics.fdm_fraction`` < 1) carries cold dark matter particles beside psi: the particle-mesh
+force, the particles' part of kick and drift (with the comoving factors K1, K2), their layout, restarts and
+outputs are shared with the static box (:class:`simulator.equations.cold.species.ColdSpecies`); :mod:`.cdm`
+gives them the comoving units and holds their initial conditions and energies. Its state is
+:class:`~simulator.equations.cold.species.MixedState`. Without particles the state and every number are those
 of a pure wave run.
 
 Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` each in the real-space layout;
-:class:`MixedState` adds the particles' positions, momenta and forces ``(slots, 3)`` by owner (:mod:`.cdm`).
+:class:`MixedState` adds the particles' positions, momenta and forces ``(slots, 3)`` by owner.
 Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
 without a real transform agree).
-
-The module is longer than 400 lines because a mixed run's hooks (its state, kick, drift, outputs and
-restarts) are methods of the same equation as the wave's; the particle-mesh algorithm itself is in
-:mod:`.cdm`.
 """
 
 from __future__ import annotations
@@ -48,7 +46,9 @@ import numpy as np
 
 from simulator import spectra
 from simulator.equations import resolution
-from simulator.equations.base import ParticleArrays, Params, SplitStepEquation
+from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
+from simulator.equations.cold import mesh
+from simulator.equations.cold.species import ColdSpecies, MixedState  # noqa: F401  (the mixed state, re-exported)
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cdm, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
@@ -63,31 +63,8 @@ class CosmoState(NamedTuple):
     potential: jax.Array
 
 
-class MixedState(NamedTuple):
-    """A mixed run's state: psi and Phi ``(Nx, Ny, Nz)`` (real-space layout), and the cold particles by owner
-    (:mod:`.cdm`): positions x, comoving momenta p = a^2 dx/dt and forces -grad(Phi) at x ``(slots, 3)``, the
-    occupied slots ``live`` (0/1) and identities ``ident`` ``(slots,)``, and ``lost`` ``(3,)``: particles lost
-    so far (over a send buffer, without a slot, moved more than a block), replicated."""
-
-    psi: jax.Array
-    potential: jax.Array
-    position: jax.Array
-    momentum: jax.Array
-    force: jax.Array
-    live: jax.Array
-    ident: jax.Array
-    lost: jax.Array
-
-
-#: where a mixed state's leaves live: the particles' arrays are stored whole (see checkpoints)
-_MIXED_SPACES = {"psi": "real", "potential": "real", **{name: "particles" for name in (
-    "position", "momentum", "force", "live", "ident", "lost")}}
-#: the fields only a mixed run has
-_CDM_FIELDS = ("cdm_density", "total_density")
-
-
 @final
-class FDMCosmo(SplitStepEquation):
+class FDMCosmo(ColdSpecies, SplitStepEquation):
     """The comoving kick and drift, the potential, diagnostics and spectra on one FFT backend.
 
     Leaves: wavenumbers of both transforms, the per-axis masks dropping every Nyquist plane, the
@@ -127,31 +104,6 @@ class FDMCosmo(SplitStepEquation):
 
     # ---- the structure: a wave alone, or a wave and cold particles ------------------------------------
 
-    @property
-    def mixed(self) -> bool:
-        return self.physics.cdm_particles > 0
-
-    @property
-    def space(self) -> str | dict[str, str]:  # type: ignore[override]
-        return _MIXED_SPACES if self.mixed else "real"
-
-    @property
-    def field_info(self):  # type: ignore[override]
-        return self.info.fields if self.mixed else {k: v for k, v in self.info.fields.items() if k not in _CDM_FIELDS}
-
-    @property
-    def state_fields(self) -> tuple[str, ...]:  # type: ignore[override]
-        return ("psi", "cdm_position", "cdm_momentum") if self.mixed else ("psi",)
-
-    def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
-        out = {"psi": jax.ShapeDtypeStruct(tuple(self.fft.shape), complex_dtype(self.dtype),
-                                           sharding=self.fft.real_sharding())}
-        if self.mixed:
-            for name in ("cdm_position", "cdm_momentum"):
-                out[name] = jax.ShapeDtypeStruct((self.physics.cdm_particles, 3), self.dtype,
-                                                 sharding=self.fft.replicated_sharding())
-        return out
-
     def wave_mean(self, params: Params) -> jax.Array:
         """The wave's mean comoving density f omega_m."""
         return params["fdm_fraction"] * params["omega_m"]
@@ -181,48 +133,13 @@ class FDMCosmo(SplitStepEquation):
         rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), cosmology.G_CODE))
 
-    def _refreshed(self, psi: jax.Array, particles: Mapping[str, jax.Array], params: Params) -> MixedState:
-        """A mixed state with Phi and the particles' force of its wave and particles (``position``,
-        ``momentum``, ``live``, ``ident``, ``lost``)."""
-        rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
-        phi, force = cdm.potential_and_force(self, rho_hat, particles["position"], particles["live"], params)
-        return MixedState(psi=psi, potential=phi, force=force, **particles)
+    def cdm_mass(self, psi: jax.Array, params: Params) -> jax.Array:
+        """The mass of one cold particle, (1 - f) omega_m V / Np (:func:`.cdm.particle_mass`)."""
+        return cdm.particle_mass(params, self.box, self.physics.cdm_particles)
 
-    def lost(self, state: Any) -> str | None:
-        """Why the run must stop after a chunk, read on the host: particles lost by the hand-over between
-        devices (:mod:`.cdm`), naming the setting that gives them room; None when none was."""
-        if not self.mixed:
-            return None
-        over, no_room, far = (int(v) for v in np.asarray(state.lost.addressable_data(0)))
-        if over:
-            return (f"{over} cold particle(s) did not fit the hand-over to a neighbouring device: raise "
-                    f"physics.cdm_exchange (now {self.physics.cdm_exchange:g} of a device's slots)")
-        if no_room:
-            return (f"{no_room} cold particle(s) found no free slot on the device that holds them: raise "
-                    f"physics.cdm_capacity (now {self.physics.cdm_capacity:g} times the mean per device)")
-        if far:
-            return (f"{far} cold particle(s) moved more than one device's block in a step: lower time.dt or use "
-                    "fewer devices along that axis")
-        return None
-
-    def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
-        """A mixed checkpoint's particles, written on another device count, laid out by owner for this run's:
-        the live slots' positions, momenta, forces and identities handed to :func:`.cdm.distribute` (every
-        process holds them all once, as for the initial conditions), the lost counts carried on (plus any
-        particle that found no slot: the run stops after its first chunk naming ``physics.cdm_capacity``)."""
-        if not self.mixed:
-            return None
-        live = np.asarray(stored["live"]) > 0
-        order = np.argsort(np.asarray(stored["ident"])[live], kind="stable")
-        replicated = self.fft.replicated_sharding()
-
-        def put(name: str) -> jax.Array:
-            host = np.asarray(stored[name])[live][order]
-            return jax.make_array_from_callback(host.shape, replicated, lambda index: host[index])
-
-        lost = np.asarray(stored["lost"], np.int32)
-        return _reslot(self, *(put(n) for n in ("position", "momentum", "force", "ident")),
-                       jax.make_array_from_callback(lost.shape, replicated, lambda index: lost[index]))
+    def cdm_gravity(self, params: Params) -> float:
+        """G in code units (:data:`.cosmology.G_CODE`): lap(Phi) = 4 pi G (rho - omega_m)."""
+        return cosmology.G_CODE
 
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
         """A mixed run's cold particles as the species ``cdm``, at this equation's time: comoving positions x,
@@ -230,8 +147,7 @@ class FDMCosmo(SplitStepEquation):
         100 km/s), ``(slots, 3)`` by owner with their identities (lattice indices) and occupied slots."""
         if not self.mixed:
             return {}
-        return {"cdm": ParticleArrays(state.position, state.momentum / self.scale_factor(params), state.ident,
-                                      state.live)}
+        return self.cold_particles(state, state.momentum / self.scale_factor(params))
 
     def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi <- exp(-i (Phi K1 + g (|psi|^2 - rho_bar) K3) / nu) psi over [time, time + dt]: exact (|psi| is
@@ -243,7 +159,7 @@ class FDMCosmo(SplitStepEquation):
         phase = (k1 * state.potential + (k3 * params["self_interaction"]) * excess) / nu
         psi = rotate(state.psi, -phase)
         if self.mixed:  # p <- p - grad(Phi) K1, exact: the positions, hence the force, do not change
-            return state._replace(psi=psi, momentum=state.momentum + k1 * state.force * state.live[:, None])
+            return self.kick_particles(state, psi, k1)
         return CosmoState(psi, state.potential)
 
     def drift(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
@@ -254,11 +170,7 @@ class FDMCosmo(SplitStepEquation):
         phase = (-0.5 * nu * k2) * (kx**2 + ky**2 + kz**2)
         psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
         if self.mixed:  # x <- x + p K2, exact: p does not change; then each particle to its new owner
-            moved = cdm.drift(self, state.position, state.momentum, k2)
-            live, position, momentum, ident, lost = cdm.migrate(self, state.live, moved, state.momentum, state.ident,
-                                                                state.lost)
-            return self._refreshed(psi, {"position": position, "momentum": momentum, "live": live, "ident": ident,
-                                         "lost": lost}, params)
+            return self.drift_particles(state, psi, k2, params)
         return CosmoState(psi, self.potential(psi, params))
 
     # ---- states --------------------------------------------------------------------------------------
@@ -268,8 +180,7 @@ class FDMCosmo(SplitStepEquation):
         omega_m, the Friedmann background's): psi and its potential."""
         psi = fields["psi"].astype(complex_dtype(self.dtype))
         if self.mixed:  # replicated (Np, 3) in lattice order, laid out by owner here
-            return self._refreshed(psi, cdm.distribute(self, fields["cdm_position"].astype(self.dtype),
-                                                       fields["cdm_momentum"].astype(self.dtype)), params)
+            return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return CosmoState(psi, self.potential(psi, params))
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
@@ -348,9 +259,8 @@ class FDMCosmo(SplitStepEquation):
         contrasts = {"power": wave_hat}
         if self.mixed:
             f = params["fdm_fraction"]
-            cdm_hat = cdm.density_spectrum(self, state.position, state.live, params) / ((1.0 - f) * params["omega_m"])
-            kx, ky, kz = self.kr
-            cdm_hat = jnp.where(kx**2 + ky**2 + kz**2 > 0, cdm_hat, 0.0)  # its k = 0 entry is the mean, not a contrast
+            mass = cdm.particle_mass(params, self.box, self.physics.cdm_particles)
+            cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, mass, (1.0 - f) * params["omega_m"])
             contrasts = {"power": f * wave_hat + (1.0 - f) * cdm_hat, "power_fdm": wave_hat, "power_cdm": cdm_hat}
         w = self.nyquist_free(self.weight)
         volume = math.prod(self.box)
@@ -417,10 +327,3 @@ def _mode(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict
 
 
 FDMCosmo.builders = {"gaussian": _gaussian, "mode": _mode}
-
-
-@jax.jit  # one program (eagerly, each operation of the hand-out would compile its own)
-def _reslot(eq: FDMCosmo, position: jax.Array, momentum: jax.Array, force: jax.Array, ident: jax.Array,
-            lost: jax.Array) -> dict[str, jax.Array]:
-    laid = cdm.distribute(eq, position.astype(eq.dtype), momentum.astype(eq.dtype), ident, force=force.astype(eq.dtype))
-    return {**laid, "lost": laid["lost"] + lost}

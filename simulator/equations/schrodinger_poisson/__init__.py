@@ -7,6 +7,15 @@ attractive; 0 by default, which adds nothing). Units: any consistent set (length
 ``grid.box``, time in that of ``time.dt``); e.g. kpc, Gyr and 1e10 Msun give G = 4.50e4 and
 hbar/m = 19.6 for m = 1e-22 eV. The implementation is :mod:`.equation`; the same physics in an
 expanding universe is :mod:`simulator.equations.fdm_cosmo`.
+
+Cold dark matter beside the wave (``physics.fdm_fraction`` f < 1): the wave holds a fraction f of the mass and
+``physics.cdm_particles`` = n^3 cold particles of equal mass the rest, m_p = ((1 - f) / f) M_wave / n^3 (M_wave
+= int |psi|^2 dV, conserved), both in one potential,
+
+    lap(V) = 4 pi G (|psi|^2 + rho_cdm - mean),      dx/dt = p,      dp/dt = -grad(V),
+
+the particles' part of the kick-drift-kick exact over each sub-step (K1 = K2 = dt), by the particle-mesh
+algorithm shared with the comoving equation (:mod:`simulator.equations.cold`). The ``jeans`` start places them.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scales
-from simulator.schema import param, setting
+from simulator.equations.cold import check_particles
 from simulator.equations.spec import (
     Curve,
     EquationInfo,
@@ -26,6 +35,7 @@ from simulator.equations.spec import (
     Panel,
     PlotSpec,
 )
+from simulator.schema import param, setting
 from simulator.time.schemes import SPLIT_STEP
 
 
@@ -39,7 +49,26 @@ class SchrodingerPoissonParams(EquationParams):
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 (length^5/(mass time^2); "
                                     "> 0 repulsive, < 0 attractive; g = 4 pi hbar^2 a_s / m^3 for a scattering "
                                     "length a_s)")
+    fdm_fraction: float = param(1.0, "fraction f of the mass in the wave; the rest, 1 - f, is cold dark matter in "
+                                "physics.cdm_particles particles; 1 = the wave alone", gt=0.0, max=1.0)
+    cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
+                                 "axis (placed on a lattice of cell centres, displaced by the initial condition); "
+                                 "needs physics.fdm_fraction < 1; 0 = none", min=0)
+    cdm_window: str = setting("cic", "particle-mesh window assigning mass and interpolating forces, its transform "
+                              "divided out: cic (cloud in cell, 2 x 2 x 2 nodes) or tsc (triangular-shaped cloud, "
+                              "3 x 3 x 3)", choices=("cic", "tsc"))
+    cdm_capacity: float = setting(2.0, "particle slots per device, times the mean count per device (each device "
+                                  "holds the particles in its block; on one device exactly all of them)", min=1.0)
+    cdm_exchange: float = setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its "
+                                  "slots", gt=0.0, max=1.0)
 
+    def particle_species(self) -> tuple[str, ...]:
+        """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
+        return ("cdm",) if self.cdm_particles else ()
+
+    def check(self, cfg: Any) -> None:
+        """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``."""
+        check_particles(self, cfg, ("jeans",))
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The quantum Jeans length at the box's mean density and the de Broglie length
@@ -50,13 +79,18 @@ class SchrodingerPoissonParams(EquationParams):
 
 @dataclass(frozen=True)
 class Jeans(InitialCondition):
-    """rho = rho0 (1 + eps cos(k x)) at rest: a density wave along x. Linear theory: delta = eps cosh(gamma t),
-    gamma^2 = 4 pi G rho0 - g rho0 k^2 - nu^2 k^4 / 4 (oscillating with omega^2 = -gamma^2 below the Jeans length)."""
+    """rho = rho0 (1 + eps cos(k x)): a density wave along x, at rest or with d delta/dt = r delta (``rate``).
+    Linear theory: delta = eps (cosh(gamma t) + (r / gamma) sinh(gamma t)), gamma^2 = 4 pi G rho0 - g rho0 k^2 -
+    nu^2 k^4 / 4 (oscillating with omega^2 = -gamma^2 below the Jeans length). In a mixed run the wave holds
+    f rho0 (1 + eps cos(k x)) and the cold particles (1 - f) rho0 (1 + eps cos(k x)): the lattice displaced by
+    s = -(eps / k) sin(k q) along x, moving with ds/dt = r s."""
 
     name: str = setting("jeans", "initial condition")
     density: float = param(1.0, "mean density rho0", gt=0.0)
     amplitude: float = param(1.0, "relative density perturbation eps", gt=0.0, max=1.0)
     wavenumber: int = setting(1, "mode number of the wave along x", min=1, mode_axes="x")
+    rate: float = param(0.0, "initial growth rate r = (d delta/dt) / delta of the wave (its phase) and of the "
+                        "particles (their velocities); 0 = at rest")
 
 
 @dataclass(frozen=True)
@@ -96,21 +130,31 @@ INFO = EquationInfo(
         "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
         "potential": FieldInfo(0, "gravitational potential V", r"\Phi", "RdBu_r"),
         "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
+        "cdm_density": FieldInfo(0, "the cold particles' mass density, assigned by the window (mixed runs)",
+                                 r"\rho_{\rm CDM}", "inferno", log=True),
+        "total_density": FieldInfo(0, "wave plus particles' mass density (mixed runs)", r"\rho_{\rm tot}", "inferno",
+                                   log=True),
     },
     state_fields=("psi",),
     diagnostics={
-        "mass": "total mass int rho dV",
-        "kinetic": "kinetic energy (nu^2/2) int |grad psi|^2 dV",
-        "potential": "potential energy (1/2) int rho V dV",
+        "mass": "total mass int rho dV (wave and particles)",
+        "kinetic": "kinetic energy (nu^2/2) int |grad psi|^2 dV, plus sum m p^2 / 2 of the particles",
+        "potential": "potential energy (1/2) int rho V dV (rho the total density)",
         "total": "total energy K + W + (g/2) int rho^2 dV (conserved; the last term is the self-interaction's)",
-        "max_density": "maximum density",
-        "cfl": "dt max(6 nu/dx^2, max|V + g rho|/nu): phase change per step, in radians",
+        "max_density": "maximum density (of the total, in a mixed run)",
+        "cfl": "dt max(6 nu/dx^2, max|V + g rho|/nu, max|p_i|/dx_i): phase change per step, in radians, or the "
+               "particles' largest move per step in cells",
         "kmax_de_broglie": resolution.KMAX_DE_BROGLIE,
     },
     progress=("total", "max_density", "cfl"),
     scales=scales.QUANTUM,
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
-                        "(Parseval-weighted) summed over the modes of shell k; the sum over shells is <delta^2>"},
+                        "(Parseval-weighted) summed over the modes of shell k; the sum over shells is <delta^2> (in a "
+                        "mixed run of the total matter, f delta_wave + (1 - f) delta_cdm, every Nyquist plane left "
+                        "out)",
+             "density_fdm": "the same of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs)",
+             "density_cdm": "the same of the particles' own contrast, the window divided out (mixed runs; with "
+                            "their shot noise)"},
     plot=PlotSpec(
         panels=(
             Panel("mass change", (Curve("mass", r"$(M - M_0)/M_0$, $M = \int\rho\,dV$", relative=True),)),

@@ -15,10 +15,18 @@ Time stepping: kick-drift-kick. The kick multiplies psi by exp(-i (V + g |psi|^2
 then refreshes V from the new density. Both parts are unitary, so mass is conserved to round-off
 (Mocz et al. 2017, MNRAS 471, 4559; Woo & Chiueh 2009, ApJ 697, 850).
 
+Cold dark matter beside the wave (``physics.fdm_fraction`` < 1, see the package docstring): the particles'
+part of kick (p += -grad(V) dt) and drift (x += p dt, then the hand-over to their owners and the refresh of V
+and the force), their layout, restarts and outputs are :class:`simulator.equations.cold.species.ColdSpecies`'s,
+with the static box's factors K1 = K2 = dt, G = ``physics.G`` and m_p = ((1 - f) / f) mean(|psi|^2) V / Np
+(the wave's mass is conserved to round-off, so m_p is too). Without particles none of it runs: the state
+and every number are those of the wave alone.
+
 Arrays: the state is :class:`SPState`, psi (complex) and V (real), both ``(Nx, Ny, Nz)`` in the FFT
-backend's real-space layout. The kinetic drift uses the complex transform (full spectrum); the Poisson
-solve the real one, with every Nyquist plane of the density dropped so that backends with and without
-a real transform solve the same problem.
+backend's real-space layout; a mixed run's :class:`~simulator.equations.cold.species.MixedState` adds the
+particles' positions, momenta and forces ``(slots, 3)`` by owner. The kinetic drift uses the complex
+transform (full spectrum); the Poisson solve the real one, with every Nyquist plane of the density dropped
+so that backends with and without a real transform solve the same problem.
 """
 
 from __future__ import annotations
@@ -32,7 +40,9 @@ import jax.numpy as jnp
 
 from simulator import spectra
 from simulator.equations import resolution
-from simulator.equations.base import Params, SplitStepEquation
+from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
+from simulator.equations.cold import mesh
+from simulator.equations.cold.species import ColdSpecies
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
 from simulator.equations.phase import psi_from_snapshot, rotate
@@ -49,7 +59,7 @@ class SPState(NamedTuple):
 
 
 @final
-class SchrodingerPoisson(SplitStepEquation):
+class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
     """Kick and drift operators, the potential, diagnostics and spectra on one FFT backend.
 
     Leaves: complex- and real-transform wavenumbers, the per-axis masks that drop every Nyquist plane
@@ -58,7 +68,6 @@ class SchrodingerPoisson(SplitStepEquation):
     """
 
     info = INFO
-    space = "real"
     snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
     _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight")
 
@@ -88,31 +97,62 @@ class SchrodingerPoisson(SplitStepEquation):
 
     def kick(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
         """psi <- exp(-i (V + g |psi|^2) dt / nu) psi: the potential part, exact (|psi| does not change; a
-        rotation, :mod:`.phase`)."""
+        rotation, :mod:`.phase`); in a mixed run also p <- p - grad(V) dt, exact (x, hence V, fixed)."""
         v = state.potential + params["self_interaction"] * jnp.abs(state.psi) ** 2  # g = 0 adds exactly nothing
-        return SPState(rotate(state.psi, -(dt / params["hbar_over_m"]) * v), state.potential)
+        psi = rotate(state.psi, -(dt / params["hbar_over_m"]) * v)
+        if self.mixed:
+            return self.kick_particles(state, psi, dt)
+        return SPState(psi, state.potential)
 
     def drift(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
-        """psi_hat <- exp(-i nu k^2 dt / 2) psi_hat: the kinetic part, exact; then V of the new density."""
+        """psi_hat <- exp(-i nu k^2 dt / 2) psi_hat: the kinetic part, exact; in a mixed run also x <- x + p dt
+        (exact: p fixed) and the hand-over to the new owners; then V (and the force) of the new density."""
         kx, ky, kz = self.kc
         phase = (-0.5 * params["hbar_over_m"] * dt) * (kx**2 + ky**2 + kz**2)
         psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
+        if self.mixed:
+            return self.drift_particles(state, psi, dt, params)
         return SPState(psi, self.potential(psi, params))
+
+    # ---- cold particles (a mixed run) ----------------------------------------------------------------
+
+    def cdm_mass(self, psi: jax.Array, params: Params) -> jax.Array:
+        """The mass of one cold particle, ((1 - f) / f) mean(|psi|^2) V / Np: the particles carry 1 - f of
+        the mass, the wave f."""
+        f = params["fdm_fraction"]
+        wave = jnp.mean(jnp.abs(psi) ** 2) * math.prod(self.box)
+        return (1.0 - f) / f * wave / self.physics.cdm_particles
+
+    def cdm_gravity(self, params: Params) -> jax.Array:
+        """G of the Poisson equation, ``physics.G``."""
+        return params["G"]
+
+    def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
+        """A mixed run's cold particles as the species ``cdm``: positions wrapped into [0, L) and velocities
+        dx/dt = p, ``(slots, 3)`` by owner, with their identities (lattice indices) and occupied slots."""
+        return self.cold_particles(state, state.momentum) if self.mixed else {}
 
     # ---- states --------------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> SPState:
         """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)``: psi and its potential."""
         psi = fields["psi"].astype(complex_dtype(self.dtype))
+        if self.mixed:  # replicated (Np, 3) in lattice order, laid out by owner here
+            return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return SPState(psi, self.potential(psi, params))
 
     def state_fields_from_snapshot(self, fields: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
         return psi_from_snapshot(fields)
 
     def fields(self, state: SPState, params: Params) -> dict[str, jax.Array]:
-        """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi."""
-        return {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
-                "potential": state.potential, "psi": state.psi}
+        """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi; in a mixed
+        run the particles' assigned density and the total."""
+        out = {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
+               "potential": state.potential, "psi": state.psi}
+        if self.mixed:
+            out["cdm_density"] = self.cdm_density(state, params)
+            out["total_density"] = out["density"] + out["cdm_density"]
+        return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
@@ -126,37 +166,69 @@ class SchrodingerPoisson(SplitStepEquation):
         potential = 0.5 * jnp.sum(rho * state.potential) * self.cell_volume
         interaction = 0.5 * g * jnp.sum(rho**2) * self.cell_volume
         rate = jnp.maximum(6 * nu / min(self.spacing) ** 2, jnp.max(jnp.abs(state.potential + g * rho)) / nu)
+        mass, peak = jnp.sum(rho) * self.cell_volume, jnp.max(rho)
+        if self.mixed:  # the particles' kinetic and potential energy (the deconvolved density, as in Poisson)
+            m_p = self.cdm_mass(state.psi, params)
+            part = mesh.energies(self, state, m_p)
+            kinetic, potential = kinetic + part["kinetic"], potential + part["potential"]
+            mass = mass + m_p * self.physics.cdm_particles
+            peak = jnp.max(rho + self.cdm_density(state, params))
+            rate = jnp.maximum(rate, part["speed"])
         return {
-            "mass": jnp.sum(rho) * self.cell_volume,
+            "mass": mass,
             "kinetic": kinetic,
             "potential": potential,
             "total": kinetic + potential + interaction,
-            "max_density": jnp.max(rho),
+            "max_density": peak,
             "cfl": dt * rate,
             "kmax_de_broglie": resolution.nyquist(self.fft.shape, self.box) / jnp.sqrt(
                 grad2 / jnp.maximum(jnp.sum(rho), jnp.finfo(rho.dtype).tiny)),
         }
 
     def spectra(self, state: SPState, params: Params) -> dict[str, jax.Array]:
-        """Shell-summed power spectrum of the density contrast delta = rho/mean(rho) - 1 (sums to <delta^2>)."""
+        """Shell-summed power spectrum of the density contrast delta = rho/mean(rho) - 1 (sums to <delta^2>); in a
+        mixed run of the total matter, f delta_wave + (1 - f) delta_cdm, and of each component's own contrast,
+        every Nyquist plane left out (so that backends with and without a real transform agree)."""
         rho = jnp.abs(state.psi) ** 2
         delta_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
-        power = self.weight * jnp.abs(delta_hat) ** 2 / float(self.fft.size) ** 2
-        return {"density": spectra.shell_sum(power, self.kr, self.fft.shape, self.box)}
+        contrasts, weight = {"density": delta_hat}, self.weight
+        if self.mixed:  # every Nyquist plane left out, as the particles' deconvolved density has none
+            f = params["fdm_fraction"]
+            mean = (1.0 - f) / f * jnp.mean(rho)
+            cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, self.cdm_mass(state.psi, params), mean)
+            contrasts = {"density": f * delta_hat + (1.0 - f) * cdm_hat, "density_fdm": delta_hat,
+                         "density_cdm": cdm_hat}
+            weight = self.nyquist_free(self.weight)
+        return {name: spectra.shell_sum(weight * jnp.abs(d) ** 2 / float(self.fft.size) ** 2, self.kr,
+                                        self.fft.shape, self.box) for name, d in contrasts.items()}
 
 
 # ---- initial conditions: psi in real space ------------------------------------------------------------
 
 
 def _jeans(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """psi = sqrt(rho0 (1 + eps cos(k x))), at rest: a density wave along x at mode ``wavenumber``.
+    """psi = sqrt(rho0 (1 + eps cos(k x))) exp(i theta): a density wave along x at mode ``wavenumber``, at rest
+    (theta = 0) or growing at ``rate`` r: d delta/dt = -div(nu grad theta) = r delta gives lap(theta) =
+    -(r / nu) delta. In a mixed run the wave holds f rho0 and the particles the rest: the lattice displaced by
+    s, delta = -div(s) (:func:`simulator.equations.cold.mesh.displacement`), with momenta p = ds/dt = r s.
 
-    Linear theory (delta << 1): delta(t) = eps cosh(gamma t) with gamma^2 = 4 pi G rho0 - nu^2 k^4 / 4
-    when positive (Jeans-unstable), else eps cos(omega t) with omega^2 = -gamma^2.
+    Linear theory (delta << 1, a wave alone): delta(t) = eps (cosh(gamma t) + (r / gamma) sinh(gamma t)) with
+    gamma^2 = 4 pi G rho0 - nu^2 k^4 / 4 when positive (Jeans-unstable), else oscillating at omega^2 = -gamma^2.
     """
     x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
-    rho = ic.density * (1 + ic.amplitude * jnp.cos(x))
-    return {"psi": jnp.broadcast_to(jnp.sqrt(rho), eq.fft.shape)}
+    delta = jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape)
+    delta_hat = eq.fft.rfft(delta)
+    theta = eq.fft.irfft((-ic.rate / params["hbar_over_m"]) * inverse_laplacian(eq.kr) * delta_hat)
+    theta = jnp.where(theta == 0, 0.0, theta)  # at rest: +0, so psi is sqrt(rho) + 0i bit for bit, as it always was
+    rho = ic.density * (1 + delta)
+    if eq.mixed:
+        rho = params["fdm_fraction"] * rho
+    out = {"psi": jnp.sqrt(rho) * jnp.exp(1j * theta)}
+    if eq.mixed:
+        s = mesh.displacement(eq, delta_hat)
+        out["cdm_position"] = jnp.mod(mesh.lattice(eq) + s, jnp.asarray(eq.box, eq.dtype))
+        out["cdm_momentum"] = ic.rate * s
+    return out
 
 
 def _soliton(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:

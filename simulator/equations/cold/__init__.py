@@ -1,0 +1,62 @@
+"""Cold dark matter as a gravitating species beside a wave (fuzzy dark matter): one particle-mesh
+implementation for every equation that carries it (the static box's :mod:`simulator.equations.
+schrodinger_poisson` and the comoving :mod:`simulator.equations.fdm_cosmo`).
+
+A mixed run holds a fraction f (``physics.fdm_fraction``) of the matter as the wave psi and the rest as
+``physics.cdm_particles`` = n^3 cold collisionless particles of equal mass. Both feel one potential, the
+Poisson solve of their summed density; the particles move by
+
+    dx/dt = p,           dp/dt = -grad(V)              (static box, V the potential),
+    dx/dt = p / a^2,     dp/dt = -grad(Phi) / a        (comoving, Phi = a V),
+
+the equations the wave's Madelung velocity obeys. In a kick-drift-kick step each part is exact: the kick
+adds ``force * K1`` to the momenta p (the positions, hence the force, fixed), the drift adds ``p * K2`` to the
+positions x (p fixed), then the potential and the force are refreshed. In a static box K1 = K2 = dt; in an expanding one they are the comoving
+integrals int dt / a^p (the equation hands them in). Modules:
+
+* :mod:`.mesh` (JAX): the particle-mesh algorithm: assignment with the window's deconvolution, the Poisson
+  solve of wave plus particles, the force's interpolation, drift, the owners' hand-over, the lattice and a
+  displacement field evaluated on it;
+* :mod:`.species` (JAX): the equation's side: the mixed state, its leaves and fields, kick and drift of the
+  particles, restarts on other device counts, the lost-particle message, particle outputs;
+* this module (no JAX, read by the config): the settings' checks, :func:`check_particles`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.errors import ConfigError
+
+
+def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
+    """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``): there exactly when
+    f < 1, a cube n^3 whose n divides every grid axis, the window's halo within every device's block, and an
+    initial condition among ``initials`` (those that place the particles). Each refusal is one line
+    naming the key, its value and what is allowed."""
+    if p.cdm_particles == 0:
+        if p.fdm_fraction < 1.0:
+            raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
+                              "carry the other 1 - f of the matter, or leave fdm_fraction at 1", "has no particles")
+        return
+    if p.fdm_fraction >= 1.0:
+        raise ConfigError("physics.cdm_particles", p.cdm_particles, "0 unless physics.fdm_fraction < 1 (the "
+                          "particles carry the matter the wave does not)", "has no matter to carry at f = 1")
+    n = round(p.cdm_particles ** (1 / 3))
+    if n**3 != p.cdm_particles:
+        raise ConfigError("physics.cdm_particles", p.cdm_particles, "a cube n^3 for the lattice of the initial "
+                          f"conditions (e.g. {n**3} or {(n + 1) ** 3})", "is not a cube")
+    if any(size % n for size in cfg.grid.shape):
+        raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
+                          f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
+    from simulator.config.particles import check_planes
+
+    window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]
+    if min(cfg.grid.shape) < 2 * sum(window):
+        raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {2 * sum(window)} nodes along "
+                          f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
+    check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
+    name = getattr(cfg.initial, "name", None)
+    if name is not None and name not in initials:
+        raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a mixed run's particles start on their "
+                          "lattice", "cannot place the particles")

@@ -1,0 +1,195 @@
+"""The particle-mesh algorithm of a cold species beside the wave (JAX), for any equation that carries one.
+
+Particle-mesh (Hockney & Eastwood 1988, ch. 5): the particles' mass is assigned to the grid by the window W
+(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.points.WINDOWS`),
+the assignment's transform prod_i sinc(k_i dx_i / 2)^p (p = 2, 3) is divided out of rho_cdm's spectrum,
+the potential is solved spectrally for the total density (wave plus particles), and the field -grad(Phi)
+(spectral derivative) is divided by the same transform once more and interpolated back to the particles
+with the same window. The interpolation is the transpose of the assignment
+(:meth:`simulator.fft.base.FFTBackend.deposit`) and the force kernel i k / (k^2 W(k)^2) is odd, so the
+forces between particles, and between particles and wave, sum to zero: total momentum is conserved to
+round-off. Nyquist planes are zeroed, as for the wave's density.
+
+The particle mass ``mass`` and the gravitational constant ``G`` are the caller's (each equation's units);
+``eq`` is the equation (its ``fft``, ``box``, ``spacing``, ``kr``, ``dtype``, ``nyquist_free`` and the
+``physics.cdm_*`` settings).
+
+Distribution: every particle is owned by the device whose real-space block holds its cell
+(:mod:`simulator.fft.owned`): positions, momenta and forces ``(devices * capacity, 3)`` (wrapped into
+[0, L)), their identities (the lattice index) and a ``live`` mask of the occupied slots, sharded by owner;
+``physics.cdm_capacity`` sets the slots per device (times the mean count; all of them on one device) and
+``physics.cdm_exchange`` the rows a device may hand to each neighbour per step. Each drift is followed by a
+hand-over to the new owners inside the compiled step (:func:`migrate`); a particle that finds no room is
+counted in the state's ``lost``. The assignment and the force interpolation run on the owner, with halo
+planes from the neighbours (:mod:`simulator.fft.points`).
+
+Initial positions: the lattice q = (i L / n + dx / 2, ...) (n divides the grid: the centres of every
+(N/n)-th cell, where the window's response to a small displacement is linear; a cloud in cell on a node has
+a kink there), :func:`lattice`, displaced by a field evaluated there (:func:`gradient_at_lattice`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.fft.owned import distribute as spread
+from simulator.fft.owned import migrate as hand_over
+from simulator.fft.points import WINDOWS
+
+
+def per_axis(count: int) -> int:
+    """n of a lattice of n^3 particles (``count`` a cube: checked by the config)."""
+    return round(count ** (1 / 3))
+
+
+def capacity(eq: Any) -> int:
+    """Particle slots per device: all of them on one device, else ``physics.cdm_capacity`` times the mean."""
+    count, devices = eq.physics.cdm_particles, eq.fft.devices
+    return count if devices == 1 else math.ceil(eq.physics.cdm_capacity * count / devices)
+
+
+def exchange_rows(eq: Any) -> int:
+    """Rows of each send buffer of a migration: ``physics.cdm_exchange`` of a device's slots."""
+    return max(1, math.ceil(eq.physics.cdm_exchange * capacity(eq)))
+
+
+def window_transform(eq: Any) -> jax.Array:
+    """prod_i sinc(k_i dx_i / 2)^p of the assignment window over the r2c spectrum (broadcast of three vectors)."""
+    order = WINDOWS[eq.physics.cdm_window].order
+    out = 1.0
+    for k, dx in zip(eq.kr, eq.spacing, strict=True):
+        out = out * jnp.sinc(k * dx / (2 * jnp.pi)) ** order  # jnp.sinc(x) = sin(pi x) / (pi x)
+    return out
+
+
+# The particle parts below that run in a shard_map (the assignment, the interpolation, the first distribution)
+# are jitted: inside a compiled step or state builder this changes nothing (the call is inlined), but called
+# outside compiled code (a script's or a test's potential_and_force, a benchmark's parts) they ran op by op,
+# compiling hundreds of small programs anew at every call (a new shard_map body each time): ~7 s per call at
+# 16^3 on 1-2 devices against ~1 s compiled. Same results bit for bit (checked: these parts eager against
+# jitted, and states, runs and a run's outputs before and after).
+
+
+@jax.jit
+def density(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
+    """The particles' assigned mass density ``(Nx, Ny, Nz)`` (real space, not deconvolved: >= 0) of the owned
+    particles ``position`` ``(slots, 3)`` of mass ``mass``; ``live`` ``(slots,)`` the occupied slots (0 or 1,
+    the run's dtype)."""
+    return eq.fft.deposit(position, live * (mass / math.prod(eq.spacing)), eq.box, eq.physics.cdm_window, eq.dtype,
+                          owned=True)
+
+
+def density_spectrum(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
+    """rho_cdm's r2c spectrum with the window divided out (Nyquist planes zeroed)."""
+    return eq.nyquist_free(eq.fft.rfft(density(eq, position, live, mass))) / window_transform(eq)
+
+
+def contrast_spectrum(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array, mean: jax.Array) -> jax.Array:
+    """The r2c spectrum of the particles' own density contrast rho_cdm / ``mean`` - 1, the window divided out
+    (its k = 0 entry, the mean, set to 0)."""
+    cdm_hat = density_spectrum(eq, position, live, mass) / mean
+    kx, ky, kz = eq.kr
+    return jnp.where(kx**2 + ky**2 + kz**2 > 0, cdm_hat, 0.0)
+
+
+def solve(eq: Any, rho_wave_hat: jax.Array, rho_cdm: jax.Array, G: Any) -> tuple[jax.Array, jax.Array]:
+    """The potential of the total density (real space ``(Nx, Ny, Nz)``, lap(Phi) = 4 pi G (rho - mean)) and
+    the field -grad(Phi) the particles feel ``(3, Nx, Ny, Nz)``, from the wave's density spectrum
+    ``rho_wave_hat`` (r2c, Nyquist-free) and the particles' assigned density ``rho_cdm`` (the window divided out
+    of it, and once more out of the force: see the module docstring)."""
+    cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) / window_transform(eq)
+    phi_hat = potential_spectrum(rho_wave_hat + cdm_hat, inverse_laplacian(eq.kr), G)
+    pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
+    return eq.fft.irfft(phi_hat), jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+
+
+def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, live: jax.Array, mass: jax.Array,
+                        G: Any) -> tuple[jax.Array, jax.Array]:
+    """The potential (real space) and -grad(Phi) at the particles ``(slots, 3)``: assignment, :func:`solve`,
+    and the interpolation by the same window."""
+    phi, grad = solve(eq, rho_wave_hat, density(eq, position, live, mass), G)
+    return phi, interpolate(eq, grad, position).T
+
+
+@jax.jit
+def interpolate(eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
+    """The field ``grad`` ``(3, Nx, Ny, Nz)`` at the owned particles by the assignment's window ``(3, slots)``."""
+    return eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
+
+
+def energies(eq: Any, state: Any, mass: jax.Array) -> dict[str, jax.Array]:
+    """The particles' box totals in the units of their momenta and of the state's potential: ``kinetic`` sum m p^2
+    / 2, ``potential`` (1/2) int rho_cdm Phi (the deconvolved density, as it enters the Poisson equation),
+    ``work`` sum m force . p (the rate the potential does work on them) and ``speed``, the largest |p_i| / dx_i
+    (cells per unit of the clock of dx/dt = p); empty slots count nothing. ``state`` holds ``position``,
+    ``momentum``, ``force`` ``(slots, 3)``, ``live`` ``(slots,)`` and ``potential`` ``(Nx, Ny, Nz)``."""
+    live = state.live[:, None]
+    rho = eq.fft.irfft(density_spectrum(eq, state.position, state.live, mass))
+    return {"kinetic": 0.5 * mass * jnp.sum(live * state.momentum**2),
+            "potential": 0.5 * jnp.sum(rho * state.potential) * math.prod(eq.spacing),
+            "work": mass * jnp.sum(live * state.force * state.momentum),
+            "speed": jnp.max(live * jnp.abs(state.momentum) / jnp.asarray(eq.spacing, eq.dtype))}
+
+
+def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
+    """x <- x + p K2, wrapped into the box ``(slots, 3)``."""
+    return jnp.mod(position + momentum * k2, jnp.asarray(eq.box, eq.dtype))
+
+
+@jax.jit
+def distribute(eq: Any, position: jax.Array, momentum: jax.Array, ident: jax.Array | None = None,
+               **carried: jax.Array) -> dict[str, jax.Array]:
+    """Replicated particles ``(Np, 3)`` laid out by owner (:func:`simulator.fft.owned.distribute`), with their
+    identities ``ident`` ``(Np,)`` (default: the index, the lattice's order) and any further per-particle
+    arrays ``carried`` (a restart's forces): the state's ``position``, ``momentum``, ``live``, ``ident``, the
+    carried arrays and ``lost`` (counts of lost particles: over a send buffer, without a slot, moved more than
+    a block; here only the second)."""
+    ident = jnp.arange(position.shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
+    live, position, momentum, ident, *rest, over = spread(eq.fft, eq.box, capacity(eq), position, momentum, ident,
+                                                          *carried.values())
+    lost = jnp.zeros(3, jnp.int32).at[1].set(over)
+    return {"position": position, "momentum": momentum, "live": live.astype(eq.dtype), "ident": ident,
+            **dict(zip(carried, rest, strict=True)), "lost": lost}
+
+
+def migrate(eq: Any, live: jax.Array, position: jax.Array, momentum: jax.Array, ident: jax.Array,
+            lost: jax.Array) -> tuple[jax.Array, ...]:
+    """After a drift: every particle handed to the device whose block holds it (:func:`simulator.fft.owned.
+    migrate`); the particles lost on the way added to ``lost`` (the run stops on any). Returns ``(live,
+    position, momentum, ident, lost)``."""
+    kept, position, momentum, ident, counts = hand_over(eq.fft, eq.box, exchange_rows(eq), live > 0, position,
+                                                        momentum, ident)
+    return kept.astype(eq.dtype), position, momentum, ident, lost + counts
+
+
+def lattice(eq: Any) -> jax.Array:
+    """The particles' lattice ``(Np, 3)``, replicated, in identity order (x slowest): the centres of every
+    (N/n)-th cell, (i stride + 1/2) dx along each axis."""
+    count = eq.physics.cdm_particles
+    n = per_axis(count)
+    stride = tuple(size // n for size in eq.fft.shape)
+    axes = [(jnp.arange(n, dtype=eq.dtype) * stride[a] + 0.5) * eq.spacing[a] for a in range(3)]
+    return jnp.stack(jnp.meshgrid(*axes, indexing="ij"), axis=-1).reshape(count, 3)
+
+
+def gradient_at_lattice(eq: Any, phi_hat: jax.Array) -> jax.Array:
+    """grad(phi) at the lattice points ``(Np, 3)`` (identity order) of a field given by its r2c spectrum
+    ``phi_hat``: the gradient's spectrum shifted by half a cell (the phase exp(i k.dx/2): exact for a
+    band-limited field), transformed back, then every stride-th value."""
+    count = eq.physics.cdm_particles
+    n = per_axis(count)
+    stride = tuple(size // n for size in eq.fft.shape)
+    half = jnp.exp(0.5j * sum(k * d for k, d in zip(eq.kr, eq.spacing, strict=True)))
+    parts = [eq.fft.irfft(1j * k * half * phi_hat)[::stride[0], ::stride[1], ::stride[2]] for k in eq.kr]
+    return jnp.stack(parts).reshape(3, count).T
+
+
+def displacement(eq: Any, delta_hat: jax.Array) -> jax.Array:
+    """The first-order (Zel'dovich) displacement s ``(Np, 3)`` at the lattice of a density contrast given by
+    its r2c spectrum: delta = -div(s), s = -grad(phi) with lap(phi) = delta."""
+    return -gradient_at_lattice(eq, inverse_laplacian(eq.kr) * delta_hat)
