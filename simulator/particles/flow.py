@@ -30,7 +30,7 @@ spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
 ``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
 
-(Somewhat over 400 lines: the wrapper forwards the flow's protocol one method at a time, and splitting the
+(The module is longer than 400 lines: the wrapper forwards the flow's protocol one method at a time, and splitting the
 class would scatter it; what is particular to owned species lives in :mod:`.owned`.)
 """
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.config.particles import Species
+if TYPE_CHECKING:  # the config imports this package (simulator.particles) for its checks
+    from simulator.config.particles import Species
 
 
 def keys(name: str) -> dict[str, str]:
