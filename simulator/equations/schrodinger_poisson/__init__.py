@@ -149,9 +149,9 @@ INFO = EquationInfo(
     progress=("total", "max_density", "cfl"),
     scales=scales.QUANTUM,
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
-                        "(Parseval-weighted) summed over the modes of shell k; the sum over shells is <delta^2> (in a "
-                        "mixed run of the total matter, f delta_wave + (1 - f) delta_cdm, every Nyquist plane left "
-                        "out)",
+                        "(Parseval-weighted) summed over the modes of shell k, every Nyquist plane left out (so every backend "
+                        "agrees); the sum over shells is <delta^2> but for those planes (in a mixed run of the total "
+                        "matter, f delta_wave + (1 - f) delta_cdm)",
              "density_fdm": "the same of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs)",
              "density_cdm": "the same of the particles' own contrast, the window divided out (mixed runs; with "
                             "their shot noise)"},

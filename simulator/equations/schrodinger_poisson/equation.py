@@ -186,19 +186,20 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         }
 
     def spectra(self, state: SPState, params: Params) -> dict[str, jax.Array]:
-        """Shell-summed power spectrum of the density contrast delta = rho/mean(rho) - 1 (sums to <delta^2>); in a
-        mixed run of the total matter, f delta_wave + (1 - f) delta_cdm, and of each component's own contrast,
-        every Nyquist plane left out (so that backends with and without a real transform agree)."""
+        """Shell-summed power spectrum of the density contrast delta = rho/mean(rho) - 1 (sums to <delta^2> but for
+        the Nyquist planes); in a mixed run of the total matter, f delta_wave + (1 - f) delta_cdm, and of each
+        component's own contrast. Every Nyquist plane is left out: a real transform's half spectrum stores one of
+        them fewer than the full one (jaxdecomp's), so backends agree only without them; the potential and the
+        particles' deconvolved density have none either."""
         rho = jnp.abs(state.psi) ** 2
         delta_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
-        contrasts, weight = {"density": delta_hat}, self.weight
-        if self.mixed:  # every Nyquist plane left out, as the particles' deconvolved density has none
+        contrasts, weight = {"density": delta_hat}, self.nyquist_free(self.weight)
+        if self.mixed:
             f = params["fdm_fraction"]
             mean = (1.0 - f) / f * jnp.mean(rho)
             cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, self.cdm_mass(state.psi, params), mean)
             contrasts = {"density": f * delta_hat + (1.0 - f) * cdm_hat, "density_fdm": delta_hat,
                          "density_cdm": cdm_hat}
-            weight = self.nyquist_free(self.weight)
         return {name: spectra.shell_sum(weight * jnp.abs(d) ** 2 / float(self.fft.size) ** 2, self.kr,
                                         self.fft.shape, self.box) for name, d in contrasts.items()}
 
