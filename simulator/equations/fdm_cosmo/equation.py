@@ -135,6 +135,10 @@ class FDMCosmo(SplitStepEquation):
     def space(self) -> str | dict[str, str]:  # type: ignore[override]
         return _MIXED_SPACES if self.mixed else "real"
 
+    def owned_leaves(self, state: Any) -> set[str]:
+        """A mixed run's cold particles' slots (not ``lost``, replicated)."""
+        return {"position", "momentum", "force", "live", "ident"} if self.mixed else set()
+
     @property
     def field_info(self):  # type: ignore[override]
         return self.info.fields if self.mixed else {k: v for k, v in self.info.fields.items() if k not in _CDM_FIELDS}
