@@ -39,6 +39,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--distributions", nargs="+", default=["replicated"], choices=["replicated", "owned"],
                    help="particles[].distribution of the tracers (owned: lagrange4 only)")
     p.add_argument("--memory-only", action="store_true", help="compile for the memory analysis, time nothing")
+    p.add_argument("--capacity", type=float, default=2.0, help="particles[].capacity of owned tracers")
     p.add_argument("--precision", default="float64", choices=["float32", "float64"])
     p.add_argument("--devices", type=int, default=1, help="devices (virtual CPU devices on a CPU)")
     p.add_argument("--steps", type=int, default=5, help="steps per timed chunk")
@@ -98,13 +99,14 @@ def main() -> int:
                     continue  # owned species interpolate locally only
                 for count in args.counts:
                     spec = (f"{{name: tracers, count: {count}, placement: random, seed: 1, interpolation: {interp}, "
-                            f"distribution: {distribution}}}")
+                            f"distribution: {distribution}, capacity: {args.capacity}}}")
                     try:
                         with_particles, mem = prepared(n, spec)
                     except (ValueError, ImportError, ConfigError) as err:  # a path this machine or layout cannot run
                         print(f"# skip {interp} {distribution} at {n}^3: {err}", flush=True)
                         break
-                    row = {"N": n, "interpolation": interp, "distribution": distribution, "tracers": count,
+                    row = {"N": n, "interpolation": interp, "distribution": distribution,
+                           "capacity": args.capacity if distribution == "owned" else None, "tracers": count,
                            "precision": args.precision, "devices": len(devices), "step_ms": None, "bare_ms": None,
                            "vs_bare": None, "us_per_particle": None, "bytes_per_device": mem,
                            "bytes_per_particle": None if mem is None or bare_mem is None else (mem - bare_mem) / count,
