@@ -218,6 +218,23 @@ def test_two_processes_equal_one_device(tmp_path):
     assert np.max(np.abs(tracks["one"]["tracers"].x[-1] - tracks["one"]["tracers"].x[0])) > 0.1  # they moved
 
 
+def test_an_owned_checkpoint_that_lost_particles_cannot_restart_replicated(devices):
+    """The rows of an owned checkpoint become a replicated species' only when every particle is there: with
+    one lost, a one-line ConfigError naming particles[0].distribution."""
+    sim = simulation(devices, ("slab", 4, None), particles=[SPECIES[0]], **FLOW)
+    live = np.ones(400, bool)
+    live[200:] = False  # the empty slots
+    live[7] = False  # particle 7 lost
+    stored = {"particles.tracers.position": np.zeros((400, 3)), "particles.tracers.ident": np.arange(400) % 200,
+              "particles.tracers.live": live, "particles.tracers.lost": np.array([0, 0, 1], np.int32)}
+    with pytest.raises(ConfigError) as err:
+        sim.equation.reslot(stored)
+    message = str(err.value)
+    assert message.startswith("particles[0].distribution = 'replicated'") and "\n" not in message, message
+    live[7] = True
+    assert sim.equation.reslot(stored)["particles.tracers.position"].shape == (200, 3)
+
+
 @pytest.mark.parametrize("entry, key", [
     ({"distribution": "owned"}, "particles[0].interpolation"),  # exact, the default, is not local
     ({"distribution": "owned", "interpolation": "nufft"}, "particles[0].interpolation"),
