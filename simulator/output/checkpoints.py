@@ -347,7 +347,7 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str],
                              else f"has no {name!r}")
                     raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), "restart on the devices "
                                       "and backend it was written on (this run's particles cannot be laid out "
-                                      f"again)", f"{holds} laid out for other devices, this run needs "
+                                      "again)", f"{holds} laid out for other devices, this run needs "
                                       f"{list(leaf.shape)}")
                 out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, (0, 1, 2), leaf.dtype))
             elif space == "spectral":
