@@ -354,17 +354,25 @@ def test_the_particle_benchmark_measures_each_path_against_the_bare_step(tmp_pat
 
     script = Path(__file__).parents[1] / "scripts" / "bench_particles.py"
     done = subprocess.run([sys.executable, str(script), "--sizes", "16", "--counts", "64", "512", "--interpolations",
-                           "lagrange4", "nufft", "--repeats", "1", "--steps", "1", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+                           "lagrange4", "nufft", "--distributions", "replicated", "owned", "--repeats", "1", "--steps",
+                           "1", "--out", str(tmp_path)], check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads((tmp_path / "particles.json").read_text())["rows"]
-    assert [(r["interpolation"], r["tracers"]) for r in rows] == [("lagrange4", 64), ("lagrange4", 512),
-                                                                 ("nufft", 64), ("nufft", 512)]
+    assert [(r["interpolation"], r["distribution"], r["tracers"]) for r in rows] == [
+        ("lagrange4", "replicated", 64), ("lagrange4", "replicated", 512), ("lagrange4", "owned", 64),
+        ("lagrange4", "owned", 512), ("nufft", "replicated", 64), ("nufft", "replicated", 512)]  # owned: lagrange4
     for r in rows:
         assert r["step_ms"] > 0 and r["bare_ms"] > 0
         # positions and velocities of every tracer live in the chunk: at least 2 x 3 float64 each
         assert r["bytes_per_particle"] >= 48, r
     assert "# wrote" in done.stdout
+    # the memory alone, on 4 devices: owned tracers hold a quarter of the slots (capacity 2: half the particles)
+    done = subprocess.run([sys.executable, str(script), "--sizes", "16", "--counts", "20000", "--interpolations",
+                           "lagrange4", "--distributions", "replicated", "owned", "--devices", "4", "--memory-only",
+                           "--out", str(tmp_path)], check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    replicated, owned = json.loads((tmp_path / "particles.json").read_text())["rows"]
+    assert replicated["step_ms"] is None and owned["bytes_per_device"] < 0.75 * replicated["bytes_per_device"]
 
 
 @pytest.mark.parametrize("settings, code, expected", [

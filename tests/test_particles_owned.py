@@ -123,6 +123,119 @@ def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_pat
     assert simulator.run_config(config(tight), tmp_path / "tight") == 1
 
 
+@pytest.mark.slow  # 8-12 s on 2 cores: three short runs through the API
+def test_owned_trajectories_equal_the_replicated_ones(tmp_path):
+    """output.trajectories of owned species (tracers and inertial drops) records the particles of the lowest
+    identities, gathered by identity inside compiled code: the file equals the replicated species' (the first
+    rows) to 1e-12, ids and all, on a 4-device slab and a 2 x 2 pencil; the Lagrangian statistics read it."""
+    def run(species, name, **values):
+        base = {"grid.shape": [16, 16, 16], "precision": "float64", "initial.name": "random",
+                "initial.amplitude": 2.0, "time.dt": 0.02, "time.t_end": 0.2, "time.integrator": "rk4",
+                "output.chunk": 2, "checkpoint.every": 0, "output.trajectories.every": 2,
+                "output.trajectories.count": 50, "fft.mesh": [4], "particles": species}
+        assert simulator.run_config(load_config(None, {**base, **values}), tmp_path / name) == 0
+        return simulator.load_run(tmp_path / name)
+
+    want = run(SPECIES, "replicated")
+    for name, values in (("slab", {}), ("pencil", {"fft.backend": "pencil", "fft.mesh": [2, 2]})):
+        got = run(OWNED, name, **values)
+        for species in ("tracers", "drops"):
+            g, w = got.trajectories[species], want.trajectories[species]
+            assert g.x.shape == w.x.shape == (6, 50, 3) and np.array_equal(g.ids, w.ids)
+            assert np.array_equal(g.time, w.time)
+            for q in ("x", "v"):
+                assert relative_error(getattr(g, q), getattr(w, q)) < 1e-12, (name, species, q)
+            assert np.max(np.abs(g.x[-1] - g.x[0])) > 0.1  # they moved
+    assert set(got.lagrangian()) == {"tracers", "drops"}
+
+
+@pytest.mark.slow  # 10-12 s on 2 cores: four short runs through the API
+def test_a_restart_switches_the_distribution_both_ways(tmp_path):
+    """A replicated run's checkpoint restarts an owned run (rows laid out by identity, row i particle i), and an
+    owned run's a replicated one (live slots sorted by identity): each ends as the straight run of the
+    checkpoint's distribution to 1e-12 (float64, 4-device slab), tracers and inertial drops alike."""
+    import h5py
+
+    def run(species, name, **kwargs):
+        values = {"grid.shape": [16, 16, 16], "precision": "float64", "initial.name": "random",
+                  "initial.amplitude": 2.0, "time.dt": 0.02, "time.t_end": 0.4, "output.chunk": 5,
+                  "checkpoint.every": 10, "fft.mesh": [4], "particles": species}
+        assert simulator.run_config(load_config(None, values), tmp_path / name, **kwargs) == 0
+        with h5py.File(max((tmp_path / name / "checkpoints").glob("c*.h5"))) as f:
+            state = {k: f[k][()] for k in f if k.startswith("particles.")}
+        return {(s, q): by_identity(state, s, q) if f"particles.{s}.live" in state else state[f"particles.{s}.{q}"]
+                for s, q in (("tracers", "position"), ("drops", "position"), ("drops", "velocity"))}
+
+    straight = {"replicated": run(SPECIES, "replicated"), "owned": run(OWNED, "owned")}
+    for start, species in (("replicated", OWNED), ("owned", SPECIES)):
+        ckpt = str(tmp_path / start / "checkpoints" / "c00000010.json")
+        got = run(species, f"from-{start}", restart=ckpt)
+        assert not (tmp_path / f"from-{start}" / "checkpoints" / "c00000010.h5").exists()  # it began at step 10
+        for key, want in straight[start].items():
+            assert relative_error(got[key], want) < 1e-12, (start, key)
+
+
+@pytest.mark.slow  # 8-18 s on 2 cores: a one-device run and a two-process launch through the CLI
+def test_two_processes_equal_one_device(tmp_path):
+    """Owned tracers and inertial drops through `simulator launch -n 2 --cpu-devices 2 run` (a 2 x 2 pencil over
+    2 processes: the hand-over, the halo exchanges and the trajectories' gather cross the processes) and
+    through `simulator run` on one device: the final checkpoint's particles by identity, and the trajectory
+    file, agree to 1e-12; every particle is live, none lost."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import h5py
+
+    def inline(species):  # a flow-style YAML list for --set
+        return "[" + ", ".join("{" + ", ".join(f"{k}: {v}" for k, v in s.items()) + "}" for s in species) + "]"
+
+    config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
+    args = ["run", str(config), "--set", "grid.shape=16", "--set", "precision=float64", "--set", "initial.name=random",
+            "--set", "initial.amplitude=2.0", "--set", "time.dt=0.02", "--set", "time.t_end=0.2", "--set",
+            "output.chunk=5", "--set", "checkpoint.every=10", "--set", "output.snapshots.every=0", "--set",
+            "output.trajectories.every=5", "--set", "output.trajectories.count=50", "--set", f"particles={inline(OWNED)}"]
+    base = [sys.executable, "-m", "simulator"]
+    runs = {"one": [*base, *args, "--cpu-devices", "1"],
+            "two": [*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", *args, "--set",
+                    "fft.backend=pencil"]}
+    ends, tracks = {}, {}
+    for name, cmd in runs.items():
+        done = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=300,
+                              check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        with h5py.File(tmp_path / name / "checkpoints" / "c00000010.h5") as f:
+            state = {k: f[k][()] for k in f if k.startswith("particles.")}
+        ends[name] = {(s, q): by_identity(state, s, q) for s, q in (("tracers", "position"), ("drops", "position"),
+                                                                    ("drops", "velocity"))}
+        assert all(state[f"particles.{s}.lost"].tolist() == [0, 0, 0] for s in ("tracers", "drops"))
+        tracks[name] = simulator.load_run(tmp_path / name).trajectories
+    for key, want in ends["one"].items():
+        assert relative_error(ends["two"][key], want) < 1e-12, key
+    for species, want in tracks["one"].items():
+        got = tracks["two"][species]
+        assert want.x.shape == (3, 50, 3) and np.array_equal(got.ids, want.ids)
+        assert relative_error(got.x, want.x) < 1e-12 and relative_error(got.v, want.v) < 1e-12, species
+    assert np.max(np.abs(tracks["one"]["tracers"].x[-1] - tracks["one"]["tracers"].x[0])) > 0.1  # they moved
+
+
+def test_an_owned_checkpoint_that_lost_particles_cannot_restart_replicated(devices):
+    """The rows of an owned checkpoint become a replicated species' only when every particle is there: with
+    one lost, a one-line ConfigError naming particles[0].distribution."""
+    sim = simulation(devices, ("slab", 4, None), particles=[SPECIES[0]], **FLOW)
+    live = np.ones(400, bool)
+    live[200:] = False  # the empty slots
+    live[7] = False  # particle 7 lost
+    stored = {"particles.tracers.position": np.zeros((400, 3)), "particles.tracers.ident": np.arange(400) % 200,
+              "particles.tracers.live": live, "particles.tracers.lost": np.array([0, 0, 1], np.int32)}
+    with pytest.raises(ConfigError) as err:
+        sim.equation.reslot(stored)
+    message = str(err.value)
+    assert message.startswith("particles[0].distribution = 'replicated'") and "\n" not in message, message
+    live[7] = True
+    assert sim.equation.reslot(stored)["particles.tracers.position"].shape == (200, 3)
+
+
 @pytest.mark.parametrize("entry, key", [
     ({"distribution": "owned"}, "particles[0].interpolation"),  # exact, the default, is not local
     ({"distribution": "owned", "interpolation": "nufft"}, "particles[0].interpolation"),
@@ -131,8 +244,6 @@ def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_pat
     ({"distribution": "owned", "interpolation": "lagrange4", "exchange": 0}, "particles[0].exchange"),
     ({"distribution": "owned", "interpolation": "lagrange4", "halo": 3, "runtime.cpu_devices": 4, "fft.backend": "slab",
       "grid.shape": [16, 16, 16]}, "particles[0].halo"),
-    ({"distribution": "owned", "interpolation": "lagrange4", "output.trajectories.every": 5},
-     "output.trajectories.every"),
 ])
 def test_bad_owned_input_is_refused_naming_the_key(entry, key):
     entry = dict(entry)
@@ -156,3 +267,10 @@ def test_the_planner_counts_owned_slots_not_every_particle(devices):
     assert per_device == 500 * (24 + 4 + 1)  # capacity 2 x 1000 / 4 slots: positions, identities, occupancy
     assert particles.state_bytes(sim.cfg, 4) == per_device + 1000 * 24
     assert "owned by block: tracers" in particles.describe(sim.cfg, 4)
+    # the compiled chunk holds each device's slots, not every one (the planner's abstract state shards them)
+    bare = simulation(devices, ("slab", 4, None), grid__shape=[16, 16, 16])
+    held = [plan.compiled_programs(s, plan.abstract_state(s), ["chunk"])["chunk"].memory_analysis()
+            .argument_size_in_bytes for s in (sim, bare)]
+    # slots, the lost counts and the replicated rows, give or take a few scalars (every device holding all the
+    # slots would be 43500 bytes more)
+    assert abs(held[0] - held[1] - (per_device + 3 * 4 + 1000 * 24)) <= 64, held

@@ -116,11 +116,6 @@ def check(cfg: Any) -> None:
             check_planes(cfg, f"{key}.interpolation", method.name, method.planes, f"{method.instead}, or fewer devices")
         if not all(math.isfinite(g) for g in s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
-    owned = [s.name for s in species if s.owned]
-    if owned and cfg.output.trajectories.every:
-        raise ConfigError("output.trajectories.every", cfg.output.trajectories.every, "trajectories (and the "
-                          "Lagrangian statistics read from them) need every particle on every device: set 0, or "
-                          "distribution: replicated", f"cannot record owned species {', '.join(owned)}")
 
 
 def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:

@@ -170,6 +170,12 @@ class Equation(abc.ABC):
             return [self.space] * len(paths)
         return [self.space[jax.tree_util.keystr(p).strip(".[]'\"") or "state"] for p, _ in paths]
 
+    def owned_leaves(self, state: Any) -> set[str]:
+        """Names of ``state``'s particle leaves kept by owner (:mod:`simulator.fft.owned`: rows sharded along the
+        first axis over every mesh axis, each device its own slots), by their checkpoint names
+        (:func:`simulator.output.checkpoints.leaf_names`); every other particle leaf is replicated. None here."""
+        return set()
+
     # ---- the contract ------------------------------------------------------------------------------------
 
     @abc.abstractmethod

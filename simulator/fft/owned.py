@@ -148,3 +148,27 @@ def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> 
     outs = (PartitionSpec(axes), *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays), PartitionSpec())
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=tuple(PartitionSpec() for _ in arrays), out_specs=outs)
     return mapped(*arrays)
+
+
+def _gather_local(count: int, axes: tuple[str, ...], live: jax.Array, ident: jax.Array, *arrays: jax.Array
+                  ) -> tuple[jax.Array, ...]:
+    """One device's live slots whose identity is below ``count``, scattered to row ``ident`` of zeros, summed
+    over the mesh: each identity lives on one device, so the sum adds zeros to it."""
+    slot = jnp.where(live & (ident < count), ident, count)  # count: a row thrown away
+    return tuple(jax.lax.psum(jnp.zeros((count + 1, *x.shape[1:]), x.dtype).at[slot].set(x)[:count], axes)
+                 for x in arrays)
+
+
+def gather_identities(fft, count: int, live: jax.Array, ident: jax.Array, *arrays: jax.Array
+                      ) -> tuple[jax.Array, ...]:
+    """The particles with identities 0 .. ``count`` - 1 as small replicated arrays ``(count, ...)``, row i
+    particle i (the rows a replicated species holds first), inside compiled code: ``live``, ``ident``
+    ``(devices * capacity,)`` and ``arrays`` ``(devices * capacity, ...)`` sharded by owner. One psum of
+    ``count`` rows per array, whatever the species' size (what a trajectory file records). A row whose
+    particle is not live (lost) stays 0."""
+    axes = tuple(fft.mesh.axis_names)
+    body = functools.partial(_gather_local, count, axes)
+    specs = (PartitionSpec(axes), PartitionSpec(axes), *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays))
+    mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=specs,
+                           out_specs=tuple(PartitionSpec() for _ in arrays))
+    return mapped(live, ident, *arrays)

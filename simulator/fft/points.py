@@ -261,70 +261,29 @@ def _halo(x: jax.Array, axis: int, mesh_axis: str | None, size: int, below: int,
 def _local_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
                   sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
                   axes: tuple[str, ...] | None, reach: int, field: jax.Array, points: jax.Array) -> jax.Array:
-    """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``. With ``axes`` (replicated
-    points) every point whose cell (floor(x / dx)) lies in this block is evaluated here from the block and its
-    halo, the others give 0, and one psum over ``axes`` completes them all; without (owned points) every
-    point is this device's, its cell in this block, and the values stay here; with ``reach`` > 0 (owned points
-    only) its cell may lie up to ``reach`` cells outside the block along a sharded axis (the halo is as much
-    wider), and a point further out gives NaN."""
-    if reach:
-        return _reaching_window(window, real_axes, sizes, shape, spacing, reach, field, points)
+    """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``, ``points`` ``(Np, 3)``; returns
+    ``(B, Np)``. With ``axes`` (replicated points) every point whose cell (floor(x / dx)) lies in this block is
+    evaluated here from the block and its halo, the others give 0, and one psum over ``axes`` completes them
+    all. Without (owned points) every point is this device's and the values stay here: with ``reach`` 0 (the
+    cold dark matter's case) its cell lies in this block; with ``reach`` > 0 it may lie up to ``reach`` cells
+    outside along a sharded axis (a Runge-Kutta stage's provisional position: the halo is ``reach`` planes
+    wider on each side), and a point beyond gives NaN (its owner cannot evaluate it: the caller counts it)."""
+    if reach and axes is not None:
+        raise ValueError("_local_window: reach applies to owned points only")
     ext = field
     starts = []
-    for a in range(3):
-        ext = _halo(ext, a + 1, real_axes[a], sizes[a], window.below, window.above)
-        local = field.shape[a + 1]
-        index = jax.lax.axis_index(real_axes[a]) if real_axes[a] is not None and sizes[a] > 1 else 0
-        starts.append(index * local)
-    b = field.shape[0]
-    n_points = points.shape[0]
-    c = min(n_points, LOCAL_CHUNK)
-    chunks = -(-n_points // c)
-    padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
-    width = window.below + window.above + 1
-
-    def one(x: jax.Array) -> jax.Array:
-        s = x / jnp.asarray(spacing, x.dtype)
-        base = jnp.floor(s)
-        weights = window.weights(s - base)  # (C, 3, width)
-        g = jnp.mod(base.astype(jnp.int32), jnp.asarray(shape, jnp.int32))  # global index of the cell, (C, 3)
-        owned = jnp.ones(x.shape[0], bool)
-        idx = []
-        for a in range(3):
-            local = g[:, a] - starts[a]
-            n_local = field.shape[a + 1]
-            owned = owned & (local >= 0) & (local < n_local)
-            # node -below of the stencil is at ext position local (the lower halo shifts everything by below)
-            idx.append(jnp.clip(local, 0, n_local - 1)[:, None] + jnp.arange(width)[None, :])
-        values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
-        out = jnp.einsum("bcijk,ci,cj,ck->bc", values, weights[:, 0], weights[:, 1], weights[:, 2])
-        return out if axes is None else jnp.where(owned[None, :], out, 0)
-
-    out = jax.lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
-    out = jnp.moveaxis(out, 1, 0).reshape(b, chunks * c)[:, :n_points]
-    return out if axes is None else jax.lax.psum(out, axes)
-
-
-def _reaching_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
-                     sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
-                     reach: int, field: jax.Array, points: jax.Array) -> jax.Array:
-    """:func:`_local_window` for owned points whose cell may lie up to ``reach`` cells outside this device's
-    block along each sharded axis (a Runge-Kutta stage's provisional position): the halo is ``reach`` planes
-    wider on each side, and a point beyond it gives NaN (its owner cannot evaluate it: the caller counts it).
-    ``(B, Np)``, the values staying on the owner."""
-    ext = field
-    starts, split = [], []
     for a in range(3):
         cut = real_axes[a] is not None and sizes[a] > 1
         ext = _halo(ext, a + 1, real_axes[a], sizes[a], window.below + reach, window.above + reach)
         starts.append(jax.lax.axis_index(real_axes[a]) * field.shape[a + 1] if cut else 0)
-        split.append(cut)
     b = field.shape[0]
     n_points = points.shape[0]
     c = min(n_points, LOCAL_CHUNK)
     chunks = -(-n_points // c)
     padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
     width = window.below + window.above + 1
+    # an owned point at reach 0 is inside by construction: no mask (nor a select in the deposit, its transpose)
+    checked = axes is not None or reach > 0
 
     def one(x: jax.Array) -> jax.Array:
         s = x / jnp.asarray(spacing, x.dtype)
@@ -335,18 +294,22 @@ def _reaching_window(window: Window, real_axes: tuple[str | None, str | None, st
         idx = []
         for a in range(3):
             n_local = field.shape[a + 1]
-            # the cell's offset from the block's start, periodic, in [-reach, shape - reach)
-            local = jnp.mod(g[:, a] - starts[a] + reach, shape[a]) - reach
-            if split[a]:
-                inside = inside & (local < n_local + reach)
-            # node -below of the stencil is at ext position local + reach (the wider lower halo)
-            idx.append(jnp.clip(local, -reach, n_local + reach - 1)[:, None] + reach + jnp.arange(width)[None, :])
+            # the cell's offset from the block's start; with a reach, periodic in [-reach, shape - reach) so that
+            # a cell just below the block (across the periodic wrap too) is a negative offset into the wider halo
+            local = g[:, a] - starts[a] if not reach else jnp.mod(g[:, a] - starts[a] + reach, shape[a]) - reach
+            if checked:
+                inside = inside & (local >= -reach) & (local < n_local + reach)
+            # node -below of the stencil is at ext position local + reach (the lower halo shifts everything)
+            idx.append(jnp.clip(local, -reach, n_local + reach - 1)[:, None] + (reach + jnp.arange(width))[None, :])
         values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
         out = jnp.einsum("bcijk,ci,cj,ck->bc", values, weights[:, 0], weights[:, 1], weights[:, 2])
-        return jnp.where(inside[None, :], out, jnp.nan)
+        if axes is not None:  # another device's point: its owner adds it in the psum
+            return jnp.where(inside[None, :], out, 0)
+        return jnp.where(inside[None, :], out, jnp.nan) if reach else out
 
     out = jax.lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
-    return jnp.moveaxis(out, 1, 0).reshape(b, chunks * c)[:, :n_points]
+    out = jnp.moveaxis(out, 1, 0).reshape(b, chunks * c)[:, :n_points]
+    return out if axes is None else jax.lax.psum(out, axes)
 
 
 def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],

@@ -22,6 +22,10 @@ Damage found only when the data is read (a checksum mismatch) makes the restart 
 way (:func:`damage`, used by the run loop). Only the last ``checkpoint.keep`` complete checkpoints
 are kept.
 
+(Somewhat over 400 lines: writing, validating and restoring a checkpoint read the same marker and layout, and
+restoring particle arrays laid out for other devices or another distribution belongs with the rest of the
+restore.)
+
 Restoring re-shards on read: each process reads the blocks of its own devices from the index,
 whatever device count, process count or backend wrote it. Spectral leaves are stored in canonical
 axis order (kx, ky, kz), in the spectral layout of the run that wrote them (the marker's ``spectrum``
@@ -299,6 +303,7 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str],
 
     leaves, treedef = jax.tree.flatten(template)
     names = leaf_names(template)
+    by_name: dict[str, str] = {}
     if isinstance(ckpt.meta.get("names"), list) and len(ckpt.meta["names"]) == len(ckpt.meta.get("spaces", ())):
         # by name: a template may hold part of what was stored (the flow of a run with particles)
         by_name = dict(zip(ckpt.meta["names"], ckpt.meta["spaces"], strict=True))
@@ -307,31 +312,43 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str],
         stored_spaces = ckpt.spaces(len(leaves))
     out: list[Any] = []
     with hdf5.IndexedFile(ckpt.index) as snap:
-        particles = [n for n, space in zip(names, spaces, strict=True) if space == PARTICLES and n in snap.fields]
+        wanted = [n for n, space in zip(names, spaces, strict=True) if space == PARTICLES]
+        particles = [n for n in wanted if n in snap.fields]
+        # every particle array the file holds (the marker names them; an older marker: those this run keeps)
+        held = [n for n in snap.fields if by_name.get(n) == PARTICLES] if by_name else particles
+        # a species (the arrays sharing a name up to its last dot) stored with slots' occupancy (``<species>.live``)
+        # where this run keeps replicated rows, or the other way round: its distribution changed
+        group = {n: n.rpartition(".")[0] for n in (*wanted, *held)}
+        changed = {g for g in set(group.values()) if any(group[n] == g for n in held)
+                   and (f"{g}.live" in wanted) != (f"{g}.live" in held)}
         # arrays kept per device (not replicated) written with real space divided otherwise; a marker without
         # real_blocks (written before they were recorded) is judged by the shapes alone
         moved = ckpt.meta.get("real_blocks", real_blocks(fft)) != real_blocks(fft)
-        foreign = [n for n, leaf in zip(names, leaves, strict=True) if n in particles and (
-            tuple(snap.file[n].shape) != tuple(leaf.shape) or (moved and not leaf.sharding.is_fully_replicated))]
-        # written on another device count: laid out again by the equation, if it can
-        laid = reslot({n: snap.file[n][()] for n in particles}) if foreign and reslot is not None else None
+        foreign = [n for n, leaf in zip(names, leaves, strict=True) if n in wanted and (
+            group[n] in changed or tuple(snap.file[n].shape) != tuple(leaf.shape)
+            or (moved and not leaf.sharding.is_fully_replicated))]
+        # written on another device count, or in the other distribution: laid out again by the equation, if it can
+        laid = reslot({n: snap.file[n][()] for n in held}) if foreign and reslot is not None else None
         for name, leaf, space, stored in zip(names, leaves, spaces, stored_spaces, strict=True):
-            if name not in snap.fields:
+            if space == PARTICLES and laid is not None and name in laid:
+                out.append(laid[name])
+                continue
+            if name not in snap.fields and name not in foreign:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index} has no array {name!r} (holds {', '.join(snap.fields)})")
             if space != stored:
                 raise hdf5.IncompleteOutputError(f"{ckpt.index}: array {name!r} is stored in {stored} space, this "
                                                  f"run keeps it in {space} space")
-            if space == PARTICLES and laid is not None and name in laid:
-                out.append(laid[name])
-            elif space == PARTICLES:
+            if space == PARTICLES:
                 if name in foreign:
                     # not damage: particles kept per device (slots) were written on other devices
                     from simulator.errors import ConfigError
 
+                    holds = (f"holds {name!r} of shape {list(snap.file[name].shape)}" if name in snap.fields
+                             else f"has no {name!r}")
                     raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), "restart on the devices "
                                       "and backend it was written on (this run's particles cannot be laid out "
-                                      "again)", f"holds {name!r} of shape {list(snap.file[name].shape)} laid out "
-                                      f"for other devices, this run needs {list(leaf.shape)}")
+                                      "again)", f"{holds} laid out for other devices, this run needs "
+                                      f"{list(leaf.shape)}")
                 out.append(hdf5.read_into(snap, name, leaf.shape, leaf.sharding, (0, 1, 2), leaf.dtype))
             elif space == "spectral":
                 out.append(_read_spectrum(ckpt, snap, name, leaf, fft))

@@ -1,8 +1,8 @@
 """The trajectory file ``particles/trajectories.h5`` (``output.trajectories``): the first ``count`` particles
-of each species of the ``particles`` section at a finer cadence than the particle snapshots, written by
-process 0 alone (a small subset). Datasets: ``time``, ``step`` (T,); ``position`` (wrapped into [0, L)),
-``unwrapped``, ``velocity`` (T, particle, 3); ``id`` and ``species`` (particle,) as in the snapshots
-(:mod:`simulator.output.particles`); attribute ``species_names``.
+(identities 0 .. count - 1, replicated or owned species alike) of each species of the ``particles`` section at
+a finer cadence than the particle snapshots, written by process 0 alone (a small subset). Datasets: ``time``,
+``step`` (T,); ``position`` (wrapped into [0, L)), ``unwrapped``, ``velocity`` (T, particle, 3); ``id`` and
+``species`` (particle,) as in the snapshots (:mod:`simulator.output.particles`); attribute ``species_names``.
 """
 
 from __future__ import annotations
@@ -26,17 +26,19 @@ ROWS = ("time", "step", "position", "unwrapped", "velocity")
 
 
 class TrajectoryWriter(Writer):
-    """The first ``count`` particles of each species every ``schedule.every`` steps, appended to
-    ``particles/trajectories.h5`` by process 0. On a restart, rows past the restart's step are dropped;
+    """The first ``count`` particles of each species (``totals`` particles each) every ``schedule.every``
+    steps, appended to ``particles/trajectories.h5`` by process 0; ``sample`` gives those rows alone, replicated
+    (:func:`simulator.particles.outputs.recorded_rows`). On a restart, rows past the restart's step are dropped;
     a damaged file, or one of other particles (another ``count``), is set aside whole
     (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
 
     name = "trajectories"
 
-    def __init__(self, schedule: Schedule, species: Sequence[str], count: int, sample: Sample, box: Sequence[float],
-                 rank0: bool):
+    def __init__(self, schedule: Schedule, species: Sequence[str], totals: Sequence[int], count: int, sample: Sample,
+                 box: Sequence[float], rank0: bool):
         super().__init__()
         self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
+        self.totals = tuple(int(n) for n in totals)  # each species' particle count: the ids' offsets
         self.box = box
         self.path: Path | None = None
         self.pending: Pending | None = None
@@ -61,12 +63,11 @@ class TrajectoryWriter(Writer):
         if not self.rank0:
             return
         assert self.path is not None
-        # replicated species (flow particles): this process's first copy is the whole of each
-        whole = {s: Share(np.arange(arrays[s].position.shape[0]), np.asarray(arrays[s].position.addressable_data(0)),
+        # the recorded rows, replicated (row i particle i, owned species gathered by identity in compiled code):
+        # this process's first copy is the whole of each
+        first = {s: Share(np.arange(arrays[s].position.shape[0]), np.asarray(arrays[s].position.addressable_data(0)),
                           np.asarray(arrays[s].velocity.addressable_data(0))) for s in self.species}
-        first = {s: Share(*(np.asarray(v)[:self.count] for v in (w.ident, w.position, w.velocity)))
-                 for s, w in whole.items()}
-        data = gather_rows(self.species, first, np.cumsum([0] + [len(whole[s].ident) for s in self.species]), self.box)
+        data = gather_rows(self.species, first, np.cumsum([0, *self.totals]), self.box)
         self._io(lambda: self._append(moment, data))
 
     def _changed(self, f: h5py.File, ids: np.ndarray) -> str | None:

@@ -145,6 +145,11 @@ class WithParticles(SemiLinearEquation):
         spaces[FLOW] = self.flow.leaf_spaces(state[FLOW])
         return [space for key in sorted(state) for space in spaces[key]]  # a dict flattens in sorted key order
 
+    def owned_leaves(self, state: Any) -> set[str]:
+        """The owned species' slots (:func:`.owned.keys`, not ``lost``, replicated)."""
+        return {key for s in self.species if s.owned for role, key in owning.keys(s.name).items()
+                if role != "lost" and (s.inertial or role != "velocity")}
+
     def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
         return self.flow.fields(state[FLOW], params)
 
@@ -271,13 +276,30 @@ class WithParticles(SemiLinearEquation):
         return owning.lost_message(self.species, state)
 
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
-        """The owned species of a checkpoint written on other devices, laid out for this run's (their live
-        slots sorted by identity, then :func:`.owned.distribute`; the lost counts carried on)."""
+        """The species of a checkpoint written on other devices or in the other ``distribution``, laid out for
+        this run (``stored``: the file's particle arrays by name, whole): an owned species from its stored rows
+        by identity (an owned checkpoint's live slots sorted by identity, or a replicated one's rows, row i
+        particle i) through :func:`.owned.distribute`, the lost counts carried on; a replicated species stored
+        owned as rows by identity, replicated. A species that lost particles cannot become replicated: a
+        one-line ConfigError naming ``particles[i].distribution``."""
+        from simulator.errors import ConfigError
+
         out: dict[str, jax.Array] = {}
-        for s in self.species:
-            rows = owning.host_rows(s, stored) if s.owned else None
-            if rows is not None:
+        for i, s in enumerate(self.species):
+            rows = owning.host_rows(s, stored)
+            if rows is None:
+                continue
+            if s.owned:
                 out.update(owning.lay_out(self.fft, self.box, self.dtype, s, *rows))
+            elif owning.keys(s.name)["live"] in stored:  # owned slots in the checkpoint, replicated rows here
+                position, velocity, ident, _ = rows
+                if not np.array_equal(ident, np.arange(s.count)):
+                    raise ConfigError(f"particles[{i}].distribution", s.distribution, f"the checkpoint holds "
+                                      f"{len(ident)} of the {s.count} particles of species {s.name} (the others "
+                                      "were lost): restart with distribution: owned", "cannot take them")
+                out[position_key(s.name)] = owning.replicated(self.fft, position, self.dtype)
+                if velocity is not None:
+                    out[velocity_key(s.name)] = owning.replicated(self.fft, velocity, self.dtype)
         return out or None
 
 

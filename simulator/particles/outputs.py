@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 
+from simulator.equations.base import ParticleArrays
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.particles import ParticleSnapshotWriter, species_names
 from simulator.output.trajectories import TrajectoryWriter
@@ -27,6 +28,31 @@ def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
     out: list[Writer] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_names(cfg), sample,
                                                 cfg.grid.box, ctx.snapshot_attrs, ctx.info, ctx.rank0)]
     if cfg.output.trajectories.every:
-        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), [s.name for s in cfg.particles],
-                                    cfg.output.trajectories.count, sample, cfg.grid.box, ctx.rank0))
+        rows = {s.name: min(cfg.output.trajectories.count, s.count) for s in cfg.particles}
+        recorded = jax.jit(lambda eq, state, p, t: recorded_rows(eq.fft, rows, eq.at(t).particles(state, p)))
+
+        def sample_recorded(moment: Moment) -> Mapping[str, Any]:
+            return recorded(sim.equation, moment.state, params, sim.time_array(moment.time))
+
+        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), list(rows),
+                                    [s.count for s in cfg.particles], cfg.output.trajectories.count, sample_recorded,
+                                    cfg.grid.box, ctx.rank0))
+    return out
+
+
+def recorded_rows(fft: Any, rows: Mapping[str, int], arrays: Mapping[str, ParticleArrays]
+                  ) -> dict[str, ParticleArrays]:
+    """The particles a trajectory file records, inside compiled code: of each species named in ``rows``, the
+    ``rows[name]`` with the lowest identities, replicated ``(rows, 3)`` positions and velocities, row i particle
+    i. A replicated species' first rows; an owned species' slots gathered by identity
+    (:func:`simulator.fft.owned.gather_identities`: one psum of those rows, never the whole species)."""
+    from simulator.fft.owned import gather_identities
+
+    out = {}
+    for name, n in rows.items():
+        a = arrays[name]
+        if a.ident is None:
+            out[name] = ParticleArrays(a.position[:n], a.velocity[:n])
+        else:
+            out[name] = ParticleArrays(*gather_identities(fft, n, a.live, a.ident, a.position, a.velocity))
     return out

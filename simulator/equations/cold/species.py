@@ -65,6 +65,10 @@ class ColdSpecies:
         """Where the state's leaves live: real space, and the particles' arrays stored whole (:data:`SPACES`)."""
         return SPACES if self.mixed else "real"
 
+    def owned_leaves(self, state: Any) -> set[str]:
+        """A mixed run's cold particles' slots, kept by owner (not ``lost``, replicated)."""
+        return {"position", "momentum", "force", "live", "ident"} if self.mixed else set()
+
     @property
     def field_info(self) -> Mapping[str, Any]:
         """The equation's fields, less the particles' (``cdm_density``, ``total_density``) without particles."""
