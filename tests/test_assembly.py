@@ -17,6 +17,7 @@ from jax.extend import core as jex_core
 from simulator.api import load_config
 from simulator.equations import assembly
 from simulator.run.simulation import Simulation
+from support import on_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the primitives that lower to an HLO concatenate
@@ -77,7 +78,7 @@ def _complex_concatenations(jaxpr) -> list[str]:
 
 
 def _simulation(devices, config: Path, **extra) -> Simulation:
-    values = {"grid.shape": 8, "precision": "float64", "fft.backend": "single", **extra}
+    values = {**on_grid(config, 8), "precision": "float64", "fft.backend": "single", **extra}
     return Simulation(load_config(config, values), devices[:1])
 
 

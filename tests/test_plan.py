@@ -18,6 +18,7 @@ from simulator.api import load_config
 from simulator.equations import registry
 from simulator.run.simulation import Simulation
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
+from support import on_grid
 
 ROOT = Path(__file__).parents[1]
 #: bytes per cell of the compiled chunk (all devices): the issue's targets (1024^3 lsrk4 float32 on 80 GB)
@@ -236,7 +237,7 @@ def _shipped_and_two_scalar_boussinesq():
 def test_every_shipped_config_plans_its_own_state(label, path, extra):
     """The planner's state is the run's own (its scalar count, not the declaration's): planning
     scalar_turbulence.yaml failed with 'add got incompatible shapes (5,...), (4,...)'."""
-    sim = Simulation(load_config(path, {"grid.shape": [8, 8, 8], **extra}), jax.devices()[:1])
+    sim = Simulation(load_config(path, {**on_grid(path, 8), **extra}), jax.devices()[:1])
     state = plan.abstract_state(sim)
     real = sim.equation.zero_state(sim.params)
     assert jax.tree.map(lambda a: (a.shape, a.dtype), state) == jax.tree.map(lambda a: (a.shape, a.dtype), real)
@@ -246,7 +247,7 @@ def test_every_shipped_config_plans_its_own_state(label, path, extra):
 @pytest.mark.parametrize("label, path, extra", _shipped_and_two_scalar_boussinesq(),
                          ids=[c[0] for c in _shipped_and_two_scalar_boussinesq()])
 def test_every_shipped_config_passes_the_fit_check(label, path, extra, monkeypatch):
-    cfg = load_config(path, {"grid.shape": [8, 8, 8], **extra})
+    cfg = load_config(path, {**on_grid(path, 8), **extra})
     monkeypatch.setattr(admission, "QUICK_FRACTION", 0.0)  # compile even though the state is tiny
     p = admission.check_fits(Simulation(cfg, jax.devices()[:1]))
     assert p is not None and p.fits
