@@ -59,8 +59,7 @@ COMPILED_DEVICES = 8
 
 def abstract_state(sim: Any) -> Any:
     """The simulation's state as ``jax.ShapeDtypeStruct`` leaves with their shardings (nothing allocated)."""
-    from jax.sharding import NamedSharding, PartitionSpec
-
+    from simulator.fft.owned import sharding as owned_sharding
     from simulator.output.checkpoints import leaf_names
 
     state = jax.eval_shape(sim.equation.from_fields, sim.equation.field_layouts(), sim.params)
@@ -68,9 +67,8 @@ def abstract_state(sim: Any) -> Any:
     owned = sim.equation.owned_leaves(state)
     out = []
     for leaf, space, name in zip(leaves, sim.equation.leaf_spaces(state), leaf_names(state), strict=True):
-        if space == "particles" and name in owned:  # each device its own slots (simulator.fft.owned)
-            axes = tuple(sim.fft.mesh.axis_names)
-            sharding = NamedSharding(sim.fft.mesh, PartitionSpec(axes, *([None] * (leaf.ndim - 1))))
+        if space == "particles" and name in owned:  # each device its own slots
+            sharding = owned_sharding(sim.fft, leaf.ndim)
         elif space == "particles":  # (Np, 3), every device holds all of them
             sharding = sim.fft.replicated_sharding()
         else:

@@ -119,12 +119,13 @@ def test_resolved_config_round_trips(tmp_path):
         # a key of another equation: unknown here, with the keys that are valid
         ("physics: {name: schrodinger_poisson, forcing: band}\ninitial: {name: jeans}", [],
          r"^physics\.forcing = 'band' is an unknown key; known keys for physics\.name = schrodinger_poisson: "
-         r"name, hbar_over_m, G, self_interaction$"),
+         r"name, hbar_over_m, G, self_interaction, fdm_fraction, cdm_particles, cdm_window, cdm_capacity, "
+         r"cdm_exchange$"),
         ("physics: {name: schrodinger_poisson, viscosity: 0.5}\ninitial: {name: jeans}", [],
          r"^physics\.viscosity = 0\.5 is an unknown key; known keys for physics\.name = schrodinger_poisson"),
         ("physics: {name: schrodinger_poisson}\ninitial: {name: jeans, core_radius: 3}", [],
          r"^initial\.core_radius = 3 is an unknown key; known keys for initial\.name = jeans: name, density, "
-         r"amplitude, wavenumber$"),
+         r"amplitude, wavenumber, rate$"),
         ("initial: {name: taylor_green, seed: 3}", [],
          r"^initial\.seed = 3 is an unknown key; known keys for initial\.name = taylor_green: name, amplitude, "
          r"scalars$"),

@@ -136,6 +136,12 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
     return (live, *out, over)
 
 
+def sharding(fft, ndim: int) -> jax.sharding.NamedSharding:
+    """The sharding of an owned particle array of ``ndim`` dimensions: its rows (slots) split over every mesh
+    axis in mesh order, each device its own ``capacity`` rows (what :func:`distribute` returns)."""
+    return jax.sharding.NamedSharding(fft.mesh, PartitionSpec(tuple(fft.mesh.axis_names), *([None] * (ndim - 1))))
+
+
 def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """Replicated particle arrays ``(Np, ...)`` (the first the positions) laid out as owned ones: each device
     keeps those in its block in ``capacity`` slots. Returns ``(live, *arrays, over)``: ``over`` the
