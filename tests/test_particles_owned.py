@@ -123,43 +123,22 @@ def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_pat
     assert simulator.run_config(config(tight), tmp_path / "tight") == 1
 
 
-@pytest.mark.slow  # 8-12 s on 2 cores: three short runs through the API
-def test_owned_trajectories_equal_the_replicated_ones(tmp_path):
-    """output.trajectories of owned species (tracers and inertial drops) records the particles of the lowest
-    identities, gathered by identity inside compiled code: the file equals the replicated species' (the first
-    rows) to 1e-12, ids and all, on a 4-device slab and a 2 x 2 pencil; the Lagrangian statistics read it."""
-    def run(species, name, **values):
-        base = {"grid.shape": [16, 16, 16], "precision": "float64", "initial.name": "random",
-                "initial.amplitude": 2.0, "time.dt": 0.02, "time.t_end": 0.2, "time.integrator": "rk4",
-                "output.chunk": 2, "checkpoint.every": 0, "output.trajectories.every": 2,
-                "output.trajectories.count": 50, "fft.mesh": [4], "particles": species}
-        assert simulator.run_config(load_config(None, {**base, **values}), tmp_path / name) == 0
-        return simulator.load_run(tmp_path / name)
-
-    want = run(SPECIES, "replicated")
-    for name, values in (("slab", {}), ("pencil", {"fft.backend": "pencil", "fft.mesh": [2, 2]})):
-        got = run(OWNED, name, **values)
-        for species in ("tracers", "drops"):
-            g, w = got.trajectories[species], want.trajectories[species]
-            assert g.x.shape == w.x.shape == (6, 50, 3) and np.array_equal(g.ids, w.ids)
-            assert np.array_equal(g.time, w.time)
-            for q in ("x", "v"):
-                assert relative_error(getattr(g, q), getattr(w, q)) < 1e-12, (name, species, q)
-            assert np.max(np.abs(g.x[-1] - g.x[0])) > 0.1  # they moved
-    assert set(got.lagrangian()) == {"tracers", "drops"}
-
-
-@pytest.mark.slow  # 10-12 s on 2 cores: four short runs through the API
-def test_a_restart_switches_the_distribution_both_ways(tmp_path):
-    """A replicated run's checkpoint restarts an owned run (rows laid out by identity, row i particle i), and an
-    owned run's a replicated one (live slots sorted by identity): each ends as the straight run of the
-    checkpoint's distribution to 1e-12 (float64, 4-device slab), tracers and inertial drops alike."""
+@pytest.mark.slow  # 10-14 s on 2 cores: four short runs through the API
+def test_owned_trajectories_and_a_restart_that_switches_the_distribution_both_ways(tmp_path):
+    """Owned and replicated straight runs (float64, 4-device slab, tracers and inertial drops) with
+    output.trajectories: the owned species record the particles of the lowest identities, gathered by identity
+    inside compiled code, and the file equals the replicated species' (the first rows) to 1e-12, ids and all;
+    the Lagrangian statistics read it. Then a replicated run's checkpoint restarts an owned run (rows laid out
+    by identity, row i particle i), and an owned run's a replicated one (live slots sorted by identity): each
+    ends as the straight run of the checkpoint's distribution to 1e-12. (The 2 x 2 pencil's trajectories are
+    checked by test_two_processes_equal_one_device.)"""
     import h5py
 
     def run(species, name, **kwargs):
         values = {"grid.shape": [16, 16, 16], "precision": "float64", "initial.name": "random",
                   "initial.amplitude": 2.0, "time.dt": 0.02, "time.t_end": 0.4, "output.chunk": 5,
-                  "checkpoint.every": 10, "fft.mesh": [4], "particles": species}
+                  "checkpoint.every": 10, "fft.mesh": [4], "particles": species, "time.integrator": "rk4",
+                  "output.trajectories.every": 5, "output.trajectories.count": 50}
         assert simulator.run_config(load_config(None, values), tmp_path / name, **kwargs) == 0
         with h5py.File(max((tmp_path / name / "checkpoints").glob("c*.h5"))) as f:
             state = {k: f[k][()] for k in f if k.startswith("particles.")}
@@ -167,6 +146,15 @@ def test_a_restart_switches_the_distribution_both_ways(tmp_path):
                 for s, q in (("tracers", "position"), ("drops", "position"), ("drops", "velocity"))}
 
     straight = {"replicated": run(SPECIES, "replicated"), "owned": run(OWNED, "owned")}
+    got, want = (simulator.load_run(tmp_path / name) for name in ("owned", "replicated"))
+    for species in ("tracers", "drops"):
+        g, w = got.trajectories[species], want.trajectories[species]
+        assert g.x.shape == w.x.shape == (5, 50, 3) and np.array_equal(g.ids, w.ids)
+        assert np.array_equal(g.time, w.time)
+        for q in ("x", "v"):
+            assert relative_error(getattr(g, q), getattr(w, q)) < 1e-12, (species, q)
+        assert np.max(np.abs(g.x[-1] - g.x[0])) > 0.1  # they moved
+    assert set(got.lagrangian()) == {"tracers", "drops"}
     for start, species in (("replicated", OWNED), ("owned", SPECIES)):
         ckpt = str(tmp_path / start / "checkpoints" / "c00000010.json")
         got = run(species, f"from-{start}", restart=ckpt)
