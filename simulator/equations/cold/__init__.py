@@ -27,6 +27,26 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.schema import setting
+
+
+def window_setting() -> Any:
+    """``physics.cdm_window``, declared once for every equation that carries cold particles."""
+    return setting("cic", "particle-mesh window assigning mass and interpolating forces, its transform divided out: "
+                   "cic (cloud in cell, 2 x 2 x 2 nodes) or tsc (triangular-shaped cloud, 3 x 3 x 3)",
+                   choices=("cic", "tsc"))
+
+
+def capacity_setting() -> Any:
+    """``physics.cdm_capacity``: slots per device."""
+    return setting(2.0, "particle slots per device, times the mean count per device (each device holds the "
+                   "particles in its block; on one device exactly all of them)", min=1.0)
+
+
+def exchange_setting() -> Any:
+    """``physics.cdm_exchange``: the hand-over's send buffers."""
+    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots", gt=0.0,
+                   max=1.0)
 
 
 def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scales
-from simulator.equations.cold import check_particles
+from simulator.equations.cold import capacity_setting, check_particles, exchange_setting, window_setting
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
     Clock,
@@ -62,16 +62,12 @@ class FDMCosmoParams(EquationParams):
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice with Zel'dovich displacements); needs "
                                  "physics.fdm_fraction < 1; 0 = none", min=0)
-    cdm_window: str = setting("cic", "particle-mesh window assigning mass and interpolating forces, its transform "
-                              "divided out: cic (cloud in cell, 2 x 2 x 2 nodes) or tsc (triangular-shaped cloud, "
-                              "3 x 3 x 3)", choices=("cic", "tsc"))
-    cdm_capacity: float = setting(2.0, "particle slots per device, times the mean count per device (each device "
-                                  "holds the particles in its block; on one device exactly all of them)", min=1.0)
+    cdm_window: str = window_setting()
+    cdm_capacity: float = capacity_setting()
     cdm_lpt: int = setting(1, "order of Lagrangian perturbation theory of the particles' initial displacements: "
                            "1 (Zel'dovich) or 2 (2LPT: the second-order displacement too, fewer transients from the "
                            "start)", choices=(1, 2))
-    cdm_exchange: float = setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its "
-                                  "slots", gt=0.0, max=1.0)
+    cdm_exchange: float = exchange_setting()
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 / a^3 in code units "
                                     "(100 km/s)^2 / rho_crit,0; > 0 repulsive, < 0 attractive (see physics.f_a)")
     f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "
