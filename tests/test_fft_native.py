@@ -4,6 +4,7 @@ GPU; a whole Navier-Stokes step equal on both paths; and how the path is chosen 
 
 The backends' own checks on both paths (every backend, device count, r2c/c2c) are in test_fft.py."""
 
+import re
 import subprocess
 import sys
 
@@ -46,7 +47,7 @@ CASES = [
 @BOTH
 @pytest.mark.parametrize("shape, axes", CASES, ids=lambda v: str(v).replace(" ", ""))
 def test_float64_local_transforms_match_numpy(local_fft, shape, axes):
-    fft = local.resolve(local_fft, threads=2)
+    fft = local.resolve(local_fft, threads=2, grain=1)  # grain 1: two threads, on these small shapes too
     rng = np.random.default_rng(1)
     x = rng.standard_normal(shape)
     z = x + 1j * rng.standard_normal(shape)
@@ -67,7 +68,7 @@ def test_float64_local_transforms_match_numpy(local_fft, shape, axes):
 def test_float32_local_transforms_match_numpy(local_fft, shape, axes):
     # float32 FFT round-off grows like eps * log2(N) (eps = 6e-8, N <= 4320 here): 1e-5 relative to
     # the largest coefficient is a margin of ~10 over that, and any real bug is an O(1) error
-    fft = local.resolve(local_fft, threads=2)
+    fft = local.resolve(local_fft, threads=2, grain=1)  # grain 1: two threads, on these small shapes too
     rng = np.random.default_rng(2)
     x = rng.standard_normal(shape).astype(np.float32)
     z = (x + 1j * rng.standard_normal(shape)).astype(np.complex64)
@@ -118,13 +119,14 @@ def test_fftw_lowers_for_cpu_only_and_a_gpu_backend_never_uses_it(local_fft):
 @pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("name, mesh", [("slab", None), ("pencil", (2, 4))])
-def test_eight_devices_transforming_at_once(devices, local_fft, threads, name, mesh):
+def test_eight_devices_transforming_at_once(devices, local_fft, threads, name, mesh, monkeypatch):
     """All 8 virtual devices run (and, for a shape new to the process, plan) their custom calls
     concurrently from XLA's threads; every shard must come out right."""
+    monkeypatch.setenv(local.ENV_GRAIN, "1")  # every transform on all its threads, small as these are
     shape = (16, 24, 48) if threads == 1 else (24, 16, 32)  # shapes no other test plans
     cls = BACKENDS[name]
     fft = cls(shape, build_mesh(cls, mesh, devices), local_fft=local_fft, fft_threads=threads)
-    assert fft.local.name == "fftw" and fft.local.threads == threads
+    assert fft.local.name == "fftw" and fft.local.threads == threads and fft.local.grain == 1
     x = host_field((3, *shape), True, seed=5)
     xs = distribute(x, fft.real_sharding(1), jnp.float64)
     pair = jax.jit(lambda a: (fft.rfft(a), fft.irfft(fft.rfft(a))))
@@ -294,3 +296,25 @@ def test_on_a_gpu_the_fftw_extension_is_never_loaded(monkeypatch):
     monkeypatch.setenv(local.ENV_PATH, "fftw")
     with pytest.raises(RuntimeSetupError, match="SIMULATOR_FFT=fftw on gpu"):
         local.resolve(platform="gpu")
+
+
+@FFTW
+def test_small_transforms_run_on_one_thread_and_large_ones_on_all(local_fft, monkeypatch):
+    """One FFTW thread per THREAD_GRAIN points, never more than asked for: the compiled custom call
+    carries the thread count, 1 for a 32^3 field and 2 for a 64^3 one (2^18 points) at the default
+    grain; SIMULATOR_FFT_THREAD_GRAIN moves the line, and a bad value is a one-line error."""
+    fft = local.resolve(local_fft, threads=2)
+    assert (fft.grain, fft.threads_for(2 * local.THREAD_GRAIN - 1), fft.threads_for(2 * local.THREAD_GRAIN)) == (
+        local.THREAD_GRAIN, 1, 2)
+    assert fft.threads_for(10**9) == 2 and local.resolve(local_fft, threads=1).threads_for(10**9) == 1
+
+    def nthreads(fft, n):
+        text = jax.jit(lambda a: fft.rfftn(a, (-3, -2, -1))).lower(jnp.zeros((n, n, n))).as_text()
+        return sorted(set(re.findall(r"nthreads = (\d+)", text)))
+
+    assert nthreads(fft, 32) == ["1"] and nthreads(fft, 64) == ["2"]
+    monkeypatch.setenv(local.ENV_GRAIN, "1024")
+    assert nthreads(local.resolve(local_fft, threads=2), 32) == ["2"]
+    monkeypatch.setenv(local.ENV_GRAIN, "0")
+    with pytest.raises(ConfigError, match="SIMULATOR_FFT_THREAD_GRAIN"):
+        local.resolve(local_fft, threads=2)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,11 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 class NonFiniteError(RuntimeError):
     """A diagnostic became NaN or Inf."""
+
+
+#: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
+#: 0.6 ms of a 9 ms chunk at 32^3 (a fifth of its Python time); the start and the end are always written
+STATUS_EVERY = 2.0
 
 
 class Segment:
@@ -91,6 +97,7 @@ class Segment:
         self.code: int | None = None
         self._warned_resolution = False
         self._handler: logging.Handler | None = None
+        self._status_written = -math.inf  # time.monotonic() of the last running status.json
 
     # ---- the directory, before and under the lock -------------------------------------------------
 
@@ -288,8 +295,11 @@ class Segment:
         shown = " ".join(f"{k}={diag[k]:.6g}" for k in progress if k in diag)
         self.log.info("step %d t=%.4f dt=%.3g %s %s", self.step, self.t, moment.dt, shown,
                       self.progress.describe(cells))
-        if jax.process_index() == 0 and not (moment.final or moment.stopping):
+        now = time.monotonic()
+        due = now - self._status_written >= STATUS_EVERY
+        if jax.process_index() == 0 and not (moment.final or moment.stopping) and due:
             rundir.write_status(self.out, "running", self.step, self.t)
+            self._status_written = now
 
     def _check_finite(self, moment: Moment) -> None:
         bad = [k for k, v in moment.get("diagnostics").items() if not math.isfinite(v)]
