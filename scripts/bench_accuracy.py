@@ -350,8 +350,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cfl", type=float, nargs="+", default=[0.5], help="dt = about cfl * dx (velocity 1)")
     p.add_argument("--ours", nargs="+", default=[f"{s}:{d}:float64" for d in ("two_thirds", "phase_shift_spherical")
                                                  for s in ("rk2", "rk3", "rk4")]
-                   + ["rk4:two_thirds:float32", "rk3:phase_shift_spherical:float32", "rk2:phase_shift_spherical:float32",
-                      "rk2:two_thirds:float32"],
+                   + ["rk4:two_thirds:float32", "rk4:phase_shift_spherical:float32",
+                      "rk3:phase_shift_spherical:float32", "rk2:phase_shift_spherical:float32", "rk2:two_thirds:float32"],
                    help="SCHEME:DEALIAS:PRECISION (time.integrator, physics.dealias, precision)")
     p.add_argument("--peer", nargs="+", default=["RK4:cubic", "RK2_phaseshift_random:spherical",
                                                  "RK4_phaseshift_random:spherical"],

@@ -4,7 +4,8 @@
 What is checked: the shift leaves an alias-free product unchanged (a wrong sign of either phase would
 not); under the 2/3 rule's cube the shifted term and the steps are the two_thirds ones to round-off; in
 the sphere the two evaluations of a step half a cell apart average to the exact (unaliased) product
-truncated to the sphere, while each one alone is aliased; runs are bitwise repeatable, a CLI restart is
+truncated to the sphere, while each one alone is aliased, and so do rk4's four offsets weighted as
+its stages are; runs are bitwise repeatable, a CLI restart is
 the straight run bit for bit, two devices give the one-device answer; jax.grad through steps with shifts
 matches differences; the compact layout holds the cube and refuses the sphere.
 """
@@ -25,6 +26,7 @@ from simulator.equations import phase_shift
 from simulator.errors import ConfigError
 from simulator.output import checkpoints as checkpoint
 from simulator.particles.flow import FLOW
+from simulator.time import integrators
 
 ROOT = Path(__file__).parents[1]
 N = 16
@@ -39,8 +41,9 @@ def nonlinear(eq, state, params):
     return jax.jit(lambda e, s, p: e.nonlinear(s, 0.0, p))(eq, state, params)
 
 
-def staged(eq, step, stage):
-    return eq.at_stage(jnp.asarray(step, jnp.uint32), jnp.asarray(stage))
+def staged(eq, step, shift):
+    """The equation at the stage of step ``step`` whose offset is ``shift`` cells."""
+    return eq.at_stage(jnp.asarray(step, jnp.uint32), jnp.asarray(shift, jnp.float64))
 
 
 def relative(a, b):
@@ -50,7 +53,7 @@ def relative(a, b):
 
 def test_the_shift_leaves_an_alias_free_product_unchanged_and_its_sign_matters():
     """A random field on |m_i| < N/6 (products on |m_i| < N/3: no alias anywhere): the shifted term of
-    several steps and both stage parities equals the unshifted one to 1e-12. With the shift applied twice
+    several steps and stage offsets equals the unshifted one to 1e-12. With the shift applied twice
     forward (the back-shift's sign flipped) the term is off by O(1)."""
     sim = sim_of("phase_shift_spherical")
     eq = sim.equation
@@ -59,11 +62,11 @@ def test_the_shift_leaves_an_alias_free_product_unchanged_and_its_sign_matters()
     state = sim.initial_state(RANDOM) * low
     plain = nonlinear(eq, state, sim.params)
     assert float(jnp.max(jnp.abs(plain))) > 1e-3
-    for step, stage in ((0, 0), (7, 1), (123456, 2)):
-        shifted = staged(eq, step, stage)
+    for step, shift in ((0, 0.0), (7, 0.5), (123456, -1 / 3)):
+        shifted = staged(eq, step, shift)
         assert shifted.ops.theta is not None and float(jnp.max(jnp.abs(shifted.ops.theta))) > 1e-3
         assert relative(nonlinear(shifted, state, sim.params), plain) < 1e-12
-    flipped = staged(eq, 7, 1)  # run eagerly below: jit would rebuild the operators without the patch
+    flipped = staged(eq, 7, 0.5)  # run eagerly below: jit would rebuild the operators without the patch
     flipped.ops.shift = lambda f_hat, sign=1, shift=flipped.ops.shift: shift(f_hat, 1)
     assert relative(flipped.nonlinear(state, 0.0, sim.params), plain) > 1e-2
 
@@ -73,7 +76,7 @@ def test_the_cube_is_alias_free_so_shifts_change_nothing_but_round_off():
     untruncated product is aliased) and 10 RK4 steps agree to 1e-12."""
     ref, sim = sim_of("two_thirds"), sim_of("phase_shift_cubic")
     state = sim.initial_state(RANDOM)
-    assert relative(nonlinear(staged(sim.equation, 3, 1), state, sim.params),
+    assert relative(nonlinear(staged(sim.equation, 3, 0.5), state, sim.params),
                     nonlinear(ref.equation, state, ref.params)) < 1e-12
     a, b = ref.advance(state, 10, 0.01), sim.advance(state, 10, 0.01)
     assert relative(b, a) < 1e-12 and not np.array_equal(np.asarray(a), np.asarray(b))  # the shifts ran
@@ -114,18 +117,37 @@ def test_half_cell_apart_the_two_evaluations_average_to_the_exact_truncated_prod
     def real(eq_):
         return np.asarray(sim.to_numpy(sim.fft.irfft(nonlinear(eq_, state, sim.params))))
 
-    pair = [real(staged(eq, 11, stage)) for stage in (0, 1)]
+    pair = [real(staged(eq, 11, shift)) for shift in integrators.paired_shifts(2)]
     assert relative(0.5 * (pair[0] + pair[1]), exact) < 1e-12
     for alone in (real(eq), *pair):
         assert relative(alone, exact) > 1e-4
 
 
-def test_the_shifts_are_a_function_of_the_step_number_and_stage_parity():
-    a = phase_shift.angles(jnp.uint32(5), 0, (N, N, N), jnp.float64)
-    assert np.array_equal(a, phase_shift.angles(jnp.uint32(5), 2, (N, N, N), jnp.float64))
-    half = phase_shift.angles(jnp.uint32(5), 1, (N, N, N), jnp.float64) - a
+def test_rk4s_four_offsets_weighted_as_its_stages_average_to_the_exact_truncated_product():
+    """rk4's offsets (0, -1/3, 1/6, -1/2) cells (FluidSim's): its four terms of one state, weighted as the
+    stages are (1, 2, 2, 1)/6, sum to the exact product truncated to the sphere to 1e-12, while three of
+    the offsets with one sign flipped (1/3 for -1/3) leave it aliased."""
+    sim = sim_of("phase_shift_spherical")
+    eq, state = sim.equation, sim.initial_state(RANDOM)
+    exact = exact_truncated(sim, state)
+    assert integrators._RK4_SHIFTS == (0.0, -1 / 3, 1 / 6, -1 / 2)
+
+    def weighted(shifts):
+        terms = [sim.to_numpy(sim.fft.irfft(nonlinear(staged(eq, 29, o), state, sim.params))) for o in shifts]
+        return sum(w / 6 * np.asarray(x) for w, x in zip((1, 2, 2, 1), terms, strict=True))
+
+    assert relative(weighted(integrators._RK4_SHIFTS), exact) < 1e-12
+    assert relative(weighted((0.0, 1 / 3, 1 / 6, -1 / 2)), exact) > 1e-4
+
+
+def test_the_shifts_are_a_function_of_the_step_number_and_the_stage_offset():
+    a = phase_shift.angles(jnp.uint32(5), 0.0, (N, N, N), jnp.float64)
+    assert np.array_equal(a, phase_shift.angles(jnp.uint32(5), 0.0, (N, N, N), jnp.float64))
+    half = phase_shift.angles(jnp.uint32(5), 0.5, (N, N, N), jnp.float64) - a
     np.testing.assert_allclose(half, np.pi / N, rtol=1e-14)  # half a cell on every axis
-    assert not np.allclose(a, phase_shift.angles(jnp.uint32(6), 0, (N, N, N), jnp.float64))
+    third = phase_shift.angles(jnp.uint32(5), -1 / 3, (N, N, N), jnp.float64) - a
+    np.testing.assert_allclose(third, -2 * np.pi / (3 * N), rtol=1e-14)
+    assert not np.allclose(a, phase_shift.angles(jnp.uint32(6), 0.0, (N, N, N), jnp.float64))
 
 
 def test_runs_repeat_bitwise_and_two_devices_give_the_one_device_answer():

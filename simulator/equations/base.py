@@ -219,9 +219,10 @@ class SemiLinearEquation(Equation):
     def nonlinear(self, u: Any, t: jax.Array, params: Params) -> Any:
         """N(u, t), a state-shaped pytree."""
 
-    def at_stage(self, step: jax.Array, stage: jax.Array) -> SemiLinearEquation:
-        """This equation at stage ``stage`` of step number ``step`` (traced integer counters from the
-        integrator: :func:`simulator.time.integrators.stage_equation`). The default is the equation itself;
+    def at_stage(self, step: jax.Array, shift: jax.Array) -> SemiLinearEquation:
+        """This equation at the stage of step number ``step`` (a traced integer counter) whose phase-shift
+        offset is ``shift`` cells (the scheme's, traced; both from the integrator:
+        :func:`simulator.time.integrators.stage_equation`). The default is the equation itself;
         one whose nonlinear term changes from one evaluation to the next by a rule of the counters (the
         random phase shifts of Navier-Stokes's ``physics.dealias: phase_shift_*``) returns a copy holding it."""
         return self

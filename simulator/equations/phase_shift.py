@@ -8,12 +8,17 @@ in cells: a shift leaves the exact part alone and turns each alias by a phase. U
 sphere sum_i (m_i/N_i)^2 < 2/9 (|m| < sqrt(2) N/3 on a cubic grid) no alias with two or three nonzero
 m_i reaches a kept mode; the single ones (one m_i = +-1) that do are multiplied by exp(+-i 2 pi delta_i),
 zero in the mean over a uniform delta_i, and change sign when delta moves by half a cell on every axis.
-So each step draws delta uniform in [0, 1)^3 and its odd stages use delta + (1/2, 1/2, 1/2) (Rogallo's
-pairing): in a scheme whose stage weights pair up (Heun's 1/2, 1/2; classical RK4's 1, 2, 2, 1 /6) the
-single aliases of consecutive stages cancel but for the change of the state between them. Under the 2/3
+So each step draws delta uniform in [0, 1)^3, and stage i adds its scheme's offset o_i cells on every
+axis (:func:`simulator.time.integrators.stage_equation`): offsets with sum_i b_i exp(2 pi i o_i) = 0 over
+the stage weights b_i cancel the single aliases of the step but for the change of the state between the
+stages. Heun's rk2 (b = 1/2, 1/2) takes Rogallo's pairing, o = (0, 1/2); classical rk4 (b = 1, 2, 2, 1 /6)
+takes o = (0, -1/3, 1/6, -1/2) (FluidSim 26.10's offsets, after Sinhababu & Ayyalasomayajula 2021), which
+measured more accurate than the pairing (0, 1/2, 0, 1/2) at 48^3 and 64^3 (docs/PERFORMANCE.md); rk3 and
+lsrk4 take the pairing too, and for Williamson's rk3 no offsets can
+cancel the sum (its weights 1/6, 3/10, 8/15: the largest exceeds the other two together). Under the 2/3
 rule's cube no alias reaches a kept mode at all, so the shifted and unshifted terms agree to round-off.
 
-Counter. delta is a function of the step's number n and the stage's parity alone:
+Counter. delta is a function of the step's number n and the stage's offset alone:
 ``jax.random.uniform(fold_in(key(SEED), n))``, so a run draws the same shifts on every FFT backend,
 device and process count (a replicated draw of three numbers) and after a restart, whatever came before.
 The integrators derive n = round(t/dt) from the step's start time and size
@@ -38,10 +43,10 @@ import jax.numpy as jnp
 SEED = 0x5EED5
 
 
-def angles(step: jax.Array, stage: jax.Array, shape: Sequence[int], dtype: Any) -> jax.Array:
-    """theta ``(3,)`` of stage ``stage`` of step ``step`` (unsigned or int counters, traced) on a grid of
-    ``shape``: delta uniform in [0, 1) cells per axis from ``fold_in(key(SEED), step)``, plus half a cell
-    on every axis at odd stages."""
+def angles(step: jax.Array, shift: jax.Array, shape: Sequence[int], dtype: Any) -> jax.Array:
+    """theta ``(3,)`` of the stage of step ``step`` (an unsigned or int counter, traced) with offset
+    ``shift`` cells on a grid of ``shape``: delta uniform in [0, 1) cells per axis from
+    ``fold_in(key(SEED), step)``, plus ``shift`` on every axis."""
     delta = jax.random.uniform(jax.random.fold_in(jax.random.key(SEED), step), (3,), dtype)
-    delta = delta + 0.5 * (jnp.asarray(stage) % 2).astype(dtype)
+    delta = delta + jnp.asarray(shift).astype(dtype)
     return jax.lax.stop_gradient(2 * jnp.pi * delta / jnp.asarray(shape, dtype))

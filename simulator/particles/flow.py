@@ -129,9 +129,9 @@ class WithParticles(SemiLinearEquation):
         out.flow, out.species, out.start = flow, self.species, self.start
         return out
 
-    def at_stage(self, step: jax.Array, stage: jax.Array) -> WithParticles:
+    def at_stage(self, step: jax.Array, shift: jax.Array) -> WithParticles:
         """The flow's :meth:`~simulator.equations.base.SemiLinearEquation.at_stage` (its phase shifts)."""
-        flow = self.flow.at_stage(step, stage)
+        flow = self.flow.at_stage(step, shift)
         if flow is self.flow:
             return self
         out = object.__new__(type(self))

@@ -7,7 +7,7 @@ so changing them never recompiles. Two families, by the protocol the equation fo
 * Runge-Kutta schemes for a semi-linear equation: a diagonal ``linear(params)`` operator, treated
   exactly with an integrating factor (exp(L dt) per mode), so the viscous term imposes no stability
   limit and a purely linear problem is integrated exactly, plus ``nonlinear(u, t, params)`` of the
-  equation at each stage (:func:`stage_equation`: the step's and the stage's numbers).
+  equation at each stage (:func:`stage_equation`: the step's number and the stage's phase shift).
 * The kick-drift-kick split step for a split-step equation (Schrodinger-Poisson).
 """
 
@@ -28,17 +28,25 @@ Step = Callable[[Any, jax.Array, jax.Array, Any], Any]
 CHUNK_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "while-loop-invariant-code-motion"}
 
 
-def stage_equation(eq: Any, t: Any, dt: Any, stage: Any) -> Any:
-    """``eq.at_stage(n, stage)`` (:meth:`simulator.equations.base.SemiLinearEquation.at_stage`) with the
-    step's number n = round(t/dt) mod 2^31 (uint32, not differentiated), derived from the step's start
-    time and size because the step function sees no other counter: the step count of a fixed-dt run, the
-    same after a restart (the host hands each chunk the time of its first step) and on every backend. An
-    equation without ``at_stage`` (a bare test equation) is the same at every stage."""
+def stage_equation(eq: Any, t: Any, dt: Any, stage: Any, shifts: tuple[float, ...]) -> Any:
+    """``eq.at_stage(n, shifts[stage])`` (:meth:`simulator.equations.base.SemiLinearEquation.at_stage`)
+    with the step's number n = round(t/dt) mod 2^31 (uint32, not differentiated), derived from the step's
+    start time and size because the step function sees no other counter: the step count of a fixed-dt
+    run, the same after a restart (the host hands each chunk the time of its first step) and on every
+    backend. ``shifts``: the scheme's phase-shift offset of each stage, in cells, added to the step's
+    random shift (:mod:`simulator.equations.phase_shift`); ``stage`` may be traced. An equation without
+    ``at_stage`` (a bare test equation) is the same at every stage."""
     at_stage = getattr(eq, "at_stage", None)
     if at_stage is None:
         return eq
     n = jax.lax.stop_gradient(jnp.mod(jnp.round(jnp.asarray(t) / dt), 2.0**31)).astype(jnp.uint32)
-    return at_stage(n, stage)
+    return at_stage(n, jnp.asarray(shifts, jnp.result_type(dt))[stage])
+
+
+def paired_shifts(stages: int) -> tuple[float, ...]:
+    """Rogallo's pairing (Rogallo 1981): no offset at even stages, half a cell at odd ones. It cancels the
+    single aliases of Heun's two equally weighted stages; a scheme with no offsets of its own uses it."""
+    return tuple(0.5 * (i % 2) for i in range(stages))
 
 
 def _integrated(x: Any) -> bool:
@@ -72,6 +80,12 @@ def _settled(eq: Any, state: Any) -> Any:
 _RK4_C = (0.0, 0.5, 0.5, 1.0, 1.0)
 _RK4_A = (0.5, 0.5, 1.0, 0.0)
 _RK4_W = (1.0, 2.0, 2.0, 1.0)
+# The stages' phase-shift offsets in cells: those of FluidSim 26.10's RK4_phaseshift_random, which cites
+# Sinhababu & Ayyalasomayajula (2021) for them. Like Rogallo's pairing (0, 1/2, 0, 1/2) they make the
+# weighted sum of the stages' single aliases vanish, sum_i w_i exp(2 pi i o_i) = 0; measured, they are
+# the more accurate of the two (Taylor-Green at Re = 400 to t = 10, float64, scripts/bench_accuracy.py's
+# error against its 128^3 reference): 4.92e-2 against 5.19e-2 at 48^3, 7.51e-3 against 7.88e-3 at 64^3.
+_RK4_SHIFTS = (0.0, -1 / 3, 1 / 6, -1 / 2)
 
 
 def make_rk4(eq: Any) -> Step:
@@ -99,7 +113,7 @@ def make_rk4(eq: Any) -> Step:
 
         def stage(i, carry):
             acc, v = carry
-            k = stage_equation(eq, t, dt, i).nonlinear(v, t + c[i] * dt, params)
+            k = stage_equation(eq, t, dt, i, _RK4_SHIFTS).nonlinear(v, t + c[i] * dt, params)
             acc = _axpy(w[i] * dt / 6, E(k, (1 - c[i]) * dt), acc)
             v = _axpy(a[i] * dt, E(k, (c[i + 1] - c[i]) * dt), E(u, c[i + 1] * dt))
             return acc, v
@@ -144,13 +158,14 @@ def _make_2n(eq: Any, tableau: Tableau2N) -> Step:
     66.2 to 60.2 B/cell (float32) but the CPU's FFTW path from 60.8 to 72.8: not done (docs/PERFORMANCE.md).
     """
     stages = len(tableau[0])
+    shifts = paired_shifts(stages)
 
     def step(u, t, dt, params):
         a, b, c = (jnp.asarray(v, jnp.result_type(dt)) for v in tableau)
 
         def stage(i, carry):
             u, q = carry
-            q = _axpy(a[i], q, _scale(dt, stage_equation(eq, t, dt, i).nonlinear(u, t + c[i] * dt, params)))
+            q = _axpy(a[i], q, _scale(dt, stage_equation(eq, t, dt, i, shifts).nonlinear(u, t + c[i] * dt, params)))
             u = _axpy(b[i], q, u)
             tau = (c[i + 1] - c[i]) * dt
             return eq.exp_linear(u, tau, params), eq.exp_linear(q, tau, params)

@@ -41,7 +41,7 @@ class NavierStokesParams(FlowParams):
     dealias: str = setting("two_thirds", "dealiasing of the nonlinear terms: two_thirds (the 2/3 rule: modes with "
                            "|m_i| >= N_i/3 zeroed); hou_li (the smooth filter exp(-36 (|m_i|/(N_i/2))^36) per axis, "
                            "Hou & Li 2007: resolves up to 0.8 of the Nyquist wavenumber); phase_shift_spherical "
-                           "(products on a grid shifted by a random Delta per step, half a cell more at odd stages, "
+                           "(products on a grid shifted by a random Delta per step plus the scheme's offset per stage, "
                            "then the modes outside the sphere sum_i (m_i/N_i)^2 < 2/9, |m| < sqrt(2) N/3 on a cubic "
                            "grid, zeroed: no double or triple alias reaches it and the shifts cancel or randomise "
                            "the single ones, Patterson & Orszag 1971, Rogallo 1981; resolves up to 0.943 of the "

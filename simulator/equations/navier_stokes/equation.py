@@ -122,13 +122,14 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         n_hat = ops.shift(transforms.spectrum(cross(u, transforms.curl(u_hat))), -1)
         return ops.project(ops.dealias * n_hat), a_hat
 
-    def at_stage(self, step: jax.Array, stage: jax.Array) -> NavierStokes:
+    def at_stage(self, step: jax.Array, shift: jax.Array) -> NavierStokes:
         """Under ``physics.dealias: phase_shift_*`` a copy whose operators shift the products by the draw of
-        this step and stage (:func:`~simulator.equations.phase_shift.angles`); else this equation."""
+        this step plus the stage's offset ``shift`` (:func:`~simulator.equations.phase_shift.angles`); else
+        this equation."""
         if not self.physics.dealias.startswith("phase_shift"):
             return self
         out = copy.copy(self)
-        out.ops = self.ops.shifted(phase_shift.angles(step, stage, self.fft.shape, self.dtype))
+        out.ops = self.ops.shifted(phase_shift.angles(step, shift, self.fft.shape, self.dtype))
         return out
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
