@@ -14,8 +14,8 @@ the stage weights b_i cancel the single aliases of the step but for the change o
 stages. Heun's rk2 (b = 1/2, 1/2) takes Rogallo's pairing, o = (0, 1/2); classical rk4 (b = 1, 2, 2, 1 /6)
 takes o = (0, -1/3, 1/6, -1/2) (FluidSim 26.10's offsets, after Sinhababu & Ayyalasomayajula 2021), which
 measured more accurate than the pairing (0, 1/2, 0, 1/2) at 48^3 and 64^3 (docs/PERFORMANCE.md); rk3 and
-lsrk4 take the pairing too, and for Williamson's rk3 no offsets can
-cancel the sum (its weights 1/6, 3/10, 8/15: the largest exceeds the other two together). Under the 2/3
+lsrk4 take the pairing too, and for Williamson's rk3 no offsets can cancel the sum (its weights 1/6,
+3/10, 8/15: the largest exceeds the other two together). Under the 2/3
 rule's cube no alias reaches a kept mode at all, so the shifted and unshifted terms agree to round-off.
 
 Counter. delta is a function of the step's number n and the stage's offset alone:

@@ -154,14 +154,14 @@ def _env_count(name: str, what: str) -> int | None:
 THREAD_GRAIN = 1 << 17
 
 
-
 @dataclass(frozen=True)
 class LocalFFT:
     """The implementation of one backend's local transforms (hashable: it keys traced stages).
 
     ``name`` is ``"fftw"`` or ``"xla"``; ``reason`` says why that one; ``threads`` (at most), ``grain``
-    (points per thread, :meth:`threads_for`) and ``planner`` configure FFTW. All transforms take and return arrays in XLA's row-major layout and accept any
-    number of untransformed (batch) axes around the transformed ones.
+    (points per thread, :meth:`threads_for`) and ``planner`` configure FFTW. All transforms take and
+    return arrays in XLA's row-major layout and accept any number of untransformed (batch) axes around
+    the transformed ones.
     """
 
     name: str
