@@ -172,3 +172,30 @@ def test_adaptive_run_restarts_bitwise(tmp_path):
     with h5py.File(a.index) as fa, h5py.File(b.index) as fb:
         for name in fa:
             np.testing.assert_array_equal(fa[name][:], fb[name][:], err_msg=name)
+
+
+def test_a_running_status_is_rewritten_at_most_every_status_every_seconds(tmp_path, monkeypatch):
+    """status.json says running at the start and finished at the end, and in between is rewritten at most
+    once per segment.STATUS_EVERY seconds of wall time, not at every chunk (a rewrite cost a fifth of a
+    small grid's Python time per chunk)."""
+    import time
+
+    import simulator
+    from simulator.run import rundir, segment
+
+    written = []
+    write = rundir.write_status
+    monkeypatch.setattr(rundir, "write_status", lambda path, state, *a, **k: (
+        written.append((time.monotonic(), state)), write(path, state, *a, **k))[1])
+    cfg = simulator.load_config(str(ROOT / "configs" / "taylor_green.yaml"),
+                                ["grid.shape=16", "time.dt=0.01", "time.t_end=2", "output.chunk=1",
+                                 "output.snapshots.every=0", "output.spectra.every=0"])
+    start = time.monotonic()
+    assert simulator.run_config(cfg, out=tmp_path / "run", overwrite=True) == 0
+    elapsed = time.monotonic() - start
+    states = [s for _, s in written]
+    assert states[0] == "running" and states[-1] == "finished" and set(states) == {"running", "finished"}
+    running = [t for t, s in written if s == "running"]
+    assert len(running) <= 2 + elapsed / segment.STATUS_EVERY < 200  # 200 chunks: once each before
+    assert all(b - a >= segment.STATUS_EVERY for a, b in zip(running[1:], running[2:]))
+    assert rundir.read_status(tmp_path / "run")["state"] == "finished"
