@@ -4,6 +4,7 @@ import csv
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import h5py
@@ -12,11 +13,12 @@ import numpy as np
 import pytest
 import yaml
 
+import simulator
 from simulator import config as C
 from simulator.equations import registry
 from simulator.output import checkpoints as checkpoint
+from simulator.run import rundir, segment
 from simulator.run.simulation import Simulation
-
 
 #: extra cases of the one-compilation test: (name, equation, overrides)
 STRUCTURES = [("navier_stokes+scalars", "navier_stokes",
@@ -178,15 +180,14 @@ def test_a_running_status_is_rewritten_at_most_every_status_every_seconds(tmp_pa
     """status.json says running at the start and finished at the end, and in between is rewritten at most
     once per segment.STATUS_EVERY seconds of wall time, not at every chunk (a rewrite cost a fifth of a
     small grid's Python time per chunk)."""
-    import time
-
-    import simulator
-    from simulator.run import rundir, segment
-
-    written = []
+    written = []  # (time.monotonic(), state) of every write
     write = rundir.write_status
-    monkeypatch.setattr(rundir, "write_status", lambda path, state, *a, **k: (
-        written.append((time.monotonic(), state)), write(path, state, *a, **k))[1])
+
+    def recorded(path, state, *args, **kwargs):
+        written.append((time.monotonic(), state))
+        return write(path, state, *args, **kwargs)
+
+    monkeypatch.setattr(rundir, "write_status", recorded)
     cfg = simulator.load_config(str(ROOT / "configs" / "taylor_green.yaml"),
                                 ["grid.shape=16", "time.dt=0.01", "time.t_end=2", "output.chunk=1",
                                  "output.snapshots.every=0", "output.spectra.every=0"])
