@@ -350,7 +350,7 @@ def memory_table(n: int, out: str, paths: list[str], device_counts: list[int]) -
     print(f"{'equation':20s} {'scheme':6s} {'prec':7s} {'path':4s} {'dev':>3s} {'chunk':>7s} {'peak':>7s} "
           f"{'target':>9s}  programs (B/cell)")
     for name, info in registry().items():
-        for scheme in compatible(info.protocol):
+        for scheme in compatible(info.protocol, info.diagonal_linear):
             for prec in ("float32", "float64"):
                 cfg = config_mod.load(None, [f"grid.shape={n}", f"physics.name={name}", f"time.integrator={scheme}",
                                              f"precision={prec}", "output.snapshots.at_end=true"])

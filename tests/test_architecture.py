@@ -13,7 +13,7 @@ import pytest
 from simulator.equations import registry
 from simulator.equations.base import PROTOCOLS
 from simulator.equations.spec import FILE
-from simulator.time.schemes import SCHEMES, compatible
+from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
 
 PACKAGE = Path(__file__).parents[1] / "simulator"
 
@@ -170,15 +170,21 @@ def test_no_equation_package_imports_another():
 def test_every_equation_keeps_its_declared_contract(name):
     """Its implementation follows the protocol it declares (so its integrators fit), builds every
     initial condition it declares (``file`` is built in), rebuilds its state from fields its snapshots
-    hold, and its default integrator is one its protocol allows."""
+    hold, its default integrator is one its protocol allows, and one that declares a diagonal L
+    (``diagonal_linear``, what ``etdrk4`` needs) defines it."""
     info = registry()[name]
     cls = info.load()
     assert issubclass(cls, PROTOCOLS[info.protocol]) and cls.info is info
     assert not getattr(cls, "__abstractmethods__", None), cls.__abstractmethods__
     assert set(cls.builders) | {FILE} == set(info.initial_table)
     assert set(cls.snapshot_sources or info.state_fields) <= {n for n, f in info.fields.items() if f.snapshot}
-    assert info.default_integrator in compatible(info.protocol)
-    assert all(SCHEMES[s].protocol == info.protocol for s in compatible(info.protocol))
+    schemes = compatible(info.protocol, info.diagonal_linear)
+    assert info.default_integrator in schemes
+    assert all(SCHEMES[s].protocol == info.protocol for s in schemes)
+    if info.protocol == SEMILINEAR and info.diagonal_linear:  # what an exponential scheme calls: its own diagonal L
+        from simulator.equations.base import SemiLinearEquation
+
+        assert cls.linear is not SemiLinearEquation.linear, f"{name}: declares diagonal_linear without linear()"
     if any(f.name == "scalars" for f in dataclasses.fields(info.params)):
         # a host of passive scalars implements the declared protocol: every member of ScalarHost is a
         # class attribute or one of the pytree's leaves or static fields

@@ -116,6 +116,10 @@ def test_resolved_config_round_trips(tmp_path):
         ("initial: {name: jeans}", [], r"^initial\.name = 'jeans' is not available; for physics\.name = navier_stokes"),
         ("time: {integrator: kdk}", [],
          rf"^time\.integrator = 'kdk' is not available; .* use one of: {', '.join(compatible(SEMILINEAR))}$"),
+        # an exponential scheme needs a diagonal L: Boussinesq's waves couple the components of a mode
+        ("physics: {name: boussinesq}\ninitial: {name: wave}\ntime: {integrator: etdrk4}", [],
+         r"^time\.integrator = 'etdrk4' is not available; for physics\.name = boussinesq use one of: rk2, rk3, rk4, "
+         r"lsrk4$"),
         # a key of another equation: unknown here, with the keys that are valid
         ("physics: {name: schrodinger_poisson, forcing: band}\ninitial: {name: jeans}", [],
          r"^physics\.forcing = 'band' is an unknown key; known keys for physics\.name = schrodinger_poisson: "

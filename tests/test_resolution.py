@@ -2,6 +2,7 @@
 scalars' Batchelor analogue, k_max / k_rms of the de Broglie scale, and the run log's warning."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -60,8 +61,6 @@ def test_schrodinger_poisson_reports_k_max_over_the_rms_de_broglie_wavenumber():
 def test_the_plan_says_what_epsilon_the_grid_resolves_and_the_forced_kmax_eta():
     """``simulator plan``'s resolution line: k_max = (2/3) pi N/L, epsilon <= nu^3 k_max^4 for k_max eta >= 1,
     and k_max (nu^3/P)^(1/4) at a forced run's injected power P; none for an equation without a viscosity."""
-    import re
-
     from simulator import config as config_mod
     from simulator.equations.resolution import plan_line
 
@@ -83,7 +82,7 @@ def test_the_plan_hints_the_cheaper_setups_the_accuracy_benchmark_found():
     """``simulator plan`` adds a hint from the accuracy benchmark where it applies: rk2 for an rk4 (or rk3)
     Navier-Stokes run at steps of at most a cell per unit velocity and Re <= 400, none for rk2, for a larger step
     or at the default job's Re = 1600 (where rk2 blew up); the phase-shifted sphere for a forced 2/3-rule run whose injected power it does not resolve,
-    none when it does; nothing for other equations. The CLI prints it."""
+    none when it does; etdrk4 for a stiff hyperviscous run; nothing for other equations. The CLI prints it."""
     import subprocess
     import sys
 
@@ -103,6 +102,14 @@ def test_the_plan_hints_the_cheaper_setups_the_accuracy_benchmark_found():
     assert "physics.dealias=phase_shift_spherical" in coarse and "time.integrator" not in coarse
     assert plan_hint(config_mod.load(None, {**forced, "physics.viscosity": 0.05})) is None   # k_max eta 2.0
     assert plan_hint(config_mod.load("configs/jeans.yaml")) is None
+    # a hyperviscous run whose step makes the largest wavenumbers' damping stiff: etdrk4, unless it runs it already
+    stiff = {"grid.shape": [32, 32, 32], "physics.hyperviscosity": 1e-5, "physics.hyperviscosity_order": 4,
+             "time.dt": 0.05}
+    kmax = 32 / 3  # the 2/3 rule's, box 2 pi
+    said = re.findall(r"time\.integrator=etdrk4: \|L dt\| = ([0-9.]+)", plan_hint(config_mod.load(None, stiff)))
+    assert float(said[0]) == pytest.approx((kmax**2 / 1600 + 1e-5 * kmax**8) * 0.05, rel=1e-2)   # 84
+    assert "etdrk4" not in (plan_hint(config_mod.load(None, {**stiff, "time.integrator": "etdrk4"})) or "")
+    assert "etdrk4" not in (plan_hint(config_mod.load(None, {**stiff, "physics.hyperviscosity": 1e-8})) or "")
     done = subprocess.run([sys.executable, "-m", "simulator", "plan", "configs/taylor_green.yaml", "--set",
                            "physics.viscosity=1/400"],
                           capture_output=True, text=True, timeout=300)

@@ -2,6 +2,7 @@
 CFL number it promises on every step (simulator/time/control.py, Simulation.adaptive_chunk)."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -136,6 +137,7 @@ def test_the_stability_limit_on_the_real_axis_is_the_schemes_own():
 
         class Decay:
             exp_linear = staticmethod(lambda u, tau, params: u)
+            linear_map = staticmethod(lambda fn, u, tau, params: fn(jnp.zeros(())) * u)
             nonlinear = staticmethod(lambda u, t, params, rates=rates: rates * u)
 
         inside, outside = np.abs(np.asarray(scheme.load()(Decay())(np.ones(2), 0.0, 1.0, {})))

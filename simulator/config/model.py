@@ -302,9 +302,9 @@ def validate(cfg: Config) -> None:
         spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), layout, cfg.grid.shape, mesh_shape)
 
     info = registry()[cfg.physics.name]
-    if cfg.time.integrator is not None and SCHEMES[cfg.time.integrator].protocol != info.protocol:
+    if cfg.time.integrator is not None and cfg.time.integrator not in compatible(info.protocol, info.diagonal_linear):
         raise ConfigError("time.integrator", cfg.time.integrator, f"for physics.name = {cfg.physics.name} use one "
-                          f"of: {', '.join(compatible(info.protocol))}", "is not available")
+                          f"of: {', '.join(compatible(info.protocol, info.diagonal_linear))}", "is not available")
     if cfg.time.cfl is None and cfg.time.dt < TOL * cfg.time.t_end:  # the floor an adaptive dt is held to
         raise ConfigError("time.dt", cfg.time.dt, f"give at least {TOL:g} x time.t_end = {TOL * cfg.time.t_end:.3g}: "
                           "a smaller step would need more than 1e12 steps to reach time.t_end", "is too small")

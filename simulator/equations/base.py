@@ -215,6 +215,15 @@ class SemiLinearEquation(Equation):
         factor = jnp.exp(self.linear(params) * tau)
         return jax.tree.map(lambda v: factor * v, u)
 
+    def linear_map(self, fn: Callable[[jax.Array], jax.Array], u: Any, tau: jax.Array, params: Params) -> Any:
+        """fn(L tau) u for a diagonal L (:meth:`linear`), mode by mode: what an exponential time-differencing
+        scheme applies (its phi-functions, :func:`simulator.time.integrators.phi_functions`). ``fn`` maps the
+        array z = L tau (broadcasting against the state) to the factor, elementwise; leaves that are not
+        floating point are returned as they are. An equation without a diagonal L declares
+        ``EquationInfo.diagonal_linear = False`` and never gets here."""
+        factor = fn(self.linear(params) * tau)
+        return jax.tree.map(lambda v: factor * v if jnp.issubdtype(v.dtype, jnp.inexact) else v, u)
+
     @abc.abstractmethod
     def nonlinear(self, u: Any, t: jax.Array, params: Params) -> Any:
         """N(u, t), a state-shaped pytree."""

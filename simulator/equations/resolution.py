@@ -137,7 +137,27 @@ def plan_line(cfg: Any) -> str | None:
             parts.append(f"k_max eta = {kmax * eta:.3g} at the injected power {physics.forcing_power:g}")
     step = (f"dt = {cfg.time.dt:g} fixed" if cfg.time.cfl is None else
             f"dt adapted to CFL {cfg.time.cfl:g}, at most {cfg.time.dt:g}")
+    if getattr(physics, "hyperviscosity", 0) > 0:
+        step += f", damping |L dt| = {stiffness(cfg):.3g} at k_max (nu k_max^2 + nu_p k_max^2p, times dt)"
     return f"resolution: {'; '.join(parts)}; time step: {step}, {cfg.time.integrator}"
+
+
+def stiffness(cfg: Any) -> float:
+    """|L dt| at the largest wavenumber along an axis the dealiasing keeps: (nu k_max^2 + nu_p k_max^(2p)) dt, with
+    dt = ``time.dt`` (an adaptive step's cap). Above :data:`STIFF` an integrating-factor scheme integrates a
+    nonlinear term varying faster than its step there (``etdrk4`` does not)."""
+    physics = cfg.physics
+    kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, getattr(physics, "dealias", "two_thirds"))
+    hyper = getattr(physics, "hyperviscosity", 0.0) or 0.0
+    order = getattr(physics, "hyperviscosity_order", None) or 0
+    return (physics.viscosity * kmax**2 + (hyper * kmax ** (2 * order) if hyper > 0 else 0.0)) * cfg.time.dt
+
+
+#: |L dt| at k_max above which :func:`plan_hint` suggests ``etdrk4`` (the integrating factor loses its order there)
+STIFF = 1.0
+#: what scripts/bench_stiff.py measured (docs/PERFORMANCE.md, "Exponential time differencing on a stiff run")
+STIFF_BENCHMARK = ("the stiff-run benchmark (hyperviscous Taylor-Green, 32^3 and 64^3: 5-1400 times rk4's accuracy "
+                   "at the same step for 1.2-1.3 times its cost per step)")
 
 
 #: what the accuracy benchmark measured (scripts/bench_accuracy.py; docs/PERFORMANCE.md, "Accuracy per cost":
@@ -150,7 +170,8 @@ def plan_hint(cfg: Any) -> str | None:
     (None otherwise): rk2 for rk3 or rk4 at steps of at most a cell per unit velocity and Reynolds numbers up to
     :data:`RK2_MAX_REYNOLDS` (there the error was the grid's: rk2 gave rk4's to 2% for 0.5-0.8 of the cost);
     and for a forced run under the 2/3 rule that does not resolve its injected power, the phase-shifted sphere
-    (k_max sqrt 2 larger, for 1.0-1.3 times the step)."""
+    (k_max sqrt 2 larger, for 1.0-1.3 times the step); etdrk4 for an integrating-factor scheme at a step
+    that makes the largest wavenumbers' damping stiff (:func:`stiffness` above :data:`STIFF`)."""
     physics = cfg.physics
     if physics.name != "navier_stokes":
         return None
@@ -164,11 +185,14 @@ def plan_hint(cfg: Any) -> str | None:
     if cfg.time.integrator in ("rk3", "rk4") and small_step and reynolds <= RK2_MAX_REYNOLDS:
         hints.append(f"time.integrator=rk2 gave {cfg.time.integrator}'s error to 2% for 0.5-0.8 of its cost at "
                      f"steps of at most a cell per unit velocity and Reynolds numbers up to {RK2_MAX_REYNOLDS}, "
-                     "where the error is the grid's")
+                     f"where the error is the grid's (from {BENCHMARK})")
+    if cfg.time.integrator in ("rk2", "rk3", "rk4", "lsrk4") and (stiff := stiffness(cfg)) > STIFF:
+        hints.append(f"time.integrator=etdrk4: |L dt| = {stiff:.3g} at k_max makes this run stiff, where the "
+                     f"integrating factor loses its order (from {STIFF_BENCHMARK})")
     if physics.dealias == "two_thirds" and physics.forcing != "none" and physics.viscosity > 0:
         kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, "two_thirds")
         if kmax * (physics.viscosity**3 / physics.forcing_power) ** 0.25 < THRESHOLDS["kmax_eta"]:
             hints.append("physics.dealias=phase_shift_spherical resolves a k_max sqrt(2) larger for 1.0-1.3 times "
-                         "the step's cost and halved the error at 64^3")
-    return f"hint from {BENCHMARK}: {'; '.join(hints)}" if hints else None
+                         f"the step's cost and halved the error at 64^3 (from {BENCHMARK})")
+    return f"hint: {'; '.join(hints)}" if hints else None
 

@@ -319,6 +319,9 @@ class EquationInfo:
     spectra: Mapping[str, str]
     plot: PlotSpec
     cfl: str | None = "cfl"
+    #: a semi-linear equation's L is diagonal per mode (``linear(params)``): the exponential (ETD) schemes
+    #: can use it (:data:`simulator.time.schemes.SCHEMES`, ``diagonal``)
+    diagonal_linear: bool = True
     #: the derived scales its parameters compute (``EquationParams.scales``): name -> what it is
     scales: Mapping[str, str] = dataclasses.field(default_factory=dict)
 

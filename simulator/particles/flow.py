@@ -236,6 +236,13 @@ class WithParticles(SemiLinearEquation):
         """The flow's exp(L tau); the identity on the particles."""
         return {**state, FLOW: self.flow.exp_linear(state[FLOW], tau, params)}
 
+    def linear_map(self, fn: Any, state: Any, tau: jax.Array, params: Params) -> Any:
+        """The flow's fn(L tau); fn(0) on the particles (no linear part: an ETD scheme is its Runge-Kutta
+        limit for them, classical RK4's weights for ``etdrk4``), whose integer leaves are left as they are."""
+        identity = fn(jnp.zeros((), jnp.result_type(tau)))
+        out = {k: identity * v if jnp.issubdtype(v.dtype, jnp.inexact) else v for k, v in state.items() if k != FLOW}
+        return {**out, FLOW: self.flow.linear_map(fn, state[FLOW], tau, params)}
+
     def nonlinear(self, state: Any, t: jax.Array, params: Params) -> Any:
         """The flow's N, and the particles' right-hand sides at this stage (see the module docstring)."""
         out: dict[str, Any] = {FLOW: self.flow.nonlinear(state[FLOW], t, params)}

@@ -153,6 +153,9 @@ def real_stability_limit(scheme: str) -> float:
         def exp_linear(self, u: Any, tau: Any, params: Any) -> Any:
             return u
 
+        def linear_map(self, fn: Any, u: Any, tau: Any, params: Any) -> Any:  # L = 0: fn(0)
+            return fn(jnp.zeros((), jnp.result_type(tau))) * u
+
         def nonlinear(self, u: Any, t: Any, params: Any) -> Any:
             return -x * u
 

@@ -7,12 +7,15 @@ so changing them never recompiles. Two families, by the protocol the equation fo
 * Runge-Kutta schemes for a semi-linear equation: a diagonal ``linear(params)`` operator, treated
   exactly with an integrating factor (exp(L dt) per mode), so the viscous term imposes no stability
   limit and a purely linear problem is integrated exactly, plus ``nonlinear(u, t, params)`` of the
-  equation at each stage (:func:`stage_equation`: the step's number and the stage's phase shift).
+  equation at each stage (:func:`stage_equation`: the step's number and the stage's phase shift);
+  and exponential time differencing (:func:`make_etdrk4`), which integrates N through exp(L t) with
+  the phi-functions of L dt (:func:`phi_functions`).
 * The kick-drift-kick split step for a split-step equation (Schrodinger-Poisson).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -121,6 +124,81 @@ def make_rk4(eq: Any) -> Step:
         return _settled(eq, jax.lax.fori_loop(0, 4, stage, (E(u, dt), u))[0])
 
     return step
+
+
+def phi_functions(z: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(phi_1, phi_2, phi_3)(z), elementwise: phi_k(z) = sum_j z^j / (j + k)!, so phi_1 = (e^z - 1)/z,
+    phi_2 = (e^z - 1 - z)/z^2, phi_3 = (e^z - 1 - z - z^2/2)/z^3 (Hochbruck & Ostermann 2010, Acta Numer.
+    19, 209). The closed forms cancel catastrophically near 0 (Kassam & Trefethen 2005, SIAM J. Sci.
+    Comput. 26, 1214, evaluate them by contour integrals instead): for |z| < 1 phi_3 is its Taylor series
+    (truncated below the dtype's rounding) and phi_2 = 1/2 + z phi_3, phi_1 = 1 + z phi_2; for |z| >= 1
+    phi_1 = expm1(z)/z, phi_2 = (phi_1 - 1)/z, phi_3 = (phi_2 - 1/2)/z, which lose a few ulps at most
+    there and stay finite for any z (no z^3 to overflow). Each branch sees a safe argument, so that
+    gradients are finite too."""
+    small = jnp.abs(z) < 1
+    zs = jnp.where(small, z, jnp.zeros_like(z))
+    terms = 11 if jnp.finfo(jnp.result_type(z)).bits <= 32 else 18  # 1/(terms + 3)! below the dtype's eps
+    p3 = jnp.full_like(z, 1 / math.factorial(terms + 2))
+    for j in range(terms - 2, -1, -1):
+        p3 = p3 * zs + 1 / math.factorial(j + 3)
+    p2 = 0.5 + zs * p3
+    zl = jnp.where(small, -jnp.ones_like(z), z)
+    l1 = jnp.expm1(zl) / zl
+    l2 = (l1 - 1) / zl
+    l3 = (l2 - 0.5) / zl
+    return jnp.where(small, 1 + zs * p2, l1), jnp.where(small, p2, l2), jnp.where(small, p3, l3)
+
+
+# ETDRK4 (Cox & Matthews 2002, J. Comput. Phys. 176, 430, eq. 26), with z = L dt, N_u, N_a, N_b, N_c the
+# four evaluations and phi_k (:func:`phi_functions`):
+#   a = E(u, dt/2) + dt/2 phi_1(z/2) N_u,      b = E(u, dt/2) + dt/2 phi_1(z/2) N_a = a + dt/2 phi_1(z/2) (N_a - N_u),
+#   c = E(a, dt/2) + dt/2 phi_1(z/2) (2 N_b - N_u),
+#   u(t + dt) = E(u, dt) + dt [f_1 N_u + 2 f_2 (N_a + N_b) + f_3 N_c],
+#   f_1 = phi_1 - 3 phi_2 + 4 phi_3,  f_2 = phi_2 - 2 phi_3,  f_3 = 4 phi_3 - phi_2   (all at z).
+# Stage i's weight in (phi_1, phi_2, phi_3), and how it forms the next stage's input,
+# E(a, s_i dt) + dt/2 phi_1(z/2) (alpha_i N_i - beta_i N_u), with a = u at stage 0 (the last row is unused).
+_ETD_WEIGHTS = ((1.0, -3.0, 4.0), (0.0, 2.0, -4.0), (0.0, 2.0, -4.0), (0.0, -1.0, 4.0))
+_ETD_NEXT = ((0.5, 1.0, 0.0), (0.0, 1.0, 1.0), (0.5, 2.0, 1.0), (0.0, 0.0, 0.0))
+
+
+def make_etdrk4(eq: Any) -> Step:
+    """Fourth-order exponential time differencing Runge-Kutta (ETDRK4; Cox & Matthews 2002) for an
+    equation with a diagonal L (``eq.linear_map``, ``eq.exp_linear``).
+
+    Where the integrating factor integrates exp(-L t) N(u) (exact for L alone, but the nonlinear term of
+    a strongly damped mode then varies at the rate |L|), ETDRK4 integrates N as a polynomial in time
+    through the exact linear propagator: a mode whose damping balances its forcing (the dissipation
+    range of a hyperviscous run) keeps that balance at any |L dt|. For L = 0 it is classical RK4, so
+    particles (no linear part) advance by RK4's stages and weights, and RK4's phase-shift offsets cancel
+    its single aliases. The first stage runs before the loop over the other three, so that a and N_u,
+    which every later stage reads, are loop constants rather than registers the loop carries (measured
+    with ``simulator plan`` at 64^3 float64, compact: a chunk of 24.6 MiB against 26.4 carried, rk4's
+    21.5); the phi-functions are formed mode by mode inside the kernels that apply them.
+    """
+
+    def step(u, t, dt, params):
+        real = jnp.result_type(dt)
+        c, weights, nxt = (jnp.asarray(v, real) for v in (_RK4_C, _ETD_WEIGHTS, _ETD_NEXT))
+
+        def stage(i, acc, v, a, n_u):
+            k = stage_equation(eq, t, dt, i, _RK4_SHIFTS).nonlinear(v, t + c[i] * dt, params)
+            w = weights[i]
+            acc = _axpy(dt, eq.linear_map(lambda z: _weighted(w, phi_functions(z)), k, dt, params), acc)
+            n_u = k if n_u is None else n_u
+            drive = _axpy(nxt[i, 1], k, _scale(-nxt[i, 2], n_u))
+            v = _axpy(dt / 2, eq.linear_map(lambda z: phi_functions(z)[0], drive, dt / 2, params),
+                      eq.exp_linear(a, nxt[i, 0] * dt, params))
+            return acc, v, n_u
+
+        acc, a, n_u = stage(0, eq.exp_linear(u, dt, params), u, u, None)
+        acc = jax.lax.fori_loop(1, 4, lambda i, carry: stage(i, *carry, a, n_u)[:2], (acc, a))[0]
+        return _settled(eq, acc)
+
+    return step
+
+
+def _weighted(w: jax.Array, phis: tuple[jax.Array, ...]) -> jax.Array:
+    return w[0] * phis[0] + w[1] * phis[1] + w[2] * phis[2]
 
 
 # 2N-storage tableaus (Williamson 1980): stage i forms q <- A_i q + dt N(u, t + C_i dt), u <- u + B_i q;

@@ -139,6 +139,7 @@ INFO = EquationInfo(
     params=BoussinesqParams,
     initials=(Wave, Rest, RandomFlow),
     protocol=SEMILINEAR,
+    diagonal_linear=False,  # the waves couple u, v, w and b per mode: only their exp(L tau) is built
     default_integrator="rk4",
     implementation="simulator.equations.boussinesq.equation:Boussinesq",
     fields={
