@@ -41,8 +41,8 @@ minutes, our cheapest configuration reaching it costs <= 0.5x FluidSim's cheapes
     python scripts/bench_accuracy.py --dns spectral_Re1600_512.gdiag --re 1600 --t-end 20 --grids 64 128
     python scripts/bench_accuracy.py --write-reference RUN_DIR --check-against COARSER_RUN_DIR
 
-The default sweep (4 grids, 32^3 to 80^3, x 11 of our configurations + 3 of FluidSim's, 56 runs) took 11
-minutes on the 2-core development machine (load average 1.5, its own); --quick about a minute.
+The default sweep (5 grids, 32^3 to 80^3, x 11 of our configurations + 3 of FluidSim's, 70 runs) took 11
+minutes on the 2-core development machine (load average 1.7, its own); --quick about a minute.
 
 Results: a table on stdout; accuracy.json, accuracy.csv and accuracy.png under --out (outputs/bench);
 --docs-figure also writes the figure to docs/images/bench_accuracy.png.
@@ -271,14 +271,15 @@ def figure(rows: list[dict[str, Any]], summary: dict[str, Any], paths: list[Path
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
     style = {"ours": ("tab:blue", "simulator (JAX)"), "fluidsim": ("tab:red", f"FluidSim {meta['fluidsim']}")}
-    markers = {16: "v", 24: "D", 32: "o", 48: "s", 64: "^", 80: "*", 96: "P", 128: "X"}
+    # one marker per grid of the sweep, in order, whatever grids it holds
+    markers = dict(zip(sorted({r["n"] for r in rows}), "osD^*vPXph<>"))
     for ax, cost, name in zip(axes, ("wall_per_t", "cpu_per_t"), ("wall", "CPU")):
         for code, (color, text) in style.items():
             pts = [r for r in rows if r["code"] == code and math.isfinite(r["error"])]
             if not pts:
                 continue
             for r in pts:
-                ax.scatter(r[cost], max(r["error"], 1e-7), color=color, marker=markers.get(r["n"], "o"), alpha=0.6)
+                ax.scatter(r[cost], max(r["error"], 1e-7), color=color, marker=markers[r["n"]], alpha=0.6)
             front = [pts[i] for i in pareto_front([(r[cost], r["error"]) for r in pts])]
             ax.step([r[cost] for r in front], [r["error"] for r in front], where="post", color=color, label=text)
         ax.set(xscale="log", yscale="log", xlabel=f"{name} seconds per unit simulated time",
@@ -286,8 +287,7 @@ def figure(rows: list[dict[str, Any]], summary: dict[str, Any], paths: list[Path
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("max |eps - eps_ref| / max eps_ref")
     for n, m in markers.items():
-        if any(r["n"] == n for r in rows):
-            axes[1].scatter([], [], color="gray", marker=m, label=f"{n}^3")
+        axes[1].scatter([], [], color="gray", marker=m, label=f"{n}^3")
     axes[0].legend()
     axes[1].legend()
     fig.tight_layout()
@@ -346,7 +346,7 @@ def write_reference(run_dir: Path, coarser: Path | None, path: Path) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--peer-python", help="python of an environment with FluidSim (none: ours only)")
-    p.add_argument("--grids", type=int, nargs="+", default=[32, 48, 64, 80])
+    p.add_argument("--grids", type=int, nargs="+", default=[32, 48, 56, 64, 80])
     p.add_argument("--cfl", type=float, nargs="+", default=[0.5], help="dt = about cfl * dx (velocity 1)")
     p.add_argument("--ours", nargs="+", default=[f"{s}:{d}:float64" for d in ("two_thirds", "phase_shift_spherical")
                                                  for s in ("rk2", "rk3", "rk4")]

@@ -148,6 +148,11 @@ def test_the_shifts_are_a_function_of_the_step_number_and_the_stage_offset():
     third = phase_shift.angles(jnp.uint32(5), -1 / 3, (N, N, N), jnp.float64) - a
     np.testing.assert_allclose(third, -2 * np.pi / (3 * N), rtol=1e-14)
     assert not np.allclose(a, phase_shift.angles(jnp.uint32(6), 0.0, (N, N, N), jnp.float64))
+    # a float32 run draws the float64 run's shifts (jax.random.uniform would fill each dtype's mantissa
+    # from different bits, so the two precisions' results would differ by the draw, not by round-off)
+    for step in (5, 6, 123457):
+        np.testing.assert_allclose(phase_shift.angles(jnp.uint32(step), 0.5, (N, N, N), jnp.float32),
+                                   phase_shift.angles(jnp.uint32(step), 0.5, (N, N, N), jnp.float64), rtol=3e-7)
 
 
 def test_runs_repeat_bitwise_and_two_devices_give_the_one_device_answer():

@@ -18,9 +18,11 @@ lsrk4 take the pairing too, and for Williamson's rk3 no offsets can cancel the s
 3/10, 8/15: the largest exceeds the other two together). Under the 2/3
 rule's cube no alias reaches a kept mode at all, so the shifted and unshifted terms agree to round-off.
 
-Counter. delta is a function of the step's number n and the stage's offset alone:
-``jax.random.uniform(fold_in(key(SEED), n))``, so a run draws the same shifts on every FFT backend,
-device and process count (a replicated draw of three numbers) and after a restart, whatever came before.
+Counter. delta is a function of the step's number n and the stage's offset alone: the top 24 of three
+32-bit words ``jax.random.bits(fold_in(key(SEED), n))``, times 2^-24, so a run draws the same shifts on
+every FFT backend, device and process count (a replicated draw of three numbers), after a restart,
+whatever came before, and in float32 and float64 alike (24 bits are exact in both; ``jax.random.uniform``
+fills the mantissa of its dtype, so the two precisions would draw different shifts).
 The integrators derive n = round(t/dt) from the step's start time and size
 (:func:`simulator.time.integrators.stage_equation`): the step count of a fixed-dt run (one that starts at
 t0 counts from round(t0/dt)), and a deterministic function of (t, dt) under an adaptive dt. The shift
@@ -45,8 +47,8 @@ SEED = 0x5EED5
 
 def angles(step: jax.Array, shift: jax.Array, shape: Sequence[int], dtype: Any) -> jax.Array:
     """theta ``(3,)`` of the stage of step ``step`` (an unsigned or int counter, traced) with offset
-    ``shift`` cells on a grid of ``shape``: delta uniform in [0, 1) cells per axis from
-    ``fold_in(key(SEED), step)``, plus ``shift`` on every axis."""
-    delta = jax.random.uniform(jax.random.fold_in(jax.random.key(SEED), step), (3,), dtype)
-    delta = delta + jnp.asarray(shift).astype(dtype)
+    ``shift`` cells on a grid of ``shape``: delta uniform in [0, 1) cells per axis, on a 2^-24 lattice,
+    from ``fold_in(key(SEED), step)``, the same in every precision, plus ``shift`` on every axis."""
+    words = jax.random.bits(jax.random.fold_in(jax.random.key(SEED), step), (3,), jnp.uint32)
+    delta = (words >> 8).astype(dtype) * (2.0 ** -24) + jnp.asarray(shift).astype(dtype)
     return jax.lax.stop_gradient(2 * jnp.pi * delta / jnp.asarray(shape, dtype))
