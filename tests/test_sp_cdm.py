@@ -182,7 +182,7 @@ def test_the_total_energy_of_a_mixed_box_is_conserved_while_the_components_colla
     turns 0.77 of energy into the kinetic energy (240 times the starting total): it changes by less than 1e-3
     of that (measured 4.5e-4 CIC, 2.4e-4 TSC). Not round-off: the particle-mesh force is not the exact
     gradient of the gridded potential energy, so the discrete total keeps an error that does not vanish with
-    dt (at t = 0.2, 1.5e-2 of the energy exchanged with CIC, 6e-4 with TSC, the same from 20 to 80 steps).
+    dt (at t = 0.2 with CIC, 1.5e-2 of the energy exchanged with 10 steps as with 80).
     A missing or doubled term of either component, or a wrong sign of the coupling, changes the total by
     about the energy exchanged."""
     sim = sp_mixed(window=window)
