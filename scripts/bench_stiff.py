@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     import jax.numpy as jnp
 
     import simulator
+    from simulator.fft.layouts import kept_modes
     from simulator.run.simulation import Simulation
 
     def make(scheme: str, precision: str = args.precision) -> Simulation:
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ref_u0 = ref_sim.initial_state()
     ref = ref_sim.advance(ref_u0, n_ref, t_end / n_ref)
     half = distance(ref_sim.advance(ref_u0, n_ref // 2, 2 * t_end / n_ref), ref)
-    kmax = args.grid // 3  # the 2/3 rule's largest wavenumber along an axis, box 2 pi
+    kmax = kept_modes((args.grid,) * 3)[2] - 1  # the 2/3 rule's largest kept mode along an axis, box 2 pi
     rate = args.viscosity * kmax**2 + args.hyperviscosity * kmax ** (2 * args.order)
     print(f"# Taylor-Green {args.grid}^3 {args.precision}, nu = {args.viscosity:g}, nu_p = {args.hyperviscosity:g} "
           f"(order {args.order}), t_end = {t_end:g}; damping rate at k = {kmax}: {rate:.4g} (|L dt| at "

@@ -208,12 +208,11 @@ class SemiLinearEquation(Equation):
 
     def linear(self, params: Params) -> Any:
         """The diagonal of L in k-space (broadcasts against the state); needed by the default
-        :meth:`exp_linear` only."""
+        :meth:`exp_linear` and by :meth:`linear_map` only."""
         raise NotImplementedError(f"{type(self).__name__} overrides exp_linear instead")
 
     def exp_linear(self, u: Any, tau: jax.Array, params: Params) -> Any:
-        factor = jnp.exp(self.linear(params) * tau)
-        return jax.tree.map(lambda v: factor * v, u)
+        return self.linear_map(jnp.exp, u, tau, params)
 
     def linear_map(self, fn: Callable[[jax.Array], jax.Array], u: Any, tau: jax.Array, params: Params) -> Any:
         """fn(L tau) u for a diagonal L (:meth:`linear`), mode by mode: what an exponential time-differencing

@@ -143,8 +143,10 @@ def plan_line(cfg: Any) -> str | None:
 
 
 def stiffness(cfg: Any) -> float:
-    """|L dt| at the largest wavenumber along an axis the dealiasing keeps: (nu k_max^2 + nu_p k_max^(2p)) dt, with
-    dt = ``time.dt`` (an adaptive step's cap). Above :data:`STIFF` an integrating-factor scheme integrates a
+    """|L dt| at k_max, the dealiasing's cutoff along an axis (:func:`dealiased_kmax`, the k_max of k_max eta:
+    N/3 for the 2/3 rule in a 2 pi box; the largest kept mode along an axis lies just below it, and the 2/3 rule's
+    cube keeps corners sqrt(3) further out): (nu k_max^2 + nu_p k_max^(2p)) dt, with dt = ``time.dt`` (an
+    adaptive step's cap). Above :data:`STIFF` an integrating-factor scheme integrates a
     nonlinear term varying faster than its step there (``etdrk4`` does not)."""
     physics = cfg.physics
     kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, getattr(physics, "dealias", "two_thirds"))
