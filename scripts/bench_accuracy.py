@@ -28,8 +28,11 @@ run's times instead). Cost: wall time and CPU time (user + sys of the process, a
 unit of simulated time, each run in its own subprocess, ours and FluidSim's alternating in one
 invocation (the same load). Compilation and start-up are excluded: ours is timed from the first
 diagnostics row (t = one output period, after the compiled chunk's first call) to the last, FluidSim's
-from the same time to its last step (its rows are saved on our rows' times). Both use every core (FluidSim
-OMP_NUM_THREADS = cores, OMP_WAIT_POLICY passive as in scripts/peer_fluidsim.py). Time steps are fixed:
+from the same time to its last step (its rows are saved on our rows' times). Threads: a configuration
+ending in ``:N`` runs on N threads (ours ``runtime.threads``; FluidSim OMP_NUM_THREADS, OMP_WAIT_POLICY
+passive as in scripts/peer_fluidsim.py), the others on --threads, default every core; the default sweep
+runs both codes' main configurations both ways (on 2 cores, FluidSim's 32^3 runs cost half as much on one
+thread as on two, ours 0.74-0.93 as much). Time steps are fixed:
 dt = period / ceil(period / (cfl * 2 pi / N)), the same for both codes at the same N and cfl.
 
 Target (issue 38): at every accuracy level that FluidSim's Pareto front reaches with a run of under 10
@@ -41,8 +44,8 @@ minutes, our cheapest configuration reaching it costs <= 0.5x FluidSim's cheapes
     python scripts/bench_accuracy.py --dns spectral_Re1600_512.gdiag --re 1600 --t-end 20 --grids 64 128
     python scripts/bench_accuracy.py --write-reference RUN_DIR --check-against COARSER_RUN_DIR
 
-The default sweep (5 grids, 32^3 to 80^3, x 11 of our configurations + 3 of FluidSim's, 70 runs) took 11
-minutes on the 2-core development machine (load average 1.7, its own); --quick about a minute.
+The default sweep (5 grids, 32^3 to 80^3, x 15 of our configurations + 6 of FluidSim's, 105 runs) took 18
+minutes on the 2-core development machine (load average 1.2, its own); --quick about a minute.
 
 Results: a table on stdout; accuracy.json, accuracy.csv and accuracy.png under --out (outputs/bench);
 --docs-figure also writes the figure to docs/images/bench_accuracy.png.
@@ -160,20 +163,23 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
         for cfl in args.cfl:
             dt = time_step(n, cfl)
             base = {"n": n, "cfl": cfl, "dt": dt, "re": args.re, "t_end": args.t_end, "period": PERIOD}
-            ours = [{**base, "code": "ours", "scheme": s, "dealias": d, "precision": p}
-                    for s, d, p in (o.split(":") for o in args.ours)]
-            peer = [{**base, "code": "fluidsim", "scheme": s, "shape": h, "threads": args.threads,
+            ours = [{**base, "code": "ours", "scheme": s, "dealias": d, "precision": p, "threads": int(t[0])}
+                    for s, d, p, *t in (f"{o}:{args.threads}".split(":") for o in args.ours)]
+            peer = [{**base, "code": "fluidsim", "scheme": s, "shape": h, "threads": int(t[0]),
                      "coef": FLUIDSIM_COEF[h]}
-                    for s, h in (p.split(":") for p in args.peer)] if args.peer_python else []
+                    for s, h, *t in (f"{p}:{args.threads}".split(":") for p in args.peer)] if args.peer_python else []
             for i in range(max(len(ours), len(peer))):
                 runs += ours[i:i + 1] + peer[i:i + 1]
     return runs
 
 
-def label(row: dict[str, Any]) -> str:
+def label(row: dict[str, Any], cores: int = os.cpu_count() or 1) -> str:
+    """A configuration's name: its scheme, dealiasing (and precision), and its threads when fewer than the
+    cores."""
+    threads = f" {row['threads']} thread{'s' * (row['threads'] > 1)}" if row.get("threads", cores) < cores else ""
     if row["code"] == "ours":
-        return f"{row['scheme']} {row['dealias']} {row['precision']}"
-    return f"{row['scheme']} {row['shape']}"
+        return f"{row['scheme']} {row['dealias']} {row['precision']}{threads}"
+    return f"{row['scheme']} {row['shape']}{threads}"
 
 
 def main_sweep(args: argparse.Namespace) -> int:
@@ -205,7 +211,7 @@ def main_sweep(args: argparse.Namespace) -> int:
 
 
 def fmt_row(r: dict[str, Any]) -> str:
-    return (f"{r['code']:>8} {r['n']:4d} {r['cfl']:4.2f} {r['dt']:.4f} {r['config']:<38} "
+    return (f"{r['code']:>8} {r['n']:4d} {r['cfl']:4.2f} {r['dt']:.4f} {r['config']:<44} "
             f"err {r['error']:9.3e}  wall/t {r['wall_per_t']:8.3f} s  cpu/t {r['cpu_per_t']:8.3f} s")
 
 
@@ -351,16 +357,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ours", nargs="+", default=[f"{s}:{d}:float64" for d in ("two_thirds", "phase_shift_spherical")
                                                  for s in ("rk2", "rk3", "rk4")]
                    + ["rk4:two_thirds:float32", "rk4:phase_shift_spherical:float32",
-                      "rk3:phase_shift_spherical:float32", "rk2:phase_shift_spherical:float32", "rk2:two_thirds:float32"],
-                   help="SCHEME:DEALIAS:PRECISION (time.integrator, physics.dealias, precision)")
-    p.add_argument("--peer", nargs="+", default=["RK4:cubic", "RK2_phaseshift_random:spherical",
-                                                 "RK4_phaseshift_random:spherical"],
-                   help="FluidSim TYPE_TIME_SCHEME:TRUNCATION_SHAPE (spherical: coef 2 sqrt(2)/3, ours' sphere)")
+                      "rk3:phase_shift_spherical:float32", "rk2:phase_shift_spherical:float32", "rk2:two_thirds:float32"]
+                   + [f"{s}:{d}:float32:1" for s in ("rk2", "rk4") for d in ("two_thirds", "phase_shift_spherical")],
+                   help="SCHEME:DEALIAS:PRECISION[:THREADS] (time.integrator, physics.dealias, precision, "
+                   "runtime.threads; default threads: --threads)")
+    p.add_argument("--peer", nargs="+", default=[f"{s}{t}" for t in ("", ":1") for s in (
+                       "RK4:cubic", "RK2_phaseshift_random:spherical", "RK4_phaseshift_random:spherical")],
+                   help="FluidSim TYPE_TIME_SCHEME:TRUNCATION_SHAPE[:THREADS] (spherical: coef 2 sqrt(2)/3, ours' "
+                   "sphere; THREADS: its OMP_NUM_THREADS, default --threads)")
     p.add_argument("--re", type=float, default=400)
     p.add_argument("--t-end", type=float, default=10.0)
     p.add_argument("--reference", default=str(REFERENCE), help="our reference CSV (t, dissipation, energy)")
     p.add_argument("--dns", help="the workshop's spectral_Re1600_512.gdiag instead (use with --re 1600)")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="FluidSim's OMP_NUM_THREADS")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="the threads of a configuration that names none (ours: runtime.threads; FluidSim's "
+                   "OMP_NUM_THREADS); default every core")
     p.add_argument("--max-run-s", type=float, default=600, help="the target's levels: FluidSim runs under this")
     p.add_argument("--quick", action="store_true", help="smoke run: 16^3 and 24^3 to t = 1, one config each")
     p.add_argument("--out", default="outputs/bench")

@@ -39,7 +39,7 @@ def work_ours(spec: dict[str, Any]) -> dict[str, Any]:
     sets = [f"grid.shape={n}", f"precision={spec['precision']}", f"physics.viscosity=1/{spec['re']}",
             f"physics.dealias={spec['dealias']}", f"time.integrator={spec['scheme']}", f"time.dt={dt!r}",
             f"time.t_end={spec['t_end']}", f"output.chunk={round(period / dt)}", "output.snapshots.every=0",
-            "output.spectra.every=0", "output.spectra.at_end=false"]
+            "output.spectra.every=0", "output.spectra.at_end=false", f"runtime.threads={spec['threads']}"]
     marks: list[tuple[float, float, float]] = []  # (simulated t, wall, cpu) at each progress line
 
     def mark(record: logging.LogRecord) -> bool:

@@ -38,13 +38,23 @@ def _config_args(p: argparse.ArgumentParser, required: bool) -> None:
                    help="override a config key, e.g. --set grid.shape=[64,64,64] (repeatable)")
     p.add_argument("--cpu-devices", type=int, default=None, metavar="N",
                    help="run on N virtual CPU devices (same as --set runtime.cpu_devices=N)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="use N CPU threads: XLA's pool and FFTW's (same as --set runtime.threads=N; small grids "
+                   "run faster on 1)")
 
 
-def _load(args: argparse.Namespace) -> config_mod.Config:
+def _runtime_overrides(args: argparse.Namespace) -> list[str]:
+    """The config overrides of the command line: ``--set`` and the runtime's own flags."""
     overrides = list(args.overrides)
     if args.cpu_devices is not None:
         overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
-    return config_mod.load(args.config, overrides)
+    if args.threads is not None:
+        overrides.append(f"runtime.threads={args.threads}")
+    return overrides
+
+
+def _load(args: argparse.Namespace) -> config_mod.Config:
+    return config_mod.load(args.config, _runtime_overrides(args))
 
 
 def _start(cfg: config_mod.Config) -> str:
@@ -185,6 +195,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"process mode:          {mode}")
         print(f"processes:             {rep.process_count}")
         print(f"platform:              {rep.platform}")
+        print(f"CPU threads:           {runtime.cpu_threads()}")
         print(f"global devices:        {rep.global_device_count}: {', '.join(str(d) for d in jax.devices())}")
         backend = BACKENDS[cfg.fft.backend]
         shape = backend.mesh_shape(rep.global_device_count, cfg.fft.mesh)
@@ -255,12 +266,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from simulator import runtime
 
-    overrides = list(args.overrides)
+    overrides = _runtime_overrides(args)
     gpu = args.platform == "gpu" and runtime.gpu_visible()
     if args.devices is not None and not gpu:
         overrides.append(f"runtime.cpu_devices={args.devices}")  # virtual CPU devices stand in for GPUs
-    elif args.cpu_devices is not None:
-        overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
     cfg = config_mod.load(args.config, overrides)
     from simulator.cost import memory_option
 
@@ -280,11 +289,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from simulator.run.command import run_file
 
-    overrides = list(args.overrides)
-    if args.cpu_devices is not None:
-        overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
-    return run_file(args.config, overrides, args.out, add_to_t_end=args.add_to_t_end, overwrite=args.overwrite,
-                    restart=args.restart, resume=args.resume, allow_physics_change=args.allow_physics_change)
+    return run_file(args.config, _runtime_overrides(args), args.out, add_to_t_end=args.add_to_t_end,
+                    overwrite=args.overwrite, restart=args.restart, resume=args.resume,
+                    allow_physics_change=args.allow_physics_change)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

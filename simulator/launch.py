@@ -5,7 +5,10 @@ with ``SIMULATOR_COORDINATOR`` (a free
 localhost port), ``SIMULATOR_NUM_PROCESSES`` and ``SIMULATOR_PROCESS_ID`` in its environment, which
 :func:`simulator.runtime.initialize_processes` reads. If any child fails, the others are ended
 (SIGTERM, then SIGKILL after a grace period) so nothing waits forever on a dead peer in a collective,
-and the launcher exits with the failed child's status.
+and the launcher exits with the failed child's status. The children share the launcher's cores: each
+gets ``PJRT_NPROC`` = cores / processes CPU threads (XLA's pool; FFTW's count the same, as
+``runtime.threads`` would set them) unless the environment already sets it, as an srun step binds
+each task to its own cores.
 
 Output: the children's stdout and stderr come through pipes and are forwarded a whole line at a time
 (one lock for every line written), so lines of different processes never cut into one another, as
@@ -28,6 +31,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from simulator.runtime import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from simulator.threads import shared
 
 GRACE_SECONDS = 5.0
 #: seconds to wait for the last lines of the children's pipes once they have exited
@@ -111,7 +115,7 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, 
     forward = _Forwarder(verbose)
     procs = []
     for pid in range(n_processes):
-        env = dict(os.environ)
+        env = shared(os.environ, n_processes)
         env.update({ENV_COORDINATOR: coordinator, ENV_NUM_PROCESSES: str(n_processes), ENV_PROCESS_ID: str(pid),
                     "PYTHONUNBUFFERED": "1"})  # through a pipe Python would hold lines back in a buffer
         p = subprocess.Popen(list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -2,7 +2,7 @@
 
 Order matters, because JAX reads some settings once, when its backends start:
 
-1. :func:`configure_devices` sets the virtual CPU device count and the precision. It must run before
+1. :func:`configure_devices` sets the virtual CPU device count, the CPU threads and the precision. It must run before
    anything touches a device; asked too late it raises :class:`RuntimeSetupError` instead of being
    silently ignored.
 2. :func:`initialize_processes` starts multi-process JAX where there is more than one process:
@@ -31,6 +31,7 @@ from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
+from simulator.threads import XLA_THREADS_VARIABLE, available_cores
 from simulator.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
 SLURM_VARIABLES = (
@@ -63,14 +64,25 @@ def _backends_started() -> bool:
     return xla_bridge.backends_are_initialized()
 
 
-def configure_devices(cpu_devices: int | None, precision: str) -> None:
-    """Set the virtual CPU device count and the floating-point precision, before JAX starts.
+def configure_devices(cpu_devices: int | None, precision: str, threads: int | None = None) -> None:
+    """Set the virtual CPU device count, the CPU threads and the floating-point precision, before JAX starts.
 
     Once JAX has started, float64 can still be switched on; float32 never switches it off again.
 
     ``cpu_devices`` (when given) also restricts JAX to the CPU platform: a laptop-style run with
-    virtual devices. Raises RuntimeSetupError if JAX's backends already exist with another count.
+    virtual devices. ``threads`` (when given) sizes XLA's CPU thread pool (its ``PJRT_NPROC``, read
+    when the CPU client starts; the FFTW transforms count the same cores, :mod:`simulator.fft.local`).
+    Raises RuntimeSetupError if JAX's backends already exist with another count of either.
     """
+    if threads is not None:
+        if _backends_started():
+            if os.environ.get(XLA_THREADS_VARIABLE) != str(threads):
+                raise RuntimeSetupError(
+                    f"threads = {threads} was asked for after JAX had already started its CPU thread pool "
+                    f"({XLA_THREADS_VARIABLE}={os.environ.get(XLA_THREADS_VARIABLE, 'unset')}); set it first "
+                    "(--threads on the command line, or runtime.threads, before any JAX work)")
+        else:
+            os.environ[XLA_THREADS_VARIABLE] = str(int(threads))
     if cpu_devices is not None:
         if _backends_started():
             have = len(jax.devices("cpu")) if jax.default_backend() == "cpu" else 0
@@ -90,6 +102,13 @@ def configure_devices(cpu_devices: int | None, precision: str) -> None:
         jax.config.update("jax_enable_x64", precision == "float64")
     # else: a float32 simulation in a process that already computes in float64 (a script building
     # several) keeps 64-bit types on; its own arrays are float32 all the same (every dtype is explicit)
+
+
+def cpu_threads() -> str:
+    """This process's CPU threads (XLA's pool, the most FFTW threads), and where the count comes from."""
+    given = os.environ.get(XLA_THREADS_VARIABLE, "").strip()
+    where = f"{XLA_THREADS_VARIABLE}={given}" if given else "every core this process may use"
+    return f"{available_cores()} ({where})"
 
 
 def gpu_visible() -> bool:
@@ -309,7 +328,7 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     the same process (a script building several simulations) keeps the processes already started.
     A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts."""
     gpu_binding(env)
-    configure_devices(cfg.runtime.cpu_devices, cfg.precision)
+    configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
     if is_distributed():
         return process_mode(cfg, env)
     return initialize_processes(cfg, env)

@@ -59,6 +59,7 @@ from simulator.run.rundir import read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
+from simulator.threads import shared
 
 MANIFEST = "sweep.yaml"
 COLLECTED = "collected.csv"
@@ -342,7 +343,7 @@ def run_group(directory: Path, index: int) -> int:
 def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
               groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None) -> int:
     """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
-    ``logs/pNNN.log``; with ``groups`` (an ensemble sweep), each group with an unfinished member is one
+    ``logs/pNNN.log`` on its share of the cores (:func:`simulator.threads.shared`); with ``groups`` (an ensemble sweep), each group with an unfinished member is one
     ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. ``report``: where the
     lines for the user go (the CLI prints them). Returns 0 when every
     point finished, 1 otherwise."""
@@ -371,7 +372,7 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
                 task = tasks.pop(0)
                 log = (directory / "logs" / f"{task[0]}.log").open("a")
                 proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1]], stdout=log,
-                                        stderr=subprocess.STDOUT)
+                                        stderr=subprocess.STDOUT, env=shared(os.environ, jobs))
                 running.append((task, proc, log))
             time.sleep(0.1)
             for item in [r for r in running if r[1].poll() is not None]:

@@ -16,6 +16,7 @@ import pytest
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, local
 from simulator.fft.check import distribute, host_field, max_relative_error
+from simulator.threads import available_cores
 from simulator.equations.navier_stokes import RandomVelocity
 from simulator.equations.navier_stokes.equation import NavierStokes
 from simulator.time.integrators import make_rk4
@@ -260,7 +261,7 @@ def test_without_the_extension_auto_falls_back_and_fftw_is_an_error(monkeypatch)
 @FFTW
 def test_threads_default_to_the_cores_per_device(local_fft, monkeypatch):
     monkeypatch.delenv("SIMULATOR_FFT_THREADS", raising=False)
-    cores = local._available_cores()
+    cores = available_cores()
     assert local.resolve("fftw", devices=1).threads == cores
     assert local.resolve("fftw", devices=8).threads == max(1, cores // 8)
     monkeypatch.setenv("SIMULATOR_FFT_THREADS", "3")

@@ -1,5 +1,6 @@
 """Process discovery and the device report (no Slurm needed: the environment is passed in)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -10,6 +11,8 @@ import pytest
 from simulator import runtime
 from simulator.config import load
 from simulator.errors import RuntimeSetupError
+from simulator.fft.local import native
+from simulator.threads import available_cores, shared
 from simulator.runtime import process_mode, slurm_environment
 
 ROOT = Path(__file__).parents[1]
@@ -60,6 +63,58 @@ def test_info_reports_devices_mesh_slurm_and_versions():
     assert "GPU binding: CUDA_VISIBLE_DEVICES=NoDevFiles; process 0 of 1 on this node: no GPU visible" in out
     for pkg in ("jax", "jaxlib", "jaxdecomp", "h5py"):
         assert f"{pkg} " in out.split("versions:")[1]
+
+
+def test_threads_size_xla_s_cpu_pool_and_cap_fftw_s():
+    """runtime.threads is the number of XLA's CPU pool threads (counted by name in /proc: the pool's
+    threads, one per thread of the count) and the most FFTW threads a transform takes; unset, every core."""
+    code = ("import glob, sys, jax.numpy as jnp; from simulator import runtime; from simulator.config import load; "
+            "from simulator.fft.local import resolve; from simulator.threads import available_cores; "
+            "runtime.setup(load(None, sys.argv[1:])); x = jnp.ones((256, 256)); (x @ x).block_until_ready(); "
+            "names = [open(f).read().strip() for f in glob.glob('/proc/self/task/*/comm')]; "
+            "print(names.count('tf_XLAEigen'), available_cores(), resolve(devices=1).threads)")
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""}
+    cores = len(os.sched_getaffinity(0))
+    has_fftw = native()[0] is not None
+    for sets, expected in ((["runtime.threads=1"], 1), ([], cores)):
+        r = subprocess.run([sys.executable, "-c", code, *sets], capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0, r.stderr
+        pool, available, fftw = map(int, r.stdout.split())
+        assert (pool, available) == (expected, expected), (sets, r.stdout)
+        assert fftw == expected or not has_fftw, (sets, r.stdout)
+    r = subprocess.run([sys.executable, "-m", "simulator", "info", "--threads", "1", "--cpu-devices", "1"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "CPU threads:           1 (PJRT_NPROC=1)" in r.stdout
+
+
+def test_processes_started_side_by_side_share_the_cores(monkeypatch):
+    """simulator launch and a local sweep give each process cores / processes threads, unless the
+    environment already says how many."""
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    cores = available_cores()
+    assert shared({}, 2)["PJRT_NPROC"] == str(max(1, cores // 2))
+    assert shared({}, 4 * cores)["PJRT_NPROC"] == "1"
+    assert shared({"PJRT_NPROC": "3"}, 2)["PJRT_NPROC"] == "3"
+    monkeypatch.setenv("PJRT_NPROC", "1")
+    assert available_cores() == 1
+    env = {k: v for k, v in os.environ.items() if k != "PJRT_NPROC"}
+    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "info"],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"CPU threads:           {max(1, cores // 2)} (PJRT_NPROC={max(1, cores // 2)})" in r.stdout, r.stdout
+
+
+def test_threads_asked_for_after_jax_started_are_refused(monkeypatch):
+    import jax
+
+    jax.devices()  # the test process's backends exist
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    with pytest.raises(RuntimeSetupError, match=r"^threads = 3 was asked for after JAX had already started its CPU "
+                                                r"thread pool \(PJRT_NPROC=unset\); set it first"):
+        runtime.configure_devices(None, "float32", threads=3)
+    monkeypatch.setenv("PJRT_NPROC", "3")  # what the pool was started with: nothing to change
+    runtime.configure_devices(None, "float32", threads=3)
 
 
 def test_info_with_a_mesh_that_does_not_fit_exits_2():

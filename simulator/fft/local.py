@@ -19,10 +19,11 @@ Environment (read when a backend is built, see :func:`resolve`):
 * ``SIMULATOR_FFT=auto|fftw|xla`` (default ``auto``: fftw where the extension is available);
   ``fftw`` when it is not available is an error, naming why.
 * ``SIMULATOR_FFT_THREADS=N``: FFTW threads per transform, at most (default: the cores this process
-  may use divided by the mesh devices it drives, at least 1: virtual CPU devices run their transforms
-  concurrently). A transform gets one thread per ``SIMULATOR_FFT_THREAD_GRAIN`` points (default
-  :data:`THREAD_GRAIN`, 2^17), never more than N: on smaller ones the threads' start and join cost more
-  than they share (:meth:`LocalFFT.threads_for`). A grain of 1 gives every transform N threads.
+  may use, or ``runtime.threads`` (XLA's ``PJRT_NPROC``) where fewer, divided by the mesh devices it
+  drives, at least 1: virtual CPU devices run their transforms concurrently). A transform gets one
+  thread per ``SIMULATOR_FFT_THREAD_GRAIN`` points (default :data:`THREAD_GRAIN`, 2^17), never more
+  than N: on smaller ones the threads' start and join cost more than they share
+  (:meth:`LocalFFT.threads_for`). A grain of 1 gives every transform N threads.
 * ``SIMULATOR_FFTW_PLANNER=estimate|measure|patient`` (default ``measure``): FFTW's planning
   effort. ``measure`` times candidate plans once per transform (about 1-3 s at 128^3, milliseconds
   at test sizes) and runs up to 2x faster than ``estimate`` (a cost model, no timing) at 128^3.
@@ -55,6 +56,7 @@ from jax import lax
 
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import large
+from simulator.threads import available_cores
 
 ENV_PATH = "SIMULATOR_FFT"
 ENV_THREADS = "SIMULATOR_FFT_THREADS"
@@ -125,13 +127,6 @@ def _register() -> None:
     module.set_wisdom(wisdom_path())
     for name, capsule in module.handlers().items():
         jax.ffi.register_ffi_target(name, capsule, platform="cpu")
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _env_count(name: str, what: str) -> int | None:
@@ -382,7 +377,7 @@ def resolve(requested: str | None = None, devices: int = 1, threads: int | None 
             raise RuntimeSetupError(f"{asked} but the FFTW path is unavailable: {why_not}")
         return LocalFFT("xla", why_not)
     if threads is None:
-        threads = _env_count(ENV_THREADS, "threads") or max(1, _available_cores() // max(1, devices))
+        threads = _env_count(ENV_THREADS, "threads") or max(1, available_cores() // max(1, devices))
     if grain is None:
         grain = _env_count(ENV_GRAIN, "points per thread") or THREAD_GRAIN
     return LocalFFT("fftw", "native extension", int(threads), planner, int(grain))

@@ -60,8 +60,9 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
              cfg.time.dt, cfg.time.t_end)
     log.info("physics: %s; initial: %s", to_dict(cfg.physics), to_dict(cfg.initial))
-    log.info("devices: %d %s on %d process(es) (%s); %s", jax.device_count(), jax.default_backend(),
-             jax.process_count(), meta["process_mode"], sim.fft.describe())
+    threads = f"; CPU threads {runtime.cpu_threads()}" if jax.default_backend() == "cpu" else ""
+    log.info("devices: %d %s on %d process(es) (%s)%s; %s", jax.device_count(), jax.default_backend(),
+             jax.process_count(), meta["process_mode"], threads, sim.fft.describe())
     log.info("versions: %s; git %s; slurm: %s", " ".join(f"{k}={v}" for k, v in meta["versions"].items()),
              meta["git_revision"], {k: v for k, v in meta["slurm"].items() if v} or "none")
 
