@@ -19,8 +19,10 @@ entries of L, their advection and mean-gradient source part of N. The spectral o
 
 Per stage: inverse FFTs of u, grad b (and the n scalars) and w apart (so that the step's peak memory
 holds one three-field spectrum at a time), a forward FFT of u.grad b (+ the 3 n fluxes u theta_i),
-made before w exists, and one of u x w; in a compact spectrum without scalars each component is a
-field of its own, transformed on its own (:mod:`simulator.equations.flow.components`). References:
+made before w exists, and one of u x w. In a compact spectrum without scalars each component is a
+field of its own, transformed on its own, and P[(u x w)^] is formed as -P[div(u u)^], the same field
+under the 2/3 rule, from the five components of the traceless stress: no inverse FFT of w, 11 scalar
+transforms instead of 13 (:mod:`simulator.equations.flow.components`; Basdevant 1983). References:
 Boussinesq dynamics and the gravity-inertia dispersion relation, Vallis, Atmospheric and Oceanic
 Fluid Dynamics (2017), chs. 2 and 7; a pseudo-spectral model of rotating stratified flow, Winters,
 MacKinnon & Mills 2004 (J. Atmos. Oceanic Technol. 21, 69); Froude and Rossby numbers as in Marino,
@@ -50,7 +52,7 @@ from simulator.equations.boussinesq.waves import propagate, wave_fields
 from simulator.equations.flow.components import Transforms
 from simulator.equations.flow.velocity import FlowEquation, peaked, random_velocity
 from simulator.equations.noise import white_noise
-from simulator.equations.operators import SpectralOperators, cross
+from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
 
@@ -93,9 +95,9 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
 
     def advection(self, x: jax.Array) -> jax.Array:
         """(P[(u x w)^], -(u.grad b)^), dealiased, without the box mean, and -div(u theta_i) of the scalars:
-        inverse FFTs of u, grad b (, theta) and w, each used as soon as it exists (grad b and theta are
-        transformed back in u.grad b and u theta before w is formed), forward FFTs of those and of u x w;
-        a compact spectrum without scalars component by component (:class:`~..flow.components.Transforms`)."""
+        inverse FFTs of u, grad b (, theta), each used as soon as it exists, forward FFTs of u.grad b (, u
+        theta) and of the velocity's advection (u x w, or the traceless stress in a compact spectrum without
+        scalars, component by component: :meth:`~..flow.components.Transforms.momentum`)."""
         ops = self.ops
         transforms = Transforms(ops, stacked=bool(self.n_scalars))
         u = transforms.fields(x[:3])
@@ -104,7 +106,7 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         if self.n_scalars:
             products = jnp.concatenate([products, passive.products(u, self.fft.irfft(x[4:]))])
         a = self.fft.rfft(products)
-        n = transforms.spectrum(cross(u, transforms.curl(x[:3])))
+        n = transforms.momentum(u, x[:3])
         flow = [ops.project(self.kept * n), self.kept * a[:1]]
         return ops.concatenate([*flow, passive.advection(ops, a[1:])] if self.n_scalars else flow)
 

@@ -22,6 +22,23 @@ device) and 54.7 to 40.9 (slab of 4). The half spectrum keeps the stacked fields
 at 1024^3 went from 58.0 to 62.0 B/cell. Each transform of three components becomes three (the same
 scalar FFTs and bytes exchanged, three times the all-to-alls). Boussinesq and MHD: docs/PERFORMANCE.md.
 
+The velocity's own advection (:meth:`Transforms.momentum`) has two forms. By component, under a
+truncation that removes every alias of a quadratic product (the 2/3 rule's cube, shifted or not:
+:data:`ALIAS_FREE`; :attr:`Transforms.stress_form`), it is the divergence of the traceless stress, -div(T - T_zz I) with T = u u (MHD: u u - B B), whose five
+independent components (:func:`stress`) are transformed from the three real components of u: 3 inverse
+and 5 forward transforms against the rotational form's 6 and 3 (Basdevant 1983, J. Comput. Phys. 50,
+209), and u and one product live in real space at a time instead of u and w. The isotropic part T_zz I
+left out is a gradient, removed by the Leray projection, and since div u = 0 the two forms are the same
+truncated field in exact arithmetic: P[(u x w)^] = -P[div(u u)^]. Under an aliased dealiasing (the
+Hou-Li filter, the spherical phase-shifted truncation) they differ by their aliases, and the rotational
+form is kept: its product is orthogonal to u at every grid point, so aliasing adds no energy. Stacked
+fields keep it too: a stacked transform of the five components holds them all at once (lsrk4 float32,
+64^3, one device: 76.6 B/cell against the rotational form's 72.8), and transforming them apart took the
+half spectrum's one-GPU plan at 1024^3 from 58.0 to 62.0 B/cell. In the compact layout the stress form
+took lsrk4 float32 from 43.9 to 40.1 B/cell at 64^3 on one device and from 41.9 to 36.8 on a slab of 4,
+the 1024^3 one-GPU plan from 42.7 to 39.2, and the all-to-alls per stage from 9 to 8
+(``python scripts/bench_compact.py``, XLA's FFT path).
+
 Real-space results are sequences of three ``(Nx, Ny, Nz)`` components in the backend's real layout (the
 rows of a ``(3, Nx, Ny, Nz)`` array when stacked), spectra in its k-space layout and sharding.
 """
@@ -35,6 +52,29 @@ import jax.numpy as jnp
 
 from simulator.equations.operators import SpectralOperators, cross
 
+#: the dealiasings after which no alias of a quadratic product is left (the velocity's advection is then
+#: formed from the traceless stress, :meth:`Transforms.momentum`)
+ALIAS_FREE = ("two_thirds", "phase_shift_cubic")
+
+
+def stress(u: Sequence[jax.Array], b: Sequence[jax.Array] | None = None) -> list[jax.Array]:
+    """The five independent components of T - T_zz I, T = u u (minus b b when ``b`` is given), in real
+    space: (xx - zz, yy - zz, xy, xz, yz), each ``(Nx, Ny, Nz)``."""
+
+    def t(i: int, j: int) -> jax.Array:
+        return u[i] * u[j] if b is None else u[i] * u[j] - b[i] * b[j]
+
+    zz = t(2, 2)
+    return [t(0, 0) - zz, t(1, 1) - zz, t(0, 1), t(0, 2), t(1, 2)]
+
+
+def stress_divergence(ops: SpectralOperators, s: Sequence[jax.Array]) -> jax.Array:
+    """-div(T - T_zz I) ``(3, *k_shape)`` from the spectra ``s`` of the five components of :func:`stress`
+    (``(5, *k_shape)`` or five ``(*k_shape)``): -i k_j T'_ij."""
+    kx, ky, kz = ops.k
+    return -1j * ops.stack([kx * s[0] + ky * s[2] + kz * s[3], kx * s[2] + ky * s[1] + kz * s[4],
+                            kx * s[3] + ky * s[4]])
+
 
 class Transforms:
     """The transforms of one evaluation of a flow's nonlinear term on the operators ``ops`` (their FFT
@@ -45,6 +85,8 @@ class Transforms:
     def __init__(self, ops: SpectralOperators, stacked: bool = False):
         self.ops, self.fft = ops, ops.fft
         self.by_component = ops.fft.compact is not None and not stacked
+        #: whether the velocity's advection is formed from the traceless stress (the module's docstring)
+        self.stress_form = self.by_component and ops.dealiasing in ALIAS_FREE
 
     def fields(self, v_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of a vector spectrum ``v_hat`` ``(3, *k_shape)``."""
@@ -63,6 +105,14 @@ class Transforms:
         if self.by_component:
             return [self.fft.irfft(1j * k * f_hat) for k in self.ops.k]
         return self.fft.irfft(1j * self.ops.stack([k * f_hat for k in self.ops.k]))
+
+    def momentum(self, u: Sequence[jax.Array], u_hat: jax.Array) -> jax.Array:
+        """The velocity's advection before projection and dealiasing, ``(3, *k_shape)``, from its real-space
+        components ``u`` and spectrum ``u_hat``: -div(u u - u_z^2 I)^ when :attr:`stress_form`, else
+        (u x w)^ (the module's docstring says when and why)."""
+        if self.stress_form:
+            return stress_divergence(self.ops, self.spectrum(stress(u)))
+        return self.spectrum(cross(u, self.curl(u_hat)))
 
     def spectrum(self, parts: Sequence[jax.Array]) -> jax.Array:
         """The spectra ``(m, *k_shape)`` of m real-space fields ``(Nx, Ny, Nz)``."""

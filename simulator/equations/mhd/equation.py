@@ -15,10 +15,12 @@ Viscous and resistive terms are the diagonal linear operator (-nu k^2, -eta k^2)
 and hyper-resistive (-nu_p k^(2p), -eta_p k^(2p)) when ``physics.hyperviscosity_order`` p is set
 (structure: nothing compiled without it; Borue & Orszag 1995, Europhys. Lett. 29, 687), integrated
 exactly by the integrating-factor schemes; the Alfven coupling is in the explicit part, which the CFL
-number accounts for through |B|. Per stage: inverse FFTs of u, w, B and j (3 fields each, so that the
-step's peak memory holds one three-field spectrum at a time, not a twelve-field one) and one batched
-forward FFT of (u x w + j x B, u x B) (6 fields); in a compact spectrum each component is a field of its
-own, transformed on its own (:mod:`simulator.equations.flow.components`). The spectral operators
+number accounts for through |B|. Per stage, in a compact spectrum (each component a field of its own,
+transformed on its own: :mod:`simulator.equations.flow.components`): inverse FFTs of u and B and forward
+ones of the traceless stress u u - B B (5 fields, whose divergence is u x w + j x B up to a gradient
+under the 2/3 rule: Basdevant 1983) and of u x B, 14 scalar transforms; in the half spectrum: inverse
+FFTs of u, w, B and j (3 fields each, so that the step's peak memory holds one three-field spectrum at a
+time, not a twelve-field one) and one batched forward FFT of (u x w + j x B, u x B), 18. The spectral operators
 (wavenumbers, 2/3 rule, projection, curl, forcing) are those of
 :class:`~simulator.equations.operators.SpectralOperators` on the same backend.
 
@@ -39,7 +41,7 @@ import jax.numpy as jnp
 from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.flow.components import Transforms
+from simulator.equations.flow.components import Transforms, stress, stress_divergence
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.mhd import INFO, MHDParams
 from simulator.equations.operators import SpectralOperators, cross
@@ -76,13 +78,18 @@ class MHD(FlowEquation, SemiLinearEquation):
         return linear - hyper.reshape(6, 1, 1, 1) * self.ops.k2**self.physics.hyperviscosity_order
 
     def ideal(self, x: jax.Array) -> jax.Array:
-        """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased: inverse FFTs of u, w, B, j (w and j each
-        used as soon as it exists, so that both are never held together) and one forward of
-        (u x w + j x B, u x B); a compact spectrum component by component
-        (:class:`~..flow.components.Transforms`)."""
+        """(P[(u x w + j x B)^], P[curl (u x B)^]), dealiased. In a compact spectrum (component by
+        component, :class:`~..flow.components.Transforms`) the momentum term is -P[div(u u - B B)^] (equal
+        under the 2/3 rule), from inverse FFTs of u and B and forward ones of the five components of the
+        traceless stress and of u x B; stacked, from inverse FFTs of u, w, B, j (w and j each used as soon
+        as it exists, so that both are never held together) and one forward of (u x w + j x B, u x B)."""
         ops = self.ops
         transforms = Transforms(ops)
         u = transforms.fields(x[:3])
+        if transforms.stress_form:
+            b = transforms.fields(x[3:])
+            n = ops.dealias * transforms.spectrum([*stress(u, b), *cross(u, b)])
+            return ops.concatenate([ops.project(stress_divergence(ops, n[:5])), ops.project(ops.curl(n[5:]))])
         force = cross(u, transforms.curl(x[:3]))
         b = transforms.fields(x[3:])
         force = [a + c for a, c in zip(force, cross(transforms.curl(x[3:]), b), strict=True)]

@@ -2,7 +2,10 @@
 
     du/dt = u x w - grad(p + |u|^2/2) + nu lap(u) - nu_p (-lap)^p u (+ f),   div u = 0,   w = curl u
 
-Rotational form; the pressure gradient is removed by the Leray projection P = I - k k^T / k^2; the
+Rotational form (in the compact layout without scalars, under the 2/3 rule, the same field formed as
+-P[div(u u)^] from the traceless stress: 8 transforms per evaluation instead of 9, Basdevant 1983,
+:mod:`simulator.equations.flow.components`); the pressure gradient is removed by the Leray projection
+P = I - k k^T / k^2; the
 nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed), multiplied by the
 smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 2/3 rule's cube or a sphere
 (``physics.dealias``, :mod:`simulator.equations.operators`, :mod:`simulator.equations.phase_shift`); the viscous and
@@ -43,7 +46,7 @@ from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
-from simulator.equations.operators import SpectralOperators, cross
+from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
 
@@ -107,7 +110,8 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         -div(u theta_i) ``(n, ...)``. Inverse FFTs of u, (theta,) and w apart, each used as soon as it exists
         (with scalars, u theta is transformed before w is formed), then a forward FFT of u x w: the peak
         memory holds u, w and one three-field spectrum, not two spectra of six or more fields. A compact
-        spectrum without scalars goes component by component (:class:`~..flow.components.Transforms`).
+        spectrum without scalars goes component by component, under the 2/3 rule from the traceless stress
+        instead of w (:meth:`~..flow.components.Transforms.momentum`).
         Under a phase shift (:meth:`at_stage`) the spectra are shifted before the inverse transforms and the
         products' spectra shifted back after the forward ones (``ops.shift``, :mod:`..phase_shift`)."""
         ops = self.ops
@@ -119,7 +123,7 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         if theta_hat is not None:
             products = self.fft.rfft(passive.products(u, self.fft.irfft(ops.shift(theta_hat))))
             a_hat = passive.advection(ops, ops.shift(products, -1))
-        n_hat = ops.shift(transforms.spectrum(cross(u, transforms.curl(u_hat))), -1)
+        n_hat = ops.shift(transforms.momentum(u, u_hat), -1)
         return ops.project(ops.dealias * n_hat), a_hat
 
     def at_stage(self, step: jax.Array, shift: jax.Array) -> NavierStokes:
