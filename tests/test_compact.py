@@ -206,6 +206,47 @@ def test_a_backend_without_a_real_transform_refuses_compact_and_runs_auto_full()
         assert "no real-to-complex transform" in fft.layout_reason, fft.layout_reason
 
 
+# ---- the velocity's advection from the traceless stress --------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", [SINGLE, ("slab", 4, None), ("pencil", 4, (2, 2))], ids=case_id)
+def test_the_traceless_stress_gives_the_rotational_forms_projected_advection(case):
+    """In the compact layout the velocity's advection is -div(u u - u_z^2 I) (simulator.equations.flow.components,
+    Basdevant 1983): after the 2/3 rule and the Leray projection it equals P[(u x w)^] to round-off, for a
+    random dealiased solenoidal u. Before the projection the two differ by a gradient only (their difference
+    is parallel to k: its cross product with k is round-off, the difference itself is not), so a wrong sign or
+    a missing component of the stress shows. The form is only taken where the truncation is alias-free and
+    the fields are transformed by component."""
+    from simulator.equations.flow.components import Transforms
+    from simulator.equations.operators import SpectralOperators, cross
+
+    fc, _ = backends(case)
+    ops = SpectralOperators(fc, BOX, jnp.float64)
+    transforms = Transforms(ops)
+    assert transforms.stress_form
+    assert not Transforms(ops, stacked=True).stress_form
+    for dealiasing in ("hou_li", "phase_shift_spherical"):
+        assert not Transforms(SpectralOperators(fc, BOX, jnp.float64, dealiasing=dealiasing)).stress_form
+    assert Transforms(SpectralOperators(fc, BOX, jnp.float64, dealiasing="phase_shift_cubic")).stress_form
+    rng = np.random.default_rng(3)
+    velocity = jax.device_put(dealiased(rng.standard_normal((3, *GRID))), fc.real_sharding(1))
+
+    @functools.partial(jax.jit, compiler_options=ONCE)
+    def both(velocity):
+        u_hat = ops.project(fc.rfft(velocity))
+        u = transforms.fields(u_hat)
+        stress = ops.dealias * transforms.momentum(u, u_hat)
+        rotational = ops.dealias * transforms.spectrum(cross(u, transforms.curl(u_hat)))
+        difference = stress - rotational
+        return ops.project(stress), ops.project(rotational), ops.stack(cross(ops.k, difference)), difference
+
+    stress, rotational, curl_of_difference, difference = both(velocity)
+    close(stress, rotational, "projected advection")
+    scale = np.max(np.abs(np.asarray(rotational)))
+    assert np.max(np.abs(np.asarray(difference))) > 0.1 * scale  # the isotropic part left out is there
+    assert np.max(np.abs(np.asarray(curl_of_difference))) < 1e-12 * scale * 3  # ... and a gradient (|k| <= 3 here)
+
+
 # ---- every flow equation: a few steps in compact against the full layout ------------------------------------
 
 

@@ -129,7 +129,7 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     command = [sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set", "precision=float32",
                "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory", "80GB"]
     # the compact layout (the default), its advection from the traceless stress: 39.2 bytes per cell, 1200^3
-    # (42.7 and 1176^3 from u x w; 1280^3 needs 35)
+    # (42.7 and 1176^3 from u x w; 1280^3 needs 35.0)
     r = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout

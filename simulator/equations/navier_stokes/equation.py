@@ -176,7 +176,9 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         energy = 0.5 * self.ops.mean(jnp.abs(u_hat) ** 2)
         enstrophy = 0.5 * self.ops.mean(jnp.abs(self.ops.curl(u_hat)) ** 2)
         kx, ky, kz = self.ops.k
-        u = self.fft.irfft(u_hat)
+        # by component in a compact spectrum: one component's transform buffers at a time (the one-GPU
+        # plan's diagnostics program at 1024^3, lsrk4 float32: 35.2 -> 28.5 B/cell)
+        u = Transforms(self.ops, stacked=theta_hat is not None).fields(u_hat)
         cfl = dt * jnp.max(sum(jnp.abs(u[i]) / self.spacing[i] for i in range(3)))
         div = self.fft.irfft(1j * (kx * u_hat[0] + ky * u_hat[1] + kz * u_hat[2]))
         dissipation = 2 * params["viscosity"] * enstrophy
