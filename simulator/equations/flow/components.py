@@ -24,20 +24,21 @@ scalar FFTs and bytes exchanged, three times the all-to-alls). Boussinesq and MH
 
 The velocity's own advection (:meth:`Transforms.momentum`) has two forms. By component, under a
 truncation that removes every alias of a quadratic product (the 2/3 rule's cube, shifted or not:
-:data:`ALIAS_FREE`; :attr:`Transforms.stress_form`), it is the divergence of the traceless stress, -div(T - T_zz I) with T = u u (MHD: u u - B B), whose five
-independent components (:func:`stress`) are transformed from the three real components of u: 3 inverse
-and 5 forward transforms against the rotational form's 6 and 3 (Basdevant 1983, J. Comput. Phys. 50,
-209), and u and one product live in real space at a time instead of u and w. The isotropic part T_zz I
-left out is a gradient, removed by the Leray projection, and since div u = 0 the two forms are the same
-truncated field in exact arithmetic: P[(u x w)^] = -P[div(u u)^]. Under an aliased dealiasing (the
-Hou-Li filter, the spherical phase-shifted truncation) they differ by their aliases, and the rotational
-form is kept: its product is orthogonal to u at every grid point, so aliasing adds no energy. Stacked
-fields keep it too: a stacked transform of the five components holds them all at once (lsrk4 float32,
-64^3, one device: 76.6 B/cell against the rotational form's 72.8), and transforming them apart took the
-half spectrum's one-GPU plan at 1024^3 from 58.0 to 62.0 B/cell. In the compact layout the stress form
-took lsrk4 float32 from 43.9 to 40.1 B/cell at 64^3 on one device and from 41.9 to 36.8 on a slab of 4,
-the 1024^3 one-GPU plan from 42.7 to 39.2, and the all-to-alls per stage from 9 to 8
-(``python scripts/bench_compact.py``, XLA's FFT path).
+:data:`ALIAS_FREE`; :attr:`Transforms.stress_form`), it is the divergence of the traceless stress,
+-div(T - T_zz I) with T = u u (MHD: u u - B B), whose five independent components (:func:`stress`) are
+formed from the three real components of u: 3 inverse and 5 forward transforms against the rotational
+form's 6 and 3 (Basdevant 1983, J. Comput. Phys. 50, 209), and no vorticity in real space. The isotropic
+part T_zz I left out is a gradient, removed by the Leray projection, and since div u = 0 the two forms are
+the same truncated field in exact arithmetic: P[(u x w)^] = -P[div(u u)^]. Under an aliased dealiasing
+(the Hou-Li filter, the spherical phase-shifted truncation) they differ by their aliases, and the
+rotational form is kept: its product is orthogonal to u at every grid point, so aliasing adds no energy.
+Stacked fields keep it too: a stacked transform of the five components holds them all at once (lsrk4
+float32, 64^3, one device: 76.6 B/cell against the rotational form's 72.8), and transforming them apart
+took the half spectrum's one-GPU plan at 1024^3 from 58.0 to 62.0 B/cell. In the compact layout the
+stress form took lsrk4 float32 from 43.9 to 40.1 B/cell at 64^3 on one device and from 41.9 to 36.8 on a
+slab of 4, the 1024^3 one-GPU plan from 42.7 to 39.2, and the all-to-alls per stage from 9 to 8
+(``python scripts/bench_compact.py``, XLA's FFT path; docs/PERFORMANCE.md says what holds the plan at
+39.2).
 
 Real-space results are sequences of three ``(Nx, Ny, Nz)`` components in the backend's real layout (the
 rows of a ``(3, Nx, Ny, Nz)`` array when stacked), spectra in its k-space layout and sharding.

@@ -20,8 +20,8 @@ transformed on its own: :mod:`simulator.equations.flow.components`): inverse FFT
 ones of the traceless stress u u - B B (5 fields, whose divergence is u x w + j x B up to a gradient
 under the 2/3 rule: Basdevant 1983) and of u x B, 14 scalar transforms; in the half spectrum: inverse
 FFTs of u, w, B and j (3 fields each, so that the step's peak memory holds one three-field spectrum at a
-time, not a twelve-field one) and one batched forward FFT of (u x w + j x B, u x B), 18. The spectral operators
-(wavenumbers, 2/3 rule, projection, curl, forcing) are those of
+time, not a twelve-field one) and one batched forward FFT of (u x w + j x B, u x B), 18. The spectral
+operators (wavenumbers, 2/3 rule, projection, curl, forcing) are those of
 :class:`~simulator.equations.operators.SpectralOperators` on the same backend.
 
 Arrays: the state is one spectral stack ``(6, *k_shape)`` = (u_hat, B_hat) in the FFT backend's

@@ -5,9 +5,8 @@
 Rotational form (in the compact layout without scalars, under the 2/3 rule, the same field formed as
 -P[div(u u)^] from the traceless stress: 8 transforms per evaluation instead of 9, Basdevant 1983,
 :mod:`simulator.equations.flow.components`); the pressure gradient is removed by the Leray projection
-P = I - k k^T / k^2; the
-nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3 zeroed), multiplied by the
-smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 2/3 rule's cube or a sphere
+P = I - k k^T / k^2; the nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3
+zeroed), multiplied by the smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 2/3 rule's cube or a sphere
 (``physics.dealias``, :mod:`simulator.equations.operators`, :mod:`simulator.equations.phase_shift`); the viscous and
 hyperviscous terms are the diagonal linear operator -nu k^2 - nu_p k^(2p), integrated exactly by the
 integrating-factor schemes (Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006,
