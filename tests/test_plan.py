@@ -89,6 +89,21 @@ def test_transforms_and_all_to_alls_per_step_on_a_slab(integrator, layout, ffts,
     assert p.traffic.sent_bytes > 0
 
 
+@pytest.mark.parametrize(("devices", "default", "other"), [(2, (2, 1), (1, 2)), (8, (4, 2), (2, 4))])
+def test_the_default_pencil_mesh_sends_the_larger_exchange_over_the_smaller_group(devices, default, other):
+    """In the compact layout the pencil's first all-to-all (over P1) carries about 2/3 of the half spectrum and
+    its second (over P0) about 4/9: the default mesh puts the smaller factor on P1, and a step sends fewer
+    bytes than on the mesh the other way round (the half spectrum's two exchanges are equal)."""
+    sent = {}
+    for mesh in (None, other):
+        sim = _sim(24, integrator="rk4", devices=devices, **{"fft.backend": "pencil", "fft.layout": "compact",
+                                                              "fft.mesh": mesh})
+        p = plan.make_plan(sim, ("step",), memory=1)
+        sent[p.mesh] = p.traffic.sent_bytes
+    assert list(sent) == [default, other]
+    assert sent[default] < sent[other], sent  # at 24^3: 0.67 of it on 2 devices, 0.92 on 8
+
+
 def test_hlo_traffic_multiplies_loops_by_their_trip_counts():
     hlo = """HloModule m
 

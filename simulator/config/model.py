@@ -57,7 +57,8 @@ class FFTConfig:
         "jaxdecomp, or single (jnp.fft on one device, the reference)", choices=_fft_backends)
     mesh: tuple[int, ...] | None = setting(
         None, "device mesh: [P] for a slab, [P0, P1] for a pencil (jaxdecomp takes either); "
-        "null = all devices, slab-shaped for slab/jaxdecomp and near-square for pencil", min=1)
+        "null = all devices, slab-shaped for slab/jaxdecomp and near-square for pencil, the larger factor first "
+        "([4, 2] on 8 devices)", min=1)
     layout: str = setting(
         "auto", "spectral layout of the real-to-complex spectra: compact (only the modes the 2/3 rule keeps, "
         "about 30% of the half spectrum: smaller registers, passes and all-to-alls), full (the half spectrum), "
