@@ -143,12 +143,13 @@ def test_run_refuses_a_grid_that_does_not_fit_before_writing_anything(tmp_path):
 def test_plan_command_for_gpus_on_a_cpu_machine():
     command = [sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set", "precision=float32",
                "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory", "80GB"]
-    # the compact layout (the default), its advection from the traceless stress: 39.2 bytes per cell, 1200^3
-    # (42.7 and 1176^3 from u x w; 1280^3 needs 35.0)
+    # the compact layout (the default), its advection from the traceless stress and its cut from the 3D transform's
+    # own output: 35.2 bytes per cell, 1260^3 (39.2 and 1200^3 cut axis by axis; 42.7 and 1176^3 from u x w;
+    # 1280^3 needs 35.0)
     r = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout
-    assert "39.2 bytes per cell" in r.stdout and "fits these 1 device(s): 1200^3" in r.stdout, r.stdout
+    assert "35.2 bytes per cell" in r.stdout and "fits these 1 device(s): 1260^3" in r.stdout, r.stdout
     assert "40 scalar 3D FFTs" in r.stdout, r.stdout
     # the half spectrum's figures, measured on an H100 too
     r = subprocess.run([*command, "--set", "fft.layout=full"], capture_output=True, text=True, timeout=300)
