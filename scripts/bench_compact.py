@@ -77,7 +77,7 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
 
     from simulator import plan
     from simulator.api import load_config
-    from simulator.fft.single import as_on
+    from simulator.fft.mesh import as_on
     from simulator.run.simulation import Simulation
 
     cfg = load_config(None if config == "defaults" else config, {"grid.shape": n, "time.integrator": integrator, "precision": precision,

@@ -448,8 +448,9 @@ def check_platform(cfg: Config, platform: str) -> None:
 def _gpu_fft_path(stand_in: bool) -> Iterator[None]:
     """Planning for GPUs on a CPU: compile with XLA's FFT, the path GPUs run (cuFFT), not FFTW's custom
     calls, whose buffers differ (the FFTW path needs fewer bytes per cell: it would promise grids a GPU
-    cannot hold), and a GPU's route to a compact spectrum on one device (:func:`simulator.fft.single.stages_pay`)."""
-    from simulator.fft.single import as_on
+    cannot hold), and a GPU's route to a compact spectrum on one device (:func:`simulator.fft.single.stages_pay`)
+    and order of transforms (:meth:`simulator.fft.base.FFTBackend.in_turn`)."""
+    from simulator.fft.mesh import as_on
 
     if not stand_in:
         yield

@@ -262,14 +262,14 @@ FLOWS = {
 STEPS, DT = 3, 0.01
 
 
-def flow(name, case, layout):
+def flow(name, case, layout, overrides=None):
     """The flow's simulation and, from one compiled program, its real-space fields and spectra (keys
     ``spectra/NAME``: the shell sums, whose transfers evaluate the nonlinear terms once more) and its
     diagnostics after ``STEPS`` steps from random real-space fields (every mode: ``from_fields`` truncates
     them). The layout enters through the spectral operators, not the scheme: rk2, the cheapest to compile,
-    steps it."""
+    steps it. ``overrides``: the config's (default ``FLOWS[name]``)."""
     sim = simulation(jax.devices(), case, physics__name=name, grid__shape=list(GRID), fft__layout=layout,
-                     time__integrator="rk2", **FLOWS[name])
+                     time__integrator="rk2", **(FLOWS[name] if overrides is None else overrides))
     make_step, dt = sim.scheme.load(), jnp.asarray(DT, sim.dtype)
 
     @functools.partial(jax.jit, compiler_options=ONCE)
@@ -322,19 +322,68 @@ def test_every_flow_equation_steps_in_compact_as_in_the_full_layout(name, case):
         assert abs(value - expected) <= max(1e-12 * abs(expected), RESIDUAL), (key, value, expected)
 
 
+#: Navier-Stokes without scalars: component by component, its advection from the traceless stress
+BY_COMPONENT = {k: v for k, v in FLOWS["navier_stokes"].items() if k != "physics__scalars"}
+
+
+@pytest.mark.parametrize(("name", "overrides"), [("navier_stokes", BY_COMPONENT), ("boussinesq", None), ("mhd", None)],
+                         ids=["navier_stokes", "boussinesq", "mhd"])
+def test_one_gpus_route_transforms_in_turn_and_steps_as_the_full_layout(name, overrides):
+    """On one GPU the flows' transforms go one field at a time (``FFTBackend.in_turn``: optimization barriers
+    between them, in the step and the snapshot fields). Forced on a CPU device (``simulator.fft.mesh.as_on``):
+    the programs hold the barriers (a CPU's route holds none), and the fields, spectra and diagnostics after a
+    few steps equal the full layout's; so does a batch of two states under ``jax.vmap``."""
+    from simulator.fft.mesh import as_on
+    from simulator.plan import abstract_state
+
+    texts = {}
+    for route in ("cpu", "gpu"):
+        with as_on(route):
+            sim = simulation(jax.devices(), SINGLE, physics__name=name, grid__shape=list(GRID), fft__layout="compact",
+                             time__integrator="rk2", **(FLOWS[name] if overrides is None else overrides))
+            state, dt = abstract_state(sim), jax.ShapeDtypeStruct((), sim.dtype)
+            texts[route] = [sim.lower(program, state, dt, dt).as_text() for program in ("chunk", "fields")]
+    assert not any("optimization_barrier" in text for text in texts["cpu"])
+    assert all("optimization_barrier" in text for text in texts["gpu"])
+
+    with as_on("gpu"):
+        sim, fields, diagnostics = flow(name, SINGLE, "compact", overrides)
+        eq, p = sim.equation, sim.params
+        rng = np.random.default_rng(3)
+        state = jax.jit(eq.from_fields)({n: jnp.asarray(rng.standard_normal(f.shape))
+                                         for n, f in eq.field_layouts().items()}, p)
+        one = jax.jit(eq.fields)(state, p)
+        two = jax.jit(jax.vmap(eq.fields, in_axes=(0, None)))(jnp.stack([state, 2 * state]), p)
+    for key, value in one.items():  # the real-space fields are linear in the state
+        close(two[key][0], value, f"vmap {key}")
+        close(two[key][1], 2 * value, f"vmap 2 x {key}")
+    ref_sim, ref_fields, ref_diagnostics = flow(name, SINGLE, "full", overrides)
+    assert sim.fft.compact is not None and ref_sim.fft.compact is None
+    for key, value in fields.items():
+        close(value, ref_fields[key], key)
+    for key, value in diagnostics.items():
+        expected = ref_diagnostics[key]
+        assert abs(value - expected) <= max(1e-12 * abs(expected), RESIDUAL), (key, value, expected)
+
+
 # ---- jax.grad through a short run ----------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_the_gradient_of_a_short_run_in_compact_equals_the_full_layouts():
+@pytest.mark.parametrize("route", ["cpu", "gpu"])
+def test_the_gradient_of_a_short_run_in_compact_equals_the_full_layouts(route):
     """Reverse mode through tests/grad_objective.py's run (its history and final fields: a number that does
-    not depend on the layout) in the viscosity and along the initial state; rk2 steps it, as the flows above."""
+    not depend on the layout) in the viscosity and along the initial state; rk2 steps it, as the flows above.
+    On a GPU's route (forced here) the compact run's transforms go in turn, through optimization barriers."""
+    from simulator.fft.mesh import as_on
+
     found = {}
     for layout in ("compact", "full"):
         overrides = {k.replace(".", "__"): v for k, v in obj.overrides("navier_stokes").items()}
-        sim = simulation(jax.devices(), SINGLE, **overrides, fft__layout=layout, time__integrator="rk2")
-        assert (sim.fft.compact is not None) == (layout == "compact")
-        found[layout] = obj.gradient(sim, ONCE)
+        with as_on(route):
+            sim = simulation(jax.devices(), SINGLE, **overrides, fft__layout=layout, time__integrator="rk2")
+            assert (sim.fft.compact is not None) == (layout == "compact")
+            found[layout] = obj.gradient(sim, ONCE)
     assert all(g != 0 for g in found["full"])
     for compact_value, full_value in zip(found["compact"], found["full"], strict=True):
         assert compact_value == pytest.approx(full_value, rel=1e-12)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 
 import jax
 import numpy as np
@@ -29,3 +31,24 @@ def build_mesh(backend: type[Layout], requested: Sequence[int] | None, devices: 
     # what custom_partitioning and with_sharding_constraint expect (make_mesh defaults to Explicit).
     axis_types = (AxisType.Auto,) * len(shape)
     return jax.make_mesh(shape, backend.axis_names, axis_types, devices=devices[:need])
+
+
+#: the platform whose route programs take where it is not the mesh's (:func:`as_on`)
+_ROUTE_PLATFORM: ContextVar[str | None] = ContextVar("route_platform", default=None)
+
+
+@contextlib.contextmanager
+def as_on(platform: str) -> Iterator[None]:
+    """Programs traced inside take ``platform``'s route (the planner compiles a GPU's program on a CPU): the
+    transforms' stages (:func:`simulator.fft.single.stages_pay`) and their order
+    (:meth:`simulator.fft.base.FFTBackend.in_turn`)."""
+    token = _ROUTE_PLATFORM.set(platform)
+    try:
+        yield
+    finally:
+        _ROUTE_PLATFORM.reset(token)
+
+
+def route_platform(mesh: Mesh) -> str:
+    """The platform whose route the programs on ``mesh`` take: its devices', or the one :func:`as_on` sets."""
+    return _ROUTE_PLATFORM.get() or mesh.devices.flat[0].platform

@@ -7,9 +7,7 @@ compact stages defined here.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 
 import jax
 
@@ -17,6 +15,7 @@ from simulator.fft import compact
 from simulator.fft.base import FFTBackend
 from simulator.fft.layouts import SingleLayout
 from simulator.fft.local import LocalFFT
+from simulator.fft.mesh import route_platform
 
 _AXES = (-3, -2, -1)
 
@@ -62,20 +61,6 @@ def irfft_xz_compact(local: LocalFFT, grid: Sequence[int], sizes: Sequence[int],
     return local.irfftn(compact.pad(k, -1, grid[2] // 2 + 1, half=True), (-1,), grid[2])
 
 
-#: the platform whose route :func:`stages_pay` takes where it is not the mesh's (:func:`as_on`)
-_ROUTE_PLATFORM: ContextVar[str | None] = ContextVar("route_platform", default=None)
-
-
-@contextlib.contextmanager
-def as_on(platform: str) -> Iterator[None]:
-    """Programs traced inside take ``platform``'s route (the planner compiles a GPU's program on a CPU)."""
-    token = _ROUTE_PLATFORM.set(platform)
-    try:
-        yield
-    finally:
-        _ROUTE_PLATFORM.reset(token)
-
-
 def stages_pay(mesh: jax.sharding.Mesh) -> bool:
     """Whether a compact spectrum on one device is best made by the stages of the kept lines (True: CPU
     devices) or cut from the fused 3D transform (False: GPUs). Measured, one r2c + c2r pair of three
@@ -83,7 +68,7 @@ def stages_pay(mesh: jax.sharding.Mesh) -> bool:
     the 2-core CPU with FFTW 0.79x at 64^3 and 0.70x at 128^3 in float64, 0.69x at 128^3 in float32, with
     XLA's CPU FFT 0.82x and 0.85x; on one H100 with cuFFT 1.06x at 256^3 and 1.05x at 512^3 in float32,
     1.15x at 256^3 in float64 (cuFFT's fused 3D plan beats three strided passes)."""
-    return (_ROUTE_PLATFORM.get() or mesh.devices.flat[0].platform) == "cpu"
+    return route_platform(mesh) == "cpu"
 
 
 def rfft3_compact(local: LocalFFT, grid: Sequence[int], sizes: Sequence[int], x: jax.Array,

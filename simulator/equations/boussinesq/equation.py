@@ -134,10 +134,11 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)``, buoyancy ``(Nx, Ny, Nz)`` and, with scalars,
-        ``scalar`` ``(n, Nx, Ny, Nz)`` (an inverse transform each: one spectrum held beside the results at a
-        time)."""
-        f = self.fft.irfft(x[3:])
-        out = {"velocity": self.fft.irfft(x[:3]), "vorticity": self.fft.irfft(self.ops.curl(x[:3])), "buoyancy": f[0]}
+        ``scalar`` ``(n, Nx, Ny, Nz)`` (an inverse transform each, in turn:
+        :meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
+        parts = (lambda v: v[3:], lambda v: v[:3], lambda v: self.ops.curl(v[:3]))
+        f, velocity, vorticity = self.fft.in_turn(self.fft.irfft, x, 3, lambda i, v: parts[i](v))
+        out = {"velocity": velocity, "vorticity": vorticity, "buoyancy": f[0]}
         if self.n_scalars:
             out["scalar"] = f[1:]
         return out

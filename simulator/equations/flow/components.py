@@ -46,12 +46,15 @@ rows of a ``(3, Nx, Ny, Nz)`` array when stacked), spectra in its k-space layout
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations.operators import SpectralOperators, cross
+
+T = TypeVar("T")
 
 #: the dealiasings after which no alias of a quadratic product is left (the velocity's advection is then
 #: formed from the traceless stress, :meth:`Transforms.momentum`)
@@ -92,19 +95,19 @@ class Transforms:
     def fields(self, v_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of a vector spectrum ``v_hat`` ``(3, *k_shape)``."""
         if self.by_component:
-            return [self.fft.irfft(v_hat[i]) for i in range(3)]
+            return self.fft.in_turn(self.fft.irfft, v_hat, 3, lambda i, v: v[i])
         return self.fft.irfft(v_hat)
 
     def curl(self, v_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of curl v, from ``v_hat`` ``(3, *k_shape)``."""
         if self.by_component:
-            return [self.fft.irfft(1j * c) for c in cross(self.ops.k, v_hat)]
+            return self.fft.in_turn(self.fft.irfft, v_hat, 3, lambda i, v: 1j * cross(self.ops.k, v)[i])
         return self.fft.irfft(self.ops.curl(v_hat))
 
     def gradient(self, f_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of grad f, from a scalar spectrum ``f_hat`` ``(*k_shape)``."""
         if self.by_component:
-            return [self.fft.irfft(1j * k * f_hat) for k in self.ops.k]
+            return self.fft.in_turn(self.fft.irfft, f_hat, 3, lambda i, f: 1j * self.ops.k[i] * f)
         return self.fft.irfft(1j * self.ops.stack([k * f_hat for k in self.ops.k]))
 
     def momentum(self, u: Sequence[jax.Array], u_hat: jax.Array) -> jax.Array:
@@ -112,7 +115,7 @@ class Transforms:
         components ``u`` and spectrum ``u_hat``: -div(u u - u_z^2 I)^ when :attr:`stress_form`, else
         (u x w)^ (the module's docstring says when and why)."""
         if self.stress_form:
-            return stress_divergence(self.ops, self.spectrum(stress(u)))
+            return stress_divergence(self.ops, self.spectra(list(u), 5, lambda j, v: stress(v)[j]))
         return self.spectrum(cross(u, self.curl(u_hat)))
 
     def spectrum(self, parts: Sequence[jax.Array]) -> jax.Array:
@@ -120,3 +123,12 @@ class Transforms:
         if self.by_component:
             return self.ops.stack([self.fft.rfft(p) for p in parts])
         return self.fft.rfft(jnp.stack(parts))
+
+    def spectra(self, inputs: T, count: int, make: Callable[[int, T], jax.Array]) -> jax.Array:
+        """The spectra ``(count, *k_shape)`` of the real-space fields ``make(j, inputs)`` (``inputs``: any
+        pytree, such as the components of u); by component each field is made when the backend's order of
+        transforms makes it (:meth:`~simulator.fft.base.FFTBackend.in_turn`: one at a time on one GPU),
+        stacked all at once."""
+        if self.by_component:
+            return self.ops.stack(self.fft.in_turn(self.fft.rfft, inputs, count, make))
+        return self.fft.rfft(jnp.stack([make(j, inputs) for j in range(count)]))

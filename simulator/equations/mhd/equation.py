@@ -88,7 +88,7 @@ class MHD(FlowEquation, SemiLinearEquation):
         u = transforms.fields(x[:3])
         if transforms.stress_form:
             b = transforms.fields(x[3:])
-            n = ops.dealias * transforms.spectrum([*stress(u, b), *cross(u, b)])
+            n = ops.dealias * transforms.spectra((list(u), list(b)), 8, lambda i, f: [*stress(*f), *cross(*f)][i])
             return ops.concatenate([ops.project(stress_divergence(ops, n[:5])), ops.project(ops.curl(n[5:]))])
         force = cross(u, transforms.curl(x[:3]))
         b = transforms.fields(x[3:])
@@ -112,10 +112,10 @@ class MHD(FlowEquation, SemiLinearEquation):
 
     def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (an inverse
-        transform each: one three-field spectrum held beside the results at a time)."""
-        ops, irfft = self.ops, self.fft.irfft
-        return {"velocity": irfft(x[:3]), "vorticity": irfft(ops.curl(x[:3])), "magnetic": irfft(x[3:]),
-                "current": irfft(ops.curl(x[3:]))}
+        transform each, in turn: :meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
+        parts = (lambda v: v[:3], lambda v: self.ops.curl(v[:3]), lambda v: v[3:], lambda v: self.ops.curl(v[3:]))
+        fields = self.fft.in_turn(self.fft.irfft, x, 4, lambda i, v: parts[i](v))
+        return dict(zip(("velocity", "vorticity", "magnetic", "current"), fields, strict=True))
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 
