@@ -22,10 +22,13 @@ layout (:attr:`simulator.plan.Plan.largest_cubic`), and that grid planned in tur
     python scripts/bench_compact.py              # the default cases below (a few minutes on 2 cores)
     python scripts/bench_compact.py --parts memory --sizes 64 --schemes lsrk4:float32 --meshes slab:1 slab:4
     python scripts/bench_compact.py --parts exchange --exchange-sizes 64 128 --exchange-meshes slab:4 pencil:4
+    python scripts/bench_compact.py --target h100     # compiled by XLA's GPU compiler for an H100
 
-XLA's CPU compiler schedules for concurrency by default, and its memory differs from a GPU build's (whose
-scheduler minimises memory); ``XLA_FLAGS=--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED``
-compiles with the CPU's memory-minimising scheduler instead (recorded in the results' meta).
+``--target h100`` (or ``h200``) compiles the same programs with XLA's GPU compiler for that GPU, without one
+(:mod:`simulator.gpu_compiler`; needs JAX's CUDA plug-in, ``pip install "jax[cuda13]"``): the GPU build's own
+memory and exchanges. The default, ``cpu``, compiles them for this machine's CPU standing in, as ``simulator
+plan --platform gpu`` does without the plug-in; XLA's CPU compiler schedules for concurrency and fuses
+differently, so its bytes per cell differ from the GPU build's (docs/PERFORMANCE.md has both).
 
 Results: a table on stdout, ``outputs/bench/compact.csv`` and ``compact.json`` (``--out``).
 """
@@ -61,6 +64,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--largest-configs", nargs="+", default=["defaults", str(ROOT / "configs" / "taylor_green.yaml")],
                    help="configs of the largest part ('defaults': the built-in ones, a run without snapshots)")
     p.add_argument("--memory", default="80GB", help="memory of that GPU (largest part)")
+    p.add_argument("--target", default="cpu", choices=["cpu", "h100", "h200"],
+                   help="compile for this machine's CPU standing in for a GPU (cpu), or for that GPU by XLA's GPU "
+                   "compiler without one (needs JAX's CUDA plug-in: pip install 'jax[cuda13]')")
     p.add_argument("--out", default="outputs/bench", help="directory for compact.csv and compact.json")
     return p.parse_args()
 
@@ -71,7 +77,7 @@ def _mesh(text: str) -> tuple[str, int]:
 
 
 def plan_case(config: str, n: int, integrator: str, precision: str, backend: str, devices: int, layout: str,
-              memory: int | None = None) -> tuple[dict, object]:
+              memory: int | None = None, gpu: str | None = None) -> tuple[dict, object]:
     """One layout of one case: the planner's figures as a row (bytes per cell over all devices), and the plan."""
     import jax
 
@@ -85,7 +91,7 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
     sim = Simulation(cfg, jax.devices()[:devices])
     t0 = time.perf_counter()
     with as_on("gpu"):  # and a GPU's route to a compact spectrum on one device, as the planner takes it
-        p = plan.make_plan(sim, (*plan.run_programs(cfg), "step"), memory=memory or 1 << 40)
+        p = plan.make_plan(sim, (*plan.run_programs(cfg), "step"), memory=memory or 1 << 40, gpu=gpu)
     per_cell = {name: b * p.devices / p.cells for name, b in p.program_bytes.items()}
     others = {name: v for name, v in per_cell.items() if name != "chunk"}
     other = max(others, key=others.get) if others else ""
@@ -132,6 +138,14 @@ def main() -> int:
     precisions = {s.partition(":")[2] for s in args.schemes}
     configure_devices(max([d for _, d in meshes + exchange] + [1]), "float64" if "float64" in precisions else "float32")
     os.environ["SIMULATOR_FFT"] = "xla"  # the GPU's path (simulator plan --platform gpu on a CPU)
+    gpu = None
+    if args.target != "cpu":
+        from simulator import gpu_compiler
+
+        if (why := gpu_compiler.unavailable(args.target)) is not None:
+            print(f"error: --target {args.target}: {why}", flush=True)
+            return 2
+        gpu = args.target
 
     from simulator import plan
     from simulator.benchmark import machine, write_results
@@ -153,7 +167,7 @@ def main() -> int:
     for part, n, integrator, precision, backend, devices in cases:
         new = []
         for layout in LAYOUTS:
-            row, _ = plan_case(args.config, n, integrator, precision, backend, devices, layout)
+            row, _ = plan_case(args.config, n, integrator, precision, backend, devices, layout, gpu=gpu)
             new.append({"part": part, **row})
         for r in with_ratios(new):
             print_row(r)
@@ -163,10 +177,10 @@ def main() -> int:
         memory, source = gpu_allocator_share(memory_option(args.memory, True))
         new = []
         for config, layout in ((c, la) for c in args.largest_configs for la in LAYOUTS):
-            row, p = plan_case(config, args.largest_grid, integrator, precision, "slab", 1, layout, memory)
+            row, p = plan_case(config, args.largest_grid, integrator, precision, "slab", 1, layout, memory, gpu)
             largest = p.largest_cubic
             # the grid it proposes, planned in turn: its peak must fit (bytes per cell vary a little with N)
-            check, q = plan_case(config, largest, integrator, precision, "slab", 1, layout, memory)
+            check, q = plan_case(config, largest, integrator, precision, "slab", 1, layout, memory, gpu)
             new.append({"part": "largest", **row, "memory": args.memory, "available": p.available,
                         "available_source": source, "largest": largest,
                         "largest_peak_B_per_cell": check["peak_B_per_cell"], "largest_fits": q.fits,
@@ -178,7 +192,8 @@ def main() -> int:
                   f"{r['largest_peak_B_per_cell']:.1f} B/cell, {'fits' if r['largest_fits'] else 'DOES NOT FIT'} "
                   f"({r['largest_spectrum']})", flush=True)
         rows += new
-    meta = {**machine(), "fft_path": "xla", "config": args.config, "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+    meta = {**machine(), "fft_path": "xla", "target": args.target, "config": args.config,
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
             "usable_fraction": plan.USABLE_FRACTION}
     print(write_results(args.out, "compact", rows, meta), flush=True)
     return 0

@@ -271,6 +271,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.devices is not None and not gpu:
         overrides.append(f"runtime.cpu_devices={args.devices}")  # virtual CPU devices stand in for GPUs
     cfg = config_mod.load(args.config, overrides)
+    if args.platform == "gpu" and not gpu and cfg.runtime.cpu_devices is None:
+        # JAX kept to the CPU: with a CUDA plug-in installed and no GPU it would otherwise try (and fail, loudly)
+        # to start one; the plug-in's compiler still compiles for GPUs (simulator.gpu_compiler)
+        cfg = config_mod.load(args.config, [*overrides, "runtime.cpu_devices=1"])
     from simulator.cost import memory_option
 
     memory = memory_option(args.memory, args.platform == "gpu" and not gpu)
@@ -474,10 +478,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "would); 2 bad input")
     _config_args(p, required=False)
     p.add_argument("--devices", type=int, metavar="N", help="plan for N devices (virtual CPUs if no GPU is seen)")
-    p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory")
+    p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory "
+                   "(compiled by XLA's GPU compiler where JAX's CUDA plug-in is installed, else for this CPU)")
     p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (default: what the devices have free)")
     p.add_argument("--profile", choices=("measured", "h100", "h200"),
-                   help="bandwidths of the predicted step: measured here (CPU default) or a GPU's datasheet figures")
+                   help="bandwidths of the predicted step: measured here (CPU default) or a GPU's datasheet figures; "
+                   "the GPU compiled for without one (default h100)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")

@@ -137,7 +137,9 @@ def _group_size(attrs: str) -> int:
 def hlo_traffic(hlo_text: str) -> Traffic:
     """The per-device :class:`Traffic` of the entry computation of an optimized (per-device) HLO module.
 
-    An all-to-all among P devices sends (P-1)/P of each device's operand to the others.
+    An all-to-all among P devices sends (P-1)/P of each device's operand to the others. A GPU's asynchronous
+    collectives count once: ``all-to-all-start`` (or an ``async-start`` of a computation holding the
+    collective) does the work, its ``-done`` only waits.
     """
     comps, entry = _parse(hlo_text)
     memo: dict[str, Traffic] = {}
@@ -164,9 +166,16 @@ def hlo_traffic(hlo_text: str) -> Traffic:
             if op.opcode == "call" and called:
                 out.add(visit(called[0]))
                 continue
-            if op.opcode in _FREE:
+            if op.opcode == "async-start":  # a GPU's asynchronous collective: the op it wraps does the work
+                wrapped = re.search(r"calls=%([\w.\-]+)", op.attrs)
+                if wrapped:
+                    out.add(visit(wrapped.group(1)))
                 continue
-            moved = shape_bytes(op.shape) + sum(shape_bytes(shapes.get(o, "")) for o in op.operands)
+            if op.opcode in _FREE or op.opcode.endswith("-done") or op.opcode == "async-update":
+                continue
+            operands = sum(shape_bytes(shapes.get(o, "")) for o in op.operands)
+            # a -start's shape is the tuple (operands, result): the result is as large as its operands
+            moved = 2 * operands if op.opcode.endswith("-start") and operands else shape_bytes(op.shape) + operands
             is_fft = op.opcode == "fft" or (op.opcode == "custom-call" and "fftw" in op.attrs)
             if is_fft:
                 out.fft_bytes += moved
@@ -177,9 +186,9 @@ def hlo_traffic(hlo_text: str) -> Traffic:
             if kind in _COLLECTIVES:
                 out.collectives[kind] += 1
                 if kind == "all-to-all":
-                    p = _group_size(op.attrs)
-                    out.exchanged_bytes += shape_bytes(op.shape)
-                    out.sent_bytes += shape_bytes(op.shape) * (p - 1) / p
+                    p, size = _group_size(op.attrs), operands or shape_bytes(op.shape)
+                    out.exchanged_bytes += size
+                    out.sent_bytes += size * (p - 1) / p
         memo[name] = out
         return out
 

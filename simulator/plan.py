@@ -81,12 +81,14 @@ def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct((), dtype or sim.dtype, sharding=sim.scalar_sharding)
 
 
-def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str, Any]:
+def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | None = None) -> dict[str, Any]:
     """The named programs of a run, compiled for the abstract ``state``: ``chunk`` (the donated chunk
     of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
     ``fields``, ``statistics``, ``tasks``.
 
     Compiled with :func:`footprint_options`; the programs compile concurrently (XLA releases the GIL).
+    ``gpu``: a GPU profile of :data:`simulator.gpu_compiler.SPECS`, to compile for that GPU with XLA's GPU
+    compiler, deviceless, instead of for ``sim``'s devices (trace along a GPU's route: :func:`_gpu_fft_path`).
     """
     dt = _scalar(sim)
     lowered = {}
@@ -96,9 +98,16 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str]) -> dict[str
                 sim.equation, state, _scalar(sim), dt, sim.params)
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
+    if gpu is None:
+        def compile_one(low: Any) -> Any:
+            return low.compile(footprint_options())
+    else:
+        from simulator import gpu_compiler
+
+        def compile_one(low: Any) -> Any:
+            return gpu_compiler.compile_lowered(low, gpu, footprint_options())
     with ThreadPoolExecutor(len(lowered)) as pool:
-        futures = {name: pool.submit(low.compile, footprint_options())
-                   for name, low in lowered.items()}
+        futures = {name: pool.submit(compile_one, low) for name, low in lowered.items()}
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -183,6 +192,8 @@ class Plan:
     #: whether the run's spectra are compact, and its spectral layout in words with why (:func:`spectral_layout`)
     compact: bool = False
     layout: str = ""
+    #: the GPU the programs were compiled for without one (:mod:`simulator.gpu_compiler`), else ""
+    compiled_for: str = ""
 
     @property
     def peak(self) -> int:
@@ -222,14 +233,15 @@ class Plan:
 
 
 def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,
-              state: Any = None, memory_source: str = "given") -> Plan:
+              state: Any = None, memory_source: str = "given", gpu: str | None = None) -> Plan:
     """Compile ``sim``'s programs abstractly and plan its run. ``programs`` default to those the run
     calls (:func:`run_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
-    per device to plan for (default: what the devices have free)."""
+    per device to plan for (default: what the devices have free). ``gpu``: compile for that GPU profile,
+    deviceless (:func:`compiled_programs`)."""
     t0 = time.perf_counter()
     names = tuple(programs or run_programs(sim.cfg))
     state = abstract_state(sim) if state is None else state
-    compiled = compiled_programs(sim, state, names)
+    compiled = compiled_programs(sim, state, names, gpu)
     devices = list(sim.fft.mesh.devices.flat)
     if memory is None:
         available, source = device_memory_available(devices)
@@ -239,9 +251,16 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
     if "step" in compiled:
         traffic = cost.hlo_traffic(compiled["step"].as_text())
         ffts = transforms_per_step(sim, state)
-    return Plan(sim.cfg, devices[0].platform, len(devices), tuple(sim.fft.mesh.devices.shape),
+    return Plan(sim.cfg, "gpu" if gpu else devices[0].platform, len(devices), tuple(sim.fft.mesh.devices.shape),
                 math.prod(sim.fft.shape), {n: program_bytes(c) for n, c in compiled.items() if n != "step"},
-                available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim))
+                available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim),
+                compiled_for=_gpu_name(gpu))
+
+
+def _gpu_name(gpu: str | None) -> str:
+    from simulator import gpu_compiler
+
+    return gpu_compiler.SPECS[gpu].name if gpu else ""
 
 
 def spectral_layout(sim: Any) -> dict[str, Any]:
@@ -283,17 +302,18 @@ def _divided(mesh: tuple[int, ...], factor: int) -> list[tuple[int, ...]]:
             for rest in _divided(mesh[1:], factor // a)]
 
 
-def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, memory_source: str = "given") -> Plan:
+def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, memory_source: str = "given",
+                 gpu: str | None = None) -> Plan:
     """:func:`make_plan` of ``sim`` (a mesh of P devices) from its programs compiled for the smaller run of
     :func:`smaller_run` (P / r^3 devices, each holding the same cells, r times fewer along each axis): the
     bytes per device are that run's, the step's traffic its own per cell scaled to P devices
     (:func:`simulator.cost.scaled_traffic`); memory available as on P devices. Without a smaller run the
     programs are compiled as they are. The smaller run is built by ``sim``'s own class (so the planner
-    names no simulation class: the run layer above it hands one in)."""
+    names no simulation class: the run layer above it hands one in). ``gpu``: as :func:`make_plan`'s."""
     mesh = tuple(int(n) for n in sim.fft.mesh.devices.shape)
     small = smaller_run(sim.cfg, mesh)
     if small is None:
-        return make_plan(sim, programs, memory, memory_source=memory_source)
+        return make_plan(sim, programs, memory, memory_source=memory_source, gpu=gpu)
     t0 = time.perf_counter()
     devices = list(sim.fft.mesh.devices.flat)
     if memory is None:
@@ -303,14 +323,14 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     r = sim.fft.shape[0] // small.grid.shape[0]
     at_least = None if sim.fft.compact is None else tuple(-(-k // r) for k in sim.fft.compact)
     p = make_plan(type(sim)(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
-                  memory, memory_source=memory_source)
+                  memory, memory_source=memory_source, gpu=gpu)
     cells, n = math.prod(sim.fft.shape), len(devices)
     traffic = p.traffic
     if traffic is not None:
         traffic = cost.scaled_traffic(cost.per_cell(traffic, p.cells, p.devices), cells, n, sim.cfg.fft.backend)
-    return Plan(sim.cfg, devices[0].platform, n, mesh, cells, p.program_bytes, memory, memory_source, traffic,
+    return Plan(sim.cfg, p.platform, n, mesh, cells, p.program_bytes, memory, memory_source, traffic,
                 p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.shape, tuple(small.fft.mesh)),
-                **spectral_layout(sim))
+                **spectral_layout(sim), compiled_for=p.compiled_for)
 
 
 def transforms_per_step(sim: Any, state: Any) -> int:
@@ -355,11 +375,13 @@ def measure_bandwidth(device: Any = None, nbytes: int = 256 << 20, sweeps: int =
     return 2 * nbytes * sweeps / statistics.median(times)
 
 
-def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
-    """The lines ``simulator plan`` prints."""
+def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: str | None = None) -> list[str]:
+    """The lines ``simulator plan`` prints (``why_not_gpu``: why a plan for GPUs on a CPU was not compiled
+    by XLA's GPU compiler, :func:`simulator.gpu_compiler.unavailable`)."""
     c = plan.cfg
     h = cost.human_bytes
     stand_in = platform == "gpu" and plan.platform != "gpu"
+    deviceless = bool(plan.compiled_for)
     how = "compiled without allocating in"
     if plan.compiled_as:
         how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on mesh {list(plan.compiled_as[1])} "
@@ -368,7 +390,11 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
              f"mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); {how} {plan.seconds:.1f} s"]
     if stand_in:
         lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
-                     "compiled for CPU; a GPU build differs by its FFT workspace and fusion choices)")
+                     "compiled for CPU; a GPU build differs by its fusion and scheduling choices"
+                     + (f"; not compiled for a GPU: {why_not_gpu})" if why_not_gpu else ")"))
+    if deviceless:
+        lines.append(f"  (planning for GPUs on this machine's CPU: compiled by XLA's GPU compiler for the "
+                     f"{plan.compiled_for}, without a GPU: memory and traffic are the GPU build's)")
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
     if (resolved := resolution.plan_line(c)) is not None:
@@ -401,7 +427,7 @@ def report(plan: Plan, platform: str, profile: str | None = None) -> list[str]:
                  f" bytes per cell, FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
     name = profile or ("h100" if platform == "gpu" else "measured")
     if name == "measured":
-        if stand_in:
+        if stand_in or deviceless:  # no GPU here to measure
             return lines
         bandwidth = measure_bandwidth()
         prof = cost.DeviceProfile("measured", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
@@ -427,9 +453,18 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
     source = "given"
     if memory is not None and target == "gpu":  # the allocator's share of it
         memory, source = gpu_allocator_share(memory)
-    with _gpu_fft_path(target == "gpu" and jax.default_backend() == "cpu"):
-        plan = reduced_plan(simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source)
-    return report(plan, platform or plan.platform, profile), plan.fits
+    stand_in = target == "gpu" and jax.default_backend() == "cpu"
+    gpu = why_not = None
+    if stand_in:  # XLA's GPU compiler where JAX's CUDA plug-in is installed (no GPU needed)
+        from simulator import gpu_compiler
+
+        name = profile if profile in gpu_compiler.SPECS else "h100"
+        why_not = gpu_compiler.unavailable(name)
+        gpu = None if why_not else name
+    with _gpu_fft_path(stand_in):
+        plan = reduced_plan(simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source,
+                            gpu=gpu)
+    return report(plan, platform or plan.platform, profile, why_not), plan.fits
 
 
 def check_platform(cfg: Config, platform: str) -> None:

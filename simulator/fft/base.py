@@ -197,18 +197,19 @@ class FFTBackend(Layout, abc.ABC):
         return linear.apply(self, "ifft", k)
 
     def in_turn(self, transform: Callable[[jax.Array], jax.Array], inputs: T, count: int,
-                make: Callable[[int, T], jax.Array]) -> list[jax.Array]:
+                make: Callable[[int, T], jax.Array], hide_exchanges: bool = True) -> list[jax.Array]:
         """``[transform(make(j, inputs)) for j in range(count)]``: the transforms of ``count`` fields, each made
         from ``inputs`` (any pytree) by ``make``, in the order that costs least on this mesh.
 
-        On one device off the CPU (a GPU) field ``j`` is made only once field ``j - 1``'s transform exists
+        Off the CPU (a GPU) field ``j`` is made only once field ``j - 1``'s transform exists
         (``lax.optimization_barrier`` on ``inputs`` and that result): XLA's GPU scheduler otherwise forms every
         field first and holds them all (the five components of the traceless stress, 20 B/cell in float32).
-        Compiled for an H100 (deviceless, ``scripts/bench_compact.py --target``), Navier-Stokes's lsrk4 float32
-        chunk at 128^3 went from 35.4 to 30.7 B/cell. Elsewhere the fields are made at once: on several devices
-        XLA then overlaps one field's all-to-all with the next one's transform (the barrier would wait for the
-        exchange), and on a CPU the barrier made the 64^3 float64 step 5-10% slower."""
-        if self.devices > 1 or route_platform(self.mesh) == "cpu":
+        Compiled for an H100 (deviceless, ``scripts/bench_compact.py --target h100``), Navier-Stokes's lsrk4
+        float32 chunk at 128^3 went from 35.4 to 30.7 B/cell on one device. On several devices with
+        ``hide_exchanges`` (a step) the fields are made at once instead: XLA then runs one field's all-to-all
+        while it transforms the next (a barrier would wait for the exchange); a program at output cadence
+        passes False. On a CPU they are made at once: the barrier made the 64^3 float64 step 5-10% slower."""
+        if route_platform(self.mesh) == "cpu" or (hide_exchanges and self.devices > 1):
             return [transform(make(j, inputs)) for j in range(count)]
         out: list[jax.Array] = []
         for j in range(count):
