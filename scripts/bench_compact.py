@@ -12,7 +12,8 @@ allocated) in both spectral layouts, ``fft.layout = full`` (the half spectrum, t
   :func:`simulator.plan.run_programs`) and the peak of them all;
 * the all-to-alls of one step, the bytes they exchange per device (their operands in the step's optimized
   HLO, loops times their trip counts: :func:`simulator.cost.hlo_traffic`) and of those the bytes each
-  device sends to the others;
+  device sends to the others; compiled for a GPU (``--target``), how many are asynchronous and how many of
+  those run while another field is transformed (an FFT scheduled between their start and their done);
 * compact / full of each, against the full layout compiled in the same invocation.
 
 Part ``largest``: the planner's largest cubic grid on one GPU of ``--memory`` (JAX's allocator share of it, as
@@ -102,6 +103,7 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
            "chunk_B_per_cell": per_cell["chunk"], "other_program": other,
            "other_B_per_cell": others.get(other, 0.0), "peak_B_per_cell": p.bytes_per_cell,
            "all_to_alls": int(t.collectives.get("all-to-all", 0)), "a2a_bytes_per_device": t.exchanged_bytes,
+           "a2a_async": int(t.async_exchanges), "a2a_hidden": int(t.hidden_exchanges),
            "a2a_sent_per_device": t.sent_bytes, "ffts_per_step": p.ffts_per_step,
            "compile_s": time.perf_counter() - t0}
     return row, p

@@ -48,6 +48,10 @@ class Traffic:
     exchanged_bytes: float = 0.0
     fft_calls: float = 0.0
     collectives: Counter = field(default_factory=Counter)
+    #: asynchronous all-to-alls (a GPU's), and of those the ones with an FFT scheduled between their start and
+    #: their done: the exchange runs while another field is transformed (a CPU's are synchronous: 0 and 0)
+    async_exchanges: float = 0.0
+    hidden_exchanges: float = 0.0
 
     @property
     def memory_bytes(self) -> float:
@@ -59,6 +63,8 @@ class Traffic:
         self.sent_bytes += times * other.sent_bytes
         self.exchanged_bytes += times * other.exchanged_bytes
         self.fft_calls += times * other.fft_calls
+        self.async_exchanges += times * other.async_exchanges
+        self.hidden_exchanges += times * other.hidden_exchanges
         for k, v in other.collectives.items():
             self.collectives[k] += times * v
 
@@ -150,7 +156,11 @@ def hlo_traffic(hlo_text: str) -> Traffic:
         out = Traffic()
         ops = comps.get(name, [])
         shapes = {op.name: op.shape for op in ops}
+        started: dict[str, bool] = {}  # asynchronous all-to-alls begun and not done: has an FFT run since?
         for op in ops:
+            if op.opcode.endswith("-done") and op.operands and op.operands[0] in started:
+                out.async_exchanges += 1
+                out.hidden_exchanges += started.pop(op.operands[0])
             called = re.findall(r"(?:body|to_apply|true_computation|false_computation)=%([\w.\-]+)", op.attrs)
             branches = re.search(r"branch_computations=\{([^}]*)\}", op.attrs)
             if op.opcode == "while":
@@ -169,7 +179,10 @@ def hlo_traffic(hlo_text: str) -> Traffic:
             if op.opcode == "async-start":  # a GPU's asynchronous collective: the op it wraps does the work
                 wrapped = re.search(r"calls=%([\w.\-]+)", op.attrs)
                 if wrapped:
-                    out.add(visit(wrapped.group(1)))
+                    inner = visit(wrapped.group(1))
+                    out.add(inner)
+                    if inner.collectives.get("all-to-all"):
+                        started[op.name] = False
                 continue
             if op.opcode in _FREE or op.opcode.endswith("-done") or op.opcode == "async-update":
                 continue
@@ -180,12 +193,15 @@ def hlo_traffic(hlo_text: str) -> Traffic:
             if is_fft:
                 out.fft_bytes += moved
                 out.fft_calls += 1
+                started = dict.fromkeys(started, True)
                 continue
             out.other_bytes += moved
             kind = op.opcode.removesuffix("-start")
             if kind in _COLLECTIVES:
                 out.collectives[kind] += 1
                 if kind == "all-to-all":
+                    if op.opcode.endswith("-start"):
+                        started[op.name] = False
                     p, size = _group_size(op.attrs), operands or shape_bytes(op.shape)
                     out.exchanged_bytes += size
                     out.sent_bytes += size * (p - 1) / p

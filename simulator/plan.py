@@ -422,8 +422,10 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     if t is None:
         return lines
     a2a = int(t.collectives.get("all-to-all", 0))
+    hidden = (f" ({int(t.hidden_exchanges)} of {int(t.async_exchanges)} asynchronous ones run while another field "
+              "is transformed)") if t.async_exchanges else ""
     lines.append(f"per step: {plan.ffts_per_step} scalar 3D FFTs in {int(t.fft_calls)} FFT kernels, {a2a} "
-                 f"all-to-alls; memory traffic {h(t.memory_bytes)} per device ({t.memory_bytes / plan.cells * plan.devices:.0f}"
+                 f"all-to-alls{hidden}; memory traffic {h(t.memory_bytes)} per device ({t.memory_bytes / plan.cells * plan.devices:.0f}"
                  f" bytes per cell, FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
     name = profile or ("h100" if platform == "gpu" else "measured")
     if name == "measured":

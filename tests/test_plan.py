@@ -150,7 +150,8 @@ ENTRY %main (a: f32[100]) -> f32[100] {
 def test_hlo_traffic_counts_a_gpus_asynchronous_all_to_alls_once():
     """A GPU's optimized HLO holds its collectives as ``async-start`` of a computation holding the all-to-all
     (or ``all-to-all-start``), then a ``-done``: each exchange counts once, by its operand (4 devices, a
-    quarter of it stays), and the done only waits."""
+    quarter of it stays), the done only waits, and an exchange with an FFT scheduled between its start and its
+    done is hidden behind it."""
     hlo = """HloModule m
 
 %async_computation (param_0: c64[4,8]) -> c64[4,8] {
@@ -161,15 +162,17 @@ def test_hlo_traffic_counts_a_gpus_asynchronous_all_to_alls_once():
 ENTRY %main (a: c64[4,8]) -> c64[4,8] {
   %a = c64[4,8]{1,0} parameter(0)
   %s = ((c64[4,8]{1,0}), c64[4,8]{1,0}) async-start(%a), calls=%async_computation
+  %f = c64[4,8]{1,0} fft(%a), fft_type=FFT, fft_length={8}
   %d = c64[4,8]{1,0} async-done(%s)
   %s2 = ((c64[4,8]{1,0}), c64[4,8]{1,0}) all-to-all-start(%d), channel_id=2, replica_groups={{0,1,2,3}}, dimensions={0}
   ROOT %d2 = c64[4,8]{1,0} all-to-all-done(%s2)
 }
 """
     t = cost.hlo_traffic(hlo)
-    assert t.collectives["all-to-all"] == 2
+    assert t.collectives["all-to-all"] == 2 and t.fft_calls == 1
     assert t.exchanged_bytes == 2 * 256 and t.sent_bytes == 2 * 256 * 3 / 4
     assert t.other_bytes == 2 * 2 * 256  # each exchange reads and writes its 256 bytes once
+    assert t.async_exchanges == 2 and t.hidden_exchanges == 1  # the first runs while %f transforms
 
 
 @pytest.mark.slow
