@@ -413,6 +413,10 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     n = plan.largest_cubic
     lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
                  "no grid fits these devices")
+    if not plan.fits and plan.platform == "gpu" and plan.compact and not c.fft.in_turn \
+            and max(plan.program_bytes, key=plan.program_bytes.get) == "chunk":
+        lines.append("hint: fft.in_turn=true transforms a step's fields one at a time on GPUs: about 13% less memory "
+                     "in the step, about 27% more memory traffic (from scripts/bench_compact.py --target h100)")
     if not plan.fits:  # its exit status is 3: a script branches on it, this line says what would fit
         more = plan.devices_to_fit()
         lines.append(f"devices that would fit it: {more} of the {c.fft.backend} layout (an estimate from these "

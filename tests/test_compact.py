@@ -329,25 +329,27 @@ BY_COMPONENT = {k: v for k, v in FLOWS["navier_stokes"].items() if k != "physics
 @pytest.mark.parametrize(("name", "overrides"), [("navier_stokes", BY_COMPONENT), ("boussinesq", None), ("mhd", None)],
                          ids=["navier_stokes", "boussinesq", "mhd"])
 def test_one_gpus_route_transforms_in_turn_and_steps_as_the_full_layout(name, overrides):
-    """On one GPU the flows' transforms go one field at a time (``FFTBackend.in_turn``: optimization barriers
-    between them, in the step and the snapshot fields). Forced on a CPU device (``simulator.fft.mesh.as_on``):
-    the programs hold the barriers (a CPU's route holds none), and the fields, spectra and diagnostics after a
-    few steps equal the full layout's; so does a batch of two states under ``jax.vmap``."""
+    """On GPUs the flows' transforms go one field at a time (``FFTBackend.in_turn``: optimization barriers between
+    them) in the snapshot fields, and with ``fft.in_turn`` in the step too. Forced on a CPU device
+    (``simulator.fft.mesh.as_on``): the programs hold the barriers where they should (a CPU's route holds none),
+    and with ``fft.in_turn`` the fields, spectra and diagnostics after a few steps equal the full layout's; so
+    does a batch of two states under ``jax.vmap``."""
     from simulator.fft.mesh import as_on
     from simulator.plan import abstract_state
 
-    texts = {}
-    for route in ("cpu", "gpu"):
+    overrides = FLOWS[name] if overrides is None else overrides
+    barriers = {}
+    for route, in_turn in (("cpu", True), ("gpu", False), ("gpu", True)):
         with as_on(route):
             sim = simulation(jax.devices(), SINGLE, physics__name=name, grid__shape=list(GRID), fft__layout="compact",
-                             time__integrator="rk2", **(FLOWS[name] if overrides is None else overrides))
+                             time__integrator="rk2", fft__in_turn=in_turn, **overrides)
             state, dt = abstract_state(sim), jax.ShapeDtypeStruct((), sim.dtype)
-            texts[route] = [sim.lower(program, state, dt, dt).as_text() for program in ("chunk", "fields")]
-    assert not any("optimization_barrier" in text for text in texts["cpu"])
-    assert all("optimization_barrier" in text for text in texts["gpu"])
+            barriers[route, in_turn] = ["optimization_barrier" in sim.lower(program, state, dt, dt).as_text()
+                                        for program in ("chunk", "fields")]
+    assert barriers == {("cpu", True): [False, False], ("gpu", False): [False, True], ("gpu", True): [True, True]}
 
     with as_on("gpu"):
-        sim, fields, diagnostics = flow(name, SINGLE, "compact", overrides)
+        sim, fields, diagnostics = flow(name, SINGLE, "compact", {**overrides, "fft__in_turn": True})
         eq, p = sim.equation, sim.params
         rng = np.random.default_rng(3)
         state = jax.jit(eq.from_fields)({n: jnp.asarray(rng.standard_normal(f.shape))
@@ -374,14 +376,16 @@ def test_one_gpus_route_transforms_in_turn_and_steps_as_the_full_layout(name, ov
 def test_the_gradient_of_a_short_run_in_compact_equals_the_full_layouts(route):
     """Reverse mode through tests/grad_objective.py's run (its history and final fields: a number that does
     not depend on the layout) in the viscosity and along the initial state; rk2 steps it, as the flows above.
-    On a GPU's route (forced here) the compact run's transforms go in turn, through optimization barriers."""
+    On a GPU's route (forced here) with ``fft.in_turn`` the compact run's transforms go one at a time, through
+    optimization barriers."""
     from simulator.fft.mesh import as_on
 
     found = {}
     for layout in ("compact", "full"):
         overrides = {k.replace(".", "__"): v for k, v in obj.overrides("navier_stokes").items()}
         with as_on(route):
-            sim = simulation(jax.devices(), SINGLE, **overrides, fft__layout=layout, time__integrator="rk2")
+            sim = simulation(jax.devices(), SINGLE, **overrides, fft__layout=layout, time__integrator="rk2",
+                             fft__in_turn=True)
             assert (sim.fft.compact is not None) == (layout == "compact")
             found[layout] = obj.gradient(sim, ONCE)
     assert all(g != 0 for g in found["full"])

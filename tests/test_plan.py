@@ -108,13 +108,13 @@ def test_the_default_pencil_mesh_sends_the_larger_exchange_over_the_smaller_grou
                     "'jax[cuda13]'): nothing here compiles for a GPU")
 def test_xla_gpu_compiler_plans_a_gpu_run_without_a_gpu(monkeypatch):
     """Programs lowered on CPU devices along a GPU's route, compiled by XLA's GPU compiler for an H100 without
-    one: the plan is a GPU's (its name, its platform), the GPU's transforms go in turn and hold less than the CPU
-    standing in for it, and on 2 devices the GPU build exchanges what the CPU build does."""
+    one: the plan is a GPU's (its name, its platform), the GPU's transforms one at a time (``fft.in_turn``) hold
+    less than the CPU standing in for it, and on 2 devices the GPU build exchanges what the CPU build does."""
     from simulator.fft.mesh import as_on
 
     monkeypatch.setenv("SIMULATOR_FFT", "xla")  # the GPU's FFT (FFTW's custom calls are the CPU's)
     for devices in (1, 2):
-        sim = _sim(32, integrator="lsrk4", precision="float32", devices=devices)
+        sim = _sim(32, integrator="lsrk4", precision="float32", devices=devices, **{"fft.in_turn": True})
         with as_on("gpu"):
             gpu = plan.make_plan(sim, ("chunk", "step"), memory=1 << 30, gpu="h100")
             cpu = plan.make_plan(sim, ("chunk", "step"), memory=1 << 30)
@@ -193,17 +193,19 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     command = [sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set", "precision=float32",
                "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory", "80GB"]
     # the compact layout (the default), its advection from the traceless stress and its cut from the 3D transform's
-    # own output: compiled for the CPU standing in, 35.2 bytes per cell, 1260^3 (39.2 and 1200^3 cut axis by axis;
-    # 42.7 and 1176^3 from u x w; 1280^3 needs 35.0); where JAX's CUDA plug-in is installed, compiled for an H100
-    # by XLA's GPU compiler, 30.7 and 1296^3 (the GPU's transforms in turn: FFTBackend.in_turn)
+    # own output: 35.2 bytes per cell, 1260^3 (39.2 and 1200^3 cut axis by axis; 42.7 and 1176^3 from u x w; 1280^3
+    # needs 35.0), compiled for the CPU standing in or, where JAX's CUDA plug-in is installed, for an H100 by
+    # XLA's GPU compiler; with fft.in_turn (a GPU step's fields one at a time: FFTBackend.in_turn) the GPU's
+    # compile holds 30.7 and fits 1296^3
     r = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout
+    assert "35.2 bytes per cell" in r.stdout and "fits these 1 device(s): 1260^3" in r.stdout, r.stdout
     if gpu_compiler.plugin() is None:
         assert "not compiled for a GPU: JAX's CUDA plug-in is not installed" in r.stdout, r.stdout
-        assert "35.2 bytes per cell" in r.stdout and "fits these 1 device(s): 1260^3" in r.stdout, r.stdout
     else:
         assert "compiled by XLA's GPU compiler for the NVIDIA H100 80GB HBM3, without a GPU" in r.stdout, r.stdout
+        r = subprocess.run([*command, "--set", "fft.in_turn=true"], capture_output=True, text=True, timeout=300)
         assert "30.7 bytes per cell" in r.stdout and "fits these 1 device(s): 1296^3" in r.stdout, r.stdout
     assert "40 scalar 3D FFTs" in r.stdout, r.stdout
     # the half spectrum's figures, measured on an H100 too

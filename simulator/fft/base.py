@@ -68,6 +68,8 @@ class FFTBackend(Layout, abc.ABC):
     owns_local_transforms = True
     #: why the run uses this spectral layout (set by whoever chose it: :func:`simulator.runtime.make_fft`)
     layout_reason = "the half spectrum"
+    #: whether a step's fields are transformed one at a time off the CPU (``fft.in_turn``: :meth:`in_turn`)
+    step_in_turn = False
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
                  fft_threads: int | None = None, compact: bool | Sequence[int] = False):
@@ -197,19 +199,21 @@ class FFTBackend(Layout, abc.ABC):
         return linear.apply(self, "ifft", k)
 
     def in_turn(self, transform: Callable[[jax.Array], jax.Array], inputs: T, count: int,
-                make: Callable[[int, T], jax.Array], hide_exchanges: bool = True) -> list[jax.Array]:
+                make: Callable[[int, T], jax.Array], step: bool = True) -> list[jax.Array]:
         """``[transform(make(j, inputs)) for j in range(count)]``: the transforms of ``count`` fields, each made
-        from ``inputs`` (any pytree) by ``make``, in the order that costs least on this mesh.
+        from ``inputs`` (any pytree) by ``make``, at once or one at a time.
 
-        Off the CPU (a GPU) field ``j`` is made only once field ``j - 1``'s transform exists
+        One at a time, field ``j`` is made only once field ``j - 1``'s transform exists
         (``lax.optimization_barrier`` on ``inputs`` and that result): XLA's GPU scheduler otherwise forms every
-        field first and holds them all (the five components of the traceless stress, 20 B/cell in float32).
-        Compiled for an H100 (deviceless, ``scripts/bench_compact.py --target h100``), Navier-Stokes's lsrk4
-        float32 chunk at 128^3 went from 35.4 to 30.7 B/cell on one device. On several devices with
-        ``hide_exchanges`` (a step) the fields are made at once instead: XLA then runs one field's all-to-all
-        while it transforms the next (a barrier would wait for the exchange); a program at output cadence
-        passes False. On a CPU they are made at once: the barrier made the 64^3 float64 step 5-10% slower."""
-        if route_platform(self.mesh) == "cpu" or (hide_exchanges and self.devices > 1):
+        field first and holds them all (the five components of the traceless stress: 20 B/cell in float32).
+        That is what a program at output cadence does off the CPU (``step`` False: the snapshot fields, 51.9 ->
+        39.7 B/cell on one H100 at 128^3), and a step with ``fft.in_turn`` (:attr:`step_in_turn`). Compiled for
+        an H100 (``scripts/bench_compact.py --target h100``), Navier-Stokes's lsrk4 float32 chunk at 128^3 then
+        takes 30.7 B/cell instead of 35.4, and a 512^3 rk4 step moves 834 bytes per cell through memory instead
+        of 655: by default a step makes its fields at once, and on several devices XLA runs one field's
+        all-to-all while it transforms the next (a barrier would wait for the exchange). On a CPU the fields are
+        always made at once: the barrier made the 64^3 float64 step 5-10% slower."""
+        if route_platform(self.mesh) == "cpu" or (step and not self.step_in_turn):
             return [transform(make(j, inputs)) for j in range(count)]
         out: list[jax.Array] = []
         for j in range(count):

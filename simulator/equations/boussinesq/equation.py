@@ -137,7 +137,7 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         ``scalar`` ``(n, Nx, Ny, Nz)`` (an inverse transform each, in turn:
         :meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
         parts = (lambda v: v[3:], lambda v: v[:3], lambda v: self.ops.curl(v[:3]))
-        f, velocity, vorticity = self.fft.in_turn(self.fft.irfft, x, 3, lambda i, v: parts[i](v), hide_exchanges=False)
+        f, velocity, vorticity = self.fft.in_turn(self.fft.irfft, x, 3, lambda i, v: parts[i](v), step=False)
         out = {"velocity": velocity, "vorticity": vorticity, "buoyancy": f[0]}
         if self.n_scalars:
             out["scalar"] = f[1:]

@@ -127,8 +127,8 @@ class Transforms:
     def spectra(self, inputs: T, count: int, make: Callable[[int, T], jax.Array]) -> jax.Array:
         """The spectra ``(count, *k_shape)`` of the real-space fields ``make(j, inputs)`` (``inputs``: any
         pytree, such as the components of u); by component each field is made when the backend's order of
-        transforms makes it (:meth:`~simulator.fft.base.FFTBackend.in_turn`: one at a time on one GPU),
-        stacked all at once."""
+        transforms makes it (:meth:`~simulator.fft.base.FFTBackend.in_turn`: one at a time on GPUs with
+        ``fft.in_turn``), stacked all at once."""
         if self.by_component:
             return self.ops.stack(self.fft.in_turn(self.fft.rfft, inputs, count, make))
         return self.fft.rfft(jnp.stack([make(j, inputs) for j in range(count)]))

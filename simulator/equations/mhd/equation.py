@@ -114,7 +114,7 @@ class MHD(FlowEquation, SemiLinearEquation):
         """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (an inverse
         transform each, in turn: :meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
         parts = (lambda v: v[:3], lambda v: self.ops.curl(v[:3]), lambda v: v[3:], lambda v: self.ops.curl(v[3:]))
-        fields = self.fft.in_turn(self.fft.irfft, x, 4, lambda i, v: parts[i](v), hide_exchanges=False)
+        fields = self.fft.in_turn(self.fft.irfft, x, 4, lambda i, v: parts[i](v), step=False)
         return dict(zip(("velocity", "vorticity", "magnetic", "current"), fields, strict=True))
 
     # ---- diagnostics ---------------------------------------------------------------------------------

@@ -158,11 +158,12 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
 
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Real space: velocity and vorticity ``(3, Nx, Ny, Nz)``, and with scalars ``scalar`` ``(n, Nx, Ny,
-        Nz)`` (an inverse transform each, in turn: :meth:`~simulator.fft.base.FFTBackend.in_turn`; on one GPU
-        this program took 51.9 B/cell at 128^3 in float32 with both fields' spectra formed first, 39.7 in turn)."""
+        Nz)`` (an inverse transform each, one at a time on GPUs: :meth:`~simulator.fft.base.FFTBackend.in_turn`;
+        on one H100 this program took 51.9 B/cell at 128^3 in float32 with both fields' spectra formed first,
+        39.7 in turn)."""
         u_hat, theta_hat = self.split(state)
         velocity, vorticity = self.fft.in_turn(self.fft.irfft, u_hat, 2, lambda i, v: self.ops.curl(v) if i else v,
-                                               hide_exchanges=False)
+                                               step=False)
         out = {"velocity": velocity, "vorticity": vorticity}
         if theta_hat is not None:
             out["scalar"] = self.fft.irfft(theta_hat)
