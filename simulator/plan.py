@@ -393,8 +393,9 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
                      "compiled for CPU; a GPU build differs by its fusion and scheduling choices"
                      + (f"; not compiled for a GPU: {why_not_gpu})" if why_not_gpu else ")"))
     if deviceless:
-        lines.append(f"  (planning for GPUs on this machine's CPU: compiled by XLA's GPU compiler for the "
-                     f"{plan.compiled_for}, without a GPU: memory and traffic are the GPU build's)")
+        lines.append(f"  (planning for GPUs on this machine's CPU: compiled by XLA's GPU compiler of jaxlib "
+                     f"{jax.lib.__version__} for the {plan.compiled_for}, without a GPU: memory and traffic are that "
+                     "build's; another jaxlib may differ)")
     if plan.layout:
         lines.append(f"spectral layout: {plan.layout}")
     if (resolved := resolution.plan_line(c)) is not None:
