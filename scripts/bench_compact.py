@@ -68,6 +68,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--target", default="cpu", choices=["cpu", "h100", "h200"],
                    help="compile for this machine's CPU standing in for a GPU (cpu), or for that GPU by XLA's GPU "
                    "compiler without one (needs JAX's CUDA plug-in: pip install 'jax[cuda13]')")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override for every case (as simulator's --set), e.g. fft.in_turn=true")
     p.add_argument("--out", default="outputs/bench", help="directory for compact.csv and compact.json")
     return p.parse_args()
 
@@ -75,6 +77,10 @@ def parse_args() -> argparse.Namespace:
 def _mesh(text: str) -> tuple[str, int]:
     backend, _, devices = text.partition(":")
     return backend, int(devices or 1)
+
+
+#: config overrides of every case (--set), KEY -> VALUE
+OVERRIDES: dict[str, object] = {}
 
 
 def plan_case(config: str, n: int, integrator: str, precision: str, backend: str, devices: int, layout: str,
@@ -87,8 +93,8 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
     from simulator.fft.mesh import as_on
     from simulator.run.simulation import Simulation
 
-    cfg = load_config(None if config == "defaults" else config, {"grid.shape": n, "time.integrator": integrator, "precision": precision,
-                               "fft.backend": backend, "fft.layout": layout})
+    cfg = load_config(None if config == "defaults" else config, {**OVERRIDES, "grid.shape": n, "time.integrator": integrator,
+                               "precision": precision, "fft.backend": backend, "fft.layout": layout})
     sim = Simulation(cfg, jax.devices()[:devices])
     t0 = time.perf_counter()
     with as_on("gpu"):  # and a GPU's route to a compact spectrum on one device, as the planner takes it
@@ -133,6 +139,11 @@ def print_row(r: dict) -> None:
 
 def main() -> int:
     args = parse_args()
+    import yaml
+
+    for item in args.overrides:
+        key, _, value = item.partition("=")
+        OVERRIDES[key] = yaml.safe_load(value)
     meshes = [_mesh(m) for m in args.meshes] if "memory" in args.parts else []
     exchange = [_mesh(m) for m in args.exchange_meshes] if "exchange" in args.parts else []
     from simulator.runtime import configure_devices
@@ -194,7 +205,7 @@ def main() -> int:
                   f"{r['largest_peak_B_per_cell']:.1f} B/cell, {'fits' if r['largest_fits'] else 'DOES NOT FIT'} "
                   f"({r['largest_spectrum']})", flush=True)
         rows += new
-    meta = {**machine(), "fft_path": "xla", "target": args.target, "config": args.config,
+    meta = {**machine(), "fft_path": "xla", "target": args.target, "overrides": args.overrides, "config": args.config,
             "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
             "usable_fraction": plan.USABLE_FRACTION}
     print(write_results(args.out, "compact", rows, meta), flush=True)
