@@ -81,10 +81,11 @@ def from_full(k: jax.Array, sizes: Sequence[int]) -> jax.Array:
     All three axes are cut at once, as the sum of the (up to) four blocks of kept (x, y) lines, each sliced
     and padded into place: one elementwise kernel of XLA's reading the transform's output, where a cut per
     axis writes a buffer per axis. On one GPU's route (XLA's programs compiled on the CPU, as the planner
-    does) it took the lsrk4 float32 chunk from 40.1 to 36.1 B/cell at 64^3 and the 1024^3 plan from 39.2 to
-    35.2 (``scripts/bench_compact.py``); the same cut for the inverse's padding made the snapshot fields
-    program larger (49.4 to 52.5 B/cell at 64^3: XLA formed both fields' padded spectra before either
-    transform), so :func:`to_full` pads axis by axis."""
+    does without a GPU compiler) it took the lsrk4 float32 chunk from 40.1 to 36.1 B/cell at 64^3 and the
+    1024^3 plan from 39.2 to 35.2 (``scripts/bench_compact.py``). The same for the inverse's padding was
+    measured and not kept: compiled for an H100 it took the chunk at 128^3 from 35.4 to 32.6 B/cell but the
+    step's counted memory traffic from 655 to 684 bytes per cell, and on the CPU's compile the snapshot fields
+    program from 49.4 to 52.5; :func:`to_full` pads axis by axis."""
     lead = k.ndim - 3
     zero = jnp.zeros((), k.dtype)
     out = None
