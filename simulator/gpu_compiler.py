@@ -7,10 +7,11 @@ installed: the run's programs are lowered on virtual CPU devices along a GPU's r
 transforms and their order: :func:`simulator.fft.mesh.as_on`) and their StableHLO is compiled for
 :data:`SPECS`'s GPU on as many devices, so the memory, the traffic and the schedule the planner reads are
 the GPU build's own. Without the plug-in the planner compiles for the CPU instead (the stand-in) and says
-so. What the two differ by (Navier-Stokes, compact, one device, ``scripts/bench_compact.py --target``): the
-lsrk4 float32 chunk at 128^3 30.7 B/cell for the H100 against 35.4 for the CPU, the snapshot fields 39.7
-against 48.7; the GPU's all-to-alls are asynchronous, and its schedule runs other transforms between an
-exchange's start and its end (docs/PERFORMANCE.md).
+so. What the two differ by (Navier-Stokes, compact, one device, ``scripts/bench_compact.py --target``): at
+128^3 the lsrk4 float32 chunk is 35.4 B/cell on both (30.7 for the H100 with ``fft.in_turn``, which the CPU's
+compile does not see), the snapshot fields 39.7 for the H100 against 48.7; the GPU's all-to-alls are
+asynchronous, and its schedule runs other transforms between an exchange's start and its end
+(docs/PERFORMANCE.md).
 
 The figures are those of the installed jaxlib's compiler, not of every jaxlib: at git c80c953 the rk4 float32
 chunk at 128^3 compiled by jaxlib 0.10.2's GPU compiler holds 72.2 B/cell, where a real H100 with jaxlib 0.11.2
