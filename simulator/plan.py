@@ -194,6 +194,8 @@ class Plan:
     layout: str = ""
     #: the GPU the programs were compiled for without one (:mod:`simulator.gpu_compiler`), else ""
     compiled_for: str = ""
+    #: the plan of the other order of a step's transforms that ``fft.in_turn: auto`` weighed (:func:`auto_in_turn`)
+    other: Plan | None = None
 
     @property
     def peak(self) -> int:
@@ -210,6 +212,12 @@ class Plan:
 
     @property
     def largest_cubic(self) -> int:
+        """The largest cubic grid that fits, the other order of a step's transforms included (:attr:`other`)."""
+        return max(self.own_largest_cubic, self.other.own_largest_cubic if self.other is not None else 0)
+
+    @property
+    def own_largest_cubic(self) -> int:
+        """The largest cubic grid that fits with these programs' bytes per cell."""
         from simulator.fft.layouts import LAYOUTS
 
         total = USABLE_FRACTION * self.available * self.devices
@@ -255,6 +263,34 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
                 math.prod(sim.fft.shape), {n: program_bytes(c) for n, c in compiled.items() if n != "step"},
                 available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim),
                 compiled_for=_gpu_name(gpu))
+
+
+def auto_in_turn(plan: Plan, route: str, replan: Callable[[Config], Plan]) -> Plan:
+    """The plan of a run whose ``fft.in_turn`` is ``auto`` (any other run's: ``plan`` itself). Where a step's
+    fields may go one at a time (a compact spectrum on a GPU's ``route``: :meth:`~simulator.fft.base.FFTBackend.in_turn`,
+    less memory for more memory traffic), ``replan`` of the config with ``fft.in_turn: true`` is weighed against
+    ``plan`` (all at once): ``plan`` where it fits or the other holds no less, else the other; where the other
+    holds less, the chosen plan records it (:attr:`Plan.other`). The chosen plan's config is the run's, resolved."""
+    cfg = plan.cfg
+    if cfg.fft.in_turn != "auto" or route != "gpu" or not plan.compact:
+        return plan
+    turn = replan(dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=True)))
+    at_once = dataclasses.replace(plan, cfg=dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=False)))
+    if turn.peak >= plan.peak:  # nothing to weigh (a CPU's compile standing in for a GPU's: the same)
+        return at_once
+    return dataclasses.replace(at_once, other=turn) if plan.fits else dataclasses.replace(turn, other=at_once)
+
+
+def in_turn_line(plan: Plan) -> str:
+    """How a run with ``fft.in_turn: auto`` transforms a step's fields, and why (:func:`auto_in_turn`)."""
+    other = plan.other
+    if plan.cfg.fft.in_turn is True:
+        return (f"a step's fields one at a time (fft.in_turn auto): all at once needs {other.bytes_per_cell:.1f} bytes "
+                f"per cell, more than fits")
+    gain = (f" and fits grids past {plan.own_largest_cubic}^3 to {other.own_largest_cubic}^3, where auto chooses it"
+            if other.own_largest_cubic > plan.own_largest_cubic else "")
+    return (f"a step's fields all at once (fft.in_turn auto: they fit so); one at a time holds {other.bytes_per_cell:.1f} "
+            f"bytes per cell{gain}")
 
 
 def _gpu_name(gpu: str | None) -> str:
@@ -414,7 +450,9 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     n = plan.largest_cubic
     lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
                  "no grid fits these devices")
-    if not plan.fits and plan.platform == "gpu" and plan.compact and not c.fft.in_turn \
+    if plan.other is not None:
+        lines.append(in_turn_line(plan))
+    if not plan.fits and plan.platform == "gpu" and plan.compact and c.fft.in_turn is False \
             and max(plan.program_bytes, key=plan.program_bytes.get) == "chunk":
         lines.append("hint: fft.in_turn=true transforms a step's fields one at a time on GPUs: about 13% less memory "
                      "in the step, about 27% more memory traffic (from scripts/bench_compact.py --target h100)")
@@ -468,9 +506,11 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
         name = profile if profile in gpu_compiler.SPECS else "h100"
         why_not = gpu_compiler.unavailable(name)
         gpu = None if why_not else name
+    def planned(c: Config) -> Plan:
+        return reduced_plan(simulation(c, chosen), (*run_programs(c), "step"), memory, memory_source=source, gpu=gpu)
+
     with _gpu_fft_path(stand_in):
-        plan = reduced_plan(simulation(cfg, chosen), (*run_programs(cfg), "step"), memory, memory_source=source,
-                            gpu=gpu)
+        plan = auto_in_turn(planned(cfg), target, planned)
     return report(plan, platform or plan.platform, profile, why_not), plan.fits
 
 

@@ -345,7 +345,7 @@ def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Seq
                                    tuple(mesh.devices.shape))
     fft = backend(cfg.grid.shape, mesh, compact=compact and (compact_at_least or True))
     fft.layout_reason = why
-    fft.step_in_turn = cfg.fft.in_turn
+    fft.step_in_turn = cfg.fft.in_turn is True  # auto: all at once unless the memory check chose true
     return fft
 
 

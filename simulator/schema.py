@@ -347,7 +347,8 @@ def _scalars(value: Any) -> Iterator[Any]:
 
 
 def _unknown(key: str, value: Any, allowed: Sequence[Any]) -> ConfigError:
-    names = [str(a) for a in allowed]  # choices may be numbers (physics.cdm_lpt: 1 or 2)
+    # choices may be numbers (physics.cdm_lpt: 1 or 2) or booleans, spelt as YAML spells them (fft.in_turn)
+    names = [str(a).lower() if isinstance(a, bool) else str(a) for a in allowed]
     close = difflib.get_close_matches(str(value), names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return ConfigError(key, value, f"expected one of: {', '.join(names)}{hint}", "is unknown")

@@ -171,7 +171,7 @@ def test_validate_prints_the_resolved_config(tmp_path, capsys):
     assert main(["validate", str(p)]) == 0
     resolved = yaml.safe_load(capsys.readouterr().out)
     assert resolved["grid"]["shape"] == [16, 16, 16]
-    assert resolved["fft"] == {"backend": "slab", "mesh": None, "layout": "auto", "in_turn": False}
+    assert resolved["fft"] == {"backend": "slab", "mesh": None, "layout": "auto", "in_turn": "auto"}
     assert set(resolved["runtime"]) == {"cpu_devices", "threads", "coordinator", "num_processes", "process_id", "max_wall"}
     # only the keys of its own equation and initial condition
     assert set(resolved["physics"]) == {"name", "viscosity", "hyperviscosity", "hyperviscosity_order", "dealias",

@@ -2,6 +2,7 @@
 targets of the step, bytes per cell independent of the grid, transforms and all-to-alls per step,
 and the refusal of a run that cannot fit its devices before anything is written."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -11,7 +12,9 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+import yaml
 
+import simulator
 from simulator import cost, gpu_compiler, plan
 from simulator.run import admission
 from simulator.api import load_config
@@ -125,6 +128,63 @@ def test_xla_gpu_compiler_plans_a_gpu_run_without_a_gpu(monkeypatch):
             assert gpu.program_bytes["chunk"] < cpu.program_bytes["chunk"]
 
 
+def _held_less_one_at_a_time(p, fraction=0.8):
+    """``p`` as a GPU's compile would have it: a step's fields one at a time (fft.in_turn true) hold ``fraction``
+    of all at once (0.87 on an H100, docs/PERFORMANCE.md); a CPU's compile holds the same either way."""
+    if p.cfg.fft.in_turn is not True:
+        return p
+    return dataclasses.replace(p, program_bytes={n: int(b * fraction) for n, b in p.program_bytes.items()})
+
+
+def test_fft_in_turn_auto_goes_one_at_a_time_only_where_all_at_once_does_not_fit():
+    """fft.in_turn auto (the default) weighs a GPU step's fields one at a time against all at once: all at once
+    where it fits (the largest grid counting the other), one at a time where only that fits, never on a CPU's
+    route, for the half spectrum, for an explicit true or false, or where one at a time holds no less."""
+    sim = _sim(32, integrator="lsrk4", precision="float32")
+    assert sim.cfg.fft.in_turn == "auto" and sim.fft.compact is not None and not sim.fft.step_in_turn
+    peak = plan.make_plan(sim, ("chunk",), memory=1 << 40).peak
+
+    def planned(memory, cfg=sim.cfg, fraction=0.8):
+        return _held_less_one_at_a_time(plan.make_plan(Simulation(cfg, jax.devices()[:1]), ("chunk",), memory),
+                                        fraction)
+
+    roomy, tight = int(2 * peak / plan.USABLE_FRACTION), int(0.9 * peak / plan.USABLE_FRACTION)
+    chosen = plan.auto_in_turn(planned(roomy), "gpu", lambda c: planned(roomy, c))
+    assert chosen.cfg.fft.in_turn is False and chosen.fits and chosen.other.cfg.fft.in_turn is True
+    assert chosen.largest_cubic == chosen.other.own_largest_cubic > chosen.own_largest_cubic
+    assert "all at once (fft.in_turn auto: they fit so)" in plan.in_turn_line(chosen)
+    chosen = plan.auto_in_turn(planned(tight), "gpu", lambda c: planned(tight, c))
+    assert chosen.cfg.fft.in_turn is True and chosen.fits and not chosen.other.fits
+    assert plan.in_turn_line(chosen).startswith("a step's fields one at a time (fft.in_turn auto): all at once needs")
+    same = plan.auto_in_turn(planned(tight), "gpu", lambda c: planned(tight, c, fraction=1.0))
+    assert same.cfg.fft.in_turn is False and same.other is None and not same.fits
+    for route, cfg in (("cpu", sim.cfg), ("gpu", load_config(None, {"grid.shape": 32, "fft.in_turn": False})),
+                       ("gpu", load_config(None, {"grid.shape": 32, "fft.layout": "full"}))):
+        p = planned(tight, cfg)
+        assert plan.auto_in_turn(p, route, lambda c: pytest.fail("weighed")) is p
+
+
+def test_a_run_whose_step_fits_only_one_field_at_a_time_runs_so_and_records_it(tmp_path, monkeypatch):
+    """simulator run's memory check resolves fft.in_turn auto before anything is written: where a GPU step's
+    fields all at once do not fit and one at a time do (a GPU's compile stood in for by
+    :func:`_held_less_one_at_a_time` on a GPU's route), the run goes one at a time, its resolved config and
+    run.log say so, and it finishes."""
+    from simulator.fft.base import FFTBackend
+
+    cfg = load_config(str(ROOT / "configs" / "taylor_green.yaml"),
+                      {"grid.shape": 16, "time.t_end": 0.04, "time.dt": 0.01, "output.snapshots.every": 0})
+    peak = plan.make_plan(Simulation(cfg), memory=1 << 40).peak  # per device, on the run's devices
+    memory = int(0.95 * peak / plan.USABLE_FRACTION)  # all at once: 5% too much; one at a time: fits
+    monkeypatch.setattr(FFTBackend, "route", property(lambda self: "gpu"))
+    monkeypatch.setattr(admission, "QUICK_FRACTION", 0.0)  # compile even though the state is tiny
+    monkeypatch.setattr(admission, "make_plan", lambda sim, **kw: _held_less_one_at_a_time(
+        plan.make_plan(sim, memory=memory, **kw)))
+    out = tmp_path / "run"
+    assert simulator.run_config(cfg, out=out) == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["config"]["fft"]["in_turn"] is True
+    assert "a step's fields one at a time (fft.in_turn auto): all at once needs" in (out / "run.log").read_text()
+
+
 def test_hlo_traffic_multiplies_loops_by_their_trip_counts():
     hlo = """HloModule m
 
@@ -195,19 +255,26 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     # the compact layout (the default), its advection from the traceless stress and its cut from the 3D transform's
     # own output: 35.2 bytes per cell, 1260^3 (39.2 and 1200^3 cut axis by axis; 42.7 and 1176^3 from u x w; 1280^3
     # needs 35.0), compiled for the CPU standing in or, where JAX's CUDA plug-in is installed, for an H100 by
-    # XLA's GPU compiler; with fft.in_turn (a GPU step's fields one at a time: FFTBackend.in_turn) the GPU's
-    # compile holds 30.7 and fits 1296^3
+    # XLA's GPU compiler; there a GPU step's fields one at a time (FFTBackend.in_turn) hold 30.7 and fit 1296^3,
+    # which fft.in_turn auto (the default) chooses past 1260^3 (a CPU's compile holds the same either way)
     r = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout
-    assert "35.2 bytes per cell" in r.stdout and "fits these 1 device(s): 1260^3" in r.stdout, r.stdout
+    assert "35.2 bytes per cell" in r.stdout, r.stdout
     if gpu_compiler.plugin() is None:
         assert "not compiled for a GPU: JAX's CUDA plug-in is not installed" in r.stdout, r.stdout
+        assert "fits these 1 device(s): 1260^3" in r.stdout and "fft.in_turn auto" not in r.stdout, r.stdout
     else:
         assert f"compiled by XLA's GPU compiler of jaxlib {jax.lib.__version__} for the NVIDIA H100 80GB HBM3, " \
                "without a GPU" in r.stdout, r.stdout
+        assert "fits these 1 device(s): 1296^3" in r.stdout, r.stdout
+        assert "a step's fields all at once (fft.in_turn auto: they fit so); one at a time holds 30.7 bytes per " \
+               "cell and fits grids past 1260^3 to 1296^3, where auto chooses it" in r.stdout, r.stdout
         r = subprocess.run([*command, "--set", "fft.in_turn=true"], capture_output=True, text=True, timeout=300)
         assert "30.7 bytes per cell" in r.stdout and "fits these 1 device(s): 1296^3" in r.stdout, r.stdout
+        r = subprocess.run([*command, "--set", "grid.shape=1280"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "a step's fields one at a time (fft.in_turn auto): all at once needs 35.9 " \
+            "bytes per cell, more than fits" in r.stdout, r.stdout
     assert "40 scalar 3D FFTs" in r.stdout, r.stdout
     # the half spectrum's figures, measured on an H100 too
     r = subprocess.run([*command, "--set", "fft.layout=full"], capture_output=True, text=True, timeout=300)

@@ -63,11 +63,13 @@ class FFTConfig:
         "auto", "spectral layout of the real-to-complex spectra: compact (only the modes the 2/3 rule keeps, "
         "about 30% of the half spectrum: smaller registers, passes and all-to-alls), full (the half spectrum), "
         "or auto (compact where the physics and the backend allow it)", choices=("auto", "compact", "full"))
-    in_turn: bool = setting(
-        False, "GPUs: transform the fields of each evaluation of a step one at a time (fewer held at once: one "
-        "H100, lsrk4 float32, 35.4 -> 30.7 bytes per cell, largest grid 1260^3 -> 1296^3) for more memory "
-        "traffic (a 512^3 rk4 step 655 -> 834 bytes per cell); false: all at once, so that XLA can run one "
-        "field's all-to-all while it transforms the next. Snapshot fields go one at a time on GPUs either way")
+    in_turn: bool | str = setting(
+        "auto", "GPUs: transform the fields of each evaluation of a step one at a time (true: fewer held at once; "
+        "one H100, lsrk4 float32, 35.4 -> 30.7 bytes per cell, largest grid 1260^3 -> 1296^3) for more memory "
+        "traffic (a 512^3 rk4 step 655 -> 834 bytes per cell); false: all at once, so that XLA can run one field's "
+        "all-to-all while it transforms the next; auto: all at once where the run fits so, else one at a time "
+        "(simulator run's memory check decides, before anything is written; an ensemble's batch goes all at once). "
+        "Snapshot fields go one at a time on GPUs either way", choices=("auto", True, False))
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,8 @@ class FFTBackend(Layout, abc.ABC):
     owns_local_transforms = True
     #: why the run uses this spectral layout (set by whoever chose it: :func:`simulator.runtime.make_fft`)
     layout_reason = "the half spectrum"
-    #: whether a step's fields are transformed one at a time off the CPU (``fft.in_turn``: :meth:`in_turn`)
+    #: whether a step's fields are transformed one at a time off the CPU (``fft.in_turn`` true: :meth:`in_turn`;
+    #: ``auto`` is resolved to true or false by the run's memory check, :func:`simulator.plan.auto_in_turn`)
     step_in_turn = False
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
@@ -198,6 +199,11 @@ class FFTBackend(Layout, abc.ABC):
         """Inverse complex-to-complex 3D FFT over the last three axes (divides by Nx*Ny*Nz)."""
         return linear.apply(self, "ifft", k)
 
+    @property
+    def route(self) -> str:
+        """The platform whose route this backend's programs take (:func:`simulator.fft.mesh.route_platform`)."""
+        return route_platform(self.mesh)
+
     def in_turn(self, transform: Callable[[jax.Array], jax.Array], inputs: T, count: int,
                 make: Callable[[int, T], jax.Array], step: bool = True) -> list[jax.Array]:
         """``[transform(make(j, inputs)) for j in range(count)]``: the transforms of ``count`` fields, each made
@@ -213,7 +219,7 @@ class FFTBackend(Layout, abc.ABC):
         of 655: by default a step makes its fields at once, and on several devices XLA runs one field's
         all-to-all while it transforms the next (a barrier would wait for the exchange). On a CPU the fields are
         always made at once: the barrier made the 64^3 float64 step 5-10% slower."""
-        if route_platform(self.mesh) == "cpu" or (step and not self.step_in_turn):
+        if self.route == "cpu" or (step and not self.step_in_turn):
             return [transform(make(j, inputs)) for j in range(count)]
         out: list[jax.Array] = []
         for j in range(count):

@@ -9,6 +9,7 @@ devices; the run log prints them as warnings.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -17,7 +18,7 @@ from simulator import cost
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.memory import device_memory_available
-from simulator.plan import USABLE_FRACTION, Plan, abstract_state, make_plan
+from simulator.plan import USABLE_FRACTION, Plan, abstract_state, auto_in_turn, make_plan
 
 
 #: a run whose state (per device) is below this fraction of the usable memory is let through without
@@ -27,8 +28,9 @@ QUICK_FRACTION = 1 / 64
 
 def check_fits(sim: Any) -> Plan | None:
     """Refuse a run that cannot fit its devices (ConfigError naming the grid: exit 2), before anything
-    is allocated or written. Returns the plan, or None for a run so small that its state alone shows it
-    fits (:data:`QUICK_FRACTION`)."""
+    is allocated or written. Returns the plan, whose config is the one to run (``fft.in_turn: auto``
+    resolved where the step's fields all at once did not fit: :func:`simulator.plan.auto_in_turn`), or
+    None for a run so small that its state alone shows it fits (:data:`QUICK_FRACTION`)."""
     state = abstract_state(sim)
     devices = list(sim.fft.mesh.devices.flat)
     available, _ = device_memory_available(devices)
@@ -36,6 +38,8 @@ def check_fits(sim: Any) -> Plan | None:
     if state_bytes <= QUICK_FRACTION * USABLE_FRACTION * available:
         return None
     plan = make_plan(sim, state=state)
+    if not plan.fits:  # fft.in_turn auto: a GPU step's fields one at a time where all at once does not fit
+        plan = auto_in_turn(plan, sim.fft.route, lambda cfg: make_plan(type(sim)(cfg)))
     if not plan.fits:
         n = plan.largest_cubic
         raise ConfigError(
@@ -47,10 +51,20 @@ def check_fits(sim: Any) -> Plan | None:
     return plan
 
 
-def check_run(cfg: Config) -> Plan | None:
-    """:func:`check_fits` for the run of ``cfg`` on the devices the runtime set up (it must be started)."""
+def check_run(cfg: Config) -> tuple[Config, str]:
+    """:func:`check_fits` for the run of ``cfg`` on the devices the runtime set up (it must be started);
+    returns the config to run, ``cfg`` with ``fft.in_turn: auto`` resolved (the same on every process), and
+    a line for the run log saying why where both were weighed (else "")."""
+    from simulator.plan import in_turn_line
+    from simulator.run.signals import agree
     from simulator.run.simulation import Simulation
 
-    return check_fits(Simulation(cfg))
+    plan = check_fits(Simulation(cfg))
+    if cfg.fft.in_turn != "auto":
+        return cfg, ""
+    # every process runs the same programs: one at a time if any process's memory needs it
+    in_turn = bool(agree([int(plan is not None and plan.cfg.fft.in_turn is True)])[0])
+    why = in_turn_line(plan) if plan is not None and plan.other is not None else ""
+    return dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=in_turn)), why
 
 

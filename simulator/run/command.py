@@ -64,7 +64,8 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     if done:
         get_logger().info("%s", done)
         return EXIT_OK
-    mode = start_checked([cfg], index)  # a grid that cannot fit its devices is refused here, before anything is written
+    # a grid that cannot fit its devices is refused here, before anything is written
+    mode, (seg.cfg,), seg.note = start_checked([cfg], index)  # the note: fft.in_turn auto's choice, logged with the header
     try:
         if index == 0:
             try:
@@ -84,12 +85,14 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     return code
 
 
-def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ensemble: bool = False) -> str:
+def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ensemble: bool = False
+                  ) -> tuple[str, list[config_mod.Config], str]:
     """The start-up of a single run (``cfgs`` = [cfg]) and of an ensemble alike, before any directory is
     touched: start the runtime, check that JAX made this process the one its run expects, and admit the
     run to its devices (a single run: :func:`simulator.run.admission.check_run`; an ensemble, the whole
     batch: :func:`simulator.run.batched.check_fits`), ConfigError (exit 2) if it cannot fit. Returns the
-    process mode."""
+    process mode, the configs to run (a single run's ``fft.in_turn: auto`` resolved by its check) and a line
+    for the run log on that choice ("" if none)."""
     from simulator.errors import RuntimeSetupError
 
     mode = start(cfgs[0])
@@ -103,9 +106,9 @@ def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ens
                                 f"process {jax.process_index()}")
     if ensemble:
         check_fits(cfgs)
-    else:
-        check_run(cfgs[0])
-    return mode
+        return mode, list(cfgs), ""
+    cfg, why = check_run(cfgs[0])
+    return mode, [cfg], why
 
 
 def _run_started(seg, mode: str) -> int:

@@ -108,7 +108,7 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
 
         running = any(m.running for m in members)
         if running:  # the runtime, and the batch's fit check, before any directory is touched
-            mode = start_checked(cfgs, index, ensemble=True)
+            mode, _, _ = start_checked(cfgs, index, ensemble=True)
         if index == 0:
             _take_directories(members, options)
         if running:
