@@ -275,10 +275,14 @@ def auto_in_turn(plan: Plan, route: str, replan: Callable[[Config], Plan]) -> Pl
     if cfg.fft.in_turn != "auto" or route != "gpu" or not plan.compact:
         return plan
     turn = replan(dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=True)))
-    at_once = dataclasses.replace(plan, cfg=dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=False)))
+    seconds = plan.seconds + turn.seconds  # the report's compile time is both plans'
+    at_once = dataclasses.replace(plan, cfg=dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=False)),
+                                  seconds=seconds)
     if turn.peak >= plan.peak:  # nothing to weigh (a CPU's compile standing in for a GPU's: the same)
         return at_once
-    return dataclasses.replace(at_once, other=turn) if plan.fits else dataclasses.replace(turn, other=at_once)
+    if plan.fits:
+        return dataclasses.replace(at_once, other=turn)
+    return dataclasses.replace(turn, other=at_once, seconds=seconds)
 
 
 def in_turn_line(plan: Plan) -> str:
