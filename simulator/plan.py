@@ -510,6 +510,7 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
         name = profile if profile in gpu_compiler.SPECS else "h100"
         why_not = gpu_compiler.unavailable(name)
         gpu = None if why_not else name
+
     def planned(c: Config) -> Plan:
         return reduced_plan(simulation(c, chosen), (*run_programs(c), "step"), memory, memory_source=source, gpu=gpu)
 
