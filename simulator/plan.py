@@ -269,20 +269,18 @@ def auto_in_turn(plan: Plan, route: str, replan: Callable[[Config], Plan]) -> Pl
     """The plan of a run whose ``fft.in_turn`` is ``auto`` (any other run's: ``plan`` itself). Where a step's
     fields may go one at a time (a compact spectrum on a GPU's ``route``: :meth:`~simulator.fft.base.FFTBackend.in_turn`,
     less memory for more memory traffic), ``replan`` of the config with ``fft.in_turn: true`` is weighed against
-    ``plan`` (all at once): ``plan`` where it fits or the other holds no less, else the other; where the other
-    holds less, the chosen plan records it (:attr:`Plan.other`). The chosen plan's config is the run's, resolved."""
+    ``plan`` (all at once): ``plan`` where it fits or the other holds no less, else the other, whose config says
+    ``fft.in_turn: true``; where the other holds less, the chosen plan records it (:attr:`Plan.other`)."""
     cfg = plan.cfg
     if cfg.fft.in_turn != "auto" or route != "gpu" or not plan.compact:
         return plan
     turn = replan(dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=True)))
     seconds = plan.seconds + turn.seconds  # the report's compile time is both plans'
-    at_once = dataclasses.replace(plan, cfg=dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=False)),
-                                  seconds=seconds)
     if turn.peak >= plan.peak:  # nothing to weigh (a CPU's compile standing in for a GPU's: the same)
-        return at_once
+        return dataclasses.replace(plan, seconds=seconds)
     if plan.fits:
-        return dataclasses.replace(at_once, other=turn)
-    return dataclasses.replace(turn, other=at_once, seconds=seconds)
+        return dataclasses.replace(plan, other=turn, seconds=seconds)
+    return dataclasses.replace(turn, other=plan, seconds=seconds)
 
 
 def in_turn_line(plan: Plan) -> str:

@@ -150,14 +150,19 @@ def test_fft_in_turn_auto_goes_one_at_a_time_only_where_all_at_once_does_not_fit
 
     roomy, tight = int(2 * peak / plan.USABLE_FRACTION), int(0.9 * peak / plan.USABLE_FRACTION)
     chosen = plan.auto_in_turn(planned(roomy), "gpu", lambda c: planned(roomy, c))
-    assert chosen.cfg.fft.in_turn is False and chosen.fits and chosen.other.cfg.fft.in_turn is True
+    assert chosen.cfg.fft.in_turn == "auto" and chosen.fits and chosen.other.cfg.fft.in_turn is True
     assert chosen.largest_cubic == chosen.other.own_largest_cubic > chosen.own_largest_cubic
     assert "all at once (fft.in_turn auto: they fit so)" in plan.in_turn_line(chosen)
     chosen = plan.auto_in_turn(planned(tight), "gpu", lambda c: planned(tight, c))
     assert chosen.cfg.fft.in_turn is True and chosen.fits and not chosen.other.fits
     assert plan.in_turn_line(chosen).startswith("a step's fields one at a time (fft.in_turn auto): all at once needs")
     same = plan.auto_in_turn(planned(tight), "gpu", lambda c: planned(tight, c, fraction=1.0))
-    assert same.cfg.fft.in_turn is False and same.other is None and not same.fits
+    assert same.cfg.fft.in_turn == "auto" and same.other is None and not same.fits
+    # the hint to set fft.in_turn=true is for a run that set it false, not one whose auto weighed it
+    on_gpu = dataclasses.replace(same, platform="gpu")
+    hinted = dataclasses.replace(on_gpu, cfg=load_config(None, {"grid.shape": 32, "fft.in_turn": False}))
+    assert [line.startswith("hint: fft.in_turn=true") for line in plan.report(hinted, "gpu")].count(True) == 1
+    assert not any(line.startswith("hint: fft.in_turn=true") for line in plan.report(on_gpu, "gpu"))
     for route, cfg in (("cpu", sim.cfg), ("gpu", load_config(None, {"grid.shape": 32, "fft.in_turn": False})),
                        ("gpu", load_config(None, {"grid.shape": 32, "fft.layout": "full"}))):
         p = planned(tight, cfg)
