@@ -79,8 +79,8 @@ def _mesh(text: str) -> tuple[str, int]:
     return backend, int(devices or 1)
 
 
-#: config overrides of every case (--set), KEY -> VALUE
-OVERRIDES: dict[str, object] = {}
+#: config overrides of every case (--set), "KEY=VALUE" as simulator's --set takes them
+OVERRIDES: list[str] = []
 
 
 def plan_case(config: str, n: int, integrator: str, precision: str, backend: str, devices: int, layout: str,
@@ -93,8 +93,9 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
     from simulator.fft.mesh import as_on
     from simulator.run.simulation import Simulation
 
-    cfg = load_config(None if config == "defaults" else config, {**OVERRIDES, "grid.shape": n, "time.integrator": integrator,
-                               "precision": precision, "fft.backend": backend, "fft.layout": layout})
+    cfg = load_config(None if config == "defaults" else config,
+                      [*OVERRIDES, f"grid.shape={n}", f"time.integrator={integrator}", f"precision={precision}",
+                       f"fft.backend={backend}", f"fft.layout={layout}"])
     sim = Simulation(cfg, jax.devices()[:devices])
     t0 = time.perf_counter()
     with as_on("gpu"):  # and a GPU's route to a compact spectrum on one device, as the planner takes it
@@ -139,11 +140,7 @@ def print_row(r: dict) -> None:
 
 def main() -> int:
     args = parse_args()
-    import yaml
-
-    for item in args.overrides:
-        key, _, value = item.partition("=")
-        OVERRIDES[key] = yaml.safe_load(value)
+    OVERRIDES.extend(args.overrides)
     meshes = [_mesh(m) for m in args.meshes] if "memory" in args.parts else []
     exchange = [_mesh(m) for m in args.exchange_meshes] if "exchange" in args.parts else []
     from simulator.runtime import configure_devices

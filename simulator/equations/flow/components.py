@@ -131,4 +131,4 @@ class Transforms:
         ``fft.in_turn``), stacked all at once."""
         if self.by_component:
             return self.ops.stack(self.fft.in_turn(self.fft.rfft, inputs, count, make))
-        return self.fft.rfft(jnp.stack([make(j, inputs) for j in range(count)]))
+        return self.spectrum([make(j, inputs) for j in range(count)])
