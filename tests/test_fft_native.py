@@ -4,6 +4,7 @@ GPU; a whole Navier-Stokes step equal on both paths; and how the path is chosen 
 
 The backends' own checks on both paths (every backend, device count, r2c/c2c) are in test_fft.py."""
 
+import os
 import re
 import subprocess
 import sys
@@ -149,6 +150,76 @@ def test_plans_are_cached_per_shape(local_fft):
     assert module.plan_count() == made
     f(jnp.ones((2, 10, 22)))
     assert module.plan_count() == made + 1
+
+
+THREADS_OF_A_TRANSFORM = """
+import os, numpy as np, jax
+jax.config.update("jax_enable_x64", True)
+from simulator.fft.local import resolve
+fft = resolve("fftw", threads=2, grain=1)
+x = np.random.default_rng(0).standard_normal((2, 32, 30, 36))
+program = jax.jit(lambda a: fft.rfftn(a, (-3, -2, -1))).lower(x).compile()
+jax.block_until_ready(jax.jit(lambda a: a + 1)(x))  # XLA's threads are up
+before = set(os.listdir("/proc/self/task"))
+k = np.asarray(program(x))  # plans on two threads (timing candidates), then runs
+new = set(os.listdir("/proc/self/task")) - before
+print(len(new), float(np.max(np.abs(k - np.fft.rfftn(x, axes=(-3, -2, -1))))))
+"""
+
+
+@FFTW
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc to count threads")
+def test_fftw_runs_its_threads_jobs_on_xlas_threads(local_fft, tmp_path):
+    """A two-thread FFTW plan hands its jobs to XLA's intra-op threads (the handler's thread pool) instead
+    of starting threads of its own that would compete with XLA's for the cores: the process has no more
+    threads after planning and running it (FFTW's own loop leaves a worker behind), and the result is
+    right. A fresh process, so that no earlier transform started FFTW's workers."""
+    env = {"PATH": "/usr/bin:/bin", "SIMULATOR_FFTW_WISDOM": "off", "JAX_PLATFORMS": "cpu"}
+    r = subprocess.run([sys.executable, "-c", THREADS_OF_A_TRANSFORM], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    started, error = r.stdout.split()
+    assert int(started) == 0
+    assert float(error) < 1e-9
+
+
+ANOTHER_LIBRARYS_PLAN = """
+import ctypes, numpy as np, jax
+jax.config.update("jax_enable_x64", True)
+from simulator.fft.local import resolve
+fft = resolve("fftw", threads=2, grain=1)
+jax.block_until_ready(jax.jit(lambda a: fft.rfftn(a, (-2, -1)))(np.ones((4, 6))))  # our loop is FFTW's now
+try:
+    lib = ctypes.CDLL("libfftw3_threads.so.3")  # the library the extension links (Debian's soname)
+except OSError as err:
+    print("SKIP", err)
+    raise SystemExit(0)
+lib.fftw_plan_dft_2d.restype = ctypes.c_void_p
+lib.fftw_plan_dft_2d.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                 ctypes.c_uint]
+lib.fftw_execute.argtypes = lib.fftw_destroy_plan.argtypes = [ctypes.c_void_p]
+assert lib.fftw_init_threads()
+lib.fftw_plan_with_nthreads(4)
+x = np.random.default_rng(0).standard_normal((256, 256)) + 0j
+y = np.empty_like(x)
+plan = lib.fftw_plan_dft_2d(256, 256, x.ctypes.data, y.ctypes.data, -1, 1 << 6)  # FFTW_FORWARD, FFTW_ESTIMATE
+lib.fftw_execute(plan)
+lib.fftw_destroy_plan(plan)
+print(float(np.max(np.abs(y - np.fft.fft2(x)))))
+"""
+
+
+@FFTW
+def test_another_librarys_threaded_fftw_plan_still_runs_right(local_fft):
+    """Which loop runs FFTW's jobs is one setting for the whole process: a plan that another library makes
+    through the same FFTW, outside our handler, gets threads of its own and the right answer."""
+    r = subprocess.run([sys.executable, "-c", ANOTHER_LIBRARYS_PLAN], env={"PATH": "/usr/bin:/bin",
+                       "SIMULATOR_FFTW_WISDOM": "off", "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    if r.stdout.startswith("SKIP"):
+        pytest.skip(f"FFTW's threads library not loadable by its Debian name: {r.stdout.strip()}")
+    assert float(r.stdout) < 1e-9
 
 
 SAVE_TRANSFORM = """

@@ -10,11 +10,11 @@ all-to-all shrinks with it.
 Pruning (the distributed transforms of :mod:`.slab` and :mod:`.pencil`): the forward transform runs z
 first and keeps Kz planes, so the transforms along the other axes run over Kz lines instead of Nz/2, and
 each axis is cut right after its own transform, before the all-to-all that follows it; the inverse
-transforms the kept lines first and pads each axis only just before its own transform. On one device
-(:mod:`.single`) the cut follows one fused 3D transform instead: FFTW's 3D plan is faster than three
-staged 1D ones at these sizes (64^3 float64, one CPU device, NS rk4 step: staged 1.32x the full
-layout's step, fused-then-cut 0.97x, both measured under load). An axis's cut is a slice (half axis)
-or two slices joined (signed axis), its pad the reverse with zeros between: copies, never a gather.
+transforms the kept lines first and pads each axis only just before its own transform. One device
+(:mod:`.single`) does the same on CPUs and cuts the spectrum from one fused 3D transform on GPUs, where
+cuFFT's 3D plan beats three strided passes (:func:`simulator.fft.single.stages_pay` gives the
+measurements). An axis's cut is a slice (half axis) or two slices joined (signed axis), its pad the
+reverse with zeros between: copies, never a gather.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ unnormalised, inverse divides by the product of the transformed sizes) and two i
 
 * ``fftw``: FFTW 3 (double and float, multi-threaded) called from the compiled program as an XLA FFI
   custom call (simulator/fft/native/fftw_ffi.cc), on the buffers XLA hands over, in XLA's row-major
-  layout: no copies and no transposes. CPU only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a
+  layout: no copies and no transposes. A threaded plan's jobs run on XLA's own intra-op threads (FFTW's
+  ``threads_set_callback``), not on threads of FFTW's that would compete with them for the cores. CPU only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a
   program built with FFTW lowers for CPU only. On CPU it is 2-4x faster than XLA's FFT (DUCC).
 * ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native extension is not built (no FFTW headers at install
   time) or fails to load, when asked for, and by the jaxdecomp backend, whose transforms are inside
@@ -145,7 +146,9 @@ def _env_count(name: str, what: str) -> int | None:
 #: one thread per transform instead of two made the compact step 1.5x faster (1.95 against 2.95 ms in
 #: float64, 1.85 against 3.06 in float32) and the phase-shifted one 1.1x; at 48^3 and 64^3 the grains
 #: 2^16, 2^17 and 2^18 were alike, within the rounds' spread; at 128^3 every transform has more than
-#: 2^18 points, so nothing changes there.
+#: 2^18 points, so nothing changes there. Again once FFTW's jobs ran on XLA's threads (sixteenth session,
+#: rk4, three invocations): grain 1 made the 32^3 compact step 1.20x (float64) and 1.34x (float32) slower,
+#: 2^15 stayed within 0.97-1.05x of 2^17 from 32^3 to 64^3.
 THREAD_GRAIN = 1 << 17
 
 

@@ -13,7 +13,9 @@
 //                       us a buffer we may destroy, copying the operand first only if it is still
 //                       needed elsewhere.
 // Transforms are unnormalised (FFTW's, and NumPy's forward): the caller scales inverses by 1/N.
-// (One file, a little over 400 lines: FFTW's double and float entry points are spelled out once each.)
+// A threaded plan's jobs run on the handler's thread pool, XLA's intra-op threads (ParallelLoop).
+// (One file, about 520 lines: FFTW's double and float entry points spelled out once each, the wisdom shared
+// between processes and the parallel loop on XLA's threads belong with the handlers that use them.)
 //
 // Plans are cached per (transform kind, precision, axis sizes and strides, thread count, planner
 // effort, alignment) and reused with the new-array execute functions, which are thread-safe:
@@ -31,13 +33,17 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -50,6 +56,86 @@ enum Kind : int64_t { kR2C = 0, kC2R = 1, kC2CForward = 2, kC2CBackward = 3 };
 
 std::mutex planner_mutex;  // guards every FFTW planner call, both precisions, and the plan caches
 
+// ---- FFTW's parallel loops on XLA's own threads ----------------------------------------------------
+// A multi-threaded FFTW plan splits its work into jobs and hands them to a "parallel loop". FFTW's
+// default loop runs them on FFTW's own worker threads, which then compete for the cores with XLA's
+// intra-op threads (idle ones spin before they sleep). Ours runs them on XLA's intra-op pool, the
+// one the handler is given: the calling thread takes jobs itself and the pool's threads take the
+// rest as they come free, so a transform never waits for a thread that is busy elsewhere (and never
+// deadlocks when every pool thread is inside a transform) and the process keeps one set of threads.
+// Which thread runs a job does not change its arithmetic: the results are FFTW's, bit for bit.
+
+using ParallelLoopFn = void (*)(void* (*)(char*), char*, size_t, int, void*);
+
+thread_local ffi::ThreadPool* current_pool = nullptr;  // the running handler's pool, for ParallelLoop
+
+struct Loop {
+  void* (*work)(char*);
+  char* jobdata;
+  size_t elsize;
+  int njobs;
+  ffi::ThreadPool* pool;
+  std::atomic<int> next{0}, done{0};
+  std::mutex mutex;
+  std::condition_variable finished;
+
+  void run() {  // take jobs until none are left
+    for (int i = next.fetch_add(1); i < njobs; i = next.fetch_add(1)) {
+      work(jobdata + elsize * static_cast<size_t>(i));
+      if (done.fetch_add(1) + 1 == njobs) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+    }
+  }
+};
+
+// Sets the pool FFTW's jobs go to on this thread while a handler runs (nested loops included).
+class PoolScope {
+ public:
+  explicit PoolScope(ffi::ThreadPool* pool) : saved_(current_pool) { current_pool = pool; }
+  PoolScope(const PoolScope&) = delete;
+  PoolScope& operator=(const PoolScope&) = delete;
+  ~PoolScope() { current_pool = saved_; }
+
+ private:
+  ffi::ThreadPool* saved_;
+};
+
+// Outside a handler (another library's plan in this process: the callback is FFTW's global setting)
+// the jobs get threads of their own, as FFTW's default loop would give them.
+void ThreadsOfTheirOwn(void* (*work)(char*), char* jobdata, size_t elsize, int njobs) {
+  std::vector<std::thread> threads;
+  for (int i = 1; i < njobs; ++i)
+    threads.emplace_back([=] { work(jobdata + elsize * static_cast<size_t>(i)); });
+  work(jobdata);
+  for (std::thread& t : threads) t.join();
+}
+
+void ParallelLoop(void* (*work)(char*), char* jobdata, size_t elsize, int njobs, void*) {
+  ffi::ThreadPool* pool = current_pool;
+  if (njobs <= 1) {
+    if (njobs == 1) work(jobdata);
+    return;
+  }
+  if (pool == nullptr) return ThreadsOfTheirOwn(work, jobdata, elsize, njobs);
+  auto loop = std::make_shared<Loop>();
+  loop->work = work;
+  loop->jobdata = jobdata;
+  loop->elsize = elsize;
+  loop->njobs = njobs;
+  loop->pool = pool;
+  // A task that starts after every job is taken returns at once; `loop` outlives it.
+  for (int t = 1; t < njobs; ++t)
+    pool->Schedule([loop] {
+      PoolScope scope(loop->pool);
+      loop->run();
+    });
+  loop->run();
+  std::unique_lock<std::mutex> lock(loop->mutex);
+  loop->finished.wait(lock, [&] { return loop->done.load() == njobs; });
+}
+
 // One set of FFTW entry points per precision (fftw_* for double, fftwf_* for float).
 template <typename Real>
 struct Fftw;
@@ -60,6 +146,7 @@ struct Fftw<double> {
   using Complex = fftw_complex;
   using IoDim = fftw_iodim64;
   static int init_threads() { return fftw_init_threads(); }
+  static void set_loop(ParallelLoopFn loop) { fftw_threads_set_callback(loop, nullptr); }
   static void plan_with_nthreads(int n) { fftw_plan_with_nthreads(n); }
   static Plan plan(int64_t kind, int rank, const IoDim* dims, int hrank, const IoDim* hdims, void* in,
                    void* out, unsigned flags) {
@@ -100,6 +187,7 @@ struct Fftw<float> {
   using Complex = fftwf_complex;
   using IoDim = fftwf_iodim64;
   static int init_threads() { return fftwf_init_threads(); }
+  static void set_loop(ParallelLoopFn loop) { fftwf_threads_set_callback(loop, nullptr); }
   static void plan_with_nthreads(int n) { fftwf_plan_with_nthreads(n); }
   static Plan plan(int64_t kind, int rank, const IoDim* dims, int hrank, const IoDim* hdims, void* in,
                    void* out, unsigned flags) {
@@ -260,8 +348,9 @@ unsigned PlannerFlag(int64_t effort) {
 
 template <typename Real>
 ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t out_bytes,
-                     const Geometry& g, int64_t nthreads, int64_t effort) {
+                     const Geometry& g, int64_t nthreads, int64_t effort, ffi::ThreadPool* pool) {
   using F = Fftw<Real>;
+  PoolScope scope(pool);  // planning (which times candidates) and execution run their jobs there
   const bool aligned = F::alignment_of(in) == 0 && F::alignment_of(out) == 0;
   const bool in_place = in == out;  // c2c: the caller aliases the result to the operand
   std::vector<int64_t> key = {kind, nthreads, effort, aligned, in_place, static_cast<int64_t>(g.n.size())};
@@ -276,7 +365,7 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
     if (found != cache.end()) {
       plan = found->second;
     } else {
-      static bool threads_ready = F::init_threads() != 0;
+      static bool threads_ready = F::init_threads() != 0 && (F::set_loop(ParallelLoop), true);
       if (!threads_ready) return ffi::Error::Internal("FFTW could not start its threads");
       std::vector<typename F::IoDim> dims(g.n.size()), hdims(g.hn.size());
       for (size_t i = 0; i < dims.size(); ++i) dims[i] = {g.n[i], g.is[i], g.os[i]};
@@ -313,7 +402,7 @@ ffi::Error Transform(int64_t kind, void* in, size_t in_bytes, void* out, size_t 
 }
 
 ffi::Error Dispatch(int64_t kind, const ffi::AnyBuffer& in, void* in_data, ffi::AnyBuffer* out,
-                    ffi::Span<const int64_t> axes, int64_t nthreads, int64_t effort) {
+                    ffi::Span<const int64_t> axes, int64_t nthreads, int64_t effort, ffi::ThreadPool* pool) {
   if (kind < kR2C || kind > kC2CBackward) return ffi::Error::InvalidArgument("unknown transform kind");
   if (nthreads < 1) return ffi::Error::InvalidArgument("nthreads must be at least 1");
   const ffi::DataType ti = in.element_type(), to = out->element_type();
@@ -331,18 +420,18 @@ ffi::Error Dispatch(int64_t kind, const ffi::AnyBuffer& in, void* in_data, ffi::
   if (in.element_count() == 0 || out->element_count() == 0) return ffi::Error::Success();
   if (is_double)
     return Transform<double>(kind, in_data, in.size_bytes(), out->untyped_data(), out->size_bytes(), g,
-                             nthreads, effort);
+                             nthreads, effort, pool);
   return Transform<float>(kind, in_data, in.size_bytes(), out->untyped_data(), out->size_bytes(), g,
-                          nthreads, effort);
+                          nthreads, effort, pool);
 }
 
-ffi::Error ForwardOrComplex(ffi::AnyBuffer in, ffi::Result<ffi::AnyBuffer> out, int64_t kind,
-                            ffi::Span<const int64_t> axes, int64_t nthreads, int64_t planner) {
+ffi::Error ForwardOrComplex(ffi::ThreadPool pool, ffi::AnyBuffer in, ffi::Result<ffi::AnyBuffer> out,
+                            int64_t kind, ffi::Span<const int64_t> axes, int64_t nthreads, int64_t planner) {
   if (kind == kC2R) return ffi::Error::InvalidArgument("c2r goes through simulator_fftw_c2r");
-  return Dispatch(kind, in, in.untyped_data(), &(*out), axes, nthreads, planner);
+  return Dispatch(kind, in, in.untyped_data(), &(*out), axes, nthreads, planner, &pool);
 }
 
-ffi::Error ComplexToReal(ffi::AnyBuffer in, ffi::Result<ffi::AnyBuffer> out,
+ffi::Error ComplexToReal(ffi::ThreadPool pool, ffi::AnyBuffer in, ffi::Result<ffi::AnyBuffer> out,
                          ffi::Result<ffi::AnyBuffer> scratch, ffi::Span<const int64_t> axes,
                          int64_t nthreads, int64_t planner) {
   // `scratch` is aliased to `in`, so it is the same buffer; should XLA ever hand over two, work
@@ -350,13 +439,14 @@ ffi::Error ComplexToReal(ffi::AnyBuffer in, ffi::Result<ffi::AnyBuffer> out,
   if (scratch->size_bytes() != in.size_bytes()) return ffi::Error::InvalidArgument("scratch size mismatch");
   void* work = scratch->untyped_data();
   if (work != in.untyped_data()) std::memcpy(work, in.untyped_data(), in.size_bytes());
-  return Dispatch(kC2R, in, work, &(*out), axes, nthreads, planner);
+  return Dispatch(kC2R, in, work, &(*out), axes, nthreads, planner, &pool);
 }
 
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorFftw, ForwardOrComplex,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Attr<int64_t>("kind")
@@ -366,6 +456,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorFftw, ForwardOrComplex,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorFftwC2R, ComplexToReal,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
