@@ -59,10 +59,10 @@ std::mutex planner_mutex;  // guards every FFTW planner call, both precisions, a
 // ---- FFTW's parallel loops on XLA's own threads ----------------------------------------------------
 // A multi-threaded FFTW plan splits its work into jobs and hands them to a "parallel loop". FFTW's
 // default loop runs them on FFTW's own worker threads, which then compete for the cores with XLA's
-// intra-op threads (idle ones spin before they sleep). Ours runs them on XLA's intra-op pool, the
-// one the handler is given: the calling thread takes jobs itself and the pool's threads take the
-// rest as they come free, so a transform never waits for a thread that is busy elsewhere (and never
-// deadlocks when every pool thread is inside a transform) and the process keeps one set of threads.
+// intra-op threads. Ours runs them on XLA's intra-op pool, the one the handler is given: the calling
+// thread takes jobs itself and the pool's threads take the rest as they come free, so a transform never
+// waits for a thread that is busy elsewhere (and never deadlocks when every pool thread is inside a
+// transform) and the process keeps one set of threads.
 // Which thread runs a job does not change its arithmetic: the results are FFTW's, bit for bit.
 
 using ParallelLoopFn = void (*)(void* (*)(char*), char*, size_t, int, void*);
