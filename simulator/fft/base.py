@@ -47,6 +47,18 @@ from simulator.fft.mesh import route_platform
 T = TypeVar("T")
 
 
+#: grid cells up to which a compact vector's components are inverse-transformed stacked on one device on
+#: FFTW's path (:attr:`FFTBackend.stacks_inverse`). Measured (2026-11-25, seventeenth session, 2-core CPU,
+#: Navier-Stokes rk4 compact, float64, both forms in one process, chunks alternated): stacked against one at
+#: a time 0.95 of the wall time at 32^3, 0.97 at 48^3, 0.91 at 64^3 (CPU time 0.93), 0.93 at 80^3 (2^18.9
+#: cells), 1.00 at 96^3, 1.04-1.05 at 128^3. The forward transforms of the products stay one at a time
+#: (stacked: 1.05 of the CPU time at 64^3). On a slab of 2 the stacked inverse also sends one all-to-all for
+#: three (0.93 of the wall time at 64^3, 1.01 at 128^3), but it holds more memory (64^3 float64 rk4: 87.7
+#: B/cell against 80.2), and the planner's stand-in for a many-device run (simulator.plan) then misses the
+#: run's own chunk by 6% instead of 4%: several devices keep the components apart.
+STACKED_INVERSE_CELLS = 1 << 19
+
+
 def complex_dtype(dtype: jnp.dtype) -> jnp.dtype:
     """The complex dtype matching a real or complex dtype (float32 -> complex64, float64 -> complex128)."""
     return jnp.result_type(dtype, jnp.complex64)
@@ -204,6 +216,15 @@ class FFTBackend(Layout, abc.ABC):
         """The platform whose route this backend's programs take (:func:`simulator.fft.mesh.route_platform`)."""
         return route_platform(self.mesh)
 
+    @property
+    def stacks_inverse(self) -> bool:
+        """Whether a compact vector's components are inverse-transformed as one stacked ``(3, ...)`` transform
+        rather than one at a time (:class:`simulator.equations.flow.components.Transforms`): on FFTW's path, one
+        device, grids of at most :data:`STACKED_INVERSE_CELLS` cells. There the calls and the kernels between
+        them, not their bytes, are what the components' inverse transforms cost."""
+        return (self.route == "cpu" and self.local.name == "fftw" and self.devices == 1
+                and self.size <= STACKED_INVERSE_CELLS)
+
     def in_turn(self, transform: Callable[[jax.Array], jax.Array], inputs: T, count: int,
                 make: Callable[[int, T], jax.Array], step: bool = True) -> list[jax.Array]:
         """``[transform(make(j, inputs)) for j in range(count)]``: the transforms of ``count`` fields, each made
@@ -350,6 +371,7 @@ class FFTBackend(Layout, abc.ABC):
             f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}"
             f"{self.describe_layout()} ({self.layout_reason}); "
             f"local FFT: {self.local.describe(self.mesh.devices.flat[0].platform)}"
+            f"{'; a vector inverse-transformed stacked (a small grid)' if self.compact and self.stacks_inverse else ''}"
         )
 
 

@@ -9,7 +9,10 @@ that an equation writes its nonlinear term once:
   ``(m, Nx, Ny, Nz)`` array;
 * by component (a compact spectrum, :mod:`simulator.fft.compact`, without scalars): every component is a
   field of its own, ``(Nx, Ny, Nz)``, not a slice of a stacked array, and transformed on its own; the
-  forward transforms' spectra are stacked afterwards, ``(m, *k_shape)``.
+  forward transforms' spectra are stacked afterwards, ``(m, *k_shape)``. On FFTW's path, small grids on one device
+  (at most 2^19 cells: up to 80^3) transform a vector's three components stacked all the same,
+  and their products one by one: there each call and the kernels around it cost more than the bytes it
+  moves (:attr:`simulator.fft.base.FFTBackend.stacks_inverse` gives the measurements).
 
 Why by component in the compact layout (scripts/bench_compact.py, compiled XLA programs): a transform's
 buffers (the spectrum padded to Nz/2 + 1 planes before the last inverse stage, 4 B/cell in float32) are
@@ -94,21 +97,27 @@ class Transforms:
 
     def fields(self, v_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of a vector spectrum ``v_hat`` ``(3, *k_shape)``."""
-        if self.by_component:
-            return self.fft.in_turn(self.fft.irfft, v_hat, 3, lambda i, v: v[i])
-        return self.fft.irfft(v_hat)
+        return self._inverse(v_hat, lambda i, v: v[i], lambda v: v)
 
     def curl(self, v_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of curl v, from ``v_hat`` ``(3, *k_shape)``."""
-        if self.by_component:
-            return self.fft.in_turn(self.fft.irfft, v_hat, 3, lambda i, v: 1j * cross(self.ops.k, v)[i])
-        return self.fft.irfft(self.ops.curl(v_hat))
+        return self._inverse(v_hat, lambda i, v: 1j * cross(self.ops.k, v)[i], self.ops.curl)
 
     def gradient(self, f_hat: jax.Array) -> Sequence[jax.Array]:
         """The real-space components of grad f, from a scalar spectrum ``f_hat`` ``(*k_shape)``."""
-        if self.by_component:
-            return self.fft.in_turn(self.fft.irfft, f_hat, 3, lambda i, f: 1j * self.ops.k[i] * f)
-        return self.fft.irfft(1j * self.ops.stack([k * f_hat for k in self.ops.k]))
+        return self._inverse(f_hat, lambda i, f: 1j * self.ops.k[i] * f,
+                             lambda f: 1j * self.ops.stack([k * f for k in self.ops.k]))
+
+    def _inverse(self, spectrum: jax.Array, component: Callable[[int, jax.Array], jax.Array],
+                 vector: Callable[[jax.Array], jax.Array]) -> Sequence[jax.Array]:
+        """The three real-space components of a vector made from ``spectrum``: component ``i`` is the inverse
+        transform of ``component(i, spectrum)``, the stacked vector ``vector(spectrum)`` ``(3, *k_shape)``.
+        By component each is transformed on its own, unless the backend transforms small vectors stacked
+        (:attr:`~simulator.fft.base.FFTBackend.stacks_inverse`); then the rows of the stacked transform."""
+        if self.by_component and not self.fft.stacks_inverse:
+            return self.fft.in_turn(self.fft.irfft, spectrum, 3, component)
+        out = self.fft.irfft(vector(spectrum))
+        return [out[i] for i in range(3)] if self.by_component else out
 
     def momentum(self, u: Sequence[jax.Array], u_hat: jax.Array) -> jax.Array:
         """The velocity's advection before projection and dealiasing, ``(3, *k_shape)``, from its real-space
