@@ -4,8 +4,9 @@ Checked in float64, to 1e-12 relative: the transforms of every backend of the re
 real-to-complex transform, on 1 and several devices, against the full layout's composed with the
 truncation (forward, inverse, round trip, ``jax.vjp`` and ``jax.jvp``); every flow equation (Navier-Stokes
 with a passive scalar, hyperviscosity and forcing; Boussinesq; MHD) stepped in compact against the full
-layout, on one device with a vector's inverse transforms stacked and one by one; ``jax.grad`` through a short run; an ensemble's outputs that read spectra (spectra.h5,
-statistics.h5, particles by the direct sum and the NUFFT, time series, snapshots). The spectra read at
+layout, and on one device with a vector's inverse transforms stacked and one by one; ``jax.grad`` through a
+short run; an ensemble's outputs that read spectra (spectra.h5, statistics.h5, particles by the direct sum
+and the NUFFT, time series, snapshots). The spectra read at
 points (the particles' exact velocity) by both methods, on every case; the NUFFT's assumption that each
 device holds a contiguous range of modes, on padded compact axes. A backend without a real transform
 (jaxdecomp) refuses ``fft.layout: compact`` in one line and runs ``auto`` in the full spectrum. Two
