@@ -332,16 +332,17 @@ def test_every_flow_equation_steps_in_compact_as_in_the_full_layout(name, case):
 BY_COMPONENT = {k: v for k, v in FLOWS["navier_stokes"].items() if k != "physics__scalars"}
 
 
+@pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)  # the stacked route is FFTW's only
 @pytest.mark.parametrize("stacked", [True, False], ids=["stacked", "one-by-one"])
 @pytest.mark.parametrize("name", ["navier_stokes", "boussinesq", "mhd"])
-def test_a_vectors_inverse_transforms_stacked_or_one_by_one_step_as_the_full_layout(name, stacked, monkeypatch):
+def test_a_vectors_inverse_transforms_stacked_or_one_by_one_step_as_the_full_layout(name, stacked, local_fft,
+                                                                                     monkeypatch):
     """On one device on FFTW's path a small grid's vector is inverse-transformed stacked, a large one's component
     by component (``FFTBackend.stacks_inverse``); the suite's grids are all small, so the limit is set here to
     take either route. Navier-Stokes without scalars (its advection from the traceless stress)."""
-    from simulator.fft import base, local
+    from simulator.fft import base
 
-    if local.resolve().name != "fftw":
-        pytest.skip(f"the local FFT here is not FFTW ({local.resolve().reason}): the stacked route is FFTW's only")
+    monkeypatch.setenv("SIMULATOR_FFT", local_fft)
     monkeypatch.setattr(base, "STACKED_INVERSE_CELLS", (1 << 19) if stacked else 0)
     overrides = BY_COMPONENT if name == "navier_stokes" else FLOWS[name]
     sim, fields, diagnostics = flow(name, SINGLE, "compact", overrides)
