@@ -1,6 +1,6 @@
 """What the Navier-Stokes step's data layout costs on a CPU: the measurements behind issue 22's open gap.
 
-Two kernels-level experiments, each timed A/B interleaved in one invocation (ratios within a part are
+Three experiments, each timed A/B interleaved in one invocation (ratios within a part are
 the figures to read; a run's chunk loops its steps, so every kernel is looped inside one compiled call
 and reuses its buffers):
 
@@ -14,9 +14,15 @@ and reuses its buffers):
   by FFTW's 3D plan (what the step's custom call runs) against FFTW plans staged axis by axis that skip
   the zero lines: x on the kept (ky, kz) lines only (4/9 of them), y on the kept kz planes (2/3), then z
   everywhere: 70% of the 3D transform's butterflies. Checked equal to the 3D plan before timing.
+* ``inverse`` (FFTW's path, one device; skipped with a message without the extension): the compact
+  Navier-Stokes rk4 step with a vector's three components inverse-transformed in one stacked call against
+  one call each (``FFTBackend.stacks_inverse``, which one device takes up to ``STACKED_INVERSE_CELLS``
+  cells: the limit is set for each form while its chunk compiles). Both chunks are compiled in this
+  process and timed interleaved, by wall and by CPU time (all threads): the figures behind that limit.
 
     python scripts/bench_layouts.py                              # N = 64 128, float64 and float32
     python scripts/bench_layouts.py --sizes 128 --parts concat --precisions float64
+    python scripts/bench_layouts.py --parts inverse --sizes 32 48 64 80 96 128 --precisions float64 --repeats 30
 
 Results: a table on stdout, ``outputs/bench/layouts.csv`` and ``layouts.json``.
 """
@@ -28,11 +34,14 @@ import statistics
 import time
 
 
+PARTS = ("concat", "pruned", "inverse")
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 128], help="cubic grid sizes N")
     p.add_argument("--precisions", nargs="+", default=["float64", "float32"], choices=["float32", "float64"])
-    p.add_argument("--parts", nargs="+", default=["concat", "pruned"], choices=["concat", "pruned"])
+    p.add_argument("--parts", nargs="+", default=list(PARTS), choices=list(PARTS))
     p.add_argument("--repeats", type=int, default=7, help="timed rounds (median reported)")
     p.add_argument("--inner", type=int, default=8, help="kernel calls looped in one compiled call")
     p.add_argument("--threads", type=int, default=None, help="FFTW threads of the pruned part (default: cores)")
@@ -123,6 +132,41 @@ def pruned_part(n: int, precision: str, repeats: int, threads: int) -> list[dict
              "vs_baseline": statistics.median(t) / base, "relative_difference": error} for name, t in times.items()]
 
 
+def inverse_part(n: int, precision: str, repeats: int, steps: int = 5) -> list[dict]:
+    """The compact step with a vector's inverse transforms stacked against one by one (module docstring)."""
+    import jax
+
+    from simulator import config as config_mod
+    from simulator.benchmark import fft_path, timed_interleaved
+    from simulator.fft import base
+    from simulator.run.simulation import Simulation
+
+    overrides = [f"grid.shape={n}", f"precision={precision}", "physics.name=navier_stokes", "time.integrator=rk4",
+                 "initial.name=taylor_green", "time.dt=1e-3", "fft.layout=compact"]
+    limit, chunks, holders = base.STACKED_INVERSE_CELLS, {}, {}
+    for form, cells in (("one by one", 0), ("stacked", n**3)):
+        base.STACKED_INVERSE_CELLS = cells  # read while the step is traced: once, as its chunk compiles
+        try:
+            with fft_path("fftw"):
+                sim = Simulation(config_mod.load(None, overrides), jax.devices()[:1])
+            assert sim.fft.stacks_inverse == (form == "stacked")
+            holders[form] = {"sim": sim, "s": sim.advance(sim.initial_state(), steps, 1e-3, donate=True)}
+        finally:
+            base.STACKED_INVERSE_CELLS = limit
+
+        def chunk(h=holders[form]):
+            h["s"] = h["sim"].advance(h["s"], steps, 1e-3, donate=True)
+            return h["s"]
+
+        chunks[form] = chunk
+    cpu: dict = {}
+    times = timed_interleaved(chunks, repeats, cpu=cpu)
+    return [{"part": "inverse", "N": n, "precision": precision, "kernel": f"NS rk4 compact step, {form}",
+             "ms": 1e3 * times[form] / steps, "vs_baseline": times[form] / times["one by one"],
+             "cpu_ms": 1e3 * cpu[form] / steps, "cpu_vs_baseline": cpu[form] / cpu["one by one"]}
+            for form in chunks]
+
+
 def main() -> int:
     args = parse_args()
     from simulator.runtime import configure_devices
@@ -132,6 +176,7 @@ def main() -> int:
     import os
 
     from simulator.benchmark import machine, write_results
+    from simulator.fft import local
 
     threads = args.threads or os.cpu_count() or 1
     rows: list[dict] = []
@@ -139,17 +184,23 @@ def main() -> int:
     if "pruned" in parts and importlib.util.find_spec("pyfftw") is None:
         print("# pruned part not measured: pyfftw is not installed (pip install pyfftw)", flush=True)
         parts.remove("pruned")
-    print(f"{'part':7s} {'N':>4s} {'prec':7s} {'kernel':36s} {'ms':>9s} {'ratio':>6s}", flush=True)
+    if "inverse" in parts and local.native()[0] is None:
+        print(f"# inverse part not measured: FFTW's path is unavailable ({local.native()[1]})", flush=True)
+        parts.remove("inverse")
+    print(f"{'part':7s} {'N':>4s} {'prec':7s} {'kernel':36s} {'ms':>9s} {'ratio':>6s} {'cpu ratio':>9s}", flush=True)
     for part in parts:
         for n in args.sizes:
             for precision in args.precisions:
                 if part == "concat":
                     new = concat_part(n, precision, args.repeats, args.inner)
-                else:
+                elif part == "pruned":
                     new = pruned_part(n, precision, args.repeats, threads)
+                else:
+                    new = inverse_part(n, precision, args.repeats)
                 for row in new:
+                    cpu = f"{row['cpu_vs_baseline']:9.2f}" if "cpu_vs_baseline" in row else f"{'-':>9s}"
                     print(f"{part:7s} {n:4d} {precision:7s} {row['kernel']:36s} {row['ms']:9.3f} "
-                          f"{row['vs_baseline']:6.2f}", flush=True)
+                          f"{row['vs_baseline']:6.2f} {cpu}", flush=True)
                 rows += new
     print(write_results(args.out, "layouts", rows, {**machine(), "fftw_threads": threads}), flush=True)
     return 0
