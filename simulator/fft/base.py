@@ -52,11 +52,11 @@ T = TypeVar("T")
 #: ``scripts/bench_layouts.py --parts inverse``: Navier-Stokes rk4 compact, float64, both forms in one process,
 #: chunks interleaved): stacked against one at a time 0.96 of the wall time at 32^3, 0.97 at 48^3, 0.91-0.92
 #: at 64^3 (CPU time 0.93-0.94), 0.93 at 80^3 (2^18.9 cells), 1.00 at 96^3, 1.05-1.06 at 128^3. The forward
-#: transforms of the products stay one at a time
-#: (stacked: 1.05 of the CPU time at 64^3). On a slab of 2 the stacked inverse also sends one all-to-all for
-#: three (0.93 of the wall time at 64^3, 1.01 at 128^3), but it holds more memory (64^3 float64 rk4: 87.7
-#: B/cell against 80.2), and the planner's stand-in for a many-device run (simulator.plan) then misses the
-#: run's own chunk by 6% instead of 4%: several devices keep the components apart.
+#: transforms of the products stay one at a time (stacked: 1.05 of the CPU time at 64^3). On a slab of 2 the
+#: stacked inverse also sends one all-to-all for three (0.93 of the wall time at 64^3, 1.01 at 128^3), but it
+#: holds more memory (64^3 float64 rk4: 87.7 B/cell against 80.2), and the planner's stand-in for a
+#: many-device run (simulator.plan) then misses the run's own chunk by 6% instead of 4%: several devices keep
+#: the components apart.
 STACKED_INVERSE_CELLS = 1 << 19
 
 

@@ -9,10 +9,10 @@ that an equation writes its nonlinear term once:
   ``(m, Nx, Ny, Nz)`` array;
 * by component (a compact spectrum, :mod:`simulator.fft.compact`, without scalars): every component is a
   field of its own, ``(Nx, Ny, Nz)``, not a slice of a stacked array, and transformed on its own; the
-  forward transforms' spectra are stacked afterwards, ``(m, *k_shape)``. On FFTW's path, small grids on one device
-  (at most 2^19 cells: up to 80^3) transform a vector's three components stacked all the same,
-  and their products one by one: there each call and the kernels around it cost more than the bytes it
-  moves (:attr:`simulator.fft.base.FFTBackend.stacks_inverse` gives the measurements).
+  forward transforms' spectra are stacked afterwards, ``(m, *k_shape)``. On FFTW's path, small grids on one
+  device (at most 2^19 cells: up to 80^3) inverse-transform a vector's three components stacked all the
+  same, and their products one by one: there each call and the kernels around it cost more than the bytes
+  it moves (:attr:`simulator.fft.base.FFTBackend.stacks_inverse` gives the measurements).
 
 Why by component in the compact layout (scripts/bench_compact.py, compiled XLA programs): a transform's
 buffers (the spectrum padded to Nz/2 + 1 planes before the last inverse stage, 4 B/cell in float32) are
