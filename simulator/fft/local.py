@@ -10,10 +10,11 @@ unnormalised, inverse divides by the product of the transformed sizes) and two i
   custom call (simulator/fft/native/fftw_ffi.cc), on the buffers XLA hands over, in XLA's row-major
   layout: no copies and no transposes. A threaded plan's jobs run on XLA's own intra-op threads (FFTW's
   ``threads_set_callback``), not on threads of FFTW's that would compete with them for the cores. CPU
-  only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a program built with FFTW lowers for CPU only. On CPU it is 2-4x faster than XLA's FFT (DUCC).
-* ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native extension is not built (no FFTW headers at install
-  time) or fails to load, when asked for, and by the jaxdecomp backend, whose transforms are inside
-  the jaxdecomp package.
+  only: a backend on GPUs resolves to XLA's FFT (cuFFT), and a program built with FFTW lowers for CPU
+  only. On CPU it is 2-4x faster than XLA's FFT (DUCC).
+* ``xla``: ``jnp.fft``, in pieces past 2^31 elements (:mod:`simulator.fft.large`). Used when the native
+  extension is not built (no FFTW headers at install time) or fails to load, when asked for, and by the
+  jaxdecomp backend, whose transforms are inside the jaxdecomp package.
 
 Environment (read when a backend is built, see :func:`resolve`):
 
