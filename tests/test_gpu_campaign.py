@@ -28,3 +28,16 @@ def test_the_dry_campaign_runs_every_stage_and_writes_its_report(tmp_path):
     assert abs(stages["largest-grid"]["energy"] / 0.125 - 1) < 1e-3  # the run at that grid is right, too
     assert (out / "bench-step" / "navier_stokes" / "step.json").is_file()
     assert "| taylor-green | ok |" in (out / "report.md").read_text()
+
+
+def test_the_equations_stage_runs_only_the_configs_asked_for_and_names_an_unknown_one(tmp_path):
+    """``--configs`` splits the equations stage between campaigns that share one lease."""
+    def campaign(out: Path, *configs: str) -> dict:
+        subprocess.run(["bash", str(ROOT / "scripts" / "gpu_campaign.sh"), "--dry-run", "--stages", "equations",
+                        "--configs", *configs, "--out", str(out)], capture_output=True, text=True, timeout=600)
+        return json.loads((out / "report.json").read_text())["stages"][0]
+
+    stage = campaign(tmp_path / "one", "jeans")
+    assert stage["status"] == "ok" and [r["config"] for r in stage["rows"]] == ["jeans"]
+    bad = campaign(tmp_path / "bad", "jeans", "nope")
+    assert bad["status"] == "failed" and "nope not shipped" in bad["summary"] and "taylor_green" in bad["summary"]
