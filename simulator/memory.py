@@ -81,17 +81,44 @@ def host_memory_available() -> tuple[int, str]:
     return min(candidates)
 
 
+def gpu_total_memory(device: Any) -> int | None:
+    """A CUDA device's memory in bytes from the driver (``cuDeviceTotalMem``), or None where the driver
+    cannot say (no ``libcuda``, another vendor's GPU). Asked only where JAX's allocator reports no limit."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        handle, size = ctypes.c_int(), ctypes.c_size_t()
+        if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(handle), int(device.local_hardware_id))
+                or cuda.cuDeviceTotalMem_v2(ctypes.byref(size), handle)):
+            return None
+    except (OSError, AttributeError, TypeError):
+        return None
+    return int(size.value)
+
+
 def device_memory_available(devices: Sequence[Any]) -> tuple[int, str]:
     """Bytes each device may still allocate, and where the figure comes from. GPUs report their
     allocator's limit less what is in use; virtual CPU devices share the host's memory, divided by the
-    devices this process drives."""
+    devices this process drives.
+
+    Where a GPU's allocator reports no limit, the share :func:`gpu_allocator_share` gives of the device's
+    memory stands for it: CUDA's stream-ordered pool started without preallocation
+    (``XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async`` with ``XLA_PYTHON_CLIENT_PREALLOCATE=false``) reports a
+    limit of 0, and the ``platform`` allocator no statistics (both seen on an H200 with JAX 0.11.2; the
+    limit of 0 made every run's memory check fail there)."""
     import jax
 
     local = [d for d in devices if d.process_index == jax.process_index()]
     if local and local[0].platform != "cpu":
         stats = [d.memory_stats() or {} for d in local]
-        if all("bytes_limit" in s for s in stats):
+        if all(s.get("bytes_limit") for s in stats):
             free = min(s["bytes_limit"] - s.get("bytes_in_use", 0) for s in stats)
             return free, f"{local[0].platform} allocator limit less bytes in use"
+        totals = [gpu_total_memory(d) for d in local]
+        if all(totals):
+            free = min(gpu_allocator_share(t)[0] - s.get("bytes_in_use", 0) for t, s in zip(totals, stats))
+            return free, (f"{gpu_allocator_share(min(totals))[1]} (the allocator reports no limit) less bytes "
+                          "in use")
     total, source = host_memory_available()
     return total // max(len(local), 1), f"{source}, shared by {max(len(local), 1)} device(s)"

@@ -159,6 +159,8 @@ def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, m
     """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes;
     ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum, which needs
     more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes barely)."""
+    if total_bytes <= 0:  # a device already fuller than its share: no grid fits
+        return 0
     n = int((total_bytes / bytes_per_cell) ** (1 / 3)) + 1
     while n >= 2:
         if n**3 * bytes_per_cell <= total_bytes and fft_friendly(n):

@@ -335,6 +335,17 @@ def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
 
     monkeypatch.setattr(jax, "process_index", lambda: 0)
     assert memory.device_memory_available([Gpu()])[0] == share
+    # an allocator that reports no limit (cuda_async without preallocation: 0; the platform allocator: no
+    # statistics, both seen on an H200): the share of the driver's figure for the device, less what is in use
+    assert memory.gpu_total_memory(object()) is None  # no CUDA driver here, or no such device
+    monkeypatch.setattr(memory, "gpu_total_memory", lambda device: 80 * gib)
+    for stats in ({"bytes_limit": 0, "bytes_in_use": 4 << 20}, None):
+        monkeypatch.setattr(Gpu, "memory_stats", lambda self, stats=stats: stats)
+        free, why = memory.device_memory_available([Gpu()])
+        assert free == share - (4 << 20 if stats else 0) and "reports no limit" in why, (free, why)
+    # and a device fuller than its share plans no grid rather than failing (a negative cube root was complex)
+    from simulator.fft.layouts import LAYOUTS
+    assert plan.largest_cubic_grid(30.0, -(4 << 20), LAYOUTS["slab"], (1,)) == 0
     # and the runtime sets that share before a GPU backend starts, unless the environment says otherwise
     monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
     code = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
