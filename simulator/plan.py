@@ -34,7 +34,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +105,9 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
 
         def compile_one(low: Any) -> Any:
             return gpu_compiler.compile_lowered(low, gpu, footprint_options())
-    with ThreadPoolExecutor(len(lowered)) as pool:
-        futures = {name: pool.submit(compile_one, low) for name, low in lowered.items()}
-        return {name: future.result() for name, future in futures.items()}
+    from simulator.run.programs import compile_all
+
+    return compile_all(lowered, compile_one)
 
 
 #: the XLA flag that selects the CPU fusion emitters (see :func:`footprint_options`)

@@ -327,8 +327,11 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode. Calling it again in
     the same process (a script building several simulations) keeps the processes already started.
     A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts."""
+    from simulator import cache
+
     gpu_binding(env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
+    cache.enable(cfg.runtime.compilation_cache)
     if is_distributed():
         return process_mode(cfg, env)
     return initialize_processes(cfg, env)

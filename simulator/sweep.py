@@ -38,6 +38,7 @@ groups' local runs and collection share the manifest's helpers (the Slurm array 
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import math
 import os
@@ -361,6 +362,10 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
                f"running {len(tasks)} (one batched program each), {jobs} at a time")
     running: list[tuple[tuple, subprocess.Popen, Any]] = []
     failed, passed_on = 0, False
+    # The points of one structure share their compiled programs (simulator.cache): the first runs alone until it
+    # has taken a step, with every program compiled and kept, and the others then load them instead of each
+    # compiling the same programs at once.
+    warming: Callable[[], bool] | None = None
     with StopRequest() as stop:
         while tasks or running:
             if stop.signal and not passed_on:  # stop: start nothing new, let the running points checkpoint
@@ -368,12 +373,17 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
                 for _, proc, _ in running:
                     proc.send_signal(getattr(signal, stop.signal))
                 passed_on = True
-            while tasks and len(running) < jobs:
+            if warming is not None and not warming():
+                warming = None
+            while tasks and len(running) < jobs and warming is None:
                 task = tasks.pop(0)
+                steps = _steps(directory, task[3])
                 log = (directory / "logs" / f"{task[0]}.log").open("a")
                 proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1]], stdout=log,
                                         stderr=subprocess.STDOUT, env=shared(os.environ, jobs))
                 running.append((task, proc, log))
+                if len(running) == 1 and tasks and jobs > 1:  # the first of several: it compiles alone
+                    warming = functools.partial(_before_first_chunk, directory, task[3], proc, steps)
             time.sleep(0.1)
             for item in [r for r in running if r[1].poll() is not None]:
                 (name, _, label, members), proc, log = item
@@ -386,6 +396,19 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
         report(f"{manifest['name']}: stopped by {stop.signal}; the points that ran have checkpointed")
         return EXIT_INTERRUPTED
     return 0 if failed == 0 else 1
+
+
+def _steps(directory: Path, members: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The step each of ``members`` (points) has reached, by its status (0 for a point never started)."""
+    return [int((read_status(directory / p["name"]) or {}).get("step") or 0) for p in members]
+
+
+def _before_first_chunk(directory: Path, members: Sequence[Mapping[str, Any]], proc: subprocess.Popen,
+                        steps: Sequence[int]) -> bool:
+    """Whether the task ``proc`` running ``members``, which had reached ``steps``, is still running and has not
+    yet ended a chunk past them (so it is still compiling, or loading, its programs)."""
+    return proc.poll() is None and all(now <= then for now, then in zip(_steps(directory, members), steps,
+                                                                        strict=True))
 
 
 def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:

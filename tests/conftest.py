@@ -11,9 +11,6 @@ import jax
 import pytest
 
 N_DEVICES = 8
-#: the compilation cache's threshold (seconds of compilation) for the processes the tests start, and for the
-#: test session's own (pytest-xdist's workers inherit both from the controlling process)
-MIN_COMPILE_TIME, SESSION_MIN_COMPILE_TIME = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "SIMULATOR_TEST_SESSION_MIN_COMPILE_TIME"
 #: the suite's XLA code generation (see pytest_configure): LLVM's optimisation level 0 and XLA's CPU fusions
 #: emitted by its LLVM IR emitters rather than its MLIR fusion emitters; SIMULATOR_TEST_XLA_OPTIMIZE=1 keeps
 #: XLA's defaults instead
@@ -44,25 +41,19 @@ def pytest_configure(config):
     configure_devices(N_DEVICES, "float64")
     # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
     # the runs it starts share one of their own instead of the user's cache. Likewise XLA's compiled
-    # programs: the hundreds of `simulator run` processes the tests start compile the same few small
-    # programs again and again (a tenth of the suite's CPU time); a cache of this session's own, made
+    # programs (simulator/cache.py): the session, its workers and the hundreds of `simulator run` processes
+    # the tests start compile the same small programs again and again; a cache of this session's own, made
     # empty by the controlling process (pytest-xdist's workers inherit it), lets them load instead.
     # Nothing in it outlives the session, so no test ever runs a program compiled by other code.
     if "SIMULATOR_FFTW_WISDOM" not in os.environ:
         config._fftw_wisdom_dir = tempfile.mkdtemp(prefix="simulator-test-wisdom-")
         os.environ["SIMULATOR_FFTW_WISDOM"] = os.path.join(config._fftw_wisdom_dir, "wisdom")
-    # The processes the tests start keep every program, however quick to compile: a `simulator run` at 16^3
-    # compiles dozens of programs of well under a second each, and loading them instead takes a repeated run
-    # from about 2.4 to 1.1 s of CPU. The session's own processes keep only the slow ones (0.5 s): each
-    # compiles its many small programs once and rarely meets another's, so writing those would only cost.
-    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    if "SIMULATOR_COMPILATION_CACHE" not in os.environ:
         config._xla_cache_dir = tempfile.mkdtemp(prefix="simulator-test-xla-")
-        os.environ["JAX_COMPILATION_CACHE_DIR"] = config._xla_cache_dir
-        os.environ.setdefault(SESSION_MIN_COMPILE_TIME, os.environ.get(MIN_COMPILE_TIME, "0.5"))
-        os.environ.setdefault(MIN_COMPILE_TIME, "0")
-    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                      float(os.environ.get(SESSION_MIN_COMPILE_TIME, os.environ.get(MIN_COMPILE_TIME, "0.5"))))
+        os.environ["SIMULATOR_COMPILATION_CACHE"] = config._xla_cache_dir
+    from simulator import cache
+
+    cache.enable()
 
 
 def pytest_unconfigure(config):
@@ -75,6 +66,21 @@ def pytest_unconfigure(config):
 def devices():
     assert len(jax.devices()) == N_DEVICES
     return jax.devices()
+
+
+@pytest.fixture
+def uncached_programs():
+    """Trace and compile every program of the test afresh, reusing none from this process's caches or the
+    session's compilation cache: for a test that changes at run time (a monkeypatch) code inside the slab
+    backend's custom_partitioning callbacks, which the compilation cache knows only by its source
+    (simulator/cache.py) and JAX's trace caches not at all."""
+    from simulator import cache
+
+    cache.enable("off")
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+    cache.enable()
 
 
 @pytest.fixture

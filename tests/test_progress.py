@@ -22,7 +22,7 @@ def test_rate_and_eta_come_from_recent_chunks_not_the_average_since_the_start():
     clock.now += 10.0  # the first chunk: compilation
     progress.update(10, 0.1)
     assert progress.first_chunk_s == 10.0 and progress.rate() is None and progress.eta() is None
-    assert "first chunk 10.0 s (with compilation)" in progress.describe(1000)
+    assert "first chunk 10.0 s;" in progress.describe(1000)
     etas = []
     for chunk in range(2, 30):
         clock.now += 1.0

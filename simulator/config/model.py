@@ -92,6 +92,11 @@ class RuntimeConfig:
     max_wall: float | None = setting(
         None, "wall-clock seconds this process may run: it checkpoints and exits 75 before that (for "
         "clusters that send no signal before the time limit); null = no limit", gt=0.0)
+    compilation_cache: str | bool = setting(
+        "auto", "where compiled programs are kept for later launches to load instead of compiling: a directory, "
+        "off (false), or auto (true) = $SIMULATOR_COMPILATION_CACHE, else ~/.cache/simulator/xla (under "
+        "$XDG_CACHE_HOME where set); shared safely by concurrent processes and job-array tasks, bounded by "
+        "$SIMULATOR_COMPILATION_CACHE_SIZE (default 2G)")
 
 
 def _equation_table(siblings: Mapping[str, Any]) -> dict[str, type]:

@@ -29,6 +29,7 @@ would cost GBs.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -89,6 +90,13 @@ _FACTORS = {"two_thirds": lambda m, n, _: two_thirds(m, n), "hou_li": lambda m, 
             "phase_shift_cubic": lambda m, n, _: two_thirds(m, n), "phase_shift_spherical": scaled_square}
 
 
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _keep(modes: tuple[jax.Array, ...], shape: tuple[int, ...], dealiasing: str, dtype: Any) -> tuple[jax.Array, ...]:
+    """The dealiasing scheme's factor per axis of the sharded mode numbers ``modes``: one program (op by op,
+    each of its few operations on a sharded array would be a program of its own to compile or load)."""
+    return tuple(_FACTORS[dealiasing](m, n, shape[0]).astype(dtype) for m, n in zip(modes, shape, strict=True))
+
+
 @jax.tree_util.register_pytree_node_class
 class SpectralOperators:
     """The operators on real-to-complex spectra of one backend and box (see the module docstring).
@@ -107,8 +115,7 @@ class SpectralOperators:
         self.forcing_scheme, self.forcing_band, self.dealiasing = forcing, forcing_band, dealiasing
         self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
-        self.keep = tuple(_FACTORS[dealiasing](m, n, fft.shape[0]).astype(self.dtype)
-                          for m, n in zip(self.modes, fft.shape, strict=True))
+        self.keep = _keep(self.modes, tuple(fft.shape), dealiasing, self.dtype)
         self.theta: jax.Array | None = None  # no phase shift until :meth:`shifted` sets one
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         self.devices = fft.devices

@@ -112,8 +112,9 @@ def wisdom_path() -> str:
     if setting:
         path = Path(setting).expanduser()
     else:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        path = cache / "simulator" / f"fftw-wisdom-{module.version()}"
+        from simulator.cache import root
+
+        path = root() / f"fftw-wisdom-{module.version()}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -180,6 +181,14 @@ class LocalFFT:
                        else "1 thread")
             return f"fftw (FFTW {version}, {threads}, {self.planner} plans)"
         return f"xla ({self.reason})"
+
+    @property
+    def tag(self) -> str:
+        """What decides the code of this local FFT's transforms, as a name (letters, digits, ``_``): a
+        program's text names each distributed stage after it (:mod:`simulator.fft.slab`)."""
+        if self.name != "fftw":
+            return self.name
+        return f"fftw_t{self.threads}_{self.planner}_g{self.grain}"
 
     def threads_for(self, points: int) -> int:
         """FFTW threads for a transform of ``points`` points (a shard's, batch axes included): one per

@@ -1,9 +1,10 @@
-"""Progress lines: a recent step rate and an ETA from it, with compilation reported once, apart.
+"""Progress lines: a recent step rate and an ETA from it, with the first chunk reported once, apart.
 
-The first chunk of a run includes compiling the step; an average since the start would carry that
-cost for the whole run (an ETA that shrinks too fast, then jumps). The rate and the ETA come from
-the chunks completed within the last :data:`WINDOW` chunk ends after the first, so they follow the run
-as it is now: snapshots and checkpoints written in that window count, compilation does not.
+The first chunk of a run includes its first calls (and compiling any program not compiled ahead:
+:mod:`simulator.run.programs` reports those); an average since the start would carry that cost for the
+whole run (an ETA that shrinks too fast, then jumps). The rate and the ETA come from the chunks completed
+within the last :data:`WINDOW` chunk ends after the first, so they follow the run as it is now: snapshots
+and checkpoints written in that window count, the first chunk does not.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ class Progress:
         self.first_chunk_s: float | None = None
         self.marks: deque[tuple[float, int, float]] = deque(maxlen=WINDOW)
         self.step0 = step
+
+    def restart(self) -> None:
+        """Start the first chunk's clock now (after the run's programs were compiled ahead)."""
+        self.start = self.clock()
 
     def update(self, step: int, t: float) -> None:
         now = self.clock()
@@ -56,7 +61,7 @@ class Progress:
         """``steps/s=.. cells/s=.. ETA ..`` for a progress line."""
         rate, eta = self.rate(), self.eta()
         if rate is None:
-            return f"first chunk {self.first_chunk_s or 0.0:.1f} s (with compilation); ETA after the next chunk"
+            return f"first chunk {self.first_chunk_s or 0.0:.1f} s; ETA after the next chunk"
         return f"steps/s={rate:.3g} cells/s={rate * cells:.3g} ETA {_duration(eta)}"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from simulator import runtime
+from simulator import cache, runtime
 from simulator import spectra as spectra_mod
 from simulator.config import Config, to_dict
 from simulator.output import checkpoints, kinds
@@ -65,6 +65,9 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
              jax.process_count(), meta["process_mode"], threads, sim.fft.describe())
     log.info("versions: %s; git %s; slurm: %s", " ".join(f"{k}={v}" for k, v in meta["versions"].items()),
              meta["git_revision"], {k: v for k, v in meta["slurm"].items() if v} or "none")
+    status = cache.status()
+    if status is not None:
+        log.info("%s", status.describe())
 
 
 def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path, rank0: bool,

@@ -44,6 +44,7 @@ from simulator.log import get_logger
 from simulator.output import checkpoints, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
+from simulator.plan import abstract_state
 from simulator.run import records, rundir
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
@@ -245,7 +246,7 @@ class Segment:
         is damage: every process agrees on it, and with ``fallback`` the run continues from the previous
         intact checkpoint, with a warning naming the damaged file; IncompleteOutputError when there is
         none (or no fallback: a checkpoint given by path)."""
-        template = sim.zero_state()  # the layout and shardings a restored state must have
+        template = abstract_state(sim)  # the layout and shardings a restored state must have (nothing allocated)
         spaces = sim.equation.leaf_spaces(template)
         while True:
             try:
@@ -329,7 +330,7 @@ class Segment:
     def finish(self, compilations: str) -> None:
         """Reached t_end: the closing line (``compilations``: what the driver compiled) and the status."""
         first = self.progress.first_chunk_s
-        first_chunk = f"; first chunk {first:.1f} s with compilation" if first else ""
+        first_chunk = f"; first chunk {first:.1f} s" if first else ""
         self.log.info("finished: this segment %d steps in %.1f s (%s%s); run total %d steps, t = %.6g; output in %s",
                       self.step - self.start_step, self.progress.elapsed, compilations, first_chunk, self.step,
                       self.t, self.out)

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator import equations, runtime, schema
+from simulator import cache, equations, runtime, schema
 from simulator.output import sources
 from simulator.config import Config
 from simulator.equations import assembly
@@ -69,6 +69,8 @@ class Simulation:
         stand-in for a larger run: :func:`simulator.plan.reduced_plan`); None, the smallest that hold the
         2/3 rule's modes."""
         self.cfg = cfg
+        if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
+            cache.enable(cfg.runtime.compilation_cache)
         self.info = equations.get(cfg.physics.name)
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
         self.fft = runtime.make_fft(cfg, devices, compact_at_least)
@@ -253,17 +255,25 @@ class Simulation:
         state = self.scheme.load()(eq)(state, t, dt, params)
         return state if self.cfg.time.cfl is None else (state, self.cfl_rate(eq, state, t + dt, params))
 
-    def _compile_chunk(self, state: Any, donate: bool, adaptive: bool = False) -> Any:
-        # Outputs pinned to the state's shardings: the first chunk's inputs and every later chunk's
-        # carry then look alike to jit, so one compilation serves the whole run. A donated state's
-        # buffers are reused for the result, so a run holds one copy of it, not two.
-        shardings = jax.tree.map(lambda a: a.sharding, state)
-        if adaptive:
-            scalar = self.scalar_sharding
-            return jax.jit(self.adaptive_chunk, out_shardings=(shardings, scalar, scalar, scalar, scalar),
-                           donate_argnums=(1,) if donate else (), compiler_options=self.chunk_options)
-        return jax.jit(self.chunk, out_shardings=shardings, donate_argnums=(1,) if donate else (),
-                       compiler_options=self.chunk_options)
+    def _chunk_program(self, state: Any, donate: bool, adaptive: bool = False) -> Any:
+        """The jitted chunk (``adaptive``: the controlled one), made once per (adaptive, donate) for the
+        shardings of ``state`` (concrete or abstract): :meth:`lower` and :meth:`advance` call the same object,
+        so a program compiled ahead (:mod:`simulator.run.programs`) is the one the run calls."""
+        key = ("adaptive", donate) if adaptive else donate
+        if key not in self._chunks:
+            # Outputs pinned to the state's shardings: the first chunk's inputs and every later chunk's
+            # carry then look alike to jit, so one compilation serves the whole run. A donated state's
+            # buffers are reused for the result, so a run holds one copy of it, not two.
+            shardings = jax.tree.map(lambda a: a.sharding, state)
+            donated = (1,) if donate else ()
+            if adaptive:
+                scalar = self.scalar_sharding
+                self._chunks[key] = jax.jit(self.adaptive_chunk, out_shardings=(shardings, *[scalar] * 4),
+                                            donate_argnums=donated, compiler_options=self.chunk_options)
+            else:
+                self._chunks[key] = jax.jit(self.chunk, out_shardings=shardings, donate_argnums=donated,
+                                            compiler_options=self.chunk_options)
+        return self._chunks[key]
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
         """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
@@ -272,9 +282,9 @@ class Simulation:
         if program == "chunk":  # the chunk this run calls: the controlled one with time.cfl set
             n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
             if self.cfg.time.cfl is not None:
-                return self._compile_chunk(state, donate=True, adaptive=True).lower(
+                return self._chunk_program(state, donate=True, adaptive=True).lower(
                     self.equation, state, t, n, dt, dt, dt, self.params)  # dt, span, cfl: scalars alike
-            return self._compile_chunk(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
+            return self._chunk_program(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
         if program == "diagnostics":
             return self._diagnostics.lower(self.equation, state, dt, self.params, t)
         if program == "fields":  # the fields the run's snapshots write
@@ -299,10 +309,9 @@ class Simulation:
         refused with a TypeError rather than run as 0 steps).
         """
         _check_steps(steps)
-        if donate not in self._chunks:
-            self._chunks[donate] = self._compile_chunk(state, donate)
-        return self._chunks[donate](self.equation, state, self.time_array(t), jnp.asarray(steps, jnp.int32),
-                                    jnp.asarray(dt, self.dtype), self.params if params is None else dict(params))
+        return self._chunk_program(state, donate)(
+            self.equation, state, self.time_array(t), self.scalar(steps, jnp.int32), self.scalar(dt),
+            self.params if params is None else dict(params))
 
     def advance_adaptive(self, state: Any, steps: int, t: float = 0.0, until: float = math.inf,
                          params: Mapping[str, Any] | None = None, *, cfl: float | None = None,
@@ -322,13 +331,9 @@ class Simulation:
             raise ConfigError("time.cfl", cfl, "give a CFL number > 0 for an equation that declares one",
                               "cannot adapt the time step")
         dt_max = self.cfg.time.dt if dt_max is None else dt_max
-        key = ("adaptive", donate)
-        if key not in self._chunks:
-            self._chunks[key] = self._compile_chunk(state, donate, adaptive=True)
-        state, k, tau, dt_next, landed = self._chunks[key](
-            self.equation, state, self.time_array(t), jnp.asarray(steps, jnp.int32), jnp.asarray(dt_max, self.dtype),
-            jnp.asarray(until - t, self.dtype), jnp.asarray(cfl, self.dtype),
-            self.params if params is None else dict(params))
+        state, k, tau, dt_next, landed = self._chunk_program(state, donate, adaptive=True)(
+            self.equation, state, self.time_array(t), self.scalar(steps, jnp.int32), self.scalar(dt_max),
+            self.scalar(until - t), self.scalar(cfl), self.params if params is None else dict(params))
         k, tau, dt_next, landed = (np.asarray(a.addressable_data(0)) for a in (k, tau, dt_next, landed))
         return AdaptiveChunk(state, int(k), float(tau), float(dt_next), bool(landed))
 
@@ -373,16 +378,23 @@ class Simulation:
 
     def time_array(self, t: float) -> jax.Array:
         """The run time as a replicated scalar of the run's dtype (an argument of compiled code)."""
-        t0 = np.asarray(t, self.dtype)
-        return jax.make_array_from_callback((), self.scalar_sharding, lambda _: t0, dtype=self.dtype)
+        return self.scalar(t)
+
+    def scalar(self, value: float, dtype: Any = None) -> jax.Array:
+        """``value`` as a scalar of ``dtype`` (default the run's) replicated on the mesh: how every scalar
+        argument of the compiled programs is passed, and how :meth:`lower` describes it, so that a program
+        compiled ahead is the one a call finds."""
+        dtype = self.dtype if dtype is None else dtype
+        host = np.asarray(value, dtype)
+        return jax.make_array_from_callback((), self.scalar_sharding, lambda _: host, dtype=dtype)
 
     def diagnostics(self, state: Any, dt: float | None = None, params: Mapping[str, Any] | None = None,
                     t: float = 0.0) -> dict[str, jax.Array]:
         """The equation's diagnostics at run time ``t`` (replicated scalars; ``float()`` each, or see
         :meth:`report`)."""
         dt = self.cfg.time.dt if dt is None else dt
-        return self._diagnostics(self.equation, state, jnp.asarray(dt, self.dtype),
-                                 self.params if params is None else dict(params), self.time_array(t))
+        return self._diagnostics(self.equation, state, self.scalar(dt), self.params if params is None else dict(params),
+                                 self.time_array(t))
 
     def report(self, state: Any, dt: float | None = None, t: float = 0.0,
                params: Mapping[str, Any] | None = None) -> dict[str, float]:

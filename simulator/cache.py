@@ -1,0 +1,396 @@
+"""The persistent cache of compiled programs: every program a launch compiles is kept on disk, and every later
+launch of the same structure (a second run, a restart, a sweep point, a job-array task, a test) loads it.
+
+Where it lives (:func:`location`): ``runtime.compilation_cache`` in the config, when it is a path or ``off``;
+otherwise the environment variable ``SIMULATOR_COMPILATION_CACHE`` (a path, or ``off``); otherwise
+``$XDG_CACHE_HOME/simulator/xla`` (``~/.cache/simulator/xla``). ``SIMULATOR_COMPILATION_CACHE_SIZE``
+bounds it (bytes, or with a K, M or G suffix; default 2G): past the bound the least recently used programs
+are removed.
+
+What keys a program (it is loaded only where every part is equal):
+
+* JAX's key: the program's StableHLO text, jaxlib's version, the XLA flags (``XLA_FLAGS``), the compile
+  options (the devices it is laid over among them) and the platform's version and topology. The slab
+  backend's stages are ``custom_partitioning`` callbacks whose program text holds a per-process handle;
+  that handle is left out of the key (``jax_remove_custom_partitioning_ptr_from_cache_key``), and what the
+  callbacks produce is named in the text instead (:mod:`simulator.fft.slab` names each stage after its
+  local FFT: FFTW or XLA's, threads, planner).
+* this build's tag (:func:`build_tag`): the versions of jax, jaxlib and jaxdecomp, the FFTW library the
+  native extension runs, the source of :mod:`simulator.fft` and the extension itself (the code the
+  callbacks run, which no program text shows), and the CPU (XLA compiles CPU programs for this CPU's
+  instruction set).
+
+Every entry carries a checksum. An entry that fails it (damaged, truncated, written by anything else) is
+ignored with one warning, removed and compiled again; a directory that cannot be made or written, or a
+full disk, is one warning and the launch goes on compiling what it cannot load. Entries are written to a
+temporary file renamed into place, so processes writing the same entry at once (the processes of one run,
+the tasks of a job array on a shared filesystem) leave one whole entry.
+
+Where FFTW's measured plans are kept (:mod:`simulator.fft.local`) is the same root: :func:`root`.
+
+Imports no JAX at module level; :func:`enable` does, when a command starts its runtime.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import platform
+import threading
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+#: environment variable: where compiled programs are kept (a path), or ``off``
+ENV = "SIMULATOR_COMPILATION_CACHE"
+#: environment variable: the cache's bound in bytes (a K, M or G suffix allowed)
+ENV_SIZE = "SIMULATOR_COMPILATION_CACHE_SIZE"
+DEFAULT_SIZE = 2 * 1024**3
+#: the first bytes of every entry, then the SHA-256 of the payload, then the payload (JAX's compressed
+#: executable)
+MAGIC = b"simulator-xla-1\n"
+SUFFIX = ".xla"
+#: a temporary file this old was left by a process that died while writing: removed when the cache is pruned
+STALE_TMP_S = 3600.0
+
+
+def root() -> Path:
+    """The simulator's cache root: ``$XDG_CACHE_HOME/simulator``, else ``~/.cache/simulator``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "simulator"
+
+
+def location(setting: str | bool = "auto") -> Path | None:
+    """The directory of compiled programs for the config setting ``runtime.compilation_cache`` (``auto`` or
+    true: the environment variable, else :func:`root`/xla); None where it is ``off`` (or false)."""
+    setting = {True: "auto", False: "off"}.get(setting, setting) if isinstance(setting, bool) else setting
+    chosen = setting if setting not in ("", "auto") else os.environ.get(ENV, "").strip() or "auto"
+    if chosen == "off":
+        return None
+    return root() / "xla" if chosen == "auto" else Path(chosen).expanduser()
+
+
+def size_bound() -> int:
+    """The cache's bound in bytes from ``SIMULATOR_COMPILATION_CACHE_SIZE`` (:data:`DEFAULT_SIZE` when unset).
+
+    Raises ValueError naming the variable for a value that is not a positive size."""
+    text = os.environ.get(ENV_SIZE, "").strip()
+    if not text:
+        return DEFAULT_SIZE
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1].upper(), 1)
+    try:
+        value = float(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"{ENV_SIZE} = {text!r}: give a positive size in bytes, e.g. 500M or 2G")
+    return int(value)
+
+
+@functools.cache
+def build_tag() -> str:
+    """A digest of what decides a program but is not in its text: versions, the FFT package's source and
+    native extension, the FFTW library, the CPU (see the module docstring)."""
+    digest = hashlib.sha256()
+    for package in ("jax", "jaxlib", "jaxdecomp"):
+        try:
+            digest.update(f"{package}={metadata.version(package)};".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{package}=none;".encode())
+    fft = Path(__file__).parent / "fft"
+    for path in sorted(p for p in fft.rglob("*") if p.is_file() and p.suffix in (".py", ".so", ".cc", ".h")):
+        digest.update(str(path.relative_to(fft)).encode())
+        digest.update(path.read_bytes())
+    from simulator.fft.local import native
+
+    module, _ = native()
+    digest.update(f"fftw={module.version() if module is not None else 'none'};".encode())
+    digest.update(_cpu().encode())
+    return digest.hexdigest()[:16]
+
+
+def _cpu() -> str:
+    """This CPU: its architecture and (Linux) model and instruction-set flags."""
+    text = platform.machine()
+    try:
+        info = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return text
+    for line in info.splitlines():
+        if line.split(":")[0].strip() in ("model name", "flags", "Features"):
+            text += "|" + line.split(":", 1)[1].strip()
+        if line.startswith("flags") or line.startswith("Features"):
+            break  # the first processor's: every core of a node has the same
+    return text
+
+
+class _Warnings:
+    """Each problem said once per process (a cache that cannot be written is one line, not one per program)."""
+
+    def __init__(self) -> None:
+        self.said: set[str] = set()
+        self.lock = threading.Lock()
+
+    def once(self, kind: str, message: str) -> None:
+        with self.lock:
+            if kind in self.said:
+                return
+            self.said.add(kind)
+        logging.getLogger("simulator").warning("compilation cache: %s", message)
+
+
+_warn = _Warnings()
+
+
+class ProgramCache:
+    """JAX's cache interface (``get``/``put`` of compressed executables by JAX's key, and ``_path``) over a directory:
+    checksummed entries named by the key and :func:`build_tag`, written atomically, pruned to a size bound
+    by last use (see the module docstring)."""
+
+    def __init__(self, path: Path, max_size: int, tag: str):
+        self.path = self._path = path
+        self.max_size = max_size
+        self.tag = tag
+        self.writable = True
+
+    def file(self, key: str) -> Path:
+        """The entry of JAX's ``key`` (its program's name kept for people reading the directory)."""
+        name = key.split("-")[0][:60]
+        return self.path / f"{name}-{hashlib.sha256(f'{self.tag}:{key}'.encode()).hexdigest()[:40]}{SUFFIX}"
+
+    def get(self, key: str) -> bytes | None:
+        path = self.file(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            _warn.once("read", f"cannot read {path} ({err.strerror}): compiling instead")
+            return None
+        head = len(MAGIC) + 32
+        payload = data[head:]
+        if data[:len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
+            _warn.once(f"damaged:{path.name}", f"{path} is damaged or not one of ours: ignored, compiling again")
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return None
+        try:
+            os.utime(path)  # last use, for pruning
+        except OSError:
+            pass
+        return payload
+
+    def put(self, key: str, value: bytes) -> None:
+        if not self.writable:
+            return
+        path = self.file(key)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(MAGIC + hashlib.sha256(value).digest() + value)
+            os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
+        except OSError as err:
+            self.writable = False
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            _warn.once("write", f"cannot write to {self.path} ({err.strerror}): this launch's further programs "
+                                "are compiled, not cached")
+            return
+        self.prune()
+
+    def prune(self) -> None:
+        """Remove the least recently used entries until the cache holds at most its bound (and temporary files
+        a dead writer left). Other processes may prune at the same time: a file already gone is skipped."""
+        entries = []
+        now = time.time()
+        for path in self.path.iterdir():
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            if path.name.endswith(".tmp"):
+                if now - stat.st_mtime > STALE_TMP_S:
+                    _unlink(path)
+            elif path.suffix == SUFFIX:
+                entries.append((stat.st_mtime, stat.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= self.max_size:
+                break
+            _unlink(path)
+            total -= size
+
+    def clear(self) -> None:
+        for path in self.path.glob(f"*{SUFFIX}"):
+            _unlink(path)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+@dataclass(frozen=True)
+class Status:
+    """The cache a process uses: its directory (None: none) and why (one line for the run log)."""
+
+    path: Path | None
+    why: str
+
+    def describe(self) -> str:
+        return f"compilation cache: {self.path} ({self.why})" if self.path else f"compilation cache: off ({self.why})"
+
+
+_state: dict[str, Any] = {"status": None}
+_state_lock = threading.Lock()
+
+
+def enable(setting: str | bool = "auto") -> Status:
+    """Use the cache ``setting`` names (``runtime.compilation_cache``: ``auto``, ``off`` or a path; see
+    :func:`location`) for every program this process compiles from now on. Idempotent; a second call with
+    another setting switches to it. A directory that cannot be made or written is one warning and no cache."""
+    import jax
+    from jax._src import compilation_cache
+
+    with _state_lock:
+        path = location(setting)
+        current = _state["status"]
+        if current is not None and current.path == path:
+            return current
+        _count_compilations()
+        if path is None:
+            status = Status(None, f"{ENV}=off" if setting in ("", "auto", True) else "runtime.compilation_cache = off")
+            _install(None)
+            _state["status"] = status
+            return status
+        try:
+            bound = size_bound()
+        except ValueError as err:
+            from simulator.errors import ConfigError
+
+            raise ConfigError(ENV_SIZE, os.environ.get(ENV_SIZE, ""), "a positive size such as 500M or 2G",
+                              str(err).split(": ", 1)[-1]) from None
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / f".probe.{os.getpid()}.tmp"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as err:
+            _warn.once("dir", f"cannot use {path} ({err.strerror}): programs are compiled, not cached")
+            status = Status(None, f"{path} is not writable")
+            _install(None)
+            _state["status"] = status
+            return status
+        if not hasattr(compilation_cache, "_cache"):  # a JAX whose cache we do not know how to hold
+            _warn.once("jax", f"this JAX ({jax.__version__}) has no cache hook the simulator knows: programs are "
+                              "compiled, not cached")
+            status = Status(None, f"not supported by JAX {jax.__version__}")
+            _state["status"] = status
+            return status
+        cache = ProgramCache(path, bound, build_tag())
+        _install(cache)
+        why = ("runtime.compilation_cache" if setting not in ("", "auto", True)
+               else ENV if os.environ.get(ENV, "").strip() else "the default")
+        status = Status(path, f"{why}; bound {bound / 1024**3:.3g} GiB")
+        _state["status"] = status
+        return status
+
+
+def _install(cache: Any) -> None:
+    """Make ``cache`` (None: none) the persistent cache JAX reads and writes, for every program however quick
+    to compile (this CPU's small output programs compile in tenths of a second, and load in milliseconds)."""
+    import jax
+    from jax._src import compilation_cache
+
+    compilation_cache.reset_cache()
+    if cache is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+        return
+    jax.config.update("jax_enable_compilation_cache", True)
+    jax.config.update("jax_compilation_cache_dir", str(cache.path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_remove_custom_partitioning_ptr_from_cache_key", True)
+    # JAX would also point XLA's GPU autotuning cache into the directory, and that path is then part of every
+    # key: a copy of the cache (to a node's local disk) would match nothing. The programs hold their tuning.
+    jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+    compilation_cache._cache = cache  # JAX's module-level cache object: the hook set_cache_dir fills with its own
+
+
+def status() -> Status | None:
+    """The cache this process uses (None before :func:`enable`)."""
+    return _state["status"]
+
+
+# ---- what a launch compiled and loaded ---------------------------------------------------------------------------
+
+#: JAX's monitoring events: every program's compile-or-load, and the loads among them
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_LOAD_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
+
+
+@dataclass
+class Counts:
+    """Programs compiled and loaded since :func:`counts` was last reset: how many, and their seconds (summed
+    over threads: programs compiled at once count each)."""
+
+    loaded: int = 0
+    loaded_s: float = 0.0
+    total: int = 0
+    total_s: float = 0.0
+
+    @property
+    def compiled(self) -> int:
+        return self.total - self.loaded
+
+    @property
+    def compiled_s(self) -> float:
+        return max(self.total_s - self.loaded_s, 0.0)
+
+    def describe(self) -> str:
+        """``programs: 3 loaded from the cache (0.4 s), 2 compiled (9.1 s)``."""
+        return (f"programs: {self.loaded} loaded from the cache ({self.loaded_s:.1f} s), {self.compiled} compiled "
+                f"({self.compiled_s:.1f} s)")
+
+
+_counts = Counts()
+_counts_lock = threading.Lock()
+
+
+def _listener(event: str, duration_secs: float, **_: Any) -> None:
+    if event not in (_COMPILE_EVENT, _LOAD_EVENT):
+        return
+    with _counts_lock:
+        if event == _LOAD_EVENT:
+            _counts.loaded += 1
+            _counts.loaded_s += duration_secs
+        else:
+            _counts.total += 1
+            _counts.total_s += duration_secs
+
+
+@functools.cache
+def _count_compilations() -> None:
+    import jax.monitoring
+
+    jax.monitoring.register_event_duration_secs_listener(_listener)
+
+
+def counts(reset: bool = False) -> Counts:
+    """A copy of the programs compiled and loaded so far in this process (since the last ``reset``)."""
+    _count_compilations()
+    with _counts_lock:
+        out = Counts(_counts.loaded, _counts.loaded_s, _counts.total, _counts.total_s)
+        if reset:
+            _counts.loaded = _counts.total = 0
+            _counts.loaded_s = _counts.total_s = 0.0
+    return out

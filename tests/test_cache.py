@@ -1,0 +1,250 @@
+"""The persistent compilation cache (simulator/cache.py): a later launch of the same structure loads every
+program the first compiled, and gets the same answer; a program compiled under other XLA flags, a damaged,
+truncated or foreign entry, an unusable or full directory are never loaded and never stop a run; concurrent
+writers leave whole entries; the cache keeps to its bound.
+
+Each launch here has a cache directory of its own (SIMULATOR_COMPILATION_CACHE), not the session's.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulator import cache
+
+from support import small_filesystem
+
+ROOT = Path(__file__).resolve().parents[1]
+TG = str(ROOT / "configs" / "taylor_green.yaml")
+#: a quick run of the default job: its chunk and output programs, no snapshots
+SMALL = ["--set", "grid.shape=16", "--set", "time.t_end=0.1", "--set", "output.chunk=5",
+         "--set", "output.snapshots.every=0", "--cpu-devices", "2"]
+PROGRAMS = re.compile(r"programs: (\d+) loaded from the cache \([\d.]+ s\), (\d+) compiled")
+
+
+def launch(tmp: Path, name: str, where: str | Path, *extra: str, env: dict[str, str] | None = None
+           ) -> tuple[subprocess.CompletedProcess, tuple[int, int], list[dict[str, str]]]:
+    """``simulator run`` of the quick default job into ``tmp/name`` with its programs cached in ``where``:
+    the process, (loaded, compiled) from its log's programs line, and its time series."""
+    environment = {**os.environ, cache.ENV: str(where), **(env or {})}
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", TG, *SMALL, *extra, "--out", str(tmp / name)],
+                       capture_output=True, text=True, timeout=600, env=environment)
+    assert r.returncode == 0, r.stderr[-3000:]
+    found = PROGRAMS.search(r.stderr)
+    assert found, r.stderr[-2000:]
+    with open(tmp / name / "timeseries.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    return r, (int(found[1]), int(found[2])), rows
+
+
+def entries(where: Path) -> set[str]:
+    return {p.name for p in where.glob(f"*{cache.SUFFIX}")}
+
+
+def same_series(a: list[dict[str, str]], b: list[dict[str, str]]) -> bool:
+    keep = [k for k in a[0] if k not in ("wall_time", "wall")]
+    return [[r[k] for k in keep] for r in a] == [[r[k] for k in keep] for r in b]
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    """The first launch into an empty cache: it compiles everything and keeps it."""
+    tmp = tmp_path_factory.mktemp("cache")
+    where = tmp / "xla"
+    r, (loaded, compiled), rows = launch(tmp, "first", where)
+    assert loaded == 0 and compiled > 3, r.stderr[-2000:]
+    return tmp, where, compiled, rows, entries(where)
+
+
+def test_a_second_launch_loads_every_program_and_gives_the_same_answer(first):
+    """The same config in another process asks for the same programs (the same keys: no entry is added) and
+    loads every one of them; its time series equals the first's digit for digit."""
+    tmp, where, compiled, rows, kept = first
+    assert len(kept) >= compiled
+    r, (loaded, again), rows2 = launch(tmp, "second", where)
+    assert again == 0 and loaded >= compiled, r.stderr[-2000:]
+    assert entries(where) == kept
+    assert same_series(rows, rows2)
+
+
+def test_a_physical_number_is_traced_so_a_sweep_point_loads(first):
+    """Another viscosity is another point of the same structure: nothing to compile."""
+    tmp, where, compiled, rows, kept = first
+    r, (loaded, again), rows2 = launch(tmp, "viscous", where, "--set", "physics.viscosity=0.01")
+    assert again == 0 and loaded >= compiled, r.stderr[-2000:]
+    assert not same_series(rows, rows2)
+
+
+def test_a_program_compiled_under_other_xla_flags_is_not_loaded(first):
+    tmp, where, compiled, rows, kept = first
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_enable_fast_math=false"
+    r, (loaded, again), rows2 = launch(tmp, "flags", where, env={"XLA_FLAGS": flags})
+    assert loaded == 0 and again >= compiled, r.stderr[-2000:]
+    assert same_series(rows, rows2)
+
+
+def test_damaged_truncated_and_foreign_entries_are_ignored_with_a_warning_and_compiled_again(first, tmp_path):
+    """Every entry of a copy of the first launch's cache spoiled one of three ways: each is ignored with one
+    warning naming it, compiled again and written anew (the launch after loads them all), and the answer is
+    the same."""
+    tmp, where, compiled, rows, kept = first
+    spoiled = tmp_path / "xla"
+    spoiled.mkdir()
+    for i, name in enumerate(sorted(kept)):
+        data = (where / name).read_bytes()
+        if i % 3 == 0:
+            data = data[: len(data) // 2]  # truncated (a writer killed mid-way, without our rename)
+        elif i % 3 == 1:
+            data = data[:-100] + bytes(b ^ 0xFF for b in data[-100:])  # damaged on disk
+        else:
+            data = b"not a compiled program of ours"  # foreign
+        (spoiled / name).write_bytes(data)
+    r, (loaded, again), rows2 = launch(tmp_path, "spoiled", spoiled)
+    assert loaded == 0 and again >= compiled, r.stderr[-2000:]
+    warnings = [line for line in r.stderr.splitlines() if "WARNING compilation cache:" in line]
+    assert len(warnings) == len(kept) and all("is damaged or not one of ours" in line for line in warnings), \
+        r.stderr[-3000:]
+    assert same_series(rows, rows2)
+    r, (loaded, again), _ = launch(tmp_path, "mended", spoiled)
+    assert again == 0 and loaded >= compiled, r.stderr[-2000:]
+
+
+def test_a_directory_that_cannot_be_made_is_one_warning_and_the_run_goes_on(first, tmp_path):
+    tmp, where, compiled, rows, kept = first
+    (tmp_path / "a_file").write_text("in the way")
+    r, (loaded, again), rows2 = launch(tmp_path, "run", tmp_path / "a_file" / "xla")
+    said = [line for line in r.stderr.splitlines() if "WARNING compilation cache:" in line]
+    assert len(said) == 1 and "a_file" in said[0], r.stderr[-2000:]
+    assert loaded == 0 and again >= compiled
+    assert same_series(rows, rows2)
+
+
+@pytest.mark.parametrize("how", ["read-only", "full"])
+def test_a_read_only_or_full_cache_is_one_warning_and_the_run_goes_on(first, tmp_path, how):
+    """A tmpfs remounted read-only after the directory was made, or too small for one entry: one warning
+    (not one per program), the run finishes with the same answer."""
+    tmp, where, compiled, rows, kept = first
+    size = "8k" if how == "full" else "1m"
+    with small_filesystem(tmp_path / "fs", size) as fs:
+        (fs / "xla").mkdir()
+        if how == "read-only":
+            assert subprocess.run(["mount", "-o", "remount,ro", str(fs)]).returncode == 0
+        r, (loaded, again), rows2 = launch(tmp_path, "run", fs / "xla")
+    said = [line for line in r.stderr.splitlines() if "WARNING compilation cache:" in line]
+    assert len(said) == 1, r.stderr[-2000:]
+    assert loaded == 0 and again >= compiled
+    assert same_series(rows, rows2)
+
+
+def test_off_compiles_everything_and_keeps_nothing(first, tmp_path):
+    tmp, where, compiled, rows, kept = first
+    r, (loaded, again), rows2 = launch(tmp_path, "run", tmp_path / "unused", "--set", "runtime.compilation_cache=off")
+    assert loaded == 0 and again >= compiled
+    assert not (tmp_path / "unused").exists()
+    assert "compilation cache: off (runtime.compilation_cache = off)" in r.stderr
+
+
+# ---- the directory itself, without JAX --------------------------------------------------------------------
+
+
+def _writer(path: str, key: str, fill: int, rounds: int) -> None:
+    store = cache.ProgramCache(Path(path), 1 << 30, "tag")
+    for _ in range(rounds):
+        store.put(key, bytes([fill]) * (200_000 + fill * 1000))
+
+
+def test_two_processes_writing_the_same_entry_leave_one_whole_entry(tmp_path):
+    """Two processes write the same key over and over while this one reads it: every read is one writer's
+    whole payload (or nothing yet), never a mixture, and what stays is whole."""
+    store = cache.ProgramCache(tmp_path, 1 << 30, "tag")
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_writer, args=(str(tmp_path), "jit_chunk-abc", fill, 60)) for fill in (1, 2)]
+    for w in writers:
+        w.start()
+    seen = set()
+    while any(w.is_alive() for w in writers):
+        value = store.get("jit_chunk-abc")
+        if value is not None:
+            assert value in (b"\x01" * 201_000, b"\x02" * 202_000)
+            seen.add(value[0])
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    assert store.get("jit_chunk-abc") in (b"\x01" * 201_000, b"\x02" * 202_000)
+    assert seen and list(tmp_path.glob("*.tmp")) == [] and len(entries(tmp_path)) == 1
+
+
+def test_the_cache_keeps_to_its_bound_dropping_the_least_recently_used(tmp_path):
+    store = cache.ProgramCache(tmp_path, 350_000, "tag")
+    for i in range(3):
+        store.put(f"jit_p{i}-k", bytes(100_000))
+        os.utime(store.file(f"jit_p{i}-k"), (1000 + i, 1000 + i))
+    assert store.get("jit_p0-k") is not None  # used now: the most recent
+    store.put("jit_p3-k", bytes(100_000))  # 4 x 100 kB > 350 kB: the least recently used (p1) goes
+    assert [store.get(f"jit_p{i}-k") is not None for i in range(4)] == [True, False, True, True]
+
+
+def test_the_key_holds_the_build_and_the_files_say_which_program():
+    """An entry's name is the program's name and a digest of JAX's key with this build's tag (another build,
+    another FFTW, another CPU: another file)."""
+    one, other = cache.ProgramCache(Path("/x"), 1, "tag-a"), cache.ProgramCache(Path("/x"), 1, "tag-b")
+    key = "jit_chunk-" + hashlib.sha256(b"k").hexdigest()
+    assert one.file(key).name.startswith("jit_chunk-") and one.file(key) != other.file(key)
+    assert len(cache.build_tag()) == 16
+
+
+def test_the_location_and_the_bound_come_from_the_config_then_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "env"))
+    assert cache.location("auto") == tmp_path / "env"
+    assert cache.location(str(tmp_path / "cfg")) == tmp_path / "cfg"
+    assert cache.location("off") is None
+    monkeypatch.setenv(cache.ENV, "off")
+    assert cache.location("auto") is None
+    monkeypatch.delenv(cache.ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.location("auto") == tmp_path / "xdg" / "simulator" / "xla"
+    monkeypatch.setenv(cache.ENV_SIZE, "500M")
+    assert cache.size_bound() == 500 * 1024**2
+    monkeypatch.setenv(cache.ENV_SIZE, "lots")
+    with pytest.raises(ValueError, match=cache.ENV_SIZE):
+        cache.size_bound()
+
+
+def test_every_custom_partitioning_callback_is_in_the_fft_package():
+    """The build tag holds simulator/fft's source because the code a custom_partitioning callback runs is in
+    no program's text: a callback anywhere else would be code the cache cannot see change."""
+    outside = [str(p.relative_to(ROOT)) for p in (ROOT / "simulator").rglob("*.py")
+               if "fft" not in p.relative_to(ROOT / "simulator").parts
+               and re.search(r"^\s*(from jax\.experimental\.custom_partitioning import|@custom_partitioning)",
+                             p.read_text(), re.M)]
+    assert outside == []
+
+
+def test_a_slab_program_names_its_local_fft_in_its_text(devices):
+    """Two slab backends on the same mesh that differ only in their local FFT give programs of different text
+    (the cache keeps them apart), each naming its stages after its local FFT."""
+    import jax
+    import jax.numpy as jnp
+
+    from simulator.fft import BACKENDS
+    from simulator.fft.local import LocalFFT
+    from simulator.runtime import build_mesh
+
+    mesh = build_mesh(BACKENDS["slab"], None, devices[:2])
+    texts = []
+    for local in (LocalFFT("xla", "asked for"), LocalFFT("fftw", "asked for", 2, "measure")):
+        fft = BACKENDS["slab"]((8, 8, 8), mesh)
+        fft.local = local
+        x = jax.ShapeDtypeStruct((8, 8, 8), jnp.float64, sharding=fft.real_sharding(0))
+        texts.append(jax.jit(fft.rfft).lower(x).as_text())
+        assert f"rfft_z_{local.tag}" in texts[-1] and f"fft_xy_{local.tag}" in texts[-1]
+    assert texts[0] != texts[1]
