@@ -352,7 +352,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{path}: {len(rows)} points, {finished} finished")
         from simulator import plots
 
-        print(plots.plot_sweep(directory, args.diagnostic, args.against))
+        for written in plots.plot_sweep_dir(directory, args.diagnostic, args.against):
+            print(written)
         return EXIT_OK
     spec = sweep.load(args.target)
     directory = Path(args.out) if args.out else sweep.default_directory(spec)
@@ -544,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run ensemble group G of the sweep directory as one batched program (default: "
                       "$SLURM_ARRAY_TASK_ID); what array tasks of an ensemble sweep run")
     mode.add_argument("--collect", action="store_true",
-                      help="write DIR/collected.csv (parameters, final and peak diagnostics) and a plot")
+                      help="write DIR/collected.csv (parameters, final and peak diagnostics) and the sweep's plots")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="K",
                    help="with --local: points at once (default: max_parallel, at most the CPU count)")
     p.add_argument("--ensemble", action="store_true",
