@@ -79,7 +79,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis,
                              frames=args.frames, pdf=args.pdf, diagnostic=args.diagnostic, against=args.against,
-                             average=args.average)
+                             window=args.window)
     except OutputWriteError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -450,8 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write plots/frames/slice_NNNN.png, one per snapshot with common colour limits (a movie)")
     p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
                    help="spectra at the rows nearest these times (default: 5 from first to last)")
-    p.add_argument("--average", type=float, nargs=2, default=None, metavar=("T0", "T1"),
-                   help="window of the time-averaged compensated spectrum (default: the second half of the run)")
+    p.add_argument("--window", "--average", dest="window", type=float, nargs=2, default=None, metavar=("T0", "T1"),
+                   help="time window of the time-averaged figures, the compensated spectrum's mean, the structure "
+                   "functions and the PDFs, ends included (default: the second half of the run; --average is its "
+                   "older name)")
     p.add_argument("--field", default=None, metavar="NAME",
                    help="snapshot field the slice shows (default: the equation's plot.slice_field: vorticity, "
                    "density, current, buoyancy, ...; `scalar` shows the first passive scalars, one panel each)")
