@@ -26,7 +26,7 @@ __all__ = ["PIXELS", "Figures", "plot", "plot_run", "plot_sweep", "plot_sweep_di
 def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
          frames: bool = False, pdf: bool = False, diagnostic: str | None = None,
          against: str | None = None, window: Sequence[float] | None = None) -> Figures:
-    """``simulator plot PATH``: the sweep figure of a sweep directory, else every figure of a run.
+    """``simulator plot PATH``: the figures of a sweep directory (:func:`plot_sweep_dir`), else every figure of a run.
     Returns the files written and the figures skipped. Options of the other kind of directory raise ConfigError."""
     if (path / MANIFEST).is_file():
         for option, value in (("--times", times), ("--field", field), ("--frames", frames), ("--window", window)):
