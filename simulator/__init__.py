@@ -2,7 +2,8 @@
 
 Importing the package does nothing but define code (and imports no JAX): devices, processes and JAX
 settings are set up when a command runs or a :class:`Simulation` is built. The public Python API
-(:mod:`simulator.api`): ``Simulation``, ``load_config``, ``run_config``, ``run_ensemble``, ``load_run``.
+(:mod:`simulator.api`): ``Simulation``, ``load_config``, ``run_config``, ``run_ensemble``, ``load_run``,
+``load_sweep``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Simulation", "load_config", "load_run", "run_config", "run_ensemble", "__version__"]
+__all__ = ["Simulation", "load_config", "load_run", "load_sweep", "run_config", "run_ensemble", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

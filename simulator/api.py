@@ -9,6 +9,7 @@ docs/reference/api.md; a promise to users: changed only with that page and the R
     u = sim.to_numpy(sim.fields(state, "velocity")["velocity"])
     simulator.run_config(sim.cfg, out="outputs/scripted")   # what `simulator run` does, files and all
     run = simulator.load_run("outputs/quickstart")          # no JAX needed to read results
+    sweep = simulator.load_sweep("outputs/tg_viscosity")    # a sweep's points, each with .params and .run
 
     g = jax.grad(lambda p: sim.rollout(state, 50, 0.01, params=p).history["energy"].sum())(sim.params)
     simulator.run_ensemble([cfg_a, cfg_b], ["outputs/a", "outputs/b"])  # one batched program, two run dirs
@@ -24,10 +25,10 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.config import Config
-from simulator.results import RunResults, SnapshotRef, load_run
+from simulator.results import RunResults, SnapshotRef, SweepPoint, SweepResults, load_run, load_sweep
 
-__all__ = ["Config", "RunResults", "Simulation", "SnapshotRef", "load_config", "load_run", "run_config",  # noqa: F822
-           "run_ensemble"]
+__all__ = ["Config", "RunResults", "Simulation", "SnapshotRef", "SweepPoint", "SweepResults",  # noqa: F822
+           "load_config", "load_run", "load_sweep", "run_config", "run_ensemble"]
 
 
 def load_config(source: str | Path | Mapping[str, Any] | None = None,

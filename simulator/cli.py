@@ -79,7 +79,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis,
                              frames=args.frames, pdf=args.pdf, diagnostic=args.diagnostic, against=args.against,
-                             average=args.average)
+                             window=args.window)
     except OutputWriteError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -188,15 +188,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     from simulator.fft import BACKENDS
 
     rep = runtime.device_report()
-    if rep.process_index == 0:
-        print("SLURM environment:")
-        for name, value in runtime.slurm_environment().items():
-            print(f"  {name:20s} {value or '-'}")
-        print(f"process mode:          {mode}")
-        print(f"processes:             {rep.process_count}")
-        print(f"platform:              {rep.platform}")
+    if rep.process_index == 0:  # devices and versions first; Slurm's variables only inside a Slurm job
+        print(f"global devices:        {rep.global_device_count} {rep.platform}: "
+              f"{', '.join(str(d) for d in jax.devices())}")
+        print("versions:              " + ", ".join(f"{k} {v}" for k, v in runtime.versions().items()))
+        print(f"processes:             {rep.process_count} (process mode: {mode})")
         print(f"CPU threads:           {runtime.cpu_threads()}")
-        print(f"global devices:        {rep.global_device_count}: {', '.join(str(d) for d in jax.devices())}")
         backend = BACKENDS[cfg.fft.backend]
         shape = backend.mesh_shape(rep.global_device_count, cfg.fft.mesh)
         print(f"config mesh:           {cfg.fft.backend} {list(shape)} {backend.axis_names} "
@@ -205,29 +202,57 @@ def cmd_info(args: argparse.Namespace) -> int:
         fft = runtime.make_fft(cfg)
         print(f"layout:                {fft.describe()}")
         print(f"local FFT:             {fft.local.describe(rep.platform)}")
-        print("versions:              " + ", ".join(f"{k} {v}" for k, v in runtime.versions().items()))
+        slurm = runtime.slurm_environment()
+        if any(slurm.values()):
+            print("Slurm environment:")
+            for name, value in slurm.items():
+                print(f"  {name:20s} {value or '-'}")
     # every process reports its own devices, so a mis-bound GPU or task is visible
     print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}; GPU binding: {runtime.gpu_binding().reason}")
     return EXIT_OK
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+#: virtual CPU devices ``simulator check`` runs on where no count is given, fewer where the grid does not divide
+CHECK_CPU_DEVICES = (4, 2)
+
+
+def _check_config(args: argparse.Namespace) -> config_mod.Config:
+    """The config ``simulator check`` runs: a single CPU process given no device count checks on several
+    virtual devices (:data:`CHECK_CPU_DEVICES`, the first the grid divides over), as one device would
+    exchange nothing between devices; the count must be set before JAX starts."""
+    from simulator import runtime
+
     cfg = _load(args)
+    if cfg.runtime.cpu_devices is not None or runtime.process_mode(cfg) != "single" or runtime.gpu_visible():
+        return cfg
+    for count in CHECK_CPU_DEVICES:
+        try:
+            return config_mod.load(args.config, [*_runtime_overrides(args), f"runtime.cpu_devices={count}"])
+        except ConfigError:  # the grid does not divide over that many: fewer
+            continue
+    return cfg
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    cfg = _check_config(args)
     _start(cfg)
     import jax
     import jax.numpy as jnp
 
     from simulator import runtime
     from simulator.fft import BACKENDS
-    from simulator.fft.check import check_transform
+    from simulator.fft.check import check_transform, tolerance
     from simulator.fft.local import resolve as resolve_local_fft
 
     names = sorted(BACKENDS) if args.all_backends else [cfg.fft.backend]
     dtype = jnp.float64 if cfg.precision == "float64" else jnp.float32
     rank0 = jax.process_index() == 0
     if rank0:
-        print(f"FFT self-check on {jax.device_count()} {jax.default_backend()} device(s), "
-              f"{jax.process_count()} process(es), grid {list(cfg.grid.shape)}, {cfg.precision}")
+        alone = (" (one device: no exchange between devices is checked; give --cpu-devices N)"
+                 if jax.device_count() == 1 else "")
+        print(f"FFT self-check on {jax.device_count()} {jax.default_backend()} device(s){alone}, "
+              f"{jax.process_count()} process(es), grid {list(cfg.grid.shape)}, {cfg.precision}, "
+              f"tolerance {tolerance(dtype):g} (the largest error over NumPy's largest value)")
         # which local FFT the backends that run their own transforms use (FFTW, or XLA's FFT and why)
         platform = jax.default_backend()
         local = resolve_local_fft(None, jax.local_device_count(), platform=platform)
@@ -327,7 +352,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{path}: {len(rows)} points, {finished} finished")
         from simulator import plots
 
-        print(plots.plot_sweep(directory, args.diagnostic, args.against))
+        for written in plots.plot_sweep_dir(directory, args.diagnostic, args.against):
+            print(written)
         return EXIT_OK
     spec = sweep.load(args.target)
     directory = Path(args.out) if args.out else sweep.default_directory(spec)
@@ -424,8 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write plots/frames/slice_NNNN.png, one per snapshot with common colour limits (a movie)")
     p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
                    help="spectra at the rows nearest these times (default: 5 from first to last)")
-    p.add_argument("--average", type=float, nargs=2, default=None, metavar=("T0", "T1"),
-                   help="window of the time-averaged compensated spectrum (default: the second half of the run)")
+    p.add_argument("--window", "--average", dest="window", type=float, nargs=2, default=None, metavar=("T0", "T1"),
+                   help="time window of the time-averaged figures, the compensated spectrum's mean, the structure "
+                   "functions and the PDFs, ends included (default: the second half of the run; --average is its "
+                   "older name)")
     p.add_argument("--field", default=None, metavar="NAME",
                    help="snapshot field the slice shows (default: the equation's plot.slice_field: vorticity, "
                    "density, current, buoyancy, ...; `scalar` shows the first passive scalars, one panel each)")
@@ -486,11 +514,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "the GPU compiled for without one (default h100)")
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("info", help="processes, devices, Slurm variables, the mesh a config would use, versions")
+    p = sub.add_parser("info", help="devices, versions, processes, the mesh a config would use; inside a Slurm "
+                       "job its variables")
     _config_args(p, required=False)
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("check", help="self-check the distributed FFT against NumPy on this job's devices")
+    p = sub.add_parser("check", help="self-check the distributed FFT against NumPy on this job's devices",
+                       epilog=f"On a CPU without --cpu-devices (or runtime.cpu_devices), {CHECK_CPU_DEVICES[0]} "
+                       f"virtual devices (or {CHECK_CPU_DEVICES[1]}, or 1, where the grid does not divide), so "
+                       "that the exchange between devices is checked. Exit status 1 if any error is above "
+                       "the tolerance the first line states.")
     _config_args(p, required=False)
     p.add_argument("--all-backends", action="store_true", help="check every backend, not only the configured one")
     p.add_argument("--seed", type=int, default=0, help="seed of the random test field")
@@ -514,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run ensemble group G of the sweep directory as one batched program (default: "
                       "$SLURM_ARRAY_TASK_ID); what array tasks of an ensemble sweep run")
     mode.add_argument("--collect", action="store_true",
-                      help="write DIR/collected.csv (parameters, final and peak diagnostics) and a plot")
+                      help="write DIR/collected.csv (parameters, final and peak diagnostics) and the sweep's plots")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="K",
                    help="with --local: points at once (default: max_parallel, at most the CPU count)")
     p.add_argument("--ensemble", action="store_true",

@@ -16,6 +16,10 @@
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
+    sweep = simulator.load_sweep("outputs/tg_viscosity")   # a sweep directory: its points, in order
+    for p in sweep.finished:                     # p.params {"physics.viscosity": 0.01}, p.label, p.status
+        ax.loglog(p.run.spectra["k"], p.run.spectra["energy"][-1], label=p.label)   # p.run: load_run
+
 Snapshots are read lazily (one field or one slice at a time, only the shard blocks it touches); the
 particle snapshots and trajectories when first used.
 """
@@ -44,6 +48,7 @@ from simulator.output.tasks import TaskSeries, read_tasks
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.run.rundir import read_status
+from simulator.sweep import point_label, point_state, read_manifest
 
 if TYPE_CHECKING:
     from simulator.plots.api import RunPlots
@@ -160,3 +165,56 @@ def load_run(path: str | Path) -> RunResults:
                       read_statistics(stats) if stats.is_file() else {},
                       read_tasks(tasks) if tasks.is_file() else {},
                       tuple(p for folder in folders if folder.is_dir() for p in sorted(folder.iterdir())))
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point of a sweep directory: its ``index``, ``name`` (``pNNN``, its run directory's), ``params``
+    (each swept dotted key and this point's value, as the sweep file gives it), ``path`` (its run
+    directory) and ``status`` (``pending``: never started; else its run's: running, interrupted, finished,
+    failed)."""
+
+    index: int
+    name: str
+    params: dict[str, Any]
+    path: Path
+    status: str
+
+    @property
+    def label(self) -> str:
+        """The swept values, for a legend: ``physics.viscosity = 0.01, time.dt = 0.02``."""
+        return point_label(self.params)
+
+    @cached_property
+    def run(self) -> RunResults:
+        """What the point's run wrote so far (:func:`load_run`), read when first used; ConfigError for a point
+        never started."""
+        return load_run(self.path)
+
+
+@dataclass(frozen=True)
+class SweepResults:
+    """A sweep directory (``simulator sweep``): its ``name``, the ``swept`` dotted keys, the keys ``fixed`` at
+    every point (the sweep file's ``set``) and its ``points`` (:class:`SweepPoint`) in the order of the sweep."""
+
+    path: Path
+    name: str
+    swept: tuple[str, ...]
+    fixed: dict[str, Any]
+    points: tuple[SweepPoint, ...]
+
+    @property
+    def finished(self) -> tuple[SweepPoint, ...]:
+        """The points whose run has finished."""
+        return tuple(p for p in self.points if p.status == "finished")
+
+
+def load_sweep(path: str | Path) -> SweepResults:
+    """Load a sweep directory (one holding ``sweep.yaml``): its swept keys and its points, each with its
+    parameters, state and run (``point.run``, read when first used, as :func:`load_run`). ConfigError when
+    ``path`` is not a sweep directory."""
+    directory = Path(path)
+    manifest = read_manifest(directory)
+    points = tuple(SweepPoint(int(p["index"]), p["name"], dict(p["params"]), directory / p["name"],
+                              point_state(directory, p["name"])) for p in manifest["points"])
+    return SweepResults(directory, manifest["name"], tuple(manifest["swept"]), dict(manifest["set"] or {}), points)

@@ -293,6 +293,9 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
         raise ConfigError(key, value, f"expected {type_name(tp)}", "has the wrong type")
     item = section_list_item(tp)
     if item is not None:  # a list of sections: any length, each entry built as a section of its own
+        if isinstance(value, Mapping):  # keys set as particles.0.tau_p on a list the config did not hold
+            raise ConfigError(key, value, f"expected {type_name(tp)}, one per entry: give the whole list, "
+                              f"{key}=[{{...}}, ...]", "has the wrong type")
         if not isinstance(value, (list, tuple)):
             raise ConfigError(key, value, f"expected {type_name(tp)} (one per entry)", "has the wrong type")
         return tuple(build(item, v, f"{key}[{i}].") for i, v in enumerate(value))
@@ -346,11 +349,18 @@ def _scalars(value: Any) -> Iterator[Any]:
         yield value
 
 
+def did_you_mean(word: Any, names: Sequence[str]) -> str | None:
+    """The name of ``names`` closest to ``word``, regardless of case (``RK4`` -> ``rk4``), or None."""
+    lowered = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
+    return lowered[close[0]] if close else None
+
+
 def _unknown(key: str, value: Any, allowed: Sequence[Any]) -> ConfigError:
     # choices may be numbers (physics.cdm_lpt: 1 or 2) or booleans, spelt as YAML spells them (fft.in_turn)
     names = [str(a).lower() if isinstance(a, bool) else str(a) for a in allowed]
-    close = difflib.get_close_matches(str(value), names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    close = did_you_mean(value, names)
+    hint = f" (did you mean {close!r}?)" if close else ""
     return ConfigError(key, value, f"expected one of: {', '.join(names)}{hint}", "is unknown")
 
 
@@ -395,8 +405,8 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
     for name in data:
         if name not in fields and name not in registered:
             known = [*fields, *registered]
-            close = difflib.get_close_matches(str(name), known, n=1)
-            hint = f"did you mean '{prefix}{close[0]}'? " if close else ""
+            close = did_you_mean(name, known)
+            hint = f"did you mean '{prefix}{close}'? " if close else ""
             here = f"known keys for {context}" if context else "known keys here"
             raise ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(known)}", "is an unknown key")
     kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.")) for key, tp in table.items())
@@ -439,8 +449,10 @@ _INDEXED = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<index>\d+)\]$")
 
 
 def _set_dotted(tree: dict, key: str, value: Any) -> None:
-    """Set ``value`` at dotted ``key`` in ``tree``, creating sections on the way; a part ``name[i]``
-    indexes a list of sections (entry i must exist, or be the next one: then it is appended)."""
+    """Set ``value`` at dotted ``key`` in ``tree``, creating sections on the way. A part ``name[i]`` indexes a
+    list of sections: entry i must exist, or be the next one set whole (``particles[2]={name: heavy, ...}``:
+    then it is appended); a key of an entry that does not exist (``particles[2].tau_p``, one past the end
+    of two) is refused, so that an off-by-one index never adds an entry of defaults."""
     parts = key.split(".")
     node: Any = tree
     for i, part in enumerate(parts):
@@ -454,9 +466,8 @@ def _set_dotted(tree: dict, key: str, value: Any) -> None:
             index = int(indexed["index"])
             if not isinstance(entries, list):
                 raise ConfigError(where, entries, "it is not a list of sections", "cannot be indexed")
-            if index > len(entries):
-                raise ConfigError(f"{where}[{index}]", value, f"{where} has {len(entries)} entries: index one of "
-                                  f"them or the next, or set the whole list ({where}=[...])", "is out of range")
+            if index > len(entries) or (index == len(entries) and not (last and isinstance(value, Mapping))):
+                raise _no_entry(key, value, where, index, len(entries))
             if index == len(entries):
                 entries.append({})
             node, name = entries, index
@@ -466,9 +477,24 @@ def _set_dotted(tree: dict, key: str, value: Any) -> None:
         child = node.get(name) if isinstance(node, dict) else node[name]
         if child is None:
             child = node[name] = {}
+        if isinstance(child, list):  # particles.0.tau_p: the list's entries are indexed, particles[0].tau_p
+            path, rest = ".".join(parts[: i + 1]), parts[i + 1:]
+            entry = rest.pop(0) if rest[0].isdigit() else "0"
+            written = "".join(f".{r}" for r in rest)
+            raise ConfigError(key, value, f"{path} is a list: index its entries, as in {path}[{entry}]{written}",
+                              "names no entry")
         if not isinstance(child, dict):
             raise ConfigError(".".join(parts[: i + 1]), child, "it is a value, not a section", "cannot hold keys")
         node = child
+
+
+def _no_entry(key: str, value: Any, where: str, index: int, count: int) -> ConfigError:
+    """``key`` indexes entry ``index`` of the list ``where`` of ``count`` entries, which does not exist."""
+    held = (f"{where} has no entries: " if not count else f"{where} has 1 entry, {where}[0]: set a key of it, or "
+            if count == 1 else f"{where} has {count} entries, {where}[0] to {where}[{count - 1}]: set a key of one "
+            "of them, or ")
+    return ConfigError(key, value, f"{held}add entry {count} whole, as a mapping of its keys: "
+                       f"--set '{where}[{count}]={{key: value, ...}}'", "names no entry")
 
 
 def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:

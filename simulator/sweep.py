@@ -266,6 +266,11 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
+def point_label(params: Mapping[str, Any]) -> str:
+    """A point's swept values as a legend reads them: ``physics.viscosity = 0.01, time.dt = 0.02``."""
+    return ", ".join(f"{key} = {value}" for key, value in params.items())
+
+
 def point_state(directory: Path, name: str) -> str:
     """``pending`` (never started), or the run's state: running, interrupted, finished, failed."""
     status = read_status(directory / name)
@@ -413,10 +418,12 @@ def _before_first_chunk(directory: Path, members: Sequence[Mapping[str, Any]], p
 
 def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     """Write ``collected.csv``: per point its index, state, run directory, swept values, the last time
-    reached, and the final and peak value of every diagnostic of its ``timeseries.csv`` (empty where
-    it has none yet); of a resolution diagnostic (k_max eta, ...) also its lowest value, ``lowest_<name>``."""
+    reached, and of every diagnostic of its ``timeseries.csv`` (empty where it has none yet) the final
+    value, ``final_<name>``, and the largest, ``peak_<name>``; of a resolution diagnostic (k_max eta, ...)
+    its lowest value, ``lowest_<name>``, instead of the largest, and of a clock (the equation's
+    ``clocks``: a cosmological run's a, z, age) the final value only: their largest says nothing."""
     manifest = read_manifest(directory)
-    rows, diagnostics = [], []
+    rows, diagnostics, no_peak = [], [], set()
     for point in manifest["points"]:
         row: dict[str, Any] = {"index": point["index"], "status": point_state(directory, point["name"]),
                                "out": point["name"], **{k: point["params"].get(k, "") for k in manifest["swept"]}}
@@ -425,16 +432,19 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
         if table and table["time"].size:
             names = [n for n in table if n not in ("step", "time", "dt")]
             diagnostics.extend(n for n in names if n not in diagnostics)
+            clocks = _clocks(directory / point["config"])
+            no_peak.update(n for n in names if n in clocks or resolution.threshold(n) is not None)
             for name in names:
                 finite = table[name][np.isfinite(table[name])]
                 row[f"final_{name}"] = float(table[name][-1])
-                row[f"peak_{name}"] = float(finite.max()) if finite.size else math.nan
                 if resolution.threshold(name) is not None:
                     row[f"lowest_{name}"] = float(finite.min()) if finite.size else math.nan
+                elif name not in clocks:
+                    row[f"peak_{name}"] = float(finite.max()) if finite.size else math.nan
             row["time"] = float(table["time"][-1])
         rows.append(row)
     columns = ["index", "status", "out", *manifest["swept"], "time",
-               *(f"{kind}_{d}" for d in diagnostics for kind in ("final", "peak")),
+               *(c for d in diagnostics for c in (f"final_{d}", *(() if d in no_peak else (f"peak_{d}",)))),
                *(f"lowest_{d}" for d in diagnostics if resolution.threshold(d) is not None)]
     path = directory / COLLECTED
     with path.open("w", newline="") as f:
@@ -443,6 +453,14 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
         for row in rows:
             writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
     return path, rows
+
+
+def _clocks(config: Path) -> tuple[str, ...]:
+    """The clock diagnostics (:attr:`simulator.equations.spec.EquationInfo.clocks`) of a point's equation, from its
+    resolved config ``configs/pNNN.yaml``."""
+    from simulator.equations import get
+
+    return get(config_mod.read_yaml(config)["physics"]["name"]).clocks
 
 
 def default_directory(sweep: Sweep) -> Path:

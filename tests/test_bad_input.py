@@ -20,6 +20,7 @@ FORCED = str(ROOT / "configs" / "forced_turbulence.yaml")
 ABC = str(ROOT / "configs" / "abc.yaml")
 MHD = str(ROOT / "configs" / "orszag_tang.yaml")
 WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
+PARTICLES = str(ROOT / "configs" / "forced_turbulence_particles.yaml")  # two species
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
@@ -105,6 +106,22 @@ CASES = {
                                                  "initial.seed = 3 is an unknown key; known keys for initial.name = "
                                                  "taylor_green: name, amplitude"),
     "unknown precision": (["run", TG, "--set", "precision=float16"], "precision = 'float16' is unknown"),
+    "a name in capitals": (["run", TG, "--set", "time.integrator=RK4"], "time.integrator = 'RK4' is unknown; expected "
+                           "one of: rk2, rk3, rk4, lsrk4, etdrk4, kdk (did you mean 'rk4'?)"),
+    "a key in capitals": (["run", TG, "--set", "Time.dt=0.1"], "Time = {'dt': 0.1} is an unknown key; did you mean "
+                          "'time'?"),
+    # lists of sections: an entry is added only whole; a key of one past the end is an off-by-one, not a species
+    "a species one past the end": (["run", PARTICLES, "--set", "particles[2].tau_p=0.1"],
+                                   "particles[2].tau_p = 0.1 names no entry; particles has 2 entries, particles[0] to "
+                                   "particles[1]: set a key of one of them, or add entry 2 whole, as a mapping of its "
+                                   "keys: --set 'particles[2]={key: value, ...}'"),
+    "a species far past the end": (["run", PARTICLES, "--set", "particles[5].tau_p=0.1"],
+                                   "particles[5].tau_p = 0.1 names no entry; particles has 2 entries"),
+    "a whole species far past the end": (["run", PARTICLES, "--set", "particles[5]={name: heavy}"],
+                                         "particles[5] = {'name': 'heavy'} names no entry; particles has 2 entries"),
+    "a species indexed with a dot": (["run", PARTICLES, "--set", "particles.0.tau_p=0.1"],
+                                     "particles.0.tau_p = 0.1 names no entry; particles is a list: index its entries, "
+                                     "as in particles[0].tau_p"),
     # command line
     "config not UTF-8": (["run", "latin1.yaml"], "config file = 'latin1.yaml:1' is not valid UTF-8"),
     "binary config": (["run", "binary.yaml"], "config file = 'binary.yaml' is a binary file"),

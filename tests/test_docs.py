@@ -478,6 +478,12 @@ def test_the_example_sweep_as_written():
     # viscosity halves from point to point: less of the initial energy 1/8 is dissipated by t = 10
     assert 0 < energy[0] < energy[1] < energy[2] < 0.125
     assert png_size(ROOT / "outputs" / "tg_viscosity" / "plots" / "sweep_peak_dissipation.png") == (960, 600)
+    assert png_size(ROOT / "outputs" / "tg_viscosity" / "plots" / "sweep_spectra.png") == (960, 600)
+    figure = ROOT / "outputs" / "tg_viscosity" / "dissipation.png"
+    figure.unlink(missing_ok=True)
+    done = python(code("how-to/sweeps.md", "python"))  # the page's load_sweep figure, three lines of it
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert figure.stat().st_size > 10_000
 
 
 @pytest.mark.slow

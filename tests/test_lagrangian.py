@@ -120,3 +120,19 @@ def test_a_tracer_run_plots_lagrangian_png_and_disperses_ballistically_at_first(
     ratio = s.dispersion[early] / s.ballistic()[early]
     np.testing.assert_allclose(ratio, 1.0, rtol=2e-3)  # measured 1 - 1.3e-4 .. 5.3e-4
     assert s.autocorrelation[0] == pytest.approx(1.0) and s.structure_function[0] == 0.0
+
+
+def test_trajectories_start_after_the_spin_up_that_output_trajectories_start_names(tmp_path):
+    """``output.trajectories.start``: the first row is the first every-step row at or past it (no t = 0 row), so
+    the tracks and their statistics begin in the developed flow; a start the run never reaches is refused."""
+    settings = {"grid.shape": 8, "fft.backend": "single", "time.dt": 0.005, "time.t_end": 0.03, "output.chunk": 1,
+                "output.trajectories.every": 2, "output.trajectories.count": 4, "output.trajectories.start": 0.012,
+                "particles": [{"name": "t", "count": 4}]}
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", settings)
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    run = simulator.load_run(tmp_path / "run")
+    np.testing.assert_allclose(run.trajectories["t"].time, [0.02, 0.03], rtol=1e-12)  # the even steps past 0.012
+    assert run.lagrangian()["t"].tau[0] == 0.0 and len(run.lagrangian()["t"].tau) >= 1
+    with pytest.raises(simulator.errors.ConfigError, match=r"^output\.trajectories\.start = 0\.03 records no row; "
+                                                           r"give a time below time\.t_end = 0\.03$"):
+        simulator.load_config(ROOT / "configs" / "taylor_green.yaml", {**settings, "output.trajectories.start": 0.03})

@@ -600,6 +600,58 @@ def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypat
     assert [ax.get_xlabel() for ax in saved[0].axes] == [r"$\tau$ (s)", "t (s)", "t (s)", r"$\tau$ (s)"]
 
 
+def test_statistics_figures_average_the_rows_of_the_window(tmp_path, monkeypatch):
+    """pdfs.png and structure_functions.png are means over the rows of a window (default: the second half of the
+    run), which their titles state; `simulator plot --window T0 T1` and run.plot.statistics(window=...) choose
+    it; a window without rows skips those two figures (one line each) and draws the others."""
+    from simulator import load_run, results
+    from simulator.plots import statistics as statistics_plots
+    from simulator.plots.figures import MissingOutputError
+
+    t = np.linspace(0.0, 3.0, 4)  # rows at t = 0, 1, 2, 3 whose PDFs and S_p are 1, 2, 3, 4 everywhere
+    level = (t + 1.0)[:, None]
+    data = {"time": t, "attrs": {"spacing": "[0.5, 0.5, 0.5]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2]),
+            "structure_longitudinal_x": np.ones((4, 2, 2)) * level[:, :, None], "pdf_centres": np.linspace(-1, 1, 5),
+            "pdf_dudx": np.ones((4, 5)) * level, "pdf_increment": np.ones((4, 1, 5)) * level[:, :, None],
+            "pdf_separations": np.array([1]),
+            **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    for module in (statistics_plots, results):  # the file's reader, which load_run calls too
+        monkeypatch.setattr(module, "read_statistics", lambda path: data)
+    (tmp_path / "statistics.h5").touch()
+    config = {"name": "t", "grid": {"shape": [16] * 3, "box": [1.0] * 3}, "physics": {"name": "navier_stokes"},
+              "initial": {"name": "taylor_green"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"config": config}))
+    info = equations.get("navier_stokes")
+
+    def drawn(window=None):
+        pdfs = statistics_plots.statistics_figures(tmp_path, config, info, window)["pdfs"]()
+        return pdfs.get_suptitle(), [float(np.nanmean(line.get_ydata())) for line in pdfs.axes[0].lines[:2]]
+
+    assert drawn() == ("t  16³  PDFs, t = 2.00 – 3.00 (mean of 2 rows)", [3.5, 3.5])  # the second half: rows 2, 3
+    assert drawn((0.0, 1.0)) == ("t  16³  PDFs, t = 0.00 – 1.00 (mean of 2 rows)", [1.5, 1.5])
+    assert drawn((3.0, 3.0)) == ("t  16³  PDFs, t = 3.00", [4.0, 4.0])
+    structure = statistics_plots.statistics_figures(tmp_path, config, info, (0.0, 2.0))["structure_functions"]()
+    assert np.asarray(structure.axes[0].lines[0].get_ydata()).tolist() == [2.0, 2.0]  # rows 0-2: mean of 1, 2, 3
+    # the API and the command line choose the same window
+    fig = load_run(tmp_path).plot.statistics("pdfs", window=(0.0, 1.0))
+    assert fig.get_suptitle() == "t  16³  PDFs, t = 0.00 – 1.00 (mean of 2 rows)"
+    with pytest.raises(MissingOutputError, match=r"has no row in the window t = 1\.20 – 1\.50 \(its rows span "
+                                                 r"t = 0\.00 – 3\.00\)"):
+        load_run(tmp_path).plot.statistics("pdfs", window=(1.2, 1.5))
+    saved = {}
+    monkeypatch.setattr(statistics_plots, "save", lambda fig, path, pdf: saved.update({path.stem: fig}) or [path])
+    statistics_plots.plot_statistics(tmp_path, config, info, window=(0.0, 1.0))
+    assert saved["pdfs"].get_suptitle() == fig.get_suptitle()
+    saved.clear()
+    statistics_plots.plot_statistics(tmp_path, config, info, window=(1.2, 1.5))
+    assert list(saved) == ["derivative_moments"]
+    for option in ("--window", "--average"):  # --average: the option's older name
+        saved.clear()
+        assert plot(str(tmp_path), option, "0", "1") == 0
+        assert saved["pdfs"].get_suptitle() == fig.get_suptitle()
+    assert plot(str(tmp_path), "--window", "1", "0") == 2
+
+
 def test_spectra_are_named_as_their_equation_declares_not_by_column():
     """Titles and axes name a spectrum by its declared label (PlotSpec.labels): "scalar 1 variance spectrum",
     "kinetic and magnetic energy spectra", never the column (scalar1_variance, magnetic_energy)."""
@@ -811,7 +863,7 @@ def test_run_plot_returns_the_figures_simulator_plot_saves_and_writes_nothing(ru
     saved = {}
     for module in (run_plots, spectra_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.update({path.stem: fig}) or [path])
-    plots.plot_run(src, times=[0.0, 0.2], average=[0.1, 0.2])
+    plots.plot_run(src, times=[0.0, 0.2], window=[0.1, 0.2])
     first = dict(saved)
     plots.plot_run(src, field="vorticity", axis="x")
     saved = {**first, "slice_vorticity": saved["slice_vorticity"]}

@@ -55,7 +55,7 @@ def test_info_reports_devices_mesh_slurm_and_versions():
     )
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert "SLURM_JOB_ID         99" in out and "SLURM_STEP_NODELIST  -" in out
+    assert "Slurm environment:\n  SLURM_JOB_ID         99" in out and "SLURM_STEP_NODELIST  -" in out
     assert "processes:             1" in out and "global devices:        4" in out
     assert "config mesh:           pencil [2, 2] ('p0', 'p1')" in out
     assert "process 0/1 local devices: cpu:0, cpu:1, cpu:2, cpu:3" in out
@@ -63,6 +63,44 @@ def test_info_reports_devices_mesh_slurm_and_versions():
     assert "GPU binding: CUDA_VISIBLE_DEVICES=NoDevFiles; process 0 of 1 on this node: no GPU visible" in out
     for pkg in ("jax", "jaxlib", "jaxdecomp", "h5py"):
         assert f"{pkg} " in out.split("versions:")[1]
+
+
+def test_info_leads_with_devices_and_versions_and_shows_slurm_only_under_slurm():
+    """Outside a Slurm job (no SLURM_ variable) `simulator info` names no Slurm variable: its first lines are
+    the devices and the versions."""
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""}
+    r = subprocess.run([sys.executable, "-m", "simulator", "info", "--cpu-devices", "2", "--set", "grid.shape=8"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "global devices:        2 cpu: cpu:0, cpu:1", r.stdout
+    assert lines[1].startswith("versions:              python ") and "jax " in lines[1], r.stdout
+    assert "SLURM" not in r.stdout.upper(), r.stdout
+
+
+def test_check_on_a_cpu_checks_the_exchange_between_devices_by_default():
+    """`simulator check` given no device count on a CPU runs on 4 virtual devices (2 where the grid does not
+    divide over 4), so the distributed backends exchange data (a slab transform is one all-to-all each
+    way); its first line states the tolerance. One device is said to check no exchange."""
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""}
+
+    def check(*args):
+        r = subprocess.run([sys.executable, "-m", "simulator", "check", *args], capture_output=True, text=True,
+                           timeout=300, env=env, cwd=ROOT)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stdout.splitlines()
+
+    lines = check("--all-backends", "--set", "grid.shape=8")
+    assert lines[0].startswith("FFT self-check on 4 cpu device(s), 1 process(es), grid [8, 8, 8], float32, "
+                               "tolerance 1e-05 (the largest error over NumPy's largest value)"), lines
+    rows = [line.split() for line in lines[3:]]
+    assert [(row[1], row[5]) for row in rows if row[0] == "slab"] == [("4", "1/1")] * 3, lines  # mesh, a2a fwd/inv
+    assert {row[0] for row in rows} == {"jaxdecomp", "pencil", "single", "slab"}, lines
+    assert all(row[-1] == "ok" for row in rows), lines
+    assert check("--set", "grid.shape=[8,6,8]")[0].startswith("FFT self-check on 2 cpu device(s), ")
+    alone = check("--cpu-devices", "1", "--set", "grid.shape=8")[0]
+    assert alone.startswith("FFT self-check on 1 cpu device(s) (one device: no exchange between devices is checked; "
+                            "give --cpu-devices N)"), alone
 
 
 def test_threads_size_xla_s_cpu_pool_and_cap_fftw_s():

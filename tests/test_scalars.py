@@ -66,10 +66,11 @@ def test_scalars_are_a_list_of_sections_with_keys_per_entry():
     assert cfg.physics.traced()["scalars"] == [{"diffusivity": 0.01, "mean_gradient": (0.0, 0.0, 1.0)},
                                                {"diffusivity": 1e-3, "mean_gradient": (0.0, 0.0, 0.0)}]
     assert C.load(None).physics.scalars == () and C.load(None).physics.traced()["scalars"] == []
-    # an indexed key sets one entry (sweeps use the same keys), or appends the next one
+    # an indexed key sets one entry (sweeps use the same keys); the next entry is added whole, as a mapping
     indexed = C.load(None, ["physics.scalars=[{}]", "physics.scalars[0].diffusivity=0.5"])
     assert indexed.physics.scalars[0].diffusivity == 0.5
-    assert len(C.load(None, ["physics.scalars[0].diffusivity=0.5"]).physics.scalars) == 1
+    added = C.load(None, ["physics.scalars[0]={diffusivity: 0.5}", "physics.scalars[1]={}"]).physics.scalars
+    assert [s.diffusivity for s in added] == [0.5, 1e-3]
     # the resolved config round-trips
     again = C.from_dict(yaml.safe_load(C.dump(cfg)))
     assert again == cfg
@@ -81,7 +82,15 @@ def test_scalars_are_a_list_of_sections_with_keys_per_entry():
     (["physics.scalars=[{mean_gradient: [1, 2]}]"], r"^physics\.scalars\[0\]\.mean_gradient = \[1, 2\] has 2 entries"),
     (["physics.scalars=0.01"], r"^physics\.scalars = 0\.01 has the wrong type; expected a list of mappings"),
     (["physics.scalars=[0.01]"], r"^physics\.scalars\[0\] = 0\.01 has the wrong type; expected a mapping"),
-    (["physics.scalars[1].diffusivity=0.5"], r"^physics\.scalars\[1\] = 0\.5 is out of range; physics\.scalars has 0 "),
+    # a key of an entry that does not exist, even the next one, adds nothing: the key named whole
+    (["physics.scalars[1].diffusivity=0.5"], r"^physics\.scalars\[1\]\.diffusivity = 0\.5 names no entry; "
+                                             r"physics\.scalars has no entries: add entry 0 whole"),
+    (["physics.scalars=[{}]", "physics.scalars[1].diffusivity=0.5"],
+     r"^physics\.scalars\[1\]\.diffusivity = 0\.5 names no entry; physics\.scalars has 1 entry, "
+     r"physics\.scalars\[0\]: set a key of it, or add entry 1 whole, as a mapping of its keys: "
+     r"--set 'physics\.scalars\[1\]=\{key: value, \.\.\.\}'$"),
+    (["physics.scalars.0.diffusivity=0.5"], r"^physics\.scalars = \{'0': \{'diffusivity': 0\.5\}\} has the wrong "
+                                            r"type; expected a list of mappings, one per entry"),
     (["initial.scalars.name=random"], r"^initial\.scalars\.name = 'random' has no scalar to apply to"),
     (["physics.scalars=[{}]", "initial.scalars.name=blob"], r"^initial\.scalars\.name = 'blob' is unknown"),
 ])

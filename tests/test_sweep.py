@@ -121,6 +121,50 @@ def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
     assert float(rows[0]["lowest_kmax_eta"]) < 1 < float(rows[1]["lowest_kmax_eta"])
     assert "red x: 1 point(s) under-resolved" in collected.stderr
     assert (out / "plots" / "sweep_final_energy.png").stat().st_size > 1000
+    # a resolution diagnostic's largest value says nothing: its lowest is given instead
+    header = (out / "collected.csv").read_text().splitlines()[0].split(",")
+    assert "final_kmax_eta" in header and "peak_kmax_eta" not in header and "peak_energy" in header
+    # every point's last spectrum in one figure (point 1 dashed: its status is gone, so it is not finished)
+    assert collected.stdout.split()[-1] == str(out / "plots" / "sweep_spectra.png")
+    assert (out / "plots" / "sweep_spectra.png").stat().st_size > 1000
+    # the sweep read back in Python: its points with their values, states and runs
+    import simulator
+
+    loaded = simulator.load_sweep(out)
+    assert (loaded.name, loaded.swept, loaded.fixed) == ("s", ("physics.viscosity",), TINY)
+    assert [(p.name, p.params, p.status) for p in loaded.points] == [
+        ("p000", {"physics.viscosity": 0.01}, "finished"), ("p001", {"physics.viscosity": 0.05}, "pending")]
+    assert loaded.finished == loaded.points[:1] and loaded.points[1].label == "physics.viscosity = 0.05"
+    assert loaded.points[1].run.config["physics"]["viscosity"] == 0.05
+    for point, row in zip(loaded.points, rows, strict=True):
+        assert point.run.timeseries["energy"][-1] == float(row["final_energy"])
+        assert point.run.spectra["energy"].shape[1] == point.run.spectra["k"].size
+
+
+def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
+    """A cosmological point's a, z and age are clocks (functions of run time alone): collected.csv gives their
+    final value, not their largest (peak_z was the starting redshift); its other diagnostics keep both, and a
+    resolution diagnostic its lowest instead of its largest. No run is needed: the manifest, the point's
+    resolved config and its timeseries.csv are what collect reads."""
+    import simulator
+    from simulator import config as config_mod
+
+    out = tmp_path / "sw"
+    (out / "configs").mkdir(parents=True)
+    (out / "p000").mkdir()
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "cosmo", "swept": ["physics.m22"], "points": [
+        {"index": 0, "name": "p000", "params": {"physics.m22": 1.0}, "config": "configs/p000.yaml"}]}))
+    cfg = simulator.load_config(ROOT / "configs" / "fdm_cosmo.yaml")
+    (out / "configs" / "p000.yaml").write_text(config_mod.dump(cfg))
+    (out / "p000" / "timeseries.csv").write_text("step,time,dt,a,z,cosmic_time,max_density,kmax_de_broglie\n"
+                                                 "0,0.0,0.1,0.01,99.0,0.01,1.5,4.0\n"
+                                                 "10,1.0,0.1,0.0272,35.8,0.05,3.5,2.5\n")
+    path, [row] = sweep.collect(out)
+    with path.open() as f:
+        header = next(csv.reader(f))
+    assert header == ["index", "status", "out", "physics.m22", "time", "final_a", "final_z", "final_cosmic_time",
+                      "final_max_density", "peak_max_density", "final_kmax_de_broglie", "lowest_kmax_de_broglie"]
+    assert (row["final_z"], row["peak_max_density"], row["lowest_kmax_de_broglie"]) == (35.8, 3.5, 2.5)
 
 
 def test_a_second_start_of_a_running_sweep_is_refused_in_one_line(tmp_path):

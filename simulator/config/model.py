@@ -210,6 +210,9 @@ class TrajectoryOutput:
     every: int = setting(0, "steps between trajectory rows (a multiple of output.chunk); 0 = no trajectory file",
                          min=0)
     count: int = setting(100, "particles per species recorded (the first ones of each)", min=1)
+    start: float = setting(0.0, "simulated time from which rows are recorded: the first row is the first of the "
+                           "every-step rows at or past it (past a spin-up, so that the Lagrangian statistics start "
+                           "from a developed flow); 0 = from the start of the run, its t = 0 row included", min=0.0)
 
 
 def _registered_sections() -> dict[str, type]:
@@ -394,6 +397,10 @@ def resolve(cfg: Config) -> Config:
         if late:
             raise ConfigError(key, list(times), f"every time must be <= time.t_end = {cfg.time.t_end:.12g}",
                               f"holds {late[0]:.12g}, which the run never reaches")
+    trajectories = cfg.output.trajectories
+    if trajectories.every and trajectories.start >= cfg.time.t_end:
+        raise ConfigError("output.trajectories.start", trajectories.start, f"give a time below time.t_end = "
+                          f"{cfg.time.t_end:.12g}", "records no row")
     if cfg.output.tasks:
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, tasks=output_tasks.resolve(cfg)))
     return cfg

@@ -324,6 +324,9 @@ class EquationInfo:
     diagonal_linear: bool = True
     #: the derived scales its parameters compute (``EquationParams.scales``): name -> what it is
     scales: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: diagnostics that are other clocks, functions of run time alone (a cosmological run's a, z and age): their
+    #: largest value over a run says nothing of the run (a sweep's collected.csv gives their final value only)
+    clocks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
@@ -334,7 +337,7 @@ class EquationInfo:
             raise ValueError(f"{self.name}: its params dataclass names itself {_default_name(self.params)!r}")
         if len(set(names)) != len(names):
             raise ValueError(f"{self.name}: initial condition names repeat: {names}")
-        for name in (*self.progress, *((self.cfl,) if self.cfl else ())):
+        for name in (*self.progress, *((self.cfl,) if self.cfl else ()), *self.clocks):
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
         if (self.plot.slice_field not in self.fields or self.plot.reference not in (None, *self.spectra)

@@ -95,12 +95,17 @@ class CheckResult:
         return self.forward_error <= self.tolerance and self.roundtrip_error <= self.tolerance
 
 
+def tolerance(dtype) -> float:
+    """The largest error :func:`check_transform` passes, relative to the largest value of the reference:
+    1e-12 in float64; in float32, 1e-5, a few hundred float32 ulps, which covers the O(eps * log2 N)
+    growth of FFT round-off at the sizes the check uses."""
+    return 1e-12 if jnp.dtype(dtype) == jnp.float64 else 1e-5
+
+
 def check_transform(fft: FFTBackend, real: bool, dtype, batch: int = 3, seed: int = 0) -> CheckResult:
     """Forward against numpy.fft and the inverse round trip for one backend and transform kind (a
-    backend built ``compact`` checks its compact spectrum, whose round trip keeps only the kept modes).
-
-    Tolerance: 1e-12 in float64; in float32, 1e-5, a few hundred float32 ulps, which covers the
-    O(eps * log2 N) growth of FFT round-off at the sizes the check uses.
+    backend built ``compact`` checks its compact spectrum, whose round trip keeps only the kept modes),
+    each passing below :func:`tolerance`.
     """
     shape = (batch, *fft.shape) if batch else tuple(fft.shape)
     x = host_field(shape, real, seed)
@@ -112,7 +117,6 @@ def check_transform(fft: FFTBackend, real: bool, dtype, batch: int = 3, seed: in
     back = inv(k)
     ref = fft.reference_spectrum(x, real)
     kept = x if not (real and fft.compact is not None) else kept_modes_field(fft, x)
-    tol = 1e-12 if jnp.dtype(dtype) == jnp.float64 else 1e-5
     return CheckResult(
         backend=fft.name,
         mesh=tuple(fft.mesh.devices.shape),
@@ -121,5 +125,5 @@ def check_transform(fft: FFTBackend, real: bool, dtype, batch: int = 3, seed: in
         roundtrip_error=max_relative_error(back, kept),
         forward_collectives=collective_counts(fwd.as_text()),
         inverse_collectives=collective_counts(inv.as_text()),
-        tolerance=tol,
+        tolerance=tolerance(dtype),
     )

@@ -39,7 +39,8 @@ def landing_times(schedules: Iterable[Schedule], t_end: float) -> tuple[float, .
 class Schedule:
     """When a writer writes: every ``every`` steps, each time the simulated time passes a multiple of
     ``dt``, at each of ``times``, every ``wall`` seconds, and/or at the end. ``at_start``: also at
-    t = 0 of a new run when any periodic trigger is set (or ``times`` holds 0)."""
+    t = 0 of a new run when any periodic trigger is set (or ``times`` holds 0). ``start``: none of these
+    before that simulated time (a spin-up left out; the t = 0 row only when it is 0)."""
 
     every: int = 0
     dt: float | None = None
@@ -47,6 +48,7 @@ class Schedule:
     at_end: bool = False
     at_start: bool = True
     times: tuple[float, ...] = ()
+    start: float = 0.0
 
     @classmethod
     def of(cls, section: Any, at_end: bool | None = None) -> Schedule:
@@ -79,6 +81,8 @@ class Schedule:
     def due(self, step: int, t_prev: float, t_now: float, wall_due: bool = False) -> bool:
         """Due at a chunk end: by step count, by crossing a multiple of ``dt``, at one of ``times``, or
         by wall time."""
+        if t_now < self.start - 1e-12 * max(1.0, abs(self.start)):  # chunks may end on start itself
+            return False
         by_step = bool(self.every) and step % self.every == 0
         by_time = bool(self.dt) and math.floor(t_now / self.dt + 1e-9) > math.floor(t_prev / self.dt + 1e-9)
         return by_step or by_time or self.hits(t_prev, t_now) or wall_due
@@ -142,7 +146,8 @@ class Writer(abc.ABC):
                 or (moment.final and s.at_end))
 
     def at_start(self) -> bool:
-        return self.schedule.at_start and (self.schedule.periodic or self.schedule.hits(-math.inf, 0.0))
+        s = self.schedule
+        return s.at_start and s.start <= 0 and (s.periodic or s.hits(-math.inf, 0.0))
 
     def maybe_write(self, moment: Moment) -> None:
         if self.due(moment):

@@ -34,7 +34,8 @@ def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
         def sample_recorded(moment: Moment) -> Mapping[str, Any]:
             return recorded(sim.equation, moment.state, params, sim.time_array(moment.time))
 
-        out.append(TrajectoryWriter(Schedule(every=cfg.output.trajectories.every), list(rows),
+        schedule = Schedule(every=cfg.output.trajectories.every, start=cfg.output.trajectories.start)
+        out.append(TrajectoryWriter(schedule, list(rows),
                                     [s.count for s in cfg.particles], cfg.output.trajectories.count, sample_recorded,
                                     cfg.grid.box, ctx.rank0))
     return out

@@ -4,7 +4,7 @@
     fig = run.plot.timeseries()                            # matplotlib Figure, as plots/timeseries.png
     fig = run.plot.spectra(times=[0.4, 2.0], compensate=True)   # as plots/spectra_compensated.png
     fig = run.plot.slice("vorticity", axis="x")           # as plots/slice_vorticity.png
-    fig = run.plot.statistics("pdfs")                      # as plots/pdfs.png (output.statistics)
+    fig = run.plot.statistics("pdfs", window=(5, 10))      # as plots/pdfs.png (output.statistics), --window 5 10
     fig = run.plot.task("w_mid")                           # as plots/task_w_mid.png (output.tasks)
     fig = run.plot.lagrangian()                            # as plots/lagrangian.png (output.trajectories)
     fig.savefig("mine.pdf")                                # or display it in a notebook
@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 from simulator import equations
 from simulator.errors import ConfigError
-from simulator.plots.figures import MissingOutputError, check_average, unit
+from simulator.plots.figures import MissingOutputError, check_window, unit
 from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
 from simulator.plots.run import (
     last_slice_figure,
@@ -50,9 +50,10 @@ class RunPlots:
     grow with it.
 
     Errors: ConfigError (a ValueError) for a bad option, with the message ``simulator plot`` prints for
-    it (an unknown ``field`` or ``axis``, an ``average`` that is no window); MissingOutputError (a
-    ValueError) naming the file or the setting that is missing when the run has no output for the
-    figure (no ``spectra.h5``, no snapshot, fewer than two time-series rows, no transfer spectra).
+    it (an unknown ``field`` or ``axis``, an ``average`` or ``window`` that is no time window);
+    MissingOutputError (a ValueError) naming the file or the setting that is missing when the run has no
+    output for the figure (no ``spectra.h5``, no snapshot, fewer than two time-series rows, no transfer
+    spectra, no statistics row in the window).
     """
 
     def __init__(self, path: Path, config: dict[str, Any]) -> None:
@@ -81,7 +82,7 @@ class RunPlots:
         E(k) at those rows (eps from ``timeseries.csv``) and in black its mean over the rows of
         ``average`` = (t0, t1) (default: the second half of the run), for an equation with a spectrum
         guide."""
-        check_average(average)
+        check_window(average)
         stem = "spectra_compensated" if compensate else "spectra"
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
                            f"a compensated spectrum ({self.info.name} declares no spectrum guide)")
@@ -101,11 +102,13 @@ class RunPlots:
         with matplotlib.style.context("default"):  # as default_style, which serves one call at a time
             return last_slice_figure(self.path, self.config, self.info, field, index, tell=_quiet)
 
-    def statistics(self, which: str = "structure_functions") -> Figure:
-        """A figure of ``statistics.h5`` (``output.statistics``): ``structure_functions`` (S_2 and S_3 over
-        the later half of the rows; ``plots/structure_functions.png``), ``pdfs`` (the PDFs of the last row)
-        or ``derivative_moments`` (skewness and flatness against time)."""
-        figures = statistics_figures(self.path, self.config, self.info)
+    def statistics(self, which: str = "structure_functions", window: Sequence[float] | None = None) -> Figure:
+        """A figure of ``statistics.h5`` (``output.statistics``): ``structure_functions`` (S_p averaged over the
+        rows of ``window`` = (t0, t1), default the second half of the run; ``plots/structure_functions.png``),
+        ``pdfs`` (the PDFs averaged over the same rows) or ``derivative_moments`` (skewness and flatness against
+        time), as ``simulator plot --window T0 T1`` draws them. MissingOutputError for a window without rows."""
+        check_window(window)
+        figures = statistics_figures(self.path, self.config, self.info, window)
         if which not in figures:
             raise ConfigError("which", which, f"choose one of {', '.join(figures)}", "is not a statistics figure")
         return self._build(lambda: figures, which, "statistics figure")

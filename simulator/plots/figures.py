@@ -124,10 +124,10 @@ def snapshot_heading(config: dict[str, Any], info: EquationInfo, t: float, end: 
             "(output.snapshots.at_end: true writes a snapshot there)")
 
 
-def check_average(average: Sequence[float] | None) -> None:
-    """ConfigError unless ``average`` is None or a time window (t0, t1), t0 <= t1."""
-    if average is not None and (len(average) != 2 or not average[0] <= average[1]):
-        raise ConfigError("--average", list(average), "give two times T0 <= T1", "is not a time window")
+def check_window(window: Sequence[float] | None) -> None:
+    """ConfigError unless ``window`` is None or a time window (t0, t1), t0 <= t1 (``--window``)."""
+    if window is not None and (len(window) != 2 or not window[0] <= window[1]):
+        raise ConfigError("--window", list(window), "give two times T0 <= T1", "is not a time window")
 
 
 def plain_log_ticks(axis: Any) -> None:

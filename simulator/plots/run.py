@@ -56,7 +56,7 @@ from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (Figures, MissingOutputError, check_average, default_style, figure, heading,
+from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style, figure, heading,
                                      note, physics_of, save, snapshot_heading, time_axis, time_window, unit,
                                      wide_positive)
 from simulator.plots.lagrangian import plot_lagrangian
@@ -371,26 +371,28 @@ def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str
 
 @default_style
 def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
-             frames: bool = False, pdf: bool = False, average: Sequence[float] | None = None) -> Figures:
+             frames: bool = False, pdf: bool = False, window: Sequence[float] | None = None) -> Figures:
     """Every figure of a run directory (see the module docstring); returns the files written, with the
     lines of the figures skipped because a file is damaged (:class:`~simulator.plots.figures.Figures`).
 
     Reads ``config.yaml``, ``timeseries.csv``, ``spectra.h5`` and ``snapshots/s*.h5``. ``field``
-    (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``average`` =
-    (t0, t1) the window of the time-averaged compensated spectrum (default: the second half of the run).
+    (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``window`` =
+    (t0, t1) the time window of the time-averaged figures: the compensated spectrum's mean, the structure
+    functions and the PDFs (default: the second half of the run).
     Raises ConfigError for a missing or foreign directory, an unknown axis or field.
     """
     config = load_run_config(run_dir)
     info = equations.get(config["physics"]["name"])
     field, index, stem = slice_choice(run_dir, info, field, axis)
-    check_average(average)
+    check_window(window)
     families: list[tuple[str, Path, Callable[[], list[Path]]]] = [
         ("the time series figures", run_dir / TIMESERIES_FILE, partial(plot_timeseries, run_dir, config, info, pdf)),
         ("the spectra figures", run_dir / SPECTRA_FILE,
-         partial(plot_spectra, run_dir, config, info, times, pdf, average)),
+         partial(plot_spectra, run_dir, config, info, times, pdf, window)),
         (f"{stem}.png", run_dir / "snapshots",
          partial(plot_slice, run_dir, config, info, field, index, pdf, stem)),
-        ("the statistics figures", run_dir / STATISTICS_FILE, partial(plot_statistics, run_dir, config, info, pdf)),
+        ("the statistics figures", run_dir / STATISTICS_FILE,
+         partial(plot_statistics, run_dir, config, info, pdf, window)),
         ("the Lagrangian figure", run_dir / TRAJECTORIES, partial(plot_lagrangian, run_dir, config, info, pdf)),
         ("the task figures", run_dir / TASKS_FILE, partial(plot_tasks, run_dir, config, info, pdf))]
     families += [(f"the {kind.name} figures", run_dir / kind.files[0], partial(kind.call, "figures", run_dir, config, pdf))

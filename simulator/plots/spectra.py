@@ -261,7 +261,7 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
     rows = select_rows(t_all, times, count=max(DEFAULT_SPECTRA, len(times or ()))) if t_all.size else []
     table = read_spectra(path, rows) if rows else {}
     k, power = table.get("k"), table.get(name)
-    k_units = _k_units(path)
+    k_units = wavenumber_units(path)
     if power is None:
         raise MissingOutputError(f"{path} has no rows of {name!r} yet")
     shown = [float(t_all[r]) for r in rows]
@@ -329,7 +329,7 @@ def _guide_possible(k: np.ndarray, row: np.ndarray, eps: float | None, config: d
     return inertial_range_possible(k, row, eps, float(viscosity))
 
 
-def _k_units(path: Path) -> str:
+def wavenumber_units(path: Path) -> str:
     """The units of ``k`` in a spectra file (code units in files written before they were recorded)."""
     with open_for_reading(path) as f:
         units = f["k"].attrs.get("units", "1/(code units)")

@@ -1,20 +1,24 @@
 """The flow-statistics figures of a run directory, from ``statistics.h5`` (no JAX):
 
-* ``plots/structure_functions.png``: S_p^L(r) (averaged over the axes that share a cell size, rows of
-  the last half of the run averaged) for every order against r, with K41's r^(p/3) dashed; beside it
-  S_2^L compensated by (eps r)^(2/3) (eps the mean ``dissipation`` of ``timeseries.csv`` over those rows;
+* ``plots/structure_functions.png``: S_p^L(r) (averaged over the axes that share a cell size and over the
+  rows of a time window) for every order against r, with K41's r^(p/3) dashed; beside it
+  S_2^L compensated by (eps r)^(2/3) (eps the mean ``dissipation`` of ``timeseries.csv`` over the window;
   without one, by r^(2/3)) and, when ``spectra.h5`` has E(k), the isotropic S_2^L of that spectrum dashed
   (:func:`isotropic_s2`);
-* ``plots/pdfs.png``: the PDFs of du/dx and of the longitudinal increments at the last row, log scale,
-  against the standard normal;
+* ``plots/pdfs.png``: the PDFs of du/dx and of the longitudinal increments averaged over the rows of the
+  window, log scale, against the standard normal;
 * ``plots/derivative_moments.png``: the skewness and flatness of du/dx (pooled and per direction) and of
   each scalar's gradient along its mean gradient against time, with the Gaussian values (0, 3) dashed.
+
+The window is ``(t0, t1)`` (``simulator plot --window T0 T1``), both ends included; by default the second
+half of the run (:func:`simulator.plots.spectra.average_rows`, as the compensated spectrum's mean), past the
+transient from the initial field. Its times and its number of rows are in the figures' titles.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +31,8 @@ from simulator.output.spectra import read_spectra
 from simulator.output.statistics import FILE, read_statistics
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label, unit
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label, time_window, unit
+from simulator.plots.spectra import average_rows
 
 AXES = "xyz"
 
@@ -58,7 +63,7 @@ def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float 
     return trace, longitudinal
 
 
-def axis_mean(data: dict[str, Any], kind: str, rows: slice) -> tuple[np.ndarray, np.ndarray] | None:
+def axis_mean(data: dict[str, Any], kind: str, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
     """(separations in length units, S_p(r) ``(orders, separations)``) of ``kind`` (longitudinal or
     transverse), the mean of ``rows`` and of the axes whose separations and cell size are those of x."""
     spacing = np.asarray(eval_list(data["attrs"].get("spacing")) or [1.0, 1.0, 1.0])
@@ -78,13 +83,11 @@ def eval_list(value: Any) -> list[float] | None:
     return [float(v) for v in (json.loads(value) if isinstance(value, str) else value)]
 
 
-def _later_half(times: np.ndarray) -> slice:
-    return slice(times.size // 2, None) if times.size > 1 else slice(None)
-
-
 def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | None,
-                     spectrum: tuple[np.ndarray, np.ndarray] | None, when: str, length: str = "code units") -> Any:
-    rows = _later_half(data["time"])
+                     spectrum: tuple[np.ndarray, np.ndarray] | None, when: str, rows: Sequence[int],
+                     length: str = "code units") -> Any:
+    """S_p^L(r) of the ``rows`` of ``data`` (``structure_longitudinal_<axis>`` (rows, orders, separations))
+    averaged (see the module docstring); ``when`` names the window in the title."""
     fig, axes = figure(1, 2)
     left, right = axes[0]
     r, s = axis_mean(data, "longitudinal", rows)
@@ -117,15 +120,18 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
     return fig
 
 
-def pdf_figure(data: dict[str, Any], config: dict[str, Any], when: str) -> Any:
+def pdf_figure(data: dict[str, Any], config: dict[str, Any], when: str, rows: Sequence[int]) -> Any:
+    """The PDFs of ``data`` (``pdf_dudx`` (rows, bins), ``pdf_increment`` (rows, separations, bins), over bins of
+    value / rms centred at ``pdf_centres``) averaged over ``rows``: each row's PDF is of its own rms, so the
+    mean is that of the normalised variable over the window; ``when`` names the window in the title."""
     fig, axes = figure()
     ax = axes[0, 0]
     x = data["pdf_centres"]
     gauss = np.exp(-x**2 / 2) / np.sqrt(2 * np.pi)
-    ax.semilogy(x, np.where(data["pdf_dudx"][-1] > 0, data["pdf_dudx"][-1], np.nan), "o-", ms=3,
-                label=r"$\partial u/\partial x$")
+    dudx, increments = np.mean(data["pdf_dudx"][rows], axis=0), np.mean(data["pdf_increment"][rows], axis=0)
+    ax.semilogy(x, np.where(dudx > 0, dudx, np.nan), "o-", ms=3, label=r"$\partial u/\partial x$")
     for j, sep in enumerate(data["pdf_separations"]):
-        pdf = data["pdf_increment"][-1, j]
+        pdf = increments[j]
         ax.semilogy(x, np.where(pdf > 0, pdf, np.nan), ".-", label=rf"$\delta u_L(r = {sep}\,\Delta x)$")
     ax.semilogy(x, gauss, "k--", lw=1, label="Gaussian")
     ax.set_xlabel(r"value / rms")
@@ -159,20 +165,32 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any], time: str = "co
     return fig
 
 
-def statistics_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo) -> dict[str, Callable[[], Any]]:
+def statistics_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
+                       window: Sequence[float] | None = None) -> dict[str, Callable[[], Any]]:
     """The statistics figures of a run directory, each built when called, by the stem of its file under
-    ``plots/``: ``structure_functions`` (S_2, S_3 over the later half of the rows, with eps from
-    ``timeseries.csv`` and E(k) from ``spectra.h5`` where the run wrote them), ``pdfs`` (the last row),
-    ``derivative_moments`` (against time). MissingOutputError without ``statistics.h5`` or without a row."""
+    ``plots/``: ``structure_functions`` (S_2, S_3 averaged over the rows of ``window`` = (t0, t1), by default
+    the second half of the run, with eps from ``timeseries.csv`` and E(k) from ``spectra.h5`` over the same
+    times where the run wrote them), ``pdfs`` (averaged over the same rows), ``derivative_moments`` (against
+    time). MissingOutputError without ``statistics.h5`` or without a row; the two averaged figures raise it
+    when built for a window that holds no row."""
     path = run_dir / FILE
     if not path.is_file():
         raise MissingOutputError(f"no {path}; set output.statistics.every (or dt, times, at_end)")
     data = read_statistics(path)  # a damaged file: plot_run skips these figures, naming it
     if data["time"].size == 0:
         raise MissingOutputError(f"{path} has no rows yet")
-    rows = _later_half(data["time"])
+    rows = average_rows(data["time"], window)
+    length, time = unit(config, info, "length"), unit(config, info, "time")
+    if not rows:
+        def averaged() -> Any:
+            raise MissingOutputError(f"{path} has no row in the window {time_window(config, info, *window)} (its rows "
+                                     f"span {time_window(config, info, data['time'][0], data['time'][-1])})")
+
+        return {"structure_functions": averaged, "pdfs": averaged,
+                "derivative_moments": lambda: moments_figure(data, config, time)}
     times = data["time"][rows]
-    when = f"{time_label(config, info, float(times[0]))} – {time_label(config, info, float(times[-1])).split('= ')[-1]}"
+    when = (f"{time_window(config, info, float(times[0]), float(times[-1]))} (mean of {len(rows)} rows)"
+            if len(rows) > 1 else time_label(config, info, float(times[0])))
     eps = spectrum = None
     series_path = run_dir / TIMESERIES_FILE
     if series_path.is_file():
@@ -187,21 +205,29 @@ def statistics_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo
             inside = (spectra["time"] >= times[0]) & (spectra["time"] <= times[-1])
             if inside.any():
                 spectrum = (spectra["k"], np.mean(spectra["energy"][inside], axis=0))
-    last = time_label(config, info, float(data["time"][-1]))
-    length, time = unit(config, info, "length"), unit(config, info, "time")
-    return {"structure_functions": lambda: structure_figure(data, config, eps, spectrum, when, length),
-            "pdfs": lambda: pdf_figure(data, config, last),
+    return {"structure_functions": lambda: structure_figure(data, config, eps, spectrum, when, rows, length),
+            "pdfs": lambda: pdf_figure(data, config, when, rows),
             "derivative_moments": lambda: moments_figure(data, config, time)}
 
 
-def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """The figures of the module docstring (:func:`statistics_figures`) under ``plots/``; nothing (and a
-    note) without ``statistics.h5`` rows."""
+def plot_statistics(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False,
+                    window: Sequence[float] | None = None) -> list[Path]:
+    """The figures of the module docstring (:func:`statistics_figures`, averaged over ``window``) under
+    ``plots/``; nothing (and a note) without ``statistics.h5`` rows, and a note for each averaged figure
+    whose window holds no row."""
     if not (run_dir / FILE).is_file():
         return []  # off by default: no note for runs that did not ask for statistics
     try:
-        figures = statistics_figures(run_dir, config, info)
+        figures = statistics_figures(run_dir, config, info, window)
     except MissingOutputError as err:
         note(f"skipped the statistics figures: {err}")
         return []
-    return [path for stem, build in figures.items() for path in save(build(), run_dir / "plots" / f"{stem}.png", pdf)]
+    written = []
+    for stem, build in figures.items():
+        try:
+            fig = build()
+        except MissingOutputError as err:
+            note(f"skipped {stem}.png: {err}")
+            continue
+        written += save(fig, run_dir / "plots" / f"{stem}.png", pdf)
+    return written

@@ -1,4 +1,5 @@
-"""The figure of a sweep directory: one collected result against one swept key.
+"""The figures of a sweep directory: one collected result against one swept key (``plots/sweep_<column>.png``),
+and every point's spectrum at the end of its run (``plots/sweep_spectra.png``).
 
 The x axis is labelled with the key and what the config reference says it is, e.g. ``physics.viscosity
 (kinematic viscosity nu)``; it is logarithmic when the swept values are positive and either span more
@@ -27,8 +28,12 @@ from simulator import config as config_mod
 from simulator import equations
 from simulator.equations import resolution
 from simulator.errors import ConfigError
-from simulator.plots.figures import default_style, figure, note, save, wide_positive
-from simulator.sweep import COLLECTED, MANIFEST
+from simulator.output.runconfig import load_run_config
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import read_spectra
+from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
+from simulator.plots.spectra import drawn, wavenumber_units
+from simulator.sweep import COLLECTED, point_label, point_state, read_manifest
 
 #: columns of collected.csv that are neither swept keys nor results
 SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
@@ -67,6 +72,16 @@ def under_resolved(row: dict[str, str]) -> list[str]:
         if limit is not None and value is not None and value < limit:
             out.append(f"{name} = {value:.2g} < {limit:g}")
     return out
+
+
+def _manifest(sweep_dir: Path) -> dict[str, Any]:
+    """The sweep's manifest ``sweep.yaml`` (:func:`simulator.sweep.read_manifest`); {} when it cannot be read:
+    the figures then do without the name and the swept keys it gives."""
+    try:
+        manifest = read_manifest(sweep_dir)
+    except (OSError, yaml.YAMLError, ConfigError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def _as_float(text: str) -> float | None:
@@ -171,11 +186,7 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         # a short row leaves None in its missing columns: read as empty, like a point without a value
         rows = [{key: value or "" for key, value in row.items() if key is not None} for row in reader]
         columns = list(reader.fieldnames or [])
-    try:
-        manifest = yaml.safe_load((sweep_dir / MANIFEST).read_text())
-    except (OSError, yaml.YAMLError):
-        manifest = None
-    manifest = manifest if isinstance(manifest, dict) else {}
+    manifest = _manifest(sweep_dir)
     results = [c for c in columns if c.startswith(("final_", "peak_"))]
     swept = [c for c in columns if c not in SWEEP_FIXED_COLUMNS and c not in results and not c.startswith(LOWEST)]
     if isinstance(manifest.get("swept"), list):  # the manifest says which columns are swept keys
@@ -250,3 +261,59 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     ax.grid(alpha=0.3, which="both")
     fig.suptitle(f"sweep {manifest.get('name') or sweep_dir.resolve().name}: {column} against {x_key}")
     return save(fig, sweep_dir / "plots" / f"sweep_{column}.png", pdf)[0]
+
+
+@default_style
+def plot_sweep_spectra(sweep_dir: Path, pdf: bool = False) -> list[Path]:
+    """``plots/sweep_spectra.png``: the equation's spectrum (its ``plot.spectrum``, E(k) for a flow, P(k) for a
+    cosmological run) at the last row of every point's ``spectra.h5`` (only that row read), one line per
+    point, coloured in the sweep's order and labelled by its swept values, over each run's resolved shells
+    (:func:`simulator.plots.spectra.drawn`); dashed for a point not finished, and with the row's time in
+    the label where the points' last rows are at different times. Points without a spectrum yet are left
+    out, a note says how many; nothing is written (and a note says so) when no point has one."""
+    manifest = _manifest(sweep_dir)  # points as simulator.load_sweep reads them (it imports this module's package)
+    points = [p for p in manifest.get("points") or [] if isinstance(p, dict) and "name" in p]
+    curves = []
+    for point in points:
+        run_dir = sweep_dir / str(point["name"])
+        path = run_dir / SPECTRA_FILE
+        if not path.is_file():
+            continue
+        try:
+            config = load_run_config(run_dir)
+            info = equations.get(config["physics"]["name"])
+            table = read_spectra(path, [-1])
+            k_units = wavenumber_units(path)
+        except Exception as err:  # whatever a damaged file makes h5py or the reader raise: that point is left out
+            note(f"passed over {point['name']}: {path} is damaged or not as the run writes it ({type(err).__name__})")
+            continue
+        if table["time"].size and info.plot.spectrum in table:
+            finished = point_state(sweep_dir, str(point["name"])) == "finished"
+            curves.append((point_label(point.get("params") or {}), finished, config, info, table, k_units))
+    if not curves:
+        note(f"skipped sweep_spectra.png: no point of {sweep_dir} has written a spectrum yet")
+        return []
+    fig, axes = figure()
+    ax = axes[0, 0]
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(curves)))
+    times = {float(table["time"][-1]) for *_, table, _ in curves}
+    for (label, finished, config, info, table, _), colour in zip(curves, colours, strict=True):
+        shells, above_floor = drawn(table["k"], config, info)
+        when = f" ({time_label(config, info, float(table['time'][-1]))})" if len(times) > 1 else ""
+        ax.loglog(table["k"][shells], above_floor(table[info.plot.spectrum][-1][shells]),
+                  "o-" if finished else "o--", ms=3, color=colour, label=f"{label}{when}")
+    _, _, config, info, table, k_units = curves[0]
+    ax.set_ylabel(info.plot.spectrum_label)
+    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    plain_log_ticks(ax.xaxis)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="best", fontsize="small")
+    unfinished, missing = sum(not finished for _, finished, *_ in curves), len(points) - len(curves)
+    notes = [f"dashed: {unfinished} point(s) not finished"] if unfinished else []
+    notes += [f"{missing} point(s) without a spectrum left out"] if missing else []
+    if notes:
+        fig.supxlabel("; ".join(notes), fontsize="small", color="0.3")
+    when = "at the end of each point's run" if len(times) > 1 else time_label(config, info, times.pop())
+    fig.suptitle(f"sweep {manifest.get('name') or sweep_dir.resolve().name}: "
+                 f"{info.plot.name_of(info.plot.spectrum)} spectrum, {when}")
+    return save(fig, sweep_dir / "plots" / "sweep_spectra.png", pdf)

@@ -279,6 +279,7 @@ INFO = EquationInfo(
         "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
+    clocks=("a", "z", "cosmic_time"),
     scales={"hbar_over_m": "hbar/m of the boson in code units, (Mpc/h)^2 H0",
             "jeans_length": "comoving quantum Jeans length 2 pi/k_J, k_J = (6 Omega_m H0^2 a/nu^2)^(1/4), Mpc/h",
             "de_broglie_length": "comoving de Broglie length 2 pi/k_rms, Mpc/h"},
