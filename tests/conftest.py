@@ -39,6 +39,9 @@ def pytest_configure(config):
     if os.environ.get(OPTIMIZE) != "1":
         os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in FAST_CODEGEN if f not in flags)])
     configure_devices(N_DEVICES, "float64")
+    # Started now, so that a test that sets up a float32 run in this process (the CLI's main, called in
+    # process) cannot switch float64 off for the tests after it: once JAX has started, float32 leaves it on
+    jax.devices()
     # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
     # the runs it starts share one of their own instead of the user's cache. Likewise XLA's compiled
     # programs (simulator/cache.py): the session, its workers and the hundreds of `simulator run` processes
