@@ -210,7 +210,7 @@ def scattered_run(case):
     sim = sp_mixed(case, n=8, window="tsc")
     state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
     end = sim.advance(state, 20, 0.02, 0.0, sim.params)
-    assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
+    assert np.asarray(end.lost).tolist() == [0, 0, 0, 0] and np.sum(np.asarray(end.live)) == 512
     live = np.asarray(end.live) > 0
     order = np.argsort(np.asarray(end.ident)[live])
     spectra = sim.spectra(end)
@@ -245,6 +245,9 @@ def test_distributed_equals_single_device(case):
      "physics.cdm_window"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "initial.name=soliton"], "initial.name"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_capacity=0.5"], "physics.cdm_capacity"),
+    # slots for no more than the mean count on each of 4 devices (known before start-up)
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=4096", "physics.cdm_capacity=1", "runtime.cpu_devices=4"],
+     "physics.cdm_capacity"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_lpt=2"], "physics.cdm_lpt"),
 ])
 def test_bad_mixed_input_is_refused_in_one_line_naming_the_key(overrides, key):

@@ -50,10 +50,11 @@ def exchange_setting() -> Any:
 
 
 def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
-    """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``): there exactly when
-    f < 1, a cube n^3 whose n divides every grid axis, the window's halo within every device's block, and an
-    initial condition among ``initials`` (those that place the particles). Each refusal is one line
-    naming the key, its value and what is allowed."""
+    """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``, ``cdm_capacity``): there
+    exactly when f < 1, a cube n^3 whose n divides every grid axis, the window's halo within every device's block,
+    slots for a uniform spread over the devices where their count is known (:func:`simulator.particles.slots.
+    check_capacity`), and an initial condition among ``initials`` (those that place the particles). Each refusal
+    is one line naming the key, its value and what is allowed."""
     if p.cdm_particles == 0:
         if p.fdm_fraction < 1.0:
             raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
@@ -69,7 +70,8 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
     if any(size % n for size in cfg.grid.shape):
         raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
                           f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
-    from simulator.config.particles import check_planes
+    from simulator.config.particles import check_planes, known_devices
+    from simulator.particles.slots import check_capacity
 
     window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]
     if min(cfg.grid.shape) < 2 * sum(window):
@@ -77,6 +79,8 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
                           f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
     check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
     name = getattr(cfg.initial, "name", None)
+    if (devices := known_devices(cfg)) is not None:
+        check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     if name is not None and name not in initials:
         raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a mixed run's particles start on their "
                           "lattice", "cannot place the particles")

@@ -96,9 +96,9 @@ class FDMCosmoParams(EquationParams):
     def a_start(self) -> float:
         return 1.0 / (1.0 + self.z_start)
 
-    def particle_species(self) -> tuple[str, ...]:
+    def particle_species(self) -> dict[str, int]:
         """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
-        return ("cdm",) if self.cdm_particles else ()
+        return {"cdm": self.cdm_particles} if self.cdm_particles else {}
 
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""

@@ -58,9 +58,9 @@ class SchrodingerPoissonParams(EquationParams):
     cdm_capacity: float = capacity_setting()
     cdm_exchange: float = exchange_setting()
 
-    def particle_species(self) -> tuple[str, ...]:
+    def particle_species(self) -> dict[str, int]:
         """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
-        return ("cdm",) if self.cdm_particles else ()
+        return {"cdm": self.cdm_particles} if self.cdm_particles else {}
 
     def check(self, cfg: Any) -> None:
         """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``."""
