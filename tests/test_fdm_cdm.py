@@ -536,7 +536,10 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
     checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
     restarted on 4 devices in pencils (the particles handed out again by owner) equal to it to 1e-12; and
-    the total mass stays at round-off; `simulator plot` draws it."""
+    the total mass stays at round-off; `simulator plot` draws it. The slots' numerics are free at a restart
+    (physics.cdm_exchange raised, still bitwise; physics.cdm_capacity raised on 4 devices), without
+    --allow-physics-change; another particle count or kind (4096 -> 512, mixed -> pure wave) is refused in one
+    line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed."""
     def run(out, *extra, status=0):
         args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
                 "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
@@ -548,7 +551,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
         return done
 
     run("straight")
-    run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"))
+    run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
+        "physics.cdm_exchange=0.5")
     # the cold particles' snapshots, with the field snapshots: the restart's from its step on, ending equal
     straight = cold_particle_snapshots(tmp_path / "straight", 4096, processes=1)
     split = cold_particle_snapshots(tmp_path / "split", 4096, processes=1)
@@ -565,8 +569,18 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     # on 4 devices in pencils (another count, real space divided along two axes) the particles are handed out
     # again by owner: the same particles (by identity) and wave to 1e-12, the straight run's files untouched
     run("moved", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--cpu-devices", "4",
-        "--set", "fft.backend=pencil")
+        "--set", "fft.backend=pencil", "--set", "physics.cdm_capacity=3")
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
+    status = (tmp_path / "straight" / "status.json").read_text()
+    for other in (["physics.cdm_particles=512"], ["physics.cdm_particles=0", "physics.fdm_fraction=1"]):
+        done = run("straight", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"),
+                   "--allow-physics-change", *(a for value in other for a in ("--set", value)), status=2)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {other[0].replace('=', ' = ')} differs from the "
+                                                       "run being restarted"), done.stderr
+        assert "holds a state of physics.cdm_particles = 4096" in lines[0], lines[0]
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
+    assert (tmp_path / "straight" / "status.json").read_text() == status
     with h5py.File(sorted((tmp_path / "moved" / "checkpoints").glob("c*.h5"))[-1]) as f:
         live = f["live"][()] > 0
         order = np.argsort(f["ident"][()][live])

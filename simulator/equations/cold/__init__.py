@@ -40,13 +40,14 @@ def window_setting() -> Any:
 def capacity_setting() -> Any:
     """``physics.cdm_capacity``: slots per device."""
     return setting(2.0, "particle slots per device, times the mean count per device (each device holds the "
-                   "particles in its block; on one device exactly all of them)", min=1.0)
+                   "particles in its block; on one device exactly all of them); may change on a restart", min=1.0,
+                   restart="free")
 
 
 def exchange_setting() -> Any:
     """``physics.cdm_exchange``: the hand-over's send buffers."""
-    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots", gt=0.0,
-                   max=1.0)
+    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots; may change "
+                   "on a restart", gt=0.0, max=1.0, restart="free")
 
 
 def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
@@ -78,6 +79,8 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
         raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {2 * sum(window)} nodes along "
                           f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
     check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
+    if (devices := known_devices(cfg)) is not None:
+        check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     name = getattr(cfg.initial, "name", None)
     if (devices := known_devices(cfg)) is not None:
         check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
