@@ -292,8 +292,8 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
     check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
     diffs = physics_changes(old, cfg)
     for key in diffs:  # what the state holds (a particle count): another value is a new run, flag or not
-        section, name = key.split(".")
         if _restart_rule(cfg, key) == "kept":
+            section, name = key.split(".")
             before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
             raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
                               f"{before}, which a restart continues (also with --allow-physics-change): a run with "
@@ -388,9 +388,11 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
 
 
 def _restart_rule(cfg: Config, key: str) -> str | None:
-    """The ``restart`` of the setting at dotted ``key`` (``section.name``) of ``cfg``'s schema, or None."""
-    section, name = key.split(".")
-    return next(f for f in dataclasses.fields(getattr(cfg, section)) if f.name == name).metadata.get("restart")
+    """The ``restart`` of the setting at dotted ``key`` of ``cfg``'s schema (a ``physics`` or ``grid`` key, as
+    :func:`physics_changes` names them), or None (a particle species' key among them: check_particles_kept's)."""
+    section, _, name = key.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(getattr(cfg, section))} if section in ("physics", "grid") else {}
+    return fields[name].metadata.get("restart") if name in fields else None
 
 
 def _particle_changes(old: dict[str, Any], cfg: Config) -> list[str]:
