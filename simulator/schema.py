@@ -43,9 +43,14 @@ from simulator.errors import ConfigError
 
 
 #: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`),
-#: ``schedule`` (a key that says when, not what: it may change on a restart) and ``mode_axes`` (a mode
-#: number along those axes, checked against the grid: simulator.config.model)
-CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "schedule", "mode_axes"})
+#: ``restart`` (:data:`RESTART`: what a restart may do with the key) and ``mode_axes`` (a mode number along
+#: those axes, checked against the grid: simulator.config.model)
+CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "restart", "mode_axes"})
+#: the values of a setting's ``restart``: ``free``, it says when or how, not what (a final redshift, the room
+#: of particle slots), and may change on a restart without --allow-physics-change; ``kept``, it sets what the
+#: state holds (a particle count), which a restart continues: another value is a new run. Unmarked physics
+#: keys change on a restart with --allow-physics-change (simulator.run.rundir).
+RESTART = ("free", "kept")
 
 
 def setting(default: Any, doc: str, **constraints: Any) -> Any:
@@ -56,6 +61,8 @@ def setting(default: Any, doc: str, **constraints: Any) -> Any:
     unknown = sorted(set(constraints) - CONSTRAINTS)
     if unknown:
         raise TypeError(f"setting(): unknown constraint(s) {', '.join(unknown)}; allowed: {', '.join(sorted(CONSTRAINTS))}")
+    if constraints.get("restart", "free") not in RESTART:
+        raise TypeError(f"setting(): restart={constraints['restart']!r}; allowed: {', '.join(RESTART)}")
     return field(default=default, metadata={"doc": doc, **constraints})
 
 

@@ -4,6 +4,7 @@ list), and simulations built through the public API exactly as a user script wou
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import subprocess
 from collections.abc import Iterator
@@ -33,6 +34,29 @@ def backend_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int, ...
         if name == "single":
             continue
         cases.append((name, several, MESH_2D if len(BACKENDS[name].axis_names) == 2 else None))
+    return cases
+
+
+def mesh_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int, ...] | None]]:
+    """(backend, devices, mesh) for every registered backend on one device, and on ``several`` in every mesh
+    shape its layout accepts (each factor pair of a 2D mesh, less those its ``check_mesh_request`` refuses):
+    the matrix of what runs along each sharded axis in turn (particles kept per device, their hand-over)."""
+    from simulator.errors import ConfigError
+
+    cases = []
+    for name in sorted(BACKENDS):
+        layout = BACKENDS[name]
+        cases.append((name, 1, None))
+        if math.prod(layout.mesh_shape(several, None)) != several:  # a one-device layout
+            continue
+        shapes = ([(several,)] if len(layout.axis_names) == 1
+                  else [(p, several // p) for p in range(1, several + 1) if several % p == 0])
+        for shape in shapes:
+            try:
+                layout.check_mesh_request(shape)
+            except ConfigError:
+                continue
+            cases.append((name, several, shape))
     return cases
 
 

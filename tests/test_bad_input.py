@@ -87,6 +87,16 @@ CASES = {
     "does not divide": (["run", TG, "--cpu-devices", "8", "--set", "grid.shape=12"], "does not divide over the mesh"),
     "grid of two sizes": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] has 2 entries"),
     "mesh of wrong rank": (["run", TG, "--set", "fft.mesh=[2,2]"], "fft.mesh = [2, 2] has the wrong rank"),
+    "jaxdecomp slab along x": (["run", TG, "--cpu-devices", "4", "--set", "fft.backend=jaxdecomp", "--set",
+                                "fft.mesh=[4,1]"],
+                               "fft.mesh = [4, 1] is not available for jaxdecomp; jaxdecomp's slab is [1, 4]"),
+    # particles kept per device
+    "owned slots for only the mean count": (["run", TG, *SMALL, "--cpu-devices", "2", "--set", "particles=[{name: t, "
+                                             "count: 512, distribution: owned, interpolation: lagrange4, capacity: 1}]"],
+                                            "particles[0].capacity = 1.0 is too small for 2 devices; 256 slots per "
+                                            "device for 512 particles"),
+    "slots of a replicated species": (["run", TG, *SMALL, "--set", "particles=[{name: t, count: 64, capacity: 4}]"],
+                                      "particles[0].capacity = 4.0 would be ignored by a replicated species"),
     "zero devices": (["run", TG, "--cpu-devices", "0"], "runtime.cpu_devices = 0 is out of range"),
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshots.every=7"], "does not fall on a chunk boundary"),
     "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],

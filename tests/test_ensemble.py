@@ -162,7 +162,7 @@ def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path):
             with h5py.File(checkpoints.find(tmp_path / run / f"m{i}").index) as f:
                 live = f["live"][()] > 0
                 order = np.argsort(f["ident"][()][live])
-                assert f["lost"][()].tolist() == [0, 0, 0] and len(order) == 512
+                assert f["lost"][()].tolist() == [0, 0, 0, 0] and len(order) == 512
                 ends[run, i] = {"psi": f["psi"][()], **{k: f[k][()][live][order] for k in ("position", "momentum")}}
             assert len(list((tmp_path / run / f"m{i}" / "particles").glob("s*.h5"))) == 2
     for i in range(2):

@@ -197,7 +197,7 @@ def test_particle_snapshots_are_a_point_cloud_time_series_in_paraview(pvpython, 
         shares = {"a": Share(np.arange(7), rng.uniform(-2, 9, (7, 3)), rng.normal(size=(7, 3))),
                   "b": Share(np.arange(4), rng.uniform(0, 3, (4, 3)), rng.normal(size=(4, 3)))}
         rows[t] = gather_rows(["a", "b"], shares, [0, 7], box)
-        write_particles(tmp_path / "particles" / f"s{step:08d}", shares, box, {"step": step}, t)
+        write_particles(tmp_path / "particles" / f"s{step:08d}", shares, {"a": 7, "b": 4}, box, {"step": step}, t)
     for reader in ("default", "legacy"):
         seen = probe(pvpython, tmp_path / "particles" / "series.xdmf", reader, tmp_path)
         assert bool(seen["cloud"]), reader  # vertex cells: ParaView draws and filters them

@@ -270,3 +270,38 @@ def test_the_files_reference_lists_every_particle_file_and_dataset_a_run_writes(
                 assert dims == f[name].shape, (table, name, shape, f[name].shape)
         for attribute in (*snap.attrs, *traj.attrs):
             assert f"`{attribute}`" in files_md, attribute
+
+
+def test_a_snapshot_holds_every_particle_of_each_species_or_is_neither_written_nor_read(tmp_path):
+    """write_particles refuses a species with fewer rows than its count (particles were lost), writing nothing;
+    read_series (load_run(...).particles) refuses a snapshot whose rows of a species are not its identities
+    0 .. N-1 each once, as one written by a version that did not refuse it (498 of 512 tracers, the counts
+    claiming 498), naming the snapshot and the species, rather than reading 498 particles as the species."""
+    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
+    from simulator.output.particles import Share, write_particles
+
+    rng = np.random.default_rng(1)
+    box = (2 * np.pi,) * 3
+
+    def share(ident):
+        return Share(np.asarray(ident), rng.uniform(0, 6, (len(ident), 3)), rng.normal(size=(len(ident), 3)))
+
+    kept = np.setdiff1d(np.arange(512), rng.choice(512, 14, replace=False))  # 498 of 512: 14 lost
+    shares = {"tracers": share(kept), "drops": share(np.arange(27))}
+    stem = tmp_path / "particles" / "s00000000"
+    with pytest.raises(OutputWriteError, match="species tracers holds 498 of its 512 particles"):
+        write_particles(stem, shares, {"tracers": 512, "drops": 27}, box, {"step": 0}, 0.0)
+    assert not (tmp_path / "particles").exists() or not any((tmp_path / "particles").rglob("*.h5"))
+    # what the older writer left: counts [498, 27], every file complete
+    write_particles(stem, shares, {"tracers": 498, "drops": 27}, box, {"step": 0}, 0.0)
+    with h5py.File(stem.with_suffix(".h5")) as f:
+        assert f.attrs["complete"] and f.attrs["counts"] == "[498, 27]"
+    with pytest.raises(IncompleteOutputError, match="species tracers lacks particles"):
+        particles_out.read_series(tmp_path)
+    # a whole snapshot reads back by identity
+    whole = {"tracers": share(rng.permutation(512)), "drops": share(np.arange(27))}
+    write_particles(stem, whole, {"tracers": 512, "drops": 27}, box, {"step": 0}, 0.0)
+    series = particles_out.read_series(tmp_path)
+    order = np.argsort(whole["tracers"].ident)
+    assert np.array_equal(series["tracers"].unwrapped[0], whole["tracers"].position[order])
+    assert series["drops"].position.shape == (1, 27, 3)

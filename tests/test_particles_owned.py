@@ -5,9 +5,11 @@ planner's bytes; one-line errors."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
-from support import case_id, distributed_cases, relative_error, simulation
+from support import case_id, mesh_cases, relative_error, simulation
 
 import simulator
 from simulator.api import load_config
@@ -30,19 +32,26 @@ def by_identity(state, name, quantity):
     return np.asarray(state[f"particles.{name}.{quantity}"])[live][order]
 
 
-@pytest.mark.parametrize("case", [("single", 1, None), *distributed_cases()], ids=case_id)
-def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
-    """Tracers and inertial particles, owned, advance as the replicated ones to 1e-12 (float64, RK4: stage
-    positions outside their owner's block read the wider halo), every slot on its owner's block after the
-    hand-over; the tracers cross every boundary between the blocks along every sharded axis."""
-    ref = simulation(devices, case, particles=SPECIES, **FLOW)
-    sim = simulation(devices, case, particles=OWNED, **FLOW)
+@functools.cache
+def replicated_run(devices):
+    """The replicated species on one device, 20 RK4 steps: the start and the end (the reference of every case)."""
+    ref = simulation(devices, ("single", 1, None), particles=SPECIES, **FLOW)
     start = ref.initial_state()
-    want = ref.advance(start, 20, 0.02)
+    return start, ref.advance(start, 20, 0.02)
+
+
+@pytest.mark.parametrize("case", mesh_cases(), ids=case_id)
+def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
+    """Tracers and inertial particles, owned, on every backend and every mesh shape it accepts (one device and
+    four), advance as the replicated ones on one device to 1e-12 (float64, RK4: stage positions outside their
+    owner's block read the wider halo), every slot on its owner's block after the hand-over; the tracers cross
+    every boundary between the blocks along every sharded axis."""
+    start, want = replicated_run(tuple(devices))
+    sim = simulation(devices, case, particles=OWNED, **FLOW)
     got = sim.advance(sim.initial_state(), 20, 0.02)
     assert sim.equation.lost(got) is None
     for name, quantities in (("tracers", ("position",)), ("drops", ("position", "velocity"))):
-        assert np.asarray(got[f"particles.{name}.lost"]).tolist() == [0, 0, 0]
+        assert np.asarray(got[f"particles.{name}.lost"]).tolist() == [0, 0, 0, 0]
         for q in quantities:
             assert relative_error(by_identity(got, name, q), np.asarray(want[f"particles.{name}.{q}"])) < 1e-12, (name, q)
     blocks = real_blocks(sim.fft)
@@ -66,31 +75,84 @@ def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
                 assert {(k, (k + 1) % count), ((k + 1) % count, k)} & crossed, (axis, k, crossed)
 
 
+def clustered(path, count, blocks=4, seed=0):
+    """A ``placement: file`` of ``count`` positions all in the first of ``blocks`` slabs along y (of the
+    2 pi box): one device's block of a slab over ``blocks`` devices holds every particle."""
+    rng = np.random.default_rng(seed)
+    position = rng.uniform(0, 2 * np.pi, (count, 3))
+    position[:, 1] *= 0.5 / blocks
+    np.save(path, position)
+    return str(path)
+
+
 @pytest.mark.parametrize("overrides, key, words", [
-    ({"capacity": 1.0, "count": 203}, "particles[0].capacity", "found no free slot"),
+    ({"placement": "file", "count": 203}, "particles[0].capacity", "found no free slot"),
     ({"exchange": 0.001}, "particles[0].exchange", "did not fit a device's send buffer"),
     ({"halo": 1, "dt": 0.3}, "particles[0].halo", "moved more than particles[0].halo = 1 cells"),
 ])
-def test_a_too_small_capacity_exchange_or_halo_is_counted_and_named(devices, overrides, key, words):
-    """Particles that find no slot, that overflow a send buffer, or whose stage left the halo are counted,
-    never dropped silently: the equation's one-line reason to stop names the setting."""
+def test_a_too_small_capacity_exchange_or_halo_is_counted_named_and_dated(devices, tmp_path, overrides, key, words):
+    """Particles that find no slot (all of them placed in one device's block), that overflow a send buffer, or
+    whose stage left the halo are counted, never dropped silently: the equation's one-line reason to stop names
+    the setting, and dates the loss at the step it happened, as stepping one step at a time finds it (the
+    hand-out at step 0 for the clustered placement, not the end of the chunk)."""
     overrides = dict(overrides)
     dt = overrides.pop("dt", 0.02)
+    if overrides.get("placement") == "file":
+        overrides["path"] = clustered(tmp_path / "clustered.npy", overrides["count"])
     species = [{**OWNED[0], **overrides}]
     sim = simulation(devices, ("slab", 4, None), particles=species, **FLOW)
-    state = sim.advance(sim.initial_state(), 4, dt)
+    start = sim.initial_state()
+    state = sim.advance(start, 4, dt)
     why = sim.equation.lost(state)
-    assert why is not None and key in why and words in why and "\n" not in why, why
-    assert int(np.sum(np.asarray(state["particles.tracers.lost"]))) > 0
+    assert why is not None and key in why.reason and words in why.reason and "\n" not in why.reason, why
+    assert int(np.sum(np.asarray(state["particles.tracers.lost"])[:3])) > 0
+    first, walk = 0, start
+    while sim.equation.lost(walk) is None:
+        walk, first = sim.advance(walk, 1, dt), first + 1
+    assert first <= 4 and why.step(4) == first, (why, first)
+    if "path" in overrides:
+        assert first == 0  # the hand-out
     # the flow itself stayed finite: a stage left the halo, nothing blew up
     assert np.all(np.isfinite(np.asarray(sim.equation.fields(state, sim.params)["velocity"])))
+
+
+def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_nothing(tmp_path):
+    """Owned tracers that overflow their slots when first handed out (all 512 placed in one device's block of 2,
+    whose 384 slots hold a uniform spread)
+    beside replicated drops, through `simulator run`: exit 1 at once with one ERROR line naming
+    particles[0].capacity and step 0, the loss's step (not the end of the first chunk), and nothing of the
+    state written: no particle snapshot claiming a species whole, no field snapshot, no row; load_run finds no
+    particles."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = clustered(tmp_path / "clustered.npy", 512, blocks=2)
+    species = (f"[{{name: tracers, count: 512, placement: file, path: {path}, distribution: owned, capacity: 1.5, "
+               "interpolation: lagrange4}, {name: drops, count: 27, placement: lattice}]")
+    config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "simulator", "run", str(config), "--cpu-devices", "2", "--set",
+                           "grid.shape=16", "--set", "output.chunk=5", "--set", "time.t_end=0.1", "--set",
+                           "output.snapshots.every=5", "--set", f"particles={species}", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, done.stderr[-3000:]
+    assert "found no free slot" in errors[0] and "raise particles[0].capacity" in errors[0], errors[0]
+    assert "lost at step 0;" in errors[0] and "found at" not in errors[0], errors[0]
+    assert not [line for line in done.stderr.splitlines() if " step " in line and "t=" in line]  # no chunk ran
+    assert not list(out.glob("particles/s*.h5")) and not list(out.glob("snapshots/s*.h5"))
+    assert not (out / "timeseries.csv").exists() or len((out / "timeseries.csv").read_text().splitlines()) <= 1
+    assert simulator.load_run(out).particles == {}
 
 
 @pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API
 def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_path):
     """A run of owned tracers (4-device slab): load_run reads its snapshots by identity (the last equal to the
     final checkpoint's live slots sorted by identity; owned = replicated is checked above); restarted from its step-10 checkpoint it ends bit for bit as the straight run,
-    and on 2 devices (handed out again by identity) to 1e-12; with too few slots it stops, exit 1."""
+    and on 2 devices (handed out again by identity) to 1e-12; with too few slots (all its particles in one
+    device's block) it stops, exit 1."""
     import h5py
 
     def config(species, **values):
@@ -119,7 +181,7 @@ def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_pat
     assert simulator.run_config(config(owned, **{"fft.mesh": [2]}), tmp_path / "moved", restart=ckpt) == 0
     moved = final(tmp_path / "moved")
     assert relative_error(by_identity(moved, "tracers", "position"), by_identity(straight, "tracers", "position")) < 1e-12
-    tight = [{**OWNED[0], "capacity": 1.0, "count": 203}]
+    tight = [{**OWNED[0], "placement": "file", "path": clustered(tmp_path / "clustered.npy", 200)}]
     assert simulator.run_config(config(tight), tmp_path / "tight") == 1
 
 
@@ -196,7 +258,7 @@ def test_two_processes_equal_one_device(tmp_path):
             state = {k: f[k][()] for k in f if k.startswith("particles.")}
         ends[name] = {(s, q): by_identity(state, s, q) for s, q in (("tracers", "position"), ("drops", "position"),
                                                                     ("drops", "velocity"))}
-        assert all(state[f"particles.{s}.lost"].tolist() == [0, 0, 0] for s in ("tracers", "drops"))
+        assert all(state[f"particles.{s}.lost"].tolist() == [0, 0, 0, 0] for s in ("tracers", "drops"))
         tracks[name] = simulator.load_run(tmp_path / name).trajectories
     for key, want in ends["one"].items():
         assert relative_error(ends["two"][key], want) < 1e-12, key
@@ -232,16 +294,36 @@ def test_an_owned_checkpoint_that_lost_particles_cannot_restart_replicated(devic
     ({"distribution": "owned", "interpolation": "lagrange4", "exchange": 0}, "particles[0].exchange"),
     ({"distribution": "owned", "interpolation": "lagrange4", "halo": 3, "runtime.cpu_devices": 4, "fft.backend": "slab",
       "grid.shape": [16, 16, 16]}, "particles[0].halo"),
+    # slots for no more than the mean count (the device count known: a mesh, or virtual CPU devices)
+    ({"distribution": "owned", "interpolation": "lagrange4", "capacity": 1.0, "count": 512, "fft.mesh": [2],
+      "grid.shape": [16, 16, 16]}, "particles[0].capacity"),
+    ({"distribution": "owned", "interpolation": "lagrange4", "capacity": 1.1, "count": 10**6, "runtime.cpu_devices": 8,
+      "grid.shape": [32, 32, 32]}, None),  # a million particles spread more evenly: enough
+    # the slots' keys on a replicated species, which holds every particle everywhere
+    ({"capacity": 3.0}, "particles[0].capacity"),
+    ({"exchange": 0.5}, "particles[0].exchange"),
+    ({"halo": 2}, "particles[0].halo"),
 ])
 def test_bad_owned_input_is_refused_naming_the_key(entry, key):
     entry = dict(entry)
     others = {k: entry.pop(k) for k in list(entry) if "." in k}
+    if key is None:
+        load_config(None, {"particles": [entry], **others})
+        return
     with pytest.raises(ConfigError) as err:
         load_config(None, {"particles": [entry], **others})
     message = str(err.value)
     assert message.startswith(f"{key} = ") and "\n" not in message
     if key == "particles[0].interpolation":
         assert "lagrange4" in message
+
+
+def test_slots_too_few_for_the_devices_a_run_starts_on_are_refused_before_it_runs(devices):
+    """Where the device count is known only at start-up (no fft.mesh, no virtual CPU devices in the config: a
+    GPU run), a capacity that holds no more than the mean count is refused there, before anything compiles."""
+    with pytest.raises(ConfigError) as err:
+        simulation(devices, ("slab", 2, None), particles=[{**OWNED[0], "capacity": 1.0, "count": 512}], **FLOW)
+    assert str(err.value).startswith("particles[0].capacity = 1.0 is too small for 2 devices; 256 slots per device")
 
 
 def test_the_planner_counts_owned_slots_not_every_particle(devices):
@@ -261,4 +343,4 @@ def test_the_planner_counts_owned_slots_not_every_particle(devices):
             .argument_size_in_bytes for s in (sim, bare)]
     # slots, the lost counts and the replicated rows, give or take a few scalars (every device holding all the
     # slots would be 43500 bytes more)
-    assert abs(held[0] - held[1] - (per_device + 3 * 4 + 1000 * 24)) <= 64, held
+    assert abs(held[0] - held[1] - (per_device + 4 * 4 + 1000 * 24)) <= 64, held

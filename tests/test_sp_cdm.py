@@ -210,7 +210,7 @@ def scattered_run(case):
     sim = sp_mixed(case, n=8, window="tsc")
     state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
     end = sim.advance(state, 20, 0.02, 0.0, sim.params)
-    assert np.asarray(end.lost).tolist() == [0, 0, 0] and np.sum(np.asarray(end.live)) == 512
+    assert np.asarray(end.lost).tolist() == [0, 0, 0, 0] and np.sum(np.asarray(end.live)) == 512
     live = np.asarray(end.live) > 0
     order = np.argsort(np.asarray(end.ident)[live])
     spectra = sim.spectra(end)
@@ -245,6 +245,9 @@ def test_distributed_equals_single_device(case):
      "physics.cdm_window"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "initial.name=soliton"], "initial.name"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_capacity=0.5"], "physics.cdm_capacity"),
+    # slots for no more than the mean count on each of 4 devices (known before start-up)
+    (["physics.fdm_fraction=0.5", "physics.cdm_particles=4096", "physics.cdm_capacity=1", "runtime.cpu_devices=4"],
+     "physics.cdm_capacity"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_lpt=2"], "physics.cdm_lpt"),
 ])
 def test_bad_mixed_input_is_refused_in_one_line_naming_the_key(overrides, key):
@@ -252,3 +255,32 @@ def test_bad_mixed_input_is_refused_in_one_line_naming_the_key(overrides, key):
         C.load(None, ["physics.name=schrodinger_poisson", "grid.shape=[16,16,16]", *overrides])
     assert err.value.key == key, str(err.value)
     assert "\n" not in str(err.value) and str(err.value).startswith(key)
+
+
+def test_a_pure_wave_run_restarted_as_a_mixed_one_is_refused_in_one_line(tmp_path):
+    """configs/jeans.yaml (the wave alone) on 8^3, finished; restarted with physics.fdm_fraction = 0.5 and 512
+    cold particles, --allow-physics-change: exit 2, one line naming physics.cdm_particles (its checkpoint holds
+    none to continue), and the finished run left as it was (not marked failed; no file touched)."""
+    import hashlib
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = Path(__file__).parents[1] / "configs" / "jeans.yaml"
+    out = tmp_path / "wave"
+    base = [sys.executable, "-m", "simulator", "run", str(config), "--set", "grid.shape=8", "--set", "time.t_end=0.1",
+            "--set", "output.chunk=10", "--set", "checkpoint.every=10", "--out", str(out)]
+    assert subprocess.run(base, capture_output=True, text=True, timeout=300).returncode == 0
+
+    def digest():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
+
+    before = digest()
+    done = subprocess.run([*base, "--set", "time.t_end=0.2", "--set", "physics.fdm_fraction=0.5", "--set",
+                           "physics.cdm_particles=512", "--restart", str(out / "checkpoints" / "c00000020.json"),
+                           "--allow-physics-change"], capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith("error: physics.cdm_particles = 512 differs from the run being restarted"), lines[0]
+    assert "physics.cdm_particles = 0, which a restart continues" in lines[0], lines[0]
+    assert digest() == before

@@ -5,6 +5,7 @@ evaluated at them: :mod:`simulator.particles.interpolation`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 from simulator.errors import ConfigError
 from simulator.particles.interpolation import INTERPOLATIONS, METHODS, Interpolation
 from simulator.particles.interpolation import doc as interpolation_doc
+from simulator.particles.slots import check_capacity
 from simulator.schema import setting
 
 PLACEMENTS = ("random", "lattice", "file")
@@ -21,6 +23,8 @@ PLACEMENTS = ("random", "lattice", "file")
 DISTRIBUTIONS = ("replicated", "owned")
 #: the interpolation methods an owned species may use: those that read grid values near the particle
 OWNED_INTERPOLATIONS = ("lagrange4",)
+#: the keys of a species that only an owned one uses (a replicated species holds every particle on every device)
+OWNED_ONLY = ("capacity", "exchange", "halo")
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,8 @@ class Species:
                                 "after each step; needs interpolation lagrange4; for ~1e7 and more)",
                                 choices=DISTRIBUTIONS)
     capacity: float = setting(2.0, "owned: particle slots per device, times the mean count per device (on one "
-                              "device exactly all of them)", min=1.0)
+                              "device exactly all of them; at least what a uniform spread over the run's devices "
+                              "needs)", min=1.0)
     exchange: float = setting(0.25, "owned: rows a device may hand to each neighbour per step, as a fraction of "
                               "its slots", gt=0.0, max=1.0)
     halo: int = setting(1, "owned: cells a particle may move outside its device's block within a step (a "
@@ -111,11 +116,38 @@ def check(cfg: Any) -> None:
         if s.owned:
             check_planes(cfg, f"{key}.halo", s.halo, METHODS[s.interpolation].planes + s.halo,
                          "a smaller halo, or fewer devices")
-        elif METHODS[s.interpolation].planes:
-            method = METHODS[s.interpolation]
-            check_planes(cfg, f"{key}.interpolation", method.name, method.planes, f"{method.instead}, or fewer devices")
+            if (devices := known_devices(cfg)) is not None:
+                check_capacity(f"{key}.capacity", s.capacity, s.count, devices)
+        else:
+            for field in (f for f in dataclasses.fields(Species) if f.name in OWNED_ONLY):
+                if getattr(s, field.name) != field.default:
+                    raise ConfigError(f"{key}.{field.name}", getattr(s, field.name), f"{', '.join(OWNED_ONLY)} apply "
+                                      f"to distribution: owned only: set {key}.distribution: owned, or leave "
+                                      f"{field.name} out", "would be ignored by a replicated species")
+            if METHODS[s.interpolation].planes:
+                method = METHODS[s.interpolation]
+                check_planes(cfg, f"{key}.interpolation", method.name, method.planes,
+                             f"{method.instead}, or fewer devices")
         if not all(math.isfinite(g) for g in s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
+
+
+def _known_mesh(cfg: Any) -> tuple[int, ...] | None:
+    """The mesh shape of a run of ``cfg`` where it is known before start-up (a single process's virtual CPU
+    devices, or an explicit ``fft.mesh``), else None."""
+    from simulator.fft.layouts import LAYOUTS
+
+    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
+    if not (cfg.fft.mesh or n_devices):
+        return None
+    return tuple(LAYOUTS[cfg.fft.backend].mesh_shape(n_devices or 1, cfg.fft.mesh))
+
+
+def known_devices(cfg: Any) -> int | None:
+    """The device count of a run of ``cfg`` where it is known before start-up (:func:`_known_mesh`), else None
+    (the checks that need it run again on the mesh a run starts on)."""
+    mesh = _known_mesh(cfg)
+    return None if mesh is None else math.prod(mesh)
 
 
 def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:
@@ -125,10 +157,10 @@ def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> N
     from simulator.fft.layouts import LAYOUTS
 
     layout = LAYOUTS[cfg.fft.backend]
-    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
-    if not (cfg.fft.mesh or n_devices):
+    mesh = _known_mesh(cfg)
+    if mesh is None:
         return
-    sizes = dict(zip(layout.axis_names, layout.mesh_shape(n_devices or 1, cfg.fft.mesh), strict=True))
+    sizes = dict(zip(layout.axis_names, mesh, strict=True))
     for axis, name in enumerate(layout.real_axes):
         if name is not None and cfg.grid.shape[axis] // sizes[name] < planes:
             raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "

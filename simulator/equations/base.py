@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition
 from simulator.fft import FFTBackend
+from simulator.particles.slots import Loss
 from simulator.schema import with_traced, zero_traced
 from simulator.time.schemes import SEMILINEAR, SPLIT_STEP
 
@@ -145,9 +146,10 @@ class Equation(abc.ABC):
         fields see the time without recompiling."""
         return self
 
-    def lost(self, state: Any) -> str | None:
-        """Why a run must stop after a chunk, read from ``state`` on the host (e.g. particles that found no
-        room), or None: the run loop asks after every chunk. Most equations lose nothing (the default)."""
+    def lost(self, state: Any) -> Loss | None:
+        """Why a run must stop, read from ``state`` on the host (particles that found no room: why, and the
+        step that lost them, :class:`simulator.particles.slots.Loss`), or None: the run loop asks once the
+        state is made and after every chunk. Most equations lose nothing (the default)."""
         return None
 
     def reslot(self, stored: Mapping[str, Any]) -> dict[str, jax.Array] | None:

@@ -49,11 +49,11 @@ class EquationParams:
         final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""
         return cfg
 
-    def particle_species(self) -> tuple[str, ...]:
-        """The names of the particle species a run of these parameters carries in its state besides the
-        ``particles`` section's (:meth:`simulator.equations.base.Equation.particles`; JAX-free: what decides
-        whether the run writes particle snapshots); none by default."""
-        return ()
+    def particle_species(self) -> dict[str, int]:
+        """The particle species a run of these parameters carries in its state besides the ``particles``
+        section's, name -> particle count (:meth:`simulator.equations.base.Equation.particles`; JAX-free: what
+        decides whether the run writes particle snapshots, and what each snapshot must hold); none by default."""
+        return {}
 
     def compact_spectra(self) -> str | None:
         """None when every real-to-complex spectrum of this equation lives on the 2/3 rule's modes, so that it

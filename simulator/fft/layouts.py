@@ -269,6 +269,11 @@ class JaxDecompLayout(Layout):
         if requested is not None and len(requested) not in (1, 2):
             raise ConfigError(key, tuple(requested), "jaxdecomp takes [P] (slab) or [P0, P1] (pencil)",
                               "has the wrong rank")
+        if requested is not None and len(requested) == 2 and requested[0] > 1 and requested[1] == 1:
+            # jaxdecomp 0.3 transposes such a slab into another k-space layout than (ky/P0, kz/P1, kx): its
+            # transforms fail to partition (custom_partitioner: spec P(None, 'p0', None) does not match the mesh)
+            raise ConfigError(key, list(requested), f"jaxdecomp's slab is [1, {requested[0]}] (or [{requested[0]}]); "
+                              "[P0, P1] with P1 > 1 is a pencil", "is not available for jaxdecomp")
 
 
 class SingleLayout(Layout):

@@ -113,8 +113,19 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     return mapped(live, *arrays)
 
 
+def counted(lost: jax.Array | None, counts: jax.Array) -> jax.Array:
+    """A state's lost counts ``(4,)`` int32 (:data:`simulator.particles.slots.LOST`) after one more hand-over
+    (one per step) that lost ``counts`` ``(3,)`` (:func:`migrate`'s, or a first distribution's): the step
+    counter goes on from the first loss, so that the host dates it (:class:`simulator.particles.slots.Loss`).
+    ``lost`` None: none before (a first distribution)."""
+    if lost is None:
+        return jnp.concatenate([counts.astype(jnp.int32), jnp.zeros(1, jnp.int32)])
+    before = (jnp.sum(lost[:3]) > 0).astype(jnp.int32)
+    return jnp.concatenate([lost[:3] + counts.astype(jnp.int32), lost[3:] + before])
+
+
 def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], spacing: tuple[float, ...],
-                   capacity: int, axes: tuple[str, ...], *arrays: jax.Array) -> tuple[jax.Array, ...]:
+                   capacity: int, *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """One device's share of replicated particles: those whose cell lies in its block, packed first."""
     if not moves:
         # one block holds every particle, in order. Not the general path's cumsum over an all-true mask: that
@@ -132,7 +143,9 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
     slot = jnp.where(mine & (rank < capacity), rank, capacity)
     out = [jnp.zeros((capacity + 1, *x.shape[1:]), x.dtype).at[slot].set(x)[:capacity] for x in arrays]
     live = jnp.zeros(capacity + 1, bool).at[slot].set(mine)[:capacity]
-    over = jax.lax.psum(jnp.sum(mine & (rank >= capacity)).astype(jnp.int32), axes)
+    # summed over the axes that split the particles: the replicated input varies only along those (a mesh
+    # axis of one device, as p0 of jaxdecomp's slab [1, P], holds the same values, and JAX refuses a psum there)
+    over = jax.lax.psum(jnp.sum(mine & (rank >= capacity)).astype(jnp.int32), tuple(m for _, m, _ in moves))
     return (live, *out, over)
 
 
@@ -150,7 +163,7 @@ def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> 
     axes = tuple(fft.mesh.axis_names)
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
-    body = functools.partial(_scatter_local, moves, shape, spacing, capacity, axes)
+    body = functools.partial(_scatter_local, moves, shape, spacing, capacity)
     outs = (PartitionSpec(axes), *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays), PartitionSpec())
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=tuple(PartitionSpec() for _ in arrays), out_specs=outs)
     return mapped(*arrays)

@@ -24,7 +24,10 @@ The writers of a run, which sample the state, are :func:`simulator.particles.out
 Datasets: ``id`` the particle's identity, its species' offset (the particle counts of the species before
 it) + its index within the species (a flow species' row in the state; the cold particles' lattice index),
 the same in every snapshot wherever the particle moved, so :func:`read_series` orders each species by it;
-``species`` the species' index in the attribute ``species_names`` (``counts``: each one's total).
+``species`` the species' index in the attribute ``species_names`` (``counts``: each one's particle count).
+A snapshot holds every particle of every species, each once: a species missing some (particles kept per
+device that were lost) is never written (:func:`write_particles` refuses it; the run stops before, naming the
+setting), and a snapshot whose identities are not each species' 0 .. N-1 is read as damaged.
 ``position`` is wrapped into [0, L) (what ParaView draws inside the box). ``unwrapped`` is the position as
 the state holds it: the continuous trajectory of flow particles, but equal to ``position`` for the cold
 particles (kept wrapped: their owner is found from their cell). ``velocity``: v for inertial species, u(x)
@@ -58,10 +61,10 @@ def rows(n: int, rank: int, processes: int) -> tuple[int, int]:
     return rank * n // processes, (rank + 1) * n // processes
 
 
-def species_names(cfg: Any) -> list[str]:
-    """The particle species a run of ``cfg`` carries (no JAX): the ``particles`` section's, then the
-    equation's own (:meth:`~simulator.equations.spec.EquationParams.particle_species`)."""
-    return [s.name for s in cfg.particles] + list(cfg.physics.particle_species())
+def species_sizes(cfg: Any) -> dict[str, int]:
+    """The particle species a run of ``cfg`` carries, name -> particle count (no JAX): the ``particles``
+    section's, then the equation's own (:meth:`~simulator.equations.spec.EquationParams.particle_species`)."""
+    return {**{s.name: s.count for s in cfg.particles}, **cfg.physics.particle_species()}
 
 
 @dataclass(frozen=True)
@@ -134,11 +137,12 @@ def _row_counts(mine: np.ndarray) -> np.ndarray:
     return np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), len(mine))
 
 
-def write_particles(stem: Path, shares: Mapping[str, Share], box: Sequence[float], attrs: Mapping[str, Any],
-                    time: float) -> Path:
+def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str, int], box: Sequence[float],
+                    attrs: Mapping[str, Any], time: float) -> Path:
     """Write one particle snapshot ``stem`` (collective: every process passes its own ``shares``, by species
-    name in config order): this process's rows, and on process 0 the index and the XDMF files. Returns the
-    index path.
+    name in config order, of the species' particle counts ``sizes``): this process's rows, and on process 0 the
+    index and the XDMF files. Returns the index path. A species whose rows on all processes are not its count
+    (particles were lost) is an OutputWriteError naming it, and nothing is written.
 
     The processes' row counts are all-gathered before anything is written, rather than read back from the
     shard files by process 0: every process then knows its rows of the index (kept in its file's ``start``
@@ -149,11 +153,15 @@ def write_particles(stem: Path, shares: Mapping[str, Share], box: Sequence[float
     rank, processes = jax.process_index(), jax.process_count()
     species = list(shares)
     counts = _row_counts(np.array([len(shares[s].ident) for s in species], np.int64))
-    totals = counts.sum(axis=0)
+    totals = [int(c) for c in counts.sum(axis=0)]
+    for name, held in zip(species, totals, strict=True):  # the same on every process: the counts are gathered
+        if held != sizes[name]:
+            raise hdf5.OutputWriteError(f"particle snapshot {stem} not written: species {name} holds {held} of its "
+                                        f"{sizes[name]} particles (the others were lost)")
     data = gather_rows(species, shares, np.cumsum([0, *totals[:-1]]), box)
     bounds = np.cumsum([0, *counts.sum(axis=1)])
     n, start, stop = int(bounds[-1]), int(bounds[rank]), int(bounds[rank + 1])
-    attrs = {**attrs, "time": float(time), "species_names": species, "counts": [int(c) for c in totals]}
+    attrs = {**attrs, "time": float(time), "species_names": species, "counts": totals}
     try:
         stem.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -255,15 +263,23 @@ def snapshot_files(run_dir: Path) -> list[Path]:
 def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
     """Every species of the particle snapshots of ``run_dir`` along time, by name (a species a restart
     added or dropped over the snapshots that hold it); {} without particle snapshots. IncompleteOutputError
-    naming a damaged snapshot."""
+    naming a damaged snapshot, or one that lacks particles of a species (its identities not each of 0 .. N-1
+    once: written while particles were lost, by a version that did not refuse it)."""
     found: dict[str, list[tuple[int, float, dict[str, np.ndarray]]]] = {}
     for index in snapshot_files(run_dir):
         with hdf5.IndexedFile(index) as f:
             attrs, species, ids = f.attrs, f.read("species"), f.read("id")
             data = {name: f.read(name) for name in ("position", "unwrapped", "velocity")}
+        offset = 0
         for s, name in enumerate(attrs["species_names"]):
             mine = np.flatnonzero(species == s)
             mine = mine[np.argsort(ids[mine], kind="stable")]  # rows follow the processes that wrote them
+            count = int(attrs["counts"][s]) if "counts" in attrs else len(mine)
+            if len(mine) != count or not np.array_equal(ids[mine], offset + np.arange(count)):
+                raise hdf5.IncompleteOutputError(
+                    f"{index}: species {name} lacks particles (its {len(mine)} rows are not the identities "
+                    f"{offset} .. {offset + count - 1}, each once): written while particles were lost")
+            offset += count
             found.setdefault(name, []).append((attrs["step"], attrs["time"], {k: v[mine] for k, v in data.items()}))
     return {name: ParticleSeries(name, np.array([r[0] for r in got], np.int64), np.array([r[1] for r in got], float),
                                  *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")))
@@ -276,28 +292,28 @@ Sample = Callable[[Moment], Mapping[str, Any]]
 
 
 class ParticleSnapshotWriter(SeriesWriter):
-    """Every particle of ``species`` (names, in config order) on the field snapshots' schedule (collective):
-    each process writes its own (:func:`local_shares`, :func:`write_particles`)."""
+    """Every particle of the species ``sizes`` (name -> particle count, in config order) on the field snapshots'
+    schedule (collective): each process writes its own (:func:`local_shares`, :func:`write_particles`)."""
 
     name = "particle_snapshots"
     directory = DIR
 
-    def __init__(self, schedule: Schedule, species: Sequence[str], sample: Sample, box: Sequence[float],
+    def __init__(self, schedule: Schedule, sizes: Mapping[str, int], sample: Sample, box: Sequence[float],
                  attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None], rank0: bool):
         super().__init__(rank0)
-        self.schedule, self.species, self.sample, self.box = schedule, tuple(species), sample, box
+        self.schedule, self.sizes, self.sample, self.box = schedule, dict(sizes), sample, box
         self.attrs, self.log = attrs, log
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
-        mine = local_shares(self.species, self.sample(moment))
-        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", mine, self.box, self.attrs(moment),
-                                moment.time)
+        mine = local_shares(list(self.sizes), self.sample(moment))
+        index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", mine, self.sizes, self.box,
+                                self.attrs(moment), moment.time)
         self.log(f"particles {index}")
 
 
 #: the output kind (:mod:`simulator.output.kinds`): particle snapshots with the field snapshots, and trajectories
 KIND = OutputKind(
     name="particles", doc="particles/: particle snapshots (with the field snapshots) and trajectories.h5",
-    active=lambda cfg: bool(species_names(cfg)), writers="simulator.particles.outputs:particle_writers",
+    active=lambda cfg: bool(species_sizes(cfg)), writers="simulator.particles.outputs:particle_writers",
     files=(DIR,), schedules=("trajectories",), read=read_series)

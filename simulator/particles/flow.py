@@ -54,6 +54,7 @@ from simulator.log import get_logger
 from simulator.particles import initial_positions, wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
+from simulator.particles.slots import Loss, check_capacity
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -278,8 +279,8 @@ class WithParticles(SemiLinearEquation):
                 out.update(owning.settle(self.fft, self.box, s, state))
         return out
 
-    def lost(self, state: Any) -> str | None:
-        """Why the run must stop after a chunk (an owned species lost particles: :func:`.owned.lost_message`)."""
+    def lost(self, state: Any) -> Loss | None:
+        """Why the run must stop, and when (an owned species lost particles: :func:`.owned.lost_message`)."""
         return owning.lost_message(self.species, state)
 
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
@@ -366,6 +367,8 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
                 raise ConfigError(key, value, f"needs >= {planes} grid planes per device along {'xyz'[axis]} "
                                   f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}, or fewer "
                                   "devices", "is not available")
+        if s.owned:
+            check_capacity(f"particles[{i}].capacity", s.capacity, s.count, flow.fft.devices)
     for name in dict.fromkeys(s.interpolation for s in species):
         method = METHODS[name]
         why = method.unavailable(flow.fft) if method.unavailable is not None else None

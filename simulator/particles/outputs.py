@@ -10,7 +10,7 @@ import jax
 
 from simulator.equations.base import ParticleArrays
 from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.particles import ParticleSnapshotWriter, species_names
+from simulator.output.particles import ParticleSnapshotWriter, species_sizes
 from simulator.output.trajectories import TrajectoryWriter
 
 
@@ -25,7 +25,7 @@ def particle_writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
     def sample(moment: Moment) -> Mapping[str, Any]:
         return sampled(sim.equation, moment.state, params, sim.time_array(moment.time))
 
-    out: list[Writer] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_names(cfg), sample,
+    out: list[Writer] = [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_sizes(cfg), sample,
                                                 cfg.grid.box, ctx.snapshot_attrs, ctx.info, ctx.rank0)]
     if cfg.output.trajectories.every:
         rows = {s.name: min(cfg.output.trajectories.count, s.count) for s in cfg.particles}

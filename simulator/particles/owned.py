@@ -7,9 +7,10 @@ Layout (per owned species ``name``, state keys as :func:`keys` names them): ``po
 replicated species) and, for inertial species, ``velocity`` ``(devices * capacity, 3)``, ``ident``
 ``(devices * capacity,)`` int32 (the particle's index in its species, 0 .. N-1: the row it would have if
 replicated) and ``live`` ``(devices * capacity,)`` bool, all sharded along their rows over every mesh axis
-(:func:`simulator.fft.owned.distribute`); ``lost`` ``(3,)`` int32 replicated, the particles lost so far: over
-an exchange buffer, without a free slot, outside the halo (:func:`settle`). The Runge-Kutta stages carry
-``ident``, ``live`` and ``lost`` unchanged (integer leaves: :func:`simulator.time.integrators._axpy`).
+(:func:`simulator.fft.owned.distribute`); ``lost`` ``(4,)`` int32 replicated, the particles lost so far: over
+an exchange buffer, without a free slot, outside the halo (:func:`settle`), and the steps since the first of them
+(:data:`simulator.particles.slots.LOST`, the slot policy both kinds of owned particles share). The Runge-Kutta
+stages carry ``ident``, ``live`` and ``lost`` unchanged (integer leaves: :func:`simulator.time.integrators._axpy`).
 
 Runge-Kutta stages: a stage's provisional position may leave its owner's block. The owner evaluates u there
 from a halo ``particles[].halo`` cells wider than the interpolant needs (:func:`simulator.fft.points.
@@ -23,13 +24,14 @@ them (inside the compiled step), as the cold dark matter does after each drift.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from simulator.particles import slots
 
 if TYPE_CHECKING:  # the config imports this package (simulator.particles) for its checks
     from simulator.config.particles import Species
@@ -43,12 +45,12 @@ def keys(name: str) -> dict[str, str]:
 
 def capacity(species: Species, devices: int) -> int:
     """Slots per device: all the particles on one device, else ``capacity`` times the mean count per device."""
-    return species.count if devices == 1 else math.ceil(species.capacity * species.count / devices)
+    return slots.slots(species.count, species.capacity, devices)
 
 
 def exchange_rows(species: Species, devices: int) -> int:
     """Rows of each send buffer of a hand-over: ``exchange`` of a device's slots."""
-    return max(1, math.ceil(species.exchange * capacity(species, devices)))
+    return slots.send_rows(species.exchange, capacity(species, devices))
 
 
 def state_bytes(species: Species, devices: int, itemsize: int) -> int:
@@ -64,13 +66,15 @@ def distribute(fft: Any, box: tuple[float, ...], species: Species, position: jax
     """Replicated rows ``position`` (and ``velocity``) ``(Np, 3)`` with identities ``ident`` ``(Np,)`` (default
     the row index) laid out by owner: the species' state entries (:func:`keys`), ``lost`` (default none) plus
     the particles that found no slot."""
+    from simulator.fft.owned import counted
     from simulator.fft.owned import distribute as spread
 
     ident = jnp.arange(position.shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
     arrays = [position] + ([velocity] if velocity is not None else []) + [ident]
     live, *laid, over = spread(fft, box, capacity(species, fft.devices), *arrays)
     k = keys(species.name)
-    lost = (jnp.zeros(3, jnp.int32) if lost is None else lost.astype(jnp.int32)).at[1].add(over)
+    new = counted(None, jnp.zeros(3, jnp.int32).at[1].set(over))
+    lost = new if lost is None else new + lost.astype(jnp.int32)
     out = {k["position"]: laid[0], k["ident"]: laid[-1], k["live"]: live, k["lost"]: lost}
     if velocity is not None:
         out[k["velocity"]] = laid[1]
@@ -80,8 +84,8 @@ def distribute(fft: Any, box: tuple[float, ...], species: Species, position: jax
 def settle(fft: Any, box: Sequence[float], species: Species, state: Mapping[str, Any]) -> dict[str, jax.Array]:
     """After a whole step: a live particle whose position or velocity is not finite (a stage left the halo,
     or it blew up) is counted in ``lost[2]`` and its slot freed; the others are handed to the device whose
-    block holds them (:func:`simulator.fft.owned.migrate`, losses counted). Returns the species' entries."""
-    from simulator.fft.owned import migrate
+    block holds them (:func:`simulator.fft.owned.migrate`, losses counted and dated). Returns the species' entries."""
+    from simulator.fft.owned import counted, migrate
 
     k = keys(species.name)
     position, live = state[k["position"]], state[k["live"]]
@@ -91,50 +95,45 @@ def settle(fft: Any, box: Sequence[float], species: Species, state: Mapping[str,
     moving = [jnp.where(strayed[:, None], jnp.zeros((), a.dtype), a) for a in moving]
     live, *moved, ident, counts = migrate(fft, box, exchange_rows(species, fft.devices), live & finite, *moving,
                                           state[k["ident"]])
-    lost = state[k["lost"]] + counts + jnp.zeros(3, jnp.int32).at[2].set(jnp.sum(strayed).astype(jnp.int32))
+    lost = counted(state[k["lost"]], counts.at[2].add(jnp.sum(strayed).astype(jnp.int32)))
     out = {k["position"]: moved[0], k["ident"]: ident, k["live"]: live, k["lost"]: lost}
     if species.inertial:
         out[k["velocity"]] = moved[1]
     return out
 
 
-def lost_message(species: Sequence[Species], state: Mapping[str, Any]) -> str | None:
+def lost_message(species: Sequence[Species], state: Mapping[str, Any]) -> slots.Loss | None:
     """Why the run must stop, read on the host: the first owned species that lost particles, in one line
-    naming the setting to raise; None when none did."""
+    naming the setting to raise, and when (:class:`simulator.particles.slots.Loss`); None when none did."""
     for i, s in enumerate(species):
         if not s.owned:
             continue
-        over, no_room, far = (int(v) for v in np.asarray(state[keys(s.name)["lost"]].addressable_data(0)))
         key = f"particles[{i}]"
-        if over:
-            return (f"{over} particles of species {s.name} did not fit a device's send buffer of one step: raise "
-                    f"{key}.exchange (now {s.exchange:g} of a device's slots)")
-        if no_room:
-            return (f"{no_room} particles of species {s.name} found no free slot on their device: raise "
-                    f"{key}.capacity (now {s.capacity:g} times the mean per device)")
-        if far:
-            return (f"{far} particles of species {s.name} moved more than {key}.halo = {s.halo} cells outside their "
-                    f"device's block within a step, or stopped being finite: raise {key}.halo, or lower time.dt "
-                    "(time.cfl)")
+        why = slots.loss(np.asarray(state[keys(s.name)["lost"]].addressable_data(0)), f"particles of species {s.name}",
+                         (f"{key}.exchange", s.exchange), (f"{key}.capacity", s.capacity),
+                         f"moved more than {key}.halo = {s.halo} cells outside their device's block within a step, "
+                         f"or stopped being finite: raise {key}.halo, or lower time.dt (time.cfl)")
+        if why is not None:
+            return why
     return None
 
 
 def host_rows(species: Species, stored: Mapping[str, np.ndarray]
               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray] | None:
     """A stored species (arrays by dataset name, NumPy, whole) as rows by identity: positions, velocities
-    (inertial), identities and the lost counts; from an owned layout (its live slots sorted by ``ident``) or a
-    replicated one (row i particle i). None when ``stored`` lacks the species' positions."""
+    (inertial), identities and the lost counts ``(4,)``; from an owned layout (its live slots sorted by ``ident``) or
+    a replicated one (row i particle i). None when ``stored`` lacks the species' positions."""
     k = keys(species.name)
     if k["position"] not in stored:
         return None
     position = np.asarray(stored[k["position"]])
     velocity = np.asarray(stored[k["velocity"]]) if species.inertial and k["velocity"] in stored else None
     if k["live"] not in stored:  # replicated rows
-        return position, velocity, np.arange(position.shape[0], dtype=np.int32), np.zeros(3, np.int32)
+        return position, velocity, np.arange(position.shape[0], dtype=np.int32), slots.stored_lost(None)
     live = np.asarray(stored[k["live"]]) > 0
     ident = np.asarray(stored[k["ident"]])[live]
     order = np.argsort(ident, kind="stable")
-    lost = np.asarray(stored[k["lost"]], np.int32) if k["lost"] in stored else np.zeros(3, np.int32)
+    lost = slots.stored_lost(stored.get(k["lost"]))
     return (position[live][order], None if velocity is None else velocity[live][order],
             ident[order].astype(np.int32), lost)
 
@@ -148,7 +147,7 @@ def replicated(fft: Any, host: np.ndarray, dtype: Any) -> jax.Array:
 def lay_out(fft: Any, box: Sequence[float], dtype: Any, species: Species, position: np.ndarray,
             velocity: np.ndarray | None, ident: np.ndarray, lost: np.ndarray) -> dict[str, jax.Array]:
     """Host rows of an owned species (:func:`host_rows`: ``(Np, 3)`` positions and velocities, ``(Np,)``
-    identities, ``(3,)`` lost counts, the same on every process) laid out on ``fft``'s devices
+    identities, ``(4,)`` lost counts, the same on every process) laid out on ``fft``'s devices
     (:func:`distribute`): the species' state entries."""
     return distribute(fft, tuple(float(b) for b in box), species, replicated(fft, position, dtype),
                       None if velocity is None else replicated(fft, velocity, dtype), replicated(fft, ident, np.int32),

@@ -65,6 +65,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     seg.progress.restart()
     stepper = seg.stepper
     step, t = seg.step, seg.t
+    check_lost(seg, sim, state, step, t)  # particles handed out to the devices: before anything is written
     if cfg.particles:
         bound_by_drag(seg)
     compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
@@ -99,8 +100,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             t = stepper.time_after(step, t, n, dt)
         if cfg.particles:
             check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
-        if (why := sim.equation.lost(state)) is not None:
-            raise NonFiniteError(f"{why}, by step {step}, t = {t:.6g}; last good checkpoint: {_last(seg)}")
+        check_lost(seg, sim, state, step, t)
         finished = stepper.finished(t)
         end = chunk_end(stop, seg.writers, cfg.runtime.max_wall, wall_start, last_chunk_s)
         stopping = end.requested and not finished
@@ -187,6 +187,18 @@ def check_particles(seg: Segment, lost: list[str], step: int, t: float) -> None:
         raise NonFiniteError(f"particle species {', '.join(lost)} blew up (a position or velocity non-finite, or a "
                              f"position too far out to locate) at step {step}, t = {t:.6g}; last good checkpoint: "
                              f"{_last(seg)}")
+
+
+def check_lost(seg: Segment, sim: Simulation, state: object, step: int, t: float) -> None:
+    """Particles kept per device that found no room (the equation's :meth:`~simulator.equations.base.Equation.
+    lost`) stop the run before anything of that state is written: NonFiniteError (exit 1) naming the setting
+    and the step that lost them (the state's own count of the steps since)."""
+    loss = sim.equation.lost(state)
+    if loss is None:
+        return
+    at = loss.step(step)
+    found = "" if at == step else f" (found at step {step}, t = {t:.6g}, the end of the chunk)"
+    raise NonFiniteError(f"{loss.reason}; lost at step {at}{found}; last good checkpoint: {_last(seg)}")
 
 
 def _last(seg: Segment) -> str:

@@ -291,6 +291,14 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
                           f"holds a {old['physics']['name']} state")
     check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
     diffs = physics_changes(old, cfg)
+    for key in diffs:  # what the state holds (a particle count): another value is a new run, flag or not
+        if _restart_rule(cfg, key) == "kept":
+            section, name = key.split(".")
+            before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
+            raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
+                              f"{before}, which a restart continues (also with --allow-physics-change): a run with "
+                              "other particles is a new run, give another --out", "differs from the run being "
+                              "restarted")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
@@ -356,12 +364,14 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
     ``gravity`` changed (``particles.<name>.tau_p``), or a species removed (``particles.<name>``); their
     placement and interpolation are numerics and may change. Keys ``old`` holds that ``cfg``'s equation
     does not have (the first config format stored every equation's keys) are ignored; a key ``old`` lacks
-    counts as changed unless ``cfg`` holds its default. Keys declared ``schedule=True`` (they say when, not
-    what: a cosmological run's final and output redshifts) may change, as ``time.t_end`` may."""
+    counts as changed unless ``cfg`` holds its default. Keys declared ``restart="free"`` (they say when or how,
+    not what: a cosmological run's final and output redshifts, the room of the cold particles' slots) may
+    change, as ``time.t_end`` may; those declared ``restart="kept"`` are among the changes, and
+    :func:`checkpoint_to_resume` refuses them (:data:`simulator.schema.RESTART`)."""
     diffs = []
     for key, value in keys_of(cfg).items():
         section, name = key.split(".")
-        if next(f for f in dataclasses.fields(getattr(cfg, section)) if f.name == name).metadata.get("schedule"):
+        if _restart_rule(cfg, key) == "free":
             continue
         stored = old.get(section, {})
         if not isinstance(stored, dict):
@@ -375,6 +385,14 @@ def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
         if _plain(stored[name]) != _plain(value):
             diffs.append(key)
     return diffs + _particle_changes(old, cfg)
+
+
+def _restart_rule(cfg: Config, key: str) -> str | None:
+    """The ``restart`` of the setting at dotted ``key`` of ``cfg``'s schema (a ``physics`` or ``grid`` key, as
+    :func:`physics_changes` names them), or None (a particle species' key among them: check_particles_kept's)."""
+    section, _, name = key.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(getattr(cfg, section))} if section in ("physics", "grid") else {}
+    return fields[name].metadata.get("restart") if name in fields else None
 
 
 def _particle_changes(old: dict[str, Any], cfg: Config) -> list[str]:

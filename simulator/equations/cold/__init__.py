@@ -40,20 +40,22 @@ def window_setting() -> Any:
 def capacity_setting() -> Any:
     """``physics.cdm_capacity``: slots per device."""
     return setting(2.0, "particle slots per device, times the mean count per device (each device holds the "
-                   "particles in its block; on one device exactly all of them)", min=1.0)
+                   "particles in its block; on one device exactly all of them); may change on a restart", min=1.0,
+                   restart="free")
 
 
 def exchange_setting() -> Any:
     """``physics.cdm_exchange``: the hand-over's send buffers."""
-    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots", gt=0.0,
-                   max=1.0)
+    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots; may change "
+                   "on a restart", gt=0.0, max=1.0, restart="free")
 
 
 def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
-    """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``): there exactly when
-    f < 1, a cube n^3 whose n divides every grid axis, the window's halo within every device's block, and an
-    initial condition among ``initials`` (those that place the particles). Each refusal is one line
-    naming the key, its value and what is allowed."""
+    """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``, ``cdm_capacity``): there
+    exactly when f < 1, a cube n^3 whose n divides every grid axis, the window's halo within every device's block,
+    slots for a uniform spread over the devices where their count is known (:func:`simulator.particles.slots.
+    check_capacity`), and an initial condition among ``initials`` (those that place the particles). Each refusal
+    is one line naming the key, its value and what is allowed."""
     if p.cdm_particles == 0:
         if p.fdm_fraction < 1.0:
             raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
@@ -69,14 +71,19 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
     if any(size % n for size in cfg.grid.shape):
         raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
                           f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
-    from simulator.config.particles import check_planes
+    from simulator.config.particles import check_planes, known_devices
+    from simulator.particles.slots import check_capacity
 
     window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]
     if min(cfg.grid.shape) < 2 * sum(window):
         raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {2 * sum(window)} nodes along "
                           f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
     check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
+    if (devices := known_devices(cfg)) is not None:
+        check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     name = getattr(cfg.initial, "name", None)
+    if (devices := known_devices(cfg)) is not None:
+        check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     if name is not None and name not in initials:
         raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a mixed run's particles start on their "
                           "lattice", "cannot place the particles")

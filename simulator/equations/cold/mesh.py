@@ -37,9 +37,11 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.fft.owned import counted
 from simulator.fft.owned import distribute as spread
 from simulator.fft.owned import migrate as hand_over
 from simulator.fft.points import WINDOWS
+from simulator.particles import slots
 
 
 def per_axis(count: int) -> int:
@@ -49,13 +51,12 @@ def per_axis(count: int) -> int:
 
 def capacity(eq: Any) -> int:
     """Particle slots per device: all of them on one device, else ``physics.cdm_capacity`` times the mean."""
-    count, devices = eq.physics.cdm_particles, eq.fft.devices
-    return count if devices == 1 else math.ceil(eq.physics.cdm_capacity * count / devices)
+    return slots.slots(eq.physics.cdm_particles, eq.physics.cdm_capacity, eq.fft.devices)
 
 
 def exchange_rows(eq: Any) -> int:
     """Rows of each send buffer of a migration: ``physics.cdm_exchange`` of a device's slots."""
-    return max(1, math.ceil(eq.physics.cdm_exchange * capacity(eq)))
+    return slots.send_rows(eq.physics.cdm_exchange, capacity(eq))
 
 
 def window_transform(eq: Any) -> jax.Array:
@@ -147,12 +148,12 @@ def distribute(eq: Any, position: jax.Array, momentum: jax.Array, ident: jax.Arr
     """Replicated particles ``(Np, 3)`` laid out by owner (:func:`simulator.fft.owned.distribute`), with their
     identities ``ident`` ``(Np,)`` (default: the index, the lattice's order) and any further per-particle
     arrays ``carried`` (a restart's forces): the state's ``position``, ``momentum``, ``live``, ``ident``, the
-    carried arrays and ``lost`` (counts of lost particles: over a send buffer, without a slot, moved more than
-    a block; here only the second)."""
+    carried arrays and ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more
+    than a block, here only the second; and the steps since the first loss: :data:`simulator.particles.slots.LOST`)."""
     ident = jnp.arange(position.shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
     live, position, momentum, ident, *rest, over = spread(eq.fft, eq.box, capacity(eq), position, momentum, ident,
                                                           *carried.values())
-    lost = jnp.zeros(3, jnp.int32).at[1].set(over)
+    lost = counted(None, jnp.zeros(3, jnp.int32).at[1].set(over))
     return {"position": position, "momentum": momentum, "live": live.astype(eq.dtype), "ident": ident,
             **dict(zip(carried, rest, strict=True)), "lost": lost}
 
@@ -160,11 +161,11 @@ def distribute(eq: Any, position: jax.Array, momentum: jax.Array, ident: jax.Arr
 def migrate(eq: Any, live: jax.Array, position: jax.Array, momentum: jax.Array, ident: jax.Array,
             lost: jax.Array) -> tuple[jax.Array, ...]:
     """After a drift: every particle handed to the device whose block holds it (:func:`simulator.fft.owned.
-    migrate`); the particles lost on the way added to ``lost`` (the run stops on any). Returns ``(live,
-    position, momentum, ident, lost)``."""
+    migrate`); the particles lost on the way added to ``lost``, dated (:func:`simulator.fft.owned.counted`: one
+    drift, hence one hand-over, per step; the run stops on any). Returns ``(live, position, momentum, ident, lost)``."""
     kept, position, momentum, ident, counts = hand_over(eq.fft, eq.box, exchange_rows(eq), live > 0, position,
                                                         momentum, ident)
-    return kept.astype(eq.dtype), position, momentum, ident, lost + counts
+    return kept.astype(eq.dtype), position, momentum, ident, counted(lost, counts)
 
 
 def lattice(eq: Any) -> jax.Array:

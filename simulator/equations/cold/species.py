@@ -24,13 +24,15 @@ import numpy as np
 from simulator.equations.base import ParticleArrays
 from simulator.equations.cold import mesh
 from simulator.fft import complex_dtype
+from simulator.particles import slots
 
 
 class MixedState(NamedTuple):
     """A mixed run's state: psi and the potential ``(Nx, Ny, Nz)`` (real-space layout), and the cold particles
     by owner (:mod:`.mesh`): positions x, momenta p and forces -grad(Phi) at x ``(slots, 3)``, the occupied
-    slots ``live`` (0/1) and identities ``ident`` ``(slots,)``, and ``lost`` ``(3,)``: particles lost so far
-    (over a send buffer, without a slot, moved more than a block), replicated."""
+    slots ``live`` (0/1) and identities ``ident`` ``(slots,)``, and ``lost`` ``(4,)``: particles lost so far
+    (over a send buffer, without a slot, moved more than a block) and the steps since the first of them
+    (:data:`simulator.particles.slots.LOST`), replicated."""
 
     psi: jax.Array
     potential: jax.Array
@@ -132,28 +134,22 @@ class ColdSpecies:
             return {}
         return {"cdm": ParticleArrays(state.position, velocity, state.ident, state.live)}
 
-    def lost(self, state: Any) -> str | None:
-        """Why the run must stop after a chunk, read on the host: particles lost by the hand-over between
-        devices, naming the setting that gives them room; None when none was."""
+    def lost(self, state: Any) -> slots.Loss | None:
+        """Why the run must stop, read on the host: particles lost by the hand-over between devices, naming the
+        setting that gives them room, and when (:class:`simulator.particles.slots.Loss`); None when none was."""
         if not self.mixed:
             return None
-        over, no_room, far = (int(v) for v in np.asarray(state.lost.addressable_data(0)))
-        if over:
-            return (f"{over} cold particle(s) did not fit the hand-over to a neighbouring device: raise "
-                    f"physics.cdm_exchange (now {self.physics.cdm_exchange:g} of a device's slots)")
-        if no_room:
-            return (f"{no_room} cold particle(s) found no free slot on the device that holds them: raise "
-                    f"physics.cdm_capacity (now {self.physics.cdm_capacity:g} times the mean per device)")
-        if far:
-            return (f"{far} cold particle(s) moved more than one device's block in a step: lower time.dt or use "
-                    "fewer devices along that axis")
-        return None
+        p = self.physics
+        return slots.loss(np.asarray(state.lost.addressable_data(0)), "cold particle(s)",
+                          ("physics.cdm_exchange", p.cdm_exchange), ("physics.cdm_capacity", p.cdm_capacity),
+                          "moved more than one device's block in a step: lower time.dt or use fewer devices along "
+                          "that axis")
 
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
         """A mixed checkpoint's particles, written on another device count, laid out by owner for this run's:
         the live slots' positions, momenta, forces and identities handed to :func:`.mesh.distribute` (every
         process holds them all once, as for the initial conditions), the lost counts carried on (plus any
-        particle that found no slot: the run stops after its first chunk naming ``physics.cdm_capacity``)."""
+        particle that found no slot: the run stops before its first step, naming ``physics.cdm_capacity``)."""
         if not self.mixed:
             return None
         live = np.asarray(stored["live"]) > 0
@@ -164,7 +160,7 @@ class ColdSpecies:
             host = np.asarray(stored[name])[live][order]
             return jax.make_array_from_callback(host.shape, replicated, lambda index: host[index])
 
-        lost = np.asarray(stored["lost"], np.int32)
+        lost = slots.stored_lost(stored.get("lost"))
         return relaid(self, *(put(n) for n in ("position", "momentum", "force", "ident")),
                       jax.make_array_from_callback(lost.shape, replicated, lambda index: lost[index]))
 
@@ -173,7 +169,7 @@ class ColdSpecies:
 def relaid(eq: Any, position: jax.Array, momentum: jax.Array, force: jax.Array, ident: jax.Array,
            lost: jax.Array) -> dict[str, jax.Array]:
     """Replicated particles ``(Np, 3)`` (in identity order) with their forces and identities laid out by owner
-    for ``eq``'s devices, the stored ``lost`` counts ``(3,)`` added to the new ones."""
+    for ``eq``'s devices, the stored ``lost`` counts ``(4,)`` added to the new ones."""
     laid = mesh.distribute(eq, position.astype(eq.dtype), momentum.astype(eq.dtype), ident,
                            force=force.astype(eq.dtype))
     return {**laid, "lost": laid["lost"] + lost}

@@ -61,7 +61,7 @@ class FDMCosmoParams(EquationParams):
                                 gt=0.0, max=1.0)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice with Zel'dovich displacements); needs "
-                                 "physics.fdm_fraction < 1; 0 = none", min=0)
+                                 "physics.fdm_fraction < 1; 0 = none; a restart keeps it", min=0, restart="kept")
     cdm_window: str = window_setting()
     cdm_capacity: float = capacity_setting()
     cdm_lpt: int = setting(1, "order of Lagrangian perturbation theory of the particles' initial displacements: "
@@ -76,10 +76,10 @@ class FDMCosmoParams(EquationParams):
     z_start: float = param(127.0, "redshift of the initial conditions, where the run's clock ln(a/a_start) is 0",
                            gt=0.0)
     z_end: float = setting(3.0, "redshift where the run ends: sets time.t_end = ln((1 + z_start) / (1 + z_end)); "
-                           "may change on a restart", min=0.0, schedule=True)
+                           "may change on a restart", min=0.0, restart="free")
     output_redshifts: tuple[float, ...] = setting((), "redshifts of snapshots and spectra rows: set "
                                                   "output.snapshots.times and output.spectra.times", min=0.0,
-                                                  schedule=True)
+                                                  restart="free")
     sigma8: float = param(0.811, "rms linear density contrast in spheres of 8 Mpc/h at z = 0 (normalises the "
                           "spectrum before the FDM cut-off)", gt=0.0)
     n_s: float = param(0.965, "primordial spectral index of the built-in spectrum")
@@ -96,9 +96,9 @@ class FDMCosmoParams(EquationParams):
     def a_start(self) -> float:
         return 1.0 / (1.0 + self.z_start)
 
-    def particle_species(self) -> tuple[str, ...]:
+    def particle_species(self) -> dict[str, int]:
         """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
-        return ("cdm",) if self.cdm_particles else ()
+        return {"cdm": self.cdm_particles} if self.cdm_particles else {}
 
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""

@@ -53,14 +53,15 @@ class SchrodingerPoissonParams(EquationParams):
                                 "physics.cdm_particles particles; 1 = the wave alone", gt=0.0, max=1.0)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice of cell centres, displaced by the initial condition); "
-                                 "needs physics.fdm_fraction < 1; 0 = none", min=0)
+                                 "needs physics.fdm_fraction < 1; 0 = none; a restart keeps it", min=0,
+                                 restart="kept")
     cdm_window: str = window_setting()
     cdm_capacity: float = capacity_setting()
     cdm_exchange: float = exchange_setting()
 
-    def particle_species(self) -> tuple[str, ...]:
+    def particle_species(self) -> dict[str, int]:
         """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
-        return ("cdm",) if self.cdm_particles else ()
+        return {"cdm": self.cdm_particles} if self.cdm_particles else {}
 
     def check(self, cfg: Any) -> None:
         """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``."""
