@@ -610,6 +610,29 @@ def test_the_restart_tools_as_written():
         np.testing.assert_allclose(energy, 1.5 * np.exp(-2 * nu * t), rtol=1e-5)
 
 
+# ---- measured performance: the current figures first ----
+
+def test_measured_performance_opens_with_the_current_figures_each_linked_to_its_section():
+    """docs/PERFORMANCE.md keeps its measurements in the order they were made (2500 lines), so it opens with
+    a table of the current figures: its first section, a row for each of the CPU's 64³ and 128³ steps against
+    FluidSim, one H100's and one H200's 512³ and 1024³ steps and the largest grid, every row linking to a
+    heading of the page (the strict build checks each anchor resolves); the history follows under its own
+    heading."""
+    from markdown.extensions.toc import slugify
+
+    text = page("PERFORMANCE.md")
+    assert re.findall(r"^## (.+)$", text, re.M)[:3] == ["Current figures", "Tools", "Measurements by session, oldest first"]
+    table = text.split("\n## Current figures\n", 1)[1].split("\n## ", 1)[0]
+    rows = [row.split(" | ") for row in table.splitlines() if row.startswith("| ") and not row.startswith("| device ")]
+    headings = {slugify(re.sub(r"`", "", h), "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    unlinked = [row[:2] for row in rows if not re.findall(r"\]\(#([^)]+)\)", row[-1])
+                or not set(re.findall(r"\]\(#([^)]+)\)", row[-1])) <= headings]
+    assert not unlinked, unlinked
+    assert {("| CPU, 2 cores", "64³"), ("| CPU, 2 cores", "128³"), ("| one H100 80 GB", "512³"),
+            ("| one H100 80 GB", "1024³"), ("| one H200", "512³"), ("| one H200", "1024³"),
+            ("| one H100 80 GB", "largest grid")} <= {tuple(row[:2]) for row in rows}
+
+
 # ---- the verification page: every check it lists is a test that exists ----
 
 def test_the_verification_page_names_only_tests_that_exist():
