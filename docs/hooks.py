@@ -3,7 +3,8 @@
 A page holding ``<!-- generated: config-reference -->`` gets the config reference of the schema and of every
 registered equation (``simulator config-docs``), one holding ``<!-- generated: cli-reference -->`` every
 command's usage and options, so neither can fall behind the code. Neither import starts JAX. One holding
-``<!-- generated: changelog -->`` gets the repository's CHANGELOG.md below its title (one file, two places).
+``<!-- generated: changelog -->`` gets the repository's CHANGELOG.md below its title (one file, two places), one
+holding ``<!-- generated: suite-figures -->`` the README's paragraph on the test suite's size and time.
 
 Mathematics is written in TeX, ``$...$`` inline and ``$$...$$`` on lines of its own (``pymdownx.arithmatex``
 in generic mode marks it), and turned here into MathML (``latex2mathml``), which browsers render
@@ -46,10 +47,23 @@ def _changelog() -> str:
     return text.split("\n", 1)[1].lstrip("\n")
 
 
+#: the README's line before its paragraph on the test suite's size and time, which getting-started shows
+SUITE_FIGURES = "<!-- the suite's figures, in this one place:"
+
+
+def _suite_figures() -> str:
+    """The README's paragraph on the test suite's size and time: its figures in one place, on the site too."""
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    if SUITE_FIGURES not in text:
+        raise ValueError(f"README.md has no line starting {SUITE_FIGURES!r} before the test suite's figures")
+    return text.split(SUITE_FIGURES, 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
+
+
 GENERATED = {
     "<!-- generated: config-reference -->": _config_reference,
     "<!-- generated: cli-reference -->": lambda: __import__("simulator.cli", fromlist=["cli"]).reference_markdown(),
     "<!-- generated: changelog -->": _changelog,
+    "<!-- generated: suite-figures -->": _suite_figures,
 }
 
 

@@ -1,7 +1,7 @@
 """A headless Chromium driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``: JSON
 messages ending in a NUL byte on file descriptors 3 and 4), with the standard library alone: open a page
-at a window size, evaluate JavaScript in it after layout, take a screenshot. tests/test_docs.py looks at
-the built site with it (its equations laid out, no code block wider than the page).
+at a window size, evaluate JavaScript in it after layout, type into it, take a screenshot. tests/test_docs.py
+looks at the built site with it (its equations laid out, its code blocks' lines whole, its search from disk).
 
 ``scripts/setup.sh`` installs Chromium (Debian's ``chromium``) when run as root; elsewhere the tests
 that need it skip and say why, unless SIMULATOR_REQUIRE_CHROMIUM=1 (``.ci/run`` sets it).
@@ -49,7 +49,9 @@ class Browser:
         self._profile = tempfile.mkdtemp(prefix="chromium-profile-")
         flags = ["--headless", "--remote-debugging-pipe", "--disable-gpu", "--hide-scrollbars",
                  "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-                 "--allow-file-access-from-files", f"--user-data-dir={self._profile}", "about:blank"]
+                 f"--user-data-dir={self._profile}", "about:blank"]
+        # no --allow-file-access-from-files: a page opened from disk may do here only what it may in a reader's
+        # browser (its search, which a file:// page could otherwise fetch and start a worker for, is tested so)
         if os.geteuid() == 0:
             flags.insert(0, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
         # the protocol's pipe is the browser's descriptors 3 (it reads) and 4 (it writes)
@@ -115,6 +117,10 @@ class Browser:
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression[:80]}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def type(self, text: str) -> None:
+        """Type ``text`` into the focused element, as a keyboard would (its input events fire)."""
+        self.call("Input.insertText", session=True, text=text)
 
     def screenshot(self, path: Path, full_page: bool = False) -> None:
         """A PNG of the window (or of the whole page) as laid out now."""

@@ -106,20 +106,19 @@ def site():
 def test_the_site_builds_strictly_with_the_documented_command(site):
     site, done = site
     assert "WARNING -" not in done.stderr, done.stderr[-4000:]  # mkdocs' own warnings (strict: they fail it too)
-    html = {p: (site / p).read_text() for p in ("reference/config/index.html", "reference/cli/index.html",
-                                                 "reference/api/index.html")}
+    html = {p: (site / p).read_text() for p in ("reference/config.html", "reference/cli.html", "reference/api.html")}
     import simulator.config as C
     from simulator import cli, equations
 
     for key, *_ in C.iter_fields():   # every key of the schema, in the generated reference
-        assert f"<code>{key}</code>" in html["reference/config/index.html"], key
+        assert f"<code>{key}</code>" in html["reference/config.html"], key
     for name in equations.registry():    # and every registered equation's section
-        assert f"physics.name: {name}" in html["reference/config/index.html"], name
+        assert f"physics.name: {name}" in html["reference/config.html"], name
     parser_commands = re.findall(r"^## `simulator (\S+)`", cli.reference_markdown(), re.M)
     assert len(parser_commands) >= 10
     for command in parser_commands:
-        assert f"usage: simulator {command}" in html["reference/cli/index.html"], command
-    api = html["reference/api/index.html"]
+        assert f"usage: simulator {command}" in html["reference/cli.html"], command
+    api = html["reference/api.html"]
     for name in ("initial_state", "advance", "rollout", "state_from_file", "load_run", "RunResults", "run_ensemble"):
         assert name in api, name
     # every page in the navigation was built: none left out of the site (the notebooks are pages too)
@@ -131,6 +130,24 @@ def test_the_site_builds_strictly_with_the_documented_command(site):
         assert (site / _built(rel)).is_file(), rel
 
 
+@pytest.mark.slow
+def test_the_suite_figures_are_stated_once_in_the_readme_and_shown_on_the_site(site):
+    """The README and getting-started disagreed on the suite's size and time (1390 tests in 17-21 minutes,
+    1310 in 19): the figures are one paragraph of the README, which the site's getting-started page shows
+    (docs/hooks.py); no page of docs/ states a count of tests of its own."""
+    from html import unescape
+
+    site, _ = site
+    figures = re.compile(r"\b\d{3,} tests\b")
+    paragraph = README.split("<!-- the suite's figures, in this one place:", 1)[1].split("\n", 1)[1].split("\n\n")[0]
+    assert "minutes on 2 cores" in paragraph and figures.search(paragraph), paragraph
+    assert len(figures.findall(README)) == len(figures.findall(paragraph)), paragraph
+    stated = {rel: figures.findall((ROOT / rel).read_text()) for rel in pages() if rel != "README.md"}
+    assert not any(stated.values()), {rel: found for rel, found in stated.items() if found}
+    shown = re.sub(r"<[^>]+>", "", unescape((site / "getting-started.html").read_text()))
+    assert " ".join(re.sub(r"`", "", paragraph).split()) in " ".join(shown.split()), paragraph
+
+
 # ---- the site's mathematics: TeX in the pages, MathML in the site, laid out by a browser ----------------------
 
 def _prose(text: str) -> str:
@@ -139,9 +156,9 @@ def _prose(text: str) -> str:
 
 
 def _built(rel: str) -> Path:
-    """The HTML file the site builds from a page under docs/ (``explanation/mhd.md``, ``tutorials/x.ipynb``)."""
-    stem = rel.removesuffix(".md").removesuffix(".ipynb")
-    return Path("index.html" if stem == "index" else stem.removesuffix("/index") + "/index.html")
+    """The HTML file the site builds from a page under docs/ (``explanation/mhd.md``, ``tutorials/x.ipynb``):
+    ``explanation/mhd.html`` (the offline plugin of mkdocs.yml builds pages as files, which link from disk)."""
+    return Path(rel.removesuffix(".md").removesuffix(".ipynb") + ".html")
 
 
 def _outside_code_and_math(html: str) -> str:
@@ -192,8 +209,8 @@ def test_the_pages_mathematics_is_mathml_in_the_site(site):
         assert "<script src=" not in html.split("<article", 1)[1].split("</article>", 1)[0], rel
         name = rel.rsplit("/", 1)[-1]   # the page links to the notebook, copied beside it
         assert f'<a href="{name}" download>' in html and ((site / _built(rel)).parent / name).is_file(), rel
-    assert convert(r"\eta = (\nu^3/\varepsilon)^{1/4}") in (site / "getting-started/index.html").read_text()
-    ns = (site / "explanation/navier-stokes/index.html").read_text()
+    assert convert(r"\eta = (\nu^3/\varepsilon)^{1/4}") in (site / "getting-started.html").read_text()
+    ns = (site / "explanation/navier-stokes.html").read_text()
     first = re.search(r'<math [^>]*display="block">.*?</math>', ns, re.S)
     assert first and "<mfrac>" in first[0] and "&#x02202;" in first[0] and "&#x02207;" in first[0], first
 
@@ -223,7 +240,7 @@ def test_an_equation_is_laid_out_as_one_in_chromium(site, browser):
     of getting-started has its exponent raised. Screenshots in outputs/docs_screenshots/."""
     site, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    browser.open((site / "explanation/navier-stokes/index.html").as_uri(), WIDTH, HEIGHT)
+    browser.open((site / "explanation/navier-stokes.html").as_uri(), WIDTH, HEIGHT)
     box = browser.evaluate("""(() => {
         const m = document.querySelector('article math[display=block]'), f = m.querySelector('mfrac');
         const b = m.getBoundingClientRect(), fb = f.getBoundingClientRect();
@@ -231,7 +248,7 @@ def test_an_equation_is_laid_out_as_one_in_chromium(site, browser):
                 text: parseFloat(getComputedStyle(m.closest('article')).fontSize)}; })()""")
     browser.screenshot(SCREENSHOTS / "navier-stokes.png")
     assert 200 < box["width"] < WIDTH and box["frac"] > 1.6 * box["font"] and box["height"] > 1.5 * box["text"], box
-    browser.open((site / "getting-started/index.html").as_uri(), WIDTH, HEIGHT)
+    browser.open((site / "getting-started.html").as_uri(), WIDTH, HEIGHT)
     raised = browser.evaluate("""(() => {
         const m = [...document.querySelectorAll('article math')].find(m => m.textContent.startsWith('η=(ν'));
         m.scrollIntoView({block: 'center'});
@@ -242,24 +259,68 @@ def test_an_equation_is_laid_out_as_one_in_chromium(site, browser):
     assert raised[0] > 2 and raised[1] > 40, raised
 
 
+def _site_pages(site: Path) -> list[Path]:
+    """The built file of every page of docs/ (Markdown and notebooks)."""
+    return [site / _built(str(p.relative_to(DOCS))) for pattern in ("*.md", "*.ipynb") for p in sorted(DOCS.rglob(pattern))]
+
+
 @pytest.mark.slow
-def test_no_code_block_is_wider_than_the_page_in_chromium(site, browser):
-    """Every page at a laptop's width: no code block holds more than it shows (a long command wraps; none
-    of it hides under the copy button or past the edge), and nothing of the article runs past its column."""
+def test_every_code_line_is_one_line_and_no_block_leaves_its_column_in_chromium(site, browser):
+    """Every page at a laptop's width: each line of a code block is laid out as one line, never broken inside
+    a token (the quickstart wrapped after the hyphen of ``--cpu-`` / ``devices 2``); a line longer than the
+    column scrolls sideways in its block (white-space pre, overflow-x auto), and no block, nor anything of
+    the article, runs past the column. Screenshot of the home page in outputs/docs_screenshots/."""
     site, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    clipped = []
-    for path in sorted(site.rglob("index.html")):
+    pages, broken = _site_pages(site), []
+    assert len(pages) >= 40
+    for path in pages:
         browser.open(path.as_uri(), WIDTH, HEIGHT)
-        clipped += [f"{path.relative_to(site)}: {what}" for what in browser.evaluate("""(() => {
+        broken += [f"{path.relative_to(site)}: {what}" for what in browser.evaluate("""(() => {
             const article = document.querySelector('article').getBoundingClientRect();
-            return [...document.querySelectorAll('article pre > code, article .jupyter-wrapper pre')]
-                .filter(c => c.scrollWidth > c.clientWidth + 1 || c.getBoundingClientRect().right > article.right + 1)
-                .map(c => c.textContent.slice(0, 80)); })()""")]
+            const lineBoxes = block => {   // the distinct tops of the laid-out text of a block: one per line
+                const tops = new Set(), walk = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+                for (let node; (node = walk.nextNode());) {
+                    const range = document.createRange();
+                    range.selectNodeContents(node);
+                    for (const r of range.getClientRects()) if (r.width > 0) tops.add(Math.round(r.top));
+                }
+                return tops.size; };
+            return [...document.querySelectorAll('article pre > code, article .jupyter-wrapper pre')].map(c => {
+                const style = getComputedStyle(c), lines = c.textContent.replace(/\\n$/, '').split('\\n').length;
+                const problems = [];
+                if (style.whiteSpace !== 'pre' || style.overflowX !== 'auto') problems.push(`${style.whiteSpace}/${style.overflowX}`);
+                if (lineBoxes(c) > lines) problems.push(`${lines} lines laid out as ${lineBoxes(c)}`);
+                if (c.getBoundingClientRect().right > article.right + 1) problems.push('past the column');
+                return problems.length ? `${problems.join(', ')}: ${c.textContent.slice(0, 80)}` : null;
+            }).filter(Boolean); })()""")]
         if path == site / "index.html":
             browser.screenshot(SCREENSHOTS / "index.png")
-    assert len(list(site.rglob("index.html"))) >= 40
-    assert not clipped, "code blocks wider than the page:\n" + "\n".join(clipped)
+    assert not broken, "code blocks broken over lines or past the column:\n" + "\n".join(broken)
+
+
+@pytest.mark.slow
+def test_the_site_opened_from_disk_finds_a_page_with_its_search_in_chromium(site, browser):
+    """The site as the README says to read it, site/index.html opened from disk (file://, in a browser with no
+    flag that lets a file read files): a query typed into the search lists the page it names, a page of the
+    site (Material hides its search under file:// unless its offline plugin inlines the index, and a browser
+    starts no worker there unless docs/javascripts/iframe-worker.js stands in). Screenshot in
+    outputs/docs_screenshots/."""
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open((site / "index.html").as_uri(), WIDTH, HEIGHT)
+    browser.evaluate("document.querySelector('.md-search__input').focus()")
+    browser.type("Slurm")
+    found = browser.evaluate("""new Promise(resolve => {
+        const start = Date.now(), poll = () => {
+            const links = [...document.querySelectorAll('.md-search-result__item > a')].map(a => a.href);
+            if (links.length || Date.now() - start > 20000) resolve(links); else setTimeout(poll, 100); };
+        poll(); })""")
+    browser.screenshot(SCREENSHOTS / "search.png")
+    assert found, "the search listed nothing"
+    pages = [link.split("#")[0] for link in found]
+    assert pages[0] == (site / "how-to" / "slurm.html").as_uri(), found
+    assert all(link.startswith(site.as_uri() + "/") and Path(link.removeprefix("file://")).is_file() for link in pages), found
 
 
 @pytest.mark.slow
@@ -293,7 +354,7 @@ def test_the_config_reference_breaks_no_key_and_no_default_in_chromium(site, bro
     took six). Screenshot in outputs/docs_screenshots/."""
     site, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    browser.open((site / "reference/config/index.html").as_uri(), WIDTH, HEIGHT)
+    browser.open((site / "reference/config.html").as_uri(), WIDTH, HEIGHT)
     cells = browser.evaluate("""(() => [...document.querySelectorAll('article td > code')].map(c => {
         const cell = c.parentNode;
         return [[...cell.parentNode.children].indexOf(cell), c.textContent, c.getClientRects().length]; }))()""")
@@ -547,6 +608,29 @@ def test_the_restart_tools_as_written():
         nu = run.config["physics"]["viscosity"]
         assert t[0] < 3.5 < t[-1] if run is branch else t[0] < 2.5 < t[-1]
         np.testing.assert_allclose(energy, 1.5 * np.exp(-2 * nu * t), rtol=1e-5)
+
+
+# ---- measured performance: the current figures first ----
+
+def test_measured_performance_opens_with_the_current_figures_each_linked_to_its_section():
+    """docs/PERFORMANCE.md keeps its measurements in the order they were made (2500 lines), so it opens with
+    a table of the current figures: its first section, a row for each of the CPU's 64³ and 128³ steps against
+    FluidSim, one H100's and one H200's 512³ and 1024³ steps and the largest grid, every row linking to a
+    heading of the page (the strict build checks each anchor resolves); the history follows under its own
+    heading."""
+    from markdown.extensions.toc import slugify
+
+    text = page("PERFORMANCE.md")
+    assert re.findall(r"^## (.+)$", text, re.M)[:3] == ["Current figures", "Tools", "Measurements by session, oldest first"]
+    table = text.split("\n## Current figures\n", 1)[1].split("\n## ", 1)[0]
+    rows = [row.split(" | ") for row in table.splitlines() if row.startswith("| ") and not row.startswith("| device ")]
+    headings = {slugify(re.sub(r"`", "", h), "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    unlinked = [row[:2] for row in rows if not re.findall(r"\]\(#([^)]+)\)", row[-1])
+                or not set(re.findall(r"\]\(#([^)]+)\)", row[-1])) <= headings]
+    assert not unlinked, unlinked
+    assert {("| CPU, 2 cores", "64³"), ("| CPU, 2 cores", "128³"), ("| one H100 80 GB", "512³"),
+            ("| one H100 80 GB", "1024³"), ("| one H200", "512³"), ("| one H200", "1024³"),
+            ("| one H100 80 GB", "largest grid")} <= {tuple(row[:2]) for row in rows}
 
 
 # ---- the verification page: every check it lists is a test that exists ----

@@ -41,6 +41,28 @@ def run_block(block):
     return done.stdout
 
 
+#: a number as a page or a block's output writes it with a decimal point or an exponent (1.44, -0.62, 3.6e-06)
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\d.])", re.I)
+
+
+def prose_after(rel, block):
+    """The prose after a page's block: up to the next fenced block or heading."""
+    after = (ROOT / rel).read_text().split(block.code, 1)[1].split("\n", 1)[1]   # past the closing fence
+    return re.split(r"^```|^#", after, flags=re.M)[0]
+
+
+def states_a_printed_number(prose, printed):
+    """Whether the prose gives one of the printed numbers with a decimal point or an exponent, to the digits
+    it writes (the prose's 2.8 for a printed 2.8291)."""
+    said = [n for n in NUMBER.findall(prose.replace("\u2212", "-")) if "." in n or "e" in n.lower()]
+    values = [float(n) for n in NUMBER.findall(printed)]
+    for n in said:
+        digits = len(n.split(".")[1]) if "." in n and "e" not in n.lower() else None
+        if any((round(v, digits) if digits is not None else float(f"{v:.1e}")) == float(n) for v in values):
+            return True
+    return False
+
+
 def test_every_tutorial_is_run_here_or_names_its_test():
     assert TUTORIALS == ["boussinesq.md", "cosmology.md", "mhd.md", "mixed-dark-matter.md", "navier-stokes.md",
                          "schrodinger-poisson.md"]
@@ -64,6 +86,10 @@ def test_tutorial(name, monkeypatch):
     assert runnable and any(b.lang == "python" for b in runnable), rel
     outputs = [run_block(b) for b in runnable]
     assert all(out.strip() for b, out in zip(runnable, outputs) if b.lang == "python"), "a python block printed nothing"
+    # what a block prints, the page says what to expect of, in the sentences after it, quoting a printed number
+    silent = [b.code.splitlines()[-1][:80] for b, out in zip(runnable, outputs)
+              if b.lang == "python" and NUMBER.search(out) and not states_a_printed_number(prose_after(rel, b), out)]
+    assert not silent, f"{rel}: the prose after these blocks quotes none of the numbers they print: {silent}"
     for follow in FOLLOW_UPS.get(name, []):
         marked = [b for b in blocks(follow) if b.marker == ("run by", "tests/test_tutorials.py::test_tutorial")]
         assert marked, follow
