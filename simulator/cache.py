@@ -28,7 +28,8 @@ the tasks of a job array on a shared filesystem) leave one whole entry.
 
 Where FFTW's measured plans are kept (:mod:`simulator.fft.local`) is the same root: :func:`root`.
 
-Imports no JAX at module level; :func:`enable` does, when a command starts its runtime.
+Imports no JAX at module level, and nothing of the package: :func:`enable` imports JAX, when a command
+starts its runtime (:func:`simulator.runtime.enable_cache`).
 """
 
 from __future__ import annotations
@@ -91,9 +92,10 @@ def size_bound() -> int:
 
 
 @functools.cache
-def build_tag() -> str:
+def build_tag(local_fft: str = "") -> str:
     """A digest of what decides a program but is not in its text: versions, the FFT package's source and
-    native extension, the FFTW library, the CPU (see the module docstring)."""
+    native extension, ``local_fft`` (the FFTW library the extension runs: :func:`simulator.runtime.enable_cache`
+    says), the CPU (see the module docstring)."""
     digest = hashlib.sha256()
     for package in ("jax", "jaxlib", "jaxdecomp"):
         try:
@@ -104,10 +106,7 @@ def build_tag() -> str:
     for path in sorted(p for p in fft.rglob("*") if p.is_file() and p.suffix in (".py", ".so", ".cc", ".h")):
         digest.update(str(path.relative_to(fft)).encode())
         digest.update(path.read_bytes())
-    from simulator.fft.local import native
-
-    module, _ = native()
-    digest.update(f"fftw={module.version() if module is not None else 'none'};".encode())
+    digest.update(f"{local_fft};".encode())
     digest.update(_cpu().encode())
     return digest.hexdigest()[:16]
 
@@ -254,10 +253,11 @@ _state: dict[str, Any] = {"status": None}
 _state_lock = threading.Lock()
 
 
-def enable(setting: str | bool = "auto") -> Status:
+def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
     """Use the cache ``setting`` names (``runtime.compilation_cache``: ``auto``, ``off`` or a path; see
-    :func:`location`) for every program this process compiles from now on. Idempotent; a second call with
-    another setting switches to it. A directory that cannot be made or written is one warning and no cache."""
+    :func:`location`) for every program this process compiles from now on; ``local_fft`` goes into the
+    :func:`build_tag`. Idempotent; a second call with another setting switches to it. A directory that
+    cannot be made or written is one warning and no cache. (:func:`simulator.runtime.enable_cache` calls it.)"""
     import jax
     from jax._src import compilation_cache
 
@@ -296,7 +296,7 @@ def enable(setting: str | bool = "auto") -> Status:
             status = Status(None, f"not supported by JAX {jax.__version__}")
             _state["status"] = status
             return status
-        cache = ProgramCache(path, bound, build_tag())
+        cache = ProgramCache(path, bound, build_tag(local_fft))
         _install(cache)
         why = ("runtime.compilation_cache" if setting not in ("", "auto", True)
                else ENV if os.environ.get(ENV, "").strip() else "the default")

@@ -26,6 +26,7 @@ from importlib import metadata
 
 import jax
 
+from simulator import cache
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
@@ -327,14 +328,22 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode. Calling it again in
     the same process (a script building several simulations) keeps the processes already started.
     A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts."""
-    from simulator import cache
-
     gpu_binding(env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
-    cache.enable(cfg.runtime.compilation_cache)
+    enable_cache(cfg.runtime.compilation_cache)
     if is_distributed():
         return process_mode(cfg, env)
     return initialize_processes(cfg, env)
+
+
+def enable_cache(setting: str | bool = "auto") -> cache.Status:
+    """Keep this process's compiled programs in the compilation cache ``setting`` names
+    (``runtime.compilation_cache``; :func:`simulator.cache.enable`), tagged with the FFTW library the native
+    extension runs (none without it)."""
+    from simulator.fft.local import native
+
+    module, _ = native()
+    return cache.enable(setting, f"fftw={module.version() if module is not None else 'none'}")
 
 
 def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Sequence[int] | None = None

@@ -54,9 +54,9 @@ def pytest_configure(config):
     if "SIMULATOR_COMPILATION_CACHE" not in os.environ:
         config._xla_cache_dir = tempfile.mkdtemp(prefix="simulator-test-xla-")
         os.environ["SIMULATOR_COMPILATION_CACHE"] = config._xla_cache_dir
-    from simulator import cache
+    from simulator.runtime import enable_cache
 
-    cache.enable()
+    enable_cache()
 
 
 def pytest_unconfigure(config):
@@ -77,13 +77,13 @@ def uncached_programs():
     session's compilation cache: for a test that changes at run time (a monkeypatch) code inside the slab
     backend's custom_partitioning callbacks, which the compilation cache knows only by its source
     (simulator/cache.py) and JAX's trace caches not at all."""
-    from simulator import cache
+    from simulator.runtime import enable_cache
 
-    cache.enable("off")
+    enable_cache("off")
     jax.clear_caches()
     yield
     jax.clear_caches()
-    cache.enable()
+    enable_cache()
 
 
 @pytest.fixture

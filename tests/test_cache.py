@@ -199,7 +199,7 @@ def test_the_key_holds_the_build_and_the_files_say_which_program():
     one, other = cache.ProgramCache(Path("/x"), 1, "tag-a"), cache.ProgramCache(Path("/x"), 1, "tag-b")
     key = "jit_chunk-" + hashlib.sha256(b"k").hexdigest()
     assert one.file(key).name.startswith("jit_chunk-") and one.file(key) != other.file(key)
-    assert len(cache.build_tag()) == 16
+    assert len(cache.build_tag()) == 16 and cache.build_tag("fftw=3.3.10") != cache.build_tag("fftw=3.3.11")
 
 
 def test_the_location_and_the_bound_come_from_the_config_then_the_environment(monkeypatch, tmp_path):

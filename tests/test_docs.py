@@ -505,6 +505,11 @@ def test_the_reading_snippets_read_files_a_documented_command_writes():
     python_code = "".join(b.code for rel in pages() for b in blocks(rel) if b.lang == "python")
     named = set(re.findall(r'"outputs/([\w-]+)/', python_code)) | set(re.findall(r'"outputs/([\w-]+)"', python_code))
     written = set(re.findall(r"--out outputs/([\w-]+)", everything)) | set(re.findall(r'out="outputs/([\w-]+)"', everything))
+    # a sweep without --out writes outputs/<its name> (simulator.sweep.default_directory)
+    from simulator import sweep
+
+    written |= {sweep.load(ROOT / "configs" / "sweeps" / f"{stem}.yaml").name
+                for stem in re.findall(r"simulator sweep configs/sweeps/([\w-]+)\.yaml(?![^\n]*--out)", everything)}
     assert named and named <= written, named - written
     cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml")
     steps = int(round(cfg.time.t_end / cfg.time.dt))

@@ -25,7 +25,7 @@ from simulator.log import get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
-from simulator.plan import run_programs
+from simulator.plan import abstract_state, run_programs
 from simulator.run.programs import Ahead, report
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -58,7 +58,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED
     sim = Simulation(cfg)
-    ahead = Ahead(sim, run_programs(cfg))  # compiling on worker threads while the initial state is built
+    ahead = Ahead(sim, run_programs(cfg), abstract_state(sim))  # compiling while the initial state is built
     state = seg.begin(sim, mode, lambda: (sim.initial_state(), sim.start_time()))
     ready = ahead.wait()
     seg.log.info("%s", report(cache.counts(), ready))

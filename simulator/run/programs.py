@@ -30,14 +30,12 @@ def compile_all(lowered: Mapping[str, Any], compile_one: Callable[[Any], Any] = 
 
 
 class Ahead:
-    """The programs ``names`` of the run on ``sim`` (a :class:`~simulator.run.simulation.Simulation`), lowered
-    now and compiling on worker threads until :meth:`wait`."""
+    """The programs ``names`` of the run on ``sim`` (a :class:`~simulator.run.simulation.Simulation`) for its
+    abstract ``state`` (:func:`simulator.plan.abstract_state`), lowered now and compiling on worker threads
+    until :meth:`wait`."""
 
-    def __init__(self, sim: Any, names: Sequence[str]):
-        from simulator.plan import abstract_state
-
+    def __init__(self, sim: Any, names: Sequence[str], state: Any):
         self.start = time.monotonic()
-        state = abstract_state(sim)
         scalar = jax.ShapeDtypeStruct((), sim.dtype, sharding=sim.scalar_sharding)
         lowered = {name: sim.lower(name, state, scalar, scalar) for name in names}
         self._pool = ThreadPoolExecutor(max(len(lowered), 1))

@@ -291,14 +291,12 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
                           f"holds a {old['physics']['name']} state")
     check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
     diffs = physics_changes(old, cfg)
-    for key in diffs:  # what the state holds (a particle count): another value is a new run, flag or not
-        if _restart_rule(cfg, key) == "kept":
-            section, name = key.split(".")
-            before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
-            raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
-                              f"{before}, which a restart continues (also with --allow-physics-change): a run with "
-                              "other particles is a new run, give another --out", "differs from the run being "
-                              "restarted")
+    for key in (k for k in diffs if _restart_rule(cfg, k) == "kept"):  # what the state holds: a new run, flag or not
+        section, name = key.split(".")
+        before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
+        raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
+                          f"{before}, which a restart continues (also with --allow-physics-change): a run with other "
+                          "particles is a new run, give another --out", "differs from the run being restarted")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "

@@ -70,7 +70,7 @@ class Simulation:
         2/3 rule's modes."""
         self.cfg = cfg
         if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
-            cache.enable(cfg.runtime.compilation_cache)
+            runtime.enable_cache(cfg.runtime.compilation_cache)
         self.info = equations.get(cfg.physics.name)
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
         self.fft = runtime.make_fft(cfg, devices, compact_at_least)
