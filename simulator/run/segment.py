@@ -37,7 +37,7 @@ from typing import Any
 import jax
 import yaml
 
-from simulator import particles
+from simulator import equations, particles
 from simulator.config import Config, to_dict
 from simulator.equations import resolution
 from simulator.log import get_logger
@@ -95,7 +95,7 @@ class Segment:
         self.progress: Progress | None = None
         self.outcome: str | None = None  # finished, failed, interrupted, refused; None while it runs
         self.code: int | None = None
-        self._warned_resolution = False
+        self._warned: set[str] = set()  # the resolution diagnostics warned about
         self._handler: logging.Handler | None = None
         self._status_written = -math.inf  # time.monotonic() of the last running status.json
 
@@ -308,13 +308,16 @@ class Segment:
                                  f"last good checkpoint: {self.saver.last or 'none'}")
 
     def _warn_resolution(self, moment: Moment) -> None:
-        """Warn once per segment when a resolution diagnostic (k_max eta, ...) drops below its threshold."""
-        low = [] if self._warned_resolution else resolution.under_resolved(moment.get("diagnostics"))
-        if low:
+        """Warn once per segment and diagnostic when a resolution diagnostic (k_max eta, psi_tail, ...) crosses
+        its limit, with what its equation advises."""
+        crossed = [c for c in resolution.under_resolved(moment.get("diagnostics")) if c.name not in self._warned]
+        if crossed:
+            info = equations.registry()[self.cfg.physics.name]
+            advice = "; ".join(dict.fromkeys(info.advice(c.name) for c in crossed if info.advice(c.name)))
             self.log.warning("under-resolved at step %d, t = %.6g: %s; the smallest scales are not resolved by the "
-                             "grid (refine grid.shape, or raise the viscosity/diffusivity)", moment.step, moment.time,
-                             ", ".join(f"{name} = {value:.3g} < {limit:g}" for name, value, limit in low))
-            self._warned_resolution = True
+                             "grid%s", moment.step, moment.time, ", ".join(map(str, crossed)),
+                             f" ({advice})" if advice else "")
+            self._warned.update(c.name for c in crossed)
 
     # ---- the end ----------------------------------------------------------------------------------
 
