@@ -21,7 +21,7 @@ The calls, on every process::
     begin(sim, mode, initial)     header, state (restored, remapped or initial), record, writers
     record(moment, first=True)    a new run's t = 0 outputs
     record(moment)                after every chunk (raises NonFiniteError)
-    stop(why) / finish(...) / fail()
+    stop(why) / finish(...) / fail(err)  the outcome in status.json (a failure's reason too)
     close()                       writers, run.log and lock released, whatever happened
 """
 
@@ -39,8 +39,9 @@ import yaml
 
 from simulator import equations, particles
 from simulator.config import Config, to_dict
+from simulator.errors import ConfigError
 from simulator.equations import resolution
-from simulator.log import get_logger
+from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
@@ -52,13 +53,28 @@ from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.time.control import Stepper
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "NonFiniteError", "Segment", "barrier_interrupted", "host_arrays"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure",
+           "host_arrays"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
 class NonFiniteError(RuntimeError):
     """A diagnostic became NaN or Inf."""
+
+
+#: the failures of a run itself (exit 1), reported in one line: a blow-up (NaN/Inf, a collapsed step, lost
+#: particles), a write that failed, output that cannot be read back
+FAILURES = (NonFiniteError, OutputWriteError, IncompleteOutputError)
+
+
+def describe_failure(err: BaseException) -> str:
+    """Why a run failed, in one line: the message of one of its own failures or of bad input, else the
+    error's type and the first line of its message."""
+    if isinstance(err, (*FAILURES, ConfigError)):
+        return str(err)
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
@@ -96,7 +112,7 @@ class Segment:
         self.outcome: str | None = None  # finished, failed, interrupted, refused; None while it runs
         self.code: int | None = None
         self._warned: set[str] = set()  # the resolution diagnostics warned about
-        self._handler: logging.Handler | None = None
+        self._handler: RunLog | None = None
         self._status_written = -math.inf  # time.monotonic() of the last running status.json
 
     # ---- the directory, before and under the lock -------------------------------------------------
@@ -156,8 +172,7 @@ class Segment:
     def open_log(self) -> None:
         """``run.log`` (process 0): every line this segment logs from now on is appended to it."""
         if jax.process_index() == 0 and self._handler is None:
-            self._handler = _RunLog(self.out / "run.log")
-            self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            self._handler = RunLog(self.out / "run.log")
             self.log.addHandler(self._handler)
 
     def interrupted_before_first_step(self, flag: int) -> bool:
@@ -339,26 +354,38 @@ class Segment:
         self.end("finished", EXIT_OK)
 
     def fail(self, err: BaseException | None = None) -> None:
-        """Failed (NaN/Inf, a write that failed, an unexpected error): status ``failed``, exit 1."""
+        """Failed (NaN/Inf, a write that failed, an unexpected error ``err``): status ``failed`` with the
+        reason, exit 1. The error is logged in ``run.log``, and on the console when it is one of the run's
+        own (:data:`FAILURES`: one line); any other the caller reports there itself (bad input in one line,
+        an unexpected error with its traceback, which ``run.log`` gets too)."""
+        reason = None if err is None else describe_failure(err)
         if err is not None:
-            self.log.error("%s", err)
+            if jax.process_index() == 0 and self.out.is_dir():
+                self.open_log()  # a failure before the segment's first line still leaves its reason there
+            if isinstance(err, FAILURES):
+                self.log.error("%s", reason)
+            elif self._handler is not None:
+                self._handler.alone(self.log, reason, None if isinstance(err, ConfigError) else err)
         if not self.running:
             return
         if self.stepper is None:  # failed before it began: the status keeps where the run stood
             last = (rundir.read_status(self.out) or {}) if jax.process_index() == 0 else {}
             self.step, self.t = last.get("step"), last.get("time")
         try:
-            self.end("failed", EXIT_FAILED)
+            self.end("failed", EXIT_FAILED, reason=reason)
         except OutputWriteError:  # e.g. the disk is full: the error being reported is the one that matters
             pass
 
-    def end(self, outcome: str, code: int, status: bool = True) -> None:
-        """Close the writers and record the outcome in ``status.json`` (process 0). A writer that fails
-        to close (its last data not written) makes the segment failed: raised after all are closed."""
+    def end(self, outcome: str, code: int, status: bool = True, reason: str | None = None) -> None:
+        """Close the writers and record the outcome in ``status.json`` (process 0), with ``reason`` (why it
+        failed). A writer that fails to close (its last data not written) makes the segment failed, that
+        failure its reason: raised after all are closed."""
         failures = self._close_writers()
         self.outcome, self.code = ("failed", EXIT_FAILED) if failures else (outcome, code)
+        if failures:
+            reason = reason or str(failures[0])
         if status and jax.process_index() == 0 and self.out.exists():
-            rundir.write_status(self.out, self.outcome, self.step, self.t, self.code)
+            rundir.write_status(self.out, self.outcome, self.step, self.t, self.code, reason)
         if failures:
             raise failures[0]
 
@@ -380,24 +407,6 @@ class Segment:
             self._handler.close()
             self._handler = None
         self.lock.release()
-
-
-class _RunLog(logging.FileHandler):
-    """``run.log``; if it cannot be written (a full disk) it falls silent instead of printing a
-    traceback per record: the failure that matters is reported by the writer that meets it."""
-
-    def __init__(self, path: Path):
-        super().__init__(path, delay=True)
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        self.setLevel(logging.CRITICAL + 1)
-
-    def close(self) -> None:
-        # the buffered tail of a log that met a full disk fails again at the flush: already reported
-        try:
-            super().close()
-        except OSError:
-            self.setLevel(logging.CRITICAL + 1)
 
 
 def barrier_interrupted() -> None:
