@@ -631,6 +631,21 @@ def test_an_unexpected_error_leaves_its_reason_and_traceback_in_the_run_director
     assert (tmp_path / "run" / "run.log").read_text().endswith("RuntimeError: an unforeseen error\nits second line\n")
 
 
+def test_a_row_that_meets_a_full_disk_is_cut_back_at_once_and_stops_the_run(tmp_path):
+    """The disk fills while statistics.h5 takes its third row (its datasets grown, time and step not yet): one
+    ERROR line naming statistics.h5, the partial row cut back at once (every row dataset back to the two whole
+    rows), the run stopped with the reason in status.json and run.log, no traceback."""
+    run_dir = tmp_path / "run"
+    r = faulty(tmp_path, "full", TG, *SMALL, "--set", "output.statistics.every=5", "--set", "time.t_end=0.3",
+               "--out", run_dir)
+    assert_reported_in_one_line(r, run_dir)
+    assert_failure_recorded(run_dir, r, f"writing {run_dir / 'statistics.h5'} failed: No space left on device")
+    with h5py.File(run_dir / "statistics.h5") as f:
+        rows_of = {name: f[name].shape[0] for name in f if f[name].maxshape[:1] == (None,)}
+    assert len(rows_of) > 10 and set(rows_of.values()) == {2}, rows_of
+    assert status(run_dir)["step"] == 10 and steps(run_dir) == [0, 5, 10]
+
+
 def test_process_position_agrees_with_the_runtime():
     from simulator import runtime
 

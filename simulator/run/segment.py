@@ -42,7 +42,7 @@ from simulator.config import Config, to_dict
 from simulator.errors import ConfigError
 from simulator.equations import resolution
 from simulator.log import RunLog, get_logger
-from simulator.output import checkpoints, sources
+from simulator.output import checkpoints, rows, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.run import records, rundir
@@ -226,17 +226,20 @@ class Segment:
             self.step = 0
             self.stepper = Stepper(cfg.time, cfg.output.chunk, t=self.t)
         self.start_step = self.step
-        if jax.process_index() == 0:
-            self._write_record()
-            rundir.write_status(self.out, "running", self.step, self.t)
         self.records, self.dumps, self.saver = records.writers(cfg, sim, self.meta, self.stepper, self.out,
                                                        jax.process_index() == 0, self.log)
         # one route from the outputs' schedules to the time stepping: chunks end on what they ask for
         self.stepper.land_on(landing_times([w.schedule for w in self.writers if w.lands], cfg.time.t_end))
         self.saver.last = None if ckpt is None else ckpt.index.with_suffix("")
         self.progress = Progress(self.step, self.t, self.stepper.t_end)
-        for w in self.writers:
-            w.open(self.out, None if ckpt is None else ckpt.step)
+        # nothing of the run being restarted changes until all its files are open and this segment recorded:
+        # the rows past the checkpoint are dropped (row files set aside) only when the block ends without error
+        with rows.staged():
+            for w in self.writers:
+                w.open(self.out, None if ckpt is None else ckpt.step)
+            if jax.process_index() == 0:
+                self._write_record()
+                rundir.write_status(self.out, "running", self.step, self.t)
         return state
 
     @property
@@ -290,12 +293,12 @@ class Segment:
         when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
         it); ``progress``: the diagnostics shown on the progress line."""
         if first:
-            rows = [w for w in self.records if w is self.records[0] or w.at_start()]
+            due = [w for w in self.records if w is self.records[0] or w.at_start()]
             dumps = [w for w in self.dumps if w.at_start()]
         else:
             self.step, self.t = moment.step, moment.time
-            rows, dumps = self.records, [w for w in self.dumps if w.due(moment)]
-        for w in rows:
+            due, dumps = self.records, [w for w in self.dumps if w.due(moment)]
+        for w in due:
             w.write(moment) if first else w.maybe_write(moment)
         self._check_finite(moment)
         self._warn_resolution(moment)
