@@ -646,6 +646,21 @@ def test_a_row_that_meets_a_full_disk_is_cut_back_at_once_and_stops_the_run(tmp_
     assert status(run_dir)["step"] == 10 and steps(run_dir) == [0, 5, 10]
 
 
+@pytest.mark.slow
+def test_a_full_disk_during_a_statistics_row_is_one_line_and_stops_the_run(tmp_path):
+    """The real full disk of the test above (a tmpfs; root only): statistics.h5, whose rows take the most space,
+    meets it first. One ERROR naming it and no h5py traceback (the chunk cache is off, so the write fails in
+    its call, not in a flush at close that printed four tracebacks while the run went on), the run stopped
+    with that reason in status.json and run.log."""
+    with small_filesystem(tmp_path / "small", "1m") as fs:
+        r = simulator(tmp_path, TG, *SMALL, "--set", "output.chunk=1", "--set", "output.statistics.every=1", "--set",
+                      "output.snapshots.every=0", "--set", "time.t_end=1000", "--out", fs / "run", timeout=600)
+        assert_reported_in_one_line(r, fs / "run")
+        assert_failure_recorded(fs / "run", r, f"writing {fs / 'run' / 'statistics.h5'} failed: No space left on device")
+        steps(fs / "run")  # every row whole
+        shutil.rmtree(fs / "run")
+
+
 def test_process_position_agrees_with_the_runtime():
     from simulator import runtime
 
