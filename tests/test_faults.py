@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -332,6 +333,22 @@ def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path):
         assert (ckpt.step, ckpt.time, ckpt.dt) == (total, 0.2, dt)
 
 
+def assert_failure_recorded(run_dir, r, reason, console=True):
+    """A failed run's reason is in its files: run.log (of its last segment) ends with the ERROR line (then the
+    traceback of an unexpected error), status.json says failed with that reason; the console shows the ERROR
+    line once (``console``) or not at all (the CLI's own report of an unexpected error)."""
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "failed" and status["exit_code"] == 1 and reason in status["reason"], status
+    log = (run_dir / "run.log").read_text()
+    segment = log[log.rindex(" INFO run "):]  # each segment's log starts with its header
+    errors = [line for line in segment.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith(f"ERROR {status['reason']}"), log[-3000:]
+    after = log[log.rindex(errors[0]):].splitlines()[1:]  # nothing logged after it but an unexpected error's traceback
+    assert not after or (after[0].startswith("Traceback") and not any(re.match(r"\d{4}-\d\d-\d\d ", line)
+                                                                       for line in after)), log[-3000:]
+    assert sum(f"ERROR {status['reason']}" in line for line in r.stderr.splitlines()) == int(console), r.stderr
+
+
 @pytest.mark.slow
 def test_a_blow_up_is_cured_by_a_smaller_dt_and_names_the_last_good_checkpoint(tmp_path):
     """A run too coarse in time blows up after its checkpoint at step 5; resumed unchanged it blows up
@@ -341,9 +358,10 @@ def test_a_blow_up_is_cured_by_a_smaller_dt_and_names_the_last_good_checkpoint(t
     first = simulator(tmp_path, *args, "--set", "time.dt=0.07")
     assert first.returncode == 1 and "non-finite at step 10" in first.stderr, first.stderr[-2000:]
     assert "last good checkpoint: run/checkpoints/c00000005" in first.stderr
+    assert_failure_recorded(tmp_path / "run", first, "non-finite at step 10")
     again = simulator(tmp_path, *args, "--set", "time.dt=0.07", "--resume")
     assert again.returncode == 1 and "last good checkpoint: run/checkpoints/c00000005" in again.stderr, again.stderr
-    assert status(tmp_path / "run")["state"] == "failed"
+    assert_failure_recorded(tmp_path / "run", again, "last good checkpoint: run/checkpoints/c00000005")
     cured = simulator(tmp_path, *args, "--set", "time.dt=0.035", "--resume")
     assert cured.returncode == 0 and "time step now 0.035" in cured.stderr, cured.stderr[-2000:]
     assert steps(tmp_path / "run")[-1] == 5 + 10 and float(rows(tmp_path / "run")[-1][1]) == 0.7
@@ -569,6 +587,80 @@ def test_a_full_disk_is_one_line_exit_1_and_leaves_no_lock(tmp_path):
         shutil.rmtree(fs / "run")
 
 
+#: ``simulator run ARGS`` with a fault injected (argv[1]): an error no check foresees in the second chunk, or
+#: a disk that fills in the middle of statistics.h5's third row (h5py raises what HDF5 reports: errno 28)
+FAULTY = textwrap.dedent("""
+    import errno, sys
+    import h5py
+    from simulator.cli import main
+    from simulator.run.simulation import Simulation
+    if sys.argv[1] == "exception":
+        advance, calls = Simulation.advance, []
+        def failing(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("an unforeseen error\\nits second line")
+            return advance(self, *args, **kwargs)
+        Simulation.advance = failing
+    else:
+        write = h5py.Dataset.__setitem__
+        def full(self, key, value):
+            if self.file.filename.endswith("statistics.h5") and self.name == "/time" and key == 2:
+                raise OSError(errno.ENOSPC, "Can't write data (file write failed: errno = 28, error message = "
+                              "'No space left on device')")
+            return write(self, key, value)
+        h5py.Dataset.__setitem__ = full
+    sys.exit(main(["run", *sys.argv[2:]]))
+""")
+
+
+def faulty(cwd, fault, *args):
+    script = cwd / "faulty.py"
+    script.write_text(FAULTY)
+    return subprocess.run([sys.executable, str(script), fault, *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_an_unexpected_error_leaves_its_reason_and_traceback_in_the_run_directory(tmp_path):
+    """An error no check foresees: status.json says failed with its type and first line, run.log ends with the
+    ERROR line and its traceback (the console has the CLI's traceback once, no second copy)."""
+    r = faulty(tmp_path, "exception", TG, *SMALL, "--set", "time.t_end=0.2", "--out", "run")
+    assert r.returncode == 1 and r.stderr.count("Traceback (most recent call last)") == 1, r.stderr[-3000:]
+    assert_failure_recorded(tmp_path / "run", r, "RuntimeError: an unforeseen error", console=False)
+    assert status(tmp_path / "run")["step"] == 5
+    assert (tmp_path / "run" / "run.log").read_text().endswith("RuntimeError: an unforeseen error\nits second line\n")
+
+
+def test_a_row_that_meets_a_full_disk_is_cut_back_at_once_and_stops_the_run(tmp_path):
+    """The disk fills while statistics.h5 takes its third row (its datasets grown, time and step not yet): one
+    ERROR line naming statistics.h5, the partial row cut back at once (every row dataset back to the two whole
+    rows), the run stopped with the reason in status.json and run.log, no traceback."""
+    run_dir = tmp_path / "run"
+    r = faulty(tmp_path, "full", TG, *SMALL, "--set", "output.statistics.every=5", "--set", "time.t_end=0.3",
+               "--out", run_dir)
+    assert_reported_in_one_line(r, run_dir)
+    assert_failure_recorded(run_dir, r, f"writing {run_dir / 'statistics.h5'} failed: No space left on device")
+    with h5py.File(run_dir / "statistics.h5") as f:
+        rows_of = {name: f[name].shape[0] for name in f if f[name].maxshape[:1] == (None,)}
+    assert len(rows_of) > 10 and set(rows_of.values()) == {2}, rows_of
+    assert status(run_dir)["step"] == 10 and steps(run_dir) == [0, 5, 10]
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_statistics_row_is_one_line_and_stops_the_run(tmp_path):
+    """The real full disk of the test above (a tmpfs; root only): statistics.h5, whose rows take the most space,
+    meets it first. One ERROR naming it and no h5py traceback (the chunk cache is off, so the write fails in
+    its call, not in a flush at close that printed four tracebacks while the run went on), the run stopped
+    with that reason in status.json and run.log."""
+    with small_filesystem(tmp_path / "small", "1m") as fs:
+        r = simulator(tmp_path, TG, *SMALL, "--set", "output.chunk=1", "--set", "output.statistics.every=1", "--set",
+                      "output.snapshots.every=0", "--set", "time.t_end=1000", "--out", fs / "run", timeout=600)
+        assert_reported_in_one_line(r, fs / "run")
+        assert_failure_recorded(fs / "run", r, f"writing {fs / 'run' / 'statistics.h5'} failed: No space left on device")
+        steps(fs / "run")  # every row whole
+        shutil.rmtree(fs / "run")
+
+
 def test_process_position_agrees_with_the_runtime():
     from simulator import runtime
 
@@ -644,9 +736,9 @@ def test_a_run_log_that_meets_a_full_disk_falls_silent_and_closes_without_a_trac
     """run.log on a full device (/dev/full: every flush fails with ENOSPC): the record is dropped, the handler
     falls silent, and closing it (the end of every segment, after the failing writer's one line) raises
     nothing; a raise there printed a traceback after the run's one error line."""
-    from simulator.run.segment import _RunLog
+    from simulator.log import RunLog
 
-    handler = _RunLog(Path("/dev/full"))
+    handler = RunLog(Path("/dev/full"))
     handler.emit(logging.LogRecord("simulator", logging.ERROR, __file__, 1, "writing x failed", None, None))
     assert handler.level > logging.CRITICAL
     handler.close()

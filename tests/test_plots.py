@@ -233,6 +233,11 @@ def test_sweep_plot_marks_under_resolved_points(sweep, capsys):
     assert "red x: 1 point(s) under-resolved" in capsys.readouterr().err
     assert plots.sweep.under_resolved({"lowest_kmax_eta": "0.4", "lowest_scalar0_kmax_eta": "2", "final_energy": "0"}) \
         == ["kmax_eta = 0.4 < 1"]
+    # a wave: its spectral tail's peak decides (the mixed run at 32^3: k_max / k_rms never below 3.2)
+    assert plots.sweep.under_resolved({"lowest_kmax_de_broglie": "3.2", "peak_psi_tail": "0.0124",
+                                       "final_psi_tail": "0.0124", "peak_max_density": "205"}) \
+        == ["psi_tail = 0.012 > 0.001"]
+    assert plots.sweep.under_resolved({"lowest_kmax_de_broglie": "3.2", "peak_psi_tail": "9e-4"}) == []
 
 
 def test_sweep_over_a_key_of_strings_has_a_categorical_axis(sweep, capsys):

@@ -1,8 +1,10 @@
 """Resolution diagnostics (simulator/equations/resolution.py): k_max eta for every flow equation, the
-scalars' Batchelor analogue, k_max / k_rms of the de Broglie scale, and the run log's warning."""
+scalars' Batchelor analogue, k_max / k_rms of the de Broglie scale and the spectral tail of a wave, the
+advice each equation declares, and the run log's warning."""
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +23,12 @@ def test_scales_and_thresholds_on_the_host():
     assert resolution.smallest_scale(eta, 1e-3, 16e-3, np) == pytest.approx(eta * 16 ** 0.75)  # Obukhov-Corrsin
     assert resolution.smallest_scale(eta, 1e-3, 0.0, np) == 0.0
     assert np.isfinite(resolution.kolmogorov(1e-3, 0.0, np))  # a flow at rest: finite, resolved
-    low = resolution.under_resolved({"kmax_eta": 0.4, "scalar1_kmax_eta": 3.0, "kmax_de_broglie": 1.5, "energy": 0.1})
-    assert low == [("kmax_eta", 0.4, 1.0), ("kmax_de_broglie", 1.5, 2.0)]
+    low = resolution.under_resolved({"kmax_eta": 0.4, "scalar1_kmax_eta": 3.0, "kmax_de_broglie": 1.5, "energy": 0.1,
+                                     "psi_tail": 1.2e-2})
+    assert low == [("kmax_eta", 0.4, 1.0, False), ("kmax_de_broglie", 1.5, 2.0, False),
+                   ("psi_tail", 1.2e-2, 1e-3, True)]
+    assert [str(c) for c in low] == ["kmax_eta = 0.4 < 1", "kmax_de_broglie = 1.5 < 2", "psi_tail = 0.012 > 0.001"]
+    assert resolution.under_resolved({"psi_tail": 9e-4, "kmax_de_broglie": 3.2}) == []
 
 
 def test_navier_stokes_with_scalars_reports_k_max_eta_and_the_batchelor_analogue():
@@ -56,6 +62,59 @@ def test_schrodinger_poisson_reports_k_max_over_the_rms_de_broglie_wavenumber():
     psi = np.broadcast_to(np.exp(2j * np.pi * m * x)[:, None, None], (16, 16, 16))
     d = sim.report(sim.state_from_fields(psi=psi))
     assert d["kmax_de_broglie"] == pytest.approx((math.pi * 16) / (2 * math.pi * m), rel=1e-10)
+    assert d["psi_tail"] == pytest.approx(0.0, abs=1e-15)  # m = 3 lies inside the inner two thirds (|m| <= 16/3)
+    # psi_tail, the fraction of |psi|^2 beyond 2/3 of the Nyquist wavenumber on some axis: e^{6 i k x} alone is there
+    mixed = np.sqrt(0.75) + np.sqrt(0.25) * np.exp(2j * np.pi * 6 * x)[:, None, None]
+    tail = sim.report(sim.state_from_fields(psi=np.broadcast_to(mixed, (16, 16, 16))))["psi_tail"]
+    assert tail == pytest.approx(0.25, rel=1e-12)
+
+
+def test_every_wave_reports_psi_tail_and_every_resolution_warning_advises_keys_its_equation_has():
+    """Each equation declares what resolves each of its resolution diagnostics (the run log's advice when one
+    crosses its limit): every key it names is a key of that equation's config (an fdm_cosmo run was told to
+    raise a viscosity it does not have), and every equation with a wave function watches psi_tail."""
+    import dataclasses
+
+    from simulator import config as config_mod
+    from simulator.equations import registry
+
+    general = {key for key, *_ in config_mod.iter_fields()}
+    for name, info in registry().items():
+        keys = general | {key for key, *_ in config_mod.iter_fields(info.params, "physics.")}
+        watched = [d for d in info.diagnostics if resolution.watched(d)]
+        assert watched and set(info.resolution_advice) == set(watched), name
+        assert ("psi" in info.state_fields) == ("psi_tail" in watched), name
+        for diagnostic, advice in info.resolution_advice.items():
+            named = re.findall(r"\b(?:grid|physics|time|fft|output|initial|runtime|checkpoint)\.[\w.\[\]{}]*\w", advice)
+            assert named and "grid.shape" in named, (name, advice)
+            unknown = [key for key in named if re.sub(r"\[[^\]]*\]", "[]", key) not in keys]
+            assert not unknown, f"{name}: the advice on {diagnostic} names {unknown}, not keys of its config"
+        with pytest.raises(ValueError, match="resolution_advice"):
+            dataclasses.replace(info, resolution_advice={})
+    assert registry()["navier_stokes"].advice("scalar1_kmax_eta").endswith("physics.scalars[1].diffusivity")
+
+
+@pytest.mark.slow
+def test_a_mixed_run_whose_wave_outgrows_the_grid_warns_once_with_its_own_advice(tmp_path):
+    """configs/fdm_mixed.yaml at 32^3: its wave's spectral tail ends at 1.2e-2, twelve times the 1e-3 above which
+    docs/explanation/cosmology.md calls the run wrong, while k_max / k_rms, an average, stays above 3. The log
+    warns once, naming psi_tail and fdm_cosmo's own remedies (no viscosity)."""
+    import subprocess
+    import sys
+
+    from simulator.output.timeseries import read_timeseries
+
+    run = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", "configs/fdm_mixed.yaml", "--set", "grid.shape=32",
+                        "--set", "physics.cdm_particles=32768", "--out", str(run)], cwd=Path(__file__).parents[1],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    warnings = [line for line in (run / "run.log").read_text().splitlines() if "under-resolved" in line]
+    assert len(warnings) == 1 and re.search(r" WARNING under-resolved at step \d+, t = [\d.]+: psi_tail = 0\.01\d* > "
+                                            r"0\.001; ", warnings[0]), warnings
+    assert "physics.z_end" in warnings[0] and "viscosity" not in warnings[0]
+    table = read_timeseries(run / "timeseries.csv")
+    assert table["psi_tail"][-1] > 1e-2 and table["kmax_de_broglie"].min() > 3  # the old watch alone saw nothing
 
 
 def test_the_plan_says_what_epsilon_the_grid_resolves_and_the_forced_kmax_eta():

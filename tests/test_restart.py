@@ -5,6 +5,7 @@ Every run here is a real ``simulator run`` subprocess on a small Taylor-Green ca
 
 import contextlib
 import csv
+import json
 import os
 import random
 import signal
@@ -228,6 +229,34 @@ def test_restarts_set_row_files_aside_under_names_of_their_own(tmp_path):
     with h5py.File(run / "statistics.h5") as f, h5py.File(run / "spectra.h5") as g, h5py.File(run / "tasks.h5") as h:
         assert list(f["orders"][:]) == [2, 4, 6] and list(f["step"][:]) == [6]
         assert list(g["step"][:]) == [6] and "injection_energy" not in g and list(h["u_max/step"][:]) == [6]
+
+
+def test_a_restart_that_cannot_set_a_row_file_aside_changes_nothing_of_the_finished_run(tmp_path):
+    """A restart that fails while opening its files (a plain file named aside/ stops statistics.h5 being set
+    aside) leaves every file of the finished run as it was, the time series' rows past the checkpoint
+    included: the cut-backs wait until every file is open. The error names the file in the way, and a
+    later --resume finds the run finished, whole."""
+    assert simulator(tmp_path, *ROWS, "--set", "time.t_end=0.08").returncode == 0
+    run = tmp_path / "run"
+    (run / "aside").write_text("in the way")
+
+    def files():
+        return {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name not in ("status.json", "run.log")}
+
+    before = files()
+    r = simulator(tmp_path, *ROWS, "--set", "time.t_end=0.08", "--set", "output.statistics.orders=[2, 3]",
+                  "--restart", "run/checkpoints/c00000006.json")
+    errors = [line for line in r.stderr.splitlines() if "ERROR" in line]
+    assert r.returncode == 1 and len(errors) == 1, r.stderr[-3000:]
+    assert errors[0].endswith("setting run/statistics.h5 aside failed: cannot make the folder run/aside (a file of "
+                              "that name is in the way)"), errors[0]
+    assert files() == before  # timeseries.csv (steps 0-8), tasks.h5, snapshots, config.yaml, segments/ untouched
+    status = json.loads((run / "status.json").read_text())
+    assert status["state"] == "failed" and status["reason"] in errors[0]
+    again = simulator(tmp_path, *ROWS, "--set", "time.t_end=0.08", "--resume")
+    assert again.returncode == 0 and "already finished (step 8" in again.stderr, again.stderr[-2000:]
+    assert files() == before and [row["step"] for row in csv.DictReader((run / "timeseries.csv").open())] == \
+        ["0", "2", "4", "6", "8"]
 
 
 def test_a_live_lock_refuses_and_a_stale_one_is_replaced(tmp_path):

@@ -23,19 +23,27 @@ take the array module ``xp``, so that equations evaluate them traced and readers
   quantum vortices of every halo). k_max is the grid's min_i pi N_i / L_i (no dealiasing in the
   split-step). The velocities of a virialised halo are close to Maxwellian, so the local wavenumbers
   reach a few times k_rms: we ask k_max >= 2 k_rms (the run is wrong well before k_rms reaches k_max).
+  k_rms is an average: the densest halo's flows alias while it is still far from k_max (a mixed run at 32^3
+  reached psi_tail = 1.2e-2 with k_max / k_rms = 3.2). What decides is ``psi_tail``, the fraction of |psi|^2 in
+  the outer third of k-space (some |k_i| above 2/3 of its Nyquist wavenumber, :func:`spectral_tail`): a
+  resolved wave function's spectrum falls off well before the grid's end; above 1e-3 (:data:`CEILINGS`) the
+  phase gradients (velocities) reach the grid scale and the run is wrong (docs/explanation/cosmology.md).
 
-The run log warns once when one of them drops below its :data:`THRESHOLDS` (:func:`under_resolved`),
-and the sweep plot marks such points.
+The run log warns once per diagnostic when one drops below its :data:`THRESHOLDS` or rises above its
+:data:`CEILINGS` (:func:`under_resolved`), with the advice its equation declares
+(``EquationInfo.resolution_advice``), and the sweep plot marks such points.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 #: diagnostic name (or suffix after ``_``) -> the value below which the grid under-resolves the run
 THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
+#: diagnostic name -> the value above which the grid under-resolves the run
+CEILINGS = {"psi_tail": 1e-3}
 #: the largest Reynolds number at which the accuracy benchmark ran rk2 stably (the rk2 hint stops there)
 RK2_MAX_REYNOLDS = 400
 
@@ -54,6 +62,9 @@ KMAX_ETA = ("k_max eta: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the Kolmo
             "; below 1 the grid under-resolves the dissipation range")
 KMAX_DE_BROGLIE = ("k_max / k_rms: the grid's largest wavenumber min pi N_i/L_i over the rms de Broglie "
                    "wavenumber sqrt(<|grad psi|^2>/<|psi|^2>); below 2 the de Broglie scale is under-resolved")
+PSI_TAIL = ("fraction of |psi|^2 in the outer third of k-space (some |k_i| above 2/3 of its Nyquist wavenumber): "
+            "above 1e-3 the phase gradients (velocities) approach the grid scale, the de Broglie wavelength is not "
+            "resolved and the run is wrong")
 
 
 def threshold(name: str) -> float | None:
@@ -64,14 +75,48 @@ def threshold(name: str) -> float | None:
     return None
 
 
-def under_resolved(diagnostics: Mapping[str, float]) -> list[tuple[str, float, float]]:
-    """``(name, value, threshold)`` of each resolution diagnostic below its threshold."""
+def ceiling(name: str) -> float | None:
+    """The ceiling of a resolution diagnostic ``name`` that must stay low (``psi_tail``), else None."""
+    return CEILINGS.get(name)
+
+
+def watched(name: str) -> bool:
+    """Whether diagnostic ``name`` says if the grid resolves the run (it has a threshold or a ceiling)."""
+    return threshold(name) is not None or ceiling(name) is not None
+
+
+class Crossing(NamedTuple):
+    """A resolution diagnostic past its limit: below its threshold, or (``above``) above its ceiling."""
+
+    name: str
+    value: float
+    limit: float
+    above: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.name} = {self.value:.3g} {'>' if self.above else '<'} {self.limit:g}"
+
+
+def under_resolved(diagnostics: Mapping[str, float]) -> list[Crossing]:
+    """Each resolution diagnostic of ``diagnostics`` below its threshold or above its ceiling."""
     out = []
     for name, value in diagnostics.items():
-        limit = threshold(name)
-        if limit is not None and math.isfinite(value) and value < limit:
-            out.append((name, float(value), limit))
+        if not math.isfinite(value):
+            continue
+        low, high = threshold(name), ceiling(name)
+        if low is not None and value < low:
+            out.append(Crossing(name, float(value), low))
+        if high is not None and value > high:
+            out.append(Crossing(name, float(value), high, above=True))
     return out
+
+
+def spectral_tail(power: Any, k: Sequence[Any], spacing: Sequence[float], xp: Any) -> Any:
+    """The fraction of ``power`` (|psi_hat|^2 over the full spectrum) at modes with some |k_i| above 2/3 of the
+    axis's Nyquist wavenumber pi / dx_i: ``psi_tail``. ``k``: the wavenumbers of the axes x, y, z, each
+    broadcasting against ``power``; ``spacing``: the cell sizes dx_i."""
+    outer = [xp.abs(ki) > (2 / 3) * math.pi / d for ki, d in zip(k, spacing, strict=True)]
+    return xp.sum((outer[0] | outer[1] | outer[2]) * power) / xp.sum(power)
 
 
 def dealiased_kmax(shape: Sequence[int], box: Sequence[float], dealias: str = "two_thirds") -> float:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.schema import build, setting, traced_values
 
@@ -327,6 +328,10 @@ class EquationInfo:
     #: diagnostics that are other clocks, functions of run time alone (a cosmological run's a, z and age): their
     #: largest value over a run says nothing of the run (a sweep's collected.csv gives their final value only)
     clocks: tuple[str, ...] = ()
+    #: what resolves each of its resolution diagnostics (those with a limit in
+    #: :mod:`simulator.equations.resolution`; templates allowed, ``{i}`` standing for the index), naming
+    #: the config keys to change: the advice of the run log's warning when one crosses its limit
+    resolution_advice: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
@@ -347,6 +352,18 @@ class EquationInfo:
         for name in self.state_fields:
             if name not in self.fields:
                 raise ValueError(f"{self.name}: state field {name!r} is not one of its fields")
+        watched = [n for n in self.diagnostics if resolution.watched(n)]
+        if set(watched) != set(self.resolution_advice):
+            raise ValueError(f"{self.name}: resolution_advice must advise on exactly its resolution diagnostics "
+                             f"{watched}, not {list(self.resolution_advice)}")
+
+    def advice(self, diagnostic: str) -> str:
+        """What resolves the resolution diagnostic ``diagnostic`` (``scalar1_kmax_eta`` gets its template's
+        advice with the index filled in); "" when it declares none."""
+        for template, text in self.resolution_advice.items():
+            for i, _ in instances(template, [diagnostic]):
+                return text if i is None else text.replace(INDEX, str(i))
+        return ""
 
     @property
     def initial_table(self) -> dict[str, type[InitialCondition]]:

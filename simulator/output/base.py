@@ -7,10 +7,10 @@ every N steps, every simulated time interval, at given simulated times (where th
 chunk exactly: :class:`simulator.time.control.Stepper`), every wall-clock interval, at the end. Wall-clock
 triggers are agreed between processes by the loop, so collective writers never diverge.
 
-A writer owns its file: it opens it (truncating what a resumed run wrote past its checkpoint), writes,
-closes, and its module holds the reader too. Adding an output kind is one module that declares it
-(:class:`simulator.output.kinds.OutputKind`: its config section, device program, writers, reader) and
-one registration line, or none for a module of your own (``SIMULATOR_OUTPUTS``).
+A writer owns its file: it opens it (truncating what a resumed run wrote past its checkpoint, once every
+writer is open), writes, closes, and its module holds the reader too. Adding an output kind is one module
+that declares it (:class:`simulator.output.kinds.OutputKind`: its config section, device program, writers,
+reader) and one registration line, or none for a module of your own (``SIMULATOR_OUTPUTS``).
 """
 
 from __future__ import annotations
@@ -133,7 +133,10 @@ class Writer(abc.ABC):
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         """Prepare the output (``resumed_step``: the checkpoint a restart continues from, whose later
-        output belongs to the interrupted segment and is dropped). Default: nothing to prepare."""
+        output belongs to the interrupted segment and is dropped). The segment opens every writer within
+        :func:`simulator.output.rows.staged`: whatever can fail is done here, and what drops or moves output
+        of the run being restarted is handed to :func:`simulator.output.rows.later`, done once all are open.
+        Default: nothing to prepare."""
 
     def wall_pending(self) -> bool:
         """Whether this process's clock says the wall-clock interval has passed (the loop agrees it

@@ -50,14 +50,12 @@ class SpectraFile:
         self.path, self.k = path, np.asarray(k)
         self.units = {**CODE_UNITS, **(units or {})}
         self.descriptions = dict(descriptions or {})
-        self.file: h5py.File | None = None
         try:
             # which spectra a row holds is known at the first row: the restart is settled there (output.rows)
-            self.pending = rows.Pending(path, keep_through, self._cut)
-            if not self.pending:
-                self._create()
+            self.pending = rows.Pending(path, keep_through, self._cut, self._create)
+        except OutputWriteError:
+            raise
         except (OSError, RuntimeError) as err:
-            self._close_quietly()
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         self.usable = True
 
@@ -66,9 +64,9 @@ class SpectraFile:
         """The datasets of ``f`` with a row axis (all but the wavenumber scales)."""
         return [name for name in f if name not in AXES]
 
-    def _create(self) -> None:
-        """A new file: the shells ``k``, no rows yet."""
-        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
+    def _create(self, target: Path) -> None:
+        """A new file at ``target``: the shells ``k``, no rows yet."""
+        with h5py.File(target, "w", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
             f.create_dataset("k", data=self.k)
             for name, dtype in (("step", np.int64), ("time", np.float64)):
                 f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
@@ -87,14 +85,6 @@ class SpectraFile:
         if held != names:
             return f"{self.path.name}: the spectra of a row changed ({', '.join(sorted(held ^ names))})"
         return None
-
-    def _close_quietly(self) -> None:
-        if self.file is not None:
-            try:
-                self.file.close()
-            except (OSError, RuntimeError):
-                pass  # the error that made us close is the one to report
-            self.file = None
 
     def _describe(self, f: h5py.File) -> None:
         """Attributes and dimension scales (also added to a file written before they existed)."""
@@ -142,45 +132,45 @@ class SpectraFile:
         ``coordinates``: other clocks of the row (``a``, ``z``), one value each, beside ``time``."""
         if not self.usable:
             raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
-        try:
-            if self.pending and not self.pending.settle(lambda f: self._changed(f, {*spectra, *(coordinates or {})})):
-                self._create()
-            self.file = h5py.File(self.path, "a", rdcc_nbytes=0, locking=False)
-            row = self.file["step"].shape[0]
+
+        def add(f: h5py.File) -> None:
+            row = f["step"].shape[0]
             for name, values in spectra.items():
-                if name not in self.file:
-                    self.file.create_dataset(name, shape=(0, *values.shape), maxshape=(None, *values.shape),
-                                             dtype=np.float64)
-                    self._describe_spectrum(self.file, name)
-                self.file[name].resize((row + 1, *values.shape))
-                self.file[name][row] = values
+                if name not in f:
+                    f.create_dataset(name, shape=(0, *values.shape), maxshape=(None, *values.shape), dtype=np.float64)
+                    self._describe_spectrum(f, name)
+                f[name].resize((row + 1, *values.shape))
+                f[name][row] = values
             for name, value in (coordinates or {}).items():
-                if name not in self.file:
-                    self.file.create_dataset(name, shape=(0,), maxshape=(None,), dtype=np.float64)
-                    self.file[name].attrs["long_name"] = f"{name} of each row (another clock than time)"
-                    self.file[name].dims[0].attach_scale(self.file["time"])
-                self.file[name].resize((row + 1,))
-                self.file[name][row] = value
+                if name not in f:
+                    f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=np.float64)
+                    f[name].attrs["long_name"] = f"{name} of each row (another clock than time)"
+                    f[name].dims[0].attach_scale(f["time"])
+                f[name].resize((row + 1,))
+                f[name][row] = value
             for name, value in (("time", t), ("step", step)):  # step last: it counts the complete rows
-                self.file[name].resize((row + 1,))
-                self.file[name][row] = value
-            self.file.close()
-            self.file = None
+                f[name].resize((row + 1,))
+                f[name][row] = value
+
+        try:
+            if self.pending:
+                self.pending.settle(lambda f: self._changed(f, {*spectra, *(coordinates or {})}), self._create)
+            rows.append_row(self.path, add)
+        except OutputWriteError:
+            self.usable = False
+            raise
         except (OSError, RuntimeError) as err:
-            self._close_quietly()
             self.usable = False
             raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def close(self) -> None:
         """Close the file; a restart's file that got no row is cut back to the restart's step."""
         try:
-            if self.file is not None:
-                self.file.close()
-            self.file = None
             if self.pending:
                 self.pending.settle()
+        except OutputWriteError:
+            raise
         except (OSError, RuntimeError) as err:
-            self.file = None
             raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
 

@@ -102,26 +102,36 @@ class TasksFile:
 
     def open(self, run_dir: Path, keep_through: int | None) -> None:
         """Prepare ``run_dir/tasks.h5`` (the first call; the other writers' calls find it prepared): a new
-        file, or for a restart from step ``keep_through`` the old one cut back to it."""
+        file, or for a restart from step ``keep_through`` the old one, cut back to it once every file of the
+        segment is open (:func:`simulator.output.rows.later`)."""
         if self.path is not None:
             return
         path = self.path = run_dir / FILE
         try:
-            continued = rows.resume(path, keep_through, rows.unchanged, lambda f: self._continue(f, keep_through))
-            mode = "a" if continued else "w"
-            with h5py.File(path, mode, rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
-                f.attrs["description"] = "user-defined outputs (output.tasks), one group per task, a row per output"
-                f.attrs["units"] = json.dumps(self.units)
-                f.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in self.attrs.items()})
-                for layout in self.layouts.values():
-                    if layout.name not in f:
-                        self._create(f, layout)
+            rows.resume(path, keep_through, rows.unchanged, lambda f: self._continue(f, keep_through), self._new)
+        except OutputWriteError:
+            raise
         except (OSError, RuntimeError) as err:
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         self.usable = True
 
+    def _new(self, target: Path) -> None:
+        """A new file at ``target``: every task's group, no rows yet."""
+        with h5py.File(target, "w", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
+            self._describe(f)
+
+    def _describe(self, f: h5py.File) -> None:
+        """The file's attributes, and a group for each task it lacks."""
+        f.attrs["description"] = "user-defined outputs (output.tasks), one group per task, a row per output"
+        f.attrs["units"] = json.dumps(self.units)
+        f.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in self.attrs.items()})
+        for layout in self.layouts.values():
+            if layout.name not in f:
+                self._create(f, layout)
+
     def _continue(self, f: h5py.File, keep_through: int) -> None:
-        """Drop every group's rows after step ``keep_through``; set aside a group whose task changed."""
+        """Drop every group's rows after step ``keep_through``; set aside a group whose task changed; add the
+        groups of new tasks."""
         for name in list(f):
             group = f[name]
             if "until" in group.attrs:  # rows an earlier restart kept aside: left whole
@@ -135,6 +145,7 @@ class TasksFile:
                                      "%s starts at step %d", name, aside, FILE, name, keep_through)
                 continue
             rows.trim(group, keep_through, ("time", "step", name))
+        self._describe(f)
 
     def _create(self, f: h5py.File, layout: TaskLayout) -> None:
         group = f.create_group(layout.name)
@@ -159,16 +170,19 @@ class TasksFile:
         """Add a row to task ``name`` (its values, then ``time``, then ``step``)."""
         if not self.usable or self.path is None:
             raise OutputWriteError(f"writing {self.path} failed: the file was closed after an earlier error")
+
+        def add(f: h5py.File) -> None:
+            group = f[name]
+            row = group["step"].shape[0]
+            for ds, v in ((group[name], value), (group["time"], t), (group["step"], step)):
+                ds.resize(row + 1, axis=0)
+                ds[row] = v
+
         try:
-            with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:
-                group = f[name]
-                row = group["step"].shape[0]
-                for ds, v in ((group[name], value), (group["time"], t), (group["step"], step)):
-                    ds.resize(row + 1, axis=0)
-                    ds[row] = v
-        except (OSError, RuntimeError) as err:
+            rows.append_row(self.path, add, name)
+        except OutputWriteError:
             self.usable = False
-            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
+            raise
 
 
 @dataclass(frozen=True)

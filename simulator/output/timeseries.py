@@ -22,6 +22,7 @@ import numpy as np
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.kinds import OutputKind
+from simulator.output.rows import later
 
 FILE = "timeseries.csv"
 
@@ -49,10 +50,13 @@ def _valid_rows(path: Path) -> tuple[list[str] | None, list[list[str]]]:
 
 class TimeSeries:
     """The file: created new, or (``keep_through`` = a checkpoint's step) repaired to that step and
-    appended to. Failed writes raise OutputWriteError naming the file."""
+    appended to. The repaired text is written beside it first and takes its place only once every file
+    of the segment is open (:func:`simulator.output.rows.later`), so a restart that fails to open another
+    file leaves it as it was. Failed writes raise OutputWriteError naming the file."""
 
     def __init__(self, path: Path, keep_through: int | None):
         self.path = path
+        self.fd: int | None = None
         header: list[str] | None = None
         rows: list[list[str]] = []
         if keep_through is not None and path.exists():
@@ -67,14 +71,22 @@ class TimeSeries:
         text = io.StringIO()
         if header is not None:
             csv.writer(text, lineterminator="\n").writerows([header, *rows])
-        tmp = path.with_name(path.name + ".tmp")
+        self.tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_text(text.getvalue())
-            os.replace(tmp, path)
-            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            self.tmp.write_text(text.getvalue())
         except OSError as err:
-            tmp.unlink(missing_ok=True)
+            self.tmp.unlink(missing_ok=True)
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
+        later(self._start, lambda: self.tmp.unlink(missing_ok=True))
+
+    def _start(self) -> None:
+        """The repaired file in place, opened for appending."""
+        try:
+            os.replace(self.tmp, self.path)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except OSError as err:
+            self.tmp.unlink(missing_ok=True)
+            raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def append(self, row: Mapping[str, float]) -> None:
         if self.header is None:
@@ -87,6 +99,8 @@ class TimeSeries:
         text = io.StringIO()
         csv.writer(text, lineterminator="\n").writerow(values)
         data = text.getvalue().encode()
+        if self.fd is None:
+            raise OutputWriteError(f"writing {self.path} failed: the file is not open (its opening failed)")
         size = os.fstat(self.fd).st_size
         try:
             while data:  # one write in practice; a short write is completed or undone, never left half done
@@ -99,7 +113,9 @@ class TimeSeries:
             raise OutputWriteError(f"writing {self.path} failed: {describe_os_error(err)}") from err
 
     def close(self) -> None:
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _format(value: object) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 from simulator.output import hdf5
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.particles import DIR, Sample, Share, gather_rows
-from simulator.output.rows import Pending, trim
+from simulator.output.rows import Pending, append_row, trim
 
 TRAJECTORIES = "trajectories.h5"
 #: the datasets of the trajectory file with a row per output
@@ -79,22 +79,26 @@ class TrajectoryWriter(Writer):
     def _append(self, moment: Moment, data: Mapping[str, np.ndarray]) -> None:
         assert self.path is not None and self.pending is not None
         if not self.started:  # the first row: a new file, unless a restart continues the old one
-            if not self.pending.settle(lambda f: self._changed(f, data["id"])):
-                self._create(data)
+            if self.pending:  # continued, or set aside with a new file in its place
+                self.pending.settle(lambda f: self._changed(f, data["id"]), lambda target: self._create(data, target))
+            else:
+                self._create(data, self.path)
             self.started = True
-        with h5py.File(self.path, "a", rdcc_nbytes=0, locking=False) as f:  # no chunk cache: see output.hdf5
+
+        def add(f: h5py.File) -> None:
             t = f["time"].shape[0]
-            for name, value in (("time", moment.time), ("step", moment.step)):
-                f[name].resize(t + 1, axis=0)
-                f[name][t] = value
             for name in ("position", "unwrapped", "velocity"):
                 f[name].resize(t + 1, axis=0)
                 f[name][t] = data[name]
+            for name, value in (("time", moment.time), ("step", moment.step)):  # step last: it counts the rows
+                f[name].resize(t + 1, axis=0)
+                f[name][t] = value
 
-    def _create(self, data: Mapping[str, np.ndarray]) -> None:
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with h5py.File(self.path, "w", rdcc_nbytes=0, locking=False) as f:
+        append_row(self.path, add)
+
+    def _create(self, data: Mapping[str, np.ndarray], target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with h5py.File(target, "w", rdcc_nbytes=0, locking=False) as f:
             n = len(data["id"])
             f.create_dataset("time", (0,), maxshape=(None,), dtype=np.float64)
             f.create_dataset("step", (0,), maxshape=(None,), dtype=np.int64)

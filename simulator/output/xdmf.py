@@ -25,6 +25,7 @@ import numpy as np
 
 from simulator.output.base import Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.output.rows import later
 
 SERIES = "series.xdmf"
 NUMBER_TYPES = {"f": "Float", "i": "Int", "u": "UInt"}
@@ -136,8 +137,8 @@ def truncate_series(directory: Path, keep_through: int) -> None:
 
 class SeriesWriter(Writer):
     """A writer of one file set per output time under ``<run>/<directory>/``, listed in that directory's
-    ``series.xdmf``: on a restart, process 0 drops the entries past the resumed step at once (field and
-    particle snapshots)."""
+    ``series.xdmf``: on a restart, process 0 drops the entries past the resumed step once every file of the
+    segment is open (field and particle snapshots)."""
 
     directory: str
 
@@ -149,4 +150,4 @@ class SeriesWriter(Writer):
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         self.run_dir = run_dir
         if resumed_step is not None and self.rank0 and (run_dir / self.directory).is_dir():
-            truncate_series(run_dir / self.directory, resumed_step)
+            later(lambda: truncate_series(run_dir / self.directory, resumed_step))  # once every file is open

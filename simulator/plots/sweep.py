@@ -39,6 +39,8 @@ from simulator.sweep import COLLECTED, point_label, point_state, read_manifest
 SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
 #: prefix of the columns holding a resolution diagnostic's lowest value over a point's run
 LOWEST = "lowest_"
+#: prefix of the columns holding a diagnostic's peak over a point's run (psi_tail's is its resolution)
+PEAK = "peak_"
 #: the default column of a sweep plot, the first present, else the first final_ column but final_cfl
 SWEEP_DEFAULTS = ("peak_dissipation", "peak_max_density")
 #: a log x axis of at most this many swept values is ticked at each of them
@@ -63,14 +65,23 @@ def _sweep_column(diagnostic: str | None, results: Sequence[str]) -> str:
 
 def under_resolved(row: dict[str, str]) -> list[str]:
     """``name = value < threshold`` for each resolution diagnostic (k_max eta, ...) whose lowest value over
-    the point's run (``lowest_<name>`` of collected.csv) fell below its threshold."""
+    the point's run (``lowest_<name>`` of collected.csv) fell below its threshold, and ``name = value >
+    ceiling`` for each whose peak (``peak_<name>``) rose above its ceiling (psi_tail)."""
     out = []
     for column, text in row.items():
-        name = column[len(LOWEST):]
-        limit = resolution.threshold(name) if column.startswith(LOWEST) else None
         value = _as_float(text)
-        if limit is not None and value is not None and value < limit:
-            out.append(f"{name} = {value:.2g} < {limit:g}")
+        if value is None:
+            continue
+        if column.startswith(LOWEST):
+            name = column[len(LOWEST):]
+            limit = resolution.threshold(name)
+            if limit is not None and value < limit:
+                out.append(f"{name} = {value:.2g} < {limit:g}")
+        elif column.startswith(PEAK):
+            name = column[len(PEAK):]
+            limit = resolution.ceiling(name)
+            if limit is not None and value > limit:
+                out.append(f"{name} = {value:.2g} > {limit:g}")
     return out
 
 
@@ -245,8 +256,8 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     if (others or coarse) and groups:
         ax.legend(loc="best", fontsize="small")
     notes = [f"hollow: {unfinished} point(s) not finished"] if unfinished else []
-    notes += [f"red x: {len(coarse)} point(s) under-resolved (k_max eta < 1 or the like): their values are "
-              "artefacts of the grid"] if coarse else []
+    notes += [f"red x: {len(coarse)} point(s) under-resolved (k_max eta < 1, psi_tail > 1e-3 or the like): "
+              "their values are artefacts of the grid"] if coarse else []
     notes += [f"{omitted} point(s) without a value left out"] if omitted else []
     if notes:
         fig.supxlabel("; ".join(notes), fontsize="small", color="0.3")  # below the axes, laid out with them

@@ -112,12 +112,11 @@ def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ens
 
 
 def _run_started(seg, mode: str) -> int:
-    """Run the segment on the started runtime; failures of the run itself are logged and give 1."""
+    """Run the segment on the started runtime; failures of the run itself (logged and recorded by the
+    segment) give 1."""
     from simulator.errors import RuntimeSetupError
-    from simulator.log import get_logger
-    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
     from simulator.run.loop import run
-    from simulator.run.segment import NonFiniteError
+    from simulator.run.segment import FAILURES
     from simulator.run.signals import agree
 
     # a collective: no process reads the directory before process 0 has prepared it under its lock
@@ -126,8 +125,7 @@ def _run_started(seg, mode: str) -> int:
         raise RuntimeSetupError(f"the processes of this run disagree on whether to restart in {seg.out}")
     try:
         return run(seg, mode)
-    except (NonFiniteError, OutputWriteError, IncompleteOutputError) as err:
-        get_logger().error("%s", err)
+    except FAILURES:
         return EXIT_FAILED
 
 

@@ -124,10 +124,13 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
         for m in members:
             if m.running:
                 m.fail(err)
+    except BaseException as err:  # an unexpected error: every member still running failed with it
+        for m in members:
+            if m.running:
+                m.fail(err)
+        raise
     finally:
         for m in members:
-            if m.running:  # an unexpected error: every member still running failed with it
-                m.fail()
             m.close()
     codes = [int(m.code) for m in members]  # type: ignore[arg-type]
     worst = max(codes, key=lambda c: (c == EXIT_INTERRUPTED, c != 0))

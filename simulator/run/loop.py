@@ -36,8 +36,9 @@ def run(seg: Segment, mode: str) -> int:
     """Run the segment ``seg`` (its directory prepared by :meth:`Segment.take`) on the started runtime.
 
     Returns 0 when finished, EXIT_INTERRUPTED when a signal or runtime.max_wall stopped it (after a
-    checkpoint). Raises NonFiniteError, OutputWriteError, ConfigError (bad restart), after recording the
-    run as failed.
+    checkpoint). Raises NonFiniteError, OutputWriteError, ConfigError (bad restart), any other error,
+    after recording the run as failed with its reason (``run.log``, ``status.json``:
+    :meth:`Segment.fail`).
     """
     try:
         seg.resolve()
@@ -46,8 +47,8 @@ def run(seg: Segment, mode: str) -> int:
         seg.open_log()
         with StopRequest() as stop:
             return _run(seg, mode, stop)
-    except BaseException:
-        seg.fail()
+    except BaseException as err:
+        seg.fail(err)  # before close: run.log is still open
         raise
     finally:
         seg.close()

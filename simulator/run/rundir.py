@@ -50,7 +50,8 @@ from simulator.time.control import TOL
 RUN_FILES = ("plots", "export", "particles", "aside", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
              "statistics.h5", "timeseries.csv", "timeseries.csv.tmp", "run.log", ".status.json.tmp", "status.json",
              "config.yaml")
-#: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp
+#: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp,
+#: and a failed run's reason
 STATUS_FILE = "status.json"
 #: ``<run>/.lock``: the owner of a running run (see :class:`simulator.run.lock.RunLock`)
 LOCK_FILE = ".lock"
@@ -250,13 +251,16 @@ def read_status(path: Path) -> dict[str, Any] | None:
     return status if isinstance(status, dict) else None
 
 
-def write_status(path: Path, state: str, step: int | None, t: float | None, code: int | None = None) -> None:
-    """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only.
+def write_status(path: Path, state: str, step: int | None, t: float | None, code: int | None = None,
+                 reason: str | None = None) -> None:
+    """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only. ``reason``:
+    why a failed run failed (the line its log ends with), recorded as ``reason``.
 
     On a full disk the new file cannot be written; the old one is then overwritten in place (its
     blocks are already allocated), so a run that fails for lack of space still says so."""
-    text = json.dumps({"state": state, "step": step, "time": t, "exit_code": code, "host": socket.gethostname(),
-                       "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    fields = {"state": state, "step": step, "time": t, "exit_code": code, "host": socket.gethostname(),
+              "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    text = json.dumps({**fields, "reason": reason} if reason is not None else fields)
     target, tmp = path / STATUS_FILE, path / f".{STATUS_FILE}.tmp"
     try:
         tmp.write_text(text)

@@ -21,7 +21,7 @@ The calls, on every process::
     begin(sim, mode, initial)     header, state (restored, remapped or initial), record, writers
     record(moment, first=True)    a new run's t = 0 outputs
     record(moment)                after every chunk (raises NonFiniteError)
-    stop(why) / finish(...) / fail()
+    stop(why) / finish(...) / fail(err)  the outcome in status.json (a failure's reason too)
     close()                       writers, run.log and lock released, whatever happened
 """
 
@@ -37,11 +37,12 @@ from typing import Any
 import jax
 import yaml
 
-from simulator import particles
+from simulator import equations, particles
 from simulator.config import Config, to_dict
+from simulator.errors import ConfigError
 from simulator.equations import resolution
-from simulator.log import get_logger
-from simulator.output import checkpoints, sources
+from simulator.log import RunLog, get_logger
+from simulator.output import checkpoints, rows, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.plan import abstract_state
@@ -53,13 +54,28 @@ from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.time.control import Stepper
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "NonFiniteError", "Segment", "barrier_interrupted", "host_arrays"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure",
+           "host_arrays"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
 class NonFiniteError(RuntimeError):
     """A diagnostic became NaN or Inf."""
+
+
+#: the failures of a run itself (exit 1), reported in one line: a blow-up (NaN/Inf, a collapsed step, lost
+#: particles), a write that failed, output that cannot be read back
+FAILURES = (NonFiniteError, OutputWriteError, IncompleteOutputError)
+
+
+def describe_failure(err: BaseException) -> str:
+    """Why a run failed, in one line: the message of one of its own failures or of bad input, else the
+    error's type and the first line of its message."""
+    if isinstance(err, (*FAILURES, ConfigError)):
+        return str(err)
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
@@ -96,8 +112,8 @@ class Segment:
         self.progress: Progress | None = None
         self.outcome: str | None = None  # finished, failed, interrupted, refused; None while it runs
         self.code: int | None = None
-        self._warned_resolution = False
-        self._handler: logging.Handler | None = None
+        self._warned: set[str] = set()  # the resolution diagnostics warned about
+        self._handler: RunLog | None = None
         self._status_written = -math.inf  # time.monotonic() of the last running status.json
 
     # ---- the directory, before and under the lock -------------------------------------------------
@@ -157,8 +173,7 @@ class Segment:
     def open_log(self) -> None:
         """``run.log`` (process 0): every line this segment logs from now on is appended to it."""
         if jax.process_index() == 0 and self._handler is None:
-            self._handler = _RunLog(self.out / "run.log")
-            self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            self._handler = RunLog(self.out / "run.log")
             self.log.addHandler(self._handler)
 
     def interrupted_before_first_step(self, flag: int) -> bool:
@@ -212,17 +227,20 @@ class Segment:
             self.step = 0
             self.stepper = Stepper(cfg.time, cfg.output.chunk, t=self.t)
         self.start_step = self.step
-        if jax.process_index() == 0:
-            self._write_record()
-            rundir.write_status(self.out, "running", self.step, self.t)
         self.records, self.dumps, self.saver = records.writers(cfg, sim, self.meta, self.stepper, self.out,
                                                        jax.process_index() == 0, self.log)
         # one route from the outputs' schedules to the time stepping: chunks end on what they ask for
         self.stepper.land_on(landing_times([w.schedule for w in self.writers if w.lands], cfg.time.t_end))
         self.saver.last = None if ckpt is None else ckpt.index.with_suffix("")
         self.progress = Progress(self.step, self.t, self.stepper.t_end)
-        for w in self.writers:
-            w.open(self.out, None if ckpt is None else ckpt.step)
+        # nothing of the run being restarted changes until all its files are open and this segment recorded:
+        # the rows past the checkpoint are dropped (row files set aside) only when the block ends without error
+        with rows.staged():
+            for w in self.writers:
+                w.open(self.out, None if ckpt is None else ckpt.step)
+            if jax.process_index() == 0:
+                self._write_record()
+                rundir.write_status(self.out, "running", self.step, self.t)
         return state
 
     @property
@@ -276,12 +294,12 @@ class Segment:
         when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
         it); ``progress``: the diagnostics shown on the progress line."""
         if first:
-            rows = [w for w in self.records if w is self.records[0] or w.at_start()]
+            due = [w for w in self.records if w is self.records[0] or w.at_start()]
             dumps = [w for w in self.dumps if w.at_start()]
         else:
             self.step, self.t = moment.step, moment.time
-            rows, dumps = self.records, [w for w in self.dumps if w.due(moment)]
-        for w in rows:
+            due, dumps = self.records, [w for w in self.dumps if w.due(moment)]
+        for w in due:
             w.write(moment) if first else w.maybe_write(moment)
         self._check_finite(moment)
         self._warn_resolution(moment)
@@ -309,13 +327,16 @@ class Segment:
                                  f"last good checkpoint: {self.saver.last or 'none'}")
 
     def _warn_resolution(self, moment: Moment) -> None:
-        """Warn once per segment when a resolution diagnostic (k_max eta, ...) drops below its threshold."""
-        low = [] if self._warned_resolution else resolution.under_resolved(moment.get("diagnostics"))
-        if low:
+        """Warn once per segment and diagnostic when a resolution diagnostic (k_max eta, psi_tail, ...) crosses
+        its limit, with what its equation advises."""
+        crossed = [c for c in resolution.under_resolved(moment.get("diagnostics")) if c.name not in self._warned]
+        if crossed:
+            info = equations.registry()[self.cfg.physics.name]
+            advice = "; ".join(dict.fromkeys(info.advice(c.name) for c in crossed if info.advice(c.name)))
             self.log.warning("under-resolved at step %d, t = %.6g: %s; the smallest scales are not resolved by the "
-                             "grid (refine grid.shape, or raise the viscosity/diffusivity)", moment.step, moment.time,
-                             ", ".join(f"{name} = {value:.3g} < {limit:g}" for name, value, limit in low))
-            self._warned_resolution = True
+                             "grid%s", moment.step, moment.time, ", ".join(map(str, crossed)),
+                             f" ({advice})" if advice else "")
+            self._warned.update(c.name for c in crossed)
 
     # ---- the end ----------------------------------------------------------------------------------
 
@@ -337,26 +358,38 @@ class Segment:
         self.end("finished", EXIT_OK)
 
     def fail(self, err: BaseException | None = None) -> None:
-        """Failed (NaN/Inf, a write that failed, an unexpected error): status ``failed``, exit 1."""
+        """Failed (NaN/Inf, a write that failed, an unexpected error ``err``): status ``failed`` with the
+        reason, exit 1. The error is logged in ``run.log``, and on the console when it is one of the run's
+        own (:data:`FAILURES`: one line); any other the caller reports there itself (bad input in one line,
+        an unexpected error with its traceback, which ``run.log`` gets too)."""
+        reason = None if err is None else describe_failure(err)
         if err is not None:
-            self.log.error("%s", err)
+            if jax.process_index() == 0 and self.out.is_dir():
+                self.open_log()  # a failure before the segment's first line still leaves its reason there
+            if isinstance(err, FAILURES):
+                self.log.error("%s", reason)
+            elif self._handler is not None:
+                self._handler.alone(self.log, reason, None if isinstance(err, ConfigError) else err)
         if not self.running:
             return
         if self.stepper is None:  # failed before it began: the status keeps where the run stood
             last = (rundir.read_status(self.out) or {}) if jax.process_index() == 0 else {}
             self.step, self.t = last.get("step"), last.get("time")
         try:
-            self.end("failed", EXIT_FAILED)
+            self.end("failed", EXIT_FAILED, reason=reason)
         except OutputWriteError:  # e.g. the disk is full: the error being reported is the one that matters
             pass
 
-    def end(self, outcome: str, code: int, status: bool = True) -> None:
-        """Close the writers and record the outcome in ``status.json`` (process 0). A writer that fails
-        to close (its last data not written) makes the segment failed: raised after all are closed."""
+    def end(self, outcome: str, code: int, status: bool = True, reason: str | None = None) -> None:
+        """Close the writers and record the outcome in ``status.json`` (process 0), with ``reason`` (why it
+        failed). A writer that fails to close (its last data not written) makes the segment failed, that
+        failure its reason: raised after all are closed."""
         failures = self._close_writers()
         self.outcome, self.code = ("failed", EXIT_FAILED) if failures else (outcome, code)
+        if failures:
+            reason = reason or str(failures[0])
         if status and jax.process_index() == 0 and self.out.exists():
-            rundir.write_status(self.out, self.outcome, self.step, self.t, self.code)
+            rundir.write_status(self.out, self.outcome, self.step, self.t, self.code, reason)
         if failures:
             raise failures[0]
 
@@ -378,24 +411,6 @@ class Segment:
             self._handler.close()
             self._handler = None
         self.lock.release()
-
-
-class _RunLog(logging.FileHandler):
-    """``run.log``; if it cannot be written (a full disk) it falls silent instead of printing a
-    traceback per record: the failure that matters is reported by the writer that meets it."""
-
-    def __init__(self, path: Path):
-        super().__init__(path, delay=True)
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        self.setLevel(logging.CRITICAL + 1)
-
-    def close(self) -> None:
-        # the buffered tail of a log that met a full disk fails again at the flush: already reported
-        try:
-            super().close()
-        except OSError:
-            self.setLevel(logging.CRITICAL + 1)
 
 
 def barrier_interrupted() -> None:

@@ -171,6 +171,11 @@ INFO = EquationInfo(
         **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "froude", "cfl"),
+    resolution_advice={
+        "kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.diffusivity (or physics.hyperviscosity "
+                    "and physics.hyperdiffusivity)",
+        "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity",
+    },
     scales={**scales.TURBULENCE, **scales.STRATIFIED},
     spectra={
         "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 {_SHELLS} of |k|; sums to E_K",

@@ -267,9 +267,7 @@ INFO = EquationInfo(
         "interaction": "U = (g / 2 a^3) int (rho - <rho>)^2 d^3x (the self-interaction energy; 0 without)",
         "total": "E = K + W + U",
         "max_density": "max rho / mean rho",
-        "psi_tail": "fraction of |psi|^2 in the outer third of k-space (some |k_i| above 2/3 of its Nyquist "
-                    "wavenumber): above ~1e-3 the phase gradients (velocities) approach the grid scale, the de "
-                    "Broglie wavelength is not resolved and the run is wrong",
+        "psi_tail": resolution.PSI_TAIL,
         "li_source": "2K + W + 3U = -dE/dln a (the cosmic energy equation)",
         "li_rate": "d(2K + W + 3U)/dln a, from the state and the equations of motion",
         "layzer_irvine": "[E - E_start + int (2K + W + 3U) dln a] / |W|: the Layzer-Irvine residual (host, "
@@ -280,6 +278,10 @@ INFO = EquationInfo(
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
     clocks=("a", "z", "cosmic_time"),
+    resolution_advice=dict.fromkeys(
+        ("kmax_de_broglie", "psi_tail"),
+        "refine grid.shape, or end earlier (a larger physics.z_end): the flows of the densest halos speed up as they "
+        "form, and heavier bosons (a larger physics.m22) have shorter de Broglie wavelengths"),
     scales={"hbar_over_m": "hbar/m of the boson in code units, (Mpc/h)^2 H0",
             "jeans_length": "comoving quantum Jeans length 2 pi/k_J, k_J = (6 Omega_m H0^2 a/nu^2)^(1/4), Mpc/h",
             "de_broglie_length": "comoving de Broglie length 2 pi/k_rms, Mpc/h"},

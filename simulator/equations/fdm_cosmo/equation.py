@@ -226,8 +226,7 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
             total = rho + cdm.density(self, state.position, state.live, params)
             peak, speed = jnp.max(total) / jnp.mean(total), part["speed"]
         source_rate = -hub * (4 * kinetic + potential + 9 * interaction) - q_w + q_u
-        outer = [jnp.abs(k) > (2 / 3) * math.pi / d for k, d in zip(self.kc, self.spacing, strict=True)]
-        tail = jnp.sum((outer[0] | outer[1] | outer[2]) * jnp.abs(psi_hat) ** 2) / jnp.sum(jnp.abs(psi_hat) ** 2)
+        tail = resolution.spectral_tail(jnp.abs(psi_hat) ** 2, self.kc, self.spacing, jnp)
         v_tot = state.potential / a + g * (rho - self.wave_mean(params)) / a**3
         rate = jnp.maximum(jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu), speed) / hub
         gyr = cosmology.MPC / (cosmology.VELOCITY * params["h"]) / cosmology.GYR

@@ -134,6 +134,10 @@ INFO = EquationInfo(
         "injection": "injected power <u.f> (forced runs only)",
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
+    resolution_advice={
+        "kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.resistivity (or physics.hyperviscosity "
+                    "and physics.hyperresistivity)",
+    },
     scales={**scales.TURBULENCE, "magnetic_prandtl": "magnetic Prandtl number Pm = nu/eta",
             "alfven_speed": "Alfven speed of the rms field, <|B|^2>^(1/2) (density 1, mu_0 = 1)"},
     spectra={

@@ -127,6 +127,11 @@ INFO = EquationInfo(
         **passive.DIAGNOSTICS,
     },
     progress=("energy", "cfl"),
+    resolution_advice={
+        "kmax_eta": "refine grid.shape, raise physics.viscosity or physics.hyperviscosity, or keep the modes of a "
+                    "larger sphere with physics.dealias=phase_shift_spherical",
+        "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity",
+    },
     scales=scales.TURBULENCE,
     spectra={"energy": "kinetic energy spectrum E(k): 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the modes "
                        "of shell k; the sum over shells is the kinetic energy 0.5 <|u|^2> (a box mean)",

@@ -142,8 +142,13 @@ INFO = EquationInfo(
         "cfl": "dt max(6 nu/dx^2, max|V + g rho|/nu, max|p_i|/dx_i): phase change per step, in radians, or the "
                "particles' largest move per step in cells",
         "kmax_de_broglie": resolution.KMAX_DE_BROGLIE,
+        "psi_tail": resolution.PSI_TAIL,
     },
     progress=("total", "max_density", "cfl"),
+    resolution_advice=dict.fromkeys(
+        ("kmax_de_broglie", "psi_tail"),
+        "refine grid.shape: the de Broglie wavelength 2 pi physics.hbar_over_m / v of the fastest flows must span "
+        "several cells"),
     scales=scales.QUANTUM,
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
                         "(Parseval-weighted) summed over the modes of shell k, every Nyquist plane left out (so every backend "

@@ -157,11 +157,13 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
     # ---- diagnostics ---------------------------------------------------------------------------------
 
     def diagnostics(self, state: SPState, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Box totals: mass, kinetic, potential and total energy; max density; CFL number."""
+        """Box totals: mass, kinetic, potential and total energy; max density; CFL number; the resolution of the
+        de Broglie scale (k_max / k_rms and the spectral tail of psi)."""
         nu, g = params["hbar_over_m"], params["self_interaction"]
         rho = jnp.abs(state.psi) ** 2
         kx, ky, kz = self.kc
-        grad2 = jnp.sum((kx**2 + ky**2 + kz**2) * jnp.abs(self.fft.fft(state.psi)) ** 2) / float(self.fft.size)
+        power = jnp.abs(self.fft.fft(state.psi)) ** 2
+        grad2 = jnp.sum((kx**2 + ky**2 + kz**2) * power) / float(self.fft.size)
         kinetic = 0.5 * nu**2 * grad2 * self.cell_volume
         potential = 0.5 * jnp.sum(rho * state.potential) * self.cell_volume
         interaction = 0.5 * g * jnp.sum(rho**2) * self.cell_volume
@@ -183,6 +185,7 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
             "cfl": dt * rate,
             "kmax_de_broglie": resolution.nyquist(self.fft.shape, self.box) / jnp.sqrt(
                 grad2 / jnp.maximum(jnp.sum(rho), jnp.finfo(rho.dtype).tiny)),
+            "psi_tail": resolution.spectral_tail(power, self.kc, self.spacing, jnp),
         }
 
     def spectra(self, state: SPState, params: Params) -> dict[str, jax.Array]:
