@@ -290,6 +290,12 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
     check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
+    changed = structure_changes(old, cfg)
+    if changed:  # a state of another structure (a wave added or removed): not a restart
+        name = changed[0].removeprefix("physics.")
+        raise ConfigError("--restart", str(ckpt.index), f"a run with {changed[0]} = {getattr(cfg.physics, name)} is a "
+                          "new run: give another --out", f"holds a state of {changed[0]} = {old['physics'].get(name)}, "
+                          "of another structure (0 removes a component)")
     diffs = physics_changes(old, cfg)
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
@@ -348,6 +354,14 @@ def check_particles_kept(old: dict[str, Any], cfg: Config, index: Path, remapped
             raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"{index} holds species {s.name!r} as tracers (tau_p = "
                               "0), with no velocities to continue inertial particles from (a run with other particles "
                               "is a new run: give another --out)", "makes tracers inertial")
+
+
+def structure_changes(old: dict[str, Any], cfg: Config) -> list[str]:
+    """``physics.*`` keys declared ``structural_zero`` that are 0 in one of the stored config ``old`` and ``cfg``
+    and not in the other: their states differ in structure (``physics.fdm_fraction`` 0 holds no wave)."""
+    stored = old.get("physics", {}) if isinstance(old.get("physics"), dict) else {}
+    return [f"physics.{f.name}" for f in dataclasses.fields(cfg.physics) if f.metadata.get("structural_zero")
+            and (stored.get(f.name, f.default) == 0) != (getattr(cfg.physics, f.name) == 0)]
 
 
 def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
