@@ -43,8 +43,8 @@ def structure(cfg: Config) -> dict[str, Any]:
     for key in PER_MEMBER_TIME:
         data["time"].pop(key, None)
     _drop_traced(data["physics"], cfg.physics.traced())
-    for key in structural_zeros(cfg.physics):  # 0 is another program than any other value
-        _set(data["physics"], key, 0)
+    for key, zero in structural_zeros(cfg.physics).items():  # 0 is another program than any other value
+        _set(data["physics"], key, 0 if zero else "not 0")
     return data
 
 

@@ -203,20 +203,20 @@ def is_zero(value: Any) -> bool:
     return value.zero if isinstance(value, Traced) else _is_number_zero(value)
 
 
-def structural_zeros(section: Any, prefix: str = "") -> list[str]:
-    """Dotted keys (under ``prefix``) of the ``structural_zero`` numbers of ``section`` that are 0: the part of
+def structural_zeros(section: Any, prefix: str = "") -> dict[str, bool]:
+    """Whether each ``structural_zero`` number of ``section`` is 0, by dotted key (under ``prefix``): the part of
     its traced numbers that is structure (:mod:`simulator.grouping`)."""
-    out = []
+    out: dict[str, bool] = {}
     for f, sub, item in _nested(type(section)):
         value, key = getattr(section, f.name), f"{prefix}{f.name}"
         if f.metadata.get("traced"):
-            if f.metadata.get("structural_zero") and _is_number_zero(value):
-                out.append(key)
+            if f.metadata.get("structural_zero"):
+                out[key] = _is_number_zero(value)
         elif sub is not None and _has_traced(sub):
-            out += structural_zeros(value, f"{key}.")
+            out.update(structural_zeros(value, f"{key}."))
         elif item is not None and _has_traced(item):
             for i, v in enumerate(value):
-                out += structural_zeros(v, f"{key}[{i}].")
+                out.update(structural_zeros(v, f"{key}[{i}]."))
     return out
 
 

@@ -346,7 +346,8 @@ class EquationInfo:
         for name in (*self.progress, *((self.cfl,) if self.cfl else ())):
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
-        if (not {self.plot.slice_field, *self.plot.slice_fallback} <= set(self.fields) or self.plot.reference not in (None, *self.spectra)
+        slices = {self.plot.slice_field, *self.plot.slice_fallback}
+        if (not slices <= set(self.fields) or self.plot.reference not in (None, *self.spectra)
                 or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra,
                                                        *self.plot.side_by_side, *self.plot.maps, *self.plot.labels))):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")

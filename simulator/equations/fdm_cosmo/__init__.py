@@ -274,7 +274,8 @@ INFO = EquationInfo(
         "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
         "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r", units=r"(100\,{\rm km/s})^2"),
         "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
-        "cdm_density": FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (runs with particles)",
+        "cdm_density": FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (runs with "
+                                 "particles)",
                                  r"\rho_{\rm CDM}", "inferno", log=True, units=r"\rho_{\rm crit,0}"),
         "total_density": FieldInfo(0, "wave plus particles' comoving mass density (mixed runs)", r"\rho_{\rm tot}",
                                    "inferno", log=True, units=r"\rho_{\rm crit,0}"),

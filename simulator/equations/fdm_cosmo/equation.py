@@ -311,7 +311,7 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         return {**out, "power_linear": jnp.where(count > 0, average(linear) / safe, 0.0)}
 
 
-# ---- initial conditions: psi in real space, the particles on their lattice ------------------------------------------------------------
+# ---- initial conditions: psi in real space, the particles on their lattice ---------------------------------------
 
 
 def _growing(eq: FDMCosmo, delta_hat: jax.Array, params: Params) -> dict[str, jax.Array]:

@@ -123,7 +123,7 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
             return self.drift_particles(state, psi, dt, params)
         return SPState(psi, self.potential(psi, params))
 
-    # ---- cold particles (a mixed run) ----------------------------------------------------------------
+    # ---- cold particles (a mixed run, or the particles alone) ----------------------------------------------------
 
     def cdm_mass(self, psi: jax.Array | None, params: Params, mass: jax.Array | None = None) -> jax.Array:
         """The mass of one cold particle, ((1 - f) / f) mean(|psi|^2) V / Np: the particles carry 1 - f of
@@ -139,7 +139,7 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         return params["G"]
 
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
-        """A mixed run's cold particles as the species ``cdm``: positions wrapped into [0, L) and velocities
+        """A run's cold particles as the species ``cdm``: positions wrapped into [0, L) and velocities
         dx/dt = p, ``(slots, 3)`` by owner, with their identities (lattice indices) and occupied slots."""
         return self.cold_particles(state, state.momentum) if self.cold else {}
 
@@ -251,10 +251,10 @@ def _jeans(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Para
     x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
     delta = jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape)
     delta_hat = eq.fft.rfft(delta)
-    theta = eq.fft.irfft((-ic.rate / params["hbar_over_m"]) * inverse_laplacian(eq.kr) * delta_hat)
-    theta = jnp.where(theta == 0, 0.0, theta)  # at rest: +0, so psi is sqrt(rho) + 0i bit for bit, as it always was
     out = {}
     if eq.wave:
+        theta = eq.fft.irfft((-ic.rate / params["hbar_over_m"]) * inverse_laplacian(eq.kr) * delta_hat)
+        theta = jnp.where(theta == 0, 0.0, theta)  # at rest: +0, so psi is sqrt(rho) + 0i bit for bit, as always
         rho = ic.density * (1 + delta)
         if eq.cold:
             rho = params["fdm_fraction"] * rho
