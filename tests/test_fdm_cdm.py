@@ -23,7 +23,7 @@ from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import cdm, cosmology
 from simulator.errors import ConfigError
-from support import case_id, distributed_cases, relative_error, shared
+from support import case_id, distributed_cases, relative_error, shared, simulation
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 ROOT = Path(__file__).parents[1]
@@ -193,6 +193,29 @@ def test_zeldovich_pancake_until_shell_crossing():
     d24 = np.max(np.abs(np.mod(x24 - x48 + box / 2, box) - box / 2))
     assert 4.4 < d12 / d24 < 5.6, (d12, d24)
     assert 4.4 < np.max(np.abs(p12 - p48)) / np.max(np.abs(p24 - p48)) < 5.6
+
+
+@pytest.mark.parametrize("lpt, table", [(1, False), (2, True)], ids=["zeldovich", "2lpt-file"])
+def test_the_particles_alone_start_as_a_mixed_run_s_particles(tmp_path, lpt, table):
+    """The Gaussian start of the particles alone (f = 0, no wave) from the built-in spectrum (Zel'dovich) and from
+    a spectrum file (2LPT): the same particles as a mixed run's (f = 0.5, whose particles take the cold spectrum
+    of the same noise), positions and momenta to round-off; the wave's absence changes nothing of theirs."""
+    spectrum = {}
+    if table:
+        path = tmp_path / "pk.txt"
+        k = np.geomspace(1e-4, 1e3, 200)
+        np.savetxt(path, np.column_stack([k, k / (1 + (k / 0.02) ** 3)]), header="k [h/Mpc]  P [(Mpc/h)^3]")
+        spectrum = {"physics__spectrum_file": str(path)}
+    starts = []
+    for fraction in (0.0, 0.5):
+        sim = simulation(jax.devices(), physics__name="fdm_cosmo", initial__name="gaussian", grid__shape=[8] * 3,
+                         grid__box=[20.0] * 3, physics__fdm_fraction=fraction, physics__cdm_particles=512,
+                         physics__cdm_lpt=lpt, **spectrum)
+        starts.append(by_identity(sim.initial_state({"name": "gaussian", "seed": 5}), "position", "momentum"))
+    q = lattice(8, 20.0)
+    assert np.max(np.abs(np.mod(starts[0][0] - q + 10.0, 20.0) - 10.0)) > 0.05  # a displaced lattice
+    for alone, mixed_run in zip(*starts, strict=True):
+        assert np.max(np.abs(alone - mixed_run)) <= 1e-12 * np.max(np.abs(mixed_run))
 
 
 def crossed_waves(sim, a_amp, b_amp):
