@@ -1,4 +1,5 @@
-"""Benchmark what cold dark matter particles add to the fdm_cosmo step (the particle-mesh force).
+"""Benchmark the particle-mesh step of fdm_cosmo: what cold dark matter adds to the wave's, and cold dark matter
+alone against JaxPM's.
 
 For each N, device count and window, in one invocation, the step of a mixed run (``physics.fdm_fraction``
 0.5, ``physics.cdm_particles`` = N^3: one particle per cell) and the step of the pure wave run (f = 1, no
@@ -20,23 +21,44 @@ in the same rounds:
     python scripts/bench_pm.py                                     # N = 32 64 on 1, 2, 4 devices, CIC
     python scripts/bench_pm.py --sizes 32 --devices 1 2 4 --windows cic tsc
 
-Results: a table on stdout, ``outputs/bench/pm.csv`` and ``pm.json`` (rewritten after every row, so a
-benchmark stopped at a time limit keeps what it measured).
+With ``--peer-python PY`` (an environment with JaxPM, see scripts/peer_jaxpm.py), a second table: the
+particle-only step (``physics.fdm_fraction`` 0: no wave) of N^3 particles on an N^3 grid (``--cold-sizes``, box
+N Mpc/h, CIC, from a Zel'dovich start at z = 9) against JaxPM's step of the same N (its LPT start at a = 0.1
+and its fixed-step leapfrog, one particle-mesh force per step, as ours), on one device, in the same
+invocation: JaxPM steps on request in its own environment (scripts/peer_jaxpm.py --serve), so each chunk of
+``--steps`` steps of the two codes is timed A/B interleaved in the same rounds. ``ours_ms``, ``jaxpm_ms``: median
+wall time per step; ``vs_jaxpm`` their ratio; ``*_cpu_ms`` the CPU time per step of each process (all its threads:
+the work done, on a loaded machine); ``load`` the 1-minute load average before and after the row. Each
+precision of ``--precision`` runs in its own process (float32 without JAX's 64-bit mode), the peer in the same.
+
+    python scripts/bench_pm.py --sizes --peer-python /work/jaxpm-venv/bin/python --precision float32 float64
+
+Results: a table on stdout, ``outputs/bench/pm.csv`` and ``pm.json`` (``pm_jaxpm_<precision>.*`` for the JaxPM
+table; rewritten after every row, so a benchmark stopped at a time limit keeps what it measured).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[32, 64], help="cubic grid sizes N (N^3 particles)")
+    p.add_argument("--sizes", type=int, nargs="*", default=[32, 64],
+                   help="cubic grid sizes N (N^3 particles) of the mixed step against the wave's (none: no such table)")
     p.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4],
                    help="device counts (virtual CPU devices on a CPU: the largest is configured)")
     p.add_argument("--windows", nargs="+", default=["cic"], choices=["cic", "tsc"], help="physics.cdm_window")
     p.add_argument("--fraction", type=float, default=0.5, help="physics.fdm_fraction of the mixed run")
-    p.add_argument("--precision", default="float64", choices=["float32", "float64"])
+    p.add_argument("--precision", nargs="+", default=["float64"], choices=["float32", "float64"],
+                   help="one or more: each in a process of its own")
+    p.add_argument("--peer-python", default=None, help="python of an environment with JaxPM (scripts/peer_jaxpm.py)")
+    p.add_argument("--cold-sizes", type=int, nargs="+", default=[64, 128],
+                   help="N of the particle-only step against JaxPM's (N^3 particles on an N^3 grid)")
     p.add_argument("--steps", type=int, default=4, help="steps per timed chunk")
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (median reported)")
     p.add_argument("--platform", default="cpu", choices=["cpu", "gpu"], help="cpu: virtual devices; gpu: real ones")
@@ -44,11 +66,41 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
+class JaxPMPeer:
+    """JaxPM's N-body step in its own environment (scripts/peer_jaxpm.py --serve), one chunk per request, so that
+    its chunks are timed interleaved with ours."""
+
+    def __init__(self, python: str, sizes: list[int], precision: str, steps: int):
+        script = Path(__file__).with_name("peer_jaxpm.py")
+        self.proc = subprocess.Popen([python, str(script), "--serve", "--sizes", *map(str, sizes), "--precision",
+                                      precision, "--steps", str(steps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
+        self.cpu: dict[int, list[float]] = {}
+
+    def chunk(self, n: int) -> None:
+        """One chunk at size n; the peer's CPU seconds (all its threads) go to ``self.cpu[n]``."""
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        _, cpu = self.proc.stdout.readline().split()
+        self.cpu.setdefault(n, []).append(float(cpu))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
 def main() -> int:
     args = parse_args()
+    if len(args.precision) > 1:  # each precision in a process of its own (the last --precision given wins)
+        for precision in args.precision:
+            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--precision", precision], check=True)
+        return 0
+    args.precision = args.precision[0]
     from simulator.runtime import configure_devices
 
-    configure_devices(max(args.devices) if args.platform == "cpu" else None, args.precision)
+    configure_devices((max(args.devices) if args.sizes else 1) if args.platform == "cpu" else None, args.precision)
     import jax
     import jax.numpy as jnp
 
@@ -100,6 +152,10 @@ def main() -> int:
 
     rows = []
     info = machine()
+    if args.peer_python:
+        jaxpm_table(args, info)
+    if not args.sizes:
+        return 0
     print(f"# {info['device_kind']}, {info['cores']} cores, {args.precision}, f = {args.fraction}, "
           f"{args.steps} steps per chunk, {args.repeats} rounds", flush=True)
     print(f"{'N':>4s} {'dev':>3s} {'window':6s} {'step ms':>9s} {'wave ms':>9s} {'vs wave':>7s} {'deposit':>8s} "
@@ -132,6 +188,59 @@ def main() -> int:
     if rows:
         print(write_results(args.out, "pm", rows, info), flush=True)
     return 0
+
+
+def jaxpm_table(args: argparse.Namespace, info: dict) -> None:
+    """The particle-only step against JaxPM's at each of ``args.cold_sizes``, interleaved, one device: rows to
+    ``pm_jaxpm_<precision>.csv`` and ``.json``."""
+    import statistics
+
+    import jax
+
+    from simulator import config as config_mod
+    from simulator.benchmark import timed_interleaved, write_results
+    from simulator.run.simulation import Simulation
+
+    dt = 0.025  # in ln a: JaxPM's 0.01 in a from a = 0.1 to 1 is 0.023 in ln a on average
+    peer = JaxPMPeer(args.peer_python, args.cold_sizes, args.precision, args.steps)
+    stem, rows = f"pm_jaxpm_{args.precision}", []
+    print(f"# particle-only fdm_cosmo step against JaxPM's, one {info['device_kind']} device, {info['cores']} cores, "
+          f"{args.precision}, {args.steps} steps per chunk, {args.repeats} rounds", flush=True)
+    print(f"{'N':>4s} {'ours ms':>9s} {'jaxpm ms':>9s} {'ours/jaxpm':>10s} {'cpu ours':>9s} {'cpu jaxpm':>9s} "
+          f"{'load':>11s}", flush=True)
+    try:
+        for n in args.cold_sizes:
+            overrides = [f"grid.shape={n}", f"grid.box={float(n)}", "physics.name=fdm_cosmo", "initial.name=gaussian",
+                         f"precision={args.precision}", f"time.dt={dt}", "physics.fdm_fraction=0",
+                         f"physics.cdm_particles={n**3}", "physics.cdm_window=cic", "physics.z_start=9",
+                         "physics.z_end=0"]
+            sim = Simulation(config_mod.load(None, overrides), jax.devices()[:1])
+            holder = {"s": sim.advance(sim.initial_state(), args.steps, dt, donate=True)}  # compiles the chunk
+
+            def ours():
+                holder["s"] = sim.advance(holder["s"], args.steps, dt, donate=True)
+                return holder["s"]
+
+            before = os.getloadavg()[0]
+            cpu: dict[str, float] = {}
+            peer.cpu.pop(n, None)
+            times = timed_interleaved({"ours": ours, "jaxpm": lambda n=n: peer.chunk(n)}, repeats=args.repeats,
+                                      cpu=cpu)
+            load = (before, os.getloadavg()[0])
+            ours_ms, theirs_ms = (1e3 * times[k] / args.steps for k in ("ours", "jaxpm"))
+            theirs_cpu = 1e3 * statistics.median(peer.cpu[n][-args.repeats:]) / args.steps
+            row = {"N": n, "particles": n**3, "precision": args.precision, "ours_ms": ours_ms, "jaxpm_ms": theirs_ms,
+                   "vs_jaxpm": ours_ms / theirs_ms, "ours_cpu_ms": 1e3 * cpu["ours"] / args.steps,
+                   "jaxpm_cpu_ms": theirs_cpu, "load_before": load[0], "load_after": load[1],
+                   "steps": args.steps, "repeats": args.repeats}
+            rows.append(row)
+            write_results(args.out, stem, rows, info)
+            print(f"{n:4d} {ours_ms:9.2f} {theirs_ms:9.2f} {row['vs_jaxpm']:10.2f} {row['ours_cpu_ms']:9.2f} "
+                  f"{theirs_cpu:9.2f} {load[0]:5.2f}-{load[1]:5.2f}", flush=True)
+    finally:
+        peer.close()
+    if rows:
+        print(write_results(args.out, stem, rows, info), flush=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Runs whose configs differ only in values that never reach the compiled program's
 ONE program with a leading member axis on the state and on the parameters
 (:mod:`simulator.run.ensemble`). Those values are:
 
-* the traced physical parameters (``param`` numbers of the equation's params dataclass);
+* the traced physical parameters (``param`` numbers of the equation's params dataclass), but for the
+  value 0 of one declared ``structural_zero`` (0 removes a component: ``physics.fdm_fraction`` 0 is a run
+  without a wave), which is structure;
 * the whole initial condition (name, seed, amplitudes...): each member's initial state is built on
   its own, outside the compiled chunk, and the states are then stacked;
 * ``time.dt``, ``time.t_end`` and ``time.cfl``: each member keeps its own time step (fixed or
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulator.config import Config, to_dict
+from simulator.schema import structural_zeros
 
 #: sections whose every key is per member (never part of the structure)
 PER_MEMBER_SECTIONS = ("name", "initial", "output", "checkpoint")
@@ -40,7 +43,18 @@ def structure(cfg: Config) -> dict[str, Any]:
     for key in PER_MEMBER_TIME:
         data["time"].pop(key, None)
     _drop_traced(data["physics"], cfg.physics.traced())
+    for key, zero in structural_zeros(cfg.physics).items():  # 0 is another program than any other value
+        _set(data["physics"], key, 0 if zero else "not 0")
     return data
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    """``tree[a][b]... = value`` for ``a.b...`` (list entries ``name[i]``)."""
+    *path, last = dotted.split(".")
+    for part in path:
+        name, _, index = part.partition("[")
+        tree = tree[name][int(index[:-1])] if index else tree[name]
+    tree[last] = value
 
 
 def _drop_traced(data: dict[str, Any], traced: Mapping[str, Any]) -> None:

@@ -3,7 +3,7 @@
     run = simulator.load_run("outputs/quickstart")
     run.config["physics"]["viscosity"]          # the resolved config (a dict)
     run.timeseries["energy"]                     # NumPy arrays by column: step, time, dt, diagnostics
-    run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres
+    run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres: the resolved shells
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     run.tasks["w_mid"].values[-1], run.tasks["w_mid"].time   # tasks.h5 (output.tasks), by task
     run.aside                                    # row files restarts set aside (aside/), read as above
@@ -21,7 +21,10 @@
         ax.loglog(p.run.spectra["k"], p.run.spectra["energy"][-1], label=p.label)   # p.run: load_run
 
 Snapshots are read lazily (one field or one slice at a time, only the shard blocks it touches); the
-particle snapshots and trajectories when first used.
+particle snapshots and trajectories when first used. Spectra hold the shells the run resolves, 0 < k <= k_res
+(:func:`simulator.output.spectra.resolved`: no k = 0, nothing past the grid's sphere of modes or the
+dealiasing), so that the ratio of two runs' spectra is right as it is; ``read_spectra(run.path /
+"spectra.h5")`` (:func:`simulator.output.spectra.read_spectra`) gives every shell the file holds.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import read_spectra, resolved
 from simulator.output.statistics import FILE as STATISTICS_FILE
 from simulator.output.statistics import read_statistics
 from simulator.output.tasks import FILE as TASKS_FILE
@@ -73,6 +76,8 @@ class RunResults:
     config: dict[str, Any]
     status: dict[str, Any] | None
     timeseries: dict[str, np.ndarray] = field(default_factory=dict)
+    #: ``spectra.h5`` on the resolved shells 0 < k <= k_res: ``k`` (shells,), each spectrum (rows, shells), the
+    #: rows' ``step``, ``time`` (and ``a``, ``z``), 2D maps over (``k_h``, ``k_z``) whole
     spectra: dict[str, np.ndarray] = field(default_factory=dict)
     snapshots: tuple[SnapshotRef, ...] = ()
     #: ``statistics.h5`` (flow statistics) by dataset, when the run wrote it
@@ -149,8 +154,8 @@ class RunResults:
 
 
 def load_run(path: str | Path) -> RunResults:
-    """Load a run directory: config, status, time series, spectra, the list of snapshots and, when the run
-    wrote them, the flow statistics, the output tasks and the row files restarts set aside."""
+    """Load a run directory: config, status, time series, spectra (the resolved shells), the list of snapshots
+    and, when the run wrote them, the flow statistics, the output tasks and the row files restarts set aside."""
     run_dir = Path(path)
     config = load_run_config(run_dir)
     series = run_dir / TIMESERIES_FILE
@@ -161,7 +166,7 @@ def load_run(path: str | Path) -> RunResults:
     folders = (run_dir / ASIDE_DIR, (run_dir / lagrangian.TRAJECTORIES).parent / ASIDE_DIR)
     return RunResults(run_dir, config, read_status(run_dir),
                       read_timeseries(series) if series.is_file() else {},
-                      read_spectra(spectra) if spectra.is_file() else {}, snaps,
+                      resolved(read_spectra(spectra), config, _equation(config)) if spectra.is_file() else {}, snaps,
                       read_statistics(stats) if stats.is_file() else {},
                       read_tasks(tasks) if tasks.is_file() else {},
                       tuple(p for folder in folders if folder.is_dir() for p in sorted(folder.iterdir())))
@@ -218,3 +223,10 @@ def load_sweep(path: str | Path) -> SweepResults:
     points = tuple(SweepPoint(int(p["index"]), p["name"], dict(p["params"]), directory / p["name"],
                               point_state(directory, p["name"])) for p in manifest["points"])
     return SweepResults(directory, manifest["name"], tuple(manifest["swept"]), dict(manifest["set"] or {}), points)
+
+
+def _equation(config: dict[str, Any]) -> Any:
+    """The declaration of a stored run's equation, or None where it is not registered here (a plug-in's)."""
+    from simulator.equations import registry
+
+    return registry().get(config.get("physics", {}).get("name"))

@@ -43,9 +43,10 @@ from simulator.errors import ConfigError
 
 
 #: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`),
-#: ``restart`` (:data:`RESTART`: what a restart may do with the key) and ``mode_axes`` (a mode number along
-#: those axes, checked against the grid: simulator.config.model)
-CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "restart", "mode_axes"})
+#: ``restart`` (:data:`RESTART`: what a restart may do with the key), ``mode_axes`` (a mode number along
+#: those axes, checked against the grid: simulator.config.model) and ``structural_zero`` (a traced number
+#: whose value 0 is structure: :func:`zero_traced`)
+CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "restart", "mode_axes", "structural_zero"})
 #: the values of a setting's ``restart``: ``free``, it says when or how, not what (a final redshift, the room
 #: of particle slots), and may change on a restart without --allow-physics-change; ``kept``, it sets what the
 #: state holds (a particle count), which a restart continues: another value is a new run. Unmarked physics
@@ -67,7 +68,10 @@ def setting(default: Any, doc: str, **constraints: Any) -> Any:
 
 
 def param(default: float, doc: str, **constraints: Any) -> Any:
-    """A traced number: compiled code receives it as an argument, so changing it never recompiles."""
+    """A traced number: compiled code receives it as an argument, so changing it never recompiles. With
+    ``structural_zero=True`` its value 0 is structure (a term or a whole component absent, e.g. a mixed dark
+    matter run's wave at ``physics.fdm_fraction`` 0): every other value is traced, but 0 and not 0 are two
+    programs (:func:`zero_traced`, :func:`is_zero`, :func:`structural_zeros`)."""
     return setting(default, doc, traced=True, **constraints)
 
 
@@ -132,22 +136,24 @@ class TracedValueError(TypeError):
 class Traced:
     """Stands for a traced number in the structural copy of a section (:func:`zero_traced`): equal to the
     placeholder of the same key (two runs that differ only in traced numbers share one compiled program),
-    and unusable as a number: reading it raises :class:`TracedValueError` naming where the value is."""
+    and unusable as a number: reading it raises :class:`TracedValueError` naming where the value is.
+    ``zero``: the number is 0 and declared ``structural_zero`` (then only placeholders that are zero too are
+    equal to it: 0 is another program; :func:`is_zero` reads it)."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "zero")
 
-    def __init__(self, key: str):
-        self.key = key
+    def __init__(self, key: str, zero: bool = False):
+        self.key, self.zero = key, zero
 
     def __repr__(self) -> str:
-        return f"Traced({self.key!r})"
+        return f"Traced({self.key!r}, zero=True)" if self.zero else f"Traced({self.key!r})"
 
     def __hash__(self) -> int:
-        return hash((Traced, self.key))
+        return hash((Traced, self.key, self.zero))
 
     def __eq__(self, other: Any) -> Any:
         if isinstance(other, Traced):
-            return self.key == other.key
+            return self.key == other.key and self.zero == other.zero
         if other is None or isinstance(other, str):
             return False
         return self._refuse()
@@ -175,16 +181,50 @@ def _subscript(key: str) -> str:
 def zero_traced(section: Any) -> Any:
     """``section`` with every traced number replaced by a :class:`Traced` placeholder: its structure alone
     (what compiled code is keyed on), where reading a traced number by mistake raises instead of giving
-    a silent 0."""
+    a silent 0. A number declared ``structural_zero`` that is 0 keeps that fact (``Traced.zero``)."""
+    return with_traced(section, _placeholders(section, ""))
 
-    def blank(value: Any, key: str) -> Any:
-        if isinstance(value, dict):
-            return {k: blank(v, f"{key}.{k}" if key else k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [blank(v, f"{key}[{i}]") for i, v in enumerate(value)]
-        return Traced(key)
 
-    return with_traced(section, blank(traced_values(section), ""))
+def _placeholders(section: Any, prefix: str) -> dict[str, Any]:
+    """:func:`traced_values` of ``section`` with each number a :class:`Traced` named by its dotted key."""
+    out: dict[str, Any] = {}
+    for f, sub, item in _nested(type(section)):
+        value, key = getattr(section, f.name), f"{prefix}{f.name}"
+        if f.metadata.get("traced"):
+            out[f.name] = Traced(key, bool(f.metadata.get("structural_zero")) and _is_number_zero(value))
+        elif sub is not None and _has_traced(sub):
+            out[f.name] = _placeholders(value, f"{key}.")
+        elif item is not None and _has_traced(item):
+            out[f.name] = [_placeholders(v, f"{key}[{i}].") for i, v in enumerate(value)]
+    return out
+
+
+def _is_number_zero(value: Any) -> bool:
+    # a host number only: a traced array (inside jax.grad) is never structure
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+
+
+def is_zero(value: Any) -> bool:
+    """Whether a ``structural_zero`` number is 0: the number itself (a config's section) or its placeholder
+    (the structural copy an equation holds, :func:`zero_traced`). What decides the structure it declares."""
+    return value.zero if isinstance(value, Traced) else _is_number_zero(value)
+
+
+def structural_zeros(section: Any, prefix: str = "") -> dict[str, bool]:
+    """Whether each ``structural_zero`` number of ``section`` is 0, by dotted key (under ``prefix``): the part of
+    its traced numbers that is structure (:mod:`simulator.grouping`)."""
+    out: dict[str, bool] = {}
+    for f, sub, item in _nested(type(section)):
+        value, key = getattr(section, f.name), f"{prefix}{f.name}"
+        if f.metadata.get("traced"):
+            if f.metadata.get("structural_zero"):
+                out[key] = _is_number_zero(value)
+        elif sub is not None and _has_traced(sub):
+            out.update(structural_zeros(value, f"{key}."))
+        elif item is not None and _has_traced(item):
+            for i, v in enumerate(value):
+                out.update(structural_zeros(v, f"{key}[{i}]."))
+    return out
 
 
 @dataclass(frozen=True)

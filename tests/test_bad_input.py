@@ -21,6 +21,7 @@ ABC = str(ROOT / "configs" / "abc.yaml")
 MHD = str(ROOT / "configs" / "orszag_tang.yaml")
 WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
 PARTICLES = str(ROOT / "configs" / "forced_turbulence_particles.yaml")  # two species
+COSMO = str(ROOT / "configs" / "fdm_cosmo.yaml")
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
@@ -132,6 +133,19 @@ CASES = {
     "a species indexed with a dot": (["run", PARTICLES, "--set", "particles.0.tau_p=0.1"],
                                      "particles.0.tau_p = 0.1 names no entry; particles is a list: index its entries, "
                                      "as in particles[0].tau_p"),
+    # pure cold dark matter (physics.fdm_fraction = 0): f in [0, 1], with particles, without the wave's keys
+    "fdm_fraction negative": (["run", COSMO, "--set", "physics.fdm_fraction=-0.1"],
+                              "physics.fdm_fraction = -0.1 is out of range; every entry must be >= 0.0"),
+    "fdm_fraction NaN": (["run", COSMO, "--set", "physics.fdm_fraction=.nan"],
+                         "physics.fdm_fraction = nan is out of range; every entry must be finite"),
+    "fdm_fraction above 1": (["run", COSMO, "--set", "physics.fdm_fraction=1.5"],
+                             "physics.fdm_fraction = 1.5 is out of range; every entry must be <= 1.0"),
+    "no wave and no particles": (["run", COSMO, "--set", "physics.fdm_fraction=0"],
+                                 "physics.fdm_fraction = 0.0 has no particles; set physics.cdm_particles"),
+    "a key of the wave without it": (["run", COSMO, "--set", "physics.fdm_fraction=0", "--set",
+                                      "physics.cdm_particles=262144", "--set", "physics.m22=0.5"],
+                                     "physics.m22 = 0.5 is a setting of the wave; leave it out: physics.fdm_fraction "
+                                     "= 0 runs the cold particles alone, without a wave"),
     # command line
     "config not UTF-8": (["run", "latin1.yaml"], "config file = 'latin1.yaml:1' is not valid UTF-8"),
     "binary config": (["run", "binary.yaml"], "config file = 'binary.yaml' is a binary file"),

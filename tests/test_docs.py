@@ -532,6 +532,18 @@ def test_the_scripting_example_as_written():
 
 
 @pytest.mark.slow
+def test_the_particle_routes_as_written():
+    """The Python API page's second example, as a script: a particle-only run's own particles set and read back
+    by identity, its density's mean Omega_m, and an owned flow species read the same way."""
+    done = python(code("reference/api.md", "python", 1))
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "('cdm_position', 'cdm_momentum')" and lines[1].startswith("(4096, 3) ")
+    assert 0 < float(lines[1].split()[-1]) < 1e-3 and float(lines[2]) == pytest.approx(0.3, rel=1e-12)
+    assert lines[3] == "(64, 3)"
+
+
+@pytest.mark.slow
 def test_the_example_sweep_as_written():
     assert code("how-to/sweeps.md", "bash").splitlines() == SWEEP
     for command in SWEEP:

@@ -96,6 +96,13 @@ def test_configs_group_by_structure():
     assert grouping.differences(with_scalars[0], with_scalars[2]) == ["physics.scalars"]
     assert grouping.groups(cfgs, batch=4)[:2] == [[0, 1, 2, 3], [4, 5]]
     assert grouping.differences(cfgs[0], cfgs[9]) == ["physics.forcing"]
+    # a traced number declared structural_zero: every value but 0 in one group (physics.fdm_fraction 0 has no wave)
+    cold = {"physics.name": "fdm_cosmo", "grid.shape": 8, "physics.cdm_particles": 512}
+    cosmic = [simulator.load_config(None, {**cold, "physics.fdm_fraction": f}) for f in (0.3, 0.5, 0.0, 0.0)]
+    assert grouping.groups(cosmic) == [[0, 1], [2, 3]]
+    assert grouping.differences(cosmic[0], cosmic[2]) == ["physics.fdm_fraction"]
+    with pytest.raises(ConfigError, match="ensemble member 1: physics.fdm_fraction = 0 changes the compiled"):
+        run_configs(cosmic[1:3], ["a", "b"])
     with pytest.raises(ConfigError, match="ensemble member 1: grid.shape = \\[32, 32, 32\\] changes the compiled"):
         run_configs([cfgs[0], cfgs[6]], ["a", "b"])
     code = "import sys, simulator.grouping; print('jax' in sys.modules)"  # grouping is planning: no JAX
@@ -145,14 +152,18 @@ def test_every_equation_runs_as_an_ensemble(tmp_path, equation):
 
 
 @pytest.mark.slow
-def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path):
+@pytest.mark.parametrize("members", [{"physics.fdm_fraction": [0.3, 0.5]},
+                                     {"physics.fdm_fraction": [0.0, 0.0], "physics.sigma8": [0.811, 0.9]}],
+                         ids=["mixed", "particles"])
+def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path, members):
     """Two mixed fdm_cosmo members (f = 0.3 and 0.5: a traced number, one batched program) with 8^3 cold
     particles each, kept by their owners on 2 devices, to z = 63: each member's wave and particles (matched
-    by identity) equal its separate run to 1e-12, nothing lost, and each writes its own particle snapshots."""
+    by identity) equal its separate run to 1e-12, nothing lost, and each writes its own particle snapshots.
+    The same for two runs of the particles alone (f = 0, no wave) that differ in sigma8."""
     base = {"physics.name": "fdm_cosmo", "grid.shape": 8, "precision": "float64", "output.chunk": 5,
             "physics.z_end": 63, "physics.output_redshifts": [127, 63], "physics.cdm_particles": 512,
             "runtime.cpu_devices": 8, "fft.mesh": [2]}
-    cfgs = [simulator.load_config(None, {**base, "physics.fdm_fraction": f}) for f in (0.3, 0.5)]
+    cfgs = [simulator.load_config(None, {**base, **{k: v[i] for k, v in members.items()}}) for i in range(2)]
     assert run_configs(cfgs, [tmp_path / "ens" / f"m{i}" for i in range(2)]) == [0, 0]
     assert [simulator.run_config(c, tmp_path / "sep" / f"m{i}") for i, c in enumerate(cfgs)] == [0, 0]
     assert "(1 compilation(s) of the ensemble's chunk" in (tmp_path / "ens" / "m0" / "run.log").read_text()
@@ -163,7 +174,9 @@ def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path):
                 live = f["live"][()] > 0
                 order = np.argsort(f["ident"][()][live])
                 assert f["lost"][()].tolist() == [0, 0, 0, 0] and len(order) == 512
-                ends[run, i] = {"psi": f["psi"][()], **{k: f[k][()][live][order] for k in ("position", "momentum")}}
+                wave = {"psi": f["psi"][()]} if "psi" in f else {}
+                assert bool(wave) == (cfgs[i].physics.fdm_fraction > 0)
+                ends[run, i] = {**wave, **{k: f[k][()][live][order] for k in ("position", "momentum")}}
             assert len(list((tmp_path / run / f"m{i}" / "particles").glob("s*.h5"))) == 2
     for i in range(2):
         for key, want in ends["sep", i].items():

@@ -101,7 +101,8 @@ def test_the_netcdf_file_holds_every_snapshot_spectrum_and_row_exactly(tg, tmp_p
             for axis in "xyz":  # the cell positions of the index (and of the XDMF): i L / N
                 np.testing.assert_array_equal(ds[axis].values, snap.file[axis][:])
     assert list(ds.component.values) == ["x", "y", "z"] and "step" in ds.velocity.coords
-    spectra = read_spectra(run / "spectra.h5")
+    spectra = loaded.spectra  # the resolved shells 0 < k <= 2/3 of the Nyquist wavenumber, of every row
+    assert spectra["k"][0] > 0 and len(spectra["k"]) < len(read_spectra(run / "spectra.h5")["k"])
     np.testing.assert_array_equal(ds.time_spectra.values, spectra["time"])
     np.testing.assert_array_equal(ds.step_spectra.values, spectra["step"])
     np.testing.assert_array_equal(ds.k.values, spectra["k"])
@@ -165,10 +166,24 @@ def test_merged_snapshots_equal_the_virtual_ones_and_need_no_shards(tg, tmp_path
 
 
 def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path):
-    cfg = simulator.load_config(ROOT / "configs" / "fdm_cosmo.yaml", {
-        "grid.shape": 8, "physics.z_end": 63, "physics.output_redshifts": [127, 63], "checkpoint.every": 0,
-        "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())})
-    assert simulator.run_config(cfg, tmp_path / "cosmo") == 0
+    """configs/fdm_cosmo.yaml on 8^3 to z = 63, exported: a and z beside every row, the units of each variable;
+    and the ratio of two runs' P(k) (bosons of m22 = 1 and 0.5, the same noise) as load_run gives it, finite and
+    positive on every shell it holds, the resolved ones 0 < k <= pi N / L, where the file's every shell gives
+    round-off over round-off at k = 0 (1.5 measured) and 0/0 past the grid's sphere (shells 6 and 7, whose
+    modes all lie on Nyquist planes)."""
+    overrides = {"grid.shape": 8, "physics.z_end": 63, "physics.output_redshifts": [127, 63], "checkpoint.every": 0,
+                 "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())}
+    for name, m22 in (("cosmo", 1.0), ("light", 0.5)):
+        cfg = simulator.load_config(ROOT / "configs" / "fdm_cosmo.yaml", {**overrides, "physics.m22": m22})
+        assert simulator.run_config(cfg, tmp_path / name) == 0
+    light = simulator.load_run(tmp_path / "light").spectra
+    assert list(light["k"] / (2 * np.pi)) == [1, 2, 3, 4]  # dk = 2 pi / L; the Nyquist wavenumber pi N / L = 4 dk
+    ratio = light["power"] / simulator.load_run(tmp_path / "cosmo").spectra["power"]
+    assert np.all(np.isfinite(ratio)) and np.all(ratio > 0), ratio
+    assert np.all(ratio[0] < 1), ratio  # the lighter boson's cut-off
+    raw = [read_spectra(tmp_path / name / "spectra.h5")["power"] for name in ("light", "cosmo")]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        assert not np.all(np.isfinite(raw[0] / raw[1]) & (raw[0] / raw[1] > 0))  # what a naive ratio met before
     path = export.export_netcdf(tmp_path / "cosmo", fields=["density", "phase"])
     loaded = simulator.load_run(tmp_path / "cosmo")
     with xr.open_dataset(path) as ds:
@@ -256,7 +271,7 @@ def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
     shutil.rmtree(run / "snapshots")
     assert "has no snapshots" in refused(capsys, str(run), "--merge")
     with xr.open_dataset(export.export_netcdf(run, tmp_path / "other.nc")) as ds:
-        assert "time" not in ds.dims and ds.energy_spectra.shape == (3, 8) and ds.energy_series.shape == (3,)
+        assert "time" not in ds.dims and ds.energy_spectra.shape == (3, 2) and ds.energy_series.shape == (3,)
 
 
 @pytest.mark.multiprocess  # the run of the fixture tg
@@ -276,7 +291,7 @@ def test_the_documented_commands_and_snippet_as_written_on_a_run(tg, tmp_path):
     with scope["ds"], Snapshot(run / "snapshots" / "s00000008.h5") as snap:
         assert scope["wz"].dims == ("x", "y")
         np.testing.assert_array_equal(scope["wz"].values, snap.read("vorticity", (2, slice(None), slice(None), 0)))
-        np.testing.assert_array_equal(scope["ek"].values, read_spectra(run / "spectra.h5")["energy"][-1])
+        np.testing.assert_array_equal(scope["ek"].values, simulator.load_run(run).spectra["energy"][-1])
         np.testing.assert_array_equal(scope["e"].values, simulator.load_run(run).timeseries["energy"])
 
 

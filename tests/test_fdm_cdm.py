@@ -1,7 +1,7 @@
-"""Cold dark matter beside the fuzzy wave (float64): the Zel'dovich pancake, linear growth of pure cold matter
-(EdS and LCDM) against the growth factor, a mixed universe against the two-component linear equations
-integrated here, momentum conservation of the particle-mesh force, every backend and device count
-against one device, and the config's refusals."""
+"""Cold dark matter beside the fuzzy wave, and alone (physics.fdm_fraction = 0, no wave; float64): the Zel'dovich
+pancake, linear growth of pure cold matter (EdS and LCDM) against the growth factor, a mixed universe against the
+two-component linear equations integrated here, the mixed run's limit f -> 0, momentum conservation of the
+particle-mesh force, every backend and device count against one device, restarts, and the config's refusals."""
 
 import csv
 import functools
@@ -16,13 +16,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import special
 from scipy.integrate import solve_ivp
 
 import simulator
 from simulator import config as C
+from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import cdm, cosmology
 from simulator.errors import ConfigError
-from support import case_id, distributed_cases, mesh_cases, relative_error, shared
+from support import case_id, distributed_cases, mesh_cases, relative_error, shared, simulation
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 ROOT = Path(__file__).parents[1]
@@ -48,6 +50,13 @@ def by_identity(state, *names):
     return [np.asarray(getattr(state, name))[live][order] for name in names]
 
 
+def cold_state(sim, position, momentum, psi=None):
+    """A state of the particles ``(Np, 3)`` (lattice order) from :meth:`Simulation.state_from_fields`, with the
+    wave ``psi`` where the run has one (a particle-only run takes the particles alone)."""
+    wave = {} if psi is None else {"psi": psi}
+    return sim.state_from_fields(**wave, cdm_position=position, cdm_momentum=momentum)
+
+
 def particle_mode(state, box):
     """delta_k of the particles at mode 1 along x, from their positions themselves (no window): 2 <cos(k x)>
     over the live slots."""
@@ -71,7 +80,8 @@ def modes_program(sim, ds, steps):
     def run(eq, state, p):
         def body(s, i):
             s = step(s, i * dt, dt, p)
-            return s, jnp.stack([mode_amplitude(eq, s), particle_mode(s, eq.box[0])])
+            wave = mode_amplitude(eq, s) if eq.wave else jnp.zeros((), eq.dtype)  # none in a particle-only run
+            return s, jnp.stack([wave, particle_mode(s, eq.box[0])])
 
         return jax.lax.scan(body, state, jnp.arange(steps))[1]
 
@@ -159,7 +169,7 @@ def pancake_errors(sim, p, eps, span, steps_list):
 
 
 def test_zeldovich_pancake_until_shell_crossing():
-    """A plane wave of cold matter (f = 1e-6: the wave's share is negligible) from z = 127 to D eps = 0.74,
+    """A plane wave of cold matter alone (f = 0: no wave) from z = 127 to D eps = 0.74,
     three quarters of the way to shell crossing (EdS). Zel'dovich's solution is exact in plane symmetry; the
     particle-mesh force has its own error, set by the sheets' kinked force at the grid scale and growing as the
     sheets bunch: near crossing it dominates, 5.9% of the displacement and 11% of the momentum at 16^3 (TSC),
@@ -167,7 +177,7 @@ def test_zeldovich_pancake_until_shell_crossing():
     4x the steps: second order (kick-drift-kick). Nothing moves across the wave."""
     errors = {}
     for n in (16, 32):
-        sim = mixed(n=n, fraction=1e-6)
+        sim = mixed(n=n, fraction=0.0)
         p = sim.parameters(omega_m=1.0, omega_lambda=0.0)
         crossing, out = pancake_errors(sim, p, 0.0125, math.log(59.0), (12, 24, 48) if n == 32 else (48,))
         assert 0.7 < crossing < 1.0
@@ -184,6 +194,29 @@ def test_zeldovich_pancake_until_shell_crossing():
     d24 = np.max(np.abs(np.mod(x24 - x48 + box / 2, box) - box / 2))
     assert 4.4 < d12 / d24 < 5.6, (d12, d24)
     assert 4.4 < np.max(np.abs(p12 - p48)) / np.max(np.abs(p24 - p48)) < 5.6
+
+
+@pytest.mark.parametrize("lpt, table", [(1, False), (2, True)], ids=["zeldovich", "2lpt-file"])
+def test_the_particles_alone_start_as_a_mixed_run_s_particles(tmp_path, lpt, table):
+    """The Gaussian start of the particles alone (f = 0, no wave) from the built-in spectrum (Zel'dovich) and from
+    a spectrum file (2LPT): the same particles as a mixed run's (f = 0.5, whose particles take the cold spectrum
+    of the same noise), positions and momenta to round-off; the wave's absence changes nothing of theirs."""
+    spectrum = {}
+    if table:
+        path = tmp_path / "pk.txt"
+        k = np.geomspace(1e-4, 1e3, 200)
+        np.savetxt(path, np.column_stack([k, k / (1 + (k / 0.02) ** 3)]), header="k [h/Mpc]  P [(Mpc/h)^3]")
+        spectrum = {"physics__spectrum_file": str(path)}
+    starts = []
+    for fraction in (0.0, 0.5):
+        sim = simulation(jax.devices(), physics__name="fdm_cosmo", initial__name="gaussian", grid__shape=[8] * 3,
+                         grid__box=[20.0] * 3, physics__fdm_fraction=fraction, physics__cdm_particles=512,
+                         physics__cdm_lpt=lpt, **spectrum)
+        starts.append(by_identity(sim.initial_state({"name": "gaussian", "seed": 5}), "position", "momentum"))
+    q = lattice(8, 20.0)
+    assert np.max(np.abs(np.mod(starts[0][0] - q + 10.0, 20.0) - 10.0)) > 0.05  # a displaced lattice
+    for alone, mixed_run in zip(*starts, strict=True):
+        assert np.max(np.abs(alone - mixed_run)) <= 1e-12 * np.max(np.abs(mixed_run))
 
 
 def crossed_waves(sim, a_amp, b_amp):
@@ -227,23 +260,21 @@ def test_second_order_displacements_are_2lpt_of_two_crossed_waves():
 
 
 def test_a_2lpt_start_removes_the_zeldovich_start_s_second_order_transient():
-    """Two runs of pure cold matter (f = 1e-6) from delta = A (cos kx + cos ky) at z = 127 in EdS, one from
+    """Two runs of cold matter alone (f = 0) from delta = A (cos kx + cos ky) at z = 127 in EdS, one from
     Zel'dovich's start and one from 2LPT's, to D = e (ln a + 1). Second-order theory: the 2LPT start follows
     the growing solution -3/7 D^2 grad(phi2), the Zel'dovich start (no second-order displacement or velocity)
     -3/7 D^2 + 3/5 D - 6/35 D^(-3/2) times it, so the runs differ by -(3/5 D - 6/35 D^(-3/2)) grad(phi2). The
     grid's own error is common to both runs and cancels in their difference, which agrees to 0.4% (a 2LPT
     momentum with f2 = 1 instead of 2 is 27% off; the sign of s2 reversed, 200%)."""
     n, box, amp, span, steps = 16, 10.0, 0.01, 1.0, 40
-    sims = [mixed(n=n, box=box, fraction=1e-6, window="tsc", lpt=order) for order in (1, 2)]
+    sims = [mixed(n=n, box=box, fraction=0.0, window="tsc", lpt=order) for order in (1, 2)]
     k, q = 2 * math.pi / box, lattice(n, box)
     grown = math.exp(span)  # EdS: D = a / a_start
     ends = []
     for sim in sims:
         p = sim.parameters(omega_m=1.0, omega_lambda=0.0)
         ic = jax.jit(cdm.zeldovich)(sim.equation, crossed_waves(sim, amp, amp), p)
-        start = sim.state_from_fields(psi=np.full(sim.equation.fft.shape, math.sqrt(1e-6), complex),
-                                      cdm_position=np.asarray(ic["cdm_position"]),
-                                      cdm_momentum=np.asarray(ic["cdm_momentum"]))
+        start = cold_state(sim, np.asarray(ic["cdm_position"]), np.asarray(ic["cdm_momentum"]))
         ends.append(by_identity(sim.advance(start, steps, span / steps, 0.0, p), "position")[0])
     diff = np.mod(ends[1] - ends[0] + box / 2, box) - box / 2
     want = -(3 / 5 * grown - 6 / 35 * grown**-1.5) * grad_phi2(q, k, amp, amp)
@@ -255,11 +286,11 @@ def test_a_2lpt_start_removes_the_zeldovich_start_s_second_order_transient():
 
 @pytest.mark.parametrize("om, ol", [(1.0, 0.0), (0.3, 0.7)], ids=["EdS", "LCDM"])
 def test_pure_cold_matter_grows_as_the_growth_factor(om, ol):
-    """f = 1e-6 (all but a trace of the matter in particles), a mode of 1e-5 at k = 0.63 h/Mpc on 16^3 from
+    """f = 0 (all of the matter in particles, no wave), a mode of 1e-5 at k = 0.63 h/Mpc on 16^3 from
     z = 127 over a factor of 10 in a: the particles' own mode (their positions, no window) follows D(a)/D(a0)
     to 0.1% (0.07% measured: the particle-mesh force at k dx = 0.39, CIC from the cell centres; TSC's deconvolved force is
     1.1% strong there, and the growth 1.4% fast)."""
-    sim = mixed(fraction=1e-6, window="cic")
+    sim = mixed(fraction=0.0, window="cic")
     p = sim.parameters(omega_m=om, omega_lambda=ol)
     ds, steps = 0.05, 46
     s = ds * np.arange(1, steps + 1)
@@ -268,6 +299,30 @@ def test_pure_cold_matter_grows_as_the_growth_factor(om, ol):
     expected = np.array([heath_growth(a0 * math.exp(x), om, ol) for x in s]) / heath_growth(a0, om, ol)
     assert np.max(np.abs(amp / expected - 1)) < 1e-3, np.max(np.abs(amp / expected - 1))
     assert amp[-1] > 9.0
+
+
+def test_a_mixed_run_tends_to_the_particle_only_run_as_its_wave_vanishes():
+    """A mode of 0.02 at k = 0.63 h/Mpc on 16^3 (CIC) from z = 127 over a factor of 10 in a (EdS): the mixed run
+    with f = 1e-2, 1e-3, 1e-4 against the run of the particles alone (f = 0, no wave), the particles matched by
+    identity. Their positions and momenta differ by c f, c the same for every f to 1% (measured 0.3%, the f^2
+    term; c = 0.648 and 1.15 of the particles' largest displacement and momentum: at this amplitude the wave
+    does not move as the particles do, and it pulls them with its share f of the mass), so the mixed run tends
+    to the particle-only one linearly in f; at f = 1e-4 they agree to 1e-4."""
+    cold, sim = mixed(fraction=0.0, window="cic"), mixed(fraction=0.5, window="cic")
+    eps, ds, steps, box = 0.02, 0.05, 46, 10.0
+    ends = {}
+    for f in (0.0, 1e-2, 1e-3, 1e-4):
+        run = cold if f == 0 else sim
+        p = run.parameters(omega_m=1.0, omega_lambda=0.0, **({"fdm_fraction": f} if f else {}))
+        end = run.advance(run.initial_state({"name": "mode", "amplitude": eps}, p), steps, ds, 0.0, p)
+        ends[f] = by_identity(end, "position", "momentum")
+    x0, p0 = ends[0.0]
+    moved = np.max(np.abs(np.mod(x0 - lattice(16, box) + box / 2, box) - box / 2))
+    assert moved > 0.25  # a tenth of the wavelength (D eps = 0.2)
+    rates = np.array([[np.max(np.abs(np.mod(x - x0 + box / 2, box) - box / 2)) / moved / f,
+                       np.max(np.abs(mom - p0)) / np.max(np.abs(p0)) / f] for f, (x, mom) in ends.items() if f])
+    assert np.all(np.abs(rates / rates[-1] - 1) < 1e-2), rates
+    assert np.all(rates[-1] < 1.5) and np.all(rates[-1] > 0.1), rates  # a difference of the physics, O(1) in f
 
 
 def two_component(om, f, nu, k, a0, s):
@@ -310,27 +365,85 @@ def test_a_mixed_universe_follows_the_two_component_linear_equations():
 # ---- momentum ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("fraction", [0.5, 0.0], ids=["mixed", "particles"])
 @pytest.mark.parametrize("window", ["cic", "tsc"])
-def test_the_particle_mesh_force_conserves_momentum(window):
+def test_the_particle_mesh_force_conserves_momentum(window, fraction):
     """The forces on the particles and on the wave sum to zero to round-off, at the start and after 20 steps
     of a random field (the window and its deconvolution both ways); the particles' forces on each other
-    alone (no wave) too."""
-    sim = mixed(n=8, box=2.0, fraction=0.5, window=window, initial="gaussian")
+    alone (no wave) too. Without the wave (f = 0) the particles' total momentum is then conserved to round-off:
+    it changes by less than 1e-12 of the momentum the kicks moved."""
+    sim = mixed(n=8, box=2.0, fraction=fraction, window=window, initial="gaussian")
     eq, p = sim.equation, sim.params
     state = sim.initial_state(None, p)
     mass = float(cdm.particle_mass(p, eq.box, eq.physics.cdm_particles))
-    for s in (state, sim.advance(state, 20, 0.05, 0.0, p)):
-        rho = jnp.abs(s.psi) ** 2
+    end = sim.advance(state, 20, 0.05, 0.0, p)
+    for s in (state, end):
         phi_hat = eq.fft.rfft(s.potential)
-        on_wave = [float(jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat)))) * eq.cell_volume
-                   for k in eq.kr]
+        on_wave = np.zeros(3)
+        if fraction:
+            rho = jnp.abs(s.psi) ** 2
+            on_wave = np.array([float(jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat)))) * eq.cell_volume
+                                for k in eq.kr])
         (force,) = by_identity(s, "force")
         on_particles = mass * np.sum(force, axis=0)
         scale = mass * np.sum(np.abs(force))
-        assert np.max(np.abs(on_particles + np.array(on_wave))) < 1e-12 * scale
+        assert np.max(np.abs(on_particles + on_wave)) < 1e-12 * scale
         _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)
         alone = np.asarray(alone)[np.asarray(s.live) > 0]
         assert np.max(np.abs(np.sum(alone, axis=0))) < 1e-12 * np.sum(np.abs(alone))
+    if not fraction:
+        (before,), (after,) = by_identity(state, "momentum"), by_identity(end, "momentum")
+        moved = np.sum(np.abs(after - before))
+        assert moved > 0 and np.max(np.abs(np.sum(after - before, axis=0))) < 1e-12 * moved
+
+
+def mesh_errors(n, window, ks):
+    """The particle-mesh force's relative errors on n^3 particles at the cell centres of an n^3 grid (box 1, G = 1,
+    mean density 1), for a plane wave along x: the wave's pull on the particles (a wave density 1 + 1e-3 cos kx,
+    massless particles: against -4 pi 1e-3 sin(kx) / k), the particles' on each other (displaced by s = (ks / k)
+    sin kq, no wave: against 4 pi s, exact in plane symmetry) and the grid density the wave feels from them (its
+    mode k, window divided out, against -2 J1(ks)), and that density's mode 2k over the exact 2 J2(2 ks)."""
+    eq = mixed(n=n, box=1.0, fraction=0.5, window=window).equation
+    k, q, x = 2 * math.pi, lattice(n, 1.0), np.arange(n) / n
+    solve = jax.jit(cdm_mesh.potential_and_force)
+    still = cdm.distribute(eq, jnp.asarray(q), jnp.zeros((n**3, 3)))
+    wave = jnp.asarray(np.broadcast_to((1 + 1e-3 * np.cos(k * x))[:, None, None], (n,) * 3))
+    _, pull = solve(eq, eq.nyquist_free(eq.fft.rfft(wave)), still["position"], still["live"], 0.0, 1.0)
+    want = -4 * math.pi * 1e-3 * np.sin(k * np.asarray(still["position"])[:, 0]) / k
+    on_particles = np.max(np.abs(np.asarray(pull)[:, 0] - want)) / np.max(np.abs(want))
+    shift = (ks / k) * np.sin(k * q[:, 0])
+    moved = cdm.distribute(eq, jnp.asarray(np.mod(q + shift[:, None] * [1, 0, 0], 1.0)), jnp.zeros((n**3, 3)))
+    _, force = solve(eq, 0.0, moved["position"], moved["live"], 1.0 / n**3, 1.0)
+    between = np.max(np.abs(np.asarray(force)[:, 0] - 4 * math.pi * shift)) / np.max(np.abs(4 * math.pi * shift))
+    rho = np.asarray(eq.fft.irfft(cdm_mesh.density_spectrum(eq, moved["position"], moved["live"], 1.0 / n**3)))
+    modes = [2 * np.mean(rho * np.cos(m * k * x)[:, None, None]) for m in (1, 2)]
+    return (on_particles, between, abs(modes[0] / (-2 * special.jv(1, ks)) - 1),
+            modes[1] / (2 * special.jv(2, 2 * ks)))
+
+
+def test_the_particle_mesh_orders_as_the_cosmology_page_states_them():
+    """The orders of the particle-mesh coupling from the lattice of cell centres (docs/explanation/cosmology.md):
+    in k dx, CIC's pull of the wave on the particles and the grid density the particles give the wave are second
+    order ((k dx)^2 / 24: 6.5e-3 at 16^3, a quarter of it at 32^3) and the particles' force on each other fourth
+    order (cos / sinc^3); TSC's pull of the wave fourth order, the particles' density and their force on each
+    other second order ((k dx)^2 / 12: 1.3e-2 at 16^3). In the displacement, CIC's deposit is first order: linear
+    while particles stay within half a cell of their lattice points, it holds no mode 2k (the continuum's (ks)^2
+    of the mean) and the particles' force is off by ks / 2 (5.0e-3 at ks = 1e-2); TSC's holds the mode 2k (0.95 of
+    it at 16^3, 0.997 at 64^3) and its force error stays the grid's."""
+    for window in ("cic", "tsc"):
+        coarse, fine = mesh_errors(16, window, 1e-7), mesh_errors(32, window, 1e-7)
+        ratios = np.array(coarse[:3]) / np.array(fine[:3])  # 4: second order; 16: fourth
+        orders = {"cic": (4, 16, 4), "tsc": (16, 4, 4)}[window]
+        assert np.allclose(ratios, orders, rtol=0.05), (window, ratios)
+        x = (2 * math.pi / 16) ** 2
+        grid_terms = {"cic": (x / 24, None, x / 24), "tsc": (None, x / 12, x / 12)}[window]
+        for got, want in zip(coarse[:3], grid_terms, strict=True):
+            assert want is None or got == pytest.approx(want, rel=0.05), (window, coarse)
+        large = mesh_errors(16, window, 1e-2)
+        if window == "cic":  # first order in the displacement: no mode 2k, the force off by ks / 2
+            assert abs(large[3]) < 1e-9 and large[1] == pytest.approx(coarse[1] + 5e-3, rel=0.05), large
+        else:  # the second order held (up to the grid's error at 2k): the force's error the grid's, not ks / 2 more
+            assert 0.9 < large[3] < 1.0 and abs(large[1] - coarse[1]) < 2e-3, large
 
 
 # ---- a gradient through a mixed run -------------------------------------------------------------------------
@@ -357,8 +470,9 @@ def harmonic_power(sim, steps=12, dt=0.125):
     return J
 
 
+@pytest.mark.parametrize("fraction", [0.5, 0.0], ids=["mixed", "particles"])
 @pytest.mark.parametrize("window", ["cic", "tsc"])
-def test_the_gradient_of_a_mixed_run_equals_finite_differences(window):
+def test_the_gradient_of_a_mixed_run_equals_finite_differences(window, fraction):
     """d P(k2) / d eps through a whole mixed run (f = 0.5, 8^3 wave and 8^3 particles, 1 Mpc/h, m22 = 0.1, EdS,
     12 kick-drift-kick steps of 0.125 in ln a: a grows 4.5x), P(k2) the total matter's power in shell 2 at the
     end, eps the initial mode's amplitude (0.02 at k1): reverse mode (jax.grad through the initial state, the
@@ -380,8 +494,8 @@ def test_the_gradient_of_a_mixed_run_equals_finite_differences(window):
     steps; for TSC the x displacements keep them off the centres (s = eps sin(k q) / k is nonzero at every
     lattice point) and y, z stay on them with zero displacement, where the window is C1: the gradient is
     the one-sided derivatives' common value."""
-    sim = mixed(n=8, box=1.0, fraction=0.5, window=window)
-    p = sim.parameters(omega_m=1.0, omega_lambda=0.0, m22=0.1)
+    sim = mixed(n=8, box=1.0, fraction=fraction, window=window)
+    p = sim.parameters(omega_m=1.0, omega_lambda=0.0, **({"m22": 0.1} if fraction else {}))
     J = harmonic_power(sim)
     value_and_grad = jax.jit(jax.value_and_grad(J, argnums=2, has_aux=True))
     eps = 0.02
@@ -413,17 +527,19 @@ def scattered_start():
 
 
 @functools.cache
-def scattered_run(case):
+def scattered_run(case, fraction=0.5):
     """:func:`scattered_start` on backend case ``case`` and 20 steps of it, gathered: the start's psi, the end's
-    psi and potential, the particles' positions and momenta by identity, the cold P(k). Cached: every
-    decomposition is compared with the same single-device run, computed once."""
+    psi (those only with the wave: ``fraction`` 0 runs the particles alone) and potential, the particles'
+    positions and momenta by identity, the cold P(k). Cached: every decomposition is compared with the same
+    single-device run, computed once."""
     psi, position, momentum = scattered_start()
-    sim = mixed(case, n=8, box=2.0, fraction=0.5, initial="gaussian")
-    state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
+    sim = mixed(case, n=8, box=2.0, fraction=fraction, initial="gaussian")
+    state = cold_state(sim, position, momentum, psi if fraction else None)
     end = sim.advance(state, 20, 0.05, 0.0, sim.params)
     assert np.asarray(end.lost).tolist() == [0, 0, 0, 0] and np.sum(np.asarray(end.live)) == 512
-    return ([sim.to_numpy(x) for x in (state.psi, end.psi, end.potential)] + by_identity(end, "position", "momentum")
-            + [np.asarray(sim.spectra(end, 1.0)["power_cdm"])])
+    waves = [sim.to_numpy(x) for x in (state.psi, end.psi)] if fraction else []
+    return (waves + [sim.to_numpy(end.potential)] + by_identity(end, "position", "momentum")
+            + [np.asarray(sim.spectra(end, 1.0)["power_cdm" if fraction else "power"])])
 
 
 def test_the_linear_spectrum_of_a_mixed_run_is_the_total_s():
@@ -440,14 +556,17 @@ def test_the_linear_spectrum_of_a_mixed_run_is_the_total_s():
     assert np.all((ratio > 0.2) & (ratio < 5)), ratio
 
 
-@pytest.mark.parametrize("case", [c for c in mesh_cases() if c[0] != "single"], ids=case_id)
-def test_distributed_equals_single_device(case):
+@pytest.mark.parametrize("case, fraction", [(c, 0.5) for c in mesh_cases() if c[0] != "single"]
+                         + [(c, 0.0) for c in distributed_cases()],
+                         ids=lambda v: case_id(v) if isinstance(v, tuple) else ("mixed" if v else "particles"))
+def test_distributed_equals_single_device(case, fraction):
     """A random mixed field on 8^3 with particles scattered through the box and moving fast (crossing the
     shards' boundaries), 20 steps: every backend on one device and on four in every mesh shape it accepts (the
-    hand-out and the hand-over along each sharded axis, or none) equals the single backend to 1e-12."""
+    hand-out and the hand-over along each sharded axis, or none) equals the single backend to 1e-12; and the
+    same particles alone (f = 0, no wave) on every backend's several-device case."""
     _, position, _ = scattered_start()
-    results = [scattered_run(("single", 1, None)), scattered_run(case)]
-    moved = np.abs(np.mod(results[0][3] - position + 1.0, 2.0) - 1.0)
+    results = [scattered_run(("single", 1, None), fraction), scattered_run(case, fraction)]
+    moved = np.abs(np.mod(results[0][-3] - position + 1.0, 2.0) - 1.0)
     assert np.median(np.max(moved, axis=1)) > 0.25  # most moved more than a device's share of the box
     for got, want in zip(results[1], results[0], strict=True):
         assert relative_error(got, want) < 1e-12
@@ -485,11 +604,33 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_window=ngp"], "physics.cdm_window"),
     (["physics.cdm_lpt=2"], "physics.cdm_lpt"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_lpt=3"], "physics.cdm_lpt"),
+    # the particles alone (f = 0): f in [0, 1], particles needed, the wave's own keys and fields refused
+    (["physics.fdm_fraction=-0.1", "physics.cdm_particles=64"], "physics.fdm_fraction"),
+    (["physics.fdm_fraction=.nan", "physics.cdm_particles=64"], "physics.fdm_fraction"),
+    (["physics.fdm_fraction=0.0"], "physics.fdm_fraction"),
+    *((["physics.fdm_fraction=0", "physics.cdm_particles=64", f"physics.{key}={value}"], f"physics.{key}")
+      for key, value in (("m22", 0.5), ("self_interaction", 0.1), ("f_a", 1e17), ("fdm_transfer", "false"))),
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "output.tasks=[{name: d, field: density, every: 10}]"],
+     "output.tasks[0].field"),
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "initial={name: file, path: x}"], "initial.name"),
 ])
 def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
     with pytest.raises(ConfigError) as err:
-        C.load(None, ["physics.name=fdm_cosmo", *overrides])
+        C.load(None, ["physics.name=fdm_cosmo", "grid.shape=16", *overrides])
     assert err.value.key == key, str(err.value)
+    assert "\n" not in str(err.value) and str(err.value).startswith(key)
+
+
+def test_a_traced_fraction_may_not_cross_zero():
+    """sim.parameters(fdm_fraction=...) changes f without recompiling, but not to or from 0: that is another
+    structure (the wave absent or present); one line naming the key, either way."""
+    for fraction, value in ((0.5, 0.0), (0.0, 0.3)):
+        sim = mixed(n=8, fraction=fraction)
+        with pytest.raises(ConfigError) as err:
+            sim.parameters(fdm_fraction=value)
+        assert err.value.key == "physics.fdm_fraction" and "changes the structure" in str(err.value)
+        assert "\n" not in str(err.value)
+    assert float(mixed(n=8, fraction=0.5).parameters(fdm_fraction=0.25)["fdm_fraction"]) == 0.25
 
 
 # ---- a run through the command line ----------------------------------------------------------------------
@@ -531,7 +672,8 @@ def cold_particle_snapshots(out, count, processes):
     return cold
 
 
-def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
+@pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
+def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fraction):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
     checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
@@ -539,11 +681,16 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     the total mass stays at round-off; `simulator plot` draws it. The slots' numerics are free at a restart
     (physics.cdm_exchange raised, still bitwise; physics.cdm_capacity raised on 4 devices), without
     --allow-physics-change; another particle count or kind (4096 -> 512, mixed -> pure wave) is refused in one
-    line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed."""
+    line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed.
+    The same with f = 0, the particles alone: no wave in the checkpoint, the snapshots or the spectra (the
+    potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
+    plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2."""
+    mixed_run = fraction > 0
+
     def run(out, *extra, status=0):
         args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
                 "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
-                "--set", "physics.output_redshifts=[127,63,31]", "--set", "physics.fdm_fraction=0.3",
+                "--set", "physics.output_redshifts=[127,63,31]", "--set", f"physics.fdm_fraction={fraction}",
                 "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
                 "--out", str(tmp_path / out), *extra]
         done = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -563,7 +710,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     for name in ("straight", "split"):
         marker = sorted((tmp_path / name / "checkpoints").glob("c*.h5"))[-1]
         with h5py.File(marker) as f:
-            ends.append({k: f[k][()] for k in ("psi", "position", "momentum", "live", "ident")})
+            assert ("psi" in f) == mixed_run
+            ends.append({k: f[k][()] for k in ("psi", "potential", "position", "momentum", "live", "ident") if k in f})
     for key in ends[0]:
         assert np.array_equal(ends[0][key], ends[1][key]), key
     # on 4 devices in pencils (another count, real space divided along two axes) the particles are handed out
@@ -584,7 +732,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
     with h5py.File(sorted((tmp_path / "moved" / "checkpoints").glob("c*.h5"))[-1]) as f:
         live = f["live"][()] > 0
         order = np.argsort(f["ident"][()][live])
-        moved = {"psi": f["psi"][()], **{k: f[k][()][live][order] for k in ("position", "momentum")}}
+        moved = {**({"psi": f["psi"][()]} if mixed_run else {}),
+                 **{k: f[k][()][live][order] for k in ("position", "momentum")}}
         assert f["lost"][()].tolist() == [0, 0, 0, 0] and len(order) == 4096
     live = ends[0]["live"] > 0
     order = np.argsort(ends[0]["ident"][live])
@@ -593,30 +742,55 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path):
         assert np.max(np.abs(value - want)) <= 1e-12 * np.max(np.abs(want)), key
     out = tmp_path / "straight"
     with h5py.File(sorted((out / "snapshots").glob("s*.h5"))[-1]) as f:
-        total = f["total_density"][()]
-        np.testing.assert_allclose(total, f["density"][()] + f["cdm_density"][()], rtol=1e-13)
-        assert np.mean(total) == pytest.approx(0.3, rel=1e-12) and np.mean(f["density"][()]) == pytest.approx(0.09, rel=1e-3)
+        if mixed_run:
+            total = f["total_density"][()]
+            np.testing.assert_allclose(total, f["density"][()] + f["cdm_density"][()], rtol=1e-13)
+            assert np.mean(f["density"][()]) == pytest.approx(0.09, rel=1e-3)
+        else:
+            assert {"cdm_density", "potential"} <= set(f)
+            assert not {"density", "abs_psi", "phase", "total_density"} & set(f)
+            total = f["cdm_density"][()]
+        assert np.mean(total) == pytest.approx(0.3, rel=1e-12)
     with h5py.File(out / "spectra.h5") as f:
-        assert {"power", "power_fdm", "power_cdm", "power_linear"} <= set(f)
+        components = {"power_fdm", "power_cdm"}
+        assert {"power", "power_linear"} <= set(f) and (components <= set(f) if mixed_run else not components & set(f))
     rows = list(csv.DictReader(open(out / "timeseries.csv")))
+    assert ("psi_tail" in rows[0]) == mixed_run and "layzer_irvine" in rows[0]
     masses = np.array([float(r["mass"]) for r in rows])
     assert np.max(np.abs(masses / masses[0] - 1)) < 1e-12
     plot = subprocess.run([sys.executable, "-m", "simulator", "plot", str(out)], capture_output=True, text=True,
                           timeout=300)
     assert plot.returncode == 0, plot.stderr
+    assert (out / "plots" / "slice.png").is_file() and (out / "plots" / "spectra.png").is_file()
+    if mixed_run:
+        return
+    planned = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "fdm_cosmo.yaml"),
+                              "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",
+                              "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
+    assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]
+    written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
+    done = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
+               "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "physics.fdm_fraction = 0.3 is a new run" in lines[0], done.stderr[-2000:]
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
+    assert not (tmp_path / "wave").exists()
 
 
 @pytest.mark.slow  # two runs through the CLI, one as two processes (60-75 s on 2 loaded cores)
 @pytest.mark.multiprocess
-def test_two_processes_equal_one(tmp_path):
+@pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
+def test_two_processes_equal_one(tmp_path, fraction):
     """configs/fdm_cosmo.yaml mixed (f = 0.3, 16^3 wave and 16^3 particles from 2LPT) to z = 63 (14 steps) through
     `simulator launch -n 2 --cpu-devices 2 run` (4 devices in 2 processes: the particles' hand-over between
     owners, the halo exchanges and the all-to-alls cross the processes) and through `simulator run` on one device: the final checkpoint's
     psi, positions and momenta agree to 1e-12 of their largest values (measured: 4.6e-15, 2.3e-16, 2.0e-15:
     the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells); the
-    particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's."""
+    particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's. The
+    same with the particles alone (f = 0: no wave)."""
     args = ["run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--set", "grid.shape=16", "--set", "output.chunk=7",
-            "--set", "physics.z_end=63", "--set", "physics.output_redshifts=[127,63]", "--set", "physics.fdm_fraction=0.3",
+            "--set", "physics.z_end=63", "--set", "physics.output_redshifts=[127,63]",
+            "--set", f"physics.fdm_fraction={fraction}",
             "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_lpt=2", "--set", "checkpoint.every=14"]
     base = [sys.executable, "-m", "simulator"]
     runs = {"one": [*base, *args, "--cpu-devices", "1"],
@@ -629,7 +803,8 @@ def test_two_processes_equal_one(tmp_path):
         with h5py.File(marker) as f:  # the particles by identity: slots are per device, their order its own
             live = f["live"][()] > 0
             order = np.argsort(f["ident"][()][live])
-            ends[name] = {"psi": f["psi"][()], **{k: f[k][()][live][order] for k in ("position", "momentum")}}
+            ends[name] = {**({"psi": f["psi"][()]} if fraction else {"potential": f["potential"][()]}),
+                          **{k: f[k][()][live][order] for k in ("position", "momentum")}}
             assert live.sum() == 4096 and f["lost"][()].tolist() == [0, 0, 0, 0]
     assert marker.name == "c00000014.h5", marker
     for key, want in ends["one"].items():

@@ -24,7 +24,7 @@ from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import read_timeseries
-from simulator.run import rundir
+from simulator.run import restart
 from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared, simulation
 
 CASES = backend_cases()
@@ -254,9 +254,9 @@ def test_scalar_turbulence_runs_writes_and_plots(tmp_path):
         assert 'AttributeType="Matrix"' in snap.path.with_suffix(".xdmf").read_text()
     # a restart compares the physics it was written with, scalars entry by entry
     stored = yaml.safe_load((run / "config.yaml").read_text())["config"]
-    assert rundir.physics_changes(stored, cfg) == []
+    assert restart.physics_changes(stored, cfg) == []
     for change in ({"physics.scalars[1].diffusivity": 0.01}, {"physics.scalars": [{}]}):
-        assert rundir.physics_changes(stored, simulator.load_config(cfg_dict(cfg), change)) == ["physics.scalars"]
+        assert restart.physics_changes(stored, simulator.load_config(cfg_dict(cfg), change)) == ["physics.scalars"]
     # its last state on a finer grid (initial.name: file, from the checkpoint and from the snapshot): the
     # scalars come along, zero-padded, so their variances and the energy are the run's last ones
     finer = simulation(jax.devices(), ("slab", 2, None), grid__shape=24,

@@ -1,7 +1,7 @@
-"""Cold dark matter beside the wave in the static box (``schrodinger_poisson``, float64): linear Jeans growth of
-nearly pure cold matter against cosh/sinh, a mixed box against the two-component linear equations solved here,
-the momentum exchanged between the components, every decomposition against one device, and the config's
-refusals. The particle-mesh implementation is the one fdm_cosmo uses (tests/test_fdm_cdm.py)."""
+"""Cold dark matter beside the wave in the static box (``schrodinger_poisson``, float64), and alone (f = 0, no
+wave): linear Jeans growth of cold matter against cosh/sinh, a mixed box against the two-component linear equations
+solved here, the momentum exchanged between the components, every decomposition against one device, and the
+config's refusals. The particle-mesh implementation is the one fdm_cosmo uses (tests/test_fdm_cdm.py)."""
 
 import functools
 import math
@@ -19,20 +19,23 @@ from simulator.errors import ConfigError
 K = 2 * math.pi  # mode 1 of the unit box
 
 
-def sp_mixed(case=("single", 1, None), n=16, window="cic", nu=0.02):
+def sp_mixed(case=("single", 1, None), n=16, window="cic", nu=0.02, wave=True):
     """A mixed static box of side 1 with n^3 particles on n^3 cells (f = 0.5 in the config; tests pass their
-    own f, G, nu through ``sim.parameters``, traced, so they share the compiled programs)."""
+    own f, G, nu through ``sim.parameters``, traced, so they share the compiled programs); without the ``wave``,
+    the particles alone (f = 0)."""
     return shared(case, physics__name="schrodinger_poisson", initial__name="jeans", grid__shape=[n] * 3,
-                  grid__box=[1.0] * 3, physics__fdm_fraction=0.5, physics__cdm_particles=n**3,
+                  grid__box=[1.0] * 3, physics__fdm_fraction=0.5 if wave else 0.0, physics__cdm_particles=n**3,
                   physics__cdm_window=window, physics__hbar_over_m=nu)
 
 
 def modes(eq, state):
-    """Mode 1 along x of the wave's density contrast (2 <(rho/<rho> - 1) cos(k x)> on the grid) and of the
-    particles' (2 <cos(k x)> over the live slots, from the positions themselves: no window)."""
-    rho = jnp.abs(state.psi) ** 2
-    x = eq.fft.coordinates(eq.box, eq.dtype)[0]
-    wave = 2 * jnp.mean((rho / jnp.mean(rho) - 1) * jnp.cos(K * x))
+    """Mode 1 along x of the wave's density contrast (2 <(rho/<rho> - 1) cos(k x)> on the grid; 0 without the
+    wave) and of the particles' (2 <cos(k x)> over the live slots, from the positions themselves: no window)."""
+    wave = jnp.zeros((), eq.dtype)
+    if eq.wave:
+        rho = jnp.abs(state.psi) ** 2
+        x = eq.fft.coordinates(eq.box, eq.dtype)[0]
+        wave = 2 * jnp.mean((rho / jnp.mean(rho) - 1) * jnp.cos(K * x))
     cold = 2 * jnp.sum(state.live * jnp.cos(K * state.position[:, 0])) / jnp.sum(state.live)
     return jnp.stack([wave, cold])
 
@@ -78,14 +81,15 @@ def two_component(f, g, rho, nu, k, rate, t):
 DT, STEPS = 0.01, 85
 
 
-def test_nearly_pure_cold_matter_grows_at_the_jeans_rate():
+@pytest.mark.parametrize("fraction", [1e-3, 0.0], ids=["mixed", "particles"])
+def test_nearly_pure_cold_matter_grows_at_the_jeans_rate(fraction):
     """f = 1e-3 (the particles carry all but a trace), G = rho0 = 1, a mode of 1e-5 at k dx = 0.39 started with
     delta' = gamma delta / 2: the particles' own mode (their positions) follows the exact linear solution
     cosh(gamma t) + (1/2) sinh(gamma t), gamma = sqrt(4 pi G rho0), to 1e-3 over gamma t = 3 (a factor 15;
     measured 3.6e-4: the particle-mesh force of CIC from the cell centres); cosh alone (a start at rest) is 33%
-    off."""
-    sim = sp_mixed()
-    p = sim.parameters(fdm_fraction=1e-3)
+    off. The same for the particles alone (f = 0, no wave; each of mass rho0 V / n^3)."""
+    sim = sp_mixed(wave=fraction > 0)
+    p = sim.parameters(**({"fdm_fraction": fraction} if fraction else {}))
     gamma = math.sqrt(4 * math.pi)
     _, cold = run_modes(sim, p, 1e-5, gamma / 2, DT, STEPS)
     t = DT * np.arange(1, STEPS + 1)
@@ -201,30 +205,34 @@ def test_the_total_energy_of_a_mixed_box_is_conserved_while_the_components_colla
 
 
 @functools.cache
-def scattered_run(case):
+def scattered_run(case, wave=True):
     """A smooth wave on 8^3 and 512 particles anywhere in the box moving fast, 20 steps on backend case ``case``,
-    gathered: psi and V, the particles' positions and momenta by identity, the spectra."""
+    gathered: psi and V, the particles' positions and momenta by identity, the spectra; without the ``wave``, the
+    particles alone (each of mass 1 / 512, given as ``cdm_mass``): V, the particles and their spectrum."""
     rng = np.random.default_rng(7)
     position, momentum = rng.uniform(0, 1, (512, 3)), rng.normal(0, 0.8, (512, 3))
     psi, _, _ = smooth_start(8)
-    sim = sp_mixed(case, n=8, window="tsc")
-    state = sim.state_from_fields(psi=psi, cdm_position=position, cdm_momentum=momentum)
+    sim = sp_mixed(case, n=8, window="tsc", wave=wave)
+    fields = {"psi": psi} if wave else {"cdm_mass": np.array([1 / 512])}
+    state = sim.state_from_fields(**fields, cdm_position=position, cdm_momentum=momentum)
     end = sim.advance(state, 20, 0.02, 0.0, sim.params)
     assert np.asarray(end.lost).tolist() == [0, 0, 0, 0] and np.sum(np.asarray(end.live)) == 512
     live = np.asarray(end.live) > 0
     order = np.argsort(np.asarray(end.ident)[live])
     spectra = sim.spectra(end)
-    return ([sim.to_numpy(end.psi), sim.to_numpy(end.potential)]
+    return ([*([sim.to_numpy(end.psi)] if wave else []), sim.to_numpy(end.potential)]
             + [np.asarray(x)[live][order] for x in (end.position, end.momentum)]
-            + [np.asarray(spectra[name]) for name in ("density", "density_fdm", "density_cdm")], position)
+            + [np.asarray(v) for v in spectra.values()], position)
 
 
+@pytest.mark.parametrize("wave", [True, False], ids=["mixed", "particles"])
 @pytest.mark.parametrize("case", distributed_cases(), ids=case_id)
-def test_distributed_equals_single_device(case):
+def test_distributed_equals_single_device(case, wave):
     """Particles scattered through the box and moving fast (most cross a shard's boundary), 20 steps: every
-    decomposition equals one device to 1e-12 (psi, V, positions and momenta by identity, the three spectra)."""
-    (want, start), (got, _) = scattered_run(("single", 1, None)), scattered_run(case)
-    moved = np.abs(np.mod(want[2] - start + 0.5, 1.0) - 0.5)
+    decomposition equals one device to 1e-12 (psi, V, positions and momenta by identity, the three spectra);
+    the particles alone (f = 0, no wave) too."""
+    (want, start), (got, _) = scattered_run(("single", 1, None), wave), scattered_run(case, wave)
+    moved = np.abs(np.mod(want[2 if wave else 1] - start + 0.5, 1.0) - 0.5)
     assert np.median(np.max(moved, axis=1)) > 0.25, np.median(np.max(moved, axis=1))
     for g, w in zip(got, want, strict=True):
         assert relative_error(g, w) < 1e-12
@@ -249,6 +257,11 @@ def test_distributed_equals_single_device(case):
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=4096", "physics.cdm_capacity=1", "runtime.cpu_devices=4"],
      "physics.cdm_capacity"),
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_lpt=2"], "physics.cdm_lpt"),
+    # the particles alone (f = 0): the wave's own keys refused, the start must place the particles
+    (["physics.fdm_fraction=-1e-3", "physics.cdm_particles=64"], "physics.fdm_fraction"),
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.hbar_over_m=0.1"], "physics.hbar_over_m"),
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.self_interaction=1"], "physics.self_interaction"),
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "initial.name=random"], "initial.name"),
 ])
 def test_bad_mixed_input_is_refused_in_one_line_naming_the_key(overrides, key):
     with pytest.raises(ConfigError) as err:

@@ -75,12 +75,14 @@ def task_list() -> Any:
 
 
 def fields_of(cfg: Any) -> dict[str, FieldInfo]:
-    """The real-space fields a run of ``cfg`` has, by name: the equation's declaration without complex
-    fields, a stacked field holding one component per configured entry (the passive scalars' ``scalar``,
-    the only stacked field, one per ``physics.scalars`` entry; absent without any)."""
+    """The real-space fields a run of ``cfg`` has, by name: the equation's declaration that its parameters keep
+    (a run without a wave has no density of it), without complex fields, a stacked field holding one
+    component per configured entry (the passive scalars' ``scalar``, the only stacked field, one per
+    ``physics.scalars`` entry; absent without any)."""
     from simulator.equations import registry, scalars
 
-    fields = {n: f for n, f in registry()[cfg.physics.name].fields.items() if not f.complex}
+    fields = {n: f for n, f in cfg.physics.present_fields(registry()[cfg.physics.name].fields).items()
+              if not f.complex}
     if any(f.stacked for f in fields.values()):
         fields = scalars.field_info(fields, len(getattr(cfg.physics, "scalars", ())))
     return fields

@@ -96,10 +96,10 @@ class Equation(abc.ABC):
 
     @property
     def field_info(self) -> Mapping[str, FieldInfo]:
-        """The real-space fields of this instance: ``info.fields``, unless the structure changes them
-        (an equation whose field holds one component per configured entry, or is absent without any,
-        overrides this)."""
-        return self.info.fields
+        """The real-space fields of this instance: ``info.fields`` that its parameters' structure keeps
+        (:meth:`~simulator.equations.spec.EquationParams.present_fields`; an equation whose field holds one
+        component per configured entry, or is absent without any, overrides this)."""
+        return self.physics.present_fields(self.info.fields)
 
     @property
     def state_fields(self) -> tuple[str, ...]:

@@ -56,6 +56,12 @@ class EquationParams:
         decides whether the run writes particle snapshots, and what each snapshot must hold); none by default."""
         return {}
 
+    def present_fields(self, fields: Mapping[str, FieldInfo]) -> dict[str, FieldInfo]:
+        """The declared real-space ``fields`` (``EquationInfo.fields``) a run of these parameters has, by name:
+        what the config's checks of output tasks read (no JAX) and an equation instance's ``field_info``
+        starts from. All of them, unless the structure leaves some out (a run without a component)."""
+        return dict(fields)
+
     def compact_spectra(self) -> str | None:
         """None when every real-to-complex spectrum of this equation lives on the 2/3 rule's modes, so that it
         can run in the compact spectral layout (``fft.layout``, :mod:`simulator.fft.compact`); otherwise
@@ -275,7 +281,9 @@ class PlotSpec:
     ``plots/spectra_<name>.png``.
     ``kolmogorov``: the conventions of the compensated spectrum and of the guide (:class:`Kolmogorov`).
     ``labels``: what titles and axes call its spectra, by name (templates allowed), e.g. ``kinetic energy``
-    (:meth:`name_of`)."""
+    (:meth:`name_of`).
+    ``slice_fallback``: the fields a slice shows in a run whose snapshots lack ``slice_field`` (the structure
+    leaves it out: a particle-only run has no wave density), the first they hold."""
 
     panels: tuple[Panel, ...]
     spectrum: str
@@ -292,6 +300,7 @@ class PlotSpec:
     maps: tuple[str, ...] = ()
     kolmogorov: Kolmogorov | None = None
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    slice_fallback: tuple[str, ...] = ()
 
     def name_of(self, spectrum: str) -> str:
         """What a figure calls ``spectrum``: its label (a template's with ``{i}`` replaced by the index), else
@@ -345,7 +354,8 @@ class EquationInfo:
         for name in (*self.progress, *((self.cfl,) if self.cfl else ()), *self.clocks):
             if name not in self.diagnostics:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
-        if (self.plot.slice_field not in self.fields or self.plot.reference not in (None, *self.spectra)
+        slices = {self.plot.slice_field, *self.plot.slice_fallback}
+        if (not slices <= set(self.fields) or self.plot.reference not in (None, *self.spectra)
                 or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra,
                                                        *self.plot.side_by_side, *self.plot.maps, *self.plot.labels))):
             raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")

@@ -7,11 +7,20 @@ engine="h5netcdf")`` gives ``energy(time, k)`` with coordinates; a 2D spectrum o
 dataset says what it is
 (``long_name``, ``description``) and its ``units``; the file's ``units`` attribute (JSON) names the
 run's units (code units unless the run has a unit system).
+
+The file holds every shell, from k = 0 (the mean) to the corner of the grid's cube of modes, so that sums over
+shells are sums over every mode. What a run resolves is less: the shells 0 < k <= k_res
+(:func:`resolved_wavenumber`: the largest sphere of modes the grid holds, or the dealiasing's), each a whole
+sphere of resolved modes; past k_res a shell holds part of its modes or only the dealiased ones, and ratios
+there are meaningless (0 to 29 between two runs, or round-off near 1e-35). ``load_run(...).spectra``, the
+netCDF export and the figures take those shells only (:func:`resolved`), from files of any version (nothing
+is recorded for it: the config says it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +28,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.equations.spec import declared
+from simulator.equations.resolution import RESOLVED
+from simulator.equations.spec import EquationInfo, declared
 from simulator.output import rows
 from simulator.output.base import Moment, Schedule, Writer
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
@@ -181,6 +191,33 @@ def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
         count = min(f[name].shape[0] for name in f if name not in AXES)  # a row being appended may be partial
         index = np.arange(count)[rows]
         return {name: (f[name][:] if name in AXES else f[name][:count][index]) for name in f}
+
+
+def resolved_wavenumber(config: Mapping[str, Any], info: EquationInfo | None) -> float:
+    """The largest wavenumber a run resolves (``config`` its resolved config, as a dict): ``info.plot.resolved``
+    (2/3 under the 2/3 rule; 1 for an equation ``info`` None, unknown here) of the grid's Nyquist wavenumber
+    min_i pi N_i / L_i, or the fraction of the run's ``physics.dealias`` where the equation lets it choose
+    (0.8 under the Hou-Li filter: :data:`simulator.equations.resolution.RESOLVED`)."""
+    grid = config["grid"]
+    fraction = RESOLVED.get(config.get("physics", {}).get("dealias"), 1.0 if info is None else info.plot.resolved)
+    return fraction * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"], strict=True))
+
+
+def resolved_shells(k: np.ndarray, config: Mapping[str, Any], info: EquationInfo | None) -> np.ndarray:
+    """Which shells of ``k`` (the shell centres) a run resolves: 0 < k <= :func:`resolved_wavenumber`."""
+    return (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+
+
+def resolved(spectra: Mapping[str, np.ndarray], config: Mapping[str, Any], info: EquationInfo | None
+             ) -> dict[str, np.ndarray]:
+    """:func:`read_spectra`'s ``spectra`` on the resolved shells (:func:`resolved_shells`): ``k`` and every
+    (rows, shells) spectrum cut to them; the rows' clocks (``step``, ``time``, ``a``, ``z``) and the 2D maps over
+    (``k_h``, ``k_z``), with their own axes, as they are."""
+    if "k" not in spectra:
+        return dict(spectra)
+    keep = resolved_shells(np.asarray(spectra["k"]), config, info)
+    return {name: (values[keep] if name == "k" else values[:, keep] if np.ndim(values) == 2 else values)
+            for name, values in spectra.items()}
 
 
 class SpectraWriter(Writer):

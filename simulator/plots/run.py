@@ -350,12 +350,14 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
 
 def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str) -> tuple[str, int, str]:
     """(field, axis index, file stem) of the slice asked for: ``field`` (default: the equation's
-    ``slice_field``, stem ``slice``; a field asked for by name gets its own stem ``slice_<field>``, so that
-    the default field's ``slice.png`` is not overwritten) and ``axis`` (x, y or z). Raises ConfigError for
-    an unknown axis, or a field the last readable snapshot does not hold (checked before anything is drawn)."""
+    ``slice_field``, or the first of its ``slice_fallback`` the snapshots hold when they lack it, stem ``slice``;
+    a field asked for by name gets its own stem ``slice_<field>``, so that the default field's ``slice.png`` is
+    not overwritten) and ``axis`` (x, y or z). Raises ConfigError for an unknown axis, or a field the last
+    readable snapshot does not hold (checked before anything is drawn)."""
     if axis not in AXES:
         raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
     stem = f"slice_{field}" if field else "slice"
+    asked = field
     field = field or info.plot.slice_field
     for path in reversed(snapshot_files(run_dir)):
         try:
@@ -363,6 +365,8 @@ def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str
                 fields = snap.fields
         except IncompleteOutputError:
             continue
+        if asked is None and field not in fields:  # the run's structure left the default out
+            field = next((f for f in info.plot.slice_fallback if f in fields), field)
         if field not in fields:
             raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
         break

@@ -13,7 +13,6 @@ guide is drawn only where the spectrum could hold an inertial range (:func:`iner
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import partial
@@ -25,11 +24,10 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import read_spectra, resolved_shells, resolved_wavenumber
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure
@@ -73,15 +71,6 @@ def select_rows(times: np.ndarray, wanted: Sequence[float] | None, count: int = 
     else:
         rows = {int(i) for i in np.linspace(0, times.size - 1, min(count, times.size)).round()}
     return sorted(rows)
-
-
-def resolved_wavenumber(config: dict[str, Any], info: EquationInfo) -> float:
-    """The largest wavenumber the run resolves: ``info.plot.resolved`` (2/3 under the 2/3 rule) of the
-    grid's Nyquist wavenumber min_i pi N_i / L_i, or the fraction of the run's ``physics.dealias`` where
-    the equation lets it choose (0.8 under the Hou-Li filter: :data:`simulator.equations.resolution.RESOLVED`)."""
-    grid = config["grid"]
-    fraction = RESOLVED.get(config.get("physics", {}).get("dealias"), info.plot.resolved)
-    return fraction * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"]))
 
 
 def dissipation_series(run_dir: Path, kolmogorov: Kolmogorov | None) -> tuple[np.ndarray, np.ndarray] | None:
@@ -142,9 +131,10 @@ def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]
 
 
 def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo) -> tuple[np.ndarray, Any]:
-    """What a spectrum figure draws: the resolved shells 0 < k <= :func:`resolved_wavenumber`, and a
-    function that keeps a curve's values above :func:`precision_floor` times its largest (NaN below)."""
-    shells = (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+    """What a spectrum figure draws: the resolved shells 0 < k <= :func:`~simulator.output.spectra.
+    resolved_wavenumber` (:func:`~simulator.output.spectra.resolved_shells`), and a function that keeps a curve's
+    values above :func:`precision_floor` times its largest (NaN below)."""
+    shells = resolved_shells(k, config, info)
     relative = precision_floor(config)
 
     def above_floor(curve: np.ndarray) -> np.ndarray:

@@ -22,7 +22,6 @@ What ``--resume`` does (the job scripts run it on every allocation):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import json
 import logging
@@ -37,11 +36,12 @@ from typing import Any
 
 import yaml
 
-from simulator.config import Config, keys_of
+from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.run.restart import physics_changes
 from simulator.time.control import TOL
 
 #: what a run writes into its directory, and what ``simulator plot`` and ``simulator export`` derive from
@@ -278,147 +278,3 @@ def write_status(path: Path, state: str, step: int | None, t: float | None, code
             fh.truncate()
     except OSError:
         raise OutputWriteError(f"writing {target} failed: {describe_os_error(first)}") from first
-
-
-def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool,
-                         warn: bool = True, resume: bool = False) -> checkpoints.Checkpoint:
-    """The checkpoint a restart continues from, checked against this run's config (nothing is written).
-    ``warn``: log the damaged checkpoints skipped on the way (once per segment, not for the early check);
-    ``resume``: the user asked for ``--resume`` (a refusal then says which command does what)."""
-    ckpt = checkpoints.find(out if restart == "latest" else Path(restart), warn=warn)
-    if ckpt is None:
-        raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
-                          "has nothing to resume")
-    old = ckpt.meta["config"]
-    if old["physics"]["name"] != cfg.physics.name:
-        raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
-                          f"holds a {old['physics']['name']} state")
-    check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
-    diffs = physics_changes(old, cfg)
-    for key in (k for k in diffs if _restart_rule(cfg, k) == "kept"):  # what the state holds: a new run, flag or not
-        section, name = key.split(".")
-        before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
-        raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
-                          f"{before}, which a restart continues (also with --allow-physics-change): a run with other "
-                          "particles is a new run, give another --out", "differs from the run being restarted")
-    if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
-        if ckpt.index.parent.parent.resolve() == out.resolve():
-            raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
-                              f"branch it with --restart {ckpt.index.with_suffix('.json')} --out NEW_DIR",
-                              f"holds grid {old['grid']['shape']}")
-        if "grid.box" in diffs:
-            raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
-                              f"holds a state in the box {old['grid']['box']}")
-        diffs.remove("grid.shape")
-    if diffs and resume:  # --resume continues this config's run; that run is another config's
-        raise ConfigError("--resume", str(out), "to continue that run with the new values, run once with --restart "
-                          "--allow-physics-change (then --resume); to run this config from t = 0, give another "
-                          "--out, or --overwrite to replace that run", f"holds a run with other physics or grid "
-                          f"(changed: {', '.join(diffs)})")
-    if diffs and not allow_physics_change:
-        raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
-                          f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
-    return ckpt
-
-
-def on_other_grid(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
-    """Whether the checkpoint was written on another grid than ``cfg``'s (a restart that interpolates)."""
-    return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
-
-
-def _stored_species(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The particle species of a stored config, by name (none for a config written before particles)."""
-    stored = old.get("particles") or []
-    return {s["name"]: s for s in stored if isinstance(s, dict) and "name" in s}
-
-
-def check_particles_kept(old: dict[str, Any], cfg: Config, index: Path, remapped: bool = False) -> None:
-    """Refuse a restart whose particles the checkpoint (config ``old``, stored at ``index``) cannot continue:
-    a species whose count changed, or (on the same grid, where the state is restored array by array) a
-    species it lacks or lacks the velocities of (one added or renamed, tracers made inertial). A restart on
-    another grid goes through :mod:`simulator.run.remap`, which seeds a species the checkpoint lacks at its
-    configured placement. These are changes of the run's configuration, not damage: one line, exit 2,
-    before anything is touched. (Physical parameters that may change with --allow-physics-change are
-    :func:`physics_changes`'.)"""
-    stored = _stored_species(old)
-    for i, s in enumerate(cfg.particles):
-        before = stored.get(s.name)
-        if before is None:
-            if remapped:
-                continue
-            raise ConfigError(f"particles[{i}].name", s.name, f"{index} holds species {sorted(stored) or 'none'}: a "
-                              "restart continues the particles it holds (remove or rename the species back; a run "
-                              "with other particles is a new run: give another --out)",
-                              "is not a species of the run being restarted")
-        if before.get("count") != s.count:
-            raise ConfigError(f"particles[{i}].count", s.count, f"{index} holds {before.get('count')} particles of "
-                              f"species {s.name!r}: a restart keeps every species' count (a run with other particles "
-                              "is a new run: give another --out)", "differs from the run being restarted")
-        if s.inertial and not float(before.get("tau_p") or 0.0) > 0 and not remapped:
-            raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"{index} holds species {s.name!r} as tracers (tau_p = "
-                              "0), with no velocities to continue inertial particles from (a run with other particles "
-                              "is a new run: give another --out)", "makes tracers inertial")
-
-
-def physics_changes(old: dict[str, Any], cfg: Config) -> list[str]:
-    """Dotted keys of ``physics`` and ``grid`` whose value in ``cfg`` differs from the resolved config
-    ``old`` (a dict, as stored with a run), and of the particles' physics: a species' ``tau_p`` or
-    ``gravity`` changed (``particles.<name>.tau_p``), or a species removed (``particles.<name>``); their
-    placement and interpolation are numerics and may change. Keys ``old`` holds that ``cfg``'s equation
-    does not have (the first config format stored every equation's keys) are ignored; a key ``old`` lacks
-    counts as changed unless ``cfg`` holds its default. Keys declared ``restart="free"`` (they say when or how,
-    not what: a cosmological run's final and output redshifts, the room of the cold particles' slots) may
-    change, as ``time.t_end`` may; those declared ``restart="kept"`` are among the changes, and
-    :func:`checkpoint_to_resume` refuses them (:data:`simulator.schema.RESTART`)."""
-    diffs = []
-    for key, value in keys_of(cfg).items():
-        section, name = key.split(".")
-        if _restart_rule(cfg, key) == "free":
-            continue
-        stored = old.get(section, {})
-        if not isinstance(stored, dict):
-            diffs.append(key)
-            continue
-        if name not in stored:
-            default = getattr(type(getattr(cfg, section))(), name)
-            if value != default:
-                diffs.append(key)
-            continue
-        if _plain(stored[name]) != _plain(value):
-            diffs.append(key)
-    return diffs + _particle_changes(old, cfg)
-
-
-def _restart_rule(cfg: Config, key: str) -> str | None:
-    """The ``restart`` of the setting at dotted ``key`` of ``cfg``'s schema (a ``physics`` or ``grid`` key, as
-    :func:`physics_changes` names them), or None (a particle species' key among them: check_particles_kept's)."""
-    section, _, name = key.partition(".")
-    fields = {f.name: f for f in dataclasses.fields(getattr(cfg, section))} if section in ("physics", "grid") else {}
-    return fields[name].metadata.get("restart") if name in fields else None
-
-
-def _particle_changes(old: dict[str, Any], cfg: Config) -> list[str]:
-    """The particles' part of :func:`physics_changes`: species removed, species whose tau_p or gravity changed
-    (a species added is :func:`check_particles_kept`'s)."""
-    stored = _stored_species(old)
-    now = {s.name: s for s in cfg.particles}
-    diffs = [f"particles.{name}" for name in stored if name not in now]
-    for name, s in now.items():
-        before = stored.get(name)
-        if before is None:
-            continue
-        diffs += [f"particles.{name}.{key}" for key in ("tau_p", "gravity")
-                  if _plain(before.get(key, getattr(s, key))) != _plain(getattr(s, key))]
-    return diffs
-
-
-def _plain(value: Any) -> Any:
-    """A config value as YAML stores it: tuples as lists, sections as dicts (lists of sections compare
-    entry by entry, lists of different lengths differ)."""
-    if dataclasses.is_dataclass(value):
-        value = dataclasses.asdict(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

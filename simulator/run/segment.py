@@ -47,6 +47,7 @@ from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.plan import abstract_state
 from simulator.run import records, rundir
+from simulator.run import restart as restarts
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.records import host_arrays
@@ -126,7 +127,7 @@ class Segment:
         if self.plan.done:
             self.outcome, self.code = "finished", EXIT_OK
         elif self.plan.restart is not None:
-            rundir.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False,
+            restarts.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False,
                                         resume=resume)
         else:
             sources.check_start(self.cfg.initial, self.cfg)  # a new run: its initial condition's sources must be there now
@@ -156,7 +157,7 @@ class Segment:
     def resolve(self) -> None:
         """The checkpoint this segment continues from (all processes, once the directory is prepared)."""
         restart = self.plan.restart if self.plan is not None else None
-        self.ckpt = (rundir.checkpoint_to_resume(self.cfg, self.out, restart, self.allow_physics_change,
+        self.ckpt = (restarts.checkpoint_to_resume(self.cfg, self.out, restart, self.allow_physics_change,
                                                  resume=self.resume) if restart is not None else None)
 
     def finished_already(self) -> bool:
@@ -208,7 +209,7 @@ class Segment:
             self.log.info("%s", self.note)
         sim.scratch = self.out  # a state read from another grid is staged here
         ckpt = self.ckpt
-        if ckpt is not None and rundir.on_other_grid(ckpt, cfg):
+        if ckpt is not None and restarts.on_other_grid(ckpt, cfg):
             state = sim.state_from_file(ckpt.index.with_suffix(".json"))
         elif ckpt is not None:
             latest = self.plan is not None and self.plan.restart == "latest"
@@ -275,7 +276,7 @@ class Segment:
                 return state, ckpt
             where = (checkpoints.damage(ckpt) if jax.process_index() == 0 else None) or f"{ckpt.index}: {failed}"
             found = checkpoints.find(self.out, before=ckpt.step) if fallback else None
-            previous = None if found is None else rundir.checkpoint_to_resume(self.cfg, self.out, str(found.index),
+            previous = None if found is None else restarts.checkpoint_to_resume(self.cfg, self.out, str(found.index),
                                                                       self.allow_physics_change)
             if previous is None:
                 raise IncompleteOutputError(f"checkpoint {ckpt.index.with_suffix('')} is damaged ({where}) and "

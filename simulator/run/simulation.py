@@ -137,12 +137,21 @@ class Simulation:
         result to :meth:`advance` to change physics without recompiling. A list of sections takes a list
         of the same length whose entries replace some keys each (``scalars=[{"diffusivity": 1e-2}]``).
         Concrete values are checked against the keys' constraints as the config checks them
-        (ConfigError naming ``physics.<key>``); traced ones (inside ``jax.grad``) are not."""
+        (ConfigError naming ``physics.<key>``); traced ones (inside ``jax.grad``) are not. A number whose 0 is
+        structure (``physics.fdm_fraction``) may not cross 0: that is another program, another Simulation."""
         _check_values(self.cfg.physics, values, "physics")
         fields = {f.name for f in dataclasses.fields(self.cfg.physics)}
         numbers = {k: float(v) for k, v in values.items()
                    if k in fields and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0}
-        dataclasses.replace(self.cfg.physics, **numbers).check(self.cfg)  # the checks across keys, as the config's
+        changed = dataclasses.replace(self.cfg.physics, **numbers)
+        zeros, now = schema.structural_zeros(self.cfg.physics), schema.structural_zeros(changed)
+        crossed = [key for key in zeros if zeros[key] != now[key]]
+        if crossed:
+            key = crossed[0]
+            raise ConfigError(f"physics.{key}", numbers.get(key), f"{'0' if zeros[key] else 'not 0'}, as this "
+                              "Simulation was built with (0 is another program: build a Simulation from a config "
+                              "with it)", "changes the structure")
+        changed.check(self.cfg)  # the checks across keys, as the config's
         return _replaced(self.params, values, self.dtype, self.info.name)
 
     def initial_state(self, initial: InitialCondition | Mapping[str, Any] | None = None,

@@ -4,7 +4,10 @@ schrodinger_poisson` and the comoving :mod:`simulator.equations.fdm_cosmo`).
 
 A mixed run holds a fraction f (``physics.fdm_fraction``) of the matter as the wave psi and the rest as
 ``physics.cdm_particles`` = n^3 cold collisionless particles of equal mass. Both feel one potential, the
-Poisson solve of their summed density; the particles move by
+Poisson solve of their summed density. At f = 0 the run is the particles alone (pure cold dark matter):
+no wave is allocated or stepped, the state holds the particles and their potential only (the value 0 of
+``fdm_fraction`` is structure, :func:`simulator.schema.is_zero`: 0 and any f > 0 are two programs).
+The particles move by
 
     dx/dt = p,           dp/dt = -grad(V)              (static box, V the potential),
     dx/dt = p / a^2,     dp/dt = -grad(Phi) / a        (comoving, Phi = a V),
@@ -19,15 +22,50 @@ integrals int dt / a^p (the equation hands them in). Modules:
   displacement field evaluated on it;
 * :mod:`.species` (JAX): the equation's side: the mixed state, its leaves and fields, kick and drift of the
   particles, restarts on other device counts, the lost-particle message, particle outputs;
-* this module (no JAX, read by the config): the settings' checks, :func:`check_particles`.
+* this module (no JAX, read by the config): the settings' checks (:func:`check_particles`,
+  :func:`check_wave_keys`) and which fields a run has (:func:`present_fields`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from collections.abc import Mapping, Sequence
+
 from simulator.errors import ConfigError
-from simulator.schema import setting
+from simulator.schema import is_zero, setting
+
+#: the fields only a run with cold particles has
+CDM_FIELDS = ("cdm_density", "total_density")
+#: the fields of a particle-only run (no wave): the particles' assigned density and the potential
+COLD_FIELDS = ("potential", "cdm_density")
+
+
+def has_wave(p: Any) -> bool:
+    """Whether a run of ``p`` carries the wave: ``fdm_fraction`` > 0 (0: the cold particles alone). ``p`` is
+    a config's section or an equation's structural copy of it (both say whether the fraction is 0)."""
+    return not is_zero(p.fdm_fraction)
+
+
+def present_fields(p: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared ``fields`` (by name) a run of ``p`` has: the wave's alone without particles, every one
+    with the wave and particles, the potential and the particles' density without the wave."""
+    if not has_wave(p):
+        return {k: v for k, v in fields.items() if k in COLD_FIELDS}
+    return dict(fields) if p.cdm_particles else {k: v for k, v in fields.items() if k not in CDM_FIELDS}
+
+
+def check_wave_keys(p: Any, keys: Sequence[str]) -> None:
+    """A particle-only run (``fdm_fraction`` 0) refuses the wave's own settings ``keys`` (e.g. the boson's
+    mass) set to anything but their defaults: they would say something the run does not simulate."""
+    if has_wave(p):
+        return
+    defaults = type(p)()
+    for key in keys:
+        value = getattr(p, key)
+        if value != getattr(defaults, key):
+            raise ConfigError(f"physics.{key}", value, "leave it out: physics.fdm_fraction = 0 runs the cold "
+                              "particles alone, without a wave", "is a setting of the wave")
 
 
 def window_setting() -> Any:
@@ -52,14 +90,15 @@ def exchange_setting() -> Any:
 
 def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
     """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``, ``cdm_capacity``): there
-    exactly when f < 1, a cube n^3 whose n divides every grid axis, the window's halo within every device's block,
-    slots for a uniform spread over the devices where their count is known (:func:`simulator.particles.slots.
-    check_capacity`), and an initial condition among ``initials`` (those that place the particles). Each refusal
-    is one line naming the key, its value and what is allowed."""
+    exactly when f < 1 (f = 0: they carry all of the matter), a cube n^3 whose n divides every grid axis, the
+    window's halo within every device's block, slots for a uniform spread over the devices where their count is
+    known (:func:`simulator.particles.slots.check_capacity`), and an initial condition among ``initials`` (those
+    that place the particles). Each refusal is one line naming the key, its value and what is allowed."""
     if p.cdm_particles == 0:
         if p.fdm_fraction < 1.0:
             raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
-                              "carry the other 1 - f of the matter, or leave fdm_fraction at 1", "has no particles")
+                              "carry the other 1 - f of the matter (all of it at f = 0), or leave fdm_fraction at 1",
+                              "has no particles")
         return
     if p.fdm_fraction >= 1.0:
         raise ConfigError("physics.cdm_particles", p.cdm_particles, "0 unless physics.fdm_fraction < 1 (the "
@@ -85,5 +124,5 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
     if (devices := known_devices(cfg)) is not None:
         check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     if name is not None and name not in initials:
-        raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a mixed run's particles start on their "
+        raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a run's cold particles start on their "
                           "lattice", "cannot place the particles")

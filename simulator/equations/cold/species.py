@@ -1,4 +1,4 @@
-"""The equation's side of a cold species beside the wave (JAX): what a mixed run adds to a wave equation.
+"""The equation's side of a cold species beside the wave (JAX): what cold particles add to a wave equation.
 
 :class:`ColdSpecies` is a mixin for a split-step wave equation whose physics has the ``cdm_*`` settings
 (``fdm_fraction``, ``cdm_particles``, ``cdm_window``, ``cdm_capacity``, ``cdm_exchange``): with
@@ -6,23 +6,27 @@
 particles', and it gives the particles' part of kick and drift (exact over their intervals, the factors
 K1 and K2 handed in by the equation: dt in a static box, int dt / a^p comoving), the refresh of potential
 and force (:mod:`.mesh`), restarts on other device counts, the lost-particle message and the particle
-outputs. Without particles nothing here is used: the state and every number are the wave's alone.
+outputs. Without particles nothing here is used: the state and every number are the wave's alone. With
+``fdm_fraction`` 0 (:func:`simulator.equations.cold.has_wave`) there is no wave: the state is
+:class:`ColdState`, the particles and their potential, and the equation steps the particles' parts alone.
 
-The equation provides two hooks: ``cdm_mass(psi, params)``, the mass of one particle, and
-``cdm_gravity(params)``, its G (the Poisson equation lap(Phi) = 4 pi G (rho - mean)).
+The equation provides two hooks: ``cdm_mass(psi, params, mass=None)``, the mass of one particle (from the
+wave ``psi``, the parameters, or a particle-only state's own ``mass``), and ``cdm_gravity(params)``, its G
+(the Poisson equation lap(Phi) = 4 pi G (rho - mean)). An equation whose parameters do not set the particle
+mass without a wave (a static box) declares ``stored_mass``: its particle-only state holds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from simulator.equations.base import ParticleArrays
-from simulator.equations.cold import mesh
+from simulator.equations.cold import has_wave, mesh
 from simulator.fft import complex_dtype
 from simulator.particles import slots
 
@@ -44,100 +48,147 @@ class MixedState(NamedTuple):
     lost: jax.Array
 
 
-#: where a mixed state's leaves live: the particles' arrays are stored whole (see checkpoints)
+class ColdState(NamedTuple):
+    """A particle-only run's state (``physics.fdm_fraction`` 0, no wave): the potential ``(Nx, Ny, Nz)``
+    (real-space layout) and the cold particles as in :class:`MixedState`; ``mass`` the mass of one particle
+    ``(1,)``, replicated, where the parameters do not set it (a static box's ``stored_mass``; otherwise None,
+    no leaf)."""
+
+    potential: jax.Array
+    position: jax.Array
+    momentum: jax.Array
+    force: jax.Array
+    live: jax.Array
+    ident: jax.Array
+    lost: jax.Array
+    mass: jax.Array | None = None
+
+
+#: where the leaves of a state with particles live: the particles' arrays are stored whole (see checkpoints)
 SPACES = {"psi": "real", "potential": "real", **{name: "particles" for name in (
-    "position", "momentum", "force", "live", "ident", "lost")}}
-#: the fields only a mixed run has
-CDM_FIELDS = ("cdm_density", "total_density")
+    "position", "momentum", "force", "live", "ident", "lost", "mass")}}
 
 
 class ColdSpecies:
     """A wave equation's cold particles (see the module docstring); the host class provides ``physics``,
     ``fft``, ``box``, ``dtype``, ``info``, ``nyquist_free``, ``cdm_mass`` and ``cdm_gravity``."""
 
-    # ---- the structure: a wave alone, or a wave and cold particles ------------------------------------
+    #: whether a particle-only state holds the particle mass (``ColdState.mass``): the parameters do not set it
+    stored_mass: ClassVar[bool] = False
+
+    # ---- the structure: a wave alone, a wave and cold particles, or the particles alone ----------------
 
     @property
-    def mixed(self) -> bool:
+    def cold(self) -> bool:
         """Whether this run carries cold particles (``physics.cdm_particles`` > 0)."""
         return self.physics.cdm_particles > 0
 
     @property
-    def space(self) -> str | dict[str, str]:
-        """Where the state's leaves live: real space, and the particles' arrays stored whole (:data:`SPACES`)."""
-        return SPACES if self.mixed else "real"
-
-    def owned_leaves(self, state: Any) -> set[str]:
-        """A mixed run's cold particles' slots, kept by owner (not ``lost``, replicated)."""
-        return {"position", "momentum", "force", "live", "ident"} if self.mixed else set()
+    def wave(self) -> bool:
+        """Whether this run carries the wave psi (``physics.fdm_fraction`` > 0; 0: the particles alone)."""
+        return has_wave(self.physics)
 
     @property
-    def field_info(self) -> Mapping[str, Any]:
-        """The equation's fields, less the particles' (``cdm_density``, ``total_density``) without particles."""
-        return self.info.fields if self.mixed else {k: v for k, v in self.info.fields.items() if k not in CDM_FIELDS}
+    def mixed(self) -> bool:
+        """Whether this run carries both the wave and cold particles."""
+        return self.cold and self.wave
+
+    @property
+    def space(self) -> str | dict[str, str]:
+        """Where the state's leaves live: real space, and the particles' arrays stored whole (:data:`SPACES`)."""
+        return SPACES if self.cold else "real"
+
+    def owned_leaves(self, state: Any) -> set[str]:
+        """The cold particles' slots, kept by owner (not ``lost`` nor ``mass``, replicated)."""
+        return {"position", "momentum", "force", "live", "ident"} if self.cold else set()
 
     @property
     def state_fields(self) -> tuple[str, ...]:
-        """The fields a state is built from: psi, and a mixed run's replicated initial positions and momenta."""
-        return ("psi", "cdm_position", "cdm_momentum") if self.mixed else ("psi",)
+        """The fields a state is built from: psi, and the cold particles' replicated initial positions and
+        momenta (and a particle-only state's particle mass, where it holds it); no psi without the wave."""
+        cold = ("cdm_position", "cdm_momentum") if self.cold else ()
+        if not self.wave:
+            return (*cold, "cdm_mass") if self.stored_mass else cold
+        return ("psi", *cold)
 
     def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
-        """psi ``(Nx, Ny, Nz)`` in the real-space layout; a mixed run's initial positions and momenta
-        ``(Np, 3)`` replicated (in lattice order, laid out by owner when the state is built)."""
-        out = {"psi": jax.ShapeDtypeStruct(tuple(self.fft.shape), complex_dtype(self.dtype),
-                                           sharding=self.fft.real_sharding())}
-        if self.mixed:
+        """psi ``(Nx, Ny, Nz)`` in the real-space layout (with the wave); the particles' initial positions and
+        momenta ``(Np, 3)`` replicated (in lattice order, laid out by owner when the state is built); a
+        particle-only state's particle mass ``(1,)``, replicated (a vector: checkpoints store no scalars)."""
+        out, replicated = {}, self.fft.replicated_sharding()
+        if self.wave:
+            out["psi"] = jax.ShapeDtypeStruct(tuple(self.fft.shape), complex_dtype(self.dtype),
+                                              sharding=self.fft.real_sharding())
+        if self.cold:
             for name in ("cdm_position", "cdm_momentum"):
-                out[name] = jax.ShapeDtypeStruct((self.physics.cdm_particles, 3), self.dtype,
-                                                 sharding=self.fft.replicated_sharding())
+                out[name] = jax.ShapeDtypeStruct((self.physics.cdm_particles, 3), self.dtype, sharding=replicated)
+        if not self.wave and self.stored_mass:
+            out["cdm_mass"] = jax.ShapeDtypeStruct((1,), self.dtype, sharding=replicated)
         return out
 
     # ---- states and steps -------------------------------------------------------------------------------
 
-    def refreshed(self, psi: jax.Array, particles: Mapping[str, jax.Array], params: Any) -> MixedState:
-        """A mixed state with the potential and the particles' force of its wave ``psi`` and particles
-        (``position``, ``momentum``, ``live``, ``ident``, ``lost``, laid out by owner)."""
-        rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
+    def refreshed(self, psi: jax.Array | None, particles: Mapping[str, jax.Array], params: Any
+                  ) -> MixedState | ColdState:
+        """A state with the potential and the particles' force of its wave ``psi`` (None: no wave, a
+        :class:`ColdState`) and particles (``position``, ``momentum``, ``live``, ``ident``, ``lost``, laid out by
+        owner, and a particle-only state's ``mass`` where it holds one)."""
+        rho_hat = 0.0 if psi is None else self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         phi, force = mesh.potential_and_force(self, rho_hat, particles["position"], particles["live"],
-                                              self.cdm_mass(psi, params), self.cdm_gravity(params))
+                                              self.cdm_mass(psi, params, particles.get("mass")),
+                                              self.cdm_gravity(params))
+        if psi is None:
+            return ColdState(potential=phi, force=force, **particles)
         return MixedState(psi=psi, potential=phi, force=force, **particles)
 
-    def mixed_state(self, psi: jax.Array, position: jax.Array, momentum: jax.Array, params: Any) -> MixedState:
-        """The state of a wave ``psi`` and replicated particles ``(Np, 3)`` in lattice order (their identities),
-        laid out by owner."""
-        return self.refreshed(psi, mesh.distribute(self, position.astype(self.dtype), momentum.astype(self.dtype)),
-                              params)
+    def mixed_state(self, psi: jax.Array | None, position: jax.Array, momentum: jax.Array, params: Any,
+                    mass: jax.Array | None = None) -> MixedState | ColdState:
+        """The state of a wave ``psi`` (None: none) and replicated particles ``(Np, 3)`` in lattice order (their
+        identities), laid out by owner; ``mass`` the particle mass a particle-only state holds (``(1,)``)."""
+        particles = mesh.distribute(self, position.astype(self.dtype), momentum.astype(self.dtype))
+        if mass is not None:
+            particles["mass"] = mass.astype(self.dtype)
+        return self.refreshed(psi, particles, params)
 
-    def kick_particles(self, state: MixedState, psi: jax.Array, k1: jax.Array) -> MixedState:
-        """The kicked wave ``psi`` and p <- p + force K1, exact: the positions, hence the force, do not change."""
-        return state._replace(psi=psi, momentum=state.momentum + k1 * state.force * state.live[:, None])
+    def kick_particles(self, state: Any, psi: jax.Array | None, k1: jax.Array) -> Any:
+        """The kicked wave ``psi`` (None: no wave) and p <- p + force K1, exact: the positions, hence the
+        force, do not change."""
+        momentum = state.momentum + k1 * state.force * state.live[:, None]
+        return state._replace(momentum=momentum) if psi is None else state._replace(psi=psi, momentum=momentum)
 
-    def drift_particles(self, state: MixedState, psi: jax.Array, k2: jax.Array, params: Any) -> MixedState:
-        """The drifted wave ``psi`` and x <- x + p K2, exact (p does not change); then each particle to its new
-        owner, and the potential and force of the new wave and positions."""
+    def drift_particles(self, state: Any, psi: jax.Array | None, k2: jax.Array, params: Any) -> Any:
+        """The drifted wave ``psi`` (None: no wave) and x <- x + p K2, exact (p does not change); then each
+        particle to its new owner, and the potential and force of the new wave and positions."""
         moved = mesh.drift(self, state.position, state.momentum, k2)
         live, position, momentum, ident, lost = mesh.migrate(self, state.live, moved, state.momentum, state.ident,
                                                              state.lost)
-        return self.refreshed(psi, {"position": position, "momentum": momentum, "live": live, "ident": ident,
-                                    "lost": lost}, params)
+        particles = {"position": position, "momentum": momentum, "live": live, "ident": ident, "lost": lost}
+        if getattr(state, "mass", None) is not None:
+            particles["mass"] = state.mass
+        return self.refreshed(psi, particles, params)
+
+    def particle_mass(self, state: Any, params: Any) -> jax.Array:
+        """The mass of one cold particle of ``state`` (``cdm_mass`` of its wave or its own ``mass``)."""
+        return self.cdm_mass(getattr(state, "psi", None), params, getattr(state, "mass", None))
 
     # ---- outputs and restarts -----------------------------------------------------------------------
 
-    def cdm_density(self, state: MixedState, params: Any) -> jax.Array:
+    def cdm_density(self, state: Any, params: Any) -> jax.Array:
         """The particles' assigned mass density ``(Nx, Ny, Nz)`` (real space, the window not divided out)."""
-        return mesh.density(self, state.position, state.live, self.cdm_mass(state.psi, params))
+        return mesh.density(self, state.position, state.live, self.particle_mass(state, params))
 
-    def cold_particles(self, state: MixedState, velocity: jax.Array) -> dict[str, ParticleArrays]:
-        """The species ``cdm`` of a mixed run (none otherwise): positions ``(slots, 3)`` by owner, wrapped into
-        [0, L), with ``velocity`` ``(slots, 3)``, their identities (lattice indices) and occupied slots."""
-        if not self.mixed:
+    def cold_particles(self, state: Any, velocity: jax.Array) -> dict[str, ParticleArrays]:
+        """The species ``cdm`` of a run with cold particles (none otherwise): positions ``(slots, 3)`` by owner,
+        wrapped into [0, L), with ``velocity`` ``(slots, 3)``, their identities (lattice indices) and occupied
+        slots."""
+        if not self.cold:
             return {}
         return {"cdm": ParticleArrays(state.position, velocity, state.ident, state.live)}
 
     def lost(self, state: Any) -> slots.Loss | None:
         """Why the run must stop, read on the host: particles lost by the hand-over between devices, naming the
         setting that gives them room, and when (:class:`simulator.particles.slots.Loss`); None when none was."""
-        if not self.mixed:
+        if not self.cold:
             return None
         p = self.physics
         return slots.loss(np.asarray(state.lost.addressable_data(0)), "cold particle(s)",
@@ -146,11 +197,11 @@ class ColdSpecies:
                           "that axis")
 
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
-        """A mixed checkpoint's particles, written on another device count, laid out by owner for this run's:
+        """A checkpoint's cold particles, written on another device count, laid out by owner for this run's:
         the live slots' positions, momenta, forces and identities handed to :func:`.mesh.distribute` (every
         process holds them all once, as for the initial conditions), the lost counts carried on (plus any
         particle that found no slot: the run stops before its first step, naming ``physics.cdm_capacity``)."""
-        if not self.mixed:
+        if not self.cold:
             return None
         live = np.asarray(stored["live"]) > 0
         order = np.argsort(np.asarray(stored["ident"])[live], kind="stable")

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scales
-from simulator.equations.cold import capacity_setting, check_particles, exchange_setting, window_setting
+from simulator.equations.cold import (
+    capacity_setting,
+    check_particles,
+    check_wave_keys,
+    exchange_setting,
+    has_wave,
+    present_fields,
+    window_setting,
+)
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import (
     Clock,
@@ -56,12 +64,15 @@ class FDMCosmoParams(EquationParams):
     omega_lambda: float = param(0.7, "cosmological constant over the critical density; flat when omega_m + "
                                 "omega_lambda = 1, else curvature omega_k = 1 - omega_m - omega_lambda")
     m22: float = param(1.0, "boson mass in units of 1e-22 eV/c^2", gt=0.0)
-    fdm_fraction: float = param(1.0, "fraction f of the matter in the wave (mean |psi|^2 = f omega_m); the rest, "
-                                "1 - f, is cold dark matter in physics.cdm_particles particles; 1 = a pure wave run",
-                                gt=0.0, max=1.0)
+    fdm_fraction: float = param(1.0, "fraction f of the matter in the wave (mean |psi|^2 = f omega_m), 0 <= f <= 1; "
+                                "the rest, 1 - f, is cold dark matter in physics.cdm_particles particles; 1 = a pure "
+                                "wave run; 0 = pure cold dark matter, the particles alone (no wave is allocated or "
+                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused)",
+                                min=0.0, max=1.0, structural_zero=True)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice with Zel'dovich displacements); needs "
-                                 "physics.fdm_fraction < 1; 0 = none; a restart keeps it", min=0, restart="kept")
+                                 "physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it", min=0,
+                                 restart="kept")
     cdm_window: str = window_setting()
     cdm_capacity: float = capacity_setting()
     cdm_lpt: int = setting(1, "order of Lagrangian perturbation theory of the particles' initial displacements: "
@@ -97,8 +108,13 @@ class FDMCosmoParams(EquationParams):
         return 1.0 / (1.0 + self.z_start)
 
     def particle_species(self) -> dict[str, int]:
-        """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
+        """A run's cold particles, written to the particle snapshots as the species ``cdm``."""
         return {"cdm": self.cdm_particles} if self.cdm_particles else {}
+
+    def present_fields(self, fields: Mapping[str, FieldInfo]) -> dict[str, FieldInfo]:
+        """The wave's fields, the particles' with particles, and without the wave the potential and the
+        particles' density alone (:func:`simulator.equations.cold.present_fields`)."""
+        return present_fields(self, fields)
 
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
@@ -160,20 +176,28 @@ class FDMCosmoParams(EquationParams):
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """hbar/m in code units, and the comoving Jeans and de Broglie lengths at the row's scale factor
-        (:mod:`simulator.equations.scales`: k_J^4 = 6 Omega_m H0^2 a/nu^2, H0 = 1 in code units)."""
+        (:mod:`simulator.equations.scales`: k_J^4 = 6 Omega_m H0^2 a/nu^2, H0 = 1 in code units); none in a
+        run without the wave (they are the wave's)."""
+        if not has_wave(self):
+            return {}
         nu = float(cosmology.nu_code(self.m22, self.h))
         k_j = scales.jeans_wavenumber(1.5 * self.omega_m * diagnostics["a"], nu)
         return {"hbar_over_m": nu, **scales.quantum(k_j, diagnostics["kmax_de_broglie"], shape, box)}
 
 
 def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
-    """The cold particles of a mixed run (:func:`simulator.equations.cold.check_particles`: there exactly when
-    f < 1, a cube that fits the grid, the window's halo within every device's block, a start that places
-    them) and their Lagrangian order, which needs particles."""
+    """The cold particles (:func:`simulator.equations.cold.check_particles`: there exactly when f < 1, a cube
+    that fits the grid, the window's halo within every device's block, a start that places them), their
+    Lagrangian order, which needs particles, and without the wave (f = 0) none of the wave's own keys."""
     if p.cdm_particles == 0 and p.fdm_fraction >= 1.0 and p.cdm_lpt != 1:
         raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
                           "displacements)", "has no particles to displace")
     check_particles(p, cfg, ("gaussian", "mode"))
+    check_wave_keys(p, WAVE_KEYS)
+
+
+#: the settings of the wave alone, refused in a run without it (physics.fdm_fraction = 0)
+WAVE_KEYS = ("m22", "self_interaction", "f_a", "fdm_transfer")
 
 
 @dataclass(frozen=True)
@@ -251,7 +275,8 @@ INFO = EquationInfo(
         "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
         "potential": FieldInfo(0, "peculiar gravitational potential V", r"V", "RdBu_r", units=r"(100\,{\rm km/s})^2"),
         "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
-        "cdm_density": FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (mixed runs)",
+        "cdm_density": FieldInfo(0, "the cold particles' comoving mass density, assigned by the window (runs with "
+                                 "particles)",
                                  r"\rho_{\rm CDM}", "inferno", log=True, units=r"\rho_{\rm crit,0}"),
         "total_density": FieldInfo(0, "wave plus particles' comoving mass density (mixed runs)", r"\rho_{\rm tot}",
                                    "inferno", log=True, units=r"\rho_{\rm crit,0}"),
@@ -287,13 +312,13 @@ INFO = EquationInfo(
             "de_broglie_length": "comoving de Broglie length 2 pi/k_rms, Mpc/h"},
     spectra={
         "power": "P(k) = V <|delta_k|^2> of the density contrast delta = rho/<rho> - 1, averaged over the modes "
-                 "of shell k (Nyquist planes excluded), (Mpc/h)^3",
+                 "of shell k (Nyquist planes excluded; without the wave the particles', as power_cdm), (Mpc/h)^3",
         "power_fdm": "P(k) of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs), (Mpc/h)^3",
         "power_cdm": "P(k) of the particles' own contrast, the window divided out (mixed runs; with their shot "
                      "noise), (Mpc/h)^3",
         "power_linear": "the linear P(k, z) of physics.* averaged over the same modes: linear theory, P(k, z_start) "
                         "(D(z) / D(z_start))^2 (in a mixed run the total's, (f sqrt(P_fdm) + (1 - f) sqrt(P_cold))^2 "
-                        "of the two initial spectra), (Mpc/h)^3",
+                        "of the two initial spectra; without the wave P_cold, no FDM cut-off), (Mpc/h)^3",
     },
     plot=PlotSpec(
         panels=(
@@ -306,6 +331,7 @@ INFO = EquationInfo(
         spectrum="power",
         spectrum_label=r"$P(k)$ [(Mpc/h)$^3$]",
         slice_field="density",
+        slice_fallback=("cdm_density",),
         reference="power_linear",
         reference_label=r"linear theory $P(k, z_{start})\,D^2(z)/D^2(z_{start})$",
     ),

@@ -26,10 +26,13 @@ force, the particles' part of kick and drift (with the comoving factors K1, K2),
 outputs are shared with the static box (:class:`simulator.equations.cold.species.ColdSpecies`); :mod:`.cdm`
 gives them the comoving units and holds their initial conditions and energies. Its state is
 :class:`~simulator.equations.cold.species.MixedState`. Without particles the state and every number are those
-of a pure wave run.
+of a pure wave run. At f = 0 the particles are alone (pure cold dark matter): the state is
+:class:`~simulator.equations.cold.species.ColdState`, no psi; the same kick-drift-kick moves the particles,
+the diagnostics, the Layzer-Irvine columns and the spectra are theirs.
 
 Arrays: :class:`CosmoState` psi (complex) and Phi (real), ``(Nx, Ny, Nz)`` each in the real-space layout;
-:class:`MixedState` adds the particles' positions, momenta and forces ``(slots, 3)`` by owner.
+:class:`MixedState` adds the particles' positions, momenta and forces ``(slots, 3)`` by owner; ``ColdState``
+holds Phi and the particles.
 Spectra average over the modes of each shell, every Nyquist plane excluded (so backends with and
 without a real transform agree).
 """
@@ -48,7 +51,7 @@ from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
 from simulator.equations.cold import mesh
-from simulator.equations.cold.species import ColdSpecies, MixedState  # noqa: F401  (the mixed state, re-exported)
+from simulator.equations.cold.species import ColdSpecies, ColdState, MixedState  # noqa: F401  (the states, re-exported)
 from simulator.equations.fdm_cosmo import INFO, FDMCosmoParams, cdm, cosmology, power
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
@@ -133,8 +136,8 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         rho_hat = self.nyquist_free(self.fft.rfft(jnp.abs(psi) ** 2))
         return self.fft.irfft(potential_spectrum(rho_hat, inverse_laplacian(self.kr), cosmology.G_CODE))
 
-    def cdm_mass(self, psi: jax.Array, params: Params) -> jax.Array:
-        """The mass of one cold particle, (1 - f) omega_m V / Np (:func:`.cdm.particle_mass`)."""
+    def cdm_mass(self, psi: jax.Array | None, params: Params, mass: jax.Array | None = None) -> jax.Array:
+        """The mass of one cold particle, (1 - f) omega_m V / Np (:func:`.cdm.particle_mass`), wave or none."""
         return cdm.particle_mass(params, self.box, self.physics.cdm_particles)
 
     def cdm_gravity(self, params: Params) -> float:
@@ -142,17 +145,20 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         return cosmology.G_CODE
 
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
-        """A mixed run's cold particles as the species ``cdm``, at this equation's time: comoving positions x,
+        """A run's cold particles as the species ``cdm``, at this equation's time: comoving positions x,
         wrapped into [0, L) (Mpc/h), and peculiar velocities a dx/dt = p / a (code velocity, (Mpc/h) H0 =
         100 km/s), ``(slots, 3)`` by owner with their identities (lattice indices) and occupied slots."""
-        if not self.mixed:
+        if not self.cold:
             return {}
         return self.cold_particles(state, state.momentum / self.scale_factor(params))
 
     def kick(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
         """psi <- exp(-i (Phi K1 + g (|psi|^2 - rho_bar) K3) / nu) psi over [time, time + dt]: exact (|psi| is
         fixed). The uniform part g rho_bar / a^3 of the self-interaction would only turn psi's global phase:
-        it is left out, as the mean density is from the Poisson equation."""
+        it is left out, as the mean density is from the Poisson equation. Without the wave, the particles'
+        part alone."""
+        if not self.wave:  # p <- p - grad(Phi) K1
+            return self.kick_particles(state, None, *self._integrals(dt, params, (1,)))
         k1, k3 = self._integrals(dt, params, (1, 3))
         nu = cosmology.nu_code(params["m22"], params["h"])
         excess = jnp.abs(state.psi) ** 2 - self.wave_mean(params)
@@ -163,8 +169,11 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         return CosmoState(psi, state.potential)
 
     def drift(self, state: CosmoState, dt: jax.Array, params: Params) -> CosmoState:
-        """psi_hat <- exp(-i nu k^2 K2 / 2) psi_hat over [time, time + dt], exact; then Phi of the new density."""
+        """psi_hat <- exp(-i nu k^2 K2 / 2) psi_hat over [time, time + dt], exact; then Phi of the new density.
+        Without the wave, x <- x + p K2 alone, the hand-over and Phi of the particles."""
         (k2,) = self._integrals(dt, params, (2,))
+        if not self.wave:
+            return self.drift_particles(state, None, k2, params)
         nu = cosmology.nu_code(params["m22"], params["h"])
         kx, ky, kz = self.kc
         phase = (-0.5 * nu * k2) * (kx**2 + ky**2 + kz**2)
@@ -177,9 +186,11 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> CosmoState:
         """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)`` (its mean |psi|^2 should be
-        omega_m, the Friedmann background's): psi and its potential."""
-        psi = fields["psi"].astype(complex_dtype(self.dtype))
-        if self.mixed:  # replicated (Np, 3) in lattice order, laid out by owner here
+        f omega_m, the Friedmann background's share of the wave): psi and its potential; with particles
+        their positions ``cdm_position`` (comoving, Mpc/h) and momenta ``cdm_momentum`` = a^2 dx/dt ``(Np, 3)``
+        in lattice order too (without the wave, those alone)."""
+        psi = fields["psi"].astype(complex_dtype(self.dtype)) if self.wave else None
+        if self.cold:  # replicated (Np, 3) in lattice order, laid out by owner here
             return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return CosmoState(psi, self.potential(psi, params))
 
@@ -187,7 +198,11 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         return psi_from_snapshot(fields)
 
     def fields(self, state: CosmoState, params: Params) -> dict[str, jax.Array]:
-        """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, arg psi, the peculiar potential V = Phi/a, psi."""
+        """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, arg psi, the peculiar potential V = Phi/a, psi;
+        with particles their assigned density and the total; without the wave V and the particles' density."""
+        if not self.wave:
+            return {"potential": state.potential / self.scale_factor(params),
+                    "cdm_density": cdm.density(self, state.position, state.live, params)}
         out = {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
                "potential": state.potential / self.scale_factor(params), "psi": state.psi}
         if self.mixed:
@@ -199,11 +214,24 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
 
     def diagnostics(self, state: CosmoState, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """a, z, age; box totals K, W, U, E (wave and particles); the Layzer-Irvine source and its rate; peak
-        density (of the total, in a mixed run); the spectral tail of psi (resolution); CFL."""
-        om, ol, g = params["omega_m"], params["omega_lambda"], params["self_interaction"]
-        nu = cosmology.nu_code(params["m22"], params["h"])
+        density (of the total, in a mixed run); the spectral tail of psi (resolution); CFL. Without the wave the
+        particles' alone (no U, psi_tail or de Broglie wavenumber: they are the wave's)."""
+        om, ol = params["omega_m"], params["omega_lambda"]
         a = self.scale_factor(params)
         hub = cosmology.hubble(a, om, ol, jnp)
+        gyr = cosmology.MPC / (cosmology.VELOCITY * params["h"]) / cosmology.GYR
+        out = {"a": a, "z": 1.0 / a - 1.0, "cosmic_time": cosmology.cosmic_time(a, om, ol, jnp) * gyr}
+        if not self.wave:  # the particles' energies and work rate (:func:`.cdm.diagnostics`) alone
+            part = cdm.diagnostics(self, state, params, a)
+            kinetic, potential = part["kinetic"], part["potential"]
+            rho = cdm.density(self, state.position, state.live, params)
+            return {**out, "mass": cdm.particle_mass(params, self.box, self.physics.cdm_particles)
+                    * self.physics.cdm_particles, "kinetic": kinetic, "potential": potential,
+                    "total": kinetic + potential, "max_density": jnp.max(rho) / jnp.mean(rho),
+                    "li_source": 2 * kinetic + potential,
+                    "li_rate": (-hub * (4 * kinetic + potential) - part["q_w"]) / hub, "cfl": dt * part["speed"] / hub}
+        g = params["self_interaction"]
+        nu = cosmology.nu_code(params["m22"], params["h"])
         rho = jnp.abs(state.psi) ** 2
         kx, ky, kz = self.kc
         k2 = kx**2 + ky**2 + kz**2
@@ -219,7 +247,7 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         mass = jnp.sum(rho) * dv
         peak = jnp.max(rho) / jnp.mean(rho)
         speed = 0.0
-        if self.mixed:  # the particles' energies and work rate (:func:`.cdm.diagnostics`) join the wave's
+        if self.cold:  # the particles' energies and work rate (:func:`.cdm.diagnostics`) join the wave's
             part = cdm.diagnostics(self, state, params, a)
             kinetic, potential, q_w = kinetic + part["kinetic"], potential + part["potential"], q_w + part["q_w"]
             mass = mass + cdm.particle_mass(params, self.box, self.physics.cdm_particles) * self.physics.cdm_particles
@@ -229,11 +257,8 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         tail = resolution.spectral_tail(jnp.abs(psi_hat) ** 2, self.kc, self.spacing, jnp)
         v_tot = state.potential / a + g * (rho - self.wave_mean(params)) / a**3
         rate = jnp.maximum(jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu), speed) / hub
-        gyr = cosmology.MPC / (cosmology.VELOCITY * params["h"]) / cosmology.GYR
         return {
-            "a": a,
-            "z": 1.0 / a - 1.0,
-            "cosmic_time": cosmology.cosmic_time(a, om, ol, jnp) * gyr,
+            **out,
             "mass": mass,
             "kinetic": kinetic,
             "potential": potential,
@@ -252,24 +277,28 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         """Shell averages of V |delta_k|^2 (measured: of the total matter, and in a mixed run of the wave and
         of the particles, their window divided out, each contrast relative to its own mean) and of the
         linear P(k, z) over the same modes (in a mixed run the total's, (f sqrt(P_wave) + (1 - f)
-        sqrt(P_cold))^2, as the initial conditions draw both from one noise)."""
-        rho = jnp.abs(state.psi) ** 2
-        wave_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
-        contrasts = {"power": wave_hat}
-        if self.mixed:
-            f = params["fdm_fraction"]
-            mass = cdm.particle_mass(params, self.box, self.physics.cdm_particles)
-            cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, mass, (1.0 - f) * params["omega_m"])
-            contrasts = {"power": f * wave_hat + (1.0 - f) * cdm_hat, "power_fdm": wave_hat, "power_cdm": cdm_hat}
-        w = self.nyquist_free(self.weight)
-        volume = math.prod(self.box)
+        sqrt(P_cold))^2, as the initial conditions draw both from one noise; without the wave the cold
+        spectrum's, no FDM cut-off)."""
         kx, ky, kz = self.kr
         k = jnp.sqrt(kx**2 + ky**2 + kz**2)
-        linear = power.linear_power(k, self.scale_factor(params), params, self.table, self.physics.fdm_transfer, jnp)
-        if self.mixed:  # the total's: f delta_wave + (1 - f) delta_cold of the initial conditions' two spectra
-            cold = power.linear_power(k, self.scale_factor(params), params, self.table, False, jnp)
-            f = params["fdm_fraction"]
-            linear = (f * jnp.sqrt(linear) + (1.0 - f) * jnp.sqrt(cold)) ** 2
+        f = params["fdm_fraction"]
+        cold = power.linear_power(k, self.scale_factor(params), params, self.table, False, jnp)
+        if self.cold:
+            mass = cdm.particle_mass(params, self.box, self.physics.cdm_particles)
+            cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, mass, (1.0 - f) * params["omega_m"])
+        if not self.wave:  # the particles' contrast is the total's
+            contrasts, linear = {"power": cdm_hat}, cold
+        else:
+            rho = jnp.abs(state.psi) ** 2
+            wave_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
+            contrasts = {"power": wave_hat}
+            linear = power.linear_power(k, self.scale_factor(params), params, self.table, self.physics.fdm_transfer,
+                                        jnp)
+            if self.cold:  # the total's: f delta_wave + (1 - f) delta_cold of the initial conditions' two spectra
+                contrasts = {"power": f * wave_hat + (1.0 - f) * cdm_hat, "power_fdm": wave_hat, "power_cdm": cdm_hat}
+                linear = (f * jnp.sqrt(linear) + (1.0 - f) * jnp.sqrt(cold)) ** 2
+        w = self.nyquist_free(self.weight)
+        volume = math.prod(self.box)
 
         def average(values: jax.Array) -> jax.Array:
             return spectra.shell_sum(w * values, self.kr, self.fft.shape, self.box)
@@ -281,7 +310,7 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         return {**out, "power_linear": jnp.where(count > 0, average(linear) / safe, 0.0)}
 
 
-# ---- initial conditions: psi in real space ------------------------------------------------------------
+# ---- initial conditions: psi in real space, the particles on their lattice ---------------------------------------
 
 
 def _growing(eq: FDMCosmo, delta_hat: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -301,26 +330,30 @@ def _growing(eq: FDMCosmo, delta_hat: jax.Array, params: Params) -> dict[str, ja
 def _gaussian(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """delta_hat = w_hat sqrt(N P(k, z_start) / V): white noise w (unit variance per cell, from
     :func:`~simulator.equations.noise.white_noise`: the same field on any layout and platform) coloured by the linear
-    spectrum, so <|delta_k|^2> = P/V for delta_k = delta_hat / N; k = 0 and Nyquist planes are zero."""
+    spectrum, so <|delta_k|^2> = P/V for delta_k = delta_hat / N; k = 0 and Nyquist planes are zero. The wave
+    takes the spectrum with the FDM cut-off (``physics.fdm_transfer``), the particles the same modes with the
+    cold one."""
     noise_hat = eq.nyquist_free(eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype)))
     kx, ky, kz = eq.kr
     k = jnp.sqrt(kx**2 + ky**2 + kz**2)
     scale = eq.fft.size / math.prod(eq.box)
-    p = power.linear_power(k, eq.a_start(params), params, eq.table, eq.physics.fdm_transfer, jnp)
-    out = _growing(eq, noise_hat * jnp.sqrt(p * scale), params)
-    if eq.mixed:  # the same modes, with the cold spectrum (no FDM cut-off)
+    out = {}
+    if eq.wave:
+        p = power.linear_power(k, eq.a_start(params), params, eq.table, eq.physics.fdm_transfer, jnp)
+        out = _growing(eq, noise_hat * jnp.sqrt(p * scale), params)
+    if eq.cold:  # the same modes, with the cold spectrum (no FDM cut-off)
         p_cold = power.linear_power(k, eq.a_start(params), params, eq.table, False, jnp)
         out.update(cdm.zeldovich(eq, noise_hat * jnp.sqrt(p_cold * scale), params))
     return out
 
 
 def _mode(eq: FDMCosmo, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """delta = eps cos(2 pi m x / Lx) with the growing mode's velocity (the wave's, and in a mixed run the
-    particles' by the Zel'dovich displacement of the same delta)."""
+    """delta = eps cos(2 pi m x / Lx) with the growing mode's velocity (the wave's, and with particles theirs by
+    the Zel'dovich displacement of the same delta)."""
     x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
     delta_hat = eq.fft.rfft(jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape))
-    out = _growing(eq, delta_hat, params)
-    if eq.mixed:
+    out = _growing(eq, delta_hat, params) if eq.wave else {}
+    if eq.cold:
         out.update(cdm.zeldovich(eq, delta_hat, params))
     return out
 

@@ -16,16 +16,27 @@ Cold dark matter beside the wave (``physics.fdm_fraction`` f < 1): the wave hold
 
 the particles' part of the kick-drift-kick exact over each sub-step (K1 = K2 = dt), by the particle-mesh
 algorithm shared with the comoving equation (:mod:`simulator.equations.cold`). The ``jeans`` start places them.
+At f = 0 the particles are alone (N-body in a periodic box, no wave): each has the mass rho0 V / n^3 of the
+``jeans`` start's mean density, held in the state (no parameter sets it without a wave).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import resolution, scales
-from simulator.equations.cold import capacity_setting, check_particles, exchange_setting, window_setting
+from simulator.equations.cold import (
+    capacity_setting,
+    check_particles,
+    check_wave_keys,
+    exchange_setting,
+    has_wave,
+    present_fields,
+    window_setting,
+)
 from simulator.equations.spec import (
     Curve,
     EquationInfo,
@@ -49,27 +60,38 @@ class SchrodingerPoissonParams(EquationParams):
     self_interaction: float = param(0.0, "g of the self-interaction potential g |psi|^2 (length^5/(mass time^2); "
                                     "> 0 repulsive, < 0 attractive; g = 4 pi hbar^2 a_s / m^3 for a scattering "
                                     "length a_s)")
-    fdm_fraction: float = param(1.0, "fraction f of the mass in the wave; the rest, 1 - f, is cold dark matter in "
-                                "physics.cdm_particles particles; 1 = the wave alone", gt=0.0, max=1.0)
+    fdm_fraction: float = param(1.0, "fraction f of the mass in the wave, 0 <= f <= 1; the rest, 1 - f, is cold dark "
+                                "matter in physics.cdm_particles particles; 1 = the wave alone; 0 = the particles "
+                                "alone (no wave is allocated or stepped; physics.hbar_over_m and "
+                                "physics.self_interaction are refused)", min=0.0, max=1.0, structural_zero=True)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice of cell centres, displaced by the initial condition); "
-                                 "needs physics.fdm_fraction < 1; 0 = none; a restart keeps it", min=0,
-                                 restart="kept")
+                                 "needs physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it",
+                                 min=0, restart="kept")
     cdm_window: str = window_setting()
     cdm_capacity: float = capacity_setting()
     cdm_exchange: float = exchange_setting()
 
     def particle_species(self) -> dict[str, int]:
-        """A mixed run's cold particles, written to the particle snapshots as the species ``cdm``."""
+        """A run's cold particles, written to the particle snapshots as the species ``cdm``."""
         return {"cdm": self.cdm_particles} if self.cdm_particles else {}
 
+    def present_fields(self, fields: Mapping[str, FieldInfo]) -> dict[str, FieldInfo]:
+        """The wave's fields, the particles' with particles, and without the wave the potential and the
+        particles' density alone (:func:`simulator.equations.cold.present_fields`)."""
+        return present_fields(self, fields)
+
     def check(self, cfg: Any) -> None:
-        """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``."""
+        """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``;
+        without the wave (f = 0) none of the wave's own keys."""
         check_particles(self, cfg, ("jeans",))
+        check_wave_keys(self, ("hbar_over_m", "self_interaction"))
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The quantum Jeans length at the box's mean density and the de Broglie length
-        (:mod:`simulator.equations.scales`)."""
+        (:mod:`simulator.equations.scales`); none without the wave (they are the wave's)."""
+        if not has_wave(self):
+            return {}
         mean_density = diagnostics["mass"] / math.prod(box)
         k_j = scales.jeans_wavenumber(4 * math.pi * self.G * mean_density, self.hbar_over_m)
         return scales.quantum(k_j, diagnostics["kmax_de_broglie"], shape, box)
@@ -80,7 +102,8 @@ class Jeans(InitialCondition):
     Linear theory: delta = eps (cosh(gamma t) + (r / gamma) sinh(gamma t)), gamma^2 = 4 pi G rho0 - g rho0 k^2 -
     nu^2 k^4 / 4 (oscillating with omega^2 = -gamma^2 below the Jeans length). In a mixed run the wave holds
     f rho0 (1 + eps cos(k x)) and the cold particles (1 - f) rho0 (1 + eps cos(k x)): the lattice displaced by
-    s = -(eps / k) sin(k q) along x, moving with ds/dt = r s."""
+    s = -(eps / k) sin(k q) along x, moving with ds/dt = r s (at f = 0 the particles alone, of mass rho0 V / n^3
+    each)."""
 
     name: str = setting("jeans", "initial condition")
     density: float = param(1.0, "mean density rho0", gt=0.0)
@@ -127,7 +150,7 @@ INFO = EquationInfo(
         "phase": FieldInfo(0, "arg psi", r"\arg\psi", "twilight"),
         "potential": FieldInfo(0, "gravitational potential V", r"\Phi", "RdBu_r"),
         "psi": FieldInfo(0, "the wave function psi (complex; not in snapshots)", r"\psi", complex=True, snapshot=False),
-        "cdm_density": FieldInfo(0, "the cold particles' mass density, assigned by the window (mixed runs)",
+        "cdm_density": FieldInfo(0, "the cold particles' mass density, assigned by the window (runs with particles)",
                                  r"\rho_{\rm CDM}", "inferno", log=True),
         "total_density": FieldInfo(0, "wave plus particles' mass density (mixed runs)", r"\rho_{\rm tot}", "inferno",
                                    log=True),
@@ -153,7 +176,7 @@ INFO = EquationInfo(
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
                         "(Parseval-weighted) summed over the modes of shell k, every Nyquist plane left out (so every backend "
                         "agrees); the sum over shells is <delta^2> but for those planes (in a mixed run of the total "
-                        "matter, f delta_wave + (1 - f) delta_cdm)",
+                        "matter, f delta_wave + (1 - f) delta_cdm; without the wave the particles', as density_cdm)",
              "density_fdm": "the same of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs)",
              "density_cdm": "the same of the particles' own contrast, the window divided out (mixed runs; with "
                             "their shot noise)"},
@@ -169,5 +192,6 @@ INFO = EquationInfo(
         spectrum="density",
         spectrum_label=r"$P(k)$ of $\delta = \rho/\bar\rho - 1$, $\Sigma_k P(k) = \langle\delta^2\rangle$",
         slice_field="density",
+        slice_fallback=("cdm_density",),
     ),
 )

@@ -20,7 +20,9 @@ part of kick (p += -grad(V) dt) and drift (x += p dt, then the hand-over to thei
 and the force), their layout, restarts and outputs are :class:`simulator.equations.cold.species.ColdSpecies`'s,
 with the static box's factors K1 = K2 = dt, G = ``physics.G`` and m_p = ((1 - f) / f) mean(|psi|^2) V / Np
 (the wave's mass is conserved to round-off, so m_p is too). Without particles none of it runs: the state
-and every number are those of the wave alone.
+and every number are those of the wave alone. At f = 0 the particles are alone: the state is
+:class:`~simulator.equations.cold.species.ColdState` with its own particle mass (``stored_mass``: rho0 V / Np
+of the ``jeans`` start), no psi; diagnostics and spectra are the particles'.
 
 Arrays: the state is :class:`SPState`, psi (complex) and V (real), both ``(Nx, Ny, Nz)`` in the FFT
 backend's real-space layout; a mixed run's :class:`~simulator.equations.cold.species.MixedState` adds the
@@ -69,6 +71,7 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
 
     info = INFO
     snapshot_sources = ("abs_psi", "phase")  # psi is complex: snapshots hold its modulus and phase
+    stored_mass = True  # without the wave no parameter sets the particle mass: the state holds it
     _LEAVES: ClassVar[tuple[str, ...]] = ("kc", "kr", "keep", "weight")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any,
@@ -97,7 +100,10 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
 
     def kick(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
         """psi <- exp(-i (V + g |psi|^2) dt / nu) psi: the potential part, exact (|psi| does not change; a
-        rotation, :mod:`.phase`); in a mixed run also p <- p - grad(V) dt, exact (x, hence V, fixed)."""
+        rotation, :mod:`.phase`); in a mixed run also p <- p - grad(V) dt, exact (x, hence V, fixed); without the
+        wave that alone."""
+        if not self.wave:
+            return self.kick_particles(state, None, dt)
         v = state.potential + params["self_interaction"] * jnp.abs(state.psi) ** 2  # g = 0 adds exactly nothing
         psi = rotate(state.psi, -(dt / params["hbar_over_m"]) * v)
         if self.mixed:
@@ -106,7 +112,10 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
 
     def drift(self, state: SPState, dt: jax.Array, params: Params) -> SPState:
         """psi_hat <- exp(-i nu k^2 dt / 2) psi_hat: the kinetic part, exact; in a mixed run also x <- x + p dt
-        (exact: p fixed) and the hand-over to the new owners; then V (and the force) of the new density."""
+        (exact: p fixed) and the hand-over to the new owners; then V (and the force) of the new density; without
+        the wave the particles' part alone."""
+        if not self.wave:
+            return self.drift_particles(state, None, dt, params)
         kx, ky, kz = self.kc
         phase = (-0.5 * params["hbar_over_m"] * dt) * (kx**2 + ky**2 + kz**2)
         psi = self.fft.ifft(rotate(self.fft.fft(state.psi), phase))
@@ -114,11 +123,13 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
             return self.drift_particles(state, psi, dt, params)
         return SPState(psi, self.potential(psi, params))
 
-    # ---- cold particles (a mixed run) ----------------------------------------------------------------
+    # ---- cold particles (a mixed run, or the particles alone) ----------------------------------------------------
 
-    def cdm_mass(self, psi: jax.Array, params: Params) -> jax.Array:
+    def cdm_mass(self, psi: jax.Array | None, params: Params, mass: jax.Array | None = None) -> jax.Array:
         """The mass of one cold particle, ((1 - f) / f) mean(|psi|^2) V / Np: the particles carry 1 - f of
-        the mass, the wave f."""
+        the mass, the wave f; without the wave (``psi`` None) the state's own ``mass``."""
+        if psi is None:
+            return mass[0]
         f = params["fdm_fraction"]
         wave = jnp.mean(jnp.abs(psi) ** 2) * math.prod(self.box)
         return (1.0 - f) / f * wave / self.physics.cdm_particles
@@ -128,16 +139,20 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         return params["G"]
 
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
-        """A mixed run's cold particles as the species ``cdm``: positions wrapped into [0, L) and velocities
+        """A run's cold particles as the species ``cdm``: positions wrapped into [0, L) and velocities
         dx/dt = p, ``(slots, 3)`` by owner, with their identities (lattice indices) and occupied slots."""
-        return self.cold_particles(state, state.momentum) if self.mixed else {}
+        return self.cold_particles(state, state.momentum) if self.cold else {}
 
     # ---- states --------------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> SPState:
-        """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)``: psi and its potential."""
+        """The state of a real-space wave function ``psi`` ``(Nx, Ny, Nz)``: psi and its potential; with
+        particles their positions ``cdm_position`` and velocities ``cdm_momentum`` ``(Np, 3)`` in lattice order
+        too; without the wave those and the mass of one particle ``cdm_mass`` ``(1,)``."""
+        if not self.wave:
+            return self.mixed_state(None, fields["cdm_position"], fields["cdm_momentum"], params, fields["cdm_mass"])
         psi = fields["psi"].astype(complex_dtype(self.dtype))
-        if self.mixed:  # replicated (Np, 3) in lattice order, laid out by owner here
+        if self.cold:  # replicated (Np, 3) in lattice order, laid out by owner here
             return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return SPState(psi, self.potential(psi, params))
 
@@ -146,7 +161,9 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
 
     def fields(self, state: SPState, params: Params) -> dict[str, jax.Array]:
         """Real space ``(Nx, Ny, Nz)``: density |psi|^2, |psi|, phase arg(psi), potential V, and psi; in a mixed
-        run the particles' assigned density and the total."""
+        run the particles' assigned density and the total; without the wave V and the particles' density."""
+        if not self.wave:
+            return {"potential": state.potential, "cdm_density": self.cdm_density(state, params)}
         out = {"density": jnp.abs(state.psi) ** 2, "abs_psi": jnp.abs(state.psi), "phase": jnp.angle(state.psi),
                "potential": state.potential, "psi": state.psi}
         if self.mixed:
@@ -158,7 +175,14 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
 
     def diagnostics(self, state: SPState, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Box totals: mass, kinetic, potential and total energy; max density; CFL number; the resolution of the
-        de Broglie scale (k_max / k_rms and the spectral tail of psi)."""
+        de Broglie scale (k_max / k_rms and the spectral tail of psi); the particles' alone without the wave (no
+        de Broglie wavenumber)."""
+        if not self.wave:
+            m_p = self.particle_mass(state, params)
+            part = mesh.energies(self, state, m_p)
+            return {"mass": m_p * self.physics.cdm_particles, "kinetic": part["kinetic"],
+                    "potential": part["potential"], "total": part["kinetic"] + part["potential"],
+                    "max_density": jnp.max(self.cdm_density(state, params)), "cfl": dt * part["speed"]}
         nu, g = params["hbar_over_m"], params["self_interaction"]
         rho = jnp.abs(state.psi) ** 2
         kx, ky, kz = self.kc
@@ -193,10 +217,17 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         the Nyquist planes); in a mixed run of the total matter, f delta_wave + (1 - f) delta_cdm, and of each
         component's own contrast. Every Nyquist plane is left out: a real transform's half spectrum stores one of
         them fewer than the full one (jaxdecomp's), so backends agree only without them; the potential and the
-        particles' deconvolved density have none either."""
+        particles' deconvolved density have none either. Without the wave: the particles' contrast."""
+        weight = self.nyquist_free(self.weight)
+        if not self.wave:
+            m_p = self.particle_mass(state, params)
+            cdm_hat = mesh.contrast_spectrum(self, state.position, state.live, m_p,
+                                             m_p * self.physics.cdm_particles / math.prod(self.box))
+            return {"density": spectra.shell_sum(weight * jnp.abs(cdm_hat) ** 2 / float(self.fft.size) ** 2, self.kr,
+                                                 self.fft.shape, self.box)}
         rho = jnp.abs(state.psi) ** 2
         delta_hat = self.fft.rfft(rho / jnp.mean(rho) - 1)
-        contrasts, weight = {"density": delta_hat}, self.nyquist_free(self.weight)
+        contrasts = {"density": delta_hat}
         if self.mixed:
             f = params["fdm_fraction"]
             mean = (1.0 - f) / f * jnp.mean(rho)
@@ -214,7 +245,8 @@ def _jeans(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Para
     """psi = sqrt(rho0 (1 + eps cos(k x))) exp(i theta): a density wave along x at mode ``wavenumber``, at rest
     (theta = 0) or growing at ``rate`` r: d delta/dt = -div(nu grad theta) = r delta gives lap(theta) =
     -(r / nu) delta. In a mixed run the wave holds f rho0 and the particles the rest: the lattice displaced by
-    s, delta = -div(s) (:func:`simulator.equations.cold.mesh.displacement`), with momenta p = ds/dt = r s.
+    s, delta = -div(s) (:func:`simulator.equations.cold.mesh.displacement`), with momenta p = ds/dt = r s. Without
+    the wave (f = 0) the particles alone, each of mass rho0 V / Np.
 
     Linear theory (delta << 1, a wave alone): delta(t) = eps (cosh(gamma t) + (r / gamma) sinh(gamma t)) with
     gamma^2 = 4 pi G rho0 - nu^2 k^4 / 4 when positive (Jeans-unstable), else oscillating at omega^2 = -gamma^2.
@@ -222,13 +254,17 @@ def _jeans(eq: SchrodingerPoisson, c: Sequence[jax.Array], ic: Any, params: Para
     x = 2 * jnp.pi * ic.wavenumber / eq.box[0] * c[0]
     delta = jnp.broadcast_to(ic.amplitude * jnp.cos(x), eq.fft.shape)
     delta_hat = eq.fft.rfft(delta)
-    theta = eq.fft.irfft((-ic.rate / params["hbar_over_m"]) * inverse_laplacian(eq.kr) * delta_hat)
-    theta = jnp.where(theta == 0, 0.0, theta)  # at rest: +0, so psi is sqrt(rho) + 0i bit for bit, as it always was
-    rho = ic.density * (1 + delta)
-    if eq.mixed:
-        rho = params["fdm_fraction"] * rho
-    out = {"psi": jnp.sqrt(rho) * jnp.exp(1j * theta)}
-    if eq.mixed:
+    out = {}
+    if eq.wave:
+        theta = eq.fft.irfft((-ic.rate / params["hbar_over_m"]) * inverse_laplacian(eq.kr) * delta_hat)
+        theta = jnp.where(theta == 0, 0.0, theta)  # at rest: +0, so psi is sqrt(rho) + 0i bit for bit, as always
+        rho = ic.density * (1 + delta)
+        if eq.cold:
+            rho = params["fdm_fraction"] * rho
+        out["psi"] = jnp.sqrt(rho) * jnp.exp(1j * theta)
+    else:
+        out["cdm_mass"] = jnp.full(1, ic.density * math.prod(eq.box) / eq.physics.cdm_particles, eq.dtype)
+    if eq.cold:
         s = mesh.displacement(eq, delta_hat)
         out["cdm_position"] = jnp.mod(mesh.lattice(eq) + s, jnp.asarray(eq.box, eq.dtype))
         out["cdm_momentum"] = ic.rate * s
