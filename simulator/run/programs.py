@@ -37,9 +37,11 @@ class Ahead:
     def __init__(self, sim: Any, names: Sequence[str], state: Any):
         self.start = time.monotonic()
         scalar = jax.ShapeDtypeStruct((), sim.dtype, sharding=sim.scalar_sharding)
-        lowered = {name: sim.lower(name, state, scalar, scalar) for name in names}
-        self._pool = ThreadPoolExecutor(max(len(lowered), 1))
-        self._futures: dict[str, Future] = {name: self._pool.submit(low.compile) for name, low in lowered.items()}
+        self._pool = ThreadPoolExecutor(max(len(names), 1))
+        # each compiles as soon as it is lowered (lowering holds the GIL, XLA's compiler does not), the chunk,
+        # the longest to compile, first
+        self._futures: dict[str, Future] = {
+            name: self._pool.submit(sim.lower(name, state, scalar, scalar).compile) for name in names}
 
     def wait(self) -> float:
         """Block until every program is compiled (or loaded); the seconds since they were started. A program
