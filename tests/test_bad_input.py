@@ -194,6 +194,12 @@ CASES = {
                                 "holds grid [16, 16, 16]"),
     "restart with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
                                     "--restart"], "(changed: physics.viscosity)"),
+    "restart in another box": (["run", TG, *SMALL, "--set", "grid.box=3", "--out", "run", "--restart"],
+                               "was written with other physics or grid; pass --allow-physics-change to continue with "
+                               "the new values (changed: grid.box)"),
+    "restart at another grid in another box": (["run", TG, *SMALL, "--set", "grid.shape=32", "--set", "grid.box=3",
+                                                "--restart", "run/checkpoints/c00000005.json", "--out", "finer"],
+                                               "holds a state in the box"),
     "restart as another equation": (["run", JEANS, *SMALL, "--out", "run", "--restart"], "holds a navier_stokes state"),
     "restart a run that never checkpointed": (["run", TG, *SMALL, "--out", ".", "--restart"], "has nothing to resume"),
     "resume with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run", "--resume"],
