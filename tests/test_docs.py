@@ -654,8 +654,9 @@ def test_the_restarts_page_opens_with_its_commands_and_a_table_linking_each_row_
 
     text = page("how-to/restarts.md")
     first = text.split("\n## ")[0]
+    assert "`simulator run CONFIG --out DIR`" in first
     for option in ("--resume", "--restart [PATH]", "--restart --add-to-t-end T"):
-        assert f"--out DIR {option}" in first, option
+        assert f"* `{option}`: " in first, option
     table = text.split("## What you change, what happens")[1].split("\n## ")[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| you change")]
     slugs = {slugify(h, "-") for h in _headings(text, 2)}
