@@ -87,7 +87,7 @@ def size_bound() -> int:
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise ValueError(f"{ENV_SIZE} = {text!r}: give a positive size in bytes, e.g. 500M or 2G")
+        raise ValueError(f"{ENV_SIZE} = {text!r} is not a positive size")
     return int(value)
 
 
@@ -274,11 +274,11 @@ def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
             return status
         try:
             bound = size_bound()
-        except ValueError as err:
+        except ValueError:
             from simulator.errors import ConfigError
 
-            raise ConfigError(ENV_SIZE, os.environ.get(ENV_SIZE, ""), "a positive size such as 500M or 2G",
-                              str(err).split(": ", 1)[-1]) from None
+            raise ConfigError(ENV_SIZE, os.environ.get(ENV_SIZE, "").strip(), "give bytes, or a number with a K, M "
+                              "or G suffix, such as 500M or 2G", "is not a positive size") from None
         try:
             path.mkdir(parents=True, exist_ok=True)
             probe = path / f".probe.{os.getpid()}.tmp"

@@ -194,6 +194,12 @@ CASES = {
                                 "holds grid [16, 16, 16]"),
     "restart with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
                                     "--restart"], "(changed: physics.viscosity)"),
+    "restart in another box": (["run", TG, *SMALL, "--set", "grid.box=3", "--out", "run", "--restart"],
+                               "was written with other physics or grid; pass --allow-physics-change to continue with "
+                               "the new values (changed: grid.box)"),
+    "restart at another grid in another box": (["run", TG, *SMALL, "--set", "grid.shape=32", "--set", "grid.box=3",
+                                                "--restart", "run/checkpoints/c00000005.json", "--out", "finer"],
+                                               "holds a state in the box"),
     "restart as another equation": (["run", JEANS, *SMALL, "--out", "run", "--restart"], "holds a navier_stokes state"),
     "restart a run that never checkpointed": (["run", TG, *SMALL, "--out", ".", "--restart"], "has nothing to resume"),
     "resume with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run", "--resume"],
@@ -266,3 +272,15 @@ def test_an_unreadable_config_is_one_line(workdir, tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.strip() == f"error: config file = {show_value(str(config))} cannot be read (Permission denied); " \
                                "make it readable (check its permissions)"
+
+
+def test_a_bad_compilation_cache_bound_is_one_line_saying_what_is_wrong(workdir):
+    """SIMULATOR_COMPILATION_CACHE_SIZE that is not a size: one line naming the variable, its value, what is wrong
+    and what is allowed, before anything is written (it said 'give a positive size ...; a positive size ...')."""
+    env = {**os.environ, "SIMULATOR_COMPILATION_CACHE_SIZE": "lots"}
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", TG, *SMALL, "--out", "sized"], cwd=workdir, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip() == "error: SIMULATOR_COMPILATION_CACHE_SIZE = 'lots' is not a positive size; give bytes, " \
+                               "or a number with a K, M or G suffix, such as 500M or 2G"
+    assert not (workdir / "sized").exists()

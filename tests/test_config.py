@@ -233,6 +233,22 @@ def test_config_docs_have_a_table_per_equation_and_initial_condition():
             assert f"**`initial.name: {ic}`** ({name})" in docs
 
 
+def test_a_key_declared_free_or_kept_on_a_restart_says_so_in_its_reference_line():
+    """docs/how-to/restarts.md sends readers to the config reference for what a restart may do with a key: every
+    schema field declared restart="free" or "kept" ends its doc line with it (physics.output_redshifts did not)."""
+    import dataclasses
+
+    from simulator.equations import registry
+
+    said = {"free": "may change on a restart", "kept": "a restart keeps it"}
+    sections = {**{f"{name}: physics": info.params for name, info in registry().items()}, "grid": C.GridConfig}
+    declared = {f"{section}.{f.name}": (f.metadata["restart"], f.metadata["doc"])
+                for section, fields in sections.items() for f in dataclasses.fields(fields) if "restart" in f.metadata}
+    assert len(declared) >= 4
+    for key, (rule, doc) in declared.items():
+        assert doc.endswith(said[rule]), (key, rule, doc)
+
+
 def test_keys_of_the_first_config_format_are_read(tmp_path):
     """output.snapshot_every / snapshot_dt and output.spectra: bool still work (shipped configs and
     users' own use them)."""

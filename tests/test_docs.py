@@ -627,6 +627,45 @@ def test_the_restart_tools_as_written():
         np.testing.assert_allclose(energy, 1.5 * np.exp(-2 * nu * t), rtol=1e-5)
 
 
+def _headings(text: str, level: int) -> list[str]:
+    return re.findall(rf"^{'#' * level} (.+)$", text, re.M)
+
+
+def test_troubleshooting_is_headed_by_symptom_and_opens_with_its_contents():
+    """Troubleshooting was a flat list of bullets (nothing to link to): every symptom is a heading of its own
+    under a section of what the user sees, the page opens with a list linking every section in order, and no
+    message is left as a bare bullet."""
+    from markdown.extensions.toc import slugify
+
+    text = page("how-to/troubleshooting.md")
+    head, _, body = text.partition("\n## ")
+    sections = _headings(text, 2)
+    assert len(sections) >= 8 and len(_headings(text, 3)) >= 3 * len(sections)
+    assert re.findall(r"^\* \[[^]]+\]\(#([^)]+)\)", head, re.M) == [slugify(h, "-") for h in sections]
+    for section in ("## " + body).split("\n## "):
+        assert section.count("\n### ") >= 1, section[:80]   # each section holds its symptoms as headings
+    assert not re.search(r"^\* `", body, re.M), "a message as a bare bullet: give it a heading"
+
+
+def test_the_restarts_page_opens_with_its_commands_and_a_table_linking_each_row_to_its_detail():
+    """Restarts were bullets of 10-15 lines: the page opens with the three commands, then a table of what a
+    change does at a restart, each row linking to a section of the page."""
+    from markdown.extensions.toc import slugify
+
+    text = page("how-to/restarts.md")
+    first = text.split("\n## ")[0]
+    assert "`simulator run CONFIG --out DIR`" in first
+    for option in ("--resume", "--restart [PATH]", "--restart --add-to-t-end T"):
+        assert f"* `{option}`: " in first, option
+    table = text.split("## What you change, what happens")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| you change")]
+    slugs = {slugify(h, "-") for h in _headings(text, 2)}
+    assert len(rows) >= 12
+    for row in rows:
+        links = re.findall(r"\]\(#([^)]+)\)", row)
+        assert links and set(links) <= slugs, row
+
+
 # ---- measured performance: the current figures first ----
 
 def test_measured_performance_opens_with_the_current_figures_each_linked_to_its_section():

@@ -318,14 +318,16 @@ def test_a_finished_run_without_checkpoints_is_left_alone(finished, tmp_path):
 
 @pytest.mark.slow
 def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path):
-    """dt 0.01 -> 0.005 and dt 0.01 -> 0.02 after a finished run at t = 0.1, extended to t_end = 0.2 with
-    --resume: the new dt from the restart on, the end at t_end, the change in the log."""
-    for dt, total in ((0.005, 30), (0.02, 15)):
+    """dt 0.01 -> 0.005 (and rk4 -> rk2: a checkpoint holds the state, not a scheme's stages) and dt 0.01 -> 0.02
+    after a finished run at t = 0.1, extended to t_end = 0.2 with --resume: the new dt (and scheme) from the
+    restart on, the end at t_end, the change in the log."""
+    for dt, total, scheme in ((0.005, 30, "rk2"), (0.02, 15, "rk4")):
         run_dir = copy(finished, tmp_path, f"dt{dt}")
-        r = simulator(tmp_path, *FINISHED, "--set", f"time.dt={dt}", "--set", "time.t_end=0.2", "--out", run_dir.name,
-                      "--resume")
+        r = simulator(tmp_path, *FINISHED, "--set", f"time.dt={dt}", "--set", f"time.integrator={scheme}", "--set",
+                      "time.t_end=0.2", "--out", run_dir.name, "--resume")
         assert r.returncode == 0, r.stderr[-2000:]
         assert f"time step now {dt:g}" in r.stderr and "nothing to do" not in r.stderr
+        assert f"float64, {scheme}, dt {dt:g}, t_end 0.2" in r.stderr.splitlines()[0], r.stderr[:500]
         table = rows(run_dir)[1:]
         assert [int(r[0]) for r in table][-1] == total and float(table[-1][1]) == 0.2
         assert {float(r[2]) for r in table if int(r[0]) > 10} == {dt}

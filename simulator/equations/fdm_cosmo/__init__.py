@@ -89,8 +89,8 @@ class FDMCosmoParams(EquationParams):
     z_end: float = setting(3.0, "redshift where the run ends: sets time.t_end = ln((1 + z_start) / (1 + z_end)); "
                            "may change on a restart", min=0.0, restart="free")
     output_redshifts: tuple[float, ...] = setting((), "redshifts of snapshots and spectra rows: set "
-                                                  "output.snapshots.times and output.spectra.times", min=0.0,
-                                                  restart="free")
+                                                  "output.snapshots.times and output.spectra.times; may change on "
+                                                  "a restart", min=0.0, restart="free")
     sigma8: float = param(0.811, "rms linear density contrast in spheres of 8 Mpc/h at z = 0 (normalises the "
                           "spectrum before the FDM cut-off)", gt=0.0)
     n_s: float = param(0.965, "primordial spectral index of the built-in spectrum")
