@@ -11,6 +11,9 @@ launches a user waits on:
 * ``processes``: the default run as 2 processes of 2 devices (``simulator launch -n 2``);
 * ``check``: ``simulator check --cpu-devices 4 --all-backends``.
 
+``--gpu`` runs ``default``, ``particles`` and ``restart`` on the machine's GPU instead of 2 virtual CPU devices,
+with ``--gpu-grid`` (default 256) for the default run's grid: what a GPU's first and later launches cost.
+
 ``--baseline DIR`` runs the same launches from another checkout (``git worktree add DIR REV``), interleaved
 with this one's, cold and warm alike: the before and after of one invocation on one machine. Figures are
 the median of ``--repeats``. "first chunk" is the moment the first progress line (``step N``) reaches the
@@ -50,6 +53,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     p.add_argument("--baseline", default=None, metavar="DIR", help="another checkout to run the same launches from")
     p.add_argument("--repeats", type=int, default=1, help="cold and warm launches of each case and checkout")
+    p.add_argument("--gpu", action="store_true", help="the runs on this machine's GPU (no virtual CPU devices)")
+    p.add_argument("--gpu-grid", type=int, default=256, help="with --gpu: the default run's grid")
     p.add_argument("--out", default="outputs/bench")
     return p.parse_args()
 
@@ -82,16 +87,20 @@ def sweep_points(directory: Path) -> list[dict[str, float]]:
     return rows
 
 
-def launch(case: str, checkout: Path, scratch: Path, env: dict[str, str]) -> tuple[dict[str, float], list]:
-    """One launch of ``case``; what it measured, and a sweep's per-point rows."""
+def launch(case: str, checkout: Path, scratch: Path, env: dict[str, str], gpu: int | None = None
+           ) -> tuple[dict[str, float], list]:
+    """One launch of ``case`` (``gpu``: on the GPU, the default run on that grid); what it measured, and a
+    sweep's per-point rows."""
     out = scratch / "run"
+    where = ["--cpu-devices", "2"] if gpu is None else ["--set", f"grid.shape={gpu}", "--set", "time.t_end=0.5"]
     if case == "default":
-        return timed(["run", TG, "--cpu-devices", "2", "--out", str(out), "--overwrite"], checkout, env), []
+        return timed(["run", TG, *where, "--out", str(out), "--overwrite"], checkout, env), []
     if case == "particles":
-        return timed(["run", *PARTICLES, "--cpu-devices", "2", "--out", str(out), "--overwrite"], checkout, env), []
+        cpu = ["--cpu-devices", "2"] if gpu is None else []
+        return timed(["run", *PARTICLES, *cpu, "--out", str(out), "--overwrite"], checkout, env), []
     if case == "restart":  # of the run main() made in this scratch directory
-        return timed(["run", TG, "--cpu-devices", "2", "--out", str(out), "--restart", "latest", "--add-to-t-end",
-                      "1"], checkout, env), []
+        return timed(["run", TG, *where, "--out", str(out), "--restart", "latest", "--add-to-t-end", "1"], checkout,
+                     env), []
     if case == "processes":
         return timed(["launch", "-n", "2", "--cpu-devices", "2", "run", TG, "--out", str(out), "--overwrite"], checkout,
                      env), []
@@ -123,10 +132,11 @@ def main() -> int:
                            "SIMULATOR_COMPILATION_CACHE": str(scratch / "xla"),
                            "SIMULATOR_FFTW_WISDOM": str(scratch / "wisdom")}
                     for which in ("cold", "warm"):
+                        gpu = args.gpu_grid if args.gpu else None
                         if case == "restart" and which == "cold":  # the run to restart, then an empty cache
-                            launch("default", checkout, scratch, env)
+                            launch("default", checkout, scratch, env, gpu)
                             shutil.rmtree(scratch / "xla", ignore_errors=True)
-                        measured, points = launch(case, checkout, scratch, env)
+                        measured, points = launch(case, checkout, scratch, env, gpu)
                         samples.setdefault((name, which), []).append(measured)
                         for point in points:
                             rows.append({"case": case, "checkout": name, "launch": which, "repeat": repeat, **point})
