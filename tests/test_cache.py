@@ -1,7 +1,7 @@
 """The persistent compilation cache (simulator/cache.py): a later launch of the same structure loads every
 program the first compiled, and gets the same answer; a program compiled under other XLA flags, a damaged,
 truncated or foreign entry, an unusable or full directory are never loaded and never stop a run; concurrent
-writers leave whole entries; the cache keeps to its bound.
+writers leave whole entries; the cache keeps to its bound; a run's snapshots call the program it compiled ahead.
 
 Each launch here has a cache directory of its own (SIMULATOR_COMPILATION_CACHE), not the session's.
 """
@@ -248,3 +248,23 @@ def test_a_slab_program_names_its_local_fft_in_its_text(devices):
         texts.append(jax.jit(fft.rfft).lower(x).as_text())
         assert f"rfft_z_{local.tag}" in texts[-1] and f"fft_xy_{local.tag}" in texts[-1]
     assert texts[0] != texts[1]
+
+
+def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
+    """A run's snapshot is computed a component per call (Simulation.snapshot_parts) of the program
+    Simulation.lower("fields") describes, which the run compiles ahead (simulator/run/programs.py): writing one,
+    vectors and a stack of scalars, compiles and loads nothing more."""
+    from simulator.api import load_config
+    from simulator.output.snapshots import write_snapshot
+    from simulator.plan import run_programs
+    from simulator.run.programs import Ahead
+    from simulator.run.simulation import Simulation
+
+    cfg = load_config(None, {"grid.shape": 8, "physics.scalars": [{}, {}], "output.snapshots.every": 10})
+    sim = Simulation(cfg, devices[:2])
+    Ahead(sim, run_programs(cfg)).wait()
+    state = sim.initial_state()
+    cache.counts(reset=True)
+    write_snapshot(tmp_path / "s00000000", sim.snapshot_parts(state), {"step": 0}, cfg.grid.box, 0.0,
+                   stacked=["scalar"])
+    assert cache.counts().total == 0, cache.counts()

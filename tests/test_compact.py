@@ -355,10 +355,11 @@ def test_a_vectors_inverse_transforms_stacked_or_one_by_one_step_as_the_full_lay
                          ids=["navier_stokes", "boussinesq", "mhd"])
 def test_one_gpus_route_transforms_in_turn_and_steps_as_the_full_layout(name, overrides):
     """On GPUs the flows' transforms go one field at a time (``FFTBackend.in_turn``: optimization barriers between
-    them) in the snapshot fields, and with ``fft.in_turn`` in the step too. Forced on a CPU device
-    (``simulator.fft.mesh.as_on``): the programs hold the barriers where they should (a CPU's route holds none),
-    and with ``fft.in_turn`` the fields, spectra and diagnostics after a few steps equal the full layout's; so
-    does a batch of two states under ``jax.vmap``."""
+    them) in the fields made at once (``Equation.fields``: ``Simulation.fields``, the output tasks), and with
+    ``fft.in_turn`` in the step too; a run's snapshot program transforms one component per call and holds none.
+    Forced on a CPU device (``simulator.fft.mesh.as_on``): the programs hold the barriers where they should (a
+    CPU's route holds none), and with ``fft.in_turn`` the fields, spectra and diagnostics after a few steps equal
+    the full layout's; so does a batch of two states under ``jax.vmap``."""
     from simulator.fft.mesh import as_on
     from simulator.plan import abstract_state
 
@@ -369,9 +370,11 @@ def test_one_gpus_route_transforms_in_turn_and_steps_as_the_full_layout(name, ov
             sim = simulation(jax.devices(), SINGLE, physics__name=name, grid__shape=list(GRID), fft__layout="compact",
                              time__integrator="rk2", fft__in_turn=in_turn, **overrides)
             state, dt = abstract_state(sim), jax.ShapeDtypeStruct((), sim.dtype)
-            barriers[route, in_turn] = ["optimization_barrier" in sim.lower(program, state, dt, dt).as_text()
-                                        for program in ("chunk", "fields")]
-    assert barriers == {("cpu", True): [False, False], ("gpu", False): [False, True], ("gpu", True): [True, True]}
+            at_once = jax.jit(lambda eq, s, p: eq.fields(s, p)).lower(sim.equation, state, sim.params)
+            barriers[route, in_turn] = ["optimization_barrier" in low.as_text() for low in (
+                sim.lower("chunk", state, dt, dt), at_once, sim.lower("fields", state, dt, dt))]
+    assert barriers == {("cpu", True): [False, False, False], ("gpu", False): [False, True, False],
+                        ("gpu", True): [True, True, False]}
 
     with as_on("gpu"):
         sim, fields, diagnostics = flow(name, SINGLE, "compact", {**overrides, "fft__in_turn": True})

@@ -212,6 +212,43 @@ def test_xdmf_describes_paraview_order_and_the_series_covers_the_run(tmp_path, d
                                               "s00000030"]
 
 
+@pytest.mark.parametrize("values, n", [
+    ({"physics.name": "navier_stokes", "physics.scalars": [{}], "fft.backend": "pencil"}, 4),  # vectors, a stack
+    ({"physics.name": "boussinesq"}, 2),  # a field of one component among vectors
+    ({"physics.name": "schrodinger_poisson"}, 2),  # several fields, declared out of alphabetical order
+], ids=["navier_stokes", "boussinesq", "schrodinger_poisson"])
+def test_a_run_writes_the_file_of_its_whole_fields_a_component_at_a_time(tmp_path, devices, values, n):
+    """A run's snapshots compute and write one component at a time (Simulation.snapshot_parts, so that no device
+    holds more than one field: tests/test_plan.py), and write, byte for byte, the shard and XDMF files the fields
+    computed whole (Simulation.fields, the run's snapshot program before) make, and the same index (its bytes
+    hold the second it was written)."""
+    from simulator.api import load_config
+    from simulator.run.simulation import Simulation
+
+    sim = Simulation(load_config(None, {"grid.shape": [8, 12, 16], "precision": "float32", **values}), devices[:n])
+    state = sim.advance(sim.initial_state(), 2, 0.01)
+    names, info = sim.snapshot_fields, sim.equation.field_info
+    stacked = [name for name in names if info[name].stacked]
+    for how, fields in (("parts", sim.snapshot_parts(state, 0.02)), ("whole", sim.fields(state, *names, t=0.02))):
+        write_snapshot(tmp_path / how / "s00000002", {name: fields[name] for name in names}, {"step": 2},
+                       sim.cfg.grid.box, 0.02, stacked=stacked)  # in the run's order, as SnapshotWriter writes
+    written = sorted(p.relative_to(tmp_path / "whole") for p in (tmp_path / "whole").rglob("*") if p.is_file())
+    assert len(written) == 4 and written == sorted(p.relative_to(tmp_path / "parts")
+                                                        for p in (tmp_path / "parts").rglob("*") if p.is_file())
+    for path in written:
+        if path.name != "s00000002.h5":
+            assert (tmp_path / "parts" / path).read_bytes() == (tmp_path / "whole" / path).read_bytes(), path
+            continue
+        with h5py.File(tmp_path / "parts" / path, "r") as got, h5py.File(tmp_path / "whole" / path, "r") as want:
+            assert list(got) == list(want) and _attrs(got) == _attrs(want)
+            for key in want:  # the fields read through their virtual datasets from the shards, and coordinates
+                assert _attrs(got[key]) == _attrs(want[key]) and got[key][()].tobytes() == want[key][()].tobytes(), key
+
+
+def _attrs(obj):
+    return {k: np.asarray(v).tobytes() for k, v in obj.attrs.items() if k not in ("DIMENSION_LIST", "REFERENCE_LIST")}
+
+
 def test_snapshot_fields_must_be_scalars_or_vectors(tmp_path, devices):
     fft = backend("slab", 2, devices)
     with pytest.raises(ValueError, match=r"'t' has shape \[2, 8, 16, 32\]; allowed: \[8, 16, 32\] or \[3, 8, 16, 32\]"):

@@ -189,6 +189,16 @@ class Equation(abc.ABC):
     def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
         """Every real-space output field of :attr:`field_info`, by name, in the real-space layout."""
 
+    def field(self, state: Any, params: Params, name: str, component: jax.Array) -> jax.Array:
+        """Component ``component`` (a traced int32 index; one without components ignores it) of the real-space
+        field ``name``, ``(Nx, Ny, Nz)`` in the real-space layout: what a run's snapshots compute, one component
+        per call, so that no device holds more than one
+        (:meth:`simulator.run.simulation.Simulation.snapshot_parts`). By default taken from :meth:`fields`,
+        whose other fields XLA drops; an equation whose fields are the transforms of stacked spectra
+        transforms the one component alone (:class:`~simulator.equations.flow.velocity.FlowEquation`)."""
+        value = self.fields(state, params)[name]
+        return value if value.ndim == 3 else jax.lax.dynamic_index_in_dim(value, component, keepdims=False)
+
     @abc.abstractmethod
     def diagnostics(self, state: Any, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Scalars named in ``info.diagnostics`` (mesh reductions, nothing gathered)."""

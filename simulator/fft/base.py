@@ -234,8 +234,10 @@ class FFTBackend(Layout, abc.ABC):
         One at a time, field ``j`` is made only once field ``j - 1``'s transform exists
         (``lax.optimization_barrier`` on ``inputs`` and that result): XLA's GPU scheduler otherwise forms every
         field first and holds them all (the five components of the traceless stress: 20 B/cell in float32).
-        That is what a program at output cadence does off the CPU (``step`` False: the snapshot fields, 51.9 ->
-        39.7 B/cell on one H100 at 128^3), and a step with ``fft.in_turn`` (:attr:`step_in_turn`). Compiled for
+        That is what a program at output cadence does off the CPU (``step`` False: a flow's fields, as the output
+        tasks and :meth:`~simulator.run.simulation.Simulation.fields` compute them; the snapshot fields took 51.9 ->
+        39.7 B/cell on one H100 at 128^3 so, before a run's snapshots went one component per call), and a step
+        with ``fft.in_turn`` (:attr:`step_in_turn`). Compiled for
         an H100 (``scripts/bench_compact.py --target h100``), Navier-Stokes's lsrk4 float32 chunk at 128^3 then
         takes 30.7 B/cell instead of 35.4, and a 512^3 rk4 step moves 834 bytes per cell through memory instead
         of 655: by default a step makes its fields at once, and on several devices XLA runs one field's

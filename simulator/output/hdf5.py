@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +88,27 @@ class Field:
         to_canonical = np.argsort(canonical_order(self.array.ndim, self.perm))
         storage = self.storage if self.storage is not None else range(self.array.ndim)
         return tuple(int(to_canonical[a]) for a in storage)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """An array of global ``shape``, ``(n, Nx, Ny, Nz)`` or ``(Nx, Ny, Nz)``, never held whole: ``part(i)``
+    computes its slice ``i`` along the leading axis, ``(Nx, Ny, Nz)`` sharded as the whole is along the grid
+    axes (the whole itself for a 3D array, i = 0). ``sharding``: the whole's, unsplit along the leading axis.
+
+    :func:`write` stores it as it stores the whole array, bit for bit, asking for one slice at a time: a run's
+    snapshots, so that no device holds more than one component of one field
+    (:meth:`simulator.run.simulation.Simulation.snapshot_parts`). Each process keeps its blocks of the whole
+    on the host until the last slice is in (one field's share at a time)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    sharding: jax.sharding.Sharding
+    part: Callable[[int], jax.Array]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
 
 @dataclass(frozen=True)
@@ -224,11 +245,7 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
             group.attrs["global_shape"] = [arr.shape[i] for i in axes]
             if field.storage is not None:
                 group.attrs["storage_order"] = list(field.storage)
-            local = {s.device: s for s in arr.addressable_shards}
-            for i, (bounds, owner) in enumerate(blocks(arr)):
-                if owner not in local:
-                    continue
-                data = transposed(np.asarray(local[owner].data), axes)
+            for i, bounds, data in _local_blocks(arr, axes):
                 extra = {"chunks": checksum_chunks(data.shape, data.itemsize), "fletcher32": True} if checksum else {}
                 ds = group.create_dataset(f"b{i}", data=data, **extra)
                 ds.attrs["start"] = [bounds[a][0] for a in axes]
@@ -241,6 +258,42 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
         write_atomically(index, lambda f: _fill_index(f, stem, fields, attrs, coordinates or {}))
     barrier(f"index {stem}")
     return index
+
+
+def _local_blocks(arr: jax.Array | Parts, axes: Sequence[int]
+                  ) -> Iterator[tuple[int, tuple[tuple[int, int], ...], np.ndarray]]:
+    """The blocks of ``arr`` this process writes (:func:`blocks`: each by its owner) as ``(number, bounds,
+    stored block)``, the block transposed to the stored ``axes``, one at a time. Of :class:`Parts` one slice
+    at a time (a collective call each, made by every process in the same order), each slice's blocks put in
+    place in the host's copies of the whole blocks."""
+    import jax
+
+    if isinstance(arr, Parts) and arr.ndim == 3:
+        whole, arr = arr, arr.part(0)
+        if arr.sharding.devices_indices_map(arr.shape) != whole.sharding.devices_indices_map(whole.shape):
+            raise ValueError(f"a {list(whole.shape)} array is not laid out as its declared sharding {whole.sharding}")
+    if not isinstance(arr, Parts):
+        local = {s.device: s for s in arr.addressable_shards}
+        for i, (bounds, owner) in enumerate(blocks(arr)):
+            if owner in local:
+                yield i, bounds, transposed(np.asarray(local[owner].data), axes)
+        return
+    owned = [(i, bounds, owner) for i, (bounds, owner) in enumerate(blocks(arr))
+             if owner.process_index == jax.process_index()]
+    slot = list(axes).index(0)  # where the leading axis is stored
+    rest = [a - 1 for a in axes if a != 0]  # a slice's axes in stored order
+    out = {i: np.empty([bounds[a][1] - bounds[a][0] for a in axes], arr.dtype) for i, bounds, _ in owned}
+    for j in range(arr.shape[0]):
+        part = arr.part(j)
+        where = part.sharding.devices_indices_map(part.shape)
+        local = {s.device: s for s in part.addressable_shards}
+        for i, bounds, owner in owned:
+            if bounds[0] != (0, arr.shape[0]) or _bounds(where[owner], part.shape) != bounds[1:]:
+                raise ValueError(f"slice {j} of a {list(arr.shape)} array is not laid out as the whole: its "
+                                 f"{_bounds(where[owner], part.shape)} on {owner}, the whole's {bounds}")
+            out[i][(slice(None),) * slot + (j,)] = transposed(np.asarray(local[owner].data), rest)
+    for i, bounds, _ in owned:
+        yield i, bounds, out.pop(i)
 
 
 def _numbers(value: Any) -> bool:

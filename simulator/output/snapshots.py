@@ -54,12 +54,14 @@ def storage_order(ndim: int) -> tuple[int, ...]:
     return tuple(range(ndim))[::-1]
 
 
-def write_snapshot(stem: Path, fields: Mapping[str, jax.Array], attrs: Mapping[str, Any], box: Sequence[float],
-                   time: float, *, units: Mapping[str, str] | None = None, stacked: Collection[str] = ()) -> Path:
+def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], attrs: Mapping[str, Any],
+                   box: Sequence[float], time: float, *, units: Mapping[str, str] | None = None,
+                   stacked: Collection[str] = ()) -> Path:
     """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``, and ``(n, Nx, Ny,
     Nz)`` for the names in ``stacked``) as the snapshot
     ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf`` and the
-    updated ``series.xdmf`` beside it.
+    updated ``series.xdmf`` beside it. A field given as :class:`~simulator.output.hdf5.Parts` is computed
+    and written a component at a time (a run's snapshots: no device holds more than one component).
 
     ``attrs`` must hold ``step``. ``units`` names the run's units (``length``, ``time``, and a field's
     name for that field); anything not named is in code units. Returns the index path.
@@ -104,7 +106,8 @@ def snapshot_files(run_dir: Path) -> list[Path]:
 
 
 class SnapshotWriter(SeriesWriter):
-    """The fields named ``names`` on the snapshot schedule (collective: every process writes its blocks).
+    """The fields named ``names`` on the snapshot schedule (collective: every process writes its blocks), from
+    the moment's ``fields`` (:meth:`~simulator.run.simulation.Simulation.snapshot_parts`: a component at a time).
 
     On a restart, process 0 drops the snapshots past the resumed step from ``series.xdmf`` at once."""
 

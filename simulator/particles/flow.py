@@ -154,6 +154,9 @@ class WithParticles(SemiLinearEquation):
     def fields(self, state: Any, params: Params) -> dict[str, jax.Array]:
         return self.flow.fields(state[FLOW], params)
 
+    def field(self, state: Any, params: Params, name: str, component: jax.Array) -> jax.Array:
+        return self.flow.field(state[FLOW], params, name, component)
+
     def diagnostics(self, state: Any, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         return self.flow.diagnostics(state[FLOW], dt, params)
 

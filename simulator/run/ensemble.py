@@ -277,7 +277,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
 
     def moment(i: int, m: Segment, p: Any, **kw: Any) -> Moment:
         compute = {"diagnostics": lambda _: batch.diagnostics(i), "spectra": lambda _: batch.spectra(i),
-                   "fields": lambda mo: sim.fields(mo.state, *sim.snapshot_fields, t=mo.time, params=p)}
+                   "fields": lambda mo: sim.snapshot_parts(mo.state, mo.time, p)}
         return Moment(kw.pop("step", m.step), kw.pop("time", m.t), kw.pop("dt", m.stepper.dt),
                       kw.pop("t_prev", -math.inf), None, compute, **kw)
 

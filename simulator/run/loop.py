@@ -71,7 +71,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         bound_by_drag(seg)
     compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
                "spectra": lambda m: host_arrays(sim.spectra(m.state, m.time)),
-               "fields": lambda m: sim.fields(m.state, *sim.snapshot_fields, t=m.time)}
+               "fields": lambda m: sim.snapshot_parts(m.state, m.time)}
     shown = {"cells": math.prod(cfg.grid.shape), "progress": sim.info.progress}
     if seg.ckpt is None:
         if stepper.adaptive:  # the dt the controller takes from the initial state (no step: n = 0)

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator import cache, equations, runtime, schema
-from simulator.output import sources
+from simulator.output import hdf5, sources
 from simulator.config import Config
 from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
@@ -90,6 +90,7 @@ class Simulation:
         self.scratch: Path | None = None
         self._chunks: dict[Any, Any] = {}
         self._rollouts: dict[tuple[Any, ...], Any] = {}
+        self._snapshot_shapes: dict[tuple[str, ...], dict[str, jax.ShapeDtypeStruct]] = {}
         #: XLA options of this run's diagnostics, spectra and fields (:mod:`simulator.equations.assembly`)
         self.compiler_options = assembly.compiler_options(self._spectral_elements())
         #: and of its chunk of steps (which reduces nothing over the state: the multi-output fusion that
@@ -99,9 +100,12 @@ class Simulation:
         jit = functools.partial(jax.jit, compiler_options=self.compiler_options)
         self._diagnostics = jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
         self._spectra = jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
-        # ``names``: the fields to compute (static; None: all). XLA drops the rest, so the run's snapshot
-        # program holds no copy of a field snapshots do not write (Schrodinger-Poisson's complex psi)
+        # ``names``: the fields to compute (static; None: all). XLA drops the rest
         self._fields = jit(lambda eq, s, p, t, names: _named(eq.at(t).fields(s, p), names), static_argnums=4)
+        # the run's snapshot program: one component of one of the fields ``names`` (static) per call, the field
+        # and the component traced indices, so that it holds one component, not every field at once
+        # (:meth:`snapshot_parts`), and is one program for them all
+        self._snapshot = jit(_component, static_argnums=6, out_shardings=self.fft.real_sharding(0))
         self._from_fields = jit(lambda eq, f, p: eq.from_fields(f, p))
 
     def options_key(self) -> tuple[tuple[str, str], ...]:
@@ -296,8 +300,9 @@ class Simulation:
             return self._chunk_program(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
         if program == "diagnostics":
             return self._diagnostics.lower(self.equation, state, dt, self.params, t)
-        if program == "fields":  # the fields the run's snapshots write
-            return self._fields.lower(self.equation, state, self.params, t, self.snapshot_fields)
+        if program == "fields":  # the fields the run's snapshots write, a component per call
+            index = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
+            return self._snapshot.lower(self.equation, state, self.params, t, index, index, self.snapshot_fields)
         if program == "spectra":
             return self._spectra.lower(self.equation, state, self.params, t)
         from simulator.output import (
@@ -446,6 +451,28 @@ class Simulation:
         """The fields snapshots hold (``FieldInfo.snapshot``): what a run's fields program computes."""
         return tuple(n for n, f in self.equation.field_info.items() if f.snapshot)
 
+    def snapshot_parts(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None
+                       ) -> dict[str, hdf5.Parts]:
+        """The fields a snapshot of ``state`` at run time ``t`` holds (:attr:`snapshot_fields`), each an
+        :class:`~simulator.output.hdf5.Parts` of the field's global shape whose ``part(i)`` computes component
+        i alone: the run's snapshot program (``lower("fields")``), one call per component as the snapshot is
+        written, so that no device holds more than one component beside the state (bit for bit the
+        components :meth:`fields` gives). ``state`` must be kept until the snapshot is written."""
+        names = self.snapshot_fields
+        p, t_dev = self.params if params is None else dict(params), self.time_array(t)
+        if names not in self._snapshot_shapes:  # traced once, nothing computed
+            self._snapshot_shapes[names] = jax.eval_shape(
+                lambda s, p, t: _named(self.equation.at(t).fields(s, p), names), state, p, t_dev)
+
+        def part(field: int) -> Callable[[int], jax.Array]:
+            return lambda i: self._snapshot(self.equation, state, p, t_dev, self.scalar(field, jnp.int32),
+                                            self.scalar(i, jnp.int32), names)
+
+        shapes = self._snapshot_shapes[names]  # a dict (sorted by name): the fields' order is ``names``'
+        return {name: hdf5.Parts(shapes[name].shape, np.dtype(shapes[name].dtype),
+                                 self.fft.real_sharding(shapes[name].ndim - 3), part(j))
+                for j, name in enumerate(names)}
+
     @staticmethod
     def to_numpy(array: jax.Array) -> np.ndarray:
         """A global array on this host (gathers it: for small grids and single-process scripts)."""
@@ -459,6 +486,15 @@ class Simulation:
 def _named(fields: dict[str, jax.Array], names: tuple[str, ...] | None) -> dict[str, jax.Array]:
     """``fields`` restricted to ``names``, in that order (all of them for None)."""
     return fields if names is None else {n: fields[n] for n in names}
+
+
+def _component(eq: Equation, state: Any, params: Mapping[str, Any], t: jax.Array, field: jax.Array,
+               component: jax.Array, names: tuple[str, ...]) -> jax.Array:
+    """Component ``component`` of the field ``names[field]`` at run time ``t`` (:meth:`Equation.field`), ``(Nx,
+    Ny, Nz)``: one branch per field, every field's components of one shape and dtype."""
+    at = eq.at(t)
+    branches = [lambda s, p, i, name=name: at.field(s, p, name, i) for name in names]
+    return jax.lax.switch(field, branches, state, params, component)
 
 
 def _check_steps(steps: Any, method: str = "advance", arguments: str = "state, steps, dt, t") -> None:

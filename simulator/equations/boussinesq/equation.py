@@ -38,7 +38,7 @@ hydrostatic background (the scalars keep their means). Real-space fields are ``(
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, final
 
 import jax
@@ -132,16 +132,14 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         mean_free = (self.ops.k2 > 0).astype(self.dtype)
         return self.ops.concatenate([self.ops.project(mean_free * x[:3]), mean_free * x[3:4], x[4:]])
 
-    def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space: velocity, vorticity ``(3, Nx, Ny, Nz)``, buoyancy ``(Nx, Ny, Nz)`` and, with scalars,
-        ``scalar`` ``(n, Nx, Ny, Nz)`` (an inverse transform each, in turn:
-        :meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
-        parts = (lambda v: v[3:], lambda v: v[:3], lambda v: self.ops.curl(v[:3]))
-        f, velocity, vorticity = self.fft.in_turn(self.fft.irfft, x, 3, lambda i, v: parts[i](v), step=False)
-        out = {"velocity": velocity, "vorticity": vorticity, "buoyancy": f[0]}
+    def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
+        """Buoyancy (one field), with scalars ``scalar`` ``(n, ...)``, velocity and vorticity ``(3, ...)``: the
+        real-space fields' spectra (:meth:`~simulator.equations.flow.velocity.FlowEquation.fields` transforms
+        them in this order)."""
+        out = {"buoyancy": lambda x: x[3]}
         if self.n_scalars:
-            out["scalar"] = f[1:]
-        return out
+            out["scalar"] = lambda x: x[4:]
+        return {**out, "velocity": lambda x: x[:3], "vorticity": lambda x: self.ops.curl(x[:3])}
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""What the flow equations' implementations share: the velocity of a state, the hyperviscosity switch and
-the initial velocity fields (Navier-Stokes's, which Boussinesq and MHD start from too).
+"""What the flow equations' implementations share: the velocity of a state, the hyperviscosity switch, the
+real-space fields as inverse transforms of spectra, and the initial velocity fields (Navier-Stokes's, which
+Boussinesq and MHD start from too).
 
 A builder takes ``eq``, any flow equation with ``fft``, ``box``, ``dtype`` and spectral operators ``ops``
 (:class:`~simulator.equations.operators.SpectralOperators`), the real-space coordinates ``c`` and the
@@ -9,7 +10,7 @@ initial condition ``ic`` (any object with the attributes it reads), and returns 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -33,6 +34,28 @@ class FlowEquation:
     def hyperviscous(self) -> bool:
         """Whether the program has the hyperviscous terms (``physics.hyperviscosity_order`` set: structure)."""
         return self.physics.hyperviscous  # type: ignore[attr-defined]
+
+    def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
+        """Each real-space field by name as the function of a state that gives its spectrum (``(n, *k_shape)``,
+        or ``k_shape`` for a field without components), in the order :meth:`fields` transforms them: what
+        :meth:`fields` and :meth:`field` both transform."""
+        raise NotImplementedError
+
+    def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Real space: the inverse transform of each of :meth:`spectral_fields` (``(n, Nx, Ny, Nz)`` or
+        ``(Nx, Ny, Nz)``), one at a time on GPUs (:meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
+        made = list(self.spectral_fields().items())
+        fft = self.fft  # type: ignore[attr-defined]
+        out = fft.in_turn(fft.irfft, state, len(made), lambda j, s: made[j][1](s), step=False)
+        return {name: f for (name, _), f in zip(made, out, strict=True)}
+
+    def field(self, state: jax.Array, params: Params, name: str, component: jax.Array) -> jax.Array:
+        """Component ``component`` of field ``name`` (:meth:`~simulator.equations.base.Equation.field`): the
+        inverse transform of that component's spectrum alone, bit for bit that component of :meth:`fields`."""
+        spectrum = self.spectral_fields()[name](state)
+        if spectrum.ndim > 3:
+            spectrum = jax.lax.dynamic_index_in_dim(spectrum, component, keepdims=False)
+        return self.fft.irfft(spectrum)  # type: ignore[attr-defined]
 
 
 def peaked(eq: Any, noise_hat: jax.Array, k_peak: Any) -> jax.Array:

@@ -31,7 +31,7 @@ k-space layout and sharding; real-space fields are ``(3, Nx, Ny, Nz)`` in its re
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, ClassVar, final
 
@@ -110,12 +110,11 @@ class MHD(FlowEquation, SemiLinearEquation):
         x = self.ops.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
         return self.ops.concatenate([self.ops.project(x[:3]), self.ops.project(x[3:])])
 
-    def fields(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space ``(3, Nx, Ny, Nz)``: velocity, vorticity, magnetic field and current (an inverse
-        transform each, in turn: :meth:`~simulator.fft.base.FFTBackend.in_turn`)."""
-        parts = (lambda v: v[:3], lambda v: self.ops.curl(v[:3]), lambda v: v[3:], lambda v: self.ops.curl(v[3:]))
-        fields = self.fft.in_turn(self.fft.irfft, x, 4, lambda i, v: parts[i](v), step=False)
-        return dict(zip(("velocity", "vorticity", "magnetic", "current"), fields, strict=True))
+    def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
+        """Velocity, vorticity, magnetic field and current ``(3, ...)``: the real-space fields' spectra
+        (:meth:`~simulator.equations.flow.velocity.FlowEquation.fields` transforms them)."""
+        return {"velocity": lambda x: x[:3], "vorticity": lambda x: self.ops.curl(x[:3]),
+                "magnetic": lambda x: x[3:], "current": lambda x: self.ops.curl(x[3:])}
 
     # ---- diagnostics ---------------------------------------------------------------------------------
 

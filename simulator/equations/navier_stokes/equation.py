@@ -33,7 +33,7 @@ costs one more evaluation of the nonlinear term, at the spectra's cadence only.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, final
 
 import jax
@@ -156,17 +156,12 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         spectrum = self.ops.dealias * self.fft.rfft(real)
         return self.ops.concatenate([self.ops.project(spectrum[:3]), spectrum[3:]])
 
-    def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Real space: velocity and vorticity ``(3, Nx, Ny, Nz)``, and with scalars ``scalar`` ``(n, Nx, Ny,
-        Nz)`` (an inverse transform each, one at a time on GPUs: :meth:`~simulator.fft.base.FFTBackend.in_turn`;
-        on one H100 this program took 51.9 B/cell at 128^3 in float32 with both fields' spectra formed first,
-        39.7 in turn)."""
-        u_hat, theta_hat = self.split(state)
-        velocity, vorticity = self.fft.in_turn(self.fft.irfft, u_hat, 2, lambda i, v: self.ops.curl(v) if i else v,
-                                               step=False)
-        out = {"velocity": velocity, "vorticity": vorticity}
-        if theta_hat is not None:
-            out["scalar"] = self.fft.irfft(theta_hat)
+    def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
+        """Velocity and vorticity ``(3, ...)``, and with scalars ``scalar`` ``(n, ...)``: the real-space fields'
+        spectra (:meth:`~simulator.equations.flow.velocity.FlowEquation.fields` transforms them)."""
+        out = {"velocity": lambda s: self.split(s)[0], "vorticity": lambda s: self.ops.curl(self.split(s)[0])}
+        if self.n_scalars:
+            out["scalar"] = lambda s: self.split(s)[1]
         return out
 
     # ---- diagnostics ---------------------------------------------------------------------------------
