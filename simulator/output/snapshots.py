@@ -27,26 +27,43 @@ Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least len
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule
-from simulator.output.kinds import OutputKind
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
 if TYPE_CHECKING:
     import jax
 
-__all__ = ["SnapshotWriter", "snapshot_files", "storage_order", "truncate_series", "write_snapshot"]
+__all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "snapshot_files", "storage_order", "truncate_series",
+           "write_snapshot"]
 
 DIR = "snapshots"
 
 AXES = ("x", "y", "z")
 #: what numbers mean when a run has no unit system
 CODE_UNITS = {"length": "code units", "time": "code units"}
+
+
+@dataclass(frozen=True)
+class SnapshotOutput(Scheduled):
+    """Snapshots of the equation's real-space output fields (per-process HDF5, index, XDMF)."""
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    """A snapshot on disk: its index file, step and time; :meth:`open` reads it."""
+
+    path: Path
+    step: int
+
+    def open(self) -> hdf5.Snapshot:
+        return hdf5.Snapshot(self.path)
 
 
 def storage_order(ndim: int) -> tuple[int, ...]:
@@ -127,10 +144,29 @@ class SnapshotWriter(SeriesWriter):
         self.log(f"snapshot {index}")
 
 
+def fields(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> dict[str, Any]:
+    """The device program: the fields snapshots hold (``sim.snapshot_fields``; XLA drops the others, e.g.
+    Schrodinger-Poisson's complex psi), sharded like the real-space layout."""
+    values = eq.at(t).fields(state, params)
+    return {n: values[n] for n in sim.snapshot_fields}
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """The field snapshots on ``output.snapshots``'s schedule (the writer is made even when none is
+    scheduled: a restart trims the series past its step)."""
+    info, names = sim.equation.field_info, list(sim.snapshot_fields)
+    return [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, ctx.snapshot_attrs, cfg.grid.box, ctx.info,
+                           ctx.rank0, cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked])]
+
+
+def read(run_dir: Path) -> tuple[SnapshotRef, ...]:
+    """The run's snapshots, oldest first, each read when opened."""
+    return tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
+
+
 #: the output kind (:mod:`simulator.output.kinds`): a writer in every run (a restart trims ``series.xdmf``
 #: past its step even when it writes no more snapshots), the fields program only when snapshots are scheduled
 KIND = OutputKind(
     name="snapshots", doc="snapshots/: the fields, one file per process and a virtual-dataset index per output",
-    active=lambda cfg: True, computes=lambda cfg: Schedule.of(cfg.output.snapshots).active,
-    writers="simulator.run.records:snapshot_writers", program="fields", files=(DIR,), schedules=("snapshots",),
-    read=snapshot_files)
+    active=lambda cfg: True, writers=writers, files=(DIR,), section=SnapshotOutput, schedules=("snapshots",),
+    programs=(Program("fields", fields, computes=lambda cfg: cfg.output.snapshots.on),), read=read)

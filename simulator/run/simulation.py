@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator import cache, equations, runtime, schema
-from simulator.output import sources
+from simulator.output import kinds, sources
 from simulator.config import Config
 from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
@@ -89,24 +89,18 @@ class Simulation:
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
         self.scratch: Path | None = None
         self._chunks: dict[Any, Any] = {}
+        self._programs: dict[str, Any] = {}
         self._rollouts: dict[tuple[Any, ...], Any] = {}
         #: XLA options of this run's diagnostics, spectra and fields (:mod:`simulator.equations.assembly`)
         self.compiler_options = assembly.compiler_options(self._spectral_elements())
         #: and of its chunk of steps (which reduces nothing over the state: the multi-output fusion that
         #: assembly turns off for reductions stays on, measured right and 14% faster at 1024^3)
         self.chunk_options = dict(CHUNK_COMPILER_OPTIONS)
-        # the run time t is an argument (equations that depend on it explicitly see it: Equation.at)
+        # the run time t is an argument (equations that depend on it explicitly see it: Equation.at).
+        # ``names``: the fields to compute (static; None: all). XLA drops the rest
         jit = functools.partial(jax.jit, compiler_options=self.compiler_options)
-        self._diagnostics = jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
-        self._spectra = jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
-        # ``names``: the fields to compute (static; None: all). XLA drops the rest, so the run's snapshot
-        # program holds no copy of a field snapshots do not write (Schrodinger-Poisson's complex psi)
         self._fields = jit(lambda eq, s, p, t, names: _named(eq.at(t).fields(s, p), names), static_argnums=4)
         self._from_fields = jit(lambda eq, f, p: eq.from_fields(f, p))
-
-    def options_key(self) -> tuple[tuple[str, str], ...]:
-        """:attr:`compiler_options` as a hashable key (the output programs are cached by it)."""
-        return tuple(sorted(self.compiler_options.items()))
 
     def _spectral_elements(self) -> float:
         """Complex elements of the state's spectra on one device (a real field's half spectrum counts half
@@ -285,26 +279,35 @@ class Simulation:
         return self._chunks[key]
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
-        """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
-        ``fields``; or an output kind's program, ``statistics``, ``tasks``: :mod:`simulator.output.kinds`) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
-        (nothing allocated): what the planner compiles to measure the run before it starts."""
-        if program == "chunk":  # the chunk this run calls: the controlled one with time.cfl set
-            n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
-            if self.cfg.time.cfl is not None:
-                return self._chunk_program(state, donate=True, adaptive=True).lower(
-                    self.equation, state, t, n, dt, dt, dt, self.params)  # dt, span, cfl: scalars alike
-            return self._chunk_program(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
-        if program == "diagnostics":
-            return self._diagnostics.lower(self.equation, state, dt, self.params, t)
-        if program == "fields":  # the fields the run's snapshots write
-            return self._fields.lower(self.equation, state, self.params, t, self.snapshot_fields)
-        if program == "spectra":
-            return self._spectra.lower(self.equation, state, self.params, t)
-        from simulator.output import (
-            kinds,  # the output kinds' own programs (statistics, tasks, registered)
-        )
+        """``program`` (``chunk``, the donated chunk the run loop calls, or an output kind's device program:
+        :meth:`program`) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct`` (nothing
+        allocated): what the planner compiles to measure the run, and what a run compiles ahead
+        (:mod:`simulator.run.programs`), the very jitted objects the run then calls."""
+        if program != "chunk":
+            return self.program(program).lower(self.equation, state, self.params, t, dt)
+        n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
+        if self.cfg.time.cfl is not None:  # the chunk this run calls: the controlled one
+            return self._chunk_program(state, donate=True, adaptive=True).lower(
+                self.equation, state, t, n, dt, dt, dt, self.params)  # dt, span, cfl: scalars alike
+        return self._chunk_program(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
 
-        return kinds.by_program(program).call("lower", self, state, t, dt)
+    def program(self, name: str) -> Any:
+        """The device program ``name`` of an output kind (:class:`~simulator.output.base.Program`), jitted once
+        with this run's compiler options: ``(equation, state, params, t, dt) -> values``. What the planner
+        lowers, what a run compiles ahead and what its writers call (:meth:`output`) are this one object."""
+        if name not in self._programs:
+            declared = kinds.program(name).load()
+            self._programs[name] = jax.jit(functools.partial(declared, self), compiler_options=self.compiler_options)
+        return self._programs[name]
+
+    def output(self, name: str, state: Any, t: float, dt: float, params: Mapping[str, Any] | None = None) -> Any:
+        """The output program ``name`` evaluated for ``state`` at run time ``t`` with time step ``dt`` (traced
+        parameters ``params``, default the config's), its values as its kind hands them to the writers (on the
+        host where it declares ``host``). The scalars go as every compiled call's do (:meth:`scalar`)."""
+        values = self.program(name)(self.equation, state, self.params if params is None else dict(params),
+                                    self.time_array(t), self.scalar(dt))
+        host = kinds.program(name).host
+        return values if host is None else host(values)
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, donate: bool = False) -> Any:
@@ -368,7 +371,7 @@ class Simulation:
             # this instance's names (templates expanded: scalar0_variance exists only with a scalar), from
             # an abstract evaluation of the diagnostics: nothing is computed
             zero = jax.ShapeDtypeStruct((), self.dtype)
-            available = list(jax.eval_shape(self._diagnostics, self.equation, state, zero, self.params, zero))
+            available = list(jax.eval_shape(self.program("diagnostics"), self.equation, state, self.params, zero, zero))
             unknown = [n for n in names if n not in available]
             if unknown:
                 raise KeyError(f"{unknown[0]!r} is not a diagnostic of this {self.info.name} run; it has: "
@@ -402,8 +405,8 @@ class Simulation:
         """The equation's diagnostics at run time ``t`` (replicated scalars; ``float()`` each, or see
         :meth:`report`)."""
         dt = self.cfg.time.dt if dt is None else dt
-        return self._diagnostics(self.equation, state, self.scalar(dt), self.params if params is None else dict(params),
-                                 self.time_array(t))
+        return self.program("diagnostics")(self.equation, state, self.params if params is None else dict(params),
+                                           self.time_array(t), self.scalar(dt))
 
     def report(self, state: Any, dt: float | None = None, t: float = 0.0,
                params: Mapping[str, Any] | None = None) -> dict[str, float]:
@@ -426,7 +429,8 @@ class Simulation:
 
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
-        return self._spectra(self.equation, state, self.params if params is None else dict(params), self.time_array(t))
+        return self.program("spectra")(self.equation, state, self.params if params is None else dict(params),
+                                       self.time_array(t), self.scalar(self.cfg.time.dt))
 
     def fields(self, state: Any, *names: str, t: float = 0.0, params: Mapping[str, Any] | None = None
                ) -> dict[str, jax.Array]:
