@@ -34,11 +34,7 @@ from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
-from simulator.time.integrators import (
-    CHUNK_COMPILER_OPTIONS,
-    run_controlled_steps,
-    run_steps,
-)
+from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps
 from simulator.time.schemes import SCHEMES
 
 #: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
@@ -234,7 +230,7 @@ class Simulation:
         """The chunk as a pure function: ``n`` steps of ``dt`` from time ``t`` (all traced), the equation
         an argument. :meth:`advance` jits it; an ensemble jits its vmap over members."""
         self.traces += 1  # Python runs only while tracing: this counts compilations
-        return run_steps(self.scheme.load()(eq), state, t, n, dt, params)
+        return self.scheme.steps()(eq)(state, t, n, dt, params)
 
     def adaptive_chunk(self, eq: Equation, state: Any, t: jax.Array, n: jax.Array, dt: jax.Array, span: jax.Array,
                        cfl: jax.Array, params: Mapping[str, Any]) -> tuple[Any, jax.Array, ...]:
