@@ -105,8 +105,9 @@ class Periodic:
 @dataclass(frozen=True)
 class Scheduled(Periodic):
     """The schedule keys of an output's config section, ``every``, ``dt``, ``wall``, ``times``, ``at_end``,
-    declared once (a section adds its own keys after them, or inherits from a dataclass of its keys as well
-    to keep them first); :attr:`on` says whether the output is written at all."""
+    declared once: a section subclasses it and adds its own keys after them (or lists a dataclass of its
+    keys after it among its bases, to keep them first, as ``output.tasks`` entries do); :attr:`on` says
+    whether the output is written at all."""
 
     times: tuple[float, ...] | None = setting(None, "simulated times of further outputs (chunks end exactly there); "
                                               "null = none", min=0.0)

@@ -18,7 +18,8 @@ what the rest of the code asks of it, and the wall does the rest:
 * ``read``: ``(run_dir) -> data`` (no JAX), what ``load_run(path).output(name)`` returns (the shipped kinds'
   ``RunResults`` attributes are aliases of it); ``files``: the run files it writes;
 * ``export``: ``(group, data, units) -> None``, its netCDF-4 group in ``simulator export`` (``data``: its
-  reader's); ``figures``: ``(run_dir, config, options) -> [Path, ...]``, its figures in ``simulator plot``;
+  reader's); ``figures``: ``(run_dir, config, pdf) -> [Path, ...]``, its figures in ``simulator plot`` (the
+  shipped kinds' figures are drawn by :func:`simulator.plots.run.plot_run` itself);
 * ``section``: the dataclass of its ``output.<name>`` keys (its schedule keys from
   :class:`~simulator.output.base.Scheduled`), ``schedules``: the dotted keys of its schedules (``every`` must
   fall on a chunk end, ``times`` before ``time.t_end``), ``check(cfg)``: its cross-key checks.

@@ -22,8 +22,9 @@ from simulator.schema import setting
 PLACEMENTS = ("random", "lattice", "file")
 #: the choices of ``particles[].distribution``
 DISTRIBUTIONS = ("replicated", "owned")
-#: the interpolation methods an owned species may use: those that read grid values near the particle
-OWNED_INTERPOLATIONS = ("lagrange4",)
+#: the interpolation methods an owned species may use: those that read grid values near the particle (no
+#: route of the whole spectrum: declared by the method, :mod:`.interpolation`)
+OWNED_INTERPOLATIONS = tuple(m.name for m in METHODS.values() if m.route is None)
 #: the keys of a species that only an owned one uses (a replicated species holds every particle on every device)
 OWNED_ONLY = ("capacity", "exchange", "halo")
 
