@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from simulator.schema import setting
 
 
@@ -222,8 +224,6 @@ def host_floats(values: Mapping[str, Any]) -> dict[str, float]:
 
 def host_arrays(values: Mapping[str, Any]) -> dict[str, Any]:
     """Replicated results as NumPy arrays on the host (a program's ``host``: spectra, statistics)."""
-    import numpy as np
-
     return {k: np.asarray(v) for k, v in values.items()}
 
 

@@ -116,7 +116,7 @@ def active(cfg: Any) -> list[OutputKind]:
     return [kind for kind in registry().values() if kind.on(cfg)]
 
 
-def run_programs(cfg: Any, stage: str | None = None) -> tuple[Program, ...]:
+def computed(cfg: Any, stage: str | None = None) -> tuple[Program, ...]:
     """The device programs a run of ``cfg`` calls (of the kinds it writes, those it computes), in registry order;
     ``stage``: only those of the kinds of that stage (an ensemble batches the ``records`` ones)."""
     return tuple(p for kind in active(cfg) if stage in (None, kind.stage) for p in kind.programs
@@ -124,8 +124,8 @@ def run_programs(cfg: Any, stage: str | None = None) -> tuple[Program, ...]:
 
 
 def programs(cfg: Any) -> tuple[str, ...]:
-    """The names of :func:`run_programs` (what the planner compiles beside the chunk)."""
-    return tuple(p.name for p in run_programs(cfg))
+    """The names of :func:`computed` (what the planner compiles beside the chunk)."""
+    return tuple(p.name for p in computed(cfg))
 
 
 def program(name: str) -> Program:

@@ -156,7 +156,8 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     scheduled: a restart trims the series past its step)."""
     info, names = sim.equation.field_info, list(sim.snapshot_fields)
     return [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, ctx.snapshot_attrs, cfg.grid.box, ctx.info,
-                           ctx.rank0, cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked])]
+                           ctx.rank0, cfg.physics.clock().units() or None,
+                           stacked=[n for n in names if info[n].stacked])]
 
 
 def read(run_dir: Path) -> tuple[SnapshotRef, ...]:

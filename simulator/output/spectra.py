@@ -248,7 +248,7 @@ class SpectraWriter(Writer):
         self.file: SpectraFile | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        if self.rank0 and (self.schedule.periodic or self.schedule.at_end or self.schedule.times):
+        if self.rank0 and self.schedule.active:
             self.file = SpectraFile(run_dir / FILE, self.k, resumed_step, units=self.units,
                                     descriptions=self.descriptions)
 

@@ -243,7 +243,8 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
                for entry in cfg.output.tasks]
     file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
                                "box": [float(b) for b in cfg.grid.box]}, units) if ctx.rank0 else None
-    return [TaskWriter(layout, Schedule.of(entry), file) for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]
+    return [TaskWriter(layout, Schedule.of(entry), file)
+            for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]
 
 
 def host_values(values: Mapping[str, Any]) -> dict[str, np.ndarray]:

@@ -49,9 +49,9 @@ class TrajectoryOutput:
 class TrajectoryWriter(Writer):
     """The first ``count`` particles of each species (``totals`` particles each) every ``schedule.every``
     steps, appended to ``particles/trajectories.h5`` by process 0; the kind's program ``trajectories`` gives those
-    rows alone, replicated (:func:`simulator.particles.outputs.trajectories`). On a restart, rows past the restart's step are dropped;
-    a damaged file, or one of other particles (another ``count``), is set aside whole
-    (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
+    rows alone, replicated (:func:`simulator.particles.outputs.trajectories`). On a restart, rows past the
+    restart's step are dropped; a damaged file, or one of other particles (another ``count``), is set aside
+    whole (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
 
     name = "trajectories"
 

@@ -34,7 +34,7 @@ def batched_programs(sim: Simulation, shardings: Any, adaptive: bool) -> dict[st
     """The ensemble's programs, jitted (compiled on first call, or lowered by the fit check): ``chunk``
     (``jax.vmap`` over members of :meth:`Simulation.chunk`, or of :meth:`Simulation.adaptive_chunk` when a
     member adapts its dt; the stacked state donated), and the device programs of the ``records`` output kinds
-    the run writes (:func:`simulator.output.kinds.run_programs`: the diagnostics, the spectra), ``jax.vmap``
+    the run writes (:func:`simulator.output.kinds.computed`: the diagnostics, the spectra), ``jax.vmap``
     over members of each, ``(equation, states, params, t, dt)`` (each member at its own run time and step)."""
     if adaptive:
         r = sim.fft.replicated_sharding()
@@ -44,7 +44,7 @@ def batched_programs(sim: Simulation, shardings: Any, adaptive: bool) -> dict[st
         chunk = jax.jit(jax.vmap(sim.chunk, in_axes=(None, 0, 0, 0, 0, 0)), out_shardings=shardings,
                         donate_argnums=(1,), compiler_options=sim.chunk_options)
     batched = {p.name: jax.jit(jax.vmap(functools.partial(p.load(), sim), in_axes=(None, 0, 0, 0, 0)),
-                               compiler_options=sim.compiler_options) for p in kinds.run_programs(sim.cfg, "records")}
+                               compiler_options=sim.compiler_options) for p in kinds.computed(sim.cfg, "records")}
     return {"chunk": chunk, **batched}
 
 

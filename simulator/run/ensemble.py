@@ -241,7 +241,8 @@ class Batch:
         if name not in self.batched:
             return self.sim.output(name, moment.state, moment.time, moment.dt, params)
         if name not in self.cache:
-            values = self.batched[name](self.sim.equation, self.state, self.params, self._times(), self.vector(self.dts))
+            values = self.batched[name](self.sim.equation, self.state, self.params, self._times(),
+                                        self.vector(self.dts))
             self.cache[name] = jax.tree.map(np.asarray, values)
         host = kinds.program(name).host
         member = jax.tree.map(lambda v: v[i], self.cache[name])

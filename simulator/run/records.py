@@ -92,6 +92,6 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
                                  writer=meta["segment_id"], keep=cfg.checkpoint.keep)
 
     ck = cfg.checkpoint
-    saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
+    saver = checkpoints.CheckpointWriter(Schedule.of(ck, at_end=True), save, log.info)
     dumps.append(saver)
     return records, dumps, saver
