@@ -66,9 +66,10 @@ import yaml
 
 from simulator import __version__
 from simulator.errors import ConfigError
-from simulator.export_groups import plan_groups, size_text, variable, write_groups
+from simulator.export_groups import plan_groups, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
+from simulator.output.netcdf import variable
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.rows import open_for_reading
@@ -100,7 +101,7 @@ HEADROOM = 256 * 1024
 class NetcdfPlan:
     """A checked netCDF export: the run read back, the target, the fields with their canonical dimension
     names and shapes (one snapshot), the file's size in bytes (its data), the groups it writes
-    (:data:`~simulator.export_groups.KINDS`) and what it leaves out, each ``"what (why)"``."""
+    (the output kinds' own: :mod:`simulator.export_groups`) and what it leaves out, each ``"what (why)"``."""
 
     run: RunResults
     path: Path

@@ -82,8 +82,9 @@ def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
 
 def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | None = None) -> dict[str, Any]:
     """The named programs of a run, compiled for the abstract ``state``: ``chunk`` (the donated chunk
-    of steps the run loop calls), ``step`` (one step, for its HLO), ``diagnostics``, ``spectra``,
-    ``fields``, ``statistics``, ``tasks``.
+    of steps the run loop calls), ``step`` (one step, for its HLO), and the output kinds' device programs
+    (``diagnostics``, ``spectra``, ``fields``, ``statistics``, ``tasks``, ``particles``, ``trajectories``, a
+    registered kind's: :meth:`~simulator.run.simulation.Simulation.lower`).
 
     Compiled with :func:`footprint_options`; the programs compile concurrently (XLA releases the GIL).
     ``gpu``: a GPU profile of :data:`simulator.gpu_compiler.SPECS`, to compile for that GPU with XLA's GPU
@@ -135,8 +136,8 @@ def program_bytes(compiled: Any) -> int:
 
 def run_programs(cfg: Config) -> tuple[str, ...]:
     """The programs a run of ``cfg`` calls: the chunk, then those of the output kinds it writes (the
-    diagnostics always; spectra, snapshot fields, flow statistics, the output tasks and registered kinds
-    when it writes them: :func:`simulator.output.kinds.programs`)."""
+    diagnostics always; spectra, snapshot fields, flow statistics, the output tasks, the particle snapshots and
+    trajectories and registered kinds when it writes them: :func:`simulator.output.kinds.programs`)."""
     from simulator.output import kinds
 
     return ("chunk", *kinds.programs(cfg))

@@ -29,7 +29,7 @@ dealiasing), so that the ratio of two runs' spectra is right as it is; ``read_sp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,56 +37,58 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator import lagrangian
+from simulator.output import kinds
 from simulator.output import particles as particle_output
-from simulator.output.hdf5 import Snapshot
 from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import load_run_config
-from simulator.output.snapshots import snapshot_files
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra, resolved
-from simulator.output.statistics import FILE as STATISTICS_FILE
-from simulator.output.statistics import read_statistics
-from simulator.output.tasks import FILE as TASKS_FILE
-from simulator.output.tasks import TaskSeries, read_tasks
-from simulator.output.timeseries import FILE as TIMESERIES_FILE
-from simulator.output.timeseries import read_timeseries
+from simulator.output.snapshots import SnapshotRef
+from simulator.output.tasks import TaskSeries
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
 
 if TYPE_CHECKING:
     from simulator.plots.api import RunPlots
 
-
-@dataclass(frozen=True)
-class SnapshotRef:
-    """A snapshot on disk: its index file, step and time; :meth:`open` reads it."""
-
-    path: Path
-    step: int
-
-    def open(self) -> Snapshot:
-        return Snapshot(self.path)
+__all__ = ["RunResults", "SnapshotRef", "SweepPoint", "SweepResults", "load_run", "load_sweep"]
 
 
 @dataclass(frozen=True)
 class RunResults:
-    """What a run wrote (see the module docstring). Empty tables where a file is absent."""
+    """What a run wrote (see the module docstring). Empty tables where a file is absent. Each output's
+    attribute is what its output kind reads (:meth:`output`), read when first used."""
 
     path: Path
     config: dict[str, Any]
     status: dict[str, Any] | None
-    timeseries: dict[str, np.ndarray] = field(default_factory=dict)
-    #: ``spectra.h5`` on the resolved shells 0 < k <= k_res: ``k`` (shells,), each spectrum (rows, shells), the
-    #: rows' ``step``, ``time`` (and ``a``, ``z``), 2D maps over (``k_h``, ``k_z``) whole
-    spectra: dict[str, np.ndarray] = field(default_factory=dict)
-    snapshots: tuple[SnapshotRef, ...] = ()
-    #: ``statistics.h5`` (flow statistics) by dataset, when the run wrote it
-    statistics: dict[str, Any] = field(default_factory=dict)
-    #: ``tasks.h5`` (output.tasks) by task name, when the run wrote it
-    tasks: dict[str, TaskSeries] = field(default_factory=dict)
     #: the row files restarts set aside (``aside/``, ``particles/aside/``: rows of another definition, read
     #: with the same readers, or damaged files; :mod:`simulator.output.rows`), by name
     aside: tuple[Path, ...] = ()
+
+    @cached_property
+    def timeseries(self) -> dict[str, np.ndarray]:
+        """``timeseries.csv`` by column: ``step``, ``time``, ``dt`` and the diagnostics (``output("timeseries")``)."""
+        return self.output("timeseries")
+
+    @cached_property
+    def spectra(self) -> dict[str, np.ndarray]:
+        """``spectra.h5`` on the resolved shells 0 < k <= k_res: ``k`` (shells,), each spectrum (rows, shells), the
+        rows' ``step``, ``time`` (and ``a``, ``z``), 2D maps over (``k_h``, ``k_z``) whole (``output("spectra")``)."""
+        return self.output("spectra")
+
+    @cached_property
+    def snapshots(self) -> tuple[SnapshotRef, ...]:
+        """The snapshots, oldest first (``output("snapshots")``)."""
+        return self.output("snapshots")
+
+    @cached_property
+    def statistics(self) -> dict[str, Any]:
+        """``statistics.h5`` (flow statistics) by dataset, when the run wrote it (``output("statistics")``)."""
+        return self.output("statistics")
+
+    @cached_property
+    def tasks(self) -> dict[str, TaskSeries]:
+        """``tasks.h5`` (output.tasks) by task name, when the run wrote it (``output("tasks")``)."""
+        return self.output("tasks")
 
     @cached_property
     def plot(self) -> RunPlots:
@@ -102,16 +104,16 @@ class RunResults:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
         ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
         ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity
-        (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none."""
-        return particle_output.read_series(self.path)
+        (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none (``output("particles")``)."""
+        return self.output("particles")
 
     @cached_property
     def trajectories(self) -> dict[str, lagrangian.Trajectories]:
         """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``
         (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' rows in
-        the snapshots (:class:`~simulator.lagrangian.Trajectories`); {} when the run wrote none."""
-        path = self.path / lagrangian.TRAJECTORIES
-        return lagrangian.read_trajectories(path) if path.is_file() else {}
+        the snapshots (:class:`~simulator.lagrangian.Trajectories`); {} when the run wrote none
+        (``output("trajectories")``)."""
+        return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
@@ -126,16 +128,13 @@ class RunResults:
         return out
 
     def output(self, name: str) -> Any:
-        """What the output kind ``name`` wrote, read by its reader (:mod:`simulator.output.kinds`; a
-        registered kind's own, e.g. ``run.output("extrema")``; the shipped ones as the attributes above).
-        KeyError naming the registered kinds for an unknown name."""
-        from simulator.output import kinds
-
+        """What the output kind ``name`` wrote, read by its reader (:mod:`simulator.output.kinds`): a
+        registered kind's own, e.g. ``run.output("extrema")``, and the shipped ones', whose attributes above
+        are aliases of it. KeyError naming the registered kinds for an unknown name."""
         table = kinds.registry()
         if name not in table:
             raise KeyError(f"{name!r} is not an output kind (registered: {', '.join(table)})")
-        read = table[name].read
-        return read(self.path) if read is not None else None
+        return table[name].call("read", self.path) if table[name].read is not None else None
 
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
@@ -154,21 +153,13 @@ class RunResults:
 
 
 def load_run(path: str | Path) -> RunResults:
-    """Load a run directory: config, status, time series, spectra (the resolved shells), the list of snapshots
-    and, when the run wrote them, the flow statistics, the output tasks and the row files restarts set aside."""
+    """Load a run directory: its config, status and the row files restarts set aside; each output (time series,
+    spectra on the resolved shells, snapshots, statistics, tasks, particles, trajectories, a registered kind's)
+    is read by its output kind when first used."""
     run_dir = Path(path)
     config = load_run_config(run_dir)
-    series = run_dir / TIMESERIES_FILE
-    spectra = run_dir / SPECTRA_FILE
-    snaps = tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
-    stats = run_dir / STATISTICS_FILE
-    tasks = run_dir / TASKS_FILE
     folders = (run_dir / ASIDE_DIR, (run_dir / lagrangian.TRAJECTORIES).parent / ASIDE_DIR)
     return RunResults(run_dir, config, read_status(run_dir),
-                      read_timeseries(series) if series.is_file() else {},
-                      resolved(read_spectra(spectra), config, _equation(config)) if spectra.is_file() else {}, snaps,
-                      read_statistics(stats) if stats.is_file() else {},
-                      read_tasks(tasks) if tasks.is_file() else {},
                       tuple(p for folder in folders if folder.is_dir() for p in sorted(folder.iterdir())))
 
 
@@ -223,10 +214,3 @@ def load_sweep(path: str | Path) -> SweepResults:
     points = tuple(SweepPoint(int(p["index"]), p["name"], dict(p["params"]), directory / p["name"],
                               point_state(directory, p["name"])) for p in manifest["points"])
     return SweepResults(directory, manifest["name"], tuple(manifest["swept"]), dict(manifest["set"] or {}), points)
-
-
-def _equation(config: dict[str, Any]) -> Any:
-    """The declaration of a stored run's equation, or None where it is not registered here (a plug-in's)."""
-    from simulator.equations import registry
-
-    return registry().get(config.get("physics", {}).get("name"))

@@ -39,7 +39,6 @@ fields not used, e.g. the vorticity, are never computed) and transformed forward
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -258,14 +257,6 @@ def statistics(eq: Any, state: Any, params: Mapping[str, Any], lay: StatisticsLa
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def compiled(lay: StatisticsLayout, options: tuple[tuple[str, str], ...] = ()) -> Any:
-    """``statistics`` jitted for one layout: ``(equation, state, params, t) -> dict`` (the equation at
-    run time t, see :meth:`simulator.equations.base.Equation.at`), with the run's XLA ``options``
-    (``Simulation.compiler_options`` as sorted pairs: :mod:`simulator.equations.assembly`)."""
-    return jax.jit(lambda eq, s, p, t: statistics(eq.at(t), s, p, lay), compiler_options=dict(options))
-
-
 def layout_of(cfg: Any) -> StatisticsLayout:
     """The statistics layout of a run of ``cfg`` (its grid and ``output.statistics``)."""
     section = cfg.output.statistics
@@ -273,29 +264,8 @@ def layout_of(cfg: Any) -> StatisticsLayout:
                   section.pdf_separations)
 
 
-def lower(sim: Any, state: Any, t: Any, dt: Any) -> Any:
-    """The statistics program of a run on ``sim`` lowered for ``state`` and ``t`` (abstract or not): what
-    the planner compiles (the output kind's ``lower``)."""
-    return compiled(layout_of(sim.cfg), sim.options_key()).lower(sim.equation, state, sim.params, t)
-
-
-def writers(cfg: Any, sim: Any, ctx: Any) -> list[Any]:
-    """The ``statistics.h5`` writer of a run of ``cfg`` on ``sim`` (a
-    :class:`~simulator.run.simulation.Simulation`; ``ctx`` a :class:`~simulator.output.kinds.WriterContext`),
-    the output kind's ``writers``. The traced numbers are this config's (an ensemble member's own, e.g. its
-    scalars' mean gradients)."""
-    from simulator.output.base import Schedule
-    from simulator.output.statistics import StatisticsWriter, coordinates
-
-    section = cfg.output.statistics
-    lay = layout_of(cfg)
-    params = sim.equation.params(cfg.physics)
-    program = compiled(lay, sim.options_key())
-
-    def compute(state: Any, t: float) -> dict[str, np.ndarray]:
-        values = program(sim.equation, state, params, sim.time_array(t))
-        return {k: np.asarray(jax.device_get(v)) for k, v in values.items()}
-
-    spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
-    attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
-    return [StatisticsWriter(Schedule.of(section), compute, coordinates(tuple(cfg.grid.shape), lay), ctx.rank0, attrs)]
+def program(sim: Any, eq: Any, state: Any, params: Mapping[str, Any], t: Any, dt: Any) -> dict[str, jax.Array]:
+    """The ``statistics`` output kind's device program (:mod:`simulator.output.statistics`): :func:`statistics`
+    of the equation at run time t (see :meth:`simulator.equations.base.Equation.at`), in the layout of the
+    run's ``output.statistics``."""
+    return statistics(eq.at(t), state, params, layout_of(sim.cfg))

@@ -1,4 +1,4 @@
-"""User-defined outputs (``output.tasks``, :mod:`simulator.config.tasks`): reductions of the equation's
+"""User-defined outputs (``output.tasks``, :mod:`simulator.output.task_entries`): reductions of the equation's
 real-space fields, computed distributed at output cadence (JAX); ``tasks.h5`` is
 :mod:`simulator.output.tasks`.
 
@@ -27,19 +27,14 @@ FFTs, small beside a chunk of steps. One compilation per run, which the planner 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from simulator.config.tasks import AXES, TaskOutput
-
-if TYPE_CHECKING:
-    from simulator.output.tasks import TaskWriter
+from simulator.output.task_entries import AXES, TaskOutput
 
 
 @dataclass(frozen=True)
@@ -106,43 +101,7 @@ def evaluate(eq: Any, state: Any, params: Mapping[str, Any], tasks: tuple[Task, 
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def compiled(tasks: tuple[Task, ...], options: tuple[tuple[str, str], ...] = ()) -> Any:
-    """:func:`evaluate` jitted for ``tasks``: ``(equation, state, params, t) -> dict`` (the equation at
-    run time t, see :meth:`simulator.equations.base.Equation.at`), with the run's XLA ``options``
-    (``Simulation.compiler_options`` as sorted pairs: :mod:`simulator.equations.assembly`); one per
-    distinct set of tasks, so ensemble members with the same tasks share it."""
-    return jax.jit(lambda eq, s, p, t: evaluate(eq.at(t), s, p, tasks), compiler_options=dict(options))
-
-
-def lower(sim: Any, state: Any, t: Any, dt: Any) -> Any:
-    """The tasks' program of a run on ``sim`` lowered for ``state`` and ``t`` (abstract or not): what the
-    planner compiles (the output kind's ``lower``)."""
-    return compiled(layout_of(sim.cfg), sim.options_key()).lower(sim.equation, state, sim.params, t)
-
-
-def writers(cfg: Any, sim: Any, ctx: Any) -> list[TaskWriter]:
-    """The writers of ``cfg.output.tasks`` on ``sim`` (a :class:`~simulator.run.simulation.Simulation`;
-    ``ctx`` a :class:`~simulator.output.kinds.WriterContext`: the output kind's ``writers``), one per task
-    (each on its own schedule; those due at one chunk end share one evaluation of all of them); [] without
-    tasks. The traced numbers are this config's (an ensemble member's own)."""
-    from simulator.output.base import Moment, Schedule
-    from simulator.output.tasks import TasksFile, TaskWriter, describe
-
-    if not cfg.output.tasks:
-        return []
-    tasks = layout_of(cfg)
-    params = sim.equation.params(cfg.physics)
-    program = compiled(tasks, sim.options_key())
-
-    def compute(m: Moment) -> dict[str, np.ndarray]:
-        values = program(sim.equation, m.state, params, sim.time_array(m.time))
-        return {k: np.asarray(jax.device_get(v), np.float64) for k, v in values.items()}
-
-    units = cfg.physics.clock().units()
-    layouts = [describe(entry, cfg.grid.shape, cfg.grid.box, units, sim.equation.field_info[entry.field].doc)
-               for entry in cfg.output.tasks]
-    file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
-                               "box": [float(b) for b in cfg.grid.box]}, units) if ctx.rank0 else None
-    return [TaskWriter(layout, Schedule.of(entry), compute, file)
-            for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]
+def program(sim: Any, eq: Any, state: Any, params: Mapping[str, Any], t: Any, dt: Any) -> dict[str, jax.Array]:
+    """The ``tasks`` output kind's device program (:mod:`simulator.output.tasks`): :func:`evaluate` of the
+    equation at run time t (see :meth:`simulator.equations.base.Equation.at`) for the run's tasks."""
+    return evaluate(eq.at(t), state, params, layout_of(sim.cfg))

@@ -4,6 +4,7 @@ contract they declare, modules of a readable size."""
 
 import ast
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,15 +24,23 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+#: a declaration naming what it imports later: ``"simulator.a.b:function"`` or a module ``"simulator.a.b"`` (an
+#: output kind's functions, a scheme's step factory, an equation's implementation, a registry's modules)
+REFERENCE = re.compile(r"^(simulator(?:\.\w+)+)(?::[\w.]+)?$")
+
+
 def imports(path: Path, top_level_only: bool) -> set[str]:
-    """simulator.* modules imported by ``path`` (at module level only, or anywhere)."""
+    """simulator.* modules imported by ``path`` (at module level only, or anywhere: inside functions, and
+    the modules its declaration strings name, :data:`REFERENCE`, which are imported when called)."""
     tree = ast.parse(path.read_text())
     nodes = tree.body if top_level_only else list(_walk_run_time(tree))
     found = set()
     for node in nodes:
         if isinstance(node, ast.If) and top_level_only:  # `if TYPE_CHECKING:` blocks never run
             continue
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (ref := REFERENCE.match(node.value)):
+            found.add(ref[1])
+        elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("simulator")}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("simulator"):
             found.add(node.module)
@@ -54,7 +63,9 @@ MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 @pytest.mark.parametrize("where", ["module level", "anywhere"])
 def test_imports_have_no_cycles(where):
     """Modules import one way, at module level and inside functions alike (an import inside a function
-    is a dependency too: a cycle there means two modules that cannot be understood apart)."""
+    is a dependency too: a cycle there means two modules that cannot be understood apart), and so do the
+    declarations that name a ``"module:function"`` to import later: a string is an import (an output kind
+    once named the writer factories of run/records.py, which built the writers back in output/)."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         edges = set()

@@ -256,15 +256,15 @@ def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
     vectors and a stack of scalars, compiles and loads nothing more."""
     from simulator.api import load_config
     from simulator.output.snapshots import write_snapshot
-    from simulator.plan import run_programs
+    from simulator.plan import abstract_state, run_programs
     from simulator.run.programs import Ahead
     from simulator.run.simulation import Simulation
 
     cfg = load_config(None, {"grid.shape": 8, "physics.scalars": [{}, {}], "output.snapshots.every": 10})
     sim = Simulation(cfg, devices[:2])
-    Ahead(sim, run_programs(cfg)).wait()
+    Ahead(sim, run_programs(cfg), abstract_state(sim)).wait()
     state = sim.initial_state()
     cache.counts(reset=True)
-    write_snapshot(tmp_path / "s00000000", sim.snapshot_parts(state), {"step": 0}, cfg.grid.box, 0.0,
+    write_snapshot(tmp_path / "s00000000", sim.output("fields", state, 0.0, cfg.time.dt), {"step": 0}, cfg.grid.box, 0.0,
                    stacked=["scalar"])
     assert cache.counts().total == 0, cache.counts()

@@ -15,7 +15,7 @@ import pytest
 from simulator.fft import BACKENDS
 from simulator.fft.check import collective_counts, distribute, host_field
 from simulator.equations.navier_stokes.equation import NavierStokes
-from simulator.time.integrators import make_rk4
+from simulator.time.schemes import SCHEMES
 from simulator.runtime import build_mesh
 
 F64 = jnp.float64
@@ -141,7 +141,7 @@ def navier_stokes_derivatives(name, mesh, n, devices, nu=0.05, h=1e-4):
     dt = jnp.asarray(0.02, F64)
 
     def energy(eq, nu, u0):
-        step = jax.checkpoint(make_rk4(eq))  # from the argument: closes over no sharded array
+        step = jax.checkpoint(SCHEMES["rk4"].load()(eq))  # from the argument: closes over no sharded array
         params = {"viscosity": nu}
         u = jax.lax.fori_loop(0, 3, lambda i, u: step(u, i * dt, dt, params), u0)
         return 0.5 * jnp.sum(eq.ops.weight * jnp.abs(u) ** 2) / float(eq.fft.size) ** 2

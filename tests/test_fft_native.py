@@ -20,7 +20,7 @@ from simulator.fft.check import distribute, host_field, max_relative_error
 from simulator.threads import available_cores
 from simulator.equations.navier_stokes import RandomVelocity
 from simulator.equations.navier_stokes.equation import NavierStokes
-from simulator.time.integrators import make_rk4
+from simulator.time.schemes import SCHEMES
 from simulator.runtime import build_mesh
 
 FFTW = pytest.mark.parametrize("local_fft", ["fftw"], indirect=True)
@@ -284,7 +284,7 @@ def test_navier_stokes_step_on_fftw_equals_xla(devices, local_fft, backend, n):
         eq = NavierStokes(fft, (2 * np.pi,) * 3, jnp.float64)
         params = {"viscosity": jnp.asarray(0.01)}
         u0 = eq.initial(RandomVelocity(seed=7), params)
-        step = jax.jit(lambda u, eq=eq: make_rk4(eq)(u, 0.0, jnp.asarray(0.01), params))
+        step = jax.jit(lambda u, eq=eq: SCHEMES["rk4"].load()(eq)(u, 0.0, jnp.asarray(0.01), params))
         states.append(np.asarray(step(step(u0))))
     assert err(states[1], states[0]) < 1e-12
     assert err(states[1], np.asarray(u0)) > 1e-4  # the state did change

@@ -4,6 +4,7 @@ documented, the planner compiles its program, a run on two devices writes its ro
 of the run's own snapshot), a restart that changes its definition sets the old rows aside, and
 load_run, export and plot read it, with no edit to simulator/."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -82,3 +83,94 @@ def test_a_plugin_output_kind_plans_runs_restarts_exports_and_plots(tmp_path, mo
         np.testing.assert_array_equal(f["extrema"]["max"][:], run.output("extrema")["max"])
     p = simulator_cli(tmp_path, "plot", "run")
     assert p.returncode == 0 and (tmp_path / "run" / "plots" / "extrema.png").is_file(), p.stderr
+
+
+#: a new in-tree row diagnostic, whole: the largest |vorticity| of each component, a row per output. What a
+#: module under simulator/output/ would hold; registered below by one line in simulator.output.kinds.MODULES
+ROW_DIAGNOSTIC = '''
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simulator.output.base import OutputKind, Program, Schedule, Scheduled, Writer, host_arrays
+from simulator.output.rows import RowFile, read_rows
+
+FILE = "vorticity_peak.h5"
+
+
+@dataclass(frozen=True)
+class VorticityPeakOutput(Scheduled):
+    """The largest |vorticity| of each component, appended to vorticity_peak.h5."""
+
+
+def peak(sim, eq, state, params, t, dt):
+    return {"peak": abs(eq.at(t).fields(state, params)["vorticity"]).max(axis=(1, 2, 3))}
+
+
+class PeakWriter(Writer):
+    name = "vorticity_peak"
+
+    def __init__(self, schedule, rank0):
+        super().__init__()
+        self.schedule, self.rank0, self.file = schedule, rank0, None
+
+    def open(self, run_dir, resumed_step):
+        if self.rank0:
+            self.file = RowFile(run_dir / FILE, {"component": np.arange(3)}, resumed_step, {},
+                                what="output.vorticity_peak", description="max |vorticity| per component")
+
+    def write(self, moment):
+        values = moment.get("vorticity_peak")
+        if self.file is not None:
+            self.file.append(moment.step, moment.time, values)
+
+
+KIND = OutputKind(
+    name="vorticity_peak", doc="vorticity_peak.h5: max |vorticity| of each component, a row per output",
+    programs=(Program("vorticity_peak", peak, host=host_arrays),), section=VorticityPeakOutput,
+    schedules=("vorticity_peak",), files=(FILE,),
+    writers=lambda cfg, sim, ctx: [PeakWriter(Schedule.of(cfg.output.section("vorticity_peak")), ctx.rank0)],
+    read=lambda run_dir: read_rows(run_dir / FILE) if (run_dir / FILE).is_file() else {})
+'''
+
+
+@pytest.fixture
+def row_diagnostic(tmp_path, monkeypatch):
+    """The module above, importable, and its one registration line (the registry made again around it)."""
+    from simulator.output import kinds
+
+    (tmp_path / "vorticity_peak.py").write_text(ROW_DIAGNOSTIC)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(kinds, "MODULES", (*kinds.MODULES, "vorticity_peak"))
+    monkeypatch.setattr(kinds, "_load", functools.cache(kinds._load.__wrapped__))
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_a_new_in_tree_row_diagnostic_is_its_module_and_one_registry_line(row_diagnostic):
+    """A row diagnostic added as the how-to says, its module and one line in kinds.MODULES, is configured
+    (its section's schedule keys, checked against the chunk), compiled by the planner beside the chunk, computed
+    once per moment and written by a run on the session's devices (rows equal to the snapshot's max |vorticity|),
+    and read back by load_run: nothing else in simulator/ names it."""
+    import jax
+
+    from simulator import plan
+    from simulator.errors import ConfigError
+
+    base = {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.1, "output.chunk": 5,
+            "output.snapshots.every": 10, "runtime.cpu_devices": len(jax.devices())}
+    with pytest.raises(ConfigError, match="output.vorticity_peak.every = 3 does not fall on a chunk boundary"):
+        simulator.load_config(None, {**base, "output.vorticity_peak.every": 3})
+    cfg = simulator.load_config(None, {**base, "output.vorticity_peak.every": 5})
+    assert plan.run_programs(cfg) == ("chunk", "diagnostics", "spectra", "fields", "vorticity_peak")
+    assert "vorticity_peak" not in plan.run_programs(simulator.load_config(None, base))
+    assert simulator.run_config(cfg, row_diagnostic / "run") == 0
+    run = simulator.load_run(row_diagnostic / "run")
+    rows = run.output("vorticity_peak")
+    assert list(rows["step"]) == [0, 5, 10]
+    for ref in run.snapshots:
+        with ref.open() as snap:
+            w = snap.read("vorticity")
+        np.testing.assert_allclose(rows["peak"][list(rows["step"]).index(ref.step)], np.abs(w).max(axis=(1, 2, 3)),
+                                   rtol=1e-13)

@@ -311,7 +311,7 @@ def test_every_interpolation_method_is_one_entry_declaring_what_is_asked_of_it()
     simulator.particles.interpolation.METHODS: each entry evaluates by the spectral sum (a route of
     evaluate_at) or on the grid with a halo, costs something the planner can say, and names what to use
     instead wherever it can be refused."""
-    from simulator.config.particles import Species
+    from simulator.particles.species import Species
     from simulator.particles.interpolation import METHODS
 
     field = Species.__dataclass_fields__["interpolation"]

@@ -609,7 +609,8 @@ def test_statistics_figures_average_the_rows_of_the_window(tmp_path, monkeypatch
     """pdfs.png and structure_functions.png are means over the rows of a window (default: the second half of the
     run), which their titles state; `simulator plot --window T0 T1` and run.plot.statistics(window=...) choose
     it; a window without rows skips those two figures (one line each) and draws the others."""
-    from simulator import load_run, results
+    from simulator import load_run
+    from simulator.output import statistics as statistics_output
     from simulator.plots import statistics as statistics_plots
     from simulator.plots.figures import MissingOutputError
 
@@ -620,7 +621,7 @@ def test_statistics_figures_average_the_rows_of_the_window(tmp_path, monkeypatch
             "pdf_dudx": np.ones((4, 5)) * level, "pdf_increment": np.ones((4, 1, 5)) * level[:, :, None],
             "pdf_separations": np.array([1]),
             **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
-    for module in (statistics_plots, results):  # the file's reader, which load_run calls too
+    for module in (statistics_plots, statistics_output):  # the file's reader, which load_run calls too (its kind's)
         monkeypatch.setattr(module, "read_statistics", lambda path: data)
     (tmp_path / "statistics.h5").touch()
     config = {"name": "t", "grid": {"shape": [16] * 3, "box": [1.0] * 3}, "physics": {"name": "navier_stokes"},

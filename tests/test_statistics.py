@@ -32,7 +32,7 @@ def _stats(sim, state, lay, params=None, hlo=None):
     """The statistics of ``state`` for the layout ``lay`` (one compilation); with a list ``hlo``, the compiled
     program's text is appended to it (the same executable, not a second compilation)."""
     args = (sim.equation, state, sim.params if params is None else params, sim.time_array(0.0))
-    program = st.compiled(lay).lower(*args).compile()
+    program = jax.jit(lambda eq, s, p, t: st.statistics(eq.at(t), s, p, lay)).lower(*args).compile()
     if hlo is not None:
         hlo.append(program.as_text())
     return {k: np.asarray(v) for k, v in program(*args).items()}

@@ -136,6 +136,8 @@ def test_the_stability_limit_on_the_real_axis_is_the_schemes_own():
         rates = -np.array([0.999 * r, 1.01 * r])
 
         class Decay:
+            at_stage = lambda self, step, shift: self  # unshifted at every stage
+            settle = staticmethod(lambda state: state)
             exp_linear = staticmethod(lambda u, tau, params: u)
             linear_map = staticmethod(lambda fn, u, tau, params: fn(jnp.zeros(())) * u)
             nonlinear = staticmethod(lambda u, t, params, rates=rates: rates * u)

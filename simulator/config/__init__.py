@@ -92,14 +92,14 @@ def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str
 def config_docs() -> str:
     """The config reference as Markdown, generated from the schema: the common keys, one table per
     registered output kind's section, then one table per equation (its ``physics.*`` keys) and per initial condition (its ``initial.*`` keys)."""
+    from simulator.config.model import registered_sections
     from simulator.equations import registry
     from simulator.output import kinds
 
     parts = [table(iter_fields())]
-    for name, kind in kinds.registry().items():  # the output kinds that bring their own section
-        if kind.section is not None:
-            parts.append(f"**`output.{name}`** (a registered output kind): {kind.doc}\n\n"
-                         + table(_iter_fields(kind.section, f"output.{name}.")))
+    for name, section in registered_sections().items():  # the output kinds that are not Config's own fields
+        parts.append(f"**`output.{name}`** (a registered output kind): {kinds.registry()[name].doc}\n\n"
+                     + table(_iter_fields(section, f"output.{name}.")))
     for name, info in registry().items():
         parts.append(f"**`physics.name: {name}`**: {info.summary}\n\n"
                      + table(r for r in _iter_fields(info.params, "physics.") if r[0] != "physics.name"))

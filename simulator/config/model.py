@@ -22,9 +22,16 @@ from simulator.schema import Variants, build, open_sections, section, setting
 from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
                                  warn_plugin_problems)
 from simulator.errors import ConfigError
-from simulator.config import tasks as output_tasks
 from simulator.config.legacy import upgrade
-from simulator.config.particles import Species, particle_list
+from simulator.output import kinds
+from simulator.output import task_entries as output_tasks
+from simulator.output.base import Periodic
+from simulator.output.snapshots import SnapshotOutput
+from simulator.output.spectra import SpectraOutput
+from simulator.output.statistics import StatisticsOutput
+from simulator.output.trajectories import TrajectoryOutput
+from simulator.particles import species as particle_species
+from simulator.particles.species import Species, particle_list
 from simulator.time.control import TOL
 from simulator.time.schemes import SCHEMES, compatible
 
@@ -150,75 +157,10 @@ class TimeConfig:
                                 "number only multiplies the steps); null = fixed dt", min=1e-4)
 
 
-@dataclass(frozen=True)
-class SpectraOutput:
-    """Shell-summed spectra appended to spectra.h5."""
-
-    every: int | None = setting(None, "steps between spectra rows (a multiple of output.chunk); null = with every "
-                                "diagnostics row; 0 = not by steps", min=0)
-    dt: float | None = setting(None, "simulated time between spectra rows; null = not by time", gt=0.0)
-    wall: float | None = setting(None, "wall-clock seconds between spectra rows; null = not by wall time", gt=0.0)
-    times: tuple[float, ...] | None = setting(None, "simulated times of further rows (chunks end exactly there); "
-                                              "null = none", min=0.0)
-    at_end: bool = setting(True, "a row at the end of the run")
-
-
-@dataclass(frozen=True)
-class SnapshotOutput:
-    """Snapshots of the equation's real-space output fields (per-process HDF5, index, XDMF)."""
-
-    every: int = setting(0, "steps between snapshots (a multiple of output.chunk); 0 = not by steps", min=0)
-    dt: float | None = setting(None, "simulated time between snapshots (chunks end exactly on each "
-                               "multiple); null = not by time", gt=0.0)
-    wall: float | None = setting(None, "wall-clock seconds between snapshots; null = not by wall time", gt=0.0)
-    times: tuple[float, ...] | None = setting(None, "simulated times of further snapshots (chunks end exactly "
-                                              "there); null = none", min=0.0)
-    at_end: bool = setting(False, "a snapshot at the end of the run")
-
-
-@dataclass(frozen=True)
-class StatisticsOutput:
-    """Small-scale flow statistics appended to statistics.h5 (:mod:`simulator.statistics`): derivative
-    skewness and flatness, PDFs, structure functions, scalar-gradient moments. Off by default: each row
-    costs about one shift of the velocity per separation and axis: ~6 RK4 steps at 64^3 with every r = 1..N/2."""
-
-    every: int = setting(0, "steps between rows (a multiple of output.chunk); 0 = not by steps", min=0)
-    dt: float | None = setting(None, "simulated time between rows; null = not by time", gt=0.0)
-    wall: float | None = setting(None, "wall-clock seconds between rows; null = not by wall time", gt=0.0)
-    times: tuple[float, ...] | None = setting(None, "simulated times of further rows (chunks end exactly there); "
-                                              "null = none", min=0.0)
-    at_end: bool = setting(False, "a row at the end of the run")
-    orders: tuple[int, ...] = setting((2, 3, 4, 5, 6), "orders p of the structure functions S_p(r) = <|du|^p>",
-                                      min=1, max=12)
-    separations: tuple[int, ...] | None = setting(None, "separations r of the structure functions, in grid cells "
-                                                  "along each axis (each <= N/2; a sparse set, e.g. log-spaced, "
-                                                  "costs one shift each); null = every r = 1..N/2", min=1)
-    pdf_separations: tuple[int, ...] | None = setting(None, "separations (cells, each <= N/2) of the PDFs of "
-                                                      "longitudinal increments; null = 1, N/8 and N/2", min=1)
-    pdf_bins: int = setting(81, "bins of every PDF", min=2, max=100_000)
-    pdf_range: float = setting(10.0, "the PDFs' bins span [-pdf_range, pdf_range] in units of the rms", gt=0.0)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.every or self.dt or self.wall or self.times or self.at_end)
-
-
-@dataclass(frozen=True)
-class TrajectoryOutput:
-    """Trajectories of a subset of the particles (particles/trajectories.h5), finer than the snapshots."""
-
-    every: int = setting(0, "steps between trajectory rows (a multiple of output.chunk); 0 = no trajectory file",
-                         min=0)
-    count: int = setting(100, "particles per species recorded (the first ones of each)", min=1)
-    start: float = setting(0.0, "simulated time from which rows are recorded: the first row is the first of the "
-                           "every-step rows at or past it (past a spin-up, so that the Lagrangian statistics start "
-                           "from a developed flow); 0 = from the start of the run, its t = 0 row included", min=0.0)
-
-
-def _registered_sections() -> dict[str, type]:
-    from simulator.output import kinds
-
-    return kinds.sections()
+def registered_sections() -> dict[str, type]:
+    """The sections of the output kinds that are not fields of :class:`OutputConfig` (a kind of a module of
+    its own: ``output.<name>``)."""
+    return {name: cls for name, cls in kinds.sections().items() if name not in _OUTPUT_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -233,22 +175,23 @@ class OutputConfig:
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
     tasks: tuple[output_tasks.TaskOutput, ...] = output_tasks.task_list()
     trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
-    #: the sections of the out-of-tree output kinds (``output.<name>``: :mod:`simulator.output.kinds`)
-    registered: tuple[tuple[str, Any], ...] = open_sections(_registered_sections, "sections of registered output kinds")
+    #: the sections of the other registered output kinds (``output.<name>``: :mod:`simulator.output.kinds`)
+    registered: tuple[tuple[str, Any], ...] = open_sections(registered_sections, "sections of registered output kinds")
 
     def section(self, name: str) -> Any:
         """The section ``output.<name>``: a shipped one or a registered output kind's."""
         return dict(self.registered)[name] if name in dict(self.registered) else getattr(self, name)
 
 
+#: the sections :class:`OutputConfig` holds as its own fields (the shipped output kinds', declared beside them)
+_OUTPUT_FIELDS = frozenset(f.name for f in dataclasses.fields(OutputConfig))
+
+
 @dataclass(frozen=True)
-class CheckpointConfig:
+class CheckpointConfig(Periodic):
     """Checkpoints for restart: the exact state, every process writing its own blocks. One is always
     written at the end of a run and when a signal or runtime.max_wall stops it."""
 
-    every: int = setting(0, "steps between checkpoints (a multiple of output.chunk); 0 = not by steps", min=0)
-    dt: float | None = setting(None, "simulated time between checkpoints; null = not by time", gt=0.0)
-    wall: float | None = setting(None, "wall-clock seconds between checkpoints; null = not by wall time", gt=0.0)
     keep: int = setting(2, "complete checkpoints kept (older ones are deleted)", min=1)
 
 
@@ -291,8 +234,6 @@ def from_dict(data: Mapping[str, Any]) -> Config:
 
 def _schedule_sections(cfg: Config) -> list[tuple[str, Any]]:
     """(dotted key, section) of every output section with a schedule (the output kinds' ``schedules``)."""
-    from simulator.output import kinds
-
     return [(f"output.{name}", cfg.output.section(name)) for kind in kinds.registry().values()
             for name in kind.schedules]
 
@@ -347,14 +288,10 @@ def validate(cfg: Config) -> None:
             raise ConfigError("runtime.process_id", cfg.runtime.process_id,
                               f"must be < runtime.num_processes = {cfg.runtime.num_processes}", "is out of range")
     _check_mode_numbers(cfg)
-    from simulator.output import kinds
-
     for kind in kinds.registry().values():
         if kind.check is not None:
             kind.check(cfg)
-    from simulator.config import particles
-
-    particles.check(cfg)
+    particle_species.check(cfg)
     for part in (cfg.physics, cfg.initial):
         check = getattr(part, "check", None)
         if check is not None:

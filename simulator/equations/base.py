@@ -146,6 +146,13 @@ class Equation(abc.ABC):
         fields see the time without recompiling."""
         return self
 
+    def settle(self, state: Any) -> Any:
+        """``state`` after a whole step, as every scheme leaves it (:mod:`simulator.time.schemes`: a duty the
+        scheme's registry does, not each step factory): particles kept per device handed to the devices whose
+        blocks now hold them (:meth:`simulator.particles.flow.WithParticles.settle`). The default is the state
+        as it is."""
+        return state
+
     def lost(self, state: Any) -> Loss | None:
         """Why a run must stop, read from ``state`` on the host (particles that found no room: why, and the
         step that lost them, :class:`simulator.particles.slots.Loss`), or None: the run loop asks once the
@@ -241,7 +248,7 @@ class SemiLinearEquation(Equation):
 
     def at_stage(self, step: jax.Array, shift: jax.Array) -> SemiLinearEquation:
         """This equation at the stage of step number ``step`` (a traced integer counter) whose phase-shift
-        offset is ``shift`` cells (the scheme's, traced; both from the integrator:
+        offset is ``shift`` cells (the scheme's declared ``shifts``, traced; both from the scheme's registry:
         :func:`simulator.time.integrators.stage_equation`). The default is the equation itself;
         one whose nonlinear term changes from one evaluation to the next by a rule of the counters (the
         random phase shifts of Navier-Stokes's ``physics.dealias: phase_shift_*``) returns a copy holding it."""

@@ -38,7 +38,6 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations import assembly
-from simulator.equations.flow.forcing import FORCING_MASKS, constant_power
 from simulator.fft import FFTBackend
 from simulator.fft.base import complex_dtype
 
@@ -102,17 +101,18 @@ class SpectralOperators:
     """The operators on real-to-complex spectra of one backend and box (see the module docstring).
 
     A pytree: ``k``, ``modes``, ``keep`` and ``weight`` are its (sharded) leaves, and ``theta`` (replicated,
-    ``(3,)``) when a phase shift is set; the backend, box, dtype, dealiasing and forcing scheme are static
-    structure.
+    ``(3,)``) when a phase shift is set; the backend, box, dtype, dealiasing and the forcing are static
+    structure. ``forcing``: the flow's, injected by its equation (``forcer(ops, u_hat, params) -> f_hat | None``,
+    hashable: :class:`simulator.equations.flow.forcing.Forcing`); None: unforced.
     """
 
     _LEAVES = ("k", "modes", "keep", "weight", "theta")
-    _STATIC = ("fft", "box", "dtype", "forcing_scheme", "forcing_band", "dealiasing", "devices", "select")
+    _STATIC = ("fft", "box", "dtype", "forcer", "dealiasing", "devices", "select")
 
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: str = "none",
-                 forcing_band: float = 0.0, dealiasing: str = "two_thirds"):
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, forcing: Any = None,
+                 dealiasing: str = "two_thirds"):
         self.fft, self.box, self.dtype = fft, tuple(float(b) for b in box), jnp.dtype(dtype)
-        self.forcing_scheme, self.forcing_band, self.dealiasing = forcing, forcing_band, dealiasing
+        self.forcer, self.dealiasing = forcing, dealiasing
         self.k = tuple(fft.wavenumbers(self.box, real=True, dtype=self.dtype))
         self.modes = tuple(fft.wavenumbers((2 * jnp.pi,) * 3, real=True, dtype=self.dtype))  # integer mode numbers
         self.keep = _keep(self.modes, tuple(fft.shape), dealiasing, self.dtype)
@@ -198,10 +198,6 @@ class SpectralOperators:
         return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
 
     def forcing(self, u_hat: jax.Array, params: dict[str, jax.Array]) -> jax.Array | None:
-        """The constant-power forcing of ``u_hat`` (:mod:`.flow.forcing`) at the traced
-        ``params["forcing_power"]``, or None when the scheme is ``none``."""
-        mask = FORCING_MASKS[self.forcing_scheme]
-        if mask is None:
-            return None
-        return constant_power(u_hat, mask(self.modes, self.held, self.forcing_band), self.weight,
-                              self.fft.size, params["forcing_power"])
+        """The forcing of ``u_hat`` the flow's equation injected (:mod:`.flow.forcing`: constant power at the
+        traced ``params["forcing_power"]``), or None when unforced."""
+        return None if self.forcer is None else self.forcer(self, u_hat, params)

@@ -40,6 +40,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from simulator.time.schemes import SCHEMES
+
 #: diagnostic name (or suffix after ``_``) -> the value below which the grid under-resolves the run
 THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
 #: diagnostic name -> the value above which the grid under-resolves the run
@@ -207,6 +209,9 @@ STIFF_BENCHMARK = ("the stiff-run benchmark (hyperviscous Taylor-Green, 32^3 and
                    "at the same step for 1.2-1.3 times its cost per step)")
 
 
+#: the schemes the accuracy benchmark measured rk2 against (what its hint can say; a scheme's own properties,
+#: such as its integrating factor, are declared on it: :mod:`simulator.time.schemes`)
+RK2_MEASURED_AGAINST = ("rk3", "rk4")
 #: what the accuracy benchmark measured (scripts/bench_accuracy.py; docs/PERFORMANCE.md, "Accuracy per cost":
 #: Taylor-Green at Re = 400 on 32^3-64^3, 2 CPU cores, against FluidSim), for :func:`plan_hint`
 BENCHMARK = "the accuracy benchmark (Taylor-Green, Re = 400, 32^3-64^3; docs/how-to/choose-resolution.md)"
@@ -229,11 +234,11 @@ def plan_hint(cfg: Any) -> str | None:
     # so the hint holds only where the benchmark saw that: Reynolds numbers (unit velocity, length box / 2 pi)
     # up to 400; at 1600 rk2 blew up at half a cell per step from 128^3 to 256^3 (an H100, PERFORMANCE.md)
     reynolds = max(cfg.grid.box) / (2 * math.pi) / physics.viscosity if physics.viscosity > 0 else math.inf
-    if cfg.time.integrator in ("rk3", "rk4") and small_step and reynolds <= RK2_MAX_REYNOLDS:
+    if cfg.time.integrator in RK2_MEASURED_AGAINST and small_step and reynolds <= RK2_MAX_REYNOLDS:
         hints.append(f"time.integrator=rk2 gave {cfg.time.integrator}'s error to 2% for 0.5-0.8 of its cost at "
                      f"steps of at most a cell per unit velocity and Reynolds numbers up to {RK2_MAX_REYNOLDS}, "
                      f"where the error is the grid's (from {BENCHMARK})")
-    if cfg.time.integrator in ("rk2", "rk3", "rk4", "lsrk4") and (stiff := stiffness(cfg)) > STIFF:
+    if SCHEMES[cfg.time.integrator].integrating_factor and (stiff := stiffness(cfg)) > STIFF:
         hints.append(f"time.integrator=etdrk4: |L dt| = {stiff:.3g} at k_max makes this run stiff, where the "
                      f"integrating factor loses its order (from {STIFF_BENCHMARK})")
     if physics.dealias == "two_thirds" and physics.forcing != "none" and physics.viscosity > 0:

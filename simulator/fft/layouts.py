@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from simulator.errors import ConfigError
 
@@ -297,3 +297,38 @@ class SingleLayout(Layout):
 
 #: every backend's layout by name: the registry config validation reads (the transforms are in BACKENDS)
 LAYOUTS: dict[str, type[Layout]] = {cls.name: cls for cls in (SlabLayout, PencilLayout, JaxDecompLayout, SingleLayout)}
+
+
+# ---- what a config says of its mesh before start-up (config checks of grid-local methods) ----------------
+
+
+def known_mesh(cfg: Any) -> tuple[int, ...] | None:
+    """The mesh shape of a run of ``cfg`` where it is known before start-up (a single process's virtual CPU
+    devices, or an explicit ``fft.mesh``), else None."""
+    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
+    if not (cfg.fft.mesh or n_devices):
+        return None
+    return tuple(LAYOUTS[cfg.fft.backend].mesh_shape(n_devices or 1, cfg.fft.mesh))
+
+
+def known_devices(cfg: Any) -> int | None:
+    """The device count of a run of ``cfg`` where it is known before start-up (:func:`known_mesh`), else None
+    (the checks that need it run again on the mesh a run starts on)."""
+    mesh = known_mesh(cfg)
+    return None if mesh is None else math.prod(mesh)
+
+
+def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:
+    """A grid-local method (``value`` of ``key``) takes ``planes`` planes from a neighbour: every sharded axis
+    needs as many per device (checked where the device count is known before start-up, as the grid's own
+    layout checks are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
+    layout = LAYOUTS[cfg.fft.backend]
+    mesh = known_mesh(cfg)
+    if mesh is None:
+        return
+    sizes = dict(zip(layout.axis_names, mesh, strict=True))
+    for axis, name in enumerate(layout.real_axes):
+        if name is not None and cfg.grid.shape[axis] // sizes[name] < planes:
+            raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
+                              f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
+                              f"{instead}", "is not available")

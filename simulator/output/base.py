@@ -9,19 +9,25 @@ triggers are agreed between processes by the loop, so collective writers never d
 
 A writer owns its file: it opens it (truncating what a resumed run wrote past its checkpoint, once every
 writer is open), writes, closes, and its module holds the reader too. Adding an output kind is one module
-that declares it (:class:`simulator.output.kinds.OutputKind`: its config section, device program, writers,
-reader) and one registration line, or none for a module of your own (``SIMULATOR_OUTPUTS``).
+that declares it (:class:`OutputKind`: its config section, device programs, writers, reader, export and
+figures) and one registration line in :mod:`simulator.output.kinds`, or none for a module of your own
+(``SIMULATOR_OUTPUTS``). A section's schedule keys are :class:`Scheduled`'s, declared once here.
 """
 
 from __future__ import annotations
 
 import abc
+import importlib
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
+
+from simulator.schema import setting
 
 
 #: an output asking for more ``dt`` multiples than this lands on the first chunk end past each instead
@@ -51,10 +57,10 @@ class Schedule:
     start: float = 0.0
 
     @classmethod
-    def of(cls, section: Any, at_end: bool | None = None) -> Schedule:
-        """The schedule of a config section with ``every``, ``dt``, ``wall`` (``times``, ``at_end``) keys."""
+    def of(cls, section: Periodic, at_end: bool | None = None) -> Schedule:
+        """The schedule of a config section with the schedule keys (:class:`Periodic`, :class:`Scheduled`)."""
         return cls(every=int(section.every or 0), dt=section.dt, wall=section.wall,
-                   at_end=bool(section.at_end if at_end is None else at_end),
+                   at_end=bool(getattr(section, "at_end", False) if at_end is None else at_end),
                    times=tuple(getattr(section, "times", None) or ()))
 
     @property
@@ -88,12 +94,40 @@ class Schedule:
         return by_step or by_time or self.hits(t_prev, t_now) or wall_due
 
 
+@dataclass(frozen=True)
+class Periodic:
+    """The periodic schedule keys of a config section (checkpoints take these alone)."""
+
+    every: int = setting(0, "steps between outputs (a multiple of output.chunk); 0 = not by steps", min=0)
+    dt: float | None = setting(None, "simulated time between outputs (chunks end exactly on each multiple); null = "
+                               "not by time", gt=0.0)
+    wall: float | None = setting(None, "wall-clock seconds between outputs; null = not by wall time", gt=0.0)
+
+
+@dataclass(frozen=True)
+class Scheduled(Periodic):
+    """The schedule keys of an output's config section, ``every``, ``dt``, ``wall``, ``times``, ``at_end``,
+    declared once: a section subclasses it and adds its own keys after them (or lists a dataclass of its
+    keys after it among its bases, to keep them first, as ``output.tasks`` entries do); :attr:`on` says
+    whether the output is written at all."""
+
+    times: tuple[float, ...] | None = setting(None, "simulated times of further outputs (chunks end exactly there); "
+                                              "null = none", min=0.0)
+    at_end: bool = setting(False, "an output at the end of the run")
+
+    @property
+    def on(self) -> bool:
+        """Whether a run writes this output: by a schedule, at listed times or at the end (the one test of it)."""
+        return Schedule.of(self).active
+
+
 @dataclass
 class Moment:
-    """The state of a run at a chunk end, with its derived quantities computed once, on demand.
+    """The state of a run at a chunk end, with the output programs' values computed once, on demand.
 
-    ``compute`` maps a name ("diagnostics", "spectra", "fields") to a function of the moment; the
-    results are cached, so several writers share one evaluation.
+    ``compute(name, moment)`` evaluates the device program ``name`` of an output kind (the run's wall:
+    :meth:`simulator.run.simulation.Simulation.output`, or an ensemble member's); the results are cached,
+    so the writers due at one moment share one evaluation.
     """
 
     step: int
@@ -101,23 +135,17 @@ class Moment:
     dt: float
     t_prev: float
     state: Any
-    compute: dict[str, Callable[[Moment], Any]]
+    compute: Callable[[str, Moment], Any]
     final: bool = False
     stopping: bool = False
     wall_due: frozenset[str] = frozenset()
     _cache: dict[str, Any] = field(default_factory=dict)
 
-    def get(self, what: str) -> Any:
-        if what not in self._cache:
-            self._cache[what] = self.compute[what](self)
-        return self._cache[what]
-
-    def shared(self, what: str, compute: Callable[[Moment], Any]) -> Any:
-        """``compute(self)`` once per moment, cached under ``what``: for writers that share a result the
-        run loop does not provide (the output tasks due at one chunk end share one evaluation)."""
-        if what not in self._cache:
-            self._cache[what] = compute(self)
-        return self._cache[what]
+    def get(self, program: str) -> Any:
+        """The values of the output program ``program`` at this moment (computed at the first call)."""
+        if program not in self._cache:
+            self._cache[program] = self.compute(program, self)
+        return self._cache[program]
 
 
 class Writer(abc.ABC):
@@ -163,3 +191,95 @@ class Writer(abc.ABC):
 
     def close(self) -> None:
         """Release files; default: nothing held."""
+
+
+# ---- the declaration of an output kind (the registry is :mod:`simulator.output.kinds`) -------------------
+
+
+def function(ref: str | Callable[..., Any]) -> Callable[..., Any]:
+    """The function a declaration gives: itself, or the one a ``"module:function"`` string names (imported now)."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class WriterContext:
+    """What a kind's ``writers`` gets besides the config and the simulation: whether this process writes
+    the files of process 0 (``rank0``), the run's ``meta`` (config, versions, layout:
+    :func:`simulator.run.records.metadata`), ``snapshot_attrs(moment)`` (the attributes every snapshot
+    file carries) and the run log's ``info``."""
+
+    rank0: bool
+    meta: Mapping[str, Any]
+    snapshot_attrs: Callable[[Moment], dict[str, Any]]
+    info: Callable[..., None]
+
+
+def host_floats(values: Mapping[str, Any]) -> dict[str, float]:
+    """Replicated scalar results as Python floats (a program's ``host``: the diagnostics)."""
+    return {k: float(v) for k, v in values.items()}
+
+
+def host_arrays(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Replicated results as NumPy arrays on the host (a program's ``host``: spectra, statistics)."""
+    return {k: np.asarray(v) for k, v in values.items()}
+
+
+@dataclass(frozen=True)
+class Program:
+    """A device program of an output kind. ``function(sim, eq, state, params, t, dt) -> values``: a pure
+    function of the equation, state, traced parameters, run time and time step (``sim``, the run's
+    :class:`~simulator.run.simulation.Simulation`, gives its structure: config, fields), returning a pytree
+    of arrays; a callable, or the ``"module:function"`` of a JAX module, imported when a run or the planner
+    makes the program. The wall jits it once per simulation, compiles it ahead beside the chunk, lowers it
+    for the planner and the fit checks, and evaluates it at most once per moment (writers read
+    ``moment.get(name)``). ``host``: what the writers get, made of the values on the host (None: the device
+    arrays, e.g. fields written shard by shard); ``computes(cfg)``: whether a run calls it (default:
+    whenever its kind is active). ``parts``: a program computed a part at a time, so that no device holds
+    more than one part beside the state (the snapshots' fields, a component per call): its function takes two
+    more traced int32 indices, a field and a component of it, and returns that component; ``parts(sim, state,
+    t, dt, params)`` is what the writers get, parts that call the program as they are written
+    (:class:`~simulator.output.hdf5.Parts`)."""
+
+    name: str
+    function: str | Callable[..., Any]
+    host: Callable[[Any], Any] | None = None
+    computes: Callable[[Any], bool] | None = None
+    parts: Callable[..., Any] | None = None
+
+    def load(self) -> Callable[..., Any]:
+        return function(self.function)
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """One kind of output (see :mod:`simulator.output.kinds` for each field): what it computes on the
+    devices (``programs``), how it is written (``writers``, ``stage``, ``files``), read back (``read``),
+    exported (``export``) and drawn (``figures``), and its config (``section``, ``schedules``, ``check``)."""
+
+    name: str
+    doc: str
+    writers: str | Callable[..., list[Writer]]
+    active: Callable[[Any], bool] | None = None
+    stage: Literal["records", "dumps"] = "dumps"
+    programs: tuple[Program, ...] = ()
+    read: str | Callable[[Path], Any] | None = None
+    files: tuple[str, ...] = ()
+    export: str | Callable[..., None] | None = None
+    figures: str | Callable[..., list[Path]] | None = None
+    section: type | None = None
+    schedules: tuple[str, ...] = ()
+    check: Callable[[Any], None] | None = None
+
+    def call(self, what: str, *args: Any) -> Any:
+        """The function this kind gives as ``what`` (``writers``, ``read``, ``export``, ``figures``), called
+        with ``args``."""
+        return function(getattr(self, what))(*args)
+
+    def on(self, cfg: Any) -> bool:
+        """Whether a run of ``cfg`` writes this kind: ``active(cfg)``, by default its section's schedule."""
+        if self.active is not None:
+            return self.active(cfg)
+        return self.section is not None and cfg.output.section(self.name).on

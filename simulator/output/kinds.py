@@ -1,25 +1,28 @@
-"""The output wall: every kind of output a run writes, declared once and found through one registry
-(no JAX here: the declarations name their JAX-side functions as ``"module:function"`` strings, imported
-only when a run or the planner calls them).
+"""The output wall: every kind of output a run writes, declared once and found through one registry (no
+JAX here: a declaration names its JAX-side functions as ``"module:function"`` strings, imported only when a
+run or the planner calls them).
 
-An output kind (:class:`OutputKind`) says everything the rest of the code asks of it:
+An output kind (:class:`~simulator.output.base.OutputKind`, declared by the module that writes it) gives
+what the rest of the code asks of it, and the wall does the rest:
 
-* ``active(cfg)``: whether a run of ``cfg`` writes it (one :attr:`Schedule.active` for the scheduled kinds);
-* ``writers``: ``(cfg, sim, ctx) -> [Writer, ...]``, the writers of a run (``ctx``: :class:`WriterContext`),
-  before the run's finiteness check (``stage = "records"``) or after it (``"dumps"``);
-* ``program`` and ``lower``: the name of its device program and ``(sim, state, t, dt) -> Lowered``, what
-  the planner and the memory fit checks compile (None: it computes nothing on the device of its own; no
-  ``lower``: one of the :class:`~simulator.run.simulation.Simulation`'s own programs), and ``computes(cfg)``
-  whether a run calls it (default: whenever ``active``: snapshot writers are made for every run, to trim
-  a restart's series, but the fields program runs only when snapshots are scheduled);
-* ``read``: ``(run_dir) -> data`` (no JAX), what ``load_run(path).output(name)`` returns; ``files``: the run
-  files it writes, for messages;
-* ``export``: ``(group, data, units) -> None``, its netCDF-4 group in ``simulator export``; ``figures``:
-  ``(run_dir, config, pdf) -> [Path, ...]``, its figures in ``simulator plot``;
-* ``section``: the dataclass of its ``output.<name>`` keys when it brings its own (an out-of-tree kind; the
-  shipped kinds' sections are in :mod:`simulator.config.model`), ``schedules``: the dotted keys of its
-  schedules (``every`` must fall on a chunk end, ``times`` before ``time.t_end``), ``check(cfg)``: its
-  cross-key checks.
+* ``programs``: its device programs (:class:`~simulator.output.base.Program`: a pure function of the state,
+  and how its values reach the host). The wall jits each once per simulation
+  (:meth:`simulator.run.simulation.Simulation.program`), compiles it ahead of the run beside the chunk
+  (:func:`simulator.plan.run_programs`, :mod:`simulator.run.programs`), lowers it for the planner and the
+  memory fit checks, and evaluates it at most once per moment for the writers (``moment.get(name)``); a
+  ``records`` kind's programs run over a whole ensemble at once;
+* ``writers``: ``(cfg, sim, ctx) -> [Writer, ...]``, the writers of a run (``ctx``: a
+  :class:`~simulator.output.base.WriterContext`), before the run's finiteness check (``stage = "records"``)
+  or after it (``"dumps"``); ``active(cfg)``: whether a run of ``cfg`` writes it (default: its section's
+  schedule is on, :attr:`~simulator.output.base.Scheduled.on`);
+* ``read``: ``(run_dir) -> data`` (no JAX), what ``load_run(path).output(name)`` returns (the shipped kinds'
+  ``RunResults`` attributes are aliases of it); ``files``: the run files it writes;
+* ``export``: ``(group, data, units) -> None``, its netCDF-4 group in ``simulator export`` (``data``: its
+  reader's); ``figures``: ``(run_dir, config, pdf) -> [Path, ...]``, its figures in ``simulator plot`` (the
+  shipped kinds' figures are drawn by :func:`simulator.plots.run.plot_run` itself);
+* ``section``: the dataclass of its ``output.<name>`` keys (its schedule keys from
+  :class:`~simulator.output.base.Scheduled`), ``schedules``: the dotted keys of its schedules (``every`` must
+  fall on a chunk end, ``times`` before ``time.t_end``), ``check(cfg)``: its cross-key checks.
 
 The shipped kinds are declared by the output modules themselves, each as ``KIND`` (or ``KINDS``), and
 registered by one line in :data:`MODULES`. Kinds of your own are registered, with no edit here, by naming
@@ -34,70 +37,25 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.output.base import OutputKind, Program
 
-#: the output modules that declare the shipped kinds, in the order a run calls their writers (the
-#: registration lines)
+#: the output modules that declare the shipped kinds, in the order a run calls their writers and compiles their
+#: programs, and an export gives their groups room (the registration lines)
 MODULES = (
     "simulator.output.timeseries",
     "simulator.output.spectra",
     "simulator.output.snapshots",
-    "simulator.output.particles",
     "simulator.output.statistics",
     "simulator.output.tasks",
+    "simulator.output.particles",
+    "simulator.output.trajectories",
 )
 #: environment variable naming further output-kind modules, comma-separated
 ENV_EXTRA = "SIMULATOR_OUTPUTS"
-
-
-@dataclass(frozen=True)
-class WriterContext:
-    """What a kind's ``writers`` gets besides the config and the simulation: whether this process writes
-    the files of process 0 (``rank0``), the run's ``meta`` (config, versions, layout:
-    :func:`simulator.run.records.metadata`), ``snapshot_attrs(moment)`` (the attributes every snapshot
-    file carries) and the run log's ``info``."""
-
-    rank0: bool
-    meta: Mapping[str, Any]
-    snapshot_attrs: Callable[[Any], dict[str, Any]]
-    info: Callable[..., None]
-
-
-@dataclass(frozen=True)
-class OutputKind:
-    """One kind of output (see the module docstring for each field)."""
-
-    name: str
-    doc: str
-    active: Callable[[Any], bool]
-    writers: str
-    stage: Literal["records", "dumps"] = "dumps"
-    program: str | None = None
-    computes: Callable[[Any], bool] | None = None
-    lower: str | None = None
-    read: str | None = None
-    files: tuple[str, ...] = ()
-    export: str | None = None
-    figures: str | None = None
-    section: type | None = None
-    schedules: tuple[str, ...] = ()
-    check: Callable[[Any], None] | None = None
-
-    def call(self, what: str, *args: Any) -> Any:
-        """The function this kind names under ``what`` (``writers``, ``lower``, ``read``, ``export``,
-        ``figures``), imported now and called with ``args``."""
-        return function(getattr(self, what))(*args)
-
-
-def function(ref: str) -> Callable[..., Any]:
-    """The function a ``"module:function"`` reference names."""
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @functools.cache
@@ -114,6 +72,11 @@ def _load(extra: str) -> dict[str, OutputKind]:
             if kind.section is None:
                 raise ConfigError(ENV_EXTRA, module, f"declare section, the dataclass of its output.{kind.name} keys",
                                   f"declares the output kind {kind.name!r} without a config section")
+            taken = {p.name for k in out.values() for p in k.programs}
+            clash = next((p.name for p in kind.programs if p.name in taken or p.name == "chunk"), None)
+            if clash is not None:
+                raise ConfigError(ENV_EXTRA, module, "give the program another name",
+                                  f"declares the device program {clash!r}, which another output kind computes")
             out[kind.name] = kind
     return out
 
@@ -144,26 +107,33 @@ def registry() -> dict[str, OutputKind]:
 
 
 def sections() -> dict[str, type]:
-    """The ``output.<name>`` sections the registered kinds bring (the out-of-tree kinds' keys)."""
+    """The ``output.<name>`` sections the registered kinds declare, by name."""
     return {kind.name: kind.section for kind in registry().values() if kind.section is not None}
 
 
 def active(cfg: Any) -> list[OutputKind]:
     """The kinds a run of ``cfg`` writes, in the order its writers are called."""
-    return [kind for kind in registry().values() if kind.active(cfg)]
+    return [kind for kind in registry().values() if kind.on(cfg)]
+
+
+def computed(cfg: Any, stage: str | None = None) -> tuple[Program, ...]:
+    """The device programs a run of ``cfg`` calls (of the kinds it writes, those it computes), in registry order;
+    ``stage``: only those of the kinds of that stage (an ensemble batches the ``records`` ones)."""
+    return tuple(p for kind in active(cfg) if stage in (None, kind.stage) for p in kind.programs
+                 if p.computes is None or p.computes(cfg))
 
 
 def programs(cfg: Any) -> tuple[str, ...]:
-    """The device programs of the kinds a run of ``cfg`` writes (what the planner compiles beside the chunk)."""
-    return tuple(kind.program for kind in active(cfg)
-                 if kind.program is not None and (kind.computes is None or kind.computes(cfg)))
+    """The names of :func:`computed` (what the planner compiles beside the chunk)."""
+    return tuple(p.name for p in computed(cfg))
 
 
-def by_program(name: str) -> OutputKind:
-    """The kind whose device program is ``name``."""
+def program(name: str) -> Program:
+    """The device program ``name`` of a registered kind."""
     for kind in registry().values():
-        if kind.program == name:
-            return kind
+        for p in kind.programs:
+            if p.name == name:
+                return p
     raise ValueError(f"no output kind has the program {name!r}")
 
 

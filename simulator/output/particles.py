@@ -19,7 +19,7 @@ replicated species (flow particles) an equal slice, rows [r N / P, (r + 1) N / P
 (the cold particles) the occupied slots of its devices, a count that changes as particles migrate. The
 counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
 into one virtual dataset per quantity. Within a process, rows are species after species in config order.
-The writers of a run, which sample the state, are :func:`simulator.particles.outputs.particle_writers`.
+The species are sampled from the state by the kind's device program ``particles`` (:func:`particles`).
 
 Datasets: ``id`` the particle's identity, its species' offset (the particle counts of the species before
 it) + its index within the species (a flow species' row in the state; the cold particles' lattice index),
@@ -48,8 +48,8 @@ import h5py
 import numpy as np
 
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule
-from simulator.output.kinds import OutputKind
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
+from simulator.output.netcdf import particle_group, variable
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 DIR = "particles"
@@ -286,11 +286,6 @@ def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
             for name, got in found.items()}
 
 
-#: ``sample(moment)``: the run's particle species at a moment, device arrays by name
-#: (:meth:`simulator.equations.base.Equation.particles`; a dict through jit: in sorted order)
-Sample = Callable[[Moment], Mapping[str, Any]]
-
-
 class ParticleSnapshotWriter(SeriesWriter):
     """Every particle of the species ``sizes`` (name -> particle count, in config order) on the field snapshots'
     schedule (collective): each process writes its own (:func:`local_shares`, :func:`write_particles`)."""
@@ -298,22 +293,49 @@ class ParticleSnapshotWriter(SeriesWriter):
     name = "particle_snapshots"
     directory = DIR
 
-    def __init__(self, schedule: Schedule, sizes: Mapping[str, int], sample: Sample, box: Sequence[float],
+    def __init__(self, schedule: Schedule, sizes: Mapping[str, int], box: Sequence[float],
                  attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None], rank0: bool):
         super().__init__(rank0)
-        self.schedule, self.sizes, self.sample, self.box = schedule, dict(sizes), sample, box
+        self.schedule, self.sizes, self.box = schedule, dict(sizes), box
         self.attrs, self.log = attrs, log
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
-        mine = local_shares(list(self.sizes), self.sample(moment))
+        mine = local_shares(list(self.sizes), moment.get("particles"))
         index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", mine, self.sizes, self.box,
                                 self.attrs(moment), moment.time)
         self.log(f"particles {index}")
 
 
-#: the output kind (:mod:`simulator.output.kinds`): particle snapshots with the field snapshots, and trajectories
+def particles(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> Mapping[str, Any]:
+    """The device program: every species of the state at run time ``t`` (:meth:`simulator.equations.base.
+    Equation.particles`; a dict through jit: in sorted order), device arrays by name."""
+    return eq.at(t).particles(state, params)
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """Snapshots of every species of the state on the field snapshots' schedule."""
+    return [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_sizes(cfg), cfg.grid.box,
+                                   ctx.snapshot_attrs, ctx.info, ctx.rank0)]
+
+
+def export(group: Any, data: Mapping[str, ParticleSeries], units: dict[str, str]) -> None:
+    """The ``particles`` group of a netCDF export: a group per species, time, step (time); particle (0 .. N-1);
+    component; position (wrapped into the box), unwrapped, velocity (time, particle, component), in the run's
+    precision."""
+    velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
+    for name, p in data.items():
+        g = particle_group(group.create_group(name), p.time, np.arange(p.position.shape[1]), units, "snapshot")
+        variable(g, "step", ("time",), p.step, long_name="time step number of each snapshot")
+        for key, values, what, unit in (("position", p.position, "position wrapped into the box", units["length"]),
+                                        ("unwrapped", p.unwrapped, "continuous (unwrapped) position", units["length"]),
+                                        ("velocity", p.velocity, "velocity", velocity)):
+            variable(g, key, ("time", "particle", "component"), values, units=unit, coordinates="step",
+                     long_name=f"{what} of each {name} particle")
+
+
+#: the output kind (:mod:`simulator.output.kinds`): particle snapshots with the field snapshots
 KIND = OutputKind(
-    name="particles", doc="particles/: particle snapshots (with the field snapshots) and trajectories.h5",
-    active=lambda cfg: bool(species_sizes(cfg)), writers="simulator.particles.outputs:particle_writers",
-    files=(DIR,), schedules=("trajectories",), read=read_series)
+    name="particles", doc="particles/: particle snapshots, with the field snapshots",
+    active=lambda cfg: bool(species_sizes(cfg)), writers=writers, files=(DIR,), read=read_series, export=export,
+    programs=(Program("particles", particles, computes=lambda cfg: cfg.output.snapshots.on),))

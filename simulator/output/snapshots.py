@@ -27,26 +27,43 @@ Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least len
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule
-from simulator.output.kinds import OutputKind
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
 if TYPE_CHECKING:
     import jax
 
-__all__ = ["SnapshotWriter", "snapshot_files", "storage_order", "truncate_series", "write_snapshot"]
+__all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "snapshot_files", "storage_order", "truncate_series",
+           "write_snapshot"]
 
 DIR = "snapshots"
 
 AXES = ("x", "y", "z")
 #: what numbers mean when a run has no unit system
 CODE_UNITS = {"length": "code units", "time": "code units"}
+
+
+@dataclass(frozen=True)
+class SnapshotOutput(Scheduled):
+    """Snapshots of the equation's real-space output fields (per-process HDF5, index, XDMF)."""
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    """A snapshot on disk: its index file, step and time; :meth:`open` reads it."""
+
+    path: Path
+    step: int
+
+    def open(self) -> hdf5.Snapshot:
+        return hdf5.Snapshot(self.path)
 
 
 def storage_order(ndim: int) -> tuple[int, ...]:
@@ -130,10 +147,41 @@ class SnapshotWriter(SeriesWriter):
         self.log(f"snapshot {index}")
 
 
+def component(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any, field: Any, index: Any) -> Any:
+    """The device program, a part at a time: component ``index`` of the snapshot field
+    ``sim.snapshot_fields[field]`` (both traced int32) at run time ``t``, ``(Nx, Ny, Nz)`` sharded like the
+    real-space layout (:meth:`~simulator.equations.base.Equation.field`): one branch per field, every field's
+    components of one shape and dtype, so that a snapshot needs one program and holds one component at once."""
+    import jax
+
+    at = eq.at(t)
+    branches = [lambda s, p, i, name=name: at.field(s, p, name, i) for name in sim.snapshot_fields]
+    return jax.lax.switch(field, branches, state, params, index)
+
+
+def parts(sim: Any, state: Any, t: float, dt: float, params: Any) -> dict[str, Any]:
+    """What the snapshot writer gets: every snapshot field as parts computed as they are written
+    (:meth:`~simulator.run.simulation.Simulation.snapshot_parts`)."""
+    return sim.snapshot_parts(state, t, params)
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """The field snapshots on ``output.snapshots``'s schedule (the writer is made even when none is
+    scheduled: a restart trims the series past its step)."""
+    info, names = sim.equation.field_info, list(sim.snapshot_fields)
+    return [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, ctx.snapshot_attrs, cfg.grid.box, ctx.info,
+                           ctx.rank0, cfg.physics.clock().units() or None,
+                           stacked=[n for n in names if info[n].stacked])]
+
+
+def read(run_dir: Path) -> tuple[SnapshotRef, ...]:
+    """The run's snapshots, oldest first, each read when opened."""
+    return tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
+
+
 #: the output kind (:mod:`simulator.output.kinds`): a writer in every run (a restart trims ``series.xdmf``
 #: past its step even when it writes no more snapshots), the fields program only when snapshots are scheduled
 KIND = OutputKind(
     name="snapshots", doc="snapshots/: the fields, one file per process and a virtual-dataset index per output",
-    active=lambda cfg: True, computes=lambda cfg: Schedule.of(cfg.output.snapshots).active,
-    writers="simulator.run.records:snapshot_writers", program="fields", files=(DIR,), schedules=("snapshots",),
-    read=snapshot_files)
+    active=lambda cfg: True, writers=writers, files=(DIR,), section=SnapshotOutput, schedules=("snapshots",),
+    programs=(Program("fields", component, computes=lambda cfg: cfg.output.snapshots.on, parts=parts),), read=read)

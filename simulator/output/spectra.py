@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,23 @@ import numpy as np
 from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, declared
 from simulator.output import rows
-from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.output.kinds import OutputKind
 from simulator.output.rows import open_for_reading
+from simulator.output.runconfig import load_run_config
+from simulator.schema import setting
 
 FILE = "spectra.h5"
+
+
+@dataclass(frozen=True)
+class SpectraOutput(Scheduled):
+    """Shell-summed spectra appended to spectra.h5."""
+
+    every: int | None = setting(None, "steps between spectra rows (a multiple of output.chunk); null = with every "
+                                "diagnostics row; 0 = not by steps", min=0)
+    at_end: bool = setting(True, "a row at the end of the run")
+
 #: the wavenumber scales (not rows): |k| of the shells, and the axes of the 2D spectra
 AXES = ("k", "k_h", "k_z")
 CODE_UNITS = {"length": "code units", "time": "code units"}
@@ -236,7 +248,7 @@ class SpectraWriter(Writer):
         self.file: SpectraFile | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        if self.rank0 and (self.schedule.periodic or self.schedule.at_end or self.schedule.times):
+        if self.rank0 and self.schedule.active:
             self.file = SpectraFile(run_dir / FILE, self.k, resumed_step, units=self.units,
                                     descriptions=self.descriptions)
 
@@ -252,9 +264,32 @@ class SpectraWriter(Writer):
             self.file = None
 
 
+def spectra(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> dict[str, Any]:
+    """The device program: the equation's shell spectra at run time ``t`` (replicated vectors)."""
+    return eq.at(t).spectra(state, params)
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """``spectra.h5`` on ``output.spectra``'s schedule, in the equation's units and clocks."""
+    from simulator.spectra import shell_wavenumbers
+
+    clock = cfg.physics.clock()
+    return [SpectraWriter(Schedule.of(cfg.output.spectra), shell_wavenumbers(cfg.grid.shape, cfg.grid.box), ctx.rank0,
+                          sim.info.spectra, clock.units() or None, clock.time_coordinates)]
+
+
+def read(run_dir: Path) -> dict[str, np.ndarray]:
+    """``spectra.h5`` on the shells the run resolves (:func:`resolved`; {} when the run wrote none)."""
+    if not (run_dir / FILE).is_file():
+        return {}
+    from simulator.equations import registry
+
+    config = load_run_config(run_dir)
+    return resolved(read_spectra(run_dir / FILE), config, registry().get(config.get("physics", {}).get("name")))
+
+
 #: the output kind (:mod:`simulator.output.kinds`)
 KIND = OutputKind(
-    name="spectra", doc="spectra.h5: the equation's shell spectra, one row per output",
-    active=lambda cfg: Schedule.of(cfg.output.spectra).active, writers="simulator.run.records:spectra_writers",
-    stage="records", program="spectra", files=(FILE,), schedules=("spectra",),
-    read=lambda run_dir: read_spectra(run_dir / FILE) if (run_dir / FILE).is_file() else {})
+    name="spectra", doc="spectra.h5: the equation's shell spectra, one row per output", writers=writers,
+    stage="records", programs=(Program("spectra", spectra, host=host_arrays),), files=(FILE,),
+    section=SpectraOutput, schedules=("spectra",), read=read)

@@ -1,5 +1,6 @@
 """``statistics.h5``: the Eulerian small-scale statistics of a flow, one row per output; its writer and
-its reader (no JAX: the computation is :mod:`simulator.statistics`, handed to the writer as a function).
+its reader, and its output kind (no JAX: the computation is :mod:`simulator.statistics`, the kind's device
+program).
 
 Datasets, each with one leading row axis (``time`` is attached to it as a dimension scale, as in
 ``spectra.h5``):
@@ -22,7 +23,8 @@ file of other orders, separations or bins, or a damaged one, is set aside whole 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +33,30 @@ import numpy as np
 from simulator import equations
 from simulator.errors import ConfigError
 from simulator.output import rows
-from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.kinds import OutputKind
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
+from simulator.output.netcdf import time_and_step, variable
+from simulator.schema import setting
 
 FILE = "statistics.h5"
 #: datasets that are coordinates (no row axis)
 COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_separations")
+
+
+@dataclass(frozen=True)
+class StatisticsOutput(Scheduled):
+    """Small-scale flow statistics appended to statistics.h5 (:mod:`simulator.statistics`): derivative
+    skewness and flatness, PDFs, structure functions, scalar-gradient moments. Off by default: each row
+    costs about one shift of the velocity per separation and axis: ~6 RK4 steps at 64^3 with every r = 1..N/2."""
+
+    orders: tuple[int, ...] = setting((2, 3, 4, 5, 6), "orders p of the structure functions S_p(r) = <|du|^p>",
+                                      min=1, max=12)
+    separations: tuple[int, ...] | None = setting(None, "separations r of the structure functions, in grid cells "
+                                                  "along each axis (each <= N/2; a sparse set, e.g. log-spaced, "
+                                                  "costs one shift each); null = every r = 1..N/2", min=1)
+    pdf_separations: tuple[int, ...] | None = setting(None, "separations (cells, each <= N/2) of the PDFs of "
+                                                      "longitudinal increments; null = 1, N/8 and N/2", min=1)
+    pdf_bins: int = setting(81, "bins of every PDF", min=2, max=100_000)
+    pdf_range: float = setting(10.0, "the PDFs' bins span [-pdf_range, pdf_range] in units of the rms", gt=0.0)
 
 
 class StatisticsFile(rows.RowFile):
@@ -76,15 +96,15 @@ def coordinates(shape: tuple[int, ...], lay: Any) -> dict[str, np.ndarray]:
 
 
 class StatisticsWriter(Writer):
-    """A row of statistics on its schedule; ``compute(state, time)`` returns them as host arrays (the
-    reductions are collective: called on every process; process 0 writes)."""
+    """A row of statistics on its schedule, the kind's program's values as host arrays (the reductions are
+    collective: computed on every process; process 0 writes)."""
 
     name = "statistics"
 
-    def __init__(self, schedule: Schedule, compute: Callable[[Any, float], Mapping[str, np.ndarray]],
-                 coords: Mapping[str, np.ndarray], rank0: bool, attrs: Mapping[str, Any] | None = None):
+    def __init__(self, schedule: Schedule, coords: Mapping[str, np.ndarray], rank0: bool,
+                 attrs: Mapping[str, Any] | None = None):
         super().__init__()
-        self.schedule, self.compute, self.coords, self.rank0, self.attrs = schedule, compute, coords, rank0, attrs
+        self.schedule, self.coords, self.rank0, self.attrs = schedule, coords, rank0, attrs
         self.file: StatisticsFile | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
@@ -92,7 +112,7 @@ class StatisticsWriter(Writer):
             self.file = StatisticsFile(run_dir / FILE, self.coords, resumed_step, self.attrs)
 
     def write(self, moment: Moment) -> None:
-        values = self.compute(moment.state, moment.time)
+        values = moment.get("statistics")
         if self.file is not None:
             self.file.append(moment.step, moment.time, values)
 
@@ -103,7 +123,7 @@ class StatisticsWriter(Writer):
 def _check_statistics(cfg: Any) -> None:
     """Flow statistics need a velocity, and separations the grid holds (at most N/2 cells on every axis)."""
     stats = cfg.output.statistics
-    if not stats.enabled:
+    if not stats.on:
         return
     if "velocity" not in equations.registry()[cfg.physics.name].fields:
         raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
@@ -118,10 +138,53 @@ def _check_statistics(cfg: Any) -> None:
 
 
 
+def axes_of(data: Mapping[str, Any]) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """Each statistic's axes after time (:func:`dimensions`) in what :func:`read_statistics` read, and the
+    statistics whose shape their names do not explain."""
+    axes, odd = {}, []
+    for name, values in data.items():
+        if name in (*COORDINATES, "attrs", "time", "step"):
+            continue
+        dims = dimensions(name)
+        if np.shape(values)[1:] == tuple(len(data.get(d, ())) for d in dims):
+            axes[name] = dims
+        else:
+            odd.append(name)
+    return axes, odd
+
+
+def export(g: Any, data: Mapping[str, Any], units: dict[str, str]) -> None:
+    """The ``statistics`` group of a netCDF export: statistics.h5 as :func:`read_statistics` reads it, time and
+    step (time); the coordinates orders, r_x, r_y, r_z, pdf_centres, pdf_edges, pdf_separations (their own
+    dimensions); each statistic over (time, *its axes); the file's attributes (equation, shape, box, spacing)."""
+    g.attrs.update(data["attrs"])
+    coords = [c for c in COORDINATES if c in data]
+    g.dimensions.update({"time": len(data["time"]), **{c: len(data[c]) for c in coords}})
+    time_and_step(g, data["time"], data["step"], units, "row")
+    for c in coords:
+        variable(g, c, (c,), data[c])
+    for name, axes in axes_of(data)[0].items():
+        variable(g, name, ("time", *axes), data[name], coordinates="step")
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """The ``statistics.h5`` writer of a run of ``cfg`` on ``output.statistics``'s schedule."""
+    from simulator.statistics import layout_of
+
+    spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
+    attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
+    coords = coordinates(tuple(cfg.grid.shape), layout_of(cfg))
+    return [StatisticsWriter(Schedule.of(cfg.output.statistics), coords, ctx.rank0, attrs)]
+
+
+def read(run_dir: Path) -> dict[str, Any]:
+    """``statistics.h5`` by dataset ({} when the run wrote none)."""
+    return read_statistics(run_dir / FILE) if (run_dir / FILE).is_file() else {}
+
+
 #: the output kind (:mod:`simulator.output.kinds`)
 KIND = OutputKind(
     name="statistics", doc="statistics.h5: derivative moments, PDFs, structure functions, one row per output",
-    active=lambda cfg: cfg.output.statistics.enabled, writers="simulator.statistics:writers",
-    program="statistics", lower="simulator.statistics:lower", files=(FILE,), schedules=("statistics",),
-    check=_check_statistics,
-    read=lambda run_dir: read_statistics(run_dir / FILE) if (run_dir / FILE).is_file() else {})
+    writers=writers, programs=(Program("statistics", "simulator.statistics:program", host=host_arrays),),
+    files=(FILE,), section=StatisticsOutput, schedules=("statistics",), check=_check_statistics, read=read,
+    export=export)

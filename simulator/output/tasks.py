@@ -1,6 +1,6 @@
 """``tasks.h5``: the user-defined outputs (``output.tasks``), one group per task and one row per time its
-schedule is due; the writers and the reader (no JAX: the computation is :mod:`simulator.tasks`, handed
-to the writers as a function).
+schedule is due; the writers, the reader and the output kind (no JAX: the computation is :mod:`simulator.tasks`,
+the kind's device program; the config section, the entries of ``output.tasks``, is :mod:`.task_entries`).
 
 One file for every task, a group each, since each task has a schedule of its own (its own rows and
 ``time`` axis): a group is a netCDF-4 group, so ``xr.open_dataset(path, engine="h5netcdf",
@@ -27,7 +27,7 @@ set aside whole as ``aside/tasks.h5.damaged`` (:mod:`simulator.output.rows`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +35,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.config.tasks import AXES, TaskOutput, definition, units_of
-from simulator.config.tasks import check as check_tasks
+from simulator.output.task_entries import AXES, TaskOutput, definition, units_of
+from simulator.output.task_entries import check as check_tasks
 from simulator.log import get_logger
 from simulator.output import rows
-from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.output.kinds import OutputKind
+from simulator.output.netcdf import time_and_step, variable
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import CODE_UNITS
 
@@ -216,29 +216,64 @@ def read_tasks(path: Path) -> dict[str, TaskSeries]:
 
 
 class TaskWriter(Writer):
-    """A row of one task on its schedule. ``compute(moment)`` returns every task's values as host arrays
-    (collective: called on every process; the writers due at one chunk end share one evaluation);
+    """A row of one task on its schedule, from the kind's program ``tasks``, every task's values as host arrays
+    (collective: computed on every process; the writers due at one chunk end share one evaluation);
     ``file`` is process 0's (None elsewhere)."""
 
-    def __init__(self, layout: TaskLayout, schedule: Schedule, compute: Callable[[Moment], Mapping[str, np.ndarray]],
-                 file: TasksFile | None):
+    def __init__(self, layout: TaskLayout, schedule: Schedule, file: TasksFile | None):
         super().__init__()
         self.name = f"tasks.{layout.name}"  # its own wall-clock trigger, agreed between processes
-        self.layout, self.schedule, self.compute, self.file = layout, schedule, compute, file
+        self.layout, self.schedule, self.file = layout, schedule, file
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.file is not None:
             self.file.open(run_dir, resumed_step)
 
     def write(self, moment: Moment) -> None:
-        values = moment.shared("tasks", self.compute)
+        values = moment.get("tasks")
         if self.file is not None:
             self.file.append(self.layout.name, moment.step, moment.time, values[self.layout.name])
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """The writers of ``cfg.output.tasks``, one per task (each on its own schedule; those due at one chunk end
+    share one evaluation of all of them)."""
+    units = cfg.physics.clock().units()
+    layouts = [describe(entry, cfg.grid.shape, cfg.grid.box, units, sim.equation.field_info[entry.field].doc)
+               for entry in cfg.output.tasks]
+    file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
+                               "box": [float(b) for b in cfg.grid.box]}, units) if ctx.rank0 else None
+    return [TaskWriter(layout, Schedule.of(entry), file)
+            for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]
+
+
+def host_values(values: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The tasks' values on the host, float64 (what ``tasks.h5`` stores)."""
+    return {k: np.asarray(v, np.float64) for k, v in values.items()}
+
+
+def read(run_dir: Path) -> dict[str, TaskSeries]:
+    """``tasks.h5`` by task ({} when the run wrote none)."""
+    return read_tasks(run_dir / FILE) if (run_dir / FILE).is_file() else {}
+
+
+def export(group: Any, data: Mapping[str, TaskSeries], units: dict[str, str]) -> None:
+    """The ``tasks`` group of a netCDF export: a group ``<name>`` per task (``<name>.until-<step>``: rows a
+    restart kept aside): time, step (time); x, y, z as its dimensions use them (grid points); ``<name>`` over
+    (time[, a, b | axis]) with the task's attributes."""
+    for name, task in data.items():
+        g = group.create_group(name)
+        g.dimensions.update({"time": len(task.time), **{d: len(task.coords[d]) for d in task.dims}})
+        time_and_step(g, task.time, task.step, units, "row")
+        for d in task.dims:
+            variable(g, d, (d,), task.coords[d], units=units["length"], long_name=f"{d} of the grid points",
+                     axis=d.upper())
+        variable(g, name.split(ASIDE)[0], ("time", *task.dims), task.values, coordinates="step", **task.attrs)
 
 
 #: the output kind (:mod:`simulator.output.kinds`)
 KIND = OutputKind(
     name="tasks", doc="tasks.h5: slices, profiles and reductions of fields (output.tasks), each on its schedule",
-    active=lambda cfg: bool(cfg.output.tasks), writers="simulator.tasks:writers", program="tasks",
-    lower="simulator.tasks:lower", files=(FILE,), check=check_tasks,
-    read=lambda run_dir: read_tasks(run_dir / FILE) if (run_dir / FILE).is_file() else {})
+    active=lambda cfg: any(entry.on for entry in cfg.output.tasks), writers=writers,
+    programs=(Program("tasks", "simulator.tasks:program", host=host_values),), files=(FILE,), check=check_tasks,
+    read=read, export=export)

@@ -16,12 +16,12 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from simulator.output.base import Moment, Schedule, Writer
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext, host_floats
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.output.kinds import OutputKind
 from simulator.output.rows import later
 
 FILE = "timeseries.csv"
@@ -178,9 +178,24 @@ class TimeSeriesWriter(Writer):
             self.file = None
 
 
-#: the output kind (:mod:`simulator.output.kinds`): a row per chunk, always; its program is the run's diagnostics
+def diagnostics(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> dict[str, Any]:
+    """The device program: the equation's diagnostics at run time ``t`` for the step ``dt`` (replicated scalars)."""
+    return eq.at(t).diagnostics(state, dt, params)
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """``timeseries.csv``: the diagnostics and the clock's derived columns, every chunk."""
+    return [TimeSeriesWriter(list(sim.info.diagnostics), ctx.rank0, cfg.physics.clock().derived_columns)]
+
+
+def read(run_dir: Path) -> dict[str, np.ndarray]:
+    """``timeseries.csv`` by column ({} when the run wrote none)."""
+    return read_timeseries(run_dir / FILE) if (run_dir / FILE).is_file() else {}
+
+
+#: the output kind (:mod:`simulator.output.kinds`): a row per chunk, always; its program is the run's diagnostics,
+#: which the run also checks for NaN/Inf (and, with the derived columns, takes as Python floats)
 KIND = OutputKind(
     name="timeseries", doc="timeseries.csv: step, time, dt and the diagnostics, one row per chunk",
-    active=lambda cfg: True, writers="simulator.run.records:timeseries_writers", stage="records",
-    program="diagnostics", files=(FILE,),
-    read=lambda run_dir: read_timeseries(run_dir / FILE) if (run_dir / FILE).is_file() else {})
+    active=lambda cfg: True, writers=writers, stage="records", files=(FILE,), read=read,
+    programs=(Program("diagnostics", diagnostics, host=host_floats),))

@@ -9,35 +9,56 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
+from simulator import lagrangian
 from simulator.output import hdf5
-from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.particles import DIR, Sample, Share, gather_rows
+from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
+from simulator.output.netcdf import particle_group, variable
+from simulator.output.particles import DIR, Share, gather_rows
 from simulator.output.rows import Pending, append_row, trim
+from simulator.schema import setting
 
 TRAJECTORIES = "trajectories.h5"
 #: the datasets of the trajectory file with a row per output
 ROWS = ("time", "step", "position", "unwrapped", "velocity")
 
 
+@dataclass(frozen=True)
+class TrajectoryOutput:
+    """Trajectories of a subset of the particles (particles/trajectories.h5), finer than the snapshots."""
+
+    every: int = setting(0, "steps between trajectory rows (a multiple of output.chunk); 0 = no trajectory file",
+                         min=0)
+    count: int = setting(100, "particles per species recorded (the first ones of each)", min=1)
+    start: float = setting(0.0, "simulated time from which rows are recorded: the first row is the first of the "
+                           "every-step rows at or past it (past a spin-up, so that the Lagrangian statistics start "
+                           "from a developed flow); 0 = from the start of the run, its t = 0 row included", min=0.0)
+
+    @property
+    def on(self) -> bool:
+        """Whether a run records trajectories (``every`` set)."""
+        return bool(self.every)
+
+
 class TrajectoryWriter(Writer):
     """The first ``count`` particles of each species (``totals`` particles each) every ``schedule.every``
-    steps, appended to ``particles/trajectories.h5`` by process 0; ``sample`` gives those rows alone, replicated
-    (:func:`simulator.particles.outputs.recorded_rows`). On a restart, rows past the restart's step are dropped;
-    a damaged file, or one of other particles (another ``count``), is set aside whole
-    (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
+    steps, appended to ``particles/trajectories.h5`` by process 0; the kind's program ``trajectories`` gives those
+    rows alone, replicated (:func:`simulator.particles.outputs.trajectories`). On a restart, rows past the
+    restart's step are dropped; a damaged file, or one of other particles (another ``count``), is set aside
+    whole (:mod:`simulator.output.rows`: which particles a row holds is known at the first row)."""
 
     name = "trajectories"
 
-    def __init__(self, schedule: Schedule, species: Sequence[str], totals: Sequence[int], count: int, sample: Sample,
+    def __init__(self, schedule: Schedule, species: Sequence[str], totals: Sequence[int], count: int,
                  box: Sequence[float], rank0: bool):
         super().__init__()
-        self.schedule, self.species, self.count, self.sample, self.rank0 = schedule, tuple(species), count, sample, rank0
+        self.schedule, self.species, self.count, self.rank0 = schedule, tuple(species), count, rank0
         self.totals = tuple(int(n) for n in totals)  # each species' particle count: the ids' offsets
         self.box = box
         self.path: Path | None = None
@@ -59,7 +80,7 @@ class TrajectoryWriter(Writer):
             raise hdf5.OutputWriteError(f"writing {self.path} failed: {hdf5.describe_os_error(err)}") from err
 
     def write(self, moment: Moment) -> None:
-        arrays = self.sample(moment)  # collective: every process computes, process 0 writes
+        arrays = moment.get("trajectories")  # collective: every process computes, process 0 writes
         if not self.rank0:
             return
         assert self.path is not None
@@ -112,3 +133,37 @@ class TrajectoryWriter(Writer):
         """A restart's file that got no row is cut back to the restart's step."""
         if self.pending:
             self._io(self.pending.settle)
+
+
+def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
+    """The trajectory file of the ``particles`` section's species, every ``output.trajectories.every`` steps."""
+    section = cfg.output.trajectories
+    schedule = Schedule(every=section.every, start=section.start)
+    return [TrajectoryWriter(schedule, [s.name for s in cfg.particles], [s.count for s in cfg.particles],
+                             section.count, cfg.grid.box, ctx.rank0)]
+
+
+def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:
+    """``particles/trajectories.h5`` by species ({} when the run wrote none)."""
+    path = run_dir / lagrangian.TRAJECTORIES
+    return lagrangian.read_trajectories(path) if path.is_file() else {}
+
+
+def export(group: Any, data: Mapping[str, lagrangian.Trajectories], units: dict[str, str]) -> None:
+    """The ``trajectories`` group of a netCDF export: a group per species, time; particle (the particles' ids in
+    the snapshots); component; position (unwrapped) and velocity (time, particle, component), float64."""
+    velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
+    for name, t in data.items():
+        g = particle_group(group.create_group(name), t.time, t.ids, units, "row")
+        g["particle"].attrs["long_name"] = "the particle's row (id) in the particle snapshots"
+        variable(g, "position", ("time", "particle", "component"), t.x, units=units["length"],
+                 long_name=f"continuous (unwrapped) position of each recorded {name} particle")
+        variable(g, "velocity", ("time", "particle", "component"), t.v, units=velocity,
+                 long_name=f"velocity of each recorded {name} particle")
+
+
+#: the output kind (:mod:`simulator.output.kinds`): its program gathers the recorded rows on the devices
+KIND = OutputKind(
+    name="trajectories", doc="particles/trajectories.h5: the first particles of each species, finer in time",
+    writers=writers, files=(str(lagrangian.TRAJECTORIES),), section=TrajectoryOutput, schedules=("trajectories",),
+    programs=(Program("trajectories", "simulator.particles.outputs:trajectories"),), read=read, export=export)

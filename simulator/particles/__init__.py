@@ -1,5 +1,5 @@
 """Lagrangian particles carried by a flow: their placement and what they cost (no JAX here); the
-``particles:`` section of the config is declared by :mod:`simulator.config.particles`.
+``particles:`` section of the config is declared by :mod:`.species`.
 
 The optional top-level ``particles:`` section is a list of species, one section each::
 
@@ -42,7 +42,7 @@ from simulator.particles.interpolation import METHODS
 from simulator.time.schemes import SCHEMES
 
 if TYPE_CHECKING:
-    from simulator.config.particles import Species
+    from simulator.particles.species import Species
 
 #: the largest error, as a fraction of a grid cell, that wrapping a file's position into the box may make:
 #: x mod L is exact only to the spacing of floats at |x| (about |x| eps), so a coordinate beyond

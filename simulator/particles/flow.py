@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.config.particles import Species
+from simulator.particles.species import Species
 from simulator.equations.base import (
     Equation,
     Params,

@@ -34,7 +34,7 @@ import numpy as np
 from simulator.particles import slots
 
 if TYPE_CHECKING:  # the config imports this package (simulator.particles) for its checks
-    from simulator.config.particles import Species
+    from simulator.particles.species import Species
 
 
 def keys(name: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ programs with abstract arrays before any member's directory is written.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from simulator.config import Config
 from simulator.errors import ConfigError
+from simulator.output import kinds
 from simulator.run.simulation import Simulation
 
 
@@ -31,8 +33,9 @@ def stacked_shardings(sim: Simulation, state: Any) -> Any:
 def batched_programs(sim: Simulation, shardings: Any, adaptive: bool) -> dict[str, Any]:
     """The ensemble's programs, jitted (compiled on first call, or lowered by the fit check): ``chunk``
     (``jax.vmap`` over members of :meth:`Simulation.chunk`, or of :meth:`Simulation.adaptive_chunk` when a
-    member adapts its dt; the stacked state donated), ``diagnostics`` and ``spectra`` (each member at its
-    own run time: :meth:`Equation.at`)."""
+    member adapts its dt; the stacked state donated), and the device programs of the ``records`` output kinds
+    the run writes (:func:`simulator.output.kinds.computed`: the diagnostics, the spectra), ``jax.vmap``
+    over members of each, ``(equation, states, params, t, dt)`` (each member at its own run time and step)."""
     if adaptive:
         r = sim.fft.replicated_sharding()
         chunk = jax.jit(jax.vmap(sim.adaptive_chunk, in_axes=(None, 0, 0, 0, 0, 0, 0, 0)),
@@ -40,11 +43,9 @@ def batched_programs(sim: Simulation, shardings: Any, adaptive: bool) -> dict[st
     else:
         chunk = jax.jit(jax.vmap(sim.chunk, in_axes=(None, 0, 0, 0, 0, 0)), out_shardings=shardings,
                         donate_argnums=(1,), compiler_options=sim.chunk_options)
-    diagnostics = jax.jit(jax.vmap(lambda e, s, h, p, t: e.at(t).diagnostics(s, h, p), in_axes=(None, 0, 0, 0, 0)),
-                          compiler_options=sim.compiler_options)
-    spectra = jax.jit(jax.vmap(lambda e, s, p, t: e.at(t).spectra(s, p), in_axes=(None, 0, 0, 0)),
-                      compiler_options=sim.compiler_options)
-    return {"chunk": chunk, "diagnostics": diagnostics, "spectra": spectra}
+    batched = {p.name: jax.jit(jax.vmap(functools.partial(p.load(), sim), in_axes=(None, 0, 0, 0, 0)),
+                               compiler_options=sim.compiler_options) for p in kinds.computed(sim.cfg, "records")}
+    return {"chunk": chunk, **batched}
 
 
 def program_bytes(sim: Simulation, members: int, adaptive: bool) -> dict[str, int]:
@@ -65,9 +66,9 @@ def program_bytes(sim: Simulation, members: int, adaptive: bool) -> dict[str, in
     steps = jax.ShapeDtypeStruct((members,), jnp.int32, sharding=r)
     programs = batched_programs(sim, shardings, adaptive)
     chunk_args = (vector, steps, vector, vector, vector) if adaptive else (vector, steps, vector)
-    lowered = {"chunk": programs["chunk"].lower(sim.equation, states, *chunk_args, params),
-               "diagnostics": programs["diagnostics"].lower(sim.equation, states, vector, params, vector),
-               "spectra": programs["spectra"].lower(sim.equation, states, params, vector)}
+    lowered = {name: (program.lower(sim.equation, states, *chunk_args, params) if name == "chunk"
+                      else program.lower(sim.equation, states, params, vector, vector))
+               for name, program in programs.items()}
     return {name: plan.program_bytes(low.compile(plan.footprint_options()))
             for name, low in lowered.items()}
 

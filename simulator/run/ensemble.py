@@ -18,8 +18,8 @@ masks the others, so a finished member still costs its share of each chunk until
 
 A member whose diagnostics become NaN/Inf is marked failed (its ``status.json`` says so, exit code 1,
 the error in its ``run.log``) and its writers close; the others go on. A stop request (signal,
-``runtime.max_wall``) stops every member after a checkpoint (exit 75). Diagnostics and spectra are
-computed for all members in one batched call per chunk.
+``runtime.max_wall``) stops every member after a checkpoint (exit 75). The programs of the ``records``
+output kinds (diagnostics, spectra) are computed for all members in one batched call per chunk.
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ from simulator import grouping
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
+from simulator.output import kinds
 from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.particles.flow import check_drag, lost_species
 from simulator.run import rundir
 from simulator.run.batched import batched_programs, stacked_shardings
 from simulator.run.loop import bound_by_drag, check_particles, check_time_step, chunk_end
-from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
+from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 
@@ -174,13 +175,14 @@ class Batch:
         states.clear()
         #: with an adaptive member the batch runs the controlled chunk (fixed members: cfl 0, steps of their dt)
         self.adaptive = any(m.stepper.adaptive for m in members)
-        programs = batched_programs(sim, self.shardings, self.adaptive)
-        self.chunk, self._diagnostics, self._spectra = programs["chunk"], programs["diagnostics"], programs["spectra"]
+        #: the chunk, and the records kinds' programs over every member at once (:func:`batched_programs`)
+        self.batched = batched_programs(sim, self.shardings, self.adaptive)
+        self.chunk = self.batched.pop("chunk")
         self._take = jax.jit(lambda s, i: jax.tree.map(lambda x: x[i], s), out_shardings=self.member_shardings)
         self.dts = [m.stepper.dt for m in members]
         #: each member's dt the controller allows from its state (adaptive batches, after a chunk)
         self.allowed: list[float] = []
-        #: each member's time at the latest chunk end (the batched diagnostics and spectra are taken there)
+        #: each member's time at the latest chunk end (the batched programs are evaluated there)
         self.times = [m.t for m in members]
         self.cache: dict[str, Any] = {}
 
@@ -232,17 +234,19 @@ class Batch:
     def _times(self) -> jax.Array:
         return self.vector(self.times)
 
-    def diagnostics(self, i: int) -> dict[str, float]:
-        if "diagnostics" not in self.cache:
-            values = self._diagnostics(self.sim.equation, self.state, self.vector(self.dts), self.params, self._times())
-            self.cache["diagnostics"] = host_arrays(values)
-        return {k: float(v[i]) for k, v in self.cache["diagnostics"].items()}
-
-    def spectra(self, i: int) -> dict[str, np.ndarray]:
-        if "spectra" not in self.cache:
-            values = self._spectra(self.sim.equation, self.state, self.params, self._times())
-            self.cache["spectra"] = host_arrays(values)
-        return {k: v[i] for k, v in self.cache["spectra"].items()}
+    def output(self, i: int, name: str, moment: Moment, params: Any) -> Any:
+        """Member i's values of the output program ``name`` at ``moment`` (``params``: its traced parameters): a
+        batched program's evaluated once per chunk for every member (its state stays in the batch), any other on
+        the member's state (:meth:`Simulation.output`)."""
+        if name not in self.batched:
+            return self.sim.output(name, moment.state, moment.time, moment.dt, params)
+        if name not in self.cache:
+            values = self.batched[name](self.sim.equation, self.state, self.params, self._times(),
+                                        self.vector(self.dts))
+            self.cache[name] = jax.tree.map(np.asarray, values)
+        host = kinds.program(name).host
+        member = jax.tree.map(lambda v: v[i], self.cache[name])
+        return member if host is None else host(member)
 
     def member_state(self, i: int) -> Any:
         return self._take(self.state, jnp.asarray(i, jnp.int32))
@@ -276,10 +280,8 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
     shown = {"cells": math.prod(members[0].cfg.grid.shape), "progress": sim.info.progress}
 
     def moment(i: int, m: Segment, p: Any, **kw: Any) -> Moment:
-        compute = {"diagnostics": lambda _: batch.diagnostics(i), "spectra": lambda _: batch.spectra(i),
-                   "fields": lambda mo: sim.snapshot_parts(mo.state, mo.time, p)}
         return Moment(kw.pop("step", m.step), kw.pop("time", m.t), kw.pop("dt", m.stepper.dt),
-                      kw.pop("t_prev", -math.inf), None, compute, **kw)
+                      kw.pop("t_prev", -math.inf), None, lambda name, mo: batch.output(i, name, mo, p), **kw)
 
     def record(i: int, m: Segment, mo: Moment, first: bool) -> None:
         """The member's outputs for this moment; a member whose diagnostics are NaN/Inf fails alone."""

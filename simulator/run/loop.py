@@ -27,7 +27,7 @@ from simulator.particles.flow import lost_species
 from simulator.run import joblimits
 from simulator.plan import abstract_state, run_programs
 from simulator.run.programs import Ahead, report
-from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted, host_arrays
+from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 
@@ -69,9 +69,9 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     check_lost(seg, sim, state, step, t)  # particles handed out to the devices: before anything is written
     if cfg.particles:
         bound_by_drag(seg)
-    compute = {"diagnostics": lambda m: sim.report(m.state, m.dt, m.time),
-               "spectra": lambda m: host_arrays(sim.spectra(m.state, m.time)),
-               "fields": lambda m: sim.snapshot_parts(m.state, m.time)}
+    def compute(program: str, m: Moment) -> object:  # the output kinds' programs, once per moment
+        return sim.output(program, m.state, m.time, m.dt)
+
     shown = {"cells": math.prod(cfg.grid.shape), "progress": sim.info.progress}
     if seg.ckpt is None:
         if stepper.adaptive:  # the dt the controller takes from the initial state (no step: n = 0)

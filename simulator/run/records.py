@@ -13,16 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from simulator import cache, runtime
-from simulator import spectra as spectra_mod
 from simulator.config import Config, to_dict
 from simulator.output import checkpoints, kinds
-from simulator.output.base import Moment, Schedule, Writer
-from simulator.output.snapshots import SnapshotWriter
-from simulator.output.spectra import SpectraWriter
-from simulator.output.timeseries import TimeSeriesWriter
+from simulator.output.base import Moment, Schedule, Writer, WriterContext
 from simulator.run.signals import agree
 from simulator.run.simulation import Simulation
 from simulator.time.control import Stepper
@@ -72,15 +67,15 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
 
 def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path, rank0: bool,
             log: logging.Logger) -> tuple[list[Writer], list[Writer], checkpoints.CheckpointWriter]:
-    """The writers of a run: those of every output kind it writes (:mod:`simulator.output.kinds`), records
-    (time series, spectra) before the finiteness check, dumps (snapshots, particles, statistics, tasks, the
-    registered kinds) after it, the checkpoints last."""
+    """The writers of a run: those of every output kind it writes, each built by its kind
+    (:mod:`simulator.output.kinds`), records (time series, spectra) before the finiteness check, dumps
+    (snapshots, particles, trajectories, statistics, tasks, the registered kinds) after it, the checkpoints last."""
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
                 "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.clock().output_attrs(m.time)}
 
-    ctx = kinds.WriterContext(rank0, meta, snapshot_attrs, log.info)
+    ctx = WriterContext(rank0, meta, snapshot_attrs, log.info)
     records: list[Writer] = []
     dumps: list[Writer] = []
     for kind in kinds.active(cfg):
@@ -97,32 +92,6 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
                                  writer=meta["segment_id"], keep=cfg.checkpoint.keep)
 
     ck = cfg.checkpoint
-    saver = checkpoints.CheckpointWriter(Schedule(every=ck.every, dt=ck.dt, wall=ck.wall, at_end=True), save, log.info)
+    saver = checkpoints.CheckpointWriter(Schedule.of(ck, at_end=True), save, log.info)
     dumps.append(saver)
     return records, dumps, saver
-
-
-def timeseries_writers(cfg: Config, sim: Simulation, ctx: kinds.WriterContext) -> list[Writer]:
-    """``timeseries.csv``: the diagnostics and the clock's derived columns, every chunk."""
-    return [TimeSeriesWriter(list(sim.info.diagnostics), ctx.rank0, cfg.physics.clock().derived_columns)]
-
-
-def spectra_writers(cfg: Config, sim: Simulation, ctx: kinds.WriterContext) -> list[Writer]:
-    """``spectra.h5`` on ``output.spectra``'s schedule, in the equation's units and clocks."""
-    return [SpectraWriter(Schedule.of(cfg.output.spectra), spectra_mod.shell_wavenumbers(cfg.grid.shape, cfg.grid.box),
-                          ctx.rank0, sim.info.spectra, cfg.physics.clock().units() or None,
-                          cfg.physics.clock().time_coordinates)]
-
-
-def snapshot_writers(cfg: Config, sim: Simulation, ctx: kinds.WriterContext) -> list[Writer]:
-    """The field snapshots on ``output.snapshots``'s schedule (the writer is made even when none is
-    scheduled: a restart trims the series past its step)."""
-    info, names = sim.equation.field_info, list(sim.snapshot_fields)
-    return [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, ctx.snapshot_attrs, cfg.grid.box, ctx.info,
-                           ctx.rank0, cfg.physics.clock().units() or None,
-                           stacked=[n for n in names if info[n].stacked])]
-
-
-def host_arrays(values: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Replicated device results (diagnostics, spectra) as host arrays."""
-    return {k: np.asarray(jax.device_get(v)) for k, v in values.items()}

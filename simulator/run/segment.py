@@ -50,13 +50,11 @@ from simulator.run import records, rundir
 from simulator.run import restart as restarts
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
-from simulator.run.records import host_arrays
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.time.control import Stepper
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure",
-           "host_arrays"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
 

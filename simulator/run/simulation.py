@@ -28,17 +28,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator import cache, equations, runtime, schema
-from simulator.output import hdf5, sources
+from simulator.output import hdf5, kinds, sources
 from simulator.config import Config
 from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
-from simulator.time.integrators import (
-    CHUNK_COMPILER_OPTIONS,
-    run_controlled_steps,
-    run_steps,
-)
+from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps
 from simulator.time.schemes import SCHEMES
 
 #: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
@@ -89,6 +85,7 @@ class Simulation:
         #: where a state read from another grid is staged (every process must reach it); None: the working directory
         self.scratch: Path | None = None
         self._chunks: dict[Any, Any] = {}
+        self._programs: dict[str, Any] = {}
         self._rollouts: dict[tuple[Any, ...], Any] = {}
         self._snapshot_shapes: dict[tuple[str, ...], dict[str, jax.ShapeDtypeStruct]] = {}
         #: XLA options of this run's diagnostics, spectra and fields (:mod:`simulator.equations.assembly`)
@@ -96,21 +93,11 @@ class Simulation:
         #: and of its chunk of steps (which reduces nothing over the state: the multi-output fusion that
         #: assembly turns off for reductions stays on, measured right and 14% faster at 1024^3)
         self.chunk_options = dict(CHUNK_COMPILER_OPTIONS)
-        # the run time t is an argument (equations that depend on it explicitly see it: Equation.at)
-        jit = functools.partial(jax.jit, compiler_options=self.compiler_options)
-        self._diagnostics = jit(lambda eq, s, dt, p, t: eq.at(t).diagnostics(s, dt, p))
-        self._spectra = jit(lambda eq, s, p, t: eq.at(t).spectra(s, p))
+        # the run time t is an argument (equations that depend on it explicitly see it: Equation.at).
         # ``names``: the fields to compute (static; None: all). XLA drops the rest
+        jit = functools.partial(jax.jit, compiler_options=self.compiler_options)
         self._fields = jit(lambda eq, s, p, t, names: _named(eq.at(t).fields(s, p), names), static_argnums=4)
-        # the run's snapshot program: one component of one of the fields ``names`` (static) per call, the field
-        # and the component traced indices, so that it holds one component, not every field at once
-        # (:meth:`snapshot_parts`), and is one program for them all
-        self._snapshot = jit(_component, static_argnums=6, out_shardings=self.fft.real_sharding(0))
         self._from_fields = jit(lambda eq, f, p: eq.from_fields(f, p))
-
-    def options_key(self) -> tuple[tuple[str, str], ...]:
-        """:attr:`compiler_options` as a hashable key (the output programs are cached by it)."""
-        return tuple(sorted(self.compiler_options.items()))
 
     def _spectral_elements(self) -> float:
         """Complex elements of the state's spectra on one device (a real field's half spectrum counts half
@@ -244,7 +231,7 @@ class Simulation:
         """The chunk as a pure function: ``n`` steps of ``dt`` from time ``t`` (all traced), the equation
         an argument. :meth:`advance` jits it; an ensemble jits its vmap over members."""
         self.traces += 1  # Python runs only while tracing: this counts compilations
-        return run_steps(self.scheme.load()(eq), state, t, n, dt, params)
+        return self.scheme.steps()(eq)(state, t, n, dt, params)
 
     def adaptive_chunk(self, eq: Equation, state: Any, t: jax.Array, n: jax.Array, dt: jax.Array, span: jax.Array,
                        cfl: jax.Array, params: Mapping[str, Any]) -> tuple[Any, jax.Array, ...]:
@@ -289,27 +276,42 @@ class Simulation:
         return self._chunks[key]
 
     def lower(self, program: str, state: Any, t: Any, dt: Any) -> Any:
-        """``program`` (``chunk``, the donated chunk the run loop calls; ``diagnostics``, ``spectra``,
-        ``fields``; or an output kind's program, ``statistics``, ``tasks``: :mod:`simulator.output.kinds`) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct``
-        (nothing allocated): what the planner compiles to measure the run before it starts."""
-        if program == "chunk":  # the chunk this run calls: the controlled one with time.cfl set
-            n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
-            if self.cfg.time.cfl is not None:
-                return self._chunk_program(state, donate=True, adaptive=True).lower(
-                    self.equation, state, t, n, dt, dt, dt, self.params)  # dt, span, cfl: scalars alike
-            return self._chunk_program(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
-        if program == "diagnostics":
-            return self._diagnostics.lower(self.equation, state, dt, self.params, t)
-        if program == "fields":  # the fields the run's snapshots write, a component per call
-            index = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
-            return self._snapshot.lower(self.equation, state, self.params, t, index, index, self.snapshot_fields)
-        if program == "spectra":
-            return self._spectra.lower(self.equation, state, self.params, t)
-        from simulator.output import (
-            kinds,  # the output kinds' own programs (statistics, tasks, registered)
-        )
+        """``program`` (``chunk``, the donated chunk the run loop calls, or an output kind's device program:
+        :meth:`program`) lowered for ``state``, ``t`` and ``dt``, which may be ``jax.ShapeDtypeStruct`` (nothing
+        allocated): what the planner compiles to measure the run, and what a run compiles ahead
+        (:mod:`simulator.run.programs`), the very jitted objects the run then calls."""
+        if program != "chunk":
+            parts = (jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding),) * 2  # field, component
+            return self.program(program).lower(self.equation, state, self.params, t, dt,
+                                               *(parts if kinds.program(program).parts is not None else ()))
+        n = jax.ShapeDtypeStruct((), jnp.int32, sharding=self.scalar_sharding)
+        if self.cfg.time.cfl is not None:  # the chunk this run calls: the controlled one
+            return self._chunk_program(state, donate=True, adaptive=True).lower(
+                self.equation, state, t, n, dt, dt, dt, self.params)  # dt, span, cfl: scalars alike
+        return self._chunk_program(state, donate=True).lower(self.equation, state, t, n, dt, self.params)
 
-        return kinds.by_program(program).call("lower", self, state, t, dt)
+    def program(self, name: str) -> Any:
+        """The device program ``name`` of an output kind (:class:`~simulator.output.base.Program`), jitted once
+        with this run's compiler options: ``(equation, state, params, t, dt) -> values``. What the planner
+        lowers, what a run compiles ahead and what its writers call (:meth:`output`) are this one object."""
+        if name not in self._programs:
+            declared = kinds.program(name)
+            # a program made a part at a time returns one component of a field, in the real-space layout
+            pinned = {"out_shardings": self.fft.real_sharding(0)} if declared.parts is not None else {}
+            self._programs[name] = jax.jit(functools.partial(declared.load(), self),
+                                           compiler_options=self.compiler_options, **pinned)
+        return self._programs[name]
+
+    def output(self, name: str, state: Any, t: float, dt: float, params: Mapping[str, Any] | None = None) -> Any:
+        """The output program ``name`` evaluated for ``state`` at run time ``t`` with time step ``dt`` (traced
+        parameters ``params``, default the config's), its values as its kind hands them to the writers (on the
+        host where it declares ``host``). The scalars go as every compiled call's do (:meth:`scalar`)."""
+        declared = kinds.program(name)
+        if declared.parts is not None:  # computed a part at a time, as the writers write them
+            return declared.parts(self, state, t, dt, params)
+        values = self.program(name)(self.equation, state, self.params if params is None else dict(params),
+                                    self.time_array(t), self.scalar(dt))
+        return values if declared.host is None else declared.host(values)
 
     def advance(self, state: Any, steps: int, dt: float, t: float = 0.0, params: Mapping[str, Any] | None = None,
                 *, donate: bool = False) -> Any:
@@ -373,7 +375,7 @@ class Simulation:
             # this instance's names (templates expanded: scalar0_variance exists only with a scalar), from
             # an abstract evaluation of the diagnostics: nothing is computed
             zero = jax.ShapeDtypeStruct((), self.dtype)
-            available = list(jax.eval_shape(self._diagnostics, self.equation, state, zero, self.params, zero))
+            available = list(jax.eval_shape(self.program("diagnostics"), self.equation, state, self.params, zero, zero))
             unknown = [n for n in names if n not in available]
             if unknown:
                 raise KeyError(f"{unknown[0]!r} is not a diagnostic of this {self.info.name} run; it has: "
@@ -407,8 +409,8 @@ class Simulation:
         """The equation's diagnostics at run time ``t`` (replicated scalars; ``float()`` each, or see
         :meth:`report`)."""
         dt = self.cfg.time.dt if dt is None else dt
-        return self._diagnostics(self.equation, state, self.scalar(dt), self.params if params is None else dict(params),
-                                 self.time_array(t))
+        return self.program("diagnostics")(self.equation, state, self.params if params is None else dict(params),
+                                           self.time_array(t), self.scalar(dt))
 
     def report(self, state: Any, dt: float | None = None, t: float = 0.0,
                params: Mapping[str, Any] | None = None) -> dict[str, float]:
@@ -431,7 +433,8 @@ class Simulation:
 
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
-        return self._spectra(self.equation, state, self.params if params is None else dict(params), self.time_array(t))
+        return self.program("spectra")(self.equation, state, self.params if params is None else dict(params),
+                                       self.time_array(t), self.scalar(self.cfg.time.dt))
 
     def fields(self, state: Any, *names: str, t: float = 0.0, params: Mapping[str, Any] | None = None
                ) -> dict[str, jax.Array]:
@@ -464,9 +467,11 @@ class Simulation:
             self._snapshot_shapes[names] = jax.eval_shape(
                 lambda s, p, t: _named(self.equation.at(t).fields(s, p), names), state, p, t_dev)
 
+        program, dt = self.program("fields"), self.scalar(self.cfg.time.dt)
+
         def part(field: int) -> Callable[[int], jax.Array]:
-            return lambda i: self._snapshot(self.equation, state, p, t_dev, self.scalar(field, jnp.int32),
-                                            self.scalar(i, jnp.int32), names)
+            return lambda i: program(self.equation, state, p, t_dev, dt, self.scalar(field, jnp.int32),
+                                     self.scalar(i, jnp.int32))
 
         shapes = self._snapshot_shapes[names]  # a dict (sorted by name): the fields' order is ``names``'
         return {name: hdf5.Parts(shapes[name].shape, np.dtype(shapes[name].dtype),
@@ -486,15 +491,6 @@ class Simulation:
 def _named(fields: dict[str, jax.Array], names: tuple[str, ...] | None) -> dict[str, jax.Array]:
     """``fields`` restricted to ``names``, in that order (all of them for None)."""
     return fields if names is None else {n: fields[n] for n in names}
-
-
-def _component(eq: Equation, state: Any, params: Mapping[str, Any], t: jax.Array, field: jax.Array,
-               component: jax.Array, names: tuple[str, ...]) -> jax.Array:
-    """Component ``component`` of the field ``names[field]`` at run time ``t`` (:meth:`Equation.field`), ``(Nx,
-    Ny, Nz)``: one branch per field, every field's components of one shape and dtype."""
-    at = eq.at(t)
-    branches = [lambda s, p, i, name=name: at.field(s, p, name, i) for name in names]
-    return jax.lax.switch(field, branches, state, params, component)
 
 
 def _check_steps(steps: Any, method: str = "advance", arguments: str = "state, steps, dt, t") -> None:

@@ -149,7 +149,13 @@ def real_stability_limit(scheme: str) -> float:
     # longer one would be cut there: conservative)
     x = jnp.linspace(0.0, 4.0 * info.stages, 8192 * info.stages)
 
-    class TestEquation:
+    class TestEquation:  # the protocol's members a scheme calls (SemiLinearEquation's), for y' = -x y
+        def at_stage(self, step: Any, shift: Any) -> Any:
+            return self
+
+        def settle(self, state: Any) -> Any:
+            return state
+
         def exp_linear(self, u: Any, tau: Any, params: Any) -> Any:
             return u
 

@@ -1,8 +1,10 @@
 """Time integrators: step factories over an equation (the schemes' data is in :mod:`.schemes`).
 
-Each factory is ``make(equation) -> step`` where ``step(state, t, dt, params) -> state`` is a pure
-function of the equation's state pytree (jit-able, no Python state). ``dt`` and ``params`` are traced,
-so changing them never recompiles. Two families, by the protocol the equation follows:
+Each factory is ``make(equation, stage) -> step`` where ``step(state, t, dt, params) -> state`` is a pure
+function of the equation's state pytree (jit-able, no Python state) and ``stage(t, dt, i)`` the equation at
+stage i; the scheme's registry binds them (:func:`bind`, :meth:`simulator.time.schemes.Scheme.load`), doing
+the duties every scheme has (the stage equations with its phase shifts, the state settled after each
+step). ``dt`` and ``params`` are traced, so changing them never recompiles. Two families, by the protocol the equation follows:
 
 * Runge-Kutta schemes for a semi-linear equation: a diagonal ``linear(params)`` operator, treated
   exactly with an integrating factor (exp(L dt) per mode), so the viscous term imposes no stability
@@ -37,19 +39,18 @@ def stage_equation(eq: Any, t: Any, dt: Any, stage: Any, shifts: tuple[float, ..
     start time and size because the step function sees no other counter: the step count of a fixed-dt
     run, the same after a restart (the host hands each chunk the time of its first step) and on every
     backend. ``shifts``: the scheme's phase-shift offset of each stage, in cells, added to the step's
-    random shift (:mod:`simulator.equations.phase_shift`); ``stage`` may be traced. An equation without
-    ``at_stage`` (a bare test equation) is the same at every stage."""
-    at_stage = getattr(eq, "at_stage", None)
-    if at_stage is None:
-        return eq
+    random shift (:mod:`simulator.equations.phase_shift`); ``stage`` may be traced."""
     n = jax.lax.stop_gradient(jnp.mod(jnp.round(jnp.asarray(t) / dt), 2.0**31)).astype(jnp.uint32)
-    return at_stage(n, jnp.asarray(shifts, jnp.result_type(dt))[stage])
+    return eq.at_stage(n, jnp.asarray(shifts, jnp.result_type(dt))[stage])
 
 
-def paired_shifts(stages: int) -> tuple[float, ...]:
-    """Rogallo's pairing (Rogallo 1981): no offset at even stages, half a cell at odd ones. It cancels the
-    single aliases of Heun's two equally weighted stages; a scheme with no offsets of its own uses it."""
-    return tuple(0.5 * (i % 2) for i in range(stages))
+def bind(scheme: Any, make: Callable[..., Step], eq: Any) -> Step:
+    """The step of ``scheme`` (a :class:`~.schemes.Scheme`; ``make`` its factory) over ``eq`` with the duties the
+    scheme declares done for it: each stage's equation is ``eq.at_stage`` with the scheme's ``shifts``
+    (:func:`stage_equation`, handed to the factory as ``stage(t, dt, i)``), and each whole step ends with
+    ``eq.settle(state)`` (particles kept per device handed to their new owners)."""
+    step = make(eq, lambda t, dt, i: stage_equation(eq, t, dt, i, scheme.shifts))
+    return lambda state, t, dt, params: eq.settle(step(state, t, dt, params))
 
 
 def _integrated(x: Any) -> bool:
@@ -69,29 +70,15 @@ def _scale(a: Any, x: Any) -> Any:
     return jax.tree.map(lambda xi: a * xi if _integrated(xi) else xi, x)
 
 
-def _settled(eq: Any, state: Any) -> Any:
-    """``eq.settle(state)`` after a whole step, where the equation defines it (the hand-over of particles
-    kept per device to their new owners: :meth:`simulator.particles.flow.WithParticles.settle`), else the
-    state as it is."""
-    settle = getattr(eq, "settle", None)
-    return state if settle is None else settle(state)
-
-
 # Classical RK4 as a loop over its stages: stage i evaluates k_i at time t + c_i dt, adds
 # w_i E(k_i, (1 - c_i) dt) to the accumulated sum, and forms the next stage's input
 # E(u, c_{i+1} dt) + a_{i+1} dt E(k_i, (c_{i+1} - c_i) dt).
 _RK4_C = (0.0, 0.5, 0.5, 1.0, 1.0)
 _RK4_A = (0.5, 0.5, 1.0, 0.0)
 _RK4_W = (1.0, 2.0, 2.0, 1.0)
-# The stages' phase-shift offsets in cells: those of FluidSim 26.10's RK4_phaseshift_random, which cites
-# Sinhababu & Ayyalasomayajula (2021) for them. Like Rogallo's pairing (0, 1/2, 0, 1/2) they make the
-# weighted sum of the stages' single aliases vanish, sum_i w_i exp(2 pi i o_i) = 0; measured, they are
-# the more accurate of the two (Taylor-Green at Re = 400 to t = 10, float64, scripts/bench_accuracy.py's
-# error against its 128^3 reference): 4.92e-2 against 5.19e-2 at 48^3, 7.51e-3 against 7.88e-3 at 64^3.
-_RK4_SHIFTS = (0.0, -1 / 3, 1 / 6, -1 / 2)
 
 
-def make_rk4(eq: Any) -> Step:
+def make_rk4(eq: Any, stage_eq: Callable[..., Any]) -> Step:
     """Classical 4th-order Runge-Kutta with an integrating factor (IF-RK4; Canuto et al. 2006, §4.4).
 
     ``E(v, tau) = eq.exp_linear(v, tau, params)`` applies exp(L tau) exactly. With the stage
@@ -116,12 +103,12 @@ def make_rk4(eq: Any) -> Step:
 
         def stage(i, carry):
             acc, v = carry
-            k = stage_equation(eq, t, dt, i, _RK4_SHIFTS).nonlinear(v, t + c[i] * dt, params)
+            k = stage_eq(t, dt, i).nonlinear(v, t + c[i] * dt, params)
             acc = _axpy(w[i] * dt / 6, E(k, (1 - c[i]) * dt), acc)
             v = _axpy(a[i] * dt, E(k, (c[i + 1] - c[i]) * dt), E(u, c[i + 1] * dt))
             return acc, v
 
-        return _settled(eq, jax.lax.fori_loop(0, 4, stage, (E(u, dt), u))[0])
+        return jax.lax.fori_loop(0, 4, stage, (E(u, dt), u))[0]
 
     return step
 
@@ -161,7 +148,7 @@ _ETD_WEIGHTS = ((1.0, -3.0, 4.0), (0.0, 2.0, -4.0), (0.0, 2.0, -4.0), (0.0, -1.0
 _ETD_NEXT = ((0.5, 1.0, 0.0), (0.0, 1.0, 1.0), (0.5, 2.0, 1.0), (0.0, 0.0, 0.0))
 
 
-def make_etdrk4(eq: Any) -> Step:
+def make_etdrk4(eq: Any, stage_eq: Callable[..., Any]) -> Step:
     """Fourth-order exponential time differencing Runge-Kutta (ETDRK4; Cox & Matthews 2002) for an
     equation with a diagonal L (``eq.linear_map``, ``eq.exp_linear``).
 
@@ -181,7 +168,7 @@ def make_etdrk4(eq: Any) -> Step:
         c, weights, nxt = (jnp.asarray(v, real) for v in (_RK4_C, _ETD_WEIGHTS, _ETD_NEXT))
 
         def stage(i, acc, v, a, n_u):
-            k = stage_equation(eq, t, dt, i, _RK4_SHIFTS).nonlinear(v, t + c[i] * dt, params)
+            k = stage_eq(t, dt, i).nonlinear(v, t + c[i] * dt, params)
             w = weights[i]
             acc = _axpy(dt, eq.linear_map(lambda z: _weighted(w, phi_functions(z)), k, dt, params), acc)
             n_u = k if n_u is None else n_u
@@ -191,8 +178,7 @@ def make_etdrk4(eq: Any) -> Step:
             return acc, v, n_u
 
         acc, a, n_u = stage(0, eq.exp_linear(u, dt, params), u, u, None)
-        acc = jax.lax.fori_loop(1, 4, lambda i, carry: stage(i, *carry, a, n_u)[:2], (acc, a))[0]
-        return _settled(eq, acc)
+        return jax.lax.fori_loop(1, 4, lambda i, carry: stage(i, *carry, a, n_u)[:2], (acc, a))[0]
 
     return step
 
@@ -223,7 +209,7 @@ _CK_C = (0.0, 1432997174477 / 9575080441755, 2526269341429 / 6820363962896,
 _CK4 = (_CK_A, _CK_B, _CK_C)
 
 
-def _make_2n(eq: Any, tableau: Tableau2N) -> Step:
+def _make_2n(eq: Any, stage_eq: Callable[..., Any], tableau: Tableau2N) -> Step:
     """A 2N-storage Runge-Kutta scheme (Williamson 1980) with an integrating factor.
 
     Two registers (state and accumulated increment) plus one derivative. The integrating factor is
@@ -236,34 +222,33 @@ def _make_2n(eq: Any, tableau: Tableau2N) -> Step:
     66.2 to 60.2 B/cell (float32) but the CPU's FFTW path from 60.8 to 72.8: not done (docs/PERFORMANCE.md).
     """
     stages = len(tableau[0])
-    shifts = paired_shifts(stages)
 
     def step(u, t, dt, params):
         a, b, c = (jnp.asarray(v, jnp.result_type(dt)) for v in tableau)
 
         def stage(i, carry):
             u, q = carry
-            q = _axpy(a[i], q, _scale(dt, stage_equation(eq, t, dt, i, shifts).nonlinear(u, t + c[i] * dt, params)))
+            q = _axpy(a[i], q, _scale(dt, stage_eq(t, dt, i).nonlinear(u, t + c[i] * dt, params)))
             u = _axpy(b[i], q, u)
             tau = (c[i + 1] - c[i]) * dt
             return eq.exp_linear(u, tau, params), eq.exp_linear(q, tau, params)
 
-        return _settled(eq, jax.lax.fori_loop(0, stages, stage, (u, jax.tree.map(jnp.zeros_like, u)))[0])
+        return jax.lax.fori_loop(0, stages, stage, (u, jax.tree.map(jnp.zeros_like, u)))[0]
 
     return step
 
 
-def make_rk2(eq: Any) -> Step:
+def make_rk2(eq: Any, stage_eq: Callable[..., Any]) -> Step:
     """Heun's second-order method (Heun 1900; Hairer, Norsett & Wanner 1993, §II.1) with an integrating
     factor: with ``E(v, tau) = eq.exp_linear(v, tau, params)`` and k1 = N(u, t), k2 = N(E(u + dt k1, dt), t + dt),
 
         u(t + dt) = E(u + dt/2 k1, dt) + dt/2 k2,
 
     run in 2N form (:func:`_make_2n`): two spectral registers, two evaluations per step."""
-    return _make_2n(eq, _HEUN)
+    return _make_2n(eq, stage_eq, _HEUN)
 
 
-def make_rk3(eq: Any) -> Step:
+def make_rk3(eq: Any, stage_eq: Callable[..., Any]) -> Step:
     """Williamson's three-stage, third-order 2N-storage Runge-Kutta (Williamson 1980, J. Comput. Phys.
     35, 48) with an integrating factor (:func:`_make_2n`): two spectral registers, three evaluations.
 
@@ -272,16 +257,16 @@ def make_rk3(eq: Any) -> Step:
     Williamson's needs two registers where SSP-RK3 keeps the step's start as a third, and its strong
     stability (for total-variation-bounded shock capturing) is not a property a spectral solution uses,
     nor one an integrating factor keeps."""
-    return _make_2n(eq, _WILLIAMSON3)
+    return _make_2n(eq, stage_eq, _WILLIAMSON3)
 
 
-def make_lsrk4(eq: Any) -> Step:
+def make_lsrk4(eq: Any, stage_eq: Callable[..., Any]) -> Step:
     """Low-storage (2N) RK4 of Carpenter & Kennedy (1994, NASA TM-109112) with an integrating factor
     (:func:`_make_2n`): two spectral registers, five evaluations."""
-    return _make_2n(eq, _CK4)
+    return _make_2n(eq, stage_eq, _CK4)
 
 
-def make_kdk(eq: Any) -> Step:
+def make_kdk(eq: Any, stage_eq: Callable[..., Any]) -> Step:
     """Kick-drift-kick Strang splitting: second order, time-reversible, and unitary when both parts
     are (Strang 1968; for Schrodinger-Poisson e.g. Mocz et al. 2017, MNRAS 471, 4559).
 
@@ -296,6 +281,13 @@ def make_kdk(eq: Any) -> Step:
         state = start.kick(state, dt / 2, params)
         state = start.drift(state, dt, params)
         return eq.at(t + dt / 2).kick(state, dt / 2, params)
+
+    return step
+
+
+def make_kdk_steps(eq: Any) -> Callable[..., Any]:
+    """``n`` kick-drift-kick steps (:func:`make_kdk`) as a chunk: the scheme's own (its ``chunk``), merging
+    the half-kicks between steps."""
 
     def steps(state, t, n, dt, params):
         # Between two drifts the closing half-kick of one step, over [t + dt/2, t + dt], and the opening
@@ -314,16 +306,12 @@ def make_kdk(eq: Any) -> Step:
         state = jax.lax.cond(n > 0, lambda s: eq.at(t).kick(s, dt / 2, params), lambda s: s, state)
         return jax.lax.fori_loop(0, n, body, (state, t))[0]
 
-    step.steps = steps  # type: ignore[attr-defined]  # what run_steps calls for a chunk of steps
-    return step
+    return steps
 
 
 def run_steps(step: Step, state: Any, t: jax.Array, n: jax.Array, dt: jax.Array, params: Any) -> Any:
-    """``n`` steps of ``dt`` from time ``t`` (all traced; a chunk): the step's own ``steps`` when it
-    has one (:func:`make_kdk`, which merges the half-kicks between its steps), else a loop of ``step``."""
-    own = getattr(step, "steps", None)
-    if own is not None:
-        return own(state, t, n, dt, params)
+    """``n`` steps of ``dt`` from time ``t`` (all traced; a chunk) as a loop of ``step`` (a scheme with a chunk
+    of its own declares it: :meth:`simulator.time.schemes.Scheme.steps`)."""
 
     def body(_, carry):
         state, t = carry

@@ -13,7 +13,15 @@ Protocols (the abstract classes are in :mod:`simulator.equations.base`):
 * ``split_step``: H = T + W with exactly solvable parts (``kick(state, dt, params)``,
   ``drift(state, dt, params)``), for symmetric splittings.
 
-Importable without JAX (config validation reads it); :func:`Scheme.load` imports the step factory.
+A scheme's duties towards the equation are declared here and done for it by :meth:`Scheme.load`, not by
+each step factory (:func:`simulator.time.integrators.bind`): each stage evaluates the equation at that stage
+(``eq.at_stage(n, shift)``, with the scheme's declared ``shifts``: Navier-Stokes's random phase shifts), a
+whole step ends with ``eq.settle(state)`` (particles kept per device handed to their new owners), and a chunk
+of steps is the scheme's own where it declares one (``chunk``: kick-drift-kick merges the half-kicks between
+steps), else a loop of steps. The equation protocols give neutral defaults of both (the equation itself, the
+state as it is): no scheme probes for them.
+
+Importable without JAX (config validation reads it); :meth:`Scheme.load` imports the step factory.
 """
 
 from __future__ import annotations
@@ -28,12 +36,31 @@ SPLIT_STEP = "split_step"
 PROTOCOLS = (SEMILINEAR, SPLIT_STEP)
 
 
+#: the phase-shift offsets (cells) of classical RK4's stages, and of ETDRK4's, which takes RK4's stages and
+#: weights for L = 0: FluidSim 26.10's RK4_phaseshift_random's, citing Sinhababu & Ayyalasomayajula (2021). Like
+#: Rogallo's pairing (0, 1/2, 0, 1/2) they make the weighted sum of the stages' single aliases vanish,
+#: sum_i w_i exp(2 pi i o_i) = 0; measured, they are the more accurate of the two (Taylor-Green at Re = 400 to
+#: t = 10, float64, scripts/bench_accuracy.py's error against its 128^3 reference): 4.92e-2 against 5.19e-2 at
+#: 48^3, 7.51e-3 against 7.88e-3 at 64^3
+RK4_SHIFTS = (0.0, -1 / 3, 1 / 6, -1 / 2)
+
+
+def paired_shifts(stages: int) -> tuple[float, ...]:
+    """Rogallo's pairing (Rogallo 1981): no offset at even stages, half a cell at odd ones. It cancels the
+    single aliases of Heun's two equally weighted stages; a scheme with no offsets of its own uses it."""
+    return tuple(0.5 * (i % 2) for i in range(stages))
+
+
 @dataclass(frozen=True)
 class Scheme:
     """A time integrator: its name, the protocol it needs, its order of accuracy, its nonlinear
     evaluations per step, its spectral registers (memory), its step factory ``module:function``
-    (``make(equation) -> step(state, t, dt, params) -> state``), and whether it needs a diagonal L
-    (``diagonal``: functions of L per mode other than its exponential)."""
+    (``make(equation, stage) -> step(state, t, dt, params) -> state``, ``stage(t, dt, i)`` the equation at
+    stage i), whether it needs a diagonal L (``diagonal``: functions of L per mode other than its
+    exponential), whether it treats L by an integrating factor (``integrating_factor``: exp(L dt) alone, which
+    loses its order where |L dt| is large at k_max), each stage's phase-shift offset in cells (``shifts``;
+    () for a scheme without stages of one equation) and its own chunk of steps (``chunk``: ``module:function``,
+    ``make(equation) -> steps(state, t, n, dt, params) -> state``; None: a loop of steps)."""
 
     name: str
     protocol: str
@@ -43,28 +70,49 @@ class Scheme:
     doc: str
     factory: str
     diagonal: bool = False
+    integrating_factor: bool = False
+    shifts: tuple[float, ...] = ()
+    chunk: str | None = None
 
     def load(self) -> Callable[[Any], Callable[..., Any]]:
-        module, _, attr = self.factory.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        """``make(equation) -> step(state, t, dt, params) -> state``: the factory's step with the duties above done."""
+        from simulator.time.integrators import bind
+
+        return lambda eq: bind(self, _function(self.factory), eq)
+
+    def steps(self) -> Callable[[Any], Callable[..., Any]]:
+        """``make(equation) -> steps(state, t, n, dt, params) -> state``: a chunk of ``n`` steps (traced)."""
+        from simulator.time.integrators import run_steps
+
+        if self.chunk is not None:
+            return _function(self.chunk)
+        return lambda eq: lambda state, t, n, dt, params: run_steps(self.load()(eq), state, t, n, dt, params)
+
+
+def _function(ref: str) -> Callable[..., Any]:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 SCHEMES: dict[str, Scheme] = {
     s.name: s
     for s in (
         Scheme("rk2", SEMILINEAR, 2, 2, 2, "Heun's second-order Runge-Kutta with an integrating factor (IF-RK2), "
-               "2N storage", "simulator.time.integrators:make_rk2"),
+               "2N storage", "simulator.time.integrators:make_rk2", integrating_factor=True, shifts=paired_shifts(2)),
         Scheme("rk3", SEMILINEAR, 3, 3, 2, "Williamson's three-stage third-order 2N-storage Runge-Kutta with an "
-               "integrating factor", "simulator.time.integrators:make_rk3"),
+               "integrating factor", "simulator.time.integrators:make_rk3", integrating_factor=True,
+               shifts=paired_shifts(3)),
         Scheme("rk4", SEMILINEAR, 4, 4, 5, "classical Runge-Kutta with an exact integrating factor (IF-RK4)",
-               "simulator.time.integrators:make_rk4"),
+               "simulator.time.integrators:make_rk4", integrating_factor=True, shifts=RK4_SHIFTS),
         Scheme("lsrk4", SEMILINEAR, 4, 5, 2, "Carpenter-Kennedy five-stage 2N-storage Runge-Kutta with an "
-               "integrating factor", "simulator.time.integrators:make_lsrk4"),
+               "integrating factor", "simulator.time.integrators:make_lsrk4", integrating_factor=True,
+               shifts=paired_shifts(5)),
         Scheme("etdrk4", SEMILINEAR, 4, 4, 5, "Cox & Matthews's fourth-order exponential time differencing "
                "Runge-Kutta (ETDRK4): the linear part exact, the nonlinear term a polynomial in time through it "
                "(phi-functions of L dt per mode); for a diagonal L", "simulator.time.integrators:make_etdrk4",
-               diagonal=True),
-        Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk"),
+               diagonal=True, shifts=RK4_SHIFTS),
+        Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk",
+               chunk="simulator.time.integrators:make_kdk_steps"),
     )
 }
 

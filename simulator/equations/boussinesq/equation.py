@@ -50,6 +50,7 @@ from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
 from simulator.equations.boussinesq.waves import propagate, wave_fields
 from simulator.equations.flow.components import Transforms
+from simulator.equations.flow.forcing import Forcing
 from simulator.equations.flow.velocity import FlowEquation, peaked, random_velocity
 from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators
@@ -72,7 +73,7 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoussinesqParams | None = None):
         physics = BoussinesqParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
+        self.ops = SpectralOperators(fft, self.box, self.dtype, Forcing(physics.forcing, physics.forcing_band))
 
     @property
     def kept(self) -> jax.Array:

@@ -110,7 +110,7 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
     if any(size % n for size in cfg.grid.shape):
         raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
                           f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
-    from simulator.config.particles import check_planes, known_devices
+    from simulator.fft.layouts import check_planes, known_devices
     from simulator.particles.slots import check_capacity
 
     window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]

@@ -12,12 +12,15 @@ dealiased because u is.
 A scheme is a mask builder ``(modes, held, band) -> mask`` in :data:`FORCING_MASKS`; ``modes`` are the
 integer mode numbers in the FFT backend's k-space layout, ``held`` 1 on the modes a state may hold (the
 2/3 rule's; every mode under a smooth filter), else 0. A mask is 0 or 1 per mode: with a fractional
-one the power f injects would not be the P its coefficient is made for.
+one the power f injects would not be the P its coefficient is made for. A flow equation hands its
+:class:`Forcing` to its spectral operators (injected: the operators know no forcing scheme).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -49,3 +52,22 @@ def constant_power(u_hat: jax.Array, mask: jax.Array, weight: jax.Array, size: i
     energy = 0.5 * jnp.sum(weight * jnp.abs(forced) ** 2) / float(size) ** 2
     coefficient = jnp.where(energy > 0, power / (2 * jnp.where(energy > 0, energy, 1.0)), 0.0)
     return coefficient * forced
+
+
+@dataclass(frozen=True)
+class Forcing:
+    """A flow's forcing, ``physics.forcing`` (a scheme of :data:`FORCING_MASKS`) on the band ``physics.forcing_band``:
+    static structure of the spectral operators it is handed to (hashable), applied by
+    :meth:`simulator.equations.operators.SpectralOperators.forcing`."""
+
+    scheme: str = "none"
+    band: float = 0.0
+
+    def __call__(self, ops: Any, u_hat: jax.Array, params: dict[str, jax.Array]) -> jax.Array | None:
+        """The constant-power forcing of ``u_hat`` at the traced ``params["forcing_power"]`` on the modes of
+        ``ops`` (mode numbers, held modes, Parseval weights), or None for the scheme ``none``."""
+        mask = FORCING_MASKS[self.scheme]
+        if mask is None:
+            return None
+        return constant_power(u_hat, mask(ops.modes, ops.held, self.band), ops.weight, ops.fft.size,
+                              params["forcing_power"])

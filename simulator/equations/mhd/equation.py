@@ -42,6 +42,7 @@ from simulator import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms, stress, stress_divergence
+from simulator.equations.flow.forcing import Forcing
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.mhd import INFO, MHDParams
 from simulator.equations.operators import SpectralOperators, cross
@@ -63,7 +64,7 @@ class MHD(FlowEquation, SemiLinearEquation):
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: MHDParams | None = None):
         physics = MHDParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band)
+        self.ops = SpectralOperators(fft, self.box, self.dtype, Forcing(physics.forcing, physics.forcing_band))
 
     # ---- the two parts of the right-hand side ------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from simulator import spectra
 from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms
+from simulator.equations.flow.forcing import Forcing
 from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.operators import SpectralOperators
@@ -65,7 +66,8 @@ class NavierStokes(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NavierStokesParams | None = None):
         physics = NavierStokesParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype, physics.forcing, physics.forcing_band, physics.dealias)
+        self.ops = SpectralOperators(fft, self.box, self.dtype, Forcing(physics.forcing, physics.forcing_band),
+                                     physics.dealias)
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(velocity spectrum ``(3, ...)``, scalars' spectra ``(n, ...)`` or None without scalars)."""

@@ -1,4 +1,5 @@
-"""User-defined outputs: the ``output.tasks`` entries, their checks and the defaults they resolve (no JAX).
+"""User-defined outputs: the ``output.tasks`` entries, their checks and the defaults they resolve (no JAX):
+the config section of the ``tasks`` output kind (:mod:`simulator.output.tasks`), beside it.
 
 A task (as in Dedalus's ``add_task`` or FluidSim's outputs) names one of the equation's real-space
 output fields, a component of it, a reduction and a schedule::
@@ -24,6 +25,7 @@ from typing import Any
 
 from simulator.equations.spec import FieldInfo
 from simulator.errors import ConfigError
+from simulator.output.base import Scheduled
 from simulator.schema import setting
 
 AXES = ("x", "y", "z")
@@ -38,8 +40,9 @@ RESERVED = ("time", "step", *AXES)
 
 
 @dataclass(frozen=True)
-class TaskOutput:
-    """One user-defined output: an entry of ``output.tasks``."""
+class TaskDefinition:
+    """What a user-defined output computes (:func:`definition`): the keys of an ``output.tasks`` entry before
+    its schedule."""
 
     name: str = setting("", "name of the task: a plain word (letters, digits, _), unique; it names the task's group "
                         "and dataset in tasks.h5")
@@ -55,17 +58,11 @@ class TaskOutput:
     axis: str | None = setting(None, "the normal of a slice, the coordinate of a profile; null = z", choices=AXES)
     index: int | None = setting(None, "grid index of a slice's plane along axis (0..N-1); null = the middle plane "
                                 "N/2", min=0)
-    every: int = setting(0, "steps between rows (a multiple of output.chunk); 0 = not by steps", min=0)
-    dt: float | None = setting(None, "simulated time between rows (chunks end exactly on each multiple); null = not "
-                               "by time", gt=0.0)
-    wall: float | None = setting(None, "wall-clock seconds between rows; null = not by wall time", gt=0.0)
-    times: tuple[float, ...] | None = setting(None, "simulated times of further rows (chunks end exactly there); "
-                                              "null = none", min=0.0)
-    at_end: bool = setting(False, "a row at the end of the run")
 
-    @property
-    def scheduled(self) -> bool:
-        return bool(self.every or self.dt or self.wall or self.times or self.at_end)
+
+@dataclass(frozen=True)
+class TaskOutput(Scheduled, TaskDefinition):
+    """One user-defined output: an entry of ``output.tasks``, what it computes and then when (the schedule keys)."""
 
 
 def task_list() -> Any:
@@ -108,7 +105,7 @@ def check(cfg: Any) -> None:
                               f"{', '.join(fields)}", "is not a field of this run")
         _check_component(f"{key}.component", task, fields[task.field])
         _check_axis(key, task, cfg.grid.shape)
-        if not task.scheduled:
+        if not task.on:
             raise ConfigError(key, task.name, "give it a schedule: every, dt, wall, times or at_end",
                               "is never written")
         if task.every % cfg.output.chunk:

@@ -1,6 +1,6 @@
 """The ``particles:`` section of the run config: a list of species (:class:`Species`), and its cross-key
-checks (no JAX). What the particles are and how they move: :mod:`simulator.particles`; how u is
-evaluated at them: :mod:`simulator.particles.interpolation`.
+checks (no JAX), beside the registry of its interpolation methods (:mod:`.interpolation`). What the particles
+are and how they move: :mod:`simulator.particles`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import ConfigError
+from simulator.fft.layouts import check_planes, known_devices
 from simulator.particles.interpolation import INTERPOLATIONS, METHODS, Interpolation
 from simulator.particles.interpolation import doc as interpolation_doc
 from simulator.particles.slots import check_capacity
@@ -21,8 +22,9 @@ from simulator.schema import setting
 PLACEMENTS = ("random", "lattice", "file")
 #: the choices of ``particles[].distribution``
 DISTRIBUTIONS = ("replicated", "owned")
-#: the interpolation methods an owned species may use: those that read grid values near the particle
-OWNED_INTERPOLATIONS = ("lagrange4",)
+#: the interpolation methods an owned species may use: those that read grid values near the particle (no
+#: route of the whole spectrum: declared by the method, :mod:`.interpolation`)
+OWNED_INTERPOLATIONS = tuple(m.name for m in METHODS.values() if m.route is None)
 #: the keys of a species that only an owned one uses (a replicated species holds every particle on every device)
 OWNED_ONLY = ("capacity", "exchange", "halo")
 
@@ -130,39 +132,3 @@ def check(cfg: Any) -> None:
                              f"{method.instead}, or fewer devices")
         if not all(math.isfinite(g) for g in s.gravity):
             raise ConfigError(f"{key}.gravity", list(s.gravity), "every entry must be finite", "is out of range")
-
-
-def _known_mesh(cfg: Any) -> tuple[int, ...] | None:
-    """The mesh shape of a run of ``cfg`` where it is known before start-up (a single process's virtual CPU
-    devices, or an explicit ``fft.mesh``), else None."""
-    from simulator.fft.layouts import LAYOUTS
-
-    n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
-    if not (cfg.fft.mesh or n_devices):
-        return None
-    return tuple(LAYOUTS[cfg.fft.backend].mesh_shape(n_devices or 1, cfg.fft.mesh))
-
-
-def known_devices(cfg: Any) -> int | None:
-    """The device count of a run of ``cfg`` where it is known before start-up (:func:`_known_mesh`), else None
-    (the checks that need it run again on the mesh a run starts on)."""
-    mesh = _known_mesh(cfg)
-    return None if mesh is None else math.prod(mesh)
-
-
-def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:
-    """A grid-local method (``value`` of ``key``) takes ``planes`` planes from a neighbour: every sharded axis
-    needs as many per device (checked where the device count is known before start-up, as the grid's own
-    layout checks are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
-    from simulator.fft.layouts import LAYOUTS
-
-    layout = LAYOUTS[cfg.fft.backend]
-    mesh = _known_mesh(cfg)
-    if mesh is None:
-        return
-    sizes = dict(zip(layout.axis_names, mesh, strict=True))
-    for axis, name in enumerate(layout.real_axes):
-        if name is not None and cfg.grid.shape[axis] // sizes[name] < planes:
-            raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
-                              f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
-                              f"{instead}", "is not available")
