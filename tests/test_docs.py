@@ -12,7 +12,6 @@ import shlex
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

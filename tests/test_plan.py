@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import jax
-import numpy as np
 import pytest
 import yaml
 

@@ -20,7 +20,6 @@ import pytest
 
 import simulator
 from simulator import plan
-from simulator.output.hdf5 import Snapshot
 from simulator.output.tasks import FILE, TasksFile, describe, read_tasks
 from simulator.run.simulation import Simulation
 
