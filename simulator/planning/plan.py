@@ -1,5 +1,5 @@
 """Plan a run before it allocates: its memory per device, the largest grid that fits, the transforms,
-all-to-alls and memory traffic of one step, and a predicted step time.
+all-to-alls and memory traffic of one step.
 
 Everything comes from the run's own compiled programs, lowered with abstract arrays
 (``jax.ShapeDtypeStruct`` with the run's shardings): no field is allocated, for any registered
@@ -7,53 +7,34 @@ equation (the state's shapes come from the equation's ``from_fields`` traced abs
 ``compiled.memory_analysis()`` (arguments + outputs + temporaries - donated, per device) of the
 compiled chunk of steps and of the programs a run calls between chunks (diagnostics, spectra,
 snapshot fields, flow statistics, output tasks); traffic and counts come from the optimized HLO of one step
-(:mod:`simulator.cost`). Bytes per cell do not depend on the grid size for these programs (checked
+(:mod:`simulator.planning.cost`). Bytes per cell do not depend on the grid size for these programs (checked
 in tests/test_plan.py): the largest grid that fits follows from them.
 
-On many devices (64 or more, 8 x :data:`COMPILED_DEVICES`) ``simulator plan`` compiles a smaller run in
-its stead whose devices each hold the same cells (:func:`reduced_plan`: the grid r times smaller along
-each axis on r^3 times fewer devices, at least :data:`COMPILED_DEVICES`): XLA's compile time grows with
-the device count (a CPU all-to-all among P devices is packed from P slices: 4096^3 on 512 took
-minutes), while what a device holds depends on its cells (and the size classes they fall in:
-transforms split below 2^31 points, spectra stacked by selection past 2^30 elements), not on how many
-devices there are beyond a few. The
-step's traffic is the smaller run's per cell, scaled by :func:`simulator.cost.scaled_traffic`, the
-model ``scripts/project_gpu.py`` projects with. tests/test_plan.py compares both with the programs
-compiled for the run itself.
-
-``simulator plan`` prints :func:`make_plan`'s report; ``simulator run`` admits a run only if its plan
-fits (:mod:`simulator.run.admission`, before it writes anything). The module is longer than 400 lines
-because the plan, the smaller run it may be compiled as and the report of both are one reading.
+On many devices the plan is compiled as a smaller run with the same cells per device
+(:mod:`simulator.planning.reduced`). ``simulator plan`` prints its report (:mod:`simulator.planning.report`);
+``simulator run`` admits a run only if its plan fits (:mod:`simulator.planning.admission`, before it writes
+anything).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
-from simulator import cost
-from simulator.memory import device_memory_available, gpu_allocator_share
+from simulator.planning import cost
+from simulator.planning.memory import device_memory_available
 from simulator.config import Config
 from simulator.errors import ConfigError
-from simulator.fft import local as local_fft
-from simulator.equations import resolution
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
-#: ``simulator plan`` compiles a run of 8 times this many devices or more as a smaller run of at least this
-#: many with the same cells per device (:func:`reduced_plan`). Below it a device's bytes per cell still
-#: change with the device count (XLA's fusion of the all-to-alls: the spectra take 52 B/cell on 2 devices,
-#: 62 on 4 to 32), and scripts/project_gpu.py scales the figures of this many
-COMPILED_DEVICES = 8
 
 
 def abstract_state(sim: Any) -> Any:
@@ -87,8 +68,8 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
     registered kind's: :meth:`~simulator.run.simulation.Simulation.lower`).
 
     Compiled with :func:`footprint_options`; the programs compile concurrently (XLA releases the GIL).
-    ``gpu``: a GPU profile of :data:`simulator.gpu_compiler.SPECS`, to compile for that GPU with XLA's GPU
-    compiler, deviceless, instead of for ``sim``'s devices (trace along a GPU's route: :func:`_gpu_fft_path`).
+    ``gpu``: a GPU profile of :data:`simulator.planning.gpu_compiler.SPECS`, to compile for that GPU with XLA's GPU
+    compiler, deviceless, instead of for ``sim``'s devices (traced along a GPU's route: :mod:`simulator.planning.report`).
     """
     dt = _scalar(sim)
     lowered = {}
@@ -102,7 +83,7 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
         def compile_one(low: Any) -> Any:
             return low.compile(footprint_options())
     else:
-        from simulator import gpu_compiler
+        from simulator.planning import gpu_compiler
 
         def compile_one(low: Any) -> Any:
             return gpu_compiler.compile_lowered(low, gpu, footprint_options())
@@ -189,12 +170,13 @@ class Plan:
     traffic: cost.Traffic | None
     ffts_per_step: int | None
     seconds: float
-    #: the (grid, mesh) compiled in its stead, each device holding the same cells (:func:`reduced_plan`)
+    #: the (grid, mesh) compiled in its stead, each device holding the same cells
+    #: (:func:`simulator.planning.reduced.reduced_plan`)
     compiled_as: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     #: whether the run's spectra are compact, and its spectral layout in words with why (:func:`spectral_layout`)
     compact: bool = False
     layout: str = ""
-    #: the GPU the programs were compiled for without one (:mod:`simulator.gpu_compiler`), else ""
+    #: the GPU the programs were compiled for without one (:mod:`simulator.planning.gpu_compiler`), else ""
     compiled_for: str = ""
     #: the plan of the other order of a step's transforms that ``fft.in_turn: auto`` weighed (:func:`auto_in_turn`)
     other: Plan | None = None
@@ -298,7 +280,7 @@ def in_turn_line(plan: Plan) -> str:
 
 
 def _gpu_name(gpu: str | None) -> str:
-    from simulator import gpu_compiler
+    from simulator.planning import gpu_compiler
 
     return gpu_compiler.SPECS[gpu].name if gpu else ""
 
@@ -307,70 +289,6 @@ def spectral_layout(sim: Any) -> dict[str, Any]:
     """The :class:`Plan` fields of ``sim``'s spectral layout (:func:`simulator.runtime.make_fft` chose it)."""
     return {"compact": sim.fft.compact is not None,
             "layout": f"{sim.fft.describe_layout().removeprefix(', ')} ({sim.fft.layout_reason})"}
-
-
-def smaller_run(cfg: Config, mesh: tuple[int, ...]) -> Config | None:
-    """``cfg`` made a smaller run whose devices each hold the same cells as ``cfg``'s on ``mesh``: the
-    grid's axes divided by r and the mesh's devices by r^3 (split over its axes keeping its proportions
-    as far as they allow, every axis exchanging among 4 devices or more still), for the largest r that leaves
-    at least :data:`COMPILED_DEVICES` devices and a config that validates (the layout, statistics
-    separations, tasks); None when there is none (fewer than 8 x COMPILED_DEVICES devices: compile them)."""
-    from simulator.config.model import validate
-
-    devices = math.prod(mesh)
-    for r in range(round(devices ** (1 / 3)), 1, -1):
-        if devices % r**3 or devices // r**3 < COMPILED_DEVICES or any(n % r for n in cfg.grid.shape):
-            continue
-        grid = dataclasses.replace(cfg.grid, shape=tuple(n // r for n in cfg.grid.shape))
-        # every axis exchanging among 4 or more devices still (XLA fuses an exchange between 2 otherwise)
-        candidates = [m for m in _divided(mesh, r**3) if all(a >= min(b, 4) for a, b in zip(m, mesh, strict=True))]
-        for smaller in sorted(candidates, key=lambda m: abs(math.log(m[0] / m[-1]) - math.log(mesh[0] / mesh[-1]))):
-            small = dataclasses.replace(cfg, grid=grid, fft=dataclasses.replace(cfg.fft, mesh=smaller))
-            try:
-                validate(small)
-            except ConfigError:
-                continue
-            return small
-    return None
-
-
-def _divided(mesh: tuple[int, ...], factor: int) -> list[tuple[int, ...]]:
-    """Every mesh of ``mesh``'s rank whose axes divide its axes and whose device count is ``factor`` times smaller."""
-    if len(mesh) == 1:
-        return [(mesh[0] // factor,)] if mesh[0] % factor == 0 else []
-    return [(mesh[0] // a, *rest) for a in range(1, factor + 1) if factor % a == 0 and mesh[0] % a == 0
-            for rest in _divided(mesh[1:], factor // a)]
-
-
-def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, memory_source: str = "given",
-                 gpu: str | None = None) -> Plan:
-    """:func:`make_plan` of ``sim`` (a mesh of P devices) from its programs compiled for the smaller run of
-    :func:`smaller_run` (P / r^3 devices, each holding the same cells, r times fewer along each axis): the
-    bytes per device are that run's, the step's traffic its own per cell scaled to P devices
-    (:func:`simulator.cost.scaled_traffic`); memory available as on P devices. Without a smaller run the
-    programs are compiled as they are. The smaller run is built by ``sim``'s own class (so the planner
-    names no simulation class: the run layer above it hands one in). ``gpu``: as :func:`make_plan`'s."""
-    mesh = tuple(int(n) for n in sim.fft.mesh.devices.shape)
-    small = smaller_run(sim.cfg, mesh)
-    if small is None:
-        return make_plan(sim, programs, memory, memory_source=memory_source, gpu=gpu)
-    t0 = time.perf_counter()
-    devices = list(sim.fft.mesh.devices.flat)
-    if memory is None:
-        memory, memory_source = device_memory_available(devices)
-    # a compact spectrum r times smaller along each axis, as the run's own per device (not the smaller
-    # grid's own sizes: those are rounded to another mesh and would hold another share of the modes)
-    r = sim.fft.shape[0] // small.grid.shape[0]
-    at_least = None if sim.fft.compact is None else tuple(-(-k // r) for k in sim.fft.compact)
-    p = make_plan(type(sim)(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
-                  memory, memory_source=memory_source, gpu=gpu)
-    cells, n = math.prod(sim.fft.shape), len(devices)
-    traffic = p.traffic
-    if traffic is not None:
-        traffic = cost.scaled_traffic(cost.per_cell(traffic, p.cells, p.devices), cells, n, sim.cfg.fft.backend)
-    return Plan(sim.cfg, p.platform, n, mesh, cells, p.program_bytes, memory, memory_source, traffic,
-                p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.shape, tuple(small.fft.mesh)),
-                **spectral_layout(sim), compiled_for=p.compiled_for)
 
 
 def transforms_per_step(sim: Any, state: Any) -> int:
@@ -395,160 +313,3 @@ def transforms_per_step(sim: Any, state: Any) -> int:
         return total
 
     return count(jaxpr)
-
-
-def measure_bandwidth(device: Any = None, nbytes: int = 256 << 20, sweeps: int = 8, repeats: int = 5) -> float:
-    """Memory bandwidth of ``device`` in bytes/s: ``sweeps`` passes of y = x + 1 over ``nbytes`` of float32
-    in one compiled loop (each pass reads and writes every element once, in place), median of
-    ``repeats`` timed runs after a warm-up."""
-    import statistics
-
-    device = device or jax.devices()[0]
-    x = jax.device_put(jnp.zeros(nbytes // 4, jnp.float32), device)
-    sweep = jax.jit(lambda v: jax.lax.fori_loop(0, sweeps, lambda i, v: v + 1, v), donate_argnums=0)
-    x = sweep(x).block_until_ready()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        x = sweep(x).block_until_ready()
-        times.append(time.perf_counter() - t0)
-    return 2 * nbytes * sweeps / statistics.median(times)
-
-
-def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: str | None = None) -> list[str]:
-    """The lines ``simulator plan`` prints (``why_not_gpu``: why a plan for GPUs on a CPU was not compiled
-    by XLA's GPU compiler, :func:`simulator.gpu_compiler.unavailable`)."""
-    c = plan.cfg
-    h = cost.human_bytes
-    stand_in = platform == "gpu" and plan.platform != "gpu"
-    deviceless = bool(plan.compiled_for)
-    how = "compiled without allocating in"
-    if plan.compiled_as:
-        how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on mesh {list(plan.compiled_as[1])} "
-               "(the same cells per device; the step's traffic per cell scaled to this mesh) in")
-    lines = [f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, {c.fft.backend} on "
-             f"mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); {how} {plan.seconds:.1f} s"]
-    if stand_in:
-        lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
-                     "compiled for CPU; a GPU build differs by its fusion and scheduling choices"
-                     + (f"; not compiled for a GPU: {why_not_gpu})" if why_not_gpu else ")"))
-    if deviceless:
-        lines.append(f"  (planning for GPUs on this machine's CPU: compiled by XLA's GPU compiler of jaxlib "
-                     f"{jax.lib.__version__} for the {plan.compiled_for}, without a GPU: memory and traffic are that "
-                     "build's; another jaxlib may differ)")
-    if plan.layout:
-        lines.append(f"spectral layout: {plan.layout}")
-    if (resolved := resolution.plan_line(c)) is not None:
-        lines.append(resolved)
-    if (hint := resolution.plan_hint(c)) is not None:
-        lines.append(hint)
-    lines.append("memory per device: " + ", ".join(f"{n} {h(b)}" for n, b in plan.program_bytes.items())
-                 + f"; peak {h(plan.peak)} = {plan.bytes_per_cell:.1f} bytes per cell over all devices")
-    if c.particles:
-        from simulator import particles
-
-        lines.append(particles.describe(c, plan.devices))
-    verdict = "fits" if plan.fits else "DOES NOT FIT"
-    lines.append(f"available per device: {h(plan.available)} ({plan.available_source}); a run may plan "
-                 f"{USABLE_FRACTION:.0%} of it: {verdict}")
-    n = plan.largest_cubic
-    lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
-                 "no grid fits these devices")
-    if plan.other is not None:
-        lines.append(in_turn_line(plan))
-    if not plan.fits and plan.platform == "gpu" and plan.compact and c.fft.in_turn is False \
-            and max(plan.program_bytes, key=plan.program_bytes.get) == "chunk":
-        lines.append("hint: fft.in_turn=true transforms a step's fields one at a time on GPUs: about 13% less memory "
-                     "in the step, about 27% more memory traffic (from scripts/bench_compact.py --target h100)")
-    if not plan.fits:  # its exit status is 3: a script branches on it, this line says what would fit
-        more = plan.devices_to_fit()
-        lines.append(f"devices that would fit it: {more} of the {c.fft.backend} layout (an estimate from these "
-                     f"{plan.bytes_per_cell:.1f} bytes per cell)" if more else f"no device count of the "
-                     f"{c.fft.backend} layout fits it: fewer cells, float32, lsrk4, or another backend")
-    t = plan.traffic
-    if t is None:
-        return lines
-    a2a = int(t.collectives.get("all-to-all", 0))
-    hidden = (f" ({int(t.hidden_exchanges)} of {int(t.async_exchanges)} asynchronous ones run while another field "
-              "is transformed)") if t.async_exchanges else ""
-    lines.append(f"per step: {plan.ffts_per_step} scalar 3D FFTs in {int(t.fft_calls)} FFT kernels, {a2a} "
-                 f"all-to-alls{hidden}; memory traffic {h(t.memory_bytes)} per device ({t.memory_bytes / plan.cells * plan.devices:.0f}"
-                 f" bytes per cell, FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
-    name = profile or ("h100" if platform == "gpu" else "measured")
-    if name == "measured":
-        if stand_in or deviceless:  # no GPU here to measure
-            return lines
-        bandwidth = measure_bandwidth()
-        prof = cost.DeviceProfile("measured", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
-                                  f"{bandwidth / 1e9:.1f} GB/s", "links taken at the measured memory rate")
-    else:
-        prof = cost.PROFILES[name]
-    seconds = cost.predicted_seconds(t, prof, plan.devices, c.fft.backend)
-    lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source}; "
-                 f"exchanges over {cost.links(prof, plan.devices, c.fft.backend)})")
-    return lines
-
-
-def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None = None, platform: str | None = None,
-               memory: int | None = None, profile: str | None = None) -> tuple[list[str], bool]:
-    """What ``simulator plan`` prints for ``cfg`` on its first ``devices`` devices (default: the run's),
-    planning for ``platform`` (default this machine's) with ``memory`` bytes per device (default: what
-    the devices have free) and the bandwidths of ``profile`` (:func:`report`), and whether the run fits
-    (its exit status). ``simulation(cfg, devices)`` builds the run
-    (:class:`~simulator.run.simulation.Simulation`). The runtime must be started."""
-    target = platform or jax.default_backend()
-    check_platform(cfg, target)
-    chosen = jax.devices()[:devices] if devices is not None else None
-    source = "given"
-    if memory is not None and target == "gpu":  # the allocator's share of it
-        memory, source = gpu_allocator_share(memory)
-    stand_in = target == "gpu" and jax.default_backend() == "cpu"
-    gpu = why_not = None
-    if stand_in:  # XLA's GPU compiler where JAX's CUDA plug-in is installed (no GPU needed)
-        from simulator import gpu_compiler
-
-        name = profile if profile in gpu_compiler.SPECS else "h100"
-        why_not = gpu_compiler.unavailable(name)
-        gpu = None if why_not else name
-
-    def planned(c: Config) -> Plan:
-        return reduced_plan(simulation(c, chosen), (*run_programs(c), "step"), memory, memory_source=source, gpu=gpu)
-
-    with _gpu_fft_path(stand_in):
-        plan = auto_in_turn(planned(cfg), target, planned)
-    return report(plan, platform or plan.platform, profile, why_not), plan.fits
-
-
-def check_platform(cfg: Config, platform: str) -> None:
-    """Refuse to plan for ``platform`` a run that cannot run there (ConfigError naming the key): particles
-    by NUFFT (jax-finufft: CPU only) off CPU, which this machine's CPU standing in would plan as if they could."""
-    from simulator.particles.interpolation import METHODS
-
-    for i, species in enumerate(cfg.particles):
-        method = METHODS[species.interpolation]
-        if method.platforms is not None and platform not in method.platforms:
-            raise ConfigError(f"particles[{i}].interpolation", method.name, f"use {method.instead} on {platform}: "
-                              f"{method.platform_note}", f"cannot run on {platform}")
-
-
-@contextlib.contextmanager
-def _gpu_fft_path(stand_in: bool) -> Iterator[None]:
-    """Planning for GPUs on a CPU: compile with XLA's FFT, the path GPUs run (cuFFT), not FFTW's custom
-    calls, whose buffers differ (the FFTW path needs fewer bytes per cell: it would promise grids a GPU
-    cannot hold), and a GPU's route to a compact spectrum on one device (:func:`simulator.fft.single.stages_pay`)
-    and order of transforms (:meth:`simulator.fft.base.FFTBackend.in_turn`)."""
-    from simulator.fft.mesh import as_on
-
-    if not stand_in:
-        yield
-        return
-    before = os.environ.get(local_fft.ENV_PATH)
-    os.environ[local_fft.ENV_PATH] = "xla"
-    try:
-        with as_on("gpu"):
-            yield
-    finally:
-        if before is None:
-            os.environ.pop(local_fft.ENV_PATH, None)
-        else:
-            os.environ[local_fft.ENV_PATH] = before
