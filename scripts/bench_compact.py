@@ -1,24 +1,24 @@
 """The compact spectral layout against the full one, from the compiled programs alone (exact: no timing).
 
 For each case (equation, integrator, precision, grid, backend, devices) the run's programs are compiled
-abstractly by the planner (:func:`simulator.plan.make_plan`: the state as ``jax.ShapeDtypeStruct``s, nothing
+abstractly by the planner (:func:`simulator.planning.plan.make_plan`: the state as ``jax.ShapeDtypeStruct``s, nothing
 allocated) in both spectral layouts, ``fft.layout = full`` (the half spectrum, the baseline) and ``compact``
 (only the 2/3 rule's modes, :mod:`simulator.fft.compact`), on XLA's local FFT: the path GPUs run, which
 ``simulator plan --platform gpu`` compiles on a CPU (``SIMULATOR_FFT=xla``). Per layout the table gives
 
 * bytes per cell over all devices (``compiled.memory_analysis()``: arguments + outputs + temporaries -
-  donated, per device, times the devices, over the cells: :func:`simulator.plan.program_bytes`) of the
+  donated, per device, times the devices, over the cells: :func:`simulator.planning.plan.program_bytes`) of the
   chunk of steps, of the largest of the run's other programs (diagnostics, snapshot fields, spectra...:
-  :func:`simulator.plan.run_programs`) and the peak of them all;
+  :func:`simulator.planning.plan.run_programs`) and the peak of them all;
 * the all-to-alls of one step, the bytes they exchange per device (their operands in the step's optimized
-  HLO, loops times their trip counts: :func:`simulator.cost.hlo_traffic`) and of those the bytes each
+  HLO, loops times their trip counts: :func:`simulator.planning.cost.hlo_traffic`) and of those the bytes each
   device sends to the others; compiled for a GPU (``--target``), how many are asynchronous and how many of
   those run while another field is transformed (an FFT scheduled between their start and their done);
 * compact / full of each, against the full layout compiled in the same invocation.
 
 Part ``largest``: the planner's largest cubic grid on one GPU of ``--memory`` (JAX's allocator share of it, as
 ``simulator plan --platform gpu --memory 80GB`` takes it), from the plan of ``--largest-grid`` in each
-layout (:attr:`simulator.plan.Plan.largest_cubic`), and that grid planned in turn: its peak must fit.
+layout (:attr:`simulator.planning.plan.Plan.largest_cubic`), and that grid planned in turn: its peak must fit.
 
     python scripts/bench_compact.py              # the default cases below (a few minutes on 2 cores)
     python scripts/bench_compact.py --parts memory --sizes 64 --schemes lsrk4:float32 --meshes slab:1 slab:4
@@ -26,7 +26,7 @@ layout (:attr:`simulator.plan.Plan.largest_cubic`), and that grid planned in tur
     python scripts/bench_compact.py --target h100     # compiled by XLA's GPU compiler for an H100
 
 ``--target h100`` (or ``h200``) compiles the same programs with XLA's GPU compiler for that GPU, without one
-(:mod:`simulator.gpu_compiler`; needs JAX's CUDA plug-in, ``pip install "jax[cuda13]"``): the GPU build's own
+(:mod:`simulator.planning.gpu_compiler`; needs JAX's CUDA plug-in, ``pip install "jax[cuda13]"``): the GPU build's own
 memory and exchanges. The default, ``cpu``, compiles them for this machine's CPU standing in, as ``simulator
 plan --platform gpu`` does without the plug-in; XLA's CPU compiler schedules for concurrency and fuses
 differently, so its bytes per cell differ from the GPU build's (docs/PERFORMANCE.md has both).
@@ -88,7 +88,7 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
     """One layout of one case: the planner's figures as a row (bytes per cell over all devices), and the plan."""
     import jax
 
-    from simulator import plan
+    from simulator.planning import plan
     from simulator.api import load_config
     from simulator.fft.mesh import as_on
     from simulator.run.simulation import Simulation
@@ -150,17 +150,17 @@ def main() -> int:
     os.environ["SIMULATOR_FFT"] = "xla"  # the GPU's path (simulator plan --platform gpu on a CPU)
     gpu = None
     if args.target != "cpu":
-        from simulator import gpu_compiler
+        from simulator.planning import gpu_compiler
 
         if (why := gpu_compiler.unavailable(args.target)) is not None:
             print(f"error: --target {args.target}: {why}", flush=True)
             return 2
         gpu = args.target
 
-    from simulator import plan
+    from simulator.planning import plan
     from simulator.benchmark import machine, write_results
-    from simulator.cost import memory_option
-    from simulator.memory import gpu_allocator_share
+    from simulator.planning.cost import memory_option
+    from simulator.planning.memory import gpu_allocator_share
 
     schemes = [tuple(s.split(":")) for s in args.schemes]
     cases = []  # (part, N, integrator, precision, backend, devices)

@@ -62,7 +62,7 @@ def main() -> int:
     import jax
 
     from simulator import config as config_mod
-    from simulator import plan
+    from simulator.planning import plan
     from simulator.benchmark import machine, memory_bytes, timed_interleaved, write_results
     from simulator.errors import ConfigError
     from simulator.run.simulation import Simulation

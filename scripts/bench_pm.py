@@ -105,7 +105,7 @@ def main() -> int:
     import jax.numpy as jnp
 
     from simulator import config as config_mod
-    from simulator import plan
+    from simulator.planning import plan
     from simulator.benchmark import (
         machine,
         memory_bytes,

@@ -102,7 +102,7 @@ def worker(args: argparse.Namespace) -> None:
     import jax
     from bench_step import prepare
 
-    from simulator import cost, plan
+    from simulator.planning import cost, plan
     from simulator.benchmark import timed_interleaved
     from simulator.fft import local
     from simulator.run.simulation import Simulation

@@ -22,7 +22,7 @@ simulator/fft/local.py), in one invocation:
   all-to-alls per step in the compiled HLO of one step, loops multiplied by their trip counts
   (target with slab: one per batched transform);
 * ``bound_ms`` and ``vs_bound``: the bandwidth bound of the step, the bytes its compiled kernels must
-  move (each reads its operands and writes its results once: simulator/cost.py) over this machine's
+  move (each reads its operands and writes its results once: simulator/planning/cost.py) over this machine's
   memory bandwidth, measured in the same rounds by a streaming kernel (``bandwidth_GBs``), and the
   step's ratio to it;
 * ``bytes_per_cell``: the compiled chunk's memory (arguments + outputs + temporaries - donated) over
@@ -32,7 +32,7 @@ simulator/fft/local.py), in one invocation:
 A memory table follows (``--memory-size N``, default 64; ``0`` skips it): every registered equation
 with every integrator it takes, in both precisions, on each local FFT path (``--fft-paths``: XLA's FFT,
 the path GPUs run through cuFFT, and FFTW's) and each device count of ``--memory-devices`` (default 1
-and 4: a slab of 4 virtual CPU devices), compiled abstractly by the planner (simulator/plan.py, nothing
+and 4: a slab of 4 virtual CPU devices), compiled abstractly by the planner (simulator/planning/plan.py, nothing
 allocated): bytes per cell of the chunk and of the run's peak (chunk, diagnostics, spectra, snapshot
 fields), against issue 22's targets on the XLA path (Navier-Stokes lsrk4 float32 <= 56, rk4 float32 <= 64,
 rk4 float64 <= 128, Schrodinger-Poisson kdk float32 <= 32, peak); outputs/bench/memory.csv and
@@ -153,7 +153,7 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     import jax
     import jax.numpy as jnp
 
-    from simulator import plan
+    from simulator.planning import plan
     from simulator.benchmark import fft_path, replay, seed_arrays, transform_calls
 
     with fft_path(path):
@@ -186,7 +186,7 @@ def main() -> int:
     import jax.numpy as jnp
 
     from simulator import config as config_mod
-    from simulator import cost, plan
+    from simulator.planning import cost, plan
     from simulator.benchmark import (
         machine,
         memory_bytes,
@@ -332,7 +332,7 @@ def memory_table(n: int, out: str, paths: list[str], device_counts: list[int]) -
     from simulator import config as config_mod
     from simulator.benchmark import fft_path, machine, write_results
     from simulator.equations import registry
-    from simulator.plan import make_plan
+    from simulator.planning.plan import make_plan
     from simulator.run.simulation import Simulation
     from simulator.time.schemes import compatible
 

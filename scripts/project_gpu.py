@@ -1,10 +1,10 @@
 """Project each solver's memory and step time to large grids on many GPUs (the tables of docs/PERFORMANCE.md).
 
-The per-cell figures come from the planner (simulator/plan.py): the step and the run's programs
+The per-cell figures come from the planner (simulator/planning/plan.py): the step and the run's programs
 compiled abstractly (nothing allocated) on virtual CPU devices at a small grid, with XLA's FFT (the path
 GPUs run), on a slab of 1, 2, 4 and 8 devices and a pencil of 4 and 8; bytes per cell do not depend
 on N (tests/test_plan.py). For P GPUs at N^3 the figures of the compilation on P devices (8 beyond 8)
-are scaled by the one model ``simulator plan`` also uses (simulator/cost.py: ``scaled_traffic``,
+are scaled by the one model ``simulator plan`` also uses (simulator/planning/cost.py: ``scaled_traffic``,
 ``predicted_seconds``):
 
 * memory per GPU = peak bytes per cell * N^3 / P (fits when <= 90% of JAX's allocator share of it);
@@ -48,9 +48,9 @@ def compiled_figures(case: str, backend: str, devices: int, n: int) -> tuple[flo
     """(peak bytes per cell, the step's traffic per cell) compiled on ``devices`` devices at ``n``^3."""
     import jax
 
-    from simulator import cost
+    from simulator.planning import cost
     from simulator.api import load_config
-    from simulator.plan import make_plan
+    from simulator.planning.plan import make_plan
     from simulator.run.simulation import Simulation
 
     name, integrator, precision = case.split(":")
@@ -62,7 +62,7 @@ def compiled_figures(case: str, backend: str, devices: int, n: int) -> tuple[flo
 
 def projection(figures: dict, backend: str, n: int, gpus: int, profile) -> tuple[float, float]:
     """(memory per GPU in bytes, step seconds) of ``n``^3 on ``gpus`` GPUs from the compiled figures."""
-    from simulator import cost
+    from simulator.planning import cost
 
     compiled = max(d for d in COMPILED[backend] if d <= gpus)
     peak, traffic = figures[backend, compiled]
@@ -76,11 +76,11 @@ def main() -> int:
     from simulator.runtime import configure_devices
 
     configure_devices(8, "float64")
-    from simulator import cost
-    from simulator.cost import PROFILES
+    from simulator.planning import cost
+    from simulator.planning.cost import PROFILES
     from simulator.errors import ConfigError
     from simulator.fft.layouts import LAYOUTS
-    from simulator.memory import gpu_allocator_share
+    from simulator.planning.memory import gpu_allocator_share
 
     profile = PROFILES[args.profile]
     share, source = gpu_allocator_share(int(args.memory * 2**30))

@@ -25,7 +25,7 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.config import Config
-from simulator.results import RunResults, SnapshotRef, SweepPoint, SweepResults, load_run, load_sweep
+from simulator.results.load import RunResults, SnapshotRef, SweepPoint, SweepResults, load_run, load_sweep
 
 __all__ = ["Config", "RunResults", "Simulation", "SnapshotRef", "SweepPoint", "SweepResults",  # noqa: F822
            "load_config", "load_run", "load_sweep", "run_config", "run_ensemble"]
@@ -51,10 +51,10 @@ def run_config(cfg: Config, out: str | Path | None = None, *, overwrite: bool = 
 def run_ensemble(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, resume: bool = False,
                  overwrite: bool = False) -> list[int]:
     """Run configs that differ only in traced values (physical parameters, initial conditions, time
-    steps, outputs: see :mod:`simulator.grouping`) as ONE batched program, each into its own run
+    steps, outputs: see :mod:`simulator.run.grouping`) as ONE batched program, each into its own run
     directory exactly as :func:`run_config` would write it; returns each member's exit status (0
     finished, 1 failed, 75 stopped). ``resume``: continue every member from its latest checkpoint.
-    Configs of other structures raise ConfigError (group them with ``simulator.grouping.groups``)."""
+    Configs of other structures raise ConfigError (group them with ``simulator.run.grouping.groups``)."""
     from simulator.run.ensemble import run_configs
 
     return run_configs(cfgs, outs, resume=resume, overwrite=overwrite)

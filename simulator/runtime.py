@@ -33,7 +33,7 @@ from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
 from simulator.threads import XLA_THREADS_VARIABLE, available_cores
-from simulator.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
+from simulator.planning.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
 SLURM_VARIABLES = (
     "SLURM_JOB_ID",
@@ -96,7 +96,7 @@ def configure_devices(cpu_devices: int | None, precision: str, threads: int | No
         else:
             jax.config.update("jax_platforms", "cpu")
             jax.config.update("jax_num_cpu_devices", int(cpu_devices))
-    elif not _backends_started():  # a GPU's allocator and its share, as the planner assumes (simulator.memory)
+    elif not _backends_started():  # a GPU's allocator and its share, as the planner assumes (simulator.planning.memory)
         os.environ.setdefault(MEM_FRACTION_VARIABLE, str(GPU_MEMORY_FRACTION))
         os.environ.setdefault(ALLOCATOR_VARIABLE, GPU_ALLOCATOR)
     if precision == "float64" or not _backends_started():

@@ -26,13 +26,10 @@ the sweep again (locally or by resubmitting) only runs the others, each continui
 checkpoint (``simulator run --resume``).
 
 Ensembles (``ensemble: true``, ``batch: K`` or ``--ensemble``/``--batch K``): the points are grouped by
-structure into ``ensembles.yaml`` (:mod:`simulator.grouping`, :func:`write_groups`); each group runs as ONE process and
+structure into ``ensembles.yaml`` (:mod:`simulator.run.grouping`, :func:`write_groups`); each group runs as ONE process and
 ONE compiled, batched program (``simulator sweep DIR --group G``: a local subprocess, or one array
-task per group), every member still writing its own ``pNNN/`` exactly as a separate run would.
-
-This module is longer than 400 lines: the sweep file, its manifest, the points' and the ensemble
-groups' local runs and collection share the manifest's helpers (the Slurm array is
-:mod:`simulator.sweep_slurm`).
+task per group), every member still writing its own ``pNNN/`` exactly as a separate run would. The Slurm
+array is :mod:`simulator.sweep_slurm`.
 """
 
 from __future__ import annotations
@@ -300,7 +297,7 @@ def run_point(directory: Path, index: int) -> int:
 
 # ---- ensemble sweeps: the groups of a sweep directory ----------------------------------------------------
 
-#: the groups of an ensemble sweep (:mod:`simulator.grouping`), in its directory
+#: the groups of an ensemble sweep (:mod:`simulator.run.grouping`), in its directory
 GROUPS = "ensembles.yaml"
 
 
@@ -308,7 +305,7 @@ def write_groups(directory: Path, manifest: Mapping[str, Any], batch: int | None
     """Group the sweep's points by structure (at most ``batch`` per group) and write ``ensembles.yaml``;
     returns the groups (lists of point indices). Deterministic: the same points and batch give the
     same groups, so a resubmission's array task ``G`` runs the same members."""
-    from simulator.grouping import groups
+    from simulator.run.grouping import groups
 
     found = groups([config_mod.load(str(directory / p["config"])) for p in manifest["points"]], batch)
     (directory / GROUPS).write_text(yaml.safe_dump({"batch": batch, "groups": found}, sort_keys=False))

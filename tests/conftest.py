@@ -31,7 +31,7 @@ def pytest_configure(config):
     # build a fusion's code than its older LLVM IR emitters: with the older ones the Boussinesq gradient
     # program of tests/grad_objective.py compiles in 4.5 s instead of 6.7, and the suite in 18 minutes instead
     # of 21. They size some fusions' buffers differently, so the planner's footprint compiles keep XLA's own
-    # emitters where XLA_FLAGS chooses others (simulator.plan.footprint_options): every memory figure a test checks
+    # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test checks
     # is the one a user's run gets.
     # Set here, before JAX starts its backends, and inherited by the workers and every process the tests
     # start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite with XLA's defaults.

@@ -162,7 +162,7 @@ def shell_budget(sim: Simulation, state: Any, p: dict, budgets: Any, h: float = 
     every shell to 1e-8 of the largest right-hand side (p the equation's ``hyperviscosity_order``), dE/dt
     by central differences of one step each way from ``state`` at t = 0, and that each term matters (a
     missing or flipped one fails). Returns the spectra at t = 0, by name."""
-    from simulator import spectra
+    from simulator.observables import spectra
 
     eq = sim.equation
     s0, plus, minus = (_SPECTRA(eq, s, p) for s in (state, advance(sim, state, h, 1, p), advance(sim, state, -h, 1, p)))

@@ -94,16 +94,22 @@ def test_imports_have_no_cycles(where):
 
 
 def test_library_modules_never_import_the_cli():
+    """Only the command line's own modules (the package simulator/cli/) and the entry points import it."""
     for name, path in MODULES.items():
-        if name not in ("simulator.cli", "simulator.__main__", "simulator.entry"):
-            assert "simulator.cli" not in imports(path, False), name
+        if name != "simulator.cli" and not name.startswith("simulator.cli.") and name not in ("simulator.__main__",
+                                                                                           "simulator.entry"):
+            found = [m for m in imports(path, False) if m == "simulator.cli" or m.startswith("simulator.cli.")]
+            assert not found, (name, found)
 
 
 def test_readers_and_planners_import_without_jax():
-    """Reading results, plotting, sweeps, configs and the public API's entry point load no JAX."""
-    code = ("import sys; import simulator, simulator.plots, simulator.sweep, simulator.results, simulator.config, "
-            "simulator.api, simulator.equations, simulator.export, simulator.output.tasks, simulator.plots.tasks; "
-            "simulator.equations.registry(); "
+    """Reading results, plotting, sweeps, configs, the command line and the public API's entry point load no
+    JAX, nor do the planner's cost model and memory figures."""
+    code = ("import sys; import simulator, simulator.plots, simulator.sweep, simulator.config, simulator.api, "
+            "simulator.equations, simulator.output.tasks, simulator.plots.tasks, simulator.results.load, "
+            "simulator.results.export, simulator.results.lagrangian, simulator.run.grouping, simulator.cli, "
+            "simulator.schema.build, simulator.schema.overrides, simulator.schema.dump, simulator.planning.cost, "
+            "simulator.planning.memory; simulator.equations.registry(); "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
@@ -152,12 +158,27 @@ def test_no_module_uses_another_modules_private_names():
     assert not found, found
 
 
+#: the lines a module may have (about 400)
+STANDARD_LINES = 420
+#: the few modules allowed past it, each at its size and why: a module that grows changes this list in the same
+#: diff (and one that shrinks below the standard leaves it)
+ALLOWED_LINES = {
+    "simulator.output.hdf5": 475,  # the writer and the readers share one file layout: apart, one could change alone
+    "simulator.plots.run": 425,  # the time-series, slice and frame figures, and the one dispatch of a run's figures
+    "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
+    "simulator.sweep": 468,  # the sweep file, its manifest, the points' and groups' local runs and their collection
+}
+
+
 def test_modules_are_of_a_readable_size():
-    """About 400 lines at most, unless the module's docstring says why it is longer."""
+    """About 400 lines at most (:data:`STANDARD_LINES`), or a module's own listed allowance (:data:`ALLOWED_LINES`)."""
     for name, path in MODULES.items():
         lines = path.read_text().count("\n")
-        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-        assert lines <= 420 or "longer than" in doc, f"{name} has {lines} lines"
+        assert lines <= ALLOWED_LINES.get(name, STANDARD_LINES), f"{name} has {lines} lines"
+    for name, allowed in ALLOWED_LINES.items():
+        assert name in MODULES and allowed > STANDARD_LINES, f"{name}: list only a module past {STANDARD_LINES} lines"
+        lines = MODULES[name].read_text().count("\n")
+        assert lines > STANDARD_LINES, f"{name} has {lines} lines: no allowance needed, take it off the list"
 
 
 def test_no_equation_package_imports_another():

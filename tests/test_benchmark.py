@@ -8,7 +8,7 @@ import jax
 import pytest
 
 from simulator import config as config_mod
-from simulator import plan
+from simulator.planning import plan
 from simulator.benchmark import fft_path, replay, seed_arrays, transform_calls
 from simulator.run.simulation import Simulation
 

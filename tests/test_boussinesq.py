@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from simulator import spectra
+from simulator.observables import spectra
 from simulator.equations.boussinesq.waves import propagate
 from simulator.fft.check import collective_counts
 import support
@@ -275,7 +275,7 @@ def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
 
 @pytest.mark.parametrize("case", [("single", 1, None), distributed_cases()[0]], ids=case_id)
 def test_the_kh_kz_spectrum_bins_each_mode_and_its_marginals_are_the_1d_spectra(case):
-    """E(k_h, |k_z|) (simulator.spectra.cylinder_sum) summed over k_z is E(k_h), over k_h is E(|k_z|); a
+    """E(k_h, |k_z|) (simulator.observables.spectra.cylinder_sum) summed over k_z is E(k_h), over k_h is E(|k_z|); a
     single mode of wavevector (3, 2, 5) (k_h = 13^(1/2), |k| = 38^(1/2)) lands in bin (4, 5) alone; the same on a
     decomposition."""
     sim = bq(case)

@@ -19,7 +19,7 @@ import yaml
 
 import simulator
 from simulator import plots
-from simulator import spectra as shells
+from simulator.observables import spectra as shells
 from simulator.fft.check import collective_counts
 from support import advance, backend_cases, case_id, shared
 from test_scalars import N, RANDOM, SCALARS, ns

@@ -256,7 +256,7 @@ def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
     vectors and a stack of scalars, compiles and loads nothing more."""
     from simulator.api import load_config
     from simulator.output.snapshots import write_snapshot
-    from simulator.plan import abstract_state, run_programs
+    from simulator.planning.plan import abstract_state, run_programs
     from simulator.run.programs import Ahead
     from simulator.run.simulation import Simulation
 

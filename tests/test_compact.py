@@ -361,7 +361,7 @@ def test_one_gpus_route_transforms_in_turn_and_steps_as_the_full_layout(name, ov
     CPU's route holds none), and with ``fft.in_turn`` the fields, spectra and diagnostics after a few steps equal
     the full layout's; so does a batch of two states under ``jax.vmap``."""
     from simulator.fft.mesh import as_on
-    from simulator.plan import abstract_state
+    from simulator.planning.plan import abstract_state
 
     overrides = FLOWS[name] if overrides is None else overrides
     barriers = {}

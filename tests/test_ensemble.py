@@ -1,4 +1,4 @@
-"""Ensembles: runs of one structure as one batched program (simulator.grouping, simulator.run.ensemble).
+"""Ensembles: runs of one structure as one batched program (simulator.run.grouping, simulator.run.ensemble).
 
 Grouping by structure; members equal their separate runs to 1e-12 in float64 (time series, spectra,
 final state), with per-member fixed and adaptive time steps and end times, in one compilation; a
@@ -22,7 +22,8 @@ import yaml
 
 import simulator
 from simulator import config as config_mod
-from simulator import grouping, sweep
+from simulator import sweep
+from simulator.run import grouping
 from simulator.equations import registry
 from simulator.errors import ConfigError
 from simulator.output import checkpoints
@@ -105,7 +106,7 @@ def test_configs_group_by_structure():
         run_configs(cosmic[1:3], ["a", "b"])
     with pytest.raises(ConfigError, match="ensemble member 1: grid.shape = \\[32, 32, 32\\] changes the compiled"):
         run_configs([cfgs[0], cfgs[6]], ["a", "b"])
-    code = "import sys, simulator.grouping; print('jax' in sys.modules)"  # grouping is planning: no JAX
+    code = "import sys, simulator.run.grouping; print('jax' in sys.modules)"  # grouping is planning: no JAX
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
@@ -307,7 +308,7 @@ def test_an_ensemble_that_cannot_fit_is_refused_before_any_member_directory_is_w
     """The batched program of K members holds K states: an ensemble whose members each fit but whose batch
     cannot is refused in one line naming how many members fit (exit 2 for the group), and no member's run
     directory is written (it used to write all K and fail inside XLA)."""
-    from simulator.memory import host_memory_available
+    from simulator.planning.memory import host_memory_available
 
     cells = 128**3
     members = math.ceil(2 * host_memory_available()[0] / (60 * cells))  # far past any float64 step's 60+ B/cell

@@ -22,7 +22,7 @@ import yaml
 import simulator
 from simulator.cli import main
 from simulator.fft import BACKENDS
-from simulator import export, export_groups
+from simulator.results import export, export_groups
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
@@ -340,7 +340,7 @@ def test_a_full_or_read_only_disk_is_one_line_exit_1_and_the_earlier_export_stay
 
 SLOW_EXPORT = """\
 import sys, time
-from simulator import export, export_groups
+from simulator.results import export, export_groups
 from simulator.entry import main
 series = export._timeseries
 def slowly(*args):  # the file half written when the signal comes

@@ -456,7 +456,8 @@ def harmonic_power(sim, steps=12, dt=0.125):
     rollout (:func:`simulator.gradients.rollout`) and the run's own spectra."""
     from simulator import gradients
     from simulator.config.model import INITIAL
-    from simulator.schema import build_variant, with_traced
+    from simulator.schema import with_traced
+    from simulator.schema.build import build_variant
 
     ic = build_variant(INITIAL, {"name": "mode", "amplitude": 1e-3}, "initial", {"physics": sim.cfg.physics})
     make_step = sim.scheme.load()

@@ -155,7 +155,7 @@ def test_a_new_in_tree_row_diagnostic_is_its_module_and_one_registry_line(row_di
     and read back by load_run: nothing else in simulator/ names it."""
     import jax
 
-    from simulator import plan
+    from simulator.planning import plan
     from simulator.errors import ConfigError
 
     base = {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.1, "output.chunk": 5,

@@ -351,8 +351,9 @@ def test_a_species_is_added_on_the_command_line_only_whole():
 
 
 def test_plan_counts_the_particles_bytes(devices):
-    from simulator import particles, plan
+    from simulator import particles
 
+    from simulator.planning import plan
     species = [{"name": "tracers", "count": 1000}, {"name": "drops", "count": 8, "placement": "lattice", "tau_p": 0.1}]
     sim = simulation(devices, ("slab", 2, None), grid__shape=[8, 8, 8], particles=species)
     state = plan.abstract_state(sim)

@@ -327,8 +327,9 @@ def test_slots_too_few_for_the_devices_a_run_starts_on_are_refused_before_it_run
 
 
 def test_the_planner_counts_owned_slots_not_every_particle(devices):
-    from simulator import particles, plan
+    from simulator import particles
 
+    from simulator.planning import plan
     species = [{**OWNED[0], "count": 1000}, {"name": "all", "count": 1000}]
     sim = simulation(devices, ("slab", 4, None), grid__shape=[16, 16, 16], particles=species)
     state = plan.abstract_state(sim)

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 import simulator
-from simulator import cost, gpu_compiler, plan
-from simulator.run import admission
+from simulator.planning import admission, cost, gpu_compiler, plan, report
 from simulator.api import load_config
 from simulator.equations import registry
 from simulator.run.simulation import Simulation
@@ -162,8 +161,8 @@ def test_fft_in_turn_auto_goes_one_at_a_time_only_where_all_at_once_does_not_fit
     # the hint to set fft.in_turn=true is for a run that set it false, not one whose auto weighed it
     on_gpu = dataclasses.replace(same, platform="gpu")
     hinted = dataclasses.replace(on_gpu, cfg=load_config(None, {"grid.shape": 32, "fft.in_turn": False}))
-    assert [line.startswith("hint: fft.in_turn=true") for line in plan.report(hinted, "gpu")].count(True) == 1
-    assert not any(line.startswith("hint: fft.in_turn=true") for line in plan.report(on_gpu, "gpu"))
+    assert [line.startswith("hint: fft.in_turn=true") for line in report.report(hinted, "gpu")].count(True) == 1
+    assert not any(line.startswith("hint: fft.in_turn=true") for line in report.report(on_gpu, "gpu"))
     for route, cfg in (("cpu", sim.cfg), ("gpu", load_config(None, {"grid.shape": 32, "fft.in_turn": False})),
                        ("gpu", load_config(None, {"grid.shape": 32, "fft.layout": "full"}))):
         p = planned(tight, cfg)
@@ -302,7 +301,7 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
 def test_the_runtime_gives_a_gpu_run_the_planned_allocator_unless_the_environment_chooses():
     """Without a CPU device count (a GPU run) the runtime sets JAX's allocator and its share before JAX
     starts, and leaves a value the environment set."""
-    from simulator import memory
+    from simulator.planning import memory
 
     probe = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
              "print(os.environ['XLA_PYTHON_CLIENT_ALLOCATOR'], os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
@@ -317,7 +316,7 @@ def test_the_runtime_gives_a_gpu_run_the_planned_allocator_unless_the_environmen
 def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
     """The job scripts' allocator share, the runtime's default and the planner's are one value, and the
     runtime's check on such a GPU (its allocator's bytes_limit) sees exactly what the planner planned."""
-    from simulator import memory
+    from simulator.planning import memory
 
     for name in ("gpu_node.sbatch", "gpu_nodes.sbatch"):
         text = (ROOT / "slurm" / name).read_text()
@@ -358,7 +357,7 @@ def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("devices", [1, 2, 4, 8])
 def test_one_model_scales_a_compiled_step_to_the_compiled_step_of_a_larger_grid(devices, monkeypatch):
-    """The model scripts/project_gpu.py projects with and simulator plan predicts with (simulator/cost.py):
+    """The model scripts/project_gpu.py projects with and simulator plan predicts with (simulator/planning/cost.py):
     per-cell figures of the step compiled at 32^3 on P devices, scaled to 64^3, give the traffic, the
     bytes sent and the predicted time of the step compiled at 64^3 on P devices (XLA's FFT, the GPU path)."""
     monkeypatch.setenv("SIMULATOR_FFT", "xla")
@@ -457,7 +456,8 @@ def test_planning_for_gpus_refuses_tracers_interpolated_by_nufft(tmp_path):
 #: compiled in a process of 128 virtual devices: each plan of the run itself and of its smaller run
 _SMALLER_RUN_SCRIPT = """
 import json
-from simulator import plan, runtime
+from simulator import runtime
+from simulator.planning import plan, reduced
 from simulator.api import load_config
 from simulator.run.simulation import Simulation
 out = {}
@@ -468,7 +468,7 @@ for backend, mesh, layout in (("slab", [64], "full"), ("pencil", [8, 16], "full"
         runtime.setup(cfg)
     sim = Simulation(cfg)
     progs = (*plan.run_programs(cfg), "step")
-    full, fast = plan.make_plan(sim, progs, memory=1 << 34), plan.reduced_plan(sim, progs, memory=1 << 34)
+    full, fast = plan.make_plan(sim, progs, memory=1 << 34), reduced.reduced_plan(sim, progs, memory=1 << 34)
     out[backend if layout == "full" else "compact"] = {"as": fast.compiled_as, "full": full.program_bytes, "fast": fast.program_bytes,
                     "sent": [full.traffic.sent_bytes, fast.traffic.sent_bytes],
                     "ffts": [full.ffts_per_step, fast.ffts_per_step]}

@@ -575,7 +575,7 @@ def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
 def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypatch):
     """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
     bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""
-    from simulator import lagrangian
+    from simulator.results import lagrangian
     from simulator.equations.spec import Clock
     from simulator.plots import lagrangian as lagrangian_plots
     from simulator.plots import statistics as statistics_plots

@@ -213,7 +213,7 @@ def test_the_gpu_templates_give_each_task_what_the_runtime_expects():
     """slurm/gpu_node.sbatch gives one GPU per task; the environment Slurm then sets for task 3 of 4
     (CUDA_VISIBLE_DEVICES=0) must bind that task to device 0, not to ordinal 3 (what a bare
     jax.distributed.initialize() asks for). Both templates export the allocator share the planner assumes."""
-    from simulator.memory import GPU_MEMORY_FRACTION
+    from simulator.planning.memory import GPU_MEMORY_FRACTION
 
     for name in ("gpu_node.sbatch", "gpu_nodes.sbatch"):
         text = (ROOT / "slurm" / name).read_text()

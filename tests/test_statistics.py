@@ -1,4 +1,4 @@
-"""Flow statistics (simulator.statistics, statistics.h5): derivative moments of a Gaussian field to its
+"""Flow statistics (simulator.observables.statistics, statistics.h5): derivative moments of a Gaussian field to its
 sampling error, structure functions of single Fourier modes against their closed forms, PDFs that
 integrate to 1 and match a Gaussian's, scalar-gradient moments of a known profile, distributed equal to
 single-device on every FFT backend (1 and 4 devices, no gather in the program), and the file written by
@@ -15,7 +15,8 @@ from scipy.special import gamma
 from scipy.stats import norm
 
 import simulator
-from simulator import equations, statistics as st
+from simulator import equations
+from simulator.observables import statistics as st
 from simulator.errors import ConfigError
 from simulator.output.statistics import FILE, read_statistics
 from support import backend_cases, case_id, shared

@@ -1,4 +1,4 @@
-"""User-defined outputs (output.tasks, simulator.tasks, tasks.h5): every slice, profile and box reduction
+"""User-defined outputs (output.tasks, simulator.observables.tasks, tasks.h5): every slice, profile and box reduction
 equals the same reduction in NumPy of the snapshot written at the same step; rows fall on each task's own
 schedule (a time between chunk ends landed on); 4 devices write what 1 writes; a restart drops the rows
 after its checkpoint and continues as the uninterrupted run; a changed task keeps its old rows aside;
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import simulator
-from simulator import plan
+from simulator.planning import plan
 from simulator.output.tasks import FILE, TasksFile, describe, read_tasks
 from simulator.run.simulation import Simulation
 

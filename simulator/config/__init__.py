@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator import schema
-from simulator.schema import dump, table, to_dict
-from simulator.schema import iter_fields as _iter_fields
+from simulator.schema import overrides as dotted_keys
+from simulator.schema.dump import dump, table, to_dict
+from simulator.schema.dump import iter_fields as _iter_fields
 from simulator.config.model import (
     CheckpointConfig,
     Config,
@@ -44,12 +44,12 @@ __all__ = [
 def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
     """A copy of the raw config ``tree`` with ``{dotted.key: value}`` set (keys of the first config
     format are accepted in both, and the values set here win)."""
-    return schema.set_values(upgrade(tree), upgrade_keys(values))
+    return dotted_keys.set_values(upgrade(tree), upgrade_keys(values))
 
 
 def apply_overrides(tree: dict, overrides: Sequence[str]) -> dict:
     """``--set dotted.key=value`` overrides (values parsed as YAML) applied to a raw config."""
-    return set_values(tree, schema.parse_overrides(overrides))
+    return set_values(tree, dotted_keys.parse_overrides(overrides))
 
 
 def check_overrides(argv: Sequence[str]) -> None:
@@ -59,7 +59,7 @@ def check_overrides(argv: Sequence[str]) -> None:
         item = argv[i + 1]
         if arg == "--set" and "=" not in item:
             value = argv[i + 2] if i + 2 < len(argv) and not argv[i + 2].startswith("-") else ""
-            schema.parse_overrides([f"{item} {value}".strip()])
+            dotted_keys.parse_overrides([f"{item} {value}".strip()])
 
 
 def load(source: str | Path | Mapping[str, Any] | None,
@@ -85,7 +85,7 @@ def _note_renamed(old: str) -> None:
 
 def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:
     """(dotted key, type name, default, doc) of every leaf of the common schema (see
-    :func:`simulator.schema.iter_fields`)."""
+    :func:`simulator.schema.dump.iter_fields`)."""
     return _iter_fields(cls, prefix)
 
 

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.schema import Variants, build, open_sections, section, setting
+from simulator.schema import Variants, open_sections, section, setting
+from simulator.schema.build import build
 from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
                                  warn_plugin_problems)
 from simulator.errors import ConfigError

@@ -212,7 +212,7 @@ class Equation(abc.ABC):
 
     @abc.abstractmethod
     def spectra(self, state: Any, params: Params) -> dict[str, jax.Array]:
-        """Shell sums named in ``info.spectra`` (replicated vectors, see :mod:`simulator.spectra`)."""
+        """Shell sums named in ``info.spectra`` (replicated vectors, see :mod:`simulator.observables.spectra`)."""
 
 
 class SemiLinearEquation(Equation):

@@ -29,7 +29,8 @@ from typing import Any
 
 from simulator.equations import resolution
 from simulator.errors import ConfigError
-from simulator.schema import build, setting, traced_values
+from simulator.schema import setting, traced_values
+from simulator.schema.build import build
 
 
 @dataclass(frozen=True)
@@ -277,7 +278,7 @@ class PlotSpec:
     ``side_by_side``: spectra drawn side by side in ``plots/spectra_side_by_side.png`` (e.g. kinetic and
     magnetic energy), each above its budget terms (``transfer_<name>``, ``conversion_<name>``,
     ``injection_<name>``, those the file holds).
-    ``maps``: 2D spectra over (k_h, |k_z|) (``simulator.spectra.cylinder_sum``), each drawn as a map in
+    ``maps``: 2D spectra over (k_h, |k_z|) (``simulator.observables.spectra.cylinder_sum``), each drawn as a map in
     ``plots/spectra_<name>.png``.
     ``kolmogorov``: the conventions of the compensated spectrum and of the guide (:class:`Kolmogorov`).
     ``labels``: what titles and axes call its spectra, by name (templates allowed), e.g. ``kinetic energy``

@@ -55,7 +55,7 @@ T = TypeVar("T")
 #: transforms of the products stay one at a time (stacked: 1.05 of the CPU time at 64^3). On a slab of 2 the
 #: stacked inverse also sends one all-to-all for three (0.93 of the wall time at 64^3, 1.01 at 128^3), but it
 #: holds more memory (64^3 float64 rk4: 87.7 B/cell against 80.2), and the planner's stand-in for a
-#: many-device run (simulator.plan) then misses the run's own chunk by 6% instead of 4%: several devices keep
+#: many-device run (simulator.planning.plan) then misses the run's own chunk by 6% instead of 4%: several devices keep
 #: the components apart.
 STACKED_INVERSE_CELLS = 1 << 19
 
@@ -82,7 +82,7 @@ class FFTBackend(Layout, abc.ABC):
     #: why the run uses this spectral layout (set by whoever chose it: :func:`simulator.runtime.make_fft`)
     layout_reason = "the half spectrum"
     #: whether a step's fields are transformed one at a time off the CPU (``fft.in_turn`` true: :meth:`in_turn`;
-    #: ``auto`` is resolved to true or false by the run's memory check, :func:`simulator.plan.auto_in_turn`)
+    #: ``auto`` is resolved to true or false by the run's memory check, :func:`simulator.planning.plan.auto_in_turn`)
     step_in_turn = False
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,

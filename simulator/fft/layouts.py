@@ -321,7 +321,7 @@ def known_devices(cfg: Any) -> int | None:
 def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> None:
     """A grid-local method (``value`` of ``key``) takes ``planes`` planes from a neighbour: every sharded axis
     needs as many per device (checked where the device count is known before start-up, as the grid's own
-    layout checks are; :func:`simulator.particles.flow.with_particles` checks the mesh a run starts on)."""
+    layout checks are; :func:`simulator.particles.setup.with_particles` checks the mesh a run starts on)."""
     layout = LAYOUTS[cfg.fft.backend]
     mesh = known_mesh(cfg)
     if mesh is None:

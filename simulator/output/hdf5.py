@@ -33,9 +33,8 @@ Reading: :class:`IndexedFile` (:class:`Snapshot` for snapshots) opens the index,
 shards are missing or incomplete (:class:`IncompleteOutputError`), and reads a field, a slice of it
 (only the blocks it touches) or all of it, in canonical order whatever the storage order; :func:`read_into`
 fills a sharded array of any layout, each process reading only its own blocks (re-sharding on read).
-
-The module is longer than 400 lines because the writer and the readers share one file layout (blocks with
-their bounds, the index, completion and checksums): kept apart, one could change without the other.
+The writer and the readers share one file layout (blocks with their bounds, the index, completion and
+checksums), so they live together.
 """
 
 from __future__ import annotations

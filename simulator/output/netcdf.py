@@ -1,4 +1,4 @@
-"""What the output kinds' groups in a netCDF export share (``simulator export``, :mod:`simulator.export`): a
+"""What the output kinds' groups in a netCDF export share (``simulator export``, :mod:`simulator.results.export`): a
 variable with its attributes, a group's clock, a group of particles (no JAX; the groups are h5netcdf's, made
 by the export)."""
 

@@ -3,7 +3,7 @@
 The file is also a netCDF-4 file: ``time`` (one value per row) and ``k`` (shell centres) are HDF5
 dimension scales, attached to ``step`` and to every spectrum, so ``xr.open_dataset(path,
 engine="h5netcdf")`` gives ``energy(time, k)`` with coordinates; a 2D spectrum over (k_h, |k_z|)
-(:func:`simulator.spectra.cylinder_sum`) is ``(time, k_h, k_z)``, both scales the shell centres. Every
+(:func:`simulator.observables.spectra.cylinder_sum`) is ``(time, k_h, k_z)``, both scales the shell centres. Every
 dataset says what it is
 (``long_name``, ``description``) and its ``units``; the file's ``units`` attribute (JSON) names the
 run's units (code units unless the run has a unit system).
@@ -271,7 +271,7 @@ def spectra(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> dict
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """``spectra.h5`` on ``output.spectra``'s schedule, in the equation's units and clocks."""
-    from simulator.spectra import shell_wavenumbers
+    from simulator.observables.spectra import shell_wavenumbers
 
     clock = cfg.physics.clock()
     return [SpectraWriter(Schedule.of(cfg.output.spectra), shell_wavenumbers(cfg.grid.shape, cfg.grid.box), ctx.rank0,

@@ -1,5 +1,5 @@
 """``statistics.h5``: the Eulerian small-scale statistics of a flow, one row per output; its writer and
-its reader, and its output kind (no JAX: the computation is :mod:`simulator.statistics`, the kind's device
+its reader, and its output kind (no JAX: the computation is :mod:`simulator.observables.statistics`, the kind's device
 program).
 
 Datasets, each with one leading row axis (``time`` is attached to it as a dimension scale, as in
@@ -44,7 +44,7 @@ COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_s
 
 @dataclass(frozen=True)
 class StatisticsOutput(Scheduled):
-    """Small-scale flow statistics appended to statistics.h5 (:mod:`simulator.statistics`): derivative
+    """Small-scale flow statistics appended to statistics.h5 (:mod:`simulator.observables.statistics`): derivative
     skewness and flatness, PDFs, structure functions, scalar-gradient moments. Off by default: each row
     costs about one shift of the velocity per separation and axis: ~6 RK4 steps at 64^3 with every r = 1..N/2."""
 
@@ -86,7 +86,7 @@ def dimensions(name: str) -> tuple[str, ...]:
 
 
 def coordinates(shape: tuple[int, ...], lay: Any) -> dict[str, np.ndarray]:
-    """The coordinate datasets of a statistics layout (:class:`simulator.statistics.StatisticsLayout`)."""
+    """The coordinate datasets of a statistics layout (:class:`simulator.observables.statistics.StatisticsLayout`)."""
     edges = np.asarray(lay.edges)
     out = {"orders": np.asarray(lay.orders, np.int64), "pdf_edges": edges,
            "pdf_centres": 0.5 * (edges[1:] + edges[:-1]), "pdf_separations": np.asarray(lay.pdf_separations, np.int64)}
@@ -169,7 +169,7 @@ def export(g: Any, data: Mapping[str, Any], units: dict[str, str]) -> None:
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The ``statistics.h5`` writer of a run of ``cfg`` on ``output.statistics``'s schedule."""
-    from simulator.statistics import layout_of
+    from simulator.observables.statistics import layout_of
 
     spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
     attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
@@ -185,6 +185,6 @@ def read(run_dir: Path) -> dict[str, Any]:
 #: the output kind (:mod:`simulator.output.kinds`)
 KIND = OutputKind(
     name="statistics", doc="statistics.h5: derivative moments, PDFs, structure functions, one row per output",
-    writers=writers, programs=(Program("statistics", "simulator.statistics:program", host=host_arrays),),
+    writers=writers, programs=(Program("statistics", "simulator.observables.statistics:program", host=host_arrays),),
     files=(FILE,), section=StatisticsOutput, schedules=("statistics",), check=_check_statistics, read=read,
     export=export)

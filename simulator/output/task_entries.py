@@ -12,7 +12,7 @@ output fields, a component of it, a reduction and a schedule::
 
 The fields are those of the equation's ``fields`` declaration this run has (complex ones, such as
 Schrodinger-Poisson's psi, are left out; ``scalar`` exists with passive scalars only). The
-computation is :mod:`simulator.tasks`, the file :mod:`simulator.output.tasks`. Every problem is a
+computation is :mod:`simulator.observables.tasks`, the file :mod:`simulator.output.tasks`. Every problem is a
 one-line :class:`~simulator.errors.ConfigError` naming ``output.tasks[i].<key>``, before a run starts.
 """
 

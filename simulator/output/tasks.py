@@ -1,5 +1,5 @@
 """``tasks.h5``: the user-defined outputs (``output.tasks``), one group per task and one row per time its
-schedule is due; the writers, the reader and the output kind (no JAX: the computation is :mod:`simulator.tasks`,
+schedule is due; the writers, the reader and the output kind (no JAX: the computation is :mod:`simulator.observables.tasks`,
 the kind's device program; the config section, the entries of ``output.tasks``, is :mod:`.task_entries`).
 
 One file for every task, a group each, since each task has a schedule of its own (its own rows and
@@ -275,5 +275,5 @@ def export(group: Any, data: Mapping[str, TaskSeries], units: dict[str, str]) ->
 KIND = OutputKind(
     name="tasks", doc="tasks.h5: slices, profiles and reductions of fields (output.tasks), each on its schedule",
     active=lambda cfg: any(entry.on for entry in cfg.output.tasks), writers=writers,
-    programs=(Program("tasks", "simulator.tasks:program", host=host_values),), files=(FILE,), check=check_tasks,
+    programs=(Program("tasks", "simulator.observables.tasks:program", host=host_values),), files=(FILE,), check=check_tasks,
     read=read, export=export)

@@ -16,7 +16,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator import lagrangian
+from simulator.results import lagrangian
 from simulator.output import hdf5
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable

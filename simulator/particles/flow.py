@@ -10,7 +10,8 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
   device whose block holds them, in slots with identities and a loss count (:mod:`.owned`: handed over
   after each step by :meth:`WithParticles.settle`, interpolated by ``lagrange4`` on the owner);
 * ``exp_linear`` applies the flow's integrating factor to ``flow`` and the identity to the particles
-  (their drag is integrated explicitly, within the scheme's stability limit: :func:`drag_limit`), and
+  (their drag is integrated explicitly, within the scheme's stability limit:
+  :func:`simulator.particles.setup.drag_limit`), and
   ``nonlinear`` adds dx/dt = u(x) for tracers, or dx/dt = v and dv/dt = (u(x) - v)/tau_p + g for
   inertial particles, so particles advance in the same Runge-Kutta stages as the field, at the scheme's
   order (each stage's u(x) is the stage's own field);
@@ -30,8 +31,9 @@ spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
 ``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
 
-(The module is longer than 400 lines: the wrapper forwards the flow's protocol one method at a time, and splitting the
-class would scatter it; what is particular to owned species lives in :mod:`.owned`.)
+A flow is made to carry the configured species by :func:`simulator.particles.setup.with_particles` (checks and
+initial positions), and a state read from a file keeps the particles it holds
+(:func:`simulator.particles.restart.from_source`); what is particular to owned species lives in :mod:`.owned`.
 """
 
 from __future__ import annotations
@@ -50,11 +52,10 @@ from simulator.equations.base import (
     ParticleArrays,
     SemiLinearEquation,
 )
-from simulator.log import get_logger
-from simulator.particles import initial_positions, wrap_bound
+from simulator.particles import wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
-from simulator.particles.slots import Loss, check_capacity
+from simulator.particles.slots import Loss
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -312,132 +313,6 @@ class WithParticles(SemiLinearEquation):
                 if velocity is not None:
                     out[velocity_key(s.name)] = owning.replicated(self.fft, velocity, self.dtype)
         return out or None
-
-
-def drag_limit(species: Sequence[Species], scheme: str) -> tuple[float, int | None]:
-    """The largest time step at which ``scheme`` integrates the species' Stokes drag stably, and the index of
-    the species that sets it (None and inf without inertial species).
-
-    The drag dv/dt = -v/tau_p is integrated explicitly in the scheme's stages, with the flow (no
-    integrating factor: one on -v/tau_p alone would keep v bounded but wrong, v ~ (dt/6 tau_p) u for
-    classical RK4 at dt >> tau_p, and the coupled position has none). Explicit, it is stable for dt <=
-    r tau_p, r the scheme's stability interval on the negative real axis
-    (:func:`simulator.time.control.real_stability_limit`); beyond it the particles' velocities grow by
-    orders of magnitude per step. So a fixed ``time.dt`` above the limit is refused at start-up
-    (:func:`with_particles`), and an adaptive step is bounded by it (:mod:`simulator.run.loop`)."""
-    from simulator.time.control import real_stability_limit
-
-    inertial = [(s.tau_p, i) for i, s in enumerate(species) if s.inertial]
-    if not inertial:
-        return float("inf"), None
-    tau_p, i = min(inertial)
-    return real_stability_limit(scheme) * tau_p, i
-
-
-def check_drag(species: Sequence[Species], time: Any) -> None:
-    """Refuse a fixed ``time.dt`` (``time`` a run's time section) beyond the drag's stability limit
-    (:func:`drag_limit`) in one line (ConfigError); an adaptive step is bounded by it instead."""
-    from simulator.errors import ConfigError
-
-    if time.cfl is not None:
-        return
-    limit, i = drag_limit(species, time.integrator)
-    if time.dt > limit:
-        s = species[i]
-        raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"time.dt = {time.dt:g} exceeds {limit:.3g}, the "
-                          f"stable limit of {time.integrator} on the Stokes drag ({limit / s.tau_p:.4g} tau_p, its "
-                          "stability interval on the real axis): lower time.dt, or set time.cfl (the drag then "
-                          "bounds every step)", "is too small for the time step")
-
-
-def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[float], time: Any = None
-                   ) -> WithParticles:
-    """``flow`` carrying ``species``: their initial positions placed on the host (the same on every
-    process) and laid out replicated over the flow's mesh. ``time``: the run's time section; a fixed
-    ``time.dt`` beyond the drag's stability limit (:func:`drag_limit`) is refused."""
-    from simulator.errors import ConfigError
-
-    if time is not None:
-        check_drag(species, time)
-    sizes = dict(zip(flow.fft.mesh.axis_names, flow.fft.mesh.devices.shape, strict=True))
-    for i, s in enumerate(species):
-        method = METHODS[s.interpolation]
-        key, value, planes = ((f"particles[{i}].halo", s.halo, method.planes + s.halo) if s.owned
-                              else (f"particles[{i}].interpolation", s.interpolation, method.planes))
-        instead = "a smaller halo" if s.owned else method.instead
-        for axis, name in enumerate(flow.fft.real_spec()):
-            if name is not None and flow.fft.shape[axis] // sizes[name] < planes:
-                raise ConfigError(key, value, f"needs >= {planes} grid planes per device along {'xyz'[axis]} "
-                                  f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}, or fewer "
-                                  "devices", "is not available")
-        if s.owned:
-            check_capacity(f"particles[{i}].capacity", s.capacity, s.count, flow.fft.devices)
-    for name in dict.fromkeys(s.interpolation for s in species):
-        method = METHODS[name]
-        why = method.unavailable(flow.fft) if method.unavailable is not None else None
-        if why:
-            i = next(i for i, s in enumerate(species) if s.interpolation == name)
-            raise ConfigError(f"particles[{i}].interpolation", name, f"use {method.instead} ({why})",
-                              "is not available")
-    sharding = flow.fft.replicated_sharding()
-    bound = wrap_bound(box, flow.fft.shape, "float64" if flow.dtype == jnp.float64 else "float32")
-    start = {}
-    for i, s in enumerate(species):
-        host, outside = initial_positions(s, box, f"particles[{i}]", bound)
-        host = host.astype(flow.dtype)
-        if outside:
-            get_logger().warning("particles[%d] (%s): %d of the %d positions in %s lie outside the box; wrapped "
-                                 "into it", i, s.name, outside, s.count, s.path)
-        start[s.name] = jax.make_array_from_callback(host.shape, sharding, lambda idx, h=host: h[idx],
-                                                     dtype=host.dtype)
-        if s.owned:  # laid out by owner once, here
-            start[s.name] = owning.distribute(flow.fft, tuple(float(b) for b in box), s, start[s.name])
-    return WithParticles(flow, species, start)
-
-
-
-def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, Any]:
-    """The state of a file source (:class:`simulator.output.sources.Source`) on this run's grid:
-    ``flow_state`` (already remapped onto it), and the particles the source's checkpoint holds (particle
-    arrays do not depend on the grid: a restart at another resolution keeps them exactly); a species the
-    source lacks (a snapshot, or a run without it) starts at its configured placement."""
-    from simulator.errors import ConfigError
-    from simulator.output import hdf5
-
-    ckpt = getattr(source, "checkpoint", None)
-    if ckpt is None:
-        return eq.attach(flow_state)
-    sharding = eq.fft.replicated_sharding()
-    stored: dict[str, jax.Array] = {}
-    laid: dict[str, dict[str, jax.Array]] = {}
-    with hdf5.IndexedFile(ckpt.index) as snap:
-        for i, s in enumerate(eq.species):
-            if s.owned:  # whatever the source's layout, by identity, then laid out on this run's devices
-                rows = owning.host_rows(s, {k: snap.file[k][()] for k in owning.keys(s.name).values()
-                                            if k in snap.fields})
-                if rows is not None and rows[0].shape[0] != s.count:
-                    raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
-                                      f"{rows[0].shape[0]} particles of species {s.name!r}: give that count", "differs")
-                if rows is not None:
-                    laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, *rows)
-                continue
-            keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
-            for key in keys:
-                if key not in snap.fields:
-                    continue
-                shape = tuple(snap.file[key].shape)
-                if shape != (s.count, 3):
-                    raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds {shape[0]} "
-                                      f"particles of species {s.name!r}: give that count", "differs")
-                stored[key] = hdf5.read_into(snap, key, shape, sharding, (0, 1, 2), eq.dtype)
-    start = {s.name: laid.get(s.name, stored.get(position_key(s.name), eq.start[s.name])) for s in eq.species}
-    state = eq.attach(flow_state, start)
-    for s in eq.species:
-        if s.owned and velocity_key(s.name) in laid.get(s.name, {}):
-            state[velocity_key(s.name)] = laid[s.name][velocity_key(s.name)]
-        if s.inertial and velocity_key(s.name) in stored and position_key(s.name) in stored:
-            state[velocity_key(s.name)] = stored[velocity_key(s.name)]
-    return state
 
 
 @jax.jit

@@ -24,10 +24,7 @@ line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others ar
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
 JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
-redshifts, and axes carry the units it declares).
-
-The module is longer than 400 lines because it holds the time-series, slice and frame figures with the
-one dispatch that decides which figures a run's files allow; the other figures have their own modules.
+redshifts, and axes carry the units it declares). The other figures have their own modules.
 """
 
 from __future__ import annotations
@@ -45,7 +42,7 @@ from matplotlib.figure import Figure
 from simulator import equations
 from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, instances
 from simulator.errors import ConfigError
-from simulator.lagrangian import TRAJECTORIES
+from simulator.results.lagrangian import TRAJECTORIES
 from simulator.output import kinds as output_kinds
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
 from simulator.output.runconfig import load_run_config

@@ -147,7 +147,7 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any], time: str = "co
     fig, axes = figure(2, 1, sharex=True)
     t = data["time"]
     for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
-        # the moments of the three longitudinal derivatives averaged, then normalised (simulator/statistics.py):
+        # the moments of the three longitudinal derivatives averaged, then normalised (simulator/observables/statistics.py):
         # no summation over i, which would be the divergence
         ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, "
                 r"\partial u_3/\partial x_3$ pooled")

@@ -1,7 +1,7 @@
 """What ``simulator run`` does, as a function: used by the CLI, by sweep array tasks and by the API.
 
 The run directory is checked before JAX starts, then the runtime starts and the run's memory is checked
-against its devices (:mod:`simulator.plan`), and only then is the directory prepared (a refused run
+against its devices (:mod:`simulator.planning.plan`), and only then is the directory prepared (a refused run
 changes nothing) and the loop run. Bad input raises :class:`~simulator.errors.ConfigError` (the
 caller reports it: exit 2); a failed run is logged and returns 1; a stopped run returns 75.
 """
@@ -89,8 +89,8 @@ def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ens
                   ) -> tuple[str, list[config_mod.Config], str]:
     """The start-up of a single run (``cfgs`` = [cfg]) and of an ensemble alike, before any directory is
     touched: start the runtime, check that JAX made this process the one its run expects, and admit the
-    run to its devices (a single run: :func:`simulator.run.admission.check_run`; an ensemble, the whole
-    batch: :func:`simulator.run.batched.check_fits`), ConfigError (exit 2) if it cannot fit. Returns the
+    run to its devices (a single run: :func:`simulator.planning.admission.check_run`; an ensemble, the whole
+    batch: :func:`simulator.planning.admission.check_ensemble`), ConfigError (exit 2) if it cannot fit. Returns the
     process mode, the configs to run (a single run's ``fft.in_turn: auto`` resolved by its check) and a line
     for the run log on that choice ("" if none)."""
     from simulator.errors import RuntimeSetupError
@@ -98,14 +98,13 @@ def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ens
     mode = start(cfgs[0])
     import jax
 
-    from simulator.run.admission import check_run
-    from simulator.run.batched import check_fits
+    from simulator.planning.admission import check_ensemble, check_run
 
     if jax.process_index() != expected_index:
         raise RuntimeSetupError(f"this process was expected to be process {expected_index} of its run, JAX made it "
                                 f"process {jax.process_index()}")
     if ensemble:
-        check_fits(cfgs)
+        check_ensemble(cfgs)
         return mode, list(cfgs), ""
     cfg, why = check_run(cfgs[0])
     return mode, [cfg], why

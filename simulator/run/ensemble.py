@@ -1,4 +1,4 @@
-"""Ensembles: several runs of one structure (:mod:`simulator.grouping`) as ONE batched program.
+"""Ensembles: several runs of one structure (:mod:`simulator.run.grouping`) as ONE batched program.
 
 The members' states are stacked along a leading member axis (unsharded: every device holds its
 blocks of every member), their traced parameters, times, step counts and time steps are ``(K,)``
@@ -35,14 +35,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator import grouping
+from simulator.run import grouping
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
 from simulator.output import kinds
 from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-from simulator.particles.flow import check_drag, lost_species
+from simulator.particles.flow import lost_species
+from simulator.particles.setup import check_drag
 from simulator.run import rundir
 from simulator.run.batched import batched_programs, stacked_shardings
 from simulator.run.loop import bound_by_drag, check_particles, check_time_step, chunk_end
@@ -66,7 +67,7 @@ def _member_log(index: int, out: Path) -> logging.Logger:
 
 def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, resume: bool = False,
                 overwrite: bool = False) -> list[int]:
-    """Run ``cfgs`` (one structure: see :mod:`simulator.grouping`) as one batched ensemble, each into its
+    """Run ``cfgs`` (one structure: see :mod:`simulator.run.grouping`) as one batched ensemble, each into its
     directory (default ``output.dir`` or ``outputs/<name>``). ``resume``: continue each member from its
     latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
     status (0, 1 or 75). Bad input raises ConfigError before anything is written.

@@ -25,7 +25,7 @@ from simulator.log import get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
-from simulator.plan import abstract_state, run_programs
+from simulator.planning.plan import abstract_state, run_programs
 from simulator.run.programs import Ahead, report
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -169,8 +169,8 @@ def check_time_step(seg: Segment, step: int, t: float) -> None:
 
 def bound_by_drag(seg: Segment) -> None:
     """An adaptive step bounded by the inertial particles' drag as well (a fixed time.dt beyond it was
-    refused at start-up: :func:`simulator.particles.flow.drag_limit`), said once in the log."""
-    from simulator.particles.flow import drag_limit
+    refused at start-up: :func:`simulator.particles.setup.drag_limit`), said once in the log."""
+    from simulator.particles.setup import drag_limit
 
     cfg = seg.cfg
     limit, i = drag_limit(cfg.particles, cfg.time.integrator)

@@ -1,7 +1,7 @@
 """A run's programs compiled ahead: lowered for the run's abstract state, then compiled all at once on worker
 threads (XLA's compiler releases the GIL) while the caller builds the initial state or reads its checkpoint.
 
-What is compiled is exactly what the run will call (:func:`simulator.plan.run_programs`: the chunk, the
+What is compiled is exactly what the run will call (:func:`simulator.planning.plan.run_programs`: the chunk, the
 controlled one with ``time.cfl``, and the programs of the outputs it writes), through the same jitted
 objects and with the same argument shardings as the calls, so each call finds its program compiled; with the
 persistent cache (:mod:`simulator.cache`) a later launch loads them instead. :func:`compile_all` is the one
@@ -31,7 +31,7 @@ def compile_all(lowered: Mapping[str, Any], compile_one: Callable[[Any], Any] = 
 
 class Ahead:
     """The programs ``names`` of the run on ``sim`` (a :class:`~simulator.run.simulation.Simulation`) for its
-    abstract ``state`` (:func:`simulator.plan.abstract_state`), lowered now and compiling on worker threads
+    abstract ``state`` (:func:`simulator.planning.plan.abstract_state`), lowered now and compiling on worker threads
     until :meth:`wait`."""
 
     def __init__(self, sim: Any, names: Sequence[str], state: Any):

@@ -45,7 +45,7 @@ from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
-from simulator.plan import abstract_state
+from simulator.planning.plan import abstract_state
 from simulator.run import records, rundir
 from simulator.run import restart as restarts
 from simulator.run.lock import RunLock

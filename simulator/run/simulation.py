@@ -9,9 +9,8 @@ controlled chunk instead (:meth:`Simulation.adaptive_chunk`), which chooses ever
 device from the state the step starts from: also one program, compiled once. Arrays stay sharded on
 the mesh; nothing here gathers a global array (except :meth:`Simulation.to_numpy`, which says so).
 
-The module is longer than 400 lines because it is one public class: the object users hold, whose
-parameters, states, both kinds of chunk, rollouts and outputs belong together (the algorithms it
-calls live elsewhere: the schemes and the step-size controller in :mod:`simulator.time`).
+The states it starts from and the parameters it steps them with are built by :mod:`simulator.run.states`; the
+algorithms it calls live elsewhere (the schemes and the step-size controller in :mod:`simulator.time`).
 """
 
 from __future__ import annotations
@@ -27,19 +26,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator import cache, equations, runtime, schema
-from simulator.output import hdf5, kinds, sources
+from simulator import cache, equations, runtime
+from simulator.output import hdf5, kinds
 from simulator.config import Config
 from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
-from simulator.equations.spec import FromFile, InitialCondition
+from simulator.equations.spec import InitialCondition
 from simulator.errors import ConfigError
+from simulator.run import states
+from simulator.run.states import FieldSource
 from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps
 from simulator.time.schemes import SCHEMES
-
-#: a field given to :meth:`Simulation.state_from_fields`: a global NumPy array, a jax.Array, or a
-#: function of a block's global index (a tuple of slices) returning that block
-FieldSource = np.ndarray | jax.Array | Callable[[tuple[slice, ...]], np.ndarray]
 
 
 class AdaptiveChunk(NamedTuple):
@@ -62,7 +59,7 @@ class Simulation:
 
     def __init__(self, cfg: Config, devices: Any = None, *, compact_at_least: Any = None):
         """``compact_at_least``: sizes (Kx, Ky, Kz) a compact spectrum holds at the least (the planner's
-        stand-in for a larger run: :func:`simulator.plan.reduced_plan`); None, the smallest that hold the
+        stand-in for a larger run: :func:`simulator.planning.reduced.reduced_plan`); None, the smallest that hold the
         2/3 rule's modes."""
         self.cfg = cfg
         if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
@@ -75,7 +72,7 @@ class Simulation:
             raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
         self.equation: Equation = cls(self.fft, cfg.grid.box, self.dtype, cfg.physics)
         if cfg.particles:  # the flow carries Lagrangian particles: its state gains their arrays
-            from simulator.particles.flow import with_particles
+            from simulator.particles.setup import with_particles
 
             self.equation = with_particles(self.equation, cfg.particles, cfg.grid.box, cfg.time)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
@@ -97,7 +94,9 @@ class Simulation:
         # ``names``: the fields to compute (static; None: all). XLA drops the rest
         jit = functools.partial(jax.jit, compiler_options=self.compiler_options)
         self._fields = jit(lambda eq, s, p, t, names: _named(eq.at(t).fields(s, p), names), static_argnums=4)
-        self._from_fields = jit(lambda eq, f, p: eq.from_fields(f, p))
+        #: the equation's ``from_fields`` jitted with these options, ``(equation, fields, params) -> state``: how
+        #: every state is made from fields in the backend's layouts (:mod:`simulator.run.states`)
+        self.make_state = jit(lambda eq, f, p: eq.from_fields(f, p))
 
     def _spectral_elements(self) -> float:
         """Complex elements of the state's spectra on one device (a real field's half spectrum counts half
@@ -130,64 +129,25 @@ class Simulation:
         Concrete values are checked against the keys' constraints as the config checks them
         (ConfigError naming ``physics.<key>``); traced ones (inside ``jax.grad``) are not. A number whose 0 is
         structure (``physics.fdm_fraction``) may not cross 0: that is another program, another Simulation."""
-        _check_values(self.cfg.physics, values, "physics")
-        fields = {f.name for f in dataclasses.fields(self.cfg.physics)}
-        numbers = {k: float(v) for k, v in values.items()
-                   if k in fields and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0}
-        changed = dataclasses.replace(self.cfg.physics, **numbers)
-        zeros, now = schema.structural_zeros(self.cfg.physics), schema.structural_zeros(changed)
-        crossed = [key for key in zeros if zeros[key] != now[key]]
-        if crossed:
-            key = crossed[0]
-            raise ConfigError(f"physics.{key}", numbers.get(key), f"{'0' if zeros[key] else 'not 0'}, as this "
-                              "Simulation was built with (0 is another program: build a Simulation from a config "
-                              "with it)", "changes the structure")
-        changed.check(self.cfg)  # the checks across keys, as the config's
-        return _replaced(self.params, values, self.dtype, self.info.name)
+        return states.parameters(self, values)
 
     def initial_state(self, initial: InitialCondition | Mapping[str, Any] | None = None,
                       params: Mapping[str, Any] | None = None) -> Any:
         """An initial condition's state, in the backend's layouts: the configured one, or another of this
         equation's given as a mapping like the ``initial`` config section (``{"name": "abc",
         "wavenumber": 2}``, validated the same way) or as its dataclass."""
-        if isinstance(initial, Mapping):
-            from simulator.config.model import INITIAL
-            from simulator.schema import build_variant
-
-            initial = build_variant(INITIAL, dict(initial), "initial", {"physics": self.cfg.physics})
-        initial = initial or self.cfg.initial
-        sources.check_start(initial, self.cfg)
-        if isinstance(initial, FromFile):
-            return self.state_from_file(initial.path, params=params)
-        return self.equation.initial(initial, self.params if params is None else dict(params))
+        return states.initial_state(self, initial, params)
 
     def state_from_file(self, path: str | Path, params: Mapping[str, Any] | None = None) -> Any:
         """The state held by a checkpoint (``.json`` or ``.h5``), a snapshot index or a run directory (its
         latest complete checkpoint), written on any grid and layout, interpolated spectrally onto this
         grid where it differs (:mod:`simulator.run.remap`; temporary files go under :attr:`scratch`)."""
-        from simulator.run import remap
-
-        try:
-            source = sources.locate(path)
-        except ValueError as err:
-            raise ConfigError("initial.path", str(path), "give a checkpoint, a snapshot index or a run directory",
-                              str(err)) from None
-        p = self.params if params is None else dict(params)
-        flow = getattr(self.equation, "flow", self.equation)  # with particles: the field part is the flow's
-        fields = remap.state_fields(source, flow, p, Path(self.scratch or Path.cwd()))
-        if flow is not self.equation:
-            from simulator.particles.flow import from_source
-
-            return from_source(self.equation, self._from_fields(flow, fields, p), source)
-        return self._from_fields(self.equation, fields, p)
+        return states.state_from_file(self, path, params)
 
     def start_time(self, initial: InitialCondition | None = None) -> float:
         """The time a new run starts at: the file's for ``initial.name: file`` with ``time_from_file``, else 0
         (of ``initial``, default the config's initial condition)."""
-        ic = initial or self.cfg.initial
-        if isinstance(ic, FromFile) and ic.time_from_file:
-            return sources.locate(ic.path).time
-        return 0.0
+        return states.start_time(self, initial)
 
     def zero_state(self) -> Any:
         """A state of zero fields in this simulation's layouts and shardings (a template, e.g. to restore into)."""
@@ -202,27 +162,7 @@ class Simulation:
         blocks), a ``jax.Array``, or a function ``block(index) -> array`` of a block's global index
         (a tuple of slices), for fields too large to hold on one host.
         """
-        wanted = set(self.equation.state_fields)
-        if set(fields) != wanted:
-            raise KeyError(f"{self.info.name} builds a state from {', '.join(sorted(wanted))}; got "
-                           f"{', '.join(sorted(fields)) or 'nothing'}")
-        arrays = {}
-        layouts = self.equation.field_layouts()
-        for name, source in fields.items():
-            shape, dtype, sharding = layouts[name].shape, layouts[name].dtype, layouts[name].sharding
-            if isinstance(source, jax.Array):
-                arrays[name] = jax.device_put(source.astype(dtype), sharding)
-                continue
-            if callable(source):
-                block = source
-            else:
-                host = np.asarray(source)
-                if host.shape != shape:
-                    raise ValueError(f"{name} has shape {host.shape}; this grid needs {shape}")
-                block = host.__getitem__
-            arrays[name] = jax.make_array_from_callback(shape, sharding, lambda idx, b=block: np.asarray(
-                b(idx)).astype(dtype), dtype=dtype)
-        return self._from_fields(self.equation, arrays, self.params)
+        return states.state_from_fields(self, fields)
 
     # ---- time stepping -------------------------------------------------------------------------------------
 
@@ -432,7 +372,7 @@ class Simulation:
         return physics.scales(self.report(state, dt, t, params), self.fft.shape, self.cfg.grid.box)
 
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
-        """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.spectra`)."""
+        """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.observables.spectra`)."""
         return self.program("spectra")(self.equation, state, self.params if params is None else dict(params),
                                        self.time_array(t), self.scalar(self.cfg.time.dt))
 
@@ -497,44 +437,3 @@ def _check_steps(steps: Any, method: str = "advance", arguments: str = "state, s
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise TypeError(f"{method}: steps = {steps!r} must be a non-negative integer (the arguments are "
                         f"{arguments})")
-
-
-def _check_values(section: Any, values: Any, where: str) -> None:
-    """The config's constraints (min, max, gt, finite) on the concrete numbers of ``values``, a mapping
-    of keys of the dataclass ``section`` (lists of sections: a list of mappings)."""
-    if not (dataclasses.is_dataclass(section) and isinstance(values, Mapping)):
-        return
-    fields = {f.name: f for f in dataclasses.fields(section)}
-    for key, value in values.items():
-        if key not in fields:
-            continue  # _replaced names the unknown key
-        current = getattr(section, key)
-        if isinstance(current, tuple) and current and dataclasses.is_dataclass(current[0]):
-            if isinstance(value, Sequence):
-                for i, (entry, given) in enumerate(zip(current, value)):
-                    _check_values(entry, given, f"{where}.{key}[{i}]")
-            continue
-        concrete = np.asarray(value) if not isinstance(value, jax.core.Tracer) else None
-        if concrete is not None and concrete.dtype.kind in "fiu":
-            for number in concrete.ravel().tolist():
-                schema.check(f"{where}.{key}", number, fields[key].metadata)
-
-
-def _replaced(current: Any, values: Any, dtype: Any, where: str) -> Any:
-    """``current`` (traced parameters) with ``values`` replacing some of its leaves, keeping its structure
-    (a change of structure would be a new program: it is an error instead)."""
-    if isinstance(current, dict):
-        if not isinstance(values, Mapping):
-            raise TypeError(f"{where}: give a mapping of {', '.join(current)}")
-        unknown = sorted(set(values) - set(current))
-        if unknown:
-            raise KeyError(f"{unknown[0]!r} is not a traced parameter of {where}; they are: {', '.join(current)}")
-        return {**current, **{k: _replaced(current[k], v, dtype, f"{where}.{k}") for k, v in values.items()}}
-    if isinstance(current, list):
-        if not isinstance(values, Sequence) or len(values) != len(current):
-            raise ValueError(f"{where} has {len(current)} entries (structure, fixed by the config); give as many")
-        return [_replaced(c, v, dtype, f"{where}[{i}]") for i, (c, v) in enumerate(zip(current, values, strict=True))]
-    array = jnp.asarray(values, dtype)
-    if array.shape != current.shape:
-        raise ValueError(f"{where} has shape {current.shape}; got {array.shape}")
-    return array

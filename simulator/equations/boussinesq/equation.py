@@ -44,7 +44,7 @@ from typing import Any, ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator import spectra
+from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
@@ -205,7 +205,7 @@ class Boussinesq(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
 
     def spectra(self, x: jax.Array, params: Params) -> dict[str, jax.Array]:
         """E_K and E_P by |k|, by k_h, by |k_z| and by (k_h, |k_z|) (``*_kh_kz``, a (shells, shells) array:
-        :func:`simulator.spectra.cylinder_sum`), and their budgets by |k| (one evaluation of the
+        :func:`simulator.observables.spectra.cylinder_sum`), and their budgets by |k| (one evaluation of the
         advection), each normalised so that its sum over shells is the box mean it describes: the
         transfers T_K, T_P by advection (each sums to zero over shells), the conversion by the buoyancy
         flux, C_K(k) = Re conj(w_hat) b_hat = -C_P(k) per mode (sums to <w b>) and, when forced, the

@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator import spectra
+from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
 from simulator.equations.cold import mesh

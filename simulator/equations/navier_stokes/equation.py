@@ -39,7 +39,7 @@ from typing import Any, ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator import spectra
+from simulator.observables import spectra
 from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms

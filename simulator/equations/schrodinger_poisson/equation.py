@@ -40,7 +40,7 @@ from typing import Any, ClassVar, NamedTuple, final
 import jax
 import jax.numpy as jnp
 
-from simulator import spectra
+from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
 from simulator.equations.cold import mesh

@@ -8,7 +8,7 @@ from typing import ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator import spectra
+from simulator.observables import spectra
 from simulator.equations.base import SemiLinearEquation
 from toy_equation import INFO
 

@@ -21,7 +21,7 @@ Layout: the velocity ``(3, Nx, Ny, Nz)`` and scalars ``(n, Nx, Ny, Nz)`` are rea
 backend's real layout (sharded along one or two of x, y, z); spectra in its k-space layout. Everything is
 a mean over the box: jnp reductions of sharded arrays inside jit, which XLA completes with an all-reduce
 of the few numbers each device summed; histograms are scatter-adds into short replicated vectors (as the
-shell sums of :mod:`simulator.spectra`). No field is gathered.
+shell sums of :mod:`simulator.observables.spectra`). No field is gathered.
 
 Increments: the field shifted by r cells along an axis is built by rolling it one cell at a time in a
 ``fori_loop`` (r = 1, 2, ..., r_max), or, for a sparse set of separations, by a static roll of each gap.

@@ -1,4 +1,4 @@
-"""The groups of a netCDF export (:mod:`simulator.export`): every output kind the run wrote beside the root
+"""The groups of a netCDF export (:mod:`simulator.results.export`): every output kind the run wrote beside the root
 group's (the snapshot fields, spectra and time series, :data:`ROOT`) is a netCDF-4 group with its own ``time``
 dimension, written by the kind's ``export`` from what its reader returns (:mod:`simulator.output.kinds`; no
 JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kinds' groups::
@@ -32,9 +32,9 @@ from simulator.errors import ConfigError
 from simulator.output import kinds
 from simulator.output.hdf5 import IncompleteOutputError
 from simulator.output.statistics import axes_of
-from simulator.results import RunResults
+from simulator.results.load import RunResults
 
-#: the output kinds whose data make the export's root group (written by :mod:`simulator.export` itself: the
+#: the output kinds whose data make the export's root group (written by :mod:`simulator.results.export` itself: the
 #: snapshot fields it chooses, the spectra and the time series, one netCDF file of the run)
 ROOT = ("timeseries", "spectra", "snapshots")
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulator import lagrangian
+from simulator.results import lagrangian
 from simulator.output import kinds
 from simulator.output import particles as particle_output
 from simulator.output.rows import ASIDE_DIR
@@ -111,13 +111,13 @@ class RunResults:
     def trajectories(self) -> dict[str, lagrangian.Trajectories]:
         """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``
         (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' rows in
-        the snapshots (:class:`~simulator.lagrangian.Trajectories`); {} when the run wrote none
+        the snapshots (:class:`~simulator.results.lagrangian.Trajectories`); {} when the run wrote none
         (``output("trajectories")``)."""
         return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
-        """The Lagrangian statistics of each species in ``particles/trajectories.h5`` (:mod:`simulator.lagrangian`;
+        """The Lagrangian statistics of each species in ``particles/trajectories.h5`` (:mod:`simulator.results.lagrangian`;
         ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the mean ``dissipation`` of the
         time series over the tracks' times when the run records it; {} when the run wrote no trajectories."""
         box = lagrangian.box_of(self.config)

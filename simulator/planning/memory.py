@@ -1,6 +1,6 @@
 """How much memory a run may still allocate: per device (a GPU's allocator limit less what it uses) or
 on the host (MemAvailable, or what a cgroup limit leaves), with where each figure comes from.
-Used by :mod:`simulator.plan`.
+Used by :mod:`simulator.planning.plan`.
 
 On a GPU, JAX's allocator takes ``XLA_PYTHON_CLIENT_MEM_FRACTION`` of the device's memory when it starts
 (JAX's default: 0.75). The runtime sets it to :data:`GPU_MEMORY_FRACTION`, and the allocator to
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator import cost
+from simulator.planning import cost
 
 #: the share of a GPU's memory JAX's allocator may take (``XLA_PYTHON_CLIENT_MEM_FRACTION``) where the
 #: environment does not say: the rest is the CUDA context, cuFFT's and NCCL's own buffers

@@ -4,7 +4,7 @@
 snapshots, spectra and time series in one netCDF-4 file (HDF5 with dimension scales, written by
 h5netcdf: xarray and the netCDF-C library read it), for small and medium runs (refused above a size
 limit, 8 GiB by default), with the statistics, tasks and particles that fit as groups
-(:mod:`simulator.export_groups`; :attr:`NetcdfPlan.left_out` names the rest). The root group::
+(:mod:`simulator.results.export_groups`; :attr:`NetcdfPlan.left_out` names the rest). The root group::
 
     dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
                  time_spectra (rows of spectra.h5), k (shells), time_series (rows of timeseries.csv)
@@ -66,7 +66,7 @@ import yaml
 
 from simulator import __version__
 from simulator.errors import ConfigError
-from simulator.export_groups import plan_groups, size_text, write_groups
+from simulator.results.export_groups import plan_groups, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
 from simulator.output.netcdf import variable
@@ -74,7 +74,7 @@ from simulator.output.snapshots import AXES, CODE_UNITS, DIR
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import write_series, write_xdmf
-from simulator.results import RunResults, SnapshotRef, load_run
+from simulator.results.load import RunResults, SnapshotRef, load_run
 
 #: the default limit of a netCDF export (``--max-size``)
 MAX_SIZE = 8 * 1024**3
@@ -101,7 +101,7 @@ HEADROOM = 256 * 1024
 class NetcdfPlan:
     """A checked netCDF export: the run read back, the target, the fields with their canonical dimension
     names and shapes (one snapshot), the file's size in bytes (its data), the groups it writes
-    (the output kinds' own: :mod:`simulator.export_groups`) and what it leaves out, each ``"what (why)"``."""
+    (the output kinds' own: :mod:`simulator.results.export_groups`) and what it leaves out, each ``"what (why)"``."""
 
     run: RunResults
     path: Path

@@ -1,0 +1,99 @@
+"""The one command-line entry point: ``simulator <command>`` (or ``python -m simulator``).
+
+Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
+arguments, device setup, a refused output directory or restart), reported as one line on stderr;
+3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
+count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
+export stopped by one (no partial file left: run it again).
+
+Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
+plan, config-docs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
+they share in :mod:`.common`: the library returns data and reports through callbacks, only this package prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from simulator import config as config_mod
+from simulator.cli import devices, results, run, sweep
+from simulator.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
+from simulator.errors import ConfigError, RuntimeSetupError
+
+
+def version_line() -> str:
+    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
+    metadata, so that asking for it starts no JAX; the simulator's own from ``simulator.__version__`` when
+    it runs from a source tree that was never installed."""
+    import platform
+    from importlib import metadata
+
+    import simulator
+
+    def installed(package: str, otherwise: str = "not installed") -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return otherwise
+
+    stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
+    own = installed("simulator", getattr(simulator, "__version__", "unknown"))
+    return f"simulator {own} ({stack}, python {platform.python_version()})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="simulator", description="Distributed pseudo-spectral simulator (JAX).")
+    parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for add in (run.add_validate, results.add_plot, results.add_export, run.add_run, run.add_plan, devices.add_info,
+                devices.add_check, run.add_config_docs, sweep.add_sweep, devices.add_launch):
+        add(sub)
+    return parser
+
+
+def reference_markdown() -> str:
+    """The command-line reference (Markdown) generated from the parser: each command's purpose, usage and
+    options, as ``simulator CMD --help`` prints them (the docs site's reference page is this text)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    purpose = {a.dest: a.help for a in sub._choices_actions}
+    parts = []
+    for name, p in sub.choices.items():
+        p.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
+        parts.append(f"## `simulator {name}`\n\n{purpose[name][0].upper()}{purpose[name][1:]}.\n\n"
+                     f"```text\n{p.format_help().rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        config_mod.check_overrides(argv)  # before argparse: "--set grid.shape 32" is more than "unrecognized: 32"
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args = build_parser().parse_args(argv)
+    sweeps = args.func is sweep.cmd_sweep and (args.local or args.point is not None or args.group is not None)
+    if args.func is not run.cmd_run and not sweeps:  # steps nothing: stop signals caught since start-up act now
+        from simulator.run.signals import release_early
+
+        release_early()
+    try:
+        return args.func(args)
+    except (ConfigError, RuntimeSetupError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        _exit_now_if_distributed(EXIT_BAD_INPUT)
+        return EXIT_BAD_INPUT
+    except Exception:
+        traceback.print_exc()
+        _exit_now_if_distributed(EXIT_FAILED)
+        return EXIT_FAILED
+
+
+def _exit_now_if_distributed(code: int) -> None:
+    from simulator.run.command import exit_now_if_distributed
+
+    exit_now_if_distributed(code)

@@ -1,0 +1,157 @@
+"""``simulator plot`` and ``export``: a run's figures, and its files in one netCDF file or its snapshots merged."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from simulator.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from simulator.errors import ConfigError
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simulator import plots
+
+    from simulator.output.hdf5 import OutputWriteError
+
+    try:
+        written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis,
+                             frames=args.frames, pdf=args.pdf, diagnostic=args.diagnostic, against=args.against,
+                             window=args.window)
+    except OutputWriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    for path in written:
+        print(path)
+    if written.skipped:  # each named above; the figures of the intact files are written
+        print(f"some figures were skipped: {args.run_dir} has damaged files (exit status 1)", file=sys.stderr)
+    return EXIT_OK if written and not written.skipped else EXIT_FAILED
+
+
+def add_plot(sub: Any) -> None:
+    p = sub.add_parser("plot", help="figures of a run (time series, spectra, slices) or of a collected sweep")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory, or a sweep directory (one holding sweep.yaml)")
+    p.add_argument("--pdf", action="store_true", help="also write each figure as PDF (not the frames)")
+    p.add_argument("--frames", action="store_true",
+                   help="also write plots/frames/slice_NNNN.png, one per snapshot with common colour limits (a movie)")
+    p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
+                   help="spectra at the rows nearest these times (default: 5 from first to last)")
+    p.add_argument("--window", "--average", dest="window", type=float, nargs=2, default=None, metavar=("T0", "T1"),
+                   help="time window of the time-averaged figures, the compensated spectrum's mean, the structure "
+                   "functions and the PDFs, ends included (default: the second half of the run; --average is its "
+                   "older name)")
+    p.add_argument("--field", default=None, metavar="NAME",
+                   help="snapshot field the slice shows (default: the equation's plot.slice_field: vorticity, "
+                   "density, current, buoyancy, ...; `scalar` shows the first passive scalars, one panel each)")
+    p.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice plane (default: z)")
+    p.add_argument("--diagnostic", default=None, metavar="NAME",
+                   help="sweep: the collected column, final_X, peak_X or X (= final_X) (default: peak_dissipation or "
+                   "peak_max_density, else the first final_ column)")
+    p.add_argument("--against", default=None, metavar="KEY",
+                   help="sweep: the swept key on the x axis (default: the first)")
+    p.set_defaults(func=cmd_plot)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simulator.planning.cost import parse_bytes
+    from simulator.results import export
+    from simulator.output.hdf5 import OutputWriteError
+
+    try:
+        max_size = parse_bytes(args.max_size)
+    except (ValueError, OverflowError):
+        raise ConfigError("--max-size", args.max_size, "give a size such as 8GiB or 500MB", "is not a size") from None
+    if args.fields and args.merge and not args.netcdf:
+        raise ConfigError("--fields", " ".join(args.fields), "add --netcdf FILE: --merge copies every field",
+                          "applies to the netCDF file only")
+    run_dir = Path(args.run_dir)
+    netcdf: export.NetcdfPlan | None = None
+    merge: export.MergePlan | None = None
+    stop = _StopOnSignal()
+    try:
+        with stop:
+            # every refusal comes before anything is written: both plans first
+            netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields,
+                                         max_size=max_size, overwrite=args.overwrite)
+                      if args.netcdf or not args.merge else None)
+            merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None
+            written = export.write_merge(merge) if merge else []
+            if netcdf:
+                written.append(export.write_netcdf(netcdf))
+    except BaseException as err:
+        if stop.signal:  # whatever the signal unwound through, the writers removed their temporary files
+            target = netcdf.path if netcdf else run_dir / "snapshots" / export.MERGED if merge else run_dir
+            print(f"error: {stop.signal} stopped the export before {target} was complete; no partial file is left "
+                  "and an earlier export there is kept: run the command again", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if isinstance(err, OutputWriteError):
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
+    for path in written:
+        print(path)
+    if netcdf:
+        print(f"{netcdf.path}: {len(netcdf.run.snapshots) if netcdf.fields else 0} snapshots of "
+              f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "
+              f"{export.size_text(netcdf.size)}", file=sys.stderr)
+        if netcdf.left_out:
+            print(f"{netcdf.path} leaves out: {'; '.join(netcdf.left_out)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def add_export(sub: Any) -> None:
+    p = sub.add_parser("export", help="a run's snapshots, spectra, time series, statistics, tasks and particles in "
+                       "one netCDF file; or its snapshots' shards merged into self-contained HDF5 files")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
+    p.add_argument("--netcdf", default=None, metavar="FILE",
+                   help="the netCDF file (default: RUN_DIR/export/run.nc; written unless only --merge is given)")
+    p.add_argument("--fields", nargs="+", default=None, metavar="NAME",
+                   help="the snapshot fields of the netCDF file (default: every field of every snapshot)")
+    p.add_argument("--merge", action="store_true",
+                   help="write RUN_DIR/snapshots/merged/sNNNNNNNN.h5 (+ .xdmf, series.xdmf): each snapshot in one "
+                   "file, the shards copied in (the shards and the index stay)")
+    p.add_argument("--max-size", default="8GiB", metavar="SIZE",
+                   help="refuse a netCDF file larger than this (default: 8GiB); statistics, tasks and particles "
+                   "that do not fit are left out, named in one line")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing export")
+    p.set_defaults(func=cmd_export)
+
+
+class _Stopped(BaseException):
+    """Raised by :class:`_StopOnSignal`: unwinds a write (not an Exception, so no ``except Exception`` stops it)."""
+
+
+class _StopOnSignal:
+    """SIGTERM, SIGUSR1 or SIGINT during a command that writes files (``export``) end it at once, by raising
+    :class:`_Stopped` where it is, so that its writers remove their temporary files on the way out; later
+    signals are ignored until then, so the clean-up is not cut short. ``signal``: the name of the first."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _stop(self, signum: int, _frame: Any) -> None:
+        import signal
+
+        if self.signal is None:
+            self.signal = signal.Signals(signum).name
+            raise _Stopped(self.signal)
+
+    def __enter__(self) -> _StopOnSignal:
+        import signal
+
+        from simulator.run.signals import STOP_SIGNALS
+
+        self._previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,108 @@
+"""``simulator validate``, ``run``, ``plan`` and ``config-docs``: a config checked, run, planned against its
+devices' memory, and the reference of its keys."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from simulator import config as config_mod
+from simulator.cli.common import (EXIT_DOES_NOT_FIT, EXIT_OK, config_args, load, runtime_overrides,
+                                  start)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    cfg = load(args)
+    sys.stdout.write(config_mod.dump(cfg))
+    return EXIT_OK
+
+
+def add_validate(sub: Any) -> None:
+    p = sub.add_parser("validate", help="validate a config and print it with every default filled in")
+    config_args(p, required=True)
+    p.set_defaults(func=cmd_validate)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from simulator.run.command import run_file
+
+    return run_file(args.config, runtime_overrides(args), args.out, add_to_t_end=args.add_to_t_end,
+                    overwrite=args.overwrite, restart=args.restart, resume=args.resume,
+                    allow_physics_change=args.allow_physics_change)
+
+
+def add_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="run a simulation")
+    config_args(p, required=True)
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output directory (default: output.dir or outputs/<name>)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run in a directory that already holds one (its files are removed)")
+    p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH",
+                   help="continue from the latest complete checkpoint of the output directory, or from PATH "
+                   "(a checkpoint's .h5/.json or a run directory)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the output directory's latest checkpoint if it has one, else start a new "
+                   "run there; a finished run exits 0 at once (what a requeued job script runs)")
+    p.add_argument("--allow-physics-change", action="store_true",
+                   help="with --restart: accept physical parameters that differ from the checkpoint's")
+    p.add_argument("--add-to-t-end", type=float, default=None, metavar="T",
+                   help="with --restart: run on to the restarted run's t_end + T (extends a finished or "
+                   "interrupted run; the log and the resume hint give the new time.t_end)")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from simulator import runtime
+
+    overrides = runtime_overrides(args)
+    gpu = args.platform == "gpu" and runtime.gpu_visible()
+    if args.devices is not None and not gpu:
+        overrides.append(f"runtime.cpu_devices={args.devices}")  # virtual CPU devices stand in for GPUs
+    cfg = config_mod.load(args.config, overrides)
+    if args.platform == "gpu" and not gpu and cfg.runtime.cpu_devices is None:
+        # JAX kept to the CPU: with a CUDA plug-in installed and no GPU it would otherwise try (and fail, loudly)
+        # to start one; the plug-in's compiler still compiles for GPUs (simulator.planning.gpu_compiler)
+        cfg = config_mod.load(args.config, [*overrides, "runtime.cpu_devices=1"])
+    from simulator.planning.cost import memory_option
+
+    memory = memory_option(args.memory, args.platform == "gpu" and not gpu)
+    start(cfg)
+    import jax
+
+    from simulator.planning.report import plan_lines
+    from simulator.run.simulation import Simulation
+
+    lines, fits = plan_lines(cfg, Simulation, args.devices, args.platform, memory, args.profile)
+    if jax.process_index() == 0:
+        print("\n".join(lines))
+    return EXIT_OK if fits else EXIT_DOES_NOT_FIT
+
+
+def add_plan(sub: Any) -> None:
+    p = sub.add_parser("plan", help="plan a run without allocating: memory per device, the largest grid that fits, "
+                       "FFTs and all-to-alls per step, a predicted step time",
+                       epilog="exit status: 0 the run fits; 3 it does not fit (the plan says how many devices "
+                       "would); 2 bad input")
+    config_args(p, required=False)
+    p.add_argument("--devices", type=int, metavar="N", help="plan for N devices (virtual CPUs if no GPU is seen)")
+    p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory "
+                   "(compiled by XLA's GPU compiler where JAX's CUDA plug-in is installed, else for this CPU)")
+    p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (default: what the devices have free)")
+    p.add_argument("--profile", choices=("measured", "h100", "h200"),
+                   help="bandwidths of the predicted step: measured here (CPU default) or a GPU's datasheet figures; "
+                   "the GPU compiled for without one (default h100)")
+    p.set_defaults(func=cmd_plan)
+
+
+def cmd_config_docs(args: argparse.Namespace) -> int:
+    sys.stdout.write(config_mod.config_docs())
+    return EXIT_OK
+
+
+def add_config_docs(sub: Any) -> None:
+    p = sub.add_parser("config-docs", help="print the config reference (Markdown) generated from the schema and the "
+                       "registered equations (the docs site's reference page)")
+    p.set_defaults(func=cmd_config_docs)
+

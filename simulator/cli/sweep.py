@@ -1,0 +1,119 @@
+"""``simulator sweep``: a parameter sweep expanded and validated, run here or as one Slurm array job, collected."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simulator.cli.common import EXIT_INTERRUPTED, EXIT_OK
+from simulator.errors import ConfigError
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from simulator import sweep
+
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
+    if args.point is not None:
+        index = args.point if args.point >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
+        if index is None or not str(index).isdigit():
+            raise ConfigError("--point", index, "give the point index, or run inside a Slurm array task",
+                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
+        return sweep.run_point(Path(args.target), int(index))
+    if args.group is not None:
+        index = args.group if args.group >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
+        if index is None or not str(index).isdigit():
+            raise ConfigError("--group", index, "give the group index, or run inside a Slurm array task",
+                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
+        return sweep.run_group(Path(args.target), int(index))
+    if args.batch is not None and args.batch < 1:
+        raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
+    if args.collect:
+        directory = Path(args.target)
+        path, rows = sweep.collect(directory)
+        finished = sum(r["status"] == "finished" for r in rows)
+        print(f"{path}: {len(rows)} points, {finished} finished")
+        from simulator import plots
+
+        for written in plots.plot_sweep_dir(directory, args.diagnostic, args.against):
+            print(written)
+        return EXIT_OK
+    spec = sweep.load(args.target)
+    directory = Path(args.out) if args.out else sweep.default_directory(spec)
+    from simulator.run.lock import RunLock
+
+    lock = RunLock(directory)  # the sweep's own: a second start of it is refused (exit 2) before it writes
+    lock.acquire()
+    try:
+        return _sweep_locked(args, spec, directory)
+    finally:
+        lock.release()
+
+
+def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
+    """``sweep FILE [--local | --submit]`` holding the sweep directory's lock (``spec``: the loaded
+    :class:`simulator.sweep.Sweep`, ``directory``: its Path)."""
+    from pathlib import Path
+
+    from simulator import sweep, sweep_slurm
+
+    manifest = sweep.prepare(spec, directory)
+    print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
+          f"{directory / sweep.MANIFEST}")
+    for p in manifest["points"]:
+        print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
+              + " ".join(f"{k}={v}" for k, v in p["params"].items()))
+    groups = None
+    if args.ensemble or args.batch is not None or spec.ensemble:
+        groups = sweep.write_groups(directory, manifest, args.batch or spec.batch)
+        print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
+              + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
+    out = f" --out {args.out}" if args.out else ""
+    if args.submit:
+        sweep_slurm.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups, report=print)
+    elif args.local:
+        code = sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups,
+                               report=print)
+        if code == EXIT_INTERRUPTED:
+            print(f"resume with: simulator sweep {args.target}{out} --local{' --ensemble' if groups else ''}")
+        return code
+    else:
+        print(f"next: simulator sweep {args.target}{out} --local [-j K], or --submit (one Slurm array job)")
+    return EXIT_OK
+
+
+def add_sweep(sub: Any) -> None:
+    p = sub.add_parser("sweep", help="expand and validate a parameter sweep; run it here or as one Slurm array job; "
+                       "collect its results")
+    p.add_argument("target", help="the sweep file (SWEEP.yaml), or with --point/--collect its directory")
+    p.add_argument("--out", default=None, metavar="DIR", help="the sweep's directory (default: outputs/<name>)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--local", action="store_true", help="run the unfinished points on this machine")
+    mode.add_argument("--submit", action="store_true",
+                      help="submit one Slurm array job running the unfinished points")
+    mode.add_argument("--point", type=int, nargs="?", const=-1, default=None, metavar="I",
+                      help="run point I of the sweep directory (default: $SLURM_ARRAY_TASK_ID); what array tasks run")
+    mode.add_argument("--group", type=int, nargs="?", const=-1, default=None, metavar="G",
+                      help="run ensemble group G of the sweep directory as one batched program (default: "
+                      "$SLURM_ARRAY_TASK_ID); what array tasks of an ensemble sweep run")
+    mode.add_argument("--collect", action="store_true",
+                      help="write DIR/collected.csv (parameters, final and peak diagnostics) and the sweep's plots")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="K",
+                   help="with --local: points at once (default: max_parallel, at most the CPU count)")
+    p.add_argument("--ensemble", action="store_true",
+                   help="with --local/--submit: run the points that differ only in traced values (physical "
+                   "parameters, initial conditions, dt) as one batched program per group (as 'ensemble: true')")
+    p.add_argument("--batch", type=int, default=None, metavar="K",
+                   help="with --ensemble: at most K members per batched program (as 'batch: K'; implies --ensemble)")
+    p.add_argument("--script", default="slurm/sweep.sbatch", metavar="FILE",
+                   help="with --submit: the array job script (default: slurm/sweep.sbatch)")
+    p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")
+    p.add_argument("--diagnostic", default=None, metavar="NAME",
+                   help="with --collect: the column to plot (e.g. peak_dissipation; default: chosen from the table)")
+    p.add_argument("--against", default=None, metavar="KEY",
+                   help="with --collect: the swept key on the x axis (default: the first swept key)")
+    p.set_defaults(func=cmd_sweep)
+

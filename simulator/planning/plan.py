@@ -1,0 +1,315 @@
+"""Plan a run before it allocates: its memory per device, the largest grid that fits, the transforms,
+all-to-alls and memory traffic of one step.
+
+Everything comes from the run's own compiled programs, lowered with abstract arrays
+(``jax.ShapeDtypeStruct`` with the run's shardings): no field is allocated, for any registered
+equation (the state's shapes come from the equation's ``from_fields`` traced abstractly). Memory is
+``compiled.memory_analysis()`` (arguments + outputs + temporaries - donated, per device) of the
+compiled chunk of steps and of the programs a run calls between chunks (diagnostics, spectra,
+snapshot fields, flow statistics, output tasks); traffic and counts come from the optimized HLO of one step
+(:mod:`simulator.planning.cost`). Bytes per cell do not depend on the grid size for these programs (checked
+in tests/test_plan.py): the largest grid that fits follows from them.
+
+On many devices the plan is compiled as a smaller run with the same cells per device
+(:mod:`simulator.planning.reduced`). ``simulator plan`` prints its report (:mod:`simulator.planning.report`);
+``simulator run`` admits a run only if its plan fits (:mod:`simulator.planning.admission`, before it writes
+anything).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from simulator.planning import cost
+from simulator.planning.memory import device_memory_available
+from simulator.config import Config
+from simulator.errors import ConfigError
+
+#: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
+USABLE_FRACTION = 0.9
+
+
+def abstract_state(sim: Any) -> Any:
+    """The simulation's state as ``jax.ShapeDtypeStruct`` leaves with their shardings (nothing allocated)."""
+    from simulator.fft.owned import sharding as owned_sharding
+    from simulator.output.checkpoints import leaf_names
+
+    state = jax.eval_shape(sim.equation.from_fields, sim.equation.field_layouts(), sim.params)
+    leaves, tree = jax.tree.flatten(state)
+    owned = sim.equation.owned_leaves(state)
+    out = []
+    for leaf, space, name in zip(leaves, sim.equation.leaf_spaces(state), leaf_names(state), strict=True):
+        if space == "particles" and name in owned:  # each device its own slots
+            sharding = owned_sharding(sim.fft, leaf.ndim)
+        elif space == "particles":  # (Np, 3), every device holds all of them
+            sharding = sim.fft.replicated_sharding()
+        else:
+            sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
+        out.append(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding))
+    return jax.tree.unflatten(tree, out)
+
+
+def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct((), dtype or sim.dtype, sharding=sim.scalar_sharding)
+
+
+def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | None = None) -> dict[str, Any]:
+    """The named programs of a run, compiled for the abstract ``state``: ``chunk`` (the donated chunk
+    of steps the run loop calls), ``step`` (one step, for its HLO), and the output kinds' device programs
+    (``diagnostics``, ``spectra``, ``fields``, ``statistics``, ``tasks``, ``particles``, ``trajectories``, a
+    registered kind's: :meth:`~simulator.run.simulation.Simulation.lower`).
+
+    Compiled with :func:`footprint_options`; the programs compile concurrently (XLA releases the GIL).
+    ``gpu``: a GPU profile of :data:`simulator.planning.gpu_compiler.SPECS`, to compile for that GPU with XLA's GPU
+    compiler, deviceless, instead of for ``sim``'s devices (traced along a GPU's route: :mod:`simulator.planning.report`).
+    """
+    dt = _scalar(sim)
+    lowered = {}
+    for name in programs:
+        if name == "step":
+            lowered[name] = jax.jit(sim.step, compiler_options=sim.chunk_options).lower(
+                sim.equation, state, _scalar(sim), dt, sim.params)
+        else:
+            lowered[name] = sim.lower(name, state, _scalar(sim), dt)
+    if gpu is None:
+        def compile_one(low: Any) -> Any:
+            return low.compile(footprint_options())
+    else:
+        from simulator.planning import gpu_compiler
+
+        def compile_one(low: Any) -> Any:
+            return gpu_compiler.compile_lowered(low, gpu, footprint_options())
+    from simulator.run.programs import compile_all
+
+    return compile_all(lowered, compile_one)
+
+
+#: the XLA flag that selects the CPU fusion emitters (see :func:`footprint_options`)
+FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
+
+
+def footprint_options() -> dict[str, Any]:
+    """How the planner compiles a program for its footprint: at LLVM optimisation level 0 (memory and HLO come
+    from XLA's HLO passes and buffer assignment, which machine-code optimisation does not change, and the
+    compile takes half the time). Where XLA_FLAGS chooses the CPU fusion emitters (the test suite selects the
+    older LLVM IR ones, tests/conftest.py), XLA's own are put back: the older ones size some fusions' buffers
+    differently and refuse a scatter of 2^31 indices or more, which a plan of a grid too large for this
+    machine holds. Only then: a jaxlib without that flag would refuse the option."""
+    options: dict[str, Any] = {"xla_backend_optimization_level": 0}
+    if f"--{FUSION_EMITTERS}" in os.environ.get("XLA_FLAGS", ""):
+        options[FUSION_EMITTERS] = True
+    return options
+
+
+def program_bytes(compiled: Any) -> int:
+    """Peak bytes one device holds for a compiled program: arguments + outputs + temporaries - donated."""
+    m = compiled.memory_analysis()
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+
+
+def run_programs(cfg: Config) -> tuple[str, ...]:
+    """The programs a run of ``cfg`` calls: the chunk, then those of the output kinds it writes (the
+    diagnostics always; spectra, snapshot fields, flow statistics, the output tasks, the particle snapshots and
+    trajectories and registered kinds when it writes them: :func:`simulator.output.kinds.programs`)."""
+    from simulator.output import kinds
+
+    return ("chunk", *kinds.programs(cfg))
+
+
+# ---- the plan -------------------------------------------------------------------------------------------
+
+
+def fft_friendly(n: int) -> bool:
+    """Whether n has no prime factor above 7 (sizes FFT libraries transform fastest)."""
+    for p in (2, 3, 5, 7):
+        while n % p == 0 and n > 1:
+            n //= p
+    return n == 1
+
+
+def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
+                       compact: bool = False) -> int:
+    """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes;
+    ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum, which needs
+    more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes barely)."""
+    if total_bytes <= 0:  # a device already fuller than its share: no grid fits
+        return 0
+    n = int((total_bytes / bytes_per_cell) ** (1 / 3)) + 1
+    while n >= 2:
+        if n**3 * bytes_per_cell <= total_bytes and fft_friendly(n):
+            try:
+                layout.check_layout((n, n, n), mesh_shape)
+                if not compact or layout.compact_sizes((n, n, n), mesh_shape) is not None:
+                    return n
+            except ConfigError:
+                pass
+        n -= 1
+    return 0
+
+
+@dataclass
+class Plan:
+    """A run's plan (see the module docstring). Bytes are per device unless named otherwise."""
+
+    cfg: Config
+    platform: str
+    devices: int
+    mesh: tuple[int, ...]
+    cells: int
+    program_bytes: dict[str, int]
+    available: int
+    available_source: str
+    traffic: cost.Traffic | None
+    ffts_per_step: int | None
+    seconds: float
+    #: the (grid, mesh) compiled in its stead, each device holding the same cells
+    #: (:func:`simulator.planning.reduced.reduced_plan`)
+    compiled_as: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    #: whether the run's spectra are compact, and its spectral layout in words with why (:func:`spectral_layout`)
+    compact: bool = False
+    layout: str = ""
+    #: the GPU the programs were compiled for without one (:mod:`simulator.planning.gpu_compiler`), else ""
+    compiled_for: str = ""
+    #: the plan of the other order of a step's transforms that ``fft.in_turn: auto`` weighed (:func:`auto_in_turn`)
+    other: Plan | None = None
+
+    @property
+    def peak(self) -> int:
+        return max(self.program_bytes.values())
+
+    @property
+    def bytes_per_cell(self) -> float:
+        """Peak memory over all devices per grid cell."""
+        return self.peak * self.devices / self.cells
+
+    @property
+    def fits(self) -> bool:
+        return self.peak <= USABLE_FRACTION * self.available
+
+    @property
+    def largest_cubic(self) -> int:
+        """The largest cubic grid that fits, the other order of a step's transforms included (:attr:`other`)."""
+        return max(self.own_largest_cubic, self.other.own_largest_cubic if self.other is not None else 0)
+
+    @property
+    def own_largest_cubic(self) -> int:
+        """The largest cubic grid that fits with these programs' bytes per cell."""
+        from simulator.fft.layouts import LAYOUTS
+
+        total = USABLE_FRACTION * self.available * self.devices
+        return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact)
+
+    def devices_to_fit(self) -> int | None:
+        """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no
+        count): an estimate, with these devices' bytes per cell (fewer cells per device change them a little)."""
+        from simulator.fft.layouts import LAYOUTS
+
+        need = self.bytes_per_cell * self.cells / (USABLE_FRACTION * self.available)
+        layout, shape = LAYOUTS[self.cfg.fft.backend], self.cfg.grid.shape  # compact: where that layout holds
+        counts = (n for n in layout.device_counts(shape)
+                  if not self.compact or layout.compact_sizes(shape, layout.mesh_shape(n, None)) is not None)
+        return next((n for n in counts if n > self.devices and n >= need), None)
+
+    def describe_need(self) -> str:
+        c = self.cfg
+        return (f"{c.physics.name} {c.time.integrator} {c.precision} needs {cost.human_bytes(self.peak)} per device "
+                f"({self.bytes_per_cell:.0f} B/cell on {self.devices} {self.platform} device(s))")
+
+
+def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,
+              state: Any = None, memory_source: str = "given", gpu: str | None = None) -> Plan:
+    """Compile ``sim``'s programs abstractly and plan its run. ``programs`` default to those the run
+    calls (:func:`run_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
+    per device to plan for (default: what the devices have free). ``gpu``: compile for that GPU profile,
+    deviceless (:func:`compiled_programs`)."""
+    t0 = time.perf_counter()
+    names = tuple(programs or run_programs(sim.cfg))
+    state = abstract_state(sim) if state is None else state
+    compiled = compiled_programs(sim, state, names, gpu)
+    devices = list(sim.fft.mesh.devices.flat)
+    if memory is None:
+        available, source = device_memory_available(devices)
+    else:
+        available, source = memory, memory_source
+    traffic = ffts = None
+    if "step" in compiled:
+        traffic = cost.hlo_traffic(compiled["step"].as_text())
+        ffts = transforms_per_step(sim, state)
+    return Plan(sim.cfg, "gpu" if gpu else devices[0].platform, len(devices), tuple(sim.fft.mesh.devices.shape),
+                math.prod(sim.fft.shape), {n: program_bytes(c) for n, c in compiled.items() if n != "step"},
+                available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim),
+                compiled_for=_gpu_name(gpu))
+
+
+def auto_in_turn(plan: Plan, route: str, replan: Callable[[Config], Plan]) -> Plan:
+    """The plan of a run whose ``fft.in_turn`` is ``auto`` (any other run's: ``plan`` itself). Where a step's
+    fields may go one at a time (a compact spectrum on a GPU's ``route``: :meth:`~simulator.fft.base.FFTBackend.in_turn`,
+    less memory for more memory traffic), ``replan`` of the config with ``fft.in_turn: true`` is weighed against
+    ``plan`` (all at once): ``plan`` where it fits or the other holds no less, else the other, whose config says
+    ``fft.in_turn: true``; where the other holds less, the chosen plan records it (:attr:`Plan.other`)."""
+    cfg = plan.cfg
+    if cfg.fft.in_turn != "auto" or route != "gpu" or not plan.compact:
+        return plan
+    turn = replan(dataclasses.replace(cfg, fft=dataclasses.replace(cfg.fft, in_turn=True)))
+    seconds = plan.seconds + turn.seconds  # the report's compile time is both plans'
+    if turn.peak >= plan.peak:  # nothing to weigh (a CPU's compile standing in for a GPU's: the same)
+        return dataclasses.replace(plan, seconds=seconds)
+    if plan.fits:
+        return dataclasses.replace(plan, other=turn, seconds=seconds)
+    return dataclasses.replace(turn, other=plan, seconds=seconds)
+
+
+def in_turn_line(plan: Plan) -> str:
+    """How a run with ``fft.in_turn: auto`` transforms a step's fields, and why (:func:`auto_in_turn`)."""
+    other = plan.other
+    if plan.cfg.fft.in_turn is True:
+        return (f"a step's fields one at a time (fft.in_turn auto): all at once needs {other.bytes_per_cell:.1f} bytes "
+                f"per cell, more than fits")
+    gain = (f" and fits grids past {plan.own_largest_cubic}^3 to {other.own_largest_cubic}^3, where auto chooses it"
+            if other.own_largest_cubic > plan.own_largest_cubic else "")
+    return (f"a step's fields all at once (fft.in_turn auto: they fit so); one at a time holds {other.bytes_per_cell:.1f} "
+            f"bytes per cell{gain}")
+
+
+def _gpu_name(gpu: str | None) -> str:
+    from simulator.planning import gpu_compiler
+
+    return gpu_compiler.SPECS[gpu].name if gpu else ""
+
+
+def spectral_layout(sim: Any) -> dict[str, Any]:
+    """The :class:`Plan` fields of ``sim``'s spectral layout (:func:`simulator.runtime.make_fft` chose it)."""
+    return {"compact": sim.fft.compact is not None,
+            "layout": f"{sim.fft.describe_layout().removeprefix(', ')} ({sim.fft.layout_reason})"}
+
+
+def transforms_per_step(sim: Any, state: Any) -> int:
+    """Scalar 3D transforms in one step (:meth:`~simulator.run.simulation.Simulation.step`, with an adaptive
+    dt the controller's too): the FFT primitives of its jaxpr, counted per batched field, loops multiplied
+    by their trip counts, after dead code is removed (as XLA removes it: the controller's rate is one
+    diagnostic, and the others' transforms are not run)."""
+    from jax._src.interpreters.partial_eval import dce_jaxpr  # the DCE jit's own lowering runs
+    from jax.extend.core import jaxprs_in_params
+
+    jaxpr = jax.make_jaxpr(sim.step)(sim.equation, state, _scalar(sim), _scalar(sim), sim.params).jaxpr
+    jaxpr = dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars))[0]
+
+    def count(jp: Any) -> int:
+        total = 0
+        for eqn in jp.eqns:
+            if eqn.primitive.name == "distributed_fft3d":
+                total += math.prod(eqn.invars[0].aval.shape[:-3])
+            times = eqn.params.get("length", 1) if eqn.primitive.name == "scan" else 1
+            for sub in jaxprs_in_params(eqn.params):
+                total += times * count(sub)
+        return total
+
+    return count(jaxpr)

@@ -1,0 +1,123 @@
+"""Dotted keys set into a raw config mapping (:mod:`simulator.schema`): ``--set dotted.key=value`` items parsed
+(values as YAML), and ``{dotted.key: value}`` set into a mapping read from a YAML file, a list of sections
+indexed as ``particles[0].tau_p``; a tagged union's ``name`` set to another variant starts that section afresh.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from simulator.errors import ConfigError
+
+_INDEXED = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<index>\d+)\]$")
+
+
+def _set_dotted(tree: dict, key: str, value: Any) -> None:
+    """Set ``value`` at dotted ``key`` in ``tree``, creating sections on the way. A part ``name[i]`` indexes a
+    list of sections: entry i must exist, or be the next one set whole (``particles[2]={name: heavy, ...}``:
+    then it is appended); a key of an entry that does not exist (``particles[2].tau_p``, one past the end
+    of two) is refused, so that an off-by-one index never adds an entry of defaults."""
+    parts = key.split(".")
+    node: Any = tree
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        indexed = _INDEXED.match(part)
+        name = indexed["name"] if indexed else part
+        if indexed:
+            where = ".".join([*parts[:i], name])
+            entries = node.get(name)
+            entries = node[name] = [] if entries is None else entries
+            index = int(indexed["index"])
+            if not isinstance(entries, list):
+                raise ConfigError(where, entries, "it is not a list of sections", "cannot be indexed")
+            if index > len(entries) or (index == len(entries) and not (last and isinstance(value, Mapping))):
+                raise _no_entry(key, value, where, index, len(entries))
+            if index == len(entries):
+                entries.append({})
+            node, name = entries, index
+        if last:
+            node[name] = value
+            return
+        child = node.get(name) if isinstance(node, dict) else node[name]
+        if child is None:
+            child = node[name] = {}
+        if isinstance(child, list):  # particles.0.tau_p: the list's entries are indexed, particles[0].tau_p
+            path, rest = ".".join(parts[: i + 1]), parts[i + 1:]
+            entry = rest.pop(0) if rest[0].isdigit() else "0"
+            written = "".join(f".{r}" for r in rest)
+            raise ConfigError(key, value, f"{path} is a list: index its entries, as in {path}[{entry}]{written}",
+                              "names no entry")
+        if not isinstance(child, dict):
+            raise ConfigError(".".join(parts[: i + 1]), child, "it is a value, not a section", "cannot hold keys")
+        node = child
+
+
+def _no_entry(key: str, value: Any, where: str, index: int, count: int) -> ConfigError:
+    """``key`` indexes entry ``index`` of the list ``where`` of ``count`` entries, which does not exist."""
+    held = (f"{where} has no entries: " if not count else f"{where} has 1 entry, {where}[0]: set a key of it, or "
+            if count == 1 else f"{where} has {count} entries, {where}[0] to {where}[{count - 1}]: set a key of one "
+            "of them, or ")
+    return ConfigError(key, value, f"{held}add entry {count} whole, as a mapping of its keys: "
+                       f"--set '{where}[{count}]={{key: value, ...}}'", "names no entry")
+
+
+def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
+    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML. A malformed
+    item raises ConfigError showing how to write it (:func:`written_as`)."""
+    values = {}
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--set", item, f"expected dotted.key=value, as in --set {written_as(item)}",
+                              "is malformed")
+        try:
+            values[key.strip()] = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            values[key.strip()] = text
+    return values
+
+
+def written_as(item: str) -> str:
+    """A malformed ``--set`` item as dotted.key=value would write it: ``grid.shape:32`` and ``grid.shape 32`` as
+    ``grid.shape=32``, a key alone as ``grid.shape=VALUE``."""
+    key, _, value = re.sub(r"\s*[:\s]\s*", "=", item.strip(), count=1).partition("=")
+    return f"{key or 'dotted.key'}={value or 'VALUE'}"
+
+
+def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
+    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` set (later keys win).
+
+    Setting ``<section>.name`` to another name than the one the section holds switches a tagged union
+    to another variant (``--set initial.name=file``): the section starts afresh from the new name, so
+    the old variant's keys, which the new one may not know, are dropped; keys of that section set
+    alongside still apply, in whatever order they were given."""
+    tree = _deep_copy(tree)
+    switches = {key for key, value in values.items() if _switches_variant(tree, key, value)}
+    for key in switches:
+        _set_dotted(tree, key.rsplit(".", 1)[0], {})
+    for key, value in values.items():
+        _set_dotted(tree, key, value)
+    return tree
+
+
+def _switches_variant(tree: dict, key: str, value: Any) -> bool:
+    """Whether ``key`` = ``value`` names another variant of a section of ``tree`` than the one it holds."""
+    parts = key.split(".")
+    if len(parts) < 2 or parts[-1] != "name" or any(_INDEXED.match(p) for p in parts):
+        return False
+    node: Any = tree
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict) and "name" in node and node["name"] != value
+
+
+def _deep_copy(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _deep_copy(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_deep_copy(v) for v in tree]
+    return tree
