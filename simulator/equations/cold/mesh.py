@@ -1,7 +1,7 @@
 """The particle-mesh algorithm of a cold species beside the wave (JAX), for any equation that carries one.
 
 Particle-mesh (Hockney & Eastwood 1988, ch. 5): the particles' mass is assigned to the grid by the window W
-(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.points.WINDOWS`),
+(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.window.WINDOWS`),
 the assignment's transform prod_i sinc(k_i dx_i / 2)^p (p = 2, 3) is divided out of rho_cdm's spectrum,
 the potential is solved spectrally for the total density (wave plus particles), and the field -grad(Phi)
 (spectral derivative) is divided by the same transform once more and interpolated back to the particles
@@ -40,7 +40,7 @@ from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.fft.owned import counted
 from simulator.fft.owned import distribute as spread
 from simulator.fft.owned import migrate as hand_over
-from simulator.fft.points import WINDOWS
+from simulator.fft.window import WINDOWS
 from simulator.particles import slots
 
 
@@ -106,7 +106,8 @@ def solve(eq: Any, rho_wave_hat: jax.Array, rho_cdm: jax.Array, G: Any) -> tuple
     cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) / window_transform(eq)
     phi_hat = potential_spectrum(rho_wave_hat + cdm_hat, inverse_laplacian(eq.kr), G)
     pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
-    return eq.fft.irfft(phi_hat), jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+    # one transform of the three components (FFTW batches them), written where the force lives: no stack
+    return eq.fft.irfft(phi_hat), eq.fft.irfft(jnp.stack([-1j * k * pull_hat for k in eq.kr]))
 
 
 def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, live: jax.Array, mass: jax.Array,
