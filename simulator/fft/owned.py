@@ -33,9 +33,18 @@ def _sharded_axes(fft) -> list[tuple[int, str, int]]:
 
 
 def _block_of(x: jax.Array, axis: int, n: int, dx: float, devices: int) -> jax.Array:
-    """The device index (along one mesh axis) whose block holds coordinate ``x`` of real axis ``axis``."""
-    cell = jnp.mod(jnp.floor(x / dx).astype(jnp.int32), n)
-    return cell // (n // devices)
+    """The device index (along one mesh axis) whose block holds coordinate ``x`` of real axis ``axis``. In
+    floating point (the cell wrapped, then divided by the block's cells; exact for the integers they are while
+    below 2^24): integers' remainder and quotient are a division per element on CPU."""
+    cell = jnp.floor(x / dx)
+    cell = cell - n * jnp.floor(cell / n)
+    return jnp.floor(cell / (n // devices)).astype(jnp.int32)
+
+
+def _like(x: jax.Array, shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:
+    """A native call's result of ``shape``, varying over the same shard_map axes as ``x``."""
+    t = jax.typeof(x)
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=t.sharding, manual_axis_type=t.manual_axis_type)
 
 
 def _first(mask: jax.Array, count: int, impl: str) -> jax.Array:
@@ -45,12 +54,30 @@ def _first(mask: jax.Array, count: int, impl: str) -> jax.Array:
     time at 64^3 particles)."""
     n = mask.shape[0]
     if impl == "native":
-        t = jax.typeof(mask)
-        rows = jax.ShapeDtypeStruct((count,), jnp.int32, sharding=t.sharding, manual_axis_type=t.manual_axis_type)
-        return jax.ffi.ffi_call("simulator_first", rows, vmap_method="sequential")(mask)
+        call = jax.ffi.ffi_call("simulator_first", _like(mask, (count,), jnp.int32), vmap_method="sequential")
+        return call(mask)
     rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
     target = jnp.where(mask & (rank < count), rank, count)  # count: dropped
     return jnp.full(count, n, jnp.int32).at[target].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+
+
+def _take(x: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
+    """The rows ``rows`` ``(R,)`` of ``x`` ``(n, ...)`` (:func:`_first`'s: in order, ``n`` for none: a zero row)."""
+    if impl == "native":
+        call = jax.ffi.ffi_call("simulator_take_rows", _like(x, (rows.shape[0], *x.shape[1:]), x.dtype),
+                                vmap_method="sequential")
+        return call(x, rows)
+    return jnp.take(x, rows, axis=0, mode="fill", fill_value=0)
+
+
+def _put(x: jax.Array, target: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
+    """``x`` ``(n, ...)`` with row ``target[k]`` set to ``rows[k]`` (a target of ``n`` or more: dropped); native:
+    in ``x``'s buffer, only those rows written."""
+    if impl == "native":
+        call = jax.ffi.ffi_call("simulator_put_rows", _like(x, x.shape, x.dtype), vmap_method="sequential",
+                                input_output_aliases={0: 0})
+        return call(x, rows.astype(x.dtype), target)
+    return x.at[target].set(rows, mode="drop")
 
 
 def _send(rows: list[jax.Array], mesh_axis: str, pairs: list[tuple[int, int]]) -> list[jax.Array]:
@@ -83,7 +110,8 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
     for axis, mesh_axis, size in moves:
         me = jax.lax.axis_index(mesh_axis)
         owner = _block_of(arrays[0][:, axis], axis, shape[axis], spacing[axis], size)
-        delta = jnp.mod(owner - me, size)
+        delta = owner - me
+        delta = jnp.where(delta < 0, delta + size, delta)  # mod size: both lie in [0, size)
         far = live & (delta != 0) & (delta != 1) & (delta != size - 1)
         too_far = too_far + jnp.sum(far, dtype=jnp.int32)
         directions = [(1, [(i, (i + 1) % size) for i in range(size)])]
@@ -96,8 +124,8 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
             rows = _first(go, buffer, impl)
             sent_over = sent_over + jnp.maximum(jnp.sum(go, dtype=jnp.int32) - buffer, 0)
             live = live & ~go  # those past the buffer are counted, and lost
-            *came_rows, came = _send([jnp.take(x, rows, axis=0, mode="fill", fill_value=0) for x in arrays]
-                                     + [(rows < cap).astype(jnp.int32)], mesh_axis, pairs)
+            *came_rows, came = _send([_take(x, rows, impl) for x in arrays] + [(rows < cap).astype(jnp.int32)],
+                                     mesh_axis, pairs)
             incoming.append(came_rows)
             arriving.append(came > 0)
         # each buffer's arrivals come first in it: those of the first fill the first empty slots, in slot order,
@@ -108,8 +136,8 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
             k = before + jnp.arange(buffer, dtype=jnp.int32)
             target = jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap)  # cap: no room
             no_room = no_room + jnp.sum(came & (target >= cap), dtype=jnp.int32)
-            arrays = [x.at[target].set(r, mode="drop") for x, r in zip(arrays, came_rows, strict=True)]
-            live = live.at[target].set(True, mode="drop")
+            arrays = [_put(x, target, r, impl) for x, r in zip(arrays, came_rows, strict=True)]
+            live = _put(live, target, came, impl)
             before = before + jnp.sum(came, dtype=jnp.int32)
     counts = jax.lax.psum(jnp.stack([sent_over, no_room, too_far]).astype(jnp.int32), axes)
     return (live, *arrays, counts)

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
-from simulator.fft.window import WINDOWS, gather, implementation, threads_for
+from simulator.fft.window import WINDOWS, Block, gather, implementation, threads_for
 
 #: complex partial sums held per chunk of points (batch * n0 * n1 * C): bounds the chunk's memory
 CHUNK_ELEMENTS = 1 << 22
@@ -207,54 +207,30 @@ def _halo(x: jax.Array, axis: int, mesh_axis: str, size: int, below: int, above:
 
 
 def _local_window(window: str, real_axes: tuple[str | None, str | None, str | None], sizes: tuple[int, int, int],
-                  shape: tuple[int, int, int], spacing: tuple[float, float, float], axes: tuple[str, ...] | None,
-                  reach: int, impl: str, threads: int, field: jax.Array, points: jax.Array) -> jax.Array:
+                  block: Block, axes: tuple[str, ...] | None, impl: str, threads: int, field: jax.Array,
+                  points: jax.Array) -> jax.Array:
     """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``, ``points`` ``(Np, 3)``; returns
     ``(B, Np)``. With ``axes`` (replicated points) every point whose cell (floor(x / dx)) lies in this block is
     evaluated here from the block and its halo, the others give 0, and one psum over ``axes`` completes them
-    all. Without (owned points) every point is this device's and the values stay here: with ``reach`` 0 (the
-    cold dark matter's case) its cell lies in this block; with ``reach`` > 0 it may lie up to ``reach`` cells
+    all. Without (owned points) every point is this device's and the values stay here: with ``block.reach`` 0
+    (the cold dark matter's case) its cell lies in this block; with a reach it may lie up to that many cells
     outside along a sharded axis (a Runge-Kutta stage's provisional position: the halo is ``reach`` planes
     wider on each side), and a point beyond gives NaN (its owner cannot evaluate it: the caller counts it).
     Along an axis the block holds whole, the window's nodes wrap around it (no halo, no copy of the block);
     along a sharded one the neighbours' planes extend it (:func:`_halo`). The windowed sum itself is
     :func:`simulator.fft.window.gather` (its transpose the deposit's scatter)."""
-    if reach and axes is not None:
-        raise ValueError("_local_window: reach applies to owned points only")
     w = WINDOWS[window]
-    cut = tuple(real_axes[a] is not None and sizes[a] > 1 for a in range(3))
     ext = field
+    starts = []
     for a in range(3):
-        if cut[a]:
-            ext = _halo(ext, a + 1, real_axes[a], sizes[a], w.below + reach, w.above + reach)
-    s = points / jnp.asarray(spacing, points.dtype)
-    base = jnp.floor(s)
-    # the global index of the cell, (Np, 3), wrapped in floating point: integers' remainder is a division per
-    # element on CPU (3x the cost of the rest of this preparation); exact while |base| < 2^24 (float32)
-    n = jnp.asarray(shape, points.dtype)
-    g = (base - n * jnp.floor(base / n)).astype(jnp.int32)
-    inside = jnp.ones(points.shape[0], bool)
-    # an owned point at reach 0 is inside by construction: no mask (nor a select in the deposit, its transpose)
-    checked = axes is not None or reach > 0
-    cells = []
-    for a in range(3):
-        if not cut[a]:  # the block holds the axis whole: the stencil's first node, wrapped by the gather
-            cells.append(g[:, a] - w.below)
-            continue
-        n_local = field.shape[a + 1]
-        start = jax.lax.axis_index(real_axes[a]) * n_local
-        # the cell's offset from the block's start; with a reach, periodic in [-reach, shape - reach) so that
-        # a cell just below the block (across the periodic wrap too) is a negative offset into the wider halo
-        local = g[:, a] - start if not reach else jnp.mod(g[:, a] - start + reach, shape[a]) - reach
-        if checked:
-            inside = inside & (local >= -reach) & (local < n_local + reach)
-        # node -below of the stencil is at ext position local + reach (the lower halo shifts everything)
-        cells.append(jnp.clip(local, -reach, n_local + reach - 1) + reach)
-    out = gather(ext, jnp.stack(cells, axis=-1), s - base, window=window, wrap=tuple(not c for c in cut), impl=impl,
-                 threads=threads)
-    if axes is not None:  # another device's point: its owner adds it in the psum
-        return jax.lax.psum(jnp.where(inside[None, :], out, 0), axes)
-    return jnp.where(inside[None, :], out, jnp.nan) if reach else out
+        if block.cut[a]:
+            ext = _halo(ext, a + 1, real_axes[a], sizes[a], w.below + block.reach, w.above + block.reach)
+            starts.append(jax.lax.axis_index(real_axes[a]) * field.shape[a + 1])
+        else:
+            starts.append(0)
+    out = gather(ext, points, jnp.stack([jnp.asarray(v, jnp.int32) for v in starts]), window=window, block=block,
+                 impl=impl, threads=threads)
+    return out if axes is None else jax.lax.psum(out, axes)  # another device's point gave 0: its owner adds it
 
 
 def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],
@@ -283,9 +259,13 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
+    # an owned point at reach 0 is inside by construction: no check (nor a select in the deposit, its transpose)
+    outside = "zero" if not owned else ("nan" if reach else "none")
+    block = Block(shape, spacing, tuple(m is not None and n > 1 for m, n in zip(real_axes, sizes, strict=True)),
+                  reach, outside)
     here = sum(d.process_index == jax.process_index() for d in fft.mesh.devices.flat)
     local_points = points.shape[0] // fft.devices if owned else points.shape[0]
-    body = functools.partial(_local_window, window, real_axes, sizes, shape, spacing, None if owned else axes, reach,
+    body = functools.partial(_local_window, window, real_axes, sizes, block, None if owned else axes,
                              implementation(fft.route), threads_for(local_points, here))
     spread = PartitionSpec(axes) if owned else PartitionSpec()
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), spread),

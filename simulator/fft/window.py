@@ -53,6 +53,9 @@ from simulator.errors import ConfigError
 ENV_PATH = "SIMULATOR_PARTICLES"
 PATHS = ("auto", "native", "xla")
 
+#: the native extension's handlers this code calls (an extension built from older source lacks some: not used)
+HANDLERS = ("simulator_window_gather", "simulator_window_scatter", "simulator_first", "simulator_take_rows",
+            "simulator_put_rows")
 #: points per chunk of the XLA implementation (B x 64 window values each held at a time)
 LOCAL_CHUNK = 1 << 14
 #: points per thread of the native implementation: fewer points than twice this run on one thread
@@ -132,6 +135,10 @@ def native() -> tuple[ModuleType | None, str]:
         from simulator.fft import _particles
     except ImportError as err:
         return None, f"native extension failed to load: {err}"
+    missing = sorted(set(HANDLERS) - set(_particles.handlers()))
+    if missing:
+        return None, (f"native extension older than this code (no {', '.join(missing)}): bash scripts/setup.sh in a "
+                      "checkout, or pip install again, rebuilds it")
     for name, capsule in _particles.handlers().items():
         jax.ffi.register_ffi_target(name, capsule, platform="cpu")
     return _particles, ""
@@ -158,29 +165,48 @@ def threads_for(points: int, devices: int) -> int:
 # ---- the primitives ------------------------------------------------------------------------------------------
 
 
-def gather(field: jax.Array, cells: jax.Array, frac: jax.Array, *, window: str, wrap: tuple[bool, bool, bool],
-           impl: str, threads: int = 1, orders: tuple[int, int, int] = (0, 0, 0)) -> jax.Array:
-    """sum over each point's window of ``field`` ``(B, n0, n1, n2)`` times the weights: ``(B, P)``.
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """How a device's block of the grid sits in it, for the windows of points (hashable: a primitive parameter).
 
-    ``cells`` ``(P, 3)`` int32: the index of each point's first stencil node (its cell less ``below``) along
-    each axis; ``frac`` ``(P, 3)``: its offsets t in [0, 1), in the field's dtype. ``wrap``: per axis, whether
-    the block is periodic along it (nodes taken mod n; else the caller's halo holds every node, and a first
-    node outside [0, n - width] is clamped into it). ``orders``: the derivative of the weights along each
-    axis. ``impl``: ``native`` or ``xla`` (:func:`implementation`); ``threads``: the native call's."""
-    field, cells, frac = _varying(field, cells.astype(jnp.int32), frac.astype(field.dtype))
-    return _gather_p().bind(field, cells, frac, window=window, wrap=tuple(map(bool, wrap)), impl=impl,
-                            threads=int(threads), orders=tuple(map(int, orders)))
+    ``shape``: the grid's cells per axis; ``spacing``: their size; ``cut``: per axis, whether the block is one of
+    several along it (then the caller extends it by the window's planes and ``reach`` more on each side, its
+    halo, and gives the block's first cell in ``starts``) or holds the axis whole (the stencil's nodes wrap
+    around it); ``reach``: how many cells outside the block a point's cell may lie; ``outside``: what a point
+    whose cell lies outside gives: ``"none"`` (every point is inside: not checked), ``"zero"`` (0, and adds
+    nothing) or ``"nan"`` (NaN, and adds nothing)."""
+
+    shape: tuple[int, int, int]
+    spacing: tuple[float, float, float]
+    cut: tuple[bool, bool, bool] = (False, False, False)
+    reach: int = 0
+    outside: str = "none"
 
 
-def scatter(values: jax.Array, cells: jax.Array, frac: jax.Array, *, shape: tuple[int, int, int], window: str,
-            wrap: tuple[bool, bool, bool], impl: str, threads: int = 1,
-            orders: tuple[int, int, int] = (0, 0, 0)) -> jax.Array:
+OUTSIDE = ("none", "zero", "nan")
+#: the native calls' layout of values (B, P) (minor-to-major): a point's B values side by side
+POINT_MAJOR = (0, 1)
+
+
+def gather(field: jax.Array, points: jax.Array, starts: jax.Array, *, window: str, block: Block, impl: str,
+           threads: int = 1, orders: tuple[int, int, int] = (0, 0, 0)) -> jax.Array:
+    """sum over each point's window of ``field`` ``(B, n0, n1, n2)`` (a device's block with its halo, see
+    :class:`Block`) times the weights: ``(B, P)`` for ``points`` ``(P, 3)`` (physical coordinates, any real
+    numbers: periodic); ``starts`` ``(3,)`` int32 the block's first cell along each axis. ``orders``: the
+    derivative of the weights along each axis. ``impl``: ``native`` or ``xla`` (:func:`implementation`);
+    ``threads``: the native call's."""
+    field, points, starts = _varying(field, points.astype(field.dtype), starts.astype(jnp.int32))
+    return _gather_p().bind(field, points, starts, window=window, block=block, impl=impl, threads=int(threads),
+                            orders=tuple(map(int, orders)))
+
+
+def scatter(values: jax.Array, points: jax.Array, starts: jax.Array, *, extent: tuple[int, int, int], window: str,
+            block: Block, impl: str, threads: int = 1, orders: tuple[int, int, int] = (0, 0, 0)) -> jax.Array:
     """The transpose of :func:`gather` in the field: ``values`` ``(B, P)`` times each point's weights added into
-    a zero block ``(B, *shape)`` (a periodic axis's nodes wrapped, as :func:`gather` reads them)."""
-    values, cells, frac = _varying(values, cells.astype(jnp.int32), frac.astype(values.dtype))
-    return _scatter_p().bind(values, cells, frac, shape=tuple(map(int, shape)), window=window,
-                             wrap=tuple(map(bool, wrap)), impl=impl, threads=int(threads),
-                             orders=tuple(map(int, orders)))
+    a zero block ``(B, *extent)`` (the block with its halo)."""
+    values, points, starts = _varying(values, points.astype(values.dtype), starts.astype(jnp.int32))
+    return _scatter_p().bind(values, points, starts, extent=tuple(map(int, extent)), window=window, block=block,
+                             impl=impl, threads=int(threads), orders=tuple(map(int, orders)))
 
 
 def _varying(*arrays: jax.Array) -> tuple[jax.Array, ...]:
@@ -198,16 +224,22 @@ def _out_aval(like, shape: tuple[int, ...]):
     return like.update(shape=shape, sharding=NamedSharding(sharding.mesh, PartitionSpec()), weak_type=False)
 
 
-def _gather_abstract(field, cells, frac, **params):
-    return _out_aval(field, (field.shape[0], cells.shape[0]))
+def _gather_abstract(field, points, starts, **params):
+    return _out_aval(field, (field.shape[0], points.shape[0]))
 
 
-def _scatter_abstract(values, cells, frac, *, shape, **params):
-    return _out_aval(values, (values.shape[0], *shape))
+def _scatter_abstract(values, points, starts, *, extent, **params):
+    return _out_aval(values, (values.shape[0], *extent))
 
 
-def _unit(orders: tuple[int, int, int], axis: int) -> tuple[int, int, int]:
-    return tuple(o + (a == axis) for a, o in enumerate(orders))
+def _slope(params: dict, axis: int) -> dict:
+    """The parameters of the derivative along ``axis`` of the offsets: the weights' next derivative, and a point
+    outside the block 0 (its value is a constant there)."""
+    orders = tuple(o + (a == axis) for a, o in enumerate(params["orders"]))
+    block = params["block"]
+    if block.outside == "nan":
+        block = dataclasses.replace(block, outside="zero")
+    return {**params, "orders": orders, "block": block}
 
 
 def _summed(out: jax.Array, terms: list[jax.Array]):
@@ -218,52 +250,52 @@ def _summed(out: jax.Array, terms: list[jax.Array]):
 
 
 def _gather_jvp(primals, tangents, **params):
-    field, cells, frac = primals
-    dfield, _, dfrac = tangents
-    out = _gather_p().bind(field, cells, frac, **params)
-    terms = [] if type(dfield) is ad.Zero else [_gather_p().bind(dfield, cells, frac, **params)]
-    if type(dfrac) is not ad.Zero:
+    field, points, starts = primals
+    dfield, dpoints, _ = tangents
+    out = _gather_p().bind(field, points, starts, **params)
+    terms = [] if type(dfield) is ad.Zero else [_gather_p().bind(dfield, points, starts, **params)]
+    if type(dpoints) is not ad.Zero:  # t = x / dx - floor(x / dx): dt = dx_point / dx
         for a in range(3):
-            slope = _gather_p().bind(field, cells, frac, **{**params, "orders": _unit(params["orders"], a)})
-            terms.append(slope * dfrac[None, :, a])
+            slope = _gather_p().bind(field, points, starts, **_slope(params, a))
+            terms.append(slope * (dpoints[None, :, a] / params["block"].spacing[a]))
     return out, _summed(out, terms)
 
 
-def _scatter_jvp(primals, tangents, *, shape, **params):
-    values, cells, frac = primals
-    dvalues, _, dfrac = tangents
-    out = _scatter_p().bind(values, cells, frac, shape=shape, **params)
-    terms = [] if type(dvalues) is ad.Zero else [_scatter_p().bind(dvalues, cells, frac, shape=shape, **params)]
-    if type(dfrac) is not ad.Zero:
+def _scatter_jvp(primals, tangents, *, extent, **params):
+    values, points, starts = primals
+    dvalues, dpoints, _ = tangents
+    out = _scatter_p().bind(values, points, starts, extent=extent, **params)
+    terms = [] if type(dvalues) is ad.Zero else [_scatter_p().bind(dvalues, points, starts, extent=extent, **params)]
+    if type(dpoints) is not ad.Zero:
         for a in range(3):
-            terms.append(_scatter_p().bind(values * dfrac[None, :, a], cells, frac, shape=shape,
-                                           **{**params, "orders": _unit(params["orders"], a)}))
+            moved = values * (dpoints[None, :, a] / params["block"].spacing[a])
+            terms.append(_scatter_p().bind(moved, points, starts, extent=extent, **_slope(params, a)))
     return out, _summed(out, terms)
 
 
-def _gather_transpose(ct, field, cells, frac, **params):
-    assert ad.is_undefined_primal(field) and not ad.is_undefined_primal(frac)
+def _gather_transpose(ct, field, points, starts, **params):
+    assert ad.is_undefined_primal(field) and not ad.is_undefined_primal(points)
     if type(ct) is ad.Zero:
         return [ad.Zero(field.aval), None, None]
-    return [_scatter_p().bind(ct, cells, frac, shape=tuple(field.aval.shape[1:]), **params), None, None]
+    return [_scatter_p().bind(ct, points, starts, extent=tuple(field.aval.shape[1:]), **params), None, None]
 
 
-def _scatter_transpose(ct, values, cells, frac, *, shape, **params):
-    assert ad.is_undefined_primal(values) and not ad.is_undefined_primal(frac)
+def _scatter_transpose(ct, values, points, starts, *, extent, **params):
+    assert ad.is_undefined_primal(values) and not ad.is_undefined_primal(points)
     if type(ct) is ad.Zero:
         return [ad.Zero(values.aval), None, None]
-    return [_gather_p().bind(ct, cells, frac, **params), None, None]
+    return [_gather_p().bind(ct, points, starts, **params), None, None]
 
 
 def _batch(primitive: Primitive, args, dims, **params):
     """vmap: a batched grid (gather) or batched values (scatter) alone join the batch axis B; batched points
-    run member by member."""
-    first, cells, frac = args
-    d0, dc, df = dims
-    if dc is None and df is None:
+    (or starts) run member by member."""
+    first, points, starts = args
+    d0, dp, ds = dims
+    if dp is None and ds is None:
         first = jnp.moveaxis(first, d0, 0)
         members, batch = first.shape[:2]
-        out = primitive.bind(first.reshape((members * batch, *first.shape[2:])), cells, frac, **params)
+        out = primitive.bind(first.reshape((members * batch, *first.shape[2:])), points, starts, **params)
         return out.reshape((members, batch, *out.shape[1:])), 0
     size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
     mapped = [jnp.moveaxis(a, d, 0) if d is not None else jnp.broadcast_to(a, (size, *a.shape))
@@ -274,37 +306,65 @@ def _batch(primitive: Primitive, args, dims, **params):
 # ---- the two implementations ---------------------------------------------------------------------------------
 
 
-def _xla_gather(field, cells, frac, *, window, wrap, orders, **_):
+def _stencil(points: jax.Array, starts: jax.Array, window: Window, block: Block, extent: tuple[int, int, int]
+             ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Each point's stencil in the block of ``extent`` (with its halo): the index of its first node along each
+    axis ``(P, 3)`` int32 (before wrapping, on an axis held whole), its offsets t ``(P, 3)`` and whether its cell
+    lies in the block ``(P,)`` (the native kernel computes the same, operation for operation)."""
+    s = points / jnp.asarray(block.spacing, points.dtype)
+    base = jnp.floor(s)
+    # the global index of the cell, wrapped in floating point: integers' remainder is a division per element on
+    # CPU; exact while |base| < 2^24 (float32)
+    n = jnp.asarray(block.shape, points.dtype)
+    g = (base - n * jnp.floor(base / n)).astype(jnp.int32)
+    inside = jnp.ones(points.shape[0], bool)
+    reach = block.reach
+    cells = []
+    for a in range(3):
+        if not block.cut[a]:
+            cells.append(g[:, a] - window.below)
+            continue
+        held = extent[a] - (window.width - 1) - 2 * reach
+        # the cell's offset from the block's start; with a reach, periodic in [-reach, shape - reach) so that a
+        # cell just below the block (across the periodic wrap too) is a negative offset into the wider halo
+        local = g[:, a] - starts[a] if not reach else jnp.mod(g[:, a] - starts[a] + reach, block.shape[a]) - reach
+        if block.outside != "none":
+            inside = inside & (local >= -reach) & (local < held + reach)
+        # node -below of the stencil is at ext position local + reach (the lower halo shifts everything)
+        cells.append(jnp.clip(local, -reach, held + reach - 1) + reach)
+    return jnp.stack(cells, axis=-1), s - base, inside
+
+
+def _xla_gather(field, points, starts, *, window, block, orders, **_):
     """The XLA implementation of :func:`gather`: each chunk's windows gathered, then contracted."""
     w = WINDOWS[window]
     width = w.width
-    n_points = cells.shape[0]
+    extent = tuple(field.shape[1:])
+    n_points = points.shape[0]
     c = max(1, min(n_points, LOCAL_CHUNK))
     chunks = -(-n_points // c)
-    pad = chunks * c - n_points
-    cells = jnp.concatenate([cells, jnp.zeros((pad, 3), cells.dtype)])
-    frac = jnp.concatenate([frac, jnp.zeros((pad, 3), frac.dtype)])
+    padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
     steps = jnp.arange(width, dtype=jnp.int32)
+    fill = jnp.nan if block.outside == "nan" else 0
 
-    def one(chunk):
-        cell, t = chunk
+    def one(x):
+        cell, t, inside = _stencil(x, starts, w, block, extent)
         idx = []
         for a in range(3):
-            n = field.shape[a + 1]
-            start = cell[:, a] if wrap[a] else jnp.clip(cell[:, a], 0, n - width)
-            nodes = start[:, None] + steps[None, :]
-            idx.append(jnp.mod(nodes, n) if wrap[a] else nodes)
+            nodes = cell[:, a, None] + steps[None, :]
+            idx.append(jnp.mod(nodes, extent[a]) if not block.cut[a] else nodes)
         weights = [w.derivative(t[:, a], orders[a]) for a in range(3)]
         values = field[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
-        return jnp.einsum("bcijk,ci,cj,ck->bc", values, *weights)
+        out = jnp.einsum("bcijk,ci,cj,ck->bc", values, *weights)
+        return out if block.outside == "none" else jnp.where(inside[None, :], out, fill)
 
-    out = lax.map(one, (cells.reshape(chunks, c, 3), frac.reshape(chunks, c, 3)))  # (chunks, B, C)
+    out = lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
     return jnp.moveaxis(out, 1, 0).reshape(field.shape[0], chunks * c)[:, :n_points]
 
 
-def _xla_scatter(values, cells, frac, *, shape, **params):
-    template = jax.ShapeDtypeStruct((values.shape[0], *shape), values.dtype)
-    (out,) = jax.linear_transpose(lambda f: _xla_gather(f, cells, frac, **params), template)(values)
+def _xla_scatter(values, points, starts, *, extent, **params):
+    template = jax.ShapeDtypeStruct((values.shape[0], *extent), values.dtype)
+    (out,) = jax.linear_transpose(lambda f: _xla_gather(f, points, starts, **params), template)(values)
     return out
 
 
@@ -314,31 +374,34 @@ def _registered() -> None:
         raise RuntimeError(f"the native windows are unavailable: {native()[1]}")
 
 
-def _attributes(window: str, wrap, orders, threads: int) -> dict[str, np.ndarray]:
+def _attributes(window: str, block: Block, orders, threads: int) -> dict[str, np.ndarray]:
     return {"window": np.int64(WINDOWS[window].code), "orders": np.asarray(orders, np.int64),
-            "wrap": np.asarray(wrap, np.int64), "threads": np.int64(threads)}
+            "cut": np.asarray(block.cut, np.int64), "shape": np.asarray(block.shape, np.int64),
+            "spacing": np.asarray(block.spacing, np.float64), "reach": np.int64(block.reach),
+            "outside": np.int64(OUTSIDE.index(block.outside)), "threads": np.int64(threads)}
 
 
-def _lower_gather(ctx, field, cells, frac, *, window, wrap, impl, threads, orders):
+def _lower_gather(ctx, field, points, starts, *, window, block, impl, threads, orders):
     if impl != "native":
-        return mlir.lower_fun(functools.partial(_xla_gather, window=window, wrap=wrap, orders=orders),
-                              multiple_results=False)(ctx, field, cells, frac)
+        return mlir.lower_fun(functools.partial(_xla_gather, window=window, block=block, orders=orders),
+                              multiple_results=False)(ctx, field, points, starts)
     _registered()
-    return jax.ffi.ffi_lowering("simulator_window_gather")(ctx, field, cells, frac,
-                                                          **_attributes(window, wrap, orders, threads))
+    # the values point by point (B, P){0,1}: the caller's (P, B) (a force per particle) is then no copy
+    rule = jax.ffi.ffi_lowering("simulator_window_gather", result_layouts=[POINT_MAJOR])
+    return rule(ctx, field, points, starts, **_attributes(window, block, orders, threads))
 
 
-def _lower_scatter(ctx, values, cells, frac, *, shape, window, wrap, impl, threads, orders):
+def _lower_scatter(ctx, values, points, starts, *, extent, window, block, impl, threads, orders):
     if impl != "native":
-        return mlir.lower_fun(functools.partial(_xla_scatter, shape=shape, window=window, wrap=wrap, orders=orders),
-                              multiple_results=False)(ctx, values, cells, frac)
+        return mlir.lower_fun(functools.partial(_xla_scatter, extent=extent, window=window, block=block,
+                                                orders=orders), multiple_results=False)(ctx, values, points, starts)
     _registered()
     (out,) = ctx.avals_out
     # the threads' own grids, added into the first at the end: a result, so that XLA allocates and counts it
     scratch = out.update(shape=((threads - 1) * math.prod(out.shape),))
-    rule = jax.ffi.ffi_lowering("simulator_window_scatter")
-    results = rule(dataclasses.replace(ctx, avals_out=[out, scratch]), values, cells, frac,
-                   **_attributes(window, wrap, orders, threads))
+    rule = jax.ffi.ffi_lowering("simulator_window_scatter", operand_layouts=[POINT_MAJOR, None, None])
+    results = rule(dataclasses.replace(ctx, avals_out=[out, scratch]), values, points, starts,
+                   **_attributes(window, block, orders, threads))
     return results[:1]
 
 

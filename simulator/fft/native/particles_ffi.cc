@@ -1,29 +1,35 @@
 // Particles' kernels called by XLA on CPU through XLA FFI custom calls:
-//   simulator_window_gather, simulator_window_scatter: the windowed gather of a grid's values at points and
+//   simulator_window_gather, simulator_window_scatter: the windowed gather of a grid block's values at points and
 //     its transpose, the scatter (the particle-mesh assignment); simulator/fft/window.py is their only caller
 //     and gives the differentiation and batching rules;
-//   simulator_first: the indices of the first entries of a mask that are set (the hand-over of particles
-//     between devices picks its rows with it: simulator/fft/owned.py).
+//   simulator_first, simulator_take_rows, simulator_put_rows: the hand-over of particles between devices
+//     (simulator/fft/owned.py): the indices of the first set entries of a mask, the rows at such indices (the
+//     message to a neighbour), and rows written at such indices (the arrivals into empty slots), each touching
+//     only the rows that move, where XLA's gather and scatter walk every row of the fixed-size buffers.
 //
 // Why native: XLA's CPU gather and scatter walk one element at a time with an index computation each,
 // 8 (cloud in cell) or 64 (4-node windows) elements per point and batch entry, and XLA materialises the
-// gathered windows before contracting them with the weights: 10-20 ns per element measured at 64^3
-// (docs/PERFORMANCE.md). Here each point's window is contracted as it is read, from three 1D weight
-// vectors, with the stencil's offsets computed once per point and shared by every batch entry.
+// gathered windows before contracting them with the weights: 5-10x slower (docs/PERFORMANCE.md). Here each
+// point's stencil (its cell, offsets and three 1D weight vectors) is computed once, as the XLA path computes
+// it (window.py's _stencil: the same operations, so the same cells and offsets), and the window is contracted
+// as it is read, for every batch entry.
 //
 // Operands (row-major, as XLA hands them over):
-//   field  (B, n0, n1, n2) real: the grid block and its halo planes (the caller's);
-//   cells  (P, 3) int32: the index along each axis of the stencil's first node;
-//   frac   (P, 3) real: the point's offset t in [0, 1) from its cell along each axis, the weights' argument;
-//   values (B, P) real: what each point carries (the scatter's input, the gather's output).
-// Attributes: `window` (0 lagrange4, 1 cic, 2 tsc: their weights below, the same functions as
-// simulator/fft/points.py's), `orders` (3): the derivative of the weights taken along each axis (d^k/dt^k:
-// the tangents of the offsets), `wrap` (3): 1 where an axis is periodic in the block itself (the stencil's
-// nodes taken mod n), 0 where the caller's halo holds every node (a first node outside [0, n - width] is
-// clamped: never read or written out of bounds), `threads`: the gather splits the points into that many
-// ranges, the scatter too, each range adding into its own copy of the grid (the second result, scratch of
-// (threads - 1) grids that XLA allocates and counts), summed in a fixed order: the same bits for a given
-// thread count, whichever thread runs which range.
+//   field  (B, n0, n1, n2) real: the device's grid block and its halo planes along the axes split between
+//          devices (`cut`; an axis the block holds whole has no halo: the stencil's nodes wrap around it);
+//   points (P, 3) real: physical coordinates;
+//   starts (3,) int32: the block's first cell along each axis (the halo not counted);
+//   values (B, P) real: what each point carries (the scatter's input, the gather's output), laid out point by
+//          point (minor-to-major (0, 1): a point's B values side by side, as the caller's (P, B) transpose reads
+//          them, and as the kernel writes and reads them).
+// Attributes: `window` (0 lagrange4, 1 cic, 2 tsc: the weights below, window.py's functions), `orders` (3):
+// the derivative of the weights taken along each axis (d^k/dt^k of the offset t), `cut` (3), `shape` (3): the
+// grid, `spacing` (3), `reach`: halo planes beyond the window's (a point's cell up to that many cells outside the
+// block), `outside`: 0 every point lies in the block (unchecked), 1 a point outside gives 0 and adds nothing,
+// 2 it gives NaN and adds nothing; `threads`: the gather splits the points into that many ranges, the scatter
+// too, each range adding into its own copy of the grid (the second result: scratch of (threads - 1) grids that
+// XLA allocates and counts), summed in a fixed order: the same bits for a given thread count, whichever thread
+// runs which range.
 
 #include <Python.h>
 
@@ -33,6 +39,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -117,32 +125,59 @@ constexpr int Width() {
 }
 
 struct Geometry {
-  int64_t batch, points, n[3], wrap[3], orders[3], window;
+  int64_t batch, points, window, reach, outside;
+  int64_t n[3];       // the block's extent with its halo planes
+  int64_t shape[3];   // the grid's
+  int64_t start[3];   // the block's first cell
+  int64_t cut[3];     // 1: split between devices (a halo), 0: held whole (nodes wrap)
+  int64_t orders[3];
+  double spacing[3];
+  int64_t below, width;
   int64_t volume() const { return n[0] * n[1] * n[2]; }
 };
 
 // One point's stencil: the flat offsets of its nodes along the first two axes, the first node along the last
-// (the nodes along it are contiguous unless they wrap: then `last` holds each), and the weights.
+// (the nodes along it are contiguous unless they wrap: then `last` holds each), the weights, and whether the
+// point's cell lies in the block (with its reach).
 template <typename Real, int Kind, int W = Width<Kind>()>
 struct Stencil {
   int64_t offset[2][W];
   int64_t first;     // the last axis's first node, when its nodes are contiguous
   int64_t last[W];   // the last axis's nodes, when they wrap
-  bool contiguous;
+  bool contiguous, inside;
   Real weight[3][W];
 
-  __attribute__((always_inline)) Stencil(const Geometry& g, const int32_t* cell, const Real* frac) {
+  __attribute__((always_inline)) Stencil(const Geometry& g, const Real* x) {
     const int64_t stride[2] = {g.n[1] * g.n[2], g.n[2]};
+    inside = true;
     for (int a = 0; a < 3; ++a) {
-      Weights<Real, Kind>(frac[a], g.orders[a], weight[a]);
+      // the cell and the offset in it, as window.py's _stencil computes them (the global cell wrapped in
+      // floating point, exact for the integers it holds)
+      const Real s = x[a] / Real(g.spacing[a]);
+      int64_t floor = static_cast<int64_t>(s);  // truncation, then down for negatives: std::floor is a libm
+      if (Real(floor) > s) --floor;               // call without SSE4.1, which a portable build cannot assume
+      Weights<Real, Kind>(s - Real(floor), g.orders[a], weight[a]);
+      const int64_t size = g.shape[a];
+      int64_t cell = floor;  // floor mod size, without a division in the common case
+      if (cell < 0 || cell >= size) {
+        cell %= size;
+        if (cell < 0) cell += size;
+      }
       const int64_t n = g.n[a];
-      int64_t c = cell[a];
-      if (g.wrap[a]) {  // a first node in [-n, 2n) wraps without a division (the callers' are); any other with one
+      int64_t c;
+      if (!g.cut[a]) {  // the block holds the axis whole: the first node, wrapped
+        c = cell - g.below;
         if (c < 0) c += n;
-        if (c >= n) c -= n;
-        if (c < 0 || c >= n) c = ((c % n) + n) % n;
       } else {
-        c = std::min(std::max<int64_t>(c, 0), n - W);
+        const int64_t reach = g.reach, held = n - (W - 1) - 2 * reach;
+        int64_t local = cell - g.start[a];
+        if (reach) {  // periodic in [-reach, shape - reach): a cell just below the block is a negative offset
+          local = (local + reach) % g.shape[a];
+          if (local < 0) local += g.shape[a];
+          local -= reach;
+        }
+        if (g.outside) inside = inside && local >= -reach && local < held + reach;
+        c = std::min(std::max(local, -reach), held + reach - 1) + reach;
       }
       if (a < 2) {
         for (int k = 0; k < W; ++k) offset[a][k] = (c + k < n ? c + k : c + k - n) * stride[a];
@@ -184,31 +219,33 @@ inline void Spread(const Stencil<Real, Kind>& s, Real v, Real* __restrict f) {
 }
 
 template <typename Real, int Kind>
-void GatherRange(const Geometry& g, const Real* field, const int32_t* cells, const Real* frac, Real* out,
-                 int64_t begin, int64_t end) {
+void GatherRange(const Geometry& g, const Real* field, const Real* points, Real* out, int64_t begin, int64_t end) {
   const int64_t volume = g.volume();
+  const Real missing = g.outside == 2 ? std::numeric_limits<Real>::quiet_NaN() : Real(0);
   for (int64_t p = begin; p < end; ++p) {
-    const Stencil<Real, Kind> s(g, cells + 3 * p, frac + 3 * p);
+    const Stencil<Real, Kind> s(g, points + 3 * p);
     for (int64_t b = 0; b < g.batch; ++b)
-      out[b * g.points + p] = s.contiguous ? Contract<Real, Kind, true>(s, field + b * volume)
-                                           : Contract<Real, Kind, false>(s, field + b * volume);
+      out[p * g.batch + b] = !s.inside ? missing
+                              : s.contiguous ? Contract<Real, Kind, true>(s, field + b * volume)
+                                             : Contract<Real, Kind, false>(s, field + b * volume);
   }
 }
 
 template <typename Real, int Kind>
-void ScatterRange(const Geometry& g, const Real* values, const int32_t* cells, const Real* frac, Real* field,
-                  int64_t begin, int64_t end) {
+void ScatterRange(const Geometry& g, const Real* values, const Real* points, Real* field, int64_t begin,
+                  int64_t end) {
   const int64_t volume = g.volume();
   for (int64_t p = begin; p < end; ++p) {
     bool any = false;  // an empty slot carries 0: nothing to add (its stale position not even read)
-    for (int64_t b = 0; b < g.batch; ++b) any = any || values[b * g.points + p] != 0;
+    for (int64_t b = 0; b < g.batch; ++b) any = any || values[p * g.batch + b] != 0;
     if (!any) continue;
-    const Stencil<Real, Kind> s(g, cells + 3 * p, frac + 3 * p);
+    const Stencil<Real, Kind> s(g, points + 3 * p);
+    if (!s.inside) continue;
     for (int64_t b = 0; b < g.batch; ++b) {
       if (s.contiguous)
-        Spread<Real, Kind, true>(s, values[b * g.points + p], field + b * volume);
+        Spread<Real, Kind, true>(s, values[p * g.batch + b], field + b * volume);
       else
-        Spread<Real, Kind, false>(s, values[b * g.points + p], field + b * volume);
+        Spread<Real, Kind, false>(s, values[p * g.batch + b], field + b * volume);
     }
   }
 }
@@ -250,61 +287,74 @@ void RunJobs(ffi::ThreadPool& pool, int64_t count, const std::function<void(int6
 
 int64_t RangeStart(int64_t points, int64_t jobs, int64_t j) { return points * j / jobs; }
 
-ffi::Error ReadGeometry(Geometry& g, int64_t batch, int64_t points, ffi::Span<const int64_t> shape,
-                        int64_t window, ffi::Span<const int64_t> orders, ffi::Span<const int64_t> wrap) {
-  if (shape.size() != 3 || orders.size() != 3 || wrap.size() != 3)
+struct Attributes {
+  int64_t window;
+  ffi::Span<const int64_t> orders, cut, shape;
+  ffi::Span<const double> spacing;
+  int64_t reach, outside;
+};
+
+ffi::Error ReadGeometry(Geometry& g, int64_t batch, ffi::AnyBuffer block, ffi::AnyBuffer points,
+                        ffi::AnyBuffer starts, const Attributes& at) {
+  auto dims = block.dimensions();
+  if (dims.size() != 4 || points.dimensions().size() != 2 || points.dimensions()[1] != 3 ||
+      starts.element_type() != ffi::S32 || starts.element_count() != 3)
+    return ffi::Error::InvalidArgument("window: a block (B, n0, n1, n2), points (P, 3), starts int32 (3,)");
+  if (at.orders.size() != 3 || at.cut.size() != 3 || at.shape.size() != 3 || at.spacing.size() != 3)
     return ffi::Error::InvalidArgument("window: three axes expected");
-  if (window != kLagrange4 && window != kCic && window != kTsc)
+  if (at.window != kLagrange4 && at.window != kCic && at.window != kTsc)
     return ffi::Error::InvalidArgument("window: unknown window");
-  const int64_t width = window == kCic ? 2 : 4;
   g.batch = batch;
-  g.points = points;
-  g.window = window;
+  g.points = points.dimensions()[0];
+  g.window = at.window;
+  g.reach = at.reach;
+  g.outside = at.outside;
+  g.width = at.window == kCic ? 2 : 4;
+  g.below = at.window == kCic ? 0 : 1;
+  const int32_t* start = reinterpret_cast<const int32_t*>(starts.untyped_data());
   for (int a = 0; a < 3; ++a) {
-    g.n[a] = shape[a];
-    g.wrap[a] = wrap[a];
-    g.orders[a] = orders[a];
-    if (shape[a] < width) return ffi::Error::InvalidArgument("window: an axis shorter than the window");
+    g.n[a] = dims[a + 1];
+    g.shape[a] = at.shape[a];
+    g.start[a] = start[a];
+    g.cut[a] = at.cut[a];
+    g.orders[a] = at.orders[a];
+    g.spacing[a] = at.spacing[a];
+    const int64_t held = g.cut[a] ? g.n[a] - (g.width - 1) - 2 * g.reach : g.n[a];
+    if (held < 1 || g.n[a] < g.width || g.shape[a] < 1)
+      return ffi::Error::InvalidArgument("window: a block shorter than the window and its halo");
   }
   return ffi::Error::Success();
 }
 
 template <typename Real>
-ffi::Error Gather(ffi::ThreadPool& pool, const Geometry& g, ffi::AnyBuffer field, ffi::AnyBuffer cells,
-                  ffi::AnyBuffer frac, Real* out, int64_t threads) {
-  const Real* f = reinterpret_cast<const Real*>(field.untyped_data());
-  const int32_t* c = reinterpret_cast<const int32_t*>(cells.untyped_data());
-  const Real* t = reinterpret_cast<const Real*>(frac.untyped_data());
+void Gather(ffi::ThreadPool& pool, const Geometry& g, const Real* field, const Real* points, Real* out,
+            int64_t threads) {
   const int64_t jobs = std::max<int64_t>(1, std::min(threads, g.points));
   RunJobs(pool, jobs, [&](int64_t j) {
     const int64_t begin = RangeStart(g.points, jobs, j), end = RangeStart(g.points, jobs, j + 1);
     if (g.window == kCic)
-      GatherRange<Real, kCic>(g, f, c, t, out, begin, end);
+      GatherRange<Real, kCic>(g, field, points, out, begin, end);
     else if (g.window == kTsc)
-      GatherRange<Real, kTsc>(g, f, c, t, out, begin, end);
+      GatherRange<Real, kTsc>(g, field, points, out, begin, end);
     else
-      GatherRange<Real, kLagrange4>(g, f, c, t, out, begin, end);
+      GatherRange<Real, kLagrange4>(g, field, points, out, begin, end);
   });
-  return ffi::Error::Success();
 }
 
 template <typename Real>
-ffi::Error Scatter(ffi::ThreadPool& pool, const Geometry& g, ffi::AnyBuffer values, ffi::AnyBuffer cells,
-                   ffi::AnyBuffer frac, Real* out, Real* scratch, int64_t jobs) {
-  const Real* v = reinterpret_cast<const Real*>(values.untyped_data());
-  const int32_t* c = reinterpret_cast<const int32_t*>(cells.untyped_data());
-  const Real* t = reinterpret_cast<const Real*>(frac.untyped_data());
+void Scatter(ffi::ThreadPool& pool, const Geometry& g, const Real* values, const Real* points, Real* out,
+             Real* scratch, int64_t jobs) {
   const int64_t size = g.batch * g.volume();
   RunJobs(pool, jobs, [&](int64_t j) {
     Real* grid = j == 0 ? out : scratch + (j - 1) * size;
     std::memset(grid, 0, sizeof(Real) * size);
     const int64_t begin = RangeStart(g.points, jobs, j), end = RangeStart(g.points, jobs, j + 1);
     if (g.window == kCic)
-      ScatterRange<Real, kCic>(g, v, c, t, grid, begin, end);
+      ScatterRange<Real, kCic>(g, values, points, grid, begin, end);
     else if (g.window == kTsc)
-      ScatterRange<Real, kTsc>(g, v, c, t, grid, begin, end);
+      ScatterRange<Real, kTsc>(g, values, points, grid, begin, end);
     else
-      ScatterRange<Real, kLagrange4>(g, v, c, t, grid, begin, end);
+      ScatterRange<Real, kLagrange4>(g, values, points, grid, begin, end);
   });
   if (jobs > 1) {  // the copies added into the first in job order, each job summing a range of the grid
     RunJobs(pool, jobs, [&](int64_t j) {
@@ -315,54 +365,54 @@ ffi::Error Scatter(ffi::ThreadPool& pool, const Geometry& g, ffi::AnyBuffer valu
       }
     });
   }
+}
+
+ffi::Error GatherHandler(ffi::ThreadPool pool, ffi::AnyBuffer field, ffi::AnyBuffer points, ffi::AnyBuffer starts,
+                         ffi::Result<ffi::AnyBuffer> out, int64_t window, ffi::Span<const int64_t> orders,
+                         ffi::Span<const int64_t> cut, ffi::Span<const int64_t> shape, ffi::Span<const double> spacing,
+                         int64_t reach, int64_t outside, int64_t threads) {
+  const auto type = field.element_type();
+  if (points.element_type() != type || out->element_type() != type || (type != ffi::F64 && type != ffi::F32))
+    return ffi::Error::InvalidArgument("window gather: field, points and result float32 or float64 alike");
+  Geometry g;
+  const Attributes at{window, orders, cut, shape, spacing, reach, outside};
+  if (auto e = ReadGeometry(g, field.dimensions()[0], field, points, starts, at); e.failure()) return e;
+  if (g.points == 0 || g.batch == 0) return ffi::Error::Success();
+  if (type == ffi::F64)
+    Gather<double>(pool, g, reinterpret_cast<const double*>(field.untyped_data()),
+                   reinterpret_cast<const double*>(points.untyped_data()),
+                   reinterpret_cast<double*>(out->untyped_data()), threads);
+  else
+    Gather<float>(pool, g, reinterpret_cast<const float*>(field.untyped_data()),
+                  reinterpret_cast<const float*>(points.untyped_data()), reinterpret_cast<float*>(out->untyped_data()),
+                  threads);
   return ffi::Error::Success();
 }
 
-ffi::Error GatherHandler(ffi::ThreadPool pool, ffi::AnyBuffer field, ffi::AnyBuffer cells, ffi::AnyBuffer frac,
-                         ffi::Result<ffi::AnyBuffer> out, int64_t window, ffi::Span<const int64_t> orders,
-                         ffi::Span<const int64_t> wrap, int64_t threads) {
-  auto dims = field.dimensions();
-  if (dims.size() != 4 || cells.element_type() != ffi::S32 || frac.element_type() != field.element_type() ||
-      out->element_type() != field.element_type())
-    return ffi::Error::InvalidArgument("window gather: field (B, n0, n1, n2), cells int32, frac of its type");
-  const int64_t shape[3] = {dims[1], dims[2], dims[3]};
-  Geometry g;
-  if (auto e = ReadGeometry(g, dims[0], frac.dimensions()[0], ffi::Span<const int64_t>(shape, 3), window, orders,
-                            wrap);
-      e.failure())
-    return e;
-  if (g.points == 0 || g.batch == 0) return ffi::Error::Success();
-  if (field.element_type() == ffi::F64)
-    return Gather<double>(pool, g, field, cells, frac, reinterpret_cast<double*>(out->untyped_data()), threads);
-  if (field.element_type() == ffi::F32)
-    return Gather<float>(pool, g, field, cells, frac, reinterpret_cast<float*>(out->untyped_data()), threads);
-  return ffi::Error::InvalidArgument("window gather: float32 or float64");
-}
-
-ffi::Error ScatterHandler(ffi::ThreadPool pool, ffi::AnyBuffer values, ffi::AnyBuffer cells, ffi::AnyBuffer frac,
+ffi::Error ScatterHandler(ffi::ThreadPool pool, ffi::AnyBuffer values, ffi::AnyBuffer points, ffi::AnyBuffer starts,
                           ffi::Result<ffi::AnyBuffer> out, ffi::Result<ffi::AnyBuffer> scratch, int64_t window,
-                          ffi::Span<const int64_t> orders, ffi::Span<const int64_t> wrap, int64_t threads) {
-  auto dims = out->dimensions();
-  if (dims.size() != 4 || cells.element_type() != ffi::S32 || frac.element_type() != values.element_type() ||
-      out->element_type() != values.element_type())
-    return ffi::Error::InvalidArgument("window scatter: values (B, P), cells int32, frac and field of its type");
-  const int64_t shape[3] = {dims[1], dims[2], dims[3]};
+                          ffi::Span<const int64_t> orders, ffi::Span<const int64_t> cut,
+                          ffi::Span<const int64_t> shape, ffi::Span<const double> spacing, int64_t reach,
+                          int64_t outside, int64_t threads) {
+  const auto type = values.element_type();
+  if (points.element_type() != type || out->element_type() != type || (type != ffi::F64 && type != ffi::F32))
+    return ffi::Error::InvalidArgument("window scatter: values, points and block float32 or float64 alike");
   Geometry g;
-  if (auto e = ReadGeometry(g, dims[0], frac.dimensions()[0], ffi::Span<const int64_t>(shape, 3), window, orders,
-                            wrap);
-      e.failure())
-    return e;
-  const int64_t size = g.batch * g.volume();
+  const Attributes at{window, orders, cut, shape, spacing, reach, outside};
+  if (auto e = ReadGeometry(g, values.dimensions()[0], *out, points, starts, at); e.failure()) return e;
   const int64_t jobs = std::max<int64_t>(1, threads);
-  if (static_cast<int64_t>(scratch->element_count()) != (jobs - 1) * size)
-    return ffi::Error::InvalidArgument("window scatter: scratch of (threads - 1) grids expected");
-  if (values.element_type() == ffi::F64)
-    return Scatter<double>(pool, g, values, cells, frac, reinterpret_cast<double*>(out->untyped_data()),
-                           reinterpret_cast<double*>(scratch->untyped_data()), jobs);
-  if (values.element_type() == ffi::F32)
-    return Scatter<float>(pool, g, values, cells, frac, reinterpret_cast<float*>(out->untyped_data()),
-                          reinterpret_cast<float*>(scratch->untyped_data()), jobs);
-  return ffi::Error::InvalidArgument("window scatter: float32 or float64");
+  if (static_cast<int64_t>(scratch->element_count()) != (jobs - 1) * g.batch * g.volume())
+    return ffi::Error::InvalidArgument("window scatter: scratch of (threads - 1) blocks expected");
+  if (type == ffi::F64)
+    Scatter<double>(pool, g, reinterpret_cast<const double*>(values.untyped_data()),
+                    reinterpret_cast<const double*>(points.untyped_data()),
+                    reinterpret_cast<double*>(out->untyped_data()), reinterpret_cast<double*>(scratch->untyped_data()),
+                    jobs);
+  else
+    Scatter<float>(pool, g, reinterpret_cast<const float*>(values.untyped_data()),
+                   reinterpret_cast<const float*>(points.untyped_data()), reinterpret_cast<float*>(out->untyped_data()),
+                   reinterpret_cast<float*>(scratch->untyped_data()), jobs);
+  return ffi::Error::Success();
 }
 
 // The indices of the first `count` set entries of `mask` (n,), in order, then n: XLA's CPU prefix sum and
@@ -380,7 +430,59 @@ ffi::Error FirstHandler(ffi::AnyBuffer mask, ffi::Result<ffi::AnyBuffer> rows) {
   return ffi::Error::Success();
 }
 
+// The bytes of one row of an array whose first axis is its rows.
+int64_t RowBytes(const ffi::AnyBuffer& x) {
+  auto dims = x.dimensions();
+  return dims.size() == 0 || dims[0] == 0 ? 0 : static_cast<int64_t>(x.size_bytes()) / dims[0];
+}
+
+// out[k] = x[rows[k]] for the rows k whose index lies in x; zeros from the first that does not (the indices of
+// `first` are in order, the missing ones last).
+ffi::Error TakeRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::Result<ffi::AnyBuffer> out) {
+  const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
+  if (rows.element_type() != ffi::S32 || out->element_type() != x.element_type() || RowBytes(*out) != width)
+    return ffi::Error::InvalidArgument("take rows: int32 rows, a result of x's rows");
+  const int32_t* r = reinterpret_cast<const int32_t*>(rows.untyped_data());
+  const char* from = reinterpret_cast<const char*>(x.untyped_data());
+  char* to = reinterpret_cast<char*>(out->untyped_data());
+  const int64_t count = static_cast<int64_t>(rows.element_count());
+  int64_t k = 0;
+  for (; k < count && r[k] >= 0 && r[k] < n; ++k) std::memcpy(to + k * width, from + r[k] * width, width);
+  std::memset(to + k * width, 0, (count - k) * width);
+  return ffi::Error::Success();
+}
+
+// out = x with row targets[k] set to rows[k] wherever targets[k] lies in x (the others dropped); out is x's
+// buffer (aliased by the caller), so only those rows are written.
+ffi::Error PutRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::AnyBuffer targets,
+                          ffi::Result<ffi::AnyBuffer> out) {
+  const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
+  if (targets.element_type() != ffi::S32 || rows.element_type() != x.element_type() ||
+      out->element_type() != x.element_type() || out->size_bytes() != x.size_bytes() ||
+      (rows.element_count() > 0 && RowBytes(rows) != width) ||
+      rows.dimensions()[0] != static_cast<int64_t>(targets.element_count()))
+    return ffi::Error::InvalidArgument("put rows: rows of x's, one int32 target each");
+  char* to = reinterpret_cast<char*>(out->untyped_data());
+  if (to != x.untyped_data()) std::memcpy(to, x.untyped_data(), x.size_bytes());
+  const int32_t* t = reinterpret_cast<const int32_t*>(targets.untyped_data());
+  const char* from = reinterpret_cast<const char*>(rows.untyped_data());
+  const int64_t count = static_cast<int64_t>(targets.element_count());
+  for (int64_t k = 0; k < count; ++k)
+    if (t[k] >= 0 && t[k] < n) std::memcpy(to + t[k] * width, from + k * width, width);
+  return ffi::Error::Success();
+}
+
 }  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorTakeRows, TakeRowsHandler,
+                              ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorPutRows, PutRowsHandler,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorFirst, FirstHandler,
                               ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
@@ -394,7 +496,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorWindowGather, GatherHandler,
                                   .Ret<ffi::AnyBuffer>()
                                   .Attr<int64_t>("window")
                                   .Attr<ffi::Span<const int64_t>>("orders")
-                                  .Attr<ffi::Span<const int64_t>>("wrap")
+                                  .Attr<ffi::Span<const int64_t>>("cut")
+                                  .Attr<ffi::Span<const int64_t>>("shape")
+                                  .Attr<ffi::Span<const double>>("spacing")
+                                  .Attr<int64_t>("reach")
+                                  .Attr<int64_t>("outside")
                                   .Attr<int64_t>("threads"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorWindowScatter, ScatterHandler,
@@ -407,7 +513,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorWindowScatter, ScatterHandler,
                                   .Ret<ffi::AnyBuffer>()
                                   .Attr<int64_t>("window")
                                   .Attr<ffi::Span<const int64_t>>("orders")
-                                  .Attr<ffi::Span<const int64_t>>("wrap")
+                                  .Attr<ffi::Span<const int64_t>>("cut")
+                                  .Attr<ffi::Span<const int64_t>>("shape")
+                                  .Attr<ffi::Span<const double>>("spacing")
+                                  .Attr<int64_t>("reach")
+                                  .Attr<int64_t>("outside")
                                   .Attr<int64_t>("threads"));
 
 namespace {
@@ -419,6 +529,8 @@ PyObject* Handlers(PyObject*, PyObject*) {
       {"simulator_window_gather", reinterpret_cast<void*>(SimulatorWindowGather)},
       {"simulator_window_scatter", reinterpret_cast<void*>(SimulatorWindowScatter)},
       {"simulator_first", reinterpret_cast<void*>(SimulatorFirst)},
+      {"simulator_take_rows", reinterpret_cast<void*>(SimulatorTakeRows)},
+      {"simulator_put_rows", reinterpret_cast<void*>(SimulatorPutRows)},
   };
   for (const auto& [name, fn] : handlers) {
     PyObject* capsule = PyCapsule_New(fn, nullptr, nullptr);
