@@ -184,8 +184,6 @@ class Block:
 
 
 OUTSIDE = ("none", "zero", "nan")
-#: the native calls' layout of values (B, P) (minor-to-major): a point's B values side by side
-POINT_MAJOR = (0, 1)
 
 
 def gather(field: jax.Array, points: jax.Array, starts: jax.Array, *, window: str, block: Block, impl: str,
@@ -386,8 +384,7 @@ def _lower_gather(ctx, field, points, starts, *, window, block, impl, threads, o
         return mlir.lower_fun(functools.partial(_xla_gather, window=window, block=block, orders=orders),
                               multiple_results=False)(ctx, field, points, starts)
     _registered()
-    # the values point by point (B, P){0,1}: the caller's (P, B) (a force per particle) is then no copy
-    rule = jax.ffi.ffi_lowering("simulator_window_gather", result_layouts=[POINT_MAJOR])
+    rule = jax.ffi.ffi_lowering("simulator_window_gather")
     return rule(ctx, field, points, starts, **_attributes(window, block, orders, threads))
 
 
@@ -399,7 +396,7 @@ def _lower_scatter(ctx, values, points, starts, *, extent, window, block, impl, 
     (out,) = ctx.avals_out
     # the threads' own grids, added into the first at the end: a result, so that XLA allocates and counts it
     scratch = out.update(shape=((threads - 1) * math.prod(out.shape),))
-    rule = jax.ffi.ffi_lowering("simulator_window_scatter", operand_layouts=[POINT_MAJOR, None, None])
+    rule = jax.ffi.ffi_lowering("simulator_window_scatter")
     results = rule(dataclasses.replace(ctx, avals_out=[out, scratch]), values, points, starts,
                    **_attributes(window, block, orders, threads))
     return results[:1]

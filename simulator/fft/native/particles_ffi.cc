@@ -19,9 +19,8 @@
 //          devices (`cut`; an axis the block holds whole has no halo: the stencil's nodes wrap around it);
 //   points (P, 3) real: physical coordinates;
 //   starts (3,) int32: the block's first cell along each axis (the halo not counted);
-//   values (B, P) real: what each point carries (the scatter's input, the gather's output), laid out point by
-//          point (minor-to-major (0, 1): a point's B values side by side, as the caller's (P, B) transpose reads
-//          them, and as the kernel writes and reads them).
+//   values (B, P) real: what each point carries (the scatter's input, the gather's output). (Laid out point by
+//          point instead, (B, P){0,1}, XLA's layouts around the call made the 4-device step's kick 2.5x slower.)
 // Attributes: `window` (0 lagrange4, 1 cic, 2 tsc: the weights below, window.py's functions), `orders` (3):
 // the derivative of the weights taken along each axis (d^k/dt^k of the offset t), `cut` (3), `shape` (3): the
 // grid, `spacing` (3), `reach`: halo planes beyond the window's (a point's cell up to that many cells outside the
@@ -148,8 +147,10 @@ struct Stencil {
   Real weight[3][W];
 
   __attribute__((always_inline)) Stencil(const Geometry& g, const Real* x) {
-    const int64_t stride[2] = {g.n[1] * g.n[2], g.n[2]};
-    inside = true;
+    // computed in locals and stored once: stores into the members may alias `g` for the compiler, which would
+    // then read g's fields again after each
+    int64_t nodes[3];
+    bool in = true;
     for (int a = 0; a < 3; ++a) {
       // the cell and the offset in it, as window.py's _stencil computes them (the global cell wrapped in
       // floating point, exact for the integers it holds)
@@ -172,21 +173,26 @@ struct Stencil {
         const int64_t reach = g.reach, held = n - (W - 1) - 2 * reach;
         int64_t local = cell - g.start[a];
         if (reach) {  // periodic in [-reach, shape - reach): a cell just below the block is a negative offset
-          local = (local + reach) % g.shape[a];
-          if (local < 0) local += g.shape[a];
+          local += reach;  // in (-size, 2 size): wrapped without a division
+          if (local < 0) local += size;
+          if (local >= size) local -= size;
           local -= reach;
         }
-        if (g.outside) inside = inside && local >= -reach && local < held + reach;
+        if (g.outside) in = in && local >= -reach && local < held + reach;
         c = std::min(std::max(local, -reach), held + reach - 1) + reach;
       }
-      if (a < 2) {
-        for (int k = 0; k < W; ++k) offset[a][k] = (c + k < n ? c + k : c + k - n) * stride[a];
-      } else {
-        first = c;
-        contiguous = c + W <= n;
-        for (int k = 0; k < W; ++k) last[k] = c + k < n ? c + k : c + k - n;
-      }
+      nodes[a] = c;
     }
+    const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2];
+    for (int k = 0; k < W; ++k) {
+      offset[0][k] = (nodes[0] + k < n0 ? nodes[0] + k : nodes[0] + k - n0) * (n1 * n2);
+      offset[1][k] = (nodes[1] + k < n1 ? nodes[1] + k : nodes[1] + k - n1) * n2;
+    }
+    first = nodes[2];
+    contiguous = nodes[2] + W <= n2;
+    if (!contiguous)
+      for (int k = 0; k < W; ++k) last[k] = nodes[2] + k < n2 ? nodes[2] + k : nodes[2] + k - n2;
+    inside = in;
   }
 };
 
@@ -225,7 +231,7 @@ void GatherRange(const Geometry& g, const Real* field, const Real* points, Real*
   for (int64_t p = begin; p < end; ++p) {
     const Stencil<Real, Kind> s(g, points + 3 * p);
     for (int64_t b = 0; b < g.batch; ++b)
-      out[p * g.batch + b] = !s.inside ? missing
+      out[b * g.points + p] = !s.inside ? missing
                               : s.contiguous ? Contract<Real, Kind, true>(s, field + b * volume)
                                              : Contract<Real, Kind, false>(s, field + b * volume);
   }
@@ -237,15 +243,15 @@ void ScatterRange(const Geometry& g, const Real* values, const Real* points, Rea
   const int64_t volume = g.volume();
   for (int64_t p = begin; p < end; ++p) {
     bool any = false;  // an empty slot carries 0: nothing to add (its stale position not even read)
-    for (int64_t b = 0; b < g.batch; ++b) any = any || values[p * g.batch + b] != 0;
+    for (int64_t b = 0; b < g.batch; ++b) any = any || values[b * g.points + p] != 0;
     if (!any) continue;
     const Stencil<Real, Kind> s(g, points + 3 * p);
     if (!s.inside) continue;
     for (int64_t b = 0; b < g.batch; ++b) {
       if (s.contiguous)
-        Spread<Real, Kind, true>(s, values[p * g.batch + b], field + b * volume);
+        Spread<Real, Kind, true>(s, values[b * g.points + p], field + b * volume);
       else
-        Spread<Real, Kind, false>(s, values[p * g.batch + b], field + b * volume);
+        Spread<Real, Kind, false>(s, values[b * g.points + p], field + b * volume);
     }
   }
 }
