@@ -333,37 +333,64 @@ def _stencil(points: jax.Array, starts: jax.Array, window: Window, block: Block,
     return jnp.stack(cells, axis=-1), s - base, inside
 
 
-def _xla_gather(field, points, starts, *, window, block, orders, **_):
-    """The XLA implementation of :func:`gather`: each chunk's windows gathered, then contracted."""
-    w = WINDOWS[window]
-    width = w.width
-    extent = tuple(field.shape[1:])
+def _chunks(points: jax.Array, *arrays: jax.Array) -> tuple[int, tuple[jax.Array, ...]]:
+    """``points`` ``(P, 3)`` and ``arrays`` ``(B, P)`` in chunks of at most :data:`LOCAL_CHUNK` points, zero
+    padded: ``(chunks, C, 3)`` and ``(chunks, B, C)``, and C."""
     n_points = points.shape[0]
     c = max(1, min(n_points, LOCAL_CHUNK))
     chunks = -(-n_points // c)
-    padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
-    steps = jnp.arange(width, dtype=jnp.int32)
+    pad = chunks * c - n_points
+    out = [jnp.pad(points, ((0, pad), (0, 0))).reshape(chunks, c, 3)]
+    out += [jnp.moveaxis(jnp.pad(a, ((0, 0), (0, pad))).reshape(a.shape[0], chunks, c), 1, 0) for a in arrays]
+    return c, tuple(out)
+
+
+def _nodes(x: jax.Array, starts: jax.Array, w: Window, block: Block, extent: tuple[int, int, int], orders):
+    """A chunk's stencil as XLA indexes it: the nodes along each axis ``(C, width)`` (wrapped on an axis the block
+    holds whole), the weights (or their derivatives) along each ``(C, width)``, and which points are inside."""
+    cell, t, inside = _stencil(x, starts, w, block, extent)
+    steps = jnp.arange(w.width, dtype=jnp.int32)
+    idx = []
+    for a in range(3):
+        nodes = cell[:, a, None] + steps[None, :]
+        idx.append(jnp.mod(nodes, extent[a]) if not block.cut[a] else nodes)
+    return idx, [w.derivative(t[:, a], orders[a]) for a in range(3)], inside
+
+
+def _xla_gather(field, points, starts, *, window, block, orders, **_):
+    """The XLA implementation of :func:`gather`: each chunk's windows gathered, then contracted."""
+    w = WINDOWS[window]
+    extent = tuple(field.shape[1:])
     fill = jnp.nan if block.outside == "nan" else 0
+    c, (chunked,) = _chunks(points)
 
     def one(x):
-        cell, t, inside = _stencil(x, starts, w, block, extent)
-        idx = []
-        for a in range(3):
-            nodes = cell[:, a, None] + steps[None, :]
-            idx.append(jnp.mod(nodes, extent[a]) if not block.cut[a] else nodes)
-        weights = [w.derivative(t[:, a], orders[a]) for a in range(3)]
+        idx, weights, inside = _nodes(x, starts, w, block, extent, orders)
         values = field[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
         out = jnp.einsum("bcijk,ci,cj,ck->bc", values, *weights)
         return out if block.outside == "none" else jnp.where(inside[None, :], out, fill)
 
-    out = lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
-    return jnp.moveaxis(out, 1, 0).reshape(field.shape[0], chunks * c)[:, :n_points]
+    out = lax.map(one, chunked)  # (chunks, B, C)
+    return jnp.moveaxis(out, 1, 0).reshape(field.shape[0], -1)[:, :points.shape[0]]
 
 
-def _xla_scatter(values, points, starts, *, extent, **params):
-    template = jax.ShapeDtypeStruct((values.shape[0], *extent), values.dtype)
-    (out,) = jax.linear_transpose(lambda f: _xla_gather(f, points, starts, **params), template)(values)
-    return out
+def _xla_scatter(values, points, starts, *, extent, window, block, orders, **_):
+    """The XLA implementation of :func:`scatter`: each chunk's values times the weights added into the block
+    (a point outside it adds nothing), one chunk after the other."""
+    w = WINDOWS[window]
+    c, (chunked, carried) = _chunks(points, values)
+
+    def one(field, chunk):
+        x, v = chunk
+        idx, weights, inside = _nodes(x, starts, w, block, extent, orders)
+        if block.outside != "none":
+            v = jnp.where(inside[None, :], v, 0)
+        added = jnp.einsum("bc,ci,cj,ck->bcijk", v, *weights)
+        return field.at[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]].add(added), None
+
+    # the zero block varies over the mesh axes the values do (inside a shard_map), as the carry must
+    _, start = _varying(values, jnp.zeros((values.shape[0], *extent), values.dtype))
+    return lax.scan(one, start, (chunked, carried))[0]
 
 
 def _registered() -> None:
