@@ -1,7 +1,7 @@
-"""The windows' gather and scatter (simulator.fft.window) and the hand-over's rows (simulator.fft.owned): the
-native CPU kernels equal XLA's implementation (values, NaN and zero outside a block, every derivative order,
-forward and reverse mode, vmap), the particle-mesh programs run them on CPU and XLA's elsewhere, the hand-over
-moves the same rows both ways, and how the path is chosen.
+"""The windows' gather and scatter (simulator.fft.window) and the hand-over's rows (simulator.fft.owned), their
+implementation chosen by simulator.fft.kernels: the native CPU kernels equal XLA's implementation (values, NaN and
+zero outside a block, every derivative order, forward and reverse mode, vmap), the particle-mesh programs run them
+on CPU and XLA's elsewhere, the hand-over moves the same rows both ways, and how the path is chosen.
 
 The windows' physics (the assignment written out, momentum conservation, the orders, gradients through whole
 runs) is held by test_fdm_cdm.py and test_particles.py, on whichever path runs here."""
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.fft import window as W
+from simulator.fft import kernels, window as W
 
 SHAPE = (6, 7, 8)
 SPACING = (0.5, 0.25, 1 / 3)
@@ -33,7 +33,7 @@ def native():
     """The native kernels, or a skip saying why (a failure where CI builds them: SIMULATOR_REQUIRE_NATIVE=1)."""
     from support import unavailable
 
-    module, why = W.native()
+    module, why = kernels.native()
     if module is None:
         unavailable("native particle kernels", "SIMULATOR_REQUIRE_NATIVE", why)
     return module
@@ -174,14 +174,14 @@ def test_the_hand_over_moves_the_same_rows_on_both_paths(native, devices):
 
 def test_the_environment_chooses_the_path(monkeypatch):
     monkeypatch.setenv("SIMULATOR_PARTICLES", "xla")
-    assert W.implementation("cpu") == "xla"
+    assert kernels.implementation("cpu") == "xla"
     monkeypatch.setenv("SIMULATOR_PARTICLES", "auto")
-    assert W.implementation("gpu") == "xla"
-    assert W.implementation("cpu") == ("native" if W.native()[0] is not None else "xla")
+    assert kernels.implementation("gpu") == "xla"
+    assert kernels.implementation("cpu") == ("native" if kernels.native()[0] is not None else "xla")
     monkeypatch.setenv("SIMULATOR_PARTICLES", "fast")
     with pytest.raises(ConfigError, match=r"^SIMULATOR_PARTICLES = 'fast' is not allowed; expected one of auto, "
                                           r"native, xla$"):
-        W.implementation("cpu")
+        kernels.implementation("cpu")
 
 
 def test_an_extension_older_than_the_code_is_not_used(monkeypatch):
@@ -192,14 +192,14 @@ def test_an_extension_older_than_the_code_is_not_used(monkeypatch):
     import simulator.fft
 
     old = types.SimpleNamespace(handlers=lambda: {"simulator_window_gather": None})
-    monkeypatch.setattr(W.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(kernels.importlib.util, "find_spec", lambda name: object())
     monkeypatch.setitem(sys.modules, "simulator.fft._particles", old)
     monkeypatch.setattr(simulator.fft, "_particles", old, raising=False)
-    W.native.cache_clear()
+    kernels.native.cache_clear()
     try:
-        module, why = W.native()
+        module, why = kernels.native()
         assert module is None and why.startswith("native extension older than this code (no simulator_first, ")
         monkeypatch.setenv("SIMULATOR_PARTICLES", "auto")
-        assert W.implementation("cpu") == "xla"
+        assert kernels.implementation("cpu") == "xla"
     finally:
-        W.native.cache_clear()
+        kernels.native.cache_clear()

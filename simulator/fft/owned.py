@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from simulator.fft.window import implementation
+from simulator.fft.kernels import implementation
 
 
 def _sharded_axes(fft) -> list[tuple[int, str, int]]:
@@ -49,7 +49,7 @@ def _like(x: jax.Array, shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:
 
 def _first(mask: jax.Array, count: int, impl: str) -> jax.Array:
     """The indices of the first ``count`` True entries of ``mask`` ``(n,)``, in order (``n`` past the last one).
-    ``impl`` ``native``: one pass of the particles' extension (:func:`simulator.fft.window.implementation`); ``xla``:
+    ``impl`` ``native``: one pass of the particles' extension (:func:`simulator.fft.kernels.implementation`); ``xla``:
     a prefix sum and a scatter (XLA's CPU prefix sum, a tree of reduce-windows, was half of a 4-device hand-over's
     time at 64^3 particles)."""
     n = mask.shape[0]

@@ -39,7 +39,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
-from simulator.fft.window import WINDOWS, Block, gather, implementation, threads_for
+from simulator.fft.kernels import implementation, threads_for
+from simulator.fft.window import WINDOWS, Block, gather
 
 #: complex partial sums held per chunk of points (batch * n0 * n1 * C): bounds the chunk's memory
 CHUNK_ELEMENTS = 1 << 22

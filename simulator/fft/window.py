@@ -16,12 +16,10 @@ Two implementations, the same arithmetic up to the order of the sums:
   one node at a time with an index computation each and materialise the windows first: 5-10x slower
   (docs/PERFORMANCE.md);
 * ``xla``: XLA's gather of each point's window and a contraction, in chunks of :data:`LOCAL_CHUNK` points (the
-  windows of one chunk held at a time); its transpose is JAX's. Used off CPU (GPUs), where the native
-  extension is not built or fails to load, and with ``SIMULATOR_PARTICLES=xla``.
+  windows of one chunk held at a time); the scatter adds each chunk's in turn. Used off CPU (GPUs), where the
+  native extension is not built or fails to load, and with ``SIMULATOR_PARTICLES=xla``.
 
-Environment: ``SIMULATOR_PARTICLES=auto|native|xla`` (default ``auto``: native on CPU where the extension loads),
-read when a program is traced; it chooses the implementation of the particles' other kernel too (the rows a
-hand-over moves, :mod:`simulator.fft.owned`).
+Which runs, and on how many threads: :mod:`simulator.fft.kernels` (``SIMULATOR_PARTICLES``).
 
 Differentiation (forward and reverse, any order) and batching: the primitives are linear in the grid (gather)
 and in the values (scatter), each the other's transpose; the derivative along the offsets t is the same
@@ -34,11 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import math
-import os
 from collections.abc import Callable
-from types import ModuleType
 
 import jax
 import jax.numpy as jnp
@@ -48,18 +43,10 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
-from simulator.errors import ConfigError
+from simulator.fft.kernels import native
 
-ENV_PATH = "SIMULATOR_PARTICLES"
-PATHS = ("auto", "native", "xla")
-
-#: the native extension's handlers this code calls (an extension built from older source lacks some: not used)
-HANDLERS = ("simulator_window_gather", "simulator_window_scatter", "simulator_first", "simulator_take_rows",
-            "simulator_put_rows")
 #: points per chunk of the XLA implementation (B x 64 window values each held at a time)
 LOCAL_CHUNK = 1 << 14
-#: points per thread of the native implementation: fewer points than twice this run on one thread
-THREAD_GRAIN = 1 << 14
 
 
 def lagrange4_weights(t: jax.Array) -> jax.Array:
@@ -122,46 +109,6 @@ WINDOWS: dict[str, Window] = {
 }
 
 
-# ---- which implementation --------------------------------------------------------------------------------------
-
-
-@functools.cache
-def native() -> tuple[ModuleType | None, str]:
-    """The native extension ``simulator.fft._particles``, or None and why it is unavailable."""
-    if importlib.util.find_spec("simulator.fft._particles") is None:
-        return None, ("native extension not built (bash scripts/setup.sh in a checkout, or pip install again "
-                      "with a C++ compiler, builds it)")
-    try:
-        from simulator.fft import _particles
-    except ImportError as err:
-        return None, f"native extension failed to load: {err}"
-    missing = sorted(set(HANDLERS) - set(_particles.handlers()))
-    if missing:
-        return None, (f"native extension older than this code (no {', '.join(missing)}): bash scripts/setup.sh in a "
-                      "checkout, or pip install again, rebuilds it")
-    for name, capsule in _particles.handlers().items():
-        jax.ffi.register_ffi_target(name, capsule, platform="cpu")
-    return _particles, ""
-
-
-def implementation(platform: str) -> str:
-    """``native`` or ``xla``: the particles' kernels' implementation on ``platform`` (see the module docstring)."""
-    requested = os.environ.get(ENV_PATH, "").strip() or "auto"
-    if requested not in PATHS:
-        raise ConfigError(ENV_PATH, requested, f"expected one of {', '.join(PATHS)}")
-    if platform != "cpu" or requested == "xla":
-        return "xla"
-    return "native" if native()[0] is not None else "xla"
-
-
-def threads_for(points: int, devices: int) -> int:
-    """Threads of one native call on ``points`` points, one of ``devices`` devices of this process running
-    theirs at the same time: one per :data:`THREAD_GRAIN` points, at most the cores per device."""
-    from simulator.threads import available_cores
-
-    return max(1, min(available_cores() // max(1, devices), points // THREAD_GRAIN))
-
-
 # ---- the primitives ------------------------------------------------------------------------------------------
 
 
@@ -191,7 +138,8 @@ def gather(field: jax.Array, points: jax.Array, starts: jax.Array, *, window: st
     """sum over each point's window of ``field`` ``(B, n0, n1, n2)`` (a device's block with its halo, see
     :class:`Block`) times the weights: ``(B, P)`` for ``points`` ``(P, 3)`` (physical coordinates, any real
     numbers: periodic); ``starts`` ``(3,)`` int32 the block's first cell along each axis. ``orders``: the
-    derivative of the weights along each axis. ``impl``: ``native`` or ``xla`` (:func:`implementation`);
+    derivative of the weights along each axis. ``impl``: ``native`` or ``xla``
+    (:func:`simulator.fft.kernels.implementation`);
     ``threads``: the native call's."""
     field, points, starts = _varying(field, points.astype(field.dtype), starts.astype(jnp.int32))
     return _gather_p().bind(field, points, starts, window=window, block=block, impl=impl, threads=int(threads),
