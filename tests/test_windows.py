@@ -203,3 +203,22 @@ def test_an_extension_older_than_the_code_is_not_used(monkeypatch):
         assert kernels.implementation("cpu") == "xla"
     finally:
         kernels.native.cache_clear()
+
+
+def test_a_gpu_s_program_takes_xla_s_path(devices):
+    """Traced along a GPU's route (the planner's, or a GPU run's), the assignment, the interpolation and the
+    hand-over lower to XLA's operations, which a GPU compiles: no native call (those are the CPU's)."""
+    from simulator.equations.cold import mesh
+    from simulator.fft.mesh import as_on
+
+    sim = mixed_sim(devices, count=1)
+    eq, state = sim.equation, sim.initial_state()
+
+    def pm(position, live):  # mesh.density and mesh.interpolate traced on CPU already (the state): their jits
+        rho = mesh.density(eq, position, live, jnp.asarray(1.0))  # must not hand the CPU's trace to a GPU's route
+        moved = mesh.migrate(eq, live, position, position, state.ident, state.lost)[1]
+        return mesh.interpolate(eq, jnp.stack([rho] * 3), moved)
+
+    with as_on("gpu"):
+        text = jax.export.export(jax.jit(pm), platforms=["cuda"])(state.position, state.live).mlir_module()
+    assert "simulator_" not in text and "stablehlo.scatter" in text and "stablehlo.gather" in text

@@ -158,7 +158,7 @@ def scatter(values: jax.Array, points: jax.Array, starts: jax.Array, *, extent: 
 def _varying(*arrays: jax.Array) -> tuple[jax.Array, ...]:
     """The operands made to vary over the same manual mesh axes inside a shard_map (replicated points
     beside a sharded block), as a primitive's operands must."""
-    axes = [frozenset(jax.typeof(a).mat.varying) for a in arrays]
+    axes = [frozenset(jax.typeof(a).manual_axis_type.varying) for a in arrays]
     union = frozenset().union(*axes)
     return tuple(a if have == union else lax.pcast(a, tuple(sorted(union - have)), to="varying")
                  for a, have in zip(arrays, axes, strict=True))

@@ -30,6 +30,7 @@ a kink there), :func:`lattice`, displaced by a field evaluated there (:func:`gra
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -37,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.fft.kernels import implementation
 from simulator.fft.owned import counted
 from simulator.fft.owned import distribute as spread
 from simulator.fft.owned import migrate as hand_over
@@ -83,14 +85,20 @@ def deconvolution(eq: Any) -> jax.Array:
 # outside compiled code (a script's or a test's potential_and_force, a benchmark's parts) they ran op by op,
 # compiling hundreds of small programs anew at every call (a new shard_map body each time): ~7 s per call at
 # 16^3 on 1-2 devices against ~1 s compiled. Same results bit for bit (checked: these parts eager against
-# jitted, and states, runs and a run's outputs before and after).
+# jitted, and states, runs and a run's outputs before and after). Their programs differ by the route's kernels
+# (native on CPU, XLA's on a GPU's route: simulator.fft.kernels), which the jit's cache does not see: that is
+# its key, a static argument, so that a GPU's plan traced in a process that ran on CPU gets XLA's.
 
 
-@jax.jit
 def density(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
     """The particles' assigned mass density ``(Nx, Ny, Nz)`` (real space, not deconvolved: >= 0) of the owned
     particles ``position`` ``(slots, 3)`` of mass ``mass``; ``live`` ``(slots,)`` the occupied slots (0 or 1,
     the run's dtype)."""
+    return _density(implementation(eq.fft.route), eq, position, live, mass)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _density(impl: str, eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
     return eq.fft.deposit(position, live * (mass / math.prod(eq.spacing)), eq.box, eq.physics.cdm_window, eq.dtype,
                           owned=True)
 
@@ -128,9 +136,13 @@ def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, l
     return phi, interpolate(eq, grad, position).T
 
 
-@jax.jit
 def interpolate(eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
     """The field ``grad`` ``(3, Nx, Ny, Nz)`` at the owned particles by the assignment's window ``(3, slots)``."""
+    return _interpolate(implementation(eq.fft.route), eq, grad, position)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _interpolate(impl: str, eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
     return eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
 
 
