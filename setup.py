@@ -1,11 +1,14 @@
-"""Build of the optional native FFT, ``simulator.fft._fftw``: FFTW called by XLA as an FFI custom call.
+"""Build of the optional native extensions: ``simulator.fft._fftw``, FFTW called by XLA as an FFI custom call, and
+``simulator.fft._particles``, the particles' kernels (the windows' gather and scatter, simulator/fft/window.py;
+the hand-over's rows, simulator/fft/owned.py), likewise.
 
 Everything else about the package is declared in pyproject.toml. The extension is optional: when
-FFTW's headers or libraries (Debian: ``libfftw3-dev``) or jaxlib's XLA FFI headers are missing, the
-build is skipped or its failure only warned about, the package installs, and the local FFTs run on
-XLA's own FFT instead (``simulator info`` says which path runs and why; simulator/fft/local.py).
+FFTW's headers or libraries (Debian: ``libfftw3-dev``), a C++ compiler or jaxlib's XLA FFI headers are missing,
+the build is skipped or its failure only warned about, the package installs, and the local FFTs run on
+XLA's own FFT instead (``simulator info`` says which path runs and why; simulator/fft/local.py), the windows on
+XLA's gather and scatter (the particles' extension needs no library).
 
-``SIMULATOR_BUILD_NATIVE=0`` skips the extension on purpose; ``FFTW_DIR=<prefix>`` uses an FFTW
+``SIMULATOR_BUILD_NATIVE=0`` skips the extensions on purpose; ``FFTW_DIR=<prefix>`` uses an FFTW
 installed under ``<prefix>/include`` and ``<prefix>/lib``. The XLA FFI headers come from the jaxlib
 the build sees: scripts/setup.sh builds without isolation, against the jaxlib the package runs
 with; a plain ``pip install .`` gets one through ``[build-system] requires``.
@@ -32,11 +35,11 @@ def jaxlib_include() -> str | None:
 
 def native_extensions() -> list[Extension]:
     if os.environ.get("SIMULATOR_BUILD_NATIVE", "1") == "0":
-        print("setup.py: SIMULATOR_BUILD_NATIVE=0: not building the native FFT")
+        print("setup.py: SIMULATOR_BUILD_NATIVE=0: not building the native FFT and windows")
         return []
     include = jaxlib_include()
     if include is None:
-        print("setup.py: jaxlib's XLA FFI headers not found: not building the native FFT")
+        print("setup.py: jaxlib's XLA FFI headers not found: not building the native FFT and windows")
         return []
     include_dirs, library_dirs = [include], []
     prefix = os.environ.get("FFTW_DIR")
@@ -54,7 +57,16 @@ def native_extensions() -> list[Extension]:
             extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
             language="c++",
             optional=True,  # a failed build warns, and the package falls back to XLA's FFT
-        )
+        ),
+        Extension(
+            "simulator.fft._particles",
+            sources=["simulator/fft/native/particles_ffi.cc"],
+            include_dirs=[include],
+            libraries=["pthread"],
+            extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
+            language="c++",
+            optional=True,  # a failed build warns, and the particles' kernels fall back to XLA
+        ),
     ]
 
 

@@ -15,6 +15,11 @@ in the same rounds:
   transforms of both densities, the window's deconvolution, Phi and the three inverse transforms of its
   gradient); ``interpolate_ms``: the force interpolated back to the particles (the window again and the
   halo exchange). The step does all three once (the drift refreshes the force);
+* ``pm_vs_wave``: the mass assignment and the interpolation together over the wave's step
+  ((deposit_ms + interpolate_ms) / wave_ms);
+* ``*_cpu_ms``: the same in CPU time of this process (all its threads: the work done, which a loaded machine
+  inflates less than the wall time; the table's ``cpu vs`` and ``cpu pm`` are ``vs_wave`` and ``pm_vs_wave`` so),
+  ``load_before``, ``load_after``: the 1-minute load average before and after the row;
 * ``bytes_per_particle``: the compiled chunk's memory (arguments + outputs + temporaries - donated, what
   ``simulator plan`` predicts a run from) of the mixed run less the wave's, per particle.
 
@@ -159,7 +164,8 @@ def main() -> int:
     print(f"# {info['device_kind']}, {info['cores']} cores, {args.precision}, f = {args.fraction}, "
           f"{args.steps} steps per chunk, {args.repeats} rounds", flush=True)
     print(f"{'N':>4s} {'dev':>3s} {'window':6s} {'step ms':>9s} {'wave ms':>9s} {'vs wave':>7s} {'deposit':>8s} "
-          f"{'solve':>8s} {'interp':>8s} {'B/part':>7s}", flush=True)
+          f"{'solve':>8s} {'interp':>8s} {'pm/wave':>7s} {'B/part':>7s} {'cpu vs':>7s} {'cpu pm':>7s} {'load':>11s}",
+          flush=True)
     for n in args.sizes:
         for count in args.devices:
             devices = jax.devices()[:count]
@@ -171,20 +177,29 @@ def main() -> int:
                     print(f"# skip {window} at {n}^3 on {count}: {err}", flush=True)
                     continue
                 fns = {"wave": wave, "mixed": mixed, **pieces(sim)}
-                times = timed_interleaved(fns, repeats=args.repeats)
-                step, plain = times["mixed"] / args.steps, times["wave"] / args.steps
+                before = os.getloadavg()[0]
+                cpu: dict[str, float] = {}
+                times = timed_interleaved(fns, repeats=args.repeats, cpu=cpu)
+                per_step = {"mixed": args.steps, "wave": args.steps}
+                ms = {k: 1e3 * t / per_step.get(k, 1) for k, t in times.items()}
+                cpu_ms = {k: 1e3 * t / per_step.get(k, 1) for k, t in cpu.items()}
                 per_byte = None if mem is None or wave_mem is None else (mem - wave_mem) / n**3
                 row = {"N": n, "devices": count, "window": window, "particles": n**3, "fraction": args.fraction,
-                       "precision": args.precision, "step_ms": 1e3 * step, "wave_ms": 1e3 * plain,
-                       "vs_wave": step / plain, "deposit_ms": 1e3 * times["deposit"],
-                       "solve_ms": 1e3 * times["solve"], "interpolate_ms": 1e3 * times["interpolate"],
-                       "bytes_per_particle": per_byte, "repeats": args.repeats, "steps": args.steps}
+                       "precision": args.precision, "step_ms": ms["mixed"], "wave_ms": ms["wave"],
+                       "vs_wave": ms["mixed"] / ms["wave"], "deposit_ms": ms["deposit"], "solve_ms": ms["solve"],
+                       "interpolate_ms": ms["interpolate"],
+                       "pm_vs_wave": (ms["deposit"] + ms["interpolate"]) / ms["wave"],
+                       **{f"{k}_cpu_ms": v for k, v in cpu_ms.items()},
+                       "bytes_per_particle": per_byte, "load_before": before, "load_after": os.getloadavg()[0],
+                       "repeats": args.repeats, "steps": args.steps}
                 rows.append(row)
                 write_results(args.out, "pm", rows, info)
                 b = "-" if per_byte is None else f"{per_byte:7.1f}"
                 print(f"{n:4d} {count:3d} {window:6s} {row['step_ms']:9.2f} {row['wave_ms']:9.2f} {row['vs_wave']:7.2f} "
-                      f"{row['deposit_ms']:8.2f} {row['solve_ms']:8.2f} {row['interpolate_ms']:8.2f} {b:>7s}",
-                      flush=True)
+                      f"{row['deposit_ms']:8.2f} {row['solve_ms']:8.2f} {row['interpolate_ms']:8.2f} "
+                      f"{row['pm_vs_wave']:7.2f} {b:>7s} {cpu_ms['mixed'] / cpu_ms['wave']:7.2f} "
+                      f"{(cpu_ms['deposit'] + cpu_ms['interpolate']) / cpu_ms['wave']:7.2f} "
+                      f"{row['load_before']:5.2f}-{row['load_after']:5.2f}", flush=True)
     if rows:
         print(write_results(args.out, "pm", rows, info), flush=True)
     return 0

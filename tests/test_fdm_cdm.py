@@ -830,8 +830,8 @@ def test_two_processes_equal_one(tmp_path, fraction):
 
 @pytest.mark.slow
 def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tmp_path):
-    """scripts/bench_pm.py at a toy size: a row per device count, the step and its three parts timed, the
-    particles' own memory."""
+    """scripts/bench_pm.py at a toy size: a row per device count, the step and its three parts timed (wall and CPU
+    time, the assignment and interpolation against the wave's step), the load, the particles' own memory."""
     import json
 
     script = ROOT / "scripts" / "bench_pm.py"
@@ -842,6 +842,9 @@ def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tm
     assert [(r["N"], r["devices"], r["window"], r["particles"]) for r in rows] == [(8, 1, "cic", 512), (8, 2, "cic", 512)]
     for r in rows:
         assert min(r["step_ms"], r["wave_ms"], r["deposit_ms"], r["solve_ms"], r["interpolate_ms"]) > 0
+        assert r["pm_vs_wave"] == pytest.approx((r["deposit_ms"] + r["interpolate_ms"]) / r["wave_ms"])
+        assert min(r[f"{k}_cpu_ms"] for k in ("mixed", "wave", "deposit", "solve", "interpolate")) > 0
+        assert r["load_before"] >= 0 and r["load_after"] >= 0
         assert r["bytes_per_particle"] >= 72, r  # positions, momenta and forces: 9 float64 each
     assert "# wrote" in done.stdout
 

@@ -20,7 +20,10 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec
+
+from simulator.fft.kernels import implementation
 
 
 def _sharded_axes(fft) -> list[tuple[int, str, int]]:
@@ -30,60 +33,112 @@ def _sharded_axes(fft) -> list[tuple[int, str, int]]:
 
 
 def _block_of(x: jax.Array, axis: int, n: int, dx: float, devices: int) -> jax.Array:
-    """The device index (along one mesh axis) whose block holds coordinate ``x`` of real axis ``axis``."""
-    cell = jnp.mod(jnp.floor(x / dx).astype(jnp.int32), n)
-    return cell // (n // devices)
+    """The device index (along one mesh axis) whose block holds coordinate ``x`` of real axis ``axis``. In
+    floating point (the cell wrapped, then divided by the block's cells; exact for the integers they are while
+    below 2^24): integers' remainder and quotient are a division per element on CPU."""
+    cell = jnp.floor(x / dx)
+    cell = cell - n * jnp.floor(cell / n)
+    return jnp.floor(cell / (n // devices)).astype(jnp.int32)
 
 
-def _place(live: jax.Array, arrays: list[jax.Array], incoming: list[jax.Array], arriving: jax.Array
-           ) -> tuple[jax.Array, list[jax.Array], jax.Array]:
-    """Incoming rows (``arriving`` marks the real ones, packed first) into this device's empty slots, in
-    slot order; returns the slots' new liveness and contents, and how many found no empty slot."""
-    cap = live.shape[0]
-    free_first = jnp.argsort(live, stable=True)  # empty slots (False) first, in slot order
-    n_free = cap - jnp.sum(live)
-    rows = arriving.shape[0]
-    j = jnp.arange(rows)
-    fits = arriving & (j < n_free)
-    target = jnp.where(fits, jnp.take(free_first, jnp.minimum(j, cap - 1)), cap)  # cap: a slot thrown away
-    out = [jnp.concatenate([x, jnp.zeros((1, *x.shape[1:]), x.dtype)]).at[target].set(r)[:cap]
-           for x, r in zip(arrays, incoming, strict=True)]
-    live = jnp.concatenate([live, jnp.zeros(1, bool)]).at[target].set(fits)[:cap]
-    return live, out, jnp.sum(arriving & ~fits)
+def _like(x: jax.Array, shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:
+    """A native call's result of ``shape``, varying over the same shard_map axes as ``x``."""
+    t = jax.typeof(x)
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=t.sharding, manual_axis_type=t.manual_axis_type)
+
+
+def _first(mask: jax.Array, count: int, impl: str) -> jax.Array:
+    """The indices of the first ``count`` True entries of ``mask`` ``(n,)``, in order (``n`` past the last one).
+    ``impl`` ``native``: one pass of the particles' extension (:func:`simulator.fft.kernels.implementation`); ``xla``:
+    a prefix sum and a scatter (XLA's CPU prefix sum, a tree of reduce-windows, was half of a 4-device hand-over's
+    time at 64^3 particles)."""
+    n = mask.shape[0]
+    if impl == "native":
+        call = jax.ffi.ffi_call("simulator_first", _like(mask, (count,), jnp.int32), vmap_method="sequential")
+        return call(mask)
+    rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    target = jnp.where(mask & (rank < count), rank, count)  # count: dropped
+    return jnp.full(count, n, jnp.int32).at[target].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+
+
+def _take(x: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
+    """The rows ``rows`` ``(R,)`` of ``x`` ``(n, ...)`` (:func:`_first`'s: in order, ``n`` for none: a zero row)."""
+    if impl == "native":
+        call = jax.ffi.ffi_call("simulator_take_rows", _like(x, (rows.shape[0], *x.shape[1:]), x.dtype),
+                                vmap_method="sequential")
+        return call(x, rows)
+    return jnp.take(x, rows, axis=0, mode="fill", fill_value=0)
+
+
+def _put(x: jax.Array, target: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
+    """``x`` ``(n, ...)`` with row ``target[k]`` set to ``rows[k]`` (a target of ``n`` or more: dropped); native:
+    in ``x``'s buffer, only those rows written."""
+    if impl == "native":
+        call = jax.ffi.ffi_call("simulator_put_rows", _like(x, x.shape, x.dtype), vmap_method="sequential",
+                                input_output_aliases={0: 0})
+        return call(x, rows.astype(x.dtype), target)
+    return x.at[target].set(rows, mode="drop")
+
+
+def _send(rows: list[jax.Array], mesh_axis: str, pairs: list[tuple[int, int]]) -> list[jax.Array]:
+    """``rows`` (arrays of one length) sent to the neighbours ``pairs`` along ``mesh_axis``: the arrays of one
+    dtype side by side in one message (one collective per dtype, not one per array); returned as they were."""
+    out: list[jax.Array] = [None] * len(rows)  # type: ignore[list-item]
+    for dtype in dict.fromkeys(r.dtype for r in rows):
+        mine = [i for i, r in enumerate(rows) if r.dtype == dtype]
+        flat = [rows[i].reshape(rows[i].shape[0], -1) for i in mine]
+        sent = jax.lax.ppermute(jnp.concatenate(flat, axis=1), mesh_axis, pairs)
+        edges = np.cumsum([0] + [f.shape[1] for f in flat])
+        for i, a, b in zip(mine, edges[:-1], edges[1:], strict=True):
+            out[i] = sent[:, a:b].reshape(rows[i].shape)
+    return out
 
 
 def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], spacing: tuple[float, ...],
-                   buffer: int, axes: tuple[str, ...], live: jax.Array, *arrays: jax.Array
+                   buffer: int, axes: tuple[str, ...], impl: str, live: jax.Array, *arrays: jax.Array
                    ) -> tuple[jax.Array, ...]:
     """One device's migration (see :func:`migrate`): along each sharded axis in turn, the live particles
-    whose cell left this block go to the neighbour that holds it, ``buffer`` rows at most per direction."""
+    whose cell left this block go to the neighbour that holds it, ``buffer`` rows at most per direction; the
+    arrivals from both neighbours then fill this device's empty slots in slot order (those from the lower
+    neighbour first). Only the rows that move are gathered and scattered (no sort, no pass over every slot per
+    array); ``impl``: how the rows are found (:func:`_first`)."""
     arrays = list(arrays)
+    cap = live.shape[0]
     sent_over = jnp.zeros((), jnp.int32)
     too_far = jnp.zeros((), jnp.int32)
     no_room = jnp.zeros((), jnp.int32)
     for axis, mesh_axis, size in moves:
         me = jax.lax.axis_index(mesh_axis)
         owner = _block_of(arrays[0][:, axis], axis, shape[axis], spacing[axis], size)
-        delta = jnp.mod(owner - me, size)
+        delta = owner - me
+        delta = jnp.where(delta < 0, delta + size, delta)  # mod size: both lie in [0, size)
         far = live & (delta != 0) & (delta != 1) & (delta != size - 1)
-        too_far = too_far + jnp.sum(far)
+        too_far = too_far + jnp.sum(far, dtype=jnp.int32)
         directions = [(1, [(i, (i + 1) % size) for i in range(size)])]
         if size > 2:  # with two devices the left neighbour is the right one
             directions.append((size - 1, [(i, (i - 1) % size) for i in range(size)]))
+        incoming: list[list[jax.Array]] = []
+        arriving = []
         for step, pairs in directions:
             go = live & (delta == step)
-            rank = jnp.cumsum(go) - 1
-            slot = jnp.where(go & (rank < buffer), rank, buffer)
-            sent_over = sent_over + jnp.sum(go & (rank >= buffer))
-            packed = [jnp.zeros((buffer + 1, *x.shape[1:]), x.dtype).at[slot].set(x)[:buffer] for x in arrays]
-            flags = jnp.zeros(buffer + 1, bool).at[slot].set(go)[:buffer]
-            live = live & ~go
-            incoming = [jax.lax.ppermute(x, mesh_axis, pairs) for x in packed]
-            arriving = jax.lax.ppermute(flags, mesh_axis, pairs)
-            live, arrays, lost = _place(live, arrays, incoming, arriving)
-            no_room = no_room + lost
-            # arrivals sit in slots that were empty, whose old values said nothing: look again
-            delta = jnp.mod(_block_of(arrays[0][:, axis], axis, shape[axis], spacing[axis], size) - me, size)
+            rows = _first(go, buffer, impl)
+            sent_over = sent_over + jnp.maximum(jnp.sum(go, dtype=jnp.int32) - buffer, 0)
+            live = live & ~go  # those past the buffer are counted, and lost
+            *came_rows, came = _send([_take(x, rows, impl) for x in arrays] + [(rows < cap).astype(jnp.int32)],
+                                     mesh_axis, pairs)
+            incoming.append(came_rows)
+            arriving.append(came > 0)
+        # each buffer's arrivals come first in it: those of the first fill the first empty slots, in slot order,
+        # those of the second the next ones
+        free = _first(~live, buffer * len(directions), impl)
+        before = jnp.zeros((), jnp.int32)
+        for came, came_rows in zip(arriving, incoming, strict=True):
+            k = before + jnp.arange(buffer, dtype=jnp.int32)
+            target = jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap)  # cap: no room
+            no_room = no_room + jnp.sum(came & (target >= cap), dtype=jnp.int32)
+            arrays = [_put(x, target, r, impl) for x, r in zip(arrays, came_rows, strict=True)]
+            live = _put(live, target, came, impl)
+            before = before + jnp.sum(came, dtype=jnp.int32)
     counts = jax.lax.psum(jnp.stack([sent_over, no_room, too_far]).astype(jnp.int32), axes)
     return (live, *arrays, counts)
 
@@ -107,7 +162,7 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     spread = PartitionSpec(axes)
-    body = functools.partial(_migrate_local, moves, shape, spacing, buffer, axes)
+    body = functools.partial(_migrate_local, moves, shape, spacing, buffer, axes, implementation(fft.route))
     specs = (spread, *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays))
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=specs, out_specs=(*specs, PartitionSpec()))
     return mapped(live, *arrays)

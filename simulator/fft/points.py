@@ -31,14 +31,16 @@ ordinary JAX arithmetic, the psum transposes to itself) and batched under ``jax.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec
+
+from simulator.fft.kernels import implementation, threads_for
+from simulator.fft.window import WINDOWS, Block, gather
 
 #: complex partial sums held per chunk of points (batch * n0 * n1 * C): bounds the chunk's memory
 CHUNK_ELEMENTS = 1 << 22
@@ -190,133 +192,53 @@ def evaluate_at(fft, spectrum: jax.Array, points: jax.Array, wavenumbers: Sequen
 
 # ---- the local path: a window of grid nodes around each point (interpolation, and its adjoint the deposit) -----
 
-#: points per chunk of the local interpolation (3 x 64 stencil values each held at a time)
-LOCAL_CHUNK = 1 << 14
 
-
-def lagrange4_weights(t: jax.Array) -> jax.Array:
-    """Weights of the 4-point (cubic) Lagrange interpolant on nodes -1, 0, 1, 2 at offset ``t`` in [0, 1):
-    ``(..., 4)``. Exact for cubics; error O(dx^4) for smooth fields."""
-    return jnp.stack([-t * (t - 1) * (t - 2) / 6, (t + 1) * (t - 1) * (t - 2) / 2,
-                      -(t + 1) * t * (t - 2) / 2, (t + 1) * t * (t - 1) / 6], axis=-1)
-
-
-def cic_weights(t: jax.Array) -> jax.Array:
-    """Cloud-in-cell (linear) weights on nodes 0, 1 at offset ``t`` in [0, 1): ``(..., 2)`` (Hockney &
-    Eastwood 1988, §5-3: the assignment function of order 2, a top hat of one cell convolved with itself)."""
-    return jnp.stack([1 - t, t], axis=-1)
-
-
-def tsc_weights(t: jax.Array) -> jax.Array:
-    """Triangular-shaped-cloud (quadratic) weights on nodes -1, 0, 1, 2 at offset ``t`` in [0, 1): ``(..., 4)``,
-    the kernel W(d) = 3/4 - d^2 (|d| < 1/2), (3/2 - |d|)^2 / 2 (1/2 <= |d| < 3/2) at d = t + 1, t, t - 1,
-    t - 2 (one of the four is 0: a fixed stencil of four nodes covers every offset). Hockney & Eastwood
-    1988, §5-3, the assignment function of order 3."""
-
-    def kernel(d: jax.Array) -> jax.Array:
-        d = jnp.abs(d)
-        return jnp.where(d < 0.5, 0.75 - d**2, jnp.where(d < 1.5, 0.5 * (1.5 - d) ** 2, 0.0))
-
-    return jnp.stack([kernel(t + 1), kernel(t), kernel(t - 1), kernel(t - 2)], axis=-1)
-
-
-@dataclasses.dataclass(frozen=True)
-class Window:
-    """Grid nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along each axis, and their
-    weights ``weights(s - floor(s))`` ``(..., below + above + 1)``; ``order``: the power p of the window's
-    transform, prod_i sinc(k_i dx_i / 2)^p (0: an interpolant, not an assignment function)."""
-
-    below: int
-    above: int
-    weights: Callable[[jax.Array], jax.Array]
-    order: int = 0
-
-
-#: the windows by name: an interpolant (lagrange4) and the particle-mesh assignment functions (cic, tsc)
-WINDOWS: dict[str, Window] = {
-    "lagrange4": Window(1, 2, lagrange4_weights),
-    "cic": Window(0, 1, cic_weights, order=2),
-    "tsc": Window(1, 2, tsc_weights, order=3),
-}
-
-
-def _halo(x: jax.Array, axis: int, mesh_axis: str | None, size: int, below: int, above: int) -> jax.Array:
+def _halo(x: jax.Array, axis: int, mesh_axis: str, size: int, below: int, above: int) -> jax.Array:
     """``x`` extended along ``axis`` by ``below`` planes below and ``above`` above, taken periodically from
-    the neighbouring devices along ``mesh_axis`` of ``size`` devices (or from itself when unsharded)."""
+    the neighbouring devices along ``mesh_axis`` of ``size`` devices."""
     n = x.shape[axis]
     parts = [x]
-    if below:
+    if below:  # my last planes are my right neighbour's lower halo
         low = jax.lax.slice_in_dim(x, n - below, n, axis=axis)
-        if mesh_axis is not None and size > 1:  # my last planes are my right neighbour's lower halo
-            low = jax.lax.ppermute(low, mesh_axis, [(i, (i + 1) % size) for i in range(size)])
-        parts.insert(0, low)
-    if above:
+        parts.insert(0, jax.lax.ppermute(low, mesh_axis, [(i, (i + 1) % size) for i in range(size)]))
+    if above:  # my first planes are my left neighbour's upper halo
         high = jax.lax.slice_in_dim(x, 0, above, axis=axis)
-        if mesh_axis is not None and size > 1:  # my first planes are my left neighbour's upper halo
-            high = jax.lax.ppermute(high, mesh_axis, [(i, (i - 1) % size) for i in range(size)])
-        parts.append(high)
+        parts.append(jax.lax.ppermute(high, mesh_axis, [(i, (i - 1) % size) for i in range(size)]))
     return jnp.concatenate(parts, axis=axis)
 
 
-def _local_window(window: Window, real_axes: tuple[str | None, str | None, str | None],
-                  sizes: tuple[int, int, int], shape: tuple[int, int, int], spacing: tuple[float, float, float],
-                  axes: tuple[str, ...] | None, reach: int, field: jax.Array, points: jax.Array) -> jax.Array:
+def _local_window(window: str, real_axes: tuple[str | None, str | None, str | None], sizes: tuple[int, int, int],
+                  block: Block, axes: tuple[str, ...] | None, impl: str, threads: int, field: jax.Array,
+                  points: jax.Array) -> jax.Array:
     """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``, ``points`` ``(Np, 3)``; returns
     ``(B, Np)``. With ``axes`` (replicated points) every point whose cell (floor(x / dx)) lies in this block is
     evaluated here from the block and its halo, the others give 0, and one psum over ``axes`` completes them
-    all. Without (owned points) every point is this device's and the values stay here: with ``reach`` 0 (the
-    cold dark matter's case) its cell lies in this block; with ``reach`` > 0 it may lie up to ``reach`` cells
+    all. Without (owned points) every point is this device's and the values stay here: with ``block.reach`` 0
+    (the cold dark matter's case) its cell lies in this block; with a reach it may lie up to that many cells
     outside along a sharded axis (a Runge-Kutta stage's provisional position: the halo is ``reach`` planes
-    wider on each side), and a point beyond gives NaN (its owner cannot evaluate it: the caller counts it)."""
-    if reach and axes is not None:
-        raise ValueError("_local_window: reach applies to owned points only")
+    wider on each side), and a point beyond gives NaN (its owner cannot evaluate it: the caller counts it).
+    Along an axis the block holds whole, the window's nodes wrap around it (no halo, no copy of the block);
+    along a sharded one the neighbours' planes extend it (:func:`_halo`). The windowed sum itself is
+    :func:`simulator.fft.window.gather` (its transpose the deposit's scatter)."""
+    w = WINDOWS[window]
     ext = field
     starts = []
     for a in range(3):
-        cut = real_axes[a] is not None and sizes[a] > 1
-        ext = _halo(ext, a + 1, real_axes[a], sizes[a], window.below + reach, window.above + reach)
-        starts.append(jax.lax.axis_index(real_axes[a]) * field.shape[a + 1] if cut else 0)
-    b = field.shape[0]
-    n_points = points.shape[0]
-    c = min(n_points, LOCAL_CHUNK)
-    chunks = -(-n_points // c)
-    padded = jnp.concatenate([points, jnp.zeros((chunks * c - n_points, 3), points.dtype)])
-    width = window.below + window.above + 1
-    # an owned point at reach 0 is inside by construction: no mask (nor a select in the deposit, its transpose)
-    checked = axes is not None or reach > 0
-
-    def one(x: jax.Array) -> jax.Array:
-        s = x / jnp.asarray(spacing, x.dtype)
-        base = jnp.floor(s)
-        weights = window.weights(s - base)  # (C, 3, width)
-        g = jnp.mod(base.astype(jnp.int32), jnp.asarray(shape, jnp.int32))  # global index of the cell, (C, 3)
-        inside = jnp.ones(x.shape[0], bool)
-        idx = []
-        for a in range(3):
-            n_local = field.shape[a + 1]
-            # the cell's offset from the block's start; with a reach, periodic in [-reach, shape - reach) so that
-            # a cell just below the block (across the periodic wrap too) is a negative offset into the wider halo
-            local = g[:, a] - starts[a] if not reach else jnp.mod(g[:, a] - starts[a] + reach, shape[a]) - reach
-            if checked:
-                inside = inside & (local >= -reach) & (local < n_local + reach)
-            # node -below of the stencil is at ext position local + reach (the lower halo shifts everything)
-            idx.append(jnp.clip(local, -reach, n_local + reach - 1)[:, None] + (reach + jnp.arange(width))[None, :])
-        values = ext[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]]
-        out = jnp.einsum("bcijk,ci,cj,ck->bc", values, weights[:, 0], weights[:, 1], weights[:, 2])
-        if axes is not None:  # another device's point: its owner adds it in the psum
-            return jnp.where(inside[None, :], out, 0)
-        return jnp.where(inside[None, :], out, jnp.nan) if reach else out
-
-    out = jax.lax.map(one, padded.reshape(chunks, c, 3))  # (chunks, B, C)
-    out = jnp.moveaxis(out, 1, 0).reshape(b, chunks * c)[:, :n_points]
-    return out if axes is None else jax.lax.psum(out, axes)
+        if block.cut[a]:
+            ext = _halo(ext, a + 1, real_axes[a], sizes[a], w.below + block.reach, w.above + block.reach)
+            starts.append(jax.lax.axis_index(real_axes[a]) * field.shape[a + 1])
+        else:
+            starts.append(0)
+    out = gather(ext, points, jnp.stack([jnp.asarray(v, jnp.int32) for v in starts]), window=window, block=block,
+                 impl=impl, threads=threads)
+    return out if axes is None else jax.lax.psum(out, axes)  # another device's point gave 0: its owner adds it
 
 
 def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],
                       window: str = "lagrange4", owned: bool = False, reach: int = 0) -> jax.Array:
     """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` (``fft``'s real layout and sharding) at ``points``
     ``(Np, 3)`` (replicated, any real coordinates: periodic) by the tensor product of a 1D ``window``
-    (:data:`WINDOWS`; the default the tricubic 4-point Lagrange interpolant, :func:`lagrange4_weights`, which
+    (:data:`simulator.fft.window.WINDOWS`; the default the tricubic 4-point Lagrange interpolant, which
     Yeung & Pope 1988 compare with the exact sum; ``cic`` and ``tsc`` the particle-mesh interpolations).
     Each device evaluates the points whose cell lies in its block, from its block and a halo (the window's
     planes below and above along each sharded axis: ``ppermute`` with its neighbours); one psum assembles
@@ -338,8 +260,14 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
-    body = functools.partial(_local_window, WINDOWS[window], real_axes, sizes, shape, spacing,
-                             None if owned else axes, reach)
+    # an owned point at reach 0 is inside by construction: no check (nor a select in the deposit, its transpose)
+    outside = "zero" if not owned else ("nan" if reach else "none")
+    block = Block(shape, spacing, tuple(m is not None and n > 1 for m, n in zip(real_axes, sizes, strict=True)),
+                  reach, outside)
+    here = sum(d.process_index == jax.process_index() for d in fft.mesh.devices.flat)
+    local_points = points.shape[0] // fft.devices if owned else points.shape[0]
+    body = functools.partial(_local_window, window, real_axes, sizes, block, None if owned else axes,
+                             implementation(fft.route), threads_for(local_points, here))
     spread = PartitionSpec(axes) if owned else PartitionSpec()
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), spread),
                            out_specs=PartitionSpec(None, *spread))

@@ -1,7 +1,7 @@
 """The particle-mesh algorithm of a cold species beside the wave (JAX), for any equation that carries one.
 
 Particle-mesh (Hockney & Eastwood 1988, ch. 5): the particles' mass is assigned to the grid by the window W
-(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.points.WINDOWS`),
+(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.window.WINDOWS`),
 the assignment's transform prod_i sinc(k_i dx_i / 2)^p (p = 2, 3) is divided out of rho_cdm's spectrum,
 the potential is solved spectrally for the total density (wave plus particles), and the field -grad(Phi)
 (spectral derivative) is divided by the same transform once more and interpolated back to the particles
@@ -30,6 +30,7 @@ a kink there), :func:`lattice`, displaced by a field evaluated there (:func:`gra
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -37,10 +38,11 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.fft.kernels import implementation
 from simulator.fft.owned import counted
 from simulator.fft.owned import distribute as spread
 from simulator.fft.owned import migrate as hand_over
-from simulator.fft.points import WINDOWS
+from simulator.fft.window import WINDOWS
 from simulator.particles import slots
 
 
@@ -68,26 +70,42 @@ def window_transform(eq: Any) -> jax.Array:
     return out
 
 
+def deconvolution(eq: Any) -> jax.Array:
+    """1 / :func:`window_transform`, as the product of the three axes' reciprocals (vectors): a multiplication
+    per mode where the division by the broadcast product was three operations and a division."""
+    order = WINDOWS[eq.physics.cdm_window].order
+    out = 1.0
+    for k, dx in zip(eq.kr, eq.spacing, strict=True):
+        out = out * (1.0 / jnp.sinc(k * dx / (2 * jnp.pi)) ** order)
+    return out
+
+
 # The particle parts below that run in a shard_map (the assignment, the interpolation, the first distribution)
 # are jitted: inside a compiled step or state builder this changes nothing (the call is inlined), but called
 # outside compiled code (a script's or a test's potential_and_force, a benchmark's parts) they ran op by op,
 # compiling hundreds of small programs anew at every call (a new shard_map body each time): ~7 s per call at
 # 16^3 on 1-2 devices against ~1 s compiled. Same results bit for bit (checked: these parts eager against
-# jitted, and states, runs and a run's outputs before and after).
+# jitted, and states, runs and a run's outputs before and after). Their programs differ by the route's kernels
+# (native on CPU, XLA's on a GPU's route: simulator.fft.kernels), which the jit's cache does not see: that is
+# its key, a static argument, so that a GPU's plan traced in a process that ran on CPU gets XLA's.
 
 
-@jax.jit
 def density(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
     """The particles' assigned mass density ``(Nx, Ny, Nz)`` (real space, not deconvolved: >= 0) of the owned
     particles ``position`` ``(slots, 3)`` of mass ``mass``; ``live`` ``(slots,)`` the occupied slots (0 or 1,
     the run's dtype)."""
+    return _density(implementation(eq.fft.route), eq, position, live, mass)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _density(impl: str, eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
     return eq.fft.deposit(position, live * (mass / math.prod(eq.spacing)), eq.box, eq.physics.cdm_window, eq.dtype,
                           owned=True)
 
 
 def density_spectrum(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array) -> jax.Array:
     """rho_cdm's r2c spectrum with the window divided out (Nyquist planes zeroed)."""
-    return eq.nyquist_free(eq.fft.rfft(density(eq, position, live, mass))) / window_transform(eq)
+    return eq.nyquist_free(eq.fft.rfft(density(eq, position, live, mass))) * deconvolution(eq)
 
 
 def contrast_spectrum(eq: Any, position: jax.Array, live: jax.Array, mass: jax.Array, mean: jax.Array) -> jax.Array:
@@ -103,10 +121,11 @@ def solve(eq: Any, rho_wave_hat: jax.Array, rho_cdm: jax.Array, G: Any) -> tuple
     the field -grad(Phi) the particles feel ``(3, Nx, Ny, Nz)``, from the wave's density spectrum
     ``rho_wave_hat`` (r2c, Nyquist-free) and the particles' assigned density ``rho_cdm`` (the window divided out
     of it, and once more out of the force: see the module docstring)."""
-    cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) / window_transform(eq)
+    cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) * deconvolution(eq)
     phi_hat = potential_spectrum(rho_wave_hat + cdm_hat, inverse_laplacian(eq.kr), G)
-    pull_hat = eq.nyquist_free(phi_hat) / window_transform(eq)
-    return eq.fft.irfft(phi_hat), jnp.stack([eq.fft.irfft(-1j * k * pull_hat) for k in eq.kr])
+    pull_hat = eq.nyquist_free(phi_hat) * deconvolution(eq)
+    # one transform of the three components (FFTW batches them), written where the force lives: no stack
+    return eq.fft.irfft(phi_hat), eq.fft.irfft(jnp.stack([-1j * k * pull_hat for k in eq.kr]))
 
 
 def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, live: jax.Array, mass: jax.Array,
@@ -117,9 +136,13 @@ def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, l
     return phi, interpolate(eq, grad, position).T
 
 
-@jax.jit
 def interpolate(eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
     """The field ``grad`` ``(3, Nx, Ny, Nz)`` at the owned particles by the assignment's window ``(3, slots)``."""
+    return _interpolate(implementation(eq.fft.route), eq, grad, position)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _interpolate(impl: str, eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
     return eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
 
 
@@ -138,8 +161,12 @@ def energies(eq: Any, state: Any, mass: jax.Array) -> dict[str, jax.Array]:
 
 
 def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
-    """x <- x + p K2, wrapped into the box ``(slots, 3)``."""
-    return jnp.mod(position + momentum * k2, jnp.asarray(eq.box, eq.dtype))
+    """x <- x + p K2, wrapped into the box ``(slots, 3)``: x - L floor(x / L), the same numbers as jnp.mod for a
+    move of less than a box (x - L and x + L are what both compute, each rounded once; x < L never divides to 1)
+    at a fraction of its cost on CPU (XLA calls fmod per element: 6 ms of a 64^3 step)."""
+    x = position + momentum * k2
+    box = jnp.asarray(eq.box, eq.dtype)
+    return x - box * jnp.floor(x / box)
 
 
 @jax.jit

@@ -1,0 +1,224 @@
+"""The windows' gather and scatter (simulator.fft.window) and the hand-over's rows (simulator.fft.owned), their
+implementation chosen by simulator.fft.kernels: the native CPU kernels equal XLA's implementation (values, NaN and
+zero outside a block, every derivative order, forward and reverse mode, vmap), the particle-mesh programs run them
+on CPU and XLA's elsewhere, the hand-over moves the same rows both ways, and how the path is chosen.
+
+The windows' physics (the assignment written out, momentum conservation, the orders, gradients through whole
+runs) is held by test_fdm_cdm.py and test_particles.py, on whichever path runs here."""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from simulator.errors import ConfigError
+from simulator.fft import kernels, window as W
+
+SHAPE = (6, 7, 8)
+SPACING = (0.5, 0.25, 1 / 3)
+#: (cut axes, reach, outside): a block holding the grid whole; one of several along x and z, points outside it
+#: giving 0 (replicated points) or inside by construction (owned); and a reach of one cell giving NaN beyond
+BLOCKS = [((False, False, False), 0, "none"), ((True, False, True), 0, "zero"), ((True, False, True), 0, "none"),
+          ((True, False, True), 1, "nan")]
+HELD = (3, 7, 4)  # the block's own cells along a cut axis
+STARTS = (3, 0, 4)
+
+
+@pytest.fixture(scope="module")
+def native():
+    """The native kernels, or a skip saying why (a failure where CI builds them: SIMULATOR_REQUIRE_NATIVE=1)."""
+    from support import unavailable
+
+    module, why = kernels.native()
+    if module is None:
+        unavailable("native particle kernels", "SIMULATOR_REQUIRE_NATIVE", why)
+    return module
+
+
+def block_case(name: str, cut, reach: int, outside: str, count: int, seed: int, dtype=jnp.float64):
+    """A block of ``SHAPE`` with its halo, the points (inside it where ``outside`` is none, also up to 1.5 cells
+    beyond otherwise), its starts and values: ``(block, field, points, starts, values, extent)``."""
+    rng = np.random.default_rng(seed)
+    w = W.WINDOWS[name]
+    extent = tuple(h + w.width - 1 + 2 * reach if c else n for h, c, n in zip(HELD, cut, SHAPE, strict=True))
+    starts = np.array([s if c else 0 for s, c in zip(STARTS, cut, strict=True)])
+    dx = np.array(SPACING)
+    lo = np.where(cut, starts * dx, -2 * np.array(SHAPE) * dx)  # an axis held whole: any coordinate (periodic)
+    hi = np.where(cut, (starts + np.array(HELD)) * dx, 3 * np.array(SHAPE) * dx)
+    margin = 0 if outside == "none" else 1.5 * dx
+    points = rng.uniform(lo - margin, hi + margin, (count, 3))
+    block = W.Block(SHAPE, SPACING, cut, reach, outside)
+    return (block, jnp.asarray(rng.normal(size=(2, *extent)), dtype), jnp.asarray(points, dtype),
+            jnp.asarray(starts, jnp.int32), jnp.asarray(rng.normal(size=(2, count)), dtype), extent)
+
+
+def scaled(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    return float(np.nanmax(np.abs(a - b)) / max(np.nanmax(np.abs(b)), 1e-300))
+
+
+@pytest.mark.parametrize("name", ["cic", "tsc", "lagrange4"])
+@pytest.mark.parametrize("cut, reach, outside", BLOCKS, ids=lambda v: str(v))
+def test_the_native_windows_equal_xla_s(native, name, cut, reach, outside):
+    """Gather and scatter, the weights and their derivatives (orders 1 and 2, mixed), on three threads and one:
+    the native kernels equal XLA's gather-and-contract to round-off (float64), NaN and 0 where XLA gives them;
+    float32 to its round-off."""
+    block, field, points, starts, values, extent = block_case(name, cut, reach, outside, 80, 1)
+    for orders in [(0, 0, 0), (1, 0, 0), (0, 2, 1)]:
+        kw = {"window": name, "block": block, "orders": orders}
+        want = W.gather(field, points, starts, impl="xla", **kw)
+        for threads in (1, 3):
+            assert scaled(W.gather(field, points, starts, impl="native", threads=threads, **kw), want) < 1e-13
+            got = W.scatter(values, points, starts, extent=extent, impl="native", threads=threads, **kw)
+            assert scaled(got, W.scatter(values, points, starts, extent=extent, impl="xla", **kw)) < 1e-13
+    if outside != "none":  # points outside the block were drawn, and give what they must
+        assert np.any(np.asarray(want) == 0) if outside == "zero" else np.any(np.isnan(np.asarray(want)))
+    block, field, points, starts, values, extent = block_case(name, cut, reach, outside, 80, 2, jnp.float32)
+    kw = {"window": name, "block": block}
+    got = W.gather(field, points, starts, impl="native", **kw)
+    assert got.dtype == jnp.float32 and scaled(got, W.gather(field, points, starts, impl="xla", **kw)) < 1e-5
+
+
+@pytest.mark.parametrize("name", ["cic", "tsc", "lagrange4"])
+def test_window_derivatives_in_both_modes_and_under_vmap(native, name):
+    """Forward mode against central differences in the points (the weights' slopes), reverse mode in the points
+    and in the field equal to XLA's, and vmap over the points or the field equal to one call per member."""
+    block, field, points, starts, values, extent = block_case(name, (True, False, True), 1, "nan", 60, 3)
+
+    def gather(x, impl, f=field):
+        return W.gather(f, x, starts, window=name, block=block, impl=impl, threads=2)
+
+    def scatter(x, impl):
+        return W.scatter(values, x, starts, extent=extent, window=name, block=block, impl=impl, threads=2)
+
+    d = jnp.asarray(np.random.default_rng(4).normal(size=points.shape))
+    for fn in (gather, scatter):
+        tangent = jax.jvp(lambda x, fn=fn: fn(x, "native"), (points,), (d,))[1]
+        h = 1e-6
+        central = (fn(points + h * d, "native") - fn(points - h * d, "native")) / (2 * h)
+        beyond = np.isnan(np.asarray(central))  # a point beyond the reach: NaN, a constant (slope 0)
+        assert np.all(np.asarray(tangent)[beyond] == 0)
+        assert scaled(jnp.where(beyond, 0, central), tangent) < 1e-7
+        assert scaled(tangent, jax.jvp(lambda x, fn=fn: fn(x, "xla"), (points,), (d,))[1]) < 1e-13
+        grads = [jax.grad(lambda x, i=i, fn=fn: jnp.nansum(jnp.sin(fn(x, i))))(points) for i in ("native", "xla")]
+        assert scaled(*grads) < 1e-13
+    by_field = [jax.grad(lambda f, i=i: jnp.nansum(gather(points, i, f) ** 2))(field) for i in ("native", "xla")]
+    assert scaled(*by_field) < 1e-13
+    members = jnp.stack([points, points * 0.9])
+    stacked = jax.vmap(lambda x: gather(x, "native"))(members)
+    assert all(scaled(stacked[i], gather(members[i], "xla")) < 1e-13 for i in range(2))
+    fields = jnp.stack([field, 2 * field])
+    stacked = jax.vmap(lambda f: gather(points, "native", f))(fields)
+    assert scaled(stacked[1], 2 * gather(points, "xla")) < 1e-13
+
+
+def mixed_sim(devices, n=8, count=4):
+    from support import simulation
+
+    return simulation(devices, ("slab", count, None), physics__name="fdm_cosmo", initial__name="gaussian",
+                      grid__shape=[n] * 3, grid__box=[1.0] * 3, physics__fdm_fraction=0.5, physics__cdm_particles=n**3)
+
+
+def test_the_particle_mesh_runs_the_native_kernels_on_cpu_and_xla_s_when_asked(native, devices, monkeypatch):
+    """A mixed step's program on CPU calls the windows' and the hand-over's kernels and no XLA gather or scatter
+    of particles (XLA's, 5-10x slower, docs/PERFORMANCE.md); with SIMULATOR_PARTICLES=xla none of them, the same
+    state to round-off."""
+    from simulator.planning import plan
+
+    text = {}
+    ends = {}
+    for path in ("native", "xla"):
+        monkeypatch.setenv("SIMULATOR_PARTICLES", path)
+        sim = mixed_sim(devices)
+        text[path] = plan.compiled_programs(sim, plan.abstract_state(sim), ["chunk"])["chunk"].as_text()
+        ends[path] = sim.advance(sim.initial_state(), 3, 0.02)
+    targets = ("simulator_window_gather", "simulator_window_scatter", "simulator_first", "simulator_take_rows",
+               "simulator_put_rows")
+    assert all(f'custom_call_target="{t}"' in text["native"] for t in targets)
+    assert not any(t in text["xla"] for t in targets)
+    assert " scatter(" not in text["native"] and " scatter(" in text["xla"]
+    for leaf in ("position", "momentum", "force", "psi"):
+        assert scaled(getattr(ends["native"], leaf), getattr(ends["xla"], leaf)) < 1e-12, leaf
+    assert np.array_equal(np.asarray(ends["native"].ident), np.asarray(ends["xla"].ident))  # the same slots
+
+
+def test_the_hand_over_moves_the_same_rows_on_both_paths(native, devices):
+    """The hand-over after a drift of about a cell, on four devices: the native kernels and XLA's prefix sums and
+    scatters leave every slot the same, bit for bit, and lose nothing."""
+    from simulator.equations.cold import mesh
+    from simulator.fft import owned
+
+    sim = mixed_sim(devices)
+    state = sim.initial_state()
+    moved = mesh.drift(sim.equation, state.position, state.momentum / jnp.max(jnp.abs(state.momentum)) * 0.1, 1.0)
+    args = (owned._sharded_axes(sim.fft), tuple(sim.fft.shape), tuple(1.0 / n for n in sim.fft.shape),
+            mesh.exchange_rows(sim.equation), tuple(sim.fft.mesh.axis_names))
+    out = {}
+    for impl in ("native", "xla"):
+        body = jax.shard_map(lambda *a, impl=impl: owned._migrate_local(*args, impl, *a), mesh=sim.fft.mesh,
+                             in_specs=(jax.sharding.PartitionSpec(args[-1]),) * 4,
+                             out_specs=(jax.sharding.PartitionSpec(args[-1]),) * 4 + (jax.sharding.PartitionSpec(),))
+        out[impl] = [np.asarray(a) for a in jax.jit(body)(state.live > 0, moved, state.momentum, state.ident)]
+    assert all(np.array_equal(a, b) for a, b in zip(out["native"], out["xla"], strict=True))
+    assert out["native"][-1].tolist() == [0, 0, 0]
+    before, after = np.asarray(state.live) > 0, out["native"][0]
+    assert after.sum() == before.sum()  # every particle has a slot
+    assert np.any(after & ~before) and np.any(before & ~after)  # rows did move between devices
+    assert np.array_equal(np.sort(out["native"][3][after]), np.arange(before.sum()))
+
+
+def test_the_environment_chooses_the_path(monkeypatch):
+    monkeypatch.setenv("SIMULATOR_PARTICLES", "xla")
+    assert kernels.implementation("cpu") == "xla"
+    monkeypatch.setenv("SIMULATOR_PARTICLES", "auto")
+    assert kernels.implementation("gpu") == "xla"
+    assert kernels.implementation("cpu") == ("native" if kernels.native()[0] is not None else "xla")
+    monkeypatch.setenv("SIMULATOR_PARTICLES", "fast")
+    with pytest.raises(ConfigError, match=r"^SIMULATOR_PARTICLES = 'fast' is not allowed; expected one of auto, "
+                                          r"native, xla$"):
+        kernels.implementation("cpu")
+
+
+def test_an_extension_older_than_the_code_is_not_used(monkeypatch):
+    """An extension built from older source (a handler this code calls is missing) falls back to XLA's path,
+    saying how to rebuild, instead of failing at run time."""
+    import types
+
+    import simulator.fft
+
+    old = types.SimpleNamespace(handlers=lambda: {"simulator_window_gather": None})
+    monkeypatch.setattr(kernels.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setitem(sys.modules, "simulator.fft._particles", old)
+    monkeypatch.setattr(simulator.fft, "_particles", old, raising=False)
+    kernels.native.cache_clear()
+    try:
+        module, why = kernels.native()
+        assert module is None and why.startswith("native extension older than this code (no simulator_first, ")
+        monkeypatch.setenv("SIMULATOR_PARTICLES", "auto")
+        assert kernels.implementation("cpu") == "xla"
+    finally:
+        kernels.native.cache_clear()
+
+
+def test_a_gpu_s_program_takes_xla_s_path(devices):
+    """Traced along a GPU's route (the planner's, or a GPU run's), the assignment, the interpolation and the
+    hand-over lower to XLA's operations, which a GPU compiles: no native call (those are the CPU's)."""
+    from simulator.equations.cold import mesh
+    from simulator.fft.mesh import as_on
+
+    sim = mixed_sim(devices, count=1)
+    eq, state = sim.equation, sim.initial_state()
+
+    def pm(position, live):  # mesh.density and mesh.interpolate traced on CPU already (the state): their jits
+        rho = mesh.density(eq, position, live, jnp.asarray(1.0))  # must not hand the CPU's trace to a GPU's route
+        moved = mesh.migrate(eq, live, position, position, state.ident, state.lost)[1]
+        return mesh.interpolate(eq, jnp.stack([rho] * 3), moved)
+
+    with as_on("gpu"):
+        text = jax.export.export(jax.jit(pm), platforms=["cuda"])(state.position, state.live).mlir_module()
+    assert "simulator_" not in text and "stablehlo.scatter" in text and "stablehlo.gather" in text
