@@ -4,8 +4,10 @@ list), and simulations built through the public API exactly as a user script wou
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -201,3 +203,19 @@ def small_filesystem(path: Path, size: str) -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["umount", str(path)], check=False)
+
+
+def assert_failure_recorded(run_dir, r, reason, console=True):
+    """A failed run's reason is in its files: run.log (of its last segment) ends with the ERROR line (then the
+    traceback of an unexpected error), status.json says failed with that reason; the console shows the ERROR
+    line once (``console``) or not at all (the CLI's own report of an unexpected error)."""
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "failed" and status["exit_code"] == 1 and reason in status["reason"], status
+    log = (run_dir / "run.log").read_text()
+    segment = log[log.rindex(" INFO run "):]  # each segment's log starts with its header
+    errors = [line for line in segment.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith(f"ERROR {status['reason']}"), log[-3000:]
+    after = log[log.rindex(errors[0]):].splitlines()[1:]  # nothing logged after it but an unexpected error's traceback
+    assert not after or (after[0].startswith("Traceback") and not any(re.match(r"\d{4}-\d\d-\d\d ", line)
+                                                                       for line in after)), log[-3000:]
+    assert sum(f"ERROR {status['reason']}" in line for line in r.stderr.splitlines()) == int(console), r.stderr

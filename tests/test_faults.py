@@ -10,7 +10,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import TimeSeries, read_timeseries
-from support import small_filesystem
+from support import assert_failure_recorded, small_filesystem
 from simulator.run import rundir
 from simulator.run.lock import RunLock, _process_start
 from simulator.time.control import Stepper
@@ -333,22 +332,6 @@ def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path):
         assert {float(r[2]) for r in table if int(r[0]) > 10} == {dt}
         ckpt = checkpoints.find(run_dir)
         assert (ckpt.step, ckpt.time, ckpt.dt) == (total, 0.2, dt)
-
-
-def assert_failure_recorded(run_dir, r, reason, console=True):
-    """A failed run's reason is in its files: run.log (of its last segment) ends with the ERROR line (then the
-    traceback of an unexpected error), status.json says failed with that reason; the console shows the ERROR
-    line once (``console``) or not at all (the CLI's own report of an unexpected error)."""
-    status = json.loads((run_dir / "status.json").read_text())
-    assert status["state"] == "failed" and status["exit_code"] == 1 and reason in status["reason"], status
-    log = (run_dir / "run.log").read_text()
-    segment = log[log.rindex(" INFO run "):]  # each segment's log starts with its header
-    errors = [line for line in segment.splitlines() if " ERROR " in line]
-    assert len(errors) == 1 and errors[0].endswith(f"ERROR {status['reason']}"), log[-3000:]
-    after = log[log.rindex(errors[0]):].splitlines()[1:]  # nothing logged after it but an unexpected error's traceback
-    assert not after or (after[0].startswith("Traceback") and not any(re.match(r"\d{4}-\d\d-\d\d ", line)
-                                                                       for line in after)), log[-3000:]
-    assert sum(f"ERROR {status['reason']}" in line for line in r.stderr.splitlines()) == int(console), r.stderr
 
 
 @pytest.mark.slow

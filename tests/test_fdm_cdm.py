@@ -24,7 +24,7 @@ from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import cdm, cosmology
 from simulator.errors import ConfigError
-from support import case_id, distributed_cases, mesh_cases, relative_error, shared, simulation
+from support import assert_failure_recorded, case_id, distributed_cases, mesh_cases, relative_error, shared, simulation
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 ROOT = Path(__file__).parents[1]
@@ -557,14 +557,13 @@ def test_the_linear_spectrum_of_a_mixed_run_is_the_total_s():
     assert np.all((ratio > 0.2) & (ratio < 5)), ratio
 
 
-@pytest.mark.parametrize("case, fraction", [(c, 0.5) for c in mesh_cases() if c[0] != "single"]
-                         + [(c, 0.0) for c in distributed_cases()],
+@pytest.mark.parametrize("case, fraction", [(c, f) for f in (0.5, 0.0) for c in mesh_cases() if c[0] != "single"],
                          ids=lambda v: case_id(v) if isinstance(v, tuple) else ("mixed" if v else "particles"))
 def test_distributed_equals_single_device(case, fraction):
     """A random mixed field on 8^3 with particles scattered through the box and moving fast (crossing the
     shards' boundaries), 20 steps: every backend on one device and on four in every mesh shape it accepts (the
     hand-out and the hand-over along each sharded axis, or none) equals the single backend to 1e-12; and the
-    same particles alone (f = 0, no wave) on every backend's several-device case."""
+    same particles alone (f = 0, no wave: another state) likewise."""
     _, position, _ = scattered_start()
     results = [scattered_run(("single", 1, None), fraction), scattered_run(case, fraction)]
     moved = np.abs(np.mod(results[0][-3] - position + 1.0, 2.0) - 1.0)
@@ -852,8 +851,8 @@ def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tm
 def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path):
     """Particles crossing between devices beyond the send buffer (physics.cdm_exchange so small that one row
     is handed over per step), run on to z = 3 so that they cross: the run stops after the chunk, exit 1, one
-    line naming physics.cdm_exchange, how many particles were not handed over and the step that lost them;
-    none is dropped silently."""
+    line naming physics.cdm_exchange, how many particles were not handed over and the step that lost them,
+    also in run.log and status.json; none is dropped silently."""
     args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
             "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=3",
             "--set", "physics.output_redshifts=[127,3]", "--set", "physics.fdm_fraction=0.3",
@@ -867,6 +866,7 @@ def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path):
     logged = max(int(n) for n in re.findall(r"INFO step (\d+) t=", done.stderr))
     assert logged < lost <= logged + 5, lines[0]  # within the chunk after the last one logged
     assert "finished" not in done.stderr
+    assert_failure_recorded(tmp_path / "run", done, "did not fit a device's send buffer")
 
 
 def test_cold_particles_lost_within_a_chunk_are_dated_at_their_step(devices):

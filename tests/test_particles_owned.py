@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 import pytest
-from support import case_id, mesh_cases, relative_error, simulation
+from support import assert_failure_recorded, case_id, mesh_cases, relative_error, simulation
 
 import simulator
 from simulator.api import load_config
@@ -122,7 +122,7 @@ def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_no
     beside replicated drops, through `simulator run`: exit 1 at once with one ERROR line naming
     particles[0].capacity and step 0, the loss's step (not the end of the first chunk), and nothing of the
     state written: no particle snapshot claiming a species whole, no field snapshot, no row; load_run finds no
-    particles."""
+    particles; the reason is in run.log and status.json."""
     import subprocess
     import sys
     from pathlib import Path
@@ -145,6 +145,7 @@ def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_no
     assert not list(out.glob("particles/s*.h5")) and not list(out.glob("snapshots/s*.h5"))
     assert not (out / "timeseries.csv").exists() or len((out / "timeseries.csv").read_text().splitlines()) <= 1
     assert simulator.load_run(out).particles == {}
+    assert_failure_recorded(out, done, "raise particles[0].capacity")
 
 
 @pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API

@@ -144,7 +144,8 @@ def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
 def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
     """A cosmological point's a, z and age are clocks (functions of run time alone): collected.csv gives their
     final value, not their largest (peak_z was the starting redshift); its other diagnostics keep both, and a
-    resolution diagnostic its lowest instead of its largest. No run is needed: the manifest, the point's
+    resolution diagnostic its lowest instead of its largest; psi_tail's peak above 1e-3 marks the point as
+    under-resolved in the sweep plot, although its final value is below. No run is needed: the manifest, the point's
     resolved config and its timeseries.csv are what collect reads."""
     import simulator
     from simulator import config as config_mod
@@ -156,15 +157,23 @@ def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
         {"index": 0, "name": "p000", "params": {"physics.m22": 1.0}, "config": "configs/p000.yaml"}]}))
     cfg = simulator.load_config(ROOT / "configs" / "fdm_cosmo.yaml")
     (out / "configs" / "p000.yaml").write_text(config_mod.dump(cfg))
-    (out / "p000" / "timeseries.csv").write_text("step,time,dt,a,z,cosmic_time,max_density,kmax_de_broglie\n"
-                                                 "0,0.0,0.1,0.01,99.0,0.01,1.5,4.0\n"
-                                                 "10,1.0,0.1,0.0272,35.8,0.05,3.5,2.5\n")
+    (out / "p000" / "timeseries.csv").write_text("step,time,dt,a,z,cosmic_time,max_density,kmax_de_broglie,"
+                                                 "psi_tail\n"
+                                                 "0,0.0,0.1,0.01,99.0,0.01,1.5,4.0,1e-5\n"
+                                                 "5,0.5,0.1,0.02,49.0,0.03,2.5,3.0,0.0124\n"
+                                                 "10,1.0,0.1,0.0272,35.8,0.05,3.5,3.2,8e-4\n")
     path, [row] = sweep.collect(out)
     with path.open() as f:
         header = next(csv.reader(f))
+        [stored] = list(csv.DictReader(path.open()))
     assert header == ["index", "status", "out", "physics.m22", "time", "final_a", "final_z", "final_cosmic_time",
-                      "final_max_density", "peak_max_density", "final_kmax_de_broglie", "lowest_kmax_de_broglie"]
-    assert (row["final_z"], row["peak_max_density"], row["lowest_kmax_de_broglie"]) == (35.8, 3.5, 2.5)
+                      "final_max_density", "peak_max_density", "final_kmax_de_broglie", "final_psi_tail",
+                      "peak_psi_tail", "lowest_kmax_de_broglie"]
+    assert (row["final_z"], row["peak_max_density"], row["lowest_kmax_de_broglie"]) == (35.8, 3.5, 3.0)
+    # the wave's tail peaked above its ceiling and fell back: the sweep plot marks the point (a red x) by its peak
+    from simulator.plots.sweep import under_resolved
+
+    assert under_resolved(stored) == ["psi_tail = 0.012 > 0.001"]
 
 
 def test_a_second_start_of_a_running_sweep_is_refused_in_one_line(tmp_path):

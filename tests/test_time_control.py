@@ -9,6 +9,7 @@ import pytest
 import simulator
 from simulator.output.base import Schedule, landing_times
 from simulator.time.control import Stepper
+from support import assert_failure_recorded
 
 #: a small Navier-Stokes run whose flow speeds up (random initial field, band forcing) in float64
 FORCED = {"grid.shape": 16, "precision": "float64", "physics.name": "navier_stokes", "physics.viscosity": 0.02,
@@ -100,7 +101,8 @@ def test_a_collapsing_time_step_stops_the_run(tmp_path, settings, code, expected
     """A CFL number of 1e-300, or a fixed dt below 1e-12 of t_end, is refused in one line before the run starts
     (the fixed dt stepped for ever too); a time step the controller
     shrinks below 1e-12 of t_end (here a flow of speed 1e14) stops the run with exit 1 like a NaN does.
-    Both stepped for ever at dt ~ 1e-300 (here ~ 1e-15) without a word."""
+    Both stepped for ever at dt ~ 1e-300 (here ~ 1e-15) without a word. The collapse's reason is in run.log and
+    status.json."""
     import subprocess
     import sys
     from pathlib import Path
@@ -115,7 +117,7 @@ def test_a_collapsing_time_step_stops_the_run(tmp_path, settings, code, expected
         pytest.fail("the run was still stepping after 120 s")
     assert r.returncode == code and expected in r.stderr, r.stderr[-3000:]
     if code == 1:
-        assert '"state": "failed"' in (tmp_path / "run" / "status.json").read_text()
+        assert_failure_recorded(tmp_path / "run", r, "the time step collapsed")
     else:
         assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
