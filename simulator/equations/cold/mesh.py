@@ -37,6 +37,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from simulator.equations import assembly
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.fft.kernels import implementation
 from simulator.fft.owned import counted
@@ -124,8 +125,10 @@ def solve(eq: Any, rho_wave_hat: jax.Array, rho_cdm: jax.Array, G: Any) -> tuple
     cdm_hat = eq.nyquist_free(eq.fft.rfft(rho_cdm)) * deconvolution(eq)
     phi_hat = potential_spectrum(rho_wave_hat + cdm_hat, inverse_laplacian(eq.kr), G)
     pull_hat = eq.nyquist_free(phi_hat) * deconvolution(eq)
-    # one transform of the three components (FFTW batches them), written where the force lives: no stack
-    return eq.fft.irfft(phi_hat), eq.fft.irfft(jnp.stack([-1j * k * pull_hat for k in eq.kr]))
+    # one transform of the three components (FFTW batches them), written where the force lives; stacked as a
+    # GPU computes it right at every size (simulator/equations/assembly.py)
+    gradient = assembly.stack([-1j * k * pull_hat for k in eq.kr], devices=eq.fft.devices)
+    return eq.fft.irfft(phi_hat), eq.fft.irfft(gradient)
 
 
 def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, live: jax.Array, mass: jax.Array,
