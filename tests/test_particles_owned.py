@@ -287,6 +287,36 @@ def test_an_owned_checkpoint_that_lost_particles_cannot_restart_replicated(devic
     assert sim.equation.reslot(stored)["particles.tracers.position"].shape == (200, 3)
 
 
+def test_the_stack_reads_any_stored_layout_by_identity_and_lays_it_out(devices):
+    """The restart reading both kinds of particles kept per device share (:mod:`simulator.particles.stack`):
+    slots in any order, empty ones among them, read as rows by identity, a lost count written before losses
+    were dated padded to four; replicated rows as they are; laid out on four devices, every particle in one
+    live slot with its row, the stored counts carried on."""
+    from simulator.particles import stack
+
+    sim = simulation(devices, ("slab", 4, None), particles=[SPECIES[0]], **FLOW)
+    rng = np.random.default_rng(3)
+    shuffle = rng.permutation(400)
+    ident, live = (np.arange(400) % 200)[shuffle], (np.arange(400) < 200)[shuffle]
+    position = rng.random((400, 3)) * np.asarray(sim.equation.box)
+    stored = {"x": position, "id": ident, "on": live, "lost": np.array([0, 2, 0], np.int32)}
+    rows = stack.host_rows(stored, ["x", "v"], "on", "id", "lost")  # no "v" stored: left out
+    assert list(rows.arrays) == ["x"] and rows.ident.dtype == np.int32
+    assert rows.ident.tolist() == list(range(200)) and rows.lost.tolist() == [0, 2, 0, 0]
+    assert np.array_equal(rows.arrays["x"], position[live][np.argsort(ident[live])])
+    plain = stack.host_rows({"x": position[:5]}, ["x"], "on", "id", "lost")
+    assert plain.ident.tolist() == list(range(5)) and plain.lost.tolist() == [0, 0, 0, 0]
+    assert stack.host_rows({}, ["x"], "on", "id", "lost") is None
+
+    held, rows_per_buffer = stack.sizes(200, 2.0, 0.25, 4)
+    assert (held, rows_per_buffer) == (100, 25)
+    on, laid, got, lost = stack.lay_out(sim.fft, sim.equation.box, held, np.float64, rows)
+    on, got, x = np.asarray(on), np.asarray(got), np.asarray(laid["x"])
+    assert on.shape == (400,) and np.asarray(lost).tolist() == [0, 2, 0, 0]
+    order = np.argsort(got[on])
+    assert got[on][order].tolist() == list(range(200)) and np.array_equal(x[on][order], rows.arrays["x"])
+
+
 @pytest.mark.parametrize("entry, key", [
     ({"distribution": "owned"}, "particles[0].interpolation"),  # exact, the default, is not local
     ({"distribution": "owned", "interpolation": "nufft"}, "particles[0].interpolation"),

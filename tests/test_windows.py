@@ -157,7 +157,7 @@ def test_the_hand_over_moves_the_same_rows_on_both_paths(native, devices):
     state = sim.initial_state()
     moved = mesh.drift(sim.equation, state.position, state.momentum / jnp.max(jnp.abs(state.momentum)) * 0.1, 1.0)
     args = (owned._sharded_axes(sim.fft), tuple(sim.fft.shape), tuple(1.0 / n for n in sim.fft.shape),
-            mesh.exchange_rows(sim.equation), tuple(sim.fft.mesh.axis_names))
+            mesh.sizes(sim.equation)[1], tuple(sim.fft.mesh.axis_names))
     out = {}
     for impl in ("native", "xla"):
         body = jax.shard_map(lambda *a, impl=impl: owned._migrate_local(*args, impl, *a), mesh=sim.fft.mesh,
@@ -216,7 +216,7 @@ def test_a_gpu_s_program_takes_xla_s_path(devices):
 
     def pm(position, live):  # mesh.density and mesh.interpolate traced on CPU already (the state): their jits
         rho = mesh.density(eq, position, live, jnp.asarray(1.0))  # must not hand the CPU's trace to a GPU's route
-        moved = mesh.migrate(eq, live, position, position, state.ident, state.lost)[1]
+        moved = mesh.migrate(eq, state._replace(live=live), position)["position"]
         return mesh.interpolate(eq, jnp.stack([rho] * 3), moved)
 
     with as_on("gpu"):

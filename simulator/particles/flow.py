@@ -56,6 +56,7 @@ from simulator.particles import wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
 from simulator.particles.slots import Loss
+from simulator.particles.stack import replicated
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -291,7 +292,7 @@ class WithParticles(SemiLinearEquation):
         """The species of a checkpoint written on other devices or in the other ``distribution``, laid out for
         this run (``stored``: the file's particle arrays by name, whole): an owned species from its stored rows
         by identity (an owned checkpoint's live slots sorted by identity, or a replicated one's rows, row i
-        particle i) through :func:`.owned.distribute`, the lost counts carried on; a replicated species stored
+        particle i) through :func:`.owned.lay_out`, the lost counts carried on; a replicated species stored
         owned as rows by identity, replicated. A species that lost particles cannot become replicated: a
         one-line ConfigError naming ``particles[i].distribution``."""
         from simulator.errors import ConfigError
@@ -302,16 +303,13 @@ class WithParticles(SemiLinearEquation):
             if rows is None:
                 continue
             if s.owned:
-                out.update(owning.lay_out(self.fft, self.box, self.dtype, s, *rows))
+                out.update(owning.lay_out(self.fft, self.box, self.dtype, s, rows))
             elif owning.keys(s.name)["live"] in stored:  # owned slots in the checkpoint, replicated rows here
-                position, velocity, ident, _ = rows
-                if not np.array_equal(ident, np.arange(s.count)):
+                if not np.array_equal(rows.ident, np.arange(s.count)):
                     raise ConfigError(f"particles[{i}].distribution", s.distribution, f"the checkpoint holds "
-                                      f"{len(ident)} of the {s.count} particles of species {s.name} (the others "
-                                      "were lost): restart with distribution: owned", "cannot take them")
-                out[position_key(s.name)] = owning.replicated(self.fft, position, self.dtype)
-                if velocity is not None:
-                    out[velocity_key(s.name)] = owning.replicated(self.fft, velocity, self.dtype)
+                                      f"{len(rows.ident)} of the {s.count} particles of species {s.name} (the "
+                                      "others were lost): restart with distribution: owned", "cannot take them")
+                out.update({key: replicated(self.fft, a, self.dtype) for key, a in rows.arrays.items()})
         return out or None
 
 

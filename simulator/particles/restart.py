@@ -31,11 +31,11 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
             if s.owned:  # whatever the source's layout, by identity, then laid out on this run's devices
                 rows = owning.host_rows(s, {k: snap.file[k][()] for k in owning.keys(s.name).values()
                                             if k in snap.fields})
-                if rows is not None and rows[0].shape[0] != s.count:
+                if rows is not None and len(rows.ident) != s.count:
                     raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
-                                      f"{rows[0].shape[0]} particles of species {s.name!r}: give that count", "differs")
+                                      f"{len(rows.ident)} particles of species {s.name!r}: give that count", "differs")
                 if rows is not None:
-                    laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, *rows)
+                    laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, rows)
                 continue
             keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
             for key in keys:

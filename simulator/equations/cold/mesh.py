@@ -14,9 +14,10 @@ The particle mass ``mass`` and the gravitational constant ``G`` are the caller's
 ``eq`` is the equation (its ``fft``, ``box``, ``spacing``, ``kr``, ``dtype``, ``nyquist_free`` and the
 ``physics.cdm_*`` settings).
 
-Distribution: every particle is owned by the device whose real-space block holds its cell
-(:mod:`simulator.fft.owned`): positions, momenta and forces ``(devices * capacity, 3)`` (wrapped into
-[0, L)), their identities (the lattice index) and a ``live`` mask of the occupied slots, sharded by owner;
+Distribution: every particle is owned by the device whose real-space block holds its cell (the per-device
+stack of owned flow particles too, :mod:`simulator.particles.stack`): positions, momenta and forces
+``(devices * capacity, 3)`` (wrapped into [0, L)), their identities (the lattice index) and a ``live`` mask
+of the occupied slots, sharded by owner;
 ``physics.cdm_capacity`` sets the slots per device (times the mean count; all of them on one device) and
 ``physics.cdm_exchange`` the rows a device may hand to each neighbour per step. Each drift is followed by a
 hand-over to the new owners inside the compiled step (:func:`migrate`); a particle that finds no room is
@@ -40,11 +41,8 @@ import jax.numpy as jnp
 from simulator.equations import assembly
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.fft.kernels import implementation
-from simulator.fft.owned import counted
-from simulator.fft.owned import distribute as spread
-from simulator.fft.owned import migrate as hand_over
 from simulator.fft.window import WINDOWS
-from simulator.particles import slots
+from simulator.particles import stack
 
 
 def per_axis(count: int) -> int:
@@ -52,14 +50,11 @@ def per_axis(count: int) -> int:
     return round(count ** (1 / 3))
 
 
-def capacity(eq: Any) -> int:
-    """Particle slots per device: all of them on one device, else ``physics.cdm_capacity`` times the mean."""
-    return slots.slots(eq.physics.cdm_particles, eq.physics.cdm_capacity, eq.fft.devices)
-
-
-def exchange_rows(eq: Any) -> int:
-    """Rows of each send buffer of a migration: ``physics.cdm_exchange`` of a device's slots."""
-    return slots.send_rows(eq.physics.cdm_exchange, capacity(eq))
+def sizes(eq: Any) -> tuple[int, int]:
+    """Particle slots per device and rows of each send buffer of a hand-over (:func:`simulator.particles.stack.
+    sizes` of ``physics.cdm_particles``, ``cdm_capacity`` and ``cdm_exchange``)."""
+    p = eq.physics
+    return stack.sizes(p.cdm_particles, p.cdm_capacity, p.cdm_exchange, eq.fft.devices)
 
 
 def window_transform(eq: Any) -> jax.Array:
@@ -172,30 +167,29 @@ def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> j
     return x - box * jnp.floor(x / box)
 
 
-@jax.jit
-def distribute(eq: Any, position: jax.Array, momentum: jax.Array, ident: jax.Array | None = None,
-               **carried: jax.Array) -> dict[str, jax.Array]:
-    """Replicated particles ``(Np, 3)`` laid out by owner (:func:`simulator.fft.owned.distribute`), with their
-    identities ``ident`` ``(Np,)`` (default: the index, the lattice's order) and any further per-particle
-    arrays ``carried`` (a restart's forces): the state's ``position``, ``momentum``, ``live``, ``ident``, the
-    carried arrays and ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more
-    than a block, here only the second; and the steps since the first loss: :data:`simulator.particles.slots.LOST`)."""
-    ident = jnp.arange(position.shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
-    live, position, momentum, ident, *rest, over = spread(eq.fft, eq.box, capacity(eq), position, momentum, ident,
-                                                          *carried.values())
-    lost = counted(None, jnp.zeros(3, jnp.int32).at[1].set(over))
-    return {"position": position, "momentum": momentum, "live": live.astype(eq.dtype), "ident": ident,
-            **dict(zip(carried, rest, strict=True)), "lost": lost}
+def entries(eq: Any, live: jax.Array, arrays: dict[str, jax.Array], ident: jax.Array, lost: jax.Array
+            ) -> dict[str, jax.Array]:
+    """A stack's ``(live, arrays, ident, lost)`` (:mod:`simulator.particles.stack`) as the state's particle
+    fields: the arrays by name, ``live`` in the run's dtype (0 or 1), ``ident`` and ``lost``."""
+    return {**arrays, "live": live.astype(eq.dtype), "ident": ident, "lost": lost}
 
 
-def migrate(eq: Any, live: jax.Array, position: jax.Array, momentum: jax.Array, ident: jax.Array,
-            lost: jax.Array) -> tuple[jax.Array, ...]:
-    """After a drift: every particle handed to the device whose block holds it (:func:`simulator.fft.owned.
-    migrate`); the particles lost on the way added to ``lost``, dated (:func:`simulator.fft.owned.counted`: one
-    drift, hence one hand-over, per step; the run stops on any). Returns ``(live, position, momentum, ident, lost)``."""
-    kept, position, momentum, ident, counts = hand_over(eq.fft, eq.box, exchange_rows(eq), live > 0, position,
-                                                        momentum, ident)
-    return kept.astype(eq.dtype), position, momentum, ident, counted(lost, counts)
+def distribute(eq: Any, position: jax.Array, momentum: jax.Array) -> dict[str, jax.Array]:
+    """Replicated particles ``(Np, 3)`` in lattice order (their identities) laid out by owner
+    (:func:`simulator.particles.stack.hand_out`): the state's ``position``, ``momentum``, ``live``, ``ident`` and
+    ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more than a block,
+    here only the second; and the steps since the first loss: :data:`simulator.particles.slots.LOST`)."""
+    return entries(eq, *stack.hand_out(eq.fft, eq.box, sizes(eq)[0], {"position": position, "momentum": momentum}))
+
+
+def migrate(eq: Any, state: Any, position: jax.Array) -> dict[str, jax.Array]:
+    """After a drift of ``state``'s particles to ``position`` ``(slots, 3)``: every particle handed to the device
+    whose block holds it (:func:`simulator.particles.stack.hand_over`: one drift, hence one hand-over, per step;
+    the particles lost on the way added to ``lost``, dated; the run stops on any). Returns the state's
+    ``position``, ``momentum``, ``live``, ``ident`` and ``lost``."""
+    live, (position, momentum), ident, lost = stack.hand_over(eq.fft, eq.box, sizes(eq)[1], state.live > 0,
+                                                              [position, state.momentum], state.ident, state.lost)
+    return entries(eq, live, {"position": position, "momentum": momentum}, ident, lost)
 
 
 def lattice(eq: Any) -> jax.Array:

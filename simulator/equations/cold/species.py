@@ -28,7 +28,7 @@ import numpy as np
 from simulator.equations.base import ParticleArrays
 from simulator.equations.cold import has_wave, mesh
 from simulator.fft import complex_dtype
-from simulator.particles import slots
+from simulator.particles import slots, stack
 
 
 class MixedState(NamedTuple):
@@ -159,10 +159,7 @@ class ColdSpecies:
     def drift_particles(self, state: Any, psi: jax.Array | None, k2: jax.Array, params: Any) -> Any:
         """The drifted wave ``psi`` (None: no wave) and x <- x + p K2, exact (p does not change); then each
         particle to its new owner, and the potential and force of the new wave and positions."""
-        moved = mesh.drift(self, state.position, state.momentum, k2)
-        live, position, momentum, ident, lost = mesh.migrate(self, state.live, moved, state.momentum, state.ident,
-                                                             state.lost)
-        particles = {"position": position, "momentum": momentum, "live": live, "ident": ident, "lost": lost}
+        particles = mesh.migrate(self, state, mesh.drift(self, state.position, state.momentum, k2))
         if getattr(state, "mass", None) is not None:
             particles["mass"] = state.mass
         return self.refreshed(psi, particles, params)
@@ -191,36 +188,16 @@ class ColdSpecies:
         if not self.cold:
             return None
         p = self.physics
-        return slots.loss(np.asarray(state.lost.addressable_data(0)), "cold particle(s)",
-                          ("physics.cdm_exchange", p.cdm_exchange), ("physics.cdm_capacity", p.cdm_capacity),
-                          "moved more than one device's block in a step: lower time.dt or use fewer devices along "
-                          "that axis")
+        return stack.loss(state.lost, "cold particle(s)", ("physics.cdm_exchange", p.cdm_exchange),
+                          ("physics.cdm_capacity", p.cdm_capacity), "moved more than one device's block in a step: "
+                          "lower time.dt or use fewer devices along that axis")
 
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
-        """A checkpoint's cold particles, written on another device count, laid out by owner for this run's:
-        the live slots' positions, momenta, forces and identities handed to :func:`.mesh.distribute` (every
-        process holds them all once, as for the initial conditions), the lost counts carried on (plus any
+        """A checkpoint's cold particles, written on another device count, laid out by owner for this run's
+        (:func:`simulator.particles.stack.lay_out`): the live slots' positions, momenta and forces by identity,
+        every process holding them all once, as for the initial conditions; the lost counts carried on (plus any
         particle that found no slot: the run stops before its first step, naming ``physics.cdm_capacity``)."""
         if not self.cold:
             return None
-        live = np.asarray(stored["live"]) > 0
-        order = np.argsort(np.asarray(stored["ident"])[live], kind="stable")
-        replicated = self.fft.replicated_sharding()
-
-        def put(name: str) -> jax.Array:
-            host = np.asarray(stored[name])[live][order]
-            return jax.make_array_from_callback(host.shape, replicated, lambda index: host[index])
-
-        lost = slots.stored_lost(stored.get("lost"))
-        return relaid(self, *(put(n) for n in ("position", "momentum", "force", "ident")),
-                      jax.make_array_from_callback(lost.shape, replicated, lambda index: lost[index]))
-
-
-@jax.jit  # one program (eagerly, each operation of the hand-out would compile its own)
-def relaid(eq: Any, position: jax.Array, momentum: jax.Array, force: jax.Array, ident: jax.Array,
-           lost: jax.Array) -> dict[str, jax.Array]:
-    """Replicated particles ``(Np, 3)`` (in identity order) with their forces and identities laid out by owner
-    for ``eq``'s devices, the stored ``lost`` counts ``(4,)`` added to the new ones."""
-    laid = mesh.distribute(eq, position.astype(eq.dtype), momentum.astype(eq.dtype), ident,
-                           force=force.astype(eq.dtype))
-    return {**laid, "lost": laid["lost"] + lost}
+        rows = stack.host_rows(stored, ("position", "momentum", "force"), "live", "ident", "lost")
+        return mesh.entries(self, *stack.lay_out(self.fft, self.box, mesh.sizes(self)[0], self.dtype, rows))

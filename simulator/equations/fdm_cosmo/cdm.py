@@ -46,17 +46,16 @@ import jax.numpy as jnp
 
 from simulator.equations.cold import mesh
 from simulator.equations.cold.mesh import (
-    capacity,
     distribute,
-    exchange_rows,
     per_axis,
+    sizes,
     window_transform,
 )
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.gravity import inverse_laplacian
 
-__all__ = ["capacity", "density", "density_spectrum", "diagnostics", "distribute", "exchange_rows", "particle_mass",
-           "per_axis", "potential_and_force", "second_order_source", "solve", "window_transform", "zeldovich"]
+__all__ = ["density", "density_spectrum", "diagnostics", "distribute", "particle_mass", "per_axis",
+           "potential_and_force", "second_order_source", "sizes", "solve", "window_transform", "zeldovich"]
 
 
 def particle_mass(params: Any, box: tuple[float, ...], count: int) -> jax.Array:
