@@ -164,7 +164,6 @@ STANDARD_LINES = 420
 #: diff (and one that shrinks below the standard leaves it)
 ALLOWED_LINES = {
     "simulator.output.hdf5": 475,  # the writer and the readers share one file layout: apart, one could change alone
-    "simulator.plots.run": 425,  # the time-series, slice and frame figures, and the one dispatch of a run's figures
     "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
     "simulator.sweep": 468,  # the sweep file, its manifest, the points' and groups' local runs and their collection
 }

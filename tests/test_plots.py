@@ -168,6 +168,45 @@ def test_a_run_without_snapshots_or_spectra_plots_what_it_has(runs, tmp_path, ca
     assert out == "" and "has 1 complete row(s)" in err and f"nothing to plot in {run} yet" in err
 
 
+def test_every_output_kinds_figures_are_drawn_by_one_loop_over_the_registry_in_its_order(runs, tmp_path, capsys,
+                                                                                          monkeypatch):
+    """plot_run draws each output kind's figures in the registry's order, the shipped kinds' families
+    (plots.run.FAMILIES) and a kind's own ``figures(run_dir, config, pdf)`` alike (it once drew the shipped
+    families from a list of its own, then the registered kinds'); a kind's own is called only when its files are
+    there, and one that fails on a damaged file is skipped in one line naming the file."""
+    from simulator.output import kinds as output_kinds
+    from simulator.output.base import OutputKind
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.yaml", "timeseries.csv"):
+        shutil.copy(runs / "ns" / name, run / name)
+    calls = []
+
+    def figures(run_dir: Path, config: dict, pdf: bool) -> list[Path]:
+        calls.append((run_dir, config["physics"]["name"], pdf))
+        if (run_dir / "toy.h5").read_text() == "damaged":
+            raise ValueError("cut short")
+        (run_dir / "plots").mkdir(exist_ok=True)
+        (run_dir / "plots" / "toy.png").write_bytes(b"png")
+        return [run_dir / "plots" / "toy.png"]
+
+    toy = OutputKind(name="toy", doc="toy.h5", writers=lambda cfg, sim, ctx: [], files=("toy.h5",), figures=figures)
+    shipped = output_kinds.registry()
+    monkeypatch.setattr(output_kinds, "registry", lambda: {"toy": toy, **shipped})
+    assert [p.name for p in plots.plot_run(run)] == ["timeseries.png", "budget.png"] and calls == []
+    (run / "toy.h5").write_text("rows")
+    assert [p.name for p in plots.plot_run(run)] == ["toy.png", "timeseries.png", "budget.png"]
+    assert calls == [(run, "navier_stokes", False)]
+    (run / "toy.h5").write_text("damaged")
+    capsys.readouterr()
+    written = plots.plot_run(run)
+    assert [p.name for p in written] == ["timeseries.png", "budget.png"]
+    assert written.skipped == [f"skipped the toy figures: {run / 'toy.h5'} is damaged or not as the run writes it "
+                               "(ValueError: cut short)"]
+    assert written.skipped[0] in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["{tmp}/nope"], "error: RUN_DIR = '{tmp}/nope' does not exist; give a directory written by `simulator run`"),
     (["{tmp}"], "is not a run directory (it has no config.yaml)"),
@@ -268,13 +307,14 @@ def test_sweep_bad_input_exits_2(sweep, capsys, args, expected):
 run_plots = importlib.import_module("simulator.plots.run")
 spectra_plots = importlib.import_module("simulator.plots.spectra")
 sweep_plots = importlib.import_module("simulator.plots.sweep")
+timeseries_plots = importlib.import_module("simulator.plots.timeseries")
 
 
 @pytest.fixture
 def figures(monkeypatch):
     """The figures the plotting functions save, instead of their files."""
     saved = []
-    for module in (run_plots, spectra_plots, sweep_plots):
+    for module in (run_plots, timeseries_plots, spectra_plots, sweep_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.append(fig) or [path])
     return saved
 
@@ -297,7 +337,7 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
     for i, row in enumerate(rows):
         spectra_file.append(i, float(i), {spectrum: row})
     spectra_file.close()
-    run_plots.plot_spectra(tmp_path, config, equations.get(equation))
+    spectra_plots.plot_spectra(tmp_path, config, equations.get(equation))
     curves = [line for line in figures[0].axes[0].lines if line.get_linestyle() != "--"]
     assert len(curves) == 2
     for line in curves:
@@ -379,7 +419,7 @@ def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_red
     t = np.linspace(0.0, np.log(128 / 6), 9)  # a from 1/128 (z = 127) to 1/6 (z = 5)
     series = {"time": t, **{c: 1.0 + t for c in ("mass", "kinetic", "potential", "total", "max_density")},
               "layzer_irvine": 1e-4 * t}
-    fig = run_plots.timeseries_figure(series, config, info)
+    fig = timeseries_plots.timeseries_figure(series, config, info)
     bottom = fig.axes[-1]
     assert bottom.get_xlabel() == "redshift z" and bottom.get_xscale() == "log"
     left, right = bottom.get_xlim()
@@ -391,7 +431,7 @@ def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_red
     assert len(ticks) >= 3 and all(x == pytest.approx(1 + z) for z, x in ticks.items())
     assert fig._suptitle.get_text().endswith("redshift z = 127 – 5")
     assert "ln" not in " ".join(ax.get_xlabel() for ax in fig.axes)
-    ns = run_plots.timeseries_figure(read_timeseries(runs / "ns" / "timeseries.csv"),
+    ns = timeseries_plots.timeseries_figure(read_timeseries(runs / "ns" / "timeseries.csv"),
                                      yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"],
                                      equations.get("navier_stokes"))
     assert ns.axes[-1].get_xlabel() == "t (code units)" and ns.axes[-1].get_xscale() == "linear"
@@ -406,7 +446,7 @@ def test_a_curve_with_nothing_to_draw_has_no_legend_entry(runs, figures):
     series = read_timeseries(runs / "ns" / "timeseries.csv")
     series["enstrophy"] = np.full_like(series["enstrophy"], np.nan)
     config = yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"]
-    fig = run_plots.timeseries_figure(series, config, equations.get("navier_stokes"))
+    fig = timeseries_plots.timeseries_figure(series, config, equations.get("navier_stokes"))
     labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert labels and r"$Z = \langle|\omega|^2\rangle/2$" not in labels
     assert len([line for ax in fig.axes for line in ax.lines]) == len(labels)
@@ -417,7 +457,7 @@ def test_schrodinger_poisson_energy_panel_shows_the_drift_of_k_plus_w(runs, figu
     (E - E0) / (|K| + |W|), and the mass its relative drift."""
     series = read_timeseries(runs / "sp" / "timeseries.csv")
     config = yaml.safe_load((runs / "sp" / "config.yaml").read_text())["config"]
-    run_plots.plot_timeseries(runs / "sp", config, equations.get("schrodinger_poisson"))
+    timeseries_plots.plot_timeseries(runs / "sp", config, equations.get("schrodinger_poisson"))
     lines = {line.get_label(): np.asarray(line.get_ydata()) for ax in figures[0].axes for line in ax.lines}
     e, k, w = series["total"], series["kinetic"], series["potential"]
     assert not any(np.allclose(v, e) for v in lines.values())  # E itself, a flat line, is not drawn
@@ -494,7 +534,7 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
     info = equations.get("navier_stokes")
     for window, expected in ((None, 4.0), ((1.0, 2.0), 2.5)):  # rows t >= 1.5: 3 and 5; t in [1, 2]: 2 and 3
         figures.clear()
-        run_plots.plot_spectra(tmp_path, config, info, average=window)
+        spectra_plots.plot_spectra(tmp_path, config, info, average=window)
         [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
         ax = compensated.axes[0]
         [mean] = [line for line in ax.lines if isinstance(line.get_color(), str) and line.get_color() == "k"]
@@ -515,7 +555,7 @@ def test_the_compensated_spectrum_reads_as_the_kolmogorov_constant_and_the_guide
 
     run = runs / "ns"
     config = yaml.safe_load((run / "config.yaml").read_text())["config"]
-    run_plots.plot_spectra(run, config, equations.get("navier_stokes"))
+    spectra_plots.plot_spectra(run, config, equations.get("navier_stokes"))
     spectra = figures[0]  # spectra.png, drawn first
     assert "energy spectrum  t = " in spectra._suptitle.get_text()
     assert not [line for line in spectra.axes[0].lines if line.get_linestyle() == "--"]  # no guide (nor reference)
@@ -698,10 +738,10 @@ def test_hyperviscous_terms_are_named_only_for_runs_that_have_them():
     info = equations.get("navier_stokes")
     plain = {"name": "t", "grid": {"shape": [16] * 3, "box": [2 * np.pi] * 3}, "physics": {"name": "navier_stokes"}}
     hyper = {**plain, "physics": {"name": "navier_stokes", "hyperviscosity": 1e-6, "hyperviscosity_order": 4}}
-    without = _texts(run_plots.timeseries_figure(series, plain, info))
+    without = _texts(timeseries_plots.timeseries_figure(series, plain, info))
     assert r"$\varepsilon = 2\nu Z$" in without and not [text for text in without if "_p" in text], without
     assert r"$\varepsilon = 2\nu Z$ $+ \nu_p\langle k^{2p}|\hat u|^2\rangle$" in _texts(
-        run_plots.timeseries_figure(series, hyper, info))
+        timeseries_plots.timeseries_figure(series, hyper, info))
     assert not [text for text in _texts(budget_figure(series, info.plot.budget, plain, "code units")) if "_p" in text]
     # every declared curve names a hyperviscous term only in its hyperviscous part
     for declared in equations.registry().values():
@@ -867,7 +907,7 @@ def test_run_plot_returns_the_figures_simulator_plot_saves_and_writes_nothing(ru
 
     # the PNGs simulator plot writes for the same options, as figures by file name: the same texts
     saved = {}
-    for module in (run_plots, spectra_plots):
+    for module in (run_plots, timeseries_plots, spectra_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.update({path.stem: fig}) or [path])
     plots.plot_run(src, times=[0.0, 0.2], window=[0.1, 0.2])
     first = dict(saved)

@@ -278,6 +278,10 @@ class OutputKind:
         with ``args``."""
         return function(getattr(self, what))(*args)
 
+    def wrote(self, run_dir: Path) -> bool:
+        """Whether one of its ``files`` is in ``run_dir``."""
+        return any((run_dir / f).exists() for f in self.files)
+
     def on(self, cfg: Any) -> bool:
         """Whether a run of ``cfg`` writes this kind: ``active(cfg)``, by default its section's schedule."""
         if self.active is not None:

@@ -18,8 +18,10 @@ what the rest of the code asks of it, and the wall does the rest:
 * ``read``: ``(run_dir) -> data`` (no JAX), what ``load_run(path).output(name)`` returns (the shipped kinds'
   ``RunResults`` attributes are aliases of it); ``files``: the run files it writes;
 * ``export``: ``(group, data, units) -> None``, its netCDF-4 group in ``simulator export`` (``data``: its
-  reader's); ``figures``: ``(run_dir, config, pdf) -> [Path, ...]``, its figures in ``simulator plot`` (the
-  shipped kinds' figures are drawn by :func:`simulator.plots.run.plot_run` itself);
+  reader's); ``figures``: ``(run_dir, config, pdf) -> [Path, ...]``, its figures in ``simulator plot``, called
+  when its files are there (a plug-in's: the shipped kinds' figure families are declared above this layer,
+  by kind name, in :data:`simulator.plots.run.FAMILIES`, since they read these modules' files; one loop over
+  this registry, :func:`simulator.plots.run.plot_run`, draws both);
 * ``section``: the dataclass of its ``output.<name>`` keys (its schedule keys from
   :class:`~simulator.output.base.Scheduled`), ``schedules``: the dotted keys of its schedules (``every`` must
   fall on a chunk end, ``times`` before ``time.t_end``), ``check(cfg)``: its cross-key checks.
@@ -139,4 +141,4 @@ def program(name: str) -> Program:
 
 def written(run_dir: Path) -> list[OutputKind]:
     """The kinds whose files are in ``run_dir`` (those that declare ``files``)."""
-    return [kind for kind in registry().values() if any((run_dir / f).exists() for f in kind.files)]
+    return [kind for kind in registry().values() if kind.wrote(run_dir)]

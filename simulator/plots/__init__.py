@@ -1,8 +1,9 @@
 """Figures of a run or of a sweep: what ``simulator plot PATH`` draws (no display, no JAX).
 
-:mod:`.run` draws a run directory (time series, spectra, slices, frames) from what the run wrote and
-from its equation's declared plot defaults (:mod:`.spectra` its spectra, :mod:`.budget` the flux of its
-spectral budget); :mod:`.sweep` draws a sweep directory's collected results.
+:mod:`.run` draws a run directory, every output kind's figures by one loop over the output registry
+(:mod:`.timeseries` its time series, :mod:`.spectra` its spectra, :mod:`.budget` the flux of its spectral
+budget, slices and frames in :mod:`.run` itself), from what the run wrote and from its equation's declared
+plot defaults; :mod:`.sweep` draws a sweep directory's collected results.
 Every PNG is :data:`PIXELS` in size.
 """
 

@@ -10,11 +10,11 @@
     fig.savefig("mine.pdf")                                # or display it in a notebook
 
 Each method builds its figure with the same functions ``simulator plot`` saves as PNGs
-(:mod:`simulator.plots.run`, :mod:`simulator.plots.spectra`, :mod:`~simulator.plots.statistics`,
-:mod:`~simulator.plots.tasks`, :mod:`~simulator.plots.lagrangian`), from the files the run wrote as they are
-now, so a figure here and the PNG of the same options have the same data, titles and labels. Figures
-use matplotlib's object-oriented API on an Agg canvas (no pyplot, no global backend switch) and
-matplotlib's default style, whatever a matplotlibrc says.
+(:mod:`simulator.plots.run`, :mod:`~simulator.plots.timeseries`, :mod:`simulator.plots.spectra`,
+:mod:`~simulator.plots.statistics`, :mod:`~simulator.plots.tasks`, :mod:`~simulator.plots.lagrangian`), from
+the files the run wrote as they are now, so a figure here and the PNG of the same options have the same data,
+titles and labels. Figures use matplotlib's object-oriented API on an Agg canvas (no pyplot, no global backend
+switch) and matplotlib's default style, whatever a matplotlibrc says.
 """
 
 from __future__ import annotations
@@ -30,14 +30,11 @@ from simulator import equations
 from simulator.errors import ConfigError
 from simulator.plots.figures import MissingOutputError, check_window, unit
 from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
-from simulator.plots.run import (
-    last_slice_figure,
-    slice_choice,
-    timeseries_figures,
-)
+from simulator.plots.run import last_slice_figure, slice_choice
 from simulator.plots.spectra import spectra_figures
 from simulator.plots.statistics import statistics_figures
 from simulator.plots.tasks import task_figures
+from simulator.plots.timeseries import timeseries_figures
 
 
 def _quiet(line: str) -> None:

@@ -1,22 +1,31 @@
-"""Figures of a run directory: time series, spectra, slices and movie frames.
+"""Every figure of a run directory (:func:`plot_run`, ``simulator plot RUN_DIR``), and its slices and movie frames.
 
-From a run directory (written by ``simulator run``) it writes, under ``RUN_DIR/plots/``:
+:func:`plot_run` draws the figures of every output kind through one loop over the output registry
+(:mod:`simulator.output.kinds`), in its order, each kind's figure family called with one
+:class:`FigureContext`; under ``RUN_DIR/plots/`` it writes:
 
-* ``timeseries.png`` from ``timeseries.csv``: the panels the equation declares (``INFO.plot``) that
-  the run has columns for;
-* ``spectra.png``, ``spectra_<name>.png`` and ``flux.png`` from ``spectra.h5``
+* ``timeseries`` (the ``timeseries`` kind): ``timeseries.png`` and ``budget.png`` from ``timeseries.csv``
+  (:mod:`simulator.plots.timeseries`);
+* ``spectra``: ``spectra.png``, ``spectra_<name>.png`` and ``flux.png`` from ``spectra.h5``
   (:mod:`simulator.plots.spectra`);
-* ``structure_functions.png``, ``pdfs.png`` and ``derivative_moments.png`` from ``statistics.h5`` when
-  the run wrote one (:mod:`simulator.plots.statistics`);
-* ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one (:mod:`simulator.plots.lagrangian`);
-* ``task_<name>.png`` from ``tasks.h5`` for each user-defined output (``output.tasks``,
-  :mod:`simulator.plots.tasks`);
-* ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a vector
-  field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
+* ``snapshots``: ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a
+  vector field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
   a stacked field (passive scalars) its first members; ``slice_<field>.png`` for a field asked for by
   name, so that slices of several fields stand side by side;
+* ``statistics``: ``structure_functions.png``, ``pdfs.png`` and ``derivative_moments.png`` from
+  ``statistics.h5`` when the run wrote one (:mod:`simulator.plots.statistics`);
+* ``tasks``: ``task_<name>.png`` from ``tasks.h5`` for each user-defined output (``output.tasks``,
+  :mod:`simulator.plots.tasks`);
+* ``trajectories``: ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one
+  (:mod:`simulator.plots.lagrangian`);
+* a registered kind's own figures (its ``figures(run_dir, config, pdf)``) when its files are there;
 * with ``frames``: ``frames/slice_NNNN.png`` (``frames/slice_<field>_NNNN.png``), that slice for every
   snapshot, with common colour limits.
+
+The shipped kinds' figure families are declared here (:data:`FAMILIES`, by kind name), not on the kinds:
+drawing sits above ``output/`` and reads the kinds' files through their readers, so a kind naming its figure
+module would be an arrow back up (an import cycle in tests/test_architecture.py). A plug-in's module sits
+above both and names its own (``OutputKind.figures``).
 
 A damaged file (not HDF5, cut short, not as the run writes it) skips only the figures drawn from it, in one
 line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others are drawn all the same.
@@ -24,12 +33,11 @@ line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others ar
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer
 index), so a figure of a 2048^3 run needs memory for a plane, not for a field. Nothing here imports
 JAX; an equation is known by its declaration only (times are labelled by its ``time_label``, e.g. as
-redshifts, and axes carry the units it declares). The other figures have their own modules.
+redshifts, and axes carry the units it declares).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -40,113 +48,27 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import INDEX, Curve, EquationInfo, FieldInfo, instances
+from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.errors import ConfigError
-from simulator.results.lagrangian import TRAJECTORIES
 from simulator.output import kinds as output_kinds
+from simulator.output.base import OutputKind
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
 from simulator.output.runconfig import load_run_config
 from simulator.output.snapshots import snapshot_files
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.statistics import FILE as STATISTICS_FILE
-from simulator.output.tasks import FILE as TASKS_FILE
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style, figure, heading,
-                                     note, physics_of, save, snapshot_heading, time_axis, time_window, unit,
-                                     wide_positive)
+from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style, figure, note, save,
+                                     snapshot_heading, unit)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.particle_overlay import overlay
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
 from simulator.plots.tasks import plot_tasks
+from simulator.plots.timeseries import plot_timeseries
 
 AXES = "xyz"
 #: members of a stacked field shown in a slice figure
 STACKED_PANELS = 3
-
-
-# ---- time series -------------------------------------------------------------------------------------
-
-
-def curve_values(series: dict[str, np.ndarray], curve: Curve) -> np.ndarray | None:
-    """What a curve draws: its column, or the column's relative drift (see :class:`Curve`); None when the
-    column is absent (e.g. injection in an unforced run)."""
-    values = series.get(curve.column)
-    if values is None or not curve.relative:
-        return values
-    if curve.scale:
-        size = sum(np.abs(series[c]) for c in curve.scale if c in series)
-    else:
-        size = np.full_like(values, abs(values[0]) or np.max(np.abs(values)) or 1.0)
-    return (values - values[0]) / np.where(size > 0, size, np.nan)
-
-
-def _columns(curve: Curve, series: dict[str, np.ndarray]) -> list[Curve]:
-    """The curves ``curve`` draws: itself, or for a column template one per column it declares, ``{i}`` in
-    the label replaced by the index (one line per passive scalar)."""
-    return [curve if i is None else dataclasses.replace(curve, column=column, label=curve.label.replace(INDEX, str(i)))
-            for i, column in instances(curve.column, series)]
-
-
-def timeseries_figure(series: dict[str, np.ndarray], config: dict[str, Any], info: EquationInfo) -> Figure:
-    """One panel per ``info.plot.panels`` against ``series["time"]``; a panel none of whose columns the
-    run has (the scalars' of a run without) is left out."""
-    t, dress = time_axis(config, info, series["time"])
-    panels = [(panel, lines) for panel in info.plot.panels
-              if (lines := [c for curve in panel.curves for c in _columns(curve, series)])]
-    fig, axes = figure(len(panels), 1, sharex=True)
-    hyperviscous = any(value > 0 for value in physics_of(config, info).hyperviscous_coefficients().values())
-    for ax, (panel, lines) in zip(axes[:, 0], panels, strict=True):
-        drawn = []
-        for curve in lines:
-            values = curve_values(series, curve)
-            if not np.isfinite(values).any():  # nothing to see: no line, and no legend entry for it
-                continue
-            ax.plot(t, values, label=curve.label_for(hyperviscous))
-            drawn.extend(values.tolist())
-        if panel.log == "auto" and wide_positive(drawn):  # decades: log; a narrow range reads better linear
-            ax.set_yscale("log")
-        else:  # small drifts as 1e-3 times short numbers, not long tick labels that push the axis label out
-            ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3), useMathText=True)
-        ax.set_ylabel(panel.ylabel)
-        if ax.lines:
-            ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the panel, off the data
-        ax.grid(alpha=0.3)
-    dress(axes[-1, 0])
-    fig.align_ylabels()
-    fig.suptitle(heading(config, time_window(config, info, float(series["time"][0]), float(series["time"][-1]))))
-    return fig
-
-
-def timeseries_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo) -> dict[str, Callable[[], Figure]]:
-    """The time-series figures of a run directory, each built when called, by the stem of its file under
-    ``plots/``: ``timeseries`` (:func:`timeseries_figure` of ``timeseries.csv``, a column per diagnostic
-    against ``time``) and, for an equation that declares an energy budget, ``budget``
-    (:func:`simulator.plots.budget.budget_figure`, from three rows on). Raises MissingOutputError
-    without two complete rows."""
-    path = run_dir / TIMESERIES_FILE
-    series = read_timeseries(path) if path.is_file() else {}
-    t = series.get("time", np.empty(0))
-    if t.size < 2:
-        raise MissingOutputError(f"{path} has {t.size} complete row(s); a curve needs 2")
-    builders: dict[str, Callable[[], Figure]] = {"timeseries": partial(timeseries_figure, series, config, info)}
-    budget = info.plot.budget
-    if budget is not None and budget.quantity in series and t.size >= 3 and np.all(np.diff(t) > 0):
-        builders["budget"] = partial(budget_figure, series, budget, config, unit(config, info, "time"))
-    return builders
-
-
-def plot_timeseries(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False) -> list[Path]:
-    """``plots/timeseries.png`` and ``plots/budget.png`` (:func:`timeseries_figures`); nothing (and a note)
-    without two rows."""
-    try:
-        builders = timeseries_figures(run_dir, config, info)
-    except MissingOutputError as err:
-        note(f"skipped timeseries.png: {err}")
-        return []
-    return [path for stem, build in builders.items() for path in save(build(), run_dir / "plots" / f"{stem}.png", pdf)]
 
 
 # ---- slices ----------------------------------------------------------------------------------------------
@@ -370,34 +292,83 @@ def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str
     return field, AXES.index(axis), stem
 
 
+# ---- every output kind's figures -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FigureContext:
+    """What every output kind's figures are drawn with, the same for each: the run directory, its
+    ``config.yaml`` (a dict) and equation, the slice asked for (``field``, ``axis`` 0, 1 or 2, and the file
+    ``stem``: :func:`slice_choice`), ``pdf`` (a PDF beside each PNG), ``times`` (the spectra's rows) and
+    ``window`` = (t0, t1) (the time-averaged figures' window; None: the second half of the run)."""
+
+    run_dir: Path
+    config: dict[str, Any]
+    info: EquationInfo
+    field: str
+    axis: int
+    stem: str
+    pdf: bool = False
+    times: Sequence[float] | None = None
+    window: Sequence[float] | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """The figures of one output kind: ``what`` names them in the line of a damaged file (formatted with
+    ``ctx``, the :class:`FigureContext`), ``draw(ctx)`` writes them and returns their files (nothing, and a
+    note where the run should have some, without them)."""
+
+    what: str
+    draw: Callable[[FigureContext], list[Path]]
+
+
+#: the figure families of the shipped output kinds, by kind name (see the module docstring for why here)
+FAMILIES = {
+    "timeseries": Family("the time series figures", lambda c: plot_timeseries(c.run_dir, c.config, c.info, c.pdf)),
+    "spectra": Family("the spectra figures",
+                      lambda c: plot_spectra(c.run_dir, c.config, c.info, c.times, c.pdf, c.window)),
+    "snapshots": Family("{ctx.stem}.png",
+                        lambda c: plot_slice(c.run_dir, c.config, c.info, c.field, c.axis, c.pdf, c.stem)),
+    "statistics": Family("the statistics figures",
+                         lambda c: plot_statistics(c.run_dir, c.config, c.info, c.pdf, c.window)),
+    "tasks": Family("the task figures", lambda c: plot_tasks(c.run_dir, c.config, c.info, c.pdf)),
+    "trajectories": Family("the Lagrangian figure", lambda c: plot_lagrangian(c.run_dir, c.config, c.info, c.pdf)),
+}
+
+
+def family(kind: OutputKind) -> Family | None:
+    """How ``simulator plot`` draws ``kind``: by the ``figures(run_dir, config, pdf)`` it declares (a plug-in's),
+    called when its files are in the run directory; else by :data:`FAMILIES`; None: it draws nothing."""
+    if kind.figures is None:
+        return FAMILIES.get(kind.name)
+
+    def draw(ctx: FigureContext) -> list[Path]:
+        return kind.call("figures", ctx.run_dir, ctx.config, ctx.pdf) if kind.wrote(ctx.run_dir) else []
+
+    return Family(f"the {kind.name} figures", draw)
+
+
 @default_style
 def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
              frames: bool = False, pdf: bool = False, window: Sequence[float] | None = None) -> Figures:
     """Every figure of a run directory (see the module docstring); returns the files written, with the
     lines of the figures skipped because a file is damaged (:class:`~simulator.plots.figures.Figures`).
 
-    Reads ``config.yaml``, ``timeseries.csv``, ``spectra.h5`` and ``snapshots/s*.h5``. ``field``
-    (default: the equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``window`` =
-    (t0, t1) the time window of the time-averaged figures: the compensated spectrum's mean, the structure
-    functions and the PDFs (default: the second half of the run).
+    Reads ``config.yaml`` and the files of every output kind that draws figures. ``field`` (default: the
+    equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``window`` = (t0, t1) the time
+    window of the time-averaged figures: the compensated spectrum's mean, the structure functions and the
+    PDFs (default: the second half of the run). The kinds are drawn in the registry's order, each with the
+    same :class:`FigureContext`, then the frames.
     Raises ConfigError for a missing or foreign directory, an unknown axis or field.
     """
     config = load_run_config(run_dir)
     info = equations.get(config["physics"]["name"])
     field, index, stem = slice_choice(run_dir, info, field, axis)
     check_window(window)
-    families: list[tuple[str, Path, Callable[[], list[Path]]]] = [
-        ("the time series figures", run_dir / TIMESERIES_FILE, partial(plot_timeseries, run_dir, config, info, pdf)),
-        ("the spectra figures", run_dir / SPECTRA_FILE,
-         partial(plot_spectra, run_dir, config, info, times, pdf, window)),
-        (f"{stem}.png", run_dir / "snapshots",
-         partial(plot_slice, run_dir, config, info, field, index, pdf, stem)),
-        ("the statistics figures", run_dir / STATISTICS_FILE,
-         partial(plot_statistics, run_dir, config, info, pdf, window)),
-        ("the Lagrangian figure", run_dir / TRAJECTORIES, partial(plot_lagrangian, run_dir, config, info, pdf)),
-        ("the task figures", run_dir / TASKS_FILE, partial(plot_tasks, run_dir, config, info, pdf))]
-    families += [(f"the {kind.name} figures", run_dir / kind.files[0], partial(kind.call, "figures", run_dir, config, pdf))
-                 for kind in output_kinds.written(run_dir) if kind.figures]  # registered output kinds' own
+    ctx = FigureContext(run_dir, config, info, field, index, stem, pdf, times, window)
+    families = [(drawn.what.format(ctx=ctx), run_dir / kind.files[0], partial(drawn.draw, ctx))
+                for kind in output_kinds.registry().values() if kind.files and (drawn := family(kind)) is not None]
     if frames:
         families.append(("the frames", run_dir / "snapshots",
                          partial(plot_frames, run_dir, config, info, field, index, stem)))
