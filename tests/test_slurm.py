@@ -181,10 +181,13 @@ def test_usr1_checkpoints_requeues_and_resumes_bitwise(slurm, tmp_path):
 
 def test_usr1_during_start_up_requeues_instead_of_killing_the_job(slurm, reference, tmp_path):
     """The signal 1 s after the step started (Python and JAX still starting) used to kill the tasks (FAILED,
-    exit 138, no requeue: a preempted job lost). Now: nothing to checkpoint, exit 75, requeued, finished."""
+    exit 138, no requeue: a preempted job lost). Now: nothing to checkpoint, exit 75, requeued, finished.
+    The job compiles into a cache of its own, empty: loaded from the suite's, its programs are ready in well
+    under a second and the whole run ends before the signal comes."""
     config, ref = reference
     out = tmp_path / "run"
     job = sbatch(f"--output={tmp_path}/slurm-%j.out", "--ntasks=1", "--cpus-per-task=2",
+                 f"--export=ALL,SIMULATOR_COMPILATION_CACHE={tmp_path / 'cache'}",
                  ROOT / "slurm" / "cpu.sbatch", config, out)
     wait(job, timeout=120, until=lambda states: states and states[0][0] == "RUNNING")
     time.sleep(1.0)
