@@ -381,27 +381,25 @@ def _impl(primitive: Primitive, *args, **params):
     return jax.jit(functools.partial(primitive.bind, **params))(*args)
 
 
+def _primitive(name: str, abstract, lower, jvp, transpose) -> Primitive:
+    """A window primitive with its rules: evaluation, shapes, lowering, JVP, transpose and batching."""
+    p = Primitive(name)
+    p.def_impl(functools.partial(_impl, p))
+    p.def_abstract_eval(abstract)
+    mlir.register_lowering(p, lower)
+    ad.primitive_jvps[p] = jvp
+    ad.primitive_transposes[p] = transpose
+    batching.primitive_batchers[p] = functools.partial(_batch, p)
+    return p
+
+
 @functools.cache
 def _gather_p() -> Primitive:
     """The gather primitive, its rules registered on first use (nothing is registered at import)."""
-    p = Primitive("window_gather")
-    p.def_impl(functools.partial(_impl, p))
-    p.def_abstract_eval(_gather_abstract)
-    mlir.register_lowering(p, _lower_gather)
-    ad.primitive_jvps[p] = _gather_jvp
-    ad.primitive_transposes[p] = _gather_transpose
-    batching.primitive_batchers[p] = functools.partial(_batch, p)
-    return p
+    return _primitive("window_gather", _gather_abstract, _lower_gather, _gather_jvp, _gather_transpose)
 
 
 @functools.cache
 def _scatter_p() -> Primitive:
     """The scatter primitive (see :func:`_gather_p`)."""
-    p = Primitive("window_scatter")
-    p.def_impl(functools.partial(_impl, p))
-    p.def_abstract_eval(_scatter_abstract)
-    mlir.register_lowering(p, _lower_scatter)
-    ad.primitive_jvps[p] = _scatter_jvp
-    ad.primitive_transposes[p] = _scatter_transpose
-    batching.primitive_batchers[p] = functools.partial(_batch, p)
-    return p
+    return _primitive("window_scatter", _scatter_abstract, _lower_scatter, _scatter_jvp, _scatter_transpose)
