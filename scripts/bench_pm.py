@@ -50,6 +50,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from simulator.benchmark import ServedPeer  # no JAX: the devices are configured later
+
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -71,29 +73,17 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-class JaxPMPeer:
+class JaxPMPeer(ServedPeer):
     """JaxPM's N-body step in its own environment (scripts/peer_jaxpm.py --serve), one chunk per request, so that
     its chunks are timed interleaved with ours."""
 
     def __init__(self, python: str, sizes: list[int], precision: str, steps: int):
-        script = Path(__file__).with_name("peer_jaxpm.py")
-        self.proc = subprocess.Popen([python, str(script), "--serve", "--sizes", *map(str, sizes), "--precision",
-                                      precision, "--steps", str(steps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        if self.proc.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
-        self.cpu: dict[int, list[float]] = {}
+        super().__init__(python, Path(__file__).with_name("peer_jaxpm.py"), "--sizes", *map(str, sizes),
+                         "--precision", precision, "--steps", str(steps))
 
     def chunk(self, n: int) -> None:
         """One chunk at size n; the peer's CPU seconds (all its threads) go to ``self.cpu[n]``."""
-        self.proc.stdin.write(f"{n}\n")
-        self.proc.stdin.flush()
-        _, cpu = self.proc.stdout.readline().split()
-        self.cpu.setdefault(n, []).append(float(cpu))
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
+        self.request(n, f"{n}")
 
 
 def main() -> int:

@@ -60,14 +60,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.time.schemes import SEMILINEAR, compatible  # no JAX: the devices are configured later
+from simulator.benchmark import ServedPeer  # no JAX: the devices are configured later
+from simulator.time.schemes import SEMILINEAR, compatible
 
 # scheme -> (physics, integrator, initial condition, extra config overrides): Navier-Stokes with every
 # semi-linear scheme of the registry, then the other equations and configurations
@@ -110,29 +110,17 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-class FluidSimPeer:
+class FluidSimPeer(ServedPeer):
     """FluidSim's ns3d Taylor-Green RK4 run in its own environment (scripts/peer_fluidsim.py --serve),
     stepping on request so that its steps are timed interleaved with ours."""
 
     def __init__(self, python: str, sizes: list[int]):
-        script = Path(__file__).with_name("peer_fluidsim.py")
-        self.proc = subprocess.Popen([python, str(script), "--serve", "--sizes", *map(str, sizes)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        if self.proc.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
-        self.cpu: dict[int, list[float]] = {}
+        super().__init__(python, Path(__file__).with_name("peer_fluidsim.py"), "--sizes", *map(str, sizes))
 
     def steps(self, n: int, steps: int) -> None:
         """Run ``steps`` steps at size n; the peer's CPU seconds (all its threads, as it measures them: the
         same clock as ours) go to ``self.cpu[n]``."""
-        self.proc.stdin.write(f"{n} {steps}\n")
-        self.proc.stdin.flush()
-        _, cpu = self.proc.stdout.readline().split()
-        self.cpu.setdefault(n, []).append(float(cpu))
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
+        self.request(n, f"{n} {steps}")
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Shared pieces of the benchmark scripts in ``scripts/``: timing, compiled memory, result files, the
-local FFT path a backend is built with, and a step's transforms replayed alone (the FFT-only baseline of
+local FFT path a backend is built with, a peer code served in its own environment, and a step's transforms
+replayed alone (the FFT-only baseline of
 scripts/bench_step.py and scripts/bench_scaling.py: the step's own calls, read from its jaxpr).
 
 Benchmarks are never unit tests: they report ratios against a baseline measured in the same
@@ -14,6 +15,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -188,3 +190,28 @@ def replay(fft: Any, calls: list[Any], seeds: dict[str, Any]) -> dict[str, Any]:
     # of single components in a row were timed as one)
     zero = sum((0.0 * jnp.real(v.reshape(-1)[0]) for v in (*latest.values(), *outputs)), jnp.zeros(()))
     return {k: v + zero.astype(v.dtype) for k, v in seeds.items()}
+
+
+class ServedPeer:
+    """A peer code run in its own environment by ``python script --serve ARGS`` (scripts/peer_*.py), which prints
+    ``ready``, then answers each request line with ``done CPU_SECONDS`` (the CPU time of all its threads) once
+    the work asked is done: its work is timed interleaved with ours in the same rounds."""
+
+    def __init__(self, python: str, script: Path, *args: str):
+        self.proc = subprocess.Popen([python, str(script), "--serve", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
+        #: the CPU seconds of each request, by size
+        self.cpu: dict[int, list[float]] = {}
+
+    def request(self, n: int, line: str) -> None:
+        """Send ``line`` and wait for its answer; its CPU seconds go to ``self.cpu[n]``."""
+        self.proc.stdin.write(f"{line}\n")
+        self.proc.stdin.flush()
+        _, cpu = self.proc.stdout.readline().split()
+        self.cpu.setdefault(n, []).append(float(cpu))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
