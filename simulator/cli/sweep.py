@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from simulator.cli.common import EXIT_INTERRUPTED, EXIT_OK
@@ -10,7 +11,6 @@ from simulator.errors import ConfigError
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    import os
     from pathlib import Path
 
     from simulator import sweep
@@ -18,17 +18,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
     if args.point is not None:
-        index = args.point if args.point >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
-        if index is None or not str(index).isdigit():
-            raise ConfigError("--point", index, "give the point index, or run inside a Slurm array task",
-                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
-        return sweep.run_point(Path(args.target), int(index))
+        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"))
     if args.group is not None:
-        index = args.group if args.group >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
-        if index is None or not str(index).isdigit():
-            raise ConfigError("--group", index, "give the group index, or run inside a Slurm array task",
-                              "is not set (SLURM_ARRAY_TASK_ID is unset)")
-        return sweep.run_group(Path(args.target), int(index))
+        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"))
     if args.batch is not None and args.batch < 1:
         raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
@@ -117,3 +109,12 @@ def add_sweep(sub: Any) -> None:
                    help="with --collect: the swept key on the x axis (default: the first swept key)")
     p.set_defaults(func=cmd_sweep)
 
+
+def _array_index(flag: str, given: int, what: str) -> int:
+    """The index ``flag`` gave, or (given as a negative number: the flag without a value) the Slurm array
+    task's; a one-line ConfigError when neither is there."""
+    index = given if given >= 0 else os.environ.get("SLURM_ARRAY_TASK_ID")
+    if index is None or not str(index).isdigit():
+        raise ConfigError(flag, index, f"give the {what} index, or run inside a Slurm array task",
+                          "is not set (SLURM_ARRAY_TASK_ID is unset)")
+    return int(index)
