@@ -310,7 +310,9 @@ def test_every_interpolation_method_is_one_entry_declaring_what_is_asked_of_it()
     """The config's choices and doc, the checks, the planner and the right-hand side all read
     simulator.particles.interpolation.METHODS: each entry evaluates by the spectral sum (a route of
     evaluate_at) or on the grid with a halo, costs something the planner can say, and names what to use
-    instead wherever it can be refused."""
+    instead wherever it can be refused; a grid method's halo planes are its window's
+    (simulator.fft.stencils.STENCILS), not a number of its own."""
+    from simulator.fft.stencils import STENCILS
     from simulator.particles.species import Species
     from simulator.particles.interpolation import METHODS
 
@@ -318,6 +320,8 @@ def test_every_interpolation_method_is_one_entry_declaring_what_is_asked_of_it()
     assert field.metadata["choices"] == tuple(METHODS)
     for m in METHODS.values():
         assert m.route in ("direct", "nufft") or (m.route is None and m.planes > 0), m.name
+        assert (m.route is None) == (m.window is not None), m.name
+        assert m.planes == (max(STENCILS[m.window].below, STENCILS[m.window].above) if m.window else 0), m.name
         assert f"{m.name} ({m.doc})" in field.metadata["doc"] and m.work(512)
         assert (m.platforms is None) == (not m.platform_note), m.name
         assert m.instead or not (m.planes or m.platforms or m.unavailable), m.name

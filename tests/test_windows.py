@@ -17,6 +17,7 @@ import pytest
 
 from simulator.errors import ConfigError
 from simulator.fft import kernels, window as W
+from simulator.fft.stencils import STENCILS
 
 SHAPE = (6, 7, 8)
 SPACING = (0.5, 0.25, 1 / 3)
@@ -43,7 +44,7 @@ def block_case(name: str, cut, reach: int, outside: str, count: int, seed: int, 
     """A block of ``SHAPE`` with its halo, the points (inside it where ``outside`` is none, also up to 1.5 cells
     beyond otherwise), its starts and values: ``(block, field, points, starts, values, extent)``."""
     rng = np.random.default_rng(seed)
-    w = W.WINDOWS[name]
+    w = STENCILS[name]
     extent = tuple(h + w.width - 1 + 2 * reach if c else n for h, c, n in zip(HELD, cut, SHAPE, strict=True))
     starts = np.array([s if c else 0 for s, c in zip(STARTS, cut, strict=True)])
     dx = np.array(SPACING)
@@ -60,6 +61,23 @@ def scaled(a, b) -> float:
     a, b = np.asarray(a), np.asarray(b)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     return float(np.nanmax(np.abs(a - b)) / max(np.nanmax(np.abs(b)), 1e-300))
+
+
+def test_every_window_is_declared_once_and_weighted_on_its_nodes():
+    """The windows' nodes, orders and native codes are one declaration without JAX (simulator.fft.stencils), read
+    by the config's checks and choices (physics.cdm_window: the assignment functions, those of an order) and the
+    particles' methods; the JAX weights are keyed by it: one function per window, giving one weight per node that
+    sum to 1 at every offset (a constant field is interpolated exactly, mass is conserved)."""
+    from simulator.equations.cold import window_setting
+
+    assert set(W.WINDOWS) == set(STENCILS) and len({s.code for s in STENCILS.values()}) == len(STENCILS)
+    assert window_setting().metadata["choices"] == tuple(n for n, s in STENCILS.items() if s.order) == ("cic", "tsc")
+    t = jnp.linspace(0, 1, 7, endpoint=False)
+    for name, w in W.WINDOWS.items():
+        assert w.stencil is STENCILS[name]
+        weights = np.asarray(w.weights(t))
+        assert weights.shape == (7, w.stencil.width) and np.allclose(weights.sum(-1), 1, atol=1e-14), name
+        assert f"{name} ({w.stencil.doc})" in window_setting().metadata["doc"] or not w.stencil.order, name
 
 
 @pytest.mark.parametrize("name", ["cic", "tsc", "lagrange4"])

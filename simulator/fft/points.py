@@ -40,7 +40,8 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
 from simulator.fft.kernels import implementation, threads_for
-from simulator.fft.window import WINDOWS, Block, gather
+from simulator.fft.stencils import STENCILS
+from simulator.fft.window import Block, gather
 
 #: complex partial sums held per chunk of points (batch * n0 * n1 * C): bounds the chunk's memory
 CHUNK_ELEMENTS = 1 << 22
@@ -220,7 +221,7 @@ def _local_window(window: str, real_axes: tuple[str | None, str | None, str | No
     Along an axis the block holds whole, the window's nodes wrap around it (no halo, no copy of the block);
     along a sharded one the neighbours' planes extend it (:func:`_halo`). The windowed sum itself is
     :func:`simulator.fft.window.gather` (its transpose the deposit's scatter)."""
-    w = WINDOWS[window]
+    w = STENCILS[window]
     ext = field
     starts = []
     for a in range(3):
@@ -238,7 +239,7 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
                       window: str = "lagrange4", owned: bool = False, reach: int = 0) -> jax.Array:
     """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` (``fft``'s real layout and sharding) at ``points``
     ``(Np, 3)`` (replicated, any real coordinates: periodic) by the tensor product of a 1D ``window``
-    (:data:`simulator.fft.window.WINDOWS`; the default the tricubic 4-point Lagrange interpolant, which
+    (:data:`simulator.fft.stencils.STENCILS`; the default the tricubic 4-point Lagrange interpolant, which
     Yeung & Pope 1988 compare with the exact sum; ``cic`` and ``tsc`` the particle-mesh interpolations).
     Each device evaluates the points whose cell lies in its block, from its block and a halo (the window's
     planes below and above along each sharded axis: ``ppermute`` with its neighbours); one psum assembles

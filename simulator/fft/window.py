@@ -1,8 +1,8 @@
 """Windows of grid nodes around points: their weights, and the windowed gather of a grid block at points with
 its transpose, the scatter (the particle-mesh assignment), as one pair of JAX primitives.
 
-A window (:data:`WINDOWS`) takes the nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along
-each axis, weighted by a 1D function of the offset t = s - floor(s) per axis (their tensor product): the
+A window (:data:`WINDOWS`; its nodes declared without JAX in :data:`simulator.fft.stencils.STENCILS`) takes the
+nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along each axis, weighted by a 1D function of the offset t = s - floor(s) per axis (their tensor product): the
 tricubic Lagrange interpolant, or the particle-mesh assignment functions cloud-in-cell and triangular-shaped
 cloud. :func:`gather` contracts a grid block's window at each point with these weights; :func:`scatter`, its
 transpose, adds each point's value times the weights into the block. Their callers
@@ -44,6 +44,7 @@ from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
 from simulator.fft.kernels import native
+from simulator.fft.stencils import STENCILS, Stencil
 
 #: points per chunk of the XLA implementation (B x 64 window values each held at a time)
 LOCAL_CHUNK = 1 << 14
@@ -77,21 +78,12 @@ def tsc_weights(t: jax.Array) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True)
 class Window:
-    """Grid nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along each axis, and their
-    weights ``weights(s - floor(s))`` ``(..., below + above + 1)``; ``order``: the power p of the window's
-    transform, prod_i sinc(k_i dx_i / 2)^p (0: an interpolant, not an assignment function); ``code``: its
-    number in the native extension."""
+    """A window's nodes (:class:`~simulator.fft.stencils.Stencil`: floor(s) - below .. floor(s) + above of a point
+    at s = x / dx along each axis, its order and native code) and their weights ``weights(s - floor(s))``
+    ``(..., width)``."""
 
-    below: int
-    above: int
+    stencil: Stencil
     weights: Callable[[jax.Array], jax.Array]
-    order: int = 0
-    code: int = 0
-
-    @property
-    def width(self) -> int:
-        """Nodes per axis."""
-        return self.below + self.above + 1
 
     def derivative(self, t: jax.Array, order: int) -> jax.Array:
         """d^order/dt^order of the weights at ``t``: ``(..., width)`` (the weights themselves at order 0)."""
@@ -101,12 +93,9 @@ class Window:
         return fn(t)
 
 
-#: the windows by name: an interpolant (lagrange4) and the particle-mesh assignment functions (cic, tsc)
-WINDOWS: dict[str, Window] = {
-    "lagrange4": Window(1, 2, lagrange4_weights, code=0),
-    "cic": Window(0, 1, cic_weights, order=2, code=1),
-    "tsc": Window(1, 2, tsc_weights, order=3, code=2),
-}
+#: the windows by name (:data:`simulator.fft.stencils.STENCILS`, their nodes), each with its weight function
+WINDOWS: dict[str, Window] = {name: Window(STENCILS[name], weights) for name, weights in (
+    ("lagrange4", lagrange4_weights), ("cic", cic_weights), ("tsc", tsc_weights))}
 
 
 # ---- the primitives ------------------------------------------------------------------------------------------
@@ -252,7 +241,7 @@ def _batch(primitive: Primitive, args, dims, **params):
 # ---- the two implementations ---------------------------------------------------------------------------------
 
 
-def _stencil(points: jax.Array, starts: jax.Array, window: Window, block: Block, extent: tuple[int, int, int]
+def _stencil(points: jax.Array, starts: jax.Array, window: Stencil, block: Block, extent: tuple[int, int, int]
              ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Each point's stencil in the block of ``extent`` (with its halo): the index of its first node along each
     axis ``(P, 3)`` int32 (before wrapping, on an axis held whole), its offsets t ``(P, 3)`` and whether its cell
@@ -296,8 +285,8 @@ def _chunks(points: jax.Array, *arrays: jax.Array) -> tuple[int, tuple[jax.Array
 def _nodes(x: jax.Array, starts: jax.Array, w: Window, block: Block, extent: tuple[int, int, int], orders):
     """A chunk's stencil as XLA indexes it: the nodes along each axis ``(C, width)`` (wrapped on an axis the block
     holds whole), the weights (or their derivatives) along each ``(C, width)``, and which points are inside."""
-    cell, t, inside = _stencil(x, starts, w, block, extent)
-    steps = jnp.arange(w.width, dtype=jnp.int32)
+    cell, t, inside = _stencil(x, starts, w.stencil, block, extent)
+    steps = jnp.arange(w.stencil.width, dtype=jnp.int32)
     idx = []
     for a in range(3):
         nodes = cell[:, a, None] + steps[None, :]
@@ -348,7 +337,7 @@ def _registered() -> None:
 
 
 def _attributes(window: str, block: Block, orders, threads: int) -> dict[str, np.ndarray]:
-    return {"window": np.int64(WINDOWS[window].code), "orders": np.asarray(orders, np.int64),
+    return {"window": np.int64(STENCILS[window].code), "orders": np.asarray(orders, np.int64),
             "cut": np.asarray(block.cut, np.int64), "shape": np.asarray(block.shape, np.int64),
             "spacing": np.asarray(block.spacing, np.float64), "reach": np.int64(block.reach),
             "outside": np.int64(OUTSIDE.index(block.outside)), "threads": np.int64(threads)}
@@ -381,8 +370,9 @@ def _impl(primitive: Primitive, *args, **params):
     return jax.jit(functools.partial(primitive.bind, **params))(*args)
 
 
-def _primitive(name: str, abstract, lower, jvp, transpose) -> Primitive:
-    """A window primitive with its rules: evaluation, shapes, lowering, JVP, transpose and batching."""
+def _primitive(name: str, abstract: Callable, lower: Callable, jvp: Callable, transpose: Callable) -> Primitive:
+    """A primitive with its rules registered: evaluation by a jitted bind, abstract evaluation, lowering, forward
+    mode, transpose and batching."""
     p = Primitive(name)
     p.def_impl(functools.partial(_impl, p))
     p.def_abstract_eval(abstract)

@@ -1,14 +1,16 @@
 """How u is evaluated at the particles: the interpolation methods, one registry entry each (no JAX here).
 
 A method (:class:`Interpolation`) declares everything the config checks, the start-up checks, the
-planner and the right-hand side ask of it, so that adding a method is one entry in :data:`METHODS`:
+planner and the right-hand side ask of it, so that adding a method is one entry in :data:`METHODS` (a grid
+method on a new window also declares that window, :mod:`simulator.fft.stencils`):
 
 * ``route``: the spectrally exact sum of the velocity spectrum at the points
   (:meth:`simulator.fft.base.FFTBackend.evaluate_at`, ``"direct"`` or by a type-2 ``"nufft"``), or None
   for an interpolant of the grid values (:meth:`~simulator.fft.base.FFTBackend.interpolate_local`, one
   more inverse FFT of u per stage and a halo exchange);
-* ``planes``: the grid planes a device must hold along every sharded axis (the halo taken from a
-  neighbour; 0: no condition);
+* ``window``: that interpolant's window of grid nodes, a name of :data:`simulator.fft.stencils.STENCILS`
+  (None for a route), whose nodes give ``planes``, the grid planes a device must hold along every sharded
+  axis (the halo taken from a neighbour; 0: no condition);
 * ``platforms`` and ``platform_note``: where it runs, when not everywhere, and why;
 * ``unavailable``: a check at start-up, on the run's FFT backend (why not, or None);
 * ``work``: what one evaluation costs per device, for ``simulator plan``;
@@ -20,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from simulator.fft.stencils import STENCILS
 
 
 def _nufft_unavailable(fft: Any) -> str | None:
@@ -38,17 +42,27 @@ class Interpolation:
     route: str | None
     work: Callable[[int], str]
     instead: str = ""
-    planes: int = 0
+    window: str | None = None
     platforms: tuple[str, ...] | None = None
     platform_note: str = ""
     unavailable: Callable[[Any], str | None] | None = None
+
+    @property
+    def planes(self) -> int:
+        """The grid planes a device must hold along every sharded axis: its window's (0 for a route)."""
+        return STENCILS[self.window].planes if self.window is not None else 0
 
     def evaluate(self, fft: Any, u_hat: Any, points: Any, ops: Any, box: Any) -> Any:
         """u at ``points`` ``(Np, 3)`` from the velocity spectrum ``u_hat`` on ``fft`` (``ops``: the flow's
         spectral operators), ``(3, Np)``."""
         if self.route is not None:
             return fft.evaluate_at(u_hat, points, ops.k, ops.weight, self.route, box)
-        return fft.interpolate_local(fft.irfft(u_hat), points, box)
+        return self.interpolate(fft, fft.irfft(u_hat), points, box)
+
+    def interpolate(self, fft: Any, grid: Any, points: Any, box: Any, owned: bool = False, reach: int = 0) -> Any:
+        """The real-space ``grid`` ``(*batch, Nx, Ny, Nz)`` on ``fft`` at ``points`` ``(Np, 3)`` by this method's
+        window: ``(*batch, Np)`` (``owned``, ``reach``: :meth:`~simulator.fft.base.FFTBackend.interpolate_local`'s)."""
+        return fft.interpolate_local(grid, points, box, self.window, owned=owned, reach=reach)
 
 
 #: the methods, by name, in the order the config's doc lists them
@@ -62,7 +76,7 @@ METHODS: dict[str, Interpolation] = {m.name: m for m in (
                   platform_note="the installed jax-finufft runs on CPU only", unavailable=_nufft_unavailable),
     Interpolation("lagrange4", "tricubic on the grid, 4th order in dx, cost 64 per particle, one more inverse FFT "
                   "of u per stage", None, lambda modes: "64 x 3 multiply-adds per particle, and one more inverse "
-                  "FFT of u", instead="exact", planes=2),
+                  "FFT of u", instead="exact", window="lagrange4"),
 )}
 #: the names, the choices of ``particles[].interpolation``
 INTERPOLATIONS = tuple(METHODS)

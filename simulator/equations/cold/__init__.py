@@ -33,6 +33,7 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from simulator.errors import ConfigError
+from simulator.fft.stencils import ASSIGNMENTS, STENCILS
 from simulator.schema import is_zero, setting
 
 #: the fields only a run with cold particles has
@@ -70,9 +71,9 @@ def check_wave_keys(p: Any, keys: Sequence[str]) -> None:
 
 def window_setting() -> Any:
     """``physics.cdm_window``, declared once for every equation that carries cold particles."""
+    choices = " or ".join(f"{name} ({STENCILS[name].doc})" for name in ASSIGNMENTS)
     return setting("cic", "particle-mesh window assigning mass and interpolating forces, its transform divided out: "
-                   "cic (cloud in cell, 2 x 2 x 2 nodes) or tsc (triangular-shaped cloud, 3 x 3 x 3)",
-                   choices=("cic", "tsc"))
+                   f"{choices}", choices=ASSIGNMENTS)
 
 
 def capacity_setting() -> Any:
@@ -113,16 +114,14 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
     from simulator.fft.layouts import check_planes, known_devices
     from simulator.particles.slots import check_capacity
 
-    window = {"cic": (0, 1), "tsc": (1, 2)}[p.cdm_window]
-    if min(cfg.grid.shape) < 2 * sum(window):
-        raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {2 * sum(window)} nodes along "
-                          f"every axis for its {sum(window) + 1}-node window", f"grid.shape is {list(cfg.grid.shape)}")
-    check_planes(cfg, "physics.cdm_window", p.cdm_window, max(window), "cic, or fewer devices")
+    window = STENCILS[p.cdm_window]
+    if min(cfg.grid.shape) < window.least_grid:
+        raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {window.least_grid} nodes along "
+                          f"every axis for its {window.width}-node window", f"grid.shape is {list(cfg.grid.shape)}")
+    check_planes(cfg, "physics.cdm_window", p.cdm_window, window.planes, "cic, or fewer devices")
     if (devices := known_devices(cfg)) is not None:
         check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     name = getattr(cfg.initial, "name", None)
-    if (devices := known_devices(cfg)) is not None:
-        check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     if name is not None and name not in initials:
         raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a run's cold particles start on their "
                           "lattice", "cannot place the particles")

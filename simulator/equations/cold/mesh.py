@@ -1,7 +1,7 @@
 """The particle-mesh algorithm of a cold species beside the wave (JAX), for any equation that carries one.
 
 Particle-mesh (Hockney & Eastwood 1988, ch. 5): the particles' mass is assigned to the grid by the window W
-(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.window.WINDOWS`),
+(``physics.cdm_window``: cloud-in-cell or triangular-shaped cloud, :data:`simulator.fft.stencils.STENCILS`),
 the assignment's transform prod_i sinc(k_i dx_i / 2)^p (p = 2, 3) is divided out of rho_cdm's spectrum,
 the potential is solved spectrally for the total density (wave plus particles), and the field -grad(Phi)
 (spectral derivative) is divided by the same transform once more and interpolated back to the particles
@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from simulator.equations import assembly
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.fft.kernels import implementation
-from simulator.fft.window import WINDOWS
+from simulator.fft.stencils import STENCILS
 from simulator.particles import stack
 
 
@@ -59,7 +59,7 @@ def sizes(eq: Any) -> tuple[int, int]:
 
 def window_transform(eq: Any) -> jax.Array:
     """prod_i sinc(k_i dx_i / 2)^p of the assignment window over the r2c spectrum (broadcast of three vectors)."""
-    order = WINDOWS[eq.physics.cdm_window].order
+    order = STENCILS[eq.physics.cdm_window].order
     out = 1.0
     for k, dx in zip(eq.kr, eq.spacing, strict=True):
         out = out * jnp.sinc(k * dx / (2 * jnp.pi)) ** order  # jnp.sinc(x) = sin(pi x) / (pi x)
@@ -69,7 +69,7 @@ def window_transform(eq: Any) -> jax.Array:
 def deconvolution(eq: Any) -> jax.Array:
     """1 / :func:`window_transform`, as the product of the three axes' reciprocals (vectors): a multiplication
     per mode where the division by the broadcast product was three operations and a division."""
-    order = WINDOWS[eq.physics.cdm_window].order
+    order = STENCILS[eq.physics.cdm_window].order
     out = 1.0
     for k, dx in zip(eq.kr, eq.spacing, strict=True):
         out = out * (1.0 / jnp.sinc(k * dx / (2 * jnp.pi)) ** order)
