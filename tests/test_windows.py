@@ -8,6 +8,7 @@ runs) is held by test_fdm_cdm.py and test_particles.py, on whichever path runs h
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import jax
@@ -200,6 +201,28 @@ def test_the_environment_chooses_the_path(monkeypatch):
     with pytest.raises(ConfigError, match=r"^SIMULATOR_PARTICLES = 'fast' is not allowed; expected one of auto, "
                                           r"native, xla$"):
         kernels.implementation("cpu")
+
+
+def test_native_kernels_asked_for_where_they_cannot_run_are_refused_and_info_says_which_run(monkeypatch):
+    """SIMULATOR_PARTICLES=native on a GPU, or where the extension is not built, is one line saying why (it
+    silently ran XLA's path, 5-10x slower on CPU); ``simulator info`` states which kernels run and why not the
+    native ones."""
+    monkeypatch.setenv("SIMULATOR_PARTICLES", "native")
+    with pytest.raises(ConfigError, match=r"^SIMULATOR_PARTICLES = 'native' .*CPU only, not gpu"):
+        kernels.implementation("gpu")
+    monkeypatch.setattr(kernels, "native", lambda: (None, "native extension not built (bash scripts/setup.sh ...)"))
+    with pytest.raises(ConfigError, match=r"native extension not built .*leave it unset \(auto\)"):
+        kernels.implementation("cpu")
+    monkeypatch.setenv("SIMULATOR_PARTICLES", "auto")
+    assert kernels.implementation("cpu") == "xla"
+    assert kernels.describe("cpu") == "xla (native extension not built (bash scripts/setup.sh ...))"
+    assert kernels.describe("gpu") == "xla (the native kernels run on CPU only; this is gpu)"
+    monkeypatch.undo()
+    monkeypatch.delenv("SIMULATOR_PARTICLES", raising=False)
+    info = subprocess.run([sys.executable, "-m", "simulator", "info"], capture_output=True, text=True, timeout=120,
+                          check=True).stdout
+    line = next(line for line in info.splitlines() if line.startswith("particle kernels:"))
+    assert line.split(":", 1)[1].strip() == kernels.describe("cpu"), line
 
 
 def test_an_extension_older_than_the_code_is_not_used(monkeypatch):

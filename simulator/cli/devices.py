@@ -18,7 +18,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     import jax
 
     from simulator import runtime
-    from simulator.fft import BACKENDS
+    from simulator.fft import BACKENDS, kernels
 
     rep = runtime.device_report()
     if rep.process_index == 0:  # devices and versions first; Slurm's variables only inside a Slurm job
@@ -35,6 +35,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         fft = runtime.make_fft(cfg)
         print(f"layout:                {fft.describe()}")
         print(f"local FFT:             {fft.local.describe(rep.platform)}")
+        print(f"particle kernels:      {kernels.describe(rep.platform)}")
         slurm = runtime.slurm_environment()
         if any(slurm.values()):
             print("Slurm environment:")
