@@ -30,7 +30,7 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -136,6 +136,12 @@ class FFTBackend(Layout, abc.ABC):
     def replicated_sharding(self) -> NamedSharding:
         """Sharding of an array every device holds whole (scalars handed to compiled code)."""
         return NamedSharding(self.mesh, PartitionSpec())
+
+    def replicated(self, host: np.ndarray, dtype: Any) -> jax.Array:
+        """A host array, the same on every process, as an array of ``dtype`` every device holds whole."""
+        host = np.asarray(host).astype(dtype)
+        return jax.make_array_from_callback(host.shape, self.replicated_sharding(), lambda idx: host[idx],
+                                            dtype=host.dtype)
 
     def real_jit(self, fn: Callable[..., jax.Array], batch_ndim: int = 0) -> Callable[..., jax.Array]:
         """``fn`` jitted with its output laid out as a real-space array with ``batch_ndim`` batch axes.

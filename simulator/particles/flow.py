@@ -56,7 +56,6 @@ from simulator.particles import wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
 from simulator.particles.slots import Loss
-from simulator.particles.stack import replicated
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -309,7 +308,7 @@ class WithParticles(SemiLinearEquation):
                     raise ConfigError(f"particles[{i}].distribution", s.distribution, f"the checkpoint holds "
                                       f"{len(rows.ident)} of the {s.count} particles of species {s.name} (the "
                                       "others were lost): restart with distribution: owned", "cannot take them")
-                out.update({key: replicated(self.fft, a, self.dtype) for key, a in rows.arrays.items()})
+                out.update({key: self.fft.replicated(a, self.dtype) for key, a in rows.arrays.items()})
         return out or None
 
 

@@ -113,18 +113,12 @@ def host_rows(stored: Mapping[str, np.ndarray], names: Sequence[str], live: str,
                 slots.stored_lost(stored.get(lost)))
 
 
-def replicated(fft: Any, host: np.ndarray, dtype: Any) -> jax.Array:
-    """A host array (the same on every process) as a replicated device array of ``dtype``."""
-    host = np.asarray(host).astype(dtype)
-    return jax.make_array_from_callback(host.shape, fft.replicated_sharding(), lambda index: host[index])
-
-
 def lay_out(fft: Any, box: Sequence[float], held: int, dtype: Any, rows: Rows
             ) -> tuple[jax.Array, dict[str, jax.Array], jax.Array, jax.Array]:
     """Host :class:`Rows` (a restart's) laid out on ``fft``'s devices in ``held`` slots each, the arrays in
     ``dtype``: :func:`hand_out`'s ``(live, arrays, ident, lost)``, the stored lost counts carried on."""
-    arrays = {n: replicated(fft, a, dtype) for n, a in rows.arrays.items()}
-    return hand_out(fft, box, held, arrays, replicated(fft, rows.ident, np.int32), replicated(fft, rows.lost, np.int32))
+    arrays = {n: fft.replicated(a, dtype) for n, a in rows.arrays.items()}
+    return hand_out(fft, box, held, arrays, fft.replicated(rows.ident, np.int32), fft.replicated(rows.lost, np.int32))
 
 
 def loss(lost: jax.Array, what: str, exchange: tuple[str, float], capacity: tuple[str, float], far: str

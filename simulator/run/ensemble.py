@@ -168,7 +168,6 @@ class Batch:
         template = states[0]
         self.member_shardings = jax.tree.map(lambda a: a.sharding, template)
         self.shardings = stacked_shardings(sim, template)
-        self.replicated = sim.fft.replicated_sharding()
         # per parameter (numbers, mean-gradient vectors, per-scalar entries) a (K, ...) replicated array
         self.params = jax.tree.map(lambda *v: self.vector(np.stack(v)), *params)
         stack = jax.jit(lambda *s: jax.tree.map(lambda *x: jnp.stack(x), *s), out_shardings=self.shardings)
@@ -189,8 +188,7 @@ class Batch:
 
     def vector(self, values: Any, dtype: Any = None) -> jax.Array:
         """A ``(K, ...)`` host array (K members' values) as a replicated array on every process's devices."""
-        host = np.asarray(values, dtype or self.sim.dtype)
-        return jax.make_array_from_callback(host.shape, self.replicated, lambda idx: host[idx], dtype=host.dtype)
+        return self.sim.fft.replicated(values, dtype or self.sim.dtype)
 
     def advance(self, plan: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
         """One chunk: member i takes ``plan[i]`` = (steps, dt) from its time (0 steps: held; an adaptive

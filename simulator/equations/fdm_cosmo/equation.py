@@ -89,13 +89,8 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         self.keep = tuple((jnp.abs(m) < n / 2).astype(self.dtype) for m, n in zip(modes, fft.shape, strict=True))
         self.weight = fft.parseval_weight(real=True, dtype=self.dtype)
         table = None if physics.spectrum_file is None else power.read_table(physics.spectrum_file)
-        self.table = None if table is None else tuple(self._replicated(np.asarray(v)) for v in table)
-        self.time = self._replicated(np.zeros(()))
-
-    def _replicated(self, host: np.ndarray) -> jax.Array:
-        host = host.astype(self.dtype)
-        return jax.make_array_from_callback(host.shape, self.fft.replicated_sharding(), lambda idx: host[idx],
-                                            dtype=self.dtype)
+        self.table = None if table is None else tuple(fft.replicated(v, self.dtype) for v in table)
+        self.time = fft.replicated(np.zeros(()), self.dtype)
 
     def at(self, t: jax.Array) -> FDMCosmo:
         leaves, static = self.tree_flatten()
