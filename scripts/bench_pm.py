@@ -77,9 +77,9 @@ class JaxPMPeer(ServedPeer):
     """JaxPM's N-body step in its own environment (scripts/peer_jaxpm.py --serve), one chunk per request, so that
     its chunks are timed interleaved with ours."""
 
-    def __init__(self, python: str, sizes: list[int], precision: str, steps: int):
+    def __init__(self, python: str, sizes: list[int], precision: str, steps: int, platform: str):
         super().__init__(python, Path(__file__).with_name("peer_jaxpm.py"), "--sizes", *map(str, sizes),
-                         "--precision", precision, "--steps", str(steps))
+                         "--precision", precision, "--steps", str(steps), "--platform", platform)
 
     def chunk(self, n: int) -> None:
         """One chunk at size n; the peer's CPU seconds (all its threads) go to ``self.cpu[n]``."""
@@ -207,7 +207,7 @@ def jaxpm_table(args: argparse.Namespace, info: dict) -> None:
     from simulator.run.simulation import Simulation
 
     dt = 0.025  # in ln a: JaxPM's 0.01 in a from a = 0.1 to 1 is 0.023 in ln a on average
-    peer = JaxPMPeer(args.peer_python, args.cold_sizes, args.precision, args.steps)
+    peer = JaxPMPeer(args.peer_python, args.cold_sizes, args.precision, args.steps, args.platform)
     stem, rows = f"pm_jaxpm_{args.precision}", []
     print(f"# particle-only fdm_cosmo step against JaxPM's, one {info['device_kind']} device, {info['cores']} cores, "
           f"{args.precision}, {args.steps} steps per chunk, {args.repeats} rounds", flush=True)

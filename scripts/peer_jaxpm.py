@@ -105,11 +105,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed chunks per size (median reported)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--serve", action="store_true", help="step on request (stdin 'N' -> stdout seconds)")
+    parser.add_argument("--platform", default="cpu", choices=["cpu", "gpu"], help="where JaxPM runs (one device)")
     args = parser.parse_args()
 
     import jax
 
-    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_platforms", "cuda" if args.platform == "gpu" else "cpu")
     jax.config.update("jax_enable_x64", args.precision == "float64")
     from importlib.metadata import version as installed
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import pytest
 import yaml
 
@@ -257,22 +258,22 @@ def test_run_refuses_a_grid_that_does_not_fit_before_writing_anything(tmp_path):
 def test_plan_command_for_gpus_on_a_cpu_machine():
     command = [sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=1024", "--set", "precision=float32",
                "--set", "time.integrator=lsrk4", "--platform", "gpu", "--memory", "80GB"]
-    # the compact layout (the default), its advection from the traceless stress and its cut from the 3D transform's
-    # own output: 35.2 bytes per cell, 1260^3 (39.2 and 1200^3 cut axis by axis; 42.7 and 1176^3 from u x w; 1280^3
-    # needs 35.0), compiled for the CPU standing in or, where JAX's CUDA plug-in is installed, for an H100 by
-    # XLA's GPU compiler; there a GPU step's fields one at a time (FFTBackend.in_turn) hold 30.7 and fit 1296^3,
-    # which fft.in_turn auto (the default) chooses past 1260^3 (a CPU's compile holds the same either way)
+    # the compact layout (the default): the chunk holds 35.2 bytes per cell, and the start more, 41.9 (the state
+    # made of the initial velocity: its three real fields and their transform), so 1200^3 fits and no more
+    # (1260^3 when the start was not counted), compiled for the CPU standing in or, where JAX's CUDA plug-in is
+    # installed, for an H100 by XLA's GPU compiler (there a GPU step's fields one at a time, FFTBackend.in_turn,
+    # may hold less: fft.in_turn auto weighs it)
     r = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout
-    assert "35.2 bytes per cell" in r.stdout, r.stdout
     if gpu_compiler.plugin() is None:
+        assert re.search(r"chunk 35\.2 GiB, .*initial_state 41\.9 GiB; peak 41\.9 GiB = 41\.9 bytes per cell", r.stdout), r.stdout
         assert "not compiled for a GPU: JAX's CUDA plug-in is not installed" in r.stdout, r.stdout
-        assert "fits these 1 device(s): 1260^3" in r.stdout and "fft.in_turn auto" not in r.stdout, r.stdout
+        assert "fits these 1 device(s): 1200^3" in r.stdout and "fft.in_turn auto" not in r.stdout, r.stdout
     else:
         assert f"compiled by XLA's GPU compiler of jaxlib {jax.lib.__version__} for the NVIDIA H100 80GB HBM3, " \
                "without a GPU" in r.stdout, r.stdout
-        assert "fits these 1 device(s): 1296^3" in r.stdout, r.stdout
+        assert re.search(r"initial_state [\d.]+ GiB", r.stdout), r.stdout
         assert "a step's fields all at once (fft.in_turn auto: they fit so); one at a time holds 30.7 bytes per " \
                "cell and fits grids past 1260^3 to 1296^3, where auto chooses it" in r.stdout, r.stdout
         r = subprocess.run([*command, "--set", "fft.in_turn=true"], capture_output=True, text=True, timeout=300)
@@ -440,6 +441,41 @@ def test_the_plan_counts_the_snapshot_program_when_snapshots_are_only_at_listed_
     assert r.returncode == 0, r.stderr[-2000:]
     line = next(line for line in r.stdout.splitlines() if line.startswith("memory per device"))
     assert re.search(r"fields \d+(\.\d+)? [KMG]?i?B", line), line
+
+
+def test_the_plan_counts_the_start_and_a_start_from_a_file_skips_it(tmp_path):
+    """Before its first step a run makes its state with two programs (the initial condition's builder, and the state
+    made of its fields) that may hold more than a step: particle-only cold dark matter from 2LPT at 900^3 on an H200
+    peaked 1.32 times above the largest of the run's programs the plan counted then (docs/PERFORMANCE.md). The plan
+    counts both. The builder's fields are donated: the particles' positions and momenta become the state's in
+    place. A run from a file builds no initial condition: nothing of it is counted."""
+    n = 16
+    sim = _sim(n, precision="float32", **{"physics.name": "fdm_cosmo", "physics.fdm_fraction": 0,
+                                          "physics.cdm_particles": n**3, "physics.cdm_lpt": 2, "initial.name": "gaussian"})
+    p = plan.make_plan(sim, memory=1 << 30)
+    assert {"chunk", "initial", "initial_state"} <= set(p.program_bytes)
+    assert p.peak == max(p.program_bytes.values())
+    made = sim.equation.initial_lowered(sim.cfg.initial, sim.params)["initial_state"].compile().memory_analysis()
+    assert made.alias_size_in_bytes >= 2 * n**3 * 3 * 4  # positions and momenta, float32
+    restart = load_config(None, {"grid.shape": n, "initial.name": "file", "initial.path": str(tmp_path)})
+    assert "initial" not in plan.plan_programs(restart) and "initial" in plan.plan_programs(sim.cfg)
+
+
+@pytest.mark.parametrize("n, kind, factor", [(32, "irfft", 1), (30, "irfft", 2), (32, "rfft", 0), (30, "rfft", 2)])
+def test_a_gpu_plan_counts_the_fft_workspace_outside_xlas_buffers(n, kind, factor):
+    """cuFFT's workspace is not among a program's buffers (memory_analysis): measured on one H200, an inverse real
+    transform took its complex side more at 512^3 and twice that at 900^3, a forward one at 512^3 nothing
+    (simulator.planning.cost.fft_workspace_bytes). A GPU's plan adds the largest; a CPU's adds nothing."""
+    if kind == "irfft":
+        x = jax.ShapeDtypeStruct((3, n, n, n // 2 + 1), jnp.complex64)
+        f = jax.jit(lambda x: jnp.fft.irfftn(x, s=(n, n, n), axes=(1, 2, 3)))
+    else:
+        x = jax.ShapeDtypeStruct((3, n, n, n), jnp.float32)
+        f = jax.jit(lambda x: jnp.fft.rfftn(x, axes=(1, 2, 3)))
+    compiled = f.lower(x).compile()
+    complex_side = 3 * n * n * (n // 2 + 1) * 8
+    assert cost.fft_workspace_bytes(compiled.as_text()) == factor * complex_side
+    assert plan.program_bytes(compiled, gpu=True) - plan.program_bytes(compiled) == factor * complex_side
 
 
 def test_planning_for_gpus_refuses_tracers_interpolated_by_nufft(tmp_path):

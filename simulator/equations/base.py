@@ -19,8 +19,10 @@ that is all checkpoints need to store and re-shard any state.
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -127,7 +129,19 @@ class Equation(abc.ABC):
         build = _initial_builder(self.builders[ic.name], names, zero_traced(ic), shardings)
         values = traced_arrays(ic.traced(), self.dtype)
         fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
-        return _from_fields(self, fields, params)
+        with _donation_quiet():
+            return _from_fields(self, fields, params)
+
+    def initial_lowered(self, ic: InitialCondition, params: Params) -> dict[str, Any]:
+        """The two programs :meth:`initial` runs for ``ic``, lowered with abstract fields (nothing allocated):
+        ``initial``, the builder, and ``initial_state``, :meth:`from_fields` of its fields. What the planner
+        counts beside the run's programs: a start (2LPT's six second derivatives, say) may hold more than a step."""
+        layouts = self.field_layouts()
+        build = _initial_builder(self.builders[ic.name], self.state_fields, zero_traced(ic),
+                                 tuple(layout.sharding for layout in layouts.values()))
+        values = traced_arrays(ic.traced(), self.dtype)
+        return {"initial": build.lower(self, self.fft.coordinates(self.box, self.dtype), values, params),
+                "initial_state": _from_fields_lowered(self, layouts, params)}
 
     def zero_state(self, params: Params) -> Any:
         """The state of zero fields: a template with this equation's layouts and shardings (restores read
@@ -281,9 +295,25 @@ def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCo
     return jax.jit(build, out_shardings=dict(zip(names, shardings, strict=True)))
 
 
-@jax.jit  # one program: run eagerly, every operation of from_fields would compile its own
+# one program: run eagerly, every operation of from_fields would compile its own. The fields are the builder's,
+# dead after: donated, a state's arrays of their shapes (particles' positions and momenta) take their memory
+@functools.partial(jax.jit, donate_argnames="fields")
 def _from_fields(eq: Equation, fields: Mapping[str, jax.Array], params: Params) -> Any:
     return eq.from_fields(fields, params)
+
+
+@contextlib.contextmanager
+def _donation_quiet() -> Iterator[None]:
+    """JAX's warning that a donated field found no output of its shape (a grid field becoming a spectrum) silenced:
+    the donation is for the fields that do (particles'), and the others cost nothing."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+        yield
+
+
+def _from_fields_lowered(eq: Equation, layouts: Mapping[str, jax.ShapeDtypeStruct], params: Params) -> Any:
+    with _donation_quiet():
+        return _from_fields.lower(eq, layouts, params)
 
 
 @jax.jit  # one program, as _from_fields

@@ -95,7 +95,8 @@ def ensemble_bytes(sim: Any, members: int, adaptive: bool) -> dict[str, int]:
     lowered = {name: (program.lower(sim.equation, states, *chunk_args, params) if name == "chunk"
                       else program.lower(sim.equation, states, params, vector, vector))
                for name, program in programs.items()}
-    return {name: program_bytes(low.compile(footprint_options())) for name, low in lowered.items()}
+    gpu = next(iter(sim.fft.mesh.devices.flat)).platform == "gpu"
+    return {name: program_bytes(low.compile(footprint_options()), gpu) for name, low in lowered.items()}
 
 
 def check_ensemble(cfgs: Sequence[Config]) -> None:

@@ -77,6 +77,8 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
         if name == "step":
             lowered[name] = jax.jit(sim.step, compiler_options=sim.chunk_options).lower(
                 sim.equation, state, _scalar(sim), dt, sim.params)
+        elif name == "initial":  # the initial condition's builder and the state made of its fields
+            lowered.update(sim.equation.initial_lowered(sim.cfg.initial, sim.params))
         else:
             lowered[name] = sim.lower(name, state, _scalar(sim), dt)
     if gpu is None:
@@ -109,10 +111,13 @@ def footprint_options() -> dict[str, Any]:
     return options
 
 
-def program_bytes(compiled: Any) -> int:
-    """Peak bytes one device holds for a compiled program: arguments + outputs + temporaries - donated."""
+def program_bytes(compiled: Any, gpu: bool = False) -> int:
+    """Peak bytes one device holds for a compiled program: arguments + outputs + temporaries - donated, and on a
+    GPU the workspace its FFTs take outside XLA's buffers (:func:`simulator.planning.cost.fft_workspace_bytes`)."""
     m = compiled.memory_analysis()
-    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+    workspace = cost.fft_workspace_bytes(compiled.as_text()) if gpu else 0
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes
+               + workspace)
 
 
 def run_programs(cfg: Config) -> tuple[str, ...]:
@@ -122,6 +127,15 @@ def run_programs(cfg: Config) -> tuple[str, ...]:
     from simulator.output import kinds
 
     return ("chunk", *kinds.programs(cfg))
+
+
+def plan_programs(cfg: Config) -> tuple[str, ...]:
+    """What a plan of ``cfg`` compiles: :func:`run_programs`, and ``initial`` (the initial condition's builder and
+    the state made of its fields, :meth:`~simulator.equations.base.Equation.initial_lowered`) where the run starts
+    from a built initial condition rather than a file: before the first step it may hold the most."""
+    from simulator.equations.spec import FromFile
+
+    return (*run_programs(cfg), *(() if isinstance(cfg.initial, FromFile) else ("initial",)))
 
 
 # ---- the plan -------------------------------------------------------------------------------------------
@@ -227,11 +241,11 @@ class Plan:
 def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,
               state: Any = None, memory_source: str = "given", gpu: str | None = None) -> Plan:
     """Compile ``sim``'s programs abstractly and plan its run. ``programs`` default to those the run
-    calls (:func:`run_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
+    calls and its start (:func:`plan_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
     per device to plan for (default: what the devices have free). ``gpu``: compile for that GPU profile,
     deviceless (:func:`compiled_programs`)."""
     t0 = time.perf_counter()
-    names = tuple(programs or run_programs(sim.cfg))
+    names = tuple(programs or plan_programs(sim.cfg))
     state = abstract_state(sim) if state is None else state
     compiled = compiled_programs(sim, state, names, gpu)
     devices = list(sim.fft.mesh.devices.flat)
@@ -243,8 +257,9 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
     if "step" in compiled:
         traffic = cost.hlo_traffic(compiled["step"].as_text())
         ffts = transforms_per_step(sim, state)
-    return Plan(sim.cfg, "gpu" if gpu else devices[0].platform, len(devices), tuple(sim.fft.mesh.devices.shape),
-                math.prod(sim.fft.shape), {n: program_bytes(c) for n, c in compiled.items() if n != "step"},
+    platform = "gpu" if gpu else devices[0].platform
+    return Plan(sim.cfg, platform, len(devices), tuple(sim.fft.mesh.devices.shape), math.prod(sim.fft.shape),
+                {n: program_bytes(c, platform == "gpu") for n, c in compiled.items() if n != "step"},
                 available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim),
                 compiled_for=_gpu_name(gpu))
 

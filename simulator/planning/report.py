@@ -21,7 +21,7 @@ from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
-from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, run_programs
+from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, plan_programs
 from simulator.planning.reduced import reduced_plan
 
 
@@ -140,7 +140,7 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
         gpu = None if why_not else name
 
     def planned(c: Config) -> Plan:
-        return reduced_plan(simulation(c, chosen), (*run_programs(c), "step"), memory, memory_source=source, gpu=gpu)
+        return reduced_plan(simulation(c, chosen), (*plan_programs(c), "step"), memory, memory_source=source, gpu=gpu)
 
     with _gpu_fft_path(stand_in):
         plan = auto_in_turn(planned(cfg), target, planned)
