@@ -246,6 +246,23 @@ def test_an_extension_older_than_the_code_is_not_used(monkeypatch):
         kernels.native.cache_clear()
 
 
+def test_a_gpu_takes_few_large_chunks_and_they_give_what_small_ones_do():
+    """XLA's windows go a chunk of points at a time, each chunk one iteration of a loop of small kernels: on a GPU
+    the iterations' launches cost more than their work at a CPU's chunk (256^3 particles' mass assignment took
+    9.9 ms on one H200, 1024 chunks), so a GPU's chunks hold as many points as GPU_CHUNK_BYTES of windows do.
+    The sums only change order: the same values to round-off."""
+    assert W.chunk_points(("cpu",), 3, "tsc", 8) == W.LOCAL_CHUNK
+    assert W.chunk_points(("cuda",), 1, "cic", 4) == W.GPU_CHUNK_BYTES // (8 * 16) == 1 << 21
+    assert W.chunk_points(("cuda",), 3, "lagrange4", 8) == W.GPU_CHUNK_BYTES // (64 * 36)
+    block, field, points, starts, values, extent = block_case("tsc", (True, False, True), 0, "zero",
+                                                             2 * W.LOCAL_CHUNK + 5, 3)
+    kw = {"window": "tsc", "block": block, "orders": (0, 1, 0)}
+    small = W._xla_scatter(values, points, starts, extent=extent, **kw)
+    assert scaled(W._xla_scatter(values, points, starts, extent=extent, chunk=1 << 20, **kw), small) < 1e-13
+    small = W._xla_gather(field, points, starts, **kw)
+    assert scaled(W._xla_gather(field, points, starts, chunk=1 << 20, **kw), small) < 1e-13
+
+
 def test_a_gpu_s_program_takes_xla_s_path(devices):
     """Traced along a GPU's route (the planner's, or a GPU run's), the assignment, the interpolation and the
     hand-over lower to XLA's operations, which a GPU compiles: no native call (those are the CPU's)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -46,8 +46,13 @@ from jax.sharding import NamedSharding, PartitionSpec
 from simulator.fft.kernels import native
 from simulator.fft.stencils import STENCILS, Stencil
 
-#: points per chunk of the XLA implementation (B x 64 window values each held at a time)
+#: points per chunk of the XLA implementation on a CPU (B x 64 window values each held at a time)
 LOCAL_CHUNK = 1 << 14
+#: bytes of window values per chunk of the XLA implementation on a GPU, where each chunk is one iteration of a
+#: loop of small kernels whose launches cost more than their work at LOCAL_CHUNK points: on one H200 the mass
+#: assignment of 256^3 particles (1024 chunks) took 9.9 ms, about 9.6 us per chunk, as 128^3's (128 chunks) 1.6
+#: ms did, more than JaxPM's whole step (docs/PERFORMANCE.md)
+GPU_CHUNK_BYTES = 1 << 28
 
 
 def lagrange4_weights(t: jax.Array) -> jax.Array:
@@ -270,11 +275,20 @@ def _stencil(points: jax.Array, starts: jax.Array, window: Stencil, block: Block
     return jnp.stack(cells, axis=-1), s - base, inside
 
 
-def _chunks(points: jax.Array, *arrays: jax.Array) -> tuple[int, tuple[jax.Array, ...]]:
-    """``points`` ``(P, 3)`` and ``arrays`` ``(B, P)`` in chunks of at most :data:`LOCAL_CHUNK` points, zero
-    padded: ``(chunks, C, 3)`` and ``(chunks, B, C)``, and C."""
+def chunk_points(platforms: Sequence[str], batch: int, window: str, itemsize: int) -> int:
+    """Points per chunk of the XLA implementation lowered for ``platforms``: :data:`LOCAL_CHUNK` on CPUs, on GPUs
+    as many as :data:`GPU_CHUNK_BYTES` hold of each point's window: its ``batch`` values of ``itemsize`` bytes and
+    the three int32 indices of each of its nodes (which XLA's scatter and gather take as one array)."""
+    if not any(p in ("cuda", "rocm", "gpu") for p in platforms):
+        return LOCAL_CHUNK
+    return max(LOCAL_CHUNK, GPU_CHUNK_BYTES // (WINDOWS[window].stencil.width ** 3 * (batch * itemsize + 12)))
+
+
+def _chunks(points: jax.Array, *arrays: jax.Array, size: int) -> tuple[int, tuple[jax.Array, ...]]:
+    """``points`` ``(P, 3)`` and ``arrays`` ``(B, P)`` in chunks of at most ``size`` points, zero padded:
+    ``(chunks, C, 3)`` and ``(chunks, B, C)``, and C."""
     n_points = points.shape[0]
-    c = max(1, min(n_points, LOCAL_CHUNK))
+    c = max(1, min(n_points, size))
     chunks = -(-n_points // c)
     pad = chunks * c - n_points
     out = [jnp.pad(points, ((0, pad), (0, 0))).reshape(chunks, c, 3)]
@@ -294,12 +308,12 @@ def _nodes(x: jax.Array, starts: jax.Array, w: Window, block: Block, extent: tup
     return idx, [w.derivative(t[:, a], orders[a]) for a in range(3)], inside
 
 
-def _xla_gather(field, points, starts, *, window, block, orders, **_):
+def _xla_gather(field, points, starts, *, window, block, orders, chunk=LOCAL_CHUNK, **_):
     """The XLA implementation of :func:`gather`: each chunk's windows gathered, then contracted."""
     w = WINDOWS[window]
     extent = tuple(field.shape[1:])
     fill = jnp.nan if block.outside == "nan" else 0
-    c, (chunked,) = _chunks(points)
+    c, (chunked,) = _chunks(points, size=chunk)
 
     def one(x):
         idx, weights, inside = _nodes(x, starts, w, block, extent, orders)
@@ -311,11 +325,11 @@ def _xla_gather(field, points, starts, *, window, block, orders, **_):
     return jnp.moveaxis(out, 1, 0).reshape(field.shape[0], -1)[:, :points.shape[0]]
 
 
-def _xla_scatter(values, points, starts, *, extent, window, block, orders, **_):
+def _xla_scatter(values, points, starts, *, extent, window, block, orders, chunk=LOCAL_CHUNK, **_):
     """The XLA implementation of :func:`scatter`: each chunk's values times the weights added into the block
     (a point outside it adds nothing), one chunk after the other."""
     w = WINDOWS[window]
-    c, (chunked, carried) = _chunks(points, values)
+    c, (chunked, carried) = _chunks(points, values, size=chunk)
 
     def one(field, chunk):
         x, v = chunk
@@ -345,7 +359,9 @@ def _attributes(window: str, block: Block, orders, threads: int) -> dict[str, np
 
 def _lower_gather(ctx, field, points, starts, *, window, block, impl, threads, orders):
     if impl != "native":
-        return mlir.lower_fun(functools.partial(_xla_gather, window=window, block=block, orders=orders),
+        aval = ctx.avals_in[0]
+        chunk = chunk_points(ctx.module_context.platforms, aval.shape[0], window, aval.dtype.itemsize)
+        return mlir.lower_fun(functools.partial(_xla_gather, window=window, block=block, orders=orders, chunk=chunk),
                               multiple_results=False)(ctx, field, points, starts)
     _registered()
     rule = jax.ffi.ffi_lowering("simulator_window_gather")
@@ -354,8 +370,10 @@ def _lower_gather(ctx, field, points, starts, *, window, block, impl, threads, o
 
 def _lower_scatter(ctx, values, points, starts, *, extent, window, block, impl, threads, orders):
     if impl != "native":
+        aval = ctx.avals_in[0]
+        chunk = chunk_points(ctx.module_context.platforms, aval.shape[0], window, aval.dtype.itemsize)
         return mlir.lower_fun(functools.partial(_xla_scatter, extent=extent, window=window, block=block,
-                                                orders=orders), multiple_results=False)(ctx, values, points, starts)
+                                                orders=orders, chunk=chunk), multiple_results=False)(ctx, values, points, starts)
     _registered()
     (out,) = ctx.avals_out
     # the threads' own grids, added into the first at the end: a result, so that XLA allocates and counts it

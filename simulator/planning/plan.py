@@ -239,11 +239,12 @@ class Plan:
 
 
 def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,
-              state: Any = None, memory_source: str = "given", gpu: str | None = None) -> Plan:
+              state: Any = None, memory_source: str = "given", gpu: str | None = None, for_gpu: bool = False) -> Plan:
     """Compile ``sim``'s programs abstractly and plan its run. ``programs`` default to those the run
     calls and its start (:func:`plan_programs`); add ``step`` for the traffic and counts of one step. ``memory``: bytes
     per device to plan for (default: what the devices have free). ``gpu``: compile for that GPU profile,
-    deviceless (:func:`compiled_programs`)."""
+    deviceless (:func:`compiled_programs`). ``for_gpu``: the run is planned for GPUs whatever compiles it (a CPU
+    standing in): each program counts the FFT workspace a GPU takes beside it, as a GPU's or ``gpu``'s compile does."""
     t0 = time.perf_counter()
     names = tuple(programs or plan_programs(sim.cfg))
     state = abstract_state(sim) if state is None else state
@@ -258,8 +259,9 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
         traffic = cost.hlo_traffic(compiled["step"].as_text())
         ffts = transforms_per_step(sim, state)
     platform = "gpu" if gpu else devices[0].platform
+    workspace = for_gpu or platform == "gpu"
     return Plan(sim.cfg, platform, len(devices), tuple(sim.fft.mesh.devices.shape), math.prod(sim.fft.shape),
-                {n: program_bytes(c, platform == "gpu") for n, c in compiled.items() if n != "step"},
+                {n: program_bytes(c, workspace) for n, c in compiled.items() if n != "step"},
                 available, source, traffic, ffts, time.perf_counter() - t0, **spectral_layout(sim),
                 compiled_for=_gpu_name(gpu))
 

@@ -67,17 +67,17 @@ def _divided(mesh: tuple[int, ...], factor: int) -> list[tuple[int, ...]]:
 
 
 def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, memory_source: str = "given",
-                 gpu: str | None = None) -> Plan:
+                 gpu: str | None = None, for_gpu: bool = False) -> Plan:
     """:func:`make_plan` of ``sim`` (a mesh of P devices) from its programs compiled for the smaller run of
     :func:`smaller_run` (P / r^3 devices, each holding the same cells, r times fewer along each axis): the
     bytes per device are that run's, the step's traffic its own per cell scaled to P devices
     (:func:`simulator.planning.cost.scaled_traffic`); memory available as on P devices. Without a smaller run the
     programs are compiled as they are. The smaller run is built by ``sim``'s own class (so the planner
-    names no simulation class: the run layer above it hands one in). ``gpu``: as :func:`make_plan`'s."""
+    names no simulation class: the run layer above it hands one in). ``gpu``, ``for_gpu``: as :func:`make_plan`'s."""
     mesh = tuple(int(n) for n in sim.fft.mesh.devices.shape)
     small = smaller_run(sim.cfg, mesh)
     if small is None:
-        return make_plan(sim, programs, memory, memory_source=memory_source, gpu=gpu)
+        return make_plan(sim, programs, memory, memory_source=memory_source, gpu=gpu, for_gpu=for_gpu)
     t0 = time.perf_counter()
     devices = list(sim.fft.mesh.devices.flat)
     if memory is None:
@@ -87,7 +87,7 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     r = sim.fft.shape[0] // small.grid.shape[0]
     at_least = None if sim.fft.compact is None else tuple(-(-k // r) for k in sim.fft.compact)
     p = make_plan(type(sim)(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
-                  memory, memory_source=memory_source, gpu=gpu)
+                  memory, memory_source=memory_source, gpu=gpu, for_gpu=for_gpu)
     cells, n = math.prod(sim.fft.shape), len(devices)
     traffic = p.traffic
     if traffic is not None:

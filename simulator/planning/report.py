@@ -140,7 +140,8 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
         gpu = None if why_not else name
 
     def planned(c: Config) -> Plan:
-        return reduced_plan(simulation(c, chosen), (*plan_programs(c), "step"), memory, memory_source=source, gpu=gpu)
+        return reduced_plan(simulation(c, chosen), (*plan_programs(c), "step"), memory, memory_source=source, gpu=gpu,
+                            for_gpu=target == "gpu")
 
     with _gpu_fft_path(stand_in):
         plan = auto_in_turn(planned(cfg), target, planned)
