@@ -41,6 +41,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--memory-only", action="store_true", help="compile for the memory analysis, time nothing")
     p.add_argument("--capacity", type=float, default=2.0, help="particles[].capacity of owned tracers")
     p.add_argument("--precision", default="float64", choices=["float32", "float64"])
+    p.add_argument("--integrator", default="rk4", help="time.integrator of the flow and its tracers")
     p.add_argument("--devices", type=int, default=1, help="devices (virtual CPU devices on a CPU)")
     p.add_argument("--steps", type=int, default=5, help="steps per timed chunk")
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (median reported)")
@@ -70,7 +71,7 @@ def main() -> int:
     devices = jax.devices()[: args.devices]
 
     def prepared(n: int, particles: str | None):
-        overrides = [f"grid.shape={n}", "physics.name=navier_stokes", "time.integrator=rk4",
+        overrides = [f"grid.shape={n}", "physics.name=navier_stokes", f"time.integrator={args.integrator}",
                      "initial.name=taylor_green", f"precision={args.precision}", "time.dt=1e-3"]
         if particles:
             overrides.append(f"particles=[{particles}]")
