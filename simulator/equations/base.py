@@ -124,10 +124,7 @@ class Equation(abc.ABC):
         """The state of initial condition ``ic``: its builder makes real-space fields (each device
         computing only its own block), then :meth:`from_fields` makes them a state. The builder is
         compiled once per structure: the initial condition's traced numbers are arguments."""
-        names = self.state_fields
-        shardings = tuple(layout.sharding for layout in self.field_layouts().values())
-        build = _initial_builder(self.builders[ic.name], names, zero_traced(ic), shardings)
-        values = traced_arrays(ic.traced(), self.dtype)
+        build, values = self._builder(ic)
         fields = build(self, self.fft.coordinates(self.box, self.dtype), values, params)
         with _donation_quiet():
             return _from_fields(self, fields, params)
@@ -136,12 +133,16 @@ class Equation(abc.ABC):
         """The two programs :meth:`initial` runs for ``ic``, lowered with abstract fields (nothing allocated):
         ``initial``, the builder, and ``initial_state``, :meth:`from_fields` of its fields. What the planner
         counts beside the run's programs: a start (2LPT's six second derivatives, say) may hold more than a step."""
-        layouts = self.field_layouts()
-        build = _initial_builder(self.builders[ic.name], self.state_fields, zero_traced(ic),
-                                 tuple(layout.sharding for layout in layouts.values()))
-        values = traced_arrays(ic.traced(), self.dtype)
-        return {"initial": build.lower(self, self.fft.coordinates(self.box, self.dtype), values, params),
-                "initial_state": _from_fields_lowered(self, layouts, params)}
+        build, values = self._builder(ic)
+        with _donation_quiet():
+            return {"initial": build.lower(self, self.fft.coordinates(self.box, self.dtype), values, params),
+                    "initial_state": _from_fields.lower(self, self.field_layouts(), params)}
+
+    def _builder(self, ic: InitialCondition) -> tuple[Callable[..., dict[str, jax.Array]], Any]:
+        """The jitted builder of ``ic``'s structure and its traced numbers as arrays."""
+        shardings = tuple(layout.sharding for layout in self.field_layouts().values())
+        return (_initial_builder(self.builders[ic.name], self.state_fields, zero_traced(ic), shardings),
+                traced_arrays(ic.traced(), self.dtype))
 
     def zero_state(self, params: Params) -> Any:
         """The state of zero fields: a template with this equation's layouts and shardings (restores read
@@ -309,11 +310,6 @@ def _donation_quiet() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
         yield
-
-
-def _from_fields_lowered(eq: Equation, layouts: Mapping[str, jax.ShapeDtypeStruct], params: Params) -> Any:
-    with _donation_quiet():
-        return _from_fields.lower(eq, layouts, params)
 
 
 @jax.jit  # one program, as _from_fields
