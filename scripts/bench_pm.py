@@ -140,10 +140,11 @@ def main() -> int:
         wave_hat = jax.jit(lambda eq, psi: eq.nyquist_free(eq.fft.rfft(jnp.abs(psi) ** 2)))(eq, state.psi)
         solve = jax.jit(cdm.solve)
         grad = solve(eq, wave_hat, rho_cdm, p)[1]
-        interpolate = jax.jit(lambda eq, g, x: eq.fft.interpolate_local(g, x, eq.box, eq.physics.cdm_window, owned=True))
-        interpolate(eq, grad, x)
+        interpolate = jax.jit(lambda eq, g, x, live: eq.fft.interpolate_local(g, x, eq.box, eq.physics.cdm_window,
+                                                                              owned=True, live=live > 0))
+        interpolate(eq, grad, x, live)
         return {"deposit": lambda: deposit(eq, x, live, p), "solve": lambda: solve(eq, wave_hat, rho_cdm, p),
-                "interpolate": lambda: interpolate(eq, grad, x)}
+                "interpolate": lambda: interpolate(eq, grad, x, live)}
 
     rows = []
     info = machine()

@@ -136,6 +136,36 @@ def test_window_derivatives_in_both_modes_and_under_vmap(native, name):
     assert scaled(stacked[1], 2 * gather(points, "xla")) < 1e-13
 
 
+
+@pytest.mark.parametrize("name", ["cic", "lagrange4"])
+def test_an_empty_slot_gives_0_and_adds_nothing_back(native, name):
+    """With ``live`` (owned slots), an empty slot's gather is 0 on both paths, even where its stale position lies
+    beyond the reach (NaN unmasked); an occupied one's is the unmasked value. The gradient in the field (the
+    transpose, a scatter) adds nothing of an empty slot, the tangent in the points is 0 there, and vmap over
+    the masks gives one call per member."""
+    block, field, points, starts, values, extent = block_case(name, (True, False, True), 1, "nan", 60, 5)
+    live = jnp.asarray(np.random.default_rng(6).uniform(size=60) < 0.5)
+    dead = ~np.asarray(live)
+
+    def gather(f, x, impl, mask=live):
+        return W.gather(f, x, starts, window=name, block=block, impl=impl, threads=2, live=mask)
+
+    plain = np.asarray(gather(field, points, "xla", None))
+    assert np.isnan(plain[:, dead]).any()  # a stale position beyond the reach, which the mask must hide
+    for impl in ("native", "xla"):
+        got = np.asarray(gather(field, points, impl))
+        assert np.all(got[:, dead] == 0) and scaled(got[:, ~dead], plain[:, ~dead]) < 1e-13
+        by_field = jax.grad(lambda f, impl=impl: jnp.sum(gather(f, points, impl) * values))(field)
+        masked = jnp.where(live[None, :], values, 0)
+        want = W.scatter(masked, points, starts, extent=extent, window=name, block=block, impl="xla")
+        assert scaled(by_field, want) < 1e-13
+        d = jnp.ones_like(points)
+        tangent = np.asarray(jax.jvp(lambda x, impl=impl: gather(field, x, impl), (points,), (d,))[1])
+        assert np.all(tangent[:, dead] == 0)
+    masks = jnp.stack([live, ~live])
+    stacked = jax.vmap(lambda m: gather(field, points, "native", m))(masks)
+    assert all(scaled(stacked[i], gather(field, points, "xla", masks[i])) < 1e-13 for i in range(2))
+
 def mixed_sim(devices, n=8, count=4):
     from support import simulation
 
@@ -259,8 +289,9 @@ def test_a_gpu_takes_few_large_chunks_and_they_give_what_small_ones_do():
     kw = {"window": "tsc", "block": block, "orders": (0, 1, 0)}
     small = W._xla_scatter(values, points, starts, extent=extent, **kw)
     assert scaled(W._xla_scatter(values, points, starts, extent=extent, chunk=1 << 20, **kw), small) < 1e-13
-    small = W._xla_gather(field, points, starts, **kw)
-    assert scaled(W._xla_gather(field, points, starts, chunk=1 << 20, **kw), small) < 1e-13
+    none = jnp.zeros((0,), bool)
+    small = W._xla_gather(field, points, starts, none, **kw)
+    assert scaled(W._xla_gather(field, points, starts, none, chunk=1 << 20, **kw), small) < 1e-13
 
 
 def test_a_gpu_s_program_takes_xla_s_path(devices):
@@ -275,7 +306,7 @@ def test_a_gpu_s_program_takes_xla_s_path(devices):
     def pm(position, live):  # mesh.density and mesh.interpolate traced on CPU already (the state): their jits
         rho = mesh.density(eq, position, live, jnp.asarray(1.0))  # must not hand the CPU's trace to a GPU's route
         moved = mesh.migrate(eq, state._replace(live=live), position)["position"]
-        return mesh.interpolate(eq, jnp.stack([rho] * 3), moved)
+        return mesh.interpolate(eq, jnp.stack([rho] * 3), moved, live)
 
     with as_on("gpu"):
         text = jax.export.export(jax.jit(pm), platforms=["cuda"])(state.position, state.live).mlir_module()

@@ -337,15 +337,17 @@ class FFTBackend(Layout, abc.ABC):
         return _points.evaluate_at(self, spectrum, points, wavenumbers, weight, method, box)
 
     def interpolate_local(self, field: jax.Array, points: jax.Array, box: Sequence[float],
-                          window: str = "lagrange4", owned: bool = False, reach: int = 0) -> jax.Array:
+                          window: str = "lagrange4", owned: bool = False, reach: int = 0,
+                          live: jax.Array | None = None) -> jax.Array:
         """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` at ``points`` ``(Np, 3)`` (replicated) by a window of
         grid nodes (tricubic Lagrange by default; ``cic``, ``tsc``), each point on the device owning its cell
         (a halo from the neighbours, one psum): ``(*batch, Np)`` (:func:`simulator.fft.points.interpolate_local`);
         ``owned``: points sharded by owner (:mod:`simulator.fft.owned`), values sharded like them; ``reach``: how
-        many cells outside its owner's block an owned point may lie (further: NaN)."""
+        many cells outside its owner's block an owned point may lie (further: NaN); ``live`` ``(Np,)`` bool: an
+        owned point's slot occupied (an empty one gives 0, and costs nothing)."""
         from simulator.fft import points as _points
 
-        return _points.interpolate_local(self, field, points, box, window, owned, reach)
+        return _points.interpolate_local(self, field, points, box, window, owned, reach, live)
 
     def deposit(self, points: jax.Array, weights: jax.Array, box: Sequence[float], window: str,
                 dtype: jnp.dtype, owned: bool = False) -> jax.Array:

@@ -210,7 +210,7 @@ def _halo(x: jax.Array, axis: int, mesh_axis: str, size: int, below: int, above:
 
 def _local_window(window: str, real_axes: tuple[str | None, str | None, str | None], sizes: tuple[int, int, int],
                   block: Block, axes: tuple[str, ...] | None, impl: str, threads: int, field: jax.Array,
-                  points: jax.Array) -> jax.Array:
+                  points: jax.Array, live: jax.Array | None = None) -> jax.Array:
     """One device's share: ``field`` its real-space block ``(B, nx, ny, nz)``, ``points`` ``(Np, 3)``; returns
     ``(B, Np)``. With ``axes`` (replicated points) every point whose cell (floor(x / dx)) lies in this block is
     evaluated here from the block and its halo, the others give 0, and one psum over ``axes`` completes them
@@ -220,7 +220,8 @@ def _local_window(window: str, real_axes: tuple[str | None, str | None, str | No
     wider on each side), and a point beyond gives NaN (its owner cannot evaluate it: the caller counts it).
     Along an axis the block holds whole, the window's nodes wrap around it (no halo, no copy of the block);
     along a sharded one the neighbours' planes extend it (:func:`_halo`). The windowed sum itself is
-    :func:`simulator.fft.window.gather` (its transpose the deposit's scatter)."""
+    :func:`simulator.fft.window.gather` (its transpose the deposit's scatter); ``live`` (owned points): the
+    occupied slots, an empty one giving 0 without being evaluated."""
     w = STENCILS[window]
     ext = field
     starts = []
@@ -231,12 +232,13 @@ def _local_window(window: str, real_axes: tuple[str | None, str | None, str | No
         else:
             starts.append(0)
     out = gather(ext, points, jnp.stack([jnp.asarray(v, jnp.int32) for v in starts]), window=window, block=block,
-                 impl=impl, threads=threads)
+                 impl=impl, threads=threads, live=live)
     return out if axes is None else jax.lax.psum(out, axes)  # another device's point gave 0: its owner adds it
 
 
 def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[float],
-                      window: str = "lagrange4", owned: bool = False, reach: int = 0) -> jax.Array:
+                      window: str = "lagrange4", owned: bool = False, reach: int = 0,
+                      live: jax.Array | None = None) -> jax.Array:
     """A real-space ``field`` ``(*batch, Nx, Ny, Nz)`` (``fft``'s real layout and sharding) at ``points``
     ``(Np, 3)`` (replicated, any real coordinates: periodic) by the tensor product of a 1D ``window``
     (:data:`simulator.fft.stencils.STENCILS`; the default the tricubic 4-point Lagrange interpolant, which
@@ -249,9 +251,13 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     (:func:`migrate` keeps them there): no psum, the values sharded like the points. ``reach`` (owned only):
     a point's cell may lie up to that many cells outside its owner's block along a sharded axis (the halo
     is as much wider: ``reach`` + the window's planes must not exceed a block); a point further out gives
-    NaN, for the caller to count (a Runge-Kutta stage's position that left the halo)."""
+    NaN, for the caller to count (a Runge-Kutta stage's position that left the halo). ``live`` (owned only)
+    ``(Np,)`` bool, sharded like the points: the occupied slots; an empty one gives 0 and costs no window (at a
+    capacity of twice a device's share, half the slots: half the interpolation's time on several devices)."""
     if reach and not owned:
         raise ValueError("interpolate_local: reach applies to owned points only")
+    if live is not None and not owned:
+        raise ValueError("interpolate_local: live applies to owned points only")
     nb = field.ndim - 3
     batch = field.shape[:nb]
     flat = field.reshape((math.prod(batch), *field.shape[nb:]))
@@ -270,9 +276,10 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     body = functools.partial(_local_window, window, real_axes, sizes, block, None if owned else axes,
                              implementation(fft.route), threads_for(local_points, here))
     spread = PartitionSpec(axes) if owned else PartitionSpec()
-    mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=(PartitionSpec(None, *real_axes), spread),
-                           out_specs=PartitionSpec(None, *spread))
-    out = mapped(flat, points.astype(field.dtype))
+    operands = (flat, points.astype(field.dtype)) + (() if live is None else (live.astype(bool),))
+    specs = (PartitionSpec(None, *real_axes), spread, spread)[:len(operands)]
+    mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=specs, out_specs=PartitionSpec(None, *spread))
+    out = mapped(*operands)
     return out.reshape((*batch, points.shape[0]))
 
 

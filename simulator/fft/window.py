@@ -128,15 +128,18 @@ OUTSIDE = ("none", "zero", "nan")
 
 
 def gather(field: jax.Array, points: jax.Array, starts: jax.Array, *, window: str, block: Block, impl: str,
-           threads: int = 1, orders: tuple[int, int, int] = (0, 0, 0)) -> jax.Array:
+           threads: int = 1, orders: tuple[int, int, int] = (0, 0, 0), live: jax.Array | None = None) -> jax.Array:
     """sum over each point's window of ``field`` ``(B, n0, n1, n2)`` (a device's block with its halo, see
     :class:`Block`) times the weights: ``(B, P)`` for ``points`` ``(P, 3)`` (physical coordinates, any real
     numbers: periodic); ``starts`` ``(3,)`` int32 the block's first cell along each axis. ``orders``: the
     derivative of the weights along each axis. ``impl``: ``native`` or ``xla``
     (:func:`simulator.fft.kernels.implementation`);
-    ``threads``: the native call's."""
-    field, points, starts = _varying(field, points.astype(field.dtype), starts.astype(jnp.int32))
-    return _gather_p().bind(field, points, starts, window=window, block=block, impl=impl, threads=int(threads),
+    ``threads``: the native call's. ``live`` ``(P,)`` bool (owned slots): an empty slot gives 0, and the native
+    call skips it (the gather is then linear in the field masked by ``live``; its transpose adds nothing of
+    an empty slot)."""
+    mask = jnp.zeros((0,), bool) if live is None else live.astype(bool)
+    field, points, starts, mask = _varying(field, points.astype(field.dtype), starts.astype(jnp.int32), mask)
+    return _gather_p().bind(field, points, starts, mask, window=window, block=block, impl=impl, threads=int(threads),
                             orders=tuple(map(int, orders)))
 
 
@@ -164,7 +167,7 @@ def _out_aval(like, shape: tuple[int, ...]):
     return like.update(shape=shape, sharding=NamedSharding(sharding.mesh, PartitionSpec()), weak_type=False)
 
 
-def _gather_abstract(field, points, starts, **params):
+def _gather_abstract(field, points, starts, live, **params):
     return _out_aval(field, (field.shape[0], points.shape[0]))
 
 
@@ -190,13 +193,13 @@ def _summed(out: jax.Array, terms: list[jax.Array]):
 
 
 def _gather_jvp(primals, tangents, **params):
-    field, points, starts = primals
-    dfield, dpoints, _ = tangents
-    out = _gather_p().bind(field, points, starts, **params)
-    terms = [] if type(dfield) is ad.Zero else [_gather_p().bind(dfield, points, starts, **params)]
+    field, points, starts, live = primals
+    dfield, dpoints, _, _ = tangents
+    out = _gather_p().bind(field, points, starts, live, **params)
+    terms = [] if type(dfield) is ad.Zero else [_gather_p().bind(dfield, points, starts, live, **params)]
     if type(dpoints) is not ad.Zero:  # t = x / dx - floor(x / dx): dt = dx_point / dx
         for a in range(3):
-            slope = _gather_p().bind(field, points, starts, **_slope(params, a))
+            slope = _gather_p().bind(field, points, starts, live, **_slope(params, a))
             terms.append(slope * (dpoints[None, :, a] / params["block"].spacing[a]))
     return out, _summed(out, terms)
 
@@ -213,29 +216,31 @@ def _scatter_jvp(primals, tangents, *, extent, **params):
     return out, _summed(out, terms)
 
 
-def _gather_transpose(ct, field, points, starts, **params):
+def _gather_transpose(ct, field, points, starts, live, **params):
     assert ad.is_undefined_primal(field) and not ad.is_undefined_primal(points)
     if type(ct) is ad.Zero:
-        return [ad.Zero(field.aval), None, None]
-    return [_scatter_p().bind(ct, points, starts, extent=tuple(field.aval.shape[1:]), **params), None, None]
+        return [ad.Zero(field.aval), None, None, None]
+    ct = ct if live.shape[0] == 0 else jnp.where(live[None, :], ct, jnp.zeros((), ct.dtype))  # an empty slot: nothing
+    return [_scatter_p().bind(ct, points, starts, extent=tuple(field.aval.shape[1:]), **params), None, None, None]
 
 
 def _scatter_transpose(ct, values, points, starts, *, extent, **params):
     assert ad.is_undefined_primal(values) and not ad.is_undefined_primal(points)
     if type(ct) is ad.Zero:
         return [ad.Zero(values.aval), None, None]
-    return [_gather_p().bind(ct, points, starts, **params), None, None]
+    none = _varying(ct, jnp.zeros((0,), bool))[1]  # every point
+    return [_gather_p().bind(ct, points, starts, none, **params), None, None]
 
 
 def _batch(primitive: Primitive, args, dims, **params):
     """vmap: a batched grid (gather) or batched values (scatter) alone join the batch axis B; batched points
-    (or starts) run member by member."""
-    first, points, starts = args
-    d0, dp, ds = dims
-    if dp is None and ds is None:
+    (or starts, or the gather's live slots) run member by member."""
+    first = args[0]
+    d0 = dims[0]
+    if all(d is None for d in dims[1:]):
         first = jnp.moveaxis(first, d0, 0)
         members, batch = first.shape[:2]
-        out = primitive.bind(first.reshape((members * batch, *first.shape[2:])), points, starts, **params)
+        out = primitive.bind(first.reshape((members * batch, *first.shape[2:])), *args[1:], **params)
         return out.reshape((members, batch, *out.shape[1:])), 0
     size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
     mapped = [jnp.moveaxis(a, d, 0) if d is not None else jnp.broadcast_to(a, (size, *a.shape))
@@ -308,8 +313,9 @@ def _nodes(x: jax.Array, starts: jax.Array, w: Window, block: Block, extent: tup
     return idx, [w.derivative(t[:, a], orders[a]) for a in range(3)], inside
 
 
-def _xla_gather(field, points, starts, *, window, block, orders, chunk=LOCAL_CHUNK, **_):
-    """The XLA implementation of :func:`gather`: each chunk's windows gathered, then contracted."""
+def _xla_gather(field, points, starts, live, *, window, block, orders, chunk=LOCAL_CHUNK, **_):
+    """The XLA implementation of :func:`gather`: each chunk's windows gathered, then contracted (an empty slot's
+    value then set to 0)."""
     w = WINDOWS[window]
     extent = tuple(field.shape[1:])
     fill = jnp.nan if block.outside == "nan" else 0
@@ -322,7 +328,8 @@ def _xla_gather(field, points, starts, *, window, block, orders, chunk=LOCAL_CHU
         return out if block.outside == "none" else jnp.where(inside[None, :], out, fill)
 
     out = lax.map(one, chunked)  # (chunks, B, C)
-    return jnp.moveaxis(out, 1, 0).reshape(field.shape[0], -1)[:, :points.shape[0]]
+    out = jnp.moveaxis(out, 1, 0).reshape(field.shape[0], -1)[:, :points.shape[0]]
+    return out if live.shape[0] == 0 else jnp.where(live[None, :], out, jnp.zeros((), out.dtype))
 
 
 def _xla_scatter(values, points, starts, *, extent, window, block, orders, chunk=LOCAL_CHUNK, **_):
@@ -357,15 +364,15 @@ def _attributes(window: str, block: Block, orders, threads: int) -> dict[str, np
             "outside": np.int64(OUTSIDE.index(block.outside)), "threads": np.int64(threads)}
 
 
-def _lower_gather(ctx, field, points, starts, *, window, block, impl, threads, orders):
+def _lower_gather(ctx, field, points, starts, live, *, window, block, impl, threads, orders):
     if impl != "native":
         aval = ctx.avals_in[0]
         chunk = chunk_points(ctx.module_context.platforms, aval.shape[0], window, aval.dtype.itemsize)
         return mlir.lower_fun(functools.partial(_xla_gather, window=window, block=block, orders=orders, chunk=chunk),
-                              multiple_results=False)(ctx, field, points, starts)
+                              multiple_results=False)(ctx, field, points, starts, live)
     _registered()
     rule = jax.ffi.ffi_lowering("simulator_window_gather")
-    return rule(ctx, field, points, starts, **_attributes(window, block, orders, threads))
+    return rule(ctx, field, points, starts, live, **_attributes(window, block, orders, threads))
 
 
 def _lower_scatter(ctx, values, points, starts, *, extent, window, block, impl, threads, orders):

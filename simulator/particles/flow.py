@@ -223,9 +223,9 @@ class WithParticles(SemiLinearEquation):
         if owned:
             grid = self.fft.irfft(u_hat)
             for i in owned:
-                u = METHODS[species[i].interpolation].interpolate(self.fft, grid, positions[i].astype(self.dtype),
-                                                                   self.box, owned=True, reach=species[i].halo).T
-                out[i] = jnp.where(live[i][:, None], u, jnp.zeros((), u.dtype))
+                out[i] = METHODS[species[i].interpolation].interpolate(
+                    self.fft, grid, positions[i].astype(self.dtype), self.box, owned=True, reach=species[i].halo,
+                    live=live[i]).T
         for method in dict.fromkeys(s.interpolation for s in species if not s.owned):
             mine = [i for i, s in enumerate(species) if s.interpolation == method and not s.owned]
             points = jnp.concatenate([jnp.asarray(positions[i], self.dtype) for i in mine])

@@ -59,10 +59,12 @@ class Interpolation:
             return fft.evaluate_at(u_hat, points, ops.k, ops.weight, self.route, box)
         return self.interpolate(fft, fft.irfft(u_hat), points, box)
 
-    def interpolate(self, fft: Any, grid: Any, points: Any, box: Any, owned: bool = False, reach: int = 0) -> Any:
+    def interpolate(self, fft: Any, grid: Any, points: Any, box: Any, owned: bool = False, reach: int = 0,
+                    live: Any = None) -> Any:
         """The real-space ``grid`` ``(*batch, Nx, Ny, Nz)`` on ``fft`` at ``points`` ``(Np, 3)`` by this method's
-        window: ``(*batch, Np)`` (``owned``, ``reach``: :meth:`~simulator.fft.base.FFTBackend.interpolate_local`'s)."""
-        return fft.interpolate_local(grid, points, box, self.window, owned=owned, reach=reach)
+        window: ``(*batch, Np)`` (``owned``, ``reach``, ``live``:
+        :meth:`~simulator.fft.base.FFTBackend.interpolate_local`'s)."""
+        return fft.interpolate_local(grid, points, box, self.window, owned=owned, reach=reach, live=live)
 
 
 #: the methods, by name, in the order the config's doc lists them

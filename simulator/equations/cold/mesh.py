@@ -131,17 +131,18 @@ def potential_and_force(eq: Any, rho_wave_hat: jax.Array, position: jax.Array, l
     """The potential (real space) and -grad(Phi) at the particles ``(slots, 3)``: assignment, :func:`solve`,
     and the interpolation by the same window."""
     phi, grad = solve(eq, rho_wave_hat, density(eq, position, live, mass), G)
-    return phi, interpolate(eq, grad, position).T
+    return phi, interpolate(eq, grad, position, live).T
 
 
-def interpolate(eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
-    """The field ``grad`` ``(3, Nx, Ny, Nz)`` at the owned particles by the assignment's window ``(3, slots)``."""
-    return _interpolate(implementation(eq.fft.route), eq, grad, position)
+def interpolate(eq: Any, grad: jax.Array, position: jax.Array, live: jax.Array) -> jax.Array:
+    """The field ``grad`` ``(3, Nx, Ny, Nz)`` at the owned particles by the assignment's window ``(3, slots)``;
+    ``live`` ``(slots,)`` the occupied slots (0 or 1): an empty one gets 0."""
+    return _interpolate(implementation(eq.fft.route), eq, grad, position, live)
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _interpolate(impl: str, eq: Any, grad: jax.Array, position: jax.Array) -> jax.Array:
-    return eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True)
+def _interpolate(impl: str, eq: Any, grad: jax.Array, position: jax.Array, live: jax.Array) -> jax.Array:
+    return eq.fft.interpolate_local(grad, position, eq.box, eq.physics.cdm_window, owned=True, live=live > 0)
 
 
 def energies(eq: Any, state: Any, mass: jax.Array) -> dict[str, jax.Array]:

@@ -19,6 +19,8 @@
 //          devices (`cut`; an axis the block holds whole has no halo: the stencil's nodes wrap around it);
 //   points (P, 3) real: physical coordinates;
 //   starts (3,) int32: the block's first cell along each axis (the halo not counted);
+//   live   (P,) bool or (0,): the gather's occupied slots (owned particles): an empty one gives 0 without its
+//          stencil computed (at a device's capacity of twice its share, half the slots); (0,): every point;
 //   values (B, P) real: what each point carries (the scatter's input, the gather's output). (Laid out point by
 //          point instead, (B, P){0,1}, XLA's layouts around the call made the 4-device step's kick 2.5x slower.)
 // Attributes: `window` (0 lagrange4, 1 cic, 2 tsc: the weights below, window.py's functions), `orders` (3):
@@ -225,10 +227,15 @@ inline void Spread(const Stencil<Real, Kind>& s, Real v, Real* __restrict f) {
 }
 
 template <typename Real, int Kind>
-void GatherRange(const Geometry& g, const Real* field, const Real* points, Real* out, int64_t begin, int64_t end) {
+void GatherRange(const Geometry& g, const Real* field, const Real* points, const bool* live, Real* out, int64_t begin,
+                 int64_t end) {
   const int64_t volume = g.volume();
   const Real missing = g.outside == 2 ? std::numeric_limits<Real>::quiet_NaN() : Real(0);
   for (int64_t p = begin; p < end; ++p) {
+    if (live != nullptr && !live[p]) {  // an empty slot gives 0, its stale position not even read
+      for (int64_t b = 0; b < g.batch; ++b) out[b * g.points + p] = 0;
+      continue;
+    }
     const Stencil<Real, Kind> s(g, points + 3 * p);
     for (int64_t b = 0; b < g.batch; ++b)
       out[b * g.points + p] = !s.inside ? missing
@@ -333,17 +340,17 @@ ffi::Error ReadGeometry(Geometry& g, int64_t batch, ffi::AnyBuffer block, ffi::A
 }
 
 template <typename Real>
-void Gather(ffi::ThreadPool& pool, const Geometry& g, const Real* field, const Real* points, Real* out,
-            int64_t threads) {
+void Gather(ffi::ThreadPool& pool, const Geometry& g, const Real* field, const Real* points, const bool* live,
+            Real* out, int64_t threads) {
   const int64_t jobs = std::max<int64_t>(1, std::min(threads, g.points));
   RunJobs(pool, jobs, [&](int64_t j) {
     const int64_t begin = RangeStart(g.points, jobs, j), end = RangeStart(g.points, jobs, j + 1);
     if (g.window == kCic)
-      GatherRange<Real, kCic>(g, field, points, out, begin, end);
+      GatherRange<Real, kCic>(g, field, points, live, out, begin, end);
     else if (g.window == kTsc)
-      GatherRange<Real, kTsc>(g, field, points, out, begin, end);
+      GatherRange<Real, kTsc>(g, field, points, live, out, begin, end);
     else
-      GatherRange<Real, kLagrange4>(g, field, points, out, begin, end);
+      GatherRange<Real, kLagrange4>(g, field, points, live, out, begin, end);
   });
 }
 
@@ -374,24 +381,29 @@ void Scatter(ffi::ThreadPool& pool, const Geometry& g, const Real* values, const
 }
 
 ffi::Error GatherHandler(ffi::ThreadPool pool, ffi::AnyBuffer field, ffi::AnyBuffer points, ffi::AnyBuffer starts,
-                         ffi::Result<ffi::AnyBuffer> out, int64_t window, ffi::Span<const int64_t> orders,
-                         ffi::Span<const int64_t> cut, ffi::Span<const int64_t> shape, ffi::Span<const double> spacing,
-                         int64_t reach, int64_t outside, int64_t threads) {
+                         ffi::AnyBuffer live, ffi::Result<ffi::AnyBuffer> out, int64_t window,
+                         ffi::Span<const int64_t> orders, ffi::Span<const int64_t> cut,
+                         ffi::Span<const int64_t> shape, ffi::Span<const double> spacing, int64_t reach,
+                         int64_t outside, int64_t threads) {
   const auto type = field.element_type();
   if (points.element_type() != type || out->element_type() != type || (type != ffi::F64 && type != ffi::F32))
     return ffi::Error::InvalidArgument("window gather: field, points and result float32 or float64 alike");
   Geometry g;
   const Attributes at{window, orders, cut, shape, spacing, reach, outside};
   if (auto e = ReadGeometry(g, field.dimensions()[0], field, points, starts, at); e.failure()) return e;
+  if (live.element_count() != 0 &&
+      (live.element_type() != ffi::PRED || static_cast<int64_t>(live.element_count()) != g.points))
+    return ffi::Error::InvalidArgument("window gather: live, a bool per point, or none (0 entries)");
   if (g.points == 0 || g.batch == 0) return ffi::Error::Success();
+  const bool* mask = live.element_count() != 0 ? reinterpret_cast<const bool*>(live.untyped_data()) : nullptr;
   if (type == ffi::F64)
     Gather<double>(pool, g, reinterpret_cast<const double*>(field.untyped_data()),
-                   reinterpret_cast<const double*>(points.untyped_data()),
+                   reinterpret_cast<const double*>(points.untyped_data()), mask,
                    reinterpret_cast<double*>(out->untyped_data()), threads);
   else
     Gather<float>(pool, g, reinterpret_cast<const float*>(field.untyped_data()),
-                  reinterpret_cast<const float*>(points.untyped_data()), reinterpret_cast<float*>(out->untyped_data()),
-                  threads);
+                  reinterpret_cast<const float*>(points.untyped_data()), mask,
+                  reinterpret_cast<float*>(out->untyped_data()), threads);
   return ffi::Error::Success();
 }
 
@@ -496,6 +508,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorFirst, FirstHandler,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorWindowGather, GatherHandler,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
