@@ -132,13 +132,20 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
         # those of the second the next ones
         free = _first(~live, buffer * len(directions), impl)
         before = jnp.zeros((), jnp.int32)
-        for came, came_rows in zip(arriving, incoming, strict=True):
+        targets = []
+        for came in arriving:
             k = before + jnp.arange(buffer, dtype=jnp.int32)
-            target = jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap)  # cap: no room
-            no_room = no_room + jnp.sum(came & (target >= cap), dtype=jnp.int32)
-            arrays = [_put(x, target, r, impl) for x, r in zip(arrays, came_rows, strict=True)]
-            live = _put(live, target, came, impl)
+            targets.append(jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap))  # cap: no room
+            no_room = no_room + jnp.sum(came & (targets[-1] >= cap), dtype=jnp.int32)
             before = before + jnp.sum(came, dtype=jnp.int32)
+        # one write of every direction's arrivals per array, in the array's buffer (_put aliases it). XLA writes in
+        # place only after every other reader of the array, which it must see in the data: the messages out (all
+        # of them feed this one write) and the counts (a select it cannot fold, as they are never negative).
+        # Written a direction at a time, it copied each whole array first: 2 ms of a 64^3 step on 4 devices.
+        target = jnp.concatenate(targets)
+        target = jnp.where((sent_over | too_far) >= 0, target, cap)
+        arrays = [_put(x, target, jnp.concatenate(rows), impl) for x, *rows in zip(arrays, *incoming, strict=True)]
+        live = _put(live, target, jnp.concatenate(arriving), impl)
     counts = jax.lax.psum(jnp.stack([sent_over, no_room, too_far]).astype(jnp.int32), axes)
     return (live, *arrays, counts)
 
