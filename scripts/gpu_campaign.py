@@ -109,8 +109,16 @@ def command_stage(c: Campaign, cmd: list[str], timeout: float, summary=None) -> 
     if code == 0 and summary is not None:
         result["summary"] = summary(text)
     elif code != 0:
-        result["summary"] = (text.strip().splitlines() or ["no output"])[-1][:200]
+        result["summary"] = failure_line(text)
     return result
+
+
+def failure_line(text: str) -> str:
+    """The line that says why a command failed: its last, passing over the note JAX appends to a
+    traceback (that it filtered its frames) and the dashes above it, which name no cause."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    causes = [line for line in lines if line and set(line) != {"-"} and not line.startswith("For simplicity, JAX")]
+    return (causes or ["no output"])[-1][:200]
 
 
 def environment(c: Campaign) -> dict:

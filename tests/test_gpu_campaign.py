@@ -41,3 +41,20 @@ def test_the_equations_stage_runs_only_the_configs_asked_for_and_names_an_unknow
     assert stage["status"] == "ok" and [r["config"] for r in stage["rows"]] == ["jeans"]
     bad = campaign(tmp_path / "bad", "jeans", "nope")
     assert bad["status"] == "failed" and "nope not shipped" in bad["summary"] and "taylor_green" in bad["summary"]
+
+
+def test_a_failed_stage_is_summed_up_by_its_cause_not_by_jax_s_note_on_filtered_frames():
+    """A failure's summary in the report is the exception's line: JAX ends a traceback with a note that it
+    removed its frames, and a report that showed only that note (as one H100 lease's did) named no cause."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_campaign", ROOT / "scripts" / "gpu_campaign.py")
+    campaign = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(campaign)
+    text = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+            "ModuleNotFoundError: No module named 'jaxdecomp'\n"
+            "--------------------\n"
+            "For simplicity, JAX has removed its internal frames from the traceback of the following exception. "
+            "Set JAX_TRACEBACK_FILTERING=off to include these.\n")
+    assert campaign.failure_line(text) == "ModuleNotFoundError: No module named 'jaxdecomp'"
+    assert campaign.failure_line("") == "no output"

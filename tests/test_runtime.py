@@ -103,6 +103,31 @@ def test_check_on_a_cpu_checks_the_exchange_between_devices_by_default():
                             "give --cpu-devices N)"), alone
 
 
+def test_check_without_jaxdecomp_skips_it_and_a_run_on_it_is_refused_in_one_line():
+    """An environment put together by hand (the project on PYTHONPATH of a GPU node's own JAX) can lack
+    jaxdecomp: `check --all-backends` checks the others and says why it skipped jaxdecomp, and a config
+    on that backend stops at validation with one line naming fft.backend (it crashed with a traceback)."""
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    code = ("import runpy, sys; sys.modules['jaxdecomp'] = None; sys.argv = ['simulator', *sys.argv[1:]]; "
+            "runpy.run_module('simulator', run_name='__main__')")
+
+    def check(*args):
+        return subprocess.run([sys.executable, "-c", code, "check", "--cpu-devices", "2", "--set", "grid.shape=8",
+                               *args], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+
+    r = check("--all-backends")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {line.split()[0]: line for line in r.stdout.splitlines()[3:]}
+    assert set(rows) == {"jaxdecomp", "pencil", "single", "slab"}, r.stdout
+    assert "skipped: fft.backend = 'jaxdecomp' needs the jaxdecomp package, which is not installed; pip install " \
+           "jaxdecomp" in rows["jaxdecomp"], r.stdout
+    assert all(line.endswith("ok") for name, line in rows.items() if name != "jaxdecomp"), r.stdout
+    r = check("--set", "fft.backend=jaxdecomp")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert r.stderr.strip().splitlines()[-1].startswith("error: fft.backend = 'jaxdecomp' needs the jaxdecomp "
+                                                        "package"), r.stderr
+
+
 def test_threads_size_xla_s_cpu_pool_and_cap_fftw_s():
     """runtime.threads is the number of XLA's CPU pool threads (counted by name in /proc: the pool's
     threads, one per thread of the count) and the most FFTW threads a transform takes; unset, every core."""

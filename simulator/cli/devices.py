@@ -108,6 +108,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         mesh_req = cfg.fft.mesh if name == cfg.fft.backend else None
         shape = backend.mesh_shape(jax.device_count(), mesh_req)
         try:
+            backend.check_installed()
             backend.check_layout(cfg.grid.shape, shape)
         except ConfigError as err:
             if rank0:

@@ -255,6 +255,7 @@ def validate(cfg: Config) -> None:
     check_name("name", cfg.name)
 
     layout = LAYOUTS[cfg.fft.backend]
+    layout.check_installed("fft.backend")
     layout.check_mesh_request(cfg.fft.mesh, "fft.mesh")
     # The device count is known here only for a single-process run with virtual CPU devices or an
     # explicit mesh; otherwise the shape checks that need no mesh run now and the rest at start-up.

@@ -17,6 +17,7 @@ Conventions shared by all layouts (see :mod:`simulator.fft.base` for the transfo
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
@@ -82,6 +83,11 @@ class Layout:
     @classmethod
     def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
         """Reject a requested mesh shape of the wrong rank for this backend (any rank by default)."""
+        return None
+
+    @classmethod
+    def check_installed(cls, key: str = "fft.backend") -> None:
+        """Raise ConfigError when a package this backend runs on cannot be imported (none by default)."""
         return None
 
     @classmethod
@@ -263,6 +269,14 @@ class JaxDecompLayout(Layout):
         if requested is None:
             return (1, n_devices)
         return (1, requested[0]) if len(requested) == 1 else tuple(requested)
+
+    @classmethod
+    def check_installed(cls, key: str = "fft.backend") -> None:
+        # a dependency of the project, but an environment put together by hand (PYTHONPATH on a GPU node)
+        # can lack it: say so in one line instead of failing at the first transform
+        if importlib.util.find_spec("jaxdecomp") is None:
+            raise ConfigError(key, cls.name, "pip install jaxdecomp, or choose another fft.backend",
+                              "needs the jaxdecomp package, which is not installed")
 
     @classmethod
     def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:
