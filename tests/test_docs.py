@@ -7,6 +7,7 @@ runs, so it is exercised by CI; the others are run here after checking they appe
 """
 
 import csv
+import os
 import re
 import shlex
 import shutil
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 import chromium
+from conftest import optimized_codegen
 from docs_pages import DOCS, ROOT, blocks, code, page, pages, python, shell
 
 README = page("README.md")
@@ -543,8 +545,9 @@ def test_the_particle_routes_as_written():
 
 
 @pytest.mark.slow
-def test_the_example_sweep_as_written():
+def test_the_example_sweep_as_written(monkeypatch):
     assert code("how-to/sweeps.md", "bash").splitlines() == SWEEP
+    monkeypatch.setenv("XLA_FLAGS", optimized_codegen(dict(os.environ))["XLA_FLAGS"])  # 3000 steps: XLA's defaults
     for command in SWEEP:
         done = shell(command)
         assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"

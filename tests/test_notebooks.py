@@ -19,7 +19,7 @@ import struct
 
 import pytest
 
-from conftest import FAST_CODEGEN
+from conftest import optimized_codegen
 from docs_pages import DOCS, ROOT
 
 SCRIPT = ROOT / "scripts" / "execute_notebooks.py"
@@ -105,9 +105,7 @@ def test_notebook_as_stored(rel):
     """Executed afresh (every cell, its asserts included, without error), the notebook gives the outputs
     it carries: same cells and sources, same outputs in order, same text and numbers (TOLERANCE), figures
     of the same size within 2%."""
-    env = dict(os.environ)
-    if rel in OPTIMIZED:
-        env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f not in FAST_CODEGEN)
+    env = optimized_codegen(dict(os.environ)) if rel in OPTIMIZED else dict(os.environ)
     fresh = execute_notebooks.execute(DOCS / rel, timeout=600, env=env)
     stored = read(rel)
     assert [(c.cell_type, c.source) for c in stored.cells] == [(c.cell_type, c.source) for c in fresh.cells]
