@@ -12,8 +12,8 @@ others (the report is rewritten after every stage, so a killed campaign still le
    all-to-alls, no all-gather) in float64 and float32.
 3. ``equations``: every shipped config run for about 20 of its time steps in float64 on the GPU and on the CPU: the
    GPU's final state must equal the CPU's to 1e-9 relative; a config that runs in the compact spectral
-   layout by default runs on the GPU in the half spectrum too (``fft.layout=full``), held to the same. Beside the
-   shipped configs, the cases of :data:`DERIVED` (cold dark matter alone: fdm_mixed without its wave). The CPU path is the one the test suite
+   layout by default runs on the GPU in the half spectrum too (``fft.layout=full``), held to the same. The CPU
+   path is the one the test suite
    verifies against exact solutions, conservation laws and published references, so equality carries
    those checks over to the GPU without a second copy of them.
 4. ``gradients``: ``examples/recover_viscosity.py`` on the GPU (a gradient through a whole run
@@ -194,35 +194,10 @@ def compact_by_default(config: Path) -> bool:
     return config_mod.load(config, []).physics.compact_spectra() is None
 
 
-#: cases the equations stage runs beside the shipped configs: a shipped config, keys set and keys removed
-DERIVED = {"cold_dark_matter": ("fdm_mixed", {"physics.fdm_fraction": 0}, ["physics.m22"])}
-
-
-def case_config(c: Campaign, name: str) -> Path:
-    """The config file of a shipped config or of a :data:`DERIVED` case (written under the campaign's output)."""
-    if name not in DERIVED:
-        return ROOT / "configs" / f"{name}.yaml"
-    import yaml
-
-    base, values, removed = DERIVED[name]
-    raw = yaml.safe_load((ROOT / "configs" / f"{base}.yaml").read_text())
-    raw["name"] = name
-    for key, value in values.items():
-        section, leaf = key.split(".")
-        raw[section][leaf] = value
-    for key in removed:
-        section, leaf = key.split(".")
-        raw[section].pop(leaf)
-    path = c.out / "configs" / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
-
-
 def equations(c: Campaign) -> dict:
     import numpy as np
 
-    shipped = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml")) + sorted(DERIVED)
+    shipped = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
     unknown = sorted(set(c.configs or []) - set(shipped))
     if unknown:
         raise ValueError(f"--configs: {', '.join(unknown)} not shipped (allowed: {', '.join(shipped)})")
@@ -230,7 +205,7 @@ def equations(c: Campaign) -> dict:
     n = 16 if c.dry else 64
     rows, worst, start = [], 0.0, time.monotonic()
     for name in configs:
-        config = case_config(c, name)
+        config = ROOT / "configs" / f"{name}.yaml"
         common = ["--set", f"grid.shape={n}", "--set", "precision=float64", "--set", "checkpoint.keep=1",
                   *few_steps(config)]
         dirs = {}

@@ -16,6 +16,7 @@ import yaml
 
 from simulator import equations, plots
 from simulator.config import load as load_config
+from simulator.equations.spec import FieldInfo
 from simulator.output.base import Schedule
 from simulator.time.control import Stepper
 from simulator.output.spectra import SpectraFile
@@ -440,6 +441,22 @@ def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_red
         panels = run_plots.slice_panels(snap, "density", 2, info, "Mpc/h")
     assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and "z = " not in panels[0].title
     assert info.params(z_start=127.0).clock().time_label(np.log(4.0)) == "redshift z = 31"
+    # a run that ends today reaches z = 0 up to round-off: its heading and legend say 0, not 2.22e-16
+    ends_today = info.params(z_start=49.0)
+    assert 1 / (ends_today.a_start * np.exp(ends_today.time_at(0.0))) - 1 != 0  # the round-off is there
+    assert ends_today.clock().time_label(ends_today.time_at(0.0)) == "redshift z = 0"
+
+
+def test_a_log_slice_leaves_empty_cells_blank_and_scales_its_colours_to_the_filled_ones():
+    """A particle density has empty cells: on a log colour scale they are blank (NaN), and the colour bar spans
+    the filled cells' values; floored at the smallest double (log10 -308) they took the whole bar."""
+    density = np.zeros((4, 4))
+    density[0, :] = [0.5, 1.0, 2.0, 40.0]
+    style = FieldInfo(0, "cdm_density", "rho", log=True)
+    shown = run_plots._shown(style, density.astype(np.float32), False)
+    assert np.isnan(shown[1:]).all() and np.allclose(shown[0], np.log10([0.5, 1.0, 2.0, 40.0]))
+    panel = run_plots.Panel("t", "l", "inferno", shown)
+    assert run_plots._limits([panel]) == [(pytest.approx(np.log10(0.5)), pytest.approx(np.log10(40.0)))]
 
 
 def test_a_curve_with_nothing_to_draw_has_no_legend_entry(runs, figures):

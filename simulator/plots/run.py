@@ -87,11 +87,15 @@ class Panel:
 
 
 def _shown(style: FieldInfo, values: np.ndarray, vector: bool) -> np.ndarray:
-    """What a panel shows of some values: the magnitude of a vector field, log10 where the field asks."""
+    """What a panel shows of some values: the magnitude of a vector field, log10 where the field asks. There a
+    cell holding nothing (a particle density's empty cell) is left blank (NaN): floored at the log of the
+    smallest double, -308, it set the colour bar's lower end and drew every filled cell in one colour."""
+    values = values.astype(np.float64)
     if vector:
-        values = np.sqrt(np.sum(values.astype(np.float64) ** 2, axis=0))
+        values = np.sqrt(np.sum(values**2, axis=0))
     if style.log:
-        values = np.log10(np.maximum(values, np.finfo(np.float64).tiny))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.where(values > 0, np.log10(values), np.nan)
     return values
 
 

@@ -223,7 +223,9 @@ class ComovingClock(Clock):
         return {"a": a, "z": 1.0 / a - 1.0}
 
     def time_label(self, t: float) -> str:
-        return f"redshift z = {1.0 / (self.physics.a_start * math.exp(t)) - 1.0:.4g}"  # not a coordinate z
+        # not a coordinate z; a run that ends today reaches z = 0 up to round-off (2.2e-16), printed as 0
+        z = round(1.0 / (self.physics.a_start * math.exp(t)) - 1.0, 10) + 0.0
+        return f"redshift z = {z:.4g}"
 
     def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
         """The Layzer-Irvine residual R = E - E_start + int (2K + W + 3U) dln a, over |W|, continued from
