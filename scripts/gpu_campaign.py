@@ -13,9 +13,8 @@ others (the report is rewritten after every stage, so a killed campaign still le
 3. ``equations``: every shipped config run for about 20 of its time steps in float64 on the GPU and on the CPU: the
    GPU's final state must equal the CPU's to 1e-9 relative; a config that runs in the compact spectral
    layout by default runs on the GPU in the half spectrum too (``fft.layout=full``), held to the same. The CPU
-   path is the one the test suite
-   verifies against exact solutions, conservation laws and published references, so equality carries
-   those checks over to the GPU without a second copy of them.
+   path is the one the test suite verifies against exact solutions, conservation laws and published
+   references, so equality carries those checks over to the GPU without a second copy of them.
 4. ``gradients``: ``examples/recover_viscosity.py`` on the GPU (a gradient through a whole run
    recovers the viscosity that made a measurement).
 5. ``bench-fft`` / ``bench-step``: ``scripts/bench_fft.py`` and ``scripts/bench_step.py`` on one GPU:
