@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -63,8 +64,12 @@ def native_extensions() -> list[Extension]:
             sources=["simulator/fft/native/particles_ffi.cc"],
             include_dirs=[include],
             libraries=["pthread"],
-            # -O3: the interpolation's contraction 22% faster than at -O2 (64^3 CIC, float32, one thread)
-            extra_compile_args=["-std=c++17", "-O3", "-fvisibility=hidden"],
+            # -O3: the interpolation's contraction 22% faster than at -O2 (64^3 CIC, float32, one thread);
+            # -fno-trapping-math (no code here reads the floating-point exception flags) lets the stencils' loops
+            # vectorise, and on x86-64 -mavx gives them the vector floor (jaxlib itself needs AVX: it refuses to
+            # load without): docs/PERFORMANCE.md
+            extra_compile_args=["-std=c++17", "-O3", "-fvisibility=hidden", "-fno-trapping-math",
+                                *(["-mavx"] if platform.machine().lower() in ("x86_64", "amd64") else [])],
             language="c++",
             optional=True,  # a failed build warns, and the particles' kernels fall back to XLA
         ),

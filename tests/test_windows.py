@@ -167,6 +167,28 @@ def test_an_empty_slot_gives_0_and_adds_nothing_back(native, name):
     stacked = jax.vmap(lambda m: gather(field, points, "native", m))(masks)
     assert all(scaled(stacked[i], gather(field, points, "xla", masks[i])) < 1e-13 for i in range(2))
 
+@pytest.mark.parametrize("name", ["cic", "tsc", "lagrange4"])
+def test_stale_positions_of_empty_slots_and_runs_of_points_leave_the_rest_exact(native, name):
+    """The native kernels compute 64 points' stencils at a time, an empty slot's among them: 300 points (runs cut
+    by the threads' ranges), every other slot empty with a position of NaN, +-inf or 1e30. The occupied slots'
+    gather equals XLA's, the empty ones give 0, and the scatter of values that are 0 on the empty slots equals
+    XLA's scatter without them: no stale position reaches a node outside the block or a value."""
+    block, field, points, starts, values, extent = block_case(name, (True, False, True), 1, "nan", 300, 7)
+    live = np.arange(300) % 2 == 0
+    junk = np.resize(np.array([np.nan, np.inf, -np.inf, 1e30, -1e30]), (150, 3))
+    stale = np.asarray(points).copy()
+    stale[~live] = junk
+    kw = {"window": name, "block": block}
+    for threads in (1, 2, 3):
+        got = np.asarray(W.gather(field, jnp.asarray(stale), starts, impl="native", threads=threads,
+                                  live=jnp.asarray(live), **kw))
+        want = np.asarray(W.gather(field, points[live], starts, impl="xla", **kw))
+        assert np.all(got[:, ~live] == 0) and scaled(got[:, live], want) < 1e-13
+        carried = jnp.where(jnp.asarray(live)[None, :], values, 0)
+        spread = W.scatter(carried, jnp.asarray(stale), starts, extent=extent, impl="native", threads=threads, **kw)
+        assert scaled(spread, W.scatter(values[:, live], points[live], starts, extent=extent, impl="xla", **kw)) < 1e-13
+
+
 def mixed_sim(devices, n=8, count=4):
     from support import simulation
 
@@ -318,3 +340,24 @@ def test_a_gpu_s_program_takes_xla_s_path(devices):
     with as_on("gpu"):
         text = jax.export.export(jax.jit(pm), platforms=["cuda"])(state.position, state.live).mlir_module()
     assert "simulator_" not in text and "stablehlo.scatter" in text and "stablehlo.gather" in text
+
+
+def test_the_window_benchmark_times_each_kernel_against_xla_s(native, tmp_path):
+    """scripts/bench_windows.py at a toy size: a row per window and precision, the native gather and scatter and
+    XLA's timed in the same rounds, their ratios and the results files written."""
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "scripts" / "bench_windows.py"
+    done = subprocess.run([sys.executable, str(script), "--sizes", "8", "--windows", "cic", "tsc", "--precision",
+                           "float64", "--repeats", "1", "--out", str(tmp_path)],
+                          check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "windows.json").read_text())["rows"]
+    assert [(r["window"], r["precision"], r["points"]) for r in rows] == [("cic", "float64", 512),
+                                                                          ("tsc", "float64", 512)]
+    for r in rows:
+        assert min(r["gather_ms"], r["scatter_ms"], r["xla_gather_ms"], r["xla_scatter_ms"]) > 0, r
+        assert r["gather_vs_xla"] == r["gather_ms"] / r["xla_gather_ms"] and r["threads"] >= 1
+    assert (tmp_path / "windows.csv").read_text().startswith("n,points,window")
+    assert "# wrote" in done.stdout

@@ -11,8 +11,8 @@
 // 8 (cloud in cell) or 64 (4-node windows) elements per point and batch entry, and XLA materialises the
 // gathered windows before contracting them with the weights: 5-10x slower (docs/PERFORMANCE.md). Here each
 // point's stencil (its cell, offsets and three 1D weight vectors) is computed once, as the XLA path computes
-// it (window.py's _stencil: the same operations, so the same cells and offsets), and the window is contracted
-// as it is read, for every batch entry.
+// it (window.py's _stencil: the same operations, so the same cells and offsets), 64 points at a time in vector
+// loops, and the window is contracted as it is read, for every batch entry.
 //
 // Operands (row-major, as XLA hands them over):
 //   field  (B, n0, n1, n2) real: the device's grid block and its halo planes along the axes split between
@@ -120,6 +120,20 @@ inline void Weights(Real t, int64_t order, Real* w) {
   Lagrange4Weights(t, order, w);
 }
 
+// The weights themselves (order 0), the same arithmetic as Weights without a branch, so that a loop over points
+// vectorises (TscKernel's branches become selects).
+template <typename Real, int Kind>
+inline void Values(Real t, Real* w) {
+  if (Kind == kTsc) {
+    for (int k = 0; k < 4; ++k) {
+      const Real d = t + 1 - k, a = d < 0 ? -d : d, r = Real(1.5) - a;
+      w[k] = a < Real(0.5) ? Real(0.75) - d * d : (a < Real(1.5) ? Real(0.5) * r * r : Real(0));
+    }
+    return;
+  }
+  Weights<Real, Kind>(t, 0, w);
+}
+
 template <int Kind>
 constexpr int Width() {
   return Kind == kCic ? 2 : 4;
@@ -137,91 +151,160 @@ struct Geometry {
   int64_t volume() const { return n[0] * n[1] * n[2]; }
 };
 
-// One point's stencil: the flat offsets of its nodes along the first two axes, the first node along the last
-// (the nodes along it are contiguous unless they wrap: then `last` holds each), the weights, and whether the
-// point's cell lies in the block (with its reach).
-template <typename Real, int Kind, int W = Width<Kind>()>
-struct Stencil {
-  int64_t offset[2][W];
-  int64_t first;     // the last axis's first node, when its nodes are contiguous
-  int64_t last[W];   // the last axis's nodes, when they wrap
-  bool contiguous, inside;
-  Real weight[3][W];
+// The stencils of a run of up to kRun consecutive points, computed axis by axis in loops over the points that
+// the compiler vectorises (the cells' floor, the wrap and the weights), then used point by point by the
+// contraction (Contract, Spread). Computed one point at a time before, the stencil was about half of a
+// cloud-in-cell gather's time, and the 3-component gather of 64^3 points took 3.5 ms in float32 on 2 threads,
+// now 2.1 (docs/PERFORMANCE.md). Per axis a:
+// `node[a][p]` the point's first node in the block with its halo (on an axis held whole: wrapped into it),
+// `weight[a][k][p]` node k's weight; `inside[p]` whether the point's cell lies in the block (with its reach).
+// The cells and offsets are window.py's _stencil's, operation for operation (the global cell wrapped in
+// floating point, exact for the integers it holds).
+constexpr int64_t kRun = 64;
 
-  __attribute__((always_inline)) Stencil(const Geometry& g, const Real* x) {
-    // computed in locals and stored once: stores into the members may alias `g` for the compiler, which would
-    // then read g's fields again after each
-    int64_t nodes[3];
-    bool in = true;
+template <typename Real, int Kind, int W = Width<Kind>()>
+struct Stencils {
+  Real weight[3][W][kRun];
+  int32_t node[3][kRun];  // int32: the widest vectors convert to it (a node index is below a block's extent)
+  bool inside[kRun];
+
+  void compute(const Geometry& g, const Real* __restrict x, int64_t count) {
+    Real coordinate[3][kRun];  // the points' coordinates axis by axis: the loops below read them contiguously
+    for (int64_t p = 0; p < count; ++p) {
+      inside[p] = true;
+      for (int a = 0; a < 3; ++a) coordinate[a][p] = x[3 * p + a];
+    }
     for (int a = 0; a < 3; ++a) {
-      // the cell and the offset in it, as window.py's _stencil computes them (the global cell wrapped in
-      // floating point, exact for the integers it holds)
-      const Real s = x[a] / Real(g.spacing[a]);
-      int64_t floor = static_cast<int64_t>(s);  // truncation, then down for negatives: std::floor is a libm
-      if (Real(floor) > s) --floor;               // call without SSE4.1, which a portable build cannot assume
-      Weights<Real, Kind>(s - Real(floor), g.orders[a], weight[a]);
-      const int64_t size = g.shape[a];
-      int64_t cell = floor;  // floor mod size, without a division in the common case
-      if (cell < 0 || cell >= size) {
-        cell %= size;
-        if (cell < 0) cell += size;
+      const Real spacing = Real(g.spacing[a]), size = Real(g.shape[a]);
+      Real t[kRun];
+      int32_t cell[kRun];
+      for (int64_t p = 0; p < count; ++p) {
+        // divided by the spacing, as window.py does (a point on a cell face falls in the same cell there and here)
+        const Real s = coordinate[a][p] / spacing;
+        const Real base = std::floor(s);
+        t[p] = s - base;
+        const Real wrapped = base - size * std::floor(base / size);
+        // a NaN position (or one so far out that the wrap is inexact) takes cell 0: a node index never leaves
+        // the block, whatever the input
+        const bool valid = (wrapped >= Real(0)) & (wrapped < size);
+        cell[p] = static_cast<int32_t>(valid ? wrapped : Real(0));
       }
-      const int64_t n = g.n[a];
-      int64_t c;
-      if (!g.cut[a]) {  // the block holds the axis whole: the first node, wrapped
-        c = cell - g.below;
-        if (c < 0) c += n;
+      if (g.orders[a] == 0) {
+        for (int64_t p = 0; p < count; ++p) {
+          Real w[W];
+          Values<Real, Kind>(t[p], w);
+          for (int k = 0; k < W; ++k) weight[a][k][p] = w[k];
+        }
       } else {
-        const int64_t reach = g.reach, held = n - (W - 1) - 2 * reach;
-        int64_t local = cell - g.start[a];
+        for (int64_t p = 0; p < count; ++p) {
+          Real w[W];
+          Weights<Real, Kind>(t[p], g.orders[a], w);
+          for (int k = 0; k < W; ++k) weight[a][k][p] = w[k];
+        }
+      }
+      const int32_t n = static_cast<int32_t>(g.n[a]), shape = static_cast<int32_t>(g.shape[a]);
+      if (!g.cut[a]) {  // the block holds the axis whole: the first node, wrapped
+        const int32_t below = static_cast<int32_t>(g.below);
+        for (int64_t p = 0; p < count; ++p) {
+          const int32_t c = cell[p] - below;
+          node[a][p] = c < 0 ? c + n : c;
+        }
+        continue;
+      }
+      const int32_t reach = static_cast<int32_t>(g.reach), held = n - (W - 1) - 2 * reach,
+                    start = static_cast<int32_t>(g.start[a]);
+      const bool check = g.outside != 0;
+      for (int64_t p = 0; p < count; ++p) {
+        int32_t local = cell[p] - start;
         if (reach) {  // periodic in [-reach, shape - reach): a cell just below the block is a negative offset
-          local += reach;  // in (-size, 2 size): wrapped without a division
-          if (local < 0) local += size;
-          if (local >= size) local -= size;
+          local += reach;  // in (-shape, 2 shape): wrapped without a division
+          local += local < 0 ? shape : 0;
+          local -= local >= shape ? shape : 0;
           local -= reach;
         }
-        if (g.outside) in = in && local >= -reach && local < held + reach;
-        c = std::min(std::max(local, -reach), held + reach - 1) + reach;
+        if (check) inside[p] = inside[p] && local >= -reach && local < held + reach;
+        node[a][p] = std::min(std::max(local, -reach), held + reach - 1) + reach;
       }
-      nodes[a] = c;
     }
-    const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2];
-    for (int k = 0; k < W; ++k) {
-      offset[0][k] = (nodes[0] + k < n0 ? nodes[0] + k : nodes[0] + k - n0) * (n1 * n2);
-      offset[1][k] = (nodes[1] + k < n1 ? nodes[1] + k : nodes[1] + k - n1) * n2;
-    }
-    first = nodes[2];
-    contiguous = nodes[2] + W <= n2;
-    if (!contiguous)
-      for (int k = 0; k < W; ++k) last[k] = nodes[2] + k < n2 ? nodes[2] + k : nodes[2] + k - n2;
-    inside = in;
   }
 };
 
+// One point's nodes as flat offsets: along the first two axes, and the first node along the last (its nodes
+// contiguous unless they wrap: then `last` holds each).
+template <int W>
+struct Nodes {
+  int64_t offset[2][W];
+  int64_t first;
+  int64_t last[W];
+  bool contiguous;
+
+  template <typename Real, int Kind>
+  Nodes(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_t p) {
+    const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2], a = s.node[0][p], b = s.node[1][p];
+    for (int k = 0; k < W; ++k) {
+      offset[0][k] = (a + k < n0 ? a + k : a + k - n0) * (n1 * n2);
+      offset[1][k] = (b + k < n1 ? b + k : b + k - n1) * n2;
+    }
+    first = s.node[2][p];
+    contiguous = first + W <= n2;
+    if (!contiguous)
+      for (int k = 0; k < W; ++k) last[k] = first + k < n2 ? first + k : first + k - n2;
+  }
+};
+
+// The sums of a 2-node window start from their first term: 0 + x is not x for x = -0, so the compiler keeps every
+// addition to a 0 (the same value otherwise), and the cloud-in-cell gather of 3 components took 1.5x as long.
+// Those of a 4-node window start from 0, which measured faster there (the 3-component gather 8.5 ms against 10.9:
+// 64^3 points, float64, 2 threads).
 template <typename Real, int Kind, bool Contiguous, int W = Width<Kind>()>
-inline Real Contract(const Stencil<Real, Kind>& s, const Real* __restrict f) {
+inline Real Contract(const Nodes<W>& s, const Real (&w)[3][W], const Real* __restrict f) {
+  constexpr int head = W == 2 ? 1 : 0;  // terms a sum starts from (the rest are added to it)
+  auto at = [&](const Real* row, int k) { return Contiguous ? row[s.first + k] : row[s.last[k]]; };
   Real sum = 0;
   for (int i = 0; i < W; ++i) {
     Real plane = 0;
     for (int j = 0; j < W; ++j) {
       const Real* row = f + s.offset[0][i] + s.offset[1][j];
-      Real line = 0;
-      for (int k = 0; k < W; ++k) line += (Contiguous ? row[s.first + k] : row[s.last[k]]) * s.weight[2][k];
-      plane += line * s.weight[1][j];
+      Real line = head ? at(row, 0) * w[2][0] : Real(0);
+      for (int k = head; k < W; ++k) line += at(row, k) * w[2][k];
+      plane = head && j == 0 ? line * w[1][0] : plane + line * w[1][j];
     }
-    sum += plane * s.weight[0][i];
+    sum = head && i == 0 ? plane * w[0][0] : sum + plane * w[0][i];
   }
   return sum;
 }
 
 template <typename Real, int Kind, bool Contiguous, int W = Width<Kind>()>
-inline void Spread(const Stencil<Real, Kind>& s, Real v, Real* __restrict f) {
+inline void Spread(const Nodes<W>& s, const Real (&w)[3][W], Real v, Real* __restrict f) {
   for (int i = 0; i < W; ++i) {
-    const Real vi = v * s.weight[0][i];
+    const Real vi = v * w[0][i];
     for (int j = 0; j < W; ++j) {
       Real* row = f + s.offset[0][i] + s.offset[1][j];
-      const Real vij = vi * s.weight[1][j];
-      for (int k = 0; k < W; ++k) (Contiguous ? row[s.first + k] : row[s.last[k]]) += vij * s.weight[2][k];
+      const Real vij = vi * w[1][j];
+      for (int k = 0; k < W; ++k) (Contiguous ? row[s.first + k] : row[s.last[k]]) += vij * w[2][k];
+    }
+  }
+}
+
+// Point p's weights out of a run's stencils, axis by axis.
+template <typename Real, int Kind, int W>
+inline void PointWeights(const Stencils<Real, Kind, W>& s, int64_t p, Real (&w)[3][W]) {
+  for (int a = 0; a < 3; ++a)
+    for (int k = 0; k < W; ++k) w[a][k] = s.weight[a][k][p];
+}
+
+constexpr int64_t kAhead = 8;
+
+// The first node of each row of point p's window, every batch entry, asked of the memory ahead of its use.
+template <typename Real, int Kind, int W>
+inline void Prefetch(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_t p, const Real* field) {
+  const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2], volume = g.volume();
+  for (int i = 0; i < W; ++i) {
+    const int64_t a = s.node[0][p] + i < n0 ? s.node[0][p] + i : s.node[0][p] + i - n0;
+    for (int j = 0; j < W; ++j) {
+      const int64_t c = s.node[1][p] + j < n1 ? s.node[1][p] + j : s.node[1][p] + j - n1;
+      const Real* row = field + (a * n1 + c) * n2 + s.node[2][p];
+      for (int64_t b = 0; b < g.batch; ++b) __builtin_prefetch(row + b * volume);
     }
   }
 }
@@ -229,36 +312,65 @@ inline void Spread(const Stencil<Real, Kind>& s, Real v, Real* __restrict f) {
 template <typename Real, int Kind>
 void GatherRange(const Geometry& g, const Real* field, const Real* points, const bool* live, Real* out, int64_t begin,
                  int64_t end) {
+  constexpr int W = Width<Kind>();
   const int64_t volume = g.volume();
   const Real missing = g.outside == 2 ? std::numeric_limits<Real>::quiet_NaN() : Real(0);
-  for (int64_t p = begin; p < end; ++p) {
-    if (live != nullptr && !live[p]) {  // an empty slot gives 0, its stale position not even read
-      for (int64_t b = 0; b < g.batch; ++b) out[b * g.points + p] = 0;
-      continue;
+  Stencils<Real, Kind> s;
+  for (int64_t run = begin; run < end; run += kRun) {
+    const int64_t count = std::min(kRun, end - run);
+    if (live != nullptr && std::none_of(live + run, live + run + count, [](bool x) { return x; })) {
+      for (int64_t b = 0; b < g.batch; ++b) std::fill(out + b * g.points + run, out + b * g.points + run + count, 0);
+      continue;  // a run of empty slots (owned particles fill a device's first slots): no stencil computed
     }
-    const Stencil<Real, Kind> s(g, points + 3 * p);
-    for (int64_t b = 0; b < g.batch; ++b)
-      out[b * g.points + p] = !s.inside ? missing
-                              : s.contiguous ? Contract<Real, Kind, true>(s, field + b * volume)
-                                             : Contract<Real, Kind, false>(s, field + b * volume);
+    // an empty slot's stale position among occupied ones is read too (a vector lane) but never used
+    s.compute(g, points + 3 * run, count);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t p = run + i;
+      if ((live != nullptr && !live[p]) || !s.inside[i]) {  // an empty slot gives 0
+        const Real value = live != nullptr && !live[p] ? Real(0) : missing;
+        for (int64_t b = 0; b < g.batch; ++b) out[b * g.points + p] = value;
+        continue;
+      }
+      if (i + kAhead < count) Prefetch(g, s, i + kAhead, field);
+      const Nodes<W> nodes(g, s, i);
+      Real w[3][W];
+      PointWeights(s, i, w);
+      for (int64_t b = 0; b < g.batch; ++b)
+        out[b * g.points + p] = nodes.contiguous ? Contract<Real, Kind, true>(nodes, w, field + b * volume)
+                                                 : Contract<Real, Kind, false>(nodes, w, field + b * volume);
+    }
   }
 }
 
 template <typename Real, int Kind>
 void ScatterRange(const Geometry& g, const Real* values, const Real* points, Real* field, int64_t begin,
                   int64_t end) {
+  constexpr int W = Width<Kind>();
   const int64_t volume = g.volume();
-  for (int64_t p = begin; p < end; ++p) {
-    bool any = false;  // an empty slot carries 0: nothing to add (its stale position not even read)
-    for (int64_t b = 0; b < g.batch; ++b) any = any || values[b * g.points + p] != 0;
-    if (!any) continue;
-    const Stencil<Real, Kind> s(g, points + 3 * p);
-    if (!s.inside) continue;
-    for (int64_t b = 0; b < g.batch; ++b) {
-      if (s.contiguous)
-        Spread<Real, Kind, true>(s, values[b * g.points + p], field + b * volume);
-      else
-        Spread<Real, Kind, false>(s, values[b * g.points + p], field + b * volume);
+  Stencils<Real, Kind> s;
+  for (int64_t run = begin; run < end; run += kRun) {
+    const int64_t count = std::min(kRun, end - run);
+    bool carried = false;  // a run of empty slots carries 0 (owned particles fill a device's first slots)
+    for (int64_t b = 0; b < g.batch && !carried; ++b)
+      carried = std::any_of(values + b * g.points + run, values + b * g.points + run + count,
+                            [](Real v) { return v != 0; });
+    if (!carried) continue;
+    s.compute(g, points + 3 * run, count);
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t p = run + i;
+      bool any = false;  // an empty slot carries 0: nothing to add (its stale position never used)
+      for (int64_t b = 0; b < g.batch; ++b) any = any || values[b * g.points + p] != 0;
+      if (!any || !s.inside[i]) continue;
+      if (i + kAhead < count) Prefetch(g, s, i + kAhead, field);
+      const Nodes<W> nodes(g, s, i);
+      Real w[3][W];
+      PointWeights(s, i, w);
+      for (int64_t b = 0; b < g.batch; ++b) {
+        if (nodes.contiguous)
+          Spread<Real, Kind, true>(nodes, w, values[b * g.points + p], field + b * volume);
+        else
+          Spread<Real, Kind, false>(nodes, w, values[b * g.points + p], field + b * volume);
+      }
     }
   }
 }
