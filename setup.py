@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import platform
+import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -32,6 +32,14 @@ def jaxlib_include() -> str | None:
         if (include / "xla" / "ffi" / "api" / "ffi.h").is_file():
             return str(include)
     return None
+
+
+def x86_64_target() -> bool:
+    """Whether the extensions are built for x86-64 alone: the platform the build targets (not the machine it runs
+    on: a cross build, or a macOS universal2 or arm64 build on an Intel host, must not get x86 flags)."""
+    target = sysconfig.get_platform().lower()
+    arches = os.environ.get("ARCHFLAGS", "")
+    return target.endswith(("x86_64", "amd64")) and "arm64" not in arches
 
 
 def native_extensions() -> list[Extension]:
@@ -69,7 +77,7 @@ def native_extensions() -> list[Extension]:
             # vectorise, and on x86-64 -mavx gives them the vector floor (jaxlib itself needs AVX: it refuses to
             # load without): docs/PERFORMANCE.md
             extra_compile_args=["-std=c++17", "-O3", "-fvisibility=hidden", "-fno-trapping-math",
-                                *(["-mavx"] if platform.machine().lower() in ("x86_64", "amd64") else [])],
+                                *(["-mavx"] if x86_64_target() else [])],
             language="c++",
             optional=True,  # a failed build warns, and the particles' kernels fall back to XLA
         ),

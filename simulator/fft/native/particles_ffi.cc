@@ -183,9 +183,11 @@ struct Stencils {
         const Real s = coordinate[a][p] / spacing;
         const Real base = std::floor(s);
         t[p] = s - base;
-        const Real wrapped = base - size * std::floor(base / size);
-        // a NaN position (or one so far out that the wrap is inexact) takes cell 0: a node index never leaves
-        // the block, whatever the input
+        Real wrapped = base - size * std::floor(base / size);
+        // past 2^24 cells (float32) the quotient may be one off: corrected once, as the former integer wrap was
+        // exact; a NaN or infinite position takes cell 0: a node index never leaves the block, whatever the input
+        wrapped += wrapped < Real(0) ? size : Real(0);
+        wrapped -= wrapped >= size ? size : Real(0);
         const bool valid = (wrapped >= Real(0)) & (wrapped < size);
         cell[p] = static_cast<int32_t>(valid ? wrapped : Real(0));
       }
@@ -295,8 +297,9 @@ inline void PointWeights(const Stencils<Real, Kind, W>& s, int64_t p, Real (&w)[
 
 constexpr int64_t kAhead = 8;
 
-// The first node of each row of point p's window, every batch entry, asked of the memory ahead of its use.
-template <typename Real, int Kind, int W>
+// The first node of each row of point p's window, every batch entry, asked of the memory ahead of its use
+// (Write: for a read-modify-write, the scatter's).
+template <int Write, typename Real, int Kind, int W>
 inline void Prefetch(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_t p, const Real* field) {
   const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2], volume = g.volume();
   for (int i = 0; i < W; ++i) {
@@ -304,7 +307,7 @@ inline void Prefetch(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_
     for (int j = 0; j < W; ++j) {
       const int64_t c = s.node[1][p] + j < n1 ? s.node[1][p] + j : s.node[1][p] + j - n1;
       const Real* row = field + (a * n1 + c) * n2 + s.node[2][p];
-      for (int64_t b = 0; b < g.batch; ++b) __builtin_prefetch(row + b * volume);
+      for (int64_t b = 0; b < g.batch; ++b) __builtin_prefetch(row + b * volume, Write);
     }
   }
 }
@@ -331,7 +334,7 @@ void GatherRange(const Geometry& g, const Real* field, const Real* points, const
         for (int64_t b = 0; b < g.batch; ++b) out[b * g.points + p] = value;
         continue;
       }
-      if (i + kAhead < count) Prefetch(g, s, i + kAhead, field);
+      if (i + kAhead < count) Prefetch<0>(g, s, i + kAhead, field);
       const Nodes<W> nodes(g, s, i);
       Real w[3][W];
       PointWeights(s, i, w);
@@ -361,7 +364,7 @@ void ScatterRange(const Geometry& g, const Real* values, const Real* points, Rea
       bool any = false;  // an empty slot carries 0: nothing to add (its stale position never used)
       for (int64_t b = 0; b < g.batch; ++b) any = any || values[b * g.points + p] != 0;
       if (!any || !s.inside[i]) continue;
-      if (i + kAhead < count) Prefetch(g, s, i + kAhead, field);
+      if (i + kAhead < count) Prefetch<1>(g, s, i + kAhead, field);
       const Nodes<W> nodes(g, s, i);
       Real w[3][W];
       PointWeights(s, i, w);
@@ -447,6 +450,11 @@ ffi::Error ReadGeometry(Geometry& g, int64_t batch, ffi::AnyBuffer block, ffi::A
     const int64_t held = g.cut[a] ? g.n[a] - (g.width - 1) - 2 * g.reach : g.n[a];
     if (held < 1 || g.n[a] < g.width || g.shape[a] < 1)
       return ffi::Error::InvalidArgument("window: a block shorter than the window and its halo");
+    // the stencils hold node indices in int32, and an axis held whole wraps its nodes around the block: a grid
+    // longer than such a block would index past it
+    if (g.n[a] >= (int64_t{1} << 31) || g.shape[a] >= (int64_t{1} << 31) || g.reach < 0 ||
+        (!g.cut[a] && g.shape[a] > g.n[a]) || (g.cut[a] && (g.start[a] < 0 || g.start[a] >= g.shape[a])))
+      return ffi::Error::InvalidArgument("window: a block, grid, reach or start out of range");
   }
   return ffi::Error::Success();
 }
