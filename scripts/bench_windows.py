@@ -3,9 +3,9 @@ implementation of the same primitives (simulator/fft/window.py), in the same inv
 
 For each N, window and precision: N^3 points on an N^3 grid held whole by one device, the cell centres
 displaced by a Gaussian of 0.3 cells, in lattice order (as one device's cold dark matter particles lie), or
-shuffled with ``--shuffled``. Four programs are compiled and timed A/B interleaved in the same rounds, each
-round in an order rotated from the last, the caches evicted before each call (a step's other work leaves
-them cold; the eviction is not timed):
+shuffled with ``--shuffled``. Four programs are compiled and timed A/B interleaved in the same rounds
+(simulator/benchmark.py), the caches evicted before each call (a step's other work leaves them cold; the
+eviction is not timed):
 
 * ``gather_ms``: the native gather of a 3-component field (the force's or a velocity's interpolation);
 * ``scatter_ms``: the native scatter of one value per point (the mass assignment);
@@ -26,9 +26,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
-import time
-from collections.abc import Callable
 
 
 def parse_args() -> argparse.Namespace:
@@ -42,24 +39,6 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def timed_cold(fns: dict[str, Callable], repeats: int, evict: Callable) -> dict[str, float]:
-    """Median milliseconds of each ``fns[name]()`` (blocked on) after ``evict()``, one warm-up round, then
-    ``repeats`` rounds in rotated order."""
-    import jax
-
-    names = list(fns)
-    for name in names:
-        jax.block_until_ready(fns[name]())
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            evict()
-            t0 = time.perf_counter()
-            jax.block_until_ready(fns[name]())
-            times[name].append(1e3 * (time.perf_counter() - t0))
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def main() -> int:
     args = parse_args()
     import jax
@@ -68,7 +47,7 @@ def main() -> int:
     import jax.numpy as jnp
     import numpy as np
 
-    from simulator.benchmark import machine, write_results
+    from simulator.benchmark import machine, timed_interleaved, write_results
     from simulator.fft import kernels
     from simulator.fft.window import Block, gather, scatter
 
@@ -106,7 +85,7 @@ def main() -> int:
                     fns[f"{impl}_gather"] = functools.partial(g, field, x)
                     fns[f"{impl}_scatter"] = functools.partial(s, values, x)
                 load_before = os.getloadavg()[0]
-                ms = timed_cold(fns, args.repeats, sweep.sum)
+                ms = {k: 1e3 * v for k, v in timed_interleaved(fns, args.repeats, before=sweep.sum).items()}
                 row = {"n": n, "points": n**3, "window": window, "precision": precision, "threads": threads,
                        "shuffled": args.shuffled, "gather_ms": ms["native_gather"], "xla_gather_ms": ms["xla_gather"],
                        "gather_vs_xla": ms["native_gather"] / ms["xla_gather"], "scatter_ms": ms["native_scatter"],

@@ -37,13 +37,15 @@ def timed(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
 
 
 def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup: int = 1,
-                      cpu: dict[str, float] | None = None) -> dict[str, float]:
+                      cpu: dict[str, float] | None = None, before: Callable[[], Any] | None = None
+                      ) -> dict[str, float]:
     """Median seconds of each zero-argument ``fns[name]()`` (results blocked on), A/B interleaved.
 
     Every round calls each function once, in an order rotated from round to round, so load that
     comes and goes on a shared machine hits all of them alike; ``warmup`` untimed rounds first.
     ``cpu``, when given, receives the median CPU seconds of this process (all its threads) per call:
-    on a loaded machine, the work done rather than the time waited for a core.
+    on a loaded machine, the work done rather than the time waited for a core. ``before``, when given,
+    runs untimed before each timed call (a sweep that evicts the caches, say).
     """
     import jax
 
@@ -55,6 +57,8 @@ def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup
     cpu_times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names[r % len(names):] + names[: r % len(names)]:
+            if before is not None:
+                before()
             c0, t0 = time.process_time(), time.perf_counter()
             jax.block_until_ready(fns[name]())
             times[name].append(time.perf_counter() - t0)

@@ -301,15 +301,13 @@ constexpr int64_t kAhead = 8;
 // (Write: for a read-modify-write, the scatter's).
 template <int Write, typename Real, int Kind, int W>
 inline void Prefetch(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_t p, const Real* field) {
-  const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2], volume = g.volume();
-  for (int i = 0; i < W; ++i) {
-    const int64_t a = s.node[0][p] + i < n0 ? s.node[0][p] + i : s.node[0][p] + i - n0;
+  const Nodes<W> nodes(g, s, p);
+  const int64_t volume = g.volume();
+  for (int i = 0; i < W; ++i)
     for (int j = 0; j < W; ++j) {
-      const int64_t c = s.node[1][p] + j < n1 ? s.node[1][p] + j : s.node[1][p] + j - n1;
-      const Real* row = field + (a * n1 + c) * n2 + s.node[2][p];
+      const Real* row = field + nodes.offset[0][i] + nodes.offset[1][j] + nodes.first;
       for (int64_t b = 0; b < g.batch; ++b) __builtin_prefetch(row + b * volume, Write);
     }
-  }
 }
 
 template <typename Real, int Kind>
