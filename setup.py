@@ -69,7 +69,7 @@ def native_extensions() -> list[Extension]:
         ),
         Extension(
             "simulator.fft._particles",
-            sources=["simulator/fft/native/particles_ffi.cc"],
+            sources=["simulator/fft/native/particles_ffi.cc", "simulator/fft/native/handover_ffi.cc"],
             include_dirs=[include],
             libraries=["pthread"],
             # -O3: the interpolation's contraction 22% faster than at -O2 (64^3 CIC, float32, one thread);

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.fft import kernels, window as W
+from simulator.fft import kernels
+from simulator.fft import window as W
 from simulator.fft.stencils import STENCILS
 
 SHAPE = (6, 7, 8)
@@ -189,10 +190,10 @@ def test_stale_positions_of_empty_slots_and_runs_of_points_leave_the_rest_exact(
         assert scaled(spread, W.scatter(values[:, live], points[live], starts, extent=extent, impl="xla", **kw)) < 1e-13
 
 
-def mixed_sim(devices, n=8, count=4):
+def mixed_sim(devices, n=8, count=4, case=None):
     from support import simulation
 
-    return simulation(devices, ("slab", count, None), physics__name="fdm_cosmo", initial__name="gaussian",
+    return simulation(devices, case or ("slab", count, None), physics__name="fdm_cosmo", initial__name="gaussian",
                       grid__shape=[n] * 3, grid__box=[1.0] * 3, physics__fdm_fraction=0.5, physics__cdm_particles=n**3)
 
 
@@ -219,35 +220,97 @@ def test_the_particle_mesh_runs_the_native_kernels_on_cpu_and_xla_s_when_asked(n
     assert np.array_equal(np.asarray(ends["native"].ident), np.asarray(ends["xla"].ident))  # the same slots
 
 
-def test_the_hand_over_moves_the_same_rows_on_both_paths(native, devices):
-    """The hand-over after a drift of about a cell, on four devices: the native kernels and XLA's prefix sums and
-    scatters leave every slot the same, bit for bit, and lose nothing."""
+@pytest.mark.parametrize("case", [("slab", 4, None), ("pencil", 4, [2, 2])], ids=["slab4", "pencil2x2"])
+def test_the_hand_over_moves_the_same_rows_on_both_paths_in_either_buffers(native, devices, case):
+    """The hand-over after a drift of about a cell, on four devices (a slab; a 2 x 2 pencil, along both axes): the native kernels and XLA's prefix sums and
+    scatters leave every slot the same, bit for bit, and lose nothing, whether it sends the full buffers at once,
+    first buffers just large enough for every device's leavers (the same slots), or first buffers one row short,
+    then the rest (the branch every device takes together: the same particles, in other slots or not)."""
     from simulator.equations.cold import mesh
     from simulator.fft import owned
 
-    sim = mixed_sim(devices)
+    sim = mixed_sim(devices, n=16 if case[2] else 8, case=case)
     state = sim.initial_state()
     moved = mesh.drift(sim.equation, state.position, state.momentum / jnp.max(jnp.abs(state.momentum)) * 0.1, 1.0)
-    args = (owned._sharded_axes(sim.fft), tuple(sim.fft.shape), tuple(1.0 / n for n in sim.fft.shape),
-            mesh.sizes(sim.equation)[1], tuple(sim.fft.mesh.axis_names))
+    moves, axes = owned._sharded_axes(sim.fft), tuple(sim.fft.mesh.axis_names)
+    geometry = (moves, tuple(sim.fft.shape), tuple(1.0 / n for n in sim.fft.shape))
+    buffer = mesh.sizes(sim.equation)[1]
+    spread = jax.sharding.PartitionSpec(axes)
+    axis, mesh_axis, size = moves[0]
+
+    def counted(live, x):  # the leavers along the first split axis
+        counts = owned._leavers(x, live, jax.lax.axis_index(mesh_axis), axis, geometry[1][axis], geometry[2][axis],
+                                size, buffer, "xla")[3]
+        return jax.lax.pmax(jnp.max(counts[:2]), axes)
+
+    need = int(jax.jit(jax.shard_map(counted, mesh=sim.fft.mesh, in_specs=(spread,) * 2,
+                                     out_specs=jax.sharding.PartitionSpec()))(state.live > 0, moved))
+    assert 1 < need < buffer  # both branches below are taken
     out, bodies = {}, {}
-    spread = jax.sharding.PartitionSpec(args[-1])
-    for impl in ("native", "xla"):
-        bodies[impl] = jax.shard_map(lambda *a, impl=impl: owned._migrate_local(*args, impl, *a), mesh=sim.fft.mesh,
-                                     in_specs=(spread,) * 4, out_specs=(spread,) * 4 + (jax.sharding.PartitionSpec(),))
-        out[impl] = [np.asarray(a) for a in jax.jit(bodies[impl])(state.live > 0, moved, state.momentum, state.ident)]
-    assert all(np.array_equal(a, b) for a, b in zip(out["native"], out["xla"], strict=True))
+    for first in (buffer, need, need - 1):
+        for impl in ("native", "xla"):
+            bodies[first, impl] = jax.shard_map(
+                lambda *a, impl=impl, first=first: owned._migrate_local(*geometry, buffer, (first,) * len(moves), axes,
+                                                                   impl, *a),
+                mesh=sim.fft.mesh, in_specs=(spread,) * 4, out_specs=(spread,) * 4 + (jax.sharding.PartitionSpec(),))
+            out[first, impl] = [np.asarray(a) for a in
+                                jax.jit(bodies[first, impl])(state.live > 0, moved, state.momentum, state.ident)]
+    def by_identity(arrays):
+        live, *rows, ident, counts = arrays
+        order = np.argsort(ident[live])
+        return [r[live][order] for r in rows] + [ident[live][order], counts]
+
+    for key, arrays in out.items():
+        if key[0] >= need:  # no device had more leavers than the first buffers hold: the same slots
+            assert all(np.array_equal(a, b) for a, b in zip(arrays, out[buffer, "native"], strict=True)), key
+        else:  # the rest sent after them: the same particles, the rest's arrivals in later empty slots
+            assert all(np.array_equal(a, b) for a, b in zip(by_identity(arrays), by_identity(out[buffer, "native"]),
+                                                             strict=True)), key
+        assert all(np.array_equal(a, b) for a, b in zip(arrays, out[key[0], "native"], strict=True)), key  # both paths
     # the arrivals are written into the donated arrays in place: XLA copied each whole array first while a write
     # could come before another read of it (docs/PERFORMANCE.md, the hand-over written in place)
-    text = jax.jit(bodies["native"], donate_argnums=(0, 1, 2, 3)).lower(
-        state.live > 0, moved, state.momentum, state.ident).compile().as_text()
     slots = state.live.shape[0] // sim.fft.devices
-    assert not re.findall(rf"= (?:f32|f64|s32)\[{slots}(?:,3)?\]\S* copy\(", text)
-    assert out["native"][-1].tolist() == [0, 0, 0]
-    before, after = np.asarray(state.live) > 0, out["native"][0]
+    for first in (buffer, need):
+        text = jax.jit(bodies[first, "native"], donate_argnums=(0, 1, 2, 3)).lower(
+            state.live > 0, moved, state.momentum, state.ident).compile().as_text()
+        assert not re.findall(rf"= (?:f32|f64|s32)\[{slots}(?:,3)?\]\S* copy\(", text), first
+    assert out[buffer, "native"][-1].tolist() == [0, 0, 0]
+    before, after = np.asarray(state.live) > 0, out[buffer, "native"][0]
     assert after.sum() == before.sum()  # every particle has a slot
     assert np.any(after & ~before) and np.any(before & ~after)  # rows did move between devices
-    assert np.array_equal(np.sort(out["native"][3][after]), np.arange(before.sum()))
+    assert np.array_equal(np.sort(out[buffer, "native"][3][after]), np.arange(before.sum()))
+
+
+def test_a_run_hands_over_the_same_particles_whichever_buffers_it_sends_first(devices, monkeypatch):
+    """A mixed run of 16^3 particles on a slab of 4 (4 planes a device: the first buffers, one plane's mean count,
+    are half the cdm_exchange ones), 6 steps of about a cell: the same particles at the same positions and momenta
+    (1e-12; the slots they sit in may differ, so the sums of the deposit may round differently) whether each
+    hand-over sends the cdm_exchange buffers at once, first buffers of one plane's mean count (the default), or
+    first buffers of one row, so that every step also sends the rest."""
+    from support import advance
+
+    from simulator.equations.cold import mesh
+    from simulator.particles import slots
+
+    first_rows = slots.first_rows
+    ends = {}
+    for name, rule in (("at once", lambda held, planes, rows: rows), ("default", first_rows),
+                       ("one row", lambda held, planes, rows: 1)):
+        monkeypatch.setattr(slots, "first_rows", rule)
+        sim = mixed_sim(devices, n=16)
+        eq = sim.equation
+        held, rows = mesh.sizes(eq)
+        assert (rule(held, 4, rows) < rows) == (name != "at once"), (held, rows)
+        state = advance(sim, sim.initial_state(), 0.5, 6)
+        live = np.asarray(state.live) > 0
+        order = np.argsort(np.asarray(state.ident)[live])
+        ends[name] = {k: np.asarray(getattr(state, k))[live][order] for k in ("position", "momentum", "ident")}
+        ends[name]["lost"] = np.asarray(state.lost)
+        assert ends[name]["lost"][:3].tolist() == [0, 0, 0], name
+    for name in ("default", "one row"):
+        assert np.array_equal(ends[name]["ident"], ends["at once"]["ident"])
+        for k in ("position", "momentum"):
+            assert scaled(ends[name][k], ends["at once"][k]) < 1e-12, (name, k)
 
 
 def test_the_environment_chooses_the_path(monkeypatch):

@@ -23,8 +23,8 @@ ENV_PATH = "SIMULATOR_PARTICLES"
 PATHS = ("auto", "native", "xla")
 
 #: the native extension's handlers this code calls (an extension built from older source lacks some: not used)
-HANDLERS = ("simulator_window_gather", "simulator_window_scatter", "simulator_first", "simulator_take_rows",
-            "simulator_put_rows")
+HANDLERS = ("simulator_window_gather", "simulator_window_scatter", "simulator_leavers", "simulator_first",
+            "simulator_take_rows", "simulator_put_rows")
 #: points per thread of a native window: fewer points than twice this run on one thread
 THREAD_GRAIN = 1 << 14
 

@@ -32,13 +32,19 @@ def _sharded_axes(fft) -> list[tuple[int, str, int]]:
     return [(a, m, sizes[m]) for a, m in enumerate(fft.real_spec()) if m is not None and sizes[m] > 1]
 
 
-def _block_of(x: jax.Array, axis: int, n: int, dx: float, devices: int) -> jax.Array:
-    """The device index (along one mesh axis) whose block holds coordinate ``x`` of real axis ``axis``. In
-    floating point (the cell wrapped, then divided by the block's cells; exact for the integers they are while
-    below 2^24): integers' remainder and quotient are a division per element on CPU."""
+def _owner(x: jax.Array, n: int, dx: float, devices: int) -> jax.Array:
+    """The device index (along one mesh axis, as a float) whose block holds coordinate ``x`` of an axis of ``n``
+    cells of width ``dx``. In floating point (the cell wrapped, then divided by the block's cells; exact for the
+    integers they are while below 2^24): integers' remainder and quotient are a division per element on CPU.
+    Not finite for a coordinate that is not."""
     cell = jnp.floor(x / dx)
     cell = cell - n * jnp.floor(cell / n)
-    return jnp.floor(cell / (n // devices)).astype(jnp.int32)
+    return jnp.floor(cell / (n // devices))
+
+
+def _block_of(x: jax.Array, axis: int, n: int, dx: float, devices: int) -> jax.Array:
+    """:func:`_owner` as int32."""
+    return _owner(x, n, dx, devices).astype(jnp.int32)
 
 
 def _like(x: jax.Array, shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:
@@ -59,6 +65,33 @@ def _first(mask: jax.Array, count: int, impl: str) -> jax.Array:
     rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
     target = jnp.where(mask & (rank < count), rank, count)  # count: dropped
     return jnp.full(count, n, jnp.int32).at[target].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+
+
+def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx: float, size: int, rows: int,
+             impl: str) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The particles that left this device's block along real axis ``axis`` (``n`` cells of width ``dx`` over
+    ``size`` devices along its mesh axis, this one ``me``): ``(up, down, stay, counts)``, ``up`` and ``down``
+    ``(rows,)`` the slots of the first ``rows`` live particles whose owner is the next device up and down
+    (:func:`_first`'s form: in slot order, then the slot count; with two devices every leaver goes up), ``stay``
+    ``live`` less every leaver (those past ``rows`` too), ``counts`` ``(3,)`` int32 the leavers up and down (all)
+    and the live particles further away or not finite (they stay). ``impl`` native: one pass over the slots
+    (handover_ffi.cc); xla: XLA's operations and :func:`_first`."""
+    cap = live.shape[0]
+    if impl == "native":
+        call = jax.ffi.ffi_call("simulator_leavers", (_like(live, (rows,), jnp.int32), _like(live, (rows,), jnp.int32),
+                                                      _like(live, (cap,), jnp.bool_), _like(live, (3,), jnp.int32)),
+                                vmap_method="sequential")
+        return call(x, live, jnp.reshape(me, (1,)).astype(jnp.int32), axis=np.int64(axis), n=np.int64(n),
+                    spacing=np.float64(dx), devices=np.int64(size))
+    owner = _owner(x[:, axis], n, dx, size)
+    known = (owner >= 0) & (owner < size)
+    delta = jnp.where(known, owner, 0).astype(jnp.int32) - me
+    delta = jnp.where(delta < 0, delta + size, delta)  # mod size: both lie in [0, size)
+    up = live & known & (delta == 1)
+    down = live & known & (delta == size - 1) & (size > 2)
+    far = live & ~(known & ((delta == 0) | (delta == 1) | (delta == size - 1)))
+    counts = jnp.stack([jnp.sum(m, dtype=jnp.int32) for m in (up, down, far)])
+    return _first(up, rows, impl), _first(down, rows, impl), live & ~up & ~down, counts
 
 
 def _take(x: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
@@ -94,71 +127,112 @@ def _send(rows: list[jax.Array], mesh_axis: str, pairs: list[tuple[int, int]]) -
     return out
 
 
-def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], spacing: tuple[float, ...],
-                   buffer: int, axes: tuple[str, ...], impl: str, live: jax.Array, *arrays: jax.Array
-                   ) -> tuple[jax.Array, ...]:
-    """One device's migration (see :func:`migrate`): along each sharded axis in turn, the live particles
-    whose cell left this block go to the neighbour that holds it, ``buffer`` rows at most per direction; the
-    arrivals from both neighbours then fill this device's empty slots in slot order (those from the lower
-    neighbour first). Only the rows that move are gathered and scattered (no sort, no pass over every slot per
-    array); ``impl``: how the rows are found (:func:`_first`)."""
-    arrays = list(arrays)
+def _exchange(mesh_axis: str, directions: list[list[tuple[int, int]]], impl: str, live: jax.Array,
+              leaving: list[jax.Array], guard: jax.Array, arrays: list[jax.Array], reserved: jax.Array | None = None
+              ) -> tuple[jax.Array, list[jax.Array], jax.Array]:
+    """One axis's exchange: each direction's ``leaving`` slots (:func:`_leavers`' ``up``, ``down``, or a part of
+    them: the buffers' rows) sent to the neighbours ``directions`` (ppermute pairs), the arrivals from both put
+    into ``live``'s empty slots in slot order (those of the first direction first), ``reserved`` ``(slots,)``
+    (bool, or None) excepted: the slots of leavers still to be sent. ``guard``: the counts the caller took from
+    the arrays before (the write must come after them). Returns ``(live, arrays, no_room)``, ``no_room`` the
+    arrivals that found no empty slot."""
     cap = live.shape[0]
-    sent_over = jnp.zeros((), jnp.int32)
-    too_far = jnp.zeros((), jnp.int32)
+    incoming: list[list[jax.Array]] = []
+    arriving = []
+    rows = leaving[0].shape[0]
+    for slots_out, pairs in zip(leaving, directions, strict=True):
+        *came_rows, came = _send([_take(x, slots_out, impl) for x in arrays] + [(slots_out < cap).astype(jnp.int32)],
+                                 mesh_axis, pairs)
+        incoming.append(came_rows)
+        arriving.append(came > 0)
+    # each buffer's arrivals come first in it: those of the first fill the first empty slots, in slot order,
+    # those of the second the next ones
+    free = _first(~live if reserved is None else ~(live | reserved), rows * len(directions), impl)
+    before = jnp.zeros((), jnp.int32)
     no_room = jnp.zeros((), jnp.int32)
-    for axis, mesh_axis, size in moves:
-        me = jax.lax.axis_index(mesh_axis)
-        owner = _block_of(arrays[0][:, axis], axis, shape[axis], spacing[axis], size)
-        delta = owner - me
-        delta = jnp.where(delta < 0, delta + size, delta)  # mod size: both lie in [0, size)
-        far = live & (delta != 0) & (delta != 1) & (delta != size - 1)
-        too_far = too_far + jnp.sum(far, dtype=jnp.int32)
-        directions = [(1, [(i, (i + 1) % size) for i in range(size)])]
+    targets = []
+    for came in arriving:
+        k = before + jnp.arange(rows, dtype=jnp.int32)
+        targets.append(jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap))  # cap: no room
+        no_room = no_room + jnp.sum(came & (targets[-1] >= cap), dtype=jnp.int32)
+        before = before + jnp.sum(came, dtype=jnp.int32)
+    # one write of every direction's arrivals per array, in the array's buffer (_put aliases it). XLA writes in
+    # place only after every other reader of the array, which it must see in the data: the messages out (all
+    # of them feed this one write) and the counts (a select it cannot fold, as they are never negative).
+    # Written a direction at a time, it copied each whole array first: 2 ms of a 64^3 step on 4 devices.
+    target = jnp.where(guard >= 0, jnp.concatenate(targets), cap)
+    arrays = [_put(x, target, jnp.concatenate(rows_in), impl) for x, *rows_in in zip(arrays, *incoming, strict=True)]
+    return _put(live, target, jnp.concatenate(arriving), impl), arrays, no_room
+
+
+def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], spacing: tuple[float, ...],
+                   buffer: int, first: tuple[int, ...], axes: tuple[str, ...], impl: str, live: jax.Array,
+                   *arrays: jax.Array) -> tuple[jax.Array, ...]:
+    """One device's migration (see :func:`migrate`): along each sharded axis in turn, the live particles
+    whose cell left this block go to the neighbour that holds it, ``buffer`` rows at most per direction: first
+    that axis's ``first`` rows, then, where some device had more leavers for a neighbour (the psum of the loss
+    counts carries the answer, so that every device takes the same branch and sends the same messages), the
+    rest; the arrivals from both neighbours fill this device's empty slots in slot order (those from the lower
+    neighbour first). Only the rows that move are gathered and scattered (no sort, no pass over every slot per
+    array); ``impl``: how they are found (:func:`_leavers`)."""
+    arrays = list(arrays)
+    pending = jnp.zeros(3, jnp.int32)  # this device's losses not yet summed: over a buffer, no room, too far
+    total = jnp.zeros(3, jnp.int32)  # the summed ones
+    for (axis, mesh_axis, size), rows in zip(moves, first, strict=True):
+        directions = [[(i, (i + 1) % size) for i in range(size)]]
         if size > 2:  # with two devices the left neighbour is the right one
-            directions.append((size - 1, [(i, (i - 1) % size) for i in range(size)]))
-        incoming: list[list[jax.Array]] = []
-        arriving = []
-        for step, pairs in directions:
-            go = live & (delta == step)
-            rows = _first(go, buffer, impl)
-            sent_over = sent_over + jnp.maximum(jnp.sum(go, dtype=jnp.int32) - buffer, 0)
-            live = live & ~go  # those past the buffer are counted, and lost
-            *came_rows, came = _send([_take(x, rows, impl) for x in arrays] + [(rows < cap).astype(jnp.int32)],
-                                     mesh_axis, pairs)
-            incoming.append(came_rows)
-            arriving.append(came > 0)
-        # each buffer's arrivals come first in it: those of the first fill the first empty slots, in slot order,
-        # those of the second the next ones
-        free = _first(~live, buffer * len(directions), impl)
-        before = jnp.zeros((), jnp.int32)
-        targets = []
-        for came in arriving:
-            k = before + jnp.arange(buffer, dtype=jnp.int32)
-            targets.append(jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap))  # cap: no room
-            no_room = no_room + jnp.sum(came & (targets[-1] >= cap), dtype=jnp.int32)
-            before = before + jnp.sum(came, dtype=jnp.int32)
-        # one write of every direction's arrivals per array, in the array's buffer (_put aliases it). XLA writes in
-        # place only after every other reader of the array, which it must see in the data: the messages out (all
-        # of them feed this one write) and the counts (a select it cannot fold, as they are never negative).
-        # Written a direction at a time, it copied each whole array first: 2 ms of a 64^3 step on 4 devices.
-        target = jnp.concatenate(targets)
-        target = jnp.where((sent_over | too_far) >= 0, target, cap)
-        arrays = [_put(x, target, jnp.concatenate(rows), impl) for x, *rows in zip(arrays, *incoming, strict=True)]
-        live = _put(live, target, jnp.concatenate(arriving), impl)
-    counts = jax.lax.psum(jnp.stack([sent_over, no_room, too_far]).astype(jnp.int32), axes)
-    return (live, *arrays, counts)
+            directions.append([(i, (i - 1) % size) for i in range(size)])
+        up, down, live, counts = _leavers(arrays[0], live, jax.lax.axis_index(mesh_axis), axis, shape[axis],
+                                          spacing[axis], size, buffer, impl)
+        leaving = [up, down][:len(directions)]
+        over = jnp.sum(jnp.maximum(counts[:2] - buffer, 0))  # past the buffer: counted, and lost
+        pending = pending + jnp.stack([over, jnp.zeros((), jnp.int32), counts[2]])
+        guard = pending[0] | pending[2]
+        reserved = None
+        if rows < buffer:  # the first buffers' arrivals must not take the slots of the leavers the rest would send
+            later = jnp.concatenate([s[rows:] for s in leaving])
+            reserved = _put(jnp.zeros_like(live), later, jnp.ones(later.shape, bool), impl)
+        live, arrays, lacking = _exchange(mesh_axis, directions, impl, live, [s[:rows] for s in leaving], guard,
+                                          arrays, reserved)
+        pending = pending.at[1].add(lacking)
+        if rows < buffer:  # the rest, when some device has more leavers for a neighbour than the first buffers held
+            more = (jnp.max(counts[:len(directions)]) > rows).astype(jnp.int32)
+            summed = jax.lax.psum(jnp.concatenate([more[None], pending]), axes)
+            total, pending = total + summed[1:], jnp.zeros(3, jnp.int32)
+
+            def rest(live, arrays, leaving=leaving, guard=guard, directions=directions, mesh_axis=mesh_axis,
+                     rows=rows):
+                live, arrays, lacking = _exchange(mesh_axis, directions, impl, live, [s[rows:] for s in leaving],
+                                                  guard, arrays)
+                return live, arrays, jax.lax.psum(lacking, axes)
+
+            live, arrays, lacking = jax.lax.cond(summed[0] > 0, rest,
+                                                 lambda live, arrays: (live, arrays, jnp.zeros((), jnp.int32)),
+                                                 live, arrays)
+            total = total.at[1].add(lacking)
+    if any(rows >= buffer for rows in first):  # losses of an axis that sent its buffers at once
+        total = total + jax.lax.psum(pending, axes)
+    return (live, *arrays, total)
 
 
-def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: jax.Array
-            ) -> tuple[jax.Array, ...]:
+def split_planes(fft) -> tuple[int, ...]:
+    """The planes of cells of a device's real-space block along each axis split over more than one device, in
+    the order :func:`migrate` hands particles over along them (its ``first``)."""
+    return tuple(int(fft.shape[a]) // size for a, _, size in _sharded_axes(fft))
+
+
+def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: jax.Array,
+            first: Sequence[int] | None = None) -> tuple[jax.Array, ...]:
     """Hand every live particle to the device whose real-space block holds its cell, inside compiled code.
 
     ``live`` ``(devices * capacity,)`` and ``arrays`` (the first the positions ``(devices * capacity, 3)``,
     then anything that travels with them) are sharded by owner (the module docstring). Along each sharded
     axis in turn, each device packs the particles that left its block into a buffer of ``buffer`` rows
     per direction, ``ppermute`` sends it to the neighbour, which puts the arrivals into its empty slots.
-    A particle moves at most one block per call. Returns ``(live, *arrays, counts)`` with ``counts``
+    ``first`` (one per sharded axis, :func:`split_planes`' order; default ``buffer``): smaller buffers used
+    along that axis when no device has more leavers for one neighbour (the messages, their packing and
+    unpacking are what a hand-over's time is proportional to), the ``buffer`` ones otherwise; the same
+    result either way. A particle moves at most one block per call. Returns ``(live, *arrays, counts)`` with ``counts``
     ``(3,)`` replicated: particles that did not fit a send buffer, that found no empty slot, that moved
     more than one block. Each is a particle lost from the arrays and must stop the run (the caller
     reports it, naming the capacity setting)."""
@@ -169,7 +243,10 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     spread = PartitionSpec(axes)
-    body = functools.partial(_migrate_local, moves, shape, spacing, buffer, axes, implementation(fft.route))
+    first = tuple(buffer for _ in moves) if first is None else tuple(min(int(r), buffer) for r in first)
+    if len(first) != len(moves):
+        raise ValueError(f"migrate: first has {len(first)} entries for {len(moves)} split axes")
+    body = functools.partial(_migrate_local, moves, shape, spacing, buffer, first, axes, implementation(fft.route))
     specs = (spread, *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays))
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=specs, out_specs=(*specs, PartitionSpec()))
     return mapped(live, *arrays)

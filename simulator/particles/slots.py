@@ -4,7 +4,8 @@ particles (``particles[].distribution: owned``, :mod:`.owned`) and the cold dark
 :mod:`simulator.fft.owned`.
 
 * Slots: on one device all the particles; on P devices ``capacity`` times the mean count per device
-  (:func:`slots`); a hand-over sends at most ``exchange`` of a device's slots to each neighbour (:func:`send_rows`).
+  (:func:`slots`); a hand-over sends at most ``exchange`` of a device's slots to each neighbour (:func:`send_rows`),
+  in buffers of one plane's mean count (:func:`first_rows`) when no device has more to send.
 * The least capacity a run may ask (:func:`check_capacity`): slots for the mean count plus :data:`SPREAD`
   standard deviations of a uniform spread of the particles over the devices (binomial: a device holds each
   particle with probability 1/P). Below it, particles spread evenly through the box overflow some device
@@ -40,6 +41,15 @@ def slots(count: int, capacity: float, devices: int) -> int:
 def send_rows(exchange: float, held: int) -> int:
     """Rows of each send buffer of a hand-over: ``exchange`` of a device's ``held`` slots (at least one)."""
     return max(1, math.ceil(exchange * held))
+
+
+def first_rows(held: int, planes: int, rows: int) -> int:
+    """Rows of each send buffer a hand-over along one axis tries first (at most ``rows``, the buffers of
+    ``exchange``): a device's ``held`` slots over twice its block's ``planes`` of cells along the axis, the mean
+    count of one plane at the default capacity of 2. A step moving particles less than a cell (the CFL) sends
+    about that many or fewer; when any device has more to send, every device takes the ``rows`` buffers for
+    that hand-over (:func:`simulator.fft.owned.migrate`)."""
+    return max(1, min(rows, math.ceil(held / (2 * planes))))
 
 
 def least_capacity(count: int, devices: int) -> float:

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.fft.owned import counted, distribute, migrate
+from simulator.fft.owned import counted, distribute, migrate, split_planes
 from simulator.particles import slots
 
 
@@ -67,7 +67,8 @@ def hand_over(fft: Any, box: Sequence[float], rows: int, live: jax.Array, arrays
               ident: jax.Array, lost: jax.Array, stray: bool = False
               ) -> tuple[jax.Array, list[jax.Array], jax.Array, jax.Array]:
     """After a step (inside compiled code): every live particle handed to the device whose block holds it
-    (:func:`simulator.fft.owned.migrate`, ``rows`` per send buffer), the particles lost on the way added to
+    (:func:`simulator.fft.owned.migrate`, ``rows`` per send buffer at most, one plane's mean count when no
+    device has more to send: :func:`simulator.particles.slots.first_rows`), the particles lost on the way added to
     ``lost`` and dated (:func:`simulator.fft.owned.counted`: one hand-over per step). ``live`` ``(slots,)`` bool,
     ``arrays`` the per-particle arrays ``(slots, ...)``, positions first. ``stray``: a live particle with any
     entry of ``arrays`` not finite (it left a step's reach, or blew up) is counted in ``lost[2]``, its slot
@@ -78,7 +79,9 @@ def hand_over(fft: Any, box: Sequence[float], rows: int, live: jax.Array, arrays
         strayed = live & ~finite
         arrays = [jnp.where(strayed[:, None], jnp.zeros((), a.dtype), a) for a in arrays]
         live = live & finite
-    live, *moved, ident, counts = migrate(fft, box, rows, live, *arrays, ident)
+    held = live.shape[0] // fft.devices
+    first = [slots.first_rows(held, planes, rows) for planes in split_planes(fft)]
+    live, *moved, ident, counts = migrate(fft, box, rows, live, *arrays, ident, first=first)
     if strayed is not None:
         counts = counts.at[2].add(jnp.sum(strayed).astype(jnp.int32))
     return live, moved, ident, counted(lost, counts)

@@ -2,10 +2,9 @@
 //   simulator_window_gather, simulator_window_scatter: the windowed gather of a grid block's values at points and
 //     its transpose, the scatter (the particle-mesh assignment); simulator/fft/window.py is their only caller
 //     and gives the differentiation and batching rules;
-//   simulator_first, simulator_take_rows, simulator_put_rows: the hand-over of particles between devices
-//     (simulator/fft/owned.py): the indices of the first set entries of a mask, the rows at such indices (the
-//     message to a neighbour), and rows written at such indices (the arrivals into empty slots), each touching
-//     only the rows that move, where XLA's gather and scatter walk every row of the fixed-size buffers.
+//   simulator_leavers, simulator_first, simulator_take_rows, simulator_put_rows: the hand-over of particles
+//     between devices (simulator/fft/owned.py), defined in handover_ffi.cc; this file holds the extension's
+//     table of handlers.
 //
 // Why native: XLA's CPU gather and scatter walk one element at a time with an index computation each,
 // 8 (cloud in cell) or 64 (4-node windows) elements per point and batch entry, and XLA materialises the
@@ -551,77 +550,7 @@ ffi::Error ScatterHandler(ffi::ThreadPool pool, ffi::AnyBuffer values, ffi::AnyB
   return ffi::Error::Success();
 }
 
-// The indices of the first `count` set entries of `mask` (n,), in order, then n: XLA's CPU prefix sum and
-// scatter did this at ~20 ns per entry (a reduce-window tree), here one pass.
-ffi::Error FirstHandler(ffi::AnyBuffer mask, ffi::Result<ffi::AnyBuffer> rows) {
-  if (mask.element_type() != ffi::PRED || rows->element_type() != ffi::S32)
-    return ffi::Error::InvalidArgument("first: a bool mask and int32 rows expected");
-  const bool* m = reinterpret_cast<const bool*>(mask.untyped_data());
-  int32_t* out = reinterpret_cast<int32_t*>(rows->untyped_data());
-  const int64_t n = static_cast<int64_t>(mask.element_count()), count = static_cast<int64_t>(rows->element_count());
-  int64_t k = 0;
-  for (int64_t i = 0; i < n && k < count; ++i)
-    if (m[i]) out[k++] = static_cast<int32_t>(i);
-  for (; k < count; ++k) out[k] = static_cast<int32_t>(n);
-  return ffi::Error::Success();
-}
-
-// The bytes of one row of an array whose first axis is its rows.
-int64_t RowBytes(const ffi::AnyBuffer& x) {
-  auto dims = x.dimensions();
-  return dims.size() == 0 || dims[0] == 0 ? 0 : static_cast<int64_t>(x.size_bytes()) / dims[0];
-}
-
-// out[k] = x[rows[k]] for the rows k whose index lies in x; zeros from the first that does not (the indices of
-// `first` are in order, the missing ones last).
-ffi::Error TakeRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::Result<ffi::AnyBuffer> out) {
-  const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
-  if (rows.element_type() != ffi::S32 || out->element_type() != x.element_type() || RowBytes(*out) != width)
-    return ffi::Error::InvalidArgument("take rows: int32 rows, a result of x's rows");
-  const int32_t* r = reinterpret_cast<const int32_t*>(rows.untyped_data());
-  const char* from = reinterpret_cast<const char*>(x.untyped_data());
-  char* to = reinterpret_cast<char*>(out->untyped_data());
-  const int64_t count = static_cast<int64_t>(rows.element_count());
-  int64_t k = 0;
-  for (; k < count && r[k] >= 0 && r[k] < n; ++k) std::memcpy(to + k * width, from + r[k] * width, width);
-  std::memset(to + k * width, 0, (count - k) * width);
-  return ffi::Error::Success();
-}
-
-// out = x with row targets[k] set to rows[k] wherever targets[k] lies in x (the others dropped); out is x's
-// buffer (aliased by the caller), so only those rows are written.
-ffi::Error PutRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::AnyBuffer targets,
-                          ffi::Result<ffi::AnyBuffer> out) {
-  const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
-  if (targets.element_type() != ffi::S32 || rows.element_type() != x.element_type() ||
-      out->element_type() != x.element_type() || out->size_bytes() != x.size_bytes() ||
-      (rows.element_count() > 0 && RowBytes(rows) != width) ||
-      rows.dimensions()[0] != static_cast<int64_t>(targets.element_count()))
-    return ffi::Error::InvalidArgument("put rows: rows of x's, one int32 target each");
-  char* to = reinterpret_cast<char*>(out->untyped_data());
-  if (to != x.untyped_data()) std::memcpy(to, x.untyped_data(), x.size_bytes());
-  const int32_t* t = reinterpret_cast<const int32_t*>(targets.untyped_data());
-  const char* from = reinterpret_cast<const char*>(rows.untyped_data());
-  const int64_t count = static_cast<int64_t>(targets.element_count());
-  for (int64_t k = 0; k < count; ++k)
-    if (t[k] >= 0 && t[k] < n) std::memcpy(to + t[k] * width, from + k * width, width);
-  return ffi::Error::Success();
-}
-
 }  // namespace
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorTakeRows, TakeRowsHandler,
-                              ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorPutRows, PutRowsHandler,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>());
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorFirst, FirstHandler,
-                              ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorWindowGather, GatherHandler,
                               ffi::Ffi::Bind()
@@ -657,6 +586,14 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SimulatorWindowScatter, ScatterHandler,
                                   .Attr<int64_t>("outside")
                                   .Attr<int64_t>("threads"));
 
+// handover_ffi.cc's handlers
+extern "C" {
+XLA_FFI_Error* SimulatorLeavers(XLA_FFI_CallFrame* call_frame);
+XLA_FFI_Error* SimulatorFirst(XLA_FFI_CallFrame* call_frame);
+XLA_FFI_Error* SimulatorTakeRows(XLA_FFI_CallFrame* call_frame);
+XLA_FFI_Error* SimulatorPutRows(XLA_FFI_CallFrame* call_frame);
+}
+
 namespace {
 
 PyObject* Handlers(PyObject*, PyObject*) {
@@ -665,6 +602,7 @@ PyObject* Handlers(PyObject*, PyObject*) {
   const std::pair<const char*, void*> handlers[] = {
       {"simulator_window_gather", reinterpret_cast<void*>(SimulatorWindowGather)},
       {"simulator_window_scatter", reinterpret_cast<void*>(SimulatorWindowScatter)},
+      {"simulator_leavers", reinterpret_cast<void*>(SimulatorLeavers)},
       {"simulator_first", reinterpret_cast<void*>(SimulatorFirst)},
       {"simulator_take_rows", reinterpret_cast<void*>(SimulatorTakeRows)},
       {"simulator_put_rows", reinterpret_cast<void*>(SimulatorPutRows)},
