@@ -190,6 +190,73 @@ def test_stale_positions_of_empty_slots_and_runs_of_points_leave_the_rest_exact(
         assert scaled(spread, W.scatter(values[:, live], points[live], starts, extent=extent, impl="xla", **kw)) < 1e-13
 
 
+def face_points(box: float, n: int, dtype) -> np.ndarray:
+    """Coordinates on and around every cell face of an axis of ``n`` cells over ``box`` (the nearest float to
+    each k dx, its neighbours two ulps either way, the same below 0 and past L), 0, -0, L, and not finite ones."""
+    faces = np.asarray([k * box / n for k in range(-n, 2 * n + 1)], dtype)
+    near = [faces]
+    for step in (1, 2):
+        near += [np.nextafter(faces, dtype(np.inf)), np.nextafter(faces, dtype(-np.inf))]
+        faces = near[-2]
+        near[-1] = np.nextafter(near[-1], dtype(-np.inf)) if step == 2 else near[-1]
+    odd = np.asarray([0.0, -0.0, box, np.nan, np.inf, -np.inf], dtype)
+    return np.concatenate([*near, odd]).astype(dtype)
+
+
+def reference_owner(x: np.ndarray, box: float, n: int, devices: int) -> np.ndarray:
+    """The owner by definition: the cell floor(x * dtype(1/dx)) (one IEEE product in x's precision, a subnormal x
+    flushed to 0 as XLA's CPU threads do), wrapped as an exact integer, over the block's cells; -1 where x is not
+    finite."""
+    x = np.where(np.abs(x) < np.finfo(x.dtype).tiny, x.dtype.type(0), x)
+    with np.errstate(invalid="ignore"):
+        cell = np.floor(x * x.dtype.type(1.0 / (box / n)))
+    out = np.full(x.shape, -1)
+    finite = np.isfinite(cell)
+    out[finite] = (cell[finite].astype(np.int64) % n) // (n // devices)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("box, n, devices", [(0.7, 12, 4), (1.0, 98, 2), (1.0, 82, 2), (3.3, 48, 4), (1.0, 16, 4)])
+def test_the_owner_of_a_point_on_a_face_is_the_same_everywhere(native, dtype, box, n, devices):
+    """A point on or an ulp or two from a cell face, below 0 or past L, and one not finite: the hand-over's owner
+    (XLA's and the native pass's) and the windows' cell (the native gather, which gives NaN outside the block)
+    all take the cell floor(x (1/dx)) of one product, wrapped exactly, then the block's quotient. XLA compiles a
+    division by a constant as that product, so a division anywhere would disagree on faces; a quotient's floor
+    off by one put a cell on a multiple of the grid (x = L) or of a block in the wrong block."""
+    from simulator.fft import owned
+
+    x = face_points(box, n, dtype)
+    want = reference_owner(x, box, n, devices)
+    dx = box / n
+    got = np.asarray(jax.jit(lambda x: owned._owner(x, n, dx, devices))(jnp.asarray(x)))
+    assert np.array_equal(got, want)
+    points = np.zeros((x.size, 3), dtype)
+    points[:, 0] = x
+    live = np.ones(x.size, bool)
+    for me in range(devices):
+        delta = (want - me) % devices
+        outs = {}
+        for impl in ("native", "xla"):
+            up, down, stay, counts = jax.jit(lambda p, live, impl=impl, me=me: owned._leavers(
+                p, live, jnp.int32(me), 0, n, dx, devices, x.size, impl))(jnp.asarray(points), jnp.asarray(live))
+            outs[impl] = [np.asarray(a) for a in (up, down, stay, counts)]
+            ups = np.flatnonzero((want >= 0) & (delta == 1))
+            downs = np.flatnonzero((want >= 0) & (delta == devices - 1) & (devices > 2))
+            assert np.array_equal(outs[impl][0][:ups.size], ups) and np.all(outs[impl][0][ups.size:] == x.size)
+            assert np.array_equal(outs[impl][1][:downs.size], downs) and np.all(outs[impl][1][downs.size:] == x.size)
+            far = np.sum((want < 0) | ((delta != 0) & (delta != 1) & (delta != devices - 1)))
+            assert outs[impl][3].tolist() == [ups.size, downs.size, far]
+        assert all(np.array_equal(a, b) for a, b in zip(outs["native"], outs["xla"], strict=True))
+        # the native window: a point's value is finite exactly where its cell lies in this device's block
+        block = W.Block((n, 4, 4), (dx, 1.0, 1.0), (True, False, False), 0, "nan")
+        width = STENCILS["cic"].width
+        field = jnp.ones((1, n // devices + width - 1, 4, 4), dtype)
+        starts = jnp.asarray([me * (n // devices), 0, 0], jnp.int32)
+        values = np.asarray(W.gather(field, jnp.asarray(points), starts, window="cic", block=block, impl="native"))
+        assert np.array_equal(np.isfinite(values[0]), want == me), me
+
+
 def mixed_sim(devices, n=8, count=4, case=None):
     from support import simulation
 
@@ -279,6 +346,50 @@ def test_the_hand_over_moves_the_same_rows_on_both_paths_in_either_buffers(nativ
     assert after.sum() == before.sum()  # every particle has a slot
     assert np.any(after & ~before) and np.any(before & ~after)  # rows did move between devices
     assert np.array_equal(np.sort(out[buffer, "native"][3][after]), np.arange(before.sum()))
+
+
+@pytest.mark.parametrize("impl", ["native", "xla"])
+def test_a_full_device_loses_nothing_to_the_first_buffers(devices, impl):
+    """A device with every slot taken sends 3 particles up and receives 3 (2 from below, 1 from above): the
+    slots its leavers free are all the room it has. With first buffers of 2 rows its first arrivals find none
+    (they keep out of the slots of the leaver still to be sent); they then take the slots the rest frees. Nothing
+    is lost, as with buffers of 4 sent at once, and the same particles end on the same devices."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from simulator.fft import owned
+
+    if impl == "native" and kernels.native()[0] is None:
+        pytest.skip("native particle kernels not built: " + kernels.native()[1])
+    mesh = jax.sharding.Mesh(np.asarray(devices[:4]), ("x",))
+    slots, n = 6, 8
+    block = lambda b: 0.25 * b + 0.1  # a coordinate in block b of 4
+    position = np.full((4, slots, 3), 0.1)
+    live = np.zeros((4, slots), bool)
+    position[0, :, 0] = [block(1)] * 3 + [block(0)] * 3  # full; 3 leave up
+    live[0] = True
+    position[3, :4, 0] = [block(0)] * 2 + [block(3)] * 2  # 2 go up (around) to device 0
+    live[3, :4] = True
+    position[1, :2, 0] = [block(0), block(1)]  # 1 goes down to device 0
+    live[1, :2] = True
+    position[2, 0, 0] = block(2)
+    live[2, 0] = True
+    ident = np.arange(4 * slots, dtype=np.int32)
+    spread = NamedSharding(mesh, PartitionSpec("x"))
+    args = [jax.device_put(a, spread) for a in (live.reshape(-1), position.reshape(-1, 3), ident)]
+    ends = {}
+    for first in (4, 2):
+        body = jax.shard_map(lambda *a, first=first: owned._migrate_local([(0, "x", 4)], (n, n, n), (1 / n,) * 3, 4,
+                                                                           (first,), ("x",), impl, *a),
+                             mesh=mesh, in_specs=(PartitionSpec("x"),) * 3,
+                             out_specs=(PartitionSpec("x"),) * 3 + (PartitionSpec(),))
+        out_live, out_position, out_ident, counts = (np.asarray(a) for a in jax.jit(body)(*args))
+        assert counts.tolist() == [0, 0, 0], first
+        assert out_live.sum() == live.sum()
+        held = out_live.reshape(4, slots)
+        ends[first] = [sorted(out_ident.reshape(4, slots)[d][held[d]].tolist()) for d in range(4)]
+        x = out_position.reshape(4, slots, 3)[..., 0]
+        assert all(np.all(np.floor(x[d][held[d]] / 0.25) == d) for d in range(4))
+    assert ends[2] == ends[4]
 
 
 def test_a_run_hands_over_the_same_particles_whichever_buffers_it_sends_first(devices, monkeypatch):

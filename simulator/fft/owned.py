@@ -33,18 +33,17 @@ def _sharded_axes(fft) -> list[tuple[int, str, int]]:
 
 
 def _owner(x: jax.Array, n: int, dx: float, devices: int) -> jax.Array:
-    """The device index (along one mesh axis, as a float) whose block holds coordinate ``x`` of an axis of ``n``
-    cells of width ``dx``. In floating point (the cell wrapped, then divided by the block's cells; exact for the
-    integers they are while below 2^24): integers' remainder and quotient are a division per element on CPU.
-    Not finite for a coordinate that is not."""
-    cell = jnp.floor(x / dx)
-    cell = cell - n * jnp.floor(cell / n)
-    return jnp.floor(cell / (n // devices))
-
-
-def _block_of(x: jax.Array, axis: int, n: int, dx: float, devices: int) -> jax.Array:
-    """:func:`_owner` as int32."""
-    return _owner(x, n, dx, devices).astype(jnp.int32)
+    """The device index (along one mesh axis, int32) whose block holds coordinate ``x`` of an axis of ``n`` cells
+    of width ``dx`` over ``devices``, -1 where ``x`` is not finite: the cell floor(x (1/dx)) as the windows take it
+    (:func:`simulator.fft.window._stencil`: the same product, so that a point on a face has the same cell), wrapped
+    in floating point with the quotient's floor corrected once (exact while the cell is below 2^24 in float32),
+    then the integers' quotient by the block's cells."""
+    cell = jnp.floor(x * jnp.asarray(1.0 / dx, x.dtype))
+    cell = cell - n * jnp.floor(cell * jnp.asarray(1.0 / n, x.dtype))
+    cell = jnp.where(cell < 0, cell + n, cell)
+    cell = jnp.where(cell >= n, cell - n, cell)
+    known = (cell >= 0) & (cell < n)
+    return jnp.where(known, jnp.where(known, cell, 0).astype(jnp.int32) // (n // devices), -1)
 
 
 def _like(x: jax.Array, shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:
@@ -84,8 +83,8 @@ def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx
         return call(x, live, jnp.reshape(me, (1,)).astype(jnp.int32), axis=np.int64(axis), n=np.int64(n),
                     spacing=np.float64(dx), devices=np.int64(size))
     owner = _owner(x[:, axis], n, dx, size)
-    known = (owner >= 0) & (owner < size)
-    delta = jnp.where(known, owner, 0).astype(jnp.int32) - me
+    known = owner >= 0
+    delta = jnp.where(known, owner, me) - me
     delta = jnp.where(delta < 0, delta + size, delta)  # mod size: both lie in [0, size)
     up = live & known & (delta == 1)
     down = live & known & (delta == size - 1) & (size > 2)
@@ -127,42 +126,42 @@ def _send(rows: list[jax.Array], mesh_axis: str, pairs: list[tuple[int, int]]) -
     return out
 
 
-def _exchange(mesh_axis: str, directions: list[list[tuple[int, int]]], impl: str, live: jax.Array,
-              leaving: list[jax.Array], guard: jax.Array, arrays: list[jax.Array], reserved: jax.Array | None = None
-              ) -> tuple[jax.Array, list[jax.Array], jax.Array]:
-    """One axis's exchange: each direction's ``leaving`` slots (:func:`_leavers`' ``up``, ``down``, or a part of
-    them: the buffers' rows) sent to the neighbours ``directions`` (ppermute pairs), the arrivals from both put
-    into ``live``'s empty slots in slot order (those of the first direction first), ``reserved`` ``(slots,)``
-    (bool, or None) excepted: the slots of leavers still to be sent. ``guard``: the counts the caller took from
-    the arrays before (the write must come after them). Returns ``(live, arrays, no_room)``, ``no_room`` the
-    arrivals that found no empty slot."""
+def _sent(mesh_axis: str, directions: list[list[tuple[int, int]]], impl: str, live: jax.Array,
+          leaving: list[jax.Array], arrays: list[jax.Array]) -> tuple[list[jax.Array], jax.Array]:
+    """Each direction's ``leaving`` slots (:func:`_leavers`' ``up``, ``down``, or a part of them: the buffers'
+    rows) sent to the neighbours ``directions`` (ppermute pairs). Returns what arrived from them: each array's rows
+    ``(R, ...)`` and which rows hold a particle ``(R,)`` bool, the directions one after the other (each
+    message's particles first in it)."""
     cap = live.shape[0]
     incoming: list[list[jax.Array]] = []
     arriving = []
-    rows = leaving[0].shape[0]
     for slots_out, pairs in zip(leaving, directions, strict=True):
         *came_rows, came = _send([_take(x, slots_out, impl) for x in arrays] + [(slots_out < cap).astype(jnp.int32)],
                                  mesh_axis, pairs)
         incoming.append(came_rows)
         arriving.append(came > 0)
-    # each buffer's arrivals come first in it: those of the first fill the first empty slots, in slot order,
-    # those of the second the next ones
-    free = _first(~live if reserved is None else ~(live | reserved), rows * len(directions), impl)
-    before = jnp.zeros((), jnp.int32)
-    no_room = jnp.zeros((), jnp.int32)
-    targets = []
-    for came in arriving:
-        k = before + jnp.arange(rows, dtype=jnp.int32)
-        targets.append(jnp.where(came, jnp.take(free, jnp.minimum(k, free.shape[0] - 1)), cap))  # cap: no room
-        no_room = no_room + jnp.sum(came & (targets[-1] >= cap), dtype=jnp.int32)
-        before = before + jnp.sum(came, dtype=jnp.int32)
+    return [jnp.concatenate(rows) for rows in zip(*incoming, strict=True)], jnp.concatenate(arriving)
+
+
+def _placed(impl: str, live: jax.Array, arrays: list[jax.Array], rows: list[jax.Array], arrived: jax.Array,
+            guard: jax.Array, reserved: jax.Array | None = None) -> tuple[jax.Array, list[jax.Array], jax.Array]:
+    """The arrivals (``rows`` of each array and which hold a particle, ``arrived``, as :func:`_sent` returns them)
+    put into ``live``'s empty slots in slot order, in their order, ``reserved`` ``(slots,)`` (bool, or None)
+    excepted: the slots of leavers still to be sent. ``guard``: counts the caller took from the arrays before
+    (the write must come after them). Returns ``(live, arrays, unplaced)``, ``unplaced`` ``(R,)`` the arrivals
+    that found no empty slot."""
+    cap = live.shape[0]
+    free = _first(~live if reserved is None else ~(live | reserved), arrived.shape[0], impl)
+    rank = jnp.cumsum(arrived, dtype=jnp.int32) - 1
+    target = jnp.where(arrived, jnp.take(free, jnp.clip(rank, 0, free.shape[0] - 1)), cap)  # cap: no room
+    unplaced = arrived & (target >= cap)
     # one write of every direction's arrivals per array, in the array's buffer (_put aliases it). XLA writes in
     # place only after every other reader of the array, which it must see in the data: the messages out (all
     # of them feed this one write) and the counts (a select it cannot fold, as they are never negative).
     # Written a direction at a time, it copied each whole array first: 2 ms of a 64^3 step on 4 devices.
-    target = jnp.where(guard >= 0, jnp.concatenate(targets), cap)
-    arrays = [_put(x, target, jnp.concatenate(rows_in), impl) for x, *rows_in in zip(arrays, *incoming, strict=True)]
-    return _put(live, target, jnp.concatenate(arriving), impl), arrays, no_room
+    target = jnp.where(guard >= 0, target, cap)
+    arrays = [_put(x, target, r, impl) for x, r in zip(arrays, rows, strict=True)]
+    return _put(live, target, arrived, impl), arrays, unplaced
 
 
 def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], spacing: tuple[float, ...],
@@ -170,11 +169,12 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
                    *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """One device's migration (see :func:`migrate`): along each sharded axis in turn, the live particles
     whose cell left this block go to the neighbour that holds it, ``buffer`` rows at most per direction: first
-    that axis's ``first`` rows, then, where some device had more leavers for a neighbour (the psum of the loss
-    counts carries the answer, so that every device takes the same branch and sends the same messages), the
-    rest; the arrivals from both neighbours fill this device's empty slots in slot order (those from the lower
-    neighbour first). Only the rows that move are gathered and scattered (no sort, no pass over every slot per
-    array); ``impl``: how they are found (:func:`_leavers`)."""
+    that axis's ``first`` rows, then, where some device had more leavers for a neighbour or arrivals without
+    room (the psum of the loss counts carries the answer, so that every device takes the same branch and sends
+    the same messages), the rest. The arrivals fill this device's empty slots in slot order (those from the
+    lower neighbour first); the first buffers' keep out of the slots of the leavers the rest will send, and
+    those that found no room then take the slots the rest freed. Only the rows that move are gathered and
+    scattered (no sort, no pass over every slot per array); ``impl``: how they are found (:func:`_leavers`)."""
     arrays = list(arrays)
     pending = jnp.zeros(3, jnp.int32)  # this device's losses not yet summed: over a buffer, no room, too far
     total = jnp.zeros(3, jnp.int32)  # the summed ones
@@ -188,28 +188,32 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
         over = jnp.sum(jnp.maximum(counts[:2] - buffer, 0))  # past the buffer: counted, and lost
         pending = pending + jnp.stack([over, jnp.zeros((), jnp.int32), counts[2]])
         guard = pending[0] | pending[2]
-        reserved = None
-        if rows < buffer:  # the first buffers' arrivals must not take the slots of the leavers the rest would send
-            later = jnp.concatenate([s[rows:] for s in leaving])
-            reserved = _put(jnp.zeros_like(live), later, jnp.ones(later.shape, bool), impl)
-        live, arrays, lacking = _exchange(mesh_axis, directions, impl, live, [s[:rows] for s in leaving], guard,
-                                          arrays, reserved)
-        pending = pending.at[1].add(lacking)
-        if rows < buffer:  # the rest, when some device has more leavers for a neighbour than the first buffers held
-            more = (jnp.max(counts[:len(directions)]) > rows).astype(jnp.int32)
-            summed = jax.lax.psum(jnp.concatenate([more[None], pending]), axes)
-            total, pending = total + summed[1:], jnp.zeros(3, jnp.int32)
+        came = _sent(mesh_axis, directions, impl, live, [s[:rows] for s in leaving], arrays)
+        if rows >= buffer:
+            live, arrays, unplaced = _placed(impl, live, arrays, *came, guard)
+            pending = pending.at[1].add(jnp.sum(unplaced, dtype=jnp.int32))
+            continue
+        # the first buffers' arrivals must not take the slots of the leavers the rest would send
+        later = jnp.concatenate([s[rows:] for s in leaving])
+        reserved = _put(jnp.zeros_like(live), later, jnp.ones(later.shape, bool), impl)
+        live, arrays, unplaced = _placed(impl, live, arrays, *came, guard, reserved)
+        more = (jnp.max(counts[:len(directions)]) > rows) | jnp.any(unplaced)
+        summed = jax.lax.psum(jnp.concatenate([more.astype(jnp.int32)[None], pending]), axes)
+        total, pending = total + summed[1:], jnp.zeros(3, jnp.int32)
 
-            def rest(live, arrays, leaving=leaving, guard=guard, directions=directions, mesh_axis=mesh_axis,
-                     rows=rows):
-                live, arrays, lacking = _exchange(mesh_axis, directions, impl, live, [s[rows:] for s in leaving],
-                                                  guard, arrays)
-                return live, arrays, jax.lax.psum(lacking, axes)
+        def rest(live, arrays, carried, unplaced, leaving=leaving, guard=guard, directions=directions,
+                 mesh_axis=mesh_axis, rows=rows):
+            # the rest sent; the first buffers' arrivals that found no room go first into the slots it freed
+            sent, arrived = _sent(mesh_axis, directions, impl, live, [s[rows:] for s in leaving], arrays)
+            live, arrays, lacking = _placed(impl, live, arrays, [jnp.concatenate(r) for r in zip(carried, sent)],
+                                            jnp.concatenate([unplaced, arrived]), guard)
+            return live, arrays, jax.lax.psum(jnp.sum(lacking, dtype=jnp.int32), axes)
 
-            live, arrays, lacking = jax.lax.cond(summed[0] > 0, rest,
-                                                 lambda live, arrays: (live, arrays, jnp.zeros((), jnp.int32)),
-                                                 live, arrays)
-            total = total.at[1].add(lacking)
+        def done(live, arrays, carried, unplaced):  # no device has more to send, nor an arrival without room
+            return live, arrays, jnp.zeros((), jnp.int32)
+
+        live, arrays, lacking = jax.lax.cond(summed[0] > 0, rest, done, live, arrays, came[0], unplaced)
+        total = total.at[1].add(lacking)
     if any(rows >= buffer for rows in first):  # losses of an axis that sent its buffers at once
         total = total + jax.lax.psum(pending, axes)
     return (live, *arrays, total)
@@ -229,13 +233,16 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     then anything that travels with them) are sharded by owner (the module docstring). Along each sharded
     axis in turn, each device packs the particles that left its block into a buffer of ``buffer`` rows
     per direction, ``ppermute`` sends it to the neighbour, which puts the arrivals into its empty slots.
-    ``first`` (one per sharded axis, :func:`split_planes`' order; default ``buffer``): smaller buffers used
-    along that axis when no device has more leavers for one neighbour (the messages, their packing and
-    unpacking are what a hand-over's time is proportional to), the ``buffer`` ones otherwise; the same
-    result either way. A particle moves at most one block per call. Returns ``(live, *arrays, counts)`` with ``counts``
-    ``(3,)`` replicated: particles that did not fit a send buffer, that found no empty slot, that moved
-    more than one block. Each is a particle lost from the arrays and must stop the run (the caller
-    reports it, naming the capacity setting)."""
+    ``first`` (one per sharded axis, :func:`split_planes`' order; default ``buffer``): the buffers sent first
+    along that axis; the rest only when some device has more leavers for a neighbour, or arrivals without room
+    (the messages, their packing and unpacking are what a hand-over's time is proportional to). The same
+    particles end on the same devices either way, and in the same slots when the first buffers hold every
+    leaver. On XLA's path (a GPU's) the buffers go at once: the conditional would make the GPU wait for its
+    predicate every step, a cost not measured against the buffers'. A particle moves at most one block per call.
+    Returns ``(live, *arrays, counts)`` with ``counts`` ``(3,)`` replicated: particles that did not fit a send
+    buffer, that found no empty slot, that moved more than one block (or whose position is not finite). Each is
+    a particle lost from the arrays and must stop the run (the caller reports it, naming the capacity
+    setting)."""
     moves = _sharded_axes(fft)
     axes = tuple(fft.mesh.axis_names)
     if not moves:
@@ -243,10 +250,12 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     spread = PartitionSpec(axes)
-    first = tuple(buffer for _ in moves) if first is None else tuple(min(int(r), buffer) for r in first)
-    if len(first) != len(moves):
+    impl = implementation(fft.route)
+    if first is not None and len(first) != len(moves):
         raise ValueError(f"migrate: first has {len(first)} entries for {len(moves)} split axes")
-    body = functools.partial(_migrate_local, moves, shape, spacing, buffer, first, axes, implementation(fft.route))
+    first = tuple(buffer if first is None or impl != "native" else max(1, min(int(r), buffer)) for r in
+                  (first or moves))
+    body = functools.partial(_migrate_local, moves, shape, spacing, buffer, first, axes, impl)
     specs = (spread, *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays))
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=specs, out_specs=(*specs, PartitionSpec()))
     return mapped(live, *arrays)
@@ -275,9 +284,11 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
         out = [jnp.pad(x[:keep], [(0, capacity - keep)] + [(0, 0)] * (x.ndim - 1)) for x in arrays]
         return (jnp.arange(capacity) < keep, *out, jnp.int32(count - keep))
     mine = jnp.ones(arrays[0].shape[0], bool)
+    nowhere = jnp.zeros(arrays[0].shape[0], bool)  # a position not finite: no device's
     for axis, mesh_axis, size in moves:
-        owner = _block_of(arrays[0][:, axis], axis, shape[axis], spacing[axis], size)
+        owner = _owner(arrays[0][:, axis], shape[axis], spacing[axis], size)
         mine = mine & (owner == jax.lax.axis_index(mesh_axis))
+        nowhere = nowhere | (owner < 0)
     rank = jnp.cumsum(mine) - 1
     slot = jnp.where(mine & (rank < capacity), rank, capacity)
     out = [jnp.zeros((capacity + 1, *x.shape[1:]), x.dtype).at[slot].set(x)[:capacity] for x in arrays]
@@ -285,7 +296,8 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
     # summed over the axes that split the particles: the replicated input varies only along those (a mesh
     # axis of one device, as p0 of jaxdecomp's slab [1, P], holds the same values, and JAX refuses a psum there)
     over = jax.lax.psum(jnp.sum(mine & (rank >= capacity)).astype(jnp.int32), tuple(m for _, m, _ in moves))
-    return (live, *out, over)
+    # counted once: every device sees every replicated particle
+    return (live, *out, over + jnp.sum(nowhere, dtype=jnp.int32))
 
 
 def sharding(fft, ndim: int) -> jax.sharding.NamedSharding:
@@ -297,7 +309,7 @@ def sharding(fft, ndim: int) -> jax.sharding.NamedSharding:
 def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """Replicated particle arrays ``(Np, ...)`` (the first the positions) laid out as owned ones: each device
     keeps those in its block in ``capacity`` slots. Returns ``(live, *arrays, over)``: ``over`` the
-    particles that found no slot (replicated scalar; to be reported)."""
+    particles that found no slot, or whose position is not finite (replicated scalar; to be reported)."""
     moves = _sharded_axes(fft)
     axes = tuple(fft.mesh.axis_names)
     shape = tuple(int(n) for n in fft.shape)

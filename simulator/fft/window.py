@@ -256,12 +256,12 @@ def _stencil(points: jax.Array, starts: jax.Array, window: Stencil, block: Block
     """Each point's stencil in the block of ``extent`` (with its halo): the index of its first node along each
     axis ``(P, 3)`` int32 (before wrapping, on an axis held whole), its offsets t ``(P, 3)`` and whether its cell
     lies in the block ``(P,)`` (the native kernel computes the same, operation for operation)."""
-    s = points / jnp.asarray(block.spacing, points.dtype)
-    base = jnp.floor(s)
-    # the global index of the cell, wrapped in floating point: integers' remainder is a division per element on
-    # CPU; exact while |base| < 2^24 (float32)
-    n = jnp.asarray(block.shape, points.dtype)
-    g = (base - n * jnp.floor(base / n)).astype(jnp.int32)
+    # x (1/dx), as XLA compiles x / dx (the native kernel, owned.py too); wrapped exactly below 2^24; NaN: 0
+    s = points * jnp.asarray([1.0 / d for d in block.spacing], points.dtype)
+    base, n = jnp.floor(s), jnp.asarray(block.shape, points.dtype)
+    g = base - n * jnp.floor(base * (1 / n))
+    g = jnp.where(g >= n, g - n, jnp.where(g < 0, g + n, g))
+    g = jnp.where((g >= 0) & (g < n), g, 0).astype(jnp.int32)
     inside = jnp.ones(points.shape[0], bool)
     reach = block.reach
     cells = []

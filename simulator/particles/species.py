@@ -53,7 +53,8 @@ class Species:
                               "device exactly all of them; at least what a uniform spread over the run's devices "
                               "needs)", min=1.0)
     exchange: float = setting(0.25, "owned: rows a device may hand to each neighbour per step, as a fraction of "
-                              "its slots", gt=0.0, max=1.0)
+                              "its slots (a step sends one plane's mean count first, the rest only when some "
+                              "device has more)", gt=0.0, max=1.0)
     halo: int = setting(1, "owned: cells a particle may move outside its device's block within a step (a "
                         "Runge-Kutta stage's position; the interpolation's halo is as much wider)", min=1, max=64)
 

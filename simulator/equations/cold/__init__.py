@@ -85,8 +85,9 @@ def capacity_setting() -> Any:
 
 def exchange_setting() -> Any:
     """``physics.cdm_exchange``: the hand-over's send buffers."""
-    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots; may change "
-                   "on a restart", gt=0.0, max=1.0, restart="free")
+    return setting(0.25, "rows a device may hand to each neighbour per step, as a fraction of its slots (a step sends "
+                   "one plane's mean count first, the rest only when some device has more); may change on a "
+                   "restart", gt=0.0, max=1.0, restart="free")
 
 
 def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:

@@ -8,10 +8,10 @@
 //     written at such indices (the arrivals), each touching only the rows that move, where XLA's gather and
 //     scatter walk every row of the fixed-size buffers.
 //
-// The owner of a particle is computed as the XLA path computes it (owned.py's _block_of: the cell floor(x / dx)
-// in the positions' precision, wrapped in floating point, divided by the block's cells), so that both paths,
-// and the windows' kernels (particles_ffi.cc, which take a point's cell the same way), agree on every point,
-// one on a block's face included.
+// The owner of a particle is the one the XLA path computes (owned.py's _owner: the cell floor(x (1/dx)) in the
+// positions' precision, wrapped, then the integers' quotient by the block's cells), so that both paths, and the
+// windows' kernels (particles_ffi.cc and window.py, which take a point's cell the same way), agree on every
+// point, one on a block's face included.
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +24,41 @@ namespace ffi = xla::ffi;
 
 namespace {
 
+// Slots whose owners are computed in one vector loop before the branchy pass over them.
+constexpr int64_t kOwnerRun = 256;
+
+// The owner of a cell c (an integer in floating point) of an axis of `cells` cells split into blocks of `block`,
+// as owned.py's _owner takes it: the floor-mod wrap, then the integers' quotient by the block. For c in
+// [-cells, 2 cells), where the cell of every wrapped position lies (a coordinate just below L may round to
+// `cells`), the wrap is one select either way, exact; the quotient is floor((c + 1/2) / block) as a product by
+// 1/block in double: c + 1/2 lies at least 1/(2 block) from an integer quotient and the product errs by at most
+// devices 2^-52 (cells < 2^31), so the floor is exact. A wrap by divisions (no vector division in the loop) takes
+// the other c, in the scalar pass, the quotient's floor corrected once as _owner's (exact while |c| < 2^24 in
+// float32, past which the position's cell is not exact anyway); not finite: no owner (-1).
+template <typename Real>
+inline bool Wraps(Real cell, Real cells) {
+  return cell >= -cells && cell < 2 * cells;
+}
+
+template <typename Real>
+inline double Owner(Real wrapped, double inverse_block) {
+  return std::floor((static_cast<double>(wrapped) + 0.5) * inverse_block);
+}
+
+template <typename Real>
+inline Real FastWrap(Real cell, Real cells) {
+  return cell < 0 ? cell + cells : (cell >= cells ? cell - cells : cell);
+}
+
+template <typename Real>
+inline double SlowOwner(Real cell, Real cells, double inverse_block) {
+  Real wrapped = cell - cells * std::floor(cell / cells);
+  wrapped += wrapped < Real(0) ? cells : Real(0);
+  wrapped -= wrapped >= cells ? cells : Real(0);
+  if (!(wrapped >= Real(0) && wrapped < cells)) return -1.0;
+  return Owner(wrapped, inverse_block);
+}
+
 // The leavers of one block along one axis. x (slots, 3), live (slots,); `me` this device's index along the axis
 // among `devices`, each holding n / devices of the axis's n cells of width dx. A live particle whose owner is
 // the next device up (delta 1) goes up, the next down (delta devices - 1, with more than two devices: with two
@@ -31,37 +66,11 @@ namespace {
 // counts as far and stays (the caller reports it; the run stops). up, down: the first `rows` leavers' slots in
 // slot order, then `slots`; stay: live less every leaver up or down (those past `rows` too: the caller counts
 // them lost); counts: leavers up, down (all of them, past `rows` too), far.
-// Slots whose owners are computed in one vector loop before the branchy pass over them.
-constexpr int64_t kOwnerRun = 256;
-
-// The owner of a cell c (an integer in floating point) of an axis of `cells` cells split into blocks of `block`:
-// XLA's floor-mod (c - cells floor(c / cells)) and floor(c / block) would take two more divisions per slot, each
-// as slow as the pass's other work (vector division is the bottleneck). For c in [-cells, 2 cells), where the
-// cell of every wrapped position lies (a coordinate just below L may divide to `cells`), the wrap is one select
-// either way, exact; the block index is floor((c + 1/2) / block) as a product by 1/block in double: c + 1/2 lies
-// at least 1/(2 block) from an integer quotient and the product errs by at most devices 2^-52 (n < 2^31), so the
-// floor is exact. Other c (a position not wrapped, or not finite) take the divisions in the scalar pass.
 template <typename Real>
-inline bool Wraps(Real cell, Real cells) {
-  return cell >= -cells && cell < 2 * cells;
-}
-
-template <typename Real>
-inline double FastOwner(Real cell, Real cells, double inverse_block) {
-  const Real wrapped = cell < 0 ? cell + cells : (cell >= cells ? cell - cells : cell);
-  return std::floor((static_cast<double>(wrapped) + 0.5) * inverse_block);
-}
-
-template <typename Real>
-inline Real SlowOwner(Real cell, Real cells, Real block) {
-  cell = cell - cells * std::floor(cell / cells);
-  return std::floor(cell / block);
-}
-
-template <typename Real>
-void Leavers(const Real* x, const bool* live, int64_t slots, int64_t axis, int64_t n, Real dx, int64_t devices,
+void Leavers(const Real* x, const bool* live, int64_t slots, int64_t axis, int64_t n, double dx, int64_t devices,
              int64_t me, int64_t rows, int32_t* up, int32_t* down, bool* stay, int32_t* counts) {
-  const Real cells = static_cast<Real>(n), block = static_cast<Real>(n / devices);
+  // the cell as the windows take it (particles_ffi.cc, window.py): times the spacing's reciprocal in Real
+  const Real cells = static_cast<Real>(n), inverse = static_cast<Real>(1.0 / dx);
   const double inverse_block = 1.0 / static_cast<double>(n / devices), last = static_cast<double>(devices);
   int64_t ups = 0, downs = 0, far = 0;
   Real cell[kOwnerRun];
@@ -75,14 +84,14 @@ void Leavers(const Real* x, const bool* live, int64_t slots, int64_t axis, int64
       continue;
     }
     for (int64_t j = 0; j < m; ++j) cell[j] = x[3 * (base + j) + axis];
-    for (int64_t j = 0; j < m; ++j) cell[j] = std::floor(cell[j] / dx);
-    for (int64_t j = 0; j < m; ++j) owner[j] = FastOwner(cell[j], cells, inverse_block);
+    for (int64_t j = 0; j < m; ++j) cell[j] = std::floor(cell[j] * inverse);
+    for (int64_t j = 0; j < m; ++j) owner[j] = Owner(FastWrap(cell[j], cells), inverse_block);
     for (int64_t j = 0; j < m; ++j) {
       const int64_t i = base + j;
       stay[i] = live[i];
       if (!live[i]) continue;
-      if (!Wraps(cell[j], cells)) owner[j] = static_cast<double>(SlowOwner(cell[j], cells, block));
-      if (!(owner[j] >= 0 && owner[j] < last)) {  // not finite, or past the float's integers
+      if (!Wraps(cell[j], cells)) owner[j] = SlowOwner(cell[j], cells, inverse_block);
+      if (!(owner[j] >= 0 && owner[j] < last)) {  // not finite
         ++far;
         continue;
       }
@@ -138,8 +147,8 @@ ffi::Error LeaversHandler(ffi::AnyBuffer x, ffi::AnyBuffer live, ffi::AnyBuffer 
     Leavers<double>(reinterpret_cast<const double*>(x.untyped_data()), l, slots, axis, n, spacing, devices, me, rows,
                     u, d, s, c);
   else
-    Leavers<float>(reinterpret_cast<const float*>(x.untyped_data()), l, slots, axis, n, static_cast<float>(spacing),
-                   devices, me, rows, u, d, s, c);
+    Leavers<float>(reinterpret_cast<const float*>(x.untyped_data()), l, slots, axis, n, spacing, devices, me, rows, u,
+                   d, s, c);
   return ffi::Error::Success();
 }
 
@@ -187,7 +196,7 @@ ffi::Error PutRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::AnyBuffer 
   const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
   if (targets.element_type() != ffi::S32 || rows.element_type() != x.element_type() ||
       out->element_type() != x.element_type() || out->size_bytes() != x.size_bytes() ||
-      (rows.element_count() > 0 && RowBytes(rows) != width) ||
+      (rows.element_count() > 0 && RowBytes(rows) != width) || rows.dimensions().size() == 0 ||
       rows.dimensions()[0] != static_cast<int64_t>(targets.element_count()))
     return ffi::Error::InvalidArgument("put rows: rows of x's, one int32 target each");
   char* to = reinterpret_cast<char*>(out->untyped_data());

@@ -174,12 +174,13 @@ struct Stencils {
       for (int a = 0; a < 3; ++a) coordinate[a][p] = x[3 * p + a];
     }
     for (int a = 0; a < 3; ++a) {
-      const Real spacing = Real(g.spacing[a]), size = Real(g.shape[a]);
+      // times the spacing's reciprocal in Real, as window.py does (XLA compiles its division by a constant so):
+      // a point on a cell face falls in the same cell there and here
+      const Real inverse = static_cast<Real>(1.0 / g.spacing[a]), size = Real(g.shape[a]);
       Real t[kRun];
       int32_t cell[kRun];
       for (int64_t p = 0; p < count; ++p) {
-        // divided by the spacing, as window.py does (a point on a cell face falls in the same cell there and here)
-        const Real s = coordinate[a][p] / spacing;
+        const Real s = coordinate[a][p] * inverse;
         const Real base = std::floor(s);
         t[p] = s - base;
         Real wrapped = base - size * std::floor(base / size);
