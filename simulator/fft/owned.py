@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from simulator.fft.cells import cell_of
 from simulator.fft.kernels import implementation
 
 
@@ -34,15 +35,10 @@ def _sharded_axes(fft) -> list[tuple[int, str, int]]:
 
 def _owner(x: jax.Array, n: int, dx: float, devices: int) -> jax.Array:
     """The device index (along one mesh axis, int32) whose block holds coordinate ``x`` of an axis of ``n`` cells
-    of width ``dx`` over ``devices``, -1 where ``x`` is not finite: the cell floor(x (1/dx)) as the windows take it
-    (:func:`simulator.fft.window._stencil`: the same product, so that a point on a face has the same cell), wrapped
-    in floating point with the quotient's floor corrected once (exact while the cell is below 2^24 in float32),
-    then the integers' quotient by the block's cells."""
-    cell = jnp.floor(x * jnp.asarray(1.0 / dx, x.dtype))
-    cell = cell - n * jnp.floor(cell * jnp.asarray(1.0 / n, x.dtype))
-    cell = jnp.where(cell < 0, cell + n, cell)
-    cell = jnp.where(cell >= n, cell - n, cell)
-    known = (cell >= 0) & (cell < n)
+    of width ``dx`` over ``devices``, -1 where ``x`` is not finite: the cell the windows take
+    (:func:`simulator.fft.cells.cell_of`), then the integers' quotient by the block's cells."""
+    cell = cell_of(x, dx, n)[2]
+    known = (cell >= 0) & (cell < n)  # not finite: neither
     return jnp.where(known, jnp.where(known, cell, 0).astype(jnp.int32) // (n // devices), -1)
 
 
@@ -253,8 +249,9 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     impl = implementation(fft.route)
     if first is not None and len(first) != len(moves):
         raise ValueError(f"migrate: first has {len(first)} entries for {len(moves)} split axes")
-    first = tuple(buffer if first is None or impl != "native" else max(1, min(int(r), buffer)) for r in
-                  (first or moves))
+    if first is None or impl != "native":
+        first = [buffer] * len(moves)
+    first = tuple(max(1, min(int(r), buffer)) for r in first)
     body = functools.partial(_migrate_local, moves, shape, spacing, buffer, first, axes, impl)
     specs = (spread, *(PartitionSpec(axes, *([None] * (x.ndim - 1))) for x in arrays))
     mapped = jax.shard_map(body, mesh=fft.mesh, in_specs=specs, out_specs=(*specs, PartitionSpec()))

@@ -43,6 +43,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 from jax.sharding import NamedSharding, PartitionSpec
 
+from simulator.fft.cells import cell_of
 from simulator.fft.kernels import native
 from simulator.fft.stencils import STENCILS, Stencil
 
@@ -256,12 +257,8 @@ def _stencil(points: jax.Array, starts: jax.Array, window: Stencil, block: Block
     """Each point's stencil in the block of ``extent`` (with its halo): the index of its first node along each
     axis ``(P, 3)`` int32 (before wrapping, on an axis held whole), its offsets t ``(P, 3)`` and whether its cell
     lies in the block ``(P,)`` (the native kernel computes the same, operation for operation)."""
-    # x (1/dx), as XLA compiles x / dx (the native kernel, owned.py too); wrapped exactly below 2^24; NaN: 0
-    s = points * jnp.asarray([1.0 / d for d in block.spacing], points.dtype)
-    base, n = jnp.floor(s), jnp.asarray(block.shape, points.dtype)
-    g = base - n * jnp.floor(base * (1 / n))
-    g = jnp.where(g >= n, g - n, jnp.where(g < 0, g + n, g))
-    g = jnp.where((g >= 0) & (g < n), g, 0).astype(jnp.int32)
+    s, base, g = cell_of(points, block.spacing, block.shape)
+    g = jnp.where((g >= 0) & (g < jnp.asarray(block.shape, g.dtype)), g, 0).astype(jnp.int32)  # NaN: 0, as native
     inside = jnp.ones(points.shape[0], bool)
     reach = block.reach
     cells = []

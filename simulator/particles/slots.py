@@ -47,8 +47,8 @@ def first_rows(held: int, planes: int, rows: int) -> int:
     """Rows of each send buffer a hand-over along one axis tries first (at most ``rows``, the buffers of
     ``exchange``): a device's ``held`` slots over twice its block's ``planes`` of cells along the axis, the mean
     count of one plane at the default capacity of 2. A step moving particles less than a cell (the CFL) sends
-    about that many or fewer; when any device has more to send, every device takes the ``rows`` buffers for
-    that hand-over (:func:`simulator.fft.owned.migrate`)."""
+    about that many or fewer; when any device has more to send, every device then sends the rest, up to
+    ``rows`` (:func:`simulator.fft.owned.migrate`)."""
     return max(1, min(rows, math.ceil(held / (2 * planes))))
 
 

@@ -160,9 +160,10 @@ def energies(eq: Any, state: Any, mass: jax.Array) -> dict[str, jax.Array]:
 
 
 def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> jax.Array:
-    """x <- x + p K2, wrapped into the box ``(slots, 3)``: x - L floor(x / L), the same numbers as jnp.mod for a
-    move of less than a box (x - L and x + L are what both compute, each rounded once; x < L never divides to 1)
-    at a fraction of its cost on CPU (XLA calls fmod per element: 6 ms of a 64^3 step)."""
+    """x <- x + p K2, wrapped into the box ``(slots, 3)``: x - L floor(x / L) at a fraction of jnp.mod's cost on
+    CPU (XLA calls fmod per element: 6 ms of a 64^3 step). XLA takes x / L as x (1/L), which may round to 1 for x
+    just below L: the position is then a rounding error below 0, whose cell every path wraps to the last alike
+    (:func:`simulator.fft.cells.cell_of`)."""
     x = position + momentum * k2
     box = jnp.asarray(eq.box, eq.dtype)
     return x - box * jnp.floor(x / box)
