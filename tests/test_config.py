@@ -334,6 +334,14 @@ def test_the_static_copy_of_the_parameters_refuses_its_traced_numbers():
     assert plain == zero_traced(NavierStokesParams(hyperviscosity=1e-6, viscosity=0.0))
     assert plain != zero_traced(NavierStokesParams(hyperviscosity_order=6))
     assert plain != zero_traced(NavierStokesParams(dealias="hou_li"))
+    # a structural zero survives a second copy (an equation built from another's physics, as a branch at another
+    # resolution builds the stored grid's): the particles alone stay without a wave, f > 0 stays with one
+    from simulator.equations.schrodinger_poisson import SchrodingerPoissonParams
+    from simulator.schema import is_zero
+
+    for f in (0.0, 0.5):
+        once = zero_traced(SchrodingerPoissonParams(fdm_fraction=f, cdm_particles=64))
+        assert zero_traced(once) == once and is_zero(zero_traced(once).fdm_fraction) == (f == 0)
 
 
 def test_a_misspelt_schema_constraint_is_refused():

@@ -148,6 +148,47 @@ def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_no
     assert_failure_recorded(out, done, "raise particles[0].capacity")
 
 
+def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_path):
+    """A finished run of owned tracers (all 512 in the first half of the box along y, one device: every slot),
+    restarted from its step-5 checkpoint on 2 devices whose 384 slots each hold a uniform spread but not the
+    particles: exit 1 with one ERROR line naming particles[0].capacity, dated at the checkpoint's step (the
+    hand-out), and no row, snapshot or checkpoint of the run changed: its time series, spectra and snapshot
+    series still end at step 10 (before, the restart cut them back to step 5 and then stopped)."""
+    import hashlib
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = clustered(tmp_path / "clustered.npy", 512, blocks=2)
+    species = (f"[{{name: tracers, count: 512, placement: file, path: {path}, distribution: owned, capacity: 1.5, "
+               "interpolation: lagrange4}]")
+    config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
+    out = tmp_path / "run"
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "simulator", "run", str(config), "--set", "grid.shape=16",
+                               "--set", "output.chunk=5", "--set", "time.t_end=0.1", "--set", "checkpoint.every=5",
+                               "--set", "output.snapshots.every=5", "--set", f"particles={species}", "--out",
+                               str(out), *extra], capture_output=True, text=True, timeout=300, check=False)
+
+    done = run("--cpu-devices", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # what a restart that takes no step may touch: its log, its status and its own segment's record
+    own = {"run.log", "status.json", "config.yaml"}
+    files = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*"))
+             if p.is_file() and str(p.relative_to(out)) not in own and p.parent.name != "segments"}
+    done = run("--cpu-devices", "2", "--restart", str(out / "checkpoints" / "c00000005.json"))
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "raise particles[0].capacity" in errors[0], done.stderr[-3000:]
+    assert "lost at step 5;" in errors[0] and "found at" not in errors[0], errors[0]
+    after = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*"))
+             if p.is_file() and str(p.relative_to(out)) not in own and p.parent.name != "segments"}
+    assert after == files
+    assert simulator.load_run(out).timeseries["step"][-1] == 10
+    assert_failure_recorded(out, done, "raise particles[0].capacity")
+
+
 @pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API
 def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_path):
     """A run of owned tracers (4-device slab): load_run reads its snapshots by identity (the last equal to the

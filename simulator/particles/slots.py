@@ -98,6 +98,13 @@ class Loss:
         """The step that lost them, for a state at step ``now``."""
         return now - self.since
 
+    def message(self, now: int, t: float, last: str) -> str:
+        """The line a run stops with, for a state at step ``now``, time ``t``: the reason, the step that lost
+        them (and where a chunk's end found them later), and ``last``, the last good checkpoint."""
+        at = self.step(now)
+        found = "" if at == now else f" (found at step {now}, t = {t:.6g}, the end of the chunk)"
+        return f"{self.reason}; lost at step {at}{found}; last good checkpoint: {last}"
+
 
 def loss(lost: Sequence[int], what: str, exchange: tuple[str, float], capacity: tuple[str, float], far: str
          ) -> Loss | None:

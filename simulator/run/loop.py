@@ -66,7 +66,6 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     seg.progress.restart()
     stepper = seg.stepper
     step, t = seg.step, seg.t
-    check_lost(seg, sim, state, step, t)  # particles handed out to the devices: before anything is written
     if cfg.particles:
         bound_by_drag(seg)
     def compute(program: str, m: Moment) -> object:  # the output kinds' programs, once per moment
@@ -191,15 +190,13 @@ def check_particles(seg: Segment, lost: list[str], step: int, t: float) -> None:
 
 
 def check_lost(seg: Segment, sim: Simulation, state: object, step: int, t: float) -> None:
-    """Particles kept per device that found no room (the equation's :meth:`~simulator.equations.base.Equation.
-    lost`) stop the run before anything of that state is written: NonFiniteError (exit 1) naming the setting
-    and the step that lost them (the state's own count of the steps since)."""
+    """Particles kept per device that found no room in a chunk (the equation's :meth:`~simulator.equations.base.
+    Equation.lost`; those of the hand-out stop :meth:`~simulator.run.segment.Segment.begin`) stop the run before
+    anything of that state is written: NonFiniteError (exit 1) naming the setting and the step that lost them (the
+    state's own count of the steps since)."""
     loss = sim.equation.lost(state)
-    if loss is None:
-        return
-    at = loss.step(step)
-    found = "" if at == step else f" (found at step {step}, t = {t:.6g}, the end of the chunk)"
-    raise NonFiniteError(f"{loss.reason}; lost at step {at}{found}; last good checkpoint: {_last(seg)}")
+    if loss is not None:
+        raise NonFiniteError(loss.message(step, t, _last(seg)))
 
 
 def _last(seg: Segment) -> str:

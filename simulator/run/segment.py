@@ -197,9 +197,10 @@ class Segment:
     def begin(self, sim: Simulation, mode: str, initial: Callable[[], tuple[Any, float]],
               fallback: bool | None = None) -> Any:
         """Log the header, make the state (the checkpoint's, interpolated from another grid's, or
-        ``initial()`` = (state, start time) for a new run), record the segment, open the writers.
-        Returns the state. ``fallback``: fall back past a damaged checkpoint (default: when resuming
-        this directory's latest, not a checkpoint named by path)."""
+        ``initial()`` = (state, start time) for a new run), record the segment, open the writers; particles
+        that found no slot there raise NonFiniteError, no row cut back. Returns the state. ``fallback``:
+        fall back past a damaged checkpoint (default: when resuming this directory's latest, not a
+        checkpoint named by path)."""
         cfg = self.cfg
         self.meta = {**records.metadata(cfg, sim, mode, self.ckpt), **self.extra_meta}
         records.log_header(cfg, sim, self.meta, self.log)
@@ -232,14 +233,16 @@ class Segment:
         self.stepper.land_on(landing_times([w.schedule for w in self.writers if w.lands], cfg.time.t_end))
         self.saver.last = None if ckpt is None else ckpt.index.with_suffix("")
         self.progress = Progress(self.step, self.t, self.stepper.t_end)
-        # nothing of the run being restarted changes until all its files are open and this segment recorded:
-        # the rows past the checkpoint are dropped (row files set aside) only when the block ends without error
+        # nothing of the run being restarted changes until its files are open, this segment recorded and its particles
+        # handed out with none lost: the rows past the checkpoint are dropped only when the block ends without error
         with rows.staged():
             for w in self.writers:
                 w.open(self.out, None if ckpt is None else ckpt.step)
             if jax.process_index() == 0:
                 self._write_record()
                 rundir.write_status(self.out, "running", self.step, self.t)
+            if (loss := sim.equation.lost(state)) is not None:
+                raise NonFiniteError(loss.message(self.step, self.t, str(self.saver.last or "none")))
         return state
 
     @property

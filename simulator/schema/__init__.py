@@ -186,7 +186,7 @@ def _placeholders(section: Any, prefix: str) -> dict[str, Any]:
     for f, sub, item in _nested(type(section)):
         value, key = getattr(section, f.name), f"{prefix}{f.name}"
         if f.metadata.get("traced"):
-            out[f.name] = Traced(key, bool(f.metadata.get("structural_zero")) and _is_number_zero(value))
+            out[f.name] = Traced(key, bool(f.metadata.get("structural_zero")) and is_zero(value))
         elif sub is not None and _has_traced(sub):
             out[f.name] = _placeholders(value, f"{key}.")
         elif item is not None and _has_traced(item):
