@@ -153,3 +153,36 @@ def test_a_grid_that_does_not_divide_over_the_devices_is_read_on_fewer(tmp_path,
     sim.scratch = tmp_path
     got = sim.to_numpy(sim.fields(sim.state_from_file(marker), "velocity")["velocity"])
     assert relative_error(got, interpolated(u, (16, 16, 16)).real) < 1e-12
+
+
+def _by_identity(sim, state) -> tuple[np.ndarray, np.ndarray]:
+    """A state's cold particles' positions and momenta in identity order (its occupied slots sorted)."""
+    live = sim.to_numpy(state.live) > 0
+    order = np.argsort(sim.to_numpy(state.ident)[live])
+    return tuple(sim.to_numpy(getattr(state, name))[live][order] for name in ("position", "momentum"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles-only"])
+def test_cold_particles_keep_their_values_on_another_grid(tmp_path, devices, fraction):
+    """A state with cold particles (with the wave, and without it), checkpointed by a slab of 2 on 16^3 and read
+    on 32^3 by a 2x2 pencil: every particle is carried over by identity, exactly (particle arrays do not depend on
+    the grid), and the wave is its spectral interpolation. Before, the particles were looked for among the grid
+    fields: a KeyError, or a particle-only checkpoint called damaged."""
+    overrides = {"physics__name": "fdm_cosmo", "initial__name": "gaussian", "grid__box": 1.0,
+                 "physics__fdm_fraction": fraction, "physics__cdm_particles": 512}
+    coarse = simulation(devices, ("slab", 2, None), grid__shape=16, **overrides)
+    state = coarse.initial_state()
+    marker = checkpoints.write(tmp_path / "coarse", state, step=3, time=0.1, dt=0.01, epoch=(0, 0.0), writer="test",
+                               spaces=coarse.equation.leaf_spaces(state), perm=coarse.fft.perm, full_spectrum=False,
+                               meta={"config": to_dict(coarse.cfg), "backend": "slab"}, keep=2)
+    fine = simulation(devices, ("pencil", 4, (2, 2)), grid__shape=32, **overrides)
+    fine.scratch = tmp_path
+    read = fine.state_from_file(marker)
+    for got, stored in zip(_by_identity(fine, read), _by_identity(coarse, state), strict=True):
+        assert got.shape == (512, 3)
+        np.testing.assert_array_equal(got, stored)
+    if fraction:
+        expected = interpolated(coarse.to_numpy(state.psi), (32, 32, 32))
+        assert relative_error(fine.to_numpy(read.psi), expected) < 1e-12
+    assert not list(tmp_path.glob(".remap*"))

@@ -181,6 +181,12 @@ class Equation(abc.ABC):
         particles are replicated never need it)."""
         return None
 
+    def stored_fields(self, stored: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """The state fields (:attr:`state_fields`) that a checkpoint holds as particle arrays rather than as
+        fields of its state (``stored``: every particle-space array of the file, whole, as NumPy, by leaf name),
+        for a state read from it onto any grid (:mod:`simulator.run.remap`). None here (the default)."""
+        return {}
+
     def particles(self, state: Any, params: Params) -> dict[str, ParticleArrays]:
         """The particle species ``state`` carries (:class:`ParticleArrays`), by name, in the order of the
         config's species (:meth:`~simulator.equations.spec.EquationParams.particle_species`): what the

@@ -8,8 +8,10 @@ On another grid each field is transformed there (full complex spectrum), written
 spectral file in the scratch directory (per-process shards and a virtual-dataset index, like every
 output), read back into this grid's spectrum mode by mode (:mod:`simulator.output.resample`: zero
 padding or truncation, Nyquist modes split or summed) and transformed back. No process holds more than
-its own blocks of any array, and no global array is gathered. The equation's ``from_fields`` then
-makes the state on this grid (its dealiasing, projection, potential).
+its own blocks of any array, and no global array is gathered. The state fields a checkpoint holds as
+particle arrays (the cold particles' positions and momenta, :meth:`Equation.stored_fields`) do not depend
+on the grid: they are carried over exactly. The equation's ``from_fields`` then makes the state on this grid
+(its dealiasing, projection, potential).
 
 Exact for a band-limited state: the field of a finer grid equals the one computed there to round-off.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simulator.equations.base import Equation, Params
 from simulator.errors import ConfigError
@@ -36,17 +39,21 @@ from simulator.run.signals import agree
 
 
 def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[str, jax.Array]:
-    """The state fields of ``source`` on its own grid (``eq`` is the equation on that grid)."""
+    """The state fields of ``source`` on its own grid (``eq`` is the equation on that grid): a checkpoint's
+    fields of its state, and those it holds as particle arrays (:meth:`Equation.stored_fields`)."""
     names = eq.state_fields
     if source.checkpoint is not None:
         template = eq.zero_state(params)
-        try:
-            state, failed = checkpoints.restore(source.checkpoint, template, eq.fft, eq.leaf_spaces(template)), None
+        try:  # particles kept by owner are laid out again where this grid divides the devices otherwise
+            state, failed = checkpoints.restore(source.checkpoint, template, eq.fft, eq.leaf_spaces(template),
+                                                eq.reslot), None
         except (OSError, RuntimeError) as err:  # h5py: a block failed its checksum or could not be read
             state, failed = None, err
         if agree([int(failed is not None)])[0]:  # every process refuses together
             _refuse_damaged(source.checkpoint, failed)
         fields = _fields(eq, state, params)
+        if any(name not in fields for name in names):
+            fields = {**fields, **eq.stored_fields(_particle_arrays(source.checkpoint))}
         return {name: fields[name] for name in names}
     wanted = eq.snapshot_sources or names
     with hdf5.IndexedFile(source.index) as snap:
@@ -69,6 +76,13 @@ def _refuse_damaged(ckpt: checkpoints.Checkpoint, failed: Exception | None) -> N
     instead = (f"start from the previous intact checkpoint of that run, {previous.index.with_suffix('.json')}"
                if previous else "that run has no earlier intact checkpoint")
     raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), instead, f"is damaged ({where})")
+
+
+def _particle_arrays(ckpt: checkpoints.Checkpoint) -> dict[str, np.ndarray]:
+    """Every particle-space array of ``ckpt`` (its marker's names and spaces), whole, by leaf name."""
+    spaces = dict(zip(ckpt.meta.get("names") or (), ckpt.meta.get("spaces") or (), strict=False))
+    with hdf5.IndexedFile(ckpt.index) as snap:
+        return {name: snap.file[name][()] for name in snap.fields if spaces.get(name) == checkpoints.PARTICLES}
 
 
 # jitted: one program each (run eagerly, every operation in them would compile its own)
@@ -111,7 +125,9 @@ def state_fields(source: Source, eq: Equation, params: Params, scratch: Path) ->
         raise ConfigError("initial.path", str(source.index), f"a state whose grid decomposes over the "
                           f"{jax.device_count()} devices of this run", f"holds grid {list(source.shape)}")
     stored = type(eq)(fft, eq.box, eq.dtype, eq.physics)
-    fields = _interpolate(_stored_grid_fields(source, stored, params), stored, eq, scratch)
+    fields = _stored_grid_fields(source, stored, params)
+    grid = {name: f for name, f in fields.items() if name in stored.field_info}  # particle arrays stay as they are
+    fields = {**fields, **_interpolate(grid, stored, eq, scratch)}
     get_logger().info("remapped %s from %s to %s", source.describe(), "x".join(map(str, source.shape)),
                       "x".join(map(str, eq.fft.shape)))
     return fields

@@ -192,6 +192,27 @@ class ColdSpecies:
                           ("physics.cdm_capacity", p.cdm_capacity), "moved more than one device's block in a step: "
                           "lower time.dt or use fewer devices along that axis")
 
+    def stored_fields(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+        """The state fields a checkpoint holds as particle arrays (``stored``: its particle arrays by leaf name,
+        whole, NumPy), for a state read from it onto any grid (:mod:`simulator.run.remap`): ``cdm_position`` and
+        ``cdm_momentum`` ``(Np, 3)`` replicated in lattice order (its occupied slots sorted by identity), and a
+        particle-only state's ``cdm_mass`` ``(1,)``. They do not depend on the grid: a branch at another
+        resolution keeps them exactly. A checkpoint without all Np particles: a one-line ConfigError."""
+        from simulator.errors import ConfigError
+
+        if not self.cold:
+            return {}
+        rows = stack.host_rows(stored, ("position", "momentum"), "live", "ident", "lost")
+        count = self.physics.cdm_particles
+        if rows is None or not np.array_equal(rows.ident, np.arange(count)):
+            held = 0 if rows is None else len(rows.ident)
+            raise ConfigError("physics.cdm_particles", count, f"a checkpoint holding all {count} cold particles "
+                              "(this one lost some, or holds none)", f"finds {held} there")
+        out = {f"cdm_{name}": self.fft.replicated(rows.arrays[name], self.dtype) for name in ("position", "momentum")}
+        if "cdm_mass" in self.state_fields:
+            out["cdm_mass"] = self.fft.replicated(np.asarray(stored["mass"]).reshape(1), self.dtype)
+        return out
+
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
         """A checkpoint's cold particles, written on another device count, laid out by owner for this run's
         (:func:`simulator.particles.stack.lay_out`): the live slots' positions, momenta and forces by identity,
