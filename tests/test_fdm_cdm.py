@@ -869,6 +869,30 @@ def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path):
     assert_failure_recorded(tmp_path / "run", done, "did not fit a device's send buffer")
 
 
+def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path):
+    """Cold particles alone on 2 devices whose slots hold 93% of the mean count (physics.cdm_capacity 1.07, the
+    least for 4096 particles): at the first chunk end one WARNING names physics.cdm_capacity and a checkpoint is
+    written there, so that a run stopped later for lack of slots restarts from it (before, such a run kept no
+    checkpoint before its end: 'last good checkpoint: none'). At the default capacity 2: neither."""
+    def run(name, *sets):
+        args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "cold_dark_matter.yaml"),
+                "--cpu-devices", "2", "--set", "grid.shape=16", "--set", "physics.cdm_particles=4096",
+                "--set", "output.chunk=5", "--set", "physics.z_end=30", "--set", "physics.output_redshifts=[49,30]",
+                *sets, "--out", str(tmp_path / name)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        warned = [line for line in done.stderr.splitlines() if "WARNING" in line and "slots" in line]
+        return warned, sorted(p.name for p in (tmp_path / name / "checkpoints").glob("c*.h5"))
+
+    warned, kept = run("tight", "--set", "physics.cdm_capacity=1.07")
+    assert len(warned) == 1, warned
+    assert "cold particles fill 93% of one device's slots at step 5" in warned[0], warned[0]
+    assert "physics.cdm_capacity = 1.07" in warned[0] and "restart from it" in warned[0], warned[0]
+    assert "c00000005.h5" in kept and len(kept) == 2, kept  # the one at the warning, and the one at the end
+    warned, kept = run("roomy")
+    assert not warned and len(kept) == 1, (warned, kept)
+
+
 def test_cold_particles_lost_within_a_chunk_are_dated_at_their_step(devices):
     """Fast particles on 2 devices with send buffers of 6 rows: the losses a chunk of 20 steps finds are dated
     at the step that made them, the one stepping a step at a time finds first (the drift's hand-over counts

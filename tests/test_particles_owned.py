@@ -73,6 +73,12 @@ def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
             crossed = {(int(i), int(j)) for i, j in zip(b, a, strict=True) if i != j}
             for k in range(count):
                 assert {(k, (k + 1) % count), ((k + 1) % count, k)} & crossed, (axis, k, crossed)
+    # the slots' room the run loop watches: the occupied slots of the fullest device, per owned species
+    rooms = sim.equation.rooms(got)
+    assert [r.key for r in rooms] == (["particles[0].capacity", "particles[1].capacity"] if sim.fft.devices > 1 else [])
+    for room, name in zip(rooms, ("tracers", "drops")):
+        live = np.asarray(got[f"particles.{name}.live"]).reshape(sim.fft.devices, -1)
+        assert room.occupied == live.sum(axis=1).max() and room.slots == live.shape[1], (room, live.sum(axis=1))
 
 
 def clustered(path, count, blocks=4, seed=0):

@@ -303,6 +303,21 @@ def sharding(fft, ndim: int) -> jax.sharding.NamedSharding:
     return jax.sharding.NamedSharding(fft.mesh, PartitionSpec(tuple(fft.mesh.axis_names), *([None] * (ndim - 1))))
 
 
+def fullest(fft, live: jax.Array) -> int:
+    """The occupied slots of the fullest of this process's devices in an owned stack's ``live`` ``(devices *
+    slots,)`` (0/1 or bool), counted on each device, read on the host: one integer per device moves."""
+    counts = _occupied(fft, live)
+    return max(int(np.asarray(shard.data).max()) for shard in counts.addressable_shards)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _occupied(fft, live: jax.Array) -> jax.Array:
+    spec = PartitionSpec(tuple(fft.mesh.axis_names))
+    count = jax.shard_map(lambda mine: jnp.sum(mine > 0, dtype=jnp.int32, keepdims=True), mesh=fft.mesh,
+                          in_specs=spec, out_specs=spec)
+    return count(live)
+
+
 def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """Replicated particle arrays ``(Np, ...)`` (the first the positions) laid out as owned ones: each device
     keeps those in its block in ``capacity`` slots. Returns ``(live, *arrays, over)``: ``over`` the

@@ -55,7 +55,7 @@ from simulator.equations.base import (
 from simulator.particles import wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
-from simulator.particles.slots import Loss
+from simulator.particles.slots import Loss, Room
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)
@@ -286,6 +286,10 @@ class WithParticles(SemiLinearEquation):
     def lost(self, state: Any) -> Loss | None:
         """Why the run must stop, and when (an owned species lost particles: :func:`.owned.lost_message`)."""
         return owning.lost_message(self.species, state)
+
+    def rooms(self, state: Any) -> list[Room]:
+        """The slots of each owned species, with this process's fullest device (:func:`.owned.rooms`)."""
+        return owning.rooms(self.fft, self.species, state)
 
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
         """The species of a checkpoint written on other devices or in the other ``distribution``, laid out for

@@ -99,6 +99,17 @@ def lost_message(species: Sequence[Species], state: Mapping[str, Any]) -> slots.
     return None
 
 
+def rooms(fft: Any, species: Sequence[Species], state: Mapping[str, Any]) -> list[slots.Room]:
+    """The slots of each owned species (:func:`.stack.room`) on several devices."""
+    out = []
+    for i, s in enumerate(species):
+        if s.owned and (r := stack.room(fft, state[keys(s.name)["live"]], f"particles of species {s.name}",
+                                        f"particles[{i}].capacity", s.capacity, sizes(s, fft.devices)[0],
+                                        s.count)) is not None:
+            out.append(r)
+    return out
+
+
 def host_rows(species: Species, stored: Mapping[str, np.ndarray]) -> stack.Rows | None:
     """A stored species (arrays by dataset name, NumPy, whole) as rows by identity (:func:`.stack.host_rows`):
     positions and, for inertial species, velocities, from an owned layout or a replicated one. None when

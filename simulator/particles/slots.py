@@ -106,6 +106,33 @@ class Loss:
         return f"{self.reason}; lost at step {at}{found}; last good checkpoint: {last}"
 
 
+#: the share of a device's slots past which a run warns and writes a checkpoint (:class:`Room`)
+FULL = 0.9
+
+
+@dataclass(frozen=True)
+class Room:
+    """The slots of a stack of particles kept by owner: ``what`` (e.g. "cold particles"), the setting ``key``
+    that sizes them and its ``value``, the ``slots`` per device and the ``occupied`` slots of this process's
+    fullest device (a run agrees the most over its processes before it reads :attr:`full`)."""
+
+    what: str
+    key: str
+    value: float
+    slots: int
+    occupied: int
+
+    def full(self, occupied: int) -> bool:
+        """Whether the fullest device's ``occupied`` slots reach :data:`FULL` of them."""
+        return occupied >= FULL * self.slots
+
+    def warning(self, occupied: int, step: int) -> str:
+        """The line a run logs when ``occupied`` slots of one device crossed :data:`FULL` at ``step``."""
+        return (f"{self.what} fill {occupied / self.slots:.0%} of one device's slots at step {step} ({occupied} of "
+                f"{self.slots}: {self.key} = {self.value:g}); a checkpoint is written now: should a later chunk find "
+                f"no slot for some, restart from it with a larger {self.key}")
+
+
 def loss(lost: Sequence[int], what: str, exchange: tuple[str, float], capacity: tuple[str, float], far: str
          ) -> Loss | None:
     """The :class:`Loss` of a state's ``lost`` counts (:data:`LOST`, read on the host) for particles ``what``

@@ -15,7 +15,8 @@ slots ``live`` ``(devices * held,)`` bool, all sharded along their rows over eve
 * :func:`hand_over`: after a step, each particle to the device whose block holds it, losses counted;
 * :func:`host_rows` and :func:`lay_out`: a checkpoint's particles, written on any device count (or replicated),
   as rows by identity on the host, then laid out on this run's devices;
-* :func:`loss`: the one-line reason a run stops, read on the host.
+* :func:`loss`: the one-line reason a run stops, read on the host;
+* :func:`room`: how full the fullest device's slots are, read on the host.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.fft.owned import counted, distribute, migrate, split_planes
+from simulator.fft.owned import counted, distribute, fullest, migrate, split_planes
 from simulator.particles import slots
 
 
@@ -122,6 +123,15 @@ def lay_out(fft: Any, box: Sequence[float], held: int, dtype: Any, rows: Rows
     ``dtype``: :func:`hand_out`'s ``(live, arrays, ident, lost)``, the stored lost counts carried on."""
     arrays = {n: fft.replicated(a, dtype) for n, a in rows.arrays.items()}
     return hand_out(fft, box, held, arrays, fft.replicated(rows.ident, np.int32), fft.replicated(rows.lost, np.int32))
+
+
+def room(fft: Any, live: jax.Array, what: str, key: str, value: float, held: int, count: int) -> slots.Room | None:
+    """The :class:`~simulator.particles.slots.Room` of a stack of ``count`` particles ``what`` in ``held`` slots
+    per device, sized by the setting ``key`` = ``value``: the occupied slots of this process's fullest device.
+    None on one device, or where a device's slots hold every particle (none can then lack a slot)."""
+    if fft.devices == 1 or held >= count:
+        return None
+    return slots.Room(what, key, value, held, fullest(fft, live))
 
 
 def loss(lost: jax.Array, what: str, exchange: tuple[str, float], capacity: tuple[str, float], far: str

@@ -82,6 +82,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED
     wall_start, last_chunk_s, dumps_s, chunks = time.monotonic(), 0.0, 0.0, 0
+    full: set[str] = set()  # the settings whose slots filled up in this segment (warned once each)
     rank0 = jax.process_index() == 0
     job = joblimits.job_signal() if rank0 else None  # the Slurm job's --signal, to check its lead time
     if job is not None and (advice := joblimits.limit_warning(job)):
@@ -101,11 +102,12 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         if cfg.particles:
             check_particles(seg, lost_species(sim.equation, state, cfg)[0], step, t)
         check_lost(seg, sim, state, step, t)
+        filling = check_room(seg, sim, state, step, full)
         finished = stepper.finished(t)
         end = chunk_end(stop, seg.writers, cfg.runtime.max_wall, wall_start, last_chunk_s)
         stopping = end.requested and not finished
         m = Moment(step, t, dt, t_prev, state, compute, final=finished, stopping=stopping,
-                   wall_due=end.due(seg.writers))
+                   wall_due=end.due(seg.writers) | ({"checkpoints"} if filling else set()))
         dumps_start = time.monotonic()
         seg.record(m, **shown)
         dumps_s = max(dumps_s, time.monotonic() - dumps_start)
@@ -187,6 +189,24 @@ def check_particles(seg: Segment, lost: list[str], step: int, t: float) -> None:
         raise NonFiniteError(f"particle species {', '.join(lost)} blew up (a position or velocity non-finite, or a "
                              f"position too far out to locate) at step {step}, t = {t:.6g}; last good checkpoint: "
                              f"{_last(seg)}")
+
+
+def check_room(seg: Segment, sim: Simulation, state: object, step: int, full: set[str]) -> bool:
+    """Whether particles kept per device fill :data:`~simulator.particles.slots.FULL` of the fullest device's
+    slots for the first time in this segment (the equation's :meth:`~simulator.equations.base.Equation.rooms`;
+    ``full``: the settings already warned of, updated): a warning naming the setting, and the caller writes a
+    checkpoint at this chunk end, so that a run stopped later for lack of slots restarts from there, not from
+    its start. One integer per device moves to the host."""
+    rooms = sim.equation.rooms(state)
+    if not rooms:
+        return False
+    filling = False
+    for room, occupied in zip(rooms, agree([r.occupied for r in rooms]), strict=True):
+        if room.key not in full and room.full(occupied):
+            full.add(room.key)
+            seg.log.warning("%s", room.warning(occupied, step))
+            filling = True
+    return filling
 
 
 def check_lost(seg: Segment, sim: Simulation, state: object, step: int, t: float) -> None:

@@ -192,6 +192,16 @@ class ColdSpecies:
                           ("physics.cdm_capacity", p.cdm_capacity), "moved more than one device's block in a step: "
                           "lower time.dt or use fewer devices along that axis")
 
+    def rooms(self, state: Any) -> list[slots.Room]:
+        """The cold particles' slots, with this process's fullest device (:func:`simulator.particles.stack.room`),
+        on several devices."""
+        if not self.cold:
+            return []
+        p = self.physics
+        room = stack.room(self.fft, state.live, "cold particles", "physics.cdm_capacity", p.cdm_capacity,
+                          mesh.sizes(self)[0], p.cdm_particles)
+        return [] if room is None else [room]
+
     def stored_fields(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
         """The state fields a checkpoint holds as particle arrays (``stored``: its particle arrays by leaf name,
         whole, NumPy), for a state read from it onto any grid (:mod:`simulator.run.remap`): ``cdm_position`` and
