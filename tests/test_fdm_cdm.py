@@ -635,6 +635,9 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
     # the particles alone (f = 0): f in [0, 1], particles needed, the wave's own keys and fields refused
     (["physics.fdm_fraction=-0.1", "physics.cdm_particles=64"], "physics.fdm_fraction"),
     (["physics.fdm_fraction=.nan", "physics.cdm_particles=64"], "physics.fdm_fraction"),
+    # a wave whose density contrasts the precision flushes to zero (it stopped at its first step, not finite)
+    (["physics.fdm_fraction=1e-37", "physics.cdm_particles=64", "precision=float32"], "physics.fdm_fraction"),
+    (["physics.fdm_fraction=1e-300", "physics.cdm_particles=64", "precision=float64"], "physics.fdm_fraction"),
     (["physics.fdm_fraction=0.0"], "physics.fdm_fraction"),
     *((["physics.fdm_fraction=0", "physics.cdm_particles=64", f"physics.{key}={value}"], f"physics.{key}")
       for key, value in (("m22", 0.5), ("self_interaction", 0.1), ("f_a", 1e17), ("fdm_transfer", "false"))),
