@@ -142,6 +142,10 @@ CASES = {
                              "physics.fdm_fraction = 1.5 is out of range; every entry must be <= 1.0"),
     "no wave and no particles": (["run", COSMO, "--set", "physics.fdm_fraction=0"],
                                  "physics.fdm_fraction = 0.0 has no particles; set physics.cdm_particles"),
+    "a wave too thin for float32": (["run", COSMO, "--set", "precision=float32", "--set", "physics.fdm_fraction=1e-37",
+                                     "--set", "physics.cdm_particles=262144"],
+                                    "physics.fdm_fraction = 1e-37 is too small for float32; 0 (the particles alone) or "
+                                    "at least 3.3e-31 in float32"),
     "a key of the wave without it": (["run", COSMO, "--set", "physics.fdm_fraction=0", "--set",
                                       "physics.cdm_particles=262144", "--set", "physics.m22=0.5"],
                                      "physics.m22 = 0.5 is a setting of the wave; leave it out: physics.fdm_fraction "

@@ -259,6 +259,9 @@ def test_distributed_equals_single_device(case, wave):
     (["physics.fdm_fraction=0.5", "physics.cdm_particles=64", "physics.cdm_lpt=2"], "physics.cdm_lpt"),
     # the particles alone (f = 0): the wave's own keys refused, the start must place the particles
     (["physics.fdm_fraction=-1e-3", "physics.cdm_particles=64"], "physics.fdm_fraction"),
+    # a wave whose density contrasts float32 flushes to zero: f rho0 below 2^-126 / 2^-23 (rho0 = 1e-6 here)
+    (["physics.fdm_fraction=1e-27", "physics.cdm_particles=64", "initial={name: jeans, density: 1e-6}",
+      "precision=float32"], "physics.fdm_fraction"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.hbar_over_m=0.1"], "physics.hbar_over_m"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.self_interaction=1"], "physics.self_interaction"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "initial.name=random"], "initial.name"),

@@ -73,6 +73,9 @@ def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx
     (handover_ffi.cc); xla: XLA's operations and :func:`_first`."""
     cap = live.shape[0]
     if impl == "native":
+        # the positions only choose slots (integers): no derivative flows through them, and a native call has no
+        # differentiation rule, so a gradient through a run would fail here without the stop
+        x = jax.lax.stop_gradient(x)
         call = jax.ffi.ffi_call("simulator_leavers", (_like(live, (rows,), jnp.int32), _like(live, (rows,), jnp.int32),
                                                       _like(live, (cap,), jnp.bool_), _like(live, (3,), jnp.int32)),
                                 vmap_method="sequential")
@@ -89,23 +92,48 @@ def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx
     return _first(up, rows, impl), _first(down, rows, impl), live & ~up & ~down, counts
 
 
+def _derived_from(xla):
+    """A native kernel whose derivative is that of ``xla``, the same function in XLA's operations: a native call
+    has no differentiation rule, and the hand-over moves what a gradient follows (positions, momenta). Only the
+    tangents take XLA's path (linear, so reverse mode transposes them); the values stay the native kernel's."""
+    def wrap(native):
+        fn = jax.custom_jvp(native)
+        fn.defjvp(lambda primals, tangents: (fn(*primals), jax.jvp(xla, primals, tangents)[1]))
+        return fn
+    return wrap
+
+
+def _take_xla(x: jax.Array, rows: jax.Array) -> jax.Array:
+    return jnp.take(x, rows, axis=0, mode="fill", fill_value=0)
+
+
+@_derived_from(_take_xla)
+def _take_native(x: jax.Array, rows: jax.Array) -> jax.Array:
+    call = jax.ffi.ffi_call("simulator_take_rows", _like(x, (rows.shape[0], *x.shape[1:]), x.dtype),
+                            vmap_method="sequential")
+    return call(x, rows)
+
+
 def _take(x: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
     """The rows ``rows`` ``(R,)`` of ``x`` ``(n, ...)`` (:func:`_first`'s: in order, ``n`` for none: a zero row)."""
-    if impl == "native":
-        call = jax.ffi.ffi_call("simulator_take_rows", _like(x, (rows.shape[0], *x.shape[1:]), x.dtype),
-                                vmap_method="sequential")
-        return call(x, rows)
-    return jnp.take(x, rows, axis=0, mode="fill", fill_value=0)
+    return (_take_native if impl == "native" else _take_xla)(x, rows)
+
+
+def _put_xla(x: jax.Array, target: jax.Array, rows: jax.Array) -> jax.Array:
+    return x.at[target].set(rows.astype(x.dtype), mode="drop")
+
+
+@_derived_from(_put_xla)
+def _put_native(x: jax.Array, target: jax.Array, rows: jax.Array) -> jax.Array:
+    call = jax.ffi.ffi_call("simulator_put_rows", _like(x, x.shape, x.dtype), vmap_method="sequential",
+                            input_output_aliases={0: 0})
+    return call(x, rows.astype(x.dtype), target)
 
 
 def _put(x: jax.Array, target: jax.Array, rows: jax.Array, impl: str) -> jax.Array:
     """``x`` ``(n, ...)`` with row ``target[k]`` set to ``rows[k]`` (a target of ``n`` or more: dropped); native:
     in ``x``'s buffer, only those rows written."""
-    if impl == "native":
-        call = jax.ffi.ffi_call("simulator_put_rows", _like(x, x.shape, x.dtype), vmap_method="sequential",
-                                input_output_aliases={0: 0})
-        return call(x, rows.astype(x.dtype), target)
-    return x.at[target].set(rows, mode="drop")
+    return (_put_native if impl == "native" else _put_xla)(x, target, rows)
 
 
 def _send(rows: list[jax.Array], mesh_axis: str, pairs: list[tuple[int, int]]) -> list[jax.Array]:

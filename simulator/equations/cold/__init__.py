@@ -90,18 +90,38 @@ def exchange_setting() -> Any:
                    "restart", gt=0.0, max=1.0, restart="free")
 
 
-def check_particles(p: Any, cfg: Any, initials: tuple[str, ...]) -> None:
+#: the smallest normal number and the relative precision (machine epsilon) of each precision: 2^-126 and 2^-23,
+#: 2^-1022 and 2^-52
+NUMBERS = {"float32": (2.0**-126, 2.0**-23), "float64": (2.0**-1022, 2.0**-52)}
+
+
+def check_fraction(p: Any, cfg: Any, density: float) -> None:
+    """A wave's share f > 0 (``p.fdm_fraction``) whose density, f times the mean ``density`` of the matter, the
+    run's precision holds with its contrasts: f density eps >= tiny (eps and tiny: :data:`NUMBERS`). Below it the
+    wave's density contrasts fall under the smallest normal number and are flushed to zero, and the run stopped
+    at its first step with its diagnostics not finite (a wave of 1e-37 of the matter in float32)."""
+    tiny, eps = NUMBERS[cfg.precision]
+    least = tiny / (eps * density)
+    if 0.0 < p.fdm_fraction < least:
+        raise ConfigError("physics.fdm_fraction", p.fdm_fraction, f"0 (the particles alone) or at least {least:.2g} "
+                          f"in {cfg.precision} (the wave's mean density f x {density:g} must keep its contrasts "
+                          f"above the smallest normal number, {tiny:.3g})", f"is too small for {cfg.precision}")
+
+
+def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float) -> None:
     """The cold particles of ``p`` (``fdm_fraction``, ``cdm_particles``, ``cdm_window``, ``cdm_capacity``): there
-    exactly when f < 1 (f = 0: they carry all of the matter), a cube n^3 whose n divides every grid axis, the
-    window's halo within every device's block, slots for a uniform spread over the devices where their count is
-    known (:func:`simulator.particles.slots.check_capacity`), and an initial condition among ``initials`` (those
-    that place the particles). Each refusal is one line naming the key, its value and what is allowed."""
+    exactly when f < 1 (f = 0: they carry all of the matter), a wave's share f > 0 that the run's precision holds
+    (:func:`check_fraction`, ``density`` the matter's mean density), a cube n^3 whose n divides every grid axis,
+    the window's halo within every device's block, slots for a uniform spread over the devices where their count
+    is known (:func:`simulator.particles.slots.check_capacity`), and an initial condition among ``initials``
+    (those that place the particles). Each refusal is one line naming the key, its value and what is allowed."""
     if p.cdm_particles == 0:
         if p.fdm_fraction < 1.0:
             raise ConfigError("physics.fdm_fraction", p.fdm_fraction, "set physics.cdm_particles (a cube n^3) to "
                               "carry the other 1 - f of the matter (all of it at f = 0), or leave fdm_fraction at 1",
                               "has no particles")
         return
+    check_fraction(p, cfg, density)
     if p.fdm_fraction >= 1.0:
         raise ConfigError("physics.cdm_particles", p.cdm_particles, "0 unless physics.fdm_fraction < 1 (the "
                           "particles carry the matter the wave does not)", "has no matter to carry at f = 1")

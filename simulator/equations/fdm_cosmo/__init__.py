@@ -59,18 +59,20 @@ class FDMCosmoParams(EquationParams):
 
     name: str = setting("fdm_cosmo", "equation to solve")
     h: float = param(0.7, "dimensionless Hubble constant, H0 = 100 h km/s/Mpc", gt=0.0)
-    omega_m: float = param(0.3, "matter density today over the critical density (all of it the box's fuzzy dark "
-                           "matter: the mean comoving density is omega_m rho_crit,0)", gt=0.0)
+    omega_m: float = param(0.3, "matter density today over the critical density (all of it the box's dark "
+                           "matter, the wave's and the particles': the mean comoving density is omega_m rho_crit,0)", gt=0.0)
     omega_lambda: float = param(0.7, "cosmological constant over the critical density; flat when omega_m + "
                                 "omega_lambda = 1, else curvature omega_k = 1 - omega_m - omega_lambda")
     m22: float = param(1.0, "boson mass in units of 1e-22 eV/c^2", gt=0.0)
     fdm_fraction: float = param(1.0, "fraction f of the matter in the wave (mean |psi|^2 = f omega_m), 0 <= f <= 1; "
                                 "the rest, 1 - f, is cold dark matter in physics.cdm_particles particles; 1 = a pure "
                                 "wave run; 0 = pure cold dark matter, the particles alone (no wave is allocated or "
-                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused)",
+                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused); "
+                                "an f > 0 at least 2^-126 / (2^-23 omega_m) in float32 (3.3e-31 at omega_m = 0.3), "
+                                "2^-1022 / (2^-52 omega_m) in float64, else the wave's contrasts underflow",
                                 min=0.0, max=1.0, structural_zero=True)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
-                                 "axis (placed on a lattice with Zel'dovich displacements); needs "
+                                 "axis (placed on a lattice, displaced to physics.cdm_lpt's order); needs "
                                  "physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it", min=0,
                                  restart="kept")
     cdm_window: str = window_setting()
@@ -192,7 +194,7 @@ def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
     if p.cdm_particles == 0 and p.fdm_fraction >= 1.0 and p.cdm_lpt != 1:
         raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
                           "displacements)", "has no particles to displace")
-    check_particles(p, cfg, ("gaussian", "mode"))
+    check_particles(p, cfg, ("gaussian", "mode"), p.omega_m)  # mean |psi|^2 = f omega_m
     check_wave_keys(p, WAVE_KEYS)
 
 

@@ -63,7 +63,9 @@ class SchrodingerPoissonParams(EquationParams):
     fdm_fraction: float = param(1.0, "fraction f of the mass in the wave, 0 <= f <= 1; the rest, 1 - f, is cold dark "
                                 "matter in physics.cdm_particles particles; 1 = the wave alone; 0 = the particles "
                                 "alone (no wave is allocated or stepped; physics.hbar_over_m and "
-                                "physics.self_interaction are refused)", min=0.0, max=1.0, structural_zero=True)
+                                "physics.self_interaction are refused); an f > 0 at least 2^-126 / (2^-23 rho0) in "
+                                "float32 (9.9e-32 at rho0 = 1), 2^-1022 / (2^-52 rho0) in float64, else the wave's "
+                                "contrasts underflow", min=0.0, max=1.0, structural_zero=True)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice of cell centres, displaced by the initial condition); "
                                  "needs physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it",
@@ -84,7 +86,7 @@ class SchrodingerPoissonParams(EquationParams):
     def check(self, cfg: Any) -> None:
         """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``;
         without the wave (f = 0) none of the wave's own keys."""
-        check_particles(self, cfg, ("jeans",))
+        check_particles(self, cfg, ("jeans",), getattr(cfg.initial, "density", 1.0))  # jeans: its rho0
         check_wave_keys(self, ("hbar_over_m", "self_interaction"))
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
