@@ -900,6 +900,23 @@ def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path):
     assert_failure_recorded(tmp_path / "run", done, "did not fit a device's send buffer")
 
 
+def test_particles_that_are_not_finite_are_refused_naming_the_row():
+    """One's own particles with a NaN position or an infinite momentum: a ValueError naming the array and the
+    row. Before, the state was made and the particle counted as lost at the first hand-out, a stop that named
+    physics.cdm_capacity instead of the input."""
+    sim = mixed(fraction=0.0, n=8, window="cic")
+    position, momentum = lattice(8, 10.0), np.zeros((512, 3))
+    bad = position.copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match=r"cdm_position has 1 row\(s\) that are not finite \(the first: row 5,"):
+        cold_state(sim, bad, momentum)
+    bad = momentum.copy()
+    bad[7:9, 0] = np.inf
+    with pytest.raises(ValueError, match=r"cdm_momentum has 2 row\(s\) that are not finite \(the first: row 7,"):
+        cold_state(sim, position, jnp.asarray(bad))
+    assert sim.equation.lost(cold_state(sim, position, momentum)) is None
+
+
 def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path):
     """Cold particles alone on 2 devices whose slots hold 93% of the mean count (physics.cdm_capacity 1.07, the
     least for 4096 particles): at the first chunk end one WARNING names physics.cdm_capacity and a checkpoint is

@@ -96,6 +96,8 @@ def state_from_fields(sim: Any, fields: Mapping[str, FieldSource]) -> Any:
     layouts = sim.equation.field_layouts()
     for name, source in fields.items():
         shape, dtype, sharding = layouts[name].shape, layouts[name].dtype, layouts[name].sharding
+        if name not in sim.equation.field_info and not callable(source):  # particles' rows (Np, 3), replicated
+            _check_finite_rows(name, np.asarray(source))
         if isinstance(source, jax.Array):
             arrays[name] = jax.device_put(source.astype(dtype), sharding)
             continue
@@ -109,6 +111,15 @@ def state_from_fields(sim: Any, fields: Mapping[str, FieldSource]) -> Any:
         arrays[name] = jax.make_array_from_callback(shape, sharding, lambda idx, b=block: np.asarray(
             b(idx)).astype(dtype), dtype=dtype)
     return sim.make_state(sim.equation, arrays, sim.params)
+
+
+def _check_finite_rows(name: str, rows: np.ndarray) -> None:
+    """A ValueError naming the first row of particle array ``name`` that is not finite: such a particle has no
+    cell, and the run would count it as one that found no slot (naming the capacity) rather than as the input."""
+    bad = np.flatnonzero(~np.all(np.isfinite(rows.reshape(rows.shape[0], -1)), axis=1)) if rows.ndim else []
+    if len(bad):
+        raise ValueError(f"{name} has {len(bad)} row(s) that are not finite (the first: row {bad[0]}, "
+                         f"{rows[bad[0]].tolist()}): give every particle a finite value")
 
 
 def _check_values(section: Any, values: Any, where: str) -> None:
