@@ -452,3 +452,28 @@ def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys)
                       "--max-size); aside/ (1 row file(s) restarts set aside: load_run(...).aside lists them)")]
     with h5py.File(tmp_path / "cut.nc") as f:
         assert "statistics" not in f and sorted(f["particles"]) == ["drops", "tracers"] and "tasks" in f
+
+
+def test_a_float32_run_continued_in_float64_exports_its_float64_snapshots_unrounded(tmp_path):
+    """A float32 Taylor-Green with particles restarted with precision float64 (allowed: the log says so): the
+    export held every snapshot field in the first snapshot's float32, rounding the float64 ones by 4e-8; each
+    variable now takes the widest type of its snapshots, and holds every snapshot exactly."""
+    base = {**RICH, "precision": "float32", "checkpoint.every": 4, "runtime.cpu_devices": len(jax.devices())}
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", {**base, "time.t_end": 0.04})
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", {**base, "precision": "float64"})
+    assert simulator.run_config(cfg, tmp_path / "run", restart="latest") == 0
+    log = (tmp_path / "run" / "run.log").read_text()
+    assert "; precision now float64 (the checkpoint's state is float32)" in log
+    loaded = simulator.load_run(tmp_path / "run")
+    with xr.open_dataset(export.export_netcdf(tmp_path / "run")) as ds:
+        assert ds.velocity.dtype == np.float64 and len(loaded.snapshots) == 3
+        for i, ref in enumerate(loaded.snapshots):
+            with ref.open() as snap:
+                np.testing.assert_array_equal(ds.velocity.isel(time=i).values, snap.read("velocity"))
+        last = loaded.snapshots[-1].open()
+        with last as snap:
+            assert snap.file["velocity"].dtype == np.float64
+        drops = xr.open_dataset(tmp_path / "run" / "export" / "run.nc", group="particles/drops")
+        np.testing.assert_array_equal(drops.position.values, loaded.particles["drops"].position)
+        drops.close()

@@ -305,3 +305,31 @@ def test_a_snapshot_holds_every_particle_of_each_species_or_is_neither_written_n
     order = np.argsort(whole["tracers"].ident)
     assert np.array_equal(series["tracers"].unwrapped[0], whole["tracers"].position[order])
     assert series["drops"].position.shape == (1, 27, 3)
+
+
+def test_a_float32_position_a_rounding_error_below_a_face_is_written_inside_the_box(tmp_path):
+    """A drop released at rest on the face x = 0, pulled by a gravity of 1e-8 in -x: at t = 1 it is 3.7e-9
+    below the face. In float32 x mod L is L - 3.7e-9, which rounds to L itself (6.2831855, past 2 pi): the
+    snapshot, load_run, the trajectories and the export held a particle outside [0, L). Wrapped, it is at 0."""
+    import xarray as xr
+
+    from simulator import cli
+
+    np.save(tmp_path / "start.npy", [[0.0, 3.0, 3.0], [1.0, 1.0, 1.0]])
+    cfg = simulator.load_config(TG, {
+        "grid.shape": 8, "precision": "float32", "initial.amplitude": 1e-30, "time.dt": 0.25, "time.t_end": 1.0,
+        "output.chunk": 4, "output.snapshots.dt": 1.0, "output.trajectories.every": 4, "fft.mesh": [1],
+        "particles": [{"name": "drops", "count": 2, "placement": "file", "path": str(tmp_path / "start.npy"),
+                       "tau_p": 1.0, "gravity": [-1e-8, 0, 0]}]})
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    run = simulator.load_run(tmp_path / "run")
+    drops = run.particles["drops"]
+    assert -1e-8 < drops.unwrapped[-1, 0, 0] < 0  # the case: a rounding error below the face
+    with h5py.File(tmp_path / "run" / "particles" / "trajectories.h5") as f:
+        recorded = f["position"][()]
+    assert cli.main(["export", str(tmp_path / "run")]) == 0
+    with xr.open_dataset(tmp_path / "run" / "export" / "run.nc", group="particles/drops") as ds:
+        exported = ds.position.values
+    for where, position in (("snapshot", drops.position), ("trajectories", recorded), ("export", exported)):
+        assert np.all((position >= 0) & (position < 2 * np.pi)), where
+        assert position[-1, 0, 0] == 0, where

@@ -445,6 +445,13 @@ def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_red
     ends_today = info.params(z_start=49.0)
     assert 1 / (ends_today.a_start * np.exp(ends_today.time_at(0.0))) - 1 != 0  # the round-off is there
     assert ends_today.clock().time_label(ends_today.time_at(0.0)) == "redshift z = 0"
+    today = {**config, "physics": {**config["physics"], "z_start": 49.0, "z_end": 0.0}}
+    t = np.linspace(0.0, ends_today.time_at(0.0), 5)
+    fig = timeseries_plots.timeseries_figure({**series, **{c: 1.0 + t for c in series if c != "time"}, "time": t},
+                                             today, info)
+    fig.canvas.draw()
+    labels = [label.get_text() for label in fig.axes[-1].get_xticklabels() if label.get_text()]
+    assert "0" in labels and "e-" not in " ".join(labels), labels  # the end of the axis: 0, not 2.22e-16
 
 
 def test_a_log_slice_leaves_empty_cells_blank_and_scales_its_colours_to_the_filled_ones():

@@ -120,9 +120,18 @@ def gather_rows(species: Sequence[str], shares: Mapping[str, Share], offsets: Se
     counts = [len(shares[s].ident) for s in species]
     return {"id": np.concatenate([o + np.asarray(shares[s].ident, np.int64) for o, s in zip(offsets, species)]),
             "species": np.repeat(np.arange(len(species), dtype=np.int32), counts),
-            "position": np.mod(unwrapped, np.asarray(box, unwrapped.dtype)),
+            "position": wrapped(unwrapped, box),
             "unwrapped": unwrapped,
             "velocity": np.concatenate([np.asarray(shares[s].velocity) for s in species])}
+
+
+def wrapped(x: np.ndarray, box: Sequence[float]) -> np.ndarray:
+    """Positions ``x`` ``(..., 3)`` folded into [0, L) per axis, in x's precision. x mod L is L - d for x a
+    distance d below 0 (or below any multiple of L), which rounds to L itself when d is under half the spacing of
+    floats at L (3.7e-9 below a face of a 2 pi box in float32): that point is at 0, as its cell says."""
+    length = np.asarray(box, x.dtype)
+    folded = np.mod(x, length)
+    return np.where(folded < length, folded, np.zeros((), x.dtype))
 
 
 def _row_counts(mine: np.ndarray) -> np.ndarray:

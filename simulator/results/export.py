@@ -15,7 +15,7 @@ limit, 8 GiB by default), with the statistics, tasks and particles that fit as g
                  time_series (the column time)
     variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
                  Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
-                 for ParaView), in the run's precision
+                 for ParaView), in the run's precision (the widest a restart left)
                  <spectrum>_spectra (time_spectra, k): each spectrum of spectra.h5
                  <column>_series (time_series): each other column of timeseries.csv
     attributes   title (the run's name), config (the resolved config as YAML), units (JSON: the run's
@@ -182,10 +182,16 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
                           f"the attribute {MARK}): give another --netcdf FILE", "is not an earlier export")
     first: dict[str, tuple[tuple[str, ...], tuple[int, ...], np.dtype]] = {}
     held: list[set[str]] = []
+    dtypes: dict[str, list[np.dtype]] = {}
     for ref in run.snapshots:  # a run directory holds one grid: a restart on another one must branch
         with _open(ref) as snap:
             first = first or {n: (field_dims(snap, n), snap.shape(n), snap.file[n].dtype) for n in snap.fields}
             held.append(set(snap.fields))
+            for n in snap.fields:
+                dtypes.setdefault(n, []).append(snap.file[n].dtype)
+    # a restart may change the precision: each variable in the widest of its snapshots' types, so that the
+    # float64 snapshots of a float32 run continued in float64 are not rounded to float32
+    first = {n: (dims, shape, np.result_type(*dtypes[n])) for n, (dims, shape, _) in first.items()}
     common = [n for n in first if all(n in names for names in held)]
     for name in fields or ():
         if name not in common:

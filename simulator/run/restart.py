@@ -69,6 +69,15 @@ def on_other_grid(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
     return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
+def changes(ckpt: checkpoints.Checkpoint, cfg: Config, dt: float) -> str:
+    """What the resume line adds about a restart that changed how the run steps ("" when nothing did): another
+    time step ``dt``, another precision (the state is read in ``cfg``'s; a float32 state continued in float64
+    keeps float32's rounding)."""
+    stored = ckpt.meta["config"].get("precision", cfg.precision)
+    return ((f"; time step now {dt:.6g}" if dt != ckpt.dt else "")
+            + (f"; precision now {cfg.precision} (the checkpoint's state is {stored})" if stored != cfg.precision else ""))
+
+
 def _stored_species(old: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The particle species of a stored config, by name (none for a config written before particles)."""
     stored = old.get("particles") or []

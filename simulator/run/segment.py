@@ -220,7 +220,7 @@ class Segment:
             self.step, self.t = ckpt.step, ckpt.time
             self.stepper = Stepper(cfg.time, cfg.output.chunk, step=self.step, t=self.t, dt=ckpt.dt,
                                    epoch=ckpt.epoch)
-            changed = f"; time step now {self.stepper.dt:.6g}" if self.stepper.dt != ckpt.dt else ""
+            changed = restarts.changes(ckpt, cfg, self.stepper.dt)
             self.log.info("resumed from %s: step %d, t = %.6g, dt = %.6g%s", ckpt.index.with_suffix(""), self.step,
                           self.t, ckpt.dt, changed)
         else:
