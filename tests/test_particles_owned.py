@@ -364,6 +364,35 @@ def test_the_stack_reads_any_stored_layout_by_identity_and_lays_it_out(devices):
     assert got[on][order].tolist() == list(range(200)) and np.array_equal(x[on][order], rows.arrays["x"])
 
 
+def test_a_position_not_finite_at_the_hand_out_is_counted_as_not_finite_not_as_a_full_device(devices):
+    """Rows whose position is NaN or infinite have no owner: the first hand-out (an initial condition, a restart's
+    rows) counts them as a hand-over does, in ``lost[2]`` (its message says they stopped being finite), not as
+    particles that found no free slot, whose message would ask for more slots; a device's overflow still counts
+    there. Both kinds of particles kept per device say so (owned tracers, cold particles)."""
+    import types
+
+    import jax.numpy as jnp
+
+    from simulator.particles import stack
+
+    sim = simulation(devices, ("slab", 4, None), particles=[OWNED[0]], **FLOW)
+    box = sim.equation.box
+    rng = np.random.default_rng(5)
+    position = rng.random((200, 3)) * np.asarray(box)
+    position[7, 1], position[9] = np.nan, np.inf
+    live, _, _, lost = stack.hand_out(sim.fft, box, 100, {"x": jnp.asarray(position)})
+    assert np.asarray(lost).tolist() == [0, 0, 2, 0] and int(np.sum(np.asarray(live))) == 198
+    why = sim.equation.lost({"particles.tracers.lost": lost})
+    assert "stopped being finite" in why.reason and "capacity" not in why.reason, why
+    position[:, 1] *= 0.1  # all in one device's block of 4: 198 for its 100 slots
+    lost = stack.hand_out(sim.fft, box, 100, {"x": jnp.asarray(position)})[3]
+    assert np.asarray(lost).tolist() == [0, 98, 2, 0]
+    cold = simulation(devices, ("slab", 4, None), physics__name="fdm_cosmo", initial__name="gaussian",
+                      grid__shape=[8] * 3, grid__box=[1.0] * 3, physics__fdm_fraction=0.5, physics__cdm_particles=64)
+    why = cold.equation.lost(types.SimpleNamespace(lost=jnp.asarray([0, 0, 2, 0], jnp.int32)))
+    assert "stopped being finite" in why.reason and "physics.cdm_capacity" not in why.reason, why
+
+
 @pytest.mark.parametrize("entry, key", [
     ({"distribution": "owned"}, "particles[0].interpolation"),  # exact, the default, is not local
     ({"distribution": "owned", "interpolation": "nufft"}, "particles[0].interpolation"),

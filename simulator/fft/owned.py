@@ -307,7 +307,7 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
         count = arrays[0].shape[0]
         keep = min(count, capacity)
         out = [jnp.pad(x[:keep], [(0, capacity - keep)] + [(0, 0)] * (x.ndim - 1)) for x in arrays]
-        return (jnp.arange(capacity) < keep, *out, jnp.int32(count - keep))
+        return (jnp.arange(capacity) < keep, *out, jnp.asarray([0, count - keep, 0], jnp.int32))
     mine = jnp.ones(arrays[0].shape[0], bool)
     nowhere = jnp.zeros(arrays[0].shape[0], bool)  # a position not finite: no device's
     for axis, mesh_axis, size in moves:
@@ -321,8 +321,9 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
     # summed over the axes that split the particles: the replicated input varies only along those (a mesh
     # axis of one device, as p0 of jaxdecomp's slab [1, P], holds the same values, and JAX refuses a psum there)
     over = jax.lax.psum(jnp.sum(mine & (rank >= capacity)).astype(jnp.int32), tuple(m for _, m, _ in moves))
-    # counted once: every device sees every replicated particle
-    return (live, *out, over + jnp.sum(nowhere, dtype=jnp.int32))
+    # counted once: every device sees every replicated particle; not as a full device's (its message would ask
+    # for more slots) but as migrate counts a position not finite
+    return (live, *out, jnp.stack([jnp.zeros((), jnp.int32), over, jnp.sum(nowhere, dtype=jnp.int32)]))
 
 
 def sharding(fft, ndim: int) -> jax.sharding.NamedSharding:
@@ -348,8 +349,9 @@ def _occupied(fft, live: jax.Array) -> jax.Array:
 
 def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> tuple[jax.Array, ...]:
     """Replicated particle arrays ``(Np, ...)`` (the first the positions) laid out as owned ones: each device
-    keeps those in its block in ``capacity`` slots. Returns ``(live, *arrays, over)``: ``over`` the
-    particles that found no slot, or whose position is not finite (replicated scalar; to be reported)."""
+    keeps those in its block in ``capacity`` slots. Returns ``(live, *arrays, counts)``: ``counts`` ``(3,)``
+    int32 replicated, as :func:`migrate`'s: 0 (no send buffer), the particles that found no slot, those whose
+    position is not finite (each lost: to be reported)."""
     moves = _sharded_axes(fft)
     axes = tuple(fft.mesh.axis_names)
     shape = tuple(int(n) for n in fft.shape)

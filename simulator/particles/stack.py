@@ -47,7 +47,8 @@ def hand_out(fft: Any, box: Sequence[float], held: int, arrays: Mapping[str, jax
     """Replicated rows ``arrays`` ``(Np, ...)`` by name (the first the positions ``(Np, 3)``) with identities
     ``ident`` ``(Np,)`` (default the row index) laid out by owner in ``held`` slots per device, in one program.
     Returns ``(live, arrays, ident, lost)`` (the layout above): ``lost`` the counts ``lost`` ``(4,)`` (default
-    none) plus the particles that found no slot (``lost[1]``)."""
+    none) plus the particles that found no slot (``lost[1]``) and those whose position is not finite
+    (``lost[2]``, as a hand-over counts them)."""
     return _hand_out(fft, tuple(float(b) for b in box), held, tuple(arrays), tuple(arrays.values()), ident, lost)
 
 
@@ -58,8 +59,8 @@ def _hand_out(fft: Any, box: tuple[float, ...], held: int, names: tuple[str, ...
               ident: jax.Array | None, lost: jax.Array | None
               ) -> tuple[jax.Array, dict[str, jax.Array], jax.Array, jax.Array]:
     ident = jnp.arange(arrays[0].shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
-    live, *laid, ident, over = distribute(fft, box, held, *arrays, ident)
-    new = counted(None, jnp.zeros(3, jnp.int32).at[1].set(over))
+    live, *laid, ident, counts = distribute(fft, box, held, *arrays, ident)
+    new = counted(None, counts)
     return (live, dict(zip(names, laid, strict=True)), ident,
             new if lost is None else new + lost.astype(jnp.int32))
 

@@ -179,8 +179,9 @@ def entries(eq: Any, live: jax.Array, arrays: dict[str, jax.Array], ident: jax.A
 def distribute(eq: Any, position: jax.Array, momentum: jax.Array) -> dict[str, jax.Array]:
     """Replicated particles ``(Np, 3)`` in lattice order (their identities) laid out by owner
     (:func:`simulator.particles.stack.hand_out`): the state's ``position``, ``momentum``, ``live``, ``ident`` and
-    ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more than a block,
-    here only the second; and the steps since the first loss: :data:`simulator.particles.slots.LOST`)."""
+    ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more than a block or
+    not finite, here only the last two; and the steps since the first loss: :data:`simulator.particles.slots.
+    LOST`)."""
     return entries(eq, *stack.hand_out(eq.fft, eq.box, sizes(eq)[0], {"position": position, "momentum": momentum}))
 
 

@@ -189,8 +189,8 @@ class ColdSpecies:
             return None
         p = self.physics
         return stack.loss(state.lost, "cold particle(s)", ("physics.cdm_exchange", p.cdm_exchange),
-                          ("physics.cdm_capacity", p.cdm_capacity), "moved more than one device's block in a step: "
-                          "lower time.dt or use fewer devices along that axis")
+                          ("physics.cdm_capacity", p.cdm_capacity), "moved more than one device's block in a step, "
+                          "or stopped being finite: lower time.dt or use fewer devices along that axis")
 
     def rooms(self, state: Any) -> list[slots.Room]:
         """The cold particles' slots, with this process's fullest device (:func:`simulator.particles.stack.room`),
