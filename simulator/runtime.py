@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 import jax
+from jax.sharding import Mesh
 
 from simulator import cache
 from simulator.config import Config
@@ -353,12 +354,28 @@ def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Seq
     a compact spectrum at least ``compact_at_least`` in size where given (the planner's stand-in runs)."""
     backend = BACKENDS[cfg.fft.backend]
     mesh = build_mesh(backend, cfg.fft.mesh, devices)
+    _check_every_process_holds(mesh, cfg)
     compact, why = spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), backend, cfg.grid.shape,
                                    tuple(mesh.devices.shape))
     fft = backend(cfg.grid.shape, mesh, compact=compact and (compact_at_least or True))
     fft.layout_reason = why
     fft.step_in_turn = cfg.fft.in_turn is True  # auto: all at once unless the memory check chose true
     return fft
+
+
+def _check_every_process_holds(mesh: Mesh, cfg: Config) -> None:
+    """ConfigError unless every process of the run holds a device of ``mesh``: one holding none has no
+    shard of the state, so it could neither read the run's numbers nor write its share of the files (it
+    failed in the first collective read, in a traceback)."""
+    processes = jax.process_count()
+    holding = {d.process_index for d in mesh.devices.flat}
+    if len(holding) < processes:
+        wider = f"at least {processes} devices (there are {len(jax.devices())}), or run fewer processes"
+        key, value, allowed = (("fft.mesh", list(mesh.devices.shape), f"give a mesh of {wider}")
+                               if cfg.fft.mesh is not None else
+                               ("fft.backend", cfg.fft.backend, f"use a backend that divides the grid over {wider}"))
+        raise ConfigError(key, value, f"every process must hold a part of the mesh: {allowed}",
+                          f"takes {mesh.devices.size} device(s) in a run of {processes} processes")
 
 
 def versions() -> dict[str, str]:

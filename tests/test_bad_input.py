@@ -45,6 +45,10 @@ def workdir(tmp_path_factory):
     (d / "bad_zip.yaml").write_text(yaml.safe_dump({"name": "s", "base": TG, "zip": {"initial.seed": [1, 2],
                                                                                      "initial.amplitude": [1.0]}}))
     (d / "dots.yaml").write_text(yaml.safe_dump({**sweep, "name": ".."}))
+    owned = [{"name": "tracers", "count": 64, "distribution": "owned", "interpolation": "lagrange4"}]
+    (d / "owned_ensemble.yaml").write_text(yaml.safe_dump({"name": "owned", "base": TG, "ensemble": True,
+                                                           "set": {"particles": owned},
+                                                           "grid": {"physics.viscosity": [0.01, 0.02]}}))
     (d / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
     (d / "binary.yaml").write_bytes(bytes(range(256)))
     (d / "twice.yaml").write_text("time:\n  dt: 0.01\nname: x\ntime:\n  t_end: 1.0\n")
@@ -240,6 +244,9 @@ CASES = {
     "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
     "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
+    # refused when the sweep is prepared, not later in each group's log (or in a submitted array job)
+    "ensemble sweep of owned particles": (["sweep", "owned_ensemble.yaml", "--local"],
+                                          "particles[0].distribution = 'owned' is not available in an ensemble"),
     "plot a missing directory": (["plot", "nope"], "RUN_DIR = 'nope' does not exist"),
     "plot a run whose config.yaml is binary": (["plot", "binary_config"], "RUN_DIR = 'binary_config'"),
 }

@@ -817,8 +817,10 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
 @pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
 def test_two_processes_equal_one(tmp_path, fraction):
     """configs/fdm_cosmo.yaml mixed (f = 0.3, 16^3 wave and 16^3 particles from 2LPT) to z = 63 (14 steps) through
-    `simulator launch -n 2 --cpu-devices 2 run` (4 devices in 2 processes: the particles' hand-over between
-    owners, the halo exchanges and the all-to-alls cross the processes) and through `simulator run` on one device: the final checkpoint's
+    `simulator launch -n 2 --cpu-devices 4 run --set fft.mesh=[4]` (4 devices in 2 processes: the particles'
+    hand-over between owners, the halo exchanges and the all-to-alls cross the processes; a mesh smaller than
+    the 8 devices takes 2 of each process's, where it once took process 0's 4 and left process 1 none, which
+    failed in a traceback) and through `simulator run` on one device: the final checkpoint's
     psi, positions and momenta agree to 1e-12 of their largest values (measured: 4.6e-15, 2.3e-16, 2.0e-15:
     the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells); the
     particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's. The
@@ -829,7 +831,8 @@ def test_two_processes_equal_one(tmp_path, fraction):
             "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_lpt=2", "--set", "checkpoint.every=14"]
     base = [sys.executable, "-m", "simulator"]
     runs = {"one": [*base, *args, "--cpu-devices", "1"],
-            "two": [*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "300", *args]}
+            "two": [*base, "launch", "-n", "2", "--cpu-devices", "4", "--timeout", "300", *args, "--set",
+                    "fft.mesh=[4]"]}
     ends = {}
     for name, cmd in runs.items():
         done = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=400)

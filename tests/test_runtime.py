@@ -188,6 +188,25 @@ def test_info_with_a_mesh_that_does_not_fit_exits_2():
     assert r.returncode == 2 and r.stderr.startswith("error: grid.shape = [8, 9, 8] does not divide")
 
 
+
+def test_a_mesh_smaller_than_the_devices_takes_a_part_of_every_process():
+    """Two processes of 3 devices each (what mesh_devices reads of a device: its process): a mesh of 2 takes the
+    first device of each process, of 4 the first two of each, of 5 one more of process 0, in JAX's global order
+    (the first ones in that order left process 1 out: a run on it failed in a traceback); one process takes its
+    first ones, and a mesh of every device takes them as they are."""
+    from collections import namedtuple
+
+    from simulator.fft.mesh import mesh_devices
+
+    device = namedtuple("device", "process_index id")
+    two = [device(p, 3 * p + i) for p in (0, 1) for i in range(3)]
+    assert [d.id for d in mesh_devices(two, 2)] == [0, 3]
+    assert [d.id for d in mesh_devices(two, 4)] == [0, 1, 3, 4]
+    assert [d.id for d in mesh_devices(two, 5)] == [0, 1, 2, 3, 4]
+    assert mesh_devices(two[::-1], 6) == two[::-1]
+    one = [device(0, i) for i in range(4)]
+    assert mesh_devices(one, 2) == one[:2]
+
 # ---- which GPUs a process drives: every layout users choose, from the variables alone ------------------
 # (env, expected device ids, a phrase the reason must hold); no GPU is needed to decide
 GPU_LAYOUTS = [

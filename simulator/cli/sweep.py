@@ -52,6 +52,11 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
 
     from simulator import sweep, sweep_slurm
 
+    if args.ensemble or args.batch is not None or spec.ensemble:  # a point no ensemble can hold: before any write
+        from simulator.run.grouping import check_member
+
+        for point in spec.points:
+            check_member(sweep.point_config(spec, point, directory))
     manifest = sweep.prepare(spec, directory)
     print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
           f"{directory / sweep.MANIFEST}")

@@ -89,10 +89,7 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     for cfg in cfgs[1:]:  # a member's own fixed dt (traced) against the species' drag (structure)
         if cfg.particles:
             check_drag(cfg.particles, cfg.time)
-    owned = [i for i, s in enumerate(cfgs[0].particles) if s.owned]
-    if owned:  # a batched program stacks the members' states: particles kept per device are not stacked
-        raise ConfigError(f"particles[{owned[0]}].distribution", "owned", "an ensemble needs distribution: "
-                          "replicated (or run the members one by one)", "is not available in an ensemble")
+    grouping.check_member(cfgs[0])
     if len({str(d.resolve()) for d in dirs}) != len(dirs):
         raise ConfigError("ensemble", [str(d) for d in dirs], "give every member its own directory", "repeats one")
     names = ", ".join(d.name for d in dirs)

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulator.config import Config, to_dict
+from simulator.errors import ConfigError
 from simulator.schema import structural_zeros
 
 #: sections whose every key is per member (never part of the structure)
@@ -102,3 +103,14 @@ def groups(configs: Sequence[Config], batch: int | None = None) -> list[list[int
             members.append([i])
     size = batch or max(len(m) for m in members)
     return [m[j:j + size] for m in members for j in range(0, len(m), size)]
+
+
+def check_member(cfg: Config) -> None:
+    """ConfigError naming the first particle species kept by its owners (``distribution: owned``): a batched
+    program stacks its members' states, and particles kept per device are not stacked. Checked by the
+    ensemble itself and, before it writes anything, by an ensemble sweep (so that it is not refused later in
+    each group's log, or in a submitted array job)."""
+    owned = [i for i, s in enumerate(cfg.particles) if s.owned]
+    if owned:
+        raise ConfigError(f"particles[{owned[0]}].distribution", "owned", "an ensemble needs distribution: "
+                          "replicated (or run the members one by one)", "is not available in an ensemble")
