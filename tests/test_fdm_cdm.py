@@ -837,6 +837,8 @@ def test_two_processes_equal_one(tmp_path, fraction):
     for name, cmd in runs.items():
         done = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=400)
         assert done.returncode == 0, done.stderr[-3000:]
+        # the slots' watch agreed over the processes: at capacity 2 no device comes near full, no warning
+        assert "of one device's slots" not in done.stderr, done.stderr[-3000:]
         marker = sorted((tmp_path / name / "checkpoints").glob("c*.h5"))[-1]
         with h5py.File(marker) as f:  # the particles by identity: slots are per device, their order its own
             live = f["live"][()] > 0
@@ -924,7 +926,8 @@ def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path):
     """Cold particles alone on 2 devices whose slots hold 93% of the mean count (physics.cdm_capacity 1.07, the
     least for 4096 particles): at the first chunk end one WARNING names physics.cdm_capacity and a checkpoint is
     written there, so that a run stopped later for lack of slots restarts from it (before, such a run kept no
-    checkpoint before its end: 'last good checkpoint: none'). At the default capacity 2: neither."""
+    checkpoint before its end: 'last good checkpoint: none'). At the default capacity 2 no warning:
+    test_two_processes_equal_one."""
     def run(name, *sets):
         args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "cold_dark_matter.yaml"),
                 "--cpu-devices", "2", "--set", "grid.shape=16", "--set", "physics.cdm_particles=4096",
@@ -940,8 +943,6 @@ def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path):
     assert "cold particles fill 93% of one device's slots at step 5" in warned[0], warned[0]
     assert "physics.cdm_capacity = 1.07" in warned[0] and "restart from it" in warned[0], warned[0]
     assert "c00000005.h5" in kept and len(kept) == 2, kept  # the one at the warning, and the one at the end
-    warned, kept = run("roomy")
-    assert not warned and len(kept) == 1, (warned, kept)
 
 
 def test_cold_particles_lost_within_a_chunk_are_dated_at_their_step(devices):
