@@ -113,8 +113,8 @@ FULL = 0.9
 @dataclass(frozen=True)
 class Room:
     """The slots of a stack of particles kept by owner: ``what`` (e.g. "cold particles"), the setting ``key``
-    that sizes them and its ``value``, the ``slots`` per device and the ``occupied`` slots of this process's
-    fullest device (a run agrees the most over its processes before it reads :attr:`full`)."""
+    that sizes them and its ``value``, the ``slots`` per device and the ``occupied`` slots of the fullest device
+    (of this process's devices as an equation reports it; of all, once a run has agreed it over its processes)."""
 
     what: str
     key: str
@@ -122,15 +122,16 @@ class Room:
     slots: int
     occupied: int
 
-    def full(self, occupied: int) -> bool:
-        """Whether the fullest device's ``occupied`` slots reach :data:`FULL` of them."""
-        return occupied >= FULL * self.slots
+    @property
+    def full(self) -> bool:
+        """Whether the fullest device's occupied slots reach :data:`FULL` of them."""
+        return self.occupied >= FULL * self.slots
 
-    def warning(self, occupied: int, step: int) -> str:
-        """The line a run logs when ``occupied`` slots of one device crossed :data:`FULL` at ``step``."""
-        return (f"{self.what} fill {occupied / self.slots:.0%} of one device's slots at step {step} ({occupied} of "
-                f"{self.slots}: {self.key} = {self.value:g}); a checkpoint is written now: should a later chunk find "
-                f"no slot for some, restart from it with a larger {self.key}")
+    def warning(self, step: int) -> str:
+        """The line a run logs when the fullest device's slots crossed :data:`FULL` at ``step``."""
+        return (f"{self.what} fill {self.occupied / self.slots:.0%} of one device's slots at step {step} "
+                f"({self.occupied} of {self.slots}: {self.key} = {self.value:g}); a checkpoint is written now: should a "
+                f"later chunk find no slot for some, restart from it with a larger {self.key}")
 
 
 def loss(lost: Sequence[int], what: str, exchange: tuple[str, float], capacity: tuple[str, float], far: str

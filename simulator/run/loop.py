@@ -13,6 +13,7 @@ Python runs only between chunks. Everything the run directory gets is the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -202,9 +203,10 @@ def check_room(seg: Segment, sim: Simulation, state: object, step: int, full: se
         return False
     filling = False
     for room, occupied in zip(rooms, agree([r.occupied for r in rooms]), strict=True):
-        if room.key not in full and room.full(occupied):
+        room = dataclasses.replace(room, occupied=occupied)  # the fullest device of every process
+        if room.key not in full and room.full:
             full.add(room.key)
-            seg.log.warning("%s", room.warning(occupied, step))
+            seg.log.warning("%s", room.warning(step))
             filling = True
     return filling
 
