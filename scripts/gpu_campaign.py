@@ -108,16 +108,30 @@ def command_stage(c: Campaign, cmd: list[str], timeout: float, summary=None) -> 
     if code == 0 and summary is not None:
         result["summary"] = summary(text)
     elif code != 0:
-        result["summary"] = failure_line(text)
+        result["summary"] = last_line(text)
     return result
 
 
-def failure_line(text: str) -> str:
-    """The line that says why a command failed: its last, passing over the note JAX appends to a
-    traceback (that it filtered its frames) and the dashes above it, which name no cause."""
+#: a line of the C++ runtime's own log (absl: severity, date, time, thread, file:line]), which XLA's GPU allocator
+#: writes to stderr at a process's exit when other processes hold the GPU's memory: it says nothing of the stage
+RUNTIME_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
+
+
+def last_line(text: str) -> str:
+    """The line that says how a command ended: its last, passing over the runtime's own log lines (a stage that
+    succeeded was once summed up by an allocator's statistics), the note JAX appends to a traceback (that it
+    filtered its frames) and the dashes above it, none of which names a result or a cause."""
     lines = [line.strip() for line in text.strip().splitlines()]
-    causes = [line for line in lines if line and set(line) != {"-"} and not line.startswith("For simplicity, JAX")]
-    return (causes or ["no output"])[-1][:200]
+    said = [line for line in lines if line and set(line) != {"-"} and not line.startswith("For simplicity, JAX")
+            and not RUNTIME_LOG.match(line)]
+    return (said or ["no output"])[-1][:200]
+
+
+def recovered(text: str) -> str:
+    """The gradient stage's result: the example's line that gives the viscosity it recovered (the runtime's
+    statistics may follow it, lines of their own without a date among them)."""
+    lines = [line.strip() for line in text.splitlines() if line.startswith("recovered nu")]
+    return lines[-1][:200] if lines else last_line(text)
 
 
 def environment(c: Campaign) -> dict:
@@ -319,7 +333,7 @@ STAGES = {
     "gradients": lambda c: command_stage(c, [sys.executable, "examples/recover_viscosity.py", "--grid", "16",
                                              "--cpu-devices", "2" if c.dry else "0", "--iterations",
                                              "1" if c.dry else "30"], 1800,
-                                         lambda t: (t.strip().splitlines() or [""])[-1][:200]),
+                                         recovered),
     "bench-fft": lambda c: benchmarks(c, "bench-fft"), "bench-step": lambda c: benchmarks(c, "bench-step"),
     "largest-grid": largest_grid, "taylor-green": taylor_green,
 }
