@@ -30,8 +30,13 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-from simulator.runtime import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 from simulator.threads import shared
+
+#: environment through which the launcher tells each process its place (JAX-free here, so that a command can
+#: see that it was launched without starting JAX; :func:`simulator.runtime.initialize_processes` reads them)
+ENV_COORDINATOR = "SIMULATOR_COORDINATOR"
+ENV_NUM_PROCESSES = "SIMULATOR_NUM_PROCESSES"
+ENV_PROCESS_ID = "SIMULATOR_PROCESS_ID"
 
 GRACE_SECONDS = 5.0
 #: seconds to wait for the last lines of the children's pipes once they have exited
