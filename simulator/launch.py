@@ -14,7 +14,10 @@ Output: the children's stdout and stderr come through pipes and are forwarded a 
 (one lock for every line written), so lines of different processes never cut into one another, as
 they did when every child wrote straight to the terminal. Lines that report nothing to a user are
 dropped unless ``verbose``: gloo's ``[Gloo] Rank N is connected to M peer ranks`` (once per process
-and communicator: 28 lines for one run on 2 processes of 2 devices).
+and communicator: 28 lines for one run on 2 processes of 2 devices). The command line's one-line errors
+(``error: ...`` on stderr, the last thing a failing command prints) are held until the processes have
+ended and then written once each: as printed where every process printed it (a bad config key fails
+every process alike), else naming the processes that did (``error: process 1 of 2: ...``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,16 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-from simulator.runtime import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 from simulator.threads import shared
 
+#: environment through which the launcher tells each process its place (JAX-free here, so that a command can
+#: see that it was launched without starting JAX; :func:`simulator.runtime.initialize_processes` reads them)
+ENV_COORDINATOR = "SIMULATOR_COORDINATOR"
+ENV_NUM_PROCESSES = "SIMULATOR_NUM_PROCESSES"
+ENV_PROCESS_ID = "SIMULATOR_PROCESS_ID"
+
+#: how the command line's one-line errors begin (:func:`simulator.cli.main`)
+ERROR_PREFIX = "error: "
 GRACE_SECONDS = 5.0
 #: seconds to wait for the last lines of the children's pipes once they have exited
 DRAIN_SECONDS = 5.0
@@ -73,19 +83,23 @@ def _end(procs: Sequence[subprocess.Popen]) -> None:
 
 
 class _Forwarder:
-    """Copies children's pipes to this process's streams, one whole line at a time."""
+    """Copies children's pipes to this process's streams, one whole line at a time; the error lines of
+    their stderr are held (:meth:`write_errors`)."""
 
     def __init__(self, verbose: bool):
         self.verbose = verbose
         self.lock = threading.Lock()
         self.threads: list[threading.Thread] = []
+        #: each error line (without its newline) and the processes that printed it, in the order first seen
+        self.errors: dict[str, set[int]] = {}
 
-    def start(self, pipe: IO[bytes], target: IO[str]) -> None:
-        thread = threading.Thread(target=self._copy, args=(pipe, target), daemon=True)
+    def start(self, pipe: IO[bytes], target: IO[str], errors_of: int | None = None) -> None:
+        """Forward ``pipe`` to ``target``; ``errors_of``: the process whose stderr it is (its errors are held)."""
+        thread = threading.Thread(target=self._copy, args=(pipe, target, errors_of), daemon=True)
         thread.start()
         self.threads.append(thread)
 
-    def _copy(self, pipe: IO[bytes], target: IO[str]) -> None:
+    def _copy(self, pipe: IO[bytes], target: IO[str], errors_of: int | None) -> None:
         with pipe:
             for raw in iter(pipe.readline, b""):
                 line = raw.decode("utf-8", "replace")
@@ -93,6 +107,10 @@ class _Forwarder:
                     line = quiet(line)
                     if line is None:
                         continue
+                if errors_of is not None and line.startswith(ERROR_PREFIX):
+                    with self.lock:
+                        self.errors.setdefault(line.rstrip("\n"), set()).add(errors_of)
+                    continue
                 with self.lock:  # a line is written and flushed whole before any other
                     target.write(line if line.endswith("\n") else line + "\n")
                     target.flush()
@@ -102,12 +120,23 @@ class _Forwarder:
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
+    def write_errors(self, processes: int, target: IO[str]) -> None:
+        """Each held error line once: as printed where all ``processes`` printed it, else naming those that did."""
+        with self.lock:
+            for line, which in self.errors.items():
+                if len(which) < processes:
+                    named = ", ".join(map(str, sorted(which)))
+                    line = (f"{ERROR_PREFIX}process{'es' if len(which) > 1 else ''} {named} of {processes}: "
+                            f"{line.removeprefix(ERROR_PREFIX)}")
+                target.write(line + "\n")
+            target.flush()
+
 
 def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, verbose: bool = False) -> int:
     """Run the program ``argv`` (e.g. ``[python, -m, simulator, run, ...]``) in ``n_processes`` processes.
 
     Their output goes to this process's stdout and stderr line by line (noise dropped unless
-    ``verbose``). Returns 0 if all succeed, else the first failing child's exit status (124 on timeout).
+    ``verbose``), their one-line errors once each at the end. Returns 0 if all succeed, else the first failing child's exit status (124 on timeout).
     """
     if n_processes < 1:
         raise ValueError(f"-n = {n_processes}: need at least one process")
@@ -120,7 +149,7 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, 
                     "PYTHONUNBUFFERED": "1"})  # through a pipe Python would hold lines back in a buffer
         p = subprocess.Popen(list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         forward.start(p.stdout, sys.stdout)
-        forward.start(p.stderr, sys.stderr)
+        forward.start(p.stderr, sys.stderr, errors_of=pid)
         procs.append(p)
     start = time.monotonic()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -147,5 +176,6 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, 
             time.sleep(0.1)
     finally:
         forward.join(DRAIN_SECONDS)
+        forward.write_errors(n_processes, sys.stderr)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

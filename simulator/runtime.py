@@ -33,6 +33,7 @@ from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
+from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 from simulator.threads import XLA_THREADS_VARIABLE, available_cores
 from simulator.planning.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
@@ -54,10 +55,6 @@ SLURM_VARIABLES = (
     "SLURM_RESTART_COUNT",
 )
 
-#: environment through which ``simulator launch`` tells each local process its place
-ENV_COORDINATOR = "SIMULATOR_COORDINATOR"
-ENV_NUM_PROCESSES = "SIMULATOR_NUM_PROCESSES"
-ENV_PROCESS_ID = "SIMULATOR_PROCESS_ID"
 
 
 def _backends_started() -> bool:

@@ -172,13 +172,14 @@ def _refuse_repeats(grid: Mapping[str, list], values: Sequence[Mapping[str, Any]
             raise ConfigError(f"point {i}", dict(point), "give each point once", f"repeats point {values.index(point)}")
 
 
-def point_config(sweep: Sweep, point: Point, directory: Path) -> config_mod.Config:
-    """The resolved, validated config of ``point``; a bad value is a ConfigError naming the point and key."""
+def point_config(sweep: Sweep, point: Point, directory: Path, overrides: Sequence[str] = ()) -> config_mod.Config:
+    """The resolved, validated config of ``point`` (with ``overrides``, ``KEY=VALUE``, applied last); a bad
+    value is a ConfigError naming the point and key."""
     raw = config_mod.read_yaml(sweep.base)
     values = {**sweep.fixed, **point.params, "name": f"{sweep.name}_{point.name}",
               "output.dir": str(directory / point.name)}
     try:
-        return config_mod.from_dict(config_mod.set_values(raw, values))
+        return config_mod.load(config_mod.set_values(raw, values), overrides)
     except ConfigError as err:
         shown = ", ".join(f"{k}={v}" for k, v in point.params.items())
         raise ConfigError(f"sweep point {point.index} ({shown}): {err.key}", err.value, err.allowed,
@@ -283,8 +284,9 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
     return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
 
 
-def run_point(directory: Path, index: int) -> int:
-    """Run point ``index`` in this process (what each array task does); returns the run's exit status."""
+def run_point(directory: Path, index: int, overrides: Sequence[str] = ()) -> int:
+    """Run point ``index`` in this process (what each array task does), its config with ``overrides`` (the
+    runtime's flags, ``KEY=VALUE``); returns the run's exit status."""
     from simulator.run.command import run_file
 
     manifest = read_manifest(directory)
@@ -292,7 +294,7 @@ def run_point(directory: Path, index: int) -> int:
     if not 0 <= index < len(points):
         raise ConfigError("point index", index, f"the sweep has points 0 to {len(points) - 1}", "is out of range")
     point = points[index]
-    return run_file(str(directory / point["config"]), out=str(directory / point["name"]), resume=True)
+    return run_file(str(directory / point["config"]), overrides, out=str(directory / point["name"]), resume=True)
 
 
 # ---- ensemble sweeps: the groups of a sweep directory ----------------------------------------------------
@@ -328,9 +330,10 @@ def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequ
             if any(point_state(directory, points[i]["name"]) != "finished" for i in members)]
 
 
-def run_group(directory: Path, index: int) -> int:
+def run_group(directory: Path, index: int, overrides: Sequence[str] = ()) -> int:
     """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
-    resuming from its own latest checkpoint (what each array task of an ensemble sweep does). Returns
+    resuming from its own latest checkpoint (what each array task of an ensemble sweep does), their configs
+    with ``overrides`` (the runtime's flags, ``KEY=VALUE``). Returns
     75 when a member was stopped (so the task is requeued), 1 when one failed, else 0."""
     from simulator.run.ensemble import run_configs
 
@@ -338,18 +341,19 @@ def run_group(directory: Path, index: int) -> int:
     if not 0 <= index < len(groups):
         raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
     points = [manifest["points"][i] for i in groups[index]]
-    cfgs = [config_mod.load(str(directory / p["config"])) for p in points]
+    cfgs = [config_mod.load(str(directory / p["config"]), overrides) for p in points]
     codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True)
     return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
 
 
 def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
-              groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None) -> int:
+              groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None,
+              flags: Sequence[str] = ()) -> int:
     """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
     ``logs/pNNN.log`` on its share of the cores (:func:`simulator.threads.shared`); with ``groups`` (an ensemble sweep), each group with an unfinished member is one
-    ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. ``report``: where the
-    lines for the user go (the CLI prints them). Returns 0 when every
-    point finished, 1 otherwise."""
+    ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. ``flags``: the runtime's
+    command-line flags every one of them gets (``--cpu-devices N``). ``report``: where the lines for the
+    user go (the CLI prints them). Returns 0 when every point finished, 1 otherwise."""
     points = manifest["points"]
     if groups is None:
         tasks = [(p["name"], run_command(directory, p), f"point {p['index']} {p['params']}", [p])
@@ -381,7 +385,7 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
                 task = tasks.pop(0)
                 steps = _steps(directory, task[3])
                 log = (directory / "logs" / f"{task[0]}.log").open("a")
-                proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1]], stdout=log,
+                proc = subprocess.Popen([sys.executable, "-m", "simulator", *task[1], *flags], stdout=log,
                                         stderr=subprocess.STDOUT, env=shared(os.environ, jobs))
                 running.append((task, proc, log))
                 if len(running) == 1 and tasks and jobs > 1:  # the first of several: it compiles alone

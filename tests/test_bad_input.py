@@ -244,6 +244,13 @@ CASES = {
     "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
     "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
+    # a whole sweep is one process's work: under launch each process would prepare and run it all
+    "whole sweep under launch": (["launch", "-n", "2", "--cpu-devices", "1", "sweep", "bad_point.yaml", "--local"],
+                                 "simulator launch -n = 2 cannot run a whole sweep; run the sweep in one process "
+                                 "(`simulator sweep FILE --local --cpu-devices D` gives each point D devices)"),
+    "sweep submitted with --cpu-devices": (["sweep", "bad_point.yaml", "--submit", "--cpu-devices", "2"],
+                                           "--cpu-devices = 2 is not passed on by --submit; give it with --local, "
+                                           "--point or --group, or set runtime.cpu_devices in the sweep file's set"),
     # refused when the sweep is prepared, not later in each group's log (or in a submitted array job)
     "ensemble sweep of owned particles": (["sweep", "owned_ensemble.yaml", "--local"],
                                           "particles[0].distribution = 'owned' is not available in an ensemble"),

@@ -1,5 +1,5 @@
 """What the commands print: ``simulator --version``, and ``simulator launch`` forwarding its processes'
-output a whole line at a time, without gloo's connection reports unless asked."""
+output a whole line at a time, without gloo's connection reports unless asked, each error once."""
 
 import re
 import subprocess
@@ -87,6 +87,23 @@ def test_gloo_reports_printed_into_each_other_by_two_threads_are_dropped_too():
     assert quiet("2 is connected to\n") is None and quiet("3 peer ranks. Expected number of connected peer ranks is : 3\n") is None
     assert quiet("[Gloo] Rank 01:11:17 [rank 0] INFO run\n") == "01:11:17 [rank 0] INFO run\n"
     assert quiet("01:11:17 [rank 0] INFO step 5\n") == "01:11:17 [rank 0] INFO step 5\n"
+
+
+def test_launch_prints_an_error_of_every_process_once_and_one_process_s_with_its_number(tmp_path, capfd):
+    """A bad config key fails both processes alike: one line, as one process prints it (it was printed
+    twice). An error that one process alone prints is still shown, naming it."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "run",
+                        str(ROOT / "configs" / "taylor_green.yaml"), "--set", "grid.shap=16"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr == "error: grid.shap = 16 is an unknown key; did you mean 'grid.shape'? known keys here: " \
+                       "shape, box\n"
+    # process 0 ends first; process 1 then says the same and an error of its own
+    both = ("import os, sys, time; rank = os.environ['SIMULATOR_PROCESS_ID']; time.sleep(0.5 * int(rank))\n"
+            "print('error: every process', file=sys.stderr)\n"
+            "if rank == '1': print('error: this one', file=sys.stderr); sys.exit(2)\n")
+    assert launch(2, [sys.executable, "-c", both], timeout=60) == 2
+    assert capfd.readouterr().err == "error: every process\nerror: process 1 of 2: this one\n"
 
 
 @pytest.mark.slow

@@ -29,7 +29,6 @@ from simulator.errors import ConfigError
 from simulator.output import checkpoints
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import read_timeseries
-from simulator.launch import launch
 from simulator.run.ensemble import run_configs
 
 from conftest import optimized_codegen
@@ -357,8 +356,9 @@ def test_the_documented_ensemble_sweep_as_written():
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_path):
-    """`simulator sweep DIR --group 0` in 2 processes (slab over their 2 devices): each member equals
-    its separate one-process run to 1e-12."""
+    """`simulator launch -n 2 --cpu-devices 1 sweep DIR --group 0` (slab over the 2 processes' devices; sweep
+    takes --cpu-devices as run does, which launch puts after the command): each member equals its separate
+    one-process run to 1e-12."""
     file = tmp_path / "s.yaml"
     file.write_text(yaml.safe_dump({"name": "s", "base": str(TG), "ensemble": True,
                                     "set": {**{k: v for k, v in BASE.items() if k != "runtime.cpu_devices"},
@@ -367,9 +367,12 @@ def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_
     out = tmp_path / "sw"
     manifest = sweep.prepare(sweep.load(file), out)
     assert sweep.write_groups(out, manifest, None) == [[0, 1]]
-    assert launch(2, [sys.executable, "-m", "simulator", "sweep", str(out), "--group", "0"], timeout=300) == 0
+    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout", "240",
+                        "sweep", str(out), "--group", "0"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
     for point in manifest["points"]:
         cfg = config_mod.load(str(out / point["config"]))
         assert simulator.run_config(cfg, tmp_path / "sep" / point["name"]) == 0
         assert_same_run(out / point["name"], tmp_path / "sep" / point["name"])
-        assert yaml.safe_load((out / point["name"] / "config.yaml").read_text())["processes"] == 2
+        written = yaml.safe_load((out / point["name"] / "config.yaml").read_text())
+        assert written["processes"] == 2 and written["config"]["runtime"]["cpu_devices"] == 1

@@ -109,14 +109,14 @@ def test_an_ensemble_carries_the_particles_of_each_member(tmp_path):
             assert np.max(np.abs(members[1][name] - alone[name])) <= 1e-12 * scale, name
 
 
-@pytest.mark.slow  # two runs through the CLI, one of them as two processes (~40 s on 2 cores)
+@pytest.mark.slow  # three runs through the CLI, one of them as two processes (~40 s on 2 cores)
 def test_two_processes_write_their_shares_and_agree_with_one(tmp_path):
     import subprocess
     import sys
 
     base = [sys.executable, "-m", "simulator"]
     args = ["run", str(TG), "--set", "grid.shape=16", "--set", "precision=float64", "--set", "output.chunk=5",
-            "--set", "output.snapshots.every=10", "--set", "time.t_end=0.1",
+            "--set", "output.snapshots.every=10", "--set", "checkpoint.every=5", "--set", "time.t_end=0.1",
             "--set", "particles=[{name: tracers, count: 31, seed: 2}, {name: local, count: 8, placement: lattice, "
                      "interpolation: lagrange4}]"]
     one = subprocess.run([*base, *args, "--cpu-devices", "4", "--out", "one"], cwd=tmp_path, capture_output=True,
@@ -139,6 +139,18 @@ def test_two_processes_write_their_shares_and_agree_with_one(tmp_path):
     for name in final_one:
         if name.startswith("particles."):
             assert np.max(np.abs(final_two[name] - final_one[name])) <= 1e-12 * np.max(np.abs(final_one[name]))
+    # restarted on one process from step 5: what it rewrites (the step-10 snapshots and checkpoint) keeps no
+    # shard of process 1, which the new indexes do not name; what it does not rewrite keeps both
+    again = subprocess.run([*base, *args, "--cpu-devices", "4", "--restart", "two/checkpoints/c00000005.json",
+                            "--out", "two"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rewritten = ("snapshots/s00000010", "particles/s00000010", "checkpoints/c00000010")
+    kept = ("snapshots/s00000000", "particles/s00000000", "checkpoints/c00000005")
+    shards = {stem: sorted(p.name for p in (tmp_path / "two" / stem).iterdir()) for stem in rewritten + kept}
+    assert shards == {**dict.fromkeys(rewritten, ["p0000.h5"]), **dict.fromkeys(kept, ["p0000.h5", "p0001.h5"])}
+    got = particles_out.read(index)
+    for name in ref:
+        assert np.max(np.abs(got[name] - ref[name])) <= 1e-12 * max(1.0, float(np.max(np.abs(ref[name])))), name
 
 
 TRACKS = ["run", str(TG), "--set", "grid.shape=8", "--set", "precision=float64", "--set", "output.chunk=2",

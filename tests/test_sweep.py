@@ -94,12 +94,17 @@ def test_array_spec_lists_the_unfinished_points_with_the_limit():
 def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
     file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05]}, max_parallel=2)
     out = tmp_path / "sw"
-    r = cli(tmp_path, "sweep", file, "--out", out, "--local", "-j", "2")
+    r = cli(tmp_path, "sweep", file, "--out", out, "--local", "-j", "2", "--cpu-devices", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("exit 0 (finished)") == 2
     # each point's config is the fully resolved base config with its values, and runs on its own
     cfg = yaml.safe_load((out / "configs" / "p001.yaml").read_text())
     assert cfg["physics"]["viscosity"] == 0.05 and cfg["grid"]["shape"] == [16, 16, 16] and cfg["name"] == "s_p001"
+    # --cpu-devices reached every point's run (as `run --cpu-devices`), not the sweep's stored configs
+    assert cfg["runtime"]["cpu_devices"] is None
+    for p in ("p000", "p001"):
+        assert yaml.safe_load((out / p / "config.yaml").read_text())["config"]["runtime"]["cpu_devices"] == 2
+        assert "devices: 2 cpu on 1 process(es)" in (out / p / "run.log").read_text()
     finished = {p: (out / p / "timeseries.csv").read_bytes() for p in ("p000", "p001")}
     again = cli(tmp_path, "sweep", file, "--out", out, "--local")
     assert again.returncode == 0 and "2 of 2 points already finished; running 0" in again.stdout

@@ -22,21 +22,37 @@ def config_args(p: argparse.ArgumentParser, required: bool) -> None:
         p.add_argument("config", nargs="?", default=None, help="YAML config file (default: built-in defaults)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set grid.shape=[64,64,64] (repeatable)")
+    runtime_args(p)
+
+
+def runtime_args(p: argparse.ArgumentParser, where: str = "") -> None:
+    """The runtime's own flags, ``--cpu-devices`` and ``--threads``: of the run itself, or (``where``, e.g.
+    " in each point's run") of the runs the command starts."""
     p.add_argument("--cpu-devices", type=int, default=None, metavar="N",
-                   help="run on N virtual CPU devices (same as --set runtime.cpu_devices=N)")
+                   help=f"run on N virtual CPU devices (same as --set runtime.cpu_devices=N{where})")
     p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="use N CPU threads: XLA's pool and FFTW's (same as --set runtime.threads=N; small grids "
-                   "run faster on 1)")
+                   help=f"use N CPU threads: XLA's pool and FFTW's (same as --set runtime.threads=N{where}; small "
+                   "grids run faster on 1)")
+
+
+#: the runtime's own flags (:func:`runtime_args`) and the config keys they set
+RUNTIME_FLAGS = {"cpu_devices": "runtime.cpu_devices", "threads": "runtime.threads"}
+
+
+def runtime_settings(args: argparse.Namespace) -> list[str]:
+    """The config overrides (``KEY=VALUE``) of the runtime's own flags that the command line gives."""
+    return [f"{key}={getattr(args, flag)}" for flag, key in RUNTIME_FLAGS.items() if getattr(args, flag) is not None]
+
+
+def runtime_flags(args: argparse.Namespace) -> list[str]:
+    """The runtime's own flags as the command line gives them, for a command this one starts."""
+    return [word for flag in RUNTIME_FLAGS if getattr(args, flag) is not None
+            for word in (f"--{flag.replace('_', '-')}", str(getattr(args, flag)))]
 
 
 def runtime_overrides(args: argparse.Namespace) -> list[str]:
     """The config overrides of the command line: ``--set`` and the runtime's own flags."""
-    overrides = list(args.overrides)
-    if args.cpu_devices is not None:
-        overrides.append(f"runtime.cpu_devices={args.cpu_devices}")
-    if args.threads is not None:
-        overrides.append(f"runtime.threads={args.threads}")
-    return overrides
+    return [*args.overrides, *runtime_settings(args)]
 
 
 def load(args: argparse.Namespace) -> config_mod.Config:

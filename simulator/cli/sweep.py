@@ -6,8 +6,10 @@ import argparse
 import os
 from typing import Any
 
-from simulator.cli.common import EXIT_INTERRUPTED, EXIT_OK
+from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, runtime_args, runtime_flags,
+                                  runtime_settings)
 from simulator.errors import ConfigError
+from simulator.launch import ENV_NUM_PROCESSES
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -18,9 +20,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
     if args.point is not None:
-        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"))
+        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args))
     if args.group is not None:
-        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"))
+        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), runtime_settings(args))
+    launched = os.environ.get(ENV_NUM_PROCESSES)
+    if launched:  # every process would prepare and run the whole sweep (and all but one be refused by its lock)
+        raise ConfigError("simulator launch -n", int(launched), "run the sweep in one process (`simulator sweep FILE "
+                          "--local --cpu-devices D` gives each point D devices), or one point on these processes: "
+                          f"`simulator launch -n {launched} sweep DIR --point I` (an ensemble group: --group G)",
+                          "cannot run a whole sweep")
+    for flag, key in RUNTIME_FLAGS.items():
+        if getattr(args, flag) is not None and (args.submit or args.collect):
+            raise ConfigError(f"--{flag.replace('_', '-')}", getattr(args, flag), "give it with --local, --point or "
+                              f"--group, or set {key} in the sweep file's set (what array tasks run with)",
+                              f"is not passed on by {'--submit' if args.submit else '--collect'}")
     if args.batch is not None and args.batch < 1:
         raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
@@ -52,11 +65,14 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
 
     from simulator import sweep, sweep_slurm
 
-    if args.ensemble or args.batch is not None or spec.ensemble:  # a point no ensemble can hold: before any write
+    ensemble = args.ensemble or args.batch is not None or spec.ensemble
+    if ensemble or runtime_settings(args):  # before any write: a point no ensemble can hold, or the flags cannot run
         from simulator.run.grouping import check_member
 
         for point in spec.points:
-            check_member(sweep.point_config(spec, point, directory))
+            cfg = sweep.point_config(spec, point, directory, runtime_settings(args))
+            if ensemble:
+                check_member(cfg)
     manifest = sweep.prepare(spec, directory)
     print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
           f"{directory / sweep.MANIFEST}")
@@ -64,21 +80,22 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
         print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
               + " ".join(f"{k}={v}" for k, v in p["params"].items()))
     groups = None
-    if args.ensemble or args.batch is not None or spec.ensemble:
+    if ensemble:
         groups = sweep.write_groups(directory, manifest, args.batch or spec.batch)
         print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
               + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
     out = f" --out {args.out}" if args.out else ""
+    flags = "".join(f" {word}" for word in runtime_flags(args))
     if args.submit:
         sweep_slurm.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups, report=print)
     elif args.local:
         code = sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups,
-                               report=print)
+                               report=print, flags=runtime_flags(args))
         if code == EXIT_INTERRUPTED:
-            print(f"resume with: simulator sweep {args.target}{out} --local{' --ensemble' if groups else ''}")
+            print(f"resume with: simulator sweep {args.target}{out} --local{flags}{' --ensemble' if groups else ''}")
         return code
     else:
-        print(f"next: simulator sweep {args.target}{out} --local [-j K], or --submit (one Slurm array job)")
+        print(f"next: simulator sweep {args.target}{out} --local{flags} [-j K], or --submit (one Slurm array job)")
     return EXIT_OK
 
 
@@ -108,6 +125,7 @@ def add_sweep(sub: Any) -> None:
     p.add_argument("--script", default="slurm/sweep.sbatch", metavar="FILE",
                    help="with --submit: the array job script (default: slurm/sweep.sbatch)")
     p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")
+    runtime_args(p, " in each point's run; with --local, --point or --group")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
                    help="with --collect: the column to plot (e.g. peak_dissipation; default: chosen from the table)")
     p.add_argument("--against", default=None, metavar="KEY",

@@ -15,7 +15,8 @@ Writing (collective; every process calls the same function with the same fields)
 * after a barrier, process 0 writes ``<stem>.h5``: one HDF5 virtual dataset per field, of the global
   shape, stitched from the blocks by relative paths (the directory can be moved), with the shared
   attributes (step, time, resolved config, versions, schema version). The block layout comes from the
-  arrays' shardings, which every process knows.
+  arrays' shardings, which every process knows. It then removes the stem's shards of processes past the
+  run's count, left by an earlier write of the stem on more processes (:func:`remove_stale_shards`).
 
 Axis order on disk. By default an array is stored in canonical order ``(*batch, x, y, z)``: spectral
 arrays of a backend whose k-space axes are permuted are transposed block by block on the way out and
@@ -214,6 +215,19 @@ def process_file(stem: Path, rank: int) -> Path:
     return stem / f"p{rank:04d}.h5"
 
 
+def remove_stale_shards(stem: Path, processes: int) -> None:
+    """Remove the shard files of ``stem`` of processes ``processes`` and up, once its new index is written
+    (process 0): an earlier write of this stem on more processes left them (a restart on fewer rewrites the
+    outputs past its checkpoint), and the index no longer names them."""
+    for path in stem.glob("p*.h5"):
+        rank = path.stem[1:]
+        if rank.isdigit() and int(rank) >= processes:
+            try:
+                path.unlink()
+            except OSError:  # one left behind misleads but harms no reader: not a reason to fail the run
+                pass
+
+
 def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
           coordinates: Mapping[str, Coordinate] | None = None, *, checksum: bool = False) -> Path:
     """Write ``fields`` as ``stem/p<rank>.h5`` on every process and the index ``stem.h5`` on process 0.
@@ -255,6 +269,7 @@ def write(stem: Path, fields: Mapping[str, Field], attrs: Mapping[str, Any],
     index = stem.with_suffix(".h5")
     if rank == 0:
         write_atomically(index, lambda f: _fill_index(f, stem, fields, attrs, coordinates or {}))
+        remove_stale_shards(stem, jax.process_count())
     barrier(f"index {stem}")
     return index
 

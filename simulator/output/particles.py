@@ -202,6 +202,7 @@ def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str,
                 f.create_virtual_dataset(name, layout)
 
         hdf5.write_atomically(index, fill_index)
+        hdf5.remove_stale_shards(stem, processes)
         grid = particle_grid(index.name, n, shapes, time, int(attrs["step"]))
         write_xdmf(index, grid)
         update_series(index.parent, grid)
