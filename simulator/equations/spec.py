@@ -35,7 +35,8 @@ from simulator.schema.build import build
 
 @dataclass(frozen=True)
 class EquationParams:
-    """Base of an equation's parameter schema (``physics.*``). Subclasses redeclare ``name``."""
+    """Base of an equation's parameter schema (``physics.*``). Subclasses redeclare ``name``; one whose values
+    leave keys out of a run declares them with ``absent_keys()`` (:func:`simulator.schema.absent_keys`)."""
 
     name: str = setting("", "equation to solve")
 
