@@ -23,6 +23,7 @@ WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
 PARTICLES = str(ROOT / "configs" / "forced_turbulence_particles.yaml")  # two species
 COSMO = str(ROOT / "configs" / "fdm_cosmo.yaml")
 CDM = str(ROOT / "configs" / "cold_dark_matter.yaml")  # the particles alone
+MIXED = str(ROOT / "configs" / "fdm_mixed.yaml")  # a wave (m22 = 0.15) and particles
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
@@ -156,6 +157,13 @@ CASES = {
                                       "--set", "physics.m22=1.0"],
                                      "physics.m22 = 1.0 is a setting of the wave; leave it out: physics.fdm_fraction "
                                      "= 0 runs the cold particles alone, without a wave"),
+    # a mixed config made particle-only with --set: what to do, which --set cannot (remove the wave's keys)
+    "a mixed config set to no wave": (["run", MIXED, "--set", "physics.fdm_fraction=0"],
+                                      "physics.m22 = 0.15 is a setting of the wave; leave it out: physics.fdm_fraction "
+                                      "= 0 runs the cold particles alone, without a wave; drop the wave's keys (m22, "
+                                      "self_interaction, f_a, fdm_transfer) from the config, as "
+                                      "configs/cold_dark_matter.yaml does (--set cannot remove a key), or give an "
+                                      "fdm_fraction > 0"),
     # command line
     "config not UTF-8": (["run", "latin1.yaml"], "config file = 'latin1.yaml:1' is not valid UTF-8"),
     "binary config": (["run", "binary.yaml"], "config file = 'binary.yaml' is a binary file"),

@@ -122,7 +122,7 @@ class FDMCosmoParams(EquationParams):
     def absent_keys(self) -> dict[str, tuple[str, str]]:
         """Without the wave (f = 0) the wave's own keys, :data:`WAVE_KEYS`
         (:func:`simulator.equations.cold.absent_wave_keys`)."""
-        return absent_wave_keys(self, WAVE_KEYS)
+        return absent_wave_keys(self, WAVE_KEYS, "configs/cold_dark_matter.yaml")
 
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
