@@ -725,7 +725,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
     checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
     restarted on 4 devices in pencils (the particles handed out again by owner) equal to it to 1e-12; and
-    the total mass stays at round-off; `simulator plot` draws it. The slots' numerics are free at a restart
+    the total mass stays at round-off; `simulator plot` draws it (the legends naming what is drawn: no U without the
+    wave). The slots' numerics are free at a restart
     (physics.cdm_exchange raised, still bitwise; physics.cdm_capacity raised on 4 devices), without
     --allow-physics-change; another particle count or kind (4096 -> 512, mixed -> pure wave) is refused in one
     line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed.
@@ -814,6 +815,13 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
                           timeout=300)
     assert plot.returncode == 0, plot.stderr
     assert (out / "plots" / "slice.png").is_file() and (out / "plots" / "spectra.png").is_file()
+    # the legends name what is drawn: without the wave no U (its interaction energy; they said E = K + W + U)
+    fig = simulator.load_run(out).plot.timeseries()
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    energy = "$E = K + W + U$" if mixed_run else "$E = K + W$"
+    assert energy in labels and ("$U$" in labels) == mixed_run, labels
+    assert [label for label in labels if "2K + W" in label] == [
+        r"$[\Delta E + \int(2K + W" + (" + 3U" if mixed_run else "") + r")\,d\ln a]\,/\,|W|$"], labels
     if mixed_run:
         return
     planned = subprocess.run([sys.executable, "-m", "simulator", "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",

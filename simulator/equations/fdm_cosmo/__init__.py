@@ -333,9 +333,12 @@ INFO = EquationInfo(
     plot=PlotSpec(
         panels=(
             Panel("mass change", (Curve("mass", r"$M/M_0 - 1$", relative=True),)),
+            # a run without the wave has no U (interaction): its E and its Layzer-Irvine source are K and W alone
             Panel("energy", (Curve("kinetic", r"$K$"), Curve("potential", r"$W$"), Curve("interaction", r"$U$"),
-                             Curve("total", r"$E = K + W + U$"))),
-            Panel("Layzer–Irvine", (Curve("layzer_irvine", r"$[\Delta E + \int(2K+W+3U)\,d\ln a]\,/\,|W|$"),)),
+                             Curve("total", r"$E = {terms}$", terms=(("kinetic", "K"), ("potential", "W"),
+                                                                      ("interaction", "U"))))),
+            Panel("Layzer–Irvine", (Curve("layzer_irvine", r"$[\Delta E + \int({terms})\,d\ln a]\,/\,|W|$",
+                                          terms=(("kinetic", "2K"), ("potential", "W"), ("interaction", "3U"))),)),
             Panel("peak density", (Curve("max_density", r"$\max\rho/\bar\rho$"),), log="auto"),
         ),
         spectrum="power",
