@@ -221,19 +221,17 @@ class ComovingClock(Clock):
     def output_attrs(self, t: float) -> dict[str, Any]:
         a = self.physics.a_start * math.exp(t)
         age = float(cosmology.cosmic_time(a, self.physics.omega_m, self.physics.omega_lambda))
-        return {"a": a, "redshift": 1.0 / a - 1.0, "cosmic_time": age,
+        return {"a": a, "redshift": float(cosmology.redshift(a)), "cosmic_time": age,
                 "cosmic_time_gyr": age / cosmology.hubble_si(self.physics.h) / cosmology.GYR,
                 "hubble": float(cosmology.hubble(a, self.physics.omega_m, self.physics.omega_lambda)),
                 "hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
 
     def time_coordinates(self, t: float) -> dict[str, float]:
         a = self.physics.a_start * math.exp(t)
-        return {"a": a, "z": 1.0 / a - 1.0}
+        return {"a": a, "z": float(cosmology.redshift(a))}
 
     def time_label(self, t: float) -> str:
-        # not a coordinate z; a run that ends today reaches z = 0 up to round-off (2.2e-16), printed as 0
-        z = round(1.0 / (self.physics.a_start * math.exp(t)) - 1.0, 10) + 0.0
-        return f"redshift z = {z:.4g}"
+        return f"redshift z = {self.time_coordinates(t)['z']:.4g}"
 
     def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
         """The Layzer-Irvine residual R = E - E_start + int (2K + W + 3U) dln a, over |W|, continued from
