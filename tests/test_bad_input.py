@@ -22,6 +22,8 @@ MHD = str(ROOT / "configs" / "orszag_tang.yaml")
 WAVE = str(ROOT / "configs" / "stratified_turbulence.yaml")
 PARTICLES = str(ROOT / "configs" / "forced_turbulence_particles.yaml")  # two species
 COSMO = str(ROOT / "configs" / "fdm_cosmo.yaml")
+CDM = str(ROOT / "configs" / "cold_dark_matter.yaml")  # the particles alone
+MIXED = str(ROOT / "configs" / "fdm_mixed.yaml")  # a wave (m22 = 0.15) and particles
 #: a YAML "billion laughs": nine levels of nine aliases, 9**9 strings once expanded
 BOMB = "a: &a [" + ",".join(["lol"] * 9) + "]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
@@ -144,16 +146,24 @@ CASES = {
                          "physics.fdm_fraction = nan is out of range; every entry must be finite"),
     "fdm_fraction above 1": (["run", COSMO, "--set", "physics.fdm_fraction=1.5"],
                              "physics.fdm_fraction = 1.5 is out of range; every entry must be <= 1.0"),
-    "no wave and no particles": (["run", COSMO, "--set", "physics.fdm_fraction=0"],
+    "no wave and no particles": (["run", CDM, "--set", "physics.cdm_particles=0"],
                                  "physics.fdm_fraction = 0.0 has no particles; set physics.cdm_particles"),
     "a wave too thin for float32": (["run", COSMO, "--set", "precision=float32", "--set", "physics.fdm_fraction=1e-37",
                                      "--set", "physics.cdm_particles=262144"],
                                     "physics.fdm_fraction = 1e-37 is too small for float32; 0 (the particles alone) or "
                                     "at least 3.3e-31 in float32"),
-    "a key of the wave without it": (["run", COSMO, "--set", "physics.fdm_fraction=0", "--set",
-                                      "physics.cdm_particles=262144", "--set", "physics.m22=0.5"],
-                                     "physics.m22 = 0.5 is a setting of the wave; leave it out: physics.fdm_fraction "
+    # a key of the wave given, even at its default (it was accepted there: compared with the default)
+    "a key of the wave without it": (["run", CDM, "--set", "grid.shape=16", "--set", "physics.cdm_particles=4096",
+                                      "--set", "physics.m22=1.0"],
+                                     "physics.m22 = 1.0 is a setting of the wave; leave it out: physics.fdm_fraction "
                                      "= 0 runs the cold particles alone, without a wave"),
+    # a mixed config made particle-only with --set: what to do, which --set cannot (remove the wave's keys)
+    "a mixed config set to no wave": (["run", MIXED, "--set", "physics.fdm_fraction=0"],
+                                      "physics.m22 = 0.15 is a setting of the wave; leave it out: physics.fdm_fraction "
+                                      "= 0 runs the cold particles alone, without a wave; drop the wave's keys (m22, "
+                                      "self_interaction, f_a, fdm_transfer) from the config, as "
+                                      "configs/cold_dark_matter.yaml does (--set cannot remove a key), or give an "
+                                      "fdm_fraction > 0"),
     # command line
     "config not UTF-8": (["run", "latin1.yaml"], "config file = 'latin1.yaml:1' is not valid UTF-8"),
     "binary config": (["run", "binary.yaml"], "config file = 'binary.yaml' is a binary file"),

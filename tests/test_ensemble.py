@@ -102,7 +102,8 @@ def test_configs_group_by_structure():
     cold = {"physics.name": "fdm_cosmo", "grid.shape": 8, "physics.cdm_particles": 512}
     cosmic = [simulator.load_config(None, {**cold, "physics.fdm_fraction": f}) for f in (0.3, 0.5, 0.0, 0.0)]
     assert grouping.groups(cosmic) == [[0, 1], [2, 3]]
-    assert grouping.differences(cosmic[0], cosmic[2]) == ["physics.fdm_fraction"]
+    # and the wave's structural key, which a run without the wave does not have (its resolved config omits it)
+    assert grouping.differences(cosmic[0], cosmic[2]) == ["physics.fdm_fraction", "physics.fdm_transfer"]
     with pytest.raises(ConfigError, match="ensemble member 1: physics.fdm_fraction = 0 changes the compiled"):
         run_configs(cosmic[1:3], ["a", "b"])
     with pytest.raises(ConfigError, match="ensemble member 1: grid.shape = \\[32, 32, 32\\] changes the compiled"):

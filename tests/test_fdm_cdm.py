@@ -16,13 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import yaml
 from scipy import special
 from scipy.integrate import solve_ivp
 
 import simulator
 from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
-from simulator.equations.fdm_cosmo import cdm, cosmology
+from simulator.equations.fdm_cosmo import WAVE_KEYS, cdm, cosmology
 from simulator.errors import ConfigError
 from support import assert_failure_recorded, case_id, distributed_cases, mesh_cases, relative_error, shared, simulation
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
@@ -35,6 +36,19 @@ def mixed(case=("single", 1, None), n=16, box=10.0, fraction=0.5, window="tsc", 
     return shared(case, physics__name="fdm_cosmo", initial__name=initial, grid__shape=[n] * 3, grid__box=[box] * 3,
                   physics__fdm_fraction=fraction, physics__cdm_particles=n**3, physics__cdm_window=window,
                   **({"physics__cdm_lpt": lpt} if lpt != 1 else {}))
+
+
+def cosmo_config(tmp_path, fraction):
+    """configs/fdm_cosmo.yaml for a run of wave share ``fraction``; for the particles alone (0) a copy without the
+    wave's keys (its m22), which a particle-only run refuses, as a user would write it."""
+    path = ROOT / "configs" / "fdm_cosmo.yaml"
+    if fraction:
+        return str(path)
+    raw = yaml.safe_load(path.read_text())
+    raw["physics"] = {k: v for k, v in raw["physics"].items() if k not in WAVE_KEYS}
+    copy = tmp_path / "cold_cosmo.yaml"
+    copy.write_text(yaml.safe_dump(raw))
+    return str(copy)
 
 
 def lattice(n, box):
@@ -639,8 +653,10 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
     (["physics.fdm_fraction=1e-37", "physics.cdm_particles=64", "precision=float32"], "physics.fdm_fraction"),
     (["physics.fdm_fraction=1e-300", "physics.cdm_particles=64", "precision=float64"], "physics.fdm_fraction"),
     (["physics.fdm_fraction=0.0"], "physics.fdm_fraction"),
+    # a wave's key given is refused at its default value too (it was accepted: compared with the default)
     *((["physics.fdm_fraction=0", "physics.cdm_particles=64", f"physics.{key}={value}"], f"physics.{key}")
-      for key, value in (("m22", 0.5), ("self_interaction", 0.1), ("f_a", 1e17), ("fdm_transfer", "false"))),
+      for key, value in (("m22", 0.5), ("self_interaction", 0.1), ("f_a", 1e17), ("fdm_transfer", "false"),
+                         ("m22", 1.0), ("self_interaction", 0.0), ("f_a", "null"), ("fdm_transfer", "true"))),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "output.tasks=[{name: d, field: density, every: 10}]"],
      "output.tasks[0].field"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "initial={name: file, path: x}"], "initial.name"),
@@ -709,7 +725,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
     checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
     restarted on 4 devices in pencils (the particles handed out again by owner) equal to it to 1e-12; and
-    the total mass stays at round-off; `simulator plot` draws it. The slots' numerics are free at a restart
+    the total mass stays at round-off; `simulator plot` draws it (the legends naming what is drawn: no U without the
+    wave). The slots' numerics are free at a restart
     (physics.cdm_exchange raised, still bitwise; physics.cdm_capacity raised on 4 devices), without
     --allow-physics-change; another particle count or kind (4096 -> 512, mixed -> pure wave) is refused in one
     line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed.
@@ -717,9 +734,10 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
     plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2."""
     mixed_run = fraction > 0
+    config = cosmo_config(tmp_path, fraction)
 
     def run(out, *extra, status=0):
-        args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
+        args = [sys.executable, "-m", "simulator", "run", config, "--cpu-devices", "2",
                 "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
                 "--set", "physics.output_redshifts=[127,63,31]", "--set", f"physics.fdm_fraction={fraction}",
                 "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
@@ -797,10 +815,16 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
                           timeout=300)
     assert plot.returncode == 0, plot.stderr
     assert (out / "plots" / "slice.png").is_file() and (out / "plots" / "spectra.png").is_file()
+    # the legends name what is drawn: without the wave no U (its interaction energy; they said E = K + W + U)
+    fig = simulator.load_run(out).plot.timeseries()
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    energy = "$E = K + W + U$" if mixed_run else "$E = K + W$"
+    assert energy in labels and ("$U$" in labels) == mixed_run, labels
+    assert [label for label in labels if "2K + W" in label] == [
+        r"$[\Delta E + \int(2K + W" + (" + 3U" if mixed_run else "") + r")\,d\ln a]\,/\,|W|$"], labels
     if mixed_run:
         return
-    planned = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "fdm_cosmo.yaml"),
-                              "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",
+    planned = subprocess.run([sys.executable, "-m", "simulator", "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",
                               "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
     assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]
     written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
@@ -825,7 +849,7 @@ def test_two_processes_equal_one(tmp_path, fraction):
     the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells); the
     particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's. The
     same with the particles alone (f = 0: no wave)."""
-    args = ["run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--set", "grid.shape=16", "--set", "output.chunk=7",
+    args = ["run", cosmo_config(tmp_path, fraction), "--set", "grid.shape=16", "--set", "output.chunk=7",
             "--set", "physics.z_end=63", "--set", "physics.output_redshifts=[127,63]",
             "--set", f"physics.fdm_fraction={fraction}",
             "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_lpt=2", "--set", "checkpoint.every=14"]

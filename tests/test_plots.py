@@ -16,6 +16,7 @@ import yaml
 
 from simulator import equations, plots
 from simulator.config import load as load_config
+from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import FieldInfo
 from simulator.output.base import Schedule
 from simulator.time.control import Stepper
@@ -445,6 +446,14 @@ def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_red
     ends_today = info.params(z_start=49.0)
     assert 1 / (ends_today.a_start * np.exp(ends_today.time_at(0.0))) - 1 != 0  # the round-off is there
     assert ends_today.clock().time_label(ends_today.time_at(0.0)) == "redshift z = 0"
+    # and the numbers written are 0 by the same rule: the snapshots' attribute (output_attrs), the spectra's z
+    # (time_coordinates), the time series' column (in the run's precision); they were 2.22e-16
+    today_attrs = ends_today.clock().output_attrs(ends_today.time_at(0.0))
+    assert today_attrs["redshift"] == 0.0 and ends_today.clock().time_coordinates(ends_today.time_at(0.0))["z"] == 0.0
+    for one in (np.float32(1), np.float64(1)):  # a within an ulp of 1 either side, in each precision
+        for a in (np.nextafter(one, 2 * one), np.nextafter(one, 0 * one)):
+            assert 1 / a - 1 != 0 and cosmology.redshift(a) == 0, a
+    assert cosmology.redshift(1 / 1.5) == pytest.approx(0.5, rel=1e-15) and cosmology.redshift(1 / (1 + 1e-9)) > 0
     today = {**config, "physics": {**config["physics"], "z_start": 49.0, "z_end": 0.0}}
     t = np.linspace(0.0, ends_today.time_at(0.0), 5)
     fig = timeseries_plots.timeseries_figure({**series, **{c: 1.0 + t for c in series if c != "time"}, "time": t},

@@ -264,6 +264,9 @@ def test_distributed_equals_single_device(case, wave):
       "precision=float32"], "physics.fdm_fraction"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.hbar_over_m=0.1"], "physics.hbar_over_m"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.self_interaction=1"], "physics.self_interaction"),
+    # at their defaults too: a key given is refused, whatever its value
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.hbar_over_m=0.02"], "physics.hbar_over_m"),
+    (["physics.fdm_fraction=0", "physics.cdm_particles=64", "physics.self_interaction=0"], "physics.self_interaction"),
     (["physics.fdm_fraction=0", "physics.cdm_particles=64", "initial.name=random"], "initial.name"),
 ])
 def test_bad_mixed_input_is_refused_in_one_line_naming_the_key(overrides, key):

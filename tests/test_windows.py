@@ -346,6 +346,22 @@ def test_the_hand_over_moves_the_same_rows_on_both_paths_in_either_buffers(nativ
     assert after.sum() == before.sum()  # every particle has a slot
     assert np.any(after & ~before) and np.any(before & ~after)  # rows did move between devices
     assert np.array_equal(np.sort(out[buffer, "native"][3][after]), np.arange(before.sum()))
+    # a particle not finite along every split axis is far along each (two devices to an axis have no block
+    # further away): counted once, not once per axis (the pencil counted it twice), and lost from the slots as
+    # every lost particle is, so that no later axis or step counts it again; one not finite along one axis, once
+    split = [a for a, _, _ in moves]
+    strays = np.flatnonzero(before)[[3, -5]]
+    bad = np.asarray(moved).copy()
+    bad[strays[0], split] = np.nan
+    bad[strays[1], split[0]] = np.inf
+    bad = jax.device_put(bad, moved.sharding)
+    for impl in ("native", "xla"):
+        live, *_, ident, counts = (np.asarray(a) for a in jax.jit(bodies[buffer, impl])(state.live > 0, bad,
+                                                                                        state.momentum, state.ident))
+        assert counts.tolist() == [0, 0, 2], (impl, counts)
+        assert live.sum() == before.sum() - 2 and not set(np.asarray(state.ident)[strays]) & set(ident[live]), impl
+    why = sim.equation.lost(state._replace(lost=owned.counted(None, jnp.asarray(counts))))
+    assert why.reason.startswith("2 cold particle(s) moved more than one device's block"), why
 
 
 @pytest.mark.parametrize("impl", ["native", "xla"])

@@ -35,7 +35,8 @@ from simulator.schema.build import build
 
 @dataclass(frozen=True)
 class EquationParams:
-    """Base of an equation's parameter schema (``physics.*``). Subclasses redeclare ``name``."""
+    """Base of an equation's parameter schema (``physics.*``). Subclasses redeclare ``name``; one whose values
+    leave keys out of a run declares them with ``absent_keys()`` (:func:`simulator.schema.absent_keys`)."""
 
     name: str = setting("", "equation to solve")
 
@@ -161,6 +162,8 @@ class FromFile(InitialCondition):
 
 #: stands for an index in a declared name (see the module docstring)
 INDEX = "{i}"
+#: stands for the terms of a sum in a curve's label (:attr:`Curve.terms`)
+TERMS = "{terms}"
 
 
 def _pattern(template: str) -> re.Pattern[str]:
@@ -214,17 +217,27 @@ class Curve:
     against the size of its parts (the total energy K + W against |K| + |W|). A column template
     (``{i}``) draws a line per column it declares, ``{i}`` in the label replaced by the index.
     ``hyperviscous``: what the label adds for a run with hyperviscous terms (a coefficient of
-    :meth:`EquationParams.hyperviscous_coefficients` > 0), their part of the quantity."""
+    :meth:`EquationParams.hyperviscous_coefficients` > 0), their part of the quantity. ``terms``: the
+    (column, symbol) pairs of a sum the column is made of, which ``{terms}`` in the label names, those of the
+    run's columns only (:meth:`with_terms`: a run without a component has no column of its energy, and its
+    total none of it)."""
 
     column: str
     label: str
     relative: bool = False
     scale: tuple[str, ...] = ()
     hyperviscous: str = ""
+    terms: tuple[tuple[str, str], ...] = ()
 
     def label_for(self, hyperviscous: bool) -> str:
         """The label of a run with (``hyperviscous``) or without hyperviscous terms."""
         return self.label + self.hyperviscous if hyperviscous else self.label
+
+    def with_terms(self, columns: Iterable[str]) -> Curve:
+        """This curve, ``{terms}`` in its label the symbols of :attr:`terms` whose columns are among ``columns``."""
+        have = set(columns)
+        named = " + ".join(symbol for column, symbol in self.terms if column in have)
+        return dataclasses.replace(self, label=self.label.replace(TERMS, named)) if self.terms else self
 
 
 @dataclass(frozen=True)

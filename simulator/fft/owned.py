@@ -68,9 +68,11 @@ def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx
     ``size`` devices along its mesh axis, this one ``me``): ``(up, down, stay, counts)``, ``up`` and ``down``
     ``(rows,)`` the slots of the first ``rows`` live particles whose owner is the next device up and down
     (:func:`_first`'s form: in slot order, then the slot count; with two devices every leaver goes up), ``stay``
-    ``live`` less every leaver (those past ``rows`` too), ``counts`` ``(3,)`` int32 the leavers up and down (all)
-    and the live particles further away or not finite (they stay). ``impl`` native: one pass over the slots
-    (handover_ffi.cc); xla: XLA's operations and :func:`_first`."""
+    ``live`` less every leaver (those past ``rows`` too) and every particle further away or not finite,
+    ``counts`` ``(3,)`` int32 the leavers up and down (all) and those further away or not finite. These are lost:
+    out of ``stay``, as every lost particle leaves the live slots, so that no later axis of the hand-over (a
+    particle not finite is far along each) and no later step counts one again. ``impl`` native: one pass over
+    the slots (handover_ffi.cc); xla: XLA's operations and :func:`_first`."""
     cap = live.shape[0]
     if impl == "native":
         # the positions only choose slots (integers): no derivative flows through them, and a native call has no
@@ -89,7 +91,7 @@ def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx
     down = live & known & (delta == size - 1) & (size > 2)
     far = live & ~(known & ((delta == 0) | (delta == 1) | (delta == size - 1)))
     counts = jnp.stack([jnp.sum(m, dtype=jnp.int32) for m in (up, down, far)])
-    return _first(up, rows, impl), _first(down, rows, impl), live & ~up & ~down, counts
+    return _first(up, rows, impl), _first(down, rows, impl), live & ~up & ~down & ~far, counts
 
 
 def _derived_from(xla):

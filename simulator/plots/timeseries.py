@@ -38,7 +38,9 @@ def curve_values(series: dict[str, np.ndarray], curve: Curve) -> np.ndarray | No
 
 def _columns(curve: Curve, series: dict[str, np.ndarray]) -> list[Curve]:
     """The curves ``curve`` draws: itself, or for a column template one per column it declares, ``{i}`` in
-    the label replaced by the index (one line per passive scalar)."""
+    the label replaced by the index (one line per passive scalar); a sum's label naming only the terms the run
+    has (:meth:`Curve.with_terms`: E = K + W without the wave)."""
+    curve = curve.with_terms(series)
     return [curve if i is None else dataclasses.replace(curve, column=column, label=curve.label.replace(INDEX, str(i)))
             for i, column in instances(curve.column, series)]
 

@@ -16,6 +16,11 @@ dataclass the section is built from (``physics.name`` selects an equation's para
 one of that equation's initial conditions), and a key of another variant is an unknown key listing the
 keys valid there.
 
+A section may leave some of its keys out of a run, by its own values: its method ``absent_keys()`` names
+them (an equation's parameters without a component: the wave's settings at ``physics.fdm_fraction`` 0).
+Such a key given in a mapping is refused whatever its value, and the plain data a section is written as
+omits it, so that a resolved config read back is valid (:func:`absent_keys`).
+
 Loading walks the schema generically, so a new key is declared once, in its dataclass, and is then
 parsed, validated, overridable with ``--set`` and documented (``simulator config-docs``). Every problem
 is a :class:`~simulator.errors.ConfigError`: one line naming the dotted key, the value and what is
@@ -68,6 +73,16 @@ def param(default: float, doc: str, **constraints: Any) -> Any:
     matter run's wave at ``physics.fdm_fraction`` 0): every other value is traced, but 0 and not 0 are two
     programs (:func:`zero_traced`, :func:`is_zero`, :func:`structural_zeros`)."""
     return setting(default, doc, traced=True, **constraints)
+
+
+def absent_keys(section: Any) -> Mapping[str, tuple[str, str]]:
+    """The keys of ``section`` that its values leave out of the run, each with the problem and what to do
+    (the ``problem`` and ``allowed`` of a :class:`~simulator.errors.ConfigError`), as its method
+    ``absent_keys()`` declares them; none for a section without one. A mapping giving one is refused
+    whatever the value (:func:`simulator.schema.build.build`: a default value written out says something
+    the run does not do as much as another), and :func:`simulator.schema.dump.to_dict` leaves them out."""
+    method = getattr(section, "absent_keys", None)
+    return method() if callable(method) else {}
 
 
 def section_list_item(tp: Any) -> type | None:

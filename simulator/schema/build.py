@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.schema import Variants, section_list_item
+from simulator.schema import Variants, absent_keys, section_list_item
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -211,7 +211,13 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
         elif name in data:
             kwargs[name] = coerce(key, data[name], hints[name])
             check(key, kwargs[name], f.metadata)
-    return cls(**kwargs)
+    built = cls(**kwargs)
+    absent = absent_keys(built)
+    for name in data:  # asked of the keys given, not of the values: a default written out is given too
+        if name in absent:
+            problem, allowed = absent[name]
+            raise ConfigError(f"{prefix}{name}", kwargs.get(name, data[name]), allowed, problem)
+    return built
 
 
 def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str, Any]) -> Any:

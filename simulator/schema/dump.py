@@ -12,17 +12,21 @@ from typing import Any
 
 import yaml
 
-from simulator.schema import section_list_item
+from simulator.schema import absent_keys, section_list_item
 from simulator.schema.build import type_name
 
 
 def to_dict(cfg: Any) -> dict:
-    """A schema dataclass as plain YAML-able data (tuples become lists)."""
+    """A schema dataclass as plain YAML-able data (tuples become lists), without the keys its values leave
+    out of the run (:func:`simulator.schema.absent_keys`)."""
 
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             out: dict[str, Any] = {}
+            absent = absent_keys(v)  # read back, they would be refused: the run does not have them
             for f in dataclasses.fields(v):
+                if f.name in absent:
+                    continue
                 value = getattr(v, f.name)
                 if "open" in f.metadata:  # registered sections: keys of this section like the others
                     out.update({key: plain(s) for key, s in value})

@@ -23,7 +23,7 @@ integrals int dt / a^p (the equation hands them in). Modules:
 * :mod:`.species` (JAX): the equation's side: the mixed state, its leaves and fields, kick and drift of the
   particles, restarts on other device counts, the lost-particle message, particle outputs;
 * this module (no JAX, read by the config): the settings' checks (:func:`check_particles`,
-  :func:`check_wave_keys`) and which fields a run has (:func:`present_fields`).
+  :func:`absent_wave_keys`) and which fields a run has (:func:`present_fields`).
 """
 
 from __future__ import annotations
@@ -56,17 +56,21 @@ def present_fields(p: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
     return dict(fields) if p.cdm_particles else {k: v for k, v in fields.items() if k not in CDM_FIELDS}
 
 
-def check_wave_keys(p: Any, keys: Sequence[str]) -> None:
-    """A particle-only run (``fdm_fraction`` 0) refuses the wave's own settings ``keys`` (e.g. the boson's
-    mass) set to anything but their defaults: they would say something the run does not simulate."""
+def absent_wave_keys(p: Any, keys: Sequence[str], example: str = "") -> dict[str, tuple[str, str]]:
+    """The wave's own settings ``keys`` (e.g. the boson's mass) in a particle-only run of ``p``
+    (``fdm_fraction`` 0), each with the refusal's problem and what to do: drop them all, as ``example`` (a
+    shipped config without them, if any) does, or keep the wave; none with the wave. Refused when
+    given, whatever the value (a default written out says something the run does not simulate as much as
+    another), and left out of the resolved config (:func:`simulator.schema.absent_keys`: the parameters'
+    ``absent_keys``)."""
     if has_wave(p):
-        return
-    defaults = type(p)()
-    for key in keys:
-        value = getattr(p, key)
-        if value != getattr(defaults, key):
-            raise ConfigError(f"physics.{key}", value, "leave it out: physics.fdm_fraction = 0 runs the cold "
-                              "particles alone, without a wave", "is a setting of the wave")
+        return {}
+    # a mixed config set to f = 0 (--set) holds several of them: name them all, and where to start from instead
+    like = f", as {example} does" if example else ""
+    allowed = (f"leave it out: physics.fdm_fraction = 0 runs the cold particles alone, without a wave; drop the "
+               f"wave's keys ({', '.join(keys)}) from the config{like} (--set cannot remove a key), or give an "
+               "fdm_fraction > 0")
+    return {key: ("is a setting of the wave", allowed) for key in keys}
 
 
 def window_setting() -> Any:

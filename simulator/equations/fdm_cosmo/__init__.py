@@ -29,9 +29,9 @@ from typing import Any
 
 from simulator.equations import resolution, scales
 from simulator.equations.cold import (
+    absent_wave_keys,
     capacity_setting,
     check_particles,
-    check_wave_keys,
     exchange_setting,
     has_wave,
     present_fields,
@@ -67,7 +67,8 @@ class FDMCosmoParams(EquationParams):
     fdm_fraction: float = param(1.0, "fraction f of the matter in the wave (mean |psi|^2 = f omega_m), 0 <= f <= 1; "
                                 "the rest, 1 - f, is cold dark matter in physics.cdm_particles particles; 1 = a pure "
                                 "wave run; 0 = pure cold dark matter, the particles alone (no wave is allocated or "
-                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused); "
+                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused when "
+                                "given, whatever the value); "
                                 "an f > 0 at least 2^-126 / (2^-23 omega_m) in float32 (3.3e-31 at omega_m = 0.3), "
                                 "2^-1022 / (2^-52 omega_m) in float64, else the wave's contrasts underflow",
                                 min=0.0, max=1.0, structural_zero=True)
@@ -117,6 +118,11 @@ class FDMCosmoParams(EquationParams):
         """The wave's fields, the particles' with particles, and without the wave the potential and the
         particles' density alone (:func:`simulator.equations.cold.present_fields`)."""
         return present_fields(self, fields)
+
+    def absent_keys(self) -> dict[str, tuple[str, str]]:
+        """Without the wave (f = 0) the wave's own keys, :data:`WAVE_KEYS`
+        (:func:`simulator.equations.cold.absent_wave_keys`)."""
+        return absent_wave_keys(self, WAVE_KEYS, "configs/cold_dark_matter.yaml")
 
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
@@ -190,12 +196,12 @@ class FDMCosmoParams(EquationParams):
 def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
     """The cold particles (:func:`simulator.equations.cold.check_particles`: there exactly when f < 1, a cube
     that fits the grid, the window's halo within every device's block, a start that places them), their
-    Lagrangian order, which needs particles, and without the wave (f = 0) none of the wave's own keys."""
+    Lagrangian order, which needs particles. (Without the wave, f = 0, its own keys are refused as the config is
+    read: :meth:`FDMCosmoParams.absent_keys`.)"""
     if p.cdm_particles == 0 and p.fdm_fraction >= 1.0 and p.cdm_lpt != 1:
         raise ConfigError("physics.cdm_lpt", p.cdm_lpt, "1 without cold particles (it orders their initial "
                           "displacements)", "has no particles to displace")
     check_particles(p, cfg, ("gaussian", "mode"), p.omega_m)  # mean |psi|^2 = f omega_m
-    check_wave_keys(p, WAVE_KEYS)
 
 
 #: the settings of the wave alone, refused in a run without it (physics.fdm_fraction = 0)
@@ -215,19 +221,17 @@ class ComovingClock(Clock):
     def output_attrs(self, t: float) -> dict[str, Any]:
         a = self.physics.a_start * math.exp(t)
         age = float(cosmology.cosmic_time(a, self.physics.omega_m, self.physics.omega_lambda))
-        return {"a": a, "redshift": 1.0 / a - 1.0, "cosmic_time": age,
+        return {"a": a, "redshift": float(cosmology.redshift(a)), "cosmic_time": age,
                 "cosmic_time_gyr": age / cosmology.hubble_si(self.physics.h) / cosmology.GYR,
                 "hubble": float(cosmology.hubble(a, self.physics.omega_m, self.physics.omega_lambda)),
                 "hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
 
     def time_coordinates(self, t: float) -> dict[str, float]:
         a = self.physics.a_start * math.exp(t)
-        return {"a": a, "z": 1.0 / a - 1.0}
+        return {"a": a, "z": float(cosmology.redshift(a))}
 
     def time_label(self, t: float) -> str:
-        # not a coordinate z; a run that ends today reaches z = 0 up to round-off (2.2e-16), printed as 0
-        z = round(1.0 / (self.physics.a_start * math.exp(t)) - 1.0, 10) + 0.0
-        return f"redshift z = {z:.4g}"
+        return f"redshift z = {self.time_coordinates(t)['z']:.4g}"
 
     def derived_columns(self, previous: Mapping[str, float] | None, row: Mapping[str, float]) -> dict[str, float]:
         """The Layzer-Irvine residual R = E - E_start + int (2K + W + 3U) dln a, over |W|, continued from
@@ -327,9 +331,12 @@ INFO = EquationInfo(
     plot=PlotSpec(
         panels=(
             Panel("mass change", (Curve("mass", r"$M/M_0 - 1$", relative=True),)),
+            # a run without the wave has no U (interaction): its E and its Layzer-Irvine source are K and W alone
             Panel("energy", (Curve("kinetic", r"$K$"), Curve("potential", r"$W$"), Curve("interaction", r"$U$"),
-                             Curve("total", r"$E = K + W + U$"))),
-            Panel("Layzer–Irvine", (Curve("layzer_irvine", r"$[\Delta E + \int(2K+W+3U)\,d\ln a]\,/\,|W|$"),)),
+                             Curve("total", r"$E = {terms}$", terms=(("kinetic", "K"), ("potential", "W"),
+                                                                      ("interaction", "U"))))),
+            Panel("Layzer–Irvine", (Curve("layzer_irvine", r"$[\Delta E + \int({terms})\,d\ln a]\,/\,|W|$",
+                                          terms=(("kinetic", "2K"), ("potential", "W"), ("interaction", "3U"))),)),
             Panel("peak density", (Curve("max_density", r"$\max\rho/\bar\rho$"),), log="auto"),
         ),
         spectrum="power",

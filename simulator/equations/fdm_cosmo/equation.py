@@ -215,7 +215,7 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         a = self.scale_factor(params)
         hub = cosmology.hubble(a, om, ol, jnp)
         gyr = cosmology.MPC / (cosmology.VELOCITY * params["h"]) / cosmology.GYR
-        out = {"a": a, "z": 1.0 / a - 1.0, "cosmic_time": cosmology.cosmic_time(a, om, ol, jnp) * gyr}
+        out = {"a": a, "z": cosmology.redshift(a, jnp), "cosmic_time": cosmology.cosmic_time(a, om, ol, jnp) * gyr}
         if not self.wave:  # the particles' energies and work rate (:func:`.cdm.diagnostics`) alone
             part = cdm.diagnostics(self, state, params, a)
             kinetic, potential = part["kinetic"], part["potential"]

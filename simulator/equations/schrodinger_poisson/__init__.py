@@ -29,9 +29,9 @@ from typing import Any
 
 from simulator.equations import resolution, scales
 from simulator.equations.cold import (
+    absent_wave_keys,
     capacity_setting,
     check_particles,
-    check_wave_keys,
     exchange_setting,
     has_wave,
     present_fields,
@@ -63,7 +63,7 @@ class SchrodingerPoissonParams(EquationParams):
     fdm_fraction: float = param(1.0, "fraction f of the mass in the wave, 0 <= f <= 1; the rest, 1 - f, is cold dark "
                                 "matter in physics.cdm_particles particles; 1 = the wave alone; 0 = the particles "
                                 "alone (no wave is allocated or stepped; physics.hbar_over_m and "
-                                "physics.self_interaction are refused); an f > 0 at least 2^-126 / (2^-23 rho0) in "
+                                "physics.self_interaction are refused when given, whatever the value); an f > 0 at least 2^-126 / (2^-23 rho0) in "
                                 "float32 (9.9e-32 at rho0 = 1), 2^-1022 / (2^-52 rho0) in float64, else the wave's "
                                 "contrasts underflow", min=0.0, max=1.0, structural_zero=True)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
@@ -84,10 +84,14 @@ class SchrodingerPoissonParams(EquationParams):
         return present_fields(self, fields)
 
     def check(self, cfg: Any) -> None:
-        """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``;
-        without the wave (f = 0) none of the wave's own keys."""
+        """The cold particles: there exactly when f < 1, a cube n^3 fitting the grid, started by ``jeans``.
+        (Without the wave, f = 0, its own keys are refused as the config is read: :meth:`absent_keys`.)"""
         check_particles(self, cfg, ("jeans",), getattr(cfg.initial, "density", 1.0))  # jeans: its rho0
-        check_wave_keys(self, ("hbar_over_m", "self_interaction"))
+
+    def absent_keys(self) -> dict[str, tuple[str, str]]:
+        """Without the wave (f = 0) the wave's own keys, ``hbar_over_m`` and ``self_interaction``
+        (:func:`simulator.equations.cold.absent_wave_keys`)."""
+        return absent_wave_keys(self, ("hbar_over_m", "self_interaction"))
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The quantum Jeans length at the box's mean density and the de Broglie length

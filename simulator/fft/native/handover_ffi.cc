@@ -63,9 +63,10 @@ inline double SlowOwner(Real cell, Real cells, double inverse_block) {
 // among `devices`, each holding n / devices of the axis's n cells of width dx. A live particle whose owner is
 // the next device up (delta 1) goes up, the next down (delta devices - 1, with more than two devices: with two
 // the one neighbour is reached going up) goes down; a particle further away, or whose coordinate is not finite,
-// counts as far and stays (the caller reports it; the run stops). up, down: the first `rows` leavers' slots in
-// slot order, then `slots`; stay: live less every leaver up or down (those past `rows` too: the caller counts
-// them lost); counts: leavers up, down (all of them, past `rows` too), far.
+// counts as far and is lost, its slot freed as every lost particle's (the caller reports it; the run stops), so
+// that the next axis and the next step do not count it again. up, down: the first `rows` leavers' slots in slot
+// order, then `slots`; stay: live less every leaver up or down (those past `rows` too: the caller counts them
+// lost) and every far one; counts: leavers up, down (all of them, past `rows` too), far.
 template <typename Real>
 void Leavers(const Real* x, const bool* live, int64_t slots, int64_t axis, int64_t n, double dx, int64_t devices,
              int64_t me, int64_t rows, int32_t* up, int32_t* down, bool* stay, int32_t* counts) {
@@ -93,6 +94,7 @@ void Leavers(const Real* x, const bool* live, int64_t slots, int64_t axis, int64
       if (!Wraps(cell[j], cells)) owner[j] = SlowOwner(cell[j], cells, inverse_block);
       if (!(owner[j] >= 0 && owner[j] < last)) {  // not finite
         ++far;
+        stay[i] = false;
         continue;
       }
       int64_t delta = static_cast<int64_t>(owner[j]) - me;
@@ -108,6 +110,7 @@ void Leavers(const Real* x, const bool* live, int64_t slots, int64_t axis, int64
         stay[i] = false;
       } else {
         ++far;
+        stay[i] = false;
       }
     }
   }
