@@ -22,10 +22,11 @@ K = 2 * math.pi  # mode 1 of the unit box
 def sp_mixed(case=("single", 1, None), n=16, window="cic", nu=0.02, wave=True):
     """A mixed static box of side 1 with n^3 particles on n^3 cells (f = 0.5 in the config; tests pass their
     own f, G, nu through ``sim.parameters``, traced, so they share the compiled programs); without the ``wave``,
-    the particles alone (f = 0)."""
+    the particles alone (f = 0), and no wave key (``nu``) given: such a config is refused."""
+    wave_keys = {"physics__hbar_over_m": nu} if wave else {}
     return shared(case, physics__name="schrodinger_poisson", initial__name="jeans", grid__shape=[n] * 3,
                   grid__box=[1.0] * 3, physics__fdm_fraction=0.5 if wave else 0.0, physics__cdm_particles=n**3,
-                  physics__cdm_window=window, physics__hbar_over_m=nu)
+                  physics__cdm_window=window, **wave_keys)
 
 
 def modes(eq, state):
