@@ -511,6 +511,9 @@ def test_the_gradient_of_a_mixed_run_equals_finite_differences(window, fraction)
     the one-sided derivatives' common value."""
     sim = mixed(n=8, box=1.0, fraction=fraction, window=window)
     p = sim.parameters(omega_m=1.0, omega_lambda=0.0, **({"m22": 0.1} if fraction else {}))
+    if not fraction:  # the boson's mass would change nothing without the wave: refused, not ignored
+        with pytest.raises(ConfigError, match=r"^physics\.m22 = 0\.1 is a setting of the wave"):
+            sim.parameters(m22=0.1)
     J = harmonic_power(sim)
     value_and_grad = jax.jit(jax.value_and_grad(J, argnums=2, has_aux=True))
     eps = 0.02
@@ -804,6 +807,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
             assert not {"density", "abs_psi", "phase", "total_density"} & set(f)
             total = f["cdm_density"][()]
         assert np.mean(total) == pytest.approx(0.3, rel=1e-12)
+        # the boson's hbar/m, in the attributes and the units, only with the wave (there is no boson without it)
+        assert ("hbar_over_m" in f.attrs) == mixed_run and ("code_hbar_over_m" in f.attrs["units"]) == mixed_run
     with h5py.File(out / "spectra.h5") as f:
         components = {"power_fdm", "power_cdm"}
         assert {"power", "power_linear"} <= set(f) and (components <= set(f) if mixed_run else not components & set(f))

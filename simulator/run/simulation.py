@@ -126,8 +126,8 @@ class Simulation:
         """The traced parameters with some replaced, e.g. ``sim.parameters(viscosity=1e-3)``: pass the
         result to :meth:`advance` to change physics without recompiling. A list of sections takes a list
         of the same length whose entries replace some keys each (``scalars=[{"diffusivity": 1e-2}]``).
-        Concrete values are checked against the keys' constraints as the config checks them
-        (ConfigError naming ``physics.<key>``); traced ones (inside ``jax.grad``) are not. A number whose 0 is
+        Concrete values are checked as the config checks them (ConfigError naming ``physics.<key>``; a key the
+        run lacks, the wave's without it, always); traced ones (inside ``jax.grad``) are not. A number whose 0 is
         structure (``physics.fdm_fraction``) may not cross 0: that is another program, another Simulation."""
         return states.parameters(self, values)
 

@@ -18,7 +18,7 @@ import numpy as np
 from simulator.errors import ConfigError
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.output import sources
-from simulator.schema import structural_zeros
+from simulator.schema import absent_keys, structural_zeros
 from simulator.schema.build import check
 
 #: a field given to :meth:`~simulator.run.simulation.Simulation.state_from_fields`: a global NumPy array, a
@@ -29,6 +29,10 @@ FieldSource = np.ndarray | jax.Array | Callable[[tuple[slice, ...]], np.ndarray]
 def parameters(sim: Any, values: Mapping[str, Any]) -> dict[str, Any]:
     """``sim``'s traced parameters with ``values`` replacing some (:meth:`~simulator.run.simulation.Simulation.parameters`)."""
     _check_values(sim.cfg.physics, values, "physics")
+    absent = absent_keys(sim.cfg.physics)  # a wave's key in a run without it would change nothing, silently
+    for key in values:
+        if key in absent:
+            raise ConfigError(f"physics.{key}", values[key], absent[key][1], absent[key][0])
     fields = {f.name for f in dataclasses.fields(sim.cfg.physics)}
     numbers = {k: float(v) for k, v in values.items()
                if k in fields and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0}

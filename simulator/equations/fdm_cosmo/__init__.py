@@ -216,7 +216,8 @@ class ComovingClock(Clock):
     physics: FDMCosmoParams
 
     def units(self) -> dict[str, str]:
-        return cosmology.describe_units(self.physics.h, self.physics.m22, self.physics.z_start)
+        m22 = self.physics.m22 if has_wave(self.physics) else None  # no boson without the wave
+        return cosmology.describe_units(self.physics.h, m22, self.physics.z_start)
 
     def output_attrs(self, t: float) -> dict[str, Any]:
         a = self.physics.a_start * math.exp(t)
@@ -224,7 +225,8 @@ class ComovingClock(Clock):
         return {"a": a, "redshift": float(cosmology.redshift(a)), "cosmic_time": age,
                 "cosmic_time_gyr": age / cosmology.hubble_si(self.physics.h) / cosmology.GYR,
                 "hubble": float(cosmology.hubble(a, self.physics.omega_m, self.physics.omega_lambda)),
-                "hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
+                **({"hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
+                   if has_wave(self.physics) else {})}  # the boson's: none without the wave
 
     def time_coordinates(self, t: float) -> dict[str, float]:
         a = self.physics.a_start * math.exp(t)

@@ -156,8 +156,9 @@ def check_expansion(om: float, ol: float, a_start: float, a_end: float) -> str |
     return None
 
 
-def describe_units(h: float, m22: float, z_start: float) -> dict[str, str]:
-    """The unit system of a run, as written into every output's attributes (JSON strings)."""
+def describe_units(h: float, m22: float | None, z_start: float) -> dict[str, str]:
+    """The unit system of a run, as written into every output's attributes (JSON strings); ``m22`` None for a
+    run without the wave (no boson: no hbar/m)."""
     rho = rho_crit0_si(h) * MPC**3 / MSUN
     return {
         "length": "Mpc/h",
@@ -174,5 +175,5 @@ def describe_units(h: float, m22: float, z_start: float) -> dict[str, str]:
         "code_mass": f"rho_crit,0 (Mpc/h)^3 = {rho / h**3:.6g} Msun",
         "code_velocity": "(Mpc/h) H0 = 100 km/s",
         "code_G": f"3/(8 pi) = {G_CODE:.10g}",
-        "code_hbar_over_m": f"{nu_code(m22, h):.10g} (Mpc/h)^2 H0 for m22 = {m22:g}",
+        **({} if m22 is None else {"code_hbar_over_m": f"{nu_code(m22, h):.10g} (Mpc/h)^2 H0 for m22 = {m22:g}"}),
     }
