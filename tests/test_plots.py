@@ -496,6 +496,8 @@ def test_schrodinger_poisson_energy_panel_shows_the_drift_of_k_plus_w(runs, figu
     assert not any(np.allclose(v, e) for v in lines.values())  # E itself, a flat line, is not drawn
     drift = [v for label, v in lines.items() if "E_0" in label]
     assert len(drift) == 1
+    # E is the conserved total, the self-interaction's energy in it (the label said E = K + W)
+    assert [label for label in lines if "E_0" in label][0].endswith(r"$E = K + W + \frac{g}{2}\int\rho^2 dV$")
     np.testing.assert_allclose(drift[0], (e - e[0]) / (np.abs(k) + np.abs(w)))
     assert 0 < np.max(np.abs(drift[0])) < 1e-2
     mass = next(v for label, v in lines.items() if "M_0" in label)

@@ -191,7 +191,7 @@ INFO = EquationInfo(
             Panel("mass change", (Curve("mass", r"$(M - M_0)/M_0$, $M = \int\rho\,dV$", relative=True),)),
             Panel("energy", (Curve("kinetic", r"$K = \frac{(\hbar/m)^2}{2}\int|\nabla\psi|^2 dV$"),
                              Curve("potential", r"$W = \frac{1}{2}\int\rho\Phi\,dV$"))),
-            Panel(r"$\Delta E$ (relative)", (Curve("total", r"$(E - E_0)/(|K| + |W|)$, $E = K + W$", relative=True,
+            Panel(r"$\Delta E$ (relative)", (Curve("total", r"$(E - E_0)/(|K| + |W|)$, $E = K + W + \frac{g}{2}\int\rho^2 dV$", relative=True,
                                           scale=("kinetic", "potential")),)),
             Panel("peak density", (Curve("max_density", r"$\max\rho$"),), log="auto"),
         ),
