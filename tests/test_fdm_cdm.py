@@ -7,6 +7,7 @@ import csv
 import functools
 import math
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -829,6 +830,17 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
         r"$[\Delta E + \int(2K + W" + (" + 3U" if mixed_run else "") + r")\,d\ln a]\,/\,|W|$"], labels
     if mixed_run:
         return
+    # a particle-only run written before the wave's keys were left out holds them at their defaults in its
+    # config.yaml: read back, its parameters are the run's (they were the defaults': a pure wave, whose scales
+    # asked for the wave's diagnostics, and the default z_start's redshifts on every figure)
+    before = tmp_path / "before"
+    before.mkdir()
+    stored = yaml.safe_load((out / "config.yaml").read_text())
+    stored["config"]["physics"].update(m22=1.0, self_interaction=0.0, f_a=None, fdm_transfer=True)
+    (before / "config.yaml").write_text(yaml.safe_dump(stored))
+    shutil.copy(out / "timeseries.csv", before / "timeseries.csv")
+    scales, now = simulator.load_run(before).scales(), simulator.load_run(out).scales()
+    assert scales.keys() == now.keys() and all(np.array_equal(scales[k], now[k]) for k in now), scales
     planned = subprocess.run([sys.executable, "-m", "simulator", "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",
                               "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
     assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]

@@ -177,11 +177,14 @@ def check(key: str, value: Any, meta: Mapping[str, Any]) -> None:
             raise ConfigError(key, value, "every entry must be finite", "is out of range")
 
 
-def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
+def build(cls: type, data: Any, prefix: str = "", context: str = "", stored: bool = False) -> Any:
     """Build dataclass ``cls`` from a mapping, filling defaults and rejecting unknown keys.
 
     ``prefix`` is the dotted path of this section (``physics.``); ``context`` names the variant it
-    was chosen as (``physics.name = navier_stokes``), for messages.
+    was chosen as (``physics.name = navier_stokes``), for messages. ``stored``: ``data`` is a resolved
+    config a run wrote (its ``config.yaml``), whose keys the values leave out of the run
+    (:func:`simulator.schema.absent_keys`) are passed over, not refused: runs written before a section
+    declared them hold them at their defaults, and the run did not use them.
     """
     where = prefix.rstrip(".") or "config"
     if data is None:
@@ -199,20 +202,20 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
             hint = f"did you mean '{prefix}{close}'? " if close else ""
             here = f"known keys for {context}" if context else "known keys here"
             raise ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(known)}", "is an unknown key")
-    kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.")) for key, tp in table.items())
+    kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.", stored=stored)) for key, tp in table.items())
                               for name, table in opened.items()}
     for name, f in fields.items():
         key = f"{prefix}{name}"
         variants = f.metadata.get("variants")
         if variants is not None:
-            kwargs[name] = build_variant(variants, data.get(name), key, kwargs)
+            kwargs[name] = build_variant(variants, data.get(name), key, kwargs, stored)
         elif dataclasses.is_dataclass(hints[name]):
-            kwargs[name] = build(hints[name], data.get(name), f"{key}.")
+            kwargs[name] = build(hints[name], data.get(name), f"{key}.", stored=stored)
         elif name in data:
             kwargs[name] = coerce(key, data[name], hints[name])
             check(key, kwargs[name], f.metadata)
     built = cls(**kwargs)
-    absent = absent_keys(built)
+    absent = {} if stored else absent_keys(built)
     for name in data:  # asked of the keys given, not of the values: a default written out is given too
         if name in absent:
             problem, allowed = absent[name]
@@ -220,7 +223,7 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "") -> Any:
     return built
 
 
-def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str, Any]) -> Any:
+def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str, Any], stored: bool = False) -> Any:
     """Build the variant of ``variants`` that ``data['name']`` selects (see :func:`build`)."""
     if data is None:
         data = {}
@@ -233,4 +236,4 @@ def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str
         if name in variants.every_name() and context:
             raise ConfigError(f"{key}.name", name, f"{context} use one of: {', '.join(table)}", "is not available")
         raise _unknown(f"{key}.name", name, list(table))
-    return build(table[name], {**data, "name": name}, f"{key}.", context=f"{key}.name = {name}")
+    return build(table[name], {**data, "name": name}, f"{key}.", context=f"{key}.name = {name}", stored=stored)
