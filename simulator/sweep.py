@@ -245,7 +245,8 @@ def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory
         if not stored.exists():
             continue
         try:
-            old = _flat(config_mod.to_dict(config_mod.load(stored)))
+            # written by this sweep, perhaps before a key its values leave out was dropped from resolved configs
+            old = _flat(config_mod.to_dict(config_mod.from_dict(config_mod.read_yaml(stored), stored=True)))
         except ConfigError:
             return f" (point {point.index}: its stored config {stored} is not valid)"
         new = _flat(config_mod.to_dict(cfg))

@@ -85,6 +85,23 @@ def test_a_directory_holding_another_sweep_is_refused(tmp_path):
     assert (tmp_path / "out" / "sweep.yaml").read_text() == before
 
 
+def test_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_is_continued(tmp_path):
+    """Its point configs hold the wave's keys at their defaults, which a config now refuses: the same sweep file
+    given again is still the same sweep (not 'a different sweep'), and its point configs are written anew."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "base": str(ROOT / "configs" / "cold_dark_matter.yaml"),
+        "set": {"grid.shape": 16, "physics.cdm_particles": 4096}, "grid": {"initial.seed": [1, 2]}}))
+    spec = sweep.load(tmp_path / "c.yaml")
+    sweep.prepare(spec, tmp_path / "out")
+    point = tmp_path / "out" / "configs" / "p000.yaml"
+    written = point.read_text()
+    stored = yaml.safe_load(written)
+    stored["physics"].update(m22=1.0, self_interaction=0.0, f_a=None, fdm_transfer=True)
+    point.write_text(yaml.safe_dump(stored, sort_keys=False))
+    sweep.prepare(spec, tmp_path / "out")
+    assert point.read_text() == written
+
+
 def test_array_spec_lists_the_unfinished_points_with_the_limit():
     assert sweep_slurm.array_spec([0, 1, 2], 2) == "0-2%2"
     assert sweep_slurm.array_spec([5, 0, 1, 3, 6, 7, 9], 4) == "0-1,3,5-7,9%4"

@@ -218,8 +218,9 @@ class Config:
 # --------------------------------------------------------------------------------------------------
 
 
-def from_dict(data: Mapping[str, Any]) -> Config:
-    """Build, validate and resolve a Config from a raw mapping (every default filled in)."""
+def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
+    """Build, validate and resolve a Config from a raw mapping (every default filled in); ``stored``: a
+    resolved config the simulator wrote, read as :func:`simulator.schema.build.build` reads one."""
     data = upgrade(data)
     physics = data.get("physics")
     name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
@@ -228,7 +229,7 @@ def from_dict(data: Mapping[str, Any]) -> Config:
     if problem is not None:
         raise problem
     warn_plugin_problems(os.environ.get(ENV_EXTRA, ""))
-    cfg = build(Config, data)
+    cfg = build(Config, data, stored=stored)
     validate(cfg)
     return resolve(cfg)
 
