@@ -237,15 +237,14 @@ def _flat(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory: Path) -> str | None:
-    """Where a point's stored resolved config differs from the one this sweep file gives (the base
-    config, ``set`` and the swept values all count; the directory it is reached by does not), as
-    " (point I: KEY)", or None when every stored point config is this sweep's."""
+    """Where a point's stored resolved config (read as stored: an older one may hold keys its values leave out)
+    differs from the one this sweep file gives (the base config, ``set`` and the swept values all count; the
+    directory it is reached by does not), as " (point I: KEY)", or None when every one is this sweep's."""
     for point, cfg in zip(sweep.points, configs, strict=True):
         stored = directory / "configs" / f"{point.name}.yaml"
         if not stored.exists():
             continue
         try:
-            # written by this sweep, perhaps before a key its values leave out was dropped from resolved configs
             old = _flat(config_mod.to_dict(config_mod.from_dict(config_mod.read_yaml(stored), stored=True)))
         except ConfigError:
             return f" (point {point.index}: its stored config {stored} is not valid)"
