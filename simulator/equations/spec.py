@@ -410,13 +410,11 @@ def _default_name(cls: type) -> str:
 
 
 def parameters_of(info: EquationInfo, config: Mapping[str, Any]) -> EquationParams:
-    """The equation's parameters of a stored run's resolved ``config`` (a dict: ``config.yaml``), for host
-    code (plots, results); keys of other equations (runs of the first format stored them all) are passed
-    over, as are keys its values leave out of the run (the wave's in a particle-only run written before they were
-    left out), and a section that no longer validates gives the defaults."""
+    """The equation's parameters of a stored run's resolved ``config`` (a dict: ``config.yaml``), for host code
+    (plots, results), passing over the keys older runs stored: other equations', and those its values leave out
+    (:func:`simulator.schema.build.build`'s ``stored``); a section that no longer validates gives the defaults."""
     known = {f.name for f in dataclasses.fields(info.params)}
     try:
-        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.",
-                     stored=True)
+        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.", stored=True)
     except ConfigError:
         return info.params()
