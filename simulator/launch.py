@@ -136,7 +136,8 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, 
     """Run the program ``argv`` (e.g. ``[python, -m, simulator, run, ...]``) in ``n_processes`` processes.
 
     Their output goes to this process's stdout and stderr line by line (noise dropped unless
-    ``verbose``), their one-line errors once each at the end. Returns 0 if all succeed, else the first failing child's exit status (124 on timeout).
+    ``verbose``), their one-line errors once each at the end. Returns 0 if all succeed, else the first failing
+    child's exit status (124 on timeout, said in an error line).
     """
     if n_processes < 1:
         raise ValueError(f"-n = {n_processes}: need at least one process")
@@ -172,6 +173,9 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, 
                 return 0
             if timeout is not None and time.monotonic() - start > timeout:
                 _end(procs)
+                with forward.lock:  # said among the errors: a job's log that ends in exit 124 alone does not say why
+                    forward.errors.setdefault(f"{ERROR_PREFIX}the {n_processes} processes ran past the launcher's "
+                                              f"timeout of {timeout:g} s and were stopped", set(range(n_processes)))
                 return 124
             time.sleep(0.1)
     finally:

@@ -104,6 +104,10 @@ def test_launch_prints_an_error_of_every_process_once_and_one_process_s_with_its
             "if rank == '1': print('error: this one', file=sys.stderr); sys.exit(2)\n")
     assert launch(2, [sys.executable, "-c", both], timeout=60) == 2
     assert capfd.readouterr().err == "error: every process\nerror: process 1 of 2: this one\n"
+    # processes stopped at the launcher's timeout: the exit status 124 and a line that says why (it said nothing)
+    assert launch(2, [sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5) == 124
+    assert capfd.readouterr().err == ("error: the 2 processes ran past the launcher's timeout of 0.5 s and were "
+                                      "stopped\n")
 
 
 @pytest.mark.slow
