@@ -333,8 +333,10 @@ def taylor_green(c: Campaign) -> dict:
 
 STAGES = {
     "environment": environment, "fft-check": fft_check, "equations": equations,
+    # dry: one CPU device, the worked example's own test's programs (tests/test_gradients.py), loaded from the
+    # suite's compilation cache by whichever of the two runs second
     "gradients": lambda c: command_stage(c, [sys.executable, "examples/recover_viscosity.py", "--grid", "16",
-                                             "--cpu-devices", "2" if c.dry else "0", "--iterations",
+                                             "--cpu-devices", "1" if c.dry else "0", "--iterations",
                                              "1" if c.dry else "30"], 1800,
                                          recovered),
     "bench-fft": lambda c: benchmarks(c, "bench-fft"), "bench-step": lambda c: benchmarks(c, "bench-step"),
