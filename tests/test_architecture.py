@@ -163,7 +163,7 @@ STANDARD_LINES = 420
 #: the few modules allowed past it, each at its size and why: a module that grows changes this list in the same
 #: diff (and one that shrinks below the standard leaves it)
 ALLOWED_LINES = {
-    "simulator.output.hdf5": 491,  # the writer and the readers share one file layout: apart, one could change alone
+    "simulator.output.hdf5": 497,  # the writer and the readers share one file layout: apart, one could change alone
     "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
     "simulator.sweep": 472,  # the sweep file, its manifest, the points' and groups' local runs and their collection
 }

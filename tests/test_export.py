@@ -23,6 +23,7 @@ import simulator
 from simulator.cli import main
 from simulator.fft import BACKENDS
 from simulator.results import export, export_groups
+from simulator.output import hdf5
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
@@ -477,3 +478,45 @@ def test_a_float32_run_continued_in_float64_exports_its_float64_snapshots_unroun
         drops = xr.open_dataset(tmp_path / "run" / "export" / "run.nc", group="particles/drops")
         np.testing.assert_array_equal(drops.position.values, loaded.particles["drops"].position)
         drops.close()
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+def test_a_snapshot_whose_shards_come_from_two_writes_is_refused_in_one_line_naming_the_shard(tg, tmp_path, capsys,
+                                                                                           monkeypatch):
+    """A restart on one process stopped while rewriting a snapshot of two processes: its p0000.h5 rewritten, the
+    index not yet, so the old index stitches the new p0000.h5 to the old p0001.h5 (it was read as one field).
+    Every file of a snapshot records its writer (the run segment's identity): load_run, export and merge
+    refuse the mixed snapshot naming the shard, and the rewrite once complete reads back whole."""
+    run = copy_of(tg, tmp_path)
+    index = run / "snapshots" / "s00000008.h5"
+    writer = yaml.safe_load((run / "config.yaml").read_text())["segment_id"]
+    for path in (index, *index.with_suffix("").iterdir()):
+        with h5py.File(path) as f:
+            assert f.attrs["writer"] == writer, path
+
+    class Stopped(BaseException):
+        """The restart's process ended after writing its shard, before the index."""
+
+    write = hdf5.write_atomically
+
+    def stopped_before_the_index(path, fill):
+        if path == index:
+            raise Stopped
+        write(path, fill)
+
+    monkeypatch.setattr(hdf5, "write_atomically", stopped_before_the_index)
+    fields = {name: jax.numpy.full((3, 8, 8, 8), 7.0, np.float32) for name in ("velocity", "vorticity")}
+    with pytest.raises(Stopped):
+        write_snapshot(index.with_suffix(""), fields, {"step": 8, "writer": "f" * 32}, [2 * np.pi] * 3, 0.08)
+    monkeypatch.undo()
+    shard = index.with_suffix("") / "p0000.h5"
+    why = f"{index}: shard file {shard} is of another write (writer {'f' * 32}, the index's {writer})"
+    with pytest.raises(hdf5.IncompleteOutputError) as err:
+        simulator.load_run(run).snapshots[-1].open()
+    assert str(err.value).startswith(why)
+    assert why in refused(capsys, str(run)) and why in refused(capsys, str(run), "--merge")
+    assert not (run / "export").exists() and not (run / "snapshots" / "merged").exists()
+    write_snapshot(index.with_suffix(""), fields, {"step": 8, "writer": "f" * 32}, [2 * np.pi] * 3, 0.08)
+    assert [p.name for p in index.with_suffix("").iterdir()] == ["p0000.h5"]  # p0001.h5 of the old write removed
+    with simulator.load_run(run).snapshots[-1].open() as snap:
+        np.testing.assert_array_equal(snap.read("velocity"), np.full((3, 8, 8, 8), 7.0, np.float32))

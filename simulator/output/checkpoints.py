@@ -225,7 +225,7 @@ def load(marker: Path) -> Checkpoint:
             if len(have) < 3 or not fits(have[-3:], shape):
                 raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
         for rel in json.loads(snap.file.attrs["sources"]):
-            _check_shard(ckpt.index.parent / rel, step, t, writer)
+            _check_shard(ckpt.index.parent / rel, step, t)
     return ckpt
 
 
@@ -241,15 +241,15 @@ def _spectrum_fits(sizes: Sequence[int], grid: list[int]) -> bool:
     return all(lo <= k <= hi for k, lo, hi in zip(sizes, kept, half, strict=True))
 
 
-def _check_shard(shard: Path, step: int, t: float, writer: str | None) -> None:
-    """A shard file records the step, time and writer of its checkpoint: one copied from another
-    checkpoint (its own checksums intact) is damage. A checkpoint written before writers were recorded
-    has none to compare."""
+def _check_shard(shard: Path, step: int, t: float) -> None:
+    """A shard file records the step and time of its checkpoint: one copied from another checkpoint (its own
+    checksums intact) is damage. (Its writer is the index's, which :class:`~simulator.output.hdf5.IndexedFile`
+    checks, and the index's the marker's.)"""
     with h5py.File(shard, "r") as f:
-        for key, value in (("step", step), ("time", t), ("writer", writer)):
+        for key, value in (("step", step), ("time", t)):
             have = f.attrs.get(key)
             have = have.item() if hasattr(have, "item") else have
-            if value is None or (have is None and key != "writer"):  # shards of old formats record less
+            if have is None:  # shards of old formats record less
                 continue
             if have != value:
                 raise ValueError(f"shard file {shard} holds {key} {have!r}, not the checkpoint's {value!r}")

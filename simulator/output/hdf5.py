@@ -31,9 +31,11 @@ to the axes of the fields that name them (:attr:`Field.dims`), so netCDF readers
 h5netcdf) see named dimensions with coordinates.
 
 Reading: :class:`IndexedFile` (:class:`Snapshot` for snapshots) opens the index, refuses one whose
-shards are missing or incomplete (:class:`IncompleteOutputError`), and reads a field, a slice of it
-(only the blocks it touches) or all of it, in canonical order whatever the storage order; :func:`read_into`
-fills a sharded array of any layout, each process reading only its own blocks (re-sharding on read).
+shards are missing, incomplete or of another write (:class:`IncompleteOutputError`; their ``writer``, the
+writing run segment's identity, is not the index's: a restart stopped while rewriting it), and reads a
+field, a slice of it (only the blocks it touches) or all of it, in canonical order whatever the storage
+order; :func:`read_into` fills a sharded array of any layout, each process reading only its own blocks
+(re-sharding on read).
 The writer and the readers share one file layout (blocks with their bounds, the index, completion and
 checksums), so they live together.
 """
@@ -363,7 +365,8 @@ def _fill_index(f: h5py.File, stem: Path, fields: Mapping[str, Field], attrs: Ma
 
 class IndexedFile:
     """A snapshot or checkpoint read through its index ``.h5`` file with plain h5py: checks that every shard
-    file the index refers to exists, opens, and is complete, else raises IncompleteOutputError naming it."""
+    file the index refers to exists, opens, is complete and records the index's ``writer`` (none in files
+    written before writers were recorded), else raises IncompleteOutputError naming it."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -375,15 +378,19 @@ class IndexedFile:
             raise IncompleteOutputError(f"{self.path} is not a readable HDF5 file ({err})") from err
         if not self.file.attrs.get("complete", False):
             raise IncompleteOutputError(f"{self.path} is incomplete")
+        writer = self.file.attrs.get("writer")
         for rel in json.loads(self.file.attrs["sources"]):
             source = self.path.parent / rel
             try:
                 with h5py.File(source, "r") as s:
-                    ok = bool(s.attrs.get("complete", False))
+                    ok, by = bool(s.attrs.get("complete", False)), s.attrs.get("writer")
             except OSError:
                 raise IncompleteOutputError(f"{self.path}: shard file {source} is missing or unreadable") from None
             if not ok:
                 raise IncompleteOutputError(f"{self.path}: shard file {source} is incomplete")
+            if by != writer:  # a rewrite stopped between the shards and the index: the index stitches two writes
+                raise IncompleteOutputError(f"{self.path}: shard file {source} is of another write (writer {by}, the "
+                                            f"index's {writer}): a rewrite of it stopped part way")
 
     @property
     def attrs(self) -> dict[str, Any]:

@@ -21,7 +21,8 @@ The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z``
 ``i * L / N``, length units) and ``component`` (``"x" "y" "z"``) are dimension scales attached to the
 fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x, component)``.
 Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least length and time),
-``config`` and ``versions`` (JSON), and each variable's ``units``.
+``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
+snapshot of two writes is refused by its readers), and each variable's ``units``.
 """
 
 from __future__ import annotations

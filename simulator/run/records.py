@@ -44,9 +44,9 @@ def metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpoi
 
 def _segment_identity() -> str:
     """A random identity of this run segment, the same on every process (the element-wise maximum of
-    each process's draw): every file of a checkpoint it writes records it, so a shard or index copied
-    from another run, or from another segment of this one, is damage even when its step, time and own
-    checksums agree."""
+    each process's draw): every file of a checkpoint or snapshot it writes records it (``writer``), so a shard
+    or index copied from another run, or from another segment of this one, is damage even when its step,
+    time and own checksums agree."""
     return "".join(f"{v:08x}" for v in agree([secrets.randbits(31) for _ in range(4)]))
 
 
@@ -72,8 +72,11 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
     (snapshots, particles, trajectories, statistics, tasks, the registered kinds) after it, the checkpoints last."""
 
     def snapshot_attrs(m: Moment) -> dict[str, Any]:
+        # the writer, in the index and in every shard: a snapshot whose shards come from two writes (a restart
+        # stopped while rewriting it) is refused by its readers (:class:`simulator.output.hdf5.IndexedFile`)
         return {"step": m.step, "time": m.time, "config": meta["config"], "versions": meta["versions"],
-                "layout": meta["layout"], "box": list(cfg.grid.box), **cfg.physics.clock().output_attrs(m.time)}
+                "layout": meta["layout"], "box": list(cfg.grid.box), "writer": meta["segment_id"],
+                **cfg.physics.clock().output_attrs(m.time)}
 
     ctx = WriterContext(rank0, meta, snapshot_attrs, log.info)
     records: list[Writer] = []
