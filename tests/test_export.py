@@ -27,6 +27,7 @@ from simulator.output import hdf5
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
+from simulator.run import rundir
 from simulator.runtime import build_mesh
 from support import small_filesystem
 
@@ -450,7 +451,7 @@ def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys)
     assert main(["export", str(run), "--netcdf", str(tmp_path / "cut.nc"), "--max-size", str(limit)]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
     assert lines == [(f"{tmp_path / 'cut.nc'} leaves out: statistics ({export.size_text(sizes['statistics'])}: over "
-                      "--max-size); aside/ (1 row file(s) restarts set aside: load_run(...).aside lists them)")]
+                      "--max-size); aside/ (1 file(s) restarts set aside: load_run(...).aside lists them)")]
     with h5py.File(tmp_path / "cut.nc") as f:
         assert "statistics" not in f and sorted(f["particles"]) == ["drops", "tracers"] and "tasks" in f
 
@@ -478,6 +479,42 @@ def test_a_float32_run_continued_in_float64_exports_its_float64_snapshots_unroun
         drops = xr.open_dataset(tmp_path / "run" / "export" / "run.nc", group="particles/drops")
         np.testing.assert_array_equal(drops.position.values, loaded.particles["drops"].position)
         drops.close()
+
+
+def test_a_restart_sets_aside_the_export_and_merged_snapshots_of_the_output_it_writes_again(tmp_path):
+    """Exported (netCDF and merged) at step 6, then restarted from step 4 with another viscosity: export/ and
+    snapshots/merged/ hold the snapshot at step 6 of the run before, which the restart writes again. They used
+    to stay in place (and `simulator export` refused to replace them); now the restart moves each, whole, into
+    aside/ with a warning naming it, and the next export is of the run as it is. A restart from the last step
+    (an extension) writes nothing again and leaves that export in place."""
+    values = {"grid.shape": 8, "fft.backend": "single", "precision": "float64", "time.t_end": 0.06,
+              "output.chunk": 2, "output.snapshots.every": 2, "checkpoint.every": 2,
+              "runtime.cpu_devices": len(jax.devices())}
+    run = tmp_path / "run"
+    assert simulator.run_config(simulator.load_config(ROOT / "configs" / "taylor_green.yaml", values), run) == 0
+    assert main(["export", str(run), "--merge", "--netcdf", str(run / "export" / "run.nc")]) == 0
+    before = {p: p.read_bytes() for d in ("export", "snapshots/merged") for p in (run / d).iterdir()}
+    viscous = {**values, "physics.viscosity": 0.5}
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", viscous)
+    assert simulator.run_config(cfg, run, restart=str(run / "checkpoints" / "c00000004.json"),
+                                allow_physics_change=True) == 0
+    aside = run / "aside"
+    assert not (run / "export").exists() and not (run / "snapshots" / "merged").exists()
+    assert simulator.load_run(run).aside == (aside / "export.until-00000004", aside / "merged.until-00000004")
+    for path, data in before.items():  # each kept whole, under a name that says which restart set it aside
+        assert (aside / f"{path.parent.name}.until-00000004" / path.name).read_bytes() == data
+    log = (run / "run.log").read_text()
+    for name in ("export", "snapshots/merged"):
+        assert (f"WARNING {run / name} was made from output this restart drops or writes again (past step 4): kept "
+                f"whole in {aside / Path(name).name}.until-00000004") in log, log[-3000:]
+    assert main(["export", str(run)]) == 0  # the run as it is now: the new snapshot at step 6
+    with xr.open_dataset(run / "export" / "run.nc") as now, \
+            xr.open_dataset(aside / "export.until-00000004" / "run.nc") as then, \
+            simulator.load_run(run).snapshots[-1].open() as last:
+        assert last.attrs["step"] == 6 and not np.array_equal(then.velocity[-1].values, last.read("velocity"))
+        np.testing.assert_array_equal(now.velocity[-1].values, last.read("velocity"))
+    rundir.set_derived_aside(run, 6, rank0=True)  # what a restart from step 6, where the run stands, does first
+    assert (run / "export" / "run.nc").is_file() and len(simulator.load_run(run).aside) == 2
 
 
 @pytest.mark.multiprocess  # the run of the fixture tg

@@ -78,10 +78,11 @@ def aside_folder(path: Path) -> Path:
     return folder
 
 
-def set_aside(path: Path, stem: str, suffix: str) -> Path:
-    """Move ``path`` into ``aside/`` beside it under the first free name ``stem[.n]suffix``; returns
-    where it went (OutputWriteError naming the folder or the file when it cannot be moved)."""
-    folder = aside_folder(path)
+def set_aside(path: Path, stem: str, suffix: str, folder: Path | None = None) -> Path:
+    """Move ``path`` into ``aside/`` beside it (or into ``folder``, an ``aside/`` already made) under the first
+    free name ``stem[.n]suffix``; returns where it went (OutputWriteError naming the folder or the file when it
+    cannot be moved)."""
+    folder = folder or aside_folder(path)
     target = folder / distinct(stem, suffix, lambda name: (folder / name).exists())
     try:
         os.replace(path, target)

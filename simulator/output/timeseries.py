@@ -122,6 +122,17 @@ def _format(value: object) -> str:
     return repr(float(value)) if not isinstance(value, (int, np.integer)) else str(int(value))
 
 
+def last_step(run_dir: Path) -> int | None:
+    """The step of the last whole row of ``run_dir``'s ``timeseries.csv``: how far the run has gone (a row is
+    written at every chunk end, before the other outputs of that moment); None when it has none or cannot be
+    read."""
+    try:
+        _, rows = _valid_rows(run_dir / FILE)
+    except OSError:
+        return None
+    return int(rows[-1][0]) if rows else None
+
+
 def read_timeseries(path: Path) -> dict[str, np.ndarray]:
     """The columns of a ``timeseries.csv`` as float arrays, by header name.
 

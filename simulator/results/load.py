@@ -6,7 +6,7 @@
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres: the resolved shells
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     run.tasks["w_mid"].values[-1], run.tasks["w_mid"].time   # tasks.h5 (output.tasks), by task
-    run.aside                                    # row files restarts set aside (aside/), read as above
+    run.aside                                    # what restarts set aside (aside/): row files, read as above
     run.particles["tracers"].position            # particle snapshots by species: (snapshots, particles, 3)
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
@@ -60,8 +60,9 @@ class RunResults:
     path: Path
     config: dict[str, Any]
     status: dict[str, Any] | None
-    #: the row files restarts set aside (``aside/``, ``particles/aside/``: rows of another definition, read
-    #: with the same readers, or damaged files; :mod:`simulator.output.rows`), by name
+    #: what restarts set aside (``aside/``, ``particles/aside/``), by name: row files (rows of another definition,
+    #: read with the same readers, or damaged files; :mod:`simulator.output.rows`) and the folders of what was
+    #: made from output a restart wrote again (``export.until-<step>``, ...: ``rundir.set_derived_aside``)
     aside: tuple[Path, ...] = ()
 
     @cached_property
@@ -153,7 +154,7 @@ class RunResults:
 
 
 def load_run(path: str | Path) -> RunResults:
-    """Load a run directory: its config, status and the row files restarts set aside; each output (time series,
+    """Load a run directory: its config, status and what restarts set aside; each output (time series,
     spectra on the resolved shells, snapshots, statistics, tasks, particles, trajectories, a registered kind's)
     is read by its output kind when first used."""
     run_dir = Path(path)

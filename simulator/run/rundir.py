@@ -39,7 +39,7 @@ import yaml
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.log import get_logger
-from simulator.output import checkpoints
+from simulator.output import checkpoints, rows, timeseries
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.run.restart import physics_changes
 from simulator.time.control import TOL
@@ -50,6 +50,9 @@ from simulator.time.control import TOL
 RUN_FILES = ("plots", "export", "particles", "aside", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
              "statistics.h5", "timeseries.csv", "timeseries.csv.tmp", "run.log", ".status.json.tmp", "status.json",
              "config.yaml")
+#: what ``simulator export`` and ``simulator plot`` derive from the run's output in its directory: a restart that
+#: drops or writes again output they were made from sets them aside (:func:`set_derived_aside`)
+DERIVED = ("export", "snapshots/merged", "plots")
 #: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp,
 #: and a failed run's reason
 STATUS_FILE = "status.json"
@@ -223,6 +226,32 @@ def apply(planned: DirectoryPlan, path: Path) -> None:
         else:
             with contextlib.suppress(OSError):
                 target.unlink(missing_ok=True)
+
+
+def set_derived_aside(path: Path, step: int | None, rank0: bool) -> None:
+    """On a restart from the checkpoint at ``step`` (None: a new run, nothing to do; process 0 does it): when
+    the run went further (its time series has rows past ``step``, or none to tell), the files derived from its
+    output (:data:`DERIVED`: exports, merged snapshots, figures) describe output this restart drops or writes
+    again, so each moves whole into ``<run>/aside/`` as ``<name>.until-<step>`` (a counter when taken), with a
+    warning naming it. ``aside/`` is made now, the moves wait until every file of the segment is open
+    (:func:`simulator.output.rows.later`): a restart that fails before changes nothing. Called before the writers
+    open, so the moves come before any row is cut: a restart stopped between them still finds the rows past
+    ``step`` that say the derived files are to go."""
+    if step is None or not rank0:
+        return
+    found = [path / name for name in DERIVED if (path / name).exists()]
+    reached = timeseries.last_step(path)
+    if not found or (reached is not None and reached <= step):
+        return
+    folder = rows.aside_folder(path / DERIVED[0])  # <run>/aside/, for every derived file wherever it lies
+
+    def move() -> None:
+        for derived in [d for d in found if d.exists()]:  # one removed meanwhile is no reason to fail the restart
+            aside = rows.set_aside(derived, derived.name + rows.until(step), "", folder)
+            get_logger().warning("%s was made from output this restart drops or writes again (past step %d): kept "
+                                 "whole in %s", derived, step, aside)
+
+    rows.later(move)
 
 
 def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple[int, int]:

@@ -234,8 +234,9 @@ class Segment:
         self.saver.last = None if ckpt is None else ckpt.index.with_suffix("")
         self.progress = Progress(self.step, self.t, self.stepper.t_end)
         # nothing of the run being restarted changes until its files are open, this segment recorded and its particles
-        # handed out with none lost: the rows past the checkpoint are dropped only when the block ends without error
+        # handed out with none lost: then its derived files are set aside, then the rows past the checkpoint dropped
         with rows.staged():
+            rundir.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
             for w in self.writers:
                 w.open(self.out, None if ckpt is None else ckpt.step)
             if jax.process_index() == 0:
