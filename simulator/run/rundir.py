@@ -240,7 +240,7 @@ def set_derived_aside(path: Path, step: int | None, rank0: bool) -> None:
     if step is None or not rank0:
         return
     found = [path / name for name in DERIVED if (path / name).exists()]
-    reached = timeseries.last_step(path)
+    reached = timeseries.last_step(path) if found else None  # the time series read only when something may go
     if not found or (reached is not None and reached <= step):
         return
     folder = rows.aside_folder(path / DERIVED[0])  # <run>/aside/, for every derived file wherever it lies
