@@ -165,7 +165,7 @@ STANDARD_LINES = 420
 ALLOWED_LINES = {
     "simulator.output.hdf5": 491,  # the writer and the readers share one file layout: apart, one could change alone
     "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
-    "simulator.sweep": 472,  # the sweep file, its manifest, the points' and groups' local runs and their collection
+    "simulator.sweep": 475,  # the sweep file, its manifest, the points' and groups' local runs and their collection
 }
 
 

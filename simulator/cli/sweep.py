@@ -20,7 +20,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
     if args.point is not None:
-        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args))
+        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args),
+                               runtime_flags(args))
     if args.group is not None:
         return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), runtime_settings(args))
     launched = os.environ.get(ENV_NUM_PROCESSES)
