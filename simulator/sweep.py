@@ -284,17 +284,20 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
     return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
 
 
-def run_point(directory: Path, index: int, overrides: Sequence[str] = ()) -> int:
-    """Run point ``index`` in this process (what each array task does), its config with ``overrides`` (the
-    runtime's flags, ``KEY=VALUE``); returns the run's exit status."""
-    from simulator.run.command import run_file
+def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
+    """Run point ``index`` in this process (what each array task does), its stored config read as stored (as
+    :func:`prepare` reads it) with ``overrides`` (the runtime's ``flags``, as ``KEY=VALUE``); returns the run's
+    exit status. Its resume hint is this command again."""
+    from simulator.run.command import command_prefix, run_config
 
     manifest = read_manifest(directory)
     points = manifest["points"]
     if not 0 <= index < len(points):
         raise ConfigError("point index", index, f"the sweep has points 0 to {len(points) - 1}", "is out of range")
     point = points[index]
-    return run_file(str(directory / point["config"]), overrides, out=str(directory / point["name"]), resume=True)
+    cfg = config_mod.load(str(directory / point["config"]), overrides, stored=True)
+    hint = " ".join([command_prefix(), "sweep", str(directory), "--point", str(index), *flags])
+    return run_config(cfg, directory / point["name"], resume=True, hint=hint)
 
 
 # ---- ensemble sweeps: the groups of a sweep directory ----------------------------------------------------
@@ -332,8 +335,8 @@ def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequ
 
 def run_group(directory: Path, index: int, overrides: Sequence[str] = ()) -> int:
     """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
-    resuming from its own latest checkpoint (what each array task of an ensemble sweep does), their configs
-    with ``overrides`` (the runtime's flags, ``KEY=VALUE``). Returns
+    resuming from its own latest checkpoint (what each array task of an ensemble sweep does), their configs read
+    as stored (as :func:`prepare` reads them) with ``overrides`` (the runtime's flags, ``KEY=VALUE``). Returns
     75 when a member was stopped (so the task is requeued), 1 when one failed, else 0."""
     from simulator.run.ensemble import run_configs
 
@@ -341,7 +344,7 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = ()) -> int
     if not 0 <= index < len(groups):
         raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
     points = [manifest["points"][i] for i in groups[index]]
-    cfgs = [config_mod.load(str(directory / p["config"]), overrides) for p in points]
+    cfgs = [config_mod.load(str(directory / p["config"]), overrides, stored=True) for p in points]
     codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True)
     return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
 

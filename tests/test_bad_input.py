@@ -258,6 +258,11 @@ CASES = {
     "whole sweep under launch": (["launch", "-n", "2", "--cpu-devices", "1", "sweep", "bad_point.yaml", "--local"],
                                  "simulator launch -n = 2 cannot run a whole sweep; run the sweep in one process "
                                  "(`simulator sweep FILE --local --cpu-devices D` gives each point D devices)"),
+    # the runtime's flags named as given, before any point's config is blamed for them (it said "sweep point 0")
+    "sweep with zero devices": (["sweep", "bad_point.yaml", "--local", "--cpu-devices", "0"],
+                                "--cpu-devices = 0 is out of range; give 1 to 4096"),
+    "sweep point with zero threads": (["sweep", "run", "--point", "0", "--threads", "0"],
+                                      "--threads = 0 is out of range; give 1 to 4096"),
     "sweep submitted with --cpu-devices": (["sweep", "bad_point.yaml", "--submit", "--cpu-devices", "2"],
                                            "--cpu-devices = 2 is not passed on by --submit; give it with --local, "
                                            "--point or --group, or set runtime.cpu_devices in the sweep file's set"),
@@ -282,6 +287,23 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert r.stdout == ""
     assert digest(workdir / "run") == before, case
     assert not (workdir / "huge").exists()
+
+
+@pytest.mark.parametrize("args", [["bad_point.yaml", "--local"], ["bad_point.yaml"], ["run", "--collect"]])
+def test_a_whole_sweep_in_every_task_of_an_srun_step_is_refused_in_one_line(workdir, args):
+    """`srun simulator sweep ...` in a job of two tasks: each task would prepare and run (or collect) the whole
+    sweep; one line says so, as under `simulator launch`. A point or group is each task's share: not refused."""
+    env = {**os.environ, "SLURM_STEP_NODELIST": "n1", "SLURM_NTASKS": "2", "SLURM_PROCID": "0"}
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", *args], cwd=workdir, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == "", r.stderr[-2000:]
+    assert r.stderr == ("error: SLURM_NTASKS = 2 cannot run a whole sweep (an srun step's tasks); run the sweep in one "
+                        "task (`simulator sweep FILE --local` in the job script, without srun), or one point on these "
+                        "tasks: `srun simulator sweep DIR --point I` (an ensemble group: --group G)\n")
+    assert not (workdir / "outputs" / "s").exists()  # the sweep's directory: nothing prepared
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", "run", "--point", "0"], cwd=workdir, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "has no sweep.yaml" in r.stderr, r.stderr[-2000:]
 
 
 def test_an_unreadable_config_is_one_line(workdir, tmp_path):

@@ -125,3 +125,28 @@ def test_a_launched_run_prints_whole_log_lines_and_no_gloo_lines(tmp_path):
     lines = r.stderr.splitlines()
     assert [line for line in lines if not LOG_LINE.match(line)] == []
     assert any(line.endswith("output in run") for line in lines)
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tmp_path):
+    """runtime.max_wall stops a run on 2 processes of 1 device after its first chunk: its resume hint is the
+    launch (it said `simulator run ...`, which resumed on 1 process), and followed as printed it resumes there
+    on both processes."""
+    tg = str(ROOT / "configs" / "taylor_green.yaml")
+    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout",
+                        "240", "run", tg, "--set", "grid.shape=16", "--set", "time.t_end=0.5", "--set",
+                        "output.chunk=5", "--set", "runtime.max_wall=0.001", "--out", "run"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 75, r.stderr[-3000:]
+    hint = (f"simulator launch -n 2 run {tg} --set grid.shape=16 --set time.t_end=0.5 --set output.chunk=5 --set "
+            "runtime.max_wall=0.001 --set runtime.cpu_devices=1 --resume --out run")
+    stops = [line for line in r.stderr.splitlines() if "resume with:" in line]
+    assert len(stops) == 2 and all(line.endswith(f"at step 5, t = 0.05 after writing a checkpoint; resume with: {hint}")
+                                   for line in stops), r.stderr[-3000:]
+    r = subprocess.run([sys.executable, "-m", *hint.split()], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 75, r.stderr[-3000:]
+    assert "devices: 2 cpu on 2 process(es)" in r.stderr and "resumed from run/checkpoints/c00000005" in r.stderr
+    assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 10" in line
+                  ) == [["[rank", "0]"], ["[rank", "1]"]], r.stderr[-3000:]

@@ -3,6 +3,7 @@ at a time; runs without snapshots or spectra; damaged files skip only their figu
 with one line and exit 2."""
 
 import importlib
+import re
 import shutil
 import struct
 import subprocess
@@ -876,6 +877,33 @@ def test_damaged_files_skip_their_figures_in_one_line_each_and_exit_1(runs, tmp_
         lines = [line for line in r.stderr.splitlines() if str(path) in line]
         assert len(lines) == 1 and lines[0].startswith("skipped ") and "damaged" in lines[0], r.stderr
     assert f"some figures were skipped: {run} has damaged files" in r.stderr.splitlines()[-1]
+
+
+def test_a_stored_physics_that_no_longer_validates_is_an_error_never_the_defaults(runs, tmp_path, capsys):
+    """A hand-edited config.yaml whose physics.viscosity is -1: the figures, the scales and a sweep's spectra
+    refuse in one line naming the file, the key, the value and what is allowed (they were drawn and computed
+    with the default viscosity, silently); what needs no physics parameters still reads."""
+    import simulator
+    from simulator.errors import ConfigError
+
+    run = tmp_path / "sweep" / "p000"
+    run.mkdir(parents=True)
+    for name in ("timeseries.csv", "spectra.h5"):
+        shutil.copy(runs / "ns" / name, run / name)
+    stored = yaml.safe_load((runs / "ns" / "config.yaml").read_text())
+    stored["config"]["physics"]["viscosity"] = -1
+    (run / "config.yaml").write_text(yaml.safe_dump(stored))
+    expected = f"physics.viscosity = -1.0 is out of range in {run / 'config.yaml'}; every entry must be >= 0.0"
+    assert plot(str(run)) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"error: {expected}\n" and not (run / "plots").exists()
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        simulator.load_run(run).scales()
+    assert len(simulator.load_run(run).timeseries["time"]) > 1 and "energy" in simulator.load_run(run).spectra
+    (run.parent / "sweep.yaml").write_text(yaml.safe_dump({"name": "s", "swept": ["physics.viscosity"],
+                                                           "points": [{"name": "p000", "params": {}}]}))
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        plots.plot_sweep_spectra(run.parent)
 
 
 @pytest.mark.parametrize("span", [(6.0, 200.0), (2.0, 9.0), (3.0, 4.5), (1.0, 1000.0)], ids=str)

@@ -102,6 +102,29 @@ def test_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_is_
     assert point.read_text() == written
 
 
+@pytest.mark.parametrize("mode", ["--point", "--group"])
+def test_a_point_or_group_of_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_runs(tmp_path, mode):
+    """What an array task runs on such a directory reads its stored point configs as `simulator sweep FILE` does
+    (it was refused: physics.m22 = 1.0 is a setting of the wave). runtime.max_wall stops each after its first
+    chunk; a point's resume hint is the command that ran it."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "base": str(ROOT / "configs" / "cold_dark_matter.yaml"),
+        "set": {"grid.shape": 8, "physics.cdm_particles": 512, "runtime.max_wall": 0.001},
+        "grid": {"initial.seed": [1, 2]}}))
+    r = cli(tmp_path, "sweep", "c.yaml", "--out", "out", *(["--ensemble"] if mode == "--group" else []))
+    assert r.returncode == 0, r.stderr[-2000:]
+    for point in (tmp_path / "out" / "configs").iterdir():
+        stored = yaml.safe_load(point.read_text())
+        stored["physics"].update(m22=1.0, self_interaction=0.0, f_a=None, fdm_transfer=True)
+        point.write_text(yaml.safe_dump(stored, sort_keys=False))
+    r = cli(tmp_path, "sweep", "out", mode, "0", "--threads", "1")
+    assert r.returncode == 75, r.stderr[-2000:]
+    assert [sweep.point_state(tmp_path / "out", p) for p in ("p000", "p001")] == (
+        ["interrupted", "pending"] if mode == "--point" else ["interrupted", "interrupted"])
+    if mode == "--point":
+        assert "resume with: simulator sweep out --point 0 --threads 1\n" in r.stderr, r.stderr[-2000:]
+
+
 def test_array_spec_lists_the_unfinished_points_with_the_limit():
     assert sweep_slurm.array_spec([0, 1, 2], 2) == "0-2%2"
     assert sweep_slurm.array_spec([5, 0, 1, 3, 6, 7, 9], 4) == "0-1,3,5-7,9%4"

@@ -44,6 +44,22 @@ def runtime_settings(args: argparse.Namespace) -> list[str]:
     return [f"{key}={getattr(args, flag)}" for flag, key in RUNTIME_FLAGS.items() if getattr(args, flag) is not None]
 
 
+def check_runtime_flags(args: argparse.Namespace) -> None:
+    """The runtime's own flags within their config keys' bounds, else a ConfigError naming the flag: for a
+    command that passes them on to the runs it starts (whose errors would blame a run's config for them)."""
+    import dataclasses
+
+    from simulator.config.model import RuntimeConfig
+    from simulator.errors import ConfigError
+
+    bounds = {f"runtime.{f.name}": f.metadata for f in dataclasses.fields(RuntimeConfig)}
+    for flag, key in RUNTIME_FLAGS.items():
+        value, meta = getattr(args, flag), bounds[key]
+        if value is not None and not meta["min"] <= value <= meta["max"]:
+            raise ConfigError(f"--{flag.replace('_', '-')}", value, f"give {meta['min']} to {meta['max']}",
+                              "is out of range")
+
+
 def runtime_flags(args: argparse.Namespace) -> list[str]:
     """The runtime's own flags as the command line gives them, for a command this one starts."""
     return [word for flag in RUNTIME_FLAGS if getattr(args, flag) is not None

@@ -6,8 +6,8 @@ import argparse
 import os
 from typing import Any
 
-from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, runtime_args, runtime_flags,
-                                  runtime_settings)
+from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
+                                  runtime_flags, runtime_settings)
 from simulator.errors import ConfigError
 from simulator.launch import ENV_NUM_PROCESSES
 
@@ -19,8 +19,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
+    check_runtime_flags(args)  # named as given, before a point's config is blamed for them
     if args.point is not None:
-        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args))
+        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args),
+                               runtime_flags(args))
     if args.group is not None:
         return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), runtime_settings(args))
     launched = os.environ.get(ENV_NUM_PROCESSES)
@@ -29,6 +31,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           "--local --cpu-devices D` gives each point D devices), or one point on these processes: "
                           f"`simulator launch -n {launched} sweep DIR --point I` (an ensemble group: --group G)",
                           "cannot run a whole sweep")
+    tasks = os.environ.get("SLURM_NTASKS", "1") if os.environ.get("SLURM_STEP_NODELIST") else "1"
+    if tasks.isdigit() and int(tasks) > 1:  # an srun step's tasks, as the runtime finds them: each would run it all
+        raise ConfigError("SLURM_NTASKS", int(tasks), "run the sweep in one task (`simulator sweep FILE --local` in "
+                          "the job script, without srun), or one point on these tasks: `srun simulator sweep DIR "
+                          "--point I` (an ensemble group: --group G)", "cannot run a whole sweep (an srun step's tasks)")
     for flag, key in RUNTIME_FLAGS.items():
         if getattr(args, flag) is not None and (args.submit or args.collect):
             raise ConfigError(f"--{flag.replace('_', '-')}", getattr(args, flag), "give it with --local, --point or "

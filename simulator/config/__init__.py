@@ -63,9 +63,10 @@ def check_overrides(argv: Sequence[str]) -> None:
 
 
 def load(source: str | Path | Mapping[str, Any] | None,
-         overrides: Mapping[str, Any] | Sequence[str] = ()) -> Config:
+         overrides: Mapping[str, Any] | Sequence[str] = (), stored: bool = False) -> Config:
     """Read ``source`` (a YAML path, a raw mapping, or None for the defaults), apply overrides
-    (``["dotted.key=value", ...]`` as ``--set``, or ``{"dotted.key": value}``), validate once."""
+    (``["dotted.key=value", ...]`` as ``--set``, or ``{"dotted.key": value}``), validate once; ``stored``: a
+    resolved config the simulator wrote (:func:`from_dict`'s)."""
     if isinstance(source, Mapping):
         raw = dict(source)
     else:
@@ -73,8 +74,8 @@ def load(source: str | Path | Mapping[str, Any] | None,
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
     if isinstance(overrides, Mapping):
-        return from_dict(set_values(raw, overrides))
-    return from_dict(apply_overrides(raw, overrides))
+        return from_dict(set_values(raw, overrides), stored)
+    return from_dict(apply_overrides(raw, overrides), stored)
 
 
 @functools.cache

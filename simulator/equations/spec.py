@@ -409,12 +409,12 @@ def _default_name(cls: type) -> str:
     return next(f.default for f in dataclasses.fields(cls) if f.name == "name")
 
 
-def parameters_of(info: EquationInfo, config: Mapping[str, Any]) -> EquationParams:
-    """The equation's parameters of a stored run's resolved ``config`` (a dict: ``config.yaml``), for host code
-    (plots, results), passing over the keys older runs stored: other equations', and those its values leave out
-    (:func:`simulator.schema.build.build`'s ``stored``); a section that no longer validates gives the defaults."""
+def parameters_of(info: EquationInfo, config: Mapping[str, Any], source: str = "the run's config.yaml") -> EquationParams:
+    """The equation's parameters of a stored run's resolved ``config`` (``source``, a dict) for host code (plots,
+    results), passing over the keys older runs stored: other equations', those its values leave out (``build``'s
+    ``stored``). ConfigError naming ``source`` for a section that no longer validates: never the defaults."""
     known = {f.name for f in dataclasses.fields(info.params)}
     try:
         return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.", stored=True)
-    except ConfigError:
-        return info.params()
+    except ConfigError as err:  # the defaults would label and compute with physics the run did not have
+        raise ConfigError(err.key, err.value, err.allowed, f"{err.problem} in {source}") from None

@@ -48,12 +48,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import EquationInfo, FieldInfo
+from simulator.equations.spec import EquationInfo, FieldInfo, parameters_of
 from simulator.errors import ConfigError
 from simulator.output import kinds as output_kinds
 from simulator.output.base import OutputKind
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
-from simulator.output.runconfig import load_run_config
+from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
@@ -364,10 +364,12 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     window of the time-averaged figures: the compensated spectrum's mean, the structure functions and the
     PDFs (default: the second half of the run). The kinds are drawn in the registry's order, each with the
     same :class:`FigureContext`, then the frames.
-    Raises ConfigError for a missing or foreign directory, an unknown axis or field.
+    Raises ConfigError for a missing or foreign directory, an unknown axis or field, or a stored physics section
+    that no longer validates (:func:`~simulator.equations.spec.parameters_of`).
     """
     config = load_run_config(run_dir)
     info = equations.get(config["physics"]["name"])
+    parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels every figure: before any is written
     field, index, stem = slice_choice(run_dir, info, field, axis)
     check_window(window)
     ctx = FigureContext(run_dir, config, info, field, index, stem, pdf, times, window)

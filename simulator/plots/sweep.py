@@ -27,8 +27,9 @@ from matplotlib.axes import Axes
 from simulator import config as config_mod
 from simulator import equations
 from simulator.equations import resolution
+from simulator.equations.spec import parameters_of
 from simulator.errors import ConfigError
-from simulator.output.runconfig import load_run_config
+from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
@@ -298,6 +299,7 @@ def plot_sweep_spectra(sweep_dir: Path, pdf: bool = False) -> list[Path]:
         except Exception as err:  # whatever a damaged file makes h5py or the reader raise: that point is left out
             note(f"passed over {point['name']}: {path} is damaged or not as the run writes it ({type(err).__name__})")
             continue
+        parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels its time: no defaults for it
         if table["time"].size and info.plot.spectrum in table:
             finished = point_state(sweep_dir, str(point["name"])) == "finished"
             curves.append((point_label(point.get("params") or {}), finished, config, info, table, k_units))

@@ -40,7 +40,7 @@ from simulator.results import lagrangian
 from simulator.output import kinds
 from simulator.output import particles as particle_output
 from simulator.output.rows import ASIDE_DIR
-from simulator.output.runconfig import load_run_config
+from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
 from simulator.run.rundir import read_status
@@ -140,12 +140,13 @@ class RunResults:
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
         ``simulator.equations.get(name).scales`` says what each is) at every row of the time series, from
-        the run's parameters and that row's diagnostics; {} before the first row."""
+        the run's parameters and that row's diagnostics; {} before the first row. ConfigError naming the key
+        when the run's ``config.yaml`` physics no longer validates."""
         from simulator.equations import get
         from simulator.equations.spec import parameters_of
 
         info = get(self.config["physics"]["name"])
-        physics = parameters_of(info, self.config)
+        physics = parameters_of(info, self.config, str(self.path / CONFIG_FILE))
         grid = self.config["grid"]
         rows = len(self.timeseries.get("time", ()))
         per_row = [physics.scales({k: float(v[i]) for k, v in self.timeseries.items()}, grid["shape"], grid["box"])

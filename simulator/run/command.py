@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
+from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -37,6 +39,14 @@ def exit_now_if_distributed(code: int) -> None:
     runtime = sys.modules.get("simulator.runtime")  # only a command that started JAX can be distributed
     if runtime is not None and runtime.is_distributed():
         runtime.exit_now(code)
+
+
+def command_prefix() -> str:
+    """How a command this process prints for the user to run (a resume hint) begins: ``simulator``, or in a
+    process of ``simulator launch -n N`` that launch, so that following it runs on as many processes again
+    (launch's ``--cpu-devices D`` reaches the command as its own flag, which the rest of the hint repeats)."""
+    launched = os.environ.get(ENV_NUM_PROCESSES) if os.environ.get(ENV_COORDINATOR) else None
+    return f"simulator launch -n {launched}" if launched else "simulator"
 
 
 def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwrite: bool = False,
@@ -162,6 +172,6 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
         cfg = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
                            bool(options.get("resume")), add_to_t_end)
         overrides = [*overrides, f"time.t_end={cfg.time.t_end!r}"]  # what resuming the extended run needs
-    hint = " ".join(["simulator run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out",
+    hint = " ".join([command_prefix(), "run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out",
                      str(out_dir or f"outputs/{cfg.name}")])
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]
