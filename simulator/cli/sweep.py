@@ -31,9 +31,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           "--local --cpu-devices D` gives each point D devices), or one point on these processes: "
                           f"`simulator launch -n {launched} sweep DIR --point I` (an ensemble group: --group G)",
                           "cannot run a whole sweep")
-    tasks = os.environ.get("SLURM_NTASKS", "1") if os.environ.get("SLURM_STEP_NODELIST") else "1"
-    if tasks.isdigit() and int(tasks) > 1:  # an srun step's tasks, as the runtime finds them: each would run it all
-        raise ConfigError("SLURM_NTASKS", int(tasks), "run the sweep in one task (`simulator sweep FILE --local` in "
+    from simulator.run.rundir import srun_tasks
+
+    if (tasks := srun_tasks()) > 1:  # an srun step's tasks, as a run finds them: each would run it all
+        raise ConfigError("SLURM_NTASKS", tasks, "run the sweep in one task (`simulator sweep FILE --local` in "
                           "the job script, without srun), or one point on these tasks: `srun simulator sweep DIR "
                           "--point I` (an ensemble group: --group G)", "cannot run a whole sweep (an srun step's tasks)")
     for flag, key in RUNTIME_FLAGS.items():

@@ -265,10 +265,17 @@ def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple
         index = rt.process_id if rt.process_id is not None else int(env.get("SIMULATOR_PROCESS_ID", "0") or 0)
         count = rt.num_processes if rt.num_processes is not None else int(env.get("SIMULATOR_NUM_PROCESSES", "1") or 1)
         return index, count
-    tasks = int(env.get("SLURM_NTASKS", "1") or 1)
-    if env.get("SLURM_STEP_NODELIST") and tasks > 1:
+    tasks = srun_tasks(env)
+    if tasks > 1:
         return int(env.get("SLURM_PROCID", "0") or 0), tasks
     return 0, 1
+
+
+def srun_tasks(env: Mapping[str, str] | None = None) -> int:
+    """The tasks of the ``srun`` step this process is one of (``SLURM_NTASKS`` where ``SLURM_STEP_NODELIST`` is
+    set), else 1: in the batch shell itself, or outside Slurm."""
+    env = os.environ if env is None else env
+    return int(env.get("SLURM_NTASKS", "1") or 1) if env.get("SLURM_STEP_NODELIST") else 1
 
 
 def read_status(path: Path) -> dict[str, Any] | None:
