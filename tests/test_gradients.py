@@ -1,12 +1,14 @@
 """Gradients through whole runs (simulator.gradients, Simulation.rollout), float64.
 
-For every registered equation on every backend case (one device, and every backend distributed over
-4; the other backends' one-device layouts for the first equation): the reverse-mode
+For every registered equation on one device and on the slab backend over 4 devices, and for a real and a
+complex state (Navier-Stokes, Schrodinger-Poisson) on every other backend too (see :func:`cases`), with the
+other backends' one-device layouts for the first equation: the reverse-mode
 gradient of a smooth objective (tests/grad_objective.py) with respect to the equation's first traced
 parameter and to the initial state agrees with central differences (Richardson-extrapolated, so the
 differences are exact to ~1e-10) to 1e-6; forward mode agrees with reverse mode; every distributed
 gradient equals the single-device one to 1e-12. Two processes give the one-process gradient
-(tests/mp_grad_worker.py), in the compact spectral layout the full layout's too. The memory of a
+(tests/mp_grad_worker.py) for the same two, the compact spectral layout's (Navier-Stokes) and the full
+one's, and the compact layout's equals the full layout's on one device. The memory of a
 gradient grows like sqrt(steps), not steps. The worked example (examples/recover_viscosity.py)
 recovers the viscosity. The tutorial's notebook (docs/tutorials/gradients.ipynb) runs in
 tests/test_notebooks.py.
@@ -74,14 +76,26 @@ def result(equation, case):
     return _RESULTS[key]
 
 
+#: the equations whose gradients every backend is held to: a real state transformed real-to-complex (and run in the
+#: compact layout) and a complex one transformed complex-to-complex. What a backend adds to a gradient is the
+#: transpose of its transforms and exchanges, which sees only the arrays' dtype and layout, never the equation:
+#: tests/test_fft_grad.py holds each backend's transposes to exact adjoints on every mesh shape, and the other
+#: equations' gradients are held on the slab backend (the primary one) to the same checks
+EVERY_BACKEND = ("navier_stokes", "schrodinger_poisson")
+
+
 def cases():
-    """(equation, case): every equation on the single device and every distributed layout; the
-    one-device layouts of the other backends (the same local transforms as single) for the first."""
+    """(equation, case): every equation on the single device and the slab backend over 4 devices; the
+    equations of :data:`EVERY_BACKEND` on every distributed layout; the one-device layouts of the other
+    backends (the same local transforms as single) for the first."""
+    assert set(EVERY_BACKEND) <= set(EQUATIONS) and EQUATIONS[0] in EVERY_BACKEND
     out = []
     for equation in EQUATIONS:
         for case in support.backend_cases():
             one_device = case[0] != "single" and case[1] == 1
             if one_device and equation != EQUATIONS[0]:
+                continue
+            if case[0] not in ("single", "slab") and equation not in EVERY_BACKEND:
                 continue
             # jaxdecomp transforms one component at a time: its compilations take several times longer
             marks = [pytest.mark.slow] if case[0] == "jaxdecomp" or one_device else []
@@ -194,24 +208,26 @@ def test_gradient_memory_grows_like_the_square_root_of_the_steps():
 @pytest.mark.slow
 @pytest.mark.multiprocess
 def test_two_processes_give_the_one_process_gradient(tmp_path):
-    """2 processes x 2 devices (slab): every equation's gradient equals one device's to 1e-12; where the two
-    processes ran the compact spectral layout (every equation whose spectra it holds), one device's in the full
-    layout too."""
+    """2 processes x 2 devices (slab): the gradients of :data:`EVERY_BACKEND`'s equations equal one device's to
+    1e-12, the one run in the compact spectral layout (the equations whose spectra it holds) one device's in the
+    full layout too. The equations differ in a gradient only in their local arithmetic; what crosses the
+    processes is the transforms' exchange, in the layout and dtype these two span."""
     worker = Path(__file__).with_name("mp_grad_worker.py")
-    assert launch(2, [sys.executable, str(worker), str(tmp_path)], timeout=300) == 0
+    assert launch(2, [sys.executable, str(worker), str(tmp_path), *EVERY_BACKEND], timeout=300) == 0
     found = json.loads((tmp_path / "gradients.json").read_text())
-    assert found, "the worker wrote no gradient"
-    holds = {e for e in EQUATIONS if simulator.load_config(None, obj.overrides(e)).physics.compact_spectra() is None}
-    assert holds and {key.split("/")[0] for key, (*_, compact) in found.items() if compact} == holds
-    for key, (rev_param, rev_state, compact) in found.items():
-        equation = key.split("/")[0]
+    assert sorted(found) == sorted(EVERY_BACKEND), found
+    holds = {e for e in EVERY_BACKEND
+             if simulator.load_config(None, obj.overrides(e)).physics.compact_spectra() is None}
+    assert holds and holds != set(EVERY_BACKEND)  # one compact run, one full
+    assert {equation for equation, (*_, compact) in found.items() if compact} == holds
+    for equation, (rev_param, rev_state, compact) in found.items():
         single = result(equation, ("single", 1, None))
-        assert rev_param == pytest.approx(single["rev_param"], rel=1e-12), key
-        assert rev_state == pytest.approx(single["rev_state"], rel=1e-12), key
+        assert rev_param == pytest.approx(single["rev_param"], rel=1e-12), equation
+        assert rev_state == pytest.approx(single["rev_state"], rel=1e-12), equation
         if compact:
             overrides = {k.replace(".", "__"): v for k, v in obj.overrides(equation).items()}
             full = obj.gradient(support.shared(("single", 1, None), **overrides, fft__layout="full"))
-            assert (rev_param, rev_state) == pytest.approx(full, rel=1e-12), key
+            assert (rev_param, rev_state) == pytest.approx(full, rel=1e-12), equation
 
 
 @pytest.mark.slow
