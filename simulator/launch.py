@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 from simulator.threads import shared
@@ -183,3 +183,10 @@ def launch(n_processes: int, argv: Sequence[str], timeout: float | None = None, 
         forward.write_errors(n_processes, sys.stderr)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def srun_tasks(env: Mapping[str, str] | None = None) -> int:
+    """The tasks of the ``srun`` step this process is one of (``SLURM_NTASKS`` where ``SLURM_STEP_NODELIST`` is
+    set), else 1: in the batch shell itself, or outside Slurm."""
+    env = os.environ if env is None else env
+    return int(env.get("SLURM_NTASKS", "1") or 1) if env.get("SLURM_STEP_NODELIST") else 1

@@ -33,7 +33,7 @@ from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
-from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, srun_tasks
 from simulator.threads import XLA_THREADS_VARIABLE, available_cores
 from simulator.planning.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
@@ -151,7 +151,7 @@ def process_mode(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     if cfg.runtime.coordinator is not None or env.get(ENV_COORDINATOR):
         return "explicit"
-    if env.get("SLURM_STEP_NODELIST") and int(env.get("SLURM_NTASKS", "1") or 1) > 1:
+    if srun_tasks(env) > 1:
         return "slurm"
     return "single"
 

@@ -9,7 +9,7 @@ from typing import Any
 from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
                                   runtime_flags, runtime_settings)
 from simulator.errors import ConfigError
-from simulator.launch import ENV_NUM_PROCESSES
+from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -31,8 +31,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           "--local --cpu-devices D` gives each point D devices), or one point on these processes: "
                           f"`simulator launch -n {launched} sweep DIR --point I` (an ensemble group: --group G)",
                           "cannot run a whole sweep")
-    from simulator.run.rundir import srun_tasks
-
     if (tasks := srun_tasks()) > 1:  # an srun step's tasks, as a run finds them: each would run it all
         raise ConfigError("SLURM_NTASKS", tasks, "run the sweep in one task (`simulator sweep FILE --local` in "
                           "the job script, without srun), or one point on these tasks: `srun simulator sweep DIR "

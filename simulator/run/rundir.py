@@ -38,6 +38,7 @@ import yaml
 
 from simulator.config import Config
 from simulator.errors import ConfigError
+from simulator.launch import srun_tasks
 from simulator.log import get_logger
 from simulator.output import checkpoints, rows, timeseries
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
@@ -269,13 +270,6 @@ def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple
     if tasks > 1:
         return int(env.get("SLURM_PROCID", "0") or 0), tasks
     return 0, 1
-
-
-def srun_tasks(env: Mapping[str, str] | None = None) -> int:
-    """The tasks of the ``srun`` step this process is one of (``SLURM_NTASKS`` where ``SLURM_STEP_NODELIST`` is
-    set), else 1: in the batch shell itself, or outside Slurm."""
-    env = os.environ if env is None else env
-    return int(env.get("SLURM_NTASKS", "1") or 1) if env.get("SLURM_STEP_NODELIST") else 1
 
 
 def read_status(path: Path) -> dict[str, Any] | None:
