@@ -2,9 +2,9 @@
 
 The transforms are linear: their JVP is the transform of the tangent, their transpose a transform in
 the other direction (derivation in simulator.fft.linear). Checked here: adjoint (dot-product) identities
-on the real representation of complex arrays, against JAX's own rules for jnp.fft on one device, a
-Navier-Stokes gradient against finite differences and across device counts, and the all-to-alls the
-backward pass compiles to.
+on the real representation of complex arrays, against JAX's own rules for jnp.fft on one device, and the
+all-to-alls the backward pass compiles to. Gradients of whole runs of every equation, against finite
+differences and across backends and device counts: tests/test_gradients.py.
 """
 
 import jax
@@ -14,8 +14,6 @@ import pytest
 
 from simulator.fft import BACKENDS
 from simulator.fft.check import collective_counts, distribute, host_field
-from simulator.equations.navier_stokes.equation import NavierStokes
-from simulator.time.schemes import SCHEMES
 from simulator.runtime import build_mesh
 
 F64 = jnp.float64
@@ -128,56 +126,6 @@ def test_transposes_are_exact_adjoints(devices, name, mesh, n):
         ref_out, ref_ct = jax_rules(jnp.asarray(np.asarray(x)), jnp.asarray(np.asarray(y)))
         assert float(jnp.max(jnp.abs(tx - ref_out))) < 1e-12 * float(jnp.max(jnp.abs(ref_out))), kind
         assert float(jnp.max(jnp.abs(ct - ref_ct))) < 1e-12 * float(jnp.max(jnp.abs(ref_ct))), kind
-
-
-def navier_stokes_derivatives(name, mesh, n, devices, nu=0.05, h=1e-4):
-    """dE/dnu of the energy after three nonlinear IF-RK4 steps (inside fori_loop, each step
-    checkpointed) of a seeded random field: the function, its arguments, and the derivative by
-    central differences, jax.grad and jax.jvp."""
-    fft = make(name, mesh, n, devices, shape=(16, 16, 16))
-    eq = NavierStokes(fft, (2 * np.pi,) * 3, F64)
-    u_real = 2.0 * host_field((3, 16, 16, 16), real=True, seed=5)
-    u0 = eq.from_fields({"velocity": distribute(u_real, fft.real_sharding(1), F64)}, {})
-    dt = jnp.asarray(0.02, F64)
-
-    def energy(eq, nu, u0):
-        step = jax.checkpoint(SCHEMES["rk4"].load()(eq))  # from the argument: closes over no sharded array
-        params = {"viscosity": nu}
-        u = jax.lax.fori_loop(0, 3, lambda i, u: step(u, i * dt, dt, params), u0)
-        return 0.5 * jnp.sum(eq.ops.weight * jnp.abs(u) ** 2) / float(eq.fft.size) ** 2
-
-    args = (eq, jnp.asarray(nu, F64), u0)
-    # one compiled jvp gives the values for the differences (its primal) and the forward derivative
-    jvp = jax.jit(lambda eq, nu, u0: jax.jvp(lambda v: energy(eq, v, u0), (nu,), (jnp.ones((), F64),)))
-    fd = (float(jvp(eq, args[1] + h, u0)[0]) - float(jvp(eq, args[1] - h, u0)[0])) / (2 * h)
-    grad = float(jax.jit(jax.grad(energy, argnums=1))(*args))
-    return energy, args, (fd, grad, float(jvp(*args)[1]))
-
-
-@pytest.fixture(scope="module")
-def single_device_gradient(devices):
-    return navier_stokes_derivatives("single", None, 1, devices)[2][1]
-
-
-def _one_layout_per_backend():
-    """Every registered backend on 4 devices where it distributes (on one where it cannot)."""
-    out = []
-    for name, cls in BACKENDS.items():
-        n = 4 if np.prod(cls.mesh_shape(4, None)) > 1 else 1
-        marks = [pytest.mark.slow] if name == "jaxdecomp" else []  # one transform per component: ~15 s
-        out.append(pytest.param(name, n, marks=marks, id=f"{name}-{n}"))
-    return out
-
-
-@pytest.mark.parametrize("name, n", _one_layout_per_backend())
-def test_navier_stokes_gradient(devices, single_device_gradient, name, n):
-    """dE/dnu by jax.grad and jax.jvp equals central differences to 1e-6, and the single-device
-    gradient to 1e-12."""
-    fd, grad, jvp = navier_stokes_derivatives(name, None, n, devices)[2]
-    assert grad < 0  # viscosity removes energy
-    assert grad == pytest.approx(fd, rel=1e-6)
-    assert jvp == pytest.approx(grad, rel=1e-12)
-    assert grad == pytest.approx(single_device_gradient, rel=1e-12)
 
 
 def _chain(fft, n, real):
