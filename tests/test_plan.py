@@ -283,41 +283,57 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
         assert r.returncode == 0 and "a step's fields one at a time (fft.in_turn auto): all at once needs 35.9 " \
             "bytes per cell, more than fits" in r.stdout, r.stdout
     assert "40 scalar 3D FFTs" in r.stdout, r.stdout
-    # the half spectrum's figures, measured on an H100 too
-    r = subprocess.run([*command, "--set", "fft.layout=full"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    # the half spectrum's figures, measured on an H100 too: what the command prints (report.plan_lines) for the same
+    # flags, planned in this process (the command's own handling of them is the run above; its process would compile
+    # the same programs, with an interpreter's start on top)
+    cfg = load_config(None, {"grid.shape": 1024, "precision": "float32", "time.integrator": "lsrk4",
+                             "fft.layout": "full"})
+    lines, fits = report.plan_lines(cfg, Simulation, 1, "gpu", cost.memory_option("80GB", True))
+    out = "\n".join(lines)
+    assert fits, out
     # a GPU's allocator holds XLA_PYTHON_CLIENT_MEM_FRACTION of it (the runtime's and the job scripts' 0.95)
-    assert "available per device: 76.0 GiB (80.0 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in r.stdout
-    assert "45 scalar 3D FFTs" in r.stdout and "on h100" in r.stdout
+    assert "available per device: 76.0 GiB (80.0 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in out
+    assert "45 scalar 3D FFTs" in out and "on h100" in out
     # planned with XLA's FFT, what a GPU runs, in pieces below 2^31 points (simulator/fft/large.py): the
     # three components' transforms are three calls, and the peak is 58 bytes per cell (72 as one call;
     # 60.1 before the spectra were stacked by selection past 2^30 elements, simulator/equations/assembly.py).
     # On an H100 lsrk4 runs at 1024^3 fitted and were right (docs/PERFORMANCE.md)
-    assert "45 scalar 3D FFTs in 45 FFT kernels" in r.stdout and ": fits" in r.stdout
+    assert "45 scalar 3D FFTs in 45 FFT kernels" in out and ": fits" in out
     # With the workspace cuFFT takes beside the largest of those calls (one component's half spectrum, 4 bytes per
     # cell), 62.1 and 1050^3 (1080^3 without it). XLA's GPU compiler's own figures (52.0 and 1120^3 for an H100
     # without the workspace) were not measured again
     if gpu_compiler.plugin() is None:
-        assert "62.1 bytes per cell" in r.stdout, r.stdout
-        assert "largest cubic grid that fits these 1 device(s): 1050^3" in r.stdout
+        assert "62.1 bytes per cell" in out, out
+        assert "largest cubic grid that fits these 1 device(s): 1050^3" in out
 
 
-def test_the_runtime_gives_a_gpu_run_the_planned_allocator_unless_the_environment_chooses():
+def _gpu_allocator_probe(env: dict[str, str]) -> list[str]:
+    """The allocator and its share a GPU run's runtime sets in a process started with ``env`` (a fresh process: the
+    runtime sets them before JAX starts)."""
+    probe = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
+             "print(os.environ['XLA_PYTHON_CLIENT_ALLOCATOR'], os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def gpu_allocator_defaults() -> list[str]:
+    """:func:`_gpu_allocator_probe` of an environment that sets neither: one process for the tests that read it."""
+    return _gpu_allocator_probe({k: v for k, v in os.environ.items() if not k.startswith("XLA_PYTHON_CLIENT_")})
+
+
+def test_the_runtime_gives_a_gpu_run_the_planned_allocator_unless_the_environment_chooses(gpu_allocator_defaults):
     """Without a CPU device count (a GPU run) the runtime sets JAX's allocator and its share before JAX
     starts, and leaves a value the environment set."""
     from simulator.planning import memory
 
-    probe = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
-             "print(os.environ['XLA_PYTHON_CLIENT_ALLOCATOR'], os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLA_PYTHON_CLIENT_")}
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [memory.GPU_ALLOCATOR, str(memory.GPU_MEMORY_FRACTION)]
-    out = subprocess.run([sys.executable, "-c", probe], env={**env, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"},
-                         capture_output=True, text=True, check=True)
-    assert out.stdout.split()[0] == "platform"
+    assert gpu_allocator_defaults == [memory.GPU_ALLOCATOR, str(memory.GPU_MEMORY_FRACTION)]
+    assert _gpu_allocator_probe({**env, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"})[0] == "platform"
 
 
-def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
+def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch, gpu_allocator_defaults):
     """The job scripts' allocator share, the runtime's default and the planner's are one value, and the
     runtime's check on such a GPU (its allocator's bytes_limit) sees exactly what the planner planned."""
     from simulator.planning import memory
@@ -351,11 +367,7 @@ def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch):
     from simulator.fft.layouts import LAYOUTS
     assert plan.largest_cubic_grid(30.0, -(4 << 20), LAYOUTS["slab"], (1,)) == 0
     # and the runtime sets that share before a GPU backend starts, unless the environment says otherwise
-    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
-    code = ("import os; from simulator.runtime import configure_devices; configure_devices(None, 'float32'); "
-            "print(os.environ['XLA_PYTHON_CLIENT_MEM_FRACTION'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == str(memory.GPU_MEMORY_FRACTION), out.stderr[-2000:]
+    assert gpu_allocator_defaults[1] == str(memory.GPU_MEMORY_FRACTION)
 
 
 @pytest.mark.slow
@@ -382,13 +394,17 @@ def test_one_model_scales_a_compiled_step_to_the_compiled_step_of_a_larger_grid(
 
 @pytest.mark.parametrize("size, problem", [("1e400GB", "is not a size"), ("0", "is too small"),
                                            ("0GB", "is too small"), ("12", "is too small"), ("lots", "is not a size")])
-def test_plan_memory_flag_refuses_sizes_that_are_not_memory(size, problem):
-    r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--memory", size], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 2, r.stderr[-2000:]
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--memory" in lines[0] and size in lines[0] and problem in lines[0], r.stderr
-    assert "Traceback" not in r.stderr
+def test_plan_memory_flag_refuses_sizes_that_are_not_memory(size, problem, capsys):
+    """The command's own function (:func:`simulator.cli.main`, what ``simulator plan`` runs) in this process: the
+    size is refused before the runtime starts, so no process of its own is needed (an interpreter's start each)."""
+    from simulator.cli import main
+
+    code = main(["plan", "--memory", size])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "--memory" in lines[0] and size in lines[0] and problem in lines[0], err
+    assert "Traceback" not in err
 
 
 def _shipped_and_two_scalar_boussinesq():
@@ -422,27 +438,34 @@ def test_every_shipped_config_passes_the_fit_check(label, path, extra, monkeypat
 
 def test_the_plan_counts_the_statistics_program_when_a_run_writes_statistics():
     """output.statistics adds a program (derivative moments, increments, PDFs) that may be the run's peak:
-    the planner compiles and counts it with the others, and leaves it out when statistics are off."""
-    def memory_line(*extra):
-        r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "forced_turbulence.yaml"),
-                            "--set", "grid.shape=16", *extra], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
-        return next(line for line in r.stdout.splitlines() if line.startswith("memory per device"))
+    the planner compiles and counts it with the others, and leaves it out when statistics are off. What
+    ``simulator plan`` prints (:func:`report.plan_lines`), in this process on one device as the command plans on a
+    CPU (a process of its own compiled the same programs, with an interpreter's start on top), with a datasheet's
+    bandwidths (the predicted step's, which streaming 256 MiB here would measure: not what is checked). On the fit
+    check's grid (test_every_shipped_config_passes_the_fit_check): the programs but statistics and the step are
+    those it compiles."""
+    def memory_line(**extra):
+        path = str(ROOT / "configs" / "forced_turbulence.yaml")
+        cfg = load_config(path, {**on_grid(path, 8), **extra})
+        lines, fits = report.plan_lines(cfg, Simulation, 1, profile="h100")
+        assert fits, lines
+        return next(line for line in lines if line.startswith("memory per device"))
 
     assert "statistics" not in memory_line()
-    line = memory_line("--set", "output.statistics.every=20")
+    line = memory_line(**{"output.statistics.every": 20})
     assert re.search(r"statistics \d+(\.\d+)? [KMG]iB", line), line
 
 
 
 def test_the_plan_counts_the_snapshot_program_when_snapshots_are_only_at_listed_times():
     """configs/fdm_cosmo.yaml writes its snapshots at output.snapshots.times only (no every/dt/wall/at_end);
-    the run writes them, so the planner and the run's fit check count the program that computes them."""
-    r = subprocess.run([sys.executable, "-m", "simulator", "plan", str(ROOT / "configs" / "fdm_cosmo.yaml"),
-                        "--set", "grid.shape=8", "--profile", "h100"],  # a datasheet: no bandwidth measured
-                       check=False, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    line = next(line for line in r.stdout.splitlines() if line.startswith("memory per device"))
+    the run writes them, so the planner and the run's fit check count the program that computes them. What
+    ``simulator plan`` prints (:func:`report.plan_lines`), in this process on one device as the command plans on a
+    CPU (a process of its own compiled the same programs, with an interpreter's start on top)."""
+    cfg = load_config(str(ROOT / "configs" / "fdm_cosmo.yaml"), {"grid.shape": 8})
+    lines, fits = report.plan_lines(cfg, Simulation, 1, profile="h100")  # a datasheet: no bandwidth measured
+    assert fits, lines
+    line = next(line for line in lines if line.startswith("memory per device"))
     assert re.search(r"fields \d+(\.\d+)? [KMG]?i?B", line), line
 
 
@@ -628,8 +651,10 @@ def test_a_plan_that_does_not_fit_exits_3_and_names_the_devices_that_would_fit_i
 
 
 def test_a_plan_beyond_a_node_prints_the_link_its_model_times():
+    """fft.in_turn set (not auto): the one plan the predicted step is timed from, without the plan of a step's
+    fields one at a time that auto would compile beside it on a GPU's route (held by the tests above)."""
     r = subprocess.run([sys.executable, "-m", "simulator", "plan", "--set", "grid.shape=128", "--devices", "64",
-                        "--platform", "gpu", "--memory", "80GB", "--profile", "h100"],
+                        "--platform", "gpu", "--memory", "80GB", "--profile", "h100", "--set", "fft.in_turn=false"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     step = next(line for line in r.stdout.splitlines() if line.startswith("predicted step"))
