@@ -150,3 +150,24 @@ def test_a_launched_run_that_stops_gives_a_resume_hint_that_launches_it_again(tm
     assert "devices: 2 cpu on 2 process(es)" in r.stderr and "resumed from run/checkpoints/c00000005" in r.stderr
     assert sorted(line.split()[1:3] for line in r.stderr.splitlines() if "stopped by" in line and "at step 10" in line
                   ) == [["[rank", "0]"], ["[rank", "1]"]], r.stderr[-3000:]
+
+
+def test_a_resume_hint_begins_with_the_launcher_the_run_ran_under(monkeypatch):
+    """A resume hint followed as printed runs on as many processes again: in a task of an ``srun`` step of 4
+    tasks it begins ``srun -n 4 simulator`` (it said ``simulator``: one task, in the allocation of four), under
+    ``simulator launch -n 2`` with that launch, and ``simulator`` in one task of a step or outside Slurm."""
+    from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES
+    from simulator.run.command import command_prefix
+
+    for name in ("SLURM_STEP_NODELIST", "SLURM_NTASKS", ENV_COORDINATOR, ENV_NUM_PROCESSES):
+        monkeypatch.delenv(name, raising=False)
+    assert command_prefix() == "simulator"
+    monkeypatch.setenv("SLURM_NTASKS", "4")
+    assert command_prefix() == "simulator"  # the batch shell itself: no step, one process
+    monkeypatch.setenv("SLURM_STEP_NODELIST", "node[1-2]")
+    assert command_prefix() == "srun -n 4 simulator"
+    monkeypatch.setenv("SLURM_NTASKS", "1")
+    assert command_prefix() == "simulator"
+    monkeypatch.setenv(ENV_COORDINATOR, "127.0.0.1:1234")
+    monkeypatch.setenv(ENV_NUM_PROCESSES, "2")
+    assert command_prefix() == "simulator launch -n 2"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
-from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES
+from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, srun_tasks
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -42,11 +42,15 @@ def exit_now_if_distributed(code: int) -> None:
 
 
 def command_prefix() -> str:
-    """How a command this process prints for the user to run (a resume hint) begins: ``simulator``, or in a
-    process of ``simulator launch -n N`` that launch, so that following it runs on as many processes again
-    (launch's ``--cpu-devices D`` reaches the command as its own flag, which the rest of the hint repeats)."""
+    """How a command this process prints for the user to run (a resume hint) begins: ``simulator``; in a
+    process of ``simulator launch -n N`` that launch, and in a task of an ``srun`` step of N tasks
+    ``srun -n N simulator``, so that following it runs on as many processes again (launch's ``--cpu-devices D``
+    reaches the command as its own flag, which the rest of the hint repeats)."""
     launched = os.environ.get(ENV_NUM_PROCESSES) if os.environ.get(ENV_COORDINATOR) else None
-    return f"simulator launch -n {launched}" if launched else "simulator"
+    if launched:
+        return f"simulator launch -n {launched}"
+    tasks = srun_tasks()
+    return f"srun -n {tasks} simulator" if tasks > 1 else "simulator"
 
 
 def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwrite: bool = False,
