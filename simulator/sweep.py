@@ -333,11 +333,13 @@ def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequ
             if any(point_state(directory, points[i]["name"]) != "finished" for i in members)]
 
 
-def run_group(directory: Path, index: int, overrides: Sequence[str] = ()) -> int:
+def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
     """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
     resuming from its own latest checkpoint (what each array task of an ensemble sweep does), their configs read
-    as stored (as :func:`prepare` reads them) with ``overrides`` (the runtime's flags, ``KEY=VALUE``). Returns
-    75 when a member was stopped (so the task is requeued), 1 when one failed, else 0."""
+    as stored (as :func:`prepare` reads them) with ``overrides`` (the runtime's ``flags``, as ``KEY=VALUE``).
+    Returns 75 when a member was stopped (so the task is requeued), 1 when one failed, else 0. Every member's
+    resume hint is this command again: resuming a member alone would leave the group's program."""
+    from simulator.run.command import command_prefix
     from simulator.run.ensemble import run_configs
 
     manifest, groups = read_manifest(directory), read_groups(directory)
@@ -345,7 +347,8 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = ()) -> int
         raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
     points = [manifest["points"][i] for i in groups[index]]
     cfgs = [config_mod.load(str(directory / p["config"]), overrides, stored=True) for p in points]
-    codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True)
+    hint = " ".join([command_prefix(), "sweep", str(directory), "--group", str(index), *flags])
+    codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True, hint=hint)
     return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
 
 

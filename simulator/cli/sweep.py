@@ -24,7 +24,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args),
                                runtime_flags(args))
     if args.group is not None:
-        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), runtime_settings(args))
+        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), runtime_settings(args),
+                               runtime_flags(args))
     launched = os.environ.get(ENV_NUM_PROCESSES)
     if launched:  # every process would prepare and run the whole sweep (and all but one be refused by its lock)
         raise ConfigError("simulator launch -n", int(launched), "run the sweep in one process (`simulator sweep FILE "

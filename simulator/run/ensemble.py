@@ -66,11 +66,12 @@ def _member_log(index: int, out: Path) -> logging.Logger:
 
 
 def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, resume: bool = False,
-                overwrite: bool = False) -> list[int]:
+                overwrite: bool = False, hint: str = "") -> list[int]:
     """Run ``cfgs`` (one structure: see :mod:`simulator.run.grouping`) as one batched ensemble, each into its
     directory (default ``output.dir`` or ``outputs/<name>``). ``resume``: continue each member from its
     latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
-    status (0, 1 or 75). Bad input raises ConfigError before anything is written.
+    status (0, 1 or 75). Bad input raises ConfigError before anything is written. ``hint``: the command that
+    resumes the ensemble, which a stopped member's log gives (default: the member's own ``simulator run``).
 
     Each directory is a :class:`~simulator.run.segment.Segment`, taken through what a single run's is:
     planned before JAX starts (a refusal changes nothing), then every member's lock is taken by process
@@ -93,7 +94,8 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     if len({str(d.resolve()) for d in dirs}) != len(dirs):
         raise ConfigError("ensemble", [str(d) for d in dirs], "give every member its own directory", "repeats one")
     names = ", ".join(d.name for d in dirs)
-    members = [Segment(cfg, out, log=_member_log(i, out), extra_meta={"ensemble": {"members": len(cfgs), "member": i}},
+    members = [Segment(cfg, out, log=_member_log(i, out), resume_hint=hint,
+                       extra_meta={"ensemble": {"members": len(cfgs), "member": i}},
                        note=f"ensemble member {i} of {len(cfgs)}: one batched program for {names}")
                for i, (cfg, out) in enumerate(zip(cfgs, dirs, strict=True))]
     options = {"overwrite": overwrite, "resume": resume}
