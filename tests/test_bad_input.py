@@ -59,9 +59,11 @@ def workdir(tmp_path_factory):
                 "initial": {"name": "file", "path": "run/checkpoints/c00000005.json"}}
     (d / "from_run.yaml").write_text(yaml.safe_dump(from_run))
     # copies of the run: its config.yaml binary; its checkpoints deleted; its only checkpoint damaged
-    for name in ("binary_config", "no_checkpoints", "damaged"):
+    for name in ("binary_config", "no_checkpoints", "damaged", "misspelt_config"):
         shutil.copytree(d / "run", d / name)
     (d / "binary_config" / "config.yaml").write_bytes(bytes(range(256)) * 4)
+    stored = d / "misspelt_config" / "config.yaml"  # edited by hand: the run's viscosity would read as the default
+    stored.write_text(stored.read_text().replace("  viscosity:", "  viscosty:", 1))
     shutil.rmtree(d / "no_checkpoints" / "checkpoints")
     marker = d / "damaged" / "checkpoints" / "c00000005.json"
     marker.write_text(marker.read_text()[:50])
@@ -271,6 +273,9 @@ CASES = {
                                           "particles[0].distribution = 'owned' is not available in an ensemble"),
     "plot a missing directory": (["plot", "nope"], "RUN_DIR = 'nope' does not exist"),
     "plot a run whose config.yaml is binary": (["plot", "binary_config"], "RUN_DIR = 'binary_config'"),
+    "plot a run whose config.yaml misspells a key": (["plot", "misspelt_config"], "physics.viscosty = 0.000625 is not a "
+                                                     "setting of navier_stokes in misspelt_config/config.yaml; did "
+                                                     "you mean 'physics.viscosity'?"),
 }
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.schema import setting, traced_values
-from simulator.schema.build import build
+from simulator.schema.build import build, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -412,9 +412,17 @@ def _default_name(cls: type) -> str:
 def parameters_of(info: EquationInfo, config: Mapping[str, Any], source: str = "the run's config.yaml") -> EquationParams:
     """The equation's parameters of a stored run's resolved ``config`` (``source``, a dict) for host code (plots,
     results), passing over the keys older runs stored: other equations', those its values leave out (``build``'s
-    ``stored``). ConfigError naming ``source`` for a section that no longer validates: never the defaults."""
+    ``stored``). ConfigError naming ``source`` for a section that no longer validates: never the defaults, also
+    for a key it misspells (``viscosty``: passed over, its default would stand in for the run's value)."""
     known = {f.name for f in dataclasses.fields(info.params)}
+    physics = config.get("physics", {})
+    missing = sorted(known - set(physics))
+    for name in set(physics) - known:  # another equation's key, or a misspelling of one of ours it lacks
+        close = did_you_mean(name, missing)
+        if close:
+            raise ConfigError(f"physics.{name}", physics[name], f"did you mean 'physics.{close}'? (a "
+                              f"{info.name} run stores it: correct the key)", f"is not a setting of {info.name} in {source}")
     try:
-        return build(info.params, {k: v for k, v in config.get("physics", {}).items() if k in known}, "physics.", stored=True)
+        return build(info.params, {k: v for k, v in physics.items() if k in known}, "physics.", stored=True)
     except ConfigError as err:  # the defaults would label and compute with physics the run did not have
         raise ConfigError(err.key, err.value, err.allowed, f"{err.problem} in {source}") from None
