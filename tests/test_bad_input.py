@@ -200,6 +200,9 @@ CASES = {
     "unknown command": (["simulate", TG], "invalid choice: 'simulate'"),
     "launch without a command": (["launch", "-n", "2"], "is missing a command"),
     "launch no processes": (["launch", "-n", "0", "info"], "-n = 0 is out of range"),
+    # named as given, not as the runtime.cpu_devices it becomes (nor, with GPUs, a slice of them: -2 all but two)
+    "plan for no devices": (["plan", TG, "--devices", "0"], "--devices = 0 is out of range; give 1 to 4096"),
+    "plan for a negative device count": (["plan", TG, "--devices", "-2"], "--devices = -2 is out of range"),
     "output is a file": (["run", TG, *SMALL, "--out", "a_file"], "--out = 'a_file' is a file"),
     "output name too long": (["run", TG, *SMALL, "--out", "x" * 300], "has a name of 300 bytes"),
     # existing runs and restarts
