@@ -228,6 +228,12 @@ CASES = {
                                   "to continue that run with the new values, run once with --restart "
                                   "--allow-physics-change (then --resume)"),
     "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
+    # without --restart it was ignored: a new run from t = 0 in a new directory, or a --resume that refuses the change
+    "allow a physics change without a restart": (["run", TG, *SMALL, "--out", "new", "--allow-physics-change"],
+                                                 "--allow-physics-change = True needs --restart; add --restart [PATH]"),
+    "allow a physics change on a resume": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
+                                            "--resume", "--allow-physics-change"],
+                                           "--allow-physics-change = True needs --restart"),
     "resume into a directory of other files": (["run", TG, *SMALL, "--out", ".", "--resume"],
                                                "holds files but no checkpoint of a run with this physics"),
     "extend a finished run whose checkpoints are gone": (["run", TG, *SMALL, "--set", "time.t_end=0.1", "--out",
@@ -289,7 +295,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert expected in lines[0], (case, lines[0])
     assert r.stdout == ""
     assert digest(workdir / "run") == before, case
-    assert not (workdir / "huge").exists()
+    assert not (workdir / "huge").exists() and not (workdir / "new").exists()
 
 
 @pytest.mark.parametrize("args", [["bad_point.yaml", "--local"], ["bad_point.yaml"], ["run", "--collect"]])
