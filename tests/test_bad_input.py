@@ -197,6 +197,10 @@ CASES = {
     "--set of a key alone": (["validate", TG, "--set", "time.dt"], "--set = 'time.dt' is malformed; expected "
                              "dotted.key=value, as in --set time.dt=VALUE"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
+    # --restart's PATH is optional, so it took the config, and argparse said "required: config"
+    "config after --restart": (["run", "--restart", TG, "--out", "run"],
+                               f"argument --restart: {TG!r} is a config file, not a checkpoint; give the config "
+                               "first, simulator run CONFIG --restart [PATH]"),
     "unknown command": (["simulate", TG], "invalid choice: 'simulate'"),
     "launch without a command": (["launch", "-n", "2"], "is missing a command"),
     "launch no processes": (["launch", "-n", "0", "info"], "-n = 0 is out of range"),

@@ -34,6 +34,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                     allow_physics_change=args.allow_physics_change)
 
 
+class RestartPath(argparse.Action):
+    """``--restart [PATH]``, refusing a YAML file as PATH: ``simulator run --restart CONFIG`` gives the config
+    to the option (its PATH is optional), and argparse would then say that the config is missing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if isinstance(values, str) and values.lower().endswith((".yaml", ".yml")):
+            raise argparse.ArgumentError(self, f"{values!r} is a config file, not a checkpoint; give the config "
+                                         "first, simulator run CONFIG --restart [PATH] (PATH: a checkpoint's "
+                                         ".h5/.json or a run directory)")
+        setattr(namespace, self.dest, values)
+
+
 def add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a simulation")
     config_args(p, required=True)
@@ -41,7 +54,7 @@ def add_run(sub: Any) -> None:
                    help="output directory (default: output.dir or outputs/<name>)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the run in a directory that already holds one (its files are removed)")
-    p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH",
+    p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH", action=RestartPath,
                    help="continue from the latest complete checkpoint of the output directory, or from PATH "
                    "(a checkpoint's .h5/.json or a run directory)")
     p.add_argument("--resume", action="store_true",
