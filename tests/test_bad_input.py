@@ -347,3 +347,27 @@ def test_a_bad_compilation_cache_bound_is_one_line_saying_what_is_wrong(workdir)
     assert r.stderr.strip() == "error: SIMULATOR_COMPILATION_CACHE_SIZE = 'lots' is not a positive size; give bytes, " \
                                "or a number with a K, M or G suffix, such as 500M or 2G"
     assert not (workdir / "sized").exists()
+
+
+def test_export_and_load_run_offer_only_what_they_take(workdir, tmp_path):
+    """`simulator export` and `load_run` read one run: given a sweep's directory they say so and name a point's run,
+    and given any other directory they do not offer a sweep's (the line said "or a sweep directory holding
+    sweep.yaml", which both then refused with that very line)."""
+    from simulator import load_run
+    from simulator.errors import ConfigError
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(workdir / "run", sweep / "p000")
+    (sweep / "sweep.yaml").write_text("name: s\n")
+    expected = {sweep: f"RUN_DIR = '{sweep}' is a sweep directory, not a run's; give one of its points' run "
+                       f"directories, such as {sweep / 'p000'} (simulator.load_sweep reads them all)",
+                tmp_path: f"RUN_DIR = '{tmp_path}' is not a run directory (it has no config.yaml); give a directory "
+                          "written by `simulator run`"}
+    for path, line in expected.items():
+        r = subprocess.run([sys.executable, "-m", "simulator", "export", str(path)], cwd=workdir, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr == f"error: {line}\n", r.stderr[-2000:]
+        with pytest.raises(ConfigError) as err:
+            load_run(path)
+        assert str(err.value) == line
+    assert sorted(sweep.iterdir()) == [sweep / "p000", sweep / "sweep.yaml"]  # nothing exported into it
