@@ -262,6 +262,19 @@ CASES = {
     "sweep with a bad point": (["sweep", "bad_point.yaml"],
                                "sweep point 1 (physics.viscosity=-1.0): physics.viscosity = -1.0 is out of range"),
     "sweep file with an unknown key": (["sweep", "bad_sweep_key.yaml"], "sweep key 'grdi'"),
+    "sweep key misspelt": (["sweep", "bad_sweep_key.yaml"], "sweep key 'grdi' = {} is unknown; allowed keys are "
+                           "name, base, set, grid, zip, points, max_parallel, sbatch, ensemble, batch (did you mean "
+                           "'grid'?)"),
+    # a run's config, a prepared directory and the sweep file, each where another belongs: said so (the first was
+    # "sweep key 'precision' is unknown", the last "sweep directory = 'bad_point.yaml' has no sweep.yaml")
+    "sweep of a run's config": (["sweep", TG], f"sweep file = {TG!r} is a run's config, not a sweep file; a sweep file "
+                                "names its run config as `base: PATH`"),
+    "sweep of a directory": (["sweep", "run"], "sweep file = 'run' is a directory; give the sweep's YAML file, or add "
+                             "--collect, --point I or --group G"),
+    "sweep point of the sweep file": (["sweep", "bad_point.yaml", "--point", "0"], "sweep directory = 'bad_point.yaml' "
+                                      "is a file; give the directory that `simulator sweep FILE` prepared"),
+    "sweep collect of the sweep file": (["sweep", "bad_point.yaml", "--collect"], "sweep directory = 'bad_point.yaml' "
+                                        "is a file"),
     "sweep zip of unequal lists": (["sweep", "bad_zip.yaml"], "has lists of different lengths"),
     "sweep point of a non-sweep": (["sweep", "run", "--point", "0"], "has no sweep.yaml"),
     "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
