@@ -105,8 +105,8 @@ def add_plan(sub: Any) -> None:
                        epilog="exit status: 0 the run fits; 3 it does not fit (the plan says how many devices "
                        "would); 2 bad input")
     config_args(p, required=False)
-    p.add_argument("--devices", type=int, metavar="N", help="plan for N devices, 1 to 4096 (default: the devices the run would use; virtual CPUs if no GPU "
-                   "is seen)")
+    p.add_argument("--devices", type=int, metavar="N", help="plan for N devices, 1 to 4096 (default: the devices "
+                   "the run would use; virtual CPUs if no GPU is seen)")
     p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory "
                    "(compiled by XLA's GPU compiler where JAX's CUDA plug-in is installed, else for this CPU)")
     p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (default: what the devices have free)")
