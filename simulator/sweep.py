@@ -57,11 +57,14 @@ from simulator.run.rundir import read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
+from simulator.schema.build import did_you_mean
 from simulator.threads import shared
 
 MANIFEST = "sweep.yaml"
 COLLECTED = "collected.csv"
 KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
+#: sections of a run's config that no sweep file has (a sweep file's grid is its swept keys, not grid.shape)
+RUN_SECTIONS = {"precision", "fft", "physics", "initial", "time", "output", "checkpoint", "runtime", "particles"}
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,19 @@ def _mapping_of_lists(key: str, value: Any) -> dict[str, list]:
 def load(path: str | Path) -> Sweep:
     """Read and expand a sweep file (its points are not validated yet: see :func:`prepare`)."""
     path = Path(path)
+    if path.is_dir():  # a prepared sweep directory: read by the options that take one, not as a sweep file
+        raise ConfigError("sweep file", str(path), "give the sweep's YAML file, or add --collect, --point I or --group "
+                          "G to use the directory it prepared", "is a directory")
     raw = config_mod.read_yaml(path)
-    for key in raw:
-        if key not in KEYS:
-            raise ConfigError(f"sweep key {key!r}", raw[key], f"allowed keys are {', '.join(KEYS)}", "is unknown")
+    unknown = [key for key in raw if key not in KEYS]
+    if unknown and "base" not in raw and set(raw) & RUN_SECTIONS:  # `simulator sweep CONFIG`: a run's config given
+        raise ConfigError("sweep file", str(path), f"a sweep file names its run config as `base: PATH` and what it "
+                          f"sweeps under grid, zip or points (configs/sweeps/ holds examples); to run this config: "
+                          f"simulator run {path}", "is a run's config, not a sweep file")
+    for key in unknown:
+        close = did_you_mean(key, KEYS)
+        raise ConfigError(f"sweep key {key!r}", raw[key], f"allowed keys are {', '.join(KEYS)}"
+                          + (f" (did you mean {close!r}?)" if close else ""), "is unknown")
     name = raw.get("name")
     config_mod.check_name("name", name)
     base_value = raw.get("base")
@@ -258,6 +270,9 @@ def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     """The manifest of a prepared sweep directory; ConfigError when it is not one."""
     path = Path(directory) / MANIFEST
+    if Path(directory).is_file():  # the sweep file given where its prepared directory belongs (--point, --collect)
+        raise ConfigError("sweep directory", str(directory), "give the directory that `simulator sweep FILE` "
+                          "prepared (its --out, default outputs/<name>)", "is a file")
     if not path.is_file():
         raise ConfigError("sweep directory", str(directory), "give a directory prepared by `simulator sweep FILE`",
                           f"has no {MANIFEST}")

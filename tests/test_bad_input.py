@@ -199,9 +199,16 @@ CASES = {
     "--set of a key alone": (["validate", TG, "--set", "time.dt"], "--set = 'time.dt' is malformed; expected "
                              "dotted.key=value, as in --set time.dt=VALUE"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
+    # --restart's PATH is optional, so it took the config, and argparse said "required: config"
+    "config after --restart": (["run", "--restart", TG, "--out", "run"],
+                               f"argument --restart: {TG!r} is a config file, not a checkpoint; give the config "
+                               "first, simulator run CONFIG --restart [PATH]"),
     "unknown command": (["simulate", TG], "invalid choice: 'simulate'"),
     "launch without a command": (["launch", "-n", "2"], "is missing a command"),
     "launch no processes": (["launch", "-n", "0", "info"], "-n = 0 is out of range"),
+    # named as given, not as the runtime.cpu_devices it becomes (nor, with GPUs, a slice of them: -2 all but two)
+    "plan for no devices": (["plan", TG, "--devices", "0"], "--devices = 0 is out of range; give 1 to 4096"),
+    "plan for a negative device count": (["plan", TG, "--devices", "-2"], "--devices = -2 is out of range"),
     "output is a file": (["run", TG, *SMALL, "--out", "a_file"], "--out = 'a_file' is a file"),
     "output name too long": (["run", TG, *SMALL, "--out", "x" * 300], "has a name of 300 bytes"),
     # existing runs and restarts
@@ -227,6 +234,12 @@ CASES = {
                                   "to continue that run with the new values, run once with --restart "
                                   "--allow-physics-change (then --resume)"),
     "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
+    # without --restart it was ignored: a new run from t = 0 in a new directory, or a --resume that refuses the change
+    "allow a physics change without a restart": (["run", TG, *SMALL, "--out", "new", "--allow-physics-change"],
+                                                 "--allow-physics-change = True needs --restart; add --restart [PATH]"),
+    "allow a physics change on a resume": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
+                                            "--resume", "--allow-physics-change"],
+                                           "--allow-physics-change = True needs --restart"),
     "resume into a directory of other files": (["run", TG, *SMALL, "--out", ".", "--resume"],
                                                "holds files but no checkpoint of a run with this physics"),
     "extend a finished run whose checkpoints are gone": (["run", TG, *SMALL, "--set", "time.t_end=0.1", "--out",
@@ -251,6 +264,19 @@ CASES = {
     "sweep with a bad point": (["sweep", "bad_point.yaml"],
                                "sweep point 1 (physics.viscosity=-1.0): physics.viscosity = -1.0 is out of range"),
     "sweep file with an unknown key": (["sweep", "bad_sweep_key.yaml"], "sweep key 'grdi'"),
+    "sweep key misspelt": (["sweep", "bad_sweep_key.yaml"], "sweep key 'grdi' = {} is unknown; allowed keys are "
+                           "name, base, set, grid, zip, points, max_parallel, sbatch, ensemble, batch (did you mean "
+                           "'grid'?)"),
+    # a run's config, a prepared directory and the sweep file, each where another belongs: said so (the first was
+    # "sweep key 'precision' is unknown", the last "sweep directory = 'bad_point.yaml' has no sweep.yaml")
+    "sweep of a run's config": (["sweep", TG], f"sweep file = {TG!r} is a run's config, not a sweep file; a sweep file "
+                                "names its run config as `base: PATH`"),
+    "sweep of a directory": (["sweep", "run"], "sweep file = 'run' is a directory; give the sweep's YAML file, or add "
+                             "--collect, --point I or --group G"),
+    "sweep point of the sweep file": (["sweep", "bad_point.yaml", "--point", "0"], "sweep directory = 'bad_point.yaml' "
+                                      "is a file; give the directory that `simulator sweep FILE` prepared"),
+    "sweep collect of the sweep file": (["sweep", "bad_point.yaml", "--collect"], "sweep directory = 'bad_point.yaml' "
+                                        "is a file"),
     "sweep zip of unequal lists": (["sweep", "bad_zip.yaml"], "has lists of different lengths"),
     "sweep point of a non-sweep": (["sweep", "run", "--point", "0"], "has no sweep.yaml"),
     "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
@@ -291,7 +317,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert expected in lines[0], (case, lines[0])
     assert r.stdout == ""
     assert digest(workdir / "run") == before, case
-    assert not (workdir / "huge").exists()
+    assert not (workdir / "huge").exists() and not (workdir / "new").exists()
 
 
 @pytest.mark.parametrize("args", [["bad_point.yaml", "--local"], ["bad_point.yaml"], ["run", "--collect"]])
@@ -339,3 +365,27 @@ def test_a_bad_compilation_cache_bound_is_one_line_saying_what_is_wrong(workdir)
     assert r.stderr.strip() == "error: SIMULATOR_COMPILATION_CACHE_SIZE = 'lots' is not a positive size; give bytes, " \
                                "or a number with a K, M or G suffix, such as 500M or 2G"
     assert not (workdir / "sized").exists()
+
+
+def test_export_and_load_run_offer_only_what_they_take(workdir, tmp_path):
+    """`simulator export` and `load_run` read one run: given a sweep's directory they say so and name a point's run,
+    and given any other directory they do not offer a sweep's (the line said "or a sweep directory holding
+    sweep.yaml", which both then refused with that very line)."""
+    from simulator import load_run
+    from simulator.errors import ConfigError
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(workdir / "run", sweep / "p000")
+    (sweep / "sweep.yaml").write_text("name: s\n")
+    expected = {sweep: f"RUN_DIR = '{sweep}' is a sweep directory, not a run's; give one of its points' run "
+                       f"directories, such as {sweep / 'p000'} (simulator.load_sweep reads them all)",
+                tmp_path: f"RUN_DIR = '{tmp_path}' is not a run directory (it has no config.yaml); give a directory "
+                          "written by `simulator run`"}
+    for path, line in expected.items():
+        r = subprocess.run([sys.executable, "-m", "simulator", "export", str(path)], cwd=workdir, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr == f"error: {line}\n", r.stderr[-2000:]
+        with pytest.raises(ConfigError) as err:
+            load_run(path)
+        assert str(err.value) == line
+    assert sorted(sweep.iterdir()) == [sweep / "p000", sweep / "sweep.yaml"]  # nothing exported into it

@@ -582,6 +582,27 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
     assert spectra_plots.exponent_text(-1.234) == "-1.23"
 
 
+def test_a_window_without_spectra_rows_says_the_compensated_spectrum_has_no_mean(tmp_path, figures, capsys):
+    """`simulator plot --window T0 T1` past the run's rows: the compensated spectrum is drawn without its mean and
+    one line says why (it was left out silently), as the statistics' figures say theirs are skipped."""
+    k = np.arange(28.0)
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [32, 32, 32], "box": [2 * np.pi] * 3}}
+    spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
+    for i in range(3):  # at t = 0, 1, 2
+        spectra_file.append(i, float(i), {"energy": np.where(k > 0, k, 1.0) ** (-5 / 3)})
+    spectra_file.close()
+    info = equations.get("navier_stokes")
+    capsys.readouterr()
+    spectra_plots.plot_spectra(tmp_path, config, info, average=(5.0, 6.0))
+    assert capsys.readouterr().err == (f"spectra_compensated.png has no mean: {tmp_path / 'spectra.h5'} has no row in "
+                                       "the window t = 5.00 – 6.00 (its rows span t = 0.00 – 2.00)\n")
+    [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
+    assert not [line for line in compensated.axes[0].lines  # no mean curve
+                if isinstance(line.get_color(), str) and line.get_color() == "k"]
+    spectra_plots.plot_spectra(tmp_path, config, info, average=(1.0, 2.0))
+    assert capsys.readouterr().err == ""
+
+
 def test_the_compensated_spectrum_reads_as_the_kolmogorov_constant_and_the_guide_needs_an_inertial_range(
         runs, figures):
     """Each row is eps^(-2/3) k^(5/3) E(k) with eps of the time series at its time, beside C_K ~ 1.5 dashed;

@@ -4,12 +4,14 @@ devices' memory, and the reference of its keys."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
 from simulator import config as config_mod
 from simulator.cli.common import (EXIT_DOES_NOT_FIT, EXIT_OK, config_args, load, runtime_overrides,
                                   start)
+from simulator.errors import ConfigError
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -32,6 +34,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                     allow_physics_change=args.allow_physics_change)
 
 
+class RestartPath(argparse.Action):
+    """``--restart [PATH]``, refusing a YAML file as PATH: ``simulator run --restart CONFIG`` gives the config
+    to the option (its PATH is optional), and argparse would then say that the config is missing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if isinstance(values, str) and values.lower().endswith((".yaml", ".yml")):
+            raise argparse.ArgumentError(self, f"{values!r} is a config file, not a checkpoint; give the config "
+                                         "first, simulator run CONFIG --restart [PATH] (PATH: a checkpoint's "
+                                         ".h5/.json or a run directory)")
+        setattr(namespace, self.dest, values)
+
+
 def add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a simulation")
     config_args(p, required=True)
@@ -39,7 +54,7 @@ def add_run(sub: Any) -> None:
                    help="output directory (default: output.dir or outputs/<name>)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the run in a directory that already holds one (its files are removed)")
-    p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH",
+    p.add_argument("--restart", nargs="?", const="latest", default=None, metavar="PATH", action=RestartPath,
                    help="continue from the latest complete checkpoint of the output directory, or from PATH "
                    "(a checkpoint's .h5/.json or a run directory)")
     p.add_argument("--resume", action="store_true",
@@ -56,6 +71,10 @@ def add_run(sub: Any) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from simulator import runtime
 
+    bounds = next(f.metadata for f in dataclasses.fields(config_mod.RuntimeConfig) if f.name == "cpu_devices")
+    if args.devices is not None and not bounds["min"] <= args.devices <= bounds["max"]:
+        # named as given: it would be blamed on runtime.cpu_devices below, or slice the GPUs (-2: all but two)
+        raise ConfigError("--devices", args.devices, f"give {bounds['min']} to {bounds['max']}", "is out of range")
     overrides = runtime_overrides(args)
     gpu = args.platform == "gpu" and runtime.gpu_visible()
     if args.devices is not None and not gpu:
@@ -86,7 +105,8 @@ def add_plan(sub: Any) -> None:
                        epilog="exit status: 0 the run fits; 3 it does not fit (the plan says how many devices "
                        "would); 2 bad input")
     config_args(p, required=False)
-    p.add_argument("--devices", type=int, metavar="N", help="plan for N devices (virtual CPUs if no GPU is seen)")
+    p.add_argument("--devices", type=int, metavar="N", help="plan for N devices, 1 to 4096 (default: the devices "
+                   "the run would use; virtual CPUs if no GPU is seen)")
     p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory "
                    "(compiled by XLA's GPU compiler where JAX's CUDA plug-in is installed, else for this CPU)")
     p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (default: what the devices have free)")

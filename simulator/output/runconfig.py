@@ -16,18 +16,29 @@ from simulator.errors import ConfigError
 CONFIG_FILE = "config.yaml"
 
 
-def load_run_config(run_dir: Path) -> dict[str, Any]:
-    """The resolved config of a run, read from ``RUN_DIR/config.yaml`` (its ``config`` entry).
+#: the file that makes a directory a sweep's (``simulator.sweep.MANIFEST``, which imports far more than this module)
+SWEEP_MANIFEST = "sweep.yaml"
 
-    Raises ConfigError when ``run_dir`` does not exist or holds no readable ``config.yaml``.
+
+def load_run_config(run_dir: Path, sweeps: bool = False) -> dict[str, Any]:
+    """The resolved config of a run, read from ``RUN_DIR/config.yaml`` (its ``config`` entry). ``sweeps``: the
+    caller also takes a sweep directory (``simulator plot``), which its refusals then offer.
+
+    Raises ConfigError when ``run_dir`` does not exist, is a sweep directory or holds no readable ``config.yaml``.
     """
     from simulator.equations import registry
 
-    allowed = "give a directory written by `simulator run` (or a sweep directory holding sweep.yaml)"
+    allowed = "give a directory written by `simulator run`" + (" (or a sweep directory holding sweep.yaml)"
+                                                               if sweeps else "")
     if not run_dir.is_dir():
         raise ConfigError("RUN_DIR", str(run_dir), allowed,
                           "is not a directory" if run_dir.exists() else "does not exist")
     path = run_dir / CONFIG_FILE
+    if not path.is_file() and (run_dir / SWEEP_MANIFEST).is_file():
+        runs = sorted(d for d in run_dir.iterdir() if (d / CONFIG_FILE).is_file())
+        example = f", such as {runs[0]}" if runs else ""
+        raise ConfigError("RUN_DIR", str(run_dir), f"give one of its points' run directories{example} "
+                          "(simulator.load_sweep reads them all)", "is a sweep directory, not a run's")
     if not path.is_file():
         raise ConfigError("RUN_DIR", str(run_dir), allowed, f"is not a run directory (it has no {CONFIG_FILE})")
     try:

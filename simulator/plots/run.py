@@ -367,7 +367,7 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     Raises ConfigError for a missing or foreign directory, an unknown axis or field, or a stored physics section
     that no longer validates (:func:`~simulator.equations.spec.parameters_of`).
     """
-    config = load_run_config(run_dir)
+    config = load_run_config(run_dir, sweeps=True)
     info = equations.get(config["physics"]["name"])
     parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels every figure: before any is written
     field, index, stem = slice_choice(run_dir, info, field, axis)

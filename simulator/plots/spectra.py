@@ -39,6 +39,7 @@ from simulator.plots.figures import (
     plain_log_ticks,
     save,
     time_label,
+    time_window,
 )
 from simulator.plots.spectra_panels import map_figure, side_by_side_figure
 
@@ -298,6 +299,12 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     except MissingOutputError as err:
         note(f"skipped spectra.png: {err}")
         return []
+    if average is not None and "spectra_compensated" in builders:  # drawn all the same, its rows without their mean
+        path, t_all = run_dir / SPECTRA_FILE, read_spectra(run_dir / SPECTRA_FILE)["time"]
+        if not average_rows(t_all, average):
+            note(f"spectra_compensated.png has no mean: {path} has no row in the window "
+                 f"{time_window(config, info, *average)} (its rows span "
+                 f"{time_window(config, info, t_all[0], t_all[-1])})")
     written: list[Path] = []
     for stem, build in builders.items():
         fig = build()

@@ -69,6 +69,9 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     from simulator.run import rundir
     from simulator.run.segment import Segment
 
+    if allow_physics_change and restart is None:  # else a new run from t = 0, where the user meant to continue one
+        raise ConfigError("--allow-physics-change", True, "add --restart [PATH]: it lets a restart take new physical "
+                          "values (--resume refuses them even with it)", "needs --restart")
     out = rundir.output_dir(cfg, None if out is None else str(out))
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
     seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
