@@ -166,6 +166,19 @@ def test_missing_empty_and_malformed_files(tmp_path, capsys):
     assert "bad.yaml:3" in capsys.readouterr().err
 
 
+def test_a_run_s_own_record_reads_as_its_config(tmp_path, capsys):
+    """RUN/config.yaml (and a segment's record) holds the resolved config under `config`, beside the versions: given
+    as a config, it is that config (it was refused: `config = {...} is an unknown key`), and --set changes it."""
+    cfg = C.load(None, ["grid.shape=16", "physics.viscosity=0.003", "time.integrator=etdrk4"])
+    record = {"config": C.to_dict(cfg), "versions": {"jax": "0"}, "git_revision": "unknown", "segment_id": "0" * 32,
+              "segment": 0, "start_step": 0}
+    p = write(tmp_path, yaml.safe_dump(record, sort_keys=False), "config.yaml")
+    assert C.load(p) == cfg
+    assert C.load(p, ["physics.viscosity=0.002"]).physics.viscosity == 0.002
+    assert main(["validate", str(p)]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == record["config"]
+
+
 def test_validate_prints_the_resolved_config(tmp_path, capsys):
     p = write(tmp_path, "grid: {shape: 16}\n")
     assert main(["validate", str(p)]) == 0

@@ -445,6 +445,9 @@ def test_quickstart_and_its_plots_as_written():
     out = ROOT / "outputs" / "quickstart"
     assert (out / "status.json").read_text().count('"finished"') == 1
     assert len(list((out / "snapshots").glob("s*.h5"))) == 6
+    from simulator import config as C  # the run's own record is a config: the run again, or another with --set
+
+    assert C.to_dict(C.load(out / "config.yaml")) == yaml.safe_load((out / "config.yaml").read_text())["config"]
     plot = shell(PLOT)
     assert plot.returncode == 0, plot.stderr[-3000:]
     for name in ("timeseries", "spectra", "slice"):

@@ -66,11 +66,15 @@ def load(source: str | Path | Mapping[str, Any] | None,
          overrides: Mapping[str, Any] | Sequence[str] = (), stored: bool = False) -> Config:
     """Read ``source`` (a YAML path, a raw mapping, or None for the defaults), apply overrides
     (``["dotted.key=value", ...]`` as ``--set``, or ``{"dotted.key": value}``), validate once; ``stored``: a
-    resolved config the simulator wrote (:func:`from_dict`'s)."""
+    resolved config the simulator wrote (:func:`from_dict`'s). A run's record (``RUN/config.yaml``,
+    ``RUN/segments/segment_NNN.yaml``: the resolved config under ``config``, beside its versions and layout) reads
+    as its ``config``, stored: the run again, or with ``--set``, another one of the same."""
     if isinstance(source, Mapping):
         raw = dict(source)
     else:
         raw = read_yaml(source) if source is not None else {}
+        if isinstance(raw.get("config"), Mapping) and "versions" in raw:  # a run's record (simulator.run.records)
+            raw, stored = dict(raw["config"]), True
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
     if isinstance(overrides, Mapping):
