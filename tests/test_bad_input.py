@@ -78,6 +78,8 @@ def digest(run_dir):
 CASES = {
     # config files
     "missing file": (["run", "nope.yaml"], "config file = 'nope.yaml' does not exist"),
+    "a shipped config by its name": (["run", "taylor_green"], "config file = 'taylor_green' does not exist; give the "
+                                     f"path of an existing YAML file (did you mean '{ROOT}/configs/taylor_green.yaml'?)"),
     "empty file": (["run", "empty.yaml"], "is empty"),
     "YAML syntax error": (["run", "syntax.yaml"], "syntax.yaml:3' is malformed YAML"),
     "top level not a mapping": (["run", "list.yaml"], "the top level must be a mapping"),

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from simulator.errors import ConfigError
+from simulator.schema.build import did_you_mean
 
 #: a config larger than this is not a config
 MAX_BYTES = 1 << 20
@@ -87,6 +88,18 @@ def parse_yaml(text: str, name: str) -> Any:
         loader.dispose()
 
 
+def _shipped_hint(path: Path) -> str:
+    """" (did you mean 'configs/taylor_green.yaml'?)" for a missing ``path`` whose name is close to a shipped
+    config's (in ``configs/`` here or of the source tree the package runs from, named as the shell reaches it)."""
+    here = Path.cwd().resolve()
+    shipped: dict[str, str] = {}
+    for tree in (here / "configs", Path(__file__).resolve().parents[2] / "configs"):
+        for f in sorted(tree.rglob("*.yaml")) if tree.is_dir() else ():
+            shipped.setdefault(f.stem, str(f.relative_to(here)) if f.is_relative_to(here) else str(f))
+    close = did_you_mean(path.stem, list(shipped))
+    return f" (did you mean '{shipped[close]}'?)" if close else ""
+
+
 def read_yaml(path: str | Path) -> dict:
     """Read a YAML config file into a raw mapping; anything unusable is a one-line ConfigError."""
     path = Path(path)
@@ -96,7 +109,8 @@ def read_yaml(path: str | Path) -> dict:
                 raise ConfigError("config file", str(path), "give the path of an existing YAML file", "is not a file")
             raw = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError("config file", str(path), "give the path of an existing YAML file", "does not exist") from None
+        raise ConfigError("config file", str(path), f"give the path of an existing YAML file{_shipped_hint(path)}",
+                          "does not exist") from None
     except IsADirectoryError:
         raise ConfigError("config file", str(path), "give the path of an existing YAML file", "is not a file") from None
     except OSError as err:
