@@ -1,23 +1,6 @@
 """Parameter sweeps: one YAML file becomes one validated config per point, run here or as ONE Slurm job array.
 
-A sweep file::
-
-    name: tg_viscosity             # the sweep's directory: outputs/<name>/ (or --out)
-    base: ../taylor_green.yaml     # the base config, relative to this file
-    set: {time.t_end: 5.0}         # dotted keys set at every point (optional)
-    grid:                          # a cartesian product of these lists (optional)
-      physics.viscosity: [1.0e-3, 2.0e-3, 4.0e-3]
-    zip:                           # lists of one length, taken together (optional)
-      initial.seed: [1, 2]
-      initial.amplitude: [0.5, 1.0]
-    points:                        # or explicit points, instead of grid and zip
-      - {physics.viscosity: 1.0e-3, grid.shape: [64, 64, 64]}
-    max_parallel: 4                # points running at once (the array's %limit; the default of --local -j)
-    sbatch: ["--time=00:30:00"]    # extra sbatch options for --submit (optional)
-    ensemble: true                 # run points of one structure as one batched program (optional)
-    batch: 16                      # at most this many members per program (optional; implies ensemble)
-
-Points are the product of ``grid`` with the tuples of ``zip`` (the first grid key varies slowest).
+The sweep file, its keys and how its points are formed: :mod:`simulator.sweep_file`.
 Every point is resolved and validated before anything is written or submitted. The sweep directory
 then holds ``sweep.yaml`` (the manifest: each point's index, swept values, config and run directory),
 ``configs/pNNN.yaml`` (each point's resolved config), the run directories ``pNNN/``, ``logs/`` and,
@@ -26,8 +9,8 @@ the sweep again (locally or by resubmitting) only runs the others, each continui
 checkpoint (``simulator run --resume``).
 
 Ensembles (``ensemble: true``, ``batch: K`` or ``--ensemble``/``--batch K``): the points are grouped by
-structure into ``ensembles.yaml`` (:mod:`simulator.run.grouping`, :func:`write_groups`); each group runs as ONE process and
-ONE compiled, batched program (``simulator sweep DIR --group G``: a local subprocess, or one array
+structure into ``ensembles.yaml`` (:mod:`simulator.run.grouping`, :func:`write_groups`); each group runs as
+ONE process and ONE compiled, batched program (``simulator sweep DIR --group G``: a local subprocess, or one array
 task per group), every member still writing its own ``pNNN/`` exactly as a separate run would. The Slurm
 array is :mod:`simulator.sweep_slurm`.
 """
@@ -36,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import itertools
 import math
 import os
 import signal
@@ -44,7 +26,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,131 +38,11 @@ from simulator.run.rundir import read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError
-from simulator.schema.build import did_you_mean
+from simulator.sweep_file import Point, Sweep
 from simulator.threads import shared
 
 MANIFEST = "sweep.yaml"
 COLLECTED = "collected.csv"
-KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
-#: sections of a run's config that no sweep file has (a sweep file's grid is its swept keys, not grid.shape)
-RUN_SECTIONS = {"precision", "fft", "physics", "initial", "time", "output", "checkpoint", "runtime", "particles"}
-
-
-@dataclass(frozen=True)
-class Point:
-    """One point of a sweep: its index, the swept values (dotted key → value) and its name ``pNNN``."""
-
-    index: int
-    params: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return f"p{self.index:03d}"
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """A parsed sweep file."""
-
-    name: str
-    source: Path
-    base: Path
-    fixed: dict[str, Any]
-    swept: tuple[str, ...]
-    points: tuple[Point, ...]
-    max_parallel: int
-    sbatch: tuple[str, ...]
-    ensemble: bool = False
-    batch: int | None = None
-
-
-def _mapping_of_lists(key: str, value: Any) -> dict[str, list]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not value:
-        raise ConfigError(key, value, "give a mapping of dotted config keys to lists of values", "is not a mapping")
-    for k, v in value.items():
-        if not isinstance(v, list) or not v:
-            raise ConfigError(f"{key}.{k}", v, "give a non-empty list of values", "is not a list")
-    return dict(value)
-
-
-def load(path: str | Path) -> Sweep:
-    """Read and expand a sweep file (its points are not validated yet: see :func:`prepare`)."""
-    path = Path(path)
-    if path.is_dir():  # a prepared sweep directory: read by the options that take one, not as a sweep file
-        raise ConfigError("sweep file", str(path), "give the sweep's YAML file, or add --collect, --point I or --group "
-                          "G to use the directory it prepared", "is a directory")
-    raw = config_mod.read_yaml(path)
-    unknown = [key for key in raw if key not in KEYS]
-    if unknown and "base" not in raw and set(raw) & RUN_SECTIONS:  # `simulator sweep CONFIG`: a run's config given
-        raise ConfigError("sweep file", str(path), f"a sweep file names its run config as `base: PATH` and what it "
-                          f"sweeps under grid, zip or points (configs/sweeps/ holds examples); to run this config: "
-                          f"simulator run {path}", "is a run's config, not a sweep file")
-    for key in unknown:
-        close = did_you_mean(key, KEYS)
-        raise ConfigError(f"sweep key {key!r}", raw[key], f"allowed keys are {', '.join(KEYS)}"
-                          + (f" (did you mean {close!r}?)" if close else ""), "is unknown")
-    name = raw.get("name")
-    config_mod.check_name("name", name)
-    base_value = raw.get("base")
-    if not isinstance(base_value, str):
-        raise ConfigError("base", base_value, "give the path of the base config, relative to the sweep file",
-                          "is missing")
-    base = (path.parent / base_value).resolve()
-    if not base.is_file():
-        raise ConfigError("base", base_value, f"give an existing config file (looked for {base})", "does not exist")
-    fixed = raw.get("set") or {}
-    if not isinstance(fixed, Mapping):
-        raise ConfigError("set", fixed, "give a mapping of dotted config keys to values", "is not a mapping")
-    grid = _mapping_of_lists("grid", raw.get("grid"))
-    zipped = _mapping_of_lists("zip", raw.get("zip"))
-    lengths = {k: len(v) for k, v in zipped.items()}
-    if len(set(lengths.values())) > 1:
-        raise ConfigError("zip", lengths, "every list under zip must have the same length", "has lists of different lengths")
-    explicit = raw.get("points")
-    if explicit is not None:
-        if grid or zipped:
-            raise ConfigError("points", "...", "give either points or grid/zip", "cannot be combined with grid or zip")
-        if not isinstance(explicit, list) or not explicit or not all(isinstance(p, Mapping) for p in explicit):
-            raise ConfigError("points", explicit, "give a list of mappings {dotted.key: value}", "is not a list of mappings")
-        values = [dict(p) for p in explicit]
-        swept = tuple(dict.fromkeys(k for p in values for k in p))
-    elif grid or zipped:
-        combos = list(itertools.product(*grid.values()))
-        tuples = list(zip(*zipped.values(), strict=True)) if zipped else [()]
-        values = [dict(zip([*grid, *zipped], (*g, *z), strict=True)) for g in combos for z in tuples]
-        swept = (*grid, *zipped)
-    else:
-        raise ConfigError("sweep", str(path), "give grid, zip or points", "sweeps nothing")
-    _refuse_repeats(grid, values)
-    clash = sorted(set(swept) & set(fixed))
-    if clash:
-        raise ConfigError(f"set.{clash[0]}", fixed[clash[0]], "a key is either fixed (set) or swept", "is also swept")
-    max_parallel = raw.get("max_parallel", len(values))
-    if not isinstance(max_parallel, int) or isinstance(max_parallel, bool) or max_parallel < 1:
-        raise ConfigError("max_parallel", max_parallel, "give a positive integer", "is not allowed")
-    sbatch = raw.get("sbatch") or []
-    if not isinstance(sbatch, list) or not all(isinstance(a, str) for a in sbatch):
-        raise ConfigError("sbatch", sbatch, 'give a list of sbatch options, e.g. ["--time=00:30:00"]', "is not a list")
-    ensemble, batch = raw.get("ensemble", False), raw.get("batch")
-    if not isinstance(ensemble, bool):
-        raise ConfigError("ensemble", ensemble, "give true or false", "is not a boolean")
-    if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
-        raise ConfigError("batch", batch, "give a positive integer (members per batched program)", "is not allowed")
-    return Sweep(name, path.resolve(), base, dict(fixed), swept, tuple(Point(i, p) for i, p in enumerate(values)),
-                 max_parallel, tuple(sbatch), ensemble or batch is not None, batch)
-
-
-def _refuse_repeats(grid: Mapping[str, list], values: Sequence[Mapping[str, Any]]) -> None:
-    """A value given twice in a grid list, or two equal points, would write the same run twice."""
-    for key, items in grid.items():
-        for i, item in enumerate(items):
-            if item in items[:i]:
-                raise ConfigError(f"grid.{key}", item, "give each value once", "is repeated")
-    for i, point in enumerate(values):
-        if point in values[:i]:
-            raise ConfigError(f"point {i}", dict(point), "give each point once", f"repeats point {values.index(point)}")
 
 
 def point_config(sweep: Sweep, point: Point, directory: Path, overrides: Sequence[str] = ()) -> config_mod.Config:

@@ -165,8 +165,8 @@ STANDARD_LINES = 420
 ALLOWED_LINES = {
     "simulator.output.hdf5": 497,  # the writer and the readers share one file layout: apart, one could change alone
     "simulator.run.segment": 421,  # one segment's whole course, each restart rule once for single runs and ensembles
+    "simulator.equations.spec": 430,  # an equation's whole declaration, and its stored parameters read back against it
     "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
-    "simulator.sweep": 475,  # the sweep file, its manifest, the points' and groups' local runs and their collection
 }
 
 

@@ -510,9 +510,9 @@ def test_the_reading_snippets_read_files_a_documented_command_writes():
     named = set(re.findall(r'"outputs/([\w-]+)/', python_code)) | set(re.findall(r'"outputs/([\w-]+)"', python_code))
     written = set(re.findall(r"--out outputs/([\w-]+)", everything)) | set(re.findall(r'out="outputs/([\w-]+)"', everything))
     # a sweep without --out writes outputs/<its name> (simulator.sweep.default_directory)
-    from simulator import sweep
+    from simulator import sweep_file
 
-    written |= {sweep.load(ROOT / "configs" / "sweeps" / f"{stem}.yaml").name
+    written |= {sweep_file.load(ROOT / "configs" / "sweeps" / f"{stem}.yaml").name
                 for stem in re.findall(r"simulator sweep configs/sweeps/([\w-]+)\.yaml(?![^\n]*--out)", everything)}
     assert named and named <= written, named - written
     cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml")

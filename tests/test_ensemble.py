@@ -22,7 +22,7 @@ import yaml
 
 import simulator
 from simulator import config as config_mod
-from simulator import sweep
+from simulator import sweep, sweep_file
 from simulator.run import grouping
 from simulator.equations import registry
 from simulator.errors import ConfigError
@@ -366,7 +366,7 @@ def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_
                                             "fft.mesh": [2], "output.snapshots.every": 10},
                                     "grid": {"physics.viscosity": [0.01, 0.02]}}))
     out = tmp_path / "sw"
-    manifest = sweep.prepare(sweep.load(file), out)
+    manifest = sweep.prepare(sweep_file.load(file), out)
     assert sweep.write_groups(out, manifest, None) == [[0, 1]]
     r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout", "240",
                         "sweep", str(out), "--group", "0"], capture_output=True, text=True, timeout=300)

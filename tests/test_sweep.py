@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator import sweep, sweep_slurm
+from simulator import sweep, sweep_file, sweep_slurm
 from simulator.errors import ConfigError
 
 ROOT = Path(__file__).parents[1]
@@ -31,7 +31,7 @@ def cli(cwd, *args, timeout=300):
 
 
 def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
-    spec = sweep.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2], "grid.shape": [16, 32]},
+    spec = sweep_file.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2], "grid.shape": [16, 32]},
                                   zip={"initial.seed": [1, 2, 3], "initial.amplitude": [0.5, 1.0, 2.0]}))
     assert spec.swept == ("physics.viscosity", "grid.shape", "initial.seed", "initial.amplitude")
     assert len(spec.points) == 2 * 2 * 3
@@ -40,7 +40,7 @@ def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
     assert spec.points[-1].params == {"physics.viscosity": 0.2, "grid.shape": 32, "initial.seed": 3,
                                       "initial.amplitude": 2.0}
     assert len({tuple(p.params.items()) for p in spec.points}) == 12  # all distinct
-    explicit = sweep.load(write_sweep(tmp_path / "p.yaml", points=[{"physics.viscosity": 0.1},
+    explicit = sweep_file.load(write_sweep(tmp_path / "p.yaml", points=[{"physics.viscosity": 0.1},
                                                                    {"physics.viscosity": 0.3, "grid.shape": 32}]))
     assert explicit.swept == ("physics.viscosity", "grid.shape") and len(explicit.points) == 2
 
@@ -60,13 +60,13 @@ def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
 ])
 def test_malformed_sweep_files_are_named(tmp_path, body, expected):
     with pytest.raises(ConfigError) as err:
-        sweep.load(write_sweep(tmp_path / "s.yaml", **body))
+        sweep_file.load(write_sweep(tmp_path / "s.yaml", **body))
     assert expected in str(err.value)
 
 
 def test_one_bad_point_fails_the_sweep_before_anything_is_written(tmp_path):
     fixed = {k: v for k, v in TINY.items() if k != "grid.shape"}
-    spec = sweep.load(write_sweep(tmp_path / "s.yaml", set=fixed,
+    spec = sweep_file.load(write_sweep(tmp_path / "s.yaml", set=fixed,
                                   grid={"physics.viscosity": [0.01, 0.02], "grid.shape": [16, 15]}))
     with pytest.raises(ConfigError) as err:
         sweep.prepare(spec, tmp_path / "out")
@@ -75,11 +75,11 @@ def test_one_bad_point_fails_the_sweep_before_anything_is_written(tmp_path):
 
 
 def test_a_directory_holding_another_sweep_is_refused(tmp_path):
-    first = sweep.load(write_sweep(tmp_path / "a.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.02]}))
+    first = sweep_file.load(write_sweep(tmp_path / "a.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.02]}))
     sweep.prepare(first, tmp_path / "out")
     before = (tmp_path / "out" / "sweep.yaml").read_text()
     sweep.prepare(first, tmp_path / "out")  # the same sweep again: reused
-    other = sweep.load(write_sweep(tmp_path / "b.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.03]}))
+    other = sweep_file.load(write_sweep(tmp_path / "b.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.03]}))
     with pytest.raises(ConfigError, match="already holds a different sweep"):
         sweep.prepare(other, tmp_path / "out")
     assert (tmp_path / "out" / "sweep.yaml").read_text() == before
@@ -91,7 +91,7 @@ def test_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_is_
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({
         "name": "c", "base": str(ROOT / "configs" / "cold_dark_matter.yaml"),
         "set": {"grid.shape": 16, "physics.cdm_particles": 4096}, "grid": {"initial.seed": [1, 2]}}))
-    spec = sweep.load(tmp_path / "c.yaml")
+    spec = sweep_file.load(tmp_path / "c.yaml")
     sweep.prepare(spec, tmp_path / "out")
     point = tmp_path / "out" / "configs" / "p000.yaml"
     written = point.read_text()

@@ -15,7 +15,7 @@ from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from simulator import sweep
+    from simulator import sweep, sweep_file
 
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
@@ -53,7 +53,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for written in plots.plot_sweep_dir(directory, args.diagnostic, args.against):
             print(written)
         return EXIT_OK
-    spec = sweep.load(args.target)
+    spec = sweep_file.load(args.target)
     directory = Path(args.out) if args.out else sweep.default_directory(spec)
     from simulator.run.lock import RunLock
 
@@ -67,7 +67,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
     """``sweep FILE [--local | --submit]`` holding the sweep directory's lock (``spec``: the loaded
-    :class:`simulator.sweep.Sweep`, ``directory``: its Path)."""
+    :class:`simulator.sweep_file.Sweep`, ``directory``: its Path)."""
     from pathlib import Path
 
     from simulator import sweep, sweep_slurm

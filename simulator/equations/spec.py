@@ -416,12 +416,10 @@ def parameters_of(info: EquationInfo, config: Mapping[str, Any], source: str = "
     for a key it misspells (``viscosty``: passed over, its default would stand in for the run's value)."""
     known = {f.name for f in dataclasses.fields(info.params)}
     physics = config.get("physics", {})
-    missing = sorted(known - set(physics))
     for name in set(physics) - known:  # another equation's key, or a misspelling of one of ours it lacks
-        close = did_you_mean(name, missing)
-        if close:
-            raise ConfigError(f"physics.{name}", physics[name], f"did you mean 'physics.{close}'? (a "
-                              f"{info.name} run stores it: correct the key)", f"is not a setting of {info.name} in {source}")
+        if close := did_you_mean(name, sorted(known - set(physics))):
+            raise ConfigError(f"physics.{name}", physics[name], f"did you mean 'physics.{close}'? (a {info.name} "
+                              "run stores it: correct the key)", f"is not a setting of {info.name} in {source}")
     try:
         return build(info.params, {k: v for k, v in physics.items() if k in known}, "physics.", stored=True)
     except ConfigError as err:  # the defaults would label and compute with physics the run did not have
