@@ -42,7 +42,7 @@ from simulator.config import Config, to_dict
 from simulator.errors import ConfigError
 from simulator.equations import resolution
 from simulator.log import RunLog, get_logger
-from simulator.output import checkpoints, rows, sources
+from simulator.output import checkpoints, rows, segments, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
 from simulator.planning.plan import abstract_state
@@ -241,6 +241,8 @@ class Segment:
                 w.open(self.out, None if ckpt is None else ckpt.step)
             if jax.process_index() == 0:
                 self._write_record()
+                if ckpt is not None:  # recorded, this segment supersedes the snapshots past its checkpoint
+                    rundir.warn_superseded(self.out, ckpt.step)
                 rundir.write_status(self.out, "running", self.step, self.t)
             if (loss := sim.equation.lost(state)) is not None:
                 raise NonFiniteError(loss.message(self.step, self.t, str(self.saver.last or "none")))
@@ -251,10 +253,9 @@ class Segment:
         return [*self.records, *self.dumps]
 
     def _write_record(self) -> None:
-        segments = self.out / "segments"
-        number = len(list(segments.glob("segment_*.yaml")))
+        number = len(segments.record_paths(self.out))
         text = yaml.safe_dump({**self.meta, "segment": number, "start_step": self.step}, sort_keys=False)
-        for path in (segments / f"segment_{number:03d}.yaml", self.out / "config.yaml"):
+        for path in (segments.record_path(self.out, number), self.out / "config.yaml"):
             try:
                 path.parent.mkdir(exist_ok=True)
                 path.write_text(text)
