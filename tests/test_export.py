@@ -21,6 +21,7 @@ import yaml
 
 import simulator
 from simulator.cli import main
+from simulator.errors import ConfigError
 from simulator.fft import BACKENDS
 from simulator.results import export, export_groups
 from simulator.output import hdf5
@@ -552,12 +553,18 @@ def test_a_restart_that_stops_before_the_steps_it_went_past_leaves_their_snapsho
     fig = Figure()
     fig.add_subplot()
     assert overlay(fig, run, 8, 2, [2 * np.pi] * 3, (8, 8, 8)) == 0  # a superseded particle snapshot draws nothing
-    assert ("WARNING 6 snapshot file(s) past step 2, of steps 4 .. 8 (3 in {0}/snapshots, 3 in {0}/particles), are of "
-            "the run before this restart: superseded, readers leave them out until this run writes those steps again "
-            "(load_run(...).superseded lists them)").format(run) in (run / "run.log").read_text()
-    with pytest.raises(ValueError, match=r"^is superseded: segment 1 of its run restarted from step 2, before it, so "
-                       r"this file of segment 0 is not on the run's current trajectory"):
-        sources.locate(run / "snapshots" / "s00000008.h5")
+    assert (f"WARNING 6 snapshot file(s) past step 2, of steps 4 .. 8 (3 in {run}/snapshots, 3 in {run}/particles), "
+            "are of the run before this restart: superseded, readers leave them out until this run writes those steps "
+            "again (load_run(...).superseded lists them)") in (run / "run.log").read_text()
+    old = run / "snapshots" / "s00000008.h5"
+    start = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", {**values, "initial": {"name": "file",
+                                                                                              "path": str(old)}})
+    with pytest.raises(ConfigError) as refusal:
+        sources.check_start(start.initial, start)
+    line = str(refusal.value)  # one line, the long path shortened in it
+    assert line.startswith("initial.path = '") and "\n" not in line and line.endswith(
+        "s00000008.h5' is superseded: segment 1 of its run restarted from step 2, before it, so this file of segment 0 "
+        "is not on the run's current trajectory; give a checkpoint, a snapshot index or a run directory"), line
     capsys.readouterr()
     assert main(["export", str(run)]) == 0
     err = capsys.readouterr().err

@@ -14,18 +14,24 @@ and through them ``load_run``, ``simulator export`` and ``simulator plot``) leav
 ``load_run(RUN).superseded`` lists them. When the later segment writes step s again, its file replaces the
 old one and is current (its writer is the latest segment). Files without a ``writer`` attribute (written
 before writers were recorded) or of a writer no record names, and segment records without ``start_step``
-(runs of earlier versions), read as before: nothing is left out for them.
+(runs of earlier versions), read as before: nothing is left out for them. A segment that failed before it
+changed anything of the run (:func:`write_record`) is recorded with ``start_step`` null: it supersedes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import h5py
 import yaml
+
+from simulator.output import rows
+from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.output.runconfig import CONFIG_FILE
 
 #: the folder of a run's segment records
 DIR = "segments"
@@ -53,6 +59,27 @@ def record_path(run_dir: Path, number: int) -> Path:
 def record_paths(run_dir: Path) -> list[Path]:
     """The segment records of the run in ``run_dir``, first to last."""
     return sorted((run_dir / DIR).glob("segment_*.yaml"))
+
+
+def write_record(run_dir: Path, meta: Mapping[str, Any], step: int) -> Path:
+    """Record the segment that starts now from ``step`` (process 0, while it opens its files within
+    :func:`simulator.output.rows.staged`): ``segments/segment_NNN.yaml``, numbered after the records there, and
+    ``config.yaml``, each ``meta`` with ``segment`` and ``start_step``. When the opening fails after it (particles
+    that find no slot, a full disk), nothing of the run changes: the record stays, saying the segment was tried,
+    with ``start_step`` null, so that it supersedes nothing. OutputWriteError naming a file it cannot write."""
+    number = len(record_paths(run_dir))
+    path = record_path(run_dir, number)
+    record = {**meta, "segment": number, "start_step": step}
+    for target in (path, run_dir / CONFIG_FILE):
+        try:
+            target.parent.mkdir(exist_ok=True)
+            target.write_text(yaml.safe_dump(record, sort_keys=False))
+        except OSError as err:
+            raise OutputWriteError(f"writing {target} failed: {describe_os_error(err)}") from err
+    # nothing more once every file is open; only an opening that fails has something to take back
+    rows.later(lambda: None, undo=lambda: path.write_text(yaml.safe_dump({**record, "start_step": None},
+                                                                          sort_keys=False)))
+    return path
 
 
 def read_records(run_dir: Path) -> list[SegmentRecord]:

@@ -92,8 +92,7 @@ def locate(path: str | Path) -> Source:
     if gone:
         wrote, later = gone[path]
         raise ValueError(f"is superseded: segment {later.number} of its run restarted from step {later.start_step}, "
-                         f"before it, so this file of segment {wrote.number} is not on the run's current trajectory "
-                         "(give a snapshot load_run(RUN).snapshots lists, or a checkpoint)")
+                         f"before it, so this file of segment {wrote.number} is not on the run's current trajectory")
     return Source(path, "snapshot", int(attrs["step"]), float(attrs["time"]), config)
 
 

@@ -101,8 +101,8 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
     if run.aside:
         left.append(f"aside/ ({len(run.aside)} file(s) restarts set aside: load_run(...).aside lists them)")
     if run.superseded:
-        left.append(f"superseded snapshots ({len(run.superseded)} file(s) of the trajectory before a restart from an earlier step: "
-                    "load_run(...).superseded lists them)")
+        left.append(f"superseded snapshots ({len(run.superseded)} file(s) of the trajectory before a restart from an "
+                    "earlier step: load_run(...).superseded lists them)")
     return tuple(chosen), used, tuple(left)
 
 

@@ -255,11 +255,18 @@ def set_derived_aside(path: Path, step: int | None, rank0: bool) -> None:
     rows.later(move)
 
 
-def warn_superseded(path: Path, step: int) -> None:
-    """On a restart from the checkpoint at ``step`` (process 0, once its segment is recorded): one warning counting
-    the field and particle snapshots past ``step``, which the new segment supersedes
+def warn_superseded(path: Path, step: int | None) -> None:
+    """On a restart from the checkpoint at ``step`` (None: a new run, nothing to do; process 0, its segment recorded):
+    one warning counting the field and particle snapshots past ``step``, which the new segment supersedes
     (:func:`simulator.output.segments.superseded`): the readers leave them out from now on, and the steps this
-    segment reaches are written again; nothing when there are none."""
+    segment reaches are written again; nothing when there are none. Logged with the row files' cut-backs, once
+    every file of the segment is open (:func:`simulator.output.rows.later`): a restart that fails before
+    supersedes nothing (:func:`simulator.output.segments.write_record`)."""
+    if step is not None:
+        rows.later(lambda: _warn_superseded(path, step))
+
+
+def _warn_superseded(path: Path, step: int) -> None:
     past = {folder: [p for p in sorted((path / folder).glob("s*.h5")) if (segments.step_of(p) or 0) > step]
             for folder in (snapshots.DIR, particles.DIR)}
     found = [p for files in past.values() for p in files]
