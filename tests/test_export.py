@@ -21,6 +21,7 @@ import yaml
 
 import simulator
 from simulator.cli import main
+from simulator.errors import ConfigError
 from simulator.fft import BACKENDS
 from simulator.results import export, export_groups
 from simulator.output import hdf5
@@ -515,6 +516,104 @@ def test_a_restart_sets_aside_the_export_and_merged_snapshots_of_the_output_it_w
         np.testing.assert_array_equal(now.velocity[-1].values, last.read("velocity"))
     rundir.set_derived_aside(run, 6, rank0=True)  # what a restart from step 6, where the run stands, does first
     assert (run / "export" / "run.nc").is_file() and len(simulator.load_run(run).aside) == 2
+
+
+def test_a_restart_that_stops_before_the_steps_it_went_past_leaves_their_snapshots_out_of_every_reader(tmp_path,
+                                                                                                        capsys):
+    """Run to step 8 with tracers, then restarted from step 2 with another viscosity and t_end cut to step 4: the
+    snapshots of steps 6 and 8 of the run before stay in place. load_run, simulator export, the figures and the
+    particles used to read them as part of the run (viscosity 0.5 at step 4, then 1/1600 again); now they are
+    superseded: left out, listed by load_run(...).superseded, named in the export's "leaves out" line, refused
+    as initial.path, counted in the restart's warning (a later segment that writes those steps again makes them
+    current: the next test)."""
+    from matplotlib.figure import Figure
+
+    from simulator.output import sources
+    from simulator.plots import snapshot_files
+    from simulator.plots.particle_overlay import overlay
+
+    values = {"grid.shape": 8, "fft.backend": "single", "precision": "float64", "time.t_end": 0.08,
+              "output.chunk": 2, "output.snapshots.every": 2, "checkpoint.every": 2, "checkpoint.keep": 4,
+              "particles": [{"name": "tracers", "count": 4}], "runtime.cpu_devices": len(jax.devices())}
+    run = tmp_path / "run"
+    assert simulator.run_config(simulator.load_config(ROOT / "configs" / "taylor_green.yaml", values), run) == 0
+    viscous = {**values, "physics.viscosity": 0.5, "time.t_end": 0.04}
+    cfg = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", viscous)
+    assert simulator.run_config(cfg, run, restart=str(run / "checkpoints" / "c00000002.json"),
+                                allow_physics_change=True) == 0
+    loaded = simulator.load_run(run)
+    gone = [run / folder / f"s0000000{step}.h5" for folder in ("snapshots", "particles") for step in (6, 8)]
+    assert [ref.step for ref in loaded.snapshots] == [0, 2, 4]
+    assert loaded.superseded == tuple(gone) and all(p.is_file() for p in gone)  # left out, not moved
+    assert [p.name for p in snapshot_files(run)] == ["s00000000.h5", "s00000002.h5", "s00000004.h5"]  # the figures'
+    assert loaded.particles["tracers"].step.tolist() == [0, 2, 4]
+    for ref, viscosity in zip(loaded.snapshots, (1 / 1600, 1 / 1600, 0.5), strict=True):
+        with ref.open() as snap:
+            assert snap.attrs["config"]["physics"]["viscosity"] == pytest.approx(viscosity)
+    fig = Figure()
+    fig.add_subplot()
+    assert overlay(fig, run, 8, 2, [2 * np.pi] * 3, (8, 8, 8)) == 0  # a superseded particle snapshot draws nothing
+    assert (f"WARNING 6 snapshot file(s) past step 2, of steps 4 .. 8 (3 in {run}/snapshots, 3 in {run}/particles), "
+            "are of the run before this restart: superseded, readers leave them out until this run writes those steps "
+            "again (load_run(...).superseded lists them)") in (run / "run.log").read_text()
+    old = run / "snapshots" / "s00000008.h5"
+    start = simulator.load_config(ROOT / "configs" / "taylor_green.yaml", {**values, "initial": {"name": "file",
+                                                                                              "path": str(old)}})
+    with pytest.raises(ConfigError) as refusal:
+        sources.check_start(start.initial, start)
+    line = str(refusal.value)  # one line, the long path shortened in it
+    assert line.startswith("initial.path = '") and "\n" not in line and line.endswith(
+        "s00000008.h5' is superseded: segment 1 of its run restarted from step 2, before it, so this file of segment 0 "
+        "is not on the run's current trajectory; give a checkpoint, a snapshot index or a run directory"), line
+    capsys.readouterr()
+    assert main(["export", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert (f"{run / 'export' / 'run.nc'} leaves out: superseded snapshots (4 file(s) of the trajectory before a "
+            "restart from an earlier step: load_run(...).superseded lists them)") in err, err
+    with xr.open_dataset(run / "export" / "run.nc") as ds:
+        assert ds.step.values.tolist() == [0, 2, 4]
+
+
+def test_superseded_is_one_rule_over_segment_records_and_writers_and_old_runs_read_as_before(tmp_path):
+    """The rule on files alone (segments.superseded): a file of step s written by segment i is superseded when a
+    segment j > i started before s. A resume after a kill supersedes the steps past its checkpoint until it writes
+    them again; a file without a writer (written before writers were recorded) or of a writer no record names, and
+    segment records without start_step (earlier versions), read as before."""
+    from simulator.output import segments
+
+    run = tmp_path / "run"
+    (run / "snapshots").mkdir(parents=True)
+    (run / "segments").mkdir()
+
+    def record(number, start, identity="", **extra):
+        text = {"segment_id": identity or f"{number:032x}", **extra, "segment": number}
+        if start is not None:
+            text["start_step"] = start
+        segments.record_path(run, number).write_text(yaml.safe_dump(text))
+
+    def snapshot(step, writer):
+        path = run / "snapshots" / f"s{step:08d}.h5"
+        with h5py.File(path, "w") as f:
+            if writer is not None:
+                f.attrs["writer"] = f"{writer:032x}"
+        return path
+
+    files = [snapshot(0, 0), snapshot(4, 0), snapshot(6, 0), snapshot(8, 0), snapshot(10, None), snapshot(12, 7)]
+    record(0, 0)
+    assert segments.superseded(run, files) == {}  # one segment
+    record(1, 4)  # killed after step 8, resumed from its checkpoint at step 4
+    gone = segments.superseded(run, files)
+    assert list(gone) == files[2:4] and gone[files[2]][0].number == 0 and gone[files[2]][1].number == 1
+    assert segments.current(run, files) == [*files[:2], *files[4:]]
+    snapshot(6, 1)  # the resumed segment wrote step 6 again: current
+    assert list(segments.superseded(run, files)) == [files[3]]
+    record(2, 8)  # a restart from step 8 supersedes nothing before it and nothing of the latest writer
+    assert list(segments.superseded(run, files)) == [files[3]]
+    record(3, 2)  # an earlier step: every file past it written before, step 6 by segment 1 too
+    assert list(segments.superseded(run, files)) == files[1:4]
+    for number in range(4):  # records of earlier versions: no start_step
+        record(number, None)
+    assert segments.superseded(run, files) == {}
 
 
 @pytest.mark.multiprocess  # the run of the fixture tg

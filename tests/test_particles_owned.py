@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 import pytest
+import yaml
 from support import assert_failure_recorded, case_id, mesh_cases, relative_error, simulation
 
 import simulator
@@ -159,7 +160,8 @@ def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_
     restarted from its step-5 checkpoint on 2 devices whose 384 slots each hold a uniform spread but not the
     particles: exit 1 with one ERROR line naming particles[0].capacity, dated at the checkpoint's step (the
     hand-out), and no row, snapshot or checkpoint of the run changed: its time series, spectra and snapshot
-    series still end at step 10 (before, the restart cut them back to step 5 and then stopped)."""
+    series still end at step 10 (before, the restart cut them back to step 5 and then stopped), and its segment
+    record (start_step null) supersedes none of its snapshots."""
     import hashlib
     import subprocess
     import sys
@@ -191,7 +193,13 @@ def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_
     after = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*"))
              if p.is_file() and str(p.relative_to(out)) not in own and p.parent.name != "segments"}
     assert after == files
-    assert simulator.load_run(out).timeseries["step"][-1] == 10
+    loaded = simulator.load_run(out)
+    assert loaded.timeseries["step"][-1] == 10
+    # the failed segment is recorded but supersedes nothing: every snapshot of the run is still read
+    assert loaded.superseded == () and loaded.snapshots[-1].step == 10 and loaded.particles["tracers"].step[-1] == 10
+    failed = yaml.safe_load((out / "segments" / "segment_001.yaml").read_text())
+    assert failed["segment"] == 1 and failed["start_step"] is None and failed["restart"].endswith("c00000005.h5")
+    assert "superseded" not in (out / "run.log").read_text()
     assert_failure_recorded(out, done, "raise particles[0].capacity")
 
 

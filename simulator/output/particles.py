@@ -47,7 +47,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.output import hdf5
+from simulator.output import hdf5, segments
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
@@ -266,13 +266,15 @@ class ParticleSeries:
 
 
 def snapshot_files(run_dir: Path) -> list[Path]:
-    """The particle snapshot indexes of a run, oldest first."""
-    return sorted((run_dir / DIR).glob("s*.h5"))
+    """The particle snapshot indexes of a run, oldest first, those a later segment superseded left out
+    (:func:`simulator.output.segments.superseded`)."""
+    return segments.current(run_dir, sorted((run_dir / DIR).glob("s*.h5")))
 
 
 def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
     """Every species of the particle snapshots of ``run_dir`` along time, by name (a species a restart
-    added or dropped over the snapshots that hold it); {} without particle snapshots. IncompleteOutputError
+    added or dropped over the snapshots that hold it; those a later segment superseded left out: see
+    :func:`snapshot_files`); {} without particle snapshots. IncompleteOutputError
     naming a damaged snapshot, or one that lacks particles of a species (its identities not each of 0 .. N-1
     once: written while particles were lost, by a version that did not refuse it)."""
     found: dict[str, list[tuple[int, float, dict[str, np.ndarray]]]] = {}

@@ -23,6 +23,10 @@ fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, 
 Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least length and time),
 ``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
 snapshot of two writes is refused by its readers), and each variable's ``units``.
+
+A snapshot a later run segment superseded (a restart from an earlier step that has not written that step
+again: :func:`simulator.output.segments.superseded`) stays in place, and the readers leave it out
+(:func:`snapshot_files`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulator.output import hdf5
+from simulator.output import hdf5, segments
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
@@ -119,8 +123,10 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
 
 
 def snapshot_files(run_dir: Path) -> list[Path]:
-    """The snapshot index files of a run, oldest first."""
-    return sorted((run_dir / DIR).glob("s*.h5"))
+    """The snapshot index files of a run, oldest first, those a later segment superseded left out
+    (:func:`simulator.output.segments.superseded`: a restart from an earlier step wrote, or will write, that
+    step again)."""
+    return segments.current(run_dir, sorted((run_dir / DIR).glob("s*.h5")))
 
 
 class SnapshotWriter(SeriesWriter):
@@ -176,7 +182,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
 
 
 def read(run_dir: Path) -> tuple[SnapshotRef, ...]:
-    """The run's snapshots, oldest first, each read when opened."""
+    """The run's snapshots, oldest first (those a later segment superseded left out), each read when opened."""
     return tuple(SnapshotRef(p, int(p.stem[1:])) for p in snapshot_files(run_dir))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
-from simulator.output import checkpoints
+from simulator.output import checkpoints, segments
 from simulator.output.hdf5 import IncompleteOutputError, IndexedFile
 
 
@@ -62,7 +62,9 @@ def _damaged(marker: Path) -> str:
 
 def locate(path: str | Path) -> Source:
     """The state at ``path``: a checkpoint's marker ``cNNNNNNNN.json`` or index ``cNNNNNNNN.h5``, a
-    snapshot's index ``sNNNNNNNN.h5``, or a run directory (its latest complete checkpoint).
+    snapshot's index ``sNNNNNNNN.h5``, or a run directory (its latest complete checkpoint). A snapshot a later
+    segment of its run superseded (:func:`simulator.output.segments.superseded`) is refused, as its readers
+    leave it out.
 
     Raises ValueError saying what is wrong (missing, incomplete, not a state file).
     """
@@ -86,6 +88,11 @@ def locate(path: str | Path) -> Source:
         config = json.loads(config)
     if not isinstance(config, dict) or "step" not in attrs or "time" not in attrs:
         raise ValueError("is not a snapshot written by `simulator run` (no step, time or config)")
+    gone = segments.superseded(path.parent.parent, [path])  # snapshots/sNNNNNNNN.h5 of the run directory
+    if gone:
+        wrote, later = gone[path]
+        raise ValueError(f"is superseded: segment {later.number} of its run restarted from step {later.start_step}, "
+                         f"before it, so this file of segment {wrote.number} is not on the run's current trajectory")
     return Source(path, "snapshot", int(attrs["step"]), float(attrs["time"]), config)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulator.output import hdf5
+from simulator.output import hdf5, segments
 from simulator.output.particles import DIR
 
 #: how far from the plane a particle is drawn, in grid cells
@@ -31,9 +31,10 @@ def near_plane(position: np.ndarray, axis: int, where: float, length: float, wid
 def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[float], shape: Sequence[int]) -> int:
     """Draw on ``fig``'s first panel the particles of ``particles/s<step>.h5`` within :data:`CELLS` cells of
     the mid-plane normal to ``axis`` of a grid of ``shape`` in ``box``; returns how many were drawn (0 when
-    the run wrote no particle snapshot at that step)."""
+    the run wrote no particle snapshot at that step, or a later segment superseded the one there: a restart that
+    dropped the particles leaves the earlier trajectory's, which are not of this field)."""
     index = run_dir / DIR / f"s{step:08d}.h5"
-    if not index.is_file():
+    if not index.is_file() or segments.superseded(run_dir, [index]):
         return 0
     with hdf5.IndexedFile(index) as f:
         names, position, species = f.attrs["species_names"], f.read("position"), f.read("species")

@@ -76,7 +76,8 @@ def sizes(run: RunResults) -> dict[str, int]:
 def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
     """(the groups to write, their bytes, what is left out and why): each group the run has, in registry order,
     while the export stays within ``room`` bytes; a group that does not fit is left out, and so are a kind that
-    declares no export, statistics of an unknown shape and what restarts set aside (``aside/``).
+    declares no export, statistics of an unknown shape, what restarts set aside (``aside/``) and the snapshots a later
+    segment superseded.
     ConfigError naming a damaged file a group is read from."""
     chosen, used = [], 0
     try:
@@ -99,6 +100,9 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
         left.append(f"statistics {', '.join(odd)} (axes of unknown meaning)")
     if run.aside:
         left.append(f"aside/ ({len(run.aside)} file(s) restarts set aside: load_run(...).aside lists them)")
+    if run.superseded:
+        left.append(f"superseded snapshots ({len(run.superseded)} file(s) of the trajectory before a restart from an "
+                    "earlier step: load_run(...).superseded lists them)")
     return tuple(chosen), used, tuple(left)
 
 

@@ -7,6 +7,7 @@
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
     run.tasks["w_mid"].values[-1], run.tasks["w_mid"].time   # tasks.h5 (output.tasks), by task
     run.aside                                    # what restarts set aside (aside/): row files, read as above
+    run.superseded                               # snapshots a later segment superseded: left out of the above
     run.particles["tracers"].position            # particle snapshots by species: (snapshots, particles, 3)
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
@@ -37,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.results import lagrangian
-from simulator.output import kinds
+from simulator.output import kinds, segments
 from simulator.output import particles as particle_output
+from simulator.output import snapshots as snapshot_output
 from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
@@ -64,6 +66,16 @@ class RunResults:
     #: read with the same readers, or damaged files; :mod:`simulator.output.rows`) and the folders of what was
     #: made from output a restart wrote again (``export.until-<step>``, ...: ``rundir.set_derived_aside``)
     aside: tuple[Path, ...] = ()
+
+    @cached_property
+    def superseded(self) -> tuple[Path, ...]:
+        """The field and particle snapshot files (``snapshots/sNNNNNNNN.h5``, ``particles/sNNNNNNNN.h5``) a
+        later segment superseded, oldest first: a restart from an earlier step writes that step again, and
+        until it has, the earlier trajectory's file stays in place but is not the run's; :attr:`snapshots`,
+        :attr:`particles` and every reader leave them out (:func:`simulator.output.segments.superseded`)."""
+        files = [p for folder in (snapshot_output.DIR, particle_output.DIR)
+                 for p in sorted((self.path / folder).glob("s*.h5"))]
+        return tuple(segments.superseded(self.path, files))
 
     @cached_property
     def timeseries(self) -> dict[str, np.ndarray]:

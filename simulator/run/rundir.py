@@ -40,7 +40,7 @@ from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.launch import srun_tasks
 from simulator.log import get_logger
-from simulator.output import checkpoints, rows, timeseries
+from simulator.output import checkpoints, particles, rows, segments, snapshots, timeseries
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.run.restart import physics_changes
 from simulator.time.control import TOL
@@ -105,7 +105,7 @@ def holds_nothing(path: Path) -> bool:
 
 def stored_config(path: Path) -> dict[str, Any] | None:
     """The resolved config a run in ``path`` recorded (``config.yaml``, else its latest segment), or None."""
-    candidates = [path / "config.yaml", *sorted((path / "segments").glob("segment_*.yaml"), reverse=True)]
+    candidates = [path / "config.yaml", *reversed(segments.record_paths(path))]
     for candidate in candidates:
         try:
             stored = yaml.safe_load(candidate.read_text())["config"]
@@ -253,6 +253,30 @@ def set_derived_aside(path: Path, step: int | None, rank0: bool) -> None:
                                  "whole in %s", derived, step, aside)
 
     rows.later(move)
+
+
+def warn_superseded(path: Path, step: int | None) -> None:
+    """On a restart from the checkpoint at ``step`` (None: a new run, nothing to do; process 0, its segment recorded):
+    one warning counting the field and particle snapshots past ``step``, which the new segment supersedes
+    (:func:`simulator.output.segments.superseded`): the readers leave them out from now on, and the steps this
+    segment reaches are written again; nothing when there are none. Logged with the row files' cut-backs, once
+    every file of the segment is open (:func:`simulator.output.rows.later`): a restart that fails before
+    supersedes nothing (:func:`simulator.output.segments.write_record`)."""
+    if step is not None:
+        rows.later(lambda: _warn_superseded(path, step))
+
+
+def _warn_superseded(path: Path, step: int) -> None:
+    past = {folder: [p for p in sorted((path / folder).glob("s*.h5")) if (segments.step_of(p) or 0) > step]
+            for folder in (snapshots.DIR, particles.DIR)}
+    found = [p for files in past.values() for p in files]
+    if not found:
+        return
+    counts = ", ".join(f"{len(files)} in {path / folder}" for folder, files in past.items() if files)
+    steps = sorted({segments.step_of(p) or 0 for p in found})
+    get_logger().warning("%d snapshot file(s) past step %d, of steps %d .. %d (%s), are of the run before this "
+                         "restart: superseded, readers leave them out until this run writes those steps again "
+                         "(load_run(...).superseded lists them)", len(found), step, steps[0], steps[-1], counts)
 
 
 def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple[int, int]:

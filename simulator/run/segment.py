@@ -42,9 +42,9 @@ from simulator.config import Config, to_dict
 from simulator.errors import ConfigError
 from simulator.equations import resolution
 from simulator.log import RunLog, get_logger
-from simulator.output import checkpoints, rows, sources
+from simulator.output import checkpoints, rows, segments, sources
 from simulator.output.base import Moment, Writer, landing_times
-from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier, describe_os_error
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
 from simulator.planning.plan import abstract_state
 from simulator.run import records, rundir
 from simulator.run import restart as restarts
@@ -240,7 +240,8 @@ class Segment:
             for w in self.writers:
                 w.open(self.out, None if ckpt is None else ckpt.step)
             if jax.process_index() == 0:
-                self._write_record()
+                segments.write_record(self.out, self.meta, self.step)
+                rundir.warn_superseded(self.out, None if ckpt is None else ckpt.step)
                 rundir.write_status(self.out, "running", self.step, self.t)
             if (loss := sim.equation.lost(state)) is not None:
                 raise NonFiniteError(loss.message(self.step, self.t, str(self.saver.last or "none")))
@@ -249,17 +250,6 @@ class Segment:
     @property
     def writers(self) -> list[Writer]:
         return [*self.records, *self.dumps]
-
-    def _write_record(self) -> None:
-        segments = self.out / "segments"
-        number = len(list(segments.glob("segment_*.yaml")))
-        text = yaml.safe_dump({**self.meta, "segment": number, "start_step": self.step}, sort_keys=False)
-        for path in (segments / f"segment_{number:03d}.yaml", self.out / "config.yaml"):
-            try:
-                path.parent.mkdir(exist_ok=True)
-                path.write_text(text)
-            except OSError as err:
-                raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
 
     def _restore(self, ckpt: checkpoints.Checkpoint, sim: Simulation,
                  fallback: bool) -> tuple[Any, checkpoints.Checkpoint]:
