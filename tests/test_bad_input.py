@@ -145,11 +145,11 @@ CASES = {
                                      "as in particles[0].tau_p"),
     # pure cold dark matter (physics.fdm_fraction = 0): f in [0, 1], with particles, without the wave's keys
     "fdm_fraction negative": (["run", COSMO, "--set", "physics.fdm_fraction=-0.1"],
-                              "physics.fdm_fraction = -0.1 is out of range; every entry must be >= 0.0"),
+                              "physics.fdm_fraction = -0.1 is out of range; it must be >= 0.0"),
     "fdm_fraction NaN": (["run", COSMO, "--set", "physics.fdm_fraction=.nan"],
-                         "physics.fdm_fraction = nan is out of range; every entry must be finite"),
+                         "physics.fdm_fraction = nan is out of range; it must be finite"),
     "fdm_fraction above 1": (["run", COSMO, "--set", "physics.fdm_fraction=1.5"],
-                             "physics.fdm_fraction = 1.5 is out of range; every entry must be <= 1.0"),
+                             "physics.fdm_fraction = 1.5 is out of range; it must be <= 1.0"),
     "no wave and no particles": (["run", CDM, "--set", "physics.cdm_particles=0"],
                                  "physics.fdm_fraction = 0.0 has no particles; set physics.cdm_particles"),
     "a wave too thin for float32": (["run", COSMO, "--set", "precision=float32", "--set", "physics.fdm_fraction=1e-37",
@@ -178,7 +178,7 @@ CASES = {
     "seed too large for YAML's integers": (["run", FORCED, "--set", "initial.seed=10^23"],
                                            "initial.seed = '10^23' has the wrong type"),
     "seed of 10**23": (["run", FORCED, "--set", "initial.seed=100000000000000000000000"],
-                       "initial.seed = 100000000000000000000000 is out of range; every entry must be <= 4294967295"),
+                       "initial.seed = 100000000000000000000000 is out of range; it must be <= 4294967295"),
     "seed aliasing another modulo 2**32": (["run", FORCED, "--set", "initial.seed=4294967297"],
                                            "initial.seed = 4294967297 is out of range"),
     # mode numbers the grid cannot represent (|m| < N/2 on each axis they lie along)

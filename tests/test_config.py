@@ -135,7 +135,7 @@ def test_resolved_config_round_trips(tmp_path):
          r"scalars$"),
         ("physics: {name: navier_stokes, hbar_over_m: 0.1}", [],
          r"^physics\.hbar_over_m = 0\.1 is an unknown key; known keys for physics\.name = navier_stokes"),
-        ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; every entry must be > 0"),
+        ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; it must be > 0"),
         ("time: {cfl: 0}", [], r"^time\.cfl = 0\.0 is out of range"),
         ("physics: {forcing: lundgren}", [], r"^physics\.forcing = 'lundgren' is unknown; expected one of: none, linear, band"),
         ("output: {spectra: maybe}", [], r"^output\.spectra = 'maybe' has the wrong type; expected a mapping"),

@@ -914,7 +914,7 @@ def test_a_stored_physics_that_no_longer_validates_is_an_error_never_the_default
     stored = yaml.safe_load((runs / "ns" / "config.yaml").read_text())
     stored["config"]["physics"]["viscosity"] = -1
     (run / "config.yaml").write_text(yaml.safe_dump(stored))
-    expected = f"physics.viscosity = -1.0 is out of range in {run / 'config.yaml'}; every entry must be >= 0.0"
+    expected = f"physics.viscosity = -1.0 is out of range in {run / 'config.yaml'}; it must be >= 0.0"
     assert plot(str(run)) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == f"error: {expected}\n" and not (run / "plots").exists()

@@ -90,7 +90,7 @@ def test_time_cfl_needs_an_equation_that_declares_a_cfl_number(monkeypatch):
 
 
 @pytest.mark.parametrize("settings, code, expected", [
-    (["time.cfl=1e-300"], 2, "error: time.cfl = 1e-300 is out of range; every entry must be >= 0.0001"),
+    (["time.cfl=1e-300"], 2, "error: time.cfl = 1e-300 is out of range; it must be >= 0.0001"),
     (["time.dt=1e-300"], 2, ("error: time.dt = 1e-300 is too small; give at least 1e-12 x time.t_end = 2e-14: a "
                              "smaller step would need more than 1e12 steps to reach time.t_end")),
     (["time.cfl=0.5", "initial.amplitude=1e14"], 1,

@@ -166,15 +166,16 @@ def check(key: str, value: Any, meta: Mapping[str, Any]) -> None:
         allowed = choices() if callable(choices) else choices
         if value not in allowed:
             raise _unknown(key, value, allowed)
+    each = "every entry must be" if isinstance(value, tuple) else "it must be"  # a list's entries, or one number
     for v in _scalars(value):
         if "min" in meta and v < meta["min"]:
-            raise ConfigError(key, value, f"every entry must be >= {meta['min']}", "is out of range")
+            raise ConfigError(key, value, f"{each} >= {meta['min']}", "is out of range")
         if "max" in meta and v > meta["max"]:
-            raise ConfigError(key, value, f"every entry must be <= {meta['max']}", "is out of range")
+            raise ConfigError(key, value, f"{each} <= {meta['max']}", "is out of range")
         if "gt" in meta and not v > meta["gt"]:
-            raise ConfigError(key, value, f"every entry must be > {meta['gt']}", "is out of range")
+            raise ConfigError(key, value, f"{each} > {meta['gt']}", "is out of range")
         if isinstance(v, float) and not math.isfinite(v):
-            raise ConfigError(key, value, "every entry must be finite", "is out of range")
+            raise ConfigError(key, value, f"{each} finite", "is out of range")
 
 
 def build(cls: type, data: Any, prefix: str = "", context: str = "", stored: bool = False) -> Any:
