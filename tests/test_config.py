@@ -89,7 +89,7 @@ def test_resolved_config_round_trips(tmp_path):
         ("grid: {shape: [8, 8, eight]}", [], r"^grid\.shape\[2\] = 'eight' has the wrong type; expected an integer"),
         ("precision: 64", [], r"^precision = 64 has the wrong type; expected a string"),
         ("grid: [1, 2]", [], r"^grid = \[1, 2\] has the wrong type; expected a mapping"),
-        ("grid: {shape: [8, 8]}", [], r"^grid\.shape = \[8, 8\] has 2 entries; expected a list of 3 integer"),
+        ("grid: {shape: [8, 8]}", [], r"^grid\.shape = \[8, 8\] has 2 entries; expected a list of 3 integers"),
         # out of range
         ("grid: {shape: [8, 0, 8]}", [], r"^grid\.shape = \[8, 0, 8\] is out of range; every entry must be >= 2"),
         ("grid: {box: [1, -1, 1]}", [], r"^grid\.box = \[1\.0, -1\.0, 1\.0\] is out of range; every entry must be > 0"),

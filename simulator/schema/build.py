@@ -61,9 +61,9 @@ def type_name(tp: Any) -> str:
         args = typing.get_args(tp)
         if section_list_item(tp) is not None:
             return "a list of mappings"
-        if len(args) == 2 and args[1] is Ellipsis:
-            return f"a list of {type_name(args[0])}"
-        return f"a list of {len(args)} {type_name(args[0])}"
+        # the entries' type in the plural ("a list of 3 integers", "a list of numbers or nulls")
+        entries = " or ".join(f"{word}s" for word in type_name(args[0]).split(" or "))
+        return f"a list of {entries}" if len(args) == 2 and args[1] is Ellipsis else f"a list of {len(args)} {entries}"
     if dataclasses.is_dataclass(tp):
         return "a mapping"
     return {int: "integer", float: "number", str: "string", bool: "boolean"}.get(tp, str(tp))
