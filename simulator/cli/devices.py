@@ -154,6 +154,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
         raise ConfigError("launch", "", "give a command, e.g. simulator launch -n 2 info", "is missing a command")
     if args.n < 1:
         raise ConfigError("-n", args.n, "give at least 1 process", "is out of range")
+    if command[0] == "simulator":  # `launch -n 2 simulator run ...`: argparse would list every command
+        raise ConfigError("launch", " ".join(command), f"give the command without 'simulator': simulator launch -n "
+                          f"{args.n} {' '.join(command[1:]) or 'info'}", "names the program twice")
     if args.cpu_devices is not None:
         command = [command[0], "--cpu-devices", str(args.cpu_devices), *command[1:]]
     return launch(args.n, [sys.executable, "-m", "simulator", *command], timeout=args.timeout, verbose=args.verbose)
