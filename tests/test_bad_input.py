@@ -285,7 +285,7 @@ CASES = {
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
     "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
     # a whole sweep is one process's work: under launch each process would prepare and run it all
-    "launch of 'simulator run'": (["launch", "-n", "2", "simulator", "info"], "launch = 'simulator info' names the "
+    "launch of 'simulator info'": (["launch", "-n", "2", "simulator", "info"], "launch = 'simulator info' names the "
                                   "program twice; give the command without 'simulator': simulator launch -n 2 info"),
     "whole sweep under launch": (["launch", "-n", "2", "--cpu-devices", "1", "sweep", "bad_point.yaml", "--local"],
                                  "simulator launch -n = 2 cannot run a whole sweep; run the sweep in one process "
