@@ -284,9 +284,9 @@ CASES = {
     "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
     "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
-    # a whole sweep is one process's work: under launch each process would prepare and run it all
     "launch of 'simulator info'": (["launch", "-n", "2", "simulator", "info"], "launch = 'simulator info' names the "
-                                  "program twice; give the command without 'simulator': simulator launch -n 2 info"),
+                                   "program twice; give the command without 'simulator': simulator launch -n 2 info"),
+    # a whole sweep is one process's work: under launch each process would prepare and run it all
     "whole sweep under launch": (["launch", "-n", "2", "--cpu-devices", "1", "sweep", "bad_point.yaml", "--local"],
                                  "simulator launch -n = 2 cannot run a whole sweep; run the sweep in one process "
                                  "(`simulator sweep FILE --local --cpu-devices D` gives each point D devices)"),
