@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from simulator import config as config_mod
-from simulator import sweep
+from simulator import sweep, sweep_file
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
@@ -393,11 +393,11 @@ def test_a_sweep_directory_is_not_reused_by_a_sweep_of_another_base(tmp_path):
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({
             "name": "s", "base": f"base_{name}.yaml", "set": {"grid.shape": 16, "time.t_end": 0.1},
             "grid": {"physics.viscosity": [0.01, 0.02]}}))
-    sweep.prepare(sweep.load(tmp_path / "a.yaml"), tmp_path / "out")
+    sweep.prepare(sweep_file.load(tmp_path / "a.yaml"), tmp_path / "out")
     before = digest(tmp_path / "out")
-    sweep.prepare(sweep.load(tmp_path / "a.yaml"), tmp_path / "out")  # the same sweep: reused
+    sweep.prepare(sweep_file.load(tmp_path / "a.yaml"), tmp_path / "out")  # the same sweep: reused
     with pytest.raises(ConfigError, match=r"already holds a different sweep \(point 0: initial.amplitude = 1.0"):
-        sweep.prepare(sweep.load(tmp_path / "b.yaml"), tmp_path / "out")
+        sweep.prepare(sweep_file.load(tmp_path / "b.yaml"), tmp_path / "out")
     assert digest(tmp_path / "out") == before
 
 
