@@ -1,8 +1,9 @@
 """Faults a cluster and a careless user inflict on a run, and what the run directory does about them:
 live runs and finished runs never touched, locks that hold under races and go stale only when their
-owner is provably dead, restarts that take the config's dt, damaged checkpoints, markers and time
-series detected and repaired, a full disk reported in one line. (Bad input that must be a one-line
-exit 2 is in tests/test_bad_input.py; the restart basics in tests/test_restart.py.)
+owner is provably dead, restarts that take the config's dt and continue the trajectory that replaced
+later checkpoints (never pruning them), damaged checkpoints, markers and time series detected and
+repaired, a full disk reported in one line. (Bad input that must be a one-line exit 2 is in
+tests/test_bad_input.py; the restart basics in tests/test_restart.py.)
 """
 
 import contextlib
@@ -715,6 +716,115 @@ def test_branching_at_another_resolution_from_a_flipped_bit_is_one_line(finished
                            "c00000010/p0000.h5"), last
     assert "start from the previous intact checkpoint of that run, run/checkpoints/c00000005.json" in r.stderr
     assert digest(run_dir) == before
+
+
+# --- a restart from an earlier checkpoint: the trajectory it replaced ----------------------------------
+
+#: Taylor-Green on 8^3 in this process, dt 0.01 to t = 0.08 with a checkpoint every 2 steps (c2, c4, c6, c8)
+EIGHT = {"grid.shape": 8, "fft.backend": "single", "precision": "float64", "time.t_end": 0.08, "output.chunk": 2,
+         "output.snapshots.every": 0, "checkpoint.every": 2, "checkpoint.keep": 4}
+
+
+def eight(**values):
+    """The config of :data:`EIGHT` with ``values`` (dotted keys) on top, run in this process."""
+    import jax
+
+    return config_mod.load(TG, {**EIGHT, "runtime.cpu_devices": len(jax.devices()), **values})
+
+
+def state_of(ckpt):
+    """The arrays of checkpoint ``ckpt``, by name."""
+    with h5py.File(ckpt.index) as f:
+        return {name: f[name][:] for name in f}
+
+
+def marker_times(run_dir):
+    """The time of each checkpoint marker of ``run_dir``, by name."""
+    return {m.stem: json.loads(m.read_text())["time"] for m in sorted((run_dir / "checkpoints").glob("c*.json"))}
+
+
+@pytest.mark.slow  # seven short 8^3 runs in this process (~7 s on 2 cores)
+def test_restart_and_resume_continue_the_trajectory_that_replaced_the_later_checkpoints(tmp_path):
+    """Run to t = 0.08, restarted from c2 with dt 0.005 and stopped at t = 0.04 (step 6): the first run's c8
+    (t = 0.08) stayed, and --restart, --resume and --restart RUN with t_end 0.08 said "already finished (step 8,
+    t = 0.08): nothing to do" from it, initial.path: RUN started from it, though the run stood at t = 0.04. c8
+    is superseded (a later segment started before its step): each now continues from c6 and ends equal, bit for
+    bit, to the run branched from c2 at dt 0.005 straight to t = 0.08. Naming c8 itself is refused in one line."""
+    import simulator as api
+    from simulator.output import sources
+
+    run, ref = tmp_path / "run", tmp_path / "ref"
+    c2, c8 = (str(run / "checkpoints" / f"c0000000{step}.json") for step in (2, 8))
+    assert api.run_config(eight(), run) == 0
+    assert api.run_config(eight(**{"time.dt": 0.005, "time.t_end": 0.04}), run, restart=c2) == 0
+    assert marker_times(run) == {"c00000002": 0.02, "c00000004": 0.03, "c00000006": 0.04, "c00000008": 0.08}
+    assert api.run_config(eight(**{"time.dt": 0.005}), ref, restart=c2) == 0  # the uninterrupted run at the new dt
+    source = sources.locate(run)  # a run directory as initial.path (and --restart RUN): its latest current one
+    assert (source.step, source.time) == (6, 0.04)
+    before = digest(run)
+    why = ("c00000008.json' is superseded: segment 1 of its run restarted from step 2, before it, so this file of "
+           "segment 0 is not on the run's current trajectory; ")
+    with pytest.raises(ConfigError) as err:
+        api.run_config(eight(**{"time.dt": 0.005}), run, restart=c8)
+    assert str(err.value).startswith("--restart = '") and "\n" not in str(err.value)
+    assert str(err.value).endswith(f"{why}give {run} to continue the run's current trajectory from its latest "
+                                   "checkpoint, or a checkpoint of that trajectory (c00000006.json, c00000004.json, "
+                                   "c00000002.json)"), str(err.value)
+    start = eight(initial={"name": "file", "path": c8})
+    with pytest.raises(ConfigError) as err:
+        sources.check_start(start.initial, start)
+    assert str(err.value).startswith("initial.path = '") and why in str(err.value), str(err.value)
+    assert digest(run) == before
+    reference = checkpoints.find(ref)
+    assert (reference.step, reference.time) == (14, 0.08)
+    for how, options in (("restart", {"restart": "latest"}), ("resume", {"resume": True}),
+                         ("path", {"restart": str(tmp_path / "path")})):
+        again = copy(run, tmp_path, how)
+        assert api.run_config(eight(**{"time.dt": 0.005}), again, **options) == 0
+        assert f"resumed from {again / 'checkpoints' / 'c00000006'}: step 6, t = 0.04, dt = 0.005" in \
+            (again / "run.log").read_text(), how
+        final = checkpoints.find(again)
+        assert (final.step, final.time) == (14, 0.08) and status(again)["step"] == 14, how
+        for name, value in state_of(reference).items():
+            np.testing.assert_array_equal(state_of(final)[name], value, err_msg=how)
+
+
+def test_pruning_keeps_the_current_trajectorys_checkpoints_and_leaves_the_superseded_ones(tmp_path):
+    """checkpoint.keep (2 here) counts and deletes only the checkpoints of the run's current trajectory: the
+    restart from c2 that stopped at t = 0.04 deleted its own c4 and kept the first run's c8 (the highest steps).
+    Now it keeps c4 and c6, deletes c2, and leaves c8 of the replaced trajectory as it was (named in its
+    warning) until a later segment writes step 8 again, which replaces it. A --resume that finds only
+    superseded checkpoints is refused, instead of removing them with the run's output and starting over."""
+    import simulator as api
+
+    run = tmp_path / "run"
+    assert api.run_config(eight(), run) == 0
+    old = {f: d for f, d in digest(run).items() if f.parts[0] == "checkpoints" and f.parts[1].startswith("c00000008")}
+    assert len(old) == 3  # marker, index, shard
+    assert api.run_config(eight(**{"time.dt": 0.005, "time.t_end": 0.04, "checkpoint.keep": 2}), run,
+                          restart=str(run / "checkpoints" / "c00000002.json")) == 0
+    assert marker_times(run) == {"c00000004": 0.03, "c00000006": 0.04, "c00000008": 0.08}
+    assert {f: digest(run)[f] for f in old} == old
+    assert (f"WARNING 3 checkpoint(s) past step 2 (c00000004, c00000006, c00000008) are of the run before this "
+            "restart: superseded, --restart, --resume and checkpoint.keep pass them over; they stay in "
+            f"{run / 'checkpoints'} until this run writes those steps again") in (run / "run.log").read_text()
+
+    alone = copy(run, tmp_path, "alone")  # the current trajectory's checkpoints deleted by hand: c8 alone is left
+    for step in (4, 6):
+        (alone / "checkpoints" / f"c0000000{step}.json").unlink()
+    before = digest(alone)
+    with pytest.raises(ConfigError) as err:
+        api.run_config(eight(**{"time.dt": 0.005, "time.t_end": 0.06}), alone, resume=True)
+    assert str(err.value).startswith("--resume = '") and str(err.value).endswith(
+        "' holds no checkpoint to continue (its checkpoints, c00000008.json, are all superseded: of the trajectory "
+        "before a restart from step 2, none of them is the run's); start afresh with --overwrite or into another "
+        "--out"), str(err.value)
+    assert digest(alone) == before
+
+    # on to t = 0.05 (steps 7, 8): step 8 written again, the new trajectory's c8 replaces the old one
+    assert api.run_config(eight(**{"time.dt": 0.005, "time.t_end": 0.05, "checkpoint.keep": 2}), run,
+                          resume=True) == 0
+    assert marker_times(run) == {"c00000006": 0.04, "c00000008": 0.05}
 
 
 def test_a_run_log_that_meets_a_full_disk_falls_silent_and_closes_without_a_traceback():

@@ -193,7 +193,8 @@ class CheckpointConfig(Periodic):
     """Checkpoints for restart: the exact state, every process writing its own blocks. One is always
     written at the end of a run and when a signal or runtime.max_wall stops it."""
 
-    keep: int = setting(2, "complete checkpoints kept (older ones are deleted)", min=1)
+    keep: int = setting(2, "checkpoints of the run's current trajectory kept (older ones are deleted; those a "
+                        "restart superseded are left in place)", min=1)
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ config and leaf spaces are well formed and agree with its index file (step, time
 shapes that fit the config's grid), and its shard files exist, are complete and record its step,
 time and writer (the identity of the run segment that wrote it, also in the marker and the index): a
 shard or index copied from another checkpoint, another run or another segment of this run is damage,
-even with its own checksums intact. Anything else is
-damage: the checkpoint is skipped, with a warning naming the file, in favour of the previous one.
-Damage found only when the data is read (a checksum mismatch) makes the restart fall back the same
-way (:func:`damage`, used by the run loop). Only the last ``checkpoint.keep`` complete checkpoints
-are kept.
+even with its own checksums intact. Anything else is damage: the checkpoint is skipped, with a warning
+naming the file, in favour of the previous one. Damage found only when the data is read (a checksum
+mismatch) makes the restart fall back the same way (:func:`damage`, used by the run loop). A checkpoint
+a later segment superseded (a restart from an earlier step: :func:`simulator.output.segments.superseded`)
+is another trajectory's: a run directory's latest checkpoint is the latest one not superseded, and of
+those only the last ``checkpoint.keep`` are kept; pruning leaves the superseded ones in place.
 
 (Somewhat over 400 lines: writing, validating and restoring a checkpoint read the same marker and layout, and
 restoring particle arrays laid out for other devices or another distribution belongs with the rest of the
@@ -53,7 +54,7 @@ import h5py
 import numpy as np
 
 from simulator.log import get_logger
-from simulator.output import hdf5
+from simulator.output import hdf5, segments
 from simulator.output.base import Moment, Schedule, Writer
 
 DIR = "checkpoints"
@@ -129,29 +130,32 @@ def write(run_dir: Path, state: Any, *, step: int, time: float, dt: float, epoch
 
 
 def _prune(root: Path, keep: int) -> None:
-    complete = sorted(root.glob("c*.json"))
+    """Delete all but the last ``keep`` checkpoints of the run's current trajectory (superseded ones: left alone)."""
+    complete = sorted(markers(root.parent, current=True))
     for marker in complete[:-keep] if keep > 0 else []:
         marker.unlink(missing_ok=True)
         marker.with_suffix(".h5").unlink(missing_ok=True)
         shutil.rmtree(marker.with_suffix(""), ignore_errors=True)
 
 
-def markers(path: Path) -> list[Path]:
-    """The checkpoint markers under run directory ``path``, latest first (intact or not)."""
+def markers(path: Path, current: bool = False) -> list[Path]:
+    """The checkpoint markers under run directory ``path``, latest first (intact or not); with ``current``, only
+    those no later segment superseded (:func:`simulator.output.segments.current`)."""
     try:
-        return sorted((path / DIR).glob("c*.json"), reverse=True)
+        found = sorted((path / DIR).glob("c*.json"), reverse=True)
     except OSError:
         return []
+    return segments.current(path, found) if current else found
 
 
 def find(path: Path, before: int | None = None, warn: bool = True) -> Checkpoint | None:
-    """The latest intact checkpoint under run directory ``path`` (or the marker/index ``path`` itself),
-    with a step below ``before`` when given.
+    """The latest intact checkpoint under run directory ``path`` not superseded (or the marker/index ``path``
+    itself, whatever it is: its callers refuse one superseded), with a step below ``before`` when given.
 
     Damaged or incomplete ones are skipped, with a warning naming them unless ``warn`` is False
     (:func:`why_damaged` says why); None if there is none.
     """
-    candidates = [path.with_suffix(".json")] if path.is_file() else markers(path)
+    candidates = [path.with_suffix(".json")] if path.is_file() else markers(path, current=True)
     for marker in candidates:
         if before is not None and marker.stem[1:].isdigit() and int(marker.stem[1:]) >= before:
             continue

@@ -11,16 +11,20 @@ The rule (:func:`superseded`): a file of step s written by segment i is supersed
 j > i started from a step before s (``start_step`` < s). The files stay where they are, nothing is deleted;
 the readers (:func:`simulator.output.snapshots.snapshot_files`, :func:`simulator.output.particles.snapshot_files`,
 and through them ``load_run``, ``simulator export`` and ``simulator plot``) leave them out, and
-``load_run(RUN).superseded`` lists them. When the later segment writes step s again, its file replaces the
-old one and is current (its writer is the latest segment). Files without a ``writer`` attribute (written
-before writers were recorded) or of a writer no record names, and segment records without ``start_step``
-(runs of earlier versions), read as before: nothing is left out for them. A segment that failed before it
+``load_run(RUN).superseded`` lists them. Checkpoints follow the same rule (their markers ``cNNNNNNNN.json``
+record the writer): the latest checkpoint of a run directory (``--restart``, ``--resume``, ``initial.path:
+RUN``) is the latest one not superseded, and ``checkpoint.keep`` counts and prunes only those
+(:func:`simulator.output.checkpoints.markers`). When the later segment writes step s again, its file replaces
+the old one and is current (its writer is the latest segment). Files without a ``writer`` (written before
+writers were recorded) or of a writer no record names, and segment records without ``start_step`` (runs of
+earlier versions), read as before: nothing is left out for them. A segment that failed before it
 changed anything of the run (:func:`write_record`) is recorded with ``start_step`` null: it supersedes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +109,14 @@ def read_records(run_dir: Path) -> list[SegmentRecord]:
 
 
 def _writer(path: Path) -> str | None:
-    """The ``writer`` attribute of the HDF5 file ``path``; None when it has none or cannot be read (its
-    reader then says what is wrong with it, as before)."""
+    """The ``writer`` attribute of the HDF5 file ``path``, or the ``writer`` entry of a checkpoint's JSON marker;
+    None when it has none or cannot be read (its reader then says what is wrong with it, as before)."""
+    if path.suffix == ".json":
+        with contextlib.suppress(OSError, ValueError):
+            info = json.loads(path.read_text())
+            writer = info.get("writer") if isinstance(info, dict) else None
+            return writer if isinstance(writer, str) else None
+        return None
     with contextlib.suppress(*_UNREADABLE), h5py.File(path, "r") as f:
         writer = f.attrs.get("writer")
         return writer.decode() if isinstance(writer, bytes) else writer if isinstance(writer, str) else None
@@ -114,18 +124,19 @@ def _writer(path: Path) -> str | None:
 
 
 def step_of(path: Path) -> int | None:
-    """The step of a per-step output file named ``sNNNNNNNN.h5``, else None."""
+    """The step of a per-step output file: a snapshot ``sNNNNNNNN.h5`` or a checkpoint's marker
+    ``cNNNNNNNN.json``; else None."""
     digits = path.stem[1:]
-    return int(digits) if path.stem[:1] == "s" and digits.isdigit() else None
+    return int(digits) if path.stem[:1] in ("s", "c") and digits.isdigit() else None
 
 
 def superseded(run_dir: Path, files: Iterable[Path]) -> dict[Path, tuple[SegmentRecord, SegmentRecord]]:
-    """Of the per-step output files ``files`` of the run in ``run_dir`` (``sNNNNNNNN.h5`` with a ``writer``
-    attribute: field and particle snapshots), those a later segment superseded, each with (the segment that
-    wrote it, the last segment that started from a step before its step): the file of step s written by
-    segment i is superseded when a segment j > i has ``start_step`` < s (see the module docstring). Only
-    the files past a later segment's start are opened (their ``writer`` read), and none for a run of one
-    segment."""
+    """Of the per-step output files ``files`` of the run in ``run_dir`` (field and particle snapshots
+    ``sNNNNNNNN.h5``, checkpoint markers ``cNNNNNNNN.json``, each naming its ``writer``), those a later segment
+    superseded, each with (the segment that wrote it, the last segment that started from a step before its
+    step): the file of step s written by segment i is superseded when a segment j > i has ``start_step`` < s
+    (see the module docstring). Only the files past a later segment's start are opened (their ``writer``
+    read), and none for a run of one segment."""
     records = read_records(run_dir)
     started = [r for r in records if r.start_step is not None]
     if len(records) < 2 or not started:
@@ -149,3 +160,14 @@ def current(run_dir: Path, files: Iterable[Path]) -> list[Path]:
     gone = superseded(run_dir, files)
     return [p for p in files if p not in gone]
 
+
+def refusal(run_dir: Path, path: Path) -> str | None:
+    """Why the per-step file ``path`` of the run in ``run_dir`` (a snapshot, a checkpoint's marker) is no state to
+    start from, when a later segment superseded it (what ``initial.path`` and ``--restart PATH`` refuse it
+    with), else None."""
+    gone = superseded(run_dir, [path])
+    if not gone:
+        return None
+    wrote, later = gone[path]
+    return (f"is superseded: segment {later.number} of its run restarted from step {later.start_step}, before it, "
+            f"so this file of segment {wrote.number} is not on the run's current trajectory")

@@ -62,9 +62,9 @@ def _damaged(marker: Path) -> str:
 
 def locate(path: str | Path) -> Source:
     """The state at ``path``: a checkpoint's marker ``cNNNNNNNN.json`` or index ``cNNNNNNNN.h5``, a
-    snapshot's index ``sNNNNNNNN.h5``, or a run directory (its latest complete checkpoint). A snapshot a later
-    segment of its run superseded (:func:`simulator.output.segments.superseded`) is refused, as its readers
-    leave it out.
+    snapshot's index ``sNNNNNNNN.h5``, or a run directory (its latest complete checkpoint not superseded). A
+    snapshot or checkpoint a later segment of its run superseded (:func:`simulator.output.segments.superseded`)
+    is refused, as its readers and restarts leave it out.
 
     Raises ValueError saying what is wrong (missing, incomplete, not a state file).
     """
@@ -75,6 +75,10 @@ def locate(path: str | Path) -> Source:
         ckpt = checkpoints.find(path, warn=path.is_dir())  # a single file's damage is the error itself
         if ckpt is None:
             raise ValueError("holds no complete checkpoint" if path.is_dir() else _damaged(path.with_suffix(".json")))
+        marker = ckpt.index.with_suffix(".json")  # checkpoints/cNNNNNNNN.json of the run directory
+        why = None if path.is_dir() else segments.refusal(marker.parent.parent, marker)
+        if why:
+            raise ValueError(why)
         return Source(ckpt.index, "checkpoint", ckpt.step, ckpt.time, ckpt.meta["config"], ckpt)
     if path.suffix != ".h5":
         raise ValueError("is neither a run directory, a checkpoint (.json, .h5) nor a snapshot index (.h5)")
@@ -88,11 +92,9 @@ def locate(path: str | Path) -> Source:
         config = json.loads(config)
     if not isinstance(config, dict) or "step" not in attrs or "time" not in attrs:
         raise ValueError("is not a snapshot written by `simulator run` (no step, time or config)")
-    gone = segments.superseded(path.parent.parent, [path])  # snapshots/sNNNNNNNN.h5 of the run directory
-    if gone:
-        wrote, later = gone[path]
-        raise ValueError(f"is superseded: segment {later.number} of its run restarted from step {later.start_step}, "
-                         f"before it, so this file of segment {wrote.number} is not on the run's current trajectory")
+    why = segments.refusal(path.parent.parent, path)  # snapshots/sNNNNNNNN.h5 of the run directory
+    if why:
+        raise ValueError(why)
     return Source(path, "snapshot", int(attrs["step"]), float(attrs["time"]), config)
 
 

@@ -14,18 +14,27 @@ from typing import Any
 
 from simulator.config import Config, keys_of
 from simulator.errors import ConfigError
-from simulator.output import checkpoints
+from simulator.output import checkpoints, segments
 
 
 def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool,
                          warn: bool = True, resume: bool = False) -> checkpoints.Checkpoint:
-    """The checkpoint a restart continues from, checked against this run's config (nothing is written).
-    ``warn``: log the damaged checkpoints skipped on the way (once per segment, not for the early check);
-    ``resume``: the user asked for ``--resume`` (a refusal then says which command does what)."""
+    """The checkpoint a restart continues from, checked against this run's config (nothing is written): a run
+    directory's latest not superseded, or the one named, refused when a later segment of its run superseded it
+    (:func:`simulator.output.segments.refusal`). ``warn``: log the damaged checkpoints skipped on the way (once
+    per segment, not for the early check); ``resume``: the user asked for ``--resume`` (a refusal then says which
+    command does what)."""
     ckpt = checkpoints.find(out if restart == "latest" else Path(restart), warn=warn)
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
                           "has nothing to resume")
+    marker = ckpt.index.with_suffix(".json")
+    run = marker.parent.parent  # checkpoints/cNNNNNNNN.json of its run directory
+    why = None if restart == "latest" or Path(restart).is_dir() else segments.refusal(run, marker)
+    if why:  # another trajectory's state: continuing it would interleave two trajectories' outputs
+        now = ", ".join(m.name for m in checkpoints.markers(run, current=True)) or "none left"
+        raise ConfigError("--restart", restart, f"give {run} to continue the run's current trajectory from its "
+                          f"latest checkpoint, or a checkpoint of that trajectory ({now})", why)
     old = ckpt.meta["config"]
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",

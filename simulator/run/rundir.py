@@ -10,13 +10,15 @@ is ever touched), then
 What ``--resume`` does (the job scripts run it on every allocation):
 
 * an empty or missing directory: a new run;
-* a complete checkpoint (see :func:`simulator.output.checkpoints.find`): continue from it (a run
-  whose checkpoint has reached ``time.t_end`` does nothing; a larger ``t_end`` extends it);
+* a complete checkpoint (the latest one a later segment did not supersede: see
+  :func:`simulator.output.checkpoints.find`): continue from it (a run whose checkpoint has reached
+  ``time.t_end`` does nothing; a larger ``t_end`` extends it);
 * a finished run (``status.json``) whose checkpoints were deleted: nothing to do if the config's
   ``t_end`` is not later, else refused (it cannot be extended);
 * a run of the same physics and grid that died before its first checkpoint: its partial output is
   removed and it starts again from t = 0;
-* anything else (another config's run, checkpoints that are all damaged, a live run) is refused.
+* anything else (another config's run, checkpoints that are all damaged or all superseded, a live run) is
+  refused.
 """
 
 from __future__ import annotations
@@ -155,8 +157,9 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
                               "directory", "already holds a run")
         if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
-            damaged = [target.with_suffix(".json")] if target.is_file() else checkpoints.markers(target)
-            why = f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged else ""
+            damaged = [target.with_suffix(".json")] if target.is_file() else checkpoints.markers(target, current=True)
+            why = (f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged
+                   else "" if target.is_file() else _all_superseded(target))
             raise ConfigError("--restart", restart, f"no intact checkpoint under {target}{why}; start a new run "
                               "instead", "has nothing to resume")
         return DirectoryPlan(restart)
@@ -188,10 +191,22 @@ def _keep_source(cfg: Config, path: Path) -> None:
                           "into another --out", f"lies inside {path}, which replacing the run there would delete")
 
 
+def _all_superseded(path: Path) -> str:
+    """`` (its checkpoints, ..., are all superseded ...)`` when the run in ``path`` holds checkpoints and a later
+    segment superseded every one (:func:`simulator.output.segments.superseded`), else ""."""
+    found = checkpoints.markers(path)
+    gone = segments.superseded(path, found)
+    if not gone or len(gone) < len(found):
+        return ""
+    later = max((pair[1] for pair in gone.values()), key=lambda record: record.number)
+    return (f" (its checkpoints, {', '.join(sorted(m.name for m in gone))}, are all superseded: of the trajectory "
+            f"before a restart from step {later.start_step}, none of them is the run's)")
+
+
 def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
     if checkpoints.find(path, warn=False) is not None:  # the loop finds it again, with warnings
         return DirectoryPlan("latest")
-    damaged = checkpoints.markers(path)
+    damaged = checkpoints.markers(path, current=True)
     if damaged:
         raise ConfigError("--resume", str(path), f"the latest, {damaged[0].name}: "
                           f"{checkpoints.why_damaged(damaged[0])}; restore a checkpoint or start afresh with "
@@ -201,11 +216,16 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
         raise ConfigError("--resume", str(path), "give the directory of this config's run, or a new one",
                           "holds files but no checkpoint of a run with this physics and grid")
     status = read_status(path) or {}
-    if status.get("state") == "finished" and isinstance(status.get("time"), (int, float)):
-        reached = float(status["time"])
-        if reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
-            return DirectoryPlan(None, done=f"{path} already finished (step {status.get('step')}, "
-                                           f"t = {reached:.6g}): nothing to do")
+    finished = status.get("state") == "finished" and isinstance(status.get("time"), (int, float))
+    reached = float(status["time"]) if finished else 0.0
+    if finished and reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
+        return DirectoryPlan(None, done=f"{path} already finished (step {status.get('step')}, "
+                                       f"t = {reached:.6g}): nothing to do")
+    superseded = _all_superseded(path)
+    if superseded:  # another trajectory's checkpoints: neither continued nor removed as a partial run's output
+        raise ConfigError("--resume", str(path), "start afresh with --overwrite or into another --out",
+                          f"holds no checkpoint to continue{superseded}")
+    if finished:
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
@@ -259,9 +279,10 @@ def warn_superseded(path: Path, step: int | None) -> None:
     """On a restart from the checkpoint at ``step`` (None: a new run, nothing to do; process 0, its segment recorded):
     one warning counting the field and particle snapshots past ``step``, which the new segment supersedes
     (:func:`simulator.output.segments.superseded`): the readers leave them out from now on, and the steps this
-    segment reaches are written again; nothing when there are none. Logged with the row files' cut-backs, once
-    every file of the segment is open (:func:`simulator.output.rows.later`): a restart that fails before
-    supersedes nothing (:func:`simulator.output.segments.write_record`)."""
+    segment reaches are written again; one naming the checkpoints past ``step`` it supersedes, which restarts and
+    pruning pass over; nothing when there are none. Logged with the row files' cut-backs, once every file of the
+    segment is open (:func:`simulator.output.rows.later`): a restart that fails before supersedes nothing
+    (:func:`simulator.output.segments.write_record`)."""
     if step is not None:
         rows.later(lambda: _warn_superseded(path, step))
 
@@ -270,13 +291,19 @@ def _warn_superseded(path: Path, step: int) -> None:
     past = {folder: [p for p in sorted((path / folder).glob("s*.h5")) if (segments.step_of(p) or 0) > step]
             for folder in (snapshots.DIR, particles.DIR)}
     found = [p for files in past.values() for p in files]
-    if not found:
-        return
-    counts = ", ".join(f"{len(files)} in {path / folder}" for folder, files in past.items() if files)
-    steps = sorted({segments.step_of(p) or 0 for p in found})
-    get_logger().warning("%d snapshot file(s) past step %d, of steps %d .. %d (%s), are of the run before this "
-                         "restart: superseded, readers leave them out until this run writes those steps again "
-                         "(load_run(...).superseded lists them)", len(found), step, steps[0], steps[-1], counts)
+    if found:
+        counts = ", ".join(f"{len(files)} in {path / folder}" for folder, files in past.items() if files)
+        steps = sorted({segments.step_of(p) or 0 for p in found})
+        get_logger().warning("%d snapshot file(s) past step %d, of steps %d .. %d (%s), are of the run before this "
+                             "restart: superseded, readers leave them out until this run writes those steps again "
+                             "(load_run(...).superseded lists them)", len(found), step, steps[0], steps[-1], counts)
+    later = [m for m in checkpoints.markers(path) if (segments.step_of(m) or 0) > step]
+    replaced = sorted(segments.superseded(path, later))  # those with a writer: older ones are read as before
+    if replaced:
+        get_logger().warning("%d checkpoint(s) past step %d (%s) are of the run before this restart: superseded, "
+                             "--restart, --resume and checkpoint.keep pass them over; they stay in %s until this "
+                             "run writes those steps again", len(replaced), step, ", ".join(m.stem for m in replaced),
+                             path / checkpoints.DIR)
 
 
 def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple[int, int]:
