@@ -669,6 +669,36 @@ def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
     assert not [label for label in labels if "u_i/" in label]
 
 
+def test_a_damaged_file_read_beside_the_figures_own_is_the_file_named(runs, tmp_path, monkeypatch):
+    """The statistics figures read spectra.h5 and timeseries.csv beside statistics.h5, the spectra figures
+    timeseries.csv: a zero-length spectra.h5 is named (it was "statistics.h5 is damaged", an intact file a user
+    would then delete), and an empty timeseries.csv costs the spectra figures nothing (it skipped them naming
+    spectra.h5: KeyError 'time')."""
+    from simulator.plots import statistics as statistics_plots
+
+    t = np.linspace(0.0, 0.2, 3)
+    data = {"time": t, "attrs": {"spacing": "[0.4, 0.4, 0.4]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2]),
+            "structure_longitudinal_x": np.ones((3, 2, 2)),
+            **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    monkeypatch.setattr(statistics_plots, "read_statistics", lambda path: data)
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.yaml", "timeseries.csv"):
+        shutil.copy(runs / "ns" / name, run / name)
+    (run / "statistics.h5").touch()  # read as ``data``
+    (run / "spectra.h5").touch()
+    skipped = plots.plot_run(run).skipped
+    assert len(skipped) == 2 and all(str(run / "spectra.h5") in line for line in skipped), skipped
+    assert not any("statistics.h5" in line for line in skipped), skipped
+
+    (run / "statistics.h5").unlink()
+    shutil.copy(runs / "ns" / "spectra.h5", run / "spectra.h5")
+    (run / "timeseries.csv").write_text("")
+    written = plots.plot_run(run)
+    assert {"spectra.png", "spectra_compensated.png"} <= {p.name for p in written}, written.skipped
+    assert not any("spectra.h5" in line for line in written.skipped), written.skipped
+
+
 def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypatch):
     """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
     bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""

@@ -57,8 +57,8 @@ from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style, figure, note, save,
-                                     snapshot_heading, unit)
+from simulator.plots.figures import (DamagedInputError, Figures, MissingOutputError, check_window, default_style,
+                                     figure, note, save, snapshot_heading, unit)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.particle_overlay import overlay
 from simulator.plots.spectra import plot_spectra
@@ -395,6 +395,8 @@ def _drawn(what: str, source: Path, draw: Callable[[], list[Path]], skipped: lis
     except (OutputWriteError, ConfigError):
         raise
     except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
+        if isinstance(err, DamagedInputError) and isinstance(err.__cause__, Exception):  # another file: name it
+            source, err = err.path, err.__cause__
         line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
                 f"{(str(err).splitlines() or [''])[0]})")
         note(line)

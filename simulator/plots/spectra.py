@@ -37,6 +37,7 @@ from simulator.plots.figures import (
     heading,
     note,
     plain_log_ticks,
+    reading,
     save,
     time_label,
     time_window,
@@ -79,8 +80,9 @@ def dissipation_series(run_dir: Path, kolmogorov: Kolmogorov | None) -> tuple[np
     path = run_dir / TIMESERIES_FILE
     if kolmogorov is None or not path.is_file():
         return None
-    series = read_timeseries(path)
-    if series["time"].size == 0 or not all(c in series for c in kolmogorov.dissipation):
+    with reading(path):
+        series = read_timeseries(path)
+    if "time" not in series or series["time"].size == 0 or not all(c in series for c in kolmogorov.dissipation):
         return None
     return series["time"], sum(np.asarray(series[c], dtype=float) for c in kolmogorov.dissipation)
 
