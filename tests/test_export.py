@@ -438,6 +438,22 @@ def test_load_run_particles_equal_the_particle_snapshot_files(rich):
         np.testing.assert_array_equal(run.trajectories["drops"].v, f["velocity"][()][:, 3:])
 
 
+def test_trajectory_ids_index_the_species_particle_snapshots_in_load_run_and_the_export(rich, tmp_path):
+    """``.ids`` and the export's ``particle`` are the rows of the species' particle snapshots: drops' three
+    recorded particles are its rows 0, 1, 2, not the file's ids 5, 6, 7 (rows of other drops: a silent mix-up)."""
+    run = simulator.load_run(rich)
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    for name, tracks in run.trajectories.items():
+        series = run.particles[name]
+        np.testing.assert_array_equal(tracks.ids, [0, 1, 2], err_msg=name)
+        rows = [int(np.flatnonzero(tracks.time == t)[0]) for t in series.time]  # the snapshots' steps have rows
+        np.testing.assert_array_equal(tracks.x[rows], series.unwrapped[:, tracks.ids], err_msg=name)
+        with xr.open_dataset(path, group=f"particles/{name}") as p, \
+                xr.open_dataset(path, group=f"trajectories/{name}") as t:
+            picked = p.unwrapped.sel(particle=t.particle).values
+            np.testing.assert_array_equal(t.position.values[rows], picked, err_msg=name)
+
+
 def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):
     run = copy_of(rich, tmp_path)
     assert main(["export", str(run)]) == 0

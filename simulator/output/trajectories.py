@@ -150,12 +150,12 @@ def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:
 
 
 def export(group: Any, data: Mapping[str, lagrangian.Trajectories], units: dict[str, str]) -> None:
-    """The ``trajectories`` group of a netCDF export: a group per species, time; particle (the particles' ids in
-    the snapshots); component; position (unwrapped) and velocity (time, particle, component), float64."""
+    """The ``trajectories`` group of a netCDF export: a group per species, time; particle (the particles' indexes
+    within the species, the ``particle`` of its ``particles`` group); component; position (unwrapped) and velocity (time, particle, component), float64."""
     velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
     for name, t in data.items():
         g = particle_group(group.create_group(name), t.time, t.ids, units, "row")
-        g["particle"].attrs["long_name"] = "the particle's row (id) in the particle snapshots"
+        g["particle"].attrs["long_name"] = "the particle's index within its species, as in the particle snapshots"
         variable(g, "position", ("time", "particle", "component"), t.x, units=units["length"],
                  long_name=f"continuous (unwrapped) position of each recorded {name} particle")
         variable(g, "velocity", ("time", "particle", "component"), t.v, units=velocity,

@@ -13,7 +13,7 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
     particles/<species>     the particle snapshots: time, step (time); particle (0 .. N-1); component;
                             position (wrapped into the box), unwrapped, velocity (time, particle, component),
                             in the run's precision
-    trajectories/<species>  particles/trajectories.h5: time; particle (the particles' ids in the snapshots);
+    trajectories/<species>  particles/trajectories.h5: time; particle (indexes within the species, as particles/);
                             component; position (unwrapped) and velocity (time, particle, component), float64
 
 Time is in the run's time units, positions in its length units, velocities in the units of its

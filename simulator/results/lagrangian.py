@@ -42,7 +42,9 @@ KOLMOGOROV_C0 = 6.0
 
 @dataclass(frozen=True)
 class Trajectories:
-    """One species' tracks: ``time`` (T,), ``x`` (unwrapped) and ``v`` (T, N, 3), ``ids`` (N,)."""
+    """One species' tracks: ``time`` (T,), ``x`` (unwrapped) and ``v`` (T, N, 3), ``ids`` (N,) the particles'
+    indexes within the species: their rows in the species' particle snapshots (axis 1 of
+    :class:`~simulator.output.particles.ParticleSeries`)."""
 
     species: str
     time: np.ndarray
@@ -52,15 +54,22 @@ class Trajectories:
 
 
 def read_trajectories(path: Path) -> dict[str, Trajectories]:
-    """Every species' tracks in a trajectory file, by species name (species with no particle left out)."""
+    """Every species' tracks in a trajectory file, by species name (species with no particle left out); ``ids``
+    the particles' indexes within their species."""
     with h5py.File(path, "r") as f:
         names = json.loads(f.attrs["species_names"])
         time = f["time"][()].astype(np.float64)
         x = f["unwrapped"][()].astype(np.float64)
         v = f["velocity"][()].astype(np.float64)
         species, ids = f["species"][()], f["id"][()]
-    return {name: Trajectories(name, time, x[:, species == s], v[:, species == s], ids[species == s])
-            for s, name in enumerate(names) if np.any(species == s)}
+    out = {}
+    for s, name in enumerate(names):
+        mine = species == s
+        if np.any(mine):
+            # the file's ids count on across species (offset + index); a species' recorded particles are its
+            # first ones, so its lowest id is its offset
+            out[name] = Trajectories(name, time, x[:, mine], v[:, mine], ids[mine] - ids[mine].min())
+    return out
 
 
 def lags(time: np.ndarray, max_lag: int | None = None) -> tuple[np.ndarray, np.ndarray]:

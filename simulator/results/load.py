@@ -123,9 +123,9 @@ class RunResults:
     @cached_property
     def trajectories(self) -> dict[str, lagrangian.Trajectories]:
         """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``
-        (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' rows in
-        the snapshots (:class:`~simulator.results.lagrangian.Trajectories`); {} when the run wrote none
-        (``output("trajectories")``)."""
+        (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' indexes
+        within the species, axis 1 of :attr:`particles` (:class:`~simulator.results.lagrangian.Trajectories`); {}
+        when the run wrote none (``output("trajectories")``)."""
         return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
