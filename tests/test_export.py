@@ -454,6 +454,19 @@ def test_trajectory_ids_index_the_species_particle_snapshots_in_load_run_and_the
             np.testing.assert_array_equal(t.position.values[rows], picked, err_msg=name)
 
 
+@pytest.mark.parametrize("name", ["spectra.h5", "statistics.h5", "tasks.h5"])
+@pytest.mark.parametrize("keep", [0, 1000])
+def test_a_zero_length_or_cut_short_file_is_refused_in_one_line_naming_it(rich, tmp_path, capsys, name, keep):
+    """A damaged spectra.h5 was a traceback (OSError), a damaged group file a line naming no file (what h5py
+    says); now exit 2, one line naming the file, nothing written."""
+    run = copy_of(rich, tmp_path)
+    damaged = run / name
+    damaged.write_bytes(damaged.read_bytes()[:keep])
+    err = refused(capsys, str(run))
+    assert f"cannot be exported: {damaged}: " in err and "restore or remove the damaged file" in err, err
+    assert not (run / "export").exists()
+
+
 def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):
     run = copy_of(rich, tmp_path)
     assert main(["export", str(run)]) == 0

@@ -66,7 +66,7 @@ import yaml
 
 from simulator import __version__
 from simulator.errors import ConfigError
-from simulator.results.export_groups import plan_groups, size_text, write_groups
+from simulator.results.export_groups import plan_groups, read_output, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
 from simulator.output.netcdf import variable
@@ -199,7 +199,7 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
                               "is not a field of every snapshot")
     chosen = {n: first[n] for n in (fields or common)}
     size = sum(len(held) * math.prod(shape) * dtype.itemsize for _, shape, dtype in chosen.values())
-    size += sum(np.asarray(v).nbytes for v in (*run.spectra.values(), *run.timeseries.values()))
+    size += sum(np.asarray(v).nbytes for kind in ("spectra", "timeseries") for v in read_output(run, kind).values())
     if size > max_size:
         raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
                           "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "

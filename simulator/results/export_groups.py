@@ -67,10 +67,21 @@ def groups(run: RunResults) -> dict[str, kinds.OutputKind]:
     return {kind.name: kind for kind in kinds.written(run.path) if kind.name not in ROOT}
 
 
+def read_output(run: RunResults, name: str) -> Any:
+    """``run.output(name)``; ConfigError naming the kind's files when its reader fails on a damaged one (cut
+    short, zero length: what h5py says then names no file)."""
+    try:
+        return run.output(name)
+    except (IncompleteOutputError, OSError) as err:
+        files = ", ".join(str(run.path / f) for f in kinds.registry()[name].files) or name
+        raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
+                          f"cannot be exported: {files}: {err}") from None
+
+
 def sizes(run: RunResults) -> dict[str, int]:
     """The bytes of data each group would hold (0: the run wrote none of it): the arrays its kind's reader
-    returns, of the kinds that declare an export."""
-    return {name: _nbytes(*_arrays(run.output(name))) for name, kind in groups(run).items() if kind.export}
+    returns, of the kinds that declare an export. ConfigError naming a damaged file (:func:`read_output`)."""
+    return {name: _nbytes(*_arrays(read_output(run, name))) for name, kind in groups(run).items() if kind.export}
 
 
 def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
@@ -80,11 +91,7 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
     segment superseded.
     ConfigError naming a damaged file a group is read from."""
     chosen, used = [], 0
-    try:
-        needed = sizes(run)
-    except (IncompleteOutputError, OSError) as err:
-        raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
-                          f"cannot be exported: {err}") from None
+    needed = sizes(run)
     left = [f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
             for name, kind in groups(run).items() if not kind.export]
     for kind, size in needed.items():
