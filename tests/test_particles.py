@@ -205,7 +205,6 @@ def _flow_equations():
     return [name for name, info in sorted(equations.registry().items()) if "velocity" in info.state_fields]
 
 
-@pytest.mark.slow  # 12-18 s each on 2 cores: a flow with both interpolations compiles slowly
 @pytest.mark.parametrize("physics", _flow_equations())
 def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
     """Every flow equation carries particles: on grid points, a tracer's velocity is the real-space field's."""
@@ -219,13 +218,18 @@ def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
                                 {"name": "local", "count": 4, "placement": "file", "path": str(path),
                                  "interpolation": "lagrange4"}])
     state = sim.initial_state()
-    u = np.asarray(sim.equation.fields(state, sim.params)["velocity"])
+
+    @jax.jit  # one program: computed op by op, these three compiled about a hundred
+    def at_the_tracers(eq, s, p):
+        return eq.fields(s, p)["velocity"], eq.velocities(s), eq.nonlinear(s, jnp.zeros(()), p)[position_key("tracers")]
+
+    u, velocities, rhs = at_the_tracers(sim.equation, state, sim.params)
+    u = np.asarray(u)
     expected = np.stack([u[:, i, j, k] for i, j, k in nodes])
     for species in ("tracers", "local"):
-        got = np.asarray(sim.equation.velocities(state)[species])
+        got = np.asarray(velocities[species])
         assert np.max(np.abs(got - expected)) < 1e-13 * np.max(np.abs(u)), species
-    rhs = jax.jit(lambda eq, s, p: eq.nonlinear(s, jnp.zeros(()), p))(sim.equation, state, sim.params)
-    assert np.max(np.abs(np.asarray(rhs[position_key("tracers")]) - expected)) < 1e-13 * np.max(np.abs(u))
+    assert np.max(np.abs(np.asarray(rhs) - expected)) < 1e-13 * np.max(np.abs(u))
     # a short step moves them by dt u to first order (the second-order term is dt^2 Du/Dt / 2)
     dt = 1e-4
     out = sim.advance(state, 1, dt)
