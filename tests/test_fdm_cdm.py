@@ -412,6 +412,20 @@ def test_the_particle_mesh_force_conserves_momentum(window, fraction):
         assert moved > 0 and np.max(np.abs(np.sum(after - before, axis=0))) < 1e-12 * moved
 
 
+@jax.jit  # one program per grid and window: op by op, the layout, transforms and deposit compiled dozens
+def _mesh_forces(eq, wave, still, moved):
+    """For :func:`mesh_errors`: the massless particles laid out at ``still``, the positions they are laid out at and
+    the pull of the wave's density ``wave`` on them; the force between particles of mass 1 / Np laid out at
+    ``moved``, no wave, and their grid density (window divided out), in real space."""
+    mass = 1.0 / still.shape[0]
+    still, moved = (cdm.distribute(eq, p, jnp.zeros_like(p)) for p in (still, moved))
+    _, pull = cdm_mesh.potential_and_force(eq, eq.nyquist_free(eq.fft.rfft(wave)), still["position"], still["live"],
+                                           0.0, 1.0)
+    _, force = cdm_mesh.potential_and_force(eq, 0.0, moved["position"], moved["live"], mass, 1.0)
+    rho = eq.fft.irfft(cdm_mesh.density_spectrum(eq, moved["position"], moved["live"], mass))
+    return still["position"], pull, force, rho
+
+
 def mesh_errors(n, window, ks):
     """The particle-mesh force's relative errors on n^3 particles at the cell centres of an n^3 grid (box 1, G = 1,
     mean density 1), for a plane wave along x: the wave's pull on the particles (a wave density 1 + 1e-3 cos kx,
@@ -420,17 +434,13 @@ def mesh_errors(n, window, ks):
     mode k, window divided out, against -2 J1(ks)), and that density's mode 2k over the exact 2 J2(2 ks)."""
     eq = mixed(n=n, box=1.0, fraction=0.5, window=window).equation
     k, q, x = 2 * math.pi, lattice(n, 1.0), np.arange(n) / n
-    solve = jax.jit(cdm_mesh.potential_and_force)
-    still = cdm.distribute(eq, jnp.asarray(q), jnp.zeros((n**3, 3)))
     wave = jnp.asarray(np.broadcast_to((1 + 1e-3 * np.cos(k * x))[:, None, None], (n,) * 3))
-    _, pull = solve(eq, eq.nyquist_free(eq.fft.rfft(wave)), still["position"], still["live"], 0.0, 1.0)
-    want = -4 * math.pi * 1e-3 * np.sin(k * np.asarray(still["position"])[:, 0]) / k
-    on_particles = np.max(np.abs(np.asarray(pull)[:, 0] - want)) / np.max(np.abs(want))
     shift = (ks / k) * np.sin(k * q[:, 0])
-    moved = cdm.distribute(eq, jnp.asarray(np.mod(q + shift[:, None] * [1, 0, 0], 1.0)), jnp.zeros((n**3, 3)))
-    _, force = solve(eq, 0.0, moved["position"], moved["live"], 1.0 / n**3, 1.0)
-    between = np.max(np.abs(np.asarray(force)[:, 0] - 4 * math.pi * shift)) / np.max(np.abs(4 * math.pi * shift))
-    rho = np.asarray(eq.fft.irfft(cdm_mesh.density_spectrum(eq, moved["position"], moved["live"], 1.0 / n**3)))
+    moved = np.mod(q + shift[:, None] * [1, 0, 0], 1.0)
+    at, pull, force, rho = (np.asarray(a) for a in _mesh_forces(eq, wave, jnp.asarray(q), jnp.asarray(moved)))
+    want = -4 * math.pi * 1e-3 * np.sin(k * at[:, 0]) / k
+    on_particles = np.max(np.abs(pull[:, 0] - want)) / np.max(np.abs(want))
+    between = np.max(np.abs(force[:, 0] - 4 * math.pi * shift)) / np.max(np.abs(4 * math.pi * shift))
     modes = [2 * np.mean(rho * np.cos(m * k * x)[:, None, None]) for m in (1, 2)]
     return (on_particles, between, abs(modes[0] / (-2 * special.jv(1, ks)) - 1),
             modes[1] / (2 * special.jv(2, 2 * ks)))
