@@ -226,21 +226,23 @@ def _h5(path, **datasets):
     (lambda d: _h5(d / "p.h5", position=np.zeros(2)), "holds shape (2,), dtype float64"),
     (lambda d: _h5(d / "p.h5", position=np.zeros((2, 3), complex)), "holds shape (2, 3), dtype complex128"),
 ], ids=["huge", "far", "no-position", "group", "strings", "shape", "complex"])
-def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_path, make, problem):
+def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_path, make, problem, monkeypatch, capfd):
     """Positions that wrapping into the box would lose (1e300 mod L is 0) and files without a readable
     (count, 3) array of real numbers: one line naming particles[0].path, exit 2, no run directory. They
-    were placed silently, or ended in a TypeError traceback, or lost their imaginary part."""
-    import subprocess
-    import sys
+    were placed silently, or ended in a TypeError traceback, or lost their imaginary part. The command's own
+    function (:func:`simulator.cli.main`, what ``simulator run`` runs) in this process, in the directory a user
+    would run it from (the path is relative): a process per case started JAX only to read one line."""
+    from simulator.cli import main
 
     make(tmp_path)
+    monkeypatch.chdir(tmp_path)
     path = next(tmp_path.glob("p.*")).name
     species = f"particles=[{{name: f, count: 2, placement: file, path: {path}}}]"
-    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(TG), "--set", "grid.shape=8", "--set",
-                        "precision=float64", "--set", species, "--out", "run"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=300, check=False)
-    assert r.returncode == 2 and r.stderr.startswith(f"error: particles[0].path = '{path}' {problem}"), r.stderr[-2000:]
-    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    code = main(["run", str(TG), "--set", "grid.shape=8", "--set", "precision=float64", "--set", species,
+                 "--out", "run"])
+    err = capfd.readouterr().err
+    assert code == 2 and err.startswith(f"error: particles[0].path = '{path}' {problem}"), err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
 def _table(section: str, heading: str) -> dict[str, str]:
