@@ -341,21 +341,22 @@ def test_particles_need_a_flow_and_distinct_names():
         load_config(None, {"particles": [{"name": "t"}, {"name": "t"}]})
 
 
-def test_a_species_is_added_on_the_command_line_only_whole():
+def test_a_species_is_added_on_the_command_line_only_whole(capsys):
     """``--set 'particles[2]={...}'`` adds a third species to a config of two (its keys as written, the others
-    defaulted); the refusals of a key alone one past the end are in tests/test_bad_input.py."""
-    import subprocess
-    import sys
+    defaulted); the refusals of a key alone one past the end are in tests/test_bad_input.py. The command's own
+    function (:func:`simulator.cli.main`, what ``simulator validate`` runs) in this process."""
     from pathlib import Path
 
     import yaml
 
+    from simulator.cli import main
+
     config = Path(__file__).parents[1] / "configs" / "forced_turbulence_particles.yaml"
-    r = subprocess.run([sys.executable, "-m", "simulator", "validate", str(config),
-                        "--set", "particles[2]={name: heavy, count: 8, tau_p: 0.1}", "--set", "particles[1].tau_p=0.2"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    species = yaml.safe_load(r.stdout)["particles"]
+    code = main(["validate", str(config), "--set", "particles[2]={name: heavy, count: 8, tau_p: 0.1}",
+                 "--set", "particles[1].tau_p=0.2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    species = yaml.safe_load(out)["particles"]
     assert [(s["name"], s["count"], s["tau_p"]) for s in species] == [("tracers", 4096, 0.0), ("inertial", 512, 0.2),
                                                                      ("heavy", 8, 0.1)]
 
