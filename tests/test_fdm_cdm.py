@@ -734,7 +734,7 @@ def cold_particle_snapshots(out, count, processes):
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
-def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fraction):
+def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fraction, capfd):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
     checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
@@ -746,19 +746,30 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed.
     The same with f = 0, the particles alone: no wave in the checkpoint, the snapshots or the spectra (the
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
-    plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2."""
+    plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
+    the figures are made by the commands' own function (:func:`simulator.cli.main`) in this process (a process
+    each started JAX only to read one line or to draw)."""
+    from simulator.cli import main
+
     mixed_run = fraction > 0
     config = cosmo_config(tmp_path, fraction)
 
     def run(out, *extra, status=0):
-        args = [sys.executable, "-m", "simulator", "run", config, "--cpu-devices", "2",
+        """The run's stderr; a refused one (exit 2, before JAX starts) in this process, read at the descriptor."""
+        args = ["run", config, "--cpu-devices", "2",
                 "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
                 "--set", "physics.output_redshifts=[127,63,31]", "--set", f"physics.fdm_fraction={fraction}",
                 "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
                 "--out", str(tmp_path / out), *extra]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=600)
-        assert done.returncode == status, done.stderr[-3000:]
-        return done
+        if status == 2:
+            capfd.readouterr()
+            code, stderr = main(args), capfd.readouterr().err
+        else:
+            done = subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True, text=True,
+                                  timeout=600)
+            code, stderr = done.returncode, done.stderr
+        assert code == status, stderr[-3000:]
+        return stderr
 
     run("straight")
     run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
@@ -784,15 +795,15 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     status = (tmp_path / "straight" / "status.json").read_text()
     for other in (["physics.cdm_particles=512"], ["physics.cdm_particles=0", "physics.fdm_fraction=1"]):
-        done = run("straight", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"),
-                   "--allow-physics-change", *(a for value in other for a in ("--set", value)), status=2)
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1, done.stderr
+        stderr = run("straight", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"),
+                     "--allow-physics-change", *(a for value in other for a in ("--set", value)), status=2)
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1, stderr
         if len(other) == 2 and not mixed_run:  # the particles alone to the wave alone: another structure first
             assert "holds a state of physics.fdm_fraction = 0.0, of another structure" in lines[0], lines[0]
             continue
         assert lines[0].startswith(f"error: {other[0].replace('=', ' = ')} differs from the run being restarted"), \
-            done.stderr
+            stderr
         assert "holds a state of physics.cdm_particles = 4096" in lines[0], lines[0]
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     assert (tmp_path / "straight" / "status.json").read_text() == status
@@ -827,9 +838,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     assert ("psi_tail" in rows[0]) == mixed_run and "layzer_irvine" in rows[0]
     masses = np.array([float(r["mass"]) for r in rows])
     assert np.max(np.abs(masses / masses[0] - 1)) < 1e-12
-    plot = subprocess.run([sys.executable, "-m", "simulator", "plot", str(out)], capture_output=True, text=True,
-                          timeout=300)
-    assert plot.returncode == 0, plot.stderr
+    capfd.readouterr()
+    assert main(["plot", str(out)]) == 0, capfd.readouterr().err[-3000:]
     assert (out / "plots" / "slice.png").is_file() and (out / "plots" / "spectra.png").is_file()
     # the legends name what is drawn: without the wave no U (its interaction energy; they said E = K + W + U)
     fig = simulator.load_run(out).plot.timeseries()
@@ -855,10 +865,10 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
                               "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
     assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]
     written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
-    done = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
-               "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "physics.fdm_fraction = 0.3 is a new run" in lines[0], done.stderr[-2000:]
+    stderr = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
+                 "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "physics.fdm_fraction = 0.3 is a new run" in lines[0], stderr[-2000:]
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     assert not (tmp_path / "wave").exists()
 
