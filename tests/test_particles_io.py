@@ -171,25 +171,32 @@ def _tracks(path: Path) -> tuple[list[int], tuple[int, ...]]:
         return list(f["step"][()]), f["position"].shape
 
 
-def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on(tmp_path):
+def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on(tmp_path, monkeypatch, capfd):
     """A damaged particles/trajectories.h5, then another output.trajectories.count, at a restart: the file
-    is kept whole in particles/aside/ (a warning says where), and new rows start at the restart."""
-    assert _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=4", "--set", "time.t_end=0.04",
-                "--out", "run").returncode == 0
+    is kept whole in particles/aside/ (a warning says where), and new rows start at the restart. The runs are
+    made by the command's own function (:func:`simulator.cli.main`, what ``simulator run`` runs) in this process,
+    in their directory on one device as a process of their own had it, stderr read at the descriptor."""
+    from simulator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        capfd.readouterr()
+        return main([*TRACKS, "--set", "fft.mesh=[1]", *args]), capfd.readouterr().err
+
+    assert run("--set", "output.trajectories.count=4", "--set", "time.t_end=0.04", "--out", "run")[0] == 0
     tracks = tmp_path / "run" / "particles" / "trajectories.h5"
     assert _tracks(tracks) == ([0, 2, 4], (3, 4, 3))
     tracks.write_bytes(b"not HDF5")
-    r = _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=4", "--set", "time.t_end=0.06", "--out", "run",
-             "--restart")
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    code, stderr = run("--set", "output.trajectories.count=4", "--set", "time.t_end=0.06", "--out", "run", "--restart")
+    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
     aside = tmp_path / "run" / "particles" / "aside"
-    assert "cannot be continued" in r.stderr and str(Path("run/particles/aside/trajectories.h5.damaged")) in r.stderr
+    assert "cannot be continued" in stderr and str(Path("run/particles/aside/trajectories.h5.damaged")) in stderr
     assert (aside / "trajectories.h5.damaged").read_bytes() == b"not HDF5"
     assert _tracks(tracks) == ([6], (1, 4, 3))
-    r = _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=2", "--set", "time.t_end=0.08", "--out", "run",
-             "--restart")
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
-    assert "kept whole in run/particles/aside/trajectories.until-00000006.h5" in r.stderr, r.stderr[-3000:]
+    code, stderr = run("--set", "output.trajectories.count=2", "--set", "time.t_end=0.08", "--out", "run", "--restart")
+    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert "kept whole in run/particles/aside/trajectories.until-00000006.h5" in stderr, stderr[-3000:]
     assert _tracks(aside / "trajectories.until-00000006.h5") == ([6], (1, 4, 3))
     assert _tracks(tracks) == ([8], (1, 2, 3))
 
