@@ -26,7 +26,8 @@ from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import WAVE_KEYS, cdm, cosmology
 from simulator.errors import ConfigError
-from support import assert_failure_recorded, case_id, distributed_cases, mesh_cases, relative_error, shared, simulation
+from support import (assert_failure_recorded, case_id, command, distributed_cases, mesh_cases, relative_error, shared,
+                     simulation)
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 ROOT = Path(__file__).parents[1]
@@ -756,8 +757,6 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
     the figures are made by the commands' own function (:func:`simulator.cli.main`) in this process (a process
     each started JAX only to read one line or to draw)."""
-    from simulator.cli import main
-
     mixed_run = fraction > 0
     config = cosmo_config(tmp_path, fraction)
 
@@ -769,8 +768,7 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
                 "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
                 "--out", str(tmp_path / out), *extra]
         if status == 2:
-            capfd.readouterr()
-            code, stderr = main(args), capfd.readouterr().err
+            code, _, stderr = command(capfd, *args)
         else:
             done = subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True, text=True,
                                   timeout=600)
@@ -845,8 +843,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     assert ("psi_tail" in rows[0]) == mixed_run and "layzer_irvine" in rows[0]
     masses = np.array([float(r["mass"]) for r in rows])
     assert np.max(np.abs(masses / masses[0] - 1)) < 1e-12
-    capfd.readouterr()
-    assert main(["plot", str(out)]) == 0, capfd.readouterr().err[-3000:]
+    code, _, stderr = command(capfd, "plot", str(out))
+    assert code == 0, stderr[-3000:]
     assert (out / "plots" / "slice.png").is_file() and (out / "plots" / "spectra.png").is_file()
     # the legends name what is drawn: without the wave no U (its interaction energy; they said E = K + W + U)
     fig = simulator.load_run(out).plot.timeseries()

@@ -17,7 +17,7 @@ from simulator.fft import BACKENDS, build_mesh
 from simulator.particles.flow import position_key, velocity_key
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
 
-from support import backend_cases, case_id, distributed_cases, relative_error, simulation, unavailable
+from support import backend_cases, case_id, command, distributed_cases, relative_error, simulation, unavailable
 
 SHAPE = (16, 8, 12)
 BOX = (2 * np.pi, 3.0, 5.0)
@@ -341,7 +341,7 @@ def test_particles_need_a_flow_and_distinct_names():
         load_config(None, {"particles": [{"name": "t"}, {"name": "t"}]})
 
 
-def test_a_species_is_added_on_the_command_line_only_whole(capsys):
+def test_a_species_is_added_on_the_command_line_only_whole(capfd):
     """``--set 'particles[2]={...}'`` adds a third species to a config of two (its keys as written, the others
     defaulted); the refusals of a key alone one past the end are in tests/test_bad_input.py. The command's own
     function (:func:`simulator.cli.main`, what ``simulator validate`` runs) in this process."""
@@ -349,12 +349,9 @@ def test_a_species_is_added_on_the_command_line_only_whole(capsys):
 
     import yaml
 
-    from simulator.cli import main
-
     config = Path(__file__).parents[1] / "configs" / "forced_turbulence_particles.yaml"
-    code = main(["validate", str(config), "--set", "particles[2]={name: heavy, count: 8, tau_p: 0.1}",
-                 "--set", "particles[1].tau_p=0.2"])
-    out, err = capsys.readouterr()
+    added, changed = "particles[2]={name: heavy, count: 8, tau_p: 0.1}", "particles[1].tau_p=0.2"
+    code, out, err = command(capfd, "validate", str(config), "--set", added, "--set", changed)
     assert code == 0, err
     species = yaml.safe_load(out)["particles"]
     assert [(s["name"], s["count"], s["tau_p"]) for s in species] == [("tracers", 4096, 0.0), ("inertial", 512, 0.2),
@@ -431,16 +428,13 @@ def test_inertial_particles_never_blow_up_with_exit_0(tmp_path, settings, code, 
     ``simulator run`` runs) in this process, in the run's directory, its stderr read at the file descriptor."""
     from pathlib import Path
 
-    from simulator.cli import main
-
     np.save(tmp_path / "p.npy", np.array([[7.0, 1, 1], [-1, 1, 1]] + [[1.0, 2, 3]] * 6))
     monkeypatch.chdir(tmp_path)
     config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
     # one device, as the command runs it in a process of its own (this one holds the suite's eight)
     sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=2", "time.t_end=0.02", "fft.mesh=[1]",
                         *settings] for a in ("--set", s)]
-    returncode = main(["run", str(config), *sets, "--out", "run"])
-    stderr = capfd.readouterr().err
+    returncode, _, stderr = command(capfd, "run", str(config), *sets, "--out", "run")
     assert returncode == code and expected in stderr, stderr[-3000:]
     run = tmp_path / "run"
     if code == 2:

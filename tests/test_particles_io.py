@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import simulator
 from simulator.output import checkpoints
 from simulator.output import particles as particles_out
+from support import command
 
 ROOT = Path(__file__).parents[1]
 TG = ROOT / "configs" / "taylor_green.yaml"
@@ -176,13 +177,11 @@ def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on
     is kept whole in particles/aside/ (a warning says where), and new rows start at the restart. The runs are
     made by the command's own function (:func:`simulator.cli.main`, what ``simulator run`` runs) in this process,
     in their directory on one device as a process of their own had it, stderr read at the descriptor."""
-    from simulator.cli import main
-
     monkeypatch.chdir(tmp_path)
 
     def run(*args: str) -> tuple[int, str]:
-        capfd.readouterr()
-        return main([*TRACKS, "--set", "fft.mesh=[1]", *args]), capfd.readouterr().err
+        code, _, stderr = command(capfd, *TRACKS, "--set", "fft.mesh=[1]", *args)
+        return code, stderr
 
     assert run("--set", "output.trajectories.count=4", "--set", "time.t_end=0.04", "--out", "run")[0] == 0
     tracks = tmp_path / "run" / "particles" / "trajectories.h5"
@@ -239,15 +238,12 @@ def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_pa
     were placed silently, or ended in a TypeError traceback, or lost their imaginary part. The command's own
     function (:func:`simulator.cli.main`, what ``simulator run`` runs) in this process, in the directory a user
     would run it from (the path is relative): a process per case started JAX only to read one line."""
-    from simulator.cli import main
-
     make(tmp_path)
     monkeypatch.chdir(tmp_path)
     path = next(tmp_path.glob("p.*")).name
     species = f"particles=[{{name: f, count: 2, placement: file, path: {path}}}]"
-    code = main(["run", str(TG), "--set", "grid.shape=8", "--set", "precision=float64", "--set", species,
-                 "--out", "run"])
-    err = capfd.readouterr().err
+    code, _, err = command(capfd, "run", str(TG), "--set", "grid.shape=8", "--set", "precision=float64", "--set",
+                           species, "--out", "run")
     assert code == 2 and err.startswith(f"error: particles[0].path = '{path}' {problem}"), err[-2000:]
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
