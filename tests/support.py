@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import re
@@ -203,6 +204,27 @@ def small_filesystem(path: Path, size: str) -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["umount", str(path)], check=False)
+
+
+def command(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``simulator ARGS`` made by the command's own function (:func:`simulator.cli.main`) in this process: its exit
+    status, stdout and stderr (read at the file descriptors, the call's alone), where a process of its own would
+    start JAX again. The package logger is left as it was: a run sets its handler on the stderr of the moment,
+    ``capfd``'s, which closes with the test, and a later test's warning would then be a logging error."""
+    from simulator.cli import main
+    from simulator.log import LOGGER_NAME
+
+    logger = logging.getLogger(LOGGER_NAME)
+    handlers, propagate, level = list(logger.handlers), logger.propagate, logger.level
+    capfd.readouterr()
+    try:
+        code = main(list(args))
+    finally:
+        logger.handlers[:] = handlers
+        logger.propagate = propagate
+        logger.setLevel(level)
+    out, err = capfd.readouterr()
+    return code, out, err
 
 
 def assert_failure_recorded(run_dir, r, reason, console=True):

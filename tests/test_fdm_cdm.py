@@ -26,7 +26,8 @@ from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import WAVE_KEYS, cdm, cosmology
 from simulator.errors import ConfigError
-from support import assert_failure_recorded, case_id, distributed_cases, mesh_cases, relative_error, shared, simulation
+from support import (assert_failure_recorded, case_id, command, distributed_cases, mesh_cases, relative_error, shared,
+                     simulation)
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 ROOT = Path(__file__).parents[1]
@@ -392,24 +393,45 @@ def test_the_particle_mesh_force_conserves_momentum(window, fraction):
     state = sim.initial_state(None, p)
     mass = float(cdm.particle_mass(p, eq.box, eq.physics.cdm_particles))
     end = sim.advance(state, 20, 0.05, 0.0, p)
-    for s in (state, end):
+
+    @jax.jit  # one program for both states: op by op, the transforms and the particles' own force compiled dozens
+    def on_wave_and_alone(eq, s, p):
+        """The force on the wave (per component, summed over the box; 0 without it) and the particles' forces on
+        each other alone (no wave)."""
         phi_hat = eq.fft.rfft(s.potential)
-        on_wave = np.zeros(3)
+        on_wave = jnp.zeros(3)
         if fraction:
             rho = jnp.abs(s.psi) ** 2
-            on_wave = np.array([float(jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat)))) * eq.cell_volume
-                                for k in eq.kr])
+            on_wave = jnp.stack([jnp.sum(rho * eq.fft.irfft(-1j * k * eq.nyquist_free(phi_hat))) for k in eq.kr])
+        return on_wave, cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)[1]
+
+    for s in (state, end):
+        on_wave, alone = on_wave_and_alone(eq, s, p)
+        on_wave = np.asarray(on_wave) * eq.cell_volume
         (force,) = by_identity(s, "force")
         on_particles = mass * np.sum(force, axis=0)
         scale = mass * np.sum(np.abs(force))
         assert np.max(np.abs(on_particles + on_wave)) < 1e-12 * scale
-        _, alone = cdm.potential_and_force(eq, jnp.zeros_like(phi_hat), s.position, s.live, p)
         alone = np.asarray(alone)[np.asarray(s.live) > 0]
         assert np.max(np.abs(np.sum(alone, axis=0))) < 1e-12 * np.sum(np.abs(alone))
     if not fraction:
         (before,), (after,) = by_identity(state, "momentum"), by_identity(end, "momentum")
         moved = np.sum(np.abs(after - before))
         assert moved > 0 and np.max(np.abs(np.sum(after - before, axis=0))) < 1e-12 * moved
+
+
+@jax.jit  # one program per grid and window: op by op, the layout, transforms and deposit compiled dozens
+def _mesh_forces(eq, wave, still, moved):
+    """For :func:`mesh_errors`: the massless particles laid out at ``still``, the positions they are laid out at and
+    the pull of the wave's density ``wave`` on them; the force between particles of mass 1 / Np laid out at
+    ``moved``, no wave, and their grid density (window divided out), in real space."""
+    mass = 1.0 / still.shape[0]
+    still, moved = (cdm.distribute(eq, p, jnp.zeros_like(p)) for p in (still, moved))
+    _, pull = cdm_mesh.potential_and_force(eq, eq.nyquist_free(eq.fft.rfft(wave)), still["position"], still["live"],
+                                           0.0, 1.0)
+    _, force = cdm_mesh.potential_and_force(eq, 0.0, moved["position"], moved["live"], mass, 1.0)
+    rho = eq.fft.irfft(cdm_mesh.density_spectrum(eq, moved["position"], moved["live"], mass))
+    return still["position"], pull, force, rho
 
 
 def mesh_errors(n, window, ks):
@@ -420,17 +442,13 @@ def mesh_errors(n, window, ks):
     mode k, window divided out, against -2 J1(ks)), and that density's mode 2k over the exact 2 J2(2 ks)."""
     eq = mixed(n=n, box=1.0, fraction=0.5, window=window).equation
     k, q, x = 2 * math.pi, lattice(n, 1.0), np.arange(n) / n
-    solve = jax.jit(cdm_mesh.potential_and_force)
-    still = cdm.distribute(eq, jnp.asarray(q), jnp.zeros((n**3, 3)))
     wave = jnp.asarray(np.broadcast_to((1 + 1e-3 * np.cos(k * x))[:, None, None], (n,) * 3))
-    _, pull = solve(eq, eq.nyquist_free(eq.fft.rfft(wave)), still["position"], still["live"], 0.0, 1.0)
-    want = -4 * math.pi * 1e-3 * np.sin(k * np.asarray(still["position"])[:, 0]) / k
-    on_particles = np.max(np.abs(np.asarray(pull)[:, 0] - want)) / np.max(np.abs(want))
     shift = (ks / k) * np.sin(k * q[:, 0])
-    moved = cdm.distribute(eq, jnp.asarray(np.mod(q + shift[:, None] * [1, 0, 0], 1.0)), jnp.zeros((n**3, 3)))
-    _, force = solve(eq, 0.0, moved["position"], moved["live"], 1.0 / n**3, 1.0)
-    between = np.max(np.abs(np.asarray(force)[:, 0] - 4 * math.pi * shift)) / np.max(np.abs(4 * math.pi * shift))
-    rho = np.asarray(eq.fft.irfft(cdm_mesh.density_spectrum(eq, moved["position"], moved["live"], 1.0 / n**3)))
+    moved = np.mod(q + shift[:, None] * [1, 0, 0], 1.0)
+    at, pull, force, rho = (np.asarray(a) for a in _mesh_forces(eq, wave, jnp.asarray(q), jnp.asarray(moved)))
+    want = -4 * math.pi * 1e-3 * np.sin(k * at[:, 0]) / k
+    on_particles = np.max(np.abs(pull[:, 0] - want)) / np.max(np.abs(want))
+    between = np.max(np.abs(force[:, 0] - 4 * math.pi * shift)) / np.max(np.abs(4 * math.pi * shift))
     modes = [2 * np.mean(rho * np.cos(m * k * x)[:, None, None]) for m in (1, 2)]
     return (on_particles, between, abs(modes[0] / (-2 * special.jv(1, ks)) - 1),
             modes[1] / (2 * special.jv(2, 2 * ks)))
@@ -724,7 +742,7 @@ def cold_particle_snapshots(out, count, processes):
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
-def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fraction):
+def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fraction, capfd):
     """configs/fdm_cosmo.yaml with physics.fdm_fraction = 0.3 and 16^3 particles on 16^3, 2 devices, to z = 31:
     snapshots hold the particles' and the total density, spectra each component's P(k) and the total's, the
     checkpoint the particles; a run restarted from its checkpoint at step 10 ends equal to it bit for bit, and
@@ -736,19 +754,27 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     line naming physics.cdm_particles even with it, and the finished run is left as it was, not marked failed.
     The same with f = 0, the particles alone: no wave in the checkpoint, the snapshots or the spectra (the
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
-    plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2."""
+    plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
+    the figures are made by the commands' own function (:func:`simulator.cli.main`) in this process (a process
+    each started JAX only to read one line or to draw)."""
     mixed_run = fraction > 0
     config = cosmo_config(tmp_path, fraction)
 
     def run(out, *extra, status=0):
-        args = [sys.executable, "-m", "simulator", "run", config, "--cpu-devices", "2",
+        """The run's stderr; a refused one (exit 2, before JAX starts) in this process, read at the descriptor."""
+        args = ["run", config, "--cpu-devices", "2",
                 "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
                 "--set", "physics.output_redshifts=[127,63,31]", "--set", f"physics.fdm_fraction={fraction}",
                 "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
                 "--out", str(tmp_path / out), *extra]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=600)
-        assert done.returncode == status, done.stderr[-3000:]
-        return done
+        if status == 2:
+            code, _, stderr = command(capfd, *args)
+        else:
+            done = subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True, text=True,
+                                  timeout=600)
+            code, stderr = done.returncode, done.stderr
+        assert code == status, stderr[-3000:]
+        return stderr
 
     run("straight")
     run("split", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
@@ -774,15 +800,15 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     status = (tmp_path / "straight" / "status.json").read_text()
     for other in (["physics.cdm_particles=512"], ["physics.cdm_particles=0", "physics.fdm_fraction=1"]):
-        done = run("straight", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"),
-                   "--allow-physics-change", *(a for value in other for a in ("--set", value)), status=2)
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1, done.stderr
+        stderr = run("straight", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"),
+                     "--allow-physics-change", *(a for value in other for a in ("--set", value)), status=2)
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1, stderr
         if len(other) == 2 and not mixed_run:  # the particles alone to the wave alone: another structure first
             assert "holds a state of physics.fdm_fraction = 0.0, of another structure" in lines[0], lines[0]
             continue
         assert lines[0].startswith(f"error: {other[0].replace('=', ' = ')} differs from the run being restarted"), \
-            done.stderr
+            stderr
         assert "holds a state of physics.cdm_particles = 4096" in lines[0], lines[0]
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     assert (tmp_path / "straight" / "status.json").read_text() == status
@@ -817,9 +843,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     assert ("psi_tail" in rows[0]) == mixed_run and "layzer_irvine" in rows[0]
     masses = np.array([float(r["mass"]) for r in rows])
     assert np.max(np.abs(masses / masses[0] - 1)) < 1e-12
-    plot = subprocess.run([sys.executable, "-m", "simulator", "plot", str(out)], capture_output=True, text=True,
-                          timeout=300)
-    assert plot.returncode == 0, plot.stderr
+    code, _, stderr = command(capfd, "plot", str(out))
+    assert code == 0, stderr[-3000:]
     assert (out / "plots" / "slice.png").is_file() and (out / "plots" / "spectra.png").is_file()
     # the legends name what is drawn: without the wave no U (its interaction energy; they said E = K + W + U)
     fig = simulator.load_run(out).plot.timeseries()
@@ -845,10 +870,10 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
                               "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
     assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]
     written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
-    done = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
-               "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "physics.fdm_fraction = 0.3 is a new run" in lines[0], done.stderr[-2000:]
+    stderr = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
+                 "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "physics.fdm_fraction = 0.3 is a new run" in lines[0], stderr[-2000:]
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     assert not (tmp_path / "wave").exists()
 

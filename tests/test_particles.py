@@ -17,7 +17,7 @@ from simulator.fft import BACKENDS, build_mesh
 from simulator.particles.flow import position_key, velocity_key
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
 
-from support import backend_cases, case_id, distributed_cases, relative_error, simulation, unavailable
+from support import backend_cases, case_id, command, distributed_cases, relative_error, simulation, unavailable
 
 SHAPE = (16, 8, 12)
 BOX = (2 * np.pi, 3.0, 5.0)
@@ -87,22 +87,24 @@ def test_nufft_path_differentiates_and_batches_like_the_direct_sum(devices, case
     name, n, mesh = case
     shape = (16, 8, 16)
     fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
-    spectra = jnp.stack([fft.rfft(jax.device_put(jnp.asarray(_band_limited(shape, seed)), fft.real_sharding(1)))
-                         for seed in (1, 2)])
+    each = [fft.rfft(jax.device_put(jnp.asarray(_band_limited(shape, seed)), fft.real_sharding(1))) for seed in (1, 2)]
+    spectra = jnp.stack(each)
     points = jnp.asarray(np.random.default_rng(4).uniform(0, 5, (9, 3)))
     k, w = fft.wavenumbers(BOX, True, jnp.float64), fft.parseval_weight(True, jnp.float64)
 
     def loss(method):
         return lambda s, p: jnp.sum(jnp.sin(fft.evaluate_at(s, p, k, w, method, BOX)))
 
+    # both gradients in one program per method, and the direct sum compiled once for both spectra: op by op it
+    # compiled two dozen tiny programs
+    ref = jax.jit(jax.grad(loss("direct"), (0, 1)))(each[0], points)
+    got = jax.jit(jax.grad(loss("nufft"), (0, 1)))(each[0], points)
     for argnum in (0, 1):
-        ref = jax.jit(jax.grad(loss("direct"), argnum))(spectra[0], points)
-        got = jax.jit(jax.grad(loss("nufft"), argnum))(spectra[0], points)
-        assert relative_error(got, ref) < 1e-12, argnum
-    batched = jax.jit(jax.vmap(lambda s: fft.evaluate_at(s, points, k, w, "nufft", BOX)))(spectra)
+        assert relative_error(got[argnum], ref[argnum]) < 1e-12, argnum
+    batched = np.asarray(jax.jit(jax.vmap(lambda s: fft.evaluate_at(s, points, k, w, "nufft", BOX)))(spectra))
+    direct = jax.jit(lambda s: fft.evaluate_at(s, points, k, w, "direct", BOX))
     for i in range(2):
-        one = fft.evaluate_at(spectra[i], points, k, w, "direct", BOX)
-        assert relative_error(batched[i], one) < 1e-13
+        assert relative_error(batched[i], direct(each[i])) < 1e-13
 
 
 def _smooth(points, box):
@@ -205,7 +207,6 @@ def _flow_equations():
     return [name for name, info in sorted(equations.registry().items()) if "velocity" in info.state_fields]
 
 
-@pytest.mark.slow  # 12-18 s each on 2 cores: a flow with both interpolations compiles slowly
 @pytest.mark.parametrize("physics", _flow_equations())
 def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
     """Every flow equation carries particles: on grid points, a tracer's velocity is the real-space field's."""
@@ -219,13 +220,18 @@ def test_tracers_on_grid_points_move_with_the_field(devices, physics, tmp_path):
                                 {"name": "local", "count": 4, "placement": "file", "path": str(path),
                                  "interpolation": "lagrange4"}])
     state = sim.initial_state()
-    u = np.asarray(sim.equation.fields(state, sim.params)["velocity"])
+
+    @jax.jit  # one program: computed op by op, these three compiled about a hundred
+    def at_the_tracers(eq, s, p):
+        return eq.fields(s, p)["velocity"], eq.velocities(s), eq.nonlinear(s, jnp.zeros(()), p)[position_key("tracers")]
+
+    u, velocities, rhs = at_the_tracers(sim.equation, state, sim.params)
+    u = np.asarray(u)
     expected = np.stack([u[:, i, j, k] for i, j, k in nodes])
     for species in ("tracers", "local"):
-        got = np.asarray(sim.equation.velocities(state)[species])
+        got = np.asarray(velocities[species])
         assert np.max(np.abs(got - expected)) < 1e-13 * np.max(np.abs(u)), species
-    rhs = jax.jit(lambda eq, s, p: eq.nonlinear(s, jnp.zeros(()), p))(sim.equation, state, sim.params)
-    assert np.max(np.abs(np.asarray(rhs[position_key("tracers")]) - expected)) < 1e-13 * np.max(np.abs(u))
+    assert np.max(np.abs(np.asarray(rhs) - expected)) < 1e-13 * np.max(np.abs(u))
     # a short step moves them by dt u to first order (the second-order term is dt^2 Du/Dt / 2)
     dt = 1e-4
     out = sim.advance(state, 1, dt)
@@ -335,21 +341,19 @@ def test_particles_need_a_flow_and_distinct_names():
         load_config(None, {"particles": [{"name": "t"}, {"name": "t"}]})
 
 
-def test_a_species_is_added_on_the_command_line_only_whole():
+def test_a_species_is_added_on_the_command_line_only_whole(capfd):
     """``--set 'particles[2]={...}'`` adds a third species to a config of two (its keys as written, the others
-    defaulted); the refusals of a key alone one past the end are in tests/test_bad_input.py."""
-    import subprocess
-    import sys
+    defaulted); the refusals of a key alone one past the end are in tests/test_bad_input.py. The command's own
+    function (:func:`simulator.cli.main`, what ``simulator validate`` runs) in this process."""
     from pathlib import Path
 
     import yaml
 
     config = Path(__file__).parents[1] / "configs" / "forced_turbulence_particles.yaml"
-    r = subprocess.run([sys.executable, "-m", "simulator", "validate", str(config),
-                        "--set", "particles[2]={name: heavy, count: 8, tau_p: 0.1}", "--set", "particles[1].tau_p=0.2"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    species = yaml.safe_load(r.stdout)["particles"]
+    added, changed = "particles[2]={name: heavy, count: 8, tau_p: 0.1}", "particles[1].tau_p=0.2"
+    code, out, err = command(capfd, "validate", str(config), "--set", added, "--set", changed)
+    assert code == 0, err
+    species = yaml.safe_load(out)["particles"]
     assert [(s["name"], s["count"], s["tau_p"]) for s in species] == [("tracers", 4096, 0.0), ("inertial", 512, 0.2),
                                                                      ("heavy", 8, 0.1)]
 
@@ -415,30 +419,30 @@ def test_the_particle_benchmark_measures_each_path_against_the_bare_step(tmp_pat
      ("ERROR particle species d blew up (a position or velocity non-finite, or a position too far out to locate) at "
       "step 2, t = 0.02")),
 ], ids=["fixed-dt-refused", "cfl-bounded", "blow-up-fails"])
-def test_inertial_particles_never_blow_up_with_exit_0(tmp_path, settings, code, expected):
+def test_inertial_particles_never_blow_up_with_exit_0(tmp_path, settings, code, expected, monkeypatch, capfd):
     """Stokes drag integrated explicitly is stable only for dt <= 2.785 tau_p in RK4: a fixed time.dt beyond
     it is refused at start-up (no run directory), an adaptive one is bounded by it (said in the log), and a
     particle state that blows up anyway stops the run as a non-finite field does (exit 1, status failed).
     All three ended with exit 0 and positions of 1e45 and more. The file placement also shows the warning
-    for positions wrapped into the box."""
-    import subprocess
-    import sys
+    for positions wrapped into the box. The command's own function (:func:`simulator.cli.main`, what
+    ``simulator run`` runs) in this process, in the run's directory, its stderr read at the file descriptor."""
     from pathlib import Path
 
     np.save(tmp_path / "p.npy", np.array([[7.0, 1, 1], [-1, 1, 1]] + [[1.0, 2, 3]] * 6))
+    monkeypatch.chdir(tmp_path)
     config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
-    sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=2", "time.t_end=0.02", *settings]
-            for a in ("--set", s)]
-    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(config), *sets, "--out", "run"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300, check=False)
-    assert r.returncode == code and expected in r.stderr, r.stderr[-3000:]
+    # one device, as the command runs it in a process of its own (this one holds the suite's eight)
+    sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=2", "time.t_end=0.02", "fft.mesh=[1]",
+                        *settings] for a in ("--set", s)]
+    returncode, _, stderr = command(capfd, "run", str(config), *sets, "--out", "run")
+    assert returncode == code and expected in stderr, stderr[-3000:]
     run = tmp_path / "run"
     if code == 2:
-        assert len(r.stderr.strip().splitlines()) == 1 and not run.exists()
+        assert len(stderr.strip().splitlines()) == 1 and not run.exists()
     elif code == 1:
         assert '"state": "failed"' in (run / "status.json").read_text() and not (run / "checkpoints").exists()
     else:
-        assert "particles[0] (d): 2 of the 8 positions in p.npy lie outside the box; wrapped into it" in r.stderr
+        assert "particles[0] (d): 2 of the 8 positions in p.npy lie outside the box; wrapped into it" in stderr
         import h5py
 
         from simulator.output import checkpoints

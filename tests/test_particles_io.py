@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import simulator
 from simulator.output import checkpoints
 from simulator.output import particles as particles_out
+from support import command
 
 ROOT = Path(__file__).parents[1]
 TG = ROOT / "configs" / "taylor_green.yaml"
@@ -171,25 +172,30 @@ def _tracks(path: Path) -> tuple[list[int], tuple[int, ...]]:
         return list(f["step"][()]), f["position"].shape
 
 
-def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on(tmp_path):
+def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on(tmp_path, monkeypatch, capfd):
     """A damaged particles/trajectories.h5, then another output.trajectories.count, at a restart: the file
-    is kept whole in particles/aside/ (a warning says where), and new rows start at the restart."""
-    assert _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=4", "--set", "time.t_end=0.04",
-                "--out", "run").returncode == 0
+    is kept whole in particles/aside/ (a warning says where), and new rows start at the restart. The runs are
+    made by the command's own function (:func:`simulator.cli.main`, what ``simulator run`` runs) in this process,
+    in their directory on one device as a process of their own had it, stderr read at the descriptor."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        code, _, stderr = command(capfd, *TRACKS, "--set", "fft.mesh=[1]", *args)
+        return code, stderr
+
+    assert run("--set", "output.trajectories.count=4", "--set", "time.t_end=0.04", "--out", "run")[0] == 0
     tracks = tmp_path / "run" / "particles" / "trajectories.h5"
     assert _tracks(tracks) == ([0, 2, 4], (3, 4, 3))
     tracks.write_bytes(b"not HDF5")
-    r = _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=4", "--set", "time.t_end=0.06", "--out", "run",
-             "--restart")
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    code, stderr = run("--set", "output.trajectories.count=4", "--set", "time.t_end=0.06", "--out", "run", "--restart")
+    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
     aside = tmp_path / "run" / "particles" / "aside"
-    assert "cannot be continued" in r.stderr and str(Path("run/particles/aside/trajectories.h5.damaged")) in r.stderr
+    assert "cannot be continued" in stderr and str(Path("run/particles/aside/trajectories.h5.damaged")) in stderr
     assert (aside / "trajectories.h5.damaged").read_bytes() == b"not HDF5"
     assert _tracks(tracks) == ([6], (1, 4, 3))
-    r = _cli(tmp_path, *TRACKS, "--set", "output.trajectories.count=2", "--set", "time.t_end=0.08", "--out", "run",
-             "--restart")
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
-    assert "kept whole in run/particles/aside/trajectories.until-00000006.h5" in r.stderr, r.stderr[-3000:]
+    code, stderr = run("--set", "output.trajectories.count=2", "--set", "time.t_end=0.08", "--out", "run", "--restart")
+    assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
+    assert "kept whole in run/particles/aside/trajectories.until-00000006.h5" in stderr, stderr[-3000:]
     assert _tracks(aside / "trajectories.until-00000006.h5") == ([6], (1, 4, 3))
     assert _tracks(tracks) == ([8], (1, 2, 3))
 
@@ -226,21 +232,20 @@ def _h5(path, **datasets):
     (lambda d: _h5(d / "p.h5", position=np.zeros(2)), "holds shape (2,), dtype float64"),
     (lambda d: _h5(d / "p.h5", position=np.zeros((2, 3), complex)), "holds shape (2, 3), dtype complex128"),
 ], ids=["huge", "far", "no-position", "group", "strings", "shape", "complex"])
-def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_path, make, problem):
+def test_a_bad_particle_file_is_refused_in_one_line_before_the_run_starts(tmp_path, make, problem, monkeypatch, capfd):
     """Positions that wrapping into the box would lose (1e300 mod L is 0) and files without a readable
     (count, 3) array of real numbers: one line naming particles[0].path, exit 2, no run directory. They
-    were placed silently, or ended in a TypeError traceback, or lost their imaginary part."""
-    import subprocess
-    import sys
-
+    were placed silently, or ended in a TypeError traceback, or lost their imaginary part. The command's own
+    function (:func:`simulator.cli.main`, what ``simulator run`` runs) in this process, in the directory a user
+    would run it from (the path is relative): a process per case started JAX only to read one line."""
     make(tmp_path)
+    monkeypatch.chdir(tmp_path)
     path = next(tmp_path.glob("p.*")).name
     species = f"particles=[{{name: f, count: 2, placement: file, path: {path}}}]"
-    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(TG), "--set", "grid.shape=8", "--set",
-                        "precision=float64", "--set", species, "--out", "run"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=300, check=False)
-    assert r.returncode == 2 and r.stderr.startswith(f"error: particles[0].path = '{path}' {problem}"), r.stderr[-2000:]
-    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+    code, _, err = command(capfd, "run", str(TG), "--set", "grid.shape=8", "--set", "precision=float64", "--set",
+                           species, "--out", "run")
+    assert code == 2 and err.startswith(f"error: particles[0].path = '{path}' {problem}"), err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
 def _table(section: str, heading: str) -> dict[str, str]:
