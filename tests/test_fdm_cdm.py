@@ -672,6 +672,18 @@ def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
     assert "\n" not in str(err.value) and str(err.value).startswith(key)
 
 
+
+@pytest.mark.parametrize("fraction", ["0", "0.3"], ids=["particles", "mixed"])
+def test_a_start_from_a_file_is_refused_naming_the_branch_that_carries_the_particles(fraction):
+    """initial.name: file cannot start cold particles (they start on their lattice): the one line says how to go on
+    from a run's particles instead, the branch (--restart PATH --out NEW_DIR), which carries them on any grid.
+    Before, it named gaussian or mode alone, and restarts.md said that a file starts any equation."""
+    with pytest.raises(ConfigError, match=r"^initial\.name = 'file' cannot place the particles; gaussian or mode.*"
+                                          r"--restart CHECKPOINT_OR_RUN_DIR --out NEW_DIR") as err:
+        C.load(None, ["physics.name=fdm_cosmo", "grid.shape=16", f"physics.fdm_fraction={fraction}",
+                      "physics.cdm_particles=64", "initial={name: file, path: x}"])
+    assert "\n" not in str(err.value)
+
 def test_a_traced_fraction_may_not_cross_zero():
     """sim.parameters(fdm_fraction=...) changes f without recompiling, but not to or from 0: that is another
     structure (the wave absent or present); one line naming the key, either way."""
