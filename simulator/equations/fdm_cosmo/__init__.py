@@ -128,6 +128,11 @@ class FDMCosmoParams(EquationParams):
         """The run time s = ln(a / a_start) at redshift z."""
         return math.log((1.0 + self.z_start) / (1.0 + z))
 
+    def end_settings(self, t_end: float) -> dict[str, Any]:
+        """physics.z_end, the redshift at run time ``t_end`` (the inverse of :meth:`time_at`): it sets time.t_end.
+        Past today it is negative, which the key refuses."""
+        return {"physics.z_end": (1.0 + self.z_start) * math.exp(-t_end) - 1.0}
+
     def check(self, cfg: Any) -> None:
         _check_particles(self, cfg)
         if self.z_end >= self.z_start:
