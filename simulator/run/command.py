@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,6 +186,7 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
         except ConfigError as err:
             raise ConfigError("--add-to-t-end", add_to_t_end, f"a T that ends the run where its config can ({err})",
                               f"would set {', '.join(end)}") from None
-    hint = " ".join([command_prefix(), "run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out",
-                     str(out_dir or f"outputs/{cfg.name}")])
+    # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
+    hint = " ".join([command_prefix(), shlex.join(["run", config, *sum((["--set", o] for o in overrides), []),
+                                                   "--resume", "--out", str(out_dir or f"outputs/{cfg.name}")])])
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]
