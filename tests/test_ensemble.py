@@ -216,6 +216,30 @@ def test_a_member_whose_cold_particles_find_no_slot_fails_alone_as_a_single_run_
     with h5py.File(checkpoints.find(tmp_path / "m0").index) as f:
         assert f["lost"][()].tolist() == [0, 0, 0, 0] and int(np.sum(f["live"][()] > 0)) == 4096
 
+
+@pytest.mark.slow
+def test_a_member_whose_particles_find_no_slot_when_handed_out_fails_alone(tmp_path):
+    """The same two members run to z = 1 on one device (every slot there), then resumed on 4 devices to z = 0: the
+    clustered member's particles find no slot as its checkpoint is handed out, so it fails alone (exit 1, its own
+    line naming physics.cdm_capacity and its own checkpoint) and the other runs on to z = 0. Before, the error
+    of one member's hand-out ended the whole ensemble: both failed with that member's line (the other's status
+    naming the first one's checkpoint), and run_configs raised instead of returning their exit codes."""
+    base = {"physics.name": "fdm_cosmo", "grid.shape": 16, "precision": "float64", "physics.fdm_fraction": 0,
+            "physics.cdm_particles": 4096, "physics.cdm_capacity": 1.3, "physics.z_start": 49,
+            "physics.output_redshifts": [49], "time.dt": 0.2, "output.chunk": 2, "checkpoint.every": 2,
+            "checkpoint.keep": 50, "runtime.cpu_devices": 8}
+    outs = [tmp_path / f"m{i}" for i in range(2)]
+
+    def members(**values):
+        return [simulator.load_config(None, {**base, **values, "physics.sigma8": s8}) for s8 in (0.3, 8.0)]
+
+    assert run_configs(members(**{"physics.z_end": 1, "fft.mesh": [1]}), outs) == [0, 0]
+    assert run_configs(members(**{"physics.z_end": 0, "fft.mesh": [4]}), outs, resume=True) == [0, 1]
+    first, second = (json.loads((out / "status.json").read_text()) for out in outs)
+    assert first["state"] == "finished" and first["time"] == pytest.approx(math.log(50))
+    assert second["state"] == "failed" and "raise physics.cdm_capacity" in second["reason"], second
+    assert second["reason"].endswith(str(checkpoints.find(outs[1]).index.with_suffix(""))), second["reason"]
+
 @pytest.mark.slow
 def test_members_with_passive_scalars_run_as_an_ensemble(tmp_path):
     """Navier-Stokes with two passive scalars (a stacked state (3 + 2, ...)): members that differ in the

@@ -277,9 +277,18 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
             m.interrupted_before_first_step(flag)
         return
     sim = Simulation(members[0].cfg)
-    params = [sim.equation.params(m.cfg.physics) for m in active]
-    states = [m.begin(sim, mode, lambda m=m, p=p: (sim.initial_state(m.cfg.initial, p), sim.start_time(m.cfg.initial)))
-              for m, p in zip(active, params, strict=True)]
+    begun = []
+    for m in active:
+        p = sim.equation.params(m.cfg.physics)
+        try:
+            state = m.begin(sim, mode, lambda m=m, p=p: (sim.initial_state(m.cfg.initial, p),
+                                                        sim.start_time(m.cfg.initial)))
+        except NonFiniteError as err:  # its particles found no slot as they were handed out: it fails alone
+            log.warning("ensemble member %s failed: %s; the others go on", m.out.name, err)
+            m.fail(err)
+            continue
+        begun.append((m, p, state))
+    active, params, states = [m for m, _, _ in begun], [p for _, p, _ in begun], [s for _, _, s in begun]
     if not active:
         return
     if sim.cfg.particles:
