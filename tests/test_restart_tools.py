@@ -85,6 +85,7 @@ def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_
     --set time.t_end was refused (time.t_end contradicts z_end) and a plain --resume declared the run finished
     where it had stopped."""
     import math
+    import shlex
 
     cold = str(ROOT / "configs" / "cold_dark_matter.yaml")
     base = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
@@ -101,7 +102,7 @@ def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_
     extended = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--set", "runtime.max_wall=5", "--out",
                          "run", "--restart", "--add-to-t-end", "0.5")
     assert extended.returncode == EXIT_INTERRUPTED, extended.stderr
-    hint = extended.stderr.split("resume with: ")[1].split("\n")[0].split()
+    hint = shlex.split(extended.stderr.split("resume with: ")[1].split("\n")[0])  # as a shell reads it
     sets = [v for k, v in zip(hint, hint[1:], strict=False) if k == "--set"]
     assert not any(v.startswith("time.t_end=") for v in sets), hint
     z_set = [v for v in sets if v.startswith("physics.z_end=")][-1]  # the last --set wins: the extension's
