@@ -87,8 +87,9 @@ class FDMCosmoParams(EquationParams):
     f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "
                                 "quartic term of a cosine potential, g = -(hbar c)^3 / (8 f_a^2 m^2); null = not used",
                                 gt=0.0)
-    z_start: float = param(127.0, "redshift of the initial conditions, where the run's clock ln(a/a_start) is 0",
-                           gt=0.0)
+    z_start: float = param(127.0, "redshift of the initial conditions, where the run's clock ln(a/a_start) is 0 "
+                           "(another value would make a state's time another redshift); a restart keeps it", gt=0.0,
+                           restart="kept")
     z_end: float = setting(3.0, "redshift where the run ends: sets time.t_end = ln((1 + z_start) / (1 + z_end)); "
                            "may change on a restart", min=0.0, restart="free")
     output_redshifts: tuple[float, ...] = setting((), "redshifts of snapshots and spectra rows: set "
