@@ -93,7 +93,8 @@ def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_
     first = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--out", "run")
     assert first.returncode == 0, first.stderr
     before = (tmp_path / "run" / "status.json").read_text()
-    past = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--out", "run", "--restart", "--add-to-t-end", "5")
+    past = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--out", "run", "--restart", "--add-to-t-end",
+                     "5")
     assert past.returncode == 2 and past.stderr.count("\n") == 1, past.stderr
     assert past.stderr.startswith("error: --add-to-t-end = 5.0 ") and "physics.z_end" in past.stderr, past.stderr
     assert (tmp_path / "run" / "status.json").read_text() == before

@@ -18,9 +18,10 @@ masks the others, so a finished member still costs its share of each chunk until
 
 A member whose diagnostics become NaN/Inf, or whose particles kept per device (cold dark matter) found no
 slot, is marked failed (its ``status.json`` says so, exit code 1, the error in its ``run.log``) and its writers
-close; the others go on. Slots that fill up are warned of, with a checkpoint, per member as in a single run. A stop request (signal,
-``runtime.max_wall``) stops every member after a checkpoint (exit 75). The programs of the ``records``
-output kinds (diagnostics, spectra) are computed for all members in one batched call per chunk.
+close; the others go on. Slots that fill up are warned of, with a checkpoint, per member as in a single run.
+A stop request (signal, ``runtime.max_wall``) stops every member after a checkpoint (exit 75). The
+programs of the ``records`` output kinds (diagnostics, spectra) are computed for all members in one
+batched call per chunk.
 """
 
 from __future__ import annotations
