@@ -21,6 +21,7 @@ import csv
 import functools
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -172,7 +173,7 @@ def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags:
         raise ConfigError("point index", index, f"the sweep has points 0 to {len(points) - 1}", "is out of range")
     point = points[index]
     cfg = config_mod.load(str(directory / point["config"]), overrides, stored=True)
-    hint = " ".join([command_prefix(), "sweep", str(directory), "--point", str(index), *flags])
+    hint = " ".join([command_prefix(), shlex.join(["sweep", str(directory), "--point", str(index), *flags])])
     return run_config(cfg, directory / point["name"], resume=True, hint=hint)
 
 
@@ -223,7 +224,7 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags:
         raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
     points = [manifest["points"][i] for i in groups[index]]
     cfgs = [config_mod.load(str(directory / p["config"]), overrides, stored=True) for p in points]
-    hint = " ".join([command_prefix(), "sweep", str(directory), "--group", str(index), *flags])
+    hint = " ".join([command_prefix(), shlex.join(["sweep", str(directory), "--group", str(index), *flags])])
     codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True, hint=hint)
     return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
 

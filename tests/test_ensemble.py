@@ -10,6 +10,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -186,6 +187,58 @@ def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path, members):
             assert np.max(np.abs(ends["ens", i][key] - want)) <= 1e-12 * np.max(np.abs(want)), (i, key)
     assert np.max(np.abs(ends["sep", 0]["momentum"] - ends["sep", 1]["momentum"])) > 0  # the members differ
 
+
+
+@pytest.mark.slow
+def test_a_member_whose_cold_particles_find_no_slot_fails_alone_as_a_single_run_does(tmp_path):
+    """Two particle-only members (16^3 particles, 4 devices, physics.cdm_capacity 1.3, to z = 0, no particle
+    snapshot after the start): the one of sigma8 = 8 clusters past its slots. It is warned of at 90% (a checkpoint
+    written there), then fails alone (exit 1) naming physics.cdm_capacity, the step that lost them and that
+    checkpoint, and writes no checkpoint past it: the line and the files of its single run. Before, the
+    ensemble's driver checked neither: the member ran on without the lost particles, checkpointed them, and
+    finished (exit 0), or failed later when a particle snapshot found them missing."""
+    base = {"physics.name": "fdm_cosmo", "grid.shape": 16, "precision": "float64", "physics.fdm_fraction": 0,
+            "physics.cdm_particles": 4096, "physics.cdm_capacity": 1.3, "physics.z_start": 49, "physics.z_end": 0,
+            "physics.output_redshifts": [49], "time.dt": 0.2, "output.chunk": 2, "checkpoint.every": 2,
+            "checkpoint.keep": 50, "runtime.cpu_devices": 8, "fft.mesh": [4]}
+    cfgs = [simulator.load_config(None, {**base, "physics.sigma8": s8}) for s8 in (0.3, 8.0)]
+    assert run_configs(cfgs, [tmp_path / f"m{i}" for i in range(2)]) == [0, 1]
+    status = json.loads((tmp_path / "m1" / "status.json").read_text())
+    assert status["state"] == "failed"
+    lost = re.search(r"cold particle\(s\) found no free slot .* raise physics\.cdm_capacity \(now 1\.3 .*\); lost at "
+                     r"step (\d+); last good checkpoint: (.*)$", status["reason"])
+    assert lost, status["reason"]
+    last = checkpoints.find(tmp_path / "m1")  # the chunk before the loss: nothing of the state that lost them written
+    assert last.step == int(lost[1]) - 2 and Path(lost[2]) == last.index.with_suffix("")
+    filled = re.search(r"WARNING cold particles fill \d+% of one device's slots at step (\d+) .*physics\.cdm_capacity",
+                       (tmp_path / "m1" / "run.log").read_text())
+    assert filled and int(filled[1]) <= last.step and (last.index.parent / f"c{int(filled[1]):08d}.json").exists()
+    with h5py.File(checkpoints.find(tmp_path / "m0").index) as f:
+        assert f["lost"][()].tolist() == [0, 0, 0, 0] and int(np.sum(f["live"][()] > 0)) == 4096
+
+
+@pytest.mark.slow
+def test_a_member_whose_particles_find_no_slot_when_handed_out_fails_alone(tmp_path):
+    """The same two members run to z = 1 on one device (every slot there), then resumed on 4 devices to z = 0: the
+    clustered member's particles find no slot as its checkpoint is handed out, so it fails alone (exit 1, its own
+    line naming physics.cdm_capacity and its own checkpoint) and the other runs on to z = 0. Before, the error
+    of one member's hand-out ended the whole ensemble: both failed with that member's line (the other's status
+    naming the first one's checkpoint), and run_configs raised instead of returning their exit codes."""
+    base = {"physics.name": "fdm_cosmo", "grid.shape": 16, "precision": "float64", "physics.fdm_fraction": 0,
+            "physics.cdm_particles": 4096, "physics.cdm_capacity": 1.3, "physics.z_start": 49,
+            "physics.output_redshifts": [49], "time.dt": 0.2, "output.chunk": 2, "checkpoint.every": 2,
+            "checkpoint.keep": 50, "runtime.cpu_devices": 8}
+    outs = [tmp_path / f"m{i}" for i in range(2)]
+
+    def members(**values):
+        return [simulator.load_config(None, {**base, **values, "physics.sigma8": s8}) for s8 in (0.3, 8.0)]
+
+    assert run_configs(members(**{"physics.z_end": 1, "fft.mesh": [1]}), outs) == [0, 0]
+    assert run_configs(members(**{"physics.z_end": 0, "fft.mesh": [4]}), outs, resume=True) == [0, 1]
+    first, second = (json.loads((out / "status.json").read_text()) for out in outs)
+    assert first["state"] == "finished" and first["time"] == pytest.approx(math.log(50))
+    assert second["state"] == "failed" and "raise physics.cdm_capacity" in second["reason"], second
+    assert second["reason"].endswith(str(checkpoints.find(outs[1]).index.with_suffix(""))), second["reason"]
 
 @pytest.mark.slow
 def test_members_with_passive_scalars_run_as_an_ensemble(tmp_path):

@@ -690,6 +690,43 @@ def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
     assert "\n" not in str(err.value) and str(err.value).startswith(key)
 
 
+
+@pytest.mark.parametrize("fraction", ["0", "0.3"], ids=["particles", "mixed"])
+def test_a_start_from_a_file_is_refused_naming_the_branch_that_carries_the_particles(fraction):
+    """initial.name: file cannot start cold particles (they start on their lattice): the one line says how to go on
+    from a run's particles instead, the branch (--restart PATH --out NEW_DIR), which carries them on any grid.
+    Before, it named gaussian or mode alone, and restarts.md said that a file starts any equation."""
+    with pytest.raises(ConfigError, match=r"^initial\.name = 'file' cannot place the particles; gaussian or mode.*"
+                                          r"--restart CHECKPOINT_OR_RUN_DIR --out NEW_DIR") as err:
+        C.load(None, ["physics.name=fdm_cosmo", "grid.shape=16", f"physics.fdm_fraction={fraction}",
+                      "physics.cdm_particles=64", "initial={name: file, path: x}"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_restart_with_another_initial_redshift_is_refused_in_one_line(tmp_path):
+    """physics.z_start is the origin of the clock ln(a/a_start): continued with another, a checkpoint's time is read
+    as another redshift (a state at z = 23 went on as one at z = 47, its time series labelled so). Cold dark matter
+    alone (8^3 particles on 8^3), run to z = 9 and restarted from its checkpoint at z = 11 with z_start 99: refused
+    in one line naming physics.z_start, also with --allow-physics-change, the run untouched; physics.z_end, which
+    says when the run ends, still changes freely. Before, the flag let it through and the run went on."""
+    config = str(Path(__file__).parents[1] / "configs" / "cold_dark_matter.yaml")
+    base = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
+            "--set", "physics.z_end=9", "--set", "physics.output_redshifts=[49,9]", "--set", "time.dt=0.2",
+            "--set", "output.chunk=2", "--set", "checkpoint.every=4", "--out", "run"]
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "simulator", "run", config, *base, *extra], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+
+    assert run().returncode == 0
+    files = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    done = run("--restart", "run/checkpoints/c00000008.json", "--set", "physics.z_start=99", "--allow-physics-change")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: physics.z_start = 99.0 differs from the run being restarted"), done.stderr
+    assert "holds a state of physics.z_start = 49" in done.stderr, done.stderr
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
+    assert run("--restart", "--set", "physics.z_end=5").returncode == 0  # when it ends: free, no flag
+
 def test_a_traced_fraction_may_not_cross_zero():
     """sim.parameters(fdm_fraction=...) changes f without recompiling, but not to or from 0: that is another
     structure (the wave absent or present); one line naming the key, either way."""

@@ -140,6 +140,21 @@ def test_config_resolves_redshifts_into_times():
             C.load(None, ["physics.name=fdm_cosmo", override])
 
 
+
+@pytest.mark.parametrize("column, value", [(1, "nan"), (1, "inf"), (0, "nan")], ids=["P nan", "P inf", "k nan"])
+def test_a_spectrum_file_with_a_number_that_is_not_finite_is_refused(tmp_path, column, value):
+    """A CAMB table with one NaN or inf (a failed column, a broken export) is refused as the config is read, in one
+    line naming physics.spectrum_file and the row: NaN passes both ``k increasing`` and ``P > 0`` as comparisons
+    (each is False for NaN), so before the check such a file validated, the run started, wrote its directory and
+    stopped at step 0 with its diagnostics not finite."""
+    rows = [[0.001, 10.0], [0.01, 100.0], [0.1, 50.0], [1.0, 5.0]]
+    rows[2][column] = value
+    path = tmp_path / "pk.txt"
+    path.write_text("".join(f"{k} {p}\n" for k, p in rows))
+    with pytest.raises(ConfigError, match=r"physics\.spectrum_file .*row 3 .*not a finite number") as err:
+        C.load(None, ["physics.name=fdm_cosmo", f"physics.spectrum_file={path}"])
+    assert "\n" not in str(err.value)
+
 # ---- linear growth -------------------------------------------------------------------------------------------
 
 

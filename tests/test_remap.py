@@ -186,3 +186,26 @@ def test_cold_particles_keep_their_values_on_another_grid(tmp_path, devices, fra
         expected = interpolated(coarse.to_numpy(state.psi), (32, 32, 32))
         assert relative_error(fine.to_numpy(read.psi), expected) < 1e-12
     assert not list(tmp_path.glob(".remap*"))
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles-only"])
+def test_a_snapshot_is_refused_as_the_state_of_cold_particles_naming_a_checkpoint(tmp_path, devices, fraction):
+    """A field snapshot of a run with cold particles (with the wave, and without it) holds their density, not their
+    positions and momenta: ``state_from_file`` of it is refused in one line naming the snapshot, what it lacks and a
+    checkpoint or run directory to give instead. Before, a mixed run's snapshot failed with a KeyError
+    ('cdm_position') from inside the traced state builder, and a particle-only one was said to lack abs_psi and
+    phase, the fields of a wave the run does not have."""
+    from simulator.errors import ConfigError
+
+    sim = simulation(devices, grid__shape=8, physics__name="fdm_cosmo", initial__name="gaussian", grid__box=1.0,
+                     physics__fdm_fraction=fraction, physics__cdm_particles=64)
+    sim.scratch = tmp_path
+    state = sim.initial_state()
+    fields = sim.fields(state)
+    names = [n for n, f in sim.equation.field_info.items() if f.snapshot]
+    snap = write_snapshot(tmp_path / "snapshots" / "s00000000", {n: fields[n] for n in names},
+                          {"step": 0, "config": to_dict(sim.cfg)}, sim.cfg.grid.box, 0.0)
+    with pytest.raises(ConfigError, match=r"initial\.path = .*s00000000\.h5' is a snapshot of cold particles; give a "
+                                          r"checkpoint .* or a run directory: .* no cdm_position, cdm_momentum") as err:
+        sim.state_from_file(snap)
+    assert "\n" not in str(err.value) and "abs_psi" not in str(err.value)

@@ -74,6 +74,76 @@ def test_add_to_t_end_extends_a_finished_run_exactly(tmp_path):
     assert (tmp_path / "run" / "timeseries.csv").read_text() == (tmp_path / "ref" / "timeseries.csv").read_text()
 
 
+
+@pytest.mark.slow
+def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_path):
+    """Cold dark matter alone (fdm_cosmo, fdm_fraction 0, 8^3 particles on 8^3) to z = 9, extended by 0.5 in ln a:
+    physics.z_end, which sets a cosmological run's t_end, becomes the redshift there, so the run's config.yaml
+    holds the end it runs to, and the resume hint of the extended run stopped on the way names physics.z_end;
+    resumed so, it is the run to that redshift bit for bit. Extending past today (z < 0, which physics.z_end
+    refuses) is refused in one line, the run untouched. Before, t_end was set beside an unchanged z_end: the hint's
+    --set time.t_end was refused (time.t_end contradicts z_end) and a plain --resume declared the run finished
+    where it had stopped."""
+    import math
+    import shlex
+
+    cold = str(ROOT / "configs" / "cold_dark_matter.yaml")
+    base = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
+            "--set", "physics.output_redshifts=[49,9]", "--set", "time.dt=0.2", "--set", "output.chunk=2"]
+    first = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--out", "run")
+    assert first.returncode == 0, first.stderr
+    before = (tmp_path / "run" / "status.json").read_text()
+    past = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--out", "run", "--restart", "--add-to-t-end",
+                     "5")
+    assert past.returncode == 2 and past.stderr.count("\n") == 1, past.stderr
+    assert past.stderr.startswith("error: --add-to-t-end = 5.0 ") and "physics.z_end" in past.stderr, past.stderr
+    assert (tmp_path / "run" / "status.json").read_text() == before
+
+    z_end = 50 * math.exp(-(math.log(5) + 0.5)) - 1  # the redshift 0.5 in ln a after z = 9
+    extended = simulator(tmp_path, cold, *base, "--set", "physics.z_end=9", "--set", "runtime.max_wall=5", "--out",
+                         "run", "--restart", "--add-to-t-end", "0.5")
+    assert extended.returncode == EXIT_INTERRUPTED, extended.stderr
+    hint = shlex.split(extended.stderr.split("resume with: ")[1].split("\n")[0])  # as a shell reads it
+    sets = [v for k, v in zip(hint, hint[1:], strict=False) if k == "--set"]
+    assert not any(v.startswith("time.t_end=") for v in sets), hint
+    z_set = [v for v in sets if v.startswith("physics.z_end=")][-1]  # the last --set wins: the extension's
+    assert float(z_set.split("=")[1]) == pytest.approx(z_end, rel=1e-12)
+    resumed = subprocess.run([sys.executable, "-m", "simulator", *hint[hint.index("run"):]], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0 and "finished: this segment" in resumed.stderr, resumed.stderr
+    ref = simulator(tmp_path, cold, *base, "--set", z_set, "--out", "ref")
+    assert ref.returncode == 0, ref.stderr
+    step_ref, t_ref, state_ref = final_state(tmp_path / "ref")
+    step, t, state = final_state(tmp_path / "run")
+    assert (step, t) == (step_ref, t_ref) and t == pytest.approx(math.log(5) + 0.5, rel=1e-12)
+    for name in state_ref:
+        np.testing.assert_array_equal(state[name], state_ref[name])
+    import yaml
+
+    physics = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["config"]["physics"]
+    assert physics["z_end"] == pytest.approx(z_end, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_a_resume_hint_runs_as_printed_in_a_shell(tmp_path):
+    """A run started with a value holding a space and brackets (``--set 'physics.output_redshifts=[49, 9]'``, as the
+    cosmology tutorial writes it) and stopped by runtime.max_wall prints a resume hint that a shell runs as
+    printed: each argument quoted where it needs it. Before, the hint was the arguments joined by spaces,
+    ``--set physics.output_redshifts=[49, 9]``, which a shell splits (simulator: unrecognized arguments: 9])."""
+    import shlex
+
+    cold = str(ROOT / "configs" / "cold_dark_matter.yaml")
+    args = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
+            "--set", "physics.z_end=9", "--set", "physics.output_redshifts=[49, 9]", "--set", "time.dt=0.2",
+            "--set", "output.chunk=2", "--set", "runtime.max_wall=5", "--out", "run"]
+    stopped = simulator(tmp_path, cold, *args)
+    assert stopped.returncode == EXIT_INTERRUPTED, stopped.stderr
+    hint = stopped.stderr.split("resume with: ")[1].split("\n")[0]
+    assert hint.startswith("simulator run ") and "'physics.output_redshifts=[49, 9]'" in hint, hint
+    resumed = subprocess.run(f"{shlex.quote(sys.executable)} -m {hint} --set runtime.max_wall=null", shell=True,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0 and "finished: this segment" in resumed.stderr, resumed.stderr
+
 @pytest.mark.slow
 def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path):
     """runtime.max_wall: the run stops when the elapsed time plus two chunks and 5 s of margin would pass

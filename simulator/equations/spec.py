@@ -52,6 +52,12 @@ class EquationParams:
         final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""
         return cfg
 
+    def end_settings(self, t_end: float) -> dict[str, Any]:
+        """The config keys that end a run at time ``t_end`` (``--add-to-t-end``, and the resume hint of a run
+        so extended): ``time.t_end`` by default; an equation whose own key sets it (:meth:`resolve`) gives that key,
+        since it refuses a ``time.t_end`` that contradicts it."""
+        return {"time.t_end": t_end}
+
     def particle_species(self) -> dict[str, int]:
         """The particle species a run of these parameters carries in its state besides the ``particles``
         section's, name -> particle count (:meth:`simulator.equations.base.Equation.particles`; JAX-free: what

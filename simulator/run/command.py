@@ -8,9 +8,9 @@ caller reports it: exit 2); a failed run is logged and returns 1; a stopped run 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -145,8 +145,10 @@ def _run_started(seg, mode: str) -> int:
         return EXIT_FAILED
 
 
-def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool, extra: float) -> config_mod.Config:
-    """``cfg`` with ``time.t_end`` = the t_end of the run the restart continues + ``extra`` (``--add-to-t-end``).
+def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool, extra: float) -> list[str]:
+    """The overrides (``KEY=VALUE``) that end ``cfg``'s run at the t_end of the run the restart continues +
+    ``extra`` (``--add-to-t-end``): ``time.t_end``, or the key of the equation's that sets it
+    (:meth:`~simulator.equations.spec.EquationParams.end_settings`: a cosmological run's ``physics.z_end``).
 
     The run's t_end is the one its checkpoint was written with (a finished run's is its last time), so
     an interrupted run is extended past its planned end, not from where it stopped. Needs ``restart``;
@@ -165,7 +167,7 @@ def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume:
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {source}", "has nothing to extend")
     t_end = float(ckpt.meta["config"]["time"]["t_end"]) + extra
-    return dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, t_end=t_end))
+    return [f"{key}={value!r}" for key, value in cfg.physics.end_settings(t_end).items()]
 
 
 def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
@@ -176,9 +178,15 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
     if add_to_t_end is not None:
         from simulator.run import rundir
 
-        cfg = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
+        end = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
                            bool(options.get("resume")), add_to_t_end)
-        overrides = [*overrides, f"time.t_end={cfg.time.t_end!r}"]  # what resuming the extended run needs
-    hint = " ".join([command_prefix(), "run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out",
-                     str(out_dir or f"outputs/{cfg.name}")])
+        overrides = [*overrides, *end]  # what resuming the extended run needs: the hint carries them
+        try:  # validated as that hint's config is: the end a config cannot hold is refused now, not at the resume
+            cfg = config_mod.load(config, overrides)
+        except ConfigError as err:
+            raise ConfigError("--add-to-t-end", add_to_t_end, f"a T that ends the run where its config can ({err})",
+                              f"would set {', '.join(end)}") from None
+    # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
+    hint = " ".join([command_prefix(), shlex.join(["run", config, *sum((["--set", o] for o in overrides), []),
+                                                   "--resume", "--out", str(out_dir or f"outputs/{cfg.name}")])])
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]

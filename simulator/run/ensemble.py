@@ -16,10 +16,12 @@ a member that has finished, failed or has fewer steps left gets fewer (zero), an
 unchanged by the batched loop (``vmap`` of a loop with a per-member trip count runs the longest and
 masks the others, so a finished member still costs its share of each chunk until the group ends).
 
-A member whose diagnostics become NaN/Inf is marked failed (its ``status.json`` says so, exit code 1,
-the error in its ``run.log``) and its writers close; the others go on. A stop request (signal,
-``runtime.max_wall``) stops every member after a checkpoint (exit 75). The programs of the ``records``
-output kinds (diagnostics, spectra) are computed for all members in one batched call per chunk.
+A member whose diagnostics become NaN/Inf, or whose particles kept per device (cold dark matter) found no
+slot, is marked failed (its ``status.json`` says so, exit code 1, the error in its ``run.log``) and its writers
+close; the others go on. Slots that fill up are warned of, with a checkpoint, per member as in a single run.
+A stop request (signal, ``runtime.max_wall``) stops every member after a checkpoint (exit 75). The
+programs of the ``records`` output kinds (diagnostics, spectra) are computed for all members in one
+batched call per chunk.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from simulator.particles.flow import lost_species
 from simulator.particles.setup import check_drag
 from simulator.run import rundir
 from simulator.run.batched import batched_programs, stacked_shardings
-from simulator.run.loop import bound_by_drag, check_particles, check_time_step, chunk_end
+from simulator.run.loop import bound_by_drag, check_lost, check_particles, check_room, check_time_step, chunk_end
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -250,6 +252,18 @@ class Batch:
         return self._take(self.state, jnp.asarray(i, jnp.int32))
 
 
+class _MemberLeaves:
+    """Member ``i``'s leaves of a stacked state, each taken when read (``view.live`` is ``state.live[i]``): what the
+    host-side checks of particles kept per device read (the equation's ``lost`` and ``rooms``, a leaf or two),
+    without copying the member's whole state at every chunk end."""
+
+    def __init__(self, state: Any, i: int):
+        self._state, self._i = state, i
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state, name)[self._i]
+
+
 def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
     log = get_logger()
     for m in members:
@@ -264,9 +278,18 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
             m.interrupted_before_first_step(flag)
         return
     sim = Simulation(members[0].cfg)
-    params = [sim.equation.params(m.cfg.physics) for m in active]
-    states = [m.begin(sim, mode, lambda m=m, p=p: (sim.initial_state(m.cfg.initial, p), sim.start_time(m.cfg.initial)))
-              for m, p in zip(active, params, strict=True)]
+    begun = []
+    for m in active:
+        p = sim.equation.params(m.cfg.physics)
+        try:
+            state = m.begin(sim, mode, lambda m=m, p=p: (sim.initial_state(m.cfg.initial, p),
+                                                        sim.start_time(m.cfg.initial)))
+        except NonFiniteError as err:  # its particles found no slot as they were handed out: it fails alone
+            log.warning("ensemble member %s failed: %s; the others go on", m.out.name, err)
+            m.fail(err)
+            continue
+        begun.append((m, p, state))
+    active, params, states = [m for m, _, _ in begun], [p for _, p, _ in begun], [s for _, _, s in begun]
     if not active:
         return
     if sim.cfg.particles:
@@ -299,6 +322,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
                 m.interrupted_before_first_step(flag)
         return
     wall_start, last_chunk_s = time.monotonic(), 0.0
+    full: list[set[str]] = [set() for _ in active]  # per member, the settings whose slots filled up (warned once)
     while any(m.running for m in active):
         chunk_start = time.monotonic()
         plan = [m.stepper.next_chunk(m.t, m.step) if m.running else (0, m.stepper.dt) for m in active]
@@ -309,13 +333,17 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
         # every member's time first: the batched diagnostics evaluate each at its own
         batch.times = [t for _, t in arrived]
         lost = lost_species(sim.equation, batch.state, sim.cfg, batched=True) if sim.cfg.particles else None
+        filling = [False] * len(active)
         for i, (m, (n, t_now)) in enumerate(zip(active, arrived, strict=True)):
-            if m.running:  # a member whose time step collapsed or whose particles blew up fails alone
+            if m.running:  # a member whose time step collapsed or whose particles blew up or found no slot fails alone
                 try:
                     if m.stepper.adaptive:
                         check_time_step(m, m.step + n, t_now)
                     if lost is not None:
                         check_particles(m, lost[i], m.step + n, t_now)
+                    # particles kept per device (cold dark matter): checked as a single run checks them
+                    check_lost(m, sim, _MemberLeaves(batch.state, i), m.step + n, t_now)
+                    filling[i] = check_room(m, sim, _MemberLeaves(batch.state, i), m.step + n, full[i])
                 except NonFiniteError as err:
                     log.warning("ensemble member %s failed: %s; the others go on", m.out.name, err)
                     m.fail(err)
@@ -326,7 +354,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
             finished = m.stepper.finished(t_now)
             stopping = end.requested and not finished
             mo = moment(i, m, p, step=m.step + n, time=t_now, dt=batch.dts[i], t_prev=t, final=finished,
-                        stopping=stopping, wall_due=end.due(m.writers))
+                        stopping=stopping, wall_due=end.due(m.writers) | ({"checkpoints"} if filling[i] else set()))
             record(i, m, mo, first=False)
             if not m.running:
                 continue

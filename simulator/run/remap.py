@@ -55,6 +55,12 @@ def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[st
         if any(name not in fields for name in names):
             fields = {**fields, **eq.stored_fields(_particle_arrays(source.checkpoint))}
         return {name: fields[name] for name in names}
+    # state fields that are no grid field (the cold particles' positions and momenta): only a checkpoint holds them
+    particles = [name for name in names if name not in eq.field_info]
+    if particles:
+        raise ConfigError("initial.path", str(source.index), "give a checkpoint (checkpoints/cNNNNNNNN.json) or a "
+                          f"run directory: a field snapshot holds no {', '.join(particles)}",
+                          "is a snapshot of cold particles")
     wanted = eq.snapshot_sources or names
     with hdf5.IndexedFile(source.index) as snap:
         missing = [name for name in wanted if name not in snap.fields]

@@ -51,8 +51,8 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
         section, name = key.split(".")
         before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
         raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
-                          f"{before}, which a restart continues (also with --allow-physics-change): a run with other "
-                          "particles is a new run, give another --out", "differs from the run being restarted")
+                          f"{before}, which a restart continues (also with --allow-physics-change): a run with another "
+                          "value is a new run, give another --out", "differs from the run being restarted")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "

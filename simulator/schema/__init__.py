@@ -49,7 +49,8 @@ from typing import Any
 CONSTRAINTS = frozenset({"choices", "min", "max", "gt", "traced", "restart", "mode_axes", "structural_zero"})
 #: the values of a setting's ``restart``: ``free``, it says when or how, not what (a final redshift, the room
 #: of particle slots), and may change on a restart without --allow-physics-change; ``kept``, it sets what the
-#: state holds (a particle count), which a restart continues: another value is a new run. Unmarked physics
+#: state holds (a particle count) or what its time means (a cosmological run's initial redshift, the origin of its
+#: clock), which a restart continues: another value is a new run. Unmarked physics
 #: keys change on a restart with --allow-physics-change (simulator.run.rundir).
 RESTART = ("free", "kept")
 

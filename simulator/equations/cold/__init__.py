@@ -148,5 +148,8 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float)
         check_capacity("physics.cdm_capacity", p.cdm_capacity, p.cdm_particles, devices)
     name = getattr(cfg.initial, "name", None)
     if name is not None and name not in initials:
+        # a user with a run's file in hand wants its particles: the branch is the route that carries them
+        onward = (" (to go on from a run's particles, branch it: simulator run CONFIG --restart CHECKPOINT_OR_RUN_DIR "
+                  "--out NEW_DIR, on any grid)" if name == "file" else "")
         raise ConfigError("initial.name", name, f"{' or '.join(initials)}: a run's cold particles start on their "
-                          "lattice", "cannot place the particles")
+                          f"lattice{onward}", "cannot place the particles")

@@ -87,8 +87,9 @@ class FDMCosmoParams(EquationParams):
     f_a: float | None = setting(None, "axion decay constant in GeV: sets physics.self_interaction to the attractive "
                                 "quartic term of a cosine potential, g = -(hbar c)^3 / (8 f_a^2 m^2); null = not used",
                                 gt=0.0)
-    z_start: float = param(127.0, "redshift of the initial conditions, where the run's clock ln(a/a_start) is 0",
-                           gt=0.0)
+    z_start: float = param(127.0, "redshift of the initial conditions, where the run's clock ln(a/a_start) is 0 "
+                           "(another value would make a state's time another redshift); a restart keeps it", gt=0.0,
+                           restart="kept")
     z_end: float = setting(3.0, "redshift where the run ends: sets time.t_end = ln((1 + z_start) / (1 + z_end)); "
                            "may change on a restart", min=0.0, restart="free")
     output_redshifts: tuple[float, ...] = setting((), "redshifts of snapshots and spectra rows: set "
@@ -127,6 +128,11 @@ class FDMCosmoParams(EquationParams):
     def time_at(self, z: float) -> float:
         """The run time s = ln(a / a_start) at redshift z."""
         return math.log((1.0 + self.z_start) / (1.0 + z))
+
+    def end_settings(self, t_end: float) -> dict[str, Any]:
+        """physics.z_end, the redshift at run time ``t_end`` (the inverse of :meth:`time_at`): it sets time.t_end.
+        Past today it is negative, which the key refuses."""
+        return {"physics.z_end": (1.0 + self.z_start) * math.exp(-t_end) - 1.0}
 
     def check(self, cfg: Any) -> None:
         _check_particles(self, cfg)

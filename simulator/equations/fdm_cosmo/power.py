@@ -34,12 +34,17 @@ _SIGMA_LNK = (math.log(1e-5), math.log(1e3), 1201)
 
 def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """ln k and ln P of a two-column text file (``#`` comments; further columns ignored). Raises
-    ValueError saying what is wrong (fewer than 2 rows, k not increasing, P not positive)."""
+    ValueError saying what is wrong (fewer than 2 rows, a number not finite, k not increasing, P not positive)."""
     data = np.loadtxt(path, ndmin=2, comments="#")
     if data.shape[0] < 2 or data.shape[1] < 2:
         raise ValueError(f"it holds {data.shape[0]} row(s) of {data.shape[1]} column(s); expected two columns, "
                          "k [h/Mpc] and P(k) [(Mpc/h)^3]")
     k, p = data[:, 0], data[:, 1]
+    # first: NaN passes the comparisons below (each is False), and the run would start and stop not finite
+    bad = ~(np.isfinite(k) & np.isfinite(p))
+    if np.any(bad):
+        row = int(np.argmax(bad))
+        raise ValueError(f"row {row + 1} of its data holds k = {k[row]:g}, P(k) = {p[row]:g}: not a finite number")
     if np.any(np.diff(k) <= 0) or k[0] <= 0:
         raise ValueError("its first column k is not positive and increasing")
     if np.any(p <= 0):
