@@ -20,7 +20,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from simulator.equations.spec import EquationInfo, EquationParams, parameters_of
+from simulator.equations.spec import EquationInfo, EquationParams
+from simulator.equations.stored import parameters_of
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
@@ -118,7 +119,7 @@ def wide_positive(values: Sequence[float]) -> bool:
 
 def physics_of(config: dict[str, Any], info: EquationInfo) -> EquationParams:
     """The equation's parameters of a run (its host-side hooks label times and name units):
-    :func:`simulator.equations.spec.parameters_of`."""
+    :func:`simulator.equations.stored.parameters_of`."""
     return parameters_of(info, config)
 
 

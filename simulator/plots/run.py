@@ -48,7 +48,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulator import equations
-from simulator.equations.spec import EquationInfo, FieldInfo, parameters_of
+from simulator.equations.spec import EquationInfo, FieldInfo
+from simulator.equations.stored import parameters_of
 from simulator.errors import ConfigError
 from simulator.output import kinds as output_kinds
 from simulator.output.base import OutputKind
@@ -365,7 +366,7 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     PDFs (default: the second half of the run). The kinds are drawn in the registry's order, each with the
     same :class:`FigureContext`, then the frames.
     Raises ConfigError for a missing or foreign directory, an unknown axis or field, or a stored physics section
-    that no longer validates (:func:`~simulator.equations.spec.parameters_of`).
+    that no longer validates (:func:`~simulator.equations.stored.parameters_of`).
     """
     config = load_run_config(run_dir, sweeps=True)
     info = equations.get(config["physics"]["name"])

@@ -27,7 +27,7 @@ from matplotlib.axes import Axes
 from simulator import config as config_mod
 from simulator import equations
 from simulator.equations import resolution
-from simulator.equations.spec import parameters_of
+from simulator.equations.stored import parameters_of
 from simulator.errors import ConfigError
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.spectra import FILE as SPECTRA_FILE

@@ -155,7 +155,7 @@ class RunResults:
         the run's parameters and that row's diagnostics; {} before the first row. ConfigError naming the key
         when the run's ``config.yaml`` physics no longer validates."""
         from simulator.equations import get
-        from simulator.equations.spec import parameters_of
+        from simulator.equations.stored import parameters_of
 
         info = get(self.config["physics"]["name"])
         physics = parameters_of(info, self.config, str(self.path / CONFIG_FILE))
