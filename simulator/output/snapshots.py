@@ -62,7 +62,7 @@ class SnapshotOutput(Scheduled):
 
 @dataclass(frozen=True)
 class SnapshotRef:
-    """A snapshot on disk: its index file, step and time; :meth:`open` reads it."""
+    """A snapshot on disk: its index file and step; :meth:`open` reads it (its time: ``snap.attrs["time"]``)."""
 
     path: Path
     step: int
