@@ -12,7 +12,8 @@ from simulator.errors import ConfigError
 from simulator.schema.build import build, did_you_mean
 
 
-def parameters_of(info: EquationInfo, config: Mapping[str, Any], source: str = "the run's config.yaml") -> EquationParams:
+def parameters_of(info: EquationInfo, config: Mapping[str, Any],
+                  source: str = "the run's config.yaml") -> EquationParams:
     """The equation's parameters of a stored run's resolved ``config`` (``source``, a dict) for host code (plots,
     results), passing over the keys older runs stored: other equations', those its values leave out (``build``'s
     ``stored``). ConfigError naming ``source`` for a section that no longer validates: never the defaults, also

@@ -151,7 +151,8 @@ def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:
 
 def export(group: Any, data: Mapping[str, lagrangian.Trajectories], units: dict[str, str]) -> None:
     """The ``trajectories`` group of a netCDF export: a group per species, time; particle (the particles' indexes
-    within the species, the ``particle`` of its ``particles`` group); component; position (unwrapped) and velocity (time, particle, component), float64."""
+    within the species, the ``particle`` of its ``particles`` group); component; position (unwrapped) and velocity
+    (time, particle, component), float64."""
     velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
     for name, t in data.items():
         g = particle_group(group.create_group(name), t.time, t.ids, units, "row")
