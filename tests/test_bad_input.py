@@ -324,6 +324,18 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert not (workdir / "huge").exists() and not (workdir / "new").exists()
 
 
+def test_a_gpu_plan_without_memory_where_no_gpu_is_seen_names_what_it_needs(workdir):
+    """`simulator plan --platform gpu` without --memory where no GPU is visible: one line naming the option given
+    and the one missing (it said `--memory = None is required`)."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "plan", TG, "--platform", "gpu"], cwd=workdir,
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode == 0:
+        pytest.skip("a GPU is visible here: the plan reads its memory, no --memory is needed")
+    assert r.returncode == 2 and r.stdout == "", r.stderr[-2000:]
+    assert r.stderr == ("error: --platform = 'gpu' needs --memory where no GPU is visible; give the memory per GPU, "
+                        "e.g. --memory 80GB\n")
+
+
 @pytest.mark.parametrize("args", [["bad_point.yaml", "--local"], ["bad_point.yaml"], ["run", "--collect"]])
 def test_a_whole_sweep_in_every_task_of_an_srun_step_is_refused_in_one_line(workdir, args):
     """`srun simulator sweep ...` in a job of two tasks: each task would prepare and run (or collect) the whole

@@ -337,8 +337,8 @@ def memory_option(text: str | None, required: bool) -> int | None:
     if it is ``required`` (planning for GPUs where none is visible) and missing."""
     if text is None:
         if required:
-            raise ConfigError("--memory", None, "give the memory per GPU, e.g. --memory 80GB (no GPU is visible here)",
-                              "is required with --platform gpu")
+            raise ConfigError("--platform", "gpu", "give the memory per GPU, e.g. --memory 80GB",
+                              "needs --memory where no GPU is visible")
         return None
     try:
         size = parse_bytes(text)
