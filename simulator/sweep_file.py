@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from simulator.schema.build import did_you_mean
 
 KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
 #: sections of a run's config that no sweep file has (a sweep file's grid is its swept keys, not grid.shape)
-RUN_SECTIONS = {"precision", "fft", "physics", "initial", "time", "output", "checkpoint", "runtime", "particles"}
+RUN_SECTIONS = frozenset(f.name for f in fields(config_mod.Config)) - set(KEYS)
 
 
 @dataclass(frozen=True)
