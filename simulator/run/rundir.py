@@ -288,7 +288,9 @@ def warn_superseded(path: Path, step: int | None) -> None:
 
 
 def _warn_superseded(path: Path, step: int) -> None:
-    past = {folder: [p for p in sorted((path / folder).glob("s*.h5")) if (segments.step_of(p) or 0) > step]
+    # superseded, not merely past: files without a writer (earlier versions) are still read, as the rule says
+    past = {folder: list(segments.superseded(path, [p for p in sorted((path / folder).glob("s*.h5"))
+                                                    if (segments.step_of(p) or 0) > step]))
             for folder in (snapshots.DIR, particles.DIR)}
     found = [p for files in past.values() for p in files]
     if found:
