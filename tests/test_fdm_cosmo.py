@@ -20,7 +20,7 @@ from scipy.integrate import quad, solve_ivp
 from simulator import config as C
 from simulator.equations.fdm_cosmo import FDMCosmoParams, cosmology, power
 from simulator.errors import ConfigError
-from support import backend_cases, case_id, distributed_cases, integrate, relative_error, shared
+from support import backend_cases, case_id, command, distributed_cases, integrate, relative_error, shared
 
 ROOT = Path(__file__).parents[1]
 
@@ -154,6 +154,48 @@ def test_a_spectrum_file_with_a_number_that_is_not_finite_is_refused(tmp_path, c
     with pytest.raises(ConfigError, match=r"physics\.spectrum_file .*row 3 .*not a finite number") as err:
         C.load(None, ["physics.name=fdm_cosmo", f"physics.spectrum_file={path}"])
     assert "\n" not in str(err.value)
+
+def test_a_config_whose_answer_leans_on_a_continuation_or_a_trace_of_wave_is_cautioned(tmp_path, capfd, caplog):
+    """A spectrum file that stops short of the grid's modes, or of the sigma8 integral, is continued as power laws
+    of its end slopes (documented); a wave of fdm_fraction 1e-40 (float64) carries nothing yet sets an adaptive
+    step (45 769 steps). Both ran without a word. Now each is one warning line naming the key: from ``simulator validate`` and
+    ``plan`` on stderr and in the run's log as it starts; a table over the grid's modes and the sigma8 integral,
+    or a real fraction, gets none."""
+    import logging
+    import types
+
+    from simulator.run import records
+
+    short, wide = tmp_path / "short.txt", tmp_path / "wide.txt"
+    for path, (lo, hi) in ((short, (-1.3, -0.3)), (wide, (-4.0, 2.0))):
+        k = np.logspace(lo, hi, 60)
+        path.write_text("".join(f"{a:.8g} {1e4 * a / (1 + (a / 0.02) ** 3):.8g}\n" for a in k))
+    base = ["physics.name=fdm_cosmo", "grid.shape=[64,64,64]", "grid.box=100"]
+    cautions = {name: C.load(None, [*base, *extra]).physics.cautions(C.load(None, [*base, *extra]))
+                for name, extra in {"short": [f"physics.spectrum_file={short}"],
+                                    "wide": [f"physics.spectrum_file={wide}"],
+                                    "trace": ["physics.fdm_fraction=1e-20", "physics.cdm_particles=4096"],
+                                    "real": ["physics.fdm_fraction=1e-3", "physics.cdm_particles=4096"]}.items()}
+    assert cautions["wide"] == [] and cautions["real"] == []
+    grid, sigma8 = cautions["short"]
+    assert grid.startswith("physics.spectrum_file covers k = 0.0501 to 0.501 h/Mpc, the grid's modes k = 0.0628 to "
+                           "3.48 h/Mpc") and "power law" in grid
+    share = float(sigma8.split("% of the sigma8")[0].rsplit(" ", 1)[1])
+    k, terms = power._sigma8_terms({"sigma8": 1.0, "h": 0.7}, power.read_table(short))
+    assert share == pytest.approx(100 * terms[(k < 0.0501) | (k > 0.502)].sum() / terms.sum(), rel=2e-3) and share > 1
+    assert cautions["trace"] == [("physics.fdm_fraction = 1e-20: the wave carries that little of the mass, yet it "
+                                  "is allocated and stepped, and its phase limits an adaptive time step; "
+                                  "physics.fdm_fraction = 0 runs the particles alone")]
+    config = Path(__file__).parents[1] / "configs" / "cold_dark_matter.yaml"  # 64^3 cells, 100 Mpc/h as above
+    code, out, err = command(capfd, "validate", str(config), "--set", f"physics.spectrum_file={short}")
+    assert code == 0 and "spectrum_file:" in out and err.splitlines() == [f"warning: {c}" for c in cautions["short"]]
+    cfg = C.load(None, [*base, "physics.fdm_fraction=1e-20", "physics.cdm_particles=4096"])
+    meta = {"process_mode": "single", "versions": {}, "git_revision": "none", "slurm": {}}
+    with caplog.at_level(logging.WARNING):
+        records.log_header(cfg, types.SimpleNamespace(fft=types.SimpleNamespace(describe=lambda: "fft")), meta,
+                           logging.getLogger("simulator.test"))
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == cautions["trace"]
+
 
 # ---- linear growth -------------------------------------------------------------------------------------------
 

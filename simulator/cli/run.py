@@ -17,7 +17,15 @@ from simulator.errors import ConfigError
 def cmd_validate(args: argparse.Namespace) -> int:
     cfg = load(args)
     sys.stdout.write(config_mod.dump(cfg))
+    cautions(cfg)
     return EXIT_OK
+
+
+def cautions(cfg: Any) -> None:
+    """The physics' cautions about a valid config (:meth:`simulator.equations.spec.EquationParams.cautions`),
+    one ``warning:`` line each on stderr."""
+    for line in cfg.physics.cautions(cfg):
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def add_validate(sub: Any) -> None:
@@ -96,6 +104,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     lines, fits = plan_lines(cfg, Simulation, args.devices, args.platform, memory, args.profile)
     if jax.process_index() == 0:
         print("\n".join(lines))
+        cautions(cfg)
     return EXIT_OK if fits else EXIT_DOES_NOT_FIT
 
 

@@ -46,6 +46,12 @@ class EquationParams:
     def check(self, cfg: Any) -> None:
         """Checks that need other keys of the config (raise ConfigError); none by default."""
 
+    def cautions(self, cfg: Any) -> list[str]:
+        """Warnings about a valid config whose answer may not be what its user expects (a table continued past
+        its ends, a component that carries almost nothing), each one line naming the key: logged when the run
+        starts, and said by ``simulator validate`` and ``plan``. None by default."""
+        return []
+
     def resolve(self, cfg: Any) -> Any:
         """``cfg`` with the keys that follow from this equation's filled in (e.g. ``time.t_end`` from a
         final redshift); called by :func:`simulator.config.model.resolve`, must be idempotent."""

@@ -63,6 +63,8 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
     status = cache.status()
     if status is not None:
         log.info("%s", status.describe())
+    for caution in cfg.physics.cautions(cfg):
+        log.warning("%s", caution)
 
 
 def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper, out: Path, rank0: bool,

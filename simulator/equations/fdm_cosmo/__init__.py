@@ -157,6 +157,20 @@ class FDMCosmoParams(EquationParams):
                 raise ConfigError("physics.spectrum_file", self.spectrum_file, "give a readable two-column text "
                                   "file: k [h/Mpc], P(k) [(Mpc/h)^3]", f"cannot be used ({err})") from None
 
+    def cautions(self, cfg: Any) -> list[str]:
+        """A spectrum file continued past its ends over the grid's modes or the sigma8 integral
+        (:func:`.power.table_cautions`); a wave that carries almost none of the mass, yet is stepped."""
+        out = []
+        if self.spectrum_file is not None:
+            from simulator.equations.fdm_cosmo.power import read_table, table_cautions
+
+            out += table_cautions(read_table(self.spectrum_file), self.traced(), cfg.grid.shape, cfg.grid.box)
+        if 0.0 < self.fdm_fraction <= TRACE_FRACTION:
+            out.append(f"physics.fdm_fraction = {self.fdm_fraction:g}: the wave carries that little of the mass, yet "
+                       "it is allocated and stepped, and its phase limits an adaptive time step; "
+                       "physics.fdm_fraction = 0 runs the particles alone")
+        return out
+
     def resolve(self, cfg: Any) -> Any:
         """time.t_end from z_end; output times from output_redshifts (snapshots and spectra; spectra rows
         only there unless output.spectra.every is set); self_interaction from f_a."""
@@ -209,6 +223,10 @@ def _check_particles(p: FDMCosmoParams, cfg: Any) -> None:
                           "displacements)", "has no particles to displace")
     check_particles(p, cfg, ("gaussian", "mode"), p.omega_m)  # mean |psi|^2 = f omega_m
 
+
+#: a wave fraction at or below which the run is cautioned that the wave carries next to nothing (what a
+#: particle-only run would give to about this fraction) while it still costs its steps
+TRACE_FRACTION = 1e-6
 
 #: the settings of the wave alone, refused in a run without it (physics.fdm_fraction = 0)
 WAVE_KEYS = ("m22", "self_interaction", "f_a", "fdm_transfer")

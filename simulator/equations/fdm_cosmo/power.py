@@ -20,6 +20,7 @@ convention of FDM simulations that start from a CDM spectrum (e.g. Schive, Chiue
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +92,9 @@ def shape(k: Any, p: Any, table: tuple[Any, Any] | None, xp: Any = np) -> Any:
     return xp.exp(xp.where(x < lnk[0], low, xp.where(x > lnk[-1], high, inside)))
 
 
-def amplitude(p: Any, table: tuple[Any, Any] | None, xp: Any = np) -> Any:
-    """A such that A S(k) has sigma(R = 8 Mpc/h) = sigma8: sigma^2 = int dln k k^3 P W(kR)^2 / (2 pi^2),
-    by Simpson's rule on 1201 points in ln k from 1e-5 to 1e3 h/Mpc."""
+def _sigma8_terms(p: Any, table: tuple[Any, Any] | None, xp: Any = np) -> tuple[Any, Any]:
+    """``(k, terms)``: the sigma(8 Mpc/h)^2 integral of the shape S, int dln k k^3 S W(kR)^2 / (2 pi^2), as the
+    terms of Simpson's rule on 1201 points in ln k from 1e-5 to 1e3 h/Mpc (their sum is the integral)."""
     lo, hi, n = _SIGMA_LNK
     dtype = xp.result_type(p["h"], 0.0)
     lnk = xp.linspace(lo, hi, n, dtype=dtype)
@@ -101,8 +102,34 @@ def amplitude(p: Any, table: tuple[Any, Any] | None, xp: Any = np) -> Any:
     integrand = k**3 * shape(k, p, table, xp) * tophat(8.0 * k, xp) ** 2 / (2.0 * math.pi**2)
     w = np.ones(n)
     w[1:-1:2], w[2:-1:2] = 4.0, 2.0
-    sigma2 = xp.sum(xp.asarray(w, dtype=dtype) * integrand) * (hi - lo) / (n - 1) / 3.0
-    return p["sigma8"] ** 2 / sigma2
+    return k, xp.asarray(w, dtype=dtype) * integrand * (hi - lo) / (n - 1) / 3.0
+
+
+def amplitude(p: Any, table: tuple[Any, Any] | None, xp: Any = np) -> Any:
+    """A such that A S(k) has sigma(R = 8 Mpc/h) = sigma8 (:func:`_sigma8_terms`)."""
+    return p["sigma8"] ** 2 / xp.sum(_sigma8_terms(p, table, xp)[1])
+
+
+def table_cautions(table: tuple[np.ndarray, np.ndarray], p: Any, cells: Sequence[int], box: Sequence[float]
+                   ) -> list[str]:
+    """What a spectrum file leaves to its power-law continuation (:func:`shape`), in one line each: the grid's
+    modes (2 pi / L to the corner of the grid's cube of modes, h/Mpc) past the table's ends, and more than 1% of
+    the sigma8 integral from k outside the table (sigma8 then normalises the continuation)."""
+    k0, k1 = math.exp(float(table[0][0])), math.exp(float(table[0][-1]))
+    lo = 2.0 * math.pi / max(box)
+    hi = math.pi * math.sqrt(sum((n / length) ** 2 for n, length in zip(cells, box, strict=True)))
+    out = []
+    if lo < k0 or hi > k1:
+        out.append(f"physics.spectrum_file covers k = {k0:.3g} to {k1:.3g} h/Mpc, the grid's modes k = {lo:.3g} to "
+                   f"{hi:.3g} h/Mpc: P(k) past the table's ends is its end slopes continued as power laws (give a "
+                   "table over the grid's modes)")
+    k, terms = _sigma8_terms(p, table)
+    outside = float(np.sum(terms[(k < k0) | (k > k1)]) / np.sum(terms))
+    if outside > 0.01:
+        out.append(f"physics.spectrum_file: {100 * outside:.3g}% of the sigma8 integral comes from k outside the "
+                   f"table ({k0:.3g} to {k1:.3g} h/Mpc), where P(k) is continued as a power law: sigma8 normalises "
+                   "the continuation (give a table from about 1e-3 to 10 h/Mpc)")
+    return out
 
 
 def linear_power(k: Any, a: Any, p: Any, table: tuple[Any, Any] | None, fdm: bool, xp: Any = np) -> Any:
