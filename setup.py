@@ -2,7 +2,9 @@
 ``simulator.fft._particles``, the particles' kernels (the windows' gather and scatter, simulator/fft/window.py;
 the hand-over's rows, simulator/fft/owned.py), likewise.
 
-Everything else about the package is declared in pyproject.toml. The extension is optional: when
+The build also copies the run configs of ``configs/`` into the package as ``simulator/_configs``, so that an
+installed package carries them (``simulator configs``; simulator/shipped.py); an editable install reads the
+source tree's in place. Everything else about the package is declared in pyproject.toml. The extension is optional: when
 FFTW's headers or libraries (Debian: ``libfftw3-dev``), a C++ compiler or jaxlib's XLA FFI headers are missing,
 the build is skipped or its failure only warned about, the package installs, and the local FFTs run on
 XLA's own FFT instead (``simulator info`` says which path runs and why; simulator/fft/local.py), the windows on
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 
 def jaxlib_include() -> str | None:
@@ -84,4 +88,18 @@ def native_extensions() -> list[Extension]:
     ]
 
 
-setup(ext_modules=native_extensions())
+class BuildPy(build_py):
+    """The package's modules, plus ``configs/*.yaml`` copied to ``simulator/_configs`` (not for an editable
+    install, which reads the source tree's ``configs/``)."""
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        target = Path(self.build_lib) / "simulator" / "_configs"
+        target.mkdir(parents=True, exist_ok=True)
+        for config in sorted((Path(__file__).resolve().parent / "configs").glob("*.yaml")):
+            shutil.copyfile(config, target / config.name)
+
+
+setup(ext_modules=native_extensions(), cmdclass={"build_py": BuildPy})

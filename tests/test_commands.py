@@ -59,6 +59,34 @@ PIECES = ("import os, sys, time; rank = os.environ['SIMULATOR_PROCESS_ID']\n"
           "sys.stdout.write(f'rank {rank} last line without a newline')\n")
 
 
+def test_configs_lists_the_shipped_configs_and_prints_one_without_starting_jax(capfd, monkeypatch, tmp_path):
+    """A first-time user had no command naming the shipped configs, and one who installed with pip had none at
+    all (they lived in the checkout's configs/ only). ``simulator configs`` lists them (name and what each runs,
+    from its opening comment), ``simulator configs NAME`` prints one for a file of the user's own, a name that is
+    not shipped is one line with the close one; a missing config named like a shipped one says where it is. The
+    installed package's own copy: tests/test_install.py."""
+    from support import command
+
+    from simulator import shipped
+
+    code, out, err = command(capfd, "configs")
+    names = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+    assert code == 0 and err == "" and [line.split()[0] for line in out.splitlines()] == names
+    assert "taylor_green                 Taylor-Green vortex at Re = 1600" in out.splitlines()
+    assert shipped.summary(ROOT / "configs" / "cold_dark_matter.yaml") == "Cold dark matter alone"
+    code, out, _ = command(capfd, "configs", "fdm_mixed")
+    assert code == 0 and out == (ROOT / "configs" / "fdm_mixed.yaml").read_text()
+    code, _, err = command(capfd, "configs", "fdm_mix")
+    assert code == 2 and err.startswith("error: simulator configs = 'fdm_mix' is not a shipped config; one of: abc, ")
+    assert err.endswith("(did you mean 'fdm_mixed'?)\n") and err.count("\n") == 1
+    monkeypatch.chdir(tmp_path)  # outside the checkout: the source tree's file, by its full path
+    code, _, err = command(capfd, "validate", "fdm_mixd.yaml")
+    assert code == 2 and err.endswith(f"(did you mean '{ROOT / 'configs' / 'fdm_mixed.yaml'}'?)\n")
+    code = "import sys; from simulator.cli import main\nmain(['configs'])\nprint('jax' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert r.stdout.splitlines()[-1] == "False"
+
+
 def test_launch_forwards_whole_lines_and_drops_gloo_noise(capfd):
     assert launch(2, [sys.executable, "-c", PIECES], timeout=60) == 0
     out, err = capfd.readouterr()

@@ -80,7 +80,18 @@ def test_pip_install_into_a_fresh_venv_without_a_compiler_runs_on_xlas_fft(tmp_p
     local = [line for line in info.splitlines() if line.startswith("local FFT:")]
     assert len(local) == 1 and local[0].split(":", 1)[1].strip().startswith("xla ("), info
 
-    # and a run, from outside the project, writes where it is told
-    run([simulator, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "grid.shape=16",
+    # the installed package carries the shipped configs (no checkout at hand): listed, and written out to a file
+    # of the user's own, which runs from outside the project and writes where it is told
+    listed = run([simulator, "configs"], elsewhere, env).stdout.split("\n")
+    assert [line.split()[0] for line in listed if line] == sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+    assert (package / "_configs").is_dir()
+    text = run([simulator, "configs", "taylor_green"], elsewhere, env).stdout
+    assert text == (ROOT / "configs" / "taylor_green.yaml").read_text()
+    (elsewhere / "tg.yaml").write_text(text)
+    missing = subprocess.run([simulator, "run", "taylor_gren.yaml"], cwd=elsewhere, env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.rstrip().endswith(
+        "(did you mean the shipped one, written out by: simulator configs taylor_green > taylor_green.yaml?)"), missing
+    run([simulator, "run", "tg.yaml", "--set", "grid.shape=16",
          "--set", "time.t_end=0.02", "--cpu-devices", "2", "--out", "r"], elsewhere, env)
     assert '"finished"' in (elsewhere / "r" / "status.json").read_text()

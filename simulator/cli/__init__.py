@@ -7,7 +7,7 @@ count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after w
 export stopped by one (no partial file left: run it again).
 
 Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
-plan, config-docs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
+plan, config-docs, configs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
 they share in :mod:`.common`: the library returns data and reports through callbacks, only this package prints.
 """
 
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add in (run.add_validate, results.add_plot, results.add_export, run.add_run, run.add_plan, devices.add_info,
-                devices.add_check, run.add_config_docs, sweep.add_sweep, devices.add_launch):
+                devices.add_check, run.add_config_docs, run.add_configs, sweep.add_sweep, devices.add_launch):
         add(sub)
     return parser
 

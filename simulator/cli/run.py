@@ -1,5 +1,5 @@
-"""``simulator validate``, ``run``, ``plan`` and ``config-docs``: a config checked, run, planned against its
-devices' memory, and the reference of its keys."""
+"""``simulator validate``, ``run``, ``plan``, ``config-docs`` and ``configs``: a config checked, run, planned
+against its devices' memory, the reference of its keys, and the configs shipped with the package."""
 
 from __future__ import annotations
 
@@ -135,3 +135,27 @@ def add_config_docs(sub: Any) -> None:
                        "registered equations (the docs site's reference page)")
     p.set_defaults(func=cmd_config_docs)
 
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    from simulator import shipped
+    from simulator.schema.build import did_you_mean
+
+    found = shipped.configs()
+    if args.name is None:
+        width = max(map(len, found), default=0)
+        for name, path in found.items():
+            print(f"{name:<{width}}  {shipped.summary(path)}")
+        return EXIT_OK
+    if args.name not in found:
+        close = did_you_mean(args.name, list(found))
+        raise ConfigError("simulator configs", args.name, f"one of: {', '.join(found) or 'none shipped here'}"
+                          + (f" (did you mean {close!r}?)" if close else ""), "is not a shipped config")
+    sys.stdout.write(found[args.name].read_text(encoding="utf-8"))
+    return EXIT_OK
+
+
+def add_configs(sub: Any) -> None:
+    p = sub.add_parser("configs", help="list the configs shipped with the package, or print one (redirect it to a "
+                       "file of your own: simulator configs taylor_green > tg.yaml)")
+    p.add_argument("name", nargs="?", help="the shipped config to print (its YAML, comments included)")
+    p.set_defaults(func=cmd_configs)

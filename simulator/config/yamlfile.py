@@ -90,14 +90,21 @@ def parse_yaml(text: str, name: str) -> Any:
 
 def _shipped_hint(path: Path) -> str:
     """" (did you mean 'configs/taylor_green.yaml'?)" for a missing ``path`` whose name is close to a shipped
-    config's (in ``configs/`` here or of the source tree the package runs from, named as the shell reaches it)."""
+    config's or sweep file's (in ``configs/`` here or of the source tree the package runs from, named as the shell
+    reaches it); where the package carries its own copy alone (:mod:`simulator.shipped`), the command that writes
+    it out."""
+    from simulator import shipped
+
     here = Path.cwd().resolve()
-    shipped: dict[str, str] = {}
-    for tree in (here / "configs", Path(__file__).resolve().parents[2] / "configs"):
-        for f in sorted(tree.rglob("*.yaml")) if tree.is_dir() else ():
-            shipped.setdefault(f.stem, str(f.relative_to(here)) if f.is_relative_to(here) else str(f))
-    close = did_you_mean(path.stem, list(shipped))
-    return f" (did you mean '{shipped[close]}'?)" if close else ""
+    found: dict[str, str] = {}
+    for tree in (here / "configs", shipped.directory()):
+        if tree is not None and tree != shipped.PACKAGED and tree.is_dir():
+            for f in sorted(tree.rglob("*.yaml")):
+                found.setdefault(f.stem, repr(str(f.relative_to(here)) if f.is_relative_to(here) else str(f)))
+    for name in shipped.configs():
+        found.setdefault(name, f"the shipped one, written out by: simulator configs {name} > {name}.yaml")
+    close = did_you_mean(path.stem, list(found))
+    return f" (did you mean {found[close]}?)" if close else ""
 
 
 def read_yaml(path: str | Path) -> dict:
