@@ -21,7 +21,7 @@ import yaml
 
 import simulator
 from simulator.cli import main
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.fft import BACKENDS
 from simulator.results import export, export_groups
 from simulator.output import hdf5
@@ -465,6 +465,24 @@ def test_a_zero_length_or_cut_short_file_is_refused_in_one_line_naming_it(rich, 
     err = refused(capsys, str(run))
     assert f"cannot be exported: {damaged}: " in err and "restore or remove the damaged file" in err, err
     assert not (run / "export").exists()
+
+
+@pytest.mark.parametrize("name, attribute", [("spectra.h5", "spectra"), ("statistics.h5", "statistics"),
+                                             ("tasks.h5", "tasks"), ("particles/trajectories.h5", "trajectories")])
+@pytest.mark.parametrize("keep", [0, 1000])
+def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tmp_path, name, attribute, keep):
+    """``load_run(RUN).spectra`` (statistics, tasks, trajectories) of a damaged file raised h5py's bare OSError,
+    "Unable to synchronously open file (truncated file: ...)", naming no file; now a DamagedFileError (still an
+    OSError) naming it and what to do, in one line."""
+    run = copy_of(rich, tmp_path)
+    damaged = run / name
+    damaged.write_bytes(damaged.read_bytes()[:keep])
+    with pytest.raises(OSError) as info:
+        getattr(simulator.load_run(run), attribute)
+    message = str(info.value)
+    assert isinstance(info.value, DamagedFileError) and info.value.path == damaged, message
+    assert message.startswith(f"{damaged} is damaged or not as the run writes it (OSError: ") and "\n" not in message
+    assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
 
 
 def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):

@@ -28,7 +28,7 @@ from typing import Any
 import h5netcdf
 import numpy as np
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.output import kinds
 from simulator.output.hdf5 import IncompleteOutputError
 from simulator.output.statistics import axes_of
@@ -68,10 +68,13 @@ def groups(run: RunResults) -> dict[str, kinds.OutputKind]:
 
 
 def read_output(run: RunResults, name: str) -> Any:
-    """``run.output(name)``; ConfigError naming the kind's files when its reader fails on a damaged one (cut
-    short, zero length: what h5py says then names no file)."""
+    """``run.output(name)``; ConfigError naming the damaged file when its reader fails on one (cut short, zero
+    length: the file a DamagedFileError names, else the kind's files)."""
     try:
         return run.output(name)
+    except DamagedFileError as err:
+        raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
+                          f"cannot be exported: {err.path}: {err.reason}") from None
     except (IncompleteOutputError, OSError) as err:
         files = ", ".join(str(run.path / f) for f in kinds.registry()[name].files) or name
         raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",

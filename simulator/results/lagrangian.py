@@ -30,7 +30,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, reading
 
 #: the trajectory file under the run directory (written by :class:`simulator.output.trajectories.TrajectoryWriter`)
 TRAJECTORIES = Path("particles") / "trajectories.h5"
@@ -55,8 +55,9 @@ class Trajectories:
 
 def read_trajectories(path: Path) -> dict[str, Trajectories]:
     """Every species' tracks in a trajectory file, by species name (species with no particle left out); ``ids``
-    the particles' indexes within their species."""
-    with h5py.File(path, "r") as f:
+    the particles' indexes within their species. DamagedFileError naming a file cut short or not as a run writes
+    it."""
+    with reading(path), h5py.File(path, "r") as f:
         names = json.loads(f.attrs["species_names"])
         time = f["time"][()].astype(np.float64)
         x = f["unwrapped"][()].astype(np.float64)
