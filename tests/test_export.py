@@ -504,6 +504,20 @@ def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys)
         assert "statistics" not in f and sorted(f["particles"]) == ["drops", "tracers"] and "tasks" in f
 
 
+@pytest.mark.parametrize("content", ["", "step,time,dt,energy\n"])
+def test_a_time_series_without_rows_is_named_in_the_leaves_out_line(rich, tmp_path, capsys, content):
+    """A zero-length timeseries.csv was dropped from the export silently, and one of a header only written as
+    variables of no row: both are left out, named with the reason in the "leaves out" line."""
+    run = copy_of(rich, tmp_path)
+    (run / "timeseries.csv").write_text(content)
+    assert main(["export", str(run)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [f"{run / 'export' / 'run.nc'} leaves out: timeseries.csv (holds no row: zero length, or a header "
+                     "only)"], lines
+    with h5py.File(run / "export" / "run.nc") as f:
+        assert "time_series" not in f and "energy_spectra" in f
+
+
 def test_a_float32_run_continued_in_float64_exports_its_float64_snapshots_unrounded(tmp_path):
     """A float32 Taylor-Green with particles restarted with precision float64 (allowed: the log says so): the
     export held every snapshot field in the first snapshot's float32, rounding the float64 ones by 4e-8; each
