@@ -485,6 +485,25 @@ def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tm
     assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
 
 
+def test_a_snapshot_ref_has_its_time_read_from_the_index_alone(rich, tmp_path):
+    """``[s.time for s in run.snapshots]`` (a SnapshotRef had only .step and .path: AttributeError) is each
+    snapshot's time, read from its index's attributes without the shard files (removed here); a damaged index
+    is a DamagedFileError naming it."""
+    run = copy_of(rich, tmp_path)
+    refs = simulator.load_run(run).snapshots
+    expected = []
+    for ref in refs:
+        with ref.open() as snap:
+            expected.append(snap.attrs["time"])
+        shutil.rmtree(ref.path.with_suffix(""))  # the shards: .time must not need them
+    assert [s.step for s in refs] == [0, 4, 8] and [s.time for s in refs] == pytest.approx([0.0, 0.04, 0.08])
+    assert [s.time for s in refs] == expected
+    last = simulator.load_run(run).snapshots[-1]
+    last.path.write_bytes(last.path.read_bytes()[:500])
+    with pytest.raises(DamagedFileError, match=f"^{last.path} is damaged or not as the run writes it"):
+        last.time
+
+
 def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):
     run = copy_of(rich, tmp_path)
     assert main(["export", str(run)]) == 0
