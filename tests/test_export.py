@@ -504,6 +504,22 @@ def test_a_snapshot_ref_has_its_time_read_from_the_index_alone(rich, tmp_path):
         last.time
 
 
+def test_trajectories_of_a_run_killed_mid_row_are_the_rows_every_dataset_has(rich, tmp_path):
+    """A run killed (or read) between a trajectory row's positions and its time (``step`` is written last) left
+    ``.x`` and ``.v`` one row longer than ``.time``: a silent misalignment (the tracks' last time paired with
+    the next row's positions). Now the rows every dataset has, as the other row files are read."""
+    run = copy_of(rich, tmp_path)
+    before = simulator.load_run(run).trajectories
+    with h5py.File(run / "particles" / "trajectories.h5", "a") as f:
+        for name in ("position", "unwrapped", "velocity"):
+            f[name].resize(f[name].shape[0] + 1, axis=0)
+            f[name][-1] = 1e30
+    after = simulator.load_run(run).trajectories
+    for name, tracks in after.items():
+        assert tracks.x.shape[0] == tracks.v.shape[0] == tracks.time.size == before[name].time.size, name
+        np.testing.assert_array_equal(tracks.x, before[name].x, err_msg=name)
+
+
 def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):
     run = copy_of(rich, tmp_path)
     assert main(["export", str(run)]) == 0
