@@ -28,7 +28,7 @@ from simulator import config as config_mod
 from simulator import equations
 from simulator.equations import resolution
 from simulator.equations.stored import parameters_of
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
@@ -296,8 +296,12 @@ def plot_sweep_spectra(sweep_dir: Path, pdf: bool = False) -> list[Path]:
             info = equations.get(config["physics"]["name"])
             table = read_spectra(path, [-1])
             k_units = wavenumber_units(path)
-        except Exception as err:  # whatever a damaged file makes h5py or the reader raise: that point is left out
-            note(f"passed over {point['name']}: {path} is damaged or not as the run writes it ({type(err).__name__})")
+        except ConfigError as err:  # its config.yaml (unreadable, of an unknown equation): the line names it
+            note(f"passed over {point['name']}: {err}")
+            continue
+        except Exception as err:  # whatever a damaged spectra.h5 makes h5py or the reader raise: that point is left out
+            why = err.reason if isinstance(err, DamagedFileError) else type(err).__name__
+            note(f"passed over {point['name']}: {path} is damaged or not as the run writes it ({why})")
             continue
         parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels its time: no defaults for it
         if table["time"].size and info.plot.spectrum in table:
