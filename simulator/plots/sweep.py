@@ -34,7 +34,7 @@ from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
 from simulator.plots.spectra import drawn, wavenumber_units
-from simulator.sweep import COLLECTED, point_label, point_state, read_manifest
+from simulator.sweep import COLLECTED, MANIFEST, point_label, point_state
 
 #: columns of collected.csv that are neither swept keys nor results
 SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
@@ -87,11 +87,12 @@ def under_resolved(row: dict[str, str]) -> list[str]:
 
 
 def _manifest(sweep_dir: Path) -> dict[str, Any]:
-    """The sweep's manifest ``sweep.yaml`` (:func:`simulator.sweep.read_manifest`); {} when it cannot be read:
-    the figures then do without the name and the swept keys it gives."""
+    """The sweep's manifest ``sweep.yaml`` as far as it reads (not checked whole, as
+    :func:`simulator.sweep.read_manifest` does: the figures need only the name, the swept keys and the points'
+    names); {} when it cannot be read: the figures then do without what it gives."""
     try:
-        manifest = read_manifest(sweep_dir)
-    except (OSError, yaml.YAMLError, ConfigError):
+        manifest = yaml.safe_load((sweep_dir / MANIFEST).read_text())
+    except (OSError, ValueError, yaml.YAMLError):
         return {}
     return manifest if isinstance(manifest, dict) else {}
 
