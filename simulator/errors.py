@@ -1,7 +1,10 @@
-"""Error types shared by the config, runtime and FFT layers."""
+"""Error types shared by the config, runtime, FFT and reading layers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 
@@ -27,3 +30,36 @@ class ConfigError(ValueError):
 
 class RuntimeSetupError(RuntimeError):
     """The process/device runtime cannot be set up as asked (e.g. device count set too late)."""
+
+
+class DamagedFileError(OSError):
+    """A file of a run that its reader cannot read: cut short (a run killed while writing it, a copy that
+    stopped), of zero length, or not as the run writes it (another program's file of that name). One line naming
+    the file and what to do. ``path`` is the file, ``reason`` the reader's error in one line (its type and first
+    line), and that error is its ``__cause__``. An OSError, so that code catching OSError for a file that will
+    not read still catches it; raised by ``load_run``'s readers and caught by ``simulator plot`` (which skips the
+    figures of that file, naming it) and ``simulator export`` (which refuses, naming it)."""
+
+    def __init__(self, path: str | Path, err: BaseException) -> None:
+        self.path = Path(path)
+        self.reason = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+        super().__init__(f"{self.path} is damaged or not as the run writes it ({self.reason}); restore it from a "
+                         "copy, or move it out of the run directory to read the rest of the run")
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """Whatever reading the file ``path`` inside the block raises, raised as :class:`DamagedFileError` naming it;
+    an error the operating system reports for the file itself (an OSError with an errno: missing, permission
+    denied), which names it already and says nothing of its content, and a DamagedFileError of a file read
+    within the block, pass as they are."""
+    try:
+        yield
+    except DamagedFileError:
+        raise
+    except OSError as err:
+        if err.errno is not None:
+            raise
+        raise DamagedFileError(path, err) from err
+    except Exception as err:  # whatever a damaged file makes h5py or a reader raise (KeyError, ValueError, ...)
+        raise DamagedFileError(path, err) from err

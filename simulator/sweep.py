@@ -130,7 +130,9 @@ def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
-    """The manifest of a prepared sweep directory; ConfigError when it is not one."""
+    """The manifest of a prepared sweep directory; ConfigError when it is not one, or when its ``sweep.yaml`` is
+    damaged or not as :func:`prepare` writes it (a mapping with the ``swept`` keys and the ``points``, each with
+    its ``index``, ``name``, ``params`` and ``config``): one line naming the file, where a KeyError was raised."""
     path = Path(directory) / MANIFEST
     if Path(directory).is_file():  # the sweep file given where its prepared directory belongs (--point, --collect)
         raise ConfigError("sweep directory", str(directory), "give the directory that `simulator sweep FILE` "
@@ -138,7 +140,18 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError("sweep directory", str(directory), "give a directory prepared by `simulator sweep FILE`",
                           f"has no {MANIFEST}")
-    return yaml.safe_load(path.read_text())
+    try:
+        manifest = yaml.safe_load(path.read_text())
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        manifest = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+    points = manifest.get("points") if isinstance(manifest, dict) else None
+    if not (isinstance(points, list) and isinstance(manifest.get("swept"), list) and all(
+            isinstance(p, dict) and {"index", "name", "params", "config"} <= p.keys() and isinstance(p["params"], dict)
+            for p in points)):
+        why = f" ({manifest})" if isinstance(manifest, str) else ""
+        raise ConfigError("sweep directory", str(directory), f"restore {path} from a copy",
+                          f"has a {MANIFEST} that is damaged or not as `simulator sweep` writes it{why}")
+    return manifest
 
 
 def point_label(params: Mapping[str, Any]) -> str:

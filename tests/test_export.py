@@ -21,7 +21,7 @@ import yaml
 
 import simulator
 from simulator.cli import main
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.fft import BACKENDS
 from simulator.results import export, export_groups
 from simulator.output import hdf5
@@ -467,6 +467,59 @@ def test_a_zero_length_or_cut_short_file_is_refused_in_one_line_naming_it(rich, 
     assert not (run / "export").exists()
 
 
+@pytest.mark.parametrize("name, attribute", [("spectra.h5", "spectra"), ("statistics.h5", "statistics"),
+                                             ("tasks.h5", "tasks"), ("particles/trajectories.h5", "trajectories")])
+@pytest.mark.parametrize("keep", [0, 1000])
+def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tmp_path, name, attribute, keep):
+    """``load_run(RUN).spectra`` (statistics, tasks, trajectories) of a damaged file raised h5py's bare OSError,
+    "Unable to synchronously open file (truncated file: ...)", naming no file; now a DamagedFileError (still an
+    OSError) naming it and what to do, in one line."""
+    run = copy_of(rich, tmp_path)
+    damaged = run / name
+    damaged.write_bytes(damaged.read_bytes()[:keep])
+    with pytest.raises(OSError) as info:
+        getattr(simulator.load_run(run), attribute)
+    message = str(info.value)
+    assert isinstance(info.value, DamagedFileError) and info.value.path == damaged, message
+    assert message.startswith(f"{damaged} is damaged or not as the run writes it (OSError: ") and "\n" not in message
+    assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
+
+
+def test_a_snapshot_ref_has_its_time_read_from_the_index_alone(rich, tmp_path):
+    """``[s.time for s in run.snapshots]`` (a SnapshotRef had only .step and .path: AttributeError) is each
+    snapshot's time, read from its index's attributes without the shard files (removed here); a damaged index
+    is a DamagedFileError naming it."""
+    run = copy_of(rich, tmp_path)
+    refs = simulator.load_run(run).snapshots
+    expected = []
+    for ref in refs:
+        with ref.open() as snap:
+            expected.append(snap.attrs["time"])
+        shutil.rmtree(ref.path.with_suffix(""))  # the shards: .time must not need them
+    assert [s.step for s in refs] == [0, 4, 8] and [s.time for s in refs] == pytest.approx([0.0, 0.04, 0.08])
+    assert [s.time for s in refs] == expected
+    last = simulator.load_run(run).snapshots[-1]
+    last.path.write_bytes(last.path.read_bytes()[:500])
+    with pytest.raises(DamagedFileError, match=f"^{last.path} is damaged or not as the run writes it"):
+        last.time
+
+
+def test_trajectories_of_a_run_killed_mid_row_are_the_rows_every_dataset_has(rich, tmp_path):
+    """A run killed (or read) between a trajectory row's positions and its time (``step`` is written last) left
+    ``.x`` and ``.v`` one row longer than ``.time``: a silent misalignment (the tracks' last time paired with
+    the next row's positions). Now the rows every dataset has, as the other row files are read."""
+    run = copy_of(rich, tmp_path)
+    before = simulator.load_run(run).trajectories
+    with h5py.File(run / "particles" / "trajectories.h5", "a") as f:
+        for name in ("position", "unwrapped", "velocity"):
+            f[name].resize(f[name].shape[0] + 1, axis=0)
+            f[name][-1] = 1e30
+    after = simulator.load_run(run).trajectories
+    for name, tracks in after.items():
+        assert tracks.x.shape[0] == tracks.v.shape[0] == tracks.time.size == before[name].time.size, name
+        np.testing.assert_array_equal(tracks.x, before[name].x, err_msg=name)
+
+
 def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys):
     run = copy_of(rich, tmp_path)
     assert main(["export", str(run)]) == 0
@@ -484,6 +537,20 @@ def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys)
                       "--max-size); aside/ (1 file(s) restarts set aside: load_run(...).aside lists them)")]
     with h5py.File(tmp_path / "cut.nc") as f:
         assert "statistics" not in f and sorted(f["particles"]) == ["drops", "tracers"] and "tasks" in f
+
+
+@pytest.mark.parametrize("content", ["", "step,time,dt,energy\n"])
+def test_a_time_series_without_rows_is_named_in_the_leaves_out_line(rich, tmp_path, capsys, content):
+    """A zero-length timeseries.csv was dropped from the export silently, and one of a header only written as
+    variables of no row: both are left out, named with the reason in the "leaves out" line."""
+    run = copy_of(rich, tmp_path)
+    (run / "timeseries.csv").write_text(content)
+    assert main(["export", str(run)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [f"{run / 'export' / 'run.nc'} leaves out: timeseries.csv (holds no row: zero length, or a header "
+                     "only)"], lines
+    with h5py.File(run / "export" / "run.nc") as f:
+        assert "time_series" not in f and "energy_spectra" in f
 
 
 def test_a_float32_run_continued_in_float64_exports_its_float64_snapshots_unrounded(tmp_path):

@@ -957,6 +957,25 @@ def test_a_stored_physics_that_no_longer_validates_is_an_error_never_the_default
         plots.plot_sweep_spectra(run.parent)
 
 
+def test_the_sweep_spectra_pass_over_a_point_naming_its_damaged_file(runs, tmp_path, capsys):
+    """A point whose config.yaml is damaged was passed over as "p001/spectra.h5 is damaged" (an intact file a
+    user would then delete); now its line is the config's error, and a damaged spectra.h5 is named with why."""
+    sweep = tmp_path / "sweep"
+    for name in ("p000", "p001", "p002"):
+        shutil.copytree(runs / "ns", sweep / name, ignore=shutil.ignore_patterns("snapshots", "checkpoints", "plots"))
+    (sweep / "p001" / "config.yaml").write_text((runs / "ns" / "config.yaml").read_text()[:100])
+    spectra = sweep / "p002" / "spectra.h5"
+    spectra.write_bytes(spectra.read_bytes()[:700])
+    (sweep / "sweep.yaml").write_text(yaml.safe_dump({"name": "s", "swept": ["physics.viscosity"], "points": [
+        {"name": name, "params": {"physics.viscosity": 0.01}} for name in ("p000", "p001", "p002")]}))
+    assert plots.plot_sweep_spectra(sweep) == [sweep / "plots" / "sweep_spectra.png"]
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("passed over")]
+    assert len(lines) == 2 and "spectra.h5" not in lines[0], lines
+    assert lines[0].startswith(f"passed over p001: RUN_DIR = '{sweep / 'p001'}' has a config.yaml"), lines
+    assert lines[1].startswith(f"passed over p002: {spectra} is damaged or not as the run writes it (OSError: "
+                               "Unable to synchronously open file (truncated file"), lines
+
+
 @pytest.mark.parametrize("span", [(6.0, 200.0), (2.0, 9.0), (3.0, 4.5), (1.0, 1000.0)], ids=str)
 def test_log_axis_tick_labels_never_run_together(span):
     """The wavenumber axes of spectra, compensated spectra, panels and fluxes (plots.figures.plain_log_ticks):

@@ -222,6 +222,24 @@ def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
     assert under_resolved(stored) == ["psi_tail = 0.012 > 0.001"]
 
 
+@pytest.mark.parametrize("text", ["name: tg_viscosity\nsource: /work/configs/sweeps/t", "points: [\n",
+                                  "- p000\n- p001\n"])
+def test_a_damaged_sweep_yaml_is_one_line_naming_it(tmp_path, capsys, text):
+    """A sweep.yaml cut short (no points), not YAML, or not a mapping: load_sweep and `simulator sweep --collect`
+    raised KeyError 'points' / TypeError / a YAML traceback naming no file; now one line naming it (exit 2)."""
+    import simulator
+    from simulator.cli import main
+
+    (tmp_path / "sweep.yaml").write_text(text)
+    line = (f"sweep directory = '{tmp_path}' has a sweep.yaml that is damaged or not as `simulator sweep` writes it")
+    with pytest.raises(ConfigError, match=f"^{line}.*; restore {tmp_path / 'sweep.yaml'} from a copy$"):
+        simulator.load_sweep(tmp_path)
+    assert main(["sweep", "--collect", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {line}") and err.count("\n") == 1, err
+    assert not (tmp_path / "collected.csv").exists()
+
+
 def test_a_second_start_of_a_running_sweep_is_refused_in_one_line(tmp_path):
     """The sweep directory has a lock of its own: while one `sweep --local` holds it (here: this
     process), another start of the same sweep is refused before it writes anything (exit 2)."""

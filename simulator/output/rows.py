@@ -41,6 +41,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.errors import reading
 from simulator.log import get_logger
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
@@ -371,9 +372,9 @@ class RowFile:
 def read_rows(path: Path, coordinates: Iterable[str] = ()) -> dict[str, Any]:
     """Every dataset of a :class:`RowFile` (the rows all of them have: a run may be appending), and its
     attributes under ``attrs``; ``coordinates`` names datasets without a row axis in files written before
-    they were marked as such."""
+    they were marked as such. DamagedFileError naming a file cut short or not as a run writes it."""
     fixed = set(coordinates)
-    with open_for_reading(path) as f:
+    with reading(path), open_for_reading(path) as f:
         is_row = {n: n not in fixed and f[n].attrs.get(ROLE) != "coordinate" for n in f}
         counts = [f[n].shape[0] for n in f if is_row[n]]
         count = min(counts) if counts else 0

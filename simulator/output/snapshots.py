@@ -33,13 +33,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulator.errors import reading
 from simulator.output import hdf5, segments
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
+from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
 if TYPE_CHECKING:
@@ -62,12 +65,22 @@ class SnapshotOutput(Scheduled):
 
 @dataclass(frozen=True)
 class SnapshotRef:
-    """A snapshot on disk: its index file and step; :meth:`open` reads it (its time: ``snap.attrs["time"]``)."""
+    """A snapshot on disk: its index file ``path``, its ``step`` (from the file's name) and its ``time`` (read
+    when first asked); :meth:`open` reads its fields. ``[s.time for s in run.snapshots]`` is the snapshots' times."""
 
     path: Path
     step: int
 
+    @cached_property
+    def time(self) -> float:
+        """The snapshot's run time, the index file's attribute ``time``: only the index's attributes are read
+        (no shard file, no field), once. DamagedFileError naming the index when it cannot be read."""
+        with reading(self.path), open_for_reading(self.path) as f:
+            return float(f.attrs["time"])
+
     def open(self) -> hdf5.Snapshot:
+        """The snapshot opened for reading (:class:`~simulator.output.hdf5.Snapshot`: its shard files checked);
+        IncompleteOutputError naming a missing, damaged or incomplete file."""
         return hdf5.Snapshot(self.path)
 
 

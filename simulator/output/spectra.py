@@ -31,6 +31,7 @@ import numpy as np
 
 from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, declared
+from simulator.errors import reading
 from simulator.output import rows
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
@@ -198,8 +199,9 @@ class SpectraFile:
 
 def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
     """``k``, ``step``, ``time`` and every spectrum of a ``spectra.h5`` (``rows`` selects rows, e.g. a
-    list of indices), read while a run may be appending, and beside an h5py/xarray handle of this process."""
-    with open_for_reading(path) as f:
+    list of indices), read while a run may be appending, and beside an h5py/xarray handle of this process.
+    DamagedFileError naming a file cut short or not as a run writes it."""
+    with reading(path), open_for_reading(path) as f:
         count = min(f[name].shape[0] for name in f if name not in AXES)  # a row being appended may be partial
         index = np.arange(count)[rows]
         return {name: (f[name][:] if name in AXES else f[name][:count][index]) for name in f}

@@ -37,6 +37,7 @@ import numpy as np
 
 from simulator.output.task_entries import AXES, TaskOutput, definition, units_of
 from simulator.output.task_entries import check as check_tasks
+from simulator.errors import reading
 from simulator.log import get_logger
 from simulator.output import rows
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
@@ -201,9 +202,10 @@ class TaskSeries:
 
 def read_tasks(path: Path) -> dict[str, TaskSeries]:
     """Every group of a ``tasks.h5`` by name (a group set aside by a restart under its ``<name>.until-<step>``),
-    the rows all its datasets have (a run may be appending)."""
+    the rows all its datasets have (a run may be appending). DamagedFileError naming a file cut short or not as
+    a run writes it."""
     out = {}
-    with open_for_reading(path) as f:
+    with reading(path), open_for_reading(path) as f:
         for name, group in f.items():
             values = group[name.split(ASIDE)[0]]
             count = min(values.shape[0], group["time"].shape[0], group["step"].shape[0])

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.errors import reading
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext, host_floats
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.rows import later
@@ -137,9 +138,9 @@ def read_timeseries(path: Path) -> dict[str, np.ndarray]:
     """The columns of a ``timeseries.csv`` as float arrays, by header name.
 
     Blank lines and lines that are short or not numeric are skipped: the last line of a run that is
-    writing the file at this moment, or what a crash left.
+    writing the file at this moment, or what a crash left. DamagedFileError naming a file not as a run writes it.
     """
-    with open(path, newline="", errors="replace") as fh:
+    with reading(path), open(path, newline="", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, [])
         rows = []

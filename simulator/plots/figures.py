@@ -8,8 +8,7 @@ backend switch) and matplotlib's default style whatever a matplotlibrc says, so 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +41,6 @@ class MissingOutputError(ValueError):
     """A figure asked for that the run has no output for (no ``spectra.h5``, no snapshots, too few rows, no
     transfer spectra): the message names what is missing and, where it applies, the setting that writes it.
     ``simulator plot`` turns it into a note and draws the other figures."""
-
-
-class DamagedInputError(Exception):
-    """A file that figures read beside their own output's (the time series and spectra under the statistics
-    figures) failed its reader: ``path`` names it, so that ``simulator plot``'s line names that file and not
-    the intact one the figures are of. The reader's error is its ``__cause__``."""
-
-    def __init__(self, path: Path, err: Exception) -> None:
-        super().__init__(f"{path}: {type(err).__name__}: {(str(err).splitlines() or [''])[0]}")
-        self.path = path
-
-
-@contextmanager
-def reading(path: Path) -> Iterator[None]:
-    """Whatever reading ``path`` inside the block raises, raised as :class:`DamagedInputError` naming it."""
-    try:
-        yield
-    except Exception as err:  # whatever a damaged file makes h5py or a reader raise
-        raise DamagedInputError(path, err) from err
 
 
 def note(message: str) -> None:

@@ -22,7 +22,7 @@ from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import MissingOutputError, figure, heading, note, reading, save, unit
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save, unit
 
 
 def _positive(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,8 +83,7 @@ def lagrangian_statistics(run_dir: Path, config: dict[str, Any]) -> dict[str, la
     series_path = run_dir / TIMESERIES_FILE
     series = {}
     if series_path.is_file():
-        with reading(series_path):
-            series = read_timeseries(series_path)
+        series = read_timeseries(series_path)  # a damaged file: DamagedFileError naming it
     box = lagrangian.box_of(config)
     return {name: lagrangian.statistics(t, box=box, eps=lagrangian.mean_dissipation(series, t.time))
             for name, t in tracks.items()}

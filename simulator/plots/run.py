@@ -50,7 +50,7 @@ from matplotlib.figure import Figure
 from simulator import equations
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.equations.stored import parameters_of
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.output import kinds as output_kinds
 from simulator.output.base import OutputKind
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
@@ -58,7 +58,7 @@ from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import (DamagedInputError, Figures, MissingOutputError, check_window, default_style,
+from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style,
                                      figure, note, save, snapshot_heading, unit)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.particle_overlay import overlay
@@ -396,7 +396,7 @@ def _drawn(what: str, source: Path, draw: Callable[[], list[Path]], skipped: lis
     except (OutputWriteError, ConfigError):
         raise
     except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
-        if isinstance(err, DamagedInputError) and isinstance(err.__cause__, Exception):  # another file: name it
+        if isinstance(err, DamagedFileError) and isinstance(err.__cause__, Exception):  # another file: name it
             source, err = err.path, err.__cause__
         line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
                 f"{(str(err).splitlines() or [''])[0]})")

@@ -37,7 +37,6 @@ from simulator.plots.figures import (
     heading,
     note,
     plain_log_ticks,
-    reading,
     save,
     time_label,
     time_window,
@@ -80,8 +79,7 @@ def dissipation_series(run_dir: Path, kolmogorov: Kolmogorov | None) -> tuple[np
     path = run_dir / TIMESERIES_FILE
     if kolmogorov is None or not path.is_file():
         return None
-    with reading(path):
-        series = read_timeseries(path)
+    series = read_timeseries(path)  # a damaged file: DamagedFileError naming it
     if "time" not in series or series["time"].size == 0 or not all(c in series for c in kolmogorov.dissipation):
         return None
     return series["time"], sum(np.asarray(series[c], dtype=float) for c in kolmogorov.dissipation)

@@ -31,7 +31,7 @@ from simulator.output.spectra import read_spectra
 from simulator.output.statistics import FILE, read_statistics
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import (MissingOutputError, figure, heading, note, reading, save, time_label, time_window,
+from simulator.plots.figures import (MissingOutputError, figure, heading, note, save, time_label, time_window,
                                      unit)
 from simulator.plots.spectra import average_rows
 
@@ -195,15 +195,13 @@ def statistics_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo
     eps = spectrum = None
     series_path = run_dir / TIMESERIES_FILE
     if series_path.is_file():
-        with reading(series_path):
-            series = read_timeseries(series_path)
+        series = read_timeseries(series_path)  # a damaged file: DamagedFileError naming it, not statistics.h5
         if "dissipation" in series and series["time"].size:
             inside = (series["time"] >= times[0]) & (series["time"] <= times[-1])
             eps = float(np.mean(series["dissipation"][inside])) if inside.any() else None
     spectra_path = run_dir / SPECTRA_FILE
     if spectra_path.is_file():  # the kinetic energy spectrum E(k), where the run writes one
-        with reading(spectra_path):
-            spectra = read_spectra(spectra_path)
+        spectra = read_spectra(spectra_path)
         if "energy" in spectra and spectra["time"].size:
             inside = (spectra["time"] >= times[0]) & (spectra["time"] <= times[-1])
             if inside.any():

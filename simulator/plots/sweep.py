@@ -28,13 +28,13 @@ from simulator import config as config_mod
 from simulator import equations
 from simulator.equations import resolution
 from simulator.equations.stored import parameters_of
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
 from simulator.plots.spectra import drawn, wavenumber_units
-from simulator.sweep import COLLECTED, point_label, point_state, read_manifest
+from simulator.sweep import COLLECTED, MANIFEST, point_label, point_state
 
 #: columns of collected.csv that are neither swept keys nor results
 SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
@@ -87,11 +87,12 @@ def under_resolved(row: dict[str, str]) -> list[str]:
 
 
 def _manifest(sweep_dir: Path) -> dict[str, Any]:
-    """The sweep's manifest ``sweep.yaml`` (:func:`simulator.sweep.read_manifest`); {} when it cannot be read:
-    the figures then do without the name and the swept keys it gives."""
+    """The sweep's manifest ``sweep.yaml`` as far as it reads (not checked whole, as
+    :func:`simulator.sweep.read_manifest` does: the figures need only the name, the swept keys and the points'
+    names); {} when it cannot be read: the figures then do without what it gives."""
     try:
-        manifest = read_manifest(sweep_dir)
-    except (OSError, yaml.YAMLError, ConfigError):
+        manifest = yaml.safe_load((sweep_dir / MANIFEST).read_text())
+    except (OSError, ValueError, yaml.YAMLError):
         return {}
     return manifest if isinstance(manifest, dict) else {}
 
@@ -296,8 +297,12 @@ def plot_sweep_spectra(sweep_dir: Path, pdf: bool = False) -> list[Path]:
             info = equations.get(config["physics"]["name"])
             table = read_spectra(path, [-1])
             k_units = wavenumber_units(path)
-        except Exception as err:  # whatever a damaged file makes h5py or the reader raise: that point is left out
-            note(f"passed over {point['name']}: {path} is damaged or not as the run writes it ({type(err).__name__})")
+        except ConfigError as err:  # its config.yaml (unreadable, of an unknown equation): the line names it
+            note(f"passed over {point['name']}: {err}")
+            continue
+        except Exception as err:  # whatever a damaged spectra.h5 makes h5py or the reader raise: that point is left out
+            why = err.reason if isinstance(err, DamagedFileError) else type(err).__name__
+            note(f"passed over {point['name']}: {path} is damaged or not as the run writes it ({why})")
             continue
         parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels its time: no defaults for it
         if table["time"].size and info.plot.spectrum in table:

@@ -4,7 +4,8 @@
 snapshots, spectra and time series in one netCDF-4 file (HDF5 with dimension scales, written by
 h5netcdf: xarray and the netCDF-C library read it), for small and medium runs (refused above a size
 limit, 8 GiB by default), with the statistics, tasks and particles that fit as groups
-(:mod:`simulator.results.export_groups`; :attr:`NetcdfPlan.left_out` names the rest). The root group::
+(:mod:`simulator.results.export_groups`; :attr:`NetcdfPlan.left_out` names the rest, and a time series or
+spectra file without a row). The root group::
 
     dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
                  time_spectra (rows of spectra.h5), k (shells), time_series (rows of timeseries.csv)
@@ -66,7 +67,7 @@ import yaml
 
 from simulator import __version__
 from simulator.errors import ConfigError
-from simulator.results.export_groups import plan_groups, read_output, size_text, write_groups
+from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
 from simulator.output.netcdf import variable
@@ -250,9 +251,9 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
             units = dict(CODE_UNITS)
             if refs:
                 _snapshot_fields(f, plan, units)
-            if run.spectra:
+            if has_rows(run.spectra):  # one without rows is named in the plan's left_out
                 _spectra(f, run, units)
-            if run.timeseries:
+            if has_rows(run.timeseries):
                 _timeseries(f, run, units)
             write_groups(f, run, plan.groups, units)
 

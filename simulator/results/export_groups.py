@@ -28,7 +28,7 @@ from typing import Any
 import h5netcdf
 import numpy as np
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.output import kinds
 from simulator.output.hdf5 import IncompleteOutputError
 from simulator.output.statistics import axes_of
@@ -68,14 +68,29 @@ def groups(run: RunResults) -> dict[str, kinds.OutputKind]:
 
 
 def read_output(run: RunResults, name: str) -> Any:
-    """``run.output(name)``; ConfigError naming the kind's files when its reader fails on a damaged one (cut
-    short, zero length: what h5py says then names no file)."""
+    """``run.output(name)``; ConfigError naming the damaged file when its reader fails on one (cut short, zero
+    length: the file a DamagedFileError names, else the kind's files)."""
     try:
         return run.output(name)
+    except DamagedFileError as err:
+        raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
+                          f"cannot be exported: {err.path}: {err.reason}") from None
     except (IncompleteOutputError, OSError) as err:
         files = ", ".join(str(run.path / f) for f in kinds.registry()[name].files) or name
         raise ConfigError("RUN_DIR", str(run.path), "restore or remove the damaged file",
                           f"cannot be exported: {files}: {err}") from None
+
+
+def has_rows(table: dict[str, Any]) -> bool:
+    """Whether a root group's table (the time series, the spectra, as their readers return them) holds a row."""
+    return len(table.get("time", ())) > 0
+
+
+def empty_root(run: RunResults) -> list[str]:
+    """The root group's row files the run holds without a row (zero length, or a header only: a run stopped
+    before its first row, a file emptied), each ``"file (why)"``: the export leaves them out and says so."""
+    return [f"{kind.files[0]} (holds no row: zero length, or a header only)" for kind in kinds.written(run.path)
+            if kind.name in ROOT and kind.name != "snapshots" and not has_rows(read_output(run, kind.name))]
 
 
 def sizes(run: RunResults) -> dict[str, int]:
@@ -87,13 +102,13 @@ def sizes(run: RunResults) -> dict[str, int]:
 def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
     """(the groups to write, their bytes, what is left out and why): each group the run has, in registry order,
     while the export stays within ``room`` bytes; a group that does not fit is left out, and so are a kind that
-    declares no export, statistics of an unknown shape, what restarts set aside (``aside/``) and the snapshots a later
-    segment superseded.
+    declares no export, statistics of an unknown shape, the root group's row files that hold no row
+    (:func:`empty_root`), what restarts set aside (``aside/``) and the snapshots a later segment superseded.
     ConfigError naming a damaged file a group is read from."""
     chosen, used = [], 0
     needed = sizes(run)
-    left = [f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
-            for name, kind in groups(run).items() if not kind.export]
+    left = [*empty_root(run), *(f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
+                                for name, kind in groups(run).items() if not kind.export)]
     for kind, size in needed.items():
         if not size:
             continue

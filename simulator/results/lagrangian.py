@@ -27,10 +27,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import h5py
 import numpy as np
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, reading
+from simulator.output.rows import open_for_reading
 
 #: the trajectory file under the run directory (written by :class:`simulator.output.trajectories.TrajectoryWriter`)
 TRAJECTORIES = Path("particles") / "trajectories.h5"
@@ -55,12 +55,17 @@ class Trajectories:
 
 def read_trajectories(path: Path) -> dict[str, Trajectories]:
     """Every species' tracks in a trajectory file, by species name (species with no particle left out); ``ids``
-    the particles' indexes within their species."""
-    with h5py.File(path, "r") as f:
+    the particles' indexes within their species; the rows all its row datasets have (a run may be appending),
+    read beside a run or an h5py/xarray handle of this process. DamagedFileError naming a file cut short or not
+    as a run writes it."""
+    with reading(path), open_for_reading(path) as f:
         names = json.loads(f.attrs["species_names"])
-        time = f["time"][()].astype(np.float64)
-        x = f["unwrapped"][()].astype(np.float64)
-        v = f["velocity"][()].astype(np.float64)
+        # the rows every row dataset has (``step`` is written last): a run appending, or one killed mid-row,
+        # leaves a position or velocity row without its time
+        count = min(f[name].shape[0] for name in ("time", "step", "unwrapped", "velocity"))
+        time = f["time"][:count].astype(np.float64)
+        x = f["unwrapped"][:count].astype(np.float64)
+        v = f["velocity"][:count].astype(np.float64)
         species, ids = f["species"][()], f["id"][()]
     out = {}
     for s, name in enumerate(names):

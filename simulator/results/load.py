@@ -14,6 +14,7 @@
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
     run.output("extrema")                        # what a registered output kind wrote (its reader's result)
     run.plot.spectra(compensate=True)            # a figure of simulator plot, returned (matplotlib Figure)
+    [(s.step, s.time) for s in run.snapshots]   # the snapshots' steps and times (no field read)
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
 
@@ -90,7 +91,8 @@ class RunResults:
 
     @cached_property
     def snapshots(self) -> tuple[SnapshotRef, ...]:
-        """The snapshots, oldest first (``output("snapshots")``)."""
+        """The snapshots, oldest first (``output("snapshots")``): each a :class:`SnapshotRef`, its ``.step``,
+        ``.time`` (read from its index's attributes when first asked, no field) and ``.open()``."""
         return self.output("snapshots")
 
     @cached_property
