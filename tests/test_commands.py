@@ -87,6 +87,25 @@ def test_configs_lists_the_shipped_configs_and_prints_one_without_starting_jax(c
     assert r.stdout.splitlines()[-1] == "False"
 
 
+def test_a_damaged_file_that_reaches_the_command_line_is_one_line_and_exit_2(capfd, monkeypatch, tmp_path):
+    """Every reader of a run's files raises DamagedFileError naming the file; a command that does not catch one
+    itself still ends in that one line and exit 2 (bad input), not a traceback and exit 1."""
+    from support import command
+
+    from simulator.cli import run as run_cli
+    from simulator.errors import DamagedFileError
+
+    def damaged(args):
+        raise DamagedFileError(tmp_path / "spectra.h5", OSError("Unable to synchronously open file (truncated file)"))
+
+    monkeypatch.setattr(run_cli, "cmd_configs", damaged)
+    code, out, err = command(capfd, "configs")
+    assert code == 2 and out == "" and err == (f"error: {tmp_path / 'spectra.h5'} is damaged or not as the run writes "
+                                               "it (OSError: Unable to synchronously open file (truncated file)); "
+                                               "restore it from a copy, or move it out of the run directory to read "
+                                               "the rest of the run\n")
+
+
 def test_launch_forwards_whole_lines_and_drops_gloo_noise(capfd):
     assert launch(2, [sys.executable, "-c", PIECES], timeout=60) == 0
     out, err = capfd.readouterr()

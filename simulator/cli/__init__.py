@@ -1,7 +1,7 @@
 """The one command-line entry point: ``simulator <command>`` (or ``python -m simulator``).
 
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
-arguments, device setup, a refused output directory or restart), reported as one line on stderr;
+arguments, device setup, a refused output directory or restart, a damaged file read), reported as one line on stderr;
 3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
 count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
 export stopped by one (no partial file left: run it again).
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from simulator import config as config_mod
 from simulator.cli import devices, results, run, sweep
 from simulator.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
-from simulator.errors import ConfigError, RuntimeSetupError
+from simulator.errors import ConfigError, DamagedFileError, RuntimeSetupError
 
 
 def version_line() -> str:
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         release_early()
     try:
         return args.func(args)
-    except (ConfigError, RuntimeSetupError) as err:
+    except (ConfigError, RuntimeSetupError, DamagedFileError) as err:  # a damaged input file too: it names it
         print(f"error: {err}", file=sys.stderr)
         _exit_now_if_distributed(EXIT_BAD_INPUT)
         return EXIT_BAD_INPUT
