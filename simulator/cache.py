@@ -324,6 +324,29 @@ def _install(cache: Any) -> None:
     # key: a copy of the cache (to a node's local disk) would match nothing. The programs hold their tuning.
     jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
     compilation_cache._cache = cache  # JAX's module-level cache object: the hook set_cache_dir fills with its own
+    _every_process_writes()
+
+
+@functools.cache
+def _every_process_writes() -> None:
+    """Every process writes the programs it compiles (JAX: process 0 alone). A CPU's key differs per process, so
+    without its own entries process 1 compiled every program at every launch of a multi-process run, the others
+    waiting for it; a GPU's key is one for all (process 0 writes it, as in JAX). Writes are atomic (:meth:`put`)."""
+    from jax._src import compilation_cache, compiler, distributed
+
+    write = getattr(compiler, "_cache_write", None)
+    if write is None:  # a JAX without the hook: the others compile, as before
+        return
+
+    def cache_write(key: str, seconds: float, module_name: str, backend: Any, executable: Any, callbacks: Any) -> None:
+        if distributed.global_state.process_id == 0 or backend.platform == "gpu" or callbacks:
+            return write(key, seconds, module_name, backend, executable, callbacks)
+        try:
+            compilation_cache.put_executable_and_time(key, module_name, executable, backend, int(seconds))
+        except Exception as err:  # as JAX's own write: a program that cannot be kept is compiled next time
+            _warn.once("serialize", f"cannot keep {module_name} ({type(err).__name__}: {err}): compiled, not cached")
+
+    compiler._cache_write = cache_write
 
 
 def status() -> Status | None:

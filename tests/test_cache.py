@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -268,3 +269,100 @@ def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
     write_snapshot(tmp_path / "s00000000", sim.output("fields", state, 0.0, cfg.time.dt), {"step": 0}, cfg.grid.box, 0.0,
                    stacked=["scalar"])
     assert cache.counts().total == 0, cache.counts()
+
+
+# ---- physical numbers are arguments of the programs, never constants in their text ------------------------------
+
+#: each shipped config made small enough to lower in seconds (one species' lattice 8^3: a cube)
+SHRINK = {"grid.shape": 8}
+SHRINK_BY_CONFIG = {"cold_dark_matter": {"physics.cdm_particles": 512},
+                    "fdm_mixed": {"physics.cdm_particles": 512},
+                    "forced_turbulence_particles": {"particles[0].count": 64, "particles[1].count": 512}}
+
+
+def _changed(section: str, traced: dict, keep: set[str]) -> dict[str, object]:
+    """Overrides changing every traced number of ``traced`` (a section's traced values, under the dotted key
+    ``section``) but those in ``keep``: floats scaled, tuples shifted, integers (random seeds) the next one; a 0 left
+    as it is (some turn a term on that needs a setting of its own)."""
+    out: dict[str, object] = {}
+    for key, value in traced.items():
+        dotted = f"{section}.{key}"
+        if dotted in keep:
+            continue
+        if isinstance(value, list):
+            for i, entry in enumerate(value):
+                out.update(_changed(f"{dotted}[{i}]", entry, keep))
+        elif isinstance(value, dict):
+            out.update(_changed(dotted, value, keep))
+        elif isinstance(value, tuple):
+            out[dotted] = [1.1 * v + 0.01 for v in value]
+        elif isinstance(value, int):
+            out[dotted] = value + 1
+        elif value:
+            out[dotted] = 1.1 * value
+    return out
+
+
+def _other_numbers(cfg: Any) -> dict[str, object]:
+    """Overrides changing every traced number of ``cfg``'s physics and initial condition (its seeds among them)
+    and every inertial particle species' tau_p and gravity: another point of a sweep of the same structure. Kept:
+    the structural zeros (0 and 1 of physics.fdm_fraction are other programs by design), the keys the run leaves
+    out (the wave's without a wave) and the scalars' initial condition of a run without scalars."""
+    from simulator.schema import absent_keys, structural_zeros
+
+    keep = {f"physics.{k}" for k in (*structural_zeros(cfg.physics), *absent_keys(cfg.physics))}
+    keep |= set() if cfg.physics.traced().get("scalars") else {"initial.scalars"}
+    out = {**_changed("physics", cfg.physics.traced(), keep), **_changed("initial", cfg.initial.traced(), keep)}
+    out.update({k: seed + 1 for k, seed in _seeds(cfg.initial, "initial").items() if k.rpartition(".")[0] not in keep})
+    for i, s in enumerate(cfg.particles):
+        if s.inertial:
+            out[f"particles[{i}].tau_p"] = 0.9 * s.tau_p
+            out[f"particles[{i}].gravity"] = [0.0, 0.0, -1.0]
+    return out
+
+
+def _seeds(section: Any, prefix: str) -> dict[str, int]:
+    """The random seeds of ``section`` and of the sections it nests, by dotted key."""
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        if f.name == "seed":
+            out[f"{prefix}.seed"] = value
+        elif dataclasses.is_dataclass(value):
+            out.update(_seeds(value, f"{prefix}.{f.name}"))
+    return out
+
+
+def _program_texts(cfg: Any, devices: Any) -> dict[str, str]:
+    """The text of every program a run of ``cfg`` calls (:func:`simulator.planning.plan.run_programs`) and of its
+    initial condition's builder, lowered for its abstract state: what the compilation cache keys an entry by."""
+    import jax
+
+    from simulator.planning.plan import abstract_state, run_programs
+    from simulator.run.simulation import Simulation
+
+    sim = Simulation(cfg, devices[:1])
+    state = abstract_state(sim)
+    scalar = jax.ShapeDtypeStruct((), sim.dtype, sharding=sim.scalar_sharding)
+    lowered = {name: sim.lower(name, state, scalar, scalar) for name in run_programs(cfg)}
+    lowered.update(sim.equation.initial_lowered(cfg.initial, sim.params))
+    return {name: low.as_text() for name, low in lowered.items()}
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "configs").glob("*.yaml")))
+def test_every_physical_number_of_a_shipped_config_is_traced(name, devices):
+    """Each shipped config, and the same config with every traced number changed (a viscosity, a cosmological
+    parameter, an initial amplitude and seed, a particle species' Stokes time and gravity), give programs of the
+    same text: a second launch with other numbers loads them all from the cache. A number closed over as a Python
+    constant would be in the text, and every other value would compile again."""
+    from simulator.api import load_config
+
+    path = ROOT / "configs" / f"{name}.yaml"
+    small = {**SHRINK, **SHRINK_BY_CONFIG.get(name, {})}
+    cfg = load_config(path, small)
+    other = load_config(path, {**small, **_other_numbers(cfg)})
+    assert other != cfg
+    before, after = _program_texts(cfg, devices), _program_texts(other, devices)
+    assert [n for n in before if before[n] != after[n]] == []

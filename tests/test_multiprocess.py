@@ -62,3 +62,23 @@ def test_a_run_whose_mesh_leaves_a_process_without_a_device_is_refused(tmp_path)
         "of the mesh: use a backend that divides the grid over at least 2 devices (there are 4), or run fewer "
         "processes"], r.stderr[-3000:]
     assert not run.exists()
+
+
+def test_a_second_launch_of_two_processes_compiles_nothing_in_either(tmp_path):
+    """Every process keeps the programs it compiles (a CPU's cache key differs per process): a second 2-process
+    launch of the same run loads every program in both processes, where process 1 compiled them all at every
+    launch while JAX let process 0 alone write. JAX says each miss (JAX_EXPLAIN_CACHE_MISSES) in every process."""
+    import os
+
+    env = {**os.environ, "SIMULATOR_COMPILATION_CACHE": str(tmp_path / "xla"), "JAX_EXPLAIN_CACHE_MISSES": "1"}
+    missed = []
+    for name in ("first", "second"):
+        cmd = [sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "300", "run",
+               str(Path(__file__).parents[1] / "configs" / "taylor_green.yaml"), "--set", "grid.shape=16", "--set",
+               "time.t_end=0.1", "--set", "output.chunk=5", "--set", "output.snapshots.every=0", "--out",
+               str(tmp_path / name)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=360, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        missed.append([line for line in (r.stdout + r.stderr).splitlines()
+                       if "PERSISTENT COMPILATION CACHE MISS" in line])
+    assert len(missed[0]) > 6 and missed[1] == [], missed[1][:4]

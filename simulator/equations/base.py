@@ -333,11 +333,15 @@ def _zero_state(eq: Equation, params: Params) -> Any:
 
 def traced_arrays(values: Any, dtype: Any) -> Any:
     """Traced values (:func:`simulator.schema.traced_values`) as arrays of ``dtype``: dicts and lists
-    stay pytree nodes, a number or a tuple of numbers becomes one array."""
+    stay pytree nodes, a number or a tuple of numbers becomes one array, and an integer (a random seed,
+    :func:`simulator.schema.random_seed`) an unsigned 32-bit one: ``jax.random.key`` of it is the key of the
+    Python integer, which a float would not hold exactly."""
     if isinstance(values, Mapping):
         return {k: traced_arrays(v, dtype) for k, v in values.items()}
     if isinstance(values, list):
         return [traced_arrays(v, dtype) for v in values]
+    if isinstance(values, int) and not isinstance(values, bool):
+        return jnp.asarray(values, jnp.uint32)
     return jnp.asarray(values, dtype)
 
 

@@ -75,13 +75,15 @@ def velocity_key(name: str) -> str:
 class WithParticles(SemiLinearEquation):
     """A semi-linear flow equation plus particle species (see the module docstring).
 
-    Leaves: ``flow`` (the flow equation, itself a pytree) and ``start`` (each species' initial
-    positions, ``(Np, 3)`` replicated: leaves, so compiled code closes over no array); static:
-    ``species`` (the config's sections: counts, tau_p and gravity are structure). An owned species' ``start``
-    is its state entries (:func:`.owned.distribute`), not a replicated array.
+    Leaves: ``flow`` (the flow equation, itself a pytree), ``start`` (each species' initial
+    positions, ``(Np, 3)`` replicated: leaves, so compiled code closes over no array) and ``drag`` (each
+    inertial species' ``tau_p`` and ``gravity``, replicated: traced, so that runs that differ only in them
+    share one compiled program); static: ``species`` (the config's sections: counts, interpolation, and
+    whether a species is inertial are structure). An owned species' ``start`` is its state entries
+    (:func:`.owned.distribute`), not a replicated array.
     """
 
-    _LEAVES: ClassVar[tuple[str, ...]] = ("flow", "start")
+    _LEAVES: ClassVar[tuple[str, ...]] = ("flow", "start", "drag")
     _STATIC: ClassVar[tuple[str, ...]] = ("species",)
 
     def __init__(self, flow: Equation, species: Sequence[Species], start: Mapping[str, jax.Array]):
@@ -89,10 +91,15 @@ class WithParticles(SemiLinearEquation):
             raise TypeError(f"{type(flow).__name__} carries no particles: it needs velocity_spectrum(state) and "
                             "the semilinear protocol")
         self.flow, self.species, self.start = flow, tuple(species), dict(start)
+        # arguments, not constants of the program: a number closed over would be baked into its text, and
+        # every other tau_p or gravity would compile the chunk again (a sweep point, a rerun)
+        self.drag = {s.name: (flow.fft.replicated(np.float64(s.tau_p), flow.dtype),
+                              flow.fft.replicated(np.asarray(s.gravity, np.float64), flow.dtype))
+                     for s in self.species if s.inertial}
 
     def __getattr__(self, name: str) -> Any:
         # only reached for attributes the wrapper lacks: those are the flow's (fft, ops, box, info, ...)
-        if name in ("flow", "start", "species") or name.startswith("__"):
+        if name in ("flow", "start", "drag", "species") or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.flow, name)
 
@@ -128,7 +135,7 @@ class WithParticles(SemiLinearEquation):
         if flow is self.flow:
             return self
         out = object.__new__(type(self))
-        out.flow, out.species, out.start = flow, self.species, self.start
+        out.flow, out.species, out.start, out.drag = flow, self.species, self.start, self.drag
         return out
 
     def at_stage(self, step: jax.Array, shift: jax.Array) -> WithParticles:
@@ -137,7 +144,7 @@ class WithParticles(SemiLinearEquation):
         if flow is self.flow:
             return self
         out = object.__new__(type(self))
-        out.flow, out.species, out.start = flow, self.species, self.start
+        out.flow, out.species, out.start, out.drag = flow, self.species, self.start, self.drag
         return out
 
     def leaf_spaces(self, state: Any) -> list[str]:
@@ -262,7 +269,8 @@ class WithParticles(SemiLinearEquation):
                 continue
             v = state[velocity_key(s.name)]
             out[position_key(s.name)] = v
-            out[velocity_key(s.name)] = (us - v) / s.tau_p + jnp.asarray(s.gravity, v.dtype)
+            tau_p, gravity = self.drag[s.name]
+            out[velocity_key(s.name)] = (us - v) / tau_p + gravity
         for s, alive in zip(self.species, live, strict=True):
             if s.owned and s.inertial:  # nothing moves in an empty slot
                 for key in (position_key(s.name), velocity_key(s.name)):

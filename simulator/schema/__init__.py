@@ -76,6 +76,13 @@ def param(default: float, doc: str, **constraints: Any) -> Any:
     return setting(default, doc, traced=True, **constraints)
 
 
+def random_seed(doc: str, max: int = 2**32 - 1) -> Any:
+    """A random seed (0 to ``max``), traced as :func:`param` numbers are: compiled code receives it as an unsigned
+    32-bit integer argument (:func:`simulator.equations.base.traced_arrays`), so a random initial condition drawn
+    from another seed is built by the same program, where a seed in the program's text would compile another."""
+    return setting(0, doc, traced=True, min=0, max=max)
+
+
 def absent_keys(section: Any) -> Mapping[str, tuple[str, str]]:
     """The keys of ``section`` that its values leave out of the run, each with the problem and what to do
     (the ``problem`` and ``allowed`` of a :class:`~simulator.errors.ConfigError`), as its method

@@ -28,7 +28,7 @@ from simulator.equations.spec import (
     PlotSpec,
 )
 from simulator.errors import ConfigError
-from simulator.schema import param, setting
+from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
 
@@ -113,7 +113,7 @@ class Rest(FlowInitial):
     name: str = setting("rest", "initial condition")
     amplitude: float = param(1e-3, "rms velocity epsilon of the perturbation", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the perturbation's spectrum", gt=0.0)
-    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed (0 to 2^32 - 1)")
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
@@ -126,7 +126,7 @@ class RandomFlow(FlowInitial):
     amplitude: float = param(1.0, "rms velocity sqrt(<|u|^2>)", gt=0.0)
     buoyancy: float = param(0.0, "rms buoyancy sqrt(<b^2>) (0 = none)", min=0.0)
     k_peak: float = param(4.0, "peak mode number of the spectra", gt=0.0)
-    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed (0 to 2^32 - 1)")
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 

@@ -250,7 +250,7 @@ def _wave(eq: Boussinesq, c: Sequence[jax.Array], ic: Any, params: Params) -> di
     return {"velocity": u, "buoyancy": b}
 
 
-def _random_scalar(eq: Boussinesq, seed: int, k_peak: jax.Array, rms: jax.Array) -> jax.Array:
+def _random_scalar(eq: Boussinesq, seed: jax.Array, k_peak: jax.Array, rms: jax.Array) -> jax.Array:
     """A random scalar of rms ``rms`` with spectrum ~ k^4 exp(-2 (k/k_peak)^2), no mean, drawn from
     ``seed`` (stream 1; the velocity uses stream 0) by :func:`~simulator.equations.noise.white_noise`."""
     noise_hat = eq.kept * eq.fft.rfft(white_noise(eq.fft, jax.random.fold_in(jax.random.key(seed), 1), eq.dtype))

@@ -49,7 +49,7 @@ from simulator.equations.spec import (
     PlotSpec,
 )
 from simulator.errors import ConfigError
-from simulator.schema import param, setting
+from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SPLIT_STEP
 
 
@@ -281,7 +281,7 @@ class Gaussian(InitialCondition):
     the same on any backend, device or process count."""
 
     name: str = setting("gaussian", "initial condition")
-    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed (0 to 2^32 - 1)")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from simulator.equations.spec import (
     Panel,
     PlotSpec,
 )
-from simulator.schema import param, setting
+from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
 _MEAN_FIELD = "uniform mean field B0 (Bx, By, Bz) added to the field, Alfven units"
@@ -79,7 +79,7 @@ class ABCDynamo(InitialCondition):
     wavenumber: int = setting(1, "mode number m of the flow", min=1, mode_axes="xyz")
     seed_amplitude: float = param(1e-3, "rms of the seed field", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the seed field's spectrum", gt=0.0)
-    seed: int = setting(0, "random seed of the seed field (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed of the seed field (0 to 2^32 - 1)")
     mean_field: tuple[float, float, float] = setting((0.0, 0.0, 0.0), _MEAN_FIELD)
 
 
@@ -92,7 +92,7 @@ class RandomMHD(InitialCondition):
     amplitude: float = param(1.0, "rms velocity", gt=0.0)
     magnetic_amplitude: float = param(1.0, "rms of the fluctuating field B - B0", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the spectra", gt=0.0)
-    seed: int = setting(0, "random seed (0 to 2^32 - 2)", min=0, max=2**32 - 2)
+    seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
     mean_field: tuple[float, float, float] = setting((0.0, 0.0, 0.0), _MEAN_FIELD)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from simulator.equations import flow, resolution, scalars as passive, scales
 from simulator.equations.flow import FlowInitial, FlowParams
-from simulator.schema import param, setting
+from simulator.schema import param, random_seed, setting
 from simulator.equations.spec import (
     Budget,
     Curve,
@@ -94,7 +94,7 @@ class RandomVelocity(FlowInitial):
     name: str = setting("random", "initial condition")
     amplitude: float = param(1.0, "rms velocity sqrt(<|u|^2>)", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the spectrum", gt=0.0)
-    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed (0 to 2^32 - 1)")
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from simulator.equations.spec import Curve, FieldInfo, Panel
 from simulator.errors import ConfigError
-from simulator.schema import param, section, setting
+from simulator.schema import param, random_seed, section, setting
 
 #: initial conditions of the scalars (``initial.scalars.name``)
 SCALAR_INITIALS = ("zero", "random")
@@ -68,7 +68,7 @@ class ScalarInitial:
                         choices=SCALAR_INITIALS)
     amplitude: float = param(1.0, "rms of each scalar (random)", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the variance spectrum (random)", gt=0.0)
-    seed: int = setting(0, "random seed of the scalars (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed of the scalars (0 to 2^32 - 1)")
 
 
 def scalar_initial() -> Any:

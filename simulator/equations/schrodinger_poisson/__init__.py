@@ -46,7 +46,7 @@ from simulator.equations.spec import (
     Panel,
     PlotSpec,
 )
-from simulator.schema import param, setting
+from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SPLIT_STEP
 
 
@@ -139,7 +139,7 @@ class RandomDensity(InitialCondition):
     density: float = param(1.0, "mean density rho0", gt=0.0)
     amplitude: float = param(1.0, "rms of the log-density d", gt=0.0)
     k_peak: float = param(4.0, "peak mode number of the spectrum of d", gt=0.0)
-    seed: int = setting(0, "random seed (0 to 2^32 - 1)", min=0, max=2**32 - 1)
+    seed: int = random_seed("random seed (0 to 2^32 - 1)")
 
 
 INFO = EquationInfo(
