@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import logging
 import os
 import platform
@@ -335,8 +336,9 @@ def _every_process_writes() -> None:
     from jax._src import compilation_cache, compiler, distributed
 
     write = getattr(compiler, "_cache_write", None)
-    if write is None:  # a JAX without the hook: the others compile, as before
-        return
+    expected = ["cache_key", "compile_time_secs", "module_name", "backend", "executable", "host_callbacks"]
+    if write is None or list(inspect.signature(write).parameters) != expected:
+        return  # a JAX without this private hook, or with another one: the others compile, as before
 
     def cache_write(key: str, seconds: float, module_name: str, backend: Any, executable: Any, callbacks: Any) -> None:
         if distributed.global_state.process_id == 0 or backend.platform == "gpu" or callbacks:
