@@ -653,21 +653,24 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
 
 @functools.cache
 def lattice_start(case, lpt, fraction):
-    """A gaussian lattice start on ``case`` (8^3 particles on the 8^3 grid): the state's particles by identity
+    """A gaussian lattice start on ``case`` (8^3 particles on the 16^3 grid: every other cell): the state's particles by identity
     (positions, momenta), its slots (live, ident, positions, momenta) and lost counts, as NumPy, and the
     simulation."""
-    sim = mixed(case, n=8, window="cic", initial="gaussian", fraction=fraction, lpt=lpt)
+    sim = shared(case, physics__name="fdm_cosmo", initial__name="gaussian", grid__shape=[16] * 3, grid__box=[10.0] * 3,
+                 physics__fdm_fraction=fraction, physics__cdm_particles=8**3, physics__cdm_window="cic",
+                 **({"physics__cdm_lpt": lpt} if lpt != 1 else {}))
     state = sim.initial_state()
     slots = [np.asarray(getattr(state, k)) for k in ("live", "ident", "position", "momentum")]
     return by_identity(state, "position", "momentum"), slots, np.asarray(state.lost), sim
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [c for several in (2, 4, 8) for c in distributed_cases(several)], ids=case_id)
+@pytest.mark.parametrize("case", [c for several in (2, 4, 8) for c in mesh_cases(several)
+                                  if c[2] in {(several,), (1, 2), (2, 1), (2, 2), (2, 4)}], ids=case_id)
 @pytest.mark.parametrize("lpt, fraction", [(1, 0.5), (2, 0.0)], ids=["zeldovich-mixed", "2lpt-particles"])
 def test_a_lattice_start_is_placed_as_on_one_device_with_no_device_holding_the_whole_set(case, lpt, fraction):
     """A Zel'dovich start beside the wave and a 2LPT start of the particles alone, on 2, 4 and 8 devices and every
-    backend and mesh: the placed particles by identity equal one device's to 1e-12, none lost; the slots are
+    backend (a slab, and a pencil split along x, y or both): the placed particles by identity equal one device's to 1e-12, none lost; the slots are
     those the replicated hand-out gives the same rows (simulator.fft.owned.distribute), slot for slot; and the
     start's positions and momenta are rows sharded over the devices (each holds 1/P of them), not the whole set
     on every device as before."""
