@@ -651,6 +651,99 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
         assert relative_error(np.asarray(got[name]), np.asarray(want[name])) < 1e-12, name
 
 
+@functools.cache
+def lattice_start(case, lpt, fraction):
+    """A gaussian lattice start on ``case`` (8^3 particles on the 16^3 grid: every other cell): the state's particles by identity
+    (positions, momenta), its slots (live, ident, positions, momenta) and lost counts, as NumPy, and the
+    simulation."""
+    sim = shared(case, physics__name="fdm_cosmo", initial__name="gaussian", grid__shape=[16] * 3, grid__box=[10.0] * 3,
+                 physics__fdm_fraction=fraction, physics__cdm_particles=8**3, physics__cdm_window="cic",
+                 **({"physics__cdm_lpt": lpt} if lpt != 1 else {}))
+    state = sim.initial_state()
+    slots = [np.asarray(getattr(state, k)) for k in ("live", "ident", "position", "momentum")]
+    return by_identity(state, "position", "momentum"), slots, np.asarray(state.lost), sim
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for several in (2, 4, 8) for c in mesh_cases(several)
+                                  if c[2] in {(several,), (1, 2), (2, 1), (2, 2), (2, 4)}], ids=case_id)
+@pytest.mark.parametrize("lpt, fraction", [(1, 0.5), (2, 0.0)], ids=["zeldovich-mixed", "2lpt-particles"])
+def test_a_lattice_start_is_placed_as_on_one_device_with_no_device_holding_the_whole_set(case, lpt, fraction):
+    """A Zel'dovich start beside the wave and a 2LPT start of the particles alone, on 2, 4 and 8 devices and every
+    backend (a slab, and a pencil split along x, y or both): the placed particles by identity equal one device's to 1e-12, none lost; the slots are
+    those the replicated hand-out gives the same rows (simulator.fft.owned.distribute), slot for slot; and the
+    start's positions and momenta are rows sharded over the devices (each holds 1/P of them), not the whole set
+    on every device as before."""
+    from simulator.fft import owned
+
+    want, _, _, _ = lattice_start(("single", 1, None), lpt, fraction)
+    got, (live, ident, position, momentum), lost, sim = lattice_start(case, lpt, fraction)
+    assert lost.tolist() == [0, 0, 0, 0]
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and relative_error(g, w) < 1e-12
+    eq = sim.equation
+    replicated = [eq.fft.replicated(r, eq.dtype) for r in got] + [eq.fft.replicated(np.arange(8**3), np.int32)]
+    old = [np.asarray(a) for a in owned.distribute(eq.fft, eq.box, cdm_mesh.sizes(eq)[0], *replicated)]
+    assert np.array_equal(old[0], live > 0) and np.array_equal(old[3], ident)
+    assert np.array_equal(old[1], position) and np.array_equal(old[2], momentum)
+    for name in ("cdm_position", "cdm_momentum"):
+        layout = eq.field_layouts()[name]
+        shards = layout.sharding.shard_shape(layout.shape)
+        assert shards == (8**3 // case[1], 3), (name, shards)
+
+
+@pytest.mark.slow
+def test_the_placed_start_s_gradient_in_omega_m_and_sigma8_equals_one_device_s():
+    """d J / d (omega_m, sigma8), J a smooth function of a 2LPT start's placed particles (their slots' momenta and
+    positions), through the start's builder and the placement in reverse mode: on a 2 x 2 and a 2 x 4 pencil it
+    equals one device's to 1e-12 (a regression guard: the ring of chunks, its all-gather and scatters, carries
+    the derivative as the replicated hand-out did)."""
+    grads = []
+    for case in [("single", 1, None), ("pencil", 4, (2, 2)), ("pencil", 8, (2, 4))]:
+        sim = mixed(case, n=8, window="cic", initial="gaussian", fraction=0.0, lpt=2)
+
+        def J(om, s8, sim=sim):
+            state = sim.equation.initial(sim.cfg.initial, {**sim.params, "omega_m": om, "sigma8": s8})
+            return jnp.sum(state.live[:, None] * (state.momentum**2 + jnp.sin(state.position)))
+
+        grads.append(np.asarray(jax.grad(J, argnums=(0, 1))(*(jnp.asarray(sim.params[k]) for k in ("omega_m",
+                                                                                                      "sigma8")))))
+    assert np.all(grads[0] != 0)
+    for g in grads[1:]:
+        assert relative_error(g, grads[0]) < 1e-12, grads
+
+
+@pytest.mark.parametrize("case", [c for several in (2, 4, 8) for c in mesh_cases(several) if c[1] > 1], ids=case_id)
+def test_lattice_rows_are_every_stride_th_value_in_lattice_order_on_every_mesh(case):
+    """simulator.fft.placement.lattice_rows of a 16^3 field at every other cell, on every backend and mesh shape
+    of 2, 4 and 8 devices: the 8^3 values in lattice order (x slowest) exactly, each device holding 1/P of them
+    (its block's lattice points exchanged into whole x planes)."""
+    from simulator.fft import placement
+
+    fft = mixed(case, n=16).equation.fft
+    field = np.random.default_rng(1).standard_normal((16, 16, 16))
+    rows = jax.jit(placement.lattice_rows, static_argnums=(0, 2))(fft, jax.device_put(field, fft.real_sharding()), 8)
+    assert np.array_equal(np.asarray(rows), field[::2, ::2, ::2].reshape(-1))
+    assert rows.sharding.shard_shape(rows.shape) == (8**3 // case[1],)
+
+
+@pytest.mark.slow
+def test_the_placement_s_memory_per_device_falls_with_the_devices():
+    """The start of 32^3 particles alone (2LPT), compiled as the planner compiles it: on 8 devices (a pencil,
+    whose lattice blocks are exchanged along y) each device holds under a quarter of one device's builder
+    (the replicated placement held 0.5-0.67 of it: the whole set and its temporaries on every device) and
+    under 0.4 of the state made of its fields (0.70 before)."""
+    from simulator.planning import plan
+
+    held = []
+    for case in [("single", 1, None), ("pencil", 8, (2, 4))]:
+        sim = mixed(case, n=32, window="cic", initial="gaussian", fraction=0.0, lpt=2)
+        programs = plan.compiled_programs(sim, plan.abstract_state(sim), ["initial"])
+        held.append({name: plan.program_bytes(c) for name, c in programs.items()})
+    ratio = {name: held[1][name] / held[0][name] for name in held[0]}
+    assert ratio["initial"] < 0.25 and ratio["initial_state"] < 0.4, ratio
+
+
 # ---- the config ----------------------------------------------------------------------------------------------
 
 

@@ -264,7 +264,7 @@ def test_the_owner_of_a_point_on_a_face_is_the_same_everywhere(native, dtype, bo
     x = face_points(box, n, dtype)
     want = reference_owner(x, box, n, devices)
     dx = box / n
-    got = np.asarray(jax.jit(lambda x: owned._owner(x, n, dx, devices))(jnp.asarray(x)))
+    got = np.asarray(jax.jit(lambda x: owned.owner(x, n, dx, devices))(jnp.asarray(x)))
     assert np.array_equal(got, want)
     points = np.zeros((x.size, 3), dtype)
     points[:, 0] = x
@@ -344,7 +344,7 @@ def test_the_hand_over_moves_the_same_rows_on_both_paths_in_either_buffers(nativ
     sim = mixed_sim(devices, n=16 if case[2] else 8, case=case)
     state = sim.initial_state()
     moved = mesh.drift(sim.equation, state.position, state.momentum / jnp.max(jnp.abs(state.momentum)) * 0.1, 1.0)
-    moves, axes = owned._sharded_axes(sim.fft), tuple(sim.fft.mesh.axis_names)
+    moves, axes = owned.sharded_axes(sim.fft), tuple(sim.fft.mesh.axis_names)
     geometry = (moves, tuple(sim.fft.shape), tuple(1.0 / n for n in sim.fft.shape))
     buffer = mesh.sizes(sim.equation)[1]
     spread = jax.sharding.PartitionSpec(axes)

@@ -27,13 +27,13 @@ from simulator.fft.cells import cell_of
 from simulator.fft.kernels import implementation
 
 
-def _sharded_axes(fft) -> list[tuple[int, str, int]]:
+def sharded_axes(fft) -> list[tuple[int, str, int]]:
     """(real axis, mesh axis, its size) of every real-space axis split over more than one device."""
     sizes = dict(zip(fft.mesh.axis_names, fft.mesh.devices.shape, strict=True))
     return [(a, m, sizes[m]) for a, m in enumerate(fft.real_spec()) if m is not None and sizes[m] > 1]
 
 
-def _owner(x: jax.Array, n: int, dx: float, devices: int) -> jax.Array:
+def owner(x: jax.Array, n: int, dx: float, devices: int) -> jax.Array:
     """The device index (along one mesh axis, int32) whose block holds coordinate ``x`` of an axis of ``n`` cells
     of width ``dx`` over ``devices``, -1 where ``x`` is not finite: the cell the windows take
     (:func:`simulator.fft.cells.cell_of`), then the integers' quotient by the block's cells."""
@@ -83,9 +83,9 @@ def _leavers(x: jax.Array, live: jax.Array, me: jax.Array, axis: int, n: int, dx
                                 vmap_method="sequential")
         return call(x, live, jnp.reshape(me, (1,)).astype(jnp.int32), axis=np.int64(axis), n=np.int64(n),
                     spacing=np.float64(dx), devices=np.int64(size))
-    owner = _owner(x[:, axis], n, dx, size)
-    known = owner >= 0
-    delta = jnp.where(known, owner, me) - me
+    dest = owner(x[:, axis], n, dx, size)
+    known = dest >= 0
+    delta = jnp.where(known, dest, me) - me
     delta = jnp.where(delta < 0, delta + size, delta)  # mod size: both lie in [0, size)
     up = live & known & (delta == 1)
     down = live & known & (delta == size - 1) & (size > 2)
@@ -248,7 +248,7 @@ def _migrate_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
 def split_planes(fft) -> tuple[int, ...]:
     """The planes of cells of a device's real-space block along each axis split over more than one device, in
     the order :func:`migrate` hands particles over along them (its ``first``)."""
-    return tuple(int(fft.shape[a]) // size for a, _, size in _sharded_axes(fft))
+    return tuple(int(fft.shape[a]) // size for a, _, size in sharded_axes(fft))
 
 
 def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: jax.Array,
@@ -269,7 +269,7 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
     buffer, that found no empty slot, that moved more than one block (or whose position is not finite). Each is
     a particle lost from the arrays and must stop the run (the caller reports it, naming the capacity
     setting)."""
-    moves = _sharded_axes(fft)
+    moves = sharded_axes(fft)
     axes = tuple(fft.mesh.axis_names)
     if not moves:
         return (live, *arrays, jnp.zeros(3, jnp.int32))
@@ -313,9 +313,9 @@ def _scatter_local(moves: list[tuple[int, str, int]], shape: tuple[int, ...], sp
     mine = jnp.ones(arrays[0].shape[0], bool)
     nowhere = jnp.zeros(arrays[0].shape[0], bool)  # a position not finite: no device's
     for axis, mesh_axis, size in moves:
-        owner = _owner(arrays[0][:, axis], shape[axis], spacing[axis], size)
-        mine = mine & (owner == jax.lax.axis_index(mesh_axis))
-        nowhere = nowhere | (owner < 0)
+        dest = owner(arrays[0][:, axis], shape[axis], spacing[axis], size)
+        mine = mine & (dest == jax.lax.axis_index(mesh_axis))
+        nowhere = nowhere | (dest < 0)
     rank = jnp.cumsum(mine) - 1
     slot = jnp.where(mine & (rank < capacity), rank, capacity)
     out = [jnp.zeros((capacity + 1, *x.shape[1:]), x.dtype).at[slot].set(x)[:capacity] for x in arrays]
@@ -354,7 +354,7 @@ def distribute(fft, box: Sequence[float], capacity: int, *arrays: jax.Array) -> 
     keeps those in its block in ``capacity`` slots. Returns ``(live, *arrays, counts)``: ``counts`` ``(3,)``
     int32 replicated, as :func:`migrate`'s: 0 (no send buffer), the particles that found no slot, those whose
     position is not finite (each lost: to be reported)."""
-    moves = _sharded_axes(fft)
+    moves = sharded_axes(fft)
     axes = tuple(fft.mesh.axis_names)
     shape = tuple(int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))

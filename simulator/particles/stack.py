@@ -29,7 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.fft.owned import counted, distribute, fullest, migrate, split_planes
+from simulator.fft.owned import counted, fullest, migrate, split_planes
+from simulator.fft.placement import host_rows as sharded_rows
+from simulator.fft.placement import place, row_index, spread
 from simulator.particles import slots
 
 
@@ -42,24 +44,27 @@ def sizes(count: int, capacity: float, exchange: float, devices: int) -> tuple[i
 
 
 def hand_out(fft: Any, box: Sequence[float], held: int, arrays: Mapping[str, jax.Array],
-             ident: jax.Array | None = None, lost: jax.Array | None = None
+             ident: jax.Array | None = None, lost: jax.Array | None = None, valid: jax.Array | None = None
              ) -> tuple[jax.Array, dict[str, jax.Array], jax.Array, jax.Array]:
-    """Replicated rows ``arrays`` ``(Np, ...)`` by name (the first the positions ``(Np, 3)``) with identities
-    ``ident`` ``(Np,)`` (default the row index) laid out by owner in ``held`` slots per device, in one program.
-    Returns ``(live, arrays, ident, lost)`` (the layout above): ``lost`` the counts ``lost`` ``(4,)`` (default
-    none) plus the particles that found no slot (``lost[1]``) and those whose position is not finite
-    (``lost[2]``, as a hand-over counts them)."""
-    return _hand_out(fft, tuple(float(b) for b in box), held, tuple(arrays), tuple(arrays.values()), ident, lost)
+    """Rows ``arrays`` ``(R, ...)`` by name (the first the positions ``(R, 3)``) with identities ``ident``
+    ``(R,)`` (default the row index) laid out by owner in ``held`` slots per device, in one program
+    (:func:`simulator.fft.placement.place`: rows sharded over the devices, or replicated where they do not divide
+    over them); ``valid`` ``(R,)`` the rows that hold a particle (None: all). Returns ``(live, arrays, ident,
+    lost)`` (the layout above): ``lost`` the counts ``lost`` ``(4,)`` (default none) plus the particles that
+    found no slot (``lost[1]``) and those whose position is not finite (``lost[2]``, as a hand-over counts
+    them)."""
+    return _hand_out(fft, tuple(float(b) for b in box), held, tuple(arrays), tuple(arrays.values()), ident, lost,
+                     valid)
 
 
 # one program (eagerly, each operation would compile its own); the names static and in order (a dict argument
 # comes back from jit's flattening in sorted order, and the first array must stay the positions)
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
 def _hand_out(fft: Any, box: tuple[float, ...], held: int, names: tuple[str, ...], arrays: tuple[jax.Array, ...],
-              ident: jax.Array | None, lost: jax.Array | None
+              ident: jax.Array | None, lost: jax.Array | None, valid: jax.Array | None
               ) -> tuple[jax.Array, dict[str, jax.Array], jax.Array, jax.Array]:
-    ident = jnp.arange(arrays[0].shape[0], dtype=jnp.int32) if ident is None else ident.astype(jnp.int32)
-    live, *laid, ident, counts = distribute(fft, box, held, *arrays, ident)
+    ident = row_index(fft, arrays[0].shape[0]) if ident is None else ident.astype(jnp.int32)
+    live, *laid, ident, counts = place(fft, box, held, *arrays, ident, valid=valid)
     new = counted(None, counts)
     return (live, dict(zip(names, laid, strict=True)), ident,
             new if lost is None else new + lost.astype(jnp.int32))
@@ -121,9 +126,23 @@ def host_rows(stored: Mapping[str, np.ndarray], names: Sequence[str], live: str,
 def lay_out(fft: Any, box: Sequence[float], held: int, dtype: Any, rows: Rows
             ) -> tuple[jax.Array, dict[str, jax.Array], jax.Array, jax.Array]:
     """Host :class:`Rows` (a restart's) laid out on ``fft``'s devices in ``held`` slots each, the arrays in
-    ``dtype``: :func:`hand_out`'s ``(live, arrays, ident, lost)``, the stored lost counts carried on."""
-    arrays = {n: fft.replicated(a, dtype) for n, a in rows.arrays.items()}
-    return hand_out(fft, box, held, arrays, fft.replicated(rows.ident, np.int32), fft.replicated(rows.lost, np.int32))
+    ``dtype``: :func:`hand_out`'s ``(live, arrays, ident, lost)``, the stored lost counts carried on. Each device
+    takes its own share of the rows (padded with rows of no particle to a multiple of the devices), not the whole
+    set (:func:`simulator.fft.placement.place`)."""
+    count = len(rows.ident)
+    padded = -(-count // fft.devices) * fft.devices
+    if not spread(fft, padded):
+        arrays = {n: fft.replicated(a, dtype) for n, a in rows.arrays.items()}
+        return hand_out(fft, box, held, arrays, fft.replicated(rows.ident, np.int32),
+                        fft.replicated(rows.lost, np.int32))
+
+    def pad(a: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, np.zeros((padded - count, *a.shape[1:]), a.dtype)])
+
+    arrays = {n: sharded_rows(fft, pad(a), dtype) for n, a in rows.arrays.items()}
+    ident = sharded_rows(fft, pad(rows.ident), np.int32)
+    valid = sharded_rows(fft, np.arange(padded) < count, bool)
+    return hand_out(fft, box, held, arrays, ident, fft.replicated(rows.lost, np.int32), valid)
 
 
 def room(fft: Any, live: jax.Array, what: str, key: str, value: float, held: int, count: int) -> slots.Room | None:

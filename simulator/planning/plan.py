@@ -49,7 +49,7 @@ def abstract_state(sim: Any) -> Any:
     for leaf, space, name in zip(leaves, sim.equation.leaf_spaces(state), leaf_names(state), strict=True):
         if space == "particles" and name in owned:  # each device its own slots
             sharding = owned_sharding(sim.fft, leaf.ndim)
-        elif space == "particles":  # (Np, 3), every device holds all of them
+        elif space == "particles":  # a replicated species' rows, the lost counts: every device holds them all
             sharding = sim.fft.replicated_sharding()
         else:
             sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)

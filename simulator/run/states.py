@@ -100,8 +100,8 @@ def state_from_fields(sim: Any, fields: Mapping[str, FieldSource]) -> Any:
     layouts = sim.equation.field_layouts()
     for name, source in fields.items():
         shape, dtype, sharding = layouts[name].shape, layouts[name].dtype, layouts[name].sharding
-        # particles' rows (Np, 3), replicated: read whole where this process can (every NumPy input; a JAX array
-        # held on other processes' devices too is left to the run's own loss counts)
+        # particles' rows (Np, 3), each device taking its own: checked whole where this process can (every NumPy
+        # input; a JAX array held on other processes' devices too is left to the run's own loss counts)
         if name not in sim.equation.field_info and not callable(source) and (
                 not isinstance(source, jax.Array) or source.is_fully_addressable):
             _check_finite_rows(name, np.asarray(source))

@@ -26,7 +26,10 @@ planes from the neighbours (:mod:`simulator.fft.points`).
 
 Initial positions: the lattice q = (i L / n + dx / 2, ...) (n divides the grid: the centres of every
 (N/n)-th cell, where the window's response to a small displacement is linear; a cloud in cell on a node has
-a kink there), :func:`lattice`, displaced by a field evaluated there (:func:`gradient_at_lattice`).
+a kink there), :func:`lattice`, displaced by a field evaluated there (:func:`gradient_at_lattice`). Both are
+rows ``(Np, 3)`` sharded over the devices (each device the lattice points of its own block, then whole x
+planes of the lattice), laid out by owner without any device holding the whole set
+(:mod:`simulator.fft.placement`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import jax.numpy as jnp
 
 from simulator.equations import assembly
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
+from simulator.fft import placement
 from simulator.fft.kernels import implementation
 from simulator.fft.stencils import STENCILS
 from simulator.particles import stack
@@ -177,7 +181,8 @@ def entries(eq: Any, live: jax.Array, arrays: dict[str, jax.Array], ident: jax.A
 
 
 def distribute(eq: Any, position: jax.Array, momentum: jax.Array) -> dict[str, jax.Array]:
-    """Replicated particles ``(Np, 3)`` in lattice order (their identities) laid out by owner
+    """Particles ``(Np, 3)`` in lattice order (their identities), sharded by rows over the devices (or replicated
+    where Np does not divide over them: :func:`simulator.fft.placement.rows_sharding`), laid out by owner
     (:func:`simulator.particles.stack.hand_out`): the state's ``position``, ``momentum``, ``live``, ``ident`` and
     ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more than a block or
     not finite, here only the last two; and the steps since the first loss: :data:`simulator.particles.slots.
@@ -196,25 +201,26 @@ def migrate(eq: Any, state: Any, position: jax.Array) -> dict[str, jax.Array]:
 
 
 def lattice(eq: Any) -> jax.Array:
-    """The particles' lattice ``(Np, 3)``, replicated, in identity order (x slowest): the centres of every
-    (N/n)-th cell, (i stride + 1/2) dx along each axis."""
+    """The particles' lattice ``(Np, 3)`` in identity order (x slowest), sharded by rows over the devices
+    (:func:`simulator.fft.placement.row_index`: each its own rows): the centres of every (N/n)-th cell,
+    (i stride + 1/2) dx along each axis."""
     count = eq.physics.cdm_particles
     n = per_axis(count)
     stride = tuple(size // n for size in eq.fft.shape)
-    axes = [(jnp.arange(n, dtype=eq.dtype) * stride[a] + 0.5) * eq.spacing[a] for a in range(3)]
-    return jnp.stack(jnp.meshgrid(*axes, indexing="ij"), axis=-1).reshape(count, 3)
+    ident = placement.row_index(eq.fft, count)
+    index = (ident // (n * n), ident // n % n, ident % n)
+    return jnp.stack([(index[a].astype(eq.dtype) * stride[a] + 0.5) * eq.spacing[a] for a in range(3)], axis=-1)
 
 
 def gradient_at_lattice(eq: Any, phi_hat: jax.Array) -> jax.Array:
-    """grad(phi) at the lattice points ``(Np, 3)`` (identity order) of a field given by its r2c spectrum
-    ``phi_hat``: the gradient's spectrum shifted by half a cell (the phase exp(i k.dx/2): exact for a
-    band-limited field), transformed back, then every stride-th value."""
-    count = eq.physics.cdm_particles
-    n = per_axis(count)
-    stride = tuple(size // n for size in eq.fft.shape)
+    """grad(phi) at the lattice points ``(Np, 3)`` (identity order, sharded by rows as :func:`lattice`) of a field
+    given by its r2c spectrum ``phi_hat``: the gradient's spectrum shifted by half a cell (the phase exp(i k.dx/2):
+    exact for a band-limited field), transformed back, then every stride-th value, each device those of its own
+    block (:func:`simulator.fft.placement.lattice_rows`: no device holds the whole set)."""
+    n = per_axis(eq.physics.cdm_particles)
     half = jnp.exp(0.5j * sum(k * d for k, d in zip(eq.kr, eq.spacing, strict=True)))
-    parts = [eq.fft.irfft(1j * k * half * phi_hat)[::stride[0], ::stride[1], ::stride[2]] for k in eq.kr]
-    return jnp.stack(parts).reshape(3, count).T
+    parts = [placement.lattice_rows(eq.fft, eq.fft.irfft(1j * k * half * phi_hat), n) for k in eq.kr]
+    return jnp.stack(parts, axis=-1)
 
 
 def displacement(eq: Any, delta_hat: jax.Array) -> jax.Array:

@@ -27,7 +27,7 @@ import numpy as np
 
 from simulator.equations.base import ParticleArrays
 from simulator.equations.cold import has_wave, mesh
-from simulator.fft import complex_dtype
+from simulator.fft import complex_dtype, placement
 from simulator.particles import slots, stack
 
 
@@ -104,7 +104,7 @@ class ColdSpecies:
 
     @property
     def state_fields(self) -> tuple[str, ...]:
-        """The fields a state is built from: psi, and the cold particles' replicated initial positions and
+        """The fields a state is built from: psi, and the cold particles' initial positions and
         momenta (and a particle-only state's particle mass, where it holds it); no psi without the wave."""
         cold = ("cdm_position", "cdm_momentum") if self.cold else ()
         if not self.wave:
@@ -113,15 +113,18 @@ class ColdSpecies:
 
     def field_layouts(self) -> dict[str, jax.ShapeDtypeStruct]:
         """psi ``(Nx, Ny, Nz)`` in the real-space layout (with the wave); the particles' initial positions and
-        momenta ``(Np, 3)`` replicated (in lattice order, laid out by owner when the state is built); a
-        particle-only state's particle mass ``(1,)``, replicated (a vector: checkpoints store no scalars)."""
+        momenta ``(Np, 3)`` in lattice order, sharded by rows over the devices (replicated where Np does not
+        divide over them: :func:`simulator.fft.placement.rows_sharding`), laid out by owner when the state is
+        built; a particle-only state's particle mass ``(1,)``, replicated (a vector: checkpoints store no
+        scalars)."""
         out, replicated = {}, self.fft.replicated_sharding()
         if self.wave:
             out["psi"] = jax.ShapeDtypeStruct(tuple(self.fft.shape), complex_dtype(self.dtype),
                                               sharding=self.fft.real_sharding())
         if self.cold:
+            rows = placement.rows_sharding(self.fft, self.physics.cdm_particles)
             for name in ("cdm_position", "cdm_momentum"):
-                out[name] = jax.ShapeDtypeStruct((self.physics.cdm_particles, 3), self.dtype, sharding=replicated)
+                out[name] = jax.ShapeDtypeStruct((self.physics.cdm_particles, 3), self.dtype, sharding=rows)
         if not self.wave and self.stored_mass:
             out["cdm_mass"] = jax.ShapeDtypeStruct((1,), self.dtype, sharding=replicated)
         return out
@@ -143,8 +146,9 @@ class ColdSpecies:
 
     def mixed_state(self, psi: jax.Array | None, position: jax.Array, momentum: jax.Array, params: Any,
                     mass: jax.Array | None = None) -> MixedState | ColdState:
-        """The state of a wave ``psi`` (None: none) and replicated particles ``(Np, 3)`` in lattice order (their
-        identities), laid out by owner; ``mass`` the particle mass a particle-only state holds (``(1,)``)."""
+        """The state of a wave ``psi`` (None: none) and particles ``(Np, 3)`` in lattice order (their identities,
+        sharded as :meth:`field_layouts` says), laid out by owner; ``mass`` the particle mass a particle-only
+        state holds (``(1,)``)."""
         particles = mesh.distribute(self, position.astype(self.dtype), momentum.astype(self.dtype))
         if mass is not None:
             particles["mass"] = mass.astype(self.dtype)
@@ -205,7 +209,8 @@ class ColdSpecies:
     def stored_fields(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
         """The state fields a checkpoint holds as particle arrays (``stored``: its particle arrays by leaf name,
         whole, NumPy), for a state read from it onto any grid (:mod:`simulator.run.remap`): ``cdm_position`` and
-        ``cdm_momentum`` ``(Np, 3)`` replicated in lattice order (its occupied slots sorted by identity), and a
+        ``cdm_momentum`` ``(Np, 3)`` in lattice order (its occupied slots sorted by identity; each device its
+        own rows, :meth:`field_layouts`), and a
         particle-only state's ``cdm_mass`` ``(1,)``. They do not depend on the grid: a branch at another
         resolution keeps them exactly. A checkpoint without all Np particles: a one-line ConfigError."""
         from simulator.errors import ConfigError
@@ -218,7 +223,8 @@ class ColdSpecies:
             held = 0 if rows is None else len(rows.ident)
             raise ConfigError("physics.cdm_particles", count, f"a checkpoint holding all {count} cold particles "
                               "(this one lost some, or holds none)", f"finds {held} there")
-        out = {f"cdm_{name}": self.fft.replicated(rows.arrays[name], self.dtype) for name in ("position", "momentum")}
+        out = {f"cdm_{name}": placement.host_rows(self.fft, rows.arrays[name], self.dtype)
+               for name in ("position", "momentum")}
         if "cdm_mass" in self.state_fields:
             out["cdm_mass"] = self.fft.replicated(np.asarray(stored["mass"]).reshape(1), self.dtype)
         return out
@@ -226,8 +232,9 @@ class ColdSpecies:
     def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
         """A checkpoint's cold particles, written on another device count, laid out by owner for this run's
         (:func:`simulator.particles.stack.lay_out`): the live slots' positions, momenta and forces by identity,
-        every process holding them all once, as for the initial conditions; the lost counts carried on (plus any
-        particle that found no slot: the run stops before its first step, naming ``physics.cdm_capacity``)."""
+        every process reading them all once, each device taking its own share of the rows; the lost counts carried
+        on (plus any particle that found no slot: the run stops before its first step, naming
+        ``physics.cdm_capacity``)."""
         if not self.cold:
             return None
         rows = stack.host_rows(stored, ("position", "momentum", "force"), "live", "ident", "lost")

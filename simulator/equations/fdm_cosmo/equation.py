@@ -185,7 +185,7 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         their positions ``cdm_position`` (comoving, Mpc/h) and momenta ``cdm_momentum`` = a^2 dx/dt ``(Np, 3)``
         in lattice order too (without the wave, those alone)."""
         psi = fields["psi"].astype(complex_dtype(self.dtype)) if self.wave else None
-        if self.cold:  # replicated (Np, 3) in lattice order, laid out by owner here
+        if self.cold:  # (Np, 3) in lattice order, sharded by rows: laid out by owner here
             return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return CosmoState(psi, self.potential(psi, params))
 

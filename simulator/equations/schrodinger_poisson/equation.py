@@ -152,7 +152,7 @@ class SchrodingerPoisson(ColdSpecies, SplitStepEquation):
         if not self.wave:
             return self.mixed_state(None, fields["cdm_position"], fields["cdm_momentum"], params, fields["cdm_mass"])
         psi = fields["psi"].astype(complex_dtype(self.dtype))
-        if self.cold:  # replicated (Np, 3) in lattice order, laid out by owner here
+        if self.cold:  # (Np, 3) in lattice order, sharded by rows: laid out by owner here
             return self.mixed_state(psi, fields["cdm_position"], fields["cdm_momentum"], params)
         return SPState(psi, self.potential(psi, params))
 

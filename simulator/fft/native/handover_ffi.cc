@@ -8,7 +8,7 @@
 //     written at such indices (the arrivals), each touching only the rows that move, where XLA's gather and
 //     scatter walk every row of the fixed-size buffers.
 //
-// The owner of a particle is the one the XLA path computes (owned.py's _owner: the cell floor(x (1/dx)) in the
+// The owner of a particle is the one the XLA path computes (owned.py's owner: the cell floor(x (1/dx)) in the
 // positions' precision, wrapped, then the integers' quotient by the block's cells), so that both paths, and the
 // windows' kernels (particles_ffi.cc and window.py, which take a point's cell the same way), agree on every
 // point, one on a block's face included.
@@ -28,12 +28,12 @@ namespace {
 constexpr int64_t kOwnerRun = 256;
 
 // The owner of a cell c (an integer in floating point) of an axis of `cells` cells split into blocks of `block`,
-// as owned.py's _owner takes it: the floor-mod wrap, then the integers' quotient by the block. For c in
+// as owned.py's owner takes it: the floor-mod wrap, then the integers' quotient by the block. For c in
 // [-cells, 2 cells), where the cell of every wrapped position lies (a coordinate just below L may round to
 // `cells`), the wrap is one select either way, exact; the quotient is floor((c + 1/2) / block) as a product by
 // 1/block in double: c + 1/2 lies at least 1/(2 block) from an integer quotient and the product errs by at most
 // devices 2^-52 (cells < 2^31), so the floor is exact. A wrap by divisions (no vector division in the loop) takes
-// the other c, in the scalar pass, the quotient's floor corrected once as _owner's (exact while |c| < 2^24 in
+// the other c, in the scalar pass, the quotient's floor corrected once as owner's (exact while |c| < 2^24 in
 // float32, past which the position's cell is not exact anyway); not finite: no owner (-1).
 template <typename Real>
 inline bool Wraps(Real cell, Real cells) {
