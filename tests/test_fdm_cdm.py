@@ -664,16 +664,22 @@ def lattice_start(case, lpt, fraction):
     return by_identity(state, "position", "momentum"), slots, np.asarray(state.lost), sim
 
 
+#: (case, lpt, fraction): every distributed backend, 2, 4 and 8 devices, a pencil split along x, y and both, each
+#: start on a slab and a pencil (every case with both starts took 8 minutes; lattice_rows below takes every mesh)
+PLACEMENTS = [(("slab", 2, (2,)), 1, 0.5), (("pencil", 2, (1, 2)), 2, 0.0), (("pencil", 2, (2, 1)), 1, 0.5),
+              (("jaxdecomp", 4, (2, 2)), 2, 0.0), (("pencil", 8, (2, 4)), 1, 0.5), (("slab", 8, (8,)), 2, 0.0)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [c for several in (2, 4, 8) for c in mesh_cases(several)
-                                  if c[2] in {(several,), (1, 2), (2, 1), (2, 2), (2, 4)}], ids=case_id)
-@pytest.mark.parametrize("lpt, fraction", [(1, 0.5), (2, 0.0)], ids=["zeldovich-mixed", "2lpt-particles"])
+@pytest.mark.parametrize("case, lpt, fraction", PLACEMENTS,
+                         ids=[f"{case_id(c)}-{'zeldovich-mixed' if lpt == 1 else '2lpt-particles'}"
+                              for c, lpt, _ in PLACEMENTS])
 def test_a_lattice_start_is_placed_as_on_one_device_with_no_device_holding_the_whole_set(case, lpt, fraction):
     """A Zel'dovich start beside the wave and a 2LPT start of the particles alone, on 2, 4 and 8 devices and every
-    backend (a slab, and a pencil split along x, y or both): the placed particles by identity equal one device's to 1e-12, none lost; the slots are
-    those the replicated hand-out gives the same rows (simulator.fft.owned.distribute), slot for slot; and the
-    start's positions and momenta are rows sharded over the devices (each holds 1/P of them), not the whole set
-    on every device as before."""
+    distributed backend (a slab, and a pencil split along x, y or both): the placed particles by identity equal
+    one device's to 1e-12, none lost; the slots are those the replicated hand-out gives the same rows
+    (simulator.fft.owned.distribute), slot for slot; and the start's positions and momenta are rows sharded over
+    the devices (each holds 1/P of them), not the whole set on every device as before."""
     from simulator.fft import owned
 
     want, _, _, _ = lattice_start(("single", 1, None), lpt, fraction)
