@@ -1,7 +1,9 @@
 """Restart tools as a user runs them: extending a run (--add-to-t-end), a wall-clock limit in the config
 (runtime.max_wall: checkpoint and exit 75, then --resume), and restarts at another resolution.
 
-Every run is a real ``simulator run`` subprocess on a tiny float64 case.
+Every run is a real ``simulator run`` on a tiny float64 case: a subprocess, or, where a test compares runs of
+one process each, the command's own function in the test's process (:func:`support.command`), which starts no
+new Python and JAX for each.
 """
 
 import json
@@ -15,6 +17,7 @@ import pytest
 
 from simulator.fft.compact import to_full
 from simulator.output import checkpoints
+from support import command
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
@@ -184,35 +187,40 @@ def velocity_spectrum(run_dir):
 
 
 @pytest.mark.slow
-def test_abc_restarted_at_twice_and_half_the_resolution_equals_the_runs_made_there(tmp_path):
+def test_abc_restarted_at_twice_and_half_the_resolution_equals_the_runs_made_there(tmp_path, monkeypatch, capfd):
     """The ABC flow run on 16^3 to t = 0.1, then branched with --restart CKPT --out NEW at 32^3 (and at
     8^3) to t = 0.2, equals the run made at that resolution from t = 0 to 1e-12; so does a new run with
     initial.name: file from that checkpoint (time_from_file). Restarting at another grid into the same
-    directory is refused (its files hold one grid)."""
-    coarse = simulator(tmp_path, ABC, *EXACT, "--set", "grid.shape=16", "--set", "time.t_end=0.1", "--out", "c16")
-    assert coarse.returncode == 0, coarse.stderr
+    directory is refused (its files hold one grid). The one-process runs are made by the command's own
+    function in this process (:func:`support.command`), on one device as a process of their own has it; the
+    two-process run reads the checkpoint one of them wrote."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        code, _, stderr = command(capfd, "run", *args, "--set", "fft.mesh=[1]")
+        return code, stderr
+
+    code, err = run(ABC, *EXACT, "--set", "grid.shape=16", "--set", "time.t_end=0.1", "--out", "c16")
+    assert code == 0, err
     marker = "c16/checkpoints/c00000005.json"
-    refused = simulator(tmp_path, ABC, *EXACT, "--set", "grid.shape=32", "--set", "time.t_end=0.2", "--out", "c16",
-                        "--restart")
-    assert refused.returncode == 2 and "is a new run: branch it with --restart" in refused.stderr, refused.stderr
+    code, err = run(ABC, *EXACT, "--set", "grid.shape=32", "--set", "time.t_end=0.2", "--out", "c16", "--restart")
+    assert code == 2 and "is a new run: branch it with --restart" in err, err
     for n in (32, 8):
-        ref = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2", "--out",
-                        f"ref{n}")
-        assert ref.returncode == 0, ref.stderr
+        code, err = run(ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2", "--out", f"ref{n}")
+        assert code == 0, err
         (tmp_path / f"branch{n}").mkdir()
-        branch = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
-                           "--restart", marker, "--out", f"branch{n}")
-        assert branch.returncode == 0, branch.stderr
-        assert f"from 16x16x16 to {n}x{n}x{n}" in branch.stderr
-        from_file = simulator(tmp_path, ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
-                              "--set", f"initial={{name: file, path: {marker}, time_from_file: true}}",
-                              "--out", f"file{n}")
-        assert from_file.returncode == 0, from_file.stderr
+        code, err = run(ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2", "--restart", marker,
+                        "--out", f"branch{n}")
+        assert code == 0, err
+        assert f"from 16x16x16 to {n}x{n}x{n}" in err
+        code, err = run(ABC, *EXACT, "--set", f"grid.shape={n}", "--set", "time.t_end=0.2",
+                        "--set", f"initial={{name: file, path: {marker}, time_from_file: true}}", "--out", f"file{n}")
+        assert code == 0, err
         step_ref, t_ref, u_ref = velocity_spectrum(tmp_path / f"ref{n}")
-        for run in (f"branch{n}", f"file{n}"):
-            step, t, u = velocity_spectrum(tmp_path / run)
-            assert t == t_ref == 0.2 and u.shape == u_ref.shape, run
-            assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, run
+        for name in (f"branch{n}", f"file{n}"):
+            step, t, u = velocity_spectrum(tmp_path / name)
+            assert t == t_ref == 0.2 and u.shape == u_ref.shape, name
+            assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, name
         assert velocity_spectrum(tmp_path / f"branch{n}")[0] == step_ref == 10
         assert velocity_spectrum(tmp_path / f"file{n}")[0] == 5  # a new run: its steps count from 0
     # two processes (2 devices each, pencil) read the 16^3 checkpoint into 32^3: each its own blocks
