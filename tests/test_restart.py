@@ -1,6 +1,7 @@
 """Checkpoints, restart (bitwise on the same layout, 1e-12 across layouts), signals, locks, failed writes.
 
-Every run here is a real ``simulator run`` subprocess on a small Taylor-Green case.
+Every run here is a real ``simulator run`` on a small Taylor-Green case: a subprocess, or the command's own
+function in the test's process (:func:`support.command`) where a test compares runs of one process each.
 """
 
 import contextlib
@@ -20,6 +21,8 @@ import pytest
 
 from simulator.output import checkpoints as checkpoint
 from simulator.output import hdf5 as io
+
+import support
 
 ROOT = Path(__file__).parents[1]
 CONFIG = str(ROOT / "configs" / "taylor_green.yaml")
@@ -90,23 +93,35 @@ def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision):
 
 
 @pytest.mark.slow
-def test_restart_across_layouts_agrees_to_1e_12(tmp_path):
+def test_restart_across_layouts_agrees_to_1e_12(tmp_path, monkeypatch, capfd):
+    """A run of 8 devices restarted on 4, on jaxdecomp's [2, 2], on the single-device backend and on two processes
+    of 2 devices each agrees with the uninterrupted run to 1e-12. The one-process runs are made by the command's
+    own function in this process (:func:`support.command`), which holds the suite's 8 devices: a run on fewer
+    takes the first of them by its mesh, as a process with that many would hold them."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        code, _, stderr = support.command(capfd, "run", *args)
+        return code, stderr
+
     base = [CONFIG, *SMALL, "--set", "output.snapshots.every=40"]
-    ref = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.8", "--out", "ref")
-    assert ref.returncode == 0, ref.stderr
+    code, err = run(*base, "--cpu-devices", "8", "--set", "time.t_end=0.8", "--out", "ref")
+    assert code == 0, err
     _, u_ref = last_velocity(tmp_path / "ref")
-    first = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.4", "--out", "a")
-    assert first.returncode == 0, first.stderr
+    code, err = run(*base, "--cpu-devices", "8", "--set", "time.t_end=0.4", "--out", "a")
+    assert code == 0, err
     resumes = {
-        "8 -> 4 devices": ["--cpu-devices", "4"],
-        "slab -> jaxdecomp": ["--cpu-devices", "4", "--set", "fft.backend=jaxdecomp", "--set", "fft.mesh=[2,2]"],
-        "slab -> single": ["--set", "fft.backend=single"],
+        "8 -> 4 devices": (["--set", "fft.mesh=[4]"], "slab fft on mesh 4 "),
+        "slab -> jaxdecomp": (["--set", "fft.backend=jaxdecomp", "--set", "fft.mesh=[2,2]"],
+                              "jaxdecomp fft on mesh 2x2 "),
+        "slab -> single": (["--set", "fft.backend=single"], "single fft on mesh 1 "),
     }
-    for label, extra in resumes.items():
+    for label, (extra, layout) in resumes.items():
         run_dir = tmp_path / label.replace(" ", "_").replace(">", "")
         subprocess.run(["cp", "-r", str(tmp_path / "a"), str(run_dir)], check=True)
-        r = simulator(tmp_path, *base, *extra, "--set", "time.t_end=0.8", "--out", str(run_dir), "--restart")
-        assert r.returncode == 0, f"{label}: {r.stderr[-3000:]}"
+        code, err = run(*base, *extra, "--set", "time.t_end=0.8", "--out", str(run_dir), "--restart")
+        assert code == 0, f"{label}: {err[-3000:]}"
+        assert layout in err, f"{label}: {err[-3000:]}"  # the layout asked for, not the process's 8 devices
         step, u = last_velocity(run_dir)
         assert step == 80
         assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, label
