@@ -21,7 +21,6 @@ import pytest
 
 from simulator.output import checkpoints as checkpoint
 from simulator.output import hdf5 as io
-
 import support
 
 ROOT = Path(__file__).parents[1]
