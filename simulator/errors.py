@@ -51,11 +51,12 @@ class DamagedFileError(OSError):
 def reading(path: str | Path) -> Iterator[None]:
     """Whatever reading the file ``path`` inside the block raises, raised as :class:`DamagedFileError` naming it;
     an error the operating system reports for the file itself (an OSError with an errno: missing, permission
-    denied), which names it already and says nothing of its content, and a DamagedFileError of a file read
-    within the block, pass as they are."""
+    denied), which names it already and says nothing of its content, a MemoryError (an intact file too large
+    for this machine: "damaged" would have its user restore or move a good file), and a DamagedFileError of a
+    file read within the block, pass as they are."""
     try:
         yield
-    except DamagedFileError:
+    except (DamagedFileError, MemoryError):
         raise
     except OSError as err:
         if err.errno is not None:

@@ -367,3 +367,20 @@ def test_a_misspelt_schema_constraint_is_refused():
     with pytest.raises(TypeError, match="greater"):
         param(1.0, "a number", greater=0.0)
     assert setting(1, "a number", min=0, choices=(0, 1)).metadata["min"] == 0
+
+
+def test_a_traced_number_given_as_an_integer_is_the_run_s_float_and_only_a_seed_is_an_integer():
+    """A traced number declared float that Python code gives as an int (``NavierStokesParams(viscosity=1)``,
+    ``dataclasses.replace(cfg.physics, viscosity=1)``: no YAML coercion on the way) reaches compiled code as the
+    run's float. Since random seeds became unsigned 32-bit arguments, every int did: -nu of a uint32 1 is
+    4294967295, a silent wrong answer. A seed stays the uint32 that jax.random.key takes."""
+    import jax.numpy as jnp
+
+    from simulator.equations.base import traced_arrays
+    from simulator.equations.navier_stokes import NavierStokesParams, RandomVelocity
+
+    params = traced_arrays(NavierStokesParams(viscosity=1).traced(), jnp.float64)
+    assert params["viscosity"].dtype == jnp.float64 and float(-params["viscosity"]) == -1.0
+    initial = traced_arrays(RandomVelocity(amplitude=2, seed=7).traced(), jnp.float64)
+    assert initial["amplitude"].dtype == jnp.float64 and float(-initial["amplitude"]) == -2.0
+    assert initial["seed"].dtype == jnp.uint32 and int(initial["seed"]) == 7

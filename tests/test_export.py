@@ -485,6 +485,23 @@ def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tm
     assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
 
 
+@pytest.mark.parametrize("attribute", ["spectra", "timeseries", "trajectories"])
+def test_a_reader_out_of_memory_says_so_and_never_calls_an_intact_file_damaged(rich, monkeypatch, attribute):
+    """A file too large for this machine's memory is intact: its reader's MemoryError passes as it is, where it
+    was a DamagedFileError telling the user to restore the file from a copy or move it out of the run."""
+    import csv
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 96.0 GiB for an array")
+
+    if attribute == "timeseries":
+        monkeypatch.setattr(csv, "reader", out_of_memory)
+    else:
+        monkeypatch.setattr(h5py.Dataset, "__getitem__", out_of_memory)
+    with pytest.raises(MemoryError):
+        getattr(simulator.load_run(rich), attribute)
+
+
 def test_a_snapshot_ref_has_its_time_read_from_the_index_alone(rich, tmp_path):
     """``[s.time for s in run.snapshots]`` (a SnapshotRef had only .step and .path: AttributeError) is each
     snapshot's time, read from its index's attributes without the shard files (removed here); a damaged index

@@ -699,6 +699,43 @@ def test_a_damaged_file_read_beside_the_figures_own_is_the_file_named(runs, tmp_
     assert not any("spectra.h5" in line for line in written.skipped), written.skipped
 
 
+def test_a_file_the_system_will_not_open_or_a_lack_of_memory_calls_no_file_damaged(runs, tmp_path, monkeypatch):
+    """timeseries.csv that cannot be opened (permission denied), read beside statistics.h5: the skip line names
+    timeseries.csv and the system's reason, where it said "statistics.h5 is damaged" (an intact file a user would
+    then delete; the readers pass such an error as it is since DamagedFileError). A MemoryError is not damage
+    either: it passes as it is."""
+    from simulator.output import timeseries
+    from simulator.plots import statistics as statistics_plots
+
+    t = np.linspace(0.0, 0.2, 3)
+    data = {"time": t, "attrs": {"spacing": "[0.4, 0.4, 0.4]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2]),
+            "structure_longitudinal_x": np.ones((3, 2, 2)),
+            **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    monkeypatch.setattr(statistics_plots, "read_statistics", lambda path: data)
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.yaml", "timeseries.csv"):
+        shutil.copy(runs / "ns" / name, run / name)
+    (run / "statistics.h5").touch()  # read as ``data``
+    series = run / "timeseries.csv"
+
+    def denied(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(timeseries, "open", denied, raising=False)  # read_timeseries's open alone
+    skipped = [line for line in plots.plot_run(run).skipped if "statistics" in line]
+    assert skipped and all(line.endswith(f": cannot read {series} (PermissionError: Permission denied)")
+                           for line in skipped), skipped
+    assert not any("damaged" in line for line in skipped), skipped
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 96.0 GiB for an array")
+
+    monkeypatch.setattr(statistics_plots, "read_statistics", out_of_memory)
+    with pytest.raises(MemoryError):
+        plots.plot_run(run)
+
+
 def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypatch):
     """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
     bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""

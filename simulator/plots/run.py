@@ -389,17 +389,21 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
 
 def _drawn(what: str, source: Path, draw: Callable[[], list[Path]], skipped: list[str]) -> list[Path]:
     """``draw()``, or nothing and one line naming ``source`` (added to ``skipped``) when a damaged file fails
-    its reader or figure anywhere: the run's other figures are drawn all the same. OutputWriteError and
-    ConfigError (a figure that cannot be written, bad input) go on."""
+    its reader or figure anywhere, or naming a file the system would not open (permission denied) and why: the
+    run's other figures are drawn all the same. OutputWriteError, ConfigError (a figure that cannot be written,
+    bad input) and MemoryError (no file's fault) go on."""
     try:
         return draw()
-    except (OutputWriteError, ConfigError):
+    except (OutputWriteError, ConfigError, MemoryError):
         raise
     except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
         if isinstance(err, DamagedFileError) and isinstance(err.__cause__, Exception):  # another file: name it
             source, err = err.path, err.__cause__
-        line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
-                f"{(str(err).splitlines() or [''])[0]})")
+        if isinstance(err, OSError) and err.errno is not None and err.filename:  # the file's, not its content's
+            line = f"skipped {what}: cannot read {err.filename} ({type(err).__name__}: {err.strerror})"
+        else:
+            line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
+                    f"{(str(err).splitlines() or [''])[0]})")
         note(line)
         skipped.append(line)
         return []

@@ -116,12 +116,17 @@ def _has_traced(cls: type) -> bool:
 
 def traced_values(section: Any) -> dict[str, Any]:
     """The traced fields of a schema dataclass, by name (what compiled code takes as arguments); a nested
-    section holding traced numbers gives a dict of its own, a list of sections a list of dicts."""
+    section holding traced numbers gives a dict of its own, a list of sections a list of dicts. A number declared
+    float is a float however it was given (``Params(viscosity=1)`` from Python, where no YAML coercion ran): an int
+    is a random seed's alone, which compiled code takes as an unsigned integer
+    (:func:`simulator.equations.base.traced_arrays`)."""
     out: dict[str, Any] = {}
+    hints = typing.get_type_hints(type(section))
     for f, sub, item in _nested(type(section)):
         value = getattr(section, f.name)
         if f.metadata.get("traced"):
-            out[f.name] = value
+            declared_float = hints[f.name] is float and isinstance(value, int) and not isinstance(value, bool)
+            out[f.name] = float(value) if declared_float else value
         elif sub is not None and _has_traced(sub):
             out[f.name] = traced_values(value)
         elif item is not None and _has_traced(item):
