@@ -36,8 +36,9 @@ from simulator.fft.owned import distribute, owner, sharded_axes
 
 def spread(fft: Any, count: int) -> bool:
     """Whether ``count`` rows are sharded over ``fft``'s devices (:func:`rows_sharding`): several devices, a
-    split axis (one holds every particle otherwise), and ``count`` a multiple of their number."""
-    return fft.devices > 1 and bool(sharded_axes(fft)) and count % fft.devices == 0
+    split axis (one holds every particle otherwise), and ``count`` a positive multiple of their number (no rows:
+    the replicated path, which lays out none)."""
+    return fft.devices > 1 and bool(sharded_axes(fft)) and count > 0 and count % fft.devices == 0
 
 
 def rows_sharding(fft: Any, count: int, ndim: int = 2) -> NamedSharding:
