@@ -669,11 +669,9 @@ def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
     assert not [label for label in labels if "u_i/" in label]
 
 
-def test_a_damaged_file_read_beside_the_figures_own_is_the_file_named(runs, tmp_path, monkeypatch):
-    """The statistics figures read spectra.h5 and timeseries.csv beside statistics.h5, the spectra figures
-    timeseries.csv: a zero-length spectra.h5 is named (it was "statistics.h5 is damaged", an intact file a user
-    would then delete), and an empty timeseries.csv costs the spectra figures nothing (it skipped them naming
-    spectra.h5: KeyError 'time')."""
+def statistics_beside(runs, tmp_path, monkeypatch):
+    """A run directory of the Navier-Stokes run's config.yaml and timeseries.csv and an empty statistics.h5 that the
+    statistics figures read as three rows of small structure functions (their reader patched)."""
     from simulator.plots import statistics as statistics_plots
 
     t = np.linspace(0.0, 0.2, 3)
@@ -685,7 +683,16 @@ def test_a_damaged_file_read_beside_the_figures_own_is_the_file_named(runs, tmp_
     run.mkdir()
     for name in ("config.yaml", "timeseries.csv"):
         shutil.copy(runs / "ns" / name, run / name)
-    (run / "statistics.h5").touch()  # read as ``data``
+    (run / "statistics.h5").touch()  # read as the data above
+    return run
+
+
+def test_a_damaged_file_read_beside_the_figures_own_is_the_file_named(runs, tmp_path, monkeypatch):
+    """The statistics figures read spectra.h5 and timeseries.csv beside statistics.h5, the spectra figures
+    timeseries.csv: a zero-length spectra.h5 is named (it was "statistics.h5 is damaged", an intact file a user
+    would then delete), and an empty timeseries.csv costs the spectra figures nothing (it skipped them naming
+    spectra.h5: KeyError 'time')."""
+    run = statistics_beside(runs, tmp_path, monkeypatch)
     (run / "spectra.h5").touch()
     skipped = plots.plot_run(run).skipped
     assert len(skipped) == 2 and all(str(run / "spectra.h5") in line for line in skipped), skipped
@@ -705,18 +712,7 @@ def test_a_file_the_system_will_not_open_or_a_lack_of_memory_calls_no_file_damag
     then delete; the readers pass such an error as it is since DamagedFileError). A MemoryError is not damage
     either: it passes as it is."""
     from simulator.output import timeseries
-    from simulator.plots import statistics as statistics_plots
-
-    t = np.linspace(0.0, 0.2, 3)
-    data = {"time": t, "attrs": {"spacing": "[0.4, 0.4, 0.4]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2]),
-            "structure_longitudinal_x": np.ones((3, 2, 2)),
-            **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
-    monkeypatch.setattr(statistics_plots, "read_statistics", lambda path: data)
-    run = tmp_path / "run"
-    run.mkdir()
-    for name in ("config.yaml", "timeseries.csv"):
-        shutil.copy(runs / "ns" / name, run / name)
-    (run / "statistics.h5").touch()  # read as ``data``
+    run = statistics_beside(runs, tmp_path, monkeypatch)
     series = run / "timeseries.csv"
 
     def denied(path, *args, **kwargs):
