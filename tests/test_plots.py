@@ -712,6 +712,8 @@ def test_a_file_the_system_will_not_open_or_a_lack_of_memory_calls_no_file_damag
     then delete; the readers pass such an error as it is since DamagedFileError). A MemoryError is not damage
     either: it passes as it is."""
     from simulator.output import timeseries
+    from simulator.plots import statistics as statistics_plots
+
     run = statistics_beside(runs, tmp_path, monkeypatch)
     series = run / "timeseries.csv"
 
