@@ -330,15 +330,14 @@ def _install(cache: Any) -> None:
 
 @functools.cache
 def _every_process_writes() -> None:
-    """Every process writes the programs it compiles (JAX: process 0 alone). A CPU's key differs per process, so
-    without its own entries process 1 compiled every program at every launch of a multi-process run, the others
-    waiting for it; a GPU's key is one for all (process 0 writes it, as in JAX). Writes are atomic (:meth:`put`)."""
+    """Every process writes the programs it compiles (JAX: process 0 alone): a CPU's key differs per process, so
+    process 1 compiled every program at every launch; a GPU's is one for all (JAX's rule). Atomic (:meth:`put`)."""
     from jax._src import compilation_cache, compiler, distributed
 
     write = getattr(compiler, "_cache_write", None)
     expected = ["cache_key", "compile_time_secs", "module_name", "backend", "executable", "host_callbacks"]
-    if write is None or list(inspect.signature(write).parameters) != expected:
-        return  # a JAX without this private hook, or with another one: the others compile, as before
+    if write is None or list(inspect.signature(write).parameters) != expected:  # not the hook written for here
+        return
 
     def cache_write(key: str, seconds: float, module_name: str, backend: Any, executable: Any, callbacks: Any) -> None:
         if distributed.global_state.process_id == 0 or backend.platform == "gpu" or callbacks:
