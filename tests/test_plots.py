@@ -1006,7 +1006,8 @@ def test_the_sweep_spectra_pass_over_a_point_naming_its_damaged_file(runs, tmp_p
     assert plots.plot_sweep_spectra(sweep) == [sweep / "plots" / "sweep_spectra.png"]
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("passed over")]
     assert len(lines) == 2 and "spectra.h5" not in lines[0], lines
-    assert lines[0].startswith(f"passed over p001: RUN_DIR = '{sweep / 'p001'}' has a config.yaml"), lines
+    # the error names the directory as ConfigError gives a long value, shortened in its middle
+    assert lines[0].startswith("passed over p001: RUN_DIR = '") and "p001' has a config.yaml" in lines[0], lines
     assert lines[1].startswith(f"passed over p002: {spectra} is damaged or not as the run writes it (OSError: "
                                "Unable to synchronously open file (truncated file"), lines
 
