@@ -71,3 +71,9 @@ if [ ! -f "$stamp" ]; then
     .venv/bin/python -c 'from simulator.fft.local import native; m, why = native()
 print("setup: local FFT: " + (f"fftw ({m.version()})" if m else f"xla ({why})"))'
 fi
+
+# The package is installed editable, so pip compiled none of its modules, and a shell with
+# PYTHONDONTWRITEBYTECODE set never writes them: every process (each `simulator run`, each of the suite's
+# hundreds) would compile the whole package from source again (a quarter of a second on 2 cores).
+# compileall writes only what is missing or stale.
+.venv/bin/python -m compileall -q -j 0 simulator
