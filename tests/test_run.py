@@ -4,6 +4,7 @@ import csv
 import math
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 import simulator
+import support
 from simulator import config as C
 from simulator.equations import registry
 from simulator.output import checkpoints as checkpoint
@@ -200,3 +202,22 @@ def test_a_running_status_is_rewritten_at_most_every_status_every_seconds(tmp_pa
     assert len(running) <= 2 + elapsed / segment.STATUS_EVERY < 200  # 200 chunks: once each before
     assert all(b - a >= segment.STATUS_EVERY for a, b in zip(running[1:], running[2:]))
     assert rundir.read_status(tmp_path / "run")["state"] == "finished"
+
+
+def test_a_start_that_fails_leaves_no_compile_thread_behind(tmp_path, monkeypatch, capfd):
+    """A run compiles its programs on worker threads while it builds its initial state (simulator/run/programs.py).
+    When the build fails, the run waits for the compiles already going and leaves no thread: left behind (they
+    were), they went on compiling and writing the compilation cache beside whatever the process did next: in a
+    notebook or the Python API, the next run."""
+    monkeypatch.chdir(tmp_path)
+
+    def fails(self):
+        raise RuntimeError("no initial state here")
+
+    monkeypatch.setattr(Simulation, "initial_state", fails)
+    before = set(threading.enumerate())
+    code, out, err = support.command(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "fft.mesh=[1]",
+                                     "--set", "grid.shape=8", "--set", "time.t_end=0.02", "--out", "run")
+    assert code == 1 and "no initial state here" in err, (code, err[-2000:])
+    left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not left, left

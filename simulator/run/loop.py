@@ -61,7 +61,11 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         return EXIT_INTERRUPTED
     sim = Simulation(cfg)
     ahead = Ahead(sim, run_programs(cfg), abstract_state(sim))  # compiling while the initial state is built
-    state = seg.begin(sim, mode, lambda: (sim.initial_state(), sim.start_time()))
+    try:
+        state = seg.begin(sim, mode, lambda: (sim.initial_state(), sim.start_time()))
+    except BaseException:
+        ahead.abandon()
+        raise
     ready = ahead.wait()
     seg.log.info("%s", report(cache.counts(), ready))
     seg.progress.restart()

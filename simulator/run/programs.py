@@ -37,7 +37,7 @@ class Ahead:
     def __init__(self, sim: Any, names: Sequence[str], state: Any):
         self.start = time.monotonic()
         scalar = jax.ShapeDtypeStruct((), sim.dtype, sharding=sim.scalar_sharding)
-        self._pool = ThreadPoolExecutor(max(len(names), 1))
+        self._pool = ThreadPoolExecutor(max(len(names), 1), thread_name_prefix="simulator-compile")
         # each compiles as soon as it is lowered (lowering holds the GIL, XLA's compiler does not), the chunk,
         # the longest to compile, first
         self._futures: dict[str, Future] = {
@@ -52,6 +52,13 @@ class Ahead:
         finally:
             self._pool.shutdown()
         return time.monotonic() - self.start
+
+    def abandon(self) -> None:
+        """For a start that failed: the programs not yet compiling are dropped, and those compiling (XLA's compile
+        cannot be stopped) are waited for, so that no compile thread outlives the run. Left running, they went on
+        compiling and writing the cache while the caller went on: the next run in the same process (the Python
+        API, a notebook, the suite) started beside them."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def since_launch() -> float | None:
