@@ -219,6 +219,8 @@ def command(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
     capfd.readouterr()
     try:
         code = main(list(args))
+    except SystemExit as stop:  # argparse's refusal of an option exits: its status is the process's
+        code = 0 if stop.code is None else int(stop.code)
     finally:
         logger.handlers[:] = handlers
         logger.propagate = propagate

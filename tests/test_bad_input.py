@@ -13,6 +13,8 @@ import pytest
 from simulator.errors import show_value
 import yaml
 
+from support import command
+
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
 JEANS = str(ROOT / "configs" / "jeans.yaml")
@@ -309,12 +311,22 @@ CASES = {
 }
 
 
+def own_process(args: list[str]) -> bool:
+    """Whether a case needs a process of its own: it sets up devices (``--cpu-devices``, which this process,
+    holding the suite's 8, has done already) or starts several processes (``launch``)."""
+    return "--cpu-devices" in args or args[0] == "launch"
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
+def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case, monkeypatch, capfd):
     args, expected = CASES[case]
     before = digest(workdir / "run")
-    r = subprocess.run([sys.executable, "-m", "simulator", *args], cwd=workdir, capture_output=True, text=True,
-                       timeout=120)
+    if own_process(args):
+        r = subprocess.run([sys.executable, "-m", "simulator", *args], cwd=workdir, capture_output=True, text=True,
+                           timeout=120)
+    else:  # the command's own function in this process (support.command): no start-up of Python and JAX again
+        monkeypatch.chdir(workdir)
+        r = subprocess.CompletedProcess(["simulator", *args], *command(capfd, *args))
     assert r.returncode == 2, (case, r.stderr[-2000:])
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), (case, r.stderr[-2000:])
@@ -324,11 +336,12 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(workdir, case):
     assert not (workdir / "huge").exists() and not (workdir / "new").exists()
 
 
-def test_a_gpu_plan_without_memory_where_no_gpu_is_seen_names_what_it_needs(workdir):
+def test_a_gpu_plan_without_memory_where_no_gpu_is_seen_names_what_it_needs(workdir, monkeypatch, capfd):
     """`simulator plan --platform gpu` without --memory where no GPU is visible: one line naming the option given
     and the one missing (it said `--memory = None is required`)."""
-    r = subprocess.run([sys.executable, "-m", "simulator", "plan", TG, "--platform", "gpu"], cwd=workdir,
-                       capture_output=True, text=True, timeout=120)
+    monkeypatch.chdir(workdir)
+    code, out, err = command(capfd, "plan", TG, "--platform", "gpu")
+    r = subprocess.CompletedProcess(["simulator", "plan"], code, out, err)
     if r.returncode == 0:
         pytest.skip("a GPU is visible here: the plan reads its memory, no --memory is needed")
     assert r.returncode == 2 and r.stdout == "", r.stderr[-2000:]
@@ -383,7 +396,7 @@ def test_a_bad_compilation_cache_bound_is_one_line_saying_what_is_wrong(workdir)
     assert not (workdir / "sized").exists()
 
 
-def test_export_and_load_run_offer_only_what_they_take(workdir, tmp_path):
+def test_export_and_load_run_offer_only_what_they_take(workdir, tmp_path, monkeypatch, capfd):
     """`simulator export` and `load_run` read one run: given a sweep's directory they say so and name a point's run,
     and given any other directory they do not offer a sweep's (the line said "or a sweep directory holding
     sweep.yaml", which both then refused with that very line)."""
@@ -397,10 +410,10 @@ def test_export_and_load_run_offer_only_what_they_take(workdir, tmp_path):
                        f"directories, such as {sweep / 'p000'} (simulator.load_sweep reads them all)",
                 tmp_path: f"RUN_DIR = '{tmp_path}' is not a run directory (it has no config.yaml); give a directory "
                           "written by `simulator run`"}
+    monkeypatch.chdir(workdir)
     for path, line in expected.items():
-        r = subprocess.run([sys.executable, "-m", "simulator", "export", str(path)], cwd=workdir, capture_output=True,
-                           text=True, timeout=120)
-        assert r.returncode == 2 and r.stderr == f"error: {line}\n", r.stderr[-2000:]
+        code, _, stderr = command(capfd, "export", str(path))
+        assert code == 2 and stderr == f"error: {line}\n", stderr[-2000:]
         with pytest.raises(ConfigError) as err:
             load_run(path)
         assert str(err.value) == line

@@ -31,7 +31,7 @@ from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import TimeSeries, read_timeseries
-from support import assert_failure_recorded, small_filesystem
+from support import assert_failure_recorded, command, small_filesystem
 from simulator.run import rundir
 from simulator.run.lock import RunLock, _process_start
 from simulator.time.control import Stepper
@@ -47,6 +47,15 @@ def simulator(cwd, *args, timeout=300):
     """``simulator run ARGS`` in ``cwd``."""
     return subprocess.run([sys.executable, "-m", "simulator", "run", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def here(capfd, config, *args):
+    """``simulator run CONFIG ARGS`` made by the command's own function in this process (:func:`support.command`), in
+    the current directory (the test's), on one device as a process of its own has it (this one holds the suite's 8):
+    its exit status, stdout and stderr, as a process's; for a test that needs no process of the run's own (no kill,
+    no lock held by another process, no full disk)."""
+    code, out, err = command(capfd, "run", str(config), "--set", "fft.mesh=[1]", *map(str, args))
+    return subprocess.CompletedProcess(["simulator", "run", str(config), *map(str, args)], code, out, err)
 
 
 def start(cwd, *args):
@@ -304,27 +313,29 @@ def test_two_runs_started_together_into_one_directory(tmp_path):
 
 # --- finished runs, extensions, branches ------------------------------------------------------------
 
-def test_a_finished_run_without_checkpoints_is_left_alone(finished, tmp_path):
+def test_a_finished_run_without_checkpoints_is_left_alone(finished, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)
     shutil.rmtree(run_dir / "checkpoints")  # to save space
     before = digest(run_dir)
-    r = simulator(tmp_path, *FINISHED, "--out", "run", "--resume")
+    r = here(capfd, *FINISHED, "--out", "run", "--resume")
     assert r.returncode == 0 and "already finished" in r.stderr and "nothing to do" in r.stderr, r.stderr
     assert digest(run_dir) == before
-    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
+    r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
     one_line_error(r, "holds a run finished at t = 0.1 < time.t_end = 0.2")
     assert digest(run_dir) == before
 
 
 @pytest.mark.slow
-def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path):
+def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path, monkeypatch, capfd):
     """dt 0.01 -> 0.005 (and rk4 -> rk2: a checkpoint holds the state, not a scheme's stages) and dt 0.01 -> 0.02
     after a finished run at t = 0.1, extended to t_end = 0.2 with --resume: the new dt (and scheme) from the
     restart on, the end at t_end, the change in the log."""
+    monkeypatch.chdir(tmp_path)
     for dt, total, scheme in ((0.005, 30, "rk2"), (0.02, 15, "rk4")):
         run_dir = copy(finished, tmp_path, f"dt{dt}")
-        r = simulator(tmp_path, *FINISHED, "--set", f"time.dt={dt}", "--set", f"time.integrator={scheme}", "--set",
-                      "time.t_end=0.2", "--out", run_dir.name, "--resume")
+        r = here(capfd, *FINISHED, "--set", f"time.dt={dt}", "--set", f"time.integrator={scheme}", "--set",
+                 "time.t_end=0.2", "--out", run_dir.name, "--resume")
         assert r.returncode == 0, r.stderr[-2000:]
         assert f"time step now {dt:g}" in r.stderr and "nothing to do" not in r.stderr
         assert f"float64, {scheme}, dt {dt:g}, t_end 0.2" in r.stderr.splitlines()[0], r.stderr[:500]
@@ -336,29 +347,31 @@ def test_a_restart_takes_the_configs_dt_and_ends_at_t_end(finished, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_blow_up_is_cured_by_a_smaller_dt_and_names_the_last_good_checkpoint(tmp_path):
+def test_a_blow_up_is_cured_by_a_smaller_dt_and_names_the_last_good_checkpoint(tmp_path, monkeypatch, capfd):
     """A run too coarse in time blows up after its checkpoint at step 5; resumed unchanged it blows up
     again and names that checkpoint (a resumed segment knows it); resumed with half the dt it ends."""
+    monkeypatch.chdir(tmp_path)
     args = [TG, *SMALL, "--set", "initial.amplitude=20", "--set", "checkpoint.every=5", "--set", "time.t_end=0.7",
             "--out", "run"]
-    first = simulator(tmp_path, *args, "--set", "time.dt=0.07")
+    first = here(capfd, *args, "--set", "time.dt=0.07")
     assert first.returncode == 1 and "non-finite at step 10" in first.stderr, first.stderr[-2000:]
     assert "last good checkpoint: run/checkpoints/c00000005" in first.stderr
     assert_failure_recorded(tmp_path / "run", first, "non-finite at step 10")
-    again = simulator(tmp_path, *args, "--set", "time.dt=0.07", "--resume")
+    again = here(capfd, *args, "--set", "time.dt=0.07", "--resume")
     assert again.returncode == 1 and "last good checkpoint: run/checkpoints/c00000005" in again.stderr, again.stderr
     assert_failure_recorded(tmp_path / "run", again, "last good checkpoint: run/checkpoints/c00000005")
-    cured = simulator(tmp_path, *args, "--set", "time.dt=0.035", "--resume")
+    cured = here(capfd, *args, "--set", "time.dt=0.035", "--resume")
     assert cured.returncode == 0 and "time step now 0.035" in cured.stderr, cured.stderr[-2000:]
     assert steps(tmp_path / "run")[-1] == 5 + 10 and float(rows(tmp_path / "run")[-1][1]) == 0.7
 
 
 @pytest.mark.slow
-def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, tmp_path):
+def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     source = copy(finished, tmp_path, "source")
     before = digest(source)
-    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--restart", "source/checkpoints/c00000005.json",
-                  "--out", "branch/deeper")
+    r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--restart", "source/checkpoints/c00000005.json",
+             "--out", "branch/deeper")
     assert r.returncode == 0, r.stderr[-2000:]
     branch = tmp_path / "branch" / "deeper"
     assert steps(branch) == [10, 15, 20] and status(branch)["state"] == "finished"
@@ -368,12 +381,14 @@ def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, t
 
 
 @pytest.mark.slow
-def test_a_step_longer_than_the_run_lands_on_t_end_and_a_stop_in_the_last_chunk_finishes(tmp_path):
+def test_a_step_longer_than_the_run_lands_on_t_end_and_a_stop_in_the_last_chunk_finishes(tmp_path, monkeypatch,
+                                                                                        capfd):
     """time.dt = 0.5 with t_end = 0.05: one step of 0.05, ending exactly at t_end. runtime.max_wall so
     small that every chunk is "near the limit": the one (last) chunk still finishes the run (exit 0,
     status finished), it is not reported as interrupted."""
-    r = simulator(tmp_path, TG, *SMALL, "--set", "time.dt=0.5", "--set", "time.t_end=0.05", "--set",
-                  "runtime.max_wall=0.001", "--out", "run")
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, TG, *SMALL, "--set", "time.dt=0.5", "--set", "time.t_end=0.05", "--set",
+             "runtime.max_wall=0.001", "--out", "run")
     assert r.returncode == 0 and "stopped by" not in r.stderr, r.stderr[-2000:]
     assert status(tmp_path / "run")["state"] == "finished"
     assert [row[:3] for row in rows(tmp_path / "run")[1:]] == [["0", "0.0", "0.5"], ["1", "0.05", "0.05"]]
@@ -416,12 +431,13 @@ def flip_a_bit(shard):
 
 
 @pytest.mark.slow
-def test_a_flipped_bit_in_a_checkpoint_falls_back_to_the_previous_one(finished, tmp_path):
+def test_a_flipped_bit_in_a_checkpoint_falls_back_to_the_previous_one(finished, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     intact, damaged = copy(finished, tmp_path, "intact"), copy(finished, tmp_path, "damaged")
     flip_a_bit(damaged / "checkpoints" / "c00000010" / "p0000.h5")
     results = {}
     for run_dir in (intact, damaged):
-        r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", run_dir.name, "--resume")
+        r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--out", run_dir.name, "--resume")
         assert r.returncode == 0, r.stderr[-2000:]
         with h5py.File(checkpoints.find(run_dir).index) as f:
             results[run_dir.name] = (r.stderr, f["state"][:])
@@ -459,29 +475,31 @@ def test_a_damaged_marker_is_skipped_for_the_previous_checkpoint(finished, tmp_p
     assert rundir.plan(cfg, run_dir, resume=True).restart == "latest"
 
 
-def test_a_truncated_marker_and_a_run_with_only_damaged_checkpoints(finished, tmp_path):
+def test_a_truncated_marker_and_a_run_with_only_damaged_checkpoints(finished, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)
     for marker in (run_dir / "checkpoints").glob("c*.json"):
         marker.write_text(marker.read_text()[:40])
     assert checkpoints.find(run_dir) is None
     before = digest(run_dir)
-    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
+    r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
     one_line_error(r, "holds 2 checkpoint(s), none of them intact")
     assert digest(run_dir) == before
 
 
 @pytest.mark.slow
-def test_a_restart_repairs_the_time_series_and_skips_a_damaged_marker(finished, tmp_path):
+def test_a_restart_repairs_the_time_series_and_skips_a_damaged_marker(finished, tmp_path, monkeypatch, capfd):
     """What a crash and a bad edit leave: the latest marker with dt = -1, a blank line and a partial row
     at the end of timeseries.csv. The restart continues from the previous checkpoint, forward in time,
     and the time series is whole again, every step once."""
+    monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)
     marker = run_dir / "checkpoints" / "c00000010.json"
     marker.write_text(json.dumps({**json.loads(marker.read_text()), "dt": -1.0}))
     original = rows(run_dir)
     with open(run_dir / "timeseries.csv", "a") as fh:
         fh.write("\n" + ",".join(original[-1])[:25])
-    r = simulator(tmp_path, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
+    r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "skipping checkpoint run/checkpoints/c00000010.json" in r.stderr and "resumed from run/checkpoints/c00000005" in r.stderr
     table = rows(run_dir)
@@ -691,23 +709,26 @@ def test_a_file_from_another_run_at_the_same_step_is_damage(finished, tmp_path, 
     assert [w for w in warnings if w.startswith(f"skipping checkpoint {marker}: ") and "writer" in w], warnings
 
 
-def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_one(finished, tmp_path):
+def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_one(finished, tmp_path, monkeypatch,
+                                                                                    capfd):
+    monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)
     index = run_dir / "checkpoints" / "c00000010.h5"
     index.write_bytes(index.read_bytes()[:2000])
     config = {**yaml.safe_load(Path(TG).read_text()), "initial": {"name": "file", "path": "run/checkpoints/c00000010.h5"}}
     (tmp_path / "branch.yaml").write_text(yaml.safe_dump(config))
-    r = simulator(tmp_path, "branch.yaml", *SMALL[:4], "--out", "branch")
+    r = here(capfd, "branch.yaml", *SMALL[:4], "--out", "branch")
     one_line_error(r, "initial.path = 'run/checkpoints/c00000010.h5' is a damaged checkpoint (")
     assert "the previous intact checkpoint of that run is run/checkpoints/c00000005.json" in r.stderr
     assert not (tmp_path / "branch").exists()
 
 
-def test_branching_at_another_resolution_from_a_flipped_bit_is_one_line(finished, tmp_path):
+def test_branching_at_another_resolution_from_a_flipped_bit_is_one_line(finished, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)
     flip_a_bit(run_dir / "checkpoints" / "c00000010" / "p0000.h5")
     before = digest(run_dir)
-    r = simulator(tmp_path, *FINISHED, "--set", "grid.shape=8", "--set", "time.t_end=0.2", "--restart",
+    r = here(capfd, *FINISHED, "--set", "grid.shape=8", "--set", "time.t_end=0.2", "--restart",
                   "run/checkpoints/c00000010.json", "--out", "coarse")
     # the run has started (its header is logged) when the data is read: the refusal is its last line
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]

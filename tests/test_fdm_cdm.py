@@ -892,23 +892,19 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
     plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
     the figures are made by the commands' own function (:func:`simulator.cli.main`) in this process (a process
-    each started JAX only to read one line or to draw)."""
+    each started JAX only to read one line or to draw), and so are the runs: on the first 2 (and 4) of the
+    suite's 8 devices by their mesh, as a process of 2 (or 4) devices holds them."""
     mixed_run = fraction > 0
     config = cosmo_config(tmp_path, fraction)
 
     def run(out, *extra, status=0):
-        """The run's stderr; a refused one (exit 2, before JAX starts) in this process, read at the descriptor."""
-        args = ["run", config, "--cpu-devices", "2",
-                "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
-                "--set", "physics.output_redshifts=[127,63,31]", "--set", f"physics.fdm_fraction={fraction}",
-                "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
-                "--out", str(tmp_path / out), *extra]
-        if status == 2:
-            code, _, stderr = command(capfd, *args)
-        else:
-            done = subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True, text=True,
-                                  timeout=600)
-            code, stderr = done.returncode, done.stderr
+        """The run's stderr, read at the descriptor."""
+        code, _, stderr = command(
+            capfd, "run", config, "--set", "fft.mesh=[2]",
+            "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=31",
+            "--set", "physics.output_redshifts=[127,63,31]", "--set", f"physics.fdm_fraction={fraction}",
+            "--set", "physics.cdm_particles=4096", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=10",
+            "--out", str(tmp_path / out), *extra)
         assert code == status, stderr[-3000:]
         return stderr
 
@@ -931,8 +927,9 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
         assert np.array_equal(ends[0][key], ends[1][key]), key
     # on 4 devices in pencils (another count, real space divided along two axes) the particles are handed out
     # again by owner: the same particles (by identity) and wave to 1e-12, the straight run's files untouched
-    run("moved", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--cpu-devices", "4",
-        "--set", "fft.backend=pencil", "--set", "physics.cdm_capacity=3")
+    pencil = run("moved", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"),
+                 "--set", "fft.backend=pencil", "--set", "fft.mesh=[2,2]", "--set", "physics.cdm_capacity=3")
+    assert "pencil fft on mesh 2x2 " in pencil, pencil[-3000:]
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     status = (tmp_path / "straight" / "status.json").read_text()
     for other in (["physics.cdm_particles=512"], ["physics.cdm_particles=0", "physics.fdm_fraction=1"]):

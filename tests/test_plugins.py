@@ -13,6 +13,7 @@ import pytest
 
 from simulator.output.hdf5 import Snapshot
 from simulator.output.timeseries import read_timeseries
+from support import command
 
 ROOT = Path(__file__).parents[1]
 PLUGINS = Path(__file__).parent / "plugins"
@@ -34,6 +35,20 @@ def simulator(cwd, *args):
                           text=True, timeout=300)
 
 
+def here(capfd, *args):
+    """``simulator ARGS`` made by the command's own function in this process (:func:`support.command`), in the
+    current directory, with the plug-in named as the test has set it up (the variable is read when the registry is
+    first asked for under its value, not at start-up): its exit status, stdout and stderr, as a process's."""
+    code, out, err = command(capfd, *args)
+    return subprocess.CompletedProcess(["simulator", *args], code, out, err)
+
+
+def with_plugin(monkeypatch, modules, path):
+    """SIMULATOR_EQUATIONS = ``modules``, importable from ``path``, for this test alone."""
+    monkeypatch.setenv("SIMULATOR_EQUATIONS", modules)
+    monkeypatch.syspath_prepend(str(path))
+
+
 def exact(t, x):
     """A sin(2 pi m (x - c t)) exp(-kappa (2 pi m)^2 t) with A = 2, m = 2, c = 0.5, kappa = 0.01."""
     k = 2 * np.pi * 2
@@ -46,15 +61,19 @@ def test_nothing_in_the_package_names_the_plugin():
 
 
 @pytest.mark.slow
-def test_a_plugin_equation_runs_restarts_and_plots_through_the_cli(tmp_path):
+def test_a_plugin_equation_runs_restarts_and_plots_through_the_cli(tmp_path, monkeypatch, capfd):
+    """The runs on two of this process's devices, as a process started with --cpu-devices 2 has them."""
     (tmp_path / "toy.yaml").write_text(CONFIG)
-    docs = simulator(tmp_path, "config-docs")
+    monkeypatch.chdir(tmp_path)
+    with_plugin(monkeypatch, "toy_equation", PLUGINS)
+    docs = here(capfd, "config-docs")
     assert "**`physics.name: advection_diffusion`**" in docs.stdout and "| `physics.diffusivity` |" in docs.stdout
-    bad = simulator(tmp_path, "validate", "toy.yaml", "--set", "physics.viscosity=1")
+    bad = here(capfd, "validate", "toy.yaml", "--set", "physics.viscosity=1")
     assert bad.returncode == 2 and "known keys for physics.name = advection_diffusion" in bad.stderr
-    r = simulator(tmp_path, "run", "toy.yaml", "--cpu-devices", "2", "--set", "time.t_end=0.3", "--out", "run")
+    r = here(capfd, "run", "toy.yaml", "--set", "fft.mesh=[2]", "--set", "time.t_end=0.3", "--out", "run")
     assert r.returncode == 0, r.stderr[-3000:]
-    resumed = simulator(tmp_path, "run", "toy.yaml", "--cpu-devices", "2", "--out", "run", "--resume")
+    assert "slab fft on mesh 2 " in r.stderr, r.stderr[:2000]
+    resumed = here(capfd, "run", "toy.yaml", "--set", "fft.mesh=[2]", "--out", "run", "--resume")
     assert resumed.returncode == 0 and "resumed from" in resumed.stderr, resumed.stderr[-3000:]
     series = read_timeseries(tmp_path / "run" / "timeseries.csv")
     k = 2 * np.pi * 2
@@ -65,7 +84,7 @@ def test_a_plugin_equation_runs_restarts_and_plots_through_the_cli(tmp_path):
         t = float(snap.attrs["time"])
     x = np.arange(16) / 16
     np.testing.assert_allclose(theta, np.broadcast_to(exact(t, x)[:, None, None], theta.shape), atol=1e-12)
-    plots = simulator(tmp_path, "plot", "run")
+    plots = here(capfd, "plot", "run")
     assert plots.returncode == 0, plots.stderr
     assert {Path(p).name for p in plots.stdout.split()} == {"timeseries.png", "spectra.png", "slice.png"}
 
@@ -89,13 +108,14 @@ def _broken_plugin_env(tmp_path, module):
 
 
 @pytest.mark.parametrize("case", list(BROKEN_PLUGINS))
-def test_a_broken_plugin_is_one_line_naming_the_variable_and_the_module(tmp_path, case):
+def test_a_broken_plugin_is_one_line_naming_the_variable_and_the_module(tmp_path, case, monkeypatch, capfd):
     """The run that asks for the equation the plug-in should have declared is refused in one line."""
     module, expected, equation = BROKEN_PLUGINS[case]
-    env = _broken_plugin_env(tmp_path, module)
-    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
-                        "--set", f"physics.name={equation}", "--out", str(tmp_path / "run")], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=120)
+    _broken_plugin_env(tmp_path, module)
+    monkeypatch.chdir(tmp_path)
+    with_plugin(monkeypatch, module, tmp_path)
+    r = here(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", f"physics.name={equation}", "--out",
+             str(tmp_path / "run"))
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.strip() == r.stderr.strip().splitlines()[0], r.stderr[-2000:]
     assert r.stderr.startswith(f"error: SIMULATOR_EQUATIONS = '{module}' {expected}"), r.stderr
@@ -103,13 +123,14 @@ def test_a_broken_plugin_is_one_line_naming_the_variable_and_the_module(tmp_path
 
 
 @pytest.mark.slow
-def test_a_broken_plugin_does_not_stop_other_equations_from_resuming(tmp_path):
+def test_a_broken_plugin_does_not_stop_other_equations_from_resuming(tmp_path, monkeypatch, capfd):
     """A run of a built-in equation started before the variable named a broken module resumes with it
-    set: one warning line naming the module, then the run goes on to its end."""
+    set: one warning line naming the module, then the run goes on to its end. The resumed run is a process of its
+    own: the warning is given once per process."""
     small = ["--set", "grid.shape=[8,8,8]", "--set", "time.t_end=0.05", "--set", "time.dt=0.01",
              "--set", "output.chunk=1", "--out", str(tmp_path / "run")]
-    first = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),
-                            *small], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    monkeypatch.chdir(tmp_path)
+    first = here(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), *small, "--set", "fft.mesh=[1]")
     assert first.returncode == 0, first.stderr[-2000:]
     env = _broken_plugin_env(tmp_path, "raises_plugin")
     more = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "taylor_green.yaml"),

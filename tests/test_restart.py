@@ -1,6 +1,7 @@
 """Checkpoints, restart (bitwise on the same layout, 1e-12 across layouts), signals, locks, failed writes.
 
-Every run here is a real ``simulator run`` subprocess on a small Taylor-Green case.
+Every run here is a real ``simulator run`` on a small Taylor-Green case: a subprocess, or the command's own
+function in the test's process (:func:`support.command`) where a test compares runs of one process each.
 """
 
 import contextlib
@@ -20,6 +21,7 @@ import pytest
 
 from simulator.output import checkpoints as checkpoint
 from simulator.output import hdf5 as io
+import support
 
 ROOT = Path(__file__).parents[1]
 CONFIG = str(ROOT / "configs" / "taylor_green.yaml")
@@ -34,6 +36,15 @@ def command(args):
 
 def simulator(cwd, *args, timeout=300):
     return subprocess.run(command(args), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def here(capfd, config, *args):
+    """``simulator run CONFIG ARGS`` made by the command's own function in this process (:func:`support.command`), in
+    the current directory (the test's), on one device as a process of its own has it (this one holds the suite's 8):
+    its exit status, stdout and stderr, as a process's; for a test that needs no process of the run's own (no signal,
+    no kill, no lock held by another process)."""
+    code, out, err = support.command(capfd, "run", config, "--set", "fft.mesh=[1]", *args)
+    return subprocess.CompletedProcess(["simulator", "run", config, *args], code, out, err)
 
 
 def start(cwd, *args):
@@ -90,23 +101,35 @@ def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision):
 
 
 @pytest.mark.slow
-def test_restart_across_layouts_agrees_to_1e_12(tmp_path):
+def test_restart_across_layouts_agrees_to_1e_12(tmp_path, monkeypatch, capfd):
+    """A run of 8 devices restarted on 4, on jaxdecomp's [2, 2], on the single-device backend and on two processes
+    of 2 devices each agrees with the uninterrupted run to 1e-12. The one-process runs are made by the command's
+    own function in this process (:func:`support.command`), which holds the suite's 8 devices: a run on fewer
+    takes the first of them by its mesh, as a process with that many would hold them."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str]:
+        code, _, stderr = support.command(capfd, "run", *args)
+        return code, stderr
+
     base = [CONFIG, *SMALL, "--set", "output.snapshots.every=40"]
-    ref = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.8", "--out", "ref")
-    assert ref.returncode == 0, ref.stderr
+    code, err = run(*base, "--cpu-devices", "8", "--set", "time.t_end=0.8", "--out", "ref")
+    assert code == 0, err
     _, u_ref = last_velocity(tmp_path / "ref")
-    first = simulator(tmp_path, *base, "--cpu-devices", "8", "--set", "time.t_end=0.4", "--out", "a")
-    assert first.returncode == 0, first.stderr
+    code, err = run(*base, "--cpu-devices", "8", "--set", "time.t_end=0.4", "--out", "a")
+    assert code == 0, err
     resumes = {
-        "8 -> 4 devices": ["--cpu-devices", "4"],
-        "slab -> jaxdecomp": ["--cpu-devices", "4", "--set", "fft.backend=jaxdecomp", "--set", "fft.mesh=[2,2]"],
-        "slab -> single": ["--set", "fft.backend=single"],
+        "8 -> 4 devices": (["--set", "fft.mesh=[4]"], "slab fft on mesh 4 "),
+        "slab -> jaxdecomp": (["--set", "fft.backend=jaxdecomp", "--set", "fft.mesh=[2,2]"],
+                              "jaxdecomp fft on mesh 2x2 "),
+        "slab -> single": (["--set", "fft.backend=single"], "single fft on mesh 1 "),
     }
-    for label, extra in resumes.items():
+    for label, (extra, layout) in resumes.items():
         run_dir = tmp_path / label.replace(" ", "_").replace(">", "")
         subprocess.run(["cp", "-r", str(tmp_path / "a"), str(run_dir)], check=True)
-        r = simulator(tmp_path, *base, *extra, "--set", "time.t_end=0.8", "--out", str(run_dir), "--restart")
-        assert r.returncode == 0, f"{label}: {r.stderr[-3000:]}"
+        code, err = run(*base, *extra, "--set", "time.t_end=0.8", "--out", str(run_dir), "--restart")
+        assert code == 0, f"{label}: {err[-3000:]}"
+        assert layout in err, f"{label}: {err[-3000:]}"  # the layout asked for, not the process's 8 devices
         step, u = last_velocity(run_dir)
         assert step == 80
         assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, label
@@ -157,27 +180,29 @@ def test_sigterm_checkpoints_within_a_chunk_and_the_restart_completes(tmp_path):
     assert checkpoint.find(tmp_path / "run").step == 200
 
 
-def test_incomplete_checkpoint_is_skipped_for_the_previous_one(tmp_path):
+def test_incomplete_checkpoint_is_skipped_for_the_previous_one(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.3", "--set", "checkpoint.every=10", "--set", "checkpoint.keep=3",
             "--out", "run"]
-    assert simulator(tmp_path, *args).returncode == 0
+    assert here(capfd, *args).returncode == 0
     markers = sorted((tmp_path / "run" / "checkpoints").glob("c*.json"))
     assert [m.stem for m in markers] == ["c00000010", "c00000020", "c00000030"]  # keep = 3
     (tmp_path / "run" / "checkpoints" / "c00000030" / "p0000.h5").write_bytes(b"\0" * 100)  # corrupt shard
-    r = simulator(tmp_path, *args[:-2], "--set", "time.t_end=0.4", "--out", "run", "--restart")
+    r = here(capfd, *args[:-2], "--set", "time.t_end=0.4", "--out", "run", "--restart")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "skipping checkpoint" in r.stderr and "resumed from run/checkpoints/c00000020" in r.stderr
 
 
-def test_changing_physics_on_restart_needs_a_flag(tmp_path):
+def test_changing_physics_on_restart_needs_a_flag(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
-    assert simulator(tmp_path, *args).returncode == 0
+    assert here(capfd, *args).returncode == 0
     before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
-    r = simulator(tmp_path, *args, "--set", "physics.viscosity=0.01", "--set", "time.t_end=0.2", "--restart")
+    r = here(capfd, *args, "--set", "physics.viscosity=0.01", "--set", "time.t_end=0.2", "--restart")
     assert r.returncode == 2 and "--allow-physics-change" in r.stderr and "physics.viscosity" in r.stderr
     assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
-    r = simulator(tmp_path, *args, "--set", "physics.viscosity=0.01", "--set", "time.t_end=0.2", "--restart",
-                  "--allow-physics-change")
+    r = here(capfd, *args, "--set", "physics.viscosity=0.01", "--set", "time.t_end=0.2", "--restart",
+             "--allow-physics-change")
     assert r.returncode == 0, r.stderr[-2000:]
     segments = sorted((tmp_path / "run" / "segments").glob("*.yaml"))
     assert len(segments) == 2 and "viscosity: 0.01" in segments[1].read_text()
@@ -188,14 +213,15 @@ ROWS = [CONFIG, "--set", "grid.shape=8", "--set", "precision=float64", "--set", 
         "output.tasks=[{name: u_max, field: velocity, component: magnitude, reduce: max, every: 2}]", "--out", "run"]
 
 
-def test_restarts_set_row_files_aside_under_names_of_their_own(tmp_path):
+def test_restarts_set_row_files_aside_under_names_of_their_own(tmp_path, monkeypatch, capfd):
     """Two restarts from one checkpoint, each with other statistics orders and a damaged tasks.h5, the
     first with a damaged spectra.h5, the second unforced (its rows lack injection_energy, which would hide
     them from readers of the old table): every file set aside keeps a name of its own in aside/ (the
     second never overwrites the first), whole, and the run goes on with new files from the restart."""
+    monkeypatch.chdir(tmp_path)
     import simulator as api
 
-    assert simulator(tmp_path, *ROWS, "--set", "physics.forcing=linear", "--set", "time.t_end=0.04").returncode == 0
+    assert here(capfd, *ROWS, "--set", "physics.forcing=linear", "--set", "time.t_end=0.04").returncode == 0
     run = tmp_path / "run"
     kept = {"tasks.h5": [], "statistics.h5": [], "spectra.h5": []}
     for attempt, (orders, forcing) in enumerate((("[2, 3]", "linear"), ("[2, 4, 6]", "none"))):
@@ -203,9 +229,9 @@ def test_restarts_set_row_files_aside_under_names_of_their_own(tmp_path):
             (run / name).write_bytes(f"not HDF5 {attempt}".encode())
         for name, files in kept.items():
             files.append((run / name).read_bytes())
-        r = simulator(tmp_path, *ROWS, "--set", "time.t_end=0.06", "--set", f"output.statistics.orders={orders}",
-                      "--set", f"physics.forcing={forcing}", "--allow-physics-change",
-                      "--restart", "run/checkpoints/c00000004.json")
+        r = here(capfd, *ROWS, "--set", "time.t_end=0.06", "--set", f"output.statistics.orders={orders}",
+                 "--set", f"physics.forcing={forcing}", "--allow-physics-change",
+                 "--restart", "run/checkpoints/c00000004.json")
         assert r.returncode == 0, r.stderr[-3000:]
         assert r.stderr.count("cannot be continued") == 2 - attempt, r.stderr[-3000:]
         assert "output.statistics changed (orders): the rows written so far are kept whole in run/aside/" in r.stderr
@@ -231,12 +257,13 @@ def test_restarts_set_row_files_aside_under_names_of_their_own(tmp_path):
         assert list(g["step"][:]) == [6] and "injection_energy" not in g and list(h["u_max/step"][:]) == [6]
 
 
-def test_a_restart_that_cannot_set_a_row_file_aside_changes_nothing_of_the_finished_run(tmp_path):
+def test_a_restart_that_cannot_set_a_row_file_aside_changes_nothing_of_the_finished_run(tmp_path, monkeypatch, capfd):
     """A restart that fails while opening its files (a plain file named aside/ stops statistics.h5 being set
     aside) leaves every file of the finished run as it was, the time series' rows past the checkpoint
     included: the cut-backs wait until every file is open. The error names the file in the way, and a
     later --resume finds the run finished, whole."""
-    assert simulator(tmp_path, *ROWS, "--set", "time.t_end=0.08").returncode == 0
+    monkeypatch.chdir(tmp_path)
+    assert here(capfd, *ROWS, "--set", "time.t_end=0.08").returncode == 0
     run = tmp_path / "run"
     (run / "aside").write_text("in the way")
 
@@ -244,8 +271,8 @@ def test_a_restart_that_cannot_set_a_row_file_aside_changes_nothing_of_the_finis
         return {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name not in ("status.json", "run.log")}
 
     before = files()
-    r = simulator(tmp_path, *ROWS, "--set", "time.t_end=0.08", "--set", "output.statistics.orders=[2, 3]",
-                  "--restart", "run/checkpoints/c00000006.json")
+    r = here(capfd, *ROWS, "--set", "time.t_end=0.08", "--set", "output.statistics.orders=[2, 3]",
+             "--restart", "run/checkpoints/c00000006.json")
     errors = [line for line in r.stderr.splitlines() if "ERROR" in line]
     assert r.returncode == 1 and len(errors) == 1, r.stderr[-3000:]
     assert errors[0].endswith("setting run/statistics.h5 aside failed: cannot make the folder run/aside (a file of "
@@ -253,7 +280,7 @@ def test_a_restart_that_cannot_set_a_row_file_aside_changes_nothing_of_the_finis
     assert files() == before  # timeseries.csv (steps 0-8), tasks.h5, snapshots, config.yaml, segments/ untouched
     status = json.loads((run / "status.json").read_text())
     assert status["state"] == "failed" and status["reason"] in errors[0]
-    again = simulator(tmp_path, *ROWS, "--set", "time.t_end=0.08", "--resume")
+    again = here(capfd, *ROWS, "--set", "time.t_end=0.08", "--resume")
     assert again.returncode == 0 and "already finished (step 8" in again.stderr, again.stderr[-2000:]
     assert files() == before and [row["step"] for row in csv.DictReader((run / "timeseries.csv").open())] == \
         ["0", "2", "4", "6", "8"]
@@ -351,14 +378,15 @@ def test_resume_starts_continues_and_leaves_a_finished_run_alone(tmp_path):
     assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
 
 
-def test_resume_replaces_a_partial_run_of_the_same_config_that_never_checkpointed(tmp_path):
+def test_resume_replaces_a_partial_run_of_the_same_config_that_never_checkpointed(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
-    assert simulator(tmp_path, *args).returncode == 0
+    assert here(capfd, *args).returncode == 0
     for marker in (tmp_path / "run" / "checkpoints").glob("c*.json"):
         marker.unlink()  # as if the job had died before its first checkpoint (a real kill: tests/test_faults.py)
     status = tmp_path / "run" / "status.json"
     status.write_text(status.read_text().replace('"finished"', '"running"'))
-    r = simulator(tmp_path, *args, "--resume")
+    r = here(capfd, *args, "--resume")
     assert r.returncode == 0 and "starting again from t = 0" in r.stderr, r.stderr[-2000:]
     assert checkpoint.find(tmp_path / "run").step == 10
 
@@ -372,17 +400,19 @@ def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
 
 
 @pytest.mark.slow  # two runs of an 8^3 flow and ten refusals before JAX starts (~20 s on 2 cores)
-def test_a_restart_keeps_the_particles_it_holds_and_their_physics_needs_a_flag(tmp_path):
+def test_a_restart_keeps_the_particles_it_holds_and_their_physics_needs_a_flag(tmp_path, monkeypatch, capfd):
     """A particle species is physics (tau_p, gravity, removing it: --allow-physics-change) and structure
     (its count, a species added, renamed or made inertial: the checkpoint cannot continue it). Each
     refusal is one line, exit 2, before JAX starts, with the run as it was; they were silent or called the
     intact checkpoints damaged and marked the run failed."""
+    monkeypatch.chdir(tmp_path)
+
     def species(t="{name: t, count: 8, placement: lattice}", d="{name: d, count: 8, placement: lattice, tau_p: 0.1}"):
         return ["--set", f"particles=[{', '.join(x for x in (t, d) if x)}]"]
 
     args = [CONFIG, "--set", "grid.shape=8", "--set", "precision=float64", "--set", "output.chunk=2",
             "--set", "time.t_end=0.02", "--out", "run"]
-    assert simulator(tmp_path, *args, *species()).returncode == 0
+    assert here(capfd, *args, *species()).returncode == 0
     before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
     later = ["--set", "time.t_end=0.04"]
     refused = {
@@ -397,13 +427,13 @@ def test_a_restart_keeps_the_particles_it_holds_and_their_physics_needs_a_flag(t
     }
     for expected, change in refused.items():
         for mode in ("--restart", "--resume") if "count" in expected else ("--restart",):
-            r = simulator(tmp_path, *args, *later, *change, mode)
+            r = here(capfd, *args, *later, *change, mode)
             lines = r.stderr.strip().splitlines()
             assert r.returncode == 2 and len(lines) == 1 and expected in lines[0], (expected, mode, r.stderr[-2000:])
             assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
     # interpolation is numerics; tau_p changes with the flag
-    r = simulator(tmp_path, *args, *later, "--restart", "--allow-physics-change",
-                  *species(t="{name: t, count: 8, placement: lattice, interpolation: lagrange4}",
-                           d="{name: d, count: 8, placement: lattice, tau_p: 0.2}"))
+    r = here(capfd, *args, *later, "--restart", "--allow-physics-change",
+             *species(t="{name: t, count: 8, placement: lattice, interpolation: lagrange4}",
+                      d="{name: d, count: 8, placement: lattice, tau_p: 0.2}"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert "tau_p: 0.2" in max((tmp_path / "run" / "segments").glob("*.yaml")).read_text()

@@ -21,6 +21,7 @@ from simulator.equations import registry
 from simulator.output import checkpoints as checkpoint
 from simulator.run import rundir, segment
 from simulator.run.simulation import Simulation
+from support import command
 
 #: extra cases of the one-compilation test: (name, equation, overrides)
 STRUCTURES = [("navier_stokes+scalars", "navier_stokes",
@@ -58,7 +59,17 @@ def run_cli(tmp_path, *args):
                           timeout=300, cwd=tmp_path)
 
 
-def test_run_writes_timeseries_and_config(tmp_path):
+def here(capfd, *args, devices=1):
+    """``simulator ARGS`` made by the command's own function in this process (:func:`support.command`), in the
+    current directory (the test's), a run on ``devices`` of the 8 this process holds (``fft.mesh``) as a process
+    started with ``--cpu-devices`` that many has them: its exit status, stdout and stderr, as a process's."""
+    mesh = ["--set", f"fft.mesh=[{devices}]"] if args[0] == "run" else []
+    code, out, err = command(capfd, *args, *mesh)
+    return subprocess.CompletedProcess(["simulator", *args], code, out, err)
+
+
+def test_run_writes_timeseries_and_config(tmp_path, monkeypatch, capfd):
+    """The run itself is a process of its own: config.yaml records the devices of its process."""
     r = run_cli(tmp_path, str(ROOT / "configs" / "abc.yaml"), "--cpu-devices", "4", "--set", "precision=float64",
                 "--set", "time.t_end=0.4", "--out", "abc_run")
     assert r.returncode == 0, r.stderr
@@ -73,41 +84,43 @@ def test_run_writes_timeseries_and_config(tmp_path):
     assert "1 compilation(s)" in r.stderr and "steps/s=" in r.stderr and "ETA" in r.stderr
     # the same output directory again: refused, exit 2, nothing changed
     before = (out / "timeseries.csv").read_bytes()
-    r2 = run_cli(tmp_path, str(ROOT / "configs" / "abc.yaml"), "--out", "abc_run")
+    monkeypatch.chdir(tmp_path)
+    r2 = here(capfd, "run", str(ROOT / "configs" / "abc.yaml"), "--out", "abc_run")
     assert r2.returncode == 2 and "already holds a run" in r2.stderr
     assert (out / "timeseries.csv").read_bytes() == before
 
 
 @pytest.mark.slow
-def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_it(tmp_path):
+def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_it(tmp_path, monkeypatch, capfd):
     """A run with particles, statistics and tasks, plotted and exported: everything in its directory is a
     run file (so a new kind of output cannot be left behind unnoticed), and --overwrite with a run that
     writes none of those leaves nothing of them: no stale particles, statistics, plots or export for
     the reader of the new run."""
     from simulator.run.rundir import LOCK_FILE, RUN_FILES
 
+    monkeypatch.chdir(tmp_path)
     small = ["--set", "grid.shape=16", "--set", "time.t_end=1.0", "--set", "output.chunk=10"]
-    r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence_particles.yaml"), *small, "--set",
+    r = here(capfd, "run", str(ROOT / "configs" / "forced_turbulence_particles.yaml"), *small, "--set",
                 "output.statistics.every=10", "--set", "output.tasks=[{name: u_max, field: velocity, "
                 "component: magnitude, reduce: max, every: 10}]", "--out", "old")
     assert r.returncode == 0, r.stderr
     for command in (["plot", "old"], ["export", "old"]):
-        done = subprocess.run([sys.executable, "-m", "simulator", *command], capture_output=True, text=True,
-                              timeout=300, cwd=tmp_path)
+        done = here(capfd, *command)
         assert done.returncode == 0, done.stderr
     old = tmp_path / "old"
     written = {p.name for p in old.iterdir()} - {LOCK_FILE}
     assert {"particles", "statistics.h5", "tasks.h5", "plots", "export"} <= written
     assert written <= set(RUN_FILES), sorted(written - set(RUN_FILES))
-    r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence.yaml"), *small, "--out", "old", "--overwrite")
+    r = here(capfd, "run", str(ROOT / "configs" / "forced_turbulence.yaml"), *small, "--out", "old", "--overwrite")
     assert r.returncode == 0, r.stderr
     left = {p.name for p in old.iterdir()}
     assert not left & {"particles", "statistics.h5", "tasks.h5", "plots", "export"}, sorted(left)
     assert yaml.safe_load((old / "config.yaml").read_text())["config"]["name"] == "forced_turbulence"
 
 
-def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path):
-    r = run_cli(tmp_path, str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
+def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",
                 "--set", "time.t_end=400", "--set", "physics.viscosity=0", "--set", "output.chunk=1",
                 "--set", "checkpoint.every=1", "--out", "nan")
     assert r.returncode == 1
@@ -120,10 +133,12 @@ def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp
     assert int(rows[-1]["step"]) == ckpt.step + 1  # the step that blew up was never checkpointed
 
 
-def test_schrodinger_poisson_run_writes_spectra_and_conserves_mass(tmp_path):
-    r = run_cli(tmp_path, str(ROOT / "configs" / "jeans.yaml"), "--cpu-devices", "2", "--set", "precision=float64",
-                "--set", "time.t_end=0.5", "--set", "grid.shape=[16,16,16]", "--out", "jeans")
+def test_schrodinger_poisson_run_writes_spectra_and_conserves_mass(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, "run", str(ROOT / "configs" / "jeans.yaml"), "--set", "precision=float64",
+             "--set", "time.t_end=0.5", "--set", "grid.shape=[16,16,16]", "--out", "jeans", devices=2)
     assert r.returncode == 0, r.stderr
+    assert "slab fft on mesh 2 " in r.stderr, r.stderr[:2000]  # the two devices it asks for
     rows = list(csv.DictReader(open(tmp_path / "jeans" / "timeseries.csv")))
     assert [int(row["step"]) for row in rows] == [0, 20, 40, 60, 80, 100]
     assert {"mass", "kinetic", "potential", "total", "max_density", "cfl", "dt"} <= set(rows[0])
@@ -137,14 +152,15 @@ def test_schrodinger_poisson_run_writes_spectra_and_conserves_mass(tmp_path):
     assert "total=" in r.stderr and "max_density=" in r.stderr
 
 
-def test_adaptive_time_step_holds_the_cfl_number_and_ends_on_t_end(tmp_path):
+def test_adaptive_time_step_holds_the_cfl_number_and_ends_on_t_end(tmp_path, monkeypatch, capfd):
     """configs/forced_turbulence.yaml (CFL 0.5) on 16^3 with the cap time.dt raised to 0.2: the flow speeds
     up, and the CFL number of every row (the step taken from that state) is never above 0.5, the first
     row's too. Before the controller chose dt per step, rows read 1.03 (t = 0, the first chunk at the
     cap) and 0.547 (dt set from the previous chunk's end)."""
-    r = run_cli(tmp_path, str(ROOT / "configs" / "forced_turbulence.yaml"), "--set", "grid.shape=16",
-                "--set", "precision=float64", "--set", "time.dt=0.2", "--set", "time.t_end=3.0",
-                "--set", "output.chunk=5", "--out", "forced")
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, "run", str(ROOT / "configs" / "forced_turbulence.yaml"), "--set", "grid.shape=16",
+             "--set", "precision=float64", "--set", "time.dt=0.2", "--set", "time.t_end=3.0",
+             "--set", "output.chunk=5", "--out", "forced")
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(open(tmp_path / "forced" / "timeseries.csv")))
     dts = np.array([float(row["dt"]) for row in rows])
@@ -157,15 +173,16 @@ def test_adaptive_time_step_holds_the_cfl_number_and_ends_on_t_end(tmp_path):
         np.testing.assert_allclose(f["energy"][:].sum(axis=1), energies, rtol=1e-12)
 
 
-def test_adaptive_run_restarts_bitwise(tmp_path):
+def test_adaptive_run_restarts_bitwise(tmp_path, monkeypatch, capfd):
     """An adaptive-dt run continued from one of its checkpoints (which keeps the dt the controller allows
     next) takes the same steps: the same rows and the same final state, bit for bit."""
     args = [str(ROOT / "configs" / "forced_turbulence.yaml"), "--set", "grid.shape=16", "--set", "time.dt=0.2",
             "--set", "time.t_end=3.0", "--set", "output.chunk=5", "--set", "checkpoint.every=10",
             "--set", "checkpoint.keep=5"]
-    r = run_cli(tmp_path, *args, "--out", "ref")
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, "run", *args, "--out", "ref")
     assert r.returncode == 0, r.stderr[-2000:]
-    r = run_cli(tmp_path, *args, "--out", "branch", "--restart",
+    r = here(capfd, "run", *args, "--out", "branch", "--restart",
                 str(tmp_path / "ref" / "checkpoints" / "c00000010.json"))
     assert r.returncode == 0, r.stderr[-2000:]
     ref, branch = (list(csv.DictReader(open(tmp_path / d / "timeseries.csv"))) for d in ("ref", "branch"))

@@ -14,6 +14,7 @@ import yaml
 
 from simulator import sweep, sweep_file, sweep_slurm
 from simulator.errors import ConfigError
+from support import command
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
@@ -28,6 +29,15 @@ def write_sweep(path, **body):
 def cli(cwd, *args, timeout=300):
     return subprocess.run([sys.executable, "-m", "simulator", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def here(capfd, *args):
+    """``simulator ARGS`` made by the command's own function in this process (:func:`support.command`), in the
+    current directory (the test's): its exit status, stdout and stderr, as a process's; for a command that needs no
+    process of its own (no runtime flags read when JAX starts, no lock held by this process, no signal). A local
+    sweep's points are still processes of their own."""
+    code, out, err = command(capfd, *map(str, args))
+    return subprocess.CompletedProcess(["simulator", *map(str, args)], code, out, err)
 
 
 def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
@@ -103,7 +113,8 @@ def test_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_is_
 
 
 @pytest.mark.parametrize("mode", ["--point", "--group"])
-def test_a_point_or_group_of_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_runs(tmp_path, mode):
+def test_a_point_or_group_of_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_runs(tmp_path, mode,
+                                                                                                       monkeypatch, capfd):
     """What an array task runs on such a directory reads its stored point configs as `simulator sweep FILE` does
     (it was refused: physics.m22 = 1.0 is a setting of the wave). runtime.max_wall stops each after its first
     chunk; the resume hint of a point, and of every member of a group, is the command that ran it."""
@@ -111,13 +122,14 @@ def test_a_point_or_group_of_a_particle_only_sweep_prepared_before_the_wave_s_ke
         "name": "c", "base": str(ROOT / "configs" / "cold_dark_matter.yaml"),
         "set": {"grid.shape": 8, "physics.cdm_particles": 512, "runtime.max_wall": 0.001},
         "grid": {"initial.seed": [1, 2]}}))
-    r = cli(tmp_path, "sweep", "c.yaml", "--out", "out", *(["--ensemble"] if mode == "--group" else []))
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, "sweep", "c.yaml", "--out", "out", *(["--ensemble"] if mode == "--group" else []))
     assert r.returncode == 0, r.stderr[-2000:]
     for point in (tmp_path / "out" / "configs").iterdir():
         stored = yaml.safe_load(point.read_text())
         stored["physics"].update(m22=1.0, self_interaction=0.0, f_a=None, fdm_transfer=True)
         point.write_text(yaml.safe_dump(stored, sort_keys=False))
-    r = cli(tmp_path, "sweep", "out", mode, "0", "--threads", "1")
+    r = cli(tmp_path, "sweep", "out", mode, "0", "--threads", "1")  # a process of its own: threads set as JAX starts
     assert r.returncode == 75, r.stderr[-2000:]
     assert [sweep.point_state(tmp_path / "out", p) for p in ("p000", "p001")] == (
         ["interrupted", "pending"] if mode == "--point" else ["interrupted", "interrupted"])
@@ -132,10 +144,12 @@ def test_array_spec_lists_the_unfinished_points_with_the_limit():
 
 
 @pytest.mark.slow
-def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
+def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path, monkeypatch, capfd):
     file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05]}, max_parallel=2)
     out = tmp_path / "sw"
-    r = cli(tmp_path, "sweep", file, "--out", out, "--local", "-j", "2", "--cpu-devices", "2")
+    monkeypatch.chdir(tmp_path)
+    # the points are processes of their own (started with --cpu-devices 2) whoever starts the sweep
+    r = here(capfd, "sweep", file, "--out", out, "--local", "-j", "2", "--cpu-devices", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("exit 0 (finished)") == 2
     # each point's config is the fully resolved base config with its values, and runs on its own
@@ -147,16 +161,18 @@ def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path):
         assert yaml.safe_load((out / p / "config.yaml").read_text())["config"]["runtime"]["cpu_devices"] == 2
         assert "devices: 2 cpu on 1 process(es)" in (out / p / "run.log").read_text()
     finished = {p: (out / p / "timeseries.csv").read_bytes() for p in ("p000", "p001")}
-    again = cli(tmp_path, "sweep", file, "--out", out, "--local")
+    again = here(capfd, "sweep", file, "--out", out, "--local")
     assert again.returncode == 0 and "2 of 2 points already finished; running 0" in again.stdout
     assert {p: (out / p / "timeseries.csv").read_bytes() for p in ("p000", "p001")} == finished
     # a submission now would ask for nothing; with one point unfinished it asks for that one only
-    dry = cli(ROOT, "sweep", file, "--out", out, "--submit", "--dry-run")
+    monkeypatch.chdir(ROOT)
+    dry = here(capfd, "sweep", file, "--out", out, "--submit", "--dry-run")
     assert dry.returncode == 0 and "nothing to submit" in dry.stdout
     (out / "p001" / "status.json").unlink()
-    dry = cli(ROOT, "sweep", file, "--out", out, "--submit", "--dry-run")
+    dry = here(capfd, "sweep", file, "--out", out, "--submit", "--dry-run")
     assert dry.returncode == 0 and "--array=1%2" in dry.stdout and "slurm/sweep.sbatch" in dry.stdout
-    collected = cli(tmp_path, "sweep", out, "--collect", "--diagnostic", "final_energy")
+    monkeypatch.chdir(tmp_path)
+    collected = here(capfd, "sweep", out, "--collect", "--diagnostic", "final_energy")
     assert collected.returncode == 0, collected.stderr
     with (out / "collected.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -258,7 +274,7 @@ def test_a_second_start_of_a_running_sweep_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_a_local_ensemble_sweep_stops_it_resumably(tmp_path):
+def test_ctrl_c_during_a_local_ensemble_sweep_stops_it_resumably(tmp_path, monkeypatch, capfd):
     """SIGINT to the sweep's process group (what Ctrl-C sends): exit 75, no traceback, every member
     interrupted after a checkpoint, one line saying how to resume, and that command finishes it."""
     file = write_sweep(tmp_path / "s.yaml", set={**TINY, "time.t_end": 3.0},
@@ -278,6 +294,7 @@ def test_ctrl_c_during_a_local_ensemble_sweep_stops_it_resumably(tmp_path):
     assert f"resume with: simulator sweep {file} --out {out} --local --ensemble" in stdout, stdout
     for p in ("p000", "p001"):
         assert sweep.point_state(out, p) == "interrupted"
-    again = cli(tmp_path, "sweep", file, "--out", out, "--local", "--ensemble")
+    monkeypatch.chdir(tmp_path)
+    again = here(capfd, "sweep", file, "--out", out, "--local", "--ensemble")  # its group a process of its own
     assert again.returncode == 0, again.stdout + again.stderr
     assert [sweep.point_state(out, p) for p in ("p000", "p001")] == ["finished", "finished"]
