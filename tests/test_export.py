@@ -485,6 +485,21 @@ def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tm
     assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
 
 
+def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holding_no_row(rich, tmp_path, capsys):
+    """A timeseries.csv whose header was overwritten (NUL bytes, as a crash of the machine can leave) over
+    intact rows read as a table of no row: load_run gave one column named by the NULs, and the export left it
+    out as "holds no row: zero length, or a header only", silently losing its rows. Now it is damaged: a
+    DamagedFileError naming it, and the export refuses it in one line."""
+    run = copy_of(rich, tmp_path)
+    series = run / "timeseries.csv"
+    header, rows = series.read_text().split("\n", 1)
+    series.write_text("\0" * len(header) + "\n" + rows)
+    with pytest.raises(DamagedFileError, match=f"^{series} is damaged or not as the run writes it \\(ValueError: "
+                                               "its header does not begin with step, time, dt\\)"):
+        simulator.load_run(run).timeseries
+    assert f"cannot be exported: {series}: ValueError: " in refused(capsys, str(run))
+
+
 @pytest.mark.parametrize("attribute", ["spectra", "timeseries", "trajectories"])
 def test_a_reader_out_of_memory_says_so_and_never_calls_an_intact_file_damaged(rich, monkeypatch, attribute):
     """A file too large for this machine's memory is intact: its reader's MemoryError passes as it is, where it
