@@ -485,6 +485,31 @@ def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tm
     assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
 
 
+@pytest.mark.parametrize("damage", ["shard cut short", "index cut short"])
+def test_a_damaged_particle_snapshot_is_named_with_what_to_do_in_load_run_plot_and_export(rich, tmp_path, capsys,
+                                                                                         damage):
+    """The newest particle snapshot damaged: ``load_run(RUN).particles`` raised IncompleteOutputError, which
+    said what is damaged but not what to do, and `simulator plot` skipped slice.png (which draws that
+    snapshot's particles) naming the field snapshots, "RUN/snapshots is damaged". Now a DamagedFileError naming
+    the snapshot's index and what to do, the plot's line names that index (exit 1), and the export refuses it in
+    one line naming it (exit 2)."""
+    run = copy_of(rich, tmp_path)
+    index = sorted((run / "particles").glob("s*.h5"))[-1]
+    damaged = index.with_suffix("") / "p0000.h5" if damage == "shard cut short" else index
+    damaged.write_bytes(damaged.read_bytes()[:1000])
+    with pytest.raises(DamagedFileError) as info:
+        simulator.load_run(run).particles
+    message = str(info.value)
+    assert info.value.path == index and "\n" not in message and str(damaged) in message, message
+    assert message.startswith(f"{index} is damaged or not as the run writes it (IncompleteOutputError: ")
+    assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
+    assert main(["plot", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert f"skipped slice.png: {index} is damaged or not as the run writes it" in err, err
+    assert f"cannot be exported: {index}: IncompleteOutputError: " in refused(capsys, str(run))
+    assert not (run / "export").exists()
+
+
 def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holding_no_row(rich, tmp_path, capsys):
     """A timeseries.csv whose header was overwritten (NUL bytes, as a crash of the machine can leave) over
     intact rows read as a table of no row: load_run gave one column named by the NULs, and the export left it
