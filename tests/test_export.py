@@ -525,6 +525,27 @@ def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holdin
     assert f"cannot be exported: {series}: ValueError: " in refused(capsys, str(run))
 
 
+def test_groups_without_a_row_are_left_out_of_the_export_and_named(rich, tmp_path, capsys):
+    """statistics.h5, tasks.h5 and particles/trajectories.h5 of a run stopped before their first row (their
+    coordinates alone: a schedule whose first time, or output.trajectories.start, was not reached) were
+    exported as groups of no time; now they are left out, each named in the "leaves out" line. Their
+    Lagrangian statistics were an IndexError (load_run(RUN).lagrangian(), and `simulator plot` called the
+    intact file damaged); now the statistics' one line says the rows are too few."""
+    run = copy_of(rich, tmp_path)
+    for name in ("statistics.h5", "tasks.h5", "particles/trajectories.h5"):
+        with h5py.File(run / name, "a") as f:  # every row dropped, as trim does at a restart from step -1
+            f.visititems(lambda _, ds: ds.resize(0, axis=0) if isinstance(ds, h5py.Dataset) and ds.maxshape[:1] ==
+                         (None,) else None)
+    assert main(["export", str(run)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [f"{run / 'export' / 'run.nc'} leaves out: statistics (statistics.h5 holds no row); tasks "
+                     "(tasks.h5 holds no row); trajectories (particles/trajectories.h5 holds no row)"], lines
+    with h5py.File(run / "export" / "run.nc") as f:
+        assert not {"statistics", "tasks", "trajectories"} & set(f) and sorted(f["particles"]) == ["drops", "tracers"]
+    with pytest.raises(ConfigError, match="0 row.* too few for Lagrangian statistics"):
+        simulator.load_run(run).lagrangian()
+
+
 @pytest.mark.parametrize("attribute", ["spectra", "timeseries", "trajectories"])
 def test_a_reader_out_of_memory_says_so_and_never_calls_an_intact_file_damaged(rich, monkeypatch, attribute):
     """A file too large for this machine's memory is intact: its reader's MemoryError passes as it is, where it
