@@ -525,6 +525,25 @@ def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holdin
     assert f"cannot be exported: {series}: ValueError: " in refused(capsys, str(run))
 
 
+@pytest.mark.parametrize("dataset", ["k", "time"])
+def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, capsys, dataset):
+    """A spectra.h5 without ``k`` (or ``time``), which a run creates it with: the export was a KeyError 'k'
+    traceback (or left the file out as "holds no row", its rows lost unsaid), and `simulator plot` skipped the
+    statistics figures calling the intact statistics.h5 damaged. Now load_run names spectra.h5 as damaged, the
+    export refuses it in one line, and the plot's lines name it."""
+    run = copy_of(rich, tmp_path)
+    spectra = run / "spectra.h5"
+    with h5py.File(spectra, "a") as f:
+        del f[dataset]
+    with pytest.raises(DamagedFileError, match=f"^{spectra} is damaged or not as the run writes it \\(ValueError: "
+                                               f"it has no dataset {dataset}\\)"):
+        simulator.load_run(run).spectra
+    assert f"cannot be exported: {spectra}: ValueError: " in refused(capsys, str(run))
+    assert main(["plot", str(run)]) == 1
+    skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped")]
+    assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
+
+
 def test_groups_without_a_row_are_left_out_of_the_export_and_named(rich, tmp_path, capsys):
     """statistics.h5, tasks.h5 and particles/trajectories.h5 of a run stopped before their first row (their
     coordinates alone: a schedule whose first time, or output.trajectories.start, was not reached) were
