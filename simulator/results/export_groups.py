@@ -139,15 +139,15 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
     what restarts set aside (``aside/``) and the snapshots a later segment superseded.
     ConfigError naming a damaged file a group is read from."""
     chosen, used = [], 0
-    exported = _exported(run)
+    held = groups(run)
     left = [*empty_root(run), *(f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
-                                for name, kind in groups(run).items() if not kind.export)]
-    for kind, data in exported.items():
+                                for name, kind in held.items() if not kind.export)]
+    for kind, data in _exported(run).items():
         size = _nbytes(*_arrays(data))
         if not size:
             continue
         if _rowless(data):
-            left.append(f"{kind} ({', '.join(groups(run)[kind].files)} holds no row)")
+            left.append(f"{kind} ({', '.join(held[kind].files)} holds no row)")
             continue
         if used + size > room:
             left.append(f"{kind} ({size_text(size)}: over --max-size)")
