@@ -544,6 +544,20 @@ def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, c
     assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
 
 
+def test_a_snapshot_index_without_its_time_is_named_by_export_and_plot(rich, tmp_path, capsys):
+    """A snapshot index without the attribute ``time`` (not as the run writes it): `simulator export` was a
+    KeyError 'time' traceback (exit 1) part way through the file, and `simulator plot` skipped slice.png naming
+    RUN/snapshots; now the export refuses in one line naming the index (exit 2), and the plot's line names it."""
+    run = copy_of(rich, tmp_path)
+    index = sorted((run / "snapshots").glob("s*.h5"))[-1]
+    with h5py.File(index, "a") as f:
+        del f.attrs["time"]
+    assert f"cannot be exported: {index} has no attribute time; restore or remove" in refused(capsys, str(run))
+    assert not (run / "export").exists()
+    assert main(["plot", str(run)]) == 1
+    assert f"skipped slice.png: {index} is damaged or not as the run writes it (KeyError: " in capsys.readouterr().err
+
+
 def test_groups_without_a_row_are_left_out_of_the_export_and_named(rich, tmp_path, capsys):
     """statistics.h5, tasks.h5 and particles/trajectories.h5 of a run stopped before their first row (their
     coordinates alone: a schedule whose first time, or output.trajectories.start, was not reached) were
