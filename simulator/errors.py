@@ -42,7 +42,8 @@ class DamagedFileError(OSError):
 
     def __init__(self, path: str | Path, err: BaseException) -> None:
         self.path = Path(path)
-        self.reason = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+        first = (str(err).splitlines() or [""])[0].removeprefix(f"{self.path}: ")  # one naming it again: once is enough
+        self.reason = f"{type(err).__name__}: {first}"
         super().__init__(f"{self.path} is damaged or not as the run writes it ({self.reason}); restore it from a "
                          "copy, or move it out of the run directory to read the rest of the run")
 

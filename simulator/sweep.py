@@ -38,7 +38,7 @@ from simulator.equations import resolution
 from simulator.run.rundir import read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.sweep_file import Point, Sweep
 from simulator.threads import shared
 
@@ -318,14 +318,19 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     reached, and of every diagnostic of its ``timeseries.csv`` (empty where it has none yet) the final
     value, ``final_<name>``, and the largest, ``peak_<name>``; of a resolution diagnostic (k_max eta, ...)
     its lowest value, ``lowest_<name>``, instead of the largest, and of a clock (the equation's
-    ``clocks``: a cosmological run's a, z, age) the final value only: their largest says nothing."""
+    ``clocks``: a cosmological run's a, z, age) the final value only: their largest says nothing. A point whose
+    ``timeseries.csv`` is damaged (:class:`~simulator.errors.DamagedFileError`) has no results and the
+    column ``note``, there only then, holds that error: what is damaged and what to do."""
     manifest = read_manifest(directory)
     rows, diagnostics, no_peak = [], [], set()
     for point in manifest["points"]:
         row: dict[str, Any] = {"index": point["index"], "status": point_state(directory, point["name"]),
                                "out": point["name"], **{k: point["params"].get(k, "") for k in manifest["swept"]}}
         series = directory / point["name"] / "timeseries.csv"
-        table = read_timeseries(series) if series.is_file() else {}
+        try:
+            table = read_timeseries(series) if series.is_file() else {}
+        except DamagedFileError as err:  # that point's row says so; the other points are collected all the same
+            row["note"], table = str(err), {}
         if table and table["time"].size:
             names = [n for n in table if n not in ("step", "time", "dt")]
             diagnostics.extend(n for n in names if n not in diagnostics)
@@ -342,7 +347,8 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
         rows.append(row)
     columns = ["index", "status", "out", *manifest["swept"], "time",
                *(c for d in diagnostics for c in (f"final_{d}", *(() if d in no_peak else (f"peak_{d}",)))),
-               *(f"lowest_{d}" for d in diagnostics if resolution.threshold(d) is not None)]
+               *(f"lowest_{d}" for d in diagnostics if resolution.threshold(d) is not None),
+               *(("note",) if any("note" in row for row in rows) else ())]
     path = directory / COLLECTED
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, columns, restval="")

@@ -485,6 +485,100 @@ def test_load_run_names_a_zero_length_or_cut_short_row_file_in_one_line(rich, tm
     assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
 
 
+@pytest.mark.parametrize("damage", ["shard cut short", "index cut short"])
+def test_a_damaged_particle_snapshot_is_named_with_what_to_do_in_load_run_plot_and_export(rich, tmp_path, capsys,
+                                                                                         damage):
+    """The newest particle snapshot damaged: ``load_run(RUN).particles`` raised IncompleteOutputError, which
+    said what is damaged but not what to do, and `simulator plot` skipped slice.png (which draws that
+    snapshot's particles) naming the field snapshots, "RUN/snapshots is damaged". Now a DamagedFileError naming
+    the snapshot's index and what to do, the plot's line names that index (exit 1), and the export refuses it in
+    one line naming it (exit 2)."""
+    run = copy_of(rich, tmp_path)
+    index = sorted((run / "particles").glob("s*.h5"))[-1]
+    damaged = index.with_suffix("") / "p0000.h5" if damage == "shard cut short" else index
+    damaged.write_bytes(damaged.read_bytes()[:1000])
+    with pytest.raises(DamagedFileError) as info:
+        simulator.load_run(run).particles
+    message = str(info.value)
+    assert info.value.path == index and "\n" not in message and str(damaged) in message, message
+    assert message.startswith(f"{index} is damaged or not as the run writes it (IncompleteOutputError: ")
+    assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
+    assert main(["plot", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert f"skipped slice.png: {index} is damaged or not as the run writes it" in err, err
+    assert f"cannot be exported: {index}: IncompleteOutputError: " in refused(capsys, str(run))
+    assert not (run / "export").exists()
+
+
+def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holding_no_row(rich, tmp_path, capsys):
+    """A timeseries.csv whose header was overwritten (NUL bytes, as a crash of the machine can leave) over
+    intact rows read as a table of no row: load_run gave one column named by the NULs, and the export left it
+    out as "holds no row: zero length, or a header only", silently losing its rows. Now it is damaged: a
+    DamagedFileError naming it, and the export refuses it in one line."""
+    run = copy_of(rich, tmp_path)
+    series = run / "timeseries.csv"
+    header, rows = series.read_text().split("\n", 1)
+    series.write_text("\0" * len(header) + "\n" + rows)
+    with pytest.raises(DamagedFileError, match=f"^{series} is damaged or not as the run writes it \\(ValueError: "
+                                               "its header does not begin with step, time, dt\\)"):
+        simulator.load_run(run).timeseries
+    assert f"cannot be exported: {series}: ValueError: " in refused(capsys, str(run))
+
+
+@pytest.mark.parametrize("dataset", ["k", "time"])
+def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, capsys, dataset):
+    """A spectra.h5 without ``k`` (or ``time``), which a run creates it with: the export was a KeyError 'k'
+    traceback (or left the file out as "holds no row", its rows lost unsaid), and `simulator plot` skipped the
+    statistics figures calling the intact statistics.h5 damaged. Now load_run names spectra.h5 as damaged, the
+    export refuses it in one line, and the plot's lines name it."""
+    run = copy_of(rich, tmp_path)
+    spectra = run / "spectra.h5"
+    with h5py.File(spectra, "a") as f:
+        del f[dataset]
+    with pytest.raises(DamagedFileError, match=f"^{spectra} is damaged or not as the run writes it \\(ValueError: "
+                                               f"it has no dataset {dataset}\\)"):
+        simulator.load_run(run).spectra
+    assert f"cannot be exported: {spectra}: ValueError: " in refused(capsys, str(run))
+    assert main(["plot", str(run)]) == 1
+    skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped")]
+    assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
+
+
+def test_a_snapshot_index_without_its_time_is_named_by_export_and_plot(rich, tmp_path, capsys):
+    """A snapshot index without the attribute ``time`` (not as the run writes it): `simulator export` was a
+    KeyError 'time' traceback (exit 1) part way through the file, and `simulator plot` skipped slice.png naming
+    RUN/snapshots; now the export refuses in one line naming the index (exit 2), and the plot's line names it."""
+    run = copy_of(rich, tmp_path)
+    index = sorted((run / "snapshots").glob("s*.h5"))[-1]
+    with h5py.File(index, "a") as f:
+        del f.attrs["time"]
+    assert f"cannot be exported: {index} has no attribute time; restore or remove" in refused(capsys, str(run))
+    assert not (run / "export").exists()
+    assert main(["plot", str(run)]) == 1
+    assert f"skipped slice.png: {index} is damaged or not as the run writes it (KeyError: " in capsys.readouterr().err
+
+
+def test_groups_without_a_row_are_left_out_of_the_export_and_named(rich, tmp_path, capsys):
+    """statistics.h5, tasks.h5 and particles/trajectories.h5 of a run stopped before their first row (their
+    coordinates alone: a schedule whose first time, or output.trajectories.start, was not reached) were
+    exported as groups of no time; now they are left out, each named in the "leaves out" line. Their
+    Lagrangian statistics were an IndexError (load_run(RUN).lagrangian(), and `simulator plot` called the
+    intact file damaged); now the statistics' one line says the rows are too few."""
+    run = copy_of(rich, tmp_path)
+    for name in ("statistics.h5", "tasks.h5", "particles/trajectories.h5"):
+        with h5py.File(run / name, "a") as f:  # every row dropped, as trim does at a restart from step -1
+            f.visititems(lambda _, ds: ds.resize(0, axis=0) if isinstance(ds, h5py.Dataset) and ds.maxshape[:1] ==
+                         (None,) else None)
+    assert main(["export", str(run)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [f"{run / 'export' / 'run.nc'} leaves out: statistics (statistics.h5 holds no row); tasks "
+                     "(tasks.h5 holds no row); trajectories (particles/trajectories.h5 holds no row)"], lines
+    with h5py.File(run / "export" / "run.nc") as f:
+        assert not {"statistics", "tasks", "trajectories"} & set(f) and sorted(f["particles"]) == ["drops", "tracers"]
+    with pytest.raises(ConfigError, match="0 row.* too few for Lagrangian statistics"):
+        simulator.load_run(run).lagrangian()
+
+
 @pytest.mark.parametrize("attribute", ["spectra", "timeseries", "trajectories"])
 def test_a_reader_out_of_memory_says_so_and_never_calls_an_intact_file_damaged(rich, monkeypatch, attribute):
     """A file too large for this machine's memory is intact: its reader's MemoryError passes as it is, where it

@@ -293,8 +293,10 @@ def test_a_snapshot_holds_every_particle_of_each_species_or_is_neither_written_n
     """write_particles refuses a species with fewer rows than its count (particles were lost), writing nothing;
     read_series (load_run(...).particles) refuses a snapshot whose rows of a species are not its identities
     0 .. N-1 each once, as one written by a version that did not refuse it (498 of 512 tracers, the counts
-    claiming 498), naming the snapshot and the species, rather than reading 498 particles as the species."""
-    from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
+    claiming 498), naming the snapshot and the species (a DamagedFileError, as every damaged file load_run
+    reads), rather than reading 498 particles as the species."""
+    from simulator.errors import DamagedFileError
+    from simulator.output.hdf5 import OutputWriteError
     from simulator.output.particles import Share, write_particles
 
     rng = np.random.default_rng(1)
@@ -313,7 +315,7 @@ def test_a_snapshot_holds_every_particle_of_each_species_or_is_neither_written_n
     write_particles(stem, shares, {"tracers": 498, "drops": 27}, box, {"step": 0}, 0.0)
     with h5py.File(stem.with_suffix(".h5")) as f:
         assert f.attrs["complete"] and f.attrs["counts"] == "[498, 27]"
-    with pytest.raises(IncompleteOutputError, match="species tracers lacks particles"):
+    with pytest.raises(DamagedFileError, match=f"^{stem}.h5 is damaged .*species tracers lacks particles"):
         particles_out.read_series(tmp_path)
     # a whole snapshot reads back by identity
     whole = {"tracers": share(rng.permutation(512)), "drops": share(np.arange(27))}

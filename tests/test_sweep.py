@@ -238,6 +238,49 @@ def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
     assert under_resolved(stored) == ["psi_tail = 0.012 > 0.001"]
 
 
+@pytest.mark.parametrize("header", ["step,ti", "\0" * 24], ids=["cut mid-header", "header overwritten"])
+def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_warning(tmp_path, capsys, header):
+    """A point's timeseries.csv cut mid-header, or its header overwritten (NUL bytes, rows intact): `sweep
+    --collect` was a KeyError 'time' traceback and wrote no collected.csv (the rows under a NUL header read as
+    none, silently); now every other point is collected, the damaged one's row has no results and a note naming
+    the file and what to do, one warning line names it, and no run directory is changed."""
+    import hashlib
+
+    import simulator
+    from simulator import config as config_mod
+    from simulator.cli import main
+
+    out = tmp_path / "sw"
+    (out / "configs").mkdir(parents=True)
+    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
+              for i, v in enumerate([0.01, 0.02, 0.04])]
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "points": points}))
+    rows = "0,0.0,0.1,0.125\n5,0.5,0.1,0.12\n"
+    for point in points:
+        (out / point["name"]).mkdir()
+        (out / point["config"]).write_text(config_mod.dump(simulator.load_config(TG)))
+        (out / point["name"] / "timeseries.csv").write_text("step,time,dt,energy\n" + rows)
+    damaged = out / "p001" / "timeseries.csv"
+    damaged.write_text(header if header == "step,ti" else header + "\n" + rows)
+
+    def files():
+        return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
+
+    before = files()
+    assert main(["sweep", str(out), "--collect"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"{damaged} is damaged or not as the run writes it" in warnings[0], err
+    assert warnings[0].endswith("restore it from a copy, or move it out of the run directory to read the rest of "
+                                "the run"), warnings[0]
+    with (out / "collected.csv").open() as f:
+        collected = list(csv.DictReader(f))
+    assert [r["final_energy"] for r in collected] == ["0.12", "", "0.12"]
+    assert not collected[0]["note"] and not collected[2]["note"]
+    assert collected[1]["note"].startswith(f"{damaged} is damaged or not as the run writes it")
+    assert {p: h for p, h in files().items() if p in before} == before  # the runs and the manifest untouched
+
+
 @pytest.mark.parametrize("text", ["name: tg_viscosity\nsource: /work/configs/sweeps/t", "points: [\n",
                                   "- p000\n- p001\n"])
 def test_a_damaged_sweep_yaml_is_one_line_naming_it(tmp_path, capsys, text):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
@@ -47,6 +48,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         directory = Path(args.target)
         path, rows = sweep.collect(directory)
         finished = sum(r["status"] == "finished" for r in rows)
+        for row in rows:  # a point whose time series is damaged: collected without results
+            if "note" in row:
+                print(f"warning: point {row['index']} has no results in {path}: {row['note']}", file=sys.stderr)
         print(f"{path}: {len(rows)} points, {finished} finished")
         from simulator import plots
 

@@ -47,6 +47,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.errors import reading
 from simulator.output import hdf5, segments
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable
@@ -274,25 +275,28 @@ def snapshot_files(run_dir: Path) -> list[Path]:
 def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
     """Every species of the particle snapshots of ``run_dir`` along time, by name (a species a restart
     added or dropped over the snapshots that hold it; those a later segment superseded left out: see
-    :func:`snapshot_files`); {} without particle snapshots. IncompleteOutputError
-    naming a damaged snapshot, or one that lacks particles of a species (its identities not each of 0 .. N-1
-    once: written while particles were lost, by a version that did not refuse it)."""
+    :func:`snapshot_files`); {} without particle snapshots. DamagedFileError naming the index of a damaged
+    snapshot (its shard file missing, cut short, of another write: the reason says which), or of one that lacks
+    particles of a species (its identities not each of 0 .. N-1 once: written while particles were lost, by a
+    version that did not refuse it), and what to do."""
     found: dict[str, list[tuple[int, float, dict[str, np.ndarray]]]] = {}
     for index in snapshot_files(run_dir):
-        with hdf5.IndexedFile(index) as f:
-            attrs, species, ids = f.attrs, f.read("species"), f.read("id")
-            data = {name: f.read(name) for name in ("position", "unwrapped", "velocity")}
-        offset = 0
-        for s, name in enumerate(attrs["species_names"]):
-            mine = np.flatnonzero(species == s)
-            mine = mine[np.argsort(ids[mine], kind="stable")]  # rows follow the processes that wrote them
-            count = int(attrs["counts"][s]) if "counts" in attrs else len(mine)
-            if len(mine) != count or not np.array_equal(ids[mine], offset + np.arange(count)):
-                raise hdf5.IncompleteOutputError(
-                    f"{index}: species {name} lacks particles (its {len(mine)} rows are not the identities "
-                    f"{offset} .. {offset + count - 1}, each once): written while particles were lost")
-            offset += count
-            found.setdefault(name, []).append((attrs["step"], attrs["time"], {k: v[mine] for k, v in data.items()}))
+        with reading(index):  # whatever its index or shards raise, named as the other files of a run are
+            with hdf5.IndexedFile(index) as f:
+                attrs, species, ids = f.attrs, f.read("species"), f.read("id")
+                data = {name: f.read(name) for name in ("position", "unwrapped", "velocity")}
+            offset = 0
+            for s, name in enumerate(attrs["species_names"]):
+                mine = np.flatnonzero(species == s)
+                mine = mine[np.argsort(ids[mine], kind="stable")]  # rows follow the processes that wrote them
+                count = int(attrs["counts"][s]) if "counts" in attrs else len(mine)
+                if len(mine) != count or not np.array_equal(ids[mine], offset + np.arange(count)):
+                    raise hdf5.IncompleteOutputError(
+                        f"species {name} lacks particles (its {len(mine)} rows are not the identities "
+                        f"{offset} .. {offset + count - 1}, each once): written while particles were lost")
+                offset += count
+                found.setdefault(name, []).append((attrs["step"], attrs["time"],
+                                                   {k: v[mine] for k, v in data.items()}))
     return {name: ParticleSeries(name, np.array([r[0] for r in got], np.int64), np.array([r[1] for r in got], float),
                                  *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")))
             for name, got in found.items()}

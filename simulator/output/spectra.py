@@ -200,8 +200,12 @@ class SpectraFile:
 def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
     """``k``, ``step``, ``time`` and every spectrum of a ``spectra.h5`` (``rows`` selects rows, e.g. a
     list of indices), read while a run may be appending, and beside an h5py/xarray handle of this process.
-    DamagedFileError naming a file cut short or not as a run writes it."""
+    DamagedFileError naming a file cut short or not as a run writes it (one without ``k``, ``step`` or ``time``,
+    which a run creates it with, among them)."""
     with reading(path), open_for_reading(path) as f:
+        missing = [name for name in ("k", "step", "time") if name not in f]
+        if missing:  # read as a file of no row, or of no shells, its spectra would be lost or fail unnamed
+            raise ValueError(f"it has no dataset {', '.join(missing)}")
         count = min(f[name].shape[0] for name in f if name not in AXES)  # a row being appended may be partial
         index = np.arange(count)[rows]
         return {name: (f[name][:] if name in AXES else f[name][:count][index]) for name in f}

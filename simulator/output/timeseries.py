@@ -26,6 +26,8 @@ from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.rows import later
 
 FILE = "timeseries.csv"
+#: the columns every row begins with
+LEADING = ("step", "time", "dt")
 
 
 def _valid_rows(path: Path) -> tuple[list[str] | None, list[list[str]]]:
@@ -138,11 +140,14 @@ def read_timeseries(path: Path) -> dict[str, np.ndarray]:
     """The columns of a ``timeseries.csv`` as float arrays, by header name.
 
     Blank lines and lines that are short or not numeric are skipped: the last line of a run that is
-    writing the file at this moment, or what a crash left. DamagedFileError naming a file not as a run writes it.
+    writing the file at this moment, or what a crash left. DamagedFileError naming a file not as a run writes it,
+    one whose header does not begin with ``step, time, dt`` among them (cut short, or overwritten).
     """
     with reading(path), open(path, newline="", errors="replace") as fh:
         reader = csv.reader(fh)
         header = next(reader, [])
+        if header and header[:3] != list(LEADING):  # its rows cannot be named: read as none, they would be lost unsaid
+            raise ValueError(f"its header does not begin with {', '.join(LEADING)}")
         rows = []
         for row in reader:
             try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from simulator.errors import reading
 from simulator.output import hdf5, segments
 from simulator.output.particles import DIR
 
@@ -32,11 +33,12 @@ def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[floa
     """Draw on ``fig``'s first panel the particles of ``particles/s<step>.h5`` within :data:`CELLS` cells of
     the mid-plane normal to ``axis`` of a grid of ``shape`` in ``box``; returns how many were drawn (0 when
     the run wrote no particle snapshot at that step, or a later segment superseded the one there: a restart that
-    dropped the particles leaves the earlier trajectory's, which are not of this field)."""
+    dropped the particles leaves the earlier trajectory's, which are not of this field). DamagedFileError naming
+    a damaged particle snapshot."""
     index = run_dir / DIR / f"s{step:08d}.h5"
     if not index.is_file() or segments.superseded(run_dir, [index]):
         return 0
-    with hdf5.IndexedFile(index) as f:
+    with reading(index), hdf5.IndexedFile(index) as f:  # damaged: the slice is skipped naming this file, not its own
         names, position, species = f.attrs["species_names"], f.read("position"), f.read("species")
     length = float(box[axis])
     dx = length / shape[axis]

@@ -50,7 +50,7 @@ from matplotlib.figure import Figure
 from simulator import equations
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.equations.stored import parameters_of
-from simulator.errors import ConfigError, DamagedFileError
+from simulator.errors import ConfigError, DamagedFileError, reading
 from simulator.output import kinds as output_kinds
 from simulator.output.base import OutputKind
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
@@ -214,7 +214,7 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         except IncompleteOutputError as err:  # the newest may be being written now
             tell(f"passed over {path}: {err}")
             continue
-        with snap:
+        with snap, reading(path):  # what its fields or attributes raise: the file named, not snapshots/
             panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
             fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length)

@@ -36,8 +36,8 @@ from simulator.plots.figures import default_style, figure, note, plain_log_ticks
 from simulator.plots.spectra import drawn, wavenumber_units
 from simulator.sweep import COLLECTED, MANIFEST, point_label, point_state
 
-#: columns of collected.csv that are neither swept keys nor results
-SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time")
+#: columns of collected.csv that are neither swept keys nor results (``note``: a point's damaged time series)
+SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time", "note")
 #: prefix of the columns holding a resolution diagnostic's lowest value over a point's run
 LOWEST = "lowest_"
 #: prefix of the columns holding a diagnostic's peak over a point's run (psi_tail's is its resolution)

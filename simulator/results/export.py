@@ -120,9 +120,15 @@ class MergePlan:
 
 
 def _open(ref: SnapshotRef) -> Snapshot:
-    """A snapshot of the run opened (which checks its shard files); ConfigError naming a damaged one."""
+    """A snapshot of the run opened (which checks its shard files), with the attributes an export reads; ConfigError
+    naming a damaged one."""
     try:
-        return ref.open()
+        snap = ref.open()
+        missing = [key for key in ("step", "time", "box") if key not in snap.file.attrs]
+        if missing:  # not as the run writes it: the export would fail on them part way, naming no file
+            snap.close()
+            raise IncompleteOutputError(f"{ref.path} has no attribute {', '.join(missing)}")
+        return snap
     except IncompleteOutputError as err:
         raise ConfigError("RUN_DIR", str(ref.path.parent.parent), "restore or remove the damaged snapshot",
                           f"cannot be exported: {err}") from None

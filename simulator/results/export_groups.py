@@ -17,7 +17,8 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
                             component; position (unwrapped) and velocity (time, particle, component), float64
 
 Time is in the run's time units, positions in its length units, velocities in the units of its
-velocity field. What the export leaves out, each with its reason, is :func:`plan_groups`'s second result.
+velocity field. A kind whose file holds no row yet (its coordinates alone) is no group. What the export leaves
+out, each with its reason, is :func:`plan_groups`'s third result.
 """
 
 from __future__ import annotations
@@ -48,14 +49,39 @@ def size_text(nbytes: float) -> str:
     return f"{nbytes:.3g} TiB"
 
 
+def _entries(data: Any) -> dict[str, Any] | None:
+    """A reader's mapping, or dataclass as a mapping of its fields; None for anything else (an array)."""
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
+    return data if isinstance(data, dict) else None
+
+
 def _arrays(data: Any) -> list[Any]:
     """The arrays in a reader's result (mappings and dataclasses of arrays, possibly nested; not the
     attributes, ``attrs``, which a group keeps as attributes)."""
-    if dataclasses.is_dataclass(data) and not isinstance(data, type):
-        data = {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
-    if isinstance(data, dict):
-        return [a for k, v in data.items() if k != "attrs" for a in _arrays(v)]
+    entries = _entries(data)
+    if entries is not None:
+        return [a for k, v in entries.items() if k != "attrs" for a in _arrays(v)]
     return [data] if isinstance(data, np.ndarray) else []
+
+
+def _times(data: Any) -> list[np.ndarray]:
+    """The ``time`` arrays in a reader's result, nested as :func:`_arrays` finds arrays: the rows of each
+    table it holds (the statistics', each task's, each species')."""
+    found: list[np.ndarray] = []
+    for key, value in (_entries(data) or {}).items():
+        if key == "time" and isinstance(value, np.ndarray):
+            found.append(value)
+        elif key != "attrs":
+            found += _times(value)
+    return found
+
+
+def _rowless(data: Any) -> bool:
+    """Whether every table of a reader's result holds no row (its coordinates alone: a run stopped before
+    the output's first row); False for a result without ``time`` arrays, whose rows cannot be told."""
+    times = _times(data)
+    return bool(times) and not any(len(t) for t in times)
 
 
 def _nbytes(*arrays: Any) -> int:
@@ -93,24 +119,35 @@ def empty_root(run: RunResults) -> list[str]:
             if kind.name in ROOT and kind.name != "snapshots" and not has_rows(read_output(run, kind.name))]
 
 
+def _exported(run: RunResults) -> dict[str, Any]:
+    """What the reader of each kind that declares an export returns, by kind (read once). ConfigError naming a
+    damaged file (:func:`read_output`)."""
+    return {name: read_output(run, name) for name, kind in groups(run).items() if kind.export}
+
+
 def sizes(run: RunResults) -> dict[str, int]:
     """The bytes of data each group would hold (0: the run wrote none of it): the arrays its kind's reader
     returns, of the kinds that declare an export. ConfigError naming a damaged file (:func:`read_output`)."""
-    return {name: _nbytes(*_arrays(read_output(run, name))) for name, kind in groups(run).items() if kind.export}
+    return {name: _nbytes(*_arrays(data)) for name, data in _exported(run).items()}
 
 
 def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
     """(the groups to write, their bytes, what is left out and why): each group the run has, in registry order,
     while the export stays within ``room`` bytes; a group that does not fit is left out, and so are a kind that
     declares no export, statistics of an unknown shape, the root group's row files that hold no row
-    (:func:`empty_root`), what restarts set aside (``aside/``) and the snapshots a later segment superseded.
+    (:func:`empty_root`) and a group's file that holds none (its coordinates alone: a group of no time),
+    what restarts set aside (``aside/``) and the snapshots a later segment superseded.
     ConfigError naming a damaged file a group is read from."""
     chosen, used = [], 0
-    needed = sizes(run)
+    held = groups(run)
     left = [*empty_root(run), *(f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
-                                for name, kind in groups(run).items() if not kind.export)]
-    for kind, size in needed.items():
+                                for name, kind in held.items() if not kind.export)]
+    for kind, data in _exported(run).items():
+        size = _nbytes(*_arrays(data))
         if not size:
+            continue
+        if _rowless(data):
+            left.append(f"{kind} ({', '.join(held[kind].files)} holds no row)")
             continue
         if used + size > room:
             left.append(f"{kind} ({size_text(size)}: over --max-size)")

@@ -209,8 +209,9 @@ def box_of(config: dict) -> np.ndarray | None:
 
 
 def mean_dissipation(series: dict[str, np.ndarray], time: np.ndarray) -> float | None:
-    """The mean ``dissipation`` column of ``timeseries.csv`` over [time[0], time[-1]] (None without one)."""
-    if "dissipation" not in series or series["time"].size == 0:
+    """The mean ``dissipation`` column of ``timeseries.csv`` over [time[0], time[-1]] (None without one, or
+    without ``time``: tracks of no row yet, ``output.trajectories.start`` not reached)."""
+    if "dissipation" not in series or series["time"].size == 0 or time.size == 0:
         return None
     inside = (series["time"] >= time[0]) & (series["time"] <= time[-1])
     values = series["dissipation"][inside]
