@@ -503,9 +503,10 @@ def test_a_damaged_particle_snapshot_is_named_with_what_to_do_in_load_run_plot_a
     assert info.value.path == index and "\n" not in message and str(damaged) in message, message
     assert message.startswith(f"{index} is damaged or not as the run writes it (IncompleteOutputError: ")
     assert message.endswith("restore it from a copy, or move it out of the run directory to read the rest of the run")
-    assert main(["plot", str(run)]) == 1
-    err = capsys.readouterr().err
-    assert f"skipped slice.png: {index} is damaged or not as the run writes it" in err, err
+    if damage == "shard cut short":  # one plot is enough to see the line name the index (a plot takes ~10 s)
+        assert main(["plot", str(run)]) == 1
+        err = capsys.readouterr().err
+        assert f"skipped slice.png: {index} is damaged or not as the run writes it" in err, err
     assert f"cannot be exported: {index}: IncompleteOutputError: " in refused(capsys, str(run))
     assert not (run / "export").exists()
 
@@ -539,9 +540,10 @@ def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, c
                                                f"it has no dataset {dataset}\\)"):
         simulator.load_run(run).spectra
     assert f"cannot be exported: {spectra}: ValueError: " in refused(capsys, str(run))
-    assert main(["plot", str(run)]) == 1
-    skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped")]
-    assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
+    if dataset == "k":  # one plot is enough to see its lines name spectra.h5 (a plot takes ~10 s)
+        assert main(["plot", str(run)]) == 1
+        skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped")]
+        assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
 
 
 def test_a_snapshot_index_without_its_time_is_named_by_export_and_plot(rich, tmp_path, capsys):
