@@ -42,6 +42,7 @@ import os
 import platform
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -267,7 +268,6 @@ def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
         current = _state["status"]
         if current is not None and current.path == path:
             return current
-        _count_compilations()
         if path is None:
             status = Status(None, f"{ENV}=off" if setting in ("", "auto", True) else "runtime.compilation_cache = off")
             _install(None)
@@ -339,7 +339,7 @@ def _every_process_writes() -> None:
     if write is None or list(inspect.signature(write).parameters) != expected:  # not the hook written for here
         return
 
-    def cache_write(key: str, seconds: float, module_name: str, backend: Any, executable: Any, callbacks: Any) -> None:
+    def now(key: str, seconds: float, module_name: str, backend: Any, executable: Any, callbacks: Any) -> None:
         if distributed.global_state.process_id == 0 or backend.platform == "gpu" or callbacks:
             return write(key, seconds, module_name, backend, executable, callbacks)
         try:
@@ -347,74 +347,39 @@ def _every_process_writes() -> None:
         except Exception as err:  # as JAX's own write: a program that cannot be kept is compiled next time
             _warn.once("serialize", f"cannot keep {module_name} ({type(err).__name__}: {err}): compiled, not cached")
 
+    def cache_write(*args: Any) -> None:
+        with _held_lock:
+            if _held["writes"] is not None:
+                _held["writes"].append(functools.partial(now, *args))
+                return
+        now(*args)
+
     compiler._cache_write = cache_write
+
+
+#: the writes held (:func:`hold_writes`), or None while programs are written as they are compiled
+_held: dict[str, list[Callable[[], None]] | None] = {"writes": None}
+_held_lock = threading.Lock()
+
+
+def hold_writes() -> None:
+    """Hold the programs compiled from now on, on any thread, until :func:`write_held`. A run compiles its programs
+    on worker threads while its main thread builds the initial state (:mod:`simulator.run.programs`), and XLA's
+    serialisation of a CPU program for the cache (``executable.serialize()``) once crashed a process with a
+    segfault beside that thread's device put: held, they are serialised by the thread that waited for them all."""
+    with _held_lock:
+        if _held["writes"] is None:
+            _held["writes"] = []
+
+
+def write_held() -> None:
+    """Write, on this thread, the programs held since :func:`hold_writes`, and hold no more."""
+    with _held_lock:
+        writes, _held["writes"] = _held["writes"] or [], None
+    for write in writes:
+        write()
 
 
 def status() -> Status | None:
     """The cache this process uses (None before :func:`enable`)."""
     return _state["status"]
-
-
-# ---- what a launch compiled and loaded ---------------------------------------------------------------------------
-
-#: JAX's monitoring events: every program's compile-or-load, and the loads among them
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_LOAD_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
-
-
-@dataclass
-class Counts:
-    """Programs compiled and loaded since :func:`counts` was last reset: how many, and their seconds (summed
-    over threads: programs compiled at once count each)."""
-
-    loaded: int = 0
-    loaded_s: float = 0.0
-    total: int = 0
-    total_s: float = 0.0
-
-    @property
-    def compiled(self) -> int:
-        return self.total - self.loaded
-
-    @property
-    def compiled_s(self) -> float:
-        return max(self.total_s - self.loaded_s, 0.0)
-
-    def describe(self) -> str:
-        """``programs: 3 loaded from the cache (0.4 s), 2 compiled (9.1 s)``."""
-        return (f"programs: {self.loaded} loaded from the cache ({self.loaded_s:.1f} s), {self.compiled} compiled "
-                f"({self.compiled_s:.1f} s)")
-
-
-_counts = Counts()
-_counts_lock = threading.Lock()
-
-
-def _listener(event: str, duration_secs: float, **_: Any) -> None:
-    if event not in (_COMPILE_EVENT, _LOAD_EVENT):
-        return
-    with _counts_lock:
-        if event == _LOAD_EVENT:
-            _counts.loaded += 1
-            _counts.loaded_s += duration_secs
-        else:
-            _counts.total += 1
-            _counts.total_s += duration_secs
-
-
-@functools.cache
-def _count_compilations() -> None:
-    import jax.monitoring
-
-    jax.monitoring.register_event_duration_secs_listener(_listener)
-
-
-def counts(reset: bool = False) -> Counts:
-    """A copy of the programs compiled and loaded so far in this process (since the last ``reset``)."""
-    _count_compilations()
-    with _counts_lock:
-        out = Counts(_counts.loaded, _counts.loaded_s, _counts.total, _counts.total_s)
-        if reset:
-            _counts.loaded = _counts.total = 0
-            _counts.loaded_s = _counts.total_s = 0.0
-    return out

@@ -339,7 +339,9 @@ def enable_cache(setting: str | bool = "auto") -> cache.Status:
     (``runtime.compilation_cache``; :func:`simulator.cache.enable`), tagged with the FFTW library the native
     extension runs (none without it)."""
     from simulator.fft.local import native
+    from simulator.run.programs import count_compilations
 
+    count_compilations()  # from the start: the run log's programs line counts every program of the launch
     module, _ = native()
     return cache.enable(setting, f"fftw={module.version() if module is not None else 'none'}")
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from simulator import cache
+from simulator.run import programs
 
 from support import small_filesystem
 
@@ -265,10 +266,10 @@ def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
     sim = Simulation(cfg, devices[:2])
     Ahead(sim, run_programs(cfg), abstract_state(sim)).wait()
     state = sim.initial_state()
-    cache.counts(reset=True)
+    programs.counts(reset=True)
     write_snapshot(tmp_path / "s00000000", sim.output("fields", state, 0.0, cfg.time.dt), {"step": 0}, cfg.grid.box, 0.0,
                    stacked=["scalar"])
-    assert cache.counts().total == 0, cache.counts()
+    assert programs.counts().total == 0, programs.counts()
 
 
 # ---- physical numbers are arguments of the programs, never constants in their text ------------------------------
@@ -366,3 +367,29 @@ def test_every_physical_number_of_a_shipped_config_is_traced(name, devices):
     assert other != cfg
     before, after = _program_texts(cfg, devices), _program_texts(other, devices)
     assert [n for n in before if before[n] != after[n]] == []
+
+
+def test_a_run_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_path):
+    """A run compiles its programs on worker threads while its main thread builds the initial state
+    (simulator/run/programs.py), and XLA's serialisation of a program for the cache once crashed a process (a
+    segfault in ``executable.serialize()`` on a worker thread, beside a device put of the main thread): every
+    program is now serialised by the main thread, once all are compiled; it was the worker that compiled it."""
+    script = (
+        "import sys, threading\n"
+        "from jax._src import compilation_cache\n"
+        "from simulator.cli import main\n"
+        "seen, real = [], compilation_cache.put_executable_and_time\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.append(threading.current_thread().name)\n"
+        "    return real(*args, **kwargs)\n"
+        "compilation_cache.put_executable_and_time = spy\n"
+        "code = main(['run', *sys.argv[1:]])\n"
+        "print('WRITERS', code, *seen)\n")
+    r = subprocess.run([sys.executable, "-c", script, TG, *SMALL, "--out", str(tmp_path / "run")], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, cache.ENV: str(tmp_path / "xla")})
+    line = [x for x in r.stdout.splitlines() if x.startswith("WRITERS")]
+    assert r.returncode == 0 and line, r.stderr[-3000:]
+    code, *writers = line[0].split()[1:]
+    loaded, compiled = map(int, PROGRAMS.search(r.stderr).groups())
+    assert code == "0" and loaded == 0 and compiled >= 5 and len(writers) >= compiled, (line, r.stderr[-2000:])
+    assert set(writers) == {"MainThread"}, writers

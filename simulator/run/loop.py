@@ -21,13 +21,12 @@ from dataclasses import dataclass
 
 import jax
 
-from simulator import cache
 from simulator.log import get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
 from simulator.planning.plan import abstract_state, run_programs
-from simulator.run.programs import Ahead, report
+from simulator.run.programs import Ahead, counts, report
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -67,7 +66,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         ahead.abandon()
         raise
     ready = ahead.wait()
-    seg.log.info("%s", report(cache.counts(), ready))
+    seg.log.info("%s", report(counts(), ready))
     seg.progress.restart()
     stepper = seg.stepper
     step, t = seg.step, seg.t

@@ -4,16 +4,20 @@ threads (XLA's compiler releases the GIL) while the caller builds the initial st
 What is compiled is exactly what the run will call (:func:`simulator.planning.plan.run_programs`: the chunk, the
 controlled one with ``time.cfl``, and the programs of the outputs it writes), through the same jitted
 objects and with the same argument shardings as the calls, so each call finds its program compiled; with the
-persistent cache (:mod:`simulator.cache`) a later launch loads them instead. :func:`compile_all` is the one
-concurrent compile, which the planner uses too.
+persistent cache (:mod:`simulator.cache`) a later launch loads them instead, and they are written to it when
+all are compiled (:func:`simulator.cache.hold_writes`). :func:`compile_all` is the one concurrent compile, which
+the planner uses too. :func:`counts`: what a launch compiled and loaded, for the run log's line (:func:`report`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -36,6 +40,7 @@ class Ahead:
 
     def __init__(self, sim: Any, names: Sequence[str], state: Any):
         self.start = time.monotonic()
+        cache.hold_writes()  # written by the thread that waits for them (cache.hold_writes says why)
         scalar = jax.ShapeDtypeStruct((), sim.dtype, sharding=sim.scalar_sharding)
         self._pool = ThreadPoolExecutor(max(len(names), 1), thread_name_prefix="simulator-compile")
         # each compiles as soon as it is lowered (lowering holds the GIL, XLA's compiler does not), the chunk,
@@ -51,6 +56,7 @@ class Ahead:
                 future.result()
         finally:
             self._pool.shutdown()
+            cache.write_held()
         return time.monotonic() - self.start
 
     def abandon(self) -> None:
@@ -59,6 +65,7 @@ class Ahead:
         compiling and writing the cache while the caller went on: the next run in the same process (the Python
         API, a notebook, the suite) started beside them."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        cache.write_held()
 
 
 def since_launch() -> float | None:
@@ -71,7 +78,73 @@ def since_launch() -> float | None:
         return None
 
 
-def report(counts: cache.Counts, wall: float) -> str:
+# ---- what a launch compiled and loaded ---------------------------------------------------------------------------
+
+#: JAX's monitoring events: every program's compile-or-load, and the loads among them
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_LOAD_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
+
+
+@dataclass
+class Counts:
+    """Programs compiled and loaded since :func:`counts` was last reset: how many, and their seconds (summed
+    over threads: programs compiled at once count each)."""
+
+    loaded: int = 0
+    loaded_s: float = 0.0
+    total: int = 0
+    total_s: float = 0.0
+
+    @property
+    def compiled(self) -> int:
+        return self.total - self.loaded
+
+    @property
+    def compiled_s(self) -> float:
+        return max(self.total_s - self.loaded_s, 0.0)
+
+    def describe(self) -> str:
+        """``programs: 3 loaded from the cache (0.4 s), 2 compiled (9.1 s)``."""
+        return (f"programs: {self.loaded} loaded from the cache ({self.loaded_s:.1f} s), {self.compiled} compiled "
+                f"({self.compiled_s:.1f} s)")
+
+
+_counts = Counts()
+_counts_lock = threading.Lock()
+
+
+def _listener(event: str, duration_secs: float, **_: Any) -> None:
+    if event not in (_COMPILE_EVENT, _LOAD_EVENT):
+        return
+    with _counts_lock:
+        if event == _LOAD_EVENT:
+            _counts.loaded += 1
+            _counts.loaded_s += duration_secs
+        else:
+            _counts.total += 1
+            _counts.total_s += duration_secs
+
+
+@functools.cache
+def count_compilations() -> None:
+    """Count every program compiled or loaded from now on in this process (:func:`counts`); once is enough."""
+    import jax.monitoring
+
+    jax.monitoring.register_event_duration_secs_listener(_listener)
+
+
+def counts(reset: bool = False) -> Counts:
+    """A copy of the programs compiled and loaded so far in this process (since the last ``reset``)."""
+    count_compilations()
+    with _counts_lock:
+        out = Counts(_counts.loaded, _counts.loaded_s, _counts.total, _counts.total_s)
+        if reset:
+            _counts.loaded = _counts.total = 0
+            _counts.loaded_s = _counts.total_s = 0.0
+    return out
+
+
+def report(counts: Counts, wall: float) -> str:
     """The run log's line on a launch's programs: ``programs: 3 loaded from the cache (0.4 s), 2 compiled
     (9.1 s); ready 2.3 s after launch`` (compile seconds summed over the programs compiled at once; ``wall``:
     the seconds they took, said where the process's start is unknown)."""
