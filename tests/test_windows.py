@@ -225,6 +225,42 @@ def test_stale_positions_of_empty_slots_and_runs_of_points_leave_the_rest_exact(
         assert scaled(spread, spread_want) < 1e-13
 
 
+def test_the_native_kernels_refuse_operands_and_results_of_other_shapes_than_they_index(native):
+    """Each kernel indexes its result and operands by the shapes of the others (a gather's result (B, P) by the
+    block's batch and the points, the rows taken by the indices), so one of another shape would be read or written
+    past its end: refused, naming what is expected. Here each is larger than indexed, or holds no element (the old
+    kernels ran these, leaving rows unwritten or reading none, with no access out of bounds)."""
+    from simulator.fft import owned
+
+    name, block = "cic", W.Block((4, 4, 4), (1.0, 1.0, 1.0))
+    attributes = W._attributes(name, block, (0, 0, 0), 1)
+    field, points, starts = jnp.zeros((2, 4, 4, 4)), jnp.full((5, 3), 0.5), jnp.zeros(3, jnp.int32)
+
+    def refused(words, target, results, *operands, **attrs):
+        with pytest.raises(jax.errors.JaxRuntimeError, match=words):
+            jax.block_until_ready(jax.jit(lambda *a: jax.ffi.ffi_call(target, results)(*a, **attrs))(*operands))
+
+    none = jnp.zeros((0,), bool)
+    refused("values \\(B, P\\)", "simulator_window_gather", jax.ShapeDtypeStruct((2, 6), field.dtype), field, points,
+            starts, none, **attributes)
+    refused("values \\(B, P\\)", "simulator_window_gather", jax.ShapeDtypeStruct((3, 5), field.dtype), field, points,
+            starts, none, **attributes)
+    scratch = jax.ShapeDtypeStruct((0,), field.dtype)
+    refused("values \\(B, P\\)", "simulator_window_scatter", (jax.ShapeDtypeStruct(field.shape, field.dtype), scratch),
+            jnp.ones((2, 6)), points, starts, **attributes)
+    refused("values \\(B, P\\)", "simulator_window_scatter", (jax.ShapeDtypeStruct((3, 4, 4, 4), field.dtype), scratch),
+            jnp.ones((2, 5)), points, starts, **attributes)
+    x = jnp.arange(15.0).reshape(5, 3)
+    refused("take rows: .* one per index", "simulator_take_rows", jax.ShapeDtypeStruct((4, 3), x.dtype), x,
+            jnp.arange(2, dtype=jnp.int32))
+    # rows without elements, to targets outside x (written nowhere): the rows are not x's
+    refused("put rows: rows of x's", "simulator_put_rows", jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+            jnp.zeros((2, 0)), jnp.asarray([7, 9], jnp.int32))
+    # x without rows: the rows of its shape are taken and put (none of them exists)
+    assert np.array_equal(owned._take(jnp.zeros((0, 3)), jnp.zeros(2, jnp.int32), "native"), np.zeros((2, 3)))
+    assert owned._put(jnp.zeros((0, 3)), jnp.zeros(2, jnp.int32), jnp.ones((2, 3)), "native").shape == (0, 3)
+
+
 def face_points(box: float, n: int, dtype) -> np.ndarray:
     """Coordinates on and around every cell face of an axis of ``n`` cells over ``box`` (the nearest float to
     each k dx, its neighbours two ulps either way, the same below 0 and past L), 0, -0, L, and not finite ones."""

@@ -170,18 +170,29 @@ ffi::Error FirstHandler(ffi::AnyBuffer mask, ffi::Result<ffi::AnyBuffer> rows) {
   return ffi::Error::Success();
 }
 
-// The bytes of one row of an array whose first axis is its rows.
+// Whether `a` holds rows of x's: rank 1 or more, the same element type and the same shape past the first axis.
+bool RowsOf(const ffi::AnyBuffer& a, const ffi::AnyBuffer& x) {
+  const auto da = a.dimensions(), dx = x.dimensions();
+  return da.size() >= 1 && da.size() == dx.size() && a.element_type() == x.element_type() &&
+         std::equal(da.begin() + 1, da.end(), dx.begin() + 1);
+}
+
+// The bytes of one row of an array of rank 1 or more whose first axis is its rows.
 int64_t RowBytes(const ffi::AnyBuffer& x) {
-  auto dims = x.dimensions();
-  return dims.size() == 0 || dims[0] == 0 ? 0 : static_cast<int64_t>(x.size_bytes()) / dims[0];
+  const auto dims = x.dimensions();
+  int64_t bytes = static_cast<int64_t>(ffi::ByteWidth(x.element_type()));
+  for (size_t i = 1; i < dims.size(); ++i) bytes *= dims[i];
+  return bytes;
 }
 
 // out[k] = x[rows[k]] for the rows k whose index lies in x; zeros from the first that does not (the indices of
 // `first` are in order, the missing ones last).
 ffi::Error TakeRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::Result<ffi::AnyBuffer> out) {
-  const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
-  if (rows.element_type() != ffi::S32 || out->element_type() != x.element_type() || RowBytes(*out) != width)
-    return ffi::Error::InvalidArgument("take rows: int32 rows, a result of x's rows");
+  // the result has one row per index: it is written row by row up to the last
+  if (rows.element_type() != ffi::S32 || !RowsOf(x, x) || !RowsOf(*out, x) ||
+      out->dimensions()[0] != static_cast<int64_t>(rows.element_count()))
+    return ffi::Error::InvalidArgument("take rows: int32 rows, a result of x's rows, one per index");
+  const int64_t width = RowBytes(x), n = x.dimensions()[0];
   const int32_t* r = reinterpret_cast<const int32_t*>(rows.untyped_data());
   const char* from = reinterpret_cast<const char*>(x.untyped_data());
   char* to = reinterpret_cast<char*>(out->untyped_data());
@@ -196,12 +207,12 @@ ffi::Error TakeRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::Result<ff
 // buffer (aliased by the caller), so only those rows are written.
 ffi::Error PutRowsHandler(ffi::AnyBuffer x, ffi::AnyBuffer rows, ffi::AnyBuffer targets,
                           ffi::Result<ffi::AnyBuffer> out) {
-  const int64_t width = RowBytes(x), n = x.dimensions().size() == 0 ? 0 : x.dimensions()[0];
-  if (targets.element_type() != ffi::S32 || rows.element_type() != x.element_type() ||
+  // every row of `rows` is read whole (an empty one of another width too, were it not refused here)
+  if (targets.element_type() != ffi::S32 || !RowsOf(x, x) || !RowsOf(rows, x) ||
       out->element_type() != x.element_type() || out->size_bytes() != x.size_bytes() ||
-      (rows.element_count() > 0 && RowBytes(rows) != width) || rows.dimensions().size() == 0 ||
       rows.dimensions()[0] != static_cast<int64_t>(targets.element_count()))
     return ffi::Error::InvalidArgument("put rows: rows of x's, one int32 target each");
+  const int64_t width = RowBytes(x), n = x.dimensions()[0];
   char* to = reinterpret_cast<char*>(out->untyped_data());
   if (to != x.untyped_data()) std::memcpy(to, x.untyped_data(), x.size_bytes());
   const int32_t* t = reinterpret_cast<const int32_t*>(targets.untyped_data());

@@ -420,7 +420,9 @@ struct Attributes {
   int64_t reach, outside;
 };
 
-ffi::Error ReadGeometry(Geometry& g, int64_t batch, ffi::AnyBuffer block, ffi::AnyBuffer points,
+// The geometry of a block (B, n0, n1, n2) and points (P, 3); `values` (the gather's result, the scatter's operand)
+// must be (B, P): the kernels index it so, and a mismatched one would be read or written past its end.
+ffi::Error ReadGeometry(Geometry& g, ffi::AnyBuffer block, ffi::AnyBuffer points, ffi::AnyBuffer values,
                         ffi::AnyBuffer starts, const Attributes& at) {
   auto dims = block.dimensions();
   if (dims.size() != 4 || points.dimensions().size() != 2 || points.dimensions()[1] != 3 ||
@@ -430,8 +432,10 @@ ffi::Error ReadGeometry(Geometry& g, int64_t batch, ffi::AnyBuffer block, ffi::A
     return ffi::Error::InvalidArgument("window: three axes expected");
   if (at.window != kLagrange4 && at.window != kCic && at.window != kTsc)
     return ffi::Error::InvalidArgument("window: unknown window");
-  g.batch = batch;
+  g.batch = dims[0];
   g.points = points.dimensions()[0];
+  if (values.dimensions().size() != 2 || values.dimensions()[0] != g.batch || values.dimensions()[1] != g.points)
+    return ffi::Error::InvalidArgument("window: values (B, P) for a block (B, n0, n1, n2) and points (P, 3)");
   g.window = at.window;
   g.reach = at.reach;
   g.outside = at.outside;
@@ -508,7 +512,7 @@ ffi::Error GatherHandler(ffi::ThreadPool pool, ffi::AnyBuffer field, ffi::AnyBuf
     return ffi::Error::InvalidArgument("window gather: field, points and result float32 or float64 alike");
   Geometry g;
   const Attributes at{window, orders, cut, shape, spacing, reach, outside};
-  if (auto e = ReadGeometry(g, field.dimensions()[0], field, points, starts, at); e.failure()) return e;
+  if (auto e = ReadGeometry(g, field, points, *out, starts, at); e.failure()) return e;
   if (live.element_count() != 0 &&
       (live.element_type() != ffi::PRED || static_cast<int64_t>(live.element_count()) != g.points))
     return ffi::Error::InvalidArgument("window gather: live, a bool per point, or none (0 entries)");
@@ -535,7 +539,7 @@ ffi::Error ScatterHandler(ffi::ThreadPool pool, ffi::AnyBuffer values, ffi::AnyB
     return ffi::Error::InvalidArgument("window scatter: values, points and block float32 or float64 alike");
   Geometry g;
   const Attributes at{window, orders, cut, shape, spacing, reach, outside};
-  if (auto e = ReadGeometry(g, values.dimensions()[0], *out, points, starts, at); e.failure()) return e;
+  if (auto e = ReadGeometry(g, *out, points, values, starts, at); e.failure()) return e;
   const int64_t jobs = std::max<int64_t>(1, threads);
   if (static_cast<int64_t>(scratch->element_count()) != (jobs - 1) * g.batch * g.volume())
     return ffi::Error::InvalidArgument("window scatter: scratch of (threads - 1) blocks expected");
