@@ -45,8 +45,13 @@ class Ahead:
         self._pool = ThreadPoolExecutor(max(len(names), 1), thread_name_prefix="simulator-compile")
         # each compiles as soon as it is lowered (lowering holds the GIL, XLA's compiler does not), the chunk,
         # the longest to compile, first
-        self._futures: dict[str, Future] = {
-            name: self._pool.submit(sim.lower(name, state, scalar, scalar).compile) for name in names}
+        self._futures: dict[str, Future] = {}
+        try:
+            for name in names:
+                self._futures[name] = self._pool.submit(sim.lower(name, state, scalar, scalar).compile)
+        except BaseException:  # a program that cannot be lowered: nothing left compiling, nothing held
+            self.abandon()
+            raise
 
     def wait(self) -> float:
         """Block until every program is compiled (or loaded); the seconds since they were started. A program
