@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 import simulator
-import support
 from simulator import config as C
 from simulator.equations import registry
 from simulator.output import checkpoints as checkpoint
@@ -233,8 +232,8 @@ def test_a_start_that_fails_leaves_no_compile_thread_behind(tmp_path, monkeypatc
 
     monkeypatch.setattr(Simulation, "initial_state", fails)
     before = set(threading.enumerate())
-    code, out, err = support.command(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "fft.mesh=[1]",
-                                     "--set", "grid.shape=8", "--set", "time.t_end=0.02", "--out", "run")
+    code, out, err = command(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "fft.mesh=[1]",
+                             "--set", "grid.shape=8", "--set", "time.t_end=0.02", "--out", "run")
     assert code == 1 and "no initial state here" in err, (code, err[-2000:])
     left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not left, left
