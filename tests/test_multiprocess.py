@@ -1,5 +1,6 @@
 """Several local JAX processes (the laptop stand-in for an srun step), each bounded in time."""
 
+import os
 import subprocess
 import sys
 import time
@@ -47,15 +48,35 @@ def test_two_processes_write_one_snapshot_that_plain_h5py_reads_whole(tmp_path):
             assert np.array_equal(f["u"][:], np.arange(3 * 8 * 12 * 16, dtype=np.float64).reshape(3, 8, 12, 16))
 
 
-def test_a_run_whose_mesh_leaves_a_process_without_a_device_is_refused(tmp_path):
+#: a sitecustomize that holds process 1 for 3 s once JAX's distributed system is up (as a loaded machine can)
+SLOW_PROCESS_1 = """import os, time
+if os.environ.get("SIMULATOR_PROCESS_ID") == "1":
+    import jax.distributed
+    started = jax.distributed.initialize
+    def initialize(*args, **kwargs):
+        started(*args, **kwargs)
+        time.sleep(3)
+    jax.distributed.initialize = initialize
+"""
+
+
+@pytest.mark.parametrize("process_1", ["as fast", "slower"])
+def test_a_run_whose_mesh_leaves_a_process_without_a_device_is_refused(tmp_path, process_1):
     """The single backend's one device in a run of 2 processes: process 1 would hold no part of the state (it
     failed in its first read of the run's numbers, in a traceback, exit 1). Refused before the run's directory
-    is made: each process says the same line, which the launcher prints once, exit 2."""
+    is made: each process says the same line, which the launcher prints once, exit 2. With process 1 slower to
+    get there (the suite's loaded machine), process 0 left first, taking the coordination service with it, and
+    XLA ended process 1 with a fatal log of the lost service before it said its line (runtime.exit_now)."""
     run = tmp_path / "run"
+    env = dict(os.environ)
+    if process_1 == "slower":
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_PROCESS_1)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path / "site"), env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "120", "run",
            str(Path(__file__).parents[1] / "configs" / "taylor_green.yaml"), "--set", "grid.shape=8", "--set",
            "fft.backend=single", "--out", str(run)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     assert r.returncode == 2, r.stderr[-3000:]
     assert r.stderr.strip().splitlines() == [
         "error: fft.backend = 'single' takes 1 device(s) in a run of 2 processes; every process must hold a part "
