@@ -19,8 +19,6 @@ import os
 import platform
 import re
 import socket
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -127,43 +125,6 @@ def is_distributed() -> bool:
     from jax._src import distributed  # no public API exposes this
 
     return distributed.global_state.client is not None
-
-
-def exit_now(code: int) -> None:
-    """End this process at once with ``code``, skipping jax.distributed's shutdown barrier.
-
-    A normal exit runs that barrier, which waits (minutes) for peers that are themselves blocked
-    waiting for this process in a collective. Leaving at once lets the launcher or
-    ``srun --kill-on-bad-exit`` see the failure and end the others.
-
-    Process 0 holds the coordination service: leaving before a peer that fails alike (a refusal every
-    process makes) has said its own error, it made XLA end that peer with a fatal log of the lost
-    service instead. Each other process says it is leaving (a key of the service), and process 0 waits
-    for them, at most :data:`LEAVE_WAIT_S` (a peer blocked in a collective never says it).
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    from jax._src import distributed  # no public API exposes the coordination client
-
-    client, rank = distributed.global_state.client, distributed.global_state.process_id
-    try:
-        if client is not None and rank != 0:
-            client.key_value_set(f"simulator/leaving/{rank}", "1")
-        elif client is not None:
-            deadline = time.monotonic() + LEAVE_WAIT_S
-            for peer in range(1, distributed.global_state.num_processes):
-                left_ms = int(max(deadline - time.monotonic(), 0.001) * 1000)
-                client.blocking_key_value_get(f"simulator/leaving/{peer}", left_ms)
-            time.sleep(LEAVE_GRACE_S)  # from its key to its exit a peer still polls the service: let it go first
-    except Exception:  # a peer that never says it (blocked, or dead): leave all the same
-        pass
-    os._exit(code)
-
-
-#: seconds process 0 waits, leaving on an error, for the other processes to leave first (:func:`exit_now`)
-LEAVE_WAIT_S = 10.0
-#: seconds process 0 then gives the others to be gone
-LEAVE_GRACE_S = 0.5
 
 
 def slurm_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
