@@ -511,6 +511,31 @@ def test_a_damaged_particle_snapshot_is_named_with_what_to_do_in_load_run_plot_a
     assert not (run / "export").exists()
 
 
+@pytest.mark.parametrize("damage", ["shard cut short", "shard missing", "index incomplete"])
+def test_a_damaged_snapshot_s_open_names_it_and_says_what_to_do(rich, tmp_path, capsys, damage):
+    """``load_run(RUN).snapshots[-1].open()`` of a damaged snapshot raised IncompleteOutputError saying what is
+    damaged but not what to do; now its one line names the snapshot and ends with the advice a damaged file's
+    (DamagedFileError's) has, and the export's refusal says its own advice once."""
+    run = copy_of(rich, tmp_path)
+    index = sorted((run / "snapshots").glob("s*.h5"))[-1]
+    shard = index.with_suffix("") / "p0000.h5"
+    if damage == "shard cut short":
+        shard.write_bytes(shard.read_bytes()[:1000])
+    elif damage == "shard missing":
+        shard.unlink()
+    else:
+        with h5py.File(index, "a") as f:
+            f.attrs["complete"] = False
+    with pytest.raises(hdf5.IncompleteOutputError) as info:
+        simulator.load_run(run).snapshots[-1].open()
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{index}"), message
+    assert message.endswith(f"; restore the snapshot from a copy, or move {index.name} and {index.stem}/ out of "
+                            f"{index.parent} to read the rest of the run"), message
+    err = refused(capsys, str(run))
+    assert f"cannot be exported: {index}" in err and err.count("restore") == 1, err
+
+
 def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holding_no_row(rich, tmp_path, capsys):
     """A timeseries.csv whose header was overwritten (NUL bytes, as a crash of the machine can leave) over
     intact rows read as a table of no row: load_run gave one column named by the NULs, and the export left it
