@@ -606,6 +606,24 @@ def test_groups_without_a_row_are_left_out_of_the_export_and_named(rich, tmp_pat
         simulator.load_run(run).lagrangian()
 
 
+def test_a_task_without_a_row_beside_tasks_with_rows_is_left_out_of_the_export_and_named(rich, tmp_path, capsys):
+    """A task of tasks.h5 with no row among tasks with rows (its schedule's first time not reached: a later
+    ``every``, a run stopped early) was exported as a group of no time; now it is left out and named in the
+    "leaves out" line, as a file of no row is, and the other tasks are exported whole."""
+    run = copy_of(rich, tmp_path)
+    with h5py.File(run / "tasks.h5", "a") as f:  # every row of wz_mid dropped, as trim does at a restart
+        f["wz_mid"].visititems(lambda _, ds: ds.resize(0, axis=0) if isinstance(ds, h5py.Dataset) and
+                               ds.maxshape[:1] == (None,) else None)
+    assert main(["export", str(run)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [f"{run / 'export' / 'run.nc'} leaves out: tasks/wz_mid (tasks.h5 holds no row of it)"], lines
+    tasks = simulator.load_run(run).tasks
+    with h5py.File(run / "export" / "run.nc") as f:
+        assert sorted(f["tasks"]) == ["speed_x", "u_max"]
+        for name in ("speed_x", "u_max"):
+            np.testing.assert_array_equal(f["tasks"][name][name][:], tasks[name].values)
+
+
 @pytest.mark.parametrize("attribute", ["spectra", "timeseries", "trajectories"])
 def test_a_reader_out_of_memory_says_so_and_never_calls_an_intact_file_damaged(rich, monkeypatch, attribute):
     """A file too large for this machine's memory is intact: its reader's MemoryError passes as it is, where it
