@@ -571,6 +571,28 @@ def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, c
         assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
 
 
+@pytest.mark.parametrize("dataset", ["orders", "time"])
+def test_a_statistics_file_without_its_orders_or_times_is_damaged(rich, tmp_path, capsys, dataset):
+    """A statistics.h5 without ``orders`` (the structure functions' axis; or ``time``), which a run creates it
+    with: load_run read it without (a script's KeyError 'orders'), the export left the structure functions out as
+    "axes of unknown meaning" (or, without time, exported the statistics as having no row to say), and `simulator
+    plot` named the file with a bare KeyError. Now load_run names statistics.h5 as damaged and the missing
+    dataset, the export refuses it in one line, and the plot's line says the same."""
+    run = copy_of(rich, tmp_path)
+    statistics = run / "statistics.h5"
+    with h5py.File(statistics, "a") as f:
+        del f[dataset]
+    why = f"{statistics} is damaged or not as the run writes it (ValueError: it has no dataset {dataset})"
+    with pytest.raises(DamagedFileError) as info:
+        simulator.load_run(run).statistics
+    assert str(info.value).startswith(f"{why}; restore it from a copy"), info.value
+    assert f"cannot be exported: {statistics}: ValueError: it has no dataset {dataset}" in refused(capsys, str(run))
+    assert not (run / "export").exists()
+    if dataset == "orders":  # one plot is enough to see its line name the dataset (a plot takes ~5 s)
+        assert main(["plot", str(run)]) == 1
+        assert f"skipped the statistics figures: {why}" in capsys.readouterr().err
+
+
 def test_a_snapshot_index_without_its_time_is_named_by_export_and_plot(rich, tmp_path, capsys):
     """A snapshot index without the attribute ``time`` (not as the run writes it): `simulator export` was a
     KeyError 'time' traceback (exit 1) part way through the file, and `simulator plot` skipped slice.png naming
