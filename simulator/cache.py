@@ -362,14 +362,17 @@ _held: dict[str, list[Callable[[], None]] | None] = {"writes": None}
 _held_lock = threading.Lock()
 
 
-def hold_writes() -> None:
-    """Hold the programs compiled from now on, on any thread, until :func:`write_held`. A run compiles its programs
+def hold_writes() -> bool:
+    """Hold the programs compiled from now on, on any thread, until :func:`write_held`; whether this call began
+    the holding (False: they were held already, and whoever began it writes them). A run compiles its programs
     on worker threads while its main thread builds the initial state (:mod:`simulator.run.programs`), and XLA's
     serialisation of a CPU program for the cache (``executable.serialize()``) once crashed a process with a
     segfault beside that thread's device put: held, they are serialised by the thread that waited for them all."""
     with _held_lock:
         if _held["writes"] is None:
             _held["writes"] = []
+            return True
+        return False
 
 
 def write_held() -> None:

@@ -319,22 +319,23 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     value, ``final_<name>``, and the largest, ``peak_<name>``; of a resolution diagnostic (k_max eta, ...)
     its lowest value, ``lowest_<name>``, instead of the largest, and of a clock (the equation's
     ``clocks``: a cosmological run's a, z, age) the final value only: their largest says nothing. A point whose
-    ``timeseries.csv`` is damaged (:class:`~simulator.errors.DamagedFileError`) has no results and the
-    column ``note``, there only then, holds that error: what is damaged and what to do."""
+    ``timeseries.csv`` is damaged (:class:`~simulator.errors.DamagedFileError`) or cannot be read, or whose
+    resolved config ``configs/pNNN.yaml`` is, has no results and the column ``note``, there only then, says
+    what is damaged and what to do; the other points are collected all the same."""
     manifest = read_manifest(directory)
     rows, diagnostics, no_peak = [], [], set()
     for point in manifest["points"]:
         row: dict[str, Any] = {"index": point["index"], "status": point_state(directory, point["name"]),
                                "out": point["name"], **{k: point["params"].get(k, "") for k in manifest["swept"]}}
-        series = directory / point["name"] / "timeseries.csv"
-        try:
-            table = read_timeseries(series) if series.is_file() else {}
-        except DamagedFileError as err:  # that point's row says so; the other points are collected all the same
-            row["note"], table = str(err), {}
+        table, why = _series(directory / point["name"] / "timeseries.csv")
+        clocks: tuple[str, ...] = ()
+        if table and table["time"].size and why is None:
+            clocks, why = _clocks(directory / point["config"])
+        if why is not None:  # that point's row says so, with no results
+            row["note"], table = why, {}
         if table and table["time"].size:
             names = [n for n in table if n not in ("step", "time", "dt")]
             diagnostics.extend(n for n in names if n not in diagnostics)
-            clocks = _clocks(directory / point["config"])
             no_peak.update(n for n in names if n in clocks or resolution.threshold(n) is not None)
             for name in names:
                 finite = table[name][np.isfinite(table[name])]
@@ -358,12 +359,35 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     return path, rows
 
 
-def _clocks(config: Path) -> tuple[str, ...]:
-    """The clock diagnostics (:attr:`simulator.equations.spec.EquationInfo.clocks`) of a point's equation, from its
-    resolved config ``configs/pNNN.yaml``."""
-    from simulator.equations import get
+def _series(path: Path) -> tuple[dict[str, np.ndarray], str | None]:
+    """A point's ``timeseries.csv`` read (empty where there is none yet) and, where it cannot be, why and what to
+    do (its row's note): damaged (:class:`~simulator.errors.DamagedFileError`'s line), not a file, unreadable."""
+    try:
+        if not path.is_file():  # a directory or a pipe of that name is no time series (reading a pipe would wait)
+            return {}, (f"{path} is not a file; move it out of the run directory, and restore the run's time series "
+                        "from a copy") if path.exists() else None
+        return read_timeseries(path), None
+    except DamagedFileError as err:
+        return {}, str(err)
+    except OSError as err:  # the file itself: permission denied, an I/O error (the damaged are DamagedFileError)
+        return {}, (f"{path} cannot be read ({err.strerror or err}); make it readable (check its permissions), or "
+                    "restore it from a copy")
 
-    return get(config_mod.read_yaml(config)["physics"]["name"]).clocks
+
+def _clocks(config: Path) -> tuple[tuple[str, ...], str | None]:
+    """The clock diagnostics (:attr:`simulator.equations.spec.EquationInfo.clocks`) of a point's equation, from its
+    resolved config ``configs/pNNN.yaml``; where that cannot be read, none and why, with what to do."""
+    from simulator.equations import registry
+
+    try:
+        physics = config_mod.read_yaml(config).get("physics")
+        name = physics.get("name") if isinstance(physics, dict) else None
+        if name in registry():
+            return registry()[name].clocks, None
+        why = f"physics.name {name!r} is no equation of this installation" if name else "it has no physics.name"
+    except ConfigError as err:
+        why = f"it {err.problem}"
+    return (), f"{config} is damaged or not as `simulator sweep` writes it ({why}); restore it from a copy"
 
 
 def default_directory(sweep: Sweep) -> Path:

@@ -393,3 +393,27 @@ def test_a_run_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_path):
     loaded, compiled = map(int, PROGRAMS.search(r.stderr).groups())
     assert code == "0" and loaded == 0 and compiled >= 5 and len(writers) >= compiled, (line, r.stderr[-2000:])
     assert set(writers) == {"MainThread"}, writers
+
+
+def test_the_planner_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_path):
+    """The planner compiles a run's programs at once on worker threads too (simulator/planning/plan.py's
+    compiled_programs); as a run's (the test above), they are serialised for the cache by the main thread once
+    all are compiled, never beside it on a worker (a worker wrote each it compiled)."""
+    script = (
+        "import sys, threading\n"
+        "from jax._src import compilation_cache\n"
+        "from simulator.cli import main\n"
+        "seen, real = [], compilation_cache.put_executable_and_time\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.append(threading.current_thread().name)\n"
+        "    return real(*args, **kwargs)\n"
+        "compilation_cache.put_executable_and_time = spy\n"
+        "code = main(['plan', *sys.argv[1:]])\n"
+        "print('WRITERS', code, *seen)\n")
+    r = subprocess.run([sys.executable, "-c", script, TG, *SMALL], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, cache.ENV: str(tmp_path / "xla")})
+    line = [x for x in r.stdout.splitlines() if x.startswith("WRITERS")]
+    assert r.returncode == 0 and line, r.stderr[-3000:]
+    code, *writers = line[0].split()[1:]
+    assert code == "0" and len(writers) >= 3 and len(entries(tmp_path / "xla")) >= 3, (line, r.stderr[-2000:])
+    assert set(writers) == {"MainThread"}, writers

@@ -511,6 +511,31 @@ def test_a_damaged_particle_snapshot_is_named_with_what_to_do_in_load_run_plot_a
     assert not (run / "export").exists()
 
 
+@pytest.mark.parametrize("damage", ["shard cut short", "shard missing", "index incomplete"])
+def test_a_damaged_snapshot_s_open_names_it_and_says_what_to_do(rich, tmp_path, capsys, damage):
+    """``load_run(RUN).snapshots[-1].open()`` of a damaged snapshot raised IncompleteOutputError saying what is
+    damaged but not what to do; now its one line names the snapshot and ends with the advice a damaged file's
+    (DamagedFileError's) has, and the export's refusal says its own advice once."""
+    run = copy_of(rich, tmp_path)
+    index = sorted((run / "snapshots").glob("s*.h5"))[-1]
+    shard = index.with_suffix("") / "p0000.h5"
+    if damage == "shard cut short":
+        shard.write_bytes(shard.read_bytes()[:1000])
+    elif damage == "shard missing":
+        shard.unlink()
+    else:
+        with h5py.File(index, "a") as f:
+            f.attrs["complete"] = False
+    with pytest.raises(hdf5.IncompleteOutputError) as info:
+        simulator.load_run(run).snapshots[-1].open()
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{index}"), message
+    assert message.endswith(f"; restore the snapshot from a copy, or move {index.name} and {index.stem}/ out of "
+                            f"{index.parent} to read the rest of the run"), message
+    err = refused(capsys, str(run))
+    assert f"cannot be exported: {index}" in err and err.count("restore") == 1, err
+
+
 def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holding_no_row(rich, tmp_path, capsys):
     """A timeseries.csv whose header was overwritten (NUL bytes, as a crash of the machine can leave) over
     intact rows read as a table of no row: load_run gave one column named by the NULs, and the export left it
@@ -546,6 +571,28 @@ def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, c
         assert skipped and all(f"{spectra} is damaged" in line for line in skipped), skipped
 
 
+@pytest.mark.parametrize("dataset", ["orders", "time"])
+def test_a_statistics_file_without_its_orders_or_times_is_damaged(rich, tmp_path, capsys, dataset):
+    """A statistics.h5 without ``orders`` (the structure functions' axis; or ``time``), which a run creates it
+    with: load_run read it without (a script's KeyError 'orders'), the export left the structure functions out as
+    "axes of unknown meaning" (or, without time, exported the statistics as having no row to say), and `simulator
+    plot` named the file with a bare KeyError. Now load_run names statistics.h5 as damaged and the missing
+    dataset, the export refuses it in one line, and the plot's line says the same."""
+    run = copy_of(rich, tmp_path)
+    statistics = run / "statistics.h5"
+    with h5py.File(statistics, "a") as f:
+        del f[dataset]
+    why = f"{statistics} is damaged or not as the run writes it (ValueError: it has no dataset {dataset})"
+    with pytest.raises(DamagedFileError) as info:
+        simulator.load_run(run).statistics
+    assert str(info.value).startswith(f"{why}; restore it from a copy"), info.value
+    assert f"cannot be exported: {statistics}: ValueError: it has no dataset {dataset}" in refused(capsys, str(run))
+    assert not (run / "export").exists()
+    if dataset == "orders":  # one plot is enough to see its line name the dataset (a plot takes ~5 s)
+        assert main(["plot", str(run)]) == 1
+        assert f"skipped the statistics figures: {why}" in capsys.readouterr().err
+
+
 def test_a_snapshot_index_without_its_time_is_named_by_export_and_plot(rich, tmp_path, capsys):
     """A snapshot index without the attribute ``time`` (not as the run writes it): `simulator export` was a
     KeyError 'time' traceback (exit 1) part way through the file, and `simulator plot` skipped slice.png naming
@@ -579,6 +626,24 @@ def test_groups_without_a_row_are_left_out_of_the_export_and_named(rich, tmp_pat
         assert not {"statistics", "tasks", "trajectories"} & set(f) and sorted(f["particles"]) == ["drops", "tracers"]
     with pytest.raises(ConfigError, match="0 row.* too few for Lagrangian statistics"):
         simulator.load_run(run).lagrangian()
+
+
+def test_a_task_without_a_row_beside_tasks_with_rows_is_left_out_of_the_export_and_named(rich, tmp_path, capsys):
+    """A task of tasks.h5 with no row among tasks with rows (its schedule's first time not reached: a later
+    ``every``, a run stopped early) was exported as a group of no time; now it is left out and named in the
+    "leaves out" line, as a file of no row is, and the other tasks are exported whole."""
+    run = copy_of(rich, tmp_path)
+    with h5py.File(run / "tasks.h5", "a") as f:  # every row of wz_mid dropped, as trim does at a restart
+        f["wz_mid"].visititems(lambda _, ds: ds.resize(0, axis=0) if isinstance(ds, h5py.Dataset) and
+                               ds.maxshape[:1] == (None,) else None)
+    assert main(["export", str(run)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
+    assert lines == [f"{run / 'export' / 'run.nc'} leaves out: tasks/wz_mid (tasks.h5 holds no row of it)"], lines
+    tasks = simulator.load_run(run).tasks
+    with h5py.File(run / "export" / "run.nc") as f:
+        assert sorted(f["tasks"]) == ["speed_x", "u_max"]
+        for name in ("speed_x", "u_max"):
+            np.testing.assert_array_equal(f["tasks"][name][name][:], tasks[name].values)
 
 
 @pytest.mark.parametrize("attribute", ["spectra", "timeseries", "trajectories"])

@@ -338,19 +338,24 @@ def test_isotropic_s2_of_shell_spectrum_averages_each_shell():
         assert abs(centre / direct - 1) > 2 * abs(averaged / direct - 1), (cells, centre / direct, averaged / direct)
 
 
+#: the separations r_x of the structure functions the tests of the file below write (a run's file holds them: a
+#: file without is damaged, read_statistics says)
+SEPARATIONS = np.arange(1, 5)
+
+
 def test_the_file_keeps_the_rows_up_to_a_restarts_checkpoint_and_reads_while_open(tmp_path):
     """A restart from step 2 drops the rows the interrupted segment wrote after it; a reader takes the rows
     every dataset has; rows of any shape grow along the first axis."""
     from simulator.output.statistics import StatisticsFile
 
     path = tmp_path / FILE
-    f = StatisticsFile(path, {"orders": np.arange(2, 7)}, None, {"shape": [8, 8, 8]})
+    f = StatisticsFile(path, {"orders": np.arange(2, 7), "r_x": SEPARATIONS}, None, {"shape": [8, 8, 8]})
     for step in (0, 2, 4):
         f.append(step, 0.1 * step, {"skewness": np.float64(-0.5), "structure_longitudinal_x": np.ones((5, 4)) * step})
     data = read_statistics(path)
     assert list(data["step"]) == [0, 2, 4] and data["structure_longitudinal_x"].shape == (3, 5, 4)
     assert data["attrs"]["shape"] == "[8, 8, 8]"
-    f = StatisticsFile(path, {"orders": np.arange(2, 7)}, 2)
+    f = StatisticsFile(path, {"orders": np.arange(2, 7), "r_x": SEPARATIONS}, 2)
     data = read_statistics(path)
     assert list(data["step"]) == [0, 2] and data["structure_longitudinal_x"][-1, 0, 0] == 2
     f.append(4, 0.4, {"skewness": np.float64(-0.4), "structure_longitudinal_x": np.zeros((5, 4))})
@@ -363,10 +368,10 @@ def test_a_restart_with_other_statistics_settings_keeps_the_old_rows_aside_and_s
     from simulator.output.statistics import StatisticsFile
 
     path = tmp_path / FILE
-    f = StatisticsFile(path, {"orders": np.arange(2, 7)}, None)
+    f = StatisticsFile(path, {"orders": np.arange(2, 7), "r_x": SEPARATIONS}, None)
     for step in (0, 2, 4):
         f.append(step, 0.1 * step, {"structure_longitudinal_x": np.ones((5, 4)) * step})
-    f = StatisticsFile(path, {"orders": np.arange(2, 5)}, 2)
+    f = StatisticsFile(path, {"orders": np.arange(2, 5), "r_x": SEPARATIONS}, 2)
     old = read_statistics(tmp_path / "aside" / "statistics.until-00000002.h5")
     assert list(old["step"]) == [0, 2, 4] and list(old["orders"]) == [2, 3, 4, 5, 6]
     f.append(4, 0.4, {"structure_longitudinal_x": np.zeros((3, 4))})

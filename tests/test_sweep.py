@@ -281,6 +281,88 @@ def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_w
     assert {p: h for p, h in files().items() if p in before} == before  # the runs and the manifest untouched
 
 
+def three_points(out):
+    """A sweep directory of three points of Taylor-Green with two rows each (no run needed: the manifest, each
+    point's resolved config and its timeseries.csv are what collect reads)."""
+    import simulator
+    from simulator import config as config_mod
+
+    (out / "configs").mkdir(parents=True)
+    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
+              for i, v in enumerate([0.01, 0.02, 0.04])]
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "points": points}))
+    for point in points:
+        (out / point["name"]).mkdir()
+        (out / point["config"]).write_text(config_mod.dump(simulator.load_config(TG)))
+        (out / point["name"] / "timeseries.csv").write_text("step,time,dt,energy\n0,0.0,0.1,0.125\n5,0.5,0.1,0.12\n")
+    return out
+
+
+def collected_with_one_note(capsys, out, *expected):
+    """``sweep --collect`` of ``out``: exit 0, every point but p001 collected, and p001's row without results, its
+    note and the one warning line holding each of ``expected``; the notes."""
+    from simulator.cli import main
+
+    assert main(["sweep", str(out), "--collect"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "Traceback" not in err, err
+    with (out / "collected.csv").open() as f:
+        collected = list(csv.DictReader(f))
+    assert [r["final_energy"] for r in collected] == ["0.12", "", "0.12"]
+    assert not collected[0]["note"] and not collected[2]["note"]
+    for text in expected:
+        assert text in collected[1]["note"] and text in warnings[0], (collected[1]["note"], warnings[0])
+    return collected[1]["note"]
+
+
+@pytest.mark.parametrize("damage", ["not YAML", "binary", "empty", "no physics", "unknown equation", "missing"])
+def test_a_point_whose_config_is_damaged_is_collected_with_a_note_and_one_warning(tmp_path, capsys, damage):
+    """A damaged configs/p001.yaml (its equation is what says which diagnostics are clocks): `sweep --collect`
+    stopped the whole collection, in one line (exit 2) or a KeyError traceback (no physics, an unknown equation),
+    and wrote no collected.csv; now the other points are collected, and p001's row has no results and a note
+    naming the file, why, and what to do, said in one warning line."""
+    out = three_points(tmp_path / "sw")
+    config = out / "configs" / "p001.yaml"
+    texts = {"not YAML": "physics: [\n", "empty": "", "no physics": "grid: {shape: 8}\n",
+             "unknown equation": "physics: {name: nope}\n"}
+    if damage == "binary":
+        config.write_bytes(b"\0\x9f\x01" * 100)
+    elif damage == "missing":
+        config.unlink()
+    else:
+        config.write_text(texts[damage])
+    collected_with_one_note(capsys, out, f"{config} is damaged or not as `simulator sweep` writes it (",
+                            "; restore it from a copy")
+
+
+@pytest.mark.parametrize("damage", ["a directory", "permission denied"])
+def test_a_point_whose_time_series_cannot_be_read_is_collected_with_a_note_and_one_warning(tmp_path, capsys,
+                                                                                           monkeypatch, damage):
+    """A point's timeseries.csv that cannot be opened: a PermissionError traceback from `sweep --collect` (no
+    collected.csv), or, a directory of that name, the point collected as if it had no rows, unsaid; now its row has
+    no results and a note naming the file, why and what to do, said in one warning line."""
+    import builtins
+
+    out = three_points(tmp_path / "sw")
+    series = out / "p001" / "timeseries.csv"
+    if damage == "a directory":
+        series.unlink()
+        series.mkdir()
+        expected = f"{series} is not a file"
+    else:  # the suite may run as root, whom permissions do not stop
+        real = builtins.open
+
+        def denied(path, *args, **kwargs):
+            if Path(path) == series:
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", denied)
+        expected = f"{series} cannot be read (Permission denied); make it readable"
+    collected_with_one_note(capsys, out, expected)
+
+
 @pytest.mark.parametrize("text", ["name: tg_viscosity\nsource: /work/configs/sweeps/t", "points: [\n",
                                   "- p000\n- p001\n"])
 def test_a_damaged_sweep_yaml_is_one_line_naming_it(tmp_path, capsys, text):

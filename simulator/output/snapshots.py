@@ -80,8 +80,15 @@ class SnapshotRef:
 
     def open(self) -> hdf5.Snapshot:
         """The snapshot opened for reading (:class:`~simulator.output.hdf5.Snapshot`: its shard files checked);
-        IncompleteOutputError naming a missing, damaged or incomplete file."""
-        return hdf5.Snapshot(self.path)
+        IncompleteOutputError naming a missing, damaged or incomplete file and what to do, as a damaged file's
+        :class:`~simulator.errors.DamagedFileError` says it."""
+        try:
+            return hdf5.Snapshot(self.path)
+        except hdf5.IncompleteOutputError as err:
+            stem = self.path.with_suffix("")
+            raise hdf5.IncompleteOutputError(
+                f"{err}; restore the snapshot from a copy, or move {self.path.name} and {stem.name}/ out of "
+                f"{self.path.parent} to read the rest of the run") from err
 
 
 def storage_order(ndim: int) -> tuple[int, ...]:

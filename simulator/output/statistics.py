@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from simulator import equations
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, reading
 from simulator.output import rows
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
 from simulator.output.netcdf import time_and_step, variable
@@ -70,8 +70,16 @@ class StatisticsFile(rows.RowFile):
 
 def read_statistics(path: Path) -> dict[str, Any]:
     """Every dataset of a ``statistics.h5`` (the rows all of them have: a run may be appending), and
-    its attributes under ``attrs``."""
-    return rows.read_rows(path, COORDINATES)
+    its attributes under ``attrs``. DamagedFileError naming a file cut short or not as a run writes it (one
+    without ``step``, ``time`` or a coordinate its statistics are over, which a run creates it with, among them)."""
+    with reading(path):
+        data = rows.read_rows(path, COORDINATES)
+        over = {d for name in data if name not in (*COORDINATES, "attrs") for d in dimensions(name)}
+        needed = {"step", "time", *over}
+        missing = [name for name in ("step", "time", *COORDINATES) if name in needed and name not in data]
+        if missing:  # read without, its statistics would be left out as of unknown axes, or fail unnamed
+            raise ValueError(f"it has no dataset {', '.join(missing)}")
+    return data
 
 
 def dimensions(name: str) -> tuple[str, ...]:

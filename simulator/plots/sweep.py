@@ -124,7 +124,7 @@ def point_configs(sweep_dir: Path, manifest: dict[str, Any]) -> list[dict[str, A
     for point in manifest.get("points") or []:
         try:
             cfg = yaml.safe_load((sweep_dir / str(point.get("config", ""))).read_text())
-        except (OSError, yaml.YAMLError, AttributeError):
+        except (OSError, ValueError, yaml.YAMLError, AttributeError):  # ValueError: not UTF-8 (binary)
             continue
         if isinstance(cfg, dict):
             out.append(cfg)

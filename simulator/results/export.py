@@ -121,9 +121,9 @@ class MergePlan:
 
 def _open(ref: SnapshotRef) -> Snapshot:
     """A snapshot of the run opened (which checks its shard files), with the attributes an export reads; ConfigError
-    naming a damaged one."""
+    naming a damaged one (and the export's advice, not :meth:`SnapshotRef.open`'s)."""
     try:
-        snap = ref.open()
+        snap = Snapshot(ref.path)
         missing = [key for key in ("step", "time", "box") if key not in snap.file.attrs]
         if missing:  # not as the run writes it: the export would fail on them part way, naming no file
             snap.close()

@@ -17,8 +17,9 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
                             component; position (unwrapped) and velocity (time, particle, component), float64
 
 Time is in the run's time units, positions in its length units, velocities in the units of its
-velocity field. A kind whose file holds no row yet (its coordinates alone) is no group. What the export leaves
-out, each with its reason, is :func:`plan_groups`'s third result.
+velocity field. A kind whose file holds no row yet (its coordinates alone) is no group, and a table of no row
+within a kind's (a task of no row beside tasks with rows) is left out of its group. What the export leaves out,
+each with its reason, is :func:`plan_groups`'s third result.
 """
 
 from __future__ import annotations
@@ -84,6 +85,16 @@ def _rowless(data: Any) -> bool:
     return bool(times) and not any(len(t) for t in times)
 
 
+def _with_rows(data: Any) -> tuple[Any, list[str]]:
+    """A reader's result that is a mapping of tables (the tasks by name, the species), some of them with rows,
+    without the tables that hold none (a task whose schedule's first time was not reached), and the names of
+    those left out; any other result as it is."""
+    if not isinstance(data, dict) or _rowless(data):
+        return data, []
+    empty = [key for key, value in data.items() if _rowless(value)]
+    return {key: value for key, value in data.items() if key not in empty}, empty
+
+
 def _nbytes(*arrays: Any) -> int:
     return sum(np.asarray(a).nbytes for a in arrays)
 
@@ -142,13 +153,15 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
     held = groups(run)
     left = [*empty_root(run), *(f"{name} ({', '.join(kind.files)}: the output kind declares no export)"
                                 for name, kind in held.items() if not kind.export)]
-    for kind, data in _exported(run).items():
+    for kind, everything in _exported(run).items():
+        data, empty = _with_rows(everything)
         size = _nbytes(*_arrays(data))
         if not size:
             continue
         if _rowless(data):
             left.append(f"{kind} ({', '.join(held[kind].files)} holds no row)")
             continue
+        left += [f"{kind}/{key} ({', '.join(held[kind].files)} holds no row of it)" for key in empty]
         if used + size > room:
             left.append(f"{kind} ({size_text(size)}: over --max-size)")
             continue
@@ -167,7 +180,8 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
 
 def write_groups(f: h5netcdf.File, run: RunResults, chosen: tuple[str, ...], units: dict[str, str]) -> None:
     """The groups ``chosen`` (:func:`plan_groups`) into the export ``f``; ``units`` the run's. Each is written by
-    its kind's ``export``, ``(group, data, units)``, with ``data`` its reader's."""
+    its kind's ``export``, ``(group, data, units)``, with ``data`` its reader's less its tables of no row
+    (:func:`plan_groups` names them)."""
     for name, kind in groups(run).items():
         if name in chosen:
-            kind.call("export", f.create_group(name), run.output(name), units)
+            kind.call("export", f.create_group(name), _with_rows(run.output(name))[0], units)

@@ -27,10 +27,17 @@ from simulator import cache
 
 def compile_all(lowered: Mapping[str, Any], compile_one: Callable[[Any], Any] = lambda low: low.compile()
                 ) -> dict[str, Any]:
-    """Every lowered program compiled at once, one worker thread each; the compiled programs by name."""
-    with ThreadPoolExecutor(max(len(lowered), 1)) as pool:
-        futures = {name: pool.submit(compile_one, low) for name, low in lowered.items()}
-        return {name: future.result() for name, future in futures.items()}
+    """Every lowered program compiled at once, one worker thread each; the compiled programs by name. They are
+    written to the cache by this thread once all are compiled (:func:`simulator.cache.hold_writes` says why),
+    or, where the caller holds the writes already, by whoever holds them."""
+    began = cache.hold_writes()
+    try:
+        with ThreadPoolExecutor(max(len(lowered), 1), thread_name_prefix="simulator-compile") as pool:
+            futures = {name: pool.submit(compile_one, low) for name, low in lowered.items()}
+            return {name: future.result() for name, future in futures.items()}
+    finally:
+        if began:
+            cache.write_held()
 
 
 class Ahead:
