@@ -146,6 +146,43 @@ def relative_error(a: Any, b: Any) -> float:
     return float(np.max(errors))
 
 
+def checkpoint(sim: Simulation, state: Any, run_dir: Path) -> Any:
+    """``state`` of ``sim`` written as a step-3 checkpoint of ``run_dir``, its marker as a run's (with the
+    devices' division of real space); returns it found (:class:`simulator.output.checkpoints.Checkpoint`)."""
+    from simulator.config import to_dict
+    from simulator.output import checkpoints
+
+    checkpoints.write(run_dir, state, step=3, time=0.1, dt=0.01, epoch=(0, 0.0), writer="test",
+                      spaces=sim.equation.leaf_spaces(state), perm=sim.fft.perm, full_spectrum=False,
+                      meta={"config": to_dict(sim.cfg), "backend": sim.cfg.fft.backend,
+                            "real_blocks": checkpoints.real_blocks(sim.fft)}, keep=2)
+    return checkpoints.find(run_dir)
+
+
+def particle_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """From now on, every read of an HDF5 dataset of one or two dimensions (a checkpoint's particle arrays,
+    not its fields) as (name, rows it returned), appended to the list returned."""
+    import h5py
+
+    reads: list[tuple[str, int]] = []
+    read = h5py.Dataset.__getitem__
+
+    def counted(self: h5py.Dataset, key: Any, *args: Any, **kwargs: Any) -> Any:
+        out = read(self, key, *args, **kwargs)
+        if 1 <= self.ndim <= 2:
+            reads.append((self.name, int(np.shape(out)[0]) if np.ndim(out) else 1))
+        return out
+
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", counted)
+    return reads
+
+
+def bitwise(a: Any, b: Any) -> bool:
+    """Whether two arrays hold the same bits: dtype, shape and bytes (a -0.0 is not a 0.0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
 def unavailable(what: str, env: str, reason: str) -> NoReturn:
     """Skip a test whose tool (Slurm, ParaView, FFTW, ...) is not available here, saying why; where the
     environment variable ``env`` is 1 (``.ci/run`` sets it: CI installs the tool) fail instead."""

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import h5py
@@ -26,8 +27,8 @@ from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import WAVE_KEYS, cdm, cosmology
 from simulator.errors import ConfigError
-from support import (assert_failure_recorded, case_id, command, distributed_cases, mesh_cases, relative_error, shared,
-                     simulation)
+from support import (assert_failure_recorded, bitwise, case_id, checkpoint, command, distributed_cases, mesh_cases,
+                     particle_reads, relative_error, shared, simulation)
 from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 ROOT = Path(__file__).parents[1]
@@ -1142,6 +1143,57 @@ def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path):
     assert "cold particles fill 93% of one device's slots at step 5" in warned[0], warned[0]
     assert "physics.cdm_capacity = 1.07" in warned[0] and "restart from it" in warned[0], warned[0]
     assert "c00000005.h5" in kept and len(kept) == 2, kept  # the one at the warning, and the one at the end
+
+
+def test_a_restart_of_cold_particles_reads_them_in_chunks_as_it_read_them_whole(devices, tmp_path, monkeypatch):
+    """Cold particles (beside the wave) checkpointed by a 2-device slab, restarted on a 2 x 2 pencil (laid out again
+    by owner) and read as the state of a branch (``initial.name: file``: rows by identity, each device its own):
+    read 7 stored slots at a time, no read of a particle dataset returns more (before, every process read each
+    whole: 1024 slots), and the state is bit for bit the one read in one chunk; the restart's slots are those
+    the live slots sorted by identity and handed out replicated give, and the branch keeps every particle
+    exactly."""
+    from simulator.output import checkpoints
+    from simulator.particles import stack
+
+    overrides = {"physics__name": "fdm_cosmo", "initial__name": "gaussian", "grid__box": 1.0, "grid__shape": 16,
+                 "physics__fdm_fraction": 0.3, "physics__cdm_particles": 512}
+    written = simulation(devices, ("slab", 2, None), **overrides)
+    ckpt = checkpoint(written, written.initial_state(), tmp_path / "two")
+    with h5py.File(ckpt.index) as f:
+        whole = {k: f[k][()] for k in ("position", "momentum", "force", "ident", "live", "lost")}
+    sim = simulation(devices, ("pencil", 4, (2, 2)), **overrides)
+    sim.scratch = tmp_path
+    eq, template = sim.equation, sim.zero_state()
+    fields = ("position", "momentum", "force", "live", "ident", "lost")
+
+    def restart(rows):
+        monkeypatch.setattr(stack, "READ_ROWS", rows)
+        restored = checkpoints.restore(ckpt, template, sim.fft, eq.leaf_spaces(template), eq.reslot)
+        branch = sim.state_from_file(ckpt.index.with_suffix(".json"))
+        return {"restart": {k: getattr(restored, k) for k in fields}, "file": {k: getattr(branch, k) for k in fields}}
+
+    reads = particle_reads(monkeypatch)
+    chunked = restart(7)
+    assert reads and max(rows for _, rows in reads) <= 7, sorted(set(reads))
+    reads.clear()
+    once = restart(10**6)
+    assert max(rows for _, rows in reads) == 1024  # the same reads seen whole: the bound above is the chunks'
+    for path in ("restart", "file"):
+        for key in fields:
+            assert bitwise(chunked[path][key], once[path][key]), (path, key)
+    live = whole["live"] > 0
+    order = np.argsort(whole["ident"][live])
+    rows = {k: whole[k][live][order] for k in ("position", "momentum", "force")}
+    want = cdm_mesh.entries(eq, *stack.hand_out(sim.fft, eq.box, cdm_mesh.sizes(eq)[0],
+                                                {k: sim.fft.replicated(a, np.float64) for k, a in rows.items()},
+                                                sim.fft.replicated(whole["ident"][live][order], np.int32),
+                                                sim.fft.replicated(whole["lost"], np.int32)))
+    for key in fields:
+        assert bitwise(chunked["restart"][key], want[key]), key
+    branch = types.SimpleNamespace(**chunked["file"])
+    for got, stored in zip(by_identity(branch, "position", "momentum"), (rows["position"], rows["momentum"]),
+                           strict=True):
+        assert bitwise(got, stored)
 
 
 def test_cold_particles_lost_within_a_chunk_are_dated_at_their_step(devices):

@@ -10,7 +10,8 @@ import functools
 import numpy as np
 import pytest
 import yaml
-from support import assert_failure_recorded, case_id, mesh_cases, relative_error, simulation
+from support import (assert_failure_recorded, bitwise, case_id, checkpoint, mesh_cases, particle_reads, relative_error,
+                     simulation)
 
 import simulator
 from simulator.api import load_config
@@ -345,8 +346,9 @@ def test_an_owned_checkpoint_that_lost_particles_cannot_restart_replicated(devic
 def test_the_stack_reads_any_stored_layout_by_identity_and_lays_it_out(devices):
     """The restart reading both kinds of particles kept per device share (:mod:`simulator.particles.stack`):
     slots in any order, empty ones among them, read as rows by identity, a lost count written before losses
-    were dated padded to four; replicated rows as they are; laid out on four devices, every particle in one
-    live slot with its row, the stored counts carried on."""
+    were dated padded to four; replicated rows as they are; an identity beyond the count refused in one line
+    naming its key; laid out on four devices, every particle in one live slot with its row, the stored counts
+    carried on."""
     from simulator.particles import stack
 
     sim = simulation(devices, ("slab", 4, None), particles=[SPECIES[0]], **FLOW)
@@ -355,21 +357,98 @@ def test_the_stack_reads_any_stored_layout_by_identity_and_lays_it_out(devices):
     ident, live = (np.arange(400) % 200)[shuffle], (np.arange(400) < 200)[shuffle]
     position = rng.random((400, 3)) * np.asarray(sim.equation.box)
     stored = {"x": position, "id": ident, "on": live, "lost": np.array([0, 2, 0], np.int32)}
-    rows = stack.host_rows(stored, ["x", "v"], "on", "id", "lost")  # no "v" stored: left out
-    assert list(rows.arrays) == ["x"] and rows.ident.dtype == np.int32
-    assert rows.ident.tolist() == list(range(200)) and rows.lost.tolist() == [0, 2, 0, 0]
-    assert np.array_equal(rows.arrays["x"], position[live][np.argsort(ident[live])])
-    plain = stack.host_rows({"x": position[:5]}, ["x"], "on", "id", "lost")
-    assert plain.ident.tolist() == list(range(5)) and plain.lost.tolist() == [0, 0, 0, 0]
-    assert stack.host_rows({}, ["x"], "on", "id", "lost") is None
+    every = stack.Share(200, [(0, 200)])
+    rows = stack.read_rows(stored, ["x", "v"], "on", "id", "lost", every, "count", 200)  # no "v" stored: left out
+    block = rows.blocks[0]
+    assert list(block.arrays) == ["x"] and block.held.all() and rows.count == 200
+    assert rows.lost.tolist() == [0, 2, 0, 0]
+    assert np.array_equal(block.arrays["x"], position[live][np.argsort(ident[live])])
+    plain = stack.read_rows({"x": position[:5]}, ["x"], "on", "id", "lost", stack.Share(5, [(0, 5)]), "count", 5)
+    assert plain.count == 5 and plain.blocks[0].held.all() and plain.lost.tolist() == [0, 0, 0, 0]
+    assert stack.read_rows({}, ["x"], "on", "id", "lost", every, "count", 200) is None
+    with pytest.raises(ConfigError) as err:
+        stack.read_rows(stored, ["x"], "on", "id", "lost", stack.Share(150, [(0, 150)]), "particles[0].count", 150)
+    message = str(err.value)
+    assert message.startswith("particles[0].count = 150 differs; the checkpoint holds 200 particles, identities up to "
+                              "199") and "\n" not in message, message
 
     held, rows_per_buffer = stack.sizes(200, 2.0, 0.25, 4)
     assert (held, rows_per_buffer) == (100, 25)
+    rows = stack.read_rows(stored, ["x"], "on", "id", "lost", stack.share(sim.fft, stack.padded(sim.fft, 200)),
+                           "count", 200)
     on, laid, got, lost = stack.lay_out(sim.fft, sim.equation.box, held, np.float64, rows)
     on, got, x = np.asarray(on), np.asarray(got), np.asarray(laid["x"])
     assert on.shape == (400,) and np.asarray(lost).tolist() == [0, 2, 0, 0]
     order = np.argsort(got[on])
-    assert got[on][order].tolist() == list(range(200)) and np.array_equal(x[on][order], rows.arrays["x"])
+    assert got[on][order].tolist() == list(range(200)) and np.array_equal(x[on][order], block.arrays["x"])
+
+
+def test_a_restart_reads_its_particles_in_chunks_keeping_only_its_devices_rows(devices, tmp_path, monkeypatch):
+    """A checkpoint of owned tracers and inertial drops written on a 4-device slab, restarted on a 2 x 2 pencil
+    (a restart onto other devices, and ``initial.name: file``): read 7 stored slots at a time, no read of a
+    particle dataset returns more (before, every process read each whole: 400 rows), and the state is bit for bit
+    the one read in one chunk and the documented layout: the live slots sorted by identity, handed out
+    replicated (the lost counts carried on). A process holding two of the four devices keeps only their rows by
+    identity; from a replicated checkpoint it reads the positions of only the chunks that hold them."""
+    import h5py
+
+    from simulator.output import checkpoints
+    from simulator.particles import owned as owning
+    from simulator.particles import stack
+
+    written = simulation(devices, ("slab", 4, None), particles=OWNED, **FLOW)
+    ckpt = checkpoint(written, written.initial_state(), tmp_path / "four")
+    with h5py.File(ckpt.index) as f:
+        whole = {k: f[k][()] for k in f if k.startswith("particles.")}
+    sim = simulation(devices, ("pencil", 4, (2, 2)), particles=OWNED, **FLOW)
+    eq, template = sim.equation, sim.zero_state()
+
+    def restart(rows):
+        monkeypatch.setattr(stack, "READ_ROWS", rows)
+        return {"restart": checkpoints.restore(ckpt, template, sim.fft, eq.leaf_spaces(template), eq.reslot),
+                "file": sim.state_from_file(ckpt.index.with_suffix(".json"))}
+
+    reads = particle_reads(monkeypatch)
+    chunked = restart(7)
+    assert reads and max(rows for _, rows in reads) <= 7, sorted(set(reads))
+    reads.clear()
+    once = restart(10**6)
+    assert max(rows for _, rows in reads) == 400  # the same reads seen whole: the bound above is the chunks'
+    for s in eq.species:
+        k = owning.keys(s.name)
+        live, ident = whole[k["live"]], whole[k["ident"]]
+        order = np.argsort(ident[live])
+        names = [k["position"]] + ([k["velocity"]] if s.inertial else [])
+        replicated = {n: sim.fft.replicated(whole[n][live][order], np.float64) for n in names}
+        on, laid, got, lost = stack.hand_out(sim.fft, eq.box, owning.sizes(s, 4)[0], replicated,
+                                             sim.fft.replicated(ident[live][order], np.int32),
+                                             sim.fft.replicated(whole[k["lost"]], np.int32))
+        want = {**laid, k["live"]: on, k["ident"]: got, k["lost"]: lost}
+        for path in ("restart", "file"):
+            for key in want:
+                assert bitwise(chunked[path][key], want[key]) and bitwise(once[path][key], want[key]), (path, key)
+
+    k = owning.keys("tracers")
+    by_identity = whole[k["position"]][whole[k["live"]]][np.argsort(whole[k["ident"]][whole[k["live"]]])]
+    assert stack.share(sim.fft, 200) == stack.Share(200, [(0, 50), (50, 100), (100, 150), (150, 200)])
+    monkeypatch.setattr(stack, "READ_ROWS", 7)
+    mine = stack.Share(200, [(50, 100), (150, 200)])  # a process holding devices 1 and 3 of the four
+    rows = stack.read_rows(whole, [k["position"]], k["live"], k["ident"], k["lost"], mine, "particles[0].count", 200)
+    assert sorted(rows.blocks) == [50, 150] and rows.count == 200
+    for start, block in rows.blocks.items():
+        assert block.held.all() and bitwise(block.arrays[k["position"]], by_identity[start:start + 50])
+
+    class Counted:  # a replicated checkpoint's positions, row i particle i: the rows each read returns
+        shape, dtype, rows = by_identity.shape, by_identity.dtype, []
+
+        def __getitem__(self, key):
+            self.rows.append(len(by_identity[key]))
+            return by_identity[key]
+
+    rows = stack.read_rows({k["position"]: Counted()}, [k["position"]], k["live"], k["ident"], k["lost"], mine,
+                           "particles[0].count", 200)
+    assert max(Counted.rows) <= 7 and sum(Counted.rows) <= 100 + 2 * 2 * 7, Counted.rows
+    assert all(bitwise(b.arrays[k["position"]], by_identity[a:a + 50]) for a, b in rows.blocks.items())
 
 
 def test_a_position_not_finite_at_the_hand_out_is_counted_as_not_finite_not_as_a_full_device(devices):

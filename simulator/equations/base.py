@@ -182,14 +182,14 @@ class Equation(abc.ABC):
 
     def reslot(self, stored: Mapping[str, Any]) -> dict[str, jax.Array] | None:
         """The state's particle arrays kept per device (slots), laid out for this run's devices from those of
-        a checkpoint written on another device count (``stored``: every particle-space array of the file,
-        whole, as NumPy, by leaf name), or None: that restart is refused (the default; equations whose
-        particles are replicated never need it)."""
+        a checkpoint written on another device count (``stored``: every particle-space dataset of the file by
+        leaf name, to be read a bounded chunk at a time: no process holds the whole set), or None: that restart
+        is refused (the default; equations whose particles are replicated never need it)."""
         return None
 
     def stored_fields(self, stored: Mapping[str, Any]) -> dict[str, jax.Array]:
         """The state fields (:attr:`state_fields`) that a checkpoint holds as particle arrays rather than as
-        fields of its state (``stored``: every particle-space array of the file, whole, as NumPy, by leaf name),
+        fields of its state (``stored``: every particle-space dataset of the file by leaf name, read in chunks),
         for a state read from it onto any grid (:mod:`simulator.run.remap`). None here (the default)."""
         return {}
 

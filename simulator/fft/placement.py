@@ -28,7 +28,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from simulator.fft.owned import distribute, owner, sharded_axes
@@ -47,14 +46,6 @@ def rows_sharding(fft: Any, count: int, ndim: int = 2) -> NamedSharding:
     if not spread(fft, count):
         return fft.replicated_sharding()
     return NamedSharding(fft.mesh, PartitionSpec(tuple(fft.mesh.axis_names), *([None] * (ndim - 1))))
-
-
-def host_rows(fft: Any, host: np.ndarray, dtype: Any) -> jax.Array:
-    """Host rows ``(R, ...)`` (the same on every process) as an array of ``dtype`` sharded by
-    :func:`rows_sharding`: each device takes its own rows from the host's."""
-    host = np.asarray(host).astype(dtype)
-    return jax.make_array_from_callback(host.shape, rows_sharding(fft, host.shape[0], host.ndim),
-                                        lambda idx: host[idx], dtype=host.dtype)
 
 
 def row_index(fft: Any, count: int) -> jax.Array:

@@ -297,12 +297,12 @@ def real_blocks(fft: Any) -> list[int]:
 
 
 def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str],
-            reslot: Callable[[dict[str, np.ndarray]], dict[str, Any] | None] | None = None) -> Any:
+            reslot: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> Any:
     """The checkpointed state laid out like ``template`` (the new run's initial state) on ``fft``'s mesh;
     ``spaces`` says where each of its leaves lives. Particle arrays kept per device (slots) that were written
     on another device count are laid out again by ``reslot`` (the equation's :meth:`~simulator.equations.
-    base.Equation.reslot`: every particle array of the file, whole, by name -> those it lays out); where it
-    cannot, that is a ConfigError."""
+    base.Equation.reslot`: every particle dataset of the file, by name -> those it lays out); where it cannot,
+    that is a ConfigError."""
     import jax
 
     leaves, treedef = jax.tree.flatten(template)
@@ -331,8 +331,8 @@ def restore(ckpt: Checkpoint, template: Any, fft: Any, spaces: Sequence[str],
         foreign = [n for n, leaf in zip(names, leaves, strict=True) if n in wanted and (
             group[n] in changed or tuple(snap.file[n].shape) != tuple(leaf.shape)
             or (moved and not leaf.sharding.is_fully_replicated))]
-        # written on another device count, or in the other distribution: laid out again by the equation, if it can
-        laid = reslot({n: snap.file[n][()] for n in held}) if foreign and reslot is not None else None
+        # written on other devices, or in the other distribution: laid out again from the datasets, read in chunks
+        laid = reslot({n: snap.file[n] for n in held}) if foreign and reslot is not None else None
         for name, leaf, space, stored in zip(names, leaves, spaces, stored_spaces, strict=True):
             if space == PARTICLES and laid is not None and name in laid:
                 out.append(laid[name])

@@ -299,28 +299,31 @@ class WithParticles(SemiLinearEquation):
         """The slots of each owned species, with this process's fullest device (:func:`.owned.rooms`)."""
         return owning.rooms(self.fft, self.species, state)
 
-    def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
+    def reslot(self, stored: Mapping[str, Any]) -> dict[str, jax.Array] | None:
         """The species of a checkpoint written on other devices or in the other ``distribution``, laid out for
-        this run (``stored``: the file's particle arrays by name, whole): an owned species from its stored rows
-        by identity (an owned checkpoint's live slots sorted by identity, or a replicated one's rows, row i
-        particle i) through :func:`.owned.lay_out`, the lost counts carried on; a replicated species stored
-        owned as rows by identity, replicated. A species that lost particles cannot become replicated: a
-        one-line ConfigError naming ``particles[i].distribution``."""
+        this run (``stored``: the file's particle datasets by name, read a bounded chunk at a time): an owned
+        species from its stored rows by identity (an owned checkpoint's live slots, or a replicated one's rows,
+        row i particle i), each process keeping its own devices' rows (:func:`.owned.read_rows`), through
+        :func:`.owned.lay_out`, the lost counts carried on; a replicated species stored owned as every row by
+        identity, replicated. A species that lost particles cannot become replicated: a one-line ConfigError
+        naming ``particles[i].distribution``."""
         from simulator.errors import ConfigError
 
         out: dict[str, jax.Array] = {}
         for i, s in enumerate(self.species):
-            rows = owning.host_rows(s, stored)
-            if rows is None:
-                continue
             if s.owned:
-                out.update(owning.lay_out(self.fft, self.box, self.dtype, s, rows))
+                rows = owning.read_rows(self.fft, s, i, stored)
+                if rows is not None:
+                    out.update(owning.lay_out(self.fft, self.box, self.dtype, s, rows))
             elif owning.keys(s.name)["live"] in stored:  # owned slots in the checkpoint, replicated rows here
-                if not np.array_equal(rows.ident, np.arange(s.count)):
+                rows = owning.read_rows(self.fft, s, i, stored, whole=True)
+                if rows is None:
+                    continue
+                if rows.count != s.count:
                     raise ConfigError(f"particles[{i}].distribution", s.distribution, f"the checkpoint holds "
-                                      f"{len(rows.ident)} of the {s.count} particles of species {s.name} (the "
+                                      f"{rows.count} of the {s.count} particles of species {s.name} (the "
                                       "others were lost): restart with distribution: owned", "cannot take them")
-                out.update({key: self.fft.replicated(a, self.dtype) for key, a in rows.arrays.items()})
+                out.update({key: self.fft.replicated(a, self.dtype) for key, a in rows.blocks[0].arrays.items()})
         return out or None
 
 

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
-import numpy as np
 
 from simulator.particles import slots, stack
 
@@ -110,15 +109,21 @@ def rooms(fft: Any, species: Sequence[Species], state: Mapping[str, Any]) -> lis
     return out
 
 
-def host_rows(species: Species, stored: Mapping[str, np.ndarray]) -> stack.Rows | None:
-    """A stored species (arrays by dataset name, NumPy, whole) as rows by identity (:func:`.stack.host_rows`):
-    positions and, for inertial species, velocities, from an owned layout or a replicated one. None when
-    ``stored`` lacks the species' positions."""
+def read_rows(fft: Any, species: Species, index: int, stored: Mapping[str, Any], whole: bool = False
+              ) -> stack.Rows | None:
+    """A stored species (datasets or arrays by name, read a bounded chunk at a time) as this process's rows by
+    identity (:func:`.stack.read_rows`): positions and, for inertial species, velocities, from an owned layout
+    or a replicated one; the rows its devices take to lay them out (:func:`lay_out`), or ``whole``: every row
+    (a replicated species'). None when ``stored`` lacks the species' positions; an identity outside the
+    species' count: a one-line ConfigError naming ``particles[index].count``."""
     k = keys(species.name)
-    return stack.host_rows(stored, _moving(species), k["live"], k["ident"], k["lost"])
+    wanted = (stack.Share(species.count, [(0, species.count)]) if whole
+              else stack.share(fft, stack.padded(fft, species.count)))
+    return stack.read_rows(stored, _moving(species), k["live"], k["ident"], k["lost"], wanted,
+                           f"particles[{index}].count", species.count)
 
 
 def lay_out(fft: Any, box: Sequence[float], dtype: Any, species: Species, rows: stack.Rows) -> dict[str, jax.Array]:
-    """Host rows of an owned species (:func:`host_rows`) laid out on ``fft``'s devices (:func:`.stack.lay_out`):
+    """Rows of an owned species (:func:`read_rows`) laid out on ``fft``'s devices (:func:`.stack.lay_out`):
     the species' state entries, the stored lost counts carried on."""
     return _entries(species, *stack.lay_out(fft, box, sizes(species, fft.devices)[0], dtype, rows))

@@ -28,12 +28,12 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
     laid: dict[str, dict[str, jax.Array]] = {}
     with hdf5.IndexedFile(ckpt.index) as snap:
         for i, s in enumerate(eq.species):
-            if s.owned:  # whatever the source's layout, by identity, then laid out on this run's devices
-                rows = owning.host_rows(s, {k: snap.file[k][()] for k in owning.keys(s.name).values()
-                                            if k in snap.fields})
-                if rows is not None and len(rows.ident) != s.count:
+            if s.owned:  # whatever the source's layout: each process its devices' rows by identity, laid out
+                rows = owning.read_rows(eq.fft, s, i, {k: snap.file[k] for k in owning.keys(s.name).values()
+                                                       if k in snap.fields})
+                if rows is not None and rows.count != s.count:
                     raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
-                                      f"{len(rows.ident)} particles of species {s.name!r}: give that count", "differs")
+                                      f"{rows.count} particles of species {s.name!r}: give that count", "differs")
                 if rows is not None:
                     laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, rows)
                 continue

@@ -13,8 +13,9 @@ slots ``live`` ``(devices * held,)`` bool, all sharded along their rows over eve
 * :func:`sizes`: slots per device and rows of each send buffer;
 * :func:`hand_out`: replicated rows (an initial condition, a restart's rows) laid out by owner;
 * :func:`hand_over`: after a step, each particle to the device whose block holds it, losses counted;
-* :func:`host_rows` and :func:`lay_out`: a checkpoint's particles, written on any device count (or replicated),
-  as rows by identity on the host, then laid out on this run's devices;
+* :func:`read_rows` and :func:`lay_out`: a checkpoint's particles, written on any device count (or replicated),
+  read in bounded chunks as rows by identity, each process keeping its own devices' rows on the host, then laid
+  out on this run's devices;
 * :func:`loss`: the one-line reason a run stops, read on the host;
 * :func:`room`: how full the fullest device's slots are, read on the host.
 """
@@ -22,7 +23,7 @@ slots ``live`` ``(devices * held,)`` bool, all sharded along their rows over eve
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -30,8 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator.fft.owned import counted, fullest, migrate, split_planes
-from simulator.fft.placement import host_rows as sharded_rows
-from simulator.fft.placement import place, row_index, spread
+from simulator.fft.placement import place, row_index, rows_sharding, spread
 from simulator.particles import slots
 
 
@@ -94,55 +94,131 @@ def hand_over(fft: Any, box: Sequence[float], rows: int, live: jax.Array, arrays
     return live, moved, ident, counted(lost, counts)
 
 
-class Rows(NamedTuple):
-    """A stored stack as rows by identity, on the host (NumPy, the same on every process): ``arrays`` by
-    dataset name ``(Np, ...)``, row k the particle ``ident[k]``; ``ident`` ``(Np,)`` int32 ascending; ``lost``
-    ``(4,)`` int32, the counts carried on (:func:`simulator.particles.slots.stored_lost`)."""
+READ_ROWS = 1 << 20
+"""Stored slots a process reads at once (:func:`read_rows`): beside its devices' own rows, all it holds of a
+checkpoint's stack (1M rows of positions, momenta and forces in float64: 72 MiB)."""
+
+
+class Share(NamedTuple):
+    """Rows by identity, 0 .. ``extent`` - 1, laid out by :func:`simulator.fft.placement.rows_sharding`, and the
+    ranges ``[start, stop)`` of them that this process's devices hold (:func:`share`)."""
+
+    extent: int
+    ranges: list[tuple[int, int]]
+
+
+def share(fft: Any, extent: int) -> Share:
+    """This process's :class:`Share` of ``extent`` rows: each of its devices' own rows where they are spread
+    over the devices (:func:`simulator.fft.placement.spread`), else all of them."""
+    if not spread(fft, extent):
+        return Share(extent, [(0, extent)])
+    rows = extent // fft.devices
+    index = rows_sharding(fft, extent, 1).addressable_devices_indices_map((extent,))
+    return Share(extent, [(start, start + rows) for start in sorted({i[0].start for i in index.values()})])
+
+
+def padded(fft: Any, count: int) -> int:
+    """``count`` rows padded to a multiple of ``fft``'s devices (rows of no particle at the end)."""
+    return -(-count // fft.devices) * fft.devices
+
+
+class Block(NamedTuple):
+    """The particles of identities ``start`` .. ``start + len(held) - 1`` of a stored stack, on the host:
+    ``arrays`` by dataset name, row k the particle ``start + k``; ``held`` ``(rows,)`` bool, the rows the
+    checkpoint holds (a lost particle's row, or one past the count, stays zero)."""
 
     arrays: dict[str, np.ndarray]
-    ident: np.ndarray
+    held: np.ndarray
+
+
+class Rows(NamedTuple):
+    """A stored stack as this process's blocks (:class:`Block`, by their first identity; :func:`read_rows`) of
+    the rows :attr:`share` names; ``count`` the particles the checkpoint holds (all of them: every process reads
+    every identity); ``lost`` ``(4,)`` int32, the counts carried on (:func:`simulator.particles.slots.
+    stored_lost`)."""
+
+    blocks: dict[int, Block]
+    share: Share
+    count: int
     lost: np.ndarray
 
 
-def host_rows(stored: Mapping[str, np.ndarray], names: Sequence[str], live: str, ident: str, lost: str
-              ) -> Rows | None:
-    """The arrays ``names`` of a stored stack (``stored``: arrays by dataset name, NumPy, whole; a name it lacks
-    is left out) as :class:`Rows`: from a layout by owner (``live``, ``ident`` and ``lost`` the names of its
-    slots' occupancy, identities and lost counts: the live slots sorted by identity) or from replicated rows
-    (no ``live`` stored: row i particle i, none lost). None when ``stored`` lacks ``names[0]`` (the positions)."""
+def read_rows(stored: Mapping[str, Any], names: Sequence[str], live: str, ident: str, lost: str, wanted: Share,
+              key: str, count: int) -> Rows | None:
+    """The arrays ``names`` of a stored stack (``stored``: datasets or arrays by name, sliced :data:`READ_ROWS`
+    rows at a time; a name it lacks is left out) as :class:`Rows` of the identities ``wanted`` names: from a
+    layout by owner (``live``, ``ident`` and ``lost`` the names of its slots' occupancy, identities and lost
+    counts) or from replicated rows (no ``live`` stored: row i particle i, none lost). A process holds its
+    blocks and one read's rows, never the whole set; a read whose identities miss its blocks reads only
+    ``live`` and ``ident``. None when ``stored`` lacks ``names[0]`` (the positions). An identity outside
+    0 .. ``count`` - 1 (a negative one counts as ``count``), or one held twice: a one-line ConfigError naming
+    ``key`` (the setting of the count)."""
     if names[0] not in stored:
         return None
-    arrays = {n: np.asarray(stored[n]) for n in names if n in stored}
-    if live not in stored:
-        count = arrays[names[0]].shape[0]
-        return Rows(arrays, np.arange(count, dtype=np.int32), slots.stored_lost(None))
-    mask = np.asarray(stored[live]) > 0
-    held = np.asarray(stored[ident])[mask]
-    order = np.argsort(held, kind="stable")
-    return Rows({n: a[mask][order] for n, a in arrays.items()}, held[order].astype(np.int32),
-                slots.stored_lost(stored.get(lost)))
+    from simulator.errors import ConfigError
+
+    present = [n for n in names if n in stored]
+    blocks = {a: Block({n: np.zeros((b - a, *stored[n].shape[1:]), stored[n].dtype) for n in present},
+                       np.zeros(b - a, bool)) for a, b in wanted.ranges}
+    slots_stored, found, top = int(stored[names[0]].shape[0]), 0, -1
+    for first in range(0, slots_stored, READ_ROWS):
+        last = min(first + READ_ROWS, slots_stored)
+        if live in stored:
+            mask = np.asarray(stored[live][first:last]) > 0
+            ids = np.asarray(stored[ident][first:last])[mask].astype(np.int64)
+        else:
+            mask, ids = None, np.arange(first, last)
+        found += ids.size
+        if ids.size:  # an identity outside 0 .. count - 1 takes no block: refused below, once all are counted
+            top = max(top, int(ids.max()), -1 if ids.min() >= 0 else count)
+        picks = [(a, (ids >= a) & (ids < a + len(block.held))) for a, block in blocks.items()]
+        picks = [(a, pick) for a, pick in picks if pick.any()]
+        if not picks:
+            continue
+        chunk = {n: np.asarray(stored[n][first:last]) for n in present}
+        chunk = chunk if mask is None else {n: x[mask] for n, x in chunk.items()}
+        for a, pick in picks:
+            block, rows = blocks[a], ids[pick] - a
+            if block.held[rows].any() or np.unique(rows).size != rows.size:
+                raise ConfigError(key, count, "a checkpoint holding each particle once",
+                                  "finds a particle twice in the checkpoint")
+            block.held[rows] = True
+            for n in present:
+                block.arrays[n][rows] = chunk[n][pick]
+    if top >= count:
+        raise ConfigError(key, count, f"the checkpoint holds {found} particles, identities up to {top}: give a count "
+                          "that holds them", "differs")
+    carried = stored[lost] if live in stored and lost in stored else None
+    return Rows(blocks, wanted, found, slots.stored_lost(carried))
+
+
+def on_devices(fft: Any, rows: Rows, take: Callable[[Block], np.ndarray], dtype: Any) -> jax.Array:
+    """The host rows ``take(block)`` of each :class:`Block` of ``rows`` as one array ``(extent, ...)`` of
+    ``dtype`` sharded by :func:`simulator.fft.placement.rows_sharding`: each device its own block's (where the
+    rows are not spread, the one block every device takes whole)."""
+    first = take(next(iter(rows.blocks.values())))
+    shape = (rows.share.extent, *first.shape[1:])
+    return jax.make_array_from_callback(shape, rows_sharding(fft, shape[0], len(shape)),
+                                        lambda idx: take(rows.blocks[idx[0].start or 0]).astype(dtype),
+                                        dtype=np.dtype(dtype))
 
 
 def lay_out(fft: Any, box: Sequence[float], held: int, dtype: Any, rows: Rows
             ) -> tuple[jax.Array, dict[str, jax.Array], jax.Array, jax.Array]:
-    """Host :class:`Rows` (a restart's) laid out on ``fft``'s devices in ``held`` slots each, the arrays in
-    ``dtype``: :func:`hand_out`'s ``(live, arrays, ident, lost)``, the stored lost counts carried on. Each device
-    takes its own share of the rows (padded with rows of no particle to a multiple of the devices), not the whole
-    set (:func:`simulator.fft.placement.place`)."""
-    count = len(rows.ident)
-    padded = -(-count // fft.devices) * fft.devices
-    if not spread(fft, padded):
-        arrays = {n: fft.replicated(a, dtype) for n, a in rows.arrays.items()}
-        return hand_out(fft, box, held, arrays, fft.replicated(rows.ident, np.int32),
-                        fft.replicated(rows.lost, np.int32))
-
-    def pad(a: np.ndarray) -> np.ndarray:
-        return np.concatenate([a, np.zeros((padded - count, *a.shape[1:]), a.dtype)])
-
-    arrays = {n: sharded_rows(fft, pad(a), dtype) for n, a in rows.arrays.items()}
-    ident = sharded_rows(fft, pad(rows.ident), np.int32)
-    valid = sharded_rows(fft, np.arange(padded) < count, bool)
-    return hand_out(fft, box, held, arrays, ident, fft.replicated(rows.lost, np.int32), valid)
+    """A restart's :class:`Rows` (read for :func:`share` of the count :func:`padded`) laid out on ``fft``'s
+    devices in ``held`` slots each, the arrays in ``dtype``: :func:`hand_out`'s ``(live, arrays, ident, lost)``,
+    the stored lost counts carried on. Each device takes its own block of rows by identity, the rows of no
+    particle marked so (:func:`simulator.fft.placement.place`), not the whole set: the slots of the rows the
+    checkpoint holds, sorted by identity and handed out replicated, slot for slot."""
+    lost = fft.replicated(rows.lost, np.int32)
+    if not spread(fft, rows.share.extent):  # one block, every row (on one device, or a device holding them all)
+        block = rows.blocks[0]
+        arrays = {n: fft.replicated(a[block.held], dtype) for n, a in block.arrays.items()}
+        return hand_out(fft, box, held, arrays, fft.replicated(np.flatnonzero(block.held), np.int32), lost)
+    names = next(iter(rows.blocks.values())).arrays
+    arrays = {n: on_devices(fft, rows, lambda b, n=n: b.arrays[n], dtype) for n in names}
+    # row k the particle k: the identities are the rows' indices (hand_out's default)
+    return hand_out(fft, box, held, arrays, None, lost, on_devices(fft, rows, lambda b: b.held, bool))
 
 
 def room(fft: Any, live: jax.Array, what: str, key: str, value: float, held: int, count: int) -> slots.Room | None:

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from simulator.equations.base import Equation, Params
 from simulator.errors import ConfigError
@@ -53,7 +52,7 @@ def _stored_grid_fields(source: Source, eq: Equation, params: Params) -> dict[st
             _refuse_damaged(source.checkpoint, failed)
         fields = _fields(eq, state, params)
         if any(name not in fields for name in names):
-            fields = {**fields, **eq.stored_fields(_particle_arrays(source.checkpoint))}
+            fields = {**fields, **_stored_particle_fields(eq, source.checkpoint)}
         return {name: fields[name] for name in names}
     # state fields that are no grid field (the cold particles' positions and momenta): only a checkpoint holds them
     particles = [name for name in names if name not in eq.field_info]
@@ -84,11 +83,13 @@ def _refuse_damaged(ckpt: checkpoints.Checkpoint, failed: Exception | None) -> N
     raise ConfigError("checkpoint", str(ckpt.index.with_suffix(".json")), instead, f"is damaged ({where})")
 
 
-def _particle_arrays(ckpt: checkpoints.Checkpoint) -> dict[str, np.ndarray]:
-    """Every particle-space array of ``ckpt`` (its marker's names and spaces), whole, by leaf name."""
+def _stored_particle_fields(eq: Equation, ckpt: checkpoints.Checkpoint) -> dict[str, jax.Array]:
+    """The state fields ``ckpt`` holds as particle arrays (:meth:`Equation.stored_fields`), given every
+    particle-space dataset of it (its marker's names and spaces) by leaf name, read by the equation while open."""
     spaces = dict(zip(ckpt.meta.get("names") or (), ckpt.meta.get("spaces") or (), strict=False))
     with hdf5.IndexedFile(ckpt.index) as snap:
-        return {name: snap.file[name][()] for name in snap.fields if spaces.get(name) == checkpoints.PARTICLES}
+        return eq.stored_fields({name: snap.file[name] for name in snap.fields
+                                 if spaces.get(name) == checkpoints.PARTICLES})
 
 
 # jitted: one program each (run eagerly, every operation in them would compile its own)

@@ -206,36 +206,41 @@ class ColdSpecies:
                           mesh.sizes(self)[0], p.cdm_particles)
         return [] if room is None else [room]
 
-    def stored_fields(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
-        """The state fields a checkpoint holds as particle arrays (``stored``: its particle arrays by leaf name,
-        whole, NumPy), for a state read from it onto any grid (:mod:`simulator.run.remap`): ``cdm_position`` and
-        ``cdm_momentum`` ``(Np, 3)`` in lattice order (its occupied slots sorted by identity; each device its
-        own rows, :meth:`field_layouts`), and a
-        particle-only state's ``cdm_mass`` ``(1,)``. They do not depend on the grid: a branch at another
-        resolution keeps them exactly. A checkpoint without all Np particles: a one-line ConfigError."""
+    def stored_fields(self, stored: Mapping[str, Any]) -> dict[str, jax.Array]:
+        """The state fields a checkpoint holds as particle arrays (``stored``: its particle datasets by leaf name,
+        read a bounded chunk at a time), for a state read from it onto any grid (:mod:`simulator.run.remap`):
+        ``cdm_position`` and ``cdm_momentum`` ``(Np, 3)`` in lattice order (its occupied slots by identity; each
+        device its own rows, :meth:`field_layouts`, each process reading only those onto its host:
+        :func:`simulator.particles.stack.read_rows`), and a particle-only state's ``cdm_mass`` ``(1,)``. They do
+        not depend on the grid: a branch at another resolution keeps them exactly. A checkpoint without all Np
+        particles: a one-line ConfigError."""
         from simulator.errors import ConfigError
 
         if not self.cold:
             return {}
-        rows = stack.host_rows(stored, ("position", "momentum"), "live", "ident", "lost")
         count = self.physics.cdm_particles
-        if rows is None or not np.array_equal(rows.ident, np.arange(count)):
-            held = 0 if rows is None else len(rows.ident)
+        rows = stack.read_rows(stored, ("position", "momentum"), "live", "ident", "lost",
+                               stack.share(self.fft, count), "physics.cdm_particles", count)
+        # every process counts every particle; each checks its own rows, all of them there
+        if rows is None or rows.count != count or not all(b.held.all() for b in rows.blocks.values()):
+            held = 0 if rows is None else rows.count
             raise ConfigError("physics.cdm_particles", count, f"a checkpoint holding all {count} cold particles "
                               "(this one lost some, or holds none)", f"finds {held} there")
-        out = {f"cdm_{name}": placement.host_rows(self.fft, rows.arrays[name], self.dtype)
+        out = {f"cdm_{name}": stack.on_devices(self.fft, rows, lambda b, name=name: b.arrays[name], self.dtype)
                for name in ("position", "momentum")}
         if "cdm_mass" in self.state_fields:
             out["cdm_mass"] = self.fft.replicated(np.asarray(stored["mass"]).reshape(1), self.dtype)
         return out
 
-    def reslot(self, stored: Mapping[str, np.ndarray]) -> dict[str, jax.Array] | None:
+    def reslot(self, stored: Mapping[str, Any]) -> dict[str, jax.Array] | None:
         """A checkpoint's cold particles, written on another device count, laid out by owner for this run's
         (:func:`simulator.particles.stack.lay_out`): the live slots' positions, momenta and forces by identity,
-        every process reading them all once, each device taking its own share of the rows; the lost counts carried
-        on (plus any particle that found no slot: the run stops before its first step, naming
-        ``physics.cdm_capacity``)."""
+        every process reading them a bounded chunk at a time and keeping its own devices' rows
+        (:func:`simulator.particles.stack.read_rows`); the lost counts carried on (plus any particle that found
+        no slot: the run stops before its first step, naming ``physics.cdm_capacity``)."""
         if not self.cold:
             return None
-        rows = stack.host_rows(stored, ("position", "momentum", "force"), "live", "ident", "lost")
+        count = self.physics.cdm_particles
+        rows = stack.read_rows(stored, ("position", "momentum", "force"), "live", "ident", "lost",
+                               stack.share(self.fft, stack.padded(self.fft, count)), "physics.cdm_particles", count)
         return mesh.entries(self, *stack.lay_out(self.fft, self.box, mesh.sizes(self)[0], self.dtype, rows))
