@@ -238,12 +238,16 @@ def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
     assert under_resolved(stored) == ["psi_tail = 0.012 > 0.001"]
 
 
-@pytest.mark.parametrize("header", ["step,ti", "\0" * 24], ids=["cut mid-header", "header overwritten"])
-def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_warning(tmp_path, capsys, header):
+@pytest.mark.parametrize("text", ["step,ti", "\0" * 24 + "\n0,0.0,0.1,0.125\n5,0.5,0.1,0.12\n",
+                                  "step,time,dt,energy\n\0\0\0\0\n\0\0\0\0\n",
+                                  "step,time,dt,energy\n0,0.0,0.1,0.125\n\0\0\0\0\n5,0.5,0.1,0.12\n"],
+                         ids=["cut mid-header", "header overwritten", "rows overwritten", "damaged in the middle"])
+def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_warning(tmp_path, capsys, text):
     """A point's timeseries.csv cut mid-header, or its header overwritten (NUL bytes, rows intact): `sweep
     --collect` was a KeyError 'time' traceback and wrote no collected.csv (the rows under a NUL header read as
-    none, silently); now every other point is collected, the damaged one's row has no results and a note naming
-    the file and what to do, one warning line names it, and no run directory is changed."""
+    none, silently); its rows overwritten under an intact header, or a line in the middle: the point collected with
+    no or fewer rows, unsaid. Now every other point is collected, the damaged one's row has no results and a note
+    naming the file and what to do, one warning line names it, and no run directory is changed."""
     import hashlib
 
     import simulator
@@ -261,7 +265,7 @@ def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_w
         (out / point["config"]).write_text(config_mod.dump(simulator.load_config(TG)))
         (out / point["name"] / "timeseries.csv").write_text("step,time,dt,energy\n" + rows)
     damaged = out / "p001" / "timeseries.csv"
-    damaged.write_text(header if header == "step,ti" else header + "\n" + rows)
+    damaged.write_text(text)
 
     def files():
         return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
