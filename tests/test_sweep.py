@@ -340,6 +340,33 @@ def test_a_point_whose_config_is_damaged_is_collected_with_a_note_and_one_warnin
                             "; restore it from a copy")
 
 
+@pytest.mark.parametrize("damage", ["cut short", "empty", "not a dict", "a directory"])
+def test_a_point_whose_status_is_damaged_is_collected_as_unknown_with_a_note_and_one_warning(tmp_path, capsys, damage):
+    """A damaged p001/status.json: `sweep --collect` (and every listing of the points) called the point `pending`,
+    never started, unsaid, though it may have run or finished; now its state is `unknown`, its results (its
+    intact time series) are collected, and its note and one warning line name the file and what to do."""
+    from simulator.cli import main
+
+    out = three_points(tmp_path / "sw")
+    status = out / "p001" / "status.json"
+    if damage == "a directory":
+        status.mkdir()
+    else:
+        status.write_text({"cut short": '{"state": "finished", "st', "empty": "", "not a dict": "[1, 2]"}[damage])
+    assert main(["sweep", str(out), "--collect"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "Traceback" not in err, err
+    with (out / "collected.csv").open() as f:
+        collected = list(csv.DictReader(f))
+    assert [r["status"] for r in collected] == ["pending", "unknown", "pending"]
+    assert [r["final_energy"] for r in collected] == ["0.12", "0.12", "0.12"]
+    assert not collected[0]["note"] and not collected[2]["note"]
+    for text in (f"{status} is damaged or not as the run writes it", f"simulator sweep {out} --point 1"):
+        assert text in collected[1]["note"] and text in warnings[0], (collected[1]["note"], warnings[0])
+    assert warnings[0].startswith(f"warning: point 1 in {out / 'collected.csv'}: "), warnings[0]
+
+
 @pytest.mark.parametrize("damage", ["a directory", "permission denied"])
 def test_a_point_whose_time_series_cannot_be_read_is_collected_with_a_note_and_one_warning(tmp_path, capsys,
                                                                                            monkeypatch, damage):
