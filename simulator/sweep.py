@@ -35,7 +35,7 @@ import yaml
 
 from simulator import config as config_mod
 from simulator.equations import resolution
-from simulator.run.rundir import read_status
+from simulator.run.rundir import STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError, DamagedFileError
@@ -160,9 +160,12 @@ def point_label(params: Mapping[str, Any]) -> str:
 
 
 def point_state(directory: Path, name: str) -> str:
-    """``pending`` (never started), or the run's state: running, interrupted, finished, failed."""
+    """``pending`` (never started), ``unknown`` (its ``status.json`` damaged, or not a run's: it cannot say), or
+    the run's state: running, interrupted, finished, failed."""
     status = read_status(directory / name)
-    return "pending" if status is None else str(status.get("state", "unknown"))
+    if status is None:  # none (never started), or one that does not read: that point may have run, or finished
+        return "unknown" if (directory / name / STATUS_FILE).exists() else "pending"
+    return str(status.get("state", "unknown"))
 
 
 def run_command(directory: Path, point: Mapping[str, Any]) -> list[str]:
@@ -320,19 +323,24 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
     its lowest value, ``lowest_<name>``, instead of the largest, and of a clock (the equation's
     ``clocks``: a cosmological run's a, z, age) the final value only: their largest says nothing. A point whose
     ``timeseries.csv`` is damaged (:class:`~simulator.errors.DamagedFileError`) or cannot be read, or whose
-    resolved config ``configs/pNNN.yaml`` is, has no results and the column ``note``, there only then, says
-    what is damaged and what to do; the other points are collected all the same."""
+    resolved config ``configs/pNNN.yaml`` is, has no results, and one whose ``status.json`` is (state
+    ``unknown``) has its results; the column ``note``, there only then, says what is damaged and what to do; the
+    other points are collected all the same."""
     manifest = read_manifest(directory)
     rows, diagnostics, no_peak = [], [], set()
     for point in manifest["points"]:
-        row: dict[str, Any] = {"index": point["index"], "status": point_state(directory, point["name"]),
-                               "out": point["name"], **{k: point["params"].get(k, "") for k in manifest["swept"]}}
+        state = point_state(directory, point["name"])
+        row: dict[str, Any] = {"index": point["index"], "status": state, "out": point["name"],
+                               **{k: point["params"].get(k, "") for k in manifest["swept"]}}
+        notes = [_status_note(directory, point)] if state == "unknown" else []
         table, why = _series(directory / point["name"] / "timeseries.csv")
         clocks: tuple[str, ...] = ()
         if table and table["time"].size and why is None:
             clocks, why = _clocks(directory / point["config"])
         if why is not None:  # that point's row says so, with no results
-            row["note"], table = why, {}
+            notes, table = [*notes, why], {}
+        if notes:
+            row["note"] = "; also ".join(notes)
         if table and table["time"].size:
             names = [n for n in table if n not in ("step", "time", "dt")]
             diagnostics.extend(n for n in names if n not in diagnostics)
@@ -357,6 +365,13 @@ def collect(directory: Path) -> tuple[Path, list[dict[str, Any]]]:
         for row in rows:
             writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
     return path, rows
+
+
+def _status_note(directory: Path, point: Mapping[str, Any]) -> str:
+    """Why a point's state is ``unknown`` (its row's note): its ``status.json`` does not read, and what to do."""
+    return (f"{directory / point['name'] / STATUS_FILE} is damaged or not as the run writes it, so the point's state "
+            f"is unknown; restore it from a copy, or resume the point (`simulator sweep {directory} --point "
+            f"{point['index']}`: from its latest checkpoint), which writes it again")
 
 
 def _series(path: Path) -> tuple[dict[str, np.ndarray], str | None]:

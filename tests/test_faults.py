@@ -507,6 +507,24 @@ def test_a_restart_repairs_the_time_series_and_skips_a_damaged_marker(finished, 
     assert float(table[-1][1]) == 0.2 and read_timeseries(run_dir / "timeseries.csv")["step"].size == 5
 
 
+@pytest.mark.parametrize("text, line", [("x,y\n\0\0\0\n", 2), ("0,0.0,0.01,1.0\n\n\0\0\0\n5,0.05,0.01,0.9\n", 4),
+                                        ("0,0.0,0.01,1.0\n5,0.05\n10,0.1,0.01,0.8\n", 3)],
+                         ids=["rows overwritten", "NUL bytes in the middle", "a short row in the middle"])
+def test_a_time_series_damaged_before_its_last_line_is_named_with_the_line(tmp_path, text, line):
+    """Lines that are no rows were skipped wherever they stood, so rows overwritten under an intact header read as
+    none and damage in the middle as fewer rows, unsaid; now that is DamagedFileError naming the file and the first
+    such line. Only a last line (what a crash cuts) and blank lines are passed over, as a restart repairs them."""
+    from simulator.errors import DamagedFileError
+
+    path = tmp_path / "timeseries.csv"
+    path.write_text("step,time,dt,energy\n" + text)
+    with pytest.raises(DamagedFileError, match=f"^{path} is damaged .*line {line} is no row of 4 numbers") as err:
+        read_timeseries(path)
+    assert len(str(err.value).splitlines()) == 1
+    path.write_text("step,time,dt,energy\n0,0.0,0.01,1.0\n\n5,0.05,0.01,0.9\n\n10,0.1,0.0\0\0")
+    assert read_timeseries(path)["step"].tolist() == [0, 5]
+
+
 def test_the_time_series_is_repaired_to_the_checkpoint_and_a_failed_write_is_undone(tmp_path, monkeypatch):
     path = tmp_path / "timeseries.csv"
     good = ["step,time,dt,energy", "0,0.0,0.01,1.0", "5,0.05,0.01,0.9", "10,0.1,0.01,0.8"]

@@ -451,6 +451,28 @@ def test_a_restart_reads_its_particles_in_chunks_keeping_only_its_devices_rows(d
     assert all(bitwise(b.arrays[k["position"]], by_identity[a:a + 50]) for a, b in rows.blocks.items())
 
 
+def test_initial_name_file_of_an_owned_checkpoint_gives_a_replicated_species_its_rows_by_identity(devices, tmp_path):
+    """``initial.name: file`` of a checkpoint holding the species per device (owned tracers and inertial drops, a
+    4-device slab) for replicated species: refused as "holds 400 particles" (the slots, not the 200 particles);
+    now each takes the stored rows by identity, as a restart does. Another count: one line naming it and the
+    particles the checkpoint holds."""
+    written = simulation(devices, ("slab", 4, None), particles=OWNED, **FLOW)
+    state = written.initial_state()
+    ckpt = checkpoint(written, state, tmp_path / "four")
+    sim = simulation(devices, ("slab", 4, None), particles=SPECIES, **FLOW)
+    got = sim.state_from_file(ckpt.index.with_suffix(".json"))
+    for name, quantity in (("tracers", "position"), ("drops", "position"), ("drops", "velocity")):
+        key = f"particles.{name}.{quantity}"
+        assert got[key].shape == ((200, 3) if name == "tracers" else (64, 3))
+        assert bitwise(got[key], by_identity(state, name, quantity)), key
+    more = simulation(devices, ("slab", 4, None), particles=[{**SPECIES[0], "count": 300}, SPECIES[1]], **FLOW)
+    with pytest.raises(ConfigError) as err:
+        more.state_from_file(ckpt.index.with_suffix(".json"))
+    message = str(err.value)
+    assert message == (f"particles[0].count = 300 differs; the checkpoint {ckpt.index} holds 200 particles of species "
+                       "'tracers' (kept per device): give that count"), message
+
+
 def test_a_position_not_finite_at_the_hand_out_is_counted_as_not_finite_not_as_a_full_device(devices):
     """Rows whose position is NaN or infinite have no owner: the first hand-out (an initial condition, a restart's
     rows) counts them as a hand-over does, in ``lost[2]`` (its message says they stopped being finite), not as

@@ -238,12 +238,16 @@ def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
     assert under_resolved(stored) == ["psi_tail = 0.012 > 0.001"]
 
 
-@pytest.mark.parametrize("header", ["step,ti", "\0" * 24], ids=["cut mid-header", "header overwritten"])
-def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_warning(tmp_path, capsys, header):
+@pytest.mark.parametrize("text", ["step,ti", "\0" * 24 + "\n0,0.0,0.1,0.125\n5,0.5,0.1,0.12\n",
+                                  "step,time,dt,energy\n\0\0\0\0\n\0\0\0\0\n",
+                                  "step,time,dt,energy\n0,0.0,0.1,0.125\n\0\0\0\0\n5,0.5,0.1,0.12\n"],
+                         ids=["cut mid-header", "header overwritten", "rows overwritten", "damaged in the middle"])
+def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_warning(tmp_path, capsys, text):
     """A point's timeseries.csv cut mid-header, or its header overwritten (NUL bytes, rows intact): `sweep
     --collect` was a KeyError 'time' traceback and wrote no collected.csv (the rows under a NUL header read as
-    none, silently); now every other point is collected, the damaged one's row has no results and a note naming
-    the file and what to do, one warning line names it, and no run directory is changed."""
+    none, silently); its rows overwritten under an intact header, or a line in the middle: the point collected with
+    no or fewer rows, unsaid. Now every other point is collected, the damaged one's row has no results and a note
+    naming the file and what to do, one warning line names it, and no run directory is changed."""
     import hashlib
 
     import simulator
@@ -261,7 +265,7 @@ def test_a_point_whose_time_series_is_damaged_is_collected_with_a_note_and_one_w
         (out / point["config"]).write_text(config_mod.dump(simulator.load_config(TG)))
         (out / point["name"] / "timeseries.csv").write_text("step,time,dt,energy\n" + rows)
     damaged = out / "p001" / "timeseries.csv"
-    damaged.write_text(header if header == "step,ti" else header + "\n" + rows)
+    damaged.write_text(text)
 
     def files():
         return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*")) if p.is_file()}
@@ -334,6 +338,33 @@ def test_a_point_whose_config_is_damaged_is_collected_with_a_note_and_one_warnin
         config.write_text(texts[damage])
     collected_with_one_note(capsys, out, f"{config} is damaged or not as `simulator sweep` writes it (",
                             "; restore it from a copy")
+
+
+@pytest.mark.parametrize("damage", ["cut short", "empty", "not a dict", "a directory"])
+def test_a_point_whose_status_is_damaged_is_collected_as_unknown_with_a_note_and_one_warning(tmp_path, capsys, damage):
+    """A damaged p001/status.json: `sweep --collect` (and every listing of the points) called the point `pending`,
+    never started, unsaid, though it may have run or finished; now its state is `unknown`, its results (its
+    intact time series) are collected, and its note and one warning line name the file and what to do."""
+    from simulator.cli import main
+
+    out = three_points(tmp_path / "sw")
+    status = out / "p001" / "status.json"
+    if damage == "a directory":
+        status.mkdir()
+    else:
+        status.write_text({"cut short": '{"state": "finished", "st', "empty": "", "not a dict": "[1, 2]"}[damage])
+    assert main(["sweep", str(out), "--collect"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "Traceback" not in err, err
+    with (out / "collected.csv").open() as f:
+        collected = list(csv.DictReader(f))
+    assert [r["status"] for r in collected] == ["pending", "unknown", "pending"]
+    assert [r["final_energy"] for r in collected] == ["0.12", "0.12", "0.12"]
+    assert not collected[0]["note"] and not collected[2]["note"]
+    for text in (f"{status} is damaged or not as the run writes it", f"simulator sweep {out} --point 1"):
+        assert text in collected[1]["note"] and text in warnings[0], (collected[1]["note"], warnings[0])
+    assert warnings[0].startswith(f"warning: point 1 in {out / 'collected.csv'}: "), warnings[0]
 
 
 @pytest.mark.parametrize("damage", ["a directory", "permission denied"])

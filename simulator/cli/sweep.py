@@ -48,9 +48,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         directory = Path(args.target)
         path, rows = sweep.collect(directory)
         finished = sum(r["status"] == "finished" for r in rows)
-        for row in rows:  # a point whose time series is damaged: collected without results
+        for row in rows:  # a point with a damaged file: collected without results, or (its status) of state unknown
             if "note" in row:
-                print(f"warning: point {row['index']} has no results in {path}: {row['note']}", file=sys.stderr)
+                lacks = "" if "time" in row else " has no results"
+                print(f"warning: point {row['index']}{lacks} in {path}: {row['note']}", file=sys.stderr)
         print(f"{path}: {len(rows)} points, {finished} finished")
         from simulator import plots
 

@@ -139,23 +139,34 @@ def last_step(run_dir: Path) -> int | None:
 def read_timeseries(path: Path) -> dict[str, np.ndarray]:
     """The columns of a ``timeseries.csv`` as float arrays, by header name.
 
-    Blank lines and lines that are short or not numeric are skipped: the last line of a run that is
-    writing the file at this moment, or what a crash left. DamagedFileError naming a file not as a run writes it,
-    one whose header does not begin with ``step, time, dt`` among them (cut short, or overwritten).
+    Blank lines are skipped, and so is the last line when it is short or not numeric: the row a run is writing
+    at this moment, or what a crash left of it (a restart rewrites the file whole, so nothing else is left
+    half written). DamagedFileError naming a file not as a run writes it: its header does not begin with
+    ``step, time, dt`` (cut short, or overwritten), or a line before its last is no row (damage in the middle,
+    whose rows would be lost unsaid), the first such line named.
     """
+    rows: list[list[float]] = []
+    bad: int | None = None  # the first line that is no row: only the last line may be
     with reading(path), open(path, newline="", errors="replace") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, [])
+        header = next(csv.reader([fh.readline()]), [])
         if header and header[:3] != list(LEADING):  # its rows cannot be named: read as none, they would be lost unsaid
             raise ValueError(f"its header does not begin with {', '.join(LEADING)}")
-        rows = []
-        for row in reader:
-            try:
-                values = [float(v) for v in row]
-            except ValueError:
+        for number, line in enumerate(fh, start=2):
+            if not line.strip():
                 continue
+            if not header:
+                raise ValueError("its first line, the header, is blank")
+            if bad is not None:
+                raise ValueError(f"line {bad} is no row of {len(header)} numbers yet lines follow it; only the last "
+                                 "line, cut short by a crash, may be")
+            try:
+                values = [float(v) for v in line.split(",")]
+            except ValueError:
+                values = []
             if len(values) == len(header):
                 rows.append(values)
+            else:
+                bad = number
     table = np.array(rows, dtype=float).reshape(len(rows), len(header))
     return {name: table[:, i] for i, name in enumerate(header)}
 

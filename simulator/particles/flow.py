@@ -305,10 +305,8 @@ class WithParticles(SemiLinearEquation):
         species from its stored rows by identity (an owned checkpoint's live slots, or a replicated one's rows,
         row i particle i), each process keeping its own devices' rows (:func:`.owned.read_rows`), through
         :func:`.owned.lay_out`, the lost counts carried on; a replicated species stored owned as every row by
-        identity, replicated. A species that lost particles cannot become replicated: a one-line ConfigError
-        naming ``particles[i].distribution``."""
-        from simulator.errors import ConfigError
-
+        identity, replicated (:func:`.owned.replicated`: a species that lost particles cannot become replicated,
+        a one-line ConfigError naming ``particles[i].distribution``)."""
         out: dict[str, jax.Array] = {}
         for i, s in enumerate(self.species):
             if s.owned:
@@ -316,14 +314,7 @@ class WithParticles(SemiLinearEquation):
                 if rows is not None:
                     out.update(owning.lay_out(self.fft, self.box, self.dtype, s, rows))
             elif owning.keys(s.name)["live"] in stored:  # owned slots in the checkpoint, replicated rows here
-                rows = owning.read_rows(self.fft, s, i, stored, whole=True)
-                if rows is None:
-                    continue
-                if rows.count != s.count:
-                    raise ConfigError(f"particles[{i}].distribution", s.distribution, f"the checkpoint holds "
-                                      f"{rows.count} of the {s.count} particles of species {s.name} (the "
-                                      "others were lost): restart with distribution: owned", "cannot take them")
-                out.update({key: self.fft.replicated(a, self.dtype) for key, a in rows.blocks[0].arrays.items()})
+                out.update(owning.replicated(self.fft, s, i, stored, self.dtype, "the checkpoint") or {})
         return out or None
 
 

@@ -16,7 +16,9 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
     """The state of a file source (:class:`simulator.output.sources.Source`) on this run's grid:
     ``flow_state`` (already remapped onto it), and the particles the source's checkpoint holds (particle
     arrays do not depend on the grid: a restart at another resolution keeps them exactly); a species the
-    source lacks (a snapshot, or a run without it) starts at its configured placement."""
+    source lacks (a snapshot, or a run without it) starts at its configured placement. A species kept per device
+    (``distribution: owned``) takes the stored rows by identity whatever their layout, and so does a replicated
+    one stored per device (:func:`simulator.particles.owned.replicated`), as a restart lays them out."""
     from simulator.errors import ConfigError
     from simulator.output import hdf5
 
@@ -28,14 +30,18 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
     laid: dict[str, dict[str, jax.Array]] = {}
     with hdf5.IndexedFile(ckpt.index) as snap:
         for i, s in enumerate(eq.species):
+            datasets = {k: snap.file[k] for k in owning.keys(s.name).values() if k in snap.fields}
             if s.owned:  # whatever the source's layout: each process its devices' rows by identity, laid out
-                rows = owning.read_rows(eq.fft, s, i, {k: snap.file[k] for k in owning.keys(s.name).values()
-                                                       if k in snap.fields})
+                rows = owning.read_rows(eq.fft, s, i, datasets)
                 if rows is not None and rows.count != s.count:
                     raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
                                       f"{rows.count} particles of species {s.name!r}: give that count", "differs")
                 if rows is not None:
                     laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, rows)
+                continue
+            if owning.keys(s.name)["live"] in snap.fields:  # stored per device: every row by identity, replicated
+                stored.update(owning.replicated(eq.fft, s, i, datasets, eq.dtype, f"the checkpoint {ckpt.index}")
+                              or {})
                 continue
             keys = [position_key(s.name)] + ([velocity_key(s.name)] if s.inertial else [])
             for key in keys:
