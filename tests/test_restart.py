@@ -391,6 +391,24 @@ def test_resume_replaces_a_partial_run_of_the_same_config_that_never_checkpointe
     assert checkpoint.find(tmp_path / "run").step == 10
 
 
+def test_resume_leaves_a_run_without_checkpoints_whose_status_does_not_read_as_it_is(tmp_path, monkeypatch, capfd):
+    """A finished run whose checkpoints were deleted (to save room) and whose status.json was then damaged: --resume
+    (what a sweep's --local and --submit run) replaced it from t = 0 as a partial run; it is refused, nothing touched."""
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
+    assert here(capfd, *args).returncode == 0
+    for marker in (tmp_path / "run" / "checkpoints").glob("c*.json"):
+        marker.unlink()
+    status = tmp_path / "run" / "status.json"
+    status.write_text(status.read_text()[:7])
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    r = here(capfd, *args, "--resume")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert "--resume" in lines[0] and "status.json" in lines[0] and "--overwrite" in lines[0], lines
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
+
+
 def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
     series = run_dir / "timeseries.csv"
     deadline = time.monotonic() + timeout

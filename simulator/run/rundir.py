@@ -215,7 +215,12 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
     if old is None or physics_changes(old, cfg):
         raise ConfigError("--resume", str(path), "give the directory of this config's run, or a new one",
                           "holds files but no checkpoint of a run with this physics and grid")
-    status = read_status(path) or {}
+    status = read_status(path)
+    if status is None and (path / STATUS_FILE).exists():  # it may be a finished run's: replaced, it would be lost
+        raise ConfigError("--resume", str(path), f"restore its {STATUS_FILE} from a copy, or start afresh with "
+                          "--overwrite or into another --out", f"holds no checkpoint to continue and a {STATUS_FILE} "
+                          "that does not read (damaged), so whether its run finished is unknown")
+    status = status or {}
     finished = status.get("state") == "finished" and isinstance(status.get("time"), (int, float))
     reached = float(status["time"]) if finished else 0.0
     if finished and reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
