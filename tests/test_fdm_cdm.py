@@ -689,7 +689,10 @@ def test_a_lattice_start_is_placed_as_on_one_device_with_no_device_holding_the_w
         assert g.shape == w.shape and relative_error(g, w) < 1e-12
     eq = sim.equation
     replicated = [eq.fft.replicated(r, eq.dtype) for r in got] + [eq.fft.replicated(np.arange(8**3), np.int32)]
-    old = [np.asarray(a) for a in owned.distribute(eq.fft, eq.box, cdm_mesh.sizes(eq)[0], *replicated)]
+    # compiled as one program, as the library calls it: called outside jit, each of its operations compiled as a
+    # program of its own (about 170, 5-8 s of this test)
+    hand_out = jax.jit(owned.distribute, static_argnums=(0, 1, 2))
+    old = [np.asarray(a) for a in hand_out(eq.fft, tuple(eq.box), cdm_mesh.sizes(eq)[0], *replicated)]
     assert np.array_equal(old[0], live > 0) and np.array_equal(old[3], ident)
     assert np.array_equal(old[1], position) and np.array_equal(old[2], momentum)
     for name in ("cdm_position", "cdm_momentum"):
