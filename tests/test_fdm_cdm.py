@@ -894,8 +894,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     The same with f = 0, the particles alone: no wave in the checkpoint, the snapshots or the spectra (the
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
     plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
-    the figures are made by the commands' own function (:func:`simulator.cli.main`) in this process (a process
-    each started JAX only to read one line or to draw), and so are the runs: on the first 2 (and 4) of the
+    the figures and the plan are made by the commands' own function (:func:`simulator.cli.main`) in this process (a
+    process each started JAX only to read one line or to draw), and so are the runs: on the first 2 (and 4) of the
     suite's 8 devices by their mesh, as a process of 2 (or 4) devices holds them."""
     mixed_run = fraction > 0
     config = cosmo_config(tmp_path, fraction)
@@ -1002,9 +1002,12 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     shutil.copy(out / "timeseries.csv", before / "timeseries.csv")
     scales, now = simulator.load_run(before).scales(), simulator.load_run(out).scales()
     assert scales.keys() == now.keys() and all(np.array_equal(scales[k], now[k]) for k in now), scales
-    planned = subprocess.run([sys.executable, "-m", "simulator", "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",
-                              "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
-    assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]
+    # in this process, as the runs (a process of its own started JAX again: 5 of its 10 s), on one device by its
+    # mesh, as a process of one device plans it
+    code, stdout, stderr = command(capfd, "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0",
+                                   "--set", "physics.cdm_particles=4096", "--set", "fft.mesh=[1]")
+    assert code == 0 and ": fits" in stdout + stderr, stderr[-2000:]
+    assert "mesh [1] of 1 cpu device(s)" in stdout, stdout
     written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
     stderr = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
                  "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
