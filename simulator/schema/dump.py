@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import typing
 from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
-from simulator.schema import absent_keys, section_list_item
+from simulator.schema import absent_keys, section_list_item, type_hints
 from simulator.schema.build import type_name
 
 
@@ -50,7 +49,7 @@ def dump(cfg: Any) -> str:
 def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:
     """Yield (dotted key, type name, default, doc) for every leaf of ``cls``; a tagged-union section
     yields its ``name`` key only (its variants are documented by their own tables)."""
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         if "open" in f.metadata:  # documented by the registry that owns them (simulator.config.config_docs)
