@@ -690,7 +690,10 @@ def test_a_lattice_start_is_placed_as_on_one_device_with_no_device_holding_the_w
         assert g.shape == w.shape and relative_error(g, w) < 1e-12
     eq = sim.equation
     replicated = [eq.fft.replicated(r, eq.dtype) for r in got] + [eq.fft.replicated(np.arange(8**3), np.int32)]
-    old = [np.asarray(a) for a in owned.distribute(eq.fft, eq.box, cdm_mesh.sizes(eq)[0], *replicated)]
+    # compiled as one program, as the library calls it: called outside jit, each of its operations compiled as a
+    # program of its own (about 170, 5-8 s of this test)
+    hand_out = jax.jit(owned.distribute, static_argnums=(0, 1, 2))
+    old = [np.asarray(a) for a in hand_out(eq.fft, tuple(eq.box), cdm_mesh.sizes(eq)[0], *replicated)]
     assert np.array_equal(old[0], live > 0) and np.array_equal(old[3], ident)
     assert np.array_equal(old[1], position) and np.array_equal(old[2], momentum)
     for name in ("cdm_position", "cdm_momentum"):
@@ -803,20 +806,23 @@ def test_a_start_from_a_file_is_refused_naming_the_branch_that_carries_the_parti
     assert "\n" not in str(err.value)
 
 
-def test_a_restart_with_another_initial_redshift_is_refused_in_one_line(tmp_path):
+def test_a_restart_with_another_initial_redshift_is_refused_in_one_line(tmp_path, monkeypatch, capfd):
     """physics.z_start is the origin of the clock ln(a/a_start): continued with another, a checkpoint's time is read
     as another redshift (a state at z = 23 went on as one at z = 47, its time series labelled so). Cold dark matter
     alone (8^3 particles on 8^3), run to z = 9 and restarted from its checkpoint at z = 11 with z_start 99: refused
     in one line naming physics.z_start, also with --allow-physics-change, the run untouched; physics.z_end, which
-    says when the run ends, still changes freely. Before, the flag let it through and the run went on."""
+    says when the run ends, still changes freely. Before, the flag let it through and the run went on. The runs are
+    made by the command's own function in this process (a process each started JAX again), on one device by its
+    mesh, as a process of one device holds them."""
     config = str(Path(__file__).parents[1] / "configs" / "cold_dark_matter.yaml")
     base = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
             "--set", "physics.z_end=9", "--set", "physics.output_redshifts=[49,9]", "--set", "time.dt=0.2",
-            "--set", "output.chunk=2", "--set", "checkpoint.every=4", "--out", "run"]
+            "--set", "output.chunk=2", "--set", "checkpoint.every=4", "--set", "fft.mesh=[1]", "--out", "run"]
+    monkeypatch.chdir(tmp_path)
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "simulator", "run", config, *base, *extra], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
+        code, out, err = command(capfd, "run", config, *base, *extra)
+        return subprocess.CompletedProcess(["simulator", "run"], code, out, err)
 
     assert run().returncode == 0
     files = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
@@ -892,8 +898,8 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     The same with f = 0, the particles alone: no wave in the checkpoint, the snapshots or the spectra (the
     potential and the particles' density, P(k) of the particles and the cold linear theory); `simulator plan`
     plans it, and a restart that would add the wave (f = 0.3) is refused in one line, exit 2. The refusals and
-    the figures are made by the commands' own function (:func:`simulator.cli.main`) in this process (a process
-    each started JAX only to read one line or to draw), and so are the runs: on the first 2 (and 4) of the
+    the figures and the plan are made by the commands' own function (:func:`simulator.cli.main`) in this process (a
+    process each started JAX only to read one line or to draw), and so are the runs: on the first 2 (and 4) of the
     suite's 8 devices by their mesh, as a process of 2 (or 4) devices holds them."""
     mixed_run = fraction > 0
     config = cosmo_config(tmp_path, fraction)
@@ -1000,9 +1006,12 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
     shutil.copy(out / "timeseries.csv", before / "timeseries.csv")
     scales, now = simulator.load_run(before).scales(), simulator.load_run(out).scales()
     assert scales.keys() == now.keys() and all(np.array_equal(scales[k], now[k]) for k in now), scales
-    planned = subprocess.run([sys.executable, "-m", "simulator", "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0", "--set",
-                              "physics.cdm_particles=4096"], capture_output=True, text=True, timeout=300)
-    assert planned.returncode == 0 and ": fits" in planned.stdout + planned.stderr, planned.stderr[-2000:]
+    # in this process, as the runs (a process of its own started JAX again: 5 of its 10 s), on one device by its
+    # mesh, as a process of one device plans it
+    code, stdout, stderr = command(capfd, "plan", config, "--set", "grid.shape=16", "--set", "physics.fdm_fraction=0",
+                                   "--set", "physics.cdm_particles=4096", "--set", "fft.mesh=[1]")
+    assert code == 0 and ": fits" in stdout + stderr, stderr[-2000:]
+    assert "mesh [1] of 1 cpu device(s)" in stdout, stdout
     written = sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*"))
     stderr = run("wave", "--restart", str(tmp_path / "straight" / "checkpoints" / "c00000010.json"), "--set",
                  "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
@@ -1015,12 +1024,13 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
 @pytest.mark.slow  # two runs through the CLI, one as two processes (60-75 s on 2 loaded cores)
 @pytest.mark.multiprocess
 @pytest.mark.parametrize("fraction", [0.3, 0.0], ids=["mixed", "particles"])
-def test_two_processes_equal_one(tmp_path, fraction):
+def test_two_processes_equal_one(tmp_path, fraction, capfd):
     """configs/fdm_cosmo.yaml mixed (f = 0.3, 16^3 wave and 16^3 particles from 2LPT) to z = 63 (14 steps) through
     `simulator launch -n 2 --cpu-devices 4 run --set fft.mesh=[4]` (4 devices in 2 processes: the particles'
     hand-over between owners, the halo exchanges and the all-to-alls cross the processes; a mesh smaller than
     the 8 devices takes 2 of each process's, where it once took process 0's 4 and left process 1 none, which
-    failed in a traceback) and through `simulator run` on one device: the final checkpoint's
+    failed in a traceback) and through `simulator run` on one device (in this process, by the command's own
+    function, on the first of the suite's devices by its mesh): the final checkpoint's
     psi, positions and momenta agree to 1e-12 of their largest values (measured: 4.6e-15, 2.3e-16, 2.0e-15:
     the transforms' and reductions' round-off in another order), and the particles moved (0.3 cells); the
     particle snapshots of two processes are two shards whose rows add up to every particle, equal to one's. The
@@ -1029,16 +1039,18 @@ def test_two_processes_equal_one(tmp_path, fraction):
             "--set", "physics.z_end=63", "--set", "physics.output_redshifts=[127,63]",
             "--set", f"physics.fdm_fraction={fraction}",
             "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_lpt=2", "--set", "checkpoint.every=14"]
-    base = [sys.executable, "-m", "simulator"]
-    runs = {"one": [*base, *args, "--cpu-devices", "1"],
-            "two": [*base, "launch", "-n", "2", "--cpu-devices", "4", "--timeout", "300", *args, "--set",
-                    "fft.mesh=[4]"]}
+    two = [sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "4", "--timeout", "300", *args,
+           "--set", "fft.mesh=[4]"]
     ends = {}
-    for name, cmd in runs.items():
-        done = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=400)
-        assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("one", "two"):
+        if name == "one":  # in this process (one of its own started JAX again), on one device by its mesh
+            code, _, stderr = command(capfd, *args, "--set", "fft.mesh=[1]", "--out", str(tmp_path / name))
+        else:
+            done = subprocess.run([*two, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=400)
+            code, stderr = done.returncode, done.stderr
+        assert code == 0, stderr[-3000:]
         # the slots' watch agreed over the processes: at capacity 2 no device comes near full, no warning
-        assert "of one device's slots" not in done.stderr, done.stderr[-3000:]
+        assert "of one device's slots" not in stderr, stderr[-3000:]
         marker = sorted((tmp_path / name / "checkpoints").glob("c*.h5"))[-1]
         with h5py.File(marker) as f:  # the particles by identity: slots are per device, their order its own
             live = f["live"][()] > 0

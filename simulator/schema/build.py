@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.schema import Variants, absent_keys, section_list_item
+from simulator.schema import Variants, absent_keys, section_list_item, type_hints
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -192,7 +192,7 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "", stored: boo
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(where, data, "expected a mapping of keys to values", "has the wrong type")
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if "open" not in f.metadata}
     opened = {f.name: f.metadata["open"].table() for f in dataclasses.fields(cls) if "open" in f.metadata}
     registered = {key: tp for table in opened.values() for key, tp in table.items()}

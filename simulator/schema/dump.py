@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import typing
 from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
-from simulator.schema import absent_keys, section_list_item
+from simulator.schema import absent_keys, section_list_item, type_hints
 from simulator.schema.build import type_name
 
 
@@ -44,13 +43,16 @@ def to_dict(cfg: Any) -> dict:
 
 def dump(cfg: Any) -> str:
     """A schema dataclass as YAML text."""
-    return yaml.safe_dump(to_dict(cfg), sort_keys=False, default_flow_style=None)
+    # libyaml's emitter where PyYAML has it: the same text (PyYAML's Python emitter is a port of it; the values are
+    # represented by the same safe representer), in a tenth of the time: a sweep of 382 points spent 4.6 s here
+    dumper = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+    return yaml.dump(to_dict(cfg), Dumper=dumper, sort_keys=False, default_flow_style=None)
 
 
 def iter_fields(cls: type, prefix: str = "") -> Iterator[tuple[str, str, Any, str]]:
     """Yield (dotted key, type name, default, doc) for every leaf of ``cls``; a tagged-union section
     yields its ``name`` key only (its variants are documented by their own tables)."""
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         if "open" in f.metadata:  # documented by the registry that owns them (simulator.config.config_docs)
