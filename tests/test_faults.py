@@ -525,6 +525,30 @@ def test_a_time_series_damaged_before_its_last_line_is_named_with_the_line(tmp_p
     assert read_timeseries(path)["step"].tolist() == [0, 5]
 
 
+def test_a_restart_keeps_a_time_series_damaged_before_its_last_line_whole_aside(tmp_path, caplog):
+    """A restart repairs timeseries.csv to its checkpoint's step, dropping lines that are no rows: what a crash leaves
+    of the last row, silently; but a file damaged before its last line lost those lines unsaid. It is now moved whole
+    into aside/ with a warning naming both files; a cut last line alone is repaired in place as before."""
+    path = tmp_path / "timeseries.csv"
+    header, rows = "step,time,dt,energy", ["0,0.0,0.01,1.0", "5,0.05,0.01,0.9", "10,0.1,0.01,0.8"]
+    damaged = "\n".join([header, rows[0], "5,0.0#garbage", *rows[1:], ""])
+    path.write_text(damaged)
+    with caplog.at_level(logging.WARNING, logger=get_logger().name):
+        TimeSeries(path, keep_through=10).close()
+    aside = tmp_path / "aside" / "timeseries.csv.damaged"
+    assert aside.read_text() == damaged
+    assert path.read_text() == "\n".join([header, *rows, ""])
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1 and str(path) in said[0] and str(aside) in said[0], said
+    shutil.rmtree(tmp_path / "aside")
+    caplog.clear()
+    path.write_text("\n".join([header, *rows, "15,0.1"]))
+    with caplog.at_level(logging.WARNING, logger=get_logger().name):
+        TimeSeries(path, keep_through=10).close()
+    assert path.read_text() == "\n".join([header, *rows, ""]) and not (tmp_path / "aside").exists()
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
 def test_the_time_series_is_repaired_to_the_checkpoint_and_a_failed_write_is_undone(tmp_path, monkeypatch):
     path = tmp_path / "timeseries.csv"
     good = ["step,time,dt,energy", "0,0.0,0.01,1.0", "5,0.05,0.01,0.9", "10,0.1,0.01,0.8"]

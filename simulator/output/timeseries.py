@@ -5,7 +5,9 @@ is formatted whole and handed to the operating system in one write; a write that
 full disk) is cut back to the previous row at once, so no partial row stays visible (a crash of the
 machine itself may still cut the last one: the reader skips such a row, and a restart drops it). On
 a restart the file is repaired to the checkpoint's step: rows after it (written by the interrupted
-segment), blank lines, partial or non-numeric rows and repeated steps are dropped before appending.
+segment), blank lines, partial or non-numeric rows and repeated steps are dropped before appending; a file
+with lines that are no rows before its last (damaged, not what a crash leaves) is first moved whole into
+``aside/`` as ``timeseries.csv.damaged`` (:mod:`simulator.output.rows`), with a warning.
 """
 
 from __future__ import annotations
@@ -23,32 +25,37 @@ import numpy as np
 from simulator.errors import reading
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext, host_floats
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.output.rows import later
+from simulator.log import get_logger
+from simulator.output.rows import later, set_aside
 
 FILE = "timeseries.csv"
 #: the columns every row begins with
 LEADING = ("step", "time", "dt")
 
 
-def _valid_rows(path: Path) -> tuple[list[str] | None, list[list[str]]]:
+def _valid_rows(path: Path) -> tuple[list[str] | None, list[list[str]], bool]:
     """The header and the complete, numeric rows of an existing file, steps increasing (blank,
-    partial and repeated rows skipped)."""
+    partial and repeated rows skipped), and whether a line before its last was no row (damage: only the last
+    line is what a crash leaves)."""
     with open(path, newline="", errors="replace") as fh:
         rows = list(csv.reader(line.replace("\0", "") for line in fh))
     header = rows[0] if rows and rows[0] else None
     good: list[list[str]] = []
-    for row in rows[1:]:
-        if header is None or len(row) != len(header):
-            continue
+    body = [row for row in rows[1:] if any(v.strip() for v in row)]
+    damaged = False
+    for i, row in enumerate(body):
         try:
+            if header is None or len(row) != len(header):
+                raise ValueError("not a row of the header's columns")
             [float(v) for v in row]
             step = int(row[0])
         except ValueError:
+            damaged = damaged or i < len(body) - 1
             continue
         if good and step <= int(good[-1][0]):
             continue
         good.append(row)
-    return header, good
+    return header, good, damaged
 
 
 class TimeSeries:
@@ -64,10 +71,12 @@ class TimeSeries:
         rows: list[list[str]] = []
         if keep_through is not None and path.exists():
             try:
-                header, rows = _valid_rows(path)
+                header, rows, damaged = _valid_rows(path)
             except OSError as err:
                 raise OutputWriteError(f"reading {path} failed: {describe_os_error(err)}") from err
             rows = [r for r in rows if int(r[0]) <= keep_through]
+            if damaged:  # the lines the repair drops are kept whole aside (nothing of a run is lost unsaid)
+                later(lambda: self._set_aside(keep_through))
         self.header = header
         #: the last row kept or written, by column (what running columns continue from)
         self.last: dict[str, float] | None = dict(zip(header, map(float, rows[-1]), strict=True)) if rows and header else None
@@ -81,6 +90,13 @@ class TimeSeries:
             self.tmp.unlink(missing_ok=True)
             raise OutputWriteError(f"writing {path} failed: {describe_os_error(err)}") from err
         later(self._start, lambda: self.tmp.unlink(missing_ok=True))
+
+    def _set_aside(self, keep_through: int) -> None:
+        """The damaged file, whole, into ``aside/`` (:func:`simulator.output.rows.set_aside`) before the repaired
+        one takes its place, with a warning naming both."""
+        aside = set_aside(self.path, f"{self.path.name}.damaged", "")
+        get_logger().warning("%s has lines that are no rows before its last (damaged): moved whole to %s; the "
+                             "repaired file keeps its rows through step %d", self.path, aside, keep_through)
 
     def _start(self) -> None:
         """The repaired file in place, opened for appending."""
@@ -130,7 +146,7 @@ def last_step(run_dir: Path) -> int | None:
     written at every chunk end, before the other outputs of that moment); None when it has none or cannot be
     read."""
     try:
-        _, rows = _valid_rows(run_dir / FILE)
+        _, rows, _ = _valid_rows(run_dir / FILE)
     except OSError:
         return None
     return int(rows[-1][0]) if rows else None
