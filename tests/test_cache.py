@@ -369,11 +369,9 @@ def test_every_physical_number_of_a_shipped_config_is_traced(name, devices):
     assert [n for n in before if before[n] != after[n]] == []
 
 
-def test_a_run_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_path):
-    """A run compiles its programs on worker threads while its main thread builds the initial state
-    (simulator/run/programs.py), and XLA's serialisation of a program for the cache once crashed a process (a
-    segfault in ``executable.serialize()`` on a worker thread, beside a device put of the main thread): every
-    program is now serialised by the main thread, once all are compiled; it was the worker that compiled it."""
+def cache_writers(tmp_path, command, *args):
+    """``simulator COMMAND ARGS`` in a process of its own with a fresh cache, each program's write to the cache
+    recorded with the thread that made it: (the command's exit code, the writers' thread names, its stderr)."""
     script = (
         "import sys, threading\n"
         "from jax._src import compilation_cache\n"
@@ -383,15 +381,24 @@ def test_a_run_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_path):
         "    seen.append(threading.current_thread().name)\n"
         "    return real(*args, **kwargs)\n"
         "compilation_cache.put_executable_and_time = spy\n"
-        "code = main(['run', *sys.argv[1:]])\n"
+        "code = main(sys.argv[1:])\n"
         "print('WRITERS', code, *seen)\n")
-    r = subprocess.run([sys.executable, "-c", script, TG, *SMALL, "--out", str(tmp_path / "run")], capture_output=True,
-                       text=True, timeout=300, env={**os.environ, cache.ENV: str(tmp_path / "xla")})
+    r = subprocess.run([sys.executable, "-c", script, command, *args], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, cache.ENV: str(tmp_path / "xla")})
     line = [x for x in r.stdout.splitlines() if x.startswith("WRITERS")]
     assert r.returncode == 0 and line, r.stderr[-3000:]
     code, *writers = line[0].split()[1:]
-    loaded, compiled = map(int, PROGRAMS.search(r.stderr).groups())
-    assert code == "0" and loaded == 0 and compiled >= 5 and len(writers) >= compiled, (line, r.stderr[-2000:])
+    return code, writers, r.stderr
+
+
+def test_a_run_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_path):
+    """A run compiles its programs on worker threads while its main thread builds the initial state
+    (simulator/run/programs.py), and XLA's serialisation of a program for the cache once crashed a process (a
+    segfault in ``executable.serialize()`` on a worker thread, beside a device put of the main thread): every
+    program is now serialised by the main thread, once all are compiled; it was the worker that compiled it."""
+    code, writers, err = cache_writers(tmp_path, "run", TG, *SMALL, "--out", str(tmp_path / "run"))
+    loaded, compiled = map(int, PROGRAMS.search(err).groups())
+    assert code == "0" and loaded == 0 and compiled >= 5 and len(writers) >= compiled, (writers, err[-2000:])
     assert set(writers) == {"MainThread"}, writers
 
 
@@ -399,21 +406,6 @@ def test_the_planner_s_programs_are_written_to_the_cache_by_its_main_thread(tmp_
     """The planner compiles a run's programs at once on worker threads too (simulator/planning/plan.py's
     compiled_programs); as a run's (the test above), they are serialised for the cache by the main thread once
     all are compiled, never beside it on a worker (a worker wrote each it compiled)."""
-    script = (
-        "import sys, threading\n"
-        "from jax._src import compilation_cache\n"
-        "from simulator.cli import main\n"
-        "seen, real = [], compilation_cache.put_executable_and_time\n"
-        "def spy(*args, **kwargs):\n"
-        "    seen.append(threading.current_thread().name)\n"
-        "    return real(*args, **kwargs)\n"
-        "compilation_cache.put_executable_and_time = spy\n"
-        "code = main(['plan', *sys.argv[1:]])\n"
-        "print('WRITERS', code, *seen)\n")
-    r = subprocess.run([sys.executable, "-c", script, TG, *SMALL], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, cache.ENV: str(tmp_path / "xla")})
-    line = [x for x in r.stdout.splitlines() if x.startswith("WRITERS")]
-    assert r.returncode == 0 and line, r.stderr[-3000:]
-    code, *writers = line[0].split()[1:]
-    assert code == "0" and len(writers) >= 3 and len(entries(tmp_path / "xla")) >= 3, (line, r.stderr[-2000:])
+    code, writers, err = cache_writers(tmp_path, "plan", TG, *SMALL)
+    assert code == "0" and len(writers) >= 3 and len(entries(tmp_path / "xla")) >= 3, (writers, err[-2000:])
     assert set(writers) == {"MainThread"}, writers

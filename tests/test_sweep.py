@@ -302,9 +302,9 @@ def three_points(out):
     return out
 
 
-def collected_with_one_note(capsys, out, *expected):
-    """``sweep --collect`` of ``out``: exit 0, every point but p001 collected, and p001's row without results, its
-    note and the one warning line holding each of ``expected``; the notes."""
+def collected_with_one_note(capsys, out, *expected, results=("0.12", "", "0.12")):
+    """``sweep --collect`` of ``out``: exit 0, the points' final energies ``results`` (p001's none by default), and
+    p001's note and the one warning line holding each of ``expected``; the rows collected and that warning."""
     from simulator.cli import main
 
     assert main(["sweep", str(out), "--collect"]) == 0
@@ -313,11 +313,11 @@ def collected_with_one_note(capsys, out, *expected):
     assert len(warnings) == 1 and "Traceback" not in err, err
     with (out / "collected.csv").open() as f:
         collected = list(csv.DictReader(f))
-    assert [r["final_energy"] for r in collected] == ["0.12", "", "0.12"]
+    assert [r["final_energy"] for r in collected] == list(results)
     assert not collected[0]["note"] and not collected[2]["note"]
     for text in expected:
         assert text in collected[1]["note"] and text in warnings[0], (collected[1]["note"], warnings[0])
-    return collected[1]["note"]
+    return collected, warnings[0]
 
 
 @pytest.mark.parametrize("damage", ["not YAML", "binary", "empty", "no physics", "unknown equation", "missing"])
@@ -345,26 +345,16 @@ def test_a_point_whose_status_is_damaged_is_collected_as_unknown_with_a_note_and
     """A damaged p001/status.json: `sweep --collect` (and every listing of the points) called the point `pending`,
     never started, unsaid, though it may have run or finished; now its state is `unknown`, its results (its
     intact time series) are collected, and its note and one warning line name the file and what to do."""
-    from simulator.cli import main
-
     out = three_points(tmp_path / "sw")
     status = out / "p001" / "status.json"
     if damage == "a directory":
         status.mkdir()
     else:
         status.write_text({"cut short": '{"state": "finished", "st', "empty": "", "not a dict": "[1, 2]"}[damage])
-    assert main(["sweep", str(out), "--collect"]) == 0
-    err = capsys.readouterr().err
-    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "Traceback" not in err, err
-    with (out / "collected.csv").open() as f:
-        collected = list(csv.DictReader(f))
+    collected, warning = collected_with_one_note(capsys, out, f"{status} is damaged or not as the run writes it",
+                                                 f"simulator sweep {out} --point 1", results=("0.12",) * 3)
     assert [r["status"] for r in collected] == ["pending", "unknown", "pending"]
-    assert [r["final_energy"] for r in collected] == ["0.12", "0.12", "0.12"]
-    assert not collected[0]["note"] and not collected[2]["note"]
-    for text in (f"{status} is damaged or not as the run writes it", f"simulator sweep {out} --point 1"):
-        assert text in collected[1]["note"] and text in warnings[0], (collected[1]["note"], warnings[0])
-    assert warnings[0].startswith(f"warning: point 1 in {out / 'collected.csv'}: "), warnings[0]
+    assert warning.startswith(f"warning: point 1 in {out / 'collected.csv'}: "), warning
 
 
 @pytest.mark.parametrize("damage", ["a directory", "permission denied"])
