@@ -129,23 +129,31 @@ def lay_out(fft: Any, box: Sequence[float], dtype: Any, species: Species, rows: 
     return _entries(species, *stack.lay_out(fft, box, sizes(species, fft.devices)[0], dtype, rows))
 
 
-def replicated(fft: Any, species: Species, index: int, stored: Mapping[str, Any], dtype: Any, what: str
-               ) -> dict[str, jax.Array] | None:
-    """A species kept on every device (replicated) from ``stored`` in an owned layout (``what``: the file, for
-    messages): every row by identity (:func:`read_rows` ``whole``), row i particle i, positions and the velocities
-    stored; None without its positions. A checkpoint of another count, or one that lost particles of it (they
-    cannot be left out of replicated rows): a one-line ConfigError naming the setting and what to do."""
+def counted_rows(fft: Any, species: Species, index: int, stored: Mapping[str, Any], what: str, whole: bool = False
+                 ) -> stack.Rows | None:
+    """:func:`read_rows` of a file a run starts from (``what``: the file, for messages), whose particles must be
+    the species' count: another count is a one-line ConfigError naming ``particles[index].count``, and rows that
+    lost particles cannot become a replicated species' (``whole``), one naming ``particles[index].distribution``."""
     from simulator.errors import ConfigError
 
-    rows = read_rows(fft, species, index, stored, whole=True)
-    if rows is None:
-        return None
+    rows = read_rows(fft, species, index, stored, whole)
+    if rows is None or rows.count == species.count:
+        return rows
     lost = int(rows.lost[:3].sum())  # over a buffer, without a slot, out of reach: particles the rows lack
-    if rows.count != species.count and lost:
+    if whole and lost:
         raise ConfigError(f"particles[{index}].distribution", species.distribution, f"{what} holds {rows.count} of "
                           f"the {rows.count + lost} particles of species {species.name!r} (the others were lost): "
                           "give distribution: owned", "cannot take them")
-    if rows.count != species.count:
-        raise ConfigError(f"particles[{index}].count", species.count, f"{what} holds {rows.count} particles of "
-                          f"species {species.name!r} (kept per device): give that count", "differs")
+    raise ConfigError(f"particles[{index}].count", species.count, f"{what} holds {rows.count} particles of species "
+                      f"{species.name!r}: give that count", "differs")
+
+
+def replicated(fft: Any, species: Species, index: int, stored: Mapping[str, Any], dtype: Any, what: str
+               ) -> dict[str, jax.Array] | None:
+    """A species kept on every device (replicated) from ``stored`` in an owned layout (``what``: the file, for
+    messages): every row by identity (:func:`counted_rows` ``whole``), row i particle i, positions and the
+    velocities stored; None without its positions."""
+    rows = counted_rows(fft, species, index, stored, what, whole=True)
+    if rows is None:
+        return None
     return {key: fft.replicated(a, dtype) for key, a in rows.blocks[0].arrays.items()}

@@ -32,10 +32,7 @@ def from_source(eq: WithParticles, flow_state: Any, source: Any) -> dict[str, An
         for i, s in enumerate(eq.species):
             datasets = {k: snap.file[k] for k in owning.keys(s.name).values() if k in snap.fields}
             if s.owned:  # whatever the source's layout: each process its devices' rows by identity, laid out
-                rows = owning.read_rows(eq.fft, s, i, datasets)
-                if rows is not None and rows.count != s.count:
-                    raise ConfigError(f"particles[{i}].count", s.count, f"the checkpoint {ckpt.index} holds "
-                                      f"{rows.count} particles of species {s.name!r}: give that count", "differs")
+                rows = owning.counted_rows(eq.fft, s, i, datasets, f"the checkpoint {ckpt.index}")
                 if rows is not None:
                     laid[s.name] = owning.lay_out(eq.fft, eq.box, eq.dtype, s, rows)
                 continue
