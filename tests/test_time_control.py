@@ -72,6 +72,21 @@ def test_every_step_keeps_the_cfl_number(forced):
     assert near.landed and near.steps == 3 and near.elapsed == pytest.approx(sum(dts[:3]) * 0.9, rel=1e-12)
 
 
+@pytest.mark.parametrize("precision, span, dt, steps", [("float32", 0.1, 0.01, 10), ("float32", 0.7, 0.01, 70),
+                                                        ("float32", 1.0, 0.001, 1000), ("float64", 1.1, 0.05, 22)])
+def test_an_interval_of_whole_steps_of_dt_takes_that_many_steps(precision, span, dt, steps):
+    """An output interval that holds a whole number of steps of time.dt (here dt, not the CFL number, limits the
+    step) takes that many steps of dt and lands on its end: in float32 0.1 / 0.01 is 10.000001, and every such
+    interval took one step more than dt allows (11 of 0.00909: a tenth more work, and the dt column was not the
+    step taken); so did float64's 1.1 / 0.05 (23). The thousand steps of 0.001 land as well: the time they cover
+    is summed compensated."""
+    sim = simulator.Simulation.from_config(None, {**FORCED, "precision": precision,
+                                                  "physics.forcing": "none", "time.dt": dt})
+    out = sim.advance_adaptive(sim.initial_state(), 2 * steps, 0.0, until=span)
+    assert out.landed and out.steps == steps, (out.steps, out.landed)
+    assert out.elapsed == pytest.approx(span, rel=4 * float(np.finfo(precision).eps))
+
+
 def test_time_cfl_needs_an_equation_that_declares_a_cfl_number(monkeypatch):
     """An equation without a CFL diagnostic (a plug-in may declare none) cannot adapt its step: one line
     naming the key, where the controller had silently kept time.dt."""

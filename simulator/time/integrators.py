@@ -331,14 +331,15 @@ def run_controlled_steps(step: Step, rate: Callable[[Any, jax.Array], jax.Array]
         h_k = L_k / m_k,   m_k = max(1, ceil(L_k / a_k)):
 
     the time left spread evenly over the fewest steps that keep the CFL number, so the chunk lands on the
-    target exactly (m_k = 1: the landing step) with no sliver of a last step, and a target far away (or
+    target exactly (m_k = 1: the landing step) with no sliver of a last step (L_k / a_k within rounding above an
+    integer counts as that integer: 0.1 / 0.01 in float32 is 10 steps, not 11), and a target far away (or
     ``span = inf``) gives h_k = a_k to within 1/m_k: the CFL condition (Courant, Friedrichs & Lewy 1928)
     held on every step, as Dedalus's CFL helper holds it every few iterations. ``cfl <= 0``: ``n`` steps
     of ``dt`` (a fixed-dt member of an ensemble batched with adaptive ones; single steps, so a split-step
     chunk's merged half-kicks agree with them to round-off).
 
     Returns ``(state, steps, tau, dt_next, landed)``: the steps taken, the time they covered (summed in
-    the dtype of ``dt`` from 0: the precision of a chunk, not of ``t``), the dt allowed from the final
+    the dtype of ``dt`` from 0, compensated: the precision of a chunk, not of ``t``), the dt allowed from the final
     state (``a`` there), and whether the chunk ended on ``t + span``. ``n = 0``: the state unchanged and
     the dt it allows."""
     real = jnp.result_type(dt)
@@ -347,17 +348,34 @@ def run_controlled_steps(step: Step, rate: Callable[[Any, jax.Array], jax.Array]
     def allowed(state, t):
         return jnp.where(adaptive, jnp.minimum(dt, cfl / rate(state, t)), dt)  # at rest (rate 0): dt
 
+    eps = jnp.finfo(real).eps
+
     def going(carry):
         return (carry[1] < n) & ~carry[-1]
 
     def body(carry):
-        state, k, t, tau, a, _ = carry
-        left = span - tau
-        m = jnp.maximum(1, jnp.ceil(left / a))
+        state, k, t, tau, low, a, _ = carry
+        left = (span - tau) + low
+        # The steps left, L/a, carry the rounding of span, a and the sum tau (a few eps of span, in steps of a:
+        # 4 eps span/a): in float32 0.1/0.01 is 10.000001, and ceil made every output interval one step longer
+        # than dt allows (11 steps of 0.00909). A count that far above an integer is that integer; the step
+        # then exceeds a by at most that slack, capped at 1e-4 of a step.
+        slack = jnp.minimum(8 * eps * jnp.where(jnp.isfinite(span), span / a, 0.0), 1e-4)
+        m = jnp.maximum(1, jnp.ceil(left / a - slack))
         h = jnp.where(adaptive, jnp.where(jnp.isfinite(m), left / m, a), dt)
         state = step(state, t, h, params)
-        return state, k + 1, t + h, tau + h, allowed(state, t + h), adaptive & (m <= 1)
+        tau, low = _compensated_sum(tau, low, h)
+        return state, k + 1, t + h, tau, low, allowed(state, t + h), adaptive & (m <= 1)
 
-    carry = (state, jnp.zeros((), jnp.int32), t, jnp.zeros((), real), allowed(state, t), jnp.zeros((), bool))
-    state, k, _, tau, dt_next, landed = jax.lax.while_loop(going, body, carry)
-    return state, k, tau, dt_next, landed
+    zero = jnp.zeros((), real)
+    carry = (state, jnp.zeros((), jnp.int32), t, zero, zero, allowed(state, t), jnp.zeros((), bool))
+    state, k, _, tau, low, dt_next, landed = jax.lax.while_loop(going, body, carry)
+    return state, k, tau - low, dt_next, landed
+
+
+def _compensated_sum(total: jax.Array, low: jax.Array, h: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``total + h`` by Kahan's compensated summation (Kahan 1965): ``low`` holds the low-order part the running
+    sum lost (the true sum is ``total - low``), so n steps' sum is good to 2 eps of it, not n eps."""
+    y = h - low
+    new = total + y
+    return new, (new - total) - y
