@@ -519,6 +519,18 @@ def viscosity_sweep(tmp_path):
     return d
 
 
+def test_collecting_a_sweep_before_any_point_ran_says_so_in_one_line(viscosity_sweep, capsys):
+    """collected.csv of three pending points has no result column: the one line says the sweep has no results yet
+    and to run its points (it blamed a --diagnostic = None that nobody gave); with --diagnostic too."""
+    (viscosity_sweep / "collected.csv").unlink()
+    for extra in ([], ["--diagnostic", "peak_dissipation"]):
+        assert main(["sweep", str(viscosity_sweep), "--collect", *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out.startswith(f"{viscosity_sweep / 'collected.csv'}: 3 points, 0 finished")
+        assert err == (f"error: sweep = '{viscosity_sweep}' has no results yet (3 pending: no time-series row); run its "
+                       "points (simulator sweep SWEEP.yaml --local or --submit) and collect again\n")
+
+
 def test_sweep_plot_labels_the_key_uses_a_log_axis_for_factors_and_adds_reynolds(viscosity_sweep, figures):
     plots.plot_sweep(viscosity_sweep)
     ax = figures[0].axes[0]
