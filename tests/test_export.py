@@ -207,6 +207,25 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
         np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
 
 
+def test_a_boussinesq_run_exports_its_horizontal_vertical_spectra_and_kh_kz_maps(tmp_path):
+    """configs/stratified_turbulence.yaml on 8^3, exported: every spectrum of load_run, the ones binned by k_h
+    and |k_z| along k as spectra.h5 stores them, and the (k_h, |k_z|) maps over (time_spectra, k_h, k_z) with
+    their every bin (the export took k_h and k_z for clocks of the rows before: ValueError, shape incompatible)."""
+    overrides = {"grid.shape": 8, "time.t_end": 0.2, "output.chunk": 2, "output.snapshots.dt": None,
+                 "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())}
+    cfg = simulator.load_config(ROOT / "configs" / "stratified_turbulence.yaml", overrides)
+    assert simulator.run_config(cfg, tmp_path / "strat") == 0
+    spectra = simulator.load_run(tmp_path / "strat").spectra
+    with xr.open_dataset(export.export_netcdf(tmp_path / "strat")) as ds:
+        for name in ("energy", "energy_kh", "potential_energy_kz", "energy_kh_kz", "potential_energy_kh_kz"):
+            np.testing.assert_array_equal(ds[f"{name}_spectra"].values, spectra[name])
+        assert ds.energy_kh_spectra.dims == ("time_spectra", "k")
+        assert ds.energy_kh_kz_spectra.dims == ("time_spectra", "k_h", "k_z")
+        np.testing.assert_array_equal(ds.k_h.values, spectra["k_h"])
+        np.testing.assert_array_equal(ds.k_z.values, spectra["k_z"])
+        assert ds.k_h.attrs["units"] == ds.k.attrs["units"]
+
+
 def test_a_stack_of_scalar_fields_gets_its_own_index_dimension(tmp_path, devices):
     run = tmp_path / "stack"
     run.mkdir()

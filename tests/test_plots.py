@@ -519,6 +519,18 @@ def viscosity_sweep(tmp_path):
     return d
 
 
+def test_collecting_a_sweep_before_any_point_ran_says_so_in_one_line(viscosity_sweep, capsys):
+    """collected.csv of three pending points has no result column: the one line says the sweep has no results yet
+    and to run its points (it blamed a --diagnostic = None that nobody gave); with --diagnostic too."""
+    (viscosity_sweep / "collected.csv").unlink()
+    for extra in ([], ["--diagnostic", "peak_dissipation"]):
+        assert main(["sweep", str(viscosity_sweep), "--collect", *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out.startswith(f"{viscosity_sweep / 'collected.csv'}: 3 points, 0 finished")
+        assert err == (f"error: sweep = '{viscosity_sweep}' has no results yet (3 pending: no time-series row); run its "
+                       "points (simulator sweep SWEEP.yaml --local or --submit) and collect again\n")
+
+
 def test_sweep_plot_labels_the_key_uses_a_log_axis_for_factors_and_adds_reynolds(viscosity_sweep, figures):
     plots.plot_sweep(viscosity_sweep)
     ax = figures[0].axes[0]
@@ -1086,6 +1098,35 @@ def test_run_plot_returns_the_figures_simulator_plot_saves_and_writes_nothing(ru
     for stem, fig in got.items():
         assert _texts(fig) == _texts(saved[stem]), stem
         assert fig.get_size_inches().tolist() == saved[stem].get_size_inches().tolist()
+
+
+def test_run_plot_spectra_of_returns_the_side_by_side_and_map_figures_and_names_the_choices(runs, tmp_path,
+                                                                                         monkeypatch):
+    """A Boussinesq run's spectra_side_by_side.png and its (k_h, |k_z|) maps, which simulator plot saves, are
+    figures of run.plot too (the same texts), and an unknown name is one ConfigError naming the run's choices;
+    a Navier-Stokes run has none of them."""
+    import jax
+
+    import simulator
+    from simulator.errors import ConfigError
+
+    overrides = {"grid.shape": 8, "time.t_end": 0.2, "output.chunk": 2, "output.snapshots.dt": None,
+                 "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())}
+    cfg = load_config(ROOT / "configs" / "stratified_turbulence.yaml", overrides)
+    assert simulator.run_config(cfg, tmp_path / "strat") == 0
+    run = simulator.load_run(tmp_path / "strat")
+    got = {f"spectra_{name}": run.plot.spectra_of(name, times=[0.0, 0.2])
+           for name in ("side_by_side", "energy_kh_kz", "potential_energy_kh_kz")}
+    saved = {}
+    monkeypatch.setattr(spectra_plots, "save", lambda fig, path, pdf: saved.update({path.stem: fig}) or [path])
+    plots.plot_run(tmp_path / "strat", times=[0.0, 0.2])
+    for stem, fig in got.items():
+        assert _texts(fig) == _texts(saved[stem]), stem
+    with pytest.raises(ConfigError, match="name = 'energy_kh' is not a spectra figure of this run; choose one of "
+                                          "side_by_side, energy_kh_kz, potential_energy_kh_kz"):
+        run.plot.spectra_of("energy_kh")
+    with pytest.raises(ConfigError, match="choose one of none"):
+        simulator.load_run(runs / "ns").plot.spectra_of("side_by_side")
 
 
 def test_run_plot_refuses_a_bad_field_or_axis_and_names_missing_output(runs, tmp_path):

@@ -3,6 +3,7 @@
     run = simulator.load_run("outputs/quickstart")
     fig = run.plot.timeseries()                            # matplotlib Figure, as plots/timeseries.png
     fig = run.plot.spectra(times=[0.4, 2.0], compensate=True)   # as plots/spectra_compensated.png
+    fig = run.plot.spectra_of("side_by_side")              # as plots/spectra_side_by_side.png (MHD, Boussinesq)
     fig = run.plot.slice("vorticity", axis="x")           # as plots/slice_vorticity.png
     fig = run.plot.statistics("pdfs", window=(5, 10))      # as plots/pdfs.png (output.statistics), --window 5 10
     fig = run.plot.task("w_mid")                           # as plots/task_w_mid.png (output.tasks)
@@ -83,6 +84,19 @@ class RunPlots:
         stem = "spectra_compensated" if compensate else "spectra"
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
                            f"a compensated spectrum ({self.info.name} declares no spectrum guide)")
+
+    def spectra_of(self, name: str, times: Sequence[float] | None = None) -> Figure:
+        """``plots/spectra_<name>.png``, at the rows nearest ``times`` (as :meth:`spectra`): ``side_by_side``
+        (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their budget terms),
+        a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another spectrum
+        the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
+        figures = spectra_figures(self.path, self.config, self.info, times)
+        choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")
+                   and stem != "spectra_compensated" and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
+        if name not in choices:
+            raise ConfigError("name", name, f"choose one of {', '.join(choices) or 'none (this run has no other)'}",
+                              "is not a spectra figure of this run")
+        return self._build(lambda: figures, f"spectra_{name}", f"spectra figure {name}")
 
     def flux(self, times: Sequence[float] | None = None) -> Figure:
         """``plots/flux.png``: the flux Pi(k) of every transfer spectrum of ``spectra.h5`` at the rows

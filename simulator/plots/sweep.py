@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,9 +55,7 @@ def _sweep_column(diagnostic: str | None, results: Sequence[str]) -> str:
     if diagnostic is None:
         preferred = [c for c in SWEEP_DEFAULTS if c in results]
         finals = [c for c in results if c.startswith("final_") and c != "final_cfl"]
-        if preferred or finals or results:
-            return (preferred or finals or list(results))[0]
-        raise ConfigError("--diagnostic", None, "collected.csv has no final_ or peak_ columns", "has nothing to plot")
+        return (preferred or finals or list(results))[0]
     column = diagnostic if diagnostic.startswith(("final_", "peak_")) else f"final_{diagnostic}"
     if column not in results:
         raise ConfigError("--diagnostic", diagnostic, f"choose one of {', '.join(results)} (a bare name X means "
@@ -204,6 +203,10 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     swept = [c for c in columns if c not in SWEEP_FIXED_COLUMNS and c not in results and not c.startswith(LOWEST)]
     if isinstance(manifest.get("swept"), list):  # the manifest says which columns are swept keys
         swept = [c for c in swept if c in manifest["swept"]]
+    if not results:  # no point has a time-series row yet: no column to choose, whatever --diagnostic says
+        states = ", ".join(f"{n} {state}" for state, n in Counter(row.get("status") for row in rows).items())
+        raise ConfigError("sweep", str(sweep_dir), "run its points (simulator sweep SWEEP.yaml --local or --submit) and "
+                          "collect again", f"has no results yet ({states or 'no points'}: no time-series row)")
     column = _sweep_column(diagnostic, results)
     x_key = against or (swept[0] if swept else "")
     if x_key not in swept:

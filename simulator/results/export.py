@@ -8,7 +8,8 @@ limit, 8 GiB by default), with the statistics, tasks and particles that fit as g
 spectra file without a row). The root group::
 
     dimensions   time (one per snapshot), component (3), <field>_index (a stack's n), x, y, z,
-                 time_spectra (rows of spectra.h5), k (shells), time_series (rows of timeseries.csv)
+                 time_spectra (rows of spectra.h5), k (shells), k_h and k_z (Boussinesq's map bins),
+                 time_series (rows of timeseries.csv)
     coordinates  time, step (along time); a, redshift (along time) when the snapshots carry them
                  x, y, z: the grid points i L / N in length units (where the XDMF places the values)
                  component ("x", "y", "z"); <field>_index (0 .. n - 1)
@@ -17,7 +18,7 @@ spectra file without a row). The root group::
     variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
                  Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
                  for ParaView), in the run's precision (the widest a restart left)
-                 <spectrum>_spectra (time_spectra, k): each spectrum of spectra.h5
+                 <spectrum>_spectra (time_spectra, k): each spectrum of spectra.h5 (a map (time_spectra, k_h, k_z))
                  <column>_series (time_series): each other column of timeseries.csv
     attributes   title (the run's name), config (the resolved config as YAML), units (JSON: the run's
                  unit system); per variable units, long_name and description where the run's files
@@ -72,7 +73,7 @@ from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snap
                                    write_atomically)
 from simulator.output.netcdf import variable
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR
-from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE
 from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.results.load import RunResults, SnapshotRef, load_run
@@ -327,20 +328,23 @@ def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> Non
 def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
     """spectra.h5's rows (as :func:`~simulator.output.spectra.read_spectra` reads them) and attributes."""
     data = run.spectra
-    f.dimensions.update({"time_spectra": len(data["time"]), "k": len(data["k"])})
+    axes = [name for name in SPECTRA_AXES if name in data]  # k, and Boussinesq's k_h and k_z: the maps' axes
+    f.dimensions.update({"time_spectra": len(data["time"]), **{name: len(data[name]) for name in axes}})
     with open_for_reading(run.path / SPECTRA_FILE) as src:
         units.update(json.loads(src.attrs.get("units", "{}")))
         f.attrs["units"] = json.dumps(units)
         attrs = {name: _attrs(src[name]) for name in data}
-    variable(f, "k", ("k",), data["k"], **attrs["k"])
+    for name in axes:
+        variable(f, name, (name,), data[name], **attrs[name])
     variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
-    clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in ("k", "time")]
+    clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in (*axes, "time")]
     for name in clocks:
         variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
-    for name, values in data.items():
-        if np.ndim(values) == 2:
-            variable(f, f"{name}_spectra", ("time_spectra", "k"), values,
-                     coordinates=" ".join(f"{c}_spectra" for c in clocks), **attrs[name])
+    for name, values in data.items():  # (rows, k) spectra, and (rows, k_h, k_z) maps
+        if np.ndim(values) >= 2:
+            dims = ("time_spectra", "k") if np.ndim(values) == 2 else ("time_spectra", "k_h", "k_z")
+            variable(f, f"{name}_spectra", dims, values, coordinates=" ".join(f"{c}_spectra" for c in clocks),
+                     **attrs[name])
 
 
 def export_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
