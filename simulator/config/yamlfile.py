@@ -24,12 +24,37 @@ MAX_BYTES = 1 << 20
 MAX_NODES = 100_000
 
 
+#: the tag of a merge key (``<<: *defaults``), which takes the keys of the mapping(s) it names
+_MERGE = "tag:yaml.org,2002:merge"
+
+
 class _UniqueKeys:
-    """A safe loader's mapping constructor that rejects duplicate keys in a mapping."""
+    """A safe loader's constructors that reject duplicate keys in a mapping and name a scalar no constructor can
+    read (``2026-02-30`` as a date, ``!!int abc``) as a YAML error at its line, not a traceback."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)  # type: ignore[misc]
+        except (ValueError, KeyError, OverflowError) as err:  # the constructor's own: a YAMLError passes
+            shown = node.value if isinstance(node, yaml.ScalarNode) else node.tag
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown!r} cannot be read as {node.tag.rsplit(':', 1)[-1]} ({err}); quote it to give a "
+                "string", node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self._check_unique(node)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+    def _check_unique(self, node: yaml.MappingNode) -> None:
+        """Raise _Duplicate at the second of two equal keys of ``node`` and of the mappings it merges; its merge
+        keys are not keys of its own, and a key of its own stands over a merged one, as YAML means."""
         seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                for merged in value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]:
+                    if isinstance(merged, yaml.MappingNode):  # anything else: PyYAML's own error names it
+                        self._check_unique(merged)
+                continue
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (list, dict)):
                 continue  # unhashable: PyYAML's own error below names it
@@ -37,7 +62,6 @@ class _UniqueKeys:
                 line = key_node.start_mark.line + 1
                 raise _Duplicate(f"{key_node.start_mark.name}:{line}", key)
             seen[key] = True
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
 
 
 class _Loader(_UniqueKeys, yaml.SafeLoader):
