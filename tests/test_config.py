@@ -311,6 +311,11 @@ def test_every_shipped_config_validates():
          r"has too many aliases"),
         (b"name: caf\xe9\n", r"c\.yaml:1' is not valid UTF-8"),
         (b"\x00\x01\x02binary", r"is a binary file"),
+        # escapes the Python loader reads as no character (a lone surrogate: a UnicodeEncodeError traceback when
+        # the name was written out) or refuses with a ValueError traceback
+        (b'name: "a\\ud800"\n', r"c\.yaml' has an escape of no character in 'a\\ud800'"),
+        (b'particles: [{"k\\udc00": 1}]\n', r"has an escape of no character in 'k\\udc00'"),
+        (b'name: "a\\U00110000"\n', r"c\.yaml:1' is malformed YAML \(chr\(\) arg not in range"),
     ],
 )
 def test_unusable_files_are_one_line_errors(tmp_path, content, pattern):

@@ -107,7 +107,19 @@ def parse_yaml(text: str, name: str) -> Any:
             return _parse(_FastLoader, text, name)
         except (_Duplicate, yaml.YAMLError):
             pass  # refused: read again by the Python loader, for its message
-    return _parse(_Loader, text, name, errors=True)
+    data = _parse(_Loader, text, name, errors=True)
+    _no_surrogates(data, name)
+    return data
+
+
+def _no_surrogates(data: Any, name: str) -> None:
+    """A one-line ConfigError for a string of ``data`` holding a lone surrogate: the Python loader reads the escape
+    ``"\\ud800"`` as one (libyaml refuses it), which no file name, log or record can hold (UnicodeEncodeError)."""
+    if isinstance(data, str) and any("\ud800" <= c <= "\udfff" for c in data):
+        raise ConfigError("config file", name, "write the character itself, or the escape of one",
+                          f"has an escape of no character in {data!r}")
+    for v in [*data, *data.values()] if isinstance(data, dict) else data if isinstance(data, list) else ():
+        _no_surrogates(v, name)
 
 
 def _parse(cls: type, text: str, name: str, errors: bool = False) -> Any:
@@ -126,9 +138,12 @@ def _parse(cls: type, text: str, name: str, errors: bool = False) -> Any:
             raise
         raise ConfigError("config file", dup.where, f"give each key once per mapping ({dup.key!r} appears twice)",
                           "has a duplicate key") from None
-    except yaml.YAMLError as err:
-        if not errors:
+    except (yaml.YAMLError, ValueError) as err:
+        if not errors or isinstance(err, ConfigError):
             raise
+        if not isinstance(err, yaml.YAMLError):  # the Python scanner's own: an escape past U+10FFFF ("\\U00110000")
+            raise ConfigError("config file", f"{name}:{loader.get_mark().line + 1}", "fix the YAML syntax there",
+                              f"is malformed YAML ({err})") from None
         mark = getattr(err, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
