@@ -234,9 +234,25 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
+    source = _branched_from(path)
+    if source:  # from t = 0 it would be another run than the branch begun here, under the branch's name
+        raise ConfigError("--resume", str(path), f"branch again, into a new directory or once {path} is removed: "
+                          f"simulator run CONFIG --restart {source} --out DIR", "holds no checkpoint of its own and "
+                          f"began as a branch from {source}, which --resume does not start again from t = 0")
     _keep_source(cfg, path)
     return DirectoryPlan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, "
                                                "replacing its partial output", warn=True)
+
+
+def _branched_from(path: Path) -> str | None:
+    """The checkpoint of another run that the run in ``path`` began from (its first segment a restart, as
+    ``--restart PATH --out DIR`` records it), else None (a run from t = 0, or no readable record)."""
+    first = segments.record_paths(path)[:1]
+    try:
+        source = yaml.safe_load(first[0].read_text()).get("restart") if first else None
+    except (OSError, AttributeError, ValueError, yaml.YAMLError):
+        return None
+    return str(Path(source).with_suffix(".json")) if isinstance(source, str) and source else None
 
 
 def apply(planned: DirectoryPlan, path: Path) -> None:
