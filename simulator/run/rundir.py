@@ -153,7 +153,8 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         if not found:
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
                               "does not exist")
-        if restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path):
+        if (restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path)
+                and not _retries(path, target)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
                               "directory", "already holds a run")
         if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
@@ -236,9 +237,9 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
                           f"< time.t_end = {cfg.time.t_end:g}")
     source = _branched_from(path)
     if source:  # from t = 0 it would be another run than the branch begun here, under the branch's name
-        raise ConfigError("--resume", str(path), f"branch again, into a new directory or once {path} is removed: "
-                          f"simulator run CONFIG --restart {source} --out DIR", "holds no checkpoint of its own and "
-                          f"began as a branch from {source}, which --resume does not start again from t = 0")
+        raise ConfigError("--resume", str(path), f"branch again from it: simulator run CONFIG --restart {source} "
+                          f"--out {path}", "holds no checkpoint of its own and began as a branch from "
+                          f"{source}, which --resume does not start again from t = 0")
     _keep_source(cfg, path)
     return DirectoryPlan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, "
                                                "replacing its partial output", warn=True)
@@ -253,6 +254,15 @@ def _branched_from(path: Path) -> str | None:
     except (OSError, AttributeError, ValueError, yaml.YAMLError):
         return None
     return str(Path(source).with_suffix(".json")) if isinstance(source, str) and source else None
+
+
+def _retries(path: Path, target: Path) -> bool:
+    """Whether a branch from ``target`` into ``path`` tries again the one begun there: ``path`` holds no
+    checkpoint and its run began as a branch from that checkpoint (its files are then cut back and superseded as
+    a restart's are, nothing removed)."""
+    source = _branched_from(path)
+    return (source is not None and not checkpoints.markers(path) and target.is_file()
+            and _same_place(Path(source), target.with_suffix(".json")))
 
 
 def apply(planned: DirectoryPlan, path: Path) -> None:
