@@ -28,6 +28,7 @@ import errno
 import json
 import logging
 import os
+import shlex
 import shutil
 import socket
 import time
@@ -263,6 +264,16 @@ def _retries(path: Path, target: Path) -> bool:
     source = _branched_from(path)
     return (source is not None and not checkpoints.markers(path) and target.is_file()
             and _same_place(Path(source), target.with_suffix(".json")))
+
+
+def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change: bool) -> str:
+    """The command that carries on a segment into ``path`` stopped before its first step: ``hint`` (its
+    ``--resume``), but for a branch from the checkpoint ``index`` of another run, ``path`` holding no checkpoint
+    of its own, the branch again (which :func:`_retries`; ``--resume`` refuses it: :func:`_resume_plan`)."""
+    if index is None or " --resume " not in hint or _same_place(_run_of(index), path) or checkpoints.markers(path):
+        return hint
+    again = f"--restart {shlex.quote(str(index.with_suffix('.json')))}"
+    return hint.replace(" --resume ", f" {again}{' --allow-physics-change' * allow_physics_change} ", 1)
 
 
 def apply(planned: DirectoryPlan, path: Path) -> None:
