@@ -316,6 +316,9 @@ def test_every_shipped_config_validates():
         (b'name: "a\\ud800"\n', r"c\.yaml' has an escape of no character in 'a\\ud800'"),
         (b'particles: [{"k\\udc00": 1}]\n', r"has an escape of no character in 'k\\udc00'"),
         (b'name: "a\\U00110000"\n', r"c\.yaml:1' is malformed YAML \(chr\(\) arg not in range"),
+        # RecursionError tracebacks: in the parser, or (500 deep) where the config is copied
+        (b"a: " + b"[" * 20000 + b"]" * 20000 + b"\n", r"c\.yaml' is nested too deeply"),
+        (b"a: " + b"{b: " * 500 + b"1" + b"}" * 500 + b"\n", r"c\.yaml' is nested too deeply"),
     ],
 )
 def test_unusable_files_are_one_line_errors(tmp_path, content, pattern):

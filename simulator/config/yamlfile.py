@@ -2,8 +2,8 @@
 
 Beyond PyYAML's safe loader this refuses what would otherwise be silent or dangerous: a key given
 twice in one mapping (YAML keeps the last and drops the first silently), documents whose aliases expand
-to an enormous tree (the "billion laughs"), files too large to be a config, binary or non-UTF-8 files,
-and files that cannot be read.
+to an enormous tree (the "billion laughs") or nest deeper than any reader's recursion goes, files too large to
+be a config, binary or non-UTF-8 files, and files that cannot be read. YAML's merge keys (``<<: *defaults``) work.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from simulator.schema.build import did_you_mean
 MAX_BYTES = 1 << 20
 #: nodes of the document with every alias expanded; real configs have a few hundred
 MAX_NODES = 100_000
+#: lists and mappings nested in one another; real configs have 4 or 5
+MAX_DEPTH = 100
 
 
 #: the tag of a merge key (``<<: *defaults``), which takes the keys of the mapping(s) it names
@@ -80,24 +82,27 @@ class _Duplicate(Exception):
         self.where, self.key = where, key
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
-    """Node count of the document with aliases expanded, without expanding it (memoised per node)."""
+def _expanded_size(node: yaml.Node, memo: dict[int, tuple[int, int]], limit: int) -> tuple[int, int]:
+    """Node count and nesting depth of the document with aliases expanded, without expanding it (memoised per
+    node)."""
     if id(node) in memo:
         return memo[id(node)]
-    memo[id(node)] = limit + 1  # a cycle (recursive alias) counts as too large
-    size = 1
-    if isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            size += _expanded_size(child, memo, limit)
-            if size > limit:
-                break
-    elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            size += _expanded_size(key, memo, limit) + _expanded_size(value, memo, limit)
-            if size > limit:
-                break
-    memo[id(node)] = size
-    return size
+    memo[id(node)] = (limit + 1, 0)  # a cycle (recursive alias) counts as too large
+    size, depth = 1, 0
+    children = (node.value if isinstance(node, yaml.SequenceNode) else [n for pair in node.value for n in pair]
+                if isinstance(node, yaml.MappingNode) else [])
+    for child in children:
+        count, deep = _expanded_size(child, memo, limit)
+        size, depth = size + count, max(depth, deep)
+        if size > limit:
+            break
+    memo[id(node)] = (size, depth + 1)
+    return size, depth + 1
+
+
+def _too_deep(name: str) -> ConfigError:
+    return ConfigError("config file", name, f"a config nests its lists and mappings at most {MAX_DEPTH} deep",
+                       "is nested too deeply")
 
 
 def parse_yaml(text: str, name: str) -> Any:
@@ -129,10 +134,15 @@ def _parse(cls: type, text: str, name: str, errors: bool = False) -> Any:
     loader.name = name
     try:
         node = loader.get_single_node()
-        if node is not None and _expanded_size(node, {}, MAX_NODES) > MAX_NODES:
+        size, depth = (0, 0) if node is None else _expanded_size(node, {}, MAX_NODES)
+        if depth > MAX_DEPTH:  # every reader of a config walks it by recursion: refused here, in one line
+            raise _too_deep(name)
+        if size > MAX_NODES:
             raise ConfigError("config file", name, f"a config expands to at most {MAX_NODES} YAML nodes; "
                               "remove the nested aliases", "has too many aliases")
         return None if node is None else loader.construct_document(node)
+    except RecursionError:  # nested thousands deep: the parser's own recursion overflows before the check above
+        raise _too_deep(name) from None
     except _Duplicate as dup:
         if not errors:
             raise
