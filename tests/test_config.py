@@ -311,6 +311,14 @@ def test_every_shipped_config_validates():
          r"has too many aliases"),
         (b"name: caf\xe9\n", r"c\.yaml:1' is not valid UTF-8"),
         (b"\x00\x01\x02binary", r"is a binary file"),
+        # escapes the Python loader reads as no character (a lone surrogate: a UnicodeEncodeError traceback when
+        # the name was written out) or refuses with a ValueError traceback
+        (b'name: "a\\ud800"\n', r"c\.yaml' has an escape of no character in 'a\\ud800'"),
+        (b'particles: [{"k\\udc00": 1}]\n', r"has an escape of no character in 'k\\udc00'"),
+        (b'name: "a\\U00110000"\n', r"c\.yaml:1' is malformed YAML \(chr\(\) arg not in range"),
+        # RecursionError tracebacks: in the parser, or (500 deep) where the config is copied
+        (b"a: " + b"[" * 20000 + b"]" * 20000 + b"\n", r"c\.yaml' is nested too deeply"),
+        (b"a: " + b"{b: " * 500 + b"1" + b"}" * 500 + b"\n", r"c\.yaml' is nested too deeply"),
     ],
 )
 def test_unusable_files_are_one_line_errors(tmp_path, content, pattern):
@@ -319,6 +327,43 @@ def test_unusable_files_are_one_line_errors(tmp_path, content, pattern):
     with pytest.raises(ConfigError, match=pattern) as info:
         C.load(p)
     assert "\n" not in str(info.value)
+
+
+def test_yaml_merge_keys_give_their_keys_and_a_key_given_twice_beside_them_is_still_refused(tmp_path):
+    """``<<: *defaults`` (YAML's merge key) shares keys between particle species or sections; it was refused as
+    malformed YAML ("could not determine a constructor for the tag ...merge") by both loaders, valid YAML."""
+    cfg = C.load(write(tmp_path, """\
+        particles:
+          - &heavy {name: heavy, count: 8, tau_p: 0.5}
+          - {<<: *heavy, name: light, tau_p: 0.1}
+          - <<: [*heavy]
+            name: third
+        """))
+    assert [(p.name, p.count, p.tau_p) for p in cfg.particles] == [("heavy", 8, 0.5), ("light", 8, 0.1),
+                                                                     ("third", 8, 0.5)]
+    for text in ("time:\n  <<: {dt: 0.1}\n  t_end: 2\n  t_end: 3\n", "time:\n  <<: {dt: 0.1, dt: 0.2}\n"):
+        with pytest.raises(ConfigError, match=r"c\.yaml:[24]' has a duplicate key"):
+            C.load(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("text, shown", [("name: 2026-02-30\n", "'2026-02-30' cannot be read as timestamp"),
+                                         ("grid: {shape: !!int abc}\n", "'abc' cannot be read as int"),
+                                         ("fft: {in_turn: !!bool maybe}\n", "'maybe' cannot be read as bool")])
+def test_a_scalar_no_yaml_constructor_reads_is_one_line_naming_its_line(tmp_path, text, shown):
+    """A date that is no date, or a value tagged as a type it is not, was a ValueError/KeyError traceback."""
+    with pytest.raises(ConfigError, match=rf"c\.yaml:1' is malformed YAML \({shown} .*quote it") as info:
+        C.load(write(tmp_path, text))
+    assert "\n" not in str(info.value)
+
+
+def test_an_integer_too_large_for_a_float_and_a_date_set_on_the_command_line_are_refused_in_one_line():
+    """An integer of over 308 digits for a number was an OverflowError traceback; ``--set name=2026-02-30`` a
+    ValueError traceback (it is the string it reads as where YAML reads no date)."""
+    with pytest.raises(ConfigError, match=r"^time\.dt = inf is out of range; it must be finite$"):
+        C.load(None, {"time.dt": 10**400})
+    with pytest.raises(ConfigError, match=r"^time\.dt = -inf is out of range; it must be > 0"):
+        C.load(None, [f"time.dt=-{10**400}"])
+    assert C.load(None, ["name=2026-02-30"]).name == "2026-02-30"
 
 
 def test_the_static_copy_of_the_parameters_refuses_its_traced_numbers():

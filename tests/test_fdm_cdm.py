@@ -1017,6 +1017,7 @@ def test_a_mixed_run_writes_both_components_and_restarts_bitwise(tmp_path, fract
                  "physics.fdm_fraction=0.3", "--allow-physics-change", status=2)
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "physics.fdm_fraction = 0.3 is a new run" in lines[0], stderr[-2000:]
+    assert lines[0].endswith("start it without --restart, into another --out"), lines  # it gave --out: a branch too
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "straight").rglob("*")) == written
     assert not (tmp_path / "wave").exists()
 

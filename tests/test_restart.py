@@ -409,6 +409,35 @@ def test_resume_leaves_a_run_without_checkpoints_whose_status_does_not_read_as_i
     assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
 
 
+
+def test_resume_of_a_branch_that_never_checkpointed_is_refused_not_run_from_t_0(tmp_path, monkeypatch, capfd):
+    """A branch (``--restart RUN/checkpoints/cN.json --out NEW``) stopped or failed before its first checkpoint:
+    ``--resume`` of NEW (the hint such a stop printed) ran the config from t = 0, another run than the branch from
+    step N, under its name, and the branch again into NEW was refused as NEW held a run. The resume is refused in
+    one line naming the branch command, nothing touched, and that branch runs in NEW as it does in a new directory."""
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1"]
+    assert here(capfd, *args, "--out", "run").returncode == 0
+    branch = [*args, "--set", "time.t_end=0.2", "--out", "branch"]
+    assert here(capfd, *branch, "--restart", "run/checkpoints/c00000010.json").returncode == 0
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):
+        marker.unlink()  # as if the branch had died before its first checkpoint
+    status = tmp_path / "branch" / "status.json"
+    status.write_text(status.read_text().replace('"finished"', '"running"'))
+    before = {p: p.read_bytes() for p in (tmp_path / "branch").rglob("*") if p.is_file()}
+    r = here(capfd, *branch, "--resume")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert "began as a branch from run/checkpoints/c00000010.json" in lines[0], lines
+    assert "--restart run/checkpoints/c00000010.json --out branch" in lines[0], lines
+    assert {p: p.read_bytes() for p in (tmp_path / "branch").rglob("*") if p.is_file()} == before
+    source = ["--restart", "run/checkpoints/c00000010.json"]
+    assert here(capfd, *branch, *source).returncode == 0
+    assert here(capfd, *args, "--set", "time.t_end=0.2", "--out", "fresh", *source).returncode == 0
+    assert checkpoint.find(tmp_path / "branch").step == 20
+    series = [(tmp_path / d / "timeseries.csv").read_text() for d in ("branch", "fresh")]
+    assert series[0] == series[1]
+
 def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
     series = run_dir / "timeseries.csv"
     deadline = time.monotonic() + timeout

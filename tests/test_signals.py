@@ -9,6 +9,7 @@ that installs the handler before JAX is imported) and times the signal by what t
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -120,6 +121,27 @@ def test_a_signal_while_the_first_chunk_compiles_exits_75_either_way(tmp_path):
         assert "before the first step" in log
     resumes_to_the_end(out)
 
+
+
+def test_a_branch_stopped_before_its_first_step_says_to_branch_again_and_that_runs(tmp_path):
+    """A branch (``--restart CHECKPOINT --out NEW``) stopped before its first step printed ``--resume --out NEW`` as
+    its resume hint, which ran the config from t = 0 (another run than the branch). It says to branch again, and
+    that command, pasted, continues from the checkpoint in NEW."""
+    base, out = tmp_path / "base", tmp_path / "branch"
+    done = subprocess.run([SIMULATOR, "run", *RUN, "--set", "time.t_end=0.1", "--set", "checkpoint.every=5",
+                           "--out", str(base)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    marker = base / "checkpoints" / "c00000010.json"
+    proc = start(out, "--set", "time.t_end=0.2", "--restart", str(marker))
+    wait_for(logged(out, r"devices: "), proc)
+    proc.send_signal(signal.SIGUSR1)
+    code, text = finish(proc)
+    assert code == 75 and "before the first step" in text, text[-2000:]
+    hint = re.search(r"resume with: (.*)", text).group(1)
+    assert f"--restart {marker} " in hint and "--resume" not in hint, hint
+    again = subprocess.run([SIMULATOR, *shlex.split(hint)[1:]], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "resumed from" in again.stderr, again.stderr[-2000:]
+    assert status(out)["state"] == "finished" and status(out)["step"] == 20
 
 def test_a_signal_after_the_run_finished_exits_0(tmp_path):
     out = tmp_path / "run"

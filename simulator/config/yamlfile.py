@@ -2,8 +2,8 @@
 
 Beyond PyYAML's safe loader this refuses what would otherwise be silent or dangerous: a key given
 twice in one mapping (YAML keeps the last and drops the first silently), documents whose aliases expand
-to an enormous tree (the "billion laughs"), files too large to be a config, binary or non-UTF-8 files,
-and files that cannot be read.
+to an enormous tree (the "billion laughs") or nest deeper than any reader's recursion goes, files too large to
+be a config, binary or non-UTF-8 files, and files that cannot be read. YAML's merge keys (``<<: *defaults``) work.
 """
 
 from __future__ import annotations
@@ -22,14 +22,41 @@ from simulator.schema.build import did_you_mean
 MAX_BYTES = 1 << 20
 #: nodes of the document with every alias expanded; real configs have a few hundred
 MAX_NODES = 100_000
+#: lists and mappings nested in one another; real configs have 4 or 5
+MAX_DEPTH = 100
+
+
+#: the tag of a merge key (``<<: *defaults``), which takes the keys of the mapping(s) it names
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 class _UniqueKeys:
-    """A safe loader's mapping constructor that rejects duplicate keys in a mapping."""
+    """A safe loader's constructors that reject duplicate keys in a mapping and name a scalar no constructor can
+    read (``2026-02-30`` as a date, ``!!int abc``) as a YAML error at its line, not a traceback."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)  # type: ignore[misc]
+        except (ValueError, KeyError, OverflowError) as err:  # the constructor's own: a YAMLError passes
+            shown = node.value if isinstance(node, yaml.ScalarNode) else node.tag
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown!r} cannot be read as {node.tag.rsplit(':', 1)[-1]} ({err}); quote it to give a "
+                "string", node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self._check_unique(node)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+    def _check_unique(self, node: yaml.MappingNode) -> None:
+        """Raise _Duplicate at the second of two equal keys of ``node`` and of the mappings it merges; its merge
+        keys are not keys of its own, and a key of its own stands over a merged one, as YAML means."""
         seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                for merged in value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]:
+                    if isinstance(merged, yaml.MappingNode):  # anything else: PyYAML's own error names it
+                        self._check_unique(merged)
+                continue
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (list, dict)):
                 continue  # unhashable: PyYAML's own error below names it
@@ -37,7 +64,6 @@ class _UniqueKeys:
                 line = key_node.start_mark.line + 1
                 raise _Duplicate(f"{key_node.start_mark.name}:{line}", key)
             seen[key] = True
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
 
 
 class _Loader(_UniqueKeys, yaml.SafeLoader):
@@ -56,24 +82,27 @@ class _Duplicate(Exception):
         self.where, self.key = where, key
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
-    """Node count of the document with aliases expanded, without expanding it (memoised per node)."""
+def _expanded_size(node: yaml.Node, memo: dict[int, tuple[int, int]], limit: int) -> tuple[int, int]:
+    """Node count and nesting depth of the document with aliases expanded, without expanding it (memoised per
+    node)."""
     if id(node) in memo:
         return memo[id(node)]
-    memo[id(node)] = limit + 1  # a cycle (recursive alias) counts as too large
-    size = 1
-    if isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            size += _expanded_size(child, memo, limit)
-            if size > limit:
-                break
-    elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            size += _expanded_size(key, memo, limit) + _expanded_size(value, memo, limit)
-            if size > limit:
-                break
-    memo[id(node)] = size
-    return size
+    memo[id(node)] = (limit + 1, 0)  # a cycle (recursive alias) counts as too large
+    size, depth = 1, 0
+    children = (node.value if isinstance(node, yaml.SequenceNode) else [n for pair in node.value for n in pair]
+                if isinstance(node, yaml.MappingNode) else [])
+    for child in children:
+        count, deep = _expanded_size(child, memo, limit)
+        size, depth = size + count, max(depth, deep)
+        if size > limit:
+            break
+    memo[id(node)] = (size, depth + 1)
+    return size, depth + 1
+
+
+def _too_deep(name: str) -> ConfigError:
+    return ConfigError("config file", name, f"a config nests its lists and mappings at most {MAX_DEPTH} deep",
+                       "is nested too deeply")
 
 
 def parse_yaml(text: str, name: str) -> Any:
@@ -83,7 +112,19 @@ def parse_yaml(text: str, name: str) -> Any:
             return _parse(_FastLoader, text, name)
         except (_Duplicate, yaml.YAMLError):
             pass  # refused: read again by the Python loader, for its message
-    return _parse(_Loader, text, name, errors=True)
+    data = _parse(_Loader, text, name, errors=True)
+    _no_surrogates(data, name)
+    return data
+
+
+def _no_surrogates(data: Any, name: str) -> None:
+    """A one-line ConfigError for a string of ``data`` holding a lone surrogate: the Python loader reads the escape
+    ``"\\ud800"`` as one (libyaml refuses it), which no file name, log or record can hold (UnicodeEncodeError)."""
+    if isinstance(data, str) and any("\ud800" <= c <= "\udfff" for c in data):
+        raise ConfigError("config file", name, "write the character itself, or the escape of one",
+                          f"has an escape of no character in {data!r}")
+    for v in [*data, *data.values()] if isinstance(data, dict) else data if isinstance(data, list) else ():
+        _no_surrogates(v, name)
 
 
 def _parse(cls: type, text: str, name: str, errors: bool = False) -> Any:
@@ -93,18 +134,26 @@ def _parse(cls: type, text: str, name: str, errors: bool = False) -> Any:
     loader.name = name
     try:
         node = loader.get_single_node()
-        if node is not None and _expanded_size(node, {}, MAX_NODES) > MAX_NODES:
+        size, depth = (0, 0) if node is None else _expanded_size(node, {}, MAX_NODES)
+        if depth > MAX_DEPTH:  # every reader of a config walks it by recursion: refused here, in one line
+            raise _too_deep(name)
+        if size > MAX_NODES:
             raise ConfigError("config file", name, f"a config expands to at most {MAX_NODES} YAML nodes; "
                               "remove the nested aliases", "has too many aliases")
         return None if node is None else loader.construct_document(node)
+    except RecursionError:  # nested thousands deep: the parser's own recursion overflows before the check above
+        raise _too_deep(name) from None
     except _Duplicate as dup:
         if not errors:
             raise
         raise ConfigError("config file", dup.where, f"give each key once per mapping ({dup.key!r} appears twice)",
                           "has a duplicate key") from None
-    except yaml.YAMLError as err:
-        if not errors:
+    except (yaml.YAMLError, ValueError) as err:
+        if not errors or isinstance(err, ConfigError):
             raise
+        if not isinstance(err, yaml.YAMLError):  # the Python scanner's own: an escape past U+10FFFF ("\\U00110000")
+            raise ConfigError("config file", f"{name}:{loader.get_mark().line + 1}", "fix the YAML syntax there",
+                              f"is malformed YAML ({err})") from None
         mark = getattr(err, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]

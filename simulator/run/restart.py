@@ -44,7 +44,8 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
     if changed:  # a state of another structure (a wave added or removed): not a restart
         name = changed[0].removeprefix("physics.")
         raise ConfigError("--restart", str(ckpt.index), f"a run with {changed[0]} = {getattr(cfg.physics, name)} is a "
-                          "new run: give another --out", f"holds a state of {changed[0]} = {old['physics'].get(name)}, "
+                          "new run: start it without --restart, into another --out",
+                          f"holds a state of {changed[0]} = {old['physics'].get(name)}, "
                           "of another structure (0 removes a component)")
     diffs = physics_changes(old, cfg)
     for key in (k for k in diffs if _restart_rule(cfg, k) == "kept"):  # what the state holds: a new run, flag or not
@@ -52,7 +53,8 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
         before = old.get(section, {}).get(name, getattr(type(getattr(cfg, section))(), name))
         raise ConfigError(key, getattr(getattr(cfg, section), name), f"{ckpt.index} holds a state of {key} = "
                           f"{before}, which a restart continues (also with --allow-physics-change): a run with another "
-                          "value is a new run, give another --out", "differs from the run being restarted")
+                          "value is a new run: start it without --restart, into another --out",
+                          "differs from the run being restarted")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
@@ -109,16 +111,18 @@ def check_particles_kept(old: dict[str, Any], cfg: Config, index: Path, remapped
                 continue
             raise ConfigError(f"particles[{i}].name", s.name, f"{index} holds species {sorted(stored) or 'none'}: a "
                               "restart continues the particles it holds (remove or rename the species back; a run "
-                              "with other particles is a new run: give another --out)",
+                              "with other particles is a new run: start it without --restart, into another --out)",
                               "is not a species of the run being restarted")
         if before.get("count") != s.count:
             raise ConfigError(f"particles[{i}].count", s.count, f"{index} holds {before.get('count')} particles of "
                               f"species {s.name!r}: a restart keeps every species' count (a run with other particles "
-                              "is a new run: give another --out)", "differs from the run being restarted")
+                              "is a new run: start it without --restart, into another --out)",
+                              "differs from the run being restarted")
         if s.inertial and not float(before.get("tau_p") or 0.0) > 0 and not remapped:
             raise ConfigError(f"particles[{i}].tau_p", s.tau_p, f"{index} holds species {s.name!r} as tracers (tau_p = "
                               "0), with no velocities to continue inertial particles from (a run with other particles "
-                              "is a new run: give another --out)", "makes tracers inertial")
+                              "is a new run: start it without --restart, into another --out)",
+                              "makes tracers inertial")
 
 
 def structure_changes(old: dict[str, Any], cfg: Config) -> list[str]:

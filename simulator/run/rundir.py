@@ -28,6 +28,7 @@ import errno
 import json
 import logging
 import os
+import shlex
 import shutil
 import socket
 import time
@@ -153,7 +154,8 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         if not found:
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
                               "does not exist")
-        if restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path):
+        if (restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path)
+                and not _retries(path, target)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
                               "directory", "already holds a run")
         if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
@@ -234,9 +236,44 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
+    source = _branched_from(path)
+    if source:  # from t = 0 it would be another run than the branch begun here, under the branch's name
+        raise ConfigError("--resume", str(path), f"branch again from it: simulator run CONFIG --restart {source} "
+                          f"--out {path}", "holds no checkpoint of its own and began as a branch from "
+                          f"{source}, which --resume does not start again from t = 0")
     _keep_source(cfg, path)
     return DirectoryPlan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, "
                                                "replacing its partial output", warn=True)
+
+
+def _branched_from(path: Path) -> str | None:
+    """The checkpoint of another run that the run in ``path`` began from (its first segment a restart, as
+    ``--restart PATH --out DIR`` records it), else None (a run from t = 0, or no readable record)."""
+    first = segments.record_paths(path)[:1]
+    try:
+        source = yaml.safe_load(first[0].read_text()).get("restart") if first else None
+    except (OSError, AttributeError, ValueError, yaml.YAMLError):
+        return None
+    return str(Path(source).with_suffix(".json")) if isinstance(source, str) and source else None
+
+
+def _retries(path: Path, target: Path) -> bool:
+    """Whether a branch from ``target`` into ``path`` tries again the one begun there: ``path`` holds no
+    checkpoint and its run began as a branch from that checkpoint (its files are then cut back and superseded as
+    a restart's are, nothing removed)."""
+    source = _branched_from(path)
+    return (source is not None and not checkpoints.markers(path) and target.is_file()
+            and _same_place(Path(source), target.with_suffix(".json")))
+
+
+def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change: bool) -> str:
+    """The command that carries on a segment into ``path`` stopped before its first step: ``hint`` (its
+    ``--resume``), but for a branch from the checkpoint ``index`` of another run, ``path`` holding no checkpoint
+    of its own, the branch again (which :func:`_retries`; ``--resume`` refuses it: :func:`_resume_plan`)."""
+    if index is None or " --resume " not in hint or _same_place(_run_of(index), path) or checkpoints.markers(path):
+        return hint
+    again = f"--restart {shlex.quote(str(index.with_suffix('.json')))}"
+    return hint.replace(" --resume ", f" {again}{' --allow-physics-change' * allow_physics_change} ", 1)
 
 
 def apply(planned: DirectoryPlan, path: Path) -> None:

@@ -178,8 +178,8 @@ class Segment:
     def interrupted_before_first_step(self, flag: int) -> bool:
         """A stop signal (``flag``, agreed by all processes) before this segment's first step: nothing
         new has been computed, so nothing is checkpointed; the run is marked interrupted (exit 75) and
-        ``--resume`` starts it again from where it stood (a new run's resolved config is recorded, so
-        that ``--resume`` knows the directory as this config's)."""
+        ``--resume`` starts it again from where it stood, a branch's hint the branch again (a new run's resolved
+        config is recorded, so that ``--resume`` knows the directory as this config's)."""
         if not flag:
             return False
         if self.stepper is not None:  # after the t = 0 outputs
@@ -187,7 +187,8 @@ class Segment:
         else:  # before the state exists: where the run stood (a new run's time is not known yet)
             step, t = (self.ckpt.step, self.ckpt.time) if self.ckpt is not None else (0, None)
         self.log.warning("stopped by %s before the first step (at step %d): nothing new to checkpoint; resume "
-                         "with: %s", StopRequest.name(flag), step, self.resume_hint)
+                         "with: %s", StopRequest.name(flag), step, rundir.branch_hint(
+                             self.resume_hint, self.ckpt and self.ckpt.index, self.out, self.allow_physics_change))
         if jax.process_index() == 0 and not (self.out / "config.yaml").exists():
             (self.out / "config.yaml").write_text(yaml.safe_dump({"config": to_dict(self.cfg)}, sort_keys=False))
         self.step, self.t = step, t

@@ -121,7 +121,10 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
         raise ConfigError(key, value, "expected an integer", "has the wrong type")
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an integer of over 308 digits: as large as a float goes, as 1e400 reads
+                return math.inf if value > 0 else -math.inf
         if isinstance(value, str):
             try:
                 return eval_number(value)

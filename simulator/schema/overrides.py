@@ -76,7 +76,7 @@ def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
                               "is malformed")
         try:
             values[key.strip()] = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, KeyError, OverflowError):  # or a scalar no constructor reads: 2026-02-30
             values[key.strip()] = text
     return values
 
