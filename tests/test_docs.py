@@ -550,7 +550,7 @@ def test_the_particle_routes_as_written():
 @pytest.mark.slow
 def test_the_example_sweep_as_written(monkeypatch):
     assert code("how-to/sweeps.md", "bash").splitlines() == SWEEP
-    monkeypatch.setenv("XLA_FLAGS", optimized_codegen(dict(os.environ))["XLA_FLAGS"])  # 3000 steps: XLA's defaults
+    monkeypatch.setenv("XLA_FLAGS", optimized_codegen(dict(os.environ))["XLA_FLAGS"])  # 3000 steps: optimised code
     for command in SWEEP:
         done = shell(command)
         assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
