@@ -15,15 +15,24 @@ N_DEVICES = 8
 #: emitted by its LLVM IR emitters rather than its MLIR fusion emitters; SIMULATOR_TEST_XLA_OPTIMIZE=1 keeps
 #: XLA's defaults instead
 FAST_CODEGEN = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+#: the code generation of the processes a test starts that step long enough for optimised code to pay for itself
+#: (:func:`optimized_codegen`): LLVM's optimisation level 1, XLA's CPU fusions still by its LLVM IR emitters
+STEPPING_CODEGEN = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false")
 OPTIMIZE = "SIMULATOR_TEST_XLA_OPTIMIZE"
 
 
 def optimized_codegen(env: dict[str, str]) -> dict[str, str]:
-    """``env`` without the suite's fast-compiling flags (:data:`FAST_CODEGEN`), for the processes a test starts
-    that step long enough for XLA's default code generation to pay for itself: a documented sweep's three
-    32^3 Taylor-Green runs of 1000 steps take 38 s at the suite's flags and 10 s at XLA's defaults."""
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if f not in FAST_CODEGEN]
-    return {**env, "XLA_FLAGS": " ".join(flags)}
+    """``env`` with :data:`STEPPING_CODEGEN` in place of the suite's fast-compiling flags (:data:`FAST_CODEGEN`),
+    for the processes a test starts that step long enough for optimised code to pay for itself: a documented
+    sweep's three 32^3 Taylor-Green runs of 1000 steps take 38 s at the suite's flags and 10 s at XLA's defaults.
+    Level 1 runs them about as fast as XLA's defaults (level 2 and the MLIR fusion emitters), whose compile
+    costs several times as much: the 9 programs of configs/abc.yaml compile in 93 CPU seconds at the defaults,
+    10 at level 1 and 6 at the suite's level 0, and its 100 steps take 1.6, 1.1 and 7.4 s. Under
+    SIMULATOR_TEST_XLA_OPTIMIZE=1 (the suite at XLA's defaults) ``env`` is left as it is."""
+    if os.environ.get(OPTIMIZE) == "1":
+        return dict(env)
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if f not in FAST_CODEGEN and f not in STEPPING_CODEGEN]
+    return {**env, "XLA_FLAGS": " ".join([*flags, *STEPPING_CODEGEN])}
 
 
 def pytest_configure(config):

@@ -390,7 +390,7 @@ def test_the_documented_ensemble_sweep_as_written():
     commands = page.split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
     assert commands[0].endswith("sweep configs/sweeps/tg_ensemble.yaml --local")
     shutil.rmtree(ROOT / "outputs" / "tg_ensemble", ignore_errors=True)
-    # eight members' 200 steps in one program: XLA's default code generation pays for itself
+    # eight members' 200 steps in one program: optimised code pays for itself
     env = optimized_codegen({**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

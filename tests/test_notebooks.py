@@ -5,9 +5,9 @@ the numbers), and the outputs the file carries must be what that execution gives
 every code cell the same outputs in the same order (a figure where a figure is drawn, of the same size),
 the same printed text, and in it the same numbers up to :data:`TOLERANCE`.
 
-The particle notebook's kernel runs with XLA's default code generation, not the suite's faster-compiling one
-(tests/conftest.py: LLVM level 0): its run spends its time executing, not compiling, and takes 24 s of CPU there against
-62 s at level 0. The gradient notebook compiles more than it runs and stays at level 0 (17 s of CPU for its
+The particle notebook's kernel runs with optimised code (tests/conftest.py: STEPPING_CODEGEN, LLVM level 1), not
+the suite's faster-compiling one (LLVM level 0): its run spends its time executing, not compiling, and took 24 s of CPU
+at XLA's defaults against 62 s at level 0 (level 1 executes about as fast as the defaults and compiles far faster). The gradient notebook compiles more than it runs and stays at level 0 (17 s of CPU for its
 gradients against 24 s). ``scripts/execute_notebooks.py`` refreshes the stored outputs.
 """
 
@@ -36,7 +36,7 @@ NOTEBOOKS = [str(p.relative_to(DOCS)) for p in execute_notebooks.notebooks()]
 #: unit of their last digit and every other one not at all; the gradients are float64 and differ in their
 #: 15th digit
 TOLERANCE = {"tutorials/particles-statistics.ipynb": 0.03, "tutorials/gradients.ipynb": 1e-8}
-#: the notebooks whose kernel runs at XLA's default optimisation level (the module docstring says why)
+#: the notebooks whose kernel runs with optimised code (the module docstring says why)
 OPTIMIZED = {"tutorials/particles-statistics.ipynb"}
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
