@@ -110,6 +110,45 @@ def test_background_and_spectrum_against_independent_references():
         assert half == pytest.approx(4.5 * m22 ** (4 / 9), rel=0.03)
 
 
+
+def test_an_open_universe_s_age_and_growth_are_their_closed_forms():
+    """Without a cosmological constant, omega_m = 0.3 (omega_k = 0.7, so the curvature term of H^2 is more than
+    half of it at a = 1): the age is Friedmann's parametric solution a = omega_m (cosh eta - 1) / (2 omega_k),
+    H0 t = omega_m (sinh eta - eta) / (2 omega_k^(3/2)), and the growing mode that of Groth & Peebles (1975;
+    Peebles 1980, eq. 11.16), D ~ 1 + 3/x + 3 sqrt(1 + x) / x^(3/2) ln(sqrt(1 + x) - sqrt(x)), x = omega_k a / omega_m,
+    its rate f = dln D/dln a by central differences; a step's K_p = int dt / a^p along the same t(a). Every flat check
+    leaves the curvature term's sign unseen: here a flipped one is off by tens of per cent."""
+    om, ok = 0.3, 0.7
+
+    def age(a):
+        eta = math.acosh(1 + 2 * ok * a / om)
+        return om * (math.sinh(eta) - eta) / (2 * ok**1.5)
+
+    def groth_peebles(a):
+        x = ok * a / om
+        return 1 + 3 / x + 3 * math.sqrt(1 + x) / x**1.5 * math.log(math.sqrt(1 + x) - math.sqrt(x))
+
+    scale = None
+    for a in (0.1, 0.3, 0.6, 1.0):
+        assert cosmology.cosmic_time(a, om, 0.0) == pytest.approx(age(a), rel=1e-12)
+        ratio = cosmology.growth(a, om, 0.0) / groth_peebles(a)
+        scale = ratio if scale is None else scale
+        assert ratio == pytest.approx(scale, rel=1e-9)  # the closed form's D loses digits to cancellation at small x
+        h = 1e-4
+        rate = (math.log(groth_peebles(a * math.exp(h))) - math.log(groth_peebles(a * math.exp(-h)))) / (2 * h)
+        assert cosmology.growth_rate(a, om, 0.0) == pytest.approx(rate, rel=1e-7)
+    # a step's int dt / a^p over s in [0.2, 0.5] of the clock from a = 0.25, dt/ds = a dt/da differentiated along
+    # the parametric solution: a (cosh eta - 1) / (omega_k^(1/2) sinh eta)
+    def dt_ds(a):
+        eta = math.acosh(1 + 2 * ok * a / om)
+        return a * (math.cosh(eta) - 1) / (math.sqrt(ok) * math.sinh(eta))
+
+    a0 = 0.25
+    for p in (1, 2, 3):
+        got = float(cosmology.step_integrals(0.2, 0.3, a0, om, 0.0, (p,))[0])
+        exact = quad(lambda s: dt_ds(a0 * math.exp(s)) / (a0 * math.exp(s)) ** p, 0.2, 0.5, epsrel=1e-13)[0]
+        assert got == pytest.approx(exact, rel=1e-12)
+
 def test_unit_system_and_the_self_interaction_mapping():
     # hbar/m for m = 1e-22 eV is 19.2 kpc km/s (e.g. Hui et al. 2017, PRD 95, 043541): in (Mpc/h) 100 km/s
     assert cosmology.nu_code(1.0, 0.7) == pytest.approx(19.17e-3 * 0.7 / 100, rel=1e-3)
