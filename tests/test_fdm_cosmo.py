@@ -329,14 +329,23 @@ def test_layzer_irvine_residual_converges_at_second_order(g):
 
 
 
-def test_the_cosmic_energy_source_s_rate_is_its_derivative_along_the_run():
+@pytest.mark.parametrize("fraction", [1.0, 0.0], ids=["wave", "particles"])
+def test_the_cosmic_energy_source_s_rate_is_its_derivative_along_the_run(fraction):
     """li_rate, d(2K + W + 3U)/dln a from the state and the equations of motion (-(4K + W + 9U) - (Q_W - Q_U)/H),
-    against central differences of li_source along the run at z = 15 (h = 0.01 in ln a, 4 steps each side), with
-    an attractive self-interaction so that every term counts: to 1e-3 of the rate's largest term (measured 8e-5;
-    a coefficient 2 of K, 3 of U or a flipped sign of Q_W or Q_U is off by 0.5, 0.24, 0.13, 0.03). The residual test above cannot see the rate: it enters the rows' quadrature at order h^2 only, as
-    the scheme's error does."""
-    sim = cosmo(shape=(16, 16, 16), box=(2.0, 2.0, 2.0), initial="gaussian")
-    p = sim.parameters(self_interaction=-1e-5)
+    against central differences of li_source along the run at z = 15 (h = 0.01 in ln a, 4 steps each side). The
+    wave with an attractive self-interaction, so that every term counts: to 1e-3 of the rate's largest term
+    (measured 8e-5; a coefficient 2 of K, 3 of U or a flipped sign of Q_W or Q_U is off by 0.5, 0.24, 0.13, 0.03).
+    The particles alone (16^3, CIC) to 1e-2 (measured 5.3e-3, the same at h = 0.005: their force, the window's
+    interpolation of -grad(Phi), is not exactly the gradient of their deconvolved W; Q_W's sign flipped: 1.5). The
+    residual test above cannot see the rate: it enters the rows' quadrature at order h^2 only, as the scheme's
+    error does."""
+    if fraction:
+        sim = cosmo(shape=(16, 16, 16), box=(2.0, 2.0, 2.0), initial="gaussian")
+        p = sim.parameters(self_interaction=-1e-5)
+    else:
+        sim = cosmo(shape=(16, 16, 16), box=(2.0, 2.0, 2.0), initial="gaussian", physics__fdm_fraction=0.0,
+                    physics__cdm_particles=16**3)
+        p = sim.parameters()
     state = sim.advance(sim.initial_state({"name": "gaussian", "seed": 1}, p), 80, math.log(8) / 80, 0.0, p)
     s0, h = math.log(8), 0.01
     rows = []
@@ -345,9 +354,9 @@ def test_the_cosmic_energy_source_s_rate_is_its_derivative_along_the_run():
             state = sim.advance(state, 4, h / 4, s0 + (i - 1) * h, p)
         rows.append({k: float(v) for k, v in sim.diagnostics(state, h / 4, p, s0 + i * h).items()})
     middle = rows[1]
-    terms = max(abs(4 * middle["kinetic"]), abs(middle["potential"]), abs(9 * middle["interaction"]))
+    terms = max(abs(4 * middle["kinetic"]), abs(middle["potential"]), abs(9 * middle.get("interaction", 0.0)))
     difference = (rows[2]["li_source"] - rows[0]["li_source"]) / (2 * h)
-    assert abs(middle["li_rate"] - difference) < 1e-3 * terms, (middle["li_rate"], difference, terms)
+    assert abs(middle["li_rate"] - difference) < (1e-3 if fraction else 1e-2) * terms, (middle["li_rate"], difference, terms)
 
 @pytest.mark.parametrize("case", backend_cases(), ids=case_id)
 def test_mass_is_conserved_to_round_off(case):
