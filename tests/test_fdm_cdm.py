@@ -255,7 +255,8 @@ def grad_phi2(q, k, a_amp, b_amp):
 def test_second_order_displacements_are_2lpt_of_two_crossed_waves():
     """2LPT's second-order displacement and momentum (physics.cdm_lpt = 2) against their closed form for
     delta = A cos kx + B cos ky in EdS: phi2 = -A B cos kx cos ky / (2 k^2), s2 = -3/7 grad(phi2), p2 = 2 a^2 H s2,
-    at the lattice points; for a plane wave (B = 0) the second order vanishes and 2LPT is Zel'dovich's."""
+    at the lattice points; for a plane wave (B = 0, and one along the diagonal) the second order vanishes and 2LPT is
+    Zel'dovich's."""
     n, box = 16, 10.0
     sim = mixed(n=n, box=box, fraction=1e-6, window="cic")
     lpt2 = mixed(n=n, box=box, fraction=1e-6, window="cic", lpt=2)
@@ -274,6 +275,15 @@ def test_second_order_displacements_are_2lpt_of_two_crossed_waves():
             continue
         assert np.max(np.abs(s2 - want)) < 1e-9 * np.max(np.abs(want)), np.max(np.abs(s2 - want))
         assert np.max(np.abs(p2 - 2 * expansion * want)) < 1e-9 * expansion * np.max(np.abs(want))
+    # a plane wave along the diagonal, delta = A cos(k (x + y)): phi1_xx phi1_yy = phi1_xy^2 point by point, so the
+    # source's cross terms must cancel its diagonal ones (a plane wave along an axis has no cross terms to test)
+    eq = sim.equation
+    x, y, _ = np.meshgrid(*[np.arange(n) * box / n] * 3, indexing="ij")
+    delta_hat = eq.fft.rfft(jnp.asarray(0.02 * np.cos(k * (x + y))))
+    one, two = (jax.jit(cdm.zeldovich)(s.equation, delta_hat, p) for s in (sim, lpt2))
+    s1 = np.mod(np.asarray(one["cdm_position"]) - q + box / 2, box) - box / 2
+    s2 = np.mod(np.asarray(two["cdm_position"] - one["cdm_position"]) + box / 2, box) - box / 2
+    assert np.max(np.abs(s2)) < 1e-12 * np.max(np.abs(s1)), np.max(np.abs(s2)) / np.max(np.abs(s1))
 
 
 def test_a_2lpt_start_removes_the_zeldovich_start_s_second_order_transient():
