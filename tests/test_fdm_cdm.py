@@ -328,7 +328,6 @@ def test_pure_cold_matter_grows_as_the_growth_factor(om, ol):
     assert amp[-1] > 9.0
 
 
-
 def test_cold_matter_started_late_grows_as_the_growth_factor_from_its_first_step():
     """f = 0, LCDM, from z = 1, where the growth rate f(a0) = 0.87 (at z = 127 it is 1 to 1e-5, so no start
     there tells a momentum a^2 H f s from a^2 H s): the mode follows D(a)/D(a0) to 0.1% over a factor 1.8 in a
@@ -346,6 +345,7 @@ def test_cold_matter_started_late_grows_as_the_growth_factor_from_its_first_step
     assert growth_rate(a0, om, ol) < 0.9
     expected = np.array([heath_growth(a0 * math.exp(x), om, ol) for x in s]) / heath_growth(a0, om, ol)
     assert np.max(np.abs(amp / expected - 1)) < 1e-3, np.max(np.abs(amp / expected - 1))
+
 
 def test_a_mixed_run_tends_to_the_particle_only_run_as_its_wave_vanishes():
     """A mode of 0.02 at k = 0.63 h/Mpc on 16^3 (CIC) from z = 127 over a factor of 10 in a (EdS): the mixed run
@@ -822,7 +822,6 @@ def test_bad_mixed_input_is_refused_naming_the_key(overrides, key):
     assert "\n" not in str(err.value) and str(err.value).startswith(key)
 
 
-
 @pytest.mark.parametrize("fraction", ["0", "0.3"], ids=["particles", "mixed"])
 def test_a_start_from_a_file_is_refused_naming_the_branch_that_carries_the_particles(fraction):
     """initial.name: file cannot start cold particles (they start on their lattice): the one line says how to go on
@@ -861,6 +860,7 @@ def test_a_restart_with_another_initial_redshift_is_refused_in_one_line(tmp_path
     assert "holds a state of physics.z_start = 49" in done.stderr, done.stderr
     assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
     assert run("--restart", "--set", "physics.z_end=5").returncode == 0  # when it ends: free, no flag
+
 
 def test_a_traced_fraction_may_not_cross_zero():
     """sim.parameters(fdm_fraction=...) changes f without recompiling, but not to or from 0: that is another
@@ -1102,7 +1102,6 @@ def test_two_processes_equal_one(tmp_path, fraction, capfd):
     start = lattice(16, 1.0)  # configs/fdm_cosmo.yaml: a 1 Mpc/h box
     moved = np.abs(np.mod(ends["one"]["position"] - start + 0.5, 1.0) - 0.5)
     assert np.max(moved) > 1e-3  # 0.019 Mpc/h, 0.3 cells
-
 
 
 @pytest.mark.slow

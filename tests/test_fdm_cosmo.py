@@ -110,7 +110,6 @@ def test_background_and_spectrum_against_independent_references():
         assert half == pytest.approx(4.5 * m22 ** (4 / 9), rel=0.03)
 
 
-
 def test_an_open_universe_s_age_and_growth_are_their_closed_forms():
     """Without a cosmological constant, omega_m = 0.3 (omega_k = 0.7, so the curvature term of H^2 is more than
     half of it at a = 1): the age is Friedmann's parametric solution a = omega_m (cosh eta - 1) / (2 omega_k),
@@ -139,6 +138,7 @@ def test_an_open_universe_s_age_and_growth_are_their_closed_forms():
         assert cosmology.growth_rate(a, om, 0.0) == pytest.approx(rate, rel=1e-7)
     # a step's int dt / a^p over s in [0.2, 0.5] of the clock from a = 0.25, dt/ds = a dt/da differentiated along
     # the parametric solution: a (cosh eta - 1) / (omega_k^(1/2) sinh eta)
+
     def dt_ds(a):
         eta = math.acosh(1 + 2 * ok * a / om)
         return a * (math.cosh(eta) - 1) / (math.sqrt(ok) * math.sinh(eta))
@@ -148,6 +148,7 @@ def test_an_open_universe_s_age_and_growth_are_their_closed_forms():
         got = float(cosmology.step_integrals(0.2, 0.3, a0, om, 0.0, (p,))[0])
         exact = quad(lambda s: dt_ds(a0 * math.exp(s)) / (a0 * math.exp(s)) ** p, 0.2, 0.5, epsrel=1e-13)[0]
         assert got == pytest.approx(exact, rel=1e-12)
+
 
 def test_unit_system_and_the_self_interaction_mapping():
     # hbar/m for m = 1e-22 eV is 19.2 kpc km/s (e.g. Hui et al. 2017, PRD 95, 043541): in (Mpc/h) 100 km/s
@@ -179,7 +180,6 @@ def test_config_resolves_redshifts_into_times():
             C.load(None, ["physics.name=fdm_cosmo", override])
 
 
-
 @pytest.mark.parametrize("column, value", [(1, "nan"), (1, "inf"), (0, "nan")], ids=["P nan", "P inf", "k nan"])
 def test_a_spectrum_file_with_a_number_that_is_not_finite_is_refused(tmp_path, column, value):
     """A CAMB table with one NaN or inf (a failed column, a broken export) is refused as the config is read, in one
@@ -193,6 +193,7 @@ def test_a_spectrum_file_with_a_number_that_is_not_finite_is_refused(tmp_path, c
     with pytest.raises(ConfigError, match=r"physics\.spectrum_file .*row 3 .*not a finite number") as err:
         C.load(None, ["physics.name=fdm_cosmo", f"physics.spectrum_file={path}"])
     assert "\n" not in str(err.value)
+
 
 def test_a_config_whose_answer_leans_on_a_continuation_or_a_trace_of_wave_is_cautioned(tmp_path, capfd, caplog):
     """A spectrum file that stops short of the grid's modes, or of the sigma8 integral, is continued as power laws
@@ -328,7 +329,6 @@ def test_layzer_irvine_residual_converges_at_second_order(g):
     assert np.all(np.abs(orders - 2) < 0.2), (residuals, orders)
 
 
-
 @pytest.mark.parametrize("fraction", [1.0, 0.0], ids=["wave", "particles"])
 def test_the_cosmic_energy_source_s_rate_is_its_derivative_along_the_run(fraction):
     """li_rate, d(2K + W + 3U)/dln a from the state and the equations of motion (-(4K + W + 9U) - (Q_W - Q_U)/H),
@@ -357,6 +357,7 @@ def test_the_cosmic_energy_source_s_rate_is_its_derivative_along_the_run(fractio
     terms = max(abs(4 * middle["kinetic"]), abs(middle["potential"]), abs(9 * middle.get("interaction", 0.0)))
     difference = (rows[2]["li_source"] - rows[0]["li_source"]) / (2 * h)
     assert abs(middle["li_rate"] - difference) < (1e-3 if fraction else 1e-2) * terms, (middle["li_rate"], difference, terms)
+
 
 @pytest.mark.parametrize("case", backend_cases(), ids=case_id)
 def test_mass_is_conserved_to_round_off(case):
