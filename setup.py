@@ -2,9 +2,9 @@
 ``simulator.fft._particles``, the particles' kernels (the windows' gather and scatter, simulator/fft/window.py;
 the hand-over's rows, simulator/fft/owned.py), likewise.
 
-The build also copies the run configs of ``configs/`` into the package as ``simulator/_configs``, so that an
-installed package carries them (``simulator configs``; simulator/shipped.py); an editable install reads the
-source tree's in place. Everything else about the package is declared in pyproject.toml. The extension is optional: when
+The build also copies the run configs of ``configs/`` and the Slurm job templates of ``slurm/`` into the package
+as ``simulator/_configs`` and ``simulator/_slurm``, so that an installed package carries them (``simulator
+configs``, ``simulator slurm``; simulator/shipped.py); an editable install reads the source tree's in place. Everything else about the package is declared in pyproject.toml. The extension is optional: when
 FFTW's headers or libraries (Debian: ``libfftw3-dev``), a C++ compiler or jaxlib's XLA FFI headers are missing,
 the build is skipped or its failure only warned about, the package installs, and the local FFTs run on
 XLA's own FFT instead (``simulator info`` says which path runs and why; simulator/fft/local.py), the windows on
@@ -88,18 +88,23 @@ def native_extensions() -> list[Extension]:
     ]
 
 
+#: what the build copies into the package: source folder, file pattern, the package's folder (simulator/shipped.py)
+SHIPPED = (("configs", "*.yaml", "_configs"), ("slurm", "*.sbatch", "_slurm"))
+
+
 class BuildPy(build_py):
-    """The package's modules, plus ``configs/*.yaml`` copied to ``simulator/_configs`` (not for an editable
-    install, which reads the source tree's ``configs/``)."""
+    """The package's modules, plus ``configs/*.yaml`` copied to ``simulator/_configs`` and ``slurm/*.sbatch`` to
+    ``simulator/_slurm`` (not for an editable install, which reads the source tree's folders)."""
 
     def run(self) -> None:
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        target = Path(self.build_lib) / "simulator" / "_configs"
-        target.mkdir(parents=True, exist_ok=True)
-        for config in sorted((Path(__file__).resolve().parent / "configs").glob("*.yaml")):
-            shutil.copyfile(config, target / config.name)
+        for source, pattern, packaged in SHIPPED:
+            target = Path(self.build_lib) / "simulator" / packaged
+            target.mkdir(parents=True, exist_ok=True)
+            for path in sorted((Path(__file__).resolve().parent / source).glob(pattern)):
+                shutil.copyfile(path, target / path.name)
 
 
 setup(ext_modules=native_extensions(), cmdclass={"build_py": BuildPy})

@@ -44,14 +44,32 @@ def in_flight(directory: Path, what: str) -> dict[int, str]:
     return found
 
 
-def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: bool = False,
+#: the array job script ``--submit`` runs unless given one: the project's, relative to the current directory
+PROJECT_SCRIPT = Path("slurm") / "sweep.sbatch"
+
+
+def default_script() -> tuple[Path, str]:
+    """The array job script ``--submit`` runs without ``--script``, and the line that says which: the current
+    directory's ``slurm/sweep.sbatch`` (a checkout's, or a copy of the user's own), else the template shipped with
+    the package (an install with pip has no ``slurm/`` folder)."""
+    from simulator import shipped
+
+    shipped_script = shipped.templates().get("sweep")
+    if PROJECT_SCRIPT.is_file() or shipped_script is None:
+        return PROJECT_SCRIPT, f"job script: {PROJECT_SCRIPT}"
+    return shipped_script, (f"job script: {shipped_script} (the shipped sweep template: no {PROJECT_SCRIPT} here; "
+                            "`simulator slurm sweep > my_sweep.sbatch`, edited, then --script my_sweep.sbatch)")
+
+
+def submit(directory: Path, manifest: Mapping[str, Any], script: Path | None = None, dry_run: bool = False,
            groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None) -> str | None:
     """Submit ONE array job whose task i runs point i, for the points not finished yet; with ``groups``
     (an ensemble sweep), task G runs group G as one batched program, for the groups with a member not
     finished yet.
 
     Returns the job id (None when every point has finished, or for ``dry_run``, which only reports the
-    sbatch command). ``report``: where the lines for the user go (the CLI prints them).
+    sbatch command). ``script``: the array job script, None for :func:`default_script`'s (its line reported).
+    ``report``: where the lines for the user go (the CLI prints them).
     """
     ensemble = groups is not None
     todo = unfinished_groups(directory, manifest, groups) if ensemble else unfinished(directory, manifest)
@@ -65,6 +83,9 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path, dry_run: 
     if not todo:
         report(f"all {total} {what} of {manifest['name']} have finished or are under way; nothing to submit")
         return None
+    if script is None:
+        script, which = default_script()
+        report(which)
     if not script.is_file():
         raise ConfigError("--script", str(script), "give the sweep job script (slurm/sweep.sbatch or your copy)",
                           "does not exist")

@@ -87,6 +87,29 @@ def test_configs_lists_the_shipped_configs_and_prints_one_without_starting_jax(c
     assert r.stdout.splitlines()[-1] == "False"
 
 
+def test_slurm_lists_the_shipped_templates_and_prints_one_without_starting_jax(capfd):
+    """One who installed with pip had no Slurm job template to copy (they lived in the checkout's slurm/ only).
+    ``simulator slurm`` lists them (name and what each submits, from the comment under the ``#!`` line),
+    ``simulator slurm NAME`` prints one, equal to the checkout's file, and a name that is not shipped is one line
+    with the close one. The installed package's own copy: tests/test_install.py."""
+    from support import command
+
+    code, out, err = command(capfd, "slurm")
+    names = sorted(p.stem for p in (ROOT / "slurm").glob("*.sbatch"))
+    assert names == ["cpu", "gpu_node", "gpu_nodes", "sweep"]
+    assert code == 0 and err == "" and [line.split()[0] for line in out.splitlines()] == names
+    assert "sweep      One task of a sweep's array job" in out.splitlines()
+    for name in names:
+        code, out, _ = command(capfd, "slurm", name)
+        assert code == 0 and out == (ROOT / "slurm" / f"{name}.sbatch").read_text()
+    code, _, err = command(capfd, "slurm", "gpu-node")
+    assert code == 2 and err == ("error: simulator slurm = 'gpu-node' is not a shipped Slurm template; one of: cpu, "
+                                 "gpu_node, gpu_nodes, sweep (did you mean 'gpu_node'?)\n")
+    code = "import sys; from simulator.cli import main\nmain(['slurm', 'cpu'])\nprint('jax' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert r.stdout.splitlines()[-1] == "False"
+
+
 def test_a_damaged_file_that_reaches_the_command_line_is_one_line_and_exit_2(capfd, monkeypatch, tmp_path):
     """Every reader of a run's files raises DamagedFileError naming the file; a command that does not catch one
     itself still ends in that one line and exit 2 (bad input), not a traceback and exit 1."""

@@ -92,6 +92,14 @@ def test_pip_install_into_a_fresh_venv_without_a_compiler_runs_on_xlas_fft(tmp_p
                              text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.rstrip().endswith(
         "(did you mean the shipped one, written out by: simulator configs taylor_green > taylor_green.yaml?)"), missing
+    # and the Slurm job templates: listed, printed, and the sweep's submitted from a directory without slurm/
+    listed = run([simulator, "slurm"], elsewhere, env).stdout.split("\n")
+    assert [line.split()[0] for line in listed if line] == sorted(p.stem for p in (ROOT / "slurm").glob("*.sbatch"))
+    assert run([simulator, "slurm", "sweep"], elsewhere, env).stdout == (ROOT / "slurm" / "sweep.sbatch").read_text()
+    (elsewhere / "s.yaml").write_text("name: s\nbase: tg.yaml\ngrid:\n  physics.viscosity: [0.01, 0.05]\n")
+    dry = run([simulator, "sweep", "s.yaml", "--out", "sw", "--submit", "--dry-run"], elsewhere, env).stdout
+    assert f"job script: {package / '_slurm' / 'sweep.sbatch'} (the shipped sweep template: " in dry, dry
+    assert dry.splitlines()[-1].endswith(f" {package / '_slurm' / 'sweep.sbatch'} sw"), dry
     run([simulator, "run", "tg.yaml", "--set", "grid.shape=16",
          "--set", "time.t_end=0.02", "--cpu-devices", "2", "--out", "r"], elsewhere, env)
     assert '"finished"' in (elsewhere / "r" / "status.json").read_text()

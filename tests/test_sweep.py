@@ -143,6 +143,54 @@ def test_array_spec_lists_the_unfinished_points_with_the_limit():
     assert sweep_slurm.array_spec([5, 0, 1, 3, 6, 7, 9], 4) == "0-1,3,5-7,9%4"
 
 
+def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_path, monkeypatch, capfd):
+    """An install with pip has no slurm/ folder, and `--submit` without --script asked for slurm/sweep.sbatch of the
+    current directory alone: refused, with no template to copy. It now falls back on the template shipped with the
+    package and says which it used; a slurm/sweep.sbatch of the directory's own still comes first. The installed
+    package's own copy: tests/test_install.py."""
+    from simulator import shipped
+
+    file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05]}, max_parallel=2)
+    monkeypatch.chdir(tmp_path)
+    dry = here(capfd, "sweep", file, "--out", "sw", "--submit", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    template = shipped.templates()["sweep"]
+    assert template.read_text() == (ROOT / "slurm" / "sweep.sbatch").read_text()
+    lines = dry.stdout.splitlines()
+    assert lines[-2] == (f"job script: {template} (the shipped sweep template: no slurm/sweep.sbatch here; "
+                         "`simulator slurm sweep > my_sweep.sbatch`, edited, then --script my_sweep.sbatch)")
+    assert lines[-1].startswith("sbatch --parsable --job-name=s --array=0-1%2 ") and lines[-1].endswith(f" {template} sw")
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "sweep.sbatch").write_text("#!/bin/bash\n")
+    lines = here(capfd, "sweep", file, "--out", "sw", "--submit", "--dry-run").stdout.splitlines()
+    assert lines[-2] == "job script: slurm/sweep.sbatch" and lines[-1].endswith(" slurm/sweep.sbatch sw")
+
+
+def test_the_sweep_template_runs_the_simulator_on_the_path_without_a_project_venv(tmp_path):
+    """The shipped sweep template ran .venv/bin/simulator of the submission directory unless SIMULATOR said
+    otherwise, which an install with pip does not have: every task would fail. Without SIMULATOR it now runs the
+    project's .venv/bin/simulator where there is one, else ``simulator`` on the PATH the job was given."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8"}
+
+    def task(**extra):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / "sweep.sbatch"), "sw"], cwd=tmp_path, env={**env, **extra},
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()[-1]
+
+    assert task() == "srun --kill-on-bad-exit=1 simulator sweep sw --point 1"
+    assert task(SIMULATOR="/opt/sim/bin/simulator") == "srun --kill-on-bad-exit=1 /opt/sim/bin/simulator sweep sw --point 1"
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "simulator").write_text("#!/bin/bash\n")
+    (tmp_path / ".venv" / "bin" / "simulator").chmod(0o755)
+    assert task() == "srun --kill-on-bad-exit=1 .venv/bin/simulator sweep sw --point 1"
+
+
 @pytest.mark.slow
 def test_local_sweep_runs_each_point_once_collects_and_plots(tmp_path, monkeypatch, capfd):
     file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05]}, max_parallel=2)

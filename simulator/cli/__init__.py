@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add in (run.add_validate, results.add_plot, results.add_export, run.add_run, run.add_plan, devices.add_info,
-                devices.add_check, run.add_config_docs, run.add_configs, sweep.add_sweep, devices.add_launch):
+                devices.add_check, run.add_config_docs, run.add_configs, run.add_slurm, sweep.add_sweep,
+                devices.add_launch):
         add(sub)
     return parser
 

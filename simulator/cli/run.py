@@ -1,5 +1,6 @@
 """``simulator validate``, ``run``, ``plan``, ``config-docs`` and ``configs``: a config checked, run, planned
-against its devices' memory, the reference of its keys, and the configs shipped with the package."""
+against its devices' memory, the reference of its keys, and the configs and Slurm templates shipped with the
+package."""
 
 from __future__ import annotations
 
@@ -136,22 +137,35 @@ def add_config_docs(sub: Any) -> None:
     p.set_defaults(func=cmd_config_docs)
 
 
-def cmd_configs(args: argparse.Namespace) -> int:
+def _shipped(command: str, what: str, found: dict[str, Any], name: str | None) -> int:
+    """List ``found`` (name and summary) or print the one called ``name``: ``simulator configs`` and ``simulator
+    slurm``; a name not among them is a one-line error naming the close one."""
     from simulator import shipped
     from simulator.schema.build import did_you_mean
 
-    found = shipped.configs()
-    if args.name is None:
+    if name is None:
         width = max(map(len, found), default=0)
-        for name, path in found.items():
-            print(f"{name:<{width}}  {shipped.summary(path)}")
+        for key, path in found.items():
+            print(f"{key:<{width}}  {shipped.summary(path)}")
         return EXIT_OK
-    if args.name not in found:
-        close = did_you_mean(args.name, list(found))
-        raise ConfigError("simulator configs", args.name, f"one of: {', '.join(found) or 'none shipped here'}"
-                          + (f" (did you mean {close!r}?)" if close else ""), "is not a shipped config")
-    sys.stdout.write(found[args.name].read_text(encoding="utf-8"))
+    if name not in found:
+        close = did_you_mean(name, list(found))
+        raise ConfigError(command, name, f"one of: {', '.join(found) or 'none shipped here'}"
+                          + (f" (did you mean {close!r}?)" if close else ""), f"is not a shipped {what}")
+    sys.stdout.write(found[name].read_text(encoding="utf-8"))
     return EXIT_OK
+
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    from simulator import shipped
+
+    return _shipped("simulator configs", "config", shipped.configs(), args.name)
+
+
+def cmd_slurm(args: argparse.Namespace) -> int:
+    from simulator import shipped
+
+    return _shipped("simulator slurm", "Slurm template", shipped.templates(), args.name)
 
 
 def add_configs(sub: Any) -> None:
@@ -159,3 +173,10 @@ def add_configs(sub: Any) -> None:
                        "file of your own: simulator configs taylor_green > tg.yaml)")
     p.add_argument("name", nargs="?", help="the shipped config to print (its YAML, comments included)")
     p.set_defaults(func=cmd_configs)
+
+
+def add_slurm(sub: Any) -> None:
+    p = sub.add_parser("slurm", help="list the Slurm job templates shipped with the package, or print one (redirect "
+                       "it to a file of your own and edit its site-specific lines: simulator slurm cpu > cpu.sbatch)")
+    p.add_argument("name", nargs="?", help="the template to print (cpu, gpu_node, gpu_nodes, sweep)")
+    p.set_defaults(func=cmd_slurm)

@@ -99,7 +99,8 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
     out = f" --out {args.out}" if args.out else ""
     flags = "".join(f" {word}" for word in runtime_flags(args))
     if args.submit:
-        sweep_slurm.submit(directory, manifest, Path(args.script), dry_run=args.dry_run, groups=groups, report=print)
+        sweep_slurm.submit(directory, manifest, Path(args.script) if args.script else None, dry_run=args.dry_run,
+                           groups=groups, report=print)
     elif args.local:
         code = sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups,
                                report=print, flags=runtime_flags(args))
@@ -134,8 +135,9 @@ def add_sweep(sub: Any) -> None:
                    "parameters, initial conditions, dt) as one batched program per group (as 'ensemble: true')")
     p.add_argument("--batch", type=int, default=None, metavar="K",
                    help="with --ensemble: at most K members per batched program (as 'batch: K'; implies --ensemble)")
-    p.add_argument("--script", default="slurm/sweep.sbatch", metavar="FILE",
-                   help="with --submit: the array job script (default: slurm/sweep.sbatch)")
+    p.add_argument("--script", default=None, metavar="FILE",
+                   help="with --submit: the array job script (default: slurm/sweep.sbatch, else where there is none "
+                   "the template shipped with the package: simulator slurm sweep)")
     p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")
     runtime_args(p, " in each point's run; with --local, --point or --group")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
