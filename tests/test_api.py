@@ -90,6 +90,15 @@ def test_run_then_load_the_results_without_jax(tmp_path):
     run = simulator.load_run(tmp_path / "run")
     nu, eps = run.config["physics"]["viscosity"], run.timeseries["dissipation"][-1]
     assert float(eta) == pytest.approx((nu**3 / eps) ** 0.25, rel=1e-12) and jax_loaded == "False"
+    # a notebook's print: one line each, not the whole config nor <... object at 0x...>
+    last = run.snapshots[-1]
+    assert repr(run) == (f"RunResults({tmp_path / 'run'}: navier_stokes 16^3, 3 snapshots, 5 rows, "
+                         f"t 0 .. {run.timeseries['time'][-1]:.6g}, finished)")
+    assert repr(last) == f"SnapshotRef({last.path}, step {last.step}, t = {last.time:.6g})"
+    with last.open() as snap:
+        assert repr(snap) == (f"<Snapshot {last.path.name} in {last.path.parent}: step {last.step}, "
+                              f"t = {last.time:.6g}, fields {', '.join(snap.fields)}>")
+    assert repr(snap) == f"<Snapshot {last.path.name} in {last.path.parent} (closed)>"
     # 16^3 at nu = 1/1600 is far from resolved (k_max eta = 0.14): the log says so, once
     log = (tmp_path / "run" / "run.log").read_text()
     assert log.count("under-resolved") == 1 and "kmax_eta = 0.14" in log

@@ -662,3 +662,23 @@ def test_a_plan_beyond_a_node_prints_the_link_its_model_times():
     assert "exchanges over InfiniBand NDR" in step and "NVLink" not in step, step
     assert cost.links(cost.PROFILES["h100"], 8).startswith("NVLink 4")
     assert "half on NVLink 4" in cost.links(cost.PROFILES["h100"], 64, "pencil")
+
+
+def test_the_largest_grid_suggested_is_one_the_particle_lattice_can_use():
+    """Cold dark matter's lattice of n^3 particles sits on every (N/n)-th grid node, so n divides every axis: with
+    16^3 particles and memory for 24^3 (bytes per cell as planned, no compile), the plan suggested 24^3, a grid the
+    config refuses. It suggests the largest grid the config can use, 16^3, and says what held it there."""
+    from simulator.fft.layouts import LAYOUTS
+
+    cfg = load_config(None, {"grid.shape": 16, "physics.name": "fdm_cosmo", "physics.fdm_fraction": 0,
+                             "physics.cdm_particles": 16**3, "initial.name": "gaussian"})
+    per_cell = 100
+    available = int(24**3 * per_cell / plan.USABLE_FRACTION) + 1
+    p = plan.Plan(cfg, "cpu", 1, (1,), 16**3, {"chunk": 16**3 * per_cell}, available, "given", None, None, 0.0)
+    assert plan.largest_cubic_grid(p.bytes_per_cell, plan.USABLE_FRACTION * available, LAYOUTS["slab"], (1,)) == 24
+    assert p.largest_cubic == 16
+    lines = report.report(p, "cpu")
+    assert "largest cubic grid that fits these 1 device(s): 16^3" in lines
+    assert ("  (of the grids this config can use: 24^3 fits memory, but physics.cdm_particles = 4096 does not fit the "
+            "grid; n = 16 must divide every axis of grid.shape [24, 24, 24] (the lattice sits on every (N/n)-th grid "
+            "node))") in lines, lines

@@ -18,6 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+import yaml
 
 from simulator.output import checkpoints as checkpoint
 from simulator.output import hdf5 as io
@@ -428,8 +429,9 @@ def test_resume_of_a_branch_that_never_checkpointed_is_refused_not_run_from_t_0(
     r = here(capfd, *branch, "--resume")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
-    assert "began as a branch from run/checkpoints/c00000010.json" in lines[0], lines
-    assert "--restart run/checkpoints/c00000010.json --out branch" in lines[0], lines
+    origin = (tmp_path / "run" / "checkpoints" / "c00000010.json").resolve()  # recorded whole: see the next test
+    assert f"began as a branch from {origin}" in lines[0], lines
+    assert f"--restart {origin} --out branch" in lines[0], lines
     assert {p: p.read_bytes() for p in (tmp_path / "branch").rglob("*") if p.is_file()} == before
     source = ["--restart", "run/checkpoints/c00000010.json"]
     assert here(capfd, *branch, *source).returncode == 0
@@ -437,6 +439,32 @@ def test_resume_of_a_branch_that_never_checkpointed_is_refused_not_run_from_t_0(
     assert checkpoint.find(tmp_path / "branch").step == 20
     series = [(tmp_path / d / "timeseries.csv").read_text() for d in ("branch", "fresh")]
     assert series[0] == series[1]
+
+
+def test_a_branch_records_its_source_so_that_another_directory_can_try_it_again(tmp_path, monkeypatch, capfd):
+    """A branch recorded its source checkpoint as given, relative to the directory it started from: from another
+    directory the branch tried again (after it stopped before its first checkpoint) was refused as "already holds a
+    run", and the refusal of its ``--resume`` named a path that pointed nowhere. The record holds the absolute path:
+    from anywhere, the resume's refusal names the checkpoint as it is, and the branch tried again runs."""
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1"]
+    assert here(capfd, *args, "--out", "run").returncode == 0
+    branch = [*args, "--set", "time.t_end=0.2", "--out", "branch"]
+    assert here(capfd, *branch, "--restart", "run/checkpoints/c00000010.json").returncode == 0
+    origin = (tmp_path / "run" / "checkpoints" / "c00000010.json").resolve()
+    record = yaml.safe_load((tmp_path / "branch" / "segments" / "segment_000.yaml").read_text())
+    assert record["restart"] == str(origin.with_suffix(".h5"))
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):
+        marker.unlink()  # as if the branch had died before its first checkpoint
+    status = tmp_path / "branch" / "status.json"
+    status.write_text(status.read_text().replace('"finished"', '"running"'))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    branch[-1] = str(tmp_path / "branch")
+    r = here(capfd, *branch, "--resume")
+    assert r.returncode == 2 and f"began as a branch from {origin}, which" in r.stderr, r.stderr[-2000:]
+    assert here(capfd, *branch, "--restart", str(origin)).returncode == 0
+    assert checkpoint.find(tmp_path / "branch").step == 20
 
 def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
     series = run_dir / "timeseries.csv"

@@ -2,12 +2,11 @@
 
 Writing (collective; every process calls the same function with the same fields):
 
-* every process writes the blocks of each field that its devices own to its own file
-  ``<stem>/p<rank>.h5``, each block as a dataset ``<field>/b<i>`` with its global ``start`` and
-  ``stop`` as attributes, the group ``<field>`` with the ``global_shape``, and the file with the
-  shared attributes (step, time, config, versions, schema version); a block held by several devices is
-  written once, by the lowest-numbered device holding it (a rule every process evaluates alone: nothing
-  is exchanged or gathered);
+* every process writes the blocks of each field that its devices own to its own file ``<stem>/p<rank>.h5``,
+  each block as a dataset ``<field>/b<i>`` with its global ``start`` and ``stop`` as attributes, the group
+  ``<field>`` with the ``global_shape``, and the file with the shared attributes (step, time, config,
+  versions, schema version); a block held by several devices is written once, by the lowest-numbered device
+  holding it (a rule every process evaluates alone: nothing is exchanged or gathered);
 * each file is written under a temporary name and renamed when complete (attribute ``complete``);
   the chunk cache is off, so a failed write (a full disk) fails in its call and closing stays safe
   (HDF5 crashes flushing a cached chunk at close); ``checksum=True`` (checkpoints) stores blocks in
@@ -30,14 +29,12 @@ Coordinates (:class:`Coordinate`) are 1D datasets of the index made HDF5 dimensi
 to the axes of the fields that name them (:attr:`Field.dims`), so netCDF readers (xarray with
 h5netcdf) see named dimensions with coordinates.
 
-Reading: :class:`IndexedFile` (:class:`Snapshot` for snapshots) opens the index, refuses one whose
-shards are missing, incomplete or of another write (:class:`IncompleteOutputError`; their ``writer``, the
-writing run segment's identity, is not the index's: a restart stopped while rewriting it), and reads a
-field, a slice of it (only the blocks it touches) or all of it, in canonical order whatever the storage
-order; :func:`read_into` fills a sharded array of any layout, each process reading only its own blocks
-(re-sharding on read).
-The writer and the readers share one file layout (blocks with their bounds, the index, completion and
-checksums), so they live together.
+Reading: :class:`IndexedFile` (:class:`Snapshot` for snapshots) opens the index, refuses one whose shards are
+missing, incomplete or of another write (:class:`IncompleteOutputError`; their ``writer``, the writing run segment's
+identity, is not the index's: a restart stopped while rewriting it), and reads a field, a slice of it (only the
+blocks it touches) or all of it, in canonical order whatever the storage order; :func:`read_into` fills a sharded
+array of any layout, each process reading only its own blocks (re-sharding on read). The writer and the readers
+share one file layout (blocks with their bounds, the index, completion and checksums), so they live together.
 """
 
 from __future__ import annotations
@@ -52,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
+
+from simulator.output import summary
 
 if TYPE_CHECKING:  # writing and re-sharding need JAX; reading a written file does not
     import jax
@@ -367,6 +366,7 @@ class IndexedFile:
     """A snapshot or checkpoint read through its index ``.h5`` file with plain h5py: checks that every shard
     file the index refers to exists, opens, is complete and records the index's ``writer`` (none in files
     written before writers were recorded), else raises IncompleteOutputError naming it."""
+    __repr__ = summary.indexed_file  # one line for a notebook's print (summary.py: this module is at its size)
 
     def __init__(self, path: str | Path):
         self.path = Path(path)

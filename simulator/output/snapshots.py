@@ -78,6 +78,15 @@ class SnapshotRef:
         with reading(self.path), open_for_reading(self.path) as f:
             return float(f.attrs["time"])
 
+    def __repr__(self) -> str:
+        """``SnapshotRef(outputs/run/snapshots/s00000200.h5, step 200, t = 0.5)``: its time read as :attr:`time`
+        reads it, ``t unreadable`` for an index that does not read (printing a run's snapshots still works)."""
+        try:
+            when = f"t = {self.time:.6g}"
+        except OSError:  # DamagedFileError, or the file gone since the run was loaded
+            when = "t unreadable"
+        return f"SnapshotRef({self.path}, step {self.step}, {when})"
+
     def open(self) -> hdf5.Snapshot:
         """The snapshot opened for reading (:class:`~simulator.output.hdf5.Snapshot`: its shard files checked);
         IncompleteOutputError naming a missing, damaged or incomplete file and what to do, as a damaged file's

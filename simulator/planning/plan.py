@@ -150,10 +150,11 @@ def fft_friendly(n: int) -> bool:
 
 
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
-                       compact: bool = False) -> int:
+                       compact: bool = False, usable: Callable[[int], None] | None = None) -> int:
     """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes;
     ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum, which needs
-    more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes barely)."""
+    more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes barely);
+    ``usable``: raises ConfigError for an N the run's config cannot use (:func:`config_on_grid`)."""
     if total_bytes <= 0:  # a device already fuller than its share: no grid fits
         return 0
     n = int((total_bytes / bytes_per_cell) ** (1 / 3)) + 1
@@ -161,12 +162,23 @@ def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, m
         if n**3 * bytes_per_cell <= total_bytes and fft_friendly(n):
             try:
                 layout.check_layout((n, n, n), mesh_shape)
+                if usable is not None:
+                    usable(n)
                 if not compact or layout.compact_sizes((n, n, n), mesh_shape) is not None:
                     return n
             except ConfigError:
                 pass
         n -= 1
     return 0
+
+
+def config_on_grid(cfg: Config, n: int) -> None:
+    """Check ``cfg`` on the cubic grid n^3 as a run on it would be checked (:func:`simulator.config.model.validate`):
+    ConfigError for a grid the rest of the config cannot use, e.g. one that the lattice of ``physics.cdm_particles``
+    does not divide, or too small for a particle window or an initial condition's modes."""
+    from simulator.config.model import validate
+
+    validate(dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, shape=(n, n, n))))
 
 
 @dataclass
@@ -215,11 +227,29 @@ class Plan:
 
     @property
     def own_largest_cubic(self) -> int:
-        """The largest cubic grid that fits with these programs' bytes per cell."""
+        """The largest cubic grid that fits with these programs' bytes per cell and that the config can use
+        (:func:`config_on_grid`: a particle lattice divides it, ...)."""
+        return self._largest_cubic(lambda n: config_on_grid(self.cfg, n))
+
+    def largest_cubic_refusal(self) -> str | None:
+        """Why a larger cubic grid than :attr:`largest_cubic` fits memory but not the config (the config's refusal
+        of the largest that fits memory, one line), or None when memory alone sets it."""
+        others = [self] + ([self.other] if self.other is not None else [])
+        n = max(p._largest_cubic(None) for p in others)
+        if n <= self.largest_cubic:
+            return None
+        try:
+            config_on_grid(self.cfg, n)
+        except ConfigError as err:
+            return f"{n}^3 fits memory, but {err}"
+        return None  # only the compact layout's sizes or the other order of transforms set it apart
+
+    def _largest_cubic(self, usable: Callable[[int], None] | None) -> int:
         from simulator.fft.layouts import LAYOUTS
 
         total = USABLE_FRACTION * self.available * self.devices
-        return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact)
+        return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact,
+                                  usable)
 
     def devices_to_fit(self) -> int | None:
         """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no

@@ -82,6 +82,8 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     n = plan.largest_cubic
     lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
                  "no grid fits these devices")
+    if (refusal := plan.largest_cubic_refusal()) is not None:  # the config, not memory, sets it: say which key
+        lines.append(f"  (of the grids this config can use: {refusal})")
     if plan.other is not None:
         lines.append(in_turn_line(plan))
     if not plan.fits and plan.platform == "gpu" and plan.compact and c.fft.in_turn is False \

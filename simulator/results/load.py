@@ -68,6 +68,20 @@ class RunResults:
     #: made from output a restart wrote again (``export.until-<step>``, ...: ``rundir.set_derived_aside``)
     aside: tuple[Path, ...] = ()
 
+    def __repr__(self) -> str:
+        """One line: ``RunResults(outputs/quickstart: navier_stokes 64^3, 5 snapshots, 101 rows, t 0 .. 2, finished)``
+        (the time range of the time series' rows, the status's state), not the whole config."""
+        grid = list(self.config.get("grid", {}).get("shape", ()))
+        shape = f"{grid[0]}^3" if len(grid) == 3 and len(set(grid)) == 1 else "x".join(map(str, grid))
+        try:
+            times = self.timeseries.get("time", ())
+            rows = f"{len(times)} rows" + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
+        except OSError:  # a damaged timeseries.csv: printing the run still works, and reading it says why
+            rows = "rows unreadable"
+        state = f", {self.status['state']}" if self.status and "state" in self.status else ""
+        return (f"RunResults({self.path}: {self.config.get('physics', {}).get('name', '?')} {shape}, "
+                f"{len(self.snapshots)} snapshots, {rows}{state})")
+
     @cached_property
     def superseded(self) -> tuple[Path, ...]:
         """The field and particle snapshot files (``snapshots/sNNNNNNNN.h5``, ``particles/sNNNNNNNN.h5``) a

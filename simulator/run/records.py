@@ -37,9 +37,16 @@ def metadata(cfg: Config, sim: Simulation, mode: str, ckpt: checkpoints.Checkpoi
         "config": to_dict(cfg), "versions": runtime.versions(), "git_revision": git_revision(),
         "process_mode": mode, "processes": jax.process_count(), "devices": jax.device_count(),
         "platform": jax.default_backend(), "layout": sim.fft.describe(),
-        "slurm": runtime.slurm_environment(), "restart": None if ckpt is None else str(ckpt.index),
+        "slurm": runtime.slurm_environment(), "restart": None if ckpt is None else source_of(ckpt),
         "segment_id": _segment_identity(),
     }
+
+
+def source_of(ckpt: checkpoints.Checkpoint) -> str:
+    """The checkpoint a segment restarted from as its record keeps it (``restart``): the index's resolved absolute
+    path, as a relative one means nothing from another directory (a branch tried again from there was refused as a
+    run, and the refusal of its ``--resume`` named a path that pointed nowhere)."""
+    return str(Path(ckpt.index).resolve())
 
 
 def _segment_identity() -> str:

@@ -217,7 +217,7 @@ class Segment:
         else:
             state, self.t = initial()
         if ckpt is not None:
-            self.ckpt, self.meta["restart"] = ckpt, str(ckpt.index)
+            self.ckpt, self.meta["restart"] = ckpt, records.source_of(ckpt)
             self.step, self.t = ckpt.step, ckpt.time
             self.stepper = Stepper(cfg.time, cfg.output.chunk, step=self.step, t=self.t, dt=ckpt.dt,
                                    epoch=ckpt.epoch)
