@@ -10,8 +10,8 @@ sweeps, plots and docs read this; only a run imports the implementation.
 
 A declared diagnostic, spectrum or time-series column may be a *template* holding ``{i}``: it declares
 one name per index, for quantities that come once per configured entry (``scalar{i}_variance`` declares
-``scalar0_variance``, ``scalar1_variance``, ... for each passive scalar); :func:`declared` and
-:func:`instances` resolve them.
+``scalar0_variance``, ``scalar1_variance``, ... for each passive scalar); :func:`declared` and :func:`instances` resolve
+them.
 
 Parameters and initial conditions are frozen dataclasses built by the config engine
 (:mod:`simulator.schema`): numbers declared with ``param`` are traced (handed to compiled code
@@ -93,18 +93,17 @@ class EquationParams:
 
     def scales(self, diagnostics: Mapping[str, float], shape: Iterable[int], box: Iterable[float]) -> dict[str, float]:
         """The derived physical scales (:mod:`simulator.equations.scales`; ``EquationInfo.scales`` names and
-        describes them) of these parameters and one row of ``diagnostics`` on a grid of ``shape`` in a
-        box ``box``, in the run's units; none by default."""
+        describes them) of these parameters and one row of ``diagnostics`` on a grid of ``shape`` in a box ``box``,
+        in the run's units; none by default."""
         return {}
 
 
 @dataclass(frozen=True)
 class Clock:
-    """The clock and units of a run, apart from its physics: how run time ``t`` is labelled, which other
-    clocks users think in, the units outputs record, and host-computed running integrals of the time
-    series. This base is a run in code units with a plain time; an equation with a unit system or a
-    clock of its own returns a subclass from :meth:`EquationParams.clock` (a cosmological run: redshift,
-    physical units, the Layzer-Irvine integral)."""
+    """The clock and units of a run, apart from its physics: how run time ``t`` is labelled, which other clocks
+    users think in, the units outputs record, and host-computed running integrals of the time series. This base
+    is a run in code units with a plain time; an equation with a unit system or a clock of its own returns a
+    subclass from :meth:`EquationParams.clock` (a cosmological run: redshift, physical units, Layzer-Irvine)."""
 
     def units(self) -> dict[str, str]:
         """The run's units for output attributes: ``length``, ``time``, and a field's or spectrum's
@@ -261,11 +260,11 @@ class Panel:
 
 @dataclass(frozen=True)
 class Kolmogorov:
-    """Kolmogorov's conventions for an equation's spectrum: the time-series columns whose sum is the
-    dissipation rate eps of its energy (the compensated spectrum is eps^(-2/3) k^(5/3) E(k), and eps with the
-    ``physics.<viscosity>`` key places the Kolmogorov scale, which says whether the spectrum's guide is
-    drawn), and the ``constant`` its plateau takes in the inertial range, drawn dashed (Kolmogorov's
-    C_K of the 3D kinetic energy spectrum; None for spectra without an established one)."""
+    """Kolmogorov's conventions for an equation's spectrum: the time-series columns whose sum is the dissipation
+    rate eps of its energy (the compensated spectrum is eps^(-2/3) k^(5/3) E(k), and eps with the
+    ``physics.<viscosity>`` key places the Kolmogorov scale, which says whether the spectrum's guide is drawn),
+    and the ``constant`` its plateau takes in the inertial range, drawn dashed (Kolmogorov's C_K of the 3D
+    kinetic energy spectrum; None for spectra without an established one)."""
 
     dissipation: tuple[str, ...]
     viscosity: str = "viscosity"
@@ -286,10 +285,9 @@ class Budget:
 
 @dataclass(frozen=True)
 class PlotSpec:
-    """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an
-    optional power-law guide (its exponent), and the field a slice shows. ``more_spectra``: further
-    spectra (templates allowed), each present one drawn alone in ``spectra_<name>.png``. Panels whose
-    columns a run lacks are left out.
+    """Plot defaults of an equation: time-series panels, the spectrum drawn and its axis label, an optional
+    power-law guide (its exponent), and the field a slice shows. ``more_spectra``: further spectra (templates
+    allowed), each present one drawn alone in ``spectra_<name>.png``. Panels whose columns a run lacks are left out.
 
     ``resolved``: the largest resolved wavenumber as a fraction of the grid's Nyquist wavenumber
     min_i pi N_i / L_i (2/3 for an equation dealiased by the 2/3 rule); spectra are drawn up to there.
@@ -364,6 +362,9 @@ class EquationInfo:
     #: :mod:`simulator.equations.resolution`; templates allowed, ``{i}`` standing for the index), naming
     #: the config keys to change: the advice of the run log's warning when one crosses its limit
     resolution_advice: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: 1-D spectra binned by another wavenumber than |k|: name -> ``k_h`` (horizontal) or ``k_z`` (|k_z|); their bin
+    #: 0 is no mean but modes of the flow (vertically uniform, or horizontally uniform: shear), kept when read
+    spectrum_axes: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
@@ -379,9 +380,10 @@ class EquationInfo:
                 raise ValueError(f"{self.name}: {name!r} is not one of its diagnostics")
         slices = {self.plot.slice_field, *self.plot.slice_fallback}
         if (not slices <= set(self.fields) or self.plot.reference not in (None, *self.spectra)
-                or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra,
-                                                       *self.plot.side_by_side, *self.plot.maps, *self.plot.labels))):
-            raise ValueError(f"{self.name}: plot defaults name an unknown field or spectrum")
+                or not all(n in self.spectra for n in (self.plot.spectrum, *self.plot.more_spectra, *self.plot.labels,
+                                                       *self.plot.side_by_side, *self.plot.maps, *self.spectrum_axes))
+                or not set(self.spectrum_axes.values()) <= {"k_h", "k_z"}):
+            raise ValueError(f"{self.name}: plot defaults or spectrum_axes name an unknown field, spectrum or axis")
         for name in self.state_fields:
             if name not in self.fields:
                 raise ValueError(f"{self.name}: state field {name!r} is not one of its fields")

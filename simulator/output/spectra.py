@@ -211,31 +211,60 @@ def read_spectra(path: Path, rows: Any = slice(None)) -> dict[str, np.ndarray]:
         return {name: (f[name][:] if name in AXES else f[name][:count][index]) for name in f}
 
 
-def resolved_wavenumber(config: Mapping[str, Any], info: EquationInfo | None) -> float:
+#: the grid axes each wavenumber axis of the file spans: |k| all three, k_h the horizontal ones, k_z the last
+SPANS = {"k": (0, 1, 2), "k_h": (0, 1), "k_z": (2,)}
+
+
+def resolved_wavenumber(config: Mapping[str, Any], info: EquationInfo | None, axis: str = "k") -> float:
     """The largest wavenumber a run resolves (``config`` its resolved config, as a dict): ``info.plot.resolved``
     (2/3 under the 2/3 rule; 1 for an equation ``info`` None, unknown here) of the grid's Nyquist wavenumber
-    min_i pi N_i / L_i, or the fraction of the run's ``physics.dealias`` where the equation lets it choose
-    (0.8 under the Hou-Li filter: :data:`simulator.equations.resolution.RESOLVED`)."""
+    min_i pi N_i / L_i over the grid axes ``axis`` spans (:data:`SPANS`), or the fraction of the run's
+    ``physics.dealias`` where the equation lets it choose (0.8 under the Hou-Li filter:
+    :data:`simulator.equations.resolution.RESOLVED`)."""
     grid = config["grid"]
     fraction = RESOLVED.get(config.get("physics", {}).get("dealias"), 1.0 if info is None else info.plot.resolved)
-    return fraction * min(math.pi * n / float(length) for n, length in zip(grid["shape"], grid["box"], strict=True))
+    return fraction * min(math.pi * grid["shape"][i] / float(grid["box"][i]) for i in SPANS[axis])
 
 
-def resolved_shells(k: np.ndarray, config: Mapping[str, Any], info: EquationInfo | None) -> np.ndarray:
-    """Which shells of ``k`` (the shell centres) a run resolves: 0 < k <= :func:`resolved_wavenumber`."""
-    return (k > 0) & (k <= resolved_wavenumber(config, info) * (1 + 1e-9))
+def resolved_shells(k: np.ndarray, config: Mapping[str, Any], info: EquationInfo | None, axis: str = "k"
+                    ) -> np.ndarray:
+    """Which bins of ``k`` (the shell centres along ``axis``) a run resolves, up to :func:`resolved_wavenumber`:
+    0 < k for |k| (its k = 0 is the mean), 0 <= k for k_h and |k_z|, whose bin 0 holds modes of the flow."""
+    return (k > 0 if axis == "k" else k >= 0) & (k <= resolved_wavenumber(config, info, axis) * (1 + 1e-9))
+
+
+def axis_of(name: str, info: EquationInfo | None) -> str:
+    """The wavenumber axis a 1-D spectrum ``name`` is binned by: ``k`` (|k|), or ``k_h`` / ``k_z`` where the
+    equation declares it (``EquationInfo.spectrum_axes``)."""
+    return "k" if info is None else info.spectrum_axes.get(name, "k")
+
+
+def wavenumber_axes(name: str, ndim: int, config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The wavenumber axes of spectrum ``name`` of :func:`read` (``ndim`` dimensions, the rows first) in a run of
+    ``config``: ``(k_h, k_z)`` for a map, else its one axis (:func:`axis_of`)."""
+    from simulator.equations import registry
+
+    return ("k_h", "k_z") if ndim == 3 else (axis_of(name, registry().get(config.get("physics", {}).get("name"))),)
 
 
 def resolved(spectra: Mapping[str, np.ndarray], config: Mapping[str, Any], info: EquationInfo | None
              ) -> dict[str, np.ndarray]:
-    """:func:`read_spectra`'s ``spectra`` on the resolved shells (:func:`resolved_shells`): ``k`` and every
-    (rows, shells) spectrum cut to them; the rows' clocks (``step``, ``time``, ``a``, ``z``) and the 2D maps over
-    (``k_h``, ``k_z``), with their own axes, as they are."""
+    """:func:`read_spectra`'s ``spectra`` on the resolved bins (:func:`resolved_shells`): ``k``, ``k_h`` and
+    ``k_z`` cut to theirs, each (rows, bins) spectrum along its own axis (:func:`axis_of`; the file stores them all
+    along ``k``, the same centres), the (rows, k_h, k_z) maps along both; the rows' clocks (``step``, ``time``,
+    ``a``, ``z``) as they are."""
     if "k" not in spectra:
         return dict(spectra)
-    keep = resolved_shells(np.asarray(spectra["k"]), config, info)
-    return {name: (values[keep] if name == "k" else values[:, keep] if np.ndim(values) == 2 else values)
-            for name, values in spectra.items()}
+    keep = {axis: resolved_shells(np.asarray(spectra.get(axis, spectra["k"])), config, info, axis) for axis in SPANS}
+    out = {}
+    for name, values in spectra.items():
+        if name in SPANS:
+            out[name] = values[keep[name]]
+        elif np.ndim(values) == 2:
+            out[name] = values[:, keep[axis_of(name, info)]]
+        else:
+            out[name] = values[:, keep["k_h"]][:, :, keep["k_z"]] if np.ndim(values) == 3 else values
+    return out
 
 
 class SpectraWriter(Writer):

@@ -73,7 +73,7 @@ from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snap
                                    write_atomically)
 from simulator.output.netcdf import variable
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR
-from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE
+from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE, wavenumber_axes
 from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.results.load import RunResults, SnapshotRef, load_run
@@ -340,9 +340,9 @@ def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
     clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in (*axes, "time")]
     for name in clocks:
         variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
-    for name, values in data.items():  # (rows, k) spectra, and (rows, k_h, k_z) maps
+    for name, values in data.items():  # (rows, k) spectra (or k_h, k_z: Boussinesq's), and (rows, k_h, k_z) maps
         if np.ndim(values) >= 2:
-            dims = ("time_spectra", "k") if np.ndim(values) == 2 else ("time_spectra", "k_h", "k_z")
+            dims = ("time_spectra", *wavenumber_axes(name, np.ndim(values), run.config))
             variable(f, f"{name}_spectra", dims, values, coordinates=" ".join(f"{c}_spectra" for c in clocks),
                      **attrs[name])
 

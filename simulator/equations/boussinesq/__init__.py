@@ -177,6 +177,7 @@ INFO = EquationInfo(
         "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity",
     },
     scales={**scales.TURBULENCE, **scales.STRATIFIED},
+    spectrum_axes={"energy_kh": "k_h", "energy_kz": "k_z", "potential_energy_kh": "k_h", "potential_energy_kz": "k_z"},
     spectra={
         "energy": f"kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 {_SHELLS} of |k|; sums to E_K",
         "potential_energy": f"potential energy spectrum E_P(k): 0.5 |b_hat|^2 / (n^2 N^2) {_SHELLS} of |k|; sums "
