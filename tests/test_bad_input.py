@@ -203,6 +203,10 @@ CASES = {
     "--set of a key alone": (["validate", TG, "--set", "time.dt"], "--set = 'time.dt' is malformed; expected "
                              "dotted.key=value, as in --set time.dt=VALUE"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
+    # a first command without its config said only that the argument is required
+    "no config": (["run"], "error: simulator run: the following arguments are required: config; give a YAML config "
+                           "file's path (simulator configs lists the shipped ones, and simulator configs taylor_green > "
+                           "tg.yaml writes one)"),
     # --restart's PATH is optional, so it took the config, and argparse said "required: config"
     "config after --restart": (["run", "--restart", TG, "--out", "run"],
                                f"argument --restart: {TG!r} is a config file, not a checkpoint; give the config "
