@@ -256,10 +256,10 @@ def test_the_log_of_a_run_in_physical_units_says_them_as_it_starts(caplog):
             records.log_header(C.load(None, [f"physics.name={name}"]), sim, meta, logging.getLogger("simulator.test"))
         messages[name] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("units: ")]
     assert messages["navier_stokes"] == []
-    assert messages["fdm_cosmo"] == ["units: length Mpc/h; time ln(a/a_start), a_start = 1/(1 + 127); code_length "
-                                     "1 Mpc/h (comoving); code_time 1/H0 = 13.9685 Gyr; code_mass rho_crit,0 (Mpc/h)^3 "
-                                     "= 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; code_G 3/(8 pi) = "
-                                     "0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 H0 for m22 = 1"]
+    assert messages["fdm_cosmo"] == [("units: length Mpc/h; time ln(a/a_start), a_start = 1/(1 + 127); code_length "
+                                      "1 Mpc/h (comoving); code_time 1/H0 = 13.9685 Gyr; code_mass rho_crit,0 "
+                                      "(Mpc/h)^3 = 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; code_G 3/(8 pi) "
+                                      "= 0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 H0 for m22 = 1")]
 
 # ---- linear growth -------------------------------------------------------------------------------------------
 
