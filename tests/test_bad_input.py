@@ -203,6 +203,10 @@ CASES = {
     "--set of a key alone": (["validate", TG, "--set", "time.dt"], "--set = 'time.dt' is malformed; expected "
                              "dotted.key=value, as in --set time.dt=VALUE"),
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
+    # a first command without its config said only that the argument is required
+    "no config": (["run"], ("error: simulator run: the following arguments are required: config; give a YAML config "
+                            "file's path (simulator configs lists the shipped ones, and simulator configs taylor_green > "
+                            "tg.yaml writes one)")),
     # --restart's PATH is optional, so it took the config, and argparse said "required: config"
     "config after --restart": (["run", "--restart", TG, "--out", "run"],
                                f"argument --restart: {TG!r} is a config file, not a checkpoint; give the config "
@@ -222,7 +226,9 @@ CASES = {
     "restart and overwrite": (["run", TG, *SMALL, "--out", "run", "--restart", "--overwrite"],
                               "cannot be combined with --restart"),
     "restart on another grid": (["run", TG, *SMALL, "--set", "grid.shape=32", "--out", "run", "--restart"],
-                                "holds grid [16, 16, 16]"),
+                                ("holds grid [16, 16, 16]; to continue it, restart on that grid (its own config does: "
+                                 "simulator run run/config.yaml --out run --restart); a run on grid [32, 32, 32] is a "
+                                 "new run: branch it with --restart run/checkpoints/c00000005.json --out NEW_DIR")),
     "restart with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
                                     "--restart"], "(changed: physics.viscosity)"),
     "restart in another box": (["run", TG, *SMALL, "--set", "grid.box=3", "--out", "run", "--restart"],

@@ -2,6 +2,7 @@
 output a whole line at a time, without gloo's connection reports unless asked, each error once."""
 
 import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -85,6 +86,32 @@ def test_configs_lists_the_shipped_configs_and_prints_one_without_starting_jax(c
     code = "import sys; from simulator.cli import main\nmain(['configs'])\nprint('jax' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert r.stdout.splitlines()[-1] == "False"
+
+
+def test_a_missing_sweep_file_of_an_installed_package_says_how_to_write_one(capfd, monkeypatch, tmp_path):
+    """The sweep files of configs/sweeps/ are not in an installed package, and a pip user who ran the how-to's
+    ``simulator sweep configs/sweeps/tg_viscosity.yaml`` was told only that the file does not exist. Where the
+    package runs without its source tree, a missing sweep file's line now says where those files are and how to
+    write one; a missing run config still gets the shipped one's name."""
+    from support import command
+
+    from simulator import shipped
+
+    packaged = tmp_path / "site" / "_configs"
+    packaged.mkdir(parents=True)
+    shutil.copyfile(ROOT / "configs" / "taylor_green.yaml", packaged / "taylor_green.yaml")
+    monkeypatch.setattr(shipped, "PACKAGED", packaged)
+    monkeypatch.setattr(shipped, "SOURCE_TREE", tmp_path / "site")  # no pyproject.toml: an installed package
+    monkeypatch.chdir(tmp_path)
+    code, _, err = command(capfd, "sweep", "configs/sweeps/tg_viscosity.yaml")
+    assert code == 2 and err == ("error: config file = 'configs/sweeps/tg_viscosity.yaml' does not exist; give the "
+                                 "path of an existing YAML file (the sweep files of configs/sweeps/ come with a "
+                                 "checkout of the source, not with the installed package: write your own, whose "
+                                 "base: is a config file of yours, e.g. one written by simulator configs taylor_green "
+                                 "> taylor_green.yaml; docs/how-to/sweeps.md)\n")
+    code, _, err = command(capfd, "run", "configs/taylor_green.yaml")
+    assert code == 2 and err.endswith("(did you mean the shipped one, written out by: simulator configs taylor_green "
+                                      "> taylor_green.yaml?)\n")
 
 
 def test_slurm_lists_the_shipped_templates_and_prints_one_without_starting_jax(capfd):

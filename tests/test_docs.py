@@ -739,3 +739,26 @@ def test_the_explanation_pages_explain_the_method_not_the_tests_or_their_history
         if path.name != "verification.md":
             assert "tests/" not in text, (path.name, text[text.index("tests/") - 80:text.index("tests/") + 80])
         assert not HISTORY.search(text), (path.name, HISTORY.search(text)[0])
+
+
+#: each equation's explanation page, whose Diagnostics section defines its timeseries.csv columns
+EQUATION_PAGES = {"navier_stokes": "navier-stokes.md", "boussinesq": "boussinesq.md", "mhd": "mhd.md",
+                  "schrodinger_poisson": "schrodinger-poisson.md", "fdm_cosmo": "cosmology.md"}
+
+
+def test_every_timeseries_column_is_defined_under_its_equations_diagnostics():
+    """A physicist reading timeseries.csv found kmax_eta, the passive scalars' columns, kmax_de_broglie and psi_tail
+    in no Diagnostics section (nor a link from the run directory's files to those sections): every column an
+    equation declares (``scalar{i}_flux`` written ``scalar<i>_flux``) is now named there, and docs/reference/files.md
+    links each section from its timeseries.csv row."""
+    from simulator.equations import registry
+
+    assert set(EQUATION_PAGES) == set(registry())
+    files = page("reference/files.md")
+    for name, spec in registry().items():
+        text = page(f"explanation/{EQUATION_PAGES[name]}")
+        section = re.split(r"^## ", text.split("\n## Diagnostics\n", 1)[1], flags=re.M)[0]
+        named = set(re.findall(r"`([^`]+)`", section))
+        missing = [c for c in (d.replace("{i}", "<i>") for d in spec.diagnostics) if c not in named]
+        assert not missing, (name, missing)
+        assert f"(../explanation/{EQUATION_PAGES[name]}#diagnostics)" in files, name

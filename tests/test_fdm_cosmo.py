@@ -237,6 +237,30 @@ def test_a_config_whose_answer_leans_on_a_continuation_or_a_trace_of_wave_is_cau
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == cautions["trace"]
 
 
+
+def test_the_log_of_a_run_in_physical_units_says_them_as_it_starts(caplog):
+    """A cosmological run's log began `run fdm_cosmo: ... box [1.0, 1.0, 1.0], ..., dt 0.05, t_end 0.693` and its
+    progress lines `t=0.4951`, with no word that the box is in Mpc/h and t is ln(a/a_start): a line under the
+    header now names the units; a run in code units (Navier-Stokes) gets none."""
+    import logging
+    import types
+
+    from simulator.run import records
+
+    meta = {"process_mode": "single", "versions": {}, "git_revision": "none", "slurm": {}}
+    sim = types.SimpleNamespace(fft=types.SimpleNamespace(describe=lambda: "fft"))
+    messages = {}
+    for name in ("fdm_cosmo", "navier_stokes"):
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            records.log_header(C.load(None, [f"physics.name={name}"]), sim, meta, logging.getLogger("simulator.test"))
+        messages[name] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("units: ")]
+    assert messages["navier_stokes"] == []
+    assert messages["fdm_cosmo"] == [("units: length Mpc/h; time ln(a/a_start), a_start = 1/(1 + 127); code_length "
+                                      "1 Mpc/h (comoving); code_time 1/H0 = 13.9685 Gyr; code_mass rho_crit,0 "
+                                      "(Mpc/h)^3 = 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; code_G 3/(8 pi) "
+                                      "= 0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 H0 for m22 = 1")]
+
 # ---- linear growth -------------------------------------------------------------------------------------------
 
 

@@ -329,6 +329,21 @@ def test_without_the_extension_auto_falls_back_and_fftw_is_an_error(monkeypatch)
         local.resolve()
 
 
+def test_without_the_extension_the_reason_says_how_to_build_it_after_a_pip_install(monkeypatch):
+    """`simulator info` told a pip user to "pip install again" to build the native FFT and kernels, which does
+    nothing for the version installed ("Requirement already satisfied"): both reasons now name the forced
+    reinstall that builds them."""
+    from simulator.fft import kernels
+
+    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name, *a: None)
+    monkeypatch.setattr(local, "_fftw_header_found", lambda: True)
+    rebuild = "pip install --force-reinstall --no-deps of the package again"
+    assert rebuild in local.native.__wrapped__()[1] and rebuild in kernels.native.__wrapped__()[1]
+    monkeypatch.setattr(local, "_fftw_header_found", lambda: False)
+    assert local.native.__wrapped__()[1].endswith(f"apt-get install libfftw3-dev, then bash scripts/setup.sh in a "
+                                                  f"checkout, or {rebuild})")
+
+
 @FFTW
 def test_threads_default_to_the_cores_per_device(local_fft, monkeypatch):
     monkeypatch.delenv("SIMULATOR_FFT_THREADS", raising=False)

@@ -682,3 +682,15 @@ def test_the_largest_grid_suggested_is_one_the_particle_lattice_can_use():
     assert ("  (of the grids this config can use: 24^3 fits memory, but physics.cdm_particles = 4096 does not fit the "
             "grid; n = 16 must divide every axis of grid.shape [24, 24, 24] (the lattice sits on every (N/n)-th grid "
             "node))") in lines, lines
+
+
+def test_the_predicted_step_on_this_machine_reads_as_such(monkeypatch):
+    """On a CPU the plan times the step from this machine's measured bandwidth, and its line read "6.61 ms on
+    measured (measured here: ...)": the profile's name is now the machine's."""
+    cfg = load_config(None, {"grid.shape": 16})
+    traffic = cost.Traffic(fft_bytes=1e6, other_bytes=1e6, fft_calls=10)
+    p = plan.Plan(cfg, "cpu", 1, (1,), 16**3, {"chunk": 16**3 * 40}, 1 << 30, "given", traffic, 10, 0.0)
+    monkeypatch.setattr(report, "measure_bandwidth", lambda: 1e10)
+    step = next(line for line in report.report(p, "cpu") if line.startswith("predicted step"))
+    assert step.startswith("predicted step (bandwidth bound): ") and (
+        " ms on this machine (measured here: streaming 256 MiB, 10.0 GB/s; " in step), step

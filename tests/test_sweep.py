@@ -166,29 +166,39 @@ def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_
     assert lines[-2] == "job script: slurm/sweep.sbatch" and lines[-1].endswith(" slurm/sweep.sbatch sw")
 
 
-def test_the_sweep_template_runs_the_simulator_on_the_path_without_a_project_venv(tmp_path):
-    """The shipped sweep template ran .venv/bin/simulator of the submission directory unless SIMULATOR said
-    otherwise, which an install with pip does not have: every task would fail. Without SIMULATOR it now runs the
-    project's .venv/bin/simulator where there is one, else ``simulator`` on the PATH the job was given."""
+#: each shipped template, its arguments, and the rest of its srun line after the simulator command
+TEMPLATE_TASKS = {"sweep": (["sw"], "sweep sw --point 1"),
+                  "cpu": (["c.yaml", "o"], "run c.yaml --out o --resume --cpu-devices 2"),
+                  "gpu_node": (["c.yaml", "o"], "run c.yaml --out o --resume"),
+                  "gpu_nodes": (["c.yaml", "o"], "run c.yaml --out o --resume")}
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATE_TASKS))
+def test_a_template_runs_the_simulator_on_the_path_without_a_project_venv(tmp_path, template):
+    """The shipped templates ran .venv/bin/simulator of the submission directory unless SIMULATOR said otherwise,
+    which an install with pip does not have: every task would fail (the sweep's was fixed first, then cpu, gpu_node
+    and gpu_nodes). Without SIMULATOR each now runs the project's .venv/bin/simulator where there is one, else
+    ``simulator`` on the PATH the job was given."""
+    args, rest = TEMPLATE_TASKS[template]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
     (bin_dir / "srun").chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
-           "SLURM_JOB_ID": "8"}
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1", "SLURM_CPUS_PER_TASK": "2"}
 
     def task(**extra):
-        done = subprocess.run(["bash", str(ROOT / "slurm" / "sweep.sbatch"), "sw"], cwd=tmp_path, env={**env, **extra},
-                              capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), *args], cwd=tmp_path,
+                              env={**env, **extra}, capture_output=True, text=True, timeout=30, check=False)
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()[-1]
 
-    assert task() == "srun --kill-on-bad-exit=1 simulator sweep sw --point 1"
-    assert task(SIMULATOR="/opt/sim/bin/simulator") == "srun --kill-on-bad-exit=1 /opt/sim/bin/simulator sweep sw --point 1"
+    assert task() == f"srun --kill-on-bad-exit=1 simulator {rest}"
+    assert task(SIMULATOR="/opt/sim/bin/simulator") == f"srun --kill-on-bad-exit=1 /opt/sim/bin/simulator {rest}"
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "simulator").write_text("#!/bin/bash\n")
     (tmp_path / ".venv" / "bin" / "simulator").chmod(0o755)
-    assert task() == "srun --kill-on-bad-exit=1 .venv/bin/simulator sweep sw --point 1"
+    assert task() == f"srun --kill-on-bad-exit=1 .venv/bin/simulator {rest}"
 
 
 @pytest.mark.slow

@@ -10,9 +10,15 @@ from simulator import config as config_mod
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 75
 
 
+#: what a missing config argument asks for: a first-time user's first command may well lack it
+CONFIG_WANTED = ("; give a YAML config file's path (simulator configs lists the shipped ones, and simulator configs "
+                 "taylor_green > tg.yaml writes one)")
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
-        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}\n")
+        wanted = CONFIG_WANTED if message == "the following arguments are required: config" else ""
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}{wanted}\n")
 
 
 def config_args(p: argparse.ArgumentParser, required: bool) -> None:

@@ -166,7 +166,8 @@ def _shipped_hint(path: Path) -> str:
     """" (did you mean 'configs/taylor_green.yaml'?)" for a missing ``path`` whose name is close to a shipped
     config's or sweep file's (in ``configs/`` here or of the source tree the package runs from, named as the shell
     reaches it); where the package carries its own copy alone (:mod:`simulator.shipped`), the command that writes
-    it out."""
+    it out. A missing sweep file (a path through a ``sweeps`` folder) where the package runs without its source
+    tree is answered with how to write one: the sweep files of ``configs/sweeps`` are not in an installed package."""
     from simulator import shipped
 
     here = Path.cwd().resolve()
@@ -178,7 +179,13 @@ def _shipped_hint(path: Path) -> str:
     for name in shipped.configs():
         found.setdefault(name, f"the shipped one, written out by: simulator configs {name} > {name}.yaml")
     close = did_you_mean(path.stem, list(found))
-    return f" (did you mean {found[close]}?)" if close else ""
+    if close:
+        return f" (did you mean {found[close]}?)"
+    if "sweeps" in path.parts[:-1] and shipped.directory() in (None, shipped.PACKAGED):
+        return (" (the sweep files of configs/sweeps/ come with a checkout of the source, not with the installed "
+                "package: write your own, whose base: is a config file of yours, e.g. one written by simulator configs "
+                "taylor_green > taylor_green.yaml; docs/how-to/sweeps.md)")
+    return ""
 
 
 def read_yaml(path: str | Path) -> dict:

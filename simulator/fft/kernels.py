@@ -29,12 +29,16 @@ HANDLERS = ("simulator_window_gather", "simulator_window_scatter", "simulator_le
 THREAD_GRAIN = 1 << 14
 
 
+#: how to build the native extensions after the fact: a plain ``pip install`` of the version installed does
+#: nothing ("Requirement already satisfied"), so the reinstall is forced, its dependencies left as they are
+REBUILD = "bash scripts/setup.sh in a checkout, or pip install --force-reinstall --no-deps of the package again"
+
+
 @functools.cache
 def native() -> tuple[ModuleType | None, str]:
     """The native extension ``simulator.fft._particles``, or None and why it is unavailable."""
     if importlib.util.find_spec("simulator.fft._particles") is None:
-        return None, ("native extension not built (bash scripts/setup.sh in a checkout, or pip install again "
-                      "with a C++ compiler, builds it)")
+        return None, f"native extension not built ({REBUILD}, with a C++ compiler, builds it)"
     try:
         from simulator.fft import _particles
     except ImportError as err:

@@ -58,6 +58,7 @@ from jax import lax
 
 from simulator.errors import ConfigError, RuntimeSetupError
 from simulator.fft import large
+from simulator.fft.kernels import REBUILD
 from simulator.threads import available_cores
 
 ENV_PATH = "SIMULATOR_FFT"
@@ -93,9 +94,8 @@ def native() -> tuple[ModuleType | None, str]:
     if importlib.util.find_spec("simulator.fft._fftw") is None:
         if not _fftw_header_found():
             return None, ("native extension not built: fftw3.h not found (Debian: apt-get install "
-                          "libfftw3-dev, then bash scripts/setup.sh in a checkout, or pip install again)")
-        return None, ("native extension not built (bash scripts/setup.sh in a checkout, or pip install again "
-                      "with a C++ compiler, builds it)")
+                          f"libfftw3-dev, then {REBUILD})")
+        return None, f"native extension not built ({REBUILD}, with a C++ compiler, builds it)"
     try:
         from simulator.fft import _fftw
     except ImportError as err:

@@ -109,7 +109,8 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
         if stand_in or deviceless:  # no GPU here to measure
             return lines
         bandwidth = measure_bandwidth()
-        prof = cost.DeviceProfile("measured", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
+        # named for the reader: the line reads "... ms on this machine (measured here: ...)"
+        prof = cost.DeviceProfile("this machine", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
                                   f"{bandwidth / 1e9:.1f} GB/s", "links taken at the measured memory rate")
     else:
         prof = cost.PROFILES[name]

@@ -219,6 +219,7 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     categories = list(dict.fromkeys(row[x_key] for row in rows if row.get(x_key)))
     groups: dict[tuple[str, ...], list[tuple[float, float, bool]]] = {}
     coarse: list[tuple[float, float]] = []  # under-resolved points
+    why_coarse: list[str] = []  # each one's index and the diagnostics that say so, for the terminal's note
     omitted = 0
     for row in rows:
         y = _as_float(row.get(column, ""))
@@ -227,8 +228,9 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
             continue
         x = _as_float(row[x_key]) if numeric else categories.index(row[x_key])
         groups.setdefault(tuple(row.get(c, "") for c in others), []).append((x, y, row.get("status") == "finished"))
-        if under_resolved(row):
+        if reasons := under_resolved(row):
             coarse.append((x, y))
+            why_coarse.append(f"point {row.get('index', '?')}: {', '.join(reasons)}")
 
     fig, axes = figure()
     ax = axes[0, 0]
@@ -266,7 +268,8 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
     notes += [f"{omitted} point(s) without a value left out"] if omitted else []
     if notes:
         fig.supxlabel("; ".join(notes), fontsize="small", color="0.3")  # below the axes, laid out with them
-        note(f"{table}: " + "; ".join(notes))
+        # the terminal has no red x to look at: it names the points and what each fell short of
+        note(f"{table}: " + "; ".join(f"{n} ({'; '.join(why_coarse)})" if n.startswith("red x") else n for n in notes))
     which, _, diag = column.partition("_")
     ax.set_ylabel(f"{diag} ({'maximum over the run' if which == 'peak' else 'at the end of the run'})")
     configs = point_configs(sweep_dir, manifest)

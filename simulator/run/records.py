@@ -61,6 +61,10 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
     log.info("run %s: %s on grid %s, box %s, %s, %s, dt %s, t_end %s", cfg.name, cfg.physics.name,
              list(cfg.grid.shape), [round(b, 6) for b in cfg.grid.box], cfg.precision, cfg.time.integrator,
              cfg.time.dt, cfg.time.t_end)
+    units = cfg.physics.clock().units()
+    if units:  # a run in physical units: the line above, the progress lines and the outputs are in these
+        log.info("units: %s", "; ".join(f"{key} {value}" for key, value in units.items()
+                                        if key in ("length", "time") or key.startswith("code_")))
     log.info("physics: %s; initial: %s", to_dict(cfg.physics), to_dict(cfg.initial))
     threads = f"; CPU threads {runtime.cpu_threads()}" if jax.default_backend() == "cpu" else ""
     log.info("devices: %d %s on %d process(es) (%s)%s; %s", jax.device_count(), jax.default_backend(),

@@ -57,9 +57,11 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
                           "differs from the run being restarted")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
-            raise ConfigError("--restart", str(ckpt.index), f"a run on grid {list(cfg.grid.shape)} is a new run: "
-                              f"branch it with --restart {ckpt.index.with_suffix('.json')} --out NEW_DIR",
-                              f"holds grid {old['grid']['shape']}")
+            # most often a --set grid.shape the first run had and this command lacks: its own config continues it
+            raise ConfigError("--restart", str(ckpt.index), "to continue it, restart on that grid (its own config "
+                              f"does: simulator run {out / 'config.yaml'} --out {out} --restart); a run on grid "
+                              f"{list(cfg.grid.shape)} is a new run: branch it with --restart "
+                              f"{ckpt.index.with_suffix('.json')} --out NEW_DIR", f"holds grid {old['grid']['shape']}")
         if "grid.box" in diffs:
             raise ConfigError("--restart", str(ckpt.index), f"this run's grid.box is {list(cfg.grid.box)}",
                               f"holds a state in the box {old['grid']['box']}")
