@@ -35,7 +35,7 @@ import yaml
 
 from simulator import config as config_mod
 from simulator.equations import resolution
-from simulator.run.rundir import STATUS_FILE, read_status
+from simulator.run.rundir import LOCK_FILE, STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
 from simulator.errors import ConfigError, DamagedFileError
@@ -79,9 +79,16 @@ def prepare(sweep: Sweep, directory: Path) -> dict[str, Any]:
                    for p in sweep.points],
     }
     path = directory / MANIFEST
-    if path.exists():
+    # no manifest: new, or a prepare stopped there (configs/, logs/, .lock); a run's or someone's files, or another
+    # sweep's point configs (whose runs would be collected under this sweep's values), are refused
+    other = [] if path.exists() or not directory.is_dir() else sorted(
+        p.name for p in directory.iterdir() if p.name not in ("configs", "logs") and not p.name.startswith(LOCK_FILE))
+    if other:
+        raise ConfigError("--out", str(directory), "give a new or empty directory, or a prepared sweep's",
+                          f"holds files of no sweep ({', '.join(other[:4])}{', ...' * (len(other) > 4)})")
+    if path.exists() or (directory / "configs").is_dir():
         try:
-            old = yaml.safe_load(path.read_text())
+            old = yaml.safe_load(path.read_text()) if path.exists() else manifest
         except (OSError, ValueError, yaml.YAMLError):
             old = None
         differs = (not isinstance(old, dict) or old.get("points") != manifest["points"]

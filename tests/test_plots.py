@@ -1159,6 +1159,9 @@ def test_run_plot_refuses_a_bad_field_or_axis_and_names_missing_output(runs, tmp
     # a run without transfer spectra (Schroedinger-Poisson) has no flux figure
     with pytest.raises(MissingOutputError, match="has no transfer spectra"):
         load_run(runs / "sp").plot.flux()
+    # what is missing, said as a noun phrase after "has no" (it read "has no an energy budget")
+    with pytest.raises(MissingOutputError, match=r"/sp has no energy budget \(schrodinger_poisson declares none"):
+        load_run(runs / "sp").plot.budget()
 
 
 def test_the_notebook_figures_example_as_written(runs, tmp_path, monkeypatch):

@@ -117,6 +117,25 @@ def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_i
     assert yaml.safe_load((old / "config.yaml").read_text())["config"]["name"] == "forced_turbulence"
 
 
+def test_overwrite_refuses_a_directory_holding_no_run_and_removes_nothing(tmp_path, monkeypatch, capfd):
+    """--overwrite replaces a run's files: in a directory of someone's own (a paper's figures in plots/, notes in
+    snapshots/, no run.log, config.yaml or status.json) it removed every entry named like a run's. Refused in one
+    line naming what the directory holds, as is a plain run there (it said "already holds a run")."""
+    monkeypatch.chdir(tmp_path)
+    mine = {"paper/plots/figure1.png": "figure", "paper/snapshots/notes.txt": "notes", "paper/thesis.tex": "text"}
+    for name, text in mine.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    small = ["--set", "grid.shape=16", "--set", "time.t_end=0.02", "--out", "paper"]
+    for extra in (["--overwrite"], []):
+        r = here(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), *small, *extra)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.strip() == ("error: --out = 'paper' holds files of no run (plots, snapshots, thesis.tex); "
+                                    "choose a new or empty directory"), r.stderr
+        assert {name: (tmp_path / name).read_text() for name in mine} == mine
+        assert sorted(p.name for p in (tmp_path / "paper").iterdir()) == ["plots", "snapshots", "thesis.tex"]
+
+
 def test_blow_up_stops_with_step_and_time_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
     r = here(capfd, "run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "time.dt=2.0",

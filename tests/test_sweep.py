@@ -95,6 +95,35 @@ def test_a_directory_holding_another_sweep_is_refused(tmp_path):
     assert (tmp_path / "out" / "sweep.yaml").read_text() == before
 
 
+def test_a_directory_of_no_sweep_or_a_sweep_without_its_manifest_is_refused_and_left_as_it_was(tmp_path):
+    """Without a sweep.yaml, a prepare wrote into any directory: a run's (whose `simulator plot` then drew a
+    sweep), someone's own (a configs/p000.yaml of theirs replaced), or a sweep's whose manifest was lost (its point
+    configs rewritten with this sweep's values, so its finished points would be collected under them). Refused in
+    one line, nothing written; a directory a prepare stopped in (its configs/ and logs/ alone) is prepared."""
+    spec = sweep_file.load(write_sweep(tmp_path / "a.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.02]}))
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.yaml", "status.json", "timeseries.csv"):
+        (run / name).write_text("a run's own")
+    with pytest.raises(ConfigError, match=r"--out = '.*run' holds files of no sweep \(config.yaml, status.json, "
+                                          r"timeseries.csv\); give a new or empty directory, or a prepared sweep's$"):
+        sweep.prepare(spec, run)
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "status.json", "timeseries.csv"]
+    other = sweep_file.load(write_sweep(tmp_path / "b.yaml", set=TINY, grid={"physics.viscosity": [0.03, 0.04]}))
+    sweep.prepare(other, tmp_path / "lost")
+    (tmp_path / "lost" / "sweep.yaml").unlink()
+    def files():
+        return {f: f.read_bytes() for f in sorted((tmp_path / "lost").rglob("*")) if f.is_file()}
+
+    before = files()
+    with pytest.raises(ConfigError, match=r"already holds a different sweep \(point 0: physics.viscosity = 0.03"):
+        sweep.prepare(spec, tmp_path / "lost")
+    assert files() == before
+    sweep.prepare(spec, tmp_path / "stopped")
+    (tmp_path / "stopped" / "sweep.yaml").unlink()
+    assert sweep.prepare(spec, tmp_path / "stopped")["points"][1]["params"] == {"physics.viscosity": 0.02}
+
+
 def test_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_is_continued(tmp_path):
     """Its point configs hold the wave's keys at their defaults, which a config now refuses: the same sweep file
     given again is still the same sweep (not 'a different sweep'), and its point configs are written anew."""

@@ -63,13 +63,13 @@ class RunPlots:
         """``plots/timeseries.png``: one panel per panel the equation declares (``INFO.plot``) that
         ``timeseries.csv`` has columns for, each diagnostic against time (its rows, complete ones only)."""
         return self._build(lambda: timeseries_figures(self.path, self.config, self.info), "timeseries",
-                           "a time-series figure")
+                           "time-series figure")
 
     def budget(self) -> Figure:
         """``plots/budget.png``: the energy budget of ``timeseries.csv`` (-dE/dt against eps - P), for an
         equation that declares one and a run with three rows or more."""
         return self._build(lambda: timeseries_figures(self.path, self.config, self.info), "budget",
-                           f"an energy budget ({self.info.name} declares none, or timeseries.csv lacks its columns)")
+                           f"energy budget ({self.info.name} declares none, or timeseries.csv lacks its columns)")
 
     def spectra(self, times: Sequence[float] | None = None, compensate: bool = False,
                 average: Sequence[float] | None = None) -> Figure:
@@ -83,7 +83,7 @@ class RunPlots:
         check_window(average)
         stem = "spectra_compensated" if compensate else "spectra"
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
-                           f"a compensated spectrum ({self.info.name} declares no spectrum guide)")
+                           f"compensated spectrum ({self.info.name} declares no spectrum guide)")
 
     def spectra_of(self, name: str, times: Sequence[float] | None = None) -> Figure:
         """``plots/spectra_<name>.png``, at the rows nearest ``times`` (as :meth:`spectra`): ``side_by_side``

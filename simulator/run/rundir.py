@@ -54,6 +54,8 @@ from simulator.time.control import TOL
 RUN_FILES = ("plots", "export", "particles", "aside", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
              "statistics.h5", "timeseries.csv", "timeseries.csv.tmp", "run.log", ".status.json.tmp", "status.json",
              "config.yaml")
+#: what a run writes as it starts (run.log first) and steps: a directory with none of them holds no run to replace
+RUN_MARKS = ("run.log", "config.yaml", "status.json", ".status.json.tmp", "segments", "checkpoints", "timeseries.csv")
 #: what ``simulator export`` and ``simulator plot`` derive from the run's output in its directory: a restart that
 #: drops or writes again output they were made from sets them aside (:func:`set_derived_aside`)
 DERIVED = ("export", "snapshots/merged", "plots")
@@ -96,6 +98,14 @@ def _check_path(path: Path) -> None:
             raise ConfigError("--out", str(path), "give a directory", "is a file")
     except OSError as err:
         raise ConfigError("--out", str(path), "choose a usable location", f"cannot be used ({err.strerror})") from None
+
+
+def _holds(path: Path) -> str:
+    """What a directory that is not empty holds, for a refusal: a run, or files of none (someone's own)."""
+    if any((path / name).exists() for name in RUN_MARKS):
+        return "already holds a run"
+    names = sorted(p.name for p in path.iterdir() if not p.name.startswith(LOCK_FILE))
+    return f"holds files of no run ({', '.join(names[:4])}{', ...' * (len(names) > 4)})"
 
 
 def holds_nothing(path: Path) -> bool:
@@ -157,7 +167,7 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         if (restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path)
                 and not _retries(path, target)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
-                              "directory", "already holds a run")
+                              "directory", _holds(path))
         if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
             damaged = [target.with_suffix(".json")] if target.is_file() else checkpoints.markers(target, current=True)
             why = (f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged
@@ -168,9 +178,11 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
     if holds_nothing(path):
         return DirectoryPlan(None)
     if not resume:
-        if not overwrite:
+        held = _holds(path)  # --overwrite replaces a run's files, never someone's own named alike (plots/, export/)
+        if not overwrite or held != "already holds a run":
             raise ConfigError("--out", str(path), "choose a new directory, pass --restart to continue it, or "
-                              "--overwrite to replace it", "already holds a run")
+                              "--overwrite to replace it" if held == "already holds a run" else "choose a new or "
+                              "empty directory", held)
         _keep_source(cfg, path)
         return DirectoryPlan(None, clear=True, why=f"replacing the run in {path}")
     return _resume_plan(cfg, path)
