@@ -273,6 +273,26 @@ def test_spectra_sum_to_the_energies_and_the_buoyancy_flux():
     assert out["potential_energy_kh_kz"] == pytest.approx(d["potential_energy"], rel=1e-12)
 
 
+
+def test_froude_and_rossby_numbers_of_a_single_shear_mode():
+    """u = (A sin 2z, 0, 0), b = B cos y in a 2 pi box: E_K = A^2/4, E_P = B^2/(4 N^2), the integral scale
+    L = 2 pi sum_k E(k)/k / E = pi (every mode at |k| = 2), U = (2 E_K)^(1/2) = A / 2^(1/2), so Fr = U / (L N)
+    and Ro = U / (L f); the dissipation rates nu <|w|^2> = 2 nu A^2 (|w| = 2 A |cos 2z|) and
+    kappa <|grad b|^2> / N^2 = kappa B^2 / (2 N^2)."""
+    sim = bq()
+    p = sim.parameters(brunt_vaisala=2.0, coriolis=0.5, viscosity=0.01, diffusivity=0.03)
+    x, y, z = grid()
+    a, amp_b = 0.6, 0.8
+    state = sim.state_from_fields(velocity=np.stack([a * np.sin(2 * z), 0 * x, 0 * x]), buoyancy=amp_b * np.cos(y))
+    d = {k: float(v) for k, v in sim.diagnostics(state, 0.01, p).items()}
+    speed_over_scale = a / np.sqrt(2) / np.pi
+    assert d["kinetic_energy"] == pytest.approx(a**2 / 4, rel=1e-13)
+    assert d["potential_energy"] == pytest.approx(amp_b**2 / 16, rel=1e-13)
+    assert d["froude"] == pytest.approx(speed_over_scale / 2.0, rel=1e-13)
+    assert d["rossby"] == pytest.approx(speed_over_scale / 0.5, rel=1e-13)
+    assert d["kinetic_dissipation"] == pytest.approx(2 * 0.01 * a**2, rel=1e-13)
+    assert d["potential_dissipation"] == pytest.approx(0.03 * amp_b**2 / 8, rel=1e-13)
+
 @pytest.mark.parametrize("case", [("single", 1, None), distributed_cases()[0]], ids=case_id)
 def test_the_kh_kz_spectrum_bins_each_mode_and_its_marginals_are_the_1d_spectra(case):
     """E(k_h, |k_z|) (simulator.observables.spectra.cylinder_sum) summed over k_z is E(k_h), over k_h is E(|k_z|); a

@@ -129,3 +129,28 @@ def test_the_flux_figure_is_drawn_for_every_transfer_spectrum_by_name(tmp_path):
     with h5py.File(run / "spectra.h5", "a") as f:
         del f["transfer_magnetic_energy"]
     assert [p.name for p in plots.plot(run)] == ["spectra.png", "spectra_compensated.png"]
+
+
+def test_every_mode_lands_in_its_shell_and_the_resolved_shells_are_whole_spheres():
+    """Shell j of a box 2 pi x 4 pi x 2 pi (dk = 2 pi / max(L) = 1/2) holds the modes with round(|k| / dk) = j: the
+    Parseval weights summed by shell_sum equal NumPy's count of the spectrum's modes per shell, every mode the
+    grid holds in some shell (the corner of its cube of modes included). The resolved shells
+    (simulator.output.spectra.resolved_shells) of a 24 x 48 x 24 grid in a 2 pi box under the 2/3 rule are
+    0 < k <= (2/3) min_i pi N_i / L_i = 8: the mean's shell out, shell 8, which that bound lands on, in."""
+    from simulator.output.spectra import resolved_shells
+
+    shape, box = (8, 16, 8), (2 * np.pi, 4 * np.pi, 2 * np.pi)
+    sim = shared(grid__shape=list(shape), grid__box=list(box), fft__layout="full")  # every mode held
+    ops = sim.equation.ops
+    counts = np.asarray(shells.shell_sum(ops.weight + 0 * (ops.k[0] + ops.k[1] + ops.k[2]), ops.k, shape, box))
+    m = np.meshgrid(*(np.fft.fftfreq(n, 1 / n) for n in shape), indexing="ij")
+    held = m[2] != -shape[2] / 2  # the real transform holds k_z = 0 .. N_z/2 - 1, each k_z > 0 for +-k_z
+    index = np.rint(np.sqrt(sum((2 * np.pi / L * mi) ** 2 for mi, L in zip(m, box))) / 0.5).astype(int)[held]
+    expected = np.bincount(index, minlength=counts.size)
+    assert counts.size == expected.size == shells.shell_wavenumbers(shape, box).size
+    assert counts.sum() == held.sum() and counts[0] == 1 and counts[2] == 14  # |k| = 1 and 1.12
+    np.testing.assert_array_equal(counts, expected)
+    grid = {"shape": [24, 48, 24], "box": [2 * np.pi] * 3}
+    k_shells = shells.shell_wavenumbers(grid["shape"], grid["box"])
+    keep = resolved_shells(k_shells, {"grid": grid}, simulator.equations.get("navier_stokes"))
+    np.testing.assert_array_equal(k_shells[keep], np.arange(1.0, 9.0))

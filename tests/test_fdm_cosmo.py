@@ -180,6 +180,19 @@ def test_config_resolves_redshifts_into_times():
             C.load(None, ["physics.name=fdm_cosmo", override])
 
 
+
+def test_a_spectrum_file_is_interpolated_in_log_log_and_continued_as_its_end_power_laws(tmp_path):
+    """physics.spectrum_file read and shaped (power.read_table, power.shape): a file of P = 2 k^-1 below k = 1 and
+    2 k^-3 above, from k = 0.1 to 10, gives those two power laws exactly inside its range (interpolated in
+    ln k - ln P) and continued beyond it on both sides (k = 0.01 and 100)."""
+    k = np.geomspace(0.1, 10.0, 9)
+    path = tmp_path / "pk.txt"
+    np.savetxt(path, np.stack([k, np.where(k < 1, 2 / k, 2 / k**3)], axis=1), header="k P")
+    table = power.read_table(path)
+    probe = np.array([0.01, 0.05, 0.2, 3.0, 50.0, 100.0])
+    np.testing.assert_allclose(power.shape(probe, {}, table), np.where(probe < 1, 2 / probe, 2 / probe**3),
+                               rtol=1e-12)
+
 @pytest.mark.parametrize("column, value", [(1, "nan"), (1, "inf"), (0, "nan")], ids=["P nan", "P inf", "k nan"])
 def test_a_spectrum_file_with_a_number_that_is_not_finite_is_refused(tmp_path, column, value):
     """A CAMB table with one NaN or inf (a failed column, a broken export) is refused as the config is read, in one

@@ -188,6 +188,17 @@ def test_orszag_tang_and_beltrami_values():
     assert d["magnetic_helicity"] == pytest.approx(3.0 / m, rel=1e-13)
 
 
+
+def test_the_cfl_number_counts_the_flow_and_the_alfven_speed_each_over_its_own_spacing():
+    """On the 16 x 8 x 16 grid (2 pi box), u = (sin z, 3 sin x, 0) and B = (0, 0, 2 sin y) (solenoidal; each sine
+    reaches +-1 on the grid's points together) have the CFL number dt max sum_i (|u_i| + |B_i|) / dx_i =
+    dt (16 + 3 * 8 + 2 * 16) / (2 pi): the magnetic field's Alfven speed counts as the flow's does."""
+    sim = mhd()
+    x, y, z = grid()
+    state = sim.state_from_fields(velocity=np.stack([np.sin(z), 3 * np.sin(x), 0 * x]),
+                                  magnetic=np.stack([0 * x, 0 * x, 2 * np.sin(y)]))
+    assert sim.report(state, 0.01)["cfl"] == pytest.approx(0.01 * 72 / (2 * np.pi), rel=1e-12)
+
 def shell_budget(sim, p):
     """The budgets of E_K and E_M (:func:`support.shell_budget`) from random fields on a mean field."""
     return support.shell_budget(sim, random_state(sim), p, (("energy", slice(0, 3), p["viscosity"], 1.0),

@@ -5,6 +5,8 @@ simulation per backend case is shared by the tests (initial states and traced pa
 each compiles its chunk once.
 """
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -156,6 +158,26 @@ def test_taylor_green_energy_sits_in_one_shell():
     assert spectrum[2] == pytest.approx(1 / 8, rel=1e-14)
     assert np.sum(np.abs(np.delete(spectrum, 2))) < 1e-30
 
+
+
+def test_a_random_field_has_its_rms_speed_and_peaks_at_its_mode_number_in_any_box():
+    """initial.name random in a 4 pi box: rms speed <|u|^2>^(1/2) = amplitude (energy amplitude^2 / 2, all three
+    components together), zero mean, divergence-free, and E(k) ~ k^4 exp(-2 (k/k_peak)^2) peaks at the mode number
+    k_peak = 3, |k| = 3 (2 pi / L) = 1.5: shell 3 of dk = 1/2 (sampled: shells 2 to 4), not at |k| = 3 (shell 6),
+    with the mean mode number of that shape."""
+    sim = shared(grid__shape=[32] * 3, grid__box=[4 * np.pi] * 3)
+    state = sim.initial_state({"name": "random", "amplitude": 0.7, "k_peak": 3.0, "seed": 2})
+    u = sim.to_numpy(sim.fields(state, "velocity")["velocity"])
+    assert np.sqrt(np.mean(np.sum(u**2, axis=0))) == pytest.approx(0.7, rel=1e-12)
+    assert np.max(np.abs(u.mean(axis=(1, 2, 3)))) < 1e-14
+    report = sim.report(state, 0.01)
+    assert report["energy"] == pytest.approx(0.7**2 / 2, rel=1e-12) and report["max_div"] < 1e-12
+    spectrum = np.asarray(sim.spectra(state)["energy"])
+    assert np.argmax(spectrum) in (2, 3, 4) and spectrum.sum() == pytest.approx(0.7**2 / 2, rel=1e-12)
+    # its mean mode number, Gamma(3) / Gamma(5/2) k_peak / 2^(1/2) = 3.19 for the continuous spectrum (measured
+    # 3.03 on the grid's shells; exp(-(k/k_peak)^2) would give 4.5)
+    mean = np.sum(np.arange(spectrum.size) * spectrum) / spectrum.sum()
+    assert mean == pytest.approx(math.gamma(3) / math.gamma(2.5) * 3 / math.sqrt(2), abs=0.3)
 
 def test_random_field_is_the_same_in_float32_and_float64(devices):
     """One seed, one flow: the noise is drawn in float32 and cast, so precisions agree to float32 round-off."""

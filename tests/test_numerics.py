@@ -111,6 +111,22 @@ def test_the_filter_is_its_formula_on_every_mode_and_the_two_thirds_mask_is_unch
     assert np.array_equal(np.asarray(plain.dealias), (mx & my & mz).astype(float))
 
 
+
+@pytest.mark.parametrize("dealias, shape", [("two_thirds", (24, 48, 12)), ("phase_shift_spherical", (16, 32, 16))])
+def test_the_truncations_keep_the_modes_their_rules_name_on_grids_of_unequal_axes(dealias, shape):
+    """On every mode of the full layout: the 2/3 rule keeps |m_i| <= 7, 15 and 3 of 24, 48 and 12 points (3 |m| < N:
+    two kept modes add to at most 2N/3 - 2, which aliases to -N/3 + 2 or beyond, kept only if |m| = N/3 is
+    dropped); the spherical truncation keeps sum_i (m_i / N_i)^2 < 2/9, each axis's m_i over its own N_i
+    (m = (0, 15, 0) of 32 points along y kept)."""
+    ops = shared(grid__shape=list(shape), physics__dealias=dealias, fft__layout="full").equation.ops
+    m = [np.abs(np.asarray(mi)) + 0 * np.asarray(ops.modes[0] + ops.modes[1] + ops.modes[2]) for mi in ops.modes]
+    if dealias == "two_thirds":
+        expected = (m[0] <= 7) & (m[1] <= 15) & (m[2] <= 3)
+    else:
+        expected = sum((mi / n) ** 2 for mi, n in zip(m, shape)) < 2 / 9
+        assert np.any(expected & (m[0] == 0) & (m[1] == 15) & (m[2] == 0))
+    np.testing.assert_array_equal(np.asarray(ops.dealias) + 0 * m[0], expected.astype(float))
+
 def test_the_filter_multiplies_the_nonlinear_term_on_the_modes_it_makes():
     """u = (sin 7y, 0, sin 6x): N = -(u.grad)u = (0, 0, -6 sin 7y cos 6x), divergence-free, on the modes
     (+-6, +-7, 0), which the filter multiplies by sigma(6) sigma(7) = 0.744 (the 2/3 rule would zero them,

@@ -175,6 +175,21 @@ def test_the_variance_budget_of_each_scalar(devices):
         assert abs(2 * np.linalg.norm(g) * flux) > 0.05 * float(d0[f"scalar{i}_dissipation"])  # both terms matter
 
 
+
+def test_the_scalar_diagnostics_leave_out_the_mean_in_closed_form(devices):
+    """theta_0 = 2 + sin x carried by u = (0, 0, sin x) (G along z): the mean is kept by the state and left out of
+    the statistics, <theta'^2> = 1/2 (not 4 + 1/2), the flux <w theta'> = 1/2, the dissipation
+    2 kappa <|grad theta|^2> = kappa."""
+    sim = ns()
+    x = np.broadcast_to(np.arange(N)[:, None, None] * 2 * np.pi / N, (N,) * 3)
+    theta = np.stack([2 + np.sin(x), np.sin(x)])
+    state = sim.state_from_fields(velocity=np.stack([0 * x, 0 * x, np.sin(x)]), scalar=theta)
+    assert sim.to_numpy(sim.fields(state, "scalar")["scalar"])[0].mean() == pytest.approx(2.0, rel=1e-14)
+    d = sim.report(state, 0.01)
+    assert d["scalar0_variance"] == pytest.approx(0.5, rel=1e-13)
+    assert d["scalar0_flux"] == pytest.approx(0.5, rel=1e-13)
+    assert d["scalar0_dissipation"] == pytest.approx(SCALARS[0]["diffusivity"], rel=1e-13)
+
 # ---- initial fields ---------------------------------------------------------------------------------------
 
 

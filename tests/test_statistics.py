@@ -167,6 +167,59 @@ def test_taylor_green_state_structure_functions_in_closed_form():
     assert np.max(np.abs(out["structure_signed3_x"])) < 1e-13
 
 
+def _skewed_flow(x, y, z):
+    """u = (g(x) h(y), -g'(x) H(y) + sin 2y cos z, -2 cos 2y sin z), g = sin x + sin(2x)/2, h = H' = cos y + cos 2y:
+    solenoidal, each longitudinal derivative of its own variance, du/dx = g'(x) h(y) skewed. Returns the velocity
+    and (du/dx, dv/dy, dw/dz) in closed form, each (3, ...)."""
+    g, dg = np.sin(x) + 0.5 * np.sin(2 * x), np.cos(x) + np.cos(2 * x)
+    h, big_h = np.cos(y) + np.cos(2 * y), np.sin(y) + 0.5 * np.sin(2 * y)
+    u = np.stack([g * h + 0 * z, -dg * big_h + np.sin(2 * y) * np.cos(z), -2 * np.cos(2 * y) * np.sin(z) + 0 * x])
+    d = np.stack([dg * h + 0 * z, -dg * h + 2 * np.cos(2 * y) * np.cos(z), -2 * np.cos(2 * y) * np.cos(z) + 0 * x])
+    return u, d
+
+
+def test_derivative_moments_and_signed_increments_of_an_anisotropic_skewed_flow():
+    """Each longitudinal derivative's own skewness and flatness, the pooled ones (moments averaged over the three
+    directions, then the ratio) and the derivative variance, against the closed-form derivatives' grid moments;
+    and the signed <du_L^3>(r) along x, du = u(x + r) - u(x), against the closed form shifted by +r, on the
+    dense and the sparse path; the increment PDFs at 1 and N/2 cells integrate to 1. The three derivatives of the
+    flow differ (du/dx has skewness 9/16), so that swapping components, pooling one direction or reversing the
+    shift shows."""
+    n = 16
+    sim = shared(grid__shape=[n] * 3)
+    c = np.meshgrid(*(np.arange(n) * 2 * np.pi / n,) * 3, indexing="ij")
+    u, d = _skewed_flow(*c)
+    state = sim.state_from_fields(velocity=u)
+    m2, m3, m4 = (np.mean(d**p, axis=(1, 2, 3)) for p in (2, 3, 4))
+    for separations in (None, (1, 3, 8)):
+        lay = _lay((n,) * 3, separations=separations, pdf_separations=(1, n // 2))
+        out = _stats(sim, state, lay)
+        # each increment PDF, N/2 too (every axis reaches it), integrates to 1: no increment is beyond 6 rms
+        np.testing.assert_array_equal(out["pdf_increment_outside"], 0)
+        np.testing.assert_allclose(np.sum(out["pdf_increment"], axis=1) * (lay.edges[1] - lay.edges[0]), 1,
+                                   rtol=0, atol=1e-12)
+        for a, name in enumerate(st.DERIVATIVES):
+            assert abs(out[f"skewness_{name}"] - m3[a] / m2[a] ** 1.5) < 1e-12, name
+            assert abs(out[f"flatness_{name}"] - m4[a] / m2[a] ** 2) < 1e-12, name
+        assert abs(out["skewness_dudx"] - 9 / 16) < 1e-12  # <(cos x + cos 2x)^3> <(cos y + cos 2y)^3> = (3/4)^2
+        assert abs(out["derivative_variance"] - np.mean(m2)) < 1e-12
+        assert abs(out["skewness"] - np.mean(m3) / np.mean(m2) ** 1.5) < 1e-12
+        assert abs(out["flatness"] - np.mean(m4) / np.mean(m2) ** 2) < 1e-12
+        r = np.arange(1, n // 2 + 1) if separations is None else np.asarray(separations)
+        shifted = np.stack([_skewed_flow(c[0] + ri * 2 * np.pi / n, c[1], c[2])[0][0] for ri in r])
+        signed = np.mean((shifted - u[0]) ** 3, axis=(1, 2, 3))
+        assert np.min(np.abs(signed[r < n // 2])) > 1e-2  # the sign shows at every separation but N/2 (odd there)
+        np.testing.assert_allclose(out["structure_signed3_x"], signed, rtol=0, atol=1e-12)
+
+
+def test_the_default_layout_takes_every_separation_to_half_an_axis_and_pdfs_at_1_n_8_and_n_2():
+    """output.statistics defaults: separations 1 .. N_a/2 on each axis, increment PDFs at 1, N/8 and N/2 cells of
+    the shortest axis N."""
+    lay = st.layout((16, 32, 64), ORDERS, None, 41, 6.0, None)
+    assert lay.separations == (tuple(range(1, 9)), tuple(range(1, 17)), tuple(range(1, 33)))
+    assert lay.pdf_separations == (1, 2, 8) and lay.bins == 41 and lay.edges[0] == -6.0 and lay.edges[-1] == 6.0
+
+
 # ---- scalar gradients ------------------------------------------------------------------------------------
 
 
