@@ -1125,17 +1125,18 @@ def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tm
     assert "# wrote" in done.stdout
 
 
-def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path):
+def test_a_hand_over_that_overflows_stops_the_run_naming_the_setting(tmp_path, capfd):
     """Particles crossing between devices beyond the send buffer (physics.cdm_exchange so small that one row
     is handed over per step), run on to z = 3 so that they cross: the run stops after the chunk, exit 1, one
     line naming physics.cdm_exchange, how many particles were not handed over and the step that lost them,
-    also in run.log and status.json; none is dropped silently."""
-    args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--cpu-devices", "2",
-            "--set", "grid.shape=16", "--set", "output.chunk=5", "--set", "physics.z_end=3",
+    also in run.log and status.json; none is dropped silently. The run is made by the command's own function in
+    this process, on the first 2 of the suite's devices by its mesh."""
+    args = ["run", str(ROOT / "configs" / "fdm_cosmo.yaml"), "--set", "fft.mesh=[2]", "--set", "grid.shape=16",
+            "--set", "output.chunk=5", "--set", "physics.z_end=3",
             "--set", "physics.output_redshifts=[127,3]", "--set", "physics.fdm_fraction=0.3",
             "--set", "physics.cdm_particles=4096", "--set", "physics.cdm_exchange=0.0001",
             "--out", str(tmp_path / "run")]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    done = subprocess.CompletedProcess(args, *command(capfd, *args))
     assert done.returncode == 1, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if "physics.cdm_exchange" in line and "ERROR" in line]
     assert len(lines) == 1 and "did not fit a device's send buffer" in lines[0], done.stderr[-2000:]
@@ -1163,20 +1164,21 @@ def test_particles_that_are_not_finite_are_refused_naming_the_row():
     assert sim.equation.lost(cold_state(sim, position, momentum)) is None
 
 
-def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path):
+def test_slots_that_fill_up_are_warned_of_and_checkpointed(tmp_path, capfd):
     """Cold particles alone on 2 devices whose slots hold 93% of the mean count (physics.cdm_capacity 1.07, the
     least for 4096 particles): at the first chunk end one WARNING names physics.cdm_capacity and a checkpoint is
     written there, so that a run stopped later for lack of slots restarts from it (before, such a run kept no
     checkpoint before its end: 'last good checkpoint: none'). At the default capacity 2 no warning:
-    test_two_processes_equal_one."""
+    test_two_processes_equal_one. The run is made by the command's own function in this process, on the first 2
+    of the suite's devices by its mesh."""
     def run(name, *sets):
-        args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "cold_dark_matter.yaml"),
-                "--cpu-devices", "2", "--set", "grid.shape=16", "--set", "physics.cdm_particles=4096",
+        args = ["run", str(ROOT / "configs" / "cold_dark_matter.yaml"), "--set", "fft.mesh=[2]",
+                "--set", "grid.shape=16", "--set", "physics.cdm_particles=4096",
                 "--set", "output.chunk=5", "--set", "physics.z_end=30", "--set", "physics.output_redshifts=[49,30]",
                 *sets, "--out", str(tmp_path / name)]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        warned = [line for line in done.stderr.splitlines() if "WARNING" in line and "slots" in line]
+        code, _, stderr = command(capfd, *args)
+        assert code == 0, stderr[-3000:]
+        warned = [line for line in stderr.splitlines() if "WARNING" in line and "slots" in line]
         return warned, sorted(p.name for p in (tmp_path / name / "checkpoints").glob("c*.h5"))
 
     warned, kept = run("tight", "--set", "physics.cdm_capacity=1.07")

@@ -1,13 +1,14 @@
 """Run directories written before the plug-in redesign (tests/data/legacy_v1, made by the first
-format's code) still restart, plot and load: the continuation equals what that code computed."""
+format's code) still restart, plot and load: the continuation equals what that code computed. The commands are
+made by their own function in the test's process (:func:`support.command`; a process each started JAX again), the
+runs on one device by their mesh."""
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support import command
 
 import simulator
 from simulator.output.timeseries import read_timeseries
@@ -21,15 +22,15 @@ RUNS = {
 
 
 @pytest.mark.parametrize("kind", list(RUNS))
-def test_a_run_of_the_first_format_restarts_to_the_same_answer(tmp_path, kind):
+def test_a_run_of_the_first_format_restarts_to_the_same_answer(tmp_path, kind, capfd):
     config, extra = RUNS[kind]
     run = tmp_path / "run"
     shutil.copytree(DATA / f"{kind}_run", run)
-    sets = [a for s in ["grid.shape=8", "precision=float64", "output.chunk=5", *extra] for a in ("--set", s)]
-    r = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / config), *sets, "--out",
-                        str(run), "--restart"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "resumed from" in r.stderr
+    sets = [a for s in ["fft.mesh=[1]", "grid.shape=8", "precision=float64", "output.chunk=5", *extra]
+            for a in ("--set", s)]
+    code, _, stderr = command(capfd, "run", str(ROOT / "configs" / config), *sets, "--out", str(run), "--restart")
+    assert code == 0, stderr[-3000:]
+    assert "resumed from" in stderr
     got, expected = read_timeseries(run / "timeseries.csv"), read_timeseries(DATA / f"{kind}_expected_timeseries.csv")
     np.testing.assert_array_equal(got["step"], expected["step"])
     for column, values in expected.items():
@@ -39,13 +40,12 @@ def test_a_run_of_the_first_format_restarts_to_the_same_answer(tmp_path, kind):
     assert loaded.status["state"] == "finished" and loaded.timeseries["time"][-1] == pytest.approx(expected["time"][-1])
 
 
-def test_plots_and_reads_of_the_first_format(tmp_path):
+def test_plots_and_reads_of_the_first_format(tmp_path, capfd):
     run = tmp_path / "ns"
     shutil.copytree(DATA / "ns_run", run)
-    r = subprocess.run([sys.executable, "-m", "simulator", "plot", str(run)], capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert {Path(p).name for p in r.stdout.split()} == {"timeseries.png", "budget.png", "spectra.png",
+    code, stdout, stderr = command(capfd, "plot", str(run))
+    assert code == 0, stderr
+    assert {Path(p).name for p in stdout.split()} == {"timeseries.png", "budget.png", "spectra.png",
                                                        "spectra_compensated.png", "slice.png"}
     loaded = simulator.load_run(run)
     with loaded.snapshots[-1].open() as snap:

@@ -6,12 +6,13 @@ planner's bytes; one-line errors."""
 from __future__ import annotations
 
 import functools
+import subprocess
 
 import numpy as np
 import pytest
 import yaml
-from support import (assert_failure_recorded, bitwise, case_id, checkpoint, mesh_cases, particle_reads, relative_error,
-                     simulation)
+from support import (assert_failure_recorded, bitwise, case_id, checkpoint, command, mesh_cases, particle_reads,
+                     relative_error, simulation)
 
 import simulator
 from simulator.api import load_config
@@ -124,15 +125,23 @@ def test_a_too_small_capacity_exchange_or_halo_is_counted_named_and_dated(device
     assert np.all(np.isfinite(np.asarray(sim.equation.fields(state, sim.params)["velocity"])))
 
 
-def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_nothing(tmp_path):
+def run_here(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """``simulator run ARGS`` made by the command's own function in this process (:func:`support.command`), on the
+    first of the suite's devices that its mesh (``fft.mesh``) takes, as a process of that many devices holds
+    them: its exit status and stderr as a process's, for a run that needs no process of its own (a process
+    started JAX again for a run of a few steps)."""
+    code, out, err = command(capfd, "run", *args)
+    return subprocess.CompletedProcess(["simulator", "run", *args], code, out, err)
+
+
+def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_nothing(tmp_path, capfd):
     """Owned tracers that overflow their slots when first handed out (all 512 placed in one device's block of 2,
     whose 384 slots hold a uniform spread)
     beside replicated drops, through `simulator run`: exit 1 at once with one ERROR line naming
     particles[0].capacity and step 0, the loss's step (not the end of the first chunk), and nothing of the
     state written: no particle snapshot claiming a species whole, no field snapshot, no row; load_run finds no
-    particles; the reason is in run.log and status.json."""
-    import subprocess
-    import sys
+    particles; the reason is in run.log and status.json. The run is made by the command's own function in this
+    process (:func:`run_here`), on 2 of the suite's devices by its mesh."""
     from pathlib import Path
 
     path = clustered(tmp_path / "clustered.npy", 512, blocks=2)
@@ -140,10 +149,9 @@ def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_no
                "interpolation: lagrange4}, {name: drops, count: 27, placement: lattice}]")
     config = Path(__file__).parents[1] / "configs" / "taylor_green.yaml"
     out = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "simulator", "run", str(config), "--cpu-devices", "2", "--set",
-                           "grid.shape=16", "--set", "output.chunk=5", "--set", "time.t_end=0.1", "--set",
-                           "output.snapshots.every=5", "--set", f"particles={species}", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done = run_here(capfd, str(config), "--set", "fft.mesh=[2]", "--set", "grid.shape=16", "--set", "output.chunk=5",
+                    "--set", "time.t_end=0.1", "--set", "output.snapshots.every=5", "--set", f"particles={species}",
+                    "--out", str(out))
     assert done.returncode == 1, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1, done.stderr[-3000:]
@@ -156,16 +164,15 @@ def test_a_loss_at_the_hand_out_stops_the_run_at_once_dated_step_0_and_writes_no
     assert_failure_recorded(out, done, "raise particles[0].capacity")
 
 
-def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_path):
+def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_path, capfd):
     """A finished run of owned tracers (all 512 in the first half of the box along y, one device: every slot),
     restarted from its step-5 checkpoint on 2 devices whose 384 slots each hold a uniform spread but not the
     particles: exit 1 with one ERROR line naming particles[0].capacity, dated at the checkpoint's step (the
     hand-out), and no row, snapshot or checkpoint of the run changed: its time series, spectra and snapshot
     series still end at step 10 (before, the restart cut them back to step 5 and then stopped), and its segment
-    record (start_step null) supersedes none of its snapshots."""
+    record (start_step null) supersedes none of its snapshots. The runs are made by the command's own function
+    in this process (:func:`run_here`), on 1 and then 2 of the suite's devices by their mesh."""
     import hashlib
-    import subprocess
-    import sys
     from pathlib import Path
 
     path = clustered(tmp_path / "clustered.npy", 512, blocks=2)
@@ -175,18 +182,17 @@ def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_
     out = tmp_path / "run"
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "simulator", "run", str(config), "--set", "grid.shape=16",
-                               "--set", "output.chunk=5", "--set", "time.t_end=0.1", "--set", "checkpoint.every=5",
-                               "--set", "output.snapshots.every=5", "--set", f"particles={species}", "--out",
-                               str(out), *extra], capture_output=True, text=True, timeout=300, check=False)
+        return run_here(capfd, str(config), "--set", "grid.shape=16", "--set", "output.chunk=5", "--set",
+                        "time.t_end=0.1", "--set", "checkpoint.every=5", "--set", "output.snapshots.every=5", "--set",
+                        f"particles={species}", "--out", str(out), *extra)
 
-    done = run("--cpu-devices", "1")
+    done = run("--set", "fft.mesh=[1]")
     assert done.returncode == 0, done.stderr[-3000:]
     # what a restart that takes no step may touch: its log, its status and its own segment's record
     own = {"run.log", "status.json", "config.yaml"}
     files = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*"))
              if p.is_file() and str(p.relative_to(out)) not in own and p.parent.name != "segments"}
-    done = run("--cpu-devices", "2", "--restart", str(out / "checkpoints" / "c00000005.json"))
+    done = run("--set", "fft.mesh=[2]", "--restart", str(out / "checkpoints" / "c00000005.json"))
     assert done.returncode == 1, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1 and "raise particles[0].capacity" in errors[0], done.stderr[-3000:]
@@ -283,12 +289,12 @@ def test_owned_trajectories_and_a_restart_that_switches_the_distribution_both_wa
 
 
 @pytest.mark.slow  # 8-18 s on 2 cores: a one-device run and a two-process launch through the CLI
-def test_two_processes_equal_one_device(tmp_path):
+def test_two_processes_equal_one_device(tmp_path, capfd):
     """Owned tracers and inertial drops through `simulator launch -n 2 --cpu-devices 2 run` (a 2 x 2 pencil over
     2 processes: the hand-over, the halo exchanges and the trajectories' gather cross the processes) and
     through `simulator run` on one device: the final checkpoint's particles by identity, and the trajectory
-    file, agree to 1e-12; every particle is live, none lost."""
-    import subprocess
+    file, agree to 1e-12; every particle is live, none lost. The one-device run is made by the command's own
+    function in this process (:func:`run_here`), on the first of the suite's devices by its mesh."""
     import sys
     from pathlib import Path
 
@@ -303,13 +309,14 @@ def test_two_processes_equal_one_device(tmp_path):
             "output.chunk=5", "--set", "checkpoint.every=10", "--set", "output.snapshots.every=0", "--set",
             "output.trajectories.every=5", "--set", "output.trajectories.count=50", "--set", f"particles={inline(OWNED)}"]
     base = [sys.executable, "-m", "simulator"]
-    runs = {"one": [*base, *args, "--cpu-devices", "1"],
-            "two": [*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", *args, "--set",
-                    "fft.backend=pencil"]}
+    two = [*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", *args, "--set", "fft.backend=pencil"]
     ends, tracks = {}, {}
-    for name, cmd in runs.items():
-        done = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=300,
-                              check=False)
+    for name in ("one", "two"):
+        if name == "one":
+            done = run_here(capfd, *args[1:], "--set", "fft.mesh=[1]", "--out", str(tmp_path / name))
+        else:
+            done = subprocess.run([*two, "--out", str(tmp_path / name)], capture_output=True, text=True, timeout=300,
+                                  check=False)
         assert done.returncode == 0, done.stderr[-3000:]
         with h5py.File(tmp_path / name / "checkpoints" / "c00000010.h5") as f:
             state = {k: f[k][()] for k in f if k.startswith("particles.")}

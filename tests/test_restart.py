@@ -77,18 +77,23 @@ def wait_for_checkpoint(proc, run_dir, min_step, timeout=120):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision):
-    args = [CONFIG, "--cpu-devices", "2", "--set", "grid.shape=16", "--set", f"precision={precision}",
+def test_kill_9_then_restart_is_bitwise_equal(tmp_path, precision, monkeypatch, capfd):
+    """A run of 2 devices killed at a random checkpoint and restarted ends bit for bit as the uninterrupted run.
+    The killed run is a process of its own; the uninterrupted run and the restart are made by the command's own
+    function in this process (:func:`support.command`), on the first 2 of the suite's devices by their mesh."""
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, "--set", "grid.shape=16", "--set", f"precision={precision}",
             "--set", "output.chunk=2", "--set", "checkpoint.every=2", "--set", "time.t_end=3.0"]
-    ref = simulator(tmp_path, *args, "--out", "ref")
-    assert ref.returncode == 0, ref.stderr
+    ref = support.command(capfd, "run", *args, "--set", "fft.mesh=[2]", "--out", "ref")
+    assert ref[0] == 0, ref[2][-3000:]
     seed = random.randrange(10**6)
     kill_after = random.Random(seed).randrange(20, 200, 2)
-    proc = start(tmp_path, *args, "--out", "killed")
+    proc = start(tmp_path, *args, "--cpu-devices", "2", "--out", "killed")
     reached = wait_for_checkpoint(proc, tmp_path / "killed", kill_after)
     proc.kill()  # SIGKILL: no handler runs, whatever was being written stays half-written
     proc.wait()
-    resumed = simulator(tmp_path, *args, "--out", "killed", "--restart")
+    code, _, stderr = support.command(capfd, "run", *args, "--set", "fft.mesh=[2]", "--out", "killed", "--restart")
+    resumed = subprocess.CompletedProcess(args, code, "", stderr)
     assert resumed.returncode == 0, f"seed {seed}: {resumed.stderr[-3000:]}"
     assert "resumed from" in resumed.stderr
     step_ref, state_ref = final_state(tmp_path / "ref")
@@ -146,10 +151,13 @@ def test_restart_across_layouts_agrees_to_1e_12(tmp_path, monkeypatch, capfd):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["slab", "jaxdecomp"])
-def test_two_processes_give_the_single_process_answer(tmp_path, backend):
+def test_two_processes_give_the_single_process_answer(tmp_path, backend, monkeypatch, capfd):
+    """The one-process run is made by the command's own function in this process (:func:`here`): a process of
+    its own started JAX only to step 30 times on one device."""
     base = [CONFIG, *SMALL, "--set", f"fft.backend={backend}", "--set", "time.t_end=0.3",
             "--set", "output.snapshots.every=30"]
-    one = simulator(tmp_path, *base, "--set", "fft.backend=single", "--out", "one")
+    monkeypatch.chdir(tmp_path)
+    one = here(capfd, *base, "--set", "fft.backend=single", "--out", "one")
     assert one.returncode == 0, one.stderr
     two = simulator(tmp_path, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", "run", *base,
                     "--out", "two")
@@ -161,7 +169,7 @@ def test_two_processes_give_the_single_process_answer(tmp_path, backend):
     assert np.max(np.abs(u2 - u1)) / np.max(np.abs(u1)) < 1e-12
 
 
-def test_sigterm_checkpoints_within_a_chunk_and_the_restart_completes(tmp_path):
+def test_sigterm_checkpoints_within_a_chunk_and_the_restart_completes(tmp_path, monkeypatch, capfd):
     args = [CONFIG, *SMALL, "--set", "time.t_end=20", "--out", "run"]
     proc = start(tmp_path, *args)
     deadline = time.monotonic() + 120
@@ -176,7 +184,8 @@ def test_sigterm_checkpoints_within_a_chunk_and_the_restart_completes(tmp_path):
     ckpt = checkpoint.find(tmp_path / "run")
     rows = list(csv.DictReader(open(tmp_path / "run" / "timeseries.csv")))
     assert ckpt is not None and ckpt.step == int(rows[-1]["step"]) > 0  # at the chunk the signal arrived in
-    r = simulator(tmp_path, *args, "--restart", "--set", "time.t_end=2")
+    monkeypatch.chdir(tmp_path)  # the restart needs no process of its own: made in this process (:func:`here`)
+    r = here(capfd, *args, "--restart", "--set", "time.t_end=2")
     assert r.returncode == 0, r.stderr[-2000:]
     assert checkpoint.find(tmp_path / "run").step == 200
 
@@ -287,9 +296,12 @@ def test_a_restart_that_cannot_set_a_row_file_aside_changes_nothing_of_the_finis
         ["0", "2", "4", "6", "8"]
 
 
-def test_a_live_lock_refuses_and_a_stale_one_is_replaced(tmp_path):
+def test_a_live_lock_refuses_and_a_stale_one_is_replaced(tmp_path, monkeypatch, capfd):
+    """The runs that find no live lock are made in this process (:func:`here`); the one refused by a live lock
+    is a process of its own, whose lock names another pid (this one's)."""
+    monkeypatch.chdir(tmp_path)
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
-    assert simulator(tmp_path, *args).returncode == 0
+    assert here(capfd, *args).returncode == 0
     lock = tmp_path / "run" / ".lock"
     lock.write_text(f'{{"pid": {os.getpid()}, "host": "{os.uname().nodename}"}}')
     r = simulator(tmp_path, *args, "--restart", "--set", "time.t_end=0.2")
@@ -297,7 +309,7 @@ def test_a_live_lock_refuses_and_a_stale_one_is_replaced(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
     lock.write_text(f'{{"pid": {dead.pid}, "host": "{os.uname().nodename}"}}')
-    r = simulator(tmp_path, *args, "--restart", "--set", "time.t_end=0.2")
+    r = here(capfd, *args, "--restart", "--set", "time.t_end=0.2")
     assert r.returncode == 0 and "stale lock" in r.stderr
     assert not lock.exists()
 
@@ -359,9 +371,10 @@ def test_a_killed_process_ends_its_sibling_and_the_launcher_fails(tmp_path):
     assert subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True).stdout == b""
 
 
-def test_resume_starts_continues_and_leaves_a_finished_run_alone(tmp_path):
+def test_resume_starts_continues_and_leaves_a_finished_run_alone(tmp_path, monkeypatch, capfd):
     """--resume, what the job scripts run on every allocation: a new run, then the continuation of an
-    interrupted one, then nothing at all once it has finished."""
+    interrupted one, then nothing at all once it has finished (the two after the signal made in this process,
+    :func:`here`)."""
     args = [CONFIG, *SMALL, "--set", "time.t_end=20", "--out", "run", "--resume"]
     proc = start(tmp_path, *args)
     wait_for_checkpoint_or_rows(proc, tmp_path / "run")
@@ -370,11 +383,12 @@ def test_resume_starts_continues_and_leaves_a_finished_run_alone(tmp_path):
     assert proc.returncode == EXIT_INTERRUPTED, err[-2000:]
     assert '"state": "interrupted"' in (tmp_path / "run" / "status.json").read_text()
     short = [a if a != "time.t_end=20" else "time.t_end=0.5" for a in args]
-    r = simulator(tmp_path, *short)
+    monkeypatch.chdir(tmp_path)
+    r = here(capfd, *short)
     assert r.returncode == 0 and "resumed from" in r.stderr, r.stderr[-2000:]
     assert '"state": "finished"' in (tmp_path / "run" / "status.json").read_text()
     files = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
-    again = simulator(tmp_path, *short)
+    again = here(capfd, *short)
     assert again.returncode == 0 and "already finished" in again.stderr and "nothing to do" in again.stderr
     assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
 
