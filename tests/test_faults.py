@@ -374,7 +374,7 @@ def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, t
              "--out", "branch/deeper")
     assert r.returncode == 0, r.stderr[-2000:]
     branch = tmp_path / "branch" / "deeper"
-    assert steps(branch) == [10, 15, 20] and status(branch)["state"] == "finished"
+    assert steps(branch) == [5, 10, 15, 20] and status(branch)["state"] == "finished"  # its start recorded too
     segment = yaml.safe_load((branch / "segments" / "segment_000.yaml").read_text())
     assert segment["restart"].endswith("source/checkpoints/c00000005.h5") and segment["start_step"] == 5
     assert digest(source) == before

@@ -480,6 +480,49 @@ def test_a_branch_records_its_source_so_that_another_directory_can_try_it_again(
     assert here(capfd, *branch, "--restart", str(origin)).returncode == 0
     assert checkpoint.find(tmp_path / "branch").step == 20
 
+def test_a_branch_records_its_start_once_as_a_new_run_records_t_0(tmp_path, monkeypatch, capfd):
+    """A branch (``--restart RUN/checkpoints/cN.json --out NEW``) recorded nothing at its start: ``load_run(NEW)``
+    began one interval later, with no time-series row, spectrum or snapshot of the state it started from. It records
+    them as a new run records t = 0: equal to the source's at that step; a snapshot listed at exactly that time too.
+    A branch tried again and a restart in its own directory record no step twice, and the restart is bitwise."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10", "--set", "output.snapshots.every=5", "--set",
+            "output.spectra.every=5"]
+    assert here(capfd, *args, "--set", "time.t_end=0.2", "--out", "run").returncode == 0
+    source = ["--restart", "run/checkpoints/c00000010.json"]
+    branch = [*args, "--set", "time.t_end=0.2", "--out", "branch", *source]
+    assert here(capfd, *branch).returncode == 0
+    run, new = load_run(tmp_path / "run"), load_run(tmp_path / "branch")
+    assert list(new.timeseries["step"]) == [10, 15, 20]
+    for name in ("time", "energy", "enstrophy"):
+        np.testing.assert_allclose(new.timeseries[name], run.timeseries[name][2:], rtol=1e-13, atol=0)
+    np.testing.assert_allclose(new.spectra["energy"], run.spectra["energy"][2:], rtol=1e-12, atol=1e-300)
+    assert [s.step for s in new.snapshots] == [10, 15, 20]
+    with io.Snapshot(new.snapshots[0].path) as a, io.Snapshot(run.snapshots[2].path) as b:
+        np.testing.assert_array_equal(a.read("velocity"), b.read("velocity"))
+    # a listed time at the branch's start is written there, not only a periodic schedule's
+    listed = [*args[:-4], "--set", "output.snapshots.times=[0.1]", "--set", "time.t_end=0.15", *source]
+    assert here(capfd, *listed, "--out", "listed").returncode == 0
+    assert [s.step for s in load_run(tmp_path / "listed").snapshots] == [10]
+    # tried again (its checkpoints lost, as if it had died before the first): the start is written once
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):
+        marker.unlink()
+    status = tmp_path / "branch" / "status.json"
+    status.write_text(status.read_text().replace('"finished"', '"running"'))
+    assert here(capfd, *branch[:-2], "--set", "time.t_end=0.15", *source).returncode == 0
+    assert list(load_run(tmp_path / "branch").timeseries["step"]) == [10, 15]
+    # restarted in its own directory, then extended: no step twice, and bitwise the uninterrupted branch
+    assert here(capfd, *branch[:-2], "--restart").returncode == 0
+    again = load_run(tmp_path / "branch")
+    assert list(again.timeseries["step"]) == [10, 15, 20] and [s.step for s in again.snapshots] == [10, 15, 20]
+    assert list(again.spectra["step"]) == [10, 15, 20]
+    np.testing.assert_array_equal(again.timeseries["energy"], new.timeseries["energy"])
+    np.testing.assert_array_equal(final_state(tmp_path / "branch")[1]["state"],
+                                  final_state(tmp_path / "run")[1]["state"])
+
+
 def wait_for_checkpoint_or_rows(proc, run_dir, rows=3, timeout=120):
     series = run_dir / "timeseries.csv"
     deadline = time.monotonic() + timeout

@@ -17,6 +17,7 @@ import pytest
 
 from simulator.fft.compact import to_full
 from simulator.output import checkpoints
+from simulator.output import timeseries
 from support import command
 
 ROOT = Path(__file__).parents[1]
@@ -228,6 +229,10 @@ def test_abc_restarted_at_twice_and_half_the_resolution_equals_the_runs_made_the
             assert t == t_ref == 0.2 and u.shape == u_ref.shape, name
             assert np.max(np.abs(u - u_ref)) / np.max(np.abs(u_ref)) < 1e-12, name
         assert velocity_spectrum(tmp_path / f"branch{n}")[0] == step_ref == 10
+        # the branch records the state it starts from, interpolated onto its grid, as the new run from the file does
+        rows = [timeseries.read(tmp_path / name) for name in (f"branch{n}", f"file{n}")]
+        assert (rows[0]["step"][0], rows[1]["step"][0]) == (5, 0) and rows[0]["time"][0] == rows[1]["time"][0] == 0.1
+        np.testing.assert_allclose(rows[0]["energy"], rows[1]["energy"], rtol=1e-12, atol=0)
         assert velocity_spectrum(tmp_path / f"file{n}")[0] == 5  # a new run: its steps count from 0
     # two processes (2 devices each, pencil) read the 16^3 checkpoint into 32^3: each its own blocks
     (tmp_path / "two").mkdir()

@@ -45,7 +45,7 @@ def landing_times(schedules: Iterable[Schedule], t_end: float) -> tuple[float, .
 class Schedule:
     """When a writer writes: every ``every`` steps, each time the simulated time passes a multiple of
     ``dt``, at each of ``times``, every ``wall`` seconds, and/or at the end. ``at_start``: also at
-    t = 0 of a new run when any periodic trigger is set (or ``times`` holds 0). ``start``: none of these
+    t = 0 of a new run, and at a branch's first time, when any periodic trigger is set (or ``times`` holds it). ``start``: none of these
     before that simulated time (a spin-up left out; the t = 0 row only when it is 0)."""
 
     every: int = 0
@@ -176,9 +176,12 @@ class Writer(abc.ABC):
         return (s.due(moment.step, moment.t_prev, moment.time, self.name in moment.wall_due)
                 or (moment.final and s.at_end))
 
-    def at_start(self) -> bool:
-        s = self.schedule
-        return s.at_start and s.start <= 0 and (s.periodic or s.hits(-math.inf, 0.0))
+    def at_start(self, t0: float = 0.0) -> bool:
+        """Whether it writes the state a trajectory starts from at run time ``t0``: a new run's at 0, a branch's
+        at its checkpoint's time (a listed time counts only at ``t0`` itself: those before it were the source's)."""
+        s, tol = self.schedule, 1e-12 * max(1.0, abs(t0))
+        after = -math.inf if t0 == 0 else t0 - 2 * tol
+        return s.at_start and s.start <= t0 + tol and (s.periodic or s.hits(after, t0))
 
     def maybe_write(self, moment: Moment) -> None:
         if self.due(moment):

@@ -413,8 +413,8 @@ class CheckpointWriter(Writer):
         self.schedule, self.save, self.log = schedule, save, log
         self.last: Path | None = None
 
-    def at_start(self) -> bool:
-        return False  # the initial state is the config's: nothing to restart from
+    def at_start(self, t0: float = 0.0) -> bool:
+        return False  # the initial state is the config's (or a branch's source checkpoint): nothing to restart from
 
     def due(self, moment: Moment) -> bool:
         return moment.stopping or super().due(moment)

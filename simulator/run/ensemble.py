@@ -314,7 +314,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
 
     batch.start([m.ckpt is None for m in active])
     for i, (m, p) in enumerate(zip(active, params, strict=True)):
-        if m.ckpt is None:
+        if m.starts:
             record(i, m, moment(i, m, p), first=True)
     if (flag := agree([stop.code()])[0]):
         for m in active:

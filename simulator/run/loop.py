@@ -82,6 +82,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             state = out.state
             stepper.controlled(t, 0.0, False, out.dt_next)
             check_time_step(seg, step, t)
+    if seg.starts:  # a new run's t = 0, a branch's first time
         seg.record(Moment(step, t, stepper.dt, -math.inf, state, compute), first=True)
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED

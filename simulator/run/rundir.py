@@ -129,12 +129,13 @@ def stored_config(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _run_of(checkpoint: Path) -> Path:
-    """The run directory a ``--restart PATH`` belongs to (PATH: a run directory or a checkpoint file)."""
-    if checkpoint.is_dir():
-        return checkpoint
-    parent = checkpoint.parent
-    return parent.parent if parent.name == checkpoints.DIR else parent
+def same_run(checkpoint: Path, path: Path) -> bool:
+    """Whether ``checkpoint`` (a ``--restart PATH``: a run directory or a checkpoint file) belongs to the run in
+    ``path`` (else a restart from it into ``path`` is a branch)."""
+    run = checkpoint if checkpoint.is_dir() else checkpoint.parent
+    if not checkpoint.is_dir() and run.name == checkpoints.DIR:
+        run = run.parent
+    return _same_place(run, path)
 
 
 def _same_place(a: Path, b: Path) -> bool:
@@ -164,7 +165,7 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         if not found:
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
                               "does not exist")
-        if (restart != "latest" and not _same_place(_run_of(target), path) and not holds_nothing(path)
+        if (restart != "latest" and not same_run(target, path) and not holds_nothing(path)
                 and not _retries(path, target)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
                               "directory", _holds(path))
@@ -284,7 +285,7 @@ def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change:
     """The command that carries on a segment into ``path`` stopped before its first step: ``hint`` (its
     ``--resume``), but for a branch from the checkpoint ``index`` of another run, ``path`` holding no checkpoint
     of its own, the branch again (which :func:`_retries`; ``--resume`` refuses it: :func:`_resume_plan`)."""
-    if index is None or " --resume " not in hint or _same_place(_run_of(index), path) or checkpoints.markers(path):
+    if index is None or " --resume " not in hint or same_run(index, path) or checkpoints.markers(path):
         return hint
     again = f"--restart {shlex.quote(str(index.with_suffix('.json')))}"
     return hint.replace(" --resume ", f" {again}{' --allow-physics-change' * allow_physics_change} ", 1)

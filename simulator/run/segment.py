@@ -19,7 +19,7 @@ The calls, on every process::
     finished_already()            a checkpoint at t_end: record it, nothing to run
     open_log(); interrupted_before_first_step(flag) ...
     begin(sim, mode, initial)     header, state (restored, remapped or initial), record, writers
-    record(moment, first=True)    a new run's t = 0 outputs
+    record(moment, first=True)    the outputs of a trajectory's start: a new run's t = 0, a branch's first time
     record(moment)                after every chunk (raises NonFiniteError)
     stop(why) / finish(...) / fail(err)  the outcome in status.json (a failure's reason too)
     close()                       writers, run.log and lock released, whatever happened
@@ -100,6 +100,7 @@ class Segment:
         self.resume = False  # --resume was asked (prepare)
         self.lock = RunLock(self.out)
         self.ckpt: checkpoints.Checkpoint | None = None
+        self.branch = False  # the checkpoint is another run's: this directory's trajectory starts from it (begin)
         self.stepper: Stepper | None = None
         self.step: int | None = 0
         self.t: float | None = 0.0
@@ -197,11 +198,10 @@ class Segment:
 
     def begin(self, sim: Simulation, mode: str, initial: Callable[[], tuple[Any, float]],
               fallback: bool | None = None) -> Any:
-        """Log the header, make the state (the checkpoint's, interpolated from another grid's, or
-        ``initial()`` = (state, start time) for a new run), record the segment, open the writers; particles
-        that found no slot there raise NonFiniteError, no row cut back. Returns the state. ``fallback``:
-        fall back past a damaged checkpoint (default: when resuming this directory's latest, not a
-        checkpoint named by path)."""
+        """Log the header, make the state (the checkpoint's, interpolated from another grid's, or ``initial()`` =
+        (state, start time) for a new run), record the segment, open the writers; particles that found no slot
+        there raise NonFiniteError, no row cut back. Returns the state. ``fallback``: fall back past a damaged
+        checkpoint (default: when resuming this directory's latest, not a checkpoint named by path)."""
         cfg = self.cfg
         self.meta = {**records.metadata(cfg, sim, mode, self.ckpt), **self.extra_meta}
         records.log_header(cfg, sim, self.meta, self.log)
@@ -218,6 +218,7 @@ class Segment:
             state, self.t = initial()
         if ckpt is not None:
             self.ckpt, self.meta["restart"] = ckpt, records.source_of(ckpt)
+            self.branch = not rundir.same_run(ckpt.index, self.out)
             self.step, self.t = ckpt.step, ckpt.time
             self.stepper = Stepper(cfg.time, cfg.output.chunk, step=self.step, t=self.t, dt=ckpt.dt,
                                    epoch=ckpt.epoch)
@@ -238,8 +239,9 @@ class Segment:
         # handed out with none lost: then its derived files are set aside, then the rows past the checkpoint dropped
         with rows.staged():
             rundir.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
+            kept = None if ckpt is None else ckpt.step - int(self.branch)  # a branch tried again: its start written anew
             for w in self.writers:
-                w.open(self.out, None if ckpt is None else ckpt.step)
+                w.open(self.out, kept)
             if jax.process_index() == 0:
                 segments.write_record(self.out, self.meta, self.step)
                 rundir.warn_superseded(self.out, None if ckpt is None else ckpt.step)
@@ -247,6 +249,12 @@ class Segment:
             if (loss := sim.equation.lost(state)) is not None:
                 raise NonFiniteError(loss.message(self.step, self.t, str(self.saver.last or "none")))
         return state
+
+    @property
+    def starts(self) -> bool:
+        """Whether this segment's first state is recorded (``record(moment, first=True)``): a new run's, a branch's
+        from another run's checkpoint; not a restart's or resume's, whose directory holds it."""
+        return self.ckpt is None or self.branch
 
     @property
     def writers(self) -> list[Writer]:
@@ -284,12 +292,12 @@ class Segment:
                cells: int = 0, progress: tuple[str, ...] = ()) -> None:
         """Every writer due at ``moment`` (records, then the NaN/Inf check, which raises
         NonFiniteError, then snapshots and checkpoints), the resolution warning, and (after a chunk)
-        the progress line and status. ``first``: a new run's t = 0 outputs. ``state()``: the state,
+        the progress line and status. ``first``: the outputs of a trajectory's start (:attr:`starts`). ``state()``: the state,
         when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
         it); ``progress``: the diagnostics shown on the progress line."""
         if first:
-            due = [w for w in self.records if w is self.records[0] or w.at_start()]
-            dumps = [w for w in self.dumps if w.at_start()]
+            due = [w for w in self.records if w is self.records[0] or w.at_start(moment.time)]
+            dumps = [w for w in self.dumps if w.at_start(moment.time)]
         else:
             self.step, self.t = moment.step, moment.time
             due, dumps = self.records, [w for w in self.dumps if w.due(moment)]
