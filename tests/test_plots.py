@@ -856,7 +856,7 @@ def test_spectra_are_named_as_their_equation_declares_not_by_column():
         table = {name: power for name in info.plot.side_by_side}
         assert side_by_side_figure(k, table, times, config, info, *drawn(k, config, info),
                                    "code units").get_suptitle() == title
-    fig = map_figure(k, np.outer(np.exp(-k), np.exp(-k)), 1.0, "energy_kh_kz", config, boussinesq, 8.0, 1e-30,
+    fig = map_figure(k, np.outer(np.exp(-k), np.exp(-k)), 1.0, "energy_kh_kz", config, boussinesq, (8.0, 8.0), 1e-30,
                      "code units")
     assert fig.get_suptitle() == "t  16³  (k_h, k_z) kinetic energy spectrum  t = 1.00"
     # every spectrum a figure titles is a plain word (density, power) or has a label of its equation's

@@ -87,14 +87,39 @@ def test_the_map_shows_the_resolved_bins_with_kz_upwards(run):
     info = equations.get("boussinesq")
     values = read_spectra(run / "spectra.h5")["energy_kh_kz"][-1]
     resolved = spectra_plots.resolved_wavenumber(CONFIG, info)  # 2/3 of 8
-    fig = map_figure(K, values, 1.0, "energy_kh_kz", CONFIG, info, resolved, spectra_plots.precision_floor(CONFIG),
-                     "code units")
+    fig = map_figure(K, values, 1.0, "energy_kh_kz", CONFIG, info, (resolved, resolved),
+                     spectra_plots.precision_floor(CONFIG), "code units")
     mesh = fig.axes[0].collections[0]
     shown = np.ma.filled(mesh.get_array(), np.nan).reshape(6, 6)  # bins 0..5 <= 16/3
     expected = values[:6, :6].T.copy()
     expected[0, 0] = np.nan  # the mean: blank
     np.testing.assert_array_equal(shown, expected)
     assert shown[1, 3] == values[3, 1]  # row k_z = 1, column k_h = 3
+
+
+def test_the_map_of_a_shallow_box_cuts_k_h_and_k_z_each_at_its_own_axes_resolved_wavenumber(run, tmp_path):
+    """16 x 16 x 8 points in [2 pi, 2 pi, pi]: k_z's Nyquist wavenumber is 8 as k_h's, but over a grid of 4 in z
+    (16 x 16 x 4) it is 4, and the map was cut at |k|'s, the smallest of all three axes: k_h up to 8/3 only, half
+    its resolved range hidden, and so was the figure of E_K(k_h). Each axis is cut at its own: k_h up to 16/3, |k_z|
+    up to 8/3."""
+    info = equations.get("boussinesq")
+    config = {**CONFIG, "grid": {"shape": [16, 16, 4], "box": [2 * math.pi, 2 * math.pi, math.pi]}}
+    (run / "config.yaml").write_text("name: t\nprecision: float64\ngrid: {shape: [16, 16, 4], box: [2*pi, 2*pi, pi]}\n"
+                                     "physics: {name: boussinesq}\n")
+    builders = spectra_plots.spectra_figures(run, config, info)
+    fig = builders["spectra_energy_kh_kz"]()
+    values = read_spectra(run / "spectra.h5")["energy_kh_kz"][-1]
+    shown = np.ma.filled(fig.axes[0].collections[0].get_array(), np.nan).reshape(3, 6)  # k_z 0..2, k_h 0..5
+    expected = values[:6, :3].T.copy()
+    expected[0, 0] = np.nan
+    np.testing.assert_array_equal(shown, expected)
+    assert fig.axes[0].get_xlim() == (0.0, 5.5) and fig.axes[0].get_ylim() == (0.0, 2.5)
+    # the figure of E_K(k_h), the equation's own spectrum, likewise: k_h up to 16/3, labelled by k_h
+    ax = builders["spectra"]().axes[0]
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), K[1:6])
+    assert ax.get_xlabel().startswith("$k_h")
+    # the side-by-side energies are by |k|: cut at the smallest axis' cutoff, 8/3
+    np.testing.assert_array_equal(builders["spectra_side_by_side"]().axes[0].lines[0].get_xdata(), K[1:3])
 
 
 def test_a_boussinesq_run_directory_gets_both_figures(run, tmp_path):

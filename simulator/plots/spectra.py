@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra, resolved_shells, resolved_wavenumber
+from simulator.output.spectra import axis_of, read_spectra, resolved_shells, resolved_wavenumber
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure
@@ -131,17 +131,29 @@ def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]
     return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
 
 
-def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo) -> tuple[np.ndarray, Any]:
-    """What a spectrum figure draws: the resolved shells 0 < k <= :func:`~simulator.output.spectra.
-    resolved_wavenumber` (:func:`~simulator.output.spectra.resolved_shells`), and a function that keeps a curve's
-    values above :func:`precision_floor` times its largest (NaN below)."""
-    shells = resolved_shells(k, config, info)
+def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo, name: str | None = None
+          ) -> tuple[np.ndarray, Any]:
+    """What a figure of the spectrum ``name`` (default the equation's own) draws: the resolved bins 0 < k <=
+    :func:`~simulator.output.spectra.resolved_wavenumber` along its axis (:func:`~simulator.output.spectra.axis_of`:
+    |k|, or k_h or |k_z| cut at their own axes' cutoff; bin 0 has no place on a log axis), and a function that keeps a
+    curve's values above :func:`precision_floor` times its largest (NaN below)."""
+    shells = resolved_shells(k, config, info, axis_of(name or info.plot.spectrum, info)) & (k > 0)
     relative = precision_floor(config)
 
     def above_floor(curve: np.ndarray) -> np.ndarray:
         return np.where(curve > relative * np.max(curve, initial=0.0), curve, np.nan)
 
     return shells, above_floor
+
+
+#: the x label of a spectrum by its wavenumber axis (:func:`~simulator.output.spectra.axis_of`), in units to fill in
+AXIS_LABELS = {"k": r"$k$ (shell centre, {})", "k_h": r"$k_h = (k_x^2 + k_y^2)^{{1/2}}$ (bin centre, {})",
+               "k_z": r"$|k_z|$ (bin centre, {})"}
+
+
+def wavenumber_label(name: str, info: EquationInfo, k_units: str) -> str:
+    """The x label of a figure of the spectrum ``name``: its wavenumber axis, in ``k_units``."""
+    return AXIS_LABELS[axis_of(name, info)].format(k_units)
 
 
 def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], mean: np.ndarray | None,
@@ -178,7 +190,7 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
     factor = rf"$k^{{{exponent_text(-exponent)}}}$" if eps is None else \
         rf"$\varepsilon^{{-2/3}} k^{{{exponent_text(-exponent)}}}$"
     ax.set_ylabel(f"{factor} × {info.plot.spectrum_label}")
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    ax.set_xlabel(wavenumber_label(info.plot.spectrum, info, k_units))
     plain_log_ticks(ax.xaxis)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, which="both")
@@ -190,16 +202,15 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
                    info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units",
                    name: str | None = None, guide: bool = True) -> Figure:
-    """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: shells
-    0 < k <= :func:`resolved_wavenumber` (beyond the dealiasing cutoff the shells are empty or partly
-    filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies the
-    round-off of the run's precision). With a
-    ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour.
+    """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: bins 0 < k <=
+    :func:`resolved_wavenumber` along the spectrum's axis (:func:`drawn`; beyond the dealiasing cutoff the bins are
+    empty or partly filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies
+    the round-off of the run's precision). With a ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour.
     ``name``: another spectrum than the equation's own (labelled by its name, no guide); ``guide``: draw
     the equation's power-law guide along the last row (where an inertial range is possible)."""
     fig, axes = figure()
     ax = axes[0, 0]
-    shells, above_floor = drawn(k, config, info)
+    shells, above_floor = drawn(k, config, info, name)
     shown = np.array([above_floor(row) for row in power[:, shells]]).reshape(power[:, shells].shape)
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     reference_labelled = False
@@ -217,7 +228,7 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     if name is None and guide and info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label if name is None else f"{info.plot.name_of(name)} spectrum")
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    ax.set_xlabel(wavenumber_label(name or info.plot.spectrum, info, k_units))
     plain_log_ticks(ax.xaxis)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
@@ -268,12 +279,13 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         for _, other in instances(template, table):
             builders[f"spectra_{other}"] = partial(spectra_figure, k, table[other], shown, config, info,
                                                    k_units=k_units, name=other)
-    shells, above_floor = drawn(k, config, info)
+    shells, above_floor = drawn(k, config, info, *info.plot.side_by_side[:1])  # the spectra it draws are by |k|
     builders["spectra_side_by_side"] = partial(side_by_side_figure, k, table, shown, config, info, shells,
                                                above_floor, k_units)
     for other in (m for m in info.plot.maps if m in table):
-        builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info,
-                                               resolved_wavenumber(config, info), precision_floor(config), k_units)
+        cuts = (resolved_wavenumber(config, info, "k_h"), resolved_wavenumber(config, info, "k_z"))
+        builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info, cuts,
+                                               precision_floor(config), k_units)
     if info.plot.spectrum_guide is not None:
         def compensated() -> Figure:
             rows_mean = average_rows(t_all, average)

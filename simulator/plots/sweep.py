@@ -34,7 +34,7 @@ from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.spectra import FILE as SPECTRA_FILE
 from simulator.output.spectra import read_spectra
 from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
-from simulator.plots.spectra import drawn, wavenumber_units
+from simulator.plots.spectra import drawn, wavenumber_label, wavenumber_units
 from simulator.sweep import COLLECTED, MANIFEST, point_label, point_state
 
 #: columns of collected.csv that are neither swept keys nor results (``note``: a point's damaged time series)
@@ -328,7 +328,7 @@ def plot_sweep_spectra(sweep_dir: Path, pdf: bool = False) -> list[Path]:
                   "o-" if finished else "o--", ms=3, color=colour, label=f"{label}{when}")
     _, _, config, info, table, k_units = curves[0]
     ax.set_ylabel(info.plot.spectrum_label)
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    ax.set_xlabel(wavenumber_label(info.plot.spectrum, info, k_units))
     plain_log_ticks(ax.xaxis)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
