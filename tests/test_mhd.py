@@ -44,8 +44,8 @@ def ideal_rates(eq, state):
             "scale": jnp.sum(w * jnp.abs(state) ** 2) * 10}  # |N| ~ k |u| |B|, k <= 5 here
 
 
-def mhd(case=("single", 1, None)):
-    return shared(case, physics__name="mhd", grid__shape=GRID)
+def mhd(case=("single", 1, None), **kw):
+    return shared(case, physics__name="mhd", grid__shape=GRID, **kw)
 
 
 def grid():
@@ -128,12 +128,13 @@ def test_ideal_terms_conserve_energy_and_helicities(case):
     assert counts["all-gather"] == 0, counts
 
 
-def test_the_signs_of_the_lorentz_force_and_the_induction_pointwise():
+@pytest.mark.parametrize("layout", ["compact", "full"])
+def test_the_signs_of_the_lorentz_force_and_the_induction_pointwise(layout):
     """B = (sin y, 0, sin x), u = 0: P[j x B] = +(0, 0, sin y cos x), the opposite of the advection of the
     same u (magnetic tension pulls back). u = (sin y, 0, sin x) on B = B0 x: dB/dt = (B0.grad)u =
     B0 (0, 0, cos x) (stretching). B = (sin y, 0, sin x) in a uniform u = U x: dB/dt = -(u.grad)B =
-    -U (0, 0, cos x) (advection). A flipped sign or a missing term fails."""
-    sim = mhd()
+    -U (0, 0, cos x) (advection). A flipped sign or a missing term fails, in either spectral layout."""
+    sim = mhd(fft__layout=layout)
     x = grid()
     zero = np.zeros((3, *GRID))
     shear = zero.copy()

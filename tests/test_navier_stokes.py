@@ -60,10 +60,12 @@ def test_nonlinear_term_conserves_energy(case):
     assert d["max_div"] < 1e-13 * np.sqrt(2 * d["energy"]) * 16
 
 
-def test_the_sign_of_the_nonlinear_term(devices):
+@pytest.mark.parametrize("layout", ["compact", "full"])
+def test_the_sign_of_the_nonlinear_term(devices, layout):
     """Shear u = (sin y, 0, sin x): (u.grad)u = (0, 0, sin y cos x), already divergence-free, so
-    N = -(u.grad)u - grad p has N_z = -sin y cos x exactly (a flipped sign or a missing term fails)."""
-    sim = ns()
+    N = -(u.grad)u - grad p has N_z = -sin y cos x exactly (a flipped sign or a missing term fails), in either
+    spectral layout."""
+    sim = ns(fft__layout=layout)
     n = GRID
     x, y = (np.arange(k) * 2 * np.pi / k for k in n[:2])
     X, Y = np.meshgrid(x, y, indexing="ij")
