@@ -86,7 +86,7 @@ def test_energies_side_by_side_share_a_scale_and_sit_above_their_own_budgets(run
 def test_the_map_shows_the_resolved_bins_with_kz_upwards(run):
     info = equations.get("boussinesq")
     values = read_spectra(run / "spectra.h5")["energy_kh_kz"][-1]
-    resolved = spectra_plots.resolved_wavenumber(CONFIG, info)  # 2/3 of 8
+    resolved = [spectra_plots.resolved_wavenumber(CONFIG, info, axis) for axis in ("k_h", "k_z")]  # 2/3 of 8
     fig = map_figure(K, values, 1.0, "energy_kh_kz", CONFIG, info, resolved, spectra_plots.precision_floor(CONFIG),
                      "code units")
     mesh = fig.axes[0].collections[0]

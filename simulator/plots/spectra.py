@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra, resolved_shells, resolved_wavenumber
+from simulator.output.spectra import axis_of, read_spectra, resolved_shells, resolved_wavenumber
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
 from simulator.plots.budget import flux_figure
@@ -131,11 +131,16 @@ def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]
     return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
 
 
-def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo) -> tuple[np.ndarray, Any]:
+#: the x label of a spectrum binned by each wavenumber axis (:data:`simulator.output.spectra.SPANS`)
+AXIS_LABELS = {"k": "k", "k_h": "k_h", "k_z": "|k_z|"}
+
+
+def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo, axis: str = "k") -> tuple[np.ndarray, Any]:
     """What a spectrum figure draws: the resolved shells 0 < k <= :func:`~simulator.output.spectra.
-    resolved_wavenumber` (:func:`~simulator.output.spectra.resolved_shells`), and a function that keeps a curve's
-    values above :func:`precision_floor` times its largest (NaN below)."""
-    shells = resolved_shells(k, config, info)
+    resolved_wavenumber` along ``axis`` (:func:`~simulator.output.spectra.resolved_shells`: ``k``, or ``k_h`` /
+    ``k_z`` for a spectrum binned by them, :func:`~simulator.output.spectra.axis_of`), and a function that keeps a
+    curve's values above :func:`precision_floor` times its largest (NaN below)."""
+    shells = resolved_shells(k, config, info, axis) & (k > 0)  # a log axis: no bin 0 of k_h or k_z (k = 0)
     relative = precision_floor(config)
 
     def above_floor(curve: np.ndarray) -> np.ndarray:
@@ -156,7 +161,8 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
     exponent = info.plot.spectrum_guide
     fig, axes = figure()
     ax = axes[0, 0]
-    shells, above_floor = drawn(k, config, info)
+    axis = axis_of(info.plot.spectrum, info)
+    shells, above_floor = drawn(k, config, info, axis)
     scale = k[shells] ** (-exponent)
     rates = np.ones(len(times)) if eps is None else np.asarray(eps, dtype=float)
 
@@ -178,7 +184,7 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
     factor = rf"$k^{{{exponent_text(-exponent)}}}$" if eps is None else \
         rf"$\varepsilon^{{-2/3}} k^{{{exponent_text(-exponent)}}}$"
     ax.set_ylabel(f"{factor} × {info.plot.spectrum_label}")
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    ax.set_xlabel(rf"${AXIS_LABELS[axis]}$ (shell centre, {k_units})")
     plain_log_ticks(ax.xaxis)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, which="both")
@@ -199,7 +205,8 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     the equation's power-law guide along the last row (where an inertial range is possible)."""
     fig, axes = figure()
     ax = axes[0, 0]
-    shells, above_floor = drawn(k, config, info)
+    axis = axis_of(name or info.plot.spectrum, info)
+    shells, above_floor = drawn(k, config, info, axis)
     shown = np.array([above_floor(row) for row in power[:, shells]]).reshape(power[:, shells].shape)
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(times)))
     reference_labelled = False
@@ -217,7 +224,7 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     if name is None and guide and info.plot.spectrum_guide is not None:
         _power_law_guide(ax, k[shells], shown[-1], info.plot.spectrum_guide)
     ax.set_ylabel(info.plot.spectrum_label if name is None else f"{info.plot.name_of(name)} spectrum")
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    ax.set_xlabel(rf"${AXIS_LABELS[axis]}$ (shell centre, {k_units})")
     plain_log_ticks(ax.xaxis)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
@@ -272,8 +279,9 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
     builders["spectra_side_by_side"] = partial(side_by_side_figure, k, table, shown, config, info, shells,
                                                above_floor, k_units)
     for other in (m for m in info.plot.maps if m in table):
+        resolved = (resolved_wavenumber(config, info, "k_h"), resolved_wavenumber(config, info, "k_z"))
         builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info,
-                                               resolved_wavenumber(config, info), precision_floor(config), k_units)
+                                               resolved, precision_floor(config), k_units)
     if info.plot.spectrum_guide is not None:
         def compensated() -> Figure:
             rows_mean = average_rows(t_all, average)

@@ -74,23 +74,25 @@ def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: S
 
 
 def map_figure(k: np.ndarray, values: np.ndarray, t: float, name: str, config: dict[str, Any], info: EquationInfo,
-               resolved: float, floor: float, k_units: str) -> Figure:
+               resolved: tuple[float, float], floor: float, k_units: str) -> Figure:
     """``values[i, j]``, a spectrum over bins (k_h = k[i], |k_z| = k[j]), as a log-coloured map over the
-    resolved bins (k_h, k_z <= ``resolved``), values below ``floor`` times the largest left blank."""
+    resolved bins (k_h <= ``resolved[0]``, |k_z| <= ``resolved[1]``: each axis its own, a grid's horizontal and
+    vertical resolutions may differ), values below ``floor`` times the largest left blank."""
     fig, axes = figure()
     ax = axes[0, 0]
-    keep = k <= resolved * (1 + 1e-9)
-    shown = values[np.ix_(keep, keep)].T  # rows k_z, columns k_h
+    keep_h, keep_z = (k <= r * (1 + 1e-9) for r in resolved)
+    shown = values[np.ix_(keep_h, keep_z)].T  # rows k_z, columns k_h
     shown = np.where(shown > floor * np.max(shown, initial=0.0), shown, np.nan)
-    edges = np.concatenate([[0.0], (k[keep][:-1] + k[keep][1:]) / 2, [k[keep][-1] + (k[1] - k[0]) / 2]])
+    edges_h, edges_z = (np.concatenate([[0.0], (k[keep][:-1] + k[keep][1:]) / 2, [k[keep][-1] + (k[1] - k[0]) / 2]])
+                        for keep in (keep_h, keep_z))
     if np.isfinite(shown).any():
-        mesh = ax.pcolormesh(edges, edges, shown, norm=LogNorm(vmin=np.nanmin(shown), vmax=np.nanmax(shown)),
+        mesh = ax.pcolormesh(edges_h, edges_z, shown, norm=LogNorm(vmin=np.nanmin(shown), vmax=np.nanmax(shown)),
                              cmap="magma", shading="flat")
         fig.colorbar(mesh, ax=ax, label=info.spectra.get(name, name).split(":")[0])
-    top = edges[-1]
+    top = min(edges_h[-1], edges_z[-1])
     ax.plot([0, top], [0, top], "c--", lw=1, label=r"$k_z = k_h$")
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, top)
+    ax.set_xlim(0, edges_h[-1])
+    ax.set_ylim(0, edges_z[-1])
     ax.set_aspect("equal")
     ax.set_xlabel(rf"$k_h = (k_x^2 + k_y^2)^{{1/2}}$ ({k_units})")
     ax.set_ylabel(rf"$|k_z|$ ({k_units})")

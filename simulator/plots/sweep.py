@@ -32,9 +32,9 @@ from simulator.equations.stored import parameters_of
 from simulator.errors import ConfigError, DamagedFileError
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import axis_of, read_spectra
 from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
-from simulator.plots.spectra import drawn, wavenumber_units
+from simulator.plots.spectra import AXIS_LABELS, drawn, wavenumber_units
 from simulator.sweep import COLLECTED, MANIFEST, point_label, point_state
 
 #: columns of collected.csv that are neither swept keys nor results (``note``: a point's damaged time series)
@@ -322,13 +322,13 @@ def plot_sweep_spectra(sweep_dir: Path, pdf: bool = False) -> list[Path]:
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(curves)))
     times = {float(table["time"][-1]) for *_, table, _ in curves}
     for (label, finished, config, info, table, _), colour in zip(curves, colours, strict=True):
-        shells, above_floor = drawn(table["k"], config, info)
+        shells, above_floor = drawn(table["k"], config, info, axis_of(info.plot.spectrum, info))
         when = f" ({time_label(config, info, float(table['time'][-1]))})" if len(times) > 1 else ""
         ax.loglog(table["k"][shells], above_floor(table[info.plot.spectrum][-1][shells]),
                   "o-" if finished else "o--", ms=3, color=colour, label=f"{label}{when}")
     _, _, config, info, table, k_units = curves[0]
     ax.set_ylabel(info.plot.spectrum_label)
-    ax.set_xlabel(rf"$k$ (shell centre, {k_units})")
+    ax.set_xlabel(rf"${AXIS_LABELS[axis_of(info.plot.spectrum, info)]}$ (shell centre, {k_units})")
     plain_log_ticks(ax.xaxis)
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
