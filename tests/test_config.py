@@ -79,6 +79,20 @@ def test_resolved_config_round_trips(tmp_path):
     assert C.load(p) == cfg
 
 
+def test_a_list_whose_default_is_empty_takes_the_empty_list_every_resolved_config_writes(tmp_path):
+    """physics.output_redshifts defaults to [] and a resolved config writes it so (`simulator validate`, a run's
+    config.yaml, a sweep's configs/pNNN.yaml): [] given is that default. It was refused as empty, so every
+    point of a cosmological sweep without output redshifts exited 2 on its own stored config. A list whose
+    default is not empty (output.statistics.orders) is still refused empty."""
+    cosmic = ["physics.name=fdm_cosmo", "grid.shape=8", "physics.fdm_fraction=0", "physics.cdm_particles=512"]
+    cfg = C.load(None, cosmic)
+    assert "output_redshifts: []" in C.dump(cfg)
+    assert C.load(write(tmp_path, C.dump(cfg), "resolved.yaml")) == cfg
+    assert C.load(None, [*cosmic, "physics.output_redshifts=[]"]) == cfg
+    with pytest.raises(ConfigError, match=r"^output\.statistics\.orders = \[\] is empty; expected a list of integers"):
+        C.load(None, ["output.statistics.orders=[]"])
+
+
 @pytest.mark.parametrize(
     "text, overrides, pattern",
     [

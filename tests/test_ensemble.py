@@ -359,6 +359,31 @@ def test_inertial_particles_in_an_ensemble_are_held_to_the_checks_of_a_single_ru
         assert "particle species d blew up" in (tmp_path / f"c{i}" / "run.log").read_text()
 
 
+def test_an_ensemble_of_inertial_particles_starts_no_jax_before_its_devices_and_threads_are_set(tmp_path):
+    """The drag's limit (a JAX program) of an ensemble of inertial particles at fixed time steps is checked once
+    the runtime has started: checked before, it started JAX on its default devices, and every such ensemble
+    given --cpu-devices or --threads (`simulator sweep SWEEP --local --cpu-devices 2`) failed with `cpu_devices
+    = 2 was asked for after JAX had already started`. Run in a fresh process, stopped where the runtime starts."""
+    code = f"""
+import simulator, simulator.run.command as command, simulator.run.ensemble as ensemble
+from jax._src import xla_bridge
+class Started(Exception):
+    pass
+def start_checked(*args, **kwargs):
+    raise Started(xla_bridge.backends_are_initialized())
+command.start_checked = start_checked
+drops = [{{"name": "d", "count": 8, "placement": "lattice", "tau_p": 0.5}}]
+cfgs = [simulator.load_config({str(TG)!r}, {{"grid.shape": 8, "runtime.cpu_devices": 2, "runtime.threads": 1,
+        "particles": drops, "time.dt": dt, "name": f"m{{i}}"}}) for i, dt in enumerate((0.01, 0.02))]
+try:
+    ensemble.run_configs(cfgs, [{str(tmp_path)!r} + f"/m{{i}}" for i in range(2)])
+except Started as started:
+    print("JAX started before the runtime:", started)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.stdout.strip() == "JAX started before the runtime: False", r.stdout + r.stderr
+
+
 def test_an_ensemble_that_cannot_fit_is_refused_before_any_member_directory_is_written(tmp_path):
     """The batched program of K members holds K states: an ensemble whose members each fit but whose batch
     cannot is refused in one line naming how many members fit (exit 2 for the group), and no member's run

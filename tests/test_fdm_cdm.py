@@ -609,6 +609,24 @@ def scattered_run(case, fraction=0.5):
             + [np.asarray(sim.spectra(end, 1.0)["power_cdm" if fraction else "power"])])
 
 
+def test_every_output_of_a_cosmological_run_is_in_its_physical_unit():
+    """Every snapshot field, every spectrum and the cold particles' velocity have their unit in the run's unit
+    system, the one snapshots, spectra.h5, particle files and simulator export label them with: the particles'
+    and the total density in rho_crit,0 as the wave's (they were labelled "code units", the only density of a
+    run without the wave among them), P_cdm and P_fdm in (Mpc/h)^3 as P, the velocity in 100 km/s; each density's
+    stated mean its own share of omega_m."""
+    units = cosmology.describe_units(0.7, 0.15, 127.0)
+    info = simulator.equations.registry()["fdm_cosmo"]
+    for name in [*(n for n, f in info.fields.items() if f.snapshot), *info.spectra, "velocity"]:
+        assert name in units, name
+    for name, mean in (("density", "fdm_fraction omega_m"), ("cdm_density", "(1 - fdm_fraction) omega_m"),
+                       ("total_density", "omega_m")):
+        assert units[name].startswith("rho_crit,0 = 1.35993e+11 Msun/Mpc^3 (comoving")
+        assert units[name].endswith(f"; mean = {mean})")
+    assert units["power_cdm"] == units["power_fdm"] == units["power"] == "(Mpc/h)^3"
+    assert units["velocity"].startswith("100 km/s")
+
+
 def test_the_linear_spectrum_of_a_mixed_run_is_the_total_s():
     """A mixed Gaussian start (f = 0.5, 8^3 in a 2 Mpc/h box, m22 = 1, where the wave's cut-off removes most of
     its power beyond the first shells): the measured total P(k) is its linear reference, shell by shell within a

@@ -542,6 +542,18 @@ def test_bad_owned_input_is_refused_naming_the_key(entry, key):
         assert "lagrange4" in message
 
 
+@pytest.mark.parametrize("halo, advice", [
+    (1, "use fewer devices, or distribution: replicated"),  # halo 1 is the least: no smaller one to give
+    (2, "use a smaller halo, fewer devices, or distribution: replicated")])
+def test_too_few_planes_per_device_for_the_halo_advise_only_what_can_be_given(halo, advice):
+    """2 planes per device (16 over 8) hold no owned species' halo: the refusal offers what the user can change,
+    never a halo below 1, the least there is (it said "use a smaller halo" to halo = 1)."""
+    entry = {"distribution": "owned", "interpolation": "lagrange4", "halo": halo, "capacity": 4.0}
+    with pytest.raises(ConfigError, match=rf"^particles\[0\]\.halo = {halo} is not available; needs >= {2 + halo} "
+                                          rf"grid planes per device along y \(.*\): {advice}$"):
+        load_config(None, {"particles": [entry], "runtime.cpu_devices": 8, "grid.shape": [16, 16, 16]})
+
+
 def test_slots_too_few_for_the_devices_a_run_starts_on_are_refused_before_it_runs(devices):
     """Where the device count is known only at start-up (no fft.mesh, no virtual CPU devices in the config: a
     GPU run), a capacity that holds no more than the mean count is refused there, before anything compiles."""

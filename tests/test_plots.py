@@ -355,6 +355,30 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
     assert np.isfinite(np.asarray(curves[1].get_ydata(), dtype=float)).sum() == int(cutoff)  # every resolved shell
 
 
+def test_a_spectrum_by_horizontal_wavenumber_is_drawn_to_the_horizontal_cutoff(tmp_path, figures):
+    """Boussinesq's spectrum, E_K(k_h), is drawn over the k_h the run resolves, 2/3 of the horizontal Nyquist
+    wavenumber, as load_run and simulator export read it: on a 32 x 32 x 8 grid in a 2 pi box up to k_h = 10,
+    where the cut of |k| (2/3 of the vertical Nyquist wavenumber, 4) drew two shells of ten; bin 0 (k_h = 0, the
+    sheared layers) has no place on a log axis. The x label names k_h. The (k_h, k_z) map spans each axis's own
+    resolved bins: k_h to 10, |k_z| to 2 (it cut both at 2)."""
+    k = np.arange(20.0)  # the shells of a 32 x 32 x 8 grid in a 2 pi box
+    info = equations.get("boussinesq")
+    config = {"name": "t", "precision": "float64", "physics": {"name": "boussinesq"},
+              "grid": {"shape": [32, 32, 8], "box": [2 * np.pi] * 3}}
+    spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
+    spectra_file.append(0, 0.0, {"energy_kh": np.exp(-0.5 * k), "energy": np.exp(-0.5 * k),
+                                 "energy_kh_kz": np.outer(np.exp(-0.5 * k), np.exp(-k))})
+    spectra_file.close()
+    spectra_plots.plot_spectra(tmp_path, config, info)
+    ax = figures[0].axes[0]
+    x = np.asarray(ax.lines[0].get_xdata())
+    assert list(x) == list(range(1, 11))
+    assert ax.get_xlabel().startswith("$k_h")
+    kh_kz = next(fig for fig in figures if "(k_h, k_z)" in fig.get_suptitle()).axes[0]
+    assert kh_kz.get_xlim() == (0, 10.5) and kh_kz.get_ylim() == (0, 2.5)
+    assert np.ma.filled(kh_kz.collections[0].get_array(), np.nan).shape == (3, 11)
+
+
 def test_a_spectrum_with_nothing_to_draw_has_no_legend_entry():
     """A row with nothing above the floor (a passive scalar's variance spectrum at t = 0, all zero) draws no
     line, so it gets no legend entry in the spectra and the compensated spectra; the others keep theirs."""

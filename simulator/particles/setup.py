@@ -19,7 +19,7 @@ from simulator.particles import owned as owning
 from simulator.particles.flow import WithParticles
 from simulator.particles.interpolation import METHODS
 from simulator.particles.slots import check_capacity
-from simulator.particles.species import Species
+from simulator.particles.species import Species, too_few_planes
 
 
 def drag_limit(species: Sequence[Species], scheme: str) -> tuple[float, int | None]:
@@ -72,12 +72,12 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
         method = METHODS[s.interpolation]
         key, value, planes = ((f"particles[{i}].halo", s.halo, method.planes + s.halo) if s.owned
                               else (f"particles[{i}].interpolation", s.interpolation, method.planes))
-        instead = "a smaller halo" if s.owned else method.instead
+        instead = too_few_planes(s.halo) if s.owned else f"{method.instead}, or fewer devices"
         for axis, name in enumerate(flow.fft.real_spec()):
             if name is not None and flow.fft.shape[axis] // sizes[name] < planes:
                 raise ConfigError(key, value, f"needs >= {planes} grid planes per device along {'xyz'[axis]} "
-                                  f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}, or fewer "
-                                  "devices", "is not available")
+                                  f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}",
+                                  "is not available")
         if s.owned:
             check_capacity(f"particles[{i}].capacity", s.capacity, s.count, flow.fft.devices)
     for name in dict.fromkeys(s.interpolation for s in species):

@@ -68,6 +68,12 @@ class Species:
         return self.distribution == "owned"
 
 
+def too_few_planes(halo: int) -> str:
+    """What an owned species with ``halo`` can change where a device holds too few grid planes for it: a smaller
+    halo only above 1, the least there is."""
+    return f"{'a smaller halo, ' if halo > 1 else ''}fewer devices, or distribution: replicated"
+
+
 def particle_list() -> Any:
     """The ``particles`` field of the run config: a list of :class:`Species`, empty by default."""
     return setting((), "Lagrangian particles, one section per species, e.g. [{name: tracers, count: 1000}] "
@@ -117,8 +123,7 @@ def check(cfg: Any) -> None:
                               f"interpolation: {', '.join(OWNED_INTERPOLATIONS)} (or distribution: replicated)",
                               "is not available for owned particles")
         if s.owned:
-            check_planes(cfg, f"{key}.halo", s.halo, METHODS[s.interpolation].planes + s.halo,
-                         "a smaller halo, or fewer devices")
+            check_planes(cfg, f"{key}.halo", s.halo, METHODS[s.interpolation].planes + s.halo, too_few_planes(s.halo))
             if (devices := known_devices(cfg)) is not None:
                 check_capacity(f"{key}.capacity", s.capacity, s.count, devices)
         else:

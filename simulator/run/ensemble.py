@@ -89,9 +89,6 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
             raise ConfigError(f"ensemble member {i}: {diffs[0]}", _value(cfg, diffs[0]), "members of one ensemble "
                               f"may differ only in traced values (member 0 has {_value(cfgs[0], diffs[0])!r})",
                               "changes the compiled program")
-    for cfg in cfgs[1:]:  # a member's own fixed dt (traced) against the species' drag (structure)
-        if cfg.particles:
-            check_drag(cfg.particles, cfg.time)
     grouping.check_member(cfgs[0])
     if len({str(d.resolve()) for d in dirs}) != len(dirs):
         raise ConfigError("ensemble", [str(d) for d in dirs], "give every member its own directory", "repeats one")
@@ -112,6 +109,11 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
         running = any(m.running for m in members)
         if running:  # the runtime, and the batch's fit check, before any directory is touched
             mode, _, _ = start_checked(cfgs, index, ensemble=True)
+            # each member's own fixed dt (traced) against the species' drag (structure), before any directory is
+            # touched; the drag's limit runs a JAX program, so only once the runtime has its devices and threads
+            for cfg in cfgs:
+                if cfg.particles:
+                    check_drag(cfg.particles, cfg.time)
         if index == 0:
             _take_directories(members, options)
         if running:

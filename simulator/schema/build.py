@@ -216,7 +216,10 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "", stored: boo
         elif dataclasses.is_dataclass(hints[name]):
             kwargs[name] = build(hints[name], data.get(name), f"{key}.", stored=stored)
         elif name in data:
-            kwargs[name] = coerce(key, data[name], hints[name])
+            # a list whose default is empty takes [], that default, as every resolved config writes it (a
+            # list of another default, whose entries the run needs, is still refused empty by coerce)
+            empty = f.default == () and isinstance(data[name], (list, tuple)) and not data[name]
+            kwargs[name] = () if empty else coerce(key, data[name], hints[name])
             check(key, kwargs[name], f.metadata)
     built = cls(**kwargs)
     absent = {} if stored else absent_keys(built)

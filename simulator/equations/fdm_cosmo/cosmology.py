@@ -164,9 +164,16 @@ def describe_units(h: float, m22: float | None, z_start: float) -> dict[str, str
         "length": "Mpc/h",
         "k": "h/Mpc",
         "time": f"ln(a/a_start), a_start = 1/(1 + {z_start:g})",
-        "density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density; mean = omega_m)",
+        # each density its own share of the matter: the wave's f, the particles' 1 - f (f = physics.fdm_fraction)
+        "density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density of the wave; mean = fdm_fraction omega_m)",
+        "cdm_density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density of the cold particles; mean = "
+                       "(1 - fdm_fraction) omega_m)",
+        "total_density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density of all the matter; mean = omega_m)",
         "power": "(Mpc/h)^3",
+        "power_fdm": "(Mpc/h)^3",
+        "power_cdm": "(Mpc/h)^3",
         "power_linear": "(Mpc/h)^3",
+        "velocity": "100 km/s (the cold particles' peculiar velocity a dx/dt)",
         "potential": "(100 km/s)^2 (peculiar potential V)",
         "phase": "radian",
         "abs_psi": "sqrt(rho_crit,0)",
