@@ -273,6 +273,22 @@ def test_the_log_of_a_run_in_physical_units_says_them_as_it_starts(caplog):
                                       "(Mpc/h)^3 = 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; code_G 3/(8 pi) "
                                       "= 0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 H0 for m22 = 1")]
 
+
+def test_every_density_spectrum_and_particle_velocity_of_a_cosmological_run_is_labelled_in_its_units():
+    """A mixed fdm_cosmo run labelled its snapshots' cdm_density and total_density, its spectra power_fdm and
+    power_cdm and its cold particles' exported velocity "code units", beside density in rho_crit,0 and power in
+    (Mpc/h)^3 (a 16^3 configs/fdm_mixed.yaml run): every writer looks its name up in the unit system."""
+    from simulator.equations import get
+
+    info = get("fdm_cosmo")
+    cfg = C.load(None, ["physics.name=fdm_cosmo", "physics.fdm_fraction=0.3", "physics.cdm_particles=512"])
+    units = cfg.physics.clock().units()
+    named = [name for name, field in info.fields.items() if field.snapshot] + list(info.spectra) + ["velocity"]
+    assert [name for name in named if name not in units] == []
+    assert units["cdm_density"] == units["total_density"] == units["density"]
+    assert {units[name] for name in info.spectra} == {"(Mpc/h)^3"}
+    assert units["velocity"].startswith("100 km/s")
+
 # ---- linear growth -------------------------------------------------------------------------------------------
 
 

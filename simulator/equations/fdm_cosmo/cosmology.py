@@ -160,14 +160,20 @@ def describe_units(h: float, m22: float | None, z_start: float) -> dict[str, str
     """The unit system of a run, as written into every output's attributes (JSON strings); ``m22`` None for a
     run without the wave (no boson: no hbar/m)."""
     rho = rho_crit0_si(h) * MPC**3 / MSUN
+    density = f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density; mean = omega_m)"
     return {
         "length": "Mpc/h",
         "k": "h/Mpc",
         "time": f"ln(a/a_start), a_start = 1/(1 + {z_start:g})",
-        "density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density; mean = omega_m)",
-        "power": "(Mpc/h)^3",
-        "power_linear": "(Mpc/h)^3",
+        # every density field and power spectrum a run may write, by its name: a name not here is labelled
+        # "code units" in the snapshots, spectra and export
+        "density": density,
+        "cdm_density": density,
+        "total_density": density,
+        **dict.fromkeys(("power", "power_fdm", "power_cdm", "power_linear"), "(Mpc/h)^3"),
         "potential": "(100 km/s)^2 (peculiar potential V)",
+        # the cold particles' velocity a dx/dt = p/a (particles/, trajectories.h5 and the export)
+        "velocity": "100 km/s (peculiar velocity a dx/dt)",
         "phase": "radian",
         "abs_psi": "sqrt(rho_crit,0)",
         "code_length": "1 Mpc/h (comoving)",
