@@ -102,3 +102,34 @@ def test_run_then_load_the_results_without_jax(tmp_path):
     # 16^3 at nu = 1/1600 is far from resolved (k_max eta = 0.14): the log says so, once
     log = (tmp_path / "run" / "run.log").read_text()
     assert log.count("under-resolved") == 1 and "kmax_eta = 0.14" in log
+
+
+def test_a_run_killed_without_a_word_reads_as_stopped_not_running(tmp_path):
+    """A run killed by SIGKILL (or an OOM kill, a lost node) leaves status.json at `running` and its .lock behind:
+    load_run printed `RunResults(RUN: ... t 0 .. 48, running)` for ever. `run.state` (and the repr) say `stopped`
+    where no process holds the run any more; a live owner, or one on another host, is still `running`."""
+    import json
+    import os
+    import socket
+
+    from simulator.run.lock import RunLock
+    from simulator.run.rundir import write_status
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, physics: {name: navier_stokes}}\n")
+    write_status(run_dir, "running", 40, 2.0)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid of this host whose process is gone
+    owners = {"dead": {**RunLock.record(), "pid": dead.pid, "process_start": None},
+              "alive": RunLock.record(), "elsewhere": {**RunLock.record(), "host": socket.gethostname() + "-other"}}
+    expected = {"dead": "stopped", "alive": "running", "elsewhere": "running"}
+    for name, owner in owners.items():
+        (run_dir / ".lock").write_text(json.dumps(owner))
+        run = simulator.load_run(run_dir)
+        assert (run.state, run.status["state"], repr(run).endswith(f", {expected[name]})")) == (
+            expected[name], "running", True), name
+    os.remove(run_dir / ".lock")  # no lock at all: no process holds it
+    assert simulator.load_run(run_dir).state == "stopped"
+    write_status(run_dir, "finished", 40, 2.0, 0)
+    assert simulator.load_run(run_dir).state == "finished"

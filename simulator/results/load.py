@@ -46,6 +46,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
+from simulator.run.lock import owner_gone
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
 
@@ -78,9 +79,22 @@ class RunResults:
             rows = f"{len(times)} rows" + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
         except OSError:  # a damaged timeseries.csv: printing the run still works, and reading it says why
             rows = "rows unreadable"
-        state = f", {self.status['state']}" if self.status and "state" in self.status else ""
+        state = f", {self.state}" if self.state is not None else ""
         return (f"RunResults({self.path}: {self.config.get('physics', {}).get('name', '?')} {shape}, "
                 f"{len(self.snapshots)} snapshots, {rows}{state})")
+
+    @property
+    def state(self) -> str | None:
+        """The status's ``state`` (running, interrupted, finished, failed; None without a ``status.json``), but
+        ``stopped`` where it says running and no process holds the run any more: one killed without a word
+        (``kill -9``, an out-of-memory kill, a lost node) never wrote its end. Continue it with ``simulator run
+        CONFIG --out RUN --resume``."""
+        state = (self.status or {}).get("state")
+        if state != "running" or not owner_gone(self.path):
+            return state
+        # a run writes its last status before it gives the lock back: read again, it may have ended since
+        state = (read_status(self.path) or {}).get("state")
+        return "stopped" if state == "running" else state
 
     @cached_property
     def superseded(self) -> tuple[Path, ...]:

@@ -266,6 +266,19 @@ def _parse(data: bytes) -> dict[str, Any] | None:
     return owner if isinstance(owner, dict) and isinstance(owner.get("pid"), int) else None
 
 
+def owner_gone(run_dir: Path) -> bool:
+    """Whether no process holds ``run_dir`` any more: no ``.lock``, or one whose owner is provably dead (it
+    ran on this host and its process is gone). Read only, without ``flock``: a reader must never hold the lock
+    a starting run is taking over. False where the owner may live (another host, an unreadable lock)."""
+    try:
+        owner = _parse((run_dir / LOCK_FILE).read_bytes())
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return owner is not None and _stale(owner)
+
+
 def _stale(owner: dict[str, Any]) -> bool:
     """Whether the lock's owner is provably dead (its flock being free already)."""
     me = RunLock.record()
