@@ -70,7 +70,7 @@ class RunResults:
     aside: tuple[Path, ...] = ()
 
     def __repr__(self) -> str:
-        """One line: ``RunResults(outputs/quickstart: navier_stokes 64^3, 5 snapshots, 101 rows, t 0 .. 2, finished)``
+        """One line: ``RunResults(outputs/quickstart: navier_stokes 32^3, 6 snapshots, 11 rows, t 0 .. 2, finished)``
         (the time range of the time series' rows, the status's state), not the whole config."""
         grid = list(self.config.get("grid", {}).get("shape", ()))
         shape = f"{grid[0]}^3" if len(grid) == 3 and len(set(grid)) == 1 else "x".join(map(str, grid))
