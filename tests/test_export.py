@@ -469,6 +469,20 @@ def test_load_run_particles_equal_the_particle_snapshot_files(rich):
         np.testing.assert_array_equal(run.trajectories["drops"].v, f["velocity"][()][:, 3:])
 
 
+def test_particle_series_and_trajectories_print_in_one_line_each():
+    """`run.particles` in a notebook printed the three (T, N, 3) arrays of every species (60 lines for 4096 cold
+    particles); like `run` and its snapshots, each species now prints one line, its arrays still attributes."""
+    from simulator.output.particles import ParticleSeries
+    from simulator.results.lagrangian import Trajectories
+
+    xyz = np.zeros((2, 4096, 3))
+    series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz)
+    tracks = Trajectories("tracers", np.array([0.0, 1.0, 2.0]), xyz[:, :8], xyz[:, :8], np.arange(8))
+    assert repr({"cdm": series}) == "{'cdm': ParticleSeries(cdm: 4096 particles, 2 snapshots, t 0 .. 0.693147)}"
+    assert repr(tracks) == "Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)"
+    assert series.position is xyz and tracks.ids.shape == (8,)
+
+
 def test_trajectory_ids_index_the_species_particle_snapshots_in_load_run_and_the_export(rich, tmp_path):
     """``.ids`` and the export's ``particle`` are the rows of the species' particle snapshots: drops' three
     recorded particles are its rows 0, 1, 2, not the file's ids 5, 6, 7 (rows of other drops: a silent mix-up)."""
