@@ -449,6 +449,23 @@ def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_run
         assert ds.velocity.shape == (3, 3, 8, 8, 8) and "energy_series" in ds
 
 
+def test_the_exported_statistics_say_their_separations_are_cells_and_give_them_in_length_units(rich, tmp_path):
+    """The statistics group's r_x, r_y, r_z held 1, 2 with no units nor long name, where every other group's axes
+    are in length units: S_2(r) plotted against r_x took cells for lengths (a 2 pi box of 8 cells: r = 0.785, not
+    1). Now r_<a> says `cells` and r_<a>_length (a coordinate of the structure functions) gives r in length units."""
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    spacing = 2 * np.pi / 8
+    with xr.open_dataset(path, group="statistics") as ds:
+        for a in "xyz":
+            assert ds[f"r_{a}"].attrs["units"] == "cells" and f"r_{a}_length" in ds[f"r_{a}"].attrs["long_name"]
+            np.testing.assert_allclose(ds[f"r_{a}_length"].values, [spacing, 2 * spacing], rtol=1e-12)
+            assert ds[f"r_{a}_length"].attrs["units"] == "code units"
+            assert f"r_{a}_length" in ds[f"structure_longitudinal_{a}"].coords
+            assert f"r_{a}_length" in ds[f"structure_signed3_{a}"].coords
+        assert ds.pdf_separations.attrs["units"] == "cells" and ds.pdf_centres.attrs["units"] == "rms"
+        assert "order" in ds.orders.attrs["long_name"] and ds.skewness.dims == ("time",)
+
+
 def test_load_run_particles_equal_the_particle_snapshot_files(rich):
     run = simulator.load_run(rich)
     indexes = sorted((rich / "particles").glob("s*.h5"))
