@@ -346,7 +346,9 @@ INFO = EquationInfo(
             "de_broglie_length": "comoving de Broglie length 2 pi/k_rms, Mpc/h"},
     spectra={
         "power": "P(k) = V <|delta_k|^2> of the density contrast delta = rho/<rho> - 1, averaged over the modes "
-                 "of shell k (Nyquist planes excluded; without the wave the particles', as power_cdm), (Mpc/h)^3",
+                 "of shell k (Nyquist planes excluded; without the wave the particles', as power_cdm; in a mixed run "
+                 "f delta_fdm + (1 - f) delta_cdm, the particles' with the window divided out as in power_cdm, so not "
+                 "the spectrum of the total_density snapshot, which holds them as assigned), (Mpc/h)^3",
         "power_fdm": "P(k) of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs), (Mpc/h)^3",
         "power_cdm": "P(k) of the particles' own contrast, the window divided out (mixed runs; with their shot "
                      "noise), (Mpc/h)^3",
