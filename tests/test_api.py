@@ -133,3 +133,22 @@ def test_a_run_killed_without_a_word_reads_as_stopped_not_running(tmp_path):
     assert simulator.load_run(run_dir).state == "stopped"
     write_status(run_dir, "finished", 40, 2.0, 0)
     assert simulator.load_run(run_dir).state == "finished"
+
+
+@pytest.mark.parametrize("physics, length, density", [
+    ("{name: navier_stokes}", "code units", None),
+    ("{name: fdm_cosmo, fdm_fraction: 0.3, cdm_particles: 512}", "Mpc/h", "rho_crit,0 = ")])
+def test_load_run_says_the_runs_units(tmp_path, physics, length, density):
+    """load_run gave the time series and spectra of a cosmological run with no word of their units (Mpc/h,
+    ln(a/a_start), rho_crit,0): they were only in the files' attributes. `run.units` is the unit system every
+    output names, without JAX."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(f"config: {{name: r, grid: {{shape: [8, 8, 8]}}, physics: {physics}}}\n")
+    code = ("import sys, simulator; u = simulator.load_run(sys.argv[1]).units; "
+            "print(u['length'], '|', u.get('density'), '|', u['time'], '|', 'jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, check=True).stdout
+    got_length, got_density, time, jax_loaded = (part.strip() for part in out.split("|"))
+    assert (got_length, jax_loaded) == (length, "False")
+    assert got_density.startswith(density) if density else got_density == "None"
+    assert time == ("code units" if density is None else "ln(a/a_start), a_start = 1/(1 + 127)")

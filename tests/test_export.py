@@ -204,6 +204,7 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
         assert (ds.x.attrs["units"], ds.k.attrs["units"], ds.power_spectra.attrs["units"]) == (
             "Mpc/h", "h/Mpc", "(Mpc/h)^3")
         assert ds.time.attrs["units"] == json.loads(ds.attrs["units"])["time"] == "ln(a/a_start), a_start = 1/(1 + 127)"
+        assert loaded.units == json.loads(ds.attrs["units"])  # load_run names what every output names
         np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
 
 

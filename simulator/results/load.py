@@ -12,6 +12,7 @@
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
+    run.units["length"]                          # the run's units: "code units", or Mpc/h for a cosmological run
     run.output("extrema")                        # what a registered output kind wrote (its reader's result)
     run.plot.spectra(compensate=True)            # a figure of simulator plot, returned (matplotlib Figure)
     [(s.step, s.time) for s in run.snapshots]   # the snapshots' steps and times (no field read)
@@ -178,6 +179,18 @@ class RunResults:
         if name not in table:
             raise KeyError(f"{name!r} is not an output kind (registered: {', '.join(table)})")
         return table[name].call("read", self.path) if table[name].read is not None else None
+
+    @cached_property
+    def units(self) -> dict[str, str]:
+        """The run's units, as its outputs' ``units`` attributes name them: ``{"length": "code units", "time": "code
+        units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), densities in rho_crit,0, spectra in
+        (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units. ConfigError naming the
+        key when the run's ``config.yaml`` physics no longer validates."""
+        from simulator.equations import get
+        from simulator.equations.stored import parameters_of
+
+        physics = parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE))
+        return {**snapshot_output.CODE_UNITS, **physics.clock().units()}
 
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
