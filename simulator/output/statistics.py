@@ -77,6 +77,10 @@ class StatisticsFile(rows.RowFile):
     what = "output.statistics"
     description = "Eulerian small-scale statistics of the flow, one row per output"
 
+    @staticmethod
+    def axes(name: str) -> tuple[str, ...]:
+        return dimensions(name)
+
 
 def read_statistics(path: Path) -> dict[str, Any]:
     """Every dataset of a ``statistics.h5`` (the rows all of them have: a run may be appending), and
