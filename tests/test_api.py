@@ -152,3 +152,28 @@ def test_load_run_says_the_runs_units(tmp_path, physics, length, density):
     assert (got_length, jax_loaded) == (length, "False")
     assert got_density.startswith(density) if density else got_density == "None"
     assert time == ("code units" if density is None else "ln(a/a_start), a_start = 1/(1 + 127)")
+
+
+def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
+    """load_sweep's points said `running` for a point whose run was killed (kill -9): as load_run's state, `stopped`
+    where no process holds its run; a point that finished is `finished`, one never started `pending`."""
+    import json
+
+    import yaml
+
+    from simulator.run.lock import RunLock
+    from simulator.run.rundir import write_status
+
+    out = tmp_path / "sw"
+    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
+              for i, v in enumerate([0.01, 0.02, 0.04])]
+    (out / "configs").mkdir(parents=True)
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "set": {},
+                                                    "points": points}))
+    for i, state in ((0, "running"), (1, "finished")):
+        (out / f"p00{i}").mkdir()
+        write_status(out / f"p00{i}", state, 40, 2.0)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / "p000" / ".lock").write_text(json.dumps({**RunLock.record(), "pid": dead.pid, "process_start": None}))
+    assert [p.status for p in simulator.load_sweep(out).points] == ["stopped", "finished", "pending"]

@@ -47,7 +47,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
-from simulator.run.lock import owner_gone
+from simulator.run.lock import state_now
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
 
@@ -90,12 +90,7 @@ class RunResults:
         ``stopped`` where it says running and no process holds the run any more: one killed without a word
         (``kill -9``, an out-of-memory kill, a lost node) never wrote its end. Continue it with ``simulator run
         CONFIG --out RUN --resume``."""
-        state = (self.status or {}).get("state")
-        if state != "running" or not owner_gone(self.path):
-            return state
-        # a run writes its last status before it gives the lock back: read again, it may have ended since
-        state = (read_status(self.path) or {}).get("state")
-        return "stopped" if state == "running" else state
+        return state_now(self.path, (self.status or {}).get("state"))
 
     @cached_property
     def superseded(self) -> tuple[Path, ...]:
@@ -225,7 +220,7 @@ class SweepPoint:
     """One point of a sweep directory: its ``index``, ``name`` (``pNNN``, its run directory's), ``params``
     (each swept dotted key and this point's value, as the sweep file gives it), ``path`` (its run
     directory) and ``status`` (``pending``: never started; else its run's: running, interrupted, finished,
-    failed)."""
+    failed, or stopped: killed without a word, as :attr:`RunResults.state`)."""
 
     index: int
     name: str
@@ -269,5 +264,6 @@ def load_sweep(path: str | Path) -> SweepResults:
     directory = Path(path)
     manifest = read_manifest(directory)
     points = tuple(SweepPoint(int(p["index"]), p["name"], dict(p["params"]), directory / p["name"],
-                              point_state(directory, p["name"])) for p in manifest["points"])
+                              str(state_now(directory / p["name"], point_state(directory, p["name"]))))
+              for p in manifest["points"])
     return SweepResults(directory, manifest["name"], tuple(manifest["swept"]), dict(manifest["set"] or {}), points)

@@ -19,7 +19,7 @@ from typing import Any
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.run.rundir import FULL, LOCK_FILE
+from simulator.run.rundir import FULL, LOCK_FILE, read_status
 
 
 def _boot_id() -> str | None:
@@ -277,6 +277,15 @@ def owner_gone(run_dir: Path) -> bool:
     except OSError:
         return False
     return owner is not None and _stale(owner)
+
+
+def state_now(run_dir: Path, state: str | None) -> str | None:
+    """A run's recorded ``state``, but ``stopped`` where it is ``running`` and :func:`owner_gone`: killed without a
+    word (``kill -9``, an out-of-memory kill, a lost node), it never wrote its end."""
+    if state != "running" or not owner_gone(run_dir):
+        return state
+    state = (read_status(run_dir) or {}).get("state")  # a run writes its last status before it gives the lock back
+    return "stopped" if state == "running" else state
 
 
 def _stale(owner: dict[str, Any]) -> bool:
