@@ -102,3 +102,78 @@ def test_run_then_load_the_results_without_jax(tmp_path):
     # 16^3 at nu = 1/1600 is far from resolved (k_max eta = 0.14): the log says so, once
     log = (tmp_path / "run" / "run.log").read_text()
     assert log.count("under-resolved") == 1 and "kmax_eta = 0.14" in log
+
+
+def test_a_run_killed_without_a_word_reads_as_stopped_not_running(tmp_path):
+    """A run killed by SIGKILL (or an OOM kill, a lost node) leaves status.json at `running` and its .lock behind:
+    load_run printed `RunResults(RUN: ... t 0 .. 48, running)` for ever. `run.state` (and the repr) say `stopped`
+    where no process holds the run any more; a live owner, or one on another host, is still `running`."""
+    import json
+    import os
+    import socket
+
+    from simulator.run.lock import RunLock
+    from simulator.run.rundir import write_status
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, physics: {name: navier_stokes}}\n")
+    write_status(run_dir, "running", 40, 2.0)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid of this host whose process is gone
+    owners = {"dead": {**RunLock.record(), "pid": dead.pid, "process_start": None},
+              "alive": RunLock.record(), "elsewhere": {**RunLock.record(), "host": socket.gethostname() + "-other"}}
+    expected = {"dead": "stopped", "alive": "running", "elsewhere": "running"}
+    for name, owner in owners.items():
+        (run_dir / ".lock").write_text(json.dumps(owner))
+        run = simulator.load_run(run_dir)
+        assert (run.state, run.status["state"], repr(run).endswith(f", {expected[name]})")) == (
+            expected[name], "running", True), name
+    os.remove(run_dir / ".lock")  # no lock at all: no process holds it
+    assert simulator.load_run(run_dir).state == "stopped"
+    write_status(run_dir, "finished", 40, 2.0, 0)
+    assert simulator.load_run(run_dir).state == "finished"
+
+
+@pytest.mark.parametrize("physics, length, density", [
+    ("{name: navier_stokes}", "code units", None),
+    ("{name: fdm_cosmo, fdm_fraction: 0.3, cdm_particles: 512}", "Mpc/h", "rho_crit,0 = ")])
+def test_load_run_says_the_runs_units(tmp_path, physics, length, density):
+    """load_run gave the time series and spectra of a cosmological run with no word of their units (Mpc/h,
+    ln(a/a_start), rho_crit,0): they were only in the files' attributes. `run.units` is the unit system every
+    output names, without JAX."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(f"config: {{name: r, grid: {{shape: [8, 8, 8]}}, physics: {physics}}}\n")
+    code = ("import sys, simulator; u = simulator.load_run(sys.argv[1]).units; "
+            "print(u['length'], '|', u.get('density'), '|', u['time'], '|', 'jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, check=True).stdout
+    got_length, got_density, time, jax_loaded = (part.strip() for part in out.split("|"))
+    assert (got_length, jax_loaded) == (length, "False")
+    assert got_density.startswith(density) if density else got_density == "None"
+    assert time == ("code units" if density is None else "ln(a/a_start), a_start = 1/(1 + 127)")
+
+
+def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
+    """load_sweep's points said `running` for a point whose run was killed (kill -9): as load_run's state, `stopped`
+    where no process holds its run; a point that finished is `finished`, one never started `pending`."""
+    import json
+
+    import yaml
+
+    from simulator.run.lock import RunLock
+    from simulator.run.rundir import write_status
+
+    out = tmp_path / "sw"
+    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
+              for i, v in enumerate([0.01, 0.02, 0.04])]
+    (out / "configs").mkdir(parents=True)
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "set": {},
+                                                    "points": points}))
+    for i, state in ((0, "running"), (1, "finished")):
+        (out / f"p00{i}").mkdir()
+        write_status(out / f"p00{i}", state, 40, 2.0)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / "p000" / ".lock").write_text(json.dumps({**RunLock.record(), "pid": dead.pid, "process_start": None}))
+    assert [p.status for p in simulator.load_sweep(out).points] == ["stopped", "finished", "pending"]

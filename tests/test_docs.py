@@ -535,6 +535,21 @@ def test_the_scripting_example_as_written():
     assert (ROOT / "outputs" / "jeans_short" / "status.json").read_text().count('"finished"') == 1
 
 
+def test_the_scripting_example_prints_what_the_quickstart_run_prints(monkeypatch):
+    """The Python API page showed `run` printing `RunResults(outputs/quickstart: navier_stokes 64^3, 5 snapshots,
+    101 rows, ...)` where the quickstart's run prints `32^3, 6 snapshots, 11 rows`: each printed line in its
+    comments is the quickstart's own."""
+    import simulator
+
+    if not (ROOT / "outputs" / "quickstart" / "status.json").exists():
+        assert shell(QUICKSTART).returncode == 0
+    monkeypatch.chdir(ROOT)
+    run = simulator.load_run("outputs/quickstart")
+    example = code("reference/api.md", "python")
+    assert re.findall(r"# (RunResults\(.*\))\n", example) == [repr(run)]
+    assert re.findall(r"# (SnapshotRef\(.*?\));", example) == [repr(run.snapshots[-1])]
+
+
 @pytest.mark.slow
 def test_the_particle_routes_as_written():
     """The Python API page's second example, as a script: a particle-only run's own particles set and read back

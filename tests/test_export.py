@@ -204,6 +204,7 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
         assert (ds.x.attrs["units"], ds.k.attrs["units"], ds.power_spectra.attrs["units"]) == (
             "Mpc/h", "h/Mpc", "(Mpc/h)^3")
         assert ds.time.attrs["units"] == json.loads(ds.attrs["units"])["time"] == "ln(a/a_start), a_start = 1/(1 + 127)"
+        assert loaded.units == json.loads(ds.attrs["units"])  # load_run names what every output names
         np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
 
 
@@ -449,6 +450,23 @@ def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_run
         assert ds.velocity.shape == (3, 3, 8, 8, 8) and "energy_series" in ds
 
 
+def test_the_exported_statistics_say_their_separations_are_cells_and_give_them_in_length_units(rich, tmp_path):
+    """The statistics group's r_x, r_y, r_z held 1, 2 with no units nor long name, where every other group's axes
+    are in length units: S_2(r) plotted against r_x took cells for lengths (a 2 pi box of 8 cells: r = 0.785, not
+    1). Now r_<a> says `cells` and r_<a>_length (a coordinate of the structure functions) gives r in length units."""
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    spacing = 2 * np.pi / 8
+    with xr.open_dataset(path, group="statistics") as ds:
+        for a in "xyz":
+            assert ds[f"r_{a}"].attrs["units"] == "cells" and f"r_{a}_length" in ds[f"r_{a}"].attrs["long_name"]
+            np.testing.assert_allclose(ds[f"r_{a}_length"].values, [spacing, 2 * spacing], rtol=1e-12)
+            assert ds[f"r_{a}_length"].attrs["units"] == "code units"
+            assert f"r_{a}_length" in ds[f"structure_longitudinal_{a}"].coords
+            assert f"r_{a}_length" in ds[f"structure_signed3_{a}"].coords
+        assert ds.pdf_separations.attrs["units"] == "cells" and ds.pdf_centres.attrs["units"] == "rms"
+        assert "order" in ds.orders.attrs["long_name"] and ds.skewness.dims == ("time",)
+
+
 def test_load_run_particles_equal_the_particle_snapshot_files(rich):
     run = simulator.load_run(rich)
     indexes = sorted((rich / "particles").glob("s*.h5"))
@@ -467,6 +485,20 @@ def test_load_run_particles_equal_the_particle_snapshot_files(rich):
         assert list(run.trajectories) == json.loads(f.attrs["species_names"])
         np.testing.assert_array_equal(run.trajectories["tracers"].x, f["unwrapped"][()][:, :3])
         np.testing.assert_array_equal(run.trajectories["drops"].v, f["velocity"][()][:, 3:])
+
+
+def test_particle_series_and_trajectories_print_in_one_line_each():
+    """`run.particles` in a notebook printed the three (T, N, 3) arrays of every species (60 lines for 4096 cold
+    particles); like `run` and its snapshots, each species now prints one line, its arrays still attributes."""
+    from simulator.output.particles import ParticleSeries
+    from simulator.results.lagrangian import Trajectories
+
+    xyz = np.zeros((2, 4096, 3))
+    series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz)
+    tracks = Trajectories("tracers", np.array([0.0, 1.0, 2.0]), xyz[:, :8], xyz[:, :8], np.arange(8))
+    assert repr({"cdm": series}) == "{'cdm': ParticleSeries(cdm: 4096 particles, 2 snapshots, t 0 .. 0.693147)}"
+    assert repr(tracks) == "Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)"
+    assert series.position is xyz and tracks.ids.shape == (8,)
 
 
 def test_trajectory_ids_index_the_species_particle_snapshots_in_load_run_and_the_export(rich, tmp_path):

@@ -273,6 +273,47 @@ def test_the_log_of_a_run_in_physical_units_says_them_as_it_starts(caplog):
                                       "(Mpc/h)^3 = 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; code_G 3/(8 pi) "
                                       "= 0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 H0 for m22 = 1")]
 
+
+def test_a_runs_config_yaml_runs_again_with_another_final_redshift_and_the_printed_t_end_is_taken(tmp_path):
+    """getting-started.md: a run's config.yaml `is a config too`, run again `--set` another value. A cosmological
+    one refused `--set physics.z_end=63`: `time.t_end = 1.386... contradicts z_end` (its t_end derived from the
+    old z_end), then its snapshot times; and the t_end that message printed (12 digits) was refused too."""
+    import yaml
+
+    cfg = C.load(None, ["physics.name=fdm_cosmo", "physics.z_end=31", "physics.output_redshifts=[127, 63, 31]"])
+    record = tmp_path / "config.yaml"
+    record.write_text(yaml.safe_dump({"config": C.to_dict(cfg), "versions": {}}))
+    assert C.to_dict(C.load(record)) == C.to_dict(cfg)  # the run again, unchanged
+    again = C.load(record, ["physics.z_end=63", "physics.output_redshifts=[127, 63]"])
+    t63 = again.physics.time_at(63)
+    assert again.time.t_end == t63 == pytest.approx(math.log(2), rel=1e-12)
+    assert again.output.snapshots.times == (0.0, t63) and again.output.spectra.times == (0.0, t63)
+    with pytest.raises(ConfigError, match="time.t_end = 2.0 contradicts z_end"):  # what you set is still checked
+        C.load(record, ["physics.z_end=63", "physics.output_redshifts=[63]", "time.t_end=2"])
+    printed = C.load(None, ["physics.name=fdm_cosmo", "physics.z_end=63", f"time.t_end={t63:.12g}"])
+    assert printed.time.t_end == t63
+    ns = C.load(None, ["physics.name=navier_stokes", "time.t_end=3"])  # no derived keys: read as written
+    record.write_text(yaml.safe_dump({"config": C.to_dict(ns), "versions": {}}))
+    assert C.load(record).time.t_end == 3
+
+
+def test_every_density_spectrum_and_particle_velocity_of_a_cosmological_run_is_labelled_in_its_units():
+    """A mixed fdm_cosmo run labelled its snapshots' cdm_density and total_density, its spectra power_fdm and
+    power_cdm and its cold particles' exported velocity "code units", beside density in rho_crit,0 and power in
+    (Mpc/h)^3 (a 16^3 configs/fdm_mixed.yaml run): every writer looks its name up in the unit system."""
+    from simulator.equations import get
+
+    info = get("fdm_cosmo")
+    cfg = C.load(None, ["physics.name=fdm_cosmo", "physics.fdm_fraction=0.3", "physics.cdm_particles=512"])
+    units = cfg.physics.clock().units()
+    named = [name for name, field in info.fields.items() if field.snapshot] + list(info.spectra) + ["velocity"]
+    assert [name for name in named if name not in units] == []
+    assert {units[name].split(" (")[0] for name in ("cdm_density", "total_density", "density")} == {
+        units["density"].split(" (")[0]}  # rho_crit,0, each with its own share of omega_m as its mean
+    assert {units[name] for name in info.spectra} == {"(Mpc/h)^3"}
+    assert units["velocity"].startswith("100 km/s")
+
+
 # ---- linear growth -------------------------------------------------------------------------------------------
 
 

@@ -942,6 +942,28 @@ def test_slice_figures_fill_their_canvas(runs, tmp_path):
         assert all(ax.title.get_window_extent(renderer).y1 <= heading.y0 for ax in fig.axes), "a title touches the heading"
 
 
+@pytest.mark.parametrize("box", [[2 * np.pi, 4 * np.pi, np.pi], [2 * np.pi, 8 * np.pi, np.pi], [2 * np.pi] * 3])
+def test_the_panel_titles_of_a_slice_of_a_tall_box_stay_over_their_panels(box):
+    """A 16x20x24 run in a 2 pi x 4 pi x pi box drew `vorticity, mid-plane at z-coordinate 1.57 code units` across
+    the next panel's title (each panel as narrow as its image): a title wider than its panel is wrapped."""
+    data = np.random.default_rng(1).normal(size=(16, 20))
+    panels = [run_plots.Panel("vorticity, mid-plane at z-coordinate 1.57 code units", "|w|", "viridis", np.abs(data)),
+              run_plots.Panel("vorticity z component, same plane", "w_z", "RdBu_r", data, symmetric=True)]
+    fig = run_plots.slice_figure(panels, run_plots._limits(panels), box, 2, "scalar_turbulence  16x20x24  t = 2.00")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    titled = [ax for ax in fig.axes if ax.images]
+    spans = [ax.title.get_window_extent(renderer) for ax in titled]
+    assert spans[0].x1 <= spans[1].x0, [ax.get_title() for ax in titled]
+    for ax, span in zip(titled, spans, strict=True):  # over its own panel (its labels' margin beside it)
+        image = ax.get_window_extent(renderer)
+        assert span.x0 >= image.x0 - 0.5 * image.width and span.x1 <= image.x1 + 0.5 * image.width, ax.get_title()
+    assert [ax.get_title().replace("\n", " ") for ax in titled] == [p.title for p in panels]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def test_a_slice_of_a_snapshot_before_the_runs_end_says_so(runs, tmp_path):
     """The slice of the last snapshot names its time, and where the run went on past it (its end written as a
     snapshot only with output.snapshots.at_end) says how far, and how to have the end drawn."""

@@ -415,6 +415,33 @@ def test_the_file_keeps_the_rows_up_to_a_restarts_checkpoint_and_reads_while_ope
     assert list(read_statistics(path)["skewness"]) == [-0.5, -0.5, -0.4]
 
 
+def test_the_file_opens_in_xarray_as_files_md_says_with_every_axis_labelled(tmp_path):
+    """files.md reads statistics.h5 `like spectra.h5`, which opens in xarray; it did not: `ValueError: malformed
+    variable pdf_dudx has mixing of labeled and unlabeled dimensions` (only the row axis had its scale). Every
+    axis is labelled by its coordinate, also after a restart continues the file."""
+    import xarray as xr
+
+    from simulator.output.statistics import StatisticsFile
+
+    path = tmp_path / FILE
+    coords = {"orders": np.arange(2, 7), "r_x": SEPARATIONS, "pdf_centres": np.linspace(-1, 1, 5),
+              "pdf_edges": np.linspace(-1.25, 1.25, 6), "pdf_separations": np.array([1, 4])}
+    row = {"skewness": np.float64(-0.5), "structure_longitudinal_x": np.ones((5, 4)),
+           "structure_signed3_x": np.ones(4), "pdf_dudx": np.ones(5), "pdf_increment": np.ones((2, 5))}
+    f = StatisticsFile(path, coords, None, {"shape": [8, 8, 8]})
+    f.append(0, 0.0, row)
+    f = StatisticsFile(path, coords, 0)  # a restart from step 0 continues it
+    f.append(2, 0.2, row)
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        assert ds.structure_longitudinal_x.dims == ("time", "orders", "r_x")
+        assert ds.structure_signed3_x.dims == ("time", "r_x") and ds.skewness.dims == ("time",)
+        assert ds.pdf_dudx.dims == ("time", "pdf_centres")
+        assert ds.pdf_increment.dims == ("time", "pdf_separations", "pdf_centres")
+        np.testing.assert_array_equal(ds.r_x.values, SEPARATIONS)
+        np.testing.assert_array_equal(ds.time.values, [0.0, 0.2])
+    assert read_statistics(path)["structure_longitudinal_x"].shape == (2, 5, 4)
+
+
 def test_a_restart_with_other_statistics_settings_keeps_the_old_rows_aside_and_starts_a_new_file(tmp_path):
     """Continuing a run with other orders (or separations, bins) cannot append to the old table: its rows
     are kept whole in aside/statistics.until-<step>.h5, and statistics.h5 starts again at the restart."""

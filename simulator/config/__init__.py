@@ -7,6 +7,7 @@ validates once and fills every default; every problem is a one-line
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
@@ -74,12 +75,33 @@ def load(source: str | Path | Mapping[str, Any] | None,
     else:
         raw = read_yaml(source) if source is not None else {}
         if isinstance(raw.get("config"), Mapping) and "versions" in raw:  # a run's record (simulator.run.records)
-            raw, stored = dict(raw["config"]), True
+            raw, stored = _rederived(dict(raw["config"]), overrides), True
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
     if isinstance(overrides, Mapping):
         return from_dict(set_values(raw, overrides), stored)
     return from_dict(apply_overrides(raw, overrides), stored)
+
+
+def _rederived(raw: dict[str, Any], overrides: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
+    """A run's resolved config without the keys its equation derives from others (``derived_keys``: a cosmological
+    run's ``time.t_end`` from ``physics.z_end``), unless ``overrides`` set them: derived again, they follow an
+    override of what they come from instead of contradicting it; unchanged, they come out the same."""
+    from simulator.equations import registry
+
+    physics = raw.get("physics") if isinstance(raw.get("physics"), Mapping) else {}
+    info = registry().get(physics.get("name"))
+    derived = getattr(info.params, "derived_keys", None) if info is not None else None
+    if derived is None:
+        return raw
+    given = set(overrides) if isinstance(overrides, Mapping) else {o.split("=", 1)[0].strip() for o in overrides}
+    out = copy.deepcopy(raw)
+    for key in (k for k in derived(physics) if k not in given):
+        *path, leaf = key.split(".")
+        section = functools.reduce(lambda d, k: d.get(k) if isinstance(d, Mapping) else None, path, out)
+        if isinstance(section, dict):
+            section.pop(leaf, None)
+    return out
 
 
 @functools.cache

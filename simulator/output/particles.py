@@ -265,6 +265,12 @@ class ParticleSeries:
     unwrapped: np.ndarray
     velocity: np.ndarray
 
+    def __repr__(self) -> str:
+        """One line, as a run's: ``ParticleSeries(tracers: 64 particles, 2 snapshots, t 0 .. 2)``, not every array
+        (a notebook printing ``run.particles`` printed three arrays of every snapshot)."""
+        times = f", t {self.time[0]:.6g} .. {self.time[-1]:.6g}" if len(self.time) else ""
+        return f"ParticleSeries({self.species}: {self.position.shape[1]} particles, {len(self.time)} snapshots{times})"
+
 
 def snapshot_files(run_dir: Path) -> list[Path]:
     """The particle snapshot indexes of a run, oldest first, those a later segment superseded left out

@@ -308,6 +308,12 @@ class RowFile:
     what = "the output's coordinates"
     description = "rows of an output, one per time it was written"
 
+    @staticmethod
+    def axes(name: str) -> tuple[str, ...]:
+        """The coordinates labelling dataset ``name``'s axes after its row axis, attached as dimension scales (a
+        dataset with some axes labelled and others not is one xarray and h5netcdf refuse); none by default."""
+        return ()
+
     def __init__(self, path: Path, coordinates: Mapping[str, np.ndarray], keep_through: int | None,
                  attrs: Mapping[str, Any] | None = None, *, what: str | None = None, description: str | None = None):
         self.path = path
@@ -339,6 +345,7 @@ class RowFile:
             f.attrs.update({k: _encoded(v) for k, v in (attrs or {}).items()})
             for name, values in coordinates.items():
                 f.create_dataset(name, data=np.asarray(values)).attrs[ROLE] = "coordinate"
+                f[name].make_scale(name)
             for name, dtype in (("step", np.int64), ("time", np.float64)):
                 f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
             f["time"].make_scale("time")
@@ -356,6 +363,9 @@ class RowFile:
                 if name not in f:
                     f.create_dataset(name, shape=(0, *value.shape), maxshape=(None, *value.shape), dtype=np.float64)
                     f[name].dims[0].attach_scale(f["time"])
+                    for axis, scale in enumerate(self.axes(name), 1):
+                        if scale in f and f[scale].is_scale and f[scale].shape == (value.shape[axis - 1],):
+                            f[name].dims[axis].attach_scale(f[scale])
                 f[name].resize(row + 1, axis=0)
                 f[name][row] = value
             for name, value in (("time", t), ("step", step)):

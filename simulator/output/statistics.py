@@ -23,6 +23,7 @@ file of other orders, separations or bins, or a damaged one, is set aside whole 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,15 @@ from simulator.schema import setting
 FILE = "statistics.h5"
 #: datasets that are coordinates (no row axis)
 COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_separations")
+#: the export's units and long names of the coordinates
+COORDINATE_ATTRS = {
+    "orders": {"long_name": "order p of the structure functions <|du|^p>"},
+    **{f"r_{a}": {"units": "cells", "long_name": f"separation r in grid cells along {a} (r_{a}_length: in length units)"}
+       for a in "xyz"},
+    "pdf_separations": {"units": "cells", "long_name": "separation r in grid cells of the increments' PDFs, along each axis"},
+    "pdf_centres": {"units": "rms", "long_name": "bin centre, in units of the rms"},
+    "pdf_edges": {"units": "rms", "long_name": "bin edge, in units of the rms"},
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,10 @@ class StatisticsFile(rows.RowFile):
 
     what = "output.statistics"
     description = "Eulerian small-scale statistics of the flow, one row per output"
+
+    @staticmethod
+    def axes(name: str) -> tuple[str, ...]:
+        return dimensions(name)
 
 
 def read_statistics(path: Path) -> dict[str, Any]:
@@ -170,9 +184,17 @@ def export(g: Any, data: Mapping[str, Any], units: dict[str, str]) -> None:
     g.dimensions.update({"time": len(data["time"]), **{c: len(data[c]) for c in coords}})
     time_and_step(g, data["time"], data["step"], units, "row")
     for c in coords:
-        variable(g, c, (c,), data[c])
+        variable(g, c, (c,), data[c], **COORDINATE_ATTRS[c])
+    # the separations are counted in cells (r_x = 1, 2, ...): beside them, r in the run's length units, so that a
+    # structure function is not plotted against a count of cells taken for a length
+    stored = data["attrs"].get("spacing", "[]")  # JSON as the file holds it: older files may lack it
+    spacing = dict(zip("xyz", json.loads(stored) if isinstance(stored, str) else stored, strict=False))
+    for a in (a for a in "xyz" if f"r_{a}" in data and a in spacing):
+        variable(g, f"r_{a}_length", (f"r_{a}",), np.asarray(data[f"r_{a}"]) * spacing[a], units=units["length"],
+                 long_name=f"separation r along {a} in length units (r_{a} cells times the spacing {spacing[a]:.6g})")
     for name, axes in axes_of(data)[0].items():
-        variable(g, name, ("time", *axes), data[name], coordinates="step")
+        lengths = " ".join(f"{d}_length" for d in axes if d.startswith("r_") and d[-1] in spacing)
+        variable(g, name, ("time", *axes), data[name], coordinates=" ".join(filter(None, ("step", lengths))))
 
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:

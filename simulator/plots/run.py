@@ -38,6 +38,7 @@ redshifts, and axes carry the units it declares).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -197,6 +198,11 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
         # under the image: square images side by side on the 8:5 canvas leave its height to fill, not its width
         fig.colorbar(image, ax=ax, label=panel.label, location="bottom" if len(panels) > 1 else "right", shrink=0.85)
     fig.suptitle(heading, fontsize="medium" if "\n" in heading else "large")  # a second line, a note, fits the width
+    fig.canvas.draw()  # a title wider than its panel (a tall box's narrow image) ran across the next: wrapped
+    for ax in axes[0]:
+        width, room = (b.get_window_extent(fig.canvas.get_renderer()).width for b in (ax.title, ax))
+        if width > room:
+            ax.set_title(textwrap.fill(ax.get_title(), max(12, int(len(ax.get_title()) * room / width))), fontsize="small")
     return fig
 
 

@@ -52,6 +52,11 @@ class Trajectories:
     v: np.ndarray
     ids: np.ndarray
 
+    def __repr__(self) -> str:
+        """One line: ``Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)``, not every array."""
+        times = f", t {self.time[0]:.6g} .. {self.time[-1]:.6g}" if len(self.time) else ""
+        return f"Trajectories({self.species}: {len(self.ids)} particles, {len(self.time)} rows{times})"
+
 
 def read_trajectories(path: Path) -> dict[str, Trajectories]:
     """Every species' tracks in a trajectory file, by species name (species with no particle left out); ``ids``

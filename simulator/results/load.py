@@ -12,6 +12,7 @@
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
+    run.units["length"]                          # the run's units: "code units", or Mpc/h for a cosmological run
     run.output("extrema")                        # what a registered output kind wrote (its reader's result)
     run.plot.spectra(compensate=True)            # a figure of simulator plot, returned (matplotlib Figure)
     [(s.step, s.time) for s in run.snapshots]   # the snapshots' steps and times (no field read)
@@ -46,6 +47,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
+from simulator.run.lock import state_now
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
 
@@ -69,7 +71,7 @@ class RunResults:
     aside: tuple[Path, ...] = ()
 
     def __repr__(self) -> str:
-        """One line: ``RunResults(outputs/quickstart: navier_stokes 64^3, 5 snapshots, 101 rows, t 0 .. 2, finished)``
+        """One line: ``RunResults(outputs/quickstart: navier_stokes 32^3, 6 snapshots, 11 rows, t 0 .. 2, finished)``
         (the time range of the time series' rows, the status's state), not the whole config."""
         grid = list(self.config.get("grid", {}).get("shape", ()))
         shape = f"{grid[0]}^3" if len(grid) == 3 and len(set(grid)) == 1 else "x".join(map(str, grid))
@@ -78,9 +80,17 @@ class RunResults:
             rows = f"{len(times)} rows" + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
         except OSError:  # a damaged timeseries.csv: printing the run still works, and reading it says why
             rows = "rows unreadable"
-        state = f", {self.status['state']}" if self.status and "state" in self.status else ""
+        state = f", {self.state}" if self.state is not None else ""
         return (f"RunResults({self.path}: {self.config.get('physics', {}).get('name', '?')} {shape}, "
                 f"{len(self.snapshots)} snapshots, {rows}{state})")
+
+    @property
+    def state(self) -> str | None:
+        """The status's ``state`` (running, interrupted, finished, failed; None without a ``status.json``), but
+        ``stopped`` where it says running and no process holds the run any more: one killed without a word
+        (``kill -9``, an out-of-memory kill, a lost node) never wrote its end. Continue it with ``simulator run
+        CONFIG --out RUN --resume``."""
+        return state_now(self.path, (self.status or {}).get("state"))
 
     @cached_property
     def superseded(self) -> tuple[Path, ...]:
@@ -165,6 +175,18 @@ class RunResults:
             raise KeyError(f"{name!r} is not an output kind (registered: {', '.join(table)})")
         return table[name].call("read", self.path) if table[name].read is not None else None
 
+    @cached_property
+    def units(self) -> dict[str, str]:
+        """The run's units, as its outputs' ``units`` attributes name them: ``{"length": "code units", "time": "code
+        units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), densities in rho_crit,0, spectra in
+        (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units. ConfigError naming the
+        key when the run's ``config.yaml`` physics no longer validates."""
+        from simulator.equations import get
+        from simulator.equations.stored import parameters_of
+
+        physics = parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE))
+        return {**snapshot_output.CODE_UNITS, **physics.clock().units()}
+
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
         ``simulator.equations.get(name).scales`` says what each is) at every row of the time series, from
@@ -198,7 +220,7 @@ class SweepPoint:
     """One point of a sweep directory: its ``index``, ``name`` (``pNNN``, its run directory's), ``params``
     (each swept dotted key and this point's value, as the sweep file gives it), ``path`` (its run
     directory) and ``status`` (``pending``: never started; else its run's: running, interrupted, finished,
-    failed)."""
+    failed, or stopped: killed without a word, as :attr:`RunResults.state`)."""
 
     index: int
     name: str
@@ -242,5 +264,6 @@ def load_sweep(path: str | Path) -> SweepResults:
     directory = Path(path)
     manifest = read_manifest(directory)
     points = tuple(SweepPoint(int(p["index"]), p["name"], dict(p["params"]), directory / p["name"],
-                              point_state(directory, p["name"])) for p in manifest["points"])
+                              str(state_now(directory / p["name"], point_state(directory, p["name"]))))
+              for p in manifest["points"])
     return SweepResults(directory, manifest["name"], tuple(manifest["swept"]), dict(manifest["set"] or {}), points)

@@ -19,7 +19,7 @@ from typing import Any
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.run.rundir import FULL, LOCK_FILE
+from simulator.run.rundir import FULL, LOCK_FILE, read_status
 
 
 def _boot_id() -> str | None:
@@ -264,6 +264,28 @@ def _parse(data: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return owner if isinstance(owner, dict) and isinstance(owner.get("pid"), int) else None
+
+
+def owner_gone(run_dir: Path) -> bool:
+    """Whether no process holds ``run_dir`` any more: no ``.lock``, or one whose owner is provably dead (it
+    ran on this host and its process is gone). Read only, without ``flock``: a reader must never hold the lock
+    a starting run is taking over. False where the owner may live (another host, an unreadable lock)."""
+    try:
+        owner = _parse((run_dir / LOCK_FILE).read_bytes())
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return owner is not None and _stale(owner)
+
+
+def state_now(run_dir: Path, state: str | None) -> str | None:
+    """A run's recorded ``state``, but ``stopped`` where it is ``running`` and :func:`owner_gone`: killed without a
+    word (``kill -9``, an out-of-memory kill, a lost node), it never wrote its end."""
+    if state != "running" or not owner_gone(run_dir):
+        return state
+    state = (read_status(run_dir) or {}).get("state")  # a run writes its last status before it gives the lock back
+    return "stopped" if state == "running" else state
 
 
 def _stale(owner: dict[str, Any]) -> bool:

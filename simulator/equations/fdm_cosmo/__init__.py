@@ -171,6 +171,14 @@ class FDMCosmoParams(EquationParams):
                        "physics.fdm_fraction = 0 runs the particles alone")
         return out
 
+    @staticmethod
+    def derived_keys(physics: Mapping[str, Any]) -> tuple[str, ...]:
+        """The keys :meth:`resolve` fills in from these ``physics`` values (a run's ``config.yaml`` holds them):
+        left out when that file is run again, so that ``--set physics.z_end=...`` is not refused as contradicting
+        the t_end of the earlier z_end (:func:`simulator.config.load`)."""
+        times = ("output.snapshots.times", "output.spectra.times") if physics.get("output_redshifts") else ()
+        return ("time.t_end", *times)
+
     def resolve(self, cfg: Any) -> Any:
         """time.t_end from z_end; output times from output_redshifts (snapshots and spectra; spectra rows
         only there unless output.spectra.every is set); self_interaction from f_a."""
@@ -183,7 +191,9 @@ class FDMCosmoParams(EquationParams):
             physics = dataclasses.replace(self, self_interaction=g)
         t_end = self.time_at(self.z_end)
         default = next(f.default for f in dataclasses.fields(cfg.time) if f.name == "t_end")
-        if cfg.time.t_end not in (default, t_end):
+        # the value this message prints (12 digits) is accepted, as is a run's config.yaml (its t_end written
+        # to the digit): equal to round-off, not bit for bit
+        if cfg.time.t_end != default and not math.isclose(cfg.time.t_end, t_end, rel_tol=1e-10):
             raise ConfigError("time.t_end", cfg.time.t_end, f"leave it out: physics.z_end = {self.z_end:g} ends a "
                               f"cosmological run (time is ln(a/a_start): t_end = {t_end:.12g})", "contradicts z_end")
         output = cfg.output
@@ -346,7 +356,9 @@ INFO = EquationInfo(
             "de_broglie_length": "comoving de Broglie length 2 pi/k_rms, Mpc/h"},
     spectra={
         "power": "P(k) = V <|delta_k|^2> of the density contrast delta = rho/<rho> - 1, averaged over the modes "
-                 "of shell k (Nyquist planes excluded; without the wave the particles', as power_cdm), (Mpc/h)^3",
+                 "of shell k (Nyquist planes excluded; without the wave the particles', as power_cdm; in a mixed run "
+                 "f delta_fdm + (1 - f) delta_cdm, the particles' with the window divided out as in power_cdm, so not "
+                 "the spectrum of the total_density snapshot, which holds them as assigned), (Mpc/h)^3",
         "power_fdm": "P(k) of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs), (Mpc/h)^3",
         "power_cdm": "P(k) of the particles' own contrast, the window divided out (mixed runs; with their shot "
                      "noise), (Mpc/h)^3",
