@@ -35,6 +35,7 @@ import yaml
 
 from simulator import config as config_mod
 from simulator.equations import resolution
+from simulator.run.lock import state_now
 from simulator.run.rundir import LOCK_FILE, STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
@@ -64,8 +65,7 @@ def prepare(sweep: Sweep, directory: Path) -> dict[str, Any]:
     """Validate every point, then write the manifest and the configs into ``directory`` (idempotent).
 
     A directory holding a different sweep is refused (nothing is written); the same sweep is reused,
-    which is how a sweep is resubmitted or continued. Returns the manifest.
-    """
+    which is how a sweep is resubmitted or continued. Returns the manifest."""
     configs = [point_config(sweep, p, directory) for p in sweep.points]  # all of them before any write
     manifest = {
         "name": sweep.name,
@@ -168,11 +168,11 @@ def point_label(params: Mapping[str, Any]) -> str:
 
 def point_state(directory: Path, name: str) -> str:
     """``pending`` (never started), ``unknown`` (its ``status.json`` damaged, or not a run's: it cannot say), or
-    the run's state: running, interrupted, finished, failed."""
+    the run's state: running, interrupted, finished, failed, or stopped (killed without a word: :func:`state_now`)."""
     status = read_status(directory / name)
     if status is None:  # none (never started), or one that does not read: that point may have run, or finished
         return "unknown" if (directory / name / STATUS_FILE).exists() else "pending"
-    return str(status.get("state", "unknown"))
+    return str(state_now(directory / name, status.get("state", "unknown")))
 
 
 def run_command(directory: Path, point: Mapping[str, Any]) -> list[str]:

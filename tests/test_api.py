@@ -155,8 +155,9 @@ def test_load_run_says_the_runs_units(tmp_path, physics, length, density):
 
 
 def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
-    """load_sweep's points said `running` for a point whose run was killed (kill -9): as load_run's state, `stopped`
-    where no process holds its run; a point that finished is `finished`, one never started `pending`."""
+    """load_sweep's points, and simulator sweep's listing and collected.csv, said `running` for a point whose run was
+    killed (kill -9): as load_run's state, `stopped` where no process holds its run; a point that finished is
+    `finished`, one never started `pending`."""
     import json
 
     import yaml
@@ -177,3 +178,8 @@ def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
     dead.wait()
     (out / "p000" / ".lock").write_text(json.dumps({**RunLock.record(), "pid": dead.pid, "process_start": None}))
     assert [p.status for p in simulator.load_sweep(out).points] == ["stopped", "finished", "pending"]
+    # and what simulator sweep lists, collects and runs again reads the same state (they said running)
+    from simulator import sweep
+
+    assert [sweep.point_state(out, f"p00{i}") for i in range(3)] == ["stopped", "finished", "pending"]
+    assert sweep.unfinished(out, yaml.safe_load((out / "sweep.yaml").read_text())) == [0, 2]

@@ -264,6 +264,5 @@ def load_sweep(path: str | Path) -> SweepResults:
     directory = Path(path)
     manifest = read_manifest(directory)
     points = tuple(SweepPoint(int(p["index"]), p["name"], dict(p["params"]), directory / p["name"],
-                              str(state_now(directory / p["name"], point_state(directory, p["name"]))))
-              for p in manifest["points"])
+                              point_state(directory, p["name"])) for p in manifest["points"])
     return SweepResults(directory, manifest["name"], tuple(manifest["swept"]), dict(manifest["set"] or {}), points)
