@@ -240,4 +240,7 @@ def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str
         if name in variants.every_name() and context:
             raise ConfigError(f"{key}.name", name, f"{context} use one of: {', '.join(table)}", "is not available")
         raise _unknown(f"{key}.name", name, list(table))
-    return build(table[name], {**data, "name": name}, f"{key}.", context=f"{key}.name = {name}", stored=stored)
+    # a name left out is the default's: say so, or a key of the equation the user meant reads as refused by one
+    # they never wrote (physics.resistivity "unknown for physics.name = navier_stokes" when physics.name is missing)
+    chosen = f"{key}.name = {name}" if "name" in data else f"{key}.name = {name} (the default: no {key}.name given)"
+    return build(table[name], {**data, "name": name}, f"{key}.", context=chosen, stored=stored)
