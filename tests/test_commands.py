@@ -268,3 +268,15 @@ def test_a_resume_hint_begins_with_the_launcher_the_run_ran_under(monkeypatch):
     monkeypatch.setenv(ENV_COORDINATOR, "127.0.0.1:1234")
     monkeypatch.setenv(ENV_NUM_PROCESSES, "2")
     assert command_prefix() == "simulator launch -n 2"
+
+
+def test_the_sweep_target_s_help_names_every_option_that_takes_the_sweep_directory():
+    """``--point``, ``--group`` and ``--collect`` take the directory, the other forms the sweep file: the
+    positional's help says so for each (it named ``--point`` and ``--collect`` only)."""
+    import argparse
+
+    from simulator.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["sweep"]
+    target = next(a for a in sub._actions if a.dest == "target")
+    assert [o for o in ("--point", "--group", "--collect") if o not in target.help] == []
