@@ -67,11 +67,24 @@ def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
      "point 1 = {'initial.seed': 1, 'initial.amplitude': 0.5} repeats point 0"),
     ({"points": [{"physics.viscosity": 0.1}, {"physics.viscosity": 0.2}, {"physics.viscosity": 0.1}]},
      "point 2 = {'physics.viscosity': 0.1} repeats point 0"),
+    # what --submit sets itself: sbatch takes the last one given, so these would override it (the array's points)
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--time=00:10:00", "--array=0-1"]},
+     "sbatch[1] = '--array=0-1' is set by --submit; --submit sets --array (the unfinished points, max_parallel at once)"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["-a 0"]}, "sbatch[0] = '-a 0' is set by --submit"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--output=x.out"]}, "sbatch[0] = '--output=x.out' is set"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["-Jname"]}, "sbatch[0] = '-Jname' is set by --submit"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--job-name", "x"]}, "sbatch[0] = '--job-name' is set"),
 ])
 def test_malformed_sweep_files_are_named(tmp_path, body, expected):
     with pytest.raises(ConfigError) as err:
         sweep_file.load(write_sweep(tmp_path / "s.yaml", **body))
     assert expected in str(err.value)
+
+
+def test_sbatch_options_that_submit_does_not_set_are_kept_in_order(tmp_path):
+    options = ["--time=00:10:00", "--open-mode=append", "-p", "gpu", "--account=a", "--gpus-per-task=1"]
+    spec = sweep_file.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2]}, sbatch=options))
+    assert spec.sbatch == tuple(options)
 
 
 def test_one_bad_point_fails_the_sweep_before_anything_is_written(tmp_path):
