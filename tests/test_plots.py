@@ -918,6 +918,28 @@ def test_slice_figures_fill_their_canvas(runs, tmp_path):
         assert all(ax.title.get_window_extent(renderer).y1 <= heading.y0 for ax in fig.axes), "a title touches the heading"
 
 
+@pytest.mark.parametrize("box", [(2 * np.pi, 2 * np.pi, 4 * np.pi), (2 * np.pi, 2 * np.pi, 8 * np.pi)])
+def test_the_panel_titles_of_a_slice_of_a_tall_box_stay_apart(box):
+    """A plane of a box longer along z than across (2pi x 4pi, seen along x) is drawn as tall, narrow images: the
+    two panels' titles, each as wide as over a square image, ran into each other; they wrap to their image."""
+    rng = np.random.default_rng(0)
+    shape = (32, int(32 * box[2] / box[1]))
+    panels = [run_plots.Panel("current, mid-plane at x-coordinate 3.14 code units", "$|j|$", "inferno",
+                              rng.random(shape)),
+              run_plots.Panel("current x component, same plane", "$j_x$", "RdBu_r", rng.random(shape) - 0.5,
+                              symmetric=True)]
+    fig = run_plots.slice_figure(panels, run_plots._limits(panels), box, 0, "mhd_box  32x32x64  t = 1.00")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_title()]
+    left, right = (ax.title.get_window_extent(renderer) for ax in axes)
+    assert left.x1 <= right.x0, (left, right)
+    for ax in axes:  # and each within the canvas, under the heading
+        extent = ax.title.get_window_extent(renderer)
+        assert extent.x0 >= 0 and extent.x1 <= fig.bbox.width
+        assert extent.y1 <= fig._suptitle.get_window_extent(renderer).y0
+
+
 def test_a_slice_of_a_snapshot_before_the_runs_end_says_so(runs, tmp_path):
     """The slice of the last snapshot names its time, and where the run went on past it (its end written as a
     snapshot only with output.snapshots.at_end) says how far, and how to have the end drawn."""

@@ -38,6 +38,7 @@ redshifts, and axes carry the units it declares).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -181,6 +182,19 @@ def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int
     return (-dx / 2, box[across] - dx / 2, -dy / 2, box[up] - dy / 2)
 
 
+# characters of a panel title that fit over a square image of a two-panel slice figure (the longest, "current,
+# mid-plane at z-coordinate 6.28 code units", does)
+TITLE_CHARS = 52
+
+
+def _fitted(title: str, aspect: float) -> str:
+    """A panel title broken into lines as wide as its image, whose width is ``aspect`` times its height: over
+    the tall images of a box longer along the plane's vertical axis, one line ran into the next panel's."""
+    if aspect >= 1:
+        return title
+    return textwrap.fill(title, max(12, int(TITLE_CHARS * aspect)), break_on_hyphens=False)
+
+
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
                  axis: int, heading: str, length: str = "code units") -> Figure:
     """The slice figure: panels side by side, axes in ``length`` units, a colour bar under each."""
@@ -193,7 +207,7 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
                           cmap=panel.cmap, vmin=lo, vmax=hi, interpolation="nearest")
         ax.set_xlabel(f"{AXES[across]} ({length})")
         ax.set_ylabel(f"{AXES[up]} ({length})")
-        ax.set_title(panel.title, fontsize="small")
+        ax.set_title(_fitted(panel.title, box[across] / box[up]), fontsize="small")
         # under the image: square images side by side on the 8:5 canvas leave its height to fill, not its width
         fig.colorbar(image, ax=ax, label=panel.label, location="bottom" if len(panels) > 1 else "right", shrink=0.85)
     fig.suptitle(heading, fontsize="medium" if "\n" in heading else "large")  # a second line, a note, fits the width
