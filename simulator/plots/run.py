@@ -182,17 +182,11 @@ def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int
     return (-dx / 2, box[across] - dx / 2, -dy / 2, box[up] - dy / 2)
 
 
-# characters of a panel title that fit over a square image of a two-panel slice figure (the longest, "current,
-# mid-plane at z-coordinate 6.28 code units", does)
-TITLE_CHARS = 52
-
-
 def _fitted(title: str, aspect: float) -> str:
-    """A panel title broken into lines as wide as its image, whose width is ``aspect`` times its height: over
-    the tall images of a box longer along the plane's vertical axis, one line ran into the next panel's."""
-    if aspect >= 1:
-        return title
-    return textwrap.fill(title, max(12, int(TITLE_CHARS * aspect)), break_on_hyphens=False)
+    """A panel title broken into lines as wide as its image (``aspect`` = width / height): over the tall images
+    of a box longer along the plane's vertical axis one line ran into the next panel's. 52 characters fit a
+    square image of a two-panel figure ("current, mid-plane at z-coordinate 6.28 code units" does)."""
+    return title if aspect >= 1 else textwrap.fill(title, max(12, int(52 * aspect)), break_on_hyphens=False)
 
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
