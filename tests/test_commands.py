@@ -132,6 +132,9 @@ def test_slurm_lists_the_shipped_templates_and_prints_one_without_starting_jax(c
     code, _, err = command(capfd, "slurm", "gpu-node")
     assert code == 2 and err == ("error: simulator slurm = 'gpu-node' is not a shipped Slurm template; one of: cpu, "
                                  "gpu_node, gpu_nodes, sweep (did you mean 'gpu_node'?)\n")
+    # a name's beginning: the template it begins, not the nearest spelling (difflib gave 'cpu' for 'gpu')
+    code, _, err = command(capfd, "slurm", "gpu")
+    assert code == 2 and err.endswith("one of: cpu, gpu_node, gpu_nodes, sweep (did you mean 'gpu_node'?)\n")
     code = "import sys; from simulator.cli import main\nmain(['slurm', 'cpu'])\nprint('jax' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert r.stdout.splitlines()[-1] == "False"

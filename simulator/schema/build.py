@@ -150,7 +150,9 @@ def _scalars(value: Any) -> Iterator[Any]:
 def did_you_mean(word: Any, names: Sequence[str]) -> str | None:
     """The name of ``names`` closest to ``word``, regardless of case (``RK4`` -> ``rk4``), or None."""
     lowered = {name.lower(): name for name in names}
-    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
+    # a name the word begins first: `simulator slurm gpu` is after gpu_node, which difflib ranks below cpu
+    begun = sorted((name for name in lowered if str(word) and name.startswith(str(word).lower())), key=len)
+    close = begun[:1] or difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
     return lowered[close[0]] if close else None
 
 
