@@ -235,12 +235,33 @@ def test_a_template_runs_the_simulator_on_the_path_without_a_project_venv(tmp_pa
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()[-1]
 
-    assert task() == f"srun --kill-on-bad-exit=1 simulator {rest}"
-    assert task(SIMULATOR="/opt/sim/bin/simulator") == f"srun --kill-on-bad-exit=1 /opt/sim/bin/simulator {rest}"
+    srun = "srun --kill-on-bad-exit=1 --cpus-per-task=2"
+    assert task() == f"{srun} simulator {rest}"
+    assert task(SIMULATOR="/opt/sim/bin/simulator") == f"{srun} /opt/sim/bin/simulator {rest}"
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "simulator").write_text("#!/bin/bash\n")
     (tmp_path / ".venv" / "bin" / "simulator").chmod(0o755)
-    assert task() == f"srun --kill-on-bad-exit=1 .venv/bin/simulator {rest}"
+    assert task() == f"{srun} .venv/bin/simulator {rest}"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATE_TASKS))
+def test_a_template_s_step_asks_for_the_job_s_cpus_per_task(tmp_path, template):
+    """Slurm 22.05 to 23.02 give an srun step one CPU per task unless srun itself is given --cpus-per-task (it no
+    longer reads SLURM_CPUS_PER_TASK of the job): every process of a job with --cpus-per-task=8 ran its virtual
+    devices, XLA's threads and FFTW on one core. Each template passes the job's value on; without one, nothing."""
+    args, rest = TEMPLATE_TASKS[template]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"}
+    for cpus, expected in (("8", "--cpus-per-task=8 simulator "), (None, "--kill-on-bad-exit=1 simulator ")):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), *args], cwd=tmp_path,
+                              env={**env, **({"SLURM_CPUS_PER_TASK": cpus} if cpus else {})}, capture_output=True,
+                              text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        assert expected in done.stdout.splitlines()[-1], done.stdout
 
 
 @pytest.mark.slow
