@@ -283,3 +283,18 @@ def test_the_sweep_target_s_help_names_every_option_that_takes_the_sweep_directo
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["sweep"]
     target = next(a for a in sub._actions if a.dest == "target")
     assert [o for o in ("--point", "--group", "--collect") if o not in target.help] == []
+
+
+def test_a_reader_that_leaves_early_is_no_traceback():
+    """``simulator sweep DIR --collect | head -2`` printed a BrokenPipeError traceback and exit 1 once head had
+    its lines: a reader closing the pipe is what pipes do. Here the reader has gone before the command writes."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "simulator", "configs"], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 141, (done.returncode, done.stderr)
