@@ -91,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `simulator configs | head`: the reader has what it wanted; exit as a shell tool does
         # Python flushes stdout again at exit and would report the pipe once more: point it at nothing
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _exit_now_if_distributed(EXIT_BROKEN_PIPE)
         return EXIT_BROKEN_PIPE
     except (ConfigError, RuntimeSetupError, DamagedFileError) as err:  # a damaged input file too: it names it
         print(f"error: {err}", file=sys.stderr)
