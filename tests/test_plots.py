@@ -252,6 +252,17 @@ def sweep(tmp_path):
     return d
 
 
+def test_an_mhd_sweep_plots_its_peak_ohmic_dissipation_by_default():
+    """MHD's collected columns hold no plain dissipation: its sweeps were drawn against their first final_ column,
+    the final kinetic energy, where explanation/mhd.md's resistivity sweep reads its peak ohmic dissipation."""
+    columns = ["final_kinetic_energy", "peak_kinetic_energy", "final_viscous_dissipation", "peak_viscous_dissipation",
+               "final_ohmic_dissipation", "peak_ohmic_dissipation", "final_cfl", "peak_cfl"]
+    assert plots.sweep._sweep_column(None, columns) == "peak_ohmic_dissipation"
+    # a plain dissipation still comes first, and without either the first final_ column
+    assert plots.sweep._sweep_column(None, ["final_energy", "peak_dissipation", *columns]) == "peak_dissipation"
+    assert plots.sweep._sweep_column(None, ["final_cfl", "final_energy"]) == "final_energy"
+
+
 def test_sweep_plot_default_column_lines_per_other_key_and_notes(sweep, capsys):
     assert plot(str(sweep)) == 0
     out, err = capsys.readouterr()
