@@ -211,8 +211,8 @@ def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_
 #: each shipped template, its arguments, and the rest of its srun line after the simulator command
 TEMPLATE_TASKS = {"sweep": (["sw"], "sweep sw --point 1"),
                   "cpu": (["c.yaml", "o"], "run c.yaml --out o --resume --cpu-devices 2"),
-                  "gpu_node": (["c.yaml", "o"], "run c.yaml --out o --resume"),
-                  "gpu_nodes": (["c.yaml", "o"], "run c.yaml --out o --resume")}
+                  "gpu_node": (["c.yaml", "o"], "run c.yaml --out o --resume --set runtime.cpu_devices=null"),
+                  "gpu_nodes": (["c.yaml", "o"], "run c.yaml --out o --resume --set runtime.cpu_devices=null")}
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATE_TASKS))
@@ -565,3 +565,26 @@ def test_ctrl_c_during_a_local_ensemble_sweep_stops_it_resumably(tmp_path, monke
     again = here(capfd, "sweep", file, "--out", out, "--local", "--ensemble")  # its group a process of its own
     assert again.returncode == 0, again.stdout + again.stderr
     assert [sweep.point_state(out, p) for p in ("p000", "p001")] == ["finished", "finished"]
+
+
+@pytest.mark.parametrize("template", ["gpu_node", "gpu_nodes"])
+def test_a_gpu_template_runs_on_the_gpus_whatever_runtime_cpu_devices_the_config_holds(tmp_path, template):
+    """A config written on a laptop with ``runtime.cpu_devices: 2`` (as docs/how-to/devices.md offers) and submitted
+    with a GPU template ran on two virtual CPU devices of the GPU node, the GPUs idle: the key restricts JAX to the
+    CPU. The GPU templates' runs set it to null, so that the job's GPUs are used; the config's own value stays."""
+    from simulator import config
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), "c.yaml", "o"], cwd=tmp_path,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.splitlines()[-1].split()
+    overrides = [line[i + 1] for i, word in enumerate(line) if word == "--set"]
+    assert overrides == ["runtime.cpu_devices=null"], line
+    (tmp_path / "c.yaml").write_text("runtime: {cpu_devices: 2}\n")
+    assert config.load(tmp_path / "c.yaml").runtime.cpu_devices == 2
+    assert config.load(tmp_path / "c.yaml", overrides).runtime.cpu_devices is None  # as the command line reads them
