@@ -139,6 +139,11 @@ def load(path: str | Path) -> Sweep:
     sbatch = raw.get("sbatch") or []
     if not isinstance(sbatch, list) or not all(isinstance(a, str) for a in sbatch):
         raise ConfigError("sbatch", sbatch, 'give a list of sbatch options, e.g. ["--time=00:30:00"]', "is not a list")
+    for i, option in enumerate(sbatch):
+        if _submit_sets(option):
+            raise ConfigError(f"sbatch[{i}]", option, "--submit sets --array (the unfinished points, max_parallel at "
+                              "once), --output (DIR/logs/%A_%a.out), --job-name (the sweep's name) and --parsable "
+                              "itself; leave it out (max_parallel is the array's throttle)", "is set by --submit")
     ensemble, batch = raw.get("ensemble", False), raw.get("batch")
     if not isinstance(ensemble, bool):
         raise ConfigError("ensemble", ensemble, "give true or false", "is not a boolean")
@@ -146,6 +151,20 @@ def load(path: str | Path) -> Sweep:
         raise ConfigError("batch", batch, "give a positive integer (members per batched program)", "is not allowed")
     return Sweep(name, path.resolve(), base, dict(fixed), swept, tuple(Point(i, p) for i, p in enumerate(values)),
                  max_parallel, tuple(sbatch), ensemble or batch is not None, batch)
+
+
+# sbatch takes the last of an option given twice: a sweep's own --array after --submit's would run other points
+# than those submitted (and recorded as under way), an --output or --job-name would hide the tasks' logs and names
+SUBMIT_SETS = ("--array", "--output", "--job-name", "--parsable")
+SUBMIT_SETS_SHORT = ("-a", "-o", "-J")
+
+
+def _submit_sets(option: str) -> bool:
+    """Whether an entry of the sweep file's ``sbatch`` list sets an option that ``--submit`` sets itself."""
+    word = option.strip()
+    if word.startswith("--"):
+        return word.split("=", 1)[0].split(None, 1)[0] in SUBMIT_SETS
+    return any(word.startswith(short) for short in SUBMIT_SETS_SHORT)
 
 
 def _refuse_repeats(grid: Mapping[str, list], values: Sequence[Mapping[str, Any]]) -> None:

@@ -132,6 +132,9 @@ def test_slurm_lists_the_shipped_templates_and_prints_one_without_starting_jax(c
     code, _, err = command(capfd, "slurm", "gpu-node")
     assert code == 2 and err == ("error: simulator slurm = 'gpu-node' is not a shipped Slurm template; one of: cpu, "
                                  "gpu_node, gpu_nodes, sweep (did you mean 'gpu_node'?)\n")
+    # a name's beginning: the template it begins, not the nearest spelling (difflib gave 'cpu' for 'gpu')
+    code, _, err = command(capfd, "slurm", "gpu")
+    assert code == 2 and err.endswith("one of: cpu, gpu_node, gpu_nodes, sweep (did you mean 'gpu_node'?)\n")
     code = "import sys; from simulator.cli import main\nmain(['slurm', 'cpu'])\nprint('jax' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert r.stdout.splitlines()[-1] == "False"
@@ -268,3 +271,30 @@ def test_a_resume_hint_begins_with_the_launcher_the_run_ran_under(monkeypatch):
     monkeypatch.setenv(ENV_COORDINATOR, "127.0.0.1:1234")
     monkeypatch.setenv(ENV_NUM_PROCESSES, "2")
     assert command_prefix() == "simulator launch -n 2"
+
+
+def test_the_sweep_target_s_help_names_every_option_that_takes_the_sweep_directory():
+    """``--point``, ``--group`` and ``--collect`` take the directory, the other forms the sweep file: the
+    positional's help says so for each (it named ``--point`` and ``--collect`` only)."""
+    import argparse
+
+    from simulator.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["sweep"]
+    target = next(a for a in sub._actions if a.dest == "target")
+    assert [o for o in ("--point", "--group", "--collect") if o not in target.help] == []
+
+
+def test_a_reader_that_leaves_early_is_no_traceback():
+    """``simulator sweep DIR --collect | head -2`` printed a BrokenPipeError traceback and exit 1 once head had
+    its lines: a reader closing the pipe is what pipes do. Here the reader has gone before the command writes."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "simulator", "configs"], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 141, (done.returncode, done.stderr)

@@ -149,6 +149,13 @@ def test_a_list_whose_default_is_empty_takes_the_empty_list_every_resolved_confi
          r"scalars$"),
         ("physics: {name: navier_stokes, hbar_over_m: 0.1}", [],
          r"^physics\.hbar_over_m = 0\.1 is an unknown key; known keys for physics\.name = navier_stokes"),
+        # a section whose name is left out: the message says the name it was read as is the default
+        ("physics: {viscosity: 0.02, resistivity: 0.02}", [],
+         r"^physics\.resistivity = 0\.02 is an unknown key; known keys for physics\.name = navier_stokes \(the "
+         r"default: no physics\.name given\): name, viscosity, "),
+        ("physics: {name: mhd}\ninitial: {k_peak: 3}", [],
+         r"^initial\.k_peak = 3 is an unknown key; known keys for initial\.name = orszag_tang \(the default: no "
+         r"initial\.name given\): name, amplitude, magnetic_amplitude, mean_field$"),
         ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; it must be > 0"),
         ("time: {cfl: 0}", [], r"^time\.cfl = 0\.0 is out of range"),
         ("physics: {forcing: lundgren}", [], r"^physics\.forcing = 'lundgren' is unknown; expected one of: none, linear, band"),

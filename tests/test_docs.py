@@ -81,6 +81,19 @@ def test_the_readme_is_short_and_links_into_the_site():
     assert {f"docs/{s}/index.md" for s in ("tutorials", "how-to", "explanation", "reference")} <= set(links) & named
 
 
+def test_the_readme_s_commands_at_a_glance_name_every_command():
+    """A first-time user reads the README's block of commands as the list of what there is: every command
+    of the parser is in it (``simulator slurm`` and ``config-docs`` were missing)."""
+    import argparse
+
+    from simulator.cli import build_parser
+
+    glance = README.split("## Commands at a glance")[1].split("```text\n")[1].split("```")[0]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [name for name in sub.choices if f"simulator {name}" not in glance]
+    assert not missing, missing
+
+
 # ---- the site: built strictly (broken links and anchors, missing pages fail), generated references whole ----
 
 def _offline() -> list[str]:

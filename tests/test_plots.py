@@ -252,6 +252,17 @@ def sweep(tmp_path):
     return d
 
 
+def test_an_mhd_sweep_plots_its_peak_ohmic_dissipation_by_default():
+    """MHD's collected columns hold no plain dissipation: its sweeps were drawn against their first final_ column,
+    the final kinetic energy, where explanation/mhd.md's resistivity sweep reads its peak ohmic dissipation."""
+    columns = ["final_kinetic_energy", "peak_kinetic_energy", "final_viscous_dissipation", "peak_viscous_dissipation",
+               "final_ohmic_dissipation", "peak_ohmic_dissipation", "final_cfl", "peak_cfl"]
+    assert plots.sweep._sweep_column(None, columns) == "peak_ohmic_dissipation"
+    # a plain dissipation still comes first, and without either the first final_ column
+    assert plots.sweep._sweep_column(None, ["final_energy", "peak_dissipation", *columns]) == "peak_dissipation"
+    assert plots.sweep._sweep_column(None, ["final_cfl", "final_energy"]) == "final_energy"
+
+
 def test_sweep_plot_default_column_lines_per_other_key_and_notes(sweep, capsys):
     assert plot(str(sweep)) == 0
     out, err = capsys.readouterr()
@@ -962,6 +973,28 @@ def test_the_panel_titles_of_a_slice_of_a_tall_box_stay_over_their_panels(box):
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+@pytest.mark.parametrize("box", [(2 * np.pi, 2 * np.pi, 4 * np.pi), (2 * np.pi, 2 * np.pi, 8 * np.pi)])
+def test_the_panel_titles_of_a_slice_of_a_tall_box_stay_apart(box):
+    """A plane of a box longer along z than across (2pi x 4pi, seen along x) is drawn as tall, narrow images: the
+    two panels' titles, each as wide as over a square image, ran into each other; they wrap to their image."""
+    rng = np.random.default_rng(0)
+    shape = (32, int(32 * box[2] / box[1]))
+    panels = [run_plots.Panel("current, mid-plane at x-coordinate 3.14 code units", "$|j|$", "inferno",
+                              rng.random(shape)),
+              run_plots.Panel("current x component, same plane", "$j_x$", "RdBu_r", rng.random(shape) - 0.5,
+                              symmetric=True)]
+    fig = run_plots.slice_figure(panels, run_plots._limits(panels), box, 0, "mhd_box  32x32x64  t = 1.00")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_title()]
+    left, right = (ax.title.get_window_extent(renderer) for ax in axes)
+    assert left.x1 <= right.x0, (left, right)
+    for ax in axes:  # and each within the canvas, under the heading
+        extent = ax.title.get_window_extent(renderer)
+        assert extent.x0 >= 0 and extent.x1 <= fig.bbox.width
+        assert extent.y1 <= fig._suptitle.get_window_extent(renderer).y0
 
 
 def test_a_slice_of_a_snapshot_before_the_runs_end_says_so(runs, tmp_path):

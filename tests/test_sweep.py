@@ -67,11 +67,24 @@ def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
      "point 1 = {'initial.seed': 1, 'initial.amplitude': 0.5} repeats point 0"),
     ({"points": [{"physics.viscosity": 0.1}, {"physics.viscosity": 0.2}, {"physics.viscosity": 0.1}]},
      "point 2 = {'physics.viscosity': 0.1} repeats point 0"),
+    # what --submit sets itself: sbatch takes the last one given, so these would override it (the array's points)
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--time=00:10:00", "--array=0-1"]},
+     "sbatch[1] = '--array=0-1' is set by --submit; --submit sets --array (the unfinished points, max_parallel at once)"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["-a 0"]}, "sbatch[0] = '-a 0' is set by --submit"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--output=x.out"]}, "sbatch[0] = '--output=x.out' is set"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["-Jname"]}, "sbatch[0] = '-Jname' is set by --submit"),
+    ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--job-name", "x"]}, "sbatch[0] = '--job-name' is set"),
 ])
 def test_malformed_sweep_files_are_named(tmp_path, body, expected):
     with pytest.raises(ConfigError) as err:
         sweep_file.load(write_sweep(tmp_path / "s.yaml", **body))
     assert expected in str(err.value)
+
+
+def test_sbatch_options_that_submit_does_not_set_are_kept_in_order(tmp_path):
+    options = ["--time=00:10:00", "--open-mode=append", "-p", "gpu", "--account=a", "--gpus-per-task=1"]
+    spec = sweep_file.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2]}, sbatch=options))
+    assert spec.sbatch == tuple(options)
 
 
 def test_one_bad_point_fails_the_sweep_before_anything_is_written(tmp_path):
@@ -198,8 +211,8 @@ def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_
 #: each shipped template, its arguments, and the rest of its srun line after the simulator command
 TEMPLATE_TASKS = {"sweep": (["sw"], "sweep sw --point 1"),
                   "cpu": (["c.yaml", "o"], "run c.yaml --out o --resume --cpu-devices 2"),
-                  "gpu_node": (["c.yaml", "o"], "run c.yaml --out o --resume"),
-                  "gpu_nodes": (["c.yaml", "o"], "run c.yaml --out o --resume")}
+                  "gpu_node": (["c.yaml", "o"], "run c.yaml --out o --resume --set runtime.cpu_devices=null"),
+                  "gpu_nodes": (["c.yaml", "o"], "run c.yaml --out o --resume --set runtime.cpu_devices=null")}
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATE_TASKS))
@@ -222,12 +235,33 @@ def test_a_template_runs_the_simulator_on_the_path_without_a_project_venv(tmp_pa
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()[-1]
 
-    assert task() == f"srun --kill-on-bad-exit=1 simulator {rest}"
-    assert task(SIMULATOR="/opt/sim/bin/simulator") == f"srun --kill-on-bad-exit=1 /opt/sim/bin/simulator {rest}"
+    srun = "srun --kill-on-bad-exit=1 --cpus-per-task=2"
+    assert task() == f"{srun} simulator {rest}"
+    assert task(SIMULATOR="/opt/sim/bin/simulator") == f"{srun} /opt/sim/bin/simulator {rest}"
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "simulator").write_text("#!/bin/bash\n")
     (tmp_path / ".venv" / "bin" / "simulator").chmod(0o755)
-    assert task() == f"srun --kill-on-bad-exit=1 .venv/bin/simulator {rest}"
+    assert task() == f"{srun} .venv/bin/simulator {rest}"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATE_TASKS))
+def test_a_template_s_step_asks_for_the_job_s_cpus_per_task(tmp_path, template):
+    """Slurm 22.05 to 23.02 give an srun step one CPU per task unless srun itself is given --cpus-per-task (it no
+    longer reads SLURM_CPUS_PER_TASK of the job): every process of a job with --cpus-per-task=8 ran its virtual
+    devices, XLA's threads and FFTW on one core. Each template passes the job's value on; without one, nothing."""
+    args, rest = TEMPLATE_TASKS[template]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"}
+    for cpus, expected in (("8", "--cpus-per-task=8 simulator "), (None, "--kill-on-bad-exit=1 simulator ")):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), *args], cwd=tmp_path,
+                              env={**env, **({"SLURM_CPUS_PER_TASK": cpus} if cpus else {})}, capture_output=True,
+                              text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        assert expected in done.stdout.splitlines()[-1], done.stdout
 
 
 @pytest.mark.slow
@@ -531,3 +565,26 @@ def test_ctrl_c_during_a_local_ensemble_sweep_stops_it_resumably(tmp_path, monke
     again = here(capfd, "sweep", file, "--out", out, "--local", "--ensemble")  # its group a process of its own
     assert again.returncode == 0, again.stdout + again.stderr
     assert [sweep.point_state(out, p) for p in ("p000", "p001")] == ["finished", "finished"]
+
+
+@pytest.mark.parametrize("template", ["gpu_node", "gpu_nodes"])
+def test_a_gpu_template_runs_on_the_gpus_whatever_runtime_cpu_devices_the_config_holds(tmp_path, template):
+    """A config written on a laptop with ``runtime.cpu_devices: 2`` (as docs/how-to/devices.md offers) and submitted
+    with a GPU template ran on two virtual CPU devices of the GPU node, the GPUs idle: the key restricts JAX to the
+    CPU. The GPU templates' runs set it to null, so that the job's GPUs are used; the config's own value stays."""
+    from simulator import config
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), "c.yaml", "o"], cwd=tmp_path,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.splitlines()[-1].split()
+    overrides = [line[i + 1] for i, word in enumerate(line) if word == "--set"]
+    assert overrides == ["runtime.cpu_devices=null"], line
+    (tmp_path / "c.yaml").write_text("runtime: {cpu_devices: 2}\n")
+    assert config.load(tmp_path / "c.yaml").runtime.cpu_devices == 2
+    assert config.load(tmp_path / "c.yaml", overrides).runtime.cpu_devices is None  # as the command line reads them

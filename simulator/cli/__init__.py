@@ -4,7 +4,7 @@ Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad
 arguments, device setup, a refused output directory or restart, a damaged file read), reported as one line on stderr;
 3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
 count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
-export stopped by one (no partial file left: run it again).
+export stopped by one (no partial file left: run it again); 141 the reader of its output closed the pipe (``| head``).
 
 Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
 plan, config-docs, configs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
@@ -14,6 +14,7 @@ they share in :mod:`.common`: the library returns data and reports through callb
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -22,6 +23,9 @@ from simulator import config as config_mod
 from simulator.cli import devices, results, run, sweep
 from simulator.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
 from simulator.errors import ConfigError, DamagedFileError, RuntimeSetupError
+
+#: 128 + SIGPIPE, the status of a shell tool whose reader closed the pipe
+EXIT_BROKEN_PIPE = 141
 
 
 def version_line() -> str:
@@ -84,6 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         release_early()
     try:
         return args.func(args)
+    except BrokenPipeError:  # `simulator configs | head`: the reader has what it wanted; exit as a shell tool does
+        # Python flushes stdout again at exit and would report the pipe once more: point it at nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _exit_now_if_distributed(EXIT_BROKEN_PIPE)
+        return EXIT_BROKEN_PIPE
     except (ConfigError, RuntimeSetupError, DamagedFileError) as err:  # a damaged input file too: it names it
         print(f"error: {err}", file=sys.stderr)
         _exit_now_if_distributed(EXIT_BAD_INPUT)

@@ -48,8 +48,8 @@ def add_plot(sub: Any) -> None:
                    "density, current, buoyancy, ...; `scalar` shows the first passive scalars, one panel each)")
     p.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice plane (default: z)")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
-                   help="sweep: the collected column, final_X, peak_X or X (= final_X) (default: peak_dissipation or "
-                   "peak_max_density, else the first final_ column)")
+                   help="sweep: the collected column, final_X, peak_X or X (= final_X) (default: peak_dissipation, "
+                   "peak_ohmic_dissipation (MHD) or peak_max_density, else the first final_ column)")
     p.add_argument("--against", default=None, metavar="KEY",
                    help="sweep: the swept key on the x axis (default: the first)")
     p.set_defaults(func=cmd_plot)

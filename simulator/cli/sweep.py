@@ -115,7 +115,7 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
 def add_sweep(sub: Any) -> None:
     p = sub.add_parser("sweep", help="expand and validate a parameter sweep; run it here or as one Slurm array job; "
                        "collect its results")
-    p.add_argument("target", help="the sweep file (SWEEP.yaml), or with --point/--collect its directory")
+    p.add_argument("target", help="the sweep file (SWEEP.yaml), or with --point, --group or --collect its directory")
     p.add_argument("--out", default=None, metavar="DIR", help="the sweep's directory (default: outputs/<name>)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--local", action="store_true", help="run the unfinished points on this machine")

@@ -43,8 +43,9 @@ SWEEP_FIXED_COLUMNS = ("index", "status", "out", "time", "note")
 LOWEST = "lowest_"
 #: prefix of the columns holding a diagnostic's peak over a point's run (psi_tail's is its resolution)
 PEAK = "peak_"
-#: the default column of a sweep plot, the first present, else the first final_ column but final_cfl
-SWEEP_DEFAULTS = ("peak_dissipation", "peak_max_density")
+#: the default column of a sweep plot, the first present, else the first final_ column but final_cfl (MHD reports
+#: its dissipation as viscous and ohmic: the ohmic peak, what a resistivity sweep studies, not a final energy)
+SWEEP_DEFAULTS = ("peak_dissipation", "peak_ohmic_dissipation", "peak_max_density")
 #: a log x axis of at most this many swept values is ticked at each of them
 MAX_TICKED = 8
 

@@ -150,7 +150,9 @@ def _scalars(value: Any) -> Iterator[Any]:
 def did_you_mean(word: Any, names: Sequence[str]) -> str | None:
     """The name of ``names`` closest to ``word``, regardless of case (``RK4`` -> ``rk4``), or None."""
     lowered = {name.lower(): name for name in names}
-    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
+    # a name the word begins first: `simulator slurm gpu` is after gpu_node, which difflib ranks below cpu
+    begun = sorted((name for name in lowered if str(word) and name.startswith(str(word).lower())), key=len)
+    close = begun[:1] or difflib.get_close_matches(str(word).lower(), list(lowered), n=1)
     return lowered[close[0]] if close else None
 
 
@@ -243,4 +245,7 @@ def build_variant(variants: Variants, data: Any, key: str, siblings: Mapping[str
         if name in variants.every_name() and context:
             raise ConfigError(f"{key}.name", name, f"{context} use one of: {', '.join(table)}", "is not available")
         raise _unknown(f"{key}.name", name, list(table))
-    return build(table[name], {**data, "name": name}, f"{key}.", context=f"{key}.name = {name}", stored=stored)
+    # a name left out is the default's: say so, or a key of the equation the user meant reads as refused by one
+    # they never wrote (physics.resistivity "unknown for physics.name = navier_stokes" when physics.name is missing)
+    chosen = f"{key}.name = {name}" if "name" in data else f"{key}.name = {name} (the default: no {key}.name given)"
+    return build(table[name], {**data, "name": name}, f"{key}.", context=chosen, stored=stored)
