@@ -599,3 +599,39 @@ def test_a_cosmological_run_writes_redshifts_units_and_restarts(tmp_path, capfd)
     plot = subprocess.CompletedProcess(["plot"], *command(capfd, "plot", str(out)))
     assert plot.returncode == 0, plot.stderr
     assert {Path(p).name for p in plot.stdout.split()} == {"timeseries.png", "spectra.png", "slice.png"}
+
+
+def _mode_sum_contrast(cfg, z, fdm):
+    """sqrt(sum P(k, a) / V) over every mode of the grid's cube but k = 0: the rms linear contrast on the grid."""
+    n, box = cfg.grid.shape, cfg.grid.box
+    k = np.sqrt(sum(c**2 for c in np.meshgrid(*(2 * np.pi * np.fft.fftfreq(m, length / m) for m, length in
+                                                 zip(n, box, strict=True)), indexing="ij")))
+    return math.sqrt(power.linear_power(k, 1 / (1 + z), cfg.physics.traced(), None, fdm).sum() / math.prod(box))
+
+
+def test_a_start_that_is_not_perturbative_is_cautioned_with_the_z_start_that_is(capfd):
+    """A cosmological run at sigma8 = 1e6, or started late (z_start = 5 at 64^3 in 100 Mpc/h), stepped on from
+    displacements of many cells without a word: the first at a time step shrunk 1e8-fold (ETA thousands of hours),
+    the second from initial conditions that are not the spectrum asked for. Now the rms linear density contrast of
+    the grid's modes at z_start above 0.5 is one warning naming physics.z_start, its rms (the sum over the cube's
+    modes to 1%) and the z_start where that sum is 0.25; the shipped starts (rms 0.07 and 0.26 here) get none."""
+    config = ROOT / "configs" / "cold_dark_matter.yaml"
+    late = ["--set", "physics.z_start=5", "--set", "physics.output_redshifts=[0]"]
+    code, _, err = command(capfd, "validate", str(config), *late)
+    assert code == 0 and len(err.splitlines()) == 1
+    said = err.removeprefix("warning: ")
+    assert said.startswith("physics.z_start = 5: the linear density contrast of the grid's modes has rms ")
+    cfg = C.load(config, ["physics.z_start=5", "physics.output_redshifts=[0]"])
+    rms = float(said.split("has rms ")[1].split(" ")[0])
+    assert rms == pytest.approx(_mode_sum_contrast(cfg, 5, False), rel=1e-2) and rms > 0.5
+    earlier = float(said.split("start at z_start >= ")[1].split(" ")[0])
+    assert _mode_sum_contrast(cfg, earlier, False) == pytest.approx(0.25, rel=1e-2)
+    assert math.isclose(power.grid_contrast(1 / (1 + 5), cfg.physics.traced(), None, False, cfg.grid.shape,
+                                            cfg.grid.box), _mode_sum_contrast(cfg, 5, False), rel_tol=1e-2)
+    code, _, err = command(capfd, "validate", str(config), "--set", "physics.sigma8=1e6")
+    assert code == 0 and "physics.z_start = 49: " in err and "check sigma8 = 1e+06" in err
+    for shipped in (config, ROOT / "configs" / "fdm_mixed.yaml", ROOT / "configs" / "fdm_cosmo.yaml"):
+        assert command(capfd, "validate", str(shipped))[2] == ""
+    coarse = C.load(config, ["grid.shape=[32,32,32]", "physics.cdm_particles=32768", "physics.z_start=9",
+                             "physics.output_redshifts=[0]"])
+    assert 0.25 < _mode_sum_contrast(coarse, 9, False) < 0.5 and coarse.physics.cautions(coarse) == []

@@ -159,12 +159,17 @@ class FDMCosmoParams(EquationParams):
 
     def cautions(self, cfg: Any) -> list[str]:
         """A spectrum file continued past its ends over the grid's modes or the sigma8 integral
-        (:func:`.power.table_cautions`); a wave that carries almost none of the mass, yet is stepped."""
-        out = []
-        if self.spectrum_file is not None:
-            from simulator.equations.fdm_cosmo.power import read_table, table_cautions
+        (:func:`.power.table_cautions`); a start that is not perturbative (:func:`.power.start_cautions`); a
+        wave that carries almost none of the mass, yet is stepped."""
+        from simulator.equations.fdm_cosmo.power import read_table, start_cautions, table_cautions
 
-            out += table_cautions(read_table(self.spectrum_file), self.traced(), cfg.grid.shape, cfg.grid.box)
+        table = read_table(self.spectrum_file) if self.spectrum_file is not None else None
+        out = []
+        if table is not None:
+            out += table_cautions(table, self.traced(), cfg.grid.shape, cfg.grid.box)
+        # the particles start from the spectrum without the wave's cut-off, the wave alone from its own
+        fdm = self.fdm_transfer and not self.cdm_particles
+        out += start_cautions(self.traced(), table, fdm, cfg.grid.shape, cfg.grid.box)
         if 0.0 < self.fdm_fraction <= TRACE_FRACTION:
             out.append(f"physics.fdm_fraction = {self.fdm_fraction:g}: the wave carries that little of the mass, yet "
                        "it is allocated and stepped, and its phase limits an adaptive time step; "
