@@ -120,7 +120,7 @@ def test_members_equal_their_separate_runs_in_one_compilation(runs):
     for i in range(3):
         assert_same_run(root / "ens" / f"m{i}", root / "sep" / f"m{i}")
         assert json.loads((root / "ens" / f"m{i}" / "status.json").read_text())["state"] == "finished"
-        assert "(1 compilation(s) of the ensemble's chunk" in (root / "ens" / f"m{i}" / "run.log").read_text()
+        assert "(one program for the ensemble's chunks" in (root / "ens" / f"m{i}" / "run.log").read_text()
     dt = read_timeseries(root / "ens" / "m2" / "timeseries.csv")["dt"]
     assert dt[1] < 0.02 and len(set(dt[1:-1])) > 1  # the adaptive member chose its own time steps
     snaps = sorted(p.name for p in (root / "ens" / "m0" / "snapshots").glob("s*.h5"))
@@ -170,7 +170,7 @@ def test_mixed_dark_matter_members_run_as_an_ensemble(tmp_path, members):
     cfgs = [simulator.load_config(None, {**base, **{k: v[i] for k, v in members.items()}}) for i in range(2)]
     assert run_configs(cfgs, [tmp_path / "ens" / f"m{i}" for i in range(2)]) == [0, 0]
     assert [simulator.run_config(c, tmp_path / "sep" / f"m{i}") for i, c in enumerate(cfgs)] == [0, 0]
-    assert "(1 compilation(s) of the ensemble's chunk" in (tmp_path / "ens" / "m0" / "run.log").read_text()
+    assert "(one program for the ensemble's chunks" in (tmp_path / "ens" / "m0" / "run.log").read_text()
     ends = {}
     for run in ("ens", "sep"):
         for i in range(2):
@@ -422,7 +422,7 @@ def test_the_documented_ensemble_sweep_as_written():
         assert done.returncode == 0, f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
     out = ROOT / "outputs" / "tg_ensemble"
     assert yaml.safe_load((out / "ensembles.yaml").read_text())["groups"] == [list(range(8))]
-    assert "(1 compilation(s) of the ensemble's chunk" in (out / "p007" / "run.log").read_text()
+    assert "(one program for the ensemble's chunks" in (out / "p007" / "run.log").read_text()
     with (out / "collected.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [r["status"] for r in rows] == ["finished"] * 8

@@ -80,7 +80,7 @@ def test_run_writes_timeseries_and_config(tmp_path, monkeypatch, capfd):
         assert float(row["energy"]) == pytest.approx(1.5 * math.exp(-2 * 0.01 * float(row["time"])), rel=1e-12)
     meta = yaml.safe_load((out / "config.yaml").read_text())
     assert meta["config"]["precision"] == "float64" and meta["devices"] == 4 and "jax" in meta["versions"]
-    assert "1 compilation(s)" in r.stderr and "steps/s=" in r.stderr and "ETA" in r.stderr
+    assert "one program for every chunk" in r.stderr and "steps/s=" in r.stderr and "ETA" in r.stderr
     # the same output directory again: refused, exit 2, nothing changed
     before = (out / "timeseries.csv").read_bytes()
     monkeypatch.chdir(tmp_path)

@@ -48,7 +48,8 @@ from simulator.particles.flow import lost_species
 from simulator.particles.setup import check_drag
 from simulator.run import rundir
 from simulator.run.batched import batched_programs, stacked_shardings
-from simulator.run.loop import bound_by_drag, check_lost, check_particles, check_room, check_time_step, chunk_end
+from simulator.run.loop import (bound_by_drag, check_lost, check_particles, check_room, check_time_step, chunk_end,
+                                chunk_programs)
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -361,7 +362,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
             if not m.running:
                 continue
             if finished:
-                m.finish(f"{sim.traces} compilation(s) of the ensemble's chunk")
+                m.finish(chunk_programs(sim.traces, "the ensemble's chunks"))
             elif stopping:
                 m.stop(end.reason, stop.count)
         running = sum(m.running for m in active)

@@ -125,11 +125,17 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
             seg.stop(end.reason, stop.count)
             barrier_interrupted()
             return EXIT_INTERRUPTED
-    seg.finish(f"{sim.traces} compilation(s)")
+    seg.finish(chunk_programs(sim.traces))
     return 0
 
 
 # ---- chunk-end checks, shared with the ensemble's driver (run.ensemble) ----------------------------------
+
+
+def chunk_programs(traces: int, what: str = "every chunk") -> str:
+    """The chunk's programs, for the closing line: one (compiled, or loaded from the cache: a trace either way)
+    unless something recompiled it, which a sweep point or a restart must never need."""
+    return f"one program for {what}" if traces == 1 else f"{traces} programs for {what}"
 
 
 @dataclass(frozen=True)
