@@ -208,6 +208,30 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
         np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
 
 
+def test_a_mixed_cosmological_run_s_particle_snapshots_have_its_scale_factor_and_redshift(tmp_path):
+    """configs/fdm_mixed.yaml on 8^3 (512 cold particles) to z = 63: the export's particles/cdm had time and step
+    but not the a and redshift its field snapshots have, so the particles could not be told by redshift. Now
+    load_run's particles carry them (``clocks``), and the export's particles/cdm has them as coordinates along
+    time, equal to the root group's and to each particle snapshot's attributes."""
+    cfg = simulator.load_config(ROOT / "configs" / "fdm_mixed.yaml", {
+        "grid.shape": 8, "physics.cdm_particles": 512, "physics.z_end": 63, "physics.output_redshifts": [127, 63],
+        "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())})
+    assert simulator.run_config(cfg, tmp_path / "mixed") == 0
+    cdm = simulator.load_run(tmp_path / "mixed").particles["cdm"]
+    assert set(cdm.clocks) == {"a", "redshift"}
+    np.testing.assert_allclose(cdm.clocks["redshift"], [127, 63], rtol=1e-12)
+    np.testing.assert_allclose(cdm.clocks["a"], 1 / (1 + cdm.clocks["redshift"]), rtol=1e-12)
+    for i, index in enumerate(sorted((tmp_path / "mixed" / "particles").glob("s*.h5"))):
+        with h5py.File(index) as f:
+            assert (cdm.clocks["a"][i], cdm.clocks["redshift"][i]) == (f.attrs["a"], f.attrs["redshift"])
+    path = export.export_netcdf(tmp_path / "mixed")
+    with xr.open_dataset(path) as root, xr.open_dataset(path, group="particles/cdm") as ds:
+        assert {"a", "redshift", "step"} <= set(ds.position.coords) and ds.position.dims == ("time", "particle", "component")
+        np.testing.assert_array_equal(ds.a.values, root.a.values)
+        np.testing.assert_array_equal(ds.redshift.values, root.redshift.values)
+        assert ds.sel(time=ds.time[ds.redshift.values == 63]).position.shape == (1, 512, 3)  # picked by redshift
+
+
 def test_a_boussinesq_run_exports_its_horizontal_vertical_spectra_and_kh_kz_maps(tmp_path):
     """configs/stratified_turbulence.yaml on 8^3 in float64, read and exported: the spectra binned by k_h and |k_z|
     along their own axes from bin 0 (the vertically uniform modes, and the shear: no mean, real energy that the
@@ -416,7 +440,8 @@ def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_run
         np.testing.assert_array_equal(ds.step.values, run.statistics["step"])
         assert ds.structure_longitudinal_x.dims == ("time", "orders", "r_x")
         assert ds.pdf_increment.dims == ("time", "pdf_separations", "pdf_centres") and ds.skewness.dims == ("time",)
-        assert ds.attrs["spacing"] == run.statistics["attrs"]["spacing"] and ds.attrs["equation"] == "navier_stokes"
+        np.testing.assert_array_equal(ds.attrs["spacing"], run.statistics["attrs"]["spacing"])
+        assert ds.attrs["equation"] == "navier_stokes"
     for name, task in run.tasks.items():
         with xr.open_dataset(path, group=f"tasks/{name}") as ds:
             assert ds[name].dims == ("time", *task.dims), name
@@ -442,7 +467,9 @@ def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_run
             assert list(ds.component.values) == ["x", "y", "z"] and ds.time.attrs["axis"] == "T"
     for name, tracks in run.trajectories.items():
         with xr.open_dataset(path, group=f"trajectories/{name}") as ds:
-            np.testing.assert_array_equal(ds.position.values, tracks.x)
+            np.testing.assert_array_equal(ds.unwrapped.values, tracks.x)
+            np.testing.assert_array_equal(ds.position.values, tracks.position)
+            np.testing.assert_array_equal(ds.step.values, tracks.step)
             np.testing.assert_array_equal(ds.velocity.values, tracks.v)
             np.testing.assert_array_equal(ds.time.values, tracks.time)
             np.testing.assert_array_equal(ds.particle.values, tracks.ids)
@@ -494,8 +521,9 @@ def test_particle_series_and_trajectories_print_in_one_line_each():
     from simulator.results.lagrangian import Trajectories
 
     xyz = np.zeros((2, 4096, 3))
-    series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz)
-    tracks = Trajectories("tracers", np.array([0.0, 1.0, 2.0]), xyz[:, :8], xyz[:, :8], np.arange(8))
+    series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz, {})
+    tracks = Trajectories("tracers", np.array([0.0, 1.0, 2.0]), xyz[:, :8], xyz[:, :8], np.arange(8), np.arange(3),
+                          xyz[:, :8])
     assert repr({"cdm": series}) == "{'cdm': ParticleSeries(cdm: 4096 particles, 2 snapshots, t 0 .. 0.693147)}"
     assert repr(tracks) == "Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)"
     assert series.position is xyz and tracks.ids.shape == (8,)
@@ -514,7 +542,65 @@ def test_trajectory_ids_index_the_species_particle_snapshots_in_load_run_and_the
         with xr.open_dataset(path, group=f"particles/{name}") as p, \
                 xr.open_dataset(path, group=f"trajectories/{name}") as t:
             picked = p.unwrapped.sel(particle=t.particle).values
-            np.testing.assert_array_equal(t.position.values[rows], picked, err_msg=name)
+            np.testing.assert_array_equal(t.unwrapped.values[rows], picked, err_msg=name)
+
+
+def test_every_reading_route_gives_steps_as_integers_and_the_trajectories_their_steps(rich, tmp_path):
+    """load_run's time series gave ``step`` as float64 (10.0) where its spectra, statistics, particles and the
+    export gave int64; the export's trajectories had no ``step`` at all, and load_run's none either. Now every
+    route's steps are int64 and equal, the trajectories' those of particles/trajectories.h5."""
+    run = simulator.load_run(rich)
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    steps = {"timeseries": run.timeseries["step"], "spectra": run.spectra["step"], "statistics": run.statistics["step"],
+             **{f"particles {n}": p.step for n, p in run.particles.items()},
+             **{f"trajectories {n}": t.step for n, t in run.trajectories.items()},
+             **{f"task {n}": t.step for n, t in run.tasks.items()}}
+    assert {name: s.dtype for name, s in steps.items()} == {name: np.dtype(np.int64) for name in steps}
+    assert run.timeseries["step"].tolist() == [0, 2, 4, 6, 8]  # the start, then a row per chunk of 2 steps
+    with h5py.File(rich / "particles" / "trajectories.h5") as f:
+        for tracks in run.trajectories.values():
+            np.testing.assert_array_equal(tracks.step, f["step"][()])
+    with xr.open_dataset(path) as ds:
+        assert ds.step_series.dtype == ds.step.dtype == ds.step_spectra.dtype == np.int64
+        np.testing.assert_array_equal(ds.step_series.values, run.timeseries["step"])
+    for name, tracks in run.trajectories.items():
+        with xr.open_dataset(path, group=f"trajectories/{name}") as ds:
+            assert ds.step.dtype == np.int64 and "step" in ds.position.coords and "step" in ds.velocity.coords
+            np.testing.assert_array_equal(ds.step.values, tracks.step)
+
+
+def test_the_trajectories_name_wrapped_and_unwrapped_positions_as_the_particle_snapshots_do(rich, tmp_path):
+    """The export's trajectories/<species> called the unwrapped path ``position``, the name particles/<species>
+    gives the position wrapped into the box: the same name, two quantities. Now both groups hold ``position``
+    (wrapped into [0, L)) and ``unwrapped``, and at the snapshots' steps they agree particle for particle."""
+    run = simulator.load_run(rich)
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    box = 2 * np.pi
+    for name, tracks in run.trajectories.items():
+        assert np.all((tracks.position >= 0) & (tracks.position < box))
+        np.testing.assert_allclose(tracks.position, np.mod(tracks.x, box), rtol=0, atol=1e-5)
+        with xr.open_dataset(path, group=f"particles/{name}") as p, \
+                xr.open_dataset(path, group=f"trajectories/{name}") as t:
+            assert set(t.data_vars) == set(p.data_vars) == {"position", "unwrapped", "velocity"}
+            at = t.sel(time=p.time)  # the snapshots' times are rows of the trajectories
+            for key in ("position", "unwrapped"):
+                assert "wrapped" in t[key].attrs["long_name"] and t[key].attrs["units"] == "code units"
+                np.testing.assert_array_equal(at[key].values, p[key].sel(particle=t.particle).values, err_msg=key)
+            assert "unwrapped" not in t.position.attrs["long_name"]
+
+
+def test_load_run_gives_the_statistics_attributes_as_values_not_json_text(rich, tmp_path):
+    """run.statistics["attrs"] held '[8, 8, 8]' (the JSON text statistics.h5 stores lists as) where a user expects
+    the list; the export wrote that text as the group's attribute. Now the lists are lists in load_run, and number
+    arrays in the export's statistics group."""
+    attrs = simulator.load_run(rich).statistics["attrs"]
+    assert attrs["shape"] == [8, 8, 8] and attrs["equation"] == "navier_stokes"
+    assert attrs["box"] == pytest.approx([2 * np.pi] * 3, rel=1e-15)
+    assert attrs["spacing"] == pytest.approx([2 * np.pi / 8] * 3, rel=1e-15)
+    assert isinstance(attrs["description"], str) and attrs["description"].startswith("Eulerian")
+    with xr.open_dataset(export.export_netcdf(rich, tmp_path / "rich.nc"), group="statistics") as ds:
+        assert ds.attrs["shape"].tolist() == [8, 8, 8]
+        np.testing.assert_allclose(ds.attrs["spacing"], [2 * np.pi / 8] * 3, rtol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["spectra.h5", "statistics.h5", "tasks.h5"])

@@ -806,7 +806,8 @@ def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypat
 
     rng = np.random.default_rng(0)
     v = rng.normal(size=(6, 8, 3))
-    tracks = lagrangian.Trajectories("tracers", np.linspace(0.0, 0.5, 6), np.cumsum(v, axis=0) * 0.1, v, np.arange(8))
+    x = np.cumsum(v, axis=0) * 0.1
+    tracks = lagrangian.Trajectories("tracers", np.linspace(0.0, 0.5, 6), x, v, np.arange(8), np.arange(6), x)
     stats = {"tracers": lagrangian.statistics(tracks)}
     (tmp_path / "particles").mkdir()
     (tmp_path / lagrangian.TRAJECTORIES).touch()
