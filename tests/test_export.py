@@ -208,28 +208,66 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
         np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
 
 
-def test_a_mixed_cosmological_run_s_particle_snapshots_have_its_scale_factor_and_redshift(tmp_path):
-    """configs/fdm_mixed.yaml on 8^3 (512 cold particles) to z = 63: the export's particles/cdm had time and step
-    but not the a and redshift its field snapshots have, so the particles could not be told by redshift. Now
-    load_run's particles carry them (``clocks``), and the export's particles/cdm has them as coordinates along
-    time, equal to the root group's and to each particle snapshot's attributes."""
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """configs/fdm_mixed.yaml on 8^3 (512 cold particles) from z = 127 to 63, snapshots at both (~5 s)."""
+    out = tmp_path_factory.mktemp("export") / "mixed"
     cfg = simulator.load_config(ROOT / "configs" / "fdm_mixed.yaml", {
         "grid.shape": 8, "physics.cdm_particles": 512, "physics.z_end": 63, "physics.output_redshifts": [127, 63],
         "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())})
-    assert simulator.run_config(cfg, tmp_path / "mixed") == 0
-    cdm = simulator.load_run(tmp_path / "mixed").particles["cdm"]
+    assert simulator.run_config(cfg, out) == 0
+    return out
+
+
+def test_a_mixed_cosmological_run_s_particle_snapshots_have_its_scale_factor_and_redshift(mixed, tmp_path):
+    """The export's particles/cdm had time and step but not the a and redshift its field snapshots have, so the
+    particles could not be told by redshift. Now load_run's particles carry them (``clocks``), and the export's
+    particles/cdm has them as coordinates along time, equal to the root group's and to each particle snapshot's
+    attributes."""
+    cdm = simulator.load_run(mixed).particles["cdm"]
     assert set(cdm.clocks) == {"a", "redshift"}
     np.testing.assert_allclose(cdm.clocks["redshift"], [127, 63], rtol=1e-12)
     np.testing.assert_allclose(cdm.clocks["a"], 1 / (1 + cdm.clocks["redshift"]), rtol=1e-12)
-    for i, index in enumerate(sorted((tmp_path / "mixed" / "particles").glob("s*.h5"))):
+    for i, index in enumerate(sorted((mixed / "particles").glob("s*.h5"))):
         with h5py.File(index) as f:
             assert (cdm.clocks["a"][i], cdm.clocks["redshift"][i]) == (f.attrs["a"], f.attrs["redshift"])
-    path = export.export_netcdf(tmp_path / "mixed")
+    path = export.export_netcdf(mixed, tmp_path / "mixed.nc")
     with xr.open_dataset(path) as root, xr.open_dataset(path, group="particles/cdm") as ds:
         assert {"a", "redshift", "step"} <= set(ds.position.coords) and ds.position.dims == ("time", "particle", "component")
         np.testing.assert_array_equal(ds.a.values, root.a.values)
         np.testing.assert_array_equal(ds.redshift.values, root.redshift.values)
         assert ds.sel(time=ds.time[ds.redshift.values == 63]).position.shape == (1, 512, 3)  # picked by redshift
+
+
+def test_a_cosmological_run_s_age_is_in_gyr_wherever_it_is_called_cosmic_time(mixed, tmp_path):
+    """``cosmic_time`` was the age in Gyr in the time series (its description says so) and in 1/H0 in every field and
+    particle snapshot (0.0939 Gyr written as 0.00672 at z = 31): one name, two units, no unit written. Now it is
+    Gyr wherever it is written, the run's units say so (``cosmic_time: Gyr``, in every file's units and in the
+    export's ``cosmic_time_series``), and its values are the matter + Lambda age 2 / (3 sqrt(OL) H0)
+    asinh(sqrt(OL / Om) a^1.5), H0 = 100 h km/s/Mpc, h = 0.7: 0.0117404 Gyr at z = 127."""
+    run = simulator.load_run(mixed)
+    om, ol, h = 0.3, 0.7, 0.7
+    gyr_h0 = 977.792221 / (100 * h)  # 1/H0 in Gyr: 977.79 Gyr km/s/Mpc over H0 in km/s/Mpc
+    def age(a): return 2 / (3 * np.sqrt(ol)) * np.arcsinh(np.sqrt(ol / om) * a**1.5) * gyr_h0
+    ts = run.timeseries
+    np.testing.assert_allclose(ts["cosmic_time"], age(ts["a"]), rtol=1e-6)
+    assert ts["cosmic_time"][0] == pytest.approx(0.0117404, rel=1e-5)
+    assert run.units["cosmic_time"] == "Gyr"
+    files = [*sorted((mixed / "snapshots").glob("s*.h5")), *sorted((mixed / "particles").glob("s*.h5"))]
+    assert len(files) == 4
+    for index in files:
+        with h5py.File(index) as f:
+            row = int(np.flatnonzero(ts["step"] == f.attrs["step"])[0])  # the snapshots' steps have rows
+            assert f.attrs["cosmic_time"] == pytest.approx(ts["cosmic_time"][row], rel=1e-12), index
+            assert f.attrs["cosmic_time_gyr"] == f.attrs["cosmic_time"]
+    for index in [*sorted((mixed / "snapshots").glob("s*.h5")), mixed / "spectra.h5"]:  # the files with units
+        with h5py.File(index) as f:
+            assert json.loads(f.attrs["units"])["cosmic_time"] == "Gyr", index
+    with xr.open_dataset(export.export_netcdf(mixed, tmp_path / "mixed.nc")) as ds:
+        assert ds.cosmic_time_series.attrs["units"] == "Gyr" and "Gyr" in ds.cosmic_time_series.attrs["long_name"]
+        assert json.loads(ds.attrs["units"])["cosmic_time"] == "Gyr"
+        assert ds.time_series.attrs["units"] == ds.time.attrs["units"] == "ln(a/a_start), a_start = 1/(1 + 127)"
+        assert "units" not in ds.z_series.attrs and "units" not in ds.a_series.attrs  # numbers without a unit
 
 
 def test_a_boussinesq_run_exports_its_horizontal_vertical_spectra_and_kh_kz_maps(tmp_path):

@@ -307,7 +307,8 @@ def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> Non
     from simulator.equations import registry
     from simulator.equations.spec import declared
 
-    described = registry()[run.config["physics"]["name"]].diagnostics
+    info = registry()[run.config["physics"]["name"]]
+    described = info.diagnostics
     rows = run.timeseries
     f.dimensions["time_series"] = len(rows["time"])
     variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
@@ -315,7 +316,8 @@ def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> Non
     for column, values in rows.items():
         if column != "time":
             variable(f, f"{column}_series", ("time_series",), values,
-                     units=units["time"] if column == "dt" else None,
+                     # a clock column (a cosmological run's age) in the unit the run's units give it
+                     units=units["time"] if column == "dt" else units.get(column) if column in info.clocks else None,
                      long_name={"step": "time step number", "dt": "time step"}.get(column)
                      or declared(described, column) or column)
 

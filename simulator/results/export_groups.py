@@ -10,11 +10,12 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
     tasks/<name>            a task of tasks.h5 (output.tasks; ``<name>.until-<step>`` rows a restart kept
                             aside): time, step (time); x, y, z as its dimensions use them (grid points);
                             <name> over (time[, a, b | axis]) with the task's attributes
-    particles/<species>     the particle snapshots: time, step (time); particle (0 .. N-1); component;
-                            position (wrapped into the box), unwrapped, velocity (time, particle, component),
-                            in the run's precision
-    trajectories/<species>  particles/trajectories.h5: time; particle (indexes within the species, as particles/);
-                            component; position (unwrapped) and velocity (time, particle, component), float64
+    particles/<species>     the particle snapshots: time, step (time), and a, redshift (time) for a cosmological
+                            run; particle (0 .. N-1); component; position (wrapped into the box), unwrapped,
+                            velocity (time, particle, component), in the run's precision
+    trajectories/<species>  particles/trajectories.h5: time, step (time); particle (indexes within the species, as
+                            particles/); component; position (wrapped into the box), unwrapped and velocity
+                            (time, particle, component), float64: particles/'s names for the same quantities
 
 Time is in the run's time units, positions in its length units, velocities in the units of its
 velocity field. A kind whose file holds no row yet (its coordinates alone) is no group, and a table of no row

@@ -104,7 +104,8 @@ class RunResults:
 
     @cached_property
     def timeseries(self) -> dict[str, np.ndarray]:
-        """``timeseries.csv`` by column: ``step``, ``time``, ``dt`` and the diagnostics (``output("timeseries")``)."""
+        """``timeseries.csv`` by column: ``step`` (int64), ``time``, ``dt`` and the diagnostics (float64;
+        ``output("timeseries")``)."""
         return self.output("timeseries")
 
     @cached_property
@@ -121,7 +122,8 @@ class RunResults:
 
     @cached_property
     def statistics(self) -> dict[str, Any]:
-        """``statistics.h5`` (flow statistics) by dataset, when the run wrote it (``output("statistics")``)."""
+        """``statistics.h5`` (flow statistics) by dataset, its attributes under ``"attrs"`` as values (``shape``,
+        ``box``, ``spacing`` lists), when the run wrote it (``output("statistics")``)."""
         return self.output("statistics")
 
     @cached_property
@@ -142,16 +144,17 @@ class RunResults:
     def particles(self) -> dict[str, particle_output.ParticleSeries]:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
         ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
-        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity
+        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity; ``.clocks`` a
+        cosmological run's ``a`` and ``redshift`` (T,)
         (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none (``output("particles")``)."""
         return self.output("particles")
 
     @cached_property
     def trajectories(self) -> dict[str, lagrangian.Trajectories]:
-        """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``
-        (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' indexes
-        within the species, axis 1 of :attr:`particles` (:class:`~simulator.results.lagrangian.Trajectories`); {}
-        when the run wrote none (``output("trajectories")``)."""
+        """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``,
+        ``.step`` (T,), ``.x`` (unwrapped positions), ``.position`` (wrapped into the box) and ``.v`` (T, N, 3)
+        float64, ``.ids`` (N,) the particles' indexes within the species, axis 1 of :attr:`particles`
+        (:class:`~simulator.results.lagrangian.Trajectories`); {} when the run wrote none (``output("trajectories")``)."""
         return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
