@@ -270,6 +270,16 @@ def test_a_cosmological_run_s_age_is_in_gyr_wherever_it_is_called_cosmic_time(mi
         assert "units" not in ds.z_series.attrs and "units" not in ds.a_series.attrs  # numbers without a unit
 
 
+def test_the_de_broglie_resolution_of_a_cosmological_run_is_labelled_a_pure_number(mixed, tmp_path):
+    """kmax_de_broglie is k_max / k_rms, a ratio (32804 at z = 127 on 16^3, 1 Mpc/h), but its description, the
+    export's long_name, ended "(comoving h/Mpc)": a unit it does not have. Now it says it has none; its values are
+    the grid's largest wavenumber pi N / L over the rms de Broglie wavenumber, above 2 where resolved."""
+    with xr.open_dataset(export.export_netcdf(mixed, tmp_path / "mixed.nc")) as ds:
+        label = ds.kmax_de_broglie_series.attrs["long_name"]
+        assert label.startswith("k_max / k_rms") and "h/Mpc)" not in label and label.endswith("no unit)")
+        assert "units" not in ds.kmax_de_broglie_series.attrs and np.all(ds.kmax_de_broglie_series.values > 2)
+
+
 def test_a_boussinesq_run_exports_its_horizontal_vertical_spectra_and_kh_kz_maps(tmp_path):
     """configs/stratified_turbulence.yaml on 8^3 in float64, read and exported: the spectra binned by k_h and |k_z|
     along their own axes from bin 0 (the vertically uniform modes, and the shear: no mean, real energy that the

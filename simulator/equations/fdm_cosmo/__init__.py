@@ -345,7 +345,8 @@ INFO = EquationInfo(
                          "Hermite quadrature between rows)",
         "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu, max|p_i| / (a^2 dx_i)) / E(a): phase change per "
                "step in radians, or the particles' largest move per step in cells",
-        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
+        # a ratio of two comoving wavenumbers (h/Mpc each): a pure number, as in schrodinger_poisson
+        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (a ratio of comoving wavenumbers: no unit)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
     clocks=("a", "z", "cosmic_time"),
