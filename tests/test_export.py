@@ -270,6 +270,22 @@ def test_a_cosmological_run_s_age_is_in_gyr_wherever_it_is_called_cosmic_time(mi
         assert "units" not in ds.z_series.attrs and "units" not in ds.a_series.attrs  # numbers without a unit
 
 
+def test_a_cosmological_run_s_time_series_has_its_step_and_clocks_as_coordinates(mixed, tmp_path):
+    """The export's snapshot fields have step, a and redshift as coordinates, its spectra step_spectra, a_spectra
+    and z_spectra; the time series' columns had none, so `ds.kinetic_series.plot(x="z_series")` failed. Now
+    step_series and the clock columns a_series, z_series, cosmic_time_series are coordinates of every other column,
+    equal to load_run's columns; a run without clocks has step_series alone."""
+    run = simulator.load_run(mixed)
+    with xr.open_dataset(export.export_netcdf(mixed, tmp_path / "mixed.nc")) as ds:
+        clocks = {"step_series", "a_series", "z_series", "cosmic_time_series"}
+        assert clocks <= set(ds.kinetic_series.coords) and clocks <= set(ds.coords)
+        assert not clocks & set(ds.data_vars) and "kinetic_series" in ds.data_vars
+        for name in clocks:
+            np.testing.assert_array_equal(ds[name].values, run.timeseries[name.removesuffix("_series")])
+        np.testing.assert_array_equal(ds.kinetic_series.swap_dims(time_series="z_series").z_series.values,
+                                      run.timeseries["z"])  # plotted against redshift
+
+
 def test_the_de_broglie_resolution_of_a_cosmological_run_is_labelled_a_pure_number(mixed, tmp_path):
     """kmax_de_broglie is k_max / k_rms, a ratio (32804 at z = 127 on 16^3, 1 Mpc/h), but its description, the
     export's long_name, ended "(comoving h/Mpc)": a unit it does not have. Now it says it has none; its values are
@@ -610,6 +626,7 @@ def test_every_reading_route_gives_steps_as_integers_and_the_trajectories_their_
             np.testing.assert_array_equal(tracks.step, f["step"][()])
     with xr.open_dataset(path) as ds:
         assert ds.step_series.dtype == ds.step.dtype == ds.step_spectra.dtype == np.int64
+        assert set(ds.energy_series.coords) == {"time_series", "step_series"}  # a run without other clocks
         np.testing.assert_array_equal(ds.step_series.values, run.timeseries["step"])
     for name, tracks in run.trajectories.items():
         with xr.open_dataset(path, group=f"trajectories/{name}") as ds:

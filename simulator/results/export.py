@@ -14,7 +14,7 @@ spectra file without a row). The root group::
                  x, y, z: the grid points i L / N in length units (where the XDMF places the values)
                  component ("x", "y", "z"); <field>_index (0 .. n - 1)
                  time_spectra, step_spectra, and a_spectra, z_spectra when spectra.h5 has a and z; k
-                 time_series (the column time)
+                 time_series (the column time); step_series and the clock columns (a_series, ...)
     variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
                  Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
                  for ParaView), in the run's precision (the widest a restart left)
@@ -303,7 +303,8 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
 
 
 def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
-    """timeseries.csv's columns along its own time, named as the equation declares them."""
+    """timeseries.csv's columns along its own time, named as the equation declares them; ``step_series`` and the clock
+    columns (a cosmological run's a, z, cosmic_time) coordinates of the others, as the snapshots' are of theirs."""
     from simulator.equations import registry
     from simulator.equations.spec import declared
 
@@ -313,13 +314,15 @@ def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> Non
     f.dimensions["time_series"] = len(rows["time"])
     variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
              long_name="simulation time of each row of timeseries.csv", axis="T")
+    coordinates = [c for c in rows if c == "step" or c in info.clocks]
     for column, values in rows.items():
         if column != "time":
             variable(f, f"{column}_series", ("time_series",), values,
                      # a clock column (a cosmological run's age) in the unit the run's units give it
                      units=units["time"] if column == "dt" else units.get(column) if column in info.clocks else None,
                      long_name={"step": "time step number", "dt": "time step"}.get(column)
-                     or declared(described, column) or column)
+                     or declared(described, column) or column,
+                     coordinates=None if column in coordinates else " ".join(f"{c}_series" for c in coordinates))
 
 
 def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
