@@ -210,11 +210,15 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
-    """configs/fdm_mixed.yaml on 8^3 (512 cold particles) from z = 127 to 63, snapshots at both (~5 s)."""
+    """configs/fdm_mixed.yaml on 8^3 (512 cold particles) from z = 127 to 63, snapshots at both, a slice and a box
+    maximum every 4 steps (~5 s)."""
     out = tmp_path_factory.mktemp("export") / "mixed"
+    tasks = [{"name": "rho_mid", "field": "density", "reduce": "slice", "axis": "z", "every": 4},
+             {"name": "rho_max", "field": "total_density", "reduce": "max", "every": 4}]
     cfg = simulator.load_config(ROOT / "configs" / "fdm_mixed.yaml", {
         "grid.shape": 8, "physics.cdm_particles": 512, "physics.z_end": 63, "physics.output_redshifts": [127, 63],
-        "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices())})
+        "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices()),
+        "output.chunk": 2, "output.tasks": tasks})
     assert simulator.run_config(cfg, out) == 0
     return out
 
@@ -284,6 +288,26 @@ def test_a_cosmological_run_s_time_series_has_its_step_and_clocks_as_coordinates
             np.testing.assert_array_equal(ds[name].values, run.timeseries[name.removesuffix("_series")])
         np.testing.assert_array_equal(ds.kinetic_series.swap_dims(time_series="z_series").z_series.values,
                                       run.timeseries["z"])  # plotted against redshift
+
+
+def test_a_cosmological_run_s_tasks_are_exported_with_their_scale_factor_and_redshift(mixed, tmp_path):
+    """The export's tasks/<name> of a cosmological run had time (ln a/a_start) and step but no a or redshift, where
+    its snapshots, particles and spectra have them: a slice could not be told by redshift. Now every group along
+    time has a and redshift as coordinates, a = a_start exp(time) and redshift 1/a - 1, as the snapshots'."""
+    run = simulator.load_run(mixed)
+    assert set(run.tasks) == {"rho_mid", "rho_max"}
+    path = export.export_netcdf(mixed, tmp_path / "mixed.nc")
+    for name, task in run.tasks.items():
+        with xr.open_dataset(path, group=f"tasks/{name}") as ds:
+            assert {"a", "redshift", "step"} <= set(ds[name].coords) and ds[name].dims == ("time", *task.dims)
+            np.testing.assert_allclose(ds.a.values, np.exp(task.time) / 128, rtol=1e-14)
+            np.testing.assert_allclose(ds.redshift.values, 128 * np.exp(-task.time) - 1, rtol=1e-12)
+            assert ds.redshift.values[0] == 127 and len(task.time) > 2
+    with xr.open_dataset(path) as root, xr.open_dataset(path, group="tasks/rho_max") as ds:
+        assert (ds.a.values[0], ds.redshift.values[0]) == (root.a.values[0], root.redshift.values[0])  # both at step 0
+    with h5py.File(path) as f:  # the particles' a and redshift, from their files, are not added again
+        assert f["particles/cdm/position"].attrs["coordinates"] == "step a redshift"
+        assert f["tasks/rho_mid/rho_mid"].attrs["coordinates"].split() == ["step", "a", "redshift"]
 
 
 def test_the_de_broglie_resolution_of_a_cosmological_run_is_labelled_a_pure_number(mixed, tmp_path):

@@ -52,6 +52,7 @@ from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
 
 if TYPE_CHECKING:
+    from simulator.equations.spec import Clock
     from simulator.plots.api import RunPlots
 
 __all__ = ["RunResults", "SnapshotRef", "SweepPoint", "SweepResults", "load_run", "load_sweep"]
@@ -184,11 +185,16 @@ class RunResults:
         units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), densities in rho_crit,0, spectra in
         (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units. ConfigError naming the
         key when the run's ``config.yaml`` physics no longer validates."""
+        return {**snapshot_output.CODE_UNITS, **self.clock().units()}
+
+    def clock(self) -> Clock:
+        """The run's clock (:class:`~simulator.equations.spec.Clock`): its :attr:`units`, and the other clocks of a
+        run time, ``clock().time_coordinates(t)`` (a cosmological run's ``a`` and ``z``; {} for another run).
+        ConfigError naming the key when the run's ``config.yaml`` physics no longer validates."""
         from simulator.equations import get
         from simulator.equations.stored import parameters_of
 
-        physics = parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE))
-        return {**snapshot_output.CODE_UNITS, **physics.clock().units()}
+        return parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE)).clock()
 
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
