@@ -182,9 +182,9 @@ class RunResults:
     @cached_property
     def units(self) -> dict[str, str]:
         """The run's units, as its outputs' ``units`` attributes name them: ``{"length": "code units", "time": "code
-        units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), densities in rho_crit,0, spectra in
-        (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units. ConfigError naming the
-        key when the run's ``config.yaml`` physics no longer validates."""
+        units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), its age cosmic_time in Gyr, densities in
+        rho_crit,0, spectra in (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units.
+        ConfigError naming the key when the run's ``config.yaml`` physics no longer validates."""
         return {**snapshot_output.CODE_UNITS, **self.clock().units()}
 
     def clock(self) -> Clock:
