@@ -310,6 +310,27 @@ def test_a_cosmological_run_s_tasks_are_exported_with_their_scale_factor_and_red
         assert f["tasks/rho_mid/rho_mid"].attrs["coordinates"].split() == ["step", "a", "redshift"]
 
 
+def test_a_task_s_figure_labels_its_time_axis_in_the_run_s_unit_or_redshift(rich, mixed):
+    """run.plot.task (plots/task_<name>.png) labelled the time axis of a box reduction and of a profile "t", with
+    no unit, and drew a cosmological run's rows against ln(a/a_start) where its time series and spectra figures
+    read in redshift. Now the axis is the other figures': "t (code units)", or redshift z (1 + z on an inverted log
+    axis, ticks at the run's redshifts)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    run = simulator.load_run(rich)
+    for name in ("u_max", "speed_x"):  # a box reduction (a curve) and a profile (an image against time)
+        ax = run.plot.task(name).axes[0]
+        assert ax.get_xlabel() == "t (code units)", name
+    ax = run.plot.task("u_max").axes[0]
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), run.tasks["u_max"].time)
+    cosmo = simulator.load_run(mixed)
+    ax = cosmo.plot.task("rho_max").axes[0]
+    assert ax.get_xlabel() == "redshift z" and ax.get_xscale() == "log" and ax.xaxis_inverted()
+    task = cosmo.tasks["rho_max"]
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), 128 * np.exp(-task.time), rtol=1e-12)  # 1 + z
+    assert ax.lines[0].get_xdata()[0] == 128
+
+
 def test_the_de_broglie_resolution_of_a_cosmological_run_is_labelled_a_pure_number(mixed, tmp_path):
     """kmax_de_broglie is k_max / k_rms, a ratio (32804 at z = 127 on 16^3, 1 Mpc/h), but its description, the
     export's long_name, ended "(comoving h/Mpc)": a unit it does not have. Now it says it has none; its values are
