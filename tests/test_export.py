@@ -208,6 +208,139 @@ def test_a_cosmological_run_exports_its_scale_factor_redshift_and_units(tmp_path
         np.testing.assert_array_equal(ds.z_series.values, loaded.timeseries["z"])
 
 
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """configs/fdm_mixed.yaml on 8^3 (512 cold particles) from z = 127 to 63, snapshots at both, a slice and a box
+    maximum every 4 steps (~5 s)."""
+    out = tmp_path_factory.mktemp("export") / "mixed"
+    tasks = [{"name": "rho_mid", "field": "density", "reduce": "slice", "axis": "z", "every": 4},
+             {"name": "rho_max", "field": "total_density", "reduce": "max", "every": 4}]
+    cfg = simulator.load_config(ROOT / "configs" / "fdm_mixed.yaml", {
+        "grid.shape": 8, "physics.cdm_particles": 512, "physics.z_end": 63, "physics.output_redshifts": [127, 63],
+        "checkpoint.every": 0, "fft.backend": "single", "runtime.cpu_devices": len(jax.devices()),
+        "output.chunk": 2, "output.tasks": tasks})
+    assert simulator.run_config(cfg, out) == 0
+    return out
+
+
+def test_a_mixed_cosmological_run_s_particle_snapshots_have_its_scale_factor_and_redshift(mixed, tmp_path):
+    """The export's particles/cdm had time and step but not the a and redshift its field snapshots have, so the
+    particles could not be told by redshift. Now load_run's particles carry them (``clocks``), and the export's
+    particles/cdm has them as coordinates along time, equal to the root group's and to each particle snapshot's
+    attributes."""
+    cdm = simulator.load_run(mixed).particles["cdm"]
+    assert set(cdm.clocks) == {"a", "redshift"}
+    np.testing.assert_allclose(cdm.clocks["redshift"], [127, 63], rtol=1e-12)
+    np.testing.assert_allclose(cdm.clocks["a"], 1 / (1 + cdm.clocks["redshift"]), rtol=1e-12)
+    for i, index in enumerate(sorted((mixed / "particles").glob("s*.h5"))):
+        with h5py.File(index) as f:
+            assert (cdm.clocks["a"][i], cdm.clocks["redshift"][i]) == (f.attrs["a"], f.attrs["redshift"])
+    path = export.export_netcdf(mixed, tmp_path / "mixed.nc")
+    with xr.open_dataset(path) as root, xr.open_dataset(path, group="particles/cdm") as ds:
+        assert {"a", "redshift", "step"} <= set(ds.position.coords) and ds.position.dims == ("time", "particle", "component")
+        np.testing.assert_array_equal(ds.a.values, root.a.values)
+        np.testing.assert_array_equal(ds.redshift.values, root.redshift.values)
+        assert ds.sel(time=ds.time[ds.redshift.values == 63]).position.shape == (1, 512, 3)  # picked by redshift
+
+
+def test_a_cosmological_run_s_age_is_in_gyr_wherever_it_is_called_cosmic_time(mixed, tmp_path):
+    """``cosmic_time`` was the age in Gyr in the time series (its description says so) and in 1/H0 in every field and
+    particle snapshot (0.0939 Gyr written as 0.00672 at z = 31): one name, two units, no unit written. Now it is
+    Gyr wherever it is written, the run's units say so (``cosmic_time: Gyr``, in every file's units and in the
+    export's ``cosmic_time_series``), and its values are the matter + Lambda age 2 / (3 sqrt(OL) H0)
+    asinh(sqrt(OL / Om) a^1.5), H0 = 100 h km/s/Mpc, h = 0.7: 0.0117404 Gyr at z = 127."""
+    run = simulator.load_run(mixed)
+    om, ol, h = 0.3, 0.7, 0.7
+    gyr_h0 = 977.792221 / (100 * h)  # 1/H0 in Gyr: 977.79 Gyr km/s/Mpc over H0 in km/s/Mpc
+    def age(a): return 2 / (3 * np.sqrt(ol)) * np.arcsinh(np.sqrt(ol / om) * a**1.5) * gyr_h0
+    ts = run.timeseries
+    np.testing.assert_allclose(ts["cosmic_time"], age(ts["a"]), rtol=1e-6)
+    assert ts["cosmic_time"][0] == pytest.approx(0.0117404, rel=1e-5)
+    assert run.units["cosmic_time"] == "Gyr"
+    files = [*sorted((mixed / "snapshots").glob("s*.h5")), *sorted((mixed / "particles").glob("s*.h5"))]
+    assert len(files) == 4
+    for index in files:
+        with h5py.File(index) as f:
+            row = int(np.flatnonzero(ts["step"] == f.attrs["step"])[0])  # the snapshots' steps have rows
+            assert f.attrs["cosmic_time"] == pytest.approx(ts["cosmic_time"][row], rel=1e-12), index
+            assert f.attrs["cosmic_time_gyr"] == f.attrs["cosmic_time"]
+    for index in [*sorted((mixed / "snapshots").glob("s*.h5")), mixed / "spectra.h5"]:  # the files with units
+        with h5py.File(index) as f:
+            assert json.loads(f.attrs["units"])["cosmic_time"] == "Gyr", index
+    with xr.open_dataset(export.export_netcdf(mixed, tmp_path / "mixed.nc")) as ds:
+        assert ds.cosmic_time_series.attrs["units"] == "Gyr" and "Gyr" in ds.cosmic_time_series.attrs["long_name"]
+        assert json.loads(ds.attrs["units"])["cosmic_time"] == "Gyr"
+        assert ds.time_series.attrs["units"] == ds.time.attrs["units"] == "ln(a/a_start), a_start = 1/(1 + 127)"
+        assert "units" not in ds.z_series.attrs and "units" not in ds.a_series.attrs  # numbers without a unit
+
+
+def test_a_cosmological_run_s_time_series_has_its_step_and_clocks_as_coordinates(mixed, tmp_path):
+    """The export's snapshot fields have step, a and redshift as coordinates, its spectra step_spectra, a_spectra
+    and z_spectra; the time series' columns had none, so `ds.kinetic_series.plot(x="z_series")` failed. Now
+    step_series and the clock columns a_series, z_series, cosmic_time_series are coordinates of every other column,
+    equal to load_run's columns; a run without clocks has step_series alone."""
+    run = simulator.load_run(mixed)
+    with xr.open_dataset(export.export_netcdf(mixed, tmp_path / "mixed.nc")) as ds:
+        clocks = {"step_series", "a_series", "z_series", "cosmic_time_series"}
+        assert clocks <= set(ds.kinetic_series.coords) and clocks <= set(ds.coords)
+        assert not clocks & set(ds.data_vars) and "kinetic_series" in ds.data_vars
+        for name in clocks:
+            np.testing.assert_array_equal(ds[name].values, run.timeseries[name.removesuffix("_series")])
+        np.testing.assert_array_equal(ds.kinetic_series.swap_dims(time_series="z_series").z_series.values,
+                                      run.timeseries["z"])  # plotted against redshift
+
+
+def test_a_cosmological_run_s_tasks_are_exported_with_their_scale_factor_and_redshift(mixed, tmp_path):
+    """The export's tasks/<name> of a cosmological run had time (ln a/a_start) and step but no a or redshift, where
+    its snapshots, particles and spectra have them: a slice could not be told by redshift. Now every group along
+    time has a and redshift as coordinates, a = a_start exp(time) and redshift 1/a - 1, as the snapshots'."""
+    run = simulator.load_run(mixed)
+    assert set(run.tasks) == {"rho_mid", "rho_max"}
+    path = export.export_netcdf(mixed, tmp_path / "mixed.nc")
+    for name, task in run.tasks.items():
+        with xr.open_dataset(path, group=f"tasks/{name}") as ds:
+            assert {"a", "redshift", "step"} <= set(ds[name].coords) and ds[name].dims == ("time", *task.dims)
+            np.testing.assert_allclose(ds.a.values, np.exp(task.time) / 128, rtol=1e-14)
+            np.testing.assert_allclose(ds.redshift.values, 128 * np.exp(-task.time) - 1, rtol=1e-12)
+            assert ds.redshift.values[0] == 127 and len(task.time) > 2
+    with xr.open_dataset(path) as root, xr.open_dataset(path, group="tasks/rho_max") as ds:
+        assert (ds.a.values[0], ds.redshift.values[0]) == (root.a.values[0], root.redshift.values[0])  # both at step 0
+    with h5py.File(path) as f:  # the particles' a and redshift, from their files, are not added again
+        assert f["particles/cdm/position"].attrs["coordinates"] == "step a redshift"
+        assert f["tasks/rho_mid/rho_mid"].attrs["coordinates"].split() == ["step", "a", "redshift"]
+
+
+def test_a_task_s_figure_labels_its_time_axis_in_the_run_s_unit_or_redshift(rich, mixed):
+    """run.plot.task (plots/task_<name>.png) labelled the time axis of a box reduction and of a profile "t", with
+    no unit, and drew a cosmological run's rows against ln(a/a_start) where its time series and spectra figures
+    read in redshift. Now the axis is the other figures': "t (code units)", or redshift z (1 + z on an inverted log
+    axis, ticks at the run's redshifts)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    run = simulator.load_run(rich)
+    for name in ("u_max", "speed_x"):  # a box reduction (a curve) and a profile (an image against time)
+        ax = run.plot.task(name).axes[0]
+        assert ax.get_xlabel() == "t (code units)", name
+    ax = run.plot.task("u_max").axes[0]
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), run.tasks["u_max"].time)
+    cosmo = simulator.load_run(mixed)
+    ax = cosmo.plot.task("rho_max").axes[0]
+    assert ax.get_xlabel() == "redshift z" and ax.get_xscale() == "log" and ax.xaxis_inverted()
+    task = cosmo.tasks["rho_max"]
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), 128 * np.exp(-task.time), rtol=1e-12)  # 1 + z
+    assert ax.lines[0].get_xdata()[0] == 128
+
+
+def test_the_de_broglie_resolution_of_a_cosmological_run_is_labelled_a_pure_number(mixed, tmp_path):
+    """kmax_de_broglie is k_max / k_rms, a ratio (32804 at z = 127 on 16^3, 1 Mpc/h), but its description, the
+    export's long_name, ended "(comoving h/Mpc)": a unit it does not have. Now it says it has none; its values are
+    the grid's largest wavenumber pi N / L over the rms de Broglie wavenumber, above 2 where resolved."""
+    with xr.open_dataset(export.export_netcdf(mixed, tmp_path / "mixed.nc")) as ds:
+        label = ds.kmax_de_broglie_series.attrs["long_name"]
+        assert label.startswith("k_max / k_rms") and "h/Mpc)" not in label and label.endswith("no unit)")
+        assert "units" not in ds.kmax_de_broglie_series.attrs and np.all(ds.kmax_de_broglie_series.values > 2)
+
+
 def test_a_boussinesq_run_exports_its_horizontal_vertical_spectra_and_kh_kz_maps(tmp_path):
     """configs/stratified_turbulence.yaml on 8^3 in float64, read and exported: the spectra binned by k_h and |k_z|
     along their own axes from bin 0 (the vertically uniform modes, and the shear: no mean, real energy that the
@@ -416,7 +549,8 @@ def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_run
         np.testing.assert_array_equal(ds.step.values, run.statistics["step"])
         assert ds.structure_longitudinal_x.dims == ("time", "orders", "r_x")
         assert ds.pdf_increment.dims == ("time", "pdf_separations", "pdf_centres") and ds.skewness.dims == ("time",)
-        assert ds.attrs["spacing"] == run.statistics["attrs"]["spacing"] and ds.attrs["equation"] == "navier_stokes"
+        np.testing.assert_array_equal(ds.attrs["spacing"], run.statistics["attrs"]["spacing"])
+        assert ds.attrs["equation"] == "navier_stokes"
     for name, task in run.tasks.items():
         with xr.open_dataset(path, group=f"tasks/{name}") as ds:
             assert ds[name].dims == ("time", *task.dims), name
@@ -442,7 +576,9 @@ def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_run
             assert list(ds.component.values) == ["x", "y", "z"] and ds.time.attrs["axis"] == "T"
     for name, tracks in run.trajectories.items():
         with xr.open_dataset(path, group=f"trajectories/{name}") as ds:
-            np.testing.assert_array_equal(ds.position.values, tracks.x)
+            np.testing.assert_array_equal(ds.unwrapped.values, tracks.x)
+            np.testing.assert_array_equal(ds.position.values, tracks.position)
+            np.testing.assert_array_equal(ds.step.values, tracks.step)
             np.testing.assert_array_equal(ds.velocity.values, tracks.v)
             np.testing.assert_array_equal(ds.time.values, tracks.time)
             np.testing.assert_array_equal(ds.particle.values, tracks.ids)
@@ -494,8 +630,9 @@ def test_particle_series_and_trajectories_print_in_one_line_each():
     from simulator.results.lagrangian import Trajectories
 
     xyz = np.zeros((2, 4096, 3))
-    series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz)
-    tracks = Trajectories("tracers", np.array([0.0, 1.0, 2.0]), xyz[:, :8], xyz[:, :8], np.arange(8))
+    series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz, {})
+    tracks = Trajectories("tracers", np.array([0.0, 1.0, 2.0]), xyz[:, :8], xyz[:, :8], np.arange(8), np.arange(3),
+                          xyz[:, :8])
     assert repr({"cdm": series}) == "{'cdm': ParticleSeries(cdm: 4096 particles, 2 snapshots, t 0 .. 0.693147)}"
     assert repr(tracks) == "Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)"
     assert series.position is xyz and tracks.ids.shape == (8,)
@@ -514,7 +651,66 @@ def test_trajectory_ids_index_the_species_particle_snapshots_in_load_run_and_the
         with xr.open_dataset(path, group=f"particles/{name}") as p, \
                 xr.open_dataset(path, group=f"trajectories/{name}") as t:
             picked = p.unwrapped.sel(particle=t.particle).values
-            np.testing.assert_array_equal(t.position.values[rows], picked, err_msg=name)
+            np.testing.assert_array_equal(t.unwrapped.values[rows], picked, err_msg=name)
+
+
+def test_every_reading_route_gives_steps_as_integers_and_the_trajectories_their_steps(rich, tmp_path):
+    """load_run's time series gave ``step`` as float64 (10.0) where its spectra, statistics, particles and the
+    export gave int64; the export's trajectories had no ``step`` at all, and load_run's none either. Now every
+    route's steps are int64 and equal, the trajectories' those of particles/trajectories.h5."""
+    run = simulator.load_run(rich)
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    steps = {"timeseries": run.timeseries["step"], "spectra": run.spectra["step"], "statistics": run.statistics["step"],
+             **{f"particles {n}": p.step for n, p in run.particles.items()},
+             **{f"trajectories {n}": t.step for n, t in run.trajectories.items()},
+             **{f"task {n}": t.step for n, t in run.tasks.items()}}
+    assert {name: s.dtype for name, s in steps.items()} == {name: np.dtype(np.int64) for name in steps}
+    assert run.timeseries["step"].tolist() == [0, 2, 4, 6, 8]  # the start, then a row per chunk of 2 steps
+    with h5py.File(rich / "particles" / "trajectories.h5") as f:
+        for tracks in run.trajectories.values():
+            np.testing.assert_array_equal(tracks.step, f["step"][()])
+    with xr.open_dataset(path) as ds:
+        assert ds.step_series.dtype == ds.step.dtype == ds.step_spectra.dtype == np.int64
+        assert set(ds.energy_series.coords) == {"time_series", "step_series"}  # a run without other clocks
+        np.testing.assert_array_equal(ds.step_series.values, run.timeseries["step"])
+    for name, tracks in run.trajectories.items():
+        with xr.open_dataset(path, group=f"trajectories/{name}") as ds:
+            assert ds.step.dtype == np.int64 and "step" in ds.position.coords and "step" in ds.velocity.coords
+            np.testing.assert_array_equal(ds.step.values, tracks.step)
+
+
+def test_the_trajectories_name_wrapped_and_unwrapped_positions_as_the_particle_snapshots_do(rich, tmp_path):
+    """The export's trajectories/<species> called the unwrapped path ``position``, the name particles/<species>
+    gives the position wrapped into the box: the same name, two quantities. Now both groups hold ``position``
+    (wrapped into [0, L)) and ``unwrapped``, and at the snapshots' steps they agree particle for particle."""
+    run = simulator.load_run(rich)
+    path = export.export_netcdf(rich, tmp_path / "rich.nc")
+    box = 2 * np.pi
+    for name, tracks in run.trajectories.items():
+        assert np.all((tracks.position >= 0) & (tracks.position < box))
+        np.testing.assert_allclose(tracks.position, np.mod(tracks.x, box), rtol=0, atol=1e-5)
+        with xr.open_dataset(path, group=f"particles/{name}") as p, \
+                xr.open_dataset(path, group=f"trajectories/{name}") as t:
+            assert set(t.data_vars) == set(p.data_vars) == {"position", "unwrapped", "velocity"}
+            at = t.sel(time=p.time)  # the snapshots' times are rows of the trajectories
+            for key in ("position", "unwrapped"):
+                assert "wrapped" in t[key].attrs["long_name"] and t[key].attrs["units"] == "code units"
+                np.testing.assert_array_equal(at[key].values, p[key].sel(particle=t.particle).values, err_msg=key)
+            assert "unwrapped" not in t.position.attrs["long_name"]
+
+
+def test_load_run_gives_the_statistics_attributes_as_values_not_json_text(rich, tmp_path):
+    """run.statistics["attrs"] held '[8, 8, 8]' (the JSON text statistics.h5 stores lists as) where a user expects
+    the list; the export wrote that text as the group's attribute. Now the lists are lists in load_run, and number
+    arrays in the export's statistics group."""
+    attrs = simulator.load_run(rich).statistics["attrs"]
+    assert attrs["shape"] == [8, 8, 8] and attrs["equation"] == "navier_stokes"
+    assert attrs["box"] == pytest.approx([2 * np.pi] * 3, rel=1e-15)
+    assert attrs["spacing"] == pytest.approx([2 * np.pi / 8] * 3, rel=1e-15)
+    assert isinstance(attrs["description"], str) and attrs["description"].startswith("Eulerian")
+    with xr.open_dataset(export.export_netcdf(rich, tmp_path / "rich.nc"), group="statistics") as ds:
+        assert ds.attrs["shape"].tolist() == [8, 8, 8]
+        np.testing.assert_allclose(ds.attrs["spacing"], [2 * np.pi / 8] * 3, rtol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["spectra.h5", "statistics.h5", "tasks.h5"])

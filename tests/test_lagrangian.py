@@ -17,7 +17,8 @@ ROOT = Path(__file__).parents[1]
 
 
 def _tracks(time, x, v, name="tracers"):
-    return lagrangian.Trajectories(name, np.asarray(time, float), x, v, np.arange(x.shape[1]))
+    time = np.asarray(time, float)  # steps and wrapped positions: unused by the statistics
+    return lagrangian.Trajectories(name, time, x, v, np.arange(x.shape[1]), np.arange(time.size), x)
 
 
 def test_ballistic_particles_disperse_as_v2_t2_with_unit_correlation():

@@ -794,7 +794,7 @@ def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypat
 
     monkeypatch.setattr(Clock, "units", lambda self: {"length": "m", "time": "s"})
     t = np.linspace(0.0, 1.0, 4)
-    data = {"time": t, "attrs": {"spacing": "[0.5, 0.5, 0.5]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2, 4]),
+    data = {"time": t, "attrs": {"spacing": [0.5, 0.5, 0.5]}, "orders": np.array([2, 3]), "r_x": np.array([1, 2, 4]),
             "structure_longitudinal_x": np.ones((4, 2, 3)) * [1.0, 2.0, 4.0],
             **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
     monkeypatch.setattr(statistics_plots, "read_statistics", lambda path: data)
@@ -806,7 +806,8 @@ def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypat
 
     rng = np.random.default_rng(0)
     v = rng.normal(size=(6, 8, 3))
-    tracks = lagrangian.Trajectories("tracers", np.linspace(0.0, 0.5, 6), np.cumsum(v, axis=0) * 0.1, v, np.arange(8))
+    x = np.cumsum(v, axis=0) * 0.1
+    tracks = lagrangian.Trajectories("tracers", np.linspace(0.0, 0.5, 6), x, v, np.arange(8), np.arange(6), x)
     stats = {"tracers": lagrangian.statistics(tracks)}
     (tmp_path / "particles").mkdir()
     (tmp_path / lagrangian.TRAJECTORIES).touch()
@@ -828,7 +829,7 @@ def test_statistics_figures_average_the_rows_of_the_window(tmp_path, monkeypatch
 
     t = np.linspace(0.0, 3.0, 4)  # rows at t = 0, 1, 2, 3 whose PDFs and S_p are 1, 2, 3, 4 everywhere
     level = (t + 1.0)[:, None]
-    data = {"time": t, "attrs": {"spacing": "[0.5, 0.5, 0.5]"}, "orders": np.array([2, 3]), "r_x": np.array([1, 2]),
+    data = {"time": t, "attrs": {"spacing": [0.5, 0.5, 0.5]}, "orders": np.array([2, 3]), "r_x": np.array([1, 2]),
             "structure_longitudinal_x": np.ones((4, 2, 2)) * level[:, :, None], "pdf_centres": np.linspace(-1, 1, 5),
             "pdf_dudx": np.ones((4, 5)) * level, "pdf_increment": np.ones((4, 1, 5)) * level[:, :, None],
             "pdf_separations": np.array([1]),

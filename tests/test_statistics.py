@@ -407,7 +407,7 @@ def test_the_file_keeps_the_rows_up_to_a_restarts_checkpoint_and_reads_while_ope
         f.append(step, 0.1 * step, {"skewness": np.float64(-0.5), "structure_longitudinal_x": np.ones((5, 4)) * step})
     data = read_statistics(path)
     assert list(data["step"]) == [0, 2, 4] and data["structure_longitudinal_x"].shape == (3, 5, 4)
-    assert data["attrs"]["shape"] == "[8, 8, 8]"
+    assert data["attrs"]["shape"] == [8, 8, 8]  # the list the writer was given, not its JSON text
     f = StatisticsFile(path, {"orders": np.arange(2, 7), "r_x": SEPARATIONS}, 2)
     data = read_statistics(path)
     assert list(data["step"]) == [0, 2] and data["structure_longitudinal_x"][-1, 0, 0] == 2

@@ -11,6 +11,9 @@ import numpy as np
 
 #: a vector's components
 COMPONENTS = ("x", "y", "z")
+#: other clocks a snapshot may carry (a cosmological run's scale factor and redshift, attributes of its field and
+#: particle snapshots): coordinates along time beside ``step`` wherever snapshots are exported
+CLOCKS = ("a", "redshift")
 
 
 def variable(f: Any, name: str, dims: tuple[str, ...], data: Any = None, dtype: Any = None, **attrs: Any) -> Any:
@@ -23,6 +26,19 @@ def variable(f: Any, name: str, dims: tuple[str, ...], data: Any = None, dtype: 
 def clock(units: dict[str, str]) -> dict[str, str]:
     """The attributes of a group's ``time`` coordinate in the run's ``units``."""
     return {"units": units["time"], "axis": "T"}
+
+
+def clocks_of(attrs: list[Any]) -> dict[str, np.ndarray]:
+    """The :data:`CLOCKS` that every one of the snapshots' attributes ``attrs`` holds, each along time (float64)."""
+    return {c: np.array([a[c] for a in attrs], float) for c in CLOCKS if attrs and all(c in a for a in attrs)}
+
+
+def clock_coordinates(g: Any, clocks: dict[str, np.ndarray]) -> list[str]:
+    """Each of ``clocks`` (:func:`clocks_of`) as a variable of ``g`` along its ``time``; returns their names, for
+    the ``coordinates`` attribute of the variables along time."""
+    for name, values in clocks.items():
+        variable(g, name, ("time",), values, long_name=f"{name} of each snapshot")
+    return list(clocks)
 
 
 def time_and_step(g: Any, time: np.ndarray, step: np.ndarray, units: dict[str, str], row: str) -> None:

@@ -50,7 +50,7 @@ import numpy as np
 from simulator.errors import reading
 from simulator.output import hdf5, segments
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
-from simulator.output.netcdf import particle_group, variable
+from simulator.output.netcdf import clock_coordinates, clocks_of, particle_group, variable
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 DIR = "particles"
@@ -256,7 +256,8 @@ class ParticleSeries:
     ``position`` (T, N, 3) wrapped into [0, L), ``unwrapped`` (T, N, 3) the continuous positions,
     ``velocity`` (T, N, 3) (see the module docstring), in the run's precision; axis 1 is the species'
     particles by identity (particle i of the species at index i, whichever process wrote it; the
-    trajectories hold the first ones)."""
+    trajectories hold the first ones); ``clocks`` the other clocks of those snapshots, each (T,): a cosmological
+    run's ``a`` and ``redshift`` ({} for another run: :func:`simulator.output.netcdf.clocks_of`)."""
 
     species: str
     step: np.ndarray
@@ -264,6 +265,7 @@ class ParticleSeries:
     position: np.ndarray
     unwrapped: np.ndarray
     velocity: np.ndarray
+    clocks: dict[str, np.ndarray]
 
     def __repr__(self) -> str:
         """One line, as a run's: ``ParticleSeries(tracers: 64 particles, 2 snapshots, t 0 .. 2)``, not every array
@@ -302,9 +304,10 @@ def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
                         f"{offset} .. {offset + count - 1}, each once): written while particles were lost")
                 offset += count
                 found.setdefault(name, []).append((attrs["step"], attrs["time"],
-                                                   {k: v[mine] for k, v in data.items()}))
+                                                   {k: v[mine] for k, v in data.items()}, attrs))
     return {name: ParticleSeries(name, np.array([r[0] for r in got], np.int64), np.array([r[1] for r in got], float),
-                                 *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")))
+                                 *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")),
+                                 clocks_of([r[3] for r in got]))
             for name, got in found.items()}
 
 
@@ -342,17 +345,18 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
 
 
 def export(group: Any, data: Mapping[str, ParticleSeries], units: dict[str, str]) -> None:
-    """The ``particles`` group of a netCDF export: a group per species, time, step (time); particle (0 .. N-1);
-    component; position (wrapped into the box), unwrapped, velocity (time, particle, component), in the run's
-    precision."""
+    """The ``particles`` group of a netCDF export: a group per species, time, step (time) and, for a cosmological
+    run, a and redshift (time) as the root group's snapshots have them; particle (0 .. N-1); component; position
+    (wrapped into the box), unwrapped, velocity (time, particle, component), in the run's precision."""
     velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
     for name, p in data.items():
         g = particle_group(group.create_group(name), p.time, np.arange(p.position.shape[1]), units, "snapshot")
         variable(g, "step", ("time",), p.step, long_name="time step number of each snapshot")
+        coordinates = " ".join(["step", *clock_coordinates(g, p.clocks)])
         for key, values, what, unit in (("position", p.position, "position wrapped into the box", units["length"]),
                                         ("unwrapped", p.unwrapped, "continuous (unwrapped) position", units["length"]),
                                         ("velocity", p.velocity, "velocity", velocity)):
-            variable(g, key, ("time", "particle", "component"), values, units=unit, coordinates="step",
+            variable(g, key, ("time", "particle", "component"), values, units=unit, coordinates=coordinates,
                      long_name=f"{what} of each {name} particle")
 
 

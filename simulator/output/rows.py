@@ -296,6 +296,18 @@ def _decoded(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _parsed(value: Any) -> Any:
+    """An attribute as :func:`_encoded` wrote it, read back: a mapping or list stored as JSON text parsed again (a
+    list of numbers, not the text of one); any other text or value as it is."""
+    value = _decoded(value)
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:  # text that only begins like JSON: a description, kept as written
+            return value
+    return value
+
+
 class RowFile:
     """A row file of fixed ``coordinates`` (datasets without a row axis, written once) and rows of arrays,
     each row appended whole (``step`` last: it counts the complete rows). Written by one process, opened
@@ -381,7 +393,7 @@ class RowFile:
 
 def read_rows(path: Path, coordinates: Iterable[str] = ()) -> dict[str, Any]:
     """Every dataset of a :class:`RowFile` (the rows all of them have: a run may be appending), and its
-    attributes under ``attrs``; ``coordinates`` names datasets without a row axis in files written before
+    attributes under ``attrs`` (lists and mappings as values again, not their JSON text); ``coordinates`` names datasets without a row axis in files written before
     they were marked as such. DamagedFileError naming a file cut short or not as a run writes it."""
     fixed = set(coordinates)
     with reading(path), open_for_reading(path) as f:
@@ -389,5 +401,5 @@ def read_rows(path: Path, coordinates: Iterable[str] = ()) -> dict[str, Any]:
         counts = [f[n].shape[0] for n in f if is_row[n]]
         count = min(counts) if counts else 0
         out: dict[str, Any] = {n: f[n][:count] if is_row[n] else f[n][:] for n in f}
-        out["attrs"] = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+        out["attrs"] = {k: _parsed(v) for k, v in f.attrs.items()}
     return out

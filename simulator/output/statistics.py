@@ -179,7 +179,8 @@ def export(g: Any, data: Mapping[str, Any], units: dict[str, str]) -> None:
     """The ``statistics`` group of a netCDF export: statistics.h5 as :func:`read_statistics` reads it, time and
     step (time); the coordinates orders, r_x, r_y, r_z, pdf_centres, pdf_edges, pdf_separations (their own
     dimensions); each statistic over (time, *its axes); the file's attributes (equation, shape, box, spacing)."""
-    g.attrs.update(data["attrs"])
+    # the file's lists (shape, box, spacing) as netCDF number arrays; a mapping, which netCDF cannot hold, as JSON
+    g.attrs.update({k: json.dumps(v) if isinstance(v, dict) else v for k, v in data["attrs"].items()})
     coords = [c for c in COORDINATES if c in data]
     g.dimensions.update({"time": len(data["time"]), **{c: len(data[c]) for c in coords}})
     time_and_step(g, data["time"], data["step"], units, "row")
@@ -187,8 +188,7 @@ def export(g: Any, data: Mapping[str, Any], units: dict[str, str]) -> None:
         variable(g, c, (c,), data[c], **COORDINATE_ATTRS[c])
     # the separations are counted in cells (r_x = 1, 2, ...): beside them, r in the run's length units, so that a
     # structure function is not plotted against a count of cells taken for a length
-    stored = data["attrs"].get("spacing", "[]")  # JSON as the file holds it: older files may lack it
-    spacing = dict(zip("xyz", json.loads(stored) if isinstance(stored, str) else stored, strict=False))
+    spacing = dict(zip("xyz", data["attrs"].get("spacing", []), strict=False))  # older files may lack it
     for a in (a for a in "xyz" if f"r_{a}" in data and a in spacing):
         variable(g, f"r_{a}_length", (f"r_{a}",), np.asarray(data[f"r_{a}"]) * spacing[a], units=units["length"],
                  long_name=f"separation r along {a} in length units (r_{a} cells times the spacing {spacing[a]:.6g})")

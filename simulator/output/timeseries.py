@@ -153,7 +153,8 @@ def last_step(run_dir: Path) -> int | None:
 
 
 def read_timeseries(path: Path) -> dict[str, np.ndarray]:
-    """The columns of a ``timeseries.csv`` as float arrays, by header name.
+    """The columns of a ``timeseries.csv`` by header name: ``step`` as int64 (as every other reader of a run gives
+    steps: spectra, statistics, snapshots, the export), the others as float64 arrays.
 
     Blank lines are skipped, and so is the last line when it is short or not numeric: the row a run is writing
     at this moment, or what a crash left of it (a restart rewrites the file whole, so nothing else is left
@@ -184,7 +185,8 @@ def read_timeseries(path: Path) -> dict[str, np.ndarray]:
             else:
                 bad = number
     table = np.array(rows, dtype=float).reshape(len(rows), len(header))
-    return {name: table[:, i] for i, name in enumerate(header)}
+    # a step is a count: an integer, so that it indexes, compares and prints as the other readers' steps do
+    return {name: table[:, i].astype(np.int64) if name == "step" else table[:, i] for i, name in enumerate(header)}
 
 
 class TimeSeriesWriter(Writer):

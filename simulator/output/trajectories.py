@@ -150,17 +150,20 @@ def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:
 
 
 def export(group: Any, data: Mapping[str, lagrangian.Trajectories], units: dict[str, str]) -> None:
-    """The ``trajectories`` group of a netCDF export: a group per species, time; particle (the particles' indexes
-    within the species, the ``particle`` of its ``particles`` group); component; position (unwrapped) and velocity
-    (time, particle, component), float64."""
+    """The ``trajectories`` group of a netCDF export: a group per species, time, step (time); particle (the
+    particles' indexes within the species, the ``particle`` of its ``particles`` group); component; position
+    (wrapped into the box), unwrapped and velocity (time, particle, component), float64: the names and meanings
+    of the ``particles`` group's, so that the same name is the same quantity in both."""
     velocity = units.get("velocity", "code units")  # as the snapshots' velocity field
     for name, t in data.items():
         g = particle_group(group.create_group(name), t.time, t.ids, units, "row")
         g["particle"].attrs["long_name"] = "the particle's index within its species, as in the particle snapshots"
-        variable(g, "position", ("time", "particle", "component"), t.x, units=units["length"],
-                 long_name=f"continuous (unwrapped) position of each recorded {name} particle")
-        variable(g, "velocity", ("time", "particle", "component"), t.v, units=velocity,
-                 long_name=f"velocity of each recorded {name} particle")
+        variable(g, "step", ("time",), t.step, long_name="time step number of each row")
+        for key, values, what, unit in (("position", t.position, "position wrapped into the box", units["length"]),
+                                        ("unwrapped", t.x, "continuous (unwrapped) position", units["length"]),
+                                        ("velocity", t.v, "velocity", velocity)):
+            variable(g, key, ("time", "particle", "component"), values, units=unit, coordinates="step",
+                     long_name=f"{what} of each recorded {name} particle")
 
 
 #: the output kind (:mod:`simulator.output.kinds`): its program gathers the recorded rows on the devices

@@ -17,7 +17,6 @@ transient from the initial field. Its times and its number of rows are in the fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +66,7 @@ def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float 
 def axis_mean(data: dict[str, Any], kind: str, rows: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
     """(separations in length units, S_p(r) ``(orders, separations)``) of ``kind`` (longitudinal or
     transverse), the mean of ``rows`` and of the axes whose separations and cell size are those of x."""
-    spacing = np.asarray(eval_list(data["attrs"].get("spacing")) or [1.0, 1.0, 1.0])
+    spacing = np.asarray(data["attrs"].get("spacing") or [1.0, 1.0, 1.0], float)
     name = f"structure_{kind}_x"
     if name not in data or data[name].shape[0] == 0:
         return None
@@ -75,13 +74,6 @@ def axis_mean(data: dict[str, Any], kind: str, rows: Sequence[int]) -> tuple[np.
             and np.isclose(spacing[AXES.index(a)], spacing[0])]
     values = np.mean([np.mean(data[f"structure_{kind}_{a}"][rows], axis=0) for a in same], axis=0)
     return data["r_x"] * spacing[0], values
-
-
-def eval_list(value: Any) -> list[float] | None:
-    """A list attribute of the file (stored as JSON text)."""
-    if value is None:
-        return None
-    return [float(v) for v in (json.loads(value) if isinstance(value, str) else value)]
 
 
 def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | None,

@@ -21,7 +21,7 @@ import numpy as np
 
 from simulator.equations.spec import EquationInfo
 from simulator.output.tasks import ASIDE, FILE, TaskSeries, read_tasks
-from simulator.plots.figures import MissingOutputError, figure, heading, physics_of, save, time_label
+from simulator.plots.figures import MissingOutputError, figure, heading, physics_of, save, time_axis, time_label
 
 
 def _extent(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
@@ -53,8 +53,9 @@ def task_figure(task: TaskSeries, config: dict[str, Any], info: EquationInfo, le
         fig.colorbar(image, ax=ax, label=label, shrink=0.85)
     elif len(task.dims) == 1 and len(task.time) > 1:
         (a,) = task.dims
-        mesh = ax.pcolormesh(task.time, task.coords[a], task.values.T, shading="nearest", **_scale(task.values))
-        ax.set_xlabel("t")
+        x, label_time = time_axis(config, info, task.time)  # t in its unit, or a cosmological run's redshift
+        mesh = ax.pcolormesh(x, task.coords[a], task.values.T, shading="nearest", **_scale(task.values))
+        label_time(ax)
         ax.set_ylabel(f"{a} ({length})")
         fig.colorbar(mesh, ax=ax, label=label, shrink=0.85)
         when = f"from {time_label(config, info, float(task.time[0]))} to {when}"
@@ -64,8 +65,9 @@ def task_figure(task: TaskSeries, config: dict[str, Any], info: EquationInfo, le
         ax.set_xlabel(label)
         ax.set_ylabel(f"{a} ({length})")
     else:
-        ax.plot(task.time, task.values, marker="." if len(task.time) < 50 else None)
-        ax.set_xlabel("t")
+        x, label_time = time_axis(config, info, task.time)
+        ax.plot(x, task.values, marker="." if len(task.time) < 50 else None)
+        label_time(ax)
         ax.set_ylabel(label)
     ax.set_title(f"{heading(config, when)}\n{task.attrs.get('long_name', task.name)}", fontsize="medium")
     return fig

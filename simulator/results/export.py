@@ -14,7 +14,7 @@ spectra file without a row). The root group::
                  x, y, z: the grid points i L / N in length units (where the XDMF places the values)
                  component ("x", "y", "z"); <field>_index (0 .. n - 1)
                  time_spectra, step_spectra, and a_spectra, z_spectra when spectra.h5 has a and z; k
-                 time_series (the column time)
+                 time_series (the column time); step_series and the clock columns (a_series, ...)
     variables    <field> (time, [component | <field>_index,] x, y, z): each snapshot field as
                  Snapshot.read returns it (canonical order, not the (z, y, x) order the shards keep
                  for ParaView), in the run's precision (the widest a restart left)
@@ -71,7 +71,7 @@ from simulator.errors import ConfigError
 from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
-from simulator.output.netcdf import variable
+from simulator.output.netcdf import clock_coordinates, clocks_of, variable
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR
 from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE, wavenumber_axes
 from simulator.output.rows import open_for_reading
@@ -84,8 +84,6 @@ MAX_SIZE = 8 * 1024**3
 NETCDF = Path("export") / "run.nc"
 #: merged snapshots, under the run's snapshot directory
 MERGED = "merged"
-#: other clocks of a snapshot (cosmological runs), coordinates along time when every snapshot has them
-CLOCKS = ("a", "redshift")
 #: HDF5's dimension-scale bookkeeping: written anew by make_scale / attach_scale, never copied
 SCALE_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST"}
 #: rows of a merged field copied at a time (bounds the memory a merge takes)
@@ -299,30 +297,32 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
              long_name="simulation time of each snapshot", axis="T")
     variable(f, "step", ("time",), np.array([m["step"] for m in metas], np.int64),
              long_name="time step number of each snapshot")
-    clocks = [c for c in CLOCKS if all(c in m for m in metas)]
-    for clock in clocks:
-        variable(f, clock, ("time",), np.array([m[clock] for m in metas], float),
-                 long_name=f"{clock} of each snapshot")
+    clocks = clock_coordinates(f, clocks_of(metas))
     for var in variables.values():
         var.attrs["coordinates"] = " ".join(["step", *clocks])
 
 
 def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
-    """timeseries.csv's columns along its own time, named as the equation declares them."""
+    """timeseries.csv's columns along its own time, named as the equation declares them; ``step_series`` and the clock
+    columns (a cosmological run's a, z, cosmic_time) coordinates of the others, as the snapshots' are of theirs."""
     from simulator.equations import registry
     from simulator.equations.spec import declared
 
-    described = registry()[run.config["physics"]["name"]].diagnostics
+    info = registry()[run.config["physics"]["name"]]
+    described = info.diagnostics
     rows = run.timeseries
     f.dimensions["time_series"] = len(rows["time"])
     variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
              long_name="simulation time of each row of timeseries.csv", axis="T")
+    coordinates = [c for c in rows if c == "step" or c in info.clocks]
     for column, values in rows.items():
         if column != "time":
-            variable(f, f"{column}_series", ("time_series",), values.astype(np.int64) if column == "step" else values,
-                     units=units["time"] if column == "dt" else None,
+            variable(f, f"{column}_series", ("time_series",), values,
+                     # a clock column (a cosmological run's age) in the unit the run's units give it
+                     units=units["time"] if column == "dt" else units.get(column) if column in info.clocks else None,
                      long_name={"step": "time step number", "dt": "time step"}.get(column)
-                     or declared(described, column) or column)
+                     or declared(described, column) or column,
+                     coordinates=None if column in coordinates else " ".join(f"{c}_series" for c in coordinates))
 
 
 def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:

@@ -10,14 +10,15 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
     tasks/<name>            a task of tasks.h5 (output.tasks; ``<name>.until-<step>`` rows a restart kept
                             aside): time, step (time); x, y, z as its dimensions use them (grid points);
                             <name> over (time[, a, b | axis]) with the task's attributes
-    particles/<species>     the particle snapshots: time, step (time); particle (0 .. N-1); component;
-                            position (wrapped into the box), unwrapped, velocity (time, particle, component),
-                            in the run's precision
-    trajectories/<species>  particles/trajectories.h5: time; particle (indexes within the species, as particles/);
-                            component; position (unwrapped) and velocity (time, particle, component), float64
+    particles/<species>     the particle snapshots: time, step (time), and a, redshift (time) for a cosmological
+                            run; particle (0 .. N-1); component; position (wrapped into the box), unwrapped,
+                            velocity (time, particle, component), in the run's precision
+    trajectories/<species>  particles/trajectories.h5: time, step (time); particle (indexes within the species, as
+                            particles/); component; position (wrapped into the box), unwrapped and velocity
+                            (time, particle, component), float64: particles/'s names for the same quantities
 
 Time is in the run's time units, positions in its length units, velocities in the units of its
-velocity field. A kind whose file holds no row yet (its coordinates alone) is no group, and a table of no row
+velocity field; a cosmological run's groups have ``a`` and ``redshift`` along time too (:func:`with_clocks`). A kind whose file holds no row yet (its coordinates alone) is no group, and a table of no row
 within a kind's (a task of no row beside tasks with rows) is left out of its group. What the export leaves out,
 each with its reason, is :func:`plan_groups`'s third result.
 """
@@ -25,6 +26,7 @@ each with its reason, is :func:`plan_groups`'s third result.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import h5netcdf
@@ -33,6 +35,7 @@ import numpy as np
 from simulator.errors import ConfigError, DamagedFileError
 from simulator.output import kinds
 from simulator.output.hdf5 import IncompleteOutputError
+from simulator.output.netcdf import variable
 from simulator.output.statistics import axes_of
 from simulator.results.load import RunResults
 
@@ -182,6 +185,26 @@ def write_groups(f: h5netcdf.File, run: RunResults, chosen: tuple[str, ...], uni
     """The groups ``chosen`` (:func:`plan_groups`) into the export ``f``; ``units`` the run's. Each is written by
     its kind's ``export``, ``(group, data, units)``, with ``data`` its reader's less its tables of no row
     (:func:`plan_groups` names them)."""
+    coordinates = run.clock().time_coordinates
     for name, kind in groups(run).items():
         if name in chosen:
             kind.call("export", f.create_group(name), _with_rows(run.output(name))[0], units)
+            with_clocks(f[name], coordinates)
+
+
+def with_clocks(g: Any, coordinates: Callable[[float], dict[str, float]]) -> None:
+    """A cosmological run's ``a`` and ``redshift`` along the ``time`` of ``g`` and of each group under it that lacks
+    them (a task's), from its run time as the snapshots' (``coordinates``: :meth:`Clock.time_coordinates`), made
+    coordinates of its variables along time; nothing for a run without other clocks."""
+    if "time" in g.variables:
+        rows = [coordinates(float(t)) for t in g.variables["time"][:]]
+        added = []
+        for name, key in (("a", "a"), ("redshift", "z")):  # the names of the root group's (z is an axis there)
+            if rows and key in rows[0] and name not in g.variables:
+                variable(g, name, ("time",), np.array([r[key] for r in rows]), long_name=f"{name} of each row")
+                added.append(name)
+        for name, var in g.variables.items():
+            if added and var.dimensions[:1] == ("time",) and name not in ("time", "step", *added):
+                var.attrs["coordinates"] = " ".join([*str(var.attrs.get("coordinates", "")).split(), *added])
+    for sub in g.groups.values():
+        with_clocks(sub, coordinates)

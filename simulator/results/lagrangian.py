@@ -44,13 +44,16 @@ KOLMOGOROV_C0 = 6.0
 class Trajectories:
     """One species' tracks: ``time`` (T,), ``x`` (unwrapped) and ``v`` (T, N, 3), ``ids`` (N,) the particles'
     indexes within the species: their rows in the species' particle snapshots (axis 1 of
-    :class:`~simulator.output.particles.ParticleSeries`)."""
+    :class:`~simulator.output.particles.ParticleSeries`); ``step`` (T,) int64 the rows' steps and ``position``
+    (T, N, 3) the positions wrapped into the box, as :class:`~simulator.output.particles.ParticleSeries` names them."""
 
     species: str
     time: np.ndarray
     x: np.ndarray
     v: np.ndarray
     ids: np.ndarray
+    step: np.ndarray
+    position: np.ndarray
 
     def __repr__(self) -> str:
         """One line: ``Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)``, not every array."""
@@ -67,9 +70,11 @@ def read_trajectories(path: Path) -> dict[str, Trajectories]:
         names = json.loads(f.attrs["species_names"])
         # the rows every row dataset has (``step`` is written last): a run appending, or one killed mid-row,
         # leaves a position or velocity row without its time
-        count = min(f[name].shape[0] for name in ("time", "step", "unwrapped", "velocity"))
+        count = min(f[name].shape[0] for name in ("time", "step", "position", "unwrapped", "velocity"))
         time = f["time"][:count].astype(np.float64)
+        step = f["step"][:count].astype(np.int64)
         x = f["unwrapped"][:count].astype(np.float64)
+        wrapped = f["position"][:count].astype(np.float64)
         v = f["velocity"][:count].astype(np.float64)
         species, ids = f["species"][()], f["id"][()]
     out = {}
@@ -78,7 +83,8 @@ def read_trajectories(path: Path) -> dict[str, Trajectories]:
         if np.any(mine):
             # the file's ids count on across species (offset + index); a species' recorded particles are its
             # first ones, so its lowest id is its offset
-            out[name] = Trajectories(name, time, x[:, mine], v[:, mine], ids[mine] - ids[mine].min())
+            out[name] = Trajectories(name, time, x[:, mine], v[:, mine], ids[mine] - ids[mine].min(), step,
+                                     wrapped[:, mine])
     return out
 
 

@@ -52,6 +52,7 @@ from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
 
 if TYPE_CHECKING:
+    from simulator.equations.spec import Clock
     from simulator.plots.api import RunPlots
 
 __all__ = ["RunResults", "SnapshotRef", "SweepPoint", "SweepResults", "load_run", "load_sweep"]
@@ -104,7 +105,8 @@ class RunResults:
 
     @cached_property
     def timeseries(self) -> dict[str, np.ndarray]:
-        """``timeseries.csv`` by column: ``step``, ``time``, ``dt`` and the diagnostics (``output("timeseries")``)."""
+        """``timeseries.csv`` by column: ``step`` (int64), ``time``, ``dt`` and the diagnostics (float64;
+        ``output("timeseries")``)."""
         return self.output("timeseries")
 
     @cached_property
@@ -121,7 +123,8 @@ class RunResults:
 
     @cached_property
     def statistics(self) -> dict[str, Any]:
-        """``statistics.h5`` (flow statistics) by dataset, when the run wrote it (``output("statistics")``)."""
+        """``statistics.h5`` (flow statistics) by dataset, its attributes under ``"attrs"`` as values (``shape``,
+        ``box``, ``spacing`` lists), when the run wrote it (``output("statistics")``)."""
         return self.output("statistics")
 
     @cached_property
@@ -142,16 +145,17 @@ class RunResults:
     def particles(self) -> dict[str, particle_output.ParticleSeries]:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
         ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
-        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity
+        ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity; ``.clocks`` a
+        cosmological run's ``a`` and ``redshift`` (T,)
         (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none (``output("particles")``)."""
         return self.output("particles")
 
     @cached_property
     def trajectories(self) -> dict[str, lagrangian.Trajectories]:
-        """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``
-        (T,), ``.x`` (unwrapped positions) and ``.v`` (T, N, 3) float64, ``.ids`` (N,) the particles' indexes
-        within the species, axis 1 of :attr:`particles` (:class:`~simulator.results.lagrangian.Trajectories`); {}
-        when the run wrote none (``output("trajectories")``)."""
+        """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``,
+        ``.step`` (T,), ``.x`` (unwrapped positions), ``.position`` (wrapped into the box) and ``.v`` (T, N, 3)
+        float64, ``.ids`` (N,) the particles' indexes within the species, axis 1 of :attr:`particles`
+        (:class:`~simulator.results.lagrangian.Trajectories`); {} when the run wrote none (``output("trajectories")``)."""
         return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
@@ -178,14 +182,19 @@ class RunResults:
     @cached_property
     def units(self) -> dict[str, str]:
         """The run's units, as its outputs' ``units`` attributes name them: ``{"length": "code units", "time": "code
-        units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), densities in rho_crit,0, spectra in
-        (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units. ConfigError naming the
-        key when the run's ``config.yaml`` physics no longer validates."""
+        units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), its age cosmic_time in Gyr, densities in
+        rho_crit,0, spectra in (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units.
+        ConfigError naming the key when the run's ``config.yaml`` physics no longer validates."""
+        return {**snapshot_output.CODE_UNITS, **self.clock().units()}
+
+    def clock(self) -> Clock:
+        """The run's clock (:class:`~simulator.equations.spec.Clock`): its :attr:`units`, and the other clocks of a
+        run time, ``clock().time_coordinates(t)`` (a cosmological run's ``a`` and ``z``; {} for another run).
+        ConfigError naming the key when the run's ``config.yaml`` physics no longer validates."""
         from simulator.equations import get
         from simulator.equations.stored import parameters_of
 
-        physics = parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE))
-        return {**snapshot_output.CODE_UNITS, **physics.clock().units()}
+        return parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE)).clock()
 
     def scales(self) -> dict[str, np.ndarray]:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:

@@ -260,9 +260,11 @@ class ComovingClock(Clock):
 
     def output_attrs(self, t: float) -> dict[str, Any]:
         a = self.physics.a_start * math.exp(t)
-        age = float(cosmology.cosmic_time(a, self.physics.omega_m, self.physics.omega_lambda))
-        return {"a": a, "redshift": float(cosmology.redshift(a)), "cosmic_time": age,
-                "cosmic_time_gyr": age / cosmology.hubble_si(self.physics.h) / cosmology.GYR,
+        # the age in Gyr, as the time series' cosmic_time and the units' "cosmic_time" say (it was in 1/H0 here
+        # under the same name); cosmic_time_gyr, the same value, is the name files of before gave it
+        age = float(cosmology.cosmic_time(a, self.physics.omega_m, self.physics.omega_lambda)) / (
+            cosmology.hubble_si(self.physics.h) * cosmology.GYR)
+        return {"a": a, "redshift": float(cosmology.redshift(a)), "cosmic_time": age, "cosmic_time_gyr": age,
                 "hubble": float(cosmology.hubble(a, self.physics.omega_m, self.physics.omega_lambda)),
                 **({"hbar_over_m": float(cosmology.nu_code(self.physics.m22, self.physics.h))}
                    if has_wave(self.physics) else {})}  # the boson's: none without the wave
@@ -348,7 +350,8 @@ INFO = EquationInfo(
                          "Hermite quadrature between rows)",
         "cfl": "dln a max(6 nu / (a^2 dx^2), max|V_tot| / nu, max|p_i| / (a^2 dx_i)) / E(a): phase change per "
                "step in radians, or the particles' largest move per step in cells",
-        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (comoving h/Mpc)",
+        # a ratio of two comoving wavenumbers (h/Mpc each): a pure number, as in schrodinger_poisson
+        "kmax_de_broglie": resolution.KMAX_DE_BROGLIE + " (a ratio of comoving wavenumbers: no unit)",
     },
     progress=("z", "max_density", "psi_tail", "cfl"),
     clocks=("a", "z", "cosmic_time"),

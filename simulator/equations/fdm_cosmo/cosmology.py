@@ -164,6 +164,8 @@ def describe_units(h: float, m22: float | None, z_start: float) -> dict[str, str
         "length": "Mpc/h",
         "k": "h/Mpc",
         "time": f"ln(a/a_start), a_start = 1/(1 + {z_start:g})",
+        # the age t(a): the time series' column and the snapshots' attribute of that name
+        "cosmic_time": "Gyr",
         # each density its own share of the matter: the wave's f, the particles' 1 - f (f = physics.fdm_fraction)
         "density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density of the wave; mean = fdm_fraction omega_m)",
         "cdm_density": f"rho_crit,0 = {rho:.6g} Msun/Mpc^3 (comoving density of the cold particles; mean = "
