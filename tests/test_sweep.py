@@ -588,3 +588,48 @@ def test_a_gpu_template_runs_on_the_gpus_whatever_runtime_cpu_devices_the_config
     (tmp_path / "c.yaml").write_text("runtime: {cpu_devices: 2}\n")
     assert config.load(tmp_path / "c.yaml").runtime.cpu_devices == 2
     assert config.load(tmp_path / "c.yaml", overrides).runtime.cpu_devices is None  # as the command line reads them
+
+
+def test_a_sweep_task_given_gpus_runs_its_point_on_them_whatever_runtime_cpu_devices_the_config_holds(tmp_path):
+    """The documented GPU sweep (the template's ``--gpus-per-task=1`` uncommented) of a laptop's base config with
+    ``runtime.cpu_devices: 2`` ran every point on two virtual CPU devices, the GPUs idle: array tasks took no
+    ``--set``. A task that Slurm gave GPUs runs its point with ``--set runtime.cpu_devices=null``; a CPU task as
+    its config says."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"}
+    for gpus, expected in (({"SLURM_GPUS_PER_TASK": "1"}, ["runtime.cpu_devices=null"]),
+                           ({"SLURM_JOB_GPUS": "2"}, ["runtime.cpu_devices=null"]),
+                           ({"SLURM_GPUS_ON_NODE": "1"}, ["runtime.cpu_devices=null"]),
+                           ({"SLURM_GPUS_ON_NODE": "0"}, []), ({}, [])):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / "sweep.sbatch"), "sw", "--group"], cwd=tmp_path,
+                              env={**env, **gpus}, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        line = done.stdout.splitlines()[-1].split()
+        assert "simulator sweep sw --group 1" in done.stdout, done.stdout
+        assert [line[i + 1] for i, word in enumerate(line) if word == "--set"] == expected, (gpus, line)
+
+
+def test_a_point_takes_set_of_a_runtime_key_and_its_hint_in_a_slurm_job_says_to_submit_the_sweep_again(tmp_path):
+    """``simulator sweep DIR --point I --set runtime.cpu_devices=null`` (what a GPU array task runs) runs a point
+    of a base config holding ``runtime.cpu_devices: 2`` on the default devices (``--set`` was refused:
+    "unrecognized arguments"). Stopped by runtime.max_wall inside a Slurm job, its hint names that command and, for
+    the login node, the sweep submitted again (it named the command alone, which runs only in an allocation)."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "base": TG, "grid": {"physics.viscosity": [0.01, 0.02]},
+        "set": {**TINY, "runtime.cpu_devices": 2, "runtime.max_wall": 0.001}}))
+    assert cli(tmp_path, "sweep", "c.yaml", "--out", "out").returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", "out", "--point", "0", "--set",
+                        "runtime.cpu_devices=null"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**env, "SLURM_JOB_ID": "7"})
+    assert r.returncode == 75, r.stderr[-2000:]
+    meta = yaml.safe_load((tmp_path / "out" / "p000" / "config.yaml").read_text())
+    assert meta["config"]["runtime"]["cpu_devices"] is None and meta["devices"] == 1, meta
+    hints = [line.split("resume with: ", 1)[1] for line in r.stderr.splitlines() if "resume with:" in line]
+    assert hints == ["simulator sweep out --point 0 --set runtime.cpu_devices=null (within a Slurm allocation), or "
+                     f"from the login node submit the sweep again: simulator sweep {tmp_path / 'c.yaml'} --out out "
+                     "--submit"], r.stderr[-2000:]
