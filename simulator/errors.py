@@ -29,6 +29,11 @@ def _yaml_repr(value: Any) -> str:
     return repr(value)
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and the (regular) ``noun``, plural but for one: "1 snapshot", "2 snapshots", "0 points"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class ConfigError(ValueError):
     """A bad input, reported as one line naming the key, the value and what is allowed.
 

@@ -39,7 +39,7 @@ from simulator.run.lock import state_now
 from simulator.run.rundir import LOCK_FILE, STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
-from simulator.errors import ConfigError, DamagedFileError
+from simulator.errors import ConfigError, DamagedFileError, counted
 from simulator.sweep_file import Point, Sweep
 from simulator.threads import shared
 
@@ -264,7 +264,7 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
     if groups is None:
         tasks = [(p["name"], run_command(directory, p), f"point {p['index']} {p['params']}", [p])
                  for p in (points[i] for i in unfinished(directory, manifest))]
-        report(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
+        report(f"{manifest['name']}: {len(points) - len(tasks)} of {counted(len(points), 'point')} "
                f"already finished; running {len(tasks)}, {jobs} at a time")
     else:
         tasks = [(f"g{g:03d}", ["sweep", str(directory), "--group", str(g)],

@@ -10,7 +10,7 @@ from typing import Any
 
 from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
                                   runtime_flags, runtime_settings)
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, counted
 from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 
 
@@ -58,7 +58,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if "note" in row:
                 lacks = "" if "time" in row else " has no results"
                 print(f"warning: point {row['index']}{lacks} in {path}: {row['note']}", file=sys.stderr)
-        print(f"{path}: {len(rows)} points, {finished} finished")
+        print(f"{path}: {counted(len(rows), 'point')}, {finished} finished")
         from simulator import plots
 
         for written in plots.plot_sweep_dir(directory, args.diagnostic, args.against):
@@ -92,7 +92,7 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
             if ensemble:
                 check_member(cfg)
     manifest = sweep.prepare(spec, directory)
-    print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
+    print(f"sweep {spec.name}: {counted(len(spec.points), 'point')} over {', '.join(spec.swept)}; all valid; manifest "
           f"{directory / sweep.MANIFEST}")
     for p in manifest["points"]:
         print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "

@@ -47,6 +47,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
+from simulator.errors import counted
 from simulator.run.lock import state_now
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
@@ -77,12 +78,12 @@ class RunResults:
         shape = f"{grid[0]}^3" if len(grid) == 3 and len(set(grid)) == 1 else "x".join(map(str, grid))
         try:
             times = self.timeseries.get("time", ())
-            rows = f"{len(times)} rows" + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
+            rows = counted(len(times), "row") + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
         except OSError:  # a damaged timeseries.csv: printing the run still works, and reading it says why
             rows = "rows unreadable"
         state = f", {self.state}" if self.state is not None else ""
         return (f"RunResults({self.path}: {self.config.get('physics', {}).get('name', '?')} {shape}, "
-                f"{len(self.snapshots)} snapshots, {rows}{state})")
+                f"{counted(len(self.snapshots), 'snapshot')}, {rows}{state})")
 
     @property
     def state(self) -> str | None:
