@@ -315,6 +315,9 @@ CASES = {
     "sweep point with --set of a physical key": (["sweep", "run", "--point", "0", "--set", "physics.viscosity=0.1"],
                                                  "--set = 'physics.viscosity=0.1' is not passed on to a sweep's "
                                                  "points; give a runtime.* key (e.g. runtime.cpu_devices=null)"),
+    "sweep with --set of a runtime key out of range": (["sweep", "bad_point.yaml", "--local", "--set",
+                                                        "runtime.threads=0"],
+                                                       "--set runtime.threads = 0 is out of range; it must be >= 1"),
     "sweep submitted with --set": (["sweep", "bad_point.yaml", "--submit", "--set", "runtime.cpu_devices=null"],
                                    "--set = 'runtime.cpu_devices=null' is not passed on by --submit"),
     "sweep submitted with --cpu-devices": (["sweep", "bad_point.yaml", "--submit", "--cpu-devices", "2"],

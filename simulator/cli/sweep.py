@@ -160,10 +160,16 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     """The config overrides (``KEY=VALUE``) each point's run takes from the command line: ``--set`` of the runtime's
     keys, and the runtime's flags. Another key is refused: the manifest and ``--collect`` would give the point the
     values of the sweep file, not those it ran with."""
+    from simulator import config as config_mod
+
     for item in args.overrides:
         if not item.split("=", 1)[0].strip().startswith("runtime."):
             raise ConfigError("--set", item, "give a runtime.* key (e.g. runtime.cpu_devices=null); set the others in "
                               "the sweep file's set, grid, zip or points", "is not passed on to a sweep's points")
+        try:  # named as the flag it is, before a point's config is blamed for it
+            config_mod.load(None, [item])
+        except ConfigError as err:
+            raise ConfigError(f"--set {err.key}", err.value, err.allowed, err.problem) from None
     return [*args.overrides, *runtime_settings(args)]
 
 
