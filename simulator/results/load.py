@@ -234,6 +234,10 @@ class SweepPoint:
         """The swept values, for a legend: ``physics.viscosity = 0.01, time.dt = 0.02``."""
         return point_label(self.params)
 
+    def __repr__(self) -> str:
+        """One line: ``SweepPoint(0 p000: physics.viscosity = 0.01, finished)`` (not its Path's repr)."""
+        return f"SweepPoint({self.index} {self.name}: {self.label}, {self.status})"
+
     @cached_property
     def run(self) -> RunResults:
         """What the point's run wrote so far (:func:`load_run`), read when first used; ConfigError for a point
@@ -256,6 +260,14 @@ class SweepResults:
     def finished(self) -> tuple[SweepPoint, ...]:
         """The points whose run has finished."""
         return tuple(p for p in self.points if p.status == "finished")
+
+    def __repr__(self) -> str:
+        """One line, as a run's: ``SweepResults(outputs/s: s, 3 points over physics.viscosity: 2 finished,
+        1 pending)``, not every point's fields (a notebook printing ``load_sweep(DIR)`` showed a screenful)."""
+        states = {state: sum(p.status == state for p in self.points) for state in dict.fromkeys(
+            sorted((p.status for p in self.points), key=lambda s: s != "finished"))}
+        return (f"SweepResults({self.path}: {self.name}, {counted(len(self.points), 'point')} over "
+                f"{', '.join(self.swept)}: {', '.join(f'{n} {state}' for state, n in states.items())})")
 
 
 def load_sweep(path: str | Path) -> SweepResults:
