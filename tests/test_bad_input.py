@@ -105,6 +105,10 @@ CASES = {
     "odd Nz": (["run", TG, "--set", "grid.shape=[16,16,15]"], "has an odd Nz"),
     "does not divide": (["run", TG, "--cpu-devices", "8", "--set", "grid.shape=12"], "does not divide over the mesh"),
     "grid of two sizes": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] has 2 entries"),
+    # the devices a mesh needs, said in words that fit one device too (it said "only 1 are available")
+    "mesh of more devices than there are": (["run", TG, "--cpu-devices", "1", "--set", "fft.mesh=[2]"],
+                                            "fft.mesh = [2] needs 2 devices but only 1 is available; give a mesh of "
+                                            "at most 1 device, or run on more (--cpu-devices 2 on CPUs)"),
     "mesh of wrong rank": (["run", TG, "--set", "fft.mesh=[2,2]"], "fft.mesh = [2, 2] has the wrong rank"),
     "jaxdecomp slab along x": (["run", TG, "--cpu-devices", "4", "--set", "fft.backend=jaxdecomp", "--set",
                                 "fft.mesh=[4,1]"],
