@@ -3,9 +3,9 @@
 
 ``simulator run`` calls :func:`check_run` after the runtime has started and before anything is written
 to the run directory: a grid that cannot fit is refused with one line naming it and the largest grid of its
-aspect (a cubic run's: cubic) that fits (exit 2). A run so small that its state alone shows it fits is let through without
-compiling its programs. An ensemble's batch (:func:`check_ensemble`) is checked with its batched programs
-(:mod:`simulator.run.batched`) compiled the same way, before any member's directory is written.
+aspect (a cubic run's: cubic) that fits (exit 2). A run so small that its state alone shows it fits is let
+through without compiling its programs. An ensemble's batch (:func:`check_ensemble`) is checked with its
+batched programs (:mod:`simulator.run.batched`) compiled the same way, before any member's directory is written.
 """
 
 from __future__ import annotations
