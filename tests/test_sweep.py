@@ -633,3 +633,33 @@ def test_a_point_takes_set_of_a_runtime_key_and_its_hint_in_a_slurm_job_says_to_
     assert hints == ["simulator sweep out --point 0 --set runtime.cpu_devices=null (within a Slurm allocation), or "
                      f"from the login node submit the sweep again: simulator sweep {tmp_path / 'c.yaml'} --out out "
                      "--submit"], r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("template", ["cpu", "gpu_node", "gpu_nodes", "sweep"])
+def test_a_job_stopped_past_its_requeues_says_how_to_continue_it(tmp_path, template):
+    """A job whose run checkpointed and exited 75 after MAX_REQUEUES requeues ended without a word of its own (the
+    run's hint names the srun command, which runs only within an allocation): the template says that it did not
+    requeue, and what to submit from the login node. Below the limit it requeues, as before."""
+    args, _ = TEMPLATE_TASKS[template]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\nexit 75\n")
+    (bin_dir / "scontrol").write_text("#!/bin/bash\necho \"scontrol $*\"\n")
+    for tool in ("srun", "scontrol"):
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1", "MAX_REQUEUES": "3"}
+    for count, requeued in (("2", True), ("3", False)):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), *args], cwd=tmp_path,
+                              env={**env, "SLURM_RESTART_COUNT": count}, capture_output=True, text=True, timeout=30,
+                              check=False)
+        assert done.returncode == 75, done.stderr
+        last = done.stdout.splitlines()[-1]
+        if requeued:
+            assert last == "scontrol requeue 8", done.stdout
+        elif template == "sweep":
+            assert last == ("checkpointed, not requeued: MAX_REQUEUES=3 reached; to continue, submit the sweep again "
+                            f"(its unfinished points): simulator sweep SWEEP.yaml --out {args[0]} --submit"), last
+        else:
+            assert last == ("checkpointed, not requeued: MAX_REQUEUES=3 reached; to continue, submit this job script "
+                            f"again with the same output directory: sbatch JOB_SCRIPT {args[0]} {args[1]}"), last
