@@ -262,7 +262,7 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
     user go (the CLI prints them). Returns 0 when every point finished, 1 otherwise."""
     points = manifest["points"]
     if groups is None:
-        tasks = [(p["name"], run_command(directory, p), f"point {p['index']} {p['params']}", [p])
+        tasks = [(p["name"], run_command(directory, p), f"point {p['index']} ({point_label(p['params'])})", [p])
                  for p in (points[i] for i in unfinished(directory, manifest))]
         report(f"{manifest['name']}: {len(points) - len(tasks)} of {counted(len(points), 'point')} "
                f"already finished; running {len(tasks)}, {jobs} at a time")

@@ -663,3 +663,15 @@ def test_a_job_stopped_past_its_requeues_says_how_to_continue_it(tmp_path, templ
         else:
             assert last == ("checkpointed, not requeued: MAX_REQUEUES=3 reached; to continue, submit this job script "
                             f"again with the same output directory: sbatch JOB_SCRIPT {args[0]} {args[1]}"), last
+
+
+def test_a_local_sweep_names_each_point_by_its_values_as_the_listing_does(tmp_path):
+    """`simulator sweep FILE --local` reported each point as a Python dict, `point 0 {'physics.viscosity': 0.01}:
+    exit 0`; it names it as a legend does, `point 0 (physics.viscosity = 0.01): exit ...`. (Here the point's config
+    is missing, so its run exits 2 at once.)"""
+    manifest = {"name": "s", "points": [{"index": 0, "name": "p000", "params": {"physics.viscosity": 0.01},
+                                         "config": "configs/p000.yaml"}]}
+    (tmp_path / "logs").mkdir()
+    lines = []
+    assert sweep.run_local(tmp_path, manifest, 1, report=lines.append) == 1
+    assert lines[1] == f"point 0 (physics.viscosity = 0.01): exit 2 (pending); log {tmp_path / 'logs' / 'p000.log'}"
