@@ -233,6 +233,10 @@ CASES = {
     "existing run": (["run", TG, *SMALL, "--out", "run"], "--out = 'run' already holds a run"),
     "restart from a missing path": (["run", TG, *SMALL, "--out", "run", "--restart", "nope/c1.json"],
                                     "--restart = 'nope/c1.json' does not exist"),
+    # --restart without PATH continues --out: a mistyped --out is named as such (it said --restart = 'nothere')
+    "restart of an --out that does not exist": (["run", TG, *SMALL, "--out", "nothere", "--restart"],
+                                                "--out = 'nothere' does not exist; give the run's directory, "
+                                                "--restart PATH, or no --restart for a new run"),
     "restart and overwrite": (["run", TG, *SMALL, "--out", "run", "--restart", "--overwrite"],
                               "cannot be combined with --restart"),
     "restart on another grid": (["run", TG, *SMALL, "--set", "grid.shape=32", "--out", "run", "--restart"],
