@@ -124,6 +124,8 @@ CASES = {
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshots.every=7"], "does not fall on a chunk boundary"),
     "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],
                                   "grid.shape = [4096, 4096, 4096] does not fit in memory"),
+    "shallow grid too large for memory": (["run", TG, "--set", "grid.shape=[4096,4096,1024]", "--out", "huge"],
+                                          "the largest grid of its aspect that fits is ["),
     "overwrite with a grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "run",
                                                     "--overwrite"], "largest cubic grid that fits is ["),
     # unknown names and combinations
