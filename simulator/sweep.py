@@ -39,7 +39,7 @@ from simulator.run.lock import state_now
 from simulator.run.rundir import LOCK_FILE, STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
-from simulator.errors import ConfigError, DamagedFileError, counted
+from simulator.errors import ConfigError, DamagedFileError, counted, show_value
 from simulator.sweep_file import Point, Sweep
 from simulator.threads import shared
 
@@ -132,7 +132,8 @@ def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory
         new = _flat(config_mod.to_dict(cfg))
         for key in sorted(set(old) | set(new)):
             if key != "output.dir" and old.get(key) != new.get(key):
-                return f" (point {point.index}: {key} = {old.get(key)!r} there, {new.get(key)!r} now)"
+                was, now = show_value(old.get(key)), show_value(new.get(key))
+                return f" (point {point.index}: {key} = {was} there, {now} now)"
     return None
 
 
@@ -233,11 +234,10 @@ def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequ
 
 
 def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
-    """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
-    resuming from its own latest checkpoint (what each array task of an ensemble sweep does), their configs read
-    as stored (as :func:`prepare` reads them) with ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``).
-    Returns 75 when a member was stopped (so the task is requeued), 1 when one failed, else 0. Every member's
-    resume hint is this command again: resuming a member alone would leave the group's program."""
+    """Run group ``index`` of an ensemble sweep here as one batched program (an ensemble sweep's array task), every
+    member resuming from its latest checkpoint, their configs read as stored (as :func:`prepare` reads them) with
+    ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``). Returns 75 when a member was stopped (the
+    task is requeued), 1 when one failed, else 0. Each member's resume hint is this command: the group, not it alone."""
     from simulator.run.command import resubmit_sweep, resume_hint
     from simulator.run.ensemble import run_configs
 

@@ -675,3 +675,17 @@ def test_a_local_sweep_names_each_point_by_its_values_as_the_listing_does(tmp_pa
     lines = []
     assert sweep.run_local(tmp_path, manifest, 1, report=lines.append) == 1
     assert lines[1] == f"point 0 (physics.viscosity = 0.01): exit 2 (pending); log {tmp_path / 'logs' / 'p000.log'}"
+
+
+def test_a_different_sweep_s_values_are_shown_as_yaml_spells_them(tmp_path):
+    """A sweep directory holding the points of another `set` is refused naming the first key that differs: a
+    boolean or null value read as Python (`output.spectra.at_end = True there, False now`); it reads as YAML does."""
+    first = sweep_file.load(write_sweep(tmp_path / "a.yaml", set={**TINY, "output.spectra": True},
+                                        grid={"physics.viscosity": [0.01]}))
+    sweep.prepare(first, tmp_path / "out")
+    (tmp_path / "out" / "sweep.yaml").unlink()  # the manifest gone: the stored point configs still tell them apart
+    second = sweep_file.load(write_sweep(tmp_path / "b.yaml", set={**TINY, "output.spectra": False},
+                                         grid={"physics.viscosity": [0.01]}))
+    with pytest.raises(ConfigError, match=r"already holds a different sweep \(point 0: output.spectra.at_end = true "
+                                          r"there, false now\)"):
+        sweep.prepare(second, tmp_path / "out")
