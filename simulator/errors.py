@@ -9,12 +9,29 @@ from typing import Any
 
 
 def show_value(value: Any) -> str:
-    """A short repr of a config value for one-line messages (tuples shown as YAML-like lists). A long
-    one keeps both ends (a path's file name, a list's last entries) and elides the middle."""
-    if isinstance(value, tuple):
-        value = list(value)
-    text = repr(value)
+    """A short repr of a config value for one-line messages, spelled as the YAML the user writes (null, true,
+    false; tuples as lists), not as Python (None, True). A long one keeps both ends (a path's file name, a
+    list's last entries) and elides the middle."""
+    text = _yaml_repr(value)
     return text if len(text) <= 80 else text[:38] + "..." + text[-39:]
+
+
+def _yaml_repr(value: Any) -> str:
+    """``repr``, but for YAML's spellings of null and the booleans, within lists and mappings too."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_yaml_repr, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_yaml_repr(k)}: {_yaml_repr(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and the (regular) ``noun``, plural but for one: "1 snapshot", "2 snapshots", "0 points"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class ConfigError(ValueError):

@@ -39,7 +39,7 @@ from simulator.run.lock import state_now
 from simulator.run.rundir import LOCK_FILE, STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
 from simulator.output.timeseries import read_timeseries
-from simulator.errors import ConfigError, DamagedFileError
+from simulator.errors import ConfigError, DamagedFileError, counted, show_value
 from simulator.sweep_file import Point, Sweep
 from simulator.threads import shared
 
@@ -132,7 +132,8 @@ def _changed_point(sweep: Sweep, configs: Sequence[config_mod.Config], directory
         new = _flat(config_mod.to_dict(cfg))
         for key in sorted(set(old) | set(new)):
             if key != "output.dir" and old.get(key) != new.get(key):
-                return f" (point {point.index}: {key} = {old.get(key)!r} there, {new.get(key)!r} now)"
+                was, now = show_value(old.get(key)), show_value(new.get(key))
+                return f" (point {point.index}: {key} = {was} there, {now} now)"
     return None
 
 
@@ -185,10 +186,9 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
 
 
 def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
-    """Run point ``index`` in this process (what each array task does), its stored config read as stored (as
-    :func:`prepare` reads it) with ``overrides`` (the runtime's ``flags``, as ``KEY=VALUE``); returns the run's
-    exit status. Its resume hint is this command again."""
-    from simulator.run.command import command_prefix, run_config
+    """Run point ``index`` here (what each array task does), its config read as stored (as :func:`prepare` reads it)
+    with ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``); its resume hint is this command again."""
+    from simulator.run.command import resubmit_sweep, resume_hint, run_config
 
     manifest = read_manifest(directory)
     points = manifest["points"]
@@ -196,7 +196,7 @@ def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags:
         raise ConfigError("point index", index, f"the sweep has points 0 to {len(points) - 1}", "is out of range")
     point = points[index]
     cfg = config_mod.load(str(directory / point["config"]), overrides, stored=True)
-    hint = " ".join([command_prefix(), shlex.join(["sweep", str(directory), "--point", str(index), *flags])])
+    hint = resume_hint(["sweep", str(directory), "--point", str(index), *flags], resubmit_sweep(manifest, directory))
     return run_config(cfg, directory / point["name"], resume=True, hint=hint)
 
 
@@ -234,12 +234,11 @@ def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequ
 
 
 def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
-    """Run group ``index`` of an ensemble sweep in this process as one batched program, every member
-    resuming from its own latest checkpoint (what each array task of an ensemble sweep does), their configs read
-    as stored (as :func:`prepare` reads them) with ``overrides`` (the runtime's ``flags``, as ``KEY=VALUE``).
-    Returns 75 when a member was stopped (so the task is requeued), 1 when one failed, else 0. Every member's
-    resume hint is this command again: resuming a member alone would leave the group's program."""
-    from simulator.run.command import command_prefix
+    """Run group ``index`` of an ensemble sweep here as one batched program (an ensemble sweep's array task), every
+    member resuming from its latest checkpoint, their configs read as stored (as :func:`prepare` reads them) with
+    ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``). Returns 75 when a member was stopped (the
+    task is requeued), 1 when one failed, else 0. Each member's resume hint is this command: the group, not it alone."""
+    from simulator.run.command import resubmit_sweep, resume_hint
     from simulator.run.ensemble import run_configs
 
     manifest, groups = read_manifest(directory), read_groups(directory)
@@ -247,7 +246,8 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags:
         raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
     points = [manifest["points"][i] for i in groups[index]]
     cfgs = [config_mod.load(str(directory / p["config"]), overrides, stored=True) for p in points]
-    hint = " ".join([command_prefix(), shlex.join(["sweep", str(directory), "--group", str(index), *flags])])
+    again = resubmit_sweep(manifest, directory, "--ensemble")  # the sweep's file may not say ensemble: true
+    hint = resume_hint(["sweep", str(directory), "--group", str(index), *flags], again)
     codes = run_configs(cfgs, [directory / p["name"] for p in points], resume=True, hint=hint)
     return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
 
@@ -262,9 +262,9 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
     user go (the CLI prints them). Returns 0 when every point finished, 1 otherwise."""
     points = manifest["points"]
     if groups is None:
-        tasks = [(p["name"], run_command(directory, p), f"point {p['index']} {p['params']}", [p])
+        tasks = [(p["name"], run_command(directory, p), f"point {p['index']} ({point_label(p['params'])})", [p])
                  for p in (points[i] for i in unfinished(directory, manifest))]
-        report(f"{manifest['name']}: {len(points) - len(tasks)} of {len(points)} points "
+        report(f"{manifest['name']}: {len(points) - len(tasks)} of {counted(len(points), 'point')} "
                f"already finished; running {len(tasks)}, {jobs} at a time")
     else:
         tasks = [(f"g{g:03d}", ["sweep", str(directory), "--group", str(g)],

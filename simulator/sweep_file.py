@@ -85,7 +85,12 @@ def load(path: str | Path) -> Sweep:
     if path.is_dir():  # a prepared sweep directory: read by the options that take one, not as a sweep file
         raise ConfigError("sweep file", str(path), "give the sweep's YAML file, or add --collect, --point I or --group "
                           "G to use the directory it prepared", "is a directory")
-    raw = config_mod.read_yaml(path)
+    try:
+        raw = config_mod.read_yaml(path)
+    except ConfigError as err:  # named as the sweep file it is, not as a run's config
+        if err.key != "config file":
+            raise
+        raise ConfigError("sweep file", err.value, err.allowed, err.problem) from None
     unknown = [key for key in raw if key not in KEYS]
     if unknown and "base" not in raw and set(raw) & RUN_SECTIONS:  # `simulator sweep CONFIG`: a run's config given
         raise ConfigError("sweep file", str(path), f"a sweep file names its run config as `base: PATH` and what it "

@@ -183,3 +183,23 @@ def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
 
     assert [sweep.point_state(out, f"p00{i}") for i in range(3)] == ["stopped", "finished", "pending"]
     assert sweep.unfinished(out, yaml.safe_load((out / "sweep.yaml").read_text())) == [0, 2]
+
+
+def test_a_sweep_and_its_points_print_in_one_line_each(tmp_path):
+    """`load_sweep(DIR)` in a notebook printed every field of every point (a Path's repr, each params mapping) on
+    one screen-wide line; like `load_run`, the sweep prints one line of its points' states, and each point one."""
+    import yaml
+
+    from simulator.run.rundir import write_status
+
+    out = tmp_path / "sw"
+    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
+              for i, v in enumerate([0.01, 0.02, 0.04])]
+    (out / "configs").mkdir(parents=True)
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "set": {},
+                                                    "points": points}))
+    (out / "p001").mkdir()
+    write_status(out / "p001", "finished", 40, 2.0)
+    sweep = simulator.load_sweep(out)
+    assert repr(sweep) == f"SweepResults({out}: tg, 3 points over physics.viscosity: 1 finished, 2 pending)"
+    assert repr(sweep.points[1]) == "SweepPoint(1 p001: physics.viscosity = 0.02, finished)"

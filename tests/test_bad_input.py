@@ -95,10 +95,20 @@ CASES = {
     "zero keep": (["run", TG, "--set", "checkpoint.keep=0"], "checkpoint.keep = 0 is out of range"),
     "negative cfl": (["run", TG, "--set", "time.cfl=-1"], "time.cfl = -1.0 is out of range"),
     "boolean expected": (["run", TG, "--set", "output.spectra=3"], "output.spectra = 3 has the wrong type"),
+    # values shown as the YAML that gives them, not as Python (it said `grid.shape = None`, `[True, None]`)
+    "null for a grid": (["run", TG, "--set", "grid.shape=null"], "grid.shape = null has the wrong type; expected a "
+                        "list of 3 integers"),
+    "true for a time step": (["run", TG, "--set", "time.dt=true"], "time.dt = true has the wrong type"),
+    "a list of YAML words for a mapping": (["run", TG, "--set", "output.snapshots=[true, null, no]"],
+                                           "output.snapshots = [true, null, false] has the wrong type"),
     # impossible sizes and layouts
     "odd Nz": (["run", TG, "--set", "grid.shape=[16,16,15]"], "has an odd Nz"),
     "does not divide": (["run", TG, "--cpu-devices", "8", "--set", "grid.shape=12"], "does not divide over the mesh"),
     "grid of two sizes": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] has 2 entries"),
+    # the devices a mesh needs, said in words that fit one device too (it said "only 1 are available")
+    "mesh of more devices than there are": (["run", TG, "--cpu-devices", "1", "--set", "fft.mesh=[2]"],
+                                            "fft.mesh = [2] needs 2 devices but only 1 is available; give a mesh of "
+                                            "at most 1 device, or run on more (--cpu-devices 2 on CPUs)"),
     "mesh of wrong rank": (["run", TG, "--set", "fft.mesh=[2,2]"], "fft.mesh = [2, 2] has the wrong rank"),
     "jaxdecomp slab along x": (["run", TG, "--cpu-devices", "4", "--set", "fft.backend=jaxdecomp", "--set",
                                 "fft.mesh=[4,1]"],
@@ -114,6 +124,8 @@ CASES = {
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshots.every=7"], "does not fall on a chunk boundary"),
     "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],
                                   "grid.shape = [4096, 4096, 4096] does not fit in memory"),
+    "shallow grid too large for memory": (["run", TG, "--set", "grid.shape=[4096,4096,1024]", "--out", "huge"],
+                                          "the largest grid of its aspect that fits is ["),
     "overwrite with a grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "run",
                                                     "--overwrite"], "largest cubic grid that fits is ["),
     # unknown names and combinations
@@ -223,6 +235,10 @@ CASES = {
     "existing run": (["run", TG, *SMALL, "--out", "run"], "--out = 'run' already holds a run"),
     "restart from a missing path": (["run", TG, *SMALL, "--out", "run", "--restart", "nope/c1.json"],
                                     "--restart = 'nope/c1.json' does not exist"),
+    # --restart without PATH continues --out: a mistyped --out is named as such (it said --restart = 'nothere')
+    "restart of an --out that does not exist": (["run", TG, *SMALL, "--out", "nothere", "--restart"],
+                                                "--out = 'nothere' does not exist; give the run's directory, "
+                                                "--restart PATH, or no --restart for a new run"),
     "restart and overwrite": (["run", TG, *SMALL, "--out", "run", "--restart", "--overwrite"],
                               "cannot be combined with --restart"),
     "restart on another grid": (["run", TG, *SMALL, "--set", "grid.shape=32", "--out", "run", "--restart"],
@@ -246,10 +262,10 @@ CASES = {
     "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
     # without --restart it was ignored: a new run from t = 0 in a new directory, or a --resume that refuses the change
     "allow a physics change without a restart": (["run", TG, *SMALL, "--out", "new", "--allow-physics-change"],
-                                                 "--allow-physics-change = True needs --restart; add --restart [PATH]"),
+                                                 "--allow-physics-change = true needs --restart; add --restart [PATH]"),
     "allow a physics change on a resume": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run",
                                             "--resume", "--allow-physics-change"],
-                                           "--allow-physics-change = True needs --restart"),
+                                           "--allow-physics-change = true needs --restart"),
     "resume into a directory of other files": (["run", TG, *SMALL, "--out", ".", "--resume"],
                                                "holds files but no checkpoint of a run with this physics"),
     "extend a finished run whose checkpoints are gone": (["run", TG, *SMALL, "--set", "time.t_end=0.1", "--out",
@@ -281,6 +297,8 @@ CASES = {
     # "sweep key 'precision' is unknown", the last "sweep directory = 'bad_point.yaml' has no sweep.yaml")
     "sweep of a run's config": (["sweep", TG], f"sweep file = {TG!r} is a run's config, not a sweep file; a sweep file "
                                 "names its run config as `base: PATH`"),
+    "missing sweep file": (["sweep", "nope.yaml"], "sweep file = 'nope.yaml' does not exist; give the path of an "
+                           "existing YAML file"),
     "sweep of a directory": (["sweep", "run"], "sweep file = 'run' is a directory; give the sweep's YAML file, or add "
                              "--collect, --point I or --group G"),
     "sweep point of the sweep file": (["sweep", "bad_point.yaml", "--point", "0"], "sweep directory = 'bad_point.yaml' "
@@ -289,7 +307,7 @@ CASES = {
                                         "is a file"),
     "sweep zip of unequal lists": (["sweep", "bad_zip.yaml"], "has lists of different lengths"),
     "sweep point of a non-sweep": (["sweep", "run", "--point", "0"], "has no sweep.yaml"),
-    "sweep point without an index": (["sweep", "run", "--point"], "--point = None is not set"),
+    "sweep point without an index": (["sweep", "run", "--point"], "--point = null is not set"),
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
     "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
     "launch of 'simulator info'": (["launch", "-n", "2", "simulator", "info"], "launch = 'simulator info' names the "
@@ -303,6 +321,15 @@ CASES = {
                                 "--cpu-devices = 0 is out of range; give 1 to 4096"),
     "sweep point with zero threads": (["sweep", "run", "--point", "0", "--threads", "0"],
                                       "--threads = 0 is out of range; give 1 to 4096"),
+    # a point's run takes the runtime's keys from the command line, not the values the manifest records
+    "sweep point with --set of a physical key": (["sweep", "run", "--point", "0", "--set", "physics.viscosity=0.1"],
+                                                 "--set = 'physics.viscosity=0.1' is not passed on to a sweep's "
+                                                 "points; give a runtime.* key (e.g. runtime.cpu_devices=null)"),
+    "sweep with --set of a runtime key out of range": (["sweep", "bad_point.yaml", "--local", "--set",
+                                                        "runtime.threads=0"],
+                                                       "--set runtime.threads = 0 is out of range; it must be >= 1"),
+    "sweep submitted with --set": (["sweep", "bad_point.yaml", "--submit", "--set", "runtime.cpu_devices=null"],
+                                   "--set = 'runtime.cpu_devices=null' is not passed on by --submit"),
     "sweep submitted with --cpu-devices": (["sweep", "bad_point.yaml", "--submit", "--cpu-devices", "2"],
                                            "--cpu-devices = 2 is not passed on by --submit; give it with --local, "
                                            "--point or --group, or set runtime.cpu_devices in the sweep file's set"),

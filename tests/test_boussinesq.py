@@ -457,7 +457,7 @@ def test_hyperviscosity_keys_are_checked_in_one_line():
     from simulator.errors import ConfigError
 
     base = {"physics.name": "boussinesq"}
-    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set; an integer >= 2 "
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = null is not set; an integer >= 2 "
                                           r"\(e.g. 4\) to use physics.hyperdiffusivity = 1e-06$"):
         support.load_config(None, {**base, "physics.hyperdiffusivity": 1e-6})
     with pytest.raises(ConfigError, match=r"^physics.hyperdiffusivity = 0.0 differs from physics.hyperviscosity; "
@@ -470,7 +470,7 @@ def test_hyperviscosity_keys_are_checked_in_one_line():
         support.load_config(None, {**base, "physics.hyperviscosity_order": 8, "grid.shape": 512})
     with pytest.raises(ConfigError, match=r"^physics.hyperdiffusivity = 0.0 differs"):
         bq_hyper().parameters(hyperviscosity=1e-6)
-    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set"):
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = null is not set"):
         bq().parameters(hyperviscosity=1e-6, hyperdiffusivity=1e-6)
     assert float(bq_hyper().parameters(hyperviscosity=1e-6, hyperdiffusivity=1e-6)["hyperdiffusivity"]) == 1e-6
 

@@ -1,6 +1,7 @@
 """What the commands print: ``simulator --version``, and ``simulator launch`` forwarding its processes'
 output a whole line at a time, without gloo's connection reports unless asked, each error once."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -104,7 +105,7 @@ def test_a_missing_sweep_file_of_an_installed_package_says_how_to_write_one(capf
     monkeypatch.setattr(shipped, "SOURCE_TREE", tmp_path / "site")  # no pyproject.toml: an installed package
     monkeypatch.chdir(tmp_path)
     code, _, err = command(capfd, "sweep", "configs/sweeps/tg_viscosity.yaml")
-    assert code == 2 and err == ("error: config file = 'configs/sweeps/tg_viscosity.yaml' does not exist; give the "
+    assert code == 2 and err == ("error: sweep file = 'configs/sweeps/tg_viscosity.yaml' does not exist; give the "
                                  "path of an existing YAML file (the sweep files of configs/sweeps/ come with a "
                                  "checkout of the source, not with the installed package: write your own, whose "
                                  "base: is a config file of yours, e.g. one written by simulator configs taylor_green "
@@ -298,3 +299,24 @@ def test_a_reader_that_leaves_early_is_no_traceback():
     finally:
         os.close(write)
     assert done.stderr == "" and done.returncode == 141, (done.returncode, done.stderr)
+
+
+def test_a_run_stopped_inside_a_slurm_job_says_how_to_resume_it_from_the_login_node_too(tmp_path):
+    """A run stopped in a Slurm job (runtime.max_wall here; the time limit's signal there) printed only the command
+    that resumes it, ``srun ... simulator run ... --resume``, which runs only within an allocation; from the login
+    node the job script is submitted again with the same output directory, which the hint now says too. Outside
+    Slurm the hint is the command alone."""
+    tg = str(ROOT / "configs" / "taylor_green.yaml")
+    args = ["run", tg, "--set", "grid.shape=16", "--set", "time.t_end=0.5", "--set", "output.chunk=5", "--set",
+            "runtime.max_wall=0.001"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    hints = []
+    for out, slurm in (("job", {"SLURM_JOB_ID": "7"}), ("laptop", {})):
+        r = subprocess.run([sys.executable, "-m", "simulator", *args, "--out", out], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300, env={**env, **slurm})
+        assert r.returncode == 75, r.stderr[-3000:]
+        hints += [line.split("resume with: ", 1)[1] for line in r.stderr.splitlines() if "resume with:" in line]
+    command = f"simulator {' '.join(args)} --resume --out"
+    assert hints == [f"{command} job (within a Slurm allocation), or from the login node submit the job script again "
+                     f"with the same output directory (the shipped templates: sbatch JOB_SCRIPT {tg} job)",
+                     f"{command} laptop"], hints

@@ -455,3 +455,16 @@ def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_
         assert_same_run(out / point["name"], tmp_path / "sep" / point["name"])
         written = yaml.safe_load((out / point["name"] / "config.yaml").read_text())
         assert written["processes"] == 2 and written["config"]["runtime"]["cpu_devices"] == 1
+
+
+def test_members_of_another_structure_are_refused_with_both_values_as_yaml_spells_them(tmp_path):
+    """Two members that differ in a key of the compiled program are refused in one line naming both values; member
+    0's was Python's (`member 0 has True`), the other's YAML's (`fft.in_turn = false`): both read as YAML now."""
+    from simulator.run.ensemble import run_configs
+
+    cfgs = [config_mod.load(None, {"grid.shape": 16, "fft.in_turn": flag}) for flag in (True, False)]
+    with pytest.raises(ConfigError) as err:
+        run_configs(cfgs, [tmp_path / "a", tmp_path / "b"])
+    assert str(err.value) == ("ensemble member 1: fft.in_turn = false changes the compiled program; members of one "
+                              "ensemble may differ only in traced values (member 0 has true)")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

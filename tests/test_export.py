@@ -405,7 +405,7 @@ def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
     run = copy_of(tg, tmp_path)
     target = tmp_path / "out" / "run.nc"
     err = refused(capsys, str(run), "--netcdf", str(target), "--max-size", "20KiB")
-    assert "--max-size = '20 KiB' is below the export's" in err and "give --max-size 1MiB or more" in err
+    assert "--max-size = '20KiB' (20 KiB) is below the export's" in err and "give --max-size 1MiB or more" in err
     # the size check comes before the merge too: nothing at all is written
     refused(capsys, str(run), "--merge", "--netcdf", str(target), "--max-size", "20KiB")
     assert not (tmp_path / "out").exists() and not (run / "snapshots" / "merged").exists()
@@ -1189,3 +1189,31 @@ def test_a_snapshot_whose_shards_come_from_two_writes_is_refused_in_one_line_nam
     assert [p.name for p in index.with_suffix("").iterdir()] == ["p0000.h5"]  # p0001.h5 of the old write removed
     with simulator.load_run(run).snapshots[-1].open() as snap:
         np.testing.assert_array_equal(snap.read("velocity"), np.full((3, 8, 8, 8), 7.0, np.float32))
+
+
+def test_a_size_reads_as_given_and_counts_say_one_snapshot(tmp_path, capsys):
+    """`--max-size 10KB` was refused as "--max-size = '10 KiB'", not the value given, and `10kB` (the SI spelling) as
+    not a size; a run of one snapshot exported as "1 snapshots". The refusal names the size as given and what it
+    counts (KB, MB and GB count in 1024s, as --help says), and one snapshot is one."""
+    from simulator.api import load_run
+    from simulator.output.particles import ParticleSeries
+    from simulator.results.lagrangian import Trajectories
+
+    run = tmp_path / "one"
+    done = subprocess.run([sys.executable, "-m", "simulator", "run", "configs/taylor_green.yaml", "--set",
+                           "grid.shape=8", "--set", "time.t_end=0.1", "--set", "output.chunk=5", "--out", str(run)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 snapshot, 3 rows" in repr(load_run(run))
+    for size in ("10KB", "10kB"):
+        assert refused(capsys, str(run), "--max-size", size) == (
+            f"error: --max-size = '{size}' (10 KiB) is below the export's 12.4 KiB (1 snapshot of velocity, "
+            "vorticity); give --max-size 1MiB or more, fewer --fields, or --merge (any size)\n")
+    assert main(["export", str(run), "--max-size", "500kB"]) == 0
+    assert f"{run / 'export' / 'run.nc'}: 1 snapshot of velocity, vorticity;" in capsys.readouterr().err
+    assert export_groups.size_text(1000) == "1000 B" and export_groups.size_text(1023 * 2**20) == "1023 MiB"
+    one = np.zeros((1, 1, 3))
+    assert repr(ParticleSeries("t", np.array([0]), np.array([0.0]), one, one, one)) == (
+        "ParticleSeries(t: 1 particle, 1 snapshot, t 0 .. 0)")
+    assert repr(Trajectories("t", np.array([0.0]), one, one, np.arange(1))) == (
+        "Trajectories(t: 1 particle, 1 row, t 0 .. 0)")

@@ -329,14 +329,14 @@ def test_hyperviscosity_keys_are_checked_in_one_line():
     from simulator.errors import ConfigError
 
     base = {"physics.name": "mhd"}
-    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set; an integer >= 2 "
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = null is not set; an integer >= 2 "
                                           r"\(e.g. 4\) to use physics.hyperresistivity = 1e-06$"):
         support.load_config(None, {**base, "physics.hyperresistivity": 1e-6})
     with pytest.raises(ConfigError, match=r"^physics.hyperresistivity = -1.0 is out of range"):
         support.load_config(None, {**base, "physics.hyperviscosity_order": 4, "physics.hyperresistivity": -1.0})
     with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = 8 is too large; at most 7"):
         support.load_config(None, {**base, "physics.hyperviscosity_order": 8, "grid.shape": 512})
-    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set"):
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = null is not set"):
         mhd().parameters(hyperviscosity=1e-6)
     assert float(mhd_hyper().parameters(hyperviscosity=1e-6, hyperresistivity=0.0)["hyperviscosity"]) == 1e-6
 

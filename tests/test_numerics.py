@@ -87,10 +87,10 @@ def test_hyperviscosity_keys_are_checked_in_one_line():
         load_config(None, {"physics.hyperviscosity_order": 8, "grid.shape": 512})
     assert load_config(None, {"physics.hyperviscosity_order": 8, "grid.shape": 512, "precision": "float64"})
     # nu_p needs its order (structure), in a config and in Simulation.parameters alike
-    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set; an integer >= 2 "
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = null is not set; an integer >= 2 "
                                           r"\(e.g. 4\) to use physics.hyperviscosity = 1e-06$"):
         load_config(None, {"physics.hyperviscosity": 1e-6})
-    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = None is not set"):
+    with pytest.raises(ConfigError, match=r"^physics.hyperviscosity_order = null is not set"):
         ns().parameters(hyperviscosity=1e-6)
     assert float(ns(**HYPER).parameters(hyperviscosity=1e-6)["hyperviscosity"]) == 1e-6
 

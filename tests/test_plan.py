@@ -694,3 +694,24 @@ def test_the_predicted_step_on_this_machine_reads_as_such(monkeypatch):
     step = next(line for line in report.report(p, "cpu") if line.startswith("predicted step"))
     assert step.startswith("predicted step (bandwidth bound): ") and (
         " ms on this machine (measured here: streaming 256 MiB, 10.0 GB/s; " in step), step
+
+
+def test_a_shallow_box_s_plan_names_the_largest_grid_of_its_own_aspect():
+    """The plan of a 32 x 32 x 8 grid said "largest cubic grid that fits: 64^3", no grid such a run would take.
+    It names the largest multiple of the run's own aspect, [4, 4, 1], of FFT-friendly sizes that fits
+    (bytes per cell as planned, no compile; memory for 64^3 cells: [96, 96, 24] is 221184 of them, [100, 100, 25]
+    has an odd Nz, [108, 108, 27] too many), and says so; a cubic run's line is as it was."""
+    cfg = load_config(None, {"grid.shape": [32, 32, 8], "grid.box": ["2*pi", "2*pi", "pi/2"]})
+    per_cell = 100
+    available = int(64**3 * per_cell / plan.USABLE_FRACTION) + 1
+    p = plan.Plan(cfg, "cpu", 1, (1,), 32 * 32 * 8, {"chunk": 32 * 32 * 8 * per_cell}, available, "given", None,
+                  None, 0.0)
+    assert p.largest_cubic == 64 and p.largest_grid == (96, 96, 24)
+    lines = report.report(p, "cpu")
+    assert "largest grid of this run's aspect (a multiple of [4, 4, 1]) that fits these 1 device(s): [96, 96, 24]" \
+        in lines, lines
+    assert not any("cubic" in line for line in lines), lines
+    cubic = plan.Plan(load_config(None, {"grid.shape": 32}), "cpu", 1, (1,), 32**3, {"chunk": 32**3 * per_cell},
+                      available, "given", None, None, 0.0)
+    assert cubic.largest_grid == (64, 64, 64)
+    assert "largest cubic grid that fits these 1 device(s): 64^3" in report.report(cubic, "cpu")

@@ -308,7 +308,7 @@ def test_sweep_over_a_key_of_strings_has_a_categorical_axis(sweep, capsys):
     ([], "run `simulator sweep --collect {sweep}` first"),
     (["--diagnostic", "pressure"], "--diagnostic = 'pressure' is not a column of collected.csv; choose one of final_"),
     (["--against", "time"], "'time' is not a swept key of collected.csv; choose one of physics.viscosity, time.dt"),
-    (["--frames"], "--frames = True does not apply to the sweep"),
+    (["--frames"], "--frames = true does not apply to the sweep"),
 ])
 def test_sweep_bad_input_exits_2(sweep, capsys, args, expected):
     if not args:

@@ -588,3 +588,104 @@ def test_a_gpu_template_runs_on_the_gpus_whatever_runtime_cpu_devices_the_config
     (tmp_path / "c.yaml").write_text("runtime: {cpu_devices: 2}\n")
     assert config.load(tmp_path / "c.yaml").runtime.cpu_devices == 2
     assert config.load(tmp_path / "c.yaml", overrides).runtime.cpu_devices is None  # as the command line reads them
+
+
+def test_a_sweep_task_given_gpus_runs_its_point_on_them_whatever_runtime_cpu_devices_the_config_holds(tmp_path):
+    """The documented GPU sweep (the template's ``--gpus-per-task=1`` uncommented) of a laptop's base config with
+    ``runtime.cpu_devices: 2`` ran every point on two virtual CPU devices, the GPUs idle: array tasks took no
+    ``--set``. A task that Slurm gave GPUs runs its point with ``--set runtime.cpu_devices=null``; a CPU task as
+    its config says."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"}
+    for gpus, expected in (({"SLURM_GPUS_PER_TASK": "1"}, ["runtime.cpu_devices=null"]),
+                           ({"SLURM_JOB_GPUS": "2"}, ["runtime.cpu_devices=null"]),
+                           ({"SLURM_GPUS_ON_NODE": "1"}, ["runtime.cpu_devices=null"]),
+                           ({"SLURM_GPUS_ON_NODE": "0"}, []), ({}, [])):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / "sweep.sbatch"), "sw", "--group"], cwd=tmp_path,
+                              env={**env, **gpus}, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        line = done.stdout.splitlines()[-1].split()
+        assert "simulator sweep sw --group 1" in done.stdout, done.stdout
+        assert [line[i + 1] for i, word in enumerate(line) if word == "--set"] == expected, (gpus, line)
+
+
+def test_a_point_takes_set_of_a_runtime_key_and_its_hint_in_a_slurm_job_says_to_submit_the_sweep_again(tmp_path):
+    """``simulator sweep DIR --point I --set runtime.cpu_devices=null`` (what a GPU array task runs) runs a point
+    of a base config holding ``runtime.cpu_devices: 2`` on the default devices (``--set`` was refused:
+    "unrecognized arguments"). Stopped by runtime.max_wall inside a Slurm job, its hint names that command and, for
+    the login node, the sweep submitted again (it named the command alone, which runs only in an allocation)."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "base": TG, "grid": {"physics.viscosity": [0.01, 0.02]},
+        "set": {**TINY, "runtime.cpu_devices": 2, "runtime.max_wall": 0.001}}))
+    assert cli(tmp_path, "sweep", "c.yaml", "--out", "out").returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", "out", "--point", "0", "--set",
+                        "runtime.cpu_devices=null"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**env, "SLURM_JOB_ID": "7"})
+    assert r.returncode == 75, r.stderr[-2000:]
+    meta = yaml.safe_load((tmp_path / "out" / "p000" / "config.yaml").read_text())
+    assert meta["config"]["runtime"]["cpu_devices"] is None and meta["devices"] == 1, meta
+    hints = [line.split("resume with: ", 1)[1] for line in r.stderr.splitlines() if "resume with:" in line]
+    assert hints == ["simulator sweep out --point 0 --set runtime.cpu_devices=null (within a Slurm allocation), or "
+                     f"from the login node submit the sweep again: simulator sweep {tmp_path / 'c.yaml'} --out out "
+                     "--submit"], r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("template", ["cpu", "gpu_node", "gpu_nodes", "sweep"])
+def test_a_job_stopped_past_its_requeues_says_how_to_continue_it(tmp_path, template):
+    """A job whose run checkpointed and exited 75 after MAX_REQUEUES requeues ended without a word of its own (the
+    run's hint names the srun command, which runs only within an allocation): the template says that it did not
+    requeue, and what to submit from the login node. Below the limit it requeues, as before."""
+    args, _ = TEMPLATE_TASKS[template]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\nexit 75\n")
+    (bin_dir / "scontrol").write_text("#!/bin/bash\necho \"scontrol $*\"\n")
+    for tool in ("srun", "scontrol"):
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
+           "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1", "MAX_REQUEUES": "3"}
+    for count, requeued in (("2", True), ("3", False)):
+        done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), *args], cwd=tmp_path,
+                              env={**env, "SLURM_RESTART_COUNT": count}, capture_output=True, text=True, timeout=30,
+                              check=False)
+        assert done.returncode == 75, done.stderr
+        last = done.stdout.splitlines()[-1]
+        if requeued:
+            assert last == "scontrol requeue 8", done.stdout
+        elif template == "sweep":
+            assert last == ("checkpointed, not requeued: MAX_REQUEUES=3 reached; to continue, submit the sweep again "
+                            f"(its unfinished points): simulator sweep SWEEP.yaml --out {args[0]} --submit"), last
+        else:
+            assert last == ("checkpointed, not requeued: MAX_REQUEUES=3 reached; to continue, submit this job script "
+                            f"again with the same output directory: sbatch JOB_SCRIPT {args[0]} {args[1]}"), last
+
+
+def test_a_local_sweep_names_each_point_by_its_values_as_the_listing_does(tmp_path):
+    """`simulator sweep FILE --local` reported each point as a Python dict, `point 0 {'physics.viscosity': 0.01}:
+    exit 0`; it names it as a legend does, `point 0 (physics.viscosity = 0.01): exit ...`. (Here the point's config
+    is missing, so its run exits 2 at once.)"""
+    manifest = {"name": "s", "points": [{"index": 0, "name": "p000", "params": {"physics.viscosity": 0.01},
+                                         "config": "configs/p000.yaml"}]}
+    (tmp_path / "logs").mkdir()
+    lines = []
+    assert sweep.run_local(tmp_path, manifest, 1, report=lines.append) == 1
+    assert lines[1] == f"point 0 (physics.viscosity = 0.01): exit 2 (pending); log {tmp_path / 'logs' / 'p000.log'}"
+
+
+def test_a_different_sweep_s_values_are_shown_as_yaml_spells_them(tmp_path):
+    """A sweep directory holding the points of another `set` is refused naming the first key that differs: a
+    boolean or null value read as Python (`output.spectra.at_end = True there, False now`); it reads as YAML does."""
+    first = sweep_file.load(write_sweep(tmp_path / "a.yaml", set={**TINY, "output.spectra": True},
+                                        grid={"physics.viscosity": [0.01]}))
+    sweep.prepare(first, tmp_path / "out")
+    (tmp_path / "out" / "sweep.yaml").unlink()  # the manifest gone: the stored point configs still tell them apart
+    second = sweep_file.load(write_sweep(tmp_path / "b.yaml", set={**TINY, "output.spectra": False},
+                                         grid={"physics.viscosity": [0.01]}))
+    with pytest.raises(ConfigError, match=r"already holds a different sweep \(point 0: output.spectra.at_end = true "
+                                          r"there, false now\)"):
+        sweep.prepare(second, tmp_path / "out")

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from simulator.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, counted
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
@@ -92,11 +92,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         if isinstance(err, OutputWriteError):
             print(f"error: {err}", file=sys.stderr)
             return EXIT_FAILED
+        if isinstance(err, ConfigError) and err.key == "--max-size":  # as given (10KB), with what it counts (10 KiB)
+            raise ConfigError(err.key, args.max_size, err.allowed,
+                              f"({export.size_text(max_size)}) {err.problem}") from None
         raise
     for path in written:
         print(path)
     if netcdf:
-        print(f"{netcdf.path}: {len(netcdf.run.snapshots) if netcdf.fields else 0} snapshots of "
+        print(f"{netcdf.path}: {counted(len(netcdf.run.snapshots) if netcdf.fields else 0, 'snapshot')} of "
               f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "
               f"{export.size_text(netcdf.size)}", file=sys.stderr)
         if netcdf.left_out:
@@ -116,8 +119,8 @@ def add_export(sub: Any) -> None:
                    help="write RUN_DIR/snapshots/merged/sNNNNNNNN.h5 (+ .xdmf, series.xdmf): each snapshot in one "
                    "file, the shards copied in (the shards and the index stay)")
     p.add_argument("--max-size", default="8GiB", metavar="SIZE",
-                   help="refuse a netCDF file larger than this (default: 8GiB); statistics, tasks and particles "
-                   "that do not fit are left out, named in one line")
+                   help="refuse a netCDF file larger than this (default: 8GiB; KB, MB and GB count in 1024s, as KiB, "
+                   "MiB and GiB); statistics, tasks and particles that do not fit are left out, named in one line")
     p.add_argument("--overwrite", action="store_true", help="replace an existing export")
     p.set_defaults(func=cmd_export)
 

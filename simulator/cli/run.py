@@ -119,7 +119,8 @@ def add_plan(sub: Any) -> None:
                    "the run would use; virtual CPUs if no GPU is seen)")
     p.add_argument("--platform", choices=("cpu", "gpu"), help="default: this machine's; gpu and no GPU: give --memory "
                    "(compiled by XLA's GPU compiler where JAX's CUDA plug-in is installed, else for this CPU)")
-    p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (default: what the devices have free)")
+    p.add_argument("--memory", metavar="SIZE", help="memory per device, e.g. 80GB (KB, MB and GB count in 1024s, "
+                   "as KiB, MiB and GiB; default: what the devices have free)")
     p.add_argument("--profile", choices=("measured", "h100", "h200"),
                    help="bandwidths of the predicted step: measured here (CPU default) or a GPU's datasheet figures; "
                    "the GPU compiled for without one (default h100)")

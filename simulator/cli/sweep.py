@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from typing import Any
 
 from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
                                   runtime_flags, runtime_settings)
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, counted
 from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 
 
@@ -21,12 +22,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
     check_runtime_flags(args)  # named as given, before a point's config is blamed for them
+    _overrides(args)  # a --set of a key the points cannot take: refused before the sweep's directory is locked
     if args.point is not None:
-        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), runtime_settings(args),
-                               runtime_flags(args))
+        return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), _overrides(args),
+                               _flags(args))
     if args.group is not None:
-        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), runtime_settings(args),
-                               runtime_flags(args))
+        return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), _overrides(args),
+                               _flags(args))
     launched = os.environ.get(ENV_NUM_PROCESSES)
     if launched:  # every process would prepare and run the whole sweep (and all but one be refused by its lock)
         raise ConfigError("simulator launch -n", int(launched), "run the sweep in one process (`simulator sweep FILE "
@@ -42,6 +44,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{flag.replace('_', '-')}", getattr(args, flag), "give it with --local, --point or "
                               f"--group, or set {key} in the sweep file's set (what array tasks run with)",
                               f"is not passed on by {'--submit' if args.submit else '--collect'}")
+    if args.overrides and (args.submit or args.collect):
+        raise ConfigError("--set", args.overrides[0], "give it with --local, --point or --group (the sweep template "
+                          "passes runtime.cpu_devices=null to a task with GPUs), or in the sweep file's set",
+                          f"is not passed on by {'--submit' if args.submit else '--collect'}")
     if args.batch is not None and args.batch < 1:
         raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
@@ -52,7 +58,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if "note" in row:
                 lacks = "" if "time" in row else " has no results"
                 print(f"warning: point {row['index']}{lacks} in {path}: {row['note']}", file=sys.stderr)
-        print(f"{path}: {len(rows)} points, {finished} finished")
+        print(f"{path}: {counted(len(rows), 'point')}, {finished} finished")
         from simulator import plots
 
         for written in plots.plot_sweep_dir(directory, args.diagnostic, args.against):
@@ -78,15 +84,15 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
     from simulator import sweep, sweep_slurm
 
     ensemble = args.ensemble or args.batch is not None or spec.ensemble
-    if ensemble or runtime_settings(args):  # before any write: a point no ensemble can hold, or the flags cannot run
+    if ensemble or _overrides(args):  # before any write: a point no ensemble can hold, or the flags cannot run
         from simulator.run.grouping import check_member
 
         for point in spec.points:
-            cfg = sweep.point_config(spec, point, directory, runtime_settings(args))
+            cfg = sweep.point_config(spec, point, directory, _overrides(args))
             if ensemble:
                 check_member(cfg)
     manifest = sweep.prepare(spec, directory)
-    print(f"sweep {spec.name}: {len(spec.points)} points over {', '.join(spec.swept)}; all valid; manifest "
+    print(f"sweep {spec.name}: {counted(len(spec.points), 'point')} over {', '.join(spec.swept)}; all valid; manifest "
           f"{directory / sweep.MANIFEST}")
     for p in manifest["points"]:
         print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
@@ -97,13 +103,13 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
         print(f"ensemble: {len(groups)} group(s) of the same structure, one batched program each: "
               + "; ".join(f"{g}: points {', '.join(map(str, m))}" for g, m in enumerate(groups)))
     out = f" --out {args.out}" if args.out else ""
-    flags = "".join(f" {word}" for word in runtime_flags(args))
+    flags = "".join(f" {shlex.quote(word)}" for word in _flags(args))
     if args.submit:
         sweep_slurm.submit(directory, manifest, Path(args.script) if args.script else None, dry_run=args.dry_run,
                            groups=groups, report=print)
     elif args.local:
         code = sweep.run_local(directory, manifest, args.jobs or sweep.jobs_default(manifest), groups=groups,
-                               report=print, flags=runtime_flags(args))
+                               report=print, flags=_flags(args))
         if code == EXIT_INTERRUPTED:
             print(f"resume with: simulator sweep {args.target}{out} --local{flags}{' --ensemble' if groups else ''}")
         return code
@@ -139,12 +145,37 @@ def add_sweep(sub: Any) -> None:
                    help="with --submit: the array job script (default: slurm/sweep.sbatch, else where there is none "
                    "the template shipped with the package: simulator slurm sweep)")
     p.add_argument("--dry-run", action="store_true", help="with --submit: print the sbatch command, submit nothing")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --local, --point or --group: a runtime key of each point's run, e.g. --set "
+                   "runtime.cpu_devices=null for the GPUs whatever the sweep's config asks (repeatable)")
     runtime_args(p, " in each point's run; with --local, --point or --group")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
                    help="with --collect: the column to plot (e.g. peak_dissipation; default: chosen from the table)")
     p.add_argument("--against", default=None, metavar="KEY",
                    help="with --collect: the swept key on the x axis (default: the first swept key)")
     p.set_defaults(func=cmd_sweep)
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """The config overrides (``KEY=VALUE``) each point's run takes from the command line: ``--set`` of the runtime's
+    keys, and the runtime's flags. Another key is refused: the manifest and ``--collect`` would give the point the
+    values of the sweep file, not those it ran with."""
+    from simulator import config as config_mod
+
+    for item in args.overrides:
+        if not item.split("=", 1)[0].strip().startswith("runtime."):
+            raise ConfigError("--set", item, "give a runtime.* key (e.g. runtime.cpu_devices=null); set the others in "
+                              "the sweep file's set, grid, zip or points", "is not passed on to a sweep's points")
+        try:  # named as the flag it is, before a point's config is blamed for it
+            config_mod.load(None, [item])
+        except ConfigError as err:
+            raise ConfigError(f"--set {err.key}", err.value, err.allowed, err.problem) from None
+    return [*args.overrides, *runtime_settings(args)]
+
+
+def _flags(args: argparse.Namespace) -> list[str]:
+    """The words of the command line that give a point's run :func:`_overrides`, for the commands this one starts."""
+    return [*(word for item in args.overrides for word in ("--set", item)), *runtime_flags(args)]
 
 
 def _array_index(flag: str, given: int, what: str) -> int:

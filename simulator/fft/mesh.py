@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh
 
-from simulator.errors import RuntimeSetupError
+from simulator.errors import RuntimeSetupError, counted
 from simulator.fft.layouts import Layout
 
 
@@ -25,8 +25,10 @@ def build_mesh(backend: type[Layout], requested: Sequence[int] | None, devices: 
     shape = backend.mesh_shape(len(devices), tuple(requested) if requested is not None else None)
     need = int(np.prod(shape))
     if need > len(devices):
+        have = len(devices)
         raise RuntimeSetupError(
-            f"fft.mesh = {list(shape)} needs {need} devices but only {len(devices)} are available"
+            f"fft.mesh = {list(shape)} needs {need} devices but only {have} {'is' if have == 1 else 'are'} available; "
+            f"give a mesh of at most {counted(have, 'device')}, or run on more (--cpu-devices {need} on CPUs)"
         )
     chosen = mesh_devices(devices, need)
     # Auto axes: sharding is propagated by the compiler from the backends' constraints, which is

@@ -47,7 +47,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.errors import reading
+from simulator.errors import counted, reading
 from simulator.output import hdf5, segments
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import clock_coordinates, clocks_of, particle_group, variable
@@ -271,7 +271,8 @@ class ParticleSeries:
         """One line, as a run's: ``ParticleSeries(tracers: 64 particles, 2 snapshots, t 0 .. 2)``, not every array
         (a notebook printing ``run.particles`` printed three arrays of every snapshot)."""
         times = f", t {self.time[0]:.6g} .. {self.time[-1]:.6g}" if len(self.time) else ""
-        return f"ParticleSeries({self.species}: {self.position.shape[1]} particles, {len(self.time)} snapshots{times})"
+        return (f"ParticleSeries({self.species}: {counted(self.position.shape[1], 'particle')}, "
+                f"{counted(len(self.time), 'snapshot')}{times})")
 
 
 def snapshot_files(run_dir: Path) -> list[Path]:

@@ -2,10 +2,10 @@
 (:mod:`simulator.planning.plan`).
 
 ``simulator run`` calls :func:`check_run` after the runtime has started and before anything is written
-to the run directory: a grid that cannot fit is refused with one line naming it and the largest cubic
-grid that fits (exit 2). A run so small that its state alone shows it fits is let through without
-compiling its programs. An ensemble's batch (:func:`check_ensemble`) is checked with its batched programs
-(:mod:`simulator.run.batched`) compiled the same way, before any member's directory is written.
+to the run directory: a grid that cannot fit is refused with one line naming it and the largest grid of its
+aspect (a cubic run's: cubic) that fits (exit 2). A run so small that its state alone shows it fits is let
+through without compiling its programs. An ensemble's batch (:func:`check_ensemble`) is checked with its
+batched programs (:mod:`simulator.run.batched`) compiled the same way, before any member's directory is written.
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ def check_fits(sim: Any) -> Plan | None:
     if not plan.fits:  # fft.in_turn auto: a GPU step's fields one at a time where all at once does not fit
         plan = auto_in_turn(plan, sim.fft.route, lambda cfg: make_plan(type(sim)(cfg)))
     if not plan.fits:
-        n = plan.largest_cubic
+        largest, cubic = plan.largest_grid, len(set(sim.fft.shape)) == 1
         raise ConfigError(
             "grid.shape", list(sim.fft.shape),
             f"{cost.human_bytes(plan.available)} available per device ({plan.available_source}), of which a run "
-            f"may plan {USABLE_FRACTION:.0%}; the largest cubic grid that fits is {[n] * 3 if n else 'none'}: use a "
-            "smaller grid or more devices",
+            f"may plan {USABLE_FRACTION:.0%}; the largest {'cubic grid' if cubic else 'grid of its aspect'} that "
+            f"fits is {list(largest) if largest else 'none'}: use a smaller grid or more devices",
             f"does not fit in memory: {plan.describe_need()}")
     return plan
 

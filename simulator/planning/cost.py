@@ -325,11 +325,12 @@ def human_bytes(n: float) -> str:
 
 
 def parse_bytes(text: str) -> int:
-    """'80GB' / '80 GiB' / '8e10' -> bytes (GB and GiB both read as 2^30: device memory is quoted so)."""
-    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMGTP]?)(i?B)?\s*", text)
+    """'80GB' / '80 GiB' / '8e10' / '500kB' -> bytes (GB and GiB both read as 2^30: device memory is quoted so; the
+    help of every option taking one says so)."""
+    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([kKMGTP]?)(i?B)?\s*", text)
     if m is None:
         raise ValueError(f"{text!r} is not a size like 80GB")
-    return int(float(m.group(1)) * 1024 ** "_KMGTP".index(m.group(2) or "_"))
+    return int(float(m.group(1)) * 1024 ** "_KMGTP".index(m.group(2).upper() or "_"))
 
 
 def memory_option(text: str | None, required: bool) -> int | None:

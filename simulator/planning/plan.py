@@ -149,22 +149,31 @@ def fft_friendly(n: int) -> bool:
     return n == 1
 
 
+def grid_unit(shape: Sequence[int]) -> tuple[int, ...]:
+    """The smallest grid of ``shape``'s aspect, ``shape`` over its entries' greatest common divisor: the grids of
+    that aspect are its multiples ((1, 1, 1): the cubic grids; [32, 32, 8]: (4, 4, 1))."""
+    return tuple(n // math.gcd(*shape) for n in shape)
+
+
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
-                       compact: bool = False, usable: Callable[[int], None] | None = None) -> int:
-    """The largest N (FFT-friendly, valid for the layout on this mesh) with N^3 * bytes_per_cell <= total_bytes;
-    ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum, which needs
-    more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes barely);
-    ``usable``: raises ConfigError for an N the run's config cannot use (:func:`config_on_grid`)."""
+                       compact: bool = False, usable: Callable[[tuple[int, ...]], None] | None = None,
+                       unit: tuple[int, ...] = (1, 1, 1)) -> int:
+    """The largest N with the grid N * ``unit`` (default: N^3; :func:`grid_unit` for a run's own aspect) of
+    FFT-friendly sizes, valid for the layout on this mesh, and N^3 * prod(unit) * bytes_per_cell <= total_bytes
+    (0: none); ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum,
+    which needs more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes
+    barely); ``usable``: raises ConfigError for a grid the run's config cannot use (:func:`config_on_grid`)."""
     if total_bytes <= 0:  # a device already fuller than its share: no grid fits
         return 0
-    n = int((total_bytes / bytes_per_cell) ** (1 / 3)) + 1
-    while n >= 2:
-        if n**3 * bytes_per_cell <= total_bytes and fft_friendly(n):
+    n = int((total_bytes / bytes_per_cell / math.prod(unit)) ** (1 / 3)) + 1
+    while n * min(unit) >= 2:
+        shape = tuple(n * u for u in unit)
+        if math.prod(shape) * bytes_per_cell <= total_bytes and all(map(fft_friendly, shape)):
             try:
-                layout.check_layout((n, n, n), mesh_shape)
+                layout.check_layout(shape, mesh_shape)
                 if usable is not None:
-                    usable(n)
-                if not compact or layout.compact_sizes((n, n, n), mesh_shape) is not None:
+                    usable(shape)
+                if not compact or layout.compact_sizes(shape, mesh_shape) is not None:
                     return n
             except ConfigError:
                 pass
@@ -172,13 +181,13 @@ def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, m
     return 0
 
 
-def config_on_grid(cfg: Config, n: int) -> None:
-    """Check ``cfg`` on the cubic grid n^3 as a run on it would be checked (:func:`simulator.config.model.validate`):
+def config_on_grid(cfg: Config, shape: tuple[int, ...]) -> None:
+    """Check ``cfg`` on the grid ``shape`` as a run on it would be checked (:func:`simulator.config.model.validate`):
     ConfigError for a grid the rest of the config cannot use, e.g. one that the lattice of ``physics.cdm_particles``
     does not divide, or too small for a particle window or an initial condition's modes."""
     from simulator.config.model import validate
 
-    validate(dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, shape=(n, n, n))))
+    validate(dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, shape=shape)))
 
 
 @dataclass
@@ -229,27 +238,40 @@ class Plan:
     def own_largest_cubic(self) -> int:
         """The largest cubic grid that fits with these programs' bytes per cell and that the config can use
         (:func:`config_on_grid`: a particle lattice divides it, ...)."""
-        return self._largest_cubic(lambda n: config_on_grid(self.cfg, n))
+        return self._largest(lambda shape: config_on_grid(self.cfg, shape), (1, 1, 1))
 
-    def largest_cubic_refusal(self) -> str | None:
-        """Why a larger cubic grid than :attr:`largest_cubic` fits memory but not the config (the config's refusal
-        of the largest that fits memory, one line), or None when memory alone sets it."""
-        others = [self] + ([self.other] if self.other is not None else [])
-        n = max(p._largest_cubic(None) for p in others)
-        if n <= self.largest_cubic:
+    @property
+    def largest_grid(self) -> tuple[int, ...] | None:
+        """The largest grid of the run's own aspect (a multiple of :func:`grid_unit`: a cubic run's the largest
+        cubic grid) that fits and that the config can use, the other order of transforms included; None: none."""
+        unit = grid_unit(self.cfg.grid.shape)
+        n = max(p._largest(lambda shape: config_on_grid(self.cfg, shape), unit) for p in self._orders())
+        return tuple(n * u for u in unit) if n else None
+
+    def largest_grid_refusal(self) -> str | None:
+        """Why a larger grid of the run's aspect than :attr:`largest_grid` fits memory but not the config (the
+        config's refusal of the largest that fits memory, one line), or None when memory alone sets it."""
+        unit = grid_unit(self.cfg.grid.shape)
+        n = max(p._largest(None, unit) for p in self._orders())
+        if n * unit[0] <= (self.largest_grid or (0,))[0]:
             return None
+        shape = tuple(n * u for u in unit)
         try:
-            config_on_grid(self.cfg, n)
+            config_on_grid(self.cfg, shape)
         except ConfigError as err:
-            return f"{n}^3 fits memory, but {err}"
+            return f"{_shown(shape)} fits memory, but {err}"
         return None  # only the compact layout's sizes or the other order of transforms set it apart
 
-    def _largest_cubic(self, usable: Callable[[int], None] | None) -> int:
+    def _orders(self) -> list[Plan]:
+        """This plan and the other order of a step's transforms that was weighed (:attr:`other`)."""
+        return [self] + ([self.other] if self.other is not None else [])
+
+    def _largest(self, usable: Callable[[tuple[int, ...]], None] | None, unit: tuple[int, ...]) -> int:
         from simulator.fft.layouts import LAYOUTS
 
         total = USABLE_FRACTION * self.available * self.devices
         return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact,
-                                  usable)
+                                  usable, unit)
 
     def devices_to_fit(self) -> int | None:
         """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no
@@ -266,6 +288,20 @@ class Plan:
         c = self.cfg
         return (f"{c.physics.name} {c.time.integrator} {c.precision} needs {cost.human_bytes(self.peak)} per device "
                 f"({self.bytes_per_cell:.0f} B/cell on {self.devices} {self.platform} device(s))")
+
+
+def _shown(shape: Sequence[int]) -> str:
+    """A grid as the plan says it: ``N^3`` for a cubic one, else its list."""
+    return f"{shape[0]}^3" if len(set(shape)) == 1 else str(list(shape))
+
+
+def largest_grid_line(plan: Plan) -> str:
+    """The plan's line on the largest grid that fits: cubic for a cubic run, else of the run's own aspect."""
+    shape, unit = plan.largest_grid, grid_unit(plan.cfg.grid.shape)
+    what = "cubic grid" if len(set(unit)) == 1 else f"grid of this run's aspect (a multiple of {list(unit)})"
+    if shape is None:
+        return f"no {what} fits these devices"
+    return f"largest {what} that fits these {plan.devices} device(s): {_shown(shape)}"
 
 
 def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | None = None,

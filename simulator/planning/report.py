@@ -21,7 +21,8 @@ from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
-from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, plan_programs
+from simulator.planning.plan import (USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line,
+                                     plan_programs)
 from simulator.planning.reduced import reduced_plan
 
 
@@ -79,10 +80,8 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     verdict = "fits" if plan.fits else "DOES NOT FIT"
     lines.append(f"available per device: {h(plan.available)} ({plan.available_source}); a run may plan "
                  f"{USABLE_FRACTION:.0%} of it: {verdict}")
-    n = plan.largest_cubic
-    lines.append(f"largest cubic grid that fits these {plan.devices} device(s): {n}^3" if n else
-                 "no grid fits these devices")
-    if (refusal := plan.largest_cubic_refusal()) is not None:  # the config, not memory, sets it: say which key
+    lines.append(largest_grid_line(plan))
+    if (refusal := plan.largest_grid_refusal()) is not None:  # the config, not memory, sets it: say which key
         lines.append(f"  (of the grids this config can use: {refusal})")
     if plan.other is not None:
         lines.append(in_turn_line(plan))

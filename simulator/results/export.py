@@ -67,7 +67,7 @@ import numpy as np
 import yaml
 
 from simulator import __version__
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, counted
 from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
@@ -209,7 +209,7 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     if size > max_size:
         raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
                           "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "
-                          f"({len(held)} snapshots of {', '.join(chosen) or 'no field'})")
+                          f"({counted(len(held), 'snapshot')} of {', '.join(chosen) or 'no field'})")
     groups, extra, left_out = plan_groups(run, max_size - size)
     return NetcdfPlan(run, path, chosen, size + extra, groups, left_out)
 

@@ -47,8 +47,8 @@ ROOT = ("timeseries", "spectra", "snapshots")
 def size_text(nbytes: float) -> str:
     """``nbytes`` for people: 12.3 MiB, 8 GiB."""
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024:
-            return f"{nbytes:.3g} {unit}"
+        if nbytes < 1024:  # 1000 to 1023 in full: 3 significant digits would write them 1e+03
+            return f"{nbytes:.3g} {unit}" if nbytes < 1000 else f"{nbytes:.0f} {unit}"
         nbytes /= 1024
     return f"{nbytes:.3g} TiB"
 

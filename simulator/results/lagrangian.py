@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.errors import ConfigError, reading
+from simulator.errors import ConfigError, counted, reading
 from simulator.output.rows import open_for_reading
 
 #: the trajectory file under the run directory (written by :class:`simulator.output.trajectories.TrajectoryWriter`)
@@ -58,7 +58,8 @@ class Trajectories:
     def __repr__(self) -> str:
         """One line: ``Trajectories(tracers: 8 particles, 3 rows, t 0 .. 2)``, not every array."""
         times = f", t {self.time[0]:.6g} .. {self.time[-1]:.6g}" if len(self.time) else ""
-        return f"Trajectories({self.species}: {len(self.ids)} particles, {len(self.time)} rows{times})"
+        return (f"Trajectories({self.species}: {counted(len(self.ids), 'particle')}, "
+                f"{counted(len(self.time), 'row')}{times})")
 
 
 def read_trajectories(path: Path) -> dict[str, Trajectories]:

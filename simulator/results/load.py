@@ -47,6 +47,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
+from simulator.errors import counted
 from simulator.run.lock import state_now
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
@@ -78,12 +79,12 @@ class RunResults:
         shape = f"{grid[0]}^3" if len(grid) == 3 and len(set(grid)) == 1 else "x".join(map(str, grid))
         try:
             times = self.timeseries.get("time", ())
-            rows = f"{len(times)} rows" + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
+            rows = counted(len(times), "row") + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
         except OSError:  # a damaged timeseries.csv: printing the run still works, and reading it says why
             rows = "rows unreadable"
         state = f", {self.state}" if self.state is not None else ""
         return (f"RunResults({self.path}: {self.config.get('physics', {}).get('name', '?')} {shape}, "
-                f"{len(self.snapshots)} snapshots, {rows}{state})")
+                f"{counted(len(self.snapshots), 'snapshot')}, {rows}{state})")
 
     @property
     def state(self) -> str | None:
@@ -242,6 +243,10 @@ class SweepPoint:
         """The swept values, for a legend: ``physics.viscosity = 0.01, time.dt = 0.02``."""
         return point_label(self.params)
 
+    def __repr__(self) -> str:
+        """One line: ``SweepPoint(0 p000: physics.viscosity = 0.01, finished)`` (not its Path's repr)."""
+        return f"SweepPoint({self.index} {self.name}: {self.label}, {self.status})"
+
     @cached_property
     def run(self) -> RunResults:
         """What the point's run wrote so far (:func:`load_run`), read when first used; ConfigError for a point
@@ -264,6 +269,14 @@ class SweepResults:
     def finished(self) -> tuple[SweepPoint, ...]:
         """The points whose run has finished."""
         return tuple(p for p in self.points if p.status == "finished")
+
+    def __repr__(self) -> str:
+        """One line, as a run's: ``SweepResults(outputs/s: s, 3 points over physics.viscosity: 2 finished,
+        1 pending)``, not every point's fields (a notebook printing ``load_sweep(DIR)`` showed a screenful)."""
+        states = {state: sum(p.status == state for p in self.points) for state in dict.fromkeys(
+            sorted((p.status for p in self.points), key=lambda s: s != "finished"))}
+        return (f"SweepResults({self.path}: {self.name}, {counted(len(self.points), 'point')} over "
+                f"{', '.join(self.swept)}: {', '.join(f'{n} {state}' for state, n in states.items())})")
 
 
 def load_sweep(path: str | Path) -> SweepResults:

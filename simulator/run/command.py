@@ -13,8 +13,9 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
@@ -89,6 +90,24 @@ def command_prefix() -> str:
         return f"simulator launch -n {launched}"
     tasks = srun_tasks()
     return f"srun -n {tasks} simulator" if tasks > 1 else "simulator"
+
+
+def resume_hint(words: Sequence[str], resubmit: str) -> str:
+    """The command that resumes a run, ``simulator`` + ``words`` begun as :func:`command_prefix` says, quoted as a
+    shell reads it; inside a Slurm job also ``resubmit``, how to resume from the login node: ``srun`` runs only
+    within an allocation, and a job script that did not requeue itself is submitted again."""
+    hint = " ".join([command_prefix(), shlex.join(words)])
+    if not os.environ.get("SLURM_JOB_ID"):
+        return hint
+    return f"{hint} (within a Slurm allocation), or from the login node {resubmit}"
+
+
+def resubmit_sweep(manifest: Mapping[str, Any], directory: Path, *extra: str) -> str:
+    """How a sweep point's or group's hint says to resume it from the login node: the sweep (``manifest``: its
+    :mod:`simulator.sweep` manifest, prepared in ``directory``) submitted again, which submits its unfinished
+    points; ``extra``: the words that submit it as it was (``--ensemble``)."""
+    return "submit the sweep again: " + shlex.join(["simulator", "sweep", str(manifest["source"]), "--out",
+                                                    str(directory), "--submit", *extra])
 
 
 def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwrite: bool = False,
@@ -225,6 +244,8 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
             raise ConfigError("--add-to-t-end", add_to_t_end, f"a T that ends the run where its config can ({err})",
                               f"would set {', '.join(end)}") from None
     # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
-    hint = " ".join([command_prefix(), shlex.join(["run", config, *sum((["--set", o] for o in overrides), []),
-                                                   "--resume", "--out", str(out_dir or f"outputs/{cfg.name}")])])
+    where = str(out_dir or f"outputs/{cfg.name}")
+    hint = resume_hint(["run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out", where],
+                       "submit the job script again with the same output directory (the shipped templates: "
+                       f"sbatch JOB_SCRIPT {shlex.join([config, where])})")
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]

@@ -39,7 +39,7 @@ import numpy as np
 
 from simulator.run import grouping
 from simulator.config import Config
-from simulator.errors import ConfigError, RuntimeSetupError
+from simulator.errors import ConfigError, RuntimeSetupError, show_value
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
 from simulator.output import kinds
 from simulator.output.base import Moment
@@ -88,7 +88,7 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
         diffs = grouping.differences(cfgs[0], cfg)
         if diffs:
             raise ConfigError(f"ensemble member {i}: {diffs[0]}", _value(cfg, diffs[0]), "members of one ensemble "
-                              f"may differ only in traced values (member 0 has {_value(cfgs[0], diffs[0])!r})",
+                              f"may differ only in traced values (member 0 has {show_value(_value(cfgs[0], diffs[0]))})",
                               "changes the compiled program")
     grouping.check_member(cfgs[0])
     if len({str(d.resolve()) for d in dirs}) != len(dirs):

@@ -3,8 +3,7 @@
 Nothing here imports JAX: the CLI decides all of this before JAX starts, so a refused run changes
 nothing and costs nothing. The order is always: :func:`plan` (read only; bad input is refused here),
 then the lock (:class:`simulator.run.lock.RunLock`, taken before anything is changed, so no live run
-is ever touched), then
-:func:`plan` again under the lock (the directory may have changed meanwhile), then
+is ever touched), then :func:`plan` again under the lock (the directory may have changed meanwhile), then
 :func:`apply` (the only place that removes a run's files).
 
 What ``--resume`` does (the job scripts run it on every allocation):
@@ -118,8 +117,7 @@ def holds_nothing(path: Path) -> bool:
 
 def stored_config(path: Path) -> dict[str, Any] | None:
     """The resolved config a run in ``path`` recorded (``config.yaml``, else its latest segment), or None."""
-    candidates = [path / "config.yaml", *reversed(segments.record_paths(path))]
-    for candidate in candidates:
+    for candidate in [path / "config.yaml", *reversed(segments.record_paths(path))]:
         try:
             stored = yaml.safe_load(candidate.read_text())["config"]
         except (OSError, TypeError, KeyError, ValueError, yaml.YAMLError):
@@ -162,9 +160,11 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
         except OSError as err:
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file",
                               f"cannot be used ({err.strerror})") from None
-        if not found:
-            raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file that exists",
-                              "does not exist")
+        if not found:  # --restart without PATH continues --out: named as the user gave it
+            latest = restart == "latest"
+            raise ConfigError("--out" if latest else "--restart", str(target), "give the run's directory, --restart "
+                              "PATH, or no --restart for a new run" if latest else "give a run directory or a "
+                              "checkpoint file that exists", "does not exist")
         if (restart != "latest" and not same_run(target, path) and not holds_nothing(path)
                 and not _retries(path, target)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
