@@ -1215,5 +1215,5 @@ def test_a_size_reads_as_given_and_counts_say_one_snapshot(tmp_path, capsys):
     one = np.zeros((1, 1, 3))
     assert repr(ParticleSeries("t", np.array([0]), np.array([0.0]), one, one, one)) == (
         "ParticleSeries(t: 1 particle, 1 snapshot, t 0 .. 0)")
-    assert repr(Trajectories("t", np.array([0.0]), one, one, np.arange(1))) == (
+    assert repr(Trajectories("t", np.array([0.0]), one, one, np.arange(1), np.array([0]), one)) == (
         "Trajectories(t: 1 particle, 1 row, t 0 .. 0)")

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +265,7 @@ class ParticleSeries:
     position: np.ndarray
     unwrapped: np.ndarray
     velocity: np.ndarray
-    clocks: dict[str, np.ndarray]
+    clocks: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         """One line, as a run's: ``ParticleSeries(tracers: 64 particles, 2 snapshots, t 0 .. 2)``, not every array
