@@ -480,6 +480,30 @@ def test_a_branch_records_its_source_so_that_another_directory_can_try_it_again(
     assert here(capfd, *branch, "--restart", str(origin)).returncode == 0
     assert checkpoint.find(tmp_path / "branch").step == 20
 
+def test_a_branch_that_would_not_step_is_refused_and_writes_nothing(tmp_path, monkeypatch, capfd):
+    """A branch whose time.t_end is at or before its checkpoint's time (a t_end kept from the source's config, a
+    typo) exited 0, `NEW already finished (step 10, t = 0.1): nothing to do`, and left NEW holding a lone status.json
+    that says `finished`: load_run(NEW) refused it as no run, and the branch tried again with a later end was refused
+    as `already holds a run`. It is refused in one line naming the key, exit 2, nothing written; a later end, or
+    --add-to-t-end, branches there as before."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10"]
+    assert here(capfd, *args, "--set", "time.t_end=0.2", "--out", "run").returncode == 0
+    source = ["--restart", "run/checkpoints/c00000010.json"]
+    for t_end in ("0.05", "0.1"):
+        done = here(capfd, *args, "--set", f"time.t_end={t_end}", *source, "--out", "branch")
+        assert (done.returncode, done.stderr.strip().count("\n")) == (2, 0), done.stderr
+        assert done.stderr.startswith(f"error: time.t_end = {t_end} is not past the time of the checkpoint it "
+                                      "branches from, run/checkpoints/c00000010.json"), done.stderr
+        assert "after the checkpoint's t = 0.1" in done.stderr
+        assert not (tmp_path / "branch").exists()
+    assert here(capfd, *args, "--set", "time.t_end=0.1", *source, "--add-to-t-end", "0.05", "--out", "branch"
+                ).returncode == 0  # on to the source's t_end 0.2 + 0.05
+    assert list(load_run(tmp_path / "branch").timeseries["step"]) == [10, 15, 20, 25]
+
+
 def test_a_branch_records_its_start_once_as_a_new_run_records_t_0(tmp_path, monkeypatch, capfd):
     """A branch (``--restart RUN/checkpoints/cN.json --out NEW``) recorded nothing at its start: ``load_run(NEW)``
     began one interval later, with no time-series row, spectrum or snapshot of the state it started from. It records
