@@ -504,6 +504,32 @@ def test_a_branch_that_would_not_step_is_refused_and_writes_nothing(tmp_path, mo
     assert list(load_run(tmp_path / "branch").timeseries["step"]) == [10, 15, 20, 25]
 
 
+def test_a_branch_given_as_a_run_directory_is_tried_again_by_the_same_command(tmp_path, monkeypatch, capfd):
+    """`--restart RUN --out NEW` (a run directory: its latest checkpoint) that died before NEW's first checkpoint was
+    refused when the same command was run again (`NEW already holds a run`), where the checkpoint's own name was
+    taken. It tries the branch again, its start written once; a RUN whose latest checkpoint has moved on since is
+    another branch, still refused."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10"]
+    assert here(capfd, *args, "--set", "time.t_end=0.1", "--out", "run").returncode == 0
+    branch = [*args, "--set", "time.t_end=0.2", "--restart", "run", "--out", "branch"]
+    assert here(capfd, *branch).returncode == 0
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):  # as if it died before its first
+        marker.unlink()
+    status = tmp_path / "branch" / "status.json"
+    status.write_text(status.read_text().replace('"finished"', '"running"'))
+    again = here(capfd, *branch)
+    assert again.returncode == 0, again.stderr
+    assert list(load_run(tmp_path / "branch").timeseries["step"]) == [10, 15, 20]
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):
+        marker.unlink()
+    assert here(capfd, *args, "--set", "time.t_end=0.2", "--restart", "--out", "run").returncode == 0  # RUN moved on
+    moved = here(capfd, *branch)
+    assert moved.returncode == 2 and "'branch' already holds a run" in moved.stderr, moved.stderr
+
+
 def test_a_branch_records_its_start_once_as_a_new_run_records_t_0(tmp_path, monkeypatch, capfd):
     """A branch (``--restart RUN/checkpoints/cN.json --out NEW``) recorded nothing at its start: ``load_run(NEW)``
     began one interval later, with no time-series row, spectrum or snapshot of the state it started from. It records

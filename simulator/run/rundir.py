@@ -3,8 +3,7 @@
 Nothing here imports JAX: the CLI decides all of this before JAX starts, so a refused run changes
 nothing and costs nothing. The order is always: :func:`plan` (read only; bad input is refused here),
 then the lock (:class:`simulator.run.lock.RunLock`, taken before anything is changed, so no live run
-is ever touched), then
-:func:`plan` again under the lock (the directory may have changed meanwhile), then
+is ever touched), then :func:`plan` again under the lock (the directory may have changed meanwhile), then
 :func:`apply` (the only place that removes a run's files).
 
 What ``--resume`` does (the job scripts run it on every allocation):
@@ -273,12 +272,14 @@ def _branched_from(path: Path) -> str | None:
 
 
 def _retries(path: Path, target: Path) -> bool:
-    """Whether a branch from ``target`` into ``path`` tries again the one begun there: ``path`` holds no
-    checkpoint and its run began as a branch from that checkpoint (its files are then cut back and superseded as
-    a restart's are, nothing removed)."""
+    """Whether a branch from ``target`` (a checkpoint, or a run directory: its latest) into ``path`` tries again the
+    one begun there: ``path`` holds no checkpoint and its run began as a branch from that checkpoint (its files are
+    then cut back and superseded as a restart's are, nothing removed)."""
     source = _branched_from(path)
-    return (source is not None and not checkpoints.markers(path) and target.is_file()
-            and _same_place(Path(source), target.with_suffix(".json")))
+    if source is None or checkpoints.markers(path):
+        return False
+    target = getattr(checkpoints.find(target, warn=False), "index", target) if target.is_dir() else target
+    return target.is_file() and _same_place(Path(source), target.with_suffix(".json"))
 
 
 def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change: bool) -> str:
@@ -292,8 +293,7 @@ def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change:
 
 
 def apply(planned: DirectoryPlan, path: Path) -> None:
-    """Carry out ``planned`` in ``path`` (process 0, holding the lock): remove the old run's files
-    when asked; the directory itself exists (the lock created it)."""
+    """Carry out ``planned`` in ``path`` (process 0, holding the lock, which made it): remove the old run's files."""
     if not planned.clear:
         return
     get_logger().log(logging.WARNING if planned.warn else logging.INFO, "%s", planned.why)
