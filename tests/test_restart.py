@@ -530,6 +530,27 @@ def test_a_branch_given_as_a_run_directory_is_tried_again_by_the_same_command(tm
     assert moved.returncode == 2 and "'branch' already holds a run" in moved.stderr, moved.stderr
 
 
+def test_an_adaptive_branch_to_a_finer_grid_records_the_time_step_it_takes(tmp_path, monkeypatch, capfd):
+    """A branch's first time-series row showed its checkpoint's dt, the one the controller chose on the source's
+    grid: branched from 16^3 onto 32^3 with time.cfl = 0.3 its start row read cfl 0.6 (and a mixed dark-matter run
+    3.8), a step it never took (its first step took the CFL's dt on the new grid). Its first row shows the dt the
+    controller takes from the branch's own start, as a new run's t = 0 does: cfl 0.3, dt about half the source's."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10", "--set", "time.cfl=0.3", "--set", "time.dt=0.5"]
+    assert here(capfd, *args, "--set", "time.t_end=2", "--out", "run").returncode == 0
+    run = load_run(tmp_path / "run").timeseries
+    np.testing.assert_allclose(run["cfl"], 0.3, rtol=1e-9)  # every row of an adaptive run: at its CFL
+    branch = here(capfd, *args, "--set", "grid.shape=32", "--set", "time.t_end=3",
+                  "--restart", "run/checkpoints/c00000010.json", "--out", "fine")
+    assert branch.returncode == 0, branch.stderr
+    fine = load_run(tmp_path / "fine").timeseries
+    assert fine["step"][0] == 10 and fine["time"][0] == run["time"][2]
+    np.testing.assert_allclose(fine["cfl"], 0.3, rtol=1e-9)
+    assert 0.45 < fine["dt"][0] / run["dt"][2] < 0.55
+
+
 def test_a_branch_records_its_start_once_as_a_new_run_records_t_0(tmp_path, monkeypatch, capfd):
     """A branch (``--restart RUN/checkpoints/cN.json --out NEW``) recorded nothing at its start: ``load_run(NEW)``
     began one interval later, with no time-series row, spectrum or snapshot of the state it started from. It records
