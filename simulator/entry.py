@@ -25,6 +25,7 @@ def main() -> int:
 
     code = cli_main()
     atexit._run_exitfuncs()  # no public API runs them early; they would otherwise run after the handler is gone
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:  # None where the caller closed it (`>&-`): a finished run still exits 0
+            stream.flush()
     os._exit(code)

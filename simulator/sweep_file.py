@@ -168,7 +168,9 @@ def _submit_sets(option: str) -> bool:
     """Whether an entry of the sweep file's ``sbatch`` list sets an option that ``--submit`` sets itself."""
     word = option.strip()
     if word.startswith("--"):
-        return word.split("=", 1)[0].split(None, 1)[0] in SUBMIT_SETS
+        name = word.split("=", 1)[0].split(None, 1)[0]
+        # sbatch takes any unambiguous abbreviation of a long option (--arr=0-1 is --array=0-1)
+        return len(name) > 2 and any(full.startswith(name) for full in SUBMIT_SETS)
     return any(word.startswith(short) for short in SUBMIT_SETS_SHORT)
 
 

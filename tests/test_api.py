@@ -135,6 +135,37 @@ def test_a_run_killed_without_a_word_reads_as_stopped_not_running(tmp_path):
     assert simulator.load_run(run_dir).state == "finished"
 
 
+def test_a_run_killed_but_not_yet_reaped_reads_as_stopped(tmp_path):
+    """A run started from Python (`subprocess.Popen`) and killed (`p.kill()`) stays a zombie until its parent waits
+    for it: its pid still answers, so `load_run(RUN).state` read `running` and `--resume` was refused as `in use by
+    a running process` until the parent reaped it. A zombie holds no run: it reads `stopped`."""
+    import json
+    import time
+
+    from simulator.run.lock import RunLock
+    from simulator.run.rundir import write_status
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, physics: {name: navier_stokes}}\n")
+    write_status(run_dir, "running", 40, 2.0)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    try:
+        owner = {**RunLock.record(), "pid": child.pid}
+        owner["process_start"] = int(stat.read_text().rsplit(")", 1)[1].split()[19])  # the child's own start time
+        (run_dir / ".lock").write_text(json.dumps(owner))
+        assert simulator.load_run(run_dir).state == "running"  # alive
+        deadline = time.monotonic() + 30
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":  # exited, not reaped (no wait, no poll)
+            assert time.monotonic() < deadline, "the child never exited"
+            time.sleep(0.05)
+        run = simulator.load_run(run_dir)
+        assert (run.state, repr(run).endswith(", stopped)")) == ("stopped", True)
+    finally:
+        child.wait()
+
+
 @pytest.mark.parametrize("physics, length, density", [
     ("{name: navier_stokes}", "code units", None),
     ("{name: fdm_cosmo, fdm_fraction: 0.3, cdm_particles: 512}", "Mpc/h", "rho_crit,0 = ")])

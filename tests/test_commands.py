@@ -286,6 +286,22 @@ def test_the_sweep_target_s_help_names_every_option_that_takes_the_sweep_directo
     assert [o for o in ("--point", "--group", "--collect") if o not in target.help] == []
 
 
+def test_a_run_with_its_output_streams_closed_exits_0_when_it_finishes(tmp_path):
+    """A run started with stdout or stderr closed (`>&-`, as some launchers and daemons start a job) finished, its
+    status.json `finished`, exit_code 0, and then exited 1 with a traceback: the last flush of the closed stream
+    (None in Python) failed. It exits 0."""
+    import os
+
+    for closed in (1, 2):
+        out = tmp_path / f"run{closed}"
+        args = [sys.executable, "-m", "simulator", "run", str(ROOT / "configs" / "abc.yaml"), "--set", "grid.shape=8",
+                "--set", "time.t_end=0.04", "--out", str(out)]
+        done = subprocess.run(["bash", "-c", f'exec "$@" {closed}>&- {3 - closed}>/dev/null', "bash", *args],
+                              timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, closed
+        assert '"state": "finished"' in (out / "status.json").read_text()
+
+
 def test_a_reader_that_leaves_early_is_no_traceback():
     """``simulator sweep DIR --collect | head -2`` printed a BrokenPipeError traceback and exit 1 once head had
     its lines: a reader closing the pipe is what pipes do. Here the reader has gone before the command writes."""

@@ -93,6 +93,24 @@ def test_a_list_whose_default_is_empty_takes_the_empty_list_every_resolved_confi
         C.load(None, ["output.statistics.orders=[]"])
 
 
+@pytest.mark.parametrize("key, entries", [("output.statistics.separations", "integers"),
+                                          ("output.snapshots.times", "numbers"), ("fft.mesh", "integers")])
+def test_an_empty_list_for_a_key_that_takes_null_says_it_is_empty(tmp_path, capfd, key, entries):
+    """`[]` for a list that may also be null (its default: every separation, no listed times, the automatic
+    mesh) was refused as "has the wrong type; expected a list of integers or null": it is a list of integers.
+    It says it is empty, in one line, exit 2, nothing written; a list of another type still has the wrong type."""
+    from pathlib import Path
+
+    from support import command
+
+    out, config = tmp_path / "run", str(Path(__file__).parents[1] / "configs" / "taylor_green.yaml")
+    code, _, err = command(capfd, "run", config, "--set", f"{key}=[]", "--out", str(out))
+    assert (code, err.strip()) == (2, f"error: {key} = [] is empty; expected a list of {entries} or null")
+    assert not out.exists()
+    code, _, err = command(capfd, "run", config, "--set", f"{key}=[a]", "--out", str(out))
+    assert (code, err.strip()) == (2, f"error: {key} = ['a'] has the wrong type; expected a list of {entries} or null")
+
+
 @pytest.mark.parametrize(
     "text, overrides, pattern",
     [

@@ -627,6 +627,31 @@ def test_every_output_of_a_cosmological_run_is_in_its_physical_unit():
     assert units["velocity"].startswith("100 km/s")
 
 
+def test_a_mixed_runs_particle_snapshots_name_their_units(tmp_path, capfd):
+    """The cold particles' snapshot files (index and share) said no unit at all, where every field snapshot of the
+    same run names Mpc/h and rho_crit,0: their positions are in Mpc/h and their velocity a dx/dt in 100 km/s, which
+    an h5py or ParaView reader of particles/sNNNNNNNN.h5 could not tell from box units. Each position and velocity
+    has its `units`, and the file its `units` attribute (JSON), as a field snapshot's."""
+    import json
+
+    code, _, err = command(capfd, "run", cosmo_config(tmp_path, 0.5), "--set", "grid.shape=8",
+                           "--set", "physics.fdm_fraction=0.5", "--set", "physics.cdm_particles=512",
+                           "--set", "physics.z_end=63",
+                           "--set", "physics.output_redshifts=[127,63]", "--set", "fft.mesh=[1]",
+                           "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    want = cosmology.describe_units(0.7, 1.0, 127.0)
+    particles = tmp_path / "run" / "particles"
+    files = sorted(particles.glob("s*.h5")) + sorted(particles.glob("s*/p*.h5"))
+    assert len(files) == 4, files
+    for path in files:
+        with h5py.File(path, "r") as f:
+            got = {name: f[name].attrs.get("units") for name in ("position", "unwrapped", "velocity")}
+            assert got == {"position": "Mpc/h", "unwrapped": "Mpc/h", "velocity": want["velocity"]}, path
+            assert json.loads(f.attrs["units"])["length"] == "Mpc/h", path
+    assert want["velocity"].startswith("100 km/s")
+
+
 def test_the_linear_spectrum_of_a_mixed_run_is_the_total_s():
     """A mixed Gaussian start (f = 0.5, 8^3 in a 2 Mpc/h box, m22 = 1, where the wave's cut-off removes most of
     its power beyond the first shells): the measured total P(k) is its linear reference, shell by shell within a

@@ -480,6 +480,77 @@ def test_a_branch_records_its_source_so_that_another_directory_can_try_it_again(
     assert here(capfd, *branch, "--restart", str(origin)).returncode == 0
     assert checkpoint.find(tmp_path / "branch").step == 20
 
+def test_a_branch_that_would_not_step_is_refused_and_writes_nothing(tmp_path, monkeypatch, capfd):
+    """A branch whose time.t_end is at or before its checkpoint's time (a t_end kept from the source's config, a
+    typo) exited 0, `NEW already finished (step 10, t = 0.1): nothing to do`, and left NEW holding a lone status.json
+    that says `finished`: load_run(NEW) refused it as no run, and the branch tried again with a later end was refused
+    as `already holds a run`. It is refused in one line naming the key, exit 2, nothing written; a later end, or
+    --add-to-t-end, branches there as before."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10"]
+    assert here(capfd, *args, "--set", "time.t_end=0.2", "--out", "run").returncode == 0
+    source = ["--restart", "run/checkpoints/c00000010.json"]
+    for t_end in ("0.05", "0.1"):
+        done = here(capfd, *args, "--set", f"time.t_end={t_end}", *source, "--out", "branch")
+        assert (done.returncode, done.stderr.strip().count("\n")) == (2, 0), done.stderr
+        assert done.stderr.startswith(f"error: time.t_end = {t_end} is not past the time of the checkpoint it "
+                                      "branches from, run/checkpoints/c00000010.json"), done.stderr
+        assert "after the checkpoint's t = 0.1" in done.stderr
+        assert not (tmp_path / "branch").exists()
+    assert here(capfd, *args, "--set", "time.t_end=0.1", *source, "--add-to-t-end", "0.05", "--out", "branch"
+                ).returncode == 0  # on to the source's t_end 0.2 + 0.05
+    assert list(load_run(tmp_path / "branch").timeseries["step"]) == [10, 15, 20, 25]
+
+
+def test_a_branch_given_as_a_run_directory_is_tried_again_by_the_same_command(tmp_path, monkeypatch, capfd):
+    """`--restart RUN --out NEW` (a run directory: its latest checkpoint) that died before NEW's first checkpoint was
+    refused when the same command was run again (`NEW already holds a run`), where the checkpoint's own name was
+    taken. It tries the branch again, its start written once; a RUN whose latest checkpoint has moved on since is
+    another branch, still refused."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10"]
+    assert here(capfd, *args, "--set", "time.t_end=0.1", "--out", "run").returncode == 0
+    branch = [*args, "--set", "time.t_end=0.2", "--restart", "run", "--out", "branch"]
+    assert here(capfd, *branch).returncode == 0
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):  # as if it died before its first
+        marker.unlink()
+    status = tmp_path / "branch" / "status.json"
+    status.write_text(status.read_text().replace('"finished"', '"running"'))
+    again = here(capfd, *branch)
+    assert again.returncode == 0, again.stderr
+    assert list(load_run(tmp_path / "branch").timeseries["step"]) == [10, 15, 20]
+    for marker in (tmp_path / "branch" / "checkpoints").glob("c*.json"):
+        marker.unlink()
+    assert here(capfd, *args, "--set", "time.t_end=0.2", "--restart", "--out", "run").returncode == 0  # RUN moved on
+    moved = here(capfd, *branch)
+    assert moved.returncode == 2 and "'branch' already holds a run" in moved.stderr, moved.stderr
+
+
+def test_an_adaptive_branch_to_a_finer_grid_records_the_time_step_it_takes(tmp_path, monkeypatch, capfd):
+    """A branch's first time-series row showed its checkpoint's dt, the one the controller chose on the source's
+    grid: branched from 16^3 onto 32^3 with time.cfl = 0.3 its start row read cfl 0.6 (and a mixed dark-matter run
+    3.8), a step it never took (its first step took the CFL's dt on the new grid). Its first row shows the dt the
+    controller takes from the branch's own start, as a new run's t = 0 does: cfl 0.3, dt about half the source's."""
+    from simulator import load_run
+
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "checkpoint.every=10", "--set", "time.cfl=0.3", "--set", "time.dt=0.5"]
+    assert here(capfd, *args, "--set", "time.t_end=2", "--out", "run").returncode == 0
+    run = load_run(tmp_path / "run").timeseries
+    np.testing.assert_allclose(run["cfl"], 0.3, rtol=1e-9)  # every row of an adaptive run: at its CFL
+    branch = here(capfd, *args, "--set", "grid.shape=32", "--set", "time.t_end=3",
+                  "--restart", "run/checkpoints/c00000010.json", "--out", "fine")
+    assert branch.returncode == 0, branch.stderr
+    fine = load_run(tmp_path / "fine").timeseries
+    assert fine["step"][0] == 10 and fine["time"][0] == run["time"][2]
+    np.testing.assert_allclose(fine["cfl"], 0.3, rtol=1e-9)
+    assert 0.45 < fine["dt"][0] / run["dt"][2] < 0.55
+
+
 def test_a_branch_records_its_start_once_as_a_new_run_records_t_0(tmp_path, monkeypatch, capfd):
     """A branch (``--restart RUN/checkpoints/cN.json --out NEW``) recorded nothing at its start: ``load_run(NEW)``
     began one interval later, with no time-series row, spectrum or snapshot of the state it started from. It records

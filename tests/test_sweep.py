@@ -81,6 +81,21 @@ def test_malformed_sweep_files_are_named(tmp_path, body, expected):
     assert expected in str(err.value)
 
 
+@pytest.mark.parametrize("option", ["--arr=0-1", "--ar=0", "--outp=x.out", "--job=name", "--pars"])
+def test_an_abbreviated_option_that_submit_sets_is_refused_too(tmp_path, capfd, monkeypatch, option):
+    """sbatch takes any unambiguous abbreviation of a long option (`--arr=0-1` is `--array=0-1`), so an abbreviated
+    `--array`, `--output`, `--job-name` or `--parsable` in a sweep file's `sbatch` list took over --submit's own as
+    the full names did: `--arr=0-1` after `--array=0-2%2` would run points 0-1 only. Refused in one line, exit 2,
+    nothing written."""
+    file = write_sweep(tmp_path / "s.yaml", set=TINY, grid={"physics.viscosity": [0.01, 0.05, 0.1]},
+                       sbatch=["--time=00:10:00", option])
+    monkeypatch.chdir(tmp_path)
+    dry = here(capfd, "sweep", file, "--out", "sw", "--submit", "--dry-run")
+    assert (dry.returncode, dry.stderr.strip().count("\n")) == (2, 0), dry.stdout + dry.stderr
+    assert f"sbatch[1] = '{option}' is set by --submit" in dry.stderr
+    assert not (tmp_path / "sw").exists()
+
+
 def test_sbatch_options_that_submit_does_not_set_are_kept_in_order(tmp_path):
     options = ["--time=00:10:00", "--open-mode=append", "-p", "gpu", "--account=a", "--gpus-per-task=1"]
     spec = sweep_file.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2]}, sbatch=options))

@@ -33,6 +33,8 @@ from simulator.schema import setting
 #: an output asking for more ``dt`` multiples than this lands on the first chunk end past each instead
 #: (the stepper would otherwise cut every chunk short)
 MAX_DT_STOPS = 10_000
+#: what an output's numbers are in when the run has no unit system (every output kind labels its datasets so)
+CODE_UNITS = {"length": "code units", "time": "code units"}
 
 
 def landing_times(schedules: Iterable[Schedule], t_end: float) -> tuple[float, ...]:

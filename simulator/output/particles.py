@@ -49,7 +49,7 @@ import numpy as np
 
 from simulator.errors import counted, reading
 from simulator.output import hdf5, segments
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import clock_coordinates, clocks_of, particle_group, variable
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
@@ -148,7 +148,7 @@ def _row_counts(mine: np.ndarray) -> np.ndarray:
 
 
 def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str, int], box: Sequence[float],
-                    attrs: Mapping[str, Any], time: float) -> Path:
+                    attrs: Mapping[str, Any], time: float, units: Mapping[str, str] | None = None) -> Path:
     """Write one particle snapshot ``stem`` (collective: every process passes its own ``shares``, by species
     name in config order, of the species' particle counts ``sizes``): this process's rows, and on process 0 the
     index and the XDMF files. Returns the index path. A species whose rows on all processes are not its count
@@ -157,7 +157,10 @@ def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str,
     The processes' row counts are all-gathered before anything is written, rather than read back from the
     shard files by process 0: every process then knows its rows of the index (kept in its file's ``start``
     and ``stop``) and the species' totals (the ``id`` offsets), and nothing depends on when one node sees
-    another's freshly renamed file on a shared filesystem."""
+    another's freshly renamed file on a shared filesystem.
+
+    ``units`` names the run's units as a field snapshot's do (``length``, ``time``, ``velocity``; code units where
+    not named): the file's ``units`` attribute (JSON) and each position's and velocity's ``units``."""
     import jax
 
     rank, processes = jax.process_index(), jax.process_count()
@@ -171,7 +174,8 @@ def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str,
     data = gather_rows(species, shares, np.cumsum([0, *totals[:-1]]), box)
     bounds = np.cumsum([0, *counts.sum(axis=1)])
     n, start, stop = int(bounds[-1]), int(bounds[rank]), int(bounds[rank + 1])
-    attrs = {**attrs, "time": float(time), "species_names": species, "counts": totals}
+    units = {**CODE_UNITS, **(units or {})}
+    attrs = {**attrs, "time": float(time), "species_names": species, "counts": totals, "units": units}
     try:
         stem.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -182,6 +186,7 @@ def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str,
             f.attrs[key] = json.dumps(value) if isinstance(value, (dict, list, tuple)) else value
         for name in QUANTITIES:
             f.create_dataset(name, data=data[name])
+        label(f, units)
 
     hdf5.write_atomically(hdf5.process_file(stem, rank), fill)
     hdf5.barrier(f"write {stem}")
@@ -201,6 +206,7 @@ def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str,
                     if b > a:
                         layout[a:b] = h5py.VirtualSource(source, name, shape=(b - a, *shape[1:]))
                 f.create_virtual_dataset(name, layout)
+            label(f, units)
 
         hdf5.write_atomically(index, fill_index)
         hdf5.remove_stale_shards(stem, processes)
@@ -209,6 +215,15 @@ def write_particles(stem: Path, shares: Mapping[str, Share], sizes: Mapping[str,
         update_series(index.parent, grid)
     hdf5.barrier(f"index {stem}")
     return index
+
+
+def label(f: h5py.File, units: Mapping[str, str]) -> None:
+    """Each position's and velocity's ``units`` in ``f`` (a particle snapshot or the trajectory file), from the run's
+    ``units`` (:data:`CODE_UNITS` and the equation's)."""
+    for name, unit in (("position", units["length"]), ("unwrapped", units["length"]),
+                       ("velocity", units.get("velocity", "code units")), ("time", units["time"])):
+        if name in f:
+            f[name].attrs["units"] = unit
 
 
 def particle_grid(index: str, count: int, shapes: Mapping[str, tuple[tuple[int, ...], Any]], time: float,
@@ -320,16 +335,17 @@ class ParticleSnapshotWriter(SeriesWriter):
     directory = DIR
 
     def __init__(self, schedule: Schedule, sizes: Mapping[str, int], box: Sequence[float],
-                 attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None], rank0: bool):
+                 attrs: Callable[[Moment], dict[str, Any]], log: Callable[[str], None], rank0: bool,
+                 units: Mapping[str, str] | None = None):
         super().__init__(rank0)
         self.schedule, self.sizes, self.box = schedule, dict(sizes), box
-        self.attrs, self.log = attrs, log
+        self.attrs, self.log, self.units = attrs, log, units
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
         mine = local_shares(list(self.sizes), moment.get("particles"))
         index = write_particles(self.run_dir / DIR / f"s{moment.step:08d}", mine, self.sizes, self.box,
-                                self.attrs(moment), moment.time)
+                                self.attrs(moment), moment.time, self.units)
         self.log(f"particles {index}")
 
 
@@ -342,7 +358,7 @@ def particles(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> Ma
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """Snapshots of every species of the state on the field snapshots' schedule."""
     return [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_sizes(cfg), cfg.grid.box,
-                                   ctx.snapshot_attrs, ctx.info, ctx.rank0)]
+                                   ctx.snapshot_attrs, ctx.info, ctx.rank0, cfg.physics.clock().units())]
 
 
 def export(group: Any, data: Mapping[str, ParticleSeries], units: dict[str, str]) -> None:

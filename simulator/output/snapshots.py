@@ -41,7 +41,7 @@ import numpy as np
 
 from simulator.errors import reading
 from simulator.output import hdf5, segments
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, update_series, write_xdmf
 
@@ -54,8 +54,6 @@ __all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "snapshot_files", 
 DIR = "snapshots"
 
 AXES = ("x", "y", "z")
-#: what numbers mean when a run has no unit system
-CODE_UNITS = {"length": "code units", "time": "code units"}
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, declared
 from simulator.errors import reading
 from simulator.output import rows
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.rows import open_for_reading
 from simulator.output.runconfig import load_run_config
@@ -52,7 +52,6 @@ class SpectraOutput(Scheduled):
 
 #: the wavenumber scales (not rows): |k| of the shells, and the axes of the 2D spectra
 AXES = ("k", "k_h", "k_z")
-CODE_UNITS = {"length": "code units", "time": "code units"}
 
 
 class SpectraFile:

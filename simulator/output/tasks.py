@@ -40,11 +40,10 @@ from simulator.output.task_entries import check as check_tasks
 from simulator.errors import reading
 from simulator.log import get_logger
 from simulator.output import rows
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.netcdf import time_and_step, variable
 from simulator.output.rows import open_for_reading
-from simulator.output.spectra import CODE_UNITS
 
 FILE = "tasks.h5"
 #: a group kept aside by a restart that changed its task: ``<name>.until-<step>``

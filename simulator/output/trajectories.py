@@ -18,9 +18,9 @@ import numpy as np
 
 from simulator.results import lagrangian
 from simulator.output import hdf5
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable
-from simulator.output.particles import DIR, Share, gather_rows
+from simulator.output.particles import DIR, Share, gather_rows, label
 from simulator.output.rows import Pending, append_row, trim
 from simulator.schema import setting
 
@@ -56,8 +56,9 @@ class TrajectoryWriter(Writer):
     name = "trajectories"
 
     def __init__(self, schedule: Schedule, species: Sequence[str], totals: Sequence[int], count: int,
-                 box: Sequence[float], rank0: bool):
+                 box: Sequence[float], rank0: bool, units: Mapping[str, str] | None = None):
         super().__init__()
+        self.units = {**CODE_UNITS, **(units or {})}  # the run's, as the particle snapshots name them
         self.schedule, self.species, self.count, self.rank0 = schedule, tuple(species), count, rank0
         self.totals = tuple(int(n) for n in totals)  # each species' particle count: the ids' offsets
         self.box = box
@@ -128,6 +129,8 @@ class TrajectoryWriter(Writer):
             f.create_dataset("id", data=data["id"])  # the particles' ids in the snapshots
             f.create_dataset("species", data=data["species"])
             f.attrs["species_names"] = json.dumps(list(self.species))
+            f.attrs["units"] = json.dumps(self.units)
+            label(f, self.units)
 
     def close(self) -> None:
         """A restart's file that got no row is cut back to the restart's step."""
@@ -140,7 +143,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     section = cfg.output.trajectories
     schedule = Schedule(every=section.every, start=section.start)
     return [TrajectoryWriter(schedule, [s.name for s in cfg.particles], [s.count for s in cfg.particles],
-                             section.count, cfg.grid.box, ctx.rank0)]
+                             section.count, cfg.grid.box, ctx.rank0, cfg.physics.clock().units())]
 
 
 def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:

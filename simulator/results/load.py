@@ -41,6 +41,7 @@ import numpy as np
 
 from simulator.results import lagrangian
 from simulator.output import kinds, segments
+from simulator.output.base import CODE_UNITS
 from simulator.output import particles as particle_output
 from simulator.output import snapshots as snapshot_output
 from simulator.output.rows import ASIDE_DIR
@@ -186,7 +187,7 @@ class RunResults:
         units"}``, or a cosmological run's (Mpc/h, its clock ln(a/a_start), its age cosmic_time in Gyr, densities in
         rho_crit,0, spectra in (Mpc/h)^3, each code unit in physical ones); a quantity not named is in code units.
         ConfigError naming the key when the run's ``config.yaml`` physics no longer validates."""
-        return {**snapshot_output.CODE_UNITS, **self.clock().units()}
+        return {**CODE_UNITS, **self.clock().units()}
 
     def clock(self) -> Clock:
         """The run's clock (:class:`~simulator.equations.spec.Clock`): its :attr:`units`, and the other clocks of a

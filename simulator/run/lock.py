@@ -45,7 +45,12 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # it exists, under another user
-    return True
+    # a process killed but not yet waited for by its parent (a run started from Python and killed) still answers
+    # kill(0) until reaped; it holds nothing (its flock was dropped at exit)
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): as before
 
 
 class RunLock:

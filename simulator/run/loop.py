@@ -76,13 +76,13 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         return sim.output(program, m.state, m.time, m.dt)
 
     shown = {"cells": math.prod(cfg.grid.shape), "progress": sim.info.progress}
-    if seg.ckpt is None:
-        if stepper.adaptive:  # the dt the controller takes from the initial state (no step: n = 0)
+    if seg.starts:  # a new run's t = 0, a branch's first time
+        if stepper.adaptive:  # the dt the controller takes from the initial state (no step: n = 0); a branch's
+            # checkpoint holds the dt of its source's grid and config, which its first row would show
             out = sim.advance_adaptive(state, 0, t, dt_max=stepper.dt_max, donate=True)
             state = out.state
             stepper.controlled(t, 0.0, False, out.dt_next)
             check_time_step(seg, step, t)
-    if seg.starts:  # a new run's t = 0, a branch's first time
         seg.record(Moment(step, t, stepper.dt, -math.inf, state, compute), first=True)
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED

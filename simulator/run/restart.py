@@ -15,6 +15,7 @@ from typing import Any
 from simulator.config import Config, keys_of
 from simulator.errors import ConfigError
 from simulator.output import checkpoints, segments
+from simulator.time.control import TOL
 
 
 def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool,
@@ -74,6 +75,14 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
     if diffs and not allow_physics_change:
         raise ConfigError("--restart", str(ckpt.index), "pass --allow-physics-change to continue with the new "
                           f"values (changed: {', '.join(diffs)})", "was written with other physics or grid")
+    if ckpt.index.parent.parent.resolve() != out.resolve() and ckpt.time >= cfg.time.t_end * (1 - TOL):
+        # a branch that would not step: it recorded `finished` into a directory holding nothing else (exit 0), which
+        # then refused the branch tried again with a later end as "already holds a run"
+        key, value = next(iter(cfg.physics.end_settings(cfg.time.t_end).items()))
+        after = next(iter(cfg.physics.end_settings(ckpt.time).values()))
+        raise ConfigError(key, float(f"{value:.6g}"), f"a branch runs on from its checkpoint: give a {key} that ends it "
+                          f"after the checkpoint's t = {ckpt.time:.6g} ({key} = {after:.6g} there), or --add-to-t-end T",
+                          f"is not past the time of the checkpoint it branches from, {ckpt.index.with_suffix('.json')}")
     return ckpt
 
 

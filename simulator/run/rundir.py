@@ -273,12 +273,14 @@ def _branched_from(path: Path) -> str | None:
 
 
 def _retries(path: Path, target: Path) -> bool:
-    """Whether a branch from ``target`` into ``path`` tries again the one begun there: ``path`` holds no
-    checkpoint and its run began as a branch from that checkpoint (its files are then cut back and superseded as
-    a restart's are, nothing removed)."""
+    """Whether a branch from ``target`` (a checkpoint, or a run directory: its latest) into ``path`` tries again the
+    one begun there: ``path`` holds no checkpoint and its run began as a branch from that checkpoint (its files are
+    then cut back and superseded as a restart's are, nothing removed)."""
     source = _branched_from(path)
-    return (source is not None and not checkpoints.markers(path) and target.is_file()
-            and _same_place(Path(source), target.with_suffix(".json")))
+    if source is None or checkpoints.markers(path):
+        return False
+    target = getattr(checkpoints.find(target, warn=False), "index", target) if target.is_dir() else target
+    return target.is_file() and _same_place(Path(source), target.with_suffix(".json"))
 
 
 def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change: bool) -> str:
@@ -292,8 +294,7 @@ def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change:
 
 
 def apply(planned: DirectoryPlan, path: Path) -> None:
-    """Carry out ``planned`` in ``path`` (process 0, holding the lock): remove the old run's files
-    when asked; the directory itself exists (the lock created it)."""
+    """Carry out ``planned`` in ``path`` (process 0, holding the lock, which made it): remove the old run's files."""
     if not planned.clear:
         return
     get_logger().log(logging.WARNING if planned.warn else logging.INFO, "%s", planned.why)

@@ -78,14 +78,16 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
             if type(None) in args:
                 return None
             raise ConfigError(key, value, f"expected {type_name(tp)}", "is missing")
+        problem = "has the wrong type"
         for arg in args:
             if arg is type(None):
                 continue
             try:
                 return coerce(key, value, arg)
-            except ConfigError:
-                continue
-        raise ConfigError(key, value, f"expected {type_name(tp)}", "has the wrong type")
+            except ConfigError as err:  # a list of the right kind but the wrong length says so ([] "is empty")
+                if err.key == key and err.problem != "has the wrong type":
+                    problem = err.problem
+        raise ConfigError(key, value, f"expected {type_name(tp)}", problem)
     item = section_list_item(tp)
     if item is not None:  # a list of sections: any length, each entry built as a section of its own
         if isinstance(value, Mapping):  # keys set as particles.0.tau_p on a list the config did not hold
