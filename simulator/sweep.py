@@ -21,7 +21,6 @@ import csv
 import functools
 import math
 import os
-import shlex
 import signal
 import subprocess
 import sys
