@@ -161,10 +161,9 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
             raise ConfigError("--restart", str(target), "give a run directory or a checkpoint file",
                               f"cannot be used ({err.strerror})") from None
         if not found:  # --restart without PATH continues --out: named as the user gave it
-            latest = restart == "latest"
-            raise ConfigError("--out" if latest else "--restart", str(target), "give the run's directory, --restart "
-                              "PATH, or no --restart for a new run" if latest else "give a run directory or a "
-                              "checkpoint file that exists", "does not exist")
+            key, allowed = (("--out", "give the run's directory, --restart PATH, or no --restart for a new run")
+                            if restart == "latest" else ("--restart", "give a run directory or a checkpoint file"))
+            raise ConfigError(key, str(target), allowed, "does not exist")
         if (restart != "latest" and not same_run(target, path) and not holds_nothing(path)
                 and not _retries(path, target)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
