@@ -185,6 +185,18 @@ def test_load_run_says_the_runs_units(tmp_path, physics, length, density):
     assert time == ("code units" if density is None else "ln(a/a_start), a_start = 1/(1 + 127)")
 
 
+def three_point_sweep(out):
+    """A sweep directory ``out`` of three Taylor-Green points over the viscosity, none of them run."""
+    import yaml
+
+    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
+              for i, v in enumerate([0.01, 0.02, 0.04])]
+    (out / "configs").mkdir(parents=True)
+    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "set": {},
+                                                    "points": points}))
+    return out
+
+
 def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
     """load_sweep's points, and simulator sweep's listing and collected.csv, said `running` for a point whose run was
     killed (kill -9): as load_run's state, `stopped` where no process holds its run; a point that finished is
@@ -196,12 +208,7 @@ def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
     from simulator.run.lock import RunLock
     from simulator.run.rundir import write_status
 
-    out = tmp_path / "sw"
-    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
-              for i, v in enumerate([0.01, 0.02, 0.04])]
-    (out / "configs").mkdir(parents=True)
-    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "set": {},
-                                                    "points": points}))
+    out = three_point_sweep(tmp_path / "sw")
     for i, state in ((0, "running"), (1, "finished")):
         (out / f"p00{i}").mkdir()
         write_status(out / f"p00{i}", state, 40, 2.0)
@@ -219,16 +226,9 @@ def test_a_sweep_point_killed_without_a_word_reads_as_stopped(tmp_path):
 def test_a_sweep_and_its_points_print_in_one_line_each(tmp_path):
     """`load_sweep(DIR)` in a notebook printed every field of every point (a Path's repr, each params mapping) on
     one screen-wide line; like `load_run`, the sweep prints one line of its points' states, and each point one."""
-    import yaml
-
     from simulator.run.rundir import write_status
 
-    out = tmp_path / "sw"
-    points = [{"index": i, "name": f"p00{i}", "params": {"physics.viscosity": v}, "config": f"configs/p00{i}.yaml"}
-              for i, v in enumerate([0.01, 0.02, 0.04])]
-    (out / "configs").mkdir(parents=True)
-    (out / "sweep.yaml").write_text(yaml.safe_dump({"name": "tg", "swept": ["physics.viscosity"], "set": {},
-                                                    "points": points}))
+    out = three_point_sweep(tmp_path / "sw")
     (out / "p001").mkdir()
     write_status(out / "p001", "finished", 40, 2.0)
     sweep = simulator.load_sweep(out)

@@ -224,6 +224,15 @@ def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_
 
 
 #: each shipped template, its arguments, and the rest of its srun line after the simulator command
+def fake_srun(tmp_path):
+    """A folder holding an ``srun`` that prints its command line instead of running it: put first on a template's PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
+    (bin_dir / "srun").chmod(0o755)
+    return bin_dir
+
+
 TEMPLATE_TASKS = {"sweep": (["sw"], "sweep sw --point 1"),
                   "cpu": (["c.yaml", "o"], "run c.yaml --out o --resume --cpu-devices 2"),
                   "gpu_node": (["c.yaml", "o"], "run c.yaml --out o --resume --set runtime.cpu_devices=null"),
@@ -237,10 +246,7 @@ def test_a_template_runs_the_simulator_on_the_path_without_a_project_venv(tmp_pa
     and gpu_nodes). Without SIMULATOR each now runs the project's .venv/bin/simulator where there is one, else
     ``simulator`` on the PATH the job was given."""
     args, rest = TEMPLATE_TASKS[template]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
-    (bin_dir / "srun").chmod(0o755)
+    bin_dir = fake_srun(tmp_path)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
            "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1", "SLURM_CPUS_PER_TASK": "2"}
 
@@ -265,10 +271,7 @@ def test_a_template_s_step_asks_for_the_job_s_cpus_per_task(tmp_path, template):
     longer reads SLURM_CPUS_PER_TASK of the job): every process of a job with --cpus-per-task=8 ran its virtual
     devices, XLA's threads and FFTW on one core. Each template passes the job's value on; without one, nothing."""
     args, rest = TEMPLATE_TASKS[template]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
-    (bin_dir / "srun").chmod(0o755)
+    bin_dir = fake_srun(tmp_path)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
            "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"}
     for cpus, expected in (("8", "--cpus-per-task=8 simulator "), (None, "--kill-on-bad-exit=1 simulator ")):
@@ -589,10 +592,7 @@ def test_a_gpu_template_runs_on_the_gpus_whatever_runtime_cpu_devices_the_config
     CPU. The GPU templates' runs set it to null, so that the job's GPUs are used; the config's own value stays."""
     from simulator import config
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
-    (bin_dir / "srun").chmod(0o755)
+    bin_dir = fake_srun(tmp_path)
     done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), "c.yaml", "o"], cwd=tmp_path,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"},
                           capture_output=True, text=True, timeout=30, check=False)
@@ -610,10 +610,7 @@ def test_a_sweep_task_given_gpus_runs_its_point_on_them_whatever_runtime_cpu_dev
     ``runtime.cpu_devices: 2`` ran every point on two virtual CPU devices, the GPUs idle: array tasks took no
     ``--set``. A task that Slurm gave GPUs runs its point with ``--set runtime.cpu_devices=null``; a CPU task as
     its config says."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")
-    (bin_dir / "srun").chmod(0o755)
+    bin_dir = fake_srun(tmp_path)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1",
            "SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "n1"}
     for gpus, expected in (({"SLURM_GPUS_PER_TASK": "1"}, ["runtime.cpu_devices=null"]),
