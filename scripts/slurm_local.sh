@@ -56,8 +56,9 @@ write_config() {  # prints "changed" when the config differs from the one on dis
         echo "SlurmctldHost=${host}(127.0.0.1)"
         echo "SlurmUser=slurm"
         echo "AuthType=auth/munge"
-        # a requeued job may start again only when its old credential has expired (default 120 s)
-        echo "AuthInfo=cred_expire=10"
+        # a requeued job may start again only when its old credential has expired (default 120 s): 5 s is
+        # the least Slurm takes (below it, it logs "invalid" and keeps 120), and each requeue test waits it out
+        echo "AuthInfo=cred_expire=5"
         echo "StateSaveLocation=/var/lib/slurm/slurmctld"
         echo "SlurmdSpoolDir=/var/lib/slurm/slurmd/%n"
         echo "SlurmctldPidFile=/run/slurmctld.pid"
@@ -75,10 +76,10 @@ write_config() {  # prints "changed" when the config differs from the one on dis
         echo "SelectType=select/cons_tres"
         echo "SelectTypeParameters=CR_Core"
         echo "SchedulerType=sched/backfill"
-        # batch_sched_delay=0: otherwise every sbatch waits ~3 s; sched_interval=2: a requeued job, which
-        # becomes eligible when its credential expires (no event wakes the scheduler), starts seconds
-        # later instead of at the next 60 s pass
-        echo "SchedulerParameters=batch_sched_delay=0,sched_interval=2"
+        # batch_sched_delay=0: otherwise every sbatch waits ~3 s; sched_interval=1: a requeued job, which
+        # becomes eligible when its credential expires (no event wakes the scheduler), starts within a
+        # second instead of at the next 60 s pass
+        echo "SchedulerParameters=batch_sched_delay=0,sched_interval=1"
         echo "ReturnToService=2"
         echo "KillWait=5"
         echo "MinJobAge=600"

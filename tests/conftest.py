@@ -11,13 +11,17 @@ import jax
 import pytest
 
 N_DEVICES = 8
-#: the suite's XLA code generation (see pytest_configure): LLVM's optimisation level 0 and XLA's CPU fusions
-#: emitted by its LLVM IR emitters rather than its MLIR fusion emitters; SIMULATOR_TEST_XLA_OPTIMIZE=1 keeps
-#: XLA's defaults instead
-FAST_CODEGEN = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+#: each program's machine code generated as one LLVM module, not split into parts for a pool of compiler threads
+#: (see pytest_configure)
+ONE_MODULE = "--xla_cpu_parallel_codegen_split_count=1"
+#: the suite's XLA code generation (see pytest_configure): LLVM's optimisation level 0, XLA's CPU fusions
+#: emitted by its LLVM IR emitters rather than its MLIR fusion emitters, one module per program;
+#: SIMULATOR_TEST_XLA_OPTIMIZE=1 keeps XLA's defaults instead
+FAST_CODEGEN = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false", ONE_MODULE)
 #: the code generation of the processes a test starts that step long enough for optimised code to pay for itself
-#: (:func:`optimized_codegen`): LLVM's optimisation level 1, XLA's CPU fusions still by its LLVM IR emitters
-STEPPING_CODEGEN = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false")
+#: (:func:`optimized_codegen`): LLVM's optimisation level 1, XLA's CPU fusions still by its LLVM IR emitters, one
+#: module per program
+STEPPING_CODEGEN = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false", ONE_MODULE)
 OPTIMIZE = "SIMULATOR_TEST_XLA_OPTIMIZE"
 
 
@@ -49,7 +53,10 @@ def pytest_configure(config):
     # program of tests/grad_objective.py compiles in 4.5 s instead of 6.7, and the suite in 18 minutes instead
     # of 21. They size some fusions' buffers differently, so the planner's footprint compiles keep XLA's own
     # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test checks
-    # is the one a user's run gets.
+    # is the one a user's run gets. And XLA splits each program's LLVM module into parts to generate their machine
+    # code on several threads: on CI's 2 cores, each busy with a worker, that buys no time and the parts cost CPU
+    # of their own: as one module (ONE_MODULE: the same HLO, buffers and functions, only not divided) the CPU
+    # time of tests/test_mhd.py falls from 35 s to 28 (five runs of each, alternated).
     # Set here, before JAX starts its backends, and inherited by the workers and every process the tests
     # start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite with XLA's defaults.
     flags = os.environ.get("XLA_FLAGS", "").split()
