@@ -701,3 +701,20 @@ def test_a_different_sweep_s_values_are_shown_as_yaml_spells_them(tmp_path):
     with pytest.raises(ConfigError, match=r"already holds a different sweep \(point 0: output.spectra.at_end = true "
                                           r"there, false now\)"):
         sweep.prepare(second, tmp_path / "out")
+
+
+def test_a_point_whose_physics_is_cautioned_is_named_when_the_sweep_is_prepared(tmp_path, capfd, monkeypatch):
+    """A sweep over sigma8 whose point 1 starts far from perturbative (sigma8 = 1e6) was prepared with "all valid"
+    and not a word: the caution `simulator validate` gives that config was said only in that point's run.log,
+    once it ran. Preparing the sweep now prints each point's cautions, one `warning:` line each, naming the point
+    and its values; a point with none says nothing."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s8.yaml"
+    path.write_text(yaml.safe_dump({"name": "s8", "base": str(ROOT / "configs" / "cold_dark_matter.yaml"),
+                                    "set": {"grid.shape": [16, 16, 16], "physics.cdm_particles": 4096},
+                                    "grid": {"physics.sigma8": [0.8, 1.0e6]}}))
+    done = here(capfd, "sweep", path, "--out", tmp_path / "out")
+    assert done.returncode == 0 and "all valid" in done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: point 1 (physics.sigma8 = 1000000.0): physics.z_start = "
+                                                   "49: the linear density contrast"), done.stderr

@@ -84,19 +84,22 @@ def _sweep_locked(args: argparse.Namespace, spec: Any, directory: Any) -> int:
     from simulator import sweep, sweep_slurm
 
     ensemble = args.ensemble or args.batch is not None or spec.ensemble
-    if ensemble or _overrides(args):  # before any write: a point no ensemble can hold, or the flags cannot run
+    # before any write: a point no ensemble can hold, or the flags cannot run
+    configs = [sweep.point_config(spec, point, directory, _overrides(args)) for point in spec.points]
+    if ensemble:
         from simulator.run.grouping import check_member
 
-        for point in spec.points:
-            cfg = sweep.point_config(spec, point, directory, _overrides(args))
-            if ensemble:
-                check_member(cfg)
+        for cfg in configs:
+            check_member(cfg)
     manifest = sweep.prepare(spec, directory)
     print(f"sweep {spec.name}: {counted(len(spec.points), 'point')} over {', '.join(spec.swept)}; all valid; manifest "
           f"{directory / sweep.MANIFEST}")
     for p in manifest["points"]:
         print(f"  {p['index']:3d} {sweep.point_state(directory, p['name']):11s} "
               + " ".join(f"{k}={v}" for k, v in p["params"].items()))
+    for point, cfg in zip(spec.points, configs, strict=True):  # as `simulator validate` says them of one config
+        for line in cfg.physics.cautions(cfg):
+            print(f"warning: point {point.index} ({sweep.point_label(point.params)}): {line}", file=sys.stderr)
     groups = None
     if ensemble:
         groups = sweep.write_groups(directory, manifest, args.batch or spec.batch)
