@@ -482,8 +482,8 @@ def test_a_branch_records_its_source_so_that_another_directory_can_try_it_again(
 
 def test_a_branch_killed_in_its_start_up_is_tried_again_by_the_same_command(tmp_path, monkeypatch, capfd):
     """A branch killed (SIGKILL) in its start-up, after it took NEW's lock and opened run.log but before it recorded
-    anything (here as it reads the checkpoint's state): the same command was refused, "already holds a run" (exit 2), and
-    NEW had to be deleted by hand. It runs now, over the dead start-up's lock, appending to its log; a directory
+    anything (here as it reads the checkpoint's state): the same command was refused, "already holds a run" (exit 2),
+    and NEW had to be deleted by hand. It runs now, over the dead start-up's lock, appending to its log; a directory
     holding any other file of a run is still refused, nothing touched."""
     monkeypatch.chdir(tmp_path)
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1"]
