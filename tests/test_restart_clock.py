@@ -9,6 +9,7 @@ float64 case, made by the command's own function in the test's process (:func:`s
 
 import json
 import math
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -135,3 +136,13 @@ def test_a_cosmological_branch_equals_the_run_made_straight_through(tmp_path, mo
     assert ts["step"][0] == 9 and abs(ts_ref["layzer_irvine"][at][0]) > 0  # a residual to carry
     for column in ("time", "a", "z", "total", "layzer_irvine"):
         np.testing.assert_allclose(ts[column], ts_ref[column][at], rtol=1e-10, atol=1e-14, err_msg=column)
+    # a checkpoint copied out of its run has no time series beside it: the residual starts from 0, with a warning
+    (tmp_path / "loose").mkdir()
+    for path in (tmp_path / "source" / "checkpoints").glob("c00000009*"):
+        (shutil.copytree if path.is_dir() else shutil.copy)(path, tmp_path / "loose" / path.name)
+    loose = simulator(capfd, COLD, *base, "--set", "physics.z_end=5", "--restart", "loose/c00000009.json",
+                      "--out", "from_copy")
+    assert loose.returncode == 0, loose.stderr
+    assert ("WARNING the running columns layzer_irvine start from 0 at step 9: the time series of the run restarted "
+            "from") in loose.stderr
+    assert rows(tmp_path / "from_copy")["layzer_irvine"][0] == 0

@@ -229,8 +229,8 @@ class TimeSeriesWriter(Writer):
             return derived
         carried = self.carried if self.carried is not None and self.carried["step"] == row["step"] else {}
         if not all(k in carried for k in derived):
-            get_logger().warning("%s start from 0 at step %d: the time series of the run branched from (%s) holds no "
-                                 "row of that step", ", ".join(derived), row["step"], self.source)
+            get_logger().warning("the running columns %s start from 0 at step %d: the time series of the run restarted "
+                                 "from (%s) holds no row of that step", ", ".join(derived), row["step"], self.source)
             return derived
         return {k: carried[k] for k in derived}
 
