@@ -480,6 +480,39 @@ def test_a_branch_records_its_source_so_that_another_directory_can_try_it_again(
     assert here(capfd, *branch, "--restart", str(origin)).returncode == 0
     assert checkpoint.find(tmp_path / "branch").step == 20
 
+def test_a_branch_killed_in_its_start_up_is_tried_again_by_the_same_command(tmp_path, monkeypatch, capfd):
+    """A branch killed (SIGKILL) in its start-up, after it took NEW's lock and opened run.log but before it recorded
+    anything (here as it reads the checkpoint's state): the same command was refused, "already holds a run" (exit 2),
+    and NEW had to be deleted by hand. It runs now, over the dead start-up's lock, appending to its log; a directory
+    holding any other file of a run is still refused, nothing touched."""
+    monkeypatch.chdir(tmp_path)
+    args = [CONFIG, *SMALL, "--set", "time.t_end=0.1"]
+    assert here(capfd, *args, "--out", "run").returncode == 0
+    branch = [*args, "--set", "time.t_end=0.2", "--restart", "run/checkpoints/c00000010.json", "--out", "branch"]
+    killed_at_start = ("import os, signal, sys; from simulator.output import checkpoints; "  # as it reads the state
+                       "checkpoints.restore = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL); "
+                       "from simulator.cli import main; sys.exit(main(['run', *sys.argv[1:]]))")
+    killed = subprocess.run([sys.executable, "-c", killed_at_start, *branch], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    left = sorted(p.name for p in (tmp_path / "branch").iterdir())
+    assert left == [".lock", "run.log"], left
+    started = (tmp_path / "branch" / "run.log").read_text()
+    (tmp_path / "other").mkdir()
+    for name in left:  # the same leftovers beside a file of a run: refused as before
+        (tmp_path / "other" / name).write_bytes((tmp_path / "branch" / name).read_bytes())
+    (tmp_path / "other" / "status.json").write_text("{}")
+    refused = here(capfd, *branch[:-1], "other")
+    assert refused.returncode == 2 and "already holds a run" in refused.stderr, refused.stderr
+    assert sorted(p.name for p in (tmp_path / "other").iterdir()) == [*left, "status.json"]
+    again = here(capfd, *branch)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "took over the stale lock" in again.stderr
+    assert checkpoint.find(tmp_path / "branch").step == 20
+    assert (tmp_path / "branch" / "run.log").read_text().startswith(started)
+    assert json.loads((tmp_path / "branch" / "status.json").read_text())["state"] == "finished"
+
+
 def test_a_branch_that_would_not_step_is_refused_and_writes_nothing(tmp_path, monkeypatch, capfd):
     """A branch whose time.t_end is at or before its checkpoint's time (a t_end kept from the source's config, a
     typo) exited 0, `NEW already finished (step 10, t = 0.1): nothing to do`, and left NEW holding a lone status.json

@@ -105,7 +105,9 @@ def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_
     past = simulator(capfd, cold, *base, "--set", "physics.z_end=9", "--out", "run", "--restart", "--add-to-t-end",
                      "5")
     assert past.returncode == 2 and past.stderr.count("\n") == 1, past.stderr
-    assert past.stderr.startswith("error: --add-to-t-end = 5.0 ") and "physics.z_end" in past.stderr, past.stderr
+    assert past.stderr.startswith("error: --add-to-t-end = 5.0 would set physics.z_end = -0.932621, which is out of "
+                                  "range; give a T that ends the run where its config can (physics.z_end: it must be "
+                                  ">= 0.0; the run ends at redshift z = 9)"), past.stderr
     assert (tmp_path / "run" / "status.json").read_text() == before
 
     z_end = 50 * math.exp(-(math.log(5) + 0.5)) - 1  # the redshift 0.5 in ln a after z = 9
@@ -130,6 +132,23 @@ def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_
 
     physics = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["config"]["physics"]
     assert physics["z_end"] == pytest.approx(z_end, rel=1e-12)
+
+
+def test_add_to_t_end_of_a_cosmological_run_that_ends_today_says_so(tmp_path, monkeypatch, capfd):
+    """Cold dark matter run to z = 0, extended by 1: no T extends it, and the refusal says so in one line (exit 2),
+    nothing written. It printed a broken sentence with the raw redshift the extension would have set
+    (`would set physics.z_end=-0.6321205588285578; a T that ends the run where its config can (...)`)."""
+    monkeypatch.chdir(tmp_path)
+    cold = str(ROOT / "configs" / "cold_dark_matter.yaml")
+    base = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
+            "--set", "physics.output_redshifts=[49]", "--set", "time.dt=0.5", "--set", "output.chunk=4"]
+    assert simulator(capfd, cold, *base, "--out", "run").returncode == 0
+    files = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    r = simulator(capfd, cold, *base, "--out", "run", "--restart", "--add-to-t-end", "1")
+    assert (r.returncode, r.stderr.count("\n")) == (2, 1), r.stderr
+    assert r.stderr == ("error: --add-to-t-end = 1.0 cannot extend the run, which already ends at redshift z = 0; that "
+                        "is the latest end its config allows (physics.z_end: it must be >= 0.0)\n")
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == files
 
 
 @pytest.mark.slow

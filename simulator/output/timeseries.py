@@ -193,35 +193,69 @@ class TimeSeriesWriter(Writer):
     """A row of ``step, time, dt`` and every diagnostic at every chunk end (process 0 writes).
 
     ``derive(previous, row)`` adds columns computed on the host from the row and the previous one
-    (running integrals; ``previous`` is None at the start of a run, and on a restart the last row kept)."""
+    (running integrals; ``previous`` is None at the start of a run, and on a restart the last row kept). A
+    branch (``source``: the checkpoint of another run it starts from) carries them on: its first row, at the
+    checkpoint's step, takes their values from the source run's row of that step."""
 
     name = "timeseries"
 
     def __init__(self, columns: Sequence[str], rank0: bool,
-                 derive: Callable[[Mapping[str, float] | None, Mapping[str, float]], Mapping[str, float]] | None = None):
+                 derive: Callable[[Mapping[str, float] | None, Mapping[str, float]], Mapping[str, float]] | None = None,
+                 source: str | None = None):
         super().__init__()
         self.schedule = Schedule(every=1, at_end=True)
-        self.columns, self.rank0, self.derive = tuple(columns), rank0, derive
+        self.columns, self.rank0, self.derive, self.source = tuple(columns), rank0, derive, source
         self.file: TimeSeries | None = None
+        self.carried: dict[str, float] | None = None  # the source run's row at a branch's checkpoint
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.rank0:
             self.file = TimeSeries(run_dir / FILE, resumed_step)
+            self.carried = None if self.file.last is not None else source_row(self.source, run_dir)
 
     def write(self, moment: Moment) -> None:
         diag = moment.get("diagnostics")
         if self.file is not None:
             row = {"step": moment.step, "time": moment.time, "dt": moment.dt, **diag}
             if self.derive is not None:
-                row.update(self.derive(self.file.last, row))
+                row.update(self._derived(row))
             ordered = [c for c in self.columns if c in row] + [c for c in row if c not in self.columns]
             self.file.append({"step": moment.step, "time": moment.time, "dt": moment.dt,
                               **{c: row[c] for c in ordered if c not in ("step", "time", "dt")}})
+
+    def _derived(self, row: Mapping[str, float]) -> Mapping[str, float]:
+        derived = self.derive(self.file.last, row)
+        if self.file.last is not None or self.source is None or not derived:
+            return derived
+        carried = self.carried if self.carried is not None and self.carried["step"] == row["step"] else {}
+        if not all(k in carried for k in derived):
+            get_logger().warning("the running columns %s start from 0 at step %d: the time series of the run restarted "
+                                 "from (%s) holds no row of that step", ", ".join(derived), row["step"], self.source)
+            return derived
+        return {k: carried[k] for k in derived}
 
     def close(self) -> None:
         if self.file is not None:
             self.file.close()
             self.file = None
+
+
+def source_row(source: str | None, run_dir: Path) -> dict[str, float] | None:
+    """The row of the checkpoint ``source`` (``<run>/checkpoints/cNNNNNNNN.h5``) in its run's time series when that
+    run is another than the one in ``run_dir`` (a branch), by column; None when there is none (a new run, a restart
+    in its own directory, a checkpoint copied out of its run, a time series without that step)."""
+    if source is None:
+        return None
+    checkpoint = Path(source)
+    run, step = checkpoint.parent.parent, int(checkpoint.stem[1:]) if checkpoint.stem[1:].isdigit() else None
+    try:
+        if step is None or run.resolve() == run_dir.resolve() or not (run / FILE).is_file():
+            return None
+        table = read_timeseries(run / FILE)
+    except (OSError, ValueError):
+        return None
+    at = np.flatnonzero(table.get("step", np.zeros(0)) == step)
+    return {name: float(values[at[-1]]) for name, values in table.items()} if at.size else None
 
 
 def diagnostics(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> dict[str, Any]:
@@ -231,7 +265,8 @@ def diagnostics(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> 
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """``timeseries.csv``: the diagnostics and the clock's derived columns, every chunk."""
-    return [TimeSeriesWriter(list(sim.info.diagnostics), ctx.rank0, cfg.physics.clock().derived_columns)]
+    return [TimeSeriesWriter(list(sim.info.diagnostics), ctx.rank0, cfg.physics.clock().derived_columns,
+                             ctx.meta.get("restart"))]
 
 
 def read(run_dir: Path) -> dict[str, np.ndarray]:

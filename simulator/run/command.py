@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +202,9 @@ def _run_started(seg, mode: str) -> int:
         return EXIT_FAILED
 
 
-def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool, extra: float) -> list[str]:
-    """The overrides (``KEY=VALUE``) that end ``cfg``'s run at the t_end of the run the restart continues +
+def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool,
+                 extra: float) -> tuple[float, list[str]]:
+    """The t_end of the run the restart continues, and the overrides (``KEY=VALUE``) that end ``cfg``'s run at it +
     ``extra`` (``--add-to-t-end``): ``time.t_end``, or the key of the equation's that sets it
     (:meth:`~simulator.equations.spec.EquationParams.end_settings`: a cosmological run's ``physics.z_end``).
 
@@ -223,8 +224,31 @@ def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume:
     ckpt = checkpoints.find(source)
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {source}", "has nothing to extend")
-    t_end = float(ckpt.meta["config"]["time"]["t_end"]) + extra
+    t_end = float(ckpt.meta["config"]["time"]["t_end"])
+    return t_end, end_overrides(cfg, t_end + extra)
+
+
+def end_overrides(cfg: config_mod.Config, t_end: float) -> list[str]:
+    """The overrides (``KEY=VALUE``) that end ``cfg``'s run at ``t_end``."""
     return [f"{key}={value!r}" for key, value in cfg.physics.end_settings(t_end).items()]
+
+
+def past_the_end(cfg: config_mod.Config, load: Callable[[list[str]], object], t_end: float, extra: float,
+                 err: ConfigError) -> ConfigError:
+    """The refusal of ``--add-to-t-end`` = ``extra`` for a run that ends at ``t_end`` where its config cannot end
+    (``err``, the config's refusal of the new end; ``load(overrides)`` loads the config with others): a run that
+    already ends at the latest end its config allows (a cosmological run at z = 0, which no T extends) is told so,
+    else the value the extension would set is named, with the run's end."""
+    clock = cfg.physics.clock()
+    where = clock.time_label(t_end) or f"t = {t_end:.6g}"
+    try:  # an extension by next to nothing: refused too when the run already ends as late as its config can
+        load(end_overrides(cfg, t_end * (1 + 1e-9) + 1e-12))
+    except ConfigError:
+        return ConfigError("--add-to-t-end", extra, f"that is the latest end its config allows ({err.key}: "
+                           f"{err.allowed})", f"cannot extend the run, which already ends at {where}")
+    shown = ", ".join(f"{key} = {value:.6g}" for key, value in cfg.physics.end_settings(t_end + extra).items())
+    return ConfigError("--add-to-t-end", extra, f"give a T that ends the run where its config can ({err.key}: "
+                       f"{err.allowed}; the run ends at {where})", f"would set {shown}, which {err.problem}")
 
 
 def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
@@ -235,14 +259,15 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
     if add_to_t_end is not None:
         from simulator.run import rundir
 
-        end = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
-                           bool(options.get("resume")), add_to_t_end)
-        overrides = [*overrides, *end]  # what resuming the extended run needs: the hint carries them
+        t_end, end = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
+                                  bool(options.get("resume")), add_to_t_end)
+        given = list(overrides)
+        overrides = [*given, *end]  # what resuming the extended run needs: the hint carries them
         try:  # validated as that hint's config is: the end a config cannot hold is refused now, not at the resume
             cfg = config_mod.load(config, overrides)
         except ConfigError as err:
-            raise ConfigError("--add-to-t-end", add_to_t_end, f"a T that ends the run where its config can ({err})",
-                              f"would set {', '.join(end)}") from None
+            raise past_the_end(cfg, lambda more: config_mod.load(config, [*given, *more]), t_end, add_to_t_end,
+                               err) from None
     # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
     where = str(out_dir or f"outputs/{cfg.name}")
     hint = resume_hint(["run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out", where],

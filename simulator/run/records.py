@@ -99,7 +99,8 @@ def writers(cfg: Config, sim: Simulation, meta: dict[str, Any], stepper: Stepper
 
     def save(m: Moment) -> Path:
         eq = sim.equation
-        return checkpoints.write(out, m.state, step=m.step, time=m.time, dt=stepper.dt, epoch=stepper.epoch,
+        return checkpoints.write(out, m.state, step=m.step, time=m.time, dt=stepper.dt,
+                                 epoch=stepper.epoch_at(m.step, m.time),
                                  spaces=eq.leaf_spaces(m.state), perm=sim.fft.perm,
                                  full_spectrum=not sim.fft.has_real_transform,
                                  meta={"config": meta["config"], "backend": cfg.fft.backend,

@@ -272,12 +272,12 @@ def _branched_from(path: Path) -> str | None:
 
 
 def _retries(path: Path, target: Path) -> bool:
-    """Whether a branch from ``target`` (a checkpoint, or a run directory: its latest) into ``path`` tries again the
-    one begun there: ``path`` holds no checkpoint and its run began as a branch from that checkpoint (its files are
-    then cut back and superseded as a restart's are, nothing removed)."""
+    """Whether a branch from ``target`` (a checkpoint; a run directory: its latest) into ``path`` tries again one begun
+    there: killed in its start-up (only ``run.log`` there), or before its first checkpoint (its record names it)."""
+    started = {p.name for p in path.iterdir() if not p.name.startswith(LOCK_FILE)} == {"run.log"}
     source = _branched_from(path)
-    if source is None or checkpoints.markers(path):
-        return False
+    if started or source is None or checkpoints.markers(path):
+        return started
     target = getattr(checkpoints.find(target, warn=False), "index", target) if target.is_dir() else target
     return target.is_file() and _same_place(Path(source), target.with_suffix(".json"))
 

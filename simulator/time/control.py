@@ -17,7 +17,10 @@
 The host keeps the time in float64. With a fixed dt the time after ``s`` steps is
 ``t0 + (s - s0) * dt`` from the step and time where that dt took effect (the *epoch*: the start of
 the run, or the restart that changed dt), not a running sum, so it carries no accumulated rounding
-and a restart reproduces it bit for bit. Landing on an output time moves the epoch there. With an
+and a restart reproduces it bit for bit. Landing on an output time moves the epoch there, and so does
+landing on t_end with shortened steps (a run extended from there goes on in steps of dt from t_end); a
+checkpoint records an epoch only when it gives the checkpoint's time (else the checkpoint's own step and
+time), and a restart takes it only then, so the clock never runs ahead of the state. With an
 adaptive dt the time after a chunk is the time before plus the chunk's own sum of its steps (or the
 output time it landed on); a checkpoint keeps the dt the controller takes next, from which a restart
 plans the same chunks.
@@ -59,7 +62,22 @@ class Stepper:
         else:
             self.dt = float(time_cfg.dt)
             same = dt is not None and dt == self.dt and epoch is not None
-            self.epoch = (int(epoch[0]), float(epoch[1])) if same else (step, t)  # type: ignore[index]
+            self.epoch = self._epoch_of(step, t, epoch) if same else (step, t)
+
+    def _epoch_of(self, step: int, t: float, epoch: Sequence[float] | None) -> tuple[int, float]:
+        """The epoch from which steps of this dt reach the state at (``step``, ``t``): ``epoch`` when they do (to
+        ``TOL``), else (step, t): a clock counted from an epoch that does not reproduce the state's time would run
+        ahead of the state (or behind it). Checkpoints of earlier versions kept the epoch of a run whose last chunk
+        was shortened to land on t_end, and an adaptive segment's is its start."""
+        if epoch is None or self.adaptive:
+            return step, t
+        start, t0 = int(epoch[0]), float(epoch[1])
+        reached = t0 + (step - start) * self.dt
+        return (start, t0) if abs(reached - t) <= 2 * TOL * max(abs(t), self.dt) else (step, t)
+
+    def epoch_at(self, step: int, t: float) -> tuple[int, float]:
+        """The epoch a checkpoint of the state at (``step``, ``t``) records: the one its time follows from."""
+        return self._epoch_of(step, t, self.epoch)
 
     def land_on(self, stops: Sequence[float]) -> None:
         """End chunks exactly on ``stops`` (the outputs' times: :func:`simulator.output.base.landing_times`)."""
@@ -118,8 +136,8 @@ class Stepper:
         """Host time after a fixed-dt chunk of ``n`` steps of ``dt`` from ``t`` that ended at step ``step``."""
         target = self.target(t)
         if t + n * dt >= target * (1 - TOL):
-            if target < self.t_end:
-                self.epoch = (step, target)  # fixed steps of dt go on from the output time
+            if target < self.t_end or dt != self.dt:  # steps of dt go on from there (a run extended past t_end)
+                self.epoch = (step, target)
             return target
         if dt == self.dt:
             return self.epoch[1] + (step - self.epoch[0]) * self.dt
