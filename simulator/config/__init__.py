@@ -85,13 +85,15 @@ def load(source: str | Path | Mapping[str, Any] | None,
     return from_dict(apply_overrides(raw, overrides), stored)
 
 
+#: the keys of a sweep file (:mod:`simulator.sweep_file`), by which a run's config given one tells it apart
+SWEEP_KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
+
+
 def _refuse_sweep_file(path: str | Path, raw: Mapping[str, Any]) -> None:
     """A sweep file given where a run's config is asked for (``simulator run SWEEP``): one line saying to use
     ``simulator sweep``, not that its ``base`` is an unknown key (the reverse mistake is recognised by
     :func:`simulator.sweep_file.load`)."""
-    from simulator.sweep_file import KEYS
-
-    if "base" in raw and set(raw) <= set(KEYS):
+    if "base" in raw and set(raw) <= set(SWEEP_KEYS):
         raise ConfigError("config file", str(path), f"to run its points: simulator sweep {path}",
                           "is a sweep file, not a run's config")
 
