@@ -47,7 +47,8 @@ def _moments(p: Any, table: tuple[Any, Any] | None, fdm: bool, cells: Sequence[i
     power = linear_power(k, a, p, table, fdm) / math.prod(box)
     low, high = float(np.sum(power / k**2)), float(np.sum(k**2 * power))
     inner = math.prod(2.0 * math.pi * (2 * m + 1) / length for m, length in zip(reach, box, strict=True))
-    outer = math.prod(2.0 * math.pi * (n - 1 if n % 2 == 0 else n) / length for n, length in zip(cells, box, strict=True))
+    # every mode of each axis but its Nyquist one
+    outer = math.prod(2.0 * math.pi * (n - 1 + n % 2) / length for n, length in zip(cells, box, strict=True))
     if outer > inner:  # the rest of the cube of modes, as the spherical shell of its volume
         radius = [(3.0 * v / (4.0 * math.pi)) ** (1.0 / 3.0) for v in (inner, outer)]
         q = np.exp(np.linspace(math.log(radius[0]), math.log(radius[1]), 513))
