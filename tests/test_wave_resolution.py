@@ -88,6 +88,18 @@ def test_a_box_that_cannot_resolve_the_wave_is_cautioned_naming_grid_box(capfd):
     assert mode_sum_kmax_over_krms(advised, 0) >= 2 > mode_sum_kmax_over_krms(
         C.load(CDM, ["physics.fdm_fraction=0.3", f"grid.box={box * 1.01}"]), 0)
     assert "the wave" not in command(capfd, "validate", CDM, *MIXED, "--set", f"grid.box={box}")[2]
+    # a box of unequal sides is advised as the three; where the contrast alone is near 1 (sigma8 = 30 without the
+    # wave's cut-off) no box or grid resolves it, and the line says so rather than advise a grid.box
+    err = command(capfd, "validate", CDM, *MIXED, "--set", "grid.box=[100, 50, 100]")[2]
+    assert "grid.box = [100, 50, 100]: the wave" in err, err
+    sides = [float(v) for v in err.split("grid.box <= [")[1].split("]")[0].split(", ")]
+    assert sides[1] == pytest.approx(sides[0] / 2, rel=DIGITS) and sides[0] == sides[2]
+    assert mode_sum_kmax_over_krms(C.load(CDM, ["physics.fdm_fraction=0.3", f"grid.box={sides}"]), 0) >= 2
+    hopeless = ["physics.sigma8=30", "physics.fdm_transfer=false"]
+    err = command(capfd, "validate", COSMO, *(w for h in hopeless for w in ("--set", h)))[2]
+    assert "no grid.box or grid.shape resolves linear theory's flows to the end: check physics.sigma8" in err, err
+    assert "grid.box <=" not in err
+    assert all(mode_sum_kmax_over_krms(C.load(COSMO, [*hopeless, f"grid.box={b}"]), 5) < 2 for b in (1, 1e-2, 1e-4))
     for shipped in ("fdm_mixed", "fdm_cosmo", "cold_dark_matter"):
         assert command(capfd, "validate", str(ROOT / "configs" / f"{shipped}.yaml"))[2] == ""
 

@@ -94,8 +94,8 @@ class RunPlots:
                    redshifts: Sequence[float] | None = None) -> Figure:
         """``plots/spectra_<name>.png``, at the rows nearest ``times`` or ``redshifts`` (as :meth:`spectra`):
         ``side_by_side`` (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their
-        budget terms), a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another spectrum
-        the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
+        budget terms), a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another
+        spectrum the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
         times = requested_times(self.path, self.config, self.info, times, redshifts)
         figures = spectra_figures(self.path, self.config, self.info, times)
         choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")

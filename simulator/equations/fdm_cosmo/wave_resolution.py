@@ -75,8 +75,12 @@ def _ratio(p: Any, table: Any, fdm: bool, cells: Sequence[int], box: Sequence[fl
     return nyquist(cells, box) / wavenumber(p, table, fdm, cells, box, z)
 
 
-def _bisect(resolved: Any, good: float, bad: float, steps: int = 24) -> float:
-    """The boundary between ``bad`` and ``good`` (``resolved(good)`` true) by bisection in ln."""
+def _bisect(resolved: Any, good: float, bad: float, steps: int = 24) -> float | None:
+    """The boundary between ``bad`` and ``good`` by bisection in ln, on the side of ``good``; None where
+    ``resolved(good)`` is false (nothing in the range resolves it: a grid whose density contrast alone is
+    near 1, whatever its box)."""
+    if not resolved(good):
+        return None
     for _ in range(steps):
         mid = math.sqrt(good * bad)
         good, bad = (mid, bad) if resolved(mid) else (good, mid)
@@ -97,18 +101,20 @@ def wave_cautions(physics: Any, cfg: Any, table: tuple[Any, Any] | None) -> list
     if not at_end < limit:
         return []
     at_start = _ratio(p, table, fdm, cells, box, z0)
-    length = max(box)
     shrink = _bisect(lambda s: _ratio(p, table, fdm, cells, [b * s for b in box], z1) >= limit, 1e-9, 1.0)
     grown = _bisect(lambda s: _ratio(p, table, fdm, _even(cells, s), box, z1) >= limit, 1e12, 1.0)
-    # three digits, rounded towards resolving it
-    fixes = [f"grid.box <= {_digits(length * shrink, math.floor):g}",
-             f"grid.shape >= {list(_even(cells, grown))}"]
+    fixes = []
+    if shrink is not None:  # three digits, rounded towards resolving it
+        smaller = [_digits(b * shrink, math.floor) for b in box]
+        fixes.append(f"grid.box <= {_show(smaller)}")
+    if grown is not None:
+        fixes.append(f"grid.shape >= {list(_even(cells, grown))}")
     k_max = nyquist(cells, box)
     if at_start < limit:
         where = (f"from its start: linear theory puts its rms de Broglie wavenumber at k_rms = "
                  f"{k_max / at_start:.3g} h/Mpc at z_start = {z0:g}, where the grid's k_max = {k_max:.3g} h/Mpc is "
-                 f"{at_start:.3g} of it, below {limit:g}: psi is aliased from the first step (psi_tail near 0.7) and "
-                 "the time step collapses")
+                 f"{at_start:.3g} of it, below {limit:g}: psi is aliased from the first step (the run warns of "
+                 "psi_tail at step 0) and its time step shrinks")
     else:
         later = _bisect(lambda zz: _ratio(p, table, fdm, cells, box, zz - 1.0) >= limit, 1.0 + z0, 1.0 + z1) - 1.0
         fixes.insert(0, f"physics.z_end >= {_digits(later, math.ceil):g}")
@@ -116,8 +122,9 @@ def wave_cautions(physics: Any, cfg: Any, table: tuple[Any, Any] | None) -> list
                  f"{k_max / at_end:.3g} h/Mpc there, where the grid's k_max = {k_max:.3g} h/Mpc is {at_end:.3g} of it, "
                  f"below {limit:g} (halos' flows are faster still); its linear flows stay resolved to z = "
                  f"{_digits(later, math.ceil):g}")
-    return [f"grid.box = {_show(box)}: the wave (m22 = {p['m22']:g}) is not resolved {where}; "
-            f"{', or '.join(fixes)} keeps linear theory's flows resolved to the end ({SHIPPED})"]
+    advice = (f"{', or '.join(fixes)} keeps linear theory's flows resolved to the end" if fixes else
+              "no grid.box or grid.shape resolves linear theory's flows to the end: check physics.sigma8")
+    return [f"grid.box = {_show(box)}: the wave (m22 = {p['m22']:g}) is not resolved {where}; {advice} ({SHIPPED})"]
 
 
 def _even(cells: Sequence[int], scale: float) -> tuple[int, ...]:
@@ -134,4 +141,5 @@ def _digits(value: float, rounding: Any) -> float:
 
 
 def _show(box: Sequence[float]) -> str:
-    return f"{box[0]:g}" if len(set(box)) == 1 else str([float(b) for b in box])
+    """A box as a config gives it: one length for a cube, else the three."""
+    return f"{box[0]:g}" if len(set(box)) == 1 else "[" + ", ".join(f"{b:g}" for b in box) + "]"
