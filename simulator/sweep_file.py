@@ -35,7 +35,7 @@ from simulator import config as config_mod
 from simulator.errors import ConfigError
 from simulator.schema.build import did_you_mean
 
-KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
+KEYS = config_mod.SWEEP_KEYS
 #: sections of a run's config that no sweep file has (a sweep file's grid is its swept keys, not grid.shape)
 RUN_SECTIONS = frozenset(f.name for f in fields(config_mod.Config)) - set(KEYS)
 

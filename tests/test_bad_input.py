@@ -297,6 +297,12 @@ CASES = {
     # "sweep key 'precision' is unknown", the last "sweep directory = 'bad_point.yaml' has no sweep.yaml")
     "sweep of a run's config": (["sweep", TG], f"sweep file = {TG!r} is a run's config, not a sweep file; a sweep file "
                                 "names its run config as `base: PATH`"),
+    # the reverse mistake: it said "base = ... is an unknown key" of the sweep file a run was given
+    "run of a sweep file": (["run", "bad_point.yaml", "--out", "new"], "config file = 'bad_point.yaml' is a sweep "
+                            "file, not a run's config; to run its points: simulator sweep bad_point.yaml"),
+    "validate of a sweep file": (["validate", "bad_point.yaml"], "config file = 'bad_point.yaml' is a sweep file"),
+    "plan of a sweep file": (["plan", "bad_point.yaml"], "is a sweep file, not a run's config; to run its points: "
+                             "simulator sweep bad_point.yaml"),
     "missing sweep file": (["sweep", "nope.yaml"], "sweep file = 'nope.yaml' does not exist; give the path of an "
                            "existing YAML file"),
     "sweep of a directory": (["sweep", "run"], "sweep file = 'run' is a directory; give the sweep's YAML file, or add "

@@ -20,7 +20,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         written = plots.plot(Path(args.run_dir), times=args.times, field=args.field, axis=args.axis,
                              frames=args.frames, pdf=args.pdf, diagnostic=args.diagnostic, against=args.against,
-                             window=args.window)
+                             window=args.window, redshifts=args.redshifts)
     except OutputWriteError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -38,7 +38,12 @@ def add_plot(sub: Any) -> None:
     p.add_argument("--frames", action="store_true",
                    help="also write plots/frames/slice_NNNN.png, one per snapshot with common colour limits (a movie)")
     p.add_argument("--times", type=float, nargs="+", default=None, metavar="T",
-                   help="spectra at the rows nearest these times (default: 5 from first to last)")
+                   help="spectra at the rows nearest these run times, within the run's rows (default: the rows of "
+                   "output.spectra.times, else 5 from first to last); a cosmological run's time is ln(a/a_start), "
+                   "so 0 is z_start: give --redshifts there")
+    p.add_argument("--redshifts", type=float, nargs="+", default=None, metavar="Z",
+                   help="cosmological runs: spectra at the rows nearest these redshifts, within the run's rows "
+                   "(e.g. --redshifts 0 for today)")
     p.add_argument("--window", "--average", dest="window", type=float, nargs=2, default=None, metavar=("T0", "T1"),
                    help="time window of the time-averaged figures, the compensated spectrum's mean, the structure "
                    "functions and the PDFs, ends included (default: the second half of the run; --average is its "

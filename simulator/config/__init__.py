@@ -33,6 +33,7 @@ from simulator.config.model import (
 )
 from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.yamlfile import parse_yaml, read_yaml
+from simulator.errors import ConfigError
 
 
 __all__ = [
@@ -76,11 +77,25 @@ def load(source: str | Path | Mapping[str, Any] | None,
         raw = read_yaml(source) if source is not None else {}
         if isinstance(raw.get("config"), Mapping) and "versions" in raw:  # a run's record (simulator.run.records)
             raw, stored = _rederived(dict(raw["config"]), overrides), True
+        _refuse_sweep_file(source, raw)
     for old in deprecated_keys(raw, overrides):
         _note_renamed(old)
     if isinstance(overrides, Mapping):
         return from_dict(set_values(raw, overrides), stored)
     return from_dict(apply_overrides(raw, overrides), stored)
+
+
+#: the keys of a sweep file (:mod:`simulator.sweep_file`), by which a run's config given one tells it apart
+SWEEP_KEYS = ("name", "base", "set", "grid", "zip", "points", "max_parallel", "sbatch", "ensemble", "batch")
+
+
+def _refuse_sweep_file(path: str | Path, raw: Mapping[str, Any]) -> None:
+    """A sweep file given where a run's config is asked for (``simulator run SWEEP``): one line saying to use
+    ``simulator sweep``, not that its ``base`` is an unknown key (the reverse mistake is recognised by
+    :func:`simulator.sweep_file.load`)."""
+    if "base" in raw and set(raw) <= set(SWEEP_KEYS):
+        raise ConfigError("config file", str(path), f"to run its points: simulator sweep {path}",
+                          "is a sweep file, not a run's config")
 
 
 def _rederived(raw: dict[str, Any], overrides: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:

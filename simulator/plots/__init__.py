@@ -26,11 +26,13 @@ __all__ = ["PIXELS", "Figures", "plot", "plot_run", "plot_sweep", "plot_sweep_di
 
 def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
          frames: bool = False, pdf: bool = False, diagnostic: str | None = None,
-         against: str | None = None, window: Sequence[float] | None = None) -> Figures:
+         against: str | None = None, window: Sequence[float] | None = None,
+         redshifts: Sequence[float] | None = None) -> Figures:
     """``simulator plot PATH``: the figures of a sweep directory (:func:`plot_sweep_dir`), else every figure of a run.
     Returns the files written and the figures skipped. Options of the other kind of directory raise ConfigError."""
     if (path / MANIFEST).is_file():
-        for option, value in (("--times", times), ("--field", field), ("--frames", frames), ("--window", window)):
+        for option, value in (("--times", times), ("--redshifts", redshifts), ("--field", field), ("--frames", frames),
+                              ("--window", window)):
             if value:
                 raise ConfigError(option, value, "use it on a run directory", f"does not apply to the sweep {path}")
         return plot_sweep_dir(path, diagnostic, against, pdf)
@@ -38,7 +40,8 @@ def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None 
         if value is not None:
             raise ConfigError(option, value, "use it on a sweep directory (one holding sweep.yaml)",
                               f"does not apply to {path}")
-    return plot_run(path, times=times, field=field, axis=axis, frames=frames, pdf=pdf, window=window)
+    return plot_run(path, times=times, field=field, axis=axis, frames=frames, pdf=pdf, window=window,
+                    redshifts=redshifts)
 
 
 def plot_sweep_dir(path: Path, diagnostic: str | None = None, against: str | None = None, pdf: bool = False) -> Figures:

@@ -3,6 +3,7 @@
     run = simulator.load_run("outputs/quickstart")
     fig = run.plot.timeseries()                            # matplotlib Figure, as plots/timeseries.png
     fig = run.plot.spectra(times=[0.4, 2.0], compensate=True)   # as plots/spectra_compensated.png
+    fig = run.plot.spectra(redshifts=[3, 0])               # a cosmological run's rows at z = 3 and 0 (--redshifts)
     fig = run.plot.spectra_of("side_by_side")              # as plots/spectra_side_by_side.png (MHD, Boussinesq)
     fig = run.plot.slice("vorticity", axis="x")           # as plots/slice_vorticity.png
     fig = run.plot.statistics("pdfs", window=(5, 10))      # as plots/pdfs.png (output.statistics), --window 5 10
@@ -36,6 +37,7 @@ from simulator.plots.spectra import spectra_figures
 from simulator.plots.statistics import statistics_figures
 from simulator.plots.tasks import task_figures
 from simulator.plots.timeseries import timeseries_figures
+from simulator.plots.when import requested_times
 
 
 def _quiet(line: str) -> None:
@@ -72,24 +74,29 @@ class RunPlots:
                            f"energy budget ({self.info.name} declares none, or timeseries.csv lacks its columns)")
 
     def spectra(self, times: Sequence[float] | None = None, compensate: bool = False,
-                average: Sequence[float] | None = None) -> Figure:
+                average: Sequence[float] | None = None, redshifts: Sequence[float] | None = None) -> Figure:
         """The equation's spectrum from ``spectra.h5`` (``k`` (shells,), the spectrum (rows, shells)), over
-        the resolved shells, at the rows nearest ``times`` (default: the rows of ``output.spectra.times``,
+        the resolved shells, at the rows nearest ``times`` (run times; a cosmological run's is ln(a/a_start)) or
+        a cosmological run's ``redshifts``, each within the run's rows, else ConfigError naming their span
+        (:func:`~simulator.plots.when.requested_times`; default: the rows of ``output.spectra.times``,
         else five from first to last): ``plots/spectra.png``, log-log with the reference slope where an
         inertial range is possible. ``compensate``: ``plots/spectra_compensated.png``, eps^(-2/3) k^(5/3)
         E(k) at those rows (eps from ``timeseries.csv``) and in black its mean over the rows of
         ``average`` = (t0, t1) (default: the second half of the run), for an equation with a spectrum
         guide."""
         check_window(average)
+        times = requested_times(self.path, self.config, self.info, times, redshifts)
         stem = "spectra_compensated" if compensate else "spectra"
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
                            f"compensated spectrum ({self.info.name} declares no spectrum guide)")
 
-    def spectra_of(self, name: str, times: Sequence[float] | None = None) -> Figure:
-        """``plots/spectra_<name>.png``, at the rows nearest ``times`` (as :meth:`spectra`): ``side_by_side``
-        (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their budget terms),
-        a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another spectrum
-        the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
+    def spectra_of(self, name: str, times: Sequence[float] | None = None,
+                   redshifts: Sequence[float] | None = None) -> Figure:
+        """``plots/spectra_<name>.png``, at the rows nearest ``times`` or ``redshifts`` (as :meth:`spectra`):
+        ``side_by_side`` (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their
+        budget terms), a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another
+        spectrum the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
+        times = requested_times(self.path, self.config, self.info, times, redshifts)
         figures = spectra_figures(self.path, self.config, self.info, times)
         choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")
                    and stem != "spectra_compensated" and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
@@ -98,9 +105,10 @@ class RunPlots:
                               "is not a spectra figure of this run")
         return self._build(lambda: figures, f"spectra_{name}", f"spectra figure {name}")
 
-    def flux(self, times: Sequence[float] | None = None) -> Figure:
+    def flux(self, times: Sequence[float] | None = None, redshifts: Sequence[float] | None = None) -> Figure:
         """``plots/flux.png``: the flux Pi(k) of every transfer spectrum of ``spectra.h5`` at the rows
-        nearest ``times`` (as :meth:`spectra`), for a run that writes transfer spectra."""
+        nearest ``times`` or ``redshifts`` (as :meth:`spectra`), for a run that writes transfer spectra."""
+        times = requested_times(self.path, self.config, self.info, times, redshifts)
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times), "flux",
                            f"transfer spectra in {self.path / 'spectra.h5'}")
 

@@ -1,4 +1,4 @@
-"""What every figure shares: size, canvas, titles, notes, saving. No display and no pyplot.
+"""What every figure shares: size, canvas, titles, notes, saving, a damaged file skipped. No display and no pyplot.
 
 Figures use matplotlib's object-oriented API on an Agg canvas (no pyplot, no display, no global
 backend switch) and matplotlib's default style whatever a matplotlibrc says, so every PNG is
@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, EquationParams
 from simulator.equations.stored import parameters_of
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, DamagedFileError
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 
 FIGSIZE = (8.0, 5.0)
@@ -176,3 +176,25 @@ def time_axis(config: dict[str, Any], info: EquationInfo,
         ax.set_xlabel("redshift z")
 
     return 1 + z, redshift
+
+
+def drawn_or_skipped(what: str, source: Path, draw: Callable[[], list[Path]], skipped: list[str]) -> list[Path]:
+    """``draw()``, or nothing and one line naming ``source`` (added to ``skipped``) when a damaged file fails
+    its reader or figure anywhere, or naming a file the system would not open (permission denied) and why: the
+    run's other figures are drawn all the same. OutputWriteError, ConfigError (a figure that cannot be written,
+    bad input) and MemoryError (no file's fault) go on."""
+    try:
+        return draw()
+    except (OutputWriteError, ConfigError, MemoryError):
+        raise
+    except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
+        if isinstance(err, DamagedFileError) and isinstance(err.__cause__, Exception):  # another file: name it
+            source, err = err.path, err.__cause__
+        if isinstance(err, OSError) and err.errno is not None and err.filename:  # the file's, not its content's
+            line = f"skipped {what}: cannot read {err.filename} ({type(err).__name__}: {err.strerror})"
+        else:
+            line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
+                    f"{(str(err).splitlines() or [''])[0]})")
+        note(line)
+        skipped.append(line)
+        return []

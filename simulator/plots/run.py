@@ -51,15 +51,15 @@ from matplotlib.figure import Figure
 from simulator import equations
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.equations.stored import parameters_of
-from simulator.errors import ConfigError, DamagedFileError, reading
+from simulator.errors import ConfigError, reading
 from simulator.output import kinds as output_kinds
 from simulator.output.base import OutputKind
-from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot
+from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE
 from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style,
+from simulator.plots.figures import (Figures, MissingOutputError, check_window, default_style, drawn_or_skipped,
                                      figure, note, save, snapshot_heading, unit)
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.particle_overlay import overlay
@@ -67,6 +67,7 @@ from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
 from simulator.plots.tasks import plot_tasks
 from simulator.plots.timeseries import plot_timeseries
+from simulator.plots.when import requested_times
 
 AXES = "xyz"
 #: members of a stacked field shown in a slice figure
@@ -362,12 +363,14 @@ def family(kind: OutputKind) -> Family | None:
 
 @default_style
 def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",
-             frames: bool = False, pdf: bool = False, window: Sequence[float] | None = None) -> Figures:
+             frames: bool = False, pdf: bool = False, window: Sequence[float] | None = None,
+             redshifts: Sequence[float] | None = None) -> Figures:
     """Every figure of a run directory (see the module docstring); returns the files written, with the
     lines of the figures skipped because a file is damaged (:class:`~simulator.plots.figures.Figures`).
 
     Reads ``config.yaml`` and the files of every output kind that draws figures. ``field`` (default: the
-    equation's) and ``axis`` choose the slice; ``times`` the spectra's rows; ``window`` = (t0, t1) the time
+    equation's) and ``axis`` choose the slice; ``times`` (or a cosmological run's ``redshifts``) the spectra's rows,
+    within them (:func:`~simulator.plots.when.requested_times`); ``window`` = (t0, t1) the time
     window of the time-averaged figures: the compensated spectrum's mean, the structure functions and the
     PDFs (default: the second half of the run). The kinds are drawn in the registry's order, each with the
     same :class:`FigureContext`, then the frames.
@@ -379,6 +382,7 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
     parameters_of(info, config, str(run_dir / CONFIG_FILE))  # its physics labels every figure: before any is written
     field, index, stem = slice_choice(run_dir, info, field, axis)
     check_window(window)
+    times = requested_times(run_dir, config, info, times, redshifts)
     ctx = FigureContext(run_dir, config, info, field, index, stem, pdf, times, window)
     families = [(drawn.what.format(ctx=ctx), run_dir / kind.files[0], partial(drawn.draw, ctx))
                 for kind in output_kinds.registry().values() if kind.files and (drawn := family(kind)) is not None]
@@ -386,30 +390,8 @@ def plot_run(run_dir: Path, *, times: Sequence[float] | None = None, field: str 
         families.append(("the frames", run_dir / "snapshots",
                          partial(plot_frames, run_dir, config, info, field, index, stem)))
     skipped: list[str] = []
-    written = Figures([path for what, source, draw in families for path in _drawn(what, source, draw, skipped)],
-                      skipped)
+    written = Figures([path for what, source, draw in families
+                       for path in drawn_or_skipped(what, source, draw, skipped)], skipped)
     if not written and not skipped:
         note(f"nothing to plot in {run_dir} yet")
     return written
-
-
-def _drawn(what: str, source: Path, draw: Callable[[], list[Path]], skipped: list[str]) -> list[Path]:
-    """``draw()``, or nothing and one line naming ``source`` (added to ``skipped``) when a damaged file fails
-    its reader or figure anywhere, or naming a file the system would not open (permission denied) and why: the
-    run's other figures are drawn all the same. OutputWriteError, ConfigError (a figure that cannot be written,
-    bad input) and MemoryError (no file's fault) go on."""
-    try:
-        return draw()
-    except (OutputWriteError, ConfigError, MemoryError):
-        raise
-    except Exception as err:  # whatever a damaged file makes h5py, a reader or a figure raise
-        if isinstance(err, DamagedFileError) and isinstance(err.__cause__, Exception):  # another file: name it
-            source, err = err.path, err.__cause__
-        if isinstance(err, OSError) and err.errno is not None and err.filename:  # the file's, not its content's
-            line = f"skipped {what}: cannot read {err.filename} ({type(err).__name__}: {err.strerror})"
-        else:
-            line = (f"skipped {what}: {source} is damaged or not as the run writes it ({type(err).__name__}: "
-                    f"{(str(err).splitlines() or [''])[0]})")
-        note(line)
-        skipped.append(line)
-        return []

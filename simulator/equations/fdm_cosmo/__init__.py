@@ -158,10 +158,11 @@ class FDMCosmoParams(EquationParams):
                                   "file: k [h/Mpc], P(k) [(Mpc/h)^3]", f"cannot be used ({err})") from None
 
     def cautions(self, cfg: Any) -> list[str]:
-        """A spectrum file continued past its ends over the grid's modes or the sigma8 integral
-        (:func:`.power.table_cautions`); a start that is not perturbative (:func:`.power.start_cautions`); a
-        wave that carries almost none of the mass, yet is stepped."""
+        """A spectrum file continued past its ends over the grid's modes or the sigma8 integral (:func:`.power.
+        table_cautions`); a start that is not perturbative (:func:`.power.start_cautions`); a wave the grid does not
+        resolve (:func:`.wave_resolution.wave_cautions`); a wave carrying almost none of the mass, yet stepped."""
         from simulator.equations.fdm_cosmo.power import read_table, start_cautions, table_cautions
+        from simulator.equations.fdm_cosmo.wave_resolution import wave_cautions
 
         table = read_table(self.spectrum_file) if self.spectrum_file is not None else None
         out = []
@@ -170,6 +171,7 @@ class FDMCosmoParams(EquationParams):
         # the particles start from the spectrum without the wave's cut-off, the wave alone from its own
         fdm = self.fdm_transfer and not self.cdm_particles
         out += start_cautions(self.traced(), table, fdm, cfg.grid.shape, cfg.grid.box)
+        out += wave_cautions(self, cfg, table)
         if 0.0 < self.fdm_fraction <= TRACE_FRACTION:
             out.append(f"physics.fdm_fraction = {self.fdm_fraction:g}: the wave carries that little of the mass, yet "
                        "it is allocated and stepped, and its phase limits an adaptive time step; "

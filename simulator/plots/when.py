@@ -1,0 +1,62 @@
+"""Which rows of a run's spectra a figure is asked for: run times (``--times``, ``times=``) or, for a cosmological
+run, redshifts (``--redshifts``, ``redshifts=``), each within the rows the run wrote.
+
+A cosmological run's clock is s = ln(a/a_start) (:mod:`simulator.equations.fdm_cosmo`), so ``--times 0`` is its
+start, z_start, not today: ``--redshifts 0`` is today. A time or redshift outside the rows is refused in one line
+naming their span, before any figure is drawn (the nearest row, the last, was drawn without a word).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simulator.equations.spec import EquationInfo
+from simulator.errors import ConfigError
+from simulator.output.spectra import FILE as SPECTRA_FILE
+from simulator.output.spectra import read_spectra
+from simulator.plots.figures import physics_of, time_window
+
+#: how far (relative to the span, at least this absolutely) a time may lie outside the rows: round-off of s(z)
+TOLERANCE = 1e-9
+
+
+def requested_times(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None,
+                    redshifts: Sequence[float] | None) -> list[float] | None:
+    """The run times of the spectra rows asked for (None: the default rows): ``times`` as given, or ``redshifts``
+    as run times s(z) of a cosmological run. ConfigError (one line) for both given, redshifts of a run without
+    them, or a time or redshift outside the rows of ``spectra.h5`` (checked when the file has rows; a damaged one
+    is left to its figures, which name it)."""
+    if times and redshifts:
+        raise ConfigError("--redshifts", list(redshifts), "give --times or --redshifts, not both", "is given with "
+                          "--times")
+    physics = physics_of(config, info)
+    cosmological = "z" in physics.clock().time_coordinates(0.0) and hasattr(physics, "time_at")
+    if redshifts:
+        if not cosmological:
+            raise ConfigError("--redshifts", list(redshifts), "give --times T, the run's time",
+                              f"applies to a cosmological run; {run_dir} is a {info.name} run")
+        wanted = [float(physics.time_at(z)) for z in redshifts]
+    elif times:
+        wanted = [float(t) for t in times]
+    else:
+        return None
+    try:
+        written = read_spectra(run_dir / SPECTRA_FILE)["time"] if (run_dir / SPECTRA_FILE).is_file() else []
+    except OSError:  # a damaged file (DamagedFileError): the spectra figures are skipped, naming it
+        return wanted
+    if len(written) == 0:
+        return wanted
+    lo, hi = float(min(written)), float(max(written))
+    slack = TOLERANCE * max(1.0, hi - lo)
+    for asked, t in zip(redshifts or times, wanted, strict=True):
+        if not lo - slack <= t <= hi + slack:
+            span = time_window(config, info, lo, hi)
+            if cosmological and not redshifts:  # its times in both: ln(a/a_start) is not what it is read in
+                span = f"t = {lo:.6g} – {hi:.6g}, t being ln(a/a_start): {span}"
+            raise ConfigError("--redshifts" if redshifts else "--times", list(redshifts or times),
+                              f"give {'redshifts' if redshifts else 'times'} within them"
+                              + (", or --redshifts Z" if cosmological and not redshifts else ""),
+                              f"holds {asked:g}, outside the rows of {run_dir / SPECTRA_FILE} ({span})")
+    return wanted
