@@ -4,6 +4,7 @@ their overrides, and starting the runtime."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from simulator import config as config_mod
 
@@ -28,7 +29,24 @@ def config_args(p: argparse.ArgumentParser, required: bool) -> None:
         p.add_argument("config", nargs="?", default=None, help="YAML config file (default: built-in defaults)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set grid.shape=[64,64,64] (repeatable)")
+    unset_arg(p, "remove a key of the config, which then takes its default or, where other keys leave it out of "
+              "the run, is no longer given, e.g. --set physics.fdm_fraction=0 --unset physics.m22 (repeatable; "
+              "applied in order with --set)")
     runtime_args(p)
+
+
+class _Unset(argparse.Action):
+    """``--unset KEY``: an :class:`~simulator.schema.overrides.Unset` item of the ``--set`` list, in the order given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from simulator.schema.overrides import Unset
+
+        getattr(namespace, self.dest).append(Unset(values))
+
+
+def unset_arg(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--unset", dest="overrides", action=_Unset, metavar="KEY", help=help)
 
 
 def runtime_args(p: argparse.ArgumentParser, where: str = "") -> None:

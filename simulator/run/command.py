@@ -19,6 +19,7 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
+from simulator.schema.overrides import command_words
 from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, srun_tasks
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -245,7 +246,7 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
                               f"would set {', '.join(end)}") from None
     # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
     where = str(out_dir or f"outputs/{cfg.name}")
-    hint = resume_hint(["run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out", where],
+    hint = resume_hint(["run", config, *command_words(overrides), "--resume", "--out", where],
                        "submit the job script again with the same output directory (the shipped templates: "
                        f"sbatch JOB_SCRIPT {shlex.join([config, where])})")
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]
