@@ -42,3 +42,27 @@ def test_unset_then_set_applies_in_order_and_validate_shows_the_default(capfd):
     assert code == 0 and yaml.safe_load(out)["time"]["cfl"] is None, err
     code, out, err = command(capfd, "validate", MIXED, "--unset", "initial.name")  # a variant's name: the default's
     assert code == 0 and yaml.safe_load(out)["initial"]["name"] == "gaussian", err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", MIXED, "--output", "o"], "simulator run: unrecognized arguments: --output o; did you mean --out? "
+                                      "(simulator run --help lists its options)"),
+    (["run", MIXED, "--cpu_devices", "2"], "did you mean --cpu-devices?"),  # a config key's spelling
+    (["validate", MIXED, "--sett", "grid.shape=16"], "simulator validate: unrecognized arguments: --sett "
+                                                     "grid.shape=16; did you mean --set?"),
+    (["plot", "run", "--feild", "vorticity"], "simulator plot: unrecognized arguments: --feild vorticity; did you mean "
+                                              "--field?"),
+    (["sweep", "s.yaml", "--colect"], "simulator sweep: unrecognized arguments: --colect; did you mean --collect?"),
+    (["export", "run", "--max_size", "1GiB"], "did you mean --max-size?"),
+    (["plan", MIXED, "--cpu_devices", "2", "--porfile", "h100"],
+     "--cpu_devices: did you mean --cpu-devices?; --porfile: did you mean --profile? (simulator plan --help"),
+])
+def test_a_misspelt_flag_is_answered_with_the_nearest_of_its_command(args, said, capfd):
+    code, out, err = command(capfd, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and said in err, err
+
+
+def test_a_flag_nothing_is_near_gets_the_bare_answer(capfd):
+    code, _, err = command(capfd, "run", MIXED, "--zzz")
+    assert code == 2 and err == "error: simulator run: unrecognized arguments: --zzz\n"
