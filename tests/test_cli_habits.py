@@ -66,3 +66,47 @@ def test_a_misspelt_flag_is_answered_with_the_nearest_of_its_command(args, said,
 def test_a_flag_nothing_is_near_gets_the_bare_answer(capfd):
     code, _, err = command(capfd, "run", MIXED, "--zzz")
     assert code == 2 and err == "error: simulator run: unrecognized arguments: --zzz\n"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "physics.nu_2=0.01"],
+     "physics.nu_2 = 0.01 is an unknown key; nu_2 is FluidSim's name: here it is physics.viscosity; known keys for "
+     "physics.name = navier_stokes: name, viscosity,"),
+    (["validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "physics.nu=0.01"],
+     "physics.nu = 0.01 is an unknown key; nu is Dedalus's name: here it is physics.viscosity; known keys"),
+    # the close spelling omega_m was offered before, as if Omega_c were a misspelling of it: it is not the same number
+    (["run", MIXED, "--set", "physics.Omega_c=0.25"],
+     "physics.Omega_c = 0.25 is an unknown key; Omega_c is JaxPM's name: here it is physics.omega_m (all the matter, "
+     "Omega_c + Omega_b: the box's dark matter); known keys for physics.name = fdm_cosmo: name, h, omega_m,"),
+    (["plan", MIXED, "--set", "physics.m_22=0.15"], "m_22 is Jaxion's name: here it is physics.m22;"),
+    # a key of another section: the key it is, where it is
+    (["validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "physics.stop_sim_time=2"],
+     "stop_sim_time is Dedalus's name: here it is time.t_end;"),
+])
+def test_another_codes_name_is_answered_with_the_key_here(args, said, capfd):
+    code, out, err = command(capfd, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert said in err and "did you mean" not in err, err
+
+
+def test_every_other_codes_name_of_the_table_is_answered_and_in_the_reference():
+    """Each row of the table reaches the user: its name, given in the section of the key it is here, is refused
+    naming the code and that key on some shipped config that has the key; and the config reference lists it."""
+    from simulator.api import load_config
+    from simulator.config import config_docs
+    from simulator.config.other_codes import OTHER_NAMES, leaf
+    from simulator.errors import ConfigError
+
+    shipped = [ROOT / "configs" / f"{name}.yaml" for name in ("forced_turbulence", "stratified_turbulence",
+                                                              "fdm_mixed")]
+    reference = config_docs()
+    for row in OTHER_NAMES:
+        section, word = row.key.split(".", 1)[0], leaf(row.name)
+        said = []
+        for path in shipped:
+            with pytest.raises(ConfigError) as refused:
+                load_config(str(path), {f"{section}.{word}": 1})
+            said.append(str(refused.value))
+        assert any(f"{word} is " in s and f"{row.code}'s" in s and f"here it is {row.key}" in s for s in said), \
+            (row, said)
+        assert f"| {row.code} | `{row.name}` | `{row.key}` |" in reference, row
