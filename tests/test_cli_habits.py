@@ -110,3 +110,35 @@ def test_every_other_codes_name_of_the_table_is_answered_and_in_the_reference():
         assert any(f"{word} is " in s and f"{row.code}'s" in s and f"here it is {row.key}" in s for s in said), \
             (row, said)
         assert f"| {row.code} | `{row.name}` | `{row.key}` |" in reference, row
+
+
+#: runs ``simulator ARGS`` in a fresh process and says, after its one line, whether JAX was imported
+WITHOUT_JAX = ("import sys\nfrom simulator.cli import main\ntry:\n    code = main(sys.argv[1:])\n"
+               "except SystemExit as stop:\n    code = stop.code\nprint('jax imported:', 'jax' in sys.modules)\n"
+               "sys.exit(code)\n")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", MIXED, "--restart", "--out", "missing"], "--out = 'missing' does not exist"),
+    (["run", MIXED, "--restart", "missing/checkpoints/c00000001.json", "--out", "new"],
+     "--restart = 'missing/checkpoints/c00000001.json' does not exist"),
+    (["run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "initial.name=file", "--set",
+      "initial.path=missing.h5", "--out", "new"],
+     "initial.path = 'missing.h5' does not exist"),
+    (["plot", "missing"], "RUN_DIR = 'missing' does not exist"),
+    (["export", "missing"], "RUN_DIR = 'missing' does not exist"),
+    (["plan", "missing.yaml"], "config file = 'missing.yaml' does not exist"),
+    (["check", "missing.yaml"], "config file = 'missing.yaml' does not exist"),
+    (["info", "missing.yaml"], "config file = 'missing.yaml' does not exist"),
+    (["sweep", "missing", "--group", "0"], "sweep directory = 'missing' has no sweep.yaml"),
+    (["sweep", "missing", "--point", "0"], "sweep directory = 'missing' has no sweep.yaml"),
+    (["sweep", "missing", "--collect"], "sweep directory = 'missing' has no sweep.yaml"),
+])
+def test_a_wrong_path_is_refused_before_jax_is_imported(args, said, tmp_path):
+    """A path that is not there costs no start-up of JAX: the command refuses it first (in one line, exit 2)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", WITHOUT_JAX, *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {said}") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stdout == "jax imported: False\n", (r.stdout, r.stderr)
+    assert list(tmp_path.iterdir()) == []

@@ -124,14 +124,16 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     """
     from simulator.log import get_logger, setup_logging
     from simulator.output.hdf5 import OutputWriteError
-    from simulator.run import rundir
-    from simulator.run.segment import Segment
+    from simulator.run import preflight, rundir
 
     if allow_physics_change and restart is None:  # else a new run from t = 0, where the user meant to continue one
         raise ConfigError("--allow-physics-change", True, "add --restart [PATH]: it lets a restart take new physical "
                           "values (--resume refuses them even with it)", "needs --restart")
     out = rundir.output_dir(cfg, None if out is None else str(out))
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
+    preflight.check(cfg, out, allow_physics_change=allow_physics_change, **options)  # a wrong path: before JAX
+    from simulator.run.segment import Segment
+
     seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
     index, _ = rundir.process_position(cfg)
     done = seg.prepare(**options)  # every process, before JAX starts: a refused run changes nothing
