@@ -120,7 +120,11 @@ CASES = {
                                             "device for 512 particles"),
     "slots of a replicated species": (["run", TG, *SMALL, "--set", "particles=[{name: t, count: 64, capacity: 4}]"],
                                       "particles[0].capacity = 4.0 would be ignored by a replicated species"),
-    "zero devices": (["run", TG, "--cpu-devices", "0"], "runtime.cpu_devices = 0 is out of range"),
+    # the flag named as given, in the words every command uses for it (sweep's too): once "runtime.cpu_devices = 0"
+    "zero devices": (["run", TG, "--cpu-devices", "0"], "error: --cpu-devices = 0 is out of range; give 1 to 4096"),
+    "zero devices to validate": (["validate", TG, "--cpu-devices", "0"],
+                                 "error: --cpu-devices = 0 is out of range; give 1 to 4096"),
+    "zero threads to plan": (["plan", TG, "--threads", "0"], "error: --threads = 0 is out of range; give 1 to 4096"),
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshots.every=7"], "does not fall on a chunk boundary"),
     "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],
                                   "grid.shape = [4096, 4096, 4096] does not fit in memory"),

@@ -105,7 +105,9 @@ RUNTIME_FLAGS = {"cpu_devices": "runtime.cpu_devices", "threads": "runtime.threa
 
 
 def runtime_settings(args: argparse.Namespace) -> list[str]:
-    """The config overrides (``KEY=VALUE``) of the runtime's own flags that the command line gives."""
+    """The config overrides (``KEY=VALUE``) of the runtime's own flags that the command line gives, each within
+    its key's bounds (:func:`check_runtime_flags`: a flag out of range is named as given, in every command)."""
+    check_runtime_flags(args)
     return [f"{key}={getattr(args, flag)}" for flag, key in RUNTIME_FLAGS.items() if getattr(args, flag) is not None]
 
 
