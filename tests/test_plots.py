@@ -1219,7 +1219,7 @@ def test_run_plot_refuses_a_bad_field_or_axis_and_names_missing_output(runs, tmp
 
     run = load_run(runs / "ns")
     # in the call's words, not the command line's (it said "--field = 'pressure'")
-    with pytest.raises(ConfigError, match="^field = 'pressure' is not a field of the snapshots; choose one of velocity"):
+    with pytest.raises(ConfigError, match="^field = 'pressure' is not a field of the snapshots; choose one of vel"):
         run.plot.slice("pressure")
     with pytest.raises(ConfigError, match="^axis = 'w' is not an axis"):
         run.plot.slice(axis="w")

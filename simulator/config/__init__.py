@@ -119,8 +119,8 @@ def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str
 
 def config_docs() -> str:
     """The config reference as Markdown, generated from the schema: the common keys, one table per
-    registered output kind's section, then one table per equation (its ``physics.*`` keys) and per initial condition (its ``initial.*`` keys),
-    and other codes' names for the keys (:mod:`.other_codes`)."""
+    registered output kind's section, then one table per equation (its ``physics.*`` keys) and per initial
+    condition (its ``initial.*`` keys), and other codes' names for the keys (:mod:`.other_codes`)."""
     from simulator.config.model import registered_sections
     from simulator.equations import registry
     from simulator.output import kinds
