@@ -8,6 +8,8 @@
 # a C++ compiler: as root on a Debian-like machine this installs libfftw3-dev when fftw3.h is missing;
 # otherwise it says so in one line and the package falls back to XLA's FFT. Chromium likewise (below).
 set -euo pipefail
+# the warnings filter (python -W) of setuptools' note on editable installs, as pip reports it
+EDITABLE_NOTE="ignore:Editable installation.:pip._vendor.pyproject_hooks.BuildBackendWarning"
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -65,7 +67,10 @@ if [ ! -f "$stamp" ]; then
     build_requires=$(.venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
     mapfile -t build_requires <<< "$build_requires"
     .venv/bin/python -m pip install --quiet "${build_requires[@]}"
-    .venv/bin/python -m pip install --quiet --no-build-isolation -e '.[test,docs]'
+    # setuptools' note on every editable install ("Editable installation. ... folders in your working directory
+    # with the same name as your package ...", nine lines that pip shows as a BuildBackendWarning) says nothing
+    # to act on here: that one warning is silenced, every other one of the build shows
+    .venv/bin/python -W "$EDITABLE_NOTE" -m pip install --quiet --no-build-isolation -e '.[test,docs]'
     rm -f .venv/.installed-*
     touch "$stamp"
     .venv/bin/python -c 'from simulator.fft.local import native; m, why = native()

@@ -103,3 +103,23 @@ def test_pip_install_into_a_fresh_venv_without_a_compiler_runs_on_xlas_fft(tmp_p
     run([simulator, "run", "tg.yaml", "--set", "grid.shape=16",
          "--set", "time.t_end=0.02", "--cpu-devices", "2", "--out", "r"], elsewhere, env)
     assert '"finished"' in (elsewhere / "r" / "status.json").read_text()
+
+
+def test_setup_silences_setuptools_editable_note_and_no_other_build_warning():
+    """scripts/setup.sh's pip runs with a warnings filter for setuptools' nine-line note on editable installs
+    (a BuildBackendWarning, as pip reports the backend's warnings): that note is not shown, another backend
+    warning still is."""
+    import re
+
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    note = re.search(r'^EDITABLE_NOTE="([^"]+)"$', setup, re.MULTILINE)
+    assert note and '-W "$EDITABLE_NOTE" -m pip install' in setup
+    code = ("import warnings\nfrom pip._vendor.pyproject_hooks import BuildBackendWarning\n"
+            "for text in ('Editable installation.\\n!!\\n\\n  ****\\n  Please be careful with folders', "
+            "'a backend warning to show'):\n"
+            "    warnings.warn_explicit(message=text, category=BuildBackendWarning, filename='editable_wheel.py', "
+            "lineno=354)\n")
+    shown = subprocess.run([sys.executable, "-W", note[1], "-c", code], capture_output=True, text=True,
+                           timeout=60, check=True).stderr
+    assert "Invalid -W option" not in shown and "Editable installation" not in shown, shown
+    assert "BuildBackendWarning: a backend warning to show" in shown, shown
