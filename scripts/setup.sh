@@ -8,8 +8,9 @@
 # a C++ compiler: as root on a Debian-like machine this installs libfftw3-dev when fftw3.h is missing;
 # otherwise it says so in one line and the package falls back to XLA's FFT. Chromium likewise (below).
 set -euo pipefail
-# the warnings filter (python -W) of setuptools' note on editable installs, as pip reports it
-EDITABLE_NOTE="ignore:Editable installation.:pip._vendor.pyproject_hooks.BuildBackendWarning"
+# the warnings filter (python -W) of setuptools' note on editable installs (pip reports it as a BuildBackendWarning,
+# a UserWarning; its module cannot be named in -W, which is read before site-packages is on the path)
+EDITABLE_NOTE="ignore:Editable installation.:UserWarning"
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
