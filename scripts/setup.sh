@@ -83,3 +83,10 @@ fi
 # hundreds) would compile the whole package from source again (a quarter of a second on 2 cores).
 # compileall writes only what is missing or stale.
 .venv/bin/python -m compileall -q -j 0 simulator
+
+# Material for MkDocs prints a banner on its end of life at the head of every `mkdocs build` and `serve`; it
+# documents NO_MKDOCS_2_WARNING=1 as the way to turn it off. The venv's interpreter sets it for its processes
+# (a .pth line runs at start-up), so `.venv/bin/mkdocs build` leads with the build's own lines.
+quiet_docs='import os; os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")'
+pth="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/simulator-docs-quiet.pth"
+[ "$(cat "$pth" 2>/dev/null)" = "$quiet_docs" ] || echo "$quiet_docs" > "$pth"

@@ -120,6 +120,7 @@ def site():
 def test_the_site_builds_strictly_with_the_documented_command(site):
     site, done = site
     assert "WARNING -" not in done.stderr, done.stderr[-4000:]  # mkdocs' own warnings (strict: they fail it too)
+    assert "end of life" not in done.stdout + done.stderr, done.stderr[:1000]  # Material's banner (scripts/setup.sh)
     html = {p: (site / p).read_text() for p in ("reference/config.html", "reference/cli.html", "reference/api.html")}
     import simulator.config as C
     from simulator import cli, equations
