@@ -3,8 +3,8 @@
 key it is here, and the config reference lists them all (:func:`markdown`). Importable without JAX.
 
 Each name is the one the code's own parameters or documented examples use: FluidSim's ``params`` tree
-(``Simul.create_default_params()``), the variables of Dedalus's example scripts and the arguments of its solver
-and ``CFL``, JaxPM's examples and jax_cosmo's ``Cosmology``, Jaxion's ``defaults.json``. A name that only differs
+(``Simul.create_default_params()``; its names here are under ``params``), the variables of Dedalus's example
+scripts and the arguments of its solver and ``CFL``, JaxPM's examples and jax_cosmo's ``Cosmology``, Jaxion's ``defaults.json``. A name that only differs
 from this project's by case (jax_cosmo's ``Omega_b``, ``n_s``) is left out: every misspelt key gets a
 did-you-mean that ignores case.
 """
@@ -32,21 +32,21 @@ FLUIDSIM, DEDALUS, JAXPM, JAXION = "FluidSim", "Dedalus", "JaxPM", "Jaxion"
 
 #: the table, by code; several rows may share a name (a box size, a viscosity)
 OTHER_NAMES = (
-    OtherName(FLUIDSIM, "params.nu_2", "physics.viscosity"),
-    OtherName(FLUIDSIM, "params.nu_4", "physics.hyperviscosity", "with physics.hyperviscosity_order: 2"),
-    OtherName(FLUIDSIM, "params.nu_8", "physics.hyperviscosity", "with physics.hyperviscosity_order: 4"),
-    OtherName(FLUIDSIM, "params.N", "physics.brunt_vaisala"),
-    OtherName(FLUIDSIM, "params.f", "physics.coriolis"),
-    OtherName(FLUIDSIM, "params.oper.nx", "grid.shape", "one key for the three axes"),
-    OtherName(FLUIDSIM, "params.oper.Lx", "grid.box", "one key for the three axes"),
-    OtherName(FLUIDSIM, "params.oper.coef_dealiasing", "physics.dealias", "a rule's name: 2/3 is two_thirds"),
-    OtherName(FLUIDSIM, "params.time_stepping.deltat0", "time.dt"),
-    OtherName(FLUIDSIM, "params.time_stepping.deltat_max", "time.dt", "with time.cfl, dt is the largest step"),
-    OtherName(FLUIDSIM, "params.time_stepping.cfl_coef", "time.cfl"),
-    OtherName(FLUIDSIM, "params.time_stepping.type_time_scheme", "time.integrator", "rk4, rk2, ... in lower case"),
-    OtherName(FLUIDSIM, "params.forcing.forcing_rate", "physics.forcing_power"),
-    OtherName(FLUIDSIM, "params.forcing.nkmax_forcing", "physics.forcing_band"),
-    OtherName(FLUIDSIM, "params.init_fields.type", "initial.name"),
+    OtherName(FLUIDSIM, "nu_2", "physics.viscosity"),
+    OtherName(FLUIDSIM, "nu_4", "physics.hyperviscosity", "with physics.hyperviscosity_order: 2"),
+    OtherName(FLUIDSIM, "nu_8", "physics.hyperviscosity", "with physics.hyperviscosity_order: 4"),
+    OtherName(FLUIDSIM, "N", "physics.brunt_vaisala"),
+    OtherName(FLUIDSIM, "f", "physics.coriolis"),
+    OtherName(FLUIDSIM, "oper.nx", "grid.shape", "one key for the three axes"),
+    OtherName(FLUIDSIM, "oper.Lx", "grid.box", "one key for the three axes"),
+    OtherName(FLUIDSIM, "oper.coef_dealiasing", "physics.dealias", "a rule's name: 2/3 is two_thirds"),
+    OtherName(FLUIDSIM, "time_stepping.deltat0", "time.dt"),
+    OtherName(FLUIDSIM, "time_stepping.deltat_max", "time.dt", "with time.cfl, dt is the largest step"),
+    OtherName(FLUIDSIM, "time_stepping.cfl_coef", "time.cfl"),
+    OtherName(FLUIDSIM, "time_stepping.type_time_scheme", "time.integrator", "rk4, rk2, ... in lower case"),
+    OtherName(FLUIDSIM, "forcing.forcing_rate", "physics.forcing_power"),
+    OtherName(FLUIDSIM, "forcing.nkmax_forcing", "physics.forcing_band"),
+    OtherName(FLUIDSIM, "init_fields.type", "initial.name"),
     OtherName(DEDALUS, "nu", "physics.viscosity"),
     OtherName(DEDALUS, "kappa", "physics.diffusivity", "the buoyancy's, in boussinesq"),
     OtherName(DEDALUS, "kappa", "physics.scalars[].diffusivity", "a passive scalar's"),
@@ -74,7 +74,7 @@ OTHER_NAMES = (
 
 
 def leaf(name: str) -> str:
-    """The word a user of the code writes for ``name``: ``params.oper.nx`` -> ``nx``, ``CFL(safety)`` -> ``safety``,
+    """The word a user of the code writes for ``name``: ``oper.nx`` -> ``nx``, ``CFL(safety)`` -> ``safety``,
     lower case."""
     return re.split(r"[.(]", name.rstrip(")"))[-1].lower()
 
@@ -118,4 +118,5 @@ def markdown() -> str:
     rows = "".join(f"| {row.code} | `{row.name}` | `{row.key}` | {row.note} |\n" for row in OTHER_NAMES)
     return ("**Other codes' names.** A key written as FluidSim, Dedalus, JaxPM or Jaxion name it is refused with the "
             "key it is here (`physics.nu = 0.01 is an unknown key; nu is Dedalus's name: here it is "
-            "physics.viscosity; ...`):\n\n| code | its name | here | note |\n|---|---|---|---|\n" + rows)
+            "physics.viscosity; ...`). FluidSim's names are those of its `params`:\n\n"
+            "| code | its name | here | note |\n|---|---|---|---|\n" + rows)
