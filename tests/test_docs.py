@@ -469,6 +469,11 @@ def test_quickstart_and_its_plots_as_written():
     assert run.returncode == 0, run.stderr[-3000:]
     out = ROOT / "outputs" / "quickstart"
     assert (out / "status.json").read_text().count('"finished"') == 1
+    # getting-started's example lines on the programs count as many as this run has (they said 8 of its 9)
+    programs = r"programs: (\d+) loaded from the cache \([\d.]+ s\), (\d+) compiled"
+    loaded, compiled = map(int, re.search(programs, (out / "run.log").read_text()).groups())
+    said = re.findall(f"`{programs}", page("getting-started.md"))
+    assert said and all(int(a) + int(b) == loaded + compiled for a, b in said), (said, loaded, compiled)
     assert len(list((out / "snapshots").glob("s*.h5"))) == 6
     from simulator import config as C  # the run's own record is a config: the run again, or another with --set
 
