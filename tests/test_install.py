@@ -135,11 +135,14 @@ def test_setup_turns_off_materials_end_of_life_banner_for_the_venvs_mkdocs(tmp_p
     line = re.search(r"^quiet_docs='([^']+)'$", setup, re.MULTILINE)
     assert line and '/simulator-docs-quiet.pth"' in setup and 'echo "$quiet_docs" > "$pth"' in setup
     (tmp_path / "quiet.pth").write_text(line[1] + "\n")
-    # the theme as mkdocs loads it (its module checks sys.argv[0] for mkdocs)
-    load = "import sys; sys.argv[0] = 'mkdocs'; import material.templates"
+    # the theme as mkdocs loads it (its module checks sys.argv[0] for mkdocs), the switch cleared first (this
+    # venv's own .pth may have set it already)
+    clear = "import os, sys; os.environ.pop('NO_MKDOCS_2_WARNING', None); sys.argv[0] = 'mkdocs'"
+    load = "import material.templates"
     env = {k: v for k, v in os.environ.items() if "MKDOCS_2_WARNING" not in k}
-    bare = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, env=env, timeout=60)
-    quiet = subprocess.run([sys.executable, "-c", f"import site; site.addsitedir({str(tmp_path)!r}); {load}"],
+    bare = subprocess.run([sys.executable, "-c", f"{clear}; {load}"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    quiet = subprocess.run([sys.executable, "-c", f"{clear}; import site; site.addsitedir({str(tmp_path)!r}); {load}"],
                            capture_output=True, text=True, env=env, timeout=60)
     assert "end of life" in bare.stderr, bare.stderr  # a Material without the banner would leave this test moot
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
