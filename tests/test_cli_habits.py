@@ -142,3 +142,19 @@ def test_a_wrong_path_is_refused_before_jax_is_imported(args, said, tmp_path):
     assert r.returncode == 2 and r.stderr.startswith(f"error: {said}") and r.stderr.count("\n") == 1, r.stderr
     assert r.stdout == "jax imported: False\n", (r.stdout, r.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweeps_points_run_with_a_runtime_key_unset(tmp_path):
+    """``simulator sweep FILE --local --unset runtime.threads``: each point's run takes the key's default, not the
+    value the sweep file sets (the flag reaches the points' own commands)."""
+    sweep = {"name": "unset", "base": str(ROOT / "configs" / "taylor_green.yaml"),
+             "set": {"grid.shape": 16, "time.t_end": 0.05, "output.chunk": 5, "runtime.threads": 1},
+             "grid": {"physics.viscosity": [0.01, 0.02]}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", "sweep.yaml", "--out", "s", "--local",
+                        "--unset", "runtime.threads", "--cpu-devices", "1"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ran = [yaml.safe_load((tmp_path / "s" / point / "config.yaml").read_text())["config"] for point in ("p000", "p001")]
+    assert [cfg["runtime"]["threads"] for cfg in ran] == [None, None]
+    assert [cfg["physics"]["viscosity"] for cfg in ran] == [0.01, 0.02]
