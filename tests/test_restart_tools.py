@@ -135,8 +135,8 @@ def test_add_to_t_end_extends_a_cosmological_run_through_its_final_redshift(tmp_
 @pytest.mark.slow
 def test_a_resume_hint_runs_as_printed_in_a_shell(tmp_path, monkeypatch, capfd):
     """A run started with a value holding a space and brackets (``--set 'physics.output_redshifts=[49, 9]'``, as the
-    cosmology tutorial writes it) and a key removed (``--unset time.cfl``), stopped by runtime.max_wall prints a resume hint that a shell runs as
-    printed: each argument quoted where it needs it. Before, the hint was the arguments joined by spaces,
+    cosmology tutorial writes it) and a key removed (``--unset time.cfl``), stopped by runtime.max_wall, prints a
+    resume hint that a shell runs as printed: each argument quoted where it needs it, the key removed again. Before, the hint was the arguments joined by spaces,
     ``--set physics.output_redshifts=[49, 9]``, which a shell splits (simulator: unrecognized arguments: 9])."""
     import shlex
 
