@@ -8,6 +8,9 @@
 # a C++ compiler: as root on a Debian-like machine this installs libfftw3-dev when fftw3.h is missing;
 # otherwise it says so in one line and the package falls back to XLA's FFT. Chromium likewise (below).
 set -euo pipefail
+# the warnings filter (python -W) of setuptools' note on editable installs (pip reports it as a BuildBackendWarning,
+# a UserWarning; its module cannot be named in -W, which is read before site-packages is on the path)
+EDITABLE_NOTE="ignore:Editable installation.:UserWarning"
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -65,7 +68,10 @@ if [ ! -f "$stamp" ]; then
     build_requires=$(.venv/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
     mapfile -t build_requires <<< "$build_requires"
     .venv/bin/python -m pip install --quiet "${build_requires[@]}"
-    .venv/bin/python -m pip install --quiet --no-build-isolation -e '.[test,docs]'
+    # setuptools' note on every editable install ("Editable installation. ... folders in your working directory
+    # with the same name as your package ...", nine lines that pip shows as a BuildBackendWarning) says nothing
+    # to act on here: that one warning is silenced, every other one of the build shows
+    .venv/bin/python -W "$EDITABLE_NOTE" -m pip install --quiet --no-build-isolation -e '.[test,docs]'
     rm -f .venv/.installed-*
     touch "$stamp"
     .venv/bin/python -c 'from simulator.fft.local import native; m, why = native()
@@ -77,3 +83,10 @@ fi
 # hundreds) would compile the whole package from source again (a quarter of a second on 2 cores).
 # compileall writes only what is missing or stale.
 .venv/bin/python -m compileall -q -j 0 simulator
+
+# Material for MkDocs prints a banner on its end of life at the head of every `mkdocs build` and `serve`; it
+# documents NO_MKDOCS_2_WARNING=1 as the way to turn it off. The venv's interpreter sets it for its processes
+# (a .pth line runs at start-up), so `.venv/bin/mkdocs build` leads with the build's own lines.
+quiet_docs='import os; os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")'
+pth="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/simulator-docs-quiet.pth"
+[ "$(cat "$pth" 2>/dev/null)" = "$quiet_docs" ] || echo "$quiet_docs" > "$pth"

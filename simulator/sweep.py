@@ -238,11 +238,11 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags:
     ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``). Returns 75 when a member was stopped (the
     task is requeued), 1 when one failed, else 0. Each member's resume hint is this command: the group, not it alone."""
     from simulator.run.command import resubmit_sweep, resume_hint
-    from simulator.run.ensemble import run_configs
-
-    manifest, groups = read_manifest(directory), read_groups(directory)
+    manifest, groups = read_manifest(directory), read_groups(directory)  # a wrong directory: refused before JAX
     if not 0 <= index < len(groups):
         raise ConfigError("group index", index, f"the sweep has groups 0 to {len(groups) - 1}", "is out of range")
+    from simulator.run.ensemble import run_configs
+
     points = [manifest["points"][i] for i in groups[index]]
     cfgs = [config_mod.load(str(directory / p["config"]), overrides, stored=True) for p in points]
     again = resubmit_sweep(manifest, directory, "--ensemble")  # the sweep's file may not say ensemble: true

@@ -120,7 +120,11 @@ CASES = {
                                             "device for 512 particles"),
     "slots of a replicated species": (["run", TG, *SMALL, "--set", "particles=[{name: t, count: 64, capacity: 4}]"],
                                       "particles[0].capacity = 4.0 would be ignored by a replicated species"),
-    "zero devices": (["run", TG, "--cpu-devices", "0"], "runtime.cpu_devices = 0 is out of range"),
+    # the flag named as given, in the words every command uses for it (sweep's too): once "runtime.cpu_devices = 0"
+    "zero devices": (["run", TG, "--cpu-devices", "0"], "error: --cpu-devices = 0 is out of range; give 1 to 4096"),
+    "zero devices to validate": (["validate", TG, "--cpu-devices", "0"],
+                                 "error: --cpu-devices = 0 is out of range; give 1 to 4096"),
+    "zero threads to plan": (["plan", TG, "--threads", "0"], "error: --threads = 0 is out of range; give 1 to 4096"),
     "off-chunk snapshots": (["run", TG, "--set", "output.snapshots.every=7"], "does not fall on a chunk boundary"),
     "grid too large for memory": (["run", TG, "--set", "grid.shape=4096", "--out", "huge"],
                                   "grid.shape = [4096, 4096, 4096] does not fit in memory"),
@@ -175,13 +179,20 @@ CASES = {
                                       "--set", "physics.m22=1.0"],
                                      "physics.m22 = 1.0 is a setting of the wave; leave it out: physics.fdm_fraction "
                                      "= 0 runs the cold particles alone, without a wave"),
-    # a mixed config made particle-only with --set: what to do, which --set cannot (remove the wave's keys)
+    # a mixed config made particle-only with --set: what to do, by flags too (--unset the wave's keys)
     "a mixed config set to no wave": (["run", MIXED, "--set", "physics.fdm_fraction=0"],
                                       "physics.m22 = 0.15 is a setting of the wave; leave it out: physics.fdm_fraction "
                                       "= 0 runs the cold particles alone, without a wave; drop the wave's keys (m22, "
                                       "self_interaction, f_a, fdm_transfer) from the config, as "
-                                      "configs/cold_dark_matter.yaml does (--set cannot remove a key), or give an "
-                                      "fdm_fraction > 0"),
+                                      "configs/cold_dark_matter.yaml does, or on the command line (--unset "
+                                      "physics.m22, and so for each of them given), or give an fdm_fraction > 0"),
+    # --unset: a key the config does not hold (a misspelling would remove nothing), and a key the run then lacks
+    "--unset a key not there": (["run", MIXED, "--unset", "physics.m2"],
+                                "--unset = 'physics.m2' names no key the config holds; did you mean 'physics.m22'? "
+                                "physics holds: name, h, omega_m"),
+    "--unset a needed key": (["run", MIXED, "--set", "physics.fdm_fraction=0", "--unset", "physics.m22",
+                              "--unset", "physics.cdm_particles"],
+                             "physics.fdm_fraction = 0.0 has no particles; set physics.cdm_particles"),
     # command line
     "config not UTF-8": (["run", "latin1.yaml"], "config file = 'latin1.yaml:1' is not valid UTF-8"),
     "binary config": (["run", "binary.yaml"], "config file = 'binary.yaml' is a binary file"),
@@ -314,6 +325,14 @@ CASES = {
     "sweep zip of unequal lists": (["sweep", "bad_zip.yaml"], "has lists of different lengths"),
     "sweep point of a non-sweep": (["sweep", "run", "--point", "0"], "has no sweep.yaml"),
     "sweep point without an index": (["sweep", "run", "--point"], "--point = null is not set"),
+    "sweep --unset of a point's key": (["sweep", "bad_point.yaml", "--local", "--unset", "physics.viscosity"],
+                                       "--unset = 'physics.viscosity' is not passed on to a sweep's points; give a "
+                                       "runtime.* key"),
+    "sweep --unset of no runtime key": (["sweep", "bad_point.yaml", "--local", "--unset", "runtime.thread"],
+                                        "--unset = 'runtime.thread' is an unknown key; did you mean "
+                                        "'runtime.threads'?"),
+    "sweep --unset with --submit": (["sweep", "bad_point.yaml", "--submit", "--unset", "runtime.threads"],
+                                    "--unset = 'runtime.threads' is not passed on by --submit"),
     "sweep with zero jobs": (["sweep", "bad_point.yaml", "--local", "-j", "0"], "--jobs = 0"),
     "sweep named ..": (["sweep", "dots.yaml"], "name = '..' is not a name"),
     "launch of 'simulator info'": (["launch", "-n", "2", "simulator", "info"], "launch = 'simulator info' names the "

@@ -120,6 +120,7 @@ def site():
 def test_the_site_builds_strictly_with_the_documented_command(site):
     site, done = site
     assert "WARNING -" not in done.stderr, done.stderr[-4000:]  # mkdocs' own warnings (strict: they fail it too)
+    assert "end of life" not in done.stdout + done.stderr, done.stderr[:1000]  # Material's banner (scripts/setup.sh)
     html = {p: (site / p).read_text() for p in ("reference/config.html", "reference/cli.html", "reference/api.html")}
     import simulator.config as C
     from simulator import cli, equations
@@ -279,38 +280,45 @@ def _site_pages(site: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_every_code_line_is_one_line_and_no_block_leaves_its_column_in_chromium(site, browser):
-    """Every page at a laptop's width: each line of a code block is laid out as one line, never broken inside
-    a token (the quickstart wrapped after the hyphen of ``--cpu-`` / ``devices 2``); a line longer than the
-    column scrolls sideways in its block (white-space pre, overflow-x auto), and no block, nor anything of
-    the article, runs past the column. Screenshot of the home page in outputs/docs_screenshots/."""
+def test_no_code_token_is_broken_and_no_block_leaves_its_column_in_chromium(site, browser):
+    """Every page at a laptop's width: a code block never breaks a line inside a token (the quickstart wrapped
+    after the hyphen of ``--cpu-`` / ``devices 2``): a highlighted block's line wraps only at its whitespace
+    (Pygments' ``.w`` spans), a plain block's lines are laid out as one line each and scroll sideways (white-space
+    pre, overflow-x auto); no block, nor anything of the article, runs past the column; and the first command of
+    the home page and of Getting started shows whole, without scrolling (it was cut at ``--cpu-devi``). Screenshots
+    of those two pages in outputs/docs_screenshots/."""
     site, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     pages, broken = _site_pages(site), []
     assert len(pages) >= 40
     for path in pages:
         browser.open(path.as_uri(), WIDTH, HEIGHT)
-        broken += [f"{path.relative_to(site)}: {what}" for what in browser.evaluate("""(() => {
+        first = path in (site / "index.html", site / "getting-started.html")
+        broken += [f"{path.relative_to(site)}: {what}" for what in browser.evaluate("""((first) => {
             const article = document.querySelector('article').getBoundingClientRect();
-            const lineBoxes = block => {   // the distinct tops of the laid-out text of a block: one per line
-                const tops = new Set(), walk = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
-                for (let node; (node = walk.nextNode());) {
-                    const range = document.createRange();
-                    range.selectNodeContents(node);
-                    for (const r of range.getClientRects()) if (r.width > 0) tops.add(Math.round(r.top));
-                }
+            const lines = node => {   // the distinct tops of the laid-out text of a node: one per line
+                const range = document.createRange(), tops = new Set();
+                range.selectNodeContents(node);
+                for (const r of range.getClientRects()) if (r.width > 0) tops.add(Math.round(r.top));
                 return tops.size; };
-            return [...document.querySelectorAll('article pre > code, article .jupyter-wrapper pre')].map(c => {
-                const style = getComputedStyle(c), lines = c.textContent.replace(/\\n$/, '').split('\\n').length;
-                const problems = [];
+            const blocks = [...document.querySelectorAll('article pre > code, article .jupyter-wrapper pre')];
+            return blocks.map((c, i) => {
+                const style = getComputedStyle(c), problems = [];
+                const walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
                 if (style.whiteSpace !== 'pre' || style.overflowX !== 'auto') problems.push(`${style.whiteSpace}/${style.overflowX}`);
-                if (lineBoxes(c) > lines) problems.push(`${lines} lines laid out as ${lineBoxes(c)}`);
+                for (let node; (node = walk.nextNode());) {   // a token, or a plain block's text: its own lines only
+                    if (node.parentNode.closest('.w')) continue;
+                    const own = node.textContent.replace(/\\n$/, '').split('\\n').length;
+                    const token = JSON.stringify(node.textContent.slice(0, 40));
+                    if (lines(node) > own) problems.push(`${token} broken over lines`);
+                }
                 if (c.getBoundingClientRect().right > article.right + 1) problems.push('past the column');
+                if (first && i === 0 && c.scrollWidth > c.clientWidth + 1) problems.push('scrolls: not whole');
                 return problems.length ? `${problems.join(', ')}: ${c.textContent.slice(0, 80)}` : null;
-            }).filter(Boolean); })()""")]
-        if path == site / "index.html":
-            browser.screenshot(SCREENSHOTS / "index.png")
-    assert not broken, "code blocks broken over lines or past the column:\n" + "\n".join(broken)
+            }).filter(Boolean); })(""" + ("true" if first else "false") + ")")]
+        if first:
+            browser.screenshot(SCREENSHOTS / f"{path.stem}.png")
+    assert not broken, "code blocks broken inside a token, cut or past the column:\n" + "\n".join(broken)
 
 
 @pytest.mark.slow
@@ -363,9 +371,9 @@ def test_the_notebook_pages_show_their_figures_and_equations_in_chromium(site, b
 
 @pytest.mark.slow
 def test_the_config_reference_breaks_no_key_and_no_default_in_chromium(site, browser):
-    """The config reference at a laptop's width: no key is broken over lines (code in a table broke anywhere,
-    output.snapshots.at_end cut mid-word in a narrow column) and no default takes more than two lines (grid.box's
-    took six). Screenshot in outputs/docs_screenshots/."""
+    """The config reference at a laptop's width: no table scrolls sideways (nothing cut at its right edge), no key
+    is broken over lines (code in a table broke anywhere, output.snapshots.at_end cut mid-word in a narrow column)
+    and no default takes more than two lines (grid.box's took six). Screenshot in outputs/docs_screenshots/."""
     site, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.open((site / "reference/config.html").as_uri(), WIDTH, HEIGHT)
@@ -373,6 +381,10 @@ def test_the_config_reference_breaks_no_key_and_no_default_in_chromium(site, bro
         const cell = c.parentNode;
         return [[...cell.parentNode.children].indexOf(cell), c.textContent, c.getClientRects().length]; }))()""")
     browser.screenshot(SCREENSHOTS / "config-reference.png")
+    # every table within its column: the first ran 26 px past it, its descriptions cut behind a scroll bar
+    wider = browser.evaluate("""[...document.querySelectorAll('article .md-typeset__scrollwrap')]
+        .filter(w => w.scrollWidth > w.clientWidth + 1).map(w => w.querySelector('th').textContent)""")
+    assert not wider, f"tables scrolling sideways at {WIDTH} px (by their first heading): {wider}"
     keys = [(text, lines) for column, text, lines in cells if column == 0]
     assert len(keys) > 100 and not [key for key in keys if key[1] != 1], [key for key in keys if key[1] != 1]
     assert not [(text, lines) for column, text, lines in cells if column == 2 and lines > 2]
@@ -457,6 +469,11 @@ def test_quickstart_and_its_plots_as_written():
     assert run.returncode == 0, run.stderr[-3000:]
     out = ROOT / "outputs" / "quickstart"
     assert (out / "status.json").read_text().count('"finished"') == 1
+    # getting-started's example lines on the programs count as many as this run has (they said 8 of its 9)
+    programs = r"programs: (\d+) loaded from the cache \([\d.]+ s\), (\d+) compiled"
+    loaded, compiled = map(int, re.search(programs, (out / "run.log").read_text()).groups())
+    said = re.findall(f"`{programs}", page("getting-started.md"))
+    assert said and all(int(a) + int(b) == loaded + compiled for a, b in said), (said, loaded, compiled)
     assert len(list((out / "snapshots").glob("s*.h5"))) == 6
     from simulator import config as C  # the run's own record is a config: the run again, or another with --set
 

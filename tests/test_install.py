@@ -103,3 +103,46 @@ def test_pip_install_into_a_fresh_venv_without_a_compiler_runs_on_xlas_fft(tmp_p
     run([simulator, "run", "tg.yaml", "--set", "grid.shape=16",
          "--set", "time.t_end=0.02", "--cpu-devices", "2", "--out", "r"], elsewhere, env)
     assert '"finished"' in (elsewhere / "r" / "status.json").read_text()
+
+
+def test_setup_silences_setuptools_editable_note_and_no_other_build_warning():
+    """scripts/setup.sh's pip runs with a warnings filter for setuptools' nine-line note on editable installs
+    (a BuildBackendWarning, as pip reports the backend's warnings): that note is not shown, another backend
+    warning still is."""
+    import re
+
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    note = re.search(r'^EDITABLE_NOTE="([^"]+)"$', setup, re.MULTILINE)
+    assert note and '-W "$EDITABLE_NOTE" -m pip install' in setup
+    code = ("import warnings\nfrom pip._vendor.pyproject_hooks import BuildBackendWarning\n"
+            "for text in ('Editable installation.\\n!!\\n\\n  ****\\n  Please be careful with folders', "
+            "'a backend warning to show'):\n"
+            "    warnings.warn_explicit(message=text, category=BuildBackendWarning, filename='editable_wheel.py', "
+            "lineno=354)\n")
+    shown = subprocess.run([sys.executable, "-W", note[1], "-c", code], capture_output=True, text=True,
+                           timeout=60, check=True).stderr
+    assert "Invalid -W option" not in shown and "Editable installation" not in shown, shown
+    assert "BuildBackendWarning: a backend warning to show" in shown, shown
+
+
+def test_setup_turns_off_materials_end_of_life_banner_for_the_venvs_mkdocs(tmp_path):
+    """scripts/setup.sh writes a .pth line into the venv that sets NO_MKDOCS_2_WARNING (Material's documented
+    switch): an mkdocs process of the venv starts with it and loads the theme without the banner, which it
+    prints without it (the check can fail)."""
+    import re
+
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    line = re.search(r"^quiet_docs='([^']+)'$", setup, re.MULTILINE)
+    assert line and '/simulator-docs-quiet.pth"' in setup and 'echo "$quiet_docs" > "$pth"' in setup
+    (tmp_path / "quiet.pth").write_text(line[1] + "\n")
+    # the theme as mkdocs loads it (its module checks sys.argv[0] for mkdocs), the switch cleared first (this
+    # venv's own .pth may have set it already)
+    clear = "import os, sys; os.environ.pop('NO_MKDOCS_2_WARNING', None); sys.argv[0] = 'mkdocs'"
+    load = "import material.templates"
+    env = {k: v for k, v in os.environ.items() if "MKDOCS_2_WARNING" not in k}
+    bare = subprocess.run([sys.executable, "-c", f"{clear}; {load}"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    quiet = subprocess.run([sys.executable, "-c", f"{clear}; import site; site.addsitedir({str(tmp_path)!r}); {load}"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert "end of life" in bare.stderr, bare.stderr  # a Material without the banner would leave this test moot
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr

@@ -95,6 +95,6 @@ def test_a_run_in_code_units_refuses_redshifts_and_times_past_its_end(runs, capf
     run = simulator.load_run(run_dir)
     for call in (lambda: run.plot.spectra(times=[7.0]), lambda: run.plot.flux(times=[7.0]),
                  lambda: run.plot.spectra(redshifts=[0]), lambda: run.plot.spectra(compensate=True, times=[-1.0])):
-        with pytest.raises(ConfigError, match=r"^--(times|redshifts) = \["):
+        with pytest.raises(ConfigError, match=r"^(times|redshifts) = \["):  # the call's own words
             call()
     assert titles(run.plot.spectra(times=[0.3]))[0].endswith("t = 0.30 – 0.30")

@@ -154,8 +154,8 @@ def test_add_to_t_end_of_a_cosmological_run_that_ends_today_says_so(tmp_path, mo
 @pytest.mark.slow
 def test_a_resume_hint_runs_as_printed_in_a_shell(tmp_path, monkeypatch, capfd):
     """A run started with a value holding a space and brackets (``--set 'physics.output_redshifts=[49, 9]'``, as the
-    cosmology tutorial writes it) and stopped by runtime.max_wall prints a resume hint that a shell runs as
-    printed: each argument quoted where it needs it. Before, the hint was the arguments joined by spaces,
+    cosmology tutorial writes it) and a key removed (``--unset time.cfl``), stopped by runtime.max_wall, prints a
+    resume hint that a shell runs as printed: each argument quoted where it needs it, the key removed again. Before, the hint was the arguments joined by spaces,
     ``--set physics.output_redshifts=[49, 9]``, which a shell splits (simulator: unrecognized arguments: 9])."""
     import shlex
 
@@ -163,11 +163,12 @@ def test_a_resume_hint_runs_as_printed_in_a_shell(tmp_path, monkeypatch, capfd):
     cold = str(ROOT / "configs" / "cold_dark_matter.yaml")
     args = ["--set", "grid.shape=8", "--set", "physics.cdm_particles=512", "--set", "precision=float64",
             "--set", "physics.z_end=9", "--set", "physics.output_redshifts=[49, 9]", "--set", "time.dt=0.2",
-            "--set", "output.chunk=2", "--set", "runtime.max_wall=5", "--out", "run"]
+            "--set", "output.chunk=2", "--unset", "time.cfl", "--set", "runtime.max_wall=5", "--out", "run"]
     stopped = simulator(capfd, cold, *args)
     assert stopped.returncode == EXIT_INTERRUPTED, stopped.stderr
     hint = stopped.stderr.split("resume with: ")[1].split("\n")[0]
     assert hint.startswith("simulator run ") and "'physics.output_redshifts=[49, 9]'" in hint, hint
+    assert " --unset time.cfl " in hint, hint  # a key removed is removed again (as --unset, not --set)
     resumed = subprocess.run(f"{shlex.quote(sys.executable)} -m {hint} --set runtime.max_wall=null", shell=True,
                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0 and "finished: this segment" in resumed.stderr, resumed.stderr

@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         release_early()
     try:
+        if isinstance(getattr(args, "config", None), str):  # a missing or unreadable config: before JAX is imported
+            config_mod.read_yaml(args.config)
         return args.func(args)
     except BrokenPipeError:  # `simulator configs | head`: the reader has what it wanted; exit as a shell tool does
         # Python flushes stdout again at exit and would report the pipe once more: point it at nothing

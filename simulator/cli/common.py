@@ -4,6 +4,8 @@ their overrides, and starting the runtime."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
 from simulator import config as config_mod
 
@@ -20,6 +22,46 @@ class Parser(argparse.ArgumentParser):
         wanted = CONFIG_WANTED if message == "the following arguments are required: config" else ""
         self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}{wanted}\n")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """argparse's, but an unrecognized flag is answered with the nearest flags of the command it follows."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(parsed)
+            command.error(f"unrecognized arguments: {' '.join(extras)}{close_flags(command, extras)}")
+        return parsed
+
+    def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The parser of the command (``simulator run``) whose options the line gave (known by the function it
+        sets), or this one."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return next((p for p in action.choices.values()
+                             if p._defaults.get("func") is getattr(parsed, "func", None)), self)
+        return self
+
+
+def close_flags(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
+    """``; did you mean --out? (simulator run --help lists its options)`` for the flags among ``words`` that
+    ``parser`` does not know, each with the nearest of its flags: ``--cpu_devices`` (a key's spelling) is
+    ``--cpu-devices``, ``--output`` is ``--out``. Empty when none is close."""
+    import difflib
+
+    known = [flag for action in parser._actions for flag in action.option_strings
+             if flag.startswith("--") and flag != "--help"]
+    hints = {}
+    for word in words:
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("-") or flag in known:
+            continue
+        spelt = "--" + flag.lstrip("-").replace("_", "-").lower()
+        ratios = sorted(((difflib.SequenceMatcher(None, spelt, k).ratio(), k) for k in known), reverse=True)
+        # the nearest, and a second as near (--sett: --set, not --unset)
+        close = [spelt] if spelt in known else [k for r, k in ratios[:2] if r >= max(0.6, ratios[0][0] - 0.1)]
+        if close:
+            hints[flag] = f"did you mean {' or '.join(close)}?"
+    said = "; ".join(hint if len(hints) == 1 else f"{flag}: {hint}" for flag, hint in hints.items())
+    return f"; {said} ({parser.prog} --help lists its options)" if hints else ""
+
 
 def config_args(p: argparse.ArgumentParser, required: bool) -> None:
     if required:
@@ -28,7 +70,24 @@ def config_args(p: argparse.ArgumentParser, required: bool) -> None:
         p.add_argument("config", nargs="?", default=None, help="YAML config file (default: built-in defaults)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set grid.shape=[64,64,64] (repeatable)")
+    unset_arg(p, "remove a key of the config, which then takes its default or, where other keys leave it out of "
+              "the run, is no longer given, e.g. --set physics.fdm_fraction=0 --unset physics.m22 (repeatable; "
+              "applied in order with --set)")
     runtime_args(p)
+
+
+class _Unset(argparse.Action):
+    """``--unset KEY``: an :class:`~simulator.schema.overrides.Unset` item of the ``--set`` list, in the order given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from simulator.schema.overrides import Unset
+
+        getattr(namespace, self.dest).append(Unset(values))
+
+
+def unset_arg(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--unset", dest="overrides", action=_Unset, metavar="KEY", help=help)
 
 
 def runtime_args(p: argparse.ArgumentParser, where: str = "") -> None:
@@ -46,7 +105,9 @@ RUNTIME_FLAGS = {"cpu_devices": "runtime.cpu_devices", "threads": "runtime.threa
 
 
 def runtime_settings(args: argparse.Namespace) -> list[str]:
-    """The config overrides (``KEY=VALUE``) of the runtime's own flags that the command line gives."""
+    """The config overrides (``KEY=VALUE``) of the runtime's own flags that the command line gives, each within
+    its key's bounds (:func:`check_runtime_flags`: a flag out of range is named as given, in every command)."""
+    check_runtime_flags(args)
     return [f"{key}={getattr(args, flag)}" for flag, key in RUNTIME_FLAGS.items() if getattr(args, flag) is not None]
 
 

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
-                                  runtime_flags, runtime_settings)
+                                  runtime_flags, runtime_settings, unset_arg)
 from simulator.errors import ConfigError, counted
 from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 
@@ -45,8 +45,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                               f"--group, or set {key} in the sweep file's set (what array tasks run with)",
                               f"is not passed on by {'--submit' if args.submit else '--collect'}")
     if args.overrides and (args.submit or args.collect):
-        raise ConfigError("--set", args.overrides[0], "give it with --local, --point or --group (the sweep template "
-                          "passes runtime.cpu_devices=null to a task with GPUs), or in the sweep file's set",
+        from simulator.schema.overrides import Unset
+
+        first = args.overrides[0]
+        raise ConfigError("--unset" if isinstance(first, Unset) else "--set", str(first), "give it with --local, "
+                          "--point or --group (the sweep template passes runtime.cpu_devices=null to a task with "
+                          "GPUs), or in the sweep file's set",
                           f"is not passed on by {'--submit' if args.submit else '--collect'}")
     if args.batch is not None and args.batch < 1:
         raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
@@ -151,6 +155,8 @@ def add_sweep(sub: Any) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="with --local, --point or --group: a runtime key of each point's run, e.g. --set "
                    "runtime.cpu_devices=null for the GPUs whatever the sweep's config asks (repeatable)")
+    unset_arg(p, "with --local, --point or --group: remove a runtime key of each point's run, which then takes its "
+              "default, e.g. --unset runtime.threads (repeatable)")
     runtime_args(p, " in each point's run; with --local, --point or --group")
     p.add_argument("--diagnostic", default=None, metavar="NAME",
                    help="with --collect: the column to plot (e.g. peak_dissipation; default: chosen from the table)")
@@ -164,11 +170,16 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     keys, and the runtime's flags. Another key is refused: the manifest and ``--collect`` would give the point the
     values of the sweep file, not those it ran with."""
     from simulator import config as config_mod
+    from simulator.schema.overrides import Unset
 
     for item in args.overrides:
+        flag = "--unset" if isinstance(item, Unset) else "--set"
         if not item.split("=", 1)[0].strip().startswith("runtime."):
-            raise ConfigError("--set", item, "give a runtime.* key (e.g. runtime.cpu_devices=null); set the others in "
-                              "the sweep file's set, grid, zip or points", "is not passed on to a sweep's points")
+            raise ConfigError(flag, str(item), "give a runtime.* key (e.g. runtime.cpu_devices=null); set the others "
+                              "in the sweep file's set, grid, zip or points", "is not passed on to a sweep's points")
+        if isinstance(item, Unset):  # a point's resolved config holds every runtime key: a known one may be removed
+            _runtime_key(item)
+            continue
         try:  # named as the flag it is, before a point's config is blamed for it
             config_mod.load(None, [item])
         except ConfigError as err:
@@ -176,9 +187,25 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     return [*args.overrides, *runtime_settings(args)]
 
 
+def _runtime_key(key: str) -> None:
+    """A ConfigError naming ``--unset KEY`` for a ``runtime.*`` key the runtime section does not have."""
+    import dataclasses
+
+    from simulator.config import RuntimeConfig
+    from simulator.schema.build import did_you_mean
+
+    known = [f"runtime.{f.name}" for f in dataclasses.fields(RuntimeConfig)]
+    if key.strip() not in known:
+        close = did_you_mean(key.strip(), known)
+        raise ConfigError("--unset", str(key), (f"did you mean {close!r}? " if close else "") + "the runtime's keys: "
+                          + ", ".join(known), "is an unknown key")
+
+
 def _flags(args: argparse.Namespace) -> list[str]:
     """The words of the command line that give a point's run :func:`_overrides`, for the commands this one starts."""
-    return [*(word for item in args.overrides for word in ("--set", item)), *runtime_flags(args)]
+    from simulator.schema.overrides import command_words
+
+    return [*command_words(args.overrides), *runtime_flags(args)]
 
 
 def _array_index(flag: str, given: int, what: str) -> int:

@@ -31,6 +31,7 @@ from simulator.config.model import (
     resolve,
     validate,
 )
+from simulator.config import other_codes
 from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.yamlfile import parse_yaml, read_yaml
 from simulator.errors import ConfigError
@@ -133,7 +134,8 @@ def iter_fields(cls: type = Config, prefix: str = "") -> Iterator[tuple[str, str
 
 def config_docs() -> str:
     """The config reference as Markdown, generated from the schema: the common keys, one table per
-    registered output kind's section, then one table per equation (its ``physics.*`` keys) and per initial condition (its ``initial.*`` keys)."""
+    registered output kind's section, then one table per equation (its ``physics.*`` keys) and per initial
+    condition (its ``initial.*`` keys), and other codes' names for the keys (:mod:`.other_codes`)."""
     from simulator.config.model import registered_sections
     from simulator.equations import registry
     from simulator.output import kinds
@@ -150,4 +152,5 @@ def config_docs() -> str:
             rows = [r for r in _iter_fields(ic, "initial.") if r[0] != "initial.name"]
             parts.append(f"**`initial.name: {ic_name}`** ({name}): {doc}\n\n"
                          + (table(iter(rows)) if rows else "(no options)\n"))
+    parts.append(other_codes.markdown())
     return "\n".join(parts)

@@ -23,6 +23,7 @@ from simulator.schema.build import build
 from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
                                  warn_plugin_problems)
 from simulator.errors import ConfigError
+from simulator.config import other_codes
 from simulator.config.legacy import upgrade
 from simulator.output import kinds
 from simulator.output import task_entries as output_tasks
@@ -230,7 +231,10 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     if problem is not None:
         raise problem
     warn_plugin_problems(os.environ.get(ENV_EXTRA, ""))
-    cfg = build(Config, data, stored=stored)
+    try:
+        cfg = build(Config, data, stored=stored)
+    except ConfigError as err:  # another code's name for a key: said so, with the key it is here
+        raise other_codes.named(err) from None
     validate(cfg)
     return resolve(cfg)
 

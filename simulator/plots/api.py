@@ -21,7 +21,8 @@ switch) and matplotlib's default style, whatever a matplotlibrc says.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,25 @@ def _quiet(line: str) -> None:
     """Library calls say nothing: a snapshot being written is passed over silently."""
 
 
+@contextmanager
+def _as_called(keywords: Mapping[str, str]) -> Iterator[None]:
+    """A ConfigError naming a command-line option (``--field``) raised inside, named as this call names the
+    argument instead (``field``: ``run.plot.slice("vorticty")`` is answered ``field = 'vorticty' ...``)."""
+    try:
+        yield
+    except ConfigError as err:
+        if err.key not in keywords:
+            raise
+        raise ConfigError(keywords[err.key], err.value, err.allowed, err.problem) from None
+
+
 class RunPlots:
     """The figures of one run directory, each returned as a :class:`matplotlib.figure.Figure` (nothing is
     written): ``RunResults.plot``. Every call reads the run's files afresh, so a running run's figures
     grow with it.
 
-    Errors: ConfigError (a ValueError) for a bad option, with the message ``simulator plot`` prints for
-    it (an unknown ``field`` or ``axis``, an ``average`` or ``window`` that is no time window);
+    Errors: ConfigError (a ValueError) for a bad option, naming the argument as the call names it (an unknown
+    ``field`` or ``axis``, an ``average`` or ``window`` that is no time window);
     MissingOutputError (a ValueError) naming the file or the setting that is missing when the run has no
     output for the figure (no ``spectra.h5``, no snapshot, fewer than two time-series rows, no transfer
     spectra, no statistics row in the window).
@@ -84,8 +97,10 @@ class RunPlots:
         E(k) at those rows (eps from ``timeseries.csv``) and in black its mean over the rows of
         ``average`` = (t0, t1) (default: the second half of the run), for an equation with a spectrum
         guide."""
-        check_window(average)
-        times = requested_times(self.path, self.config, self.info, times, redshifts)
+        with _as_called({"--window": "average"}):
+            check_window(average)
+        with _as_called({"--times": "times", "--redshifts": "redshifts"}):
+            times = requested_times(self.path, self.config, self.info, times, redshifts)
         stem = "spectra_compensated" if compensate else "spectra"
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
                            f"compensated spectrum ({self.info.name} declares no spectrum guide)")
@@ -96,7 +111,8 @@ class RunPlots:
         ``side_by_side`` (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their
         budget terms), a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another
         spectrum the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
-        times = requested_times(self.path, self.config, self.info, times, redshifts)
+        with _as_called({"--times": "times", "--redshifts": "redshifts"}):
+            times = requested_times(self.path, self.config, self.info, times, redshifts)
         figures = spectra_figures(self.path, self.config, self.info, times)
         choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")
                    and stem != "spectra_compensated" and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
@@ -108,7 +124,8 @@ class RunPlots:
     def flux(self, times: Sequence[float] | None = None, redshifts: Sequence[float] | None = None) -> Figure:
         """``plots/flux.png``: the flux Pi(k) of every transfer spectrum of ``spectra.h5`` at the rows
         nearest ``times`` or ``redshifts`` (as :meth:`spectra`), for a run that writes transfer spectra."""
-        times = requested_times(self.path, self.config, self.info, times, redshifts)
+        with _as_called({"--times": "times", "--redshifts": "redshifts"}):
+            times = requested_times(self.path, self.config, self.info, times, redshifts)
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times), "flux",
                            f"transfer spectra in {self.path / 'spectra.h5'}")
 
@@ -117,7 +134,8 @@ class RunPlots:
         mid-plane normal to ``axis`` (x, y or z) of ``field`` (default: the equation's slice field; a
         vector field's magnitude, read as (3, Nx, Ny, Nz) one plane at a time) beside its component normal
         to the plane, or for a scalar field (Nx, Ny, Nz) its mean along ``axis``."""
-        field, index, _ = slice_choice(self.path, self.info, field, axis)
+        with _as_called({"--field": "field", "--axis": "axis"}):
+            field, index, _ = slice_choice(self.path, self.info, field, axis)
         with matplotlib.style.context("default"):  # as default_style, which serves one call at a time
             return last_slice_figure(self.path, self.config, self.info, field, index, tell=_quiet)
 
@@ -126,7 +144,8 @@ class RunPlots:
         rows of ``window`` = (t0, t1), default the second half of the run; ``plots/structure_functions.png``),
         ``pdfs`` (the PDFs averaged over the same rows) or ``derivative_moments`` (skewness and flatness against
         time), as ``simulator plot --window T0 T1`` draws them. MissingOutputError for a window without rows."""
-        check_window(window)
+        with _as_called({"--window": "window"}):
+            check_window(window)
         figures = statistics_figures(self.path, self.config, self.info, window)
         if which not in figures:
             raise ConfigError("which", which, f"choose one of {', '.join(figures)}", "is not a statistics figure")

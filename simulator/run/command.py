@@ -19,6 +19,7 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
+from simulator.schema.overrides import command_words
 from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, srun_tasks
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -123,14 +124,16 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     """
     from simulator.log import get_logger, setup_logging
     from simulator.output.hdf5 import OutputWriteError
-    from simulator.run import rundir
-    from simulator.run.segment import Segment
+    from simulator.run import preflight, rundir
 
     if allow_physics_change and restart is None:  # else a new run from t = 0, where the user meant to continue one
         raise ConfigError("--allow-physics-change", True, "add --restart [PATH]: it lets a restart take new physical "
                           "values (--resume refuses them even with it)", "needs --restart")
     out = rundir.output_dir(cfg, None if out is None else str(out))
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
+    preflight.check(cfg, out, allow_physics_change=allow_physics_change, **options)  # a wrong path: before JAX
+    from simulator.run.segment import Segment
+
     seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
     index, _ = rundir.process_position(cfg)
     done = seg.prepare(**options)  # every process, before JAX starts: a refused run changes nothing
@@ -270,7 +273,7 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
                                err) from None
     # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
     where = str(out_dir or f"outputs/{cfg.name}")
-    hint = resume_hint(["run", config, *sum((["--set", o] for o in overrides), []), "--resume", "--out", where],
+    hint = resume_hint(["run", config, *command_words(overrides), "--resume", "--out", where],
                        "submit the job script again with the same output directory (the shipped templates: "
                        f"sbatch JOB_SCRIPT {shlex.join([config, where])})")
     return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]

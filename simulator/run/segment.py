@@ -37,16 +37,16 @@ from typing import Any
 import jax
 import yaml
 
-from simulator import equations, particles
+from simulator import equations
 from simulator.config import Config, to_dict
 from simulator.errors import ConfigError
 from simulator.equations import resolution
 from simulator.log import RunLog, get_logger
-from simulator.output import checkpoints, rows, segments, sources
+from simulator.output import checkpoints, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
 from simulator.planning.plan import abstract_state
-from simulator.run import records, rundir
+from simulator.run import preflight, records, rundir
 from simulator.run import restart as restarts
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
@@ -122,15 +122,10 @@ class Segment:
         """Plan the directory (every process, before JAX starts; bad input raises ConfigError and
         nothing is touched). Returns why there is nothing to do (a finished run), else None."""
         self.resume = resume
-        self.plan = rundir.plan(self.cfg, self.out, overwrite=overwrite, restart=restart, resume=resume)
+        self.plan = preflight.check(self.cfg, self.out, allow_physics_change=self.allow_physics_change,
+                                    overwrite=overwrite, restart=restart, resume=resume)
         if self.plan.done:
             self.outcome, self.code = "finished", EXIT_OK
-        elif self.plan.restart is not None:
-            restarts.checkpoint_to_resume(self.cfg, self.out, self.plan.restart, self.allow_physics_change, warn=False,
-                                        resume=resume)
-        else:
-            sources.check_start(self.cfg.initial, self.cfg)  # a new run: its initial condition's sources must be there now
-            particles.check_start(self.cfg)  # and its particles' placement files
         return self.plan.done
 
     def acquire(self) -> None:

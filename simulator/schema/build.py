@@ -209,7 +209,10 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "", stored: boo
             close = did_you_mean(name, known)
             hint = f"did you mean '{prefix}{close}'? " if close else ""
             here = f"known keys for {context}" if context else "known keys here"
-            raise ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(known)}", "is an unknown key")
+            unknown = ConfigError(f"{prefix}{name}", data[name], f"{hint}{here}: {', '.join(known)}",
+                                  "is an unknown key")
+            unknown.known = tuple(f"{prefix}{key}" for key in known)  # type: ignore[attr-defined]
+            raise unknown
     kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.", stored=stored)) for key, tp in table.items())
                               for name, table in opened.items()}
     for name, f in fields.items():

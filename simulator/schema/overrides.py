@@ -1,6 +1,8 @@
 """Dotted keys set into a raw config mapping (:mod:`simulator.schema`): ``--set dotted.key=value`` items parsed
 (values as YAML), and ``{dotted.key: value}`` set into a mapping read from a YAML file, a list of sections
-indexed as ``particles[0].tau_p``; a tagged union's ``name`` set to another variant starts that section afresh.
+indexed as ``particles[0].tau_p``; a tagged union's ``name`` set to another variant starts that section afresh;
+``--unset dotted.key`` (an :class:`Unset` item) removes a key, so that it takes its default or, where the value of
+another key leaves it out of the run (the wave's keys in a particle-only run), is no longer given.
 """
 
 from __future__ import annotations
@@ -14,6 +16,20 @@ import yaml
 from simulator.errors import ConfigError
 
 _INDEXED = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<index>\d+)\]$")
+
+
+class Unset(str):
+    """An item of an overrides list (``["dotted.key=value", ...]``, as ``--set`` gives them) that removes
+    ``dotted.key`` from the config instead (``--unset dotted.key``): the item is the key itself."""
+
+
+#: the value that removes its key in ``{dotted.key: value}`` (:func:`set_values`): what an :class:`Unset` item parses to
+REMOVED = object()
+
+
+def command_words(overrides: Sequence[str]) -> list[str]:
+    """The command-line words that give ``overrides``: ``--set KEY=VALUE`` each, ``--unset KEY`` an :class:`Unset`."""
+    return [word for item in overrides for word in (("--unset", item) if isinstance(item, Unset) else ("--set", item))]
 
 
 def _set_dotted(tree: dict, key: str, value: Any) -> None:
@@ -66,15 +82,24 @@ def _no_entry(key: str, value: Any, where: str, index: int, count: int) -> Confi
 
 
 def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
-    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML. A malformed
-    item raises ConfigError showing how to write it (:func:`written_as`)."""
-    values = {}
+    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML, an
+    :class:`Unset` item as ``{dotted.key: REMOVED}``. A malformed item raises ConfigError showing how to write it
+    (:func:`written_as`)."""
+    values: dict[str, Any] = {}
     for item in overrides:
+        if isinstance(item, Unset):
+            if not item.strip() or "=" in item:
+                raise ConfigError("--unset", str(item), "give the dotted key alone, as in --unset physics.m22",
+                                  "is malformed")
+            values.pop(item.strip(), None)  # where it comes in the list decides: a later --set sets it again
+            values[item.strip()] = REMOVED
+            continue
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError("--set", item, f"expected dotted.key=value, as in --set {written_as(item)}",
                               "is malformed")
         try:
+            values.pop(key.strip(), None)
             values[key.strip()] = yaml.safe_load(text) if text.strip() else None
         except (yaml.YAMLError, ValueError, KeyError, OverflowError):  # or a scalar no constructor reads: 2026-02-30
             values[key.strip()] = text
@@ -96,12 +121,43 @@ def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
     the old variant's keys, which the new one may not know, are dropped; keys of that section set
     alongside still apply, in whatever order they were given."""
     tree = _deep_copy(tree)
-    switches = {key for key, value in values.items() if _switches_variant(tree, key, value)}
+    switches = {key for key, value in values.items() if value is not REMOVED and _switches_variant(tree, key, value)}
     for key in switches:
         _set_dotted(tree, key.rsplit(".", 1)[0], {})
     for key, value in values.items():
-        _set_dotted(tree, key, value)
+        if value is REMOVED:
+            _remove_dotted(tree, key)
+        else:
+            _set_dotted(tree, key, value)
     return tree
+
+
+def _remove_dotted(tree: dict, key: str) -> None:
+    """Remove dotted ``key`` (``--unset``) from ``tree``; a key the config does not hold is refused, naming the
+    keys its section holds (the closest first): a misspelt one would otherwise remove nothing, silently."""
+    from simulator.schema.build import did_you_mean
+
+    parts = key.split(".")
+    node: Any = tree
+    for i, part in enumerate(parts):
+        indexed = _INDEXED.match(part)
+        name = indexed["name"] if indexed else part
+        held = list(node) if isinstance(node, dict) else []
+        child = node.get(name) if isinstance(node, dict) else None
+        if indexed and isinstance(child, list) and int(indexed["index"]) < len(child):
+            node, name, child = child, int(indexed["index"]), child[int(indexed["index"])]
+        elif indexed or child is None and name not in held:
+            where = ".".join(parts[:i]) or "the config"
+            close = did_you_mean(name, held)
+            hint = f"did you mean '{'.'.join([*parts[:i], close])}'? " if close else ""
+            holds = (f"{where} holds: {', '.join(map(str, held))}" if isinstance(node, dict) and held else
+                     f"{where} holds no keys" if isinstance(node, dict) else f"{where} is a value, not a section")
+            raise ConfigError("--unset", key, hint + holds, "names no key the config holds")
+        if i == len(parts) - 1:
+            del node[name]
+            return
+        node = child
+
 
 
 def _switches_variant(tree: dict, key: str, value: Any) -> bool:

@@ -67,10 +67,10 @@ def absent_wave_keys(p: Any, keys: Sequence[str], example: str = "") -> dict[str
         return {}
     # a mixed config set to f = 0 (--set) holds several of them: name them all, and where to start from instead
     like = f", as {example} does" if example else ""
-    allowed = (f"leave it out: physics.fdm_fraction = 0 runs the cold particles alone, without a wave; drop the "
-               f"wave's keys ({', '.join(keys)}) from the config{like} (--set cannot remove a key), or give an "
-               "fdm_fraction > 0")
-    return {key: ("is a setting of the wave", allowed) for key in keys}
+    return {key: ("is a setting of the wave", f"leave it out: physics.fdm_fraction = 0 runs the cold particles "
+                  f"alone, without a wave; drop the wave's keys ({', '.join(keys)}) from the config{like}, or on the "
+                  f"command line (--unset physics.{key}, and so for each of them given), or give an fdm_fraction > 0")
+            for key in keys}
 
 
 def window_setting() -> Any:

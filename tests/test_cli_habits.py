@@ -1,0 +1,160 @@
+"""What a user arriving from another code, or from another command, meets on the command line: a shipped config
+turned into its variants by flags alone (``--unset`` removes a key), a misspelt flag answered with the nearest ones,
+another code's name for a key answered with this project's, a missing path refused before JAX starts."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support import command
+
+ROOT = Path(__file__).parents[1]
+MIXED = str(ROOT / "configs" / "fdm_mixed.yaml")  # a wave (m22 = 0.15) and particles
+#: the mixed config made small: 16^3, 16^3 particles, z = 127 to 63
+SMALL_COSMO = ["--set", "grid.shape=16", "--set", "physics.cdm_particles=4096", "--set", "physics.z_end=63",
+               "--set", "physics.output_redshifts=[127,63]", "--set", "precision=float32"]
+
+
+def test_the_mixed_config_runs_its_particles_alone_by_flags(tmp_path):
+    """configs/fdm_mixed.yaml to cold dark matter alone without editing the file: fdm_fraction 0 and the wave's one
+    key it gives removed (``--unset``); the run holds particles, no wave, and its resolved config no m22."""
+    r = subprocess.run([sys.executable, "-m", "simulator", "run", MIXED, "--set", "physics.fdm_fraction=0",
+                        "--unset", "physics.m22", *SMALL_COSMO, "--cpu-devices", "1", "--out", "cdm"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    physics = yaml.safe_load((tmp_path / "cdm" / "config.yaml").read_text())["config"]["physics"]
+    assert physics["fdm_fraction"] == 0 and "m22" not in physics and physics["cdm_particles"] == 4096
+    assert sorted(p.name for p in (tmp_path / "cdm" / "particles").glob("s*.h5"))  # the particles' snapshots
+
+
+def test_unset_then_set_applies_in_order_and_validate_shows_the_default(capfd):
+    """``--unset`` and ``--set`` apply in the order given: a key removed takes its default, set again its value."""
+    code, out, err = command(capfd, "validate", MIXED, "--unset", "time.cfl")
+    assert code == 0, err
+    assert yaml.safe_load(out)["time"]["cfl"] is None  # the default (no CFL limit), not the file's 1.0
+    code, out, err = command(capfd, "validate", MIXED, "--unset", "time.cfl", "--set", "time.cfl=0.5")
+    assert code == 0 and yaml.safe_load(out)["time"]["cfl"] == 0.5, err
+    code, out, err = command(capfd, "validate", MIXED, "--set", "time.cfl=0.5", "--unset", "time.cfl")
+    assert code == 0 and yaml.safe_load(out)["time"]["cfl"] is None, err
+    code, out, err = command(capfd, "validate", MIXED, "--unset", "initial.name")  # a variant's name: the default's
+    assert code == 0 and yaml.safe_load(out)["initial"]["name"] == "gaussian", err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", MIXED, "--output", "o"], "simulator run: unrecognized arguments: --output o; did you mean --out? "
+                                      "(simulator run --help lists its options)"),
+    (["run", MIXED, "--cpu_devices", "2"], "did you mean --cpu-devices?"),  # a config key's spelling
+    (["validate", MIXED, "--sett", "grid.shape=16"], "simulator validate: unrecognized arguments: --sett "
+                                                     "grid.shape=16; did you mean --set?"),
+    (["plot", "run", "--feild", "vorticity"], "simulator plot: unrecognized arguments: --feild vorticity; did you mean "
+                                              "--field?"),
+    (["sweep", "s.yaml", "--colect"], "simulator sweep: unrecognized arguments: --colect; did you mean --collect?"),
+    (["export", "run", "--max_size", "1GiB"], "did you mean --max-size?"),
+    (["plan", MIXED, "--cpu_devices", "2", "--porfile", "h100"],
+     "--cpu_devices: did you mean --cpu-devices?; --porfile: did you mean --profile? (simulator plan --help"),
+])
+def test_a_misspelt_flag_is_answered_with_the_nearest_of_its_command(args, said, capfd):
+    code, out, err = command(capfd, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and said in err, err
+
+
+def test_a_flag_nothing_is_near_gets_the_bare_answer(capfd):
+    code, _, err = command(capfd, "run", MIXED, "--zzz")
+    assert code == 2 and err == "error: simulator run: unrecognized arguments: --zzz\n"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "physics.nu_2=0.01"],
+     "physics.nu_2 = 0.01 is an unknown key; nu_2 is FluidSim's name: here it is physics.viscosity; known keys for "
+     "physics.name = navier_stokes: name, viscosity,"),
+    (["validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "physics.nu=0.01"],
+     "physics.nu = 0.01 is an unknown key; nu is Dedalus's name: here it is physics.viscosity; known keys"),
+    # the close spelling omega_m was offered before, as if Omega_c were a misspelling of it: it is not the same number
+    (["run", MIXED, "--set", "physics.Omega_c=0.25"],
+     "physics.Omega_c = 0.25 is an unknown key; Omega_c is JaxPM's name: here it is physics.omega_m (all the matter, "
+     "Omega_c + Omega_b: the box's dark matter); known keys for physics.name = fdm_cosmo: name, h, omega_m,"),
+    (["plan", MIXED, "--set", "physics.m_22=0.15"], "m_22 is Jaxion's name: here it is physics.m22;"),
+    # a key of another section: the key it is, where it is
+    (["validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "physics.stop_sim_time=2"],
+     "stop_sim_time is Dedalus's name: here it is time.t_end;"),
+])
+def test_another_codes_name_is_answered_with_the_key_here(args, said, capfd):
+    code, out, err = command(capfd, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert said in err and "did you mean" not in err, err
+
+
+def test_every_other_codes_name_of_the_table_is_answered_and_in_the_reference():
+    """Each row of the table reaches the user: its name, given in the section of the key it is here, is refused
+    naming the code and that key on some shipped config that has the key; and the config reference lists it."""
+    from simulator.api import load_config
+    from simulator.config import config_docs
+    from simulator.config.other_codes import OTHER_NAMES, leaf
+    from simulator.errors import ConfigError
+
+    shipped = [ROOT / "configs" / f"{name}.yaml" for name in ("forced_turbulence", "stratified_turbulence",
+                                                              "fdm_mixed")]
+    reference = config_docs()
+    for row in OTHER_NAMES:
+        section, word = row.key.split(".", 1)[0], leaf(row.name)
+        said = []
+        for path in shipped:
+            with pytest.raises(ConfigError) as refused:
+                load_config(str(path), {f"{section}.{word}": 1})
+            said.append(str(refused.value))
+        assert any(f"{word} is " in s and f"{row.code}'s" in s and f"here it is {row.key}" in s for s in said), \
+            (row, said)
+        assert f"| {row.code} | `{row.name}` | `{row.key}` |" in reference, row
+
+
+#: runs ``simulator ARGS`` in a fresh process and says, after its one line, whether JAX was imported
+WITHOUT_JAX = ("import sys\nfrom simulator.cli import main\ntry:\n    code = main(sys.argv[1:])\n"
+               "except SystemExit as stop:\n    code = stop.code\nprint('jax imported:', 'jax' in sys.modules)\n"
+               "sys.exit(code)\n")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["run", MIXED, "--restart", "--out", "missing"], "--out = 'missing' does not exist"),
+    (["run", MIXED, "--restart", "missing/checkpoints/c00000001.json", "--out", "new"],
+     "--restart = 'missing/checkpoints/c00000001.json' does not exist"),
+    (["run", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "initial.name=file", "--set",
+      "initial.path=missing.h5", "--out", "new"],
+     "initial.path = 'missing.h5' does not exist"),
+    (["plot", "missing"], "RUN_DIR = 'missing' does not exist"),
+    (["export", "missing"], "RUN_DIR = 'missing' does not exist"),
+    (["plan", "missing.yaml"], "config file = 'missing.yaml' does not exist"),
+    (["check", "missing.yaml"], "config file = 'missing.yaml' does not exist"),
+    (["info", "missing.yaml"], "config file = 'missing.yaml' does not exist"),
+    (["sweep", "missing", "--group", "0"], "sweep directory = 'missing' has no sweep.yaml"),
+    (["sweep", "missing", "--point", "0"], "sweep directory = 'missing' has no sweep.yaml"),
+    (["sweep", "missing", "--collect"], "sweep directory = 'missing' has no sweep.yaml"),
+])
+def test_a_wrong_path_is_refused_before_jax_is_imported(args, said, tmp_path):
+    """A path that is not there costs no start-up of JAX: the command refuses it first (in one line, exit 2)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", WITHOUT_JAX, *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {said}") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stdout == "jax imported: False\n", (r.stdout, r.stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweeps_points_run_with_a_runtime_key_unset(tmp_path):
+    """``simulator sweep FILE --local --unset runtime.threads``: each point's run takes the key's default, not the
+    value the sweep file sets (the flag reaches the points' own commands)."""
+    sweep = {"name": "unset", "base": str(ROOT / "configs" / "taylor_green.yaml"),
+             "set": {"grid.shape": 16, "time.t_end": 0.05, "output.chunk": 5, "runtime.threads": 1},
+             "grid": {"physics.viscosity": [0.01, 0.02]}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    r = subprocess.run([sys.executable, "-m", "simulator", "sweep", "sweep.yaml", "--out", "s", "--local",
+                        "--unset", "runtime.threads", "--cpu-devices", "1"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ran = [yaml.safe_load((tmp_path / "s" / point / "config.yaml").read_text())["config"] for point in ("p000", "p001")]
+    assert [cfg["runtime"]["threads"] for cfg in ran] == [None, None]
+    assert [cfg["physics"]["viscosity"] for cfg in ran] == [0.01, 0.02]
