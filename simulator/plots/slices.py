@@ -43,13 +43,15 @@ STACKED_PANELS = 3
 @dataclass(frozen=True)
 class Panel:
     """One image of a slice figure: ``data[i, j]`` with i along the horizontal axis, and its labels;
-    ``symmetric``: colour limits symmetric about 0 (a signed component on a diverging map)."""
+    ``symmetric``: colour limits symmetric about 0 (a signed component on a diverging map); ``log``: ``data`` is
+    log10 of the values, NaN where a cell held nothing (drawn in the lowest colour: :func:`floored`)."""
 
     title: str
     label: str
     cmap: str
     data: np.ndarray
     symmetric: bool = False
+    log: bool = False
 
 
 def _shown(style: FieldInfo, values: np.ndarray, vector: bool) -> np.ndarray:
@@ -111,10 +113,10 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     if vector and style.stacked:  # n scalar fields: the first few, each its own panel
         return [Panel(f"{field} {i}, mid-plane at {AXES[axis]}-coordinate {where:.3g} {length}",
                       label.replace(symbol, f"{symbol}_{i}") + unit,
-                      style.cmap, _shown(style, plane[i], False), symmetric=True)
+                      style.cmap, _shown(style, plane[i], False), symmetric=True, log=style.log)
                 for i in range(min(shape[0], STACKED_PANELS))]
     panels = [Panel(f"{field}, mid-plane at {AXES[axis]}-coordinate {where:.3g} {length}", label + unit, style.cmap,
-                    _shown(style, plane, vector))]
+                    _shown(style, plane, vector), log=style.log)]
     if vector:
         name = symbol.strip("|").strip() if symbol.startswith("|") else symbol
         panels.append(Panel(f"{field} {AXES[axis]} component, same plane", f"${name}_{AXES[axis]}$" + unit, "RdBu_r",
@@ -123,7 +125,7 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
         mean = rf"\langle {symbol}\rangle_{AXES[axis]}"
         shown = rf"$\log_{{10}} {mean}$" if style.log else f"${mean}$"
         panels.append(Panel(f"{field} averaged along {AXES[axis]}", shown + unit, style.cmap,
-                            _shown(style, project(snap, field, axis), False)))
+                            _shown(style, project(snap, field, axis), False), log=style.log))
     return panels
 
 
@@ -163,9 +165,10 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
     fig.get_layout_engine().set(h_pad=0.06)
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
-        empty = bool(np.isnan(panel.data).any())
+        empty = panel.log and bool(np.isnan(panel.data).any())  # elsewhere NaN is a value not finite: left blank
         image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
-                          cmap=floored(panel.cmap), vmin=lo, vmax=hi, interpolation="nearest")
+                          cmap=floored(panel.cmap) if panel.log else panel.cmap, vmin=lo, vmax=hi,
+                          interpolation="nearest")
         ax.set_xlabel(f"{AXES[across]} ({length})")
         ax.set_ylabel(f"{AXES[up]} ({length})")
         ax.set_title(panel.title, fontsize="small")
@@ -178,7 +181,8 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
     for ax in axes[0]:
         width, room = (b.get_window_extent(fig.canvas.get_renderer()).width for b in (ax.title, ax))
         if width > room:
-            ax.set_title(textwrap.fill(ax.get_title(), max(12, int(len(ax.get_title()) * room / width))), fontsize="small")
+            wrapped = textwrap.fill(ax.get_title(), max(12, int(len(ax.get_title()) * room / width)))
+            ax.set_title(wrapped, fontsize="small")
     return fig
 
 
@@ -242,7 +246,8 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
         return []
     out = run_dir / "plots" / "frames"
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob(f"{stem}_[0-9][0-9][0-9][0-9].png"):  # frames left by an earlier, longer series would join the movie
+    # frames left by an earlier, longer series would join the movie
+    for old in out.glob(f"{stem}_[0-9][0-9][0-9][0-9].png"):
         old.unlink()
     written = []
     for number, path in enumerate(readable):
