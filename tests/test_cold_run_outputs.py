@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import simulator
+from docs_pages import blocks, python
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.plots.particle_overlay import MARKERS
 
@@ -88,3 +89,16 @@ def test_the_cold_run_s_slice_shows_its_density_without_holes_or_a_cover_of_mark
     every = -(-near // MARKERS)
     assert len(drawn) == -(-near // every) <= MARKERS
     assert ax.get_legend().get_texts()[0].get_text() == f"cdm: {near} within 1 cell of the plane, 1 in {every} drawn"
+
+
+def test_the_particle_lines_of_read_outputs_as_written(cold):
+    """The particle lines of docs/how-to/read-outputs.md, on this run in place of the tutorial's: they run, and
+    print the last snapshot's step, time, redshift, file and shape and a line per later snapshot."""
+    [block] = [b.code for b in blocks("docs/how-to/read-outputs.md") if 'particles["cdm"]' in b.code]
+    done = python(block.replace('"outputs/tutorial_cold"', repr(str(cold.path))))
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    last = cold.snapshots[-1]
+    assert lines[0] == (f"{last.step} {last.time} 0.0 {cold.path / 'particles' / f's{last.step:08d}.h5'} [0 1 2] "
+                        "(4096, 3)")
+    assert [line.split(":")[0] for line in lines[1:]] == ["z = 9", "z = 0"]
