@@ -321,7 +321,7 @@ def test_sweep_bad_input_exits_2(sweep, capsys, args, expected):
 
 # ---- what the figures show -------------------------------------------------------------------------------
 
-run_plots = importlib.import_module("simulator.plots.run")
+slice_plots = importlib.import_module("simulator.plots.slices")
 spectra_plots = importlib.import_module("simulator.plots.spectra")
 sweep_plots = importlib.import_module("simulator.plots.sweep")
 timeseries_plots = importlib.import_module("simulator.plots.timeseries")
@@ -331,7 +331,7 @@ timeseries_plots = importlib.import_module("simulator.plots.timeseries")
 def figures(monkeypatch):
     """The figures the plotting functions save, instead of their files."""
     saved = []
-    for module in (run_plots, timeseries_plots, spectra_plots, sweep_plots):
+    for module in (slice_plots, timeseries_plots, spectra_plots, sweep_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.append(fig) or [path])
     return saved
 
@@ -416,7 +416,7 @@ def test_slice_pixels_are_centred_on_grid_points_and_fill_the_canvas(runs, figur
     for name, second in (("ns", "vorticity z component, same plane"), ("sp", "density averaged along z")):
         config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
         info = equations.get(config["physics"]["name"])
-        run_plots.plot_slice(runs / name, config, info, info.plot.slice_field, 2)
+        slice_plots.plot_slice(runs / name, config, info, info.plot.slice_field, 2)
         fig = figures.pop()
         box = config["grid"]["box"]
         dx, dy = box[0] / 16, box[1] / 16
@@ -428,7 +428,7 @@ def test_slice_pixels_are_centred_on_grid_points_and_fill_the_canvas(runs, figur
         spans = [ax.get_position() for ax in fig.axes]  # images and colour bars
         assert max(b.x1 for b in spans) - min(b.x0 for b in spans) > 0.8  # of the canvas width
     # a signed component: colour limits symmetric about 0
-    lo, hi = run_plots._limits([run_plots.Panel("c", "c", "RdBu_r", np.array([[-1.0, 3.0]]), symmetric=True)])[0]
+    lo, hi = slice_plots._limits([slice_plots.Panel("c", "c", "RdBu_r", np.array([[-1.0, 3.0]]), symmetric=True)])[0]
     assert (lo, hi) == (-3.0, 3.0)
 
 
@@ -436,16 +436,16 @@ def test_slice_axes_and_colour_bars_carry_units(runs, figures):
     """Axes in the run's length unit; the plane's position with its unit (a cosmological run's spatial z
     next to its redshift z); a field's declared unit on its colour bar (fdm_cosmo's density in rho_crit,0)."""
     config = yaml.safe_load((runs / "ns" / "config.yaml").read_text())["config"]
-    run_plots.plot_slice(runs / "ns", config, equations.get("navier_stokes"), "vorticity", 2)
+    slice_plots.plot_slice(runs / "ns", config, equations.get("navier_stokes"), "vorticity", 2)
     ax = figures.pop().axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("x (code units)", "y (code units)")
     assert ax.get_title().endswith(" code units")
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
-        panels = run_plots.slice_panels(snap, "density", 2, equations.get("fdm_cosmo"), "Mpc/h")
+        panels = slice_plots.slice_panels(snap, "density", 2, equations.get("fdm_cosmo"), "Mpc/h")
     assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and panels[0].title.endswith(" Mpc/h")
     assert all(r"\rho_{\rm crit,0}" in p.label for p in panels)
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
-        assert all("[" not in p.label for p in run_plots.slice_panels(snap, "density", 2,
+        assert all("[" not in p.label for p in slice_plots.slice_panels(snap, "density", 2,
                                                                         equations.get("schrodinger_poisson")))
 
 
@@ -478,7 +478,7 @@ def test_a_cosmological_run_reads_in_redshift_and_its_slice_coordinate_is_no_red
     assert ns.axes[-1].get_xlabel() == "t (code units)" and ns.axes[-1].get_xscale() == "linear"
     # a slice's heading: "redshift z = 31"; its plane: "mid-plane at z-coordinate 0.5 Mpc/h"
     with io.Snapshot(next(iter(sorted((runs / "sp" / "snapshots").glob("s*.h5"))))) as snap:
-        panels = run_plots.slice_panels(snap, "density", 2, info, "Mpc/h")
+        panels = slice_plots.slice_panels(snap, "density", 2, info, "Mpc/h")
     assert panels[0].title.startswith("density, mid-plane at z-coordinate ") and "z = " not in panels[0].title
     assert info.params(z_start=127.0).clock().time_label(np.log(4.0)) == "redshift z = 31"
     # a run that ends today reaches z = 0 up to round-off: its heading and legend say 0, not 2.22e-16
@@ -508,10 +508,10 @@ def test_a_log_slice_leaves_empty_cells_blank_and_scales_its_colours_to_the_fill
     density = np.zeros((4, 4))
     density[0, :] = [0.5, 1.0, 2.0, 40.0]
     style = FieldInfo(0, "cdm_density", "rho", log=True)
-    shown = run_plots._shown(style, density.astype(np.float32), False)
+    shown = slice_plots._shown(style, density.astype(np.float32), False)
     assert np.isnan(shown[1:]).all() and np.allclose(shown[0], np.log10([0.5, 1.0, 2.0, 40.0]))
-    panel = run_plots.Panel("t", "l", "inferno", shown)
-    assert run_plots._limits([panel]) == [(pytest.approx(np.log10(0.5)), pytest.approx(np.log10(40.0)))]
+    panel = slice_plots.Panel("t", "l", "inferno", shown)
+    assert slice_plots._limits([panel]) == [(pytest.approx(np.log10(0.5)), pytest.approx(np.log10(40.0)))]
 
 
 def test_a_curve_with_nothing_to_draw_has_no_legend_entry(runs, figures):
@@ -941,7 +941,7 @@ def test_slice_figures_fill_their_canvas(runs, tmp_path):
     for name in ("ns", "sp"):
         config = yaml.safe_load((runs / name / "config.yaml").read_text())["config"]
         info = equations.get(config["physics"]["name"])
-        fig = run_plots.last_slice_figure(runs / name, config, info, info.plot.slice_field, 2)
+        fig = slice_plots.last_slice_figure(runs / name, config, info, info.plot.slice_field, 2)
         fig.savefig(tmp_path / f"{name}.png", dpi=fig.dpi)
         assert png_size(tmp_path / f"{name}.png") == plots.PIXELS
         height, width = _blank_margins(tmp_path / f"{name}.png")
@@ -959,9 +959,9 @@ def test_the_panel_titles_of_a_slice_of_a_tall_box_stay_over_their_panels(box):
     """A 16x20x24 run in a 2 pi x 4 pi x pi box drew `vorticity, mid-plane at z-coordinate 1.57 code units` across
     the next panel's title (each panel as narrow as its image): a title wider than its panel is wrapped."""
     data = np.random.default_rng(1).normal(size=(16, 20))
-    panels = [run_plots.Panel("vorticity, mid-plane at z-coordinate 1.57 code units", "|w|", "viridis", np.abs(data)),
-              run_plots.Panel("vorticity z component, same plane", "w_z", "RdBu_r", data, symmetric=True)]
-    fig = run_plots.slice_figure(panels, run_plots._limits(panels), box, 2, "scalar_turbulence  16x20x24  t = 2.00")
+    panels = [slice_plots.Panel("vorticity, mid-plane at z-coordinate 1.57 code units", "|w|", "viridis", np.abs(data)),
+              slice_plots.Panel("vorticity z component, same plane", "w_z", "RdBu_r", data, symmetric=True)]
+    fig = slice_plots.slice_figure(panels, slice_plots._limits(panels), box, 2, "scalar_turbulence  16x20x24  t = 2.00")
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     titled = [ax for ax in fig.axes if ax.images]
@@ -982,11 +982,11 @@ def test_the_panel_titles_of_a_slice_of_a_tall_box_stay_apart(box):
     two panels' titles, each as wide as over a square image, ran into each other; they wrap to their image."""
     rng = np.random.default_rng(0)
     shape = (32, int(32 * box[2] / box[1]))
-    panels = [run_plots.Panel("current, mid-plane at x-coordinate 3.14 code units", "$|j|$", "inferno",
+    panels = [slice_plots.Panel("current, mid-plane at x-coordinate 3.14 code units", "$|j|$", "inferno",
                               rng.random(shape)),
-              run_plots.Panel("current x component, same plane", "$j_x$", "RdBu_r", rng.random(shape) - 0.5,
+              slice_plots.Panel("current x component, same plane", "$j_x$", "RdBu_r", rng.random(shape) - 0.5,
                               symmetric=True)]
-    fig = run_plots.slice_figure(panels, run_plots._limits(panels), box, 0, "mhd_box  32x32x64  t = 1.00")
+    fig = slice_plots.slice_figure(panels, slice_plots._limits(panels), box, 0, "mhd_box  32x32x64  t = 1.00")
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     axes = [ax for ax in fig.axes if ax.get_title()]
@@ -1009,12 +1009,12 @@ def test_a_slice_of_a_snapshot_before_the_runs_end_says_so(runs, tmp_path):
     last = plots.snapshot_files(run)[-1]
     with io.Snapshot(last) as snap:
         assert float(snap.attrs["time"]) == pytest.approx(end)  # this run's last snapshot is at its end
-    title = run_plots.last_slice_figure(run, config, info, "vorticity", 2).get_suptitle()
+    title = slice_plots.last_slice_figure(run, config, info, "vorticity", 2).get_suptitle()
     assert title == f"taylor_green  16³  t = {end:.2f}"
     last.unlink()
     with io.Snapshot(plots.snapshot_files(run)[-1]) as snap:
         before = float(snap.attrs["time"])
-    title = run_plots.last_slice_figure(run, config, info, "vorticity", 2).get_suptitle()
+    title = slice_plots.last_slice_figure(run, config, info, "vorticity", 2).get_suptitle()
     assert title == (f"taylor_green  16³  t = {before:.2f}\nthe last snapshot; the run reached t = {end:.2f} "
                      "(output.snapshots.at_end: true writes a snapshot there)")
 
@@ -1171,7 +1171,7 @@ def test_run_plot_returns_the_figures_simulator_plot_saves_and_writes_nothing(ru
 
     # the PNGs simulator plot writes for the same options, as figures by file name: the same texts
     saved = {}
-    for module in (run_plots, timeseries_plots, spectra_plots):
+    for module in (slice_plots, timeseries_plots, spectra_plots):
         monkeypatch.setattr(module, "save", lambda fig, path, pdf: saved.update({path.stem: fig}) or [path])
     plots.plot_run(src, times=[0.0, 0.2], window=[0.1, 0.2])
     first = dict(saved)

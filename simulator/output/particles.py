@@ -40,20 +40,20 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from simulator.errors import counted, reading
-from simulator.output import hdf5, segments
+from simulator.output import hdf5
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
-from simulator.output.netcdf import clock_coordinates, clocks_of, particle_group, variable
+from simulator.output.netcdf import clock_coordinates, particle_group, variable
+# the reading side (:mod:`.particle_series`), importable from here as before
+from simulator.output.particle_series import DIR, ParticleSeries, read_series, snapshot_files
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
-DIR = "particles"
 QUANTITIES = ("id", "species", "position", "unwrapped", "velocity")
 
 
@@ -263,68 +263,6 @@ def read(index: Path) -> dict[str, np.ndarray]:
     naming a missing or incomplete shard."""
     with hdf5.IndexedFile(index) as f:
         return {name: f.read(name) for name in QUANTITIES}
-
-
-@dataclass(frozen=True)
-class ParticleSeries:
-    """One species through the particle snapshots that hold it, oldest first: ``step``, ``time`` (T,);
-    ``position`` (T, N, 3) wrapped into [0, L), ``unwrapped`` (T, N, 3) the continuous positions,
-    ``velocity`` (T, N, 3) (see the module docstring), in the run's precision; axis 1 is the species'
-    particles by identity (particle i of the species at index i, whichever process wrote it; the
-    trajectories hold the first ones); ``clocks`` the other clocks of those snapshots, each (T,): a cosmological
-    run's ``a`` and ``redshift`` ({} for another run: :func:`simulator.output.netcdf.clocks_of`)."""
-
-    species: str
-    step: np.ndarray
-    time: np.ndarray
-    position: np.ndarray
-    unwrapped: np.ndarray
-    velocity: np.ndarray
-    clocks: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        """One line, as a run's: ``ParticleSeries(tracers: 64 particles, 2 snapshots, t 0 .. 2)``, not every array
-        (a notebook printing ``run.particles`` printed three arrays of every snapshot)."""
-        times = f", t {self.time[0]:.6g} .. {self.time[-1]:.6g}" if len(self.time) else ""
-        return (f"ParticleSeries({self.species}: {counted(self.position.shape[1], 'particle')}, "
-                f"{counted(len(self.time), 'snapshot')}{times})")
-
-
-def snapshot_files(run_dir: Path) -> list[Path]:
-    """The particle snapshot indexes of a run, oldest first, those a later segment superseded left out
-    (:func:`simulator.output.segments.superseded`)."""
-    return segments.current(run_dir, sorted((run_dir / DIR).glob("s*.h5")))
-
-
-def read_series(run_dir: Path) -> dict[str, ParticleSeries]:
-    """Every species of the particle snapshots of ``run_dir`` along time, by name (a species a restart
-    added or dropped over the snapshots that hold it; those a later segment superseded left out: see
-    :func:`snapshot_files`); {} without particle snapshots. DamagedFileError naming the index of a damaged
-    snapshot (its shard file missing, cut short, of another write: the reason says which), or of one that lacks
-    particles of a species (its identities not each of 0 .. N-1 once: written while particles were lost, by a
-    version that did not refuse it), and what to do."""
-    found: dict[str, list[tuple[int, float, dict[str, np.ndarray]]]] = {}
-    for index in snapshot_files(run_dir):
-        with reading(index):  # whatever its index or shards raise, named as the other files of a run are
-            with hdf5.IndexedFile(index) as f:
-                attrs, species, ids = f.attrs, f.read("species"), f.read("id")
-                data = {name: f.read(name) for name in ("position", "unwrapped", "velocity")}
-            offset = 0
-            for s, name in enumerate(attrs["species_names"]):
-                mine = np.flatnonzero(species == s)
-                mine = mine[np.argsort(ids[mine], kind="stable")]  # rows follow the processes that wrote them
-                count = int(attrs["counts"][s]) if "counts" in attrs else len(mine)
-                if len(mine) != count or not np.array_equal(ids[mine], offset + np.arange(count)):
-                    raise hdf5.IncompleteOutputError(
-                        f"species {name} lacks particles (its {len(mine)} rows are not the identities "
-                        f"{offset} .. {offset + count - 1}, each once): written while particles were lost")
-                offset += count
-                found.setdefault(name, []).append((attrs["step"], attrs["time"],
-                                                   {k: v[mine] for k, v in data.items()}, attrs))
-    return {name: ParticleSeries(name, np.array([r[0] for r in got], np.int64), np.array([r[1] for r in got], float),
-                                 *(np.stack([r[2][k] for r in got]) for k in ("position", "unwrapped", "velocity")),
-                                 clocks_of([r[3] for r in got]))
-            for name, got in found.items()}
 
 
 class ParticleSnapshotWriter(SeriesWriter):

@@ -9,7 +9,7 @@ segment wrote there are still in ``snapshots/`` and ``particles/``, but they are
 
 The rule (:func:`superseded`): a file of step s written by segment i is superseded when a later segment
 j > i started from a step before s (``start_step`` < s). The files stay where they are, nothing is deleted;
-the readers (:func:`simulator.output.snapshots.snapshot_files`, :func:`simulator.output.particles.snapshot_files`,
+the readers (:func:`simulator.output.snapshots.snapshot_files`, :func:`simulator.output.particle_series.snapshot_files`,
 and through them ``load_run``, ``simulator export`` and ``simulator plot``) leave them out, and
 ``load_run(RUN).superseded`` lists them. Checkpoints follow the same rule (their markers ``cNNNNNNNN.json``
 record the writer): the latest checkpoint of a run directory (``--restart``, ``--resume``, ``initial.path:

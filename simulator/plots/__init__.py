@@ -14,7 +14,8 @@ from pathlib import Path
 
 from simulator.errors import ConfigError
 from simulator.plots.figures import PIXELS, Figures
-from simulator.plots.run import plot_run, project
+from simulator.plots.run import plot_run
+from simulator.plots.slices import project
 from simulator.plots.spectra import select_rows
 from simulator.plots.sweep import plot_sweep, plot_sweep_spectra
 from simulator.output.snapshots import snapshot_files

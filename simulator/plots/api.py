@@ -33,7 +33,8 @@ from simulator import equations
 from simulator.errors import ConfigError
 from simulator.plots.figures import MissingOutputError, check_window, unit
 from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
-from simulator.plots.run import last_slice_figure, slice_choice
+from simulator.plots.run import slice_choice
+from simulator.plots.slices import last_slice_figure
 from simulator.plots.spectra import spectra_figures
 from simulator.plots.statistics import statistics_figures
 from simulator.plots.tasks import task_figures

@@ -9,6 +9,7 @@
     run.aside                                    # what restarts set aside (aside/): row files, read as above
     run.superseded                               # snapshots a later segment superseded: left out of the above
     run.particles["tracers"].position            # particle snapshots by species: (snapshots, particles, 3)
+    run.particles["tracers"][-1].position        # read by snapshot, as run.snapshots: (particles, 3), .step, .time
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
     run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
@@ -148,8 +149,11 @@ class RunResults:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
         ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
         ``.unwrapped`` (T, N, 3), ``.velocity`` (T, N, 3), axis 1 the species' particles by identity; ``.clocks`` a
-        cosmological run's ``a`` and ``redshift`` (T,)
-        (:class:`~simulator.output.particles.ParticleSeries`); {} when the run wrote none (``output("particles")``)."""
+        cosmological run's ``a`` and ``redshift`` (T,); read by snapshot as :attr:`snapshots`: ``len(series)``,
+        ``series[-1]`` a :class:`~simulator.output.particle_series.ParticleSnapshot` (its ``.step``, ``.time``,
+        ``.redshift``, ``.path``, ``.position``, ``.velocity``, ``.ids``), slices, iteration
+        (:class:`~simulator.output.particle_series.ParticleSeries`); {} when the run wrote none
+        (``output("particles")``)."""
         return self.output("particles")
 
     @cached_property

@@ -258,7 +258,7 @@ class ComovingClock(Clock):
 
     def units(self) -> dict[str, str]:
         m22 = self.physics.m22 if has_wave(self.physics) else None  # no boson without the wave
-        return cosmology.describe_units(self.physics.h, m22, self.physics.z_start)
+        return cosmology.describe_units(self.physics.h, m22, self.physics.z_start, self.physics.cdm_particles > 0)
 
     def output_attrs(self, t: float) -> dict[str, Any]:
         a = self.physics.a_start * math.exp(t)

@@ -156,9 +156,24 @@ def check_expansion(om: float, ol: float, a_start: float, a_end: float) -> str |
     return None
 
 
-def describe_units(h: float, m22: float | None, z_start: float) -> dict[str, str]:
-    """The unit system of a run, as written into every output's attributes (JSON strings); ``m22`` None for a
-    run without the wave (no boson: no hbar/m)."""
+#: what only a run with the wave writes (its fields and, in a mixed run, its own spectrum), only one with cold
+#: particles (their density, own spectrum and velocity), and only a mixed run (the total density)
+WAVE_UNITS = ("density", "abs_psi", "phase", "power_fdm")
+COLD_UNITS = ("cdm_density", "power_cdm", "velocity")
+MIXED_UNITS = ("total_density", "power_fdm", "power_cdm")
+
+
+def describe_units(h: float, m22: float | None, z_start: float, cold: bool = True) -> dict[str, str]:
+    """The unit system of a run, as written into every output's attributes (JSON strings), with the quantities
+    the run writes: ``m22`` None for a run without the wave (no boson: no hbar/m, none of the wave's fields),
+    ``cold`` False for one without cold particles (none of theirs); the total density and the components'
+    own spectra only in a mixed run."""
+    absent = (() if m22 is not None else WAVE_UNITS) + (() if cold else COLD_UNITS) + (
+        () if m22 is not None and cold else MIXED_UNITS)
+    return {k: v for k, v in _all_units(h, m22, z_start).items() if k not in absent}
+
+
+def _all_units(h: float, m22: float | None, z_start: float) -> dict[str, str]:
     rho = rho_crit0_si(h) * MPC**3 / MSUN
     return {
         "length": "Mpc/h",
