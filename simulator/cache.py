@@ -38,6 +38,7 @@ import functools
 import hashlib
 import inspect
 import logging
+import math
 import os
 import platform
 import threading
@@ -79,7 +80,8 @@ def location(setting: str | bool = "auto") -> Path | None:
 def size_bound() -> int:
     """The cache's bound in bytes from ``SIMULATOR_COMPILATION_CACHE_SIZE`` (:data:`DEFAULT_SIZE` when unset).
 
-    Raises ValueError naming the variable for a value that is not a positive size."""
+    Raises :class:`simulator.errors.ConfigError` (a ValueError) naming the variable for a value that is not a
+    positive size (``0``, ``nan``, ``abc``) or not a finite one (``inf``, ``1e400``, ``infG``: no count of bytes)."""
     text = os.environ.get(ENV_SIZE, "").strip()
     if not text:
         return DEFAULT_SIZE
@@ -88,9 +90,12 @@ def size_bound() -> int:
         value = float(text[:-1] if scale > 1 else text) * scale
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise ValueError(f"{ENV_SIZE} = {text!r} is not a positive size")
-    return int(value)
+    if value > 0 and not math.isinf(value):
+        return int(value)
+    from simulator.errors import ConfigError
+
+    raise ConfigError(ENV_SIZE, text, "give bytes, or a number with a K, M or G suffix, such as 500M or 2G",
+                      "is not a finite size" if value > 0 else "is not a positive size")
 
 
 @functools.cache
@@ -273,13 +278,7 @@ def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
             _install(None)
             _state["status"] = status
             return status
-        try:
-            bound = size_bound()
-        except ValueError:
-            from simulator.errors import ConfigError
-
-            raise ConfigError(ENV_SIZE, os.environ.get(ENV_SIZE, "").strip(), "give bytes, or a number with a K, M "
-                              "or G suffix, such as 500M or 2G", "is not a positive size") from None
+        bound = size_bound()
         try:
             path.mkdir(parents=True, exist_ok=True)
             probe = path / f".probe.{os.getpid()}.tmp"
