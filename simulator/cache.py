@@ -20,16 +20,21 @@ What keys a program (it is loaded only where every part is equal):
   callbacks run, which no program text shows), and the CPU (XLA compiles CPU programs for this CPU's
   instruction set).
 
-Every entry carries a checksum. An entry that fails it (damaged, truncated, written by anything else) is
-ignored with one warning, removed and compiled again; a directory that cannot be made or written, or a
-full disk, is one warning and the launch goes on compiling what it cannot load. Entries are written to a
-temporary file renamed into place, so processes writing the same entry at once (the processes of one run,
-the tasks of a job array on a shared filesystem) leave one whole entry.
+Every entry carries a checksum of its payload together with the key it was written for
+(:mod:`simulator.cache_entries`). An entry that fails it (damaged, truncated, written by anything else, or a
+whole entry copied, synced or renamed onto another program's name) is ignored with one warning, removed and
+compiled again. A directory that cannot be made, or a full disk, is one warning and the launch goes on
+compiling what it cannot load. A directory that cannot be written (filled once and mounted read-only for a
+job array or a container) is one warning and is read: its programs are loaded, the others compiled and kept
+nowhere, and nothing in it changes. Entries are written to a temporary file renamed into place, so processes
+writing the same entry at once (the processes of one run, the tasks of a job array on a shared filesystem)
+leave one whole entry.
 
 Where FFTW's measured plans are kept (:mod:`simulator.fft.local`) is the same root: :func:`root`.
 
-Imports no JAX at module level, and nothing of the package: :func:`enable` imports JAX, when a command
-starts its runtime (:func:`simulator.runtime.enable_cache`).
+Imports no JAX at module level, and nothing of the package but :mod:`simulator.cache_entries` (the directory's
+entries, standard library alone): :func:`enable` imports JAX, when a command starts its runtime
+(:func:`simulator.runtime.enable_cache`).
 """
 
 from __future__ import annotations
@@ -37,28 +42,26 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import logging
+import math
 import os
 import platform
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from simulator.cache_entries import SUFFIX, ProgramCache, read_only, warn
+
+__all__ = ["ENV", "ENV_SIZE", "SUFFIX", "ProgramCache", "Status", "build_tag", "enable", "hold_writes", "location",
+           "root", "size_bound", "status", "write_held"]
+
 #: environment variable: where compiled programs are kept (a path), or ``off``
 ENV = "SIMULATOR_COMPILATION_CACHE"
 #: environment variable: the cache's bound in bytes (a K, M or G suffix allowed)
 ENV_SIZE = "SIMULATOR_COMPILATION_CACHE_SIZE"
 DEFAULT_SIZE = 2 * 1024**3
-#: the first bytes of every entry, then the SHA-256 of the payload, then the payload (JAX's compressed
-#: executable)
-MAGIC = b"simulator-xla-1\n"
-SUFFIX = ".xla"
-#: a temporary file this old was left by a process that died while writing: removed when the cache is pruned
-STALE_TMP_S = 3600.0
 
 
 def root() -> Path:
@@ -79,7 +82,8 @@ def location(setting: str | bool = "auto") -> Path | None:
 def size_bound() -> int:
     """The cache's bound in bytes from ``SIMULATOR_COMPILATION_CACHE_SIZE`` (:data:`DEFAULT_SIZE` when unset).
 
-    Raises ValueError naming the variable for a value that is not a positive size."""
+    Raises :class:`simulator.errors.ConfigError` (a ValueError) naming the variable for a value that is not a
+    positive size (``0``, ``nan``, ``abc``) or not a finite one (``inf``, ``1e400``, ``infG``: no count of bytes)."""
     text = os.environ.get(ENV_SIZE, "").strip()
     if not text:
         return DEFAULT_SIZE
@@ -88,9 +92,12 @@ def size_bound() -> int:
         value = float(text[:-1] if scale > 1 else text) * scale
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise ValueError(f"{ENV_SIZE} = {text!r} is not a positive size")
-    return int(value)
+    if value > 0 and not math.isinf(value):
+        return int(value)
+    from simulator.errors import ConfigError
+
+    raise ConfigError(ENV_SIZE, text, "give bytes, or a number with a K, M or G suffix, such as 500M or 2G",
+                      "is not a finite size" if value > 0 else "is not a positive size")
 
 
 @functools.cache
@@ -128,118 +135,6 @@ def _cpu() -> str:
     return text
 
 
-class _Warnings:
-    """Each problem said once per process (a cache that cannot be written is one line, not one per program)."""
-
-    def __init__(self) -> None:
-        self.said: set[str] = set()
-        self.lock = threading.Lock()
-
-    def once(self, kind: str, message: str) -> None:
-        with self.lock:
-            if kind in self.said:
-                return
-            self.said.add(kind)
-        logging.getLogger("simulator").warning("compilation cache: %s", message)
-
-
-_warn = _Warnings()
-
-
-class ProgramCache:
-    """JAX's cache interface (``get``/``put`` of compressed executables by JAX's key, and ``_path``) over a directory:
-    checksummed entries named by the key and :func:`build_tag`, written atomically, pruned to a size bound
-    by last use (see the module docstring)."""
-
-    def __init__(self, path: Path, max_size: int, tag: str):
-        self.path = self._path = path
-        self.max_size = max_size
-        self.tag = tag
-        self.writable = True
-
-    def file(self, key: str) -> Path:
-        """The entry of JAX's ``key`` (its program's name kept for people reading the directory)."""
-        name = key.split("-")[0][:60]
-        return self.path / f"{name}-{hashlib.sha256(f'{self.tag}:{key}'.encode()).hexdigest()[:40]}{SUFFIX}"
-
-    def get(self, key: str) -> bytes | None:
-        path = self.file(key)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as err:
-            _warn.once("read", f"cannot read {path} ({err.strerror}): compiling instead")
-            return None
-        head = len(MAGIC) + 32
-        payload = data[head:]
-        if data[:len(MAGIC)] != MAGIC or hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
-            _warn.once(f"damaged:{path.name}", f"{path} is damaged or not one of ours: ignored, compiling again")
-            try:
-                path.unlink()
-            except OSError:
-                pass
-            return None
-        try:
-            os.utime(path)  # last use, for pruning
-        except OSError:
-            pass
-        return payload
-
-    def put(self, key: str, value: bytes) -> None:
-        if not self.writable:
-            return
-        path = self.file(key)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(MAGIC + hashlib.sha256(value).digest() + value)
-            os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
-        except OSError as err:
-            self.writable = False
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-            _warn.once("write", f"cannot write to {self.path} ({err.strerror}): this launch's further programs "
-                                "are compiled, not cached")
-            return
-        self.prune()
-
-    def prune(self) -> None:
-        """Remove the least recently used entries until the cache holds at most its bound (and temporary files
-        a dead writer left). Other processes may prune at the same time: a file already gone is skipped."""
-        entries = []
-        now = time.time()
-        for path in self.path.iterdir():
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            if path.name.endswith(".tmp"):
-                if now - stat.st_mtime > STALE_TMP_S:
-                    _unlink(path)
-            elif path.suffix == SUFFIX:
-                entries.append((stat.st_mtime, stat.st_size, path))
-        total = sum(size for _, size, _ in entries)
-        for _, size, path in sorted(entries):
-            if total <= self.max_size:
-                break
-            _unlink(path)
-            total -= size
-
-    def clear(self) -> None:
-        for path in self.path.glob(f"*{SUFFIX}"):
-            _unlink(path)
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
-
-
 @dataclass(frozen=True)
 class Status:
     """The cache a process uses: its directory (None: none) and why (one line for the run log)."""
@@ -259,7 +154,7 @@ def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
     """Use the cache ``setting`` names (``runtime.compilation_cache``: ``auto``, ``off`` or a path; see
     :func:`location`) for every program this process compiles from now on; ``local_fft`` goes into the
     :func:`build_tag`. Idempotent; a second call with another setting switches to it. A directory that
-    cannot be made or written is one warning and no cache. (:func:`simulator.runtime.enable_cache` calls it.)"""
+    cannot be made is one warning and no cache; one that cannot be written is one warning and is only read. (:func:`simulator.runtime.enable_cache` calls it.)"""
     import jax
     from jax._src import compilation_cache
 
@@ -273,35 +168,30 @@ def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
             _install(None)
             _state["status"] = status
             return status
-        try:
-            bound = size_bound()
-        except ValueError:
-            from simulator.errors import ConfigError
-
-            raise ConfigError(ENV_SIZE, os.environ.get(ENV_SIZE, "").strip(), "give bytes, or a number with a K, M "
-                              "or G suffix, such as 500M or 2G", "is not a positive size") from None
+        bound = size_bound()
         try:
             path.mkdir(parents=True, exist_ok=True)
-            probe = path / f".probe.{os.getpid()}.tmp"
-            probe.write_bytes(b"")
-            probe.unlink()
         except OSError as err:
-            _warn.once("dir", f"cannot use {path} ({err.strerror}): programs are compiled, not cached")
-            status = Status(None, f"{path} is not writable")
+            warn.once("dir", f"cannot use {path} ({err.strerror}): programs are compiled, not cached")
+            status = Status(None, f"{path} cannot be made")
             _install(None)
             _state["status"] = status
             return status
+        unwritable = read_only(path)
+        if unwritable:
+            warn.once("dir", f"{path} cannot be written ({unwritable}): its programs are loaded, and those it lacks "
+                             "are compiled and not kept")
         if not hasattr(compilation_cache, "_cache"):  # a JAX whose cache we do not know how to hold
-            _warn.once("jax", f"this JAX ({jax.__version__}) has no cache hook the simulator knows: programs are "
+            warn.once("jax", f"this JAX ({jax.__version__}) has no cache hook the simulator knows: programs are "
                               "compiled, not cached")
             status = Status(None, f"not supported by JAX {jax.__version__}")
             _state["status"] = status
             return status
-        cache = ProgramCache(path, bound, build_tag(local_fft))
+        cache = ProgramCache(path, bound, build_tag(local_fft), writable=not unwritable)
         _install(cache)
         why = ("runtime.compilation_cache" if setting not in ("", "auto", True)
                else ENV if os.environ.get(ENV, "").strip() else "the default")
-        status = Status(path, f"{why}; bound {bound / 1024**3:.3g} GiB")
+        status = Status(path, f"{why}; read-only" if unwritable else f"{why}; bound {bound / 1024**3:.3g} GiB")
         _state["status"] = status
         return status
 
@@ -345,7 +235,7 @@ def _every_process_writes() -> None:
         try:
             compilation_cache.put_executable_and_time(key, module_name, executable, backend, int(seconds))
         except Exception as err:  # as JAX's own write: a program that cannot be kept is compiled next time
-            _warn.once("serialize", f"cannot keep {module_name} ({type(err).__name__}: {err}): compiled, not cached")
+            warn.once("serialize", f"cannot keep {module_name} ({type(err).__name__}: {err}): compiled, not cached")
 
     def cache_write(*args: Any) -> None:
         with _held_lock:

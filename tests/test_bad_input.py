@@ -442,15 +442,19 @@ def test_an_unreadable_config_is_one_line(workdir, tmp_path):
                                "make it readable (check its permissions)"
 
 
-def test_a_bad_compilation_cache_bound_is_one_line_saying_what_is_wrong(workdir):
+@pytest.mark.parametrize("size, problem", [("lots", "positive"), ("0", "positive"), ("-1", "positive"),
+                                           ("nan", "positive"), ("inf", "finite"), ("1e400", "finite"),
+                                           ("infG", "finite")])
+def test_a_bad_compilation_cache_bound_is_one_line_saying_what_is_wrong(workdir, size, problem):
     """SIMULATOR_COMPILATION_CACHE_SIZE that is not a size: one line naming the variable, its value, what is wrong
-    and what is allowed, before anything is written (it said 'give a positive size ...; a positive size ...')."""
-    env = {**os.environ, "SIMULATOR_COMPILATION_CACHE_SIZE": "lots"}
+    and what is allowed, before anything is written (it said 'give a positive size ...; a positive size ...'). An
+    infinite one (`inf`, `1e400`, `infG`) was an OverflowError traceback from every command starting the runtime."""
+    env = {**os.environ, "SIMULATOR_COMPILATION_CACHE_SIZE": size}
     r = subprocess.run([sys.executable, "-m", "simulator", "run", TG, *SMALL, "--out", "sized"], cwd=workdir, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr[-2000:]
-    assert r.stderr.strip() == "error: SIMULATOR_COMPILATION_CACHE_SIZE = 'lots' is not a positive size; give bytes, " \
-                               "or a number with a K, M or G suffix, such as 500M or 2G"
+    assert r.stderr.strip() == f"error: SIMULATOR_COMPILATION_CACHE_SIZE = '{size}' is not a {problem} size; give " \
+                               "bytes, or a number with a K, M or G suffix, such as 500M or 2G"
     assert not (workdir / "sized").exists()
 
 

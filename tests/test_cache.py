@@ -1,6 +1,7 @@
 """The persistent compilation cache (simulator/cache.py): a later launch of the same structure loads every
 program the first compiled, and gets the same answer; a program compiled under other XLA flags, a damaged,
-truncated or foreign entry, an unusable or full directory are never loaded and never stop a run; concurrent
+truncated or foreign entry, an entry under another program's name, an unusable or full directory are never loaded
+and never stop a run; a read-only directory is read and left as it is; concurrent
 writers leave whole entries; the cache keeps to its bound; a run's snapshots call the program it compiled ahead.
 
 Each launch here has a cache directory of its own (SIMULATOR_COMPILATION_CACHE), not the session's.
@@ -8,13 +9,16 @@ Each launch here has a cache directory of its own (SIMULATOR_COMPILATION_CACHE),
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import multiprocessing
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +122,68 @@ def test_damaged_truncated_and_foreign_entries_are_ignored_with_a_warning_and_co
     assert same_series(rows, rows2)
     r, (loaded, again), _ = launch(tmp_path, "mended", spoiled)
     assert again == 0 and loaded >= compiled, r.stderr[-2000:]
+
+
+def test_an_entry_under_another_program_s_name_is_ignored_and_compiled_again(first, tmp_path):
+    """The first launch's entries rotated among their names (each whole entry copied onto the next one's name, as a
+    sync or a rename would leave them): each passed its checksum, which covered the payload alone, was loaded as
+    the program of that name and failed inside JAX with an AssertionError and a traceback. The checksum binds the
+    payload to the key it was written for: each is ignored with one warning naming it, compiled again and written
+    under its own name (the launch after loads them all), and the answer is the same."""
+    tmp, where, compiled, rows, kept = first
+    rotated = tmp_path / "xla"
+    rotated.mkdir()
+    names = sorted(kept)
+    for name, other in zip(names, names[1:] + names[:1], strict=True):
+        (rotated / other).write_bytes((where / name).read_bytes())
+    r, (loaded, again), rows2 = launch(tmp_path, "rotated", rotated)
+    assert loaded == 0 and again >= compiled and "Traceback" not in r.stderr, r.stderr[-3000:]
+    warnings = [line for line in r.stderr.splitlines() if "WARNING compilation cache:" in line]
+    assert len(warnings) == len(kept), r.stderr[-3000:]
+    assert all("is another program's entry (copied or renamed onto this name): ignored, compiling again" in line
+               for line in warnings), warnings
+    assert same_series(rows, rows2)
+    r, (loaded, again), _ = launch(tmp_path, "mended", rotated)
+    assert again == 0 and loaded >= compiled, r.stderr[-2000:]
+
+
+@contextlib.contextmanager
+def read_only_copy(where: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the cache ``where`` that cannot be written. As root (containers, CI) permissions stop nothing: a
+    tmpfs holding the copy, remounted read-only, the way a cluster mounts a shared cache. Otherwise the copy's
+    directory without write permission, which does stop its owner."""
+    if os.geteuid() != 0:
+        copy = Path(shutil.copytree(where, tmp_path / "xla"))
+        copy.chmod(0o555)
+        try:
+            yield copy
+        finally:
+            copy.chmod(0o755)
+        return
+    with small_filesystem(tmp_path / "fs", "512m") as fs:
+        copy = Path(shutil.copytree(where, fs / "xla"))
+        assert subprocess.run(["mount", "-o", "remount,ro", str(fs)]).returncode == 0
+        yield copy
+
+
+def test_a_read_only_cache_of_valid_entries_is_read_and_written_nowhere(first, tmp_path):
+    """A cache filled once and mounted read-only for a job array or a container was not read at all ("cannot use
+    DIR (Read-only file system): programs are compiled, not cached": 0 loaded, 8 compiled). Every program is
+    loaded, one line says the directory cannot be written, and nothing changes in it (no entry, no temporary
+    file, no time of last use) nor is a program kept anywhere else."""
+    tmp, where, compiled, rows, kept = first
+    xdg = tmp_path / "xdg"
+    with read_only_copy(where, tmp_path) as copy:
+        before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in copy.iterdir()}
+        r, (loaded, again), rows2 = launch(tmp_path, "run", copy, env={"XDG_CACHE_HOME": str(xdg)})
+        after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in copy.iterdir()}
+    assert again == 0 and loaded >= compiled, r.stderr[-3000:]
+    said = [line for line in r.stderr.splitlines() if "WARNING compilation cache:" in line]
+    assert len(said) == 1 and f"{copy} cannot be written (" in said[0], r.stderr[-3000:]
+    assert "its programs are loaded, and those it lacks are compiled and not kept" in said[0]
+    assert after == before and kept <= set(before)
+    assert list(xdg.rglob(f"*{cache.SUFFIX}")) == []
+    assert same_series(rows, rows2)
 
 
 def test_a_directory_that_cannot_be_made_is_one_warning_and_the_run_goes_on(first, tmp_path):

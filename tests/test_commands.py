@@ -317,6 +317,25 @@ def test_a_reader_that_leaves_early_is_no_traceback():
     assert done.stderr == "" and done.returncode == 141, (done.returncode, done.stderr)
 
 
+@pytest.mark.parametrize("args", [["validate", "configs/taylor_green.yaml"], ["configs", "taylor_green"], ["configs"],
+                                  ["config-docs"], ["slurm", "cpu"],
+                                  ["plan", "configs/abc.yaml", "--set", "grid.shape=8"]],
+                         ids=lambda a: a[0] + ("_name" if a[1:] and a[0] == "configs" else ""))
+def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(args):
+    """``simulator validate CONFIG > /dev/full`` (and ``configs NAME``, ``config-docs``) printed a Python traceback
+    of the failed write. Every command's stdout is flushed in one place: one line on stderr saying why, exit 1."""
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here: it is the full stdout this test writes to")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "simulator", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr == "error: cannot write to standard output (No space left on device); write it to a file or a " \
+                          "disk with room\n", done.stderr
+
+
 def test_a_run_stopped_inside_a_slurm_job_says_how_to_resume_it_from_the_login_node_too(tmp_path):
     """A run stopped in a Slurm job (runtime.max_wall here; the time limit's signal there) printed only the command
     that resumes it, ``srun ... simulator run ... --resume``, which runs only within an allocation; from the login

@@ -537,6 +537,45 @@ def test_a_signal_during_export_leaves_no_temporary_file_and_the_earlier_export(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"] and earlier.read_bytes() == before
 
 
+#: `simulator export` whose writing runs a weakref callback that the stop signal lands in (as a callback of h5py's
+#: or numpy's objects, freed at any instant, may): the signal is raised from inside the callback, so its handler
+#: runs there, where Python cannot propagate an exception
+SIGNAL_IN_A_CALLBACK = """\
+import signal, weakref
+from simulator.results import export
+from simulator.entry import main
+series = export._timeseries
+class Freed:
+    pass
+def signalled(*args):  # the file half written when the signal comes
+    series(*args)
+    freed = Freed()
+    keep = weakref.ref(freed, lambda _ref: signal.raise_signal(signal.SIG{name}))
+    del freed
+export._timeseries = signalled
+main()
+"""
+
+
+@pytest.mark.multiprocess  # the run of the fixture tg
+@pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_that_lands_in_a_weakref_callback_still_stops_the_export(tg, tmp_path, signum):
+    """A SIGUSR1 that landed while a weakref callback ran raised the stop inside the callback, where Python ignores
+    an exception ("Exception ignored in ..."): the export ran to its end, exit 0, and every later signal was
+    ignored too. The stop reaches the export whatever Python was running: exit 75, one line, no partial file,
+    the earlier export kept."""
+    earlier = tmp_path / "run.nc"
+    assert export_cli(tg, "--netcdf", earlier).returncode == 0
+    before = earlier.read_bytes()
+    code = SIGNAL_IN_A_CALLBACK.format(name=signum.name.removeprefix("SIG"))
+    r = subprocess.run([sys.executable, "-c", code, "export", str(tg), "--netcdf", str(earlier), "--overwrite"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 75, r.stderr[-3000:]
+    err = r.stderr
+    assert err.count("\n") == 1 and err.startswith("error: ") and signum.name in err and str(earlier) in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"] and earlier.read_bytes() == before
+
+
 def test_statistics_tasks_particles_and_trajectories_are_groups_equal_to_the_runs_readers(rich, tmp_path):
     path = export.export_netcdf(rich, tmp_path / "rich.nc")
     run = simulator.load_run(rich)

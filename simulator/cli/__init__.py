@@ -5,6 +5,7 @@ arguments, device setup, a refused output directory or restart, a damaged file r
 3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
 count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
 export stopped by one (no partial file left: run it again); 141 the reader of its output closed the pipe (``| head``).
+A stdout that cannot be written (``> /dev/full``) is one line on stderr and status 1, whatever the command.
 
 Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
 plan, config-docs, configs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
@@ -17,7 +18,8 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from simulator import config as config_mod
 from simulator.cli import devices, results, run, sweep
@@ -73,14 +75,70 @@ def reference_markdown() -> str:
     return "\n".join(parts)
 
 
+class StdoutError(OSError):
+    """Standard output cannot be written (``> /dev/full``, a full disk, a quota): raised by :class:`_Stdout`,
+    so that it is told apart from every other OSError of a command (a file it writes, which names its path)."""
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs: a failed write or flush is a :class:`StdoutError` (a closed pipe stays
+    the BrokenPipeError ``| head`` gives); everything else is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self.stream.flush)
+
+    @staticmethod
+    def _guarded(call: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutError(err.errno, err.strerror) from err
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run one command; its exit status. Every line a command writes to stdout goes through :class:`_Stdout`, and
+    is flushed here: a stdout that cannot be written is one line on stderr, exit status 1, for every command."""
+    stdout = sys.stdout
+    if stdout is not None:  # None where the caller closed it (`>&-`)
+        sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    try:
+        return _command(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:  # `simulator configs | head`: the reader has what it wanted; exit as a shell tool does
+        _discard(stdout)
+        _exit_now_if_distributed(EXIT_BROKEN_PIPE)
+        return EXIT_BROKEN_PIPE
+    except StdoutError as err:
+        _discard(stdout)
+        print(f"error: cannot write to standard output ({err.strerror}); write it to a file or a disk with room",
+              file=sys.stderr)
+        _exit_now_if_distributed(EXIT_FAILED)
+        return EXIT_FAILED
+    finally:
+        sys.stdout = stdout
+
+
+def _command(argv: list[str]) -> int:
     try:
         config_mod.check_overrides(argv)  # before argparse: "--set grid.shape 32" is more than "unrecognized: 32"
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:  # --help, --version, a refusal: what argparse printed is flushed here, where a failure is said
+        _flush()
+        raise
     sweeps = args.func is sweep.cmd_sweep and (args.local or args.point is not None or args.group is not None)
     if args.func is not run.cmd_run and not sweeps:  # steps nothing: stop signals caught since start-up act now
         from simulator.run.signals import release_early
@@ -89,12 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if isinstance(getattr(args, "config", None), str):  # a missing or unreadable config: before JAX is imported
             config_mod.read_yaml(args.config)
-        return args.func(args)
-    except BrokenPipeError:  # `simulator configs | head`: the reader has what it wanted; exit as a shell tool does
-        # Python flushes stdout again at exit and would report the pipe once more: point it at nothing
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        _exit_now_if_distributed(EXIT_BROKEN_PIPE)
-        return EXIT_BROKEN_PIPE
+        code = args.func(args)
+        _flush()
+        return code
+    except (BrokenPipeError, StdoutError):
+        raise
     except (ConfigError, RuntimeSetupError, DamagedFileError) as err:  # a damaged input file too: it names it
         print(f"error: {err}", file=sys.stderr)
         _exit_now_if_distributed(EXIT_BAD_INPUT)
@@ -103,6 +160,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         _exit_now_if_distributed(EXIT_FAILED)
         return EXIT_FAILED
+
+
+def _flush() -> None:
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def _discard(stdout: TextIO | None) -> None:
+    """Point stdout at nothing: Python flushes it again at exit, and would report the failure once more."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's captured stream): nothing to flush
+        pass
 
 
 def _exit_now_if_distributed(code: int) -> None:

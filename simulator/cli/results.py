@@ -137,11 +137,18 @@ class _Stopped(BaseException):
 class _StopOnSignal:
     """SIGTERM, SIGUSR1 or SIGINT during a command that writes files (``export``) end it at once, by raising
     :class:`_Stopped` where it is, so that its writers remove their temporary files on the way out; later
-    signals are ignored until then, so the clean-up is not cut short. ``signal``: the name of the first."""
+    signals are ignored until then, so the clean-up is not cut short. ``signal``: the name of the first.
+
+    Python cannot raise out of every place a signal may land: where the handler runs inside a weakref callback
+    or a ``__del__``, Python prints "Exception ignored in ..." and goes on (the export ran to its end, exit 0).
+    Such a stop is caught by ``sys.unraisablehook`` and raised again at the next Python call the process makes
+    (a trace function, as ``pdb`` stops a program), once out of the callback."""
 
     def __init__(self) -> None:
         self.signal: str | None = None
         self._previous: dict[int, Any] = {}
+        self._hook: Any = None
+        self._tracer: Any = None
 
     def _stop(self, signum: int, _frame: Any) -> None:
         import signal
@@ -150,16 +157,37 @@ class _StopOnSignal:
             self.signal = signal.Signals(signum).name
             raise _Stopped(self.signal)
 
+    def _unraisable(self, unraisable: Any) -> None:
+        import sys
+
+        if not isinstance(unraisable.exc_value, _Stopped):
+            self._hook(unraisable)
+            return
+        self._tracer = sys.gettrace()
+        sys.settrace(self._again)  # the last Python this hook runs: its next call would be the hook's own
+
+    def _again(self, *_event: Any) -> None:
+        import sys
+
+        sys.settrace(self._tracer)
+        raise _Stopped(self.signal)
+
     def __enter__(self) -> _StopOnSignal:
         import signal
+        import sys
 
         from simulator.run.signals import STOP_SIGNALS
 
+        self._hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         self._previous = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
         return self
 
     def __exit__(self, *exc: object) -> None:
         import signal
+        import sys
 
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = self._hook
+        if sys.gettrace() == self._again:  # a stop caught after the last call of the command
+            sys.settrace(self._tracer)
