@@ -6,12 +6,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 import simulator
+from simulator import version
 from simulator.cli import main
 from simulator.launch import launch
 
@@ -32,23 +34,25 @@ def test_version_names_the_package_and_jax_without_starting_jax(capsys):
     assert r.stdout.splitlines() == [out.strip(), "False"]
 
 
-def test_version_is_the_installed_package_s_and_simulator_version_without_one(monkeypatch, capsys):
+def test_version_is_the_source_s_even_where_the_installed_metadata_says_another(monkeypatch, capsys):
+    """``simulator --version`` says :mod:`simulator.version`'s, the one source of the version, which pyproject.toml
+    reads (an editable install's metadata keeps the version it was installed at, and said that one instead)."""
     from importlib import metadata as importlib_metadata
 
     installed = importlib_metadata.version
-
-    def version(package):
-        if package == "simulator":
-            if fallback:
-                raise importlib_metadata.PackageNotFoundError(package)
-            return "9.8.7"  # what pip installed, not the module's constant
-        return installed(package)
-
-    monkeypatch.setattr(importlib_metadata, "version", version)
-    for fallback, expected in ((False, "9.8.7"), (True, simulator.__version__)):
-        with pytest.raises(SystemExit):
-            main(["--version"])
-        assert capsys.readouterr().out.startswith(f"simulator {expected} (jax "), expected
+    monkeypatch.setattr(importlib_metadata, "version",
+                        lambda package: "9.8.7" if package == "simulator" else installed(package))
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.startswith(f"simulator {version.__version__} (jax "), version.__version__
+    assert simulator.__version__ == version.__version__
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "simulator.version.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version.__version__), version.__version__
+    # the changelog's latest release is this version
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d\d-\d\d$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert releases and releases[0] == version.__version__, releases[:3]
 
 
 # each child writes half a line, waits while the other does the same, then ends its line

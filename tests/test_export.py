@@ -20,6 +20,7 @@ import xarray as xr
 import yaml
 
 import simulator
+from simulator import version
 from simulator.cli import main
 from simulator.errors import ConfigError, DamagedFileError
 from simulator.fft import BACKENDS
@@ -424,7 +425,7 @@ def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
     assert main(["export", str(run), "--netcdf", str(target), "--fields", "vorticity"]) == 0
     assert main(["export", str(run), "--netcdf", str(target), "--overwrite"]) == 0
     with xr.open_dataset(target) as ds:  # an earlier export (marked as one) is replaced
-        assert ds.velocity.shape == (3, 3, 8, 8, 8) and ds.attrs["simulator_export"] == simulator.__version__
+        assert ds.velocity.shape == (3, 3, 8, 8, 8) and ds.attrs["simulator_export"] == version.__version__
     assert main(["export", str(run), "--merge"]) == 0
     capsys.readouterr()
     merged = run / "snapshots" / "merged" / "s00000000.h5"
