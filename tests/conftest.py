@@ -69,7 +69,7 @@ def pytest_configure(config):
     # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
     # the runs it starts share one of their own instead of the user's cache. Likewise XLA's compiled
     # programs (simulator/cache.py): the session, its workers and the hundreds of `simulator run` processes
-    # the tests start compile the same small programs again and again; a cache of this session's own, made
+    # the tests start compile the same small programs again and again; a cache of this test session's own, made
     # empty by the controlling process (pytest-xdist's workers inherit it), lets them load instead.
     # Nothing in it outlives the session, so no test ever runs a program compiled by other code.
     if "SIMULATOR_FFTW_WISDOM" not in os.environ:
@@ -130,7 +130,7 @@ def local_fft(request):
 
 
 #: the test files by their summed test time, longest first (measured: full runs' durations on 2 cores, the
-#: latest of 2026-11-27, less the next session's cuts; files under 15 s left out), handed out in this order: with
+#: latest of 2026-11-27, less the cuts of 2026-11-28; files under 15 s left out), handed out in this order: with
 #: one file per worker (pytest-xdist's loadfile, with ``--no-loadscope-reorder`` in pyproject.toml: its default
 #: reorder by the count of tests put test_windows.py and the tutorials, few tests of minutes, last) and each
 #: worker taking the next file when it is free, longest-first keeps the two workers' last files ending together;
