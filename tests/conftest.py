@@ -52,10 +52,10 @@ def pytest_configure(config):
     # build a fusion's code than its older LLVM IR emitters: with the older ones the Boussinesq gradient
     # program of tests/grad_objective.py compiles in 4.5 s instead of 6.7, and the suite in 18 minutes instead
     # of 21. They size some fusions' buffers differently, so the planner's footprint compiles keep XLA's own
-    # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test checks
-    # is the one a user's run gets. And XLA splits each program's LLVM module into parts to generate their machine
-    # code on several threads: on CI's 2 cores, each busy with a worker, that buys no time and the parts cost CPU
-    # of their own: as one module (ONE_MODULE: the same HLO, buffers and functions, only not divided) the CPU
+    # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test
+    # checks is the one a user's run gets. And XLA splits each program's LLVM module into parts to generate their
+    # machine code on several threads: on CI's 2 cores, each busy with a worker, that buys no time and the parts cost
+    # CPU of their own: as one module (ONE_MODULE: the same HLO, buffers and functions, only not divided) the CPU
     # time of tests/test_mhd.py falls from 35 s to 28 (five runs of each, alternated).
     # Set here, before JAX starts its backends, and inherited by the workers and every process the tests
     # start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite with XLA's defaults.

@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 import simulator
-from simulator import config as C
+from simulator import config as C, version
 from simulator.equations import registry
 from simulator.output import checkpoints as checkpoint
 from simulator.run import rundir, segment
 from simulator.run.simulation import Simulation
-from simulator import version
+
 from support import command
 
 #: extra cases of the one-compilation test: (name, equation, overrides)
@@ -109,8 +109,8 @@ def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_i
                 "output.statistics.every=10", "--set", "output.tasks=[{name: u_max, field: velocity, "
                 "component: magnitude, reduce: max, every: 10}]", "--out", "old")
     assert r.returncode == 0, r.stderr
-    for command in (["plot", "old"], ["export", "old"]):
-        done = here(capfd, *command)
+    for args in (["plot", "old"], ["export", "old"]):
+        done = here(capfd, *args)
         assert done.returncode == 0, done.stderr
     old = tmp_path / "old"
     written = {p.name for p in old.iterdir()} - {LOCK_FILE}

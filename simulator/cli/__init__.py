@@ -3,9 +3,10 @@
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
 arguments, device setup, a refused output directory or restart, a damaged file read), reported as one line on stderr;
 3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
-count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
-export stopped by one (no partial file left: run it again); 141 the reader of its output closed the pipe (``| head``).
-A stdout that cannot be written (``> /dev/full``) is one line on stderr and status 1, whatever the command.
+count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with
+--restart), or an export stopped by one (no partial file left: run it again); 141 the reader of its output closed the
+pipe (``| head``). A stdout that cannot be written (``> /dev/full``) is one line on stderr and status 1, whatever the
+command.
 
 Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
 plan, config-docs, configs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what

@@ -40,8 +40,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from simulator.errors import ConfigError
 from simulator.fft import linear
 from simulator.fft.layouts import Layout, Shape3, Spec3
-from simulator.fft.local import LocalFFT
-from simulator.fft.local import resolve as resolve_local_fft
+from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
 
 T = TypeVar("T")
