@@ -4,11 +4,12 @@ the hand-over's rows, simulator/fft/owned.py), likewise.
 
 The build also copies the run configs of ``configs/`` and the Slurm job templates of ``slurm/`` into the package
 as ``simulator/_configs`` and ``simulator/_slurm``, so that an installed package carries them (``simulator
-configs``, ``simulator slurm``; simulator/shipped.py); an editable install reads the source tree's in place. Everything else about the package is declared in pyproject.toml. The extension is optional: when
-FFTW's headers or libraries (Debian: ``libfftw3-dev``), a C++ compiler or jaxlib's XLA FFI headers are missing,
-the build is skipped or its failure only warned about, the package installs, and the local FFTs run on
-XLA's own FFT instead (``simulator info`` says which path runs and why; simulator/fft/local.py), the windows on
-XLA's gather and scatter (the particles' extension needs no library).
+configs``, ``simulator slurm``; simulator/shipped.py); an editable install reads the source tree's in place. Everything
+else about the package is declared in pyproject.toml. The extension is optional: when FFTW's headers or libraries
+(Debian: ``libfftw3-dev``), a C++ compiler or jaxlib's XLA FFI headers are missing, the build is skipped or its failure
+only warned about, the package installs, and the local FFTs run on XLA's own FFT instead (``simulator info`` says which
+path runs and why; simulator/fft/local.py), the windows on XLA's gather and scatter (the particles' extension needs no
+library).
 
 ``SIMULATOR_BUILD_NATIVE=0`` skips the extensions on purpose; ``FFTW_DIR=<prefix>`` uses an FFTW
 installed under ``<prefix>/include`` and ``<prefix>/lib``. The XLA FFI headers come from the jaxlib

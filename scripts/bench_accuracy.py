@@ -357,7 +357,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ours", nargs="+", default=[f"{s}:{d}:float64" for d in ("two_thirds", "phase_shift_spherical")
                                                  for s in ("rk2", "rk3", "rk4")]
                    + ["rk4:two_thirds:float32", "rk4:phase_shift_spherical:float32",
-                      "rk3:phase_shift_spherical:float32", "rk2:phase_shift_spherical:float32", "rk2:two_thirds:float32"]
+                      "rk3:phase_shift_spherical:float32", "rk2:phase_shift_spherical:float32",
+                      "rk2:two_thirds:float32"]
                    + [f"{s}:{d}:float32:1" for s in ("rk2", "rk4") for d in ("two_thirds", "phase_shift_spherical")],
                    help="SCHEME:DEALIAS:PRECISION[:THREADS] (time.integrator, physics.dealias, precision, "
                    "runtime.threads; default threads: --threads)")

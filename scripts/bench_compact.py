@@ -88,9 +88,9 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
     """One layout of one case: the planner's figures as a row (bytes per cell over all devices), and the plan."""
     import jax
 
-    from simulator.planning import plan
     from simulator.api import load_config
     from simulator.fft.mesh import as_on
+    from simulator.planning import plan
     from simulator.run.simulation import Simulation
 
     cfg = load_config(None if config == "defaults" else config,
@@ -104,9 +104,10 @@ def plan_case(config: str, n: int, integrator: str, precision: str, backend: str
     others = {name: v for name, v in per_cell.items() if name != "chunk"}
     other = max(others, key=others.get) if others else ""
     t = p.traffic
-    row = {"config": Path(config).stem, "equation": cfg.physics.name, "integrator": integrator, "precision": precision, "N": n,
-           "backend": backend, "mesh": "x".join(map(str, p.mesh)), "devices": p.devices, "layout": layout,
-           "spectrum": sim.fft.describe_layout().removeprefix(", "), "why": sim.fft.layout_reason,
+    row = {"config": Path(config).stem, "equation": cfg.physics.name, "integrator": integrator,
+           "precision": precision, "N": n, "backend": backend, "mesh": "x".join(map(str, p.mesh)),
+           "devices": p.devices, "layout": layout, "spectrum": sim.fft.describe_layout().removeprefix(", "),
+           "why": sim.fft.layout_reason,
            "chunk_B_per_cell": per_cell["chunk"], "other_program": other,
            "other_B_per_cell": others.get(other, 0.0), "peak_B_per_cell": p.bytes_per_cell,
            "all_to_alls": int(t.collectives.get("all-to-all", 0)), "a2a_bytes_per_device": t.exchanged_bytes,
@@ -131,8 +132,8 @@ def with_ratios(rows: list[dict]) -> list[dict]:
 def print_row(r: dict) -> None:
     ratios = " ".join(f"{r[k]:5.2f}" if k in r else f"{'-':>5s}" for k in ("chunk_B_ratio", "peak_B_ratio",
                                                                                 "a2a_bytes_ratio"))
-    print(f"{r['part']:8s} {r['config'][:12]:12s} {r['equation'][:13]:13s} {r['integrator']:5s} {r['precision']:7s} {r['N']:5d} "
-          f"{r['backend']:6s} {r['mesh']:>5s} {r['layout']:7s} {r['chunk_B_per_cell']:6.1f} "
+    print(f"{r['part']:8s} {r['config'][:12]:12s} {r['equation'][:13]:13s} {r['integrator']:5s} {r['precision']:7s} "
+          f"{r['N']:5d} {r['backend']:6s} {r['mesh']:>5s} {r['layout']:7s} {r['chunk_B_per_cell']:6.1f} "
           f"{r['other_program'][:11]:>11s} {r['other_B_per_cell']:6.1f} {r['peak_B_per_cell']:6.1f} "
           f"{r['all_to_alls']:4d} {r['a2a_bytes_per_device'] / 2**20:9.2f} {ratios} {r.get('largest', ''):>7}",
           flush=True)
@@ -157,8 +158,8 @@ def main() -> int:
             return 2
         gpu = args.target
 
-    from simulator.planning import plan
     from simulator.benchmark import machine, write_results
+    from simulator.planning import plan
     from simulator.planning.cost import memory_option
     from simulator.planning.memory import gpu_allocator_share
 
@@ -197,10 +198,10 @@ def main() -> int:
                         "largest_spectrum": check["spectrum"]})
         for r in with_ratios(new):
             print_row(r)
-            print(f"#   {r['config']}, {r['layout']}: planned at {r['N']}^3 {r['peak_B_per_cell']:.1f} B/cell -> largest cubic grid "
-                  f"{r['largest']}^3 on one GPU of {args.memory} ({source}); planned at {r['largest']}^3: "
-                  f"{r['largest_peak_B_per_cell']:.1f} B/cell, {'fits' if r['largest_fits'] else 'DOES NOT FIT'} "
-                  f"({r['largest_spectrum']})", flush=True)
+            print(f"#   {r['config']}, {r['layout']}: planned at {r['N']}^3 {r['peak_B_per_cell']:.1f} B/cell -> "
+                  f"largest cubic grid {r['largest']}^3 on one GPU of {args.memory} ({source}); "
+                  f"planned at {r['largest']}^3: {r['largest_peak_B_per_cell']:.1f} B/cell, "
+                  f"{'fits' if r['largest_fits'] else 'DOES NOT FIT'} ({r['largest_spectrum']})", flush=True)
         rows += new
     meta = {**machine(), "fft_path": "xla", "target": args.target, "overrides": args.overrides, "config": args.config,
             "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),

@@ -3,8 +3,8 @@
 For each N, backend, device count, transform kind (r2c, c2c), precision and local FFT path (``xla``:
 XLA's FFT; ``fftw``: the FFTW custom call, see simulator/fft/local.py): the median wall time of a
 forward + inverse pair of a ``--batch``-component field (``--inner`` pairs looped in one compiled
-call, as a run's chunk loops its steps, so buffers are reused rather than page-faulted in), its ratio to the same backend on the xla
-path (``vs_xla``), to ``jnp.fft`` on one device, to ``scipy.fft`` (workers = all cores) and to the
+call, as a run's chunk loops its steps, so buffers are reused rather than page-faulted in), its ratio to the same
+backend on the xla path (``vs_xla``), to ``jnp.fft`` on one device, to ``scipy.fft`` (workers = all cores) and to the
 floor (``vs_copy``: a streaming pass over the bytes a pair must move at the least, the field and its
 spectrum each read and written once, on one device: how far a transform is from the bandwidth limit), the
 all-to-alls in the compiled HLO, and the compiled memory footprint (``compiled.memory_analysis()``:

@@ -95,7 +95,8 @@ def main() -> int:
             if f"{key}_bytes" in row:
                 row[f"{key}_states"] = round(row[f"{key}_bytes"] / state_bytes, 1)
         rows.append(row)
-        shown = "  ".join(f"{k}={row[f'{k}_states']:8.1f}" for k in ("sqrt", "per_step", "plain") if f"{k}_states" in row)
+        shown = "  ".join(f"{k}={row[f'{k}_states']:8.1f}" for k in ("sqrt", "per_step", "plain")
+                          if f"{k}_states" in row)
         print(f"n={n:5d} c={c:3d}: states held  {shown}   ({time.perf_counter() - start:.0f} s to compile)", flush=True)
     x = np.array([r["n"] / r["c"] + r["c"] for r in rows], dtype=float)
     y = np.array([r["sqrt_states"] for r in rows], dtype=float)

@@ -7,8 +7,8 @@ block to this process's shard file, then the index), the same with checksums as 
 each block transposed to ParaView's (z, y, x, component) order on the host, plus the XDMF files), and
 read back whole through the index (``Snapshot.read``, canonical order); the same bytes are written with
 ``numpy.save`` and read with ``numpy.load`` in the same run as the baseline. Reported: MB/s and the
-ratio to numpy (time ours / time numpy; 1.0 = as fast). Files go to a scratch directory under --out and are deleted; reads
-come from the page cache when the files fit in memory, as they do here.
+ratio to numpy (time ours / time numpy; 1.0 = as fast). Files go to a scratch directory under --out and are deleted;
+reads come from the page cache when the files fit in memory, as they do here.
 
     python scripts/bench_io.py                      # N = 128 256, 1 and 8 devices, float32
     python scripts/bench_io.py --sizes 512 --devices 1 --platform gpu
@@ -59,10 +59,10 @@ def main() -> int:
     import jax
     import numpy as np
 
-    from simulator.output import hdf5 as io
-    from simulator.output.snapshots import write_snapshot
     from simulator.benchmark import machine, write_results
     from simulator.fft import BACKENDS
+    from simulator.output import hdf5 as io
+    from simulator.output.snapshots import write_snapshot
     from simulator.runtime import build_mesh
 
     scratch = Path(args.out) / "io_scratch"

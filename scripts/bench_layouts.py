@@ -33,7 +33,6 @@ import argparse
 import statistics
 import time
 
-
 PARTS = ("concat", "pruned", "inverse")
 
 

@@ -63,9 +63,9 @@ def main() -> int:
     import jax
 
     from simulator import config as config_mod
-    from simulator.planning import plan
     from simulator.benchmark import machine, memory_bytes, timed_interleaved, write_results
     from simulator.errors import ConfigError
+    from simulator.planning import plan
     from simulator.run.simulation import Simulation
 
     devices = jax.devices()[: args.devices]
@@ -120,8 +120,9 @@ def main() -> int:
                     rows.append(row)
                     write_results(args.out, "particles", rows, machine())
                     print(f"{n:4d} {interp:9s} {distribution:10s} {count:8d} {fmt(row['step_ms'], 9, 2)} "
-                          f"{fmt(row['bare_ms'], 9, 2)} {fmt(row['vs_bare'], 7, 2)} {fmt(row['us_per_particle'], 9, 3)} "
-                          f"{fmt(None if mem is None else mem / 2**20, 10, 1)} {fmt(row['bytes_per_particle'], 8, 1)}",
+                          f"{fmt(row['bare_ms'], 9, 2)} {fmt(row['vs_bare'], 7, 2)} "
+                          f"{fmt(row['us_per_particle'], 9, 3)} {fmt(None if mem is None else mem / 2**20, 10, 1)} "
+                          f"{fmt(row['bytes_per_particle'], 8, 1)}",
                           flush=True)
     if rows:
         print(write_results(args.out, "particles", rows, machine()), flush=True)

@@ -100,7 +100,6 @@ def main() -> int:
     import jax.numpy as jnp
 
     from simulator import config as config_mod
-    from simulator.planning import plan
     from simulator.benchmark import (
         machine,
         memory_bytes,
@@ -108,6 +107,7 @@ def main() -> int:
         write_results,
     )
     from simulator.equations.fdm_cosmo import cdm
+    from simulator.planning import plan
     from simulator.run.simulation import Simulation
 
     dt = 0.02
@@ -187,9 +187,10 @@ def main() -> int:
                 rows.append(row)
                 write_results(args.out, "pm", rows, info)
                 b = "-" if per_byte is None else f"{per_byte:7.1f}"
-                print(f"{n:4d} {count:3d} {window:6s} {row['step_ms']:9.2f} {row['wave_ms']:9.2f} {row['vs_wave']:7.2f} "
-                      f"{row['deposit_ms']:8.2f} {row['solve_ms']:8.2f} {row['interpolate_ms']:8.2f} "
-                      f"{row['pm_vs_wave']:7.2f} {b:>7s} {cpu_ms['mixed'] / cpu_ms['wave']:7.2f} "
+                print(f"{n:4d} {count:3d} {window:6s} {row['step_ms']:9.2f} {row['wave_ms']:9.2f} "
+                      f"{row['vs_wave']:7.2f} {row['deposit_ms']:8.2f} {row['solve_ms']:8.2f} "
+                      f"{row['interpolate_ms']:8.2f} {row['pm_vs_wave']:7.2f} {b:>7s} "
+                      f"{cpu_ms['mixed'] / cpu_ms['wave']:7.2f} "
                       f"{(cpu_ms['deposit'] + cpu_ms['interpolate']) / cpu_ms['wave']:7.2f} "
                       f"{row['load_before']:5.2f}-{row['load_after']:5.2f}", flush=True)
     if rows:

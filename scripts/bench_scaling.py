@@ -102,9 +102,9 @@ def worker(args: argparse.Namespace) -> None:
     import jax
     from bench_step import prepare
 
-    from simulator.planning import cost, plan
     from simulator.benchmark import timed_interleaved
     from simulator.fft import local
+    from simulator.planning import cost, plan
     from simulator.run.simulation import Simulation
 
     path = args.fft_path if args.fft_path != "auto" else ("fftw" if local.native()[0] is not None else "xla")
@@ -170,14 +170,14 @@ def main() -> int:
     base = {(r["N"], r["spectra"]): r["step_ms"] for r in rows if r["layout"] == next(iter(LAYOUTS))}
     load = os.getloadavg()[0]
     print(f"# strong scaling, float64 rk4 Taylor-Green, slab; load average {load:.1f} on {os.cpu_count()} cores")
-    print(f"{'N':>4s} {'spectra':7s} {'layout':24s} {'path':4s} {'step ms':>9s} {'fft ms':>9s} {'a2a':>4s} {'a2a ms':>8s} "
-          f"{'local ms':>9s} {'a2a share':>9s} {'speedup':>7s}")
+    print(f"{'N':>4s} {'spectra':7s} {'layout':24s} {'path':4s} {'step ms':>9s} {'fft ms':>9s} {'a2a':>4s} "
+          f"{'a2a ms':>8s} {'local ms':>9s} {'a2a share':>9s} {'speedup':>7s}")
     for r in sorted(rows, key=lambda r: (r["N"], r["spectra"], list(LAYOUTS).index(r["layout"]))):
         r["local_ms"] = r["step_ms"] - r["a2a_ms"]
         r["speedup"] = base[(r["N"], r["spectra"])] / r["step_ms"]
         r["load_average"] = load
-        print(f"{r['N']:4d} {r['spectra']:7s} {r['layout']:24s} {r['fft_path']:4s} {r['step_ms']:9.1f} {r['fft_ms']:9.1f} "
-              f"{r['a2a_per_step']:4d} {r['a2a_ms']:8.1f} {r['local_ms']:9.1f} "
+        print(f"{r['N']:4d} {r['spectra']:7s} {r['layout']:24s} {r['fft_path']:4s} {r['step_ms']:9.1f} "
+              f"{r['fft_ms']:9.1f} {r['a2a_per_step']:4d} {r['a2a_ms']:8.1f} {r['local_ms']:9.1f} "
               f"{r['a2a_ms'] / r['step_ms']:9.2f} {r['speedup']:7.2f}", flush=True)
     print(write_results(args.out, "scaling", rows, {"argv": sys.argv, "load_average": load, "cores": os.cpu_count()}))
     return 0

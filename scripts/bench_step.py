@@ -141,8 +141,8 @@ def prepare(config_mod, simulation_cls, overrides: list[str], devices, path: str
     import jax
     import jax.numpy as jnp
 
-    from simulator.planning import plan
     from simulator.benchmark import fft_path, replay, seed_arrays, transform_calls
+    from simulator.planning import plan
 
     with fft_path(path):
         sim = simulation_cls(config_mod.load(None, overrides), devices)
@@ -174,7 +174,6 @@ def main() -> int:
     import jax.numpy as jnp
 
     from simulator import config as config_mod
-    from simulator.planning import cost, plan
     from simulator.benchmark import (
         machine,
         memory_bytes,
@@ -182,6 +181,7 @@ def main() -> int:
         write_results,
     )
     from simulator.fft import BACKENDS, local
+    from simulator.planning import cost, plan
     from simulator.run.simulation import Simulation
 
     peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
@@ -274,8 +274,9 @@ def main() -> int:
                                 "vs_full": None if full_s is None else step_s / full_s,
                                 "fft_ms": 1e3 * fft_s, "fft_share": step_s / fft_s,
                                 "bound_ms": 1e3 * bound_s, "vs_bound": step_s / bound_s,
-                                "bandwidth_GBs": bandwidth / 1e9, "traffic_bytes_per_cell": traffic.memory_bytes * nd / n**3,
-                                "ffts": ffts, "all_to_all": a2a,
+                                "bandwidth_GBs": bandwidth / 1e9,
+                                "traffic_bytes_per_cell": traffic.memory_bytes * nd / n**3, "ffts": ffts,
+                                "all_to_all": a2a,
                                 "bytes_per_cell": None if mem is None else mem * nd / n**3,
                                 "Mcell_steps_per_s": n**3 / step_s / 1e6,
                                 "fluidsim_ms": peer.get(n) if ratio_peer is not None else None,
@@ -303,7 +304,8 @@ def main() -> int:
         for ours in (r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1]):
             print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); "
                   f"{ours['layout']} layout: wall ratio {ours['vs_fluidsim']:.2f}, CPU time per step (all threads) "
-                  f"ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, ratio {ours['vs_fluidsim_cpu']:.2f}",
+                  f"ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, "
+                  f"ratio {ours['vs_fluidsim_cpu']:.2f}",
                   flush=True)
     meta = {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths}
     print(write_results(args.out, "step", rows, meta), flush=True)

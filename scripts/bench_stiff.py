@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     step_ms = {s: 1e3 * statistics.median(v) for s, v in times.items()}
 
     rows = []
-    print(f"{'scheme':8s} {'step ms':>8s} {'vs rk4':>7s}  " + " ".join(f"{n:>9d}" for n in args.steps) + "   (error at steps)")
+    print(f"{'scheme':8s} {'step ms':>8s} {'vs rk4':>7s}  " + " ".join(f"{n:>9d}" for n in args.steps)
+          + "   (error at steps)")
     for s in args.schemes:
         base = step_ms.get("rk4", step_ms[s])
         print(f"{s:8s} {step_ms[s]:8.2f} {step_ms[s] / base:7.2f}  " + " ".join(f"{e:9.2e}" for e in errors[s]))
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    meta = {"args": vars(args), "reference_half_steps": half, "reference_cross": [other, cross], "damping_rate_kmax": rate,
+    meta = {"args": vars(args), "reference_half_steps": half, "reference_cross": [other, cross],
+            "damping_rate_kmax": rate,
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
                         "jax": jax.__version__, "load": os.getloadavg()}}
     (out / "stiff.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

@@ -48,8 +48,8 @@ def compiled_figures(case: str, backend: str, devices: int, n: int) -> tuple[flo
     """(peak bytes per cell, the step's traffic per cell) compiled on ``devices`` devices at ``n``^3."""
     import jax
 
-    from simulator.planning import cost
     from simulator.api import load_config
+    from simulator.planning import cost
     from simulator.planning.plan import make_plan
     from simulator.run.simulation import Simulation
 
@@ -76,10 +76,10 @@ def main() -> int:
     from simulator.runtime import configure_devices
 
     configure_devices(8, "float64")
-    from simulator.planning import cost
-    from simulator.planning.cost import PROFILES
     from simulator.errors import ConfigError
     from simulator.fft.layouts import LAYOUTS
+    from simulator.planning import cost
+    from simulator.planning.cost import PROFILES
     from simulator.planning.memory import gpu_allocator_share
 
     profile = PROFILES[args.profile]
@@ -107,8 +107,8 @@ def main() -> int:
                     if backend == "pencil" and mesh[0] == 1:
                         continue
                     memory, seconds = projection(figures, backend, n, gpus, profile)
-                    print(f"{n:5d} {gpus:5d} {backend:7s} {memory / 2**30:7.1f} {'yes' if memory <= usable else 'no':>4s} "
-                          f"{1e3 * seconds:9.1f}", flush=True)
+                    print(f"{n:5d} {gpus:5d} {backend:7s} {memory / 2**30:7.1f} "
+                          f"{'yes' if memory <= usable else 'no':>4s} {1e3 * seconds:9.1f}", flush=True)
     return 0
 
 

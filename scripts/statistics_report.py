@@ -28,7 +28,8 @@ def main() -> None:
     t = st["time"]
     start = t[t.size // 2] if args.start is None else args.start
     rows = t >= start - 1e-9
-    print(f"{args.run_dir}: grid {run.config['grid']['shape']}, {int(rows.sum())} statistics rows, t = {t[rows][0]:g}..{t[-1]:g}")
+    print(f"{args.run_dir}: grid {run.config['grid']['shape']}, {int(rows.sum())} statistics rows, "
+          f"t = {t[rows][0]:g}..{t[-1]:g}")
     for name in ("skewness", "flatness"):
         pooled = st[name][rows]
         each = [float(np.mean(st[f"{name}_{d}"][rows])) for d in ("dudx", "dvdy", "dwdz")]

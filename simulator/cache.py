@@ -154,7 +154,8 @@ def enable(setting: str | bool = "auto", local_fft: str = "") -> Status:
     """Use the cache ``setting`` names (``runtime.compilation_cache``: ``auto``, ``off`` or a path; see
     :func:`location`) for every program this process compiles from now on; ``local_fft`` goes into the
     :func:`build_tag`. Idempotent; a second call with another setting switches to it. A directory that
-    cannot be made is one warning and no cache; one that cannot be written is one warning and is only read. (:func:`simulator.runtime.enable_cache` calls it.)"""
+    cannot be made is one warning and no cache; one that cannot be written is one warning and is only read.
+    (:func:`simulator.runtime.enable_cache` calls it.)"""
     import jax
     from jax._src import compilation_cache
 

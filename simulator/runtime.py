@@ -33,8 +33,9 @@ from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
 from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, srun_tasks
-from simulator.threads import XLA_THREADS_VARIABLE, available_cores
 from simulator.planning.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
+from simulator.threads import XLA_THREADS_VARIABLE, available_cores
+from simulator.version import __version__
 
 SLURM_VARIABLES = (
     "SLURM_JOB_ID",
@@ -365,9 +366,10 @@ def _check_every_process_holds(mesh: Mesh, cfg: Config) -> None:
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python and the numerical stack (recorded with every run)."""
-    out = {"python": platform.python_version()}
-    for pkg in ("simulator", "jax", "jaxlib", "jaxdecomp", "numpy", "h5py"):
+    """Versions of the simulator (:mod:`simulator.version`), Python and the numerical stack (every run's log and
+    record say them)."""
+    out = {"python": platform.python_version(), "simulator": __version__}
+    for pkg in ("jax", "jaxlib", "jaxdecomp", "numpy", "h5py"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:

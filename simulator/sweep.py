@@ -34,11 +34,11 @@ import yaml
 
 from simulator import config as config_mod
 from simulator.equations import resolution
+from simulator.errors import ConfigError, DamagedFileError, counted, show_value
+from simulator.output.timeseries import read_timeseries
 from simulator.run.lock import state_now
 from simulator.run.rundir import LOCK_FILE, STATUS_FILE, read_status
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest
-from simulator.output.timeseries import read_timeseries
-from simulator.errors import ConfigError, DamagedFileError, counted, show_value
 from simulator.sweep_file import Point, Sweep
 from simulator.threads import shared
 
@@ -255,10 +255,10 @@ def run_local(directory: Path, manifest: Mapping[str, Any], jobs: int,
               groups: Sequence[Sequence[int]] | None = None, report: Callable[[str], None] = lambda _: None,
               flags: Sequence[str] = ()) -> int:
     """Run the unfinished points here, ``jobs`` at a time, each a ``simulator run`` subprocess logging to
-    ``logs/pNNN.log`` on its share of the cores (:func:`simulator.threads.shared`); with ``groups`` (an ensemble sweep), each group with an unfinished member is one
-    ``simulator sweep DIR --group G`` subprocess logging to ``logs/gNNN.log``. ``flags``: the runtime's
-    command-line flags every one of them gets (``--cpu-devices N``). ``report``: where the lines for the
-    user go (the CLI prints them). Returns 0 when every point finished, 1 otherwise."""
+    ``logs/pNNN.log`` on its share of the cores (:func:`simulator.threads.shared`); with ``groups`` (an ensemble sweep),
+    each group with an unfinished member is one ``simulator sweep DIR --group G`` subprocess logging to
+    ``logs/gNNN.log``. ``flags``: the runtime's command-line flags every one of them gets (``--cpu-devices N``).
+    ``report``: where the lines for the user go (the CLI prints them). 0 when every point finished, else 1."""
     points = manifest["points"]
     if groups is None:
         tasks = [(p["name"], run_command(directory, p), f"point {p['index']} ({point_label(p['params'])})", [p])

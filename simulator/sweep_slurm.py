@@ -89,16 +89,17 @@ def submit(directory: Path, manifest: Mapping[str, Any], script: Path | None = N
     if not script.is_file():
         raise ConfigError("--script", str(script), "give the sweep job script (slurm/sweep.sbatch or your copy)",
                           "does not exist")
-    cmd = ["sbatch", "--parsable", f"--job-name={manifest['name']}", f"--array={array_spec(todo, manifest['max_parallel'])}",
-           f"--output={directory / 'logs'}/%A_%a.out", *manifest["sbatch"], str(script), str(directory),
-           *(["--group"] if ensemble else [])]
+    cmd = ["sbatch", "--parsable", f"--job-name={manifest['name']}",
+           f"--array={array_spec(todo, manifest['max_parallel'])}", f"--output={directory / 'logs'}/%A_%a.out",
+           *manifest["sbatch"], str(script), str(directory), *(["--group"] if ensemble else [])]
     report(" ".join(cmd))
     if dry_run:
         return None
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except FileNotFoundError:
-        raise ConfigError("--submit", "sbatch", "run it where Slurm is installed, or use --local", "was not found") from None
+        raise ConfigError("--submit", "sbatch", "run it where Slurm is installed, or use --local",
+                          "was not found") from None
     if done.returncode != 0:
         raise ConfigError("--submit", " ".join(cmd), "see sbatch's message: " + done.stderr.strip().replace("\n", " "),
                           "was refused by sbatch")

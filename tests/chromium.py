@@ -126,8 +126,10 @@ class Browser:
         """A PNG of the window (or of the whole page) as laid out now."""
         params = {"format": "png"}
         if full_page:
-            width, height = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
-            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1})
+            width, height = self.evaluate("[document.documentElement.scrollWidth, "
+                                          "document.documentElement.scrollHeight]")
+            params.update(captureBeyondViewport=True,
+                          clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1})
         Path(path).write_bytes(base64.b64decode(self.call("Page.captureScreenshot", session=True, **params)["data"]))
 
     def close(self) -> None:

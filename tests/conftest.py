@@ -52,10 +52,10 @@ def pytest_configure(config):
     # build a fusion's code than its older LLVM IR emitters: with the older ones the Boussinesq gradient
     # program of tests/grad_objective.py compiles in 4.5 s instead of 6.7, and the suite in 18 minutes instead
     # of 21. They size some fusions' buffers differently, so the planner's footprint compiles keep XLA's own
-    # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test checks
-    # is the one a user's run gets. And XLA splits each program's LLVM module into parts to generate their machine
-    # code on several threads: on CI's 2 cores, each busy with a worker, that buys no time and the parts cost CPU
-    # of their own: as one module (ONE_MODULE: the same HLO, buffers and functions, only not divided) the CPU
+    # emitters where XLA_FLAGS chooses others (simulator.planning.plan.footprint_options): every memory figure a test
+    # checks is the one a user's run gets. And XLA splits each program's LLVM module into parts to generate their
+    # machine code on several threads: on CI's 2 cores, each busy with a worker, that buys no time and the parts cost
+    # CPU of their own: as one module (ONE_MODULE: the same HLO, buffers and functions, only not divided) the CPU
     # time of tests/test_mhd.py falls from 35 s to 28 (five runs of each, alternated).
     # Set here, before JAX starts its backends, and inherited by the workers and every process the tests
     # start; SIMULATOR_TEST_XLA_OPTIMIZE=1 runs the suite with XLA's defaults.
@@ -69,7 +69,7 @@ def pytest_configure(config):
     # FFTW's measured plans are shared through a wisdom file (simulator/fft/local.py): the session and
     # the runs it starts share one of their own instead of the user's cache. Likewise XLA's compiled
     # programs (simulator/cache.py): the session, its workers and the hundreds of `simulator run` processes
-    # the tests start compile the same small programs again and again; a cache of this session's own, made
+    # the tests start compile the same small programs again and again; a cache of this test session's own, made
     # empty by the controlling process (pytest-xdist's workers inherit it), lets them load instead.
     # Nothing in it outlives the session, so no test ever runs a program compiled by other code.
     if "SIMULATOR_FFTW_WISDOM" not in os.environ:
@@ -130,7 +130,7 @@ def local_fft(request):
 
 
 #: the test files by their summed test time, longest first (measured: full runs' durations on 2 cores, the
-#: latest of 2026-11-27, less the next session's cuts; files under 15 s left out), handed out in this order: with
+#: latest of 2026-11-27, less the cuts of 2026-11-28; files under 15 s left out), handed out in this order: with
 #: one file per worker (pytest-xdist's loadfile, with ``--no-loadscope-reorder`` in pyproject.toml: its default
 #: reorder by the count of tests put test_windows.py and the tutorials, few tests of minutes, last) and each
 #: worker taking the next file when it is free, longest-first keeps the two workers' last files ending together;

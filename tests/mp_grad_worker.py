@@ -22,9 +22,10 @@ runtime.initialize_processes(load(None))
 
 import jax  # noqa: E402
 
-import grad_objective as obj  # noqa: E402
 from simulator.api import load_config  # noqa: E402
 from simulator.run.simulation import Simulation  # noqa: E402
+
+import grad_objective as obj  # noqa: E402
 
 assert jax.process_count() == 2 and jax.device_count() == 4
 found = {}

@@ -24,8 +24,8 @@ runtime.initialize_processes(load(None))
 import h5py  # noqa: E402
 import jax  # noqa: E402
 
-from simulator.output import hdf5 as io  # noqa: E402
 from simulator.fft import BACKENDS  # noqa: E402
+from simulator.output import hdf5 as io  # noqa: E402
 from simulator.output.snapshots import write_snapshot  # noqa: E402
 
 shape = (3, 8, 12, 16)

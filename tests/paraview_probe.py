@@ -2,15 +2,14 @@
 
 Opens ``XDMF`` with ``READER`` (``default``: ``OpenDataFile``, what the GUI picks; ``legacy``: the
 "XDMF Reader"), applies ParaView's Gradient filter to the point array ``velocity`` (divergence and
-vorticity; not on a point cloud of particles), and saves what ParaView sees to ``OUT.npz`` for the test to judge: the reader's class, its
-time steps, the point coordinates, every point array, and the filter's divergence and vorticity.
+vorticity; not on a point cloud of particles), and saves what ParaView sees to ``OUT.npz`` for the test to judge: the
+reader's class, its time steps, the point coordinates, every point array, and the filter's divergence and vorticity.
 """
 
 import sys
 
 import numpy as np
-from paraview import servermanager
-from paraview import simple
+from paraview import servermanager, simple
 from vtkmodules.util.numpy_support import vtk_to_numpy
 
 path, which, out = sys.argv[1:4]

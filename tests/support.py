@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import jax
-import pytest
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from simulator.api import load_config
 from simulator.fft import BACKENDS

@@ -117,7 +117,8 @@ def test_a_run_killed_without_a_word_reads_as_stopped_not_running(tmp_path):
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, physics: {name: navier_stokes}}\n")
+    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, "
+                                         "physics: {name: navier_stokes}}\n")
     write_status(run_dir, "running", 40, 2.0)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid of this host whose process is gone
@@ -147,7 +148,8 @@ def test_a_run_killed_but_not_yet_reaped_reads_as_stopped(tmp_path):
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, physics: {name: navier_stokes}}\n")
+    (run_dir / "config.yaml").write_text("config: {name: tg, grid: {shape: [8, 8, 8]}, "
+                                         "physics: {name: navier_stokes}}\n")
     write_status(run_dir, "running", 40, 2.0)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
     stat = Path(f"/proc/{child.pid}/stat")

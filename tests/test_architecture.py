@@ -166,7 +166,7 @@ STANDARD_LINES = 420
 ALLOWED_LINES = {
     "simulator.output.checkpoints": 424,  # writing, validating, restoring and listing read one marker and layout
     "simulator.output.hdf5": 497,  # the writer and the readers share one file layout: apart, one could change alone
-    "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
+    "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: states)
 }
 
 

@@ -17,6 +17,7 @@ from jax.extend import core as jex_core
 from simulator.api import load_config
 from simulator.equations import assembly
 from simulator.run.simulation import Simulation
+
 from support import on_grid
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulator.errors import show_value
-import yaml
 
 from support import command
 
@@ -81,7 +81,8 @@ CASES = {
     # config files
     "missing file": (["run", "nope.yaml"], "config file = 'nope.yaml' does not exist"),
     "a shipped config by its name": (["run", "taylor_green"], "config file = 'taylor_green' does not exist; give the "
-                                     f"path of an existing YAML file (did you mean '{ROOT}/configs/taylor_green.yaml'?)"),
+                                     "path of an existing YAML file (did you mean "
+                                     f"'{ROOT}/configs/taylor_green.yaml'?)"),
     "empty file": (["run", "empty.yaml"], "is empty"),
     "YAML syntax error": (["run", "syntax.yaml"], "syntax.yaml:3' is malformed YAML"),
     "top level not a mapping": (["run", "list.yaml"], "the top level must be a mapping"),
@@ -115,7 +116,8 @@ CASES = {
                                "fft.mesh = [4, 1] is not available for jaxdecomp; jaxdecomp's slab is [1, 4]"),
     # particles kept per device
     "owned slots for only the mean count": (["run", TG, *SMALL, "--cpu-devices", "2", "--set", "particles=[{name: t, "
-                                             "count: 512, distribution: owned, interpolation: lagrange4, capacity: 1}]"],
+                                             "count: 512, distribution: owned, interpolation: lagrange4, "
+                                             "capacity: 1}]"],
                                             "particles[0].capacity = 1.0 is too small for 2 devices; 256 slots per "
                                             "device for 512 particles"),
     "slots of a replicated species": (["run", TG, *SMALL, "--set", "particles=[{name: t, count: 64, capacity: 4}]"],
@@ -199,7 +201,8 @@ CASES = {
     "a key given twice": (["run", "twice.yaml"], "twice.yaml:4' has a duplicate key; give each key once per "
                                                  "mapping ('time' appears twice)"),
     "YAML alias bomb": (["run", "bomb.yaml"], "has too many aliases"),
-    "a name that is a path": (["run", TG, *SMALL, "--set", "name=../../escaped"], "name = '../../escaped' is not a name"),
+    "a name that is a path": (["run", TG, *SMALL, "--set", "name=../../escaped"],
+                              "name = '../../escaped' is not a name"),
     "seed too large for YAML's integers": (["run", FORCED, "--set", "initial.seed=10^23"],
                                            "initial.seed = '10^23' has the wrong type"),
     "seed of 10**23": (["run", FORCED, "--set", "initial.seed=100000000000000000000000"],
@@ -228,8 +231,8 @@ CASES = {
     "unknown option": (["run", TG, "--fast"], "unrecognized arguments: --fast"),
     # a first command without its config said only that the argument is required
     "no config": (["run"], ("error: simulator run: the following arguments are required: config; give a YAML config "
-                            "file's path (simulator configs lists the shipped ones, and simulator configs taylor_green > "
-                            "tg.yaml writes one)")),
+                            "file's path (simulator configs lists the shipped ones, and simulator configs "
+                            "taylor_green > tg.yaml writes one)")),
     # --restart's PATH is optional, so it took the config, and argparse said "required: config"
     "config after --restart": (["run", "--restart", TG, "--out", "run"],
                                f"argument --restart: {TG!r} is a config file, not a checkpoint; give the config "
@@ -267,9 +270,9 @@ CASES = {
     "restart as another equation": (["run", JEANS, *SMALL, "--out", "run", "--restart"], "holds a navier_stokes state"),
     "restart a run that never checkpointed": (["run", TG, *SMALL, "--out", ".", "--restart"], "has nothing to resume"),
     "resume with other physics": (["run", TG, *SMALL, "--set", "physics.viscosity=0.1", "--out", "run", "--resume"],
-                                  "--resume = 'run' holds a run with other physics or grid (changed: physics.viscosity); "
-                                  "to continue that run with the new values, run once with --restart "
-                                  "--allow-physics-change (then --resume)"),
+                                  "--resume = 'run' holds a run with other physics or grid "
+                                  "(changed: physics.viscosity); to continue that run with the new values, run once "
+                                  "with --restart --allow-physics-change (then --resume)"),
     "resume and restart": (["run", TG, *SMALL, "--out", "run", "--resume", "--restart"], "cannot be combined"),
     # without --restart it was ignored: a new run from t = 0 in a new directory, or a --resume that refuses the change
     "allow a physics change without a restart": (["run", TG, *SMALL, "--out", "new", "--allow-physics-change"],
@@ -296,7 +299,8 @@ CASES = {
                                                              "initial.path = 'run/checkpoints/c00000005.json' lies "
                                                              "inside run, which replacing the run there would delete"),
     "branch into a directory holding a run": (["run", TG, *SMALL, "--restart", "run/checkpoints/c00000005.json",
-                                               "--out", "no_checkpoints"], "--out = 'no_checkpoints' already holds a run"),
+                                               "--out", "no_checkpoints"],
+                                              "--out = 'no_checkpoints' already holds a run"),
     # sweeps and plots
     "sweep with a bad point": (["sweep", "bad_point.yaml"],
                                "sweep point 1 (physics.viscosity=-1.0): physics.viscosity = -1.0 is out of range"),
@@ -363,9 +367,9 @@ CASES = {
                                           "particles[0].distribution = 'owned' is not available in an ensemble"),
     "plot a missing directory": (["plot", "nope"], "RUN_DIR = 'nope' does not exist"),
     "plot a run whose config.yaml is binary": (["plot", "binary_config"], "RUN_DIR = 'binary_config'"),
-    "plot a run whose config.yaml misspells a key": (["plot", "misspelt_config"], "physics.viscosty = 0.000625 is not a "
-                                                     "setting of navier_stokes in misspelt_config/config.yaml; did "
-                                                     "you mean 'physics.viscosity'?"),
+    "plot a run whose config.yaml misspells a key": (["plot", "misspelt_config"], "physics.viscosty = 0.000625 is "
+                                                     "not a setting of navier_stokes in misspelt_config/config.yaml; "
+                                                     "did you mean 'physics.viscosity'?"),
 }
 
 

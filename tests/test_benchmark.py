@@ -8,8 +8,8 @@ import jax
 import pytest
 
 from simulator import config as config_mod
-from simulator.planning import plan
 from simulator.benchmark import fft_path, replay, seed_arrays, transform_calls
+from simulator.planning import plan
 from simulator.run.simulation import Simulation
 
 

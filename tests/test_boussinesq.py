@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from simulator.observables import spectra
 from simulator.equations.boussinesq.waves import propagate
 from simulator.fft.check import collective_counts
+from simulator.observables import spectra
+
 import support
 from support import advance, backend_cases, case_id, distributed_cases, nonlinear_field, relative_error, shared
 
@@ -554,7 +555,8 @@ def test_scalar_variance_budget_shell_by_shell():
     norm = eq.ops.weight / float(eq.fft.size) ** 2
     for i, s in enumerate(SCALARS):
         name = f"scalar{i}_variance"
-        dissipation = spectra.shell_sum(2 * norm * eq.ops.k2 * jnp.abs(state[4 + i]) ** 2, eq.ops.k, eq.fft.shape, eq.box)
+        dissipation = spectra.shell_sum(2 * norm * eq.ops.k2 * jnp.abs(state[4 + i]) ** 2, eq.ops.k, eq.fft.shape,
+                                        eq.box)
         expected = np.asarray(s0[f"transfer_{name}"] + s0[f"production_{name}"] - s["diffusivity"] * dissipation)
         measured = (np.asarray(plus[name]) - np.asarray(minus[name])) / (2 * h)
         error = np.max(np.abs(measured - expected)) / np.max(np.abs(expected))

@@ -16,13 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
+from test_scalars import RANDOM, SCALARS, N, ns
 
 import simulator
 from simulator import plots
-from simulator.observables import spectra as shells
 from simulator.fft.check import collective_counts
+from simulator.observables import spectra as shells
+
 from support import advance, backend_cases, case_id, shared
-from test_scalars import N, RANDOM, SCALARS, ns
 
 CASES = backend_cases()
 

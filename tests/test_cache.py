@@ -333,8 +333,8 @@ def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
     Ahead(sim, run_programs(cfg), abstract_state(sim)).wait()
     state = sim.initial_state()
     programs.counts(reset=True)
-    write_snapshot(tmp_path / "s00000000", sim.output("fields", state, 0.0, cfg.time.dt), {"step": 0}, cfg.grid.box, 0.0,
-                   stacked=["scalar"])
+    write_snapshot(tmp_path / "s00000000", sim.output("fields", state, 0.0, cfg.time.dt), {"step": 0}, cfg.grid.box,
+                   0.0, stacked=["scalar"])
     assert programs.counts().total == 0, programs.counts()
 
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import simulator
-from docs_pages import blocks, python
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.plots.particle_overlay import MARKERS
+
+from docs_pages import blocks, python
 
 ROOT = Path(__file__).parents[1]
 

@@ -6,12 +6,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 import simulator
+from simulator import version
 from simulator.cli import main
 from simulator.launch import launch
 
@@ -32,23 +34,25 @@ def test_version_names_the_package_and_jax_without_starting_jax(capsys):
     assert r.stdout.splitlines() == [out.strip(), "False"]
 
 
-def test_version_is_the_installed_package_s_and_simulator_version_without_one(monkeypatch, capsys):
+def test_version_is_the_source_s_even_where_the_installed_metadata_says_another(monkeypatch, capsys):
+    """``simulator --version`` says :mod:`simulator.version`'s, the one source of the version, which pyproject.toml
+    reads (an editable install's metadata keeps the version it was installed at, and said that one instead)."""
     from importlib import metadata as importlib_metadata
 
     installed = importlib_metadata.version
-
-    def version(package):
-        if package == "simulator":
-            if fallback:
-                raise importlib_metadata.PackageNotFoundError(package)
-            return "9.8.7"  # what pip installed, not the module's constant
-        return installed(package)
-
-    monkeypatch.setattr(importlib_metadata, "version", version)
-    for fallback, expected in ((False, "9.8.7"), (True, simulator.__version__)):
-        with pytest.raises(SystemExit):
-            main(["--version"])
-        assert capsys.readouterr().out.startswith(f"simulator {expected} (jax "), expected
+    monkeypatch.setattr(importlib_metadata, "version",
+                        lambda package: "9.8.7" if package == "simulator" else installed(package))
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.startswith(f"simulator {version.__version__} (jax "), version.__version__
+    assert simulator.__version__ == version.__version__
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "simulator.version.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version.__version__), version.__version__
+    # the changelog's latest release is this version
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d\d-\d\d$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert releases and releases[0] == version.__version__, releases[:3]
 
 
 # each child writes half a line, waits while the other does the same, then ends its line
@@ -67,9 +71,9 @@ def test_configs_lists_the_shipped_configs_and_prints_one_without_starting_jax(c
     from its opening comment), ``simulator configs NAME`` prints one for a file of the user's own, a name that is
     not shipped is one line with the close one; a missing config named like a shipped one says where it is. The
     installed package's own copy: tests/test_install.py."""
-    from support import command
-
     from simulator import shipped
+
+    from support import command
 
     code, out, err = command(capfd, "configs")
     names = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
@@ -94,9 +98,9 @@ def test_a_missing_sweep_file_of_an_installed_package_says_how_to_write_one(capf
     ``simulator sweep configs/sweeps/tg_viscosity.yaml`` was told only that the file does not exist. Where the
     package runs without its source tree, a missing sweep file's line now says where those files are and how to
     write one; a missing run config still gets the shipped one's name."""
-    from support import command
-
     from simulator import shipped
+
+    from support import command
 
     packaged = tmp_path / "site" / "_configs"
     packaged.mkdir(parents=True)
@@ -144,10 +148,10 @@ def test_slurm_lists_the_shipped_templates_and_prints_one_without_starting_jax(c
 def test_a_damaged_file_that_reaches_the_command_line_is_one_line_and_exit_2(capfd, monkeypatch, tmp_path):
     """Every reader of a run's files raises DamagedFileError naming the file; a command that does not catch one
     itself still ends in that one line and exit 2 (bad input), not a traceback and exit 1."""
-    from support import command
-
     from simulator.cli import run as run_cli
     from simulator.errors import DamagedFileError
+
+    from support import command
 
     def damaged(args):
         raise DamagedFileError(tmp_path / "spectra.h5", OSError("Unable to synchronously open file (truncated file)"))
@@ -185,7 +189,8 @@ def test_gloo_reports_printed_into_each_other_by_two_threads_are_dropped_too():
     assert quiet("3 " + report) is None
     assert quiet("[Gloo] Rank 0 " + report) is None
     # cut after "connected to" (CI saw "2 is connected to", then "3 peer ranks. Expected ...")
-    assert quiet("2 is connected to\n") is None and quiet("3 peer ranks. Expected number of connected peer ranks is : 3\n") is None
+    assert quiet("2 is connected to\n") is None
+    assert quiet("3 peer ranks. Expected number of connected peer ranks is : 3\n") is None
     assert quiet("[Gloo] Rank 01:11:17 [rank 0] INFO run\n") == "01:11:17 [rank 0] INFO run\n"
     assert quiet("01:11:17 [rank 0] INFO step 5\n") == "01:11:17 [rank 0] INFO step 5\n"
 

@@ -30,13 +30,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import grad_objective as obj
 import simulator
 from simulator.errors import ConfigError
 from simulator.fft import BACKENDS, build_mesh, compact
 from simulator.fft.points import check_nufft, nufft_available
 from simulator.runtime import make_fft
 from simulator.time.integrators import run_steps
+
+import grad_objective as obj
 from support import backend_cases, case_id, relative_error, simulation
 
 GRID = (12, 16, 16)

@@ -14,13 +14,14 @@ import jax
 import numpy as np
 import pytest
 import yaml
-from support import relative_error, shared
 
 import simulator
 from simulator.config import to_dict
 from simulator.output import checkpoints
 from simulator.output.hdf5 import Snapshot
 from simulator.output.resample import mode_map
+
+from support import relative_error, shared
 
 SHAPE = (16, 16, 16)
 #: (backend, devices, mesh, fft.layout): the layouts a checkpoint is written and read in

@@ -127,14 +127,14 @@ def test_an_empty_list_for_a_key_that_takes_null_says_it_is_empty(tmp_path, capf
         ("grid: {box: [1, -1, 1]}", [], r"^grid\.box = \[1\.0, -1\.0, 1\.0\] is out of range; every entry must be > 0"),
         ("runtime: {cpu_devices: 0}", [], r"^runtime\.cpu_devices = 0 is out of range"),
         # a grid that does not divide over the mesh / an odd Nz
-        ("grid: {shape: [8, 12, 8]}\nfft: {mesh: [8]}", [], r"^grid\.shape = \[8, 12, 8\] does not divide over the mesh; "
-         r"slab on mesh \[8\] needs Ny = 12 divisible by 8"),
+        ("grid: {shape: [8, 12, 8]}\nfft: {mesh: [8]}", [], r"^grid\.shape = \[8, 12, 8\] does not divide over "
+         r"the mesh; slab on mesh \[8\] needs Ny = 12 divisible by 8"),
         ("grid: {shape: [16, 16, 16]}\nfft: {backend: pencil, mesh: [3, 2]}", [], r"needs Nx = 16 divisible by 3"),
         ("grid: {shape: [16, 16, 15]}", [], r"^grid\.shape = \[16, 16, 15\] has an odd Nz; Nz must be even"),
         ("fft: {backend: slab, mesh: [2, 2]}", [], r"^fft\.mesh = \[2, 2\] has the wrong rank"),
         # unknown names
-        ("fft: {backend: slabb}", [], r"^fft\.backend = 'slabb' is unknown; expected one of: jaxdecomp, pencil, single, slab "
-         r"\(did you mean 'slab'\?\)"),
+        ("fft: {backend: slabb}", [], r"^fft\.backend = 'slabb' is unknown; expected one of: jaxdecomp, pencil, "
+         r"single, slab \(did you mean 'slab'\?\)"),
         ("precision: float16", [], r"^precision = 'float16' is unknown; expected one of: float32, float64"),
         # the --set syntax itself
         ("{}", ["grid.shape"], r"^--set = 'grid\.shape' is malformed; expected dotted\.key=value"),
@@ -176,7 +176,8 @@ def test_an_empty_list_for_a_key_that_takes_null_says_it_is_empty(tmp_path, capf
          r"initial\.name given\): name, amplitude, magnetic_amplitude, mean_field$"),
         ("time: {dt: -0.1}", [], r"^time\.dt = -0\.1 is out of range; it must be > 0"),
         ("time: {cfl: 0}", [], r"^time\.cfl = 0\.0 is out of range"),
-        ("physics: {forcing: lundgren}", [], r"^physics\.forcing = 'lundgren' is unknown; expected one of: none, linear, band"),
+        ("physics: {forcing: lundgren}", [],
+         r"^physics\.forcing = 'lundgren' is unknown; expected one of: none, linear, band"),
         ("output: {spectra: maybe}", [], r"^output\.spectra = 'maybe' has the wrong type; expected a mapping"),
         ("output: {snapshot_every: 40, snapshots: {every: 20}}", [], r"^output\.snapshot_every = 40 is also given"),
     ],
@@ -224,8 +225,8 @@ def test_validate_prints_the_resolved_config(tmp_path, capsys):
     resolved = yaml.safe_load(capsys.readouterr().out)
     assert resolved["grid"]["shape"] == [16, 16, 16]
     assert resolved["fft"] == {"backend": "slab", "mesh": None, "layout": "auto", "in_turn": "auto"}
-    assert set(resolved["runtime"]) == {"cpu_devices", "threads", "coordinator", "num_processes", "process_id", "max_wall",
-                                        "compilation_cache"}
+    assert set(resolved["runtime"]) == {"cpu_devices", "threads", "coordinator", "num_processes", "process_id",
+                                        "max_wall", "compilation_cache"}
     # only the keys of its own equation and initial condition
     assert set(resolved["physics"]) == {"name", "viscosity", "hyperviscosity", "hyperviscosity_order", "dealias",
                                         "forcing", "forcing_power", "forcing_band", "scalars"}

@@ -22,14 +22,13 @@ import pytest
 import yaml
 
 import simulator
-from simulator import config as config_mod
-from simulator import sweep, sweep_file
-from simulator.run import grouping
+from simulator import config as config_mod, sweep, sweep_file
 from simulator.equations import registry
 from simulator.errors import ConfigError
 from simulator.output import checkpoints
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import read_timeseries
+from simulator.run import grouping
 from simulator.run.ensemble import run_configs
 
 from conftest import optimized_codegen
@@ -150,7 +149,8 @@ def test_every_equation_runs_as_an_ensemble(tmp_path, equation):
         for name in ta:
             np.testing.assert_allclose(ta[name][:2], tb[name][:2], rtol=1e-12, atol=RESIDUAL, err_msg=name)
         for name, rel in (("c00000010", 1e-12), (checkpoints.find(sep).index.stem, 1e-9)):
-            with h5py.File(ens / "checkpoints" / f"{name}.h5") as fa, h5py.File(sep / "checkpoints" / f"{name}.h5") as fb:
+            with (h5py.File(ens / "checkpoints" / f"{name}.h5") as fa,
+                  h5py.File(sep / "checkpoints" / f"{name}.h5") as fb):
                 for k in fa:
                     assert np.max(np.abs(fa[k][:] - fb[k][:])) <= rel * np.max(np.abs(fb[k][:])), (name, k)
 
@@ -446,8 +446,8 @@ def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_
     out = tmp_path / "sw"
     manifest = sweep.prepare(sweep_file.load(file), out)
     assert sweep.write_groups(out, manifest, None) == [[0, 1]]
-    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout", "240",
-                        "sweep", str(out), "--group", "0"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "simulator", "launch", "-n", "2", "--cpu-devices", "1", "--timeout",
+                        "240", "sweep", str(out), "--group", "0"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     for point in manifest["points"]:
         cfg = config_mod.load(str(out / point["config"]))

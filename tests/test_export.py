@@ -20,20 +20,23 @@ import xarray as xr
 import yaml
 
 import simulator
+from simulator import version
 from simulator.cli import main
 from simulator.errors import ConfigError, DamagedFileError
 from simulator.fft import BACKENDS
-from simulator.results import export, export_groups
 from simulator.output import hdf5
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
+from simulator.results import export, export_groups
 from simulator.run import rundir
 from simulator.runtime import build_mesh
+
 from support import small_filesystem
 
 ROOT = Path(__file__).parents[1]
-PAGE = (ROOT / "docs" / "how-to" / "read-outputs.md").read_text().split("## One file for analysis: `simulator export`", 1)[1]
+PAGE = (ROOT / "docs" / "how-to" / "read-outputs.md").read_text().split(
+    "## One file for analysis: `simulator export`", 1)[1]
 LEGACY = Path(__file__).parent / "data" / "legacy_v1" / "ns_run"
 #: Taylor-Green on 8^3 in 2 processes (one device each): 3 snapshots of 2 shard files each, 3 spectra rows
 RUN = ["configs/taylor_green.yaml", "--set", "grid.shape=8", "--set", "time.t_end=0.08", "--set", "output.chunk=4",
@@ -237,7 +240,8 @@ def test_a_mixed_cosmological_run_s_particle_snapshots_have_its_scale_factor_and
             assert (cdm.clocks["a"][i], cdm.clocks["redshift"][i]) == (f.attrs["a"], f.attrs["redshift"])
     path = export.export_netcdf(mixed, tmp_path / "mixed.nc")
     with xr.open_dataset(path) as root, xr.open_dataset(path, group="particles/cdm") as ds:
-        assert {"a", "redshift", "step"} <= set(ds.position.coords) and ds.position.dims == ("time", "particle", "component")
+        assert {"a", "redshift", "step"} <= set(ds.position.coords)
+        assert ds.position.dims == ("time", "particle", "component")
         np.testing.assert_array_equal(ds.a.values, root.a.values)
         np.testing.assert_array_equal(ds.redshift.values, root.redshift.values)
         assert ds.sel(time=ds.time[ds.redshift.values == 63]).position.shape == (1, 512, 3)  # picked by redshift
@@ -424,7 +428,7 @@ def test_refusals_exit_2_in_one_line_and_write_nothing(tg, tmp_path, capsys):
     assert main(["export", str(run), "--netcdf", str(target), "--fields", "vorticity"]) == 0
     assert main(["export", str(run), "--netcdf", str(target), "--overwrite"]) == 0
     with xr.open_dataset(target) as ds:  # an earlier export (marked as one) is replaced
-        assert ds.velocity.shape == (3, 3, 8, 8, 8) and ds.attrs["simulator_export"] == simulator.__version__
+        assert ds.velocity.shape == (3, 3, 8, 8, 8) and ds.attrs["simulator_export"] == version.__version__
     assert main(["export", str(run), "--merge"]) == 0
     capsys.readouterr()
     merged = run / "snapshots" / "merged" / "s00000000.h5"
@@ -796,7 +800,7 @@ def test_a_damaged_particle_snapshot_is_named_with_what_to_do_in_load_run_plot_a
     damaged = index.with_suffix("") / "p0000.h5" if damage == "shard cut short" else index
     damaged.write_bytes(damaged.read_bytes()[:1000])
     with pytest.raises(DamagedFileError) as info:
-        simulator.load_run(run).particles
+        _ = simulator.load_run(run).particles
     message = str(info.value)
     assert info.value.path == index and "\n" not in message and str(damaged) in message, message
     assert message.startswith(f"{index} is damaged or not as the run writes it (IncompleteOutputError: ")
@@ -845,7 +849,7 @@ def test_a_time_series_whose_header_is_overwritten_is_damaged_not_read_as_holdin
     series.write_text("\0" * len(header) + "\n" + rows)
     with pytest.raises(DamagedFileError, match=f"^{series} is damaged or not as the run writes it \\(ValueError: "
                                                "its header does not begin with step, time, dt\\)"):
-        simulator.load_run(run).timeseries
+        _ = simulator.load_run(run).timeseries
     assert f"cannot be exported: {series}: ValueError: " in refused(capsys, str(run))
 
 
@@ -861,7 +865,7 @@ def test_a_spectra_file_without_its_shells_or_times_is_damaged(rich, tmp_path, c
         del f[dataset]
     with pytest.raises(DamagedFileError, match=f"^{spectra} is damaged or not as the run writes it \\(ValueError: "
                                                f"it has no dataset {dataset}\\)"):
-        simulator.load_run(run).spectra
+        _ = simulator.load_run(run).spectra
     assert f"cannot be exported: {spectra}: ValueError: " in refused(capsys, str(run))
     if dataset == "k":  # one plot is enough to see its lines name spectra.h5 (a plot takes ~10 s)
         assert main(["plot", str(run)]) == 1
@@ -882,7 +886,7 @@ def test_a_statistics_file_without_its_orders_or_times_is_damaged(rich, tmp_path
         del f[dataset]
     why = f"{statistics} is damaged or not as the run writes it (ValueError: it has no dataset {dataset})"
     with pytest.raises(DamagedFileError) as info:
-        simulator.load_run(run).statistics
+        _ = simulator.load_run(run).statistics
     assert str(info.value).startswith(f"{why}; restore it from a copy"), info.value
     assert f"cannot be exported: {statistics}: ValueError: it has no dataset {dataset}" in refused(capsys, str(run))
     assert not (run / "export").exists()
@@ -977,7 +981,7 @@ def test_a_snapshot_ref_has_its_time_read_from_the_index_alone(rich, tmp_path):
     last = simulator.load_run(run).snapshots[-1]
     last.path.write_bytes(last.path.read_bytes()[:500])
     with pytest.raises(DamagedFileError, match=f"^{last.path} is damaged or not as the run writes it"):
-        last.time
+        _ = last.time
 
 
 def test_trajectories_of_a_run_killed_mid_row_are_the_rows_every_dataset_has(rich, tmp_path):

@@ -23,18 +23,18 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import config as config_mod
-from simulator import sweep, sweep_file
+from simulator import config as config_mod, sweep, sweep_file
 from simulator.errors import ConfigError
 from simulator.log import get_logger
 from simulator.output import checkpoints
 from simulator.output.hdf5 import OutputWriteError
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import TimeSeries, read_timeseries
-from support import assert_failure_recorded, command, small_filesystem
 from simulator.run import rundir
 from simulator.run.lock import RunLock, _process_start
 from simulator.time.control import Stepper
+
+from support import assert_failure_recorded, command, small_filesystem
 
 ROOT = Path(__file__).parents[1]
 TG = str(ROOT / "configs" / "taylor_green.yaml")
@@ -501,7 +501,8 @@ def test_a_restart_repairs_the_time_series_and_skips_a_damaged_marker(finished, 
         fh.write("\n" + ",".join(original[-1])[:25])
     r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--out", "run", "--resume")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "skipping checkpoint run/checkpoints/c00000010.json" in r.stderr and "resumed from run/checkpoints/c00000005" in r.stderr
+    assert "skipping checkpoint run/checkpoints/c00000010.json" in r.stderr
+    assert "resumed from run/checkpoints/c00000005" in r.stderr
     table = rows(run_dir)
     assert table[:2] == original[:2] and [int(x[0]) for x in table[1:]] == [0, 5, 10, 15, 20]
     assert float(table[-1][1]) == 0.2 and read_timeseries(run_dir / "timeseries.csv")["step"].size == 5
@@ -702,7 +703,8 @@ def test_a_full_disk_during_a_statistics_row_is_one_line_and_stops_the_run(tmp_p
         r = simulator(tmp_path, TG, *SMALL, "--set", "output.chunk=1", "--set", "output.statistics.every=1", "--set",
                       "output.snapshots.every=0", "--set", "time.t_end=1000", "--out", fs / "run", timeout=600)
         assert_reported_in_one_line(r, fs / "run")
-        assert_failure_recorded(fs / "run", r, f"writing {fs / 'run' / 'statistics.h5'} failed: No space left on device")
+        assert_failure_recorded(fs / "run", r,
+                                f"writing {fs / 'run' / 'statistics.h5'} failed: No space left on device")
         steps(fs / "run")  # every row whole
         shutil.rmtree(fs / "run")
 
@@ -757,7 +759,8 @@ def test_a_truncated_checkpoint_index_as_initial_path_names_the_previous_intact_
     run_dir = copy(finished, tmp_path)
     index = run_dir / "checkpoints" / "c00000010.h5"
     index.write_bytes(index.read_bytes()[:2000])
-    config = {**yaml.safe_load(Path(TG).read_text()), "initial": {"name": "file", "path": "run/checkpoints/c00000010.h5"}}
+    config = {**yaml.safe_load(Path(TG).read_text()),
+              "initial": {"name": "file", "path": "run/checkpoints/c00000010.h5"}}
     (tmp_path / "branch.yaml").write_text(yaml.safe_dump(config))
     r = here(capfd, "branch.yaml", *SMALL[:4], "--out", "branch")
     one_line_error(r, "initial.path = 'run/checkpoints/c00000010.h5' is a damaged checkpoint (")

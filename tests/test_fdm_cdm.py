@@ -21,15 +21,27 @@ import pytest
 import yaml
 from scipy import special
 from scipy.integrate import solve_ivp
+from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
 
 import simulator
 from simulator import config as C
 from simulator.equations.cold import mesh as cdm_mesh
 from simulator.equations.fdm_cosmo import WAVE_KEYS, cdm, cosmology
 from simulator.errors import ConfigError
-from support import (assert_failure_recorded, bitwise, case_id, checkpoint, command, distributed_cases, mesh_cases,
-                     particle_reads, relative_error, shared, simulation)
-from test_fdm_cosmo import growth_rate, heath_growth, hubble, mode_amplitude
+
+from support import (
+    assert_failure_recorded,
+    bitwise,
+    case_id,
+    checkpoint,
+    command,
+    distributed_cases,
+    mesh_cases,
+    particle_reads,
+    relative_error,
+    shared,
+    simulation,
+)
 
 ROOT = Path(__file__).parents[1]
 
@@ -146,6 +158,7 @@ def test_the_assignment_equals_the_window_written_out_on_every_backend(devices, 
     """FFTBackend.deposit (the transpose of the windowed interpolation) against the sum written out above,
     for points anywhere (outside the box too) on a grid of unequal sides, every backend, 1 and 4 devices."""
     from simulator.fft import BACKENDS, build_mesh
+
     from support import backend_cases
 
     box, shape = (2.0, 3.0, 5.0), (8, 12, 16)
@@ -155,7 +168,8 @@ def test_the_assignment_equals_the_window_written_out_on_every_backend(devices, 
     assert want.sum() == pytest.approx(weights.sum(), rel=1e-13)
     for name, n, mesh in backend_cases():
         fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
-        got = jax.jit(lambda p, w: fft.deposit(p, w, box, window, jnp.float64))(jnp.asarray(points), jnp.asarray(weights))
+        deposit = jax.jit(lambda p, w: fft.deposit(p, w, box, window, jnp.float64))
+        got = deposit(jnp.asarray(points), jnp.asarray(weights))
         assert np.max(np.abs(np.asarray(got) - want)) < 1e-13 * np.max(want), (name, n)
 
 
@@ -199,7 +213,7 @@ def test_zeldovich_pancake_until_shell_crossing():
         crossing, out = pancake_errors(sim, p, 0.0125, math.log(59.0), (12, 24, 48) if n == 32 else (48,))
         assert 0.7 < crossing < 1.0
         errors[n] = out
-        for pos, mom, across, _, _ in out:
+        for _, _, across, _, _ in out:
             assert across < 1e-12
     assert errors[16][0][0] < 0.07 and errors[16][0][1] < 0.13, errors[16][0][:2]
     assert errors[32][-1][0] < 0.5 * errors[16][0][0] and errors[32][-1][1] < 0.5 * errors[16][0][1]
@@ -315,8 +329,8 @@ def test_a_2lpt_start_removes_the_zeldovich_start_s_second_order_transient():
 def test_pure_cold_matter_grows_as_the_growth_factor(om, ol):
     """f = 0 (all of the matter in particles, no wave), a mode of 1e-5 at k = 0.63 h/Mpc on 16^3 from
     z = 127 over a factor of 10 in a: the particles' own mode (their positions, no window) follows D(a)/D(a0)
-    to 0.1% (0.07% measured: the particle-mesh force at k dx = 0.39, CIC from the cell centres; TSC's deconvolved force is
-    1.1% strong there, and the growth 1.4% fast)."""
+    to 0.1% (0.07% measured: the particle-mesh force at k dx = 0.39, CIC from the cell centres; TSC's deconvolved force
+    is 1.1% strong there, and the growth 1.4% fast)."""
     sim = mixed(fraction=0.0, window="cic")
     p = sim.parameters(omega_m=om, omega_lambda=ol)
     ds, steps = 0.05, 46
@@ -726,8 +740,8 @@ def test_2lpt_initial_conditions_are_the_same_on_every_decomposition(case):
 
 @functools.cache
 def lattice_start(case, lpt, fraction):
-    """A gaussian lattice start on ``case`` (8^3 particles on the 16^3 grid: every other cell): the state's particles by identity
-    (positions, momenta), its slots (live, ident, positions, momenta) and lost counts, as NumPy, and the
+    """A gaussian lattice start on ``case`` (8^3 particles on the 16^3 grid: every other cell): the state's particles by
+    identity (positions, momenta), its slots (live, ident, positions, momenta) and lost counts, as NumPy, and the
     simulation."""
     sim = shared(case, physics__name="fdm_cosmo", initial__name="gaussian", grid__shape=[16] * 3, grid__box=[10.0] * 3,
                  physics__fdm_fraction=fraction, physics__cdm_particles=8**3, physics__cdm_window="cic",
@@ -1158,7 +1172,8 @@ def test_the_particle_mesh_benchmark_measures_the_mixed_step_against_the_wave(tm
                            "--steps", "1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads((tmp_path / "pm.json").read_text())["rows"]
-    assert [(r["N"], r["devices"], r["window"], r["particles"]) for r in rows] == [(8, 1, "cic", 512), (8, 2, "cic", 512)]
+    assert [(r["N"], r["devices"], r["window"], r["particles"]) for r in rows] == [(8, 1, "cic", 512),
+                                                                                  (8, 2, "cic", 512)]
     for r in rows:
         assert min(r["step_ms"], r["wave_ms"], r["deposit_ms"], r["solve_ms"], r["interpolate_ms"]) > 0
         assert r["pm_vs_wave"] == pytest.approx((r["deposit_ms"] + r["interpolate_ms"]) / r["wave_ms"])

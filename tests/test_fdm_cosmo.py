@@ -19,6 +19,7 @@ from scipy.integrate import quad, solve_ivp
 from simulator import config as C
 from simulator.equations.fdm_cosmo import FDMCosmoParams, cosmology, power
 from simulator.errors import ConfigError
+
 from support import backend_cases, case_id, command, distributed_cases, integrate, relative_error, shared
 
 ROOT = Path(__file__).parents[1]
@@ -43,12 +44,13 @@ def heath_growth(a, om, ol):
 
 
 def growth_rate(a, om, ol, h=1e-5):
-    return (math.log(heath_growth(a * math.exp(h), om, ol)) - math.log(heath_growth(a * math.exp(-h), om, ol))) / (2 * h)
+    return (math.log(heath_growth(a * math.exp(h), om, ol))
+            - math.log(heath_growth(a * math.exp(-h), om, ol))) / (2 * h)
 
 
 def linear_mode(om, ol, nu, g, k, a0, s):
-    """delta(s)/delta(0), s = ln(a/a0), of delta'' + 2H delta' + [(nu k^2 / 2a^2)^2 + g rho k^2 / a^5 - 4 pi G rho / a^3]
-    delta = 0 (rho = om, 4 pi G = 3/2, H0 = 1) in ln a, from the growing mode's delta' = H f delta."""
+    """delta(s)/delta(0), s = ln(a/a0), of delta'' + 2H delta' + [(nu k^2 / 2a^2)^2 + g rho k^2 / a^5 - 4 pi G rho /
+    a^3] delta = 0 (rho = om, 4 pi G = 3/2, H0 = 1) in ln a, from the growing mode's delta' = H f delta."""
     def rhs(x, y):
         a = a0 * math.exp(x)
         e = hubble(a, om, ol)
@@ -87,16 +89,19 @@ def test_background_and_spectrum_against_independent_references():
     a0 = 1 / 128
     for p in (1, 2, 3):
         got = float(cosmology.step_integrals(0.7, 0.3, a0, om, ol, (p,))[0])
-        exact = quad(lambda a: a ** -p / (a * hubble(a, om, ol)), a0 * math.exp(0.7), a0 * math.exp(1.0), epsrel=1e-13)[0]
+        exact = quad(lambda a: a ** -p / (a * hubble(a, om, ol)), a0 * math.exp(0.7), a0 * math.exp(1.0),
+                     epsrel=1e-13)[0]
         assert got == pytest.approx(exact, rel=1e-13)
     # Eisenstein & Hu's no-wiggle T(k) and the sigma8-normalised P(k, z = 0), from Colossus 1.4.0 (Diemer 2018,
     # ApJS 239, 35; model eisenstein98_zb, Om0 0.3, Ob0 0.049, H0 70, ns 0.965, sigma8 0.811, Tcmb0 2.7255)
     k = np.array([0.01, 0.1, 1.0, 10.0, 100.0])
     np.testing.assert_allclose(power.eisenstein_hu(k, om, 0.049, h),
-                               [7.86141372e-01, 1.31992336e-01, 4.59154801e-03, 8.75077279e-05, 1.30666711e-06], rtol=1e-8)
+                               [7.86141372e-01, 1.31992336e-01, 4.59154801e-03, 8.75077279e-05, 1.30666711e-06],
+                               rtol=1e-8)
     p = {"h": h, "omega_m": om, "omega_lambda": ol, "omega_b": 0.049, "n_s": 0.965, "sigma8": 0.811, "m22": 1.0}
     np.testing.assert_allclose(power.linear_power(k, 1.0, p, None, False),
-                               [2.22069426e+04, 5.77540612e+03, 6.44767827e+01, 2.16062699e-01, 4.44443079e-04], rtol=1e-4)
+                               [2.22069426e+04, 5.77540612e+03, 6.44767827e+01, 2.16062699e-01, 4.44443079e-04],
+                               rtol=1e-4)
     # sigma8 of the normalised spectrum, by adaptive quadrature (the package uses Simpson's rule)
     sigma2 = quad(lambda lnk: math.exp(3 * lnk) * float(power.linear_power(np.exp(lnk), 1.0, p, None, False))
                   * float(power.tophat(8 * np.exp(lnk))) ** 2 / (2 * math.pi**2), math.log(1e-5), math.log(1e3),
@@ -170,10 +175,12 @@ def test_config_resolves_redshifts_into_times():
     assert cfg.physics.self_interaction == pytest.approx(cosmology.self_interaction_of_decay_constant(1e17, 1, 0.7))
     assert C.from_dict(C.to_dict(cfg)) == cfg  # resolving is idempotent (a run's config.yaml loads back)
     params = FDMCosmoParams()
-    assert params.clock().time_label(math.log(32)) == "redshift z = 3" and params.clock().output_attrs(0.0)["redshift"] == pytest.approx(127)
+    assert params.clock().time_label(math.log(32)) == "redshift z = 3"
+    assert params.clock().output_attrs(0.0)["redshift"] == pytest.approx(127)
     bad = {"time.t_end=2.0": "time.t_end", "physics.z_end=200": "physics.z_end",
            "physics.output_redshifts=[1]": "physics.output_redshifts",
-           "physics.omega_lambda=5": "physics.omega_lambda", "physics.spectrum_file=/nonexistent": "physics.spectrum_file"}
+           "physics.omega_lambda=5": "physics.omega_lambda",
+           "physics.spectrum_file=/nonexistent": "physics.spectrum_file"}
     for override, key in bad.items():
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             C.load(None, ["physics.name=fdm_cosmo", override])
@@ -214,9 +221,9 @@ WAVE = "grid.box = 100: the wave (m22 = 1) is not resolved"
 def test_a_config_whose_answer_leans_on_a_continuation_or_a_trace_of_wave_is_cautioned(tmp_path, capfd, caplog):
     """A spectrum file that stops short of the grid's modes, or of the sigma8 integral, is continued as power laws
     of its end slopes (documented); a wave of fdm_fraction 1e-40 (float64) carries nothing yet sets an adaptive
-    step (45 769 steps). Both ran without a word. Now each is one warning line naming the key: from ``simulator validate`` and
-    ``plan`` on stderr and in the run's log as it starts; a table over the grid's modes and the sigma8 integral,
-    or a real fraction, gets none."""
+    step (45 769 steps). Both ran without a word. Now each is one warning line naming the key: from ``simulator
+    validate`` and ``plan`` on stderr and in the run's log as it starts; a table over the grid's modes and the sigma8
+    integral, or a real fraction, gets none."""
     import logging
     import types
 
@@ -277,8 +284,9 @@ def test_the_log_of_a_run_in_physical_units_says_them_as_it_starts(caplog):
     assert messages["navier_stokes"] == []
     assert messages["fdm_cosmo"] == [("units: length Mpc/h; time ln(a/a_start), a_start = 1/(1 + 127); code_length "
                                       "1 Mpc/h (comoving); code_time 1/H0 = 13.9685 Gyr; code_mass rho_crit,0 "
-                                      "(Mpc/h)^3 = 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; code_G 3/(8 pi) "
-                                      "= 0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 H0 for m22 = 1")]
+                                      "(Mpc/h)^3 = 3.96481e+11 Msun; code_velocity (Mpc/h) H0 = 100 km/s; "
+                                      "code_G 3/(8 pi) = 0.1193662073; code_hbar_over_m 0.000134200665 (Mpc/h)^2 "
+                                      "H0 for m22 = 1")]
 
 
 def test_a_runs_config_yaml_runs_again_with_another_final_redshift_and_the_printed_t_end_is_taken(tmp_path):
@@ -440,7 +448,8 @@ def test_the_cosmic_energy_source_s_rate_is_its_derivative_along_the_run(fractio
     middle = rows[1]
     terms = max(abs(4 * middle["kinetic"]), abs(middle["potential"]), abs(9 * middle.get("interaction", 0.0)))
     difference = (rows[2]["li_source"] - rows[0]["li_source"]) / (2 * h)
-    assert abs(middle["li_rate"] - difference) < (1e-3 if fraction else 1e-2) * terms, (middle["li_rate"], difference, terms)
+    assert abs(middle["li_rate"] - difference) < (1e-3 if fraction else 1e-2) * terms, (middle["li_rate"], difference,
+                                                                                         terms)
 
 
 @pytest.mark.parametrize("case", backend_cases(), ids=case_id)
@@ -584,7 +593,8 @@ def test_a_cosmological_run_writes_redshifts_units_and_restarts(tmp_path, capfd)
         with h5py.File(index) as f:
             redshifts.append(round(float(f.attrs["redshift"]), 9))
             assert f.attrs["a"] == pytest.approx(1 / (1 + f.attrs["redshift"]))
-            assert json.loads(f.attrs["units"])["length"] == "Mpc/h" and "Gyr" in json.loads(f.attrs["units"])["code_time"]
+            units = json.loads(f.attrs["units"])
+            assert units["length"] == "Mpc/h" and "Gyr" in units["code_time"]
     assert redshifts == [127, 63, 31, 15]
     with h5py.File(out / "spectra.h5") as f:
         assert [round(1 / (np.exp(t) / 128) - 1, 9) for t in f["time"][:]] == [127, 63, 31, 15]

@@ -65,6 +65,7 @@ def test_a_stage_is_summed_up_by_its_result_not_by_jax_s_notes_or_the_runtime_s_
                  "E1127 02:13:44.600055    1564 gpu_cudamallocasync_allocator.cc:366] gpu_async_0 cuMemAllocAsync "
                  "failed to allocate 80766617815 bytes\n"
                  "InUse:                              0B\n"
-                 "E1127 02:13:44.600130    1564 gpu_cudamallocasync_allocator.cc:109] CU_MEMPOOL_ATTR_USED_MEM_HIGH: 0\n")
+                 "E1127 02:13:44.600130    1564 gpu_cudamallocasync_allocator.cc:109] "
+                 "CU_MEMPOOL_ATTR_USED_MEM_HIGH: 0\n")
     assert campaign.last_line(recovered[:recovered.index("InUse")]).startswith("recovered nu = 0.01")
     assert campaign.recovered(recovered).startswith("recovered nu = 0.01 (true 0.01, relative error 1.8e-13)")

@@ -24,11 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import grad_objective as obj
 import simulator
-import support
 from simulator.equations import registry
 from simulator.launch import launch
+
+import grad_objective as obj
+import support
 
 ROOT = Path(__file__).parents[1]
 EQUATIONS = list(registry())

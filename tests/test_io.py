@@ -13,12 +13,10 @@ import pytest
 import xarray as xr
 
 from simulator.equations import registry
-
-from simulator.output import hdf5 as io
-from simulator.output import xdmf
+from simulator.fft import BACKENDS
+from simulator.output import hdf5 as io, xdmf
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import SpectraFile
-from simulator.fft import BACKENDS
 from simulator.runtime import build_mesh
 
 LEGACY = Path(__file__).parent / "data" / "legacy_v1"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import simulator
-from simulator.results import lagrangian
 from simulator.cli import main
+from simulator.results import lagrangian
 
 ROOT = Path(__file__).parents[1]
 

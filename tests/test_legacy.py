@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import command
 
 import simulator
 from simulator.output.timeseries import read_timeseries
+
+from support import command
 
 ROOT = Path(__file__).parents[1]
 DATA = Path(__file__).parent / "data" / "legacy_v1"

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from simulator.fft.check import collective_counts
+
 import support
 from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared
 

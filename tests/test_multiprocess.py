@@ -66,7 +66,8 @@ def test_a_run_whose_mesh_leaves_a_process_without_a_device_is_refused(tmp_path,
     failed in its first read of the run's numbers, in a traceback, exit 1). Refused before the run's directory
     is made: each process says the same line, which the launcher prints once, exit 2. With process 1 slower to
     get there (the suite's loaded machine), process 0 left first, taking the coordination service with it, and
-    XLA ended process 1 with a fatal log of the lost service before it said its line (simulator/run/command.py, exit_now)."""
+    XLA ended process 1 with a fatal log of the lost service before it said its line (simulator/run/command.py,
+    exit_now)."""
     run = tmp_path / "run"
     env = dict(os.environ)
     if process_1 == "slower":

@@ -14,8 +14,17 @@ import pytest
 
 from simulator.fft.check import collective_counts
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
-from support import (advance, backend_cases, case_id, distributed_cases, nonlinear_field, relative_error, shared,
-                     simulation)
+
+from support import (
+    advance,
+    backend_cases,
+    case_id,
+    distributed_cases,
+    nonlinear_field,
+    relative_error,
+    shared,
+    simulation,
+)
 
 CASES = backend_cases()
 GRID = [16, 16, 32]

@@ -7,8 +7,9 @@ the same printed text, and in it the same numbers up to :data:`TOLERANCE`.
 
 The particle notebook's kernel runs with optimised code (tests/conftest.py: STEPPING_CODEGEN, LLVM level 1), not
 the suite's faster-compiling one (LLVM level 0): its run spends its time executing, not compiling, and took 24 s of CPU
-at XLA's defaults against 62 s at level 0 (level 1 executes about as fast as the defaults and compiles far faster). The gradient notebook compiles more than it runs and stays at level 0 (17 s of CPU for its
-gradients against 24 s). ``scripts/execute_notebooks.py`` refreshes the stored outputs.
+at XLA's defaults against 62 s at level 0 (level 1 executes about as fast as the defaults and compiles far faster). The
+gradient notebook compiles more than it runs and stays at level 0 (17 s of CPU for its gradients against 24 s).
+``scripts/execute_notebooks.py`` refreshes the stored outputs.
 """
 
 import base64

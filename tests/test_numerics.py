@@ -15,17 +15,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_navier_stokes import GRID, ns, velocity
 
 from simulator.api import load_config
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.time.schemes import SCHEMES
+
 from support import advance, nonlinear_field, relative_error, shared
-from test_navier_stokes import GRID, ns, velocity
 
 N = 16
 #: the filtered simulation (low-storage RK4: its chunk compiles in half the time of classical RK4's)
-HOU_LI = {"grid__shape": N, "physics__dealias": "hou_li", "time__integrator": "lsrk4", "physics__hyperviscosity_order": 4}
+HOU_LI = {"grid__shape": N, "physics__dealias": "hou_li", "time__integrator": "lsrk4",
+          "physics__hyperviscosity_order": 4}
 #: the order of the hyperviscous term: structure (a run without it compiles no hyperviscous term)
 HYPER = {"physics__hyperviscosity_order": 4}
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import simulator
-from docs_pages import blocks
 from simulator.output.hdf5 import Snapshot
+
+from docs_pages import blocks
 from support import command
 
 ROOT = Path(__file__).parents[1]
@@ -161,8 +162,8 @@ def test_a_new_in_tree_row_diagnostic_is_its_module_and_one_registry_line(row_di
     and read back by load_run: nothing else in simulator/ names it."""
     import jax
 
-    from simulator.planning import plan
     from simulator.errors import ConfigError
+    from simulator.planning import plan
 
     base = {"grid.shape": [16, 16, 16], "precision": "float64", "time.t_end": 0.1, "output.chunk": 5,
             "output.snapshots.every": 10, "runtime.cpu_devices": len(jax.devices())}

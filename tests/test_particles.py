@@ -4,10 +4,10 @@ distributed equals single-device, gradients, and the config's one-line errors.""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
 import jax
 import jax.numpy as jnp
+import numpy as np
+import pytest
 from scipy.integrate import solve_ivp
 
 from simulator import equations
@@ -76,7 +76,7 @@ def test_evaluate_at_equals_the_direct_sum(devices, case, method, tolerance):
     expected = _direct_sum(field, points, BOX)
     assert got.shape == (3, len(points))
     assert np.max(np.abs(got - expected)) / np.max(np.abs(expected)) < tolerance
-    on_grid = np.stack([field[:, i, j, l] for i, j, l in grid], axis=1)
+    on_grid = np.stack([field[:, i, j, k] for i, j, k in grid], axis=1)
     assert np.max(np.abs(got[:, -3:] - on_grid)) < 1e-13 * np.max(np.abs(field))
 
 
@@ -319,8 +319,8 @@ def test_every_interpolation_method_is_one_entry_declaring_what_is_asked_of_it()
     instead wherever it can be refused; a grid method's halo planes are its window's
     (simulator.fft.stencils.STENCILS), not a number of its own."""
     from simulator.fft.stencils import STENCILS
-    from simulator.particles.species import Species
     from simulator.particles.interpolation import METHODS
+    from simulator.particles.species import Species
 
     field = Species.__dataclass_fields__["interpolation"]
     assert field.metadata["choices"] == tuple(METHODS)
@@ -360,7 +360,6 @@ def test_a_species_is_added_on_the_command_line_only_whole(capfd):
 
 def test_plan_counts_the_particles_bytes(devices):
     from simulator import particles
-
     from simulator.planning import plan
     species = [{"name": "tracers", "count": 1000}, {"name": "drops", "count": 8, "placement": "lattice", "tau_p": 0.1}]
     sim = simulation(devices, ("slab", 2, None), grid__shape=[8, 8, 8], particles=species)

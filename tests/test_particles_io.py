@@ -3,17 +3,16 @@ keeps them, ensembles carry them, and the particle outputs (HDF5 shards, index, 
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
-import xml.etree.ElementTree as ET
-
 import simulator
-from simulator.output import checkpoints
-from simulator.output import particles as particles_out
+from simulator.output import checkpoints, particles as particles_out
+
 from support import command
 
 ROOT = Path(__file__).parents[1]
@@ -204,8 +203,9 @@ def test_a_restart_sets_a_damaged_or_redefined_trajectory_file_aside_and_goes_on
 
 @pytest.mark.slow  # a run on a small tmpfs until its trajectory rows fill it (~10 s on 2 cores)
 def test_a_full_disk_while_trajectories_append_is_one_line_and_exit_1(tmp_path):
-    from support import small_filesystem
     from test_faults import assert_reported_in_one_line
+
+    from support import small_filesystem
 
     with small_filesystem(tmp_path / "small", "1M") as fs:
         r = _cli(tmp_path, *TRACKS, "--set", "particles=[{name: tracers, count: 4000, seed: 2}]",

@@ -11,13 +11,23 @@ import subprocess
 import numpy as np
 import pytest
 import yaml
-from support import (assert_failure_recorded, bitwise, case_id, checkpoint, command, mesh_cases, particle_reads,
-                     relative_error, simulation)
 
 import simulator
 from simulator.api import load_config
 from simulator.errors import ConfigError
 from simulator.output.checkpoints import real_blocks
+
+from support import (
+    assert_failure_recorded,
+    bitwise,
+    case_id,
+    checkpoint,
+    command,
+    mesh_cases,
+    particle_reads,
+    relative_error,
+    simulation,
+)
 
 SPECIES = [{"name": "tracers", "count": 200, "seed": 5, "interpolation": "lagrange4"},
            {"name": "drops", "count": 64, "placement": "lattice", "tau_p": 0.05, "gravity": [0, 0, -1],
@@ -56,7 +66,8 @@ def test_owned_equals_replicated_crossing_every_shard_boundary(devices, case):
     for name, quantities in (("tracers", ("position",)), ("drops", ("position", "velocity"))):
         assert np.asarray(got[f"particles.{name}.lost"]).tolist() == [0, 0, 0, 0]
         for q in quantities:
-            assert relative_error(by_identity(got, name, q), np.asarray(want[f"particles.{name}.{q}"])) < 1e-12, (name, q)
+            expected = np.asarray(want[f"particles.{name}.{q}"])
+            assert relative_error(by_identity(got, name, q), expected) < 1e-12, (name, q)
     blocks = real_blocks(sim.fft)
     cell = 2 * np.pi / 16
     # each device's live slots lie in its block (the rows are sharded over the mesh in order)
@@ -213,9 +224,9 @@ def test_a_restart_whose_particles_find_no_slot_leaves_every_row_of_the_run(tmp_
 @pytest.mark.slow  # 12-16 s on 2 cores: four short runs through the API
 def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_path):
     """A run of owned tracers (4-device slab): load_run reads its snapshots by identity (the last equal to the
-    final checkpoint's live slots sorted by identity; owned = replicated is checked above); restarted from its step-10 checkpoint it ends bit for bit as the straight run,
-    and on 2 devices (handed out again by identity) to 1e-12; with too few slots (all its particles in one
-    device's block) it stops, exit 1."""
+    final checkpoint's live slots sorted by identity; owned = replicated is checked above); restarted from its step-10
+    checkpoint it ends bit for bit as the straight run, and on 2 devices (handed out again by identity) to 1e-12; with
+    too few slots (all its particles in one device's block) it stops, exit 1."""
     import h5py
 
     def config(species, **values):
@@ -243,7 +254,8 @@ def test_owned_runs_write_by_identity_stop_on_losses_and_restart_bitwise(tmp_pat
     assert straight.keys() == same.keys() and all(np.array_equal(straight[k], same[k]) for k in straight)
     assert simulator.run_config(config(owned, **{"fft.mesh": [2]}), tmp_path / "moved", restart=ckpt) == 0
     moved = final(tmp_path / "moved")
-    assert relative_error(by_identity(moved, "tracers", "position"), by_identity(straight, "tracers", "position")) < 1e-12
+    assert relative_error(by_identity(moved, "tracers", "position"),
+                          by_identity(straight, "tracers", "position")) < 1e-12
     tight = [{**OWNED[0], "placement": "file", "path": clustered(tmp_path / "clustered.npy", 200)}]
     assert simulator.run_config(config(tight), tmp_path / "tight") == 1
 
@@ -307,7 +319,8 @@ def test_two_processes_equal_one_device(tmp_path, capfd):
     args = ["run", str(config), "--set", "grid.shape=16", "--set", "precision=float64", "--set", "initial.name=random",
             "--set", "initial.amplitude=2.0", "--set", "time.dt=0.02", "--set", "time.t_end=0.2", "--set",
             "output.chunk=5", "--set", "checkpoint.every=10", "--set", "output.snapshots.every=0", "--set",
-            "output.trajectories.every=5", "--set", "output.trajectories.count=50", "--set", f"particles={inline(OWNED)}"]
+            "output.trajectories.every=5", "--set", "output.trajectories.count=50", "--set",
+            f"particles={inline(OWNED)}"]
     base = [sys.executable, "-m", "simulator"]
     two = [*base, "launch", "-n", "2", "--cpu-devices", "2", "--timeout", "240", *args, "--set", "fft.backend=pencil"]
     ends, tracks = {}, {}
@@ -400,8 +413,7 @@ def test_a_restart_reads_its_particles_in_chunks_keeping_only_its_devices_rows(d
     import h5py
 
     from simulator.output import checkpoints
-    from simulator.particles import owned as owning
-    from simulator.particles import stack
+    from simulator.particles import owned as owning, stack
 
     written = simulation(devices, ("slab", 4, None), particles=OWNED, **FLOW)
     ckpt = checkpoint(written, written.initial_state(), tmp_path / "four")
@@ -564,7 +576,6 @@ def test_slots_too_few_for_the_devices_a_run_starts_on_are_refused_before_it_run
 
 def test_the_planner_counts_owned_slots_not_every_particle(devices):
     from simulator import particles
-
     from simulator.planning import plan
     species = [{**OWNED[0], "count": 1000}, {"name": "all", "count": 1000}]
     sim = simulation(devices, ("slab", 4, None), grid__shape=[16, 16, 16], particles=species)

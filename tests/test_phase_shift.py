@@ -18,13 +18,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import support
 
 from simulator.equations import phase_shift
 from simulator.errors import ConfigError
 from simulator.output import checkpoints as checkpoint
 from simulator.particles.flow import FLOW
 from simulator.time import schemes
+
+import support
 
 ROOT = Path(__file__).parents[1]
 N = 16

@@ -15,11 +15,12 @@ import pytest
 import yaml
 
 import simulator
-from simulator.planning import admission, cost, gpu_compiler, plan, report
 from simulator.api import load_config
 from simulator.equations import registry
+from simulator.planning import admission, cost, gpu_compiler, plan, report
 from simulator.run.simulation import Simulation
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
+
 from support import on_grid
 
 ROOT = Path(__file__).parents[1]
@@ -233,7 +234,7 @@ ENTRY %main (a: c64[4,8]) -> c64[4,8] {
   %s2 = ((c64[4,8]{1,0}), c64[4,8]{1,0}) all-to-all-start(%d), channel_id=2, replica_groups={{0,1,2,3}}, dimensions={0}
   ROOT %d2 = c64[4,8]{1,0} all-to-all-done(%s2)
 }
-"""
+"""  # noqa: E501 (an instruction of the HLO as XLA prints it, on one line)
     t = cost.hlo_traffic(hlo)
     assert t.collectives["all-to-all"] == 2 and t.fft_calls == 1
     assert t.exchanged_bytes == 2 * 256 and t.sent_bytes == 2 * 256 * 3 / 4
@@ -268,7 +269,8 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     assert r.returncode == 0, r.stderr[-2000:]
     assert "spectral layout: compact 683x683x342 (auto: the 2/3 rule keeps" in r.stdout, r.stdout
     if gpu_compiler.plugin() is None:
-        assert re.search(r"chunk 39\.2 GiB, .*initial_state 41\.9 GiB; peak 41\.9 GiB = 41\.9 bytes per cell", r.stdout), r.stdout
+        assert re.search(r"chunk 39\.2 GiB, .*initial_state 41\.9 GiB; peak 41\.9 GiB = 41\.9 bytes per cell",
+                         r.stdout), r.stdout
         assert "not compiled for a GPU: JAX's CUDA plug-in is not installed" in r.stdout, r.stdout
         assert "fits these 1 device(s): 1200^3" in r.stdout and "fft.in_turn auto" not in r.stdout, r.stdout
     else:
@@ -477,7 +479,8 @@ def test_the_plan_counts_the_start_and_a_start_from_a_file_skips_it(tmp_path):
     place. A run from a file builds no initial condition: nothing of it is counted."""
     n = 16
     sim = _sim(n, precision="float32", **{"physics.name": "fdm_cosmo", "physics.fdm_fraction": 0,
-                                          "physics.cdm_particles": n**3, "physics.cdm_lpt": 2, "initial.name": "gaussian"})
+                                          "physics.cdm_particles": n**3, "physics.cdm_lpt": 2,
+                                          "initial.name": "gaussian"})
     p = plan.make_plan(sim, memory=1 << 30)
     assert {"chunk", "initial", "initial_state"} <= set(p.program_bytes)
     assert p.peak == max(p.program_bytes.values())
@@ -531,8 +534,8 @@ for backend, mesh, layout in (("slab", [64], "full"), ("pencil", [8, 16], "full"
     sim = Simulation(cfg)
     progs = (*plan.run_programs(cfg), "step")
     full, fast = plan.make_plan(sim, progs, memory=1 << 34), reduced.reduced_plan(sim, progs, memory=1 << 34)
-    out[backend if layout == "full" else "compact"] = {"as": fast.compiled_as, "full": full.program_bytes, "fast": fast.program_bytes,
-                    "sent": [full.traffic.sent_bytes, fast.traffic.sent_bytes],
+    out[backend if layout == "full" else "compact"] = {"as": fast.compiled_as, "full": full.program_bytes,
+                    "fast": fast.program_bytes, "sent": [full.traffic.sent_bytes, fast.traffic.sent_bytes],
                     "ffts": [full.ffts_per_step, fast.ffts_per_step]}
 print(json.dumps(out))
 """

@@ -11,6 +11,7 @@ import pytest
 
 import simulator
 from simulator.errors import ConfigError
+
 from support import command
 
 ROOT = Path(__file__).parents[1]

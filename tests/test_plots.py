@@ -16,15 +16,15 @@ import pytest
 import yaml
 
 from simulator import equations, plots
+from simulator.cli import main
 from simulator.config import load as load_config
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import FieldInfo
+from simulator.output import hdf5 as io
 from simulator.output.base import Schedule
-from simulator.time.control import Stepper
 from simulator.output.spectra import SpectraFile
 from simulator.output.timeseries import read_timeseries
-from simulator.output import hdf5 as io
-from simulator.cli import main
+from simulator.time.control import Stepper
 
 ROOT = Path(__file__).parents[1]
 SMALL = ["--cpu-devices", "2", "--set", "grid.shape=16", "--set", "time.t_end=0.2"]
@@ -565,8 +565,8 @@ def test_collecting_a_sweep_before_any_point_ran_says_so_in_one_line(viscosity_s
         assert main(["sweep", str(viscosity_sweep), "--collect", *extra]) == 2
         out, err = capsys.readouterr()
         assert out.startswith(f"{viscosity_sweep / 'collected.csv'}: 3 points, 0 finished")
-        assert err == (f"error: sweep = '{viscosity_sweep}' has no results yet (3 pending: no time-series row); run its "
-                       "points (simulator sweep SWEEP.yaml --local or --submit) and collect again\n")
+        assert err == (f"error: sweep = '{viscosity_sweep}' has no results yet (3 pending: no time-series row); "
+                       "run its points (simulator sweep SWEEP.yaml --local or --submit) and collect again\n")
 
 
 def test_sweep_plot_labels_the_key_uses_a_log_axis_for_factors_and_adds_reynolds(viscosity_sweep, figures):
@@ -713,9 +713,11 @@ def test_the_budget_title_and_the_pooled_derivative_say_what_is_drawn():
     assert r"$-\mathrm{d}(E)/\mathrm{d}t = \varepsilon - P$" in fig._suptitle.get_text()
     rate, _ = (np.asarray(line.get_ydata()) for line in fig.axes[0].lines)
     np.testing.assert_allclose(rate, 0.1, rtol=1e-12)  # -dE/dt, positive where the energy decays
-    moments = {"time": t, **{f"{m}{d}": 0 * t for m in ("skewness", "flatness") for d in ("", "_dudx", "_dvdy", "_dwdz")}}
+    moments = {"time": t, **{f"{m}{d}": 0 * t for m in ("skewness", "flatness")
+                             for d in ("", "_dudx", "_dvdy", "_dwdz")}}
     labels = [line.get_label() for ax in moments_figure(moments, config).axes for line in ax.lines]
-    assert labels.count(r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, \partial u_3/\partial x_3$ pooled") == 2
+    pooled = r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, \partial u_3/\partial x_3$ pooled"
+    assert labels.count(pooled) == 2
     assert not [label for label in labels if "u_i/" in label]
 
 
@@ -787,10 +789,9 @@ def test_a_file_the_system_will_not_open_or_a_lack_of_memory_calls_no_file_damag
 def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypatch):
     """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
     bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""
-    from simulator.results import lagrangian
     from simulator.equations.spec import Clock
-    from simulator.plots import lagrangian as lagrangian_plots
-    from simulator.plots import statistics as statistics_plots
+    from simulator.plots import lagrangian as lagrangian_plots, statistics as statistics_plots
+    from simulator.results import lagrangian
 
     monkeypatch.setattr(Clock, "units", lambda self: {"length": "m", "time": "s"})
     t = np.linspace(0.0, 1.0, 4)
@@ -951,7 +952,8 @@ def test_slice_figures_fill_their_canvas(runs, tmp_path):
             box = text.get_window_extent(renderer)
             assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text.get_text()
         heading = fig._suptitle.get_window_extent(renderer)
-        assert all(ax.title.get_window_extent(renderer).y1 <= heading.y0 for ax in fig.axes), "a title touches the heading"
+        assert all(ax.title.get_window_extent(renderer).y1 <= heading.y0 for ax in fig.axes), \
+            "a title touches the heading"
 
 
 @pytest.mark.parametrize("box", [[2 * np.pi, 4 * np.pi, np.pi], [2 * np.pi, 8 * np.pi, np.pi], [2 * np.pi] * 3])

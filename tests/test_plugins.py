@@ -13,6 +13,7 @@ import pytest
 
 from simulator.output.hdf5 import Snapshot
 from simulator.output.timeseries import read_timeseries
+
 from support import command
 
 ROOT = Path(__file__).parents[1]

@@ -9,6 +9,7 @@ from simulator.config import to_dict
 from simulator.output import checkpoints
 from simulator.output.resample import mode_map
 from simulator.output.snapshots import write_snapshot
+
 from support import advance, case_id, relative_error, shared, simulation
 
 SOURCE = (16, 16, 16)

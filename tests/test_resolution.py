@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from simulator.equations import resolution
+
 from support import shared
 
 GRID = [16, 8, 16]
@@ -140,8 +141,9 @@ def test_the_plan_says_what_epsilon_the_grid_resolves_and_the_forced_kmax_eta():
 def test_the_plan_hints_the_cheaper_setups_the_accuracy_benchmark_found():
     """``simulator plan`` adds a hint from the accuracy benchmark where it applies: rk2 for an rk4 (or rk3)
     Navier-Stokes run at steps of at most a cell per unit velocity and Re <= 400, none for rk2, for a larger step
-    or at the default job's Re = 1600 (where rk2 blew up); the phase-shifted sphere for a forced 2/3-rule run whose injected power it does not resolve,
-    none when it does; etdrk4 for a stiff hyperviscous run; nothing for other equations. The CLI prints it."""
+    or at the default job's Re = 1600 (where rk2 blew up); the phase-shifted sphere for a forced 2/3-rule run whose
+    injected power it does not resolve, none when it does; etdrk4 for a stiff hyperviscous run; nothing for other
+    equations. The CLI prints it."""
     import subprocess
     import sys
 

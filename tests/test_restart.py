@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator.output import checkpoints as checkpoint
-from simulator.output import hdf5 as io
+from simulator.output import checkpoints as checkpoint, hdf5 as io
+
 import support
 
 ROOT = Path(__file__).parents[1]
@@ -408,7 +408,8 @@ def test_resume_replaces_a_partial_run_of_the_same_config_that_never_checkpointe
 
 def test_resume_leaves_a_run_without_checkpoints_whose_status_does_not_read_as_it_is(tmp_path, monkeypatch, capfd):
     """A finished run whose checkpoints were deleted (to save room) and whose status.json was then damaged: --resume
-    (what a sweep's --local and --submit run) replaced it from t = 0 as a partial run; it is refused, nothing touched."""
+    (what a sweep's --local and --submit run) replaced it from t = 0 as a partial run; it is refused, nothing
+    touched."""
     monkeypatch.chdir(tmp_path)
     args = [CONFIG, *SMALL, "--set", "time.t_end=0.1", "--out", "run"]
     assert here(capfd, *args).returncode == 0

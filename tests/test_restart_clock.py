@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from simulator.output import checkpoints, timeseries
+
 from support import command
 
 ROOT = Path(__file__).parents[1]

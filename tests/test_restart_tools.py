@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from simulator.fft.compact import to_full
-from simulator.output import checkpoints
-from simulator.output import timeseries
+from simulator.output import checkpoints, timeseries
+
 from support import command
 
 ROOT = Path(__file__).parents[1]
@@ -155,8 +155,9 @@ def test_add_to_t_end_of_a_cosmological_run_that_ends_today_says_so(tmp_path, mo
 def test_a_resume_hint_runs_as_printed_in_a_shell(tmp_path, monkeypatch, capfd):
     """A run started with a value holding a space and brackets (``--set 'physics.output_redshifts=[49, 9]'``, as the
     cosmology tutorial writes it) and a key removed (``--unset time.cfl``), stopped by runtime.max_wall, prints a
-    resume hint that a shell runs as printed: each argument quoted where it needs it, the key removed again. Before, the hint was the arguments joined by spaces,
-    ``--set physics.output_redshifts=[49, 9]``, which a shell splits (simulator: unrecognized arguments: 9])."""
+    resume hint that a shell runs as printed: each argument quoted where it needs it, the key removed again. Before, the
+    hint was the arguments joined by spaces, ``--set physics.output_redshifts=[49, 9]``, which a shell splits
+    (simulator: unrecognized arguments: 9])."""
     import shlex
 
     monkeypatch.chdir(tmp_path)

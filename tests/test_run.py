@@ -2,6 +2,7 @@
 
 import csv
 import math
+import re
 import subprocess
 import sys
 import threading
@@ -15,11 +16,12 @@ import pytest
 import yaml
 
 import simulator
-from simulator import config as C
+from simulator import config as C, version
 from simulator.equations import registry
 from simulator.output import checkpoints as checkpoint
 from simulator.run import rundir, segment
 from simulator.run.simulation import Simulation
+
 from support import command
 
 #: extra cases of the one-compilation test: (name, equation, overrides)
@@ -80,6 +82,10 @@ def test_run_writes_timeseries_and_config(tmp_path, monkeypatch, capfd):
         assert float(row["energy"]) == pytest.approx(1.5 * math.exp(-2 * 0.01 * float(row["time"])), rel=1e-12)
     meta = yaml.safe_load((out / "config.yaml").read_text())
     assert meta["config"]["precision"] == "float64" and meta["devices"] == 4 and "jax" in meta["versions"]
+    # the run's record and its log say the simulator's version, from its one source
+    assert meta["versions"]["simulator"] == version.__version__
+    assert re.search(rf"INFO versions: python=\S+ simulator={re.escape(version.__version__)} jax=",
+                     (out / "run.log").read_text())
     assert "one program for every chunk" in r.stderr and "steps/s=" in r.stderr and "ETA" in r.stderr
     # the same output directory again: refused, exit 2, nothing changed
     before = (out / "timeseries.csv").read_bytes()
@@ -103,8 +109,8 @@ def test_overwrite_removes_every_file_of_the_old_run_and_what_was_derived_from_i
                 "output.statistics.every=10", "--set", "output.tasks=[{name: u_max, field: velocity, "
                 "component: magnitude, reduce: max, every: 10}]", "--out", "old")
     assert r.returncode == 0, r.stderr
-    for command in (["plot", "old"], ["export", "old"]):
-        done = here(capfd, *command)
+    for args in (["plot", "old"], ["export", "old"]):
+        done = here(capfd, *args)
         assert done.returncode == 0, done.stderr
     old = tmp_path / "old"
     written = {p.name for p in old.iterdir()} - {LOCK_FILE}

@@ -12,8 +12,8 @@ from simulator import runtime
 from simulator.config import load
 from simulator.errors import RuntimeSetupError
 from simulator.fft.local import native
-from simulator.threads import available_cores, shared
 from simulator.runtime import process_mode, slurm_environment
+from simulator.threads import available_cores, shared
 
 ROOT = Path(__file__).parents[1]
 

@@ -17,14 +17,14 @@ import pytest
 import yaml
 
 import simulator
-from simulator import config as C
-from simulator import plots
+from simulator import config as C, plots
 from simulator.equations.scalars import terms
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import read_timeseries
 from simulator.run import restart
+
 from support import advance, backend_cases, case_id, distributed_cases, relative_error, shared, simulation
 
 CASES = backend_cases()

@@ -12,10 +12,10 @@ import pytest
 
 import simulator
 from simulator import equations
-from simulator.equations.fdm_cosmo import FDMCosmoParams
-from simulator.equations.schrodinger_poisson import SchrodingerPoissonParams
 from simulator.equations.boussinesq import BoussinesqParams
+from simulator.equations.fdm_cosmo import FDMCosmoParams
 from simulator.equations.mhd import MHDParams
+from simulator.equations.schrodinger_poisson import SchrodingerPoissonParams
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"navier_stokes": "taylor_green", "boussinesq": "stratified_turbulence", "mhd": "orszag_tang",
@@ -86,7 +86,8 @@ def test_stratified_and_magnetic_scales():
     assert s["ozmidov_length"] == pytest.approx((0.02 / 8.0) ** 0.5)
     assert s["buoyancy_reynolds"] == pytest.approx(0.02 / (1e-3 * 4.0))
     unstratified = BoussinesqParams(brunt_vaisala=0.0, coriolis=0.0).scales(d, [8] * 3, [1.0] * 3)
-    assert unstratified["buoyancy_period"] == unstratified["ozmidov_length"] == unstratified["inertial_period"] == math.inf
+    assert (unstratified["buoyancy_period"] == unstratified["ozmidov_length"] == unstratified["inertial_period"]
+            == math.inf)
     m = MHDParams(viscosity=0.02, resistivity=0.01).scales(
         {"viscous_dissipation": 0.1, "ohmic_dissipation": 0.3, "kinetic_energy": 1.0, "magnetic_energy": 0.5},
         [8] * 3, [1.0] * 3)

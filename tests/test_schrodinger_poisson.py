@@ -10,6 +10,7 @@ import pytest
 
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
+
 from support import advance, backend_cases, case_id, distributed_cases, integrate, relative_error, shared, simulation
 
 CASES = backend_cases()
@@ -176,7 +177,8 @@ def test_soliton_initial_condition_is_close_to_stationary():
 
 def _rotations_per_step(sim, state, p) -> int:
     """Phase rotations (each one jnp.round of its range reduction) in the body of the chunk's loop of steps."""
-    jaxpr = jax.make_jaxpr(lambda s: sim.chunk(sim.equation, s, jnp.zeros(()), jnp.int32(3), jnp.asarray(1e-3), p))(state)
+    jaxpr = jax.make_jaxpr(lambda s: sim.chunk(sim.equation, s, jnp.zeros(()), jnp.int32(3), jnp.asarray(1e-3),
+                                               p))(state)
 
     def count(j) -> int:
         total = 0

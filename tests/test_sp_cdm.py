@@ -11,10 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.linalg import expm
-from support import case_id, distributed_cases, relative_error, shared
 
 from simulator import config as C
 from simulator.errors import ConfigError
+
+from support import case_id, distributed_cases, relative_error, shared
 
 K = 2 * math.pi  # mode 1 of the unit box
 

@@ -16,9 +16,10 @@ from scipy.stats import norm
 
 import simulator
 from simulator import equations
-from simulator.observables import statistics as st
 from simulator.errors import ConfigError
+from simulator.observables import statistics as st
 from simulator.output.statistics import FILE, read_statistics
+
 from support import backend_cases, case_id, shared
 
 N = 32
@@ -315,12 +316,14 @@ def test_statistics_refused_for_an_equation_without_velocity_and_for_long_separa
 def test_plot_draws_the_statistics_figures_from_the_file(tmp_path, capsys):
     """``simulator plot`` of a run with statistics: the three figures, at the standard pixel size; and the
     results reader (no JAX) returns the file's datasets."""
-    from simulator.cli import main
-    from simulator.plots.figures import PIXELS
     from test_plots import png_size
 
-    cfg = simulator.load_config(None, {"grid.shape": [16, 16, 16], "fft.backend": "single", "initial.name": "random", "time.dt": 0.01,
-                                       "time.t_end": 0.04, "output.chunk": 2, "output.statistics.every": 2})
+    from simulator.cli import main
+    from simulator.plots.figures import PIXELS
+
+    cfg = simulator.load_config(None, {"grid.shape": [16, 16, 16], "fft.backend": "single", "initial.name": "random",
+                                       "time.dt": 0.01, "time.t_end": 0.04, "output.chunk": 2,
+                                       "output.statistics.every": 2})
     assert simulator.run_config(cfg, tmp_path / "run") == 0
     assert main(["plot", str(tmp_path / "run")]) == 0
     for name in ("structure_functions.png", "pdfs.png", "derivative_moments.png"):
@@ -328,8 +331,8 @@ def test_plot_draws_the_statistics_figures_from_the_file(tmp_path, capsys):
     run = simulator.load_run(tmp_path / "run")
     assert run.statistics["skewness"].shape == (3,) and list(run.statistics["step"]) == [0, 2, 4]
     # the same figures returned for a notebook: what the PNG says, nothing written
-    from simulator.plots.figures import MissingOutputError
     from simulator.equations import get
+    from simulator.plots.figures import MissingOutputError
     from simulator.plots.statistics import statistics_figures
 
     saved = statistics_figures(tmp_path / "run", run.config, get("navier_stokes"))
@@ -463,8 +466,8 @@ def test_a_restart_with_other_statistics_settings_keeps_the_old_rows_aside_and_s
 def test_ensemble_members_write_their_own_statistics_equal_to_separate_runs(tmp_path):
     """One batched program for two members that differ in a traced number (the scalar's mean gradient):
     each member's statistics.h5 equals its separate run's, the gradient along its own mean gradient."""
-    base = {"grid.shape": [16, 16, 16], "precision": "float64", "fft.backend": "single", "time.dt": 1e-3, "time.t_end": 4e-3,
-            "output.chunk": 2, "output.statistics.every": 2, "initial.name": "random",
+    base = {"grid.shape": [16, 16, 16], "precision": "float64", "fft.backend": "single", "time.dt": 1e-3,
+            "time.t_end": 4e-3, "output.chunk": 2, "output.statistics.every": 2, "initial.name": "random",
             "initial.scalars.name": "random"}
     cfgs = [simulator.load_config(None, {**base, "physics.scalars": [{"diffusivity": 1e-2, "mean_gradient": g}]})
             for g in ([0, 0, 1], [1, 0, 0])]
@@ -477,4 +480,5 @@ def test_ensemble_members_write_their_own_statistics_equal_to_separate_runs(tmp_
         for name, value in alone.items():
             if name != "attrs":
                 np.testing.assert_allclose(data[name], value, rtol=1e-12, atol=1e-300, err_msg=name)
-    assert not np.allclose(members[0]["scalar0_gradient_skewness_parallel"], members[1]["scalar0_gradient_skewness_parallel"])
+    name = "scalar0_gradient_skewness_parallel"
+    assert not np.allclose(members[0][name], members[1][name])

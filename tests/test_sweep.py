@@ -14,6 +14,7 @@ import yaml
 
 from simulator import sweep, sweep_file, sweep_slurm
 from simulator.errors import ConfigError
+
 from support import command
 
 ROOT = Path(__file__).parents[1]
@@ -41,8 +42,9 @@ def here(capfd, *args):
 
 
 def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
-    spec = sweep_file.load(write_sweep(tmp_path / "s.yaml", grid={"physics.viscosity": [0.1, 0.2], "grid.shape": [16, 32]},
-                                  zip={"initial.seed": [1, 2, 3], "initial.amplitude": [0.5, 1.0, 2.0]}))
+    spec = sweep_file.load(write_sweep(tmp_path / "s.yaml",
+                                       grid={"physics.viscosity": [0.1, 0.2], "grid.shape": [16, 32]},
+                                       zip={"initial.seed": [1, 2, 3], "initial.amplitude": [0.5, 1.0, 2.0]}))
     assert spec.swept == ("physics.viscosity", "grid.shape", "initial.seed", "initial.amplitude")
     assert len(spec.points) == 2 * 2 * 3
     assert spec.points[0].params == {"physics.viscosity": 0.1, "grid.shape": 16, "initial.seed": 1,
@@ -69,7 +71,8 @@ def test_grid_is_a_cartesian_product_and_zip_goes_together(tmp_path):
      "point 2 = {'physics.viscosity': 0.1} repeats point 0"),
     # what --submit sets itself: sbatch takes the last one given, so these would override it (the array's points)
     ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--time=00:10:00", "--array=0-1"]},
-     "sbatch[1] = '--array=0-1' is set by --submit; --submit sets --array (the unfinished points, max_parallel at once)"),
+     "sbatch[1] = '--array=0-1' is set by --submit; --submit sets --array (the unfinished points, max_parallel at "
+     "once)"),
     ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["-a 0"]}, "sbatch[0] = '-a 0' is set by --submit"),
     ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["--output=x.out"]}, "sbatch[0] = '--output=x.out' is set"),
     ({"grid": {"physics.viscosity": [0.1, 0.2]}, "sbatch": ["-Jname"]}, "sbatch[0] = '-Jname' is set by --submit"),
@@ -170,8 +173,8 @@ def test_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_is_
 
 
 @pytest.mark.parametrize("mode", ["--point", "--group"])
-def test_a_point_or_group_of_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_runs(tmp_path, mode,
-                                                                                                       monkeypatch, capfd):
+def test_a_point_or_group_of_a_particle_only_sweep_prepared_before_the_wave_s_keys_were_left_out_runs(
+        tmp_path, mode, monkeypatch, capfd):
     """What an array task runs on such a directory reads its stored point configs as `simulator sweep FILE` does
     (it was refused: physics.m22 = 1.0 is a setting of the wave). runtime.max_wall stops each after its first
     chunk; the resume hint of a point, and of every member of a group, is the command that ran it."""
@@ -216,7 +219,8 @@ def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_
     lines = dry.stdout.splitlines()
     assert lines[-2] == (f"job script: {template} (the shipped sweep template: no slurm/sweep.sbatch here; "
                          "`simulator slurm sweep > my_sweep.sbatch`, edited, then --script my_sweep.sbatch)")
-    assert lines[-1].startswith("sbatch --parsable --job-name=s --array=0-1%2 ") and lines[-1].endswith(f" {template} sw")
+    assert lines[-1].startswith("sbatch --parsable --job-name=s --array=0-1%2 ")
+    assert lines[-1].endswith(f" {template} sw")
     (tmp_path / "slurm").mkdir()
     (tmp_path / "slurm" / "sweep.sbatch").write_text("#!/bin/bash\n")
     lines = here(capfd, "sweep", file, "--out", "sw", "--submit", "--dry-run").stdout.splitlines()
@@ -225,7 +229,8 @@ def test_submit_without_a_slurm_folder_here_uses_the_shipped_sweep_template(tmp_
 
 #: each shipped template, its arguments, and the rest of its srun line after the simulator command
 def fake_srun(tmp_path):
-    """A folder holding an ``srun`` that prints its command line instead of running it: put first on a template's PATH."""
+    """A folder holding an ``srun`` that prints its command line instead of running it: put first on a template's
+    PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "srun").write_text("#!/bin/bash\necho \"srun $*\"\n")

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import simulator
-from simulator.planning import plan
 from simulator.output.tasks import FILE, TasksFile, describe, read_tasks
+from simulator.planning import plan
 from simulator.run.simulation import Simulation
 
 ROOT = Path(__file__).parents[1]
@@ -185,7 +185,8 @@ def test_the_program_is_planned_and_gathers_no_3d_array(runs):
 BAD = [  # (overrides, the key named)
     ({"output.tasks": [{"name": "a", "field": "pressure", "every": 10}]}, "output.tasks[0].field"),
     ({"output.tasks": [{"name": "a", "field": "velocity", "every": 10}]}, "output.tasks[0].component"),
-    ({"output.tasks": [{"name": "a", "field": "velocity", "component": "w", "every": 10}]}, "output.tasks[0].component"),
+    ({"output.tasks": [{"name": "a", "field": "velocity", "component": "w", "every": 10}]},
+     "output.tasks[0].component"),
     ({"CONFIG": "jeans.yaml",  # Schrodinger-Poisson: scalar fields only
       "output.tasks": [{"name": "a", "field": "density", "component": "x", "every": 10}]}, "output.tasks[0].component"),
     ({"physics.scalars": [{"diffusivity": 0.01}],
@@ -226,11 +227,12 @@ def test_a_bad_entry_exits_2_in_one_line_naming_its_key_and_writes_nothing(overr
 def test_plot_draws_each_task_from_the_file(runs):
     """``simulator plot``: one figure per task; a slice's last row as an image with each pixel centred on its
     grid point, a profile's rows as an image against time, a reduction as a curve against time."""
+    from test_plots import png_size
+
     from simulator.cli import main
     from simulator.equations import get
     from simulator.plots.figures import PIXELS
     from simulator.plots.tasks import task_figure
-    from test_plots import png_size
 
     assert main(["plot", str(runs / "one")]) == 0
     for task in TASKS:
@@ -246,7 +248,8 @@ def test_plot_draws_each_task_from_the_file(runs):
     line = task_figure(run.tasks["u_max"], run.config, info, "code units").axes[0].lines[0]
     np.testing.assert_array_equal(line.get_xdata(), run.tasks["u_max"].time)
     # returned for a notebook (load_run(...).plot.task): the same figure
-    np.testing.assert_array_equal(run.plot.task("wz_mid").axes[0].images[0].get_array(), run.tasks["wz_mid"].values[-1].T)
+    np.testing.assert_array_equal(run.plot.task("wz_mid").axes[0].images[0].get_array(),
+                                  run.tasks["wz_mid"].values[-1].T)
     np.testing.assert_array_equal(run.plot.task("u_max").axes[0].lines[0].get_ydata(), line.get_ydata())
     with pytest.raises(ValueError, match="has no rows of the task 'nope' \\(tasks with rows: "):
         run.plot.task("nope")

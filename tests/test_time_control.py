@@ -10,6 +10,7 @@ import simulator
 from simulator import config as config_mod
 from simulator.output.base import Schedule, landing_times
 from simulator.time.control import Stepper
+
 from support import assert_failure_recorded
 
 #: a small Navier-Stokes run whose flow speeds up (random initial field, band forcing) in float64
@@ -157,7 +158,9 @@ def test_the_stability_limit_on_the_real_axis_is_the_schemes_own():
         rates = -np.array([r, 1.01 * r])
 
         class Decay:
-            at_stage = lambda self, step, shift: self  # unshifted at every stage
+            def at_stage(self, step, shift):  # unshifted at every stage
+                return self
+
             settle = staticmethod(lambda state: state)
             exp_linear = staticmethod(lambda u, tau, params: u)
             linear_map = staticmethod(lambda fn, u, tau, params: fn(jnp.zeros(())) * u)

@@ -27,10 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from support import shared
 
 from simulator.time.integrators import run_steps
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
+
+from support import shared
 
 N = 8
 K = 1.0  # mode number along z (box 2 pi): kept by the 2/3 rule at N = 8

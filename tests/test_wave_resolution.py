@@ -17,6 +17,7 @@ from scipy.integrate import quad
 
 from simulator import config as C
 from simulator.equations.fdm_cosmo import power
+
 from support import command
 
 ROOT = Path(__file__).parents[1]

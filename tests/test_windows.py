@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.fft import kernels
-from simulator.fft import window as W
+from simulator.fft import kernels, window as W
 from simulator.fft.stencils import STENCILS
 
 SHAPE = (6, 7, 8)
@@ -143,7 +142,8 @@ def test_window_derivatives_in_both_modes_and_under_vmap(native, name):
         by_field = [jax.grad(lambda f, i=i: jnp.nansum(gather(points, i, f) ** 2))(field) for i in ("native", "xla")]
         members = jnp.stack([points, points * 0.9])
         by_points = jax.vmap(lambda x: gather(x, "native"))(members), [gather(m, "xla") for m in members]
-        by_fields = jax.vmap(lambda f: gather(points, "native", f))(jnp.stack([field, 2 * field])), gather(points, "xla")
+        by_fields = (jax.vmap(lambda f: gather(points, "native", f))(jnp.stack([field, 2 * field])),
+                     gather(points, "xla"))
         return out, by_field, by_points, by_fields
 
     out, by_field, (stacked, each), (doubled, once) = derived(points, d, field)
@@ -370,10 +370,11 @@ def test_the_particle_mesh_runs_the_native_kernels_on_cpu_and_xla_s_when_asked(n
 
 @pytest.mark.parametrize("case", [("slab", 4, None), ("pencil", 4, [2, 2])], ids=["slab4", "pencil2x2"])
 def test_the_hand_over_moves_the_same_rows_on_both_paths_in_either_buffers(native, devices, case):
-    """The hand-over after a drift of about a cell, on four devices (a slab; a 2 x 2 pencil, along both axes): the native kernels and XLA's prefix sums and
-    scatters leave every slot the same, bit for bit, and lose nothing, whether it sends the full buffers at once,
-    first buffers just large enough for every device's leavers (the same slots), or first buffers one row short,
-    then the rest (the branch every device takes together: the same particles, in other slots or not)."""
+    """The hand-over after a drift of about a cell, on four devices (a slab; a 2 x 2 pencil, along both axes): the
+    native kernels and XLA's prefix sums and scatters leave every slot the same, bit for bit, and lose nothing, whether
+    it sends the full buffers at once, first buffers just large enough for every device's leavers (the same slots), or
+    first buffers one row short, then the rest (the branch every device takes together: the same particles, in other
+    slots or not)."""
     from simulator.equations.cold import mesh
     from simulator.fft import owned
 
@@ -463,7 +464,10 @@ def test_a_full_device_loses_nothing_to_the_first_buffers(devices, impl):
         pytest.skip("native particle kernels not built: " + kernels.native()[1])
     mesh = jax.sharding.Mesh(np.asarray(devices[:4]), ("x",))
     slots, n = 6, 8
-    block = lambda b: 0.25 * b + 0.1  # a coordinate in block b of 4
+
+    def block(b):  # a coordinate in block b of 4
+        return 0.25 * b + 0.1
+
     position = np.full((4, slots, 3), 0.1)
     live = np.zeros((4, slots), bool)
     position[0, :, 0] = [block(1)] * 3 + [block(0)] * 3  # full; 3 leave up
@@ -499,10 +503,10 @@ def test_a_run_hands_over_the_same_particles_whichever_buffers_it_sends_first(de
     (1e-12; the slots they sit in may differ, so the sums of the deposit may round differently) whether each
     hand-over sends the cdm_exchange buffers at once, first buffers of one plane's mean count (the default), or
     first buffers of one row, so that every step also sends the rest."""
-    from support import advance
-
     from simulator.equations.cold import mesh
     from simulator.particles import slots
+
+    from support import advance
 
     first_rows = slots.first_rows
     ends = {}

@@ -3,9 +3,10 @@
 Exit status: 0 success; 1 a check or run failed (NaN/Inf, a failed write); 2 bad input (config,
 arguments, device setup, a refused output directory or restart, a damaged file read), reported as one line on stderr;
 3 ``simulator plan``: the run does not fit its devices' memory (the plan is printed, with the device
-count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with --restart), or an
-export stopped by one (no partial file left: run it again); 141 the reader of its output closed the pipe (``| head``).
-A stdout that cannot be written (``> /dev/full``) is one line on stderr and status 1, whatever the command.
+count that would fit it); 75 a run stopped by SIGTERM, SIGUSR1 or SIGINT after writing a checkpoint (resume with
+--restart), or an export stopped by one (no partial file left: run it again); 141 the reader of its output closed the
+pipe (``| head``). A stdout that cannot be written (``> /dev/full``) is one line on stderr and status 1, whatever the
+command.
 
 Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
 plan, config-docs, configs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
@@ -31,23 +32,22 @@ EXIT_BROKEN_PIPE = 141
 
 
 def version_line() -> str:
-    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
-    metadata, so that asking for it starts no JAX; the simulator's own from ``simulator.__version__`` when
-    it runs from a source tree that was never installed."""
+    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``: the simulator's version from its one source
+    (:mod:`simulator.version`, the code that runs, even where an editable install's metadata is older), the
+    others from the installed packages' metadata, so that asking for it starts no JAX."""
     import platform
     from importlib import metadata
 
-    import simulator
+    from simulator.version import __version__
 
-    def installed(package: str, otherwise: str = "not installed") -> str:
+    def installed(package: str) -> str:
         try:
             return metadata.version(package)
         except metadata.PackageNotFoundError:
-            return otherwise
+            return "not installed"
 
     stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
-    own = installed("simulator", getattr(simulator, "__version__", "unknown"))
-    return f"simulator {own} ({stack}, python {platform.python_version()})"
+    return f"simulator {__version__} ({stack}, python {platform.python_version()})"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,7 +42,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             for name, value in slurm.items():
                 print(f"  {name:20s} {value or '-'}")
     # every process reports its own devices, so a mis-bound GPU or task is visible
-    print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}; GPU binding: {runtime.gpu_binding().reason}")
+    print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}; "
+          f"GPU binding: {runtime.gpu_binding().reason}")
     return EXIT_OK
 
 

@@ -14,7 +14,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simulator import plots
-
     from simulator.output.hdf5 import OutputWriteError
 
     try:
@@ -63,9 +62,9 @@ def add_plot(sub: Any) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from simulator.output.hdf5 import OutputWriteError
     from simulator.planning.cost import parse_bytes
     from simulator.results import export
-    from simulator.output.hdf5 import OutputWriteError
 
     try:
         max_size = parse_bytes(args.max_size)

@@ -10,8 +10,7 @@ import sys
 from typing import Any
 
 from simulator import config as config_mod
-from simulator.cli.common import (EXIT_DOES_NOT_FIT, EXIT_OK, config_args, load, runtime_overrides,
-                                  start)
+from simulator.cli.common import EXIT_DOES_NOT_FIT, EXIT_OK, config_args, load, runtime_overrides, start
 from simulator.errors import ConfigError
 
 

@@ -8,8 +8,16 @@ import shlex
 import sys
 from typing import Any
 
-from simulator.cli.common import (EXIT_INTERRUPTED, EXIT_OK, RUNTIME_FLAGS, check_runtime_flags, runtime_args,
-                                  runtime_flags, runtime_settings, unset_arg)
+from simulator.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    RUNTIME_FLAGS,
+    check_runtime_flags,
+    runtime_args,
+    runtime_flags,
+    runtime_settings,
+    unset_arg,
+)
 from simulator.errors import ConfigError, counted
 from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 
@@ -38,7 +46,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if (tasks := srun_tasks()) > 1:  # an srun step's tasks, as a run finds them: each would run it all
         raise ConfigError("SLURM_NTASKS", tasks, "run the sweep in one task (`simulator sweep FILE --local` in "
                           "the job script, without srun), or one point on these tasks: `srun simulator sweep DIR "
-                          "--point I` (an ensemble group: --group G)", "cannot run a whole sweep (an srun step's tasks)")
+                          "--point I` (an ensemble group: --group G)",
+                          "cannot run a whole sweep (an srun step's tasks)")
     for flag, key in RUNTIME_FLAGS.items():
         if getattr(args, flag) is not None and (args.submit or args.collect):
             raise ConfigError(f"--{flag.replace('_', '-')}", getattr(args, flag), "give it with --local, --point or "

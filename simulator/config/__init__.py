@@ -1,4 +1,5 @@
-"""YAML configuration -> frozen, typed, validated settings (the schema engine is :mod:`simulator.schema`; the sections are :mod:`.model`).
+"""YAML configuration -> frozen, typed, validated settings (the schema engine is :mod:`simulator.schema`; the sections
+are :mod:`.model`).
 
 ``load(path, overrides)`` reads a file (or starts from the defaults), applies ``--set`` overrides,
 validates once and fills every default; every problem is a one-line
@@ -14,9 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.schema import overrides as dotted_keys
-from simulator.schema.dump import dump, table, to_dict
-from simulator.schema.dump import iter_fields as _iter_fields
+from simulator.config import other_codes
+from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.model import (
     CheckpointConfig,
     Config,
@@ -31,16 +31,15 @@ from simulator.config.model import (
     resolve,
     validate,
 )
-from simulator.config import other_codes
-from simulator.config.legacy import RENAMED, deprecated_keys, upgrade, upgrade_keys
 from simulator.config.yamlfile import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-
+from simulator.schema import overrides as dotted_keys
+from simulator.schema.dump import dump, iter_fields as _iter_fields, table, to_dict
 
 __all__ = [
-    "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig",
-    "TimeConfig", "apply_overrides", "check_name", "check_overrides", "config_docs", "dump", "from_dict", "iter_fields", "keys_of", "load",
-    "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
+    "CheckpointConfig", "Config", "FFTConfig", "GridConfig", "OutputConfig", "RuntimeConfig", "TimeConfig",
+    "apply_overrides", "check_name", "check_overrides", "config_docs", "dump", "from_dict", "iter_fields", "keys_of",
+    "load", "parse_yaml", "read_yaml", "resolve", "set_values", "to_dict", "validate",
 ]
 
 

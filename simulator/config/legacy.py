@@ -16,7 +16,6 @@ from typing import Any
 
 from simulator.errors import ConfigError
 
-
 _LEGACY_OUTPUT = {"snapshot_every": ("snapshots", "every"), "snapshot_dt": ("snapshots", "dt")}
 
 

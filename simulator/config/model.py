@@ -18,15 +18,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.schema import Variants, open_sections, section, setting
-from simulator.schema.build import build
-from simulator.equations import (ENV_EXTRA, EquationParams, InitialCondition, plugin_problem, registry,
-                                 warn_plugin_problems)
-from simulator.errors import ConfigError
 from simulator.config import other_codes
 from simulator.config.legacy import upgrade
-from simulator.output import kinds
-from simulator.output import task_entries as output_tasks
+from simulator.equations import (
+    ENV_EXTRA,
+    EquationParams,
+    InitialCondition,
+    plugin_problem,
+    registry,
+    warn_plugin_problems,
+)
+from simulator.errors import ConfigError
+from simulator.output import kinds, task_entries as output_tasks
 from simulator.output.base import Periodic
 from simulator.output.snapshots import SnapshotOutput
 from simulator.output.spectra import SpectraOutput
@@ -34,6 +37,8 @@ from simulator.output.statistics import StatisticsOutput
 from simulator.output.trajectories import TrajectoryOutput
 from simulator.particles import species as particle_species
 from simulator.particles.species import Species, particle_list
+from simulator.schema import Variants, open_sections, section, setting
+from simulator.schema.build import build
 from simulator.time.control import TOL
 from simulator.time.schemes import SCHEMES, compatible
 
@@ -316,7 +321,8 @@ def _check_mode_numbers(cfg: Config) -> None:
         value = getattr(cfg.initial, f.name)
         if axes is None or value is None:
             continue
-        pairs = zip(value, range(3), strict=True) if isinstance(value, tuple) else ((value, "xyz".index(a)) for a in axes)
+        pairs = (zip(value, range(3), strict=True) if isinstance(value, tuple)
+                 else ((value, "xyz".index(a)) for a in axes))
         for m, axis in pairs:
             n = cfg.grid.shape[axis]
             if not 2 * abs(m) < n:

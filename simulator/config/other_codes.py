@@ -4,9 +4,9 @@ key it is here, and the config reference lists them all (:func:`markdown`). Impo
 
 Each name is the one the code's own parameters or documented examples use: FluidSim's ``params`` tree
 (``Simul.create_default_params()``; its names here are under ``params``), the variables of Dedalus's example
-scripts and the arguments of its solver and ``CFL``, JaxPM's examples and jax_cosmo's ``Cosmology``, Jaxion's ``defaults.json``. A name that only differs
-from this project's by case (jax_cosmo's ``Omega_b``, ``n_s``) is left out: every misspelt key gets a
-did-you-mean that ignores case.
+scripts and the arguments of its solver and ``CFL``, JaxPM's examples and jax_cosmo's ``Cosmology``, Jaxion's
+``defaults.json``. A name that only differs from this project's by case (jax_cosmo's ``Omega_b``, ``n_s``) is left out:
+every misspelt key gets a did-you-mean that ignores case.
 """
 
 from __future__ import annotations

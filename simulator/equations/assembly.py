@@ -22,8 +22,8 @@ of a velocity spectrum on one device.
 
 Also measured there: XLA's sibling multi-output fusion of reductions over slices of such an array
 (``[jnp.sum(abs(c[i])) for i in range(3)]``) is wrong the same way; :func:`compiler_options` turns that
-pass off for the diagnostics, spectra, fields, flow statistics and tasks of such a run (the chunk of steps, which reduces
-nothing over the state, keeps it: right, and 14% faster at 1024^3). Not covered: an ensemble whose
+pass off for the diagnostics, spectra, fields, flow statistics and tasks of such a run (the chunk of steps, which
+reduces nothing over the state, keeps it: right, and 14% faster at 1024^3). Not covered: an ensemble whose
 batched state passes the limit while each member's stays below it, and the jaxdecomp backend's own
 stacking of its transforms (both far beyond one GPU's memory at the sizes where they would matter).
 """

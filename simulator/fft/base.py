@@ -40,15 +40,14 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from simulator.errors import ConfigError
 from simulator.fft import linear
 from simulator.fft.layouts import Layout, Shape3, Spec3
-from simulator.fft.local import LocalFFT
-from simulator.fft.local import resolve as resolve_local_fft
+from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
 
 T = TypeVar("T")
 
 
 #: grid cells up to which a compact vector's components are inverse-transformed stacked on one device on
-#: FFTW's path (:attr:`FFTBackend.stacks_inverse`). Measured (2026-11-25, seventeenth session, 2-core CPU,
+#: FFTW's path (:attr:`FFTBackend.stacks_inverse`). Measured (2026-11-25, 2-core CPU,
 #: ``scripts/bench_layouts.py --parts inverse``: Navier-Stokes rk4 compact, float64, both forms in one process,
 #: chunks interleaved): stacked against one at a time 0.96 of the wall time at 32^3, 0.97 at 48^3, 0.91-0.92
 #: at 64^3 (CPU time 0.93-0.94), 0.93 at 80^3 (2^18.9 cells), 1.00 at 96^3, 1.05-1.06 at 128^3. The forward

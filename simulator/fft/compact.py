@@ -26,7 +26,6 @@ import jax.numpy as jnp
 from jax import lax
 
 
-
 def _join(first: jax.Array, second: jax.Array, axis: int, size: int) -> jax.Array:
     """``first`` then ``second`` along ``axis`` in an axis of ``size`` entries (zeros between them), as two
     pads and a sum: XLA fuses it into one elementwise kernel, and it is no concatenate (a complex

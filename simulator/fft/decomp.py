@@ -21,7 +21,6 @@ from simulator.fft.base import FFTBackend, batch_ndim, complex_dtype
 from simulator.fft.layouts import JaxDecompLayout
 
 
-
 def _per_component(fn, x: jax.Array) -> jax.Array:
     nb = batch_ndim(x)
     if nb == 0:

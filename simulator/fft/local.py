@@ -148,7 +148,7 @@ def _env_count(name: str, what: str) -> int | None:
 #: one thread per transform instead of two made the compact step 1.5x faster (1.95 against 2.95 ms in
 #: float64, 1.85 against 3.06 in float32) and the phase-shifted one 1.1x; at 48^3 and 64^3 the grains
 #: 2^16, 2^17 and 2^18 were alike, within the rounds' spread; at 128^3 every transform has more than
-#: 2^18 points, so nothing changes there. Again once FFTW's jobs ran on XLA's threads (sixteenth session,
+#: 2^18 points, so nothing changes there. Again once FFTW's jobs ran on XLA's threads (2026-11-25,
 #: rk4, three invocations): grain 1 made the 32^3 compact step 1.20x (float64) and 1.34x (float32) slower,
 #: 2^15 stayed within 0.97-1.05x of 2^17 from 32^3 to 64^3.
 THREAD_GRAIN = 1 << 17

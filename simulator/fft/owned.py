@@ -2,14 +2,14 @@
 between neighbouring devices as they move (inside compiled code), and their first distribution.
 
 Layout: an owned particle array is ``(devices * capacity, ...)`` sharded along its first axis over every mesh
-axis in mesh order (``PartitionSpec(mesh.axis_names)``, what the functions below return): each device holds ``capacity`` slots, its live particles packed anywhere among
-them and a ``live`` mask ``(devices * capacity,)`` saying which slots hold one. Every live particle's cell
-(floor(x / dx)) lies in its device's block of the backend's real-space layout, so the windowed interpolation
-and its transpose, the particle-mesh assignment (:func:`simulator.fft.points.interpolate_local` and
-:func:`~simulator.fft.points.deposit` with ``owned=True``), run on the owner alone with a halo from the
-neighbours and no psum over particles. Fixed capacities keep shapes static: a particle that finds no room
-is counted, never silently dropped, and the caller stops the run naming the capacity setting (Hockney &
-Eastwood 1988, §8; the same hand-over as distributed particle-mesh codes such as GADGET's, with fixed
+axis in mesh order (``PartitionSpec(mesh.axis_names)``, what the functions below return): each device holds ``capacity``
+slots, its live particles packed anywhere among them and a ``live`` mask ``(devices * capacity,)`` saying which slots
+hold one. Every live particle's cell (floor(x / dx)) lies in its device's block of the backend's real-space layout, so
+the windowed interpolation and its transpose, the particle-mesh assignment
+(:func:`simulator.fft.points.interpolate_local` and :func:`~simulator.fft.points.deposit` with ``owned=True``), run on
+the owner alone with a halo from the neighbours and no psum over particles. Fixed capacities keep shapes static: a
+particle that finds no room is counted, never silently dropped, and the caller stops the run naming the capacity setting
+(Hockney & Eastwood 1988, §8; the same hand-over as distributed particle-mesh codes such as GADGET's, with fixed
 buffers instead of dynamic ones, as XLA needs).
 """
 

@@ -33,7 +33,6 @@ from simulator.fft.layouts import P0, P1, PencilLayout
 from simulator.fft.local import LocalFFT
 
 
-
 def _forward(local: LocalFFT, x: jax.Array, real: bool, sizes=None) -> jax.Array:
     """Per-device forward transform of a z-pencil block ``(*b, X/p0, Y/p1, Z)`` (``sizes``: compact sizes)."""
     nz = x.shape[-1]

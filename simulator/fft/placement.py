@@ -16,7 +16,7 @@ on one device, replicated as before (every device the whole set).
 
 A device thus holds its slots, its chunk and the one passing through, about three times its share, where the
 replicated placement held the whole set and its temporaries on every device: more devices take more
-particles (docs/PERFORMANCE.md, thirtieth session).
+particles (docs/PERFORMANCE.md, 2026-11-27).
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 its transpose, the scatter (the particle-mesh assignment), as one pair of JAX primitives.
 
 A window (:data:`WINDOWS`; its nodes declared without JAX in :data:`simulator.fft.stencils.STENCILS`) takes the
-nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along each axis, weighted by a 1D function of the offset t = s - floor(s) per axis (their tensor product): the
-tricubic Lagrange interpolant, or the particle-mesh assignment functions cloud-in-cell and triangular-shaped
-cloud. :func:`gather` contracts a grid block's window at each point with these weights; :func:`scatter`, its
-transpose, adds each point's value times the weights into the block. Their callers
-(:mod:`simulator.fft.points`) give the block with its halo planes, the index of each point's first stencil node
-per axis and its offsets t, and mask what is not theirs.
+nodes floor(s) - below .. floor(s) + above of a point at s = x / dx along each axis, weighted by a 1D function of the
+offset t = s - floor(s) per axis (their tensor product): the tricubic Lagrange interpolant, or the particle-mesh
+assignment functions cloud-in-cell and triangular-shaped cloud. :func:`gather` contracts a grid block's window at each
+point with these weights; :func:`scatter`, its transpose, adds each point's value times the weights into the block.
+Their callers (:mod:`simulator.fft.points`) give the block with its halo planes, the index of each point's first stencil
+node per axis and its offsets t, and mask what is not theirs.
 
 Two implementations, the same arithmetic up to the order of the sums:
 
@@ -341,7 +341,8 @@ def _xla_scatter(values, points, starts, *, extent, window, block, orders, chunk
         if block.outside != "none":
             v = jnp.where(inside[None, :], v, 0)
         added = jnp.einsum("bc,ci,cj,ck->bcijk", v, *weights)
-        return field.at[:, idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :]].add(added), None
+        nodes = (idx[0][:, :, None, None], idx[1][:, None, :, None], idx[2][:, None, None, :])
+        return field.at[(slice(None), *nodes)].add(added), None
 
     # the zero block varies over the mesh axes the values do (inside a shard_map), as the carry must
     _, start = _varying(values, jnp.zeros((values.shape[0], *extent), values.dtype))
@@ -376,8 +377,8 @@ def _lower_scatter(ctx, values, points, starts, *, extent, window, block, impl, 
     if impl != "native":
         aval = ctx.avals_in[0]
         chunk = chunk_points(ctx.module_context.platforms, aval.shape[0], window, aval.dtype.itemsize)
-        return mlir.lower_fun(functools.partial(_xla_scatter, extent=extent, window=window, block=block,
-                                                orders=orders, chunk=chunk), multiple_results=False)(ctx, values, points, starts)
+        scatter = functools.partial(_xla_scatter, extent=extent, window=window, block=block, orders=orders, chunk=chunk)
+        return mlir.lower_fun(scatter, multiple_results=False)(ctx, values, points, starts)
     _registered()
     (out,) = ctx.avals_out
     # the threads' own grids, added into the first at the end: a result, so that XLA allocates and counts it

@@ -29,7 +29,6 @@ import numpy as np
 
 from simulator.schema import setting
 
-
 #: an output asking for more ``dt`` multiples than this lands on the first chunk end past each instead
 #: (the stepper would otherwise cut every chunk short)
 MAX_DT_STOPS = 10_000
@@ -47,8 +46,8 @@ def landing_times(schedules: Iterable[Schedule], t_end: float) -> tuple[float, .
 class Schedule:
     """When a writer writes: every ``every`` steps, each time the simulated time passes a multiple of
     ``dt``, at each of ``times``, every ``wall`` seconds, and/or at the end. ``at_start``: also at
-    t = 0 of a new run, and at a branch's first time, when any periodic trigger is set (or ``times`` holds it). ``start``: none of these
-    before that simulated time (a spin-up left out; the t = 0 row only when it is 0)."""
+    t = 0 of a new run, and at a branch's first time, when any periodic trigger is set (or ``times`` holds it).
+    ``start``: none of these before that simulated time (a spin-up left out; the t = 0 row only when it is 0)."""
 
     every: int = 0
     dt: float | None = None
@@ -161,7 +160,7 @@ class Writer(abc.ABC):
     def __init__(self) -> None:
         self._last_wall = time.monotonic()
 
-    def open(self, run_dir: Path, resumed_step: int | None) -> None:
+    def open(self, run_dir: Path, resumed_step: int | None) -> None:  # noqa: B027 (a default, not abstract)
         """Prepare the output (``resumed_step``: the checkpoint a restart continues from, whose later
         output belongs to the interrupted segment and is dropped). The segment opens every writer within
         :func:`simulator.output.rows.staged`: whatever can fail is done here, and what drops or moves output
@@ -194,7 +193,7 @@ class Writer(abc.ABC):
     def write(self, moment: Moment) -> None:
         """Write this output for ``moment`` (called on every process)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a default, not abstract)
         """Release files; default: nothing held."""
 
 

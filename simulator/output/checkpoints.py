@@ -23,9 +23,8 @@ a later segment superseded (a restart from an earlier step: :func:`simulator.out
 is another trajectory's: a run directory's latest checkpoint is the latest one not superseded, and of
 those only the last ``checkpoint.keep`` are kept; pruning leaves the superseded ones in place.
 
-(Somewhat over 400 lines: writing, validating and restoring a checkpoint read the same marker and layout, and
-restoring particle arrays laid out for other devices or another distribution belongs with the rest of the
-restore.)
+(Somewhat over 400 lines: writing, validating and restoring a checkpoint read the same marker and layout, and restoring
+particle arrays laid out for other devices or another distribution belongs with the rest of the restore.)
 
 Restoring re-shards on read: each process reads the blocks of its own devices from the index,
 whatever device count, process count or backend wrote it. Spectral leaves are stored in canonical
@@ -282,7 +281,8 @@ def _unreadable(path: Path) -> str | None:
                 try:
                     f[name][()]
                 except (OSError, RuntimeError) as err:
-                    return f"{path}: {name} cannot be read back ({hdf5.describe_os_error(err)}; a checksum mismatch is damage)"
+                    return (f"{path}: {name} cannot be read back ({hdf5.describe_os_error(err)}; "
+                            "a checksum mismatch is damage)")
     except (OSError, RuntimeError) as err:
         return f"{path} cannot be opened ({hdf5.describe_os_error(err)})"
     return None

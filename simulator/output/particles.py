@@ -15,9 +15,9 @@ opening ``snapshots/series.xdmf`` and ``particles/series.xdmf`` together shows t
 field under one time slider. The species are those of the state (:meth:`simulator.equations.base.Equation.
 particles`): the ``particles`` section's, then the equation's own (the cold particles ``cdm`` of a mixed
 ``fdm_cosmo`` or ``schrodinger_poisson`` run). Each process writes its own rows (:func:`local_shares`): of
-replicated species (flow particles) an equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of species owned by devices
-(the cold particles) the occupied slots of its devices, a count that changes as particles migrate. The
-counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
+replicated species (flow particles) an equal slice, rows [r N / P, (r + 1) N / P) of their N rows for process r of P; of
+species owned by devices (the cold particles) the occupied slots of its devices, a count that changes as particles
+migrate. The counts are all-gathered (:func:`write_particles`) and process 0 maps the shards, process after process,
 into one virtual dataset per quantity. Within a process, rows are species after species in config order.
 The species are sampled from the state by the kind's device program ``particles`` (:func:`particles`).
 
@@ -50,8 +50,9 @@ import numpy as np
 from simulator.output import hdf5
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import clock_coordinates, particle_group, variable
+
 # the reading side (:mod:`.particle_series`), importable from here as before
-from simulator.output.particle_series import DIR, ParticleSeries, read_series, snapshot_files
+from simulator.output.particle_series import DIR, ParticleSeries, read_series, snapshot_files  # noqa: F401
 from simulator.output.xdmf import NUMBER_TYPES, SeriesWriter, update_series, write_xdmf
 
 QUANTITIES = ("id", "species", "position", "unwrapped", "velocity")

@@ -393,8 +393,9 @@ class RowFile:
 
 def read_rows(path: Path, coordinates: Iterable[str] = ()) -> dict[str, Any]:
     """Every dataset of a :class:`RowFile` (the rows all of them have: a run may be appending), and its
-    attributes under ``attrs`` (lists and mappings as values again, not their JSON text); ``coordinates`` names datasets without a row axis in files written before
-    they were marked as such. DamagedFileError naming a file cut short or not as a run writes it."""
+    attributes under ``attrs`` (lists and mappings as values again, not their JSON text); ``coordinates`` names datasets
+    without a row axis in files written before they were marked so. DamagedFileError naming a file cut short or not as
+    a run writes it."""
     fixed = set(coordinates)
     with reading(path), open_for_reading(path) as f:
         is_row = {n: n not in fixed and f[n].attrs.get(ROLE) != "coordinate" for n in f}

@@ -33,7 +33,17 @@ from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo, declared
 from simulator.errors import reading
 from simulator.output import rows
-from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext, host_arrays
+from simulator.output.base import (
+    CODE_UNITS,
+    Moment,
+    OutputKind,
+    Program,
+    Schedule,
+    Scheduled,
+    Writer,
+    WriterContext,
+    host_arrays,
+)
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.rows import open_for_reading
 from simulator.output.runconfig import load_run_config
@@ -59,8 +69,9 @@ class SpectraFile:
     spectrum, grown by a row at each diagnostics output. Written by process 0 only. On a restart, rows
     after the checkpoint's step are dropped; a file that cannot be continued (damaged, other shells,
     other spectra in a row) is set aside whole (:mod:`simulator.output.rows`). The file is open only
-    while a row is written, and without HDF5's file lock, so h5py and xarray open it at any time while the run goes on (an exclusive lock
-    held for the whole run made them fail with BlockingIOError); readers take the rows every dataset has.
+    while a row is written, and without HDF5's file lock, so h5py and xarray open it at any time while the run goes on
+    (an exclusive lock held for the whole run made them fail with BlockingIOError); readers take the rows every dataset
+    has.
 
     ``units`` names the run's units (``length``, ``time``, ``k`` when not 1/length, and a spectrum's
     name for that spectrum);

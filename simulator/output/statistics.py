@@ -44,9 +44,10 @@ COORDINATES = ("orders", "r_x", "r_y", "r_z", "pdf_centres", "pdf_edges", "pdf_s
 #: the export's units and long names of the coordinates
 COORDINATE_ATTRS = {
     "orders": {"long_name": "order p of the structure functions <|du|^p>"},
-    **{f"r_{a}": {"units": "cells", "long_name": f"separation r in grid cells along {a} (r_{a}_length: in length units)"}
-       for a in "xyz"},
-    "pdf_separations": {"units": "cells", "long_name": "separation r in grid cells of the increments' PDFs, along each axis"},
+    **{f"r_{a}": {"units": "cells",
+                  "long_name": f"separation r in grid cells along {a} (r_{a}_length: in length units)"} for a in "xyz"},
+    "pdf_separations": {"units": "cells",
+                        "long_name": "separation r in grid cells of the increments' PDFs, along each axis"},
     "pdf_centres": {"units": "rms", "long_name": "bin centre, in units of the rms"},
     "pdf_edges": {"units": "rms", "long_name": "bin edge, in units of the rms"},
 }

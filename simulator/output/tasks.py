@@ -1,6 +1,7 @@
 """``tasks.h5``: the user-defined outputs (``output.tasks``), one group per task and one row per time its
-schedule is due; the writers, the reader and the output kind (no JAX: the computation is :mod:`simulator.observables.tasks`,
-the kind's device program; the config section, the entries of ``output.tasks``, is :mod:`.task_entries`).
+schedule is due; the writers, the reader and the output kind (no JAX: the computation is
+:mod:`simulator.observables.tasks`, the kind's device program; the config section, the entries of ``output.tasks``, is
+:mod:`.task_entries`).
 
 One file for every task, a group each, since each task has a schedule of its own (its own rows and
 ``time`` axis): a group is a netCDF-4 group, so ``xr.open_dataset(path, engine="h5netcdf",
@@ -35,8 +36,6 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.output.task_entries import AXES, TaskOutput, definition, units_of
-from simulator.output.task_entries import check as check_tasks
 from simulator.errors import reading
 from simulator.log import get_logger
 from simulator.output import rows
@@ -44,6 +43,7 @@ from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Sched
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.netcdf import time_and_step, variable
 from simulator.output.rows import open_for_reading
+from simulator.output.task_entries import AXES, TaskOutput, check as check_tasks, definition, units_of
 
 FILE = "tasks.h5"
 #: a group kept aside by a restart that changed its task: ``<name>.until-<step>``
@@ -276,5 +276,5 @@ def export(group: Any, data: Mapping[str, TaskSeries], units: dict[str, str]) ->
 KIND = OutputKind(
     name="tasks", doc="tasks.h5: slices, profiles and reductions of fields (output.tasks), each on its schedule",
     active=lambda cfg: any(entry.on for entry in cfg.output.tasks), writers=writers,
-    programs=(Program("tasks", "simulator.observables.tasks:program", host=host_values),), files=(FILE,), check=check_tasks,
-    read=read, export=export)
+    programs=(Program("tasks", "simulator.observables.tasks:program", host=host_values),), files=(FILE,),
+    check=check_tasks, read=read, export=export)

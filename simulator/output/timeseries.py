@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from simulator.errors import reading
+from simulator.log import get_logger
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer, WriterContext, host_floats
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.log import get_logger
 from simulator.output.rows import later, set_aside
 
 FILE = "timeseries.csv"
@@ -79,7 +79,8 @@ class TimeSeries:
                 later(lambda: self._set_aside(keep_through))
         self.header = header
         #: the last row kept or written, by column (what running columns continue from)
-        self.last: dict[str, float] | None = dict(zip(header, map(float, rows[-1]), strict=True)) if rows and header else None
+        self.last: dict[str, float] | None = (dict(zip(header, map(float, rows[-1]), strict=True))
+                                              if rows and header else None)
         text = io.StringIO()
         if header is not None:
             csv.writer(text, lineterminator="\n").writerows([header, *rows])

@@ -16,12 +16,12 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.results import lagrangian
 from simulator.output import hdf5
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable
 from simulator.output.particles import DIR, Share, gather_rows, label
 from simulator.output.rows import Pending, append_row, trim
+from simulator.results import lagrangian
 from simulator.schema import setting
 
 TRAJECTORIES = "trajectories.h5"

@@ -45,17 +45,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.particles.species import Species
 from simulator.equations.base import (
     Equation,
     Params,
     ParticleArrays,
     SemiLinearEquation,
 )
-from simulator.particles import wrap_bound
-from simulator.particles import owned as owning
+from simulator.particles import owned as owning, wrap_bound
 from simulator.particles.interpolation import METHODS
 from simulator.particles.slots import Loss, Room
+from simulator.particles.species import Species
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)

@@ -14,8 +14,7 @@ import jax.numpy as jnp
 
 from simulator.equations.base import Equation
 from simulator.log import get_logger
-from simulator.particles import initial_positions, wrap_bound
-from simulator.particles import owned as owning
+from simulator.particles import initial_positions, owned as owning, wrap_bound
 from simulator.particles.flow import WithParticles
 from simulator.particles.interpolation import METHODS
 from simulator.particles.slots import check_capacity

@@ -130,8 +130,8 @@ class Room:
     def warning(self, step: int) -> str:
         """The line a run logs when the fullest device's slots crossed :data:`FULL` at ``step``."""
         return (f"{self.what} fill {self.occupied / self.slots:.0%} of one device's slots at step {step} "
-                f"({self.occupied} of {self.slots}: {self.key} = {self.value:g}); a checkpoint is written now: should a "
-                f"later chunk find no slot for some, restart from it with a larger {self.key}")
+                f"({self.occupied} of {self.slots}: {self.key} = {self.value:g}); a checkpoint is written now: "
+                f"should a later chunk find no slot for some, restart from it with a larger {self.key}")
 
 
 def loss(lost: Sequence[int], what: str, exchange: tuple[str, float], capacity: tuple[str, float], far: str

@@ -22,9 +22,17 @@ from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.planning import cost
 from simulator.planning.memory import device_memory_available
-from simulator.planning.plan import (USABLE_FRACTION, Plan, abstract_state, auto_in_turn, footprint_options,
-                                     in_turn_line, make_plan, program_bytes, run_programs)
-
+from simulator.planning.plan import (
+    USABLE_FRACTION,
+    Plan,
+    abstract_state,
+    auto_in_turn,
+    footprint_options,
+    in_turn_line,
+    make_plan,
+    program_bytes,
+    run_programs,
+)
 
 #: a run whose state (per device) is below this fraction of the usable memory is let through without
 #: compiling its programs: the shipped programs hold 2-7 times their state, far below 64

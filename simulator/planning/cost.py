@@ -82,7 +82,7 @@ def _split_op(rest: str) -> tuple[str, str, str, str] | None:
     """``SHAPE opcode(operands), attrs`` -> its parts (the shape may be a parenthesised tuple)."""
     if rest.startswith("("):
         depth = 0
-        for i, ch in enumerate(rest):
+        for i, ch in enumerate(rest):  # noqa: B007 (i: where the loop stops, the closing bracket)
             depth += ch == "("
             depth -= ch == ")"
             if depth == 0:
@@ -160,7 +160,8 @@ def fft_workspace_bytes(hlo_text: str) -> int:
             power_of_two = all(n & (n - 1) == 0 for n in lengths)
             if forward_real and power_of_two:
                 continue
-            complex_side = shape_bytes(op.shape) if forward_real else sum(shape_bytes(shapes.get(o, "")) for o in op.operands)
+            complex_side = (shape_bytes(op.shape) if forward_real
+                            else sum(shape_bytes(shapes.get(o, "")) for o in op.operands))
             largest = max(largest, complex_side * (1 if power_of_two else 2))
     return largest
 

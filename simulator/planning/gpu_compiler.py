@@ -74,7 +74,8 @@ device_description_str: "{self.name}"
 """
 
 
-#: by the planner's device profile (:data:`simulator.planning.cost.PROFILES`): NVIDIA's H100 SXM5 and H200 SXM datasheets
+#: by the planner's device profile (:data:`simulator.planning.cost.PROFILES`): NVIDIA's H100 SXM5 and H200 SXM
+#: datasheets
 SPECS = {
     "h100": GpuSpec("NVIDIA H100 80GB HBM3", 84_942_979_072, 3.35e12, 50 << 20),
     "h200": GpuSpec("NVIDIA H200", 150_754_820_096, 4.8e12, 50 << 20),

@@ -4,9 +4,9 @@ Used by :mod:`simulator.planning.plan`.
 
 On a GPU, JAX's allocator takes ``XLA_PYTHON_CLIENT_MEM_FRACTION`` of the device's memory when it starts
 (JAX's default: 0.75). The runtime sets it to :data:`GPU_MEMORY_FRACTION`, and the allocator to
-:data:`GPU_ALLOCATOR`, unless the environment already does (the GPU job scripts in slurm/ export the same), and ``simulator plan --platform gpu --memory
-80GB`` plans with the same share, so that a grid the planner says fits is one the run's own check
-admits."""
+:data:`GPU_ALLOCATOR`, unless the environment already does (the GPU job scripts in slurm/ export the same), and
+``simulator plan --platform gpu --memory 80GB`` plans with the same share, so that a grid the planner says fits is one
+the run's own check admits."""
 
 from __future__ import annotations
 

@@ -28,10 +28,10 @@ from typing import Any
 
 import jax
 
-from simulator.planning import cost
-from simulator.planning.memory import device_memory_available
 from simulator.config import Config
 from simulator.errors import ConfigError
+from simulator.planning import cost
+from simulator.planning.memory import device_memory_available
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
@@ -69,7 +69,7 @@ def compiled_programs(sim: Any, state: Any, programs: Sequence[str], gpu: str | 
 
     Compiled with :func:`footprint_options`; the programs compile concurrently (XLA releases the GIL).
     ``gpu``: a GPU profile of :data:`simulator.planning.gpu_compiler.SPECS`, to compile for that GPU with XLA's GPU
-    compiler, deviceless, instead of for ``sim``'s devices (traced along a GPU's route: :mod:`simulator.planning.report`).
+    compiler, deviceless, instead of for ``sim``'s devices (along a GPU's route: :mod:`simulator.planning.report`).
     """
     dt = _scalar(sim)
     lowered = {}
@@ -334,7 +334,7 @@ def make_plan(sim: Any, programs: Sequence[str] | None = None, memory: int | Non
 
 def auto_in_turn(plan: Plan, route: str, replan: Callable[[Config], Plan]) -> Plan:
     """The plan of a run whose ``fft.in_turn`` is ``auto`` (any other run's: ``plan`` itself). Where a step's
-    fields may go one at a time (a compact spectrum on a GPU's ``route``: :meth:`~simulator.fft.base.FFTBackend.in_turn`,
+    fields may go one at a time (a compact spectrum on a GPU's route: :meth:`~simulator.fft.base.FFTBackend.in_turn`,
     less memory for more memory traffic), ``replan`` of the config with ``fft.in_turn: true`` is weighed against
     ``plan`` (all at once): ``plan`` where it fits or the other holds no less, else the other, whose config says
     ``fft.in_turn: true``; where the other holds less, the chosen plan records it (:attr:`Plan.other`)."""
@@ -358,8 +358,8 @@ def in_turn_line(plan: Plan) -> str:
                 f"per cell, more than fits")
     gain = (f" and fits grids past {plan.own_largest_cubic}^3 to {other.own_largest_cubic}^3, where auto chooses it"
             if other.own_largest_cubic > plan.own_largest_cubic else "")
-    return (f"a step's fields all at once (fft.in_turn auto: they fit so); one at a time holds {other.bytes_per_cell:.1f} "
-            f"bytes per cell{gain}")
+    return (f"a step's fields all at once (fft.in_turn auto: they fit so); one at a time holds "
+            f"{other.bytes_per_cell:.1f} bytes per cell{gain}")
 
 
 def _gpu_name(gpu: str | None) -> str:

@@ -21,8 +21,7 @@ from simulator.errors import ConfigError
 from simulator.fft import local as local_fft
 from simulator.planning import cost
 from simulator.planning.memory import gpu_allocator_share
-from simulator.planning.plan import (USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line,
-                                     plan_programs)
+from simulator.planning.plan import USABLE_FRACTION, Plan, auto_in_turn, in_turn_line, largest_grid_line, plan_programs
 from simulator.planning.reduced import reduced_plan
 
 
@@ -55,8 +54,9 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     if plan.compiled_as:
         how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on mesh {list(plan.compiled_as[1])} "
                "(the same cells per device; the step's traffic per cell scaled to this mesh) in")
-    lines = [f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, {c.fft.backend} on "
-             f"mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); {how} {plan.seconds:.1f} s"]
+    lines = [f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, "
+             f"{c.fft.backend} on mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); "
+             f"{how} {plan.seconds:.1f} s"]
     if stand_in:
         lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
                      "compiled for CPU; a GPU build differs by its fusion and scheduling choices"
@@ -101,8 +101,9 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     hidden = (f" ({int(t.hidden_exchanges)} of {int(t.async_exchanges)} asynchronous ones run while another field "
               "is transformed)") if t.async_exchanges else ""
     lines.append(f"per step: {plan.ffts_per_step} scalar 3D FFTs in {int(t.fft_calls)} FFT kernels, {a2a} "
-                 f"all-to-alls{hidden}; memory traffic {h(t.memory_bytes)} per device ({t.memory_bytes / plan.cells * plan.devices:.0f}"
-                 f" bytes per cell, FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
+                 f"all-to-alls{hidden}; memory traffic {h(t.memory_bytes)} per device "
+                 f"({t.memory_bytes / plan.cells * plan.devices:.0f} bytes per cell, "
+                 f"FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
     name = profile or ("h100" if platform == "gpu" else "measured")
     if name == "measured":
         if stand_in or deviceless:  # no GPU here to measure

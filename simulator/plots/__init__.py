@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from simulator.errors import ConfigError
+from simulator.output.snapshots import snapshot_files
 from simulator.plots.figures import PIXELS, Figures
 from simulator.plots.run import plot_run
 from simulator.plots.slices import project
 from simulator.plots.spectra import select_rows
 from simulator.plots.sweep import plot_sweep, plot_sweep_spectra
-from simulator.output.snapshots import snapshot_files
 from simulator.sweep import MANIFEST
 
 __all__ = ["PIXELS", "Figures", "plot", "plot_run", "plot_sweep", "plot_sweep_dir", "plot_sweep_spectra", "project",

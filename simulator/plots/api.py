@@ -116,7 +116,8 @@ class RunPlots:
             times = requested_times(self.path, self.config, self.info, times, redshifts)
         figures = spectra_figures(self.path, self.config, self.info, times)
         choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")
-                   and stem != "spectra_compensated" and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
+                   and stem != "spectra_compensated"
+                   and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
         if name not in choices:
             raise ConfigError("name", name, f"choose one of {', '.join(choices) or 'none (this run has no other)'}",
                               "is not a spectra figure of this run")

@@ -17,12 +17,11 @@ from typing import Any
 import matplotlib.ticker
 import numpy as np
 
-from simulator.results import lagrangian
 from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
-from simulator.output.timeseries import FILE as TIMESERIES_FILE
-from simulator.output.timeseries import read_timeseries
+from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.figures import MissingOutputError, figure, heading, note, save, unit
+from simulator.results import lagrangian
 
 
 def _positive(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -62,7 +62,6 @@ from simulator.plots.tasks import plot_tasks
 from simulator.plots.timeseries import plot_timeseries
 from simulator.plots.when import requested_times
 
-
 # ---- the slice asked for ---------------------------------------------------------------------------------
 
 

@@ -29,8 +29,7 @@ from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.errors import reading
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
-from simulator.output.timeseries import FILE as TIMESERIES_FILE
-from simulator.output.timeseries import read_timeseries
+from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.figures import MissingOutputError, figure, note, save, snapshot_heading, unit
 from simulator.plots.particle_overlay import overlay
 

@@ -26,10 +26,8 @@ from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
 from simulator.output.rows import open_for_reading
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import axis_of, read_spectra, resolved_shells, resolved_wavenumber
-from simulator.output.timeseries import FILE as TIMESERIES_FILE
-from simulator.output.timeseries import read_timeseries
+from simulator.output.spectra import FILE as SPECTRA_FILE, axis_of, read_spectra, resolved_shells, resolved_wavenumber
+from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.budget import flux_figure
 from simulator.plots.figures import (
     MissingOutputError,
@@ -205,9 +203,9 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: bins 0 < k <=
     :func:`resolved_wavenumber` along the spectrum's axis (:func:`drawn`; beyond the dealiasing cutoff the bins are
     empty or partly filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies
-    the round-off of the run's precision). With a ``reference`` (rows like ``power``, e.g. linear theory), each row's is drawn dashed in its colour.
-    ``name``: another spectrum than the equation's own (labelled by its name, no guide); ``guide``: draw
-    the equation's power-law guide along the last row (where an inertial range is possible)."""
+    the round-off of the run's precision). With a ``reference`` (rows like ``power``, e.g. linear theory), each row's is
+    drawn dashed in its colour. ``name``: another spectrum than the equation's own (labelled by its name, no guide);
+    ``guide``: draw the equation's power-law guide along the last row (where an inertial range is possible)."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells, above_floor = drawn(k, config, info, name)

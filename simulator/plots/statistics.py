@@ -25,13 +25,10 @@ import matplotlib.ticker
 import numpy as np
 
 from simulator.equations.spec import EquationInfo
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import FILE as SPECTRA_FILE, read_spectra
 from simulator.output.statistics import FILE, read_statistics
-from simulator.output.timeseries import FILE as TIMESERIES_FILE
-from simulator.output.timeseries import read_timeseries
-from simulator.plots.figures import (MissingOutputError, figure, heading, note, save, time_label, time_window,
-                                     unit)
+from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
+from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label, time_window, unit
 from simulator.plots.spectra import average_rows
 
 AXES = "xyz"
@@ -100,7 +97,8 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
         right.semilogx(r, trans[1][list(orders).index(2)] / scale, "s-", ms=3, label=r"$S_2^T$")
     if spectrum is not None:
         k = spectrum[0]
-        right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0])[1] / scale, "k--", lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
+        right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0])[1] / scale, "k--", lw=1,
+                       label=r"$S_2^L$ from $E(k)$ (isotropic)")
     if eps:
         right.axhline(2.0, color="grey", lw=0.8, ls=":", label=r"$C_2 \approx 2$")
     right.set_xlabel(f"r ({length})")
@@ -140,8 +138,8 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any], time: str = "co
     fig, axes = figure(2, 1, sharex=True)
     t = data["time"]
     for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
-        # the moments of the three longitudinal derivatives averaged, then normalised (simulator/observables/statistics.py):
-        # no summation over i, which would be the divergence
+        # the moments of the three longitudinal derivatives averaged, then normalised
+        # (simulator/observables/statistics.py): no summation over i, which would be the divergence
         ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, "
                 r"\partial u_3/\partial x_3$ pooled")
         for name in ("dudx", "dvdy", "dwdz"):

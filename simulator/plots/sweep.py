@@ -25,14 +25,12 @@ import numpy as np
 import yaml
 from matplotlib.axes import Axes
 
-from simulator import config as config_mod
-from simulator import equations
+from simulator import config as config_mod, equations
 from simulator.equations import resolution
 from simulator.equations.stored import parameters_of
 from simulator.errors import ConfigError, DamagedFileError
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import FILE as SPECTRA_FILE, read_spectra
 from simulator.plots.figures import default_style, figure, note, plain_log_ticks, save, time_label, wide_positive
 from simulator.plots.spectra import drawn, wavenumber_label, wavenumber_units
 from simulator.sweep import COLLECTED, MANIFEST, point_label, point_state
@@ -206,8 +204,8 @@ def plot_sweep(sweep_dir: Path, diagnostic: str | None = None, against: str | No
         swept = [c for c in swept if c in manifest["swept"]]
     if not results:  # no point has a time-series row yet: no column to choose, whatever --diagnostic says
         states = ", ".join(f"{n} {state}" for state, n in Counter(row.get("status") for row in rows).items())
-        raise ConfigError("sweep", str(sweep_dir), "run its points (simulator sweep SWEEP.yaml --local or --submit) and "
-                          "collect again", f"has no results yet ({states or 'no points'}: no time-series row)")
+        raise ConfigError("sweep", str(sweep_dir), "run its points (simulator sweep SWEEP.yaml --local or --submit) "
+                          "and collect again", f"has no results yet ({states or 'no points'}: no time-series row)")
     column = _sweep_column(diagnostic, results)
     x_key = against or (swept[0] if swept else "")
     if x_key not in swept:

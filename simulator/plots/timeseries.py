@@ -16,11 +16,20 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import INDEX, Curve, EquationInfo, instances
-from simulator.output.timeseries import FILE as TIMESERIES_FILE
-from simulator.output.timeseries import read_timeseries
+from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.budget import budget_figure
-from simulator.plots.figures import (MissingOutputError, figure, heading, note, physics_of, save, time_axis,
-                                     time_window, unit, wide_positive)
+from simulator.plots.figures import (
+    MissingOutputError,
+    figure,
+    heading,
+    note,
+    physics_of,
+    save,
+    time_axis,
+    time_window,
+    unit,
+    wide_positive,
+)
 
 
 def curve_values(series: dict[str, np.ndarray], curve: Curve) -> np.ndarray | None:

@@ -14,8 +14,7 @@ from typing import Any
 
 from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
-from simulator.output.spectra import FILE as SPECTRA_FILE
-from simulator.output.spectra import read_spectra
+from simulator.output.spectra import FILE as SPECTRA_FILE, read_spectra
 from simulator.plots.figures import physics_of, time_window
 
 #: how far (relative to the span, at least this absolutely) a time may lie outside the rows: round-off of s(z)

@@ -66,17 +66,16 @@ import h5py
 import numpy as np
 import yaml
 
-from simulator import __version__
 from simulator.errors import ConfigError, counted
-from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
-from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
-                                   write_atomically)
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
+from simulator.output.rows import open_for_reading
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
 from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE, wavenumber_axes
-from simulator.output.rows import open_for_reading
 from simulator.output.xdmf import write_series, write_xdmf
+from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
 from simulator.results.load import RunResults, SnapshotRef, load_run
+from simulator.version import __version__
 
 #: the default limit of a netCDF export (``--max-size``)
 MAX_SIZE = 8 * 1024**3

@@ -18,9 +18,10 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
                             (time, particle, component), float64: particles/'s names for the same quantities
 
 Time is in the run's time units, positions in its length units, velocities in the units of its
-velocity field; a cosmological run's groups have ``a`` and ``redshift`` along time too (:func:`with_clocks`). A kind whose file holds no row yet (its coordinates alone) is no group, and a table of no row
-within a kind's (a task of no row beside tasks with rows) is left out of its group. What the export leaves out,
-each with its reason, is :func:`plan_groups`'s third result.
+velocity field; a cosmological run's groups have ``a`` and ``redshift`` along time too (:func:`with_clocks`). A kind
+whose file holds no row yet (its coordinates alone) is no group, and a table of no row within a kind's (a task of no row
+beside tasks with rows) is left out of its group. What the export leaves out, each with its reason, is
+:func:`plan_groups`'s third result.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
-from simulator.schema.overrides import command_words
 from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, srun_tasks
+from simulator.schema.overrides import command_words
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -142,7 +142,7 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
         get_logger().info("%s", done)
         return EXIT_OK
     # a grid that cannot fit its devices is refused here, before anything is written
-    mode, (seg.cfg,), seg.note = start_checked([cfg], index)  # the note: fft.in_turn auto's choice, logged with the header
+    mode, (seg.cfg,), seg.note = start_checked([cfg], index)  # the note: fft.in_turn auto's choice, for the header
     try:
         if index == 0:
             try:

@@ -37,7 +37,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.run import grouping
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError, show_value
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
@@ -46,10 +45,17 @@ from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.particles.flow import lost_species
 from simulator.particles.setup import check_drag
-from simulator.run import rundir
+from simulator.run import grouping, rundir
 from simulator.run.batched import batched_programs, stacked_shardings
-from simulator.run.loop import (bound_by_drag, check_lost, check_particles, check_room, check_time_step, chunk_end,
-                                chunk_programs)
+from simulator.run.loop import (
+    bound_by_drag,
+    check_lost,
+    check_particles,
+    check_room,
+    check_time_step,
+    chunk_end,
+    chunk_programs,
+)
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
@@ -87,8 +93,9 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     for i, cfg in enumerate(cfgs[1:], 1):
         diffs = grouping.differences(cfgs[0], cfg)
         if diffs:
+            first = show_value(_value(cfgs[0], diffs[0]))
             raise ConfigError(f"ensemble member {i}: {diffs[0]}", _value(cfg, diffs[0]), "members of one ensemble "
-                              f"may differ only in traced values (member 0 has {show_value(_value(cfgs[0], diffs[0]))})",
+                              f"may differ only in traced values (member 0 has {first})",
                               "changes the compiled program")
     grouping.check_member(cfgs[0])
     if len({str(d.resolve()) for d in dirs}) != len(dirs):

@@ -24,8 +24,8 @@ import jax
 from simulator.log import get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
-from simulator.run import joblimits
 from simulator.planning.plan import abstract_state, run_programs
+from simulator.run import joblimits
 from simulator.run.programs import Ahead, counts, report
 from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree

@@ -10,8 +10,7 @@ from pathlib import Path
 from simulator import particles
 from simulator.config import Config
 from simulator.output import sources
-from simulator.run import restart as restarts
-from simulator.run import rundir
+from simulator.run import restart as restarts, rundir
 
 
 def check(cfg: Config, out: Path, *, allow_physics_change: bool = False, overwrite: bool = False,

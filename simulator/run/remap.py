@@ -100,7 +100,8 @@ _inverse = jax.jit(lambda eq, spectrum, real: jnp.real(eq.fft.ifft(spectrum)) if
                    static_argnums=2)
 
 
-def _interpolate(fields: Mapping[str, jax.Array], stored: Equation, eq: Equation, scratch: Path) -> dict[str, jax.Array]:
+def _interpolate(fields: Mapping[str, jax.Array], stored: Equation, eq: Equation,
+                 scratch: Path) -> dict[str, jax.Array]:
     """``fields`` on ``stored``'s grid interpolated onto ``eq``'s grid through a temporary spectral file."""
     spectrum_dtype = complex_dtype(eq.dtype)
     temporary = scratch / (f".remap-{os.getpid()}" if jax.process_count() == 1 else ".remap")

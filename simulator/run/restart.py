@@ -80,8 +80,9 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
         # then refused the branch tried again with a later end as "already holds a run"
         key, value = next(iter(cfg.physics.end_settings(cfg.time.t_end).items()))
         after = next(iter(cfg.physics.end_settings(ckpt.time).values()))
-        raise ConfigError(key, float(f"{value:.6g}"), f"a branch runs on from its checkpoint: give a {key} that ends it "
-                          f"after the checkpoint's t = {ckpt.time:.6g} ({key} = {after:.6g} there), or --add-to-t-end T",
+        raise ConfigError(key, float(f"{value:.6g}"), f"a branch runs on from its checkpoint: give a {key} that "
+                          f"ends it after the checkpoint's t = {ckpt.time:.6g} ({key} = {after:.6g} there), "
+                          "or --add-to-t-end T",
                           f"is not past the time of the checkpoint it branches from, {ckpt.index.with_suffix('.json')}")
     return ckpt
 
@@ -97,7 +98,8 @@ def changes(ckpt: checkpoints.Checkpoint, cfg: Config, dt: float) -> str:
     keeps float32's rounding)."""
     stored = ckpt.meta["config"].get("precision", cfg.precision)
     return ((f"; time step now {dt:.6g}" if dt != ckpt.dt else "")
-            + (f"; precision now {cfg.precision} (the checkpoint's state is {stored})" if stored != cfg.precision else ""))
+            + (f"; precision now {cfg.precision} (the checkpoint's state is {stored})"
+               if stored != cfg.precision else ""))
 
 
 def _stored_species(old: dict[str, Any]) -> dict[str, dict[str, Any]]:

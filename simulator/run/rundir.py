@@ -112,7 +112,8 @@ def holds_nothing(path: Path) -> bool:
     try:
         return not path.exists() or all(p.name.startswith(LOCK_FILE) for p in path.iterdir())
     except OSError as err:
-        raise ConfigError("--out", str(path), "choose a readable directory", f"cannot be read ({err.strerror})") from None
+        raise ConfigError("--out", str(path), "choose a readable directory",
+                          f"cannot be read ({err.strerror})") from None
 
 
 def stored_config(path: Path) -> dict[str, Any] | None:
@@ -259,10 +260,9 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
 
 
 def _branched_from(path: Path) -> str | None:
-    """The checkpoint of another run that the run in ``path`` began from (its first segment a restart, as
-    ``--restart PATH --out DIR`` records it: an absolute path; a record of an older version holds PATH as given,
-    relative to the directory the branch started from, and is read as it is), else None (a run from t = 0, or no
-    readable record)."""
+    """The checkpoint of another run that the run in ``path`` began from (its first segment a restart, as ``--restart
+    PATH --out DIR`` records it: an absolute path; a record of an older version holds PATH as given, relative to the
+    directory the branch started from, and is read as it is), else None (a run from t = 0, or no readable record)."""
     first = segments.record_paths(path)[:1]
     try:
         source = yaml.safe_load(first[0].read_text()).get("restart") if first else None

@@ -39,15 +39,14 @@ import yaml
 
 from simulator import equations
 from simulator.config import Config, to_dict
-from simulator.errors import ConfigError
 from simulator.equations import resolution
+from simulator.errors import ConfigError
 from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
 from simulator.planning.plan import abstract_state
-from simulator.run import preflight, records, rundir
-from simulator.run import restart as restarts
+from simulator.run import preflight, records, restart as restarts, rundir
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -234,7 +233,7 @@ class Segment:
         # handed out with none lost: then its derived files are set aside, then the rows past the checkpoint dropped
         with rows.staged():
             rundir.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
-            kept = None if ckpt is None else ckpt.step - int(self.branch)  # a branch tried again: its start written anew
+            kept = None if ckpt is None else ckpt.step - int(self.branch)  # a branch tried again: its start anew
             for w in self.writers:
                 w.open(self.out, kept)
             if jax.process_index() == 0:
@@ -287,8 +286,8 @@ class Segment:
                cells: int = 0, progress: tuple[str, ...] = ()) -> None:
         """Every writer due at ``moment`` (records, then the NaN/Inf check, which raises
         NonFiniteError, then snapshots and checkpoints), the resolution warning, and (after a chunk)
-        the progress line and status. ``first``: the outputs of a trajectory's start (:attr:`starts`). ``state()``: the state,
-        when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
+        the progress line and status. ``first``: the outputs of a trajectory's start (:attr:`starts`). ``state()``: the
+        state, when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
         it); ``progress``: the diagnostics shown on the progress line."""
         if first:
             due = [w for w in self.records if w is self.records[0] or w.at_start(moment.time)]

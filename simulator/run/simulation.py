@@ -27,12 +27,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from simulator import cache, equations, runtime
-from simulator.output import hdf5, kinds
 from simulator.config import Config
 from simulator.equations import assembly
 from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import InitialCondition
 from simulator.errors import ConfigError
+from simulator.output import hdf5, kinds
 from simulator.run import states
 from simulator.run.states import FieldSource
 from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps

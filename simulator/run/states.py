@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.errors import ConfigError
 from simulator.equations.spec import FromFile, InitialCondition
+from simulator.errors import ConfigError
 from simulator.output import sources
 from simulator.schema import absent_keys, structural_zeros
 from simulator.schema.build import check
@@ -27,7 +27,8 @@ FieldSource = np.ndarray | jax.Array | Callable[[tuple[slice, ...]], np.ndarray]
 
 
 def parameters(sim: Any, values: Mapping[str, Any]) -> dict[str, Any]:
-    """``sim``'s traced parameters with ``values`` replacing some (:meth:`~simulator.run.simulation.Simulation.parameters`)."""
+    """``sim``'s traced parameters with ``values`` replacing some
+    (:meth:`~simulator.run.simulation.Simulation.parameters`)."""
     _check_values(sim.cfg.physics, values, "physics")
     absent = absent_keys(sim.cfg.physics)  # a wave's key in a run without it would change nothing, silently
     for key in values:

@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
 #: the constraints :func:`setting` accepts: those :func:`check` applies, ``traced`` (:func:`param`),
 #: ``restart`` (:data:`RESTART`: what a restart may do with the key), ``mode_axes`` (a mode number along
 #: those axes, checked against the grid: simulator.config.model) and ``structural_zero`` (a traced number
@@ -63,7 +62,8 @@ def setting(default: Any, doc: str, **constraints: Any) -> Any:
         raise TypeError("mutable defaults are not allowed in the schema")
     unknown = sorted(set(constraints) - CONSTRAINTS)
     if unknown:
-        raise TypeError(f"setting(): unknown constraint(s) {', '.join(unknown)}; allowed: {', '.join(sorted(CONSTRAINTS))}")
+        raise TypeError(f"setting(): unknown constraint(s) {', '.join(unknown)}; "
+                        f"allowed: {', '.join(sorted(CONSTRAINTS))}")
     if constraints.get("restart", "free") not in RESTART:
         raise TypeError(f"setting(): restart={constraints['restart']!r}; allowed: {', '.join(RESTART)}")
     return field(default=default, metadata={"doc": doc, **constraints})

@@ -213,7 +213,8 @@ def build(cls: type, data: Any, prefix: str = "", context: str = "", stored: boo
                                   "is an unknown key")
             unknown.known = tuple(f"{prefix}{key}" for key in known)  # type: ignore[attr-defined]
             raise unknown
-    kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.", stored=stored)) for key, tp in table.items())
+    kwargs: dict[str, Any] = {name: tuple((key, build(tp, data.get(key), f"{prefix}{key}.", stored=stored))
+                                          for key, tp in table.items())
                               for name, table in opened.items()}
     for name, f in fields.items():
         key = f"{prefix}{name}"

@@ -4,7 +4,8 @@ Each factory is ``make(equation, stage) -> step`` where ``step(state, t, dt, par
 function of the equation's state pytree (jit-able, no Python state) and ``stage(t, dt, i)`` the equation at
 stage i; the scheme's registry binds them (:func:`bind`, :meth:`simulator.time.schemes.Scheme.load`), doing
 the duties every scheme has (the stage equations with its phase shifts, the state settled after each
-step). ``dt`` and ``params`` are traced, so changing them never recompiles. Two families, by the protocol the equation follows:
+step). ``dt`` and ``params`` are traced, so changing them never recompiles. Two families, by the protocol the equation
+follows:
 
 * Runge-Kutta schemes for a semi-linear equation: a diagonal ``linear(params)`` operator, treated
   exactly with an integrating factor (exp(L dt) per mode), so the viscous term imposes no stability

@@ -44,7 +44,6 @@ from typing import Any, ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq import INFO, BoussinesqParams
@@ -56,6 +55,7 @@ from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
+from simulator.observables import spectra
 
 
 @final

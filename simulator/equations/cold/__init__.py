@@ -14,8 +14,8 @@ The particles move by
 
 the equations the wave's Madelung velocity obeys. In a kick-drift-kick step each part is exact: the kick
 adds ``force * K1`` to the momenta p (the positions, hence the force, fixed), the drift adds ``p * K2`` to the
-positions x (p fixed), then the potential and the force are refreshed. In a static box K1 = K2 = dt; in an expanding one they are the comoving
-integrals int dt / a^p (the equation hands them in). Modules:
+positions x (p fixed), then the potential and the force are refreshed. In a static box K1 = K2 = dt; in an expanding one
+they are the comoving integrals int dt / a^p (the equation hands them in). Modules:
 
 * :mod:`.mesh` (JAX): the particle-mesh algorithm: assignment with the window's deconvolution, the Poisson
   solve of wave plus particles, the force's interpolation, drift, the owners' hand-over, the lattice and a
@@ -28,9 +28,8 @@ integrals int dt / a^p (the equation hands them in). Modules:
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.fft.stencils import ASSIGNMENTS, STENCILS
@@ -135,7 +134,8 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float)
                           f"conditions (e.g. {n**3} or {(n + 1) ** 3})", "is not a cube")
     if any(size % n for size in cfg.grid.shape):
         raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
-                          f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)", "does not fit the grid")
+                          f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)",
+                          "does not fit the grid")
     from simulator.fft.layouts import check_planes, known_devices
     from simulator.particles.slots import check_capacity
 

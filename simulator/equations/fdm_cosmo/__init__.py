@@ -60,15 +60,16 @@ class FDMCosmoParams(EquationParams):
     name: str = setting("fdm_cosmo", "equation to solve")
     h: float = param(0.7, "dimensionless Hubble constant, H0 = 100 h km/s/Mpc", gt=0.0)
     omega_m: float = param(0.3, "matter density today over the critical density (all of it the box's dark "
-                           "matter, the wave's and the particles': the mean comoving density is omega_m rho_crit,0)", gt=0.0)
+                           "matter, the wave's and the particles': the mean comoving density is omega_m rho_crit,0)",
+                           gt=0.0)
     omega_lambda: float = param(0.7, "cosmological constant over the critical density; flat when omega_m + "
                                 "omega_lambda = 1, else curvature omega_k = 1 - omega_m - omega_lambda")
     m22: float = param(1.0, "boson mass in units of 1e-22 eV/c^2", gt=0.0)
     fdm_fraction: float = param(1.0, "fraction f of the matter in the wave (mean |psi|^2 = f omega_m), 0 <= f <= 1; "
                                 "the rest, 1 - f, is cold dark matter in physics.cdm_particles particles; 1 = a pure "
                                 "wave run; 0 = pure cold dark matter, the particles alone (no wave is allocated or "
-                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused when "
-                                "given, whatever the value); "
+                                "stepped; the wave's own keys m22, self_interaction, f_a, fdm_transfer are refused "
+                                "when given, whatever the value); "
                                 "an f > 0 at least 2^-126 / (2^-23 omega_m) in float32 (3.3e-31 at omega_m = 0.3), "
                                 "2^-1022 / (2^-52 omega_m) in float64, else the wave's contrasts underflow",
                                 min=0.0, max=1.0, structural_zero=True)

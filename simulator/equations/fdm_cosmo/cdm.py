@@ -24,8 +24,8 @@ the force interpolated back by the same window, so total momentum is conserved t
 
 Initial conditions (Zel'dovich 1970): the particles sit on the lattice q = (i L / n + dx / 2, ...) (n divides
 the grid: the centres of every (N/n)-th cell, where the window's response to a small displacement is
-linear; a cloud in cell on a node has a kink there) displaced by s with delta = -div(s), s_hat = i k delta_hat / k^2, the same
-modes (the same white noise) as the wave; the growing mode's momentum is p = a^2 H f s. With
+linear; a cloud in cell on a node has a kink there) displaced by s with delta = -div(s), s_hat = i k delta_hat / k^2,
+the same modes (the same white noise) as the wave; the growing mode's momentum is p = a^2 H f s. With
 ``physics.cdm_lpt`` 2 the second-order (2LPT) displacement and momentum are added (:func:`zeldovich`). The
 particles take the spectrum without the FDM cut-off (cold matter), the wave the one with it
 (``physics.fdm_transfer``).

@@ -152,7 +152,8 @@ def check_expansion(om: float, ol: float, a_start: float, a_end: float) -> str |
     a = np.geomspace(a_start, a_end, 512)
     e2 = om / a**3 + (1.0 - om - ol) / a**2 + ol
     if np.any(e2 <= 0):
-        return f"H^2 = H0^2 (omega_m a^-3 + omega_k a^-2 + omega_lambda) turns negative at a = {a[np.argmax(e2 <= 0)]:.3g}"
+        return (f"H^2 = H0^2 (omega_m a^-3 + omega_k a^-2 + omega_lambda) turns negative at "
+                f"a = {a[np.argmax(e2 <= 0)]:.3g}")
     return None
 
 

@@ -47,7 +47,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
 from simulator.equations.cold import mesh
@@ -57,6 +56,7 @@ from simulator.equations.gravity import inverse_laplacian, potential_spectrum
 from simulator.equations.noise import white_noise
 from simulator.equations.phase import psi_from_snapshot, rotate
 from simulator.fft import FFTBackend, complex_dtype
+from simulator.observables import spectra
 
 
 class CosmoState(NamedTuple):
@@ -251,7 +251,8 @@ class FDMCosmo(ColdSpecies, SplitStepEquation):
         source_rate = -hub * (4 * kinetic + potential + 9 * interaction) - q_w + q_u
         tail = resolution.spectral_tail(jnp.abs(psi_hat) ** 2, self.kc, self.spacing, jnp)
         v_tot = state.potential / a + g * (rho - self.wave_mean(params)) / a**3
-        rate = jnp.maximum(jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu), speed) / hub
+        rate = jnp.maximum(jnp.maximum(6 * nu / (a * min(self.spacing)) ** 2, jnp.max(jnp.abs(v_tot)) / nu),
+                           speed) / hub
         return {
             **out,
             "mass": mass,

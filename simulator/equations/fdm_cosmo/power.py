@@ -180,5 +180,5 @@ def start_cautions(p: Any, table: tuple[Any, Any] | None, fdm: bool, cells: Sequ
     earlier = math.exp(-lo) - 1.0
     return [f"physics.z_start = {z:g}: the linear density contrast of the grid's modes has rms {sigma:.3g} there, "
             f"above {NONLINEAR_START:g}: the initial conditions' perturbation theory does not hold there (shells "
-            f"cross before the first step); start at z_start >= {earlier:.3g} (rms {NONLINEAR_START / 2:g}), or check sigma8 = "
-            f"{p['sigma8']:g}"]
+            f"cross before the first step); start at z_start >= {earlier:.3g} (rms {NONLINEAR_START / 2:g}), "
+            f"or check sigma8 = {p['sigma8']:g}"]

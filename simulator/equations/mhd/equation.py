@@ -38,7 +38,6 @@ from typing import Any, ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms, stress, stress_divergence
@@ -47,6 +46,7 @@ from simulator.equations.flow.velocity import FlowEquation, abc, random_velocity
 from simulator.equations.mhd import INFO, MHDParams
 from simulator.equations.operators import SpectralOperators, cross
 from simulator.fft import FFTBackend
+from simulator.observables import spectra
 
 
 @final
@@ -108,7 +108,8 @@ class MHD(FlowEquation, SemiLinearEquation):
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
         """The stack of a real-space ``velocity`` and ``magnetic`` field ``(3, Nx, Ny, Nz)``: dealiased and
         projected, the means (mean flow, mean field B0) kept."""
-        x = self.ops.dealias * self.fft.rfft(jnp.concatenate([fields["velocity"], fields["magnetic"]]).astype(self.dtype))
+        both = jnp.concatenate([fields["velocity"], fields["magnetic"]])
+        x = self.ops.dealias * self.fft.rfft(both.astype(self.dtype))
         return self.ops.concatenate([self.ops.project(x[:3]), self.ops.project(x[3:])])
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:

@@ -18,7 +18,6 @@ from typing import Any
 
 from simulator.equations import flow, resolution, scalars as passive, scales
 from simulator.equations.flow import FlowInitial, FlowParams
-from simulator.schema import param, random_seed, setting
 from simulator.equations.spec import (
     Budget,
     Curve,
@@ -28,6 +27,7 @@ from simulator.equations.spec import (
     Panel,
     PlotSpec,
 )
+from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
 

@@ -6,9 +6,9 @@ Rotational form (in the compact layout without scalars, under the 2/3 rule, the 
 -P[div(u u)^] from the traceless stress: 8 transforms per evaluation instead of 9, Basdevant 1983,
 :mod:`simulator.equations.flow.components`); the pressure gradient is removed by the Leray projection
 P = I - k k^T / k^2; the nonlinear term is dealiased with the 2/3 rule (modes with |m_i| >= N_i/3
-zeroed), multiplied by the smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 2/3 rule's cube or a sphere
-(``physics.dealias``, :mod:`simulator.equations.operators`, :mod:`simulator.equations.phase_shift`); the viscous and
-hyperviscous terms are the diagonal linear operator -nu k^2 - nu_p k^(2p), integrated exactly by the
+zeroed), multiplied by the smooth Hou-Li filter, or formed on a randomly shifted grid and truncated to the 2/3 rule's
+cube or a sphere (``physics.dealias``, :mod:`simulator.equations.operators`, :mod:`simulator.equations.phase_shift`);
+the viscous and hyperviscous terms are the diagonal linear operator -nu k^2 - nu_p k^(2p), integrated exactly by the
 integrating-factor schemes (Orszag 1971; Canuto, Hussaini, Quarteroni & Zang, Spectral Methods, 2006,
 §3.3-3.4; Rogallo 1981; hyperviscosity as in Borue & Orszag 1995, Europhys. Lett. 29, 687).
 Optional forcing (:mod:`simulator.equations.flow.forcing`) is one more term of the right-hand side, and passive scalars
@@ -39,7 +39,6 @@ from typing import Any, ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator.observables import spectra
 from simulator.equations import phase_shift, resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.flow.components import Transforms
@@ -49,6 +48,7 @@ from simulator.equations.navier_stokes import INFO, NavierStokesParams
 from simulator.equations.operators import SpectralOperators
 from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
+from simulator.observables import spectra
 
 
 @final

@@ -17,7 +17,8 @@ An equation composes them by declaring:
 * in each initial condition, ``scalars: ScalarInitial = scalar_initial()`` (``initial.scalars``: one
   section for every scalar, whatever the flow's initial condition, so ``initial.name`` keeps choosing
   the velocity) and :func:`check_initial` in its ``check``;
-* :data:`FIELD` as its field ``scalar`` (and :func:`field_info` for an instance's), and :data:`DIAGNOSTICS`, :data:`SPECTRA`, :data:`PANELS`,
+* :data:`FIELD` as its field ``scalar`` (and :func:`field_info` for an instance's), and :data:`DIAGNOSTICS`,
+:data:`SPECTRA`, :data:`PANELS`,
   :data:`MORE_SPECTRA` and :data:`LABELS` among its own (per-scalar names are templates: ``scalar{i}_variance``).
 
 Normalisations (volume means, theta' = theta - <theta>): ``scalar{i}_variance`` <theta'^2>;

@@ -94,7 +94,8 @@ def _direction(g: jax.Array) -> jax.Array:
     return jnp.where(norm > 0, g / jnp.where(norm > 0, norm, 1.0), 0.0)
 
 
-def diagnostics(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array, scalars: Scalars) -> dict[str, jax.Array]:
+def diagnostics(ops: SpectralOperators, u_hat: jax.Array, theta_hat: jax.Array,
+                scalars: Scalars) -> dict[str, jax.Array]:
     """Per scalar i: ``scalar{i}_variance`` <theta'^2>, ``scalar{i}_dissipation`` 2 kappa <|grad theta|^2>,
     ``scalar{i}_flux`` <u' theta'> . G/|G| (spectral sums: Parseval, the k = 0 mode left out)."""
     k2 = ops.k2

@@ -63,9 +63,10 @@ class SchrodingerPoissonParams(EquationParams):
     fdm_fraction: float = param(1.0, "fraction f of the mass in the wave, 0 <= f <= 1; the rest, 1 - f, is cold dark "
                                 "matter in physics.cdm_particles particles; 1 = the wave alone; 0 = the particles "
                                 "alone (no wave is allocated or stepped; physics.hbar_over_m and "
-                                "physics.self_interaction are refused when given, whatever the value); an f > 0 at least 2^-126 / (2^-23 rho0) in "
-                                "float32 (9.9e-32 at rho0 = 1), 2^-1022 / (2^-52 rho0) in float64, else the wave's "
-                                "contrasts underflow", min=0.0, max=1.0, structural_zero=True)
+                                "physics.self_interaction are refused when given, whatever the value); an f > 0 at "
+                                "least 2^-126 / (2^-23 rho0) in float32 (9.9e-32 at rho0 = 1), 2^-1022 / "
+                                "(2^-52 rho0) in float64, else the wave's contrasts underflow", min=0.0, max=1.0,
+                                structural_zero=True)
     cdm_particles: int = setting(0, "number of cold dark matter particles, a cube n^3 whose n divides every grid "
                                  "axis (placed on a lattice of cell centres, displaced by the initial condition); "
                                  "needs physics.fdm_fraction < 1 (and is required at 0); 0 = none; a restart keeps it",
@@ -180,9 +181,10 @@ INFO = EquationInfo(
         "several cells"),
     scales=scales.QUANTUM,
     spectra={"density": "power spectrum P(k) of the density contrast delta = rho / <rho> - 1: |delta_hat|^2 / N^2 "
-                        "(Parseval-weighted) summed over the modes of shell k, every Nyquist plane left out (so every backend "
-                        "agrees); the sum over shells is <delta^2> but for those planes (in a mixed run of the total "
-                        "matter, f delta_wave + (1 - f) delta_cdm; without the wave the particles', as density_cdm)",
+                        "(Parseval-weighted) summed over the modes of shell k, every Nyquist plane left out (so every "
+                        "backend agrees); the sum over shells is <delta^2> but for those planes (in a mixed run of "
+                        "the total matter, f delta_wave + (1 - f) delta_cdm; without the wave the particles', as "
+                        "density_cdm)",
              "density_fdm": "the same of the wave's own contrast |psi|^2 / <|psi|^2> - 1 (mixed runs)",
              "density_cdm": "the same of the particles' own contrast, the window divided out (mixed runs; with "
                             "their shot noise)"},
@@ -191,8 +193,9 @@ INFO = EquationInfo(
             Panel("mass change", (Curve("mass", r"$(M - M_0)/M_0$, $M = \int\rho\,dV$", relative=True),)),
             Panel("energy", (Curve("kinetic", r"$K = \frac{(\hbar/m)^2}{2}\int|\nabla\psi|^2 dV$"),
                              Curve("potential", r"$W = \frac{1}{2}\int\rho\Phi\,dV$"))),
-            Panel(r"$\Delta E$ (relative)", (Curve("total", r"$(E - E_0)/(|K| + |W|)$, $E = K + W + \frac{g}{2}\int\rho^2 dV$", relative=True,
-                                          scale=("kinetic", "potential")),)),
+            Panel(r"$\Delta E$ (relative)",
+                  (Curve("total", r"$(E - E_0)/(|K| + |W|)$, $E = K + W + \frac{g}{2}\int\rho^2 dV$", relative=True,
+                         scale=("kinetic", "potential")),)),
             Panel("peak density", (Curve("max_density", r"$\max\rho$"),), log="auto"),
         ),
         spectrum="density",

@@ -11,9 +11,9 @@ density; CFL number dt max(6 nu / dx^2, max|V + g rho| / nu) (Mocz et al. 2017 t
 keeps every phase step below one radian).
 
 Time stepping: kick-drift-kick. The kick multiplies psi by exp(-i (V + g |psi|^2) dt/nu) in real space
-(|psi| unchanged, so V and the self-interaction are unchanged: the kick is exact); the drift multiplies psi_hat by exp(-i nu k^2 dt/2), exact in k-space,
-then refreshes V from the new density. Both parts are unitary, so mass is conserved to round-off
-(Mocz et al. 2017, MNRAS 471, 4559; Woo & Chiueh 2009, ApJ 697, 850).
+(|psi| unchanged, so V and the self-interaction are unchanged: the kick is exact); the drift multiplies psi_hat by
+exp(-i nu k^2 dt/2), exact in k-space, then refreshes V from the new density. Both parts are unitary, so mass is
+conserved to round-off (Mocz et al. 2017, MNRAS 471, 4559; Woo & Chiueh 2009, ApJ 697, 850).
 
 Cold dark matter beside the wave (``physics.fdm_fraction`` < 1, see the package docstring): the particles'
 part of kick (p += -grad(V) dt) and drift (x += p dt, then the hand-over to their owners and the refresh of V
@@ -40,7 +40,6 @@ from typing import Any, ClassVar, NamedTuple, final
 import jax
 import jax.numpy as jnp
 
-from simulator.observables import spectra
 from simulator.equations import resolution
 from simulator.equations.base import Params, ParticleArrays, SplitStepEquation
 from simulator.equations.cold import mesh
@@ -51,6 +50,7 @@ from simulator.equations.phase import psi_from_snapshot, rotate
 from simulator.equations.schrodinger_poisson import INFO, SchrodingerPoissonParams
 from simulator.equations.schrodinger_poisson.soliton import soliton_profile
 from simulator.fft import FFTBackend, complex_dtype
+from simulator.observables import spectra
 
 
 class SPState(NamedTuple):

@@ -8,8 +8,9 @@ from typing import ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from simulator.observables import spectra
 from simulator.equations.base import SemiLinearEquation
+from simulator.observables import spectra
+
 from toy_equation import INFO
 
 
