@@ -29,11 +29,14 @@ in the same rounds:
 With ``--peer-python PY`` (an environment with JaxPM, see scripts/peer_jaxpm.py), a second table: the
 particle-only step (``physics.fdm_fraction`` 0: no wave) of N^3 particles on an N^3 grid (``--cold-sizes``, box
 N Mpc/h, CIC, from a Zel'dovich start at z = 9) against JaxPM's step of the same N (its LPT start at a = 0.1
-and its fixed-step leapfrog, one particle-mesh force per step, as ours), on one device, in the same
-invocation: JaxPM steps on request in its own environment (scripts/peer_jaxpm.py --serve), so each chunk of
-``--steps`` steps of the two codes is timed A/B interleaved in the same rounds. ``ours_ms``, ``jaxpm_ms``: median
-wall time per step; ``vs_jaxpm`` their ratio; ``*_cpu_ms`` the CPU time per step of each process (all its threads:
-the work done, on a loaded machine); ``load`` the 1-minute load average before and after the row. Each
+and its fixed-step leapfrog, one particle-mesh force per step, as ours; JaxPM in its default configuration,
+absolute positions painted), on one device, in the same invocation: JaxPM steps on request in its own environment
+(scripts/peer_jaxpm.py --serve), so each chunk of ``--steps`` steps of the two codes is timed A/B interleaved in the
+same rounds. ``jaxpm``: the peer as it ran (its version, painting mode, precision and device), in the header and
+in every row; ``ours_ms``, ``jaxpm_ms``: median wall time per step, ``ours_min_ms``, ``jaxpm_min_ms`` the fastest
+round's; ``vs_jaxpm`` their ratio of medians and ``vs_jaxpm_min`` of minima; ``*_cpu_ms`` the CPU time per step
+of each process (all its threads: the work done, on a loaded machine); ``load`` the 1-minute load average before
+and after the row. Each
 precision of ``--precision`` runs in its own process (float32 without JAX's 64-bit mode), the peer in the same.
 
     python scripts/bench_pm.py --sizes --peer-python /work/jaxpm-venv/bin/python --precision float32 float64
@@ -214,8 +217,9 @@ def jaxpm_table(args: argparse.Namespace, info: dict) -> None:
     stem, rows = f"pm_jaxpm_{args.precision}", []
     print(f"# particle-only fdm_cosmo step against JaxPM's, one {info['device_kind']} device, {info['cores']} cores, "
           f"{args.precision}, {args.steps} steps per chunk, {args.repeats} rounds", flush=True)
-    print(f"{'N':>4s} {'ours ms':>9s} {'jaxpm ms':>9s} {'ours/jaxpm':>10s} {'cpu ours':>9s} {'cpu jaxpm':>9s} "
-          f"{'load':>11s}", flush=True)
+    print(f"# peer: {peer.name}", flush=True)
+    print(f"{'N':>4s} {'ours ms':>9s} {'jaxpm ms':>9s} {'ours/jaxpm':>10s} {'min ratio':>9s} {'cpu ours':>9s} "
+          f"{'cpu jaxpm':>9s} {'load':>11s}  peer", flush=True)
     try:
         for n in args.cold_sizes:
             overrides = [f"grid.shape={n}", f"grid.box={float(n)}", "physics.name=fdm_cosmo", "initial.name=gaussian",
@@ -231,20 +235,24 @@ def jaxpm_table(args: argparse.Namespace, info: dict) -> None:
 
             before = os.getloadavg()[0]
             cpu: dict[str, float] = {}
+            fastest: dict[str, float] = {}
             peer.cpu.pop(n, None)
             times = timed_interleaved({"ours": ours, "jaxpm": lambda n=n: peer.chunk(n)}, repeats=args.repeats,
-                                      cpu=cpu)
+                                      cpu=cpu, fastest=fastest)
             load = (before, os.getloadavg()[0])
             ours_ms, theirs_ms = (1e3 * times[k] / args.steps for k in ("ours", "jaxpm"))
             theirs_cpu = 1e3 * statistics.median(peer.cpu[n][-args.repeats:]) / args.steps
-            row = {"N": n, "particles": n**3, "precision": args.precision, "ours_ms": ours_ms, "jaxpm_ms": theirs_ms,
-                   "vs_jaxpm": ours_ms / theirs_ms, "ours_cpu_ms": 1e3 * cpu["ours"] / args.steps,
+            row = {"N": n, "particles": n**3, "precision": args.precision, "jaxpm": peer.name,
+                   "ours_ms": ours_ms, "jaxpm_ms": theirs_ms, "vs_jaxpm": ours_ms / theirs_ms,
+                   "ours_min_ms": 1e3 * fastest["ours"] / args.steps,
+                   "jaxpm_min_ms": 1e3 * fastest["jaxpm"] / args.steps,
+                   "vs_jaxpm_min": fastest["ours"] / fastest["jaxpm"], "ours_cpu_ms": 1e3 * cpu["ours"] / args.steps,
                    "jaxpm_cpu_ms": theirs_cpu, "load_before": load[0], "load_after": load[1],
                    "steps": args.steps, "repeats": args.repeats}
             rows.append(row)
             write_results(args.out, stem, rows, info)
-            print(f"{n:4d} {ours_ms:9.2f} {theirs_ms:9.2f} {row['vs_jaxpm']:10.2f} {row['ours_cpu_ms']:9.2f} "
-                  f"{theirs_cpu:9.2f} {load[0]:5.2f}-{load[1]:5.2f}", flush=True)
+            print(f"{n:4d} {ours_ms:9.2f} {theirs_ms:9.2f} {row['vs_jaxpm']:10.2f} {row['vs_jaxpm_min']:9.2f} "
+                  f"{row['ours_cpu_ms']:9.2f} {theirs_cpu:9.2f} {load[0]:5.2f}-{load[1]:5.2f}  {peer.name}", flush=True)
     finally:
         peer.close()
     if rows:

@@ -187,6 +187,9 @@ def main() -> int:
     peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
     peer: dict[int, float] = {}  # N -> FluidSim ms per step, measured in the rounds of the rk4 float64 rows
     peer_cpu: dict[int, float] = {}  # N -> FluidSim CPU ms per step (all its threads), same rounds
+    peer_name = peer_proc.name if peer_proc is not None else None  # its version, FFT class and threads
+    if peer_name:
+        print(f"# peer: {peer_name}", flush=True)
     devices = jax.devices()
     paths = list(args.fft_paths)
     if "fftw" in paths and (local.native()[0] is None or args.platform != "cpu"):
@@ -279,6 +282,7 @@ def main() -> int:
                                 "all_to_all": a2a,
                                 "bytes_per_cell": None if mem is None else mem * nd / n**3,
                                 "Mcell_steps_per_s": n**3 / step_s / 1e6,
+                                "fluidsim": peer_proc.name if ratio_peer is not None else None,
                                 "fluidsim_ms": peer.get(n) if ratio_peer is not None else None,
                                 "vs_fluidsim": ratio_peer, "step_cpu_ms": cpu_ms,
                                 "fluidsim_cpu_ms": peer_cpu.get(n) if ratio_peer is not None else None,
@@ -288,7 +292,7 @@ def main() -> int:
                             rows.append(row)
                             # rewritten after every row: a benchmark stopped at its limit keeps what it measured
                             write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer,
-                                                                   "fft_paths": paths})
+                                                                   "fluidsim": peer_name, "fft_paths": paths})
                             bpc = "-" if mem is None else f"{row['bytes_per_cell']:7.1f}"
                             vs = "-" if ratio_peer is None else f"{ratio_peer:.2f}"
                             vx = "-" if xla_s is None else f"{step_s / xla_s:6.2f}"
@@ -302,12 +306,12 @@ def main() -> int:
         peer_proc.close()
     for n, ms in sorted(peer.items()):
         for ours in (r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1]):
-            print(f"{n:4d} fluidsim ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); "
+            print(f"{n:4d} {peer_name} ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); "
                   f"{ours['layout']} layout: wall ratio {ours['vs_fluidsim']:.2f}, CPU time per step (all threads) "
                   f"ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, "
                   f"ratio {ours['vs_fluidsim_cpu']:.2f}",
                   flush=True)
-    meta = {**machine(), "fluidsim_ms_per_step": peer, "fft_paths": paths}
+    meta = {**machine(), "fluidsim_ms_per_step": peer, "fluidsim": peer_name, "fft_paths": paths}
     print(write_results(args.out, "step", rows, meta), flush=True)
     if args.memory_size:
         memory_table(args.memory_size, args.out, paths, args.memory_devices)

@@ -16,11 +16,13 @@ steps are timed interleaved with the benchmark's own (both feel the same load on
 Case: box 2*pi, u = sin x cos y cos z, v = -cos x sin y cos z, w = 0, nu = 1/1600, classical RK4,
 fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved. Reports the median
 wall time of `sim.time_stepping.one_time_step()` after warm-up steps. FFTs default to
-fft3d.with_pyfftw, the fastest sequential class here: --fft fft3d.with_fftw3d (which needs a
-system FFTW, e.g. apt-get install libfftw3-dev, then pip install fluidfft-fftw) measured slower, as
-its FFTs ignore the thread setting. OMP_NUM_THREADS, set from --threads before FluidSim is
-imported, sets the pyfftw threads and the OpenMP threads of FluidSim's compiled kernels;
-OMP_WAIT_POLICY defaults to passive (see main).
+fft3d.with_pyfftw, FluidSim's own default in one process where pyfftw is installed (its
+``type_fft = "default"`` resolves to it) and the fastest sequential class here: --fft
+fft3d.with_fftw3d (which needs a system FFTW, e.g. apt-get install libfftw3-dev, then pip install
+fluidfft-fftw) measured slower, as its FFTs ignore the thread setting. The FFT class, FluidSim's
+version and the threads are printed and recorded beside every figure (``--serve``: on its ``ready``
+line). OMP_NUM_THREADS, set from --threads before FluidSim is imported, sets the pyfftw threads and
+the OpenMP threads of FluidSim's compiled kernels; OMP_WAIT_POLICY defaults to passive (see main).
 """
 
 from __future__ import annotations
@@ -82,10 +84,11 @@ def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
     return statistics.median(samples)
 
 
-def serve(sizes: list[int], fft: str, warmup: int) -> None:
+def serve(sizes: list[int], fft: str, warmup: int, name: str) -> None:
     """Steps on request, for a benchmark that interleaves this peer with its own runs.
 
-    Prints ``ready`` once every size is set up and warmed up; then for each stdin line ``N STEPS``
+    Prints ``ready NAME`` (the peer as it runs: version, FFT class, threads) once every size is set up and
+    warmed up; then for each stdin line ``N STEPS``
     runs STEPS steps of the n = N simulation and prints their wall seconds and the CPU seconds of this
     process, all its threads (``time.process_time``: the clock's own resolution, where the 10 ms ticks of
     /proc quantised a 5-step chunk's CPU time per step by 2 ms at 64^3).
@@ -94,7 +97,7 @@ def serve(sizes: list[int], fft: str, warmup: int) -> None:
     for sim in sims.values():
         for _ in range(warmup):
             sim.time_stepping.one_time_step()
-    print("ready", flush=True)
+    print(f"ready {name}", flush=True)
     for line in sys.stdin:
         n, steps = (int(v) for v in line.split())
         c0, t0 = time.process_time(), time.perf_counter()
@@ -125,22 +128,24 @@ def main() -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         os.environ["FLUIDSIM_PATH"] = tmp
         import fluidsim
+        from fluidfft.fft3d.operators import get_simple_3d_seq_method
 
+        default = get_simple_3d_seq_method()  # what FluidSim's type_fft = "default" is in one process
+        which = "FluidSim's default" if args.fft == default else f"FluidSim's default is {default}"
+        name = (f"fluidsim {fluidsim.__version__}, type_fft={args.fft} ({which}), OMP_NUM_THREADS={args.threads}, "
+                f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}")
         if args.serve:
-            print(f"# peer: fluidsim {fluidsim.__version__}, {args.fft}, OMP_NUM_THREADS={args.threads}",
-                  file=sys.stderr, flush=True)
-            serve(args.sizes, args.fft, args.warmup)
+            serve(args.sizes, args.fft, args.warmup, name)
             return
-        print(f"fluidsim {fluidsim.__version__}, {args.fft}, OMP_NUM_THREADS={args.threads}")
         print(f"{'n':>5} {'ms/step':>10}")
         for n in args.sizes:
             ms = 1e3 * time_per_step(n, args.fft, args.warmup, args.steps)
             results.append({"n": n, "ms_per_step": round(ms, 2)})
-            print(f"{n:>5} {ms:>10.2f}", flush=True)
+            print(f"{n:>5} {ms:>10.2f}  {name}", flush=True)
 
     if args.json:
         report = {
-            "peer": "fluidsim",
+            "peer": name,
             "fluidsim_version": fluidsim.__version__,
             "fft_lib": args.fft,
             "omp_num_threads": args.threads,

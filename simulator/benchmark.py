@@ -37,15 +37,16 @@ def timed(fn: Callable[..., Any], *args: Any, repeats: int) -> float:
 
 
 def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup: int = 1,
-                      cpu: dict[str, float] | None = None, before: Callable[[], Any] | None = None
-                      ) -> dict[str, float]:
+                      cpu: dict[str, float] | None = None, before: Callable[[], Any] | None = None,
+                      fastest: dict[str, float] | None = None) -> dict[str, float]:
     """Median seconds of each zero-argument ``fns[name]()`` (results blocked on), A/B interleaved.
 
     Every round calls each function once, in an order rotated from round to round, so load that
     comes and goes on a shared machine hits all of them alike; ``warmup`` untimed rounds first.
     ``cpu``, when given, receives the median CPU seconds of this process (all its threads) per call:
     on a loaded machine, the work done rather than the time waited for a core. ``before``, when given,
-    runs untimed before each timed call (a sweep that evicts the caches, say).
+    runs untimed before each timed call (a sweep that evicts the caches, say). ``fastest``, when given,
+    receives each function's fastest round in seconds (the least disturbed by load).
     """
     import jax
 
@@ -65,6 +66,8 @@ def timed_interleaved(fns: Mapping[str, Callable[[], Any]], repeats: int, warmup
             cpu_times[name].append(time.process_time() - c0)
     if cpu is not None:
         cpu.update({name: statistics.median(t) for name, t in cpu_times.items()})
+    if fastest is not None:
+        fastest.update({name: min(t) for name, t in times.items()})
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -198,14 +201,19 @@ def replay(fft: Any, calls: list[Any], seeds: dict[str, Any]) -> dict[str, Any]:
 
 class ServedPeer:
     """A peer code run in its own environment by ``python script --serve ARGS`` (scripts/peer_*.py), which prints
-    ``ready``, then answers each request line with ``done CPU_SECONDS`` (the CPU time of all its threads) once
-    the work asked is done: its work is timed interleaved with ours in the same rounds."""
+    ``ready NAME`` (the peer as it runs: its version and configuration, recorded beside every figure of it), then
+    answers each request line with ``WALL_SECONDS CPU_SECONDS`` (the CPU time of all its threads) once the work
+    asked is done: its work is timed interleaved with ours in the same rounds."""
 
     def __init__(self, python: str, script: Path, *args: str):
         self.proc = subprocess.Popen([python, str(script), "--serve", *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
-        if self.proc.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"{script} --serve did not start (exit {self.proc.wait()})")
+        word, _, name = self.proc.stdout.readline().strip().partition(" ")
+        if word != "ready" or not name:
+            self.proc.stdin.close()  # a peer still up, waiting for requests, ends on its input's end
+            raise RuntimeError(f"{script} --serve did not start as a named peer (exit {self.proc.wait()})")
+        #: the peer as it runs (e.g. its version, its mode, its FFT library), as it names itself
+        self.name = name
         #: the CPU seconds of each request, by size
         self.cpu: dict[int, list[float]] = {}
 

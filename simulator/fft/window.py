@@ -52,7 +52,7 @@ LOCAL_CHUNK = 1 << 14
 #: bytes of window values per chunk of the XLA implementation on a GPU, where each chunk is one iteration of a
 #: loop of small kernels whose launches cost more than their work at LOCAL_CHUNK points: on one H200 the mass
 #: assignment of 256^3 particles (1024 chunks) took 9.9 ms, about 9.6 us per chunk, as 128^3's (128 chunks) 1.6
-#: ms did, more than JaxPM's whole step (docs/PERFORMANCE.md)
+#: ms did (docs/PERFORMANCE.md)
 GPU_CHUNK_BYTES = 1 << 28
 
 
