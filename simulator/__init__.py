@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from simulator.version import __version__
+
 __all__ = ["Simulation", "load_config", "load_run", "load_sweep", "run_config", "run_ensemble", "__version__"]
 
 

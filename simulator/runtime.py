@@ -19,7 +19,7 @@ import os
 import platform
 import re
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -33,8 +33,8 @@ from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
 from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, srun_tasks
-from simulator.threads import XLA_THREADS_VARIABLE, available_cores
-from simulator.planning.memory import ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
+from simulator.threads import (ALLOCATOR_VARIABLE, GPU_ALLOCATOR, GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE,
+                               XLA_THREADS_VARIABLE, available_cores)
 
 SLURM_VARIABLES = (
     "SLURM_JOB_ID",
@@ -309,26 +309,29 @@ def gpu_binding(env: Mapping[str, str] | None = None) -> GpuBinding:
                             f"drives ordinal(s) {', '.join(map(str, mine))}")
 
 
-def setup(cfg: Config, env: Mapping[str, str] | None = None) -> str:
+def setup(cfg: Config, env: Mapping[str, str] | None = None, count: Callable[[], object] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode. Calling it again in
     the same process (a script building several simulations) keeps the processes already started.
-    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts."""
+    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts.
+    ``count``: starts counting the programs compiled, handed on to :func:`enable_cache`."""
     gpu_binding(env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
-    enable_cache(cfg.runtime.compilation_cache)
+    enable_cache(cfg.runtime.compilation_cache, count)
     if is_distributed():
         return process_mode(cfg, env)
     return initialize_processes(cfg, env)
 
 
-def enable_cache(setting: str | bool = "auto") -> cache.Status:
+def enable_cache(setting: str | bool = "auto", count: Callable[[], object] | None = None) -> cache.Status:
     """Keep this process's compiled programs in the compilation cache ``setting`` names
     (``runtime.compilation_cache``; :func:`simulator.cache.enable`), tagged with the FFTW library the native
-    extension runs (none without it)."""
+    extension runs (none without it). ``count``: what starts counting the programs compiled, handed in by
+    whoever starts a run (:func:`simulator.run.programs.count_compilations`), called first: the run log's
+    programs line counts every program of the launch."""
     from simulator.fft.local import native
-    from simulator.run.programs import count_compilations
 
-    count_compilations()  # from the start: the run log's programs line counts every program of the launch
+    if count is not None:
+        count()
     module, _ = native()
     return cache.enable(setting, f"fftw={module.version() if module is not None else 'none'}")
 

@@ -93,6 +93,59 @@ def test_imports_have_no_cycles(where):
         visit(name, [])
 
 
+#: the package's rooms (its folders and top-level modules; ``__init__`` the package's own), lowest floor first: a
+#: room imports only rooms below it or itself, at module level, inside functions and under TYPE_CHECKING alike,
+#: and so do the ``"module:function"`` strings declarations name. docs/ARCHITECTURE.md gives the same list.
+LAYERS = (
+    "errors", "log", "version", "threads", "shipped",  # what every floor shares; no simulator import but errors
+    "cache", "launch", "schema",  # the compilation cache, the local launcher, the schema engine
+    "fft", "time",  # transforms, meshes and the particles' per-device slots; the schemes
+    "observables", "equations", "particles",  # device measurements (shell sums...); the equations; their particles
+    "output", "config",  # the output kinds and their files; the run config composing every declaration
+    "runtime", "gradients", "run", "planning",  # processes and devices; running; planning (admission handed down)
+    "sweep_file", "sweep", "sweep_slurm", "sweep_collect",  # sweeps, which start runs, and their results' table
+    "plots", "results",  # figures from files; a run's results read back (load_run(...).plot draws)
+    "benchmark", "api", "cli", "entry", "__main__", "__init__",  # the doors
+)
+
+
+def room(module: str) -> str:
+    """The top-level room of a ``simulator`` module or of a name imported from one (``simulator.__version__``
+    is the package's own: ``__init__``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and ".".join(parts[:2]) in MODULES else "__init__"
+
+
+def every_import(path: Path) -> set[str]:
+    """Every ``simulator`` module or name ``path`` imports: at module level, inside functions, under
+    ``if TYPE_CHECKING:``, and the modules its declaration strings name (:data:`REFERENCE`). ``from simulator
+    import x`` imports ``simulator.x`` (the package's own ``__init__`` runs for any import: no dependency)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (ref := REFERENCE.match(node.value)):
+            found.add(ref[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("simulator")}
+        elif isinstance(node, ast.ImportFrom) and node.module == "simulator":
+            found |= {f"simulator.{a.name}" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("simulator."):
+            found.add(node.module)
+    return found
+
+
+def test_rooms_import_down_the_layers():
+    """Folders import one way as files do (:data:`LAYERS`): no import points up a floor. A lower floor that must
+    call a higher one is handed the function (the admission check and the compile counter that whoever starts a
+    run passes to simulator/run/ and runtime.py); what two floors share lives on the lower one (the particles'
+    slots and stack in fft/, the trajectory file's reader beside its writer in output/)."""
+    rooms = {room(name) if name != "simulator" else "__init__" for name in MODULES}
+    assert sorted(LAYERS) == sorted(rooms), f"list every room once: {sorted(rooms ^ set(LAYERS))}"
+    floor = {r: i for i, r in enumerate(LAYERS)}
+    up = [f"{name} ({room(name)}) imports {m} ({room(m)})" for name, path in MODULES.items() if name != "simulator"
+          for m in sorted(every_import(path)) if floor[room(m)] > floor[room(name)]]
+    assert not up, f"{len(up)} imports point up:\n" + "\n".join(up)
+
+
 def test_library_modules_never_import_the_cli():
     """Only the command line's own modules (the package simulator/cli/) and the entry points import it."""
     for name, path in MODULES.items():
@@ -107,7 +160,7 @@ def test_readers_and_planners_import_without_jax():
     JAX, nor do the planner's cost model and memory figures."""
     code = ("import sys; import simulator, simulator.plots, simulator.sweep, simulator.config, simulator.api, "
             "simulator.equations, simulator.output.tasks, simulator.plots.tasks, simulator.results.load, "
-            "simulator.results.export, simulator.results.lagrangian, simulator.run.grouping, simulator.cli, "
+            "simulator.results.export, simulator.output.lagrangian, simulator.run.grouping, simulator.cli, "
             "simulator.schema.build, simulator.schema.overrides, simulator.schema.dump, simulator.planning.cost, "
             "simulator.output.segments, simulator.equations.stored, "
             "simulator.planning.memory; simulator.equations.registry(); "

@@ -627,7 +627,7 @@ def test_particle_series_and_trajectories_print_in_one_line_each():
     """`run.particles` in a notebook printed the three (T, N, 3) arrays of every species (60 lines for 4096 cold
     particles); like `run` and its snapshots, each species now prints one line, its arrays still attributes."""
     from simulator.output.particles import ParticleSeries
-    from simulator.results.lagrangian import Trajectories
+    from simulator.output.lagrangian import Trajectories
 
     xyz = np.zeros((2, 4096, 3))
     series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz, {})
@@ -1197,7 +1197,7 @@ def test_a_size_reads_as_given_and_counts_say_one_snapshot(tmp_path, capsys):
     counts (KB, MB and GB count in 1024s, as --help says), and one snapshot is one."""
     from simulator.api import load_run
     from simulator.output.particles import ParticleSeries
-    from simulator.results.lagrangian import Trajectories
+    from simulator.output.lagrangian import Trajectories
 
     run = tmp_path / "one"
     done = subprocess.run([sys.executable, "-m", "simulator", "run", "configs/taylor_green.yaml", "--set",

@@ -1239,7 +1239,7 @@ def test_a_restart_of_cold_particles_reads_them_in_chunks_as_it_read_them_whole(
     the live slots sorted by identity and handed out replicated give, and the branch keeps every particle
     exactly."""
     from simulator.output import checkpoints
-    from simulator.particles import stack
+    from simulator.fft import particle_stack as stack
 
     overrides = {"physics__name": "fdm_cosmo", "initial__name": "gaussian", "grid__box": 1.0, "grid__shape": 16,
                  "physics__fdm_fraction": 0.3, "physics__cdm_particles": 512}

@@ -787,7 +787,7 @@ def test_a_file_the_system_will_not_open_or_a_lack_of_memory_calls_no_file_damag
 def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypatch):
     """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
     bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""
-    from simulator.results import lagrangian
+    from simulator.output import lagrangian
     from simulator.equations.spec import Clock
     from simulator.plots import lagrangian as lagrangian_plots
     from simulator.plots import statistics as statistics_plots

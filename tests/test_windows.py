@@ -502,7 +502,7 @@ def test_a_run_hands_over_the_same_particles_whichever_buffers_it_sends_first(de
     from support import advance
 
     from simulator.equations.cold import mesh
-    from simulator.particles import slots
+    from simulator.fft import particle_slots as slots
 
     first_rows = slots.first_rows
     ends = {}

@@ -30,12 +30,12 @@ EXIT_BROKEN_PIPE = 141
 
 def version_line() -> str:
     """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``, read from the installed packages'
-    metadata, so that asking for it starts no JAX; the simulator's own from ``simulator.__version__`` when
+    metadata, so that asking for it starts no JAX; the simulator's own from ``simulator.version`` when
     it runs from a source tree that was never installed."""
     import platform
     from importlib import metadata
 
-    import simulator
+    from simulator.version import __version__
 
     def installed(package: str, otherwise: str = "not installed") -> str:
         try:
@@ -44,7 +44,7 @@ def version_line() -> str:
             return otherwise
 
     stack = ", ".join(f"{name} {installed(name)}" for name in ("jax", "jaxlib", "jaxdecomp"))
-    own = installed("simulator", getattr(simulator, "__version__", "unknown"))
+    own = installed("simulator", __version__)
     return f"simulator {own} ({stack}, python {platform.python_version()})"
 
 

@@ -33,7 +33,7 @@ Everything else (fields, diagnostics, spectra, layouts, initial conditions) is t
 
 A flow is made to carry the configured species by :func:`simulator.particles.setup.with_particles` (checks and
 initial positions), and a state read from a file keeps the particles it holds
-(:func:`simulator.particles.restart.from_source`); what is particular to owned species lives in :mod:`.owned`.
+(:func:`simulator.run.particle_states.from_source`); what is particular to owned species lives in :mod:`.owned`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from simulator.equations.base import (
 from simulator.particles import wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.interpolation import METHODS
-from simulator.particles.slots import Loss, Room
+from simulator.fft.particle_slots import Loss, Room
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow
 #: array reads back into the flow alone (a restart at another resolution remaps it as any other)

@@ -18,7 +18,7 @@ from simulator.particles import initial_positions, wrap_bound
 from simulator.particles import owned as owning
 from simulator.particles.flow import WithParticles
 from simulator.particles.interpolation import METHODS
-from simulator.particles.slots import check_capacity
+from simulator.fft.particle_slots import check_capacity
 from simulator.particles.species import Species, too_few_planes
 
 

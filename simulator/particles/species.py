@@ -16,7 +16,7 @@ from simulator.errors import ConfigError
 from simulator.fft.layouts import check_planes, known_devices
 from simulator.particles.interpolation import INTERPOLATIONS, METHODS
 from simulator.particles.interpolation import doc as interpolation_doc
-from simulator.particles.slots import check_capacity
+from simulator.fft.particle_slots import check_capacity
 from simulator.schema import setting
 
 PLACEMENTS = ("random", "lattice", "file")

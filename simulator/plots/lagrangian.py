@@ -1,5 +1,5 @@
 """The Lagrangian-statistics figure of a run with particle trajectories (``output.trajectories``), no JAX:
-``plots/lagrangian.png``, four panels, one colour per species (:mod:`simulator.results.lagrangian` computes them):
+``plots/lagrangian.png``, four panels, one colour per species (:mod:`simulator.output.lagrangian` computes them):
 
 * R_L(tau) with T_L in the legend;
 * single-particle dispersion <|x(t) - x(0)|^2> (log-log) with the ballistic <|v|^2> t^2 (dashed) and
@@ -17,7 +17,7 @@ from typing import Any
 import matplotlib.ticker
 import numpy as np
 
-from simulator.results import lagrangian
+from simulator.output import lagrangian
 from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
 from simulator.output.timeseries import FILE as TIMESERIES_FILE

@@ -66,7 +66,7 @@ import h5py
 import numpy as np
 import yaml
 
-from simulator import __version__
+from simulator.version import __version__
 from simulator.errors import ConfigError, counted
 from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulator.results import lagrangian
+from simulator.output import lagrangian
 from simulator.output import kinds, segments
 from simulator.output.base import CODE_UNITS
 from simulator.output import particles as particle_output
@@ -157,12 +157,12 @@ class RunResults:
         """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``,
         ``.step`` (T,), ``.x`` (unwrapped positions), ``.position`` (wrapped into the box) and ``.v`` (T, N, 3)
         float64, ``.ids`` (N,) the particles' indexes within the species, axis 1 of :attr:`particles`
-        (:class:`~simulator.results.lagrangian.Trajectories`); {} when the run wrote none (``output("trajectories")``)."""
+        (:class:`~simulator.output.lagrangian.Trajectories`); {} when the run wrote none (``output("trajectories")``)."""
         return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
-        """The Lagrangian statistics of each species in ``particles/trajectories.h5`` (:mod:`simulator.results.lagrangian`;
+        """The Lagrangian statistics of each species in ``particles/trajectories.h5`` (:mod:`simulator.output.lagrangian`;
         ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the mean ``dissipation`` of the
         time series over the tracks' times when the run records it; {} when the run wrote no trajectories."""
         box = lagrangian.box_of(self.config)

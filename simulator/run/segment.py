@@ -45,13 +45,13 @@ from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, segments, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
-from simulator.planning.plan import abstract_state
 from simulator.run import records, rundir
 from simulator.run import restart as restarts
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
+from simulator.run.states import abstract_state
 from simulator.time.control import Stepper
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure"]
