@@ -146,6 +146,29 @@ def test_rooms_import_down_the_layers():
     assert not up, f"{len(up)} imports point up:\n" + "\n".join(up)
 
 
+def test_the_architecture_page_gives_the_floors_and_every_module():
+    """docs/ARCHITECTURE.md's floors are :data:`LAYERS` in order, and its package tree names every module: a
+    top-level module by its file name, a folder's module by its file name in the folder's entry, and a package
+    inside a folder (an equation's) by its directory."""
+    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
+    floors = text.split("The floors, lowest first", 1)[1].split("):", 1)[1].split(". A room", 1)[0]
+    assert tuple(re.findall(r"`(\w+)`", floors)) == LAYERS
+    tree = text.split("```\nsimulator/\n", 1)[1].split("```", 1)[0]
+    entries: dict[str, str] = {}  # a folder's entry: its lines, to the next top-level name
+    for line in tree.splitlines():
+        if (top := re.match(r"  (\S+)", line)) is not None:
+            folder = top[1]
+        entries[folder] = entries.get(folder, "") + line + "\n"
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        name = parts[-1] if len(parts) <= 2 else parts[1] + "/"
+        where = tree if len(parts) == 1 else entries.get(parts[0] + "/", "")
+        if name != "__init__.py" and not re.search(rf"(?<![\w/]){re.escape(name)}", where):
+            missing.append("/".join(parts))
+    assert not missing, f"docs/ARCHITECTURE.md's package tree leaves out {missing}"
+
+
 def test_library_modules_never_import_the_cli():
     """Only the command line's own modules (the package simulator/cli/) and the entry points import it."""
     for name, path in MODULES.items():
