@@ -28,7 +28,7 @@ from simulator.output import hdf5
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
-from simulator.run import rundir
+from simulator.run import superseded
 from simulator.runtime import build_mesh
 from support import small_filesystem
 
@@ -1047,7 +1047,7 @@ def test_a_restart_sets_aside_the_export_and_merged_snapshots_of_the_output_it_w
             simulator.load_run(run).snapshots[-1].open() as last:
         assert last.attrs["step"] == 6 and not np.array_equal(then.velocity[-1].values, last.read("velocity"))
         np.testing.assert_array_equal(now.velocity[-1].values, last.read("velocity"))
-    rundir.set_derived_aside(run, 6, rank0=True)  # what a restart from step 6, where the run stands, does first
+    superseded.set_derived_aside(run, 6, rank0=True)  # what a restart from step 6, where the run stands, does first
     assert (run / "export" / "run.nc").is_file() and len(simulator.load_run(run).aside) == 2
 
 

@@ -70,7 +70,7 @@ class RunResults:
     status: dict[str, Any] | None
     #: what restarts set aside (``aside/``, ``particles/aside/``), by name: row files (rows of another definition,
     #: read with the same readers, or damaged files; :mod:`simulator.output.rows`) and the folders of what was
-    #: made from output a restart wrote again (``export.until-<step>``, ...: ``rundir.set_derived_aside``)
+    #: made from output a restart wrote again (``export.until-<step>``, ...: ``run.superseded.set_derived_aside``)
     aside: tuple[Path, ...] = ()
 
     def __repr__(self) -> str:

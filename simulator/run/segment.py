@@ -45,7 +45,7 @@ from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, segments, sources
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
-from simulator.run import records, rundir
+from simulator.run import records, rundir, superseded
 from simulator.run import restart as restarts
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
@@ -238,13 +238,13 @@ class Segment:
         # nothing of the run being restarted changes until its files are open, this segment recorded and its particles
         # handed out with none lost: then its derived files are set aside, then the rows past the checkpoint dropped
         with rows.staged():
-            rundir.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
+            superseded.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
             kept = None if ckpt is None else ckpt.step - int(self.branch)  # a branch tried again: its start written anew
             for w in self.writers:
                 w.open(self.out, kept)
             if jax.process_index() == 0:
                 segments.write_record(self.out, self.meta, self.step)
-                rundir.warn_superseded(self.out, None if ckpt is None else ckpt.step)
+                superseded.warn_superseded(self.out, None if ckpt is None else ckpt.step)
                 rundir.write_status(self.out, "running", self.step, self.t)
             if (loss := sim.equation.lost(state)) is not None:
                 raise NonFiniteError(loss.message(self.step, self.t, str(self.saver.last or "none")))
