@@ -312,8 +312,8 @@ def gpu_binding(env: Mapping[str, str] | None = None) -> GpuBinding:
 def setup(cfg: Config, env: Mapping[str, str] | None = None, count: Callable[[], object] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode. Calling it again in
     the same process (a script building several simulations) keeps the processes already started.
-    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts.
-    ``count``: starts counting the programs compiled, handed on to :func:`enable_cache`."""
+    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts
+    (``count``: :func:`enable_cache`'s)."""
     gpu_binding(env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
     enable_cache(cfg.runtime.compilation_cache, count)
@@ -323,14 +323,12 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None, count: Callable[[],
 
 
 def enable_cache(setting: str | bool = "auto", count: Callable[[], object] | None = None) -> cache.Status:
-    """Keep this process's compiled programs in the compilation cache ``setting`` names
-    (``runtime.compilation_cache``; :func:`simulator.cache.enable`), tagged with the FFTW library the native
-    extension runs (none without it). ``count``: what starts counting the programs compiled, handed in by
-    whoever starts a run (:func:`simulator.run.programs.count_compilations`), called first: the run log's
-    programs line counts every program of the launch."""
+    """Keep this process's compiled programs in the compilation cache ``setting`` names (``runtime.compilation_cache``;
+    :func:`simulator.cache.enable`), tagged with the FFTW library the native extension runs (none without it).
+    ``count``: starts counting the programs compiled (:func:`simulator.run.programs.count_compilations`)."""
     from simulator.fft.local import native
 
-    if count is not None:
+    if count is not None:  # first: the run log's programs line counts every program of the launch
         count()
     module, _ = native()
     return cache.enable(setting, f"fftw={module.version() if module is not None else 'none'}")

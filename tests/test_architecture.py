@@ -237,24 +237,32 @@ def test_no_module_uses_another_modules_private_names():
 
 #: the lines a module may have (about 400)
 STANDARD_LINES = 420
-#: the few modules allowed past it, each at its size and why: a module that grows changes this list in the same
-#: diff (and one that shrinks below the standard leaves it)
+#: a module is split by responsibility before it fills: none within 5% of the rule (399 lines or more) unless listed
+FULL_LINES = int(0.95 * STANDARD_LINES)
+#: the few modules allowed at or past :data:`FULL_LINES`, each at its size and why it is one: a module that grows
+#: changes this list in the same diff (and one that shrinks below it leaves the list)
 ALLOWED_LINES = {
+    "simulator.fft.base": 400,  # the one interface every backend implements: its methods and their shared defaults
+    "simulator.fft.window": 417,  # the windows' weights and their gather and scatter as JAX primitives, one per path
     "simulator.output.checkpoints": 424,  # writing, validating, restoring and listing read one marker and layout
     "simulator.output.hdf5": 497,  # the writer and the readers share one file layout: apart, one could change alone
+    "simulator.output.rows": 405,  # one policy for every row file on a restart: continue it, cut it, set it aside
+    "simulator.plots.run": 415,  # every output kind's figures by one loop over the registry, and the slices they share
     "simulator.run.simulation": 439,  # the one class users hold: chunks, programs, rollouts, outputs (states: run/states)
 }
 
 
 def test_modules_are_of_a_readable_size():
-    """About 400 lines at most (:data:`STANDARD_LINES`), or a module's own listed allowance (:data:`ALLOWED_LINES`)."""
+    """Below :data:`FULL_LINES` (5% under the rule of :data:`STANDARD_LINES`), or a module's own listed allowance
+    (:data:`ALLOWED_LINES`, with its reason)."""
     for name, path in MODULES.items():
         lines = path.read_text().count("\n")
-        assert lines <= ALLOWED_LINES.get(name, STANDARD_LINES), f"{name} has {lines} lines"
+        assert lines < FULL_LINES or lines <= ALLOWED_LINES.get(name, 0), \
+            f"{name} has {lines} lines: split it by responsibility, or list it in ALLOWED_LINES with its reason"
     for name, allowed in ALLOWED_LINES.items():
-        assert name in MODULES and allowed > STANDARD_LINES, f"{name}: list only a module past {STANDARD_LINES} lines"
+        assert name in MODULES and allowed >= FULL_LINES, f"{name}: list only a module of {FULL_LINES} lines or more"
         lines = MODULES[name].read_text().count("\n")
-        assert lines > STANDARD_LINES, f"{name} has {lines} lines: no allowance needed, take it off the list"
+        assert lines >= FULL_LINES, f"{name} has {lines} lines: no allowance needed, take it off the list"
 
 
 def test_no_equation_package_imports_another():

@@ -188,7 +188,7 @@ def _run_started(seg, mode: str) -> int:
     segment) give 1."""
     from simulator.errors import RuntimeSetupError
     from simulator.run.loop import run
-    from simulator.run.segment import FAILURES
+    from simulator.run.failures import FAILURES
     from simulator.run.signals import agree
 
     # a collective: no process reads the directory before process 0 has prepared it under its lock

@@ -51,7 +51,8 @@ from simulator.run.batched import batched_programs, stacked_shardings
 from simulator.run.command import Admit
 from simulator.run.loop import (bound_by_drag, check_lost, check_particles, check_room, check_time_step, chunk_end,
                                 chunk_programs)
-from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
+from simulator.run.failures import NonFiniteError, barrier_interrupted
+from simulator.run.segment import Segment
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 

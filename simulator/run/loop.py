@@ -26,7 +26,8 @@ from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
 from simulator.run import joblimits
 from simulator.run.programs import Ahead, counts, report, run_programs
-from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
+from simulator.run.failures import NonFiniteError, barrier_interrupted
+from simulator.run.segment import Segment
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.run.states import abstract_state

@@ -44,9 +44,10 @@ from simulator.equations import resolution
 from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, segments, sources
 from simulator.output.base import Moment, Writer, landing_times
-from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.run import records, rundir, superseded
 from simulator.run import restart as restarts
+from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -54,27 +55,9 @@ from simulator.run.simulation import Simulation
 from simulator.run.states import abstract_state
 from simulator.time.control import Stepper
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "Segment"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
-
-
-class NonFiniteError(RuntimeError):
-    """A diagnostic became NaN or Inf."""
-
-
-#: the failures of a run itself (exit 1), reported in one line: a blow-up (NaN/Inf, a collapsed step, lost
-#: particles), a write that failed, output that cannot be read back
-FAILURES = (NonFiniteError, OutputWriteError, IncompleteOutputError)
-
-
-def describe_failure(err: BaseException) -> str:
-    """Why a run failed, in one line: the message of one of its own failures or of bad input, else the
-    error's type and the first line of its message."""
-    if isinstance(err, (*FAILURES, ConfigError)):
-        return str(err)
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
@@ -413,8 +396,3 @@ class Segment:
             self._handler.close()
             self._handler = None
         self.lock.release()
-
-
-def barrier_interrupted() -> None:
-    """srun --kill-on-bad-exit ends every task once one exits 75: nobody leaves before all is written."""
-    barrier("interrupted")
