@@ -292,7 +292,7 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     out = "\n".join(lines)
     assert fits, out
     # a GPU's allocator holds XLA_PYTHON_CLIENT_MEM_FRACTION of it (the runtime's and the job scripts' 0.95)
-    assert "available per device: 76.0 GiB (80.0 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in out
+    assert "available per device: 76 GiB (80 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in out
     assert "45 scalar 3D FFTs" in out and "on h100" in out
     # planned with XLA's FFT, what a GPU runs, in pieces below 2^31 points (simulator/fft/large.py): the
     # three components' transforms are three calls, and the peak is 58 bytes per cell (72 as one call;

@@ -67,13 +67,14 @@ import yaml
 
 from simulator.version import __version__
 from simulator.errors import ConfigError, counted
-from simulator.results.export_groups import (has_rows, plan_groups, read_output, size_text, spectra_group, stored_attrs,
+from simulator.results.export_groups import (has_rows, plan_groups, read_output, spectra_group, stored_attrs,
                                              timeseries_group, write_groups)
 from simulator.output.hdf5 import (IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error,
                                    write_atomically)
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
 from simulator.output.xdmf import write_series, write_xdmf
+from simulator.planning.cost import human_bytes
 from simulator.results.load import RunResults, SnapshotRef, load_run
 
 #: the default limit of a netCDF export (``--max-size``)
@@ -157,8 +158,8 @@ def _check_room(path: Path, size: int) -> None:
     if stat.f_flag & os.ST_RDONLY:
         raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.EROFS)}")
     if free < size:
-        raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.ENOSPC)} ({size_text(size)} needed, "
-                               f"{size_text(free)} free)")
+        raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.ENOSPC)} ({human_bytes(size)} needed, "
+                               f"{human_bytes(free)} free)")
 
 
 def field_dims(snap: Snapshot, name: str) -> tuple[str, ...]:
@@ -203,8 +204,8 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     size = sum(len(held) * math.prod(shape) * dtype.itemsize for _, shape, dtype in chosen.values())
     size += sum(np.asarray(v).nbytes for kind in ("spectra", "timeseries") for v in read_output(run, kind).values())
     if size > max_size:
-        raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
-                          "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "
+        raise ConfigError("--max-size", human_bytes(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
+                          "more, fewer --fields, or --merge (any size)", f"is below the export's {human_bytes(size)} "
                           f"({counted(len(held), 'snapshot')} of {', '.join(chosen) or 'no field'})")
     groups, extra, left_out = plan_groups(run, max_size - size)
     return NetcdfPlan(run, path, chosen, size + extra, groups, left_out)

@@ -43,6 +43,7 @@ from simulator.output.netcdf import variable
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE, wavenumber_axes
 from simulator.output.statistics import axes_of
+from simulator.planning.cost import human_bytes
 from simulator.results.load import RunResults
 
 #: HDF5's dimension-scale bookkeeping: written anew by make_scale / attach_scale, never copied
@@ -51,15 +52,6 @@ SCALE_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST"}
 #: the output kinds whose data make the export's root group (written by :mod:`simulator.results.export` itself: the
 #: snapshot fields it chooses, the spectra and the time series, one netCDF file of the run)
 ROOT = ("timeseries", "spectra", "snapshots")
-
-
-def size_text(nbytes: float) -> str:
-    """``nbytes`` for people: 12.3 MiB, 8 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024:  # 1000 to 1023 in full: 3 significant digits would write them 1e+03
-            return f"{nbytes:.3g} {unit}" if nbytes < 1000 else f"{nbytes:.0f} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:.3g} TiB"
 
 
 def _entries(data: Any) -> dict[str, Any] | None:
@@ -175,7 +167,7 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
             continue
         left += [f"{kind}/{key} ({', '.join(held[kind].files)} holds no row of it)" for key in empty]
         if used + size > room:
-            left.append(f"{kind} ({size_text(size)}: over --max-size)")
+            left.append(f"{kind} ({human_bytes(size)}: over --max-size)")
             continue
         chosen.append(kind)
         used += size
