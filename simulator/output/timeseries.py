@@ -204,6 +204,11 @@ class TimeSeriesWriter(Writer):
         self.columns, self.rank0, self.derive = tuple(columns), rank0, derive
         self.file: TimeSeries | None = None
 
+    def at_start(self, t0: float = 0.0) -> bool:
+        """Always: the first row of a run or a branch is the state it starts from, whatever its time (the
+        finiteness check and the resolution warning read that row's diagnostics)."""
+        return True
+
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.rank0:
             self.file = TimeSeries(run_dir / FILE, resumed_step)

@@ -279,7 +279,7 @@ class Segment:
         when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
         it); ``progress``: the diagnostics shown on the progress line."""
         if first:
-            due = [w for w in self.records if w is self.records[0] or w.at_start(moment.time)]
+            due = [w for w in self.records if w.at_start(moment.time)]  # the time series always (its own at_start)
             dumps = [w for w in self.dumps if w.at_start(moment.time)]
         else:
             self.step, self.t = moment.step, moment.time
