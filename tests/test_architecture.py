@@ -185,7 +185,7 @@ def test_readers_and_planners_import_without_jax():
             "simulator.equations, simulator.output.tasks, simulator.plots.tasks, simulator.results.load, "
             "simulator.results.export, simulator.output.lagrangian, simulator.run.grouping, simulator.cli, "
             "simulator.schema.build, simulator.schema.overrides, simulator.schema.dump, simulator.planning.cost, "
-            "simulator.output.segments, simulator.equations.stored, "
+            "simulator.output.segments, simulator.equations.stored, simulator.sweep_collect, simulator.version, "
             "simulator.planning.memory; simulator.equations.registry(); "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
