@@ -94,7 +94,8 @@ class TrajectoryWriter(Writer):
         """Why the restart's file cannot take rows of the particles ``ids`` (their ids in the snapshots), or None."""
         if json.loads(f.attrs["species_names"]) == list(self.species) and np.array_equal(f["id"][()], ids):
             return None
-        return f"{lagrangian.TRAJECTORIES.name}: the particles of a row changed (output.trajectories.count {self.count})"
+        return (f"{lagrangian.TRAJECTORIES.name}: the particles of a row changed "
+                f"(output.trajectories.count {self.count})")
 
     def _append(self, moment: Moment, data: Mapping[str, np.ndarray]) -> None:
         assert self.path is not None and self.pending is not None

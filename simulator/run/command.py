@@ -144,7 +144,8 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: 
         get_logger().info("%s", done)
         return EXIT_OK
     # a grid that cannot fit its devices is refused here, before anything is written
-    mode, (seg.cfg,), seg.note = start_checked([cfg], index, admit)  # the note: fft.in_turn auto's choice, logged with the header
+    # the note: fft.in_turn auto's choice, logged with the header
+    mode, (seg.cfg,), seg.note = start_checked([cfg], index, admit)
     try:
         if index == 0:
             try:

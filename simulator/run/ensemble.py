@@ -74,8 +74,8 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
                 resume: bool = False, overwrite: bool = False, hint: str = "") -> list[int]:
     """Run ``cfgs`` (one structure: see :mod:`simulator.run.grouping`) as one batched ensemble, each into its
     directory (default ``output.dir`` or ``outputs/<name>``), once ``admit`` lets the whole batch onto its
-    devices (:func:`simulator.planning.admission.admit`, handed in by whoever starts it). ``resume``: continue each member from its
-    latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
+    devices (:func:`simulator.planning.admission.admit`, handed in by whoever starts it). ``resume``: continue
+    each member from its latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
     status (0, 1 or 75). Bad input raises ConfigError before anything is written. ``hint``: the command that
     resumes the ensemble, which a stopped member's log gives (default: the member's own ``simulator run``).
 
