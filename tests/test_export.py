@@ -511,12 +511,12 @@ SLOW_EXPORT = """\
 import sys, time
 from simulator.results import export, export_groups
 from simulator.entry import main
-series = export._timeseries
+series = export.timeseries_group
 def slowly(*args):  # the file half written when the signal comes
     series(*args)
     print("writing", flush=True)
     time.sleep(60)
-export._timeseries = slowly
+export.timeseries_group = slowly
 main()
 """
 
