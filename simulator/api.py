@@ -42,9 +42,10 @@ def run_config(cfg: Config, out: str | Path | None = None, *, overwrite: bool = 
                restart: str | None = None, allow_physics_change: bool = False) -> int:
     """Run ``cfg`` as ``simulator run`` would, writing every output into ``out``; returns the exit
     status (0 finished, 1 failed, 75 stopped by a signal). Bad input raises ConfigError."""
+    from simulator.planning.admission import admit
     from simulator.run.command import run_config as run
 
-    return run(cfg, out, overwrite=overwrite, resume=resume, restart=restart,
+    return run(cfg, out, admit=admit, overwrite=overwrite, resume=resume, restart=restart,
                allow_physics_change=allow_physics_change)
 
 
@@ -55,9 +56,10 @@ def run_ensemble(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | Non
     directory exactly as :func:`run_config` would write it; returns each member's exit status (0
     finished, 1 failed, 75 stopped). ``resume``: continue every member from its latest checkpoint.
     Configs of other structures raise ConfigError (group them with ``simulator.run.grouping.groups``)."""
+    from simulator.planning.admission import admit
     from simulator.run.ensemble import run_configs
 
-    return run_configs(cfgs, outs, resume=resume, overwrite=overwrite)
+    return run_configs(cfgs, outs, admit=admit, resume=resume, overwrite=overwrite)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""The CPU threads of a process: the cores it may use, and the variable that sizes XLA's CPU pool.
+"""The CPU threads of a process: the cores it may use, and the variable that sizes XLA's CPU pool; and the
+variables that set a GPU's allocator and its share (what the runtime sets and the planner assumes).
 
 JAX-free, so that the launcher (:mod:`simulator.launch`) and the sweep runner (:mod:`simulator.sweep`)
 can share a machine's cores among the processes they start without starting JAX themselves. XLA's CPU
@@ -14,6 +15,19 @@ from collections.abc import Mapping
 
 #: the size of XLA's CPU thread pool, read once when its CPU client starts (``runtime.threads`` sets it)
 XLA_THREADS_VARIABLE = "PJRT_NPROC"
+
+#: the share of a GPU's memory JAX's allocator may take (``XLA_PYTHON_CLIENT_MEM_FRACTION``) where the
+#: environment does not say: the rest is the CUDA context, cuFFT's and NCCL's own buffers
+GPU_MEMORY_FRACTION = 0.95
+MEM_FRACTION_VARIABLE = "XLA_PYTHON_CLIENT_MEM_FRACTION"
+#: JAX's GPU allocator (``XLA_PYTHON_CLIENT_ALLOCATOR``) where the environment does not say: CUDA's
+#: stream-ordered pool rather than JAX's default best-fit arena, whose pieces a state allocated between
+#: two temporaries splits, so that one program's large buffer finds no contiguous room. Measured on one
+#: H100 (docs/PERFORMANCE.md): lsrk4 float32 at 1184^3 (the compact layout, planned to fit) failed with the
+#: arena (55 GiB asked for, about 70 free in two pieces) and ran with the pool; the 512^3 step took the
+#: same time with either (88.1 and 88.3 ms)
+GPU_ALLOCATOR = "cuda_async"
+ALLOCATOR_VARIABLE = "XLA_PYTHON_CLIENT_ALLOCATOR"
 
 
 def available_cores() -> int:

@@ -23,13 +23,13 @@ import yaml
 
 import simulator
 from simulator import config as config_mod, sweep, sweep_file
+from simulator.api import run_ensemble as run_configs
 from simulator.equations import registry
 from simulator.errors import ConfigError
 from simulator.output import checkpoints
 from simulator.output.spectra import read_spectra
 from simulator.output.timeseries import read_timeseries
 from simulator.run import grouping
-from simulator.run.ensemble import run_configs
 
 from conftest import optimized_codegen
 
@@ -376,7 +376,7 @@ drops = [{{"name": "d", "count": 8, "placement": "lattice", "tau_p": 0.5}}]
 cfgs = [simulator.load_config({str(TG)!r}, {{"grid.shape": 8, "runtime.cpu_devices": 2, "runtime.threads": 1,
         "particles": drops, "time.dt": dt, "name": f"m{{i}}"}}) for i, dt in enumerate((0.01, 0.02))]
 try:
-    ensemble.run_configs(cfgs, [{str(tmp_path)!r} + f"/m{{i}}" for i in range(2)])
+    simulator.run_ensemble(cfgs, [{str(tmp_path)!r} + f"/m{{i}}" for i in range(2)])
 except Started as started:
     print("JAX started before the runtime:", started)
 """
@@ -460,7 +460,7 @@ def test_two_processes_run_an_ensemble_group_as_one_process_runs_its_points(tmp_
 def test_members_of_another_structure_are_refused_with_both_values_as_yaml_spells_them(tmp_path):
     """Two members that differ in a key of the compiled program are refused in one line naming both values; member
     0's was Python's (`member 0 has True`), the other's YAML's (`fft.in_turn = false`): both read as YAML now."""
-    from simulator.run.ensemble import run_configs
+    from simulator.api import run_ensemble as run_configs
 
     cfgs = [config_mod.load(None, {"grid.shape": 16, "fft.in_turn": flag}) for flag in (True, False)]
     with pytest.raises(ConfigError) as err:

@@ -28,8 +28,9 @@ from simulator.output import hdf5
 from simulator.output.hdf5 import Snapshot
 from simulator.output.snapshots import write_snapshot
 from simulator.output.spectra import read_spectra
+from simulator.planning.cost import human_bytes
 from simulator.results import export, export_groups
-from simulator.run import rundir
+from simulator.run import superseded
 from simulator.runtime import build_mesh
 
 from support import small_filesystem
@@ -514,12 +515,12 @@ SLOW_EXPORT = """\
 import sys, time
 from simulator.results import export, export_groups
 from simulator.entry import main
-series = export._timeseries
+series = export.timeseries_group
 def slowly(*args):  # the file half written when the signal comes
     series(*args)
     print("writing", flush=True)
     time.sleep(60)
-export._timeseries = slowly
+export.timeseries_group = slowly
 main()
 """
 
@@ -669,8 +670,8 @@ def test_load_run_particles_equal_the_particle_snapshot_files(rich):
 def test_particle_series_and_trajectories_print_in_one_line_each():
     """`run.particles` in a notebook printed the three (T, N, 3) arrays of every species (60 lines for 4096 cold
     particles); like `run` and its snapshots, each species now prints one line, its arrays still attributes."""
+    from simulator.output.lagrangian import Trajectories
     from simulator.output.particles import ParticleSeries
-    from simulator.results.lagrangian import Trajectories
 
     xyz = np.zeros((2, 4096, 3))
     series = ParticleSeries("cdm", np.array([0, 18]), np.array([0.0, 0.693147]), xyz, xyz, xyz, {})
@@ -1013,7 +1014,7 @@ def test_what_the_export_leaves_out_is_named_in_one_line(rich, tmp_path, capsys)
     limit = export.plan_netcdf(run, tmp_path / "all.nc").size - sizes["statistics"]
     assert main(["export", str(run), "--netcdf", str(tmp_path / "cut.nc"), "--max-size", str(limit)]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if "leaves out" in line]
-    assert lines == [(f"{tmp_path / 'cut.nc'} leaves out: statistics ({export.size_text(sizes['statistics'])}: over "
+    assert lines == [(f"{tmp_path / 'cut.nc'} leaves out: statistics ({human_bytes(sizes['statistics'])}: over "
                       "--max-size); aside/ (1 file(s) restarts set aside: load_run(...).aside lists them)")]
     with h5py.File(tmp_path / "cut.nc") as f:
         assert "statistics" not in f and sorted(f["particles"]) == ["drops", "tracers"] and "tasks" in f
@@ -1090,7 +1091,7 @@ def test_a_restart_sets_aside_the_export_and_merged_snapshots_of_the_output_it_w
             simulator.load_run(run).snapshots[-1].open() as last:
         assert last.attrs["step"] == 6 and not np.array_equal(then.velocity[-1].values, last.read("velocity"))
         np.testing.assert_array_equal(now.velocity[-1].values, last.read("velocity"))
-    rundir.set_derived_aside(run, 6, rank0=True)  # what a restart from step 6, where the run stands, does first
+    superseded.set_derived_aside(run, 6, rank0=True)  # what a restart from step 6, where the run stands, does first
     assert (run / "export" / "run.nc").is_file() and len(simulator.load_run(run).aside) == 2
 
 
@@ -1239,8 +1240,8 @@ def test_a_size_reads_as_given_and_counts_say_one_snapshot(tmp_path, capsys):
     not a size; a run of one snapshot exported as "1 snapshots". The refusal names the size as given and what it
     counts (KB, MB and GB count in 1024s, as --help says), and one snapshot is one."""
     from simulator.api import load_run
+    from simulator.output.lagrangian import Trajectories
     from simulator.output.particles import ParticleSeries
-    from simulator.results.lagrangian import Trajectories
 
     run = tmp_path / "one"
     done = subprocess.run([sys.executable, "-m", "simulator", "run", "configs/taylor_green.yaml", "--set",
@@ -1254,9 +1255,17 @@ def test_a_size_reads_as_given_and_counts_say_one_snapshot(tmp_path, capsys):
             "vorticity); give --max-size 1MiB or more, fewer --fields, or --merge (any size)\n")
     assert main(["export", str(run), "--max-size", "500kB"]) == 0
     assert f"{run / 'export' / 'run.nc'}: 1 snapshot of velocity, vorticity;" in capsys.readouterr().err
-    assert export_groups.size_text(1000) == "1000 B" and export_groups.size_text(1023 * 2**20) == "1023 MiB"
+    assert human_bytes(1000) == "1000 B" and human_bytes(1023 * 2**20) == "1023 MiB"
     one = np.zeros((1, 1, 3))
     assert repr(ParticleSeries("t", np.array([0]), np.array([0.0]), one, one, one)) == (
         "ParticleSeries(t: 1 particle, 1 snapshot, t 0 .. 0)")
     assert repr(Trajectories("t", np.array([0.0]), one, one, np.arange(1), np.array([0]), one)) == (
         "Trajectories(t: 1 particle, 1 row, t 0 .. 0)")
+
+
+def test_one_byte_formatter_for_plans_and_exports():
+    """1e6 bytes read "977 KiB" in an export's messages and "976.6 KiB" in a plan's: one formatter now serves
+    both (3 significant digits, binary units), and the export's own is gone."""
+    assert human_bytes(1e6) == "977 KiB" and human_bytes(1536) == "1.5 KiB" and human_bytes(8 * 2**30) == "8 GiB"
+    assert human_bytes(0) == "0 B" and human_bytes(2**50) == "1 PiB"
+    assert not hasattr(export_groups, "size_text")

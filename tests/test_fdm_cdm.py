@@ -1253,8 +1253,8 @@ def test_a_restart_of_cold_particles_reads_them_in_chunks_as_it_read_them_whole(
     whole: 1024 slots), and the state is bit for bit the one read in one chunk; the restart's slots are those
     the live slots sorted by identity and handed out replicated give, and the branch keeps every particle
     exactly."""
+    from simulator.fft import particle_stack as stack
     from simulator.output import checkpoints
-    from simulator.particles import stack
 
     overrides = {"physics__name": "fdm_cosmo", "initial__name": "gaussian", "grid__box": 1.0, "grid__shape": 16,
                  "physics__fdm_fraction": 0.3, "physics__cdm_particles": 512}

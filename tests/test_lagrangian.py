@@ -1,4 +1,4 @@
-"""Lagrangian statistics (simulator.results.lagrangian, simulator.plots.lagrangian) against trajectories with known
+"""Lagrangian statistics (simulator.output.lagrangian, simulator.plots.lagrangian) against trajectories with known
 answers: ballistic motion, an Ornstein-Uhlenbeck velocity, pairs with a given relative velocity; and one
 tiny tracer run through `simulator plot`."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import simulator
 from simulator.cli import main
-from simulator.results import lagrangian
+from simulator.output import lagrangian
 
 ROOT = Path(__file__).parents[1]
 

@@ -364,12 +364,12 @@ def test_an_owned_checkpoint_that_lost_particles_cannot_restart_replicated(devic
 
 
 def test_the_stack_reads_any_stored_layout_by_identity_and_lays_it_out(devices):
-    """The restart reading both kinds of particles kept per device share (:mod:`simulator.particles.stack`):
+    """The restart reading both kinds of particles kept per device share (:mod:`simulator.fft.particle_stack`):
     slots in any order, empty ones among them, read as rows by identity, a lost count written before losses
     were dated padded to four; replicated rows as they are; an identity beyond the count refused in one line
     naming its key; laid out on four devices, every particle in one live slot with its row, the stored counts
     carried on."""
-    from simulator.particles import stack
+    from simulator.fft import particle_stack as stack
 
     sim = simulation(devices, ("slab", 4, None), particles=[SPECIES[0]], **FLOW)
     rng = np.random.default_rng(3)
@@ -412,8 +412,9 @@ def test_a_restart_reads_its_particles_in_chunks_keeping_only_its_devices_rows(d
     identity; from a replicated checkpoint it reads the positions of only the chunks that hold them."""
     import h5py
 
+    from simulator.fft import particle_stack as stack
     from simulator.output import checkpoints
-    from simulator.particles import owned as owning, stack
+    from simulator.particles import owned as owning
 
     written = simulation(devices, ("slab", 4, None), particles=OWNED, **FLOW)
     ckpt = checkpoint(written, written.initial_state(), tmp_path / "four")
@@ -502,7 +503,7 @@ def test_a_position_not_finite_at_the_hand_out_is_counted_as_not_finite_not_as_a
 
     import jax.numpy as jnp
 
-    from simulator.particles import stack
+    from simulator.fft import particle_stack as stack
 
     sim = simulation(devices, ("slab", 4, None), particles=[OWNED[0]], **FLOW)
     box = sim.equation.box

@@ -294,7 +294,7 @@ def test_plan_command_for_gpus_on_a_cpu_machine():
     out = "\n".join(lines)
     assert fits, out
     # a GPU's allocator holds XLA_PYTHON_CLIENT_MEM_FRACTION of it (the runtime's and the job scripts' 0.95)
-    assert "available per device: 76.0 GiB (80.0 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in out
+    assert "available per device: 76 GiB (80 GiB given x XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in out
     assert "45 scalar 3D FFTs" in out and "on h100" in out
     # planned with XLA's FFT, what a GPU runs, in pieces below 2^31 points (simulator/fft/large.py): the
     # three components' transforms are three calls, and the peak is 58 bytes per cell (72 as one call;
@@ -328,22 +328,24 @@ def gpu_allocator_defaults() -> list[str]:
 def test_the_runtime_gives_a_gpu_run_the_planned_allocator_unless_the_environment_chooses(gpu_allocator_defaults):
     """Without a CPU device count (a GPU run) the runtime sets JAX's allocator and its share before JAX
     starts, and leaves a value the environment set."""
+    from simulator import threads
     from simulator.planning import memory
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLA_PYTHON_CLIENT_")}
-    assert gpu_allocator_defaults == [memory.GPU_ALLOCATOR, str(memory.GPU_MEMORY_FRACTION)]
+    assert gpu_allocator_defaults == [threads.GPU_ALLOCATOR, str(memory.GPU_MEMORY_FRACTION)]
     assert _gpu_allocator_probe({**env, "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"})[0] == "platform"
 
 
 def test_the_planner_and_the_runs_check_see_the_same_gpu_memory(monkeypatch, gpu_allocator_defaults):
     """The job scripts' allocator share, the runtime's default and the planner's are one value, and the
     runtime's check on such a GPU (its allocator's bytes_limit) sees exactly what the planner planned."""
+    from simulator import threads
     from simulator.planning import memory
 
     for name in ("gpu_node.sbatch", "gpu_nodes.sbatch"):
         text = (ROOT / "slurm" / name).read_text()
         assert f"XLA_PYTHON_CLIENT_MEM_FRACTION:-{memory.GPU_MEMORY_FRACTION}}}" in text, name
-        assert f"XLA_PYTHON_CLIENT_ALLOCATOR:-{memory.GPU_ALLOCATOR}}}" in text, name
+        assert f"XLA_PYTHON_CLIENT_ALLOCATOR:-{threads.GPU_ALLOCATOR}}}" in text, name
     gib = 1 << 30
     share, source = memory.gpu_allocator_share(80 * gib, {})
     assert share == int(80 * gib * memory.GPU_MEMORY_FRACTION) and "the runtime's default" in source

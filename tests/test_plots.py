@@ -790,8 +790,8 @@ def test_statistics_and_lagrangian_axes_carry_the_runs_units(tmp_path, monkeypat
     """r, t and tau are labelled with the run's units (its clock's, as the time series and slices are), not
     bare: a run whose clock says metres and seconds reads "r (m)", "t (s)", "tau (s)"."""
     from simulator.equations.spec import Clock
+    from simulator.output import lagrangian
     from simulator.plots import lagrangian as lagrangian_plots, statistics as statistics_plots
-    from simulator.results import lagrangian
 
     monkeypatch.setattr(Clock, "units", lambda self: {"length": "m", "time": "s"})
     t = np.linspace(0.0, 1.0, 4)

@@ -262,3 +262,13 @@ def test_a_start_that_fails_leaves_no_compile_thread_behind(tmp_path, monkeypatc
     assert code == 1 and "no initial state here" in err, (code, err[-2000:])
     left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not left, left
+
+
+def test_the_time_series_says_itself_that_it_writes_a_runs_first_row():
+    """A segment's first record wrote the time series because it stood first among the registry's records writers
+    (``w is self.records[0]``): the writer says so itself now, at whatever time a run or a branch starts (a start
+    before its schedule's ``start`` included), and the segment asks every writer alike."""
+    from simulator.output.timeseries import TimeSeriesWriter
+
+    writer = TimeSeriesWriter(["energy"], rank0=False)
+    assert all(writer.at_start(t0) for t0 in (0.0, 2.5, -1.0))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulator import sweep, sweep_file, sweep_slurm
+from simulator import sweep, sweep_collect, sweep_file, sweep_slurm
 from simulator.errors import ConfigError
 
 from support import command
@@ -368,7 +368,7 @@ def test_collected_csv_gives_a_clock_its_final_value_only(tmp_path):
                                                  "0,0.0,0.1,0.01,99.0,0.01,1.5,4.0,1e-5\n"
                                                  "5,0.5,0.1,0.02,49.0,0.03,2.5,3.0,0.0124\n"
                                                  "10,1.0,0.1,0.0272,35.8,0.05,3.5,3.2,8e-4\n")
-    path, [row] = sweep.collect(out)
+    path, [row] = sweep_collect.collect(out)
     with path.open() as f:
         header = next(csv.reader(f))
         [stored] = list(csv.DictReader(path.open()))

@@ -504,7 +504,7 @@ def test_a_run_hands_over_the_same_particles_whichever_buffers_it_sends_first(de
     hand-over sends the cdm_exchange buffers at once, first buffers of one plane's mean count (the default), or
     first buffers of one row, so that every step also sends the rest."""
     from simulator.equations.cold import mesh
-    from simulator.particles import slots
+    from simulator.fft import particle_slots as slots
 
     from support import advance
 

@@ -63,7 +63,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from simulator.output.hdf5 import OutputWriteError
-    from simulator.planning.cost import parse_bytes
+    from simulator.planning.cost import human_bytes, parse_bytes
     from simulator.results import export
 
     try:
@@ -98,14 +98,14 @@ def cmd_export(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         if isinstance(err, ConfigError) and err.key == "--max-size":  # as given (10KB), with what it counts (10 KiB)
             raise ConfigError(err.key, args.max_size, err.allowed,
-                              f"({export.size_text(max_size)}) {err.problem}") from None
+                              f"({human_bytes(max_size)}) {err.problem}") from None
         raise
     for path in written:
         print(path)
     if netcdf:
         print(f"{netcdf.path}: {counted(len(netcdf.run.snapshots) if netcdf.fields else 0, 'snapshot')} of "
               f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "
-              f"{export.size_text(netcdf.size)}", file=sys.stderr)
+              f"{human_bytes(netcdf.size)}", file=sys.stderr)
         if netcdf.left_out:
             print(f"{netcdf.path} leaves out: {'; '.join(netcdf.left_out)}", file=sys.stderr)
     return EXIT_OK

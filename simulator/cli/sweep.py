@@ -25,7 +25,7 @@ from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
 def cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from simulator import sweep, sweep_file
+    from simulator import sweep, sweep_collect, sweep_file
 
     if args.jobs is not None and args.jobs < 1:
         raise ConfigError("--jobs", args.jobs, "give at least 1", "is not allowed")
@@ -65,7 +65,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ConfigError("--batch", args.batch, "give at least 1 member per batched program", "is not allowed")
     if args.collect:
         directory = Path(args.target)
-        path, rows = sweep.collect(directory)
+        path, rows = sweep_collect.collect(directory)
         finished = sum(r["status"] == "finished" for r in rows)
         for row in rows:  # a point with a damaged file: collected without results, or (its status) of state unknown
             if "note" in row:

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 
 from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, InitialCondition
 from simulator.fft import FFTBackend
-from simulator.particles.slots import Loss, Room
+from simulator.fft.particle_slots import Loss, Room
 from simulator.schema import with_traced, zero_traced
 from simulator.time.schemes import SEMILINEAR, SPLIT_STEP
 
@@ -170,13 +170,13 @@ class Equation(abc.ABC):
 
     def lost(self, state: Any) -> Loss | None:
         """Why a run must stop, read from ``state`` on the host (particles that found no room: why, and the
-        step that lost them, :class:`simulator.particles.slots.Loss`), or None: the run loop asks once the
+        step that lost them, :class:`simulator.fft.particle_slots.Loss`), or None: the run loop asks once the
         state is made and after every chunk. Most equations lose nothing (the default)."""
         return None
 
     def rooms(self, state: Any) -> list[Room]:
         """The slots of each stack of particles ``state`` keeps by owner on several devices, with the occupied
-        slots of this process's fullest device (:class:`simulator.particles.slots.Room`): the run loop warns and
+        slots of this process's fullest device (:class:`simulator.fft.particle_slots.Room`): the run loop warns and
         writes a checkpoint when one fills up. None here (the default)."""
         return []
 

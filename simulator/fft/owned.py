@@ -289,9 +289,9 @@ def migrate(fft, box: Sequence[float], buffer: int, live: jax.Array, *arrays: ja
 
 
 def counted(lost: jax.Array | None, counts: jax.Array) -> jax.Array:
-    """A state's lost counts ``(4,)`` int32 (:data:`simulator.particles.slots.LOST`) after one more hand-over
+    """A state's lost counts ``(4,)`` int32 (:data:`simulator.fft.particle_slots.LOST`) after one more hand-over
     (one per step) that lost ``counts`` ``(3,)`` (:func:`migrate`'s, or a first distribution's): the step
-    counter goes on from the first loss, so that the host dates it (:class:`simulator.particles.slots.Loss`).
+    counter goes on from the first loss, so that the host dates it (:class:`simulator.fft.particle_slots.Loss`).
     ``lost`` None: none before (a first distribution)."""
     if lost is None:
         return jnp.concatenate([counts.astype(jnp.int32), jnp.zeros(1, jnp.int32)])

@@ -34,8 +34,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from simulator.output.task_entries import AXES, TaskOutput
-
 
 @dataclass(frozen=True)
 class Task:
@@ -52,12 +50,12 @@ class Task:
     index: int | None
 
     @classmethod
-    def of(cls, entry: TaskOutput) -> Task:
-        """A resolved ``output.tasks`` entry (axis and index filled in by the config)."""
-        c = entry.component
-        component = AXES.index(c) if c in AXES else c if isinstance(c, int) else None
-        return cls(entry.name, entry.field, component, c == "magnitude", entry.reduce,
-                   None if entry.axis is None else AXES.index(entry.axis), entry.index)
+    def of(cls, entry: Any) -> Task:
+        """A resolved ``output.tasks`` entry (:class:`simulator.output.task_entries.TaskOutput`: axis and index
+        filled in by the config)."""
+        component, axis = entry.indices()
+        return cls(entry.name, entry.field, component, entry.component == "magnitude", entry.reduce, axis,
+                   entry.index)
 
 
 def layout_of(cfg: Any) -> tuple[Task, ...]:

@@ -8,7 +8,7 @@ what the rest of the code asks of it, and the wall does the rest:
 * ``programs``: its device programs (:class:`~simulator.output.base.Program`: a pure function of the state,
   and how its values reach the host). The wall jits each once per simulation
   (:meth:`simulator.run.simulation.Simulation.program`), compiles it ahead of the run beside the chunk
-  (:func:`simulator.planning.plan.run_programs`, :mod:`simulator.run.programs`), lowers it for the planner and the
+  (:func:`simulator.run.programs.run_programs`), lowers it for the planner and the
   memory fit checks, and evaluates it at most once per moment for the writers (``moment.get(name)``); a
   ``records`` kind's programs run over a whole ensemble at once;
 * ``writers``: ``(cfg, sim, ctx) -> [Writer, ...]``, the writers of a run (``ctx``: a

@@ -30,7 +30,8 @@ import h5py
 import numpy as np
 
 from simulator.equations.resolution import RESOLVED
-from simulator.equations.spec import EquationInfo, declared
+from simulator.equations.spec import EquationInfo
+from simulator.equations.templates import declared
 from simulator.errors import reading
 from simulator.output import rows
 from simulator.output.base import (

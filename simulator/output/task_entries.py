@@ -59,6 +59,14 @@ class TaskDefinition:
     index: int | None = setting(None, "grid index of a slice's plane along axis (0..N-1); null = the middle plane "
                                 "N/2", min=0)
 
+    def indices(self) -> tuple[int | None, int | None]:
+        """What the device program takes (:class:`simulator.observables.tasks.Task`): the component as an index
+        along a vector's or stack's leading axis (None: a scalar field or the magnitude), the axis as 0, 1 or 2
+        (None: a reduction over the box)."""
+        c = self.component
+        component = AXES.index(c) if c in AXES else c if isinstance(c, int) else None
+        return component, None if self.axis is None else AXES.index(self.axis)
+
 
 @dataclass(frozen=True)
 class TaskOutput(Scheduled, TaskDefinition):

@@ -209,6 +209,11 @@ class TimeSeriesWriter(Writer):
         self.file: TimeSeries | None = None
         self.carried: dict[str, float] | None = None  # the source run's row at a branch's checkpoint
 
+    def at_start(self, t0: float = 0.0) -> bool:
+        """Always: the first row of a run or a branch is the state it starts from, whatever its time (the
+        finiteness check and the resolution warning read that row's diagnostics)."""
+        return True
+
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.rank0:
             self.file = TimeSeries(run_dir / FILE, resumed_step)

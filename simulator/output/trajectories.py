@@ -16,15 +16,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from simulator.output import hdf5
+from simulator.output import hdf5, lagrangian
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable
-from simulator.output.particles import DIR, Share, gather_rows, label
+from simulator.output.particles import Share, gather_rows, label
 from simulator.output.rows import Pending, append_row, trim
-from simulator.results import lagrangian
 from simulator.schema import setting
 
-TRAJECTORIES = "trajectories.h5"
 #: the datasets of the trajectory file with a row per output
 ROWS = ("time", "step", "position", "unwrapped", "velocity")
 
@@ -67,7 +65,7 @@ class TrajectoryWriter(Writer):
         self.started = False
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
-        self.path = run_dir / DIR / TRAJECTORIES
+        self.path = run_dir / lagrangian.TRAJECTORIES
         if self.rank0:
             self.pending = self._io(lambda: Pending(self.path, resumed_step, lambda f, keep: trim(f, keep, ROWS)))
 
@@ -96,7 +94,8 @@ class TrajectoryWriter(Writer):
         """Why the restart's file cannot take rows of the particles ``ids`` (their ids in the snapshots), or None."""
         if json.loads(f.attrs["species_names"]) == list(self.species) and np.array_equal(f["id"][()], ids):
             return None
-        return f"{TRAJECTORIES}: the particles of a row changed (output.trajectories.count {self.count})"
+        return (f"{lagrangian.TRAJECTORIES.name}: the particles of a row changed "
+                f"(output.trajectories.count {self.count})")
 
     def _append(self, moment: Moment, data: Mapping[str, np.ndarray]) -> None:
         assert self.path is not None and self.pending is not None

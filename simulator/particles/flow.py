@@ -33,7 +33,7 @@ Everything else (fields, diagnostics, spectra, layouts, initial conditions) is t
 
 A flow is made to carry the configured species by :func:`simulator.particles.setup.with_particles` (checks and
 initial positions), and a state read from a file keeps the particles it holds
-(:func:`simulator.particles.restart.from_source`); what is particular to owned species lives in :mod:`.owned`.
+(:func:`simulator.run.particle_states.from_source`); what is particular to owned species lives in :mod:`.owned`.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from simulator.equations.base import (
     ParticleArrays,
     SemiLinearEquation,
 )
+from simulator.fft.particle_slots import Loss, Room
 from simulator.particles import owned as owning, wrap_bound
 from simulator.particles.interpolation import METHODS
-from simulator.particles.slots import Loss, Room
 from simulator.particles.species import Species
 
 #: the flow's part of the state: named like a bare flow state's one array, so that a checkpoint's flow

@@ -9,7 +9,7 @@ replicated species) and, for inertial species, ``velocity`` ``(devices * capacit
 replicated) and ``live`` ``(devices * capacity,)`` bool, all sharded along their rows over every mesh axis
 (:func:`simulator.fft.owned.distribute`); ``lost`` ``(4,)`` int32 replicated, the particles lost so far: over
 an exchange buffer, without a free slot, outside the halo (:func:`settle`), and the steps since the first of them
-(:data:`simulator.particles.slots.LOST`, the slot policy both kinds of owned particles share). The Runge-Kutta
+(:data:`simulator.fft.particle_slots.LOST`, the slot policy both kinds of owned particles share). The Runge-Kutta
 stages carry ``ident``, ``live`` and ``lost`` unchanged (integer leaves: :func:`simulator.time.integrators._axpy`).
 
 Runge-Kutta stages: a stage's provisional position may leave its owner's block. The owner evaluates u there
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 
-from simulator.particles import slots, stack
+from simulator.fft import particle_slots as slots, particle_stack as stack
 
 if TYPE_CHECKING:  # the config imports this package (simulator.particles) for its checks
     from simulator.particles.species import Species

@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Equation
+from simulator.fft.particle_slots import check_capacity
 from simulator.log import get_logger
 from simulator.particles import initial_positions, owned as owning, wrap_bound
 from simulator.particles.flow import WithParticles
 from simulator.particles.interpolation import METHODS
-from simulator.particles.slots import check_capacity
 from simulator.particles.species import Species, too_few_planes
 
 

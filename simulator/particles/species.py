@@ -14,8 +14,8 @@ from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.fft.layouts import check_planes, known_devices
+from simulator.fft.particle_slots import check_capacity
 from simulator.particles.interpolation import INTERPOLATIONS, METHODS, doc as interpolation_doc
-from simulator.particles.slots import check_capacity
 from simulator.schema import setting
 
 PLACEMENTS = ("random", "lattice", "file")

@@ -137,3 +137,15 @@ def check_ensemble(cfgs: Sequence[Config]) -> None:
                       f"({source}), of which a run may plan {USABLE_FRACTION:.0%}; {instead}",
                       f"does not fit in memory: one batched program of {sim.cfg.physics.name} on {sim.fft.shape} "
                       f"needs {cost.human_bytes(peak)} per device ({cost.human_bytes(peak / members)} per member)")
+
+
+def admit(cfgs: Sequence[Config], ensemble: bool) -> tuple[list[Config], str]:
+    """The admission check whoever starts a run hands to :mod:`simulator.run.command` (the command line, the
+    API, a sweep): a single run's (``cfgs`` = [cfg], :func:`check_run`) or an ensemble's batch
+    (:func:`check_ensemble`). Returns the configs to run and a line for the run log on ``fft.in_turn: auto``'s
+    choice ("" if none); ConfigError (exit 2) if they cannot fit."""
+    if ensemble:
+        check_ensemble(cfgs)
+        return list(cfgs), ""
+    cfg, why = check_run(cfgs[0])
+    return [cfg], why

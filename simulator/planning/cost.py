@@ -317,12 +317,13 @@ def links(profile: DeviceProfile, devices: int, layout: str = "slab") -> str:
 
 
 def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB' (binary units)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    """``n`` bytes for people, in binary units to 3 significant digits: 1536 -> '1.5 KiB', 1e6 -> '977 KiB',
+    8 * 2**30 -> '8 GiB' (the one byte formatter: plans, exports and their errors)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024:  # 1000 to 1023 in full: 3 significant digits would write them 1e+03
+            return f"{n:.3g} {unit}" if abs(n) < 1000 else f"{n:.0f} {unit}"
         n /= 1024
-    return f"{n:.1f} PiB"
+    return f"{n:.3g} PiB"
 
 
 def parse_bytes(text: str) -> int:

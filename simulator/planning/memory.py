@@ -3,10 +3,10 @@ on the host (MemAvailable, or what a cgroup limit leaves), with where each figur
 Used by :mod:`simulator.planning.plan`.
 
 On a GPU, JAX's allocator takes ``XLA_PYTHON_CLIENT_MEM_FRACTION`` of the device's memory when it starts
-(JAX's default: 0.75). The runtime sets it to :data:`GPU_MEMORY_FRACTION`, and the allocator to
-:data:`GPU_ALLOCATOR`, unless the environment already does (the GPU job scripts in slurm/ export the same), and
-``simulator plan --platform gpu --memory 80GB`` plans with the same share, so that a grid the planner says fits is one
-the run's own check admits."""
+(JAX's default: 0.75). The runtime sets it to :data:`simulator.threads.GPU_MEMORY_FRACTION`, and the allocator
+to :data:`simulator.threads.GPU_ALLOCATOR`, unless the environment already does (the GPU job scripts in slurm/
+export the same), and ``simulator plan --platform gpu --memory 80GB`` plans with the same share, so that a grid
+the planner says fits is one the run's own check admits."""
 
 from __future__ import annotations
 
@@ -16,19 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.planning import cost
-
-#: the share of a GPU's memory JAX's allocator may take (``XLA_PYTHON_CLIENT_MEM_FRACTION``) where the
-#: environment does not say: the rest is the CUDA context, cuFFT's and NCCL's own buffers
-GPU_MEMORY_FRACTION = 0.95
-MEM_FRACTION_VARIABLE = "XLA_PYTHON_CLIENT_MEM_FRACTION"
-#: JAX's GPU allocator (``XLA_PYTHON_CLIENT_ALLOCATOR``) where the environment does not say: CUDA's
-#: stream-ordered pool rather than JAX's default best-fit arena, whose pieces a state allocated between
-#: two temporaries splits, so that one program's large buffer finds no contiguous room. Measured on one
-#: H100 (docs/PERFORMANCE.md): lsrk4 float32 at 1184^3 (the compact layout, planned to fit) failed with the
-#: arena (55 GiB asked for, about 70 free in two pieces) and ran with the pool; the 512^3 step took the
-#: same time with either (88.1 and 88.3 ms)
-GPU_ALLOCATOR = "cuda_async"
-ALLOCATOR_VARIABLE = "XLA_PYTHON_CLIENT_ALLOCATOR"
+from simulator.threads import GPU_MEMORY_FRACTION, MEM_FRACTION_VARIABLE
 
 
 def gpu_allocator_fraction(env: Mapping[str, str] | None = None) -> tuple[float, str]:

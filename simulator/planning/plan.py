@@ -32,29 +32,11 @@ from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.planning import cost
 from simulator.planning.memory import device_memory_available
+from simulator.run.programs import run_programs
+from simulator.run.states import abstract_state
 
 #: share of the available memory a run may plan to use (the rest: the runtime, FFT plans, I/O buffers)
 USABLE_FRACTION = 0.9
-
-
-def abstract_state(sim: Any) -> Any:
-    """The simulation's state as ``jax.ShapeDtypeStruct`` leaves with their shardings (nothing allocated)."""
-    from simulator.fft.owned import sharding as owned_sharding
-    from simulator.output.checkpoints import leaf_names
-
-    state = jax.eval_shape(sim.equation.from_fields, sim.equation.field_layouts(), sim.params)
-    leaves, tree = jax.tree.flatten(state)
-    owned = sim.equation.owned_leaves(state)
-    out = []
-    for leaf, space, name in zip(leaves, sim.equation.leaf_spaces(state), leaf_names(state), strict=True):
-        if space == "particles" and name in owned:  # each device its own slots
-            sharding = owned_sharding(sim.fft, leaf.ndim)
-        elif space == "particles":  # a replicated species' rows, the lost counts: every device holds them all
-            sharding = sim.fft.replicated_sharding()
-        else:
-            sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
-        out.append(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding))
-    return jax.tree.unflatten(tree, out)
 
 
 def _scalar(sim: Any, dtype: Any = None) -> jax.ShapeDtypeStruct:
@@ -118,15 +100,6 @@ def program_bytes(compiled: Any, gpu: bool = False) -> int:
     workspace = cost.fft_workspace_bytes(compiled.as_text()) if gpu else 0
     return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes
                + workspace)
-
-
-def run_programs(cfg: Config) -> tuple[str, ...]:
-    """The programs a run of ``cfg`` calls: the chunk, then those of the output kinds it writes (the
-    diagnostics always; spectra, snapshot fields, flow statistics, the output tasks, the particle snapshots and
-    trajectories and registered kinds when it writes them: :func:`simulator.output.kinds.programs`)."""
-    from simulator.output import kinds
-
-    return ("chunk", *kinds.programs(cfg))
 
 
 def plan_programs(cfg: Config) -> tuple[str, ...]:

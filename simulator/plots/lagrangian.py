@@ -1,5 +1,5 @@
 """The Lagrangian-statistics figure of a run with particle trajectories (``output.trajectories``), no JAX:
-``plots/lagrangian.png``, four panels, one colour per species (:mod:`simulator.results.lagrangian` computes them):
+``plots/lagrangian.png``, four panels, one colour per species (:mod:`simulator.output.lagrangian` computes them):
 
 * R_L(tau) with T_L in the legend;
 * single-particle dispersion <|x(t) - x(0)|^2> (log-log) with the ballistic <|v|^2> t^2 (dashed) and
@@ -19,9 +19,9 @@ import numpy as np
 
 from simulator.equations.spec import EquationInfo
 from simulator.errors import ConfigError
+from simulator.output import lagrangian
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.figures import MissingOutputError, figure, heading, note, save, unit
-from simulator.results import lagrangian
 
 
 def _positive(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -59,7 +59,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import h5netcdf
 import h5py
@@ -69,11 +68,18 @@ import yaml
 from simulator.errors import ConfigError, counted
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
-from simulator.output.rows import open_for_reading
 from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
-from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE, wavenumber_axes
 from simulator.output.xdmf import write_series, write_xdmf
-from simulator.results.export_groups import has_rows, plan_groups, read_output, size_text, write_groups
+from simulator.planning.cost import human_bytes
+from simulator.results.export_groups import (
+    has_rows,
+    plan_groups,
+    read_output,
+    spectra_group,
+    stored_attrs,
+    timeseries_group,
+    write_groups,
+)
 from simulator.results.load import RunResults, SnapshotRef, load_run
 from simulator.version import __version__
 
@@ -83,8 +89,6 @@ MAX_SIZE = 8 * 1024**3
 NETCDF = Path("export") / "run.nc"
 #: merged snapshots, under the run's snapshot directory
 MERGED = "merged"
-#: HDF5's dimension-scale bookkeeping: written anew by make_scale / attach_scale, never copied
-SCALE_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST"}
 #: rows of a merged field copied at a time (bounds the memory a merge takes)
 SLAB_BYTES = 64 * 1024**2
 #: the attribute that marks a netCDF file as an export (its value: the simulator's version)
@@ -160,8 +164,8 @@ def _check_room(path: Path, size: int) -> None:
     if stat.f_flag & os.ST_RDONLY:
         raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.EROFS)}")
     if free < size:
-        raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.ENOSPC)} ({size_text(size)} needed, "
-                               f"{size_text(free)} free)")
+        raise OutputWriteError(f"writing {path} failed: {os.strerror(errno.ENOSPC)} ({human_bytes(size)} needed, "
+                               f"{human_bytes(free)} free)")
 
 
 def field_dims(snap: Snapshot, name: str) -> tuple[str, ...]:
@@ -206,8 +210,8 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     size = sum(len(held) * math.prod(shape) * dtype.itemsize for _, shape, dtype in chosen.values())
     size += sum(np.asarray(v).nbytes for kind in ("spectra", "timeseries") for v in read_output(run, kind).values())
     if size > max_size:
-        raise ConfigError("--max-size", size_text(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
-                          "more, fewer --fields, or --merge (any size)", f"is below the export's {size_text(size)} "
+        raise ConfigError("--max-size", human_bytes(max_size), f"give --max-size {math.ceil(size / 2**20)}MiB or "
+                          "more, fewer --fields, or --merge (any size)", f"is below the export's {human_bytes(size)} "
                           f"({counted(len(held), 'snapshot')} of {', '.join(chosen) or 'no field'})")
     groups, extra, left_out = plan_groups(run, max_size - size)
     return NetcdfPlan(run, path, chosen, size + extra, groups, left_out)
@@ -238,11 +242,6 @@ def _written(path: Path, fill: Callable[[Path], None], size: int = 0) -> Path:
     return path
 
 
-def _attrs(obj: h5py.HLObject, drop: Sequence[str] = ()) -> dict[str, Any]:
-    """The attributes of ``obj`` worth carrying over (not HDF5's dimension-scale bookkeeping)."""
-    return {k: v for k, v in obj.attrs.items() if k not in SCALE_ATTRS and k not in drop}
-
-
 def write_netcdf(plan: NetcdfPlan) -> Path:
     """Write the export :func:`plan_netcdf` checked (one snapshot field in memory at a time); returns its path."""
     run = plan.run
@@ -256,9 +255,9 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
             if refs:
                 _snapshot_fields(f, plan, units)
             if has_rows(run.spectra):  # one without rows is named in the plan's left_out
-                _spectra(f, run, units)
+                spectra_group(f, run, units)
             if has_rows(run.timeseries):
-                _timeseries(f, run, units)
+                timeseries_group(f, run, units)
             write_groups(f, run, plan.groups, units)
 
     return _written(plan.path, fill, plan.size + HEADROOM)
@@ -290,7 +289,7 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
             metas.append(snap.attrs)
             for name, var in variables.items():
                 if i == 0:
-                    var.attrs.update(_attrs(snap.file[name], drop=("storage_order",)))
+                    var.attrs.update(stored_attrs(snap.file[name], drop=("storage_order",)))
                 var[i] = snap.read(name)
     variable(f, "time", ("time",), np.array([m["time"] for m in metas], float), units=units["time"],
              long_name="simulation time of each snapshot", axis="T")
@@ -299,51 +298,6 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     clocks = clock_coordinates(f, clocks_of(metas))
     for var in variables.values():
         var.attrs["coordinates"] = " ".join(["step", *clocks])
-
-
-def _timeseries(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
-    """timeseries.csv's columns along its own time, named as the equation declares them; ``step_series`` and the clock
-    columns (a cosmological run's a, z, cosmic_time) coordinates of the others, as the snapshots' are of theirs."""
-    from simulator.equations import registry
-    from simulator.equations.spec import declared
-
-    info = registry()[run.config["physics"]["name"]]
-    described = info.diagnostics
-    rows = run.timeseries
-    f.dimensions["time_series"] = len(rows["time"])
-    variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
-             long_name="simulation time of each row of timeseries.csv", axis="T")
-    coordinates = [c for c in rows if c == "step" or c in info.clocks]
-    for column, values in rows.items():
-        if column != "time":
-            variable(f, f"{column}_series", ("time_series",), values,
-                     # a clock column (a cosmological run's age) in the unit the run's units give it
-                     units=units["time"] if column == "dt" else units.get(column) if column in info.clocks else None,
-                     long_name={"step": "time step number", "dt": "time step"}.get(column)
-                     or declared(described, column) or column,
-                     coordinates=None if column in coordinates else " ".join(f"{c}_series" for c in coordinates))
-
-
-def _spectra(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
-    """spectra.h5's rows (as :func:`~simulator.output.spectra.read_spectra` reads them) and attributes."""
-    data = run.spectra
-    axes = [name for name in SPECTRA_AXES if name in data]  # k, and Boussinesq's k_h and k_z: the maps' axes
-    f.dimensions.update({"time_spectra": len(data["time"]), **{name: len(data[name]) for name in axes}})
-    with open_for_reading(run.path / SPECTRA_FILE) as src:
-        units.update(json.loads(src.attrs.get("units", "{}")))
-        f.attrs["units"] = json.dumps(units)
-        attrs = {name: _attrs(src[name]) for name in data}
-    for name in axes:
-        variable(f, name, (name,), data[name], **attrs[name])
-    variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
-    clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in (*axes, "time")]
-    for name in clocks:
-        variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
-    for name, values in data.items():  # (rows, k) spectra (or k_h, k_z: Boussinesq's), and (rows, k_h, k_z) maps
-        if np.ndim(values) >= 2:
-            dims = ("time_spectra", *wavenumber_axes(name, np.ndim(values), run.config))
-            variable(f, f"{name}_spectra", dims, values, coordinates=" ".join(f"{c}_spectra" for c in clocks),
-                     **attrs[name])
 
 
 def export_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str] | None = None,
@@ -369,17 +323,17 @@ def plan_merge(run_dir: Path, *, overwrite: bool = False) -> MergePlan:
 
 def _copy_index(src: h5py.File, dst: h5py.File) -> None:
     """Every dataset of the index ``src`` into ``dst`` as stored, data included, with its attributes and scales."""
-    dst.attrs.update(_attrs(src, drop=("complete", "sources")))
+    dst.attrs.update(stored_attrs(src, drop=("complete", "sources")))
     dst.attrs["sources"] = json.dumps([])  # nothing outside this file
     scales = [n for n, ds in src.items() if ds.is_scale]
     for name in scales:
         dst.create_dataset(name, data=src[name][()], dtype=src[name].dtype)
-        dst[name].attrs.update(_attrs(src[name]))
+        dst[name].attrs.update(stored_attrs(src[name]))
         dst[name].make_scale(name)
     for name in [n for n in src if n not in scales]:
         ds = src[name]
         out = dst.create_dataset(name, shape=ds.shape, dtype=ds.dtype)
-        out.attrs.update(_attrs(ds))
+        out.attrs.update(stored_attrs(ds))
         rows = max(1, SLAB_BYTES // max(1, ds.dtype.itemsize * math.prod(ds.shape[1:])))
         for start in range(0, ds.shape[0], rows):
             out[start:start + rows] = ds[start:start + rows]

@@ -18,40 +18,41 @@ JAX). ``xr.open_dataset(path, group="tasks/w_mid")`` opens one. The shipped kind
                             (time, particle, component), float64: particles/'s names for the same quantities
 
 Time is in the run's time units, positions in its length units, velocities in the units of its
-velocity field; a cosmological run's groups have ``a`` and ``redshift`` along time too (:func:`with_clocks`). A kind
-whose file holds no row yet (its coordinates alone) is no group, and a table of no row within a kind's (a task of no row
-beside tasks with rows) is left out of its group. What the export leaves out, each with its reason, is
-:func:`plan_groups`'s third result.
+velocity field; a cosmological run's groups have ``a`` and ``redshift`` along time too (:func:`with_clocks`). A
+kind whose file holds no row yet (its coordinates alone) is no group, and a table of no row within a kind's (a task
+of no row beside tasks with rows) is left out of its group. What the export leaves out, each with its reason, is
+:func:`plan_groups`'s third result. The root's time series and spectra are written here too
+(:func:`timeseries_group`, :func:`spectra_group`), with the attributes a stored dataset carries over
+(:func:`stored_attrs`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import h5netcdf
+import h5py
 import numpy as np
 
 from simulator.errors import ConfigError, DamagedFileError
 from simulator.output import kinds
 from simulator.output.hdf5 import IncompleteOutputError
 from simulator.output.netcdf import variable
+from simulator.output.rows import open_for_reading
+from simulator.output.spectra import AXES as SPECTRA_AXES, FILE as SPECTRA_FILE, wavenumber_axes
 from simulator.output.statistics import axes_of
+from simulator.planning.cost import human_bytes
 from simulator.results.load import RunResults
+
+#: HDF5's dimension-scale bookkeeping: written anew by make_scale / attach_scale, never copied
+SCALE_ATTRS = {"CLASS", "NAME", "DIMENSION_LIST", "REFERENCE_LIST"}
 
 #: the output kinds whose data make the export's root group (written by :mod:`simulator.results.export` itself: the
 #: snapshot fields it chooses, the spectra and the time series, one netCDF file of the run)
 ROOT = ("timeseries", "spectra", "snapshots")
-
-
-def size_text(nbytes: float) -> str:
-    """``nbytes`` for people: 12.3 MiB, 8 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if nbytes < 1024:  # 1000 to 1023 in full: 3 significant digits would write them 1e+03
-            return f"{nbytes:.3g} {unit}" if nbytes < 1000 else f"{nbytes:.0f} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:.3g} TiB"
 
 
 def _entries(data: Any) -> dict[str, Any] | None:
@@ -167,7 +168,7 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
             continue
         left += [f"{kind}/{key} ({', '.join(held[kind].files)} holds no row of it)" for key in empty]
         if used + size > room:
-            left.append(f"{kind} ({size_text(size)}: over --max-size)")
+            left.append(f"{kind} ({human_bytes(size)}: over --max-size)")
             continue
         chosen.append(kind)
         used += size
@@ -209,3 +210,53 @@ def with_clocks(g: Any, coordinates: Callable[[float], dict[str, float]]) -> Non
                 var.attrs["coordinates"] = " ".join([*str(var.attrs.get("coordinates", "")).split(), *added])
     for sub in g.groups.values():
         with_clocks(sub, coordinates)
+
+
+def stored_attrs(obj: h5py.HLObject, drop: Sequence[str] = ()) -> dict[str, Any]:
+    """The attributes of ``obj`` worth carrying over (not HDF5's dimension-scale bookkeeping)."""
+    return {k: v for k, v in obj.attrs.items() if k not in SCALE_ATTRS and k not in drop}
+
+
+def timeseries_group(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
+    """timeseries.csv's columns along its own time, named as the equation declares them; ``step_series`` and the clock
+    columns (a cosmological run's a, z, cosmic_time) coordinates of the others, as the snapshots' are of theirs."""
+    from simulator.equations import registry
+    from simulator.equations.templates import declared
+
+    info = registry()[run.config["physics"]["name"]]
+    described = info.diagnostics
+    rows = run.timeseries
+    f.dimensions["time_series"] = len(rows["time"])
+    variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
+             long_name="simulation time of each row of timeseries.csv", axis="T")
+    coordinates = [c for c in rows if c == "step" or c in info.clocks]
+    for column, values in rows.items():
+        if column != "time":
+            variable(f, f"{column}_series", ("time_series",), values,
+                     # a clock column (a cosmological run's age) in the unit the run's units give it
+                     units=units["time"] if column == "dt" else units.get(column) if column in info.clocks else None,
+                     long_name={"step": "time step number", "dt": "time step"}.get(column)
+                     or declared(described, column) or column,
+                     coordinates=None if column in coordinates else " ".join(f"{c}_series" for c in coordinates))
+
+
+def spectra_group(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
+    """spectra.h5's rows (as :func:`~simulator.output.spectra.read_spectra` reads them) and attributes."""
+    data = run.spectra
+    axes = [name for name in SPECTRA_AXES if name in data]  # k, and Boussinesq's k_h and k_z: the maps' axes
+    f.dimensions.update({"time_spectra": len(data["time"]), **{name: len(data[name]) for name in axes}})
+    with open_for_reading(run.path / SPECTRA_FILE) as src:
+        units.update(json.loads(src.attrs.get("units", "{}")))
+        f.attrs["units"] = json.dumps(units)
+        attrs = {name: stored_attrs(src[name]) for name in data}
+    for name in axes:
+        variable(f, name, (name,), data[name], **attrs[name])
+    variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
+    clocks = [name for name, values in data.items() if np.ndim(values) == 1 and name not in (*axes, "time")]
+    for name in clocks:
+        variable(f, f"{name}_spectra", ("time_spectra",), data[name], **attrs[name])
+    for name, values in data.items():  # (rows, k) spectra (or k_h, k_z: Boussinesq's), and (rows, k_h, k_z) maps
+        if np.ndim(values) >= 2:
+            dims = ("time_spectra", *wavenumber_axes(name, np.ndim(values), run.config))
+            variable(f, f"{name}_spectra", dims, values, coordinates=" ".join(f"{c}_spectra" for c in clocks),
+                     **attrs[name])

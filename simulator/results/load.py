@@ -41,13 +41,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import counted
-from simulator.output import kinds, particles as particle_output, segments, snapshots as snapshot_output
+from simulator.output import kinds, lagrangian, particles as particle_output, segments, snapshots as snapshot_output
 from simulator.output.base import CODE_UNITS
 from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
-from simulator.results import lagrangian
 from simulator.run.lock import state_now
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
@@ -69,7 +68,7 @@ class RunResults:
     status: dict[str, Any] | None
     #: what restarts set aside (``aside/``, ``particles/aside/``), by name: row files (rows of another definition,
     #: read with the same readers, or damaged files; :mod:`simulator.output.rows`) and the folders of what was
-    #: made from output a restart wrote again (``export.until-<step>``, ...: ``rundir.set_derived_aside``)
+    #: made from output a restart wrote again (``export.until-<step>``, ...: ``run.superseded.set_derived_aside``)
     aside: tuple[Path, ...] = ()
 
     def __repr__(self) -> str:
@@ -159,14 +158,14 @@ class RunResults:
         """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``,
         ``.step`` (T,), ``.x`` (unwrapped positions), ``.position`` (wrapped into the box) and ``.v`` (T, N, 3)
         float64, ``.ids`` (N,) the particles' indexes within the species, axis 1 of :attr:`particles`
-        (:class:`~simulator.results.lagrangian.Trajectories`); {} when the run wrote none
+        (:class:`~simulator.output.lagrangian.Trajectories`); {} when the run wrote none
         (``output("trajectories")``)."""
         return self.output("trajectories")
 
     def lagrangian(self, r0: float | None = None, max_lag: int | None = None
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
         """The Lagrangian statistics of each species in ``particles/trajectories.h5``
-        (:mod:`simulator.results.lagrangian`; ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the
+        (:mod:`simulator.output.lagrangian`; ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the
         mean ``dissipation`` of the time series over the tracks' times when the run records it; {} when the run wrote no
         trajectories."""
         box = lagrangian.box_of(self.config)

@@ -1,7 +1,7 @@
 """What ``simulator run`` does, as a function: used by the CLI, by sweep array tasks and by the API.
 
 The run directory is checked before JAX starts, then the runtime starts and the run's memory is checked
-against its devices (:mod:`simulator.planning.plan`), and only then is the directory prepared (a refused run
+against its devices (the admission check its caller hands in), and only then is the directory prepared (a refused run
 changes nothing) and the loop run. Bad input raises :class:`~simulator.errors.ConfigError` (the
 caller reports it: exit 2); a failed run is logged and returns 1; a stopped run returns 75.
 """
@@ -23,14 +23,18 @@ from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, srun_tasks
 from simulator.schema.overrides import command_words
 
 EXIT_OK, EXIT_FAILED = 0, 1
+#: the admission check a run is started with (configs, whether an ensemble) -> (configs to run, a run log line):
+#: :func:`simulator.planning.admission.admit`, handed in by whoever starts the run (the planner sits above run/)
+Admit = Callable[[Sequence[config_mod.Config], bool], tuple[list[config_mod.Config], str]]
 
 
 def start(cfg: config_mod.Config) -> str:
     """Set up devices, processes and rank-aware logging for ``cfg``; returns the process mode."""
     from simulator import runtime
     from simulator.log import setup_logging
+    from simulator.run.programs import count_compilations
 
-    mode = runtime.setup(cfg)
+    mode = runtime.setup(cfg, count=count_compilations)
     import jax
 
     setup_logging(jax.process_index())
@@ -111,10 +115,11 @@ def resubmit_sweep(manifest: Mapping[str, Any], directory: Path, *extra: str) ->
                                                     str(directory), "--submit", *extra])
 
 
-def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwrite: bool = False,
+def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: Admit, overwrite: bool = False,
                restart: str | None = None, resume: bool = False, allow_physics_change: bool = False,
                hint: str = "") -> int:
-    """Run a validated config into ``out`` (default ``output.dir`` or ``outputs/<name>``).
+    """Run a validated config into ``out`` (default ``output.dir`` or ``outputs/<name>``), once ``admit``
+    (:func:`simulator.planning.admission.admit`) lets it onto its devices.
 
     ``restart``: "latest" or a checkpoint path (of this run, or of another one to branch from into a
     new ``out``); ``resume``: continue if there is a checkpoint, else start (a finished run returns 0
@@ -142,7 +147,8 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
         get_logger().info("%s", done)
         return EXIT_OK
     # a grid that cannot fit its devices is refused here, before anything is written
-    mode, (seg.cfg,), seg.note = start_checked([cfg], index)  # the note: fft.in_turn auto's choice, for the header
+    # the note: fft.in_turn auto's choice, logged with the header
+    mode, (seg.cfg,), seg.note = start_checked([cfg], index, admit)
     try:
         if index == 0:
             try:
@@ -162,37 +168,31 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, overwri
     return code
 
 
-def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, *, ensemble: bool = False
+def start_checked(cfgs: Sequence[config_mod.Config], expected_index: int, admit: Admit, *, ensemble: bool = False
                   ) -> tuple[str, list[config_mod.Config], str]:
     """The start-up of a single run (``cfgs`` = [cfg]) and of an ensemble alike, before any directory is
     touched: start the runtime, check that JAX made this process the one its run expects, and admit the
-    run to its devices (a single run: :func:`simulator.planning.admission.check_run`; an ensemble, the whole
-    batch: :func:`simulator.planning.admission.check_ensemble`), ConfigError (exit 2) if it cannot fit. Returns the
-    process mode, the configs to run (a single run's ``fft.in_turn: auto`` resolved by its check) and a line
-    for the run log on that choice ("" if none)."""
+    run to its devices by ``admit`` (:func:`simulator.planning.admission.admit`: a single run, or an ensemble's
+    whole batch), ConfigError (exit 2) if it cannot fit. Returns the process mode, the configs to run (a single
+    run's ``fft.in_turn: auto`` resolved by its check) and a line for the run log on that choice ("" if none)."""
     from simulator.errors import RuntimeSetupError
 
     mode = start(cfgs[0])
     import jax
 
-    from simulator.planning.admission import check_ensemble, check_run
-
     if jax.process_index() != expected_index:
         raise RuntimeSetupError(f"this process was expected to be process {expected_index} of its run, JAX made it "
                                 f"process {jax.process_index()}")
-    if ensemble:
-        check_ensemble(cfgs)
-        return mode, list(cfgs), ""
-    cfg, why = check_run(cfgs[0])
-    return mode, [cfg], why
+    admitted, why = admit(cfgs, ensemble)
+    return mode, admitted, why
 
 
 def _run_started(seg, mode: str) -> int:
     """Run the segment on the started runtime; failures of the run itself (logged and recorded by the
     segment) give 1."""
     from simulator.errors import RuntimeSetupError
+    from simulator.run.failures import FAILURES
     from simulator.run.loop import run
-    from simulator.run.segment import FAILURES
     from simulator.run.signals import agree
 
     # a collective: no process reads the directory before process 0 has prepared it under its lock
@@ -255,8 +255,9 @@ def past_the_end(cfg: config_mod.Config, load: Callable[[list[str]], object], t_
 
 
 def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
-             **options: bool | str | None) -> int:
-    """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status."""
+             *, admit: Admit, **options: bool | str | None) -> int:
+    """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status
+    (``admit``: :func:`run_config`'s)."""
     cfg = config_mod.load(config, overrides)
     out_dir = None if out is None else Path(out)
     if add_to_t_end is not None:
@@ -276,4 +277,4 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
     hint = resume_hint(["run", config, *command_words(overrides), "--resume", "--out", where],
                        "submit the job script again with the same output directory (the shipped templates: "
                        f"sbatch JOB_SCRIPT {shlex.join([config, where])})")
-    return run_config(cfg, out_dir, hint=hint, **options)  # type: ignore[arg-type]
+    return run_config(cfg, out_dir, admit=admit, hint=hint, **options)  # type: ignore[arg-type]

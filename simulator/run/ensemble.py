@@ -47,6 +47,8 @@ from simulator.particles.flow import lost_species
 from simulator.particles.setup import check_drag
 from simulator.run import grouping, rundir
 from simulator.run.batched import batched_programs, stacked_shardings
+from simulator.run.command import Admit
+from simulator.run.failures import NonFiniteError, barrier_interrupted
 from simulator.run.loop import (
     bound_by_drag,
     check_lost,
@@ -56,7 +58,7 @@ from simulator.run.loop import (
     chunk_end,
     chunk_programs,
 )
-from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
+from simulator.run.segment import Segment
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
 
@@ -74,11 +76,12 @@ def _member_log(index: int, out: Path) -> logging.Logger:
     return log
 
 
-def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, resume: bool = False,
-                overwrite: bool = False, hint: str = "") -> list[int]:
+def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, admit: Admit,
+                resume: bool = False, overwrite: bool = False, hint: str = "") -> list[int]:
     """Run ``cfgs`` (one structure: see :mod:`simulator.run.grouping`) as one batched ensemble, each into its
-    directory (default ``output.dir`` or ``outputs/<name>``). ``resume``: continue each member from its
-    latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
+    directory (default ``output.dir`` or ``outputs/<name>``), once ``admit`` lets the whole batch onto its
+    devices (:func:`simulator.planning.admission.admit`, handed in by whoever starts it). ``resume``: continue
+    each member from its latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
     status (0, 1 or 75). Bad input raises ConfigError before anything is written. ``hint``: the command that
     resumes the ensemble, which a stopped member's log gives (default: the member's own ``simulator run``).
 
@@ -116,7 +119,7 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
 
         running = any(m.running for m in members)
         if running:  # the runtime, and the batch's fit check, before any directory is touched
-            mode, _, _ = start_checked(cfgs, index, ensemble=True)
+            mode, _, _ = start_checked(cfgs, index, admit, ensemble=True)
             # each member's own fixed dt (traced) against the species' drag (structure), before any directory is
             # touched; the drag's limit runs a JAX program, so only once the runtime has its devices and threads
             for cfg in cfgs:

@@ -24,12 +24,13 @@ import jax
 from simulator.log import get_logger
 from simulator.output.base import Moment, Writer
 from simulator.particles.flow import lost_species
-from simulator.planning.plan import abstract_state, run_programs
 from simulator.run import joblimits
-from simulator.run.programs import Ahead, counts, report
-from simulator.run.segment import NonFiniteError, Segment, barrier_interrupted
+from simulator.run.failures import NonFiniteError, barrier_interrupted
+from simulator.run.programs import Ahead, counts, report, run_programs
+from simulator.run.segment import Segment
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
+from simulator.run.states import abstract_state
 
 
 def run(seg: Segment, mode: str) -> int:
@@ -203,7 +204,7 @@ def check_particles(seg: Segment, lost: list[str], step: int, t: float) -> None:
 
 
 def check_room(seg: Segment, sim: Simulation, state: object, step: int, full: set[str]) -> bool:
-    """Whether particles kept per device fill :data:`~simulator.particles.slots.FULL` of the fullest device's
+    """Whether particles kept per device fill :data:`~simulator.fft.particle_slots.FULL` of the fullest device's
     slots for the first time in this segment (the equation's :meth:`~simulator.equations.base.Equation.rooms`;
     ``full``: the settings already warned of, updated): a warning naming the setting, and the caller writes a
     checkpoint at this chunk end, so that a run stopped later for lack of slots restarts from there, not from

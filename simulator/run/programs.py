@@ -1,7 +1,7 @@
 """A run's programs compiled ahead: lowered for the run's abstract state, then compiled all at once on worker
 threads (XLA's compiler releases the GIL) while the caller builds the initial state or reads its checkpoint.
 
-What is compiled is exactly what the run will call (:func:`simulator.planning.plan.run_programs`: the chunk, the
+What is compiled is exactly what the run will call (:func:`run_programs`: the chunk, the
 controlled one with ``time.cfl``, and the programs of the outputs it writes), through the same jitted
 objects and with the same argument shardings as the calls, so each call finds its program compiled; with the
 persistent cache (:mod:`simulator.cache`) a later launch loads them instead, and they are written to it when
@@ -25,6 +25,15 @@ import jax
 from simulator import cache
 
 
+def run_programs(cfg: Any) -> tuple[str, ...]:
+    """The programs a run of ``cfg`` calls: the chunk, then those of the output kinds it writes (the
+    diagnostics always; spectra, snapshot fields, flow statistics, the output tasks, the particle snapshots and
+    trajectories and registered kinds when it writes them: :func:`simulator.output.kinds.programs`)."""
+    from simulator.output import kinds
+
+    return ("chunk", *kinds.programs(cfg))
+
+
 def compile_all(lowered: Mapping[str, Any], compile_one: Callable[[Any], Any] = lambda low: low.compile()
                 ) -> dict[str, Any]:
     """Every lowered program compiled at once, one worker thread each; the compiled programs by name. They are
@@ -42,7 +51,7 @@ def compile_all(lowered: Mapping[str, Any], compile_one: Callable[[Any], Any] = 
 
 class Ahead:
     """The programs ``names`` of the run on ``sim`` (a :class:`~simulator.run.simulation.Simulation`) for its
-    abstract ``state`` (:func:`simulator.planning.plan.abstract_state`), lowered now and compiling on worker threads
+    abstract ``state`` (:func:`simulator.run.states.abstract_state`), lowered now and compiling on worker threads
     until :meth:`wait`."""
 
     def __init__(self, sim: Any, names: Sequence[str], state: Any):

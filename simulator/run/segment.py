@@ -44,36 +44,19 @@ from simulator.errors import ConfigError
 from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
-from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, barrier
-from simulator.planning.plan import abstract_state
-from simulator.run import preflight, records, restart as restarts, rundir
+from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
+from simulator.run import preflight, records, restart as restarts, rundir, superseded
+from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
 from simulator.run.simulation import Simulation
+from simulator.run.states import abstract_state
 from simulator.time.control import Stepper
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "FAILURES", "NonFiniteError", "Segment", "barrier_interrupted", "describe_failure"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "Segment"]
 
 EXIT_OK, EXIT_FAILED = 0, 1
-
-
-class NonFiniteError(RuntimeError):
-    """A diagnostic became NaN or Inf."""
-
-
-#: the failures of a run itself (exit 1), reported in one line: a blow-up (NaN/Inf, a collapsed step, lost
-#: particles), a write that failed, output that cannot be read back
-FAILURES = (NonFiniteError, OutputWriteError, IncompleteOutputError)
-
-
-def describe_failure(err: BaseException) -> str:
-    """Why a run failed, in one line: the message of one of its own failures or of bad input, else the
-    error's type and the first line of its message."""
-    if isinstance(err, (*FAILURES, ConfigError)):
-        return str(err)
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
@@ -232,13 +215,13 @@ class Segment:
         # nothing of the run being restarted changes until its files are open, this segment recorded and its particles
         # handed out with none lost: then its derived files are set aside, then the rows past the checkpoint dropped
         with rows.staged():
-            rundir.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
+            superseded.set_derived_aside(self.out, None if ckpt is None else ckpt.step, jax.process_index() == 0)
             kept = None if ckpt is None else ckpt.step - int(self.branch)  # a branch tried again: its start anew
             for w in self.writers:
                 w.open(self.out, kept)
             if jax.process_index() == 0:
                 segments.write_record(self.out, self.meta, self.step)
-                rundir.warn_superseded(self.out, None if ckpt is None else ckpt.step)
+                superseded.warn_superseded(self.out, None if ckpt is None else ckpt.step)
                 rundir.write_status(self.out, "running", self.step, self.t)
             if (loss := sim.equation.lost(state)) is not None:
                 raise NonFiniteError(loss.message(self.step, self.t, str(self.saver.last or "none")))
@@ -290,7 +273,7 @@ class Segment:
         state, when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
         it); ``progress``: the diagnostics shown on the progress line."""
         if first:
-            due = [w for w in self.records if w is self.records[0] or w.at_start(moment.time)]
+            due = [w for w in self.records if w.at_start(moment.time)]  # the time series always (its own at_start)
             dumps = [w for w in self.dumps if w.at_start(moment.time)]
         else:
             self.step, self.t = moment.step, moment.time
@@ -407,8 +390,3 @@ class Segment:
             self._handler.close()
             self._handler = None
         self.lock.release()
-
-
-def barrier_interrupted() -> None:
-    """srun --kill-on-bad-exit ends every task once one exits 75: nobody leaves before all is written."""
-    barrier("interrupted")

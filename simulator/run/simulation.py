@@ -33,7 +33,7 @@ from simulator.equations.base import PROTOCOLS, Equation
 from simulator.equations.spec import InitialCondition
 from simulator.errors import ConfigError
 from simulator.output import hdf5, kinds
-from simulator.run import states
+from simulator.run import programs, states
 from simulator.run.states import FieldSource
 from simulator.time.integrators import CHUNK_COMPILER_OPTIONS, run_controlled_steps
 from simulator.time.schemes import SCHEMES
@@ -63,7 +63,7 @@ class Simulation:
         2/3 rule's modes."""
         self.cfg = cfg
         if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
-            runtime.enable_cache(cfg.runtime.compilation_cache)
+            runtime.enable_cache(cfg.runtime.compilation_cache, programs.count_compilations)
         self.info = equations.get(cfg.physics.name)
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
         self.fft = runtime.make_fft(cfg, devices, compact_at_least)
@@ -117,7 +117,7 @@ class Simulation:
         cfg = config_mod.load(source, overrides)
         if cpu_devices is not None:
             cfg = dataclasses.replace(cfg, runtime=dataclasses.replace(cfg.runtime, cpu_devices=cpu_devices))
-        runtime.setup(cfg)
+        runtime.setup(cfg, count=programs.count_compilations)
         return cls(cfg, devices)
 
     # ---- parameters and states -------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def state_from_file(sim: Any, path: str | Path, params: Mapping[str, Any] | None
     flow = getattr(sim.equation, "flow", sim.equation)  # with particles: the field part is the flow's
     fields = remap.state_fields(source, flow, p, Path(sim.scratch or Path.cwd()))
     if flow is not sim.equation:
-        from simulator.particles.restart import from_source
+        from simulator.run.particle_states import from_source
 
         return from_source(sim.equation, sim.make_state(flow, fields, p), source)
     return sim.make_state(sim.equation, fields, p)
@@ -89,6 +89,26 @@ def start_time(sim: Any, initial: InitialCondition | None = None) -> float:
     if isinstance(ic, FromFile) and ic.time_from_file:
         return sources.locate(ic.path).time
     return 0.0
+
+
+def abstract_state(sim: Any) -> Any:
+    """The simulation's state as ``jax.ShapeDtypeStruct`` leaves with their shardings (nothing allocated)."""
+    from simulator.fft.owned import sharding as owned_sharding
+    from simulator.output.checkpoints import leaf_names
+
+    state = jax.eval_shape(sim.equation.from_fields, sim.equation.field_layouts(), sim.params)
+    leaves, tree = jax.tree.flatten(state)
+    owned = sim.equation.owned_leaves(state)
+    out = []
+    for leaf, space, name in zip(leaves, sim.equation.leaf_spaces(state), leaf_names(state), strict=True):
+        if space == "particles" and name in owned:  # each device its own slots
+            sharding = owned_sharding(sim.fft, leaf.ndim)
+        elif space == "particles":  # a replicated species' rows, the lost counts: every device holds them all
+            sharding = sim.fft.replicated_sharding()
+        else:
+            sharding = (sim.fft.spectral_sharding if space == "spectral" else sim.fft.real_sharding)(leaf.ndim - 3)
+        out.append(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding))
+    return jax.tree.unflatten(tree, out)
 
 
 def state_from_fields(sim: Any, fields: Mapping[str, FieldSource]) -> Any:

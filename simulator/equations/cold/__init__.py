@@ -116,7 +116,7 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float)
     exactly when f < 1 (f = 0: they carry all of the matter), a wave's share f > 0 that the run's precision holds
     (:func:`check_fraction`, ``density`` the matter's mean density), a cube n^3 whose n divides every grid axis,
     the window's halo within every device's block, slots for a uniform spread over the devices where their count
-    is known (:func:`simulator.particles.slots.check_capacity`), and an initial condition among ``initials``
+    is known (:func:`simulator.fft.particle_slots.check_capacity`), and an initial condition among ``initials``
     (those that place the particles). Each refusal is one line naming the key, its value and what is allowed."""
     if p.cdm_particles == 0:
         if p.fdm_fraction < 1.0:
@@ -137,7 +137,7 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float)
                           f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)",
                           "does not fit the grid")
     from simulator.fft.layouts import check_planes, known_devices
-    from simulator.particles.slots import check_capacity
+    from simulator.fft.particle_slots import check_capacity
 
     window = STENCILS[p.cdm_window]
     if min(cfg.grid.shape) < window.least_grid:

@@ -15,7 +15,7 @@ The particle mass ``mass`` and the gravitational constant ``G`` are the caller's
 ``physics.cdm_*`` settings).
 
 Distribution: every particle is owned by the device whose real-space block holds its cell (the per-device
-stack of owned flow particles too, :mod:`simulator.particles.stack`): positions, momenta and forces
+stack of owned flow particles too, :mod:`simulator.fft.particle_stack`): positions, momenta and forces
 ``(devices * capacity, 3)`` (wrapped into [0, L)), their identities (the lattice index) and a ``live`` mask
 of the occupied slots, sharded by owner;
 ``physics.cdm_capacity`` sets the slots per device (times the mean count; all of them on one device) and
@@ -43,10 +43,9 @@ import jax.numpy as jnp
 
 from simulator.equations import assembly
 from simulator.equations.gravity import inverse_laplacian, potential_spectrum
-from simulator.fft import placement
+from simulator.fft import particle_stack as stack, placement
 from simulator.fft.kernels import implementation
 from simulator.fft.stencils import STENCILS
-from simulator.particles import stack
 
 
 def per_axis(count: int) -> int:
@@ -55,7 +54,7 @@ def per_axis(count: int) -> int:
 
 
 def sizes(eq: Any) -> tuple[int, int]:
-    """Particle slots per device and rows of each send buffer of a hand-over (:func:`simulator.particles.stack.
+    """Particle slots per device and rows of each send buffer of a hand-over (:func:`simulator.fft.particle_stack.
     sizes` of ``physics.cdm_particles``, ``cdm_capacity`` and ``cdm_exchange``)."""
     p = eq.physics
     return stack.sizes(p.cdm_particles, p.cdm_capacity, p.cdm_exchange, eq.fft.devices)
@@ -175,7 +174,7 @@ def drift(eq: Any, position: jax.Array, momentum: jax.Array, k2: jax.Array) -> j
 
 def entries(eq: Any, live: jax.Array, arrays: dict[str, jax.Array], ident: jax.Array, lost: jax.Array
             ) -> dict[str, jax.Array]:
-    """A stack's ``(live, arrays, ident, lost)`` (:mod:`simulator.particles.stack`) as the state's particle
+    """A stack's ``(live, arrays, ident, lost)`` (:mod:`simulator.fft.particle_stack`) as the state's particle
     fields: the arrays by name, ``live`` in the run's dtype (0 or 1), ``ident`` and ``lost``."""
     return {**arrays, "live": live.astype(eq.dtype), "ident": ident, "lost": lost}
 
@@ -183,16 +182,16 @@ def entries(eq: Any, live: jax.Array, arrays: dict[str, jax.Array], ident: jax.A
 def distribute(eq: Any, position: jax.Array, momentum: jax.Array) -> dict[str, jax.Array]:
     """Particles ``(Np, 3)`` in lattice order (their identities), sharded by rows over the devices (or replicated
     where Np does not divide over them: :func:`simulator.fft.placement.rows_sharding`), laid out by owner
-    (:func:`simulator.particles.stack.hand_out`): the state's ``position``, ``momentum``, ``live``, ``ident`` and
+    (:func:`simulator.fft.particle_stack.hand_out`): the state's ``position``, ``momentum``, ``live``, ``ident`` and
     ``lost`` ``(4,)`` (counts of lost particles: over a send buffer, without a slot, moved more than a block or
-    not finite, here only the last two; and the steps since the first loss: :data:`simulator.particles.slots.
+    not finite, here only the last two; and the steps since the first loss: :data:`simulator.fft.particle_slots.
     LOST`)."""
     return entries(eq, *stack.hand_out(eq.fft, eq.box, sizes(eq)[0], {"position": position, "momentum": momentum}))
 
 
 def migrate(eq: Any, state: Any, position: jax.Array) -> dict[str, jax.Array]:
     """After a drift of ``state``'s particles to ``position`` ``(slots, 3)``: every particle handed to the device
-    whose block holds it (:func:`simulator.particles.stack.hand_over`: one drift, hence one hand-over, per step;
+    whose block holds it (:func:`simulator.fft.particle_stack.hand_over`: one drift, hence one hand-over, per step;
     the particles lost on the way added to ``lost``, dated; the run stops on any). Returns the state's
     ``position``, ``momentum``, ``live``, ``ident`` and ``lost``."""
     live, (position, momentum), ident, lost = stack.hand_over(eq.fft, eq.box, sizes(eq)[1], state.live > 0,

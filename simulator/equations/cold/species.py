@@ -27,8 +27,7 @@ import numpy as np
 
 from simulator.equations.base import ParticleArrays
 from simulator.equations.cold import has_wave, mesh
-from simulator.fft import complex_dtype, placement
-from simulator.particles import slots, stack
+from simulator.fft import complex_dtype, particle_slots as slots, particle_stack as stack, placement
 
 
 class MixedState(NamedTuple):
@@ -36,7 +35,7 @@ class MixedState(NamedTuple):
     by owner (:mod:`.mesh`): positions x, momenta p and forces -grad(Phi) at x ``(slots, 3)``, the occupied
     slots ``live`` (0/1) and identities ``ident`` ``(slots,)``, and ``lost`` ``(4,)``: particles lost so far
     (over a send buffer, without a slot, moved more than a block) and the steps since the first of them
-    (:data:`simulator.particles.slots.LOST`), replicated."""
+    (:data:`simulator.fft.particle_slots.LOST`), replicated."""
 
     psi: jax.Array
     potential: jax.Array
@@ -188,7 +187,7 @@ class ColdSpecies:
 
     def lost(self, state: Any) -> slots.Loss | None:
         """Why the run must stop, read on the host: particles lost by the hand-over between devices, naming the
-        setting that gives them room, and when (:class:`simulator.particles.slots.Loss`); None when none was."""
+        setting that gives them room, and when (:class:`simulator.fft.particle_slots.Loss`); None when none was."""
         if not self.cold:
             return None
         p = self.physics
@@ -197,7 +196,7 @@ class ColdSpecies:
                           "or stopped being finite: lower time.dt or use fewer devices along that axis")
 
     def rooms(self, state: Any) -> list[slots.Room]:
-        """The cold particles' slots, with this process's fullest device (:func:`simulator.particles.stack.room`),
+        """The cold particles' slots, with this process's fullest device (:func:`simulator.fft.particle_stack.room`),
         on several devices."""
         if not self.cold:
             return []
@@ -211,7 +210,7 @@ class ColdSpecies:
         read a bounded chunk at a time), for a state read from it onto any grid (:mod:`simulator.run.remap`):
         ``cdm_position`` and ``cdm_momentum`` ``(Np, 3)`` in lattice order (its occupied slots by identity; each
         device its own rows, :meth:`field_layouts`, each process reading only those onto its host:
-        :func:`simulator.particles.stack.read_rows`), and a particle-only state's ``cdm_mass`` ``(1,)``. They do
+        :func:`simulator.fft.particle_stack.read_rows`), and a particle-only state's ``cdm_mass`` ``(1,)``. They do
         not depend on the grid: a branch at another resolution keeps them exactly. A checkpoint without all Np
         particles: a one-line ConfigError."""
         from simulator.errors import ConfigError
@@ -234,9 +233,9 @@ class ColdSpecies:
 
     def reslot(self, stored: Mapping[str, Any]) -> dict[str, jax.Array] | None:
         """A checkpoint's cold particles, written on another device count, laid out by owner for this run's
-        (:func:`simulator.particles.stack.lay_out`): the live slots' positions, momenta and forces by identity,
+        (:func:`simulator.fft.particle_stack.lay_out`): the live slots' positions, momenta and forces by identity,
         every process reading them a bounded chunk at a time and keeping its own devices' rows
-        (:func:`simulator.particles.stack.read_rows`); the lost counts carried on (plus any particle that found
+        (:func:`simulator.fft.particle_stack.read_rows`); the lost counts carried on (plus any particle that found
         no slot: the run stops before its first step, naming ``physics.cdm_capacity``)."""
         if not self.cold:
             return None

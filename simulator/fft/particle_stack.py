@@ -8,7 +8,7 @@ Layout of a stack on ``devices`` devices (:func:`simulator.fft.owned.distribute`
 ``(devices * held, ...)`` (positions ``(., 3)`` first, then whatever travels with them), identities ``ident``
 ``(devices * held,)`` int32 (the particle's index, 0 .. N-1, the row it has when replicated), the occupied
 slots ``live`` ``(devices * held,)`` bool, all sharded along their rows over every mesh axis, and ``lost``
-``(4,)`` int32 replicated (:data:`simulator.particles.slots.LOST`).
+``(4,)`` int32 replicated (:data:`simulator.fft.particle_slots.LOST`).
 
 * :func:`sizes`: slots per device and rows of each send buffer;
 * :func:`hand_out`: replicated rows (an initial condition, a restart's rows) laid out by owner;
@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.fft import particle_slots as slots
 from simulator.fft.owned import counted, fullest, migrate, split_planes
 from simulator.fft.placement import place, row_index, rows_sharding, spread
-from simulator.particles import slots
 
 
 def sizes(count: int, capacity: float, exchange: float, devices: int) -> tuple[int, int]:
@@ -75,7 +75,7 @@ def hand_over(fft: Any, box: Sequence[float], rows: int, live: jax.Array, arrays
               ) -> tuple[jax.Array, list[jax.Array], jax.Array, jax.Array]:
     """After a step (inside compiled code): every live particle handed to the device whose block holds it
     (:func:`simulator.fft.owned.migrate`, ``rows`` per send buffer at most, one plane's mean count when no
-    device has more to send: :func:`simulator.particles.slots.first_rows`), the particles lost on the way added to
+    device has more to send: :func:`simulator.fft.particle_slots.first_rows`), the particles lost on the way added to
     ``lost`` and dated (:func:`simulator.fft.owned.counted`: one hand-over per step). ``live`` ``(slots,)`` bool,
     ``arrays`` the per-particle arrays ``(slots, ...)``, positions first. ``stray``: a live particle with any
     entry of ``arrays`` not finite (it left a step's reach, or blew up) is counted in ``lost[2]``, its slot
@@ -134,7 +134,7 @@ class Block(NamedTuple):
 class Rows(NamedTuple):
     """A stored stack as this process's blocks (:class:`Block`, by their first identity; :func:`read_rows`) of
     the rows :attr:`share` names; ``count`` the particles the checkpoint holds (all of them: every process reads
-    every identity); ``lost`` ``(4,)`` int32, the counts carried on (:func:`simulator.particles.slots.
+    every identity); ``lost`` ``(4,)`` int32, the counts carried on (:func:`simulator.fft.particle_slots.
     stored_lost`)."""
 
     blocks: dict[int, Block]
@@ -222,7 +222,7 @@ def lay_out(fft: Any, box: Sequence[float], held: int, dtype: Any, rows: Rows
 
 
 def room(fft: Any, live: jax.Array, what: str, key: str, value: float, held: int, count: int) -> slots.Room | None:
-    """The :class:`~simulator.particles.slots.Room` of a stack of ``count`` particles ``what`` in ``held`` slots
+    """The :class:`~simulator.fft.particle_slots.Room` of a stack of ``count`` particles ``what`` in ``held`` slots
     per device, sized by the setting ``key`` = ``value``: the occupied slots of this process's fullest device.
     None on one device, or where a device's slots hold every particle (none can then lack a slot)."""
     if fft.devices == 1 or held >= count:
@@ -234,6 +234,6 @@ def loss(lost: jax.Array, what: str, exchange: tuple[str, float], capacity: tupl
          ) -> slots.Loss | None:
     """Why the run must stop, read on the host from a state's ``lost`` ``(4,)`` (replicated): particles ``what``
     lost, in one line naming the setting to raise (``exchange`` and ``capacity``: ``(key, value)``; ``far``
-    what a particle beyond a step's reach did and what to change), and when (:func:`simulator.particles.slots.
+    what a particle beyond a step's reach did and what to change), and when (:func:`simulator.fft.particle_slots.
     loss`); None when none was."""
     return slots.loss(np.asarray(lost.addressable_data(0)), what, exchange, capacity, far)
