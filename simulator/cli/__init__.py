@@ -32,7 +32,7 @@ EXIT_BROKEN_PIPE = 141
 
 
 def version_line() -> str:
-    """``simulator 0.1.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``: the simulator's version from its one source
+    """``simulator 0.2.0 (jax 0.10.2, jaxlib 0.10.2, python 3.11.7)``: the simulator's version from its one source
     (:mod:`simulator.version`, the code that runs, even where an editable install's metadata is older), the
     others from the installed packages' metadata, so that asking for it starts no JAX."""
     import platform
