@@ -549,7 +549,7 @@ SIGNAL_IN_A_CALLBACK = """\
 import signal, weakref
 from simulator.results import export
 from simulator.entry import main
-series = export._timeseries
+series = export.timeseries_group
 class Freed:
     pass
 def signalled(*args):  # the file half written when the signal comes
@@ -557,7 +557,7 @@ def signalled(*args):  # the file half written when the signal comes
     freed = Freed()
     keep = weakref.ref(freed, lambda _ref: signal.raise_signal(signal.SIG{name}))
     del freed
-export._timeseries = signalled
+export.timeseries_group = signalled
 main()
 """
 
