@@ -88,6 +88,9 @@ def test_run_then_load_the_results_without_jax(tmp_path):
     # the derived scales of each row, from its diagnostics, still without JAX
     eta, jax_loaded = out[2].split()
     run = simulator.load_run(tmp_path / "run")
+    # the shipped kinds' attributes are aliases of run.output(name): the same objects, each read once
+    for name in ("timeseries", "spectra", "snapshots", "statistics", "tasks", "particles", "trajectories"):
+        assert getattr(run, name) is run.output(name), name
     nu, eps = run.config["physics"]["viscosity"], run.timeseries["dissipation"][-1]
     assert float(eta) == pytest.approx((nu**3 / eps) ** 0.25, rel=1e-12) and jax_loaded == "False"
     # a notebook's print: one line each, not the whole config nor <... object at 0x...>

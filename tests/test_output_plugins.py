@@ -4,6 +4,8 @@ documented, the planner compiles its program, a run on two devices writes its ro
 of the run's own snapshot), a restart that changes its definition sets the old rows aside, and
 load_run, export and plot read it, with no edit to simulator/."""
 
+import ast
+import dataclasses
 import functools
 import os
 import subprocess
@@ -15,6 +17,8 @@ import numpy as np
 import pytest
 
 import simulator
+from simulator.config import OutputConfig
+from simulator.output import kinds
 from simulator.output.hdf5 import Snapshot
 
 from docs_pages import blocks
@@ -36,6 +40,37 @@ def simulator_cli(cwd, *args, env=ENV):
 def test_nothing_in_the_package_names_the_plugin_output():
     for path in (ROOT / "simulator").rglob("*.py"):
         assert "toy_output" not in path.read_text() and "extrema.h5" not in path.read_text(), path
+
+
+#: the shipped output kinds that OutputConfig (their sections) and RunResults (what they wrote) also name as attributes
+ALIASES = ("timeseries", "spectra", "snapshots", "statistics", "tasks", "particles", "trajectories")
+
+
+def test_the_package_reaches_output_sections_and_readings_only_through_the_registry():
+    """``cfg.output.section(name)`` and ``run.output(name)`` are the package's one way to a shipped output kind's
+    section and to what it wrote; ``cfg.output.spectra`` and ``run.spectra`` are aliases kept for users."""
+    found = []
+    for path in sorted((ROOT / "simulator").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Attribute) or node.attr not in ALIASES:
+                continue
+            owner = ast.unparse(node.value)
+            results = owner == "self" and path.relative_to(ROOT).as_posix() == "simulator/results/load.py"
+            if results or owner.split(".")[-1] in ("output", "run") and owner != "simulator.output":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
+
+
+def test_the_output_configs_named_sections_are_aliases_of_the_registrys():
+    task = {"name": "w", "field": "vorticity", "component": "z", "every": 10}
+    cfg = simulator.load_config({"output": {"tasks": [task]}})
+    named = {f.name for f in dataclasses.fields(OutputConfig)} - {"dir", "chunk", "registered"}
+    assert named <= set(kinds.registry()) and set(kinds.sections()) <= named
+    for name in named:
+        assert getattr(cfg.output, name) is cfg.output.section(name), name
+    assert cfg.output.section("tasks")[0].name == "w" and cfg.output.section("timeseries") is None
+    with pytest.raises(KeyError, match="'spectrum' is not an output kind \\(registered: timeseries, spectra, "):
+        cfg.output.section("spectrum")
 
 
 def test_a_broken_output_plugin_is_one_line_and_exit_2(tmp_path):

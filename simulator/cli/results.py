@@ -103,7 +103,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     for path in written:
         print(path)
     if netcdf:
-        print(f"{netcdf.path}: {counted(len(netcdf.run.snapshots) if netcdf.fields else 0, 'snapshot')} of "
+        print(f"{netcdf.path}: {counted(len(netcdf.run.output('snapshots')) if netcdf.fields else 0, 'snapshot')} of "
               f"{', '.join(netcdf.fields) or 'no field'}{'; ' + ', '.join(netcdf.groups) if netcdf.groups else ''}; "
               f"{human_bytes(netcdf.size)}", file=sys.stderr)
         if netcdf.left_out:

@@ -186,8 +186,16 @@ class OutputConfig:
     registered: tuple[tuple[str, Any], ...] = open_sections(registered_sections, "sections of registered output kinds")
 
     def section(self, name: str) -> Any:
-        """The section ``output.<name>``: a shipped one or a registered output kind's."""
-        return dict(self.registered)[name] if name in dict(self.registered) else getattr(self, name)
+        """The section ``output.<name>`` of the registered output kind ``name``
+        (:func:`simulator.output.kinds.registry`), the one way the package reaches a section. The shipped kinds'
+        sections are also fields of this class, which give the schema its order of keys: ``cfg.output.spectra`` is
+        ``cfg.output.section("spectra")``, an alias kept for users. None for a kind without keys (``timeseries``);
+        KeyError naming the registered kinds for an unknown name."""
+        table = kinds.registry()
+        if name not in table:
+            raise KeyError(f"{name!r} is not an output kind (registered: {', '.join(table)})")
+        registered = dict(self.registered)
+        return registered[name] if name in registered else getattr(self, name, None)
 
 
 #: the sections :class:`OutputConfig` holds as its own fields (the shipped output kinds', declared beside them)
@@ -339,8 +347,8 @@ def resolve(cfg: Config) -> Config:
     if cfg.time.integrator is None:
         cfg = dataclasses.replace(cfg, time=dataclasses.replace(
             cfg.time, integrator=registry()[cfg.physics.name].default_integrator))
-    if cfg.output.spectra.every is None:
-        spectra = dataclasses.replace(cfg.output.spectra, every=cfg.output.chunk)
+    if cfg.output.section("spectra").every is None:
+        spectra = dataclasses.replace(cfg.output.section("spectra"), every=cfg.output.chunk)
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, spectra=spectra))
     for key, part in _schedule_sections(cfg):
         key, times = f"{key}.times", getattr(part, "times", None)
@@ -348,11 +356,11 @@ def resolve(cfg: Config) -> Config:
         if late:
             raise ConfigError(key, list(times), f"every time must be <= time.t_end = {cfg.time.t_end:.12g}",
                               f"holds {late[0]:.12g}, which the run never reaches")
-    trajectories = cfg.output.trajectories
+    trajectories = cfg.output.section("trajectories")
     if trajectories.every and trajectories.start >= cfg.time.t_end:
         raise ConfigError("output.trajectories.start", trajectories.start, f"give a time below time.t_end = "
                           f"{cfg.time.t_end:.12g}", "records no row")
-    if cfg.output.tasks:
+    if cfg.output.section("tasks"):
         cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, tasks=output_tasks.resolve(cfg)))
     return cfg
 

@@ -60,7 +60,7 @@ class Task:
 
 def layout_of(cfg: Any) -> tuple[Task, ...]:
     """The tasks of a run of ``cfg`` (its resolved ``output.tasks``)."""
-    return tuple(Task.of(entry) for entry in cfg.output.tasks)
+    return tuple(Task.of(entry) for entry in cfg.output.section("tasks"))
 
 
 def reduce(f: jax.Array, task: Task) -> jax.Array:

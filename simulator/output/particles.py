@@ -296,7 +296,7 @@ def particles(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> Ma
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """Snapshots of every species of the state on the field snapshots' schedule."""
-    return [ParticleSnapshotWriter(Schedule.of(cfg.output.snapshots), species_sizes(cfg), cfg.grid.box,
+    return [ParticleSnapshotWriter(Schedule.of(cfg.output.section("snapshots")), species_sizes(cfg), cfg.grid.box,
                                    ctx.snapshot_attrs, ctx.info, ctx.rank0, cfg.physics.clock().units())]
 
 
@@ -320,4 +320,4 @@ def export(group: Any, data: Mapping[str, ParticleSeries], units: dict[str, str]
 KIND = OutputKind(
     name="particles", doc="particles/: particle snapshots, with the field snapshots",
     active=lambda cfg: bool(species_sizes(cfg)), writers=writers, files=(DIR,), read=read_series, export=export,
-    programs=(Program("particles", particles, computes=lambda cfg: cfg.output.snapshots.on),))
+    programs=(Program("particles", particles, computes=lambda cfg: cfg.output.section("snapshots").on),))

@@ -203,9 +203,9 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The field snapshots on ``output.snapshots``'s schedule (the writer is made even when none is
     scheduled: a restart trims the series past its step)."""
     info, names = sim.equation.field_info, list(sim.snapshot_fields)
-    return [SnapshotWriter(Schedule.of(cfg.output.snapshots), names, ctx.snapshot_attrs, cfg.grid.box, ctx.info,
-                           ctx.rank0, cfg.physics.clock().units() or None,
-                           stacked=[n for n in names if info[n].stacked])]
+    schedule = Schedule.of(cfg.output.section("snapshots"))
+    return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.box, ctx.info, ctx.rank0,
+                           cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked])]
 
 
 def read(run_dir: Path) -> tuple[SnapshotRef, ...]:
@@ -218,4 +218,5 @@ def read(run_dir: Path) -> tuple[SnapshotRef, ...]:
 KIND = OutputKind(
     name="snapshots", doc="snapshots/: the fields, one file per process and a virtual-dataset index per output",
     active=lambda cfg: True, writers=writers, files=(DIR,), section=SnapshotOutput, schedules=("snapshots",),
-    programs=(Program("fields", component, computes=lambda cfg: cfg.output.snapshots.on, parts=parts),), read=read)
+    programs=(Program("fields", component, computes=lambda cfg: cfg.output.section("snapshots").on, parts=parts),),
+    read=read)

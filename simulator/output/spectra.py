@@ -320,8 +320,9 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     from simulator.observables.spectra import shell_wavenumbers
 
     clock = cfg.physics.clock()
-    return [SpectraWriter(Schedule.of(cfg.output.spectra), shell_wavenumbers(cfg.grid.shape, cfg.grid.box), ctx.rank0,
-                          sim.info.spectra, clock.units() or None, clock.time_coordinates)]
+    shells = shell_wavenumbers(cfg.grid.shape, cfg.grid.box)
+    return [SpectraWriter(Schedule.of(cfg.output.section("spectra")), shells, ctx.rank0, sim.info.spectra,
+                          clock.units() or None, clock.time_coordinates)]
 
 
 def read(run_dir: Path) -> dict[str, np.ndarray]:

@@ -145,7 +145,7 @@ class StatisticsWriter(Writer):
 
 def _check_statistics(cfg: Any) -> None:
     """Flow statistics need a velocity, and separations the grid holds (at most N/2 cells on every axis)."""
-    stats = cfg.output.statistics
+    stats = cfg.output.section("statistics")
     if not stats.on:
         return
     if "velocity" not in equations.registry()[cfg.physics.name].fields:
@@ -205,7 +205,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
     attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
     coords = coordinates(tuple(cfg.grid.shape), layout_of(cfg))
-    return [StatisticsWriter(Schedule.of(cfg.output.statistics), coords, ctx.rank0, attrs)]
+    return [StatisticsWriter(Schedule.of(cfg.output.section("statistics")), coords, ctx.rank0, attrs)]
 
 
 def read(run_dir: Path) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def check(cfg: Any) -> None:
     """Each entry of ``cfg.output.tasks`` against the equation, the grid and the chunk (one-line errors)."""
     fields = fields_of(cfg)
     seen: set[str] = set()
-    for i, task in enumerate(cfg.output.tasks):
+    for i, task in enumerate(cfg.output.section("tasks")):
         key = f"output.tasks[{i}]"
         if not task.name.isidentifier():
             raise ConfigError(f"{key}.name", task.name, "give a plain word (letters, digits, _; not starting with a "
@@ -156,7 +156,7 @@ def resolve(cfg: Any) -> tuple[TaskOutput, ...]:
     """The entries with their defaults filled in (a slice's or profile's axis z, a slice's index N/2),
     after checking their times against ``time.t_end`` (the resolved config records what is computed)."""
     out = []
-    for i, task in enumerate(cfg.output.tasks):
+    for i, task in enumerate(cfg.output.section("tasks")):
         late = [t for t in task.times or () if t > cfg.time.t_end * (1 + 1e-12)]
         if late:
             raise ConfigError(f"output.tasks[{i}].times", list(task.times), f"every time must be <= time.t_end = "

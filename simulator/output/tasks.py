@@ -241,11 +241,11 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     share one evaluation of all of them)."""
     units = cfg.physics.clock().units()
     layouts = [describe(entry, cfg.grid.shape, cfg.grid.box, units, sim.equation.field_info[entry.field].doc)
-               for entry in cfg.output.tasks]
+               for entry in cfg.output.section("tasks")]
     file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
                                "box": [float(b) for b in cfg.grid.box]}, units) if ctx.rank0 else None
     return [TaskWriter(layout, Schedule.of(entry), file)
-            for layout, entry in zip(layouts, cfg.output.tasks, strict=True)]
+            for layout, entry in zip(layouts, cfg.output.section("tasks"), strict=True)]
 
 
 def host_values(values: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -275,6 +275,6 @@ def export(group: Any, data: Mapping[str, TaskSeries], units: dict[str, str]) ->
 #: the output kind (:mod:`simulator.output.kinds`)
 KIND = OutputKind(
     name="tasks", doc="tasks.h5: slices, profiles and reductions of fields (output.tasks), each on its schedule",
-    active=lambda cfg: any(entry.on for entry in cfg.output.tasks), writers=writers,
+    active=lambda cfg: any(entry.on for entry in cfg.output.section("tasks")), writers=writers,
     programs=(Program("tasks", "simulator.observables.tasks:program", host=host_values),), files=(FILE,),
     check=check_tasks, read=read, export=export)

@@ -139,7 +139,7 @@ class TrajectoryWriter(Writer):
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The trajectory file of the ``particles`` section's species, every ``output.trajectories.every`` steps."""
-    section = cfg.output.trajectories
+    section = cfg.output.section("trajectories")
     schedule = Schedule(every=section.every, start=section.start)
     return [TrajectoryWriter(schedule, [s.name for s in cfg.particles], [s.count for s in cfg.particles],
                              section.count, cfg.grid.box, ctx.rank0, cfg.physics.clock().units())]

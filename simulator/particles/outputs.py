@@ -13,7 +13,7 @@ def trajectories(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) ->
     """The device program: of each species of the ``particles`` section, the ``output.trajectories.count``
     particles with the lowest identities (:func:`recorded_rows`)."""
     cfg = sim.cfg
-    rows = {s.name: min(cfg.output.trajectories.count, s.count) for s in cfg.particles}
+    rows = {s.name: min(cfg.output.section("trajectories").count, s.count) for s in cfg.particles}
     return recorded_rows(eq.fft, rows, eq.at(t).particles(state, params))
 
 

@@ -85,8 +85,9 @@ def check(cfg: Any) -> None:
 
     species: Sequence[Species] = cfg.particles
     if not species:
-        if cfg.output.trajectories.every:
-            raise ConfigError("output.trajectories.every", cfg.output.trajectories.every, "trajectories need "
+        every = cfg.output.section("trajectories").every
+        if every:
+            raise ConfigError("output.trajectories.every", every, "trajectories need "
                               "particles: declare a species in particles, or set 0", "has no particle to record")
         return
     info = registry()[cfg.physics.name]

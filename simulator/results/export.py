@@ -192,7 +192,7 @@ def plan_netcdf(run_dir: Path, path: Path | None = None, *, fields: Sequence[str
     first: dict[str, tuple[tuple[str, ...], tuple[int, ...], np.dtype]] = {}
     held: list[set[str]] = []
     dtypes: dict[str, list[np.dtype]] = {}
-    for ref in run.snapshots:  # a run directory holds one grid: a restart on another one must branch
+    for ref in run.output("snapshots"):  # a run directory holds one grid: a restart on another one must branch
         with _open(ref) as snap:
             first = first or {n: (field_dims(snap, n), snap.shape(n), snap.file[n].dtype) for n in snap.fields}
             held.append(set(snap.fields))
@@ -245,7 +245,7 @@ def _written(path: Path, fill: Callable[[Path], None], size: int = 0) -> Path:
 def write_netcdf(plan: NetcdfPlan) -> Path:
     """Write the export :func:`plan_netcdf` checked (one snapshot field in memory at a time); returns its path."""
     run = plan.run
-    refs = run.snapshots if plan.fields else ()
+    refs = run.output("snapshots") if plan.fields else ()
 
     def fill(tmp: Path) -> None:
         with h5netcdf.File(tmp, "w") as f:
@@ -254,9 +254,9 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
             units = dict(CODE_UNITS)
             if refs:
                 _snapshot_fields(f, plan, units)
-            if has_rows(run.spectra):  # one without rows is named in the plan's left_out
+            if has_rows(run.output("spectra")):  # one without rows is named in the plan's left_out
                 spectra_group(f, run, units)
-            if has_rows(run.timeseries):
+            if has_rows(run.output("timeseries")):
                 timeseries_group(f, run, units)
             write_groups(f, run, plan.groups, units)
 
@@ -265,7 +265,7 @@ def write_netcdf(plan: NetcdfPlan) -> Path:
 
 def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) -> None:
     """The fields of every snapshot along time, their grid and their clocks."""
-    refs = plan.run.snapshots
+    refs = plan.run.output("snapshots")
     with refs[0].open() as first:
         head = first.attrs
     units.update(head.get("units", {}))
@@ -310,12 +310,12 @@ def plan_merge(run_dir: Path, *, overwrite: bool = False) -> MergePlan:
     """Check a merge of every snapshot of ``run_dir`` into ``snapshots/merged/`` (reads only): ConfigError
     when the run cannot be read, a snapshot's shards are missing, or a merged file exists and not ``overwrite``."""
     run = load_run(run_dir)
-    if not run.snapshots:
+    if not run.output("snapshots"):
         raise ConfigError("--merge", str(run_dir), "give a run that has written snapshots", "has no snapshots")
-    for ref in run.snapshots:
+    for ref in run.output("snapshots"):
         _open(ref).close()
     merged = run_dir / DIR / MERGED
-    pairs = tuple((ref.path, merged / ref.path.name) for ref in run.snapshots)
+    pairs = tuple((ref.path, merged / ref.path.name) for ref in run.output("snapshots"))
     for target in [t for _, m in pairs for t in (m, m.with_suffix(".xdmf"))] + [merged / "series.xdmf"]:
         _refuse_existing("--merge", target, overwrite, "give --overwrite to merge the snapshots again")
     return MergePlan(pairs)

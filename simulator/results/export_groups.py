@@ -172,7 +172,7 @@ def plan_groups(run: RunResults, room: int) -> tuple[tuple[str, ...], int, tuple
             continue
         chosen.append(kind)
         used += size
-    odd = axes_of(run.statistics)[1] if "statistics" in chosen else []
+    odd = axes_of(run.output("statistics"))[1] if "statistics" in chosen else []
     if odd:
         left.append(f"statistics {', '.join(odd)} (axes of unknown meaning)")
     if run.aside:
@@ -225,7 +225,7 @@ def timeseries_group(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -
 
     info = registry()[run.config["physics"]["name"]]
     described = info.diagnostics
-    rows = run.timeseries
+    rows = run.output("timeseries")
     f.dimensions["time_series"] = len(rows["time"])
     variable(f, "time_series", ("time_series",), rows["time"], units=units["time"],
              long_name="simulation time of each row of timeseries.csv", axis="T")
@@ -242,7 +242,7 @@ def timeseries_group(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -
 
 def spectra_group(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> None:
     """spectra.h5's rows (as :func:`~simulator.output.spectra.read_spectra` reads them) and attributes."""
-    data = run.spectra
+    data = run.output("spectra")
     axes = [name for name in SPECTRA_AXES if name in data]  # k, and Boussinesq's k_h and k_z: the maps' axes
     f.dimensions.update({"time_spectra": len(data["time"]), **{name: len(data[name]) for name in axes}})
     with open_for_reading(run.path / SPECTRA_FILE) as src:

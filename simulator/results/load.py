@@ -77,13 +77,13 @@ class RunResults:
         grid = list(self.config.get("grid", {}).get("shape", ()))
         shape = f"{grid[0]}^3" if len(grid) == 3 and len(set(grid)) == 1 else "x".join(map(str, grid))
         try:
-            times = self.timeseries.get("time", ())
+            times = self.output("timeseries").get("time", ())
             rows = counted(len(times), "row") + (f", t {times[0]:.6g} .. {times[-1]:.6g}" if len(times) else "")
         except OSError:  # a damaged timeseries.csv: printing the run still works, and reading it says why
             rows = "rows unreadable"
         state = f", {self.state}" if self.state is not None else ""
         return (f"RunResults({self.path}: {self.config.get('physics', {}).get('name', '?')} {shape}, "
-                f"{counted(len(self.snapshots), 'snapshot')}, {rows}{state})")
+                f"{counted(len(self.output('snapshots')), 'snapshot')}, {rows}{state})")
 
     @property
     def state(self) -> str | None:
@@ -103,31 +103,31 @@ class RunResults:
                  for p in sorted((self.path / folder).glob("s*.h5"))]
         return tuple(segments.superseded(self.path, files))
 
-    @cached_property
+    @property
     def timeseries(self) -> dict[str, np.ndarray]:
         """``timeseries.csv`` by column: ``step`` (int64), ``time``, ``dt`` and the diagnostics (float64;
         ``output("timeseries")``)."""
         return self.output("timeseries")
 
-    @cached_property
+    @property
     def spectra(self) -> dict[str, np.ndarray]:
         """``spectra.h5`` on the resolved shells 0 < k <= k_res: ``k`` (shells,), each spectrum (rows, shells), the
         rows' ``step``, ``time`` (and ``a``, ``z``), 2D maps over (``k_h``, ``k_z``) whole (``output("spectra")``)."""
         return self.output("spectra")
 
-    @cached_property
+    @property
     def snapshots(self) -> tuple[SnapshotRef, ...]:
         """The snapshots, oldest first (``output("snapshots")``): each a :class:`SnapshotRef`, its ``.step``,
         ``.time`` (read from its index's attributes when first asked, no field) and ``.open()``."""
         return self.output("snapshots")
 
-    @cached_property
+    @property
     def statistics(self) -> dict[str, Any]:
         """``statistics.h5`` (flow statistics) by dataset, its attributes under ``"attrs"`` as values (``shape``,
         ``box``, ``spacing`` lists), when the run wrote it (``output("statistics")``)."""
         return self.output("statistics")
 
-    @cached_property
+    @property
     def tasks(self) -> dict[str, TaskSeries]:
         """``tasks.h5`` (output.tasks) by task name, when the run wrote it (``output("tasks")``)."""
         return self.output("tasks")
@@ -141,7 +141,7 @@ class RunResults:
 
         return RunPlots(self.path, self.config)
 
-    @cached_property
+    @property
     def particles(self) -> dict[str, particle_output.ParticleSeries]:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
         ``.time`` (T,) of the snapshots that hold the species; ``.position`` (T, N, 3) wrapped into the box,
@@ -153,7 +153,7 @@ class RunResults:
         (``output("particles")``)."""
         return self.output("particles")
 
-    @cached_property
+    @property
     def trajectories(self) -> dict[str, lagrangian.Trajectories]:
         """``particles/trajectories.h5`` (``output.trajectories``) by species, read when first used: ``.time``,
         ``.step`` (T,), ``.x`` (unwrapped positions), ``.position`` (wrapped into the box) and ``.v`` (T, N, 3)
@@ -170,19 +170,28 @@ class RunResults:
         trajectories."""
         box = lagrangian.box_of(self.config)
         out = {}
-        for name, tracks in self.trajectories.items():
-            eps = lagrangian.mean_dissipation(self.timeseries, tracks.time) if self.timeseries else None
+        timeseries = self.output("timeseries")
+        for name, tracks in self.output("trajectories").items():
+            eps = lagrangian.mean_dissipation(timeseries, tracks.time) if timeseries else None
             out[name] = lagrangian.statistics(tracks, box=box, r0=r0, max_lag=max_lag, eps=eps)
         return out
 
     def output(self, name: str) -> Any:
-        """What the output kind ``name`` wrote, read by its reader (:mod:`simulator.output.kinds`): a
-        registered kind's own, e.g. ``run.output("extrema")``, and the shipped ones', whose attributes above
-        are aliases of it. KeyError naming the registered kinds for an unknown name."""
+        """What the output kind ``name`` wrote, read by its reader (:mod:`simulator.output.kinds`) when first asked
+        and then kept: a registered kind's own, e.g. ``run.output("extrema")``, and the shipped ones', whose
+        attributes above are aliases of it (``run.spectra is run.output("spectra")``), kept for users; the package
+        reads them through this one way. KeyError naming the registered kinds for an unknown name."""
         table = kinds.registry()
         if name not in table:
             raise KeyError(f"{name!r} is not an output kind (registered: {', '.join(table)})")
-        return table[name].call("read", self.path) if table[name].read is not None else None
+        if name not in self._read:
+            self._read[name] = table[name].call("read", self.path) if table[name].read is not None else None
+        return self._read[name]
+
+    @cached_property
+    def _read(self) -> dict[str, Any]:
+        """What :meth:`output` read, by kind."""
+        return {}
 
     @cached_property
     def units(self) -> dict[str, str]:
@@ -212,8 +221,9 @@ class RunResults:
         info = get(self.config["physics"]["name"])
         physics = parameters_of(info, self.config, str(self.path / CONFIG_FILE))
         grid = self.config["grid"]
-        rows = len(self.timeseries.get("time", ()))
-        per_row = [physics.scales({k: float(v[i]) for k, v in self.timeseries.items()}, grid["shape"], grid["box"])
+        timeseries = self.output("timeseries")
+        rows = len(timeseries.get("time", ()))
+        per_row = [physics.scales({k: float(v[i]) for k, v in timeseries.items()}, grid["shape"], grid["box"])
                    for i in range(rows)]
         return {name: np.array([row[name] for row in per_row]) for name in (per_row[0] if per_row else ())}
 

@@ -207,13 +207,13 @@ class FDMCosmoParams(EquationParams):
         output = cfg.output
         if self.output_redshifts:
             times = tuple(self.time_at(z) for z in self.output_redshifts)
-            for key, section in (("snapshots", output.snapshots), ("spectra", output.spectra)):
+            snapshots, spectra = output.section("snapshots"), output.section("spectra")
+            for key, section in (("snapshots", snapshots), ("spectra", spectra)):
                 if section.times not in (None, times):
                     raise ConfigError(f"output.{key}.times", list(section.times), "leave it out: "
                                       "physics.output_redshifts sets it", "contradicts the output redshifts")
-            every = 0 if output.spectra.every is None else output.spectra.every
-            output = dataclasses.replace(output, snapshots=dataclasses.replace(output.snapshots, times=times),
-                                         spectra=dataclasses.replace(output.spectra, times=times, every=every))
+            output = dataclasses.replace(output, snapshots=dataclasses.replace(snapshots, times=times),
+                                         spectra=dataclasses.replace(spectra, times=times, every=spectra.every or 0))
         return dataclasses.replace(cfg, physics=physics, time=dataclasses.replace(cfg.time, t_end=t_end),
                                    output=output)
 
