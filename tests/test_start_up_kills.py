@@ -35,16 +35,20 @@ def run(capfd, *args):
     return code, err
 
 
-def killed(cwd, where, *args):
-    """``simulator run SMALL ARGS`` in a process of its own, SIGKILLed at ``where`` (:data:`KILL_AT`)."""
-    code = ("import os, signal, sys\n"
-            "kill = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
-            f"{KILL_AT[where]}\n"
-            "from simulator.cli import main\n"
-            "sys.exit(main(['run', *sys.argv[1:]]))")
-    done = subprocess.run([sys.executable, "-c", code, *SMALL, *args], cwd=cwd, capture_output=True, text=True,
+def killed(cwd, where, *args, code=-signal.SIGKILL):
+    """``simulator run SMALL ARGS`` in a process of its own, SIGKILLed at ``where`` (:data:`KILL_AT`, or the code that
+    patches what stops it), which ends with ``code``; its stderr."""
+    source = ("import os, signal, sys\n"
+              "from simulator.run import signals\n"
+              "signals.catch_early()\n"  # as the simulator command does from its first line
+              "kill = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+              f"{KILL_AT.get(where, where)}\n"
+              "from simulator.cli import main\n"
+              "sys.exit(main(['run', *sys.argv[1:]]))")
+    done = subprocess.run([sys.executable, "-c", source, *SMALL, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
-    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert done.returncode == code, done.stderr[-2000:]
+    return done.stderr
 
 
 def names(path):
@@ -130,3 +134,25 @@ def test_a_new_run_killed_in_its_start_up_is_started_again_by_resume(tmp_path, m
     assert (out / "run.log").read_text().startswith(started)
     assert (out / "timeseries.csv").read_text() == (tmp_path / "straight/timeseries.csv").read_text()
     assert checkpoints.find(out).step == 10 and json.loads((out / "status.json").read_text())["state"] == "finished"
+
+
+def test_a_branch_stopped_before_its_state_existed_is_tried_again_by_the_command_its_hint_gives(tmp_path, monkeypatch,
+                                                                                               capfd):
+    """A branch stopped by SIGTERM in its start-up, before its state existed, leaves its log, its resolved config and
+    a status `interrupted` (exit 75), and names the branch command as the way to resume it: that command was refused,
+    `already holds a run`. It takes the branch over now; --resume is refused with the branch as its hint."""
+    monkeypatch.chdir(tmp_path)
+    assert run(capfd, "--set", "time.t_end=0.1", "--out", "run")[0] == 0
+    branch = ["--set", "time.t_end=0.2", "--restart", "run/checkpoints/c00000010.json", "--out", "branch"]
+    stop = ("from simulator.run.segment import Segment\nopen_log = Segment.open_log\n"
+            "Segment.open_log = lambda self: (open_log(self), os.kill(os.getpid(), signal.SIGTERM))")
+    err = killed(tmp_path, stop, *branch, code=75)
+    assert "before the first step" in err and "--restart run/checkpoints/c00000010.json --out branch" in err, err
+    out = tmp_path / "branch"
+    assert names(out) == ["config.yaml", "run.log", "status.json"], names(out)  # its lock released
+    assert json.loads((out / "status.json").read_text())["state"] == "interrupted"
+    code, err = run(capfd, "--set", "time.t_end=0.2", "--resume", "--out", "branch")
+    assert code == 2 and "began as a branch from" in err, err
+    code, err = run(capfd, *branch)
+    assert code == 0, err[-2000:]
+    assert checkpoints.find(out).step == 20 and rows(out) == [10, 15, 20]
