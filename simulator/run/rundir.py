@@ -302,7 +302,7 @@ def _retries(path: Path, target: Path) -> bool:
     if checkpoints.markers(path):
         return False
     source = _branched_from(path)
-    if source is None and not segments.record_paths(path) and startup.only_start_up(path):
+    if source is None and startup.only_start_up(path):  # no record: what its log says
         source = startup.logged_branch(path)
         if not source:  # a log that names no branch: taken over only when nothing else is there
             return {p.name for p in path.iterdir() if not p.name.startswith(LOCK_FILE)} == {"run.log"}
