@@ -58,7 +58,7 @@ from simulator.time.control import TOL
 #: being cleared never looks like another run)
 RUN_FILES = ("plots", "export", "particles", "aside", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
              "statistics.h5", "timeseries.csv", "timeseries.csv.tmp", "run.log", ".status.json.tmp", "status.json",
-             "config.yaml")
+             ".config.yaml.tmp", "config.yaml")
 #: what a run writes as it starts (run.log first) and steps: a directory with none of them holds no run to replace
 RUN_MARKS = ("run.log", "config.yaml", "status.json", ".status.json.tmp", "segments", "checkpoints", "timeseries.csv")
 #: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp,

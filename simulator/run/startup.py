@@ -21,8 +21,8 @@ from simulator.output.leftovers import rowless
 #: what the writers make as they open, before the segment's record: the time series' text beside its place (it takes
 #: its place once every file is open) and the row files, new and without a row
 OPENED = (f"{timeseries.FILE}.tmp", spectra.FILE, statistics.FILE, tasks.FILE)
-#: what a start-up leaves before its record: its log, its writers' files, and where it stopped before its state
-#: existed (a signal, a failure) the resolved config and the status that say so
+#: what a start-up leaves before its record (beside ``segments/`` holding none yet): its log, its writers' files, and
+#: where it stopped before its state existed (a signal, a failure) the resolved config and the status that say so
 BEFORE_RECORD = ("run.log", *OPENED, "config.yaml", "status.json", ".status.json.tmp")
 _BRANCHING = re.compile(r" branching from (.+), a checkpoint of another run$")
 
@@ -52,8 +52,8 @@ def only_start_up(path: Path) -> bool:
         names = {p.name for p in path.iterdir() if not p.name.startswith(".lock")}
     except OSError:
         return False
-    if "run.log" not in names or not names <= set(BEFORE_RECORD) or segments.record_paths(path):
-        return False
+    if "run.log" not in names or not names - {segments.DIR} <= set(BEFORE_RECORD) or segments.record_paths(path):
+        return False  # segments/ without a record: killed as it wrote its first
     if any(not rowless(path / name) for name in OPENED if name.endswith(".h5") and name in names):
         return False
     if not names & {"config.yaml", "status.json", ".status.json.tmp"}:
