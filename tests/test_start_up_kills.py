@@ -92,7 +92,7 @@ def test_a_branch_killed_as_it_opens_its_files_is_tried_again_by_the_same_comman
     code, err = run(capfd, "--set", "time.t_end=0.2", "--resume", "--out", "branch")
     assert code == 2 and "began as a branch from" in err and "--restart " + str(tmp_path.resolve() / "run") in err, err
     # killed as it wrote its record (a moment too short to hit): segments/ holding the record's text half written
-    half = copy(out, tmp_path / "half")
+    copy(out, tmp_path / "half")
     (tmp_path / "half/segments").mkdir()
     (tmp_path / "half/segments/.segment_000.yaml.tmp").write_text("config:\n  name: tay")
     with_rows = copy(out, tmp_path / "other", ("timeseries.csv", (tmp_path / "run/timeseries.csv").read_bytes()))
