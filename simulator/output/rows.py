@@ -44,6 +44,7 @@ import numpy as np
 from simulator.errors import reading
 from simulator.log import get_logger
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.output.leftovers import rowless
 
 #: the folder, beside a row file, that holds the files restarts set aside
 ASIDE_DIR = "aside"
@@ -165,7 +166,7 @@ def resume(path: Path, keep_through: int | None, changed: Callable[[h5py.File], 
     that takes the place of the file set aside, made beside it first so that the set-aside is a rename;
     None: the caller makes it (outside :func:`staged` only) once this returns False.
     """
-    if keep_through is None or not path.exists():
+    if keep_through is None or not path.exists() or (create is not None and rowless(path)):  # nothing to keep
         if create is not None:
             create(path)
         return False

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,10 +76,13 @@ def write_record(run_dir: Path, meta: Mapping[str, Any], step: int) -> Path:
     path = record_path(run_dir, number)
     record = {**meta, "segment": number, "start_step": step}
     for target in (path, run_dir / CONFIG_FILE):
+        tmp = target.with_name(f".{target.name}.tmp")  # whole or absent: a record killed half written names nothing
         try:
             target.parent.mkdir(exist_ok=True)
-            target.write_text(yaml.safe_dump(record, sort_keys=False))
+            tmp.write_text(yaml.safe_dump(record, sort_keys=False))
+            os.replace(tmp, target)
         except OSError as err:
+            tmp.unlink(missing_ok=True)
             raise OutputWriteError(f"writing {target} failed: {describe_os_error(err)}") from err
     # nothing more once every file is open; only an opening that fails has something to take back
     rows.later(lambda: None, undo=lambda: path.write_text(yaml.safe_dump({**record, "start_step": None},

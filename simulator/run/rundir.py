@@ -16,6 +16,11 @@ What ``--resume`` does (the job scripts run it on every allocation):
   ``t_end`` is not later, else refused (it cannot be extended);
 * a run of the same physics and grid that died before its first checkpoint: its partial output is
   removed and it starts again from t = 0;
+* a run killed in its start-up, before it recorded its config (``.lock``, ``run.log`` and the files its writers
+  opened, none with a row: :func:`simulator.run.startup.only_start_up`): it starts again from t = 0, appending to
+  its ``run.log``;
+* a branch's leftovers (its record, or its ``run.log``, names the checkpoint of another run it began from): refused,
+  with the branch command as the hint (from t = 0 it would be another run under the branch's name);
 * anything else (another config's run, checkpoints that are all damaged or all superseded, a live run) is
   refused.
 """
@@ -44,6 +49,7 @@ from simulator.launch import srun_tasks
 from simulator.log import get_logger
 from simulator.output import checkpoints, segments
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
+from simulator.run import startup
 from simulator.run.restart import physics_changes
 from simulator.time.control import TOL
 
@@ -52,7 +58,7 @@ from simulator.time.control import TOL
 #: being cleared never looks like another run)
 RUN_FILES = ("plots", "export", "particles", "aside", "checkpoints", "snapshots", "segments", "spectra.h5", "tasks.h5",
              "statistics.h5", "timeseries.csv", "timeseries.csv.tmp", "run.log", ".status.json.tmp", "status.json",
-             "config.yaml")
+             ".config.yaml.tmp", "config.yaml")
 #: what a run writes as it starts (run.log first) and steps: a directory with none of them holds no run to replace
 RUN_MARKS = ("run.log", "config.yaml", "status.json", ".status.json.tmp", "segments", "checkpoints", "timeseries.csv")
 #: ``<run>/status.json``: state (running, interrupted, finished, failed), step, time, exit code, host, time stamp,
@@ -224,6 +230,8 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
                           f"{checkpoints.why_damaged(damaged[0])}; restore a checkpoint or start afresh with "
                           "--overwrite", f"holds {len(damaged)} checkpoint(s), none of them intact")
     old = stored_config(path)
+    if old is None and startup.only_start_up(path):  # killed in its start-up, before its record: what its log says
+        return _start_up_plan(path)
     if old is None or physics_changes(old, cfg):
         raise ConfigError("--resume", str(path), "give the directory of this config's run, or a new one",
                           "holds files but no checkpoint of a run with this physics and grid")
@@ -246,14 +254,32 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
-    source = _branched_from(path)
-    if source:  # from t = 0 it would be another run than the branch begun here, under the branch's name
-        raise ConfigError("--resume", str(path), f"branch again from it: simulator run CONFIG --restart {source} "
-                          f"--out {path}", "holds no checkpoint of its own and began as a branch from "
-                          f"{source}, which --resume does not start again from t = 0")
+    _refuse_branch(path, _branched_from(path) or startup.logged_branch(path))
     _keep_source(cfg, path)
     return DirectoryPlan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, "
                                                "replacing its partial output", warn=True)
+
+
+def _refuse_branch(path: Path, source: str | None) -> None:
+    """Refuse ``--resume`` of ``path`` when its run began as a branch from ``source`` (a checkpoint of another run):
+    from t = 0 it would be another run than the branch begun here, under the branch's name."""
+    if source:
+        raise ConfigError("--resume", str(path), f"branch again from it: simulator run CONFIG --restart {source} "
+                          f"--out {path}", "holds no checkpoint of its own and began as a branch from "
+                          f"{source}, which --resume does not start again from t = 0")
+
+
+def _start_up_plan(path: Path) -> DirectoryPlan:
+    """``--resume`` of ``path`` holding only what a start-up killed before its record leaves
+    (:func:`simulator.run.startup.only_start_up`): a new run's starts again from t = 0, its log appended to (its
+    writers make their files anew: none holds a row); a branch's, or one whose log is empty, is refused."""
+    logged = startup.logged_branch(path)
+    _refuse_branch(path, logged)
+    if logged is None:
+        raise ConfigError("--resume", str(path), "run the command that began it again, or --overwrite",
+                          "holds the start-up of a run killed before its log said whether it began as a branch")
+    return DirectoryPlan(None, why=f"{path} holds only the start-up of a run killed before its first output: "
+                                   "starting it again from t = 0", warn=True)
 
 
 def _branched_from(path: Path) -> str | None:
@@ -270,11 +296,18 @@ def _branched_from(path: Path) -> str | None:
 
 def _retries(path: Path, target: Path) -> bool:
     """Whether a branch from ``target`` (a checkpoint; a run directory: its latest) into ``path`` tries again one begun
-    there: killed in its start-up (only ``run.log`` there), or before its first checkpoint (its record names it)."""
-    started = {p.name for p in path.iterdir() if not p.name.startswith(LOCK_FILE)} == {"run.log"}
+    there and killed before its first checkpoint: its record names ``target``, or it has none and holds only a
+    start-up's files (:func:`simulator.run.startup.only_start_up`) whose log names ``target``, or nothing but a log
+    that names no branch (a start-up killed before it could)."""
+    if checkpoints.markers(path):
+        return False
     source = _branched_from(path)
-    if started or source is None or checkpoints.markers(path):
-        return started
+    if source is None and startup.only_start_up(path):  # no record: what its log says
+        source = startup.logged_branch(path)
+        if not source:  # a log that names no branch: taken over only when nothing else is there
+            return {p.name for p in path.iterdir() if not p.name.startswith(LOCK_FILE)} == {"run.log"}
+    if source is None:
+        return False
     target = getattr(checkpoints.find(target, warn=False), "index", target) if target.is_dir() else target
     return target.is_file() and _same_place(Path(source), target.with_suffix(".json"))
 
@@ -291,9 +324,10 @@ def branch_hint(hint: str, index: Path | None, path: Path, allow_physics_change:
 
 def apply(planned: DirectoryPlan, path: Path) -> None:
     """Carry out ``planned`` in ``path`` (process 0, holding the lock, which made it): remove the old run's files."""
+    if planned.why:
+        get_logger().log(logging.WARNING if planned.warn else logging.INFO, "%s", planned.why)
     if not planned.clear:
         return
-    get_logger().log(logging.WARNING if planned.warn else logging.INFO, "%s", planned.why)
     for name in RUN_FILES:
         target = path / name
         if target.is_dir() and not target.is_symlink():

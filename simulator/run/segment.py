@@ -45,7 +45,7 @@ from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-from simulator.run import preflight, records, restart as restarts, rundir, superseded
+from simulator.run import preflight, records, restart as restarts, rundir, startup, superseded
 from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
@@ -148,10 +148,13 @@ class Segment:
         return True
 
     def open_log(self) -> None:
-        """``run.log`` (process 0): every line this segment logs from now on is appended to it."""
+        """``run.log`` (process 0): every line this segment logs from now on is appended to it, a branch's first naming
+        the checkpoint it branches from (what a retry or ``--resume`` of its start-up reads: :mod:`.startup`)."""
         if jax.process_index() == 0 and self._handler is None:
             self._handler = RunLog(self.out / "run.log")
             self.log.addHandler(self._handler)
+            if self.ckpt is not None and not rundir.same_run(self.ckpt.index, self.out):
+                self.log.info("%s", startup.branching(self.ckpt.index))
 
     def interrupted_before_first_step(self, flag: int) -> bool:
         """A stop signal (``flag``, agreed by all processes) before this segment's first step: nothing
