@@ -182,7 +182,7 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
 def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
     """Run point ``index`` here (what each array task does), its config read as stored (as :func:`prepare` reads it)
     with ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``); its resume hint is this command again."""
-    from simulator.planning.admission import admit
+    from simulator.planning import admit
     from simulator.run.command import resubmit_sweep, resume_hint, run_config
 
     manifest = read_manifest(directory)
@@ -233,7 +233,7 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags:
     member resuming from its latest checkpoint, their configs read as stored (as :func:`prepare` reads them) with
     ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``). Returns 75 when a member was stopped (the
     task is requeued), 1 when one failed, else 0. Each member's resume hint is this command: the group, not it alone."""
-    from simulator.planning.admission import admit
+    from simulator.planning import admit
     from simulator.run.command import resubmit_sweep, resume_hint
     manifest, groups = read_manifest(directory), read_groups(directory)  # a wrong directory: refused before JAX
     if not 0 <= index < len(groups):

@@ -35,7 +35,7 @@ def add_validate(sub: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from simulator.planning.admission import admit
+    from simulator.planning import admit
     from simulator.run.command import run_file
 
     return run_file(args.config, runtime_overrides(args), args.out, add_to_t_end=args.add_to_t_end, admit=admit,
