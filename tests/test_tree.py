@@ -56,8 +56,9 @@ def test_the_stray_file_check_finds_what_it_is_for():
 
 
 #: how the work's organisation leaks into a file: its sittings by number (an ordinal or a number beside the word
-#: session or sitting, the GPU's name between them or not), the helpers who did it, "this sitting". A pytest or
-#: Slurm session is a different thing (``scope="session"``, ``pytest_sessionstart``, ``--session``) and is not matched.
+#: session or sitting, the GPU's name between them or not), the helpers who did it, or a sitting as the current one.
+#: A pytest or Slurm session is a different thing (``scope="session"``, ``pytest_sessionstart``, ``--session``) and is
+#: not matched.
 ORDINAL = (r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth"
            r"|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|thirtieth|fortieth"
            r"|(?:twenty|thirty|forty)-\w+|\d+(?:st|nd|rd|th))")
@@ -75,7 +76,7 @@ TEXT = (".py", ".md", ".yaml", ".yml", ".toml", ".cfg", ".txt", ".sh", ".sbatch"
 def test_no_file_speaks_of_the_work_s_sittings():
     """The changelog had a heading per sitting of the work, numbered, and the performance page counted its
     measurements in sittings: the project speaks of its versions and dates. No tracked text file names a
-    sitting by its number or as "this session" (this file names them only in its patterns)."""
+    sitting by its number or as the current one (this file names them only in its patterns)."""
     found = []
     for rel in tracked():
         if not rel.endswith(TEXT) or rel == "tests/test_tree.py" or not (ROOT / rel).is_file():
