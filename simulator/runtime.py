@@ -243,9 +243,9 @@ def make_fft(cfg: Config, devices: Sequence | None = None, compact_at_least: Seq
     backend = BACKENDS[cfg.fft.backend]
     mesh = build_mesh(backend, cfg.fft.mesh, devices)
     _check_every_process_holds(mesh, cfg)
-    compact, why = spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), backend, cfg.grid.shape,
+    compact, why = spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), backend, cfg.grid.cells,
                                    tuple(mesh.devices.shape))
-    fft = backend(cfg.grid.shape, mesh, compact=compact and (compact_at_least or True))
+    fft = backend(cfg.grid.cells, mesh, compact=compact and (compact_at_least or True))
     fft.layout_reason = why
     fft.step_in_turn = cfg.fft.in_turn is True  # auto: all at once unless the memory check chose true
     return fft

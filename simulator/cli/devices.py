@@ -31,7 +31,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         shape = backend.mesh_shape(rep.global_device_count, cfg.fft.mesh)
         print(f"config mesh:           {cfg.fft.backend} {list(shape)} {backend.axis_names} "
               f"for grid {list(cfg.grid.shape)} in {cfg.precision}")
-        backend.check_layout(cfg.grid.shape, shape)
+        backend.check_layout(cfg.grid.cells, shape)
         fft = runtime.make_fft(cfg)
         print(f"layout:                {fft.describe()}")
         print(f"local FFT:             {fft.local.describe(rep.platform)}")
@@ -110,7 +110,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         shape = backend.mesh_shape(jax.device_count(), mesh_req)
         try:
             backend.check_installed()
-            backend.check_layout(cfg.grid.shape, shape)
+            backend.check_layout(cfg.grid.cells, shape)
         except ConfigError as err:
             if rank0:
                 print(f"{name:10s} {'x'.join(map(str, shape)):8s} skipped: {err}")
@@ -118,9 +118,9 @@ def cmd_check(args: argparse.Namespace) -> int:
                 raise
             continue
         mesh = runtime.build_mesh(backend, mesh_req)
-        ffts = [(backend(cfg.grid.shape, mesh), real) for real in (True, False)]
-        if backend.compact_sizes(cfg.grid.shape, shape, None) is not None:  # the 2/3 rule's layout too
-            ffts.append((backend(cfg.grid.shape, mesh, compact=True), True))
+        ffts = [(backend(cfg.grid.cells, mesh), real) for real in (True, False)]
+        if backend.compact_sizes(cfg.grid.cells, shape, None) is not None:  # the 2/3 rule's layout too
+            ffts.append((backend(cfg.grid.cells, mesh, compact=True), True))
         for fft, real in ffts:
             r = check_transform(fft, real, dtype, seed=args.seed)
             failed += not r.ok

@@ -28,6 +28,7 @@ PACKAGES = (
     "simulator.equations.fdm_cosmo",
     "simulator.equations.boussinesq",
     "simulator.equations.mhd",
+    "simulator.equations.ns2d",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

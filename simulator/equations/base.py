@@ -161,11 +161,12 @@ class Equation(abc.ABC):
         fields see the time without recompiling."""
         return self
 
-    def settle(self, state: Any) -> Any:
-        """``state`` after a whole step, as every scheme leaves it (:mod:`simulator.time.schemes`: a duty the
-        scheme's registry does, not each step factory): particles kept per device handed to the devices whose
-        blocks now hold them (:meth:`simulator.particles.flow.WithParticles.settle`). The default is the state
-        as it is."""
+    def settle(self, state: Any, t: jax.Array, dt: jax.Array, params: Params) -> Any:
+        """``state`` after a whole step from ``t`` to ``t + dt``, as every scheme leaves it
+        (:mod:`simulator.time.schemes`: a duty the scheme's registry does, not each step factory): particles kept
+        per device handed to the devices whose blocks now hold them
+        (:meth:`simulator.particles.flow.WithParticles.settle`), a random forcing's kick
+        (:meth:`simulator.equations.ns2d.equation.NS2D.settle`). The default is the state as it is."""
         return state
 
     def lost(self, state: Any) -> Loss | None:

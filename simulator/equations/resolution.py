@@ -175,7 +175,7 @@ def plan_line(cfg: Any) -> str | None:
     if nu is None:
         return None
     dealias = getattr(physics, "dealias", "two_thirds")
-    kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, dealias)
+    kmax = dealiased_kmax(cfg.grid.cells, cfg.grid.lengths, dealias)
     parts = [f"k_max = {kmax:.4g} ({dealias})"]
     if nu > 0:
         parts.append(f"k_max eta >= 1 while epsilon <= nu^3 k_max^4 = {nu**3 * kmax**4:.3g}")
@@ -196,7 +196,7 @@ def stiffness(cfg: Any) -> float:
     adaptive step's cap). Above :data:`STIFF` an integrating-factor scheme integrates a
     nonlinear term varying faster than its step there (``etdrk4`` does not)."""
     physics = cfg.physics
-    kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, getattr(physics, "dealias", "two_thirds"))
+    kmax = dealiased_kmax(cfg.grid.cells, cfg.grid.lengths, getattr(physics, "dealias", "two_thirds"))
     hyper = getattr(physics, "hyperviscosity", 0.0) or 0.0
     order = getattr(physics, "hyperviscosity_order", None) or 0
     return (physics.viscosity * kmax**2 + (hyper * kmax ** (2 * order) if hyper > 0 else 0.0)) * cfg.time.dt
@@ -228,12 +228,12 @@ def plan_hint(cfg: Any) -> str | None:
     if physics.name != "navier_stokes":
         return None
     hints = []
-    cell = min(length / n for length, n in zip(cfg.grid.box, cfg.grid.shape, strict=True))
+    cell = min(length / n for length, n in zip(cfg.grid.lengths, cfg.grid.cells, strict=True))
     small_step = cfg.time.cfl <= 1.0 if cfg.time.cfl is not None else cfg.time.dt <= cell
     # rk2 has no stability interval on the imaginary axis (|R(iy)|^2 = 1 + y^4/4): only viscosity keeps it stable,
     # so the hint holds only where the benchmark saw that: Reynolds numbers (unit velocity, length box / 2 pi)
     # up to 400; at 1600 rk2 blew up at half a cell per step from 128^3 to 256^3 (an H100, PERFORMANCE.md)
-    reynolds = max(cfg.grid.box) / (2 * math.pi) / physics.viscosity if physics.viscosity > 0 else math.inf
+    reynolds = max(cfg.grid.lengths) / (2 * math.pi) / physics.viscosity if physics.viscosity > 0 else math.inf
     if cfg.time.integrator in RK2_MEASURED_AGAINST and small_step and reynolds <= RK2_MAX_REYNOLDS:
         hints.append(f"time.integrator=rk2 gave {cfg.time.integrator}'s error to 2% for 0.5-0.8 of its cost at "
                      f"steps of at most a cell per unit velocity and Reynolds numbers up to {RK2_MAX_REYNOLDS}, "
@@ -242,7 +242,7 @@ def plan_hint(cfg: Any) -> str | None:
         hints.append(f"time.integrator=etdrk4: |L dt| = {stiff:.3g} at k_max makes this run stiff, where the "
                      f"integrating factor loses its order (from {STIFF_BENCHMARK})")
     if physics.dealias == "two_thirds" and physics.forcing != "none" and physics.viscosity > 0:
-        kmax = dealiased_kmax(cfg.grid.shape, cfg.grid.box, "two_thirds")
+        kmax = dealiased_kmax(cfg.grid.cells, cfg.grid.lengths, "two_thirds")
         if kmax * (physics.viscosity**3 / physics.forcing_power) ** 0.25 < THRESHOLDS["kmax_eta"]:
             hints.append("physics.dealias=phase_shift_spherical resolves a k_max sqrt(2) larger for 1.0-1.3 times "
                          f"the step's cost and halved the error at 64^3 (from {BENCHMARK})")

@@ -229,6 +229,8 @@ class EquationInfo:
     #: 1-D spectra binned by another wavenumber than |k|: name -> ``k_h`` (horizontal) or ``k_z`` (|k_z|); their bin
     #: 0 is no mean but modes of the flow (vertically uniform, or horizontally uniform: shear), kept when read
     spectrum_axes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: the grids it runs on: 3 a box (``grid.shape`` of three entries), 2 a plane (two; :mod:`simulator.fft.plane`)
+    dimensions: int = 3
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free

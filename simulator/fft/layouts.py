@@ -342,7 +342,7 @@ def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> N
         return
     sizes = dict(zip(layout.axis_names, mesh, strict=True))
     for axis, name in enumerate(layout.real_axes):
-        if name is not None and cfg.grid.shape[axis] // sizes[name] < planes:
+        if name is not None and cfg.grid.cells[axis] // sizes[name] < planes:
             raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
                               f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
                               f"{instead}", "is not available")

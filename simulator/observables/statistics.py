@@ -260,7 +260,7 @@ def statistics(eq: Any, state: Any, params: Mapping[str, Any], lay: StatisticsLa
 def layout_of(cfg: Any) -> StatisticsLayout:
     """The statistics layout of a run of ``cfg`` (its grid and ``output.statistics``)."""
     section = cfg.output.section("statistics")
-    return layout(cfg.grid.shape, section.orders, section.separations, section.pdf_bins, section.pdf_range,
+    return layout(cfg.grid.cells, section.orders, section.separations, section.pdf_bins, section.pdf_range,
                   section.pdf_separations)
 
 

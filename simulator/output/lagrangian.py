@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from simulator.errors import ConfigError, counted, reading
+from simulator.fft import plane
 from simulator.output.rows import open_for_reading
 
 #: the trajectory file under the run directory (written by :class:`simulator.output.trajectories.TrajectoryWriter`)
@@ -214,7 +215,8 @@ def statistics(tracks: Trajectories, *, box: np.ndarray | None = None, r0: float
 def box_of(config: dict) -> np.ndarray | None:
     """The box lengths (3,) of a run's resolved config (None when it does not say them as numbers)."""
     try:
-        box = np.broadcast_to(np.asarray(config["grid"]["box"], dtype=np.float64), (3,)).copy()
+        grid = config["grid"]
+        box = np.broadcast_to(np.asarray(plane.lengths(grid["shape"], grid["box"]), dtype=np.float64), (3,)).copy()
     except (KeyError, TypeError, ValueError):
         return None
     return box if np.all(np.isfinite(box)) and np.all(box > 0) else None

@@ -296,7 +296,7 @@ def particles(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> Ma
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """Snapshots of every species of the state on the field snapshots' schedule."""
-    return [ParticleSnapshotWriter(Schedule.of(cfg.output.section("snapshots")), species_sizes(cfg), cfg.grid.box,
+    return [ParticleSnapshotWriter(Schedule.of(cfg.output.section("snapshots")), species_sizes(cfg), cfg.grid.lengths,
                                    ctx.snapshot_attrs, ctx.info, ctx.rank0, cfg.physics.clock().units())]
 
 

@@ -43,7 +43,7 @@ def load_run_config(run_dir: Path, sweeps: bool = False) -> dict[str, Any]:
         raise ConfigError("RUN_DIR", str(run_dir), allowed, f"is not a run directory (it has no {CONFIG_FILE})")
     try:
         config = yaml.safe_load(path.read_text())["config"]
-        usable = (bool(config["name"]) and len(config["grid"]["shape"]) == 3
+        usable = (bool(config["name"]) and len(config["grid"]["shape"]) in (2, 3)
                   and config["physics"]["name"] in registry())
     except (yaml.YAMLError, OSError, KeyError, TypeError, ValueError):
         usable = False

@@ -204,7 +204,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     scheduled: a restart trims the series past its step)."""
     info, names = sim.equation.field_info, list(sim.snapshot_fields)
     schedule = Schedule.of(cfg.output.section("snapshots"))
-    return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.box, ctx.info, ctx.rank0,
+    return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.lengths, ctx.info, ctx.rank0,
                            cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked])]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from simulator.equations.spec import FromFile, InitialCondition
 from simulator.errors import ConfigError
+from simulator.fft import plane
 from simulator.output import checkpoints, segments
 from simulator.output.hdf5 import IncompleteOutputError, IndexedFile
 
@@ -33,12 +34,12 @@ class Source:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """The grid (Nx, Ny, Nz) it was written on."""
-        return tuple(int(n) for n in self.config["grid"]["shape"])  # type: ignore[return-value]
+        """The box (Nx, Ny, Nz) it was written on (a plane's: :func:`simulator.fft.plane.cells`)."""
+        return plane.cells(self.config["grid"]["shape"])
 
     @property
     def box(self) -> tuple[float, float, float]:
-        return tuple(float(b) for b in self.config["grid"]["box"])  # type: ignore[return-value]
+        return plane.lengths(self.config["grid"]["shape"], self.config["grid"]["box"])
 
     @property
     def equation(self) -> str:
@@ -118,7 +119,7 @@ def check_start(initial: InitialCondition, cfg: Any) -> None:
     if source.equation != cfg.physics.name:
         raise ConfigError("initial.path", initial.path, f"give a state of {cfg.physics.name}",
                           f"holds a {source.equation} state")
-    box = [float(b) for b in cfg.grid.box]
+    box = [float(b) for b in cfg.grid.lengths]
     if any(abs(a - b) > 1e-12 * max(abs(b), 1.0) for a, b in zip(source.box, box, strict=True)):
         raise ConfigError("initial.path", initial.path, f"give a state in this run's box {box}",
                           f"was written in the box {list(source.box)}")

@@ -33,6 +33,7 @@ from simulator.equations.resolution import RESOLVED
 from simulator.equations.spec import EquationInfo
 from simulator.equations.templates import declared
 from simulator.errors import reading
+from simulator.fft import plane
 from simulator.output import rows
 from simulator.output.base import (
     CODE_UNITS,
@@ -234,7 +235,8 @@ def resolved_wavenumber(config: Mapping[str, Any], info: EquationInfo | None, ax
     :data:`simulator.equations.resolution.RESOLVED`)."""
     grid = config["grid"]
     fraction = RESOLVED.get(config.get("physics", {}).get("dealias"), 1.0 if info is None else info.plot.resolved)
-    return fraction * min(math.pi * grid["shape"][i] / float(grid["box"][i]) for i in SPANS[axis])
+    cells, lengths = plane.cells(grid["shape"]), plane.lengths(grid["shape"], grid["box"])
+    return fraction * min(math.pi * cells[i] / lengths[i] for i in SPANS[axis] if cells[i] > 1)
 
 
 def resolved_shells(k: np.ndarray, config: Mapping[str, Any], info: EquationInfo | None, axis: str = "k"
@@ -320,7 +322,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     from simulator.observables.spectra import shell_wavenumbers
 
     clock = cfg.physics.clock()
-    shells = shell_wavenumbers(cfg.grid.shape, cfg.grid.box)
+    shells = shell_wavenumbers(cfg.grid.cells, cfg.grid.lengths)
     return [SpectraWriter(Schedule.of(cfg.output.section("spectra")), shells, ctx.rank0, sim.info.spectra,
                           clock.units() or None, clock.time_coordinates)]
 

@@ -151,7 +151,7 @@ def _check_statistics(cfg: Any) -> None:
     if "velocity" not in equations.registry()[cfg.physics.name].fields:
         raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
                           f"is undefined for physics.name = {cfg.physics.name}")
-    half = min(cfg.grid.shape) // 2
+    half = min(cfg.grid.cells) // 2
     for key in ("separations", "pdf_separations"):
         values = getattr(stats, key) or ()
         if any(r > half for r in values):
@@ -202,9 +202,9 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The ``statistics.h5`` writer of a run of ``cfg`` on ``output.statistics``'s schedule."""
     from simulator.observables.statistics import layout_of
 
-    spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
+    spacing = [float(b) / n for b, n in zip(cfg.grid.lengths, cfg.grid.cells, strict=True)]
     attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
-    coords = coordinates(tuple(cfg.grid.shape), layout_of(cfg))
+    coords = coordinates(tuple(cfg.grid.cells), layout_of(cfg))
     return [StatisticsWriter(Schedule.of(cfg.output.section("statistics")), coords, ctx.rank0, attrs)]
 
 

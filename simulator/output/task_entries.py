@@ -112,7 +112,7 @@ def check(cfg: Any) -> None:
             raise ConfigError(f"{key}.field", task.field, f"for physics.name = {cfg.physics.name} use one of: "
                               f"{', '.join(fields)}", "is not a field of this run")
         _check_component(f"{key}.component", task, fields[task.field])
-        _check_axis(key, task, cfg.grid.shape)
+        _check_axis(key, task, cfg.grid.cells)
         if not task.on:
             raise ConfigError(key, task.name, "give it a schedule: every, dt, wall, times or at_end",
                               "is never written")
@@ -165,7 +165,7 @@ def resolve(cfg: Any) -> tuple[TaskOutput, ...]:
             axis = task.axis or "z"
             index = task.index if task.reduce == "slice" and task.index is not None else None
             if task.reduce == "slice" and index is None:
-                index = cfg.grid.shape[AXES.index(axis)] // 2
+                index = cfg.grid.cells[AXES.index(axis)] // 2
             task = dataclasses.replace(task, axis=axis, index=index)
         out.append(task)
     return tuple(out)

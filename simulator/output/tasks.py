@@ -240,10 +240,10 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The writers of ``cfg.output.tasks``, one per task (each on its own schedule; those due at one chunk end
     share one evaluation of all of them)."""
     units = cfg.physics.clock().units()
-    layouts = [describe(entry, cfg.grid.shape, cfg.grid.box, units, sim.equation.field_info[entry.field].doc)
+    layouts = [describe(entry, cfg.grid.cells, cfg.grid.lengths, units, sim.equation.field_info[entry.field].doc)
                for entry in cfg.output.section("tasks")]
     file = TasksFile(layouts, {"equation": cfg.physics.name, "shape": list(cfg.grid.shape),
-                               "box": [float(b) for b in cfg.grid.box]}, units) if ctx.rank0 else None
+                               "box": [float(b) for b in cfg.grid.lengths]}, units) if ctx.rank0 else None
     return [TaskWriter(layout, Schedule.of(entry), file)
             for layout, entry in zip(layouts, cfg.output.section("tasks"), strict=True)]
 

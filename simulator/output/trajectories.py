@@ -142,7 +142,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     section = cfg.output.section("trajectories")
     schedule = Schedule(every=section.every, start=section.start)
     return [TrajectoryWriter(schedule, [s.name for s in cfg.particles], [s.count for s in cfg.particles],
-                             section.count, cfg.grid.box, ctx.rank0, cfg.physics.clock().units())]
+                             section.count, cfg.grid.lengths, ctx.rank0, cfg.physics.clock().units())]
 
 
 def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:

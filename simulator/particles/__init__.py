@@ -135,7 +135,7 @@ def describe(cfg: Any, devices: int) -> str:
     from simulator.fft.layouts import LAYOUTS
 
     count = sum(s.count for s in cfg.particles)
-    nx, ny, nz = cfg.grid.shape
+    nx, ny, nz = cfg.grid.cells
     modes = nx * ny * (nz // 2 if LAYOUTS[cfg.fft.backend].has_real_transform else nz) // devices
     # each of the scheme's right-hand-side evaluations interpolates u at every particle once
     stages = SCHEMES[cfg.time.integrator].stages
@@ -152,7 +152,7 @@ def check_start(cfg: Any) -> None:
     """Checks that matter only when a run places its particles (a new run; a restart takes them from its
     checkpoint): every ``placement: file`` read and checked before JAX starts, one-line errors naming
     ``particles[i].path``."""
-    bound = wrap_bound(cfg.grid.box, cfg.grid.shape, cfg.precision)
+    bound = wrap_bound(cfg.grid.lengths, cfg.grid.cells, cfg.precision)
     for i, s in enumerate(cfg.particles):
         if s.placement == "file":
-            initial_positions(s, cfg.grid.box, f"particles[{i}]", bound)
+            initial_positions(s, cfg.grid.lengths, f"particles[{i}]", bound)

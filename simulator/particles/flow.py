@@ -278,10 +278,13 @@ class WithParticles(SemiLinearEquation):
 
     # ---- owned species (:mod:`.owned`) ------------------------------------------------------------------
 
-    def settle(self, state: Any) -> Any:
-        """After a whole step (:func:`simulator.time.integrators._settled`): every owned species handed to the
-        devices whose blocks hold its particles, losses counted (:func:`.owned.settle`); the state as it is
-        without owned species."""
+    def settle(self, state: Any, t: jax.Array, dt: jax.Array, params: Params) -> Any:
+        """After a whole step (:func:`simulator.time.integrators.bind`): the flow's own (a forcing's kick), then
+        every owned species handed to the devices whose blocks hold its particles, losses counted
+        (:func:`.owned.settle`)."""
+        flow = self.flow.settle(state[FLOW], t, dt, params)
+        if flow is not state[FLOW]:
+            state = {**state, FLOW: flow}
         if not any(s.owned for s in self.species):
             return state
         out = dict(state)
@@ -335,7 +338,7 @@ def lost_species(eq: WithParticles, state: Any, cfg: Any, batched: bool = False)
     member of an ensemble's stacked state with ``batched``): a position or velocity NaN or Inf, or a
     position so far from the box that the run's floats no longer locate it within a grid cell
     (:func:`wrap_bound` with ``cells = 1``; unwrapped positions travel, but not that far)."""
-    bound = jnp.asarray(wrap_bound(cfg.grid.box, cfg.grid.shape, cfg.precision, cells=1.0), eq.dtype)
+    bound = jnp.asarray(wrap_bound(cfg.grid.lengths, cfg.grid.cells, cfg.precision, cells=1.0), eq.dtype)
     ok = (jax.vmap(_sane, in_axes=(None, 0, None)) if batched else _sane)(eq, state, bound)
     flags = {name: np.atleast_1d(np.asarray(flag.addressable_data(0))) for name, flag in ok.items()}
     members = len(next(iter(flags.values()))) if flags else 0

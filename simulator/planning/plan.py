@@ -217,14 +217,14 @@ class Plan:
     def largest_grid(self) -> tuple[int, ...] | None:
         """The largest grid of the run's own aspect (a multiple of :func:`grid_unit`: a cubic run's the largest
         cubic grid) that fits and that the config can use, the other order of transforms included; None: none."""
-        unit = grid_unit(self.cfg.grid.shape)
+        unit = grid_unit(self.cfg.grid.cells)
         n = max(p._largest(lambda shape: config_on_grid(self.cfg, shape), unit) for p in self._orders())
         return tuple(n * u for u in unit) if n else None
 
     def largest_grid_refusal(self) -> str | None:
         """Why a larger grid of the run's aspect than :attr:`largest_grid` fits memory but not the config (the
         config's refusal of the largest that fits memory, one line), or None when memory alone sets it."""
-        unit = grid_unit(self.cfg.grid.shape)
+        unit = grid_unit(self.cfg.grid.cells)
         n = max(p._largest(None, unit) for p in self._orders())
         if n * unit[0] <= (self.largest_grid or (0,))[0]:
             return None
@@ -252,7 +252,7 @@ class Plan:
         from simulator.fft.layouts import LAYOUTS
 
         need = self.bytes_per_cell * self.cells / (USABLE_FRACTION * self.available)
-        layout, shape = LAYOUTS[self.cfg.fft.backend], self.cfg.grid.shape  # compact: where that layout holds
+        layout, shape = LAYOUTS[self.cfg.fft.backend], self.cfg.grid.cells  # compact: where that layout holds
         counts = (n for n in layout.device_counts(shape)
                   if not self.compact or layout.compact_sizes(shape, layout.mesh_shape(n, None)) is not None)
         return next((n for n in counts if n > self.devices and n >= need), None)
@@ -270,7 +270,7 @@ def _shown(shape: Sequence[int]) -> str:
 
 def largest_grid_line(plan: Plan) -> str:
     """The plan's line on the largest grid that fits: cubic for a cubic run, else of the run's own aspect."""
-    shape, unit = plan.largest_grid, grid_unit(plan.cfg.grid.shape)
+    shape, unit = plan.largest_grid, grid_unit(plan.cfg.grid.cells)
     what = "cubic grid" if len(set(unit)) == 1 else f"grid of this run's aspect (a multiple of {list(unit)})"
     if shape is None:
         return f"no {what} fits these devices"

@@ -41,13 +41,13 @@ def smaller_run(cfg: Config, mesh: tuple[int, ...]) -> Config | None:
     separations, tasks); None when there is none (fewer than 8 x COMPILED_DEVICES devices: compile them)."""
     from simulator.config.model import validate
 
-    devices = math.prod(mesh)
-    for r in range(round(devices ** (1 / 3)), 1, -1):
-        if devices % r**3 or devices // r**3 < COMPILED_DEVICES or any(n % r for n in cfg.grid.shape):
+    devices, dims = math.prod(mesh), len(cfg.grid.shape)  # a plane's cells per device fall as r^2
+    for r in range(round(devices ** (1 / dims)), 1, -1):
+        if devices % r**dims or devices // r**dims < COMPILED_DEVICES or any(n % r for n in cfg.grid.shape):
             continue
         grid = dataclasses.replace(cfg.grid, shape=tuple(n // r for n in cfg.grid.shape))
         # every axis exchanging among 4 or more devices still (XLA fuses an exchange between 2 otherwise)
-        candidates = [m for m in _divided(mesh, r**3) if all(a >= min(b, 4) for a, b in zip(m, mesh, strict=True))]
+        candidates = [m for m in _divided(mesh, r**dims) if all(a >= min(b, 4) for a, b in zip(m, mesh, strict=True))]
         for smaller in sorted(candidates, key=lambda m: abs(math.log(m[0] / m[-1]) - math.log(mesh[0] / mesh[-1]))):
             small = dataclasses.replace(cfg, grid=grid, fft=dataclasses.replace(cfg.fft, mesh=smaller))
             try:
@@ -84,7 +84,7 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
         memory, memory_source = device_memory_available(devices)
     # a compact spectrum r times smaller along each axis, as the run's own per device (not the smaller
     # grid's own sizes: those are rounded to another mesh and would hold another share of the modes)
-    r = sim.fft.shape[0] // small.grid.shape[0]
+    r = sim.fft.shape[-1] // small.grid.cells[-1]
     at_least = None if sim.fft.compact is None else tuple(-(-k // r) for k in sim.fft.compact)
     p = make_plan(type(sim)(small, devices[:math.prod(small.fft.mesh)], compact_at_least=at_least), programs,
                   memory, memory_source=memory_source, gpu=gpu, for_gpu=for_gpu)
@@ -93,5 +93,5 @@ def reduced_plan(sim: Any, programs: Sequence[str], memory: int | None = None, m
     if traffic is not None:
         traffic = cost.scaled_traffic(cost.per_cell(traffic, p.cells, p.devices), cells, n, sim.cfg.fft.backend)
     return Plan(sim.cfg, p.platform, n, mesh, cells, p.program_bytes, memory, memory_source, traffic,
-                p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.shape, tuple(small.fft.mesh)),
+                p.ffts_per_step, time.perf_counter() - t0, compiled_as=(small.grid.cells, tuple(small.fft.mesh)),
                 **spectral_layout(sim), compiled_for=p.compiled_for)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import counted
+from simulator.fft import plane
 from simulator.output import kinds, lagrangian, particles as particle_output, segments, snapshots as snapshot_output
 from simulator.output.base import CODE_UNITS
 from simulator.output.rows import ASIDE_DIR
@@ -223,7 +224,8 @@ class RunResults:
         grid = self.config["grid"]
         timeseries = self.output("timeseries")
         rows = len(timeseries.get("time", ()))
-        per_row = [physics.scales({k: float(v[i]) for k, v in timeseries.items()}, grid["shape"], grid["box"])
+        per_row = [physics.scales({k: float(v[i]) for k, v in timeseries.items()}, plane.cells(grid["shape"]),
+                                  plane.lengths(grid["shape"], grid["box"]))
                    for i in range(rows)]
         return {name: np.array([row[name] for row in per_row]) for name in (per_row[0] if per_row else ())}
 

@@ -311,7 +311,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
     batch = Batch(sim, active, states, params)
     log.info("ensemble of %d member(s) (%s): one batched program on %s", len(active),
              ", ".join(m.out.name for m in active), sim.fft.describe())
-    shown = {"cells": math.prod(members[0].cfg.grid.shape), "progress": sim.info.progress}
+    shown = {"cells": math.prod(members[0].cfg.grid.cells), "progress": sim.info.progress}
 
     def moment(i: int, m: Segment, p: Any, **kw: Any) -> Moment:
         return Moment(kw.pop("step", m.step), kw.pop("time", m.t), kw.pop("dt", m.stepper.dt),

@@ -76,7 +76,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
     def compute(program: str, m: Moment) -> object:  # the output kinds' programs, once per moment
         return sim.output(program, m.state, m.time, m.dt)
 
-    shown = {"cells": math.prod(cfg.grid.shape), "progress": sim.info.progress}
+    shown = {"cells": math.prod(cfg.grid.cells), "progress": sim.info.progress}
     if seg.starts:  # a new run's t = 0, a branch's first time
         if stepper.adaptive:  # the dt the controller takes from the initial state (no step: n = 0); a branch's
             # checkpoint holds the dt of its source's grid and config, which its first row would show

@@ -70,11 +70,11 @@ class Simulation:
         cls = self.info.load()
         if not issubclass(cls, PROTOCOLS[self.info.protocol]):
             raise TypeError(f"{cls.__name__} does not implement the {self.info.protocol} protocol it declares")
-        self.equation: Equation = cls(self.fft, cfg.grid.box, self.dtype, cfg.physics)
+        self.equation: Equation = cls(self.fft, cfg.grid.lengths, self.dtype, cfg.physics)
         if cfg.particles:  # the flow carries Lagrangian particles: its state gains their arrays
             from simulator.particles.setup import with_particles
 
-            self.equation = with_particles(self.equation, cfg.particles, cfg.grid.box, cfg.time)
+            self.equation = with_particles(self.equation, cfg.particles, cfg.grid.lengths, cfg.time)
         self.params: dict[str, jax.Array] = self.equation.params(cfg.physics)
         self.scheme = SCHEMES[cfg.time.integrator]
         self.traces = 0
@@ -369,7 +369,7 @@ class Simulation:
         numbers = {k: float(v) for k, v in (params or {}).items()
                    if k in {f.name for f in dataclasses.fields(physics)} and np.ndim(v) == 0}
         physics = dataclasses.replace(physics, **numbers)
-        return physics.scales(self.report(state, dt, t, params), self.fft.shape, self.cfg.grid.box)
+        return physics.scales(self.report(state, dt, t, params), self.fft.shape, self.cfg.grid.lengths)
 
     def spectra(self, state: Any, t: float = 0.0, params: Mapping[str, Any] | None = None) -> dict[str, jax.Array]:
         """Shell-summed spectra at run time ``t`` (replicated vectors, see :mod:`simulator.observables.spectra`)."""

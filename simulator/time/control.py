@@ -171,7 +171,7 @@ def real_stability_limit(scheme: str) -> float:
         def at_stage(self, step: Any, shift: Any) -> Any:
             return self
 
-        def settle(self, state: Any) -> Any:
+        def settle(self, state: Any, t: Any, dt: Any, params: Any) -> Any:
             return state
 
         def exp_linear(self, u: Any, tau: Any, params: Any) -> Any:

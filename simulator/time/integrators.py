@@ -49,9 +49,9 @@ def bind(scheme: Any, make: Callable[..., Step], eq: Any) -> Step:
     """The step of ``scheme`` (a :class:`~.schemes.Scheme`; ``make`` its factory) over ``eq`` with the duties the
     scheme declares done for it: each stage's equation is ``eq.at_stage`` with the scheme's ``shifts``
     (:func:`stage_equation`, handed to the factory as ``stage(t, dt, i)``), and each whole step ends with
-    ``eq.settle(state)`` (particles kept per device handed to their new owners)."""
+    ``eq.settle(state, t, dt, params)`` (particles kept per device handed to their new owners, a forcing's kick)."""
     step = make(eq, lambda t, dt, i: stage_equation(eq, t, dt, i, scheme.shifts))
-    return lambda state, t, dt, params: eq.settle(step(state, t, dt, params))
+    return lambda state, t, dt, params: eq.settle(step(state, t, dt, params), t, dt, params)
 
 
 def _integrated(x: Any) -> bool:

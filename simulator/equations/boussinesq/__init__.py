@@ -90,7 +90,7 @@ class Wave(FlowInitial):
 
     def check(self, cfg: Any) -> None:
         super().check(cfg)
-        shape = cfg.grid.shape
+        shape = cfg.grid.cells
         if self.modes[0] == 0 and self.modes[1] == 0:
             raise ConfigError("initial.modes", list(self.modes), "needs a horizontal component: (m_x, m_y) != (0, 0)",
                               "is a purely vertical wavevector (an inertial oscillation, not a wave of N)")

@@ -132,7 +132,7 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float)
     if n**3 != p.cdm_particles:
         raise ConfigError("physics.cdm_particles", p.cdm_particles, "a cube n^3 for the lattice of the initial "
                           f"conditions (e.g. {n**3} or {(n + 1) ** 3})", "is not a cube")
-    if any(size % n for size in cfg.grid.shape):
+    if any(size % n for size in cfg.grid.cells):
         raise ConfigError("physics.cdm_particles", p.cdm_particles, f"n = {n} must divide every axis of grid.shape "
                           f"{list(cfg.grid.shape)} (the lattice sits on every (N/n)-th grid node)",
                           "does not fit the grid")
@@ -140,7 +140,7 @@ def check_particles(p: Any, cfg: Any, initials: tuple[str, ...], density: float)
     from simulator.fft.particle_slots import check_capacity
 
     window = STENCILS[p.cdm_window]
-    if min(cfg.grid.shape) < window.least_grid:
+    if min(cfg.grid.cells) < window.least_grid:
         raise ConfigError("physics.cdm_window", p.cdm_window, f"a grid of at least {window.least_grid} nodes along "
                           f"every axis for its {window.width}-node window", f"grid.shape is {list(cfg.grid.shape)}")
     check_planes(cfg, "physics.cdm_window", p.cdm_window, window.planes, "cic, or fewer devices")

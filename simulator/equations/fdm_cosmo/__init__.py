@@ -168,10 +168,10 @@ class FDMCosmoParams(EquationParams):
         table = read_table(self.spectrum_file) if self.spectrum_file is not None else None
         out = []
         if table is not None:
-            out += table_cautions(table, self.traced(), cfg.grid.shape, cfg.grid.box)
+            out += table_cautions(table, self.traced(), cfg.grid.cells, cfg.grid.lengths)
         # the particles start from the spectrum without the wave's cut-off, the wave alone from its own
         fdm = self.fdm_transfer and not self.cdm_particles
-        out += start_cautions(self.traced(), table, fdm, cfg.grid.shape, cfg.grid.box)
+        out += start_cautions(self.traced(), table, fdm, cfg.grid.cells, cfg.grid.lengths)
         out += wave_cautions(self, cfg, table)
         if 0.0 < self.fdm_fraction <= TRACE_FRACTION:
             out.append(f"physics.fdm_fraction = {self.fdm_fraction:g}: the wave carries that little of the mass, yet "

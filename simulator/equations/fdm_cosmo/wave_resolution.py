@@ -94,7 +94,7 @@ def wave_cautions(physics: Any, cfg: Any, table: tuple[Any, Any] | None) -> list
     it at the threshold. None for a run without the wave or another initial condition."""
     if not has_wave(physics) or cfg.initial.name != "gaussian":
         return []
-    p, fdm, cells, box = physics.traced(), physics.fdm_transfer, cfg.grid.shape, cfg.grid.box
+    p, fdm, cells, box = physics.traced(), physics.fdm_transfer, cfg.grid.cells, cfg.grid.lengths
     limit = THRESHOLDS["kmax_de_broglie"]
     z0, z1 = p["z_start"], physics.z_end
     at_end = _ratio(p, table, fdm, cells, box, z1)

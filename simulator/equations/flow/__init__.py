@@ -44,7 +44,7 @@ def check_hyperviscosity(cfg: Any, order: int | None, coefficients: Mapping[str,
                 raise ConfigError("physics.hyperviscosity_order", None, f"an integer >= 2 (e.g. 4) to use "
                                   f"{key} = {value:g}", "is not set")
         return
-    corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.shape, cfg.grid.box, strict=True))
+    corner = sum((math.pi * n / length) ** 2 for n, length in zip(cfg.grid.cells, cfg.grid.lengths, strict=True))
     if order * math.log(corner) >= math.log(LARGEST[cfg.precision]):
         limit = int(math.log(LARGEST[cfg.precision]) / math.log(corner))
         raise ConfigError("physics.hyperviscosity_order", order, f"at most {limit} for grid.shape "

@@ -1,0 +1,39 @@
+"""A plane as the box it runs as (no JAX).
+
+``grid.shape: [Nx, Ny]`` (two entries) is a periodic plane. Every layer below the config runs it as the
+three-dimensional box ``(1, Nx, Ny)``: one cell deep along the first axis, the plane's x along the box's
+second axis and its y along the third. That embedding is what lets one FFT serve both: the real-to-complex
+transform halves the plane's y (the box's last axis), the slab splits the plane's x over the devices in real
+space and its ky in k-space (one all-to-all per transform each way), and the single axis of one mode
+(``k = 0``) adds nothing to any product, sum or shell. Arrays of a plane are so ``(*batch, 1, Nx, Ny)``
+(``field[..., 0, :, :]`` is the plane, indexed ``[i_x, i_y]``), and its wavenumbers ``(0, kx, ky)``.
+
+The box's depth along its first axis is the plane's larger side: no wavenumber depends on it (its axis holds
+``k = 0`` only) and the shells' spacing 2 pi / max(L) stays the plane's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def is_plane(shape: Sequence[int]) -> bool:
+    """Whether ``grid.shape`` (as the config gives it) is a plane: two entries."""
+    return len(shape) == 2
+
+
+def cells(shape: Sequence[int]) -> tuple[int, int, int]:
+    """The box a ``grid.shape`` runs as: ``(1, Nx, Ny)`` for a plane, the shape itself for a box."""
+    sizes = tuple(int(n) for n in shape)
+    return (1, *sizes) if len(sizes) == 2 else sizes  # type: ignore[return-value]
+
+
+def lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, float, float]:
+    """The box lengths of :func:`cells`: ``(max(Lx, Ly), Lx, Ly)`` for a plane, the lengths for a box."""
+    sides = tuple(float(b) for b in box)
+    return (max(sides), *sides) if len(shape) == 2 else sides  # type: ignore[return-value]
+
+
+def plane_axes(shape: Sequence[int]) -> tuple[int, ...]:
+    """The axes of the box of :func:`cells` that the grid spans: ``(1, 2)`` for a plane, ``(0, 1, 2)``."""
+    return (1, 2) if len(shape) == 2 else (0, 1, 2)
