@@ -34,7 +34,7 @@ def parameter(equation: str) -> str:
 def weight(sim: Any) -> jax.Array:
     """A smooth real weight ``(Nx, Ny, Nz)`` in the real-space layout, the same on every backend, with
     modes along each axis alone and oblique ones (a field varying along one axis still projects on it)."""
-    box = sim.cfg.grid.box
+    box = sim.cfg.grid.lengths  # a plane's box (1, Nx, Ny) too
 
     def formula(c):
         x, y, z = (2 * jnp.pi / L * ci for ci, L in zip(c, box, strict=True))

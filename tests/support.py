@@ -68,6 +68,13 @@ def distributed_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int,
     return [c for c in backend_cases(several) if c[1] > 1]
 
 
+def grid_of(equation: str, shape: list[int]) -> list[int]:
+    """A box's ``grid.shape`` as the equation takes it: its last two entries for a planar one (a plane)."""
+    from simulator.equations import get
+
+    return list(shape[-2:]) if get(equation).dimensions == 2 else list(shape)
+
+
 def case_id(case: tuple[str, int, Any]) -> str:
     name, n, mesh = case
     return f"{name}-{'x'.join(map(str, mesh)) if mesh else n}"

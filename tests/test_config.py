@@ -121,9 +121,18 @@ def test_an_empty_list_for_a_key_that_takes_null_says_it_is_empty(tmp_path, capf
         ("grid: {shape: [8, 8, eight]}", [], r"^grid\.shape\[2\] = 'eight' has the wrong type; expected an integer"),
         ("precision: 64", [], r"^precision = 64 has the wrong type; expected a string"),
         ("grid: [1, 2]", [], r"^grid = \[1, 2\] has the wrong type; expected a mapping"),
-        ("grid: {shape: [8, 8]}", [], r"^grid\.shape = \[8, 8\] has 2 entries; expected a list of 3 integers"),
+        ("grid: {shape: [8, 8]}", [], r"^grid\.shape = \[8, 8\] is a plane; a box for physics\.name = navier_stokes "
+                                      r"\(\[Nx, Ny, Nz\]\), or for a plane physics\.name one of: ns2d$"),
+        ("grid: {shape: [8, 8, 8, 8]}", [], r"^grid\.shape = \[8, 8, 8, 8\] has 4 entries; expected a list of 3 "
+                                            r"integers or a list of 2 integers$"),
+        ("grid: {shape: [8, 8, 1]}", [], r"^grid\.shape = \[8, 8, 1\] has an entry of 1; two entries for a plane "
+                                         r"\(\[8, 8\]\) or three of at least 2 for a box$"),
+        ("{physics: {name: ns2d}, grid: {shape: [8, 8], box: [1, 2, 3]}}", [],
+         r"^grid\.box = \[1\.0, 2\.0, 3\.0\] has three lengths; two lengths \[Lx, Ly\] for the plane"),
+        ("{physics: {name: ns2d}, fft: {backend: pencil}}", [],
+         r"^fft\.backend = 'pencil' does not take a plane; one of single, slab for a plane"),
         # out of range
-        ("grid: {shape: [8, 0, 8]}", [], r"^grid\.shape = \[8, 0, 8\] is out of range; every entry must be >= 2"),
+        ("grid: {shape: [8, 0, 8]}", [], r"^grid\.shape = \[8, 0, 8\] is out of range; every entry must be >= 1"),
         ("grid: {box: [1, -1, 1]}", [], r"^grid\.box = \[1\.0, -1\.0, 1\.0\] is out of range; every entry must be > 0"),
         ("runtime: {cpu_devices: 0}", [], r"^runtime\.cpu_devices = 0 is out of range"),
         # a grid that does not divide over the mesh / an odd Nz

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from simulator.config.model import PLANE_BACKENDS
+from simulator.config.grid import PLANE_BACKENDS
 
 from support import advance, case_id, relative_error, simulation
 

@@ -22,7 +22,7 @@ from simulator.output import checkpoints as checkpoint
 from simulator.run import rundir, segment
 from simulator.run.simulation import Simulation
 
-from support import command
+from support import command, grid_of
 
 #: extra cases of the one-compilation test: (name, equation, overrides)
 STRUCTURES = [("navier_stokes+scalars", "navier_stokes",
@@ -37,7 +37,8 @@ def test_one_compilation_over_chunks_and_physical_parameters(devices, equation, 
     """Chunk length, dt and every traced parameter (nested ones too: each scalar's diffusivity and mean
     gradient) are arguments: one compilation for all of them."""
     info = registry()[equation]
-    cfg = C.load(None, ["grid.shape=[8,8,16]", "precision=float64", f"physics.name={equation}", *extra])
+    cfg = C.load(None, [f"grid.shape={grid_of(equation, [8, 8, 16])}", "precision=float64", f"physics.name={equation}",
+                        *extra])
     sim = Simulation(cfg, devices[:4])
     state, t = sim.initial_state(), 0.0
     traced = cfg.physics.traced()

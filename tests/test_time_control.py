@@ -161,7 +161,7 @@ def test_the_stability_limit_on_the_real_axis_is_the_schemes_own():
             def at_stage(self, step, shift):  # unshifted at every stage
                 return self
 
-            settle = staticmethod(lambda state: state)
+            settle = staticmethod(lambda state, t, dt, params: state)
             exp_linear = staticmethod(lambda u, tau, params: u)
             linear_map = staticmethod(lambda fn, u, tau, params: fn(jnp.zeros(())) * u)
             nonlinear = staticmethod(lambda u, t, params, rates=rates: rates * u)

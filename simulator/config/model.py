@@ -12,13 +12,13 @@ Keys of earlier config formats are read through :mod:`simulator.config.legacy`.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from simulator.config import other_codes
+from simulator.config.grid import GridConfig, check_dimensions, default_grid
 from simulator.config.legacy import upgrade
 from simulator.equations import (
     ENV_EXTRA,
@@ -29,7 +29,6 @@ from simulator.equations import (
     warn_plugin_problems,
 )
 from simulator.errors import ConfigError
-from simulator.fft import plane
 from simulator.output import kinds, task_entries as output_tasks
 from simulator.output.base import Periodic
 from simulator.output.snapshots import SnapshotOutput
@@ -42,52 +41,6 @@ from simulator.schema import Variants, open_sections, section, setting
 from simulator.schema.build import build
 from simulator.time.control import TOL
 from simulator.time.schemes import SCHEMES, compatible
-
-TWO_PI = 2.0 * math.pi
-
-
-@dataclass(frozen=True)
-class GridConfig:
-    """The periodic box or plane and its grid."""
-
-    shape: tuple[int, int, int] | tuple[int, int] = setting(
-        (32, 32, 32), "grid points (Nx, Ny, Nz) of a box, or (Nx, Ny) of a plane (docs: the plane); a single integer "
-        "means a cubic grid", min=1, max=1 << 20)
-    box: tuple[float, float, float] | tuple[float, float] = setting(
-        (TWO_PI, TWO_PI, TWO_PI),
-        "box lengths (Lx, Ly, Lz), or (Lx, Ly) of a plane; a single number means a cube (or a square); expressions "
-        "like 2*pi are allowed", gt=0.0)
-
-    def __post_init__(self) -> None:
-        shape, box = tuple(self.shape), tuple(self.box)
-        if len(shape) == 3 and 1 in shape:
-            raise ConfigError("grid.shape", list(shape), f"two entries for a plane ({list(n for n in shape if n > 1)}"
-                              ") or three of at least 2 for a box", "has an entry of 1")
-        if len(shape) == 2 and min(shape) < 2:
-            raise ConfigError("grid.shape", list(shape), "entries of at least 2", "is out of range")
-        if len(shape) == 2 and len(box) == 3:
-            if len(set(box)) > 1:  # a single number (or the default) comes as three equal lengths
-                raise ConfigError("grid.box", list(box), f"two lengths [Lx, Ly] for the plane grid.shape = "
-                                  f"{list(shape)} (or one number)", "has three lengths")
-            object.__setattr__(self, "box", box[:2])
-        if len(shape) == 3 and len(box) == 2:
-            raise ConfigError("grid.box", list(box), f"three lengths [Lx, Ly, Lz] for the box grid.shape = "
-                              f"{list(shape)} (or one number)", "has two lengths")
-
-    @property
-    def plane(self) -> bool:
-        """Whether the grid is a plane (``shape`` of two entries)."""
-        return plane.is_plane(self.shape)
-
-    @property
-    def cells(self) -> tuple[int, int, int]:
-        """The box the grid runs as (a plane's ``(1, Nx, Ny)``: :mod:`simulator.fft.plane`)."""
-        return plane.cells(self.shape)
-
-    @property
-    def lengths(self) -> tuple[float, float, float]:
-        """The lengths of :attr:`cells`."""
-        return plane.lengths(self.shape, self.box)
 
 
 def _fft_backends() -> tuple[str, ...]:
@@ -252,7 +205,7 @@ class Config:
     name: str = setting("run", "a short name for the run, used in logs, plots and output folders")
     precision: str = setting("float32", "floating-point precision of fields and transforms (float64 for "
                              "verification runs)", choices=("float32", "float64"))
-    grid: GridConfig = section(GridConfig, "the periodic box and its grid")
+    grid: GridConfig = section(GridConfig, "the periodic box or plane and its grid")
     fft: FFTConfig = section(FFTConfig, "the distributed FFT")
     physics: EquationParams = section(_default_physics, "equation to solve: selects the physics.* keys", PHYSICS)
     initial: InitialCondition = section(_default_initial, "initial condition, one of the equation's: selects the "
@@ -273,6 +226,7 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     data = upgrade(data)
     physics = data.get("physics")
     name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
+    data = default_grid(data, name)
     # a broken plug-in is reported by the config that needs it, in its own words
     problem = plugin_problem(name) if isinstance(name, str) else None
     if problem is not None:
@@ -306,7 +260,7 @@ def validate(cfg: Config) -> None:
     from simulator.fft.layouts import LAYOUTS, spectral_layout
 
     check_name("name", cfg.name)
-    _check_dimensions(cfg)
+    check_dimensions(cfg, registry())
 
     layout = LAYOUTS[cfg.fft.backend]
     layout.check_installed("fft.backend")
@@ -352,25 +306,6 @@ def validate(cfg: Config) -> None:
         check = getattr(part, "check", None)
         if check is not None:
             check(cfg)
-
-
-#: the backends that take a plane (:mod:`simulator.fft.plane`): a plane splits along one axis, as a slab does
-PLANE_BACKENDS = ("single", "slab")
-
-
-def _check_dimensions(cfg: Config) -> None:
-    """A plane runs a planar equation on a backend that takes it, a box a three-dimensional equation."""
-    dims, info = len(cfg.grid.shape), registry()[cfg.physics.name]
-    if dims != info.dimensions:
-        kind = {2: "a plane", 3: "a box"}
-        others = sorted(name for name, other in registry().items() if other.dimensions == dims)
-        raise ConfigError("grid.shape", list(cfg.grid.shape), f"{kind[info.dimensions]} for physics.name = "
-                          f"{cfg.physics.name} ({'[Nx, Ny]' if info.dimensions == 2 else '[Nx, Ny, Nz]'}), or for "
-                          f"{kind[dims]} physics.name one of: {', '.join(others)}", f"is {kind[dims]}")
-    if dims == 2 and cfg.fft.backend not in PLANE_BACKENDS:
-        raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(PLANE_BACKENDS)} for a plane "
-                          f"(grid.shape = {list(cfg.grid.shape)}: it splits along one axis, as a slab)",
-                          "does not take a plane")
 
 
 def _check_mode_numbers(cfg: Config) -> None:

@@ -52,6 +52,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.fft import plane
 from simulator.log import get_logger
 from simulator.output import hdf5, segments
 from simulator.output.base import Moment, Schedule, Writer
@@ -199,9 +200,10 @@ def load(marker: Path) -> Checkpoint:
     config = info.get("config")
     grid = config.get("grid") if isinstance(config, dict) else None
     shape = grid.get("shape") if isinstance(grid, dict) else None
-    if (not isinstance(shape, list) or len(shape) != 3 or not all(isinstance(n, int) and n > 0 for n in shape)
+    if (not isinstance(shape, list) or len(shape) not in (2, 3) or not all(isinstance(n, int) and n > 0 for n in shape)
             or not isinstance(config.get("physics"), dict) or not isinstance(config["physics"].get("name"), str)):
         raise ValueError("it holds no run config with a grid and physics")
+    shape = list(plane.cells(shape))  # a plane's arrays are those of its box (1, Nx, Ny)
     spaces = info.get("spaces")
     if spaces is not None and (not isinstance(spaces, list) or not all(s in SPACES for s in spaces)):
         raise ValueError(f"its spaces {spaces!r} are not a list of {'/'.join(map(repr, SPACES))}")

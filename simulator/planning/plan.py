@@ -30,6 +30,7 @@ import jax
 
 from simulator.config import Config
 from simulator.errors import ConfigError
+from simulator.fft import plane
 from simulator.planning import cost
 from simulator.planning.memory import device_memory_available
 from simulator.run.programs import run_programs
@@ -138,15 +139,15 @@ def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, m
     barely); ``usable``: raises ConfigError for a grid the run's config cannot use (:func:`config_on_grid`)."""
     if total_bytes <= 0:  # a device already fuller than its share: no grid fits
         return 0
-    n = int((total_bytes / bytes_per_cell / math.prod(unit)) ** (1 / 3)) + 1
+    n = int((total_bytes / bytes_per_cell / math.prod(unit)) ** (1 / len(unit))) + 1  # a plane's unit has two
     while n * min(unit) >= 2:
         shape = tuple(n * u for u in unit)
         if math.prod(shape) * bytes_per_cell <= total_bytes and all(map(fft_friendly, shape)):
             try:
-                layout.check_layout(shape, mesh_shape)
+                layout.check_layout(plane.cells(shape), mesh_shape)
                 if usable is not None:
                     usable(shape)
-                if not compact or layout.compact_sizes(shape, mesh_shape) is not None:
+                if not compact or layout.compact_sizes(plane.cells(shape), mesh_shape) is not None:
                     return n
             except ConfigError:
                 pass
@@ -211,20 +212,20 @@ class Plan:
     def own_largest_cubic(self) -> int:
         """The largest cubic grid that fits with these programs' bytes per cell and that the config can use
         (:func:`config_on_grid`: a particle lattice divides it, ...)."""
-        return self._largest(lambda shape: config_on_grid(self.cfg, shape), (1, 1, 1))
+        return self._largest(lambda shape: config_on_grid(self.cfg, shape), (1,) * len(self.cfg.grid.shape))
 
     @property
     def largest_grid(self) -> tuple[int, ...] | None:
         """The largest grid of the run's own aspect (a multiple of :func:`grid_unit`: a cubic run's the largest
         cubic grid) that fits and that the config can use, the other order of transforms included; None: none."""
-        unit = grid_unit(self.cfg.grid.cells)
+        unit = grid_unit(self.cfg.grid.shape)
         n = max(p._largest(lambda shape: config_on_grid(self.cfg, shape), unit) for p in self._orders())
         return tuple(n * u for u in unit) if n else None
 
     def largest_grid_refusal(self) -> str | None:
         """Why a larger grid of the run's aspect than :attr:`largest_grid` fits memory but not the config (the
         config's refusal of the largest that fits memory, one line), or None when memory alone sets it."""
-        unit = grid_unit(self.cfg.grid.cells)
+        unit = grid_unit(self.cfg.grid.shape)
         n = max(p._largest(None, unit) for p in self._orders())
         if n * unit[0] <= (self.largest_grid or (0,))[0]:
             return None
@@ -265,13 +266,14 @@ class Plan:
 
 def _shown(shape: Sequence[int]) -> str:
     """A grid as the plan says it: ``N^3`` for a cubic one, else its list."""
-    return f"{shape[0]}^3" if len(set(shape)) == 1 else str(list(shape))
+    return f"{shape[0]}^{len(shape)}" if len(set(shape)) == 1 else str(list(shape))
 
 
 def largest_grid_line(plan: Plan) -> str:
     """The plan's line on the largest grid that fits: cubic for a cubic run, else of the run's own aspect."""
-    shape, unit = plan.largest_grid, grid_unit(plan.cfg.grid.cells)
-    what = "cubic grid" if len(set(unit)) == 1 else f"grid of this run's aspect (a multiple of {list(unit)})"
+    shape, unit = plan.largest_grid, grid_unit(plan.cfg.grid.shape)
+    square = "square grid" if len(unit) == 2 else "cubic grid"
+    what = square if len(set(unit)) == 1 else f"grid of this run's aspect (a multiple of {list(unit)})"
     if shape is None:
         return f"no {what} fits these devices"
     return f"largest {what} that fits these {plan.devices} device(s): {_shown(shape)}"

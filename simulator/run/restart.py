@@ -89,7 +89,7 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
 
 def on_other_grid(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
     """Whether the checkpoint was written on another grid than ``cfg``'s (a restart that interpolates)."""
-    return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.cells)
+    return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
 def changes(ckpt: checkpoints.Checkpoint, cfg: Config, dt: float) -> str:

@@ -79,6 +79,11 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
                 return None
             raise ConfigError(key, value, f"expected {type_name(tp)}", "is missing")
         problem = "has the wrong type"
+        sized = [a for a in args if typing.get_origin(a) is tuple and Ellipsis not in typing.get_args(a)]
+        if isinstance(value, (list, tuple)) and sized:  # lists of several lengths: the one of this length checks it
+            same = [a for a in sized if len(typing.get_args(a)) == len(value)]
+            if same:
+                return coerce(key, value, same[0])
         for arg in args:
             if arg is type(None):
                 continue

@@ -57,7 +57,7 @@ class NS2DParams(EquationParams):
     forcing_wavenumber: int = setting(4, "forced mode number k_f (random: the band's centre; kolmogorov: along y)",
                                       min=1)
     forcing_width: float = setting(1.0, "width of the random forcing's band, in mode numbers", gt=0.0)
-    forcing_seed: int = random_seed("seed of the random forcing's phases (0 to 2^32 - 1)")
+    forcing_seed: int = setting(0, "seed of the random forcing's phases", min=0, max=2**31 - 1)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     @property

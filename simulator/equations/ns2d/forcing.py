@@ -62,7 +62,7 @@ def pattern(eq: Any, step: jax.Array, seed: jax.Array) -> jax.Array:
 def kick(eq: Any, state: jax.Array, t: jax.Array, dt: jax.Array, params: Any) -> jax.Array:
     """``state`` with the vorticity kicked by exactly the energy ``forcing_power`` dt (see the module docstring)."""
     step = jax.lax.stop_gradient(jnp.mod(jnp.round(t / dt), 2.0**31)).astype(jnp.uint32)
-    r = pattern(eq, step, params["forcing_seed"])
+    r = pattern(eq, step, jnp.uint32(eq.physics.forcing_seed))
     ops = eq.ops
     b = ops.mean(jnp.real(jnp.conj(state[0]) * r) * ops.inv_k2)
     c = ops.mean(jnp.abs(r) ** 2 * ops.inv_k2)

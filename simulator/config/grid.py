@@ -1,0 +1,97 @@
+"""The grid section: a box or a plane (:mod:`simulator.fft.plane`), and what a plane asks of the rest of the config
+(no JAX)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.errors import ConfigError
+from simulator.fft import plane
+from simulator.schema import setting
+
+TWO_PI = 2.0 * math.pi
+#: the grid of a planar equation's config that gives none
+PLANE_DEFAULT = [32, 32]
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """The periodic box or plane and its grid."""
+
+    shape: tuple[int, int, int] | tuple[int, int] = setting(
+        (32, 32, 32), "grid points (Nx, Ny, Nz) of a box, or (Nx, Ny) of a plane (docs: the plane); a single integer "
+        "means a cubic grid (a square one, and [32, 32] by default, for a planar equation)", min=1, max=1 << 20)
+    box: tuple[float, float, float] | tuple[float, float] = setting(
+        (TWO_PI, TWO_PI, TWO_PI),
+        "box lengths (Lx, Ly, Lz), or (Lx, Ly) of a plane; a single number means a cube (or a square); expressions "
+        "like 2*pi are allowed", gt=0.0)
+
+    def __post_init__(self) -> None:
+        shape, box = tuple(self.shape), tuple(self.box)
+        if len(shape) == 3 and 1 in shape:
+            raise ConfigError("grid.shape", list(shape), f"two entries for a plane ({list(n for n in shape if n > 1)}"
+                              ") or three of at least 2 for a box", "has an entry of 1")
+        if len(shape) == 2 and min(shape) < 2:
+            raise ConfigError("grid.shape", list(shape), "entries of at least 2", "is out of range")
+        if len(shape) == 2 and len(box) == 3:
+            if len(set(box)) > 1:  # a single number (or the default) comes as three equal lengths
+                raise ConfigError("grid.box", list(box), f"two lengths [Lx, Ly] for the plane grid.shape = "
+                                  f"{list(shape)} (or one number)", "has three lengths")
+            object.__setattr__(self, "box", box[:2])
+        if len(shape) == 3 and len(box) == 2:
+            raise ConfigError("grid.box", list(box), f"three lengths [Lx, Ly, Lz] for the box grid.shape = "
+                              f"{list(shape)} (or one number)", "has two lengths")
+
+    @property
+    def plane(self) -> bool:
+        """Whether the grid is a plane (``shape`` of two entries)."""
+        return plane.is_plane(self.shape)
+
+    @property
+    def cells(self) -> tuple[int, int, int]:
+        """The box the grid runs as (a plane's ``(1, Nx, Ny)``: :mod:`simulator.fft.plane`)."""
+        return plane.cells(self.shape)
+
+    @property
+    def lengths(self) -> tuple[float, float, float]:
+        """The lengths of :attr:`cells`."""
+        return plane.lengths(self.shape, self.box)
+
+
+#: the backends that take a plane (:mod:`simulator.fft.plane`): a plane splits along one axis, as a slab does
+PLANE_BACKENDS = ("single", "slab")
+
+
+def check_dimensions(cfg: Any, equations: Mapping[str, Any]) -> None:
+    """A plane runs a planar equation on a backend that takes it, a box a three-dimensional equation
+    (``equations``: the registry's declarations by name)."""
+    dims, info = len(cfg.grid.shape), equations[cfg.physics.name]
+    if dims != info.dimensions:
+        kind = {2: "a plane", 3: "a box"}
+        others = sorted(name for name, other in equations.items() if other.dimensions == dims)
+        raise ConfigError("grid.shape", list(cfg.grid.shape), f"{kind[info.dimensions]} for physics.name = "
+                          f"{cfg.physics.name} ({'[Nx, Ny]' if info.dimensions == 2 else '[Nx, Ny, Nz]'}), or for "
+                          f"{kind[dims]} physics.name one of: {', '.join(others)}", f"is {kind[dims]}")
+    if dims == 2 and cfg.fft.backend not in PLANE_BACKENDS:
+        raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(PLANE_BACKENDS)} for a plane "
+                          f"(grid.shape = {list(cfg.grid.shape)}: it splits along one axis, as a slab)",
+                          "does not take a plane")
+
+
+def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
+    """``data`` with a planar equation's grid: :data:`PLANE_DEFAULT` where it gives no ``grid.shape``, a square where it
+    gives one integer (a box's default and cube are the schema's)."""
+    from simulator.equations import registry
+
+    info = registry().get(name) if isinstance(name, str) else None
+    grid = data.get("grid")
+    if info is None or info.dimensions != 2 or (grid is not None and not isinstance(grid, Mapping)):
+        return data
+    grid = dict(grid or {})
+    shape = grid.get("shape", PLANE_DEFAULT)
+    if isinstance(shape, int) and not isinstance(shape, bool):  # one integer: a square, as it is a cube for a box
+        shape = [shape, shape]
+    return {**data, "grid": {**grid, "shape": shape}}
