@@ -79,7 +79,11 @@ SCHEMES = {
     "kdk_cosmo": ("fdm_cosmo", "kdk", "gaussian", ["grid.box=1"]),  # comoving: step factors from a(t)
     "bous": ("boussinesq", "rk4", "random", ["physics.coriolis=1", "initial.buoyancy=4"]),
     "mhd": ("mhd", "rk4", "orszag_tang", []),
+    # the plane (Navier-Stokes in vorticity form) at --plane-sizes N^2, beside scripts/peer_fluidsim.py's ns2d case
+    "ns2d": ("ns2d", "rk4", "random", ["physics.viscosity=1e-4"]),
 }
+#: the planar schemes, run at --plane-sizes against FluidSim's ns2d (the others at --sizes, against its ns3d)
+PLANAR = ("ns2d",)
 #: issue 22's memory targets on the XLA FFT path: (equation, scheme, precision) -> peak bytes per cell
 TARGETS = {("navier_stokes", "lsrk4", "float32"): 56, ("navier_stokes", "rk4", "float32"): 64,
            ("navier_stokes", "rk4", "float64"): 128, ("schrodinger_poisson", "kdk", "float32"): 32}
@@ -88,6 +92,8 @@ TARGETS = {("navier_stokes", "lsrk4", "float32"): 56, ("navier_stokes", "rk4", "
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 128], help="cubic grid sizes N")
+    p.add_argument("--plane-sizes", type=int, nargs="+", default=[512, 1024, 2048],
+                   help="square grid sizes N of the planar schemes (ns2d)")
     p.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=list(SCHEMES))
     p.add_argument("--backends", nargs="+", default=["slab"])
     p.add_argument("--devices", type=int, nargs="+", default=[1], help="device counts to use")
@@ -114,8 +120,9 @@ class FluidSimPeer(ServedPeer):
     """FluidSim's ns3d Taylor-Green RK4 run in its own environment (scripts/peer_fluidsim.py --serve),
     stepping on request so that its steps are timed interleaved with ours."""
 
-    def __init__(self, python: str, sizes: list[int]):
-        super().__init__(python, Path(__file__).with_name("peer_fluidsim.py"), "--sizes", *map(str, sizes))
+    def __init__(self, python: str, sizes: list[int], solver: str = "ns3d"):
+        super().__init__(python, Path(__file__).with_name("peer_fluidsim.py"), "--sizes", *map(str, sizes),
+                         "--solver", solver)
 
     def steps(self, n: int, steps: int) -> None:
         """Run ``steps`` steps at size n; the peer's CPU seconds (all its threads, as it measures them: the
@@ -184,12 +191,18 @@ def main() -> int:
     from simulator.planning import cost, plan
     from simulator.run.simulation import Simulation
 
-    peer_proc = FluidSimPeer(args.peer_python, args.sizes) if args.peer_python else None
-    peer: dict[int, float] = {}  # N -> FluidSim ms per step, measured in the rounds of the rk4 float64 rows
-    peer_cpu: dict[int, float] = {}  # N -> FluidSim CPU ms per step (all its threads), same rounds
-    peer_name = peer_proc.name if peer_proc is not None else None  # its version, FFT class and threads
-    if peer_name:
-        print(f"# peer: {peer_name}", flush=True)
+    planar = [s for s in args.schemes if s in PLANAR]
+    peers = {}  # FluidSim's solver -> its served process: ns3d beside the box's rows, ns2d beside the plane's
+    if args.peer_python:
+        if len(planar) < len(args.schemes):
+            peers["ns3d"] = FluidSimPeer(args.peer_python, args.sizes)
+        if planar:
+            peers["ns2d"] = FluidSimPeer(args.peer_python, args.plane_sizes, "ns2d")
+    peer: dict[tuple[str, int], float] = {}  # (solver, N) -> FluidSim ms per step, in the rounds of our rows beside it
+    peer_cpu: dict[tuple[str, int], float] = {}  # (solver, N) -> FluidSim CPU ms per step (all its threads)
+    peer_name = "; ".join(p.name for p in peers.values()) or None  # versions, FFT classes and threads
+    for proc in peers.values():
+        print(f"# peer: {proc.name}", flush=True)
     devices = jax.devices()
     paths = list(args.fft_paths)
     if "fftw" in paths and (local.native()[0] is None or args.platform != "cpu"):
@@ -214,108 +227,121 @@ def main() -> int:
           f"{'vs full':>7s} {'vs xla':>6s} "
           f"{'fft ms':>9s} {'share':>6s} {'bound ms':>8s} {'vs bnd':>6s} {'ffts':>4s} {'a2a':>3s} {'B/cell':>7s} "
           f"{'Mcell*st/s':>10s} {'vs fluidsim':>11s}", flush=True)
-    for n in args.sizes:
-        for scheme in args.schemes:
-            physics, integrator, initial, extra = SCHEMES[scheme]
-            for backend in args.backends:
-                for nd in sorted({1 if backend == "single" else d for d in args.devices}):
-                    for prec in args.precisions:
-                        overrides = [f"grid.shape={n}", f"fft.backend={backend}", f"precision={prec}",
-                                     f"physics.name={physics}", f"time.integrator={integrator}",
-                                     f"initial.name={initial}", "time.dt=1e-3", *extra]
-                        runs = {}
-                        # jaxdecomp's local transforms are inside its package: XLA's path only
-                        for path in paths if BACKENDS[backend].owns_local_transforms else ["xla"]:
-                            for layout in args.layouts:
-                                try:
-                                    run = prepare(config_mod, Simulation, [*overrides, f"fft.layout={layout}"],
-                                                  devices[:nd], path, args.steps, scheme)
-                                except ValueError as err:  # ConfigError: no such layout or mesh for this grid
-                                    print(f"# skip {scheme} {backend} {layout} on {nd}: {err}", flush=True)
-                                    continue
-                                runs[(path, layout)] = run
-                        if not runs:
-                            continue
-                        # steps and the FFTs alone, every path, A/B interleaved in the same rounds
-                        fns = {}
-                        for key, run in runs.items():
-                            fns[(key, "step")] = run.chunk
-                            fns[(key, "fft")] = run.ffts
-                        with_peer = peer_proc is not None and scheme == "rk4" and prec == "float64" and nd == 1
-                        if with_peer:
-                            fns["fluidsim"] = lambda n=n: peer_proc.steps(n, args.steps)
-                        fns["stream"] = stream
-                        cpu: dict = {}
-                        if with_peer:
-                            peer_proc.cpu.pop(n, None)
-                        times = timed_interleaved(fns, repeats=args.repeats, cpu=cpu)
-                        bandwidth = stream_bytes / times["stream"]
-                        if with_peer:
-                            peer[n] = 1e3 * times["fluidsim"] / args.steps
-                            peer_cpu[n] = 1e3 * statistics.median(peer_proc.cpu[n][-args.repeats:]) / args.steps
-                        for (path, layout), run in runs.items():
-                            key = (path, layout)
-                            sim = run.sim
-                            step_s = times[(key, "step")] / args.steps
-                            state = plan.abstract_state(sim)
-                            programs = plan.compiled_programs(sim, state, ["chunk", "step"])
-                            mem = memory_bytes(programs["chunk"])
-                            traffic = cost.hlo_traffic(programs["step"].as_text())
-                            a2a = int(traffic.collectives.get("all-to-all", 0))
-                            bound_s = traffic.memory_bytes / bandwidth  # one device's traffic at its bandwidth
-                            fft_s = times[(key, "fft")] / args.steps
-                            ffts = plan.transforms_per_step(sim, state)
-                            xla_s = times[(("xla", layout), "step")] / args.steps if ("xla", layout) in runs else None
-                            full_s = times[((path, "full"), "step")] / args.steps if (path, "full") in runs else None
-                            ratio_peer = step_s * 1e3 / peer[n] if with_peer else None
-                            cpu_ms = 1e3 * cpu[(key, "step")] / args.steps
-                            row = {
-                                "N": n, "scheme": scheme, "backend": backend, "devices": nd, "precision": prec,
-                                "fft_path": path, "local_fft": sim.fft.local.describe(jax.default_backend()),
-                                "layout": "compact" if sim.fft.compact is not None else "full",
-                                "step_ms": 1e3 * step_s, "vs_xla": None if xla_s is None else step_s / xla_s,
-                                "vs_full": None if full_s is None else step_s / full_s,
-                                "fft_ms": 1e3 * fft_s, "fft_share": step_s / fft_s,
-                                "bound_ms": 1e3 * bound_s, "vs_bound": step_s / bound_s,
-                                "bandwidth_GBs": bandwidth / 1e9,
-                                "traffic_bytes_per_cell": traffic.memory_bytes * nd / n**3, "ffts": ffts,
-                                "all_to_all": a2a,
-                                "bytes_per_cell": None if mem is None else mem * nd / n**3,
-                                "Mcell_steps_per_s": n**3 / step_s / 1e6,
-                                "fluidsim": peer_proc.name if ratio_peer is not None else None,
-                                "fluidsim_ms": peer.get(n) if ratio_peer is not None else None,
-                                "vs_fluidsim": ratio_peer, "step_cpu_ms": cpu_ms,
-                                "fluidsim_cpu_ms": peer_cpu.get(n) if ratio_peer is not None else None,
-                                "vs_fluidsim_cpu": cpu_ms / peer_cpu[n] if ratio_peer is not None else None,
-                                "repeats": args.repeats, "steps": args.steps,
-                            }
-                            rows.append(row)
-                            # rewritten after every row: a benchmark stopped at its limit keeps what it measured
-                            write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": peer,
-                                                                   "fluidsim": peer_name, "fft_paths": paths})
-                            bpc = "-" if mem is None else f"{row['bytes_per_cell']:7.1f}"
-                            vs = "-" if ratio_peer is None else f"{ratio_peer:.2f}"
-                            vx = "-" if xla_s is None else f"{step_s / xla_s:6.2f}"
-                            vf = "-" if full_s is None else f"{step_s / full_s:.2f}"
-                            print(f"{n:4d} {scheme:6s} {backend:9s} {nd:3d} {prec:7s} {path:4s} {row['layout']:7s} "
-                                  f"{row['step_ms']:9.2f} {vf:>7s} "
-                                  f"{vx:>6s} {row['fft_ms']:9.2f} {row['fft_share']:6.2f} {row['bound_ms']:8.2f} "
-                                  f"{row['vs_bound']:6.2f} {ffts:4d} {a2a:3d} {bpc:>7s} "
-                                  f"{row['Mcell_steps_per_s']:10.2f} {vs:>11s}", flush=True)
-    if peer_proc is not None:
-        peer_proc.close()
-    for n, ms in sorted(peer.items()):
-        for ours in (r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1]):
-            print(f"{n:4d} {peer_name} ns3d rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows above); "
-                  f"{ours['layout']} layout: wall ratio {ours['vs_fluidsim']:.2f}, CPU time per step (all threads) "
-                  f"ours {ours['step_cpu_ms']:.2f} ms, FluidSim {peer_cpu[n]:.2f} ms, "
-                  f"ratio {ours['vs_fluidsim_cpu']:.2f}",
-                  flush=True)
-    meta = {**machine(), "fluidsim_ms_per_step": peer, "fluidsim": peer_name, "fft_paths": paths}
+    cases = [(n, s) for n in args.sizes for s in args.schemes if s not in PLANAR]
+    cases += [(n, s) for n in args.plane_sizes for s in planar]
+    for n, scheme in cases:
+        physics, integrator, initial, extra = SCHEMES[scheme]
+        solver = "ns2d" if scheme in PLANAR else "ns3d"
+        cells = n ** (2 if scheme in PLANAR else 3)
+        for backend in args.backends:
+            for nd in sorted({1 if backend == "single" else d for d in args.devices}):
+                for prec in args.precisions:
+                    overrides = [f"grid.shape={n}", f"fft.backend={backend}", f"precision={prec}",
+                                 f"physics.name={physics}", f"time.integrator={integrator}",
+                                 f"initial.name={initial}", "time.dt=1e-3", *extra]
+                    runs = {}
+                    # jaxdecomp's local transforms are inside its package: XLA's path only
+                    for path in paths if BACKENDS[backend].owns_local_transforms else ["xla"]:
+                        for layout in args.layouts:
+                            try:
+                                run = prepare(config_mod, Simulation, [*overrides, f"fft.layout={layout}"],
+                                              devices[:nd], path, args.steps, scheme)
+                            except ValueError as err:  # ConfigError: no such layout or mesh for this grid
+                                print(f"# skip {scheme} {backend} {layout} on {nd}: {err}", flush=True)
+                                continue
+                            runs[(path, layout)] = run
+                    if not runs:
+                        continue
+                    # steps and the FFTs alone, every path, A/B interleaved in the same rounds
+                    fns = {}
+                    for key, run in runs.items():
+                        fns[(key, "step")] = run.chunk
+                        fns[(key, "fft")] = run.ffts
+                    # FluidSim beside our float64 rows of its scheme (its ns2d beside our float32 row too: our
+                    # runs' default precision, against FluidSim's float64, its only one)
+                    peer_proc = peers.get(solver)
+                    with_peer = (peer_proc is not None and scheme in ("rk4", "ns2d") and nd == 1
+                                 and (prec == "float64" or scheme in PLANAR))
+                    if with_peer:
+                        fns["fluidsim"] = lambda n=n, proc=peer_proc: proc.steps(n, args.steps)
+                    fns["stream"] = stream
+                    cpu: dict = {}
+                    if with_peer:
+                        peer_proc.cpu.pop(n, None)
+                    times = timed_interleaved(fns, repeats=args.repeats, cpu=cpu)
+                    bandwidth = stream_bytes / times["stream"]
+                    if with_peer:
+                        peer[(solver, n)] = 1e3 * times["fluidsim"] / args.steps
+                        peer_cpu[(solver, n)] = (1e3 * statistics.median(peer_proc.cpu[n][-args.repeats:])
+                                                 / args.steps)
+                    for (path, layout), run in runs.items():
+                        key = (path, layout)
+                        sim = run.sim
+                        step_s = times[(key, "step")] / args.steps
+                        state = plan.abstract_state(sim)
+                        programs = plan.compiled_programs(sim, state, ["chunk", "step"])
+                        mem = memory_bytes(programs["chunk"])
+                        traffic = cost.hlo_traffic(programs["step"].as_text())
+                        a2a = int(traffic.collectives.get("all-to-all", 0))
+                        bound_s = traffic.memory_bytes / bandwidth  # one device's traffic at its bandwidth
+                        fft_s = times[(key, "fft")] / args.steps
+                        ffts = plan.transforms_per_step(sim, state)
+                        xla_s = times[(("xla", layout), "step")] / args.steps if ("xla", layout) in runs else None
+                        full_s = times[((path, "full"), "step")] / args.steps if (path, "full") in runs else None
+                        ratio_peer = step_s * 1e3 / peer[(solver, n)] if with_peer else None
+                        cpu_ms = 1e3 * cpu[(key, "step")] / args.steps
+                        row = {
+                            "N": n, "scheme": scheme, "backend": backend, "devices": nd, "precision": prec,
+                            "fft_path": path, "local_fft": sim.fft.local.describe(jax.default_backend()),
+                            "layout": "compact" if sim.fft.compact is not None else "full",
+                            "step_ms": 1e3 * step_s, "vs_xla": None if xla_s is None else step_s / xla_s,
+                            "vs_full": None if full_s is None else step_s / full_s,
+                            "fft_ms": 1e3 * fft_s, "fft_share": step_s / fft_s,
+                            "bound_ms": 1e3 * bound_s, "vs_bound": step_s / bound_s,
+                            "bandwidth_GBs": bandwidth / 1e9,
+                            "traffic_bytes_per_cell": traffic.memory_bytes * nd / cells, "ffts": ffts,
+                            "all_to_all": a2a,
+                            "bytes_per_cell": None if mem is None else mem * nd / cells,
+                            "Mcell_steps_per_s": cells / step_s / 1e6,
+                            "fluidsim": peer_proc.name if ratio_peer is not None else None,
+                            "fluidsim_ms": peer.get((solver, n)) if ratio_peer is not None else None,
+                            "vs_fluidsim": ratio_peer, "step_cpu_ms": cpu_ms,
+                            "fluidsim_cpu_ms": peer_cpu.get((solver, n)) if ratio_peer is not None else None,
+                            "vs_fluidsim_cpu": cpu_ms / peer_cpu[(solver, n)] if ratio_peer is not None else None,
+                            "repeats": args.repeats, "steps": args.steps,
+                        }
+                        rows.append(row)
+                        # rewritten after every row: a benchmark stopped at its limit keeps what it measured
+                        write_results(args.out, "step", rows, {**machine(), "fluidsim_ms_per_step": shown(peer),
+                                                               "fluidsim": peer_name, "fft_paths": paths})
+                        bpc = "-" if mem is None else f"{row['bytes_per_cell']:7.1f}"
+                        vs = "-" if ratio_peer is None else f"{ratio_peer:.2f}"
+                        vx = "-" if xla_s is None else f"{step_s / xla_s:6.2f}"
+                        vf = "-" if full_s is None else f"{step_s / full_s:.2f}"
+                        print(f"{n:4d} {scheme:6s} {backend:9s} {nd:3d} {prec:7s} {path:4s} {row['layout']:7s} "
+                              f"{row['step_ms']:9.2f} {vf:>7s} "
+                              f"{vx:>6s} {row['fft_ms']:9.2f} {row['fft_share']:6.2f} {row['bound_ms']:8.2f} "
+                              f"{row['vs_bound']:6.2f} {ffts:4d} {a2a:3d} {bpc:>7s} "
+                              f"{row['Mcell_steps_per_s']:10.2f} {vs:>11s}", flush=True)
+    for proc in peers.values():
+        proc.close()
+    for (solver, n), ms in sorted(peer.items()):
+        for ours in (r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1]
+                     and (r["scheme"] in PLANAR) == (solver == "ns2d")):
+            print(f"{n:4d} {peers[solver].name} rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows "
+                  f"above); ours {ours['scheme']} {ours['precision']} {ours['layout']} layout: wall ratio "
+                  f"{ours['vs_fluidsim']:.2f}, CPU time per step (all threads) ours {ours['step_cpu_ms']:.2f} ms, "
+                  f"FluidSim {peer_cpu[(solver, n)]:.2f} ms, ratio {ours['vs_fluidsim_cpu']:.2f}", flush=True)
+    meta = {**machine(), "fluidsim_ms_per_step": shown(peer), "fluidsim": peer_name, "fft_paths": paths}
     print(write_results(args.out, "step", rows, meta), flush=True)
     if args.memory_size:
         memory_table(args.memory_size, args.out, paths, args.memory_devices)
     return 0
+
+
+def shown(peer: dict[tuple[str, int], float]) -> dict[str, float]:
+    """The peer's figures keyed ``"ns2d 512"`` for the results file (JSON keys are strings)."""
+    return {f"{solver} {n}": ms for (solver, n), ms in sorted(peer.items())}
 
 
 def memory_table(n: int, out: str, paths: list[str], device_counts: list[int]) -> None:

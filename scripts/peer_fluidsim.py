@@ -1,4 +1,4 @@
-"""CPU performance peer: FluidSim's ns3d solver on the Taylor-Green vortex.
+"""CPU performance peer: FluidSim's ns3d solver on the Taylor-Green vortex, or its ns2d solver on a plane.
 
 Standalone script, run only in a separate FluidSim environment; the package never imports it.
 Install that environment (pip's pyfftw wheel bundles FFTW, so no system FFTW is needed):
@@ -13,8 +13,8 @@ Run:
 scripts/bench_step.py --peer-python runs it with --serve instead: it then steps on request, so its
 steps are timed interleaved with the benchmark's own (both feel the same load on a shared machine).
 
-Case: box 2*pi, u = sin x cos y cos z, v = -cos x sin y cos z, w = 0, nu = 1/1600, classical RK4,
-fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved. Reports the median
+Case ``--solver ns3d`` (the default): box 2*pi, u = sin x cos y cos z, v = -cos x sin y cos z, w = 0,
+nu = 1/1600, classical RK4, fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved. Reports the median
 wall time of `sim.time_stepping.one_time_step()` after warm-up steps. FFTs default to
 fft3d.with_pyfftw, FluidSim's own default in one process where pyfftw is installed (its
 ``type_fft = "default"`` resolves to it) and the fastest sequential class here: --fft
@@ -23,6 +23,10 @@ fluidfft-fftw) measured slower, as its FFTs ignore the thread setting. The FFT c
 version and the threads are printed and recorded beside every figure (``--serve``: on its ``ready``
 line). OMP_NUM_THREADS, set from --threads before FluidSim is imported, sets the pyfftw threads and
 the OpenMP threads of FluidSim's compiled kernels; OMP_WAIT_POLICY defaults to passive (see main).
+
+Case ``--solver ns2d``: FluidSim's ns2d (vorticity form) on a 2 pi square of n**2 points, a random vorticity
+(``init_fields.type = "noise"``), nu_2 = 1e-4, classical RK4, fixed dt = 1e-3, 2/3 dealiasing, unforced, float64,
+one process; FFTs fft2d.with_pyfftw (FluidSim's default in one process, ``type_fft = "default"``).
 """
 
 from __future__ import annotations
@@ -71,9 +75,36 @@ def taylor_green(n: int, fft: str) -> Any:
     return sim
 
 
-def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
-    """Median seconds per RK4 step of the ns3d solver on an n**3 Taylor-Green vortex."""
-    sim = taylor_green(n, fft)
+def plane(n: int, fft: str) -> Any:
+    """FluidSim's ns2d solver set up on an n**2 random vorticity (the ns2d case above)."""
+    import numpy as np
+    from fluidsim.solvers.ns2d.solver import Simul
+
+    params = Simul.create_default_params()
+    params.oper.nx = params.oper.ny = n
+    params.oper.Lx = params.oper.Ly = 2 * np.pi
+    params.oper.type_fft = fft
+    params.oper.coef_dealiasing = 2 / 3
+    params.nu_2 = 1e-4
+    params.time_stepping.type_time_scheme = "RK4"
+    params.time_stepping.USE_CFL = False
+    params.time_stepping.deltat0 = 1e-3
+    params.init_fields.type = "noise"
+    params.output.HAS_TO_SAVE = False
+    params.output.ONLINE_PLOT_OK = False
+    params.output.periods_print.print_stdout = 0
+    params.short_name_type_run = f"peer_ns2d{n}"
+    with contextlib.redirect_stdout(io.StringIO()):
+        return Simul(params)
+
+
+#: the case of each solver, and its FluidFFT class by default (FluidSim's own default in one process)
+CASES = {"ns3d": (taylor_green, "fft3d.with_pyfftw"), "ns2d": (plane, "fft2d.with_pyfftw")}
+
+
+def time_per_step(n: int, fft: str, warmup: int, steps: int, solver: str = "ns3d") -> float:
+    """Median seconds per RK4 step of the solver's case at size n."""
+    sim = CASES[solver][0](n, fft)
     for _ in range(warmup):
         sim.time_stepping.one_time_step()
     samples = []
@@ -84,7 +115,7 @@ def time_per_step(n: int, fft: str, warmup: int, steps: int) -> float:
     return statistics.median(samples)
 
 
-def serve(sizes: list[int], fft: str, warmup: int, name: str) -> None:
+def serve(sizes: list[int], fft: str, warmup: int, name: str, solver: str = "ns3d") -> None:
     """Steps on request, for a benchmark that interleaves this peer with its own runs.
 
     Prints ``ready NAME`` (the peer as it runs: version, FFT class, threads) once every size is set up and
@@ -93,7 +124,7 @@ def serve(sizes: list[int], fft: str, warmup: int, name: str) -> None:
     process, all its threads (``time.process_time``: the clock's own resolution, where the 10 ms ticks of
     /proc quantised a 5-step chunk's CPU time per step by 2 ms at 64^3).
     """
-    sims = {n: taylor_green(n, fft) for n in sizes}
+    sims = {n: CASES[solver][0](n, fft) for n in sizes}
     for sim in sims.values():
         for _ in range(warmup):
             sim.time_stepping.one_time_step()
@@ -109,7 +140,8 @@ def serve(sizes: list[int], fft: str, warmup: int, name: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128])
-    parser.add_argument("--fft", default="fft3d.with_pyfftw", help="FluidFFT 3D class")
+    parser.add_argument("--solver", default="ns3d", choices=sorted(CASES), help="FluidSim solver and its case")
+    parser.add_argument("--fft", default=None, help="FluidFFT class (default: FluidSim's default for the solver)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per size")
@@ -117,6 +149,7 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true",
                         help="step on request (stdin 'N STEPS' -> stdout seconds) for an interleaved benchmark")
     args = parser.parse_args()
+    args.fft = args.fft or CASES[args.solver][1]
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="peer_fluidsim_") as tmp:
@@ -128,18 +161,22 @@ def main() -> None:
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         os.environ["FLUIDSIM_PATH"] = tmp
         import fluidsim
-        from fluidfft.fft3d.operators import get_simple_3d_seq_method
 
-        default = get_simple_3d_seq_method()  # what FluidSim's type_fft = "default" is in one process
+        if args.solver == "ns3d":
+            from fluidfft.fft3d.operators import get_simple_3d_seq_method
+
+            default = get_simple_3d_seq_method()  # what FluidSim's type_fft = "default" is in one process
+        else:  # ns2d's "default" resolves to its sequential pyfftw class where pyfftw is installed
+            default = CASES["ns2d"][1]
         which = "FluidSim's default" if args.fft == default else f"FluidSim's default is {default}"
-        name = (f"fluidsim {fluidsim.__version__}, type_fft={args.fft} ({which}), OMP_NUM_THREADS={args.threads}, "
-                f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}")
+        name = (f"fluidsim {fluidsim.__version__} {args.solver}, type_fft={args.fft} ({which}), "
+                f"OMP_NUM_THREADS={args.threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}")
         if args.serve:
-            serve(args.sizes, args.fft, args.warmup, name)
+            serve(args.sizes, args.fft, args.warmup, name, args.solver)
             return
         print(f"{'n':>5} {'ms/step':>10}")
         for n in args.sizes:
-            ms = 1e3 * time_per_step(n, args.fft, args.warmup, args.steps)
+            ms = 1e3 * time_per_step(n, args.fft, args.warmup, args.steps, args.solver)
             results.append({"n": n, "ms_per_step": round(ms, 2)})
             print(f"{n:>5} {ms:>10.2f}  {name}", flush=True)
 
