@@ -116,6 +116,9 @@ class PlotSpec:
     kolmogorov: Kolmogorov | None = None
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     slice_fallback: tuple[str, ...] = ()
+    #: further power laws the spectrum is drawn compensated by (``spectra_compensated_<exponent>.png``: a plane's
+    #: inverse-cascade k^(-5/3) beside its enstrophy range's k^(-3))
+    more_guides: tuple[float, ...] = ()
 
     def name_of(self, spectrum: str) -> str:
         """What a figure calls ``spectrum``: its label (a template's with ``{i}`` replaced by the index), else

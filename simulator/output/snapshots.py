@@ -103,6 +103,16 @@ def storage_order(ndim: int) -> tuple[int, ...]:
     return tuple(range(ndim))[::-1]
 
 
+#: a plane's axes (its box ``(1, Nx, Ny)``, :mod:`simulator.fft.plane`): the one-cell axis is z, then the plane's x, y
+PLANE_AXES = ("z", "x", "y")
+
+
+def plane_storage_order(ndim: int) -> tuple[int, ...]:
+    """A plane's field in stored order: (z, y, x), or (z, y, x, component), so that ParaView's x and y (the fastest
+    axes) are the plane's and its image is one layer deep in z."""
+    return (0, 2, 1) if ndim == 3 else (1, 3, 2, 0)
+
+
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], attrs: Mapping[str, Any],
                    box: Sequence[float], time: float, *, units: Mapping[str, str] | None = None,
                    stacked: Collection[str] = ()) -> Path:
@@ -119,31 +129,36 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
 
     units = {**CODE_UNITS, **(units or {})}
     grid = next(iter(fields.values())).shape[-3:]
+    plane = grid[0] == 1  # a box has no axis of one cell: a plane's box (1, Nx, Ny)
+    axes, order, components = (PLANE_AXES, plane_storage_order, 2) if plane else (AXES, storage_order, 3)
     for name, field in fields.items():
         if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; a stack needs [n, *{list(grid)}]")
-        if name not in stacked and field.shape not in (grid, (3, *grid)):
+        if name not in stacked and field.shape not in (grid, (components, *grid)):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; allowed: {list(grid)} "
-                             f"or {[3, *grid]}")
+                             f"or {[components, *grid]}")
     coordinates = {axis: hdf5.Coordinate(np.arange(n) * (float(length) / n),
                                          {"units": units["length"], "long_name": f"{axis} of the grid points"})
-                   for axis, n, length in zip(AXES, grid, box, strict=True)}
+                   for axis, n, length in zip(axes, grid, box, strict=True)}
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
-        coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
+        coordinates["component"] = hdf5.Coordinate(np.array(axes[-components:] if plane else axes),
+                                                   {"long_name": "vector component along"})
     for name in stacked:
         coordinates[f"{name}_index"] = hdf5.Coordinate(np.arange(fields[name].shape[0]),
                                                        {"long_name": f"index of each {name} field"})
     batch = {name: ((f"{name}_index",) if name in stacked else ("component",)) if field.ndim == 4 else ()
              for name, field in fields.items()}
-    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")}, dims=batch[name] + AXES,
-                               storage=storage_order(field.ndim))
+    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")}, dims=batch[name] + axes,
+                               storage=order(field.ndim))
               for name, field in fields.items()}
     index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": [float(b) for b in box],
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
-        shapes = {name: (tuple(field.shape[a] for a in storage_order(field.ndim)), field.dtype)
+        shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
-        grid_xml = snapshot_grid(index.name, shapes, box, time, int(attrs["step"]), stacked)
+        # the lengths as XDMF's fastest axis first (it reverses them): a plane's x, y, then its one cell's
+        along = (box[1], box[2], box[0]) if plane else box
+        grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index

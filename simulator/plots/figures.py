@@ -53,7 +53,7 @@ def format_time(t: float) -> str:
 
 
 def resolution(shape: Sequence[int]) -> str:
-    return f"{shape[0]}³" if len(set(shape)) == 1 else "×".join(str(n) for n in shape)
+    return f"{shape[0]}{'²' if len(shape) == 2 else '³'}" if len(set(shape)) == 1 else "×".join(str(n) for n in shape)
 
 
 def heading(config: dict[str, Any], when: str) -> str:

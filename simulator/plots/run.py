@@ -73,6 +73,8 @@ def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str
     readable snapshot does not hold (checked before anything is drawn)."""
     if axis not in AXES:
         raise ConfigError("--axis", axis, "choose x, y or z", "is not an axis")
+    if info.dimensions == 2 and axis != "z":  # a plane's box (1, Nx, Ny): its one slice is normal to the one cell
+        raise ConfigError("--axis", axis, "z (a plane has one slice, the plane itself)", "is not a plane's")
     stem = f"slice_{field}" if field else "slice"
     asked = field
     field = field or info.plot.slice_field
@@ -87,7 +89,7 @@ def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str
         if field not in fields:
             raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
         break
-    return field, AXES.index(axis), stem
+    return field, 0 if info.dimensions == 2 else AXES.index(axis), stem
 
 
 # ---- every output kind's figures -------------------------------------------------------------------------

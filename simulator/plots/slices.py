@@ -92,6 +92,11 @@ def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
     return out
 
 
+def axis_names(shape: Sequence[int]) -> str:
+    """The names of a snapshot field's three axes: x, y, z, or a plane's z, x, y (its box ``(1, Nx, Ny)``)."""
+    return "zxy" if shape[-3] == 1 else AXES
+
+
 def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:
     """The two images of one snapshot, side by side on the canvas: the mid-plane normal to ``axis`` of
     ``field`` (one plane read, all components of a vector field), then for a vector field the signed
@@ -109,6 +114,12 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     unit = f" [${style.units}$]" if style.units else ""
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
+    if shape[-3] == 1:  # a plane: the field itself (a vector's magnitude), each member of a stack
+        members = range(min(shape[0], STACKED_PANELS)) if vector and style.stacked else [None]
+        return [Panel(field if i is None else f"{field} {i}",
+                      (label if i is None else label.replace(symbol, f"{symbol}_{i}")) + unit, style.cmap,
+                      _shown(style, plane if i is None else plane[i], vector and i is None),
+                      symmetric=style.cmap == "RdBu_r", log=style.log) for i in members]
     if vector and style.stacked:  # n scalar fields: the first few, each its own panel
         return [Panel(f"{field} {i}, mid-plane at {AXES[axis]}-coordinate {where:.3g} {length}",
                       label.replace(symbol, f"{symbol}_{i}") + unit,
@@ -157,8 +168,9 @@ def floored(name: str) -> Colormap:
 
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
-                 axis: int, heading: str, length: str = "code units") -> Figure:
-    """The slice figure: panels side by side, axes in ``length`` units, a colour bar under each."""
+                 axis: int, heading: str, length: str = "code units", names: str = AXES) -> Figure:
+    """The slice figure: panels side by side, axes in ``length`` units (named by ``names``: :func:`axis_names`), a
+    colour bar under each."""
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as wide as the images
     # with the images filling the height, the default pad (3 pt) let a panel title touch the heading
     fig.get_layout_engine().set(h_pad=0.06)
@@ -168,8 +180,8 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
         image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
                           cmap=floored(panel.cmap) if panel.log else panel.cmap, vmin=lo, vmax=hi,
                           interpolation="nearest")
-        ax.set_xlabel(f"{AXES[across]} ({length})")
-        ax.set_ylabel(f"{AXES[up]} ({length})")
+        ax.set_xlabel(f"{names[across]} ({length})")
+        ax.set_ylabel(f"{names[up]} ({length})")
         ax.set_title(panel.title, fontsize="small")
         # under the image: square images side by side on the 8:5 canvas leave its height to fill, not its width
         label = f"{panel.label}; empty cells: the triangle" if empty else panel.label
@@ -202,7 +214,8 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         with snap, reading(path):  # what its fields or attributes raise: the file named, not snapshots/
             panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
-            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length)
+            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length,
+                               axis_names(snap.shape(field)))
             overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
@@ -252,7 +265,8 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     for number, path in enumerate(readable):
         with Snapshot(path) as snap:
             fig = slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
-                               snapshot_heading(config, info, float(snap.attrs["time"])), length)
+                               snapshot_heading(config, info, float(snap.attrs["time"])), length,
+                               axis_names(snap.shape(field)))
         written += save(fig, out / f"{stem}_{number:04d}.png", pdf=False)
     note(f"movie: ffmpeg -framerate 10 -i {out}/{stem}_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / f'{stem}.mp4'}")
     return written

@@ -157,13 +157,14 @@ def wavenumber_label(name: str, info: EquationInfo, k_units: str) -> str:
 def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], mean: np.ndarray | None,
                        window: tuple[float, float, int] | None, config: dict[str, Any], info: EquationInfo,
                        k_units: str = "code units", eps: np.ndarray | None = None,
-                       eps_mean: float | None = None) -> Figure:
+                       eps_mean: float | None = None, exponent: float | None = None) -> Figure:
     """eps^(-2/3) k^(-guide) E(k) (guide = ``info.plot.spectrum_guide``, -5/3 for the flows: Kolmogorov's
     range is flat, at the constant ``info.plot.kolmogorov`` declares, drawn dashed) at ``times``, each row
     by the dissipation ``eps`` at its time, log-linear over the resolved shells above the precision floor,
     and in black the time average ``mean`` over ``window`` = (t0, t1, rows) by ``eps_mean``, the mean
-    dissipation of those rows. Without ``eps`` (no time series): k^(-guide) E(k)."""
-    exponent = info.plot.spectrum_guide
+    dissipation of those rows. Without ``eps`` (no time series): k^(-guide) E(k). ``exponent``: another guide
+    (one of ``info.plot.more_guides``), compensated by k alone."""
+    exponent = info.plot.spectrum_guide if exponent is None else exponent
     fig, axes = figure()
     ax = axes[0, 0]
     shells, above_floor = drawn(k, config, info)
@@ -294,6 +295,10 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             return compensated_figure(k, power, shown, mean, window, config, info, k_units, eps, eps_mean)
 
         builders["spectra_compensated"] = compensated
+        for exponent in info.plot.more_guides:  # k^(-exponent) E(k) alone: no eps normalises another range
+            name_of = exponent_text(-exponent).replace("/", "_").replace("-", "minus")
+            builders[f"spectra_compensated_{name_of}"] = partial(compensated_figure, k, power, shown, None, None,
+                                                                 config, info, k_units, exponent=exponent)
     labels = [time_label(config, info, t) for t in shown]
     builders["flux"] = partial(flux_figure, k, table, labels, config, resolved_wavenumber(config, info), k_units,
                                info.plot.name_of)

@@ -68,7 +68,7 @@ import yaml
 from simulator.errors import ConfigError, counted
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
-from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
+from simulator.output.snapshots import AXES, CODE_UNITS, DIR, PLANE_AXES  # the run-wide one, of output.base
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.planning.cost import human_bytes
 from simulator.results.export_groups import (
@@ -273,12 +273,15 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     sizes = {d: n for dims, shape, _ in plan.fields.values() for d, n in zip(dims, shape, strict=True)}
     batch = sorted(sizes.keys() - set(AXES))
     f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
-    for axis, length in zip(AXES, head["box"], strict=True):
+    # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.output.snapshots.PLANE_AXES)
+    axes = PLANE_AXES if sizes["z"] == 1 else AXES
+    for axis, length in zip(axes, head["box"], strict=True):
         variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
                  units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
     for d in batch:
         if d == "component":
-            variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
+            variable(f, d, (d,), np.array(axes[-sizes[d]:], dtype=object), h5py.string_dtype(),
+                     long_name="vector component along")
         else:
             variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
     variables = {name: variable(f, name, ("time", *dims), dtype=dtype)

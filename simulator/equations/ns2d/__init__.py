@@ -210,7 +210,8 @@ INFO = EquationInfo(
         spectrum="energy",
         spectrum_label=r"$E(k)$, $\Sigma_k E(k) = \langle|u|^2\rangle/2$",
         slice_field="vorticity",
-        spectrum_guide=-3.0,
+        spectrum_guide=-3.0,  # the enstrophy cascade's range (Kraichnan 1967); the inverse cascade's k^(-5/3) too
+        more_guides=(-5 / 3,),
         budget=Budget("energy", losses=("dissipation",), gains=("injection",), label="E"),
         resolved=2 / 3,
         viscosity="viscosity",
