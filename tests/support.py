@@ -138,10 +138,15 @@ def nonlinear_field(sim: Simulation, state: Any, params: dict | None = None) -> 
 
 def on_grid(config: str | Path, n: int) -> dict[str, Any]:
     """Overrides that put a shipped config on an n^3 grid: ``grid.shape``, and a mixed dark matter run's
-    ``physics.cdm_particles`` (one per cell, as the lattice needs n^3 particles dividing the grid)."""
+    ``physics.cdm_particles`` (one per cell, as the lattice needs n^3 particles dividing the grid); a planar config
+    on an n^2 grid, its forcing at mode 2."""
     import yaml
 
+    from simulator.equations import get
+
     physics = yaml.safe_load(Path(config).read_text()).get("physics", {})
+    if get(physics.get("name", "navier_stokes")).dimensions == 2:  # a plane: n^2, its forcing on the grid's modes
+        return {"grid.shape": [n] * 2, **({"physics.forcing_wavenumber": 2} if physics.get("forcing_wavenumber") else {})}
     return {"grid.shape": [n] * 3, **({"physics.cdm_particles": n**3} if physics.get("cdm_particles") else {})}
 
 

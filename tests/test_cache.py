@@ -344,7 +344,8 @@ def test_a_runs_snapshot_calls_the_program_compiled_ahead(tmp_path, devices):
 SHRINK = {"grid.shape": 8}
 SHRINK_BY_CONFIG = {"cold_dark_matter": {"physics.cdm_particles": 512},
                     "fdm_mixed": {"physics.cdm_particles": 512},
-                    "forced_turbulence_particles": {"particles[0].count": 64, "particles[1].count": 512}}
+                    "forced_turbulence_particles": {"particles[0].count": 64, "particles[1].count": 512},
+                    "forced_2d": {"physics.forcing_wavenumber": 2}}
 
 
 def _changed(section: str, traced: dict, keep: set[str]) -> dict[str, object]:

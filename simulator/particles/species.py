@@ -91,6 +91,10 @@ def check(cfg: Any) -> None:
                               "particles: declare a species in particles, or set 0", "has no particle to record")
         return
     info = registry()[cfg.physics.name]
+    if info.dimensions == 2:
+        raise ConfigError("particles", [s.name for s in species], "leave particles out: a plane carries none (yet); "
+                          "particles ride on a box's flow (physics.name = navier_stokes, boussinesq or mhd)",
+                          f"is not available for the planar physics.name = {cfg.physics.name}")
     if "velocity" not in info.state_fields:
         raise ConfigError("particles", [s.name for s in species], "particles need a flow: use physics.name = "
                           "navier_stokes, boussinesq or mhd (an equation with a velocity field)",
