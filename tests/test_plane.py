@@ -4,15 +4,19 @@ against exact solutions, on every backend that takes a plane, on 1, 2 and 4 devi
 from __future__ import annotations
 
 import math
+import re
+import shutil
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import simulator
 from simulator.config.grid import PLANE_BACKENDS
+from simulator.output.hdf5 import Snapshot
 
-from support import advance, case_id, relative_error, simulation
+from support import advance, case_id, command, relative_error, simulation
 
 #: every backend that takes a plane, on 1 device and on several (the slab on 2 and 4)
 CASES = [("single", 1, None), ("slab", 1, None), ("slab", 2, None), ("slab", 4, None)]
@@ -147,3 +151,82 @@ def test_the_lamb_chaplygin_dipole_travels_along_x_at_its_speed(devices):
     x0 = centre(state)
     x1 = centre(advance(sim, state, 0.02, 100))
     assert 0.88 * 2.0 < x1 - x0 < 2.0, (x0, x1)
+
+
+# ---- a planar run's restarts, files and bad input ---------------------------------------------------------------
+
+
+def _config(**values):
+    base = {"physics.name": "ns2d", "grid.shape": SHAPE, "grid.box": BOX, "precision": "float64",
+            "initial.name": "random", "physics.forcing": "random", "physics.forcing_wavenumber": 3, "time.dt": 0.01,
+            "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10, "output.snapshots.every": 20,
+            "runtime.cpu_devices": 8, "fft.mesh": [2]}
+    return simulator.load_config(None, {**base, **values})
+
+
+def _vorticity(run) -> np.ndarray:
+    with Snapshot(run / "snapshots" / "s00000020.h5") as snap:
+        return snap.read("vorticity")
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """A forced planar run of 20 steps on a slab of 2, uninterrupted, with a checkpoint at step 10."""
+    run = tmp_path_factory.mktemp("plane") / "straight"
+    assert simulator.run_config(_config(), run) == 0
+    return run
+
+
+@pytest.mark.parametrize("values", [{}, {"fft.mesh": [4]}, {"fft.backend": "single", "fft.mesh": None}],
+                         ids=["same", "slab-4", "single"])
+def test_a_planar_restart_ends_where_the_straight_run_ends(straight, tmp_path, values):
+    """From the step-10 checkpoint: on the same devices bitwise; on 4 devices or one, to 1e-12 (the random kick's
+    phases come from the step's number, so the forcing is the same)."""
+    run = tmp_path / "run"
+    shutil.copytree(straight, run)
+    for path in (run / "snapshots").glob("s00000020*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert simulator.run_config(_config(**values), run, restart=str(run / "checkpoints" / "c00000010.json")) == 0
+    got, want = _vorticity(run), _vorticity(straight)
+    assert got.shape == (1, *SHAPE)
+    if not values:
+        assert np.array_equal(got, want)
+    assert relative_error(got, want) < 1e-12
+
+
+def test_a_planar_checkpoint_starts_a_run_on_a_finer_plane(straight, tmp_path, devices):
+    """initial.name: file from a planar checkpoint onto a plane twice as fine in each direction: the same modes,
+    zero-padded, so the fine field at the coarse grid's points is the coarse field (spectral interpolation)."""
+    ckpt = straight / "checkpoints" / "c00000010.json"
+    out = tmp_path / "fine"
+    cfg = _config(**{"grid.shape": [32, 64], "initial.name": "file", "initial.path": str(ckpt), "time.t_end": 0.01,
+                     "output.chunk": 1, "output.snapshots.every": 1, "checkpoint.every": 0})
+    assert simulator.run_config(cfg, out) == 0
+    with Snapshot(out / "snapshots" / "s00000000.h5") as snap:
+        fine = snap.read("vorticity")
+    coarse = plane(devices)
+    want = vorticity(coarse, coarse.state_from_file(str(ckpt)))
+    assert fine.shape == (1, 32, 64) and want.shape == (1, *SHAPE)
+    assert relative_error(fine[:, ::2, ::2], want) < 1e-12
+
+
+BAD = [
+    (["--set", "grid.shape=[64,64,1]"], r"^error: grid\.shape = \[64, 64, 1\] has an entry of 1"),
+    (["--set", "grid.box=[1,2,3]"], r"^error: grid\.box = \[1\.0, 2\.0, 3\.0\] has three lengths"),
+    (["--set", "physics.name=navier_stokes"], r"^error: grid\.shape = \[64, 64\] is a plane; a box for physics\.name"),
+    (["--set", "fft.backend=pencil"], r"^error: fft\.backend = 'pencil' does not take a plane"),
+    (["--set", "fft.backend=jaxdecomp"], r"^error: fft\.backend = 'jaxdecomp' (does not take a plane|.*not installed)"),
+    (["--set", "particles=[{name: t, count: 8}]"], r"^error: particles = \['t'\] is not available for the planar"),
+    (["--set", "initial.name=abc"], r"^error: initial\.name = 'abc'"),
+    (["--set", "physics.forcing=random", "--set", "physics.forcing_wavenumber=30"],
+     r"^error: physics\.forcing_wavenumber = 30 is not resolved"),
+]
+
+
+@pytest.mark.parametrize(("args", "pattern"), BAD, ids=[" ".join(a[1::2]) for a, _ in BAD])
+def test_bad_planar_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd, args, pattern):
+    config = tmp_path / "plane.yaml"
+    config.write_text("physics: {name: ns2d}\ngrid: {shape: [64, 64]}\n")
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+    assert not (tmp_path / "run").exists()

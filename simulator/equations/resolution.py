@@ -128,8 +128,8 @@ def dealiased_kmax(shape: Sequence[int], box: Sequence[float], dealias: str = "t
 
 
 def nyquist(shape: Sequence[int], box: Sequence[float]) -> float:
-    """min_i pi N_i / L_i."""
-    return min(math.pi * n / float(length) for n, length in zip(shape, box, strict=True))
+    """min_i pi N_i / L_i over the axes of more than one cell (a plane's box has one of a single cell, no wavenumber)."""
+    return min(math.pi * n / float(length) for n, length in zip(shape, box, strict=True) if n > 1)
 
 
 def kolmogorov(nu: Any, epsilon: Any, xp: Any) -> Any:
@@ -177,7 +177,13 @@ def plan_line(cfg: Any) -> str | None:
     dealias = getattr(physics, "dealias", "two_thirds")
     kmax = dealiased_kmax(cfg.grid.cells, cfg.grid.lengths, dealias)
     parts = [f"k_max = {kmax:.4g} ({dealias})"]
-    if nu > 0:
+    if nu > 0 and cfg.grid.plane:  # the enstrophy cascade's end, eta_Z = (nu^3/chi)^(1/6) (Kraichnan 1967)
+        parts.append(f"k_max eta_Z >= 1 while the enstrophy dissipation chi <= nu^3 k_max^6 = {nu**3 * kmax**6:.3g}")
+        if getattr(physics, "forcing", "none") == "random":
+            k_f = 2 * math.pi * physics.forcing_wavenumber / max(cfg.grid.box)
+            chi = physics.forcing_power * k_f**2  # the enstrophy injected with the power at the forced modes
+            parts.append(f"k_max eta_Z = {kmax * (nu**3 / chi) ** (1 / 6):.3g} at the injected enstrophy {chi:.3g}")
+    elif nu > 0:
         parts.append(f"k_max eta >= 1 while epsilon <= nu^3 k_max^4 = {nu**3 * kmax**4:.3g}")
         if getattr(physics, "forcing", "none") != "none":
             eta = (nu**3 / physics.forcing_power) ** 0.25
