@@ -14,8 +14,8 @@ scripts/bench_step.py --peer-python runs it with --serve instead: it then steps 
 steps are timed interleaved with the benchmark's own (both feel the same load on a shared machine).
 
 Case ``--solver ns3d`` (the default): box 2*pi, u = sin x cos y cos z, v = -cos x sin y cos z, w = 0,
-nu = 1/1600, classical RK4, fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved. Reports the median
-wall time of `sim.time_stepping.one_time_step()` after warm-up steps. FFTs default to
+nu = 1/1600, classical RK4, fixed dt = 0.01, 2/3 dealiasing, float64, one process (no MPI), nothing saved.
+Reports the median wall time of `sim.time_stepping.one_time_step()` after warm-up steps. FFTs default to
 fft3d.with_pyfftw, FluidSim's own default in one process where pyfftw is installed (its
 ``type_fft = "default"`` resolves to it) and the fastest sequential class here: --fft
 fft3d.with_fftw3d (which needs a system FFTW, e.g. apt-get install libfftw3-dev, then pip install

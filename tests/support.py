@@ -146,7 +146,8 @@ def on_grid(config: str | Path, n: int) -> dict[str, Any]:
 
     physics = yaml.safe_load(Path(config).read_text()).get("physics", {})
     if get(physics.get("name", "navier_stokes")).dimensions == 2:  # a plane: n^2, its forcing on the grid's modes
-        return {"grid.shape": [n] * 2, **({"physics.forcing_wavenumber": 2} if physics.get("forcing_wavenumber") else {})}
+        forced = {"physics.forcing_wavenumber": 2} if physics.get("forcing_wavenumber") else {}
+        return {"grid.shape": [n] * 2, **forced}
     return {"grid.shape": [n] * 3, **({"physics.cdm_particles": n**3} if physics.get("cdm_particles") else {})}
 
 

@@ -128,7 +128,7 @@ def dealiased_kmax(shape: Sequence[int], box: Sequence[float], dealias: str = "t
 
 
 def nyquist(shape: Sequence[int], box: Sequence[float]) -> float:
-    """min_i pi N_i / L_i over the axes of more than one cell (a plane's box has one of a single cell, no wavenumber)."""
+    """min_i pi N_i / L_i over the axes of more than one cell (a plane's box has an axis of one cell: no wavenumber)."""
     return min(math.pi * n / float(length) for n, length in zip(shape, box, strict=True) if n > 1)
 
 
