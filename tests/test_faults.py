@@ -475,6 +475,21 @@ def test_a_damaged_marker_is_skipped_for_the_previous_checkpoint(finished, tmp_p
     assert rundir.plan(cfg, run_dir, resume=True).restart == "latest"
 
 
+@pytest.mark.parametrize("options", [{"resume": True}, {"restart": "latest"}], ids=["--resume", "--restart"])
+def test_the_checks_before_jax_open_the_checkpoint_to_continue_once(finished, tmp_path, monkeypatch, options):
+    """The plan of a run's directory and the check of the checkpoint its restart continues read the directory once
+    (:func:`simulator.output.contents.read`): the latest checkpoint is opened and validated once before JAX starts,
+    where the plan found it and the check then looked for it again."""
+    from simulator.run import preflight
+
+    run_dir = copy(finished, tmp_path)
+    opened, load = [], checkpoints.load
+    monkeypatch.setattr(checkpoints, "load", lambda marker: opened.append(marker.name) or load(marker))
+    cfg = config_mod.load(TG, [s for s in SMALL if s != "--set"] + ["time.t_end=0.2"])
+    plan = preflight.check(cfg, run_dir, **options)
+    assert opened == ["c00000010.json"] and plan.restart == "latest"
+
+
 def test_a_truncated_marker_and_a_run_with_only_damaged_checkpoints(finished, tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)

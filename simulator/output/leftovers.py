@@ -2,7 +2,7 @@
 
 Such a file holds nothing of a run, so a restart makes it anew (:func:`simulator.output.rows.resume`) where it would
 set aside a file with rows, and a directory holding nothing else may be taken over
-(:func:`simulator.run.startup.only_start_up`).
+(:func:`simulator.output.contents.only_start_up`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def check(cfg: Config, out: Path, *, allow_physics_change: bool = False, overwri
     if plan.done:
         return plan
     if plan.restart is not None:
-        restarts.checkpoint_to_resume(cfg, out, plan.restart, allow_physics_change, warn=False, resume=resume)
+        restarts.checkpoint_to_resume(cfg, out, plan.restart, plan.source, allow_physics_change, resume=resume)
     else:
         sources.check_start(cfg.initial, cfg)  # a new run: its initial condition's sources must be there now
         particles.check_start(cfg)  # and its particles' placement files

@@ -14,27 +14,26 @@ from typing import Any
 
 from simulator.config import Config, keys_of
 from simulator.errors import ConfigError
-from simulator.output import checkpoints, segments
+from simulator.output import contents
+from simulator.output.checkpoints import Checkpoint
 from simulator.time.control import TOL
 
 
-def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_change: bool,
-                         warn: bool = True, resume: bool = False) -> checkpoints.Checkpoint:
-    """The checkpoint a restart continues from, checked against this run's config (nothing is written): a run
-    directory's latest not superseded, or the one named, refused when a later segment of its run superseded it
-    (:func:`simulator.output.segments.refusal`). ``warn``: log the damaged checkpoints skipped on the way (once
-    per segment, not for the early check); ``resume``: the user asked for ``--resume`` (a refusal then says which
-    command does what)."""
-    ckpt = checkpoints.find(out if restart == "latest" else Path(restart), warn=warn)
+def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Contents, allow_physics_change: bool,
+                         resume: bool = False) -> Checkpoint:
+    """The checkpoint a restart continues from, checked against this run's config (nothing is read or written):
+    ``held``, what ``restart`` names holds (:func:`simulator.output.contents.read`): a run directory's latest
+    checkpoint not superseded, or the one named, refused when a later segment of its run superseded it
+    (:func:`simulator.output.segments.refusal`); ``resume``: the user asked for ``--resume`` (a refusal then says
+    which command does what)."""
+    ckpt = held.latest
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {out}; start a new run instead",
                           "has nothing to resume")
-    marker = ckpt.index.with_suffix(".json")
-    run = marker.parent.parent  # checkpoints/cNNNNNNNN.json of its run directory
-    why = None if restart == "latest" or Path(restart).is_dir() else segments.refusal(run, marker)
+    why = None if restart == "latest" or Path(restart).is_dir() else held.refusal
     if why:  # another trajectory's state: continuing it would interleave two trajectories' outputs
-        now = ", ".join(m.name for m in checkpoints.markers(run, current=True)) or "none left"
-        raise ConfigError("--restart", restart, f"give {run} to continue the run's current trajectory from its "
+        now = ", ".join(m.name for m in held.current) or "none left"
+        raise ConfigError("--restart", restart, f"give {held.run} to continue the run's current trajectory from its "
                           f"latest checkpoint, or a checkpoint of that trajectory ({now})", why)
     old = ckpt.meta["config"]
     if old["physics"]["name"] != cfg.physics.name:
@@ -87,12 +86,12 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, allow_physics_cha
     return ckpt
 
 
-def on_other_grid(ckpt: checkpoints.Checkpoint, cfg: Config) -> bool:
+def on_other_grid(ckpt: Checkpoint, cfg: Config) -> bool:
     """Whether the checkpoint was written on another grid than ``cfg``'s (a restart that interpolates)."""
     return tuple(ckpt.meta["config"]["grid"]["shape"]) != tuple(cfg.grid.shape)
 
 
-def changes(ckpt: checkpoints.Checkpoint, cfg: Config, dt: float) -> str:
+def changes(ckpt: Checkpoint, cfg: Config, dt: float) -> str:
     """What the resume line adds about a restart that changed how the run steps ("" when nothing did): another
     time step ``dt``, another precision (the state is read in ``cfg``'s; a float32 state continued in float64
     keeps float32's rounding)."""

@@ -17,7 +17,7 @@ What ``--resume`` does (the job scripts run it on every allocation):
 * a run of the same physics and grid that died before its first checkpoint: its partial output is
   removed and it starts again from t = 0;
 * a run killed in its start-up, before it recorded its config (``.lock``, ``run.log`` and the files its writers
-  opened, none with a row: :func:`simulator.run.startup.only_start_up`): it starts again from t = 0, appending to
+  opened, none with a row: :func:`simulator.output.contents.only_start_up`): it starts again from t = 0, appending to
   its ``run.log``;
 * a branch's leftovers (its record, or its ``run.log``, names the checkpoint of another run it began from): refused,
   with the branch command as the hint (from t = 0 it would be another run under the branch's name);
@@ -41,15 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from simulator.config import Config
 from simulator.errors import ConfigError
 from simulator.launch import srun_tasks
 from simulator.log import get_logger
-from simulator.output import checkpoints, segments
+from simulator.output import checkpoints, contents
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
-from simulator.run import startup
 from simulator.run.restart import physics_changes
 from simulator.time.control import TOL
 
@@ -65,7 +62,7 @@ RUN_MARKS = ("run.log", "config.yaml", "status.json", ".status.json.tmp", "segme
 #: and a failed run's reason
 STATUS_FILE = "status.json"
 #: ``<run>/.lock``: the owner of a running run (see :class:`simulator.run.lock.RunLock`)
-LOCK_FILE = ".lock"
+LOCK_FILE = contents.LOCK
 #: errors of a full disk or quota: a failed write (exit 1), not bad input
 FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -79,7 +76,9 @@ class DirectoryPlan:
     """What a run does in its directory.
 
     ``restart``: "latest", a checkpoint path, or None (start at t = 0); ``clear``: remove the files
-    of the run there first; ``done``: the run there has finished (why, for the log): do nothing.
+    of the run there first; ``done``: the run there has finished (why, for the log): do nothing;
+    ``source``: what the restart continues from, as the plan read it (its latest intact checkpoint found
+    without warnings; None for a run from t = 0).
     """
 
     restart: str | None
@@ -87,6 +86,7 @@ class DirectoryPlan:
     done: str | None = None
     why: str = ""
     warn: bool = False
+    source: contents.Contents | None = None
 
 
 def _check_path(path: Path) -> None:
@@ -117,18 +117,6 @@ def holds_nothing(path: Path) -> bool:
     except OSError as err:
         raise ConfigError("--out", str(path), "choose a readable directory",
                           f"cannot be read ({err.strerror})") from None
-
-
-def stored_config(path: Path) -> dict[str, Any] | None:
-    """The resolved config a run in ``path`` recorded (``config.yaml``, else its latest segment), or None."""
-    for candidate in [path / "config.yaml", *reversed(segments.record_paths(path))]:
-        try:
-            stored = yaml.safe_load(candidate.read_text())["config"]
-        except (OSError, TypeError, KeyError, ValueError, yaml.YAMLError):
-            continue
-        if isinstance(stored, dict):
-            return stored
-    return None
 
 
 def same_run(checkpoint: Path, path: Path) -> bool:
@@ -168,28 +156,33 @@ def plan(cfg: Config, path: Path, *, overwrite: bool = False, restart: str | Non
             key, allowed = (("--out", "give the run's directory, --restart PATH, or no --restart for a new run")
                             if restart == "latest" else ("--restart", "give a run directory or a checkpoint file"))
             raise ConfigError(key, str(target), allowed, "does not exist")
+    # what the directory and a restart's source hold, read once (the loop finds the checkpoint again, with warnings);
+    # a new run's or a replacement's plan needs none of it
+    held = contents.read(path) if resume or restart is not None else None
+    source = contents.read(Path(restart)) if restart not in (None, "latest") else held
+    if restart is not None:
         if (restart != "latest" and not same_run(target, path) and not holds_nothing(path)
-                and not _retries(path, target)):
+                and not _retries(held, source)):
             raise ConfigError("--out", str(path), "branch from another run's checkpoint into a new or empty "
                               "directory", _holds(path))
-        if checkpoints.find(target, warn=False) is None:  # the loop finds it again, with warnings
-            damaged = [target.with_suffix(".json")] if target.is_file() else checkpoints.markers(target, current=True)
-            why = (f" ({damaged[0].name}: {checkpoints.why_damaged(damaged[0])})" if damaged
-                   else "" if target.is_file() else _all_superseded(target))
+        if source.latest is None:
+            damaged = source.candidates
+            why = (f" ({damaged[0].name}: {source.damage})" if damaged
+                   else "" if target.is_file() else _all_superseded(source))
             raise ConfigError("--restart", restart, f"no intact checkpoint under {target}{why}; start a new run "
                               "instead", "has nothing to resume")
-        return DirectoryPlan(restart)
+        return DirectoryPlan(restart, source=source)
     if holds_nothing(path):
         return DirectoryPlan(None)
     if not resume:
-        held = _holds(path)  # --overwrite replaces a run's files, never someone's own named alike (plots/, export/)
-        if not overwrite or held != "already holds a run":
+        what = _holds(path)  # --overwrite replaces a run's files, never someone's own named alike (plots/, export/)
+        if not overwrite or what != "already holds a run":
             raise ConfigError("--out", str(path), "choose a new directory, pass --restart to continue it, or "
-                              "--overwrite to replace it" if held == "already holds a run" else "choose a new or "
-                              "empty directory", held)
+                              "--overwrite to replace it" if what == "already holds a run" else "choose a new or "
+                              "empty directory", what)
         _keep_source(cfg, path)
         return DirectoryPlan(None, clear=True, why=f"replacing the run in {path}")
-    return _resume_plan(cfg, path)
+    return _resume_plan(cfg, path, held)
 
 
 def _keep_source(cfg: Config, path: Path) -> None:
@@ -209,29 +202,29 @@ def _keep_source(cfg: Config, path: Path) -> None:
                           "into another --out", f"lies inside {path}, which replacing the run there would delete")
 
 
-def _all_superseded(path: Path) -> str:
-    """`` (its checkpoints, ..., are all superseded ...)`` when the run in ``path`` holds checkpoints and a later
+def _all_superseded(held: contents.Contents) -> str:
+    """`` (its checkpoints, ..., are all superseded ...)`` when the run ``held`` holds checkpoints and a later
     segment superseded every one (:func:`simulator.output.segments.superseded`), else ""."""
-    found = checkpoints.markers(path)
-    gone = segments.superseded(path, found)
-    if not gone or len(gone) < len(found):
+    gone = held.superseded
+    if not gone or len(gone) < len(held.markers):
         return ""
     later = max((pair[1] for pair in gone.values()), key=lambda record: record.number)
     return (f" (its checkpoints, {', '.join(sorted(m.name for m in gone))}, are all superseded: of the trajectory "
             f"before a restart from step {later.start_step}, none of them is the run's)")
 
 
-def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
-    if checkpoints.find(path, warn=False) is not None:  # the loop finds it again, with warnings
-        return DirectoryPlan("latest")
-    damaged = checkpoints.markers(path, current=True)
+def _resume_plan(cfg: Config, path: Path, held: contents.Contents) -> DirectoryPlan:
+    """``--resume`` of ``path``, which holds ``held`` (not nothing)."""
+    if held.latest is not None:
+        return DirectoryPlan("latest", source=held)
+    damaged = held.candidates
     if damaged:
-        raise ConfigError("--resume", str(path), f"the latest, {damaged[0].name}: "
-                          f"{checkpoints.why_damaged(damaged[0])}; restore a checkpoint or start afresh with "
-                          "--overwrite", f"holds {len(damaged)} checkpoint(s), none of them intact")
-    old = stored_config(path)
-    if old is None and startup.only_start_up(path):  # killed in its start-up, before its record: what its log says
-        return _start_up_plan(path)
+        raise ConfigError("--resume", str(path), f"the latest, {damaged[0].name}: {held.damage}; restore a "
+                          "checkpoint or start afresh with --overwrite", f"holds {len(damaged)} checkpoint(s), none "
+                          "of them intact")
+    old = held.stored
+    if old is None and held.start_up:  # killed in its start-up, before its record: what its log says
+        return _start_up_plan(path, held.logged)
     if old is None or physics_changes(old, cfg):
         raise ConfigError("--resume", str(path), "give the directory of this config's run, or a new one",
                           "holds files but no checkpoint of a run with this physics and grid")
@@ -246,7 +239,7 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
     if finished and reached >= cfg.time.t_end * (1 - TOL):  # as the time stepper decides
         return DirectoryPlan(None, done=f"{path} already finished (step {status.get('step')}, "
                                        f"t = {reached:.6g}): nothing to do")
-    superseded = _all_superseded(path)
+    superseded = _all_superseded(held)
     if superseded:  # another trajectory's checkpoints: neither continued nor removed as a partial run's output
         raise ConfigError("--resume", str(path), "start afresh with --overwrite or into another --out",
                           f"holds no checkpoint to continue{superseded}")
@@ -254,7 +247,7 @@ def _resume_plan(cfg: Config, path: Path) -> DirectoryPlan:
         raise ConfigError("--resume", str(path), "its checkpoints were deleted, so it cannot be extended: run it "
                           "again with --overwrite or into another --out", f"holds a run finished at t = {reached:.6g} "
                           f"< time.t_end = {cfg.time.t_end:g}")
-    _refuse_branch(path, _branched_from(path) or startup.logged_branch(path))
+    _refuse_branch(path, held.branched_from or held.logged)
     _keep_source(cfg, path)
     return DirectoryPlan(None, clear=True, why=f"{path} has no complete checkpoint: starting again from t = 0, "
                                                "replacing its partial output", warn=True)
@@ -269,11 +262,11 @@ def _refuse_branch(path: Path, source: str | None) -> None:
                           f"{source}, which --resume does not start again from t = 0")
 
 
-def _start_up_plan(path: Path) -> DirectoryPlan:
+def _start_up_plan(path: Path, logged: str | None) -> DirectoryPlan:
     """``--resume`` of ``path`` holding only what a start-up killed before its record leaves
-    (:func:`simulator.run.startup.only_start_up`): a new run's starts again from t = 0, its log appended to (its
+    (:func:`simulator.output.contents.only_start_up`), whose log names the branch ``logged``
+    (:func:`simulator.output.contents.logged_branch`): a new run's starts again from t = 0, its log appended to (its
     writers make their files anew: none holds a row); a branch's, or one whose log is empty, is refused."""
-    logged = startup.logged_branch(path)
     _refuse_branch(path, logged)
     if logged is None:
         raise ConfigError("--resume", str(path), "run the command that began it again, or --overwrite",
@@ -282,33 +275,22 @@ def _start_up_plan(path: Path) -> DirectoryPlan:
                                    "starting it again from t = 0", warn=True)
 
 
-def _branched_from(path: Path) -> str | None:
-    """The checkpoint of another run that the run in ``path`` began from (its first segment a restart, as ``--restart
-    PATH --out DIR`` records it: an absolute path; a record of an older version holds PATH as given, relative to the
-    directory the branch started from, and is read as it is), else None (a run from t = 0, or no readable record)."""
-    first = segments.record_paths(path)[:1]
-    try:
-        source = yaml.safe_load(first[0].read_text()).get("restart") if first else None
-    except (OSError, AttributeError, ValueError, yaml.YAMLError):
-        return None
-    return str(Path(source).with_suffix(".json")) if isinstance(source, str) and source else None
-
-
-def _retries(path: Path, target: Path) -> bool:
-    """Whether a branch from ``target`` (a checkpoint; a run directory: its latest) into ``path`` tries again one begun
-    there and killed before its first checkpoint: its record names ``target``, or it has none and holds only a
-    start-up's files (:func:`simulator.run.startup.only_start_up`) whose log names ``target``, or nothing but a log
+def _retries(mine: contents.Contents, branch: contents.Contents) -> bool:
+    """Whether a branch from ``branch`` (a checkpoint; a run directory: its latest) into ``mine`` tries again one begun
+    there and killed before its first checkpoint: its record names that checkpoint, or it has none and holds only a
+    start-up's files (:func:`simulator.output.contents.only_start_up`) whose log names it, or nothing but a log
     that names no branch (a start-up killed before it could)."""
-    if checkpoints.markers(path):
+    if mine.markers:
         return False
-    source = _branched_from(path)
-    if source is None and startup.only_start_up(path):  # no record: what its log says
-        source = startup.logged_branch(path)
+    source = mine.branched_from
+    if source is None and mine.start_up:  # no record: what its log says
+        source = mine.logged
         if not source:  # a log that names no branch: taken over only when nothing else is there
-            return {p.name for p in path.iterdir() if not p.name.startswith(LOCK_FILE)} == {"run.log"}
+            return {p.name for p in mine.path.iterdir() if not p.name.startswith(LOCK_FILE)} == {"run.log"}
     if source is None:
         return False
-    target = getattr(checkpoints.find(target, warn=False), "index", target) if target.is_dir() else target
+    target = branch.path
+    target = branch.latest.index if target.is_dir() and branch.latest is not None else target
     return target.is_file() and _same_place(Path(source), target.with_suffix(".json"))
 
 

@@ -42,10 +42,10 @@ from simulator.config import Config, to_dict
 from simulator.equations import resolution
 from simulator.errors import ConfigError
 from simulator.log import RunLog, get_logger
-from simulator.output import checkpoints, rows, segments
+from simulator.output import checkpoints, contents, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-from simulator.run import preflight, records, restart as restarts, rundir, startup, superseded
+from simulator.run import preflight, records, restart as restarts, rundir, superseded
 from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
@@ -132,9 +132,11 @@ class Segment:
 
     def resolve(self) -> None:
         """The checkpoint this segment continues from (all processes, once the directory is prepared)."""
-        restart = self.plan.restart if self.plan is not None else None
-        self.ckpt = (restarts.checkpoint_to_resume(self.cfg, self.out, restart, self.allow_physics_change,
-                                                 resume=self.resume) if restart is not None else None)
+        plan, self.ckpt = self.plan, None
+        if plan is not None and plan.restart is not None and plan.source is not None:  # read again: damage is logged
+            self.ckpt = restarts.checkpoint_to_resume(self.cfg, self.out, plan.restart,
+                                                      contents.read(plan.source.path, warn=True),
+                                                      self.allow_physics_change, resume=self.resume)
 
     def finished_already(self) -> bool:
         """Whether the checkpoint to continue from has reached t_end: then the run is recorded finished."""
@@ -149,12 +151,13 @@ class Segment:
 
     def open_log(self) -> None:
         """``run.log`` (process 0): every line this segment logs from now on is appended to it, a branch's first naming
-        the checkpoint it branches from (what a retry or ``--resume`` of its start-up reads: :mod:`.startup`)."""
+        the checkpoint it branches from (what a retry or ``--resume`` of its start-up reads:
+        :mod:`simulator.output.contents`)."""
         if jax.process_index() == 0 and self._handler is None:
             self._handler = RunLog(self.out / "run.log")
             self.log.addHandler(self._handler)
             if self.ckpt is not None and not rundir.same_run(self.ckpt.index, self.out):
-                self.log.info("%s", startup.branching(self.ckpt.index))
+                self.log.info("%s", contents.branching(self.ckpt.index))
 
     def interrupted_before_first_step(self, flag: int) -> bool:
         """A stop signal (``flag``, agreed by all processes) before this segment's first step: nothing
@@ -257,8 +260,8 @@ class Segment:
                 return state, ckpt
             where = (checkpoints.damage(ckpt) if jax.process_index() == 0 else None) or f"{ckpt.index}: {failed}"
             found = checkpoints.find(self.out, before=ckpt.step) if fallback else None
-            previous = None if found is None else restarts.checkpoint_to_resume(self.cfg, self.out, str(found.index),
-                                                                      self.allow_physics_change)
+            previous = None if found is None else restarts.checkpoint_to_resume(
+                self.cfg, self.out, str(found.index), contents.read(found.index, warn=True), self.allow_physics_change)
             if previous is None:
                 raise IncompleteOutputError(f"checkpoint {ckpt.index.with_suffix('')} is damaged ({where}) and "
                                             "there is no earlier intact checkpoint to restart from")
