@@ -203,7 +203,6 @@ def load(marker: Path) -> Checkpoint:
     if (not isinstance(shape, list) or len(shape) not in (2, 3) or not all(isinstance(n, int) and n > 0 for n in shape)
             or not isinstance(config.get("physics"), dict) or not isinstance(config["physics"].get("name"), str)):
         raise ValueError("it holds no run config with a grid and physics")
-    shape = list(plane.cells(shape))  # a plane's arrays are those of its box (1, Nx, Ny)
     spaces = info.get("spaces")
     if spaces is not None and (not isinstance(spaces, list) or not all(s in SPACES for s in spaces)):
         raise ValueError(f"its spaces {spaces!r} are not a list of {'/'.join(map(repr, SPACES))}")
@@ -227,7 +226,7 @@ def load(marker: Path) -> Checkpoint:
             if space == PARTICLES:  # stored whole, any shape (positions (Np, 3), masks, counters)
                 continue
             fits = _spectrum_fits if space == "spectral" else lambda sizes, grid: list(sizes) == grid
-            if len(have) < 3 or not fits(have[-3:], shape):
+            if len(have) < 3 or not fits(have[-3:], list(plane.cells(shape))):  # a plane's arrays: its box's
                 raise ValueError(f"array {name!r} of {ckpt.index} has shape {list(have)}, not one of grid {shape}")
         for rel in json.loads(snap.file.attrs["sources"]):
             _check_shard(ckpt.index.parent / rel, step, t)
