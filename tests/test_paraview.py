@@ -209,3 +209,30 @@ def test_particle_snapshots_are_a_point_cloud_time_series_in_paraview(pvpython, 
         np.testing.assert_array_equal(seen["array_species"], [0] * 7 + [1] * 4)
         np.testing.assert_array_equal(seen["array_id"], np.arange(11))
 
+
+
+def test_a_plane_opens_as_a_one_layer_image_in_paraviews_x_and_y(pvpython, devices, tmp_path):
+    """A plane's snapshot (its box (1, Nx, Ny)): both readers give an image of Nx x Ny points at Z = 0, ParaView's X
+    and Y the plane's x and y, the velocity (u, v, 0) a vector in them, and ParaView's Gradient finds it
+    divergence-free with its curl's z component the stored vorticity (a transposed or mirrored plane fails)."""
+    shape, box = (16, 20), (2 * np.pi, 3.0)
+    x, y = np.meshgrid(*(np.arange(n) * length / n for n, length in zip(shape, box)), indexing="ij")
+    a, b = (2 * np.pi / length for length in box)
+    u = np.stack([np.sin(a * x) * np.cos(b * y), -a / b * np.cos(a * x) * np.sin(b * y), 0 * x])[:, None]
+    omega = ((a**2 / b + b) * np.sin(a * x) * np.sin(b * y))[None]
+    xdmf = write(tmp_path, devices, 0, {"velocity": u, "vorticity": omega, "phi": (x + 10 * y)[None]},
+                 box=(max(box), *box))
+    spacing = np.array(box) / np.array(shape)
+    for reader in ("default", "legacy"):
+        seen = probe(pvpython, xdmf, reader, tmp_path)
+        assert np.all(seen["points"][:, 2] == 0) and len(seen["points"]) == shape[0] * shape[1], reader
+        i, j = np.rint(seen["points"][:, :2] / spacing).astype(int).T
+        assert (i.max(), j.max()) == (shape[0] - 1, shape[1] - 1)
+        np.testing.assert_array_equal(seen["array_phi"], (x + 10 * y)[i, j])
+        np.testing.assert_array_equal(seen["array_velocity"], u[:, 0, i, j].T)
+        inside = (i > 0) & (i < shape[0] - 1) & (j > 0) & (j < shape[1] - 1)
+        scale = np.abs(omega).max()
+        div = np.abs(seen["div"][inside]).max() / scale
+        curl = np.abs(seen["curl"][inside, 2] - omega[0, i, j][inside]).max() / scale
+        print(f"{reader} reader, a plane: ParaView max |div u| = {div:.3g}, max |curl_z u - omega| = {curl:.3g}")
+        assert div < TOLERANCE and curl < TOLERANCE, (reader, div, curl)

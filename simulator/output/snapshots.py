@@ -130,19 +130,18 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     units = {**CODE_UNITS, **(units or {})}
     grid = next(iter(fields.values())).shape[-3:]
     plane = grid[0] == 1  # a box has no axis of one cell: a plane's box (1, Nx, Ny)
-    axes, order, components = (PLANE_AXES, plane_storage_order, 2) if plane else (AXES, storage_order, 3)
+    axes, order = (PLANE_AXES, plane_storage_order) if plane else (AXES, storage_order)
     for name, field in fields.items():
         if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; a stack needs [n, *{list(grid)}]")
-        if name not in stacked and field.shape not in (grid, (components, *grid)):
+        if name not in stacked and field.shape not in (grid, (3, *grid)):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; allowed: {list(grid)} "
-                             f"or {[components, *grid]}")
+                             f"or {[3, *grid]}")
     coordinates = {axis: hdf5.Coordinate(np.arange(n) * (float(length) / n),
                                          {"units": units["length"], "long_name": f"{axis} of the grid points"})
                    for axis, n, length in zip(axes, grid, box, strict=True)}
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
-        coordinates["component"] = hdf5.Coordinate(np.array(axes[-components:] if plane else axes),
-                                                   {"long_name": "vector component along"})
+        coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
     for name in stacked:
         coordinates[f"{name}_index"] = hdf5.Coordinate(np.arange(fields[name].shape[0]),
                                                        {"long_name": f"index of each {name} field"})

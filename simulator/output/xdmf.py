@@ -50,13 +50,11 @@ def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dty
     ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = " ".join(map(repr, spacing))
     for name, (shape, dtype) in fields.items():
         dtype = np.dtype(dtype)
-        # a plane's vector in the plane has two components: a Matrix of 2 columns (XDMF's Vector holds three)
-        allowed = len(shape) == 4 if name in stacked else len(shape) == 3 or tuple(shape[3:]) in ((3,), (2,))
+        allowed = len(shape) == 4 if name in stacked else len(shape) == 3 or tuple(shape[3:]) == (3,)
         if tuple(shape[:3]) != tuple(grid_shape) or not allowed:
             raise ValueError(f"field {name!r} has stored shape {list(shape)}: XDMF needs {list(grid_shape)} "
                              f"or {[*grid_shape, 3]}, or {[*grid_shape, 'n']} for a stack")
-        kind = ("Matrix" if name in stacked or tuple(shape[3:]) == (2,) else "Scalar" if len(shape) == 3
-                else "Vector")
+        kind = "Matrix" if name in stacked else "Scalar" if len(shape) == 3 else "Vector"
         attribute = ET.SubElement(grid, "Attribute", Name=name, AttributeType=kind, Center="Node")
         ET.SubElement(attribute, "DataItem", Dimensions=_dims(shape), NumberType=NUMBER_TYPES[dtype.kind],
                       Precision=str(dtype.itemsize), Format="HDF").text = f"{index}:/{name}"

@@ -280,8 +280,7 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
                  units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
     for d in batch:
         if d == "component":
-            variable(f, d, (d,), np.array(axes[-sizes[d]:], dtype=object), h5py.string_dtype(),
-                     long_name="vector component along")
+            variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
         else:
             variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
     variables = {name: variable(f, name, ("time", *dims), dtype=dtype)

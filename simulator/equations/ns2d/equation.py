@@ -129,8 +129,9 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         return self.ops.dealias * self.fft.rfft(real.astype(self.dtype))
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        """Vorticity, velocity ``(2, ...)``, stream function and the scalars, as spectra of a state."""
-        out = {"vorticity": lambda s: s[0], "velocity": lambda s: self.ops.stack(list(self.velocity_hat(s[0]))),
+        """Vorticity, velocity ``(3, ...)`` (u, v, 0), stream function and the scalars, as spectra of a state."""
+        out = {"vorticity": lambda s: s[0], "velocity": lambda s: self.ops.stack([*self.velocity_hat(s[0]),
+                                                                                    jnp.zeros_like(s[0])]),
                "stream_function": lambda s: s[0] * self.ops.inv_k2}
         if self.n_scalars:
             out["scalar"] = lambda s: s[1:]
