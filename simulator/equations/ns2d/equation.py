@@ -3,15 +3,16 @@
     d omega/dt = -div(u omega) + L omega (+ f),   L = -nu k^2 - nu_p k^(2p) - nu_m k^(-2m) - alpha
 
 Pseudo-spectral as FluidSim's ``ns2d`` (Mohanan, Bonamy & Augier 2019): the stream function psi_hat =
-omega_hat / k^2 from one Poisson solve, u_hat = i (ky, -kx) psi_hat, the products u omega and v omega in real
-space (conservative form: -div(u omega) = -u . grad omega for div u = 0), dealiased by the 2/3 rule, which
-then conserves the energy and the enstrophy of the inviscid equations to round-off; the diagonal linear part
-integrated exactly by the integrating-factor schemes. One evaluation costs one batched inverse transform of
-(u, v, omega) and one batched forward transform of (u omega, v omega), five transforms of the plane, as FluidSim's.
+omega_hat / k^2 from one Poisson solve, u_hat = i (ky, -kx) psi_hat, the quadratic products in real space,
+dealiased by the 2/3 rule, which then conserves the energy and the enstrophy of the inviscid equations to
+round-off; the diagonal linear part integrated exactly by the integrating-factor schemes. The advection of the
+vorticity is formed from the stress (:meth:`NS2D.products`): one evaluation costs one batched inverse transform of
+(u, v) and one batched forward transform of (uv, v^2 - u^2), four transforms of the plane where the form
+-div(u omega) (FluidSim's count) takes five.
 
 Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): the state is the vorticity's
 real-to-complex spectrum ``(1 + n, *k_shape)`` with the n passive scalars' after it, the wavenumbers
-``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``, the velocity ``(2, 1, Nx, Ny)``.
+``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``, the velocity ``(3, 1, Nx, Ny)`` (u, v, 0).
 
 Random forcing (:mod:`.forcing`) is a kick after each whole step (:meth:`NS2D.settle`); the Kolmogorov forcing is
 a constant term of the right-hand side.
@@ -90,19 +91,26 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         return state * jnp.exp(self.linear(params) * tau)
 
     def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-        """-div(u omega) and, with scalars, -div(u theta_i), dealiased: one batched inverse transform of
-        (u, v, omega, theta...), one batched forward transform of the products."""
+        """-u . grad omega and, with scalars, -div(u theta_i), dealiased: one batched inverse transform of
+        (u, v, theta...), one batched forward transform of the products.
+
+        The vorticity's term from the stress, as the curl of -div(u u) (Basdevant 1983, in two dimensions):
+        -u . grad omega = -(d_xx - d_yy)(u v) - d_x d_y (v^2 - u^2), whose spectrum is
+        (kx^2 - ky^2) (uv)^ + kx ky (v^2 - u^2)^: two inverse and two forward transforms, where -div(u omega) takes
+        three and two. The products are quadratic in fields of the 2/3 rule's modes, so both forms give the same
+        kept modes, to round-off."""
         ops = self.ops
         omega_hat, theta_hat = self.split(state)
         u_hat, v_hat = self.velocity_hat(omega_hat)
-        parts = [u_hat, v_hat, omega_hat] + ([theta_hat[i] for i in range(self.n_scalars)])
-        real = self.fft.irfft(ops.stack(parts))
+        real = self.fft.irfft(ops.stack([u_hat, v_hat] + [theta_hat[i] for i in range(self.n_scalars)]))
         u, v = real[0], real[1]
-        flux = self.fft.rfft(jnp.stack([f for q in real[2:] for f in (u * q, v * q)]))
+        flux = self.fft.rfft(jnp.stack([u * v, v * v - u * u] + [f for q in real[2:] for f in (u * q, v * q)]))
         kx, ky = ops.k[1], ops.k[2]
-        div = [kx * flux[2 * i] + ky * flux[2 * i + 1] for i in range(1 + self.n_scalars)]
-        n_hat = -1j * ops.dealias * ops.stack(div)
-        return n_hat[0], (n_hat[1:] if self.n_scalars else None)
+        n_omega = ops.dealias * ((kx**2 - ky**2) * flux[0] + kx * ky * flux[1])
+        if not self.n_scalars:
+            return n_omega, None
+        div = [kx * flux[2 + 2 * i] + ky * flux[3 + 2 * i] for i in range(self.n_scalars)]
+        return n_omega, -1j * ops.dealias * ops.stack(div)
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """-div(u omega) (+ the Kolmogorov forcing), and for the scalars -div(u theta_i) - u . G_i."""
