@@ -19,7 +19,8 @@ from simulator.equations.schrodinger_poisson import SchrodingerPoissonParams
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"navier_stokes": "taylor_green", "boussinesq": "stratified_turbulence", "mhd": "orszag_tang",
-           "schrodinger_poisson": "jeans", "fdm_cosmo": "fdm_cosmo"}
+           "schrodinger_poisson": "jeans", "fdm_cosmo": "fdm_cosmo", "boussinesq2d": "stratified_plane",
+           "mhd2d": "orszag_tang_2d"}
 
 
 @pytest.mark.parametrize("name", sorted(equations.registry()))
