@@ -20,7 +20,7 @@ from simulator.errors import ConfigError
 from simulator.observables import statistics as st
 from simulator.output.statistics import FILE, read_statistics
 
-from support import backend_cases, case_id, shared
+from support import backend_cases, case_id, grid_of, shared
 
 N = 32
 ORDERS = (2, 3, 4, 5, 6)
@@ -288,7 +288,8 @@ FLOWS = sorted(name for name, info in equations.registry().items() if "velocity"
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FLOWS)
 def test_every_flow_equation_writes_the_file(name, tmp_path):
-    cfg = simulator.load_config(None, {"physics.name": name, "grid.shape": [16, 16, 16], "precision": "float64",
+    cfg = simulator.load_config(None, {"physics.name": name, "grid.shape": grid_of(name, [16, 16, 16]),
+                                       "precision": "float64",
                                        "time.dt": 1e-3, "time.t_end": 4e-3, "output.chunk": 2,
                                        "output.statistics.every": 2, "output.statistics.at_end": True,
                                        "output.statistics.separations": [1, 2, 4]})
