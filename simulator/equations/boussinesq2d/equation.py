@@ -19,7 +19,6 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any, ClassVar, final
 
 import jax
@@ -28,9 +27,8 @@ import jax.numpy as jnp
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.boussinesq2d import INFO, Boussinesq2DParams
+from simulator.equations.flow import plane
 from simulator.equations.flow.velocity import FlowEquation
-from simulator.equations.ns2d.equation import enstrophy_scale
-from simulator.equations.ns2d.initial import random_vorticity
 from simulator.equations.operators import SpectralOperators
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
@@ -51,8 +49,7 @@ class Boussinesq2D(FlowEquation, SemiLinearEquation):
 
     def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
-        psi = omega_hat * self.ops.inv_k2
-        return 1j * self.ops.k[2] * psi, -1j * self.ops.k[1] * psi
+        return plane.perp(self.ops, omega_hat * self.ops.inv_k2)
 
     def velocity_spectrum(self, state: jax.Array) -> jax.Array:
         """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
@@ -137,8 +134,8 @@ class Boussinesq2D(FlowEquation, SemiLinearEquation):
         speed = jnp.sqrt(2 * out["kinetic_energy"])
         out["froude"] = jnp.where((n > 0) & (length > 0), speed / jnp.where((n > 0) & (length > 0), n * length, 1.0),
                                   0.0)
-        kmax = resolution.dealiased_kmax(self.fft.shape[1:], self.box[1:])
-        eta = enstrophy_scale(params, self.physics, ops.mean(rate * power))
+        kmax = plane.kmax(self)
+        eta = plane.enstrophy_scale(params, self.physics, ops.mean(rate * power))
         eta_b = resolution.smallest_scale(eta, params["viscosity"], params["diffusivity"], jnp)
         if self.physics.hyperviscous:  # the buoyancy's own hyperdiffusive end of the cascade, as the vorticity's
             chi = jnp.maximum(ops.mean(rate * power), jnp.finfo(weighted.dtype).tiny)
@@ -177,13 +174,14 @@ def wave(eq: Boussinesq2D, c: Sequence[jax.Array], ic: Any, params: Params) -> d
 
 
 def random_flow(eq: Boussinesq2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """The vorticity of ns2d's ``random`` (:func:`~simulator.equations.ns2d.initial.random_vorticity`) and a
-    buoyancy b_hat = X_hat/|k| of another such field X (from seed + 1: E_P(k) shaped as E_K(k)), scaled to its rms."""
-    fields = random_vorticity(eq, c, ic, params)
-    shape = SimpleNamespace(energy=1.0, k_peak=ic.k_peak, slope=ic.slope, seed=ic.seed + 1)
-    b_hat = eq.fft.rfft(random_vorticity(eq, c, shape, params)["vorticity"]) * jnp.sqrt(eq.ops.inv_k2)
-    b_hat = b_hat * (ic.buoyancy / jnp.sqrt(eq.ops.mean(jnp.abs(b_hat) ** 2)))
-    return {"vorticity": fields["vorticity"], "buoyancy": eq.fft.irfft(b_hat)}
+    """A random vorticity of kinetic energy ``energy`` and a buoyancy b_hat = X_hat/|k| of rms ``buoyancy``, X another
+    such field (from seed + 1: E_P(k) shaped as E_K(k)), both of :func:`~..flow.plane.random_spectrum`."""
+    ops = eq.ops
+    omega_hat = plane.random_spectrum(eq, ic.seed, ic.k_peak, ic.slope)
+    omega_hat = omega_hat * jnp.sqrt(2 * ic.energy / ops.mean(jnp.abs(omega_hat) ** 2 * ops.inv_k2))
+    b_hat = plane.random_spectrum(eq, ic.seed + 1, ic.k_peak, ic.slope) * jnp.sqrt(ops.inv_k2)
+    b_hat = b_hat * (ic.buoyancy / jnp.sqrt(ops.mean(jnp.abs(b_hat) ** 2)))
+    return {"vorticity": eq.fft.irfft(omega_hat), "buoyancy": eq.fft.irfft(b_hat)}
 
 
 Boussinesq2D.builders = {"wave": wave, "random": random_flow}

@@ -18,7 +18,6 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any, ClassVar, final
 
 import jax
@@ -26,9 +25,9 @@ import jax.numpy as jnp
 
 from simulator.equations import resolution
 from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow import plane
 from simulator.equations.flow.velocity import FlowEquation
 from simulator.equations.mhd2d import INFO, MHD2DParams
-from simulator.equations.ns2d.initial import random_vorticity
 from simulator.equations.operators import SpectralOperators
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
@@ -48,8 +47,8 @@ class MHD2D(FlowEquation, SemiLinearEquation):
         self.ops = SpectralOperators(fft, self.box, self.dtype)
 
     def curl_hat(self, f_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """The in-plane vector of a z potential: i (ky, -kx) f_hat (u of psi, B - B0 of A)."""
-        return 1j * self.ops.k[2] * f_hat, -1j * self.ops.k[1] * f_hat
+        """The in-plane vector of a z potential (:func:`~..flow.plane.perp`): u of psi, B - B0 of A."""
+        return plane.perp(self.ops, f_hat)
 
     def velocity_spectrum(self, state: jax.Array) -> jax.Array:
         """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
@@ -139,8 +138,7 @@ class MHD2D(FlowEquation, SemiLinearEquation):
             scale_u = jnp.maximum(scale_u, resolution.hyperviscous_scale(params["hyperviscosity"], epsilon, order, jnp))
             scale_b = jnp.maximum(scale_b, resolution.hyperviscous_scale(params["hyperresistivity"], epsilon, order,
                                                                          jnp))
-        kmax = resolution.dealiased_kmax(self.fft.shape[1:], self.box[1:])
-        out["kmax_eta"] = kmax * jnp.minimum(scale_u, scale_b)
+        out["kmax_eta"] = plane.kmax(self) * jnp.minimum(scale_u, scale_b)
         return out
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
@@ -169,13 +167,15 @@ def orszag_tang(eq: MHD2D, c: Sequence[jax.Array], ic: Any, params: Params) -> d
 
 
 def random_mhd(eq: MHD2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """The vorticity of ns2d's ``random`` (:func:`~simulator.equations.ns2d.initial.random_vorticity`) and a
-    potential A_hat = X_hat/k^2 of another such field X (from seed + 1: j shaped as omega), scaled to its energy."""
-    fields = random_vorticity(eq, c, ic, params)
-    shape = SimpleNamespace(energy=1.0, k_peak=ic.k_peak, slope=ic.slope, seed=ic.seed + 1)
-    a_hat = eq.fft.rfft(random_vorticity(eq, c, shape, params)["vorticity"]) * eq.ops.inv_k2
-    a_hat = a_hat * jnp.sqrt(2 * ic.magnetic_energy / eq.ops.mean(eq.ops.k2 * jnp.abs(a_hat) ** 2))
-    return {"vorticity": fields["vorticity"], "potential": eq.fft.irfft(a_hat)}
+    """A random vorticity of kinetic energy ``energy`` and a potential A_hat = X_hat/k^2 of magnetic energy
+    ``magnetic_energy``, X another such field (from seed + 1: j shaped as omega), both of
+    :func:`~..flow.plane.random_spectrum`."""
+    ops = eq.ops
+    omega_hat = plane.random_spectrum(eq, ic.seed, ic.k_peak, ic.slope)
+    omega_hat = omega_hat * jnp.sqrt(2 * ic.energy / ops.mean(jnp.abs(omega_hat) ** 2 * ops.inv_k2))
+    a_hat = plane.random_spectrum(eq, ic.seed + 1, ic.k_peak, ic.slope) * ops.inv_k2
+    a_hat = a_hat * jnp.sqrt(2 * ic.magnetic_energy / ops.mean(ops.k2 * jnp.abs(a_hat) ** 2))
+    return {"vorticity": eq.fft.irfft(omega_hat), "potential": eq.fft.irfft(a_hat)}
 
 
 MHD2D.builders = {"orszag_tang": orszag_tang, "random": random_mhd}
