@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from test_plane import BOX, CASES, SHAPE
 
 from simulator.api import load_config
 from simulator.errors import ConfigError
 
 from support import advance, case_id, relative_error, simulation
-from test_plane import BOX, CASES, SHAPE
 
 
 def plane(devices, case=("single", 1, None), **overrides):

@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_plane import BOX, CASES, SHAPE
 
 from support import advance, case_id, relative_error, simulation
-from test_plane import BOX, CASES, SHAPE
 
 
 def plane(devices, case=("single", 1, None), **overrides):

@@ -20,8 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, scales
-from simulator.equations.spec import Budget, Curve, EquationInfo, EquationParams, FieldInfo, InitialCondition, Panel
-from simulator.equations.spec import PlotSpec
+from simulator.equations.spec import (
+    Budget,
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR

@@ -21,8 +21,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, resolution, scales
-from simulator.equations.spec import Budget, Curve, EquationInfo, EquationParams, FieldInfo, InitialCondition, Panel
-from simulator.equations.spec import PlotSpec
+from simulator.equations.spec import (
+    Budget,
+    Curve,
+    EquationInfo,
+    EquationParams,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
 from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
