@@ -96,8 +96,9 @@ def test_a_distributed_stratified_plane_equals_the_single_device_one(devices, ca
 
 def test_the_energy_budget_of_a_step_closes(devices):
     """d(E_K + E_P)/dt = -(kinetic + potential dissipation) at the start, from a short step of a random flow: the
-    diagnostics' dissipation rates are the ones the run applies."""
-    sim = plane(devices, initial__name="random", physics__viscosity=0.02, physics__diffusivity=0.005)
+    diagnostics' dissipation rates, hyperviscous parts included, are the ones the run applies."""
+    sim = plane(devices, initial__name="random", physics__viscosity=0.02, physics__diffusivity=0.005,
+                physics__hyperviscosity=1e-4, physics__hyperdiffusivity=3e-4, physics__hyperviscosity_order=2)
     state = sim.initial_state()
     d0, dt = sim.diagnostics(state, 1e-4), 1e-4
     d1 = sim.diagnostics(advance(sim, state, dt, 1), dt)

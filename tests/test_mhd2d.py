@@ -109,6 +109,20 @@ def test_the_lorentz_force_does_the_work_u_dot_j_cross_b(devices):
     assert abs(work) > 1e-2 and abs(rate - work) < 1e-12 * abs(work), (rate, work)
 
 
+def test_the_energy_budget_of_a_step_closes(devices):
+    """d(E_K + E_M)/dt = -(viscous + ohmic dissipation) at the start, from a short step of a random field with a mean
+    field: the diagnostics' dissipation rates, hyperviscous parts included, are the ones the run applies."""
+    sim = plane(devices, initial__name="random", physics__viscosity=0.02, physics__resistivity=0.007,
+                physics__hyperviscosity=1e-4, physics__hyperresistivity=3e-4, physics__hyperviscosity_order=2,
+                physics__mean_field=[0.3, -0.2])
+    state, dt = sim.initial_state(), 1e-4
+    d0 = sim.diagnostics(state, dt)
+    d1 = sim.diagnostics(advance(sim, state, dt, 1), dt)
+    rate = (float(d1["total_energy"]) - float(d0["total_energy"])) / dt
+    loss = float(d0["viscous_dissipation"]) + float(d0["ohmic_dissipation"])
+    assert abs(rate + loss) < 1e-3 * loss
+
+
 def test_ideal_invariants_are_conserved_to_the_schemes_order(devices):
     """nu = eta = 0, no mean field: the 2/3 rule conserves E, <u . B> and <A^2> of the semi-discrete equations
     exactly, so what changes is RK4's time error: halving dt divides it by about 2^4."""
