@@ -17,9 +17,12 @@ from simulator.equations.fdm_cosmo import FDMCosmoParams
 from simulator.equations.mhd import MHDParams
 from simulator.equations.schrodinger_poisson import SchrodingerPoissonParams
 
+from support import on_grid
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"navier_stokes": "taylor_green", "boussinesq": "stratified_turbulence", "mhd": "orszag_tang",
-           "schrodinger_poisson": "jeans", "fdm_cosmo": "fdm_cosmo"}
+           "schrodinger_poisson": "jeans", "fdm_cosmo": "fdm_cosmo", "ns2d": "forced_2d",
+           "boussinesq2d": "stratified_plane", "mhd2d": "orszag_tang_2d"}
 
 
 @pytest.mark.parametrize("name", sorted(equations.registry()))
@@ -27,7 +30,8 @@ def test_every_equation_computes_the_scales_it_declares(devices, name):
     if name not in CONFIGS:
         pytest.fail(f"{name}: add a shipped config of it to CONFIGS")
     sim = simulator.Simulation(simulator.load_config(ROOT / "configs" / f"{CONFIGS[name]}.yaml",
-                                                     {"grid.shape": 8, "precision": "float64"}), devices[:1])
+                                                     {**on_grid(ROOT / "configs" / f"{CONFIGS[name]}.yaml", 8),
+                                                      "precision": "float64"}), devices[:1])
     scales = sim.scales(sim.initial_state(), dt=1e-3)
     assert set(scales) == set(sim.info.scales) and scales, name
     assert all(isinstance(v, float) and v > 0 for v in scales.values()), scales

@@ -29,6 +29,8 @@ PACKAGES = (
     "simulator.equations.boussinesq",
     "simulator.equations.mhd",
     "simulator.equations.ns2d",
+    "simulator.equations.boussinesq2d",
+    "simulator.equations.mhd2d",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

@@ -151,6 +151,10 @@ def _check_statistics(cfg: Any) -> None:
     if "velocity" not in equations.registry()[cfg.physics.name].fields:
         raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
                           f"is undefined for physics.name = {cfg.physics.name}")
+    if cfg.grid.plane:  # its box's one-cell axis has no increments: the statistics are a box's (x, y and z)
+        raise ConfigError("output.statistics", "enabled", "leave it off for a plane (grid.shape of two entries): "
+                          "its statistics are a box's; a plane writes spectra, fluxes and its time series",
+                          f"is not available for the plane grid.shape = {list(cfg.grid.shape)}")
     half = min(cfg.grid.cells) // 2
     for key in ("separations", "pdf_separations"):
         values = getattr(stats, key) or ()

@@ -4,8 +4,9 @@ The flow equations stand beside each other on this package, never on one another
 own parameters as a subclass of :class:`FlowParams` (viscosity, hyperviscosity and its order, the
 constant-power forcing of the velocity) and its initial conditions; those that carry passive scalars
 derive them from :class:`FlowInitial`. The JAX side is :mod:`.forcing` (the forcing schemes),
-:mod:`.velocity` (the initial velocity fields and what the implementations share) and :mod:`.components`
-(the nonlinear terms' transforms, stacked or component by component).
+:mod:`.velocity` (the initial velocity fields and what the implementations share), :mod:`.components`
+(the nonlinear terms' transforms, stacked or component by component) and :mod:`.plane` (what the planar flows
+share).
 
 A key whose default or doc is an equation's own (``viscosity``, ``hyperviscosity_order``, ``forcing``)
 is built by a function here (:func:`viscosity_key`, :func:`order_key`, :func:`forcing_key`), so that an

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow import plane as planar
 from simulator.equations.flow.velocity import FlowEquation
 from simulator.equations.ns2d import INFO, NS2DParams, forcing, initial
 from simulator.equations.operators import SpectralOperators
@@ -56,8 +57,7 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
 
     def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
-        psi = omega_hat * self.ops.inv_k2
-        return 1j * self.ops.k[2] * psi, -1j * self.ops.k[1] * psi
+        return planar.perp(self.ops, omega_hat * self.ops.inv_k2)
 
     def velocity_spectrum(self, state: jax.Array) -> jax.Array:
         """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
@@ -162,8 +162,8 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         out["max_vorticity"] = jnp.max(jnp.abs(real[2]))
         out["cfl"] = dt * jnp.max(jnp.abs(real[0]) / self.spacing[1] + jnp.abs(real[1]) / self.spacing[2])
         out.update(forcing.injection(self, omega_hat, params))
-        kmax = (2 / 3) * min(jnp.pi * n / length for n, length in zip(self.fft.shape[1:], self.box[1:], strict=True))
-        eta = enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
+        kmax = planar.kmax(self)
+        eta = planar.enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
         out["kmax_eta"] = kmax * eta
         if theta_hat is not None:
             scalars = self.gradients(params)
@@ -196,17 +196,6 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
             out.update(passive.spectra(ops, self.velocity_spectrum(state), theta_hat, a_hat, self.gradients(params),
                                        shell))
         return out
-
-
-def enstrophy_scale(params: Params, physics: NS2DParams, chi: jax.Array) -> jax.Array:
-    """The smallest scale of the enstrophy cascade dissipating ``chi``: (nu^3/chi)^(1/6) (Kraichnan 1967), or with
-    hyperviscosity the larger of it and (nu_p^3/chi)^(1/(6p)); chi = 0 gives a large finite scale, not inf."""
-    chi = jnp.maximum(chi, jnp.finfo(jnp.result_type(chi)).tiny)
-    eta = (params["viscosity"] ** 3 / chi) ** (1 / 6)
-    if physics.hyperviscous:
-        p = physics.hyperviscosity_order
-        eta = jnp.maximum(eta, (params["hyperviscosity"] ** 3 / chi) ** (1 / (6 * p)))
-    return eta
 
 
 NS2D.builders = {name: passive.with_scalars(b) for name, b in initial.BUILDERS.items()}

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Params
-from simulator.equations.noise import white_noise
+from simulator.equations.flow import plane as planar
 
 #: the first zero of the Bessel function J1: k a of the Lamb-Chaplygin dipole
 J1_ZERO = 3.8317059702075125
@@ -33,9 +33,7 @@ def random_vorticity(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -
     any layout), shaped to |omega_hat|^2 ~ m^(s+1) exp(-(s/2) (m/k_peak)^2) (a ring of radius m holds m modes and
     |u_hat|^2 = |omega_hat|^2/k^2: E(m) ~ m^s exp(-(s/2) (m/k_peak)^2)), dealiased, scaled to the energy."""
     ops = eq.ops
-    m = jnp.sqrt(ops.k2) * (max(eq.box) / (2 * jnp.pi))
-    shape = m ** ((ic.slope + 1) / 2) * jnp.exp(-(ic.slope / 4) * (m / ic.k_peak) ** 2)
-    omega_hat = ops.dealias * shape * eq.fft.rfft(white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype))
+    omega_hat = planar.random_spectrum(eq, ic.seed, ic.k_peak, ic.slope)
     energy = 0.5 * ops.mean(jnp.abs(omega_hat) ** 2 * ops.inv_k2)
     return {"vorticity": eq.fft.irfft(omega_hat * jnp.sqrt(ic.energy / energy))}
 
