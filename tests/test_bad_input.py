@@ -97,15 +97,18 @@ CASES = {
     "negative cfl": (["run", TG, "--set", "time.cfl=-1"], "time.cfl = -1.0 is out of range"),
     "boolean expected": (["run", TG, "--set", "output.spectra=3"], "output.spectra = 3 has the wrong type"),
     # values shown as the YAML that gives them, not as Python (it said `grid.shape = None`, `[True, None]`)
-    "null for a grid": (["run", TG, "--set", "grid.shape=null"], "grid.shape = null has the wrong type; expected a "
-                        "list of 3 integers"),
+    "null for a grid": (["run", TG, "--set", "grid.shape=null"], "grid.shape = null is missing; expected a "
+                        "list of 3 integers or a list of 2 integers"),
     "true for a time step": (["run", TG, "--set", "time.dt=true"], "time.dt = true has the wrong type"),
     "a list of YAML words for a mapping": (["run", TG, "--set", "output.snapshots=[true, null, no]"],
                                            "output.snapshots = [true, null, false] has the wrong type"),
     # impossible sizes and layouts
     "odd Nz": (["run", TG, "--set", "grid.shape=[16,16,15]"], "has an odd Nz"),
     "does not divide": (["run", TG, "--cpu-devices", "8", "--set", "grid.shape=12"], "does not divide over the mesh"),
-    "grid of two sizes": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] has 2 entries"),
+    # a plane (two sizes) for a box's equation: the key, what its equation takes and the planar ones
+    "a plane for a box's equation": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] is a plane; a "
+                                     "box for physics.name = navier_stokes ([Nx, Ny, Nz]), or for a plane physics.name "
+                                     "one of: boussinesq2d, mhd2d, ns2d"),
     # the devices a mesh needs, said in words that fit one device too (it said "only 1 are available")
     "mesh of more devices than there are": (["run", TG, "--cpu-devices", "1", "--set", "fft.mesh=[2]"],
                                             "fft.mesh = [2] needs 2 devices but only 1 is available; give a mesh of "

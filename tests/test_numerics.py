@@ -213,7 +213,7 @@ class _WithoutHyperviscosity:
     def at_stage(self, step, shift):
         return self
 
-    def settle(self, state):
+    def settle(self, state, t, dt, params):
         return state
 
     def exp_linear(self, u, tau, params):

@@ -179,7 +179,7 @@ class Unshifted:
     def at_stage(self, step, shift):
         return self
 
-    def settle(self, state):
+    def settle(self, state, t, dt, params):
         return state
 
     def nonlinear(self, u, t, params):
