@@ -14,6 +14,7 @@ import pytest
 
 import simulator
 from simulator.config.grid import PLANE_BACKENDS
+from simulator.equations import registry
 from simulator.output.hdf5 import Snapshot
 
 from support import advance, case_id, command, relative_error, simulation
@@ -249,3 +250,21 @@ def test_bad_planar_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", sorted(n for n, info in registry().items() if info.dimensions == 2))
+def test_every_planar_equation_writes_snapshots_that_export(name, tmp_path):
+    """Each planar equation's snapshots (fields (1, Nx, Ny), vectors (3, 1, Nx, Ny) with their z component zero) in
+    the run's netCDF export, dimensions z, x, y."""
+    import h5netcdf
+
+    from simulator.results.export import export_netcdf
+
+    cfg = simulator.load_config(None, {"physics.name": name, "grid.shape": [16, 16], "time.dt": 1e-3,
+                                       "time.t_end": 2e-3, "output.chunk": 2, "output.snapshots.every": 2})
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    with h5netcdf.File(export_netcdf(tmp_path / "run"), "r") as f:
+        vectors = [v for v in f.variables.values() if "component" in v.dimensions and v.name != "/component"]
+        assert vectors and all(v.dimensions == ("time", "component", "z", "x", "y") for v in vectors)
+        assert all(v.shape[1:] == (3, 1, 16, 16) and not np.any(v[:, 2]) for v in vectors)
+        assert [s.decode() if isinstance(s, bytes) else s for s in f["component"][:]] == ["x", "y", "z"]

@@ -160,16 +160,19 @@ class Layout:
     def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
         """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
         shape3 = tuple(int(n) for n in shape)
+        last = "Ny" if shape3[0] == 1 else "Nz"  # a plane's box (1, Nx, Ny): its y is the box's z
         if cls.has_real_transform and shape3[2] % 2:
             raise ConfigError(
-                key, list(shape3),
-                "Nz must be even: the real-to-complex transform keeps Nz/2 planes (Nyquist dropped)",
-                "has an odd Nz",
+                key, list(shape3[1:]) if shape3[0] == 1 else list(shape3),
+                f"{last} must be even: the real-to-complex transform keeps {last}/2 planes (Nyquist dropped)",
+                f"has an odd {last}",
             )
         for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
             if size % div:
+                if shape3[0] == 1:  # a plane's box (1, Nx, Ny), said in the plane's words (simulator.fft.plane)
+                    what = {"Ny": "Nx", "Nz": "Ny", "Nz/2": "Ny/2"}.get(what, what)
                 raise ConfigError(
-                    key, list(shape3),
+                    key, list(shape3[1:]) if shape3[0] == 1 else list(shape3),
                     f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "
                     f"choose sizes that are multiples of the device counts",
                     "does not divide over the mesh",

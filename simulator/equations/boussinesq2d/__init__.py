@@ -135,7 +135,8 @@ INFO = EquationInfo(
     fields={
         "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
         "buoyancy": FieldInfo(0, "buoyancy fluctuation b, gravity along -y (1, Nx, Ny)", "b", cmap="RdBu_r"),
-        "velocity": FieldInfo(2, "velocity (u, v) in the plane, v vertical (2, 1, Nx, Ny)", r"|u|"),
+        "velocity": FieldInfo(3, "velocity (u, v, 0): the plane's, v vertical, with the zero component normal to it (a "
+                                 "vector in ParaView and xarray) (3, 1, Nx, Ny)", r"|u|"),
         "stream_function": FieldInfo(0, "stream function psi, u = dpsi/dy, v = -dpsi/dx (1, Nx, Ny)", r"\psi",
                                      cmap="RdBu_r", snapshot=False),
     },

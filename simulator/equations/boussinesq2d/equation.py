@@ -102,9 +102,9 @@ class Boussinesq2D(FlowEquation, SemiLinearEquation):
         return self.ops.dealias * self.fft.rfft(real)
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        """Vorticity, buoyancy, velocity ``(2, ...)`` and stream function, as spectra of a state."""
+        """Vorticity, buoyancy, velocity ``(3, ...)`` (u, v, 0) and stream function, as spectra of a state."""
         return {"vorticity": lambda s: s[0], "buoyancy": lambda s: s[1],
-                "velocity": lambda s: self.ops.stack(list(self.velocity_hat(s[0]))),
+                "velocity": lambda s: self.ops.stack([*self.velocity_hat(s[0]), jnp.zeros_like(s[0])]),
                 "stream_function": lambda s: s[0] * self.ops.inv_k2}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------

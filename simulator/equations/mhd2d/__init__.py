@@ -111,8 +111,10 @@ INFO = EquationInfo(
         "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
         "potential": FieldInfo(0, "magnetic potential A, B - B0 = (dA/dy, -dA/dx) (1, Nx, Ny)", "A", cmap="RdBu_r"),
         "current": FieldInfo(0, "current density j = -lap A (1, Nx, Ny)", "j", cmap="RdBu_r"),
-        "velocity": FieldInfo(2, "velocity (u, v) in the plane (2, 1, Nx, Ny)", r"|u|"),
-        "magnetic": FieldInfo(2, "magnetic field B in the plane, with the mean field (2, 1, Nx, Ny)", r"|B|", "magma"),
+        "velocity": FieldInfo(3, "velocity (u, v, 0), the plane's with the zero component normal to it (3, 1, Nx, Ny)",
+                              r"|u|"),
+        "magnetic": FieldInfo(3, "magnetic field (B_x, B_y, 0) in the plane, with the mean field (3, 1, Nx, Ny)",
+                              r"|B|", "magma"),
     },
     state_fields=("vorticity", "potential"),
     diagnostics={

@@ -104,10 +104,11 @@ class MHD2D(FlowEquation, SemiLinearEquation):
         def magnetic(s: jax.Array) -> jax.Array:
             bx, by = self.curl_hat(s[1])
             zero = (ops.k2 == 0).astype(self.dtype)  # the k = 0 mode: N B0 in the unnormalised spectrum
-            return ops.stack([bx + zero * b0[0], by + zero * b0[1]])
+            return ops.stack([bx + zero * b0[0], by + zero * b0[1], jnp.zeros_like(bx)])
 
         return {"vorticity": lambda s: s[0], "potential": lambda s: s[1], "current": lambda s: ops.k2 * s[1],
-                "velocity": lambda s: ops.stack(list(self.curl_hat(s[0] * ops.inv_k2))), "magnetic": magnetic}
+                "velocity": lambda s: ops.stack([*self.curl_hat(s[0] * ops.inv_k2), jnp.zeros_like(s[0])]),
+                "magnetic": magnetic}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
