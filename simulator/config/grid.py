@@ -61,8 +61,11 @@ class GridConfig:
         return plane.lengths(self.shape, self.box)
 
 
-#: the backends that take a plane (:mod:`simulator.fft.plane`): a plane splits along one axis, as a slab does
-PLANE_BACKENDS = ("single", "slab")
+def plane_backends() -> tuple[str, ...]:
+    """The FFT backends whose layout takes a plane (``Layout.takes_plane``: a split of one axis)."""
+    from simulator.fft.layouts import LAYOUTS
+
+    return tuple(sorted(name for name, layout in LAYOUTS.items() if layout.takes_plane))
 
 
 def check_dimensions(cfg: Any, equations: Mapping[str, Any]) -> None:
@@ -75,8 +78,8 @@ def check_dimensions(cfg: Any, equations: Mapping[str, Any]) -> None:
         raise ConfigError("grid.shape", list(cfg.grid.shape), f"{kind[info.dimensions]} for physics.name = "
                           f"{cfg.physics.name} ({'[Nx, Ny]' if info.dimensions == 2 else '[Nx, Ny, Nz]'}), or for "
                           f"{kind[dims]} physics.name one of: {', '.join(others)}", f"is {kind[dims]}")
-    if dims == 2 and cfg.fft.backend not in PLANE_BACKENDS:
-        raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(PLANE_BACKENDS)} for a plane "
+    if dims == 2 and cfg.fft.backend not in plane_backends():
+        raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(plane_backends())} for a plane "
                           f"(grid.shape = {list(cfg.grid.shape)}: it splits along one axis, as a slab)",
                           "does not take a plane")
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from simulator.errors import ConfigError
+from simulator.fft.plane import holds_plane
 
 Shape3 = tuple[int, int, int]
 Spec3 = tuple[str | None, str | None, str | None]
@@ -71,6 +72,8 @@ class Layout:
     perm: ClassVar[tuple[int, int, int]] = (0, 1, 2)
     #: True when rfft returns the half spectrum along z (Nz/2 planes); False: full spectrum
     has_real_transform: ClassVar[bool] = True
+    #: whether it takes a plane's box (1, Nx, Ny) (:mod:`simulator.fft.plane`): one that splits one axis does
+    takes_plane: ClassVar[bool] = False
     #: spatial axis -> mesh axis name that shards it, in real space and in k-space (backend order)
     real_axes: ClassVar[Spec3]
     spectral_axes: ClassVar[Spec3]
@@ -160,19 +163,20 @@ class Layout:
     def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
         """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
         shape3 = tuple(int(n) for n in shape)
-        last = "Ny" if shape3[0] == 1 else "Nz"  # a plane's box (1, Nx, Ny): its y is the box's z
+        flat = holds_plane(shape3)  # a plane's box (1, Nx, Ny), said in the plane's words (simulator.fft.plane)
+        last = "Ny" if flat else "Nz"
         if cls.has_real_transform and shape3[2] % 2:
             raise ConfigError(
-                key, list(shape3[1:]) if shape3[0] == 1 else list(shape3),
+                key, list(shape3[1:]) if flat else list(shape3),
                 f"{last} must be even: the real-to-complex transform keeps {last}/2 planes (Nyquist dropped)",
                 f"has an odd {last}",
             )
         for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
             if size % div:
-                if shape3[0] == 1:  # a plane's box (1, Nx, Ny), said in the plane's words (simulator.fft.plane)
+                if flat:
                     what = {"Ny": "Nx", "Nz": "Ny", "Nz/2": "Ny/2"}.get(what, what)
                 raise ConfigError(
-                    key, list(shape3[1:]) if shape3[0] == 1 else list(shape3),
+                    key, list(shape3[1:]) if flat else list(shape3),
                     f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "
                     f"choose sizes that are multiples of the device counts",
                     "does not divide over the mesh",
@@ -209,6 +213,7 @@ class SlabLayout(Layout):
     """1D mesh ``[P]``: real space sharded along y, k-space (kx, ky, kz) along kz."""
 
     name: ClassVar[str] = "slab"
+    takes_plane: ClassVar[bool] = True
     axis_names: ClassVar[tuple[str, ...]] = (SLAB,)
     real_axes: ClassVar[Spec3] = (None, SLAB, None)
     spectral_axes: ClassVar[Spec3] = (None, None, SLAB)
@@ -297,6 +302,7 @@ class SingleLayout(Layout):
     """One device: nothing sharded; k-space in NumPy's order."""
 
     name: ClassVar[str] = "single"
+    takes_plane: ClassVar[bool] = True
     axis_names: ClassVar[tuple[str, ...]] = ("single",)
     real_axes: ClassVar[Spec3] = (None, None, None)
     spectral_axes: ClassVar[Spec3] = (None, None, None)

@@ -34,6 +34,11 @@ def lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, float, f
     return (max(sides), *sides) if len(shape) == 2 else sides  # type: ignore[return-value]
 
 
-def plane_axes(shape: Sequence[int]) -> tuple[int, ...]:
-    """The axes of the box of :func:`cells` that the grid spans: ``(1, 2)`` for a plane, ``(0, 1, 2)``."""
-    return (1, 2) if len(shape) == 2 else (0, 1, 2)
+#: the names of a plane's box axes in files and figures: its one-cell axis is z, then the plane's x and y
+AXES = ("z", "x", "y")
+
+
+def holds_plane(box_shape: Sequence[int]) -> bool:
+    """Whether a box's spatial shape (the last three entries of an array's) is a plane's, ``(1, Nx, Ny)``: a box of
+    three entries has none of one cell (the config refuses it)."""
+    return int(box_shape[-3]) == 1

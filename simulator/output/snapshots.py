@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import reading
+from simulator.fft.plane import AXES as PLANE_AXES, holds_plane
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.rows import open_for_reading
@@ -103,10 +104,6 @@ def storage_order(ndim: int) -> tuple[int, ...]:
     return tuple(range(ndim))[::-1]
 
 
-#: a plane's axes (its box ``(1, Nx, Ny)``, :mod:`simulator.fft.plane`): the one-cell axis is z, then the plane's x, y
-PLANE_AXES = ("z", "x", "y")
-
-
 def plane_storage_order(ndim: int) -> tuple[int, ...]:
     """A plane's field in stored order: (z, y, x), or (z, y, x, component), so that ParaView's x and y (the fastest
     axes) are the plane's and its image is one layer deep in z."""
@@ -129,7 +126,7 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
 
     units = {**CODE_UNITS, **(units or {})}
     grid = next(iter(fields.values())).shape[-3:]
-    plane = grid[0] == 1  # a box has no axis of one cell: a plane's box (1, Nx, Ny)
+    plane = holds_plane(grid)
     axes, order = (PLANE_AXES, plane_storage_order) if plane else (AXES, storage_order)
     for name, field in fields.items():
         if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.errors import reading
+from simulator.fft import plane as planes
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.snapshots import snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
@@ -94,7 +95,7 @@ def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
 
 def axis_names(shape: Sequence[int]) -> str:
     """The names of a snapshot field's three axes: x, y, z, or a plane's z, x, y (its box ``(1, Nx, Ny)``)."""
-    return "zxy" if shape[-3] == 1 else AXES
+    return "".join(planes.AXES) if planes.holds_plane(shape) else AXES
 
 
 def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:
@@ -114,7 +115,7 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     unit = f" [${style.units}$]" if style.units else ""
     where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
-    if shape[-3] == 1:  # a plane: the field itself (a vector's magnitude), each member of a stack
+    if planes.holds_plane(shape):  # a plane: the field itself (a vector's magnitude), each member of a stack
         members = range(min(shape[0], STACKED_PANELS)) if vector and style.stacked else [None]
         return [Panel(field if i is None else f"{field} {i}",
                       (label if i is None else label.replace(symbol, f"{symbol}_{i}")) + unit, style.cmap,

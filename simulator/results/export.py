@@ -66,9 +66,10 @@ import numpy as np
 import yaml
 
 from simulator.errors import ConfigError, counted
+from simulator.fft import plane as planes
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
-from simulator.output.snapshots import AXES, CODE_UNITS, DIR, PLANE_AXES  # the run-wide one, of output.base
+from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.planning.cost import human_bytes
 from simulator.results.export_groups import (
@@ -273,8 +274,8 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     sizes = {d: n for dims, shape, _ in plan.fields.values() for d, n in zip(dims, shape, strict=True)}
     batch = sorted(sizes.keys() - set(AXES))
     f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
-    # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.output.snapshots.PLANE_AXES)
-    axes = PLANE_AXES if sizes["z"] == 1 else AXES
+    # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.fft.plane.AXES)
+    axes = planes.AXES if sizes["z"] == 1 else AXES
     for axis, length in zip(axes, head["box"], strict=True):
         variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
                  units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())

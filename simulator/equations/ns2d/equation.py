@@ -82,9 +82,10 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         """-rate for the vorticity, -kappa_i k^2 for scalar i (``(1 + n, 1, 1, 1)`` rows with scalars)."""
         if not self.n_scalars:
             return -self.rate(params)
-        kappa = passive.diffusivities(params["scalars"])[:, None, None, None]
-        return -jnp.concatenate([self.rate(params)[None] * jnp.ones((1, 1, 1, 1), self.dtype),
-                                 jnp.broadcast_to(kappa * self.ops.k2, (self.n_scalars, *jnp.shape(self.ops.k2)))])
+        # row 0 the vorticity's rate, row 1 + i scalar i's: a select of broadcasts, formed in the kernel that uses it
+        kappa = jnp.concatenate([jnp.zeros(1, self.dtype), passive.diffusivities(params["scalars"])])
+        first = (jnp.arange(1 + self.n_scalars) == 0)[:, None, None, None]
+        return -jnp.where(first, self.rate(params), kappa[:, None, None, None] * self.ops.k2)
 
     def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
         """exp(L tau) state, mode by mode."""

@@ -80,7 +80,7 @@ def steady(eq: Any, params: Any) -> jax.Array | None:
     k_f = 2 * jnp.pi * eq.physics.forcing_wavenumber / eq.box[2]
     on = ((mx == 0) & (my == eq.physics.forcing_wavenumber)).astype(eq.dtype)
     # cos(k y) has the coefficient N/2 at +k in the unnormalised half spectrum (its -k twin is implied)
-    return on * (-params["forcing_amplitude"] * k_f * float(eq.fft.size) / 2) * jnp.ones((), eq.ops.weight.dtype)
+    return on * (-params["forcing_amplitude"] * k_f * float(eq.fft.size) / 2)
 
 
 def injection(eq: Any, omega_hat: jax.Array, params: Any) -> dict[str, jax.Array]:
