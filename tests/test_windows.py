@@ -606,6 +606,20 @@ def test_a_gpu_takes_few_large_chunks_and_they_give_what_small_ones_do():
     assert scaled(large_scatter, small_scatter) < 1e-13 and scaled(large_gather, small_gather) < 1e-13
 
 
+def test_the_chunks_are_equal_and_pad_less_than_a_point_each():
+    """Points go in the fewest chunks that ``size`` allows, all of one length: 128^3 particles in chunks of at
+    most 2^20.7 (a float64 mass assignment on a GPU) had padded the last to 60% more points than there are, and
+    taken 3.7 ms a step on one H200 against 1.2 ms once balanced."""
+    size = 1_677_721
+    for count in (128**3, 2 * size + 5, size, 7):
+        points = jnp.zeros((count, 3), jnp.float32)
+        c, (chunked, values) = W._chunks(points, jnp.ones((2, count), jnp.float32), size=size)
+        chunks = -(-count // size)
+        assert c <= size and chunked.shape == (chunks, c, 3) and values.shape == (chunks, 2, c)
+        assert 0 <= chunks * c - count < chunks
+        assert float(values.sum()) == 2 * count  # every point once, the padding zero
+
+
 def test_a_gpu_s_program_takes_xla_s_path(devices):
     """Traced along a GPU's route (the planner's, or a GPU run's), the assignment, the interpolation and the
     hand-over lower to XLA's operations, which a GPU compiles: no native call (those are the CPU's)."""
