@@ -479,3 +479,19 @@ def test_a_traced_number_given_as_an_integer_is_the_run_s_float_and_only_a_seed_
     initial = traced_arrays(RandomVelocity(amplitude=2, seed=7).traced(), jnp.float64)
     assert initial["amplitude"].dtype == jnp.float64 and float(-initial["amplitude"]) == -2.0
     assert initial["seed"].dtype == jnp.uint32 and int(initial["seed"]) == 7
+
+
+def test_every_point_of_every_shipped_sweep_validates(tmp_path):
+    """A shipped sweep file names keys and values its base config must take at every point (a planar sweep's
+    grid of two entries among them): each point's config loads and resolves, without running anything."""
+    from pathlib import Path
+
+    from simulator import sweep as sweep_mod, sweep_file
+
+    sweeps = sorted((Path(__file__).parents[1] / "configs" / "sweeps").glob("*.yaml"))
+    assert len(sweeps) >= 5
+    for path in sweeps:
+        sweep = sweep_file.load(path)
+        configs = [sweep_mod.point_config(sweep, point, tmp_path / sweep.name) for point in sweep.points]
+        assert len(configs) == len(sweep.points) >= 2, path
+        assert all(c.name.startswith(sweep.name) for c in configs), path
