@@ -287,10 +287,8 @@ def chunk_points(platforms: Sequence[str], batch: int, window: str, itemsize: in
 
 
 def _chunks(points: jax.Array, *arrays: jax.Array, size: int) -> tuple[int, tuple[jax.Array, ...]]:
-    """``points`` ``(P, 3)`` and ``arrays`` ``(B, P)`` in the fewest chunks of at most ``size`` points, zero
-    padded: ``(chunks, C, 3)`` and ``(chunks, B, C)``, and C. The chunks are of equal size, so that the padding
-    is less than one point per chunk (a last chunk padded to ``size`` had made 128^3 points in two chunks of
-    2^20.7 pad by 60%)."""
+    """``points`` ``(P, 3)`` and ``arrays`` ``(B, P)`` in the fewest equal chunks of at most ``size`` points, zero
+    padded (less than a point per chunk): ``(chunks, C, 3)`` and ``(chunks, B, C)``, and C."""
     n_points = points.shape[0]
     chunks = max(1, -(-n_points // max(1, size)))
     c = max(1, -(-n_points // chunks))
