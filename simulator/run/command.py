@@ -205,11 +205,11 @@ def _run_started(seg, mode: str) -> int:
         return EXIT_FAILED
 
 
-def extended(config: str, given: Sequence[str], cfg: config_mod.Config, out: str | None, extra: float,
+def extended(config: str, given: Sequence[str], cfg: config_mod.Config, out: Path, extra: float,
              restart: str | None, resume: bool) -> tuple[config_mod.Config, list[str]]:
-    """``--add-to-t-end`` = ``extra``: the config ``config`` (``cfg``, loaded with the overrides ``given``) loaded
-    again to end at the t_end of the run the restart continues + ``extra``, with its overrides: ``given`` and those
-    (``KEY=VALUE``) that end it there, ``time.t_end`` or the key of the equation's that sets it
+    """``--add-to-t-end`` = ``extra``: the config ``config`` (``cfg``, loaded with the overrides ``given``, run into
+    ``out``) loaded again to end at the t_end of the run the restart continues + ``extra``, with its overrides:
+    ``given`` and those (``KEY=VALUE``) that end it there, ``time.t_end`` or the key of the equation's that sets it
     (:meth:`~simulator.equations.spec.EquationParams.end_settings`: a cosmological run's ``physics.z_end``), which
     resuming the extended run needs (the hint carries them).
 
@@ -221,7 +221,6 @@ def extended(config: str, given: Sequence[str], cfg: config_mod.Config, out: str
     else the value the extension would set is named, with the run's end.
     """
     from simulator.output import checkpoints
-    from simulator.run.rundir import output_dir
 
     if not (extra > 0 and math.isfinite(extra)):  # inf would make a run that never ends, as time.t_end refuses
         raise ConfigError("--add-to-t-end", extra, "give a positive, finite time", "is not allowed")
@@ -229,7 +228,7 @@ def extended(config: str, given: Sequence[str], cfg: config_mod.Config, out: str
         raise ConfigError("--add-to-t-end", extra, "extend once with --restart [PATH] --add-to-t-end T, then "
                           "resume with the new t_end (the log and the resume hint name it)",
                           "needs --restart (with --resume every requeued job would extend the run again)")
-    source = output_dir(cfg, out) if restart == "latest" else Path(restart)
+    source = out if restart == "latest" else Path(restart)
     ckpt = checkpoints.find(source)
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {source}", "has nothing to extend")
@@ -260,13 +259,16 @@ def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None,
              *, admit: Admit, **options: bool | str | None) -> int:
     """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status
     (``admit``: :func:`run_config`'s)."""
+    from simulator.run.rundir import output_dir
+
     cfg = config_mod.load(config, overrides)
-    out_dir = None if out is None else Path(out)
+    out_dir = output_dir(cfg, out)  # where the extension reads, the hint resumes and the run writes
     if add_to_t_end is not None:
-        restart, resume = options.get("restart"), bool(options.get("resume"))
-        cfg, overrides = extended(config, overrides, cfg, out, add_to_t_end, restart, resume)  # type: ignore[arg-type]
+        restart = options.get("restart")
+        cfg, overrides = extended(config, overrides, cfg, out_dir, add_to_t_end, restart,  # type: ignore[arg-type]
+                                  bool(options.get("resume")))
     # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
-    where = str(out_dir or f"outputs/{cfg.name}")
+    where = str(out_dir)
     hint = resume_hint(["run", config, *command_words(overrides), "--resume", "--out", where],
                        "submit the job script again with the same output directory (the shipped templates: "
                        f"sbatch JOB_SCRIPT {shlex.join([config, where])})")
