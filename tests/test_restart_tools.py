@@ -175,6 +175,26 @@ def test_a_resume_hint_runs_as_printed_in_a_shell(tmp_path, monkeypatch, capfd):
     assert resumed.returncode == 0 and "finished: this segment" in resumed.stderr, resumed.stderr
 
 @pytest.mark.slow
+def test_the_resume_hint_of_a_run_into_its_output_dir_resumes_it_there(tmp_path, monkeypatch, capfd):
+    """A run written where its config's ``output.dir`` says (no ``--out``), stopped by runtime.max_wall, printed a hint
+    resuming ``--out outputs/<name>``, where no run is: followed, it started a new run there from t = 0. The hint names
+    the directory the run writes, and followed, it continues the run there."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    args = [*SMALL, "--set", "time.t_end=0.2", "--set", "output.dir=elsewhere"]
+    stopped = simulator(capfd, TG, *args, "--set", "runtime.max_wall=0.001")
+    assert stopped.returncode == EXIT_INTERRUPTED, stopped.stderr
+    hint = stopped.stderr.split("resume with: ")[1].split("\n")[0]
+    assert hint.endswith(" --resume --out elsewhere"), hint
+    ckpt = checkpoints.find(Path("elsewhere"))
+    resumed = simulator(capfd, *shlex.split(hint)[2:], "--set", "runtime.max_wall=null")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed from {ckpt.index.with_suffix('')}: step {ckpt.step}, " in resumed.stderr, resumed.stderr
+    assert status(tmp_path / "elsewhere")["state"] == "finished" and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.slow
 def test_max_wall_checkpoints_and_exits_75_then_resume_finishes_it(tmp_path, monkeypatch, capfd):
     """runtime.max_wall: the run stops when the elapsed time plus two chunks and 5 s of margin would pass
     the limit (with max_wall = 5 that is after the first chunk), writes a checkpoint, exits 75 saying how to

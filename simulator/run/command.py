@@ -205,15 +205,20 @@ def _run_started(seg, mode: str) -> int:
         return EXIT_FAILED
 
 
-def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume: bool,
-                 extra: float) -> tuple[float, list[str]]:
-    """The t_end of the run the restart continues, and the overrides (``KEY=VALUE``) that end ``cfg``'s run at it +
-    ``extra`` (``--add-to-t-end``): ``time.t_end``, or the key of the equation's that sets it
-    (:meth:`~simulator.equations.spec.EquationParams.end_settings`: a cosmological run's ``physics.z_end``).
+def extended(config: str, given: Sequence[str], cfg: config_mod.Config, out: Path, extra: float,
+             restart: str | None, resume: bool) -> tuple[config_mod.Config, list[str]]:
+    """``--add-to-t-end`` = ``extra``: the config ``config`` (``cfg``, loaded with the overrides ``given``, run into
+    ``out``) loaded again to end at the t_end of the run the restart continues + ``extra``, with its overrides:
+    ``given`` and those (``KEY=VALUE``) that end it there, ``time.t_end`` or the key of the equation's that sets it
+    (:meth:`~simulator.equations.spec.EquationParams.end_settings`: a cosmological run's ``physics.z_end``), which
+    resuming the extended run needs (the hint carries them).
 
     The run's t_end is the one its checkpoint was written with (a finished run's is its last time), so
     an interrupted run is extended past its planned end, not from where it stopped. Needs ``restart``;
     refused with ``resume``, which a requeued job runs again and again (each would extend once more).
+    Validated as the hint's config is: an end the config cannot hold is refused now, not at the resume; a run that
+    already ends at the latest end its config allows (a cosmological run at z = 0, which no T extends) is told so,
+    else the value the extension would set is named, with the run's end.
     """
     from simulator.output import checkpoints
 
@@ -228,52 +233,42 @@ def extend_t_end(cfg: config_mod.Config, out: Path, restart: str | None, resume:
     if ckpt is None:
         raise ConfigError("--restart", restart, f"no complete checkpoint under {source}", "has nothing to extend")
     t_end = float(ckpt.meta["config"]["time"]["t_end"])
-    return t_end, end_overrides(cfg, t_end + extra)
-
-
-def end_overrides(cfg: config_mod.Config, t_end: float) -> list[str]:
-    """The overrides (``KEY=VALUE``) that end ``cfg``'s run at ``t_end``."""
-    return [f"{key}={value!r}" for key, value in cfg.physics.end_settings(t_end).items()]
-
-
-def past_the_end(cfg: config_mod.Config, load: Callable[[list[str]], object], t_end: float, extra: float,
-                 err: ConfigError) -> ConfigError:
-    """The refusal of ``--add-to-t-end`` = ``extra`` for a run that ends at ``t_end`` where its config cannot end
-    (``err``, the config's refusal of the new end; ``load(overrides)`` loads the config with others): a run that
-    already ends at the latest end its config allows (a cosmological run at z = 0, which no T extends) is told so,
-    else the value the extension would set is named, with the run's end."""
-    clock = cfg.physics.clock()
-    where = clock.time_label(t_end) or f"t = {t_end:.6g}"
-    try:  # an extension by next to nothing: refused too when the run already ends as late as its config can
-        load(end_overrides(cfg, t_end * (1 + 1e-9) + 1e-12))
+    # the physics asked once for what the extension and its refusal say: the new end, an end by next to nothing
+    # later (refused too by a config that already ends the run as late as it can) and how the run's end reads
+    physics = cfg.physics
+    end = physics.end_settings(t_end + extra)
+    overrides = [*given, *(f"{key}={value!r}" for key, value in end.items())]
+    later = physics.end_settings(t_end * (1 + 1e-9) + 1e-12)
+    nudged = [*given, *(f"{key}={value!r}" for key, value in later.items())]
+    where = physics.clock().time_label(t_end) or f"t = {t_end:.6g}"
+    try:
+        return config_mod.load(config, overrides), overrides
+    except ConfigError as err:
+        refused = err
+    try:
+        config_mod.load(config, nudged)
     except ConfigError:
-        return ConfigError("--add-to-t-end", extra, f"that is the latest end its config allows ({err.key}: "
-                           f"{err.allowed})", f"cannot extend the run, which already ends at {where}")
-    shown = ", ".join(f"{key} = {value:.6g}" for key, value in cfg.physics.end_settings(t_end + extra).items())
-    return ConfigError("--add-to-t-end", extra, f"give a T that ends the run where its config can ({err.key}: "
-                       f"{err.allowed}; the run ends at {where})", f"would set {shown}, which {err.problem}")
+        raise ConfigError("--add-to-t-end", extra, f"that is the latest end its config allows ({refused.key}: "
+                          f"{refused.allowed})", f"cannot extend the run, which already ends at {where}") from None
+    shown = ", ".join(f"{key} = {value:.6g}" for key, value in end.items())
+    raise ConfigError("--add-to-t-end", extra, f"give a T that ends the run where its config can ({refused.key}: "
+                      f"{refused.allowed}; the run ends at {where})", f"would set {shown}, which {refused.problem}")
 
 
 def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
              *, admit: Admit, **options: bool | str | None) -> int:
     """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status
     (``admit``: :func:`run_config`'s)."""
-    cfg = config_mod.load(config, overrides)
-    out_dir = None if out is None else Path(out)
-    if add_to_t_end is not None:
-        from simulator.run import rundir
+    from simulator.run.rundir import output_dir
 
-        t_end, end = extend_t_end(cfg, rundir.output_dir(cfg, out), options.get("restart"),  # type: ignore[arg-type]
-                                  bool(options.get("resume")), add_to_t_end)
-        given = list(overrides)
-        overrides = [*given, *end]  # what resuming the extended run needs: the hint carries them
-        try:  # validated as that hint's config is: the end a config cannot hold is refused now, not at the resume
-            cfg = config_mod.load(config, overrides)
-        except ConfigError as err:
-            raise past_the_end(cfg, lambda more: config_mod.load(config, [*given, *more]), t_end, add_to_t_end,
-                               err) from None
+    cfg = config_mod.load(config, overrides)
+    out_dir = output_dir(cfg, out)  # where the extension reads, the hint resumes and the run writes
+    if add_to_t_end is not None:
+        restart = options.get("restart")
+        cfg, overrides = extended(config, overrides, cfg, out_dir, add_to_t_end, restart,  # type: ignore[arg-type]
+                                  bool(options.get("resume")))
     # quoted as a shell needs it: a value such as [127, 63, 31] is one argument
-    where = str(out_dir or f"outputs/{cfg.name}")
+    where = str(out_dir)
     hint = resume_hint(["run", config, *command_words(overrides), "--resume", "--out", where],
                        "submit the job script again with the same output directory (the shipped templates: "
                        f"sbatch JOB_SCRIPT {shlex.join([config, where])})")
