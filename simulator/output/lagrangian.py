@@ -216,7 +216,7 @@ def box_of(config: dict) -> np.ndarray | None:
     """The box lengths (3,) of a run's resolved config (None when it does not say them as numbers)."""
     try:
         grid = config["grid"]
-        box = np.broadcast_to(np.asarray(plane.lengths(grid["shape"], grid["box"]), dtype=np.float64), (3,)).copy()
+        box = np.broadcast_to(np.asarray(plane.file_lengths(grid["shape"], grid["box"]), dtype=np.float64), (3,)).copy()
     except (KeyError, TypeError, ValueError):
         return None
     return box if np.all(np.isfinite(box)) and np.all(box > 0) else None
