@@ -10,12 +10,15 @@ import math
 import re
 import shutil
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import simulator
 from simulator.config.grid import plane_backends
+from simulator.equations import registry
+from simulator.output import lagrangian
 from simulator.particles.flow import position_key, velocity_key
 from simulator.particles.interpolation import INTERPOLATIONS
 from simulator.particles.species import OWNED_INTERPOLATIONS
@@ -58,8 +61,6 @@ def _nufft() -> bool:
 @functools.cache
 def kolmogorov(case, path):
     """The steady Kolmogorov flow of ns2d carrying :func:`_species` on ``case`` (one program per case)."""
-    import jax
-
     return simulation(jax.devices(), case, **{"physics.name": "ns2d", "grid.shape": SHAPE, "grid.box": BOX,
                                               "physics.forcing": "kolmogorov", "physics.viscosity": NU,
                                               "physics.friction": ALPHA, "physics.forcing_amplitude": F,
@@ -143,6 +144,27 @@ def test_a_distributed_plane_carries_its_particles_as_one_device_does(case, star
             assert not np.any(want[:, 0]), s.name  # never off the plane
 
 
+@pytest.mark.parametrize("physics", sorted(n for n, i in registry().items() if i.dimensions == 2 and "velocity" in i.fields))
+def test_every_planar_flow_carries_tracers_at_its_velocity(physics, tmp_path):
+    """On grid nodes, a tracer's velocity, as the outputs take it (x, y, 0), is the flow's velocity field (u, v, 0)
+    there, by the spectral sum and the Lagrange window alike."""
+    nodes = np.array([[0, 0], [1, 2], [7, 4], [2, 6]])
+    path = tmp_path / "start.npy"
+    np.save(path, nodes * (2 * np.pi / 8))
+    placed = {"count": len(nodes), "placement": "file", "path": str(path)}
+    sim = simulation(jax.devices(), physics={"name": physics}, grid__shape=[8, 8], initial={"name": "random"},
+                     particles=[{"name": "exact", **placed}, {"name": "local", "interpolation": "lagrange4", **placed}])
+    state = sim.initial_state()
+    arrays = jax.jit(lambda eq, s, p: (eq.fields(s, p)["velocity"], eq.particles(s, p)))(sim.equation, state,
+                                                                                       sim.params)
+    u = np.asarray(arrays[0])
+    expected = np.stack([u[:, 0, i, j] for i, j in nodes])
+    assert u.shape == (3, 1, 8, 8) and np.max(np.abs(expected[:, :2])) > 0.1
+    for name, p in arrays[1].items():
+        assert np.max(np.abs(np.asarray(p.velocity) - expected)) < 1e-13 * np.max(np.abs(u)), name
+        assert np.array_equal(np.asarray(p.position), np.column_stack([nodes * (2 * np.pi / 8), np.zeros(4)])), name
+
+
 # ---- a planar run's files, restart and bad input --------------------------------------------------------------
 
 
@@ -179,6 +201,14 @@ def test_a_planar_run_writes_its_particles_in_x_y_0_and_restarts_bitwise(tmp_pat
     assert np.allclose(run.particles["drops"].position[0, :, :2], lattice, rtol=0, atol=1e-14)
     with h5netcdf.File(export_netcdf(straight), "r") as f:
         assert np.array_equal(f["particles/tracers/position"][-1], run.particles["tracers"].position[-1])
+    stats = run.lagrangian()["tracers"]  # in the plane, without the references of 3D turbulence
+    assert stats.richardson() is None and stats.k41() is None and np.all(np.isfinite(stats.dispersion))
+    assert stats.dispersion[-1] > 0 and np.array_equal(lagrangian.box_of(run.config), [*BOX, max(BOX)])
+    figure = run.plot.slice()  # every particle over the plane's image, at its x and y
+    dots = np.concatenate([c.get_offsets() for c in figure.axes[0].collections if len(c.get_offsets())])
+    final = np.concatenate([run.particles[name].position[-1, :, :2] for name in ("tracers", "owned", "drops")])
+    cell = np.array(BOX) / SHAPE
+    assert np.allclose(np.sort(dots, axis=0), np.sort((final + cell / 2) % BOX - cell / 2, axis=0), rtol=0, atol=1e-12)
     restarted = tmp_path / "restarted"
     shutil.copytree(straight, restarted)
     for path in [*(restarted / "particles").glob("s00000020*"), *(restarted / "snapshots").glob("s00000020*")]:
