@@ -223,19 +223,25 @@ def test_a_planar_run_writes_its_particles_in_x_y_0_and_restarts_bitwise(tmp_pat
 
 
 BAD = [
-    ("particles=[{name: t, count: 8, placement: lattice}]", r"^error: particles\[0\]\.count = 8 is not a square"),
-    ("particles=[{name: t, count: 8, tau_p: 0.1, gravity: [0, -1, 2]}]",
+    (["particles=[{name: t, count: 8, placement: lattice}]"], r"^error: particles\[0\]\.count = 8 is not a square"),
+    (["particles=[{name: t, count: 8, tau_p: 0.1, gravity: [0, -1, 2]}]"],
      r"^error: particles\[0\]\.gravity = \[0\.0, -1\.0, 2\.0\] points out of the plane; two entries \(gx, gy\)"),
-    ("particles=[{name: t, count: 8, interpolation: exact, distribution: owned}]",
+    (["particles=[{name: t, count: 8, interpolation: exact, distribution: owned}]"],
      r"^error: particles\[0\]\.interpolation = 'exact' is not available for owned"),
+    # the slab splits the plane's x: 8 cells over 4 devices hold 2 planes each, the window and its halo need 3
+    (["particles=[{name: t, count: 64, interpolation: lagrange4, distribution: owned}]", "grid.shape=[8, 8]",
+      "runtime.cpu_devices=4", "fft.mesh=[4]"],
+     r"^error: particles\[0\]\.halo = 1 is not available; needs >= 3 grid planes per device along x "
+     r"\(grid\.shape \[8, 8\] over 4 devices\)"),
 ]
 
 
-@pytest.mark.parametrize(("value", "pattern"), BAD, ids=["lattice", "gravity", "owned-exact"])
-def test_bad_planar_particles_are_one_line_exit_2_and_nothing_written(tmp_path, capfd, value, pattern):
+@pytest.mark.parametrize(("values", "pattern"), BAD, ids=["lattice", "gravity", "owned-exact", "owned-planes"])
+def test_bad_planar_particles_are_one_line_exit_2_and_nothing_written(tmp_path, capfd, values, pattern):
     config = tmp_path / "plane.yaml"
     config.write_text("physics: {name: ns2d}\ngrid: {shape: [32, 32]}\n")
-    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), "--set", value)
+    sets = [arg for value in values for arg in ("--set", value)]
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *sets)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
 

@@ -44,6 +44,12 @@ def holds_plane(box_shape: Sequence[int]) -> bool:
     return int(box_shape[-3]) == 1
 
 
+def axis_names(box_shape: Sequence[int]) -> str:
+    """The names of the three axes of a box's spatial shape (the last three entries of an array's) in messages,
+    files and figures: ``xyz``, or a plane's ``zxy`` (:data:`AXES`)."""
+    return "".join(AXES) if holds_plane(box_shape) else "xyz"
+
+
 #: the columns of a plane's box coordinates ``(z, x, y)`` in the order its files and figures give a point or a
 #: vector: ``(x, y, z)``, the one-cell axis last (a particle's position ``(x, y, 0)``, as a field's vector
 #: ``(u, v, 0)``)
