@@ -19,8 +19,8 @@ from simulator.output.checkpoints import real_blocks
 
 from support import (
     assert_failure_recorded,
-    by_identity,
     bitwise,
+    by_identity,
     case_id,
     checkpoint,
     command,

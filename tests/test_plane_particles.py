@@ -19,7 +19,7 @@ import simulator
 from simulator.config.grid import plane_backends
 from simulator.equations import registry
 from simulator.output import lagrangian
-from simulator.particles.flow import position_key, velocity_key
+from simulator.particles.flow import velocity_key
 from simulator.particles.interpolation import INTERPOLATIONS
 from simulator.particles.species import OWNED_INTERPOLATIONS
 
@@ -144,7 +144,11 @@ def test_a_distributed_plane_carries_its_particles_as_one_device_does(case, star
             assert not np.any(want[:, 0]), s.name  # never off the plane
 
 
-@pytest.mark.parametrize("physics", sorted(n for n, i in registry().items() if i.dimensions == 2 and "velocity" in i.fields))
+#: the planar equations with a velocity
+FLOWS = sorted(n for n, i in registry().items() if i.dimensions == 2 and "velocity" in i.fields)
+
+
+@pytest.mark.parametrize("physics", FLOWS)
 def test_every_planar_flow_carries_tracers_at_its_velocity(physics, tmp_path):
     """On grid nodes, a tracer's velocity, as the outputs take it (x, y, 0), is the flow's velocity field (u, v, 0)
     there, by the spectral sum and the Lagrange window alike."""

@@ -25,8 +25,9 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
 
 Positions are stored *unwrapped* (continuous trajectories, what dispersion statistics need; the
 spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write them wrapped into
-[0, L) as well. In float32 an unwrapped coordinate far from the box loses absolute precision
-(|x| eps): after travelling 1000 box lengths, ~1e-4 L.
+[0, L) as well. A plane's state holds them in its box's axis order, (0, x, y) (:mod:`simulator.fft.plane`), and
+:meth:`WithParticles.particles` gives the outputs (x, y, 0). In float32 an unwrapped coordinate far from the box
+loses absolute precision (|x| eps): after travelling 1000 box lengths, ~1e-4 L.
 
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
 ``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
