@@ -232,6 +232,10 @@ BAD = [
      r"^error: particles\[0\]\.gravity = \[0\.0, -1\.0, 2\.0\] points out of the plane; two entries \(gx, gy\)"),
     (["particles=[{name: t, count: 8, interpolation: exact, distribution: owned}]"],
      r"^error: particles\[0\]\.interpolation = 'exact' is not available for owned"),
+    # a box's gravity keeps its three entries
+    (["physics.name=navier_stokes", "grid.shape=[16, 16, 16]",
+      "particles=[{name: t, count: 8, tau_p: 0.1, gravity: [0, -1]}]"],
+     r"^error: particles\[0\]\.gravity = \[0\.0, -1\.0\] has two entries; three entries \(gx, gy, gz\) in a box"),
     # the slab splits the plane's x: 8 cells over 4 devices hold 2 planes each, the window and its halo need 3
     (["particles=[{name: t, count: 64, interpolation: lagrange4, distribution: owned}]", "grid.shape=[8, 8]",
       "runtime.cpu_devices=4", "fft.mesh=[4]"],
@@ -240,7 +244,8 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("values", "pattern"), BAD, ids=["lattice", "gravity", "owned-exact", "owned-planes"])
+@pytest.mark.parametrize(("values", "pattern"), BAD,
+                         ids=["lattice", "gravity", "owned-exact", "box-gravity", "owned-planes"])
 def test_bad_planar_particles_are_one_line_exit_2_and_nothing_written(tmp_path, capfd, values, pattern):
     config = tmp_path / "plane.yaml"
     config.write_text("physics: {name: ns2d}\ngrid: {shape: [32, 32]}\n")
