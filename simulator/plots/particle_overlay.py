@@ -50,7 +50,8 @@ def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[floa
         return 0
     with reading(index), hdf5.IndexedFile(index) as f:  # damaged: the slice is skipped naming this file, not its own
         names, position, species, ids = f.attrs["species_names"], f.read("position"), f.read("species"), f.read("id")
-    if plane.holds_plane(shape):  # a plane's files give (x, y, 0) (plane.FILE_ORDER): its box's (z, x, y) here
+    flat = plane.holds_plane(shape)
+    if flat:  # a plane's files give (x, y, 0) (plane.FILE_ORDER): its box's (z, x, y) here
         position = position[:, np.argsort(plane.FILE_ORDER)]
     length = float(box[axis])
     dx = length / shape[axis]
@@ -69,7 +70,7 @@ def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[floa
         mine = np.flatnonzero(near & (species == s))
         mine = mine[np.argsort(ids[mine], kind="stable")]  # by identity: the same ones whichever process wrote them
         every = -(-len(mine) // MARKERS)  # ceil: at most MARKERS of them
-        what = f"{name}: {len(mine)} within {CELLS:g} cell of the plane"
+        what = f"{name}: {len(mine)}" + ("" if flat else f" within {CELLS:g} cell of the plane")
         if every > 1:
             mine, what = mine[::every], f"{what}, 1 in {every} drawn"
         ax.scatter(shown[0][mine], shown[1][mine], s=3, marker="o", linewidths=0, label=what)
