@@ -184,16 +184,22 @@ def _config(path, **values):
     return simulator.load_config(None, {**base, **values})
 
 
-def test_a_planar_run_writes_its_particles_in_x_y_0_and_restarts_bitwise(tmp_path, start_file):
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory, start_file):
+    """A forced planar run with particles, 20 steps on a slab of 2, uninterrupted, with a checkpoint at step 10."""
+    run = tmp_path_factory.mktemp("plane-particles-run") / "straight"
+    assert simulator.run_config(_config(start_file), run) == 0
+    return run
+
+
+def test_a_planar_run_writes_its_particles_in_x_y_0(straight):
     """The snapshots, trajectories and their netCDF export hold (x, y, 0) in the plane's x and y (the placed (x, y)
-    at t = 0; a square lattice of 4 x 4 at cell centres); the run from its step-10 checkpoint ends bitwise where
-    the straight one ends (every species, positions and velocities)."""
+    at t = 0; a square lattice of 4 x 4 at cell centres); its Lagrangian statistics go without the references of 3D
+    turbulence; its slice figure draws every particle at its x and y over the plane's image."""
     import h5netcdf
 
     from simulator.results.export import export_netcdf
 
-    straight = tmp_path / "straight"
-    assert simulator.run_config(_config(start_file), straight) == 0
     run = simulator.load_run(straight)
     for name in ("tracers", "owned"):
         p = run.particles[name]
@@ -205,25 +211,34 @@ def test_a_planar_run_writes_its_particles_in_x_y_0_and_restarts_bitwise(tmp_pat
     assert np.allclose(run.particles["drops"].position[0, :, :2], lattice, rtol=0, atol=1e-14)
     with h5netcdf.File(export_netcdf(straight), "r") as f:
         assert np.array_equal(f["particles/tracers/position"][-1], run.particles["tracers"].position[-1])
-    stats = run.lagrangian()["tracers"]  # in the plane, without the references of 3D turbulence
+    stats = run.lagrangian()["tracers"]
     assert stats.richardson() is None and stats.k41() is None and np.all(np.isfinite(stats.dispersion))
     assert stats.dispersion[-1] > 0 and np.array_equal(lagrangian.box_of(run.config), [*BOX, max(BOX)])
-    figure = run.plot.slice()  # every particle over the plane's image, at its x and y
+    figure = run.plot.slice()
     dots = np.concatenate([c.get_offsets() for c in figure.axes[0].collections if len(c.get_offsets())])
     final = np.concatenate([run.particles[name].position[-1, :, :2] for name in ("tracers", "owned", "drops")])
     cell = np.array(BOX) / SHAPE
     assert np.allclose(np.sort(dots, axis=0), np.sort((final + cell / 2) % BOX - cell / 2, axis=0), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("values", [{}, {"fft.mesh": [4]}], ids=["same", "slab-4"])
+def test_a_planar_restart_with_particles_ends_where_the_straight_run_ends(straight, tmp_path, start_file, values):
+    """From the step-10 checkpoint, every species' positions and velocities at step 20: on the same devices bitwise,
+    on 4 (the owned species laid out anew by identity) to 1e-12."""
     restarted = tmp_path / "restarted"
     shutil.copytree(straight, restarted)
     for path in [*(restarted / "particles").glob("s00000020*"), *(restarted / "snapshots").glob("s00000020*")]:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     ckpt = restarted / "checkpoints" / "c00000010.json"
-    assert simulator.run_config(_config(start_file), restarted, restart=str(ckpt)) == 0
-    again = simulator.load_run(restarted)
+    assert simulator.run_config(_config(start_file, **values), restarted, restart=str(ckpt)) == 0
+    run, again = simulator.load_run(straight), simulator.load_run(restarted)
     for name in ("tracers", "owned", "drops"):
         for quantity in ("unwrapped", "velocity"):
-            assert np.array_equal(getattr(again.particles[name], quantity)[-1],
-                                  getattr(run.particles[name], quantity)[-1]), (name, quantity)
+            got, want = (getattr(r.particles[name], quantity)[-1] for r in (again, run))
+            assert got.shape == want.shape == (len(want), 3) and not np.any(want[:, 2]), (name, quantity)
+            if not values:
+                assert np.array_equal(got, want), (name, quantity)
+            assert relative_error(got, want) < 1e-12, (name, quantity)
 
 
 BAD = [
