@@ -68,6 +68,35 @@ def distributed_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int,
     return [c for c in backend_cases(several) if c[1] > 1]
 
 
+def plane_cases(several: int = SEVERAL) -> list[tuple[str, int, tuple[int, ...] | None]]:
+    """(backend, devices, mesh) for every backend that takes a plane (:func:`simulator.config.grid.plane_backends`) on
+    one device and, where its layout splits, on 2 and ``several``."""
+    from simulator.config.grid import plane_backends
+
+    cases = []
+    for name in plane_backends():
+        layout = BACKENDS[name]
+        cases += [(name, n, None) for n in (1, 2, several) if n == 1 or math.prod(layout.mesh_shape(n, None)) == n]
+    return cases
+
+
+def by_identity(state: Any, name: str, quantity: str) -> np.ndarray:
+    """An owned species' ``quantity`` rows of its live slots, sorted by identity (checked: 0 .. N-1)."""
+    live = np.asarray(state[f"particles.{name}.live"])
+    ident = np.asarray(state[f"particles.{name}.ident"])[live]
+    order = np.argsort(ident)
+    assert np.array_equal(ident[order], np.arange(len(ident)))
+    return np.asarray(state[f"particles.{name}.{quantity}"])[live][order]
+
+
+def species_rows(state: Any, species: Any, quantity: str) -> np.ndarray:
+    """A species' ``quantity`` (``position``, ``velocity``) of ``state``, row i particle i, replicated or owned
+    (:func:`by_identity`)."""
+    if species.owned:
+        return by_identity(state, species.name, quantity)
+    return np.asarray(state[f"particles.{species.name}.{quantity}"])
+
+
 def grid_of(equation: str, shape: list[int]) -> list[int]:
     """A box's ``grid.shape`` as the equation takes it: its last two entries for a planar one (a plane)."""
     from simulator.equations import get

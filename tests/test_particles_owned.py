@@ -20,6 +20,7 @@ from simulator.output.checkpoints import real_blocks
 from support import (
     assert_failure_recorded,
     bitwise,
+    by_identity,
     case_id,
     checkpoint,
     command,
@@ -34,15 +35,6 @@ SPECIES = [{"name": "tracers", "count": 200, "seed": 5, "interpolation": "lagran
             "interpolation": "lagrange4"}]
 OWNED = [{**s, "distribution": "owned"} for s in SPECIES]
 FLOW = {"grid__shape": [16, 16, 16], "initial": {"name": "random", "amplitude": 2.0}, "time__integrator": "rk4"}
-
-
-def by_identity(state, name, quantity):
-    """An owned species' ``quantity`` rows of its live slots, sorted by identity (checked: 0 .. N-1)."""
-    live = np.asarray(state[f"particles.{name}.live"])
-    ident = np.asarray(state[f"particles.{name}.ident"])[live]
-    order = np.argsort(ident)
-    assert np.array_equal(ident[order], np.arange(len(ident)))
-    return np.asarray(state[f"particles.{name}.{quantity}"])[live][order]
 
 
 @functools.cache

@@ -13,15 +13,14 @@ import numpy as np
 import pytest
 
 import simulator
-from simulator.config.grid import plane_backends
 from simulator.equations import registry
 from simulator.output.hdf5 import Snapshot
 
-from support import advance, case_id, command, relative_error, simulation
+from support import advance, case_id, command, plane_cases, relative_error, simulation
 
 #: every backend that takes a plane, on 1 device and on several (the slab on 2 and 4)
-CASES = [("single", 1, None), ("slab", 1, None), ("slab", 2, None), ("slab", 4, None)]
-assert {c[0] for c in CASES} == set(plane_backends()) == {"single", "slab"}
+CASES = plane_cases()
+assert CASES == [("single", 1, None), ("slab", 1, None), ("slab", 2, None), ("slab", 4, None)]
 #: a plane that is not a square, divisible over 4 devices (x) and 4 devices (y/2)
 SHAPE, BOX = [16, 32], [2 * math.pi, 4 * math.pi]
 
@@ -257,7 +256,6 @@ BAD = [
     (["--set", "physics.name=navier_stokes"], r"^error: grid\.shape = \[64, 64\] is a plane; a box for physics\.name"),
     (["--set", "fft.backend=pencil"], r"^error: fft\.backend = 'pencil' does not take a plane"),
     (["--set", "fft.backend=jaxdecomp"], r"^error: fft\.backend = 'jaxdecomp' (does not take a plane|.*not installed)"),
-    (["--set", "particles=[{name: t, count: 8}]"], r"^error: particles = \['t'\] is not available for the planar"),
     (["--set", "initial.name=abc"], r"^error: initial\.name = 'abc'"),
     (["--set", "physics.forcing=random", "--set", "physics.forcing_wavenumber=30"],
      r"^error: physics\.forcing_wavenumber = 30 is not resolved"),

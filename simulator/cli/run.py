@@ -38,8 +38,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.planning import admit
     from simulator.run.command import run_file
 
-    overrides = runtime_overrides(args)
-    return run_file(args.config, overrides, args.out, add_to_t_end=args.add_to_t_end, admit=admit,
+    return run_file(args.config, runtime_overrides(args), args.out, add_to_t_end=args.add_to_t_end, admit=admit,
                     overwrite=args.overwrite, restart=args.restart, resume=args.resume,
                     allow_physics_change=args.allow_physics_change)
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from simulator.errors import ConfigError
-from simulator.fft.plane import holds_plane
+from simulator.fft.plane import axis_names as box_axis_names, holds_plane
 
 Shape3 = tuple[int, int, int]
 Spec3 = tuple[str | None, str | None, str | None]
@@ -353,5 +353,5 @@ def check_planes(cfg: Any, key: str, value: str, planes: int, instead: str) -> N
     for axis, name in enumerate(layout.real_axes):
         if name is not None and cfg.grid.cells[axis] // sizes[name] < planes:
             raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
-                              f"{'xyz'[axis]} (grid.shape {list(cfg.grid.shape)} over {sizes[name]} devices): use "
-                              f"{instead}", "is not available")
+                              f"{box_axis_names(cfg.grid.cells)[axis]} (grid.shape {list(cfg.grid.shape)} over "
+                              f"{sizes[name]} devices): use {instead}", "is not available")

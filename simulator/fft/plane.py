@@ -42,3 +42,29 @@ def holds_plane(box_shape: Sequence[int]) -> bool:
     """Whether a box's spatial shape (the last three entries of an array's) is a plane's, ``(1, Nx, Ny)``: a box of
     three entries has none of one cell (the config refuses it)."""
     return int(box_shape[-3]) == 1
+
+
+def axis_names(box_shape: Sequence[int]) -> str:
+    """The names of the three axes of a box's spatial shape (the last three entries of an array's) in messages,
+    files and figures: ``xyz``, or a plane's ``zxy`` (:data:`AXES`)."""
+    return "".join(AXES) if holds_plane(box_shape) else "xyz"
+
+
+#: the columns of a plane's box coordinates ``(z, x, y)`` in the order its files and figures give a point or a
+#: vector: ``(x, y, z)``, the one-cell axis last (a particle's position ``(x, y, 0)``, as a field's vector
+#: ``(u, v, 0)``)
+FILE_ORDER = (1, 2, 0)
+
+
+def file_lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, float, float]:
+    """The box lengths in the order of a file's coordinates: a box's own, a plane's ``(Lx, Ly, max(Lx, Ly))``
+    (:func:`lengths` in :data:`FILE_ORDER`)."""
+    sides = lengths(shape, box)
+    return tuple(sides[i] for i in FILE_ORDER) if is_plane(shape) else sides  # type: ignore[return-value]
+
+
+def box_vector(vector: Sequence[float], plane: bool) -> tuple[float, float, float]:
+    """A vector as a config gives it, ``(x, y, z)`` (a plane's ``(x, y)`` or ``(x, y, 0)``), as the box's components:
+    a plane's ``(0, x, y)`` (the inverse of :data:`FILE_ORDER`), a box's as they are."""
+    values = tuple(float(v) for v in vector)
+    return (0.0, values[0], values[1]) if plane else values  # type: ignore[return-value]

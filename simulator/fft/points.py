@@ -264,7 +264,12 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     real_axes = tuple(fft.real_spec())
     mesh_sizes = dict(zip(fft.mesh.axis_names, fft.mesh.devices.shape, strict=True))
     sizes = tuple(mesh_sizes[m] if m is not None else 1 for m in real_axes)
-    shape = tuple(int(n) for n in fft.shape)
+    # an axis of one cell (a plane's, :mod:`simulator.fft.plane`; never sharded) holds its cell repeated over the
+    # window's width: the field is constant along it, and so is its interpolant (the weights sum to 1)
+    width = STENCILS[window].width
+    for axis in (a for a, n in enumerate(fft.shape) if n == 1):
+        flat = jnp.repeat(flat, width, axis=axis + 1)
+    shape = tuple(width if n == 1 else int(n) for n in fft.shape)
     spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
     # an owned point at reach 0 is inside by construction: no check (nor a select in the deposit, its transpose)

@@ -213,13 +213,24 @@ def statistics(tracks: Trajectories, *, box: np.ndarray | None = None, r0: float
 
 
 def box_of(config: dict) -> np.ndarray | None:
-    """The box lengths (3,) of a run's resolved config (None when it does not say them as numbers)."""
+    """The box lengths (3,) of a run's resolved config in the order of its trajectories' coordinates (a plane's
+    ``(Lx, Ly, max(Lx, Ly))``: :func:`simulator.fft.plane.file_lengths`; None when it does not say them as numbers)."""
     try:
         grid = config["grid"]
-        box = np.broadcast_to(np.asarray(plane.lengths(grid["shape"], grid["box"]), dtype=np.float64), (3,)).copy()
+        box = np.broadcast_to(np.asarray(plane.file_lengths(grid["shape"], grid["box"]), dtype=np.float64), (3,)).copy()
     except (KeyError, TypeError, ValueError):
         return None
     return box if np.all(np.isfinite(box)) and np.all(box > 0) else None
+
+
+def reference_dissipation(config: dict, series: dict[str, np.ndarray], time: np.ndarray) -> float | None:
+    """eps for the references of three-dimensional turbulence (:meth:`LagrangianStatistics.richardson` and ``k41``,
+    constants measured in a box): :func:`mean_dissipation` for a box, None for a plane (``grid.shape`` of two
+    entries), whose statistics go without them."""
+    shape = config.get("grid", {}).get("shape") if isinstance(config.get("grid"), dict) else None
+    if isinstance(shape, list | tuple) and plane.is_plane(shape):
+        return None
+    return mean_dissipation(series, time)
 
 
 def mean_dissipation(series: dict[str, np.ndarray], time: np.ndarray) -> float | None:

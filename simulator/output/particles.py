@@ -47,6 +47,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.fft import plane
 from simulator.output import hdf5
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import clock_coordinates, particle_group, variable
@@ -296,7 +297,8 @@ def particles(sim: Any, eq: Any, state: Any, params: Any, t: Any, dt: Any) -> Ma
 
 def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """Snapshots of every species of the state on the field snapshots' schedule."""
-    return [ParticleSnapshotWriter(Schedule.of(cfg.output.section("snapshots")), species_sizes(cfg), cfg.grid.lengths,
+    return [ParticleSnapshotWriter(Schedule.of(cfg.output.section("snapshots")), species_sizes(cfg),
+                                   plane.file_lengths(cfg.grid.shape, cfg.grid.box),
                                    ctx.snapshot_attrs, ctx.info, ctx.rank0, cfg.physics.clock().units())]
 
 

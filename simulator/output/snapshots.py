@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import reading
-from simulator.fft.plane import AXES as PLANE_AXES, holds_plane
+from simulator.fft.plane import AXES as PLANE_AXES, FILE_ORDER, holds_plane
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.rows import open_for_reading
@@ -152,8 +152,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     if jax.process_index() == 0:
         shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
-        # the lengths as XDMF's fastest axis first (it reverses them): a plane's x, y, then its one cell's
-        along = (box[1], box[2], box[0]) if plane else box
+        # the lengths as XDMF's fastest axis first (it reverses them): a plane's x, y, then its one cell's, the order
+        # of its particles' coordinates (FILE_ORDER), so that they lie on its image
+        along = tuple(box[i] for i in FILE_ORDER) if plane else box
         grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)

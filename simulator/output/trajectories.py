@@ -16,6 +16,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from simulator.fft import plane
 from simulator.output import hdf5, lagrangian
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.netcdf import particle_group, variable
@@ -142,7 +143,8 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     section = cfg.output.section("trajectories")
     schedule = Schedule(every=section.every, start=section.start)
     return [TrajectoryWriter(schedule, [s.name for s in cfg.particles], [s.count for s in cfg.particles],
-                             section.count, cfg.grid.lengths, ctx.rank0, cfg.physics.clock().units())]
+                             section.count, plane.file_lengths(cfg.grid.shape, cfg.grid.box), ctx.rank0,
+                             cfg.physics.clock().units())]
 
 
 def read(run_dir: Path) -> dict[str, lagrangian.Trajectories]:

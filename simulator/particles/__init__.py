@@ -23,9 +23,12 @@ NumPy's PCG64 from ``seed``: the same on every process), ``lattice`` (``count`` 
 cell centres of an n x n x n lattice of the box) or ``file`` (an ``.npy`` array or an ``.h5`` file
 with a dataset ``position``, shape ``(count, 3)``, physical coordinates; they are wrapped into the box).
 
-Particles need a flow: an equation with a ``velocity`` state field (Navier-Stokes with or without
-passive scalars, Boussinesq, MHD). The JAX side: :mod:`.flow` (the state and the right-hand side),
-interpolation by :mod:`simulator.fft.points`; outputs :mod:`simulator.output.particles`.
+Particles need a flow: an equation with a ``velocity`` field (Navier-Stokes with or without passive scalars,
+Boussinesq, MHD; in a plane ``ns2d``, ``boussinesq2d``, ``mhd2d``). A plane runs as the box ``(1, Nx, Ny)``
+(:mod:`simulator.fft.plane`) and its particles as the box's, at z = 0 with w = 0 (its velocity has no z
+component, so they never leave the plane): placed in x and y (a lattice of n^2, a file of ``(count, 2)``),
+written as ``(x, y, 0)`` (:data:`simulator.fft.plane.FILE_ORDER`). The JAX side: :mod:`.flow` (the state and the
+right-hand side), interpolation by :mod:`simulator.fft.points`; outputs :mod:`simulator.output.particles`.
 """
 
 from __future__ import annotations
@@ -60,19 +63,24 @@ def wrap_bound(box: Sequence[float], shape: Sequence[int], precision: str, cells
 
 
 def initial_positions(species: Species, box: Sequence[float], key: str = "particles",
-                      bound: float = math.inf) -> tuple[np.ndarray, int]:
+                      bound: float = math.inf, plane: bool = False) -> tuple[np.ndarray, int]:
     """The initial positions of ``species`` in the box ``[0, L)``, float64 ``(count, 3)``, on the host (the
     same on every process), and how many of them a file placed outside the box (wrapped into it; a
-    coordinate beyond ``bound``, see :func:`wrap_bound`, cannot be wrapped exactly and is refused)."""
+    coordinate beyond ``bound``, see :func:`wrap_bound`, cannot be wrapped exactly and is refused).
+
+    In a ``plane`` (the box ``(1, Nx, Ny)``, :mod:`simulator.fft.plane`) the points are ``(0, x, y)``: a random
+    placement draws x and y, a lattice is square (``count`` = n^2), a file gives ``(x, y)`` or ``(x, y, 0)``."""
     box_arr = np.asarray(box, np.float64)
+    sides = box_arr[1:] if plane else box_arr
     if species.placement == "random":
-        return np.random.default_rng(species.seed).uniform(0.0, 1.0, (species.count, 3)) * box_arr, 0
+        points = np.random.default_rng(species.seed).uniform(0.0, 1.0, (species.count, sides.size)) * sides
+        return _in_box(points, plane), 0
     if species.placement == "lattice":
-        n = round(species.count ** (1 / 3))
+        n = round(species.count ** (1 / sides.size))
         centres = (np.arange(n) + 0.5) / n
-        grid = np.stack(np.meshgrid(centres, centres, centres, indexing="ij"), axis=-1).reshape(-1, 3)
-        return grid * box_arr, 0
-    data = read_positions(species, key)
+        grid = np.stack(np.meshgrid(*[centres] * sides.size, indexing="ij"), axis=-1).reshape(-1, sides.size)
+        return _in_box(grid * sides, plane), 0
+    data = _in_box(read_positions(species, key, plane), plane)
     far = float(np.abs(data).max(initial=0.0))
     if far > bound:
         raise ConfigError(f"{key}.path", str(species.path), f"give coordinates within {bound:.3g} of the origin "
@@ -82,8 +90,14 @@ def initial_positions(species: Species, box: Sequence[float], key: str = "partic
     return np.mod(data, box_arr), outside
 
 
-def read_positions(species: Species, key: str = "particles") -> np.ndarray:
-    """The ``(count, 3)`` array of a ``placement: file`` species, checked (one-line errors)."""
+def _in_box(points: np.ndarray, plane: bool) -> np.ndarray:
+    """Points of a plane ``(count, 2)`` (x, y) as the box's ``(count, 3)`` (0, x, y); a box's as they are."""
+    return np.concatenate([np.zeros((len(points), 1)), points], axis=1) if plane else points
+
+
+def read_positions(species: Species, key: str = "particles", plane: bool = False) -> np.ndarray:
+    """The ``(count, 3)`` array of a ``placement: file`` species, checked (one-line errors); in a ``plane`` its
+    ``(count, 2)`` x and y, from a file of ``(count, 2)`` or of ``(count, 3)`` whose z are all 0."""
     path = Path(str(species.path))
     try:
         if path.suffix == ".npy":
@@ -107,9 +121,16 @@ def read_positions(species: Species, key: str = "particles") -> np.ndarray:
     data = np.asarray(data)
     # real numbers only: a complex array would lose its imaginary part to astype without a word
     real = np.issubdtype(data.dtype, np.floating) or np.issubdtype(data.dtype, np.integer)
-    if data.shape != (species.count, 3) or not real:
+    shapes = [(species.count, 2), (species.count, 3)] if plane else [(species.count, 3)]
+    if data.shape not in shapes or not real:
         raise ConfigError(f"{key}.path", str(path), f"it must hold {species.count} positions: shape "
-                          f"({species.count}, 3), real numbers", f"holds shape {data.shape}, dtype {data.dtype}")
+                          f"{' or '.join(map(str, shapes))}, real numbers", f"holds shape {data.shape}, dtype "
+                          f"{data.dtype}")
+    if plane and data.shape[1] == 3:
+        if np.any(data[:, 2]):
+            raise ConfigError(f"{key}.path", str(path), "a plane's positions are (x, y) or (x, y, 0): every z 0",
+                              "holds a z other than 0")
+        data = data[:, :2]
     data = data.astype(np.float64)
     if not np.all(np.isfinite(data)):
         raise ConfigError(f"{key}.path", str(path), "every position must be finite", "holds NaN or Inf")
@@ -155,4 +176,4 @@ def check_start(cfg: Any) -> None:
     bound = wrap_bound(cfg.grid.lengths, cfg.grid.cells, cfg.precision)
     for i, s in enumerate(cfg.particles):
         if s.placement == "file":
-            initial_positions(s, cfg.grid.lengths, f"particles[{i}]", bound)
+            initial_positions(s, cfg.grid.lengths, f"particles[{i}]", bound, cfg.grid.plane)

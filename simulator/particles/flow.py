@@ -25,8 +25,9 @@ species of the ``particles`` config section (:mod:`simulator.particles`), withou
 
 Positions are stored *unwrapped* (continuous trajectories, what dispersion statistics need; the
 spectral sum is periodic, so no wrapping is needed to evaluate u). Outputs write them wrapped into
-[0, L) as well. In float32 an unwrapped coordinate far from the box loses absolute precision
-(|x| eps): after travelling 1000 box lengths, ~1e-4 L.
+[0, L) as well. A plane's state holds them in its box's axis order, (0, x, y) (:mod:`simulator.fft.plane`), and
+:meth:`WithParticles.particles` gives the outputs (x, y, 0). In float32 an unwrapped coordinate far from the box
+loses absolute precision (|x| eps): after travelling 1000 box lengths, ~1e-4 L.
 
 Everything else (fields, diagnostics, spectra, layouts, initial conditions) is the flow's, read from
 ``state["state"]``; attributes the wrapper does not define are the flow's (``fft``, ``ops``, ``box``...).
@@ -51,6 +52,7 @@ from simulator.equations.base import (
     ParticleArrays,
     SemiLinearEquation,
 )
+from simulator.fft import plane
 from simulator.fft.particle_slots import Loss, Room
 from simulator.particles import owned as owning, wrap_bound
 from simulator.particles.interpolation import METHODS
@@ -92,8 +94,10 @@ class WithParticles(SemiLinearEquation):
         self.flow, self.species, self.start = flow, tuple(species), dict(start)
         # arguments, not constants of the program: a number closed over would be baked into its text, and
         # every other tau_p or gravity would compile the chunk again (a sweep point, a rerun)
+        flat = plane.holds_plane(flow.fft.shape)
         self.drag = {s.name: (flow.fft.replicated(np.float64(s.tau_p), flow.dtype),
-                              flow.fft.replicated(np.asarray(s.gravity, np.float64), flow.dtype))
+                              flow.fft.replicated(np.asarray(plane.box_vector(s.gravity, flat), np.float64),
+                                                  flow.dtype))
                      for s in self.species if s.inertial}
 
     def __getattr__(self, name: str) -> Any:
@@ -208,14 +212,17 @@ class WithParticles(SemiLinearEquation):
 
     def particles(self, state: Mapping[str, Any], params: Params) -> dict[str, ParticleArrays]:
         """Every species (:class:`~simulator.equations.base.ParticleArrays`), in config order: its unwrapped
-        positions and :meth:`velocities`, as replicated rows (no ``ident`` or ``live``) or, for an owned
+        positions and :meth:`velocities` (a plane's as ``(x, y, 0)``, :data:`simulator.fft.plane.FILE_ORDER`), as
+        replicated rows (no ``ident`` or ``live``) or, for an owned
         species, its slots with their identities and occupancy."""
         velocities = self.velocities(state)
+        # a plane's box coordinates (z, x, y) as its files give them, (x, y, 0)
+        order = list(plane.FILE_ORDER) if plane.holds_plane(self.fft.shape) else slice(None)
         out = {}
         for s in self.species:
             k = owning.keys(s.name)
             extra = (state[k["ident"]], state[k["live"]]) if s.owned else ()
-            out[s.name] = ParticleArrays(state[position_key(s.name)], velocities[s.name], *extra)
+            out[s.name] = ParticleArrays(state[position_key(s.name)][:, order], velocities[s.name][:, order], *extra)
         return out
 
     def _velocity_at(self, flow_state: Any, species: Sequence[Species], positions: Sequence[jax.Array],

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Equation
+from simulator.fft import plane
 from simulator.fft.particle_slots import check_capacity
 from simulator.log import get_logger
 from simulator.particles import initial_positions, owned as owning, wrap_bound
@@ -74,7 +75,8 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
         instead = too_few_planes(s.halo) if s.owned else f"{method.instead}, or fewer devices"
         for axis, name in enumerate(flow.fft.real_spec()):
             if name is not None and flow.fft.shape[axis] // sizes[name] < planes:
-                raise ConfigError(key, value, f"needs >= {planes} grid planes per device along {'xyz'[axis]} "
+                raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
+                                  f"{plane.axis_names(flow.fft.shape)[axis]} "
                                   f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}",
                                   "is not available")
         if s.owned:
@@ -90,7 +92,7 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
     bound = wrap_bound(box, flow.fft.shape, "float64" if flow.dtype == jnp.float64 else "float32")
     start = {}
     for i, s in enumerate(species):
-        host, outside = initial_positions(s, box, f"particles[{i}]", bound)
+        host, outside = initial_positions(s, box, f"particles[{i}]", bound, plane.holds_plane(flow.fft.shape))
         host = host.astype(flow.dtype)
         if outside:
             get_logger().warning("particles[%d] (%s): %d of the %d positions in %s lie outside the box; wrapped "

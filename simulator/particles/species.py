@@ -33,16 +33,20 @@ class Species:
     """One species of particles: an entry of ``particles``."""
 
     name: str = setting("particles", "name of the species (a plain word: it names datasets in outputs)")
-    count: int = setting(1000, "number of particles (for placement lattice: a cube n^3)", min=1, max=1 << 26)
+    count: int = setting(1000, "number of particles (for placement lattice: a cube n^3, in a plane a square n^2)",
+                         min=1, max=1 << 26)
     placement: str = setting("random", "initial positions: random (uniform, from seed), lattice (cell centres "
-                             "of an n^3 lattice) or file (path: .npy, or .h5 with a dataset position)",
+                             "of an n^3 lattice, n^2 in a plane) or file (path: .npy, or .h5 with a dataset "
+                             "position)",
                              choices=PLACEMENTS)
     seed: int = setting(0, "random seed of placement random (0 to 2^32 - 1)", min=0, max=2**32 - 1)
-    path: str | None = setting(None, "file of initial positions (count, 3) for placement file; null otherwise")
+    path: str | None = setting(None, "file of initial positions (count, 3), in a plane (count, 2) or (count, 3) "
+                               "of z 0, for placement file; null otherwise")
     tau_p: float = setting(0.0, "Stokes response time: 0 = tracers (dx/dt = u); > 0 = inertial particles, "
                            "dv/dt = (u(x) - v)/tau_p + g", min=0.0)
-    gravity: tuple[float, float, float] = setting((0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial "
-                                                  "particles (tau_p > 0)")
+    gravity: tuple[float, float, float] | tuple[float, float] = setting(
+        (0.0, 0.0, 0.0), "gravity g (gx, gy, gz) acting on inertial particles (tau_p > 0); in a plane (gx, gy) or "
+        "(gx, gy, 0)")
     interpolation: str = setting("exact", interpolation_doc(), choices=INTERPOLATIONS)
     distribution: str = setting("replicated", "replicated (every device holds every particle; up to ~1e6) or owned "
                                 "(each device holds the particles in its real-space block, handed to the neighbour "
@@ -91,14 +95,12 @@ def check(cfg: Any) -> None:
                               "particles: declare a species in particles, or set 0", "has no particle to record")
         return
     info = registry()[cfg.physics.name]
-    if info.dimensions == 2:
-        raise ConfigError("particles", [s.name for s in species], "leave particles out: a plane carries none (yet); "
-                          "particles ride on a box's flow (physics.name = navier_stokes, boussinesq or mhd)",
-                          f"is not available for the planar physics.name = {cfg.physics.name}")
-    if "velocity" not in info.state_fields:
-        raise ConfigError("particles", [s.name for s in species], "particles need a flow: use physics.name = "
-                          "navier_stokes, boussinesq or mhd (an equation with a velocity field)",
+    if "velocity" not in info.fields:
+        raise ConfigError("particles", [s.name for s in species], "particles need a flow: use an equation with a "
+                          "velocity field (navier_stokes, boussinesq, mhd; in a plane ns2d, boussinesq2d, mhd2d)",
                           f"is not available for physics.name = {cfg.physics.name}")
+    plane = cfg.grid.plane
+    dims = 2 if plane else 3
     seen: set[str] = set()
     for i, s in enumerate(species):
         key = f"particles[{i}]"
@@ -108,9 +110,14 @@ def check(cfg: Any) -> None:
         if s.name in seen:
             raise ConfigError(f"{key}.name", s.name, "give each species its own name", "repeats")
         seen.add(s.name)
-        if s.placement == "lattice" and round(s.count ** (1 / 3)) ** 3 != s.count:
-            raise ConfigError(f"{key}.count", s.count, "placement lattice needs a cube n^3 (e.g. 512, 4096)",
-                              "is not a cube")
+        if s.placement == "lattice" and round(s.count ** (1 / dims)) ** dims != s.count:
+            raise ConfigError(f"{key}.count", s.count, "placement lattice needs " + ("a square n^2 in a plane (e.g. "
+                              "256, 1024)" if plane else "a cube n^3 (e.g. 512, 4096)"),
+                              f"is not a {'square' if plane else 'cube'}")
+        if len(s.gravity) != dims and (not plane or s.gravity[2]):
+            raise ConfigError(f"{key}.gravity", list(s.gravity), "two entries (gx, gy) in a plane, or (gx, gy, 0)"
+                              if plane else "three entries (gx, gy, gz) in a box", "points out of the plane"
+                              if plane else "has two entries")
         if s.placement == "file" and not s.path:
             raise ConfigError(f"{key}.path", s.path, "placement file needs the path of a .npy or .h5 file",
                               "is missing")

@@ -84,7 +84,7 @@ def lagrangian_statistics(run_dir: Path, config: dict[str, Any]) -> dict[str, la
     if series_path.is_file():
         series = read_timeseries(series_path)  # a damaged file: DamagedFileError naming it
     box = lagrangian.box_of(config)
-    return {name: lagrangian.statistics(t, box=box, eps=lagrangian.mean_dissipation(series, t.time))
+    return {name: lagrangian.statistics(t, box=box, eps=lagrangian.reference_dissipation(config, series, t.time))
             for name, t in tracks.items()}
 
 

@@ -8,6 +8,7 @@ periodic box, is at most one grid cell, each species in its own colour, at their
 identity where more are near the plane (the legend says how many are there and which are drawn): a 64^3 cold
 run has about 10^4 particles within a cell of its mid-plane, whose markers covered the image. A species whose
 own density the slice shows (``cdm_density`` for ``cdm``) is not drawn: the image is those particles already.
+A plane's one slice is the plane itself, and all its particles are on it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulator.errors import reading
+from simulator.fft import plane
 from simulator.output import hdf5, segments
 from simulator.output.particles import DIR
 
@@ -48,6 +50,9 @@ def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[floa
         return 0
     with reading(index), hdf5.IndexedFile(index) as f:  # damaged: the slice is skipped naming this file, not its own
         names, position, species, ids = f.attrs["species_names"], f.read("position"), f.read("species"), f.read("id")
+    flat = plane.holds_plane(shape)
+    if flat:  # a plane's files give (x, y, 0) (plane.FILE_ORDER): its box's (z, x, y) here
+        position = position[:, np.argsort(plane.FILE_ORDER)]
     length = float(box[axis])
     dx = length / shape[axis]
     near = near_plane(position, axis, (shape[axis] // 2) * dx, length, CELLS * dx)
@@ -65,7 +70,7 @@ def overlay(fig: Figure, run_dir: Path, step: int, axis: int, box: Sequence[floa
         mine = np.flatnonzero(near & (species == s))
         mine = mine[np.argsort(ids[mine], kind="stable")]  # by identity: the same ones whichever process wrote them
         every = -(-len(mine) // MARKERS)  # ceil: at most MARKERS of them
-        what = f"{name}: {len(mine)} within {CELLS:g} cell of the plane"
+        what = f"{name}: {len(mine)}" + ("" if flat else f" within {CELLS:g} cell of the plane")
         if every > 1:
             mine, what = mine[::every], f"{what}, 1 in {every} drawn"
         ax.scatter(shown[0][mine], shown[1][mine], s=3, marker="o", linewidths=0, label=what)

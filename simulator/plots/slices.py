@@ -95,7 +95,7 @@ def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
 
 def axis_names(shape: Sequence[int]) -> str:
     """The names of a snapshot field's three axes: x, y, z, or a plane's z, x, y (its box ``(1, Nx, Ny)``)."""
-    return "".join(planes.AXES) if planes.holds_plane(shape) else AXES
+    return planes.axis_names(shape)
 
 
 def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:

@@ -167,13 +167,13 @@ class RunResults:
                    ) -> dict[str, lagrangian.LagrangianStatistics]:
         """The Lagrangian statistics of each species in ``particles/trajectories.h5``
         (:mod:`simulator.output.lagrangian`; ``r0`` the pair radius, ``max_lag`` the longest lag in rows), with eps the
-        mean ``dissipation`` of the time series over the tracks' times when the run records it; {} when the run wrote no
-        trajectories."""
+        mean ``dissipation`` of the time series over the tracks' times when the run records it (not in a plane: the
+        references it scales are three-dimensional turbulence's); {} when the run wrote no trajectories."""
         box = lagrangian.box_of(self.config)
         out = {}
         timeseries = self.output("timeseries")
         for name, tracks in self.output("trajectories").items():
-            eps = lagrangian.mean_dissipation(timeseries, tracks.time) if timeseries else None
+            eps = lagrangian.reference_dissipation(self.config, timeseries, tracks.time) if timeseries else None
             out[name] = lagrangian.statistics(tracks, box=box, r0=r0, max_lag=max_lag, eps=eps)
         return out
 
