@@ -490,6 +490,24 @@ def test_the_checks_before_jax_open_the_checkpoint_to_continue_once(finished, tm
     assert opened == ["c00000010.json"] and plan.restart == "latest"
 
 
+def test_a_resumed_run_checks_its_directory_once_before_jax_and_once_under_its_lock(finished, tmp_path, monkeypatch):
+    """A run's start plans its directory and checks the checkpoint it continues once before JAX starts (the plan
+    handed to its segment: the start checked it twice), then plans again once under its lock (the directory may
+    have changed meanwhile): the latest checkpoint is opened by those two and by the restart that loads it."""
+    import simulator as api
+    from simulator.run import preflight
+
+    run_dir = copy(finished, tmp_path)
+    checks, check = [], preflight.check
+    monkeypatch.setattr(preflight, "check", lambda *a, **k: checks.append(a[1]) or check(*a, **k))
+    opened, load = [], checkpoints.load
+    monkeypatch.setattr(checkpoints, "load", lambda marker: opened.append(marker.name) or load(marker))
+    cfg = config_mod.load(TG, [s for s in SMALL if s != "--set"] + ["time.t_end=0.15"])
+    assert api.run_config(cfg, run_dir, resume=True) == 0
+    assert checks == [run_dir]
+    assert opened == ["c00000010.json"] * 3, opened  # the start had opened it 4 times
+
+
 def test_a_truncated_marker_and_a_run_with_only_damaged_checkpoints(finished, tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
     run_dir = copy(finished, tmp_path)

@@ -136,12 +136,13 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: 
                           "values (--resume refuses them even with it)", "needs --restart")
     out = rundir.output_dir(cfg, None if out is None else str(out))
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
-    preflight.check(cfg, out, allow_physics_change=allow_physics_change, **options)  # a wrong path: before JAX
+    # every process, before JAX starts (the segment's module imports it): a refused run changes nothing
+    plan = preflight.check(cfg, out, allow_physics_change=allow_physics_change, **options)
     from simulator.run.segment import Segment
 
     seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
     index, _ = rundir.process_position(cfg)
-    done = seg.prepare(**options)  # every process, before JAX starts: a refused run changes nothing
+    done = seg.prepare(plan, resume=resume)
     setup_logging(index)
     if done:
         get_logger().info("%s", done)

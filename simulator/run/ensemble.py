@@ -45,7 +45,7 @@ from simulator.output.base import Moment
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.particles.flow import lost_species
 from simulator.particles.setup import check_drag
-from simulator.run import grouping, rundir
+from simulator.run import grouping, preflight, rundir
 from simulator.run.batched import batched_programs, stacked_shardings
 from simulator.run.command import Admit
 from simulator.run.failures import NonFiniteError, barrier_interrupted
@@ -109,7 +109,8 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
                        note=f"ensemble member {i} of {len(cfgs)}: one batched program for {names}")
                for i, (cfg, out) in enumerate(zip(cfgs, dirs, strict=True))]
     options = {"overwrite": overwrite, "resume": resume}
-    done = [m.prepare(**options) for m in members]  # every process, before JAX starts: a refusal changes nothing
+    # every process plans every member's directory before JAX starts: a refusal changes nothing
+    done = [m.prepare(preflight.check(m.cfg, m.out, **options), resume=resume) for m in members]
     index, _ = rundir.process_position(cfgs[0])
     setup_logging(index)
     for why in filter(None, done):

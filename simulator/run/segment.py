@@ -45,7 +45,7 @@ from simulator.log import RunLog, get_logger
 from simulator.output import checkpoints, contents, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
-from simulator.run import preflight, records, restart as restarts, rundir, superseded
+from simulator.run import records, restart as restarts, rundir, superseded
 from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
@@ -100,12 +100,12 @@ class Segment:
 
     # ---- the directory, before and under the lock -------------------------------------------------
 
-    def prepare(self, *, overwrite: bool = False, restart: str | None = None, resume: bool = False) -> str | None:
-        """Plan the directory (every process, before JAX starts; bad input raises ConfigError and
-        nothing is touched). Returns why there is nothing to do (a finished run), else None."""
+    def prepare(self, plan: rundir.DirectoryPlan, *, resume: bool = False) -> str | None:
+        """Take the directory's ``plan`` (:func:`simulator.run.preflight.check`, made by every process before JAX
+        starts: bad input was refused there and nothing touched). Returns why there is nothing to do (a finished
+        run), else None."""
         self.resume = resume
-        self.plan = preflight.check(self.cfg, self.out, allow_physics_change=self.allow_physics_change,
-                                    overwrite=overwrite, restart=restart, resume=resume)
+        self.plan = plan
         if self.plan.done:
             self.outcome, self.code = "finished", EXIT_OK
         return self.plan.done
