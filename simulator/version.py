@@ -5,4 +5,4 @@ importing nothing, so that any module of the package may import it (none imports
 Versions follow semantic versioning; CHANGELOG.md says what each one changed.
 """
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
