@@ -31,7 +31,8 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import IO
+from dataclasses import dataclass
+from typing import IO, Any
 
 from simulator.threads import shared
 
@@ -190,3 +191,29 @@ def srun_tasks(env: Mapping[str, str] | None = None) -> int:
     set), else 1: in the batch shell itself, or outside Slurm."""
     env = os.environ if env is None else env
     return int(env.get("SLURM_NTASKS", "1") or 1) if env.get("SLURM_STEP_NODELIST") else 1
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where this process stands among its run's processes, known before JAX starts: ``mode`` ('explicit': a
+    coordinator set by ``runtime.coordinator`` or by ``simulator launch``; 'slurm': a task of a multi-task ``srun``
+    step, whose peers jax.distributed finds from Slurm; 'single'), its ``index`` and the ``count`` of processes."""
+
+    mode: str
+    index: int
+    count: int
+
+
+def position(runtime: Any, env: Mapping[str, str] | None = None) -> Position:
+    """This process's :class:`Position` from ``runtime`` (a config's ``runtime`` section: ``coordinator``,
+    ``process_id``, ``num_processes``, which win over the launcher's :data:`ENV_PROCESS_ID` and
+    :data:`ENV_NUM_PROCESSES`) and the environment: what :func:`simulator.runtime.initialize_processes` starts JAX
+    with, and what a run's directory is prepared by (process 0 alone) before it does."""
+    env = os.environ if env is None else env
+    if runtime.coordinator is not None or env.get(ENV_COORDINATOR):
+        index = runtime.process_id if runtime.process_id is not None else int(env.get(ENV_PROCESS_ID, "0") or 0)
+        count = runtime.num_processes if runtime.num_processes is not None else int(env.get(ENV_NUM_PROCESSES, "1")
+                                                                                    or 1)
+        return Position("explicit", index, count)
+    tasks = srun_tasks(env)
+    return Position("slurm", int(env.get("SLURM_PROCID", "0") or 0), tasks) if tasks > 1 else Position("single", 0, 1)

@@ -32,7 +32,7 @@ from simulator.fft import BACKENDS, FFTBackend
 from simulator.fft.layouts import spectral_layout
 from simulator.fft.mesh import build_mesh
 from simulator.gpu_binding import gpu_binding, visible_devices
-from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, srun_tasks
+from simulator.launch import ENV_COORDINATOR, position
 from simulator.threads import (
     ALLOCATOR_VARIABLE,
     GPU_ALLOCATOR,
@@ -141,33 +141,26 @@ def slurm_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def process_mode(cfg: Config, env: Mapping[str, str] | None = None) -> str:
-    """How this process finds its peers: 'explicit', 'slurm' or 'single'."""
-    env = os.environ if env is None else env
-    if cfg.runtime.coordinator is not None or env.get(ENV_COORDINATOR):
-        return "explicit"
-    if srun_tasks(env) > 1:
-        return "slurm"
-    return "single"
+    """How this process finds its peers: 'explicit', 'slurm' or 'single' (:func:`simulator.launch.position`)."""
+    return position(cfg.runtime, env).mode
 
 
 def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> str:
     """Start multi-process JAX if this run spans several processes; returns the mode used."""
     env = os.environ if env is None else env
-    mode = process_mode(cfg, env)
-    if mode == "explicit":
+    where = position(cfg.runtime, env)
+    if where.mode == "explicit":
         coordinator = cfg.runtime.coordinator or env[ENV_COORDINATOR]
-        num = cfg.runtime.num_processes if cfg.runtime.num_processes is not None else int(env[ENV_NUM_PROCESSES])
-        pid = cfg.runtime.process_id if cfg.runtime.process_id is not None else int(env[ENV_PROCESS_ID])
         source = "runtime.coordinator" if cfg.runtime.coordinator is not None else ENV_COORDINATOR
         check_coordinator(coordinator, source)
-        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num, process_id=pid)
-    elif mode == "slurm":
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=where.count, process_id=where.index)
+    elif where.mode == "slurm":
         gpus = gpu_binding(env).device_ids if cfg.runtime.cpu_devices is None else None  # CPU runs: none
         coordinator = _slurm_coordinator()
         if coordinator is not None:
             check_coordinator(*coordinator)
         jax.distributed.initialize(local_device_ids=gpus)
-    return mode
+    return where.mode
 
 
 #: seconds to wait for the coordinator's host name to resolve (a DNS server that does not answer)

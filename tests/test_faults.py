@@ -742,17 +742,21 @@ def test_a_full_disk_during_a_statistics_row_is_one_line_and_stops_the_run(tmp_p
         shutil.rmtree(fs / "run")
 
 
-def test_process_position_agrees_with_the_runtime():
-    from simulator import runtime
+def test_the_process_position_is_the_one_the_runtime_starts_with():
+    from simulator import launch, runtime
 
     cfg = config_mod.load(None)
-    cases = [({}, (0, 1)), ({"SIMULATOR_COORDINATOR": "h:1", "SIMULATOR_NUM_PROCESSES": "4",
-                            "SIMULATOR_PROCESS_ID": "3"}, (3, 4)),
-             ({"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, (1, 2)),
-             ({"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, (0, 1))]  # the batch shell, outside srun
+    cases = [({}, ("single", 0, 1)),
+             ({"SIMULATOR_COORDINATOR": "h:1", "SIMULATOR_NUM_PROCESSES": "4", "SIMULATOR_PROCESS_ID": "3"},
+              ("explicit", 3, 4)),
+             ({"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, ("slurm", 1, 2)),
+             ({"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, ("single", 0, 1))]  # the batch shell, outside srun
     for env, expected in cases:
-        assert rundir.process_position(cfg, env) == expected
-        assert (runtime.process_mode(cfg, env) == "single") == (expected == (0, 1))
+        assert launch.position(cfg.runtime, env) == launch.Position(*expected)
+        assert runtime.process_mode(cfg, env) == expected[0]
+    given = config_mod.load(None, ["runtime.coordinator=h:1", "runtime.num_processes=2", "runtime.process_id=1"])
+    # the config's own values win over the launcher's
+    assert launch.position(given.runtime, cases[1][0]) == launch.Position("explicit", 1, 2)
 
 
 def test_a_shard_from_another_checkpoint_is_damage_and_the_previous_one_is_used(finished, tmp_path):

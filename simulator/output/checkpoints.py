@@ -23,9 +23,6 @@ a later segment superseded (a restart from an earlier step: :func:`simulator.out
 is another trajectory's: a run directory's latest checkpoint is the latest one not superseded, and of
 those only the last ``checkpoint.keep`` are kept; pruning leaves the superseded ones in place.
 
-(Somewhat over 400 lines: writing, validating and restoring a checkpoint read the same marker and layout, and restoring
-particle arrays laid out for other devices or another distribution belongs with the rest of the restore.)
-
 Restoring re-shards on read: each process reads the blocks of its own devices from the index,
 whatever device count, process count or backend wrote it. Spectral leaves are stored in canonical
 axis order (kx, ky, kz), in the spectral layout of the run that wrote them (the marker's ``spectrum``
@@ -150,15 +147,17 @@ def markers(path: Path, current: bool = False) -> list[Path]:
 
 def find(path: Path, before: int | None = None, warn: bool = True) -> Checkpoint | None:
     """The latest intact checkpoint under run directory ``path`` not superseded (or the marker/index ``path``
-    itself, whatever it is: its callers refuse one superseded), with a step below ``before`` when given.
+    itself, whatever it is: its callers refuse one superseded), with a step below ``before`` when given; None if
+    there is none (:func:`first_intact`)."""
+    found = [path.with_suffix(".json")] if path.is_file() else markers(path, current=True)
+    return first_intact([m for m in found if before is None or segments.step_of(m) is None
+                         or segments.step_of(m) < before], warn)
 
-    Damaged or incomplete ones are skipped, with a warning naming them unless ``warn`` is False
-    (:func:`why_damaged` says why); None if there is none.
-    """
-    candidates = [path.with_suffix(".json")] if path.is_file() else markers(path, current=True)
+
+def first_intact(candidates: Sequence[Path], warn: bool = True) -> Checkpoint | None:
+    """The checkpoint of the first intact marker of ``candidates``; the damaged or incomplete ones are passed over,
+    with a warning naming them unless ``warn`` is False (:func:`why_damaged` says why)."""
     for marker in candidates:
-        if before is not None and marker.stem[1:].isdigit() and int(marker.stem[1:]) >= before:
-            continue
         problem = why_damaged(marker)
         if isinstance(problem, Checkpoint):
             return problem

@@ -82,15 +82,18 @@ def read(path: Path, warn: bool = False) -> Contents:
     the latest intact one. Reads only, and raises nothing for what it cannot read: that is what it holds."""
     marker = path.with_suffix(".json") if path.is_file() else None
     run = marker.parent.parent if marker is not None else path  # checkpoints/cNNNNNNNN.json of its run directory
-    latest, found = checkpoints.find(path, warn=warn), checkpoints.markers(run)
-    gone = segments.superseded(run, found)
-    refusal = segments.refusal(run, marker) if marker is not None else None
-    records = tuple(segments.record_paths(run)) if marker is None else ()
+    # the markers listed and the segment records read once: what is superseded, current and latest follows from them
+    found = checkpoints.markers(run)
+    asked = [*found, marker] if marker is not None and marker not in found else found
+    gone = segments.superseded(run, asked, segments.read_records(run))
     current = tuple(m for m in found if m not in gone)
-    held = Contents(path, run, tuple(found), gone, current, (marker,) if marker is not None else current, latest,
-                    refusal=refusal)
+    candidates = (marker,) if marker is not None else current
+    held = Contents(path, run, tuple(found), {m: gone[m] for m in found if m in gone}, current, candidates,
+                    checkpoints.first_intact(candidates, warn=warn),
+                    refusal=segments.why_superseded(gone.get(marker)) if marker is not None else None)
     if marker is not None:
         return held
+    records = tuple(segments.record_paths(run))
     return replace(held, records=records, stored=_stored(run, records), branched_from=_branched_from(records),
                    start_up=only_start_up(run, records), logged=logged_branch(run) if not current else None)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,14 +134,16 @@ def step_of(path: Path) -> int | None:
     return int(digits) if path.stem[:1] in ("s", "c") and digits.isdigit() else None
 
 
-def superseded(run_dir: Path, files: Iterable[Path]) -> dict[Path, tuple[SegmentRecord, SegmentRecord]]:
+def superseded(run_dir: Path, files: Iterable[Path], records: Sequence[SegmentRecord] | None = None
+               ) -> dict[Path, tuple[SegmentRecord, SegmentRecord]]:
     """Of the per-step output files ``files`` of the run in ``run_dir`` (field and particle snapshots
     ``sNNNNNNNN.h5``, checkpoint markers ``cNNNNNNNN.json``, each naming its ``writer``), those a later segment
     superseded, each with (the segment that wrote it, the last segment that started from a step before its
     step): the file of step s written by segment i is superseded when a segment j > i has ``start_step`` < s
-    (see the module docstring). Only the files past a later segment's start are opened (their ``writer``
-    read), and none for a run of one segment."""
-    records = read_records(run_dir)
+    (see the module docstring). ``records``: the run's records where the caller has read them
+    (:func:`read_records`; read here otherwise). Only the files past a later segment's start are opened (their
+    ``writer`` read), and none for a run of one segment."""
+    records = read_records(run_dir) if records is None else records
     started = [r for r in records if r.start_step is not None]
     if len(records) < 2 or not started:
         return {}
@@ -169,9 +171,14 @@ def refusal(run_dir: Path, path: Path) -> str | None:
     """Why the per-step file ``path`` of the run in ``run_dir`` (a snapshot, a checkpoint's marker) is no state to
     start from, when a later segment superseded it (what ``initial.path`` and ``--restart PATH`` refuse it
     with), else None."""
-    gone = superseded(run_dir, [path])
-    if not gone:
+    return why_superseded(superseded(run_dir, [path]).get(path))
+
+
+def why_superseded(pair: tuple[SegmentRecord, SegmentRecord] | None) -> str | None:
+    """:func:`refusal`'s words for a file superseded as ``pair`` says (:func:`superseded`'s value for it; None: it
+    was not)."""
+    if pair is None:
         return None
-    wrote, later = gone[path]
+    wrote, later = pair
     return (f"is superseded: segment {later.number} of its run restarted from step {later.start_step}, before it, "
             f"so this file of segment {wrote.number} is not on the run's current trajectory")

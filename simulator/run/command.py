@@ -19,7 +19,7 @@ from typing import Any
 
 from simulator import config as config_mod
 from simulator.errors import ConfigError
-from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, srun_tasks
+from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, position, srun_tasks
 from simulator.schema.overrides import command_words
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -141,7 +141,7 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: 
     from simulator.run.segment import Segment
 
     seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
-    index, _ = rundir.process_position(cfg)
+    index = position(cfg.runtime).index
     done = seg.prepare(plan, resume=resume)
     setup_logging(index)
     if done:

@@ -39,6 +39,7 @@ import numpy as np
 
 from simulator.config import Config
 from simulator.errors import ConfigError, RuntimeSetupError, show_value
+from simulator.launch import position
 from simulator.log import LOGGER_NAME, get_logger, setup_logging
 from simulator.output import kinds
 from simulator.output.base import Moment
@@ -111,7 +112,7 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     options = {"overwrite": overwrite, "resume": resume}
     # every process plans every member's directory before JAX starts: a refusal changes nothing
     done = [m.prepare(preflight.check(m.cfg, m.out, **options), resume=resume) for m in members]
-    index, _ = rundir.process_position(cfgs[0])
+    index = position(cfgs[0].runtime).index
     setup_logging(index)
     for why in filter(None, done):
         get_logger().info("%s", why)

@@ -36,14 +36,12 @@ import shlex
 import shutil
 import socket
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simulator.config import Config
 from simulator.errors import ConfigError
-from simulator.launch import srun_tasks
 from simulator.log import get_logger
 from simulator.output import checkpoints, contents
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
@@ -317,23 +315,6 @@ def apply(planned: DirectoryPlan, path: Path) -> None:
         else:
             with contextlib.suppress(OSError):
                 target.unlink(missing_ok=True)
-
-
-def process_position(cfg: Config, env: Mapping[str, str] | None = None) -> tuple[int, int]:
-    """(index, count) of this process in its run, known before JAX starts, found as
-    :func:`simulator.runtime.initialize_processes` finds it: ``runtime.process_id`` and
-    ``num_processes`` or ``simulator launch``'s environment when a coordinator is set, Slurm's
-    ``SLURM_PROCID`` and ``SLURM_NTASKS`` inside a multi-task ``srun`` step, else (0, 1)."""
-    env = os.environ if env is None else env
-    rt = cfg.runtime
-    if rt.coordinator is not None or env.get("SIMULATOR_COORDINATOR"):
-        index = rt.process_id if rt.process_id is not None else int(env.get("SIMULATOR_PROCESS_ID", "0") or 0)
-        count = rt.num_processes if rt.num_processes is not None else int(env.get("SIMULATOR_NUM_PROCESSES", "1") or 1)
-        return index, count
-    tasks = srun_tasks(env)
-    if tasks > 1:
-        return int(env.get("SLURM_PROCID", "0") or 0), tasks
-    return 0, 1
 
 
 def read_status(path: Path) -> dict[str, Any] | None:
