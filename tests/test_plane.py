@@ -259,6 +259,11 @@ BAD = [
     (["--set", "initial.name=abc"], r"^error: initial\.name = 'abc'"),
     (["--set", "physics.forcing=random", "--set", "physics.forcing_wavenumber=30"],
      r"^error: physics\.forcing_wavenumber = 30 is not resolved"),
+    # the plane's own axes, Nx and Ny, not the box (1, Nx, Ny)'s y and z it runs as
+    (["--set", "grid.shape=[16,15]"], r"^error: grid\.shape = \[16, 15\] has an odd Ny; Ny must be even"),
+    (["--set", "grid.shape=[12,16]", "--set", "runtime.cpu_devices=8"],
+     r"^error: grid\.shape = \[12, 16\] does not divide over the mesh; slab on mesh \[8\] needs Nx = 12 divisible"),
+    (["--set", "grid.shape=[16,8]", "--set", "runtime.cpu_devices=8"], r"^error: .* needs Ny/2 = 4 divisible by 8"),
 ]
 
 
@@ -269,6 +274,18 @@ def test_bad_planar_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_layout_names_the_planes_own_axes(devices):
+    """The layout a planar run logs and records (``layout`` in config.yaml, ``simulator info``) names the box's axes
+    as the plane's files do, (z, x, y): the slab splits the plane's x in real space and its ky in k-space (the line
+    said y and kz, the box's names)."""
+    line = simulation(devices, ("slab", 2, None), physics__name="ns2d", grid__shape=[16, 8]).fft.describe()
+    found = re.search(r"real \(([\w,]+)\) sharded \(([^)]*)\), k-space \(([\w,]+)\) sharded \(([^)]*)\)", line)
+    assert found, line
+    pairs = (found.group(1, 2), found.group(3, 4))  # (axis names, their sharding) in real space, then in k-space
+    sharded = [names.split(",")[spec.split(", ").index("'slab'")] for names, spec in pairs]
+    assert sharded == ["x", "ky"], line
 
 
 @pytest.mark.parametrize("name", sorted(n for n, info in registry().items() if info.dimensions == 2))

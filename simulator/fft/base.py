@@ -38,7 +38,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from simulator.errors import ConfigError
-from simulator.fft import linear
+from simulator.fft import linear, plane
 from simulator.fft.layouts import Layout, Shape3, Spec3
 from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
@@ -375,11 +375,11 @@ class FFTBackend(Layout, abc.ABC):
     def describe(self) -> str:
         """One line: backend, mesh, where real and spectral arrays are sharded, and the local FFT path."""
         mesh = "x".join(str(s) for s in self.mesh.devices.shape)
-        order = "".join("xyz"[a] for a in self.perm)
+        names = plane.axis_names(self.shape)  # a plane's box (1, Nx, Ny) is (z, x, y) (simulator.fft.plane)
         return (
-            f"{self.name} fft on mesh {mesh} {tuple(self.mesh.axis_names)}; real (x,y,z) sharded "
-            f"{self.real_spec()}, k-space (k{order[0]},k{order[1]},k{order[2]}) sharded {self.spectral_spec()}"
-            f"{self.describe_layout()} ({self.layout_reason}); "
+            f"{self.name} fft on mesh {mesh} {tuple(self.mesh.axis_names)}; real ({','.join(names)}) sharded "
+            f"{self.real_spec()}, k-space ({','.join('k' + names[a] for a in self.perm)}) sharded "
+            f"{self.spectral_spec()}{self.describe_layout()} ({self.layout_reason}); "
             f"local FFT: {self.local.describe(self.mesh.devices.flat[0].platform)}"
             f"{'; a vector inverse-transformed stacked (a small grid)' if self.compact and self.stacks_inverse else ''}"
         )

@@ -95,17 +95,18 @@ class Layout:
 
     @classmethod
     def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
-        """(what, size, divisor) pairs that must divide evenly for this layout."""
-        sizes = dict(zip(cls.axis_names, mesh_shape, strict=True))
+        """(what, size, divisor) pairs that must divide evenly for this layout, ``what`` in a box's or a plane's
+        words (:func:`simulator.fft.plane.axis_names`: a plane's box ``(1, Nx, Ny)`` says ``Nx``, ``Ny``, ``Ny/2``)."""
+        sizes, names = dict(zip(cls.axis_names, mesh_shape, strict=True)), box_axis_names(shape)
         out = []
         for axis, (real_name, spec_name) in enumerate(zip(cls.real_axes, cls.spectral_axes_real(), strict=True)):
             if real_name is not None and sizes[real_name] > 1:
-                out.append((f"N{'xyz'[axis]}", shape[axis], sizes[real_name]))
+                out.append((f"N{names[axis]}", shape[axis], sizes[real_name]))
             if spec_name is not None and sizes[spec_name] > 1:
                 size = shape[axis]
-                out.append((f"N{'xyz'[axis]}", size, sizes[spec_name]))
+                out.append((f"N{names[axis]}", size, sizes[spec_name]))
                 if axis == 2 and cls.has_real_transform:
-                    out.append(("Nz/2", size // 2, sizes[spec_name]))
+                    out.append((f"N{names[axis]}/2", size // 2, sizes[spec_name]))
         return list(dict.fromkeys(out))
 
     @classmethod
@@ -164,7 +165,7 @@ class Layout:
         """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
         shape3 = tuple(int(n) for n in shape)
         flat = holds_plane(shape3)  # a plane's box (1, Nx, Ny), said in the plane's words (simulator.fft.plane)
-        last = "Ny" if flat else "Nz"
+        last = f"N{box_axis_names(shape3)[2]}"
         if cls.has_real_transform and shape3[2] % 2:
             raise ConfigError(
                 key, list(shape3[1:]) if flat else list(shape3),
@@ -173,8 +174,6 @@ class Layout:
             )
         for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
             if size % div:
-                if flat:
-                    what = {"Ny": "Nx", "Nz": "Ny", "Nz/2": "Ny/2"}.get(what, what)
                 raise ConfigError(
                     key, list(shape3[1:]) if flat else list(shape3),
                     f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec
 
 from simulator.fft.kernels import implementation, threads_for
+from simulator.fft.plane import axis_names
 from simulator.fft.stencils import STENCILS
 from simulator.fft.window import Block, gather
 
@@ -145,8 +146,8 @@ def check_nufft(fft) -> str | None:
             continue
         n = held[i]
         if (n // 2) % (n // sizes[name]):
-            return (f"the k{'xyz'[real_axis]} blocks of {n} modes over {sizes[name]} devices straddle the +-N/2 "
-                    "wrap (use an even device count along that axis)")
+            return (f"the k{axis_names(fft.shape)[real_axis]} blocks of {n} modes over {sizes[name]} devices "
+                    "straddle the +-N/2 wrap (use an even device count along that axis)")
     if next(iter(fft.mesh.devices.flat)).platform != "cpu":
         return "the installed jax-finufft runs on CPU only"
     return None

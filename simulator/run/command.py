@@ -20,9 +20,9 @@ from typing import Any
 from simulator import config as config_mod
 from simulator.errors import ConfigError
 from simulator.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, position, srun_tasks
+from simulator.run.signals import EXIT_FAILED, EXIT_OK
 from simulator.schema.overrides import command_words
 
-EXIT_OK, EXIT_FAILED = 0, 1
 #: the admission check a run is started with (configs, whether an ensemble) -> (configs to run, a run log line):
 #: :func:`simulator.planning.admission.admit`, handed in by whoever starts the run (the planner sits above run/)
 Admit = Callable[[Sequence[config_mod.Config], bool], tuple[list[config_mod.Config], str]]

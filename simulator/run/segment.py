@@ -49,14 +49,12 @@ from simulator.run import records, restart as restarts, rundir, superseded
 from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
-from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
+from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.run.states import abstract_state
 from simulator.time.control import Stepper
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "Segment"]
-
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost

@@ -18,6 +18,9 @@ import signal
 from collections.abc import Sequence
 from typing import Any
 
+#: exit status of a run that finished (or had nothing left to run), and of one that failed (logged, its reason in
+#: status.json): simulator/run/command.py and segment.py return them
+EXIT_OK, EXIT_FAILED = 0, 1
 #: exit status of a run stopped by SIGTERM/SIGUSR1/SIGINT or runtime.max_wall after writing a
 #: checkpoint (EX_TEMPFAIL: "try again", which is what a requeued Slurm job does with --resume)
 EXIT_INTERRUPTED = 75
