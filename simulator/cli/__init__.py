@@ -24,8 +24,9 @@ from typing import Any, TextIO
 
 from simulator import config as config_mod
 from simulator.cli import devices, results, run, sweep
-from simulator.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
+from simulator.cli.common import EXIT_BAD_INPUT, Parser
 from simulator.errors import ConfigError, DamagedFileError, RuntimeSetupError
+from simulator.run.signals import EXIT_FAILED
 
 #: 128 + SIGPIPE, the status of a shell tool whose reader closed the pipe
 EXIT_BROKEN_PIPE = 141

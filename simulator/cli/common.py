@@ -9,7 +9,9 @@ from typing import Any
 
 from simulator import config as config_mod
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 75
+#: the command line's own exit statuses beside a run's (:mod:`simulator.run.signals`: 0, 1, 75): bad input, and a run
+#: that does not fit its devices
+EXIT_BAD_INPUT, EXIT_DOES_NOT_FIT = 2, 3
 
 
 #: what a missing config argument asks for: a first-time user's first command may well lack it

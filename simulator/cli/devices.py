@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from simulator import config as config_mod
-from simulator.cli.common import EXIT_FAILED, EXIT_OK, config_args, load, runtime_overrides, start
+from simulator.cli.common import config_args, load, runtime_overrides, start
 from simulator.errors import ConfigError
+from simulator.run.signals import EXIT_FAILED, EXIT_OK
 
 
 def cmd_info(args: argparse.Namespace) -> int:

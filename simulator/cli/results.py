@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from simulator.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from simulator.errors import ConfigError, counted
+from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

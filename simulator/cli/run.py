@@ -10,8 +10,9 @@ import sys
 from typing import Any
 
 from simulator import config as config_mod
-from simulator.cli.common import EXIT_DOES_NOT_FIT, EXIT_OK, config_args, load, runtime_overrides, start
+from simulator.cli.common import EXIT_DOES_NOT_FIT, config_args, load, runtime_overrides, start
 from simulator.errors import ConfigError
+from simulator.run.signals import EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

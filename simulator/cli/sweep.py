@@ -9,8 +9,6 @@ import sys
 from typing import Any
 
 from simulator.cli.common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
     RUNTIME_FLAGS,
     check_runtime_flags,
     runtime_args,
@@ -20,6 +18,7 @@ from simulator.cli.common import (
 )
 from simulator.errors import ConfigError, counted
 from simulator.launch import ENV_NUM_PROCESSES, srun_tasks
+from simulator.run.signals import EXIT_INTERRUPTED, EXIT_OK
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
