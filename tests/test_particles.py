@@ -17,7 +17,16 @@ from simulator.fft import BACKENDS, build_mesh
 from simulator.particles.flow import position_key, velocity_key
 from simulator.time.schemes import SCHEMES, SEMILINEAR, compatible
 
-from support import backend_cases, case_id, command, distributed_cases, relative_error, simulation, unavailable
+from support import (
+    backend_cases,
+    case_id,
+    command,
+    distributed_cases,
+    mesh_cases,
+    relative_error,
+    simulation,
+    unavailable,
+)
 
 SHAPE = (16, 8, 12)
 BOX = (2 * np.pi, 3.0, 5.0)
@@ -132,6 +141,57 @@ def test_local_lagrange_interpolation_converges_at_fourth_order(devices, case):
         assert np.max(np.abs(np.asarray(at_nodes) - expected)) < 1e-14
     assert np.log2(errors[0] / errors[1]) > 3.8, errors
     assert errors[1] < 1e-3, errors  # 16 points per wavelength of the shortest mode
+
+
+def _lagrange4_by_hand(field, points, box):
+    """The tensor product of the 4-point Lagrange interpolant on the nodes -1, 0, 1, 2 around each point's cell, the
+    nodes taken modulo each axis's cells: an independent, periodic reference for ``field`` ``(C, n0, n1, n2)``."""
+    n = field.shape[1:]
+    out = np.zeros((field.shape[0], len(points)))
+    for p, x in enumerate(points):
+        nodes, weights = [], []
+        for a in range(3):
+            s = x[a] * n[a] / box[a]
+            t = s - np.floor(s)
+            nodes.append((int(np.floor(s)) + np.arange(-1, 3)) % n[a])
+            weights.append(np.array([-t * (t - 1) * (t - 2) / 6, (t + 1) * (t - 1) * (t - 2) / 2,
+                                     -(t + 1) * t * (t - 2) / 2, (t + 1) * t * (t - 1) / 6]))
+        block = field[:, nodes[0]][:, :, nodes[1]][:, :, :, nodes[2]]
+        out[:, p] = np.einsum("cijk,i,j,k->c", block, *weights)
+    return out
+
+
+def _thin_shape(case):
+    """A grid of ``case``'s mesh with an axis of 2 cells held whole (shorter than lagrange4's 4 points), its split
+    axes holding the window's 4 planes per device as a run needs; None where the layout splits every thin axis."""
+    name, n, mesh = case
+    layout = BACKENDS[name]
+    sizes = dict(zip(layout.axis_names, layout.mesh_shape(n, mesh), strict=True))
+    for shape in ((8, 8, 2), (2, 16, 8), (16, 2, 8)):
+        try:
+            layout.check_layout(shape, layout.mesh_shape(n, mesh))
+        except ConfigError:
+            continue
+        if all(m is None or sizes[m] == 1 or shape[a] // sizes[m] >= 4 for a, m in enumerate(layout.real_axes)):
+            return shape
+    return None
+
+
+THIN = [(case, shape) for case in mesh_cases() if (shape := _thin_shape(case)) is not None]
+
+
+@pytest.mark.parametrize(("case", "shape"), THIN, ids=[f"{case_id(c)}-{'x'.join(map(str, s))}" for c, s in THIN])
+def test_an_axis_shorter_than_the_window_interpolates_as_its_period_says(devices, case, shape):
+    """A thin box's axis of 2 cells, held whole, is shorter than the 4-point window (a run of [16, 16, 2] with
+    lagrange4 tracers failed in the native kernel): interpolated periodically, as computed by hand, to rounding."""
+    name, n, mesh = case
+    rng = np.random.default_rng(1)
+    points = rng.uniform(-5.0, 12.0, (40, 3))
+    fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
+    field = rng.standard_normal((2, *shape))
+    u = jax.device_put(jnp.asarray(field), fft.real_sharding(1))
+    got = jax.jit(lambda u, p: fft.interpolate_local(u, p, BOX))(u, jnp.asarray(points))
+    assert relative_error(got, _lagrange4_by_hand(field, points, BOX)) < 1e-13
 
 
 def _abc_velocity(x, t, nu):

@@ -74,7 +74,7 @@ def with_particles(flow: Equation, species: Sequence[Species], box: Sequence[flo
                               else (f"particles[{i}].interpolation", s.interpolation, method.planes))
         instead = too_few_planes(s.halo) if s.owned else f"{method.instead}, or fewer devices"
         for axis, name in enumerate(flow.fft.real_spec()):
-            if name is not None and flow.fft.shape[axis] // sizes[name] < planes:
+            if name is not None and sizes[name] > 1 and flow.fft.shape[axis] // sizes[name] < planes:
                 raise ConfigError(key, value, f"needs >= {planes} grid planes per device along "
                                   f"{plane.axis_names(flow.fft.shape)[axis]} "
                                   f"({flow.fft.shape[axis]} over {sizes[name]} devices): use {instead}",
