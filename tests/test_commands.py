@@ -324,8 +324,10 @@ def test_a_reader_that_leaves_early_is_no_traceback():
 
 @pytest.mark.parametrize("args", [["validate", "configs/taylor_green.yaml"], ["configs", "taylor_green"], ["configs"],
                                   ["config-docs"], ["slurm", "cpu"],
-                                  ["plan", "configs/abc.yaml", "--set", "grid.shape=8"]],
-                         ids=lambda a: a[0] + ("_name" if a[1:] and a[0] == "configs" else ""))
+                                  ["plan", "configs/abc.yaml", "--set", "grid.shape=8"], ["--version"], ["--help"],
+                                  ["run", "--help"]],
+                         ids=lambda a: "_".join(a[:1 + (a[1:2] == ["--help"])]).lstrip("-")
+                         + ("_name" if a[1:] and a[0] == "configs" else ""))
 def test_a_stdout_that_cannot_be_written_is_one_line_and_exit_1(args):
     """``simulator validate CONFIG > /dev/full`` (and ``configs NAME``, ``config-docs``) printed a Python traceback
     of the failed write. Every command's stdout is flushed in one place: one line on stderr saying why, exit 1."""

@@ -4,6 +4,7 @@ their overrides, and starting the runtime."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,14 @@ CONFIG_WANTED = ("; give a YAML config file's path (simulator configs lists the 
 
 
 class Parser(argparse.ArgumentParser):
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """argparse's, but a failed write of ``--help`` or ``--version`` to stdout (``> /dev/full``) is not passed
+        over: it fails as every command's output does (:func:`simulator.cli.main`: one line, exit 1)."""
+        if message and file is sys.stdout:
+            file.write(message)
+            return
+        super()._print_message(message, file)
+
     def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
         wanted = CONFIG_WANTED if message == "the following arguments are required: config" else ""
         self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message}{wanted}\n")
