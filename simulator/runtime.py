@@ -146,9 +146,12 @@ def process_mode(cfg: Config, env: Mapping[str, str] | None = None) -> str:
 
 
 def initialize_processes(cfg: Config, env: Mapping[str, str] | None = None) -> str:
-    """Start multi-process JAX if this run spans several processes; returns the mode used."""
+    """Start multi-process JAX if this run spans several processes and JAX has not started them yet (a script that
+    builds several simulations starts them once); returns the mode used."""
     env = os.environ if env is None else env
     where = position(cfg.runtime, env)
+    if is_distributed():
+        return where.mode
     if where.mode == "explicit":
         coordinator = cfg.runtime.coordinator or env[ENV_COORDINATOR]
         source = "runtime.coordinator" if cfg.runtime.coordinator is not None else ENV_COORDINATOR
@@ -211,8 +214,6 @@ def setup(cfg: Config, env: Mapping[str, str] | None = None, count: Callable[[],
     gpu_binding(env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
     enable_cache(cfg.runtime.compilation_cache, count)
-    if is_distributed():
-        return process_mode(cfg, env)
     return initialize_processes(cfg, env)
 
 
