@@ -14,7 +14,8 @@ others (the report is rewritten after every stage, so a killed campaign still le
    GPU's final state must equal the CPU's to 1e-9 relative; a config that runs in the compact spectral
    layout by default runs on the GPU in the half spectrum too (``fft.layout=full``), held to the same. The CPU
    path is the one the test suite verifies against exact solutions, conservation laws and published
-   references, so equality carries those checks over to the GPU without a second copy of them.
+   references, so equality carries those checks over to the GPU without a second copy of them. ``--set KEY=VALUE``
+   (repeatable) is added to every run of the stage: particles in a shipped config, say.
 4. ``gradients``: ``examples/recover_viscosity.py`` on the GPU (a gradient through a whole run
    recovers the viscosity that made a measurement).
 5. ``bench-fft`` / ``bench-step``: ``scripts/bench_fft.py`` and ``scripts/bench_step.py`` on one GPU:
@@ -63,14 +64,17 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--configs", nargs="+", default=None,
                    help="the equations stage on only these shipped configs (names without .yaml), so that "
                         "several campaigns can share one lease's minutes")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
+                   help="added to every run of the equations stage, as simulator run --set takes it "
+                        "(particles added to a shipped config, say); repeatable")
     return p.parse_args()
 
 
 class Campaign:
     """Runs stages as subprocesses and keeps the report current."""
 
-    def __init__(self, out: Path, dry: bool, configs: list[str] | None = None):
-        self.out, self.dry, self.configs = out, dry, configs
+    def __init__(self, out: Path, dry: bool, configs: list[str] | None = None, sets: list[str] | None = None):
+        self.out, self.dry, self.configs, self.sets = out, dry, configs, sets or []
         self.report: dict = {"dry_run": dry, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "stages": []}
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
@@ -225,7 +229,7 @@ def equations(c: Campaign) -> dict:
     for name in configs:
         config = ROOT / "configs" / f"{name}.yaml"
         common = ["--set", f"grid.shape={n}", "--set", "precision=float64", "--set", "checkpoint.keep=1",
-                  *few_steps(config)]
+                  *few_steps(config), *(word for item in c.sets for word in ("--set", item))]
         dirs = {}
         runs = [("cpu", ["--cpu-devices", "1"]), ("device", c.devices() or [])]
         if compact_by_default(config):  # and the same run on the device in the half spectrum
@@ -348,7 +352,7 @@ STAGES = {
 
 def main() -> int:
     args = parse_args()
-    c = Campaign(Path(args.out), args.dry_run, args.configs)
+    c = Campaign(Path(args.out), args.dry_run, args.configs, args.sets)
     for name in args.stages or STAGES:
         try:
             result = STAGES[name](c)

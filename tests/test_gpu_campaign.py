@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parents[1]
 STAGES = ["environment", "fft-check", "equations", "gradients", "bench-fft", "bench-step", "largest-grid",
@@ -41,6 +42,20 @@ def test_the_equations_stage_runs_only_the_configs_asked_for_and_names_an_unknow
     assert stage["status"] == "ok" and [r["config"] for r in stage["rows"]] == ["jeans"]
     bad = campaign(tmp_path / "bad", "jeans", "nope")
     assert bad["status"] == "failed" and "nope not shipped" in bad["summary"] and "taylor_green" in bad["summary"]
+
+
+def test_the_equations_stage_adds_what_set_says_to_every_run(tmp_path):
+    """``--set`` carries particles into a shipped config's runs: a plane's tracers and drops on the device against the
+    CPU (their positions are in the checkpoints compared)."""
+    species = "particles=[{name: t, count: 16, interpolation: lagrange4}, {name: d, count: 16, tau_p: 0.1}]"
+    subprocess.run(["bash", str(ROOT / "scripts" / "gpu_campaign.sh"), "--dry-run", "--stages", "equations",
+                    "--configs", "forced_2d", "--set", species, "--out", str(tmp_path)],
+                   capture_output=True, text=True, timeout=600)
+    stage = json.loads((tmp_path / "report.json").read_text())["stages"][0]
+    assert stage["status"] == "ok", stage
+    for where in ("cpu", "device"):
+        stored = yaml.safe_load((tmp_path / "equations" / f"forced_2d-{where}" / "config.yaml").read_text())
+        assert [s["name"] for s in stored["config"]["particles"]] == ["t", "d"], where
 
 
 def test_a_stage_is_summed_up_by_its_result_not_by_jax_s_notes_or_the_runtime_s_log():
