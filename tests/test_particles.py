@@ -161,29 +161,33 @@ def _lagrange4_by_hand(field, points, box):
     return out
 
 
-def _thin_shape(case):
-    """A grid of ``case``'s mesh with an axis of 2 cells held whole (shorter than lagrange4's 4 points), its split
-    axes holding the window's 4 planes per device as a run needs; None where the layout splits every thin axis."""
+def _thin_shapes(case):
+    """Grids of ``case``'s mesh with an axis of 1 cell (a plane's box, :mod:`simulator.fft.plane`) or 2 held whole,
+    shorter than lagrange4's 4 points, their split axes holding the window's 4 planes per device as a run needs."""
     name, n, mesh = case
     layout = BACKENDS[name]
     sizes = dict(zip(layout.axis_names, layout.mesh_shape(n, mesh), strict=True))
-    for shape in ((8, 8, 2), (2, 16, 8), (16, 2, 8)):
+    shapes = []
+    for shape in ((8, 8, 2), (2, 16, 8), (16, 2, 8), (1, 8, 8), (1, 16, 8)):
         try:
             layout.check_layout(shape, layout.mesh_shape(n, mesh))
         except ConfigError:
             continue
         if all(m is None or sizes[m] == 1 or shape[a] // sizes[m] >= 4 for a, m in enumerate(layout.real_axes)):
-            return shape
-    return None
+            shapes.append(shape)
+    return shapes
 
 
-THIN = [(case, shape) for case in mesh_cases() if (shape := _thin_shape(case)) is not None]
+THIN = [(case, shape) for case in mesh_cases() for shape in _thin_shapes(case)]
 
 
+@pytest.mark.parametrize("path", ["native", "xla"])
 @pytest.mark.parametrize(("case", "shape"), THIN, ids=[f"{case_id(c)}-{'x'.join(map(str, s))}" for c, s in THIN])
-def test_an_axis_shorter_than_the_window_interpolates_as_its_period_says(devices, case, shape):
+def test_an_axis_shorter_than_the_window_interpolates_as_its_period_says(devices, case, shape, path, monkeypatch):
     """A thin box's axis of 2 cells, held whole, is shorter than the 4-point window (a run of [16, 16, 2] with
-    lagrange4 tracers failed in the native kernel): interpolated periodically, as computed by hand, to rounding."""
+    lagrange4 tracers failed in the native kernel): interpolated periodically, as computed by hand, to rounding, by
+    the native kernel (the axis tiled) and by XLA's path (the stencil wrapped around it, as on a GPU)."""
+    monkeypatch.setenv("SIMULATOR_PARTICLES", path)
     name, n, mesh = case
     rng = np.random.default_rng(1)
     points = rng.uniform(-5.0, 12.0, (40, 3))

@@ -265,16 +265,10 @@ def interpolate_local(fft, field: jax.Array, points: jax.Array, box: Sequence[fl
     real_axes = tuple(fft.real_spec())
     mesh_sizes = dict(zip(fft.mesh.axis_names, fft.mesh.devices.shape, strict=True))
     sizes = tuple(mesh_sizes[m] if m is not None else 1 for m in real_axes)
-    # an axis held whole and shorter than the window (a plane's one cell, :mod:`simulator.fft.plane`; a thin box's
-    # few) is tiled to at least the window's width: the field has the axis's period, so the interpolant is the same
-    # (and its transpose, the deposit, adds the copies back); the stencil then wraps within the tiled axis
-    width = STENCILS[window].width
-    tiles = tuple(-(-width // int(n)) if n < width and size == 1 else 1 for n, size in zip(fft.shape, sizes,
-                                                                                          strict=True))
-    if any(k > 1 for k in tiles):
-        flat = jnp.tile(flat, (1, *tiles))
-    spacing = tuple(float(length) / n for length, n in zip(box, fft.shape, strict=True))
-    shape = tuple(int(n) * k for n, k in zip(fft.shape, tiles, strict=True))
+    # an axis held whole shorter than the window (a plane's one cell, :mod:`simulator.fft.plane`; a thin box's few):
+    # the window's nodes wrap around it as around any axis held whole, no copy of the field
+    shape = tuple(int(n) for n in fft.shape)
+    spacing = tuple(float(length) / n for length, n in zip(box, shape, strict=True))
     axes = tuple(fft.mesh.axis_names)
     # an owned point at reach 0 is inside by construction: no check (nor a select in the deposit, its transpose)
     outside = "zero" if not owned else ("nan" if reach else "none")

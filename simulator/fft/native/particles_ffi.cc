@@ -147,6 +147,7 @@ struct Geometry {
   int64_t orders[3];
   double spacing[3];
   int64_t below, width;
+  bool thin;  // an axis held whole is shorter than the window (a plane's one cell, a thin box's few): see Wrap
   int64_t volume() const { return n[0] * n[1] * n[2]; }
 };
 
@@ -231,9 +232,17 @@ struct Stencils {
   }
 };
 
+// A node past the end of an axis of n cells (i < n + W), wrapped into it: by one subtraction where every axis held
+// whole holds the window's nodes, by the remainder where one is shorter (Geometry::thin: the kernels are compiled
+// for each, so that the common case keeps its code).
+template <bool Thin>
+inline int64_t Wrap(int64_t i, int64_t n) {
+  return Thin ? i % n : i < n ? i : i - n;
+}
+
 // One point's nodes as flat offsets: along the first two axes, and the first node along the last (its nodes
 // contiguous unless they wrap: then `last` holds each).
-template <int W>
+template <int W, bool Thin>
 struct Nodes {
   int64_t offset[2][W];
   int64_t first;
@@ -244,13 +253,13 @@ struct Nodes {
   Nodes(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_t p) {
     const int64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2], a = s.node[0][p], b = s.node[1][p];
     for (int k = 0; k < W; ++k) {
-      offset[0][k] = (a + k < n0 ? a + k : a + k - n0) * (n1 * n2);
-      offset[1][k] = (b + k < n1 ? b + k : b + k - n1) * n2;
+      offset[0][k] = Wrap<Thin>(a + k, n0) * (n1 * n2);
+      offset[1][k] = Wrap<Thin>(b + k, n1) * n2;
     }
     first = s.node[2][p];
     contiguous = first + W <= n2;
     if (!contiguous)
-      for (int k = 0; k < W; ++k) last[k] = first + k < n2 ? first + k : first + k - n2;
+      for (int k = 0; k < W; ++k) last[k] = Wrap<Thin>(first + k, n2);
   }
 };
 
@@ -258,8 +267,8 @@ struct Nodes {
 // addition to a 0 (the same value otherwise), and the cloud-in-cell gather of 3 components took 1.5x as long.
 // Those of a 4-node window start from 0, which measured faster there (the 3-component gather 8.5 ms against 10.9:
 // 64^3 points, float64, 2 threads).
-template <typename Real, int Kind, bool Contiguous, int W = Width<Kind>()>
-inline Real Contract(const Nodes<W>& s, const Real (&w)[3][W], const Real* __restrict f) {
+template <typename Real, int Kind, bool Contiguous, bool Thin, int W = Width<Kind>()>
+inline Real Contract(const Nodes<W, Thin>& s, const Real (&w)[3][W], const Real* __restrict f) {
   constexpr int head = W == 2 ? 1 : 0;  // terms a sum starts from (the rest are added to it)
   auto at = [&](const Real* row, int k) { return Contiguous ? row[s.first + k] : row[s.last[k]]; };
   Real sum = 0;
@@ -276,8 +285,8 @@ inline Real Contract(const Nodes<W>& s, const Real (&w)[3][W], const Real* __res
   return sum;
 }
 
-template <typename Real, int Kind, bool Contiguous, int W = Width<Kind>()>
-inline void Spread(const Nodes<W>& s, const Real (&w)[3][W], Real v, Real* __restrict f) {
+template <typename Real, int Kind, bool Contiguous, bool Thin, int W = Width<Kind>()>
+inline void Spread(const Nodes<W, Thin>& s, const Real (&w)[3][W], Real v, Real* __restrict f) {
   for (int i = 0; i < W; ++i) {
     const Real vi = v * w[0][i];
     for (int j = 0; j < W; ++j) {
@@ -299,9 +308,9 @@ constexpr int64_t kAhead = 8;
 
 // The first node of each row of point p's window, every batch entry, asked of the memory ahead of its use
 // (Write: for a read-modify-write, the scatter's).
-template <int Write, typename Real, int Kind, int W>
+template <int Write, bool Thin, typename Real, int Kind, int W>
 inline void Prefetch(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_t p, const Real* field) {
-  const Nodes<W> nodes(g, s, p);
+  const Nodes<W, Thin> nodes(g, s, p);
   const int64_t volume = g.volume();
   for (int i = 0; i < W; ++i)
     for (int j = 0; j < W; ++j) {
@@ -310,7 +319,7 @@ inline void Prefetch(const Geometry& g, const Stencils<Real, Kind, W>& s, int64_
     }
 }
 
-template <typename Real, int Kind>
+template <typename Real, int Kind, bool Thin>
 void GatherRange(const Geometry& g, const Real* field, const Real* points, const bool* live, Real* out, int64_t begin,
                  int64_t end) {
   constexpr int W = Width<Kind>();
@@ -332,18 +341,18 @@ void GatherRange(const Geometry& g, const Real* field, const Real* points, const
         for (int64_t b = 0; b < g.batch; ++b) out[b * g.points + p] = value;
         continue;
       }
-      if (i + kAhead < count) Prefetch<0>(g, s, i + kAhead, field);
-      const Nodes<W> nodes(g, s, i);
+      if (i + kAhead < count) Prefetch<0, Thin>(g, s, i + kAhead, field);
+      const Nodes<W, Thin> nodes(g, s, i);
       Real w[3][W];
       PointWeights(s, i, w);
       for (int64_t b = 0; b < g.batch; ++b)
-        out[b * g.points + p] = nodes.contiguous ? Contract<Real, Kind, true>(nodes, w, field + b * volume)
-                                                 : Contract<Real, Kind, false>(nodes, w, field + b * volume);
+        out[b * g.points + p] = nodes.contiguous ? Contract<Real, Kind, true, Thin>(nodes, w, field + b * volume)
+                                                 : Contract<Real, Kind, false, Thin>(nodes, w, field + b * volume);
     }
   }
 }
 
-template <typename Real, int Kind>
+template <typename Real, int Kind, bool Thin>
 void ScatterRange(const Geometry& g, const Real* values, const Real* points, Real* field, int64_t begin,
                   int64_t end) {
   constexpr int W = Width<Kind>();
@@ -362,15 +371,15 @@ void ScatterRange(const Geometry& g, const Real* values, const Real* points, Rea
       bool any = false;  // an empty slot carries 0: nothing to add (its stale position never used)
       for (int64_t b = 0; b < g.batch; ++b) any = any || values[b * g.points + p] != 0;
       if (!any || !s.inside[i]) continue;
-      if (i + kAhead < count) Prefetch<1>(g, s, i + kAhead, field);
-      const Nodes<W> nodes(g, s, i);
+      if (i + kAhead < count) Prefetch<1, Thin>(g, s, i + kAhead, field);
+      const Nodes<W, Thin> nodes(g, s, i);
       Real w[3][W];
       PointWeights(s, i, w);
       for (int64_t b = 0; b < g.batch; ++b) {
         if (nodes.contiguous)
-          Spread<Real, Kind, true>(nodes, w, values[b * g.points + p], field + b * volume);
+          Spread<Real, Kind, true, Thin>(nodes, w, values[b * g.points + p], field + b * volume);
         else
-          Spread<Real, Kind, false>(nodes, w, values[b * g.points + p], field + b * volume);
+          Spread<Real, Kind, false, Thin>(nodes, w, values[b * g.points + p], field + b * volume);
       }
     }
   }
@@ -441,6 +450,7 @@ ffi::Error ReadGeometry(Geometry& g, ffi::AnyBuffer block, ffi::AnyBuffer points
   g.outside = at.outside;
   g.width = at.window == kCic ? 2 : 4;
   g.below = at.window == kCic ? 0 : 1;
+  g.thin = false;
   const int32_t* start = reinterpret_cast<const int32_t*>(starts.untyped_data());
   for (int a = 0; a < 3; ++a) {
     g.n[a] = dims[a + 1];
@@ -450,8 +460,11 @@ ffi::Error ReadGeometry(Geometry& g, ffi::AnyBuffer block, ffi::AnyBuffer points
     g.orders[a] = at.orders[a];
     g.spacing[a] = at.spacing[a];
     const int64_t held = g.cut[a] ? g.n[a] - (g.width - 1) - 2 * g.reach : g.n[a];
-    if (held < 1 || g.n[a] < g.width || g.shape[a] < 1)
+    // an axis held whole may be shorter than the window (its nodes wrap around it: Wrap), but holds the nodes below
+    // a point's cell (Stencils::compute wraps the first node once)
+    if (held < 1 || (g.cut[a] ? g.n[a] < g.width : g.n[a] < g.below) || g.shape[a] < 1)
       return ffi::Error::InvalidArgument("window: a block shorter than the window and its halo");
+    g.thin = g.thin || (!g.cut[a] && g.n[a] < g.width);
     // the stencils hold node indices in int32, and an axis held whole wraps its nodes around the block: a grid
     // longer than such a block would index past it
     if (g.n[a] >= (int64_t{1} << 31) || g.shape[a] >= (int64_t{1} << 31) || g.reach < 0 ||
@@ -461,6 +474,25 @@ ffi::Error ReadGeometry(Geometry& g, ffi::AnyBuffer block, ffi::AnyBuffer points
   return ffi::Error::Success();
 }
 
+// The kernels for the geometry's axes: one compiled for axes that all hold the window, one for a thin axis (Wrap).
+template <typename Real, int Kind>
+void GatherWindow(const Geometry& g, const Real* field, const Real* points, const bool* live, Real* out,
+                  int64_t begin, int64_t end) {
+  if (g.thin)
+    GatherRange<Real, Kind, true>(g, field, points, live, out, begin, end);
+  else
+    GatherRange<Real, Kind, false>(g, field, points, live, out, begin, end);
+}
+
+template <typename Real, int Kind>
+void ScatterWindow(const Geometry& g, const Real* values, const Real* points, Real* field, int64_t begin,
+                   int64_t end) {
+  if (g.thin)
+    ScatterRange<Real, Kind, true>(g, values, points, field, begin, end);
+  else
+    ScatterRange<Real, Kind, false>(g, values, points, field, begin, end);
+}
+
 template <typename Real>
 void Gather(ffi::ThreadPool& pool, const Geometry& g, const Real* field, const Real* points, const bool* live,
             Real* out, int64_t threads) {
@@ -468,11 +500,11 @@ void Gather(ffi::ThreadPool& pool, const Geometry& g, const Real* field, const R
   RunJobs(pool, jobs, [&](int64_t j) {
     const int64_t begin = RangeStart(g.points, jobs, j), end = RangeStart(g.points, jobs, j + 1);
     if (g.window == kCic)
-      GatherRange<Real, kCic>(g, field, points, live, out, begin, end);
+      GatherWindow<Real, kCic>(g, field, points, live, out, begin, end);
     else if (g.window == kTsc)
-      GatherRange<Real, kTsc>(g, field, points, live, out, begin, end);
+      GatherWindow<Real, kTsc>(g, field, points, live, out, begin, end);
     else
-      GatherRange<Real, kLagrange4>(g, field, points, live, out, begin, end);
+      GatherWindow<Real, kLagrange4>(g, field, points, live, out, begin, end);
   });
 }
 
@@ -485,11 +517,11 @@ void Scatter(ffi::ThreadPool& pool, const Geometry& g, const Real* values, const
     std::memset(grid, 0, sizeof(Real) * size);
     const int64_t begin = RangeStart(g.points, jobs, j), end = RangeStart(g.points, jobs, j + 1);
     if (g.window == kCic)
-      ScatterRange<Real, kCic>(g, values, points, grid, begin, end);
+      ScatterWindow<Real, kCic>(g, values, points, grid, begin, end);
     else if (g.window == kTsc)
-      ScatterRange<Real, kTsc>(g, values, points, grid, begin, end);
+      ScatterWindow<Real, kTsc>(g, values, points, grid, begin, end);
     else
-      ScatterRange<Real, kLagrange4>(g, values, points, grid, begin, end);
+      ScatterWindow<Real, kLagrange4>(g, values, points, grid, begin, end);
   });
   if (jobs > 1) {  // the copies added into the first in job order, each job summing a range of the grid
     RunJobs(pool, jobs, [&](int64_t j) {
