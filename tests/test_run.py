@@ -232,8 +232,9 @@ def test_a_running_status_is_rewritten_at_most_every_status_every_seconds(tmp_pa
         return write(path, state, *args, **kwargs)
 
     monkeypatch.setattr(rundir, "write_status", recorded)
+    monkeypatch.setattr(segment, "STATUS_EVERY", 0.25)  # a quarter of a second between rewrites: the rule, sooner
     cfg = simulator.load_config(str(ROOT / "configs" / "taylor_green.yaml"),
-                                ["grid.shape=16", "time.dt=0.01", "time.t_end=2", "output.chunk=1",
+                                ["grid.shape=16", "time.dt=0.01", "time.t_end=1", "output.chunk=1",
                                  "output.snapshots.every=0", "output.spectra.every=0"])
     start = time.monotonic()
     assert simulator.run_config(cfg, out=tmp_path / "run", overwrite=True) == 0
@@ -241,7 +242,7 @@ def test_a_running_status_is_rewritten_at_most_every_status_every_seconds(tmp_pa
     states = [s for _, s in written]
     assert states[0] == "running" and states[-1] == "finished" and set(states) == {"running", "finished"}
     running = [t for t, s in written if s == "running"]
-    assert len(running) <= 2 + elapsed / segment.STATUS_EVERY < 200  # 200 chunks: once each before
+    assert len(running) <= 2 + elapsed / segment.STATUS_EVERY < 100  # 100 chunks: once each before
     assert all(b - a >= segment.STATUS_EVERY for a, b in zip(running[1:], running[2:]))
     assert rundir.read_status(tmp_path / "run")["state"] == "finished"
 
