@@ -143,21 +143,32 @@ def test_local_lagrange_interpolation_converges_at_fourth_order(devices, case):
     assert errors[1] < 1e-3, errors  # 16 points per wavelength of the shortest mode
 
 
-def _lagrange4_by_hand(field, points, box):
-    """The tensor product of the 4-point Lagrange interpolant on the nodes -1, 0, 1, 2 around each point's cell, the
-    nodes taken modulo each axis's cells: an independent, periodic reference for ``field`` ``(C, n0, n1, n2)``."""
-    n = field.shape[1:]
-    out = np.zeros((field.shape[0], len(points)))
-    for p, x in enumerate(points):
+def _lagrange4_windows(points, shape, box):
+    """Each point's nodes (per axis: the nodes -1, 0, 1, 2 around its cell, taken modulo the axis's cells) and their
+    4-point Lagrange weights, computed by hand: an independent, periodic reference."""
+    for x in points:
         nodes, weights = [], []
         for a in range(3):
-            s = x[a] * n[a] / box[a]
+            s = x[a] * shape[a] / box[a]
             t = s - np.floor(s)
-            nodes.append((int(np.floor(s)) + np.arange(-1, 3)) % n[a])
+            nodes.append((int(np.floor(s)) + np.arange(-1, 3)) % shape[a])
             weights.append(np.array([-t * (t - 1) * (t - 2) / 6, (t + 1) * (t - 1) * (t - 2) / 2,
                                      -(t + 1) * t * (t - 2) / 2, (t + 1) * t * (t - 1) / 6]))
-        block = field[:, nodes[0]][:, :, nodes[1]][:, :, :, nodes[2]]
-        out[:, p] = np.einsum("cijk,i,j,k->c", block, *weights)
+        yield np.ix_(*nodes), np.einsum("i,j,k->ijk", *weights)
+
+
+def _lagrange4_by_hand(field, points, box):
+    """``field`` ``(C, n0, n1, n2)`` interpolated at ``points`` by :func:`_lagrange4_windows`: ``(C, P)``."""
+    return np.stack([np.einsum("cijk,ijk->c", field[(slice(None), *at)], w)
+                     for at, w in _lagrange4_windows(points, field.shape[1:], box)], axis=1)
+
+
+def _deposit_by_hand(values, points, shape, box):
+    """``values`` ``(C, P)`` spread onto the grid by the same windows, the transpose: ``(C, *shape)``."""
+    out = np.zeros((values.shape[0], *shape))
+    for p, (at, w) in enumerate(_lagrange4_windows(points, shape, box)):
+        for c in range(values.shape[0]):
+            np.add.at(out[c], at, values[c, p] * w)  # a node met twice (an axis shorter than the window) adds twice
     return out
 
 
@@ -185,8 +196,8 @@ THIN = [(case, shape) for case in mesh_cases() for shape in _thin_shapes(case)]
 @pytest.mark.parametrize(("case", "shape"), THIN, ids=[f"{case_id(c)}-{'x'.join(map(str, s))}" for c, s in THIN])
 def test_an_axis_shorter_than_the_window_interpolates_as_its_period_says(devices, case, shape, path, monkeypatch):
     """A thin box's axis of 2 cells, held whole, is shorter than the 4-point window (a run of [16, 16, 2] with
-    lagrange4 tracers failed in the native kernel): interpolated periodically, as computed by hand, to rounding, by
-    the native kernel (the axis tiled) and by XLA's path (the stencil wrapped around it, as on a GPU)."""
+    lagrange4 tracers failed in the native kernel): interpolated periodically, and deposited as its transpose, as
+    computed by hand, to rounding, by the native kernel and by XLA's path (as on a GPU)."""
     monkeypatch.setenv("SIMULATOR_PARTICLES", path)
     name, n, mesh = case
     rng = np.random.default_rng(1)
@@ -194,8 +205,15 @@ def test_an_axis_shorter_than_the_window_interpolates_as_its_period_says(devices
     fft = BACKENDS[name](shape, build_mesh(BACKENDS[name], mesh, devices[:n]))
     field = rng.standard_normal((2, *shape))
     u = jax.device_put(jnp.asarray(field), fft.real_sharding(1))
-    got = jax.jit(lambda u, p: fft.interpolate_local(u, p, BOX))(u, jnp.asarray(points))
+    values = rng.standard_normal((2, len(points)))  # and the transpose, the deposit (the kernel's scatter)
+
+    def both(u, v):
+        got, pull = jax.vjp(lambda u: fft.interpolate_local(u, jnp.asarray(points), BOX), u)
+        return got, pull(v)[0]
+
+    got, deposited = jax.jit(both)(u, jnp.asarray(values))
     assert relative_error(got, _lagrange4_by_hand(field, points, BOX)) < 1e-13
+    assert relative_error(deposited, _deposit_by_hand(values, points, shape, BOX)) < 1e-13
 
 
 def _abc_velocity(x, t, nu):

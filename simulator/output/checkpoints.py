@@ -150,8 +150,8 @@ def find(path: Path, before: int | None = None, warn: bool = True) -> Checkpoint
     itself, whatever it is: its callers refuse one superseded), with a step below ``before`` when given; None if
     there is none (:func:`first_intact`)."""
     found = [path.with_suffix(".json")] if path.is_file() else markers(path, current=True)
-    return first_intact([m for m in found if before is None or segments.step_of(m) is None
-                         or segments.step_of(m) < before], warn)
+    return first_intact([m for m in found if before is None or (step := segments.step_of(m)) is None or step < before],
+                        warn)
 
 
 def first_intact(candidates: Sequence[Path], warn: bool = True) -> Checkpoint | None:

@@ -83,14 +83,13 @@ def read(path: Path, warn: bool = False) -> Contents:
     marker = path.with_suffix(".json") if path.is_file() else None
     run = marker.parent.parent if marker is not None else path  # checkpoints/cNNNNNNNN.json of its run directory
     # the markers listed and the segment records read once: what is superseded, current and latest follows from them
-    found = checkpoints.markers(run)
-    asked = [*found, marker] if marker is not None and marker not in found else found
-    gone = segments.superseded(run, asked, segments.read_records(run))
+    found, records = checkpoints.markers(run), segments.read_records(run)
+    gone = segments.superseded(run, found, records)
     current = tuple(m for m in found if m not in gone)
     candidates = (marker,) if marker is not None else current
-    held = Contents(path, run, tuple(found), {m: gone[m] for m in found if m in gone}, current, candidates,
-                    checkpoints.first_intact(candidates, warn=warn),
-                    refusal=segments.why_superseded(gone.get(marker)) if marker is not None else None)
+    refusal = segments.refusal(run, marker, records) if marker is not None else None
+    held = Contents(path, run, tuple(found), gone, current, candidates, checkpoints.first_intact(candidates, warn=warn),
+                    refusal=refusal)
     if marker is not None:
         return held
     records = tuple(segments.record_paths(run))

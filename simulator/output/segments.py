@@ -167,18 +167,13 @@ def current(run_dir: Path, files: Iterable[Path]) -> list[Path]:
     return [p for p in files if p not in gone]
 
 
-def refusal(run_dir: Path, path: Path) -> str | None:
+def refusal(run_dir: Path, path: Path, records: Sequence[SegmentRecord] | None = None) -> str | None:
     """Why the per-step file ``path`` of the run in ``run_dir`` (a snapshot, a checkpoint's marker) is no state to
     start from, when a later segment superseded it (what ``initial.path`` and ``--restart PATH`` refuse it
-    with), else None."""
-    return why_superseded(superseded(run_dir, [path]).get(path))
-
-
-def why_superseded(pair: tuple[SegmentRecord, SegmentRecord] | None) -> str | None:
-    """:func:`refusal`'s words for a file superseded as ``pair`` says (:func:`superseded`'s value for it; None: it
-    was not)."""
-    if pair is None:
+    with), else None. ``records``: as for :func:`superseded`."""
+    gone = superseded(run_dir, [path], records)
+    if not gone:
         return None
-    wrote, later = pair
+    wrote, later = gone[path]
     return (f"is superseded: segment {later.number} of its run restarted from step {later.start_step}, before it, "
             f"so this file of segment {wrote.number} is not on the run's current trajectory")
