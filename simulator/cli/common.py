@@ -36,9 +36,13 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
         """argparse's, but an unrecognized flag is answered with the nearest flags of the command it follows."""
         parsed, extras = self.parse_known_args(args, namespace)
-        if extras:
+        config = getattr(parsed, "config", None)  # `128]` where the config's path was to come
+        closing = [config] if isinstance(config, str) and config.count("]") + config.count("}") > config.count(
+            "[") + config.count("{") else []
+        cut = cut_item(getattr(parsed, "overrides", None) or (), [*closing, *extras])
+        if cut or extras:
             command = self._command_parser(parsed)
-            command.error(f"unrecognized arguments: {' '.join(extras)}{close_flags(command, extras)}")
+            command.error(cut or f"unrecognized arguments: {' '.join(extras)}{close_flags(command, extras)}")
         return parsed
 
     def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
@@ -51,10 +55,17 @@ class Parser(argparse.ArgumentParser):
         return self
 
 
+#: other tools' flags for what one of ours says (Slurm's and launchers' GPU counts: plan --devices), each answered
+#: with ours where the command has it: a spelling's nearest flag is another meaning (--gpus was "--unset?")
+OTHER_FLAGS = {"--gpus": "--devices", "--gpu": "--devices", "--ngpus": "--devices", "--num-gpus": "--devices",
+               "--n-gpus": "--devices", "--gpus-per-node": "--devices"}
+
+
 def close_flags(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     """``; did you mean --out? (simulator run --help lists its options)`` for the flags among ``words`` that
     ``parser`` does not know, each with the nearest of its flags: ``--cpu_devices`` (a key's spelling) is
-    ``--cpu-devices``, ``--output`` is ``--out``. Empty when none is close."""
+    ``--cpu-devices``, ``--output`` is ``--out``, another tool's flag ours (:data:`OTHER_FLAGS`: ``--gpus`` is
+    ``--devices``). Empty when none is close."""
     import difflib
 
     known = [flag for action in parser._actions for flag in action.option_strings
@@ -65,13 +76,44 @@ def close_flags(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
         if not flag.startswith("-") or flag in known:
             continue
         spelt = "--" + flag.lstrip("-").replace("_", "-").lower()
+        ours = spelt if spelt in known else OTHER_FLAGS.get(spelt)
+        if spelt in OTHER_FLAGS and ours not in known:  # a GPU count where the command has none to take
+            hints[flag] = ("a command takes every GPU it sees: choose them with CUDA_VISIBLE_DEVICES or the job's "
+                           "allocation (simulator plan --devices N plans for N)")
+            continue
         ratios = sorted(((difflib.SequenceMatcher(None, spelt, k).ratio(), k) for k in known), reverse=True)
-        # the nearest, and a second as near (--sett: --set, not --unset)
-        close = [spelt] if spelt in known else [k for r, k in ratios[:2] if r >= max(0.6, ratios[0][0] - 0.1)]
+        # ours, or the nearest and a second as near (--sett: --set, not --unset)
+        close = [ours] if ours in known else [k for r, k in ratios[:2] if r >= max(0.6, ratios[0][0] - 0.1)]
         if close:
             hints[flag] = f"did you mean {' or '.join(close)}?"
     said = "; ".join(hint if len(hints) == 1 else f"{flag}: {hint}" for flag, hint in hints.items())
     return f"; {said} ({parser.prog} --help lists its options)" if hints else ""
+
+
+def cut_item(overrides: Sequence[str], words: Sequence[str]) -> str | None:
+    """What to say of a ``--set`` item the shell cut at its spaces, or None: ``--set grid.shape=[128, 128]``
+    unquoted gives ``grid.shape=[128,`` to ``--set`` and ``128]`` to argparse's unrecognized arguments, or to the
+    config argument (``words``: the config argument and the unrecognized ones, in order). The item is the one whose
+    brackets (or braces) do not close; its rest, the words that close them."""
+    from simulator.schema.overrides import Unset
+
+    def is_open(text: str) -> bool:
+        return text.count("[") > text.count("]") or text.count("{") > text.count("}")
+
+    for item in overrides:
+        if isinstance(item, Unset) or not is_open(item):
+            continue
+        whole = item
+        for word in words:
+            whole = f"{whole} {word}"
+            if not is_open(whole):
+                break
+        if is_open(whole):
+            return f"--set {item} was cut at a space by the shell: quote the whole item, --set '{item} ...'"
+        # a YAML mapping needs its spaces (`{name:heavy}` is one key), a list does not
+        bare = f", or write it without spaces, --set {whole.replace(' ', '')}" if ":" not in whole else ""
+        return f"--set {item} was cut at a space by the shell: quote it, --set '{whole}'{bare}"
+    return None
 
 
 def config_args(p: argparse.ArgumentParser, required: bool) -> None:

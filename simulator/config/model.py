@@ -235,7 +235,7 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     try:
         cfg = build(Config, data, stored=stored)
     except ConfigError as err:  # another code's name for a key: said so, with the key it is here
-        raise other_codes.named(err) from None
+        raise other_codes.named(err, data, registry().get(name) if isinstance(name, str) else None) from None
     validate(cfg)
     return resolve(cfg)
 

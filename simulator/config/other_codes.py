@@ -11,41 +11,77 @@ every misspelt key gets a did-you-mean that ignores case.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 from simulator.errors import ConfigError
 
 
 class OtherName(NamedTuple):
     """``code``'s parameter ``name`` (as that code writes it, its section included) is ``key`` here (a list of
-    sections' entries as ``physics.scalars[].diffusivity``), with what differs in ``note``."""
+    sections' entries as ``physics.scalars[].diffusivity``), with what differs in ``note`` (``{shape}`` and ``{box}``
+    spelt as a plane's or a box's grid has them); ``dimensions``: a row of a plane's equations (2) or a box's (3)
+    only, where the name means another thing in each."""
 
     code: str
     name: str
     key: str
     note: str = ""
+    dimensions: int | None = None
 
 
 FLUIDSIM, DEDALUS, JAXPM, JAXION = "FluidSim", "Dedalus", "JaxPM", "Jaxion"
+
+#: FluidSim's ns2d forcing_rate, which this project's forcing_power is not: FluidSim normalises its forcing so
+#: that the forced variable's quadratic quantity, half the sum of its squared modes, grows at forcing_rate
+#: (fluidsim/base/forcing/specific.py, NormalizedForcing.normalize_forcingc_2nd_degree_eq); ns2d forces the
+#: vorticity (key_forced rot_fft), so that is the enstrophy's rate, and a band at k_f injects energy at its
+#: 1/k_f^2 (at forcing_rate 0.1 and k_f = 24 FluidSim's ns2d injects 1.75e-4)
+ENSTROPHY_RATE = ("an energy rate; FluidSim's forcing_rate on a plane is the enstrophy's, as it forces the vorticity, "
+                  "key_forced rot_fft, unless forcing.normalized.constant_rate_of is energy: forcing_power = "
+                  "forcing_rate / k_f^2 with k_f = 2 pi physics.forcing_wavenumber / max(grid.box)")
 
 #: the table, by code; several rows may share a name (a box size, a viscosity)
 OTHER_NAMES = (
     OtherName(FLUIDSIM, "nu_2", "physics.viscosity"),
     OtherName(FLUIDSIM, "nu_4", "physics.hyperviscosity", "with physics.hyperviscosity_order: 2"),
     OtherName(FLUIDSIM, "nu_8", "physics.hyperviscosity", "with physics.hyperviscosity_order: 4"),
+    OtherName(FLUIDSIM, "nu_m4", "physics.hypoviscosity", "with physics.hypoviscosity_order: 2"),
     OtherName(FLUIDSIM, "N", "physics.brunt_vaisala"),
     OtherName(FLUIDSIM, "f", "physics.coriolis"),
-    OtherName(FLUIDSIM, "oper.nx", "grid.shape", "one key for the three axes"),
-    OtherName(FLUIDSIM, "oper.Lx", "grid.box", "one key for the three axes"),
+    OtherName(FLUIDSIM, "oper.nx", "grid.shape", "its first entry: grid.shape = {shape}"),
+    OtherName(FLUIDSIM, "oper.ny", "grid.shape", "its second entry: grid.shape = {shape}"),
+    OtherName(FLUIDSIM, "oper.Lx", "grid.box", "its first entry: grid.box = {box}"),
+    OtherName(FLUIDSIM, "oper.Ly", "grid.box", "its second entry: grid.box = {box}"),
     OtherName(FLUIDSIM, "oper.coef_dealiasing", "physics.dealias", "a rule's name: 2/3 is two_thirds"),
+    OtherName(FLUIDSIM, "time_stepping.t_end", "time.t_end"),
     OtherName(FLUIDSIM, "time_stepping.deltat0", "time.dt"),
     OtherName(FLUIDSIM, "time_stepping.deltat_max", "time.dt", "with time.cfl, dt is the largest step"),
     OtherName(FLUIDSIM, "time_stepping.cfl_coef", "time.cfl"),
+    OtherName(FLUIDSIM, "time_stepping.USE_CFL", "time.cfl", "a CFL number adapts the step, null keeps time.dt"),
     OtherName(FLUIDSIM, "time_stepping.type_time_scheme", "time.integrator", "rk4, rk2, ... in lower case"),
-    OtherName(FLUIDSIM, "forcing.forcing_rate", "physics.forcing_power"),
-    OtherName(FLUIDSIM, "forcing.nkmax_forcing", "physics.forcing_band"),
+    OtherName(FLUIDSIM, "forcing.enable", "physics.forcing", "none for no forcing"),
+    OtherName(FLUIDSIM, "forcing.type", "physics.forcing", "FluidSim's tcrandom is random here"),
+    OtherName(FLUIDSIM, "forcing.key_forced", "physics.forcing", "a forcing forces its equation's own variable: "
+              "random on a plane kicks the vorticity, as FluidSim's rot_fft"),
+    OtherName(FLUIDSIM, "forcing.forcing_rate", "physics.forcing_power", ENSTROPHY_RATE, 2),
+    OtherName(FLUIDSIM, "forcing.forcing_rate", "physics.forcing_power", "an energy rate, as FluidSim's forcing_rate "
+              "is where it forces velocity components (key_forced vx_fft, ...)", 3),
+    OtherName(FLUIDSIM, "forcing.nkmax_forcing", "physics.forcing_wavenumber", "with physics.forcing_width: the "
+              "modes with |m - forcing_wavenumber| <= forcing_width/2 are forced, m = |k| max(grid.box)/2pi; "
+              "FluidSim forces nkmin_forcing <= m <= nkmax_forcing", 2),
+    OtherName(FLUIDSIM, "forcing.nkmin_forcing", "physics.forcing_wavenumber", "with physics.forcing_width: the "
+              "band's centre and width", 2),
+    OtherName(FLUIDSIM, "forcing.nkmax_forcing", "physics.forcing_band", "the highest forced mode number", 3),
+    OtherName(FLUIDSIM, "output.periods_save.phys_fields", "output.snapshots.dt"),
+    OtherName(FLUIDSIM, "output.periods_save.spectra", "output.spectra.dt", "the fluxes are rows of spectra.h5 too"),
+    OtherName(FLUIDSIM, "output.periods_save.spect_energy_budg", "output.spectra.dt",
+              "the fluxes are rows of spectra.h5"),
+    OtherName(FLUIDSIM, "output.periods_save.spatial_means", "output.chunk",
+              "the time series has a row every output.chunk steps"),
     OtherName(FLUIDSIM, "init_fields.type", "initial.name"),
     OtherName(DEDALUS, "nu", "physics.viscosity"),
     OtherName(DEDALUS, "kappa", "physics.diffusivity", "the buoyancy's, in boussinesq"),
@@ -54,8 +90,8 @@ OTHER_NAMES = (
     OtherName(DEDALUS, "max_timestep", "time.dt", "with time.cfl, dt is the largest step"),
     OtherName(DEDALUS, "build_solver(timestepper)", "time.integrator", "rk4, rk3, rk2, ... in lower case"),
     OtherName(DEDALUS, "CFL(safety)", "time.cfl"),
-    OtherName(DEDALUS, "Nx", "grid.shape", "one key for the three axes"),
-    OtherName(DEDALUS, "Lx", "grid.box", "one key for the three axes"),
+    OtherName(DEDALUS, "Nx", "grid.shape", "its first entry: grid.shape = {shape}"),
+    OtherName(DEDALUS, "Lx", "grid.box", "its first entry: grid.box = {box}"),
     OtherName(JAXPM, "mesh_shape", "grid.shape"),
     OtherName(JAXPM, "box_size", "grid.box", "in Mpc/h in a cosmological run"),
     OtherName(JAXPM, "Omega_c", "physics.omega_m", "all the matter, Omega_c + Omega_b: the box's dark matter"),
@@ -72,6 +108,12 @@ OTHER_NAMES = (
     OtherName(JAXION, "output.path", "output.dir"),
 )
 
+#: a plane's and a box's grid keys, as the notes spell them
+GRIDS = {2: {"shape": "[nx, ny] on a plane", "box": "[Lx, Ly] on a plane"},
+         3: {"shape": "[nx, ny, nz] in a box", "box": "[Lx, Ly, Lz] in a box"}}
+#: the sections every config has whole (an equation's keys: only its own)
+COMMON = ("grid", "time", "output", "checkpoint", "runtime", "fft")
+
 
 def leaf(name: str) -> str:
     """The word a user of the code writes for ``name``: ``oper.nx`` -> ``nx``, ``CFL(safety)`` -> ``safety``,
@@ -79,38 +121,105 @@ def leaf(name: str) -> str:
     return re.split(r"[.(]", name.rstrip(")"))[-1].lower()
 
 
+def _dotted(name: str) -> str:
+    """``name`` as a dotted path, lower case: ``CFL(safety)`` -> ``cfl.safety``."""
+    return name.rstrip(")").replace("(", ".").lower()
+
+
 def matches(word: str) -> Iterator[OtherName]:
     """The rows whose name is ``word`` (case ignored)."""
     return (row for row in OTHER_NAMES if leaf(row.name) == word.lower())
 
 
-def named(err: ConfigError) -> ConfigError:
-    """``err``, an unknown key that another code names (``physics.nu``), said again with the key it is here, where
-    the config has it (``"nu is Dedalus's name: here it is physics.viscosity"``) in place of a did-you-mean; any
-    other error as it is. ``err.known``: the dotted keys of the section the key was given in."""
+def rows_of(path: str) -> list[OtherName]:
+    """The rows a user who wrote the dotted ``path`` means: those of its last word (:func:`matches`), but only
+    the code whose own section path ends ``path`` where one does (``oper.nx`` is FluidSim's, not Dedalus's
+    ``Nx``; ``grid.nx`` may be either)."""
+    rows = list(matches(path.rsplit(".", 1)[-1]))
+    path = path.lower()
+    sectioned = [row for row in rows if "." in _dotted(row.name)
+                 and (path == _dotted(row.name) or path.endswith("." + _dotted(row.name)))]
+    return sectioned or rows
+
+
+def named(err: ConfigError, data: Mapping[str, Any] | None = None, info: Any = None) -> ConfigError:
+    """``err``, an unknown key that another code names, said again with the key it is here in place of a
+    did-you-mean, wherever the user wrote it: in this project's section (``physics.nu``: "nu is Dedalus's name:
+    here it is physics.viscosity"), at the top level (``nu_2``) or under the code's own section, which arrives as
+    an unknown key holding a mapping (``oper = {nx: 128}``: "oper.nx is FluidSim's name: here it is grid.shape
+    (...)", each name of the mapping). Any other error as it is. ``err.known``: the dotted keys of the section the
+    key was given in; ``data``: the raw config; ``info``: the equation's registry entry
+    (:class:`~simulator.equations.spec.EquationInfo`), whose keys and grid the answer is for."""
     known = getattr(err, "known", None)
     if err.problem != "is an unknown key" or known is None:
         return err
-    rows = [row for row in matches(err.key.rsplit(".", 1)[-1]) if _has(row.key, known)]
-    if not rows:
+    physics = tuple(f"physics.{f.name}" for f in dataclasses.fields(info.params)) if info is not None else ()
+    dimensions = info.dimensions if info is not None else 3
+    said = []
+    for path, value in _paths(err.key, err.value):
+        rows = [row for row in rows_of(path) if row.dimensions in (None, dimensions)
+                and _has(row.key, (*known, *physics))]
+        if rows:
+            word = path if path != err.key else path.rsplit(".", 1)[-1]  # oper.nx as given; physics.nu_2's nu_2
+            said.append(_answer(word, rows, value, data or {}, info, dimensions))
+    if not said:
         return err
+    allowed = re.sub(r"^did you mean '[^']*'\? ", "", err.allowed)
+    return ConfigError(err.key, err.value, "; ".join([*said, allowed]), err.problem)
+
+
+def _paths(key: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """(dotted path, value) of each name ``key = value`` gives: the key itself, or within a mapping each name
+    it holds (``oper = {nx: 128}``: ``oper.nx``, 128)."""
+    if isinstance(value, Mapping) and value:
+        for name, inner in value.items():
+            yield from _paths(f"{key}.{name}", inner)
+    else:
+        yield key, value
+
+
+def _answer(word: str, rows: list[OtherName], value: Any, data: Mapping[str, Any], info: Any,
+            dimensions: int) -> str:
+    """``"nu_2 is FluidSim's name: here it is physics.viscosity"`` with each key's notes, for the ``rows`` of
+    ``word`` (and for FluidSim's forcing_rate on a plane, the forcing_power of ``value``)."""
     codes = " and ".join(f"{code}'s" for code in dict.fromkeys(row.code for row in rows))
     notes: dict[str, list[str]] = {}
     for row in rows:
         notes.setdefault(row.key, [])
-        if row.note and row.note not in notes[row.key]:
-            notes[row.key].append(row.note)
+        note = row.note.format(**GRIDS[dimensions])
+        if row.note is ENSTROPHY_RATE:
+            note += _energy_rate(value, data, info)
+        if note and note not in notes[row.key]:
+            notes[row.key].append(note)
     here = " or ".join(key + (f" ({'; '.join(said)})" if said else "") for key, said in notes.items())
-    word = err.key.rsplit(".", 1)[-1]
-    allowed = re.sub(r"^did you mean '[^']*'\? ", "", err.allowed)
-    return ConfigError(err.key, err.value, f"{word} is {codes} name: here it is {here}; {allowed}", err.problem)
+    return f"{word} is {codes} name: here it is {here}"
+
+
+def _energy_rate(value: Any, data: Mapping[str, Any], info: Any) -> str:
+    """``": here 0.1 / 24^2 = 0.000174"``: the forcing_power of the enstrophy rate ``value`` at the config's
+    forcing wavenumber and box (given or default), or "" where one of them is not a number."""
+    from simulator.schema.build import eval_number
+
+    physics = data.get("physics") if isinstance(data.get("physics"), Mapping) else {}
+    grid = data.get("grid") if isinstance(data.get("grid"), Mapping) else {}
+    defaults = {f.name: f.default for f in dataclasses.fields(info.params)} if info is not None else {}
+    try:
+        m = float(physics.get("forcing_wavenumber", defaults.get("forcing_wavenumber")))  # type: ignore[arg-type]
+        box = grid.get("box", 2 * math.pi)
+        lengths = [eval_number(b) if isinstance(b, str) else float(b)
+                   for b in (box if isinstance(box, (list, tuple)) else [box])]
+        rate = eval_number(value) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError, ConfigError):
+        return ""
+    k_f = 2 * math.pi * m / max(lengths)
+    return f": here {rate:g} / {k_f:.6g}^2 = {rate / k_f**2:.3g}"
 
 
 def _has(key: str, known: tuple[str, ...]) -> bool:
-    """Whether the config has ``key``: a key of the section the unknown one was given in (``known``; a list's
-    entries: the list), or of a common section (grid, time, output), which every config has (an equation's
-    keys elsewhere: only its own)."""
-    return key.split("[]", 1)[0] in known or key.split(".", 1)[0] in ("grid", "time", "output")
+    """Whether the config has ``key``: one of ``known`` (the keys of the section the unknown one was given in,
+    and the equation's; a list's entries: the list), or of a section every config has whole (:data:`COMMON`),
+    or ``initial.name``."""
+    return key.split("[]", 1)[0] in known or key.split(".", 1)[0] in COMMON or key == "initial.name"
 
 
 def markdown() -> str:
