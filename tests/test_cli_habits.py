@@ -54,6 +54,10 @@ def test_unset_then_set_applies_in_order_and_validate_shows_the_default(capfd):
                                               "--field?"),
     (["sweep", "s.yaml", "--colect"], "simulator sweep: unrecognized arguments: --colect; did you mean --collect?"),
     (["export", "run", "--max_size", "1GiB"], "did you mean --max-size?"),
+    # another tool's flag: ours for it (its nearest spelling, --unset, was another meaning), or where none is taken
+    (["plan", MIXED, "--gpus", "4"], "simulator plan: unrecognized arguments: --gpus 4; did you mean --devices? "),
+    (["run", MIXED, "--gpus=4"], "--gpus=4; a command takes every GPU it sees: choose them with CUDA_VISIBLE_DEVICES "
+                                 "or the job's allocation (simulator plan --devices N plans for N)"),
     (["plan", MIXED, "--cpu_devices", "2", "--porfile", "h100"],
      "--cpu_devices: did you mean --cpu-devices?; --porfile: did you mean --profile? (simulator plan --help"),
 ])
@@ -89,6 +93,103 @@ def test_another_codes_name_is_answered_with_the_key_here(args, said, capfd):
     assert said in err and "did you mean" not in err, err
 
 
+PLANE = str(ROOT / "configs" / "forced_2d.yaml")  # ns2d at 256^2, forced at forcing_wavenumber 24
+HERE = "known keys here: name, precision, grid, fft, physics, initial, time, output"
+
+
+@pytest.mark.parametrize("args, said", [
+    # at the top level, as FluidSim's params.nu_2 and params.nu_8 are
+    (["--set", "nu_2=1e-3"], "nu_2 = '1e-3' is an unknown key; nu_2 is FluidSim's name: here it is physics.viscosity; "
+                             + HERE),
+    (["--set", "nu_8=1e-14"], "nu_8 is FluidSim's name: here it is physics.hyperviscosity (with "
+                              "physics.hyperviscosity_order: 4); " + HERE),
+    # under FluidSim's own sections, each name of the section given
+    (["--set", "oper.nx=128"], "oper = {'nx': 128} is an unknown key; oper.nx is FluidSim's name: here it is grid.shape "
+                               "(its first entry: grid.shape = [nx, ny] on a plane); " + HERE),
+    (["--set", "oper.ny=128", "--set", "oper.Lx=2*pi"],
+     "oper.ny is FluidSim's name: here it is grid.shape (its second entry: grid.shape = [nx, ny] on a plane); oper.Lx "
+     "is FluidSim's name: here it is grid.box (its first entry: grid.box = [Lx, Ly] on a plane); " + HERE),
+    (["--set", "time_stepping.deltat0=0.01", "--set", "time_stepping.t_end=30"],
+     "time_stepping.deltat0 is FluidSim's name: here it is time.dt; time_stepping.t_end is FluidSim's name: here it "
+     "is time.t_end; " + HERE),
+    (["--set", "forcing.key_forced=rot_fft"], "forcing.key_forced is FluidSim's name: here it is physics.forcing (a "
+                                              "forcing forces its equation's own variable: random on a plane kicks "
+                                              "the vorticity, as FluidSim's rot_fft)"),
+    (["--set", "forcing.nkmax_forcing=25"], "forcing.nkmax_forcing is FluidSim's name: here it is "
+                                            "physics.forcing_wavenumber (with physics.forcing_width: the modes with "
+                                            "|m - forcing_wavenumber| <= forcing_width/2 are forced"),
+    # FluidSim's name in this project's section: the key, not the nearest spelling (physics.forcing)
+    (["--set", "physics.nkmax_forcing=12"], "physics.nkmax_forcing = 12 is an unknown key; nkmax_forcing is "
+                                            "FluidSim's name: here it is physics.forcing_wavenumber ("),
+    (["--set", "output.periods_save.phys_fields=0.5", "--set", "output.periods_save.spatial_means=0.1"],
+     "output.periods_save = {'phys_fields': 0.5, 'spatial_means': 0.1} is an unknown key; "
+     "output.periods_save.phys_fields is FluidSim's name: here it is output.snapshots.dt; "
+     "output.periods_save.spatial_means is FluidSim's name: here it is output.chunk (the time series has a row every "
+     "output.chunk steps); known keys here: dir, chunk,"),
+    # Dedalus's and JaxPM's alike
+    (["--set", "solver.stop_sim_time=30"], "solver.stop_sim_time is Dedalus's name: here it is time.t_end; " + HERE),
+    (["--set", "nu=1e-3"], "nu is Dedalus's name: here it is physics.viscosity; " + HERE),
+    (["--set", "mesh_shape=[64,64]"], "mesh_shape is JaxPM's name: here it is grid.shape; " + HERE),
+    # a plane's grid has two axes
+    (["--set", "grid.nx=64"], "grid.nx = 64 is an unknown key; nx is FluidSim's and Dedalus's name: here it is "
+                              "grid.shape (its first entry: grid.shape = [nx, ny] on a plane); known keys here: shape"),
+])
+def test_another_codes_name_is_answered_wherever_it_is_written(args, said, capfd):
+    """A FluidSim user's params paths (issue 94): at the top level and under FluidSim's own sections, as well as in
+    this project's; the unknown key said once, each of its names answered."""
+    code, out, err = command(capfd, "validate", PLANE, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert said in err and "did you mean" not in err and "three axes" not in err, err
+
+
+def test_a_box_s_grid_names_its_three_axes_and_jaxpm_s_name_is_answered_at_the_top_level(capfd):
+    code, _, err = command(capfd, "validate", str(ROOT / "configs" / "taylor_green.yaml"), "--set", "oper.nz=64",
+                           "--set", "oper.nx=64")
+    assert code == 2 and ("oper.nx is FluidSim's name: here it is grid.shape (its first entry: grid.shape = [nx, ny, "
+                          "nz] in a box)") in err, err
+    code, _, err = command(capfd, "validate", MIXED, "--set", "Omega_c=0.25")
+    assert code == 2 and "Omega_c is JaxPM's name: here it is physics.omega_m (all the matter" in err, err
+
+
+@pytest.mark.parametrize("config, box, said", [
+    # FluidSim's ns2d forcing_rate 0.1 at k_f = 24 injects 1.75e-4 of energy per unit time: 0.1 / 24^2
+    (PLANE, "2*pi", "here 0.1 / 24^2 = 0.000174)"),
+    (PLANE, "[4*pi, 2*pi]", "here 0.1 / 12^2 = 0.000694)"),  # k_f = 2 pi 24 / 4 pi: a wavenumber, not a mode number
+])
+def test_fluidsim_s_forcing_rate_on_a_plane_is_answered_with_the_energy_rate_it_injects(config, box, said, capfd):
+    """FluidSim's ns2d forcing_rate is the vorticity's enstrophy rate (fluidsim/base/forcing/specific.py normalises
+    half the forced variable's squared modes; ns2d forces rot_fft), physics.forcing_power an energy rate: the
+    answer gives the conversion and the figure for this config, never the one as the other."""
+    code, _, err = command(capfd, "validate", config, "--set", f"grid.box={box}", "--set", "forcing.forcing_rate=0.1")
+    assert code == 2 and err.count("\n") == 1, err
+    assert ("forcing.forcing_rate is FluidSim's name: here it is physics.forcing_power (an energy rate; FluidSim's "
+            "forcing_rate on a plane is the enstrophy's, as it forces the vorticity, key_forced rot_fft, unless "
+            "forcing.normalized.constant_rate_of is energy: forcing_power = forcing_rate / k_f^2 with k_f = 2 pi "
+            "physics.forcing_wavenumber / max(grid.box): ") in err and said in err, err
+    # a box's forcing_power is an energy rate as FluidSim's forcing_rate of a velocity component is
+    code, _, err = command(capfd, "validate", str(ROOT / "configs" / "forced_turbulence.yaml"), "--set",
+                           "physics.forcing_rate=0.1")
+    assert code == 2 and ("forcing_rate is FluidSim's name: here it is physics.forcing_power (an energy rate, as "
+                          "FluidSim's forcing_rate is where it forces velocity components") in err, err
+    assert "k_f" not in err, err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["validate", PLANE, "--set", "grid.shape=[128,", "128]"],
+     "error: simulator validate: --set grid.shape=[128, was cut at a space by the shell: quote it, --set "
+     "'grid.shape=[128, 128]', or write it without spaces, --set grid.shape=[128,128]\n"),
+    # the rest taken for the config's path: the same answer
+    (["run", "--set", "grid.shape=[128,", "128]", PLANE], "--set 'grid.shape=[128, 128]', or write it without"),
+    # a mapping keeps its spaces ({name:heavy} is one key)
+    (["validate", MIXED, "--set", "particles[2]={name:", "heavy,", "count:", "500}"],
+     "quote it, --set 'particles[2]={name: heavy, count: 500}'\n"),
+])
+def test_a_list_the_shell_cut_at_its_space_is_answered_with_the_quoting(args, said, capfd):
+    """``--set grid.shape=[128, 128]`` unquoted was argparse's ``unrecognized arguments: 128]``."""
+    code, out, err = command(capfd, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and said in err, err
+
+
 def test_every_other_codes_name_of_the_table_is_answered_and_in_the_reference():
     """Each row of the table reaches the user: its name, given in the section of the key it is here, is refused
     naming the code and that key on some shipped config that has the key; and the config reference lists it."""
@@ -98,17 +199,23 @@ def test_every_other_codes_name_of_the_table_is_answered_and_in_the_reference():
     from simulator.errors import ConfigError
 
     shipped = [ROOT / "configs" / f"{name}.yaml" for name in ("forced_turbulence", "stratified_turbulence",
-                                                              "fdm_mixed")]
+                                                              "fdm_mixed", "forced_2d")]
     reference = config_docs()
     for row in OTHER_NAMES:
         section, word = row.key.split(".", 1)[0], leaf(row.name)
-        said = []
-        for path in shipped:
-            with pytest.raises(ConfigError) as refused:
-                load_config(str(path), {f"{section}.{word}": 1})
-            said.append(str(refused.value))
-        assert any(f"{word} is " in s and f"{row.code}'s" in s and f"here it is {row.key}" in s for s in said), \
-            (row, said)
+        # the name in the section of the key it is here (not where that names a key here: t_end, spectra), and as
+        # the code writes it, its own section included
+        written = [f"{section}.{word}"] if word not in row.key.lower().split(".")[1:] else []
+        written += [row.name] if "." in row.name and "(" not in row.name else []
+        assert written, row
+        for name in written:
+            said = []
+            for path in shipped:
+                with pytest.raises(ConfigError) as refused:
+                    load_config(str(path), {name: 1})
+                said.append(str(refused.value))
+            assert any(" is " in s and f"{row.code}'s" in s and f"here it is {row.key}" in s for s in said), \
+                (name, row, said)
         assert f"| {row.code} | `{row.name}` | `{row.key}` |" in reference, row
 
 

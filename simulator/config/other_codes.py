@@ -147,11 +147,14 @@ def named(err: ConfigError, data: Mapping[str, Any] | None = None, info: Any = N
     did-you-mean, wherever the user wrote it: in this project's section (``physics.nu``: "nu is Dedalus's name:
     here it is physics.viscosity"), at the top level (``nu_2``) or under the code's own section, which arrives as
     an unknown key holding a mapping (``oper = {nx: 128}``: "oper.nx is FluidSim's name: here it is grid.shape
-    (...)", each name of the mapping). Any other error as it is. ``err.known``: the dotted keys of the section the
+    (...)", each name of the mapping; or a mapping where this project has a list: Jaxion's ``particles``). Any other
+    error as it is. ``err.known``: the dotted keys of the section the
     key was given in; ``data``: the raw config; ``info``: the equation's registry entry
     (:class:`~simulator.equations.spec.EquationInfo`), whose keys and grid the answer is for."""
-    known = getattr(err, "known", None)
-    if err.problem != "is an unknown key" or known is None:
+    known = getattr(err, "known", ())
+    # a section of the code's that is a list here (Jaxion's particles) is refused as of the wrong type
+    mapped = err.problem == "has the wrong type" and isinstance(err.value, Mapping)
+    if err.problem != "is an unknown key" and not mapped:
         return err
     physics = tuple(f"physics.{f.name}" for f in dataclasses.fields(info.params)) if info is not None else ()
     dimensions = info.dimensions if info is not None else 3
