@@ -1,11 +1,13 @@
 """The public Python API (docs/reference/api.md), used as a script would."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import simulator
 from simulator.errors import ConfigError
@@ -105,6 +107,35 @@ def test_run_then_load_the_results_without_jax(tmp_path):
     # 16^3 at nu = 1/1600 is far from resolved (k_max eta = 0.14): the log says so, once
     log = (tmp_path / "run" / "run.log").read_text()
     assert log.count("under-resolved") == 1 and "kmax_eta = 0.14" in log
+
+
+def test_a_loaded_run_reads_as_a_fluidsim_user_reads_one(tmp_path):
+    """What load_sim_for_plot's users write (issue 94): the config's sections as attributes while it stays the dict
+    it was (indexed, written by yaml and json), the scales as a table (not ``<bound method ...>``; calling it still
+    works), an opened snapshot's fields by name."""
+    cfg = simulator.load_config({"name": "plane", "precision": "float64", "grid": {"shape": [16, 16]},
+                                 "physics": {"name": "ns2d", "viscosity": 1e-3}, "initial": {"name": "taylor_green"},
+                                 "time": {"dt": 0.01, "t_end": 0.1}, "output": {"chunk": 5, "snapshots": {"every": 5}}})
+    assert simulator.run_config(cfg, tmp_path / "run") == 0
+    run = simulator.load_run(tmp_path / "run")
+    config = run.config
+    assert isinstance(config, dict) and config.physics.viscosity == config["physics"]["viscosity"] == 1e-3
+    assert config.grid.shape == [16, 16] and config.output.snapshots.every == 5 and config.name == "plane"
+    assert yaml.safe_load(yaml.safe_dump(config)) == config and json.loads(json.dumps(config)) == config
+    with pytest.raises(AttributeError, match="^'viscosty' is not a key of this config section; its keys: name, "
+                                             "viscosity,"):
+        config.physics.viscosty  # noqa: B018
+    scales = run.scales
+    assert isinstance(scales, dict) and "bound method" not in repr(scales)
+    assert scales["enstrophy_scale"].shape == (len(run.timeseries["time"]),) and scales() is scales
+    nu, chi = config.physics.viscosity, run.timeseries["dissipation_enstrophy"]
+    np.testing.assert_allclose(scales["enstrophy_scale"], (nu**3 / chi) ** (1 / 6), rtol=1e-12)
+    with run.snapshots[-1].open() as snap:
+        assert list(snap) == snap.fields and "vorticity" in snap and len(snap) == len(snap.fields)
+        np.testing.assert_array_equal(snap["vorticity"], snap.read("vorticity"))
+        assert snap["vorticity"].shape == snap.shape("vorticity") == (1, 16, 16)
+        with pytest.raises(KeyError, match="has no field 'vort'; it has"):
+            snap["vort"]  # noqa: B018
 
 
 def test_a_run_killed_without_a_word_reads_as_stopped_not_running(tmp_path):

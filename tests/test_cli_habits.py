@@ -104,8 +104,8 @@ HERE = "known keys here: name, precision, grid, fft, physics, initial, time, out
     (["--set", "nu_8=1e-14"], "nu_8 is FluidSim's name: here it is physics.hyperviscosity (with "
                               "physics.hyperviscosity_order: 4); " + HERE),
     # under FluidSim's own sections, each name of the section given
-    (["--set", "oper.nx=128"], "oper = {'nx': 128} is an unknown key; oper.nx is FluidSim's name: here it is grid.shape "
-                               "(its first entry: grid.shape = [nx, ny] on a plane); " + HERE),
+    (["--set", "oper.nx=128"], "oper = {'nx': 128} is an unknown key; oper.nx is FluidSim's name: here it is "
+                               "grid.shape (its first entry: grid.shape = [nx, ny] on a plane); " + HERE),
     (["--set", "oper.ny=128", "--set", "oper.Lx=2*pi"],
      "oper.ny is FluidSim's name: here it is grid.shape (its second entry: grid.shape = [nx, ny] on a plane); oper.Lx "
      "is FluidSim's name: here it is grid.box (its first entry: grid.box = [Lx, Ly] on a plane); " + HERE),

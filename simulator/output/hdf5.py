@@ -452,8 +452,23 @@ class IndexedFile:
         self.close()
 
 
-class Snapshot(IndexedFile):
-    """A snapshot (``snapshots/sNNNNNNNN.h5``) read back: the documented name of :class:`IndexedFile` for snapshots."""
+class Snapshot(IndexedFile, Mapping[str, np.ndarray]):
+    """A snapshot (``snapshots/sNNNNNNNN.h5``) read back: :class:`IndexedFile`, and a mapping of its fields by name,
+    ``snap["vorticity"]`` the whole field as ``snap.read("vorticity")``, ``list(snap)`` its :attr:`fields`."""
+
+    __eq__, __hash__ = object.__eq__, object.__hash__  # a file, not its fields' values: Mapping's would read them
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.read(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __contains__(self, name: object) -> bool:  # Mapping's would read the field to know
+        return name in self.fields
 
 
 def _full_index(index: Any, ndim: int) -> list[int | slice]:

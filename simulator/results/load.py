@@ -1,7 +1,7 @@
 """A finished (or running) run directory, loaded in one call, without JAX: ``simulator.load_run``.
 
     run = simulator.load_run("outputs/quickstart")
-    run.config["physics"]["viscosity"]          # the resolved config (a dict)
+    run.config["physics"]["viscosity"]          # the resolved config (a dict), also run.config.physics.viscosity
     run.timeseries["energy"]                     # NumPy arrays by column: step, time, dt, diagnostics
     run.spectra["energy"][-1], run.spectra["k"]  # (rows, shells) arrays, shell centres: the resolved shells
     run.statistics["skewness"]                   # statistics.h5 (output.statistics), by dataset
@@ -12,13 +12,14 @@
     run.particles["tracers"][-1].position        # read by snapshot, as run.snapshots: (particles, 3), .step, .time
     run.trajectories["tracers"].x                # particles/trajectories.h5 by species: (rows, particles, 3)
     run.lagrangian()["tracers"].integral_time    # Lagrangian statistics of particles/trajectories.h5
-    run.scales()["kolmogorov_length"]            # derived physical scales, per time-series row
+    run.scales["kolmogorov_length"]              # derived physical scales, per time-series row
     run.units["length"]                          # the run's units: "code units", or Mpc/h for a cosmological run
     run.output("extrema")                        # what a registered output kind wrote (its reader's result)
     run.plot.spectra(compensate=True)            # a figure of simulator plot, returned (matplotlib Figure)
     [(s.step, s.time) for s in run.snapshots]   # the snapshots' steps and times (no field read)
     with run.snapshots[-1].open() as snap:       # the last snapshot
         u = snap.read("velocity")                # (3, Nx, Ny, Nz), or a slice: snap.read("velocity", (0, 5))
+        w = snap["vorticity"]                    # a whole field by name, as snap.read("vorticity")
 
     sweep = simulator.load_sweep("outputs/tg_viscosity")   # a sweep directory: its points, in order
     for p in sweep.finished:                     # p.params {"physics.viscosity": 0.01}, p.label, p.status
@@ -48,6 +49,7 @@ from simulator.output.rows import ASIDE_DIR
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import SnapshotRef
 from simulator.output.tasks import TaskSeries
+from simulator.results.views import ScaleTable, Sections
 from simulator.run.lock import state_now
 from simulator.run.rundir import read_status
 from simulator.sweep import point_label, point_state, read_manifest
@@ -65,12 +67,17 @@ class RunResults:
     attribute is what its output kind reads (:meth:`output`), read when first used."""
 
     path: Path
-    config: dict[str, Any]
+    #: the resolved config: a dict whose sections also read as attributes, ``run.config.physics.viscosity``
+    config: Sections
     status: dict[str, Any] | None
     #: what restarts set aside (``aside/``, ``particles/aside/``), by name: row files (rows of another definition,
     #: read with the same readers, or damaged files; :mod:`simulator.output.rows`) and the folders of what was
     #: made from output a restart wrote again (``export.until-<step>``, ...: ``run.superseded.set_derived_aside``)
     aside: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, Sections):  # a dict given: its sections read as attributes all the same
+            object.__setattr__(self, "config", Sections(self.config))
 
     def __repr__(self) -> str:
         """One line: ``RunResults(outputs/quickstart: navier_stokes 32^3, 6 snapshots, 11 rows, t 0 .. 2, finished)``
@@ -211,11 +218,14 @@ class RunResults:
 
         return parameters_of(get(self.config["physics"]["name"]), self.config, str(self.path / CONFIG_FILE)).clock()
 
-    def scales(self) -> dict[str, np.ndarray]:
+    @property
+    def scales(self) -> ScaleTable:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
         ``simulator.equations.get(name).scales`` says what each is) at every row of the time series, from
-        the run's parameters and that row's diagnostics; {} before the first row. ConfigError naming the key
-        when the run's ``config.yaml`` physics no longer validates."""
+        the run's parameters and that row's diagnostics, by name: ``run.scales["kolmogorov_length"]`` (rows,);
+        {} before the first row. Computed from the time series as it is when asked; ``run.scales()``, the
+        method of earlier versions, reads the same (:class:`~simulator.results.views.ScaleTable`). ConfigError
+        naming the key when the run's ``config.yaml`` physics no longer validates."""
         from simulator.equations import get
         from simulator.equations.stored import parameters_of
 
@@ -227,7 +237,7 @@ class RunResults:
         per_row = [physics.scales({k: float(v[i]) for k, v in timeseries.items()}, plane.cells(grid["shape"]),
                                   plane.lengths(grid["shape"], grid["box"]))
                    for i in range(rows)]
-        return {name: np.array([row[name] for row in per_row]) for name in (per_row[0] if per_row else ())}
+        return ScaleTable({name: np.array([row[name] for row in per_row]) for name in (per_row[0] if per_row else ())})
 
 
 def load_run(path: str | Path) -> RunResults:
@@ -235,7 +245,7 @@ def load_run(path: str | Path) -> RunResults:
     spectra on the resolved shells, snapshots, statistics, tasks, particles, trajectories, a registered kind's)
     is read by its output kind when first used."""
     run_dir = Path(path)
-    config = load_run_config(run_dir)
+    config = Sections(load_run_config(run_dir))
     folders = (run_dir / ASIDE_DIR, (run_dir / lagrangian.TRAJECTORIES).parent / ASIDE_DIR)
     return RunResults(run_dir, config, read_status(run_dir),
                       tuple(p for folder in folders if folder.is_dir() for p in sorted(folder.iterdir())))

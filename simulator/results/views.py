@@ -1,0 +1,62 @@
+"""How a loaded run hands its config and scales to a script, as FluidSim's ``load_sim_for_plot`` users read theirs:
+:class:`Sections`, the resolved config as a dict whose sections also read as attributes
+(``run.config.physics.viscosity`` is ``run.config["physics"]["viscosity"]``), and :class:`ScaleTable`, the derived
+scales by name (``run.scales["kolmogorov_length"]``), which calling, as the method of earlier versions was called
+(``run.scales()``), gives again."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+
+class Sections(dict):  # type: ignore[type-arg]
+    """A config section (the whole config at the top): a plain dict, for the code that indexes it, whose keys
+    also read as attributes, its sections (mappings, and a list's mappings: ``particles``, ``output.tasks``) as
+    :class:`Sections` too. An absent key is an AttributeError naming the section's keys. Written by
+    ``yaml.safe_dump`` and ``json.dumps`` as the dict it is."""
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        _yaml_writes_sections()
+        super().__init__((key, _sections(value)) for key, value in (data or {}).items())
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"{name!r} is not a key of this config section; its keys: "
+                                 f"{', '.join(map(str, self))}") from None
+
+    def __dir__(self) -> list[str]:
+        """The dict's attributes and the keys that read as attributes (a notebook's completion)."""
+        return [*super().__dir__(), *(key for key in self if isinstance(key, str) and key.isidentifier())]
+
+
+def _sections(value: Any) -> Any:
+    """``value`` with its mappings, and those of its lists, as :class:`Sections`."""
+    if isinstance(value, Mapping):
+        return Sections(value)
+    if isinstance(value, list):
+        return [_sections(v) for v in value]
+    return value
+
+
+@functools.cache
+def _yaml_writes_sections() -> None:
+    """Teach PyYAML's dumpers :class:`Sections` as a mapping (``yaml.safe_dump(run.config)`` wrote the plain dict
+    before; the safe dumper refuses a dict's subclass, the full one would tag it as a Python object). Once, when the
+    first is made: nothing at import time."""
+    import yaml
+
+    for dumper in (yaml.SafeDumper, yaml.Dumper):
+        dumper.add_representer(Sections, yaml.representer.SafeRepresenter.represent_dict)
+
+
+class ScaleTable(dict):  # type: ignore[type-arg]
+    """A run's derived scales by name, each a (rows,) array over the time series' rows: ``run.scales["..."]``.
+    Calling it gives it again, so that ``run.scales()["kolmogorov_length"]``, as earlier versions had it, reads
+    the same."""
+
+    def __call__(self) -> ScaleTable:
+        return self
