@@ -227,8 +227,18 @@ def _has(key: str, known: tuple[str, ...]) -> bool:
 
 def markdown() -> str:
     """The table of :data:`OTHER_NAMES` for the config reference, by code."""
-    rows = "".join(f"| {row.code} | `{row.name}` | `{row.key}` | {row.note} |\n" for row in OTHER_NAMES)
+    grids = {key: f"{GRIDS[2][key]}, {GRIDS[3][key]}" for key in GRIDS[2]}
+    where = {None: "", 2: "on a plane: ", 3: "in a box: "}
+    notes = [where[row.dimensions] + row.note.format(**grids).replace("|", "\\|") for row in OTHER_NAMES]  # |m - k|
+    rows = "".join(f"| {row.code} | `{row.name}` | `{row.key}` | {note} |\n" for row, note in zip(OTHER_NAMES, notes))
     return ("**Other codes' names.** A key written as FluidSim, Dedalus, JaxPM or Jaxion name it is refused with the "
-            "key it is here (`physics.nu = 0.01 is an unknown key; nu is Dedalus's name: here it is "
-            "physics.viscosity; ...`). FluidSim's names are those of its `params`:\n\n"
+            "key it is here, wherever it is written: in this project's section (`physics.nu = 0.01 is an unknown key; "
+            "nu is Dedalus's name: here it is physics.viscosity; ...`), at the top level (`nu_2`), or under the "
+            "code's own section (`--set oper.nx=128`: `oper.nx is FluidSim's name: here it is grid.shape (its first "
+            "entry: grid.shape = [nx, ny] on a plane)`), each name of that section answered. FluidSim's names are "
+            "those of its `params`. Its `forcing_rate` on a plane is an enstrophy rate (FluidSim normalises the "
+            "forced variable's quadratic quantity, and `ns2d` forces the vorticity): the answer gives "
+            "`physics.forcing_power`, an energy rate, as `forcing_rate / k_f^2` with this config's figure (FluidSim's "
+            "`ns2d` at `forcing_rate` 0.1 on the band 23.5 <= k <= 24.5 injects 1.73e-4 of energy per unit time, "
+            "0.1 / 24^2 = 1.74e-4):\n\n"
             "| code | its name | here | note |\n|---|---|---|---|\n" + rows)
