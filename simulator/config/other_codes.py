@@ -229,7 +229,8 @@ def markdown() -> str:
     """The table of :data:`OTHER_NAMES` for the config reference, by code."""
     grids = {key: f"{GRIDS[2][key]}, {GRIDS[3][key]}" for key in GRIDS[2]}
     where = {None: "", 2: "on a plane: ", 3: "in a box: "}
-    notes = [where[row.dimensions] + row.note.format(**grids).replace("|", "\\|") for row in OTHER_NAMES]  # |m - k|
+    # a note's |m - k| kept in its cell
+    notes = [where[row.dimensions] + row.note.format(**grids).replace("|", "\\|") for row in OTHER_NAMES]
     rows = "".join(f"| {row.code} | `{row.name}` | `{row.key}` | {note} |\n" for row, note in zip(OTHER_NAMES, notes))
     return ("**Other codes' names.** A key written as FluidSim, Dedalus, JaxPM or Jaxion name it is refused with the "
             "key it is here, wherever it is written: in this project's section (`physics.nu = 0.01 is an unknown key; "
