@@ -1,6 +1,7 @@
 """Other codes' names for this project's config keys: an unknown key that another code's user would write
 (FluidSim's ``nu_2``, Dedalus's ``stop_sim_time``, JaxPM's ``Omega_c``, Jaxion's ``m_22``) is answered with the
-key it is here, and the config reference lists them all (:func:`markdown`). Importable without JAX.
+key it is here, wherever it is written (in this project's section, at the top level, under the code's own section:
+FluidSim's ``oper.nx``), and the config reference lists them all (:func:`markdown`). Importable without JAX.
 
 Each name is the one the code's own parameters or documented examples use: FluidSim's ``params`` tree
 (``Simul.create_default_params()``; its names here are under ``params``), the variables of Dedalus's example
@@ -15,9 +16,12 @@ import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from simulator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from simulator.equations.spec import EquationInfo
 
 
 class OtherName(NamedTuple):
@@ -142,15 +146,14 @@ def rows_of(path: str) -> list[OtherName]:
     return sectioned or rows
 
 
-def named(err: ConfigError, data: Mapping[str, Any] | None = None, info: Any = None) -> ConfigError:
+def named(err: ConfigError, data: Mapping[str, Any] | None = None, info: EquationInfo | None = None) -> ConfigError:
     """``err``, an unknown key that another code names, said again with the key it is here in place of a
     did-you-mean, wherever the user wrote it: in this project's section (``physics.nu``: "nu is Dedalus's name:
     here it is physics.viscosity"), at the top level (``nu_2``) or under the code's own section, which arrives as
     an unknown key holding a mapping (``oper = {nx: 128}``: "oper.nx is FluidSim's name: here it is grid.shape
     (...)", each name of the mapping; or a mapping where this project has a list: Jaxion's ``particles``). Any other
-    error as it is. ``err.known``: the dotted keys of the section the
-    key was given in; ``data``: the raw config; ``info``: the equation's registry entry
-    (:class:`~simulator.equations.spec.EquationInfo`), whose keys and grid the answer is for."""
+    error as it is. ``err.known``: the dotted keys of the section the key was given in; ``data``: the raw config;
+    ``info``: the equation's registry entry, whose keys and grid the answer is for."""
     known = getattr(err, "known", ())
     # a section of the code's that is a list here (Jaxion's particles) is refused as of the wrong type
     mapped = err.problem == "has the wrong type" and isinstance(err.value, Mapping)
@@ -181,7 +184,7 @@ def _paths(key: str, value: Any) -> Iterator[tuple[str, Any]]:
         yield key, value
 
 
-def _answer(word: str, rows: list[OtherName], value: Any, data: Mapping[str, Any], info: Any,
+def _answer(word: str, rows: list[OtherName], value: Any, data: Mapping[str, Any], info: EquationInfo | None,
             dimensions: int) -> str:
     """``"nu_2 is FluidSim's name: here it is physics.viscosity"`` with each key's notes, for the ``rows`` of
     ``word`` (and for FluidSim's forcing_rate on a plane, the forcing_power of ``value``)."""
@@ -198,7 +201,7 @@ def _answer(word: str, rows: list[OtherName], value: Any, data: Mapping[str, Any
     return f"{word} is {codes} name: here it is {here}"
 
 
-def _energy_rate(value: Any, data: Mapping[str, Any], info: Any) -> str:
+def _energy_rate(value: Any, data: Mapping[str, Any], info: EquationInfo | None) -> str:
     """``": here 0.1 / 24^2 = 0.000174"``: the forcing_power of the enstrophy rate ``value`` at the config's
     forcing wavenumber and box (given or default), or "" where one of them is not a number."""
     from simulator.schema.build import eval_number
@@ -212,10 +215,10 @@ def _energy_rate(value: Any, data: Mapping[str, Any], info: Any) -> str:
         lengths = [eval_number(b) if isinstance(b, str) else float(b)
                    for b in (box if isinstance(box, (list, tuple)) else [box])]
         rate = eval_number(value) if isinstance(value, str) else float(value)
-    except (TypeError, ValueError, ConfigError):
+        k_f = 2 * math.pi * m / max(lengths)
+        return f": here {rate:g} / {k_f:.6g}^2 = {rate / k_f**2:.3g}"
+    except (TypeError, ValueError, ZeroDivisionError, ConfigError):
         return ""
-    k_f = 2 * math.pi * m / max(lengths)
-    return f": here {rate:g} / {k_f:.6g}^2 = {rate / k_f**2:.3g}"
 
 
 def _has(key: str, known: tuple[str, ...]) -> bool:
