@@ -68,7 +68,8 @@ OTHER_NAMES = (
     OtherName(FLUIDSIM, "time_stepping.USE_CFL", "time.cfl", "a CFL number adapts the step, null keeps time.dt"),
     OtherName(FLUIDSIM, "time_stepping.type_time_scheme", "time.integrator", "rk4, rk2, ... in lower case"),
     OtherName(FLUIDSIM, "forcing.enable", "physics.forcing", "none for no forcing"),
-    OtherName(FLUIDSIM, "forcing.type", "physics.forcing", "FluidSim's tcrandom is random here"),
+    OtherName(FLUIDSIM, "forcing.type", "physics.forcing", "FluidSim's random is random here, its phases "
+              "new each step (tcrandom's are correlated in time)"),
     OtherName(FLUIDSIM, "forcing.key_forced", "physics.forcing", "a forcing forces its equation's own variable: "
               "random on a plane kicks the vorticity, as FluidSim's rot_fft"),
     OtherName(FLUIDSIM, "forcing.forcing_rate", "physics.forcing_power", ENSTROPHY_RATE, 2),
