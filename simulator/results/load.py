@@ -223,8 +223,8 @@ class RunResults:
         """The equation's derived physical scales (Kolmogorov, Taylor, Ozmidov, Jeans, de Broglie, ...:
         ``simulator.equations.get(name).scales`` says what each is) at every row of the time series, from
         the run's parameters and that row's diagnostics, by name: ``run.scales["kolmogorov_length"]`` (rows,);
-        {} before the first row. Computed from the time series as it is when asked; ``run.scales()``, the
-        method of earlier versions, reads the same (:class:`~simulator.results.views.ScaleTable`). ConfigError
+        {} before the first row; computed each time it is read. ``run.scales()``, the method of earlier
+        versions, reads the same (:class:`~simulator.results.views.ScaleTable`). ConfigError
         naming the key when the run's ``config.yaml`` physics no longer validates."""
         from simulator.equations import get
         from simulator.equations.stored import parameters_of
@@ -245,7 +245,7 @@ def load_run(path: str | Path) -> RunResults:
     spectra on the resolved shells, snapshots, statistics, tasks, particles, trajectories, a registered kind's)
     is read by its output kind when first used."""
     run_dir = Path(path)
-    config = Sections(load_run_config(run_dir))
+    config = load_run_config(run_dir)
     folders = (run_dir / ASIDE_DIR, (run_dir / lagrangian.TRAJECTORIES).parent / ASIDE_DIR)
     return RunResults(run_dir, config, read_status(run_dir),
                       tuple(p for folder in folders if folder.is_dir() for p in sorted(folder.iterdir())))
