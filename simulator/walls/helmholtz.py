@@ -68,10 +68,10 @@ def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
     beta_at = np.concatenate([beta, np.zeros(4)])  # beta_j, zero past the basis
     qm, q0, qp = q[k, 0], q[k, 1], q[k, 2]
     entries = jnp.stack([
-        a * qm * np.where(k >= 4, beta_at[np.maximum(k - 4, 0)], 0.0),
-        a * qm - beta_at[k - 2] + a * q0 * beta_at[k - 2],
-        np.where(k <= big_n - 2, -1.0 + a * q0 + a * qp * beta_at[np.minimum(k, n - 3)], 0.0),
-        np.where(k + 2 <= big_n - 2, a * qp, 0.0),
+        a * (qm * np.where(k >= 4, beta_at[np.maximum(k - 4, 0)], 0.0)),
+        a * qm - beta_at[k - 2] + a * (q0 * beta_at[k - 2]),
+        jnp.where(k <= big_n - 2, -1.0 + a * q0 + a * (qp * beta_at[k]), 0.0),
+        jnp.where(k + 2 <= big_n - 2, a * qp, 0.0),
     ], -1)  # (..., N - 1, 4)
     rows = n - 2 + 1
     size = (rows + 1) // 2
