@@ -13,8 +13,6 @@ from simulator.walls import banded, chebyshev, eigen, imex
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, horizontal_velocity, laplacian
 
-from docs_pages import code, python
-
 RNG = np.random.default_rng(92)
 LENGTH = 3.0  # an interval other than [-1, 1]: [0, 3]
 
@@ -214,10 +212,3 @@ def test_orr_sommerfeld_tollmien_schlichting_wave():
     assert y[0] == -1.0 and y[-1] == 1.0 and phi[0] == phi[-1] == 0
     assert np.abs(phi).max() == pytest.approx(1.0) and np.abs(phi.imag[np.argmax(np.abs(phi))]) < 1e-14
 
-
-def test_the_chebyshev_page_example():
-    """docs/explanation/chebyshev.md's example, run as written, prints what the page says it prints."""
-    done = python(code("explanation/chebyshev.md", "python"))
-    assert done.returncode == 0, done.stderr
-    assert "Ra_c = 1707.762 at k_c = 3.1163" in done.stdout
-    assert "c = 0.23752649 + 0.00373967i" in done.stdout
