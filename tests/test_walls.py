@@ -212,3 +212,23 @@ def test_orr_sommerfeld_tollmien_schlichting_wave():
     assert y[0] == -1.0 and y[-1] == 1.0 and phi[0] == phi[-1] == 0
     assert np.abs(phi).max() == pytest.approx(1.0) and np.abs(phi.imag[np.argmax(np.abs(phi))]) < 1e-14
 
+
+
+@pytest.mark.parametrize("walls", [eigen.NO_SLIP, eigen.FREE_SLIP])
+def test_rayleigh_benard_growth_changes_sign_at_onset(walls):
+    """The time-dependent problem's growth rate (free-fall units, Pr = 1) changes sign between 1 -/+ 10^-4 of the
+    marginal problem's Ra(k) at the critical wavenumber, a second formulation agreeing with the first; the mode
+    vanishes at the plates. Free-slip at Ra = 10^4, Pr = 0.7, k = 2.5: the largest root of (sigma + nu q^2)(sigma +
+    kappa q^2) q^2 = k^2, q^2 = k^2 + pi^2 (the sine mode), to 1e-9."""
+    k = 3.1163 if walls == eigen.NO_SLIP else np.pi / np.sqrt(2)
+    ra = eigen.rayleigh_number(k, walls)
+    below, _, _, _ = eigen.rayleigh_benard_growth(ra * (1 - 1e-4), 1.0, k, walls)
+    above, z, w, b = eigen.rayleigh_benard_growth(ra * (1 + 1e-4), 1.0, k, walls)
+    assert below < 0 < above
+    assert z[0] == 0.0 and z[-1] == 1.0 and w[0] == w[-1] == b[0] == b[-1] == 0 and np.abs(w).max() == 1.0
+    if walls == eigen.FREE_SLIP:
+        ra, pr, k = 1e4, 0.7, 2.5
+        nu, kappa, q2 = (ra / pr) ** -0.5, (ra * pr) ** -0.5, k**2 + np.pi**2
+        s, c = (nu + kappa) * q2, nu * kappa * q2**2 - k**2 / q2
+        exact = 0.5 * (-s + np.sqrt(s**2 - 4 * c))
+        assert abs(eigen.rayleigh_benard_growth(ra, pr, k, walls)[0] - exact) < 1e-9

@@ -4,7 +4,8 @@ checks and initial conditions of the walled runs, independent of the banded solv
 * Rayleigh-Benard onset (Chandrasekhar 1961, ch. II): at marginal stability (D^2 - k^2)^2 W = Ra k^2 Theta,
   (D^2 - k^2) Theta = -W on a layer of unit depth, Theta = 0 at the plates and W = DW = 0 (no-slip) or W = D^2 W = 0
   (free-slip); Ra(k) is the smallest positive eigenvalue, minimised over k: Ra_c = 1707.762 at k_c = 3.117
-  (no-slip), 27 pi^4/4 at pi/sqrt(2) (free-slip).
+  (no-slip), 27 pi^4/4 at pi/sqrt(2) (free-slip). Away from onset, the growth rate of a mode in free-fall units
+  (the time-dependent problem, a second formulation: it vanishes on the marginal curve).
 * The Orr-Sommerfeld problem of a parallel flow U(y) between plates at y = -1, 1 (Orszag 1971): (U - c)(D^2 -
   alpha^2) phi - U'' phi = (D^2 - alpha^2)^2 phi / (i alpha Re), phi = D phi = 0, for perturbations psi = phi(y)
   exp(i alpha (x - c t)); plane Poiseuille flow at Re = 10^4, alpha = 1 has the Tollmien-Schlichting wave c =
@@ -79,6 +80,30 @@ def rayleigh_benard_onset(walls: str = NO_SLIP, n: int = 40) -> tuple[float, flo
     found = scipy.optimize.minimize_scalar(lambda k: rayleigh_number(k, walls, n), bounds=(1.5, 4.5),
                                            method="bounded", options={"xatol": 1e-9})
     return float(found.fun), float(found.x)
+
+
+def rayleigh_benard_growth(ra: float, pr: float, k: float, walls: str = NO_SLIP, n: int = 40
+                           ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """The fastest-growing linear mode of Rayleigh-Benard convection in free-fall units (Dedalus's example: depth
+    1, nu = (Ra/Pr)^(-1/2), kappa = (Ra Pr)^(-1/2), buoyancy b = 1 - z conducting) at horizontal wavenumber ``k``:
+    d/dt lap w = nu lap^2 w - k^2 b, d/dt b = kappa lap b + w, b = 0 and no-slip or free-slip plates. Returns the
+    growth rate sigma (real: exchange of stabilities), the points z (ascending, 0 to 1) and the mode's w and b
+    there, scaled to max |w| = 1; shapes ``(n + 1,)``. sigma = 0 on the marginal curve of
+    :func:`rayleigh_number`."""
+    if walls not in WALLS:
+        raise ValueError(f"walls {walls!r}: one of {', '.join(WALLS)}")
+    _, d2, d4 = _operators(n, walls == NO_SLIP)
+    _, t2, _ = _operators(n, False)
+    nu, kappa = (ra / pr) ** -0.5, (ra * pr) ** -0.5
+    eye, zero = np.eye(n - 1), np.zeros((n - 1, n - 1))
+    lap_w = 4 * d2 - k**2 * eye  # z = (x + 1)/2: d/dz = 2 d/dx
+    a = np.block([[nu * (16 * d4 - 8 * k**2 * d2 + k**4 * eye), -(k**2) * eye], [eye, kappa * (4 * t2 - k**2 * eye)]])
+    sigma, vectors = scipy.linalg.eig(a, np.block([[lap_w, zero], [zero, eye]]))
+    best = np.argmax(sigma.real)
+    mode = np.zeros((2, n + 1), complex)
+    mode[:, 1:-1] = vectors[:, best].reshape(2, n - 1)
+    mode = mode[:, ::-1] / mode[0, np.argmax(np.abs(mode[0]))]
+    return float(sigma[best].real), 0.5 * (collocation(n)[0][::-1] + 1), mode[0].real, mode[1].real
 
 
 def orr_sommerfeld(re: float, alpha: float, profile: str = "poiseuille", n: int = 120
