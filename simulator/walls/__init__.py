@@ -6,7 +6,7 @@ field across it.
 * :mod:`~simulator.walls.banded`: a batched banded solve (one sub-diagonal, partial pivoting), O(N) per mode;
 * :mod:`~simulator.walls.helmholtz`: Helmholtz problems with Dirichlet or Neumann conditions, a Galerkin basis
   and the second-integral quasi-inverse (Shen 1994; Julien & Watson 2009), banded per horizontal mode;
-* :mod:`~simulator.walls.stokes`: the wall-normal velocity of Kim, Moin & Moser (1987), its fourth-order
+* :mod:`~simulator.walls.wall_normal`: the wall-normal velocity of Kim, Moin & Moser (1987), its fourth-order
   problem as two Helmholtz solves and an influence matrix: divergence-free, no-slip to round-off;
 * :mod:`~simulator.walls.imex`: the IMEX Runge-Kutta (2,2,2) scheme of Ascher, Ruuth & Spiteri (1997);
 * :mod:`~simulator.walls.eigen`: independent dense eigenvalue solvers (numpy/scipy): Rayleigh-Benard onset and

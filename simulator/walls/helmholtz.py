@@ -73,8 +73,7 @@ def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
         jnp.where(k <= big_n - 2, -1.0 + a * q0 + a * (qp * beta_at[k]), 0.0),
         jnp.where(k + 2 <= big_n - 2, a * qp, 0.0),
     ], -1)  # (..., N - 1, 4)
-    rows = n - 2 + 1
-    size = (rows + 1) // 2
+    size = (n - 1) // 2  # the even rows' count, of the n - 2 rows k = 2..N
     parts = []
     for parity in (0, 1):
         part = entries[..., parity::2, :]
