@@ -100,7 +100,7 @@ LAYERS = (
     "errors", "log", "version", "threads", "shipped",  # what every floor shares; no simulator import but errors
     "cache_entries", "cache", "launch", "gpu_binding",  # the compilation cache (its entries); launcher; GPU binding
     "schema",  # the schema engine
-    "fft", "time",  # transforms, meshes and the particles' per-device slots; the schemes
+    "fft", "time", "walls",  # transforms, meshes and the particles' per-device slots; the schemes; the plates' bases
     "observables", "equations", "particles",  # device measurements (shell sums...); the equations; their particles
     "output", "config",  # the output kinds and their files; the run config composing every declaration
     "runtime", "gradients", "run", "planning",  # processes and devices; running; planning (admission handed down)

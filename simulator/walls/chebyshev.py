@@ -1,0 +1,119 @@
+"""The Chebyshev basis of a direction between two plates, on the Gauss-Lobatto points.
+
+A field on the interval [a, b] is f(z) = sum_k a_k T_k(x), x = (2 z - a - b)/(b - a), k = 0..N, sampled on the
+N + 1 Gauss-Lobatto points z_j = (a + b)/2 - (b - a)/2 cos(pi j / N), j = 0..N, which run upwards from the lower
+plate (z_0 = a) to the upper one (z_N = b): the plates are grid points, so boundary values and wall fluxes are read
+off the grid. Arrays hold the Chebyshev direction on their last axis, whole; every leading axis (horizontal modes,
+components) is batched over. Values are real or complex (the horizontal Fourier coefficients of a field).
+
+The transforms are a type-I discrete cosine transform computed as an FFT of the even extension (Canuto, Hussaini,
+Quarteroni & Zang 2006, sec. 2.4.2): O(N log N). Derivatives use the coefficients' backward recurrence
+c_{k-1} a'_{k-1} = a'_{k+1} + 2 k a_k (c_0 = 2, else 1), written as parity-split cumulative sums: O(N). Products
+are dealiased by padding the coefficients to 3/2 as many points, as Dedalus does (Burns et al. 2020).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+#: the padding of products (Dedalus's dealias = 3/2): enough points that a product's first N + 1 coefficients are
+#: exact (:func:`padded_size`)
+DEALIAS = 1.5
+
+
+def points(n: int, interval: tuple[float, float] = (-1.0, 1.0)) -> np.ndarray:
+    """The ``n`` Gauss-Lobatto points of ``interval`` (n >= 2), ascending: shape ``(n,)``."""
+    a, b = interval
+    return 0.5 * (a + b) - 0.5 * (b - a) * np.cos(np.pi * np.arange(n) / (n - 1))
+
+
+def _dct1(f: jnp.ndarray) -> jnp.ndarray:
+    """y_k = f_0 + (-1)^k f_N + 2 sum_{j=1}^{N-1} f_j cos(pi j k / N) over the last axis (scipy's DCT-I): the FFT of
+    the even extension (f_0..f_N, f_{N-1}..f_1), whose sine parts cancel for real and complex ``f`` alike."""
+    extended = jnp.concatenate([f, f[..., -2:0:-1]], axis=-1)
+    if jnp.iscomplexobj(f):
+        return jnp.fft.fft(extended, axis=-1)[..., :f.shape[-1]]
+    return jnp.fft.rfft(extended, axis=-1).real
+
+
+def _ends(n: int) -> np.ndarray:
+    """c_k of the transforms: 2 at k = 0 and k = N, 1 between."""
+    c = np.ones(n)
+    c[[0, -1]] = 2.0
+    return c
+
+
+def forward(values: jnp.ndarray) -> jnp.ndarray:
+    """Chebyshev coefficients ``a[..., k]`` of the values ``values[..., j]`` on the ascending Gauss-Lobatto
+    points (same shape): a_k = (2 / (N c_k)) sum_j f_j cos(pi j k / N) / c_j, exact for polynomials of degree N."""
+    n = values.shape[-1]
+    # the points ascend (x_j = -cos(pi j / N)), the DCT's descend: reversed, as T_k(-x) = (-1)^k T_k(x) would say
+    return _dct1(values[..., ::-1]) / ((n - 1) * _ends(n))
+
+
+def backward(coefficients: jnp.ndarray) -> jnp.ndarray:
+    """Values on the ascending Gauss-Lobatto points of the series ``coefficients[..., k]`` (same shape)."""
+    # the DCT-I doubles the interior terms: halved first
+    return _dct1(coefficients * (0.5 * _ends(coefficients.shape[-1])))[..., ::-1]
+
+
+def derivative(coefficients: jnp.ndarray, length: float = 2.0, order: int = 1) -> jnp.ndarray:
+    """The coefficients of d^order/dz^order of a series on an interval of ``length`` (same shape; the top
+    coefficient of a derivative is 0): a'_k = (2 / c_k) sum_{p > k, p + k odd} p a_p, each sum a cumulative sum of
+    one parity, O(N)."""
+    a = coefficients
+    n = a.shape[-1]
+    for _ in range(order):
+        w = a * np.arange(n)
+        if n % 2:
+            w = jnp.concatenate([w, jnp.zeros_like(w[..., :1])], axis=-1)
+        pairs = w.reshape(*w.shape[:-1], -1, 2)  # [..., m, parity]: w_{2m + parity}
+        tails = jnp.flip(jnp.cumsum(jnp.flip(pairs, -2), axis=-2), -2).reshape(w.shape)  # sum_{q >= p, same parity}
+        scale = np.full(n, 2.0 * 2.0 / length)
+        scale[0] /= 2.0
+        a = jnp.concatenate([tails[..., 1:n] * scale[:-1], jnp.zeros_like(a[..., :1])], axis=-1)
+    return a
+
+
+def padded_size(n: int) -> int:
+    """The points a product of two series of ``n`` coefficients is formed on: M with M - 1 > 3/2 (n - 1), so that
+    the DCT-I's aliases of degree 2(M - 1) - k miss every kept coefficient k < n."""
+    return math.floor(DEALIAS * (n - 1)) + 2
+
+
+def pad(coefficients: jnp.ndarray, size: int) -> jnp.ndarray:
+    """The series with zeros appended to ``size`` coefficients (the last axis)."""
+    extra = size - coefficients.shape[-1]
+    return jnp.concatenate([coefficients, jnp.zeros((*coefficients.shape[:-1], extra), coefficients.dtype)], -1)
+
+
+def product(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """The first n coefficients of the product of two series of n coefficients (the last axis), exactly: each
+    padded to :func:`padded_size` points, multiplied there, transformed back and truncated."""
+    n = a.shape[-1]
+    m = padded_size(n)
+    return forward(backward(pad(a, m)) * backward(pad(b, m)))[..., :n]
+
+
+def integrals(n: int) -> np.ndarray:
+    """The integral over [-1, 1] of each T_k, k < n: 2 / (1 - k^2) for even k, 0 for odd; shape ``(n,)``."""
+    k = np.arange(n, dtype=float)
+    return np.where(k % 2 == 0, 2.0 / np.where(k % 2 == 0, 1.0 - k**2, 1.0), 0.0)
+
+
+def weights(n: int, length: float = 2.0) -> np.ndarray:
+    """Clenshaw-Curtis weights on the ``n`` ascending Gauss-Lobatto points of an interval of ``length``: sum_j w_j
+    f_j is the integral of the interpolating polynomial, exact for degree n - 1 (volume averages, a Nusselt number
+    through the volume). Shape ``(n,)``, summing to ``length``."""
+    j = np.arange(n)
+    transform = np.cos(np.pi * np.outer(j, j) / (n - 1)) * 2.0 / ((n - 1) * np.outer(_ends(n), _ends(n)))
+    return 0.5 * length * (integrals(n) @ transform)[::-1]
+
+
+def boundary_values(coefficients: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The series' values at the lower plate (sum_k (-1)^k a_k) and at the upper one (sum_k a_k)."""
+    signs = (-1.0) ** np.arange(coefficients.shape[-1])
+    return (coefficients * signs).sum(-1), coefficients.sum(-1)

@@ -1,0 +1,142 @@
+"""Helmholtz problems across the plates, (alpha - d^2/dz^2) u = f on [a, b] with u or du/dz given at each plate,
+one per horizontal mode (alpha = 1/(gamma dt nu) + k^2 in an implicit viscous stage), banded and batched.
+
+The method: a Galerkin basis that satisfies homogeneous conditions exactly (Shen 1994, 1995), phi_j = T_j +
+beta_j T_{j+2}, j = 0..N-2, beta_j = -1 for Dirichlet and -(j/(j+2))^2 for Neumann, plus a lift of the plates'
+values into T_0..T_2; the equation is multiplied by the quasi-inverse B of d^2/dx^2 (B d^2/dx^2 = I on T_k, k >=
+2: Julien & Watson 2009), whose rows k = 2..N are banded, c_{k-2}/(4k(k-1)), -1/(2(k^2-1)), 1/(4k(k+1)) on
+T_{k-2}, T_k, T_{k+2} (Gottlieb & Orszag 1977). Rows and unknowns split by parity, each system has one sub-diagonal
+and two super-diagonals: :mod:`simulator.walls.banded` factors it once per mode and dt, O(N) in storage and work.
+The solution is exact for a polynomial solution of degree N (the residual lies in the span of T_{N+1}'' and
+T_{N+2}'', a tau method's).
+
+Layout: coefficients ``(..., N + 1)`` on the last axis (:mod:`simulator.walls.chebyshev`), ``alpha`` of the
+leading shape ``(...)``; the factors ``(..., 2, n_p, 4)`` for the two parities of n_p = ceil((N - 1)/2) rows each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.walls import banded
+
+DIRICHLET = "dirichlet"
+NEUMANN = "neumann"
+CONDITIONS = (DIRICHLET, NEUMANN)
+
+
+def galerkin_beta(n: int, condition: str) -> np.ndarray:
+    """beta_j of the basis phi_j = T_j + beta_j T_{j+2}, j = 0..n-3, for ``n`` coefficients: shape ``(n - 2,)``."""
+    j = np.arange(n - 2, dtype=float)
+    return -np.ones(n - 2) if condition == DIRICHLET else -((j / (j + 2)) ** 2)
+
+
+def quasi_inverse(n: int) -> np.ndarray:
+    """The rows k = 0..n-1 of the second-integral quasi-inverse on T_{k-2}, T_k, T_{k+2}: shape ``(n, 3)``, zero
+    for k < 2 (those rows carry the boundary conditions instead)."""
+    k = np.arange(n, dtype=float)
+    rows = np.zeros((n, 3))
+    inner = k >= 2
+    kk = k[inner]
+    rows[inner, 0] = np.where(kk == 2, 2.0, 1.0) / (4 * kk * (kk - 1))
+    rows[inner, 1] = -1.0 / (2 * (kk**2 - 1))
+    rows[inner, 2] = 1.0 / (4 * kk * (kk + 1))
+    return rows
+
+
+def apply_quasi_inverse(f: jnp.ndarray) -> jnp.ndarray:
+    """(B f)_k for k = 2..N of coefficients ``f[..., N + 1]``: shape ``(..., N - 1)``."""
+    q = quasi_inverse(f.shape[-1])[2:]
+    zeros = jnp.zeros_like(f[..., :2])
+    above = jnp.concatenate([f[..., 4:], zeros], -1)
+    return q[:, 0] * f[..., :-2] + q[:, 1] * f[..., 2:] + q[:, 2] * above
+
+
+def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
+    """The banded systems of rows k = 2..N (module's layout): ``(..., 2, n_p, 4)``, the odd system padded by an
+    identity row when it is the shorter."""
+    beta = galerkin_beta(n, condition)
+    q = quasi_inverse(n)
+    big_n = n - 1
+    a = alpha[..., None]
+    k = np.arange(2, n)
+    # the coefficient of the unknown j = k - 4, k - 2, k, k + 2 in row k (zero where j is not in 0..N-2)
+    beta_at = np.concatenate([beta, np.zeros(4)])  # beta_j, zero past the basis
+    qm, q0, qp = q[k, 0], q[k, 1], q[k, 2]
+    entries = jnp.stack([
+        a * (qm * np.where(k >= 4, beta_at[np.maximum(k - 4, 0)], 0.0)),
+        a * qm - beta_at[k - 2] + a * (q0 * beta_at[k - 2]),
+        jnp.where(k <= big_n - 2, -1.0 + a * q0 + a * (qp * beta_at[k]), 0.0),
+        jnp.where(k + 2 <= big_n - 2, a * qp, 0.0),
+    ], -1)  # (..., N - 1, 4)
+    size = (n - 1) // 2  # the even rows' count, of the n - 2 rows k = 2..N
+    parts = []
+    for parity in (0, 1):
+        part = entries[..., parity::2, :]
+        if part.shape[-2] < size:
+            identity = jnp.zeros((*part.shape[:-2], 1, 4)).at[..., 1].set(1.0)
+            part = jnp.concatenate([part, identity], -2)
+        parts.append(part)
+    return jnp.stack(parts, -3)
+
+
+def _split(v: jnp.ndarray, size: int) -> jnp.ndarray:
+    """``v[..., m]`` as ``(..., 2, size)`` by parity of the index, the shorter padded with a zero."""
+    parts = [v[..., p::2] for p in (0, 1)]
+    parts = [jnp.concatenate([x, jnp.zeros((*x.shape[:-1], size - x.shape[-1]), x.dtype)], -1) for x in parts]
+    return jnp.stack(parts, -2)
+
+
+def _merge(v: jnp.ndarray, m: int) -> jnp.ndarray:
+    """The inverse of :func:`_split` for ``m`` entries."""
+    out = jnp.zeros((*v.shape[:-2], m), v.dtype)
+    out = out.at[..., 0::2].set(v[..., 0, :(m + 1) // 2])
+    return out.at[..., 1::2].set(v[..., 1, :m // 2])
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Helmholtz:
+    """The factored Helmholtz problems (alpha - d^2/dz^2) u = f of one boundary ``condition`` on an interval of
+    ``length``, one per entry of ``alpha``'s shape: build with :meth:`build`, then :meth:`solve` as often as the
+    right-hand sides change (an implicit stage). A pytree: the factors and alpha (on [-1, 1]) are its leaves."""
+
+    factors: banded.Factors
+    alpha: jnp.ndarray
+    n: int = field(metadata={"static": True})
+    condition: str = field(metadata={"static": True})
+    length: float = field(metadata={"static": True})
+
+    @classmethod
+    def build(cls, alpha: jnp.ndarray | float, n: int, condition: str = DIRICHLET,
+              length: float = 2.0) -> Helmholtz:
+        """Factor the problems for ``n`` coefficients (n >= 4) and each alpha (a Neumann problem needs alpha > 0:
+        at alpha = 0 its constant is undetermined)."""
+        if condition not in CONDITIONS:
+            raise ValueError(f"condition {condition!r}: one of {', '.join(CONDITIONS)}")
+        scaled = jnp.asarray(alpha, float) * (0.25 * length**2)  # on x in [-1, 1]: d/dz = (2/length) d/dx
+        return cls(banded.factor(_parity_bands(scaled, n, condition)), scaled, n, condition, length)
+
+    def solve(self, f: jnp.ndarray, lower: jnp.ndarray | float = 0.0, upper: jnp.ndarray | float = 0.0
+              ) -> jnp.ndarray:
+        """The coefficients u[..., N + 1] for right-hand sides ``f[..., N + 1]`` (coefficients) and the values
+        (Dirichlet) or z-derivatives (Neumann) ``lower`` and ``upper`` at the plates z = a and z = b."""
+        n, half = self.n, 0.5 * self.length
+        lower, upper = jnp.asarray(lower), jnp.asarray(upper)
+        shape = jnp.broadcast_shapes(f.shape[:-1], self.alpha.shape, lower.shape, upper.shape)
+        lift = jnp.zeros((*shape, n), jnp.result_type(f, lower, upper))
+        if self.condition == DIRICHLET:  # u_b = (g_+ + g_-)/2 + (g_+ - g_-)/2 x
+            lift = lift.at[..., 0].set(0.5 * (upper + lower)).at[..., 1].set(0.5 * (upper - lower))
+        else:  # du_b/dx = (h_+ + h_-)/2 + (h_+ - h_-)/2 x, h in x's units; d^2 u_b/dx^2 = (h_+ - h_-)/2
+            h_up, h_low = upper * half, lower * half
+            lift = lift.at[..., 1].set(0.5 * (h_up + h_low)).at[..., 2].set(0.125 * (h_up - h_low))
+        # B d^2/dx^2 u_b is u_b's own rows k >= 2
+        rhs = apply_quasi_inverse(half**2 * f - self.alpha[..., None] * lift) + lift[..., 2:]
+        size = self.factors.upper.shape[-2]
+        hat = _merge(banded.solve(self.factors, _split(rhs, size)), n - 2)
+        u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
+        return u.at[..., 2:].add(hat * galerkin_beta(n, self.condition)) + lift

@@ -1,0 +1,79 @@
+"""The wall-normal velocity between no-slip plates, the velocity-vorticity formulation of Kim, Moin & Moser (1987):
+the pressure eliminated, w is stepped by its fourth-order equation d/dt lap w = nu lap^2 w + h_w, and the
+horizontal velocity follows from continuity and the wall-normal vorticity, so the velocity is divergence-free to
+round-off everywhere, plates included, and no-slip (w = dw/dz = 0) holds to round-off at every stage.
+
+An implicit stage's problem, per horizontal mode of k^2 = k_x^2 + k_y^2, is (alpha - lap) lap w = g with lap =
+d^2/dz^2 - k^2 and w = dw/dz = 0 at both plates. It is two Dirichlet Helmholtz solves (:mod:`simulator.walls
+.helmholtz`): (alpha + k^2 - d^2/dz^2) phi = g, then (k^2 - d^2/dz^2) w = -phi, w = 0 at the plates, whose missing
+conditions phi(a), phi(b) are found by the influence matrix (Kleiser & Schumann 1980; Canuto et al. 2007, sec.
+3.4): the particular solution, plus the two homogeneous ones of phi = 1 at one plate, combined so that dw/dz = 0 at
+both. Per mode it stores the two Helmholtz factorisations, the two homogeneous solutions (N + 1 coefficients each)
+and the 2 x 2 influence matrix: O(N).
+
+Layout: coefficients ``(..., N + 1)`` (:mod:`simulator.walls.chebyshev`), ``k2`` and ``alpha`` of the leading
+shape; the horizontal axes are the leading ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+
+from simulator.walls import chebyshev
+from simulator.walls.helmholtz import DIRICHLET, Helmholtz
+
+
+def _wall_slopes(coefficients: jnp.ndarray, length: float) -> jnp.ndarray:
+    """dw/dz at the lower and upper plates, stacked on a last axis of 2."""
+    return jnp.stack(chebyshev.boundary_values(chebyshev.derivative(coefficients, length)), -1)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class WallNormal:
+    """The factored problems (alpha - lap) lap w = g, w = dw/dz = 0 at the plates, one per mode (``k2`` and
+    ``alpha`` broadcast to the modes' shape): :meth:`build` once per time step size, :meth:`solve` per stage."""
+
+    vorticity: Helmholtz  # (alpha + k^2 - d^2/dz^2) phi = g
+    velocity: Helmholtz  # (k^2 - d^2/dz^2) w = -phi
+    homogeneous: jnp.ndarray  # (..., 2, N + 1): w of phi = 1 at the lower, then the upper plate
+    influence: jnp.ndarray  # (..., 2, 2): [plate, solution] dw/dz of the homogeneous solutions
+    length: float = field(metadata={"static": True})
+
+    @classmethod
+    def build(cls, alpha: jnp.ndarray | float, k2: jnp.ndarray | float, n: int, length: float = 2.0) -> WallNormal:
+        """Factor the problems for ``n`` coefficients (alpha > 0; k2 >= 0)."""
+        alpha, k2 = jnp.broadcast_arrays(jnp.asarray(alpha, float), jnp.asarray(k2, float))
+        vorticity = Helmholtz.build(alpha + k2, n, DIRICHLET, length)
+        velocity = Helmholtz.build(k2, n, DIRICHLET, length)
+        zero = jnp.zeros((*alpha.shape, n))
+        one = jnp.ones(alpha.shape)
+        phis = [vorticity.solve(zero, one, 0.0), vorticity.solve(zero, 0.0, one)]
+        homogeneous = jnp.stack([velocity.solve(-phi) for phi in phis], -2)
+        influence = jnp.swapaxes(_wall_slopes(homogeneous, length), -1, -2)
+        return cls(vorticity, velocity, homogeneous, influence, length)
+
+    def solve(self, g: jnp.ndarray) -> jnp.ndarray:
+        """The coefficients of w for right-hand sides ``g[..., N + 1]``."""
+        w = self.velocity.solve(-self.vorticity.solve(g))
+        weights = jnp.linalg.solve(self.influence, -_wall_slopes(w, self.length)[..., None])[..., 0]
+        return w + jnp.einsum("...s,...sk->...k", weights, self.homogeneous)
+
+
+def laplacian(w: jnp.ndarray, k2: jnp.ndarray | float, length: float = 2.0) -> jnp.ndarray:
+    """The coefficients of lap w = d^2 w/dz^2 - k^2 w (same shape as ``w``; ``k2`` of its leading shape)."""
+    return chebyshev.derivative(w, length, 2) - jnp.asarray(k2)[..., None] * w
+
+
+def horizontal_velocity(w: jnp.ndarray, zeta: jnp.ndarray, kx: jnp.ndarray, ky: jnp.ndarray,
+                        length: float = 2.0) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The coefficients of u and v of a mode (k_x, k_y) != 0 from w and the wall-normal vorticity zeta =
+    i k_x v - i k_y u: u = (i k_x dw/dz + i k_y zeta)/k^2, v = (i k_y dw/dz - i k_x zeta)/k^2, so that i k_x u +
+    i k_y v + dw/dz = 0 exactly (the mean flow, k = 0, is stepped on its own)."""
+    kx, ky = jnp.asarray(kx)[..., None], jnp.asarray(ky)[..., None]
+    slope = chebyshev.derivative(w, length)
+    k2 = kx**2 + ky**2
+    return 1j * (kx * slope + ky * zeta) / k2, 1j * (ky * slope - kx * zeta) / k2

@@ -1,0 +1,253 @@
+"""The no-slip direction's numerics (simulator/walls/), in float64 against exact answers: the Chebyshev transforms,
+derivatives, products and weights; the banded Helmholtz and wall-normal velocity solves; the IMEX scheme's order;
+a Stokes mode between plates; and the eigenvalue solvers against the published values."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.fft
+from numpy.polynomial import chebyshev as series
+
+from simulator.walls import banded, chebyshev, eigen, imex
+from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
+from simulator.walls.wall_normal import WallNormal, horizontal_velocity, laplacian
+
+RNG = np.random.default_rng(92)
+LENGTH = 3.0  # an interval other than [-1, 1]: [0, 3]
+
+
+def x_of(z):
+    return (2 * z - LENGTH) / LENGTH
+
+
+@pytest.mark.parametrize("n", [9, 16])
+def test_transforms_round_trip_and_equal_scipys_dct(n):
+    """Values -> coefficients -> values is the identity to round-off, real and complex, batched over leading axes;
+    the forward transform is scipy's DCT-I of the values from the top plate down, scaled; a random series'
+    values are numpy's."""
+    values = RNG.standard_normal((3, 2, n)) + 1j * RNG.standard_normal((3, 2, n))
+    assert np.abs(chebyshev.backward(chebyshev.forward(values)) - values).max() < 1e-14
+    real = values.real
+    ends = np.ones(n)
+    ends[[0, -1]] = 2
+    expected = scipy.fft.dct(real[..., ::-1], type=1, axis=-1) / ((n - 1) * ends)
+    assert np.abs(chebyshev.forward(real) - expected).max() < 1e-14
+    a = RNG.standard_normal(n)
+    z = chebyshev.points(n, (0.0, LENGTH))
+    assert z[0] == 0.0 and z[-1] == LENGTH and np.all(np.diff(z) > 0)
+    assert np.abs(chebyshev.backward(a) - series.chebval(x_of(z), a)).max() < 1e-13
+
+
+@pytest.mark.parametrize("n", [8, 13])
+def test_derivatives_of_polynomials_are_exact(n):
+    a = RNG.standard_normal((2, n))
+    for order in (1, 2, 3):
+        exact = series.chebder(a, order, scl=2 / LENGTH, axis=-1)
+        got = chebyshev.derivative(jnp.asarray(a), LENGTH, order)
+        assert np.abs(got[..., :n - order] - exact).max() < 1e-12 * np.abs(exact).max()
+        assert np.all(got[..., n - order:] == 0)
+
+
+def test_products_are_dealiased_exactly_and_weights_integrate():
+    """The 3/2-padded product keeps the exact product's first n coefficients; the Clenshaw-Curtis weights
+    integrate a polynomial of degree n - 1 exactly and the plates' values are the series' ends."""
+    n = 11
+    a, b = RNG.standard_normal((2, n))
+    assert chebyshev.padded_size(n) == 17
+    assert np.abs(chebyshev.product(a, b) - series.chebmul(a, b)[:n]).max() < 1e-14
+    z = chebyshev.points(n, (0.0, LENGTH))
+    integral = series.chebint(a, lbnd=-1) * LENGTH / 2
+    assert abs(chebyshev.weights(n, LENGTH) @ series.chebval(x_of(z), a) - series.chebval(1.0, integral)) < 1e-13
+    lower, upper = chebyshev.boundary_values(a)
+    assert np.allclose([lower, upper], series.chebval([-1.0, 1.0], a), rtol=0, atol=1e-14)
+
+
+def _polynomial_problem(n, alpha, condition):
+    """A random polynomial u of degree N (three of them), f = alpha u - u'', and its plates' data."""
+    u = RNG.standard_normal((3, n))
+    second = np.concatenate([series.chebder(u, 2, scl=2 / LENGTH, axis=-1), np.zeros((3, 2))], -1)
+    given = u if condition == DIRICHLET else series.chebder(u, 1, scl=2 / LENGTH, axis=-1)
+    lower, upper = series.chebval(-1.0, given.T), series.chebval(1.0, given.T)
+    return u, alpha * u - second, lower, upper
+
+
+@pytest.mark.parametrize("condition", [DIRICHLET, NEUMANN])
+@pytest.mark.parametrize("alpha", [0.0, 3.0, 1e4, 1e9])
+def test_helmholtz_is_exact_for_polynomials(condition, alpha):
+    """(alpha - d^2/dz^2) u = f with u or du/dz given at the plates: exact to round-off for a polynomial of degree
+    N, from the Stokes-like alpha = 0 (Dirichlet; Neumann takes alpha > 0) to an implicit stage's 1/(gamma dt nu).
+    Round-off here is the machine epsilon times N^2, the condition of a second derivative on N + 1 points (the
+    right-hand side of a random polynomial of degree 32 is 10^4 times the solution)."""
+    if condition == NEUMANN and alpha == 0.0:
+        alpha = 0.5
+    n = 33
+    u, f, lower, upper = _polynomial_problem(n, alpha, condition)
+    got = Helmholtz.build(np.full(3, alpha), n, condition, LENGTH).solve(jnp.asarray(f), lower, upper)
+    assert np.abs(got - u).max() < 32 * np.finfo(float).eps * n**2 * np.abs(u).max()
+
+
+@pytest.mark.parametrize("condition", [DIRICHLET, NEUMANN])
+def test_helmholtz_converges_to_a_smooth_solution(condition):
+    """u = cos(5 z) + z^2 exp(z) on [0, 3]: the grid values of the solve agree with it to round-off at N = 48."""
+    n, alpha = 49, 7.0
+    z = chebyshev.points(n, (0.0, LENGTH))
+    u = np.cos(5 * z) + z**2 * np.exp(z)
+    du = -5 * np.sin(5 * z) + (2 * z + z**2) * np.exp(z)
+    d2u = -25 * np.cos(5 * z) + (2 + 4 * z + z**2) * np.exp(z)
+    given = u if condition == DIRICHLET else du
+    solver = Helmholtz.build(alpha, n, condition, LENGTH)
+    got = chebyshev.backward(solver.solve(chebyshev.forward(jnp.asarray(alpha * u - d2u)), given[0], given[-1]))
+    assert np.abs(got - u).max() < 1e-11 * np.abs(u).max()
+
+
+def _largest_intermediate(jaxpr) -> int:
+    """The largest array any equation of ``jaxpr`` (and of the programs inside it: scans' bodies) makes."""
+    largest = 0
+    for eqn in jaxpr.eqns:
+        for var in eqn.outvars:
+            largest = max(largest, int(np.prod(getattr(var.aval, "shape", ()))))
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", None)
+            if inner is not None:
+                largest = max(largest, _largest_intermediate(getattr(inner, "jaxpr", inner)))
+    return largest
+
+
+@pytest.mark.parametrize("n", [64, 257])
+def test_the_solves_store_and_make_nothing_quadratic_in_n(n):
+    """Work and storage linear in N per mode, asserted by structure: every stored array of the Helmholtz and
+    wall-normal solvers holds O(N) numbers per mode (banded factors of four and five diagonals, two homogeneous
+    solutions), and no array that solving or factoring makes, inside its scans included, has N^2 entries per mode."""
+    modes = 6
+    alpha, k2 = np.linspace(1.0, 50.0, modes), np.linspace(0.0, 9.0, modes)
+    helmholtz = Helmholtz.build(alpha, n, DIRICHLET)
+    half = (n - 1) // 2  # rows k = 2..N of each parity
+    assert helmholtz.factors.upper.shape == (modes, 2, half, 4)
+    assert helmholtz.factors.multipliers.shape == helmholtz.factors.swapped.shape == (modes, 2, half)
+    solver = WallNormal.build(alpha, k2, n)
+    stored = sum(leaf.size for leaf in jax.tree.leaves(solver))
+    assert stored <= 30 * n * modes
+    f = jnp.ones((modes, n), complex)
+    for program, argument in ((solver.solve, f), (lambda a: WallNormal.build(a, k2, n), jnp.asarray(alpha))):
+        assert _largest_intermediate(jax.make_jaxpr(program)(argument).jaxpr) <= 8 * n * modes
+
+
+def test_banded_solve_with_pivoting_matches_a_dense_solve():
+    """One sub-diagonal, two super-diagonals, random (rows where the sub-diagonal is the larger need the
+    interchange): the same solution as numpy's dense solve, complex right-hand sides, a batch of matrices."""
+    batch, n = 4, 30
+    bands = RNG.standard_normal((batch, n, 4))
+    dense = np.zeros((batch, n, n))
+    for i in range(n):
+        for d in range(4):
+            if 0 <= i - 1 + d < n:
+                dense[:, i, i - 1 + d] = bands[:, i, d]
+    rhs = RNG.standard_normal((batch, n)) + 1j * RNG.standard_normal((batch, n))
+    got = banded.solve(banded.factor(jnp.asarray(bands)), jnp.asarray(rhs))
+    assert np.abs(got - np.linalg.solve(dense, rhs[..., None])[..., 0]).max() < 1e-11
+
+
+def test_imex_rk222_decays_a_heat_mode_at_second_order():
+    """u_t = u_zz - lam u between plates held at 0 (u_zz implicit, -lam u explicit): the mode cos(pi z/2) on
+    [-1, 1] decays as exp(-((pi/2)^2 + lam) t); the error at t = 1 falls as dt^2 (measured rate within 0.1 of 2)."""
+    n, lam = 24, 1.0
+    z = chebyshev.points(n)
+    start = chebyshev.forward(jnp.cos(np.pi * z / 2))
+    exact = np.exp(-((np.pi / 2) ** 2 + lam)) * start
+    errors = []
+    for steps in (160, 320, 640):
+        dt = 1.0 / steps
+        solver = Helmholtz.build(1 / (imex.GAMMA * dt), n)
+        step = imex.rk222(lambda u: u, lambda u, t: -lam * u, lambda r, s=solver, dt=dt: s.solve(r / (imex.GAMMA * dt)),
+                          dt)
+        u = jax.lax.fori_loop(0, steps, lambda i, u: step(u, i * dt), start)
+        errors.append(np.abs(u - exact).max())
+    rates = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(np.abs(rates - imex.ORDER) < 0.1), rates
+
+
+def test_a_stokes_mode_between_no_slip_plates():
+    """The least damped Stokes mode of k_x = 1 between plates at z = -1, 1 (nu = 1/100), stepped by the wall-normal
+    velocity's influence-matrix solve under IMEX RK222: at every step w and dw/dz vanish at the plates, the
+    horizontal velocity u vanishes there and i k_x u + dw/dz = 0 everywhere, to round-off; it decays at the rate
+    of the independent Orr-Sommerfeld solve (U = 0) to the scheme's dt^2."""
+    kx, nu, n, dt, steps = 1.0, 0.01, 33, 2e-3, 250
+    c, _, phi = eigen.orr_sommerfeld(1 / nu, kx, "rest", n - 1)
+    start = chebyshev.forward(jnp.asarray(-1j * kx * phi[0]))  # w = -d psi/dx
+    solver = WallNormal.build(1 / (imex.GAMMA * dt * nu), kx**2, n)
+    step = imex.rk222(lambda w: laplacian(w, kx**2), lambda w, t: jnp.zeros_like(w),
+                      lambda r: solver.solve(r / (imex.GAMMA * dt * nu)), dt)
+
+    def advance(i, carry):
+        w, worst = carry
+        w = step(w, i * dt)
+        u, _ = horizontal_velocity(w, jnp.zeros_like(w), kx, 0.0)
+        slope = chebyshev.derivative(w)
+        residuals = [*chebyshev.boundary_values(w), *chebyshev.boundary_values(slope),
+                     *chebyshev.boundary_values(u), 1j * kx * u + slope]
+        return w, jnp.maximum(worst, jnp.stack([jnp.abs(r).max() for r in residuals]).max())
+
+    w, worst = jax.lax.fori_loop(0, steps, advance, (start, 0.0))
+    scale = np.abs(start).max()
+    assert worst < 1e-14 * scale
+    rate = np.log(np.linalg.norm(w) / np.linalg.norm(start)) / (steps * dt)
+    assert abs(rate / (kx * c[0].imag) - 1) < 1e-5
+
+
+def test_rayleigh_benard_onset():
+    """No-slip plates: Ra_c = 1707.762 at k_c = 3.1163 (Chandrasekhar 1961, table III; Reid & Harris 1958);
+    free-slip: 27 pi^4 / 4 at pi / sqrt(2), exactly."""
+    ra, k = eigen.rayleigh_benard_onset(eigen.NO_SLIP)
+    assert abs(ra - 1707.762) < 1e-3 and abs(k - 3.1163) < 1e-4
+    ra, k = eigen.rayleigh_benard_onset(eigen.FREE_SLIP)
+    assert abs(ra / (27 * np.pi**4 / 4) - 1) < 1e-9 and abs(k / (np.pi / np.sqrt(2)) - 1) < 1e-4
+
+
+def test_orr_sommerfeld_tollmien_schlichting_wave():
+    """Plane Poiseuille flow at Re = 10^4, alpha = 1: c = 0.23752649 + 0.00373967 i (Orszag 1971) to its 8 digits;
+    the mode's stream function is clamped at the plates and scaled to max |phi| = 1."""
+    c, y, phi = eigen.tollmien_schlichting(1e4, 1.0)
+    assert abs(c.real - 0.23752649) < 5e-9 and abs(c.imag - 0.00373967) < 5e-9
+    assert y[0] == -1.0 and y[-1] == 1.0 and phi[0] == phi[-1] == 0
+    assert np.abs(phi).max() == pytest.approx(1.0) and np.abs(phi.imag[np.argmax(np.abs(phi))]) < 1e-14
+
+
+
+@pytest.mark.parametrize("walls", [eigen.NO_SLIP, eigen.FREE_SLIP])
+def test_rayleigh_benard_growth_changes_sign_at_onset(walls):
+    """The time-dependent problem's growth rate (free-fall units, Pr = 1) changes sign between 1 -/+ 10^-4 of the
+    marginal problem's Ra(k) at the critical wavenumber, a second formulation agreeing with the first; the mode
+    vanishes at the plates. Free-slip at Ra = 10^4, Pr = 0.7, k = 2.5: the largest root of (sigma + nu q^2)(sigma +
+    kappa q^2) q^2 = k^2, q^2 = k^2 + pi^2 (the sine mode), to 1e-9."""
+    k = 3.1163 if walls == eigen.NO_SLIP else np.pi / np.sqrt(2)
+    ra = eigen.rayleigh_number(k, walls)
+    below, _, _, _ = eigen.rayleigh_benard_growth(ra * (1 - 1e-4), 1.0, k, walls)
+    above, z, w, b = eigen.rayleigh_benard_growth(ra * (1 + 1e-4), 1.0, k, walls)
+    assert below < 0 < above
+    assert z[0] == 0.0 and z[-1] == 1.0 and w[0] == w[-1] == b[0] == b[-1] == 0 and np.abs(w).max() == 1.0
+    if walls == eigen.FREE_SLIP:
+        ra, pr, k = 1e4, 0.7, 2.5
+        nu, kappa, q2 = (ra / pr) ** -0.5, (ra * pr) ** -0.5, k**2 + np.pi**2
+        s, c = (nu + kappa) * q2, nu * kappa * q2**2 - k**2 / q2
+        exact = 0.5 * (-s + np.sqrt(s**2 - 4 * c))
+        assert abs(eigen.rayleigh_benard_growth(ra, pr, k, walls)[0] - exact) < 1e-9
+
+
+def test_modes_split_over_devices_solve_as_on_one():
+    """The horizontal modes split over 4 devices, each holding its modes' wall-normal direction whole: a
+    transform, a wall-normal solve and a derivative give one device's answer (to 1e-12) and stay split by mode."""
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("modes",))
+    split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("modes"))
+    modes, n = 8, 33
+    values = RNG.standard_normal((modes, n)) + 1j * RNG.standard_normal((modes, n))
+    alpha, k2 = np.linspace(10.0, 80.0, modes), np.linspace(0.5, 4.0, modes)
+
+    def program(values, alpha, k2):
+        w = WallNormal.build(alpha, k2, n).solve(chebyshev.forward(values))
+        return chebyshev.backward(chebyshev.derivative(w))
+
+    one = program(values, alpha, k2)
+    spread = jax.jit(program)(*(jax.device_put(x, split) for x in (values, alpha, k2)))
+    assert np.abs(spread - one).max() < 1e-12 * np.abs(one).max()
+    assert spread.sharding.is_equivalent_to(split, 2)
