@@ -22,3 +22,48 @@ def test_set_then_unset_of_a_key_the_file_lacks_applies_in_order(capfd):
     code, out, err = command(capfd, "validate", SHEAR, "--set", "physics.friction=0.1", "--unset", "physics.friction",
                              "--set", "physics.friction=0.2")
     assert code == 0 and yaml.safe_load(out)["physics"]["friction"] == 0.2, err
+
+
+def test_a_process_count_the_run_cannot_honour_is_refused_before_anything_is_written(capfd, tmp_path):
+    """``runtime.num_processes=8`` (or a ``process_id``) in a run that starts as one process, or in an srun step of
+    another count, is one line naming the key (exit 2) and no directory, where the run went ahead as one process."""
+    out = tmp_path / "x"
+    code, _, err = command(capfd, "run", str(ROOT / "configs" / "forced_2d.yaml"), "--set", "runtime.num_processes=8",
+                           "--set", "time.t_end=0.5", "--out", str(out))
+    assert code == 2 and err.startswith("error: runtime.num_processes = 8 cannot be honoured: this process starts "
+                                        "alone"), err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    code, _, err = command(capfd, "run", SHEAR, "--set", "runtime.process_id=3", "--out", str(out))
+    assert code == 2 and err.startswith("error: runtime.process_id = 3 cannot be honoured"), err
+    assert not out.exists()
+
+
+def test_process_keys_are_checked_against_the_processes_started():
+    """The count and index a config gives agree with the srun step or the launcher that started the process; what
+    agrees is honoured."""
+    import pytest
+
+    from simulator import config as config_mod
+    from simulator.errors import ConfigError
+    from simulator.launch import Position, position
+
+    step = {"SLURM_STEP_NODELIST": "n[1-2]", "SLURM_NTASKS": "2", "SLURM_PROCID": "1"}
+    launched = {"SIMULATOR_COORDINATOR": "h:1", "SIMULATOR_NUM_PROCESSES": "2", "SIMULATOR_PROCESS_ID": "1"}
+
+    def runtime(*given: str):
+        return config_mod.load(None, list(given)).runtime
+
+    assert position(runtime("runtime.num_processes=2", "runtime.process_id=1"), step) == Position("slurm", 1, 2)
+    assert position(runtime("runtime.num_processes=1"), {}) == Position("single", 0, 1)
+    assert position(runtime("runtime.num_processes=2"), launched) == Position("explicit", 1, 2)
+    refused = [(runtime("runtime.num_processes=4"), step, "runtime.num_processes = 4 cannot be honoured: this "
+                "process is task 1 of an srun step of 2 tasks; give 2 or leave it unset"),
+               (runtime("runtime.process_id=0"), step, "runtime.process_id = 0 cannot be honoured"),
+               (runtime("runtime.num_processes=4"), launched, "runtime.num_processes = 4 cannot be honoured: "
+                "simulator launch started 2 process(es)"),
+               (runtime("runtime.process_id=2"), launched, "runtime.process_id = 2 is out of range; give 0 to 1: "
+                "simulator launch started 2 process(es)")]
+    for given, env, said in refused:
+        with pytest.raises(ConfigError) as err:
+            position(given, env)
+        assert str(err.value).startswith(said), err.value

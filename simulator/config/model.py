@@ -88,8 +88,13 @@ class RuntimeConfig:
     coordinator: str | None = setting(
         None, "host:port of process 0 for an explicit multi-process run (simulator launch sets it); "
         "null = discover from Slurm, or run as one process")
-    num_processes: int | None = setting(None, "process count of an explicit multi-process run", min=1)
-    process_id: int | None = setting(None, "this process's index in an explicit multi-process run", min=0)
+    num_processes: int | None = setting(
+        None, "process count of an explicit multi-process run; elsewhere it must say the processes this one was "
+        "started among (1 alone, the srun step's tasks, simulator launch's -n), else the run is refused before it "
+        "starts", min=1)
+    process_id: int | None = setting(
+        None, "this process's index in an explicit multi-process run; elsewhere it must say the index this process "
+        "was started with (0 alone, SLURM_PROCID in an srun step), else the run is refused before it starts", min=0)
     max_wall: float | None = setting(
         None, "wall-clock seconds this process may run: it checkpoints and exits 75 before that (for "
         "clusters that send no signal before the time limit); null = no limit", gt=0.0)

@@ -135,13 +135,13 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: 
         raise ConfigError("--allow-physics-change", True, "add --restart [PATH]: it lets a restart take new physical "
                           "values (--resume refuses them even with it)", "needs --restart")
     out = rundir.output_dir(cfg, None if out is None else str(out))
+    index = position(cfg.runtime).index  # runtime.num_processes and process_id it cannot honour: refused first
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
     # every process, before JAX starts (the segment's module imports it): a refused run changes nothing
     plan = preflight.check(cfg, out, allow_physics_change=allow_physics_change, **options)
     from simulator.run.segment import Segment
 
     seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
-    index = position(cfg.runtime).index
     done = seg.prepare(plan, resume=resume)
     setup_logging(index)
     if done:

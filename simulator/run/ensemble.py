@@ -110,9 +110,9 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
                        note=f"ensemble member {i} of {len(cfgs)}: one batched program for {names}")
                for i, (cfg, out) in enumerate(zip(cfgs, dirs, strict=True))]
     options = {"overwrite": overwrite, "resume": resume}
+    index = position(cfgs[0].runtime).index  # runtime.num_processes and process_id it cannot honour: refused first
     # every process plans every member's directory before JAX starts: a refusal changes nothing
     done = [m.prepare(preflight.check(m.cfg, m.out, **options), resume=resume) for m in members]
-    index = position(cfgs[0].runtime).index
     setup_logging(index)
     for why in filter(None, done):
         get_logger().info("%s", why)
