@@ -67,3 +67,30 @@ def test_process_keys_are_checked_against_the_processes_started():
         with pytest.raises(ConfigError) as err:
             position(given, env)
         assert str(err.value).startswith(said), err.value
+
+
+#: the double shear layer made small: 16^2 in float32, six fixed steps in three chunks
+SMALL_SHEAR = ["--set", "grid.shape=[16,16]", "--set", "precision=float32", "--set", "time.cfl=null", "--set",
+               "time.t_end=0.06", "--set", "output.chunk=2", "--unset", "output.snapshots", "--cpu-devices", "1"]
+
+
+def test_max_wall_counts_the_start_up_and_the_run_stops_with_a_checkpoint(tmp_path):
+    """``runtime.max_wall`` counts from the process's start: a run whose start-up (here made 6 s long, as a large
+    program compiling or a large checkpoint read makes it) takes its whole max_wall stops after its first chunk with
+    a checkpoint, exit 75, and its log says what the start-up took; the clock began at the first step, so the run
+    went on to its end (on a cluster, killed at the time limit without its last checkpoint)."""
+    import subprocess
+    import sys
+
+    delayed = ("import sys, time; import simulator.run.command as command; start = command.start; "
+               "command.start = lambda cfg: (time.sleep(6), start(cfg))[1]; from simulator.entry import main; "
+               "sys.argv[0] = 'simulator'; main()")
+    r = subprocess.run([sys.executable, "-c", delayed, "run", SHEAR, *SMALL_SHEAR, "--set", "runtime.max_wall=6",
+                        "--out", "x"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 75, r.stderr[-3000:]
+    log = (tmp_path / "x" / "run.log").read_text()
+    said = [line for line in log.splitlines() if "runtime.max_wall = 6 s counted from the process's start" in line]
+    assert len(said) == 1 and "past the limit: the run stops after its first chunk, with a checkpoint" in said[0], log
+    assert float(said[0].split("the start-up took ")[1].split(" s")[0]) >= 6.0  # the sleep is in it
+    assert "stopped by runtime.max_wall = 6 s at step 2, t = 0.02 after writing a checkpoint" in log, log
+    assert (tmp_path / "x" / "checkpoints" / "c00000002.json").exists()

@@ -96,8 +96,10 @@ class RuntimeConfig:
         None, "this process's index in an explicit multi-process run; elsewhere it must say the index this process "
         "was started with (0 alone, SLURM_PROCID in an srun step), else the run is refused before it starts", min=0)
     max_wall: float | None = setting(
-        None, "wall-clock seconds this process may run: it checkpoints and exits 75 before that (for "
-        "clusters that send no signal before the time limit); null = no limit", gt=0.0)
+        None, "wall-clock seconds this process may run, counted from the start of the simulator command (its "
+        "start-up of imports, JAX's start, compiling and a checkpoint's read included; the run log says what it "
+        "took): it checkpoints and exits 75 before that, after its first chunk at the earliest (for clusters that "
+        "send no signal before the time limit); null = no limit", gt=0.0)
     compilation_cache: str | bool = setting(
         "auto", "where compiled programs are kept for later launches to load instead of compiling: a directory, "
         "off (false), or auto (true) = $SIMULATOR_COMPILATION_CACHE, else ~/.cache/simulator/xla (under "
