@@ -127,6 +127,23 @@ def gpu_visible() -> bool:
     return bool(plugins) and shown != [] and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
 
 
+def missing_gpu(cfg: Config, env: Mapping[str, str] | None = None) -> str | None:
+    """A GPU asked for and not found, in one line (None when GPUs run, or none was asked for): Slurm's or CUDA's
+    variables give this process a GPU (:func:`simulator.gpu_binding.gpu_binding`), the config does not keep the run
+    on the CPU (``runtime.cpu_devices``), and JAX has started on the CPU, from a CPU-only jaxlib or a GPU plug-in
+    that found no GPU. Said by ``simulator info`` and in the run's log as a warning: on a cluster, hours of a GPU
+    allocation would otherwise run on a CPU core without a word. Needs JAX started (:func:`setup`)."""
+    binding = gpu_binding(env)
+    if binding.device_ids is None or cfg.runtime.cpu_devices is not None or jax.default_backend() != "cpu":
+        return None
+    plugins = sorted(e.name for e in metadata.entry_points(group="jax_plugins"))
+    why = (f"JAX's GPU plug-in ({', '.join(plugins)}) found no GPU it can use" if plugins else
+           f"jaxlib {versions()['jaxlib']} has no GPU plug-in (install JAX for the GPU, e.g. pip install "
+           "'jax[cuda12]')")
+    return (f"{binding.where}: a GPU is asked for and none was found: {why}; this process runs on "
+            f"{jax.local_device_count()} CPU device(s)")
+
+
 def is_distributed() -> bool:
     """True once jax.distributed has been initialized in this process."""
     from jax._src import distributed  # no public API exposes this

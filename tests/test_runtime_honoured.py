@@ -2,8 +2,14 @@
 overrides applied in the order given, ``runtime.max_wall`` counted from the process's start, every ``runtime.*``
 key honoured or refused in one line, a GPU asked for and not found said in the run and in ``simulator info``."""
 
+import os
+import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
 
+import jax
+import pytest
 import yaml
 
 from support import command
@@ -41,7 +47,6 @@ def test_a_process_count_the_run_cannot_honour_is_refused_before_anything_is_wri
 def test_process_keys_are_checked_against_the_processes_started():
     """The count and index a config gives agree with the srun step or the launcher that started the process; what
     agrees is honoured."""
-    import pytest
 
     from simulator import config as config_mod
     from simulator.errors import ConfigError
@@ -79,8 +84,6 @@ def test_max_wall_counts_the_start_up_and_the_run_stops_with_a_checkpoint(tmp_pa
     program compiling or a large checkpoint read makes it) takes its whole max_wall stops after its first chunk with
     a checkpoint, exit 75, and its log says what the start-up took; the clock began at the first step, so the run
     went on to its end (on a cluster, killed at the time limit without its last checkpoint)."""
-    import subprocess
-    import sys
 
     delayed = ("import sys, time; import simulator.run.command as command; start = command.start; "
                "command.start = lambda cfg: (time.sleep(6), start(cfg))[1]; from simulator.entry import main; "
@@ -94,3 +97,52 @@ def test_max_wall_counts_the_start_up_and_the_run_stops_with_a_checkpoint(tmp_pa
     assert float(said[0].split("the start-up took ")[1].split(" s")[0]) >= 6.0  # the sleep is in it
     assert "stopped by runtime.max_wall = 6 s at step 2, t = 0.02 after writing a checkpoint" in log, log
     assert (tmp_path / "x" / "checkpoints" / "c00000002.json").exists()
+
+
+def _cpu_only_jaxlib() -> bool:
+
+    return not list(metadata.entry_points(group="jax_plugins"))
+
+
+#: what a Slurm step of one task given GPU 3 sets (the variables `simulator info` reads)
+GPU_STEP = {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "1", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
+            "SLURM_TASKS_PER_NODE": "1", "SLURM_STEP_NODELIST": "vm", "CUDA_VISIBLE_DEVICES": "3"}
+MISSING = ("CUDA_VISIBLE_DEVICES=3; process 0 of 1 on this node: a GPU is asked for and none was found: jaxlib "
+           "{jaxlib} has no GPU plug-in (install JAX for the GPU, e.g. pip install 'jax[cuda12]'); this process runs "
+           "on {n} CPU device(s)")
+
+
+def test_info_says_a_gpu_asked_for_and_not_found(tmp_path):
+    """A Slurm step given a GPU (CUDA_VISIBLE_DEVICES=3) on a CPU-only jaxlib: `simulator info` warns, and its binding
+    line says no GPU was found, where it said "it sees one GPU and drives it" beside "1 cpu"."""
+
+
+    if not _cpu_only_jaxlib():
+        pytest.skip("a GPU plug-in for JAX is installed here: it may find the GPU")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SIMULATOR_"))}, **GPU_STEP}
+    r = subprocess.run([sys.executable, "-m", "simulator", "info", "--set", "grid.shape=8"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = MISSING.format(jaxlib=metadata.version("jaxlib"), n=1)
+    assert f"GPU binding: {said}" in r.stdout and "drives it" not in r.stdout, r.stdout
+    assert f"warning: {said}" in r.stderr.splitlines(), r.stderr
+
+
+def test_a_run_asked_for_a_gpu_on_a_cpu_only_jaxlib_warns_in_its_log(capfd, tmp_path, monkeypatch):
+    """The run itself says it in its log and on the console (a WARNING beside the devices line); a run kept to the
+    CPU by runtime.cpu_devices asked for no GPU, and says nothing of one."""
+
+    if not _cpu_only_jaxlib():
+        pytest.skip("a GPU plug-in for JAX is installed here: it may find the GPU")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    small = [a for a in SMALL_SHEAR if a not in ("--cpu-devices", "1")]
+    code, _, err = command(capfd, "run", SHEAR, *small, "--set", "fft.backend=single", "--out", str(tmp_path / "x"))
+    assert code == 0, err
+    said = MISSING.format(jaxlib=metadata.version("jaxlib"), n=jax.local_device_count())
+    log = (tmp_path / "x" / "run.log").read_text()
+    assert [line for line in log.splitlines() if line.endswith(f"WARNING {said}")], log
+    assert said in err
+    from simulator import config as config_mod, runtime
+
+    kept = config_mod.load(SHEAR, [f"runtime.cpu_devices={jax.device_count()}"])
+    assert runtime.missing_gpu(kept) is None  # a run kept to the CPU asked for none
