@@ -146,3 +146,21 @@ def test_a_run_asked_for_a_gpu_on_a_cpu_only_jaxlib_warns_in_its_log(capfd, tmp_
 
     kept = config_mod.load(SHEAR, [f"runtime.cpu_devices={jax.device_count()}"])
     assert runtime.missing_gpu(kept) is None  # a run kept to the CPU asked for none
+
+
+def test_a_gpu_platform_asked_for_where_jax_has_none_is_one_line(tmp_path):
+    """JAX_PLATFORMS=cuda on a CPU-only jaxlib: one line naming the variable and the way to the CPU (exit 2), where
+    JAX failed in an assertion's traceback; with runtime.cpu_devices the run is kept to the CPU, as the line says."""
+    if not _cpu_only_jaxlib():
+        pytest.skip("a GPU plug-in for JAX is installed here: it may find the GPU")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SIMULATOR_", "CUDA_"))},
+           "JAX_PLATFORMS": "cuda"}
+    info = [sys.executable, "-m", "simulator", "info", "--set", "grid.shape=8"]
+    r = subprocess.run(info, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: JAX_PLATFORMS=cuda asks for a GPU and jaxlib {metadata.version('jaxlib')} has no GPU plug-in (install "
+        "JAX for the GPU, e.g. pip install 'jax[cuda12]'); to run on the CPU instead, set JAX_PLATFORMS=cpu or "
+        "runtime.cpu_devices"], r.stderr
+    r = subprocess.run([*info, "--cpu-devices", "1"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "global devices:        1 cpu" in r.stdout and "warning" not in r.stderr, r.stderr
