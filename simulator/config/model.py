@@ -75,7 +75,9 @@ class FFTConfig:
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    """Processes and devices. Under Slurm these are discovered from the environment."""
+    """Processes and devices. Under Slurm these are discovered from the environment. Every key is honoured or said:
+    one the run cannot honour (a process count it was not started with, a device count or thread count asked after
+    JAX started) is refused in one line before the run starts, a cache directory that cannot be written is said."""
 
     cpu_devices: int | None = setting(
         None, "run on this many virtual CPU devices (a laptop stand-in for GPUs); null = JAX's default "
