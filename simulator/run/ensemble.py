@@ -339,9 +339,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
             if m.running:
                 m.interrupted_before_first_step(flag)
         return
-    for m in active:  # each member's log says the start-up and the time left
-        wall_start = wall_clock(m)
-    last_chunk_s = 0.0
+    wall_start, last_chunk_s = min(wall_clock(m) for m in active), 0.0  # each member's log says the start-up
     full: list[set[str]] = [set() for _ in active]  # per member, the settings whose slots filled up (warned once)
     while any(m.running for m in active):
         chunk_start = time.monotonic()

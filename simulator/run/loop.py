@@ -141,7 +141,7 @@ def wall_clock(seg: Segment) -> float:
     limit, startup = seg.cfg.runtime.max_wall, time.monotonic() - seg.started
     if limit:
         left = limit - startup
-        seg.log.info("runtime.max_wall = %g s counted from the process's start: the start-up took %.1f s, %s", limit,
+        seg.log.info("runtime.max_wall = %g s counts from the start: the start-up took %.1f s, %s", limit,
                      startup, f"{left:.1f} s left for the steps" if left > 0 else
                      "past the limit: the run stops after its first chunk, with a checkpoint")
     return seg.started
