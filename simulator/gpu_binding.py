@@ -15,10 +15,12 @@ from simulator.launch import ENV_NUM_PROCESSES, ENV_PROCESS_ID
 @dataclass(frozen=True)
 class GpuBinding:
     """Which GPUs this process drives (``device_ids``: ordinals as this process sees them; None: let JAX
-    take every device it sees, the case of CPU runs) and why."""
+    take every device it sees, the case of CPU runs) and why; ``where``: the variable that asks for them and this
+    process's place on its node ("" where none asks)."""
 
     device_ids: list[int] | None
     reason: str
+    where: str = ""
 
 
 #: what CUDA_VISIBLE_DEVICES holds in a Slurm step without GPUs
@@ -108,11 +110,11 @@ def gpu_binding(env: Mapping[str, str] | None = None) -> GpuBinding:
     if not ordinals:
         return GpuBinding(None, f"{where}: no GPU visible")
     if len(ordinals) == 1:
-        return GpuBinding(ordinals, f"{where}: it sees one GPU and drives it (ordinal {ordinals[0]})")
+        return GpuBinding(ordinals, f"{where}: it sees one GPU and drives it (ordinal {ordinals[0]})", where)
     if len(ordinals) % tasks:
         raise RuntimeSetupError(f"{where}: {len(ordinals)} visible GPUs do not divide among {tasks} processes; "
                                 "give each task one GPU (--gpus-per-task=1) or each node one task")
     share = len(ordinals) // tasks
     mine = ordinals[rank * share:(rank + 1) * share]
     return GpuBinding(mine, f"{where}: {len(ordinals)} visible GPUs shared by {tasks} process(es), this one "
-                            f"drives ordinal(s) {', '.join(map(str, mine))}")
+                            f"drives ordinal(s) {', '.join(map(str, mine))}", where)

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from simulator.errors import ConfigError
 from simulator.threads import shared
 
 #: environment through which the launcher tells each process its place (JAX-free here, so that a command can
@@ -208,12 +209,37 @@ def position(runtime: Any, env: Mapping[str, str] | None = None) -> Position:
     """This process's :class:`Position` from ``runtime`` (a config's ``runtime`` section: ``coordinator``,
     ``process_id``, ``num_processes``, which win over the launcher's :data:`ENV_PROCESS_ID` and
     :data:`ENV_NUM_PROCESSES`) and the environment: what :func:`simulator.runtime.initialize_processes` starts JAX
-    with, and what a run's directory is prepared by (process 0 alone) before it does."""
+    with, and what a run's directory is prepared by (process 0 alone) before it does.
+
+    A ``num_processes`` or ``process_id`` the run cannot honour is a ConfigError naming the key, before JAX starts:
+    one given where no coordinator is (no ``runtime.coordinator``, not started by ``simulator launch``) that says
+    other than the one process or the ``srun`` step this process is, or other than the processes ``simulator
+    launch`` started. Otherwise a run of 8 processes asked for went ahead as one process, saying nothing."""
     env = os.environ if env is None else env
+    given_count, given_index = runtime.num_processes, runtime.process_id
     if runtime.coordinator is not None or env.get(ENV_COORDINATOR):
-        index = runtime.process_id if runtime.process_id is not None else int(env.get(ENV_PROCESS_ID, "0") or 0)
-        count = runtime.num_processes if runtime.num_processes is not None else int(env.get(ENV_NUM_PROCESSES, "1")
-                                                                                    or 1)
+        index = given_index if given_index is not None else int(env.get(ENV_PROCESS_ID, "0") or 0)
+        count = given_count if given_count is not None else int(env.get(ENV_NUM_PROCESSES, "1") or 1)
+        started = env.get(ENV_NUM_PROCESSES, "") if runtime.coordinator is None else ""  # the launcher's processes
+        if given_count is not None and started and given_count != int(started):
+            raise ConfigError("runtime.num_processes", given_count, f"give {started} or leave it unset",
+                              f"cannot be honoured: simulator launch started {started} process(es)")
+        if index >= count:  # the config checks its own pair; here an index against the launcher's count
+            raise ConfigError("runtime.process_id", index, f"give 0 to {count - 1}: simulator launch started {count} "
+                              "process(es)", "is out of range")
         return Position("explicit", index, count)
     tasks = srun_tasks(env)
-    return Position("slurm", int(env.get("SLURM_PROCID", "0") or 0), tasks) if tasks > 1 else Position("single", 0, 1)
+    found = (Position("slurm", int(env.get("SLURM_PROCID", "0") or 0), tasks) if tasks > 1
+             else Position("single", 0, 1))
+    where = (f"this process is task {found.index} of an srun step of {tasks} tasks" if found.mode == "slurm" else
+             "this process starts alone (no runtime.coordinator, not under simulator launch or a multi-task srun "
+             "step)")
+    more = ("; to run several processes give runtime.coordinator=HOST:PORT and each its runtime.process_id, or start "
+            "them with simulator launch -n N or srun -n N")
+    if given_count is not None and given_count != found.count:
+        raise ConfigError("runtime.num_processes", given_count, f"give {found.count} or leave it unset{more}",
+                          f"cannot be honoured: {where}")
+    if given_index is not None and given_index != found.index:
+        raise ConfigError("runtime.process_id", given_index, f"give {found.index} or leave it unset{more}",
+                          f"cannot be honoured: {where}")
+    return found

@@ -127,6 +127,52 @@ def gpu_visible() -> bool:
     return bool(plugins) and shown != [] and bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd"))
 
 
+#: the names of GPU platforms in JAX_PLATFORMS
+GPU_PLATFORMS = ("cuda", "rocm", "gpu")
+
+
+def _gpu_platforms(env: Mapping[str, str]) -> list[str]:
+    return [p for p in (p.strip() for p in env.get("JAX_PLATFORMS", "").split(",")) if p in GPU_PLATFORMS]
+
+
+def _no_gpu_why() -> str:
+    """Why JAX has no GPU: its GPU plug-in found none, or there is no plug-in."""
+    plugins = sorted(e.name for e in metadata.entry_points(group="jax_plugins"))
+    return (f"JAX's GPU plug-in ({', '.join(plugins)}) found no GPU it can use" if plugins else
+            f"jaxlib {versions()['jaxlib']} has no GPU plug-in (install JAX for the GPU, e.g. pip install "
+            "'jax[cuda12]')")
+
+
+def check_platforms(cfg: Config, env: Mapping[str, str] | None = None) -> None:
+    """RuntimeSetupError (one line, exit 2) before JAX starts where JAX_PLATFORMS asks for a GPU platform alone
+    (``cuda``, not ``cuda,cpu``) and no GPU plug-in for JAX is installed: JAX failed in an assertion's traceback.
+    The way to the CPU is named: JAX_PLATFORMS=cpu, or ``runtime.cpu_devices`` (which keeps the run on the CPU)."""
+    env = os.environ if env is None else env
+    asked = env.get("JAX_PLATFORMS", "")
+    if cfg.runtime.cpu_devices is not None or not _gpu_platforms(env) or "cpu" in asked.split(","):
+        return
+    if not list(metadata.entry_points(group="jax_plugins")):
+        raise RuntimeSetupError(f"JAX_PLATFORMS={asked} asks for a GPU and {_no_gpu_why()}; to run on the CPU "
+                                "instead, set JAX_PLATFORMS=cpu or runtime.cpu_devices")
+
+
+def missing_gpu(cfg: Config, env: Mapping[str, str] | None = None) -> str | None:
+    """A GPU asked for and not found, in one line (None when GPUs run, or none was asked for): Slurm's or CUDA's
+    variables give this process a GPU (:func:`simulator.gpu_binding.gpu_binding`) or JAX_PLATFORMS names a GPU
+    platform beside the CPU, the config does not keep the run on the CPU (``runtime.cpu_devices``), and JAX has
+    started on the CPU, from a CPU-only jaxlib or a GPU plug-in that found no GPU. Said by ``simulator info`` and
+    in the run's log as a warning: on a cluster, hours of a GPU allocation would otherwise run on a CPU core
+    without a word. Needs JAX started (:func:`setup`)."""
+    env = os.environ if env is None else env
+    binding = gpu_binding(env)
+    asked = binding.where if binding.device_ids is not None else (
+        f"JAX_PLATFORMS={env['JAX_PLATFORMS']}" if _gpu_platforms(env) else "")
+    if not asked or cfg.runtime.cpu_devices is not None or jax.default_backend() != "cpu":
+        return None
+    return (f"{asked}: a GPU is asked for and none was found: {_no_gpu_why()}; this process runs on "
+            f"{jax.local_device_count()} CPU device(s)")
+
+
 def is_distributed() -> bool:
     """True once jax.distributed has been initialized in this process."""
     from jax._src import distributed  # no public API exposes this
@@ -209,9 +255,10 @@ def check_coordinator(address: str, source: str) -> None:
 def setup(cfg: Config, env: Mapping[str, str] | None = None, count: Callable[[], object] | None = None) -> str:
     """Configure devices and precision, then processes; returns the process mode. Calling it again in
     the same process (a script building several simulations) keeps the processes already started.
-    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts
-    (``count``: :func:`enable_cache`'s)."""
+    A Slurm or launcher environment that cannot be right is refused (ConfigError) before JAX starts, and so is a
+    GPU platform asked for where JAX has none (:func:`check_platforms`; ``count``: :func:`enable_cache`'s)."""
     gpu_binding(env)
+    check_platforms(cfg, env)
     configure_devices(cfg.runtime.cpu_devices, cfg.precision, cfg.runtime.threads)
     enable_cache(cfg.runtime.compilation_cache, count)
     return initialize_processes(cfg, env)

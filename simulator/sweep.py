@@ -179,9 +179,11 @@ def unfinished(directory: Path, manifest: Mapping[str, Any]) -> list[int]:
     return [p["index"] for p in manifest["points"] if point_state(directory, p["name"]) != "finished"]
 
 
-def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
+def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = (),
+              started: float | None = None) -> int:
     """Run point ``index`` here (what each array task does), its config read as stored (as :func:`prepare` reads it)
-    with ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``); its resume hint is this command again."""
+    with ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``); its resume hint is this command again.
+    ``started``: when the command started (:func:`simulator.run.command.run_config`'s)."""
     from simulator.planning import admit
     from simulator.run.command import resubmit_sweep, resume_hint, run_config
 
@@ -192,7 +194,7 @@ def run_point(directory: Path, index: int, overrides: Sequence[str] = (), flags:
     point = points[index]
     cfg = config_mod.load(str(directory / point["config"]), overrides, stored=True)
     hint = resume_hint(["sweep", str(directory), "--point", str(index), *flags], resubmit_sweep(manifest, directory))
-    return run_config(cfg, directory / point["name"], admit=admit, resume=True, hint=hint)
+    return run_config(cfg, directory / point["name"], admit=admit, resume=True, hint=hint, started=started)
 
 
 # ---- ensemble sweeps: the groups of a sweep directory ----------------------------------------------------
@@ -228,11 +230,13 @@ def unfinished_groups(directory: Path, manifest: Mapping[str, Any], groups: Sequ
             if any(point_state(directory, points[i]["name"]) != "finished" for i in members)]
 
 
-def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> int:
+def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags: Sequence[str] = (),
+              started: float | None = None) -> int:
     """Run group ``index`` of an ensemble sweep here as one batched program (an ensemble sweep's array task), every
     member resuming from its latest checkpoint, their configs read as stored (as :func:`prepare` reads them) with
     ``overrides`` (``KEY=VALUE``: the command line's runtime ``flags``). Returns 75 when a member was stopped (the
-    task is requeued), 1 when one failed, else 0. Each member's resume hint is this command: the group, not it alone."""
+    task is requeued), 1 when one failed, else 0. Each member's resume hint is this command: the group, not it alone.
+    ``started``: when the command started (:func:`simulator.run.ensemble.run_configs`')."""
     from simulator.planning import admit
     from simulator.run.command import resubmit_sweep, resume_hint
     manifest, groups = read_manifest(directory), read_groups(directory)  # a wrong directory: refused before JAX
@@ -244,7 +248,8 @@ def run_group(directory: Path, index: int, overrides: Sequence[str] = (), flags:
     cfgs = [config_mod.load(str(directory / p["config"]), overrides, stored=True) for p in points]
     again = resubmit_sweep(manifest, directory, "--ensemble")  # the sweep's file may not say ensemble: true
     hint = resume_hint(["sweep", str(directory), "--group", str(index), *flags], again)
-    codes = run_configs(cfgs, [directory / p["name"] for p in points], admit=admit, resume=True, hint=hint)
+    codes = run_configs(cfgs, [directory / p["name"] for p in points], admit=admit, resume=True, hint=hint,
+                        started=started)
     return EXIT_INTERRUPTED if EXIT_INTERRUPTED in codes else int(any(codes))
 
 

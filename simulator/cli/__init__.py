@@ -107,14 +107,16 @@ class _Stdout:
         return getattr(self.stream, name)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, started: float | None = None) -> int:
     """Run one command; its exit status. Every line a command writes to stdout goes through :class:`_Stdout`, and
-    is flushed here: a stdout that cannot be written is one line on stderr, exit status 1, for every command."""
+    is flushed here: a stdout that cannot be written is one line on stderr, exit status 1, for every command.
+    ``started``: the :func:`time.monotonic` of the command's start (the console command's entry point), which a
+    run's ``runtime.max_wall`` counts from; None: from when the run itself begins."""
     stdout = sys.stdout
     if stdout is not None:  # None where the caller closed it (`>&-`)
         sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
     try:
-        return _command(sys.argv[1:] if argv is None else list(argv))
+        return _command(sys.argv[1:] if argv is None else list(argv), started)
     except BrokenPipeError:  # `simulator configs | head`: the reader has what it wanted; exit as a shell tool does
         _discard(stdout)
         _exit_now_if_distributed(EXIT_BROKEN_PIPE)
@@ -129,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = stdout
 
 
-def _command(argv: list[str]) -> int:
+def _command(argv: list[str], started: float | None) -> int:
     try:
         config_mod.check_overrides(argv)  # before argparse: "--set grid.shape 32" is more than "unrecognized: 32"
     except ConfigError as err:
@@ -140,6 +142,7 @@ def _command(argv: list[str]) -> int:
     except SystemExit:  # --help, --version, a refusal: what argparse printed is flushed here, where a failure is said
         _flush()
         raise
+    args.started = started  # what the commands that run a simulation count runtime.max_wall from
     sweeps = args.func is sweep.cmd_sweep and (args.local or args.point is not None or args.group is not None)
     if args.func is not run.cmd_run and not sweeps:  # steps nothing: stop signals caught since start-up act now
         from simulator.run.signals import release_early

@@ -43,8 +43,11 @@ def cmd_info(args: argparse.Namespace) -> int:
             for name, value in slurm.items():
                 print(f"  {name:20s} {value or '-'}")
     # every process reports its own devices, so a mis-bound GPU or task is visible
+    missing = runtime.missing_gpu(cfg)
     print(f"process {rep.process_index}/{rep.process_count} local devices: {', '.join(rep.local_devices)}; "
-          f"GPU binding: {runtime.gpu_binding().reason}")
+          f"GPU binding: {missing or runtime.gpu_binding().reason}")
+    if missing:
+        print(f"warning: {missing}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -41,7 +41,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     return run_file(args.config, runtime_overrides(args), args.out, add_to_t_end=args.add_to_t_end, admit=admit,
                     overwrite=args.overwrite, restart=args.restart, resume=args.resume,
-                    allow_physics_change=args.allow_physics_change)
+                    allow_physics_change=args.allow_physics_change, started=args.started)
 
 
 class RestartPath(argparse.Action):

@@ -32,10 +32,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _overrides(args)  # a --set of a key the points cannot take: refused before the sweep's directory is locked
     if args.point is not None:
         return sweep.run_point(Path(args.target), _array_index("--point", args.point, "point"), _overrides(args),
-                               _flags(args))
+                               _flags(args), started=args.started)
     if args.group is not None:
         return sweep.run_group(Path(args.target), _array_index("--group", args.group, "group"), _overrides(args),
-                               _flags(args))
+                               _flags(args), started=args.started)
     launched = os.environ.get(ENV_NUM_PROCESSES)
     if launched:  # every process would prepare and run the whole sweep (and all but one be refused by its lock)
         raise ConfigError("simulator launch -n", int(launched), "run the sweep in one process (`simulator sweep FILE "

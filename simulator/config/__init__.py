@@ -43,9 +43,9 @@ __all__ = [
 ]
 
 
-def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
-    """A copy of the raw config ``tree`` with ``{dotted.key: value}`` set (keys of the first config
-    format are accepted in both, and the values set here win)."""
+def set_values(tree: dict, values: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> dict:
+    """A copy of the raw config ``tree`` with ``{dotted.key: value}`` (or ``[(dotted.key, value), ...]``) set in
+    order (keys of the first config format are accepted in both, and the values set here win)."""
     return dotted_keys.set_values(upgrade(tree), upgrade_keys(values))
 
 

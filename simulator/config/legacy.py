@@ -58,11 +58,11 @@ def deprecated_keys(raw: Mapping[str, Any], overrides: Sequence[str] | Mapping[s
     return found + [k for k in keys if k in RENAMED]
 
 
-def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``{dotted.key: value}`` overrides with keys of the first format renamed (a later layer of
-    settings then replaces the new key, as it would the old one)."""
-    out = {}
-    for key, value in values.items():
+def upgrade_keys(values: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``{dotted.key: value}`` overrides (or ``[(dotted.key, value), ...]`` in the order given) with keys of the
+    first format renamed, in order (a later layer of settings then replaces the new key, as it would the old one)."""
+    out = []
+    for key, value in values.items() if isinstance(values, Mapping) else values:
         section, _, name = key.partition(".")
         if section == "output" and name in _LEGACY_OUTPUT:
             key = "output." + ".".join(_LEGACY_OUTPUT[name])
@@ -70,5 +70,5 @@ def upgrade_keys(values: Mapping[str, Any]) -> dict[str, Any]:
             key = "output.chunk"
         elif key == "output.spectra" and isinstance(value, bool):
             value = {} if value else {"every": 0, "at_end": False}
-        out[key] = value
+        out.append((key, value))
     return out

@@ -75,7 +75,9 @@ class FFTConfig:
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    """Processes and devices. Under Slurm these are discovered from the environment."""
+    """Processes and devices. Under Slurm these are discovered from the environment. Every key is honoured or said:
+    one the run cannot honour (a process count it was not started with, a device count or thread count asked after
+    JAX started) is refused in one line before the run starts, a cache directory that cannot be written is said."""
 
     cpu_devices: int | None = setting(
         None, "run on this many virtual CPU devices (a laptop stand-in for GPUs); null = JAX's default "
@@ -88,11 +90,18 @@ class RuntimeConfig:
     coordinator: str | None = setting(
         None, "host:port of process 0 for an explicit multi-process run (simulator launch sets it); "
         "null = discover from Slurm, or run as one process")
-    num_processes: int | None = setting(None, "process count of an explicit multi-process run", min=1)
-    process_id: int | None = setting(None, "this process's index in an explicit multi-process run", min=0)
+    num_processes: int | None = setting(
+        None, "process count of an explicit multi-process run; elsewhere it must say the processes this one was "
+        "started among (1 alone, the srun step's tasks, simulator launch's -n), else the run is refused before it "
+        "starts", min=1)
+    process_id: int | None = setting(
+        None, "this process's index in an explicit multi-process run; elsewhere it must say the index this process "
+        "was started with (0 alone, SLURM_PROCID in an srun step), else the run is refused before it starts", min=0)
     max_wall: float | None = setting(
-        None, "wall-clock seconds this process may run: it checkpoints and exits 75 before that (for "
-        "clusters that send no signal before the time limit); null = no limit", gt=0.0)
+        None, "wall-clock seconds this process may run, counted from the start of the simulator command (its "
+        "start-up of imports, JAX's start, compiling and a checkpoint's read included; the run log says what it "
+        "took): it checkpoints and exits 75 before that, after its first chunk at the earliest (for clusters that "
+        "send no signal before the time limit); null = no limit", gt=0.0)
     compilation_cache: str | bool = setting(
         "auto", "where compiled programs are kept for later launches to load instead of compiling: a directory, "
         "off (false), or auto (true) = $SIMULATOR_COMPILATION_CACHE, else ~/.cache/simulator/xla (under "

@@ -14,6 +14,11 @@ The fields are those of the equation's ``fields`` declaration this run has (comp
 Schrodinger-Poisson's psi, are left out; ``scalar`` exists with passive scalars only). The
 computation is :mod:`simulator.observables.tasks`, the file :mod:`simulator.output.tasks`. Every problem is a
 one-line :class:`~simulator.errors.ConfigError` naming ``output.tasks[i].<key>``, before a run starts.
+
+On a plane (``grid.shape: [Nx, Ny]``, run as the box ``(1, Nx, Ny)``: :mod:`simulator.fft.plane`) the axes are the
+plane's own, as in every other output: ``x`` and ``y`` in the plane and ``z`` normal to it (the box's one-cell axis,
+named by :func:`simulator.fft.plane.axis_names`): a slice normal to z is the whole plane, normal to x or y a line
+of it, and a profile along x or y is the mean over the plane's other axis.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from simulator.equations.spec import FieldInfo
 from simulator.errors import ConfigError
+from simulator.fft.plane import axis_names
 from simulator.output.base import Scheduled
 from simulator.schema import setting
 
@@ -55,17 +61,26 @@ class TaskDefinition:
     reduce: str = setting("slice", "slice (the plane normal to axis at index), profile (the mean over the other two "
                           "axes against the coordinate along axis), mean, mean_square, rms, min or max (over the box)",
                           choices=REDUCTIONS)
-    axis: str | None = setting(None, "the normal of a slice, the coordinate of a profile; null = z", choices=AXES)
+    axis: str | None = setting(None, "the normal of a slice, the coordinate of a profile; null = z. On a plane x "
+                               "and y are the plane's and z its normal: a slice normal to z is the plane, one normal "
+                               "to x or y a line of it", choices=AXES)
     index: int | None = setting(None, "grid index of a slice's plane along axis (0..N-1); null = the middle plane "
-                                "N/2", min=0)
+                                "N/2 (on a plane, normal to z: 0)", min=0)
 
-    def indices(self) -> tuple[int | None, int | None]:
-        """What the device program takes (:class:`simulator.observables.tasks.Task`): the component as an index
-        along a vector's or stack's leading axis (None: a scalar field or the magnitude), the axis as 0, 1 or 2
-        (None: a reduction over the box)."""
+    def indices(self, cells: tuple[int, int, int]) -> tuple[int | None, int | None]:
+        """What the device program takes (:class:`simulator.observables.tasks.Task`) on the box ``cells`` (the
+        grid's, a plane's ``(1, Nx, Ny)``): the component as an index along a vector's or stack's leading axis
+        (None: a scalar field or the magnitude; a plane's vectors are ``(u, v, 0)``, x, y, z in order as a box's),
+        the axis as the box's 0, 1 or 2 (:func:`box_axis`; None: a reduction over the box)."""
         c = self.component
         component = AXES.index(c) if c in AXES else c if isinstance(c, int) else None
-        return component, None if self.axis is None else AXES.index(self.axis)
+        return component, None if self.axis is None else box_axis(self.axis, cells)
+
+
+def box_axis(axis: str, cells: tuple[int, int, int]) -> int:
+    """The box axis of the box ``cells`` that a task's ``axis`` (x, y or z) names: a box's x, y, z are its 0, 1, 2;
+    a plane's (``(1, Nx, Ny)``) x and y its 1 and 2, z its one-cell 0."""
+    return axis_names(cells).index(axis)
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,7 @@ def check(cfg: Any) -> None:
             raise ConfigError(f"{key}.field", task.field, f"for physics.name = {cfg.physics.name} use one of: "
                               f"{', '.join(fields)}", "is not a field of this run")
         _check_component(f"{key}.component", task, fields[task.field])
-        _check_axis(key, task, cfg.grid.cells)
+        _check_axis(key, task, cfg.grid)
         if not task.on:
             raise ConfigError(key, task.name, "give it a schedule: every, dt, wall, times or at_end",
                               "is never written")
@@ -136,7 +151,7 @@ def _check_component(key: str, task: TaskOutput, info: FieldInfo) -> None:
                           "is missing" if c is None else "is unknown")
 
 
-def _check_axis(key: str, task: TaskOutput, shape: tuple[int, int, int]) -> None:
+def _check_axis(key: str, task: TaskOutput, grid: Any) -> None:
     if task.reduce not in ALONG_AXIS:
         for name in ("axis", "index"):
             if getattr(task, name) is not None:
@@ -146,10 +161,11 @@ def _check_axis(key: str, task: TaskOutput, shape: tuple[int, int, int]) -> None
     if task.reduce == "profile" and task.index is not None:
         raise ConfigError(f"{key}.index", task.index, "a profile averages every plane: leave index out (null)",
                           "would be ignored by reduce = profile")
-    n = shape[AXES.index(task.axis or "z")]
+    n = grid.cells[box_axis(task.axis or "z", grid.cells)]
     if task.index is not None and task.index >= n:
-        raise ConfigError(f"{key}.index", task.index, f"give a grid index 0..{n - 1} along {task.axis or 'z'} (grid."
-                          f"shape {list(shape)})", "is out of range")
+        along = f"along {task.axis or 'z'}" + (", normal to the plane" if grid.plane and n == 1 else "")
+        raise ConfigError(f"{key}.index", task.index, f"give a grid index 0..{n - 1} {along} (grid.shape "
+                          f"{list(grid.shape)})", "is out of range")
 
 
 def resolve(cfg: Any) -> tuple[TaskOutput, ...]:
@@ -165,7 +181,7 @@ def resolve(cfg: Any) -> tuple[TaskOutput, ...]:
             axis = task.axis or "z"
             index = task.index if task.reduce == "slice" and task.index is not None else None
             if task.reduce == "slice" and index is None:
-                index = cfg.grid.cells[AXES.index(axis)] // 2
+                index = cfg.grid.cells[box_axis(axis, cfg.grid.cells)] // 2
             task = dataclasses.replace(task, axis=axis, index=index)
         out.append(task)
     return tuple(out)

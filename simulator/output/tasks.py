@@ -10,7 +10,9 @@ group=NAME)`` gives the task with named coordinates. Group ``<name>``:
 * ``time``, ``step`` ``(rows,)``: of each row (``time`` a dimension scale; ``step`` written last: it
   counts the complete rows);
 * ``<name>`` ``(rows, ...)`` float64: a slice ``(time, a, b)`` over the two axes other than its normal,
-  in order (normal to z: ``(time, x, y)``); a profile ``(time, <axis>)``; a box reduction ``(time,)``;
+  in order (normal to z: ``(time, x, y)``); a profile ``(time, <axis>)``; a box reduction ``(time,)``; on a plane
+  the axes are the plane's (:mod:`.task_entries`), and a slice normal to x or y is the line ``(time, y)`` or
+  ``(time, x)`` of it;
   attributes ``field``, ``component``, ``reduce``, ``axis``, ``index`` and ``position`` (the plane's
   coordinate) where they apply, ``units``, ``long_name``;
 * ``x``, ``y``, ``z`` (those its dimensions use): the grid points i L/N, in length units, dimension scales.
@@ -37,13 +39,14 @@ import h5py
 import numpy as np
 
 from simulator.errors import reading
+from simulator.fft.plane import axis_names, holds_plane
 from simulator.log import get_logger
 from simulator.output import rows
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer, WriterContext
 from simulator.output.hdf5 import OutputWriteError, describe_os_error
 from simulator.output.netcdf import time_and_step, variable
 from simulator.output.rows import open_for_reading
-from simulator.output.task_entries import AXES, TaskOutput, check as check_tasks, definition, units_of
+from simulator.output.task_entries import TaskOutput, check as check_tasks, definition, units_of
 
 FILE = "tasks.h5"
 #: a group kept aside by a restart that changed its task: ``<name>.until-<step>``
@@ -65,11 +68,15 @@ class TaskLayout:
 
 def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units: Mapping[str, str],
              field_doc: str) -> TaskLayout:
-    """The layout of a resolved task on a grid of ``shape`` in ``box``; ``units``: the run's (the clock's);
-    ``field_doc``: what its field is (the equation's declaration)."""
-    dims = (tuple(a for a in AXES if a != task.axis) if task.reduce == "slice"
+    """The layout of a resolved task on the box ``shape`` (the grid's cells: a plane's ``(1, Nx, Ny)``) of lengths
+    ``box``; ``units``: the run's (the clock's); ``field_doc``: what its field is (the equation's declaration). The
+    axes are named as the box's (:func:`simulator.fft.plane.axis_names`: a plane's z, x, y); a plane's one-cell z
+    is no dimension of a slice normal to x or y (a line of the plane)."""
+    axes = axis_names(shape)
+    flat = "z" if holds_plane(shape) and task.axis != "z" else ""  # a plane's one cell along z: no dimension
+    dims = (tuple(a for a in axes if a not in (task.axis, flat)) if task.reduce == "slice"
             else (task.axis,) if task.reduce == "profile" else ())
-    coords = {a: np.arange(shape[AXES.index(a)]) * (float(box[AXES.index(a)]) / shape[AXES.index(a)]) for a in dims}
+    coords = {a: np.arange(shape[axes.index(a)]) * (float(box[axes.index(a)]) / shape[axes.index(a)]) for a in dims}
     what = task.field if task.component is None else (
         f"{task.field} {COMPONENT_NAMES.get(task.component, f'[{task.component}]')}")
     attrs: dict[str, Any] = {"field": task.field, "reduce": task.reduce, "units": units_of(task, units),
@@ -77,13 +84,14 @@ def describe(task: TaskOutput, shape: Sequence[int], box: Sequence[float], units
     if task.component is not None:
         attrs["component"] = task.component
     if task.reduce == "slice":
-        a = AXES.index(task.axis)
+        a = axes.index(task.axis)
         position = task.index * float(box[a]) / shape[a]
         attrs.update(axis=task.axis, index=task.index, position=position)
-        attrs["long_name"] = f"{what} on the plane {task.axis} = {position:.6g} (index {task.index})"
+        attrs["long_name"] = f"{what} on the {'line' if flat else 'plane'} {task.axis} = {position:.6g} (index " \
+                             f"{task.index})"
     elif task.reduce == "profile":
         attrs["axis"] = task.axis
-        others = " and ".join(a for a in AXES if a != task.axis)
+        others = " and ".join(a for a in axes if a not in (task.axis, flat))
         attrs["long_name"] = f"{what} averaged over {others}, against {task.axis}"
     else:
         attrs["long_name"] = f"{task.reduce} of {what} over the box"
@@ -174,7 +182,9 @@ class TasksFile:
         def add(f: h5py.File) -> None:
             group = f[name]
             row = group["step"].shape[0]
-            for ds, v in ((group[name], value), (group["time"], t), (group["step"], step)):
+            # a line of a plane comes as the box's slice, one cell along the plane's normal: the row is the line
+            row_value = np.reshape(value, group[name].shape[1:])
+            for ds, v in ((group[name], row_value), (group["time"], t), (group["step"], step)):
                 ds.resize(row + 1, axis=0)
                 ds[row] = v
 

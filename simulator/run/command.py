@@ -117,7 +117,7 @@ def resubmit_sweep(manifest: Mapping[str, Any], directory: Path, *extra: str) ->
 
 def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: Admit, overwrite: bool = False,
                restart: str | None = None, resume: bool = False, allow_physics_change: bool = False,
-               hint: str = "") -> int:
+               hint: str = "", started: float | None = None) -> int:
     """Run a validated config into ``out`` (default ``output.dir`` or ``outputs/<name>``), once ``admit``
     (:func:`simulator.planning.admission.admit`) lets it onto its devices.
 
@@ -125,7 +125,8 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: 
     new ``out``); ``resume``: continue if there is a checkpoint, else start (a finished run returns 0
     at once). The directory is planned (bad input refused, nothing touched), then process 0 takes
     its lock, plans again under it and only then removes anything (see :mod:`simulator.run.rundir`).
-    Returns the exit status (0, 1 or 75).
+    Returns the exit status (0, 1 or 75). ``started``: the :func:`time.monotonic` of the command's start, which
+    ``runtime.max_wall`` counts from (its start-up included); None: now.
     """
     from simulator.log import get_logger, setup_logging
     from simulator.output.hdf5 import OutputWriteError
@@ -135,13 +136,13 @@ def run_config(cfg: config_mod.Config, out: str | Path | None = None, *, admit: 
         raise ConfigError("--allow-physics-change", True, "add --restart [PATH]: it lets a restart take new physical "
                           "values (--resume refuses them even with it)", "needs --restart")
     out = rundir.output_dir(cfg, None if out is None else str(out))
+    index = position(cfg.runtime).index  # runtime.num_processes and process_id it cannot honour: refused first
     options = {"overwrite": overwrite, "restart": restart, "resume": resume}
     # every process, before JAX starts (the segment's module imports it): a refused run changes nothing
     plan = preflight.check(cfg, out, allow_physics_change=allow_physics_change, **options)
     from simulator.run.segment import Segment
 
-    seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change)
-    index = position(cfg.runtime).index
+    seg = Segment(cfg, out, resume_hint=hint, allow_physics_change=allow_physics_change, started=started)
     done = seg.prepare(plan, resume=resume)
     setup_logging(index)
     if done:
@@ -257,7 +258,7 @@ def extended(config: str, given: Sequence[str], cfg: config_mod.Config, out: Pat
 
 
 def run_file(config: str, overrides: Sequence[str] = (), out: str | None = None, add_to_t_end: float | None = None,
-             *, admit: Admit, **options: bool | str | None) -> int:
+             *, admit: Admit, **options: bool | str | float | None) -> int:
     """``simulator run CONFIG [--set ...] [--out OUT] [--add-to-t-end T] [options]``; returns the exit status
     (``admit``: :func:`run_config`'s)."""
     from simulator.run.rundir import output_dir

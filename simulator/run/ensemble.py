@@ -58,6 +58,7 @@ from simulator.run.loop import (
     check_time_step,
     chunk_end,
     chunk_programs,
+    wall_clock,
 )
 from simulator.run.segment import Segment
 from simulator.run.signals import EXIT_INTERRUPTED, StopRequest, agree
@@ -78,13 +79,15 @@ def _member_log(index: int, out: Path) -> logging.Logger:
 
 
 def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None = None, *, admit: Admit,
-                resume: bool = False, overwrite: bool = False, hint: str = "") -> list[int]:
+                resume: bool = False, overwrite: bool = False, hint: str = "", started: float | None = None
+                ) -> list[int]:
     """Run ``cfgs`` (one structure: see :mod:`simulator.run.grouping`) as one batched ensemble, each into its
     directory (default ``output.dir`` or ``outputs/<name>``), once ``admit`` lets the whole batch onto its
     devices (:func:`simulator.planning.admission.admit`, handed in by whoever starts it). ``resume``: continue
     each member from its latest checkpoint, or start it (finished members return 0 at once). Returns each member's exit
     status (0, 1 or 75). Bad input raises ConfigError before anything is written. ``hint``: the command that
-    resumes the ensemble, which a stopped member's log gives (default: the member's own ``simulator run``).
+    resumes the ensemble, which a stopped member's log gives (default: the member's own ``simulator run``). ``started``:
+    the :func:`time.monotonic` of the command's start, which ``runtime.max_wall`` counts from (None: now).
 
     Each directory is a :class:`~simulator.run.segment.Segment`, taken through what a single run's is:
     planned before JAX starts (a refusal changes nothing), then every member's lock is taken by process
@@ -105,14 +108,14 @@ def run_configs(cfgs: Sequence[Config], outs: Sequence[str | Path | None] | None
     if len({str(d.resolve()) for d in dirs}) != len(dirs):
         raise ConfigError("ensemble", [str(d) for d in dirs], "give every member its own directory", "repeats one")
     names = ", ".join(d.name for d in dirs)
-    members = [Segment(cfg, out, log=_member_log(i, out), resume_hint=hint,
+    members = [Segment(cfg, out, log=_member_log(i, out), resume_hint=hint, started=started,
                        extra_meta={"ensemble": {"members": len(cfgs), "member": i}},
                        note=f"ensemble member {i} of {len(cfgs)}: one batched program for {names}")
                for i, (cfg, out) in enumerate(zip(cfgs, dirs, strict=True))]
     options = {"overwrite": overwrite, "resume": resume}
+    index = position(cfgs[0].runtime).index  # runtime.num_processes and process_id it cannot honour: refused first
     # every process plans every member's directory before JAX starts: a refusal changes nothing
     done = [m.prepare(preflight.check(m.cfg, m.out, **options), resume=resume) for m in members]
-    index = position(cfgs[0].runtime).index
     setup_logging(index)
     for why in filter(None, done):
         get_logger().info("%s", why)
@@ -336,7 +339,7 @@ def _run(members: list[Segment], mode: str, stop: StopRequest) -> None:
             if m.running:
                 m.interrupted_before_first_step(flag)
         return
-    wall_start, last_chunk_s = time.monotonic(), 0.0
+    wall_start, last_chunk_s = min(wall_clock(m) for m in active), 0.0  # each member's log says the start-up
     full: list[set[str]] = [set() for _ in active]  # per member, the settings whose slots filled up (warned once)
     while any(m.running for m in active):
         chunk_start = time.monotonic()

@@ -87,7 +87,7 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
         seg.record(Moment(step, t, stepper.dt, -math.inf, state, compute), first=True)
     if seg.interrupted_before_first_step(agree([stop.code()])[0]):
         return EXIT_INTERRUPTED
-    wall_start, last_chunk_s, dumps_s, chunks = time.monotonic(), 0.0, 0.0, 0
+    wall_start, last_chunk_s, dumps_s, chunks = wall_clock(seg), 0.0, 0.0, 0
     full: set[str] = set()  # the settings whose slots filled up in this segment (warned once each)
     rank0 = jax.process_index() == 0
     job = joblimits.job_signal() if rank0 else None  # the Slurm job's --signal, to check its lead time
@@ -131,6 +131,20 @@ def _run(seg: Segment, mode: str, stop: StopRequest) -> int:
 
 
 # ---- chunk-end checks, shared with the ensemble's driver (run.ensemble) ----------------------------------
+
+
+def wall_clock(seg: Segment) -> float:
+    """The :func:`time.monotonic` ``runtime.max_wall`` counts from, the start of the command (``seg.started``), so
+    that a job whose limit is its scheduler's time limit checkpoints before it whatever its start-up took (imports,
+    JAX's start, compiling, a checkpoint read); the run log says what the start-up took and what is left, as the
+    steps begin."""
+    limit, startup = seg.cfg.runtime.max_wall, time.monotonic() - seg.started
+    if limit:
+        left = limit - startup
+        seg.log.info("runtime.max_wall = %g s counts from the start: the start-up took %.1f s, %s", limit,
+                     startup, f"{left:.1f} s left for the steps" if left > 0 else
+                     "past the limit: the run stops after its first chunk, with a checkpoint")
+    return seg.started
 
 
 def chunk_programs(traces: int, what: str = "every chunk") -> str:

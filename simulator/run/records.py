@@ -69,6 +69,9 @@ def log_header(cfg: Config, sim: Simulation, meta: dict[str, Any], log: logging.
     threads = f"; CPU threads {runtime.cpu_threads()}" if jax.default_backend() == "cpu" else ""
     log.info("devices: %d %s on %d process(es) (%s)%s; %s", jax.device_count(), jax.default_backend(),
              jax.process_count(), meta["process_mode"], threads, sim.fft.describe())
+    missing = runtime.missing_gpu(cfg)
+    if missing:
+        log.warning("%s", missing)
     log.info("versions: %s; git %s; slurm: %s", " ".join(f"{k}={v}" for k, v in meta["versions"].items()),
              meta["git_revision"], {k: v for k, v in meta["slurm"].items() if v} or "none")
     status = cache.status()

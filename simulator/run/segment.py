@@ -68,12 +68,13 @@ class Segment:
     ``log``: where its lines go (an ensemble member's own logger; default the package logger);
     ``resume_hint``: the command that resumes it, for the stop messages; ``note``: a line logged after
     the header (an ensemble member says which batched program it belongs to); ``extra_meta``: added to
-    its segment record.
-    """
+    its segment record; ``started``: the time.monotonic() of the command's start (``runtime.max_wall``'s origin)."""
 
     def __init__(self, cfg: Config, out: Path, *, log: logging.Logger | None = None, resume_hint: str = "",
-                 allow_physics_change: bool = False, note: str = "", extra_meta: dict[str, Any] | None = None):
+                 allow_physics_change: bool = False, note: str = "", extra_meta: dict[str, Any] | None = None,
+                 started: float | None = None):
         self.cfg, self.out, self.log = cfg, Path(out), log or get_logger()
+        self.started = time.monotonic() if started is None else started  # what runtime.max_wall counts from
         self.resume_hint = resume_hint or f"simulator run CONFIG --resume --out {out}"
         self.allow_physics_change, self.note, self.extra_meta = allow_physics_change, note, extra_meta or {}
         self.plan: rundir.DirectoryPlan | None = None

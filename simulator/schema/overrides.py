@@ -81,28 +81,28 @@ def _no_entry(key: str, value: Any, where: str, index: int, count: int) -> Confi
                        f"--set '{where}[{count}]={{key: value, ...}}'", "names no entry")
 
 
-def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
-    """``["dotted.key=value", ...]`` (``--set``) as ``{dotted.key: value}``, values parsed as YAML, an
-    :class:`Unset` item as ``{dotted.key: REMOVED}``. A malformed item raises ConfigError showing how to write it
+def parse_overrides(overrides: Sequence[str]) -> list[tuple[str, Any]]:
+    """``["dotted.key=value", ...]`` (``--set``) as ``[(dotted.key, value), ...]`` in the order given, values parsed
+    as YAML, an :class:`Unset` item as ``(dotted.key, REMOVED)``: the order is kept, so that ``--set K=V --unset K``
+    removes what the ``--set`` gave. A malformed item raises ConfigError showing how to write it
     (:func:`written_as`)."""
-    values: dict[str, Any] = {}
+    values: list[tuple[str, Any]] = []
     for item in overrides:
         if isinstance(item, Unset):
             if not item.strip() or "=" in item:
                 raise ConfigError("--unset", str(item), "give the dotted key alone, as in --unset physics.m22",
                                   "is malformed")
-            values.pop(item.strip(), None)  # where it comes in the list decides: a later --set sets it again
-            values[item.strip()] = REMOVED
+            values.append((item.strip(), REMOVED))
             continue
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError("--set", item, f"expected dotted.key=value, as in --set {written_as(item)}",
                               "is malformed")
         try:
-            values.pop(key.strip(), None)
-            values[key.strip()] = yaml.safe_load(text) if text.strip() else None
+            value = yaml.safe_load(text) if text.strip() else None
         except (yaml.YAMLError, ValueError, KeyError, OverflowError):  # or a scalar no constructor reads: 2026-02-30
-            values[key.strip()] = text
+            value = text
+        values.append((key.strip(), value))
     return values
 
 
@@ -113,18 +113,21 @@ def written_as(item: str) -> str:
     return f"{key or 'dotted.key'}={value or 'VALUE'}"
 
 
-def set_values(tree: dict, values: Mapping[str, Any]) -> dict:
-    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` set (later keys win).
+def set_values(tree: dict, values: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> dict:
+    """A copy of the raw config mapping ``tree`` with ``{dotted.key: value}`` (or ``[(dotted.key, value), ...]``,
+    :func:`parse_overrides`'s) set one after the other, in order: a later item acts on what the earlier ones
+    left (a key set then removed is removed, a key removed then set is set).
 
     Setting ``<section>.name`` to another name than the one the section holds switches a tagged union
     to another variant (``--set initial.name=file``): the section starts afresh from the new name, so
     the old variant's keys, which the new one may not know, are dropped; keys of that section set
     alongside still apply, in whatever order they were given."""
     tree = _deep_copy(tree)
-    switches = {key for key, value in values.items() if value is not REMOVED and _switches_variant(tree, key, value)}
+    items = list(values.items()) if isinstance(values, Mapping) else list(values)
+    switches = {key for key, value in items if value is not REMOVED and _switches_variant(tree, key, value)}
     for key in switches:
         _set_dotted(tree, key.rsplit(".", 1)[0], {})
-    for key, value in values.items():
+    for key, value in items:
         if value is REMOVED:
             _remove_dotted(tree, key)
         else:
