@@ -175,3 +175,37 @@ def test_the_plan_hints_the_cheaper_setups_the_accuracy_benchmark_found():
                            "physics.viscosity=1/400"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and hint in done.stdout, done.stdout + done.stderr
+
+
+#: hyperviscosity as the only sink, at the usual order of FluidSim's nu_8: nu_p^3 = 1e-42 underflows float32
+HYPER_ONLY = {"navier_stokes": {"scalars": [{"diffusivity": 1e-3}]},
+              "boussinesq": {"diffusivity": 0.0, "hyperdiffusivity": 1e-14},
+              "mhd": {"resistivity": 0.0, "hyperresistivity": 1e-14}, "ns2d": {},
+              "boussinesq2d": {"diffusivity": 0.0, "hyperdiffusivity": 1e-14},
+              "mhd2d": {"resistivity": 0.0, "hyperresistivity": 1e-14}}
+
+
+@pytest.mark.parametrize("name", sorted(HYPER_ONLY))
+@pytest.mark.parametrize("sink", ["hyperviscosity", "viscosity"])
+def test_every_diagnostic_in_float32_agrees_with_float64(name, sink):
+    """Each flow's diagnostics from the same initial field in float32 and float64, hyperviscosity alone (nu_p =
+    1e-14, order 4) or a viscosity: they agree to float32's round-off (a scale that underflowed read 0)."""
+    from simulator.api import Simulation, load_config
+
+    from support import grid_of
+    physics = ({"viscosity": 0.0, "hyperviscosity": 1e-14, "hyperviscosity_order": 4, **HYPER_ONLY[name]}
+               if sink == "hyperviscosity" else {"viscosity": 1e-3})
+    values = {"physics.name": name, "grid.shape": grid_of(name, [16, 16, 16])}
+    values.update({f"physics.{k}": v for k, v in physics.items()})
+    reports = {}
+    for precision in ("float32", "float64"):
+        sim = Simulation(load_config(None, {**values, "precision": precision}))
+        reports[precision] = sim.report(sim.initial_state())
+    single, double = reports["float32"], reports["float64"]
+    assert set(single) == set(double)
+    assert double["kmax_eta"] > 0
+    for key, value in double.items():
+        if abs(value) < 1e-12:  # zero but for round-off (max_div; the buoyancy flux of a flow without buoyancy)
+            assert abs(single[key]) < 1e-6, key  # float32's round-off on this O(1) flow
+        else:
+            assert single[key] == pytest.approx(value, rel=1e-5), key
