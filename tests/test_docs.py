@@ -869,3 +869,27 @@ def test_no_page_and_no_notebook_source_holds_a_control_character():
         for i, cell in enumerate(cells):
             found[f"{notebook} cell {i}"] = _control_characters("".join(cell["source"]))
     assert {where: lines for where, lines in found.items() if lines} == {}
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_the_plane_pages_memory_figures_are_what_its_command_prints(precision):
+    """The plane page's bytes per cell and largest plane of ``ns2d`` on one 80 GB GPU are what its command,
+    ``simulator plan configs/forced_2d.yaml --platform gpu --memory 80GB``, prints (planned in this process: the
+    lines the command prints, report.plan_lines); the page said 51 B/cell and 37632² where it printed 43.4 and
+    40960²."""
+    from simulator.api import load_config
+    from simulator.planning import cost, report
+    from simulator.run.simulation import Simulation
+
+    text = " ".join(page("explanation/plane.md").split())
+    command = "`simulator plan configs/forced_2d.yaml --platform gpu --memory 80GB`"
+    assert command in text
+    stated = re.search(r"`ns2d` with rk4 needs ([\d.]+) bytes per cell in float32 and ([\d.]+) in float64 .*? holds a "
+                       r"plane of (\d+)² in float32 \((\d+)² in float64\)", text)
+    assert stated, "the plane page's memory sentence"
+    column = ["float32", "float64"].index(precision)
+    cfg = load_config(str(ROOT / "configs" / "forced_2d.yaml"), {"precision": precision})
+    lines, fits = report.plan_lines(cfg, Simulation, 1, "gpu", cost.memory_option("80GB", True))
+    out = "\n".join(lines)
+    assert fits and f"= {stated.group(1 + column)} bytes per cell over all devices" in out, out
+    assert f"largest square grid that fits these 1 device(s): {stated.group(3 + column)}^2" in out, out
