@@ -97,8 +97,7 @@ def inertial_range_possible(k: np.ndarray, e: np.ndarray, eps: float, viscosity:
     if energy <= 0 or eps <= 0:
         return False
     integral = np.pi / (2 * (2 / 3) * energy) * float(np.sum(e[shells] / k[shells]))
-    # in double precision: nu^3 of a small viscosity underflows a float32 eps (read from a float32 run)
-    return integral / (float(viscosity) ** 3 / float(eps)) ** 0.25 >= INERTIAL_SEPARATION
+    return integral / (viscosity**3 / eps) ** 0.25 >= INERTIAL_SEPARATION
 
 
 def _power_law_guide(ax: Axes, k: np.ndarray, e: np.ndarray, exponent: float) -> None:
