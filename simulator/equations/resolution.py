@@ -15,9 +15,8 @@ take the array module ``xp``, so that equations evaluate them traced and readers
   total, viscous + ohmic, dissipation). With hyper-diffusion (Boussinesq's kappa_p on the buoyancy, MHD's
   eta_p on the magnetic field) each field's scale is the larger of that one and its own hyperviscous scale
   (:func:`hyperviscous_scale` with its coefficient). Every such scale is formed as a product of roots,
-  c^(3a) epsilon^(-a) (:func:`cube_root_scale`): c^3 of a usual hyperviscosity (1e-14) underflows float32. The usual
-  DNS criterion is k_max eta >= 1 (Pope,
-  Turbulent Flows, §9.1.2; Yeung & Pope use 1 to 2).
+  c^(3a) epsilon^(-a) (:func:`cube_root_scale`): c^3 of a usual hyperviscosity (1e-14) underflows float32.
+  The usual DNS criterion is k_max eta >= 1 (Pope, Turbulent Flows, §9.1.2; Yeung & Pope use 1 to 2).
 * Schrodinger-Poisson and fdm_cosmo: ``kmax_de_broglie`` = k_max / k_rms with
   k_rms^2 = <|grad psi|^2> / <|psi|^2> = <rho (|grad S|^2 + |grad sqrt(rho)|^2)> / <rho> (psi = sqrt(rho) e^{iS}):
   the mass-weighted rms de Broglie wavenumber m v / hbar (with quantum pressure), nu-based and free from
