@@ -265,6 +265,9 @@ BAD = [
     (["--set", "grid.shape=[12,16]", "--set", "runtime.cpu_devices=8"],
      r"^error: grid\.shape = \[12, 16\] does not divide over the mesh; slab on mesh \[8\] needs Nx = 12 divisible"),
     (["--set", "grid.shape=[16,8]", "--set", "runtime.cpu_devices=8"], r"^error: .* needs Ny/2 = 4 divisible by 8"),
+    # in the compact layout too, as the plane page says
+    (["--set", "grid.shape=[64,36]", "--set", "runtime.cpu_devices=4", "--set", "fft.layout=compact"],
+     r"^error: grid\.shape = \[64, 36\] does not divide over the mesh; slab on mesh \[4\] needs Ny/2 = 18 divisible"),
 ]
 
 
