@@ -325,18 +325,27 @@ def main() -> int:
                               f"{row['Mcell_steps_per_s']:10.2f} {vs:>11s}", flush=True)
     for proc in peers.values():
         proc.close()
-    for (solver, n), ms in sorted(peer.items()):
-        for ours in (r for r in rows if r["N"] == n and r["vs_fluidsim"] is not None and r["fft_path"] == paths[-1]
-                     and (r["scheme"] in PLANAR) == (solver == "ns2d")):
-            print(f"{n:4d} {peers[solver].name} rk4 float64: {ms:.2f} ms/step (peer, interleaved with the rows "
-                  f"above); ours {ours['scheme']} {ours['precision']} {ours['layout']} layout: wall ratio "
-                  f"{ours['vs_fluidsim']:.2f}, CPU time per step (all threads) ours {ours['step_cpu_ms']:.2f} ms, "
-                  f"FluidSim {peer_cpu[(solver, n)]:.2f} ms, ratio {ours['vs_fluidsim_cpu']:.2f}", flush=True)
+    for line in summary_lines(rows, paths[-1]):
+        print(line, flush=True)
     meta = {**machine(), "fluidsim_ms_per_step": shown(peer), "fluidsim": peer_name, "fft_paths": paths}
     print(write_results(args.out, "step", rows, meta), flush=True)
     if args.memory_size:
         memory_table(args.memory_size, args.out, paths, args.memory_devices)
     return 0
+
+
+def summary_lines(rows: list[dict[str, Any]], path: str) -> list[str]:
+    """The closing summary: one line per row of FFT path ``path`` measured beside FluidSim, by FluidSim's solver
+    (ns3d, then ns2d) and size, each with the FluidSim figures of that row's own rounds (``fluidsim_ms``,
+    ``fluidsim_cpu_ms``): every precision and backend is timed in rounds of its own, so a size's FluidSim time
+    differs from row to row."""
+    beside = [r for r in rows if r["vs_fluidsim"] is not None and r["fft_path"] == path]
+    beside.sort(key=lambda r: (r["scheme"] in PLANAR, r["N"]))  # stable: the rows' own order within a size
+    return [f"{r['N']:4d} {r['fluidsim']} rk4 float64: {r['fluidsim_ms']:.2f} ms/step (peer, interleaved with this "
+            f"row's rounds); ours {r['scheme']} {r['backend']} {r['precision']} {r['layout']} layout: "
+            f"{r['step_ms']:.2f} ms/step, wall ratio {r['vs_fluidsim']:.2f}, CPU time per step (all threads) ours "
+            f"{r['step_cpu_ms']:.2f} ms, FluidSim {r['fluidsim_cpu_ms']:.2f} ms, ratio {r['vs_fluidsim_cpu']:.2f}"
+            for r in beside]
 
 
 def shown(peer: dict[tuple[str, int], float]) -> dict[str, float]:

@@ -7,12 +7,14 @@ runs, so it is exercised by CI; the others are run here after checking they appe
 """
 
 import csv
+import json
 import os
 import re
 import shlex
 import shutil
 import struct
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -829,3 +831,65 @@ def test_every_timeseries_column_is_defined_under_its_equations_diagnostics():
         missing = [c for c in (d.replace("{i}", "<i>") for d in spec.diagnostics) if c not in named]
         assert not missing, (name, missing)
         assert f"(../explanation/{EQUATION_PAGES[name]}#diagnostics)" in files, name
+
+
+#: what is left of a LaTeX command written with ``\n`` in a string that was not raw (``\ne`` -> a line break
+#: and ``e``): the rest of \ne, \neq, \nabla, \nu, \not at the next line's start
+BROKEN_N = re.compile(r"^(e|eq|abla|u|ot)\b")
+
+
+def _control_characters(text: str) -> list[str]:
+    """Where ``text`` (a page's source) holds a control character other than a line break, or a line break inside
+    inline mathematics where a LaTeX command starting with ``n`` was: ``\\approx``, ``\\times`` and ``\\ne`` in a
+    string that was not raw become a BEL, a TAB and a line break followed by ``e``."""
+    found, fenced = [], False
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        found += [f"line {number}: {ch!r} in {line.strip()[:60]!r}" for ch in line
+                  if unicodedata.category(ch) == "Cc"]
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        prose = re.sub(r"`[^`]*`", "", line).replace("$$", "").replace(r"\$", "")
+        following = lines[number] if number < len(lines) else ""
+        if not fenced and prose.count("$") % 2 and (line.endswith(" ") or BROKEN_N.match(following)):
+            found.append(f"line {number}: a line break inside $...$ before {following[:30]!r}")
+    return found
+
+
+def test_no_page_and_no_notebook_source_holds_a_control_character():
+    """Every page (README.md, docs/**.md) and every notebook cell's source reads as written: a control character
+    (a BEL, a TAB) or a broken formula from a LaTeX escape in a string that was not raw is found and named."""
+    assert [f.split(" in ")[0] for f in _control_characters("$C \approx 6$ and $n \times n$")] == [
+        "line 1: '\\x07'", "line 1: '\\t'"]
+    assert len(_control_characters("(a $g_z \ne 0$ is refused")) == 1
+    assert _control_characters("$\\mathbf{u}\\cdot(j\\hat z\\times\n\\mathbf{B})$ and $g_z \\ne 0$") == []
+    found = {rel: _control_characters(page(rel.removeprefix("docs/"))) for rel in pages()}
+    for notebook in _notebooks():
+        cells = json.loads((DOCS / notebook).read_text())["cells"]
+        for i, cell in enumerate(cells):
+            found[f"{notebook} cell {i}"] = _control_characters("".join(cell["source"]))
+    assert {where: lines for where, lines in found.items() if lines} == {}
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_the_plane_pages_memory_figures_are_what_its_command_prints(precision):
+    """The plane page's bytes per cell and largest plane of ``ns2d`` on one 80 GB GPU are what its command,
+    ``simulator plan configs/forced_2d.yaml --platform gpu --memory 80GB``, prints (planned in this process: the
+    lines the command prints, report.plan_lines); the page said 51 B/cell and 37632² where it printed 43.4 and
+    40960²."""
+    from simulator.api import load_config
+    from simulator.planning import cost, report
+    from simulator.run.simulation import Simulation
+
+    text = " ".join(page("explanation/plane.md").split())
+    command = "`simulator plan configs/forced_2d.yaml --platform gpu --memory 80GB`"
+    assert command in text
+    stated = re.search(r"`ns2d` with rk4 needs ([\d.]+) bytes per cell in float32 and ([\d.]+) in float64 .*? holds a "
+                       r"plane of (\d+)² in float32 \((\d+)² in float64\)", text)
+    assert stated, "the plane page's memory sentence"
+    column = ["float32", "float64"].index(precision)
+    cfg = load_config(str(ROOT / "configs" / "forced_2d.yaml"), {"precision": precision})
+    lines, fits = report.plan_lines(cfg, Simulation, 1, "gpu", cost.memory_option("80GB", True))
+    out = "\n".join(lines)
+    assert fits and f"= {stated.group(1 + column)} bytes per cell over all devices" in out, out
+    assert f"largest square grid that fits these 1 device(s): {stated.group(3 + column)}^2" in out, out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -264,6 +265,9 @@ BAD = [
     (["--set", "grid.shape=[12,16]", "--set", "runtime.cpu_devices=8"],
      r"^error: grid\.shape = \[12, 16\] does not divide over the mesh; slab on mesh \[8\] needs Nx = 12 divisible"),
     (["--set", "grid.shape=[16,8]", "--set", "runtime.cpu_devices=8"], r"^error: .* needs Ny/2 = 4 divisible by 8"),
+    # in the compact layout too, as the plane page says
+    (["--set", "grid.shape=[64,36]", "--set", "runtime.cpu_devices=4", "--set", "fft.layout=compact"],
+     r"^error: grid\.shape = \[64, 36\] does not divide over the mesh; slab on mesh \[4\] needs Ny/2 = 18 divisible"),
 ]
 
 
@@ -274,6 +278,19 @@ def test_bad_planar_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("config", "name", "pattern"), [
+    ("forced_2d.yaml", "navier_stokes", r"grid\.shape = \[256, 256\] is a plane; a box for physics\.name"),
+    ("taylor_green.yaml", "ns2d", r"grid\.shape = \[32, 32, 32\] is a box; a plane for physics\.name = ns2d"),
+])
+def test_another_dimensions_equation_on_a_shipped_config_is_refused_naming_grid_shape(capfd, config, name, pattern):
+    """A box's equation on the plane's shipped config (whose initial section holds a plane's ``energy``), and a
+    planar one on a box's, are refused naming ``grid.shape`` as the plane page says, not a key of the other
+    equation's sections."""
+    path = str(Path(__file__).parents[1] / "configs" / config)
+    code, out, err = command(capfd, "validate", path, "--set", f"physics.name={name}")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match("^error: " + pattern, err.strip()), err
 
 
 def test_the_layout_names_the_planes_own_axes(devices):

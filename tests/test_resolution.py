@@ -175,3 +175,59 @@ def test_the_plan_hints_the_cheaper_setups_the_accuracy_benchmark_found():
                            "physics.viscosity=1/400"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and hint in done.stdout, done.stdout + done.stderr
+
+
+#: hyperviscosity as the only sink, at the usual order of FluidSim's nu_8: nu_p^3 = 1e-42 underflows float32
+HYPER_ONLY = {"navier_stokes": {"scalars": [{"diffusivity": 1e-3}]},
+              "boussinesq": {"diffusivity": 0.0, "hyperdiffusivity": 1e-14},
+              "mhd": {"resistivity": 0.0, "hyperresistivity": 1e-14}, "ns2d": {},
+              "boussinesq2d": {"diffusivity": 0.0, "hyperdiffusivity": 1e-14},
+              "mhd2d": {"resistivity": 0.0, "hyperresistivity": 1e-14}}
+
+
+@pytest.mark.parametrize("name", sorted(HYPER_ONLY))
+@pytest.mark.parametrize("sink", ["hyperviscosity", "viscosity"])
+def test_every_diagnostic_in_float32_agrees_with_float64(name, sink):
+    """Each flow's diagnostics from the same initial field in float32 and float64, hyperviscosity alone (nu_p =
+    1e-14, order 4) or a viscosity: they agree to float32's round-off (a scale that underflowed read 0)."""
+    from simulator.api import Simulation, load_config
+
+    from support import grid_of
+    physics = ({"viscosity": 0.0, "hyperviscosity": 1e-14, "hyperviscosity_order": 4, **HYPER_ONLY[name]}
+               if sink == "hyperviscosity" else {"viscosity": 1e-3})
+    values = {"physics.name": name, "grid.shape": grid_of(name, [16, 16, 16])}
+    values.update({f"physics.{k}": v for k, v in physics.items()})
+    reports = {}
+    for precision in ("float32", "float64"):
+        sim = Simulation(load_config(None, {**values, "precision": precision}))
+        reports[precision] = sim.report(sim.initial_state())
+    single, double = reports["float32"], reports["float64"]
+    assert set(single) == set(double)
+    assert double["kmax_eta"] > 0
+    for key, value in double.items():
+        if abs(value) < 1e-12:  # zero but for round-off (max_div; the buoyancy flux of a flow without buoyancy)
+            assert abs(single[key]) < 1e-6, key  # float32's round-off on this O(1) flow
+        else:
+            assert single[key] == pytest.approx(value, rel=1e-5), key
+
+
+SHIPPED = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_config_is_resolved_at_its_start_or_its_header_says_why(path):
+    """Each shipped config at its own resolution and precision: no caution before it starts, and no resolution
+    diagnostic past its limit at step 0, where the run's first chunk checks them (the diagnostics of its initial
+    state; its steps are not taken: seconds for all of them), unless the config's header quotes the warning the
+    run logs and says why. double_shear_layer.yaml said 128^2 resolved it and warned kmax_eta = 0.472."""
+    import jax
+
+    from simulator.api import Simulation, load_config
+
+    cfg = load_config(path)
+    assert list(cfg.physics.cautions(cfg)) == []
+    sim = Simulation(cfg, jax.devices()[:1])
+    crossed = resolution.under_resolved(sim.report(sim.initial_state()))
+    header = " ".join(line.lstrip("# ") for line in path.read_text().splitlines() if line.startswith("#"))
+    for crossing in crossed:  # the run logs "under-resolved at step 0, t = 0: kmax_eta = 0.287 < 1; ..."
+        assert str(crossing) in header, (str(crossing), header)

@@ -71,17 +71,40 @@ def plane_backends() -> tuple[str, ...]:
 def check_dimensions(cfg: Any, equations: Mapping[str, Any]) -> None:
     """A plane runs a planar equation on a backend that takes it, a box a three-dimensional equation
     (``equations``: the registry's declarations by name)."""
-    dims, info = len(cfg.grid.shape), equations[cfg.physics.name]
-    if dims != info.dimensions:
-        kind = {2: "a plane", 3: "a box"}
-        others = sorted(name for name, other in equations.items() if other.dimensions == dims)
-        raise ConfigError("grid.shape", list(cfg.grid.shape), f"{kind[info.dimensions]} for physics.name = "
-                          f"{cfg.physics.name} ({'[Nx, Ny]' if info.dimensions == 2 else '[Nx, Ny, Nz]'}), or for "
-                          f"{kind[dims]} physics.name one of: {', '.join(others)}", f"is {kind[dims]}")
+    dims = len(cfg.grid.shape)
+    _check_shape(list(cfg.grid.shape), cfg.physics.name, equations)
     if dims == 2 and cfg.fft.backend not in plane_backends():
         raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(plane_backends())} for a plane "
                           f"(grid.shape = {list(cfg.grid.shape)}: it splits along one axis, as a slab)",
                           "does not take a plane")
+
+
+def _check_shape(shape: list[int], name: str, equations: Mapping[str, Any]) -> None:
+    """A ``grid.shape`` of as many entries as equation ``name`` has dimensions, else the one-line refusal."""
+    dims, info = len(shape), equations[name]
+    if dims != info.dimensions:
+        kind = {2: "a plane", 3: "a box"}
+        others = sorted(other_name for other_name, other in equations.items() if other.dimensions == dims)
+        raise ConfigError("grid.shape", shape, f"{kind[info.dimensions]} for physics.name = {name} "
+                          f"({'[Nx, Ny]' if info.dimensions == 2 else '[Nx, Ny, Nz]'}), or for {kind[dims]} "
+                          f"physics.name one of: {', '.join(others)}", f"is {kind[dims]}")
+
+
+def check_raw_dimensions(data: Mapping[str, Any], name: Any) -> None:
+    """The plane-or-box refusal of :func:`check_dimensions` on the config as given, before its sections are
+    built: a box's equation on a plane's config is refused naming ``grid.shape``, not the first key of the
+    plane's sections it lacks (``initial.energy``). A shape that is not two or three integers of at least 2 is
+    left to the grid section's own checks."""
+    from simulator.equations import registry
+
+    grid = data.get("grid")
+    shape = grid.get("shape") if isinstance(grid, Mapping) else None
+    equations = registry()
+    if (not isinstance(name, str) or name not in equations or not isinstance(shape, (list, tuple))
+            or len(shape) not in (2, 3)
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 2 for n in shape)):
+        return
+    _check_shape(list(shape), name, equations)
 
 
 def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.config import other_codes
-from simulator.config.grid import GridConfig, check_dimensions, default_grid
+from simulator.config.grid import GridConfig, check_dimensions, check_raw_dimensions, default_grid
 from simulator.config.legacy import upgrade
 from simulator.equations import (
     ENV_EXTRA,
@@ -241,6 +241,7 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     if problem is not None:
         raise problem
     warn_plugin_problems(os.environ.get(ENV_EXTRA, ""))
+    check_raw_dimensions(data, name)
     try:
         cfg = build(Config, data, stored=stored)
     except ConfigError as err:  # another code's name for a key: said so, with the key it is here

@@ -14,8 +14,9 @@ take the array module ``xp``, so that equations evaluate them traced and readers
   MHD's the smaller of the velocity's and the magnetic field's (kappa = resistivity, Sc = Pm; epsilon the
   total, viscous + ohmic, dissipation). With hyper-diffusion (Boussinesq's kappa_p on the buoyancy, MHD's
   eta_p on the magnetic field) each field's scale is the larger of that one and its own hyperviscous scale
-  (:func:`hyperviscous_scale` with its coefficient). The usual DNS criterion is k_max eta >= 1 (Pope,
-  Turbulent Flows, §9.1.2; Yeung & Pope use 1 to 2).
+  (:func:`hyperviscous_scale` with its coefficient). Every such scale is formed as a product of roots,
+  c^(3a) epsilon^(-a) (:func:`cube_root_scale`): c^3 of a usual hyperviscosity (1e-14) underflows float32.
+  The usual DNS criterion is k_max eta >= 1 (Pope, Turbulent Flows, §9.1.2; Yeung & Pope use 1 to 2).
 * Schrodinger-Poisson and fdm_cosmo: ``kmax_de_broglie`` = k_max / k_rms with
   k_rms^2 = <|grad psi|^2> / <|psi|^2> = <rho (|grad S|^2 + |grad sqrt(rho)|^2)> / <rho> (psi = sqrt(rho) e^{iS}):
   the mass-weighted rms de Broglie wavenumber m v / hbar (with quantum pressure), nu-based and free from
@@ -133,9 +134,21 @@ def nyquist(shape: Sequence[int], box: Sequence[float]) -> float:
 
 
 def kolmogorov(nu: Any, epsilon: Any, xp: Any) -> Any:
-    """eta = (nu^3 / epsilon)^(1/4); epsilon = 0 (a flow at rest) gives a large finite eta, not inf."""
-    tiny = xp.finfo(xp.result_type(epsilon)).tiny
-    return (nu**3 / xp.maximum(epsilon, tiny)) ** 0.25
+    """eta = (nu^3 / epsilon)^(1/4) (:func:`cube_root_scale`); epsilon = 0 (a flow at rest) gives a large finite
+    eta, not inf."""
+    return cube_root_scale(nu, epsilon, 0.25, xp)
+
+
+def cube_root_scale(coefficient: Any, rate: Any, exponent: float, xp: Any) -> Any:
+    """(c^3 / r)^a for a dissipation coefficient c and a dissipation rate r, formed as c^(3a) r^(-a): c^3 itself
+    underflows float32 below c ~ 2e-13 (a hyperviscosity of 1e-14 is usual) and the scale would read 0, while the
+    two roots stay far inside float32's range. r = 0 (a flow at rest) gives a large finite scale, not inf; c = 0
+    gives 0 without taking its root (whose derivative is infinite there: gradients through a run's
+    diagnostics stay finite)."""
+    tiny = xp.finfo(xp.result_type(rate)).tiny
+    on = coefficient > 0
+    root = xp.where(on, coefficient, 1.0) ** (3 * exponent) * xp.maximum(rate, tiny) ** -exponent
+    return xp.where(on, root, 0.0 * root)
 
 
 def dissipative_scale(nu: Any, epsilon: Any, hyperviscosity: Any, order: int, xp: Any) -> Any:
@@ -148,11 +161,8 @@ def dissipative_scale(nu: Any, epsilon: Any, hyperviscosity: Any, order: int, xp
 def hyperviscous_scale(hyperviscosity: Any, epsilon: Any, order: int, xp: Any) -> Any:
     """eta_p = (nu_p^3 / epsilon)^(1/(6p - 2)), where the hyperviscous rate nu_p k^(2p) meets the eddy rate
     epsilon^(1/3) k^(2/3) (as nu k^2 does at 1/eta); 0 for nu_p = 0 (where its root, whose derivative is
-    infinite there, is not taken: gradients through a run's diagnostics stay finite)."""
-    tiny = xp.finfo(xp.result_type(epsilon)).tiny
-    on = hyperviscosity > 0
-    hyper = (xp.where(on, hyperviscosity, 1.0) ** 3 / xp.maximum(epsilon, tiny)) ** (1 / (6 * order - 2))
-    return xp.where(on, hyper, 0.0)
+    infinite there, is not taken: gradients through a run's diagnostics stay finite; :func:`cube_root_scale`)."""
+    return cube_root_scale(hyperviscosity, epsilon, 1 / (6 * order - 2), xp)
 
 
 def smallest_scale(eta: Any, nu: Any, kappa: Any, xp: Any) -> Any:

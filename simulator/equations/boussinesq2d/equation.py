@@ -138,9 +138,8 @@ class Boussinesq2D(FlowEquation, SemiLinearEquation):
         eta = plane.enstrophy_scale(params, self.physics, ops.mean(rate * power))
         eta_b = resolution.smallest_scale(eta, params["viscosity"], params["diffusivity"], jnp)
         if self.physics.hyperviscous:  # the buoyancy's own hyperdiffusive end of the cascade, as the vorticity's
-            chi = jnp.maximum(ops.mean(rate * power), jnp.finfo(weighted.dtype).tiny)
-            p = self.physics.hyperviscosity_order
-            eta_b = jnp.maximum(eta_b, (params["hyperdiffusivity"] ** 3 / chi) ** (1 / (6 * p)))
+            eta_b = jnp.maximum(eta_b, plane.hyperdiffusive_scale(params["hyperdiffusivity"], ops.mean(rate * power),
+                                                                  self.physics.hyperviscosity_order))
         out["kmax_eta"] = kmax * jnp.minimum(eta, eta_b)
         return out
 

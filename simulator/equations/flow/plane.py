@@ -35,13 +35,17 @@ def random_spectrum(eq: Any, seed: jax.Array, k_peak: Any, slope: Any) -> jax.Ar
 
 def enstrophy_scale(params: Params, physics: Any, chi: jax.Array) -> jax.Array:
     """The smallest scale of the enstrophy cascade dissipating ``chi``: (nu^3/chi)^(1/6) (Kraichnan 1967), or with
-    hyperviscosity the larger of it and (nu_p^3/chi)^(1/(6p)); chi = 0 gives a large finite scale, not inf."""
-    chi = jnp.maximum(chi, jnp.finfo(jnp.result_type(chi)).tiny)
-    eta = (params["viscosity"] ** 3 / chi) ** (1 / 6)
+    hyperviscosity the larger of it and (nu_p^3/chi)^(1/(6p)), each formed without underflow in float32
+    (:func:`~simulator.equations.resolution.cube_root_scale`); chi = 0 gives a large finite scale, not inf."""
+    eta = resolution.cube_root_scale(params["viscosity"], chi, 1 / 6, jnp)
     if physics.hyperviscous:
-        p = physics.hyperviscosity_order
-        eta = jnp.maximum(eta, (params["hyperviscosity"] ** 3 / chi) ** (1 / (6 * p)))
+        eta = jnp.maximum(eta, hyperdiffusive_scale(params["hyperviscosity"], chi, physics.hyperviscosity_order))
     return eta
+
+
+def hyperdiffusive_scale(coefficient: jax.Array, chi: jax.Array, order: int) -> jax.Array:
+    """The enstrophy cascade's end (c^3/chi)^(1/(6p)) under a hyperdiffusion c (-lap)^p (p = ``order``)."""
+    return resolution.cube_root_scale(coefficient, chi, 1 / (6 * order), jnp)
 
 
 def kmax(eq: Any) -> float:

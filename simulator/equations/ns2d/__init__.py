@@ -130,7 +130,8 @@ class DoubleShearLayer(flow.FlowInitial):
     1997): the layers roll up into vortices."""
 
     name: str = setting("double_shear_layer", "initial condition")
-    rho: float = param(30.0, "inverse thickness rho of the layers (30: thick, 80: thin)", gt=0.0)
+    rho: float = param(30.0, "inverse thickness rho of the layers in y' = 2 pi y/Ly (Bell, Colella & Glaz's thick "
+                       "and thin layers, 30 and 80 in a unit box, are 30/(2 pi) and 80/(2 pi))", gt=0.0)
     delta: float = param(0.05, "amplitude of the perturbation v", min=0.0)
     scalars: passive.ScalarInitial = passive.scalar_initial()
 
