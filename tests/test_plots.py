@@ -3,6 +3,7 @@ at a time; runs without snapshots or spectra; damaged files skip only their figu
 with one line and exit 2."""
 
 import importlib
+import os
 import re
 import shutil
 import struct
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import equations, plots
+from simulator import equations, load_run, plots
 from simulator.cli import main
 from simulator.config import load as load_config
 from simulator.equations.fdm_cosmo import cosmology
@@ -104,6 +105,93 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     assert "ffmpeg -framerate" in err and "slice_%04d.png" in err
     assert_one_plane_each(reads)
     assert {name for name, _ in reads} == {"vorticity"}
+
+
+def animate(*args: str) -> int:
+    """``simulator animate ARGS`` in this process; argparse's own refusals count as their exit status."""
+    try:
+        return main(["animate", *args])
+    except SystemExit as exit_:
+        return int(exit_.code)
+
+
+def test_animate_writes_a_gif_of_every_snapshot_without_ffmpeg(runs, monkeypatch, capsys):
+    """`simulator animate RUN` on a machine without ffmpeg: plots/slice.gif, which opens with one frame per snapshot
+    at the figures' pixel size, each frame the slice figure of its snapshot; the API writes the same movie."""
+    from PIL import Image
+
+    from simulator.plots import movie
+    from simulator.plots.slices import frame_builders
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    run = runs / "ns"
+    assert animate(str(run), "--fps", "5") == 0
+    path = run / "plots" / "slice.gif"
+    assert capsys.readouterr().out == f"{path}\n"
+    with Image.open(path) as gif:
+        assert gif.n_frames == RUNS["ns"][2] and gif.size == plots.PIXELS
+        assert gif.info["duration"] == 200 and gif.info["loop"] == 0
+        gif.seek(gif.n_frames - 1)
+        last = np.asarray(gif.convert("RGB"), dtype=float)
+    config = yaml.safe_load((run / "config.yaml").read_text())["config"]
+    drawn = movie.rgb(frame_builders(run, config, equations.get("navier_stokes"), "vorticity", 2)[-1]())
+    assert np.abs(last - drawn).mean() < 8  # the GIF's 256 colours of the last slice figure
+    assert not list((run / "plots").glob(".*.part"))
+    assert load_run(run).animate("velocity", out=run / "velocity.gif") == run / "velocity.gif"
+    with Image.open(run / "velocity.gif") as gif:
+        assert gif.n_frames == RUNS["ns"][2]
+
+
+def test_animate_pipes_the_frames_to_ffmpeg_for_an_mp4(runs, tmp_path, monkeypatch, capsys):
+    """With ffmpeg on PATH the movie is an MP4 by default: every frame's RGB pixels piped to one ffmpeg process
+    (a stand-in here that counts what it reads), no frame written as a file."""
+    fake = tmp_path / "bin" / "ffmpeg"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\nimport sys\ndata = sys.stdin.buffer.read()\n"
+                    "open(sys.argv[-1], 'w').write(f'{len(data)} {sys.argv[sys.argv.index(\"-s\") + 1]}')\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    run = runs / "ns"
+    assert animate(str(run), "--field", "velocity") == 0
+    path = run / "plots" / "slice_velocity.mp4"
+    assert capsys.readouterr().out == f"{path}\n"
+    size, shape = path.read_text().split()
+    width, height = plots.PIXELS
+    assert shape == f"{width}x{height}" and int(size) == RUNS["ns"][2] * width * height * 3
+    assert not (run / "plots" / "frames").exists() or not list((run / "plots" / "frames").glob("slice_velocity_*"))
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--fps", "0"], "--fps = 0.0 is not a frame rate; give a positive number of frames per second"),
+    (["--format", "mp4"], "--format = 'mp4' needs ffmpeg on PATH; gif, or install ffmpeg"),
+    (["--format", "avi"], "--format = 'avi' is not a movie format; choose mp4 or gif"),
+    (["--out", "movie.avi"], "--out = 'movie.avi' is not a movie file; end the name in .mp4 or .gif"),
+    (["--field", "nope"], "--field = 'nope' is not a field of the snapshots; choose one of velocity, vorticity"),
+    (["--axis", "w"], "--axis = 'w' is not an axis; choose x, y or z"),
+])
+def test_animate_bad_input_is_one_line_and_exit_2_and_writes_nothing(runs, tmp_path, monkeypatch, capsys, args,
+                                                                      expected):
+    from simulator.plots import movie
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    run = tmp_path / "ns"
+    shutil.copytree(runs / "ns", run, ignore=shutil.ignore_patterns("plots"))
+    monkeypatch.chdir(tmp_path)
+    assert animate(str(run), *args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {expected}") and err.count("\n") == 1
+    assert not (run / "plots").exists() and not (tmp_path / "movie.avi").exists()
+
+
+def test_animate_a_run_without_snapshots_says_so_in_one_line(runs, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(runs / "ns" / "config.yaml", run / "config.yaml")
+    assert animate(str(run)) == 2
+    assert capsys.readouterr().err == (f"error: RUN_DIR = '{run}' has no movie: no snapshots in {run / 'snapshots'}; "
+                                       "set output.snapshots.every or output.snapshots.dt; animate a run that wrote "
+                                       "snapshots\n")
+    assert not (run / "plots").exists()
 
 
 def test_a_field_asked_for_by_name_gets_its_own_slice_file(runs, capsys):

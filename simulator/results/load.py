@@ -142,6 +142,16 @@ class RunResults:
 
         return RunPlots(self.path, self.config)
 
+    def animate(self, field: str | None = None, *, axis: str = "z", fps: float = 10.0, movie: str | None = None,
+                out: str | Path | None = None) -> Path:
+        """Write the movie of ``field`` (default: the equation's slice field) over every complete snapshot, as
+        ``simulator animate`` does (:func:`simulator.plots.movie.animate`: an MP4 with ffmpeg on PATH, else a GIF;
+        ``movie`` chooses), and return its path (default: ``plots/slice.<format>`` in the run directory)."""
+        from simulator.plots.movie import animate
+
+        return animate(self.path, field=field, axis=axis, fps=fps, movie=movie, out=None if out is None else Path(out),
+                       tell=lambda line: None)  # a library call says nothing: a snapshot being written is passed over
+
     @property
     def particles(self) -> dict[str, particle_output.ParticleSeries]:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,
