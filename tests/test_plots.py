@@ -443,8 +443,11 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
         spectra_file.append(i, float(i), {spectrum: row})
     spectra_file.close()
     spectra_plots.plot_spectra(tmp_path, config, equations.get(equation))
-    curves = [line for line in figures[0].axes[0].lines if line.get_linestyle() != "--"]
+    lines = figures[0].axes[0].lines
+    [mean] = [line for line in lines if line.get_label().startswith("mean of")]  # the second half: the second row
+    curves = [line for line in lines if line.get_linestyle() != "--" and line is not mean]
     assert len(curves) == 2
+    np.testing.assert_array_equal(mean.get_ydata(), curves[1].get_ydata())
     for line in curves:
         x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
         shown = np.isfinite(y)
@@ -720,7 +723,42 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
     assert spectra_plots.exponent_text(-1.234) == "-1.23"
 
 
-def test_a_window_without_spectra_rows_says_the_compensated_spectrum_has_no_mean(tmp_path, figures, capsys):
+def test_every_spectral_figure_and_the_flux_average_the_window(tmp_path, figures, capsys):
+    """`simulator plot RUN --window T0 T1` on a plane: spectra.png, spectra_enstrophy.png, the k^3- and the
+    k^(5/3)-compensated spectra and flux.png each draw, in black, the mean of the rows in the window (FluidSim's
+    plot1d(tmin, tmax)): rows c E0(k) at t = 0, 1, 2, 3 with c = 1, 2, 3, 5 average to 2.5 E0 over [1, 2], to
+    4 E0 over the second half by default; the flux of the mean is -sum T of the mean."""
+    k = np.arange(23.0)  # the shells of a 32^2 plane in a 2 pi box, up to sqrt(2) * 16
+    e0 = np.where(k > 0, k, 1.0) ** -3.0
+    t0 = np.sin(k) * np.exp(-k / 4)
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [32, 32], "box": [2 * np.pi] * 2},
+              "physics": {"name": "ns2d"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"config": config}))
+    spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
+    for i, c in enumerate([1.0, 2.0, 3.0, 5.0]):
+        spectra_file.append(i, float(i), {"energy": c * e0, "enstrophy": c * k**2 * e0, "transfer_energy": c * t0,
+                                          "transfer_enstrophy": c * k**2 * t0})
+    spectra_file.close()
+    for window, c, label in ((["--window", "1", "2"], 2.5, "mean of 2 rows, t = 1.00 – t = 2.00"),
+                             ([], 4.0, "mean of 2 rows, t = 2.00 – t = 3.00")):
+        figures.clear()
+        assert plot(str(tmp_path), *window) == 0
+        names = [Path(p).stem for p in capsys.readouterr().out.split()]
+        drawn = dict(zip(names, figures, strict=True))
+        assert {"spectra", "spectra_enstrophy", "spectra_compensated", "spectra_compensated_5_3", "flux"} <= set(drawn)
+        expected = {"spectra": c * e0, "spectra_enstrophy": c * k**2 * e0, "spectra_compensated": c * k**3 * e0,
+                    "spectra_compensated_5_3": c * k ** (5 / 3) * e0}
+        for stem, values in expected.items():
+            [mean] = [line for line in drawn[stem].axes[0].lines if line.get_label() == label]
+            x, y = np.asarray(mean.get_xdata()), np.asarray(mean.get_ydata(), dtype=float)
+            np.testing.assert_allclose(y, values[x.astype(int)], rtol=1e-12, err_msg=stem)
+        for ax, transfer in zip(drawn["flux"].axes, (t0, k**2 * t0), strict=True):
+            [mean] = [line for line in ax.lines if line.get_label() == label]
+            x, y = np.asarray(mean.get_xdata()), np.asarray(mean.get_ydata(), dtype=float)
+            np.testing.assert_allclose(y, -c * np.cumsum(transfer)[x.astype(int)], rtol=1e-12)
+
+
+def test_a_window_without_spectra_rows_says_the_spectra_have_no_mean(tmp_path, figures, capsys):
     """`simulator plot --window T0 T1` past the run's rows: the compensated spectrum is drawn without its mean and
     one line says why (it was left out silently), as the statistics' figures say theirs are skipped."""
     k = np.arange(28.0)
@@ -732,8 +770,8 @@ def test_a_window_without_spectra_rows_says_the_compensated_spectrum_has_no_mean
     info = equations.get("navier_stokes")
     capsys.readouterr()
     spectra_plots.plot_spectra(tmp_path, config, info, average=(5.0, 6.0))
-    assert capsys.readouterr().err == (f"spectra_compensated.png has no mean: {tmp_path / 'spectra.h5'} has no row in "
-                                       "the window t = 5.00 – 6.00 (its rows span t = 0.00 – 2.00)\n")
+    assert capsys.readouterr().err == (f"the spectra figures have no time average: {tmp_path / 'spectra.h5'} has no "
+                                       "row in the window t = 5.00 – 6.00 (its rows span t = 0.00 – 2.00)\n")
     [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
     assert not [line for line in compensated.axes[0].lines  # no mean curve
                 if isinstance(line.get_color(), str) and line.get_color() == "k"]

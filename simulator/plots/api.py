@@ -94,9 +94,9 @@ class RunPlots:
         a cosmological run's ``redshifts``, each within the run's rows, else ConfigError naming their span
         (:func:`~simulator.plots.when.requested_times`; default: the rows of ``output.spectra.times``,
         else five from first to last): ``plots/spectra.png``, log-log with the reference slope where an
-        inertial range is possible. ``compensate``: ``plots/spectra_compensated.png``, eps^(-2/3) k^(5/3)
-        E(k) at those rows (eps from ``timeseries.csv``) and in black its mean over the rows of
-        ``average`` = (t0, t1) (default: the second half of the run), for an equation with a spectrum
+        inertial range is possible, and in black its mean over the rows of ``average`` = (t0, t1) (default: the
+        second half of the run; ``--window``). ``compensate``: ``plots/spectra_compensated.png``, eps^(-2/3)
+        k^(5/3) E(k) at those rows (eps from ``timeseries.csv``) and its mean, for an equation with a spectrum
         guide."""
         with _as_called({"--window": "average"}):
             check_window(average)
@@ -107,14 +107,17 @@ class RunPlots:
                            f"compensated spectrum ({self.info.name} declares no spectrum guide)")
 
     def spectra_of(self, name: str, times: Sequence[float] | None = None,
-                   redshifts: Sequence[float] | None = None) -> Figure:
+                   redshifts: Sequence[float] | None = None, average: Sequence[float] | None = None) -> Figure:
         """``plots/spectra_<name>.png``, at the rows nearest ``times`` or ``redshifts`` (as :meth:`spectra`):
         ``side_by_side`` (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their
         budget terms), a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another
-        spectrum the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
+        spectrum the equation draws (``scalar0_variance``, ``compensated_5_3``, ...), a spectrum's mean over the rows
+        of ``average`` in black (as :meth:`spectra`). ConfigError naming ``name`` and the run's choices."""
+        with _as_called({"--window": "average"}):
+            check_window(average)
         with _as_called({"--times": "times", "--redshifts": "redshifts"}):
             times = requested_times(self.path, self.config, self.info, times, redshifts)
-        figures = spectra_figures(self.path, self.config, self.info, times)
+        figures = spectra_figures(self.path, self.config, self.info, times, average)
         choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")
                    and stem != "spectra_compensated"
                    and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
@@ -123,12 +126,16 @@ class RunPlots:
                               "is not a spectra figure of this run")
         return self._build(lambda: figures, f"spectra_{name}", f"spectra figure {name}")
 
-    def flux(self, times: Sequence[float] | None = None, redshifts: Sequence[float] | None = None) -> Figure:
+    def flux(self, times: Sequence[float] | None = None, redshifts: Sequence[float] | None = None,
+             average: Sequence[float] | None = None) -> Figure:
         """``plots/flux.png``: the flux Pi(k) of every transfer spectrum of ``spectra.h5`` at the rows
-        nearest ``times`` or ``redshifts`` (as :meth:`spectra`), for a run that writes transfer spectra."""
+        nearest ``times`` or ``redshifts`` and in black the flux of its mean over the rows of ``average`` (as
+        :meth:`spectra`), for a run that writes transfer spectra."""
+        with _as_called({"--window": "average"}):
+            check_window(average)
         with _as_called({"--times": "times", "--redshifts": "redshifts"}):
             times = requested_times(self.path, self.config, self.info, times, redshifts)
-        return self._build(lambda: spectra_figures(self.path, self.config, self.info, times), "flux",
+        return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), "flux",
                            f"transfer spectra in {self.path / 'spectra.h5'}")
 
     def slice(self, field: str | None = None, axis: str = "z") -> Figure:

@@ -25,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
+from simulator.errors import reading
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE, axis_of, read_spectra, resolved_shells, resolved_wavenumber
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
@@ -129,6 +130,26 @@ def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]
     return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
 
 
+def mean_label(config: dict[str, Any], info: EquationInfo, window: tuple[float, float, int]) -> str:
+    """The legend of a time average over ``window`` = (t0, t1, rows): ``mean of 4 rows, t = 1.50 – t = 3.00``."""
+    t0, t1, count = window
+    return f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}"
+
+
+def window_means(path: Path, t_all: np.ndarray, average: Sequence[float] | None, names: Sequence[str]
+                 ) -> tuple[dict[str, np.ndarray], tuple[float, float, int] | None]:
+    """The time average of each spectrum ``names`` of ``spectra.h5`` (arrays [row, shell]: the result by shell)
+    over its rows in ``average`` = (t0, t1) (:func:`average_rows`; default the second half of the run), with
+    (first time, last time, rows) of that window; nothing and None where the window holds no row. Only those
+    rows and spectra are read."""
+    rows = average_rows(t_all, average)
+    if not rows:
+        return {}, None
+    with reading(path), open_for_reading(path) as f:
+        means = {name: np.mean(f[name][rows], axis=0) for name in names}
+    return means, (float(t_all[rows[0]]), float(t_all[rows[-1]]), len(rows))
+
+
 def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo, name: str | None = None
           ) -> tuple[np.ndarray, Any]:
     """What a figure of the spectrum ``name`` (default the equation's own) draws: the resolved bins 0 < k <=
@@ -180,9 +201,8 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
         ax.semilogx(k[shells], values, "o-", ms=2, lw=0.8, color=colour,
                     label=time_label(config, info, t) if np.isfinite(values).any() else None)
     if mean is not None and window is not None:
-        t0, t1, count = window
-        ax.semilogx(k[shells], shown(mean[shells], 1.0 if eps is None else eps_mean), "k-", lw=2.5,
-                    label=f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}")
+        ax.semilogx(k[shells], shown(mean[shells], 1.0 if eps is None or eps_mean is None else eps_mean), "k-",
+                    lw=2.5, label=mean_label(config, info, window))
     constant = info.plot.kolmogorov.constant if info.plot.kolmogorov else None
     if eps is not None and constant is not None:
         ax.axhline(constant, color="grey", ls="--", lw=1, label=rf"Kolmogorov constant $C_K \approx {constant:g}$")
@@ -200,13 +220,15 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
 
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
                    info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units",
-                   name: str | None = None, guide: bool = True) -> Figure:
+                   name: str | None = None, guide: bool = True, mean: np.ndarray | None = None,
+                   window: tuple[float, float, int] | None = None) -> Figure:
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: bins 0 < k <=
     :func:`resolved_wavenumber` along the spectrum's axis (:func:`drawn`; beyond the dealiasing cutoff the bins are
     empty or partly filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies
     the round-off of the run's precision). With a ``reference`` (rows like ``power``, e.g. linear theory), each row's is
     drawn dashed in its colour. ``name``: another spectrum than the equation's own (labelled by its name, no guide);
-    ``guide``: draw the equation's power-law guide along the last row (where an inertial range is possible)."""
+    ``guide``: draw the equation's power-law guide along the last row (where an inertial range is possible);
+    ``mean``: the spectrum's time average over ``window`` = (t0, t1, rows), drawn in black."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells, above_floor = drawn(k, config, info, name)
@@ -222,6 +244,8 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
             ax.loglog(k[shells], ref, "--", lw=1, color=colour,
                       label=info.plot.reference_label if visible and not reference_labelled else None)
             reference_labelled = reference_labelled or visible
+    if mean is not None and window is not None:
+        ax.loglog(k[shells], above_floor(mean[shells]), "k-", lw=2.5, label=mean_label(config, info, window))
     if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
         ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
     if name is None and guide and info.plot.spectrum_guide is not None:
@@ -272,12 +296,25 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         dissipation = None
     eps = np.interp(shown, *dissipation) if dissipation else None
     guide = _guide_possible(k, power[-1], None if eps is None else float(eps[-1]), config, info)
+    # the time average of every spectrum by shell over the window, read once by the first figure that draws it
+    by_shell = [other for other, values in table.items() if other not in ("k", "step", "time") and values.ndim == 2]
+    averaged: list[tuple[dict[str, np.ndarray], tuple[float, float, int] | None]] = []
+
+    def means() -> tuple[dict[str, np.ndarray], tuple[float, float, int] | None]:
+        if not averaged:
+            averaged.append(window_means(path, t_all, average, by_shell))
+        return averaged[0]
+
+    def spectrum(other: str | None, **keywords: Any) -> Figure:
+        mean, window = means()
+        return spectra_figure(k, table[other or name], shown, config, info, k_units=k_units, name=other,
+                              mean=mean.get(other or name), window=window, **keywords)
+
     builders: dict[str, Callable[[], Figure | None]] = {
-        "spectra": partial(spectra_figure, k, power, shown, config, info, reference, k_units, guide=guide)}
+        "spectra": partial(spectrum, None, reference=reference, guide=guide)}
     for template in info.plot.more_spectra:
         for _, other in instances(template, table):
-            builders[f"spectra_{other}"] = partial(spectra_figure, k, table[other], shown, config, info,
-                                                   k_units=k_units, name=other)
+            builders[f"spectra_{other}"] = partial(spectrum, other)
     shells, above_floor = drawn(k, config, info, *info.plot.side_by_side[:1])  # the spectra it draws are by |k|
     builders["spectra_side_by_side"] = partial(side_by_side_figure, k, table, shown, config, info, shells,
                                                above_floor, k_units)
@@ -286,22 +323,28 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info, cuts,
                                                precision_floor(config), k_units)
     if info.plot.spectrum_guide is not None:
-        def compensated() -> Figure:
+        def compensated(exponent: float | None = None) -> Figure:
+            mean, window = means()
+            if exponent is not None:  # k^(-exponent) E(k) alone: no eps normalises another range
+                return compensated_figure(k, power, shown, mean.get(name), window, config, info, k_units,
+                                          exponent=exponent)
             rows_mean = average_rows(t_all, average)
-            mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None
-            window = (float(t_all[rows_mean[0]]), float(t_all[rows_mean[-1]]), len(rows_mean)) if rows_mean else None
             # the mean spectrum over the mean dissipation at its rows' times
             eps_mean = float(np.mean(np.interp(t_all[rows_mean], *dissipation))) if dissipation and rows_mean else None
-            return compensated_figure(k, power, shown, mean, window, config, info, k_units, eps, eps_mean)
+            return compensated_figure(k, power, shown, mean.get(name), window, config, info, k_units, eps, eps_mean)
 
         builders["spectra_compensated"] = compensated
-        for exponent in info.plot.more_guides:  # k^(-exponent) E(k) alone: no eps normalises another range
+        for exponent in info.plot.more_guides:
             name_of = exponent_text(-exponent).replace("/", "_").replace("-", "minus")
-            builders[f"spectra_compensated_{name_of}"] = partial(compensated_figure, k, power, shown, None, None,
-                                                                 config, info, k_units, exponent=exponent)
+            builders[f"spectra_compensated_{name_of}"] = partial(compensated, exponent)
     labels = [time_label(config, info, t) for t in shown]
-    builders["flux"] = partial(flux_figure, k, table, labels, config, resolved_wavenumber(config, info), k_units,
-                               info.plot.name_of)
+
+    def flux() -> Figure | None:
+        mean, window = means()
+        return flux_figure(k, table, labels, config, resolved_wavenumber(config, info), k_units, info.plot.name_of,
+                           mean, None if window is None else mean_label(config, info, window))
+
+    builders["flux"] = flux
     return builders
 
 
@@ -314,10 +357,10 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     except MissingOutputError as err:
         note(f"skipped spectra.png: {err}")
         return []
-    if average is not None and "spectra_compensated" in builders:  # drawn all the same, its rows without their mean
+    if average is not None:  # drawn all the same, their rows without their mean
         path, t_all = run_dir / SPECTRA_FILE, read_spectra(run_dir / SPECTRA_FILE)["time"]
         if not average_rows(t_all, average):
-            note(f"spectra_compensated.png has no mean: {path} has no row in the window "
+            note(f"the spectra figures have no time average: {path} has no row in the window "
                  f"{time_window(config, info, *average)} (its rows span "
                  f"{time_window(config, info, t_all[0], t_all[-1])})")
     written: list[Path] = []
