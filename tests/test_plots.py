@@ -679,6 +679,10 @@ def test_log_axis_rule_for_swept_values():
     assert not sweep_plots.geometric([-1.0, -2.0, -4.0])
     assert sweep_plots.key_label("time.dt", None) == "time.dt (time step)"
     assert sweep_plots.key_label("physics.nope", None) == "physics.nope"
+    # a description whose first clause ends inside a parenthesis: the planar sweep's x label closed every one
+    plane = {"physics": {"name": "ns2d"}, "initial": {"name": "random"}}
+    assert sweep_plots.key_label("physics.friction", plane) == \
+        "physics.friction (linear friction alpha: the term -alpha omega)"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
