@@ -60,6 +60,9 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "Segment"]
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
 #: 0.6 ms of a 9 ms chunk at 32^3 (a fifth of its Python time); the start and the end are always written
 STATUS_EVERY = 2.0
+#: what a run stopped before its first step did, in its log line and as the ``reason`` of its ``status.json``
+#: (where the GPU job scripts read it: they echo it, not "checkpointed")
+NOTHING_NEW = "nothing new to checkpoint"
 
 
 class Segment:
@@ -168,13 +171,13 @@ class Segment:
             step, t = self.step, self.t
         else:  # before the state exists: where the run stood (a new run's time is not known yet)
             step, t = (self.ckpt.step, self.ckpt.time) if self.ckpt is not None else (0, None)
-        self.log.warning("stopped by %s before the first step (at step %d): nothing new to checkpoint; resume "
-                         "with: %s", StopRequest.name(flag), step, rundir.branch_hint(
-                             self.resume_hint, self.ckpt and self.ckpt.index, self.out, self.allow_physics_change))
+        self._stopped("stopped by %s before the first step (at step %d): %s; resume with: %s", StopRequest.name(flag),
+                      step, NOTHING_NEW, rundir.branch_hint(self.resume_hint, self.ckpt and self.ckpt.index, self.out,
+                                                            self.allow_physics_change))
         if jax.process_index() == 0 and not (self.out / "config.yaml").exists():
             (self.out / "config.yaml").write_text(yaml.safe_dump({"config": to_dict(self.cfg)}, sort_keys=False))
         self.step, self.t = step, t
-        self.end("interrupted", EXIT_INTERRUPTED)
+        self.end("interrupted", EXIT_INTERRUPTED, reason=NOTHING_NEW)  # the job script says what the run did
         return True
 
     def begin(self, sim: Simulation, mode: str, initial: Callable[[], tuple[Any, float]],
@@ -327,9 +330,14 @@ class Segment:
         """Stopped (a signal, ``runtime.max_wall``) after its checkpoint was written: exit 75."""
         if count > 1:
             why += f" (received {count} times; acted on once)"
-        self.log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s", why,
-                         self.step, self.t, self.resume_hint)
+        self._stopped("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s", why,
+                      self.step, self.t, self.resume_hint)
         self.end("interrupted", EXIT_INTERRUPTED)
+
+    def _stopped(self, message: str, *args: Any) -> None:
+        """The line of a stopped run: a warning of process 0 alone, so that a job of P processes says it once
+        (every process stops alike); the others log it at info level, which their console leaves out."""
+        (self.log.warning if jax.process_index() == 0 else self.log.info)(message, *args)
 
     def finish(self, compilations: str) -> None:
         """Reached t_end: the closing line (``compilations``: what the driver compiled) and the status."""
