@@ -782,3 +782,22 @@ def test_plan_of_a_sweep_gives_each_points_steps_and_the_total(tmp_path):
     assert total and float(total.group(1)) == pytest.approx(35 * step_s, rel=5e-3), out
     r = _plan(str(sweep), "--run", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("error: --run = ") and r.stdout == ""
+
+
+def test_the_planes_memory_plan_as_written():
+    """The plane's command of docs/how-to/plan-memory.md prints what the page shows: 43.4 bytes per cell, the
+    largest square grid 40960^2 on 80 GB, the transforms counted as 2D FFTs (compiled for this CPU standing in;
+    XLA's GPU compiler, where JAX's CUDA plug-in is, counts its own bytes)."""
+    page = (ROOT / "docs" / "how-to" / "plan-memory.md").read_text()
+    marker = "<!-- run by: tests/test_plan.py::test_the_planes_memory_plan_as_written -->\n```bash\n"
+    command = page[page.index(marker) + len(marker):].split("```", 1)[0].split()
+    assert command[:2] == [".venv/bin/simulator", "plan"]
+    r = _plan(*command[2:], cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    shown = page.split("prints, compiled for this machine's CPU standing in (no CUDA plug-in):")[1].split("```")[1]
+    assert "43.4 bytes per cell" in shown and "40960^2" in shown and "19 scalar 2D FFTs in 9 FFT kernels" in shown
+    assert "scalar 2D FFTs" in r.stdout, r.stdout
+    if gpu_compiler.plugin() is None:
+        for piece in ("peak 2.71 MiB = 43.4 bytes per cell", "largest square grid that fits these 1 device(s): "
+                      "40960^2", "19 scalar 2D FFTs in 9 FFT kernels"):
+            assert piece in r.stdout and piece.split(": ")[-1] in shown, (piece, r.stdout)

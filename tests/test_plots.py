@@ -117,7 +117,7 @@ def animate(*args: str) -> int:
 
 def test_animate_writes_a_gif_of_every_snapshot_without_ffmpeg(runs, monkeypatch, capsys):
     """`simulator animate RUN` on a machine without ffmpeg: plots/slice.gif, which opens with one frame per snapshot
-    at the figures' pixel size, each frame the slice figure of its snapshot; the API writes the same movie."""
+    at the figures' pixel size, each frame the slice figure of its snapshot."""
     from PIL import Image
 
     from simulator.plots import movie
@@ -137,9 +137,35 @@ def test_animate_writes_a_gif_of_every_snapshot_without_ffmpeg(runs, monkeypatch
     drawn = movie.rgb(frame_builders(run, config, equations.get("navier_stokes"), "vorticity", 2)[-1]())
     assert np.abs(last - drawn).mean() < 8  # the GIF's 256 colours of the last slice figure
     assert not list((run / "plots").glob(".*.part"))
-    assert load_run(run).animate("velocity", out=run / "velocity.gif") == run / "velocity.gif"
-    with Image.open(run / "velocity.gif") as gif:
-        assert gif.n_frames == RUNS["ns"][2]
+
+
+
+def test_the_movie_commands_as_written(runs, tmp_path, monkeypatch, capsys):
+    """The commands of docs/reference/plots.md's movie section, on this module's run in place of the quickstart
+    (no ffmpeg: GIFs), and load_run(RUN).animate as the page says: each movie opens with the run's frame count."""
+    from PIL import Image
+
+    from simulator.plots import movie
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    page = (ROOT / "docs" / "reference" / "plots.md").read_text()
+    marker = "<!-- run by: tests/test_plots.py::test_the_movie_commands_as_written -->\n```bash\n"
+    commands = page[page.index(marker) + len(marker):].split("```", 1)[0]
+    run = tmp_path / "quickstart"
+    shutil.copytree(runs / "ns", run, ignore=shutil.ignore_patterns("plots"))
+    monkeypatch.chdir(tmp_path)
+    written = []
+    for line in commands.splitlines():
+        words = line.split("#")[0].replace("outputs/quickstart", str(run)).split()
+        assert words[:2] == ["simulator", "animate"], line
+        assert main(words[1:]) == 0, line
+        written.append(Path(capsys.readouterr().out.strip()))
+    assert written == [run / "plots" / "slice.gif", Path("velocity.gif")]
+    assert "load_run(RUN).animate(\"vorticity\")" in page
+    assert load_run(run).animate("vorticity", out=tmp_path / "api.gif") == tmp_path / "api.gif"
+    for path in (*written, tmp_path / "api.gif"):
+        with Image.open(path) as gif:
+            assert gif.n_frames == RUNS["ns"][2], path
 
 
 def test_animate_pipes_the_frames_to_ffmpeg_for_an_mp4(runs, tmp_path, monkeypatch, capsys):
