@@ -318,7 +318,7 @@ def test_no_code_token_is_broken_and_no_block_leaves_its_column_in_chromium(site
                     if (lines(node) > own) problems.push(`${token} broken over lines`);
                 }
                 // a Python or YAML line never wraps (at a space inside an expression: `{flux[k ==` / `6][0]}`)
-                if (!c.closest('.language-bash') && lines(c) > c.textContent.replace(/\n$/, '').split('\n').length)
+                if (!c.closest('.language-bash') && lines(c) > c.textContent.replace(/\\n$/, '').split('\\n').length)
                     problems.push('a line wrapped');
                 if (c.getBoundingClientRect().right > article.right + 1) problems.push('past the column');
                 if (first && i === 0 && c.scrollWidth > c.clientWidth + 1) problems.push('scrolls: not whole');

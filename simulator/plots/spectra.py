@@ -1,12 +1,14 @@
 """The spectra figures of a run directory (no JAX): ``plots/spectra.png``, the equation's spectrum at a
 few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.times`` when the run
-asked for some) with its reference spectrum (e.g. linear theory) dashed beside each;
-``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
+asked for some) with its reference spectrum (e.g. linear theory) dashed beside each, and in black its time average
+over a window of rows (``--window``; by default the second half of the run: :func:`window_means`);
+``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``), with its mean alike;
 ``plots/spectra_compensated.png``, the spectrum times eps^(-2/3) k^(5/3) (the equation's guide; eps its
 dissipation from ``timeseries.csv``: the plateau reads as the Kolmogorov constant, drawn dashed) at those
-times and averaged over a window of rows; ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present
-(:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side
-with their budgets and maps of 2D (k_h, k_z) spectra (:mod:`simulator.plots.spectra_panels`).
+times and averaged over the window (each further guide's, ``spectra_compensated_5_3.png``, alike);
+``plots/flux.png``, the flux Pi(k) of every transfer spectrum present and of its mean over the window
+(:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side with their
+budgets and maps of 2D (k_h, k_z) spectra at the rows shown (:mod:`simulator.plots.spectra_panels`).
 Spectra are drawn over the resolved range only, in the units the file records for k. The k^(-5/3)
 guide is drawn only where the spectrum could hold an inertial range (:func:`inertial_range_possible`).
 """
@@ -270,11 +272,13 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
     Reads ``spectra.h5`` (``k`` (shells,), each spectrum (rows, shells); only the rows shown) and, for
     eps, ``timeseries.csv``. ``spectra``: the equation's spectrum at the rows nearest ``times`` (default:
     the rows of ``output.spectra.times``, else a few from first to last); ``spectra_<name>`` the same for
-    each spectrum of ``info.plot.more_spectra`` the file holds; ``spectra_side_by_side`` and
+    each spectrum of ``info.plot.more_spectra`` the file holds, each with its mean over the rows in ``average`` =
+    (t0, t1) (default: the second half of the run; :func:`window_means`); ``spectra_side_by_side`` and
     ``spectra_<map>`` for the spectra of ``info.plot.side_by_side`` and ``info.plot.maps``;
     ``spectra_compensated`` for an equation with a ``spectrum_guide``: the spectrum compensated by it at
     those rows and averaged over the rows in ``average`` = (t0, t1) (default: the second half of the run);
-    ``flux`` the flux of its transfer spectra (None without them).
+    ``spectra_compensated_<guide>`` for each of ``info.plot.more_guides`` alike; ``flux`` the flux of its transfer
+    spectra and of their mean (None without them).
     Raises MissingOutputError without ``spectra.h5`` or without a row of the equation's spectrum."""
     path = run_dir / SPECTRA_FILE
     if not path.is_file():
