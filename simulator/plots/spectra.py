@@ -8,7 +8,8 @@ dissipation from ``timeseries.csv``: the plateau reads as the Kolmogorov constan
 times and averaged over the window (each further guide's, ``spectra_compensated_5_3.png``, alike);
 ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present and of its mean over the window
 (:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side with their
-budgets and maps of 2D (k_h, k_z) spectra at the rows shown (:mod:`simulator.plots.spectra_panels`).
+budgets and the mean over the window, and maps of 2D (k_h, k_z) spectra at the last row shown
+(:mod:`simulator.plots.spectra_panels`).
 Spectra are drawn over the resolved range only, in the units the file records for k. The k^(-5/3)
 guide is drawn only where the spectrum could hold an inertial range (:func:`inertial_range_possible`).
 """
@@ -320,8 +321,13 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         for _, other in instances(template, table):
             builders[f"spectra_{other}"] = partial(spectrum, other)
     shells, above_floor = drawn(k, config, info, *info.plot.side_by_side[:1])  # the spectra it draws are by |k|
-    builders["spectra_side_by_side"] = partial(side_by_side_figure, k, table, shown, config, info, shells,
-                                               above_floor, k_units)
+
+    def side_by_side() -> Figure | None:
+        mean, window = means()
+        return side_by_side_figure(k, table, shown, config, info, shells, above_floor, k_units, mean,
+                                   None if window is None else mean_label(config, info, window))
+
+    builders["spectra_side_by_side"] = side_by_side
     for other in (m for m in info.plot.maps if m in table):
         cuts = (resolved_wavenumber(config, info, "k_h"), resolved_wavenumber(config, info, "k_z"))
         builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info, cuts,
