@@ -21,6 +21,7 @@ from simulator.cli import main
 from simulator.config import load as load_config
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import FieldInfo
+from simulator.errors import ConfigError
 from simulator.output import hdf5 as io
 from simulator.output.base import Schedule
 from simulator.output.spectra import SpectraFile
@@ -163,6 +164,8 @@ def test_the_movie_commands_as_written(runs, tmp_path, monkeypatch, capsys):
     assert written == [run / "plots" / "slice.gif", Path("velocity.gif")]
     assert "load_run(RUN).animate(\"vorticity\")" in page
     assert load_run(run).animate("vorticity", out=tmp_path / "api.gif") == tmp_path / "api.gif"
+    with pytest.raises(ConfigError, match=r"^fps = 0 is not a frame rate; give a positive number"):
+        load_run(run).animate(fps=0)  # named as the call names it
     for path in (*written, tmp_path / "api.gif"):
         with Image.open(path) as gif:
             assert gif.n_frames == RUNS["ns"][2], path
