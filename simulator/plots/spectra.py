@@ -1,7 +1,8 @@
 """The spectra figures of a run directory (no JAX): ``plots/spectra.png``, the equation's spectrum at a
 few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.times`` when the run
 asked for some) with its reference spectrum (e.g. linear theory) dashed beside each, and in black its time average
-over a window of rows (``--window``; by default the second half of the run: :func:`window_means`);
+over a window of rows (``--window``; by default the second half of the run:
+:func:`~simulator.plots.when.window_means`);
 ``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``), with its mean alike;
 ``plots/spectra_compensated.png``, the spectrum times eps^(-2/3) k^(5/3) (the equation's guide; eps its
 dissipation from ``timeseries.csv``: the plateau reads as the Kolmogorov constant, drawn dashed) at those
@@ -28,7 +29,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from simulator.equations.spec import EquationInfo, Kolmogorov, instances
-from simulator.errors import reading
 from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE, axis_of, read_spectra, resolved_shells, resolved_wavenumber
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
@@ -44,6 +44,7 @@ from simulator.plots.figures import (
     time_window,
 )
 from simulator.plots.spectra_panels import map_figure, side_by_side_figure
+from simulator.plots.when import average_rows, mean_label, window_means
 
 #: rows of spectra.h5 shown when no times are asked for
 DEFAULT_SPECTRA = 5
@@ -52,8 +53,6 @@ DEFAULT_SPECTRA = 5
 #: squares, a few times more after the transforms (float32 ~1.4e-13, float64 ~5e-31); exactly-zero
 #: (dealiased) shells are not drawn at all
 SPECTRUM_FLOOR = 10.0
-#: slack when a row's time is compared with an averaging window's ends
-TOL_TIME = 1e-9
 #: L/eta an inertial range needs: it lies between the energy-containing scales (l > L/6) and the
 #: dissipation range (l < 60 eta) (Pope 2000, Turbulent Flows, §6.1.3, Fig. 6.2), so only where L/6 > 60 eta
 INERTIAL_SEPARATION = 360.0
@@ -122,35 +121,6 @@ def exponent_text(exponent: float) -> str:
     if abs(float(fraction) - exponent) > 1e-9:
         return f"{exponent:.3g}"
     return str(fraction.numerator) if fraction.denominator == 1 else f"{fraction.numerator}/{fraction.denominator}"
-
-
-def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]:
-    """Rows of ``times`` inside ``window`` = (t0, t1), both ends included; by default the second half of
-    the run, t >= (first + last) / 2 (past the initial transient of a run started from a chosen field)."""
-    if times.size == 0:
-        return []
-    t0, t1 = window if window else ((times[0] + times[-1]) / 2, times[-1])
-    return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
-
-
-def mean_label(config: dict[str, Any], info: EquationInfo, window: tuple[float, float, int]) -> str:
-    """The legend of a time average over ``window`` = (t0, t1, rows): ``mean of 4 rows, t = 1.50 – t = 3.00``."""
-    t0, t1, count = window
-    return f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}"
-
-
-def window_means(path: Path, t_all: np.ndarray, average: Sequence[float] | None, names: Sequence[str]
-                 ) -> tuple[dict[str, np.ndarray], tuple[float, float, int] | None]:
-    """The time average of each spectrum ``names`` of ``spectra.h5`` (arrays [row, shell]: the result by shell)
-    over its rows in ``average`` = (t0, t1) (:func:`average_rows`; default the second half of the run), with
-    (first time, last time, rows) of that window; nothing and None where the window holds no row. Only those
-    rows and spectra are read."""
-    rows = average_rows(t_all, average)
-    if not rows:
-        return {}, None
-    with reading(path), open_for_reading(path) as f:
-        means = {name: np.mean(f[name][rows], axis=0) for name in names}
-    return means, (float(t_all[rows[0]]), float(t_all[rows[-1]]), len(rows))
 
 
 def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo, name: str | None = None
@@ -274,7 +244,7 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
     eps, ``timeseries.csv``. ``spectra``: the equation's spectrum at the rows nearest ``times`` (default:
     the rows of ``output.spectra.times``, else a few from first to last); ``spectra_<name>`` the same for
     each spectrum of ``info.plot.more_spectra`` the file holds, each with its mean over the rows in ``average`` =
-    (t0, t1) (default: the second half of the run; :func:`window_means`); ``spectra_side_by_side`` and
+    (t0, t1) (default: the second half of the run; :func:`~.when.window_means`); ``spectra_side_by_side`` and
     ``spectra_<map>`` for the spectra of ``info.plot.side_by_side`` and ``info.plot.maps``;
     ``spectra_compensated`` for an equation with a ``spectrum_guide``: the spectrum compensated by it at
     those rows and averaged over the rows in ``average`` = (t0, t1) (default: the second half of the run);

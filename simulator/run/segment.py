@@ -41,7 +41,7 @@ from simulator import equations
 from simulator.config import Config, to_dict
 from simulator.equations import resolution
 from simulator.errors import ConfigError
-from simulator.log import RunLog, get_logger
+from simulator.log import ONCE, RunLog, get_logger
 from simulator.output import checkpoints, contents, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
@@ -49,7 +49,7 @@ from simulator.run import records, restart as restarts, rundir, superseded
 from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
-from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, StopRequest, agree
+from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, NOTHING_NEW, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.run.states import abstract_state
 from simulator.time.control import Stepper
@@ -60,9 +60,6 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "Segment"]
 #: seconds of wall time between the ``status.json`` updates of a running segment: a rewrite per chunk cost
 #: 0.6 ms of a 9 ms chunk at 32^3 (a fifth of its Python time); the start and the end are always written
 STATUS_EVERY = 2.0
-#: what a run stopped before its first step did, in its log line and as the ``reason`` of its ``status.json``
-#: (where the GPU job scripts read it: they echo it, not "checkpointed")
-NOTHING_NEW = "nothing new to checkpoint"
 
 
 class Segment:
@@ -171,9 +168,10 @@ class Segment:
             step, t = self.step, self.t
         else:  # before the state exists: where the run stood (a new run's time is not known yet)
             step, t = (self.ckpt.step, self.ckpt.time) if self.ckpt is not None else (0, None)
-        self._stopped("stopped by %s before the first step (at step %d): %s; resume with: %s", StopRequest.name(flag),
-                      step, NOTHING_NEW, rundir.branch_hint(self.resume_hint, self.ckpt and self.ckpt.index, self.out,
-                                                            self.allow_physics_change))
+        self.log.warning("stopped by %s before the first step (at step %d): %s; resume with: %s",
+                         StopRequest.name(flag), step, NOTHING_NEW, rundir.branch_hint(
+                             self.resume_hint, self.ckpt and self.ckpt.index, self.out, self.allow_physics_change),
+                         extra=ONCE)
         if jax.process_index() == 0 and not (self.out / "config.yaml").exists():
             (self.out / "config.yaml").write_text(yaml.safe_dump({"config": to_dict(self.cfg)}, sort_keys=False))
         self.step, self.t = step, t
@@ -330,14 +328,9 @@ class Segment:
         """Stopped (a signal, ``runtime.max_wall``) after its checkpoint was written: exit 75."""
         if count > 1:
             why += f" (received {count} times; acted on once)"
-        self._stopped("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s", why,
-                      self.step, self.t, self.resume_hint)
+        self.log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s", why,
+                         self.step, self.t, self.resume_hint, extra=ONCE)
         self.end("interrupted", EXIT_INTERRUPTED)
-
-    def _stopped(self, message: str, *args: Any) -> None:
-        """The line of a stopped run: a warning of process 0 alone, so that a job of P processes says it once
-        (every process stops alike); the others log it at info level, which their console leaves out."""
-        (self.log.warning if jax.process_index() == 0 else self.log.info)(message, *args)
 
     def finish(self, compilations: str) -> None:
         """Reached t_end: the closing line (``compilations``: what the driver compiled) and the status."""
