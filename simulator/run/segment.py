@@ -319,7 +319,7 @@ class Segment:
             advice = "; ".join(dict.fromkeys(info.advice(c.name) for c in crossed if info.advice(c.name)))
             self.log.warning("under-resolved at step %d, t = %.6g: %s; the smallest scales are not resolved by the "
                              "grid%s", moment.step, moment.time, ", ".join(map(str, crossed)),
-                             f" ({advice})" if advice else "")
+                             f" ({advice})" if advice else "", extra=ONCE)  # every process has the same
             self._warned.update(c.name for c in crossed)
 
     # ---- the end ----------------------------------------------------------------------------------
