@@ -57,6 +57,22 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-headless-shell
     fi
 fi
 
+# `simulator animate` writes an MP4 through ffmpeg when it is on PATH, else an animated GIF (Pillow): as root on
+# a Debian-like machine this installs ffmpeg when it is missing; otherwise it says so in one line. No test needs it.
+if ! command -v ffmpeg >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing ffmpeg (apt-get install ffmpeg) for simulator animate's MP4 movies"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 \
+                 && apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null 2>&1; } \
+            || echo "setup: apt-get install ffmpeg failed: simulator animate will write GIFs, not MP4s"
+    else
+        echo "setup: no ffmpeg on PATH and not installable here (needs root and apt-get):" \
+             "simulator animate will write GIFs, not MP4s"
+    fi
+fi
+
 # a change to the build (pyproject.toml, setup.py, the native source) or to FFTW's presence reinstalls
 have_fftw=$(fftw_header && echo fftw || echo nofftw)
 stamp=".venv/.installed-$(cat pyproject.toml setup.py simulator/fft/native/* | sha256sum | cut -c1-16)-$have_fftw"

@@ -1,4 +1,6 @@
-"""Rank-aware logging: process 0 reports events and progress, every process reports warnings."""
+"""Rank-aware logging: process 0 reports events and progress, every process reports warnings, but for those every
+process meets alike and logs with ``extra=ONCE`` (a stop: one line per job, not one per rank), which process 0 alone
+reports."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import sys
 from pathlib import Path
 
 LOGGER_NAME = "simulator"
+#: a record's ``extra``: reported by process 0 alone, whatever its level
+ONCE = {"once": True}
 
 
 class _RankFilter(logging.Filter):
@@ -16,7 +20,7 @@ class _RankFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.rank = self.rank
-        return self.rank == 0 or record.levelno >= logging.WARNING
+        return self.rank == 0 or (record.levelno >= logging.WARNING and not getattr(record, "once", False))
 
 
 def setup_logging(rank: int = 0, level: int = logging.INFO) -> logging.Logger:

@@ -319,8 +319,10 @@ CASES = {
     "run of a sweep file": (["run", "bad_point.yaml", "--out", "new"], "config file = 'bad_point.yaml' is a sweep "
                             "file, not a run's config; to run its points: simulator sweep bad_point.yaml"),
     "validate of a sweep file": (["validate", "bad_point.yaml"], "config file = 'bad_point.yaml' is a sweep file"),
-    "plan of a sweep file": (["plan", "bad_point.yaml"], "is a sweep file, not a run's config; to run its points: "
-                             "simulator sweep bad_point.yaml"),
+    # plan takes a sweep file (every point planned): its bad point is named as simulator sweep names it
+    "plan of a sweep with a bad point": (["plan", "bad_point.yaml"],
+                                         "sweep point 1 (physics.viscosity=-1.0): physics.viscosity = -1.0 is out of "
+                                         "range"),
     "missing sweep file": (["sweep", "nope.yaml"], "sweep file = 'nope.yaml' does not exist; give the path of an "
                            "existing YAML file"),
     "sweep of a directory": (["sweep", "run"], "sweep file = 'run' is a directory; give the sweep's YAML file, or add "

@@ -287,8 +287,9 @@ def _site_pages(site: Path) -> list[Path]:
 @pytest.mark.slow
 def test_no_code_token_is_broken_and_no_block_leaves_its_column_in_chromium(site, browser):
     """Every page at a laptop's width: a code block never breaks a line inside a token (the quickstart wrapped
-    after the hyphen of ``--cpu-`` / ``devices 2``): a highlighted block's line wraps only at its whitespace
-    (Pygments' ``.w`` spans), a plain block's lines are laid out as one line each and scroll sideways (white-space
+    after the hyphen of ``--cpu-`` / ``devices 2``): a shell block's line wraps only at its whitespace
+    (Pygments' ``.w`` spans), a Python or YAML block's lines never (the plane tutorial's f-string broke after
+    ``{flux[k ==``), a plain block's lines are laid out as one line each and scroll sideways (white-space
     pre, overflow-x auto); no block, nor anything of the article, runs past the column; and the first command of
     the home page and of Getting started shows whole, without scrolling (it was cut at ``--cpu-devi``). Screenshots
     of those two pages in outputs/docs_screenshots/."""
@@ -318,6 +319,9 @@ def test_no_code_token_is_broken_and_no_block_leaves_its_column_in_chromium(site
                     const token = JSON.stringify(node.textContent.slice(0, 40));
                     if (lines(node) > own) problems.push(`${token} broken over lines`);
                 }
+                // a Python or YAML line never wraps (at a space inside an expression: `{flux[k ==` / `6][0]}`)
+                if (!c.closest('.language-bash') && lines(c) > c.textContent.replace(/\\n$/, '').split('\\n').length)
+                    problems.push('a line wrapped');
                 if (c.getBoundingClientRect().right > article.right + 1) problems.push('past the column');
                 if (first && i === 0 && c.scrollWidth > c.clientWidth + 1) problems.push('scrolls: not whole');
                 return problems.length ? `${problems.join(', ')}: ${c.textContent.slice(0, 80)}` : null;

@@ -723,3 +723,81 @@ def test_a_shallow_box_s_plan_names_the_largest_grid_of_its_own_aspect():
                       available, "given", None, None, 0.0)
     assert cubic.largest_grid == (64, 64, 64)
     assert "largest cubic grid that fits these 1 device(s): 64^3" in report.report(cubic, "cpu")
+
+
+def _plan(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "simulator", "plan", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_plan_predicts_a_planes_job_from_its_cfl_estimate_and_from_the_runs_measured_steps(tmp_path):
+    """`simulator plan` of a plane with time.cfl: the steps to t_end estimated as dt = cfl dx / U (U the rms speed
+    of initial.energy), their wall time and device-hours at the predicted step; from a run directory that has run
+    40 steps to t = 4 at 250 steps/s, the 60 steps its mean dt of 0.1 leaves to t_end = 10 take 0.24 s, 6.67e-05
+    device-hours. A plane's transforms are counted as 2D FFTs."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "status.json").write_text('{"state": "stopped", "step": 40, "time": 4.0, "exit_code": 75}')
+    (run / "run.log").write_text("12:00:00 [rank 0] INFO step 20 t=2.0000 dt=0.1 steps/s=100 ETA 1min\n"
+                                 "12:00:01 [rank 0] INFO step 40 t=4.0000 dt=0.1 steps/s=250 ETA 0s\n")
+    r = _plan(str(ROOT / "configs" / "forced_2d.yaml"), "--set", "grid.shape=[32,32]", "--set", "time.dt=1",
+              "--set", "physics.forcing_wavenumber=4", "--set", "initial.k_peak=4",
+              "--set", "time.t_end=10", "--profile", "h100", "--run", str(run))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert re.search(r"per step: \d+ scalar 2D FFTs", out), out
+    # dx = 2 pi / 32, U = sqrt(2 x 0.01): dt = 0.5 dx / U = 0.694, 15 steps to t = 10
+    assert "job: 15 steps to time.t_end = 10 (an estimate: time.cfl = 0.5 with dx = 0.196 and U = sqrt(2 " \
+           "initial.energy) = 0.141: dt ~ 0.694)" in out, out
+    step_ms = float(re.search(r"predicted step \(bandwidth bound\): ([\d.e+-]+) ms on h100", out).group(1))
+    wall = 15 * step_ms / 1e3
+    predicted = re.search(r"  predicted: 15 steps x ([\d.e+-]+) ms = ([\d.e+-]+) s wall, ([\d.e+-]+) device-hours "
+                          r"on 1 device\(s\)", out)
+    assert predicted and float(predicted.group(1)) == step_ms, out
+    assert float(predicted.group(2)) == pytest.approx(wall, rel=5e-3)
+    assert float(predicted.group(3)) == pytest.approx(wall / 3600, rel=5e-3)
+    assert f"  measured: {run} (stopped at step 40, t = 4, at its mean dt so far 0.1): 60 steps left at its 250 " \
+           "steps/s: 60 steps x 4 ms = 0.24 s wall, 6.67e-05 device-hours on 1 device(s)" in out, out
+
+
+def test_plan_of_a_sweep_gives_each_points_steps_and_the_total(tmp_path):
+    """`simulator plan SWEEP.yaml`: the points of one structure planned once, then each point's steps to its t_end
+    (fixed dt: 10 and 25), wall time and device-hours at the predicted step, and their total (35 steps)."""
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "plan_sweep", "base": str(ROOT / "configs" / "taylor_green.yaml"),
+                                     "set": {"grid.shape": 16, "time.dt": 0.01},
+                                     "grid": {"time.t_end": [0.1, 0.25]}}))
+    r = _plan(str(sweep), "--profile", "h100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.count("plan: navier_stokes") == 1 and "points p000, p001, planned as p000 (time.t_end=0.1):" in out
+    step_s = float(re.search(r"predicted step \(bandwidth bound\): ([\d.e+-]+) ms", out).group(1)) / 1e3
+    rows = re.findall(r"  (p00\d) \(time\.t_end=[\d.]+\): (\d+) steps \(fixed dt = 0\.01\); predicted: ([\d.e+-]+) "
+                      r"s wall, ([\d.e+-]+) device-hours", out)
+    assert [(name, int(steps)) for name, steps, *_ in rows] == [("p000", 10), ("p001", 25)], out
+    for _, steps, wall, hours in rows:
+        assert float(wall) == pytest.approx(int(steps) * step_s, rel=5e-3)
+        assert float(hours) == pytest.approx(int(steps) * step_s / 3600, rel=5e-3)
+    total = re.search(r"  total: 35 steps, ([\d.e+-]+) s wall one point after another, ([\d.e+-]+) device-hours", out)
+    assert total and float(total.group(1)) == pytest.approx(35 * step_s, rel=5e-3), out
+    r = _plan(str(sweep), "--run", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: --run = ") and r.stdout == ""
+
+
+def test_the_planes_memory_plan_as_written():
+    """The plane's command of docs/how-to/plan-memory.md prints what the page shows: 43.4 bytes per cell, the
+    largest square grid 40960^2 on 80 GB, the transforms counted as 2D FFTs (compiled for this CPU standing in;
+    XLA's GPU compiler, where JAX's CUDA plug-in is, counts its own bytes)."""
+    page = (ROOT / "docs" / "how-to" / "plan-memory.md").read_text()
+    marker = "<!-- run by: tests/test_plan.py::test_the_planes_memory_plan_as_written -->\n```bash\n"
+    command = page[page.index(marker) + len(marker):].split("```", 1)[0].split()
+    assert command[:2] == [".venv/bin/simulator", "plan"]
+    r = _plan(*command[2:], cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    shown = page.split("prints, compiled for this machine's CPU standing in (no CUDA plug-in):")[1].split("```")[1]
+    assert "43.4 bytes per cell" in shown and "40960^2" in shown and "19 scalar 2D FFTs in 9 FFT kernels" in shown
+    assert "scalar 2D FFTs" in r.stdout, r.stdout
+    if gpu_compiler.plugin() is None:
+        for piece in ("peak 2.71 MiB = 43.4 bytes per cell", "largest square grid that fits these 1 device(s): "
+                      "40960^2", "19 scalar 2D FFTs in 9 FFT kernels"):
+            assert piece in r.stdout and piece.split(": ")[-1] in shown, (piece, r.stdout)

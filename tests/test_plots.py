@@ -3,6 +3,7 @@ at a time; runs without snapshots or spectra; damaged files skip only their figu
 with one line and exit 2."""
 
 import importlib
+import os
 import re
 import shutil
 import struct
@@ -15,11 +16,12 @@ import numpy as np
 import pytest
 import yaml
 
-from simulator import equations, plots
+from simulator import equations, load_run, plots
 from simulator.cli import main
 from simulator.config import load as load_config
 from simulator.equations.fdm_cosmo import cosmology
 from simulator.equations.spec import FieldInfo
+from simulator.errors import ConfigError
 from simulator.output import hdf5 as io
 from simulator.output.base import Schedule
 from simulator.output.spectra import SpectraFile
@@ -104,6 +106,121 @@ def test_navier_stokes_figures_frames_and_pdf(runs, reads, capsys):
     assert "ffmpeg -framerate" in err and "slice_%04d.png" in err
     assert_one_plane_each(reads)
     assert {name for name, _ in reads} == {"vorticity"}
+
+
+def animate(*args: str) -> int:
+    """``simulator animate ARGS`` in this process; argparse's own refusals count as their exit status."""
+    try:
+        return main(["animate", *args])
+    except SystemExit as exit_:
+        return int(exit_.code)
+
+
+def test_animate_writes_a_gif_of_every_snapshot_without_ffmpeg(runs, monkeypatch, capsys):
+    """`simulator animate RUN` on a machine without ffmpeg: plots/slice.gif, which opens with one frame per snapshot
+    at the figures' pixel size, each frame the slice figure of its snapshot."""
+    from PIL import Image
+
+    from simulator.plots import movie
+    from simulator.plots.slices import frame_builders
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    run = runs / "ns"
+    assert animate(str(run), "--fps", "5") == 0
+    path = run / "plots" / "slice.gif"
+    assert capsys.readouterr().out == f"{path}\n"
+    with Image.open(path) as gif:
+        assert gif.n_frames == RUNS["ns"][2] and gif.size == plots.PIXELS
+        assert gif.info["duration"] == 200 and gif.info["loop"] == 0
+        gif.seek(gif.n_frames - 1)
+        last = np.asarray(gif.convert("RGB"), dtype=float)
+    config = yaml.safe_load((run / "config.yaml").read_text())["config"]
+    drawn = movie.rgb(frame_builders(run, config, equations.get("navier_stokes"), "vorticity", 2)[-1]())
+    assert np.abs(last - drawn).mean() < 8  # the GIF's 256 colours of the last slice figure
+    assert not list((run / "plots").glob(".*.part"))
+
+
+
+def test_the_movie_commands_as_written(runs, tmp_path, monkeypatch, capsys):
+    """The commands of docs/reference/plots.md's movie section, on this module's run in place of the quickstart
+    (no ffmpeg: GIFs), and load_run(RUN).animate as the page says: each movie opens with the run's frame count."""
+    from PIL import Image
+
+    from simulator.plots import movie
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    page = (ROOT / "docs" / "reference" / "plots.md").read_text()
+    marker = "<!-- run by: tests/test_plots.py::test_the_movie_commands_as_written -->\n```bash\n"
+    commands = page[page.index(marker) + len(marker):].split("```", 1)[0]
+    run = tmp_path / "quickstart"
+    shutil.copytree(runs / "ns", run, ignore=shutil.ignore_patterns("plots"))
+    monkeypatch.chdir(tmp_path)
+    written = []
+    for line in commands.splitlines():
+        words = line.split("#")[0].replace("outputs/quickstart", str(run)).split()
+        assert words[:2] == ["simulator", "animate"], line
+        assert main(words[1:]) == 0, line
+        written.append(Path(capsys.readouterr().out.strip()))
+    assert written == [run / "plots" / "slice.gif", Path("velocity.gif")]
+    assert "load_run(RUN).animate(\"vorticity\")" in page
+    assert load_run(run).animate("vorticity", out=tmp_path / "api.gif") == tmp_path / "api.gif"
+    with pytest.raises(ConfigError, match=r"^fps = 0 is not a frame rate; give a positive number"):
+        load_run(run).animate(fps=0)  # named as the call names it
+    for path in (*written, tmp_path / "api.gif"):
+        with Image.open(path) as gif:
+            assert gif.n_frames == RUNS["ns"][2], path
+
+
+def test_animate_pipes_the_frames_to_ffmpeg_for_an_mp4(runs, tmp_path, monkeypatch, capsys):
+    """With ffmpeg on PATH the movie is an MP4 by default: every frame's RGB pixels piped to one ffmpeg process
+    (a stand-in here that counts what it reads), no frame written as a file."""
+    fake = tmp_path / "bin" / "ffmpeg"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\nimport sys\ndata = sys.stdin.buffer.read()\n"
+                    "open(sys.argv[-1], 'w').write(f'{len(data)} {sys.argv[sys.argv.index(\"-s\") + 1]}')\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    run = runs / "ns"
+    assert animate(str(run), "--field", "velocity") == 0
+    path = run / "plots" / "slice_velocity.mp4"
+    assert capsys.readouterr().out == f"{path}\n"
+    size, shape = path.read_text().split()
+    width, height = plots.PIXELS
+    assert shape == f"{width}x{height}" and int(size) == RUNS["ns"][2] * width * height * 3
+    assert not (run / "plots" / "frames").exists() or not list((run / "plots" / "frames").glob("slice_velocity_*"))
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--fps", "0"], "--fps = 0.0 is not a frame rate; give a positive number of frames per second"),
+    (["--format", "mp4"], "--format = 'mp4' needs ffmpeg on PATH; gif, or install ffmpeg"),
+    (["--format", "avi"], "--format = 'avi' is not a movie format; choose mp4 or gif"),
+    (["--out", "movie.avi"], "--out = 'movie.avi' is not a movie file; end the name in .mp4 or .gif"),
+    (["--field", "nope"], "--field = 'nope' is not a field of the snapshots; choose one of velocity, vorticity"),
+    (["--axis", "w"], "--axis = 'w' is not an axis; choose x, y or z"),
+])
+def test_animate_bad_input_is_one_line_and_exit_2_and_writes_nothing(runs, tmp_path, monkeypatch, capsys, args,
+                                                                      expected):
+    from simulator.plots import movie
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    run = tmp_path / "ns"
+    shutil.copytree(runs / "ns", run, ignore=shutil.ignore_patterns("plots"))
+    monkeypatch.chdir(tmp_path)
+    assert animate(str(run), *args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {expected}") and err.count("\n") == 1
+    assert not (run / "plots").exists() and not (tmp_path / "movie.avi").exists()
+
+
+def test_animate_a_run_without_snapshots_says_so_in_one_line(runs, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(runs / "ns" / "config.yaml", run / "config.yaml")
+    assert animate(str(run)) == 2
+    assert capsys.readouterr().err == (f"error: RUN_DIR = '{run}' has no movie: no snapshots in {run / 'snapshots'}; "
+                                       "set output.snapshots.every or output.snapshots.dt; animate a run that wrote "
+                                       "snapshots\n")
+    assert not (run / "plots").exists()
 
 
 def test_a_field_asked_for_by_name_gets_its_own_slice_file(runs, capsys):
@@ -355,8 +472,11 @@ def test_spectra_are_drawn_over_the_resolved_range_only(tmp_path, figures, equat
         spectra_file.append(i, float(i), {spectrum: row})
     spectra_file.close()
     spectra_plots.plot_spectra(tmp_path, config, equations.get(equation))
-    curves = [line for line in figures[0].axes[0].lines if line.get_linestyle() != "--"]
+    lines = figures[0].axes[0].lines
+    [mean] = [line for line in lines if line.get_label().startswith("mean of")]  # the second half: the second row
+    curves = [line for line in lines if line.get_linestyle() != "--" and line is not mean]
     assert len(curves) == 2
+    np.testing.assert_array_equal(mean.get_ydata(), curves[1].get_ydata())
     for line in curves:
         x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata(), dtype=float)
         shown = np.isfinite(y)
@@ -588,6 +708,10 @@ def test_log_axis_rule_for_swept_values():
     assert not sweep_plots.geometric([-1.0, -2.0, -4.0])
     assert sweep_plots.key_label("time.dt", None) == "time.dt (time step)"
     assert sweep_plots.key_label("physics.nope", None) == "physics.nope"
+    # a description whose first clause ends inside a parenthesis: the planar sweep's x label closed every one
+    plane = {"physics": {"name": "ns2d"}, "initial": {"name": "random"}}
+    assert sweep_plots.key_label("physics.friction", plane) == \
+        "physics.friction (linear friction alpha: the term -alpha omega)"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
@@ -632,7 +756,42 @@ def test_compensated_spectrum_is_flat_for_kolmogorov_and_averages_the_window(tmp
     assert spectra_plots.exponent_text(-1.234) == "-1.23"
 
 
-def test_a_window_without_spectra_rows_says_the_compensated_spectrum_has_no_mean(tmp_path, figures, capsys):
+def test_every_spectral_figure_and_the_flux_average_the_window(tmp_path, figures, capsys):
+    """`simulator plot RUN --window T0 T1` on a plane: spectra.png, spectra_enstrophy.png, the k^3- and the
+    k^(5/3)-compensated spectra and flux.png each draw, in black, the mean of the rows in the window (FluidSim's
+    plot1d(tmin, tmax)): rows c E0(k) at t = 0, 1, 2, 3 with c = 1, 2, 3, 5 average to 2.5 E0 over [1, 2], to
+    4 E0 over the second half by default; the flux of the mean is -sum T of the mean."""
+    k = np.arange(23.0)  # the shells of a 32^2 plane in a 2 pi box, up to sqrt(2) * 16
+    e0 = np.where(k > 0, k, 1.0) ** -3.0
+    t0 = np.sin(k) * np.exp(-k / 4)
+    config = {"name": "t", "precision": "float64", "grid": {"shape": [32, 32], "box": [2 * np.pi] * 2},
+              "physics": {"name": "ns2d"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"config": config}))
+    spectra_file = SpectraFile(tmp_path / "spectra.h5", k, None)
+    for i, c in enumerate([1.0, 2.0, 3.0, 5.0]):
+        spectra_file.append(i, float(i), {"energy": c * e0, "enstrophy": c * k**2 * e0, "transfer_energy": c * t0,
+                                          "transfer_enstrophy": c * k**2 * t0})
+    spectra_file.close()
+    for window, c, label in ((["--window", "1", "2"], 2.5, "mean of 2 rows, t = 1.00 – t = 2.00"),
+                             ([], 4.0, "mean of 2 rows, t = 2.00 – t = 3.00")):
+        figures.clear()
+        assert plot(str(tmp_path), *window) == 0
+        names = [Path(p).stem for p in capsys.readouterr().out.split()]
+        drawn = dict(zip(names, figures, strict=True))
+        assert {"spectra", "spectra_enstrophy", "spectra_compensated", "spectra_compensated_5_3", "flux"} <= set(drawn)
+        expected = {"spectra": c * e0, "spectra_enstrophy": c * k**2 * e0, "spectra_compensated": c * k**3 * e0,
+                    "spectra_compensated_5_3": c * k ** (5 / 3) * e0}
+        for stem, values in expected.items():
+            [mean] = [line for line in drawn[stem].axes[0].lines if line.get_label() == label]
+            x, y = np.asarray(mean.get_xdata()), np.asarray(mean.get_ydata(), dtype=float)
+            np.testing.assert_allclose(y, values[x.astype(int)], rtol=1e-12, err_msg=stem)
+        for ax, transfer in zip(drawn["flux"].axes, (t0, k**2 * t0), strict=True):
+            [mean] = [line for line in ax.lines if line.get_label() == label]
+            x, y = np.asarray(mean.get_xdata()), np.asarray(mean.get_ydata(), dtype=float)
+            np.testing.assert_allclose(y, -c * np.cumsum(transfer)[x.astype(int)], rtol=1e-12)
+
+
+def test_a_window_without_spectra_rows_says_the_spectra_have_no_mean(tmp_path, figures, capsys):
     """`simulator plot --window T0 T1` past the run's rows: the compensated spectrum is drawn without its mean and
     one line says why (it was left out silently), as the statistics' figures say theirs are skipped."""
     k = np.arange(28.0)
@@ -644,8 +803,8 @@ def test_a_window_without_spectra_rows_says_the_compensated_spectrum_has_no_mean
     info = equations.get("navier_stokes")
     capsys.readouterr()
     spectra_plots.plot_spectra(tmp_path, config, info, average=(5.0, 6.0))
-    assert capsys.readouterr().err == (f"spectra_compensated.png has no mean: {tmp_path / 'spectra.h5'} has no row in "
-                                       "the window t = 5.00 – 6.00 (its rows span t = 0.00 – 2.00)\n")
+    assert capsys.readouterr().err == (f"the spectra figures have no time average: {tmp_path / 'spectra.h5'} has no "
+                                       "row in the window t = 5.00 – 6.00 (its rows span t = 0.00 – 2.00)\n")
     [compensated] = [f for f in figures if "compensated" in f._suptitle.get_text()]
     assert not [line for line in compensated.axes[0].lines  # no mean curve
                 if isinstance(line.get_color(), str) and line.get_color() == "k"]

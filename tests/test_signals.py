@@ -176,3 +176,22 @@ def test_a_command_that_runs_nothing_still_dies_by_its_signal(tmp_path):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM
+
+
+def test_a_stop_of_several_processes_is_said_once_by_the_first(tmp_path):
+    """Two processes stopped by a signal: one `stopped by SIGTERM ... resume with: ...` line, process 0's (each
+    process said it, one identical warning per rank: 64 on 64 GPUs), and one resolution warning; the run checkpoints
+    and exits 75 alike."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([SIMULATOR, "launch", "-n", "2", "--cpu-devices", "1", "run", *RUN[:-2], "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for(logged(out, r"INFO step 5 "), proc)
+    proc.send_signal(signal.SIGTERM)
+    code, text = finish(proc)
+    assert code == 75, text[-2000:]
+    said = [line for line in text.splitlines() if "stopped by SIGTERM" in line]
+    assert len(said) == 1 and "[rank 0] WARNING" in said[0] and "resume with: " in said[0], text[-3000:]
+    # so is the resolution warning, which every process met alike (16^3 at nu = 1/1600 is under-resolved)
+    assert [line.split(" WARNING")[0][-8:] for line in text.splitlines() if "under-resolved" in line] == ["[rank 0]"]
+    assert checkpoints_of(out) and status(out)["state"] == "interrupted"
+    assert "reason" not in status(out)  # it checkpointed: the job scripts say so

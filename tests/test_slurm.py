@@ -333,3 +333,50 @@ def test_gpu_templates_bind_each_task_to_the_gpu_it_sees(slurm, tmp_path, monkey
     assert sorted(t[1] for t in tasks) == ["0", "1", "2", "3"]  # each its own GPU
     per_node = _gpu_binding_job(tmp_path, "--nodes=2", "--ntasks-per-node=1", "--gpus-per-node=4")
     assert per_node == [("0", "0,1,2,3", [0, 1, 2, 3]), ("1", "0,1,2,3", [0, 1, 2, 3])]
+
+
+FAKE_SRUN = """#!/bin/bash
+# a stand-in for srun: the run's lines, gloo's connection reports among them, its status.json, exit 75
+out=$(python3 -c 'import sys; a = sys.argv[1:]; print(a[a.index("--out") + 1])' "$@")
+mkdir -p "$out"
+echo '[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1'
+echo '12:00:00 [rank 0] INFO run: stepping'
+echo '[Gloo] Rank 1 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1' >&2
+printf '%s' "$FAKE_STATUS" > "$out/status.json"
+exit 75
+"""
+
+
+@pytest.mark.parametrize("template", ["cpu", "gpu_node", "gpu_nodes"])
+@pytest.mark.parametrize(("status", "said"), [
+    ('{"state": "interrupted", "step": 40, "exit_code": 75}', "checkpointed before the time limit: requeueing job 7"),
+    ('{"state": "interrupted", "step": 0, "exit_code": 75, "reason": "nothing new to checkpoint"}',
+     "stopped before its first step, nothing new to checkpoint: requeueing job 7")])
+def test_a_requeue_reads_as_what_the_run_did_without_gloos_lines(template, status, said, tmp_path):
+    """Without Slurm (srun and scontrol stand-ins): a run stopped by the signal is requeued with one line saying
+    what it did, from its status.json: checkpointed, or stopped before its first step with nothing new to
+    checkpoint (it said "checkpointed" then too); gloo's connection reports are left out of the job's log, the
+    run's lines kept, its exit status (75) the script's."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(FAKE_SRUN)
+    (bin_dir / "scontrol").write_text(f"#!/bin/bash\necho \"$@\" > {tmp_path}/scontrol\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
+           "SIMULATOR": "simulator", "FAKE_STATUS": status}
+    done = subprocess.run(["bash", str(ROOT / "slurm" / f"{template}.sbatch"), "c.yaml", str(tmp_path / "out")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 75, done.stderr
+    log = done.stdout + done.stderr
+    assert "Gloo" not in log and "INFO run: stepping" in log, log
+    assert [line for line in log.splitlines() if "requeueing" in line] == [said], log
+    assert (tmp_path / "scontrol").read_text() == "requeue 7\n"
+
+
+def test_every_template_and_the_slurm_page_give_one_signal_lead():
+    """The how-to said USR1@120 where the GPU templates carry USR1@300: one lead, the page's, in every template."""
+    page = (ROOT / "docs" / "how-to" / "slurm.md").read_text()
+    [lead] = set(re.findall(r"#SBATCH --signal=USR1@(\d+)`", page))
+    for path in sorted((ROOT / "slurm").glob("*.sbatch")):
+        assert re.findall(r"^#SBATCH --signal=USR1@(\d+)", path.read_text(), re.M) == [lead], path.name

@@ -121,7 +121,14 @@ def test_the_map_of_a_shallow_box_cuts_k_h_and_k_z_each_at_its_own_axes_resolved
     np.testing.assert_array_equal(ax.lines[0].get_xdata(), K[1:6])
     assert ax.get_xlabel().startswith("$k_h")
     # the side-by-side energies are by |k|: cut at the smallest axis' cutoff, 8/3
-    np.testing.assert_array_equal(builders["spectra_side_by_side"]().axes[0].lines[0].get_xdata(), K[1:3])
+    side = builders["spectra_side_by_side"]()
+    np.testing.assert_array_equal(side.axes[0].lines[0].get_xdata(), K[1:3])
+    # each with its mean over the window (the second half of the run's rows) in black, as every spectral figure
+    rows = read_spectra(run / "spectra.h5")
+    late = rows["time"] >= (rows["time"][0] + rows["time"][-1]) / 2
+    for ax, name in zip(side.axes[:2], ("energy", "potential_energy"), strict=True):
+        [mean] = [line for line in ax.lines if line.get_label().startswith("mean of")]
+        np.testing.assert_allclose(mean.get_ydata(), rows[name][late].mean(axis=0)[1:3], rtol=1e-12)
 
 
 def test_a_boussinesq_run_directory_gets_both_figures(run, tmp_path):

@@ -9,8 +9,9 @@ pipe (``| head``). A stdout that cannot be written (``> /dev/full``) is one line
 command.
 
 Every command's lines for the user are written here, each command in its module (:mod:`.run`: validate, run,
-plan, config-docs, configs; :mod:`.results`: plot, export; :mod:`.devices`: info, check, launch; :mod:`.sweep`), what
-they share in :mod:`.common`: the library returns data and reports through callbacks, only this package prints.
+plan, config-docs, configs; :mod:`.results`: plot, animate, export; :mod:`.devices`: info, check, launch;
+:mod:`.sweep`), what they share in :mod:`.common`: the library returns data and reports through callbacks, only
+this package prints.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="simulator", description="Distributed pseudo-spectral simulator (JAX).")
     parser.add_argument("--version", action="version", version=version_line(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for add in (run.add_validate, results.add_plot, results.add_export, run.add_run, run.add_plan, devices.add_info,
-                devices.add_check, run.add_config_docs, run.add_configs, run.add_slurm, sweep.add_sweep,
-                devices.add_launch):
+    for add in (run.add_validate, results.add_plot, results.add_animate, results.add_export, run.add_run, run.add_plan,
+                devices.add_info, devices.add_check, run.add_config_docs, run.add_configs, run.add_slurm,
+                sweep.add_sweep, devices.add_launch):
         add(sub)
     return parser
 

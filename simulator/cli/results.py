@@ -1,4 +1,5 @@
-"""``simulator plot`` and ``export``: a run's figures, and its files in one netCDF file or its snapshots merged."""
+"""``simulator plot``, ``animate`` and ``export``: a run's figures, its movie, and its files in one netCDF file or
+its snapshots merged."""
 
 from __future__ import annotations
 
@@ -57,6 +58,43 @@ def add_plot(sub: Any) -> None:
     p.add_argument("--against", default=None, metavar="KEY",
                    help="sweep: the swept key on the x axis (default: the first)")
     p.set_defaults(func=cmd_plot)
+
+
+def cmd_animate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from simulator.output.hdf5 import OutputWriteError
+    from simulator.plots.figures import MissingOutputError
+    from simulator.plots.movie import animate
+
+    try:
+        path = animate(Path(args.run_dir), field=args.field, axis=args.axis, movie=args.format,
+                       out=args.out and Path(args.out), **({} if args.fps is None else {"fps": args.fps}))
+    except MissingOutputError as err:
+        raise ConfigError("RUN_DIR", args.run_dir, "animate a run that wrote snapshots",
+                          f"has no movie: {err}") from None
+    except OutputWriteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(path)
+    return EXIT_OK
+
+
+def add_animate(sub: Any) -> None:
+    p = sub.add_parser("animate", help="a movie of one field of a run: the slice of every snapshot, drawn as "
+                       "plots/slice.png is (MP4 with ffmpeg on PATH, else an animated GIF)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory")
+    p.add_argument("--field", default=None, metavar="NAME",
+                   help="snapshot field the movie shows (default: the equation's slice field, as simulator plot)")
+    p.add_argument("--axis", default="z", metavar="{x,y,z}", help="normal of the slice plane (default: z)")
+    p.add_argument("--fps", type=float, default=None, metavar="N",
+                   help="frames per second (default: 10); one frame per snapshot")
+    p.add_argument("--format", default=None, metavar="{mp4,gif}",
+                   help="mp4 (needs ffmpeg on PATH) or gif (default: mp4 where ffmpeg is on PATH, else gif)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="the movie file, ending in .mp4 or .gif (default: RUN_DIR/plots/slice.FORMAT, "
+                   "slice_FIELD.FORMAT for --field)")
+    p.set_defaults(func=cmd_animate)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

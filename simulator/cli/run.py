@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 from typing import Any
 
 from simulator import config as config_mod
@@ -89,30 +90,71 @@ def cmd_plan(args: argparse.Namespace) -> int:
     gpu = args.platform == "gpu" and runtime.gpu_visible()
     if args.devices is not None and not gpu:
         overrides.append(f"runtime.cpu_devices={args.devices}")  # virtual CPU devices stand in for GPUs
-    cfg = config_mod.load(args.config, overrides)
-    if args.platform == "gpu" and not gpu and cfg.runtime.cpu_devices is None:
+    configs = _planned_configs(args, overrides)
+    if args.platform == "gpu" and not gpu and configs[0][1].runtime.cpu_devices is None:
         # JAX kept to the CPU: with a CUDA plug-in installed and no GPU it would otherwise try (and fail, loudly)
         # to start one; the plug-in's compiler still compiles for GPUs (simulator.planning.gpu_compiler)
-        cfg = config_mod.load(args.config, [*overrides, "runtime.cpu_devices=1"])
+        configs = _planned_configs(args, [*overrides, "runtime.cpu_devices=1"])
     from simulator.planning.cost import memory_option
+    from simulator.planning.job import job_lines, measured, sweep_lines
+    from simulator.run.grouping import groups
+    from simulator.run.rundir import output_dir
 
     memory = memory_option(args.memory, args.platform == "gpu" and not gpu)
-    start(cfg)
+    labels, cfgs = [label for label, _ in configs], [cfg for _, cfg in configs]
+    runs = [measured(Path(args.run) if args.run and len(cfgs) == 1 else output_dir(cfg, None)) for cfg in cfgs]
+    start(cfgs[0])
     import jax
 
     from simulator.planning.report import plan_lines
     from simulator.run.simulation import Simulation
 
-    lines, fits = plan_lines(cfg, Simulation, args.devices, args.platform, memory, args.profile)
+    fits, out, seconds = True, [], {}
+    for group in groups(cfgs):  # one plan per structure: its points differ only in traced numbers and t_end
+        first = cfgs[group[0]]
+
+        def job(step: float | None, devices: int, group: list[int] = group) -> list[str]:
+            seconds.update(dict.fromkeys(group, step))
+            return job_lines(cfgs[group[0]], step, devices, runs[group[0]]) if len(cfgs) == 1 else []
+
+        if len(cfgs) > 1:
+            out.append(f"points {', '.join(labels[i].split()[0] for i in group)}, planned as {labels[group[0]]}:")
+        lines, fit = plan_lines(first, Simulation, args.devices, args.platform, memory, args.profile, job)
+        out += lines
+        fits = fits and fit
+    if len(cfgs) > 1:
+        out += sweep_lines([(labels[i], cfg, runs[i]) for i, cfg in enumerate(cfgs)], seconds,
+                           args.devices or jax.device_count())
     if jax.process_index() == 0:
-        print("\n".join(lines))
-        cautions(cfg)
+        print("\n".join(out))
+        cautions(cfgs[0])
     return EXIT_OK if fits else EXIT_DOES_NOT_FIT
 
 
+def _planned_configs(args: argparse.Namespace, overrides: list[Any]) -> list[tuple[str, Any]]:
+    """(label, config) of what ``simulator plan`` plans: the run's config, or each point of a sweep file (its
+    points' ``--set`` applied to every one, their directories the sweep's: ``outputs/<sweep name>/pNNN``)."""
+    raw = config_mod.read_yaml(args.config) if args.config else {}
+    if not ("base" in raw and set(raw) <= set(config_mod.SWEEP_KEYS)):
+        if args.run and not Path(args.run).is_dir():
+            raise ConfigError("--run", args.run, "give a run directory (one holding status.json and run.log)",
+                              "is not a directory")
+        return [("run", config_mod.load(args.config, overrides))]
+    if args.run:
+        raise ConfigError("--run", args.run, "leave it out: each point's own directory is read",
+                          f"does not apply to the sweep {args.config}")
+    from simulator import sweep, sweep_file
+
+    planned = sweep_file.load(args.config)
+    directory = sweep.default_directory(planned)
+    return [(f"{point.name} ({', '.join(f'{k}={v}' for k, v in point.params.items())})",
+             sweep.point_config(planned, point, directory, overrides)) for point in planned.points]
+
+
 def add_plan(sub: Any) -> None:
-    p = sub.add_parser("plan", help="plan a run without allocating: memory per device, the largest grid that fits, "
-                       "FFTs and all-to-alls per step, a predicted step time",
+    p = sub.add_parser("plan", help="plan a run or a sweep without allocating: memory per device, the largest grid "
+                       "that fits, FFTs and all-to-alls per step, a predicted step time, and the job: the steps to "
+                       "time.t_end, wall time and device-hours, predicted and as the run measured them",
                        epilog="exit status: 0 the run fits; 3 it does not fit (the plan says how many devices "
                        "would); 2 bad input")
     config_args(p, required=False)
@@ -125,6 +167,10 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--profile", choices=("measured", "h100", "h200"),
                    help="bandwidths of the predicted step: measured here (CPU default) or a GPU's datasheet figures; "
                    "the GPU compiled for without one (default h100)")
+    p.add_argument("--run", default=None, metavar="DIR",
+                   help="the run directory whose measured step rate (its run.log) and progress (status.json) the job "
+                   "lines use (default: the config's output directory, where it holds a run; a sweep's points: "
+                   "their own directories)")
     p.set_defaults(func=cmd_plan)
 
 

@@ -43,9 +43,24 @@ def measure_bandwidth(device: Any = None, nbytes: int = 256 << 20, sweeps: int =
     return 2 * nbytes * sweeps / statistics.median(times)
 
 
-def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: str | None = None) -> list[str]:
+#: what the job lines are made by: (predicted seconds per step or None, devices) -> lines (:mod:`.job`)
+Job = Callable[[float | None, int], list[str]]
+
+
+def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: str | None = None,
+           job: Job | None = None) -> list[str]:
     """The lines ``simulator plan`` prints (``why_not_gpu``: why a plan for GPUs on a CPU was not compiled
-    by XLA's GPU compiler, :func:`simulator.planning.gpu_compiler.unavailable`)."""
+    by XLA's GPU compiler, :func:`simulator.planning.gpu_compiler.unavailable`), ending with ``job``'s lines
+    at the predicted step time (:mod:`simulator.planning.job`: the steps to t_end, wall time, device-hours)."""
+    lines: list[str] = []
+    seconds = _report(plan, platform, profile, why_not_gpu, lines)
+    return lines + (job(seconds, plan.devices) if job else [])
+
+
+def _report(plan: Plan, platform: str, profile: str | None, why_not_gpu: str | None, lines: list[str]
+            ) -> float | None:
+    """:func:`report`'s plan lines, appended to ``lines``; returns the predicted step in seconds (None where
+    not predicted: no traffic counted, or a GPU planned on a CPU with no profile named)."""
     c = plan.cfg
     h = cost.human_bytes
     stand_in = platform == "gpu" and plan.platform != "gpu"
@@ -54,9 +69,9 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     if plan.compiled_as:
         how = (f"compiled without allocating as grid {list(plan.compiled_as[0])} on mesh {list(plan.compiled_as[1])} "
                "(the same cells per device; the step's traffic per cell scaled to this mesh) in")
-    lines = [f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, "
-             f"{c.fft.backend} on mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); "
-             f"{how} {plan.seconds:.1f} s"]
+    lines.append(f"plan: {c.physics.name}, {c.time.integrator}, {c.precision}, grid {list(c.grid.shape)}, "
+                 f"{c.fft.backend} on mesh {list(plan.mesh)} of {plan.devices} {plan.platform} device(s); "
+                 f"{how} {plan.seconds:.1f} s")
     if stand_in:
         lines.append("  (planning for GPUs on this machine's CPU: memory and traffic are those of the same program "
                      "compiled for CPU; a GPU build differs by its fusion and scheduling choices"
@@ -96,18 +111,19 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
                      f"{c.fft.backend} layout fits it: fewer cells, float32, lsrk4, or another backend")
     t = plan.traffic
     if t is None:
-        return lines
+        return None
     a2a = int(t.collectives.get("all-to-all", 0))
     hidden = (f" ({int(t.hidden_exchanges)} of {int(t.async_exchanges)} asynchronous ones run while another field "
               "is transformed)") if t.async_exchanges else ""
-    lines.append(f"per step: {plan.ffts_per_step} scalar 3D FFTs in {int(t.fft_calls)} FFT kernels, {a2a} "
+    dims = "2D" if c.grid.plane else "3D"  # a plane runs as the box (1, Nx, Ny): its transforms are 2D
+    lines.append(f"per step: {plan.ffts_per_step} scalar {dims} FFTs in {int(t.fft_calls)} FFT kernels, {a2a} "
                  f"all-to-alls{hidden}; memory traffic {h(t.memory_bytes)} per device "
                  f"({t.memory_bytes / plan.cells * plan.devices:.0f} bytes per cell, "
                  f"FFTs {t.fft_bytes / max(t.memory_bytes, 1):.0%}), {h(t.sent_bytes)} sent per device")
     name = profile or ("h100" if platform == "gpu" else "measured")
     if name == "measured":
         if stand_in or deviceless:  # no GPU here to measure
-            return lines
+            return None
         bandwidth = measure_bandwidth()
         # named for the reader: the line reads "... ms on this machine (measured here: ...)"
         prof = cost.DeviceProfile("this machine", bandwidth, bandwidth, f"measured here: streaming 256 MiB, "
@@ -117,15 +133,16 @@ def report(plan: Plan, platform: str, profile: str | None = None, why_not_gpu: s
     seconds = cost.predicted_seconds(t, prof, plan.devices, c.fft.backend)
     lines.append(f"predicted step (bandwidth bound): {seconds * 1e3:.3g} ms on {prof.name} ({prof.source}; "
                  f"exchanges over {cost.links(prof, plan.devices, c.fft.backend)})")
-    return lines
+    return seconds
 
 
 def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None = None, platform: str | None = None,
-               memory: int | None = None, profile: str | None = None) -> tuple[list[str], bool]:
+               memory: int | None = None, profile: str | None = None, job: Job | None = None
+               ) -> tuple[list[str], bool]:
     """What ``simulator plan`` prints for ``cfg`` on its first ``devices`` devices (default: the run's),
     planning for ``platform`` (default this machine's) with ``memory`` bytes per device (default: what
     the devices have free) and the bandwidths of ``profile`` (:func:`report`), and whether the run fits
-    (its exit status). ``simulation(cfg, devices)`` builds the run
+    (its exit status), with ``job``'s lines at the end. ``simulation(cfg, devices)`` builds the run
     (:class:`~simulator.run.simulation.Simulation`). The runtime must be started."""
     target = platform or jax.default_backend()
     check_platform(cfg, target)
@@ -148,7 +165,7 @@ def plan_lines(cfg: Config, simulation: Callable[..., Any], devices: int | None 
 
     with _gpu_fft_path(stand_in):
         plan = auto_in_turn(planned(cfg), target, planned)
-    return report(plan, platform or plan.platform, profile, why_not), plan.fits
+    return report(plan, platform or plan.platform, profile, why_not, job), plan.fits
 
 
 def check_platform(cfg: Config, platform: str) -> None:

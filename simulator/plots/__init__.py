@@ -2,8 +2,8 @@
 
 :mod:`.run` draws a run directory, every output kind's figures by one loop over the output registry
 (:mod:`.timeseries` its time series, :mod:`.spectra` its spectra, :mod:`.budget` the flux of its spectral
-budget, slices and frames in :mod:`.run` itself), from what the run wrote and from its equation's declared
-plot defaults; :mod:`.sweep` draws a sweep directory's collected results.
+budget, slices and frames in :mod:`.slices`, a movie of them in :mod:`.movie`), from what the run wrote and from
+its equation's declared plot defaults; :mod:`.sweep` draws a sweep directory's collected results.
 Every PNG is :data:`PIXELS` in size.
 """
 
@@ -15,14 +15,15 @@ from pathlib import Path
 from simulator.errors import ConfigError
 from simulator.output.snapshots import snapshot_files
 from simulator.plots.figures import PIXELS, Figures
+from simulator.plots.movie import animate
 from simulator.plots.run import plot_run
 from simulator.plots.slices import project
 from simulator.plots.spectra import select_rows
 from simulator.plots.sweep import plot_sweep, plot_sweep_spectra
 from simulator.sweep import MANIFEST
 
-__all__ = ["PIXELS", "Figures", "plot", "plot_run", "plot_sweep", "plot_sweep_dir", "plot_sweep_spectra", "project",
-           "select_rows", "snapshot_files"]
+__all__ = ["PIXELS", "Figures", "animate", "plot", "plot_run", "plot_sweep", "plot_sweep_dir", "plot_sweep_spectra",
+           "project", "select_rows", "snapshot_files"]
 
 
 def plot(path: Path, *, times: Sequence[float] | None = None, field: str | None = None, axis: str = "z",

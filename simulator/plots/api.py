@@ -47,7 +47,7 @@ def _quiet(line: str) -> None:
 
 
 @contextmanager
-def _as_called(keywords: Mapping[str, str]) -> Iterator[None]:
+def as_called(keywords: Mapping[str, str]) -> Iterator[None]:
     """A ConfigError naming a command-line option (``--field``) raised inside, named as this call names the
     argument instead (``field``: ``run.plot.slice("vorticty")`` is answered ``field = 'vorticty' ...``)."""
     try:
@@ -94,27 +94,30 @@ class RunPlots:
         a cosmological run's ``redshifts``, each within the run's rows, else ConfigError naming their span
         (:func:`~simulator.plots.when.requested_times`; default: the rows of ``output.spectra.times``,
         else five from first to last): ``plots/spectra.png``, log-log with the reference slope where an
-        inertial range is possible. ``compensate``: ``plots/spectra_compensated.png``, eps^(-2/3) k^(5/3)
-        E(k) at those rows (eps from ``timeseries.csv``) and in black its mean over the rows of
-        ``average`` = (t0, t1) (default: the second half of the run), for an equation with a spectrum
+        inertial range is possible, and in black its mean over the rows of ``average`` = (t0, t1) (default: the
+        second half of the run; ``--window``). ``compensate``: ``plots/spectra_compensated.png``, eps^(-2/3)
+        k^(5/3) E(k) at those rows (eps from ``timeseries.csv``) and its mean, for an equation with a spectrum
         guide."""
-        with _as_called({"--window": "average"}):
+        with as_called({"--window": "average"}):
             check_window(average)
-        with _as_called({"--times": "times", "--redshifts": "redshifts"}):
+        with as_called({"--times": "times", "--redshifts": "redshifts"}):
             times = requested_times(self.path, self.config, self.info, times, redshifts)
         stem = "spectra_compensated" if compensate else "spectra"
         return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), stem,
                            f"compensated spectrum ({self.info.name} declares no spectrum guide)")
 
     def spectra_of(self, name: str, times: Sequence[float] | None = None,
-                   redshifts: Sequence[float] | None = None) -> Figure:
+                   redshifts: Sequence[float] | None = None, average: Sequence[float] | None = None) -> Figure:
         """``plots/spectra_<name>.png``, at the rows nearest ``times`` or ``redshifts`` (as :meth:`spectra`):
         ``side_by_side`` (MHD's kinetic and magnetic, Boussinesq's kinetic and potential energy spectra above their
         budget terms), a (k_h, |k_z|) map (Boussinesq's ``energy_kh_kz``, ``potential_energy_kh_kz``) or another
-        spectrum the equation draws (``scalar0_variance``, ...). ConfigError naming ``name`` and the run's choices."""
-        with _as_called({"--times": "times", "--redshifts": "redshifts"}):
+        spectrum the equation draws (``scalar0_variance``, ``compensated_5_3``, ...), a spectrum's mean over the rows
+        of ``average`` in black (as :meth:`spectra`). ConfigError naming ``name`` and the run's choices."""
+        with as_called({"--window": "average"}):
+            check_window(average)
+        with as_called({"--times": "times", "--redshifts": "redshifts"}):
             times = requested_times(self.path, self.config, self.info, times, redshifts)
-        figures = spectra_figures(self.path, self.config, self.info, times)
+        figures = spectra_figures(self.path, self.config, self.info, times, average)
         choices = [stem.removeprefix("spectra_") for stem in figures if stem.startswith("spectra_")
                    and stem != "spectra_compensated"
                    and (stem != "spectra_side_by_side" or self.info.plot.side_by_side)]
@@ -123,12 +126,16 @@ class RunPlots:
                               "is not a spectra figure of this run")
         return self._build(lambda: figures, f"spectra_{name}", f"spectra figure {name}")
 
-    def flux(self, times: Sequence[float] | None = None, redshifts: Sequence[float] | None = None) -> Figure:
+    def flux(self, times: Sequence[float] | None = None, redshifts: Sequence[float] | None = None,
+             average: Sequence[float] | None = None) -> Figure:
         """``plots/flux.png``: the flux Pi(k) of every transfer spectrum of ``spectra.h5`` at the rows
-        nearest ``times`` or ``redshifts`` (as :meth:`spectra`), for a run that writes transfer spectra."""
-        with _as_called({"--times": "times", "--redshifts": "redshifts"}):
+        nearest ``times`` or ``redshifts`` and in black the flux of its mean over the rows of ``average`` (as
+        :meth:`spectra`), for a run that writes transfer spectra."""
+        with as_called({"--window": "average"}):
+            check_window(average)
+        with as_called({"--times": "times", "--redshifts": "redshifts"}):
             times = requested_times(self.path, self.config, self.info, times, redshifts)
-        return self._build(lambda: spectra_figures(self.path, self.config, self.info, times), "flux",
+        return self._build(lambda: spectra_figures(self.path, self.config, self.info, times, average), "flux",
                            f"transfer spectra in {self.path / 'spectra.h5'}")
 
     def slice(self, field: str | None = None, axis: str = "z") -> Figure:
@@ -136,7 +143,7 @@ class RunPlots:
         mid-plane normal to ``axis`` (x, y or z) of ``field`` (default: the equation's slice field; a
         vector field's magnitude, read as (3, Nx, Ny, Nz) one plane at a time) beside its component normal
         to the plane, or for a scalar field (Nx, Ny, Nz) its mean along ``axis``."""
-        with _as_called({"--field": "field", "--axis": "axis"}):
+        with as_called({"--field": "field", "--axis": "axis"}):
             field, index, _ = slice_choice(self.path, self.info, field, axis)
         with matplotlib.style.context("default"):  # as default_style, which serves one call at a time
             return last_slice_figure(self.path, self.config, self.info, field, index, tell=_quiet)
@@ -146,7 +153,7 @@ class RunPlots:
         rows of ``window`` = (t0, t1), default the second half of the run; ``plots/structure_functions.png``),
         ``pdfs`` (the PDFs averaged over the same rows) or ``derivative_moments`` (skewness and flatness against
         time), as ``simulator plot --window T0 T1`` draws them. MissingOutputError for a window without rows."""
-        with _as_called({"--window": "window"}):
+        with as_called({"--window": "window"}):
             check_window(window)
         figures = statistics_figures(self.path, self.config, self.info, window)
         if which not in figures:

@@ -37,11 +37,13 @@ TRANSFER = "transfer_"
 
 
 def flux_figure(k: np.ndarray, table: Mapping[str, np.ndarray], labels: Sequence[str], config: dict[str, Any],
-                k_max: float, k_units: str = "code units", name_of: Callable[[str], str] = str) -> Figure | None:
+                k_max: float, k_units: str = "code units", name_of: Callable[[str], str] = str,
+                mean: Mapping[str, np.ndarray] | None = None, mean_label: str | None = None) -> Figure | None:
     """Pi(k) of every ``transfer_*`` array ``[row, shell]`` of ``table``, its rows labelled by ``labels``
     (their times, e.g. ``t = 0.5``), one panel per quantity titled by ``name_of(quantity)`` (the equation's
     :meth:`~simulator.equations.spec.PlotSpec.name_of`), over shells 0 < k <= ``k_max`` (the resolved range);
-    None when there is none."""
+    in black the flux of the time average ``mean[name]`` (by shell) labelled ``mean_label``, where given (the
+    flux is linear in T, so the flux of the mean is the mean flux); None when there is none."""
     transfers = [name for name in table if name.startswith(TRANSFER)]
     if not transfers:
         return None
@@ -52,6 +54,8 @@ def flux_figure(k: np.ndarray, table: Mapping[str, np.ndarray], labels: Sequence
         flux = -np.cumsum(table[name], axis=1)
         for values, label, colour in zip(flux, labels, colours, strict=True):
             ax.semilogx(k[shells], values[shells], "o-", ms=3, color=colour, label=label)
+        if mean is not None and name in mean:
+            ax.semilogx(k[shells], -np.cumsum(mean[name])[shells], "k-", lw=2.5, label=mean_label)
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_ylabel(r"$\Pi(k)$")
         ax.set_title(name_of(name.removeprefix(TRANSFER)), loc="left", fontsize="small")

@@ -1,5 +1,6 @@
 """The slice figures of a run's snapshots (no JAX): ``slice.png`` (:func:`plot_slice`, from the last complete
-snapshot) and the movie frames (:func:`plot_frames`), each a mid-plane of one field beside, for a vector field,
+snapshot) and the movie frames (:func:`frame_builders`; :func:`plot_frames` writes them as PNGs,
+:mod:`simulator.plots.movie` as a movie), each a mid-plane of one field beside, for a vector field,
 its component normal to the plane, for a scalar field its mean along that normal, for a stacked field (passive
 scalars) its first members (:func:`slice_panels`). Particles near the plane are drawn over the first panel
 (:mod:`simulator.plots.particle_overlay`).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -234,13 +236,14 @@ def plot_slice(run_dir: Path, config: dict[str, Any], info: EquationInfo, field:
     return save(fig, run_dir / "plots" / f"{stem}.png", pdf)
 
 
-def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
-                stem: str = "slice") -> list[Path]:
-    """``plots/frames/<stem>_NNNN.png``: the slice of every complete snapshot, numbered from 0, with the
-    colour limits of the whole series, at one pixel size: ready for ffmpeg.
+def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
+                   tell: Callable[[str], None] = note) -> list[Callable[[], Figure]]:
+    """The movie's frames, one per complete snapshot in time order, each built when called: the slice figure of
+    that snapshot (:func:`slice_panels`, :func:`slice_figure`) with the colour limits of the whole series, so a
+    colour means one value through the movie. An incomplete snapshot is passed over (a line to ``tell``).
 
-    Two passes over the snapshots (limits, then images) so that only one snapshot's planes are held.
-    """
+    Two passes over the snapshots (limits now, images when called) so that only one snapshot's planes are held.
+    Raises MissingOutputError without a complete snapshot."""
     readable: list[Path] = []
     limits: list[tuple[float, float]] = []
     length = unit(config, info, "length")
@@ -249,13 +252,32 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
             with Snapshot(path) as snap:
                 these = _limits(slice_panels(snap, field, axis, info, length))
         except IncompleteOutputError as err:
-            note(f"passed over {path}: {err}")
+            tell(f"passed over {path}: {err}")
             continue
         readable.append(path)
         limits = [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(limits, these, strict=True)] if limits else these
     if not readable:
-        note(f"skipped frames: no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
-              "output.snapshots.dt")
+        raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
+                                 "output.snapshots.dt")
+
+    def frame(path: Path) -> Figure:
+        with Snapshot(path) as snap, reading(path):
+            return slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
+                                snapshot_heading(config, info, float(snap.attrs["time"])), length,
+                                axis_names(snap.shape(field)))
+
+    return [partial(frame, path) for path in readable]
+
+
+def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field: str, axis: int,
+                stem: str = "slice") -> list[Path]:
+    """``plots/frames/<stem>_NNNN.png``: the slice of every complete snapshot (:func:`frame_builders`), numbered
+    from 0, with the colour limits of the whole series, at one pixel size; nothing (and a note) without snapshots.
+    ``simulator animate`` makes the movie itself."""
+    try:
+        frames = frame_builders(run_dir, config, info, field, axis)
+    except MissingOutputError as err:
+        note(f"skipped frames: {err}")
         return []
     out = run_dir / "plots" / "frames"
     out.mkdir(parents=True, exist_ok=True)
@@ -263,11 +285,8 @@ def plot_frames(run_dir: Path, config: dict[str, Any], info: EquationInfo, field
     for old in out.glob(f"{stem}_[0-9][0-9][0-9][0-9].png"):
         old.unlink()
     written = []
-    for number, path in enumerate(readable):
-        with Snapshot(path) as snap:
-            fig = slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
-                               snapshot_heading(config, info, float(snap.attrs["time"])), length,
-                               axis_names(snap.shape(field)))
-        written += save(fig, out / f"{stem}_{number:04d}.png", pdf=False)
-    note(f"movie: ffmpeg -framerate 10 -i {out}/{stem}_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / f'{stem}.mp4'}")
+    for number, build in enumerate(frames):
+        written += save(build(), out / f"{stem}_{number:04d}.png", pdf=False)
+    note(f"movie: simulator animate {run_dir}{'' if stem == 'slice' else ' --field ' + stem[len('slice_'):]}, or "
+         f"ffmpeg -framerate 10 -i {out}/{stem}_%04d.png -pix_fmt yuv420p {run_dir / 'plots' / f'{stem}.mp4'}")
     return written

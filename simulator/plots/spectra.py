@@ -1,12 +1,16 @@
 """The spectra figures of a run directory (no JAX): ``plots/spectra.png``, the equation's spectrum at a
 few times (only those rows of ``spectra.h5`` read; the rows of ``output.spectra.times`` when the run
-asked for some) with its reference spectrum (e.g. linear theory) dashed beside each;
-``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``);
+asked for some) with its reference spectrum (e.g. linear theory) dashed beside each, and in black its time average
+over a window of rows (``--window``; by default the second half of the run:
+:func:`~simulator.plots.when.window_means`);
+``plots/spectra_<name>.png`` for each further spectrum it names (``INFO.plot.more_spectra``), with its mean alike;
 ``plots/spectra_compensated.png``, the spectrum times eps^(-2/3) k^(5/3) (the equation's guide; eps its
 dissipation from ``timeseries.csv``: the plateau reads as the Kolmogorov constant, drawn dashed) at those
-times and averaged over a window of rows; ``plots/flux.png``, the flux Pi(k) of every transfer spectrum present
-(:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side
-with their budgets and maps of 2D (k_h, k_z) spectra (:mod:`simulator.plots.spectra_panels`).
+times and averaged over the window (each further guide's, ``spectra_compensated_5_3.png``, alike);
+``plots/flux.png``, the flux Pi(k) of every transfer spectrum present and of its mean over the window
+(:mod:`simulator.plots.budget`); and, for equations that name them, the energies' spectra side by side with their
+budgets and the mean over the window, and maps of 2D (k_h, k_z) spectra at the last row shown
+(:mod:`simulator.plots.spectra_panels`).
 Spectra are drawn over the resolved range only, in the units the file records for k. The k^(-5/3)
 guide is drawn only where the spectrum could hold an inertial range (:func:`inertial_range_possible`).
 """
@@ -40,6 +44,7 @@ from simulator.plots.figures import (
     time_window,
 )
 from simulator.plots.spectra_panels import map_figure, side_by_side_figure
+from simulator.plots.when import average_rows, mean_label, window_means
 
 #: rows of spectra.h5 shown when no times are asked for
 DEFAULT_SPECTRA = 5
@@ -48,8 +53,6 @@ DEFAULT_SPECTRA = 5
 #: squares, a few times more after the transforms (float32 ~1.4e-13, float64 ~5e-31); exactly-zero
 #: (dealiased) shells are not drawn at all
 SPECTRUM_FLOOR = 10.0
-#: slack when a row's time is compared with an averaging window's ends
-TOL_TIME = 1e-9
 #: L/eta an inertial range needs: it lies between the energy-containing scales (l > L/6) and the
 #: dissipation range (l < 60 eta) (Pope 2000, Turbulent Flows, §6.1.3, Fig. 6.2), so only where L/6 > 60 eta
 INERTIAL_SEPARATION = 360.0
@@ -120,15 +123,6 @@ def exponent_text(exponent: float) -> str:
     return str(fraction.numerator) if fraction.denominator == 1 else f"{fraction.numerator}/{fraction.denominator}"
 
 
-def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]:
-    """Rows of ``times`` inside ``window`` = (t0, t1), both ends included; by default the second half of
-    the run, t >= (first + last) / 2 (past the initial transient of a run started from a chosen field)."""
-    if times.size == 0:
-        return []
-    t0, t1 = window if window else ((times[0] + times[-1]) / 2, times[-1])
-    return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
-
-
 def drawn(k: np.ndarray, config: dict[str, Any], info: EquationInfo, name: str | None = None
           ) -> tuple[np.ndarray, Any]:
     """What a figure of the spectrum ``name`` (default the equation's own) draws: the resolved bins 0 < k <=
@@ -180,9 +174,8 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
         ax.semilogx(k[shells], values, "o-", ms=2, lw=0.8, color=colour,
                     label=time_label(config, info, t) if np.isfinite(values).any() else None)
     if mean is not None and window is not None:
-        t0, t1, count = window
-        ax.semilogx(k[shells], shown(mean[shells], 1.0 if eps is None else eps_mean), "k-", lw=2.5,
-                    label=f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}")
+        ax.semilogx(k[shells], shown(mean[shells], 1.0 if eps is None or eps_mean is None else eps_mean), "k-",
+                    lw=2.5, label=mean_label(config, info, window))
     constant = info.plot.kolmogorov.constant if info.plot.kolmogorov else None
     if eps is not None and constant is not None:
         ax.axhline(constant, color="grey", ls="--", lw=1, label=rf"Kolmogorov constant $C_K \approx {constant:g}$")
@@ -200,13 +193,15 @@ def compensated_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float],
 
 def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], config: dict[str, Any],
                    info: EquationInfo, reference: np.ndarray | None = None, k_units: str = "code units",
-                   name: str | None = None, guide: bool = True) -> Figure:
+                   name: str | None = None, guide: bool = True, mean: np.ndarray | None = None,
+                   window: tuple[float, float, int] | None = None) -> Figure:
     """The spectra ``power[row, shell]`` at ``times``, log-log, over the resolved range only: bins 0 < k <=
     :func:`resolved_wavenumber` along the spectrum's axis (:func:`drawn`; beyond the dealiasing cutoff the bins are
     empty or partly filled) and, per curve, values above :func:`precision_floor` times its largest one (below lies
     the round-off of the run's precision). With a ``reference`` (rows like ``power``, e.g. linear theory), each row's is
     drawn dashed in its colour. ``name``: another spectrum than the equation's own (labelled by its name, no guide);
-    ``guide``: draw the equation's power-law guide along the last row (where an inertial range is possible)."""
+    ``guide``: draw the equation's power-law guide along the last row (where an inertial range is possible);
+    ``mean``: the spectrum's time average over ``window`` = (t0, t1, rows), drawn in black."""
     fig, axes = figure()
     ax = axes[0, 0]
     shells, above_floor = drawn(k, config, info, name)
@@ -222,6 +217,8 @@ def spectra_figure(k: np.ndarray, power: np.ndarray, times: Sequence[float], con
             ax.loglog(k[shells], ref, "--", lw=1, color=colour,
                       label=info.plot.reference_label if visible and not reference_labelled else None)
             reference_labelled = reference_labelled or visible
+    if mean is not None and window is not None:
+        ax.loglog(k[shells], above_floor(mean[shells]), "k-", lw=2.5, label=mean_label(config, info, window))
     if reference is not None and np.isfinite(shown).any():  # keep the data in view: the reference may fall far below
         ax.set_ylim(bottom=max(ax.get_ylim()[0], float(np.nanmin(shown)) / 10))
     if name is None and guide and info.plot.spectrum_guide is not None:
@@ -246,11 +243,13 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
     Reads ``spectra.h5`` (``k`` (shells,), each spectrum (rows, shells); only the rows shown) and, for
     eps, ``timeseries.csv``. ``spectra``: the equation's spectrum at the rows nearest ``times`` (default:
     the rows of ``output.spectra.times``, else a few from first to last); ``spectra_<name>`` the same for
-    each spectrum of ``info.plot.more_spectra`` the file holds; ``spectra_side_by_side`` and
+    each spectrum of ``info.plot.more_spectra`` the file holds, each with its mean over the rows in ``average`` =
+    (t0, t1) (default: the second half of the run; :func:`~.when.window_means`); ``spectra_side_by_side`` and
     ``spectra_<map>`` for the spectra of ``info.plot.side_by_side`` and ``info.plot.maps``;
     ``spectra_compensated`` for an equation with a ``spectrum_guide``: the spectrum compensated by it at
     those rows and averaged over the rows in ``average`` = (t0, t1) (default: the second half of the run);
-    ``flux`` the flux of its transfer spectra (None without them).
+    ``spectra_compensated_<guide>`` for each of ``info.plot.more_guides`` alike; ``flux`` the flux of its transfer
+    spectra and of their mean (None without them).
     Raises MissingOutputError without ``spectra.h5`` or without a row of the equation's spectrum."""
     path = run_dir / SPECTRA_FILE
     if not path.is_file():
@@ -272,36 +271,60 @@ def spectra_figures(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         dissipation = None
     eps = np.interp(shown, *dissipation) if dissipation else None
     guide = _guide_possible(k, power[-1], None if eps is None else float(eps[-1]), config, info)
+    # the time average of every spectrum by shell over the window, read once by the first figure that draws it
+    by_shell = [other for other, values in table.items() if other not in ("k", "step", "time") and values.ndim == 2]
+    averaged: list[tuple[dict[str, np.ndarray], tuple[float, float, int] | None]] = []
+
+    def means() -> tuple[dict[str, np.ndarray], tuple[float, float, int] | None]:
+        if not averaged:
+            averaged.append(window_means(path, t_all, average, by_shell))
+        return averaged[0]
+
+    def spectrum(other: str | None, **keywords: Any) -> Figure:
+        mean, window = means()
+        return spectra_figure(k, table[other or name], shown, config, info, k_units=k_units, name=other,
+                              mean=mean.get(other or name), window=window, **keywords)
+
     builders: dict[str, Callable[[], Figure | None]] = {
-        "spectra": partial(spectra_figure, k, power, shown, config, info, reference, k_units, guide=guide)}
+        "spectra": partial(spectrum, None, reference=reference, guide=guide)}
     for template in info.plot.more_spectra:
         for _, other in instances(template, table):
-            builders[f"spectra_{other}"] = partial(spectra_figure, k, table[other], shown, config, info,
-                                                   k_units=k_units, name=other)
+            builders[f"spectra_{other}"] = partial(spectrum, other)
     shells, above_floor = drawn(k, config, info, *info.plot.side_by_side[:1])  # the spectra it draws are by |k|
-    builders["spectra_side_by_side"] = partial(side_by_side_figure, k, table, shown, config, info, shells,
-                                               above_floor, k_units)
+
+    def side_by_side() -> Figure | None:
+        mean, window = means()
+        return side_by_side_figure(k, table, shown, config, info, shells, above_floor, k_units, mean,
+                                   None if window is None else mean_label(config, info, window))
+
+    builders["spectra_side_by_side"] = side_by_side
     for other in (m for m in info.plot.maps if m in table):
         cuts = (resolved_wavenumber(config, info, "k_h"), resolved_wavenumber(config, info, "k_z"))
         builders[f"spectra_{other}"] = partial(map_figure, k, table[other][-1], shown[-1], other, config, info, cuts,
                                                precision_floor(config), k_units)
     if info.plot.spectrum_guide is not None:
-        def compensated() -> Figure:
+        def compensated(exponent: float | None = None) -> Figure:
+            mean, window = means()
+            if exponent is not None:  # k^(-exponent) E(k) alone: no eps normalises another range
+                return compensated_figure(k, power, shown, mean.get(name), window, config, info, k_units,
+                                          exponent=exponent)
             rows_mean = average_rows(t_all, average)
-            mean = np.mean(read_spectra(path, rows_mean)[name], axis=0) if rows_mean else None
-            window = (float(t_all[rows_mean[0]]), float(t_all[rows_mean[-1]]), len(rows_mean)) if rows_mean else None
             # the mean spectrum over the mean dissipation at its rows' times
             eps_mean = float(np.mean(np.interp(t_all[rows_mean], *dissipation))) if dissipation and rows_mean else None
-            return compensated_figure(k, power, shown, mean, window, config, info, k_units, eps, eps_mean)
+            return compensated_figure(k, power, shown, mean.get(name), window, config, info, k_units, eps, eps_mean)
 
         builders["spectra_compensated"] = compensated
-        for exponent in info.plot.more_guides:  # k^(-exponent) E(k) alone: no eps normalises another range
+        for exponent in info.plot.more_guides:
             name_of = exponent_text(-exponent).replace("/", "_").replace("-", "minus")
-            builders[f"spectra_compensated_{name_of}"] = partial(compensated_figure, k, power, shown, None, None,
-                                                                 config, info, k_units, exponent=exponent)
+            builders[f"spectra_compensated_{name_of}"] = partial(compensated, exponent)
     labels = [time_label(config, info, t) for t in shown]
-    builders["flux"] = partial(flux_figure, k, table, labels, config, resolved_wavenumber(config, info), k_units,
-                               info.plot.name_of)
+
+    def flux() -> Figure | None:
+        mean, window = means()
+        return flux_figure(k, table, labels, config, resolved_wavenumber(config, info), k_units, info.plot.name_of,
+                           mean, None if window is None else mean_label(config, info, window))
+
+    builders["flux"] = flux
     return builders
 
 
@@ -314,10 +337,10 @@ def plot_spectra(run_dir: Path, config: dict[str, Any], info: EquationInfo, time
     except MissingOutputError as err:
         note(f"skipped spectra.png: {err}")
         return []
-    if average is not None and "spectra_compensated" in builders:  # drawn all the same, its rows without their mean
+    if average is not None:  # drawn all the same, their rows without their mean
         path, t_all = run_dir / SPECTRA_FILE, read_spectra(run_dir / SPECTRA_FILE)["time"]
         if not average_rows(t_all, average):
-            note(f"spectra_compensated.png has no mean: {path} has no row in the window "
+            note(f"the spectra figures have no time average: {path} has no row in the window "
                  f"{time_window(config, info, *average)} (its rows span "
                  f"{time_window(config, info, t_all[0], t_all[-1])})")
     written: list[Path] = []

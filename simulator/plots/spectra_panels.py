@@ -1,11 +1,11 @@
 """Spectra of an equation with more than one energy (no JAX): ``plots/spectra_side_by_side.png``, the
 spectra it names in ``INFO.plot.side_by_side`` (kinetic and magnetic energy for MHD, kinetic and
-potential for Boussinesq) side by side at the shown times, each above its budget terms at the last of
-them, on a linear scale (the transfer T(k), the conversion C(k) between the energies and the injection F(k), those
-``spectra.h5`` holds: dE(k)/dt = T + C + F - dissipation); and ``plots/spectra_<name>.png`` for each 2D
-spectrum of ``INFO.plot.maps``, a map of log10 E(k_h, |k_z|) at the last shown time, with the lines
-k_z = k_h (isotropy) and the resolved cutoff drawn (the k_h-k_z spectrum of rotating and stratified
-turbulence, e.g. Lindborg 2006, JFM 550, 207; FluidSim's spatiotemporal spectra).
+potential for Boussinesq) side by side at the shown times and their time average over a window of rows (black),
+each above its budget terms at the last of them, on a linear scale (the transfer T(k), the conversion C(k) between
+the energies and the injection F(k), those ``spectra.h5`` holds: dE(k)/dt = T + C + F - dissipation); and
+``plots/spectra_<name>.png`` for each 2D spectrum of ``INFO.plot.maps``, a map of log10 E(k_h, |k_z|) at the last
+shown time, with the lines k_z = k_h (isotropy) and the resolved cutoff drawn (the k_h-k_z spectrum of rotating and
+stratified turbulence, e.g. Lindborg 2006, JFM 550, 207; FluidSim's spatiotemporal spectra).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ def joined(labels: Sequence[str]) -> str:
 
 
 def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: Sequence[float], config: dict[str, Any],
-                        info: EquationInfo, shells: np.ndarray, above_floor: Any, k_units: str) -> Figure | None:
+                        info: EquationInfo, shells: np.ndarray, above_floor: Any, k_units: str,
+                        mean: Mapping[str, np.ndarray] | None = None, mean_label: str | None = None) -> Figure | None:
     """The spectra of ``info.plot.side_by_side`` (rows of ``table`` at ``times``) over ``shells``, log-log with
-    one y range, and under each its budget terms at the last row (linear: they change sign).
+    one y range, each with its time average ``mean[name]`` (by shell) in black, labelled ``mean_label``, where
+    given, and under each its budget terms at the last row (linear: they change sign).
     None when the table holds fewer than two of them."""
     names = [n for n in info.plot.side_by_side if n in table]
     if len(names) < 2:
@@ -49,6 +51,8 @@ def side_by_side_figure(k: np.ndarray, table: Mapping[str, np.ndarray], times: S
             values = above_floor(row)  # nothing to draw (a potential energy at rest, t = 0): no legend entry
             top.loglog(k[shells], values, "o-", ms=2, lw=0.8, color=colour,
                        label=time_label(config, info, t) if np.isfinite(values).any() else None)
+        if mean is not None and name in mean:
+            top.loglog(k[shells], above_floor(mean[name][shells]), "k-", lw=2, label=mean_label)
         top.set_title(info.spectra.get(name, name).split(":")[0], fontsize="small")
         top.grid(alpha=0.3, which="both")
         drawn = False

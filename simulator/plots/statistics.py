@@ -11,7 +11,7 @@
   each scalar's gradient along its mean gradient against time, with the Gaussian values (0, 3) dashed.
 
 The window is ``(t0, t1)`` (``simulator plot --window T0 T1``), both ends included; by default the second
-half of the run (:func:`simulator.plots.spectra.average_rows`, as the compensated spectrum's mean), past the
+half of the run (:func:`simulator.plots.when.average_rows`, as the compensated spectrum's mean), past the
 transient from the initial field. Its times and its number of rows are in the figures' titles.
 """
 
@@ -29,7 +29,7 @@ from simulator.output.spectra import FILE as SPECTRA_FILE, read_spectra
 from simulator.output.statistics import FILE, read_statistics
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.figures import MissingOutputError, figure, heading, note, save, time_label, time_window, unit
-from simulator.plots.spectra import average_rows
+from simulator.plots.when import average_rows
 
 AXES = "xyz"
 

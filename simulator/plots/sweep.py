@@ -140,7 +140,17 @@ def key_label(key: str, cfg: dict[str, Any] | None) -> str:
     except (KeyError, TypeError):
         pass
     docs = {row[0]: row[3] for row in rows}
-    return f"{key} ({docs[key].split(';')[0].strip()})" if key in docs else key
+    return f"{key} ({first_clause(docs[key])})" if key in docs else key
+
+
+def first_clause(doc: str) -> str:
+    """A key's description up to its first ``;``, without a parenthesis that ``;`` cut open: "linear friction
+    alpha: the term -alpha omega (bottom drag; 0 = none)" reads "linear friction alpha: the term -alpha omega"
+    (inside the label's own parentheses an unclosed one read as a typo)."""
+    clause = doc.split(";")[0]
+    while clause.count("(") > clause.count(")"):
+        clause = clause[:clause.rindex("(")]
+    return clause.strip()
 
 
 def reynolds_scale(x_key: str, configs: Sequence[dict[str, Any]]) -> tuple[float, float] | None:

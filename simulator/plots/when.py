@@ -4,6 +4,9 @@ run, redshifts (``--redshifts``, ``redshifts=``), each within the rows the run w
 A cosmological run's clock is s = ln(a/a_start) (:mod:`simulator.equations.fdm_cosmo`), so ``--times 0`` is its
 start, z_start, not today: ``--redshifts 0`` is today. A time or redshift outside the rows is refused in one line
 naming their span, before any figure is drawn (the nearest row, the last, was drawn without a word).
+
+The time-averaged figures average the rows of a window (``--window T0 T1``; by default the second half of the run):
+:func:`average_rows`, and the spectra's means over them, :func:`window_means`.
 """
 
 from __future__ import annotations
@@ -12,13 +15,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from simulator.equations.spec import EquationInfo
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, reading
+from simulator.output.rows import open_for_reading
 from simulator.output.spectra import FILE as SPECTRA_FILE, read_spectra
-from simulator.plots.figures import physics_of, time_window
+from simulator.plots.figures import physics_of, time_label, time_window
 
 #: how far (relative to the span, at least this absolutely) a time may lie outside the rows: round-off of s(z)
 TOLERANCE = 1e-9
+#: slack when a row's time is compared with an averaging window's ends
+TOL_TIME = 1e-9
 
 
 def requested_times(run_dir: Path, config: dict[str, Any], info: EquationInfo, times: Sequence[float] | None,
@@ -59,3 +67,32 @@ def requested_times(run_dir: Path, config: dict[str, Any], info: EquationInfo, t
                               + (", or --redshifts Z" if cosmological and not redshifts else ""),
                               f"holds {asked:g}, outside the rows of {run_dir / SPECTRA_FILE} ({span})")
     return wanted
+
+
+def average_rows(times: np.ndarray, window: Sequence[float] | None) -> list[int]:
+    """Rows of ``times`` inside ``window`` = (t0, t1), both ends included; by default the second half of
+    the run, t >= (first + last) / 2 (past the initial transient of a run started from a chosen field)."""
+    if times.size == 0:
+        return []
+    t0, t1 = window if window else ((times[0] + times[-1]) / 2, times[-1])
+    return [int(i) for i in np.flatnonzero((times >= t0 - TOL_TIME) & (times <= t1 + TOL_TIME))]
+
+
+def mean_label(config: dict[str, Any], info: EquationInfo, window: tuple[float, float, int]) -> str:
+    """The legend of a time average over ``window`` = (t0, t1, rows): ``mean of 4 rows, t = 1.50 – t = 3.00``."""
+    t0, t1, count = window
+    return f"mean of {count} rows, {time_label(config, info, t0)} – {time_label(config, info, t1)}"
+
+
+def window_means(path: Path, t_all: np.ndarray, average: Sequence[float] | None, names: Sequence[str]
+                 ) -> tuple[dict[str, np.ndarray], tuple[float, float, int] | None]:
+    """The time average of each spectrum ``names`` of ``spectra.h5`` (arrays [row, shell]: the result by shell)
+    over its rows in ``average`` = (t0, t1) (:func:`average_rows`; default the second half of the run), with
+    (first time, last time, rows) of that window; nothing and None where the window holds no row. Only those
+    rows and spectra are read."""
+    rows = average_rows(t_all, average)
+    if not rows:
+        return {}, None
+    with reading(path), open_for_reading(path) as f:
+        means = {name: np.mean(f[name][rows], axis=0) for name in names}
+    return means, (float(t_all[rows[0]]), float(t_all[rows[-1]]), len(rows))

@@ -149,6 +149,20 @@ class RunResults:
 
         return RunPlots(self.path, self.config)
 
+    def animate(self, field: str | None = None, *, axis: str = "z", fps: float = 10.0, movie: str | None = None,
+                out: str | Path | None = None) -> Path:
+        """Write the movie of ``field`` (default: the equation's slice field) over every complete snapshot, as
+        ``simulator animate`` does (:func:`simulator.plots.movie.animate`: an MP4 with ffmpeg on PATH, else a GIF;
+        ``movie`` chooses), and return its path (default: ``plots/slice.<format>`` in the run directory)."""
+        from simulator.plots.api import as_called
+        from simulator.plots.movie import animate
+
+        # a bad argument is named as this call names it (fps = 0.0 ..., not --fps = 0.0 ...)
+        with as_called({"--field": "field", "--axis": "axis", "--fps": "fps", "--format": "movie", "--out": "out"}):
+            # a library call says nothing: a snapshot being written is passed over
+            return animate(self.path, field=field, axis=axis, fps=fps, movie=movie,
+                           out=None if out is None else Path(out), tell=lambda line: None)
+
     @property
     def particles(self) -> dict[str, particle_output.ParticleSeries]:
         """The particle snapshots (``particles/sNNNNNNNN.h5``) by species, read when first used: ``.step``,

@@ -14,6 +14,8 @@ from collections import deque
 
 #: chunk ends the recent rate is measured over
 WINDOW = 6
+#: how a progress line gives the recent rate: ``steps/s=360``
+RATE = "steps/s="
 
 
 class Progress:
@@ -62,7 +64,20 @@ class Progress:
         rate, eta = self.rate(), self.eta()
         if rate is None:
             return f"first chunk {self.first_chunk_s or 0.0:.1f} s; ETA after the next chunk"
-        return f"steps/s={rate:.3g} cells/s={rate * cells:.3g} ETA {_duration(eta)}"
+        return f"{RATE}{rate:.3g} cells/s={rate * cells:.3g} ETA {_duration(eta)}"
+
+
+def logged_rate(log: str) -> float | None:
+    """The recent step rate (steps per second) of the last progress line in a run's ``run.log`` text that has
+    one (:meth:`Progress.describe`); None where none has (a run stopped in its first chunks)."""
+    for line in reversed(log.splitlines()):
+        _, found, rest = line.partition(RATE)
+        if found:
+            try:
+                return float(rest.split()[0])
+            except (ValueError, IndexError):
+                continue
+    return None
 
 
 def _duration(seconds: float | None) -> str:

@@ -329,7 +329,8 @@ def read_status(path: Path) -> dict[str, Any] | None:
 def write_status(path: Path, state: str, step: int | None, t: float | None, code: int | None = None,
                  reason: str | None = None) -> None:
     """Replace ``status.json`` atomically (a reader never sees half a file). Process 0 only. ``reason``:
-    why a failed run failed (the line its log ends with), recorded as ``reason``.
+    why a failed run failed (the line its log ends with), or what an interrupted one did not do (``nothing new
+    to checkpoint``), recorded as ``reason``.
 
     On a full disk the new file cannot be written; the old one is then overwritten in place (its
     blocks are already allocated), so a run that fails for lack of space still says so."""

@@ -41,7 +41,7 @@ from simulator import equations
 from simulator.config import Config, to_dict
 from simulator.equations import resolution
 from simulator.errors import ConfigError
-from simulator.log import RunLog, get_logger
+from simulator.log import ONCE, RunLog, get_logger
 from simulator.output import checkpoints, contents, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
@@ -49,7 +49,7 @@ from simulator.run import records, restart as restarts, rundir, superseded
 from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
-from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, StopRequest, agree
+from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, NOTHING_NEW, StopRequest, agree
 from simulator.run.simulation import Simulation
 from simulator.run.states import abstract_state
 from simulator.time.control import Stepper
@@ -169,13 +169,14 @@ class Segment:
             step, t = self.step, self.t
         else:  # before the state exists: where the run stood (a new run's time is not known yet)
             step, t = (self.ckpt.step, self.ckpt.time) if self.ckpt is not None else (0, None)
-        self.log.warning("stopped by %s before the first step (at step %d): nothing new to checkpoint; resume "
-                         "with: %s", StopRequest.name(flag), step, rundir.branch_hint(
-                             self.resume_hint, self.ckpt and self.ckpt.index, self.out, self.allow_physics_change))
+        self.log.warning("stopped by %s before the first step (at step %d): %s; resume with: %s",
+                         StopRequest.name(flag), step, NOTHING_NEW, rundir.branch_hint(
+                             self.resume_hint, self.ckpt and self.ckpt.index, self.out, self.allow_physics_change),
+                         extra=ONCE)
         if jax.process_index() == 0 and not (self.out / "config.yaml").exists():
             (self.out / "config.yaml").write_text(yaml.safe_dump({"config": to_dict(self.cfg)}, sort_keys=False))
         self.step, self.t = step, t
-        self.end("interrupted", EXIT_INTERRUPTED)
+        self.end("interrupted", EXIT_INTERRUPTED, reason=NOTHING_NEW)  # the job script says what the run did
         return True
 
     def begin(self, sim: Simulation, mode: str, initial: Callable[[], tuple[Any, float]],
@@ -319,7 +320,7 @@ class Segment:
             advice = "; ".join(dict.fromkeys(info.advice(c.name) for c in crossed if info.advice(c.name)))
             self.log.warning("under-resolved at step %d, t = %.6g: %s; the smallest scales are not resolved by the "
                              "grid%s", moment.step, moment.time, ", ".join(map(str, crossed)),
-                             f" ({advice})" if advice else "")
+                             f" ({advice})" if advice else "", extra=ONCE)  # every process has the same
             self._warned.update(c.name for c in crossed)
 
     # ---- the end ----------------------------------------------------------------------------------
@@ -329,7 +330,7 @@ class Segment:
         if count > 1:
             why += f" (received {count} times; acted on once)"
         self.log.warning("stopped by %s at step %d, t = %.6g after writing a checkpoint; resume with: %s", why,
-                         self.step, self.t, self.resume_hint)
+                         self.step, self.t, self.resume_hint, extra=ONCE)
         self.end("interrupted", EXIT_INTERRUPTED)
 
     def finish(self, compilations: str) -> None:

@@ -24,6 +24,9 @@ EXIT_OK, EXIT_FAILED = 0, 1
 #: exit status of a run stopped by SIGTERM/SIGUSR1/SIGINT or runtime.max_wall after writing a
 #: checkpoint (EX_TEMPFAIL: "try again", which is what a requeued Slurm job does with --resume)
 EXIT_INTERRUPTED = 75
+#: what a run stopped before its first step did, in its log line and as the ``reason`` of its ``status.json``
+#: (where the job scripts read it: they echo it, not "checkpointed")
+NOTHING_NEW = "nothing new to checkpoint"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
 
 
