@@ -1,0 +1,66 @@
+"""The walls' eigenvalue solvers (simulator/walls/eigen.py) against Dedalus 3's own eigenvalue solve of the same
+linear problem (scripts/peer_dedalus.py, run in Dedalus' environment): no-slip Rayleigh-Benard convection in
+free-fall units, a tau method on Dedalus' side, collocation on ours.
+
+Dedalus is not a dependency: SIMULATOR_DEDALUS_PYTHON names the python of an environment with Dedalus 3.0.5
+(scripts/peer_dedalus.py says how to build one). Where it is unset or does not run, these tests skip and say why;
+SIMULATOR_REQUIRE_DEDALUS=1 turns that skip into a failure."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from simulator.walls import eigen
+
+from support import unavailable
+
+ROOT = Path(__file__).parents[1]
+SCRIPT = ROOT / "scripts" / "peer_dedalus.py"
+
+
+@pytest.fixture(scope="module")
+def dedalus_python() -> str:
+    python = os.environ.get("SIMULATOR_DEDALUS_PYTHON")
+    if not python:
+        unavailable("Dedalus peer", "SIMULATOR_REQUIRE_DEDALUS",
+                    "SIMULATOR_DEDALUS_PYTHON (the python of an environment with Dedalus 3.0.5) is not set")
+    found = subprocess.run([python, "-c", "import dedalus; print(dedalus.__version__)"], capture_output=True,
+                           text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if found.returncode != 0:
+        unavailable("Dedalus peer", "SIMULATOR_REQUIRE_DEDALUS", f"{python} cannot import dedalus")
+    return python
+
+
+def peer(python: str, tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / f"{args[0]}.json"
+    done = subprocess.run([python, str(SCRIPT), *args, "--json", str(out)], capture_output=True, text=True,
+                          timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_growth_rates_and_onset_equal_dedalus_eigenvalue_solves(dedalus_python, tmp_path):
+    """At k = 3.117, Pr = 1, below onset (Ra = 1500) and above (Ra = 2000): the growth rate of
+    eigen.rayleigh_benard_growth equals the largest growth rate of Dedalus' EVP (48 Chebyshev modes, converged: its
+    72-mode solve agrees to 1e-11) to 1e-6 relative; Dedalus' marginal problem gives Ra_c = 1707.76 at k_c = 3.117,
+    equal to eigen.rayleigh_benard_onset to 1e-6 relative in Ra and 1e-3 in k (a minimum is flat in k)."""
+    growth = peer(dedalus_python, tmp_path, "evp", "--ra", "1500", "2000", "--pr", "1", "--k", "3.117")
+    assert growth["peer"].startswith("dedalus 3.0.5 ")
+    signs = []
+    for row in growth["rows"]:
+        ours = eigen.rayleigh_benard_growth(row["ra"], 1.0, 3.117)[0]
+        assert abs(row["growth_rate_fine"] - row["growth_rate"]) < 1e-11, row
+        assert ours == pytest.approx(row["growth_rate"], rel=1e-6, abs=0), row
+        signs.append(ours > 0)
+    assert signs == [False, True]
+
+    onset = peer(dedalus_python, tmp_path, "onset", "--k", "3.117")
+    ra_c, k_c = eigen.rayleigh_benard_onset(eigen.NO_SLIP)
+    assert onset["ra_c"] == pytest.approx(1707.76, abs=0.01)
+    assert ra_c == pytest.approx(onset["ra_c"], rel=1e-6, abs=0)
+    assert k_c == pytest.approx(onset["k_c"], abs=1e-3)
+    assert eigen.rayleigh_number(3.117) == pytest.approx(onset["ra_at_k"]["ra"], rel=1e-6, abs=0)
