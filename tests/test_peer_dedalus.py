@@ -1,6 +1,7 @@
 """The walls' eigenvalue solvers (simulator/walls/eigen.py) against Dedalus 3's own eigenvalue solve of the same
 linear problem (scripts/peer_dedalus.py, run in Dedalus' environment): no-slip Rayleigh-Benard convection in
-free-fall units, a tau method on Dedalus' side, collocation on ours.
+free-fall units, a tau method on Dedalus' side, collocation on ours; and the script's served mode, through which a
+benchmark times Dedalus' steps interleaved with its own.
 
 Dedalus is not a dependency: SIMULATOR_DEDALUS_PYTHON names the python of an environment with Dedalus 3.0.5
 (scripts/peer_dedalus.py says how to build one). Where it is unset or does not run, these tests skip and say why;
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.benchmark import ServedPeer
 from simulator.walls import eigen
 
 from support import unavailable
@@ -64,3 +66,18 @@ def test_growth_rates_and_onset_equal_dedalus_eigenvalue_solves(dedalus_python, 
     assert ra_c == pytest.approx(onset["ra_c"], rel=1e-6, abs=0)
     assert k_c == pytest.approx(onset["k_c"], abs=1e-3)
     assert eigen.rayleigh_number(3.117) == pytest.approx(onset["ra_at_k"]["ra"], rel=1e-6, abs=0)
+
+
+def test_the_served_example_names_itself_and_steps_on_request(dedalus_python):
+    """``peer_dedalus.py step --serve`` (a benchmark interleaves its steps with ours through ServedPeer): it names
+    Dedalus' version and the example's configuration, then answers each ``NX NZ STEPS`` with that many steps'
+    seconds, wall and CPU."""
+    peer = ServedPeer(dedalus_python, SCRIPT, "step", "--sizes", "16x8", "--warmup", "1")
+    try:
+        assert peer.name.startswith("dedalus 3.0.5 2D Rayleigh-Benard example (no-slip, Lx = 4, Ra = 1e6, Pr = 1, "
+                                    "RK222, RealFourier x ChebyshevT, dealias 3/2), float64, 1 process, "
+                                    "OMP_NUM_THREADS=1"), peer.name
+        peer.request(16, "16 8 2")
+        assert len(peer.cpu[16]) == 1 and peer.cpu[16][0] > 0
+    finally:
+        peer.close()
