@@ -1,4 +1,4 @@
-"""Walls peer: Dedalus 3 on Rayleigh-Benard convection between no-slip plates (step time, eigenvalues, Nusselt).
+"""Walls peer: Dedalus 3 between no-slip plates (convection's step, eigenvalues, Nusselt; Orr-Sommerfeld's wave).
 
 Standalone script, run only in a separate Dedalus environment; the package never imports it. Install that
 environment (Dedalus 3.0.5 builds from PyPI against the system's MPI and FFTW, about ten minutes on 2 cores):
@@ -13,8 +13,9 @@ Run it with one thread, as Dedalus asks (the script sets OMP_NUM_THREADS=1 befor
     dedalus-venv/bin/python scripts/peer_dedalus.py evp --ra 1500 --pr 1 --k 3.117 --json evp.json
     dedalus-venv/bin/python scripts/peer_dedalus.py onset --json onset.json
     dedalus-venv/bin/python scripts/peer_dedalus.py nusselt --ra 2000 --size 32x16 --json nu.json
+    dedalus-venv/bin/python scripts/peer_dedalus.py orr --re 1e4 --alpha 1 --json orr.json
 
-Every case is Dedalus' own 2D Rayleigh-Benard example (examples/ivp_2d_rayleigh_benard in Dedalus 3): the
+Every case but ``orr`` is Dedalus' own 2D Rayleigh-Benard example (examples/ivp_2d_rayleigh_benard in Dedalus 3): the
 Boussinesq equations in free-fall units (depth Lz = 1, buoyancy difference 1, nu = (Ra/Pr)^(-1/2),
 kappa = (Ra Pr)^(-1/2)), b = 1 at z = 0 and 0 at z = 1, u = 0 at both plates (no-slip), a RealFourier basis in x
 and a ChebyshevT basis in z (Nz modes on Nz Gauss points), dealias 3/2, the first-order tau formulation of the
@@ -39,6 +40,11 @@ example (tau terms lifted onto the first derivative basis), the pressure gauge i
   the conductive profile plus a roll of amplitude 0.1, stepped by RK222 at a fixed dt until the Nusselt number
   changes by less than --tol over 100 steps; reports Nu through each plate (-d<b>/dz there) and through the
   volume (1 + <w b> / kappa), at the resolution asked.
+* ``orr``: the Orr-Sommerfeld problem of plane Poiseuille flow U = 1 - y^2 between plates at y = -1, 1 (Orszag
+  1971), (U - c)(D^2 - alpha^2) phi - U'' phi = (D^2 - alpha^2)^2 phi / (i alpha Re), phi = D phi = 0 at both
+  plates, as a 1D EVP for c on a ChebyshevT basis of --nz modes (four tau terms lifted onto the fourth derivative
+  basis), solved densely; reports the least stable c (largest Im c among the finite, non-spurious eigenvalues),
+  the Tollmien-Schlichting wave at Re = 1e4, alpha = 1, at --nz and 3 --nz / 2.
 
 Dedalus' version, the threads and the case are named beside every figure (``peer`` in the JSON).
 """
@@ -261,6 +267,46 @@ def onset(nz: int) -> tuple[float, float]:
     return float(found.fun), float(found.x)
 
 
+def orr_sommerfeld(re: float, alpha: float, nz: int) -> complex:
+    """The least stable Orr-Sommerfeld eigenvalue c of plane Poiseuille flow (the ``orr`` case) on nz modes."""
+    import dedalus.public as d3
+    import numpy as np
+
+    coord = d3.Coordinate("y")
+    dist = d3.Distributor(coord, dtype=np.complex128)
+    ybasis = d3.ChebyshevT(coord, size=nz, bounds=(-1, 1))
+    phi = dist.Field(name="phi", bases=ybasis)
+    taus = [dist.Field(name=f"tau{i}") for i in range(1, 5)]
+    c = dist.Field(name="c")
+    u = dist.Field(name="U", bases=ybasis)
+    u["g"] = 1 - dist.local_grid(ybasis) ** 2
+    lift_basis = ybasis.derivative_basis(4)
+
+    def dy(a: Any) -> Any:
+        return d3.Differentiate(a, coord)
+
+    def lap(a: Any) -> Any:
+        return dy(dy(a)) - alpha**2 * a
+
+    def lift(a: Any, k: int) -> Any:
+        return d3.Lift(a, lift_basis, k)
+
+    names = {"phi": phi, "c": c, "U": u, "dy": dy, "lap": lap, "lift": lift, "alpha": alpha, "Re": re,
+             **{f"tau{i}": tau for i, tau in enumerate(taus, 1)}}
+    problem = d3.EVP([phi, *taus], eigenvalue=c, namespace=names)
+    # U'' = -2
+    problem.add_equation("(U - c)*lap(phi) + 2*phi - lap(lap(phi))/(1j*alpha*Re) + lift(tau1,-1) + lift(tau2,-2)"
+                         " + lift(tau3,-3) + lift(tau4,-4) = 0")
+    for equation in ("phi(y=-1) = 0", "phi(y=1) = 0", "dy(phi)(y=-1) = 0", "dy(phi)(y=1) = 0"):
+        problem.add_equation(equation)
+    solver = problem.build_solver()
+    solver.solve_dense(solver.subproblems[0])
+    values = solver.eigenvalues
+    # a wave's phase speed lies within the flow's velocities, 0 to 1: the tau method's spurious values do not
+    values = values[np.isfinite(values) & (np.abs(values) < 10)]
+    return complex(values[np.argmax(values.imag)])
+
+
 def nusselt(nx: int, nz: int, ra: float, pr: float, k: float, dt: float, tol: float, max_steps: int
             ) -> dict[str, Any]:
     """A steady roll (the case above): Nu through each plate and through the volume once it is steady."""
@@ -296,7 +342,7 @@ def nusselt(nx: int, nz: int, ra: float, pr: float, k: float, dt: float, tol: fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", choices=["step", "launch", "evp", "onset", "nusselt"])
+    parser.add_argument("case", choices=["step", "launch", "evp", "onset", "nusselt", "orr"])
     parser.add_argument("--sizes", type=size, nargs="+", default=[(256, 64), (1024, 256)], help="step: NXxNZ ...")
     parser.add_argument("--size", type=size, default=(32, 16), help="nusselt, launch: NXxNZ")
     parser.add_argument("--dt", type=float, default=None,
@@ -309,7 +355,9 @@ def main() -> None:
                         help="evp: Rayleigh numbers (default 1500 2000); nusselt: one (default 2000)")
     parser.add_argument("--pr", type=float, default=1.0)
     parser.add_argument("--k", type=float, default=3.117, help="evp, nusselt: the horizontal wavenumber")
-    parser.add_argument("--nz", type=int, default=48, help="evp, onset: Chebyshev modes")
+    parser.add_argument("--nz", type=int, default=None, help="evp, onset: Chebyshev modes (48); orr: (128)")
+    parser.add_argument("--re", type=float, default=1e4, help="orr: the Reynolds number (centreline, half gap)")
+    parser.add_argument("--alpha", type=float, default=1.0, help="orr: the streamwise wavenumber")
     parser.add_argument("--tol", type=float, default=1e-11, help="nusselt: steady once Nu moves less in 100 steps")
     parser.add_argument("--max-steps", type=int, default=20000)
     parser.add_argument("--json", type=Path, help="write the results here")
@@ -320,6 +368,7 @@ def main() -> None:
     import dedalus.public  # noqa: F401 - configures Dedalus' logging, quietened next
 
     quiet()
+    nz = args.nz or (128 if args.case == "orr" else 48)
     report: dict[str, Any]
     if args.case == "launch":  # a fresh process's first 11 steps, for ``step``'s launch timing
         solver, _ = example(*args.size)
@@ -346,17 +395,23 @@ def main() -> None:
         name = peer_name("linear no-slip Rayleigh-Benard EVP (dense, ChebyshevT), free-fall units")
         rows = []
         for ra in args.ra or [1500.0, 2000.0]:
-            fine = growth_rate(ra, args.pr, args.k, 3 * args.nz // 2)
-            coarse = growth_rate(ra, args.pr, args.k, args.nz)
-            rows.append({"ra": ra, "pr": args.pr, "k": args.k, "nz": args.nz, "growth_rate": coarse,
-                         "growth_rate_fine": fine, "nz_fine": 3 * args.nz // 2})
+            fine = growth_rate(ra, args.pr, args.k, 3 * nz // 2)
+            coarse = growth_rate(ra, args.pr, args.k, nz)
+            rows.append({"ra": ra, "pr": args.pr, "k": args.k, "nz": nz, "growth_rate": coarse,
+                         "growth_rate_fine": fine, "nz_fine": 3 * nz // 2})
             print(json.dumps(rows[-1]), flush=True)
         report = {"peer": name, "case": "evp", "rows": rows}
     elif args.case == "onset":
         name = peer_name("no-slip Rayleigh-Benard marginal stability EVP (dense, ChebyshevT), Ra the eigenvalue")
-        ra_c, k_c = onset(args.nz)
-        report = {"peer": name, "case": "onset", "nz": args.nz, "ra_c": ra_c, "k_c": k_c,
-                  "ra_at_k": {"k": args.k, "ra": marginal_rayleigh(args.k, args.nz)}}
+        ra_c, k_c = onset(nz)
+        report = {"peer": name, "case": "onset", "nz": nz, "ra_c": ra_c, "k_c": k_c,
+                  "ra_at_k": {"k": args.k, "ra": marginal_rayleigh(args.k, nz)}}
+        print(json.dumps(report), flush=True)
+    elif args.case == "orr":
+        name = peer_name("Orr-Sommerfeld EVP of plane Poiseuille flow (dense, ChebyshevT)")
+        c, fine = orr_sommerfeld(args.re, args.alpha, nz), orr_sommerfeld(args.re, args.alpha, 3 * nz // 2)
+        report = {"peer": name, "case": "orr", "re": args.re, "alpha": args.alpha, "nz": nz, "c": [c.real, c.imag],
+                  "nz_fine": 3 * nz // 2, "c_fine": [fine.real, fine.imag]}
         print(json.dumps(report), flush=True)
     else:
         if args.ra and len(args.ra) != 1:

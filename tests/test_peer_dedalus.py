@@ -1,7 +1,8 @@
 """The walls' eigenvalue solvers (simulator/walls/eigen.py) against Dedalus 3's own eigenvalue solve of the same
 linear problem (scripts/peer_dedalus.py, run in Dedalus' environment): no-slip Rayleigh-Benard convection in
-free-fall units, a tau method on Dedalus' side, collocation on ours; and the script's served mode, through which a
-benchmark times Dedalus' steps interleaved with its own.
+free-fall units and the Orr-Sommerfeld problem of plane Poiseuille flow, a tau method on Dedalus' side, collocation
+on ours; Dedalus' steady roll, the reference of the walled runs' Nusselt number; and the script's served mode,
+through which a benchmark times Dedalus' steps interleaved with its own.
 
 Dedalus is not a dependency: SIMULATOR_DEDALUS_PYTHON names the python of an environment with Dedalus 3.0.5
 (scripts/peer_dedalus.py says how to build one). Where it is unset or does not run, these tests skip and say why;
@@ -93,3 +94,14 @@ def test_dedalus_steady_roll_carries_one_nusselt_number_through_plates_and_volum
     assert roll["nu_top"] == pytest.approx(roll["nu_bottom"], abs=1e-10)
     assert roll["nu_volume"] == pytest.approx(roll["nu_bottom"], abs=1e-6)
     assert roll["nu_bottom"] == pytest.approx(1.2120452, abs=1e-6)
+
+
+def test_the_tollmien_schlichting_wave_equals_dedalus_orr_sommerfeld_solve(dedalus_python, tmp_path):
+    """Plane Poiseuille flow at Re = 1e4, alpha = 1: eigen.tollmien_schlichting's c equals Dedalus' tau solve of
+    the Orr-Sommerfeld problem (128 modes, converged: its 192-mode c agrees to 1e-10) to 1e-8 (found 1.0e-9), and
+    both give Orszag's (1971) c = 0.23752649 + 0.00373967i to his digits."""
+    wave = peer(dedalus_python, tmp_path, "orr", "--re", "1e4", "--alpha", "1")
+    theirs, fine = complex(*wave["c"]), complex(*wave["c_fine"])
+    assert abs(theirs - fine) < 1e-10, wave
+    assert abs(eigen.tollmien_schlichting(1e4, 1.0)[0] - theirs) < 1e-8
+    assert abs(theirs - (0.23752649 + 0.00373967j)) < 5e-9
