@@ -220,7 +220,9 @@ def linear(ra: float, pr: float, k: float, nz: int, marginal: bool = False) -> A
     zbasis = d3.ChebyshevT(coords["z"], size=nz, bounds=(0, 1.0))
     unknowns, names = fields(dist, coords, xbasis, zbasis)
     lam = dist.Field(name="lam")
-    names.update(lam=lam, kappa=(ra * pr) ** -0.5 if ra else 0.0, nu=(ra / pr) ** -0.5 if ra else 0.0)
+    names["lam"] = lam
+    if not marginal:
+        names.update(kappa=(ra * pr) ** -0.5, nu=(ra / pr) ** -0.5)
     problem = d3.EVP(unknowns, eigenvalue=lam, namespace=names)
     if marginal:
         problem.add_equation("- div(grad_b) + lift(tau_b2) - ez@u = 0")
@@ -230,8 +232,7 @@ def linear(ra: float, pr: float, k: float, nz: int, marginal: bool = False) -> A
         problem.add_equation("lam*u - nu*div(grad_u) + grad(p) - b*ez + lift(tau_u2) = 0")
     plates(problem, "0")
     solver = problem.build_solver(entry_cutoff=0)
-    # subproblem 0 is the mean (k = 0), subproblem 1 the wavenumber k
-    [sub] = [s for s in solver.subproblems if s.group[0] != 0]
+    [sub] = [s for s in solver.subproblems if s.group[0] != 0]  # the wavenumber k, not the mean
     solver.solve_dense(sub)
     values = solver.eigenvalues
     return values[np.isfinite(values)]
@@ -253,7 +254,7 @@ def marginal_rayleigh(k: float, nz: int) -> float:
     """The smallest positive real Rayleigh number of marginal stability at wavenumber k."""
     import numpy as np
 
-    ra = linear(0.0, 1.0, k, nz, marginal=True)
+    ra = linear(float("nan"), float("nan"), k, nz, marginal=True)  # Ra and Pr are not the problem's numbers
     real = ra[(np.abs(ra.imag) < 1e-9 * np.abs(ra)) & (ra.real > 0)].real
     return float(real.min())
 
