@@ -14,189 +14,89 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 real-to-complex spectrum ``(1 + n, *k_shape)`` with the n passive scalars' after it, the wavenumbers
 ``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``, the velocity ``(3, 1, Nx, Ny)`` (u, v, 0).
 
-Random forcing (:mod:`.forcing`) is a kick after each whole step (:meth:`NS2D.settle`); the Kolmogorov forcing is
-a constant term of the right-hand side.
+The skeleton (the velocity of the vorticity, the sinks, the forcing, the kinetic diagnostics and spectra, the ring
+sums) is the planar flows' base, :class:`~simulator.equations.flow.plane.VorticityFlow`: random forcing
+(:mod:`simulator.equations.flow.plane_forcing`) is a kick after each whole step, the Kolmogorov forcing a constant
+term of the right-hand side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from collections.abc import Callable
+from typing import final
 
 import jax
 import jax.numpy as jnp
 
-from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.flow import plane as planar
-from simulator.equations.flow.velocity import FlowEquation
-from simulator.equations.ns2d import INFO, NS2DParams, forcing, initial
-from simulator.equations.operators import SpectralOperators
+from simulator.equations.base import Params
+from simulator.equations.flow import plane
+from simulator.equations.ns2d import INFO, initial
 from simulator.equations.scalars import terms as passive
-from simulator.fft import FFTBackend
-from simulator.observables import spectra
 
 
 @final
-class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
-    """The planar flow on one FFT backend; ``ops`` its spectral operators (wavenumbers ``(0, kx, ky)``)."""
+class NS2D(plane.VorticityFlow):
+    """The planar flow on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NS2DParams | None = None):
-        physics = NS2DParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
-
-    # ---- the plane's operators ------------------------------------------------------------------------
-
-    def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-        """(vorticity spectrum ``k_shape``, the scalars' ``(n, *k_shape)`` or None)."""
-        return state[0], (state[1:] if self.n_scalars else None)
-
-    def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
-        return planar.perp(self.ops, omega_hat * self.ops.inv_k2)
-
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
-        u_hat, v_hat = self.velocity_hat(state[0])
-        return self.ops.stack([jnp.zeros_like(u_hat), u_hat, v_hat])
-
-    def gradients(self, params: Params) -> list[dict[str, jax.Array]]:
-        """The scalars' traced parameters with the mean gradient (Gx, Gy, 0) as the box's (0, Gx, Gy)."""
-        return [{**s, "mean_gradient": jnp.roll(s["mean_gradient"], 1)} for s in params["scalars"]]
-
-    def rate(self, params: Params) -> jax.Array:
-        """-L of the vorticity per mode: nu k^2 + nu_p k^(2p) + nu_m k^(-2m) + alpha (formed in the kernel)."""
-        k2 = self.ops.k2
-        out = params["viscosity"] * k2 + params["friction"]
-        if self.physics.hyperviscous:
-            out = out + params["hyperviscosity"] * k2 ** self.physics.hyperviscosity_order
-        if self.physics.hypoviscous:
-            out = out + params["hypoviscosity"] * self.ops.inv_k2 ** self.physics.hypoviscosity_order
-        return out
 
     def linear(self, params: Params) -> jax.Array:
-        """-rate for the vorticity, -kappa_i k^2 for scalar i (``(1 + n, 1, 1, 1)`` rows with scalars)."""
-        if not self.n_scalars:
-            return -self.rate(params)
-        # row 0 the vorticity's rate, row 1 + i scalar i's: a select of broadcasts, formed in the kernel that uses it
-        kappa = jnp.concatenate([jnp.zeros(1, self.dtype), passive.diffusivities(params["scalars"])])
-        first = (jnp.arange(1 + self.n_scalars) == 0)[:, None, None, None]
-        return -jnp.where(first, self.rate(params), kappa[:, None, None, None] * self.ops.k2)
-
-    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(L tau) state, mode by mode."""
-        return state * jnp.exp(self.linear(params) * tau)
+        """-(nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m)) for the vorticity, -kappa_i k^2 for scalar i."""
+        return self.linear_rows([self.damping(params)], params)
 
     def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """-u . grad omega and, with scalars, -div(u theta_i), dealiased: one batched inverse transform of
-        (u, v, theta...), one batched forward transform of the products.
+        (u, v, theta...), one batched forward transform of the products (:meth:`transport`).
 
         The vorticity's term from the stress, as the curl of -div(u u) (Basdevant 1983, in two dimensions):
         -u . grad omega = -(d_xx - d_yy)(u v) - d_x d_y (v^2 - u^2), whose spectrum is
         (kx^2 - ky^2) (uv)^ + kx ky (v^2 - u^2)^: two inverse and two forward transforms, where -div(u omega) takes
         three and two. The products are quadratic in fields of the 2/3 rule's modes, so both forms give the same
         kept modes, to round-off."""
-        ops = self.ops
-        omega_hat, theta_hat = self.split(state)
-        u_hat, v_hat = self.velocity_hat(omega_hat)
-        real = self.fft.irfft(ops.stack([u_hat, v_hat] + [theta_hat[i] for i in range(self.n_scalars)]))
-        u, v = real[0], real[1]
-        flux = self.fft.rfft(jnp.stack([u * v, v * v - u * u] + [f for q in real[2:] for f in (u * q, v * q)]))
-        kx, ky = ops.k[1], ops.k[2]
-        n_omega = ops.dealias * ((kx**2 - ky**2) * flux[0] + kx * ky * flux[1])
-        if not self.n_scalars:
-            return n_omega, None
-        div = [kx * flux[2 + 2 * i] + ky * flux[3 + 2 * i] for i in range(self.n_scalars)]
-        return n_omega, -1j * ops.dealias * ops.stack(div)
+        flux, advected = self.transport(list(self.velocity_hat(state[0])), state,
+                                        lambda real: [real[0] * real[1], real[1] * real[1] - real[0] * real[0]])
+        kx, ky = self.kx, self.ky
+        return self.ops.dealias * ((kx**2 - ky**2) * flux[0] + kx * ky * flux[1]), advected
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """-div(u omega) (+ the Kolmogorov forcing), and for the scalars -div(u theta_i) - u . G_i."""
-        n_hat, a_hat = self.products(state)
-        f_hat = forcing.steady(self, params)
-        if f_hat is not None:
-            n_hat = n_hat + f_hat
-        if a_hat is None:
-            return n_hat[None]
-        source = passive.mean_gradient_source(self.ops, self.velocity_spectrum(state), self.gradients(params))
-        return self.ops.concatenate([n_hat[None], a_hat + source])
-
-    def settle(self, state: jax.Array, t: jax.Array, dt: jax.Array, params: Params) -> jax.Array:
-        """After a whole step: the random forcing's kick (:func:`.forcing.kick`), or the state as it is."""
-        return forcing.kick(self, state, t, dt, params) if self.physics.forcing == "random" else state
-
-    # ---- states and fields ------------------------------------------------------------------------------
-
-    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """The dealiased spectra of ``vorticity`` ``(1, Nx, Ny)`` and, with scalars, ``scalar`` ``(n, 1, Nx, Ny)``."""
-        real = fields["vorticity"][None]
-        if self.n_scalars:
-            real = jnp.concatenate([real, fields["scalar"]])
-        return self.ops.dealias * self.fft.rfft(real.astype(self.dtype))
+        n_hat, advected = self.products(state)
+        return self.with_scalars(self.forced(n_hat, params)[None], advected, state, params)
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         """Vorticity, velocity ``(3, ...)`` (u, v, 0), stream function and the scalars, as spectra of a state."""
-        out = {"vorticity": lambda s: s[0], "velocity": lambda s: self.ops.stack([*self.velocity_hat(s[0]),
-                                                                                    jnp.zeros_like(s[0])]),
-               "stream_function": lambda s: s[0] * self.ops.inv_k2}
-        if self.n_scalars:
-            out["scalar"] = lambda s: s[1:]
-        return out
+        return {"vorticity": lambda s: s[0], **self.flow_fields()}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Energy, enstrophy, palinstrophy (Parseval means), max |omega|, the dissipation of energy and enstrophy
-        by every sink, the injection, the CFL number and k_max eta_Z; the scalars' (:func:`.terms.diagnostics`)."""
+        by every sink, the injection, the CFL number and k_max eta_Z; the scalars' (:meth:`scalar_diagnostics`)."""
         ops = self.ops
-        omega_hat, theta_hat = self.split(state)
+        omega_hat = state[0]
         power = jnp.abs(omega_hat) ** 2
-        rate = self.rate(params)
-        out = {"energy": 0.5 * ops.mean(power * ops.inv_k2), "enstrophy": 0.5 * ops.mean(power),
-               "palinstrophy": 0.5 * ops.mean(ops.k2 * power),
-               "dissipation": ops.mean(rate * power * ops.inv_k2), "dissipation_enstrophy": ops.mean(rate * power)}
+        rate = self.damping(params)
+        out = self.flow_diagnostics(omega_hat, rate, ("energy", "enstrophy", "dissipation"), params)
+        out.update(palinstrophy=0.5 * ops.mean(ops.k2 * power), dissipation_enstrophy=ops.mean(rate * power))
         u_hat, v_hat = self.velocity_hat(omega_hat)
         real = self.fft.irfft(ops.stack([u_hat, v_hat, omega_hat]))
         out["max_vorticity"] = jnp.max(jnp.abs(real[2]))
-        out["cfl"] = dt * jnp.max(jnp.abs(real[0]) / self.spacing[1] + jnp.abs(real[1]) / self.spacing[2])
-        out.update(forcing.injection(self, omega_hat, params))
-        kmax = planar.kmax(self)
-        eta = planar.enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
-        out["kmax_eta"] = kmax * eta
-        if theta_hat is not None:
-            scalars = self.gradients(params)
-            out.update(passive.diagnostics(ops, self.velocity_spectrum(state), theta_hat, scalars))
-            # the Batchelor/Obukhov-Corrsin scales of a flow whose smallest scale is eta_Z
-            out.update(passive.resolution_diagnostics(kmax, eta, params["viscosity"], scalars))
-        return out
+        out["cfl"] = dt * jnp.max(self.speed(real[0], real[1]))
+        eta = plane.enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
+        out["kmax_eta"] = self.kmax() * eta
+        return {**out, **self.scalar_diagnostics(state, params, eta)}
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Ring sums of E(k), Z(k), their transfers and fluxes, the forcing's injection (Kolmogorov forcing), and
         the scalars' spectra."""
-        ops = self.ops
-        omega_hat, theta_hat = self.split(state)
-        n_hat, a_hat = self.products(state)
-        norm = ops.weight / float(self.fft.size) ** 2
-
-        def shell(power: jax.Array) -> jax.Array:
-            return spectra.shell_sum(power, ops.k, self.fft.shape, self.box)
-
-        transfer = jnp.real(jnp.conj(omega_hat) * n_hat) * norm
-        out = {"energy": shell(0.5 * norm * jnp.abs(omega_hat) ** 2 * ops.inv_k2),
-               "enstrophy": shell(0.5 * norm * jnp.abs(omega_hat) ** 2),
-               "transfer_energy": shell(transfer * ops.inv_k2), "transfer_enstrophy": shell(transfer)}
+        omega_hat = state[0]
+        n_hat, advected = self.products(state)
+        out = self.flow_spectra(omega_hat, n_hat, params)
+        out["enstrophy"] = self.shell(0.5 * self.norm * jnp.abs(omega_hat) ** 2)
+        out["transfer_enstrophy"] = self.shell(jnp.real(jnp.conj(omega_hat) * n_hat) * self.norm)
         out["flux_energy"] = -jnp.cumsum(out["transfer_energy"])
         out["flux_enstrophy"] = -jnp.cumsum(out["transfer_enstrophy"])
-        f_hat = forcing.steady(self, params)
-        if f_hat is not None:
-            out["injection_energy"] = shell(norm * jnp.real(jnp.conj(omega_hat) * f_hat) * ops.inv_k2)
-        if theta_hat is not None:
-            out.update(passive.spectra(ops, self.velocity_spectrum(state), theta_hat, a_hat, self.gradients(params),
-                                       shell))
-        return out
+        return {**out, **self.scalar_spectra(state, advected, params)}
 
 
 NS2D.builders = {name: passive.with_scalars(b) for name, b in initial.BUILDERS.items()}
