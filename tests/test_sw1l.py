@@ -1,0 +1,212 @@
+"""Rotating shallow water (``sw1l``) against exact solutions and an independent NumPy implementation, on every
+backend that takes a plane, on 1, 2 and 4 devices, in float64: inertia-gravity waves, the geostrophic balance, the
+inviscid invariants, distributed runs and restarts."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+from test_plane import BOX, CASES, SHAPE
+
+import simulator
+from simulator.api import load_config
+from simulator.errors import ConfigError
+from simulator.output.hdf5 import Snapshot
+
+from support import advance, case_id, relative_error, simulation
+
+
+def layer(devices, case=("single", 1, None), **overrides):
+    values = {"physics.name": "sw1l", "grid.shape": SHAPE, "grid.box": BOX, **overrides}
+    return simulation(devices, case, **values)
+
+
+def grid() -> tuple[np.ndarray, np.ndarray]:
+    x = np.arange(SHAPE[0])[:, None] * BOX[0] / SHAPE[0]
+    y = np.arange(SHAPE[1])[None, :] * BOX[1] / SHAPE[1]
+    return x, y
+
+
+def state_of(sim, u, v, eta):
+    """A state from real fields ``(Nx, Ny)``."""
+    velocity = np.stack([u, v, np.zeros_like(u)])[:, None]
+    return sim.state_from_fields(velocity=velocity, height=eta[None])
+
+
+def fields(sim, state) -> np.ndarray:
+    """(u, v, eta), ``(3, Nx, Ny)``."""
+    got = sim.fields(state, "velocity", "height")
+    velocity, eta = sim.to_numpy(got["velocity"]), sim.to_numpy(got["height"])
+    return np.stack([velocity[0, 0], velocity[1, 0], eta[0]])
+
+
+def poincare(modes, amplitude, f, c, t, omega=None):
+    """The inertia-gravity wave eta = A cos(phi), u = A (omega kx cos phi - f ky sin phi)/k^2, v = A (omega ky cos
+    phi + f kx sin phi)/k^2, phi = k . x - omega t, omega^2 = f^2 + c^2 k^2 (the linear equations' eigenvector)."""
+    kx, ky = (2 * math.pi * m / length for m, length in zip(modes, BOX, strict=True))
+    k2 = kx**2 + ky**2
+    omega = math.sqrt(f**2 + c**2 * k2) if omega is None else omega
+    x, y = grid()
+    phi = kx * x + ky * y - omega * t
+    cos, sin = np.cos(phi), np.sin(phi)
+    return amplitude * np.stack([(omega * kx * cos - f * ky * sin) / k2, (omega * ky * cos + f * kx * sin) / k2, cos])
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_an_inertia_gravity_wave_runs_at_its_frequency_to_the_schemes_phase_error(devices, case):
+    """A Poincare wave of amplitude 1e-9 (the nonlinear terms 1e-9 of the linear ones), inviscid: after one period
+    it matches the exact wave of omega^2 = f^2 + c^2 k^2 to RK4's phase error n (omega dt)^5/120, and halving dt
+    divides the difference by about 2^4; a pure gravity wave's frequency (f left out) or f's sign reversed misses
+    by far more."""
+    f, c, modes, amplitude = 1.3, 2.0, (1, -2), 1e-9
+    sim = layer(devices, case, physics__coriolis=f, physics__wave_speed=c, physics__viscosity=0.0)
+    start = state_of(sim, *poincare(modes, amplitude, f, c, 0.0))
+    kx, ky = (2 * math.pi * m / length for m, length in zip(modes, BOX, strict=True))
+    omega = math.sqrt(f**2 + c**2 * (kx**2 + ky**2))
+    period, errors = 2 * math.pi / omega, []
+    for steps in (40, 80):
+        dt = period / steps
+        end = fields(sim, advance(sim, start, dt, steps))
+        errors.append(relative_error(end, poincare(modes, amplitude, f, c, period)))
+        assert errors[-1] < 2 * steps * (omega * dt) ** 5 / 120, errors
+    assert 12 < errors[0] / errors[1] < 20, errors
+    assert relative_error(end, poincare(modes, amplitude, f, c, period, math.sqrt(omega**2 - f**2))) > 0.1
+    assert relative_error(end, poincare(modes, amplitude, -f, c, period)) > 0.1
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_geostrophically_balanced_mode_is_steady_to_round_off(devices, case):
+    """eta = A cos(k . x) with u = (c^2/f) z x grad eta, f != 0, inviscid and at a Rossby number of order one:
+    the Coriolis force balances the pressure gradient, and the nonlinear terms of a single mode are zero (its
+    velocity is along the crests), so it stays put to round-off over 100 steps."""
+    f, c, modes, amplitude = 0.7, 1.5, (2, 1), 0.2
+    sim = layer(devices, case, physics__coriolis=f, physics__wave_speed=c, physics__viscosity=0.0)
+    kx, ky = (2 * math.pi * m / length for m, length in zip(modes, BOX, strict=True))
+    x, y = grid()
+    phi, g = kx * x + ky * y, c**2 / f
+    start = np.stack([g * amplitude * ky * np.sin(phi), -g * amplitude * kx * np.sin(phi), amplitude * np.cos(phi)])
+    state = state_of(sim, *start)
+    end = advance(sim, state, 0.01, 100)
+    assert relative_error(fields(sim, end), start) < 1e-13
+    assert float(sim.diagnostics(state, 0.01)["rossby"]) > 0.5  # not a small-amplitude limit
+
+
+def test_energy_and_potential_enstrophy_are_conserved_to_the_schemes_order(devices):
+    """Inviscid and unforced from a smooth, unbalanced random state (waves and vortices): the total energy and the
+    potential enstrophy drift by RK4's time error, which halving dt divides by about 2^4 (the 2/3 rule's truncation
+    of the cubic invariants is far smaller at these resolved scales)."""
+    sim = layer(devices, initial__name="random", initial__k_peak=1.0, initial__energy=0.01, initial__eta_rms=0.01,
+                physics__viscosity=0.0, physics__coriolis=1.0, physics__wave_speed=1.0)
+    state = sim.initial_state()
+    d0 = sim.diagnostics(state, 0.1)
+    drift = {"total_energy": [], "potential_enstrophy": []}
+    for dt, steps in ((0.2, 10), (0.1, 20)):
+        d = sim.diagnostics(advance(sim, state, dt, steps), dt)
+        for name, values in drift.items():
+            values.append(abs(float(d[name]) / float(d0[name]) - 1))
+    for name, (coarse, fine) in drift.items():
+        assert 0 < coarse < 1e-4 and coarse / fine > 12, (name, coarse, fine)
+    assert float(d0["divergent_share"]) > 0.3  # waves present
+
+
+# ---- the NumPy reference -------------------------------------------------------------------------------------
+
+
+def numpy_rhs(w: np.ndarray, p: dict) -> np.ndarray:
+    """FluidSim's sw1l tendencies of the spectra ``w`` = (u, v, eta) ``(3, Nx, Ny//2 + 1)``, written anew with
+    NumPy: the fields on the grid, the products (zeta + f) v, -(zeta + f) u, c^2 eta + |u|^2/2, (1 + eta) u,
+    (1 + eta) v, the 2/3 rule on the tendencies, the Kolmogorov forcing F sin(k_f y) on u."""
+    kx, ky, keep = p["kx"], p["ky"], p["keep"]
+    u, v, eta = (np.fft.irfft2(a, SHAPE) for a in w)
+    zeta = np.fft.irfft2(1j * kx * w[1] - 1j * ky * w[0], SHAPE)
+    y = grid()[1]
+    forcing = p["F"] * np.sin(2 * math.pi * p["kf"] * y / BOX[1]) * np.ones(SHAPE)
+    b = np.fft.rfft2(p["c"] ** 2 * eta + 0.5 * (u**2 + v**2))
+    du = np.fft.rfft2((zeta + p["f"]) * v + forcing) - 1j * kx * b
+    dv = np.fft.rfft2(-(zeta + p["f"]) * u) - 1j * ky * b
+    deta = -1j * kx * np.fft.rfft2((1 + eta) * u) - 1j * ky * np.fft.rfft2((1 + eta) * v)
+    return keep * np.stack([du, dv, deta])
+
+
+def numpy_rk4(w: np.ndarray, p: dict, dt: float, steps: int) -> np.ndarray:
+    """Classical RK4 in the integrating factor exp(L t) of the diagonal dissipation (Lawson 1967; FluidSim's
+    RK4): stages at 0, dt/2, dt/2, dt."""
+    k2 = p["kx"] ** 2 + p["ky"] ** 2
+    rate = p["nu"] * k2 + p["nu4"] * k2**2
+    lin = -np.stack([rate + p["alpha"], rate + p["alpha"], rate])
+    half, full = np.exp(lin * dt / 2), np.exp(lin * dt)
+    for _ in range(steps):
+        k1 = numpy_rhs(w, p)
+        k2_ = numpy_rhs(half * (w + dt / 2 * k1), p)
+        k3 = numpy_rhs(half * w + dt / 2 * k2_, p)
+        k4 = numpy_rhs(full * w + dt * half * k3, p)
+        w = full * w + dt / 6 * (full * k1 + 2 * half * (k2_ + k3) + k4)
+    return w
+
+
+@pytest.mark.parametrize("case", CASES[::3], ids=case_id)
+def test_an_independent_numpy_reference_from_the_same_random_state(devices, case):
+    """Every term at once (f, c, viscosity, hyperviscosity, friction, the Kolmogorov forcing) on an unbalanced
+    random state: 10 RK4 steps of the run against the same steps written in NumPy, to 1e-12."""
+    p = {"f": 0.9, "c": 1.7, "nu": 0.013, "nu4": 0.0021, "alpha": 0.05, "F": 0.3, "kf": 2}
+    sim = layer(devices, case, initial__name="random", physics__coriolis=p["f"], physics__wave_speed=p["c"],
+                physics__viscosity=p["nu"], physics__hyperviscosity=p["nu4"], physics__hyperviscosity_order=2,
+                physics__friction=p["alpha"], physics__forcing="kolmogorov", physics__forcing_amplitude=p["F"],
+                physics__forcing_wavenumber=p["kf"])
+    state = sim.initial_state()
+    start = fields(sim, state)
+    mx = np.fft.fftfreq(SHAPE[0], 1 / SHAPE[0])[:, None]
+    my = np.arange(SHAPE[1] // 2 + 1)[None, :]
+    p.update(kx=2 * math.pi / BOX[0] * mx, ky=2 * math.pi / BOX[1] * my,
+             keep=((np.abs(mx) < SHAPE[0] / 3) & (my < SHAPE[1] / 3)).astype(float))
+    want = np.stack([np.fft.irfft2(a, SHAPE) for a in numpy_rk4(np.fft.rfft2(start), p, 0.02, 10)])
+    got = fields(sim, advance(sim, state, 0.02, 10))
+    assert relative_error(got, start) > 1e-2 and relative_error(got, want) < 1e-12
+
+
+# ---- distributed runs, restarts and bad input ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reference(devices):
+    """A nonlinear, viscous, rotating run on one device (the reference of the distributed ones)."""
+    sim = layer(devices, initial__name="random")
+    return fields(sim, advance(sim, sim.initial_state(), 0.01, 12))
+
+
+@pytest.mark.parametrize("case", CASES[1:], ids=case_id)
+def test_a_distributed_layer_equals_the_single_device_one(devices, case, reference):
+    sim = layer(devices, case, initial__name="random")
+    assert relative_error(fields(sim, advance(sim, sim.initial_state(), 0.01, 12)), reference) < 1e-12
+
+
+def _config(**values):
+    base = {"physics.name": "sw1l", "grid.shape": SHAPE, "grid.box": BOX, "precision": "float64",
+            "initial.name": "vortex", "time.dt": 0.01, "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10,
+            "output.snapshots.every": 20, "runtime.cpu_devices": 8, "fft.mesh": [2]}
+    return simulator.load_config(None, {**base, **values})
+
+
+def test_a_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
+    """From the step-10 checkpoint of a 20-step run on a slab of 2, the same run ends bitwise where the straight one
+    does, in every field of its last snapshot."""
+    straight, run = tmp_path / "straight", tmp_path / "run"
+    assert simulator.run_config(_config(), straight) == 0
+    shutil.copytree(straight, run)
+    for path in (run / "snapshots").glob("s00000020*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert simulator.run_config(_config(), run, restart=str(run / "checkpoints" / "c00000010.json")) == 0
+    with Snapshot(run / "snapshots" / "s00000020.h5") as got, Snapshot(straight / "snapshots" / "s00000020.h5") as want:
+        assert set(got.fields) >= {"velocity", "height", "divergence", "potential_vorticity"}
+        for name in got.fields:
+            assert np.array_equal(got.read(name), want.read(name)), name
+
+
+@pytest.mark.parametrize("name", ["vortex", "random_balanced"])
+def test_a_balanced_start_without_rotation_is_refused(name):
+    with pytest.raises(ConfigError, match=r"^physics\.coriolis = 0") as err:
+        load_config(None, {"physics.name": "sw1l", "physics.coriolis": 0.0, "initial.name": name})
+    assert "f > 0" in str(err.value) and "\n" not in str(err.value)
