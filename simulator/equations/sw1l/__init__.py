@@ -170,8 +170,9 @@ INFO = EquationInfo(
         "vorticity": FieldInfo(0, "vorticity zeta = dv/dx - du/dy (1, Nx, Ny)", r"\zeta", cmap="RdBu_r",
                                snapshot=False),
         "divergence": FieldInfo(0, "divergence du/dx + dv/dy (1, Nx, Ny)", r"\nabla\cdot u", cmap="RdBu_r"),
-        "potential_vorticity": FieldInfo(0, "potential vorticity q = (zeta + f)/(1 + eta), Ertel's in units of H "
-                                            "(1, Nx, Ny)", "q", cmap="RdBu_r"),
+        "potential_vorticity": FieldInfo(0, "potential vorticity anomaly q - f = (zeta - f eta)/(1 + eta), q = "
+                                            "(zeta + f)/(1 + eta) Ertel's in units of H (FluidSim's) (1, Nx, Ny)",
+                                            "q - f", cmap="RdBu_r"),
     },
     state_fields=("velocity", "height"),
     diagnostics={

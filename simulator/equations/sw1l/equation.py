@@ -119,8 +119,9 @@ class SW1L(FlowEquation, SemiLinearEquation):
                 "height": lambda s: s[2], "vorticity": self.vorticity_hat, "divergence": self.divergence_hat}
 
     def potential_vorticity(self, zeta: jax.Array, eta: jax.Array, params: Params) -> jax.Array:
-        """q = (zeta + f)/(1 + eta) of real fields ``(1, Nx, Ny)``."""
-        return (zeta + params["coriolis"]) / (1 + eta)
+        """The potential vorticity's anomaly q - f = (zeta - f eta)/(1 + eta) of real fields ``(1, Nx, Ny)`` (q - f, not
+        q: what a figure of a rotating layer shows beside the uniform f)."""
+        return (zeta - params["coriolis"] * eta) / (1 + eta)
 
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """The spectral fields in real space and the potential vorticity from the vorticity and the height."""
