@@ -5,7 +5,10 @@ inviscid invariants, distributed runs and restarts."""
 from __future__ import annotations
 
 import math
+import os
 import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +19,11 @@ from simulator.api import load_config
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
 
-from support import advance, case_id, relative_error, simulation
+from support import advance, case_id, relative_error, simulation, unavailable
+
+ROOT = Path(__file__).parents[1]
+#: the python of an environment with FluidSim (scripts/peer_fluidsim.py says how to make one)
+FLUIDSIM = "SIMULATOR_FLUIDSIM_PYTHON"
 
 
 def layer(devices, case=("single", 1, None), **overrides):
@@ -165,6 +172,33 @@ def test_an_independent_numpy_reference_from_the_same_random_state(devices, case
     want = np.stack([np.fft.irfft2(a, SHAPE) for a in numpy_rk4(np.fft.rfft2(start), p, 0.02, 10)])
     got = fields(sim, advance(sim, state, 0.02, 10))
     assert relative_error(got, start) > 1e-2 and relative_error(got, want) < 1e-12
+
+
+def test_equal_to_fluidsims_sw1l_side_by_side(devices, tmp_path):
+    """FluidSim's sw1l (scripts/peer_fluidsim.py --evolve, in its own environment named by SIMULATOR_FLUIDSIM_PYTHON)
+    and this sw1l, from the same unbalanced random state on a plane that is not a square, with rotation, gravity
+    waves, viscosity and hyperviscosity, 20 RK4 steps each: the same equations and the same 2/3 rule, so the same
+    fields to 1e-12 (measured 8e-16). Skips, saying why, without FluidSim."""
+    python = os.environ.get(FLUIDSIM)
+    if not python or not Path(python).is_file():
+        unavailable("FluidSim's sw1l side by side", "SIMULATOR_REQUIRE_FLUIDSIM",
+                    f"{FLUIDSIM} names no python of an environment with FluidSim ({python!r})")
+    p = {"f": 0.9, "c2": 2.5, "nu_2": 0.01, "nu_4": 1e-4, "dt": 0.01, "steps": 20}
+    sim = layer(devices, initial__name="random", physics__coriolis=p["f"], physics__wave_speed=math.sqrt(p["c2"]),
+                physics__viscosity=p["nu_2"], physics__hyperviscosity=p["nu_4"], physics__hyperviscosity_order=2)
+    state = sim.initial_state()
+    start = fields(sim, state)
+    np.savez(tmp_path / "in.npz", u=start[0], v=start[1], eta=start[2], lx=BOX[0], ly=BOX[1], **p)
+    # paths relative to tmp_path: FluidFFT imports pytest when any argument has "pytest" in it, as tmp_path does
+    done = subprocess.run([python, str(ROOT / "scripts" / "peer_fluidsim.py"), "--threads", "1", "--evolve",
+                           "in.npz", "out.npz"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    print(done.stdout.strip())  # FluidSim's version and FFT class
+    with np.load(tmp_path / "out.npz") as out:
+        theirs = np.stack([out["u"], out["v"], out["eta"]])
+    ours = fields(sim, advance(sim, state, p["dt"], p["steps"]))
+    print(f"sw1l against FluidSim's after {p['steps']} steps: {relative_error(ours, theirs):.1e} of the largest value")
+    assert relative_error(ours, start) > 0.1 and relative_error(ours, theirs) < 1e-12
 
 
 # ---- distributed runs, restarts and bad input ----------------------------------------------------------------
