@@ -1,7 +1,8 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
 For each N, scheme (NS with each semi-linear scheme of the registry: rk2, rk3, rk4, lsrk4; NS rk4 with one
-passive scalar, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4), backend, device count, precision and
+passive scalar, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4; in a plane at ``--plane-sizes``, ns2d rk4 and
+rotating shallow water sw1l rk4), backend, device count, precision and
 local FFT path (``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of
 simulator/fft/local.py), in one invocation:
 
@@ -41,9 +42,10 @@ memory.json. CPU compilations: a GPU compiles the same programs with its own sch
 ``--devices`` and ``--memory-devices`` (the timed rows use the first ``--devices`` of them).
 
 With ``--peer-python PY`` (an environment with FluidSim, see scripts/peer_fluidsim.py), FluidSim's
-ns3d Taylor-Green RK4 step is measured in the same invocation, its chunks of steps interleaved with
-ours in the same rounds, and ``vs_fluidsim`` = our step / its step is reported for the NS rk4
-float64 rows on one device, by wall time and by CPU time (all threads of each process: on a loaded
+ns3d Taylor-Green RK4 step (its ns2d and sw1l beside the planar rows of the same names: ``--schemes sw1l``
+against FluidSim's sw1l at f = 1, c^2 = 10, nu_2 = 1e-3) is measured in the same invocation, its chunks of steps
+interleaved with ours in the same rounds, and ``vs_fluidsim`` = our step / its step is reported for the NS rk4
+float64 rows (and the planar rows) on one device, by wall time and by CPU time (all threads of each process: on a loaded
 machine, the work each does rather than the time it waited for a core).
 
     python scripts/bench_step.py                                   # N = 64 128, 1 CPU device
@@ -51,6 +53,8 @@ machine, the work each does rather than the time it waited for a core).
     python scripts/bench_step.py --sizes 64 128 --precisions float64 --schemes rk4 --fft-paths xla fftw
     python scripts/bench_step.py --sizes 256 512 --platform gpu    # on a GPU machine
     python scripts/bench_step.py --sizes 64 --schemes rk4 --memory-size 128   # memory table at 128^3
+    python scripts/bench_step.py --schemes sw1l --precisions float64 --layouts full --memory-size 0 \
+        --peer-python /path/to/fluidsim-venv/bin/python          # shallow water at 512^2 to 2048^2
     python scripts/bench_step.py --memory-only --memory-size 64    # the memory table alone
 
 Results: a table on stdout, outputs/bench/step.csv and step.json (and memory.csv, memory.json).

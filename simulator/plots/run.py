@@ -11,7 +11,8 @@
 * ``snapshots``: ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a
   vector field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
   a stacked field (passive scalars) its first members; ``slice_<field>.png`` for a field asked for by
-  name, so that slices of several fields stand side by side (:mod:`simulator.plots.slices`);
+  name, so that slices of several fields stand side by side, and for each of the equation's ``more_slices``
+  the snapshots hold when none is asked for (:mod:`simulator.plots.slices`);
 * ``statistics``: ``structure_functions.png``, ``pdfs.png`` and ``derivative_moments.png`` from
   ``statistics.h5`` when the run wrote one (:mod:`simulator.plots.statistics`);
 * ``tasks``: ``task_<name>.png`` from ``tasks.h5`` for each user-defined output (``output.tasks``,
