@@ -170,8 +170,16 @@ def test_an_independent_numpy_reference_from_the_same_random_state(devices, case
     p.update(kx=2 * math.pi / BOX[0] * mx, ky=2 * math.pi / BOX[1] * my,
              keep=((np.abs(mx) < SHAPE[0] / 3) & (my < SHAPE[1] / 3)).astype(float))
     want = np.stack([np.fft.irfft2(a, SHAPE) for a in numpy_rk4(np.fft.rfft2(start), p, 0.02, 10)])
-    got = fields(sim, advance(sim, state, 0.02, 10))
+    end = advance(sim, state, 0.02, 10)
+    got = fields(sim, end)
     assert relative_error(got, start) > 1e-2 and relative_error(got, want) < 1e-12
+    # the figures' fields: the divergence and the potential vorticity's anomaly (zeta - f eta)/(1 + eta)
+    w = np.fft.rfft2(got)
+    zeta = np.fft.irfft2(1j * p["kx"] * w[1] - 1j * p["ky"] * w[0], SHAPE)
+    divergence = np.fft.irfft2(1j * p["kx"] * w[0] + 1j * p["ky"] * w[1], SHAPE)
+    shown = {k: sim.to_numpy(v)[0] for k, v in sim.fields(end, "divergence", "potential_vorticity").items()}
+    assert relative_error(shown["divergence"], divergence) < 1e-12
+    assert relative_error(shown["potential_vorticity"], (zeta - p["f"] * got[2]) / (1 + got[2])) < 1e-12
 
 
 def test_equal_to_fluidsims_sw1l_side_by_side(devices, tmp_path):
