@@ -142,3 +142,16 @@ def test_a_broken_plugin_does_not_stop_other_equations_from_resuming(tmp_path, m
     assert len(warnings) == 1 and "runs of the other equations go on" in warnings[0], more.stderr[-2000:]
     rows = read_timeseries(tmp_path / "run" / "timeseries.csv")
     assert rows["time"][-1] == pytest.approx(0.08)
+
+
+def test_a_run_of_an_unregistered_equation_names_it_and_how_to_register_it(tmp_path, capfd):
+    """A run directory written with a plug-in equation, read where the plug-in is not registered: one line naming the
+    equation and the variable that registers it, exit 2 (not a complaint about the run's config)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("config:\n  name: toy\n  grid: {shape: [16, 8, 8]}\n"
+                                     "  physics: {name: advection_diffusion}\n")
+    r = here(capfd, "plot", str(run))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "physics.name = 'advection_diffusion'" in r.stderr and "is not a registered equation" in r.stderr
+    assert "SIMULATOR_EQUATIONS=" in r.stderr

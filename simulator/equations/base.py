@@ -166,7 +166,7 @@ class Equation(abc.ABC):
         (:mod:`simulator.time.schemes`: a duty the scheme's registry does, not each step factory): particles kept
         per device handed to the devices whose blocks now hold them
         (:meth:`simulator.particles.flow.WithParticles.settle`), a random forcing's kick
-        (:meth:`simulator.equations.ns2d.equation.NS2D.settle`). The default is the state as it is."""
+        (:meth:`simulator.equations.flow.plane.PlanarFlow.settle`). The default is the state as it is."""
         return state
 
     def lost(self, state: Any) -> Loss | None:

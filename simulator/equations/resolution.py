@@ -168,8 +168,10 @@ def smallest_scale(eta: Any, nu: Any, kappa: Any, xp: Any) -> Any:
 def plan_line(cfg: Any) -> str | None:
     """What ``simulator plan`` says of a flow's resolution and time step before it runs (None for an
     equation without a viscosity): k_max under its dealiasing, the largest dissipation rate the grid
-    resolves (k_max eta >= 1 while epsilon <= nu^3 k_max^4), k_max eta at the injected power of a forced
-    run (its statistically steady epsilon), and the time step (fixed, or the CFL number and its cap)."""
+    resolves at the scale the equation says sets its resolution (``physics.dissipative_scale()``: the Kolmogorov
+    scale, k_max eta >= 1 while epsilon <= nu^3 k_max^4, or the planar enstrophy cascade's, k_max eta_Z >= 1 while
+    chi <= nu^3 k_max^6), k_max eta at the injected power of a forced run (its statistically steady epsilon), and
+    the time step (fixed, or the CFL number and its cap)."""
     physics = cfg.physics
     nu = getattr(physics, "viscosity", None)
     if nu is None:
@@ -177,7 +179,7 @@ def plan_line(cfg: Any) -> str | None:
     dealias = getattr(physics, "dealias", "two_thirds")
     kmax = dealiased_kmax(cfg.grid.cells, cfg.grid.lengths, dealias)
     parts = [f"k_max = {kmax:.4g} ({dealias})"]
-    if nu > 0 and cfg.grid.plane:  # the enstrophy cascade's end, eta_Z = (nu^3/chi)^(1/6) (Kraichnan 1967)
+    if nu > 0 and physics.dissipative_scale() == "enstrophy":  # eta_Z = (nu^3/chi)^(1/6) (Kraichnan 1967)
         parts.append(f"k_max eta_Z >= 1 while the enstrophy dissipation chi <= nu^3 k_max^6 = {nu**3 * kmax**6:.3g}")
         if getattr(physics, "forcing", "none") == "random":
             k_f = 2 * math.pi * physics.forcing_wavenumber / max(cfg.grid.box)
@@ -185,7 +187,7 @@ def plan_line(cfg: Any) -> str | None:
             parts.append(f"k_max eta_Z = {kmax * (nu**3 / chi) ** (1 / 6):.3g} at the injected enstrophy {chi:.3g}")
     elif nu > 0:
         parts.append(f"k_max eta >= 1 while epsilon <= nu^3 k_max^4 = {nu**3 * kmax**4:.3g}")
-        if getattr(physics, "forcing", "none") != "none":
+        if getattr(physics, "forcing", "none") not in ("none", "kolmogorov"):  # forcing_power is what it injects
             eta = (nu**3 / physics.forcing_power) ** 0.25
             parts.append(f"k_max eta = {kmax * eta:.3g} at the injected power {physics.forcing_power:g}")
     step = (f"dt = {cfg.time.dt:g} fixed" if cfg.time.cfl is None else

@@ -93,6 +93,12 @@ class EquationParams:
         terms of a run where one is > 0; none by default."""
         return {}
 
+    def dissipative_scale(self) -> str:
+        """What sets the smallest scale the grid must resolve, which ``simulator plan`` states before a run:
+        ``kolmogorov`` (the energy cascade's (nu^3/epsilon)^(1/4), the default) or ``enstrophy`` (the planar
+        enstrophy cascade's (nu^3/chi)^(1/6), Kraichnan 1967)."""
+        return "kolmogorov"
+
     def clock(self) -> Clock:
         """How this run's time and numbers read (:class:`Clock`): code units and a plain time, unless the
         equation has a unit system or a clock of its own."""

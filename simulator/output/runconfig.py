@@ -26,7 +26,7 @@ def load_run_config(run_dir: Path, sweeps: bool = False) -> dict[str, Any]:
 
     Raises ConfigError when ``run_dir`` does not exist, is a sweep directory or holds no readable ``config.yaml``.
     """
-    from simulator.equations import registry
+    from simulator.equations import ENV_EXTRA, plugin_problem, registry
 
     allowed = "give a directory written by `simulator run`" + (" (or a sweep directory holding sweep.yaml)"
                                                                if sweeps else "")
@@ -43,10 +43,18 @@ def load_run_config(run_dir: Path, sweeps: bool = False) -> dict[str, Any]:
         raise ConfigError("RUN_DIR", str(run_dir), allowed, f"is not a run directory (it has no {CONFIG_FILE})")
     try:
         config = yaml.safe_load(path.read_text())["config"]
-        usable = (bool(config["name"]) and len(config["grid"]["shape"]) in (2, 3)
-                  and config["physics"]["name"] in registry())
+        usable = bool(config["name"]) and len(config["grid"]["shape"]) in (2, 3)
+        equation = config["physics"]["name"]
     except (yaml.YAMLError, OSError, KeyError, TypeError, ValueError):
         usable = False
     if not usable:
         raise ConfigError("RUN_DIR", str(run_dir), allowed, f"has a {CONFIG_FILE} without a run's resolved config")
+    if equation not in registry():
+        # a run of a plug-in equation read where that plug-in is not registered: say which, and how to register it
+        if (problem := plugin_problem(str(equation))) is not None:
+            raise problem
+        raise ConfigError("physics.name", equation, f"register the equation: name its module (the one defining INFO) "
+                          f"in the environment variable {ENV_EXTRA}, e.g. {ENV_EXTRA}=my_package.my_equation; "
+                          f"registered: {', '.join(registry())}", f"of the run in {run_dir} is not a registered "
+                          "equation")
     return config

@@ -96,9 +96,10 @@ def check(cfg: Any) -> None:
         return
     info = registry()[cfg.physics.name]
     if "velocity" not in info.fields:
+        flows = [name for name, other in registry().items() if "velocity" in other.fields]
         raise ConfigError("particles", [s.name for s in species], "particles need a flow: use an equation with a "
-                          "velocity field (navier_stokes, boussinesq, mhd; in a plane ns2d, boussinesq2d, mhd2d)",
-                          f"is not available for physics.name = {cfg.physics.name}")
+                          f"velocity field ({', '.join(flows)})", f"is not available for physics.name = "
+                          f"{cfg.physics.name}")
     plane = cfg.grid.plane
     dims = 2 if plane else 3
     seen: set[str] = set()

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, scales
+from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, PlanarParams
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
-    EquationParams,
     FieldInfo,
     InitialCondition,
     Panel,
@@ -44,34 +44,21 @@ KMAX_ETA = ("k_max eta: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the small
 
 
 @dataclass(frozen=True)
-class Boussinesq2DParams(EquationParams):
-    """Viscosity, diffusivity, optional hyperviscosity and hyperdiffusivity, and the stratification."""
+class Boussinesq2DParams(PlanarParams):
+    """The planar flow's keys (:class:`~simulator.equations.flow.planar.PlanarParams`), the buoyancy's diffusivity
+    and hyperdiffusivity, and the stratification."""
 
     name: str = setting("boussinesq2d", "equation to solve")
-    viscosity: float = flow.viscosity_key(1e-3)
+    hyperviscosity_order: int | None = flow.order_key("hyperviscous and hyperdiffusive terms", "such term")
     diffusivity: float = param(1e-3, "buoyancy diffusivity kappa", min=0.0)
-    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p omega (needs "
-                                  "physics.hyperviscosity_order)", min=0.0)
     hyperdiffusivity: float = param(0.0, "hyperdiffusivity kappa_p: the term -kappa_p (-lap)^p b (needs "
                                     "physics.hyperviscosity_order)", min=0.0)
-    hyperviscosity_order: int | None = flow.order_key("hyperviscous and hyperdiffusive terms", "such term")
     brunt_vaisala: float = param(1.0, "buoyancy (Brunt-Vaisala) frequency N of the background stratification, "
                                  "gravity along -y (0: none; the potential energy and Froude number then reported "
                                  "as 0)", min=0.0)
 
-    @property
-    def hyperviscous(self) -> bool:
-        return self.hyperviscosity_order is not None
-
     def hyperviscous_coefficients(self) -> dict[str, float]:
         return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperdiffusivity": self.hyperdiffusivity}
-
-    def check(self, cfg: Any) -> None:
-        """The order against its coefficients (:func:`~simulator.equations.flow.check_hyperviscosity`)."""
-        flow.check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
-
-    def compact_spectra(self) -> str | None:
-        return None
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The buoyancy frequency and period, the Ozmidov length and the buoyancy Reynolds number
@@ -125,7 +112,7 @@ class RandomFlow(InitialCondition):
 INFO = EquationInfo(
     name="boussinesq2d",
     summary="stably stratified Boussinesq flow in a vertical plane, vorticity-buoyancy form (FluidSim's ns2d.strat), "
-            "optional hyperviscosity",
+            "hyper- and hypoviscosity, linear friction, random or Kolmogorov forcing",
     params=Boussinesq2DParams,
     initials=(Wave, RandomFlow),
     protocol=SEMILINEAR,
@@ -147,13 +134,15 @@ INFO = EquationInfo(
         "total_energy": "E_K + E_P (conserved without viscosity and diffusion)",
         "enstrophy": "enstrophy Z = <omega^2>/2",
         "buoyancy_flux": "<v b>: the conversion rate of potential into kinetic energy",
-        "kinetic_dissipation": "kinetic dissipation 2 nu Z + nu_p <k^(2p) |u_hat|^2> (Parseval means)",
+        "kinetic_dissipation": "kinetic dissipation 2 nu Z + nu_p <k^(2p) |u_hat|^2> + nu_m <k^(-2m) |u_hat|^2> + "
+                               "2 alpha E_K (Parseval means; each term with its coefficient)",
         "potential_dissipation": "potential dissipation (kappa <|grad b|^2> + kappa_p <k^(2p) |b_hat|^2>)/N^2",
         "max_vorticity": "max |omega|",
         "froude": "Froude number U/(N L): U = <|u|^2>^(1/2), L = 2 pi sum E(k)/k / sum E(k) (0 without "
                   "stratification)",
         "cfl": "CFL number dt (max(|u|/dx + |v|/dy) + N): the flow and the explicit buoyancy frequency",
         "kmax_eta": KMAX_ETA,
+        **FORCED_DIAGNOSTICS,
     },
     progress=("total_energy", "froude", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.diffusivity (or "
@@ -169,6 +158,7 @@ INFO = EquationInfo(
         "conversion_energy": "C_K(k): rate of change of E_K(k) by buoyancy, Re(conj(v_hat) b_hat) per ring; sums to "
                              "<v b>",
         "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by buoyancy",
+        "injection_energy": "energy injection F(k) by the Kolmogorov forcing per ring (forcing: kolmogorov)",
     },
     plot=PlotSpec(
         panels=(
@@ -183,7 +173,8 @@ INFO = EquationInfo(
         spectrum="energy",
         spectrum_label=r"$E_K(k)$, $\Sigma_k E_K(k) = \langle|u|^2\rangle/2$",
         slice_field="buoyancy",
-        budget=Budget("total_energy", losses=("kinetic_dissipation", "potential_dissipation"), label="E_K + E_P"),
+        budget=Budget("total_energy", losses=("kinetic_dissipation", "potential_dissipation"), gains=("injection",),
+                      label="E_K + E_P"),
         resolved=2 / 3,
         viscosity="viscosity",
         more_spectra=("potential_energy",),

@@ -19,60 +19,32 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from typing import Any, final
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations import resolution
-from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.boussinesq2d import INFO, Boussinesq2DParams
+from simulator.equations.base import Params
+from simulator.equations.boussinesq2d import INFO
 from simulator.equations.flow import plane
-from simulator.equations.flow.velocity import FlowEquation
-from simulator.equations.operators import SpectralOperators
-from simulator.fft import FFTBackend
-from simulator.observables import spectra
 
 
 @final
-class Boussinesq2D(FlowEquation, SemiLinearEquation):
-    """The stratified plane on one FFT backend; ``ops`` its spectral operators (wavenumbers ``(0, kx, ky)``)."""
+class Boussinesq2D(plane.VorticityFlow):
+    """The stratified plane on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Boussinesq2DParams | None = None):
-        physics = Boussinesq2DParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
-
-    def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
-        return plane.perp(self.ops, omega_hat * self.ops.inv_k2)
-
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
-        u_hat, v_hat = self.velocity_hat(state[0])
-        return self.ops.stack([jnp.zeros_like(u_hat), u_hat, v_hat])
 
     def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
-        """-L per mode of the vorticity, nu k^2 + nu_p k^(2p), and of the buoyancy, kappa k^2 + kappa_p k^(2p)."""
-        k2 = self.ops.k2
-        omega, b = params["viscosity"] * k2, params["diffusivity"] * k2
-        if self.physics.hyperviscous:
-            k2p = k2 ** self.physics.hyperviscosity_order
-            omega, b = omega + params["hyperviscosity"] * k2p, b + params["hyperdiffusivity"] * k2p
-        return omega, b
+        """-L per mode of the vorticity, nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m), and of the buoyancy,
+        kappa k^2 + kappa_p k^(2p)."""
+        return self.damping(params), self.damping(params, "diffusivity", "hyperdiffusivity", flow=False)
 
     def linear(self, params: Params) -> jax.Array:
         """The diagonal L of (omega, b), ``(2, *k_shape)``."""
         omega, b = self.rates(params)
         return -self.ops.stack(list(jnp.broadcast_arrays(omega, b)))
-
-    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(L tau) state, mode by mode."""
-        return state * jnp.exp(self.linear(params) * tau)
 
     def products(self, state: jax.Array) -> jax.Array:
         """-div(u omega) and -div(u b), dealiased, ``(2, *k_shape)``: one batched inverse transform of
@@ -82,17 +54,17 @@ class Boussinesq2D(FlowEquation, SemiLinearEquation):
         real = self.fft.irfft(ops.stack([u_hat, v_hat, state[0], state[1]]))
         u, v = real[0], real[1]
         flux = self.fft.rfft(jnp.stack([u * real[2], v * real[2], u * real[3], v * real[3]]))
-        kx, ky = ops.k[1], ops.k[2]
+        kx, ky = self.kx, self.ky
         return -1j * ops.dealias * ops.stack([kx * flux[0] + ky * flux[1], kx * flux[2] + ky * flux[3]])
 
     def buoyancy_terms(self, state: jax.Array, params: Params) -> jax.Array:
         """The coupling of the waves, ``(2, *k_shape)``: d b/dx = i k_x b_hat in omega, -N^2 v_hat in b."""
         _, v_hat = self.velocity_hat(state[0])
-        return self.ops.stack([1j * self.ops.k[1] * state[1], -params["brunt_vaisala"] ** 2 * v_hat])
+        return self.ops.stack([1j * self.kx * state[1], -params["brunt_vaisala"] ** 2 * v_hat])
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """Advection and the buoyancy coupling."""
-        return self.products(state) + self.buoyancy_terms(state, params)
+        """Advection, the buoyancy coupling and the Kolmogorov forcing of the vorticity, if any."""
+        return self.forced(self.products(state) + self.buoyancy_terms(state, params), params, row=0)
 
     # ---- states and fields ------------------------------------------------------------------------------
 
@@ -103,71 +75,62 @@ class Boussinesq2D(FlowEquation, SemiLinearEquation):
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         """Vorticity, buoyancy, velocity ``(3, ...)`` (u, v, 0) and stream function, as spectra of a state."""
-        return {"vorticity": lambda s: s[0], "buoyancy": lambda s: s[1],
-                "velocity": lambda s: self.ops.stack([*self.velocity_hat(s[0]), jnp.zeros_like(s[0])]),
-                "stream_function": lambda s: s[0] * self.ops.inv_k2}
+        return {"vorticity": lambda s: s[0], "buoyancy": lambda s: s[1], **self.flow_fields()}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Kinetic, potential and total energy, enstrophy, the buoyancy flux, both dissipation rates (Parseval
-        means), max |omega|, the Froude and CFL numbers and k_max eta."""
+        means), max |omega|, the Froude and CFL numbers, k_max eta and a forced run's injection."""
         ops = self.ops
         n = params["brunt_vaisala"]
         inv_n2 = jnp.where(n > 0, 1 / jnp.where(n > 0, n, 1.0) ** 2, 0.0)
         power, power_b = jnp.abs(state[0]) ** 2, jnp.abs(state[1]) ** 2
         rate, rate_b = self.rates(params)
         u_hat, v_hat = self.velocity_hat(state[0])
-        out = {"kinetic_energy": 0.5 * ops.mean(power * ops.inv_k2),
-               "potential_energy": 0.5 * inv_n2 * ops.mean(power_b),
-               "enstrophy": 0.5 * ops.mean(power), "buoyancy_flux": ops.mean(jnp.real(jnp.conj(v_hat) * state[1])),
-               "kinetic_dissipation": ops.mean(rate * power * ops.inv_k2),
-               "potential_dissipation": inv_n2 * ops.mean(rate_b * power_b)}
+        out = self.flow_diagnostics(state[0], rate, ("kinetic_energy", "enstrophy", "kinetic_dissipation"), params)
+        out.update(potential_energy=0.5 * inv_n2 * ops.mean(power_b),
+                   buoyancy_flux=ops.mean(jnp.real(jnp.conj(v_hat) * state[1])),
+                   potential_dissipation=inv_n2 * ops.mean(rate_b * power_b))
         out["total_energy"] = out["kinetic_energy"] + out["potential_energy"]
         real = self.fft.irfft(ops.stack([u_hat, v_hat, state[0]]))
         out["max_vorticity"] = jnp.max(jnp.abs(real[2]))
-        advective = jnp.max(jnp.abs(real[0]) / self.spacing[1] + jnp.abs(real[1]) / self.spacing[2])
-        out["cfl"] = dt * (advective + n)
+        out["cfl"] = dt * (jnp.max(self.speed(real[0], real[1])) + n)
         # the integral scale L = 2 pi sum E(k)/k / sum E(k)
         weighted = ops.mean(power * ops.inv_k2 * jnp.sqrt(ops.inv_k2))
         length = 2 * jnp.pi * weighted / jnp.maximum(ops.mean(power * ops.inv_k2), jnp.finfo(weighted.dtype).tiny)
         speed = jnp.sqrt(2 * out["kinetic_energy"])
         out["froude"] = jnp.where((n > 0) & (length > 0), speed / jnp.where((n > 0) & (length > 0), n * length, 1.0),
                                   0.0)
-        kmax = plane.kmax(self)
         eta = plane.enstrophy_scale(params, self.physics, ops.mean(rate * power))
         eta_b = resolution.smallest_scale(eta, params["viscosity"], params["diffusivity"], jnp)
         if self.physics.hyperviscous:  # the buoyancy's own hyperdiffusive end of the cascade, as the vorticity's
             chi = jnp.maximum(ops.mean(rate * power), jnp.finfo(weighted.dtype).tiny)
             p = self.physics.hyperviscosity_order
             eta_b = jnp.maximum(eta_b, (params["hyperdiffusivity"] ** 3 / chi) ** (1 / (6 * p)))
-        out["kmax_eta"] = kmax * jnp.minimum(eta, eta_b)
+        out["kmax_eta"] = self.kmax() * jnp.minimum(eta, eta_b)
         return out
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Ring sums of E_K(k), E_P(k), their transfers by advection and their conversion by buoyancy."""
-        ops = self.ops
+        """Ring sums of E_K(k), E_P(k), their transfers by advection, their conversion by buoyancy, and the
+        Kolmogorov forcing's injection."""
         n = params["brunt_vaisala"]
         inv_n2 = jnp.where(n > 0, 1 / jnp.where(n > 0, n, 1.0) ** 2, 0.0)
-        norm = ops.weight / float(self.fft.size) ** 2
+        norm = self.norm
         advected = self.products(state)
         _, v_hat = self.velocity_hat(state[0])
-
-        def shell(power: jax.Array) -> jax.Array:
-            return spectra.shell_sum(power, ops.k, self.fft.shape, self.box)
-
-        conversion = shell(norm * jnp.real(jnp.conj(v_hat) * state[1]))
-        return {"energy": shell(0.5 * norm * jnp.abs(state[0]) ** 2 * ops.inv_k2),
-                "potential_energy": shell(0.5 * inv_n2 * norm * jnp.abs(state[1]) ** 2),
-                "transfer_energy": shell(norm * jnp.real(jnp.conj(state[0]) * advected[0]) * ops.inv_k2),
-                "transfer_potential_energy": shell(inv_n2 * norm * jnp.real(jnp.conj(state[1]) * advected[1])),
+        conversion = self.shell(norm * jnp.real(jnp.conj(v_hat) * state[1]))
+        return {**self.flow_spectra(state[0], advected[0], params),
+                "potential_energy": self.shell(0.5 * inv_n2 * norm * jnp.abs(state[1]) ** 2),
+                "transfer_potential_energy": self.shell(inv_n2 * norm * jnp.real(jnp.conj(state[1]) * advected[1])),
                 "conversion_energy": conversion, "conversion_potential_energy": -conversion}
 
 
 def wave(eq: Boussinesq2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """omega = A |k| cos(k_x x + k_y y), b = -A N cos(k_x x + k_y y)."""
-    kx, ky = (2 * jnp.pi * m / length for m, length in zip(ic.modes, eq.box[1:], strict=True))
-    phase = jnp.cos(kx * c[1] + ky * c[2])
+    kx, ky = (2 * jnp.pi * m / length for m, length in zip(ic.modes, eq.lengths, strict=True))
+    x, y = eq.xy(c)
+    phase = jnp.cos(kx * x + ky * y)
     omega = ic.amplitude * jnp.sqrt(kx**2 + ky**2) * phase
     b = -ic.amplitude * params["brunt_vaisala"] * phase
     return {"vorticity": jnp.broadcast_to(omega, eq.fft.shape), "buoyancy": jnp.broadcast_to(b, eq.fft.shape)}

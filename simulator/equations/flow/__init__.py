@@ -5,8 +5,9 @@ own parameters as a subclass of :class:`FlowParams` (viscosity, hyperviscosity a
 constant-power forcing of the velocity) and its initial conditions; those that carry passive scalars
 derive them from :class:`FlowInitial`. The JAX side is :mod:`.forcing` (the forcing schemes),
 :mod:`.velocity` (the initial velocity fields and what the implementations share), :mod:`.components`
-(the nonlinear terms' transforms, stacked or component by component) and :mod:`.plane` (what the planar flows
-share).
+(the nonlinear terms' transforms, stacked or component by component). The planar flows stand on their own base:
+:mod:`.planar` declares their parameters (:class:`~.planar.PlanarParams`), :mod:`.plane` implements their skeleton
+and :mod:`.plane_forcing` their forcing.
 
 A key whose default or doc is an equation's own (``viscosity``, ``hyperviscosity_order``, ``forcing``)
 is built by a function here (:func:`viscosity_key`, :func:`order_key`, :func:`forcing_key`), so that an

@@ -1,28 +1,177 @@
-"""What the planar flows share (the stratified and the magnetised plane): the in-plane vector of a z potential, a
-random field of a chosen spectrum, the enstrophy cascade's dissipative scale and the plane's resolved wavenumber.
+"""The planar flows' implementation base: the plane's axes named once, the linear sinks, the CFL speed, the ring
+sums and the forcing (:class:`PlanarFlow`, any planar flow: a vorticity form or another, such as rotating shallow
+water's (h, u, v)), and the skeleton of the flows of a stream function (:class:`VorticityFlow`: ``ns2d``,
+``boussinesq2d``, ``mhd2d``): the velocity of the vorticity, the kinetic energy, enstrophy and their dissipation,
+the kinetic spectra and transfers. Also the random field of a chosen spectrum and the enstrophy cascade's dissipative
+scale. The declarations are :mod:`.planar` (no JAX).
 
-A plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): spectra are ``k_shape``, the wavenumbers
-``ops.k = (0, kx, ky)``; ``eq`` is a planar equation with ``fft``, ``box``, ``dtype`` and spectral operators ``ops``.
+Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): spectra are ``k_shape``, the
+wavenumbers ``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``. The box's axes :data:`X` and :data:`Y` are
+named here only: an equation reads ``eq.kx``, ``eq.ky``, ``eq.lengths``, ``eq.xy(c)``, never ``k[1]`` or ``box[2]``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations import resolution
-from simulator.equations.base import Params
+from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.flow import plane_forcing
+from simulator.equations.flow.velocity import FlowEquation
 from simulator.equations.noise import white_noise
+from simulator.equations.operators import SpectralOperators
+from simulator.fft import FFTBackend
+from simulator.observables import spectra
+
+#: the plane's x and y as axes of the box (1, Nx, Ny) it runs as (:mod:`simulator.fft.plane`)
+X, Y = 1, 2
 
 
-def perp(ops: Any, f_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """The in-plane vector (d f/dy, -d f/dx) of a z potential f: i (ky, -kx) f_hat (u of psi, B of A)."""
-    return 1j * ops.k[2] * f_hat, -1j * ops.k[1] * f_hat
+class PlanarFlow(FlowEquation, SemiLinearEquation):
+    """Base of a planar flow on one FFT backend: ``physics`` a :class:`~.planar.PlanarParams`, ``ops`` its spectral
+    operators (wavenumbers ``(0, kx, ky)``). A subclass declares ``info`` and the equation's terms."""
+
+    space = "spectral"
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any = None):
+        super().__init__(fft, box, dtype, self.info.params() if physics is None else physics)
+        self.ops = SpectralOperators(fft, self.box, self.dtype)
+
+    # ---- the plane's axes --------------------------------------------------------------------------------
+
+    @property
+    def kx(self) -> jax.Array:
+        """The wavenumbers along x, broadcasting against ``k_shape``."""
+        return self.ops.k[X]
+
+    @property
+    def ky(self) -> jax.Array:
+        """The wavenumbers along y, broadcasting against ``k_shape``."""
+        return self.ops.k[Y]
+
+    @property
+    def mode_numbers(self) -> tuple[jax.Array, jax.Array]:
+        """The integer mode numbers (m_x, m_y), broadcasting against ``k_shape``."""
+        return self.ops.modes[X], self.ops.modes[Y]
+
+    @property
+    def lengths(self) -> tuple[float, float]:
+        """The plane's sides (Lx, Ly)."""
+        return self.box[X], self.box[Y]
+
+    @staticmethod
+    def xy(c: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array]:
+        """The plane's coordinates (x, y) of the box's coordinates ``c = (0, x, y)`` (an initial builder's)."""
+        return c[X], c[Y]
+
+    def kmax(self) -> float:
+        """The 2/3 rule's cutoff (2/3) min pi N_i/L_i over the plane's two axes (the box's one-cell axis left out)."""
+        return resolution.dealiased_kmax(self.fft.shape[X:], self.box[X:])
+
+    def perp(self, f_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """The in-plane vector (d f/dy, -d f/dx) of a z potential f: i (ky, -kx) f_hat (u of psi, B of A)."""
+        return 1j * self.ky * f_hat, -1j * self.kx * f_hat
+
+    def in_box(self, u_hat: jax.Array, v_hat: jax.Array) -> jax.Array:
+        """An in-plane vector as the box's three components ``(3, *k_shape)``, (0, u, v) (what particles read)."""
+        return self.ops.stack([jnp.zeros_like(u_hat), u_hat, v_hat])
+
+    def as_field(self, u_hat: jax.Array, v_hat: jax.Array) -> jax.Array:
+        """An in-plane vector as a snapshot's ``(3, *k_shape)``, (u, v, 0): a vector in ParaView and xarray."""
+        return self.ops.stack([u_hat, v_hat, jnp.zeros_like(u_hat)])
+
+    def speed(self, u: jax.Array, v: jax.Array) -> jax.Array:
+        """|u|/dx + |v|/dy per point ``(1, Nx, Ny)``: the CFL number's speed, dt times its max."""
+        return jnp.abs(u) / self.spacing[X] + jnp.abs(v) / self.spacing[Y]
+
+    # ---- sinks, forcing and ring sums ----------------------------------------------------------------------
+
+    def damping(self, params: Params, diffusivity: str = "viscosity", hyper: str = "hyperviscosity",
+                flow: bool = True) -> jax.Array:
+        """-L per mode of a field: ``diffusivity`` k^2 + ``hyper`` k^(2p), and for the flow (``flow``) the
+        friction alpha and the hypoviscosity nu_m k^(-2m), each term only where the structure has it."""
+        k2 = self.ops.k2
+        out = params[diffusivity] * k2
+        if flow:
+            out = out + params["friction"]
+        if self.physics.hyperviscous:
+            out = out + params[hyper] * k2 ** self.physics.hyperviscosity_order
+        if flow and self.physics.hypoviscous:
+            out = out + params["hypoviscosity"] * self.ops.inv_k2 ** self.physics.hypoviscosity_order
+        return out
+
+    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
+        """exp(L tau) state, mode by mode."""
+        return state * jnp.exp(self.linear(params) * tau)
+
+    @property
+    def norm(self) -> jax.Array:
+        """The Parseval weight of a mode in a ring sum: the half spectrum's weight over N^2."""
+        return self.ops.weight / float(self.fft.size) ** 2
+
+    def shell(self, power: jax.Array) -> jax.Array:
+        """The ring sums of ``power`` (``k_shape``) over |k| (:func:`~simulator.observables.spectra.shell_sum`)."""
+        return spectra.shell_sum(power, self.ops.k, self.fft.shape, self.box)
+
+    def settle(self, state: jax.Array, t: jax.Array, dt: jax.Array, params: Params) -> jax.Array:
+        """After a whole step: the random forcing's kick (:func:`.plane_forcing.kick`), or the state as it is."""
+        return plane_forcing.kick(self, state, t, dt, params) if self.physics.forcing == "random" else state
 
 
-def random_spectrum(eq: Any, seed: jax.Array, k_peak: Any, slope: Any) -> jax.Array:
+class VorticityFlow(PlanarFlow):
+    """Base of a planar flow of a stream function: the state's row 0 is the vorticity spectrum, the velocity
+    u = (d psi/dy, -d psi/dx), psi_hat = omega_hat / k^2; the forcing acts on that row."""
+
+    def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
+        return self.perp(omega_hat * self.ops.inv_k2)
+
+    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
+        """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
+        return self.in_box(*self.velocity_hat(state[0]))
+
+    def flow_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
+        """The velocity ``(3, ...)`` (u, v, 0) and the stream function, as spectra of a state."""
+        return {"velocity": lambda s: self.as_field(*self.velocity_hat(s[0])),
+                "stream_function": lambda s: s[0] * self.ops.inv_k2}
+
+    def forced(self, terms: jax.Array, params: Params, row: int | None = None) -> jax.Array:
+        """A right-hand side with the Kolmogorov forcing's term, if any: ``terms`` the vorticity's (``k_shape``),
+        or with ``row`` the state's ``(n, *k_shape)`` whose row ``row`` is the vorticity's."""
+        f_hat = plane_forcing.steady(self, params)
+        if f_hat is None:
+            return terms
+        return terms + f_hat if row is None else terms.at[row].add(f_hat)
+
+    def flow_diagnostics(self, omega_hat: jax.Array, rate: jax.Array, names: Sequence[str], params: Params
+                         ) -> dict[str, jax.Array]:
+        """The kinetic energy, the enstrophy and the kinetic energy's dissipation by ``rate`` (-L of the vorticity)
+        as Parseval means, named ``names``, and a forced run's injection (:func:`.plane_forcing.injection`)."""
+        ops = self.ops
+        power = jnp.abs(omega_hat) ** 2
+        energy, enstrophy, dissipation = names
+        return {energy: 0.5 * ops.mean(power * ops.inv_k2), enstrophy: 0.5 * ops.mean(power),
+                dissipation: ops.mean(rate * power * ops.inv_k2),
+                **plane_forcing.injection(self, omega_hat, params)}
+
+    def flow_spectra(self, omega_hat: jax.Array, n_omega: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Ring sums of the kinetic energy E(k), its transfer by the vorticity's nonlinear term ``n_omega``
+        (without the forcing) and, with the Kolmogorov forcing, its injection."""
+        ops = self.ops
+        out = {"energy": self.shell(0.5 * self.norm * jnp.abs(omega_hat) ** 2 * ops.inv_k2),
+               "transfer_energy": self.shell(jnp.real(jnp.conj(omega_hat) * n_omega) * self.norm * ops.inv_k2)}
+        f_hat = plane_forcing.steady(self, params)
+        if f_hat is not None:
+            out["injection_energy"] = self.shell(self.norm * jnp.real(jnp.conj(omega_hat) * f_hat) * ops.inv_k2)
+        return out
+
+
+def random_spectrum(eq: PlanarFlow, seed: jax.Array, k_peak: Any, slope: Any) -> jax.Array:
     """A random field's dealiased spectrum: white noise drawn in real space from ``seed``
     (:func:`~simulator.equations.noise.white_noise`: the same on any layout), shaped to |f_hat|^2 ~ m^(s+1)
     exp(-(s/2) (m/k_peak)^2), m = |k| max(L)/2pi: as a vorticity, a ring of radius m holding m modes and |u_hat|^2 =
@@ -42,8 +191,3 @@ def enstrophy_scale(params: Params, physics: Any, chi: jax.Array) -> jax.Array:
         p = physics.hyperviscosity_order
         eta = jnp.maximum(eta, (params["hyperviscosity"] ** 3 / chi) ** (1 / (6 * p)))
     return eta
-
-
-def kmax(eq: Any) -> float:
-    """The 2/3 rule's cutoff (2/3) min pi N_i/L_i over the plane's two axes (the box's one-cell axis left out)."""
-    return resolution.dealiased_kmax(eq.fft.shape[1:], eq.box[1:])

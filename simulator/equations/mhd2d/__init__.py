@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, resolution, scales
+from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, PlanarParams
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
-    EquationParams,
     FieldInfo,
     InitialCondition,
     Panel,
@@ -36,33 +36,25 @@ from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
-class MHD2DParams(EquationParams):
-    """Viscosity, resistivity, optional hyperviscosity and hyper-resistivity, and a uniform mean field."""
+class MHD2DParams(PlanarParams):
+    """The planar flow's keys (:class:`~simulator.equations.flow.planar.PlanarParams`), the resistivity and
+    hyper-resistivity, and a uniform mean field."""
 
     name: str = setting("mhd2d", "equation to solve")
-    viscosity: float = flow.viscosity_key(1e-3)
+    hyperviscosity_order: int | None = flow.order_key("hyperviscous and hyper-resistive terms", "such term")
     resistivity: float = param(1e-3, "magnetic diffusivity eta", min=0.0)
-    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p omega (needs "
-                                  "physics.hyperviscosity_order)", min=0.0)
     hyperresistivity: float = param(0.0, "hyper-resistivity eta_p: the term -eta_p (-lap)^p A (needs "
                                     "physics.hyperviscosity_order)", min=0.0)
-    hyperviscosity_order: int | None = flow.order_key("hyperviscous and hyper-resistive terms", "such term")
     mean_field: tuple[float, float] = setting((0.0, 0.0), "uniform mean field B0 (B0x, B0y) in the plane, Alfven "
                                               "units (structure: another value compiles another program)")
-
-    @property
-    def hyperviscous(self) -> bool:
-        return self.hyperviscosity_order is not None
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
         return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperresistivity": self.hyperresistivity}
 
-    def check(self, cfg: Any) -> None:
-        """The order against its coefficients (:func:`~simulator.equations.flow.check_hyperviscosity`)."""
-        flow.check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
-
-    def compact_spectra(self) -> str | None:
-        return None
+    def dissipative_scale(self) -> str:
+        """The Kolmogorov scale of the viscous + ohmic dissipation: in 2D MHD the energy cascades to small scales
+        (Biskamp 2003, §7.1), not the enstrophy."""
+        return "kolmogorov"
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The Kolmogorov scale of the total (viscous + ohmic) dissipation, the magnetic Prandtl number and the
@@ -100,7 +92,7 @@ class RandomMHD2D(InitialCondition):
 INFO = EquationInfo(
     name="mhd2d",
     summary="incompressible MHD in a plane through the magnetic potential A (vorticity-potential form), a uniform "
-            "mean field, optional hyperviscosity and hyper-resistivity",
+            "mean field, hyper-resistivity, hyper- and hypoviscosity, linear friction, random or Kolmogorov forcing",
     params=MHD2DParams,
     initials=(OrszagTang, RandomMHD2D),
     protocol=SEMILINEAR,
@@ -126,12 +118,14 @@ INFO = EquationInfo(
         "enstrophy": "enstrophy Z = <omega^2>/2",
         "max_vorticity": "max |omega|",
         "max_current": "max |j|",
-        "viscous_dissipation": "viscous dissipation nu <omega^2> + nu_p <k^(2p) |u_hat|^2> (Parseval means)",
+        "viscous_dissipation": "viscous dissipation nu <omega^2> + nu_p <k^(2p) |u_hat|^2> + nu_m <k^(-2m) |u_hat|^2> "
+                               "+ 2 alpha E_K (Parseval means; each term with its coefficient)",
         "ohmic_dissipation": "ohmic dissipation eta <j^2> + eta_p <k^(2p) |B_hat|^2>",
         "cfl": "CFL number dt max((|u| + |B_x|)/dx + (|v| + |B_y|)/dy): flow and Alfven speeds",
         "kmax_eta": resolution.KMAX_ETA + " (eta from the viscous + ohmic dissipation; the smaller of eta and the "
                     "magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1; with hyperviscosity each "
                     "the larger of it and its (nu_p^3/epsilon)^(1/(6p-2)), eta_p for B)",
+        **FORCED_DIAGNOSTICS,
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.resistivity (or "
@@ -149,6 +143,7 @@ INFO = EquationInfo(
                            "Re(conj(psi_hat) N_omega) per ring; sums to the Lorentz work <u . (j x B)>",
         "transfer_magnetic_energy": "T_M(k): rate of change of E_M(k) by the induction, Re(conj(j_hat) N_A) per ring; "
                                     "sums to -<u . (j x B)>",
+        "injection_energy": "energy injection F(k) by the Kolmogorov forcing per ring (forcing: kolmogorov)",
     },
     plot=PlotSpec(
         panels=(
@@ -163,7 +158,8 @@ INFO = EquationInfo(
         spectrum="energy",
         spectrum_label=r"$E_K(k)$, $\Sigma_k E_K(k) = \langle|u|^2\rangle/2$",
         slice_field="current",
-        budget=Budget("total_energy", losses=("viscous_dissipation", "ohmic_dissipation"), label="E_K + E_M"),
+        budget=Budget("total_energy", losses=("viscous_dissipation", "ohmic_dissipation"), gains=("injection",),
+                      label="E_K + E_M"),
         resolved=2 / 3,
         viscosity="viscosity",
         more_spectra=("magnetic_energy", "potential"),

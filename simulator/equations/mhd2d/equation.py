@@ -18,75 +18,51 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from typing import Any, final
 
 import jax
 import jax.numpy as jnp
 
 from simulator.equations import resolution
-from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.base import Params
 from simulator.equations.flow import plane
-from simulator.equations.flow.velocity import FlowEquation
-from simulator.equations.mhd2d import INFO, MHD2DParams
-from simulator.equations.operators import SpectralOperators
-from simulator.fft import FFTBackend
-from simulator.observables import spectra
+from simulator.equations.mhd2d import INFO
 
 
 @final
-class MHD2D(FlowEquation, SemiLinearEquation):
-    """The magnetised plane on one FFT backend; ``ops`` its spectral operators (wavenumbers ``(0, kx, ky)``)."""
+class MHD2D(plane.VorticityFlow):
+    """The magnetised plane on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: MHD2DParams | None = None):
-        physics = MHD2DParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
-
-    def curl_hat(self, f_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """The in-plane vector of a z potential (:func:`~..flow.plane.perp`): u of psi, B - B0 of A."""
-        return plane.perp(self.ops, f_hat)
-
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
-        u_hat, v_hat = self.curl_hat(state[0] * self.ops.inv_k2)
-        return self.ops.stack([jnp.zeros_like(u_hat), u_hat, v_hat])
 
     def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
-        """-L per mode of the vorticity, nu k^2 + nu_p k^(2p), and of the potential, eta k^2 + eta_p k^(2p)."""
-        k2 = self.ops.k2
-        omega, a = params["viscosity"] * k2, params["resistivity"] * k2
-        if self.physics.hyperviscous:
-            k2p = k2 ** self.physics.hyperviscosity_order
-            omega, a = omega + params["hyperviscosity"] * k2p, a + params["hyperresistivity"] * k2p
-        return omega, a
+        """-L per mode of the vorticity, nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m), and of the potential,
+        eta k^2 + eta_p k^(2p)."""
+        return self.damping(params), self.damping(params, "resistivity", "hyperresistivity", flow=False)
 
     def linear(self, params: Params) -> jax.Array:
         """The diagonal L of (omega, A), ``(2, *k_shape)``."""
         omega, a = self.rates(params)
         return -self.ops.stack(list(jnp.broadcast_arrays(omega, a)))
 
-    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(L tau) state, mode by mode."""
-        return state * jnp.exp(self.linear(params) * tau)
-
     def real_fields(self, state: jax.Array, params: Params) -> jax.Array:
         """(u, v, omega, B_x, B_y, j) in real space ``(6, 1, Nx, Ny)``, B with the mean field: one batched transform."""
-        u_hat, v_hat = self.curl_hat(state[0] * self.ops.inv_k2)
-        bx_hat, by_hat = self.curl_hat(state[1])
+        u_hat, v_hat = self.velocity_hat(state[0])
+        bx_hat, by_hat = self.perp(state[1])
         real = self.fft.irfft(self.ops.stack([u_hat, v_hat, state[0], bx_hat, by_hat, self.ops.k2 * state[1]]))
         b0x, b0y = self.physics.mean_field
         return real.at[3].add(b0x).at[4].add(b0y) if (b0x or b0y) else real
 
-    def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
+    def products(self, state: jax.Array, params: Params) -> jax.Array:
         """-div(u omega - B j) and u B_y - v B_x, dealiased: one batched forward transform of the three products."""
         ops = self.ops
         u, v, omega, bx, by, j = self.real_fields(state, params)
         flux = self.fft.rfft(jnp.stack([u * omega - bx * j, v * omega - by * j, u * by - v * bx]))
-        return ops.dealias * ops.stack([-1j * (ops.k[1] * flux[0] + ops.k[2] * flux[1]), flux[2]])
+        return ops.dealias * ops.stack([-1j * (self.kx * flux[0] + self.ky * flux[1]), flux[2]])
+
+    def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
+        """The products and the Kolmogorov forcing of the vorticity, if any."""
+        return self.forced(self.products(state, params), params, row=0)
 
     # ---- states and fields ------------------------------------------------------------------------------
 
@@ -96,41 +72,38 @@ class MHD2D(FlowEquation, SemiLinearEquation):
         return self.ops.dealias * self.fft.rfft(real)
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        """Vorticity, potential, current, velocity and magnetic field ``(2, ...)`` (the mean field in its k = 0
+        """Vorticity, potential, current, velocity and magnetic field ``(3, ...)`` (the mean field in its k = 0
         mode), as spectra of a state."""
         ops = self.ops
         b0 = jnp.asarray(self.physics.mean_field, self.dtype) * float(self.fft.size)
 
         def magnetic(s: jax.Array) -> jax.Array:
-            bx, by = self.curl_hat(s[1])
+            bx, by = self.perp(s[1])
             zero = (ops.k2 == 0).astype(self.dtype)  # the k = 0 mode: N B0 in the unnormalised spectrum
-            return ops.stack([bx + zero * b0[0], by + zero * b0[1], jnp.zeros_like(bx)])
+            return self.as_field(bx + zero * b0[0], by + zero * b0[1])
 
         return {"vorticity": lambda s: s[0], "potential": lambda s: s[1], "current": lambda s: ops.k2 * s[1],
-                "velocity": lambda s: ops.stack([*self.curl_hat(s[0] * ops.inv_k2), jnp.zeros_like(s[0])]),
-                "magnetic": magnetic}
+                "velocity": self.flow_fields()["velocity"], "magnetic": magnetic}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Energies, cross helicity, <A^2>, enstrophy (Parseval means), max |omega| and |j|, the dissipation rates,
-        the CFL number with the Alfven speed and k_max eta."""
+        the CFL number with the Alfven speed, k_max eta and a forced run's injection."""
         ops = self.ops
-        power, power_a = jnp.abs(state[0]) ** 2, jnp.abs(state[1]) ** 2
+        power_a = jnp.abs(state[1]) ** 2
         rate, rate_a = self.rates(params)
         b0 = self.physics.mean_field
-        kinetic = 0.5 * ops.mean(power * ops.inv_k2)
-        magnetic = 0.5 * ops.mean(ops.k2 * power_a) + 0.5 * (b0[0] ** 2 + b0[1] ** 2)
+        out = self.flow_diagnostics(state[0], rate, ("kinetic_energy", "enstrophy", "viscous_dissipation"), params)
+        out["magnetic_energy"] = 0.5 * ops.mean(ops.k2 * power_a) + 0.5 * (b0[0] ** 2 + b0[1] ** 2)
+        out["total_energy"] = out["kinetic_energy"] + out["magnetic_energy"]
         # <u . B> = <grad psi . grad A> = <k^2 conj(psi_hat) A_hat> (the mean u is 0: B0 adds nothing)
-        out = {"kinetic_energy": kinetic, "magnetic_energy": magnetic, "total_energy": kinetic + magnetic,
-               "cross_helicity": ops.mean(jnp.real(jnp.conj(state[0]) * state[1])),
-               "mean_square_potential": ops.mean(power_a), "enstrophy": 0.5 * ops.mean(power),
-               "viscous_dissipation": ops.mean(rate * power * ops.inv_k2),
-               "ohmic_dissipation": ops.mean(rate_a * ops.k2 * power_a)}
+        out["cross_helicity"] = ops.mean(jnp.real(jnp.conj(state[0]) * state[1]))
+        out["mean_square_potential"] = ops.mean(power_a)
+        out["ohmic_dissipation"] = ops.mean(rate_a * ops.k2 * power_a)
         u, v, omega, bx, by, j = self.real_fields(state, params)
         out["max_vorticity"], out["max_current"] = jnp.max(jnp.abs(omega)), jnp.max(jnp.abs(j))
-        speed = (jnp.abs(u) + jnp.abs(bx)) / self.spacing[1] + (jnp.abs(v) + jnp.abs(by)) / self.spacing[2]
-        out["cfl"] = dt * jnp.max(speed)
+        out["cfl"] = dt * jnp.max(self.speed(jnp.abs(u) + jnp.abs(bx), jnp.abs(v) + jnp.abs(by)))
         epsilon = out["viscous_dissipation"] + out["ohmic_dissipation"]
         eta = resolution.kolmogorov(params["viscosity"], epsilon, jnp)
         scale_u, scale_b = eta, resolution.smallest_scale(eta, params["viscosity"], params["resistivity"], jnp)
@@ -139,29 +112,24 @@ class MHD2D(FlowEquation, SemiLinearEquation):
             scale_u = jnp.maximum(scale_u, resolution.hyperviscous_scale(params["hyperviscosity"], epsilon, order, jnp))
             scale_b = jnp.maximum(scale_b, resolution.hyperviscous_scale(params["hyperresistivity"], epsilon, order,
                                                                          jnp))
-        out["kmax_eta"] = plane.kmax(self) * jnp.minimum(scale_u, scale_b)
+        out["kmax_eta"] = self.kmax() * jnp.minimum(scale_u, scale_b)
         return out
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Ring sums of E_K(k), E_M(k), |A_hat|^2 and the nonlinear transfers of E_K and E_M."""
-        ops = self.ops
-        norm = ops.weight / float(self.fft.size) ** 2
-        n_hat = self.nonlinear(state, jnp.zeros(()), params)
-
-        def shell(power: jax.Array) -> jax.Array:
-            return spectra.shell_sum(power, ops.k, self.fft.shape, self.box)
-
-        return {"energy": shell(0.5 * norm * jnp.abs(state[0]) ** 2 * ops.inv_k2),
-                "magnetic_energy": shell(0.5 * norm * ops.k2 * jnp.abs(state[1]) ** 2),
-                "potential": shell(norm * jnp.abs(state[1]) ** 2),
-                "transfer_energy": shell(norm * jnp.real(jnp.conj(state[0]) * n_hat[0]) * ops.inv_k2),
-                "transfer_magnetic_energy": shell(norm * ops.k2 * jnp.real(jnp.conj(state[1]) * n_hat[1]))}
+        """Ring sums of E_K(k), E_M(k), |A_hat|^2, the nonlinear transfers of E_K and E_M, and the Kolmogorov
+        forcing's injection."""
+        norm = self.norm
+        n_hat = self.products(state, params)
+        return {**self.flow_spectra(state[0], n_hat[0], params),
+                "magnetic_energy": self.shell(0.5 * norm * self.ops.k2 * jnp.abs(state[1]) ** 2),
+                "potential": self.shell(norm * jnp.abs(state[1]) ** 2),
+                "transfer_magnetic_energy": self.shell(norm * self.ops.k2 * jnp.real(jnp.conj(state[1]) * n_hat[1]))}
 
 
 def orszag_tang(eq: MHD2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """omega = U (2 pi/Lx cos x' + 2 pi/Ly cos y'), A = B (Ly/2 pi cos y' + Lx/4 pi cos 2x') (see ``OrszagTang``)."""
-    lx, ly = eq.box[1], eq.box[2]
-    xs, ys = 2 * jnp.pi * c[1] / lx, 2 * jnp.pi * c[2] / ly
+    (lx, ly), (x, y) = eq.lengths, eq.xy(c)
+    xs, ys = 2 * jnp.pi * x / lx, 2 * jnp.pi * y / ly
     omega = ic.amplitude * (2 * jnp.pi / lx * jnp.cos(xs) + 2 * jnp.pi / ly * jnp.cos(ys))
     a = ic.magnetic_amplitude * (ly / (2 * jnp.pi) * jnp.cos(ys) + lx / (4 * jnp.pi) * jnp.cos(2 * xs))
     return {"vorticity": jnp.broadcast_to(omega, eq.fft.shape), "potential": jnp.broadcast_to(a, eq.fft.shape)}

@@ -21,73 +21,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import flow, scalars as passive
-from simulator.equations.spec import Budget, Curve, EquationInfo, EquationParams, FieldInfo, Panel, PlotSpec
+from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, KMAX_ETA, PlanarParams
+from simulator.equations.spec import Budget, Curve, EquationInfo, FieldInfo, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
-#: the forcing schemes of the plane
-FORCINGS = ("none", "random", "kolmogorov")
-#: ``kmax_eta``'s text: the enstrophy cascade's dissipative scale (Kraichnan 1967)
-KMAX_ETA = ("k_max eta_Z: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the enstrophy-dissipation scale "
-            "(nu^3/chi)^(1/6), chi = 2 nu P the enstrophy dissipation rate (with hyperviscosity the larger of it and "
-            "(nu_p^3/chi_p)^(1/(6p))); below 1 the grid under-resolves the enstrophy cascade's end")
-
 
 @dataclass(frozen=True)
-class NS2DParams(EquationParams):
-    """Viscosity, hyper- and hypoviscosity, linear friction, the forcing and passive scalars of a plane."""
+class NS2DParams(PlanarParams):
+    """The planar flow's keys (:class:`~simulator.equations.flow.planar.PlanarParams`) and passive scalars."""
 
     name: str = setting("ns2d", "equation to solve")
-    viscosity: float = flow.viscosity_key(1e-3)
-    hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p omega (needs "
-                                  "physics.hyperviscosity_order)", min=0.0)
-    hyperviscosity_order: int | None = flow.order_key("hyperviscous term", "hyperviscous term")
-    hypoviscosity: float = param(0.0, "hypoviscosity nu_m: the term -nu_m (-lap)^(-m) omega, acting on the largest "
-                                 "scales (needs physics.hypoviscosity_order)", min=0.0)
-    hypoviscosity_order: int | None = setting(None, "order m of the hypoviscous term (-lap)^(-m), an integer >= 1; "
-                                              "null = no hypoviscous term in the program", min=1)
-    friction: float = param(0.0, "linear friction alpha: the term -alpha omega (bottom drag; 0 = none)", min=0.0)
-    forcing: str = setting("none", "forcing: none; random (modes with |m - forcing_wavenumber| <= forcing_width/2, "
-                           "m = |k| max(L)/2pi, random phases each step, a kick of energy forcing_power dt); "
-                           "kolmogorov (f_x = forcing_amplitude sin(2 pi forcing_wavenumber y / Ly))",
-                           choices=FORCINGS)
-    forcing_power: float = param(0.1, "injected power per unit mass epsilon (forcing: random)", gt=0.0)
-    forcing_amplitude: float = param(1.0, "amplitude F of the Kolmogorov forcing f_x = F sin(k_f y)", gt=0.0)
-    forcing_wavenumber: int = setting(4, "forced mode number k_f (random: the band's centre; kolmogorov: along y)",
-                                      min=1)
-    forcing_width: float = setting(1.0, "width of the random forcing's band, in mode numbers", gt=0.0)
-    forcing_seed: int = setting(0, "seed of the random forcing's phases", min=0, max=2**31 - 1)
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
-    @property
-    def hyperviscous(self) -> bool:
-        return self.hyperviscosity_order is not None
-
-    @property
-    def hypoviscous(self) -> bool:
-        return self.hypoviscosity_order is not None
-
-    def hyperviscous_coefficients(self) -> dict[str, float]:
-        return {"physics.hyperviscosity": self.hyperviscosity}
-
     def check(self, cfg: Any) -> None:
-        """The orders against their coefficients, the forced modes against the grid, the scalars' gradients in
-        the plane."""
-        flow.check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
-        if self.hypoviscosity and not self.hypoviscous:
-            raise ConfigError("physics.hypoviscosity_order", None, f"an integer >= 1 to use physics.hypoviscosity "
-                              f"= {self.hypoviscosity:g}", "is not set")
-        if self.forcing != "none" and 3 * self.forcing_wavenumber >= min(cfg.grid.shape):
-            raise ConfigError("physics.forcing_wavenumber", self.forcing_wavenumber, f"below {min(cfg.grid.shape)}/3 "
-                              f"(the 2/3 rule's modes of grid.shape {list(cfg.grid.shape)})", "is not resolved")
+        """The planar flow's checks and the scalars' gradients in the plane."""
+        super().check(cfg)
         for i, s in enumerate(self.scalars):
             if s.mean_gradient[2]:
                 raise ConfigError(f"physics.scalars[{i}].mean_gradient", list(s.mean_gradient),
                                   "[Gx, Gy, 0]: a plane has no z", "has a z component")
-
-    def compact_spectra(self) -> str | None:
-        return None
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The enstrophy-dissipation scale (nu^3/chi)^(1/6) and, with friction, the friction scale
@@ -175,8 +129,7 @@ INFO = EquationInfo(
                        "(Parseval means; each term with its coefficient)",
         "dissipation_enstrophy": "enstrophy dissipation 2 nu P + the same hyper-, hypoviscous and friction terms "
                                  "of omega",
-        "injection": "injected power (forced runs: forcing_power for random, <u . f> for kolmogorov)",
-        "injection_enstrophy": "injected enstrophy per unit time (forced runs)",
+        **FORCED_DIAGNOSTICS,
         "cfl": "CFL number dt max(|u|/dx + |v|/dy)",
         "kmax_eta": KMAX_ETA,
         **passive.DIAGNOSTICS,

@@ -14,82 +14,49 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 real-to-complex spectrum ``(1 + n, *k_shape)`` with the n passive scalars' after it, the wavenumbers
 ``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``, the velocity ``(3, 1, Nx, Ny)`` (u, v, 0).
 
-Random forcing (:mod:`.forcing`) is a kick after each whole step (:meth:`NS2D.settle`); the Kolmogorov forcing is
-a constant term of the right-hand side.
+The skeleton (the velocity of the vorticity, the sinks, the forcing, the kinetic diagnostics and spectra, the ring
+sums) is the planar flows' base, :class:`~simulator.equations.flow.plane.VorticityFlow`: random forcing
+(:mod:`simulator.equations.flow.plane_forcing`) is a kick after each whole step, the Kolmogorov forcing a constant
+term of the right-hand side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from collections.abc import Callable, Mapping
+from typing import final
 
 import jax
 import jax.numpy as jnp
 
-from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.flow import plane as planar
-from simulator.equations.flow.velocity import FlowEquation
-from simulator.equations.ns2d import INFO, NS2DParams, forcing, initial
-from simulator.equations.operators import SpectralOperators
+from simulator.equations.base import Params
+from simulator.equations.flow import plane
+from simulator.equations.ns2d import INFO, initial
 from simulator.equations.scalars import terms as passive
-from simulator.fft import FFTBackend
-from simulator.observables import spectra
 
 
 @final
-class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
-    """The planar flow on one FFT backend; ``ops`` its spectral operators (wavenumbers ``(0, kx, ky)``)."""
+class NS2D(passive.CarriesScalars, plane.VorticityFlow):
+    """The planar flow on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NS2DParams | None = None):
-        physics = NS2DParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
-
-    # ---- the plane's operators ------------------------------------------------------------------------
 
     def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """(vorticity spectrum ``k_shape``, the scalars' ``(n, *k_shape)`` or None)."""
         return state[0], (state[1:] if self.n_scalars else None)
 
-    def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
-        return planar.perp(self.ops, omega_hat * self.ops.inv_k2)
-
-    def velocity_spectrum(self, state: jax.Array) -> jax.Array:
-        """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
-        u_hat, v_hat = self.velocity_hat(state[0])
-        return self.ops.stack([jnp.zeros_like(u_hat), u_hat, v_hat])
-
     def gradients(self, params: Params) -> list[dict[str, jax.Array]]:
         """The scalars' traced parameters with the mean gradient (Gx, Gy, 0) as the box's (0, Gx, Gy)."""
         return [{**s, "mean_gradient": jnp.roll(s["mean_gradient"], 1)} for s in params["scalars"]]
 
-    def rate(self, params: Params) -> jax.Array:
-        """-L of the vorticity per mode: nu k^2 + nu_p k^(2p) + nu_m k^(-2m) + alpha (formed in the kernel)."""
-        k2 = self.ops.k2
-        out = params["viscosity"] * k2 + params["friction"]
-        if self.physics.hyperviscous:
-            out = out + params["hyperviscosity"] * k2 ** self.physics.hyperviscosity_order
-        if self.physics.hypoviscous:
-            out = out + params["hypoviscosity"] * self.ops.inv_k2 ** self.physics.hypoviscosity_order
-        return out
-
     def linear(self, params: Params) -> jax.Array:
-        """-rate for the vorticity, -kappa_i k^2 for scalar i (``(1 + n, 1, 1, 1)`` rows with scalars)."""
+        """-(nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m)) for the vorticity, -kappa_i k^2 for scalar i
+        (``(1 + n, 1, 1, 1)`` rows with scalars)."""
         if not self.n_scalars:
-            return -self.rate(params)
+            return -self.damping(params)
         # row 0 the vorticity's rate, row 1 + i scalar i's: a select of broadcasts, formed in the kernel that uses it
         kappa = jnp.concatenate([jnp.zeros(1, self.dtype), passive.diffusivities(params["scalars"])])
         first = (jnp.arange(1 + self.n_scalars) == 0)[:, None, None, None]
-        return -jnp.where(first, self.rate(params), kappa[:, None, None, None] * self.ops.k2)
-
-    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(L tau) state, mode by mode."""
-        return state * jnp.exp(self.linear(params) * tau)
+        return -jnp.where(first, self.damping(params), kappa[:, None, None, None] * self.ops.k2)
 
     def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """-u . grad omega and, with scalars, -div(u theta_i), dealiased: one batched inverse transform of
@@ -106,7 +73,7 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         real = self.fft.irfft(ops.stack([u_hat, v_hat] + [theta_hat[i] for i in range(self.n_scalars)]))
         u, v = real[0], real[1]
         flux = self.fft.rfft(jnp.stack([u * v, v * v - u * u] + [f for q in real[2:] for f in (u * q, v * q)]))
-        kx, ky = ops.k[1], ops.k[2]
+        kx, ky = self.kx, self.ky
         n_omega = ops.dealias * ((kx**2 - ky**2) * flux[0] + kx * ky * flux[1])
         if not self.n_scalars:
             return n_omega, None
@@ -116,17 +83,11 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """-div(u omega) (+ the Kolmogorov forcing), and for the scalars -div(u theta_i) - u . G_i."""
         n_hat, a_hat = self.products(state)
-        f_hat = forcing.steady(self, params)
-        if f_hat is not None:
-            n_hat = n_hat + f_hat
+        n_hat = self.forced(n_hat, params)
         if a_hat is None:
             return n_hat[None]
         source = passive.mean_gradient_source(self.ops, self.velocity_spectrum(state), self.gradients(params))
         return self.ops.concatenate([n_hat[None], a_hat + source])
-
-    def settle(self, state: jax.Array, t: jax.Array, dt: jax.Array, params: Params) -> jax.Array:
-        """After a whole step: the random forcing's kick (:func:`.forcing.kick`), or the state as it is."""
-        return forcing.kick(self, state, t, dt, params) if self.physics.forcing == "random" else state
 
     # ---- states and fields ------------------------------------------------------------------------------
 
@@ -139,9 +100,7 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         """Vorticity, velocity ``(3, ...)`` (u, v, 0), stream function and the scalars, as spectra of a state."""
-        out = {"vorticity": lambda s: s[0], "velocity": lambda s: self.ops.stack([*self.velocity_hat(s[0]),
-                                                                                    jnp.zeros_like(s[0])]),
-               "stream_function": lambda s: s[0] * self.ops.inv_k2}
+        out = {"vorticity": lambda s: s[0], **self.flow_fields()}
         if self.n_scalars:
             out["scalar"] = lambda s: s[1:]
         return out
@@ -154,17 +113,15 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
         ops = self.ops
         omega_hat, theta_hat = self.split(state)
         power = jnp.abs(omega_hat) ** 2
-        rate = self.rate(params)
-        out = {"energy": 0.5 * ops.mean(power * ops.inv_k2), "enstrophy": 0.5 * ops.mean(power),
-               "palinstrophy": 0.5 * ops.mean(ops.k2 * power),
-               "dissipation": ops.mean(rate * power * ops.inv_k2), "dissipation_enstrophy": ops.mean(rate * power)}
+        rate = self.damping(params)
+        out = self.flow_diagnostics(omega_hat, rate, ("energy", "enstrophy", "dissipation"), params)
+        out.update(palinstrophy=0.5 * ops.mean(ops.k2 * power), dissipation_enstrophy=ops.mean(rate * power))
         u_hat, v_hat = self.velocity_hat(omega_hat)
         real = self.fft.irfft(ops.stack([u_hat, v_hat, omega_hat]))
         out["max_vorticity"] = jnp.max(jnp.abs(real[2]))
-        out["cfl"] = dt * jnp.max(jnp.abs(real[0]) / self.spacing[1] + jnp.abs(real[1]) / self.spacing[2])
-        out.update(forcing.injection(self, omega_hat, params))
-        kmax = planar.kmax(self)
-        eta = planar.enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
+        out["cfl"] = dt * jnp.max(self.speed(real[0], real[1]))
+        kmax = self.kmax()
+        eta = plane.enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
         out["kmax_eta"] = kmax * eta
         if theta_hat is not None:
             scalars = self.gradients(params)
@@ -176,26 +133,16 @@ class NS2D(FlowEquation, passive.CarriesScalars, SemiLinearEquation):
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Ring sums of E(k), Z(k), their transfers and fluxes, the forcing's injection (Kolmogorov forcing), and
         the scalars' spectra."""
-        ops = self.ops
         omega_hat, theta_hat = self.split(state)
         n_hat, a_hat = self.products(state)
-        norm = ops.weight / float(self.fft.size) ** 2
-
-        def shell(power: jax.Array) -> jax.Array:
-            return spectra.shell_sum(power, ops.k, self.fft.shape, self.box)
-
-        transfer = jnp.real(jnp.conj(omega_hat) * n_hat) * norm
-        out = {"energy": shell(0.5 * norm * jnp.abs(omega_hat) ** 2 * ops.inv_k2),
-               "enstrophy": shell(0.5 * norm * jnp.abs(omega_hat) ** 2),
-               "transfer_energy": shell(transfer * ops.inv_k2), "transfer_enstrophy": shell(transfer)}
+        out = self.flow_spectra(omega_hat, n_hat, params)
+        out["enstrophy"] = self.shell(0.5 * self.norm * jnp.abs(omega_hat) ** 2)
+        out["transfer_enstrophy"] = self.shell(jnp.real(jnp.conj(omega_hat) * n_hat) * self.norm)
         out["flux_energy"] = -jnp.cumsum(out["transfer_energy"])
         out["flux_enstrophy"] = -jnp.cumsum(out["transfer_enstrophy"])
-        f_hat = forcing.steady(self, params)
-        if f_hat is not None:
-            out["injection_energy"] = shell(norm * jnp.real(jnp.conj(omega_hat) * f_hat) * ops.inv_k2)
         if theta_hat is not None:
-            out.update(passive.spectra(ops, self.velocity_spectrum(state), theta_hat, a_hat, self.gradients(params),
-                                       shell))
+            out.update(passive.spectra(self.ops, self.velocity_spectrum(state), theta_hat, a_hat,
+                                       self.gradients(params), self.shell))
         return out
 
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.equations.base import Params
-from simulator.equations.flow import plane as planar
+from simulator.equations.flow import plane
 
 #: the first zero of the Bessel function J1: k a of the Lamb-Chaplygin dipole
 J1_ZERO = 3.8317059702075125
@@ -18,7 +18,7 @@ J1_ZERO = 3.8317059702075125
 
 def _plane(eq: Any, c: Sequence[jax.Array]) -> tuple[jax.Array, jax.Array, float, float]:
     """The plane's coordinates (x, y) and sides (Lx, Ly)."""
-    return c[1], c[2], eq.box[1], eq.box[2]
+    return (*eq.xy(c), *eq.lengths)
 
 
 def taylor_green(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
@@ -33,7 +33,7 @@ def random_vorticity(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -
     any layout), shaped to |omega_hat|^2 ~ m^(s+1) exp(-(s/2) (m/k_peak)^2) (a ring of radius m holds m modes and
     |u_hat|^2 = |omega_hat|^2/k^2: E(m) ~ m^s exp(-(s/2) (m/k_peak)^2)), dealiased, scaled to the energy."""
     ops = eq.ops
-    omega_hat = planar.random_spectrum(eq, ic.seed, ic.k_peak, ic.slope)
+    omega_hat = plane.random_spectrum(eq, ic.seed, ic.k_peak, ic.slope)
     energy = 0.5 * ops.mean(jnp.abs(omega_hat) ** 2 * ops.inv_k2)
     return {"vorticity": eq.fft.irfft(omega_hat * jnp.sqrt(ic.energy / energy))}
 

@@ -1,4 +1,6 @@
-"""The forcing of the planar flow: the steady Kolmogorov forcing and the random kick of a fixed injection rate.
+"""The forcing of the planar flows (:class:`~.plane.PlanarFlow`): the steady Kolmogorov forcing and the random kick
+of a fixed injection rate. :func:`band` and :func:`pattern` are any planar flow's; :func:`kick`, :func:`steady` and
+:func:`injection` act on the vorticity, the state's row 0 of a :class:`~.plane.VorticityFlow`.
 
 ``kolmogorov``: f_x = F sin(k_f y) (k_f = 2 pi forcing_wavenumber / Ly), whose curl is the vorticity forcing
 f_omega = -F k_f cos(k_f y): a constant term of the right-hand side, on the two modes (0, +-k_f). It drives the
@@ -52,7 +54,7 @@ def band(eq: Any) -> jax.Array:
 def pattern(eq: Any, step: jax.Array, seed: jax.Array) -> jax.Array:
     """r: unit-modulus random phases on :func:`band`, the same on the half spectrum's line ky = 0 as a real field's
     (r(-mx, 0) = conj r(mx, 0)), scaled by the grid's size (a real field of O(1))."""
-    mx, my = eq.ops.modes[1], eq.ops.modes[2]
+    mx, my = eq.mode_numbers
     offset = jnp.asarray(1 << 20, eq.dtype)
     phase = _hash(seed, step, jnp.abs(mx) + offset, my + offset).astype(eq.dtype) * (2 * jnp.pi / 2.0**32)
     phase = jnp.where((my == 0) & (mx < 0), -phase, phase)
@@ -76,8 +78,8 @@ def steady(eq: Any, params: Any) -> jax.Array | None:
     """The Kolmogorov forcing's vorticity spectrum f_omega_hat (None unless ``forcing: kolmogorov``)."""
     if eq.physics.forcing != "kolmogorov":
         return None
-    mx, my = eq.ops.modes[1], eq.ops.modes[2]
-    k_f = 2 * jnp.pi * eq.physics.forcing_wavenumber / eq.box[2]
+    mx, my = eq.mode_numbers
+    k_f = 2 * jnp.pi * eq.physics.forcing_wavenumber / eq.lengths[1]
     on = ((mx == 0) & (my == eq.physics.forcing_wavenumber)).astype(eq.dtype)
     # cos(k y) has the coefficient N/2 at +k in the unnormalised half spectrum (its -k twin is implied)
     return on * (-params["forcing_amplitude"] * k_f * float(eq.fft.size) / 2)

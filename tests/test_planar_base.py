@@ -1,0 +1,124 @@
+"""What every planar flow takes from the base they share (:mod:`simulator.equations.flow.plane`): friction,
+hypoviscosity and both forcings, checked against exact solutions in float64 on each planar flow of a stream function;
+the resolution ``simulator plan`` states, asked of the equation; the errors that read the registry."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from simulator.api import load_config
+from simulator.equations import registry
+from simulator.equations.resolution import plan_line
+
+from support import advance, command, relative_error, simulation
+
+#: the planar flows of a stream function (their state's row 0 the vorticity)
+VORTICITY_FLOWS = ("ns2d", "boussinesq2d", "mhd2d")
+#: each one's other state field, zero in the exact solutions below (boussinesq2d without stratification)
+OTHER = {"ns2d": {}, "boussinesq2d": {"physics.brunt_vaisala": 0.0}, "mhd2d": {}}
+SHAPE, BOX = [16, 16], [2 * math.pi, 2 * math.pi]
+#: a plug-in flow: the planar Navier-Stokes under another name
+PLUGIN_FLOW = """\
+import dataclasses
+from simulator.equations.ns2d import INFO as NS2D, NS2DParams
+from simulator.schema import setting
+
+@dataclasses.dataclass(frozen=True)
+class MyFlowParams(NS2DParams):
+    name: str = setting("my_flow", "equation to solve")
+
+INFO = dataclasses.replace(NS2D, name="my_flow", params=MyFlowParams)
+"""
+
+
+def plane(devices, name, **overrides):
+    return simulation(devices, physics__name=name, grid__shape=SHAPE, grid__box=BOX, **OTHER[name], **overrides)
+
+
+def from_vorticity(sim, omega):
+    """The state whose vorticity is ``omega`` ``(Nx, Ny)`` and whose other fields are zero."""
+    zero = np.zeros((1, *SHAPE))
+    fields = {name: zero for name in sim.equation.state_fields}
+    fields["vorticity"] = omega[None]
+    return sim.equation.from_fields(fields, sim.params)
+
+
+def kinetic_energy(sim, state, name):
+    diagnostics = sim.diagnostics(state, 0.01)
+    return float(diagnostics["energy" if name == "ns2d" else "kinetic_energy"])
+
+
+@pytest.mark.parametrize("name", VORTICITY_FLOWS)
+def test_friction_and_hypoviscosity_decay_a_single_mode_exactly(devices, name):
+    """omega = cos(2x + y) alone has no nonlinear term (nor, without stratification or field, any coupling): its
+    energy decays as exp(-2 (nu k^2 + alpha + nu_m k^(-2)) t), each coefficient of its own size."""
+    nu, alpha, hypo = 0.011, 0.05, 0.037
+    sim = plane(devices, name, physics__viscosity=nu, physics__friction=alpha, physics__hypoviscosity=hypo,
+                physics__hypoviscosity_order=1)
+    x = np.arange(SHAPE[0])[:, None] * BOX[0] / SHAPE[0]
+    y = np.arange(SHAPE[1])[None, :] * BOX[1] / SHAPE[1]
+    state = from_vorticity(sim, np.cos(2 * x + y))
+    k2 = 5.0
+    dt, steps = 0.01, 20
+    end = advance(sim, state, dt, steps)
+    rate = nu * k2 + alpha + hypo / k2
+    expected = kinetic_energy(sim, state, name) * math.exp(-2 * rate * dt * steps)
+    assert math.isclose(kinetic_energy(sim, end, name), expected, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", VORTICITY_FLOWS)
+def test_the_kolmogorov_flow_is_steady_under_friction(devices, name):
+    """f_x = F sin(k_f y) drives omega = -F k_f cos(k_f y) / (nu k_f^2 + alpha), an exact steady solution (a single
+    shear mode: no nonlinear term); the run stays on it and its injection is the dissipation."""
+    nu, alpha, amplitude, m = 0.02, 0.1, 0.3, 2
+    sim = plane(devices, name, physics__viscosity=nu, physics__friction=alpha, physics__forcing="kolmogorov",
+                physics__forcing_amplitude=amplitude, physics__forcing_wavenumber=m)
+    y = np.arange(SHAPE[1])[None, :] * BOX[1] / SHAPE[1] + np.zeros((SHAPE[0], 1))
+    steady = -amplitude * m * np.cos(m * y) / (nu * m**2 + alpha)
+    state = from_vorticity(sim, steady)
+    end = advance(sim, state, 0.01, 30)
+    assert relative_error(end, state) < 1e-12
+    diagnostics = sim.diagnostics(end, 0.01)
+    dissipation = diagnostics["dissipation" if name == "ns2d" else next(k for k in ("kinetic_dissipation",
+                                                                                   "viscous_dissipation")
+                                                                          if k in diagnostics)]
+    assert math.isclose(float(diagnostics["injection"]), float(dissipation), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", VORTICITY_FLOWS)
+def test_the_random_forcing_injects_its_power_exactly(devices, name):
+    """From rest, one step is the forcing's kick alone: the kinetic energy is then forcing_power dt, to round-off,
+    whatever the equation's other fields; the run reports that power as its injection."""
+    power, dt = 0.3, 0.02
+    sim = plane(devices, name, physics__forcing="random", physics__forcing_power=power, physics__forcing_wavenumber=3)
+    state = from_vorticity(sim, np.zeros(SHAPE))
+    end = advance(sim, state, dt, 1)
+    assert math.isclose(kinetic_energy(sim, end, name), power * dt, rel_tol=1e-12)
+    assert float(sim.diagnostics(end, dt)["injection"]) == power
+
+
+def test_plan_states_the_resolution_the_equation_declares():
+    """2D MHD's energy cascades to the Kolmogorov scale, the planar Navier-Stokes' enstrophy to eta_Z: the line
+    ``simulator plan`` prints (:func:`~simulator.equations.resolution.plan_line`, here without the plan's compilation)
+    asks the equation, not the grid's shape."""
+    mhd = plan_line(load_config("configs/orszag_tang_2d.yaml", {"grid.shape": [32, 32]}))
+    assert "k_max eta >= 1 while epsilon <= nu^3 k_max^4" in mhd and "eta_Z" not in mhd
+    ns2d = plan_line(load_config("configs/forced_2d.yaml", {"grid.shape": [32, 32], "physics.forcing_wavenumber": 4}))
+    assert "k_max eta_Z >= 1 while the enstrophy dissipation chi <= nu^3 k_max^6" in ns2d
+
+
+def test_the_particles_error_lists_the_registered_flows(tmp_path, monkeypatch, capfd):
+    """The flows that take particles come from the registry: a plug-in flow is among them."""
+    (tmp_path / "my_flow.py").write_text(PLUGIN_FLOW)
+    monkeypatch.setenv("SIMULATOR_EQUATIONS", "my_flow")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    flows = [n for n, i in registry().items() if "velocity" in i.fields]
+    assert "my_flow" in flows
+    code, _, err = command(capfd, "validate", "configs/taylor_green.yaml", "--set", "physics.name=schrodinger_poisson",
+                           "--set", "initial.name=random", "--set", "time.integrator=kdk",
+                           "--set", "particles=[{name: p, count: 8}]")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"use an equation with a velocity field ({', '.join(flows)})" in err
