@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from test_plane import BOX, CASES, SHAPE
@@ -143,7 +145,8 @@ def numpy_rk4(w: np.ndarray, p: dict, dt: float, steps: int) -> np.ndarray:
     RK4): stages at 0, dt/2, dt/2, dt."""
     k2 = p["kx"] ** 2 + p["ky"] ** 2
     rate = p["nu"] * k2 + p["nu4"] * k2**2
-    lin = -np.stack([rate + p["alpha"], rate + p["alpha"], rate])
+    hypo = p["num"] * np.where(k2 > 0, 1 / np.where(k2 > 0, k2, 1), 0)  # on the velocity only, as friction
+    lin = -np.stack([rate + p["alpha"] + hypo, rate + p["alpha"] + hypo, rate])
     half, full = np.exp(lin * dt / 2), np.exp(lin * dt)
     for _ in range(steps):
         k1 = numpy_rhs(w, p)
@@ -156,11 +159,12 @@ def numpy_rk4(w: np.ndarray, p: dict, dt: float, steps: int) -> np.ndarray:
 
 @pytest.mark.parametrize("case", CASES[::3], ids=case_id)
 def test_an_independent_numpy_reference_from_the_same_random_state(devices, case):
-    """Every term at once (f, c, viscosity, hyperviscosity, friction, the Kolmogorov forcing) on an unbalanced
-    random state: 10 RK4 steps of the run against the same steps written in NumPy, to 1e-12."""
-    p = {"f": 0.9, "c": 1.7, "nu": 0.013, "nu4": 0.0021, "alpha": 0.05, "F": 0.3, "kf": 2}
+    """Every term at once (f, c, viscosity, hyperviscosity, hypoviscosity, friction, the Kolmogorov forcing) on an
+    unbalanced random state: 10 RK4 steps of the run against the same steps written in NumPy, to 1e-12."""
+    p = {"f": 0.9, "c": 1.7, "nu": 0.013, "nu4": 0.0021, "num": 0.037, "alpha": 0.05, "F": 0.3, "kf": 2}
     sim = layer(devices, case, initial__name="random", physics__coriolis=p["f"], physics__wave_speed=p["c"],
                 physics__viscosity=p["nu"], physics__hyperviscosity=p["nu4"], physics__hyperviscosity_order=2,
+                physics__hypoviscosity=p["num"], physics__hypoviscosity_order=1,
                 physics__friction=p["alpha"], physics__forcing="kolmogorov", physics__forcing_amplitude=p["F"],
                 physics__forcing_wavenumber=p["kf"])
     state = sim.initial_state()
@@ -207,6 +211,28 @@ def test_equal_to_fluidsims_sw1l_side_by_side(devices, tmp_path):
     ours = fields(sim, advance(sim, state, p["dt"], p["steps"]))
     print(f"sw1l against FluidSim's after {p['steps']} steps: {relative_error(ours, theirs):.1e} of the largest value")
     assert relative_error(ours, start) > 0.1 and relative_error(ours, theirs) < 1e-12
+
+
+def test_the_random_forcing_kicks_the_velocity_by_exactly_its_energy(devices):
+    """``forcing: random``: after a whole step the planar flows' kick of the vorticity, given to the velocity as a
+    rotational field: <|u|^2>/2 grows by exactly forcing_power dt (its divergent part is orthogonal to the kick),
+    and neither the divergence nor the height changes."""
+    power, dt = 0.3, 0.01
+    sim = layer(devices, initial__name="random", physics__forcing="random", physics__forcing_power=power,
+                physics__forcing_wavenumber=3)
+    state = sim.initial_state()
+    kicked = jax.jit(lambda eq, s, p: eq.settle(s, jnp.asarray(0.0), jnp.asarray(dt), p))(sim.equation, state,
+                                                                                         sim.params)
+    before, after = fields(sim, state), fields(sim, kicked)
+
+    def energy(f):
+        return 0.5 * np.mean(f[0] ** 2 + f[1] ** 2)
+
+    assert abs(energy(after) - energy(before) - power * dt) < 1e-12 * power * dt
+    assert np.array_equal(after[2], before[2])
+    divergence = [sim.to_numpy(sim.fields(s, "divergence")["divergence"]) for s in (state, kicked)]
+    assert relative_error(divergence[1], divergence[0]) < 1e-12
+    assert float(sim.diagnostics(kicked, dt)["injection"]) == power
 
 
 # ---- distributed runs, restarts and bad input ----------------------------------------------------------------

@@ -3,16 +3,19 @@
     du/dt = (zeta + f) v - d/dx (c^2 eta + |u|^2/2) + L u + F_x,
     dv/dt = -(zeta + f) u - d/dy (c^2 eta + |u|^2/2) + L v,
     d eta/dt = -div((1 + eta) u) + L_eta eta,
-    zeta = dv/dx - du/dy,   L = -nu k^2 - nu_p k^(2p) - alpha,   L_eta = -nu k^2 - nu_p k^(2p)
+    zeta = dv/dx - du/dy,   L = -nu k^2 - nu_p k^(2p) - nu_m k^(-2m) - alpha,   L_eta = -nu k^2 - nu_p k^(2p)
 
 the velocity (u, v) and the surface displacement eta of a layer of mean depth H, in units of H (the depth is
 h = H (1 + eta)), c = sqrt(g H) the gravity-wave speed, f the Coriolis parameter (an f-plane), as FluidSim's
 ``sw1l`` (Augier, Mohanan & Lindborg 2019): its vector-invariant momentum equation and its flux-form mass
-equation, viscosity and hyperviscosity on all three fields, the linear friction alpha (bottom drag) on the
-velocity only. Linear waves: inertia-gravity (Poincare) waves of frequency omega^2 = f^2 + c^2 |k|^2 and the
-steady geostrophic mode f z x u = -c^2 grad eta. Without viscosity and friction the energy
-<(1 + eta) |u|^2/2 + c^2 eta^2/2> and the potential enstrophy <(1 + eta) (q - f)^2/2> of the potential vorticity
-q = (zeta + f)/(1 + eta) are conserved (Pedlosky 1987, §3.6). Forcing: ``kolmogorov`` (F_x = F sin(k_f y)).
+equation, viscosity and hyperviscosity on all three fields, the hypoviscosity and the linear friction alpha (bottom
+drag) on the velocity only. Linear waves: inertia-gravity (Poincare) waves of frequency
+omega^2 = f^2 + c^2 |k|^2 and the steady geostrophic mode f z x u = -c^2 grad eta. Without viscosity and friction
+the energy <(1 + eta) |u|^2/2 + c^2 eta^2/2> and the potential enstrophy <(1 + eta) (q - f)^2/2> of the potential
+vorticity q = (zeta + f)/(1 + eta) are conserved (Pedlosky 1987, §3.6). The keys every planar flow has (viscosity,
+hyper- and hypoviscosity, friction, the forcing) are :class:`~simulator.equations.flow.planar.PlanarParams`'; the
+forcings act on the velocity: ``kolmogorov`` F_x = F sin(k_f y), ``random`` a rotational kick of the velocity
+injecting exactly ``forcing_power`` dt into <|u|^2>/2 each step.
 
 A plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`). The implementation is :mod:`.equation`.
 """
@@ -22,64 +25,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import flow
-from simulator.equations.spec import (
-    Budget,
-    Curve,
-    EquationInfo,
-    EquationParams,
-    FieldInfo,
-    InitialCondition,
-    Panel,
-    PlotSpec,
-)
+from simulator.equations.flow.planar import KMAX_ETA, PlanarParams
+from simulator.equations.spec import Budget, Curve, EquationInfo, FieldInfo, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
-#: the forcing schemes of the layer
-FORCINGS = ("none", "kolmogorov")
-#: ``kmax_eta``'s text: the enstrophy cascade's dissipative scale of the vorticity (as ns2d's)
-KMAX_ETA = ("k_max eta_Z: the 2/3-rule cutoff (2/3) min pi N_i/L_i times the enstrophy-dissipation scale "
-            "(nu^3/chi)^(1/6) of the vorticity (with hyperviscosity the larger of it and (nu_p^3/chi)^(1/(6p))); "
-            "below 1 the grid under-resolves the enstrophy cascade's end")
-
 
 @dataclass(frozen=True)
-class SW1LParams(EquationParams):
-    """The gravity-wave speed, the Coriolis parameter, viscosity, hyperviscosity, friction and the forcing."""
+class SW1LParams(PlanarParams):
+    """The gravity-wave speed and the Coriolis parameter, and the keys of every planar flow
+    (:class:`~simulator.equations.flow.planar.PlanarParams`), said of the layer's fields."""
 
     name: str = setting("sw1l", "equation to solve")
-    wave_speed: float = param(1.0, "gravity-wave speed c = sqrt(g H) (FluidSim's c2 is c^2)", gt=0.0)
-    coriolis: float = param(1.0, "Coriolis parameter f (an f-plane; 0: no rotation)", min=0.0)
-    viscosity: float = flow.viscosity_key(1e-3)
     hyperviscosity: float = param(0.0, "hyperviscosity nu_p: the term -nu_p (-lap)^p of u, v and eta (needs "
                                   "physics.hyperviscosity_order)", min=0.0)
-    hyperviscosity_order: int | None = flow.order_key("hyperviscous term", "hyperviscous term")
+    hypoviscosity: float = param(0.0, "hypoviscosity nu_m: the term -nu_m (-lap)^(-m) u of the velocity, acting on the "
+                                 "largest scales (needs physics.hypoviscosity_order)", min=0.0)
     friction: float = param(0.0, "linear friction alpha: the term -alpha u of the velocity (bottom drag; 0 = none)",
                             min=0.0)
-    forcing: str = setting("none", "forcing: none; kolmogorov (F_x = forcing_amplitude sin(2 pi forcing_wavenumber "
-                           "y / Ly))", choices=FORCINGS)
-    forcing_amplitude: float = param(1.0, "amplitude F of the Kolmogorov forcing F_x = F sin(k_f y)", gt=0.0)
-    forcing_wavenumber: int = setting(4, "forced mode number k_f along y", min=1)
-
-    @property
-    def hyperviscous(self) -> bool:
-        return self.hyperviscosity_order is not None
-
-    def hyperviscous_coefficients(self) -> dict[str, float]:
-        return {"physics.hyperviscosity": self.hyperviscosity}
-
-    def check(self, cfg: Any) -> None:
-        """The order against its coefficient, the forced mode against the grid."""
-        flow.check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
-        if self.forcing != "none" and 3 * self.forcing_wavenumber >= cfg.grid.shape[1]:
-            raise ConfigError("physics.forcing_wavenumber", self.forcing_wavenumber, f"below {cfg.grid.shape[1]}/3 "
-                              f"(the 2/3 rule's modes along y of grid.shape {list(cfg.grid.shape)})",
-                              "is not resolved")
-
-    def compact_spectra(self) -> str | None:
-        return None
+    wave_speed: float = param(1.0, "gravity-wave speed c = sqrt(g H) (FluidSim's c2 is c^2)", gt=0.0)
+    coriolis: float = param(1.0, "Coriolis parameter f (an f-plane; 0: no rotation)", min=0.0)
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The Rossby deformation radius c/f (inf without rotation)."""
@@ -186,9 +152,10 @@ INFO = EquationInfo(
         "rossby": "Rossby number <zeta^2>^(1/2)/f (0 without rotation)",
         "froude": "Froude number <|u|^2>^(1/2)/c",
         "max_height": "max |eta|",
-        "dissipation": "energy dissipation nu <k^2 |u_hat|^2> + nu_p <k^(2p) |u_hat|^2> + 2 alpha <|u|^2>/2 + the "
-                       "same viscous terms of c^2 eta (Parseval means; the quadratic part of the energy)",
-        "injection": "injected power <u . F> (forcing: kolmogorov)",
+        "dissipation": "the rate at which viscosity, hyper- and hypoviscosity and friction remove E_K + E_P: "
+                       "-<(1 + eta) u . L u + (|u|^2/2 + c^2 eta) L_eta eta> (exact for the discrete fields)",
+        "injection": "injected power (forced runs): <(1 + eta) u . F> for kolmogorov, forcing_power (into <|u|^2>/2) "
+                     "for random",
         "cfl": "CFL number dt (max(|u|/dx + |v|/dy) + c (1/dx + 1/dy)): the flow and the gravity waves",
         "kmax_eta": KMAX_ETA,
     },

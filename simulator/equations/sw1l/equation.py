@@ -13,6 +13,9 @@ u + eta u's linear part are formed mode by mode, so one evaluation costs one bat
 (u, v, eta, zeta) and one batched forward transform of (zeta v, zeta u, |u|^2/2, eta u, eta v): nine transforms
 of the plane, as FluidSim's.
 
+The skeleton (the plane's axes, the sinks, the forcing, the CFL speed, the ring sums) is the planar flows' base,
+:class:`~simulator.equations.flow.plane.PlanarFlow`.
+
 Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): the state is the real-to-complex
 spectra of (u, v, eta), ``(3, *k_shape)``, the wavenumbers ``ops.k = (0, kx, ky)``; real fields are
 ``(1, Nx, Ny)``, the velocity ``(3, 1, Nx, Ny)`` (u, v, 0).
@@ -20,78 +23,56 @@ spectra of (u, v, eta), ``(3, *k_shape)``, the wavenumbers ``ops.k = (0, kx, ky)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, final
+from collections.abc import Callable, Mapping
+from typing import final
 
 import jax
 import jax.numpy as jnp
 
-from simulator.equations.base import Params, SemiLinearEquation
-from simulator.equations.flow import plane
-from simulator.equations.flow.velocity import FlowEquation
-from simulator.equations.operators import SpectralOperators
-from simulator.equations.sw1l import INFO, SW1LParams, initial
-from simulator.fft import FFTBackend
-from simulator.observables import spectra
+from simulator.equations.base import Params
+from simulator.equations.flow import plane, plane_forcing
+from simulator.equations.sw1l import INFO, initial
 
 
 @final
-class SW1L(FlowEquation, SemiLinearEquation):
-    """The shallow-water layer on one FFT backend; ``ops`` its spectral operators (wavenumbers ``(0, kx, ky)``)."""
+class SW1L(plane.PlanarFlow):
+    """The shallow-water layer on one FFT backend (:class:`~simulator.equations.flow.plane.PlanarFlow`)."""
 
     info = INFO
-    space = "spectral"
-    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
 
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: SW1LParams | None = None):
-        physics = SW1LParams() if physics is None else physics
-        super().__init__(fft, box, dtype, physics)
-        self.ops = SpectralOperators(fft, self.box, self.dtype)
-
-    # ---- the plane's operators ------------------------------------------------------------------------
+    # ---- the layer's operators -------------------------------------------------------------------------
 
     def vorticity_hat(self, state: jax.Array) -> jax.Array:
         """zeta_hat = i (kx v_hat - ky u_hat), ``k_shape``."""
-        return 1j * (self.ops.k[1] * state[1] - self.ops.k[2] * state[0])
+        return 1j * (self.kx * state[1] - self.ky * state[0])
 
     def divergence_hat(self, state: jax.Array) -> jax.Array:
         """i (kx u_hat + ky v_hat), ``k_shape``."""
-        return 1j * (self.ops.k[1] * state[0] + self.ops.k[2] * state[1])
+        return 1j * (self.kx * state[0] + self.ky * state[1])
 
     def velocity_spectrum(self, state: jax.Array) -> jax.Array:
         """The velocity as the box's three components ``(3, *k_shape)``: (0, u, v) (what particles read)."""
-        return self.ops.stack([jnp.zeros_like(state[0]), state[0], state[1]])
-
-    def rates(self, params: Params) -> tuple[jax.Array, jax.Array]:
-        """-L per mode of the velocity, nu k^2 + nu_p k^(2p) + alpha, and of eta, nu k^2 + nu_p k^(2p)."""
-        k2 = self.ops.k2
-        eta = params["viscosity"] * k2
-        if self.physics.hyperviscous:
-            eta = eta + params["hyperviscosity"] * k2 ** self.physics.hyperviscosity_order
-        return eta + params["friction"], eta
+        return self.in_box(state[0], state[1])
 
     def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (u, v, eta), ``(3, *k_shape)``."""
-        velocity, eta = self.rates(params)
-        velocity, eta = jnp.broadcast_arrays(velocity, eta)
+        """The diagonal L of (u, v, eta), ``(3, *k_shape)``: the flow's sinks on the velocity, viscosity and
+        hyperviscosity alone on eta (:meth:`~simulator.equations.flow.plane.PlanarFlow.damping`)."""
+        velocity, eta = jnp.broadcast_arrays(self.damping(params), self.damping(params, flow=False))
         return -self.ops.stack([velocity, velocity, eta])
 
-    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
-        """exp(L tau) state, mode by mode."""
-        return state * jnp.exp(self.linear(params) * tau)
-
     def forcing_hat(self, params: Params) -> jax.Array | None:
-        """The Kolmogorov forcing's F_x spectrum (F sin(k_f y): -i F N/2 at the mode (0, k_f) of the
-        unnormalised half spectrum, its -k_f twin implied); None unforced."""
-        if self.physics.forcing != "kolmogorov":
+        """The Kolmogorov forcing's F_x spectrum, from the planar flows' vorticity forcing f_omega = -dF_x/dy
+        (:func:`~simulator.equations.flow.plane_forcing.steady`): F_x_hat = i f_omega_hat / ky on its mode; None
+        unless ``forcing: kolmogorov``."""
+        f_omega = plane_forcing.steady(self, params)
+        if f_omega is None:
             return None
-        on = ((self.ops.modes[1] == 0) & (self.ops.modes[2] == self.physics.forcing_wavenumber)).astype(self.dtype)
-        return on * (-0.5j * params["forcing_amplitude"] * float(self.fft.size))
+        return 1j * f_omega / jnp.where(self.ky != 0, self.ky, 1.0)
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """N of (u, v, eta) (see the module docstring), dealiased, plus the forcing; ``(3, *k_shape)``."""
+        """N of (u, v, eta) (see the module docstring), dealiased, plus the Kolmogorov forcing; ``(3, *k_shape)``."""
         ops = self.ops
-        kx, ky = ops.k[1], ops.k[2]
+        kx, ky = self.kx, self.ky
         f, c2 = params["coriolis"], params["wave_speed"] ** 2
         real = self.fft.irfft(ops.stack([state[0], state[1], state[2], self.vorticity_hat(state)]))
         u, v, eta, zeta = real[0], real[1], real[2], real[3]
@@ -105,6 +86,17 @@ class SW1L(FlowEquation, SemiLinearEquation):
             du = du + forced
         return ops.dealias * ops.stack([du, dv, deta])
 
+    def settle(self, state: jax.Array, t: jax.Array, dt: jax.Array, params: Params) -> jax.Array:
+        """After a whole step, with ``forcing: random``: the planar flows' kick of the vorticity
+        (:func:`~simulator.equations.flow.plane_forcing.kick`, exactly ``forcing_power`` dt into <|u|^2>/2: the
+        divergent part of u is orthogonal to the kick) given to the velocity as its rotational field
+        perp(delta omega_hat / k^2)."""
+        if self.physics.forcing != "random":
+            return state
+        zeta = self.vorticity_hat(state)
+        du, dv = self.perp((plane_forcing.kick(self, zeta[None], t, dt, params)[0] - zeta) * self.ops.inv_k2)
+        return state + self.ops.stack([du, dv, jnp.zeros_like(du)])
+
     # ---- states and fields ------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
@@ -115,8 +107,8 @@ class SW1L(FlowEquation, SemiLinearEquation):
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         """Velocity ``(3, ...)`` (u, v, 0), height, vorticity and divergence, as spectra of a state (the potential
         vorticity, a quotient, is formed in real space by :meth:`fields`)."""
-        return {"velocity": lambda s: self.ops.stack([s[0], s[1], jnp.zeros_like(s[0])]),
-                "height": lambda s: s[2], "vorticity": self.vorticity_hat, "divergence": self.divergence_hat}
+        return {"velocity": lambda s: self.as_field(s[0], s[1]), "height": lambda s: s[2],
+                "vorticity": self.vorticity_hat, "divergence": self.divergence_hat}
 
     def potential_vorticity(self, zeta: jax.Array, eta: jax.Array, params: Params) -> jax.Array:
         """The potential vorticity's anomaly q - f = (zeta - f eta)/(1 + eta) of real fields ``(1, Nx, Ny)`` (q - f, not
@@ -143,7 +135,7 @@ class SW1L(FlowEquation, SemiLinearEquation):
         and k_max eta_Z. Means over the grid in real space (the energy is cubic)."""
         ops = self.ops
         f, c = params["coriolis"], params["wave_speed"]
-        rate_u, rate_eta = self.rates(params)
+        rate_u, rate_eta = self.damping(params), self.damping(params, flow=False)
         zeta_hat = self.vorticity_hat(state)
         real = self.fft.irfft(ops.stack([state[0], state[1], state[2], zeta_hat, rate_u * state[0],
                                          rate_u * state[1], rate_eta * state[2]]))
@@ -158,29 +150,26 @@ class SW1L(FlowEquation, SemiLinearEquation):
         forced = self.forcing_hat(params)
         if forced is not None:
             out["injection"] = jnp.mean(h * u * self.fft.irfft(forced))
+        elif self.physics.forcing == "random":
+            out.update(plane_forcing.injection(self, zeta_hat, params))
         power = ops.mean(jnp.abs(state[0]) ** 2 + jnp.abs(state[1]) ** 2)
         divergent = ops.mean(jnp.abs(self.divergence_hat(state)) ** 2 * ops.inv_k2)
         tiny = jnp.finfo(power.dtype).tiny
         out["divergent_share"] = divergent / jnp.maximum(power, tiny)
         out["rossby"] = jnp.where(f > 0, jnp.sqrt(jnp.mean(zeta * zeta)) / jnp.where(f > 0, f, 1.0), 0.0)
         out["froude"] = jnp.sqrt(jnp.mean(speed2)) / c
-        advective = jnp.max(jnp.abs(u) / self.spacing[1] + jnp.abs(v) / self.spacing[2])
-        out["cfl"] = dt * (advective + c * (1 / self.spacing[1] + 1 / self.spacing[2]))
+        gravity = c * (1 / self.spacing[plane.X] + 1 / self.spacing[plane.Y])
+        out["cfl"] = dt * (jnp.max(self.speed(u, v)) + gravity)
         eta_z = plane.enstrophy_scale(params, self.physics, ops.mean(rate_eta * jnp.abs(zeta_hat) ** 2))
-        out["kmax_eta"] = plane.kmax(self) * eta_z
+        out["kmax_eta"] = self.kmax() * eta_z
         return out
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Ring sums of the kinetic energy, its divergent part and the potential energy."""
-        ops = self.ops
-        norm = ops.weight / float(self.fft.size) ** 2
-
-        def shell(power: jax.Array) -> jax.Array:
-            return spectra.shell_sum(power, ops.k, self.fft.shape, self.box)
-
-        return {"energy": shell(0.5 * norm * (jnp.abs(state[0]) ** 2 + jnp.abs(state[1]) ** 2)),
-                "potential_energy": shell(0.5 * params["wave_speed"] ** 2 * norm * jnp.abs(state[2]) ** 2),
-                "divergent_energy": shell(0.5 * norm * jnp.abs(self.divergence_hat(state)) ** 2 * ops.inv_k2)}
+        half = 0.5 * self.norm
+        return {"energy": self.shell(half * (jnp.abs(state[0]) ** 2 + jnp.abs(state[1]) ** 2)),
+                "potential_energy": self.shell(half * params["wave_speed"] ** 2 * jnp.abs(state[2]) ** 2),
+                "divergent_energy": self.shell(half * jnp.abs(self.divergence_hat(state)) ** 2 * self.ops.inv_k2)}
 
 
 SW1L.builders = initial.BUILDERS

@@ -1,7 +1,8 @@
 """The shallow-water layer's initial conditions: real-space fields ``velocity`` ``(3, 1, Nx, Ny)`` (u, v, 0) and
 ``height`` ``(1, Nx, Ny)`` (a plane's box, :mod:`simulator.fft.plane`), each device computing its own block from the
-coordinates ``c = (0, x, y)``. Balanced velocities are formed from eta's spectrum, u_hat = (c^2/f) i (-ky, kx)
-eta_hat, so that f z x u = -c^2 grad eta holds mode by mode."""
+coordinates ``c = (0, x, y)`` (``eq`` the layer, a :class:`~simulator.equations.flow.plane.PlanarFlow`). Balanced
+velocities are formed from eta's spectrum, u_hat = (c^2/f) i (-ky, kx) eta_hat, so that f z x u = -c^2 grad eta
+holds mode by mode."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from simulator.equations.flow import plane
 
 def _gaussian(eq: Any, c: Sequence[jax.Array], ic: Any) -> jax.Array:
     """A exp(-r^2/(2 sigma^2)) about the plane's centre, ``(1, Nx, Ny)``."""
-    r2 = (c[1] - eq.box[1] / 2) ** 2 + (c[2] - eq.box[2] / 2) ** 2
+    (x, y), (lx, ly) = eq.xy(c), eq.lengths
+    r2 = (x - lx / 2) ** 2 + (y - ly / 2) ** 2
     return jnp.broadcast_to(ic.amplitude * jnp.exp(-r2 / (2 * ic.width**2)), eq.fft.shape).astype(eq.dtype)
 
 
@@ -32,7 +34,7 @@ def balanced(eq: Any, eta_hat: jax.Array, params: Params) -> dict[str, jax.Array
     (c^2/f) i kx eta_hat (dealiased, as every state is)."""
     eta_hat = eq.ops.dealias * eta_hat
     g = params["wave_speed"] ** 2 / params["coriolis"]
-    return _fields(eq, -1j * g * eq.ops.k[2] * eta_hat, 1j * g * eq.ops.k[1] * eta_hat, eta_hat)
+    return _fields(eq, -1j * g * eq.ky * eta_hat, 1j * g * eq.kx * eta_hat, eta_hat)
 
 
 def bump(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
@@ -63,10 +65,10 @@ def random_unbalanced(eq: Any, c: Sequence[jax.Array], ic: Any, params: Params) 
     each the spectrum of ns2d's random vorticity, holding the shares 1 - ``divergent`` and ``divergent`` of
     ``energy``; an independent eta (seed + 2) of rms ``eta_rms``."""
     ops = eq.ops
-    kx, ky = ops.k[1], ops.k[2]
+    kx, ky = eq.kx, eq.ky
     psi = plane.random_spectrum(eq, ic.seed, ic.k_peak, ic.slope) * ops.inv_k2  # zeta_hat / k^2
     phi = -plane.random_spectrum(eq, ic.seed + 1, ic.k_peak, ic.slope) * ops.inv_k2  # -delta_hat / k^2
-    rotational = jnp.stack([1j * ky * psi, -1j * kx * psi])
+    rotational = jnp.stack(eq.perp(psi))
     divergent = jnp.stack([1j * kx * phi, 1j * ky * phi])
 
     def share(w_hat: jax.Array, energy: Any) -> jax.Array:
