@@ -103,6 +103,29 @@ def test_a_geostrophically_balanced_mode_is_steady_to_round_off(devices, case):
     assert float(sim.diagnostics(state, 0.01)["rossby"]) > 0.5  # not a small-amplitude limit
 
 
+def test_tracers_ride_a_geostrophic_mode_along_its_crests(devices):
+    """Tracers (the planar flows' particles, default interpolation) in the steady geostrophic mode of the test
+    above: the velocity is constant along a crest, so each moves in a straight line at the velocity of its start,
+    x0 + u(x0) t, to 1e-12 of the distance it travels over 50 steps."""
+    f, c, modes, amplitude = 0.7, 1.5, (2, 1), 0.2
+    sim = layer(devices, physics__coriolis=f, physics__wave_speed=c, physics__viscosity=0.0,
+                particles=[{"name": "tracers", "count": 6, "placement": "random"}])
+    kx, ky = (2 * math.pi * m / length for m, length in zip(modes, BOX, strict=True))
+    x, y = grid()
+    phi, g = kx * x + ky * y, c**2 / f
+    state = state_of(sim, g * amplitude * ky * np.sin(phi), -g * amplitude * kx * np.sin(phi),
+                     amplitude * np.cos(phi))
+    start = np.asarray(state["particles.tracers.position"])[:, 1:]  # the box's (0, x, y)
+    sine = np.sin(kx * start[:, 0] + ky * start[:, 1])
+    velocity = np.stack([g * amplitude * ky * sine, -g * amplitude * kx * sine], axis=1)
+    t = 0.5
+    end = np.asarray(advance(sim, state, 0.01, 50)["particles.tracers.position"])[:, 1:]
+    want = np.mod(start + velocity * t, BOX)
+    gap = np.abs(end - want)
+    gap = np.minimum(gap, np.asarray(BOX) - gap)  # across the periodic boundary
+    assert np.max(np.abs(velocity)) * t > 0.1 and np.max(gap) < 1e-12 * np.max(np.abs(velocity)) * t
+
+
 def test_energy_and_potential_enstrophy_are_conserved_to_the_schemes_order(devices):
     """Inviscid and unforced from a smooth, unbalanced random state (waves and vortices): the total energy and the
     potential enstrophy drift by RK4's time error, which halving dt divides by about 2^4 (the 2/3 rule's truncation
