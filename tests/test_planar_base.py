@@ -5,6 +5,7 @@ the resolution ``simulator plan`` states, asked of the equation; the errors that
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +123,46 @@ def test_the_particles_error_lists_the_registered_flows(tmp_path, monkeypatch, c
                            "--set", "particles=[{name: p, count: 8}]")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"use an equation with a velocity field ({', '.join(flows)})" in err
+
+
+@pytest.mark.parametrize("name", VORTICITY_FLOWS[1:])
+def test_every_planar_flow_carries_scalars_as_ns2d_does(devices, name):
+    """A passive scalar with a mean gradient, carried by a flow whose other field is zero (no stratification, no
+    magnetic field): the flow is ns2d's, so the scalar after a few nonlinear steps is ns2d's to round-off (their
+    advection formed apart: the stress form in ns2d, the conservative form in the others), and so are its
+    diagnostics."""
+    scalar = {"physics.scalars": [{"diffusivity": 0.02, "mean_gradient": [1.0, 0.5, 0.0]}]}
+    reference = plane(devices, "ns2d", initial__name="random", initial__scalars={"name": "random"}, **scalar)
+    start = reference.fields(reference.initial_state(), "vorticity", "scalar")
+    sim = plane(devices, name, **scalar)
+    zero = np.zeros((1, *SHAPE))
+    fields = {"vorticity": start["vorticity"], "scalar": start["scalar"], "buoyancy": zero, "potential": zero}
+    state = sim.equation.from_fields({k: fields[k] for k in sim.equation.state_fields}, sim.params)
+    dt, steps = 0.01, 10
+    reached = advance(reference, reference.initial_state(), dt, steps)
+    end = advance(sim, state, dt, steps)
+    assert relative_error(sim.fields(end, "scalar")["scalar"], reference.fields(reached, "scalar")["scalar"]) < 1e-12
+    got, expected = sim.diagnostics(end, dt), reference.diagnostics(reached, dt)
+    for key in ("scalar0_variance", "scalar0_dissipation", "scalar0_flux"):
+        assert math.isclose(float(got[key]), float(expected[key]), rel_tol=1e-12), key
+
+
+def test_a_planar_equation_written_on_the_base_runs_its_exact_rossby_wave(devices, monkeypatch):
+    """The beta plane of tests/plugins/beta_plane (the how-to's example: the base gives it the sinks, the forcing, the
+    scalars): a single Rossby wave travels at Omega = -beta k_x/|k|^2 and decays as exp(-(nu k^2 + alpha) t), exactly
+    (its L integrated exactly, its nonlinear term zero), to 1e-12."""
+    monkeypatch.setenv("SIMULATOR_EQUATIONS", "beta_plane")
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins"))
+    beta, nu, alpha, modes = 3.0, 0.01, 0.05, (1, 2)
+    sim = simulation(devices, physics={"name": "beta_plane", "beta": beta, "viscosity": nu, "friction": alpha},
+                     grid__shape=SHAPE, grid__box=BOX, initial={"name": "rossby_wave", "modes": list(modes)})
+    dt, steps = 0.05, 20
+    end = sim.fields(advance(sim, sim.initial_state(), dt, steps), "vorticity")["vorticity"]
+    kx, ky = modes
+    t = dt * steps
+    x = np.arange(SHAPE[0])[:, None] * BOX[0] / SHAPE[0]
+    y = np.arange(SHAPE[1])[None, :] * BOX[1] / SHAPE[1]
+    omega = -beta * kx / (kx**2 + ky**2)
+    exact = np.cos(kx * x + ky * y - omega * t) * math.exp(-(nu * (kx**2 + ky**2) + alpha) * t)
+    assert relative_error(end, exact[None]) < 1e-12
+    assert relative_error(end, np.cos(kx * x + ky * y)[None]) > 0.1  # it moved

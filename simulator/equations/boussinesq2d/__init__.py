@@ -1,7 +1,7 @@
 """Stably stratified Boussinesq flow in a vertical periodic plane, vorticity-buoyancy form: what the equation
 declares (no JAX).
 
-    d omega/dt + u . grad omega = db/dx + nu lap omega - nu_p (-lap)^p omega,
+    d omega/dt + u . grad omega = db/dx + nu lap omega - nu_p (-lap)^p omega - nu_m (-lap)^(-m) omega - alpha omega + f,
     d b/dt + u . grad b = -N^2 v + kappa lap b - kappa_p (-lap)^p b,
     u = (d psi/dy, -d psi/dx),   omega = dv/dx - du/dy = -lap psi
 
@@ -9,7 +9,8 @@ gravity along the plane's y (the vertical), b the buoyancy fluctuation about a b
 frequency N (the total buoyancy N^2 y + b), as FluidSim's ``ns2d.strat``. From du/dt = ... - dp/dx and
 dv/dt = ... - dp/dy + b the curl gives db/dx; Db/Dt of the total buoyancy = 0 gives -N^2 v. Linear waves:
 omega_w = N |k_x|/|k|. The energy E_K + E_P, E_P = <b^2>/(2 N^2), is conserved without viscosity and diffusion.
-The hyperviscous and hyperdiffusive terms only with ``hyperviscosity_order`` p set.
+The hyperviscous and hyperdiffusive terms only with ``hyperviscosity_order`` p set; the hypoviscosity, friction and
+forcing f of the vorticity, and passive scalars, are every planar flow's (:mod:`simulator.equations.flow.planar`).
 
 A plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`). The implementation is :mod:`.equation`.
 """
@@ -19,14 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import flow, scales
+from simulator.equations import flow, scalars as passive, scales
 from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, PlanarParams
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
     FieldInfo,
-    InitialCondition,
     Panel,
     PlotSpec,
 )
@@ -56,6 +56,7 @@ class Boussinesq2DParams(PlanarParams):
     brunt_vaisala: float = param(1.0, "buoyancy (Brunt-Vaisala) frequency N of the background stratification, "
                                  "gravity along -y (0: none; the potential energy and Froude number then reported "
                                  "as 0)", min=0.0)
+    scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
         return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperdiffusivity": self.hyperdiffusivity}
@@ -79,7 +80,7 @@ def check_modes(modes: tuple[int, int], cfg: Any) -> None:
 
 
 @dataclass(frozen=True)
-class Wave(InitialCondition):
+class Wave(flow.FlowInitial):
     """One internal gravity wave, an exact solution of the inviscid equations (and with nu = kappa, decaying as
     exp(-nu k^2 t)): omega = A |k| cos phi, b = -A N cos phi, phi = k_x x + k_y y - omega_w t, omega_w =
     N k_x/|k|: velocity amplitude A, E_K = E_P = A^2/4, phase running along +k for k_x > 0."""
@@ -88,8 +89,10 @@ class Wave(InitialCondition):
     amplitude: float = param(0.1, "velocity amplitude A", gt=0.0)
     modes: tuple[int, int] = setting((1, 1), "mode numbers (m_x, m_y) of the wavevector, m_x != 0 "
                                      "(k_i = 2 pi m_i/L_i)")
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
     def check(self, cfg: Any) -> None:
+        super().check(cfg)
         check_modes(self.modes, cfg)
         if self.modes[0] == 0:
             raise ConfigError("initial.modes", list(self.modes), "m_x != 0 (a wave needs a horizontal wavenumber)",
@@ -97,7 +100,7 @@ class Wave(InitialCondition):
 
 
 @dataclass(frozen=True)
-class RandomFlow(InitialCondition):
+class RandomFlow(flow.FlowInitial):
     """A random vorticity and buoyancy, each with the spectrum E(k) ~ k^s exp(-(s/2) (k/k_peak)^2) (ns2d's
     ``random``), the same on any device layout for a given seed (the buoyancy drawn from seed + 1)."""
 
@@ -107,6 +110,7 @@ class RandomFlow(InitialCondition):
     k_peak: float = param(6.0, "peak mode number of the spectra", gt=0.0)
     slope: float = param(4.0, "the spectra's slope s below their peak, E ~ k^s", gt=0.0)
     seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 
 INFO = EquationInfo(
@@ -126,8 +130,9 @@ INFO = EquationInfo(
                                  "vector in ParaView and xarray) (3, 1, Nx, Ny)", r"|u|"),
         "stream_function": FieldInfo(0, "stream function psi, u = dpsi/dy, v = -dpsi/dx (1, Nx, Ny)", r"\psi",
                                      cmap="RdBu_r", snapshot=False),
+        "scalar": passive.FIELD,
     },
-    state_fields=("vorticity", "buoyancy"),
+    state_fields=("vorticity", "buoyancy", "scalar"),
     diagnostics={
         "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
         "potential_energy": "potential energy E_P = <b^2>/(2 N^2) (0 without stratification)",
@@ -143,10 +148,12 @@ INFO = EquationInfo(
         "cfl": "CFL number dt (max(|u|/dx + |v|/dy) + N): the flow and the explicit buoyancy frequency",
         "kmax_eta": KMAX_ETA,
         **FORCED_DIAGNOSTICS,
+        **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "froude", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.diffusivity (or "
-                                   "physics.hyperviscosity and physics.hyperdiffusivity)"},
+                                   "physics.hyperviscosity and physics.hyperdiffusivity)",
+                       "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity"},
     scales=SCALES,
     spectra={
         "energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted, n the number of "
@@ -159,6 +166,7 @@ INFO = EquationInfo(
                              "<v b>",
         "conversion_potential_energy": "C_P(k) = -C_K(k): rate of change of E_P(k) by buoyancy",
         "injection_energy": "energy injection F(k) by the Kolmogorov forcing per ring (forcing: kolmogorov)",
+        **passive.SPECTRA,
     },
     plot=PlotSpec(
         panels=(
@@ -169,6 +177,7 @@ INFO = EquationInfo(
                            Curve("buoyancy_flux", r"$\langle v b\rangle$"))),
             Panel("Froude", (Curve("froude", "$F$"),)),
             Panel("max", (Curve("max_vorticity", r"$\max|\omega|$"),)),
+            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E_K(k)$, $\Sigma_k E_K(k) = \langle|u|^2\rangle/2$",
@@ -177,8 +186,8 @@ INFO = EquationInfo(
                       label="E_K + E_P"),
         resolved=2 / 3,
         viscosity="viscosity",
-        more_spectra=("potential_energy",),
+        more_spectra=("potential_energy", *passive.MORE_SPECTRA),
         side_by_side=("energy", "potential_energy"),
-        labels={"energy": "kinetic energy", "potential_energy": "potential energy"},
+        labels={"energy": "kinetic energy", "potential_energy": "potential energy", **passive.LABELS},
     ),
 )

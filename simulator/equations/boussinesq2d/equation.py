@@ -18,7 +18,7 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 import jax
@@ -28,6 +28,7 @@ from simulator.equations import resolution
 from simulator.equations.base import Params
 from simulator.equations.boussinesq2d import INFO
 from simulator.equations.flow import plane
+from simulator.equations.scalars import terms as passive
 
 
 @final
@@ -42,20 +43,18 @@ class Boussinesq2D(plane.VorticityFlow):
         return self.damping(params), self.damping(params, "diffusivity", "hyperdiffusivity", flow=False)
 
     def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (omega, b), ``(2, *k_shape)``."""
-        omega, b = self.rates(params)
-        return -self.ops.stack(list(jnp.broadcast_arrays(omega, b)))
+        """The diagonal L of (omega, b) and the scalars, ``(2 + n, *k_shape)``."""
+        return self.linear_rows(list(self.rates(params)), params)
 
-    def products(self, state: jax.Array) -> jax.Array:
-        """-div(u omega) and -div(u b), dealiased, ``(2, *k_shape)``: one batched inverse transform of
-        (u, v, omega, b), one batched forward transform of the four products."""
-        ops = self.ops
+    def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        """-div(u omega) and -div(u b), dealiased, ``(2, *k_shape)``, and the scalars' -div(u theta_i): one batched
+        inverse transform of (u, v, omega, b, theta...), one batched forward transform of the products."""
         u_hat, v_hat = self.velocity_hat(state[0])
-        real = self.fft.irfft(ops.stack([u_hat, v_hat, state[0], state[1]]))
-        u, v = real[0], real[1]
-        flux = self.fft.rfft(jnp.stack([u * real[2], v * real[2], u * real[3], v * real[3]]))
+        flux, advected = self.transport([u_hat, v_hat, state[0], state[1]], state, lambda real: [
+            real[0] * real[2], real[1] * real[2], real[0] * real[3], real[1] * real[3]])
         kx, ky = self.kx, self.ky
-        return -1j * ops.dealias * ops.stack([kx * flux[0] + ky * flux[1], kx * flux[2] + ky * flux[3]])
+        own = -1j * self.ops.dealias * self.ops.stack([kx * flux[0] + ky * flux[1], kx * flux[2] + ky * flux[3]])
+        return own, advected
 
     def buoyancy_terms(self, state: jax.Array, params: Params) -> jax.Array:
         """The coupling of the waves, ``(2, *k_shape)``: d b/dx = i k_x b_hat in omega, -N^2 v_hat in b."""
@@ -63,18 +62,16 @@ class Boussinesq2D(plane.VorticityFlow):
         return self.ops.stack([1j * self.kx * state[1], -params["brunt_vaisala"] ** 2 * v_hat])
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """Advection, the buoyancy coupling and the Kolmogorov forcing of the vorticity, if any."""
-        return self.forced(self.products(state) + self.buoyancy_terms(state, params), params, row=0)
+        """Advection, the buoyancy coupling and the Kolmogorov forcing of the vorticity, if any; the scalars'."""
+        own, advected = self.products(state)
+        return self.with_scalars(self.forced(own + self.buoyancy_terms(state, params), params, row=0), advected,
+                                 state, params)
 
     # ---- states and fields ------------------------------------------------------------------------------
 
-    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """The dealiased spectra of ``vorticity`` and ``buoyancy``, each ``(1, Nx, Ny)``."""
-        real = jnp.stack([fields["vorticity"], fields["buoyancy"]]).astype(self.dtype)
-        return self.ops.dealias * self.fft.rfft(real)
-
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        """Vorticity, buoyancy, velocity ``(3, ...)`` (u, v, 0) and stream function, as spectra of a state."""
+        """Vorticity, buoyancy, velocity ``(3, ...)`` (u, v, 0), stream function and the scalars, as spectra of a
+        state."""
         return {"vorticity": lambda s: s[0], "buoyancy": lambda s: s[1], **self.flow_fields()}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
@@ -109,7 +106,7 @@ class Boussinesq2D(plane.VorticityFlow):
             p = self.physics.hyperviscosity_order
             eta_b = jnp.maximum(eta_b, (params["hyperdiffusivity"] ** 3 / chi) ** (1 / (6 * p)))
         out["kmax_eta"] = self.kmax() * jnp.minimum(eta, eta_b)
-        return out
+        return {**out, **self.scalar_diagnostics(state, params, eta)}
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Ring sums of E_K(k), E_P(k), their transfers by advection, their conversion by buoyancy, and the
@@ -117,13 +114,14 @@ class Boussinesq2D(plane.VorticityFlow):
         n = params["brunt_vaisala"]
         inv_n2 = jnp.where(n > 0, 1 / jnp.where(n > 0, n, 1.0) ** 2, 0.0)
         norm = self.norm
-        advected = self.products(state)
+        advected, scalars = self.products(state)
         _, v_hat = self.velocity_hat(state[0])
         conversion = self.shell(norm * jnp.real(jnp.conj(v_hat) * state[1]))
         return {**self.flow_spectra(state[0], advected[0], params),
                 "potential_energy": self.shell(0.5 * inv_n2 * norm * jnp.abs(state[1]) ** 2),
                 "transfer_potential_energy": self.shell(inv_n2 * norm * jnp.real(jnp.conj(state[1]) * advected[1])),
-                "conversion_energy": conversion, "conversion_potential_energy": -conversion}
+                "conversion_energy": conversion, "conversion_potential_energy": -conversion,
+                **self.scalar_spectra(state, scalars, params)}
 
 
 def wave(eq: Boussinesq2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
@@ -147,4 +145,4 @@ def random_flow(eq: Boussinesq2D, c: Sequence[jax.Array], ic: Any, params: Param
     return {"vorticity": eq.fft.irfft(omega_hat), "buoyancy": eq.fft.irfft(b_hat)}
 
 
-Boussinesq2D.builders = {"wave": wave, "random": random_flow}
+Boussinesq2D.builders = {"wave": passive.with_scalars(wave), "random": passive.with_scalars(random_flow)}

@@ -74,7 +74,8 @@ class PlanarParams(EquationParams):
         return {"physics.hyperviscosity": self.hyperviscosity}
 
     def check(self, cfg: Any) -> None:
-        """The orders against their coefficients, the forced modes against the grid (ConfigError, one line)."""
+        """The orders against their coefficients, the forced modes against the grid, the passive scalars' mean
+        gradients (an equation's ``scalars``) in the plane (ConfigError, one line)."""
         check_hyperviscosity(cfg, self.hyperviscosity_order, self.hyperviscous_coefficients())
         if self.hypoviscosity and not self.hypoviscous:
             raise ConfigError("physics.hypoviscosity_order", None, f"an integer >= 1 to use physics.hypoviscosity "
@@ -82,6 +83,10 @@ class PlanarParams(EquationParams):
         if self.forcing != "none" and 3 * self.forcing_wavenumber >= min(cfg.grid.shape):
             raise ConfigError("physics.forcing_wavenumber", self.forcing_wavenumber, f"below {min(cfg.grid.shape)}/3 "
                               f"(the 2/3 rule's modes of grid.shape {list(cfg.grid.shape)})", "is not resolved")
+        for i, s in enumerate(getattr(self, "scalars", ())):
+            if s.mean_gradient[2]:
+                raise ConfigError(f"physics.scalars[{i}].mean_gradient", list(s.mean_gradient),
+                                  "[Gx, Gy, 0]: a plane has no z", "has a z component")
 
     def compact_spectra(self) -> str | None:
         """Dealiased by the 2/3 rule throughout."""

@@ -1,9 +1,10 @@
 """The planar flows' implementation base: the plane's axes named once, the linear sinks, the CFL speed, the ring
 sums and the forcing (:class:`PlanarFlow`, any planar flow: a vorticity form or another, such as rotating shallow
 water's (h, u, v)), and the skeleton of the flows of a stream function (:class:`VorticityFlow`: ``ns2d``,
-``boussinesq2d``, ``mhd2d``): the velocity of the vorticity, the kinetic energy, enstrophy and their dissipation,
-the kinetic spectra and transfers. Also the random field of a chosen spectrum and the enstrophy cascade's dissipative
-scale. The declarations are :mod:`.planar` (no JAX).
+``boussinesq2d``, ``mhd2d``): the velocity of the vorticity, the kinetic energy, enstrophy and their dissipation, the
+kinetic spectra and transfers, and the passive scalars (:mod:`simulator.equations.scalars`) they carry. Also the
+random field of a chosen spectrum and the enstrophy cascade's dissipative scale. The declarations are :mod:`.planar`
+(no JAX).
 
 Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): spectra are ``k_shape``, the
 wavenumbers ``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``. The box's axes :data:`X` and :data:`Y` are
@@ -12,7 +13,7 @@ named here only: an equation reads ``eq.kx``, ``eq.ky``, ``eq.lengths``, ``eq.xy
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import jax
@@ -24,6 +25,7 @@ from simulator.equations.flow import plane_forcing
 from simulator.equations.flow.velocity import FlowEquation
 from simulator.equations.noise import white_noise
 from simulator.equations.operators import SpectralOperators
+from simulator.equations.scalars import terms as passive
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
@@ -123,9 +125,94 @@ class PlanarFlow(FlowEquation, SemiLinearEquation):
         return plane_forcing.kick(self, state, t, dt, params) if self.physics.forcing == "random" else state
 
 
-class VorticityFlow(PlanarFlow):
-    """Base of a planar flow of a stream function: the state's row 0 is the vorticity spectrum, the velocity
-    u = (d psi/dy, -d psi/dx), psi_hat = omega_hat / k^2; the forcing acts on that row."""
+class VorticityFlow(passive.CarriesScalars, PlanarFlow):
+    """Base of a planar flow of a stream function carrying passive scalars: the state is the spectra of the
+    equation's own fields (``info.state_fields`` but ``scalar``; row 0 the vorticity), then the n scalars',
+    ``(m + n, *k_shape)``; the velocity u = (d psi/dy, -d psi/dx), psi_hat = omega_hat / k^2; the forcing acts on the
+    vorticity. The parameters are a :class:`~.planar.PlanarParams` with a ``scalars`` list."""
+
+    @property
+    def rows(self) -> int:
+        """m, the number of the equation's own fields in the state (structure)."""
+        return sum(1 for name in self.info.state_fields if name != "scalar")
+
+    def scalars_of(self, state: jax.Array) -> jax.Array | None:
+        """The scalars' spectra ``(n, *k_shape)``, or None without any."""
+        return state[self.rows:] if self.n_scalars else None
+
+    def gradients(self, params: Params) -> list[dict[str, jax.Array]]:
+        """The scalars' traced parameters with the mean gradient (Gx, Gy, 0) as the box's (0, Gx, Gy)."""
+        return [{**s, "mean_gradient": jnp.roll(s["mean_gradient"], 1)} for s in params["scalars"]]
+
+    def linear_rows(self, rates: Sequence[jax.Array], params: Params) -> jax.Array:
+        """L of the state: -``rates`` (-L of each own field, ``k_shape``), then -kappa_i k^2 of scalar i;
+        ``k_shape`` for a single field without scalars, else ``(m + n, *k_shape)``."""
+        if len(rates) == 1 and not self.n_scalars:
+            return -rates[0]
+        rows = self.ops.stack(list(jnp.broadcast_arrays(*rates)))
+        if not self.n_scalars:
+            return -rows
+        kappa = passive.diffusivities(params["scalars"])
+        return -self.ops.concatenate([rows, kappa[:, None, None, None] * self.ops.k2])
+
+    def transport(self, hats: list[jax.Array], state: jax.Array,
+                  products: Callable[[jax.Array], list[jax.Array]]) -> tuple[jax.Array, jax.Array | None]:
+        """The equation's quadratic products and the scalars' advection in one batched inverse transform of
+        ``hats`` (spectra, u_hat and v_hat first) and the scalars, and one batched forward transform of
+        ``products(real)`` (real-space products of the ``(len(hats) + n, 1, Nx, Ny)`` fields) and the fluxes u theta_i,
+        v theta_i: (the products' spectra ``(p, *k_shape)``, undealiased; -div(u theta_i) dealiased
+        ``(n, *k_shape)``, or None without scalars)."""
+        n, first = self.n_scalars, len(hats)
+        theta_hat = self.scalars_of(state)
+        real = self.fft.irfft(self.ops.stack(hats + [theta_hat[i] for i in range(n)]))
+        own = products(real)
+        u, v = real[0], real[1]
+        flux = self.fft.rfft(jnp.stack(own + [f for q in real[first:] for f in (u * q, v * q)]))
+        if not n:
+            return flux, None
+        p = len(own)
+        div = [self.kx * flux[p + 2 * i] + self.ky * flux[p + 2 * i + 1] for i in range(n)]
+        return flux[:p], -1j * self.ops.dealias * self.ops.stack(div)
+
+    def with_scalars(self, own: jax.Array, advected: jax.Array | None, state: jax.Array, params: Params
+                     ) -> jax.Array:
+        """The right-hand side ``own`` of the equation's fields ``(m, *k_shape)`` followed by the scalars',
+        -div(u theta_i) - u . G_i (``advected`` the first term, from :meth:`transport`)."""
+        if advected is None:
+            return own
+        source = passive.mean_gradient_source(self.ops, self.velocity_spectrum(state), self.gradients(params))
+        return self.ops.concatenate([own, advected + source])
+
+    def state_from(self, fields: Mapping[str, jax.Array]) -> jax.Array:
+        """The dealiased spectra of the own fields (each ``(1, Nx, Ny)``) and, with scalars, of ``scalar``
+        ``(n, 1, Nx, Ny)``: :meth:`from_fields`."""
+        real = jnp.stack([fields[name] for name in self.info.state_fields if name != "scalar"])
+        if self.n_scalars:
+            real = jnp.concatenate([real, fields["scalar"]])
+        return self.ops.dealias * self.fft.rfft(real.astype(self.dtype))
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
+        """The state of the real-space fields (:meth:`state_from`)."""
+        return self.state_from(fields)
+
+    def scalar_diagnostics(self, state: jax.Array, params: Params, eta: jax.Array) -> dict[str, jax.Array]:
+        """The scalars' diagnostics (:func:`~simulator.equations.scalars.terms.diagnostics`) and their resolution
+        in a flow whose smallest scale is ``eta``; {} without scalars."""
+        theta_hat = self.scalars_of(state)
+        if theta_hat is None:
+            return {}
+        scalars = self.gradients(params)
+        # the Batchelor/Obukhov-Corrsin scales of a flow whose smallest scale is eta
+        return {**passive.diagnostics(self.ops, self.velocity_spectrum(state), theta_hat, scalars),
+                **passive.resolution_diagnostics(self.kmax(), eta, params["viscosity"], scalars)}
+
+    def scalar_spectra(self, state: jax.Array, advected: jax.Array | None, params: Params) -> dict[str, jax.Array]:
+        """The scalars' spectra (:func:`~simulator.equations.scalars.terms.spectra`); {} without scalars."""
+        theta_hat = self.scalars_of(state)
+        if theta_hat is None:
+            return {}
+        return passive.spectra(self.ops, self.velocity_spectrum(state), theta_hat, advected, self.gradients(params),
+                               self.shell)
 
     def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(u_hat, v_hat) = i (ky, -kx) psi_hat, psi_hat = omega_hat / k^2 (0 at k = 0)."""
@@ -136,9 +223,12 @@ class VorticityFlow(PlanarFlow):
         return self.in_box(*self.velocity_hat(state[0]))
 
     def flow_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        """The velocity ``(3, ...)`` (u, v, 0) and the stream function, as spectra of a state."""
-        return {"velocity": lambda s: self.as_field(*self.velocity_hat(s[0])),
-                "stream_function": lambda s: s[0] * self.ops.inv_k2}
+        """The velocity ``(3, ...)`` (u, v, 0), the stream function and the scalars, as spectra of a state."""
+        out = {"velocity": lambda s: self.as_field(*self.velocity_hat(s[0])),
+               "stream_function": lambda s: s[0] * self.ops.inv_k2}
+        if self.n_scalars:
+            out["scalar"] = lambda s: s[self.rows:]
+        return out
 
     def forced(self, terms: jax.Array, params: Params, row: int | None = None) -> jax.Array:
         """A right-hand side with the Kolmogorov forcing's term, if any: ``terms`` the vorticity's (``k_shape``),

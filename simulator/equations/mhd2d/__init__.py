@@ -1,7 +1,8 @@
 """Incompressible magnetohydrodynamics in a periodic plane, through the magnetic potential: what the equation
 declares (no JAX).
 
-    d omega/dt + u . grad omega = B . grad j + nu lap omega - nu_p (-lap)^p omega,
+    d omega/dt + u . grad omega = B . grad j + nu lap omega - nu_p (-lap)^p omega - nu_m (-lap)^(-m) omega - alpha omega
+                                  + f,
     d A/dt + u . grad A = eta lap A - eta_p (-lap)^p A,
     u = (d psi/dy, -d psi/dx),  omega = -lap psi,  B = B0 + (dA/dy, -dA/dx),  j = dB_y/dx - dB_x/dy = -lap A
 
@@ -9,7 +10,8 @@ the planar field's z potential A (B in Alfven units), the curl of the Lorentz fo
 uniform mean field B0 (``physics.mean_field``) that A, periodic, cannot hold: it enters B, and the potential's
 equation as d A/dt = (u x B)_z. The ideal invariants are the energy <|u|^2 + |B|^2>/2, the cross helicity <u . B>
 and, without a mean field, the mean-square potential <A^2> (Biskamp 2003, §7.1). The hyperviscous and
-hyper-resistive terms only with ``hyperviscosity_order`` p set.
+hyper-resistive terms only with ``hyperviscosity_order`` p set; the hypoviscosity, friction and forcing f of the
+vorticity, and passive scalars, are every planar flow's (:mod:`simulator.equations.flow.planar`).
 
 A plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`). The implementation is :mod:`.equation`.
 """
@@ -20,14 +22,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations import flow, resolution, scales
+from simulator.equations import flow, resolution, scalars as passive, scales
 from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, PlanarParams
 from simulator.equations.spec import (
     Budget,
     Curve,
     EquationInfo,
     FieldInfo,
-    InitialCondition,
     Panel,
     PlotSpec,
 )
@@ -47,6 +48,7 @@ class MHD2DParams(PlanarParams):
                                     "physics.hyperviscosity_order)", min=0.0)
     mean_field: tuple[float, float] = setting((0.0, 0.0), "uniform mean field B0 (B0x, B0y) in the plane, Alfven "
                                               "units (structure: another value compiles another program)")
+    scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
 
     def hyperviscous_coefficients(self) -> dict[str, float]:
         return {"physics.hyperviscosity": self.hyperviscosity, "physics.hyperresistivity": self.hyperresistivity}
@@ -66,7 +68,7 @@ class MHD2DParams(PlanarParams):
 
 
 @dataclass(frozen=True)
-class OrszagTang(InitialCondition):
+class OrszagTang(flow.FlowInitial):
     """The 2D Orszag-Tang vortex (Orszag & Tang 1979; Dedalus's and Athena's setup): u = U (-sin y', sin x'),
     B = B (-sin y', sin 2x'), x' = 2 pi x/Lx, y' = 2 pi y/Ly; in a 2 pi square omega = U (cos x + cos y),
     A = B (cos y + cos 2x / 2), and U = B = 1 give E_K = E_M = <u . B> = 1/2."""
@@ -75,9 +77,10 @@ class OrszagTang(InitialCondition):
     amplitude: float = param(1.0, "velocity amplitude U", min=0.0)
     magnetic_amplitude: float = param(1.0, "magnetic amplitude B", min=0.0)
 
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 @dataclass(frozen=True)
-class RandomMHD2D(InitialCondition):
+class RandomMHD2D(flow.FlowInitial):
     """A random vorticity and potential, the kinetic and magnetic energy spectra both ~ k^s exp(-(s/2) (k/k_peak)^2)
     (ns2d's ``random``), the same on any device layout for a given seed (the potential drawn from seed + 1)."""
 
@@ -88,6 +91,7 @@ class RandomMHD2D(InitialCondition):
     slope: float = param(4.0, "the spectra's slope s below their peak, E ~ k^s", gt=0.0)
     seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
 
+    scalars: passive.ScalarInitial = passive.scalar_initial()
 
 INFO = EquationInfo(
     name="mhd2d",
@@ -107,8 +111,9 @@ INFO = EquationInfo(
                               r"|u|"),
         "magnetic": FieldInfo(3, "magnetic field (B_x, B_y, 0) in the plane, with the mean field (3, 1, Nx, Ny)",
                               r"|B|", "magma"),
+        "scalar": passive.FIELD,
     },
-    state_fields=("vorticity", "potential"),
+    state_fields=("vorticity", "potential", "scalar"),
     diagnostics={
         "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
         "magnetic_energy": "magnetic energy E_M = <|B|^2>/2 (with the mean field's |B0|^2/2)",
@@ -126,10 +131,12 @@ INFO = EquationInfo(
                     "magnetic field's eta Pm^(-1/2) when Pm = viscosity/resistivity > 1; with hyperviscosity each "
                     "the larger of it and its (nu_p^3/epsilon)^(1/(6p-2)), eta_p for B)",
         **FORCED_DIAGNOSTICS,
+        **passive.DIAGNOSTICS,
     },
     progress=("total_energy", "magnetic_energy", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity and physics.resistivity (or "
-                                   "physics.hyperviscosity and physics.hyperresistivity)"},
+                                   "physics.hyperviscosity and physics.hyperresistivity)",
+                       "scalar{i}_kmax_eta": "refine grid.shape, or raise physics.scalars[{i}].diffusivity"},
     scales={"kolmogorov_length": scales.TURBULENCE["kolmogorov_length"] + ", epsilon viscous + ohmic",
             "magnetic_prandtl": "magnetic Prandtl number Pm = nu/eta",
             "alfven_speed": "Alfven speed (2 E_M)^(1/2)"},
@@ -144,6 +151,7 @@ INFO = EquationInfo(
         "transfer_magnetic_energy": "T_M(k): rate of change of E_M(k) by the induction, Re(conj(j_hat) N_A) per ring; "
                                     "sums to -<u . (j x B)>",
         "injection_energy": "energy injection F(k) by the Kolmogorov forcing per ring (forcing: kolmogorov)",
+        **passive.SPECTRA,
     },
     plot=PlotSpec(
         panels=(
@@ -154,6 +162,7 @@ INFO = EquationInfo(
             Panel("rate", (Curve("viscous_dissipation", r"$\varepsilon_\nu$"),
                            Curve("ohmic_dissipation", r"$\varepsilon_\eta$"))),
             Panel("max", (Curve("max_current", r"$\max|j|$"), Curve("max_vorticity", r"$\max|\omega|$"))),
+            *passive.PANELS,
         ),
         spectrum="energy",
         spectrum_label=r"$E_K(k)$, $\Sigma_k E_K(k) = \langle|u|^2\rangle/2$",
@@ -162,8 +171,9 @@ INFO = EquationInfo(
                       label="E_K + E_M"),
         resolved=2 / 3,
         viscosity="viscosity",
-        more_spectra=("magnetic_energy", "potential"),
+        more_spectra=("magnetic_energy", "potential", *passive.MORE_SPECTRA),
         side_by_side=("energy", "magnetic_energy"),
-        labels={"energy": "kinetic energy", "magnetic_energy": "magnetic energy", "potential": "potential"},
+        labels={"energy": "kinetic energy", "magnetic_energy": "magnetic energy", "potential": "potential",
+                **passive.LABELS},
     ),
 )

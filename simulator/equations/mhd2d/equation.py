@@ -17,7 +17,7 @@ Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 import jax
@@ -27,6 +27,7 @@ from simulator.equations import resolution
 from simulator.equations.base import Params
 from simulator.equations.flow import plane
 from simulator.equations.mhd2d import INFO
+from simulator.equations.scalars import terms as passive
 
 
 @final
@@ -41,35 +42,42 @@ class MHD2D(plane.VorticityFlow):
         return self.damping(params), self.damping(params, "resistivity", "hyperresistivity", flow=False)
 
     def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (omega, A), ``(2, *k_shape)``."""
-        omega, a = self.rates(params)
-        return -self.ops.stack(list(jnp.broadcast_arrays(omega, a)))
+        """The diagonal L of (omega, A) and the scalars, ``(2 + n, *k_shape)``."""
+        return self.linear_rows(list(self.rates(params)), params)
 
-    def real_fields(self, state: jax.Array, params: Params) -> jax.Array:
-        """(u, v, omega, B_x, B_y, j) in real space ``(6, 1, Nx, Ny)``, B with the mean field: one batched transform."""
+    def spectral_terms(self, state: jax.Array) -> list[jax.Array]:
+        """The spectra of u, v, omega, B_x - B0x, B_y - B0y and j, each ``k_shape``."""
         u_hat, v_hat = self.velocity_hat(state[0])
         bx_hat, by_hat = self.perp(state[1])
-        real = self.fft.irfft(self.ops.stack([u_hat, v_hat, state[0], bx_hat, by_hat, self.ops.k2 * state[1]]))
+        return [u_hat, v_hat, state[0], bx_hat, by_hat, self.ops.k2 * state[1]]
+
+    def with_mean_field(self, real: jax.Array) -> jax.Array:
+        """Real fields (u, v, omega, B_x, B_y, j, ...) with the mean field added to B (rows 3 and 4)."""
         b0x, b0y = self.physics.mean_field
         return real.at[3].add(b0x).at[4].add(b0y) if (b0x or b0y) else real
 
-    def products(self, state: jax.Array, params: Params) -> jax.Array:
-        """-div(u omega - B j) and u B_y - v B_x, dealiased: one batched forward transform of the three products."""
+    def real_fields(self, state: jax.Array, params: Params) -> jax.Array:
+        """(u, v, omega, B_x, B_y, j) in real space ``(6, 1, Nx, Ny)``, B with the mean field: one batched transform."""
+        return self.with_mean_field(self.fft.irfft(self.ops.stack(self.spectral_terms(state))))
+
+    def products(self, state: jax.Array, params: Params) -> tuple[jax.Array, jax.Array | None]:
+        """-div(u omega - B j) and u B_y - v B_x, dealiased, ``(2, *k_shape)``, and the scalars' -div(u theta_i): one
+        batched forward transform of the three products and the scalars' fluxes."""
+
+        def of(real: jax.Array) -> list[jax.Array]:
+            u, v, omega, bx, by, j = self.with_mean_field(real)[:6]
+            return [u * omega - bx * j, v * omega - by * j, u * by - v * bx]
+
         ops = self.ops
-        u, v, omega, bx, by, j = self.real_fields(state, params)
-        flux = self.fft.rfft(jnp.stack([u * omega - bx * j, v * omega - by * j, u * by - v * bx]))
-        return ops.dealias * ops.stack([-1j * (self.kx * flux[0] + self.ky * flux[1]), flux[2]])
+        flux, advected = self.transport(self.spectral_terms(state), state, of)
+        return ops.dealias * ops.stack([-1j * (self.kx * flux[0] + self.ky * flux[1]), flux[2]]), advected
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """The products and the Kolmogorov forcing of the vorticity, if any."""
-        return self.forced(self.products(state, params), params, row=0)
+        """The products, the Kolmogorov forcing of the vorticity, if any, and the scalars' terms."""
+        own, advected = self.products(state, params)
+        return self.with_scalars(self.forced(own, params, row=0), advected, state, params)
 
     # ---- states and fields ------------------------------------------------------------------------------
-
-    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """The dealiased spectra of ``vorticity`` and ``potential``, each ``(1, Nx, Ny)``."""
-        real = jnp.stack([fields["vorticity"], fields["potential"]]).astype(self.dtype)
-        return self.ops.dealias * self.fft.rfft(real)
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         """Vorticity, potential, current, velocity and magnetic field ``(3, ...)`` (the mean field in its k = 0
@@ -82,8 +90,10 @@ class MHD2D(plane.VorticityFlow):
             zero = (ops.k2 == 0).astype(self.dtype)  # the k = 0 mode: N B0 in the unnormalised spectrum
             return self.as_field(bx + zero * b0[0], by + zero * b0[1])
 
+        flow = self.flow_fields()
+        del flow["stream_function"]  # not a field of the magnetised plane
         return {"vorticity": lambda s: s[0], "potential": lambda s: s[1], "current": lambda s: ops.k2 * s[1],
-                "velocity": self.flow_fields()["velocity"], "magnetic": magnetic}
+                **flow, "magnetic": magnetic}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
@@ -113,17 +123,18 @@ class MHD2D(plane.VorticityFlow):
             scale_b = jnp.maximum(scale_b, resolution.hyperviscous_scale(params["hyperresistivity"], epsilon, order,
                                                                          jnp))
         out["kmax_eta"] = self.kmax() * jnp.minimum(scale_u, scale_b)
-        return out
+        return {**out, **self.scalar_diagnostics(state, params, scale_u)}
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Ring sums of E_K(k), E_M(k), |A_hat|^2, the nonlinear transfers of E_K and E_M, and the Kolmogorov
         forcing's injection."""
         norm = self.norm
-        n_hat = self.products(state, params)
+        n_hat, advected = self.products(state, params)
         return {**self.flow_spectra(state[0], n_hat[0], params),
                 "magnetic_energy": self.shell(0.5 * norm * self.ops.k2 * jnp.abs(state[1]) ** 2),
                 "potential": self.shell(norm * jnp.abs(state[1]) ** 2),
-                "transfer_magnetic_energy": self.shell(norm * self.ops.k2 * jnp.real(jnp.conj(state[1]) * n_hat[1]))}
+                "transfer_magnetic_energy": self.shell(norm * self.ops.k2 * jnp.real(jnp.conj(state[1]) * n_hat[1])),
+                **self.scalar_spectra(state, advected, params)}
 
 
 def orszag_tang(eq: MHD2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
@@ -147,4 +158,4 @@ def random_mhd(eq: MHD2D, c: Sequence[jax.Array], ic: Any, params: Params) -> di
     return {"vorticity": eq.fft.irfft(omega_hat), "potential": eq.fft.irfft(a_hat)}
 
 
-MHD2D.builders = {"orszag_tang": orszag_tang, "random": random_mhd}
+MHD2D.builders = {"orszag_tang": passive.with_scalars(orszag_tang), "random": passive.with_scalars(random_mhd)}

@@ -23,7 +23,6 @@ from typing import Any
 from simulator.equations import flow, scalars as passive
 from simulator.equations.flow.planar import FORCED_DIAGNOSTICS, KMAX_ETA, PlanarParams
 from simulator.equations.spec import Budget, Curve, EquationInfo, FieldInfo, Panel, PlotSpec
-from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
 
@@ -34,14 +33,6 @@ class NS2DParams(PlanarParams):
 
     name: str = setting("ns2d", "equation to solve")
     scalars: tuple[passive.PassiveScalar, ...] = passive.scalar_list()
-
-    def check(self, cfg: Any) -> None:
-        """The planar flow's checks and the scalars' gradients in the plane."""
-        super().check(cfg)
-        for i, s in enumerate(self.scalars):
-            if s.mean_gradient[2]:
-                raise ConfigError(f"physics.scalars[{i}].mean_gradient", list(s.mean_gradient),
-                                  "[Gx, Gy, 0]: a plane has no z", "has a z component")
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """The enstrophy-dissipation scale (nu^3/chi)^(1/6) and, with friction, the friction scale

@@ -22,7 +22,7 @@ term of the right-hand side.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import final
 
 import jax
@@ -35,83 +35,45 @@ from simulator.equations.scalars import terms as passive
 
 
 @final
-class NS2D(passive.CarriesScalars, plane.VorticityFlow):
+class NS2D(plane.VorticityFlow):
     """The planar flow on one FFT backend (:class:`~simulator.equations.flow.plane.VorticityFlow`)."""
 
     info = INFO
 
-    def split(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-        """(vorticity spectrum ``k_shape``, the scalars' ``(n, *k_shape)`` or None)."""
-        return state[0], (state[1:] if self.n_scalars else None)
-
-    def gradients(self, params: Params) -> list[dict[str, jax.Array]]:
-        """The scalars' traced parameters with the mean gradient (Gx, Gy, 0) as the box's (0, Gx, Gy)."""
-        return [{**s, "mean_gradient": jnp.roll(s["mean_gradient"], 1)} for s in params["scalars"]]
-
     def linear(self, params: Params) -> jax.Array:
-        """-(nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m)) for the vorticity, -kappa_i k^2 for scalar i
-        (``(1 + n, 1, 1, 1)`` rows with scalars)."""
-        if not self.n_scalars:
-            return -self.damping(params)
-        # row 0 the vorticity's rate, row 1 + i scalar i's: a select of broadcasts, formed in the kernel that uses it
-        kappa = jnp.concatenate([jnp.zeros(1, self.dtype), passive.diffusivities(params["scalars"])])
-        first = (jnp.arange(1 + self.n_scalars) == 0)[:, None, None, None]
-        return -jnp.where(first, self.damping(params), kappa[:, None, None, None] * self.ops.k2)
+        """-(nu k^2 + alpha + nu_p k^(2p) + nu_m k^(-2m)) for the vorticity, -kappa_i k^2 for scalar i."""
+        return self.linear_rows([self.damping(params)], params)
 
     def products(self, state: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """-u . grad omega and, with scalars, -div(u theta_i), dealiased: one batched inverse transform of
-        (u, v, theta...), one batched forward transform of the products.
+        (u, v, theta...), one batched forward transform of the products (:meth:`transport`).
 
         The vorticity's term from the stress, as the curl of -div(u u) (Basdevant 1983, in two dimensions):
         -u . grad omega = -(d_xx - d_yy)(u v) - d_x d_y (v^2 - u^2), whose spectrum is
         (kx^2 - ky^2) (uv)^ + kx ky (v^2 - u^2)^: two inverse and two forward transforms, where -div(u omega) takes
         three and two. The products are quadratic in fields of the 2/3 rule's modes, so both forms give the same
         kept modes, to round-off."""
-        ops = self.ops
-        omega_hat, theta_hat = self.split(state)
-        u_hat, v_hat = self.velocity_hat(omega_hat)
-        real = self.fft.irfft(ops.stack([u_hat, v_hat] + [theta_hat[i] for i in range(self.n_scalars)]))
-        u, v = real[0], real[1]
-        flux = self.fft.rfft(jnp.stack([u * v, v * v - u * u] + [f for q in real[2:] for f in (u * q, v * q)]))
+        flux, advected = self.transport(list(self.velocity_hat(state[0])), state,
+                                        lambda real: [real[0] * real[1], real[1] * real[1] - real[0] * real[0]])
         kx, ky = self.kx, self.ky
-        n_omega = ops.dealias * ((kx**2 - ky**2) * flux[0] + kx * ky * flux[1])
-        if not self.n_scalars:
-            return n_omega, None
-        div = [kx * flux[2 + 2 * i] + ky * flux[3 + 2 * i] for i in range(self.n_scalars)]
-        return n_omega, -1j * ops.dealias * ops.stack(div)
+        return self.ops.dealias * ((kx**2 - ky**2) * flux[0] + kx * ky * flux[1]), advected
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
         """-div(u omega) (+ the Kolmogorov forcing), and for the scalars -div(u theta_i) - u . G_i."""
-        n_hat, a_hat = self.products(state)
-        n_hat = self.forced(n_hat, params)
-        if a_hat is None:
-            return n_hat[None]
-        source = passive.mean_gradient_source(self.ops, self.velocity_spectrum(state), self.gradients(params))
-        return self.ops.concatenate([n_hat[None], a_hat + source])
-
-    # ---- states and fields ------------------------------------------------------------------------------
-
-    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """The dealiased spectra of ``vorticity`` ``(1, Nx, Ny)`` and, with scalars, ``scalar`` ``(n, 1, Nx, Ny)``."""
-        real = fields["vorticity"][None]
-        if self.n_scalars:
-            real = jnp.concatenate([real, fields["scalar"]])
-        return self.ops.dealias * self.fft.rfft(real.astype(self.dtype))
+        n_hat, advected = self.products(state)
+        return self.with_scalars(self.forced(n_hat, params)[None], advected, state, params)
 
     def spectral_fields(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
         """Vorticity, velocity ``(3, ...)`` (u, v, 0), stream function and the scalars, as spectra of a state."""
-        out = {"vorticity": lambda s: s[0], **self.flow_fields()}
-        if self.n_scalars:
-            out["scalar"] = lambda s: s[1:]
-        return out
+        return {"vorticity": lambda s: s[0], **self.flow_fields()}
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Energy, enstrophy, palinstrophy (Parseval means), max |omega|, the dissipation of energy and enstrophy
-        by every sink, the injection, the CFL number and k_max eta_Z; the scalars' (:func:`.terms.diagnostics`)."""
+        by every sink, the injection, the CFL number and k_max eta_Z; the scalars' (:meth:`scalar_diagnostics`)."""
         ops = self.ops
-        omega_hat, theta_hat = self.split(state)
+        omega_hat = state[0]
         power = jnp.abs(omega_hat) ** 2
         rate = self.damping(params)
         out = self.flow_diagnostics(omega_hat, rate, ("energy", "enstrophy", "dissipation"), params)
@@ -120,30 +82,21 @@ class NS2D(passive.CarriesScalars, plane.VorticityFlow):
         real = self.fft.irfft(ops.stack([u_hat, v_hat, omega_hat]))
         out["max_vorticity"] = jnp.max(jnp.abs(real[2]))
         out["cfl"] = dt * jnp.max(self.speed(real[0], real[1]))
-        kmax = self.kmax()
         eta = plane.enstrophy_scale(params, self.physics, out["dissipation_enstrophy"])
-        out["kmax_eta"] = kmax * eta
-        if theta_hat is not None:
-            scalars = self.gradients(params)
-            out.update(passive.diagnostics(ops, self.velocity_spectrum(state), theta_hat, scalars))
-            # the Batchelor/Obukhov-Corrsin scales of a flow whose smallest scale is eta_Z
-            out.update(passive.resolution_diagnostics(kmax, eta, params["viscosity"], scalars))
-        return out
+        out["kmax_eta"] = self.kmax() * eta
+        return {**out, **self.scalar_diagnostics(state, params, eta)}
 
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Ring sums of E(k), Z(k), their transfers and fluxes, the forcing's injection (Kolmogorov forcing), and
         the scalars' spectra."""
-        omega_hat, theta_hat = self.split(state)
-        n_hat, a_hat = self.products(state)
+        omega_hat = state[0]
+        n_hat, advected = self.products(state)
         out = self.flow_spectra(omega_hat, n_hat, params)
         out["enstrophy"] = self.shell(0.5 * self.norm * jnp.abs(omega_hat) ** 2)
         out["transfer_enstrophy"] = self.shell(jnp.real(jnp.conj(omega_hat) * n_hat) * self.norm)
         out["flux_energy"] = -jnp.cumsum(out["transfer_energy"])
         out["flux_enstrophy"] = -jnp.cumsum(out["transfer_enstrophy"])
-        if theta_hat is not None:
-            out.update(passive.spectra(self.ops, self.velocity_spectrum(state), theta_hat, a_hat,
-                                       self.gradients(params), self.shell))
-        return out
+        return {**out, **self.scalar_spectra(state, advected, params)}
 
 
 NS2D.builders = {name: passive.with_scalars(b) for name, b in initial.BUILDERS.items()}
