@@ -283,7 +283,7 @@ def _config(**values):
 
 def test_a_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
     """From the step-10 checkpoint of a 20-step run on a slab of 2, the same run ends bitwise where the straight one
-    does, in every field of its last snapshot."""
+    does, in every field of its last snapshot; a run from the last checkpoint as a file starts from those fields."""
     straight, run = tmp_path / "straight", tmp_path / "run"
     assert simulator.run_config(_config(), straight) == 0
     shutil.copytree(straight, run)
@@ -294,6 +294,13 @@ def test_a_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
         assert set(got.fields) >= {"velocity", "height", "divergence", "potential_vorticity"}
         for name in got.fields:
             assert np.array_equal(got.read(name), want.read(name)), name
+        stored = {name: want.read(name) for name in ("velocity", "height")}
+    # initial.name: file starts a run from the last checkpoint: the fields of the snapshot of the same step
+    cfg = _config(**{"initial.name": "file", "initial.path": str(straight / "checkpoints" / "c00000020.json")})
+    sim = simulator.Simulation(cfg, jax.devices()[:2])
+    started = sim.fields(sim.initial_state(), "velocity", "height")
+    for name, value in stored.items():
+        assert relative_error(sim.to_numpy(started[name]), value) < 1e-14, name
 
 
 @pytest.mark.parametrize("name", ["vortex", "random_balanced"])
