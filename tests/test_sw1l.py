@@ -21,7 +21,7 @@ from simulator.api import load_config
 from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
 
-from support import advance, case_id, relative_error, simulation, unavailable
+from support import advance, case_id, command, relative_error, simulation, unavailable
 
 ROOT = Path(__file__).parents[1]
 #: the python of an environment with FluidSim (scripts/peer_fluidsim.py says how to make one)
@@ -304,7 +304,13 @@ def test_a_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["vortex", "random_balanced"])
-def test_a_balanced_start_without_rotation_is_refused(name):
+def test_a_balanced_start_without_rotation_is_refused(name, tmp_path, capfd):
+    """A geostrophic balance needs f > 0: one line naming physics.coriolis, exit 2, nothing written."""
     with pytest.raises(ConfigError, match=r"^physics\.coriolis = 0") as err:
         load_config(None, {"physics.name": "sw1l", "physics.coriolis": 0.0, "initial.name": name})
     assert "f > 0" in str(err.value) and "\n" not in str(err.value)
+    config = tmp_path / "layer.yaml"
+    config.write_text(f"physics: {{name: sw1l, coriolis: 0}}\ninitial: {{name: {name}}}\n")
+    code, out, err_text = command(capfd, "run", str(config), "--out", str(tmp_path / "run"))
+    assert code == 2 and err_text.strip().count("\n") == 0 and "physics.coriolis = 0" in err_text, err_text
+    assert not (tmp_path / "run").exists()
