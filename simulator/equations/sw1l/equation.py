@@ -1,6 +1,6 @@
 """Rotating shallow water in a periodic plane: the implementation.
 
-    d(u, v, eta)/dt = N(u, v, eta) + L (u, v, eta),   L = -nu k^2 - nu_p k^(2p) (- alpha on u and v)
+    d(u, v, eta)/dt = N(u, v, eta) + L (u, v, eta),   L = -nu k^2 - nu_p k^(2p) (- nu_m k^(-2m) - alpha on u and v)
 
 Pseudo-spectral as FluidSim's ``sw1l`` (Augier, Mohanan & Lindborg 2019): the velocity, the surface displacement
 and the vorticity in real space, the products (zeta + f) v, -(zeta + f) u, the Bernoulli function
@@ -8,8 +8,8 @@ c^2 eta + |u|^2/2 and the mass fluxes (1 + eta) u, (1 + eta) v transformed back 
 dealiased by the 2/3 rule. The rotation and gravity-wave terms, linear but not diagonal, are stepped with the
 products (as FluidSim's ``sw1l`` does), so that the linear part is the diagonal dissipation, integrated exactly by
 the integrating-factor schemes; the waves are explicit and c k_max dt counts in the CFL number (RK4 is stable to
-omega dt of about 2.8). Only the parts that are products go through the transforms: f v, -f u, c^2 eta and
-u + eta u's linear part are formed mode by mode, so one evaluation costs one batched inverse transform of
+omega dt of about 2.8). Only the parts that are products go through the transforms: f v, -f u, c^2 eta and the
+linear part u of (1 + eta) u are formed mode by mode, so one evaluation costs one batched inverse transform of
 (u, v, eta, zeta) and one batched forward transform of (zeta v, zeta u, |u|^2/2, eta u, eta v): nine transforms
 of the plane, as FluidSim's.
 
