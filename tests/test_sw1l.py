@@ -1,6 +1,7 @@
-"""Rotating shallow water (``sw1l``) against exact solutions and an independent NumPy implementation, on every
-backend that takes a plane, on 1, 2 and 4 devices, in float64: inertia-gravity waves, the geostrophic balance, the
-inviscid invariants, distributed runs and restarts."""
+"""Rotating shallow water (``sw1l``) against exact solutions, an independent NumPy implementation and FluidSim's
+``sw1l``, on every backend that takes a plane, on 1, 2 and 4 devices, in float64: inertia-gravity waves, the
+geostrophic balance (and tracers riding it), the inviscid invariants, the random forcing, distributed runs, restarts
+and bad input."""
 
 from __future__ import annotations
 
