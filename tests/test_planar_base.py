@@ -13,6 +13,8 @@ import pytest
 from simulator.api import load_config
 from simulator.equations import registry
 from simulator.equations.resolution import plan_line
+from simulator.output.hdf5 import Snapshot
+from simulator.output.timeseries import read_timeseries
 
 from support import advance, command, relative_error, simulation
 
@@ -166,3 +168,22 @@ def test_a_planar_equation_written_on_the_base_runs_its_exact_rossby_wave(device
     exact = np.cos(kx * x + ky * y - omega * t) * math.exp(-(nu * (kx**2 + ky**2) + alpha) * t)
     assert relative_error(end, exact[None]) < 1e-12
     assert relative_error(end, np.cos(kx * x + ky * y)[None]) > 0.1  # it moved
+
+
+@pytest.mark.parametrize("config", ["stratified_plane", "orszag_tang_2d"])
+def test_the_stratified_and_magnetised_planes_run_with_every_planar_option(config, tmp_path, capfd):
+    """Through the command line, a shipped stratified or magnetised plane with what a FluidSim ns2d.strat user sets
+    first (friction, the random forcing at a fixed injection rate) and hypoviscosity, a passive scalar with a mean
+    gradient and tracers: the run writes the injection and the scalar's columns, and its snapshots the scalar."""
+    code, _, err = command(capfd, "run", f"configs/{config}.yaml", "--out", str(tmp_path / "run"),
+                           "--set", "grid.shape=[16,16]", "--set", "time.t_end=0.1", "--set", "output.chunk=5",
+                           "--set", "output.snapshots.dt=0.1", "--set", "physics.friction=0.1",
+                           "--set", "physics.hypoviscosity=0.01", "--set", "physics.hypoviscosity_order=1",
+                           "--set", "physics.forcing=random", "--set", "physics.forcing_wavenumber=3",
+                           "--set", "physics.scalars=[{diffusivity: 0.01, mean_gradient: [1, 0, 0]}]",
+                           "--set", "particles=[{name: tracers, count: 16}]")
+    assert code == 0, err[-3000:]
+    series = read_timeseries(tmp_path / "run" / "timeseries.csv")
+    assert np.allclose(series["injection"], 0.1) and np.all(series["scalar0_variance"][1:] > 0)
+    with Snapshot(next((tmp_path / "run" / "snapshots").glob("*.h5"))) as snap:
+        assert snap.read("scalar").shape == (1, 1, 16, 16)

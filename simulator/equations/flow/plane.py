@@ -1,10 +1,10 @@
-"""The planar flows' implementation base: the plane's axes named once, the linear sinks, the CFL speed, the ring
-sums and the forcing (:class:`PlanarFlow`, any planar flow: a vorticity form or another, such as rotating shallow
-water's (h, u, v)), and the skeleton of the flows of a stream function (:class:`VorticityFlow`: ``ns2d``,
-``boussinesq2d``, ``mhd2d``): the velocity of the vorticity, the kinetic energy, enstrophy and their dissipation, the
+"""The planar flows' implementation base: the plane's axes named once, the linear sinks, the CFL speed and the ring
+sums (:class:`PlanarFlow`, any planar flow: a vorticity form or another, such as rotating shallow water's
+(h, u, v)), and the skeleton of the flows of a stream function (:class:`VorticityFlow`: ``ns2d``, ``boussinesq2d``,
+``mhd2d``): the velocity of the vorticity, its forcing, the kinetic energy, enstrophy and their dissipation, the
 kinetic spectra and transfers, and the passive scalars (:mod:`simulator.equations.scalars`) they carry. Also the
-random field of a chosen spectrum and the enstrophy cascade's dissipative scale. The declarations are :mod:`.planar`
-(no JAX).
+random field of a chosen spectrum and the enstrophy cascade's dissipative scale. The declarations are
+:mod:`.planar` (no JAX); the forcing's pattern on its band (:func:`.plane_forcing.pattern`) is any planar flow's.
 
 Arrays: a plane runs as the box ``(1, Nx, Ny)`` (:mod:`simulator.fft.plane`): spectra are ``k_shape``, the
 wavenumbers ``ops.k = (0, kx, ky)``; real fields are ``(1, Nx, Ny)``. The box's axes :data:`X` and :data:`Y` are
@@ -120,10 +120,6 @@ class PlanarFlow(FlowEquation, SemiLinearEquation):
         """The ring sums of ``power`` (``k_shape``) over |k| (:func:`~simulator.observables.spectra.shell_sum`)."""
         return spectra.shell_sum(power, self.ops.k, self.fft.shape, self.box)
 
-    def settle(self, state: jax.Array, t: jax.Array, dt: jax.Array, params: Params) -> jax.Array:
-        """After a whole step: the random forcing's kick (:func:`.plane_forcing.kick`), or the state as it is."""
-        return plane_forcing.kick(self, state, t, dt, params) if self.physics.forcing == "random" else state
-
 
 class VorticityFlow(passive.CarriesScalars, PlanarFlow):
     """Base of a planar flow of a stream function carrying passive scalars: the state is the spectra of the
@@ -229,6 +225,11 @@ class VorticityFlow(passive.CarriesScalars, PlanarFlow):
         if self.n_scalars:
             out["scalar"] = lambda s: s[self.rows:]
         return out
+
+    def settle(self, state: jax.Array, t: jax.Array, dt: jax.Array, params: Params) -> jax.Array:
+        """After a whole step: the random forcing's kick of the vorticity (:func:`.plane_forcing.kick`), or the
+        state as it is."""
+        return plane_forcing.kick(self, state, t, dt, params) if self.physics.forcing == "random" else state
 
     def forced(self, terms: jax.Array, params: Params, row: int | None = None) -> jax.Array:
         """A right-hand side with the Kolmogorov forcing's term, if any: ``terms`` the vorticity's (``k_shape``),
