@@ -1,7 +1,8 @@
 """Benchmark one time step of each solver against the FFTs it cannot avoid.
 
 For each N, scheme (NS with each semi-linear scheme of the registry: rk2, rk3, rk4, lsrk4; NS rk4 with one
-passive scalar, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4), backend, device count, precision and
+passive scalar, SP kdk, comoving SP kdk, Boussinesq rk4, MHD rk4; in a plane at ``--plane-sizes``, ns2d rk4 and
+rotating shallow water sw1l rk4), backend, device count, precision and
 local FFT path (``--fft-paths``: ``xla``, XLA's FFT; ``fftw``, the FFTW custom call of
 simulator/fft/local.py), in one invocation:
 
@@ -41,9 +42,10 @@ memory.json. CPU compilations: a GPU compiles the same programs with its own sch
 ``--devices`` and ``--memory-devices`` (the timed rows use the first ``--devices`` of them).
 
 With ``--peer-python PY`` (an environment with FluidSim, see scripts/peer_fluidsim.py), FluidSim's
-ns3d Taylor-Green RK4 step is measured in the same invocation, its chunks of steps interleaved with
-ours in the same rounds, and ``vs_fluidsim`` = our step / its step is reported for the NS rk4
-float64 rows on one device, by wall time and by CPU time (all threads of each process: on a loaded
+ns3d Taylor-Green RK4 step (its ns2d and sw1l beside the planar rows of the same names: ``--schemes sw1l``
+against FluidSim's sw1l at f = 1, c^2 = 10, nu_2 = 1e-3) is measured in the same invocation, its chunks of steps
+interleaved with ours in the same rounds, and ``vs_fluidsim`` = our step / its step is reported for the NS rk4
+float64 rows (and the planar rows) on one device, by wall time and by CPU time (all threads of each process: on a loaded
 machine, the work each does rather than the time it waited for a core).
 
     python scripts/bench_step.py                                   # N = 64 128, 1 CPU device
@@ -51,6 +53,8 @@ machine, the work each does rather than the time it waited for a core).
     python scripts/bench_step.py --sizes 64 128 --precisions float64 --schemes rk4 --fft-paths xla fftw
     python scripts/bench_step.py --sizes 256 512 --platform gpu    # on a GPU machine
     python scripts/bench_step.py --sizes 64 --schemes rk4 --memory-size 128   # memory table at 128^3
+    python scripts/bench_step.py --schemes sw1l --precisions float64 --layouts full --memory-size 0 \
+        --peer-python /path/to/fluidsim-venv/bin/python          # shallow water at 512^2 to 2048^2
     python scripts/bench_step.py --memory-only --memory-size 64    # the memory table alone
 
 Results: a table on stdout, outputs/bench/step.csv and step.json (and memory.csv, memory.json).
@@ -81,9 +85,13 @@ SCHEMES = {
     "mhd": ("mhd", "rk4", "orszag_tang", []),
     # the plane (Navier-Stokes in vorticity form) at --plane-sizes N^2, beside scripts/peer_fluidsim.py's ns2d case
     "ns2d": ("ns2d", "rk4", "random", ["physics.viscosity=1e-4"]),
+    # rotating shallow water beside scripts/peer_fluidsim.py's sw1l case: f = 1, c^2 = 10, nu_2 = 1e-3
+    "sw1l": ("sw1l", "rk4", "random", ["physics.coriolis=1", f"physics.wave_speed={10 ** 0.5!r}",
+                                       "physics.viscosity=1e-3"]),
 }
-#: the planar schemes, run at --plane-sizes against FluidSim's ns2d (the others at --sizes, against its ns3d)
-PLANAR = ("ns2d",)
+#: the planar schemes, run at --plane-sizes against FluidSim's solver of the same name (the others at --sizes,
+#: against its ns3d)
+PLANAR = ("ns2d", "sw1l")
 #: issue 22's memory targets on the XLA FFT path: (equation, scheme, precision) -> peak bytes per cell
 TARGETS = {("navier_stokes", "lsrk4", "float32"): 56, ("navier_stokes", "rk4", "float32"): 64,
            ("navier_stokes", "rk4", "float64"): 128, ("schrodinger_poisson", "kdk", "float32"): 32}
@@ -93,7 +101,7 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[64, 128], help="cubic grid sizes N")
     p.add_argument("--plane-sizes", type=int, nargs="+", default=[512, 1024, 2048],
-                   help="square grid sizes N of the planar schemes (ns2d)")
+                   help="square grid sizes N of the planar schemes (ns2d, sw1l)")
     p.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=list(SCHEMES))
     p.add_argument("--backends", nargs="+", default=["slab"])
     p.add_argument("--devices", type=int, nargs="+", default=[1], help="device counts to use")
@@ -192,12 +200,12 @@ def main() -> int:
     from simulator.run.simulation import Simulation
 
     planar = [s for s in args.schemes if s in PLANAR]
-    peers = {}  # FluidSim's solver -> its served process: ns3d beside the box's rows, ns2d beside the plane's
+    peers = {}  # FluidSim's solver -> its served process: ns3d beside the box's rows, ns2d and sw1l beside the plane's
     if args.peer_python:
         if len(planar) < len(args.schemes):
             peers["ns3d"] = FluidSimPeer(args.peer_python, args.sizes)
-        if planar:
-            peers["ns2d"] = FluidSimPeer(args.peer_python, args.plane_sizes, "ns2d")
+        for scheme in planar:
+            peers[scheme] = FluidSimPeer(args.peer_python, args.plane_sizes, scheme)
     peer: dict[tuple[str, int], float] = {}  # (solver, N) -> FluidSim ms per step, in the rounds of our rows beside it
     peer_cpu: dict[tuple[str, int], float] = {}  # (solver, N) -> FluidSim CPU ms per step (all its threads)
     peer_name = "; ".join(p.name for p in peers.values()) or None  # versions, FFT classes and threads
@@ -231,7 +239,7 @@ def main() -> int:
     cases += [(n, s) for n in args.plane_sizes for s in planar]
     for n, scheme in cases:
         physics, integrator, initial, extra = SCHEMES[scheme]
-        solver = "ns2d" if scheme in PLANAR else "ns3d"
+        solver = scheme if scheme in PLANAR else "ns3d"
         cells = n ** (2 if scheme in PLANAR else 3)
         for backend in args.backends:
             for nd in sorted({1 if backend == "single" else d for d in args.devices}):
@@ -260,7 +268,7 @@ def main() -> int:
                     # FluidSim beside our float64 rows of its scheme (its ns2d beside our float32 row too: our
                     # runs' default precision, against FluidSim's float64, its only one)
                     peer_proc = peers.get(solver)
-                    with_peer = (peer_proc is not None and scheme in ("rk4", "ns2d") and nd == 1
+                    with_peer = (peer_proc is not None and scheme in ("rk4", *PLANAR) and nd == 1
                                  and (prec == "float64" or scheme in PLANAR))
                     if with_peer:
                         fns["fluidsim"] = lambda n=n, proc=peer_proc: proc.steps(n, args.steps)

@@ -27,6 +27,16 @@ the OpenMP threads of FluidSim's compiled kernels; OMP_WAIT_POLICY defaults to p
 Case ``--solver ns2d``: FluidSim's ns2d (vorticity form) on a 2 pi square of n**2 points, a random vorticity
 (``init_fields.type = "noise"``), nu_2 = 1e-4, classical RK4, fixed dt = 1e-3, 2/3 dealiasing, unforced, float64,
 one process; FFTs fft2d.with_pyfftw (FluidSim's default in one process, ``type_fft = "default"``).
+
+Case ``--solver sw1l``: FluidSim's rotating shallow water (sw1l) on a 2 pi square of n**2 points, a random field
+(``init_fields.type = "noise"``), f = 1, c^2 = 10, nu_2 = 1e-3, classical RK4, fixed dt = 1e-3, 2/3 dealiasing,
+unforced, float64, one process, fft2d.with_pyfftw: the benchmark's case, as scripts/bench_step.py's sw1l rows run.
+
+``--evolve IN.npz OUT.npz`` (sw1l): FluidSim's sw1l stepped from the fields of IN.npz (``u``, ``v``, ``eta`` on
+an (Nx, Ny) grid, indexed [i_x, i_y], and the numbers ``lx``, ``ly``, ``f``, ``c2``, ``nu_2``, ``nu_4``, ``dt``,
+``steps``), its fields after the steps written to OUT.npz in the same layout: the side-by-side check of the
+simulator's sw1l (tests/test_sw1l.py). FluidSim indexes its planes [i_y, i_x]: the fields are transposed on the way
+in and out.
 """
 
 from __future__ import annotations
@@ -98,8 +108,51 @@ def plane(n: int, fft: str) -> Any:
         return Simul(params)
 
 
+def shallow_water(n: int, fft: str, lx: float = 0.0, ly: float = 0.0, f: float = 1.0, c2: float = 10.0,
+                  nu_2: float = 1e-3, dt: float = 1e-3, ny: int = 0, nu_4: float = 0.0) -> Any:
+    """FluidSim's sw1l solver on an n x ny plane of sides lx x ly (default: n**2 and 2 pi), a random start
+    (``noise``), RK4 at the fixed step dt, 2/3 dealiasing (the sw1l case above)."""
+    import numpy as np
+    from fluidsim.solvers.sw1l.solver import Simul
+
+    params = Simul.create_default_params()
+    params.oper.nx, params.oper.ny = n, ny or n
+    params.oper.Lx, params.oper.Ly = lx or 2 * np.pi, ly or 2 * np.pi
+    params.oper.type_fft = fft
+    params.oper.coef_dealiasing = 2 / 3
+    params.f, params.c2, params.nu_2, params.nu_4 = f, c2, nu_2, nu_4
+    params.time_stepping.type_time_scheme = "RK4"
+    params.time_stepping.USE_CFL = False
+    params.time_stepping.deltat0 = dt
+    params.init_fields.type = "noise"
+    params.output.HAS_TO_SAVE = False
+    params.output.ONLINE_PLOT_OK = False
+    params.output.periods_print.print_stdout = 0
+    params.short_name_type_run = f"peer_sw1l{n}"
+    with contextlib.redirect_stdout(io.StringIO()):
+        return Simul(params)
+
+
+def evolve(source: Path, target: Path, fft: str) -> None:
+    """``--evolve``: FluidSim's sw1l from the fields of ``source`` (see the module docstring) to ``target``."""
+    import numpy as np
+
+    given = np.load(source)
+    nx, ny = given["u"].shape
+    numbers = {k: float(given[k]) for k in ("lx", "ly", "f", "c2", "nu_2", "nu_4", "dt")}
+    sim = shallow_water(nx, fft, ny=ny, **numbers)
+    oper = sim.oper
+    with contextlib.redirect_stdout(io.StringIO()):
+        sim.state.init_from_uxuyetafft(*(oper.fft2(np.ascontiguousarray(given[k].T)) for k in ("u", "v", "eta")))
+        for _ in range(int(given["steps"])):
+            sim.time_stepping.one_time_step()
+    phys = sim.state.state_phys
+    np.savez(target, **{k: phys.get_var(name).T for k, name in (("u", "ux"), ("v", "uy"), ("eta", "eta"))})
+
+
 #: the case of each solver, and its FluidFFT class by default (FluidSim's own default in one process)
-CASES = {"ns3d": (taylor_green, "fft3d.with_pyfftw"), "ns2d": (plane, "fft2d.with_pyfftw")}
+CASES = {"ns3d": (taylor_green, "fft3d.with_pyfftw"), "ns2d": (plane, "fft2d.with_pyfftw"),
+         "sw1l": (shallow_water, "fft2d.with_pyfftw")}
 
 
 def time_per_step(n: int, fft: str, warmup: int, steps: int, solver: str = "ns3d") -> float:
@@ -146,9 +199,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per size")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--evolve", nargs=2, type=Path, metavar=("IN", "OUT"),
+                        help="sw1l: step the fields of IN.npz, write them to OUT.npz (see the module docstring)")
     parser.add_argument("--serve", action="store_true",
                         help="step on request (stdin 'N STEPS' -> stdout seconds) for an interleaved benchmark")
     args = parser.parse_args()
+    if args.evolve:
+        args.solver = "sw1l"
     args.fft = args.fft or CASES[args.solver][1]
 
     results: list[dict[str, Any]] = []
@@ -166,11 +223,15 @@ def main() -> None:
             from fluidfft.fft3d.operators import get_simple_3d_seq_method
 
             default = get_simple_3d_seq_method()  # what FluidSim's type_fft = "default" is in one process
-        else:  # ns2d's "default" resolves to its sequential pyfftw class where pyfftw is installed
-            default = CASES["ns2d"][1]
+        else:  # the planes' "default" resolves to the sequential pyfftw class where pyfftw is installed
+            default = CASES[args.solver][1]
         which = "FluidSim's default" if args.fft == default else f"FluidSim's default is {default}"
         name = (f"fluidsim {fluidsim.__version__} {args.solver}, type_fft={args.fft} ({which}), "
                 f"OMP_NUM_THREADS={args.threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}")
+        if args.evolve:
+            evolve(*args.evolve, args.fft)
+            print(name)
+            return
         if args.serve:
             serve(args.sizes, args.fft, args.warmup, name, args.solver)
             return

@@ -69,7 +69,7 @@ def states_a_printed_number(prose, printed):
 
 def test_every_tutorial_is_run_here_or_names_its_test():
     assert TUTORIALS == ["boussinesq.md", "cold-dark-matter.md", "cosmology.md", "mhd.md", "mixed-dark-matter.md",
-                         "navier-stokes.md", "plane.md", "schrodinger-poisson.md"]
+                         "navier-stokes.md", "plane.md", "schrodinger-poisson.md", "shallow-water.md"]
     # the notebooks: executed by tests/test_notebooks.py, which lists them
     notebooks = sorted(p.name for p in (DOCS / "tutorials").glob("*.ipynb"))
     assert notebooks == ["gradients.ipynb", "particles-statistics.ipynb"]

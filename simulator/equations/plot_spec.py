@@ -119,6 +119,9 @@ class PlotSpec:
     #: further power laws the spectrum is drawn compensated by (``spectra_compensated_<exponent>.png``: a plane's
     #: inverse-cascade k^(-5/3) beside its enstrophy range's k^(-3))
     more_guides: tuple[float, ...] = ()
+    #: further fields drawn by ``simulator plot`` beside the slice field, each in ``slice_<field>.png`` (a shallow
+    #: layer's divergence beside its potential vorticity), those the snapshots hold
+    more_slices: tuple[str, ...] = ()
 
     def name_of(self, spectrum: str) -> str:
         """What a figure calls ``spectrum``: its label (a template's with ``{i}`` replaced by the index), else

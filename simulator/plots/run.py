@@ -11,7 +11,8 @@
 * ``snapshots``: ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a
   vector field, its component normal to the plane, for a scalar field its mean along the plane's normal, for
   a stacked field (passive scalars) its first members; ``slice_<field>.png`` for a field asked for by
-  name, so that slices of several fields stand side by side (:mod:`simulator.plots.slices`);
+  name, so that slices of several fields stand side by side, and for each of the equation's ``more_slices``
+  the snapshots hold when none is asked for (:mod:`simulator.plots.slices`);
 * ``statistics``: ``structure_functions.png``, ``pdfs.png`` and ``derivative_moments.png`` from
   ``statistics.h5`` when the run wrote one (:mod:`simulator.plots.statistics`);
 * ``tasks``: ``task_<name>.png`` from ``tasks.h5`` for each user-defined output (``output.tasks``,
@@ -78,18 +79,36 @@ def slice_choice(run_dir: Path, info: EquationInfo, field: str | None, axis: str
     stem = f"slice_{field}" if field else "slice"
     asked = field
     field = field or info.plot.slice_field
-    for path in reversed(snapshot_files(run_dir)):
-        try:
-            with Snapshot(path) as snap:
-                fields = snap.fields
-        except IncompleteOutputError:
-            continue
+    fields = snapshot_fields(run_dir)
+    if fields is not None:
         if asked is None and field not in fields:  # the run's structure left the default out
             field = next((f for f in info.plot.slice_fallback if f in fields), field)
         if field not in fields:
             raise ConfigError("--field", field, f"choose one of {', '.join(fields)}", "is not a field of the snapshots")
-        break
     return field, 0 if info.dimensions == 2 else AXES.index(axis), stem
+
+
+def snapshot_fields(run_dir: Path) -> Sequence[str] | None:
+    """The fields of the last readable snapshot (None: no snapshot can be read)."""
+    for path in reversed(snapshot_files(run_dir)):
+        try:
+            with Snapshot(path) as snap:
+                return list(snap.fields)
+        except IncompleteOutputError:
+            continue
+    return None
+
+
+def plot_slices(ctx: FigureContext) -> list[Path]:
+    """The slice asked for and, where none was asked for by name, the equation's ``more_slices`` the snapshots hold,
+    each in ``slice_<field>.png``."""
+    out = plot_slice(ctx.run_dir, ctx.config, ctx.info, ctx.field, ctx.axis, ctx.pdf, ctx.stem)
+    if ctx.stem == "slice":
+        held = snapshot_fields(ctx.run_dir) or ()
+        for name in ctx.info.plot.more_slices:
+            if name in held and name != ctx.field:
+                out += plot_slice(ctx.run_dir, ctx.config, ctx.info, name, ctx.axis, ctx.pdf, f"slice_{name}")
+    return out
 
 
 # ---- every output kind's figures -------------------------------------------------------------------------
@@ -128,8 +147,7 @@ FAMILIES = {
     "timeseries": Family("the time series figures", lambda c: plot_timeseries(c.run_dir, c.config, c.info, c.pdf)),
     "spectra": Family("the spectra figures",
                       lambda c: plot_spectra(c.run_dir, c.config, c.info, c.times, c.pdf, c.window)),
-    "snapshots": Family("{ctx.stem}.png",
-                        lambda c: plot_slice(c.run_dir, c.config, c.info, c.field, c.axis, c.pdf, c.stem)),
+    "snapshots": Family("{ctx.stem}.png", plot_slices),
     "statistics": Family("the statistics figures",
                          lambda c: plot_statistics(c.run_dir, c.config, c.info, c.pdf, c.window)),
     "tasks": Family("the task figures", lambda c: plot_tasks(c.run_dir, c.config, c.info, c.pdf)),
