@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.config import other_codes
-from simulator.config.grid import GridConfig, check_dimensions, default_grid
+from simulator.config.grid import GridConfig, check_dimensions, check_walls, default_grid
 from simulator.config.legacy import upgrade
 from simulator.equations import (
     ENV_EXTRA,
@@ -261,6 +261,7 @@ def validate(cfg: Config) -> None:
 
     check_name("name", cfg.name)
     check_dimensions(cfg, registry())
+    check_walls(cfg, registry())
 
     layout = LAYOUTS[cfg.fft.backend]
     layout.check_installed("fft.backend")

@@ -231,6 +231,9 @@ class EquationInfo:
     spectrum_axes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: the grids it runs on: 3 a box (``grid.shape`` of three entries), 2 a plane (two; :mod:`simulator.fft.plane`)
     dimensions: int = 3
+    #: whether it runs between plates (``grid.walls``, :mod:`simulator.fft.bases`); every other equation refuses
+    #: them in one line (:func:`simulator.config.grid.check_walls`)
+    walls: bool = False
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free

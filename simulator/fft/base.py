@@ -42,6 +42,7 @@ from simulator.fft import linear, plane
 from simulator.fft.layouts import Layout, Shape3, Spec3
 from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
+from simulator.fft.walls import KINDS as WALL_KINDS, WalledTransforms
 
 T = TypeVar("T")
 
@@ -69,7 +70,7 @@ def real_dtype(dtype: jnp.dtype) -> jnp.dtype:
     return jnp.finfo(dtype).dtype
 
 
-class FFTBackend(Layout, abc.ABC):
+class FFTBackend(Layout, WalledTransforms, abc.ABC):
     """A distributed 3D FFT over a fixed global grid and device mesh.
 
     Concrete backends are final; each inherits its layout rules (mesh, shardings, k-space axis order:
@@ -190,7 +191,7 @@ class FFTBackend(Layout, abc.ABC):
 
     @functools.cached_property
     def _jitted(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        return {name: jax.jit(getattr(self, f"_{name}")) for name in ("rfft", "irfft", "fft", "ifft")}
+        return {name: jax.jit(getattr(self, f"_{name}")) for name in ("rfft", "irfft", "fft", "ifft", *WALL_KINDS)}
 
     @functools.cached_property
     def _traced(self) -> dict:
