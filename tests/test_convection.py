@@ -154,6 +154,8 @@ BAD = [
     ({"grid.box": "[2,3]"}, r"^error: grid\.box = \[2\.0, 3\.0\] does not put the plates 1 apart"),
     ({"grid.shape": "[8,12]", "runtime.cpu_devices": "4"}, r"^error: grid\.shape = \[8, 12\] does not divide"),
     ({"initial.name": "mode", "initial.modes": "[1,6]"}, r"^error: initial\.modes = \[1, 6\] is removed by the 2/3"),
+    ({"particles": "[{name: tracers, count: 4}]"}, r"^error: particles = \['tracers'\] cannot be carried between "
+     r"plates; none with grid\.walls"),
 ]
 
 

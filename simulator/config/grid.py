@@ -130,11 +130,14 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
                           f"{'plane' if cfg.grid.plane else 'box'} grid.shape = {list(cfg.grid.shape)}, or null",
                           "is not a direction that can lie between plates")
     info = equations[cfg.physics.name]
-    if not info.walls:
-        takes = sorted(name for name, other in equations.items() if other.walls)
+    if info.walls == "none":
+        takes = sorted(name for name, other in equations.items() if other.walls != "none")
         raise ConfigError("grid.walls.axis", walls.axis, f"null for physics.name = {cfg.physics.name}, which is "
                           f"periodic only{'; plates: physics.name ' + ' or '.join(takes) if takes else ''}",
                           "cannot be used with this equation")
+    if cfg.particles:
+        raise ConfigError("particles", [species.name for species in cfg.particles], "none with grid.walls: particles "
+                          "do not reflect at plates yet", "cannot be carried between plates")
     from simulator.fft.layouts import LAYOUTS
 
     if not LAYOUTS[cfg.fft.backend].takes_walls:
@@ -159,14 +162,21 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
 
 def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     """``data`` with a planar equation's grid: :data:`PLANE_DEFAULT` where it gives no ``grid.shape``, a square where it
-    gives one integer (a box's default and cube are the schema's)."""
+    gives one integer (a box's default and cube are the schema's); and an equation's plates and box where it requires
+    plates and names none (``EquationInfo.walls``, ``default_box``)."""
     from simulator.equations import registry
 
     info = registry().get(name) if isinstance(name, str) else None
     grid = data.get("grid")
-    if info is None or info.dimensions != 2 or (grid is not None and not isinstance(grid, Mapping)):
+    if info is None or (grid is not None and not isinstance(grid, Mapping)):
         return data
     grid = dict(grid or {})
+    if info.walls == "required" and "walls" not in grid:  # between plates across the last direction
+        grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z"}
+    if info.default_box is not None and "box" not in grid:
+        grid["box"] = list(info.default_box)
+    if info.dimensions != 2:
+        return {**data, "grid": grid}
     shape = grid.get("shape", PLANE_DEFAULT)
     if isinstance(shape, int) and not isinstance(shape, bool):  # one integer: a square, as it is a cube for a box
         shape = [shape, shape]

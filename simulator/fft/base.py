@@ -388,6 +388,8 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
 
     def describe_layout(self) -> str:
         """``, compact KxxKyxKz``, ``, half spectrum`` or ``, full spectrum``: the real-to-complex layout."""
+        if self.walls:
+            return ", walled spectrum (full along the plates, sine/cosine across them)"
         if self.compact is None:
             return ", half spectrum" if self.has_real_transform else ", full spectrum"
         return f", compact {'x'.join(map(str, self.compact))}"

@@ -89,6 +89,9 @@ class WalledTransforms:
     sharding: the full complex spectrum of (x, y) (NumPy's ``fftfreq`` order) by the sine or cosine entries
     ``n = 0 .. Nz - 1`` along z (module docstring)."""
 
+    #: whether the run's fields lie between plates (set by :func:`simulator.runtime.make_fft`): what its layout says
+    walls = False
+
     def _walls(self, parity: str, x: jax.Array) -> jax.Array:
         from simulator.errors import ConfigError
 

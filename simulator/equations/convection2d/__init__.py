@@ -55,6 +55,12 @@ class Convection2DParams(EquationParams):
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
 
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """nu and kappa in free-fall units and the thermal boundary layer's thickness H / (2 Nu)."""
+        nusselt = max(float(diagnostics.get("nusselt", 1.0)), 1.0)
+        return {"viscosity": math.sqrt(self.prandtl / self.rayleigh),
+                "diffusivity": 1 / math.sqrt(self.rayleigh * self.prandtl), "thermal_boundary_layer": 0.5 / nusselt}
+
     def check(self, cfg: Any) -> None:
         """Plates across the plane's y, at fixed temperature, one unit apart (free-fall units)."""
         walls = cfg.grid.walls
@@ -115,7 +121,11 @@ INFO = EquationInfo(
     default_integrator="rk4",
     implementation="simulator.equations.convection2d.equation:Convection2D",
     dimensions=2,
-    walls=True,
+    walls="required",
+    scales={"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
+            "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
+            "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"},
+    default_box=(4.0, 1.0),
     fields={
         "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (1, Nx, Nz)",
                                  "b", cmap="RdBu_r"),
