@@ -185,3 +185,23 @@ def test_a_walled_run_restarts_only_on_its_own_grid_and_plates(tmp_path, capfd):
         code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "new"), *restart, *args)
         assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
         assert not (tmp_path / "new").exists()
+
+
+def test_snapshots_place_the_grid_between_the_plates(tmp_path):
+    """A walled run's snapshots hold the cell centres (j + 1/2)/Nz as the bounded axis's coordinates, and their XDMF
+    is a rectilinear grid at those points (ParaView draws the plates at 0 and 1), x uniform from 0."""
+    import xml.etree.ElementTree as ET
+
+    import h5py
+
+    run = tmp_path / "run"
+    assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.05}), run) == 0
+    with h5py.File(run / "snapshots" / "s00000000.h5") as f:
+        np.testing.assert_array_equal(f["y"][()], (np.arange(8) + 0.5) / 8)
+        np.testing.assert_array_equal(f["x"][()], np.arange(8) * (LX / 8))
+    geometry = ET.parse(run / "snapshots" / "s00000000.xdmf").find(".//Geometry")
+    assert geometry.get("GeometryType") == "VXVYVZ"
+    x, y, depth = (np.array(item.text.split(), float) for item in geometry.findall("DataItem"))
+    np.testing.assert_array_equal(y, (np.arange(8) + 0.5) / 8)
+    assert x[0] == 0.0 and len(x) == 8 and depth.tolist() == [0.0]
+    assert ET.parse(run / "snapshots" / "s00000000.xdmf").find(".//Topology").get("TopologyType") == "3DRectMesh"
