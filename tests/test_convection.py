@@ -154,6 +154,8 @@ BAD = [
     ({"grid.box": "[2,3]"}, r"^error: grid\.box = \[2\.0, 3\.0\] does not put the plates 1 apart"),
     ({"grid.shape": "[8,12]", "runtime.cpu_devices": "4"}, r"^error: grid\.shape = \[8, 12\] does not divide"),
     ({"initial.name": "mode", "initial.modes": "[1,6]"}, r"^error: initial\.modes = \[1, 6\] is removed by the 2/3"),
+    ({"output.profiles.every": "10", "physics.name": "boussinesq2d", "grid.walls.axis": "null"},
+     r"^error: output\.profiles = 'on' needs plates"),
     ({"particles": "[{name: tracers, count: 4}]"}, r"^error: particles = \['tracers'\] cannot be carried between "
      r"plates; none with grid\.walls"),
 ]
@@ -205,3 +207,25 @@ def test_snapshots_place_the_grid_between_the_plates(tmp_path):
     np.testing.assert_array_equal(y, (np.arange(8) + 0.5) / 8)
     assert x[0] == 0.0 and len(x) == 8 and depth.tolist() == [0.0]
     assert ET.parse(run / "snapshots" / "s00000000.xdmf").find(".//Topology").get("TopologyType") == "3DRectMesh"
+
+
+def test_the_profiles_of_a_steady_roll_carry_its_nusselt_number_at_every_height(tmp_path):
+    """output.profiles through load_run: at the grid's heights, the heat flux profile of the steady roll is its
+    Nusselt number at every height (to the truncation, as at the plates), the temperature profile falls from near 1
+    to near 0 in boundary layers at the plates, antisymmetric about mid-height, and the rms velocity is even about
+    it."""
+    values = {**CONFIG, "physics.rayleigh": 3000.0, "grid.shape": [16, 16], "initial.name": "mode",
+              "initial.amplitude": 0.1, "time.integrator": "etdrk4", "time.dt": 0.1, "time.t_end": 90.0,
+              "output.chunk": 100, "checkpoint.every": 0, "output.snapshots.every": 0, "output.profiles.at_end": True}
+    run = tmp_path / "run"
+    assert simulator.run_config(simulator.load_config(None, values), run) == 0
+    results = simulator.load_run(run)
+    profiles = results.output("profiles")
+    np.testing.assert_array_equal(profiles["z"], (np.arange(16) + 0.5) / 16)
+    nusselt = float(results.timeseries["nusselt"][-1])
+    assert nusselt == pytest.approx(3.2178164, rel=1e-7)
+    np.testing.assert_allclose(profiles["heat_flux"][-1], nusselt, rtol=2e-5)
+    temperature = profiles["temperature"][-1]
+    np.testing.assert_allclose(temperature + temperature[::-1], 1.0, rtol=0, atol=1e-12)
+    assert temperature[0] > 0.9 and np.all(np.abs(temperature[4:12] - 0.5) < 0.05)  # boundary layers, a mixed core
+    np.testing.assert_allclose(profiles["velocity_rms"][-1], profiles["velocity_rms"][-1][::-1], rtol=1e-12)

@@ -31,6 +31,7 @@ from simulator.equations import (
 from simulator.errors import ConfigError
 from simulator.output import kinds, task_entries as output_tasks
 from simulator.output.base import Periodic
+from simulator.output.profiles import ProfilesOutput
 from simulator.output.snapshots import SnapshotOutput
 from simulator.output.spectra import SpectraOutput
 from simulator.output.statistics import StatisticsOutput
@@ -169,6 +170,8 @@ class OutputConfig:
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
     tasks: tuple[output_tasks.TaskOutput, ...] = output_tasks.task_list()
     trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
+    profiles: ProfilesOutput = section(ProfilesOutput, "horizontally averaged profiles against z (runs between "
+                                       "plates)")
     #: the sections of the other registered output kinds (``output.<name>``: :mod:`simulator.output.kinds`)
     registered: tuple[tuple[str, Any], ...] = open_sections(registered_sections, "sections of registered output kinds")
 

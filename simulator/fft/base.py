@@ -42,7 +42,7 @@ from simulator.fft import linear, plane
 from simulator.fft.layouts import Layout, Shape3, Spec3
 from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
-from simulator.fft.walls import KINDS as WALL_KINDS, WalledTransforms
+from simulator.fft.walls import KINDS as WALL_KINDS, LAYOUT as WALLED_LAYOUT, WalledTransforms
 
 T = TypeVar("T")
 
@@ -385,13 +385,10 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
             f"{'; a vector inverse-transformed stacked (a small grid)' if self.compact and self.stacks_inverse else ''}"
         )
 
-
     def describe_layout(self) -> str:
-        """``, compact KxxKyxKz``, ``, half spectrum`` or ``, full spectrum``: the real-to-complex layout."""
-        if self.walls:
-            return ", walled spectrum (full along the plates, sine/cosine across them)"
-        if self.compact is None:
-            return ", half spectrum" if self.has_real_transform else ", full spectrum"
+        """``, compact KxxKyxKz``, ``, half spectrum``, ``, full spectrum`` or the walled one: the spectral layout."""
+        if self.compact is None:  # a walled spectrum is never compact (its equation keeps every mode)
+            return WALLED_LAYOUT if self.walls else ", half spectrum" if self.has_real_transform else ", full spectrum"
         return f", compact {'x'.join(map(str, self.compact))}"
 
 

@@ -77,6 +77,8 @@ def inverse(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     return inverse_z(local, parity, local.ifftn(k, (-3, -2)))
 
 
+#: what a walled backend's layout says (:meth:`simulator.fft.base.FFTBackend.describe_layout`)
+LAYOUT = ", walled spectrum (full along the plates, sine/cosine across them)"
 #: the transform kinds of a walled field in :mod:`simulator.fft.linear`: forward and inverse, per parity
 KINDS = tuple(f"{direction}walls_{parity}" for direction in ("", "i") for parity in PARITIES)
 

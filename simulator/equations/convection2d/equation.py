@@ -166,6 +166,20 @@ class Convection2D(SemiLinearEquation):
                 "max_velocity": jnp.max(jnp.sqrt(u**2 + w**2)),
                 "cfl": dt * jnp.max(jnp.abs(u) / self.spacing[1] + jnp.abs(w) / self.spacing[2])}
 
+    def profiles(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Averages over x at each height z_j, each ``(Nz,)`` replicated (:mod:`simulator.output.profiles`): the
+        temperature, the rms velocity and the heat flux (<w b> - kappa d<b>/dz) / kappa = 1 + <w theta>/kappa -
+        d<theta>/dz (<w> = 0 at every height), d<theta>/dz from theta's k_x = 0 entries exactly."""
+        _, kappa = self.coefficients(params)
+        ops = self.ops
+        u, w = self.real_velocity(state[0])
+        theta = self.fft.inverse_walls(state[1], "odd")
+        slope = self.fft.inverse_walls(jnp.where(ops.k[1] == 0, ops.k[2] * state[1], 0), "even")
+        out = {"temperature": jnp.mean(1 - self.heights() + theta, axis=(0, 1)),
+               "velocity_rms": jnp.sqrt(jnp.mean(u**2 + w**2, axis=(0, 1))),
+               "heat_flux": 1 + jnp.mean(w * theta, axis=(0, 1)) / kappa - jnp.mean(slope, axis=(0, 1))}
+        return {k: jax.lax.with_sharding_constraint(v, self.fft.replicated_sharding()) for k, v in out.items()}
+
     def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """The kinetic energy per ring of |k|."""
         ops = self.ops
