@@ -100,8 +100,8 @@ class Conductive(InitialCondition):
 class Mode(InitialCondition):
     """One linear mode of the conductive state: theta = A cos(a x) sin(n pi z), a = 2 pi m_x / Lx, with the
     vorticity of its growing (or least damped) eigenvector, omega = -a A sin(a x) sin(n pi z) / (sigma + nu K^2);
-    it grows as exp(sigma t) while it is small (module docstring). m_x = 0: a horizontal layer of temperature alone,
-    decaying as exp(-kappa (n pi)^2 t)."""
+    it grows as exp(sigma t) while it is small, sigma the exact linear growth rate (docs: walls). m_x = 0: a
+    horizontal layer of temperature alone, decaying as exp(-kappa (n pi)^2 t)."""
 
     name: str = setting("mode", "initial condition")
     amplitude: float = param(1e-6, "temperature amplitude A", gt=0.0)
