@@ -138,12 +138,15 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any], time: str = "co
     fig, axes = figure(2, 1, sharex=True)
     t = data["time"]
     for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
-        # the moments of the three longitudinal derivatives averaged, then normalised
+        # the moments of the longitudinal derivatives (a box's three, a plane's two) averaged, then normalised
         # (simulator/observables/statistics.py): no summation over i, which would be the divergence
-        ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, "
-                r"\partial u_3/\partial x_3$ pooled")
-        for name in ("dudx", "dvdy", "dwdz"):
+        names = [name for name in ("dudx", "dvdy", "dwdz") if f"{what}_{name}" in data]
+        pooled = ", ".join(rf"\partial u_{i}/\partial x_{i}" for i in range(1, len(names) + 1))
+        ax.plot(t, data[what], "k-", lw=1.5, label=f"${pooled}$ pooled")
+        for name in names:
             ax.plot(t, data[f"{what}_{name}"], lw=0.8, label=rf"$\partial_{name[-1]} {name[1]}$")
+        if f"{what}_vorticity" in data:  # a plane's
+            ax.plot(t, data[f"{what}_vorticity"], "-.", lw=1.2, label=r"$\omega$")
         for key in sorted(k for k in data if k.startswith("scalar") and k.endswith(f"_gradient_{what}_parallel")):
             if np.isfinite(data[key]).any():
                 ax.plot(t, data[key], "--", label=key.split("_")[0] + r" $\partial_\parallel\theta$")
