@@ -149,3 +149,38 @@ def test_forced_2d_from_the_command_line_writes_reads_and_plots_the_planes_stati
     assert code == 0, err
     for png in ("structure_functions.png", "pdfs.png", "derivative_moments.png"):
         assert (run / "plots" / png).is_file(), png
+
+
+def test_a_planes_isotropic_s2_of_a_spectrum_is_the_2d_relation():
+    """The reference ``structure_functions.png`` draws for a plane: for E(k) = a delta(k - k0) (one ring),
+    <|du|^2> = 4a (1 - J0(k0 r)), and the longitudinal part obeys the 2D incompressible isotropic relation
+    S_T = d(r S_L)/dr, i.e. <|du|^2> = S_L + S_T = r^-1 d(r^2 S_L)/dr, checked by second-order differences. And a
+    random solenoidal 64^2 field with its energy at k ~ 2-4: its measured <|du|^2> along x and y against the
+    relation of its ring spectrum (each ring's kernel averaged with the weight k), within 3% for r <= L/16."""
+    from scipy.special import j0
+
+    from simulator.plots.statistics import isotropic_s2
+
+    k = np.arange(10.0)
+    energy = np.where(k == 3, 0.5, 0.0)
+    errors = []
+    for points in (1001, 2001):
+        r = np.linspace(0.1, 3, points)
+        trace, longitudinal = isotropic_s2(k, energy, r, dimensions=2)
+        np.testing.assert_allclose(trace, 2 * (1 - j0(3 * r)), rtol=1e-14)
+        derived = np.gradient(r**2 * longitudinal, r) / r
+        errors.append(np.max(np.abs(derived[1:-1] - trace[1:-1])))
+    assert errors[1] < 1e-4 and 3.5 < errors[0] / errors[1] < 4.5, errors
+    n = 64
+    m = np.fft.fftfreq(n, 1.0 / n)
+    kx, ky = np.meshgrid(m, m, indexing="ij")
+    kk = np.hypot(kx, ky)
+    psi = np.fft.fft2(np.random.default_rng(2).standard_normal((n, n))) * np.exp(-((kk / 3) ** 2))
+    u = np.real(np.fft.ifft2(np.stack([1j * ky * psi, -1j * kx * psi])))  # (d psi/dy, -d psi/dx): solenoidal
+    u_hat = np.fft.fft2(u) / n**2
+    energy = np.bincount(np.rint(kk).astype(int).ravel(), 0.5 * np.sum(np.abs(u_hat) ** 2, axis=0).ravel())
+    for cells in (1, 2, 4):
+        direct = np.mean([np.mean(np.sum((np.roll(u, -cells, axis=a + 1) - u) ** 2, axis=0)) for a in range(2)])
+        ring = isotropic_s2(np.arange(energy.size, dtype=float), energy, np.asarray([cells * 2 * np.pi / n]),
+                            width=1.0, dimensions=2)[0][0]
+        assert abs(ring / direct - 1) < 0.03, (cells, ring / direct)
