@@ -184,3 +184,6 @@ def test_a_planes_isotropic_s2_of_a_spectrum_is_the_2d_relation():
         ring = isotropic_s2(np.arange(energy.size, dtype=float), energy, np.asarray([cells * 2 * np.pi / n]),
                             width=1.0, dimensions=2)[0][0]
         assert abs(ring / direct - 1) < 0.03, (cells, ring / direct)
+        box = isotropic_s2(np.arange(energy.size, dtype=float), energy, np.asarray([cells * 2 * np.pi / n]),
+                           width=1.0)[0][0]
+        assert abs(box / direct - 1) > 0.2, (cells, box / direct)  # the box's relation is not a plane's

@@ -3,8 +3,8 @@
 * ``plots/structure_functions.png``: S_p^L(r) (averaged over the axes that share a cell size and over the
   rows of a time window) for every order against r, with K41's r^(p/3) dashed; beside it
   S_2^L compensated by (eps r)^(2/3) (eps the mean ``dissipation`` of ``timeseries.csv`` over the window;
-  without one, by r^(2/3)) and, when ``spectra.h5`` has E(k), the isotropic S_2^L of that spectrum dashed
-  (:func:`isotropic_s2`: a plane's the 2D relation);
+  without one, by r^(2/3); a box's with K41's C_2 ~ 2 dotted) and, when ``spectra.h5`` has E(k), the
+  isotropic S_2^L of that spectrum dashed (:func:`isotropic_s2`: a plane's the 2D relation);
 * ``plots/pdfs.png``: the PDFs of du/dx and of the longitudinal increments averaged over the rows of the
   window, log scale, against the standard normal;
 * ``plots/derivative_moments.png``: the skewness and flatness of du/dx (pooled and per direction), of a
@@ -105,13 +105,13 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
     trans = axis_mean(data, "transverse", rows)
     if trans is not None and 2 in list(orders):
         right.semilogx(r, trans[1][list(orders).index(2)] / scale, "s-", ms=3, label=r"$S_2^T$")
+    # a plane's (shape of two entries) isotropic relation is the 2D one, and K41's C_2 is a box's constant
+    dimensions = len(data["attrs"].get("shape") or (0, 0, 0))
     if spectrum is not None:
         k = spectrum[0]
-        # a plane's (shape of two entries) isotropic relation is the 2D one: Bessel kernels over rings
-        dimensions = len(data["attrs"].get("shape") or (0, 0, 0))
         right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0], dimensions=dimensions)[1] / scale, "k--",
                        lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
-    if eps:
+    if eps and dimensions == 3:
         right.axhline(2.0, color="grey", lw=0.8, ls=":", label=r"$C_2 \approx 2$")
     right.set_xlabel(f"r ({length})")
     right.set_ylabel(r"$S_2/(\varepsilon r)^{2/3}$" if eps else r"$S_2/r^{2/3}$")
