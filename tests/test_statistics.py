@@ -284,20 +284,9 @@ def test_distributed_equals_single_device_and_gathers_nothing(case, reference):
 
 FLOWS = sorted(name for name, info in equations.registry().items() if "velocity" in info.fields
                and info.dimensions == 3 and info.walls != "required")
-#: the planar flows: a plane's statistics are refused in one line (tests/test_plane.py)
-PLANAR = sorted(name for name, info in equations.registry().items() if info.dimensions == 2)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", PLANAR)
-def test_a_plane_refuses_the_statistics_in_one_line(name):
-    with pytest.raises(ConfigError, match=r"^output\.statistics = 'enabled' is not available for the plane grid"):
-        simulator.load_config(None, {"physics.name": name, "output.statistics.every": 10})
-
-
 @pytest.mark.parametrize("name", FLOWS)
 def test_every_flow_equation_writes_the_file(name, tmp_path):
-    """(A box's flow: :data:`PLANAR` equations refuse the statistics, see the test after this one.)"""
+    """(A box's flow: a plane's are tests/test_statistics_plane.py's.)"""
     cfg = simulator.load_config(None, {"physics.name": name, "grid.shape": grid_of(name, [16, 16, 16]),
                                        "precision": "float64",
                                        "time.dt": 1e-3, "time.t_end": 4e-3, "output.chunk": 2,

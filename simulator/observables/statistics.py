@@ -3,7 +3,7 @@
 What turbulence papers report beside the spectra (Pope, Turbulent Flows, 2000, §6.2-6.5; Sreenivasan &
 Antonia 1997, Annu. Rev. Fluid Mech. 29, 435; Ishihara, Gotoh & Kaneda 2009, Annu. Rev. Fluid Mech. 41,
 165), for any equation with a ``velocity`` field (Navier-Stokes with or without passive scalars,
-Boussinesq, MHD):
+Boussinesq, MHD, and every planar flow):
 
 * the skewness <s^3>/<s^2>^(3/2) and flatness <s^4>/<s^2>^2 of each longitudinal derivative
   s = du/dx, dv/dy, dw/dz, and of the three pooled (moments averaged over the three directions, then
@@ -33,6 +33,12 @@ round-off), so the increments are the same numbers on any device layout. One vel
 shifted at a time, so the program's peak memory is about that of a chunk of time steps (64^3 on 2 CPU
 devices: 22 one-component fields per device against the RK4 chunk's 21; 24 against 25 with a scalar).
 
+A plane (:mod:`simulator.fft.plane`) runs as the box ``(1, Nx, Ny)`` with the velocity ``(u, v, 0)``: its
+statistics are over its own two axes x and y (the box's second and third, :data:`PLANE`): the derivatives du/dx,
+dv/dy pooled over the two, the vorticity's skewness and flatness (omega = dv/dx - du/dy, the plane's one
+component; 2D turbulence's moments beside the derivatives'), structure functions along x and y (the transverse one
+is the other in-plane component), the increment PDFs pooled over x and y; the one-cell axis has no increments.
+
 The velocity and scalars are taken from the equation's ``fields`` (its public contract; inside jit the
 fields not used, e.g. the vorticity, are never computed) and transformed forward once for the gradients.
 """
@@ -47,22 +53,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-AXES = "xyz"
 #: derivative names of the longitudinal gradients, by axis
 DERIVATIVES = ("dudx", "dvdy", "dwdz")
+#: the axes the statistics are over, each (name, velocity component, axis of a component's (Nx, Ny, Nz) array and of
+#: the wavenumbers ``ops.k``): a box's x, y, z; a plane's x and y, the box (1, Nx, Ny)'s second and third axes with
+#: the components u and v of its velocity (u, v, 0)
+BOX = (("x", 0, 0), ("y", 1, 1), ("z", 2, 2))
+PLANE = (("x", 0, 1), ("y", 1, 2))
 
 
 @dataclass(frozen=True)
 class StatisticsLayout:
     """The static structure of the statistics (hashable: part of the compiled program).
 
-    ``orders``: the p of S_p; ``separations``: per axis, the separations in cells (ascending, each
-    1 <= r <= N_a/2); ``edges``: histogram bin edges in units of the rms (ascending);
-    ``pdf_separations``: the separations (cells) of the increment PDFs.
+    ``orders``: the p of S_p; ``separations``: per axis of the grid (a box's x, y, z; a plane's x, y), the
+    separations in cells (ascending, each 1 <= r <= N_a/2); ``edges``: histogram bin edges in units of the rms
+    (ascending); ``pdf_separations``: the separations (cells) of the increment PDFs.
     """
 
     orders: tuple[int, ...]
-    separations: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    separations: tuple[tuple[int, ...], ...]
     edges: tuple[float, ...]
     pdf_separations: tuple[int, ...]
 
@@ -70,12 +80,23 @@ class StatisticsLayout:
     def bins(self) -> int:
         return len(self.edges) - 1
 
+    @property
+    def plane(self) -> bool:
+        """Whether the layout is a plane's (separations along two axes)."""
+        return len(self.separations) == 2
+
+    @property
+    def frame(self) -> tuple[tuple[str, int, int], ...]:
+        """The axes the statistics are over (:data:`BOX` or :data:`PLANE`)."""
+        return PLANE if self.plane else BOX
+
 
 def layout(shape: Sequence[int], orders: Sequence[int], separations: Sequence[int] | None, bins: int,
            extent: float, pdf_separations: Sequence[int] | None) -> StatisticsLayout:
-    """The layout of a grid of ``shape`` from the ``output.statistics`` keys (validated by the config):
-    ``separations`` None = every r = 1..N_a/2 on each axis; ``pdf_separations`` None = 1, N/8 and N/2 of
-    the smallest axis N; ``bins`` equal bins over [-extent, extent] rms."""
+    """The layout of a grid of ``shape`` (a box's (Nx, Ny, Nz) or a plane's (Nx, Ny), as the config gives it)
+    from the ``output.statistics`` keys (validated by the config): ``separations`` None = every r = 1..N_a/2 on
+    each axis; ``pdf_separations`` None = 1, N/8 and N/2 of the smallest axis N; ``bins`` equal bins over
+    [-extent, extent] rms."""
     if separations is None:
         per_axis = tuple(tuple(range(1, n // 2 + 1)) for n in shape)
     else:
@@ -119,46 +140,56 @@ def flow_fields(eq: Any, state: Any, params: Mapping[str, Any]) -> tuple[jax.Arr
     return fields["velocity"], fields.get("scalar")
 
 
-def _spectral_gradient(eq: Any, f_hat: jax.Array, component: Sequence[int] | None = None) -> jax.Array:
-    """d f_j / d x_j (``component`` j per entry, the longitudinal derivatives of a vector) or, with
-    ``component`` None, the gradient (3, ...) of the scalar spectrum ``f_hat``; real space."""
+def _spectral_gradient(eq: Any, f_hat: jax.Array, frame: Sequence[tuple[str, int, int]],
+                       vector: bool = False) -> jax.Array:
+    """Per axis of ``frame``: with ``vector``, the longitudinal derivative d f_c / d x_a of the vector spectrum
+    ``f_hat`` (its component c along the axis a), else the gradient of the scalar spectrum ``f_hat``; real space
+    ``(len(frame), *real shape)``."""
     k = eq.ops.k
-    if component is None:
-        return eq.fft.irfft(1j * eq.ops.stack([k[0] * f_hat, k[1] * f_hat, k[2] * f_hat]))
-    return eq.fft.irfft(1j * eq.ops.stack([k[a] * f_hat[a] for a in component]))
+    if vector:
+        return eq.fft.irfft(1j * eq.ops.stack([k[a] * f_hat[c] for _, c, a in frame]))
+    return eq.fft.irfft(1j * eq.ops.stack([k[a] * f_hat for _, _, a in frame]))
 
 
 def _derivative_statistics(eq: Any, u: jax.Array, lay: StatisticsLayout) -> dict[str, jax.Array]:
-    d = _spectral_gradient(eq, eq.fft.rfft(u), (0, 1, 2))  # (3, Nx, Ny, Nz): du/dx, dv/dy, dw/dz
+    frame = lay.frame
+    u_hat = eq.fft.rfft(u)
+    d = _spectral_gradient(eq, u_hat, frame, vector=True)  # (axes, Nx, Ny, Nz): du/dx, dv/dy(, dw/dz)
     m2, m3, m4 = _moments(d, (1, 2, 3))
     skew, flat = _skew_flat(m2, m3, m4)
     out = {}
-    for a, name in enumerate(DERIVATIVES):
+    for a, name in enumerate(DERIVATIVES[:len(frame)]):
         out[f"skewness_{name}"], out[f"flatness_{name}"] = skew[a], flat[a]
     pooled = [jnp.mean(m) for m in (m2, m3, m4)]
     out["skewness"], out["flatness"] = _skew_flat(*pooled)
     out["derivative_variance"] = pooled[0]
-    counts = sum(histogram(d[a], jnp.sqrt(pooled[0]), lay.edges) for a in range(3))
+    if lay.plane:  # the plane's vorticity omega = dv/dx - du/dy (its one component, normal to it)
+        (_, u_c, x), (_, v_c, y) = frame
+        omega = eq.fft.irfft(1j * (eq.ops.k[x] * u_hat[v_c] - eq.ops.k[y] * u_hat[u_c]))
+        out["skewness_vorticity"], out["flatness_vorticity"] = _skew_flat(*_moments(omega, (0, 1, 2)))
+    counts = sum(histogram(d[a], jnp.sqrt(pooled[0]), lay.edges) for a in range(len(frame)))
     out["pdf_dudx"] = counts / (d.size * (lay.edges[1] - lay.edges[0]))
     out["pdf_dudx_outside"] = (d.size - jnp.sum(counts)) / d.size  # exact: counts are integers
     return out
 
 
-def _scalar_statistics(eq: Any, theta: jax.Array, scalars: Sequence[Mapping[str, jax.Array]]) -> dict[str, jax.Array]:
-    """Per scalar i: ``scalar{i}_gradient_{skewness,flatness}_{x,y,z}``, pooled ``..._{skewness,flatness}``,
-    and along the mean gradient ``..._parallel`` (NaN without one)."""
+def _scalar_statistics(eq: Any, theta: jax.Array, scalars: Sequence[Mapping[str, jax.Array]],
+                       frame: Sequence[tuple[str, int, int]]) -> dict[str, jax.Array]:
+    """Per scalar i: ``scalar{i}_gradient_{skewness,flatness}_<a>`` for each axis a of ``frame``, pooled
+    ``..._{skewness,flatness}``, and along the mean gradient ``..._parallel`` (NaN without one; its components
+    as the velocity's: a plane's (Gx, Gy, 0))."""
     out = {}
     for i, s in enumerate(scalars):
-        g = _spectral_gradient(eq, eq.fft.rfft(theta[i]))  # (3, Nx, Ny, Nz): one scalar at a time
+        g = _spectral_gradient(eq, eq.fft.rfft(theta[i]), frame)  # (axes, Nx, Ny, Nz): one scalar at a time
         m2, m3, m4 = _moments(g, (1, 2, 3))
         skew, flat = _skew_flat(m2, m3, m4)
         name = f"scalar{i}_gradient"
-        for a in range(3):
-            out[f"{name}_skewness_{AXES[a]}"], out[f"{name}_flatness_{AXES[a]}"] = skew[a], flat[a]
+        for a, (axis, _, _) in enumerate(frame):
+            out[f"{name}_skewness_{axis}"], out[f"{name}_flatness_{axis}"] = skew[a], flat[a]
         out[f"{name}_skewness"], out[f"{name}_flatness"] = _skew_flat(*(jnp.mean(m) for m in (m2, m3, m4)))
         G = s["mean_gradient"]
         norm = jnp.sqrt(jnp.sum(G**2))
-        along = sum(g[a] * G[a] for a in range(3)) / jnp.where(norm > 0, norm, 1.0)
+        along = sum(g[a] * G[c] for a, (_, c, _) in enumerate(frame)) / jnp.where(norm > 0, norm, 1.0)
         ps, pf = _skew_flat(*_moments(along, (0, 1, 2)))
         out[f"{name}_skewness_parallel"] = jnp.where(norm > 0, ps, jnp.nan)
         out[f"{name}_flatness_parallel"] = jnp.where(norm > 0, pf, jnp.nan)
@@ -220,27 +251,30 @@ def _component_increments(f: jax.Array, axis: int, wanted: list[int], orders: Se
 
 def _increment_statistics(u: jax.Array, lay: StatisticsLayout) -> dict[str, jax.Array]:
     """Structure functions along each axis (longitudinal: the component along it; transverse: the mean of
-    the two normal to it), and the PDFs of the longitudinal increments, pooled over the axes."""
+    the others of the frame, normal to it: a box's two, a plane's one), and the PDFs of the longitudinal
+    increments, pooled over the axes."""
     out = {}
+    frame = lay.frame
     pdf = jnp.zeros((len(lay.pdf_separations), lay.bins), u.dtype)
-    for a in range(3):
-        half = u.shape[a + 1] // 2
-        seps = lay.separations[a]
+    for (name, c, axis), seps in zip(frame, lay.separations, strict=True):
+        half = u.shape[axis + 1] // 2
         wanted = sorted({*seps, *(r for r in lay.pdf_separations if r <= half)})
         if not wanted:
             continue
-        longi, signed, counts = _component_increments(u[a], a, wanted, lay.orders, lay.pdf_separations, lay.edges)
+        longi, signed, counts = _component_increments(u[c], axis, wanted, lay.orders, lay.pdf_separations,
+                                                      lay.edges)
         pdf = pdf + counts
         if not seps:
             continue
-        trans = sum(_component_increments(u[b], a, list(seps), lay.orders, (), lay.edges)[0]
-                    for b in range(3) if b != a) / 2
+        trans = sum(_component_increments(u[b], axis, list(seps), lay.orders, (), lay.edges)[0]
+                    for _, b, _ in frame if b != c) / (len(frame) - 1)
         index = np.asarray([wanted.index(r) for r in seps])
-        out[f"structure_longitudinal_{AXES[a]}"] = longi[index].T  # (orders, separations)
-        out[f"structure_transverse_{AXES[a]}"] = trans.T
-        out[f"structure_signed3_{AXES[a]}"] = signed[index]
-    # each axis that reaches a separation contributes N^3 points to its PDF
-    reach = np.asarray([sum(r <= n // 2 for n in u.shape[1:]) for r in lay.pdf_separations], np.float64)
+        out[f"structure_longitudinal_{name}"] = longi[index].T  # (orders, separations)
+        out[f"structure_transverse_{name}"] = trans.T
+        out[f"structure_signed3_{name}"] = signed[index]
+    # each axis that reaches a separation contributes its N^3 (a plane's Nx Ny) points to its PDF
+    reach = np.asarray([sum(r <= u.shape[axis + 1] // 2 for _, _, axis in frame) for r in lay.pdf_separations],
+                       np.float64)
     points = jnp.asarray(np.maximum(reach, 1.0) * np.prod(u.shape[1:]), u.dtype)[:, None]
     out["pdf_increment"] = pdf / (points * (lay.edges[1] - lay.edges[0]))
     out["pdf_increment_outside"] = (points[:, 0] - jnp.sum(pdf, axis=1)) / points[:, 0]
@@ -253,14 +287,14 @@ def statistics(eq: Any, state: Any, params: Mapping[str, Any], lay: StatisticsLa
     out = _derivative_statistics(eq, u, lay)
     out.update(_increment_statistics(u, lay))
     if theta is not None:
-        out.update(_scalar_statistics(eq, theta, params["scalars"]))
+        out.update(_scalar_statistics(eq, theta, params["scalars"], lay.frame))
     return out
 
 
 def layout_of(cfg: Any) -> StatisticsLayout:
     """The statistics layout of a run of ``cfg`` (its grid and ``output.statistics``)."""
     section = cfg.output.section("statistics")
-    return layout(cfg.grid.cells, section.orders, section.separations, section.pdf_bins, section.pdf_range,
+    return layout(cfg.grid.shape, section.orders, section.separations, section.pdf_bins, section.pdf_range,
                   section.pdf_separations)
 
 

@@ -6,15 +6,17 @@ Datasets, each with one leading row axis (``time`` is attached to it as a dimens
 ``spectra.h5``):
 
 * ``step``, ``time``: of each row (``step`` is written last: it counts the complete rows);
-* scalars ``(rows,)``: ``skewness``, ``flatness`` (pooled over the three longitudinal derivatives),
-  ``skewness_dudx``, ``..._dvdy``, ``..._dwdz``, ``flatness_*``, ``derivative_variance``; with passive
-  scalars ``scalar{i}_gradient_{skewness,flatness}[_x|_y|_z|_parallel]``;
+* scalars ``(rows,)``: ``skewness``, ``flatness`` (pooled over the three longitudinal derivatives, a plane's
+  two), ``skewness_dudx``, ``..._dvdy``, ``..._dwdz`` (a box's), ``flatness_*``, ``derivative_variance``; a
+  plane's ``skewness_vorticity``, ``flatness_vorticity``; with passive scalars
+  ``scalar{i}_gradient_{skewness,flatness}[_x|_y|_z|_parallel]``;
 * ``pdf_dudx`` ``(rows, bins)`` (a density: sum * bin width + ``pdf_dudx_outside`` = 1) over the bins of
   ``pdf_centres`` (units of the rms); ``pdf_increment`` ``(rows, separations, bins)`` at the separations
   ``pdf_separations`` (cells), ``pdf_increment_outside`` ``(rows, separations)``;
 * ``structure_longitudinal_<a>``, ``structure_transverse_<a>`` ``(rows, orders, separations)`` along axis
-  a = x, y, z at the separations ``r_<a>`` (cells; ``spacing`` attribute: the cell size), orders
-  ``orders``; ``structure_signed3_<a>`` ``(rows, separations)``: <du_L^3>.
+  a = x, y, z (a plane's x, y: its own axes; it has no ``r_z``) at the separations ``r_<a>`` (cells; ``spacing``
+  attribute: the cell size along each of those axes), orders ``orders``; ``structure_signed3_<a>``
+  ``(rows, separations)``: <du_L^3>.
 
 The file is written by process 0, opened only while a row is appended and without HDF5's file lock, so
 it can be read while the run goes on; on a restart, rows after the checkpoint's step are dropped, and a
@@ -113,7 +115,7 @@ def coordinates(shape: tuple[int, ...], lay: Any) -> dict[str, np.ndarray]:
     edges = np.asarray(lay.edges)
     out = {"orders": np.asarray(lay.orders, np.int64), "pdf_edges": edges,
            "pdf_centres": 0.5 * (edges[1:] + edges[:-1]), "pdf_separations": np.asarray(lay.pdf_separations, np.int64)}
-    for a, seps in zip("xyz", lay.separations, strict=True):
+    for (a, _, _), seps in zip(lay.frame, lay.separations, strict=True):
         out[f"r_{a}"] = np.asarray(seps, np.int64)
     return out
 
@@ -151,14 +153,10 @@ def _check_statistics(cfg: Any) -> None:
     if "velocity" not in equations.registry()[cfg.physics.name].fields:
         raise ConfigError("output.statistics", "enabled", "enable it only for an equation with a velocity field",
                           f"is undefined for physics.name = {cfg.physics.name}")
-    if cfg.grid.plane:  # its box's one-cell axis has no increments: the statistics are a box's (x, y and z)
-        raise ConfigError("output.statistics", "enabled", "leave it off for a plane (grid.shape of two entries): "
-                          "its statistics are a box's; a plane writes spectra, fluxes and its time series",
-                          f"is not available for the plane grid.shape = {list(cfg.grid.shape)}")
     if cfg.grid.walls.on:  # its increments and derivatives are the periodic box's
         raise ConfigError("output.statistics", "enabled", "leave it off between plates (grid.walls): the flow "
                           "statistics are a periodic box's; profiles are output.profiles", "is not available")
-    half = min(cfg.grid.cells) // 2
+    half = min(cfg.grid.shape) // 2  # a plane's own axes: its box's one-cell axis has no increments
     for key in ("separations", "pdf_separations"):
         values = getattr(stats, key) or ()
         if any(r > half for r in values):
@@ -209,7 +207,8 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     """The ``statistics.h5`` writer of a run of ``cfg`` on ``output.statistics``'s schedule."""
     from simulator.observables.statistics import layout_of
 
-    spacing = [float(b) / n for b, n in zip(cfg.grid.lengths, cfg.grid.cells, strict=True)]
+    # the cell size along each axis the statistics are over: a box's x, y, z; a plane's x, y (grid.box, grid.shape)
+    spacing = [float(b) / n for b, n in zip(cfg.grid.box, cfg.grid.shape, strict=True)]
     attrs = {"equation": cfg.physics.name, "shape": list(cfg.grid.shape), "box": list(cfg.grid.box), "spacing": spacing}
     coords = coordinates(tuple(cfg.grid.cells), layout_of(cfg))
     return [StatisticsWriter(Schedule.of(cfg.output.section("statistics")), coords, ctx.rank0, attrs)]

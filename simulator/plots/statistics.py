@@ -3,12 +3,13 @@
 * ``plots/structure_functions.png``: S_p^L(r) (averaged over the axes that share a cell size and over the
   rows of a time window) for every order against r, with K41's r^(p/3) dashed; beside it
   S_2^L compensated by (eps r)^(2/3) (eps the mean ``dissipation`` of ``timeseries.csv`` over the window;
-  without one, by r^(2/3)) and, when ``spectra.h5`` has E(k), the isotropic S_2^L of that spectrum dashed
-  (:func:`isotropic_s2`);
+  without one, by r^(2/3); a box's with K41's C_2 ~ 2 dotted) and, when ``spectra.h5`` has E(k), the
+  isotropic S_2^L of that spectrum dashed (:func:`isotropic_s2`: a plane's the 2D relation);
 * ``plots/pdfs.png``: the PDFs of du/dx and of the longitudinal increments averaged over the rows of the
   window, log scale, against the standard normal;
-* ``plots/derivative_moments.png``: the skewness and flatness of du/dx (pooled and per direction) and of
-  each scalar's gradient along its mean gradient against time, with the Gaussian values (0, 3) dashed.
+* ``plots/derivative_moments.png``: the skewness and flatness of du/dx (pooled and per direction), of a
+  plane's vorticity, and of each scalar's gradient along its mean gradient against time, with the Gaussian values
+  (0, 3) dashed.
 
 The window is ``(t0, t1)`` (``simulator plot --window T0 T1``), both ends included; by default the second
 half of the run (:func:`simulator.plots.when.average_rows`, as the compensated spectrum's mean), past the
@@ -34,17 +35,22 @@ from simulator.plots.when import average_rows
 AXES = "xyz"
 
 
-def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(trace, longitudinal) second-order structure functions of an isotropic field with shell spectrum
-    E(k) (``energy`` summed over shells of centres ``k``: the integral is the shell sum):
+def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float | None = None,
+                 dimensions: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """(trace, longitudinal) second-order structure functions of an isotropic solenoidal field with shell spectrum
+    E(k) (``energy`` summed over shells of centres ``k``: the integral is the shell sum). In a box
     <|du|^2>(r) = 4 int E (1 - sin kr/kr) dk and S_2^L(r) = 4 int E (1/3 - (sin kr - kr cos kr)/(kr)^3) dk
-    (Pope, Turbulent Flows, 2000, §6.2, Eq. 6.40 and Ex. 6.11; Monin & Yaglom vol. 2, §12).
+    (Pope, Turbulent Flows, 2000, §6.2, Eq. 6.40 and Ex. 6.11; Monin & Yaglom vol. 2, §12); in a plane
+    (``dimensions`` 2: the angular mean of the spectrum tensor E/(pi k) (delta_ij - k_i k_j/k^2) over a ring)
+    <|du|^2>(r) = 4 int E (1 - J0(kr)) dk and S_2^L(r) = 4 int E (1/2 - J1(kr)/kr) dk.
 
     ``width``: the shells' width dk. Given, each shell's kernel is averaged over [k - dk/2, k + dk/2] with
-    the weight k^2 (the density of modes), rather than taken at the centre: at the low shells that hold a
-    small box's energy, the centre underestimates <|k|^2> by ~10% (shell 2: 4 against 4.41), and S_2 with it.
+    the weight k^2 (a box's density of modes; a plane's: k), rather than taken at the centre: at the low shells
+    that hold a small box's energy, the centre underestimates <|k|^2> by ~10% (shell 2: 4 against 4.41), and S_2
+    with it.
     """
+    from scipy.special import j0, j1
+
     keep = k > 0
     e = energy[keep]
     if width is None:
@@ -52,11 +58,15 @@ def isotropic_s2(k: np.ndarray, energy: np.ndarray, r: np.ndarray, width: float 
     else:
         x, w = np.polynomial.legendre.leggauss(8)
         nodes = k[keep][None, :] + 0.5 * width * x[:, None]  # (8, shells)
-        weights = w[:, None] * nodes**2
+        weights = w[:, None] * nodes ** (dimensions - 1)
         weights = weights / weights.sum(axis=0)
     kr = r[:, None, None] * nodes[None]  # (r, nodes, shells)
-    trace = 4 * np.sum(e * weights * (1 - np.sin(kr) / kr), axis=(1, 2))
-    longitudinal = 4 * np.sum(e * weights * (1 / 3 - (np.sin(kr) - kr * np.cos(kr)) / kr**3), axis=(1, 2))
+    if dimensions == 2:
+        trace_kernel, longitudinal_kernel = 1 - j0(kr), 1 / 2 - j1(kr) / kr
+    else:
+        trace_kernel, longitudinal_kernel = 1 - np.sin(kr) / kr, 1 / 3 - (np.sin(kr) - kr * np.cos(kr)) / kr**3
+    trace = 4 * np.sum(e * weights * trace_kernel, axis=(1, 2))
+    longitudinal = 4 * np.sum(e * weights * longitudinal_kernel, axis=(1, 2))
     return trace, longitudinal
 
 
@@ -95,11 +105,13 @@ def structure_figure(data: dict[str, Any], config: dict[str, Any], eps: float | 
     trans = axis_mean(data, "transverse", rows)
     if trans is not None and 2 in list(orders):
         right.semilogx(r, trans[1][list(orders).index(2)] / scale, "s-", ms=3, label=r"$S_2^T$")
+    # a plane's (shape of two entries) isotropic relation is the 2D one, and K41's C_2 is a box's constant
+    dimensions = len(data["attrs"].get("shape") or (0, 0, 0))
     if spectrum is not None:
         k = spectrum[0]
-        right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0])[1] / scale, "k--", lw=1,
-                       label=r"$S_2^L$ from $E(k)$ (isotropic)")
-    if eps:
+        right.semilogx(r, isotropic_s2(*spectrum, r, width=k[1] - k[0], dimensions=dimensions)[1] / scale, "k--",
+                       lw=1, label=r"$S_2^L$ from $E(k)$ (isotropic)")
+    if eps and dimensions == 3:
         right.axhline(2.0, color="grey", lw=0.8, ls=":", label=r"$C_2 \approx 2$")
     right.set_xlabel(f"r ({length})")
     right.set_ylabel(r"$S_2/(\varepsilon r)^{2/3}$" if eps else r"$S_2/r^{2/3}$")
@@ -138,12 +150,15 @@ def moments_figure(data: dict[str, Any], config: dict[str, Any], time: str = "co
     fig, axes = figure(2, 1, sharex=True)
     t = data["time"]
     for ax, what, gaussian in ((axes[0, 0], "skewness", 0.0), (axes[1, 0], "flatness", 3.0)):
-        # the moments of the three longitudinal derivatives averaged, then normalised
+        # the moments of the longitudinal derivatives (a box's three, a plane's two) averaged, then normalised
         # (simulator/observables/statistics.py): no summation over i, which would be the divergence
-        ax.plot(t, data[what], "k-", lw=1.5, label=r"$\partial u_1/\partial x_1, \partial u_2/\partial x_2, "
-                r"\partial u_3/\partial x_3$ pooled")
-        for name in ("dudx", "dvdy", "dwdz"):
+        names = [name for name in ("dudx", "dvdy", "dwdz") if f"{what}_{name}" in data]
+        pooled = ", ".join(rf"\partial u_{i}/\partial x_{i}" for i in range(1, len(names) + 1))
+        ax.plot(t, data[what], "k-", lw=1.5, label=f"${pooled}$ pooled")
+        for name in names:
             ax.plot(t, data[f"{what}_{name}"], lw=0.8, label=rf"$\partial_{name[-1]} {name[1]}$")
+        if f"{what}_vorticity" in data:  # a plane's
+            ax.plot(t, data[f"{what}_vorticity"], "-.", lw=1.2, label=r"$\omega$")
         for key in sorted(k for k in data if k.startswith("scalar") and k.endswith(f"_gradient_{what}_parallel")):
             if np.isfinite(data[key]).any():
                 ax.plot(t, data[key], "--", label=key.split("_")[0] + r" $\partial_\parallel\theta$")
