@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from simulator.equations import resolution
 from simulator.equations.base import Params
 from simulator.equations.operators import inverse_k2
 from simulator.fft import FFTBackend
@@ -65,6 +66,17 @@ def free_fall(params: Params) -> tuple[jax.Array, jax.Array]:
     """nu = (Ra/Pr)^(-1/2) and kappa = (Ra Pr)^(-1/2): free-fall units (lengths in H, times in sqrt(H / Delta b))."""
     ra, pr = params["rayleigh"], params["prandtl"]
     return jnp.sqrt(pr / ra), 1 / jnp.sqrt(ra * pr)
+
+
+def kmax_eta(fft: FFTBackend, box: Sequence[float], nu: jax.Array, kappa: jax.Array,
+             dissipation: jax.Array) -> jax.Array:
+    """k_max min(eta, eta_theta): the Kolmogorov scale eta = (nu^3/epsilon_u)^(1/4) and the temperature's smallest
+    scale (Batchelor or Obukhov-Corrsin, :func:`~simulator.equations.resolution.smallest_scale`) against the 2/3
+    rule's cutoff. Along the plates' axis the sine and cosine modes n pi/H are the 2N-point extension's, whose 2/3
+    rule keeps n < 2N/3: the cutoff (2/3) pi N/H, as a periodic axis of N cells over H."""
+    eta = resolution.cube_root_scale(nu, dissipation, 1 / 4, jnp)
+    kmax = resolution.dealiased_kmax(fft.shape, box)
+    return kmax * jnp.minimum(eta, resolution.smallest_scale(eta, nu, kappa, jnp))
 
 
 def heights(fft: FFTBackend, box: Sequence[float], dtype: Any) -> jax.Array:

@@ -77,9 +77,12 @@ INFO = EquationInfo(
                                "steady state",
         "thermal_dissipation": "thermal dissipation kappa (1 + <|grad theta|^2>); Nu/sqrt(Ra Pr) in a statistically "
                                "steady state",
+        "kmax_eta": "resolution k_max min(eta, eta_theta): the Kolmogorov scale (nu^3/epsilon_u)^(1/4) and the "
+                    "temperature's (Batchelor for Pr >= 1) against the 2/3 rule's cutoff (2/3) min(pi N/L); at least 1",
         "divergence": "max |div u| (round-off: the projection is exact mode by mode)",
         "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz)",
     },
+    resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
     progress=("nusselt", "reynolds", "cfl"),
     spectra={"energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted) summed over the "
                        "shell |k|, k = (k_x, k_y, n pi); sums to E_K"},
