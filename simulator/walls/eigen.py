@@ -18,8 +18,8 @@ unknown itself reach it by banded conversions T -> C^(1) -> ... -> C^(m), and mu
 is U(X) for the three-term recurrence X of x C^(m)_n; its last m rows, the ones truncation spoils, give way to the
 m boundary conditions (Olver & Townsend 2013). The operators are banded, their columns grow only like n, so
 round-off is not amplified like N^8 as by a collocated fourth derivative: the eigenvalues converge with N to
-round-off and stay there. The boundary rows are eliminated exactly by solving on an orthonormal basis of the
-series that satisfy them, so the pencil is square and regular: no infinite or spurious eigenvalue is made.
+round-off and stay there. The boundary conditions are built into a Galerkin basis of recombined T_n (Shen 1994;
+Heinrichs 1989), so the pencil is square and regular: no infinite or spurious eigenvalue is made.
 """
 
 from __future__ import annotations
@@ -108,14 +108,29 @@ def _boundary(orders: tuple[int, ...], size: int) -> np.ndarray:
     return np.array(rows)
 
 
-def _pencil(a: np.ndarray, b: np.ndarray, constraints: np.ndarray, orders: tuple[int, ...]
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """The eigenvalues and eigenvectors (coefficients, columns) of a x = lambda b x on the series satisfying
-    ``constraints`` x = 0. a and b are blocks of equal square blocks, the i-th block row of order orders[i]: its
-    last orders[i] rows, which gave way to the constraints, are dropped."""
-    size = a.shape[0] // len(orders)
-    kept = np.concatenate([block * size + np.arange(size - order) for block, order in enumerate(orders)])
-    basis = scipy.linalg.null_space(constraints)
+def _basis(orders: tuple[int, ...], size: int) -> np.ndarray:
+    """The Galerkin basis of the T series of ``size`` terms whose ``orders``-th derivatives vanish at x = -1 and
+    x = 1 (Shen 1994; Heinrichs 1989): phi_j = T_j + sum_(i=1..m) x_i T_(j+2i), m = len(orders), columns j = 0 ..
+    size - 2m - 1, shape ``(size, size - 2m)``. Each phi_j has one parity, so only m of its 2m conditions bind and
+    x solves them exactly (least squares of a consistent system); the basis stays banded and graded, so the
+    pencil's round-off does not grow with N as a dense orthonormal basis' does."""
+    conditions = _boundary(orders, size)
+    m = len(orders)
+    basis = np.zeros((size, size - 2 * m))
+    for j in range(size - 2 * m):
+        later = j + 2 * np.arange(1, m + 1)
+        basis[j, j] = 1.0
+        basis[later, j] = np.linalg.lstsq(conditions[:, later], -conditions[:, j], rcond=None)[0]
+    return basis
+
+
+def _pencil(a: np.ndarray, b: np.ndarray, bases: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenvalues and eigenvectors (T coefficients, columns) of a x = lambda b x, the i-th unknown in the
+    span of bases[i]. a and b are square blocks of equal size, the i-th block row an equation in C^(2m): its last
+    2m rows, spoilt by truncation, give way to the basis' 2m conditions and are dropped."""
+    size = a.shape[0] // len(bases)
+    kept = np.concatenate([block * size + np.arange(basis.shape[1]) for block, basis in enumerate(bases)])
+    basis = scipy.linalg.block_diag(*bases)
     values, vectors = scipy.linalg.eig(a[kept] @ basis, b[kept] @ basis)
     return values, basis @ vectors
 
@@ -127,22 +142,22 @@ def _walls(walls: str) -> tuple[int, int]:
     return (0, 1) if walls == NO_SLIP else (0, 2)
 
 
-def _layer(walls: str, size: int) -> np.ndarray:
-    """The boundary rows of (W, Theta) on a layer: W's by ``walls``, Theta = 0."""
-    zero = np.zeros((2, size))
-    return np.block([[_boundary(_walls(walls), size), np.zeros((4, size))], [zero, _boundary((0,), size)]])
+def _layer(walls: str, size: int) -> list[np.ndarray]:
+    """The bases of (W, Theta) on a layer: W's conditions by ``walls``, Theta = 0."""
+    return [_basis(_walls(walls), size), _basis((0,), size)]
 
 
 def rayleigh_number(k: float, walls: str = NO_SLIP, n: int = 40) -> float:
     """The marginal Rayleigh number of the horizontal wavenumber ``k`` (layer depth 1), both plates ``walls``,
     from Chebyshev series of degree ``n``."""
     size = n + 1
-    constraints = _layer(walls, size)
+    bases = _layer(walls, size)
     scale = 2.0  # z = (x + 1)/2 on a layer of unit depth: d/dz = 2 d/dx
     zero = np.zeros((size, size))
-    a = np.block([[_laplacian(4, k**2, scale, size), zero], [_conversion(0, 2, size), _laplacian(2, k**2, scale, size)]])
+    a = np.block([[_laplacian(4, k**2, scale, size), zero],
+                  [_conversion(0, 2, size), _laplacian(2, k**2, scale, size)]])
     b = np.block([[zero, k**2 * _conversion(0, 4, size)], [zero, zero]])
-    inverse, _ = _pencil(b, a, constraints, (4, 2))  # 1/Ra: the largest positive one is the smallest Ra
+    inverse, _ = _pencil(b, a, bases)  # 1/Ra: the largest positive one is the smallest Ra
     real = inverse[np.abs(inverse.imag) < 1e-9 * np.abs(inverse).max()].real
     return float(1.0 / real.max())
 
@@ -163,13 +178,13 @@ def rayleigh_benard_growth(ra: float, pr: float, k: float, walls: str = NO_SLIP,
     points z (ascending, 0 to 1) and the mode's w and b there, scaled to max |w| = 1; shapes ``(n + 1,)``.
     sigma = 0 on the marginal curve of :func:`rayleigh_number`."""
     size = n + 1
-    constraints = _layer(walls, size)
+    bases = _layer(walls, size)
     nu, kappa = (ra / pr) ** -0.5, (ra * pr) ** -0.5
     zero = np.zeros((size, size))
     a = np.block([[nu * _laplacian(4, k**2, 2.0, size), -(k**2) * _conversion(0, 4, size)],
                   [_conversion(0, 2, size), kappa * _laplacian(2, k**2, 2.0, size)]])
     b = np.block([[_conversion(2, 4, size) @ _laplacian(2, k**2, 2.0, size), zero], [zero, _conversion(0, 2, size)]])
-    sigma, vectors = _pencil(a, b, constraints, (4, 2))
+    sigma, vectors = _pencil(a, b, bases)
     best = np.argmax(sigma.real)
     mode = _values(vectors[:, best].reshape(2, size), n)
     mode = mode / mode[0, np.argmax(np.abs(mode[0]))]
@@ -191,7 +206,7 @@ def orr_sommerfeld(re: float, alpha: float, profile: str = "poiseuille", n: int 
     a = (_multiplication(u, 4, size) @ lap
          - _multiplication(tuple(power.polyder(u, 2)) or (0.0,), 4, size) @ _conversion(0, 4, size)
          - _laplacian(4, alpha**2, 1.0, size) / (1j * alpha * re))
-    c, vectors = _pencil(a, lap, _boundary((0, 1), size), (4,))
+    c, vectors = _pencil(a, lap, [_basis((0, 1), size)])
     order = np.argsort(-c.imag)
     phi = _values(vectors[:, order].T, n)
     phi[:, [0, -1]] = 0.0  # clamped: round-off of zero
