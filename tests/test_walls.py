@@ -231,7 +231,8 @@ def test_eigen_solvers_converge_to_round_off_as_the_series_lengthen():
     }
     for name, (error, sizes, round_off) in cases.items():
         coarse, fine, finest = (abs(error(n)) for n in sizes)
-        assert coarse > 100 * round_off and fine < round_off and finest < round_off, (name, coarse, fine, finest)
+        assert fine < round_off and finest < round_off, (name, coarse, fine, finest)
+        assert coarse > 100 * round_off, (name, coarse)  # a series short enough to show the convergence
 
 
 def test_orr_sommerfeld_tollmien_schlichting_wave():
