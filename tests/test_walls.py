@@ -196,12 +196,43 @@ def test_a_stokes_mode_between_no_slip_plates():
 
 
 def test_rayleigh_benard_onset():
-    """No-slip plates: Ra_c = 1707.762 at k_c = 3.1163 (Chandrasekhar 1961, table III; Reid & Harris 1958);
-    free-slip: 27 pi^4 / 4 at pi / sqrt(2), exactly."""
+    """No-slip plates: Ra_c = 1707.7618 at k_c = 3.1163 (Chandrasekhar 1961, table III; Reid & Harris 1958) to
+    those digits; free-slip: 27 pi^4 / 4 at pi / sqrt(2), exactly, to round-off in Ra (a minimum is flat in k:
+    Ra's round-off moves k by about its square root)."""
     ra, k = eigen.rayleigh_benard_onset(eigen.NO_SLIP)
-    assert abs(ra - 1707.762) < 1e-3 and abs(k - 3.1163) < 1e-4
+    assert abs(ra - 1707.7618) < 5e-5 and abs(k - 3.1163) < 5e-5
     ra, k = eigen.rayleigh_benard_onset(eigen.FREE_SLIP)
-    assert abs(ra / (27 * np.pi**4 / 4) - 1) < 1e-9 and abs(k / (np.pi / np.sqrt(2)) - 1) < 1e-4
+    assert abs(ra / (27 * np.pi**4 / 4) - 1) < 1e-13 and abs(k / (np.pi / np.sqrt(2)) - 1) < 1e-6
+
+
+def test_eigen_solvers_converge_to_round_off_as_the_series_lengthen():
+    """Each solver's error against its reference falls as the Chebyshev series lengthen and then stays at round-off,
+    however long they grow (a collocated fourth derivative's round-off grew like N^8: 1e-6 at 60 points). References:
+    free-slip, exact (the sine mode: 27 pi^4 / 4 at pi / sqrt(2), and the growth rate's quadratic as in
+    test_rayleigh_benard_growth_changes_sign_at_onset, Ra = 10^4, Pr = 0.7, k = 2.5); no-slip, Dedalus 3.0.5's
+    EVP (48 modes, its 72-mode solve agreeing to 6e-15: Ra(3.117) = 1707.761892766432, the growth rate at Ra =
+    2000, Pr = 1, k = 3.117, 0.047992974042435); plane Poiseuille flow at Re = 10^4, alpha = 1, Dedalus' 128-mode
+    tau solve, c = 0.2375264888202058 + 0.0037396706230241i (its 192-mode solve agrees to 9e-12)."""
+    ra, pr, k = 1e4, 0.7, 2.5
+    nu, kappa, q2 = (ra / pr) ** -0.5, (ra * pr) ** -0.5, k**2 + np.pi**2
+    s, c = (nu + kappa) * q2, nu * kappa * q2**2 - k**2 / q2
+    exact = 0.5 * (-s + np.sqrt(s**2 - 4 * c))
+    cases = {  # relative error at degree n, the lowest first; the round-off it must reach and keep
+        "free-slip growth": (lambda n: eigen.rayleigh_benard_growth(ra, pr, k, eigen.FREE_SLIP, n)[0] / exact - 1,
+                             (12, 24, 100), 1e-13),
+        "free-slip Ra(k_c)": (lambda n: eigen.rayleigh_number(np.pi / np.sqrt(2), eigen.FREE_SLIP, n)
+                              / (27 * np.pi**4 / 4) - 1, (12, 24, 100), 1e-14),
+        "no-slip Ra(3.117)": (lambda n: eigen.rayleigh_number(3.117, eigen.NO_SLIP, n) / 1707.761892766432 - 1,
+                              (12, 24, 100), 1e-13),
+        "no-slip growth": (lambda n: eigen.rayleigh_benard_growth(2000.0, 1.0, 3.117, eigen.NO_SLIP, n)[0]
+                           / 0.047992974042435 - 1, (12, 24, 100), 1e-11),
+        "Orr-Sommerfeld c": (lambda n: abs(eigen.tollmien_schlichting(1e4, 1.0, n)[0]
+                                           / (0.2375264888202058 + 0.0037396706230241j) - 1), (60, 100, 200), 1e-11),
+    }
+    for name, (error, sizes, round_off) in cases.items():
+        coarse, fine, finest = (abs(error(n)) for n in sizes)
+        assert fine < round_off and finest < round_off, (name, coarse, fine, finest)
+        assert coarse > 100 * round_off, (name, coarse)  # a series short enough to show the convergence
 
 
 def test_orr_sommerfeld_tollmien_schlichting_wave():

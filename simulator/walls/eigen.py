@@ -1,5 +1,6 @@
-"""Linear eigenvalue problems between two plates, solved densely (numpy/scipy) by Chebyshev collocation: the
-checks and initial conditions of the walled runs, independent of the banded solvers that step them.
+"""Linear eigenvalue problems between two plates, solved densely (numpy/scipy) by the ultraspherical spectral
+method (Olver & Townsend 2013) in Chebyshev coefficient space: the checks and initial conditions of the walled
+runs, independent of the banded solvers that step them.
 
 * Rayleigh-Benard onset (Chandrasekhar 1961, ch. II): at marginal stability (D^2 - k^2)^2 W = Ra k^2 Theta,
   (D^2 - k^2) Theta = -W on a layer of unit depth, Theta = 0 at the plates and W = DW = 0 (no-slip) or W = D^2 W = 0
@@ -11,66 +12,154 @@ checks and initial conditions of the walled runs, independent of the banded solv
   exp(i alpha (x - c t)); plane Poiseuille flow at Re = 10^4, alpha = 1 has the Tollmien-Schlichting wave c =
   0.23752649 + 0.00373967 i.
 
-Clamped conditions (W = DW = 0) are built in by writing W = (1 - x^2) q(x), q = 0 at the ends, on the interior
-points (Trefethen 2000, ch. 14), and the same polynomial's second derivative is used beside its fourth, so no
-spurious eigenvalue is made; the collocation derivative is Trefethen's (2000, ch. 6).
+Each unknown is a Chebyshev series sum_n a_n T_n(x), n = 0..N. An equation of order m is written in the
+ultraspherical basis C^(m): d^m/dx^m maps T_n to a multiple of C^(m)_(n-m) (one diagonal), lower derivatives and the
+unknown itself reach it by banded conversions T -> C^(1) -> ... -> C^(m), and multiplication by a polynomial U(x)
+is U(X) for the three-term recurrence X of x C^(m)_n; its last m rows, the ones truncation spoils, give way to the
+m boundary conditions (Olver & Townsend 2013). The operators are banded, their columns grow only like n, so
+round-off is not amplified like N^8 as by a collocated fourth derivative: the eigenvalues converge with N to
+round-off and stay there. The boundary conditions are built into a Galerkin basis of recombined T_n (Shen 1994;
+Heinrichs 1989), so the pencil is square and regular: no infinite or spurious eigenvalue is made.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.polynomial.polynomial as power
 import scipy.linalg
 import scipy.optimize
 
 NO_SLIP = "no-slip"
 FREE_SLIP = "free-slip"
 WALLS = (NO_SLIP, FREE_SLIP)
-PROFILES = {"poiseuille": (lambda y: 1.0 - y**2, lambda y: -2.0 + 0.0 * y),
-            "couette": (lambda y: y, lambda y: 0.0 * y),
-            "rest": (lambda y: 0.0 * y, lambda y: 0.0 * y)}
+# U(y) of each parallel flow, as coefficients of 1, y, y^2 (ascending powers).
+PROFILES = {"poiseuille": (1.0, 0.0, -1.0), "couette": (0.0, 1.0), "rest": (0.0,)}
 
 
-def collocation(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The points x_j = cos(pi j / n), j = 0..n (descending) and the derivative matrix on them (Trefethen 2000,
-    cheb.m): shapes ``(n + 1,)`` and ``(n + 1, n + 1)``."""
-    x = np.cos(np.pi * np.arange(n + 1) / n)
-    c = np.ones(n + 1)
-    c[[0, -1]] = 2.0
-    c *= (-1.0) ** np.arange(n + 1)
-    dx = x[:, None] - x[None, :]
-    d = np.outer(c, 1.0 / c) / (dx + np.eye(n + 1))
-    return x, d - np.diag(d.sum(1))
+def _points(n: int) -> np.ndarray:
+    """The Chebyshev points x_j = -cos(pi j / n), j = 0..n, ascending from -1 to 1: shape ``(n + 1,)``."""
+    return -np.cos(np.pi * np.arange(n + 1) / n)
 
 
-def _operators(n: int, clamped: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Interior points x and d^2/dx^2, d^4/dx^4 on them, of the polynomial vanishing at the ends (``clamped``: its
-    slope too, as (1 - x^2) q; else the fourth derivative is the Dirichlet second derivative applied twice)."""
-    x, d = collocation(n)
-    d2 = d @ d
-    inner = slice(1, n)
-    if not clamped:
-        second = d2[inner, inner]
-        return x[inner], second, second @ second
-    s = np.diag(np.concatenate([[0.0], 1.0 / (1.0 - x[inner] ** 2), [0.0]]))
-    d3, d4 = d2 @ d, d2 @ d2
-    second = (np.diag(1 - x**2) @ d2 - 4 * np.diag(x) @ d + -2 * np.eye(n + 1)) @ s
-    fourth = (np.diag(1 - x**2) @ d4 - 8 * np.diag(x) @ d3 - 12 * d2) @ s
-    return x[inner], second[inner, inner], fourth[inner, inner]
+def _values(coefficients: np.ndarray, n: int) -> np.ndarray:
+    """The Chebyshev series ``coefficients`` (``(..., n + 1)``, T_0 first) on :func:`_points`: ``(..., n + 1)``,
+    T_k(-cos(theta)) = cos(k (pi - theta))."""
+    theta = np.pi - np.pi * np.arange(n + 1) / n
+    return coefficients @ np.cos(np.outer(np.arange(n + 1), theta))
+
+
+def _derivative(order: int, size: int) -> np.ndarray:
+    """d^order/dx^order from T coefficients to C^(order) coefficients: T_n^(m) = 2^(m-1) (m-1)! n C^(m)_(n-m)."""
+    d = np.zeros((size, size))
+    n = np.arange(order, size)
+    d[n - order, n] = 2.0 ** (order - 1) * float(np.prod(np.arange(1, order))) * n
+    return d
+
+
+def _conversion(start: int, stop: int, size: int) -> np.ndarray:
+    """C^(start) coefficients to C^(stop) coefficients (C^(0) meaning T), the product of the banded steps
+    T_n = (C^(1)_n - C^(1)_(n-2)) / 2 and C^(l)_n = l (C^(l+1)_n - C^(l+1)_(n-2)) / (n + l)."""
+    n = np.arange(size)
+    out = np.eye(size)
+    for lam in range(start, stop):
+        step = np.zeros((size, size))
+        if lam == 0:
+            step[n, n] = np.where(n == 0, 1.0, 0.5)
+            step[n[2:] - 2, n[2:]] = -0.5
+        else:
+            step[n, n] = lam / (n + lam)
+            step[n[2:] - 2, n[2:]] = -lam / (n[2:] + lam)
+        out = step @ out
+    return out
+
+
+def _multiplication(polynomial: tuple[float, ...], order: int, size: int) -> np.ndarray:
+    """Multiplication by the polynomial (ascending power coefficients) on C^(order) coefficients, order >= 1, by
+    Horner's rule on x C^(l)_n = ((n + 1) C^(l)_(n+1) + (n + 2l - 1) C^(l)_(n-1)) / (2 (n + l)); exact but for the
+    last deg rows, which are dropped (:func:`_pencil`)."""
+    n = np.arange(size)
+    x = np.zeros((size, size))
+    x[n[:-1] + 1, n[:-1]] = (n[:-1] + 1) / (2 * (n[:-1] + order))
+    x[n[1:] - 1, n[1:]] = (n[1:] + 2 * order - 1) / (2 * (n[1:] + order))
+    out = np.zeros((size, size))
+    for coefficient in polynomial[::-1]:
+        out = x @ out + coefficient * np.eye(size)
+    return out
+
+
+def _laplacian(order: int, k2: float, scale: float, size: int) -> np.ndarray:
+    """(scale^2 d^2/dx^2 - k2)^(order/2), order 2 or 4, from T coefficients to C^(order) coefficients (d/dz = scale
+    d/dx)."""
+    d2 = _conversion(2, order, size) @ _derivative(2, size) * scale**2
+    if order == 2:
+        return d2 - k2 * _conversion(0, 2, size)
+    return _derivative(4, size) * scale**4 - 2 * k2 * d2 + k2**2 * _conversion(0, 4, size)
+
+
+def _boundary(orders: tuple[int, ...], size: int) -> np.ndarray:
+    """Rows giving the ``orders``-th x-derivatives at x = -1 and x = 1 of a T series: T_n^(m)(1) = prod_(j<m)
+    (n^2 - j^2) / (2j + 1), T_n^(m)(-1) = (-1)^(n+m) that."""
+    n = np.arange(size, dtype=float)
+    rows = []
+    for m in orders:
+        at_one = np.ones(size)
+        for j in range(m):
+            at_one *= (n**2 - j**2) / (2 * j + 1)
+        rows += [(-1.0) ** (n + m) * at_one, at_one]
+    return np.array(rows)
+
+
+def _basis(orders: tuple[int, ...], size: int) -> np.ndarray:
+    """The Galerkin basis of the T series of ``size`` terms whose ``orders``-th derivatives vanish at x = -1 and
+    x = 1 (Shen 1994; Heinrichs 1989): phi_j = T_j + sum_(i=1..m) x_i T_(j+2i), m = len(orders), columns j = 0 ..
+    size - 2m - 1, shape ``(size, size - 2m)``. Each phi_j has one parity, so only m of its 2m conditions bind and
+    x solves them exactly (least squares of a consistent system). The basis is banded and each column keeps its
+    degree, so the pencil's round-off stays flat in N (a dense basis of the same space, mixing all degrees in each
+    column, lets it grow with N, fastest beside free-slip plates' rows of size n^4)."""
+    conditions = _boundary(orders, size)
+    m = len(orders)
+    basis = np.zeros((size, size - 2 * m))
+    for j in range(size - 2 * m):
+        later = j + 2 * np.arange(1, m + 1)
+        basis[j, j] = 1.0
+        basis[later, j] = np.linalg.lstsq(conditions[:, later], -conditions[:, j], rcond=None)[0]
+    return basis
+
+
+def _pencil(a: np.ndarray, b: np.ndarray, bases: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenvalues and eigenvectors (T coefficients, columns) of a x = lambda b x, the i-th unknown in the
+    span of bases[i]. a and b are square blocks of equal size, the i-th block row an equation in C^(2m): its last
+    2m rows, spoilt by truncation, give way to the basis' 2m conditions and are dropped."""
+    size = a.shape[0] // len(bases)
+    kept = np.concatenate([block * size + np.arange(basis.shape[1]) for block, basis in enumerate(bases)])
+    basis = scipy.linalg.block_diag(*bases)
+    values, vectors = scipy.linalg.eig(a[kept] @ basis, b[kept] @ basis)
+    return values, basis @ vectors
+
+
+def _walls(walls: str) -> tuple[int, int]:
+    """The orders of the derivatives of W that vanish at ``walls``."""
+    if walls not in WALLS:
+        raise ValueError(f"walls {walls!r}: one of {', '.join(WALLS)}")
+    return (0, 1) if walls == NO_SLIP else (0, 2)
+
+
+def _layer(walls: str, size: int) -> list[np.ndarray]:
+    """The bases of (W, Theta) on a layer: W's conditions by ``walls``, Theta = 0."""
+    return [_basis(_walls(walls), size), _basis((0,), size)]
 
 
 def rayleigh_number(k: float, walls: str = NO_SLIP, n: int = 40) -> float:
-    """The marginal Rayleigh number of the horizontal wavenumber ``k`` (layer depth 1), both plates ``walls``."""
-    if walls not in WALLS:
-        raise ValueError(f"walls {walls!r}: one of {', '.join(WALLS)}")
-    _, d2, d4 = _operators(n, walls == NO_SLIP)
-    _, t2, _ = _operators(n, False)  # Theta = 0 at the plates
-    scale = 2.0  # z = x/2 on a layer of unit depth: d/dz = 2 d/dx
-    eye = np.eye(n - 1)
-    l4 = scale**4 * d4 - 2 * k**2 * scale**2 * d2 + k**4 * eye
-    l2 = scale**2 * t2 - k**2 * eye
-    a = np.block([[l4, np.zeros_like(eye)], [eye, l2]])
-    b = np.block([[np.zeros_like(eye), k**2 * eye], [np.zeros_like(eye), np.zeros_like(eye)]])
-    inverse = scipy.linalg.eigvals(b, a)  # 1/Ra: finite, the largest positive one is the smallest Ra
+    """The marginal Rayleigh number of the horizontal wavenumber ``k`` (layer depth 1), both plates ``walls``,
+    from Chebyshev series of degree ``n``."""
+    size = n + 1
+    bases = _layer(walls, size)
+    scale = 2.0  # z = (x + 1)/2 on a layer of unit depth: d/dz = 2 d/dx
+    zero = np.zeros((size, size))
+    a = np.block([[_laplacian(4, k**2, scale, size), zero],
+                  [_conversion(0, 2, size), _laplacian(2, k**2, scale, size)]])
+    b = np.block([[zero, k**2 * _conversion(0, 4, size)], [zero, zero]])
+    inverse, _ = _pencil(b, a, bases)  # 1/Ra: the largest positive one is the smallest Ra
     real = inverse[np.abs(inverse.imag) < 1e-9 * np.abs(inverse).max()].real
     return float(1.0 / real.max())
 
@@ -86,44 +175,44 @@ def rayleigh_benard_growth(ra: float, pr: float, k: float, walls: str = NO_SLIP,
                            ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """The fastest-growing linear mode of Rayleigh-Benard convection in free-fall units (Dedalus's example: depth
     1, nu = (Ra/Pr)^(-1/2), kappa = (Ra Pr)^(-1/2), buoyancy b = 1 - z conducting) at horizontal wavenumber ``k``:
-    d/dt lap w = nu lap^2 w - k^2 b, d/dt b = kappa lap b + w, b = 0 and no-slip or free-slip plates. Returns the
-    growth rate sigma (real: exchange of stabilities), the points z (ascending, 0 to 1) and the mode's w and b
-    there, scaled to max |w| = 1; shapes ``(n + 1,)``. sigma = 0 on the marginal curve of
-    :func:`rayleigh_number`."""
-    if walls not in WALLS:
-        raise ValueError(f"walls {walls!r}: one of {', '.join(WALLS)}")
-    _, d2, d4 = _operators(n, walls == NO_SLIP)
-    _, t2, _ = _operators(n, False)
+    d/dt lap w = nu lap^2 w - k^2 b, d/dt b = kappa lap b + w, b = 0 and no-slip or free-slip plates, from
+    Chebyshev series of degree ``n``. Returns the growth rate sigma (real: exchange of stabilities), the Chebyshev
+    points z (ascending, 0 to 1) and the mode's w and b there, scaled to max |w| = 1; shapes ``(n + 1,)``.
+    sigma = 0 on the marginal curve of :func:`rayleigh_number`."""
+    size = n + 1
+    bases = _layer(walls, size)
     nu, kappa = (ra / pr) ** -0.5, (ra * pr) ** -0.5
-    eye, zero = np.eye(n - 1), np.zeros((n - 1, n - 1))
-    lap_w = 4 * d2 - k**2 * eye  # z = (x + 1)/2: d/dz = 2 d/dx
-    a = np.block([[nu * (16 * d4 - 8 * k**2 * d2 + k**4 * eye), -(k**2) * eye], [eye, kappa * (4 * t2 - k**2 * eye)]])
-    sigma, vectors = scipy.linalg.eig(a, np.block([[lap_w, zero], [zero, eye]]))
+    zero = np.zeros((size, size))
+    a = np.block([[nu * _laplacian(4, k**2, 2.0, size), -(k**2) * _conversion(0, 4, size)],
+                  [_conversion(0, 2, size), kappa * _laplacian(2, k**2, 2.0, size)]])
+    b = np.block([[_conversion(2, 4, size) @ _laplacian(2, k**2, 2.0, size), zero], [zero, _conversion(0, 2, size)]])
+    sigma, vectors = _pencil(a, b, bases)
     best = np.argmax(sigma.real)
-    mode = np.zeros((2, n + 1), complex)
-    mode[:, 1:-1] = vectors[:, best].reshape(2, n - 1)
-    mode = mode[:, ::-1] / mode[0, np.argmax(np.abs(mode[0]))]
-    return float(sigma[best].real), 0.5 * (collocation(n)[0][::-1] + 1), mode[0].real, mode[1].real
+    mode = _values(vectors[:, best].reshape(2, size), n)
+    mode = mode / mode[0, np.argmax(np.abs(mode[0]))]
+    mode[:, [0, -1]] = 0.0  # the plates' values, round-off of zero
+    return float(sigma[best].real), 0.5 * (_points(n) + 1), mode[0].real, mode[1].real
 
 
 def orr_sommerfeld(re: float, alpha: float, profile: str = "poiseuille", n: int = 120
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The eigenvalues c of the Orr-Sommerfeld problem of ``profile`` (U = 1 - y^2, y, or 0) at Reynolds number
-    ``re`` (the centreline or plate velocity and the half gap) and streamwise wavenumber ``alpha``, the least
-    stable first (largest Im c, growth rate alpha Im c), with the eigenfunctions phi on the points: shapes
-    ``(n - 1,)``, ``(n + 1,)`` (y ascending, -1 to 1) and ``(n - 1, n + 1)``."""
+    ``re`` (the centreline or plate velocity and the half gap) and streamwise wavenumber ``alpha``, from Chebyshev
+    series of degree ``n``, the least stable first (largest Im c, growth rate alpha Im c), with the eigenfunctions
+    phi on the Chebyshev points: shapes ``(n - 3,)``, ``(n + 1,)`` (y ascending, -1 to 1) and ``(n - 3, n + 1)``."""
     if profile not in PROFILES:
         raise ValueError(f"profile {profile!r}: one of {', '.join(PROFILES)}")
-    y, d2, d4 = _operators(n, True)
-    u, u2 = (f(y) for f in PROFILES[profile])
-    eye = np.eye(n - 1)
-    lap = d2 - alpha**2 * eye
-    a = np.diag(u) @ lap - np.diag(u2) - (d4 - 2 * alpha**2 * d2 + alpha**4 * eye) / (1j * alpha * re)
-    c, vectors = scipy.linalg.eig(a, lap)
+    size = n + 1
+    u = PROFILES[profile]
+    lap = _conversion(2, 4, size) @ _laplacian(2, alpha**2, 1.0, size)
+    a = (_multiplication(u, 4, size) @ lap
+         - _multiplication(tuple(power.polyder(u, 2)) or (0.0,), 4, size) @ _conversion(0, 4, size)
+         - _laplacian(4, alpha**2, 1.0, size) / (1j * alpha * re))
+    c, vectors = _pencil(a, lap, [_basis((0, 1), size)])
     order = np.argsort(-c.imag)
-    phi = np.zeros((n - 1, n + 1), complex)
-    phi[:, 1:-1] = vectors[:, order].T
-    return c[order], collocation(n)[0][::-1], phi[:, ::-1]
+    phi = _values(vectors[:, order].T, n)
+    phi[:, [0, -1]] = 0.0  # clamped: round-off of zero
+    return c[order], _points(n), phi
 
 
 def tollmien_schlichting(re: float = 1e4, alpha: float = 1.0, n: int = 120
