@@ -82,6 +82,21 @@ def test_the_onset_between_no_slip_plates_is_the_eigen_solvers(devices):
     assert RA_C == pytest.approx(1707.762, abs=1e-3)
 
 
+
+def test_a_steady_no_slip_roll_carries_the_same_heat_through_each_plate_and_the_volume(devices):
+    """At Ra = 3000 the onset's mode grows into one steady roll (16 x 16, t = 150): Nu through the bottom and the
+    top plate are equal (the roll's symmetry) and equal Nu through the volume to the resolution's truncation
+    (3.1e-5 at 16 points across), and both dissipations meet their relations to Nu, (Nu - 1)/sqrt(Ra Pr) and
+    Nu/sqrt(Ra Pr), to it."""
+    sim = convection(devices, shape=(16, 16), initial__name="mode", initial__amplitude=0.1, physics__rayleigh=3000.0)
+    state = advance(sim, sim.initial_state(), 0.1, 1500)
+    report = {k: float(v) for k, v in sim.diagnostics(state, 0.1).items()}
+    nusselt, root = report["nusselt"], math.sqrt(3000.0)
+    assert report["nusselt_bottom"] == pytest.approx(report["nusselt_top"], rel=1e-12)
+    assert report["nusselt_bottom"] == pytest.approx(nusselt, rel=5e-5)
+    assert report["kinetic_dissipation"] == pytest.approx((nusselt - 1) / root, rel=5e-5)
+    assert report["thermal_dissipation"] == pytest.approx(nusselt / root, rel=5e-5)
+
 @pytest.mark.parametrize("case", CASES[1:], ids=case_id)
 def test_a_distributed_no_slip_run_equals_the_single_device_one(devices, case):
     """Noise at Ra = 1e5 for 20 steps: slabs of 2 and 4 devices end where one device ends, to 1e-12."""
