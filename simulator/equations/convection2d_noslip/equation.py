@@ -3,9 +3,9 @@
 
 The state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x, "chebyshev")``:
 NumPy's FFT along x, unnormalised, by the Chebyshev coefficients along z): ``w`` ``(1, Nx, Nz)`` complex, ``zeta``
-None (no wall-normal vorticity in a plane), ``mean`` ``(2, Nz)`` the horizontally averaged velocity (U, V) (V zero), ``scalars``
-``(1, 1, Nx, Nz)`` theta. Its arrays are held split along x and whole along z (the real layout), so each device
-solves its modes' columns whole; the transforms' own layout is restored around each transform.
+None (no wall-normal vorticity in a plane), ``mean`` ``(2, Nz)`` the horizontally averaged velocity (U, V) (V zero),
+``scalars`` ``(1, 1, Nx, Nz)`` theta. Its arrays are held split along x and whole along z (the real layout), so each
+device solves its modes' columns whole; the transforms' own layout is restored around each transform.
 
 The explicit terms, per stage: u = i dw/dz / k_x (continuity; U at k_x = 0), the products in physical space on the
 grid (advective form), H = -(u . grad) u + theta z_hat and -(u . grad) theta + w transformed back and dealiased by
