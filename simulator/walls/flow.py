@@ -114,7 +114,10 @@ class NoSlipFlow:
              ) -> Callable[[State, jnp.ndarray], State]:
         """One IMEX RK222 step ``step(state, t) -> state`` with the explicit terms ``explicit(state, t)``
         (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for ``dt``."""
-        return imex.rk222(self.mass, explicit, self.solver(dt), dt)
+        step = imex.rk222(self.mass, explicit, self.solver(dt), dt)
+        # the factorisations and the Chebyshev operators' numbers are float64 where x64 is on: a float32 run's
+        # state stays float32
+        return lambda state, t: jax.tree.map(lambda x, like: x.astype(like.dtype), step(state, t), state)
 
 
 def velocity(flow: NoSlipFlow, x: State) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:

@@ -180,7 +180,7 @@ class NoSlipConvection2D(ImexEquation):
         weights = chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2]
         power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * weights, axis=(0, -1), keepdims=True)[0] / self.fft.shape[1] ** 2
         k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx))
-        return {"energy": spectra.shell_sum(power, k, self.fft.shape[:2] + (1,), self.box)}
+        return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}
 
 
 def conductive(eq: NoSlipConvection2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
