@@ -15,5 +15,5 @@ field across it.
   the Orr-Sommerfeld problem.
 
 Arrays hold the wall-normal direction on their last axis, whole on one device; leading axes are horizontal modes
-(or anything else to batch over). Not yet selectable in a run config.
+(or anything else to batch over).
 """
