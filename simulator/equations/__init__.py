@@ -34,6 +34,7 @@ PACKAGES = (
     "simulator.equations.sw1l",
     "simulator.equations.convection2d",
     "simulator.equations.convection",
+    "simulator.equations.convection2d_noslip",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

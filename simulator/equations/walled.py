@@ -68,14 +68,18 @@ def free_fall(params: Params) -> tuple[jax.Array, jax.Array]:
     return jnp.sqrt(pr / ra), 1 / jnp.sqrt(ra * pr)
 
 
-def kmax_eta(fft: FFTBackend, box: Sequence[float], nu: jax.Array, kappa: jax.Array,
-             dissipation: jax.Array) -> jax.Array:
+def series_cutoff(fft: FFTBackend, box: Sequence[float]) -> float:
+    """The 2/3 rule's cutoff (2/3) min_i pi N_i/L_i of a sine or cosine series across the plates and Fourier
+    series along them: the modes n pi/H are the 2N-point extension's, whose 2/3 rule keeps n < 2N/3, the cutoff
+    (2/3) pi N/H, as a periodic axis of N cells over H."""
+    return resolution.dealiased_kmax(fft.shape, box)
+
+
+def kmax_eta(kmax: float, nu: jax.Array, kappa: jax.Array, dissipation: jax.Array) -> jax.Array:
     """k_max min(eta, eta_theta): the Kolmogorov scale eta = (nu^3/epsilon_u)^(1/4) and the temperature's smallest
-    scale (Batchelor or Obukhov-Corrsin, :func:`~simulator.equations.resolution.smallest_scale`) against the 2/3
-    rule's cutoff. Along the plates' axis the sine and cosine modes n pi/H are the 2N-point extension's, whose 2/3
-    rule keeps n < 2N/3: the cutoff (2/3) pi N/H, as a periodic axis of N cells over H."""
+    scale (Batchelor or Obukhov-Corrsin, :func:`~simulator.equations.resolution.smallest_scale`) against the
+    cutoff ``kmax``."""
     eta = resolution.cube_root_scale(nu, dissipation, 1 / 4, jnp)
-    kmax = resolution.dealiased_kmax(fft.shape, box)
     return kmax * jnp.minimum(eta, resolution.smallest_scale(eta, nu, kappa, jnp))
 
 

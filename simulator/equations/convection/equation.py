@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.convection import INFO, ConvectionParams
 from simulator.equations.noise import white_noise
-from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt
+from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt, series_cutoff
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
@@ -115,7 +115,7 @@ class Convection(SemiLinearEquation):
                 "nusselt_bottom": bottom, "nusselt_top": top,
                 "reynolds": jnp.sqrt(2 * energy) / nu,
                 "kinetic_dissipation": nu * ops.mean(ops.k2 * power),
-                "kmax_eta": kmax_eta(self.fft, self.box, nu, kappa, nu * ops.mean(ops.k2 * power)),
+                "kmax_eta": kmax_eta(series_cutoff(self.fft, self.box), nu, kappa, nu * ops.mean(ops.k2 * power)),
                 "thermal_dissipation": kappa * (1 + ops.mean(ops.k2 * jnp.abs(state[3]) ** 2)),
                 "divergence": jnp.max(jnp.abs(divergence)),
                 "cfl": dt * jnp.max(jnp.abs(u) / self.spacing[0] + jnp.abs(v) / self.spacing[1]

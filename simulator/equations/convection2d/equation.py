@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.convection2d import INFO, Convection2DParams
 from simulator.equations.noise import white_noise
-from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt
+from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt, series_cutoff
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
@@ -115,7 +115,7 @@ class Convection2D(SemiLinearEquation):
                 "nusselt_bottom": bottom, "nusselt_top": top,
                 "reynolds": jnp.sqrt(2 * energy) / nu,
                 "kinetic_dissipation": nu * ops.mean(power),
-                "kmax_eta": kmax_eta(self.fft, self.box, nu, kappa, nu * ops.mean(power)),
+                "kmax_eta": kmax_eta(series_cutoff(self.fft, self.box), nu, kappa, nu * ops.mean(power)),
                 "thermal_dissipation": kappa * (1 + ops.mean(ops.k2 * power_t)),
                 "max_velocity": jnp.max(jnp.sqrt(u**2 + w**2)),
                 "cfl": dt * jnp.max(jnp.abs(u) / self.spacing[1] + jnp.abs(w) / self.spacing[2])}
