@@ -10,11 +10,43 @@ from typing import Any
 
 from simulator.errors import ConfigError
 from simulator.fft import plane
-from simulator.schema import setting
+from simulator.schema import section, setting
 
 TWO_PI = 2.0 * math.pi
 #: the grid of a planar equation's config that gives none
 PLANE_DEFAULT = [32, 32]
+
+
+#: a velocity's condition at a plate: allowed, and refused for now with the reason
+VELOCITY_WALLS = ("free-slip",)
+VELOCITY_LATER = {"no-slip": "not yet: grid.walls.velocity = no-slip needs the Chebyshev basis, which is not built; "
+                             "use free-slip"}
+#: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
+SCALAR_WALLS = {"fixed-value": "odd", "fixed-flux": "even"}
+
+
+@dataclass(frozen=True)
+class WallsConfig:
+    """The bounded direction: plates at 0 and H across the last direction of the box or plane, and each
+    field's condition at the bottom and top plate."""
+
+    axis: str | None = setting(None, "the direction between two plates: y for a plane, z for a box (the last "
+                               "direction; its length is the distance H between the plates); null = every "
+                               "direction periodic")
+    velocity: tuple[str, str] = setting(("free-slip", "free-slip"), "the velocity's condition at the bottom and top "
+                                        "plate: free-slip (stress-free, impermeable); no-slip is not built yet")
+    temperature: tuple[str, str] = setting(("fixed-value", "fixed-value"), "the temperature's (and each passive "
+                                           "scalar's) condition at the bottom and top plate: fixed-value or "
+                                           "fixed-flux, the same at both (a sine or cosine series)")
+
+    @property
+    def on(self) -> bool:
+        """Whether the grid has plates."""
+        return self.axis is not None
+
+    def parity(self) -> str:
+        """The temperature's parity in the free-slip basis: ``odd`` (sine) or ``even`` (cosine)."""
+        return SCALAR_WALLS[self.temperature[0]]
 
 
 @dataclass(frozen=True)
@@ -28,6 +60,7 @@ class GridConfig:
         (TWO_PI, TWO_PI, TWO_PI),
         "box lengths (Lx, Ly, Lz), or (Lx, Ly) of a plane; a single number means a cube (or a square); expressions "
         "like 2*pi are allowed", gt=0.0)
+    walls: WallsConfig = section(WallsConfig, "plates across the last direction (docs: explanation/walls)")
 
     def __post_init__(self) -> None:
         shape, box = tuple(self.shape), tuple(self.box)
@@ -106,17 +139,66 @@ def check_raw_dimensions(data: Mapping[str, Any], name: Any) -> None:
         return
     _check_shape(list(shape), name, equations)
 
+def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
+    """Plates across the last direction of a box or plane, with an equation that declares it takes them, on a
+    backend whose layout does, with conditions the free-slip basis represents (``equations``: the registry's
+    declarations by name)."""
+    walls = cfg.grid.walls
+    if not walls.on:
+        return
+    last = "y" if cfg.grid.plane else "z"
+    if walls.axis != last:
+        raise ConfigError("grid.walls.axis", walls.axis, f"{last}, the last direction of the "
+                          f"{'plane' if cfg.grid.plane else 'box'} grid.shape = {list(cfg.grid.shape)}, or null",
+                          "is not a direction that can lie between plates")
+    info = equations[cfg.physics.name]
+    if info.walls == "none":
+        takes = sorted(name for name, other in equations.items() if other.walls != "none")
+        raise ConfigError("grid.walls.axis", walls.axis, f"null for physics.name = {cfg.physics.name}, which is "
+                          f"periodic only{'; plates: physics.name ' + ' or '.join(takes) if takes else ''}",
+                          "cannot be used with this equation")
+    if cfg.particles:
+        raise ConfigError("particles", [species.name for species in cfg.particles], "none with grid.walls: particles "
+                          "do not reflect at plates yet", "cannot be carried between plates")
+    from simulator.fft.layouts import LAYOUTS
+
+    if not LAYOUTS[cfg.fft.backend].takes_walls:
+        allowed = sorted(name for name, layout in LAYOUTS.items() if layout.takes_walls)
+        raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(allowed)} with grid.walls (the "
+                          "bounded direction is transformed whole on each device)", "does not take walls")
+    for i, condition in enumerate(walls.velocity):
+        if condition in VELOCITY_LATER:
+            raise ConfigError("grid.walls.velocity", list(walls.velocity), VELOCITY_LATER[condition],
+                              "is not available")
+        if condition not in VELOCITY_WALLS:
+            raise ConfigError("grid.walls.velocity", list(walls.velocity), f"two of: {', '.join(VELOCITY_WALLS)} "
+                              "(bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
+    for i, condition in enumerate(walls.temperature):
+        if condition not in SCALAR_WALLS:
+            raise ConfigError("grid.walls.temperature", list(walls.temperature), f"two of: {', '.join(SCALAR_WALLS)}"
+                              " (bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
+    if len(set(walls.temperature)) > 1:
+        raise ConfigError("grid.walls.temperature", list(walls.temperature), "the same condition at both plates: "
+                          "the free-slip basis holds a field as one sine or one cosine series", "mixes conditions")
+
 
 def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     """``data`` with a planar equation's grid: :data:`PLANE_DEFAULT` where it gives no ``grid.shape``, a square where it
-    gives one integer (a box's default and cube are the schema's)."""
+    gives one integer (a box's default and cube are the schema's); and an equation's plates and box where it requires
+    plates and names none (``EquationInfo.walls``, ``default_box``)."""
     from simulator.equations import registry
 
     info = registry().get(name) if isinstance(name, str) else None
     grid = data.get("grid")
-    if info is None or info.dimensions != 2 or (grid is not None and not isinstance(grid, Mapping)):
+    if info is None or (grid is not None and not isinstance(grid, Mapping)):
         return data
     grid = dict(grid or {})
+    if info.walls == "required" and "walls" not in grid:  # between plates across the last direction
+        grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z"}
+    if info.default_box is not None and "box" not in grid:
+        grid["box"] = list(info.default_box)
+    if info.dimensions != 2:
+        return {**data, "grid": grid}
     shape = grid.get("shape", PLANE_DEFAULT)
     if isinstance(shape, int) and not isinstance(shape, bool):  # one integer: a square, as it is a cube for a box
         shape = [shape, shape]

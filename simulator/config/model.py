@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.config import other_codes
-from simulator.config.grid import GridConfig, check_dimensions, check_raw_dimensions, default_grid
+from simulator.config.grid import GridConfig, check_dimensions, check_raw_dimensions, check_walls, default_grid
 from simulator.config.legacy import upgrade
 from simulator.equations import (
     ENV_EXTRA,
@@ -31,6 +31,7 @@ from simulator.equations import (
 from simulator.errors import ConfigError
 from simulator.output import kinds, task_entries as output_tasks
 from simulator.output.base import Periodic
+from simulator.output.profiles import ProfilesOutput
 from simulator.output.snapshots import SnapshotOutput
 from simulator.output.spectra import SpectraOutput
 from simulator.output.statistics import StatisticsOutput
@@ -178,6 +179,8 @@ class OutputConfig:
     statistics: StatisticsOutput = section(StatisticsOutput, "flow statistics")
     tasks: tuple[output_tasks.TaskOutput, ...] = output_tasks.task_list()
     trajectories: TrajectoryOutput = section(TrajectoryOutput, "particle trajectories (needs particles)")
+    profiles: ProfilesOutput = section(ProfilesOutput, "horizontally averaged profiles against z (runs between "
+                                       "plates)")
     #: the sections of the other registered output kinds (``output.<name>``: :mod:`simulator.output.kinds`)
     registered: tuple[tuple[str, Any], ...] = open_sections(registered_sections, "sections of registered output kinds")
 
@@ -271,6 +274,7 @@ def validate(cfg: Config) -> None:
 
     check_name("name", cfg.name)
     check_dimensions(cfg, registry())
+    check_walls(cfg, registry())
 
     layout = LAYOUTS[cfg.fft.backend]
     layout.check_installed("fft.backend")

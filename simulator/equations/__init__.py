@@ -31,6 +31,7 @@ PACKAGES = (
     "simulator.equations.ns2d",
     "simulator.equations.boussinesq2d",
     "simulator.equations.mhd2d",
+    "simulator.equations.convection2d",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

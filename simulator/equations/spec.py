@@ -196,6 +196,10 @@ class FieldInfo:
     units: str = ""
 
 
+#: what an equation says of plates (``EquationInfo.walls``)
+WALLS = ("none", "optional", "required")
+
+
 @dataclass(frozen=True)
 class EquationInfo:
     """Everything an equation declares (see the module docstring)."""
@@ -231,9 +235,17 @@ class EquationInfo:
     spectrum_axes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: the grids it runs on: 3 a box (``grid.shape`` of three entries), 2 a plane (two; :mod:`simulator.fft.plane`)
     dimensions: int = 3
+    #: plates (``grid.walls``, :mod:`simulator.fft.bases`): ``none`` (refused in one line,
+    #: :func:`simulator.config.grid.check_walls`), ``optional`` or ``required`` (a config that names no
+    #: ``grid.walls`` gets them across the last direction, and ``default_box`` where it gives no ``grid.box``)
+    walls: str = "none"
+    #: the ``grid.box`` of a config that gives none (None: the schema's default, 2 pi along every direction)
+    default_box: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
+        if self.walls not in WALLS:
+            raise ValueError(f"{self.name}: walls = {self.walls!r}, not one of {WALLS}")
         names = [_default_name(ic) for ic in self.initials]
         if FILE in names:
             raise ValueError(f"{self.name}: the initial condition {FILE!r} is built in; choose another name")

@@ -42,6 +42,7 @@ from simulator.fft import linear, plane
 from simulator.fft.layouts import Layout, Shape3, Spec3
 from simulator.fft.local import LocalFFT, resolve as resolve_local_fft
 from simulator.fft.mesh import route_platform
+from simulator.fft.walls import KINDS as WALL_KINDS, LAYOUT as WALLED_LAYOUT, WalledTransforms
 
 T = TypeVar("T")
 
@@ -69,7 +70,7 @@ def real_dtype(dtype: jnp.dtype) -> jnp.dtype:
     return jnp.finfo(dtype).dtype
 
 
-class FFTBackend(Layout, abc.ABC):
+class FFTBackend(Layout, WalledTransforms, abc.ABC):
     """A distributed 3D FFT over a fixed global grid and device mesh.
 
     Concrete backends are final; each inherits its layout rules (mesh, shardings, k-space axis order:
@@ -190,7 +191,7 @@ class FFTBackend(Layout, abc.ABC):
 
     @functools.cached_property
     def _jitted(self) -> dict[str, Callable[[jax.Array], jax.Array]]:
-        return {name: jax.jit(getattr(self, f"_{name}")) for name in ("rfft", "irfft", "fft", "ifft")}
+        return {name: jax.jit(getattr(self, f"_{name}")) for name in ("rfft", "irfft", "fft", "ifft", *WALL_KINDS)}
 
     @functools.cached_property
     def _traced(self) -> dict:
@@ -384,11 +385,10 @@ class FFTBackend(Layout, abc.ABC):
             f"{'; a vector inverse-transformed stacked (a small grid)' if self.compact and self.stacks_inverse else ''}"
         )
 
-
     def describe_layout(self) -> str:
-        """``, compact KxxKyxKz``, ``, half spectrum`` or ``, full spectrum``: the real-to-complex layout."""
-        if self.compact is None:
-            return ", half spectrum" if self.has_real_transform else ", full spectrum"
+        """``, compact KxxKyxKz``, ``, half spectrum``, ``, full spectrum`` or the walled one: the spectral layout."""
+        if self.compact is None:  # a walled spectrum is never compact (its equation keeps every mode)
+            return WALLED_LAYOUT if self.walls else ", half spectrum" if self.has_real_transform else ", full spectrum"
         return f", compact {'x'.join(map(str, self.compact))}"
 
 

@@ -74,6 +74,9 @@ class Layout:
     has_real_transform: ClassVar[bool] = True
     #: whether it takes a plane's box (1, Nx, Ny) (:mod:`simulator.fft.plane`): one that splits one axis does
     takes_plane: ClassVar[bool] = False
+    #: whether its last axis may be bounded by plates (``grid.walls``, :mod:`simulator.fft.walls`): the real-to-real
+    #: transform of that axis runs where it is whole on each device, before the exchange
+    takes_walls: ClassVar[bool] = False
     #: spatial axis -> mesh axis name that shards it, in real space and in k-space (backend order)
     real_axes: ClassVar[Spec3]
     spectral_axes: ClassVar[Spec3]
@@ -213,6 +216,7 @@ class SlabLayout(Layout):
 
     name: ClassVar[str] = "slab"
     takes_plane: ClassVar[bool] = True
+    takes_walls: ClassVar[bool] = True
     axis_names: ClassVar[tuple[str, ...]] = (SLAB,)
     real_axes: ClassVar[Spec3] = (None, SLAB, None)
     spectral_axes: ClassVar[Spec3] = (None, None, SLAB)
@@ -302,6 +306,7 @@ class SingleLayout(Layout):
 
     name: ClassVar[str] = "single"
     takes_plane: ClassVar[bool] = True
+    takes_walls: ClassVar[bool] = True
     axis_names: ClassVar[tuple[str, ...]] = ("single",)
     real_axes: ClassVar[Spec3] = (None, None, None)
     spectral_axes: ClassVar[Spec3] = (None, None, None)

@@ -30,6 +30,13 @@ unnormalised forward transform ``F``:
 * ``irfft``: ``I* x = w rfft(x) / N``, so ``I^T ct = conj(rfft(ct)) w / N``.
 
 For a backend without a real transform (jaxdecomp: full spectrum, ``irfft = Re ifft``) ``w = 1``.
+
+A walled field's transforms (:mod:`simulator.fft.walls`: ``walls_<parity>`` ``W = F_xy C_z``, real -> complex, and
+``iwalls_<parity>`` ``W^-1 k = C_z^-1 Re ifft_xy(k)``), with ``N_xy = Nx*Ny`` and ``w_n`` the z weights of
+:func:`simulator.fft.bases.transpose_weight` (``C^T = C^-1 diag(w)``):
+
+* ``walls``: ``W^T ct = W^-1(conj(ct) N_xy w)``;
+* ``iwalls``: ``(W^-1)^T ct = conj(W ct) / (N_xy w)``.
 """
 
 from __future__ import annotations
@@ -54,13 +61,15 @@ def apply(backend: FFTBackend, kind: str, x: jax.Array) -> jax.Array:
     the primitive, so its rules see one dtype each and a real input's cotangent stays real.
     """
     x = jnp.asarray(x)
-    if kind == "rfft":
+    if kind in ("rfft", "walls_odd", "walls_even"):
         if jnp.iscomplexobj(x):
             raise TypeError(f"rfft takes a real array, got {x.dtype}; use fft for complex data")
         x = x.astype(jnp.finfo(jnp.result_type(x, jnp.float32)).dtype)
     else:
         x = x.astype(jnp.result_type(x, jnp.complex64))
-    want = tuple(backend.shape) if kind in ("rfft", "fft") else tuple(backend.spectral_shape(real=kind == "irfft"))
+    walled = "walls" in kind
+    want = tuple(backend.shape) if kind in ("rfft", "fft") or walled else tuple(
+        backend.spectral_shape(real=kind == "irfft"))
     if x.ndim < 3 or tuple(x.shape[-3:]) != want:
         raise ValueError(f"{backend.name} {kind} takes (..., {', '.join(map(str, want))}), got shape {x.shape}")
     return _primitive().bind(x, backend=backend, kind=kind, impl=_traced(backend, kind, x.shape, x.dtype))
@@ -105,10 +114,24 @@ def _half_spectrum_scale(backend: FFTBackend, ndim: int, dtype, kz0: float, kz_p
     return scale.reshape((1,) * (ndim - 3) + tuple(shape))
 
 
+def _wall_weight(backend: FFTBackend, ndim: int, dtype) -> jax.Array:
+    """``N_xy w_n`` (module docstring) along the z axis of a walled spectrum with ``ndim`` axes."""
+    from simulator.fft.bases import transpose_weight
+
+    nz = backend.shape[2]
+    weight = transpose_weight(nz) * (backend.size // nz)
+    return jnp.asarray(weight.reshape((1,) * (ndim - 1) + (nz,)), dtype)
+
+
 def _transpose(ct: jax.Array, x, *, backend: FFTBackend, kind: str, impl: ClosedJaxpr) -> list[jax.Array]:
     n = float(backend.size)
     rdtype = jnp.finfo(ct.dtype).dtype
-    if kind == "fft":
+    if kind.startswith("walls_"):
+        out = backend.inverse_walls(jnp.conj(ct) * _wall_weight(backend, ct.ndim, rdtype), kind[6:])
+    elif kind.startswith("iwalls_"):
+        k = backend.forward_walls(ct, kind[7:])
+        out = jnp.conj(k) / _wall_weight(backend, k.ndim, rdtype)
+    elif kind == "fft":
         out = n * jnp.conj(backend.ifft(jnp.conj(ct)))
     elif kind == "ifft":
         out = jnp.conj(backend.fft(jnp.conj(ct))) / n

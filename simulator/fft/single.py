@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import jax
 
-from simulator.fft import compact
+from simulator.fft import compact, walls
 from simulator.fft.base import FFTBackend
 from simulator.fft.layouts import SingleLayout
 from simulator.fft.local import LocalFFT
@@ -107,3 +107,9 @@ class SingleFFT(SingleLayout, FFTBackend):
 
     def _ifft(self, k: jax.Array) -> jax.Array:
         return ifft3(self.local, k)
+
+    def _walls(self, parity: str, x: jax.Array) -> jax.Array:
+        return walls.forward(self.local, parity, x)
+
+    def _iwalls(self, parity: str, k: jax.Array) -> jax.Array:
+        return walls.inverse(self.local, parity, k)

@@ -37,6 +37,7 @@ import jax
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
+from simulator.fft import walls
 from simulator.fft.base import FFTBackend, batch_ndim
 from simulator.fft.layouts import SLAB, SlabLayout
 from simulator.fft.local import LocalFFT
@@ -83,6 +84,14 @@ def _ifft_xy(local: LocalFFT, k: jax.Array) -> jax.Array:
     return local.ifftn(k, (-3, -2))
 
 
+def _walls_z(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
+    return walls.forward_z(local, parity, x).astype(jax.numpy.result_type(x, jax.numpy.complex64))
+
+
+def _iwalls_z(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
+    return walls.inverse_z(local, parity, k)
+
+
 # The compact stages are simulator.fft.single's (the module docstring says what each does).
 
 
@@ -94,6 +103,8 @@ _STAGES: dict[str, tuple[Callable[..., jax.Array], int, int, tuple[int, ...]]] =
     "ifft_z": (_ifft_z, 1, 1, ()),
     "fft_xy": (_fft_xy, 2, 2, ()),
     "ifft_xy": (_ifft_xy, 2, 2, ()),
+    "walls_z": (_walls_z, 1, 1, ()),
+    "iwalls_z": (_iwalls_z, 1, 1, ()),
     "rfft_zx_compact": (rfft_zx_compact, 1, 1, (0, 2)),
     "fft_y_compact": (fft_y_compact, 2, 2, (1,)),
     "ifft_y_compact": (ifft_y_compact, 2, 2, (1,)),
@@ -131,7 +142,7 @@ def _stage(kind: str, nbatch: int, local: LocalFFT, *params) -> Callable[[jax.Ar
     def named(x):
         return stage(x)
 
-    named.__name__ = f"{kind}_{local.tag}"
+    named.__name__ = f"{kind}_{params[0]}_{local.tag}" if kind in ("walls_z", "iwalls_z") else f"{kind}_{local.tag}"
     return jax.jit(named)
 
 
@@ -168,3 +179,22 @@ class SlabFFT(SlabLayout, FFTBackend):
 
     def _ifft(self, k: jax.Array) -> jax.Array:
         return self._run(k, "ifft_xy", "ifft_z", self.real_sharding(batch_ndim(k)), ifft3)
+
+    # A walled field (simulator.fft.walls): the sine or cosine transform of z replaces the rfft of z before the
+    # all-to-all, where z is whole on each device; (x, y) after it as for a complex field.
+
+    def _walls(self, parity: str, x: jax.Array) -> jax.Array:
+        nb = batch_ndim(x)
+        if self.mesh.devices.size == 1:
+            y = walls.forward(self.local, parity, x)
+        else:
+            y = _stage("fft_xy", nb, self.local)(_stage("walls_z", nb, self.local, parity)(x))
+        return jax.lax.with_sharding_constraint(y, self.spectral_sharding(nb))
+
+    def _iwalls(self, parity: str, k: jax.Array) -> jax.Array:
+        nb = batch_ndim(k)
+        if self.mesh.devices.size == 1:
+            y = walls.inverse(self.local, parity, k)
+        else:
+            y = _stage("iwalls_z", nb, self.local, parity)(_stage("ifft_xy", nb, self.local)(k))
+        return jax.lax.with_sharding_constraint(y, self.real_sharding(nb))

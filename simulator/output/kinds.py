@@ -55,6 +55,7 @@ MODULES = (
     "simulator.output.tasks",
     "simulator.output.particles",
     "simulator.output.trajectories",
+    "simulator.output.profiles",
 )
 #: environment variable naming further output-kind modules, comma-separated
 ENV_EXTRA = "SIMULATOR_OUTPUTS"

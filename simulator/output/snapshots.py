@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import reading
+from simulator.fft.bases import Fourier, SinCos
 from simulator.fft.plane import AXES as PLANE_AXES, FILE_ORDER, holds_plane
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
@@ -112,7 +113,7 @@ def plane_storage_order(ndim: int) -> tuple[int, ...]:
 
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], attrs: Mapping[str, Any],
                    box: Sequence[float], time: float, *, units: Mapping[str, str] | None = None,
-                   stacked: Collection[str] = ()) -> Path:
+                   stacked: Collection[str] = (), bounded: bool = False) -> Path:
     """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``, and ``(n, Nx, Ny,
     Nz)`` for the names in ``stacked``) as the snapshot
     ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf`` and the
@@ -120,7 +121,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     and written a component at a time (a run's snapshots: no device holds more than one component).
 
     ``attrs`` must hold ``step``. ``units`` names the run's units (``length``, ``time``, and a field's
-    name for that field); anything not named is in code units. Returns the index path.
+    name for that field); anything not named is in code units. ``bounded``: the last axis lies between plates, its
+    points the free-slip basis's (:class:`simulator.fft.bases.SinCos`), written as coordinates and as a rectilinear
+    XDMF grid. Returns the index path.
     """
     import jax
 
@@ -134,9 +137,11 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
         if name not in stacked and field.shape not in (grid, (3, *grid)):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; allowed: {list(grid)} "
                              f"or {[3, *grid]}")
-    coordinates = {axis: hdf5.Coordinate(np.arange(n) * (float(length) / n),
-                                         {"units": units["length"], "long_name": f"{axis} of the grid points"})
-                   for axis, n, length in zip(axes, grid, box, strict=True)}
+    points = [Fourier(n, length).points() for n, length in zip(grid, box, strict=True)]
+    if bounded:
+        points[2] = SinCos(grid[2], box[2]).points()
+    coordinates = {axis: hdf5.Coordinate(values, {"units": units["length"], "long_name": f"{axis} of the grid points"})
+                   for axis, values in zip(axes, points, strict=True)}
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
         coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
     for name in stacked:
@@ -155,7 +160,8 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
         # the lengths as XDMF's fastest axis first (it reverses them): a plane's x, y, then its one cell's, the order
         # of its particles' coordinates (FILE_ORDER), so that they lie on its image
         along = tuple(box[i] for i in FILE_ORDER) if plane else box
-        grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked)
+        rectilinear = [points[i] for i in (FILE_ORDER if plane else range(3))] if bounded else None
+        grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked, rectilinear)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
@@ -179,17 +185,17 @@ class SnapshotWriter(SeriesWriter):
 
     def __init__(self, schedule: Schedule, names: Sequence[str], attrs: Callable[[Moment], dict[str, Any]],
                  box: Sequence[float], log: Callable[[str], None], rank0: bool,
-                 units: Mapping[str, str] | None = None, stacked: Collection[str] = ()):
+                 units: Mapping[str, str] | None = None, stacked: Collection[str] = (), bounded: bool = False):
         super().__init__(rank0)
         self.schedule, self.names, self.attrs, self.box, self.log = schedule, tuple(names), attrs, box, log
-        self.units, self.stacked = units, tuple(stacked)
+        self.units, self.stacked, self.bounded = units, tuple(stacked), bounded
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
         fields = moment.get("fields")
         stem = self.run_dir / DIR / f"s{moment.step:08d}"
         index = write_snapshot(stem, {n: fields[n] for n in self.names}, self.attrs(moment), self.box, moment.time,
-                               units=self.units, stacked=self.stacked)
+                               units=self.units, stacked=self.stacked, bounded=self.bounded)
         self.log(f"snapshot {index}")
 
 
@@ -217,7 +223,8 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     info, names = sim.equation.field_info, list(sim.snapshot_fields)
     schedule = Schedule.of(cfg.output.section("snapshots"))
     return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.lengths, ctx.info, ctx.rank0,
-                           cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked])]
+                           cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked],
+                           bounded=cfg.grid.walls.on)]
 
 
 def read(run_dir: Path) -> tuple[SnapshotRef, ...]:

@@ -1,4 +1,5 @@
-"""XDMF descriptions of snapshot index files, so ParaView and VisIt open them as uniform grids.
+"""XDMF descriptions of snapshot index files, so ParaView and VisIt open them as uniform (or, between plates,
+rectilinear) grids.
 
 Each snapshot gets ``sNNNNNNNN.xdmf`` beside its index, and the snapshot directory one temporal
 collection, ``series.xdmf``, of every snapshot of the run so far (ParaView shows a time slider).
@@ -32,22 +33,32 @@ NUMBER_TYPES = {"f": "Float", "i": "Int", "u": "UInt"}
 
 
 def snapshot_grid(index: str, fields: Mapping[str, tuple[tuple[int, ...], np.dtype]], box: Sequence[float],
-                  time: float, step: int, stacked: Collection[str] = ()) -> ET.Element:
-    """The uniform grid of one snapshot, its fields read from ``index`` (a path relative to the XDMF file).
+                  time: float, step: int, stacked: Collection[str] = (),
+                  points: Sequence[np.ndarray] | None = None) -> ET.Element:
+    """The grid of one snapshot, its fields read from ``index`` (a path relative to the XDMF file).
 
     ``fields`` maps names to (stored shape, dtype): ``(Nz, Ny, Nx)`` for scalars, ``(Nz, Ny, Nx, 3)`` for
     vectors, ``(Nz, Ny, Nx, n)`` for the stacks named in ``stacked``; ``box`` is ``(Lx, Ly, Lz)``. Grid
-    points sit at ``i * L / N`` from the origin.
+    points sit at ``i * L / N`` from the origin (a uniform ``3DCoRectMesh``), or, where ``points`` gives each
+    axis's coordinates ``(x, y, z)`` (a grid between plates, :mod:`simulator.fft.bases`), at those: a rectilinear
+    ``3DRectMesh``, so that the plates are drawn where they are.
     """
     grid_shape = next(iter(fields.values()))[0][:3]
     spacing = [float(b) / n for b, n in zip(reversed(box), grid_shape, strict=True)]
     grid = ET.Element("Grid", Name=Path(index).stem, GridType="Uniform")
     ET.SubElement(grid, "Time", Value=repr(float(time)))
     ET.SubElement(grid, "Information", Name="step", Value=str(int(step)))
-    ET.SubElement(grid, "Topology", TopologyType="3DCoRectMesh", Dimensions=_dims(grid_shape))
-    geometry = ET.SubElement(grid, "Geometry", GeometryType="ORIGIN_DXDYDZ")
-    ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = "0 0 0"
-    ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = " ".join(map(repr, spacing))
+    if points is None:
+        ET.SubElement(grid, "Topology", TopologyType="3DCoRectMesh", Dimensions=_dims(grid_shape))
+        geometry = ET.SubElement(grid, "Geometry", GeometryType="ORIGIN_DXDYDZ")
+        ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = "0 0 0"
+        ET.SubElement(geometry, "DataItem", Dimensions="3", Format="XML").text = " ".join(map(repr, spacing))
+    else:
+        ET.SubElement(grid, "Topology", TopologyType="3DRectMesh", Dimensions=_dims(grid_shape))
+        geometry = ET.SubElement(grid, "Geometry", GeometryType="VXVYVZ")
+        for axis in points:
+            ET.SubElement(geometry, "DataItem", Dimensions=str(len(axis)), NumberType="Float", Precision="8",
+                          Format="XML").text = " ".join(repr(float(v)) for v in axis)
     for name, (shape, dtype) in fields.items():
         dtype = np.dtype(dtype)
         allowed = len(shape) == 4 if name in stacked else len(shape) == 3 or tuple(shape[3:]) == (3,)

@@ -128,6 +128,10 @@ def state_fields(source: Source, eq: Equation, params: Params, scratch: Path) ->
     ``scratch``: a directory every process can write and read (the run directory)."""
     if tuple(source.shape) == tuple(eq.fft.shape):
         return _stored_grid_fields(source, eq, params)
+    if eq.info.walls != "none":  # the interpolation below is the periodic series'; a sine series' modes map otherwise
+        raise ConfigError("initial.path", str(source.index), f"not yet: a state between plates starts only on the "
+                          f"grid it was written on ({list(source.shape)})", f"holds grid {list(source.shape)}, this "
+                          f"run's is {list(eq.fft.shape)}")
     fft = on_grid(eq.fft, source.shape)
     if fft is None:
         raise ConfigError("initial.path", str(source.index), f"a state whose grid decomposes over the "

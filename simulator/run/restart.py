@@ -39,6 +39,11 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
+    walls = (old["grid"].get("walls") or {}).get("axis")
+    if walls != cfg.grid.walls.axis:  # a state of other bases: its spectra are sine/cosine or Fourier coefficients
+        raise ConfigError("grid.walls.axis", cfg.grid.walls.axis, f"{walls} as in {ckpt.index} (a restart keeps the "
+                          "bases of the run it continues); a run with other plates is a new run: start it without "
+                          "--restart", "differs from the run being restarted")
     check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
     changed = structure_changes(old, cfg)
     if changed:  # a state of another structure (a wave added or removed): not a restart
@@ -55,6 +60,9 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
                           f"{before}, which a restart continues (also with --allow-physics-change): a run with another "
                           "value is a new run: start it without --restart, into another --out",
                           "differs from the run being restarted")
+    if on_other_grid(ckpt, cfg) and cfg.grid.walls.on:  # simulator.run.remap interpolates periodic series only
+        raise ConfigError("--restart", str(ckpt.index), f"not yet: a run between plates restarts on its own grid, "
+                          f"{old['grid']['shape']}", f"holds grid {old['grid']['shape']}")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             # most often a --set grid.shape the first run had and this command lacks: its own config continues it

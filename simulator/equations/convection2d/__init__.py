@@ -1,0 +1,168 @@
+"""Rayleigh-Benard convection in a vertical plane (x, z) between free-slip plates, vorticity-temperature form: what
+the equation declares (no JAX).
+
+Free-fall units, as Dedalus' Rayleigh-Benard examples: lengths in the distance H between the plates (so
+``grid.box = [Lx, 1]``), buoyancy in its difference Delta b across the layer, times in the free-fall time
+sqrt(H / Delta b); then the viscosity is nu = (Ra/Pr)^(-1/2) and the diffusivity kappa = (Ra Pr)^(-1/2). With the
+temperature b = 1 - z + theta (the conductive profile, 1 at the bottom plate z = 0, 0 at the top z = 1, and theta's
+departure from it, zero at both plates),
+
+    d omega/dt + u . grad omega = d theta/dx + nu lap omega,
+    d theta/dt + u . grad theta = w + kappa lap theta,
+    u = (d psi/dz, -d psi/dx) = (u, w),   omega = dw/dx - du/dz = -lap psi,
+
+gravity along -z. Free-slip plates (w = 0, du/dz = 0) and fixed temperatures (theta = 0) make omega, psi, w and
+theta sine series and u a cosine series in z (:mod:`simulator.fft.bases`), so every linear operator is diagonal.
+The plane is the box ``(1, Nx, Nz)`` (:mod:`simulator.fft.plane`), its last axis the bounded one (``grid.walls.axis:
+y``, the plane's second direction, called z here). The implementation is :mod:`.equation`.
+
+Linear theory (Rayleigh 1916; Chandrasekhar 1961, ch. II): a mode cos(a x) sin(n pi z) grows at the rate
+sigma = -(nu + kappa) K^2 / 2 + sqrt(((nu - kappa) K^2 / 2)^2 + a^2 / K^2), K^2 = a^2 + (n pi)^2, which changes sign
+at Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.equations.spec import Curve, EquationInfo, EquationParams, FieldInfo, InitialCondition, Panel, PlotSpec
+from simulator.errors import ConfigError
+from simulator.schema import param, random_seed, setting
+from simulator.time.schemes import SEMILINEAR
+
+#: the onset of convection between free-slip plates of fixed temperature, and its horizontal wavenumber
+RA_CRITICAL = 27 * math.pi**4 / 4
+K_CRITICAL = math.pi / math.sqrt(2)
+
+
+def growth_rate(rayleigh: float, prandtl: float, a: float, n: int) -> float:
+    """The exact linear growth rate sigma of the mode cos(a x) sin(n pi z) (module docstring), free-fall units."""
+    nu, kappa = math.sqrt(prandtl / rayleigh), 1 / math.sqrt(rayleigh * prandtl)
+    k2 = a**2 + (n * math.pi) ** 2
+    return -(nu + kappa) * k2 / 2 + math.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+
+
+@dataclass(frozen=True)
+class Convection2DParams(EquationParams):
+    """The Rayleigh and Prandtl numbers (free-fall units: the module docstring)."""
+
+    name: str = setting("convection2d", "equation to solve")
+    rayleigh: float = param(2e6, "Rayleigh number Ra = g alpha Delta T H^3 / (nu kappa)", gt=0.0)
+    prandtl: float = param(1.0, "Prandtl number Pr = nu / kappa", gt=0.0)
+
+    def compact_spectra(self) -> str | None:
+        return "the walled spectrum is full in x"
+
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """nu and kappa in free-fall units and the thermal boundary layer's thickness H / (2 Nu)."""
+        nusselt = max(float(diagnostics.get("nusselt", 1.0)), 1.0)
+        return {"viscosity": math.sqrt(self.prandtl / self.rayleigh),
+                "diffusivity": 1 / math.sqrt(self.rayleigh * self.prandtl), "thermal_boundary_layer": 0.5 / nusselt}
+
+    def check(self, cfg: Any) -> None:
+        """Plates across the plane's y, at fixed temperature, one unit apart (free-fall units)."""
+        walls = cfg.grid.walls
+        if not walls.on:
+            raise ConfigError("grid.walls.axis", None, "y: convection2d runs between two plates across the plane's "
+                              "second direction", "leaves the plane periodic")
+        if walls.temperature != ("fixed-value", "fixed-value"):
+            raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: a "
+                              "fixed flux makes the temperature a cosine series, which the sine series of w does not "
+                              "drive diagonally", "is not available for convection2d")
+        if abs(cfg.grid.box[1] - 1.0) > 1e-12:
+            raise ConfigError("grid.box", list(cfg.grid.box), f"[{cfg.grid.box[0]}, 1]: free-fall units measure "
+                              "lengths in the distance between the plates", "does not put the plates 1 apart")
+
+
+def check_mode(modes: tuple[int, int], cfg: Any) -> None:
+    """(m_x, n) of a mode cos(2 pi m_x x / Lx) sin(n pi z): n >= 1, both kept by the 2/3 rule."""
+    nx, nz = cfg.grid.shape
+    if modes[1] < 1 or modes[0] < 0:
+        raise ConfigError("initial.modes", list(modes), "m_x >= 0 and n >= 1 (a sine series in z)", "is out of range")
+    if 3 * modes[0] >= nx or 3 * modes[1] >= 2 * nz:
+        raise ConfigError("initial.modes", list(modes), f"m_x < Nx/3 and n < 2 Nz/3 for grid.shape {[nx, nz]}",
+                          "is removed by the 2/3 dealiasing")
+
+
+@dataclass(frozen=True)
+class Conductive(InitialCondition):
+    """The conductive profile b = 1 - z plus noise damped at the plates, theta = A xi 4 z (1 - z) with xi unit white
+    noise (as Dedalus' example does), and no flow."""
+
+    name: str = setting("conductive", "initial condition")
+    amplitude: float = param(1e-3, "amplitude A of the noise at mid-height", min=0.0)
+    seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
+
+
+@dataclass(frozen=True)
+class Mode(InitialCondition):
+    """One linear mode of the conductive state: theta = A cos(a x) sin(n pi z), a = 2 pi m_x / Lx, with the
+    vorticity of its growing (or least damped) eigenvector, omega = -a A sin(a x) sin(n pi z) / (sigma + nu K^2);
+    it grows as exp(sigma t) while it is small, sigma the exact linear growth rate (docs: walls). m_x = 0: a
+    horizontal layer of temperature alone, decaying as exp(-kappa (n pi)^2 t)."""
+
+    name: str = setting("mode", "initial condition")
+    amplitude: float = param(1e-6, "temperature amplitude A", gt=0.0)
+    modes: tuple[int, int] = setting((1, 1), "(m_x, n): horizontal mode number m_x (a = 2 pi m_x / Lx) and vertical "
+                                     "n >= 1")
+
+    def check(self, cfg: Any) -> None:
+        check_mode(self.modes, cfg)
+
+
+INFO = EquationInfo(
+    name="convection2d",
+    summary="Rayleigh-Benard convection in a vertical plane between free-slip plates (free-fall units, as Dedalus)",
+    params=Convection2DParams,
+    initials=(Conductive, Mode),
+    protocol=SEMILINEAR,
+    default_integrator="rk4",
+    implementation="simulator.equations.convection2d.equation:Convection2D",
+    dimensions=2,
+    walls="required",
+    scales={"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
+            "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
+            "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"},
+    default_box=(4.0, 1.0),
+    fields={
+        "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (1, Nx, Nz)",
+                                 "b", cmap="RdBu_r"),
+        "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile 1 - z (1, Nx, Nz)",
+                           r"\theta", cmap="RdBu_r"),
+        "vorticity": FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r"),
+        "velocity": FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to "
+                                 "the plane (3, 1, Nx, Nz)", r"|u|"),
+    },
+    state_fields=("vorticity", "theta"),
+    diagnostics={
+        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+        "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa (<w b> - kappa d<b>/dz over the volume, in "
+                   "units of the conductive flux kappa)",
+        "nusselt_bottom": "Nusselt number at the bottom plate, -d<b>/dz at z = 0 (horizontal mean)",
+        "nusselt_top": "Nusselt number at the top plate, -d<b>/dz at z = 1 (horizontal mean)",
+        "reynolds": "Reynolds number <|u|^2>^(1/2) / nu",
+        "kinetic_dissipation": "kinetic dissipation nu <omega^2> (= nu <|grad u|^2> between free-slip plates); "
+                               "(Nu - 1)/sqrt(Ra Pr) in a statistically steady state",
+        "thermal_dissipation": "thermal dissipation kappa <|grad b|^2> = kappa (1 + <|grad theta|^2>); Nu/sqrt(Ra Pr) "
+                               "in a statistically steady state",
+        "max_velocity": "max |u|",
+        "cfl": "CFL number dt max(|u|/dx + |w|/dz)",
+    },
+    progress=("nusselt", "reynolds", "cfl"),
+    spectra={"energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted, n the number of cells) "
+                       "summed over the ring |k|, k = (k_x, n pi); sums to E_K"},
+    plot=PlotSpec(
+        panels=(
+            Panel("Nusselt", (Curve("nusselt", r"$Nu$"), Curve("nusselt_bottom", r"$Nu_{bottom}$"),
+                              Curve("nusselt_top", r"$Nu_{top}$"))),
+            Panel("energy", (Curve("kinetic_energy", r"$E_K$"),)),
+            Panel("Reynolds", (Curve("reynolds", r"$Re$"),)),
+        ),
+        spectrum="energy",
+        spectrum_label=r"$E_K(k)$",
+        slice_field="temperature",
+        resolved=2 / 3,
+    ),
+)

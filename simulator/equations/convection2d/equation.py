@@ -1,0 +1,212 @@
+"""Rayleigh-Benard convection between free-slip plates in a plane: the implementation.
+
+    d omega/dt = -(i k_x F_s[u omega] - k_z F_c[w omega]) + i k_x theta_hat + L_omega omega,   L_omega = -nu k^2
+    d theta/dt = -(i k_x F_s[u theta] - k_z F_c[w theta]) + w_hat + L_theta theta,             L_theta = -kappa k^2
+
+on the walled spectra of :mod:`simulator.fft.walls` (``F_s``: the sine series' transform, ``F_c``: the cosine's; k_z =
+n pi / H on the entries n = 0 .. Nz - 1 of both): psi_hat = omega_hat / k^2, u_hat = k_z psi_hat (a cosine series),
+w_hat = -i k_x psi_hat (a sine series); the z-derivative of the cosine series w omega is the sine series -k_z
+F_c[w omega]. The products are formed in real space in conservative form and dealiased by the 2/3 rule of the
+periodic extension (|m_x| < Nx/3, n < 2 Nz/3: a product of two kept modes aliases, on the grid of cell centres, from
+mode n onto 2 Nz - n, outside the kept ones). The buoyancy coupling is stepped with the nonlinear terms, so the linear
+part is the diagonal viscosity and diffusivity, integrated exactly by the integrating-factor schemes (as
+:mod:`simulator.equations.boussinesq2d`, which this equation is modelled on).
+
+Arrays: the plane runs as the box ``(1, Nx, Nz)``; the state is the walled spectra of (omega, theta),
+``(2, 1, Nx, Nz)`` complex, both sine series; real fields are ``(1, Nx, Nz)`` on the points x_i = i Lx / Nx,
+z_j = (j + 1/2) / Nz.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, final
+
+import jax
+import jax.numpy as jnp
+
+from simulator.equations.base import Params, SemiLinearEquation
+from simulator.equations.convection2d import INFO, Convection2DParams
+from simulator.equations.noise import white_noise
+from simulator.equations.operators import inverse_k2
+from simulator.fft import FFTBackend
+from simulator.observables import spectra
+
+
+@jax.tree_util.register_pytree_node_class
+class WalledOperators:
+    """Wavenumbers ``k = (0, k_x, k_z)`` of a walled plane's spectra (:meth:`~simulator.fft.walls.WalledTransforms.
+    wall_wavenumbers`), its Parseval weights and the 2/3 rule's mask; sharded leaves, the backend static."""
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any):
+        self.fft = fft
+        self.k = tuple(fft.wall_wavenumbers(tuple(box), dtype))
+        self.weight = fft.wall_parseval_weight(dtype)
+        nx, nz = fft.shape[1], fft.shape[2]
+        modes_x = self.k[1] * (box[1] / (2 * jnp.pi))
+        modes_z = self.k[2] * (box[2] / jnp.pi)
+        self.dealias = ((jnp.abs(modes_x) < nx / 3) & (modes_z < 2 * nz / 3)).astype(dtype)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        return (self.k, self.weight, self.dealias), (self.fft,)
+
+    @classmethod
+    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> WalledOperators:
+        obj = object.__new__(cls)
+        obj.fft, (obj.k, obj.weight, obj.dealias) = static[0], leaves
+        return obj
+
+    @property
+    def k2(self) -> jax.Array:
+        return self.k[1] ** 2 + self.k[2] ** 2
+
+    @property
+    def inv_k2(self) -> jax.Array:
+        """1/k^2, 0 at k = 0."""
+        return inverse_k2(self.k)
+
+    def mean(self, density: jax.Array) -> jax.Array:
+        """Mean over the plane of a quantity given as a per-mode density (Parseval-weighted sum / N^2)."""
+        return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
+
+
+@final
+class Convection2D(SemiLinearEquation):
+    """Free-slip Rayleigh-Benard convection on a walled plane (slab or single backend)."""
+
+    info = INFO
+    space = "spectral"
+    _LEAVES: ClassVar[tuple[str, ...]] = ("ops",)
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Convection2DParams | None = None):
+        physics = Convection2DParams() if physics is None else physics
+        super().__init__(fft, box, dtype, physics)
+        self.ops = WalledOperators(fft, self.box, self.dtype)
+
+    @staticmethod
+    def coefficients(params: Params) -> tuple[jax.Array, jax.Array]:
+        """nu = (Ra/Pr)^(-1/2) and kappa = (Ra Pr)^(-1/2): free-fall units."""
+        ra, pr = params["rayleigh"], params["prandtl"]
+        return jnp.sqrt(pr / ra), 1 / jnp.sqrt(ra * pr)
+
+    def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(u_hat, w_hat): the cosine series k_z psi_hat and the sine series -i k_x psi_hat, psi_hat = omega/k^2."""
+        psi = omega_hat * self.ops.inv_k2
+        return self.ops.k[2] * psi, -1j * self.ops.k[1] * psi
+
+    def linear(self, params: Params) -> jax.Array:
+        """The diagonal L of (omega, theta), ``(2, 1, Nx, Nz)``."""
+        nu, kappa = self.coefficients(params)
+        return -jnp.stack(jnp.broadcast_arrays(nu * self.ops.k2, kappa * self.ops.k2))
+
+    def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
+        return state * jnp.exp(self.linear(params) * tau)
+
+    def real_velocity(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(u, w) on the grid."""
+        u_hat, w_hat = self.velocity_hat(omega_hat)
+        return self.fft.inverse_walls(u_hat, "even"), self.fft.inverse_walls(w_hat, "odd")
+
+    def advection(self, state: jax.Array) -> jax.Array:
+        """-div(u omega) and -div(u theta), dealiased, ``(2, 1, Nx, Nz)``."""
+        ops = self.ops
+        u_hat, w_hat = self.velocity_hat(state[0])
+        u = self.fft.inverse_walls(u_hat, "even")
+        odd = self.fft.inverse_walls(jnp.stack([w_hat, state[0], state[1]]), "odd")
+        w, omega, theta = odd[0], odd[1], odd[2]
+        sines = self.fft.forward_walls(jnp.stack([u * omega, u * theta]), "odd")
+        cosines = self.fft.forward_walls(jnp.stack([w * omega, w * theta]), "even")
+        return -ops.dealias * (1j * ops.k[1] * sines - ops.k[2] * cosines)
+
+    def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
+        """Advection and the buoyancy coupling (d theta/dx in omega, w in theta)."""
+        _, w_hat = self.velocity_hat(state[0])
+        return self.advection(state) + jnp.stack([1j * self.ops.k[1] * state[1], w_hat])
+
+    # ---- states and fields ------------------------------------------------------------------------------
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
+        """The dealiased walled spectra of ``vorticity`` and ``theta``, each ``(1, Nx, Nz)``."""
+        real = jnp.stack([fields["vorticity"], fields["theta"]]).astype(self.dtype)
+        return self.ops.dealias * self.fft.forward_walls(real, "odd")
+
+    def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Temperature, theta, vorticity and the velocity (u, w, 0), on the grid."""
+        odd = self.fft.inverse_walls(state, "odd")
+        u, w = self.real_velocity(state[0])
+        return {"temperature": 1 - self.heights() + odd[1], "theta": odd[1], "vorticity": odd[0],
+                "velocity": jnp.stack([u, w, jnp.zeros_like(u)])}
+
+    def heights(self) -> jax.Array:
+        """z of the grid points, ``(1, 1, Nz)``: the cell centres (j + 1/2) H / Nz (:class:`simulator.fft.bases.
+        SinCos`), half a cell above the periodic coordinates the backend gives."""
+        return self.fft.coordinates(self.box, self.dtype)[2] + 0.5 * self.spacing[2]
+
+    # ---- diagnostics and spectra --------------------------------------------------------------------------
+
+    def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Kinetic energy, the Nusselt number through the volume and at each plate, the Reynolds number, both
+        dissipation rates, max |u| and the CFL number."""
+        ops = self.ops
+        nu, kappa = self.coefficients(params)
+        power, power_t = jnp.abs(state[0]) ** 2, jnp.abs(state[1]) ** 2
+        _, w_hat = self.velocity_hat(state[0])
+        energy = 0.5 * ops.mean(power * ops.inv_k2)
+        # the horizontal mean of theta, sum_n a_n sin(n pi z): entries k_x = 0, a_n = theta_hat / (Nx Nz)
+        mean_theta = jnp.where(ops.k[1] == 0, jnp.real(state[1]), 0.0) / float(self.fft.size)
+        slope = ops.k[2] * mean_theta  # d/dz of each term at z = 0; at z = H, times (-1)^n
+        parity = jnp.cos(ops.k[2] * self.box[2])
+        u, w = self.real_velocity(state[0])
+        return {"kinetic_energy": energy,
+                "nusselt": 1 + ops.mean(jnp.real(jnp.conj(w_hat) * state[1])) / kappa,
+                "nusselt_bottom": 1 - jnp.sum(slope), "nusselt_top": 1 - jnp.sum(slope * parity),
+                "reynolds": jnp.sqrt(2 * energy) / nu,
+                "kinetic_dissipation": nu * ops.mean(power),
+                "thermal_dissipation": kappa * (1 + ops.mean(ops.k2 * power_t)),
+                "max_velocity": jnp.max(jnp.sqrt(u**2 + w**2)),
+                "cfl": dt * jnp.max(jnp.abs(u) / self.spacing[1] + jnp.abs(w) / self.spacing[2])}
+
+    def profiles(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Averages over x at each height z_j, each ``(Nz,)`` replicated (:mod:`simulator.output.profiles`): the
+        temperature, the rms velocity and the heat flux (<w b> - kappa d<b>/dz) / kappa = 1 + <w theta>/kappa -
+        d<theta>/dz (<w> = 0 at every height), d<theta>/dz from theta's k_x = 0 entries exactly."""
+        _, kappa = self.coefficients(params)
+        ops = self.ops
+        u, w = self.real_velocity(state[0])
+        theta = self.fft.inverse_walls(state[1], "odd")
+        slope = self.fft.inverse_walls(jnp.where(ops.k[1] == 0, ops.k[2] * state[1], 0), "even")
+        out = {"temperature": jnp.mean(1 - self.heights() + theta, axis=(0, 1)),
+               "velocity_rms": jnp.sqrt(jnp.mean(u**2 + w**2, axis=(0, 1))),
+               "heat_flux": 1 + jnp.mean(w * theta, axis=(0, 1)) / kappa - jnp.mean(slope, axis=(0, 1))}
+        return {k: jax.lax.with_sharding_constraint(v, self.fft.replicated_sharding()) for k, v in out.items()}
+
+    def spectra(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """The kinetic energy per ring of |k|."""
+        ops = self.ops
+        power = 0.5 * ops.weight * jnp.abs(state[0]) ** 2 * ops.inv_k2 / float(self.fft.size) ** 2
+        return {"energy": spectra.shell_sum(power, ops.k, self.fft.shape, self.box)}
+
+
+def conductive(eq: Convection2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """theta = A xi 4 z (1 - z), xi unit white noise; no flow."""
+    z = eq.heights()
+    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
+    return {"vorticity": jnp.zeros(eq.fft.shape, eq.dtype), "theta": theta}
+
+
+def mode(eq: Convection2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """theta = A cos(a x) sin(n pi z) and the vorticity of its eigenvector (:class:`..Mode`)."""
+    m_x, n = ic.modes
+    a, q = 2 * jnp.pi * m_x / eq.box[1], n * jnp.pi / eq.box[2]
+    z = eq.heights()
+    theta = ic.amplitude * jnp.cos(a * c[1]) * jnp.sin(q * z)
+    if m_x == 0:
+        return {"vorticity": jnp.zeros(eq.fft.shape, eq.dtype), "theta": jnp.broadcast_to(theta, eq.fft.shape)}
+    nu, kappa = Convection2D.coefficients(params)
+    k2 = a**2 + q**2
+    sigma = -(nu + kappa) * k2 / 2 + jnp.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+    omega = -a * ic.amplitude * jnp.sin(a * c[1]) * jnp.sin(q * z) / (sigma + nu * k2)
+    return {"vorticity": jnp.broadcast_to(omega, eq.fft.shape), "theta": jnp.broadcast_to(theta, eq.fft.shape)}
+
+
+Convection2D.builders = {"conductive": conductive, "mode": mode}

@@ -1,0 +1,92 @@
+"""The domain as a product of bases, one per axis of the box a grid runs as (no JAX).
+
+A periodic direction has the :class:`Fourier` basis. The last direction of a box, or of a plane (the box
+``(1, Nx, Ny)`` of :mod:`simulator.fft.plane`: its last axis is the box's last), may instead lie between two
+plates at ``0`` and ``H`` (``grid.walls``), with the :class:`SinCos` basis of free-slip plates: each field is a
+sine or a cosine series, its *parity* fixed by its condition at the plates:
+
+* ``odd`` (sine, ``sin(n pi z / H)``): the field vanishes at both plates (a velocity normal to the plates; a
+  temperature or scalar of fixed value, as its departure from the conductive profile);
+* ``even`` (cosine, ``cos(n pi z / H)``): its normal derivative vanishes at both plates (a velocity along free-slip
+  plates: no stress; a temperature or scalar of fixed flux).
+
+Grid and modes (the transforms: :mod:`simulator.fft.walls`): ``N`` points at the cell centres
+``z_j = (j + 1/2) H / N`` (the plates lie half a cell outside the first and last points; both series are
+exact there), and mode numbers ``n = 0 .. N - 1`` on the spectral axis, wavenumber ``k_z = n pi / H``, for both
+parities: a sine series' ``n = 0`` entry is zero, and its mode ``n = N`` is dropped as the periodic
+transforms drop their Nyquist plane. That places a field and its z-derivative (of the other parity) on the same
+entries, so every derivative is diagonal: ``d/dz cos -> -k_z sin``, ``d/dz sin -> +k_z cos``.
+
+Bases are static structure (part of a compiled program's key), as in Dedalus (``RealFourier``, ``SinCos`` per
+axis); the Chebyshev no-slip basis is a further kind of bounded basis, not a parity of this one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the parities of a free-slip field: its sine or cosine series
+PARITIES = ("odd", "even")
+
+
+@dataclass(frozen=True)
+class Fourier:
+    """A periodic axis of ``size`` points over ``length``: points ``i L / N``, wavenumbers ``2 pi m / L``."""
+
+    size: int
+    length: float
+    bounded = False
+
+    def points(self) -> np.ndarray:
+        """The grid points along the axis, ``(size,)``."""
+        return np.arange(self.size) * (self.length / self.size)
+
+
+@dataclass(frozen=True)
+class SinCos:
+    """A bounded axis between free-slip plates at ``0`` and ``length``: ``size`` points at the cell centres,
+    mode numbers ``0 .. size - 1`` of both parities (module docstring)."""
+
+    size: int
+    length: float
+    bounded = True
+
+    def points(self) -> np.ndarray:
+        """The grid points ``(j + 1/2) H / N``, ``(size,)``: the plates are at 0 and ``length``."""
+        return (np.arange(self.size) + 0.5) * (self.length / self.size)
+
+    def wavenumbers(self) -> np.ndarray:
+        """``k_z = n pi / H`` of the spectral entries ``n = 0 .. size - 1``, ``(size,)``."""
+        return np.arange(self.size) * (math.pi / self.length)
+
+    def parseval_weights(self) -> np.ndarray:
+        """Weights ``w_n`` with ``mean(f**2) = sum_n w_n |c_n|**2 / N**2`` for the coefficients ``c_n`` of the
+        forward transform (:mod:`simulator.fft.walls`, scipy's unnormalised DCT-II/DST-II): 1/4 at ``n = 0``
+        (a cosine's mean; a sine's entry there is zero), 1/2 elsewhere, ``(size,)``."""
+        w = np.full(self.size, 0.5)
+        w[0] = 0.25
+        return w
+
+
+Basis = Fourier | SinCos
+
+
+def domain(cells: Sequence[int], lengths: Sequence[float], bounded_last: bool) -> tuple[Basis, Basis, Basis]:
+    """The bases of the box ``cells`` with ``lengths`` (:func:`simulator.fft.plane.cells` and ``lengths``):
+    Fourier on every axis, the last a :class:`SinCos` between plates where ``bounded_last``."""
+    bases: list[Basis] = [Fourier(int(n), float(length)) for n, length in zip(cells, lengths, strict=True)]
+    if bounded_last:
+        bases[2] = SinCos(int(cells[2]), float(lengths[2]))
+    return bases[0], bases[1], bases[2]
+
+
+def transpose_weight(n: int) -> np.ndarray:
+    """``w_m`` with ``C^T y = C^{-1}(w y)`` for the type-2 transforms of :mod:`simulator.fft.walls` of ``n`` points
+    (``4n`` at ``m = 0``, ``2n`` elsewhere: the orthonormal transform is ``diag(w)^{-1/2} C``), ``(n,)``."""
+    w = np.full(n, 2.0 * n)
+    w[0] = 4.0 * n
+    return w

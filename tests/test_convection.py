@@ -1,0 +1,231 @@
+"""Rayleigh-Benard convection between free-slip plates (simulator.equations.convection2d), in float64 against the
+exact linear theory, on the single backend and slabs of 2 and 4 devices."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import simulator
+from simulator.equations.convection2d import K_CRITICAL, RA_CRITICAL, growth_rate
+from simulator.output.hdf5 import Snapshot
+
+from support import advance, case_id, command, relative_error, simulation
+
+CASES = [("single", 1, None), ("slab", 2, None), ("slab", 4, None)]
+#: a box one critical wavelength wide: the mode m_x = 1 is the onset's
+LX = 2 * math.pi / K_CRITICAL
+
+
+def convection(devices, case=("single", 1, None), shape=(8, 8), **overrides):
+    values = {"physics__name": "convection2d", "grid__shape": list(shape), "grid__box": [LX, 1.0],
+              "grid__walls__axis": "y", **overrides}
+    return simulation(devices, case, **values)
+
+
+def coefficient(sim, state, m_x: int, n: int, field: int = 1) -> float:
+    """The real coefficient of cos(2 pi m_x x / Lx) sin(n pi z) in ``field`` of a state (0 vorticity, 1 theta)."""
+    spectrum = np.asarray(state)[field, 0]
+    return float(np.real(spectrum[m_x, n] + (spectrum[-m_x, n] if m_x else 0.0)) / sim.fft.size)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_the_conductive_state_is_steady(devices, case):
+    """No noise: the state stays zero, the temperature is 1 - z at the cell centres, and Nu = 1 at both plates and
+    through the volume."""
+    sim = convection(devices, case, initial__name="conductive", initial__amplitude=0.0)
+    state = advance(sim, sim.initial_state(), 0.05, 10)
+    assert np.max(np.abs(np.asarray(state))) == 0.0
+    temperature = np.asarray(sim.fields(state, "temperature")["temperature"])[0]
+    z = (np.arange(8) + 0.5) / 8
+    np.testing.assert_allclose(temperature, np.broadcast_to(1 - z, (8, 8)), rtol=0, atol=1e-15)
+    report = sim.diagnostics(state, 0.05)
+    assert [float(report[k]) for k in ("nusselt", "nusselt_bottom", "nusselt_top")] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_temperature_layer_decays_exactly(devices, case):
+    """theta = A sin(2 pi z), uniform in x, drives no flow: it decays as exp(-kappa (2 pi)^2 t), kappa = (Ra Pr)^-1/2,
+    to round-off (the integrating factor is exact)."""
+    ra, pr, dt, steps = 2000.0, 0.7, 0.05, 20
+    sim = convection(devices, case, initial__name="mode", initial__modes=[0, 2], initial__amplitude=1.0,
+                     physics__rayleigh=ra, physics__prandtl=pr)
+    state = advance(sim, sim.initial_state(), dt, steps)
+    kappa = 1 / math.sqrt(ra * pr)
+    expected = math.exp(-kappa * (2 * math.pi) ** 2 * dt * steps)
+    assert coefficient(sim, state, 0, 2) == pytest.approx(expected, rel=1e-13, abs=0)
+    assert np.max(np.abs(np.asarray(state)[0])) == 0.0
+
+
+def measured_rate(devices, rayleigh: float, case=("single", 1, None), prandtl: float = 1.0) -> float:
+    """The growth rate of theta's mode (1, 1) from amplitude 1e-8 over t = 2."""
+    sim = convection(devices, case, initial__name="mode", initial__amplitude=1e-8, physics__rayleigh=rayleigh,
+                     physics__prandtl=prandtl)
+    state = sim.initial_state()
+    before = coefficient(sim, state, 1, 1)
+    after = coefficient(sim, advance(sim, state, 0.01, 200), 1, 1)
+    return math.log(after / before) / 2.0
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_small_mode_grows_at_the_exact_linear_rate(devices, case):
+    """The eigenmode cos(k_c x) sin(pi z) at Ra = 2000, Pr = 0.7 grows at the closed-form rate of the free-slip
+    dispersion relation, to 1e-9."""
+    assert measured_rate(devices, 2000.0, case, 0.7) == pytest.approx(growth_rate(2000.0, 0.7, K_CRITICAL, 1),
+                                                                      rel=1e-9)
+
+
+def test_the_onset_of_convection_is_at_27_pi4_over_4(devices):
+    """The measured growth rate at k_c = pi/sqrt(2) changes sign between Ra_c (1 -+ 1e-4), Ra_c = 27 pi^4/4, and the
+    zero of its line through them is Ra_c to 1e-6."""
+    below, above = RA_CRITICAL * (1 - 1e-4), RA_CRITICAL * (1 + 1e-4)
+    rate_below, rate_above = measured_rate(devices, below), measured_rate(devices, above)
+    assert rate_below < 0 < rate_above
+    onset = below - rate_below * (above - below) / (rate_above - rate_below)
+    assert onset == pytest.approx(RA_CRITICAL, rel=1e-6)
+    assert RA_CRITICAL == pytest.approx(657.5113644795163, rel=1e-15)
+
+
+def test_a_steady_roll_carries_the_same_heat_through_each_plate_and_the_volume(devices):
+    """At Ra = 3000 the mode grows into one steady roll. Stepped by etdrk4, whose fixed points are the equations'
+    own (an integrating-factor scheme's move with dt), the kinetic and thermal dissipations meet their exact
+    relations to the volume's Nu to round-off, and Nu through the bottom and the top plate equals it to the
+    resolution's truncation (the product w theta's modes past the 2/3 rule: 1.1e-5 at 16^2, 6.8e-7 at 24^2)."""
+    sim = convection(devices, shape=(16, 16), initial__name="mode", initial__amplitude=0.1, physics__rayleigh=3000.0,
+                     time__integrator="etdrk4")
+    state = advance(sim, sim.initial_state(), 0.1, 900)
+    report = {k: float(v) for k, v in sim.diagnostics(state, 0.1).items()}
+    nusselt, root = report["nusselt"], math.sqrt(3000.0)
+    assert nusselt == pytest.approx(3.2178164, rel=1e-7)
+    assert report["kinetic_dissipation"] == pytest.approx((nusselt - 1) / root, rel=1e-12)
+    assert report["thermal_dissipation"] == pytest.approx(nusselt / root, rel=1e-12)
+    assert report["nusselt_bottom"] == report["nusselt_top"]  # the roll's symmetry
+    assert report["nusselt_bottom"] == pytest.approx(nusselt, rel=2e-5)
+
+
+@pytest.mark.parametrize("case", CASES[1:], ids=case_id)
+def test_a_distributed_run_equals_the_single_device_one(devices, case):
+    """Noise at Ra = 1e5 for 20 steps: slabs of 2 and 4 devices end where one device ends, to 1e-12."""
+    values = {"initial__name": "conductive", "initial__amplitude": 0.1, "physics__rayleigh": 1e5}
+    single = convection(devices, **values)
+    want = advance(single, single.initial_state(), 0.01, 20)
+    sim = convection(devices, case, **values)
+    got = advance(sim, sim.initial_state(), 0.01, 20)
+    assert relative_error(got, want) < 1e-12
+
+
+CONFIG = {"physics.name": "convection2d", "physics.rayleigh": 1e4, "grid.shape": [8, 8], "grid.box": [LX, 1.0],
+          "grid.walls.axis": "y", "precision": "float64", "initial.name": "conductive", "initial.amplitude": 0.1,
+          "time.dt": 0.01, "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10,
+          "output.snapshots.every": 20, "runtime.cpu_devices": 8, "fft.mesh": [2]}
+
+
+def test_a_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
+    """From the step-10 checkpoint of a run on a slab of 2, restarted there: its step-20 snapshot is the straight
+    run's, bit for bit."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, CONFIG), straight) == 0
+    run = tmp_path / "run"
+    shutil.copytree(straight, run)
+    for path in (run / "snapshots").glob("s00000020*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    restart = str(run / "checkpoints" / "c00000010.json")
+    assert simulator.run_config(simulator.load_config(None, CONFIG), run, restart=restart) == 0
+    for name in ("theta", "vorticity"):
+        with Snapshot(run / "snapshots" / "s00000020.h5") as got, Snapshot(straight / "snapshots" / "s00000020.h5") \
+                as want:
+            assert np.array_equal(got.read(name), want.read(name))
+
+
+BAD = [
+    ({"grid.walls.velocity": "[no-slip,no-slip]"}, r"^error: grid\.walls\.velocity = \['no-slip', 'no-slip'\] is not "
+     r"available; not yet: grid\.walls\.velocity = no-slip needs the Chebyshev basis"),
+    ({"grid.walls.temperature": "[fixed-value,fixed-flux]"}, r"^error: grid\.walls\.temperature = .* mixes conditions"),
+    ({"grid.walls.temperature": "[fixed-flux,fixed-flux]"}, r"^error: grid\.walls\.temperature = .* is not available "
+     r"for convection2d"),
+    ({"grid.walls.axis": "null"}, r"^error: grid\.walls\.axis = null leaves the plane periodic"),
+    ({"physics.rayleigh": "0"}, r"^error: physics\.rayleigh = 0"),
+    ({"physics.rayleigh": "-5"}, r"^error: physics\.rayleigh = -5"),
+    ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
+    ({"grid.box": "[2,3]"}, r"^error: grid\.box = \[2\.0, 3\.0\] does not put the plates 1 apart"),
+    ({"grid.shape": "[8,12]", "runtime.cpu_devices": "4"}, r"^error: grid\.shape = \[8, 12\] does not divide"),
+    ({"initial.name": "mode", "initial.modes": "[1,6]"}, r"^error: initial\.modes = \[1, 6\] is removed by the 2/3"),
+    ({"output.profiles.every": "10", "physics.name": "boussinesq2d", "grid.walls.axis": "null"},
+     r"^error: output\.profiles = 'on' needs plates"),
+    ({"particles": "[{name: tracers, count: 4}]"}, r"^error: particles = \['tracers'\] cannot be carried between "
+     r"plates; none with grid\.walls"),
+]
+
+
+@pytest.mark.parametrize(("values", "pattern"), BAD, ids=[" ".join(v) for v, _ in BAD])
+def test_bad_convection_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd, values, pattern):
+    config = tmp_path / "rb.yaml"
+    config.write_text("physics: {name: convection2d}\ngrid: {shape: [8, 8], box: [2, 1], walls: {axis: y}}\n")
+    args = [a for key, value in values.items() for a in ("--set", f"{key}={value}")]
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_walled_run_restarts_only_on_its_own_grid_and_plates(tmp_path, capfd):
+    """A restart onto another grid (the interpolation is the periodic series') or onto a periodic plane: one line,
+    exit 2, nothing written."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.1}), straight) == 0
+    config = tmp_path / "rb.yaml"
+    config.write_text((straight / "config.yaml").read_text())
+    ckpt = str(straight / "checkpoints" / "c00000010.json")
+    for args, pattern in ((["--set", "grid.shape=[16,16]"], r"^error: --restart = .* holds grid \[8, 8\]; not yet"),
+                          (["--set", "grid.walls.axis=null"], r"^error: grid\.walls\.axis = null leaves the plane"),
+                          (["--set", "initial.name=file", "--set", f"initial.path={ckpt}", "--set",
+                            "grid.shape=[16,16]"], r"^error: initial\.path = .* holds grid \[8, 8\]; not yet")):
+        restart = [] if "initial.name=file" in args else ["--restart", ckpt]
+        code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "new"), *restart, *args)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+        assert not (tmp_path / "new").exists()
+
+
+def test_snapshots_place_the_grid_between_the_plates(tmp_path):
+    """A walled run's snapshots hold the cell centres (j + 1/2)/Nz as the bounded axis's coordinates, and their XDMF
+    is a rectilinear grid at those points (ParaView draws the plates at 0 and 1), x uniform from 0."""
+    import xml.etree.ElementTree as ET
+
+    import h5py
+
+    run = tmp_path / "run"
+    assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.05}), run) == 0
+    with h5py.File(run / "snapshots" / "s00000000.h5") as f:
+        np.testing.assert_array_equal(f["y"][()], (np.arange(8) + 0.5) / 8)
+        np.testing.assert_array_equal(f["x"][()], np.arange(8) * (LX / 8))
+    geometry = ET.parse(run / "snapshots" / "s00000000.xdmf").find(".//Geometry")
+    assert geometry.get("GeometryType") == "VXVYVZ"
+    x, y, depth = (np.array(item.text.split(), float) for item in geometry.findall("DataItem"))
+    np.testing.assert_array_equal(y, (np.arange(8) + 0.5) / 8)
+    assert x[0] == 0.0 and len(x) == 8 and depth.tolist() == [0.0]
+    assert ET.parse(run / "snapshots" / "s00000000.xdmf").find(".//Topology").get("TopologyType") == "3DRectMesh"
+
+
+def test_the_profiles_of_a_steady_roll_carry_its_nusselt_number_at_every_height(tmp_path):
+    """output.profiles through load_run: at the grid's heights, the heat flux profile of the steady roll is its
+    Nusselt number at every height (to the truncation, as at the plates), the temperature profile falls from near 1
+    to near 0 in boundary layers at the plates, antisymmetric about mid-height, and the rms velocity is even about
+    it."""
+    values = {**CONFIG, "physics.rayleigh": 3000.0, "grid.shape": [16, 16], "initial.name": "mode",
+              "initial.amplitude": 0.1, "time.integrator": "etdrk4", "time.dt": 0.1, "time.t_end": 90.0,
+              "output.chunk": 100, "checkpoint.every": 0, "output.snapshots.every": 0, "output.profiles.at_end": True}
+    run = tmp_path / "run"
+    assert simulator.run_config(simulator.load_config(None, values), run) == 0
+    results = simulator.load_run(run)
+    profiles = results.output("profiles")
+    np.testing.assert_array_equal(profiles["z"], (np.arange(16) + 0.5) / 16)
+    nusselt = float(results.timeseries["nusselt"][-1])
+    assert nusselt == pytest.approx(3.2178164, rel=1e-7)
+    np.testing.assert_allclose(profiles["heat_flux"][-1], nusselt, rtol=2e-5)
+    temperature = profiles["temperature"][-1]
+    np.testing.assert_allclose(temperature + temperature[::-1], 1.0, rtol=0, atol=1e-12)
+    assert temperature[0] > 0.9 and np.all(np.abs(temperature[4:12] - 0.5) < 0.05)  # boundary layers, a mixed core
+    np.testing.assert_allclose(profiles["velocity_rms"][-1], profiles["velocity_rms"][-1][::-1], rtol=1e-12)
