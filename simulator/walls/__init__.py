@@ -10,7 +10,9 @@ field across it.
   problem as two Helmholtz solves and an influence matrix: divergence-free, no-slip to round-off;
 * :mod:`~simulator.walls.imex`: the IMEX Runge-Kutta (2,2,2) scheme of Ascher, Ruuth & Spiteri (1997);
 * :mod:`~simulator.walls.eigen`: independent dense eigenvalue solvers (numpy/scipy): Rayleigh-Benard onset and
-  the Orr-Sommerfeld problem.
+  the Orr-Sommerfeld problem;
+* :mod:`~simulator.walls.channel` and :mod:`~simulator.walls.channel_stats`: channel flows' laminar profiles,
+  initial conditions and checks, and what a channel study reports.
 
 Arrays hold the wall-normal direction on their last axis, whole on one device; leading axes are horizontal modes
 (or anything else to batch over). Not yet selectable in a run config.
