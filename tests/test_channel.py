@@ -10,7 +10,7 @@ from scipy.special import erfc
 
 from simulator.errors import ConfigError
 from simulator.walls import channel, chebyshev
-from simulator.walls.channel_stats import channel_statistics
+from simulator.walls.channel_stats import channel_spectra, channel_statistics
 
 jax.config.update("jax_enable_x64", True)
 
@@ -80,6 +80,27 @@ def test_reynolds_stresses_and_dissipation_of_a_known_fluctuation(box):
     else:
         assert stats.spanwise is None
     np.testing.assert_allclose(stats.dissipation, NU * amp**2 / 2 * expected, atol=1e-17)
+
+
+def test_one_dimensional_spectra_sum_to_the_reynolds_stresses():
+    """A random box field: along x and along z each spectrum sums over k to the stresses; a single cosine along x
+    sits in its one wavenumber."""
+    rng = np.random.default_rng(3)
+    field = rng.standard_normal((2, 3, 6, 4, 9))
+    lengths = (2.0, 3.0)
+    stats = channel_statistics(field, NU, lengths)
+    u2 = stats.u_tau**2
+    stresses = np.stack([stats.streamwise, stats.spanwise, stats.wall_normal]) * u2
+    for k, spectrum in channel_spectra(field, lengths):
+        assert spectrum.shape == (3, k.size, 9)
+        np.testing.assert_allclose(spectrum.sum(1), stresses, rtol=1e-13)
+    x = np.arange(8) * 2 * math.pi / 8
+    wave = np.zeros((1, 2, 8, 5))
+    wave[0, 0] = 0.5 * np.cos(3 * x)[:, None]
+    (k, spectrum), = channel_spectra(wave, (2 * math.pi,))
+    np.testing.assert_allclose(k, np.arange(5))
+    np.testing.assert_allclose(spectrum[0, 3], 0.125, rtol=1e-14)
+    assert np.delete(spectrum[0], 3, axis=0).max() < 1e-30
 
 
 def _images(y: np.ndarray, t: float, nu: float, h: float) -> np.ndarray:

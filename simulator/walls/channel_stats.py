@@ -18,7 +18,9 @@ are departures from them. Derivatives across the plates are Chebyshev, along the
   tau_w at the bottom plate to -tau_w at the top);
 * the kinetic-energy budget of the fluctuations, per unit volume, as profiles: production P = -<u'v'> dU/dy and
   dissipation eps = nu <d_j u'_i d_j u'_i>; of the mean flow, the dissipation nu (dU/dy)^2; and the work of the
-  mean pressure gradient G U_b, which a steady channel's total dissipation balances.
+  mean pressure gradient G U_b, which a steady channel's total dissipation balances;
+* one-dimensional spectra along each periodic direction (:func:`channel_spectra`), one-sided, summing over k to
+  the Reynolds stresses <u_i'u_i'>(y) (Parseval).
 """
 
 from __future__ import annotations
@@ -108,3 +110,27 @@ def channel_statistics(samples: np.ndarray, nu: float, lengths: tuple[float, ...
         spanwise=stress(1, 1) / u2 if components == 3 else None, shear=shear / u2,
         total_shear_stress=nu * slope - shear, production=-shear * slope, dissipation=dissipation,
         mean_dissipation=nu * slope**2, pressure_work=pressure_gradient * bulk)
+
+
+def channel_spectra(samples: np.ndarray, lengths: tuple[float, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One-dimensional spectra of the fluctuations along each periodic axis of ``samples`` (layout of the module
+    docstring; ``lengths`` the periods Lx[, Lz]): for axis a, the wavenumbers k = 2 pi m / L_a, m = 0..N_a/2
+    (shape ``(M,)``), and E_ii(k; y) of shape ``(C, M, Ny)``, averaged over the samples and the other periodic
+    axes, one-sided (the modes +-m added), so that sum_k E_ii(k; y) = <u_i'u_i'>(y)."""
+    samples = np.asarray(samples, dtype=float)
+    periodic = samples.ndim - 3
+    fluctuation = samples - samples.mean(axis=(0, *range(2, 2 + periodic)), keepdims=True)
+    found = []
+    for a in range(periodic):
+        axis, n = 2 + a, samples.shape[2 + a]
+        power = np.abs(np.fft.rfft(fluctuation, axis=axis) / n) ** 2
+        doubled = np.full(power.shape[axis], 2.0)
+        doubled[0] = 1.0
+        if n % 2 == 0:
+            doubled[-1] = 1.0  # the Nyquist mode is its own partner
+        shape = [1] * power.ndim
+        shape[axis] = doubled.size
+        power = power * doubled.reshape(shape)
+        others = tuple(2 + b for b in range(periodic) if b != a)
+        found.append((2.0 * np.pi / lengths[a] * np.arange(doubled.size), power.mean(axis=(0, *others))))
+    return found
