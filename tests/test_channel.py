@@ -9,6 +9,7 @@ import pytest
 from scipy.special import erfc
 
 from simulator.errors import ConfigError
+from simulator.plots.channel import KAPPA, B, wall_units_figure
 from simulator.walls import channel, chebyshev
 from simulator.walls.channel_stats import channel_spectra, channel_statistics
 
@@ -155,3 +156,15 @@ def test_bad_channel_settings_are_refused_naming_the_key(kwargs, key):
 
 def test_good_channel_settings_pass():
     channel.check_channel("flux", 5772.2, ("no-slip", "no-slip"), flux=2 / 3, alpha=2.0, length=math.pi, nx=16)
+
+
+def test_the_wall_units_figure_draws_the_profile_and_the_law_of_the_wall():
+    y = chebyshev.points(17, (-1.0, 1.0))
+    stats = channel_statistics(_laminar(channel.poiseuille(y)), NU, (1.0,))
+    fig = wall_units_figure(stats, "poiseuille")
+    mean = fig.axes[0]
+    lower = mean.lines[0]
+    np.testing.assert_allclose(lower.get_xdata(), stats.y_plus[1:9])
+    np.testing.assert_allclose(lower.get_ydata(), stats.u_plus[1:9])
+    log = [line for line in mean.lines if line.get_label().startswith("$U^+ = \\ln")][0]
+    np.testing.assert_allclose(log.get_ydata(), np.log(log.get_xdata()) / KAPPA + B)
