@@ -139,6 +139,7 @@ def check_raw_dimensions(data: Mapping[str, Any], name: Any) -> None:
         return
     _check_shape(list(shape), name, equations)
 
+
 def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
     """Plates across the last direction of a box or plane, with an equation that declares it takes them, on a
     backend whose layout does, with conditions the free-slip basis represents (``equations``: the registry's

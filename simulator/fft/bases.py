@@ -17,8 +17,13 @@ parities: a sine series' ``n = 0`` entry is zero, and its mode ``n = N`` is drop
 transforms drop their Nyquist plane. That places a field and its z-derivative (of the other parity) on the same
 entries, so every derivative is diagonal: ``d/dz cos -> -k_z sin``, ``d/dz sin -> +k_z cos``.
 
-Bases are static structure (part of a compiled program's key), as in Dedalus (``RealFourier``, ``SinCos`` per
-axis); the Chebyshev no-slip basis is a further kind of bounded basis, not a parity of this one.
+The :class:`Chebyshev` basis of no-slip plates (and of fixed values or fluxes at them) holds every field as a
+Chebyshev series on the ``N`` Gauss-Lobatto points ``z_j = H (1 - cos(pi j / (N - 1))) / 2``, plates included;
+its conditions are imposed by the solves that step it (:mod:`simulator.walls`), not by a parity. Its transform is
+the ``chebyshev`` series of :mod:`simulator.fft.walls`.
+
+Bases are static structure (part of a compiled program's key), as in Dedalus (``RealFourier``, ``SinCos``,
+``ChebyshevT`` per axis).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import numpy as np
 
 #: the parities of a free-slip field: its sine or cosine series
 PARITIES = ("odd", "even")
+#: every series of a bounded axis: the free-slip parities and the no-slip basis's Chebyshev series
+SERIES = (*PARITIES, "chebyshev")
 
 
 @dataclass(frozen=True)
@@ -72,15 +79,33 @@ class SinCos:
         return w
 
 
-Basis = Fourier | SinCos
+@dataclass(frozen=True)
+class Chebyshev:
+    """A bounded axis between plates at ``0`` and ``length`` (no-slip, or any fixed value or flux): ``size``
+    Gauss-Lobatto points, both plates among them, and the Chebyshev coefficients ``k = 0 .. size - 1``."""
+
+    size: int
+    length: float
+    bounded = True
+
+    def points(self) -> np.ndarray:
+        """The Gauss-Lobatto points ``H (1 - cos(pi j / (N - 1))) / 2``, ascending from 0 to ``length``,
+        ``(size,)``."""
+        return 0.5 * self.length * (1.0 - np.cos(np.pi * np.arange(self.size) / (self.size - 1)))
 
 
-def domain(cells: Sequence[int], lengths: Sequence[float], bounded_last: bool) -> tuple[Basis, Basis, Basis]:
+Basis = Fourier | SinCos | Chebyshev
+#: the bounded bases by the name ``domain`` takes
+BOUNDED = {"sincos": SinCos, "chebyshev": Chebyshev}
+
+
+def domain(cells: Sequence[int], lengths: Sequence[float], bounded: str | None) -> tuple[Basis, Basis, Basis]:
     """The bases of the box ``cells`` with ``lengths`` (:func:`simulator.fft.plane.cells` and ``lengths``):
-    Fourier on every axis, the last a :class:`SinCos` between plates where ``bounded_last``."""
+    Fourier on every axis, the last the bounded basis named ``bounded`` (a key of :data:`BOUNDED`) where it
+    is not None."""
     bases: list[Basis] = [Fourier(int(n), float(length)) for n, length in zip(cells, lengths, strict=True)]
-    if bounded_last:
-        bases[2] = SinCos(int(cells[2]), float(lengths[2]))
+    if bounded is not None:
+        bases[2] = BOUNDED[bounded](int(cells[2]), float(lengths[2]))
     return bases[0], bases[1], bases[2]
 
 

@@ -37,6 +37,12 @@ A walled field's transforms (:mod:`simulator.fft.walls`: ``walls_<parity>`` ``W 
 
 * ``walls``: ``W^T ct = W^-1(conj(ct) N_xy w)``;
 * ``iwalls``: ``(W^-1)^T ct = conj(W ct) / (N_xy w)``.
+
+The Chebyshev series (``walls_chebyshev``, forward ``F = diag(1/(M c)) C diag(e) R`` with ``C`` the symmetric
+DCT-I matrix, ``R`` the reversal, ``M = Nz - 1``, ``c_k`` 2 at the ends and 1 between, ``e = 2/c``; inverse
+``B = R C``, since ``C diag(e) C = M diag(c)``) has ``F^T = diag(e) B diag(1/(M c))`` and ``B^T = diag(M c) F
+diag(1/e)``: the same two formulas with ``w_n = 1/(M c_n)``, the first's result and the second's cotangent
+multiplied and divided by ``e`` along z.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ def apply(backend: FFTBackend, kind: str, x: jax.Array) -> jax.Array:
     the primitive, so its rules see one dtype each and a real input's cotangent stays real.
     """
     x = jnp.asarray(x)
-    if kind in ("rfft", "walls_odd", "walls_even"):
+    if kind == "rfft" or kind.startswith("walls_"):
         if jnp.iscomplexobj(x):
             raise TypeError(f"rfft takes a real array, got {x.dtype}; use fft for complex data")
         x = x.astype(jnp.finfo(jnp.result_type(x, jnp.float32)).dtype)
@@ -114,23 +120,37 @@ def _half_spectrum_scale(backend: FFTBackend, ndim: int, dtype, kz0: float, kz_p
     return scale.reshape((1,) * (ndim - 3) + tuple(shape))
 
 
-def _wall_weight(backend: FFTBackend, ndim: int, dtype) -> jax.Array:
-    """``N_xy w_n`` (module docstring) along the z axis of a walled spectrum with ``ndim`` axes."""
+def _wall_weight(backend: FFTBackend, ndim: int, dtype, series: str) -> jax.Array:
+    """``N_xy w_n`` (module docstring) along the z axis of a walled spectrum of ``series`` with ``ndim`` axes."""
     from simulator.fft.bases import transpose_weight
+    from simulator.fft.walls import CHEBYSHEV, chebyshev_ends
 
     nz = backend.shape[2]
-    weight = transpose_weight(nz) * (backend.size // nz)
-    return jnp.asarray(weight.reshape((1,) * (ndim - 1) + (nz,)), dtype)
+    w = 1.0 / ((nz - 1) * chebyshev_ends(nz)) if series == CHEBYSHEV else transpose_weight(nz)
+    return jnp.asarray((w * (backend.size // nz)).reshape((1,) * (ndim - 1) + (nz,)), dtype)
+
+
+def _point_weight(backend: FFTBackend, ndim: int, dtype, series: str) -> jax.Array | float:
+    """``e`` along z of the Chebyshev series' transposes (module docstring); 1 for the sine and cosine."""
+    from simulator.fft.walls import CHEBYSHEV, chebyshev_ends
+
+    if series != CHEBYSHEV:
+        return 1.0
+    nz = backend.shape[2]
+    return jnp.asarray((2.0 / chebyshev_ends(nz)).reshape((1,) * (ndim - 1) + (nz,)), dtype)
 
 
 def _transpose(ct: jax.Array, x, *, backend: FFTBackend, kind: str, impl: ClosedJaxpr) -> list[jax.Array]:
     n = float(backend.size)
     rdtype = jnp.finfo(ct.dtype).dtype
     if kind.startswith("walls_"):
-        out = backend.inverse_walls(jnp.conj(ct) * _wall_weight(backend, ct.ndim, rdtype), kind[6:])
+        series = kind[6:]
+        out = backend.inverse_walls(jnp.conj(ct) * _wall_weight(backend, ct.ndim, rdtype, series), series)
+        out = out * _point_weight(backend, ct.ndim, rdtype, series)
     elif kind.startswith("iwalls_"):
-        k = backend.forward_walls(ct, kind[7:])
-        out = jnp.conj(k) / _wall_weight(backend, k.ndim, rdtype)
+        series = kind[7:]
+        k = backend.forward_walls(ct / _point_weight(backend, ct.ndim, rdtype, series), series)
+        out = jnp.conj(k) / _wall_weight(backend, k.ndim, rdtype, series)
     elif kind == "fft":
         out = n * jnp.conj(backend.ifft(jnp.conj(ct)))
     elif kind == "ifft":

@@ -1,4 +1,5 @@
-"""The free-slip basis's transforms of the bounded last axis (:mod:`simulator.fft.bases`), local to a device.
+"""The bounded last axis's transforms (:mod:`simulator.fft.bases`), local to a device: the free-slip basis's sine
+and cosine series and the no-slip basis's Chebyshev series.
 
 A backend whose layout takes walls (``Layout.takes_walls``: single and slab) runs these where it would run its
 real-to-complex transform of z: on one device before the complex transform of (x, y), on a slab before the
@@ -17,6 +18,13 @@ extension, whose coefficient ``n`` is ``2 exp(i pi n / 2N)`` times the cosine su
 (Makhoul 1980, "A fast cosine transform in one and two dimensions"; the extension costs twice the points of the
 rfft of a periodic axis, a plain rfft of the local FFT, FFTW's or XLA's, with no separate code path).
 
+The Chebyshev series (``chebyshev``, :class:`simulator.fft.bases.Chebyshev`): ``N`` Gauss-Lobatto points
+``z_j = H (1 - cos(pi j / (N - 1))) / 2``, ascending from the lower plate (``z_0 = 0``) to the upper
+(``z_{N-1} = H``), and the coefficients ``a_k`` of ``f = sum_k a_k T_k(2 z / H - 1)``, ``k = 0 .. N - 1``: a type-I
+cosine transform (:func:`dct1`: one real FFT of length ``2 (N - 1)`` of the even extension; Canuto, Hussaini,
+Quarteroni & Zang 2006, sec. 2.4.2), normalised so that the forward transform gives the coefficients themselves
+(:func:`chebyshev_forward`); :mod:`simulator.walls.chebyshev` steps fields with the same transform.
+
 Transposes (reverse mode, :mod:`simulator.fft.linear`): with ``w_n = 4N`` at ``n = 0`` and ``2N`` elsewhere
 (:func:`simulator.fft.bases.transpose_weight`),
 ``C^T = C^{-1} diag(w)`` (the orthonormal type-2 transform is ``diag(w)^{-1/2} C``), and the same for the sine.
@@ -24,12 +32,17 @@ Transposes (reverse mode, :mod:`simulator.fft.linear`): with ``w_n = 4N`` at ``n
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.fft.bases import PARITIES
+from simulator.fft.bases import SERIES
 from simulator.fft.local import LocalFFT
+
+#: the Chebyshev series' name among the z series (``forward_walls(x, CHEBYSHEV)``)
+CHEBYSHEV = "chebyshev"
 
 
 def _phase(n: int, dtype: jnp.dtype, sign: float) -> jax.Array:
@@ -39,11 +52,46 @@ def _phase(n: int, dtype: jnp.dtype, sign: float) -> jax.Array:
     return jax.lax.complex(jnp.cos(angle), jnp.sin(angle)).astype(dtype)
 
 
+def dct1(rfft: Callable[[jax.Array], jax.Array], f: jax.Array) -> jax.Array:
+    """``y_k = f_0 + (-1)^k f_{N-1} + 2 sum_{j=1}^{N-2} f_j cos(pi j k / (N - 1))`` of a real ``f`` ``(..., N)`` over
+    its last axis (scipy's DCT-I): ``rfft`` (a real FFT of the last axis) of the even extension
+    ``(f_0 .. f_{N-1}, f_{N-2} .. f_1)``, whose sine parts cancel; real, ``(..., N)``."""
+    extended = jnp.concatenate([f, f[..., -2:0:-1]], axis=-1)
+    return jnp.real(rfft(extended)[..., :f.shape[-1]])
+
+
+def chebyshev_ends(n: int) -> jax.Array:
+    """``c_k`` of the Chebyshev transforms of ``n`` points: 2 at ``k = 0`` and ``k = n - 1``, 1 between, ``(n,)``,
+    made from an iota inside the trace (a slab stage closes over no array)."""
+    k = jnp.arange(n)
+    return jnp.where((k == 0) | (k == n - 1), 2.0, 1.0)
+
+
+def chebyshev_forward(rfft: Callable[[jax.Array], jax.Array], values: jax.Array) -> jax.Array:
+    """The Chebyshev coefficients ``a[..., k]`` of real values on the ascending Gauss-Lobatto points (same shape):
+    ``a_k = (2 / ((N - 1) c_k)) sum_j f_j cos(pi j k / (N - 1)) / c_j``, exact for polynomials of degree N - 1."""
+    n = values.shape[-1]
+    # the points ascend (x_j = -cos(pi j / (N - 1))), the DCT's descend: reversed, as T_k(-x) = (-1)^k T_k(x) says
+    return dct1(rfft, jnp.flip(values, -1)) / ((n - 1) * chebyshev_ends(n))
+
+
+def chebyshev_backward(rfft: Callable[[jax.Array], jax.Array], coefficients: jax.Array) -> jax.Array:
+    """The values on the ascending Gauss-Lobatto points of real Chebyshev ``coefficients[..., k]`` (same shape)."""
+    # the DCT-I doubles the interior terms: halved first
+    return jnp.flip(dct1(rfft, coefficients * (0.5 * chebyshev_ends(coefficients.shape[-1]))), -1)
+
+
+def _rfft_last(local: LocalFFT) -> Callable[[jax.Array], jax.Array]:
+    return lambda x: local.rfftn(x, (-1,))
+
+
 def forward_z(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
-    """The sine (``odd``) or cosine (``even``) coefficients of a real ``x`` ``(..., N)`` along its last axis:
-    real, ``(..., N)`` (module docstring)."""
-    if parity not in PARITIES:
-        raise ValueError(f"parity {parity!r}: one of {PARITIES}")
+    """The sine (``odd``), cosine (``even``) or Chebyshev (``chebyshev``) coefficients of a real ``x`` ``(..., N)``
+    along its last axis: real, ``(..., N)`` (module docstring)."""
+    if parity not in SERIES:
+        raise ValueError(f"parity {parity!r}: one of {SERIES}")
+    if parity == CHEBYSHEV:
+        return chebyshev_forward(_rfft_last(local), x)
     n = x.shape[-1]
     mirrored = jnp.flip(x, -1)
     spectrum = local.rfftn(jnp.concatenate([x, mirrored if parity == "even" else -mirrored], -1), (-1,))[..., :n]
@@ -54,10 +102,12 @@ def forward_z(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
 def inverse_z(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     """Inverse of :func:`forward_z`: the real field ``(..., N)`` of coefficients ``k`` ``(..., N)`` (real, or
     complex whose imaginary part is another field's coefficients and is dropped)."""
-    if parity not in PARITIES:
-        raise ValueError(f"parity {parity!r}: one of {PARITIES}")
+    if parity not in SERIES:
+        raise ValueError(f"parity {parity!r}: one of {SERIES}")
     n = k.shape[-1]
     coefficients = jnp.real(k)
+    if parity == CHEBYSHEV:
+        return chebyshev_backward(_rfft_last(local), coefficients)
     dtype = jnp.result_type(coefficients, jnp.complex64)
     phase = _phase(n, dtype, 1.0)
     if parity == "odd":  # a sine series has no n = 0 term: that entry is ignored, as irfft ignores an imaginary mean
@@ -78,9 +128,9 @@ def inverse(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
 
 
 #: what a walled backend's layout says (:meth:`simulator.fft.base.FFTBackend.describe_layout`)
-LAYOUT = ", walled spectrum (full along the plates, sine/cosine across them)"
+LAYOUT = ", walled spectrum (full along the plates, sine/cosine or Chebyshev across them)"
 #: the transform kinds of a walled field in :mod:`simulator.fft.linear`: forward and inverse, per parity
-KINDS = tuple(f"{direction}walls_{parity}" for direction in ("", "i") for parity in PARITIES)
+KINDS = tuple(f"{direction}walls_{parity}" for direction in ("", "i") for parity in SERIES)
 
 
 class WalledTransforms:
@@ -114,10 +164,17 @@ class WalledTransforms:
     def _iwalls_even(self, k: jax.Array) -> jax.Array:
         return self._iwalls("even", k)
 
+    def _walls_chebyshev(self, x: jax.Array) -> jax.Array:
+        return self._walls(CHEBYSHEV, x)
+
+    def _iwalls_chebyshev(self, k: jax.Array) -> jax.Array:
+        return self._iwalls(CHEBYSHEV, k)
+
     def forward_walls(self, x: jax.Array, parity: str) -> jax.Array:
-        """The walled spectrum of a real field ``(*batch, Nx, Ny, Nz)`` whose z series is a sine (``odd``) or a
-        cosine (``even``) one: forward transform, unnormalised (scipy's DCT-II/DST-II along z, NumPy's FFT along
-        x and y)."""
+        """The walled spectrum of a real field ``(*batch, Nx, Ny, Nz)`` whose z series is a sine (``odd``), a
+        cosine (``even``) or a Chebyshev (``chebyshev``) one: forward transform, unnormalised along x and y
+        (NumPy's FFT), scipy's DCT-II/DST-II along z for the sine and cosine, the Chebyshev coefficients
+        themselves for ``chebyshev``."""
         from simulator.fft import linear
 
         return linear.apply(self, f"walls_{parity}", x)

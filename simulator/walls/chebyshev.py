@@ -19,6 +19,8 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.fft import walls
+
 #: the padding of products (Dedalus's dealias = 3/2): enough points that a product's first N + 1 coefficients are
 #: exact (:func:`padded_size`)
 DEALIAS = 1.5
@@ -30,34 +32,24 @@ def points(n: int, interval: tuple[float, float] = (-1.0, 1.0)) -> np.ndarray:
     return 0.5 * (a + b) - 0.5 * (b - a) * np.cos(np.pi * np.arange(n) / (n - 1))
 
 
-def _dct1(f: jnp.ndarray) -> jnp.ndarray:
-    """y_k = f_0 + (-1)^k f_N + 2 sum_{j=1}^{N-1} f_j cos(pi j k / N) over the last axis (scipy's DCT-I): the FFT of
-    the even extension (f_0..f_N, f_{N-1}..f_1), whose sine parts cancel for real and complex ``f`` alike."""
-    extended = jnp.concatenate([f, f[..., -2:0:-1]], axis=-1)
+def _real_parts(transform, f: jnp.ndarray) -> jnp.ndarray:
+    """``transform`` (real -> real, linear) of a real ``f``, or of a complex one's real and imaginary parts."""
+    rfft = lambda x: jnp.fft.rfft(x, axis=-1)  # noqa: E731 - the last axis's real FFT, as a backend's local one
     if jnp.iscomplexobj(f):
-        return jnp.fft.fft(extended, axis=-1)[..., :f.shape[-1]]
-    return jnp.fft.rfft(extended, axis=-1).real
-
-
-def _ends(n: int) -> np.ndarray:
-    """c_k of the transforms: 2 at k = 0 and k = N, 1 between."""
-    c = np.ones(n)
-    c[[0, -1]] = 2.0
-    return c
+        return transform(rfft, f.real) + 1j * transform(rfft, f.imag)
+    return transform(rfft, f)
 
 
 def forward(values: jnp.ndarray) -> jnp.ndarray:
     """Chebyshev coefficients ``a[..., k]`` of the values ``values[..., j]`` on the ascending Gauss-Lobatto
-    points (same shape): a_k = (2 / (N c_k)) sum_j f_j cos(pi j k / N) / c_j, exact for polynomials of degree N."""
-    n = values.shape[-1]
-    # the points ascend (x_j = -cos(pi j / N)), the DCT's descend: reversed, as T_k(-x) = (-1)^k T_k(x) would say
-    return _dct1(values[..., ::-1]) / ((n - 1) * _ends(n))
+    points (same shape): a_k = (2 / (N c_k)) sum_j f_j cos(pi j k / N) / c_j, exact for polynomials of degree N
+    (the transform the bounded axis's backends run: :func:`simulator.fft.walls.chebyshev_forward`)."""
+    return _real_parts(walls.chebyshev_forward, values)
 
 
 def backward(coefficients: jnp.ndarray) -> jnp.ndarray:
     """Values on the ascending Gauss-Lobatto points of the series ``coefficients[..., k]`` (same shape)."""
-    # the DCT-I doubles the interior terms: halved first
-    return _dct1(coefficients * (0.5 * _ends(coefficients.shape[-1])))[..., ::-1]
+    return _real_parts(walls.chebyshev_backward, coefficients)
 
 
 def derivative(coefficients: jnp.ndarray, length: float = 2.0, order: int = 1) -> jnp.ndarray:
@@ -109,7 +101,8 @@ def weights(n: int, length: float = 2.0) -> np.ndarray:
     f_j is the integral of the interpolating polynomial, exact for degree n - 1 (volume averages, a Nusselt number
     through the volume). Shape ``(n,)``, summing to ``length``."""
     j = np.arange(n)
-    transform = np.cos(np.pi * np.outer(j, j) / (n - 1)) * 2.0 / ((n - 1) * np.outer(_ends(n), _ends(n)))
+    ends = np.asarray(walls.chebyshev_ends(n))
+    transform = np.cos(np.pi * np.outer(j, j) / (n - 1)) * 2.0 / ((n - 1) * np.outer(ends, ends))
     return 0.5 * length * (integrals(n) @ transform)[::-1]
 
 
