@@ -1,0 +1,137 @@
+"""The incompressible flow between no-slip plates, per horizontal mode: the implicit half of a step of the
+velocity-vorticity formulation of Kim, Moin & Moser (1987) with scalars, reusable by every equation between
+no-slip plates (convection, channel flows). The equation supplies the explicit terms (advection, buoyancy,
+forcing) formed in physical space; this module holds the state's layout, its mass operator and the stage solves,
+and steps it with the IMEX RK222 scheme of :mod:`simulator.walls.imex`.
+
+The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x, k_y) with k^2 = k_x^2 + k_y^2
+(a :class:`State`, each array's last axis the N Chebyshev coefficients of :mod:`simulator.walls.chebyshev`):
+
+* ``w``: the wall-normal velocity, stepped by d/dt lap w = nu lap^2 w + h_w (the pressure eliminated), w = dw/dz
+  = 0 at both plates imposed by the influence matrix of :mod:`simulator.walls.wall_normal`: the velocity rebuilt
+  by continuity is divergence-free to round-off, plates included; zero at k = 0 (no mean flow across the plates);
+* ``zeta``: the wall-normal vorticity i k_x v - i k_y u, d/dt zeta = nu lap zeta + h_zeta, zero at the plates
+  (zero in a plane (x, z), where v = 0 and k_y = 0);
+* ``mean``: the horizontally averaged velocity along the plates (U, V)(z), ``(2, N)``, d/dt U = nu d^2U/dz^2 +
+  h_U, equal to each plate's velocity there (plates at rest, or moving along themselves: a Couette flow);
+* ``scalars``: temperatures or passive scalars ``(S, ..., N)``, d/dt s = kappa lap s + h_s, a fixed value
+  (Dirichlet) or a fixed flux (Neumann) at each plate.
+
+Each implicit stage of RK222 solves (M - gamma dt L) X = R: for w, (alpha - lap) lap w = R / (gamma dt nu),
+alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2 influence matrix; for the others one
+banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or kappa). The factorisations are O(N)
+per mode, built inside the step from its dt (no N x N inverse is formed or stored), and every solve is batched
+over the leading (mode) axes. The bounded direction is whole on the device that solves a mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+
+from simulator.walls import imex
+from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
+from simulator.walls.wall_normal import WallNormal, laplacian
+
+#: a scalar's condition at a plate (``Plates.scalars``) and its Helmholtz condition
+SCALAR_CONDITIONS = {"fixed-value": DIRICHLET, "fixed-flux": NEUMANN}
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class State:
+    """A flow between no-slip plates (module docstring): ``w`` and ``zeta`` ``(..., N)``, ``mean`` ``(2, N)``,
+    ``scalars`` ``(S, ..., N)`` (S may be 0), complex or real coefficients."""
+
+    w: jnp.ndarray
+    zeta: jnp.ndarray
+    mean: jnp.ndarray
+    scalars: jnp.ndarray
+
+
+@dataclass(frozen=True)
+class Plates:
+    """The plates' conditions: the velocity along each plate (U, V) at the bottom and the top (no-slip: at rest
+    or moving along the plate), and per scalar its condition (``fixed-value`` or ``fixed-flux``, the same at both
+    plates) with its value or flux at the bottom and the top."""
+
+    velocity: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0))
+    scalars: tuple[str, ...] = ()
+    values: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class NoSlipFlow:
+    """The linear part and stage solves of a flow between no-slip plates, batched over horizontal modes:
+    ``kx``, ``ky`` broadcast to the modes' shape ``(...)``; ``n`` coefficients across a gap of ``height``;
+    ``viscosity`` and ``diffusivities`` (one per scalar)."""
+
+    kx: jnp.ndarray
+    ky: jnp.ndarray
+    n: int
+    height: float
+    viscosity: float | jnp.ndarray
+    diffusivities: tuple[float | jnp.ndarray, ...] = ()
+    plates: Plates = field(default_factory=Plates)
+
+    @property
+    def k2(self) -> jnp.ndarray:
+        return jnp.asarray(self.kx) ** 2 + jnp.asarray(self.ky) ** 2
+
+    def mass(self, x: State) -> State:
+        """M X: lap w for w, the identity for the others."""
+        return State(laplacian(x.w, self.k2, self.height), x.zeta, x.mean, x.scalars)
+
+    def solver(self, dt: float | jnp.ndarray) -> Callable[[State], State]:
+        """``solve(R)``: X with (M - gamma dt L) X = R and the plates' conditions, factored for this ``dt``."""
+        k2, h = self.k2, self.height
+        scale = imex.GAMMA * dt * self.viscosity
+        mean_mode = k2 == 0
+        normal = WallNormal.build(1.0 / scale, k2, self.n, h)
+        vorticity = Helmholtz.build(1.0 / scale + k2, self.n, DIRICHLET, h)
+        along = Helmholtz.build(1.0 / scale, self.n, DIRICHLET, h)
+        scalars = [Helmholtz.build(1.0 / (imex.GAMMA * dt * kappa) + k2, self.n, SCALAR_CONDITIONS[condition], h)
+                   for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)]
+        (u0, v0), (u1, v1) = self.plates.velocity
+        s_scales = [imex.GAMMA * dt * kappa for kappa in self.diffusivities]
+        values = self.plates.values
+
+        def solve(r: State) -> State:
+            w = jnp.where(mean_mode[..., None], 0.0, normal.solve(r.w / scale))
+            zeta = jnp.where(mean_mode[..., None], 0.0, vorticity.solve(r.zeta / scale))
+            mean = jnp.stack([along.solve(r.mean[0] / scale, u0, u1), along.solve(r.mean[1] / scale, v0, v1)])
+            # a scalar's plate values belong to its horizontal mean alone
+            out = [solver.solve(r.scalars[i] / s_scales[i], jnp.where(mean_mode, values[i][0], 0.0),
+                                jnp.where(mean_mode, values[i][1], 0.0)) for i, solver in enumerate(scalars)]
+            return State(w, zeta, mean, jnp.stack(out) if out else r.scalars)
+
+        return solve
+
+    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray
+             ) -> Callable[[State, jnp.ndarray], State]:
+        """One IMEX RK222 step ``step(state, t) -> state`` with the explicit terms ``explicit(state, t)``
+        (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for ``dt``."""
+        return imex.rk222(self.mass, explicit, self.solver(dt), dt)
+
+
+def velocity(flow: NoSlipFlow, x: State) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """The coefficients of (u, v, w) of every mode, ``(..., N)`` each: u and v by continuity and zeta
+    (:func:`simulator.walls.wall_normal.horizontal_velocity`), the mean flow at k = 0."""
+    from simulator.walls.wall_normal import horizontal_velocity
+
+    mean_mode = (flow.k2 == 0)[..., None]
+    safe = jnp.where(mean_mode[..., 0], 1.0, jnp.asarray(flow.kx))
+    u, v = horizontal_velocity(x.w, x.zeta, safe, jnp.where(mean_mode[..., 0], 0.0, jnp.asarray(flow.ky)),
+                               flow.height)
+    return jnp.where(mean_mode, x.mean[0], u), jnp.where(mean_mode, x.mean[1], v), x.w
+
+
+def buoyancy(flow: NoSlipFlow, x: State, scalar: int = 0) -> State:
+    """The explicit terms of the linearised Boussinesq equations about the conductive state b = 1 - z (free-fall
+    units, the buoyancy the departure ``scalars[scalar]`` from it): h_w = -k^2 theta (the vertical buoyancy
+    force's part in d/dt lap w), h_theta = w (the conductive gradient carried by w), nothing else."""
+    h_s = jnp.zeros_like(x.scalars).at[scalar].set(x.w)
+    return State(-flow.k2[..., None] * x.scalars[scalar], jnp.zeros_like(x.zeta), jnp.zeros_like(x.mean), h_s)
