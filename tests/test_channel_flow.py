@@ -16,7 +16,7 @@ from simulator.walls.flow import velocity
 jax.config.update("jax_enable_x64", True)
 
 
-def _run(ch: cf.PlaneChannel, state, dt: float, steps: int, each=None):
+def _run(ch: cf.Channel, state, dt: float, steps: int, each=None):
     step = cf.stepper(ch, dt)
     gradient = None
     for i in range(steps):
@@ -29,11 +29,11 @@ def _run(ch: cf.PlaneChannel, state, dt: float, steps: int, each=None):
 @pytest.mark.parametrize("drive", ["couette", "pressure", "flux"])
 def test_laminar_flow_is_steady_to_round_off(drive):
     re = 100.0
-    ch = cf.PlaneChannel(4, 17, 2 * math.pi, re, drive, plate_velocity=1.5,
+    ch = cf.Channel(4, 17, 2 * math.pi, re, drive, plate_velocity=1.5,
                          gradient=channel.poiseuille_gradient(1 / re), flux=2 / 3)
     y = ch.z - 1
     profile = channel.couette(y, 1.5) if drive == "couette" else channel.poiseuille(y)
-    start = cf.from_physical(ch, np.tile(profile, (4, 1)), np.zeros((4, 17)))
+    start = cf.from_physical(ch, (np.tile(profile, (4, 1)), np.zeros((4, 17))))
     state, gradient = _run(ch, start, 0.05, 10)
     u, w = cf.to_physical(ch, state)
     assert np.abs(u - profile).max() < 1e-14 and np.abs(w).max() == 0.0
@@ -45,8 +45,8 @@ def test_laminar_flow_is_steady_to_round_off(drive):
 def test_the_start_up_of_couette_flow_against_its_exact_series():
     """Plates set moving from rest: the mean flow against channel.couette_startup at t = 0.5, the error falling
     as dt^2 (RK222)."""
-    ch = cf.PlaneChannel(4, 33, 2 * math.pi, 1.0, "couette")
-    rest = cf.from_physical(ch, np.zeros((4, 33)), np.zeros((4, 33)))
+    ch = cf.Channel(4, 33, 2 * math.pi, 1.0, "couette")
+    rest = cf.from_physical(ch, (np.zeros((4, 33)), np.zeros((4, 33))))
     exact = channel.couette_startup(ch.z - 1, 0.5, 1.0)
     errors = []
     for dt in (0.02, 0.01):
@@ -55,7 +55,7 @@ def test_the_start_up_of_couette_flow_against_its_exact_series():
     assert errors[1] < 2e-5 and 3.6 < errors[0] / errors[1] < 4.4
 
 
-def _held_to_round_off(ch: cf.PlaneChannel, amplitude: float):
+def _held_to_round_off(ch: cf.Channel, amplitude: float):
     """A check of each step: divergence, w and dw/dz at the plates, u at the plates (at rest)."""
     flow = ch.flow
 
@@ -75,10 +75,10 @@ def test_a_tollmien_schlichting_wave_grows_at_the_orr_sommerfeld_rate():
     """Re = 10^4, alpha = 1, amplitude 10^-5 in the nonlinear run: the wave's growth rate over t = 10 equals
     alpha Im c of the eigen-solver to 1e-5 relative; divergence and no-slip at round-off at every step."""
     amplitude, dt, t_end = 1e-5, 0.02, 10.0
-    ch = cf.PlaneChannel(8, 65, 2 * math.pi, 1e4, "pressure", gradient=channel.poiseuille_gradient(1e-4))
+    ch = cf.Channel(8, 65, 2 * math.pi, 1e4, "pressure", gradient=channel.poiseuille_gradient(1e-4))
     x, y = np.arange(8) * 2 * math.pi / 8, ch.z - 1
     _, u, v = channel.tollmien_schlichting(x, y, 1e4, 1.0, amplitude)
-    start = cf.from_physical(ch, channel.poiseuille(y)[None, :] + u, v)
+    start = cf.from_physical(ch, (channel.poiseuille(y)[None, :] + u, v))
     found, check = _held_to_round_off(ch, amplitude)
     end, _ = _run(ch, start, dt, round(t_end / dt), check)
     rate = math.log(float(jnp.linalg.norm(end.w[1]) / jnp.linalg.norm(start.w[1]))) / t_end
@@ -90,10 +90,10 @@ def test_a_tollmien_schlichting_wave_grows_at_the_orr_sommerfeld_rate():
 def test_a_fixed_flux_holds_the_bulk_velocity_exactly():
     """A Tollmien-Schlichting wave of finite amplitude under a fixed flux: the bulk velocity after every step
     is the one set, to round-off; divergence and no-slip held."""
-    ch = cf.PlaneChannel(8, 33, 2 * math.pi, 2000.0, "flux", flux=0.6)
+    ch = cf.Channel(8, 33, 2 * math.pi, 2000.0, "flux", flux=0.6)
     x, y = np.arange(8) * 2 * math.pi / 8, ch.z - 1
     _, u, v = channel.tollmien_schlichting(x, y, 2000.0, 1.0, 0.05)
-    start = cf.from_physical(ch, channel.poiseuille(y)[None, :] + u, v)
+    start = cf.from_physical(ch, (channel.poiseuille(y)[None, :] + u, v))
     bulks = []
     found, check = _held_to_round_off(ch, 0.05)
     _run(ch, start, 0.02, 20, lambda state: (bulks.append(float(cf.bulk_velocity(state.mean))), check(state)))
