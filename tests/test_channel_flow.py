@@ -99,3 +99,24 @@ def test_a_fixed_flux_holds_the_bulk_velocity_exactly():
     _run(ch, start, 0.02, 20, lambda state: (bulks.append(float(cf.bulk_velocity(state.mean))), check(state)))
     assert np.abs(np.array(bulks) - 0.6).max() < 1e-15
     assert max(found) < 1e-12
+
+
+def test_a_box_holds_a_laminar_flux_and_steps_a_plane_wave_as_the_plane_does():
+    """A box: laminar Poiseuille flow under a fixed flux stays to round-off; a Tollmien-Schlichting wave uniform
+    along y steps as in the plane to round-off, with no spanwise velocity made."""
+    nx, n = 8, 17
+    box = cf.Channel(nx, n, 2 * math.pi, 2000.0, "flux", ny=4, width=math.pi)
+    plane = cf.Channel(nx, n, 2 * math.pi, 2000.0, "flux")
+    x, y = np.arange(nx) * 2 * math.pi / nx, plane.z - 1
+    laminar = np.broadcast_to(channel.poiseuille(y), (nx, 4, n))
+    state, _ = _run(box, cf.from_physical(box, (laminar, 0 * laminar, 0 * laminar)), 0.05, 5)
+    assert max(np.abs(a - b).max() for a, b in zip(cf.to_physical(box, state), (laminar, 0, 0), strict=True)) < 1e-14
+    _, u, w = channel.tollmien_schlichting(x, y, 2000.0, 1.0, 1e-3)
+    u = channel.poiseuille(y)[None, :] + u
+    flat, _ = _run(plane, cf.from_physical(plane, (u, w)), 0.02, 10)
+    spread = [np.repeat(f[:, None], 4, 1) for f in (u, 0 * u, w)]
+    deep, _ = _run(box, cf.from_physical(box, spread), 0.02, 10)
+    (u1, w1), (u3, v3, w3) = cf.to_physical(plane, flat), cf.to_physical(box, deep)
+    assert np.abs(u1[:, None] - u3).max() < 1e-15 and np.abs(w1[:, None] - w3).max() < 1e-15
+    assert np.abs(v3).max() == 0.0
+
