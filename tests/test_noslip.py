@@ -1,16 +1,21 @@
 """The no-slip basis of the bounded direction (simulator.fft.bases.Chebyshev, the ``chebyshev`` series of
 simulator.fft.walls): its transforms through the distributed FFT against the Chebyshev series by NumPy, in both
-differentiation modes, on every layout that takes walls and 1, 2 and 4 devices."""
+differentiation modes, on every layout that takes walls and 1, 2 and 4 devices; and the flow between no-slip
+plates per mode (simulator.walls.flow) against the dense eigen-solver and the exact steady states, float64."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from simulator.fft import BACKENDS, build_mesh
 from simulator.fft.bases import Chebyshev
 from simulator.fft.layouts import LAYOUTS
+from simulator.walls import chebyshev, eigen, flow, imex
 
 from support import case_id
 
@@ -80,3 +85,110 @@ def test_the_chebyshev_transforms_differentiate_in_both_modes(devices, case):
     assert np.real(np.sum(np.asarray(k_bar) * forward)) == pytest.approx(np.sum(real_ct * inverse), rel=1e-12)
     _, tangent = jax.jvp(lambda u: fft.forward_walls(u, "chebyshev"), (x,), (x,))
     np.testing.assert_allclose(np.asarray(tangent), forward, rtol=0, atol=1e-13 * np.abs(forward).max())
+
+
+# ---- the flow between no-slip plates, per mode (simulator.walls.flow) ------------------------------------------
+
+N = 33  # Chebyshev coefficients across the gap: the onset's mode resolved to round-off
+RA_C, K_C = eigen.rayleigh_benard_onset()
+
+
+def convection(ra: float, kx: float) -> flow.NoSlipFlow:
+    """The linearised convection of one mode about the conductive state, free-fall units, Pr = 1."""
+    return flow.NoSlipFlow(jnp.asarray([kx]), jnp.asarray([0.0]), N, 1.0, ra**-0.5, (ra**-0.5,),
+                           flow.Plates(scalars=("fixed-value",), values=((0.0, 0.0),)))
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "coupled"))
+def evolve(ra, kx, state, dt, steps: int, coupled: bool = True):
+    """``steps`` RK222 steps of :func:`convection` (``coupled``: with the buoyancy terms, else diffusion alone),
+    with w and dw/dz at the plates after every step, ``(steps, 2, 2)``."""
+    fl = convection(ra, kx)
+    step = fl.step((lambda x, t: flow.buoyancy(fl, x)) if coupled else
+                   (lambda x, t: jax.tree.map(jnp.zeros_like, x)), dt)
+
+    def body(x, i):
+        x = step(x, i * dt)
+        slope = chebyshev.derivative(x.w, 1.0)
+        return x, jnp.stack([jnp.stack(chebyshev.boundary_values(x.w))[:, 0],
+                             jnp.stack(chebyshev.boundary_values(slope))[:, 0]])
+
+    return jax.lax.scan(body, state, jnp.arange(steps))
+
+
+def eigenmode(ra: float) -> tuple[float, flow.State]:
+    """The independent dense eigen-solve's growth rate at (Ra, k_c) and its mode as a :class:`flow.State`."""
+    sigma, _, w, b = eigen.rayleigh_benard_growth(ra, 1.0, K_C)
+    coefficients = [np.asarray(chebyshev.forward(jnp.asarray(v)))[:N] for v in (w, b)]
+    return sigma, flow.State(jnp.asarray(coefficients[0])[None], jnp.zeros((1, N)), jnp.zeros((2, N)),
+                             jnp.asarray(coefficients[1])[None, None])
+
+
+def measured_rate(ra: float, dt: float, steps: int) -> tuple[float, float, np.ndarray]:
+    sigma, state = eigenmode(ra)
+    end, walls = evolve(ra, K_C, state, dt, steps)
+    growth = np.abs(np.asarray(end.scalars)).max() / np.abs(np.asarray(state.scalars)).max()
+    return sigma, float(np.log(growth) / (dt * steps)), np.asarray(walls)
+
+
+def test_the_onset_of_convection_between_no_slip_plates_is_the_eigen_solvers():
+    """At k_c the growth rate of a small mode changes sign at Ra_c of the dense eigen-solve (1707.76, k_c =
+    3.117) to 1e-4 relative in Ra, equals the eigen-solve's rate (time error O(dt^2): 2e-3 relative at dt =
+    0.05), and w = dw/dz = 0 at both plates after every step to round-off; away from onset (Ra = 2000) the rates at
+    dt and dt/2, extrapolated (second order), equal the eigen-solve's to 1e-6."""
+    assert RA_C == pytest.approx(1707.762, abs=1e-3) and K_C == pytest.approx(3.1163, abs=1e-4)
+    for sign in (1.0, -1.0):
+        sigma, rate, walls = measured_rate(RA_C * (1 + sign * 1e-4), 0.05, 40)
+        assert np.sign(rate) == np.sign(sigma) == sign
+        assert rate == pytest.approx(sigma, rel=2e-3)
+        assert np.abs(walls).max() < 1e-14
+    sigma, coarse, _ = measured_rate(2000.0, 0.05, 20)
+    _, fine, _ = measured_rate(2000.0, 0.025, 40)
+    assert (4 * fine - coarse) / 3 == pytest.approx(sigma, rel=1e-6)
+
+
+def test_a_temperature_mode_between_no_slip_plates_decays_as_the_scheme_says():
+    """theta = sin(pi z) cos(k x) alone (no coupling) decays by RK222's amplification factor R(lambda dt) per
+    step, lambda = -kappa (k^2 + pi^2) the exact decay rate, to round-off: the space discretisation exact to the
+    resolution's round-off, the time stepping the scheme's own."""
+    ra, kx, dt, steps = 2000.0, 2.0, 0.1, 20
+    z = 0.5 * (1 - np.cos(np.pi * np.arange(N) / (N - 1)))
+    theta = jnp.asarray(chebyshev.forward(jnp.asarray(np.sin(np.pi * z))))
+    state = flow.State(jnp.zeros((1, N)), jnp.zeros((1, N)), jnp.zeros((2, N)), theta[None, None])
+    end, _ = evolve(ra, kx, state, dt, steps, coupled=False)
+    gamma, x = imex.GAMMA, -(ra**-0.5) * (kx**2 + np.pi**2) * dt
+    amplification = (1 + (1 - gamma) * x / (1 - gamma * x)) / (1 - gamma * x)
+    expected = amplification**steps * np.sin(np.pi * z)
+    got = np.asarray(chebyshev.backward(end.scalars[0, 0]))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
+
+
+def test_the_conductive_state_and_a_couette_flow_are_steady_to_round_off():
+    """The conductive temperature b = 1 - z (fixed values 1 and 0) and the Couette flow U = z of a top plate
+    moving at 1, V = -2 z of one moving at -2 along y, both held by the plates' values and the solves: unchanged
+    after 20 steps to round-off."""
+    fl = flow.NoSlipFlow(jnp.asarray([0.0, 1.5]), jnp.asarray([0.0, 0.0]), N, 1.0, 1e-2, (3e-3,),
+                         flow.Plates(((0.0, 0.0), (1.0, -2.0)), ("fixed-value",), ((1.0, 0.0),)))
+    z = jnp.asarray(0.5 * (1 - np.cos(np.pi * np.arange(N) / (N - 1))))
+    line = chebyshev.forward(z)
+    b = jnp.stack([chebyshev.forward(1 - z), jnp.zeros(N)])
+    state = flow.State(jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.stack([line, -2 * line]), b[None])
+    step = jax.jit(fl.step(lambda x, t: jax.tree.map(jnp.zeros_like, x), 0.05))
+    end = state
+    for i in range(20):
+        end = step(end, 0.05 * i)
+    for got, want in zip(jax.tree.leaves(end), jax.tree.leaves(state), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-14)
+
+
+def test_the_velocity_of_a_no_slip_flow_is_divergence_free_to_round_off():
+    """u and w of a mode rebuilt from w (:func:`flow.velocity`): i k_x u + dw/dz = 0 to round-off, and u = w =
+    0 at both plates."""
+    _, state = eigenmode(2000.0)
+    end, _ = evolve(2000.0, K_C, state, 0.05, 4)
+    fl = convection(2000.0, K_C)
+    u, _, w = flow.velocity(fl, end)
+    divergence = 1j * K_C * u + chebyshev.derivative(w, 1.0)
+    assert np.abs(np.asarray(divergence)).max() < 1e-13 * np.abs(np.asarray(w)).max()
+    for field in (u, w):
+        assert np.abs(np.asarray(jnp.stack(chebyshev.boundary_values(field)))).max() < 1e-14

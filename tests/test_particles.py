@@ -286,7 +286,8 @@ def test_inertial_particles_relax_to_a_uniform_flow(devices):
 
 
 def _flow_equations():
-    return [name for name, info in sorted(equations.registry().items()) if "velocity" in info.state_fields]
+    return [name for name, info in sorted(equations.registry().items())
+            if "velocity" in info.state_fields and info.walls != "required"]  # particles are refused between plates
 
 
 @pytest.mark.parametrize("physics", _flow_equations())

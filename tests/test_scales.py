@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"navier_stokes": "taylor_green", "boussinesq": "stratified_turbulence", "mhd": "orszag_tang",
            "schrodinger_poisson": "jeans", "fdm_cosmo": "fdm_cosmo", "ns2d": "forced_2d",
            "boussinesq2d": "stratified_plane", "mhd2d": "orszag_tang_2d",
-           "convection2d": "convection_2d"}
+           "convection2d": "convection_2d", "convection": "convection_3d",
+           "convection2d_noslip": "convection_2d_noslip"}
 
 
 @pytest.mark.parametrize("name", sorted(equations.registry()))

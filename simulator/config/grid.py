@@ -17,10 +17,8 @@ TWO_PI = 2.0 * math.pi
 PLANE_DEFAULT = [32, 32]
 
 
-#: a velocity's condition at a plate: allowed, and refused for now with the reason
-VELOCITY_WALLS = ("free-slip",)
-VELOCITY_LATER = {"no-slip": "not yet: grid.walls.velocity = no-slip needs the Chebyshev basis, which is not built; "
-                             "use free-slip"}
+#: a velocity's condition at a plate, and the bounded basis it takes (simulator.fft.bases.BOUNDED)
+VELOCITY_WALLS = {"free-slip": "sincos", "no-slip": "chebyshev"}
 #: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
 SCALAR_WALLS = {"fixed-value": "odd", "fixed-flux": "even"}
 
@@ -34,7 +32,8 @@ class WallsConfig:
                                "direction; its length is the distance H between the plates); null = every "
                                "direction periodic")
     velocity: tuple[str, str] = setting(("free-slip", "free-slip"), "the velocity's condition at the bottom and top "
-                                        "plate: free-slip (stress-free, impermeable); no-slip is not built yet")
+                                        "plate: free-slip (stress-free, impermeable: the sine and cosine basis) or "
+                                        "no-slip (at rest: the Chebyshev basis), the same at both")
     temperature: tuple[str, str] = setting(("fixed-value", "fixed-value"), "the temperature's (and each passive "
                                            "scalar's) condition at the bottom and top plate: fixed-value or "
                                            "fixed-flux, the same at both (a sine or cosine series)")
@@ -43,6 +42,12 @@ class WallsConfig:
     def on(self) -> bool:
         """Whether the grid has plates."""
         return self.axis is not None
+
+    @property
+    def basis(self) -> str:
+        """The bounded direction's basis (a key of :data:`simulator.fft.bases.BOUNDED`): ``sincos`` between
+        free-slip plates, ``chebyshev`` between no-slip ones."""
+        return VELOCITY_WALLS.get(self.velocity[0], "sincos")
 
     def parity(self) -> str:
         """The temperature's parity in the free-slip basis: ``odd`` (sine) or ``even`` (cosine)."""
@@ -168,17 +173,22 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
         raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(allowed)} with grid.walls (the "
                           "bounded direction is transformed whole on each device)", "does not take walls")
     for i, condition in enumerate(walls.velocity):
-        if condition in VELOCITY_LATER:
-            raise ConfigError("grid.walls.velocity", list(walls.velocity), VELOCITY_LATER[condition],
-                              "is not available")
         if condition not in VELOCITY_WALLS:
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"two of: {', '.join(VELOCITY_WALLS)} "
                               "(bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
+        if condition not in info.wall_velocity:
+            takes = sorted(name for name, other in equations.items() if condition in other.wall_velocity)
+            raise ConfigError("grid.walls.velocity", list(walls.velocity), f"{' or '.join(info.wall_velocity)} plates "
+                              f"for physics.name = {cfg.physics.name}; {condition} plates: physics.name "
+                              f"{' or '.join(takes)}", "is not available for this equation")
+    if len(set(walls.velocity)) > 1:
+        raise ConfigError("grid.walls.velocity", list(walls.velocity), "the same condition at both plates (one basis "
+                          "across them)", "mixes conditions")
     for i, condition in enumerate(walls.temperature):
         if condition not in SCALAR_WALLS:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), f"two of: {', '.join(SCALAR_WALLS)}"
                               " (bottom, top)", f"has {condition!r} at the {('bottom', 'top')[i]} plate")
-    if len(set(walls.temperature)) > 1:
+    if walls.basis == "sincos" and len(set(walls.temperature)) > 1:
         raise ConfigError("grid.walls.temperature", list(walls.temperature), "the same condition at both plates: "
                           "the free-slip basis holds a field as one sine or one cosine series", "mixes conditions")
 
@@ -196,6 +206,8 @@ def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     grid = dict(grid or {})
     if info.walls == "required" and "walls" not in grid:  # between plates across the last direction
         grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z"}
+        if "free-slip" not in info.wall_velocity:
+            grid["walls"]["velocity"] = [info.wall_velocity[0]] * 2
     if info.default_box is not None and "box" not in grid:
         grid["box"] = list(info.default_box)
     if info.dimensions != 2:

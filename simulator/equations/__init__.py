@@ -32,6 +32,8 @@ PACKAGES = (
     "simulator.equations.boussinesq2d",
     "simulator.equations.mhd2d",
     "simulator.equations.convection2d",
+    "simulator.equations.convection",
+    "simulator.equations.convection2d_noslip",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

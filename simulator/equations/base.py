@@ -32,7 +32,7 @@ from simulator.equations.spec import EquationInfo, EquationParams, FieldInfo, In
 from simulator.fft import FFTBackend
 from simulator.fft.particle_slots import Loss, Room
 from simulator.schema import with_traced, zero_traced
-from simulator.time.schemes import SEMILINEAR, SPLIT_STEP
+from simulator.time.schemes import IMEX, SEMILINEAR, SPLIT_STEP
 
 Params = dict[str, jax.Array]
 #: builds an initial condition's real-space fields: (equation, coordinates, initial condition, params)
@@ -297,6 +297,17 @@ class SplitStepEquation(Equation):
         """Evolve under T alone for ``dt`` (from this equation's time, see :meth:`Equation.at`)."""
 
 
+class ImexEquation(Equation):
+    """M dX/dt = L X + F(X, t) with L implicit: the protocol of implicit-explicit Runge-Kutta schemes
+    (:mod:`simulator.walls.imex`), whose stage solves the equation builds for each step size."""
+
+    protocol: ClassVar[str] = IMEX
+
+    @abc.abstractmethod
+    def imex_step(self, state: Any, t: jax.Array, dt: jax.Array, params: Params) -> Any:
+        """The state one step of ``dt`` later."""
+
+
 @functools.lru_cache(maxsize=64)
 def _initial_builder(builder: Builder, names: tuple[str, ...], static: InitialCondition,
                      shardings: tuple[Any, ...]) -> Callable[..., dict[str, jax.Array]]:
@@ -346,4 +357,5 @@ def traced_arrays(values: Any, dtype: Any) -> Any:
     return jnp.asarray(values, dtype)
 
 
-PROTOCOLS: dict[str, type[Equation]] = {SEMILINEAR: SemiLinearEquation, SPLIT_STEP: SplitStepEquation}
+PROTOCOLS: dict[str, type[Equation]] = {SEMILINEAR: SemiLinearEquation, SPLIT_STEP: SplitStepEquation,
+                                        IMEX: ImexEquation}

@@ -239,6 +239,9 @@ class EquationInfo:
     #: :func:`simulator.config.grid.check_walls`), ``optional`` or ``required`` (a config that names no
     #: ``grid.walls`` gets them across the last direction, and ``default_box`` where it gives no ``grid.box``)
     walls: str = "none"
+    #: the velocity conditions at plates it takes (``grid.walls.velocity``): ``free-slip`` (the sine and cosine
+    #: basis) or ``no-slip`` (the Chebyshev basis)
+    wall_velocity: tuple[str, ...] = ("free-slip",)
     #: the ``grid.box`` of a config that gives none (None: the schema's default, 2 pi along every direction)
     default_box: tuple[float, ...] | None = None
 

@@ -36,8 +36,10 @@ import numpy as np
 
 #: the parities of a free-slip field: its sine or cosine series
 PARITIES = ("odd", "even")
+#: the no-slip basis's series among a bounded axis's (``forward_walls(x, CHEBYSHEV)``)
+CHEBYSHEV = "chebyshev"
 #: every series of a bounded axis: the free-slip parities and the no-slip basis's Chebyshev series
-SERIES = (*PARITIES, "chebyshev")
+SERIES = (*PARITIES, CHEBYSHEV)
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,12 @@ def transpose_weight(n: int) -> np.ndarray:
     w = np.full(n, 2.0 * n)
     w[0] = 4.0 * n
     return w
+
+
+def chebyshev_transpose_weights(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, e)`` of the Chebyshev transform's transposes for ``n`` points (:mod:`simulator.fft.linear`):
+    ``w_k = 1/((n - 1) c_k)`` on the coefficients and ``e_j = 2/c_j`` on the points, ``c`` 2 at both ends and 1
+    between; each ``(n,)``."""
+    c = np.ones(n)
+    c[[0, -1]] = 2.0
+    return 1.0 / ((n - 1) * c), 2.0 / c

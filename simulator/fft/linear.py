@@ -122,22 +122,21 @@ def _half_spectrum_scale(backend: FFTBackend, ndim: int, dtype, kz0: float, kz_p
 
 def _wall_weight(backend: FFTBackend, ndim: int, dtype, series: str) -> jax.Array:
     """``N_xy w_n`` (module docstring) along the z axis of a walled spectrum of ``series`` with ``ndim`` axes."""
-    from simulator.fft.bases import transpose_weight
-    from simulator.fft.walls import CHEBYSHEV, chebyshev_ends
+    from simulator.fft.bases import CHEBYSHEV, chebyshev_transpose_weights, transpose_weight
 
     nz = backend.shape[2]
-    w = 1.0 / ((nz - 1) * chebyshev_ends(nz)) if series == CHEBYSHEV else transpose_weight(nz)
+    w = chebyshev_transpose_weights(nz)[0] if series == CHEBYSHEV else transpose_weight(nz)
     return jnp.asarray((w * (backend.size // nz)).reshape((1,) * (ndim - 1) + (nz,)), dtype)
 
 
 def _point_weight(backend: FFTBackend, ndim: int, dtype, series: str) -> jax.Array | float:
     """``e`` along z of the Chebyshev series' transposes (module docstring); 1 for the sine and cosine."""
-    from simulator.fft.walls import CHEBYSHEV, chebyshev_ends
+    from simulator.fft.bases import CHEBYSHEV, chebyshev_transpose_weights
 
     if series != CHEBYSHEV:
         return 1.0
     nz = backend.shape[2]
-    return jnp.asarray((2.0 / chebyshev_ends(nz)).reshape((1,) * (ndim - 1) + (nz,)), dtype)
+    return jnp.asarray(chebyshev_transpose_weights(nz)[1].reshape((1,) * (ndim - 1) + (nz,)), dtype)
 
 
 def _transpose(ct: jax.Array, x, *, backend: FFTBackend, kind: str, impl: ClosedJaxpr) -> list[jax.Array]:

@@ -38,11 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simulator.fft.bases import SERIES
+from simulator.fft.bases import CHEBYSHEV, SERIES
 from simulator.fft.local import LocalFFT
-
-#: the Chebyshev series' name among the z series (``forward_walls(x, CHEBYSHEV)``)
-CHEBYSHEV = "chebyshev"
 
 
 def _phase(n: int, dtype: jnp.dtype, sign: float) -> jax.Array:

@@ -23,7 +23,7 @@ import numpy as np
 
 from simulator.equations import registry
 from simulator.errors import ConfigError
-from simulator.fft.bases import SinCos
+from simulator.fft.bases import BOUNDED
 from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer
 from simulator.output.rows import RowFile, read_rows
 
@@ -90,7 +90,7 @@ def host(values: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
-    heights = SinCos(cfg.grid.cells[2], cfg.grid.lengths[2]).points()
+    heights = BOUNDED[cfg.grid.walls.basis](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
     return [ProfilesWriter(Schedule.of(cfg.output.section("profiles")), heights, ctx.rank0)]
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simulator.errors import reading
-from simulator.fft.bases import Fourier, SinCos
+from simulator.fft.bases import BOUNDED, Fourier
 from simulator.fft.plane import AXES as PLANE_AXES, FILE_ORDER, holds_plane
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
@@ -113,7 +113,7 @@ def plane_storage_order(ndim: int) -> tuple[int, ...]:
 
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], attrs: Mapping[str, Any],
                    box: Sequence[float], time: float, *, units: Mapping[str, str] | None = None,
-                   stacked: Collection[str] = (), bounded: bool = False) -> Path:
+                   stacked: Collection[str] = (), bounded: str | None = None) -> Path:
     """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``, and ``(n, Nx, Ny,
     Nz)`` for the names in ``stacked``) as the snapshot
     ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf`` and the
@@ -122,8 +122,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
 
     ``attrs`` must hold ``step``. ``units`` names the run's units (``length``, ``time``, and a field's
     name for that field); anything not named is in code units. ``bounded``: the last axis lies between plates, its
-    points the free-slip basis's (:class:`simulator.fft.bases.SinCos`), written as coordinates and as a rectilinear
-    XDMF grid. Returns the index path.
+    points those of the bounded basis so named (a key of :data:`simulator.fft.bases.BOUNDED`: the free-slip basis's
+    cell centres, the no-slip basis's Gauss-Lobatto points), written as coordinates and as a rectilinear XDMF grid;
+    None: periodic. Returns the index path.
     """
     import jax
 
@@ -139,7 +140,7 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
                              f"or {[3, *grid]}")
     points = [Fourier(n, length).points() for n, length in zip(grid, box, strict=True)]
     if bounded:
-        points[2] = SinCos(grid[2], box[2]).points()
+        points[2] = BOUNDED[bounded](grid[2], box[2]).points()
     coordinates = {axis: hdf5.Coordinate(values, {"units": units["length"], "long_name": f"{axis} of the grid points"})
                    for axis, values in zip(axes, points, strict=True)}
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
@@ -185,7 +186,7 @@ class SnapshotWriter(SeriesWriter):
 
     def __init__(self, schedule: Schedule, names: Sequence[str], attrs: Callable[[Moment], dict[str, Any]],
                  box: Sequence[float], log: Callable[[str], None], rank0: bool,
-                 units: Mapping[str, str] | None = None, stacked: Collection[str] = (), bounded: bool = False):
+                 units: Mapping[str, str] | None = None, stacked: Collection[str] = (), bounded: str | None = None):
         super().__init__(rank0)
         self.schedule, self.names, self.attrs, self.box, self.log = schedule, tuple(names), attrs, box, log
         self.units, self.stacked, self.bounded = units, tuple(stacked), bounded
@@ -224,7 +225,7 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     schedule = Schedule.of(cfg.output.section("snapshots"))
     return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.lengths, ctx.info, ctx.rank0,
                            cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked],
-                           bounded=cfg.grid.walls.on)]
+                           bounded=cfg.grid.walls.basis if cfg.grid.walls.on else None)]
 
 
 def read(run_dir: Path) -> tuple[SnapshotRef, ...]:

@@ -155,6 +155,9 @@ def _check_statistics(cfg: Any) -> None:
         raise ConfigError("output.statistics", "enabled", "leave it off for a plane (grid.shape of two entries): "
                           "its statistics are a box's; a plane writes spectra, fluxes and its time series",
                           f"is not available for the plane grid.shape = {list(cfg.grid.shape)}")
+    if cfg.grid.walls.on:  # its increments and derivatives are the periodic box's
+        raise ConfigError("output.statistics", "enabled", "leave it off between plates (grid.walls): the flow "
+                          "statistics are a periodic box's; profiles are output.profiles", "is not available")
     half = min(cfg.grid.cells) // 2
     for key in ("separations", "pdf_separations"):
         values = getattr(stats, key) or ()

@@ -380,3 +380,9 @@ def _compensated_sum(total: jax.Array, low: jax.Array, h: jax.Array) -> tuple[ja
     y = h - low
     new = total + y
     return new, (new - total) - y
+
+
+def make_rk222(eq: Any, stage_eq: Callable[..., Any]) -> Step:
+    """The IMEX RK222 step of an equation of the ``imex`` protocol: the equation builds it for each ``dt``
+    (``eq.imex_step``), its stage solves being its own (banded per mode between no-slip plates)."""
+    return lambda state, t, dt, params: eq.imex_step(state, t, dt, params)

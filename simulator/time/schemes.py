@@ -11,7 +11,10 @@ Protocols (the abstract classes are in :mod:`simulator.equations.base`):
   ``linear_map``), which the equation declares (``EquationInfo.diagonal_linear``: not Boussinesq, whose
   gravity-inertia waves couple the components of a mode);
 * ``split_step``: H = T + W with exactly solvable parts (``kick(state, dt, params)``,
-  ``drift(state, dt, params)``), for symmetric splittings.
+  ``drift(state, dt, params)``), for symmetric splittings;
+* ``imex``: M dX/dt = L X + F(X, t) with L implicit through solves the equation builds for each dt
+  (``imex_step(state, t, dt, params)``: the equations between no-slip plates, :mod:`simulator.walls.flow`), for
+  implicit-explicit Runge-Kutta schemes.
 
 A scheme's duties towards the equation are declared here and done for it by :meth:`Scheme.load`, not by
 each step factory (:func:`simulator.time.integrators.bind`): each stage evaluates the equation at that stage
@@ -33,7 +36,8 @@ from typing import Any
 
 SEMILINEAR = "semilinear"
 SPLIT_STEP = "split_step"
-PROTOCOLS = (SEMILINEAR, SPLIT_STEP)
+IMEX = "imex"
+PROTOCOLS = (SEMILINEAR, SPLIT_STEP, IMEX)
 
 
 #: the phase-shift offsets (cells) of classical RK4's stages, and of ETDRK4's, which takes RK4's stages and
@@ -111,6 +115,9 @@ SCHEMES: dict[str, Scheme] = {
                "Runge-Kutta (ETDRK4): the linear part exact, the nonlinear term a polynomial in time through it "
                "(phi-functions of L dt per mode); for a diagonal L", "simulator.time.integrators:make_etdrk4",
                diagonal=True, shifts=RK4_SHIFTS),
+        Scheme("rk222", IMEX, 2, 2, 3, "the implicit-explicit Runge-Kutta (2,2,2) of Ascher, Ruuth & Spiteri "
+               "(1997), Dedalus's RK222: viscosity and diffusion implicit by banded solves per mode",
+               "simulator.time.integrators:make_rk222"),
         Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk",
                chunk="simulator.time.integrators:make_kdk_steps"),
     )

@@ -101,7 +101,7 @@ def weights(n: int, length: float = 2.0) -> np.ndarray:
     f_j is the integral of the interpolating polynomial, exact for degree n - 1 (volume averages, a Nusselt number
     through the volume). Shape ``(n,)``, summing to ``length``."""
     j = np.arange(n)
-    ends = np.asarray(walls.chebyshev_ends(n))
+    ends = np.where((j == 0) | (j == n - 1), 2.0, 1.0)  # c_k, as numbers: the weights are built outside a trace
     transform = np.cos(np.pi * np.outer(j, j) / (n - 1)) * 2.0 / ((n - 1) * np.outer(ends, ends))
     return 0.5 * length * (integrals(n) @ transform)[::-1]
 

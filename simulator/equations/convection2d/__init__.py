@@ -23,77 +23,20 @@ at Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations.spec import Curve, EquationInfo, EquationParams, FieldInfo, InitialCondition, Panel, PlotSpec
-from simulator.errors import ConfigError
-from simulator.schema import param, random_seed, setting
+from simulator.equations.plates import Conductive, FreeFallParams, check_mode
+from simulator.equations.spec import Curve, EquationInfo, FieldInfo, InitialCondition, Panel, PlotSpec
+from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
-
-#: the onset of convection between free-slip plates of fixed temperature, and its horizontal wavenumber
-RA_CRITICAL = 27 * math.pi**4 / 4
-K_CRITICAL = math.pi / math.sqrt(2)
-
-
-def growth_rate(rayleigh: float, prandtl: float, a: float, n: int) -> float:
-    """The exact linear growth rate sigma of the mode cos(a x) sin(n pi z) (module docstring), free-fall units."""
-    nu, kappa = math.sqrt(prandtl / rayleigh), 1 / math.sqrt(rayleigh * prandtl)
-    k2 = a**2 + (n * math.pi) ** 2
-    return -(nu + kappa) * k2 / 2 + math.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
 
 
 @dataclass(frozen=True)
-class Convection2DParams(EquationParams):
+class Convection2DParams(FreeFallParams):
     """The Rayleigh and Prandtl numbers (free-fall units: the module docstring)."""
 
     name: str = setting("convection2d", "equation to solve")
-    rayleigh: float = param(2e6, "Rayleigh number Ra = g alpha Delta T H^3 / (nu kappa)", gt=0.0)
-    prandtl: float = param(1.0, "Prandtl number Pr = nu / kappa", gt=0.0)
-
-    def compact_spectra(self) -> str | None:
-        return "the walled spectrum is full in x"
-
-    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
-        """nu and kappa in free-fall units and the thermal boundary layer's thickness H / (2 Nu)."""
-        nusselt = max(float(diagnostics.get("nusselt", 1.0)), 1.0)
-        return {"viscosity": math.sqrt(self.prandtl / self.rayleigh),
-                "diffusivity": 1 / math.sqrt(self.rayleigh * self.prandtl), "thermal_boundary_layer": 0.5 / nusselt}
-
-    def check(self, cfg: Any) -> None:
-        """Plates across the plane's y, at fixed temperature, one unit apart (free-fall units)."""
-        walls = cfg.grid.walls
-        if not walls.on:
-            raise ConfigError("grid.walls.axis", None, "y: convection2d runs between two plates across the plane's "
-                              "second direction", "leaves the plane periodic")
-        if walls.temperature != ("fixed-value", "fixed-value"):
-            raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: a "
-                              "fixed flux makes the temperature a cosine series, which the sine series of w does not "
-                              "drive diagonally", "is not available for convection2d")
-        if abs(cfg.grid.box[1] - 1.0) > 1e-12:
-            raise ConfigError("grid.box", list(cfg.grid.box), f"[{cfg.grid.box[0]}, 1]: free-fall units measure "
-                              "lengths in the distance between the plates", "does not put the plates 1 apart")
-
-
-def check_mode(modes: tuple[int, int], cfg: Any) -> None:
-    """(m_x, n) of a mode cos(2 pi m_x x / Lx) sin(n pi z): n >= 1, both kept by the 2/3 rule."""
-    nx, nz = cfg.grid.shape
-    if modes[1] < 1 or modes[0] < 0:
-        raise ConfigError("initial.modes", list(modes), "m_x >= 0 and n >= 1 (a sine series in z)", "is out of range")
-    if 3 * modes[0] >= nx or 3 * modes[1] >= 2 * nz:
-        raise ConfigError("initial.modes", list(modes), f"m_x < Nx/3 and n < 2 Nz/3 for grid.shape {[nx, nz]}",
-                          "is removed by the 2/3 dealiasing")
-
-
-@dataclass(frozen=True)
-class Conductive(InitialCondition):
-    """The conductive profile b = 1 - z plus noise damped at the plates, theta = A xi 4 z (1 - z) with xi unit white
-    noise (as Dedalus' example does), and no flow."""
-
-    name: str = setting("conductive", "initial condition")
-    amplitude: float = param(1e-3, "amplitude A of the noise at mid-height", min=0.0)
-    seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
 
 
 @dataclass(frozen=True)

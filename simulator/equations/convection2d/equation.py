@@ -28,46 +28,9 @@ import jax.numpy as jnp
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.convection2d import INFO, Convection2DParams
 from simulator.equations.noise import white_noise
-from simulator.equations.operators import inverse_k2
+from simulator.equations.walled import WalledOperators, free_fall, heights, plate_nusselt
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
-
-
-@jax.tree_util.register_pytree_node_class
-class WalledOperators:
-    """Wavenumbers ``k = (0, k_x, k_z)`` of a walled plane's spectra (:meth:`~simulator.fft.walls.WalledTransforms.
-    wall_wavenumbers`), its Parseval weights and the 2/3 rule's mask; sharded leaves, the backend static."""
-
-    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any):
-        self.fft = fft
-        self.k = tuple(fft.wall_wavenumbers(tuple(box), dtype))
-        self.weight = fft.wall_parseval_weight(dtype)
-        nx, nz = fft.shape[1], fft.shape[2]
-        modes_x = self.k[1] * (box[1] / (2 * jnp.pi))
-        modes_z = self.k[2] * (box[2] / jnp.pi)
-        self.dealias = ((jnp.abs(modes_x) < nx / 3) & (modes_z < 2 * nz / 3)).astype(dtype)
-
-    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        return (self.k, self.weight, self.dealias), (self.fft,)
-
-    @classmethod
-    def tree_unflatten(cls, static: tuple[Any, ...], leaves: tuple[Any, ...]) -> WalledOperators:
-        obj = object.__new__(cls)
-        obj.fft, (obj.k, obj.weight, obj.dealias) = static[0], leaves
-        return obj
-
-    @property
-    def k2(self) -> jax.Array:
-        return self.k[1] ** 2 + self.k[2] ** 2
-
-    @property
-    def inv_k2(self) -> jax.Array:
-        """1/k^2, 0 at k = 0."""
-        return inverse_k2(self.k)
-
-    def mean(self, density: jax.Array) -> jax.Array:
-        """Mean over the plane of a quantity given as a per-mode density (Parseval-weighted sum / N^2)."""
-        return jnp.sum(self.weight * density) / float(self.fft.size) ** 2
 
 
 @final
@@ -83,12 +46,6 @@ class Convection2D(SemiLinearEquation):
         super().__init__(fft, box, dtype, physics)
         self.ops = WalledOperators(fft, self.box, self.dtype)
 
-    @staticmethod
-    def coefficients(params: Params) -> tuple[jax.Array, jax.Array]:
-        """nu = (Ra/Pr)^(-1/2) and kappa = (Ra Pr)^(-1/2): free-fall units."""
-        ra, pr = params["rayleigh"], params["prandtl"]
-        return jnp.sqrt(pr / ra), 1 / jnp.sqrt(ra * pr)
-
     def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(u_hat, w_hat): the cosine series k_z psi_hat and the sine series -i k_x psi_hat, psi_hat = omega/k^2."""
         psi = omega_hat * self.ops.inv_k2
@@ -96,7 +53,7 @@ class Convection2D(SemiLinearEquation):
 
     def linear(self, params: Params) -> jax.Array:
         """The diagonal L of (omega, theta), ``(2, 1, Nx, Nz)``."""
-        nu, kappa = self.coefficients(params)
+        nu, kappa = free_fall(params)
         return -jnp.stack(jnp.broadcast_arrays(nu * self.ops.k2, kappa * self.ops.k2))
 
     def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
@@ -138,9 +95,8 @@ class Convection2D(SemiLinearEquation):
                 "velocity": jnp.stack([u, w, jnp.zeros_like(u)])}
 
     def heights(self) -> jax.Array:
-        """z of the grid points, ``(1, 1, Nz)``: the cell centres (j + 1/2) H / Nz (:class:`simulator.fft.bases.
-        SinCos`), half a cell above the periodic coordinates the backend gives."""
-        return self.fft.coordinates(self.box, self.dtype)[2] + 0.5 * self.spacing[2]
+        """z of the grid points, ``(1, 1, Nz)`` (:func:`simulator.equations.walled.heights`)."""
+        return heights(self.fft, self.box, self.dtype)
 
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
@@ -148,18 +104,15 @@ class Convection2D(SemiLinearEquation):
         """Kinetic energy, the Nusselt number through the volume and at each plate, the Reynolds number, both
         dissipation rates, max |u| and the CFL number."""
         ops = self.ops
-        nu, kappa = self.coefficients(params)
+        nu, kappa = free_fall(params)
         power, power_t = jnp.abs(state[0]) ** 2, jnp.abs(state[1]) ** 2
         _, w_hat = self.velocity_hat(state[0])
         energy = 0.5 * ops.mean(power * ops.inv_k2)
-        # the horizontal mean of theta, sum_n a_n sin(n pi z): entries k_x = 0, a_n = theta_hat / (Nx Nz)
-        mean_theta = jnp.where(ops.k[1] == 0, jnp.real(state[1]), 0.0) / float(self.fft.size)
-        slope = ops.k[2] * mean_theta  # d/dz of each term at z = 0; at z = H, times (-1)^n
-        parity = jnp.cos(ops.k[2] * self.box[2])
+        bottom, top = plate_nusselt(ops, state[1], self.fft.size, self.box[2])
         u, w = self.real_velocity(state[0])
         return {"kinetic_energy": energy,
                 "nusselt": 1 + ops.mean(jnp.real(jnp.conj(w_hat) * state[1])) / kappa,
-                "nusselt_bottom": 1 - jnp.sum(slope), "nusselt_top": 1 - jnp.sum(slope * parity),
+                "nusselt_bottom": bottom, "nusselt_top": top,
                 "reynolds": jnp.sqrt(2 * energy) / nu,
                 "kinetic_dissipation": nu * ops.mean(power),
                 "thermal_dissipation": kappa * (1 + ops.mean(ops.k2 * power_t)),
@@ -170,7 +123,7 @@ class Convection2D(SemiLinearEquation):
         """Averages over x at each height z_j, each ``(Nz,)`` replicated (:mod:`simulator.output.profiles`): the
         temperature, the rms velocity and the heat flux (<w b> - kappa d<b>/dz) / kappa = 1 + <w theta>/kappa -
         d<theta>/dz (<w> = 0 at every height), d<theta>/dz from theta's k_x = 0 entries exactly."""
-        _, kappa = self.coefficients(params)
+        _, kappa = free_fall(params)
         ops = self.ops
         u, w = self.real_velocity(state[0])
         theta = self.fft.inverse_walls(state[1], "odd")
@@ -202,7 +155,7 @@ def mode(eq: Convection2D, c: Sequence[jax.Array], ic: Any, params: Params) -> d
     theta = ic.amplitude * jnp.cos(a * c[1]) * jnp.sin(q * z)
     if m_x == 0:
         return {"vorticity": jnp.zeros(eq.fft.shape, eq.dtype), "theta": jnp.broadcast_to(theta, eq.fft.shape)}
-    nu, kappa = Convection2D.coefficients(params)
+    nu, kappa = free_fall(params)
     k2 = a**2 + q**2
     sigma = -(nu + kappa) * k2 / 2 + jnp.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
     omega = -a * ic.amplitude * jnp.sin(a * c[1]) * jnp.sin(q * z) / (sigma + nu * k2)

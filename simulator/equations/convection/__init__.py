@@ -1,0 +1,98 @@
+"""Rayleigh-Benard convection in a box between free-slip plates, velocity-temperature form: what the equation
+declares (no JAX).
+
+Free-fall units as :mod:`simulator.equations.convection2d` (lengths in H, so ``grid.box = [Lx, Ly, 1]``;
+nu = (Ra/Pr)^(-1/2), kappa = (Ra Pr)^(-1/2)); with b = 1 - z + theta,
+
+    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,
+    d theta/dt + u . grad theta = w + kappa lap theta,
+
+gravity along -z, the plates across the box's z (``grid.walls.axis: z``). Free-slip plates and fixed temperatures
+make u and v cosine series and w and theta sine series in z (:mod:`simulator.fft.bases`): the pressure projection
+is diagonal mode by mode, as the periodic Leray projection is. A mode theta ~ cos(a x) sin(n pi z) grows at the rate
+of the plane's (:func:`simulator.equations.plates.growth_rate`, a the horizontal wavenumber): the onset is
+Ra_c = 27 pi^4/4 at a = pi/sqrt(2) in a box too. The implementation is :mod:`.equation`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.equations.plates import Conductive, FreeFallParams, check_mode
+from simulator.equations.spec import Curve, EquationInfo, FieldInfo, InitialCondition, Panel, PlotSpec
+from simulator.schema import param, setting
+from simulator.time.schemes import SEMILINEAR
+
+
+@dataclass(frozen=True)
+class ConvectionParams(FreeFallParams):
+    """The Rayleigh and Prandtl numbers (free-fall units), in a box."""
+
+    name: str = setting("convection", "equation to solve")
+
+
+@dataclass(frozen=True)
+class BoxMode(InitialCondition):
+    """One linear mode along x: theta = A cos(a x) sin(n pi z), w = (sigma + kappa K^2) theta and u from continuity,
+    u = -(n pi / a)(sigma + kappa K^2) A sin(a x) cos(n pi z), v = 0 (its growing eigenvector); m_x = 0: a layer of
+    temperature at rest."""
+
+    name: str = setting("mode", "initial condition")
+    amplitude: float = param(1e-6, "temperature amplitude A", gt=0.0)
+    modes: tuple[int, int] = setting((1, 1), "(m_x, n): mode number m_x along x (a = 2 pi m_x / Lx) and n >= 1 in z")
+
+    def check(self, cfg: Any) -> None:
+        check_mode(self.modes, cfg)
+
+
+INFO = EquationInfo(
+    name="convection",
+    summary="Rayleigh-Benard convection in a box between free-slip plates (free-fall units, as Dedalus)",
+    params=ConvectionParams,
+    initials=(Conductive, BoxMode),
+    protocol=SEMILINEAR,
+    default_integrator="rk4",
+    implementation="simulator.equations.convection.equation:Convection",
+    walls="required",
+    default_box=(2 * math.sqrt(2), 2 * math.sqrt(2), 1.0),
+    scales={"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
+            "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
+            "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"},
+    fields={
+        "temperature": FieldInfo(0, "temperature b = 1 - z + theta (Nx, Ny, Nz)", "b", cmap="RdBu_r"),
+        "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile (Nx, Ny, Nz)",
+                           r"\theta", cmap="RdBu_r"),
+        "velocity": FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"),
+    },
+    state_fields=("velocity", "theta"),
+    diagnostics={
+        "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+        "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa",
+        "nusselt_bottom": "Nusselt number at the bottom plate, -d<b>/dz at z = 0 (horizontal mean)",
+        "nusselt_top": "Nusselt number at the top plate, -d<b>/dz at z = 1 (horizontal mean)",
+        "reynolds": "Reynolds number <|u|^2>^(1/2) / nu",
+        "kinetic_dissipation": "kinetic dissipation nu <|grad u|^2>; (Nu - 1)/sqrt(Ra Pr) in a statistically "
+                               "steady state",
+        "thermal_dissipation": "thermal dissipation kappa (1 + <|grad theta|^2>); Nu/sqrt(Ra Pr) in a statistically "
+                               "steady state",
+        "divergence": "max |div u| (round-off: the projection is exact mode by mode)",
+        "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz)",
+    },
+    progress=("nusselt", "reynolds", "cfl"),
+    spectra={"energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted) summed over the "
+                       "shell |k|, k = (k_x, k_y, n pi); sums to E_K"},
+    plot=PlotSpec(
+        panels=(
+            Panel("Nusselt", (Curve("nusselt", r"$Nu$"), Curve("nusselt_bottom", r"$Nu_{bottom}$"),
+                              Curve("nusselt_top", r"$Nu_{top}$"))),
+            Panel("energy", (Curve("kinetic_energy", r"$E_K$"),)),
+            Panel("Reynolds", (Curve("reynolds", r"$Re$"),)),
+        ),
+        spectrum="energy",
+        spectrum_label=r"$E_K(k)$",
+        slice_field="temperature",
+        resolved=2 / 3,
+    ),
+)

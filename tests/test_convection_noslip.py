@@ -1,0 +1,132 @@
+"""Rayleigh-Benard convection between no-slip plates (simulator.equations.convection2d_noslip), in float64 against
+the dense eigen-solver (simulator.walls.eigen), on the single backend and slabs of 2 and 4 devices."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+import simulator
+from simulator.fft.bases import Chebyshev
+from simulator.output.hdf5 import Snapshot
+from simulator.walls import eigen
+
+from support import advance, case_id, simulation
+
+CASES = [("single", 1, None), ("slab", 2, None), ("slab", 4, None)]
+RA_C, K_C = eigen.rayleigh_benard_onset()
+#: a box one critical wavelength wide: the mode m_x = 1 is the onset's
+LX = 2 * math.pi / K_C
+
+
+def convection(devices, case=("single", 1, None), shape=(8, 16), **overrides):
+    values = {"physics__name": "convection2d_noslip", "grid__shape": list(shape), "grid__box": [LX, 1.0], **overrides}
+    return simulation(devices, case, **values)
+
+
+def grid_fields(sim, state) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in sim.fields(state, "velocity", "theta", "temperature").items()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_the_conductive_state_between_no_slip_plates_is_steady(devices, case):
+    """No noise: no flow, the temperature 1 - z at the Gauss-Lobatto heights, Nu = 1 at both plates and through
+    the volume, after 10 steps."""
+    sim = convection(devices, case, initial__name="conductive", initial__amplitude=0.0)
+    state = advance(sim, sim.initial_state(), 0.05, 10)
+    fields = grid_fields(sim, state)
+    assert np.max(np.abs(fields["velocity"])) == 0.0 and np.max(np.abs(fields["theta"])) == 0.0
+    z = Chebyshev(16, 1.0).points()
+    np.testing.assert_allclose(fields["temperature"][0], np.broadcast_to(1 - z, (8, 16)), rtol=0, atol=1e-15)
+    report = sim.diagnostics(state, 0.05)
+    for key in ("nusselt", "nusselt_bottom", "nusselt_top"):
+        assert float(report[key]) == pytest.approx(1.0, abs=1e-14)
+
+
+def measured_rate(devices, rayleigh: float, dt: float, steps: int, case=("single", 1, None)) -> tuple[float, float]:
+    """The growth rate of the eigen-solver's mode m_x = 1 from amplitude 1e-8 (the kinetic energy's, halved), and
+    the largest divergence and plate velocity over the run's chunks of one step."""
+    sim = convection(devices, case, initial__name="mode", initial__amplitude=1e-8, physics__rayleigh=rayleigh)
+    state = sim.initial_state()
+    before = float(sim.diagnostics(state, dt)["kinetic_energy"])
+    worst = 0.0
+    for _ in range(steps):
+        state = advance(sim, state, dt, 1)
+        velocity = grid_fields(sim, state)["velocity"]
+        plates = np.abs(velocity[..., [0, -1]]).max() / np.abs(velocity).max()
+        worst = max(worst, plates, float(sim.diagnostics(state, dt)["divergence"]) / np.abs(velocity).max())
+    after = float(sim.diagnostics(state, dt)["kinetic_energy"])
+    return math.log(after / before) / (2 * dt * steps), worst
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_small_mode_grows_at_the_eigen_solvers_rate_divergence_free_and_no_slip(devices, case):
+    """The eigen-solver's mode at (Ra, k) = (2000, k_c) grows at its rate to the scheme's O(dt^2) (2e-4 relative at
+    dt = 0.05 over t = 1), the velocity's divergence and its values at the plates round-off after every step."""
+    rate, worst = measured_rate(devices, 2000.0, 0.05, 20, case)
+    assert rate == pytest.approx(eigen.rayleigh_benard_growth(2000.0, 1.0, K_C)[0], rel=2e-4)
+    assert worst < 1e-13
+
+
+def test_the_onset_between_no_slip_plates_is_the_eigen_solvers(devices):
+    """The measured growth rate at k_c changes sign between Ra_c (1 -+ 1e-4), Ra_c = 1707.76 the eigen-solver's,
+    and the zero of its line through them is Ra_c to 1e-6."""
+    below, above = RA_C * (1 - 1e-4), RA_C * (1 + 1e-4)
+    (rate_below, _), (rate_above, _) = (measured_rate(devices, ra, 0.1, 10) for ra in (below, above))
+    assert rate_below < 0 < rate_above
+    onset = below - rate_below * (above - below) / (rate_above - rate_below)
+    assert onset == pytest.approx(RA_C, rel=1e-6)
+    assert RA_C == pytest.approx(1707.762, abs=1e-3)
+
+
+
+def test_a_steady_no_slip_roll_carries_the_same_heat_through_each_plate_and_the_volume(devices):
+    """At Ra = 3000 the onset's mode grows into one steady roll (16 x 16, t = 150): Nu through the bottom and the
+    top plate are equal (the roll's symmetry) and equal Nu through the volume to the resolution's truncation
+    (3.1e-5 at 16 points across), and both dissipations meet their relations to Nu, (Nu - 1)/sqrt(Ra Pr) and
+    Nu/sqrt(Ra Pr), to it."""
+    sim = convection(devices, shape=(16, 16), initial__name="mode", initial__amplitude=0.1, physics__rayleigh=3000.0)
+    state = advance(sim, sim.initial_state(), 0.1, 1500)
+    report = {k: float(v) for k, v in sim.diagnostics(state, 0.1).items()}
+    nusselt, root = report["nusselt"], math.sqrt(3000.0)
+    assert report["nusselt_bottom"] == pytest.approx(report["nusselt_top"], rel=1e-12)
+    assert report["nusselt_bottom"] == pytest.approx(nusselt, rel=5e-5)
+    assert report["kinetic_dissipation"] == pytest.approx((nusselt - 1) / root, rel=5e-5)
+    assert report["thermal_dissipation"] == pytest.approx(nusselt / root, rel=5e-5)
+
+@pytest.mark.parametrize("case", CASES[1:], ids=case_id)
+def test_a_distributed_no_slip_run_equals_the_single_device_one(devices, case):
+    """Noise at Ra = 1e5 for 20 steps: slabs of 2 and 4 devices end where one device ends, to 1e-12."""
+    values = {"initial__name": "conductive", "initial__amplitude": 0.1, "physics__rayleigh": 1e5}
+    single = convection(devices, **values)
+    want = grid_fields(single, advance(single, single.initial_state(), 0.01, 20))
+    sim = convection(devices, case, **values)
+    got = grid_fields(sim, advance(sim, sim.initial_state(), 0.01, 20))
+    for name in ("velocity", "theta"):
+        assert np.abs(got[name] - want[name]).max() < 1e-12 * np.abs(want[name]).max()
+
+
+CONFIG = {"physics.name": "convection2d_noslip", "physics.rayleigh": 1e4, "grid.shape": [8, 16],
+          "grid.box": [LX, 1.0], "precision": "float64", "initial.name": "conductive", "initial.amplitude": 0.1,
+          "time.dt": 0.01, "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10,
+          "output.snapshots.every": 20, "runtime.cpu_devices": 8, "fft.mesh": [2]}
+
+
+def test_a_no_slip_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
+    """From the step-10 checkpoint of a run on a slab of 2, restarted there: its step-20 snapshot is the straight
+    run's, bit for bit, and the snapshot's heights are the Gauss-Lobatto points."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, CONFIG), straight) == 0
+    run = tmp_path / "run"
+    shutil.copytree(straight, run)
+    for path in (run / "snapshots").glob("s00000020*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    restart = str(run / "checkpoints" / "c00000010.json")
+    assert simulator.run_config(simulator.load_config(None, CONFIG), run, restart=restart) == 0
+    with Snapshot(run / "snapshots" / "s00000020.h5") as got, Snapshot(straight / "snapshots" / "s00000020.h5") \
+            as want:
+        for name in ("theta", "velocity"):
+            assert np.array_equal(got.read(name), want.read(name))
