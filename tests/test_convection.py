@@ -12,6 +12,7 @@ import pytest
 
 import simulator
 from simulator.equations.plates import K_CRITICAL, RA_CRITICAL, growth_rate
+from simulator.errors import ConfigError
 from simulator.output.hdf5 import Snapshot
 
 from support import advance, case_id, command, relative_error, simulation
@@ -172,7 +173,7 @@ def test_bad_convection_input_is_one_line_exit_2_and_nothing_written(tmp_path, c
     assert not (tmp_path / "run").exists()
 
 
-def test_a_walled_run_restarts_only_on_its_own_grid_and_plates(tmp_path, capfd):
+def test_a_walled_run_restarts_only_on_its_own_grid_and_plates(devices, tmp_path, capfd):
     """A restart onto another grid (the interpolation is the periodic series') or onto a periodic plane: one line,
     exit 2, nothing written."""
     straight = tmp_path / "straight"
@@ -188,6 +189,10 @@ def test_a_walled_run_restarts_only_on_its_own_grid_and_plates(tmp_path, capfd):
         code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "new"), *restart, *args)
         assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
         assert not (tmp_path / "new").exists()
+    finer = simulator.Simulation(simulator.load_config(None, {**CONFIG, "grid.shape": [16, 16]}), devices[:2])
+    with pytest.raises(ConfigError, match=r"^initial\.path = .* holds grid \[1, 8, 8\], this run's is \[1, 16, 16\]; "
+                       r"not yet"):
+        finer.state_from_file(ckpt)  # the API's way in
 
 
 def test_snapshots_place_the_grid_between_the_plates(tmp_path):

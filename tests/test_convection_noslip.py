@@ -4,6 +4,7 @@ the dense eigen-solver (simulator.walls.eigen), on the single backend and slabs 
 from __future__ import annotations
 
 import math
+import re
 import shutil
 
 import numpy as np
@@ -14,7 +15,7 @@ from simulator.fft.bases import Chebyshev
 from simulator.output.hdf5 import Snapshot
 from simulator.walls import eigen
 
-from support import advance, case_id, simulation
+from support import advance, case_id, command, simulation
 
 CASES = [("single", 1, None), ("slab", 2, None), ("slab", 4, None)]
 RA_C, K_C = eigen.rayleigh_benard_onset()
@@ -130,3 +131,27 @@ def test_a_no_slip_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
             as want:
         for name in ("theta", "velocity"):
             assert np.array_equal(got.read(name), want.read(name))
+
+
+BAD = [
+    ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
+     r"is not available for this equation; no-slip plates for physics\.name = convection2d_noslip"),
+    ({"grid.walls.velocity": "[no-slip,free-slip]"}, r"^error: grid\.walls\.velocity = .* is not available"),
+    ({"grid.walls.temperature": "[fixed-flux,fixed-flux]"}, r"^error: grid\.walls\.temperature = .* is not available "
+     r"for convection2d_noslip"),
+    ({"grid.walls.axis": "null"}, r"^error: grid\.walls\.axis = null leaves the grid periodic"),
+    ({"physics.rayleigh": "0"}, r"^error: physics\.rayleigh = 0"),
+    ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
+    ({"time.integrator": "rk4"}, r"^error: time\.integrator = 'rk4' is not available"),
+    ({"initial.name": "mode", "initial.modes": "[3]"}, r"^error: initial\.modes = \[3\] is out of range"),
+]
+
+
+@pytest.mark.parametrize(("values", "pattern"), BAD, ids=[" ".join(v) for v, _ in BAD])
+def test_bad_no_slip_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd, values, pattern):
+    config = tmp_path / "rb.yaml"
+    config.write_text("physics: {name: convection2d_noslip}\ngrid: {shape: [8, 8], box: [2, 1]}\n")
+    args = [a for key, value in values.items() for a in ("--set", f"{key}={value}")]
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+    assert not (tmp_path / "run").exists()

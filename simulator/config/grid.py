@@ -206,8 +206,11 @@ def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
     grid = dict(grid or {})
     if info.walls == "required" and "walls" not in grid:  # between plates across the last direction
         grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z"}
-        if "free-slip" not in info.wall_velocity:
-            grid["walls"]["velocity"] = [info.wall_velocity[0]] * 2
+    walls = grid.get("walls")
+    if info.walls == "required" and "free-slip" not in info.wall_velocity and isinstance(walls, Mapping):
+        # plates the equation alone takes, where the config names none (a plate's condition given, its axis not)
+        grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z", "velocity": [info.wall_velocity[0]] * 2,
+                         **walls}
     if info.default_box is not None and "box" not in grid:
         grid["box"] = list(info.default_box)
     if info.dimensions != 2:

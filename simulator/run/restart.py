@@ -39,11 +39,6 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")
-    walls = (old["grid"].get("walls") or {}).get("axis")
-    if walls != cfg.grid.walls.axis:  # a state of other bases: its spectra are sine/cosine or Fourier coefficients
-        raise ConfigError("grid.walls.axis", cfg.grid.walls.axis, f"{walls} as in {ckpt.index} (a restart keeps the "
-                          "bases of the run it continues); a run with other plates is a new run: start it without "
-                          "--restart", "differs from the run being restarted")
     check_particles_kept(old, cfg, ckpt.index, remapped=on_other_grid(ckpt, cfg))
     changed = structure_changes(old, cfg)
     if changed:  # a state of another structure (a wave added or removed): not a restart

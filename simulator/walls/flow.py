@@ -11,7 +11,7 @@ The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x,
   = 0 at both plates imposed by the influence matrix of :mod:`simulator.walls.wall_normal`: the velocity rebuilt
   by continuity is divergence-free to round-off, plates included; zero at k = 0 (no mean flow across the plates);
 * ``zeta``: the wall-normal vorticity i k_x v - i k_y u, d/dt zeta = nu lap zeta + h_zeta, zero at the plates
-  (zero in a plane (x, z), where v = 0 and k_y = 0);
+  (None in a plane (x, z), where v = 0 and k_y = 0: neither stored nor solved);
 * ``mean``: the horizontally averaged velocity along the plates (U, V)(z), ``(2, N)``, d/dt U = nu d^2U/dz^2 +
   h_U, equal to each plate's velocity there (plates at rest, or moving along themselves: a Couette flow);
 * ``scalars``: temperatures or passive scalars ``(S, ..., N)``, d/dt s = kappa lap s + h_s, a fixed value
@@ -43,11 +43,11 @@ SCALAR_CONDITIONS = {"fixed-value": DIRICHLET, "fixed-flux": NEUMANN}
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class State:
-    """A flow between no-slip plates (module docstring): ``w`` and ``zeta`` ``(..., N)``, ``mean`` ``(2, N)``,
-    ``scalars`` ``(S, ..., N)`` (S may be 0), complex or real coefficients."""
+    """A flow between no-slip plates (module docstring): ``w`` and ``zeta`` ``(..., N)`` (``zeta`` None in a plane),
+    ``mean`` ``(2, N)``, ``scalars`` ``(S, ..., N)`` (S may be 0), complex or real coefficients."""
 
     w: jnp.ndarray
-    zeta: jnp.ndarray
+    zeta: jnp.ndarray | None
     mean: jnp.ndarray
     scalars: jnp.ndarray
 
@@ -101,7 +101,7 @@ class NoSlipFlow:
 
         def solve(r: State) -> State:
             w = jnp.where(mean_mode[..., None], 0.0, normal.solve(r.w / scale))
-            zeta = jnp.where(mean_mode[..., None], 0.0, vorticity.solve(r.zeta / scale))
+            zeta = None if r.zeta is None else jnp.where(mean_mode[..., None], 0.0, vorticity.solve(r.zeta / scale))
             mean = jnp.stack([along.solve(r.mean[0] / scale, u0, u1), along.solve(r.mean[1] / scale, v0, v1)])
             # a scalar's plate values belong to its horizontal mean alone
             out = [solver.solve(r.scalars[i] / s_scales[i], jnp.where(mean_mode, values[i][0], 0.0),
@@ -124,7 +124,8 @@ def velocity(flow: NoSlipFlow, x: State) -> tuple[jnp.ndarray, jnp.ndarray, jnp.
 
     mean_mode = (flow.k2 == 0)[..., None]
     safe = jnp.where(mean_mode[..., 0], 1.0, jnp.asarray(flow.kx))
-    u, v = horizontal_velocity(x.w, x.zeta, safe, jnp.where(mean_mode[..., 0], 0.0, jnp.asarray(flow.ky)),
+    zeta = jnp.zeros_like(x.w) if x.zeta is None else x.zeta
+    u, v = horizontal_velocity(x.w, zeta, safe, jnp.where(mean_mode[..., 0], 0.0, jnp.asarray(flow.ky)),
                                flow.height)
     return jnp.where(mean_mode, x.mean[0], u), jnp.where(mean_mode, x.mean[1], v), x.w
 
@@ -134,4 +135,5 @@ def buoyancy(flow: NoSlipFlow, x: State, scalar: int = 0) -> State:
     units, the buoyancy the departure ``scalars[scalar]`` from it): h_w = -k^2 theta (the vertical buoyancy
     force's part in d/dt lap w), h_theta = w (the conductive gradient carried by w), nothing else."""
     h_s = jnp.zeros_like(x.scalars).at[scalar].set(x.w)
-    return State(-flow.k2[..., None] * x.scalars[scalar], jnp.zeros_like(x.zeta), jnp.zeros_like(x.mean), h_s)
+    zeta = None if x.zeta is None else jnp.zeros_like(x.zeta)
+    return State(-flow.k2[..., None] * x.scalars[scalar], zeta, jnp.zeros_like(x.mean), h_s)

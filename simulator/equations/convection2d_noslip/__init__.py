@@ -37,6 +37,14 @@ class NoSlipParams(FreeFallParams):
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
 
+    def check(self, cfg: Any) -> None:
+        """Plates at fixed temperature (the departure theta from 1 - z zero at both), then the free-fall checks."""
+        walls = cfg.grid.walls
+        if walls.on and walls.temperature != ("fixed-value", "fixed-value"):
+            raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: the "
+                              "conductive profile 1 - z between plates at 1 and 0", f"is not available for {self.name}")
+        super().check(cfg)
+
 
 @dataclass(frozen=True)
 class Mode(InitialCondition):

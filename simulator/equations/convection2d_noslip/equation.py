@@ -2,10 +2,10 @@
 :mod:`simulator.walls.flow`.
 
 The state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x, "chebyshev")``:
-NumPy's FFT along x, unnormalised, by the Chebyshev coefficients along z): ``w`` and ``zeta`` ``(1, Nx, Nz)`` complex
-(zeta zero in a plane), ``mean`` ``(2, Nz)`` the horizontally averaged velocity (U, V) (V zero), ``scalars``
-``(1, 1, Nx, Nz)`` theta. Its arrays are held split along x and whole along z (the real layout), so each device
-solves its modes' columns whole; the transforms' own layout is restored around each transform.
+NumPy's FFT along x, unnormalised, by the Chebyshev coefficients along z): ``w`` ``(1, Nx, Nz)`` complex, ``zeta``
+None (no wall-normal vorticity in a plane), ``mean`` ``(2, Nz)`` the horizontally averaged velocity (U, V) (V zero),
+``scalars`` ``(1, 1, Nx, Nz)`` theta. Its arrays are held split along x and whole along z (the real layout), so each
+device solves its modes' columns whole; the transforms' own layout is restored around each transform.
 
 The explicit terms, per stage: u = i dw/dz / k_x (continuity; U at k_x = 0), the products in physical space on the
 grid (advective form), H = -(u . grad) u + theta z_hat and -(u . grad) theta + w transformed back and dealiased by
@@ -43,7 +43,7 @@ class NoSlipConvection2D(ImexEquation):
     info = INFO
     # the spectra are held in the real layout (split along x, whole along z: module docstring); the mean flow, a
     # profile across the plates, whole on every device, as the replicated leaves are kept
-    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
+    space: ClassVar[dict[str, str]] = {"w": "real", "mean": "particles", "scalars": "real"}
     _LEAVES: ClassVar[tuple[str, ...]] = ("kx",)
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: NoSlipParams | None = None):
@@ -103,8 +103,7 @@ class NoSlipConvection2D(ImexEquation):
         mean_u = jnp.real(jnp.sum(jnp.where(self.kx == 0, hat[0], 0.0), axis=(0, 1))) / self.fft.shape[1]
         mean = jax.lax.with_sharding_constraint(jnp.stack([mean_u, jnp.zeros_like(mean_u)]),
                                                 self.fft.replicated_sharding())
-        return flow.State(-self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), jnp.zeros_like(state.zeta), mean,
-                          hat[2][None])
+        return flow.State(-self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None, mean, hat[2][None])
 
     def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params) -> flow.State:
         return self.core(params).step(self.explicit, dt)(state, t)
@@ -122,7 +121,7 @@ class NoSlipConvection2D(ImexEquation):
         mean_u = jnp.mean(chebyshev.forward(velocity[0]), axis=(0, 1))
         mean = jax.lax.with_sharding_constraint(jnp.stack([mean_u, jnp.zeros_like(mean_u)]),
                                                 self.fft.replicated_sharding())
-        return flow.State(spectra_[0], jnp.zeros_like(spectra_[0]), mean, spectra_[1][None])
+        return flow.State(spectra_[0], None, mean, spectra_[1][None])
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """Temperature, theta, vorticity and the velocity (u, w, 0), on the grid."""
