@@ -12,7 +12,11 @@ field across it.
 * :mod:`~simulator.walls.flow`: the flow between no-slip plates per horizontal mode (wall-normal velocity and
   vorticity, mean flow, scalars), its mass operator and stage solves, stepped by RK222;
 * :mod:`~simulator.walls.eigen`: independent dense eigenvalue solvers (numpy/scipy): Rayleigh-Benard onset and
-  the Orr-Sommerfeld problem.
+  the Orr-Sommerfeld problem;
+* :mod:`~simulator.walls.channel` and :mod:`~simulator.walls.channel_stats`: channel flows' laminar profiles,
+  initial conditions and checks, and what a channel study reports;
+* :mod:`~simulator.walls.channel_flow`: a channel in a plane or a box stepped on the flow core (the advection,
+  the drive by a pressure gradient or a fixed flux).
 
 Arrays hold the wall-normal direction on their last axis, whole on one device; leading axes are horizontal modes
 (or anything else to batch over).

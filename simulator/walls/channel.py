@@ -1,0 +1,116 @@
+"""Channel flows between two no-slip plates: the laminar profiles, the start-up of Couette flow, the
+Tollmien-Schlichting initial condition and the checks of a channel's settings.
+
+Coordinates and units. The wall-normal direction is the last one of the grid (a plane's y, a box's z, between
+``grid.walls``' plates); here it is called y and measured from the centre line, so the plates lie at y = -h and
+y = +h (h the half gap; a grid whose plates lie at 0 and H = 2 h is shifted by h). x is streamwise, along the
+first axis, and a box's second direction is spanwise. Velocities are scaled by the centre-line velocity U_c of
+Poiseuille flow or the plate velocity U of Couette flow, lengths by h, so nu = 1 / Re with Re = U h / nu, as
+Orszag (1971) and :func:`simulator.walls.eigen.orr_sommerfeld` use.
+
+The equations (docs/explanation/channels.md): du/dt + (u . grad) u = -grad p + G e_x + nu lap u, div u = 0,
+u = (+-U, 0[, 0]) at y = +-h for Couette flow (G = 0), u = 0 at the plates for Poiseuille flow, driven either by a
+fixed mean pressure gradient G = -dP/dx or by G(t) chosen at each step so that the bulk velocity
+U_b = (1 / 2h) int <u> dy stays at its set value (a fixed flux). Their laminar solutions:
+
+* Couette: U(y) = U y / h;
+* Poiseuille: U(y) = U_c (1 - y^2 / h^2), with G = 2 nu U_c / h^2 and U_b = 2 U_c / 3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from simulator.errors import ConfigError
+from simulator.walls import chebyshev, eigen
+
+#: how a channel is driven: plates moving at -U and +U (Couette), a fixed mean pressure gradient or a fixed flux
+#: (Poiseuille); the pressure gradient is the default of a Poiseuille channel, as in Kim, Moin & Moser (1987)
+DRIVES = ("couette", "pressure", "flux")
+#: the Chebyshev degree of the Orr-Sommerfeld solve a Tollmien-Schlichting initial condition is computed at,
+#: enough for c to 1e-10 at Re = 10^4 (Orszag 1971 used 50 polynomials for 8 digits)
+TS_DEGREE = 120
+
+
+def couette(y: np.ndarray, plate_velocity: float = 1.0, h: float = 1.0) -> np.ndarray:
+    """Laminar plane Couette flow U(y) = U y / h between plates moving at -U (y = -h) and +U (y = +h); same shape
+    as ``y``."""
+    return plate_velocity * np.asarray(y) / h
+
+
+def poiseuille(y: np.ndarray, centreline: float = 1.0, h: float = 1.0) -> np.ndarray:
+    """Laminar plane Poiseuille flow U(y) = U_c (1 - y^2 / h^2) between plates at rest at y = -h, +h; same shape
+    as ``y``."""
+    return centreline * (1.0 - (np.asarray(y) / h) ** 2)
+
+
+def poiseuille_gradient(nu: float, centreline: float = 1.0, h: float = 1.0) -> float:
+    """The mean pressure gradient G = -dP/dx = 2 nu U_c / h^2 that holds laminar Poiseuille flow steady."""
+    return 2.0 * nu * centreline / h**2
+
+
+def couette_startup(y: np.ndarray, t: float, nu: float, plate_velocity: float = 1.0, h: float = 1.0,
+                    terms: int = 2000) -> np.ndarray:
+    """The exact start-up of plane Couette flow: fluid at rest until t = 0, when the plates start moving at -U and
+    +U. With eta = (y + h) / 2h, u(y, t) = U (2 eta - 1) + sum over even n of (4 U / n pi) sin(n pi eta)
+    exp(-nu (n pi / 2h)^2 t) (separation of variables: the departure from the steady profile diffuses with zero
+    values at both plates). Same shape as ``y``; ``terms`` even terms are summed, so at t = 0 the series is
+    truncated (Gibbs at the plates), while at t > 0 the dropped terms are below exp(-nu (2 pi terms / 2h)^2 t)."""
+    eta = (np.asarray(y, dtype=float) + h) / (2.0 * h)
+    n = 2.0 * np.arange(1, terms + 1)
+    decay = np.exp(-nu * (n * np.pi / (2.0 * h)) ** 2 * t)
+    series = np.sin(np.pi * np.multiply.outer(eta, n)) @ (4.0 * plate_velocity / (n * np.pi) * decay)
+    return plate_velocity * (2.0 * eta - 1.0) + series
+
+
+def tollmien_schlichting(x: np.ndarray, y: np.ndarray, reynolds: float = 1e4, alpha: float = 1.0,
+                         amplitude: float = 1e-4, h: float = 1.0) -> tuple[complex, np.ndarray, np.ndarray]:
+    """The Tollmien-Schlichting wave of plane Poiseuille flow (U_c = 1) at Reynolds number ``reynolds`` and
+    streamwise wavenumber ``alpha`` (in 1/h), as a velocity perturbation: (u', v') = Re[A (D phi, -i alpha phi)
+    exp(i alpha x)], phi the least stable Orr-Sommerfeld mode (:func:`simulator.walls.eigen.tollmien_schlichting`,
+    degree :data:`TS_DEGREE`), interpolated onto ``y`` by its Chebyshev series, and A real, chosen so that the
+    peak of |u'| is ``amplitude`` (in U_c). Divergence-free and zero at the plates with phi's own accuracy.
+
+    ``x`` (shape ``(Nx,)``) and ``y`` (shape ``(Ny,)``, from the centre line) give the grid; returns the wave
+    speed c (growth rate alpha Im c) and u', v' of shape ``(Nx, Ny)``."""
+    c, points, phi = eigen.tollmien_schlichting(reynolds, alpha * h, TS_DEGREE)
+    coefficients = np.asarray(chebyshev.forward(phi))
+    slope = np.asarray(chebyshev.derivative(coefficients, 2.0 * h))
+    s = np.asarray(y, dtype=float) / h
+    mode = np.polynomial.chebyshev.chebval(s, coefficients)
+    dmode = np.polynomial.chebyshev.chebval(s, slope)
+    wave = np.exp(1j * alpha * np.asarray(x, dtype=float))[:, None]
+    scale = amplitude / np.abs(np.polynomial.chebyshev.chebval(points, slope)).max()
+    u = (scale * dmode[None, :] * wave).real
+    v = (scale * -1j * alpha * mode[None, :] * wave).real
+    return complex(c), u, v
+
+
+def check_channel(drive: str, reynolds: float, velocity_walls: tuple[str, str], flux: float | None = None,
+                  alpha: float | None = None, length: float | None = None, nx: int | None = None) -> None:
+    """A channel's settings, or the one-line refusal naming the key (``physics.drive``, ``physics.reynolds``,
+    ``physics.flux``, ``grid.walls.velocity``, ``initial.alpha``): a drive of :data:`DRIVES`; Re > 0; a fixed
+    flux > 0; no-slip plates (a pressure gradient or a flux along free-slip plates accelerates the flow for ever:
+    there is no wall stress to balance it); a Tollmien-Schlichting wavenumber that the streamwise period ``length``
+    holds (alpha = 2 pi m / Lx, m a whole number) and its ``nx`` points resolve (m < Nx / 3, inside the 2/3 rule)."""
+    if drive not in DRIVES:
+        raise ConfigError("physics.drive", drive, f"one of {', '.join(DRIVES)}", "is not a channel's drive")
+    if not (isinstance(reynolds, (int, float)) and math.isfinite(reynolds) and reynolds > 0):
+        raise ConfigError("physics.reynolds", reynolds, "a number > 0 (Re = U h / nu)", "is out of range")
+    if drive == "flux" and not (isinstance(flux, (int, float)) and math.isfinite(flux) and flux > 0):
+        raise ConfigError("physics.flux", flux, "a bulk velocity > 0 for physics.drive = flux", "is out of range")
+    if any(condition != "no-slip" for condition in velocity_walls):
+        raise ConfigError("grid.walls.velocity", list(velocity_walls), f"[no-slip, no-slip] for physics.drive = "
+                          f"{drive}: along free-slip plates nothing balances the drive", "is not a channel's plates")
+    if alpha is None or length is None or nx is None:
+        return
+    modes = alpha * length / (2.0 * math.pi)
+    whole = round(modes)
+    if not (alpha > 0 and whole >= 1 and abs(modes - whole) <= 1e-9 * max(1.0, modes)):
+        raise ConfigError("initial.alpha", alpha, f"2 pi m / Lx for a whole number m >= 1 (Lx = {length:g}: "
+                          f"{2 * math.pi / length:g}, {4 * math.pi / length:g}, ...)", "is not a wavenumber of the box")
+    if 3 * whole >= nx:
+        raise ConfigError("initial.alpha", alpha, f"2 pi m / Lx with m < Nx / 3 = {nx / 3:g} (grid.shape's Nx = "
+                          f"{nx}, dealiased by the 2/3 rule)", "is not resolved by the grid")

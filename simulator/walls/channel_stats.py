@@ -1,0 +1,136 @@
+"""What a channel study reports, from velocity fields between two plates (Pope 2000, ch. 7; Kim, Moin & Moser 1987).
+
+Layout. ``samples`` holds velocity fields in physical space, shape ``(T, C, N1[, N2], Ny)``: T samples of a time
+window, C = 2 components (u, v) on a plane (x, y) or C = 3 on a box, whose components follow its axes; the
+wall-normal direction is the last axis, on the Ny ascending Gauss-Lobatto points from the plate at y = -h to the
+one at y = +h (:mod:`simulator.walls.chebyshev`), and its velocity component the last; x (streamwise) is the first
+periodic axis. Means <.> are over the periodic axes and the samples, so a profile is a function of y alone; primes
+are departures from them. Derivatives across the plates are Chebyshev, along the periodic axes Fourier.
+
+* the bulk velocity U_b = (1 / 2h) int <u> dy (Clenshaw-Curtis weights, exact for the grid's polynomial);
+* the wall shear stress the fluid exerts on each plate along x: tau = nu dU/dy at the bottom, -nu dU/dy at the
+  top (both positive in a Poiseuille channel; opposite in Couette flow, which drags each plate along the other);
+* the friction velocity u_tau = sqrt(mean |tau| of the plates), Re_tau = u_tau h / nu and the viscous length
+  delta_nu = nu / u_tau;
+* profiles in wall units, y+ = (distance to the nearer plate) / delta_nu, U+ = <u> / u_tau, and the Reynolds
+  stresses <u'u'>, <v'v'>, <w'w'>, <u'v'> over u_tau^2 (u along x, v across the plates, w spanwise);
+* the total shear stress nu dU/dy - <u'v'> (in a statistically steady pressure-driven channel a straight line,
+  tau_w at the bottom plate to -tau_w at the top);
+* the kinetic-energy budget of the fluctuations, per unit volume, as profiles: production P = -<u'v'> dU/dy and
+  dissipation eps = nu <d_j u'_i d_j u'_i>; of the mean flow, the dissipation nu (dU/dy)^2; and the work of the
+  mean pressure gradient G U_b, which a steady channel's total dissipation balances;
+* one-dimensional spectra along each periodic direction (:func:`channel_spectra`), one-sided, summing over k to
+  the Reynolds stresses <u_i'u_i'>(y) (Parseval).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.walls import chebyshev
+
+
+@dataclass(frozen=True)
+class ChannelStatistics:
+    """A channel's statistics over one time window (module docstring). Profiles have shape ``(Ny,)`` on the
+    ascending points ``y``; ``spanwise`` is None on a plane."""
+
+    y: np.ndarray
+    bulk_velocity: float
+    tau_bottom: float
+    tau_top: float
+    u_tau: float
+    re_tau: float
+    viscous_length: float
+    y_plus: np.ndarray
+    u_plus: np.ndarray
+    streamwise: np.ndarray
+    wall_normal: np.ndarray
+    spanwise: np.ndarray | None
+    shear: np.ndarray
+    total_shear_stress: np.ndarray
+    production: np.ndarray
+    dissipation: np.ndarray
+    mean_dissipation: np.ndarray
+    pressure_work: float
+
+
+def _wall_derivative(values: np.ndarray, h: float) -> np.ndarray:
+    """d/dy over the last axis of values on the Gauss-Lobatto points of [-h, h] (same shape)."""
+    return np.asarray(chebyshev.backward(chebyshev.derivative(chebyshev.forward(values), 2.0 * h)))
+
+
+def _periodic_derivative(values: np.ndarray, axis: int, length: float) -> np.ndarray:
+    """d/dx along a periodic ``axis`` of period ``length`` by FFT; the Nyquist mode, odd-symmetric, dropped."""
+    n = values.shape[axis]
+    k = 2.0 * np.pi / length * np.fft.fftfreq(n, 1.0 / n)
+    if n % 2 == 0:
+        k[n // 2] = 0.0
+    shape = [1] * values.ndim
+    shape[axis] = n
+    return np.fft.ifft(1j * k.reshape(shape) * np.fft.fft(values, axis=axis), axis=axis).real
+
+
+def channel_statistics(samples: np.ndarray, nu: float, lengths: tuple[float, ...], h: float = 1.0,
+                       pressure_gradient: float = 0.0) -> ChannelStatistics:
+    """The statistics of the module docstring from ``samples`` (shape ``(T, C, N1[, N2], Ny)``), the viscosity
+    ``nu``, the periods ``lengths`` of the periodic axes (Lx[, Lz]), the half gap ``h`` and the mean pressure
+    gradient G = -dP/dx that drove the window (its mean under a fixed flux)."""
+    samples = np.asarray(samples, dtype=float)
+    components, periodic = samples.shape[1], samples.ndim - 3
+    if components != periodic + 1 or len(lengths) != periodic:
+        raise ValueError(f"samples of shape {samples.shape}: (T, C, N1[, N2], Ny) with C = the number of axes, "
+                         f"and one length per periodic axis (got {len(lengths)})")
+    n = samples.shape[-1]
+    y = chebyshev.points(n, (-h, h))
+    over = (0, *range(2, 2 + periodic))  # the samples and the periodic axes of one component
+    mean = samples.mean(axis=over, keepdims=True)  # (1, C, 1[, 1], Ny)
+    fluctuation = samples - mean
+    u_mean = mean[0, 0].reshape(n)
+    slope = _wall_derivative(u_mean, h)
+    tau_bottom, tau_top = nu * slope[0], -nu * slope[-1]
+    u_tau = float(np.sqrt(0.5 * (abs(tau_bottom) + abs(tau_top))))
+    viscous_length = nu / u_tau
+    bulk = float(chebyshev.weights(n, 2.0 * h) @ u_mean) / (2.0 * h)
+
+    def stress(i: int, j: int) -> np.ndarray:
+        return (fluctuation[:, i] * fluctuation[:, j]).mean(axis=tuple(range(0, 1 + periodic)))
+
+    shear = stress(0, components - 1)
+    gradients = [_periodic_derivative(fluctuation, 2 + a, lengths[a]) for a in range(periodic)]
+    gradients.append(_wall_derivative(fluctuation, h))
+    dissipation = nu * sum((g**2).sum(axis=1) for g in gradients).mean(axis=tuple(range(0, 1 + periodic)))
+    u2 = u_tau**2
+    return ChannelStatistics(
+        y=y, bulk_velocity=bulk, tau_bottom=float(tau_bottom), tau_top=float(tau_top), u_tau=u_tau,
+        re_tau=u_tau * h / nu, viscous_length=viscous_length, y_plus=(h - np.abs(y)) / viscous_length,
+        u_plus=u_mean / u_tau, streamwise=stress(0, 0) / u2, wall_normal=stress(components - 1, components - 1) / u2,
+        spanwise=stress(1, 1) / u2 if components == 3 else None, shear=shear / u2,
+        total_shear_stress=nu * slope - shear, production=-shear * slope, dissipation=dissipation,
+        mean_dissipation=nu * slope**2, pressure_work=pressure_gradient * bulk)
+
+
+def channel_spectra(samples: np.ndarray, lengths: tuple[float, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One-dimensional spectra of the fluctuations along each periodic axis of ``samples`` (layout of the module
+    docstring; ``lengths`` the periods Lx[, Lz]): for axis a, the wavenumbers k = 2 pi m / L_a, m = 0..N_a/2
+    (shape ``(M,)``), and E_ii(k; y) of shape ``(C, M, Ny)``, averaged over the samples and the other periodic
+    axes, one-sided (the modes +-m added), so that sum_k E_ii(k; y) = <u_i'u_i'>(y)."""
+    samples = np.asarray(samples, dtype=float)
+    periodic = samples.ndim - 3
+    fluctuation = samples - samples.mean(axis=(0, *range(2, 2 + periodic)), keepdims=True)
+    found = []
+    for a in range(periodic):
+        axis, n = 2 + a, samples.shape[2 + a]
+        power = np.abs(np.fft.rfft(fluctuation, axis=axis) / n) ** 2
+        doubled = np.full(power.shape[axis], 2.0)
+        doubled[0] = 1.0
+        if n % 2 == 0:
+            doubled[-1] = 1.0  # the Nyquist mode is its own partner
+        shape = [1] * power.ndim
+        shape[axis] = doubled.size
+        power = power * doubled.reshape(shape)
+        others = tuple(2 + b for b in range(periodic) if b != a)
+        found.append((2.0 * np.pi / lengths[a] * np.arange(doubled.size), power.mean(axis=(0, *others))))
+    return found
