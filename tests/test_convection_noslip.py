@@ -133,6 +133,35 @@ def test_a_no_slip_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
             assert np.array_equal(got.read(name), want.read(name))
 
 
+def test_a_no_slip_run_restarts_on_another_grid_and_device_count_by_its_chebyshev_series(devices, tmp_path, capfd):
+    """A run on 8 x 16 over a slab of 2, restarted from its checkpoint onto 16 x 24 over a slab of 4: the state there,
+    at every second x (the points the grids share), is the stored state's interpolating polynomial through its 16
+    Gauss-Lobatto heights (numpy's Chebyshev fit) at the 24 new heights, to round-off; the restart runs on with
+    no flow at the plates."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.1}), straight) == 0
+    ckpt = str(straight / "checkpoints" / "c00000010.json")
+    config = tmp_path / "rb.yaml"
+    config.write_text((straight / "config.yaml").read_text())
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "finer"), "--restart", ckpt,
+                             "--set", "grid.shape=[16,24]", "--set", "fft.mesh=[4]", "--set", "time.t_end=0.2")
+    assert code == 0, err
+    coarse = simulator.Simulation(simulator.load_config(None, CONFIG), devices[:2])
+    stored = grid_fields(coarse, coarse.state_from_file(ckpt))
+    finer = simulator.Simulation(simulator.load_config(None, {**CONFIG, "grid.shape": [16, 24], "fft.mesh": [4]}),
+                                 devices[:4])
+    remapped = grid_fields(finer, finer.state_from_file(ckpt))
+    z16, z24 = (2 * Chebyshev(n, 1.0).points() - 1 for n in (16, 24))
+    for name in ("velocity", "theta"):
+        values = stored[name].reshape(-1, 16)
+        want = np.polynomial.chebyshev.chebval(z24, np.polynomial.chebyshev.chebfit(z16, values.T, 15))
+        got = remapped[name][..., ::2, :].reshape(-1, 24)
+        assert np.max(np.abs(got - want)) < 1e-13 * np.max(np.abs(values))
+    with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap:
+        velocity = snap.read("velocity")
+    assert velocity.shape == (3, 1, 16, 24) and np.max(np.abs(velocity[..., [0, -1]])) < 1e-13
+
+
 BAD = [
     ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
      r"is not available for this equation; no-slip plates for physics\.name = convection2d_noslip"),

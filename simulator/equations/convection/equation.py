@@ -94,6 +94,10 @@ class Convection(SemiLinearEquation):
         u = self.project([even[0], even[1], odd[0]])
         return self.ops.dealias * jnp.concatenate([u, odd[1:]])
 
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """u and v are cosine series, w and theta sine series (:data:`PARITY`)."""
+        return PARITY[:3] if name == "velocity" else PARITY[3:]
+
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         u, v, w, theta = self.real(state)
         return {"temperature": 1 - heights(self.fft, self.box, self.dtype) + theta, "theta": theta,

@@ -29,7 +29,7 @@ from simulator.equations.convection2d_noslip import INFO, NoSlipParams
 from simulator.equations.noise import white_noise
 from simulator.equations.walled import free_fall, kmax_eta
 from simulator.fft import FFTBackend
-from simulator.fft.bases import Chebyshev
+from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
 from simulator.walls import chebyshev, eigen, flow
 
@@ -122,6 +122,10 @@ class NoSlipConvection2D(ImexEquation):
         mean = jax.lax.with_sharding_constraint(jnp.stack([mean_u, jnp.zeros_like(mean_u)]),
                                                 self.fft.replicated_sharding())
         return flow.State(spectra_[0], None, mean, spectra_[1][None])
+
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """Every field is a Chebyshev series across the plates."""
+        return (CHEBYSHEV,) * (3 if name == "velocity" else 1)
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """Temperature, theta, vorticity and the velocity (u, w, 0), on the grid."""
