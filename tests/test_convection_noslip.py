@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 
+import h5py
 import numpy as np
 import pytest
 
@@ -160,6 +161,25 @@ def test_a_no_slip_run_restarts_on_another_grid_and_device_count_by_its_chebyshe
     with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap:
         velocity = snap.read("velocity")
     assert velocity.shape == (3, 1, 16, 24) and np.max(np.abs(velocity[..., [0, -1]])) < 1e-13
+
+
+def test_export_and_the_slice_place_the_gauss_lobatto_heights(tmp_path, capfd):
+    """A no-slip run's netCDF export holds the Gauss-Lobatto heights as its coordinate across the plates (it held
+    uniform points from 0), and its slice figure draws each row of pixels around its own height, from plate to
+    plate (it drew a uniform grid)."""
+    run = tmp_path / "run"
+    values = {**CONFIG, "time.t_end": 0.1, "output.snapshots.every": 10}
+    assert simulator.run_config(simulator.load_config(None, values), run) == 0
+    code, out, err = command(capfd, "export", str(run))
+    assert code == 0, err
+    heights = Chebyshev(16, 1.0).points()
+    with h5py.File(run / "export" / "run.nc") as nc:
+        np.testing.assert_allclose(nc["y"][...], heights, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(nc["x"][...], np.arange(8) * LX / 8, rtol=0, atol=1e-15)
+    fig = simulator.load_run(run).plot.slice("temperature")
+    mesh = fig.axes[0].collections[0]
+    rows = mesh.get_coordinates()[:, 0, 1]
+    np.testing.assert_allclose(rows, np.concatenate([[0.0], (heights[1:] + heights[:-1]) / 2, [1.0]]), atol=1e-15)
 
 
 BAD = [
