@@ -111,6 +111,23 @@ def test_a_distributed_no_slip_run_equals_the_single_device_one(devices, case):
         assert np.abs(got[name] - want[name]).max() < 1e-12 * np.abs(want[name]).max()
 
 
+def test_moving_plates_hold_the_couette_flow_and_drive_it_from_rest(devices):
+    """Plates moving at U0 = -0.5 and U1 = 1 (physics.plate_velocity): the conductive state, their Couette flow
+    U0 + (U1 - U0) z with b = 1 - z, stays steady to round-off (no w, Nu = 1); started from rest, the flow reaches
+    it (the implicit solves hold the plates' velocities) to 1e-12."""
+    sim = convection(devices, ("slab", 2, None), initial__name="conductive", initial__amplitude=0.0,
+                     physics__rayleigh=1e3, physics__plate_velocity=[-0.5, 1.0])
+    z = Chebyshev(16, 1.0).points()
+    want = np.broadcast_to(-0.5 + 1.5 * z, (1, 8, 16))
+    state = advance(sim, sim.initial_state(), 0.05, 10)
+    fields = grid_fields(sim, state)
+    assert np.max(np.abs(fields["velocity"][0] - want)) < 1e-14 and np.max(np.abs(fields["velocity"][1])) < 1e-14
+    assert np.max(np.abs(fields["temperature"] - (1 - z))) < 1e-14
+    rest = sim.state_from_fields(velocity=np.zeros((3, 1, 8, 16)), theta=np.zeros((1, 8, 16)))
+    fields = grid_fields(sim, advance(sim, rest, 1.0, 150))
+    assert np.max(np.abs(fields["velocity"][0] - want)) < 1e-12 and np.max(np.abs(fields["velocity"][1])) < 1e-14
+
+
 CONFIG = {"physics.name": "convection2d_noslip", "physics.rayleigh": 1e4, "grid.shape": [8, 16],
           "grid.box": [LX, 1.0], "precision": "float64", "initial.name": "conductive", "initial.amplitude": 0.1,
           "time.dt": 0.01, "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10,
@@ -193,6 +210,9 @@ BAD = [
     ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
     ({"time.integrator": "rk4"}, r"^error: time\.integrator = 'rk4' is not available"),
     ({"initial.name": "mode", "initial.modes": "[3]"}, r"^error: initial\.modes = \[3\] is out of range"),
+    ({"initial.name": "mode", "physics.plate_velocity": "[0,1]"}, r"^error: initial\.name = 'mode' is not available "
+     r"with moving plates; conductive, or file"),
+    ({"physics.plate_velocity": "[1]"}, r"^error: physics\.plate_velocity = \[1"),
 ]
 
 

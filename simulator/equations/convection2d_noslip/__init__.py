@@ -3,9 +3,10 @@
 Free-fall units, as Dedalus' no-slip example (``examples/ivp_2d_rayleigh_benard``): lengths in the distance H
 between the plates (``grid.box = [Lx, 1]``), times in the free-fall time, nu = (Ra/Pr)^(-1/2), kappa =
 (Ra Pr)^(-1/2); the temperature b = 1 - z + theta, 1 at the bottom plate and 0 at the top, theta its departure from
-the conductive profile (zero at both plates):
+the conductive profile (zero at both plates); the plates at rest, or moving along x at ``physics.plate_velocity``
+= [U0, U1]:
 
-    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,   u = 0 at both plates,
+    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,   u = (U0, 0) at z = 0, (U1, 0) at z = H,
     d theta/dt + u . grad theta = w + kappa lap theta.
 
 The bounded direction has the Chebyshev basis (``grid.walls.velocity: [no-slip, no-slip]``,
@@ -33,6 +34,9 @@ class NoSlipParams(FreeFallParams):
 
     name: str = setting("convection2d_noslip", "equation to solve")
     rayleigh: float = param(1e6, "Rayleigh number Ra = g alpha Delta T H^3 / (nu kappa)", gt=0.0)
+    plate_velocity: tuple[float, float] = setting((0.0, 0.0), "velocity along x of the bottom and the top plate in "
+                                                  "free-fall units: [0, 0] plates at rest; moving plates drive a "
+                                                  "Couette flow U0 + (U1 - U0) z / H between them")
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
@@ -57,6 +61,10 @@ class Mode(InitialCondition):
     modes: tuple[int] = setting((1,), "(m_x,): the horizontal mode number, a = 2 pi m_x / Lx")
 
     def check(self, cfg: Any) -> None:
+        if any(cfg.physics.plate_velocity):
+            raise ConfigError("initial.name", self.name, "conductive, or file: the linear mode is the conductive "
+                              f"state's between plates at rest (physics.plate_velocity = "
+                              f"{list(cfg.physics.plate_velocity)})", "is not available with moving plates")
         nx = cfg.grid.shape[0]
         if not 1 <= self.modes[0] < nx / 3:
             raise ConfigError("initial.modes", list(self.modes), f"1 <= m_x < Nx/3 for grid.shape "

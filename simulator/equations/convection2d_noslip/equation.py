@@ -73,10 +73,19 @@ class NoSlipConvection2D(ImexEquation):
         return (keep_x & (jnp.arange(nz) < 2 * nz / 3)).astype(self.dtype)
 
     def core(self, params: Params) -> flow.NoSlipFlow:
-        """The flow core of this plane's modes: k_x of each, fixed temperatures theta = 0 at both plates."""
+        """The flow core of this plane's modes: k_x of each, the plates' velocities along x, fixed temperatures
+        theta = 0 at both plates."""
         nu, kappa = free_fall(params)
+        bottom, top = self.physics.plate_velocity
+        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=("fixed-value",), values=((0.0, 0.0),))
         return flow.NoSlipFlow(self.kx[..., 0], jnp.zeros_like(self.kx[..., 0]), self.fft.shape[2], self.box[2], nu,
-                               (kappa,), flow.Plates(scalars=("fixed-value",), values=((0.0, 0.0),)))
+                               (kappa,), plates)
+
+    def couette(self) -> jax.Array:
+        """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
+        state (no flow where the plates are at rest)."""
+        bottom, top = self.physics.plate_velocity
+        return bottom + (top - bottom) * self.heights() / self.box[2]
 
     def velocity_hat(self, state: flow.State) -> tuple[jax.Array, jax.Array]:
         """(u_hat, w_hat): u = i dw/dz / k_x by continuity, U (times Nx: the spectrum's normalisation) at k_x = 0."""
@@ -192,10 +201,11 @@ class NoSlipConvection2D(ImexEquation):
 
 
 def conductive(eq: NoSlipConvection2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """theta = A xi 4 z (1 - z), xi unit white noise; no flow."""
+    """theta = A xi 4 z (1 - z), xi unit white noise; the plates' Couette flow (none between plates at rest)."""
     z = eq.heights()
     theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
-    return {"velocity": jnp.zeros((3, *eq.fft.shape), eq.dtype), "theta": theta}
+    couette = jnp.broadcast_to(eq.couette(), eq.fft.shape)
+    return {"velocity": jnp.stack([couette, jnp.zeros_like(couette), jnp.zeros_like(couette)]), "theta": theta}
 
 
 def _mode_profiles(ra: np.ndarray, pr: np.ndarray, a: float, heights: np.ndarray) -> np.ndarray:
