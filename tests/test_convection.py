@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import simulator
-from simulator.equations.plates import K_CRITICAL, RA_CRITICAL, growth_rate
+from simulator.equations.plates import K_CRITICAL, RA_CRITICAL, growth_rate, rotating_onset
 from simulator.output.hdf5 import Snapshot
 
 from support import advance, case_id, command, relative_error, simulation
@@ -268,6 +268,24 @@ def test_a_small_mode_in_a_box_grows_at_the_exact_rate_divergence_free(devices, 
     rate = math.log(float(np.real(np.asarray(state)[3, 1, 0, 1])) / before) / 2.0
     assert rate == pytest.approx(growth_rate(2000.0, 0.7, K_CRITICAL, 1), rel=1e-9)
     assert float(sim.diagnostics(state, 0.01)["divergence"]) < 1e-20
+
+
+@pytest.mark.parametrize("factor", [0.999, 1.001])
+def test_rotation_moves_the_onset_to_chandrasekhar_s(devices, factor):
+    """Rotating about the vertical at Ta = 1000 (physics.taylor), Pr = 1: the mode cos(k_c x) sin(pi z) with its
+    eigenvector (v from the Coriolis force) grows, at 0.1% above the onset Ra = (K^6 + Ta pi^2)/k_c^2 = 2658 of
+    Chandrasekhar's free-slip rotating convection, and decays 0.1% below it, at the rate of his cubic's largest root
+    to 1e-6 (without rotation it would grow at both: the onset there is 657.5), divergence-free."""
+    ra = factor * rotating_onset(1000.0, K_CRITICAL)
+    sim = box(devices, ("slab", 2, None), initial__name="mode", initial__amplitude=1e-8, physics__rayleigh=ra,
+              physics__prandtl=1.0, physics__taylor=1000.0)
+    state = sim.initial_state()
+    before = float(np.real(np.asarray(state)[3, 1, 0, 1]))
+    state = advance(sim, state, 0.05, 100)
+    rate = math.log(float(np.real(np.asarray(state)[3, 1, 0, 1])) / before) / 5.0
+    want = growth_rate(ra, 1.0, K_CRITICAL, 1, taylor=1000.0)
+    assert np.sign(rate) == np.sign(factor - 1) and abs(rate - want) < 1e-6 * abs(want), (rate, want)
+    assert float(sim.diagnostics(state, 0.05)["divergence"]) < 1e-20
 
 
 def test_a_distributed_box_equals_the_single_device_one(devices):

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from simulator.equations.spec import EquationParams, InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
@@ -21,11 +23,29 @@ RA_CRITICAL = 27 * math.pi**4 / 4
 K_CRITICAL = math.pi / math.sqrt(2)
 
 
-def growth_rate(rayleigh: float, prandtl: float, a: float, n: int) -> float:
-    """The exact linear growth rate sigma of the mode cos(a x) sin(n pi z) (module docstring), free-fall units."""
+def growth_rate(rayleigh: float, prandtl: float, a: float, n: int, taylor: float = 0.0) -> float:
+    """The exact linear growth rate sigma of the mode cos(a x) sin(n pi z) (module docstring), free-fall units.
+    Rotating about the vertical at the Taylor number Ta = (2 Omega H^2 / nu)^2 (Coriolis parameter f = sqrt(Ta) nu),
+    the largest real root of Chandrasekhar's (1961, ch. III) cubic
+    (sigma + kappa K^2) [K^2 (sigma + nu K^2)^2 + f^2 (n pi)^2] = a^2 (sigma + nu K^2),
+    whose zero at sigma = 0 is the onset Ra = (K^6 + Ta (n pi)^2) / a^2 (stationary convection; for Pr above about
+    0.68 it comes first)."""
     nu, kappa = math.sqrt(prandtl / rayleigh), 1 / math.sqrt(rayleigh * prandtl)
     k2 = a**2 + (n * math.pi) ** 2
-    return -(nu + kappa) * k2 / 2 + math.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+    if taylor == 0.0:
+        return -(nu + kappa) * k2 / 2 + math.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+    f2q2 = taylor * nu**2 * (n * math.pi) ** 2
+    viscous = np.polynomial.Polynomial([nu * k2, 1.0])
+    cubic = (np.polynomial.Polynomial([kappa * k2, 1.0]) * (k2 * viscous**2 + f2q2) - a**2 * viscous)
+    roots = cubic.roots()
+    return float(max(r.real for r in roots if abs(r.imag) <= 1e-12 * max(1.0, abs(r))))
+
+
+def rotating_onset(taylor: float, a: float, n: int = 1) -> float:
+    """The Rayleigh number at which the mode cos(a x) sin(n pi z) turns from decay to growth rotating at the
+    Taylor number ``taylor`` (stationary convection, Chandrasekhar 1961, ch. III): (K^6 + Ta (n pi)^2) / a^2."""
+    q2 = (n * math.pi) ** 2
+    return ((a**2 + q2) ** 3 + taylor * q2) / a**2
 
 
 @dataclass(frozen=True)
