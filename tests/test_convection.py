@@ -273,7 +273,7 @@ def test_a_small_mode_in_a_box_grows_at_the_exact_rate_divergence_free(devices, 
 @pytest.mark.parametrize("factor", [0.999, 1.001])
 def test_rotation_moves_the_onset_to_chandrasekhar_s(devices, factor):
     """Rotating about the vertical at Ta = 1000 (physics.taylor), Pr = 1: the mode cos(k_c x) sin(pi z) with its
-    eigenvector (v from the Coriolis force) grows, at 0.1% above the onset Ra = (K^6 + Ta pi^2)/k_c^2 = 2658 of
+    eigenvector (v from the Coriolis force) grows, at 0.1% above the onset Ra = (K^6 + Ta pi^2)/k_c^2 = 2657.5 of
     Chandrasekhar's free-slip rotating convection, and decays 0.1% below it, at the rate of his cubic's largest root
     to 1e-6 (without rotation it would grow at both: the onset there is 657.5), divergence-free."""
     ra = factor * rotating_onset(1000.0, K_CRITICAL)
