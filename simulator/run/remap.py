@@ -13,6 +13,11 @@ particle arrays (the cold particles' positions and momenta, :meth:`Equation.stor
 on the grid: they are carried over exactly. The equation's ``from_fields`` then makes the state on this grid
 (its dealiasing, projection, potential).
 
+Between plates (``grid.walls``) the bounded axis is no periodic series: each field is first remapped across the
+plates, on the stored grid's periodic sizes, by its own series (:meth:`Equation.wall_series`: a sine or cosine series'
+modes, a Chebyshev series' coefficients; :func:`simulator.fft.bases.resample_matrix`, one matrix product along that
+axis), then along the plates as above, where the bounded axis, now of this run's size, maps identically.
+
 Exact for a band-limited state: the field of a finer grid equals the one computed there to round-off.
 """
 
@@ -134,8 +139,9 @@ def _across_plates(fields: Mapping[str, jax.Array], stored: Equation,
     shape = (*stored.fft.shape[:2], eq.fft.shape[2])
     fft = on_grid(eq.fft, shape)
     if fft is None:
-        raise ConfigError("grid.shape", list(eq.fft.shape), f"a state whose grid decomposes over the "
-                          f"{jax.device_count()} devices of this run", f"needs grid {list(shape)} between")
+        raise ConfigError("grid.shape", list(eq.fft.shape), f"a grid whose remap through {list(shape)} (the stored "
+                          f"sizes along the plates, this run's across them) decomposes over the {jax.device_count()} "
+                          "devices of this run", "cannot be reached from the stored state")
     across = type(eq)(fft, eq.box, eq.dtype, eq.physics)
     out = {}
     for name, f in fields.items():
