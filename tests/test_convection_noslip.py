@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+import yaml
 
 import simulator
 from simulator.fft.bases import Chebyshev
@@ -197,6 +199,30 @@ def test_export_and_the_slice_place_the_gauss_lobatto_heights(tmp_path, capfd):
     mesh = fig.axes[0].collections[0]
     rows = mesh.get_coordinates()[:, 0, 1]
     np.testing.assert_allclose(rows, np.concatenate([[0.0], (heights[1:] + heights[:-1]) / 2, [1.0]]), atol=1e-15)
+
+
+def test_a_sweep_of_moving_plates_is_one_ensemble_job_and_a_bad_point_refuses_it(tmp_path, monkeypatch, capfd):
+    """A sweep of the shipped no-slip config over the top plate's velocity and the Rayleigh number, as an ensemble:
+    every point validated (plates and all), the points of one plate velocity one group, and `--submit --dry-run` the
+    array job of the shipped Slurm template; a point whose plates move with the linear mode as its start refuses
+    the sweep in one line, nothing written."""
+    shipped = Path(simulator.__file__).parents[1] / "configs" / "convection_2d_noslip.yaml"
+    body = {"name": "plates", "base": str(shipped), "set": {"grid.shape": [8, 16]}, "ensemble": True,
+            "grid": {"physics.rayleigh": [1e4, 2e4]}}
+    monkeypatch.chdir(tmp_path)
+    # the plates' velocity is structure (the stage solves are built for it): one group per velocity
+    for i, (velocities, group) in enumerate((([[0.0, 0.5]], "1 group(s)"), ([[0.0, 0.0], [0.0, 0.5]], "2 group(s)"))):
+        sweep = {**body, "grid": {**body["grid"], "physics.plate_velocity": velocities}}
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump(sweep))
+        code, out, err = command(capfd, "sweep", "s.yaml", "--out", f"sw{i}", "--submit", "--dry-run")
+        assert code == 0, err
+        lines = out.splitlines()
+        assert f"ensemble: {group} of the same structure" in out and lines[-1].startswith("sbatch --parsable")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**body, "set": {**body["set"], "initial.name": "mode",
+                                                                      "physics.plate_velocity": [0.0, 1.0]}}))
+    code, out, err = command(capfd, "sweep", "s.yaml", "--out", "bad", "--submit", "--dry-run")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not available with moving plates" in err, err
+    assert not (tmp_path / "bad").exists()
 
 
 BAD = [
