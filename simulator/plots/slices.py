@@ -9,6 +9,11 @@ On a log colour scale a cell holding nothing (a particle density's empty cell) h
 limits are the filled cells' and an empty cell is drawn in the colour bar's lowest colour, below its range (the
 bar's triangle at that end), not left blank, so that it never reads as a white hole in the image.
 
+Between plates (``grid.walls``) the bounded axis is drawn on the heights the snapshot stores as its coordinate
+(the free-slip cell centres, the no-slip Gauss-Lobatto points, which crowd at the plates), each point's cell running
+to the midpoints between it and its neighbours and the end cells to the plates, so the image spans the plates
+exactly (:func:`cell_edges`); a periodic axis keeps its pixels centred on ``i L / N``.
+
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer index), so
 a figure of a 2048^3 run needs memory for a plane, not for a field.
 """
@@ -100,12 +105,37 @@ def axis_names(shape: Sequence[int]) -> str:
     return planes.axis_names(shape)
 
 
-def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:
+def bounded_axis(config: dict[str, Any]) -> int | None:
+    """The box axis between plates: the last (a plane's y, a box's z) when ``grid.walls`` names one, else None."""
+    walls = config.get("grid", {}).get("walls") or {}
+    return 2 if walls.get("axis") else None
+
+
+def heights(snap: Snapshot, field: str, bounded: int | None) -> np.ndarray | None:
+    """The points of the bounded axis as the snapshot stores them (its coordinate of that axis's name), None for
+    a periodic run."""
+    if bounded is None:
+        return None
+    name = axis_names(snap.shape(field))[bounded]
+    return np.asarray(snap.file[name][()], np.float64)
+
+
+def cell_edges(points: np.ndarray, length: float) -> np.ndarray:
+    """The ``N + 1`` cell edges of ``N`` points between plates at 0 and ``length``: the midpoints between
+    neighbours, and the plates themselves at the ends (the cell centres' edges ``j L / N``; a Gauss-Lobatto
+    grid's first and last cells, half as wide as their neighbours' share, end on the plates its end points lie
+    on)."""
+    return np.concatenate([[0.0], 0.5 * (points[1:] + points[:-1]), [length]])
+
+
+def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units",
+                 points: np.ndarray | None = None) -> list[Panel]:
     """The two images of one snapshot, side by side on the canvas: the mid-plane normal to ``axis`` of
     ``field`` (one plane read, all components of a vector field), then for a vector field the signed
     component normal to that plane (from the same plane), for a scalar field its mean along ``axis``.
     Colour bars carry the field's declared units (``FieldInfo.units``); the plane's position is in
-    ``length`` units (so a spatial z never reads as a redshift z)."""
+    ``length`` units (so a spatial z never reads as a redshift z), read from ``points`` (the bounded axis's
+    heights, :func:`heights`) when the plane is normal to the axis between plates."""
     shape = snap.shape(field)
     vector = len(shape) == 4
     middle = shape[-3 + axis] // 2
@@ -115,7 +145,8 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     symbol = style.symbol or field
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     unit = f" [${style.units}$]" if style.units else ""
-    where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
+    bounded = points is not None and axis == 2
+    where = float(points[middle]) if bounded else middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
     if planes.holds_plane(shape):  # a plane: the field itself (a vector's magnitude), each member of a stack
         members = range(min(shape[0], STACKED_PANELS)) if vector and style.stacked else [None]
@@ -171,18 +202,26 @@ def floored(name: str) -> Colormap:
 
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
-                 axis: int, heading: str, length: str = "code units", names: str = AXES) -> Figure:
+                 axis: int, heading: str, length: str = "code units", names: str = AXES,
+                 points: np.ndarray | None = None) -> Figure:
     """The slice figure: panels side by side, axes in ``length`` units (named by ``names``: :func:`axis_names`), a
-    colour bar under each."""
+    colour bar under each. ``points``: the heights of the axis between plates (box axis 2), drawn where they
+    are (:func:`cell_edges`) when that axis lies in the plane; None for a periodic run."""
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as wide as the images
     # with the images filling the height, the default pad (3 pt) let a panel title touch the heading
     fig.get_layout_engine().set(h_pad=0.06)
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
         empty = panel.log and bool(np.isnan(panel.data).any())  # elsewhere NaN is a value not finite: left blank
-        image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
-                          cmap=floored(panel.cmap) if panel.log else panel.cmap, vmin=lo, vmax=hi,
-                          interpolation="nearest")
+        cmap = floored(panel.cmap) if panel.log else panel.cmap
+        if points is not None and up == 2:  # the bounded axis, vertical: cells on its real heights
+            dx = box[across] / panel.data.shape[0]
+            xs = np.arange(panel.data.shape[0] + 1) * dx - dx / 2
+            image = ax.pcolormesh(xs, cell_edges(points, box[up]), panel.data.T, cmap=cmap, vmin=lo, vmax=hi)
+            ax.set_aspect("equal")
+        else:
+            image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
+                              cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
         ax.set_xlabel(f"{names[across]} ({length})")
         ax.set_ylabel(f"{names[up]} ({length})")
         ax.set_title(panel.title, fontsize="small")
@@ -215,10 +254,11 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             tell(f"passed over {path}: {err}")
             continue
         with snap, reading(path):  # what its fields or attributes raise: the file named, not snapshots/
-            panels = slice_panels(snap, field, axis, info, length)
+            points = heights(snap, field, bounded_axis(config))
+            panels = slice_panels(snap, field, axis, info, length, points)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
             fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length,
-                               axis_names(snap.shape(field)))
+                               axis_names(snap.shape(field)), points)
             overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
@@ -247,10 +287,11 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
     readable: list[Path] = []
     limits: list[tuple[float, float]] = []
     length = unit(config, info, "length")
+    bounded = bounded_axis(config)
     for path in snapshot_files(run_dir):
         try:
             with Snapshot(path) as snap:
-                these = _limits(slice_panels(snap, field, axis, info, length))
+                these = _limits(slice_panels(snap, field, axis, info, length, heights(snap, field, bounded)))
         except IncompleteOutputError as err:
             tell(f"passed over {path}: {err}")
             continue
@@ -262,9 +303,10 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
 
     def frame(path: Path) -> Figure:
         with Snapshot(path) as snap, reading(path):
-            return slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
-                                snapshot_heading(config, info, float(snap.attrs["time"])), length,
-                                axis_names(snap.shape(field)))
+            points = heights(snap, field, bounded)
+            return slice_figure(slice_panels(snap, field, axis, info, length, points), limits, snap.attrs["box"],
+                                axis, snapshot_heading(config, info, float(snap.attrs["time"])), length,
+                                axis_names(snap.shape(field)), points)
 
     return [partial(frame, path) for path in readable]
 
