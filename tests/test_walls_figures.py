@@ -5,6 +5,7 @@ volume, and the horizontally averaged profiles against the wall-normal coordinat
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +17,14 @@ from simulator.plots.profiles import PANELS
 
 from support import command
 
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
 #: one critical wavelength of no-slip convection wide
 LX = 2 * math.pi / 3.117
 
 
 def walled_run(capfd, run, physics: str, shape: str) -> None:
-    code, _, err = command(capfd, "run", "configs/convection_2d_noslip.yaml", "--out", str(run), "--overwrite",
+    code, _, err = command(capfd, "run", str(CONFIGS / "convection_2d_noslip.yaml"), "--out", str(run), "--overwrite",
                            "--set", f"physics.name={physics}", "--set", f"grid.shape={shape}",
                            "--set", f"grid.box=[{LX}, 1]", "--set", "physics.rayleigh=3000",
                            "--set", "time.integrator=" + ("rk222" if physics.endswith("noslip") else "etdrk4"),
