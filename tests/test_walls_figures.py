@@ -24,7 +24,8 @@ LX = 2 * math.pi / 3.117
 
 
 def walled_run(capfd, run, physics: str, shape: str) -> None:
-    code, _, err = command(capfd, "run", str(CONFIGS / "convection_2d_noslip.yaml"), "--out", str(run), "--overwrite",
+    code, _, err = command(capfd, "run", str(CONFIGS / "convection_2d_noslip.yaml"), "--out", str(run),
+                           "--overwrite",
                            "--set", f"physics.name={physics}", "--set", f"grid.shape={shape}",
                            "--set", f"grid.box=[{LX}, 1]", "--set", "physics.rayleigh=3000",
                            "--set", "time.integrator=" + ("rk222" if physics.endswith("noslip") else "etdrk4"),

@@ -20,9 +20,9 @@ def test_plan_of_a_walled_run_gives_its_bytes_per_cell_and_what_an_80_gb_gpu_hol
     CPU): it fits, the plan names the plates' series, its peak memory in bytes per cell, and the largest grid of the
     config's aspect that the device holds, past the config's own grid."""
     # a process of its own: the suite's JAX already holds 8 CPU devices, and a plan for one device sets its own
-    done = subprocess.run([sys.executable, "-m", "simulator", "plan", str(CONFIGS / f"{config}.yaml"), "--platform", "gpu",
-                           "--memory", "80GB", "--devices", "1"], capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = subprocess.run([sys.executable, "-m", "simulator", "plan", str(CONFIGS / f"{config}.yaml"),
+                           "--platform", "gpu", "--memory", "80GB", "--devices", "1"], capture_output=True, text=True,
+                          timeout=300, check=False)
     out = done.stdout
     assert done.returncode == 0, done.stderr[-2000:]
     series = "Chebyshev" if config.endswith("noslip") else "sine and cosine"
