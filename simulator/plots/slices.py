@@ -9,11 +9,6 @@ On a log colour scale a cell holding nothing (a particle density's empty cell) h
 limits are the filled cells' and an empty cell is drawn in the colour bar's lowest colour, below its range (the
 bar's triangle at that end), not left blank, so that it never reads as a white hole in the image.
 
-Between plates (``grid.walls``) the bounded axis is drawn on the heights the snapshot stores as its coordinate
-(the free-slip cell centres, the no-slip Gauss-Lobatto points, which crowd at the plates), each point's cell running
-to the midpoints between it and its neighbours and the end cells to the plates, so the image spans the plates
-exactly (:func:`cell_edges`); a periodic axis keeps its pixels centred on ``i L / N``.
-
 Snapshots are read one plane at a time (:meth:`simulator.output.hdf5.Snapshot.read` with one integer index), so
 a figure of a 2048^3 run needs memory for a plane, not for a field.
 """
@@ -105,37 +100,12 @@ def axis_names(shape: Sequence[int]) -> str:
     return planes.axis_names(shape)
 
 
-def bounded_axis(config: dict[str, Any]) -> int | None:
-    """The box axis between plates: the last (a plane's y, a box's z) when ``grid.walls`` names one, else None."""
-    walls = config.get("grid", {}).get("walls") or {}
-    return 2 if walls.get("axis") else None
-
-
-def heights(snap: Snapshot, field: str, bounded: int | None) -> np.ndarray | None:
-    """The points of the bounded axis as the snapshot stores them (its coordinate of that axis's name), None for
-    a periodic run."""
-    if bounded is None:
-        return None
-    name = axis_names(snap.shape(field))[bounded]
-    return np.asarray(snap.file[name][()], np.float64)
-
-
-def cell_edges(points: np.ndarray, length: float) -> np.ndarray:
-    """The ``N + 1`` cell edges of ``N`` points between plates at 0 and ``length``: the midpoints between
-    neighbours, and the plates themselves at the ends (the cell centres' edges ``j L / N``; a Gauss-Lobatto
-    grid's first and last cells, half as wide as their neighbours' share, end on the plates its end points lie
-    on)."""
-    return np.concatenate([[0.0], 0.5 * (points[1:] + points[:-1]), [length]])
-
-
-def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units",
-                 points: np.ndarray | None = None) -> list[Panel]:
+def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:
     """The two images of one snapshot, side by side on the canvas: the mid-plane normal to ``axis`` of
     ``field`` (one plane read, all components of a vector field), then for a vector field the signed
     component normal to that plane (from the same plane), for a scalar field its mean along ``axis``.
     Colour bars carry the field's declared units (``FieldInfo.units``); the plane's position is in
-    ``length`` units (so a spatial z never reads as a redshift z), read from ``points`` (the bounded axis's
-    heights, :func:`heights`) when the plane is normal to the axis between plates."""
+    ``length`` units (so a spatial z never reads as a redshift z)."""
     shape = snap.shape(field)
     vector = len(shape) == 4
     middle = shape[-3 + axis] // 2
@@ -145,8 +115,7 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     symbol = style.symbol or field
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     unit = f" [${style.units}$]" if style.units else ""
-    bounded = points is not None and axis == 2
-    where = float(points[middle]) if bounded else middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
+    where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
     if planes.holds_plane(shape):  # a plane: the field itself (a vector's magnitude), each member of a stack
         members = range(min(shape[0], STACKED_PANELS)) if vector and style.stacked else [None]
@@ -193,6 +162,21 @@ def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int
     return (-dx / 2, box[across] - dx / 2, -dy / 2, box[up] - dy / 2)
 
 
+def plate_edges(heights: np.ndarray, length: float) -> np.ndarray:
+    """The cell edges of the points ``heights`` ``(N,)`` between plates at 0 and ``length``: the plates, and the
+    midpoints between neighbours, ``(N + 1,)``, so each pixel is drawn around its own point (a free-slip grid's
+    cells are its cells; a Gauss-Lobatto grid's crowd at the plates)."""
+    return np.concatenate([[0.0], 0.5 * (heights[1:] + heights[:-1]), [length]])
+
+
+def plate_heights(config: dict[str, Any], snap: Snapshot, field: str) -> np.ndarray | None:
+    """The heights a walled run's snapshot holds across its plates (the box's last axis: cell centres between
+    free-slip plates, Gauss-Lobatto points between no-slip ones), ``(N,)``; None for a periodic run."""
+    if not ((config.get("grid") or {}).get("walls") or {}).get("axis"):
+        return None
+    return np.asarray(snap.file[axis_names(snap.shape(field))[2]][...], float)
+
+
 def floored(name: str) -> Colormap:
     """The colour map ``name`` with the cells that have no value (NaN: a particle density's empty cell on a log
     scale) and those below its range in its lowest colour: empty is below the least filled cell, and a blank
@@ -203,10 +187,10 @@ def floored(name: str) -> Colormap:
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
                  axis: int, heading: str, length: str = "code units", names: str = AXES,
-                 points: np.ndarray | None = None) -> Figure:
+                 heights: np.ndarray | None = None) -> Figure:
     """The slice figure: panels side by side, axes in ``length`` units (named by ``names``: :func:`axis_names`), a
-    colour bar under each. ``points``: the heights of the axis between plates (box axis 2), drawn where they
-    are (:func:`cell_edges`) when that axis lies in the plane; None for a periodic run."""
+    colour bar under each; ``heights``: the points across the plates of a walled run (:func:`plate_heights`), each
+    pixel drawn around its own point there."""
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as wide as the images
     # with the images filling the height, the default pad (3 pt) let a panel title touch the heading
     fig.get_layout_engine().set(h_pad=0.06)
@@ -214,11 +198,10 @@ def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]],
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
         empty = panel.log and bool(np.isnan(panel.data).any())  # elsewhere NaN is a value not finite: left blank
         cmap = floored(panel.cmap) if panel.log else panel.cmap
-        if points is not None and up == 2:  # the bounded axis, vertical: cells on its real heights
-            dx = box[across] / panel.data.shape[0]
-            xs = np.arange(panel.data.shape[0] + 1) * dx - dx / 2
-            image = ax.pcolormesh(xs, cell_edges(points, box[up]), panel.data.T, cmap=cmap, vmin=lo, vmax=hi)
-            ax.set_aspect("equal")
+        if heights is not None and 2 in (across, up):  # points not uniform from 0: a mesh at their own edges
+            edges = [plate_edges(heights, box[2]) if a == 2 else (np.arange(n + 1) - 0.5) * (box[a] / n)
+                     for a, n in zip((across, up), panel.data.shape, strict=True)]
+            image = ax.pcolormesh(*edges, panel.data.T, cmap=cmap, vmin=lo, vmax=hi)
         else:
             image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
                               cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
@@ -254,11 +237,10 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             tell(f"passed over {path}: {err}")
             continue
         with snap, reading(path):  # what its fields or attributes raise: the file named, not snapshots/
-            points = heights(snap, field, bounded_axis(config))
-            panels = slice_panels(snap, field, axis, info, length, points)
+            panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
             fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length,
-                               axis_names(snap.shape(field)), points)
+                               axis_names(snap.shape(field)), plate_heights(config, snap, field))
             overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
@@ -287,11 +269,10 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
     readable: list[Path] = []
     limits: list[tuple[float, float]] = []
     length = unit(config, info, "length")
-    bounded = bounded_axis(config)
     for path in snapshot_files(run_dir):
         try:
             with Snapshot(path) as snap:
-                these = _limits(slice_panels(snap, field, axis, info, length, heights(snap, field, bounded)))
+                these = _limits(slice_panels(snap, field, axis, info, length))
         except IncompleteOutputError as err:
             tell(f"passed over {path}: {err}")
             continue
@@ -303,10 +284,9 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
 
     def frame(path: Path) -> Figure:
         with Snapshot(path) as snap, reading(path):
-            points = heights(snap, field, bounded)
-            return slice_figure(slice_panels(snap, field, axis, info, length, points), limits, snap.attrs["box"],
-                                axis, snapshot_heading(config, info, float(snap.attrs["time"])), length,
-                                axis_names(snap.shape(field)), points)
+            return slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
+                                snapshot_heading(config, info, float(snap.attrs["time"])), length,
+                                axis_names(snap.shape(field)), plate_heights(config, snap, field))
 
     return [partial(frame, path) for path in readable]
 
