@@ -79,7 +79,7 @@ class NoSlipConvection2D(ImexEquation):
         bottom, top = self.physics.plate_velocity
         plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=("fixed-value",), values=((0.0, 0.0),))
         return flow.NoSlipFlow(self.kx[..., 0], jnp.zeros_like(self.kx[..., 0]), self.fft.shape[2], self.box[2], nu,
-                               (kappa,), plates)
+                               (kappa,), plates, planar=True)
 
     def couette(self) -> jax.Array:
         """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
@@ -94,13 +94,18 @@ class NoSlipConvection2D(ImexEquation):
         return jnp.where(mean, self.fft.shape[1] * state.mean[0], u), state.w
 
     def _grid(self, state: flow.State) -> dict[str, jax.Array]:
-        """u, w, theta and their x and z derivatives on the grid, one batched inverse transform."""
+        """u, w, theta and their x and z derivatives on the grid, one field's spectrum formed and transformed at a
+        time (a loop, not one batch of nine: the nine spectra and their transforms' work space would be the
+        step's largest memory)."""
         u, w = self.velocity_hat(state)
-        theta = state.scalars[0]
         ikx = 1j * self.kx
-        names = ("u", "w", "theta", "u_x", "u_z", "w_x", "w_z", "theta_x", "theta_z")
-        spectra_ = jnp.stack([u, w, theta, ikx * u, self._dz(u), ikx * w, self._dz(w), ikx * theta, self._dz(theta)])
-        return dict(zip(names, self._inverse(spectra_), strict=True))
+
+        def one(i: jax.Array) -> jax.Array:
+            base = jnp.stack([u, w, state.scalars[0]])[i // 3]
+            return self._inverse(jax.lax.switch(i % 3, (lambda f: f, lambda f: ikx * f, self._dz), base))
+
+        names = ("u", "u_x", "u_z", "w", "w_x", "w_z", "theta", "theta_x", "theta_z")
+        return dict(zip(names, jax.lax.map(one, jnp.arange(len(names))), strict=True))
 
     def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
         """h_w, h_zeta (zero), h_U and h_theta of the module docstring."""
@@ -114,8 +119,12 @@ class NoSlipConvection2D(ImexEquation):
                                                 self.fft.replicated_sharding())
         return flow.State(-self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None, mean, hat[2][None])
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params) -> flow.State:
-        return self.core(params).step(self.explicit, dt)(state, t)
+    def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
+        return self.core(params).factor(dt)
+
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params,
+                  factored: flow.Factored | None = None) -> flow.State:
+        return self.core(params).step(self.explicit, dt, factored)(state, t)
 
     # ---- states and fields ------------------------------------------------------------------------------
 
