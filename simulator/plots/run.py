@@ -17,6 +17,8 @@
   ``statistics.h5`` when the run wrote one (:mod:`simulator.plots.statistics`);
 * ``tasks``: ``task_<name>.png`` from ``tasks.h5`` for each user-defined output (``output.tasks``,
   :mod:`simulator.plots.tasks`);
+* ``profiles``: ``channel_profiles.png`` from a channel's ``profiles.h5``, U+(y+) against the law of the wall and
+  the Reynolds stresses in wall units, averaged over the window (:mod:`simulator.plots.channel`);
 * ``trajectories``: ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one
   (:mod:`simulator.plots.lagrangian`);
 * a registered kind's own figures (its ``figures(run_dir, config, pdf)``) when its files are there;
@@ -54,6 +56,7 @@ from simulator.output.base import OutputKind
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
+from simulator.plots.channel import plot_profiles
 from simulator.plots.figures import Figures, check_window, default_style, drawn_or_skipped, note
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.slices import AXES, plot_frames, plot_slice
@@ -152,6 +155,8 @@ FAMILIES = {
                          lambda c: plot_statistics(c.run_dir, c.config, c.info, c.pdf, c.window)),
     "tasks": Family("the task figures", lambda c: plot_tasks(c.run_dir, c.config, c.info, c.pdf)),
     "trajectories": Family("the Lagrangian figure", lambda c: plot_lagrangian(c.run_dir, c.config, c.info, c.pdf)),
+    "profiles": Family("the channel's wall-unit profiles",
+                       lambda c: plot_profiles(c.run_dir, c.config, c.info, c.pdf, c.window)),
 }
 
 
