@@ -165,3 +165,32 @@ def test_bad_channel_input_is_one_line_exit_2_and_nothing_written(tmp_path, capf
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
+    """Laminar Poiseuille flow at Re = 100 under a fixed pressure gradient, through run_config with profiles:
+    load_run reads back <u> = 1 - y^2, no Reynolds stress, the total shear stress -G y; the wall units of the
+    window (simulator.walls.channel.wall_units) give u_tau = (2/Re)^(1/2), U+ = <u>/u_tau; simulator plot draws
+    channel_profiles.png and the time series of the wall stresses."""
+    from simulator.plots.run import plot_run
+    from simulator.walls.channel import wall_units
+
+    config = {"physics.name": "channel2d", "physics.reynolds": 100.0, "grid.shape": [8, 16], "precision": "float64",
+              "initial.name": "laminar", "time.dt": 0.01, "time.t_end": 0.1, "output.chunk": 5,
+              "output.profiles.every": 5, "runtime.cpu_devices": 8}
+    assert simulator.run_config(simulator.load_config(None, config), tmp_path / "run") == 0
+    run = simulator.load_run(tmp_path / "run")
+    data = run.output("profiles")
+    y = Chebyshev(16, 2.0).points() - 1
+    np.testing.assert_allclose(data["z"], y + 1, atol=1e-15)
+    np.testing.assert_allclose(data["mean_velocity"][-1], channel.poiseuille(y), atol=1e-14)
+    assert np.abs(data["reynolds_uv"]).max() == 0.0 and np.abs(data["reynolds_uu"]).max() < 1e-28
+    np.testing.assert_allclose(data["total_shear_stress"][-1], -2 / 100 * y, atol=1e-15)
+    wall = wall_units(y, *(data[k][-1] for k in ("mean_velocity", "reynolds_uu", "reynolds_vv", "reynolds_uv",
+                                                 "total_shear_stress")), 1 / 100)
+    assert wall.u_tau == pytest.approx(math.sqrt(2 / 100), rel=1e-13) and wall.tau_top == pytest.approx(0.02, 1e-13)
+    np.testing.assert_allclose(wall.u_plus, channel.poiseuille(y) / math.sqrt(2 / 100), rtol=1e-13, atol=1e-14)
+    series = run.timeseries
+    assert np.allclose(series["tau_bottom"], 0.02, rtol=1e-12) and np.allclose(series["re_tau"], math.sqrt(200))
+    written = {p.name for p in plot_run(tmp_path / "run")}
+    assert {"channel_profiles.png", "timeseries.png"} <= written
