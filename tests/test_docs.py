@@ -818,7 +818,7 @@ EQUATION_PAGES = {"navier_stokes": "navier-stokes.md", "boussinesq": "boussinesq
                   "schrodinger_poisson": "schrodinger-poisson.md", "fdm_cosmo": "cosmology.md", "ns2d": "plane.md",
                   "boussinesq2d": "plane.md", "mhd2d": "plane.md", "sw1l": "shallow-water.md",
                   "convection2d": "walls.md", "convection": "walls.md", "convection2d_noslip": "walls.md",
-                  "channel2d": "channels.md"}
+                  "channel2d": "channels.md", "channel": "channels.md"}
 
 
 def test_every_timeseries_column_is_defined_under_its_equations_diagnostics():

@@ -56,10 +56,12 @@ class ChannelParams(EquationParams):
         return {"viscosity": 1 / self.reynolds, "viscous_length": 1 / (self.reynolds * u_tau)}
 
     def check(self, cfg: Any) -> None:
-        """Plates across y, two apart, no-slip; :func:`simulator.walls.channel.check_channel`'s refusals."""
+        """Plates across the last direction, two apart, no-slip; :func:`simulator.walls.channel.check_channel`'s
+        refusals."""
         walls = cfg.grid.walls
         if not walls.on:
-            raise ConfigError("grid.walls.axis", None, f"y: {self.name} runs between two plates across the last "
+            raise ConfigError("grid.walls.axis", None, f"{'y' if cfg.grid.plane else 'z'}: {self.name} runs between "
+                              "two plates across the last "
                               "direction", "leaves the grid periodic")
         check_channel(self.drive, self.reynolds, tuple(walls.velocity), self.flux if self.drive == "flux" else None)
         if abs(cfg.grid.box[-1] - 2.0) > 1e-12:

@@ -35,25 +35,31 @@ from simulator.fft import FFTBackend
 from simulator.fft.bases import Chebyshev
 from simulator.observables import spectra
 from simulator.walls import channel, chebyshev, flow
+from simulator.walls.wall_normal import horizontal_velocity
 
 CHEB = "chebyshev"
 
 
-@final
-class Channel2D(ImexEquation):
-    """A plane channel between no-slip plates (slab or single backend)."""
+class ChannelFlow(ImexEquation):
+    """A channel between no-slip plates, in a plane (``Channel2D``) or a box (:mod:`simulator.equations.channel`):
+    the components of a velocity are listed streamwise, [spanwise,] wall-normal."""
 
-    info = INFO
-    # the spectra in the real layout (split along x, whole along y); the mean flow whole on every device
-    space: ClassVar[dict[str, str]] = {"w": "real", "mean": "particles"}
-    _LEAVES: ClassVar[tuple[str, ...]] = ("kx",)
+    # the spectra in the real layout (split along the first axis, whole across the plates); the mean flow whole on
+    # every device
+    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles"}
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: ChannelParams | None = None):
         physics = ChannelParams() if physics is None else physics
         super().__init__(fft, box, dtype, physics)
-        self.kx = fft.wall_wavenumbers(tuple(self.box), self.dtype)[1]  # (1, Nx, 1)
+        k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
+        # a plane's streamwise axis is the second of (1, Nx, Ny); a box's the first, its spanwise the second
+        self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
 
-    # ---- layout --------------------------------------------------------------------------------------------
+    @property
+    def plane(self) -> bool:
+        """Whether the channel is a plane (x, y), not a box (x, y, z)."""
+        return self.info.dimensions == 2
 
     @property
     def drive(self) -> str:
@@ -66,6 +72,19 @@ class Channel2D(ImexEquation):
         given = self.physics.pressure_gradient
         return 2 / params["reynolds"] if given is None else given
 
+    @property
+    def _periodic(self) -> tuple[tuple[int, float, float], ...]:
+        """(axis, points, period) of the streamwise and (a box's) spanwise directions."""
+        axes = (1,) if self.plane else (0, 1)
+        return tuple((a, self.fft.shape[a], self.box[a]) for a in axes)
+
+    @property
+    def _count(self) -> int:
+        """The points of a plane of the periodic directions: the unnormalised spectrum's mean factor."""
+        return self.fft.shape[0] * self.fft.shape[1]
+
+    # ---- layout --------------------------------------------------------------------------------------------
+
     def _forward(self, x: jax.Array) -> jax.Array:
         return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEB), self.fft.real_sharding(x.ndim - 3))
 
@@ -74,53 +93,75 @@ class Channel2D(ImexEquation):
                                       CHEB)
 
     def _dy(self, k: jax.Array) -> jax.Array:
+        """d/dy across the plates of a Chebyshev series (the wall-normal direction, whatever the config calls it)."""
         return chebyshev.derivative(k, self.box[2])
 
+    def _mean_mode(self) -> jax.Array:
+        return (self.kx == 0) & (self.ky == 0)
+
     def _dealias(self) -> jax.Array:
-        nx, ny = self.fft.shape[1], self.fft.shape[2]
-        keep_x = jnp.abs(self.kx * (self.box[1] / (2 * jnp.pi))) < nx / 3
-        return (keep_x & (jnp.arange(ny) < 2 * ny / 3)).astype(self.dtype)
+        """The 2/3 rule along each periodic direction and along the Chebyshev coefficients."""
+        keep = jnp.arange(self.fft.shape[2]) < 2 * self.fft.shape[2] / 3
+        for k, (_, n, length) in zip((self.kx, self.ky), self._periodic, strict=False):
+            keep = keep & (jnp.abs(k * (length / (2 * jnp.pi))) < n / 3)
+        return keep.astype(self.dtype)
 
     def _replicated(self, x: jax.Array) -> jax.Array:
         return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())
+
+    def _mean_of(self, hat: jax.Array) -> jax.Array:
+        """The periodic mean's Chebyshev coefficients ``(Ny,)`` of a walled spectrum."""
+        return jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat, 0.0), axis=(0, 1))) / self._count
 
     def plate_velocity(self, params: Params) -> jax.Array:
         """U: the top plate's speed (the bottom one's is -U); zero unless the drive is ``couette``."""
         return params["plate_velocity"] if self.drive == "couette" else jnp.zeros((), self.dtype)
 
     def core(self, params: Params) -> flow.NoSlipFlow:
-        """The flow core of this plane's modes at nu = 1/Re, the plates at -U and +U."""
+        """The flow core of these modes at nu = 1/Re, the plates at -U and +U along x."""
         speed = self.plate_velocity(params)
-        return flow.NoSlipFlow(self.kx[..., 0], jnp.zeros_like(self.kx[..., 0]), self.fft.shape[2], self.box[2],
-                               1 / params["reynolds"], plates=flow.Plates(velocity=((-speed, 0.0), (speed, 0.0))))
+        kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
+        return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
+                               plates=flow.Plates(velocity=((-speed, 0.0), (speed, 0.0))))
 
-    def velocity_hat(self, state: flow.State) -> tuple[jax.Array, jax.Array]:
-        """(u_hat, v_hat): u = i dv/dy / k_x by continuity, U (times Nx: the spectrum's normalisation) at k_x = 0."""
-        mean = self.kx == 0
-        u = 1j * self._dy(state.w) / jnp.where(mean, 1.0, self.kx)
-        return jnp.where(mean, self.fft.shape[1] * state.mean[0], u), state.w
+    def velocity_hat(self, state: flow.State) -> list[jax.Array]:
+        """The spectra of the velocity's components, streamwise, [spanwise,] wall-normal: the periodic ones by
+        continuity and the wall-normal vorticity (:func:`simulator.walls.wall_normal.horizontal_velocity`), the mean
+        flow (times the plane's points: the spectrum's normalisation) at k = 0."""
+        mean = self._mean_mode()
+        zeta = jnp.zeros_like(state.w) if state.zeta is None else state.zeta
+        u, v = horizontal_velocity(state.w, zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
+                                   self.box[2])
+        u = jnp.where(mean, self._count * state.mean[0], u)
+        if self.plane:
+            return [u, state.w]
+        return [u, jnp.where(mean, self._count * state.mean[1], v), state.w]
 
-    def _grid(self, state: flow.State) -> dict[str, jax.Array]:
-        """u, v and their x and y derivatives on the grid, one batched inverse transform."""
-        u, v = self.velocity_hat(state)
-        ikx = 1j * self.kx
-        names = ("u", "v", "u_x", "u_y", "v_x", "v_y")
-        return dict(zip(names, self._inverse(jnp.stack([u, v, ikx * u, self._dy(u), ikx * v, self._dy(v)])),
-                        strict=True))
+    def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
+        """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
+        directions), one batched inverse transform."""
+        hats = self.velocity_hat(state)
+        slopes = [lambda c: 1j * self.kx * c] + ([] if self.plane else [lambda c: 1j * self.ky * c]) + [self._dy]
+        m = len(hats)
+        values = self._inverse(jnp.stack(hats + [d(c) for c in hats for d in slopes]))
+        return [values[i] for i in range(m)], [[values[m + i * m + j] for j in range(m)] for i in range(m)]
+
+    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
+        """h_w, h_zeta (a box's) and h_U, h_V of the module docstring (h_U without the drive)."""
+        c, g = self._grid(state)
+        m = len(c)
+        hat = self._dealias() * self._forward(jnp.stack([-sum(c[j] * g[i][j] for j in range(m)) for i in range(m)]))
+        along, normal = hat[0], hat[-1]
+        span = jnp.zeros_like(along) if self.plane else hat[1]
+        h_w = -self._dy(1j * self.kx * along + 1j * self.ky * span) - (self.kx**2 + self.ky**2) * normal
+        h_zeta = None if self.plane else 1j * self.kx * span - 1j * self.ky * along
+        mean_u = self._mean_of(along)
+        mean = self._replicated(jnp.stack([mean_u, jnp.zeros_like(mean_u) if self.plane else self._mean_of(span)]))
+        return flow.State(h_w, h_zeta, mean, state.scalars)
 
     def _drive(self, gradient: jax.Array | float, like: jax.Array) -> jax.Array:
         """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0."""
         return jnp.zeros_like(like).at[0, 0].set(gradient)
-
-    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
-        """h_v and h_U of the module docstring (h_U without the drive)."""
-        g = self._grid(state)
-        h_u = -(g["u"] * g["u_x"] + g["v"] * g["u_y"])
-        h_v = -(g["u"] * g["v_x"] + g["v"] * g["v_y"])
-        hat = self._dealias() * self._forward(jnp.stack([h_u, h_v]))
-        mean_u = jnp.real(jnp.sum(jnp.where(self.kx == 0, hat[0], 0.0), axis=(0, 1))) / self.fft.shape[1]
-        mean = self._replicated(jnp.stack([mean_u, jnp.zeros_like(mean_u)]))
-        return flow.State(-self.kx**2 * hat[1] - 1j * self.kx * self._dy(hat[0]), None, mean, state.scalars)
 
     def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params) -> flow.State:
         core = self.core(params)
@@ -141,22 +182,31 @@ class Channel2D(ImexEquation):
     # ---- states and fields ------------------------------------------------------------------------------
 
     def heights(self) -> jax.Array:
-        """y of the grid points, ``(1, 1, Ny)``: the Gauss-Lobatto points, both plates among them."""
+        """The wall-normal coordinate of the grid points, ``(1, 1, Ny)``: the Gauss-Lobatto points, both plates
+        among them."""
         return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
-        """The state of ``velocity`` ``(3, 1, Nx, Ny)``: its v and the x-average of its u."""
+        """The state of ``velocity`` ``(3, *shape)``: its wall-normal component, a box's wall-normal vorticity and
+        the periodic mean of the components along the plates."""
         velocity = fields["velocity"].astype(self.dtype)
-        w = self._forward(velocity[1])
-        mean_u = jnp.mean(chebyshev.forward(velocity[0]), axis=(0, 1))
-        mean = self._replicated(jnp.stack([mean_u, jnp.zeros_like(mean_u)]))
-        return flow.State(w, None, mean, None)
+        along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
+        w = self._forward(velocity[1] if self.plane else velocity[2])
+        zeta = None
+        if not self.plane:
+            u, v = self._forward(jnp.stack(along))
+            zeta = 1j * self.kx * v - 1j * self.ky * u
+        means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
+        mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
+        return flow.State(w, zeta, mean, None)
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
-        """The streamwise velocity, the vorticity and the velocity (u, v, 0), on the grid."""
-        g = self._grid(state)
-        return {"streamwise": g["u"], "vorticity": g["v_x"] - g["u_y"],
-                "velocity": jnp.stack([g["u"], g["v"], jnp.zeros_like(g["u"])])}
+        """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy."""
+        c, g = self._grid(state)
+        if self.plane:
+            return {"streamwise": c[0], "vorticity": g[1][0] - g[0][1],
+                    "velocity": jnp.stack([c[0], c[1], jnp.zeros_like(c[0])])}
+        return {"streamwise": c[0], "velocity": jnp.stack(c)}
 
     # ---- diagnostics, profiles and spectra -----------------------------------------------------------------
 
@@ -165,54 +215,68 @@ class Channel2D(ImexEquation):
         return jnp.asarray(chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2], self.dtype)
 
     def _volume_mean(self, f: jax.Array) -> jax.Array:
-        """The mean over the plane of a grid field ``(..., 1, Nx, Ny)``."""
+        """The mean over the channel of a grid field ``(..., *shape)``."""
         return jnp.sum(jnp.mean(f, axis=(-3, -2)) * self._weights(), axis=-1)
 
     def wall_stresses(self, state: flow.State, params: Params) -> tuple[jax.Array, jax.Array]:
-        """The wall shear stress on the bottom plate, nu dU/dy at y = 0, and on the top one, -nu dU/dy at y = 2."""
+        """The wall shear stress on the bottom plate, nu dU/dy there, and on the top one, -nu dU/dy."""
         bottom, top = chebyshev.boundary_values(self._dy(state.mean[0]))
         return bottom / params["reynolds"], -top / params["reynolds"]
 
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Kinetic energy, bulk velocity, the wall shear stresses, u_tau, Re_tau, divergence, slip, max |u|, CFL."""
-        g = self._grid(state)
+        c, g = self._grid(state)
         tau_bottom, tau_top = self.wall_stresses(state, params)
         u_tau = jnp.sqrt((jnp.abs(tau_bottom) + jnp.abs(tau_top)) / 2)
         speed = self.plate_velocity(params)
-        slip = jnp.stack([jnp.abs(g["u"][..., 0] + speed).max(), jnp.abs(g["u"][..., -1] - speed).max(),
-                          jnp.abs(g["v"][..., [0, -1]]).max()]).max()
+        slip = jnp.stack([jnp.abs(c[0][..., 0] + speed).max(), jnp.abs(c[0][..., -1] - speed).max()]
+                         + [jnp.abs(f[..., [0, -1]]).max() for f in c[1:]]).max()
         y = np.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points())
         gaps = np.diff(y)
         local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
-        return {"kinetic_energy": 0.5 * self._volume_mean(g["u"] ** 2 + g["v"] ** 2),
+        steps = [self.spacing[a] for a, _, _ in self._periodic]
+        squared = sum(f**2 for f in c)
+        return {"kinetic_energy": 0.5 * self._volume_mean(squared),
                 "bulk_velocity": bulk_velocity(state.mean),
                 "tau_bottom": tau_bottom, "tau_top": tau_top, "u_tau": u_tau, "re_tau": u_tau * params["reynolds"],
-                "divergence": jnp.max(jnp.abs(g["u_x"] + g["v_y"])),
+                "divergence": jnp.max(jnp.abs(sum(g[j][j] for j in range(len(c))))),
                 "slip": slip,
-                "max_velocity": jnp.max(jnp.sqrt(g["u"] ** 2 + g["v"] ** 2)),
-                "cfl": dt * jnp.max(jnp.abs(g["u"]) / self.spacing[1] + jnp.abs(g["v"]) / local)}
+                "max_velocity": jnp.max(jnp.sqrt(squared)),
+                "cfl": dt * jnp.max(sum(jnp.abs(f) / h for f, h in zip(c[:-1], steps, strict=True))
+                                    + jnp.abs(c[-1]) / local)}
 
     def profiles(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
-        """Averages over x at each height y_j, each ``(Ny,)`` replicated (:mod:`simulator.output.profiles`): the mean
-        velocity <u>, the Reynolds stresses <u'u'>, <v'v'>, <u'v'> and the total shear stress nu d<u>/dy - <u'v'>."""
-        g = self._grid(state)
-        mean_u = jnp.mean(g["u"], axis=(0, 1))
-        du, dv = g["u"] - mean_u, g["v"] - jnp.mean(g["v"], axis=(0, 1))
-        uv = jnp.mean(du * dv, axis=(0, 1))
-        out = {"mean_velocity": mean_u, "reynolds_uu": jnp.mean(du**2, axis=(0, 1)),
-               "reynolds_vv": jnp.mean(dv**2, axis=(0, 1)), "reynolds_uv": uv,
+        """Averages over the periodic directions at each height, each ``(Ny,)`` replicated
+        (:mod:`simulator.output.profiles`): the mean velocity <u>, the Reynolds stresses <u'u'>, <v'v'> (v across the
+        plates), <u'v'>, a box's spanwise <w'w'>, and the total shear stress nu d<u>/dy - <u'v'>."""
+        c, _ = self._grid(state)
+        prime = [f - jnp.mean(f, axis=(0, 1)) for f in c]
+        uv = jnp.mean(prime[0] * prime[-1], axis=(0, 1))
+        out = {"mean_velocity": jnp.mean(c[0], axis=(0, 1)), "reynolds_uu": jnp.mean(prime[0] ** 2, axis=(0, 1)),
+               "reynolds_vv": jnp.mean(prime[-1] ** 2, axis=(0, 1)), "reynolds_uv": uv,
                "total_shear_stress": chebyshev.backward(self._dy(state.mean[0])) / params["reynolds"] - uv}
+        if not self.plane:
+            out["reynolds_ww"] = jnp.mean(prime[1] ** 2, axis=(0, 1))
         return {k: self._replicated(v) for k, v in out.items()}
 
     def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
-        """The kinetic energy of the fluctuations per |k_x|, integrated over y with Clenshaw-Curtis weights."""
-        u, v = self.velocity_hat(state)
-        fluctuation = self.kx != 0
-        columns = chebyshev.backward(jnp.stack([jnp.where(fluctuation, u, 0.0), v]))  # spectral in x, points in y
+        """The kinetic energy of the fluctuations per horizontal |k|, integrated across the plates with
+        Clenshaw-Curtis weights."""
+        hats = self.velocity_hat(state)
+        fluctuation = ~self._mean_mode()
+        columns = chebyshev.backward(jnp.stack([jnp.where(fluctuation, f, 0.0) for f in hats]))
         power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * self._weights(), axis=(0, -1), keepdims=True)[0] \
-            / self.fft.shape[1] ** 2
-        k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx))
+            / self._count**2
+        k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx)) if self.plane else \
+            (self.kx, self.ky, jnp.zeros_like(self.kx))
         return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}
+
+
+@final
+class Channel2D(ChannelFlow):
+    """A plane channel between no-slip plates (slab or single backend)."""
+
+    info = INFO
 
 
 def bulk_velocity(mean: jax.Array) -> jax.Array:
@@ -220,7 +284,7 @@ def bulk_velocity(mean: jax.Array) -> jax.Array:
     return 0.5 * mean[0] @ jnp.asarray(chebyshev.integrals(mean.shape[-1]), mean.dtype)
 
 
-def _laminar_profile(eq: Channel2D, params: Params) -> jax.Array:
+def _laminar_profile(eq: ChannelFlow, params: Params) -> jax.Array:
     """The drive's laminar U at the grid's heights ``(1, 1, Ny)`` (y' = y - 1 from the centre line)."""
     y = eq.heights() - 1
     if eq.drive == "couette":
@@ -229,13 +293,13 @@ def _laminar_profile(eq: Channel2D, params: Params) -> jax.Array:
     return centre * (1 - y**2)
 
 
-def laminar(eq: Channel2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+def laminar(eq: ChannelFlow, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """The laminar profile plus v = A xi (y (2 - y))^2 (:class:`..Laminar`); u's fluctuation follows by continuity in
     the state, the first step imposing dv/dy = 0 at the plates."""
     y = eq.heights()
     v = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * (y * (eq.box[2] - y)) ** 2
     u = jnp.broadcast_to(_laminar_profile(eq, params), eq.fft.shape).astype(eq.dtype)
-    return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)])}
+    return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)] if eq.plane else [u, jnp.zeros_like(u), v])}
 
 
 def _wave_profiles(reynolds: np.ndarray, amplitude: np.ndarray, alpha: float, y: np.ndarray) -> np.ndarray:
@@ -246,19 +310,19 @@ def _wave_profiles(reynolds: np.ndarray, amplitude: np.ndarray, alpha: float, y:
     return np.stack([u, v])
 
 
-def tollmien_schlichting(eq: Channel2D, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+def tollmien_schlichting(eq: ChannelFlow, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
     """Laminar Poiseuille flow with U_c = 1 plus the Tollmien-Schlichting wave (:class:`..TollmienSchlichting`);
     the Orr-Sommerfeld solve runs on the host at the run's Re, a traced parameter: a callback."""
     y = np.asarray(Chebyshev(eq.fft.shape[2], eq.box[2]).points()) - 1
     shape = jax.ShapeDtypeStruct((2, 2, y.size), eq.dtype)
     wave = jax.pure_callback(lambda re, a: _wave_profiles(re, a, ic.alpha, y).astype(shape.dtype), shape,
                              params["reynolds"], ic.amplitude)
-    x = c[1]
+    x = c[1] if eq.plane else c[0]
     cos, sin = jnp.cos(ic.alpha * x), jnp.sin(ic.alpha * x)
     u = (1 - (eq.heights() - 1) ** 2) + wave[0, 0] * cos + wave[0, 1] * sin
     v = wave[1, 0] * cos + wave[1, 1] * sin
-    u, v = jnp.broadcast_arrays(u, v)
-    return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)])}
+    u, v = (jnp.broadcast_to(f, eq.fft.shape).astype(eq.dtype) for f in (u, v))
+    return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)] if eq.plane else [u, jnp.zeros_like(u), v])}
 
 
-Channel2D.builders = {"laminar": laminar, "tollmien_schlichting": tollmien_schlichting}
+ChannelFlow.builders = {"laminar": laminar, "tollmien_schlichting": tollmien_schlichting}
