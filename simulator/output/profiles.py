@@ -7,9 +7,9 @@ A run between plates (``grid.walls``) of an equation that computes them (``Equat
 output, its profiles at the grid's heights ``z`` (the bounded axis's points, the plates at 0 and H), averages over
 the periodic directions: convection's temperature ``<b>``, rms velocity ``<|u|^2>^(1/2)`` and heat flux ``(<w b> -
 kappa d<b>/dz) / kappa`` in units of the conductive flux (a Nusselt number profile, the same at every height in a
-statistically steady state); a channel's mean velocity ``<u>``, Reynolds stresses ``<u'u'>``, ``<v'v'>``, ``<u'v'>``
-(v across the plates) and total shear stress ``nu d<u>/dz - <u'v'>`` (a straight line in a statistically steady
-pressure-driven channel). A row file on the shipped policy
+statistically steady state); a channel's mean velocity ``<u>``, Reynolds stresses ``<u'u'>``, ``<v'v'>`` (v across
+the plates), ``<u'v'>`` (a box's spanwise ``<w'w'>`` too) and total shear stress ``nu d<u>/dz - <u'v'>`` (a
+straight line in a statistically steady pressure-driven channel). A row file on the shipped policy
 (:class:`simulator.output.rows.RowFile`: a restart drops the rows past its checkpoint), read back by
 ``load_run(path).output("profiles")`` and exported as a netCDF-4 group. No JAX here: the program is the
 equation's method.
@@ -38,6 +38,7 @@ PROFILES = {"temperature": "horizontal mean temperature <b>",
             "reynolds_uu": "a channel's Reynolds stress <u'u'> (streamwise)",
             "reynolds_vv": "a channel's Reynolds stress <v'v'> (across the plates)",
             "reynolds_uv": "a channel's Reynolds shear stress <u'v'>",
+            "reynolds_ww": "a box channel's Reynolds stress <w'w'> (spanwise)",
             "total_shear_stress": "a channel's total shear stress nu d<u>/dz - <u'v'>"}
 
 

@@ -77,9 +77,10 @@ def plot_profiles(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf
     h = float(data["z"][-1]) / 2
     mean = {name: np.asarray(data[name])[rows].mean(axis=0)
             for name in ("mean_velocity", "reynolds_uu", "reynolds_vv", "reynolds_uv", "total_shear_stress")}
+    spanwise = np.asarray(data["reynolds_ww"])[rows].mean(axis=0) if "reynolds_ww" in data else None
     wall = wall_units(np.asarray(data["z"]) - h, mean["mean_velocity"], mean["reynolds_uu"], mean["reynolds_vv"],
                       mean["reynolds_uv"], mean["total_shear_stress"], 1 / float(config["physics"]["reynolds"]),
-                      h=h)
+                      spanwise, h)
     times = np.asarray(data["time"])[rows]
     title = heading(config, f"{time_window(config, info, float(times[0]), float(times[-1]))} ({len(rows)} rows)")
     return save(wall_units_figure(wall, title), run_dir / "plots" / "channel_profiles.png", pdf)

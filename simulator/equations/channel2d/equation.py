@@ -1,21 +1,27 @@
-"""Plane Couette and Poiseuille flow between no-slip plates: the implementation, on the flow core of
-:mod:`simulator.walls.flow`, its transforms the project's distributed FFT backend (``forward_walls`` /
-``inverse_walls`` with the Chebyshev basis).
+"""Plane Couette and Poiseuille flow between no-slip plates, in a plane or a box: the implementation
+(:class:`ChannelFlow`), on the flow core of :mod:`simulator.walls.flow`, its transforms the project's distributed FFT
+backend (``forward_walls`` / ``inverse_walls`` with the Chebyshev basis).
 
-The state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (NumPy's FFT along x, unnormalised,
-by the Chebyshev coefficients along y): ``w`` ``(1, Nx, Ny)`` complex the wall-normal velocity v, ``zeta`` None,
-``mean`` ``(2, Ny)`` the x-averaged velocity (U, 0), ``scalars`` None (no scalars). Its arrays are held
-split along x and whole along y (the real layout), so each device solves its modes' columns whole.
+Here y names the wall-normal direction (a box's config calls it z) and s a box's spanwise one. The state is a
+:class:`simulator.walls.flow.State` of walled Chebyshev spectra (NumPy's FFT along the periodic axes, unnormalised,
+by the Chebyshev coefficients across the plates): in a plane ``w`` ``(1, Nx, Ny)`` the wall-normal velocity and
+``zeta`` None; in a box ``w`` and the wall-normal vorticity ``zeta`` = i k_x v_s - i k_s u, ``(Nx, Ns, Ny)``;
+``mean`` ``(2, Ny)`` the periodic mean of the velocity along the plates (U, V) (V zero in a plane); ``scalars``
+None. Its arrays are held split along the first axis and whole across the plates (the real layout), so each device
+solves its modes' columns whole.
 
-The explicit terms, per stage: u = i dv/dy / k_x (continuity; U at k_x = 0), H = -(u . grad) u formed on the grid
-(advective form), transformed back and dealiased by the 2/3 rule along x and along the Chebyshev coefficients (as
-:mod:`simulator.equations.convection2d_noslip`), then h_v = -k_x^2 H_y - i k_x dH_x/dy (the curl of the curl: the
-pressure eliminated) and h_U = the k_x = 0 entry of H_x plus the drive's G.
+The explicit terms, per stage: the velocity along the plates by continuity and zeta
+(:func:`simulator.walls.wall_normal.horizontal_velocity`; the mean flow at k = 0), H = -(u . grad) u formed on the
+grid (advective form), transformed back and dealiased by the 2/3 rule along the periodic axes and along the
+Chebyshev coefficients (as :mod:`simulator.equations.convection2d_noslip`), then h_w = -d/dy (i k_x H_x + i k_s
+H_s) - k^2 H_y (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_s - i k_s H_x, and the mean flow's
+h_U = <H_x> plus the drive's G, h_V = <H_s>.
 
 Drives: ``couette`` moves the plates (the core's plate velocities -U, +U); ``pressure`` adds the fixed G to h_U;
 ``flux`` steps with G = 0 and then adds G R to the mean flow, R the same step's response to a unit gradient from rest
 and G the one value that restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's
-order in time). Real fields are ``(1, Nx, Ny)`` on x_i = i Lx / Nx and the Gauss-Lobatto heights y_j.
+order in time). Real fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
+Gauss-Lobatto heights y_j.
 """
 
 from __future__ import annotations
