@@ -108,7 +108,8 @@ CASES = {
     # a plane (two sizes) for a box's equation: the key, what its equation takes and the planar ones
     "a plane for a box's equation": (["run", TG, "--set", "grid.shape=[16,16]"], "grid.shape = [16, 16] is a plane; a "
                                      "box for physics.name = navier_stokes ([Nx, Ny, Nz]), or for a plane physics.name "
-                                     "one of: boussinesq2d, convection2d, convection2d_noslip, mhd2d, ns2d, sw1l"),
+                                     "one of: boussinesq2d, channel2d, convection2d, convection2d_noslip, mhd2d, "
+                                     "ns2d, sw1l"),
     # the devices a mesh needs, said in words that fit one device too (it said "only 1 are available")
     "mesh of more devices than there are": (["run", TG, "--cpu-devices", "1", "--set", "fft.mesh=[2]"],
                                             "fft.mesh = [2] needs 2 devices but only 1 is available; give a mesh of "

@@ -123,7 +123,7 @@ def test_an_empty_list_for_a_key_that_takes_null_says_it_is_empty(tmp_path, capf
         ("grid: [1, 2]", [], r"^grid = \[1, 2\] has the wrong type; expected a mapping"),
         ("grid: {shape: [8, 8]}", [], r"^grid\.shape = \[8, 8\] is a plane; a box for physics\.name = navier_stokes "
                                       r"\(\[Nx, Ny, Nz\]\), or for a plane physics\.name one of: boussinesq2d, "
-                                      r"convection2d, convection2d_noslip, mhd2d, ns2d, sw1l$"),
+                                      r"channel2d, convection2d, convection2d_noslip, mhd2d, ns2d, sw1l$"),
         ("grid: {shape: [8, 8, 8, 8]}", [], r"^grid\.shape = \[8, 8, 8, 8\] has 4 entries; expected a list of 3 "
                                             r"integers or a list of 2 integers$"),
         ("grid: {shape: [8, 8, 1]}", [], r"^grid\.shape = \[8, 8, 1\] has an entry of 1; two entries for a plane "

@@ -35,6 +35,8 @@ PACKAGES = (
     "simulator.equations.convection2d",
     "simulator.equations.convection",
     "simulator.equations.convection2d_noslip",
+    "simulator.equations.channel2d",
+    "simulator.equations.channel",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

@@ -3,11 +3,13 @@
     output:
       profiles: {dt: 0.5}
 
-A run between plates (``grid.walls``) of an equation that computes them (``Equation.profiles``: convection2d)
-writes, at each output, its profiles at the grid's heights ``z`` (the bounded axis's points, the plates at 0 and
-H): the temperature ``<b>``, the rms velocity ``<|u|^2>^(1/2)`` and the heat flux ``(<w b> - kappa d<b>/dz) /
-kappa`` in units of the conductive flux (a Nusselt number profile, the same at every height in a statistically
-steady state), averages over the periodic directions. A row file on the shipped policy
+A run between plates (``grid.walls``) of an equation that computes them (``Equation.profiles``) writes, at each
+output, its profiles at the grid's heights ``z`` (the bounded axis's points, the plates at 0 and H), averages over
+the periodic directions: convection's temperature ``<b>``, rms velocity ``<|u|^2>^(1/2)`` and heat flux ``(<w b> -
+kappa d<b>/dz) / kappa`` in units of the conductive flux (a Nusselt number profile, the same at every height in a
+statistically steady state); a channel's mean velocity ``<u>``, Reynolds stresses ``<u'u'>``, ``<v'v'>`` (v across
+the plates), ``<u'v'>`` (a box's spanwise ``<w'w'>`` too) and total shear stress ``nu d<u>/dz - <u'v'>`` (a
+straight line in a statistically steady pressure-driven channel). A row file on the shipped policy
 (:class:`simulator.output.rows.RowFile`: a restart drops the rows past its checkpoint), read back by
 ``load_run(path).output("profiles")`` and exported as a netCDF-4 group. No JAX here: the program is the
 equation's method.
@@ -31,7 +33,13 @@ FILE = "profiles.h5"
 #: the profiles, by dataset name: what each is
 PROFILES = {"temperature": "horizontal mean temperature <b>",
             "velocity_rms": "rms velocity <|u|^2>^(1/2) over the horizontal",
-            "heat_flux": "heat flux (<w b> - kappa d<b>/dz) / kappa, in units of the conductive flux"}
+            "heat_flux": "heat flux (<w b> - kappa d<b>/dz) / kappa, in units of the conductive flux",
+            "mean_velocity": "a channel's mean streamwise velocity <u>",
+            "reynolds_uu": "a channel's Reynolds stress <u'u'> (streamwise)",
+            "reynolds_vv": "a channel's Reynolds stress <v'v'> (across the plates)",
+            "reynolds_uv": "a channel's Reynolds shear stress <u'v'>",
+            "reynolds_ww": "a box channel's Reynolds stress <w'w'> (spanwise)",
+            "total_shear_stress": "a channel's total shear stress nu d<u>/dz - <u'v'>"}
 
 
 @dataclass(frozen=True)
@@ -105,13 +113,14 @@ def export(group: Any, data: dict[str, Any], units: dict[str, str]) -> None:
     group.create_variable("time", ("time",), data=data["time"]).attrs["units"] = units["time"]
     group.create_variable("step", ("time",), data=data["step"])
     group.create_variable("z", ("z",), data=data["z"]).attrs["units"] = units["length"]
-    for name, text in PROFILES.items():
+    for name, text in ((name, text) for name, text in PROFILES.items() if name in data):
         group.create_variable(name, ("time", "z"), data=data[name]).attrs["long_name"] = text
 
 
 #: the output kind (:mod:`simulator.output.kinds`)
 KIND = OutputKind(
-    name="profiles", doc="profiles.h5: horizontally averaged temperature, rms velocity and heat flux against z, a "
-                         "row per output (runs between plates)",
+    name="profiles", doc="profiles.h5: horizontally averaged profiles against z (convection's temperature, rms "
+                         "velocity and heat flux; a channel's mean velocity, Reynolds stresses and total shear "
+                         "stress), a row per output (runs between plates)",
     programs=(Program("profiles", program, host=host),), writers=writers, read=read, files=(FILE,), export=export,
     section=ProfilesOutput, schedules=("profiles",), check=check)

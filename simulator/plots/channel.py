@@ -1,5 +1,8 @@
 """A channel's figures in wall units (no JAX): U+(y+) against the law of the wall, and the Reynolds stresses,
-from :class:`simulator.walls.channel_stats.ChannelStatistics`.
+from :class:`simulator.walls.channel.WallProfiles` (or :class:`simulator.walls.channel_stats.ChannelStatistics`),
+and ``plots/channel_profiles.png`` of ``simulator plot`` from a channel run's ``profiles.h5``
+(:func:`plot_wall_units`): the rows of a time window averaged (default the second half of the run), y from the
+centre line.
 
 The law of the wall (Pope 2000, sec. 7.1.3): the viscous sublayer U+ = y+ and the log law U+ = ln(y+) / kappa + B
 with von Karman's constant kappa = 0.41 and B = 5.2, the values Pope gives and Moser, Kim & Mansour's (1999)
@@ -9,12 +12,18 @@ the upper half dashed, so a converged symmetric profile shows one curve.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulator.plots.figures import figure
+from simulator.equations.spec import EquationInfo
+from simulator.output import profiles
+from simulator.plots.figures import figure, heading, save, time_window
+from simulator.plots.when import average_rows
+from simulator.walls.channel import WallProfiles, wall_units
 
 if TYPE_CHECKING:  # the statistics are computed with JAX's transforms; their figure needs none
     from simulator.walls.channel_stats import ChannelStatistics
@@ -23,7 +32,7 @@ if TYPE_CHECKING:  # the statistics are computed with JAX's transforms; their fi
 KAPPA, B = 0.41, 5.2
 
 
-def wall_units_figure(stats: ChannelStatistics, title: str) -> Figure:
+def wall_units_figure(stats: ChannelStatistics | WallProfiles, title: str) -> Figure:
     """Two panels against y+ on a log axis: U+ with the viscous sublayer and the log law, and the Reynolds
     stresses <u'u'>+, <v'v'>+, <w'w'>+ (a box's) and -<u'v'>+. The plate points (y+ = 0) are left off the log
     axis."""
@@ -52,3 +61,26 @@ def wall_units_figure(stats: ChannelStatistics, title: str) -> Figure:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize="small")
     return fig
+
+
+def plot_wall_units(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False,
+                  window: Sequence[float] | None = None) -> list[Path]:
+    """``plots/channel_profiles.png``: :func:`wall_units_figure` of the rows of ``profiles.h5`` in ``window`` =
+    (t0, t1) (default the second half of the run) averaged, at nu = 1 / ``physics.reynolds``; nothing for a run
+    whose profiles are not a channel's, or whose window holds no row."""
+    data = profiles.read(run_dir)
+    if "mean_velocity" not in data:
+        return []
+    rows = average_rows(np.asarray(data["time"]), window)
+    if not rows:
+        return []
+    h = float(data["z"][-1]) / 2
+    mean = {name: np.asarray(data[name])[rows].mean(axis=0)
+            for name in ("mean_velocity", "reynolds_uu", "reynolds_vv", "reynolds_uv", "total_shear_stress")}
+    spanwise = np.asarray(data["reynolds_ww"])[rows].mean(axis=0) if "reynolds_ww" in data else None
+    wall = wall_units(np.asarray(data["z"]) - h, mean["mean_velocity"], mean["reynolds_uu"], mean["reynolds_vv"],
+                      mean["reynolds_uv"], mean["total_shear_stress"], 1 / float(config["physics"]["reynolds"]),
+                      spanwise, h)
+    times = np.asarray(data["time"])[rows]
+    title = heading(config, f"{time_window(config, info, float(times[0]), float(times[-1]))} ({len(rows)} rows)")
+    return save(wall_units_figure(wall, title), run_dir / "plots" / "channel_profiles.png", pdf)

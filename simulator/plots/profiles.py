@@ -53,9 +53,13 @@ def profiles_figure(data: dict[str, Any], config: dict[str, Any], info: Equation
 
 def plot_profiles(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf: bool = False,
                   window: Sequence[float] | None = None) -> list[Path]:
-    """``plots/profiles.png`` (:func:`profiles_figure`); nothing (and a note) without rows."""
+    """``plots/profiles.png`` (:func:`profiles_figure`); nothing (and a note) without rows, nothing for a channel's
+    profiles (:func:`simulator.plots.channel.plot_wall_units` draws those)."""
     try:
-        fig = profiles_figure(read_profiles(run_dir), config, info, window)
+        data = read_profiles(run_dir)
+        if data and "temperature" not in data:
+            return []
+        fig = profiles_figure(data, config, info, window)
     except MissingOutputError as err:
         note(f"skipped profiles.png: {err}")
         return []

@@ -19,8 +19,10 @@
   :mod:`simulator.plots.tasks`);
 * ``trajectories``: ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one
   (:mod:`simulator.plots.lagrangian`);
-* ``profiles``: ``profiles.png`` from ``profiles.h5`` of a run between plates: the horizontally averaged
-  temperature, rms velocity and heat flux against the wall-normal coordinate (:mod:`simulator.plots.profiles`);
+* ``profiles``: from ``profiles.h5`` of a run between plates, ``profiles.png`` for convection (the horizontally
+  averaged temperature, rms velocity and heat flux against the wall-normal coordinate, :mod:`simulator.plots.profiles`)
+  or ``channel_profiles.png`` for a channel (U+(y+) against the law of the wall and the Reynolds stresses in wall
+  units, averaged over the window, :mod:`simulator.plots.channel`);
 * a registered kind's own figures (its ``figures(run_dir, config, pdf)``) when its files are there;
 * with ``frames``: ``frames/slice_NNNN.png`` (``frames/slice_<field>_NNNN.png``), that slice for every
   snapshot, with common colour limits.
@@ -56,6 +58,7 @@ from simulator.output.base import OutputKind
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
 from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
+from simulator.plots.channel import plot_wall_units
 from simulator.plots.figures import Figures, check_window, default_style, drawn_or_skipped, note
 from simulator.plots.lagrangian import plot_lagrangian
 from simulator.plots.profiles import plot_profiles
@@ -155,7 +158,9 @@ FAMILIES = {
                          lambda c: plot_statistics(c.run_dir, c.config, c.info, c.pdf, c.window)),
     "tasks": Family("the task figures", lambda c: plot_tasks(c.run_dir, c.config, c.info, c.pdf)),
     "trajectories": Family("the Lagrangian figure", lambda c: plot_lagrangian(c.run_dir, c.config, c.info, c.pdf)),
-    "profiles": Family("the profiles figure", lambda c: plot_profiles(c.run_dir, c.config, c.info, c.pdf, c.window)),
+    "profiles": Family("the profiles figures",
+                       lambda c: [*plot_profiles(c.run_dir, c.config, c.info, c.pdf, c.window),
+                                  *plot_wall_units(c.run_dir, c.config, c.info, c.pdf, c.window)]),
 }
 
 

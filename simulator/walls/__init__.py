@@ -14,9 +14,8 @@ field across it.
 * :mod:`~simulator.walls.eigen`: independent dense eigenvalue solvers (numpy/scipy): Rayleigh-Benard onset and
   the Orr-Sommerfeld problem;
 * :mod:`~simulator.walls.channel` and :mod:`~simulator.walls.channel_stats`: channel flows' laminar profiles,
-  initial conditions and checks, and what a channel study reports;
-* :mod:`~simulator.walls.channel_flow`: a channel in a plane or a box stepped on the flow core (the advection,
-  the drive by a pressure gradient or a fixed flux).
+  initial conditions, checks and wall units, and what a channel study reports (the channel is stepped by the
+  equation :mod:`simulator.equations.channel2d` on the flow core).
 
 Arrays hold the wall-normal direction on their last axis, whole on one device; leading axes are horizontal modes
 (or anything else to batch over).

@@ -20,11 +20,11 @@ U_b = (1 / 2h) int <u> dy stays at its set value (a fixed flux). Their laminar s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from simulator.errors import ConfigError
-from simulator.walls import chebyshev, eigen
 
 #: how a channel is driven: plates moving at -U and +U (Couette), a fixed mean pressure gradient or a fixed flux
 #: (Poiseuille); the pressure gradient is the default of a Poiseuille channel, as in Kim, Moin & Moser (1987)
@@ -75,6 +75,9 @@ def tollmien_schlichting(x: np.ndarray, y: np.ndarray, reynolds: float = 1e4, al
 
     ``x`` (shape ``(Nx,)``) and ``y`` (shape ``(Ny,)``, from the centre line) give the grid; returns the wave
     speed c (growth rate alpha Im c) and u', v' of shape ``(Nx, Ny)``."""
+    # the solve's modules hold JAX: imported here, so that a config's checks (check_channel) load none
+    from simulator.walls import chebyshev, eigen
+
     c, points, phi = eigen.tollmien_schlichting(reynolds, alpha * h, TS_DEGREE)
     coefficients = np.asarray(chebyshev.forward(phi))
     slope = np.asarray(chebyshev.derivative(coefficients, 2.0 * h))
@@ -86,6 +89,47 @@ def tollmien_schlichting(x: np.ndarray, y: np.ndarray, reynolds: float = 1e4, al
     u = (scale * dmode[None, :] * wave).real
     v = (scale * -1j * alpha * mode[None, :] * wave).real
     return complex(c), u, v
+
+
+@dataclass(frozen=True)
+class WallProfiles:
+    """A channel's mean profiles in wall units (:mod:`simulator.walls.channel_stats`' docstring), each ``(Ny,)`` on
+    the ascending points ``y`` from the centre line; ``spanwise`` None on a plane."""
+
+    y: np.ndarray
+    tau_bottom: float
+    tau_top: float
+    u_tau: float
+    re_tau: float
+    viscous_length: float
+    y_plus: np.ndarray
+    u_plus: np.ndarray
+    streamwise: np.ndarray
+    wall_normal: np.ndarray
+    spanwise: np.ndarray | None
+    shear: np.ndarray
+    total_shear_stress: np.ndarray
+
+
+def wall_units(y: np.ndarray, mean: np.ndarray, streamwise: np.ndarray, wall_normal: np.ndarray, shear: np.ndarray,
+               total_shear_stress: np.ndarray, nu: float, spanwise: np.ndarray | None = None,
+               h: float = 1.0) -> WallProfiles:
+    """The wall-unit profiles of a mean velocity <u>, the Reynolds stresses <u'u'>, <v'v'> (across the plates),
+    <u'v'> (a box's <w'w'>) and the total shear stress nu d<u>/dy - <u'v'>, each ``(Ny,)`` at the ascending heights
+    ``y`` of [-h, h] with both plates: the wall stresses are the total shear stress at the plates (the Reynolds
+    stress is zero there), tau = its value at the bottom and minus it at the top; u_tau = (mean |tau|)^(1/2),
+    Re_tau = u_tau h / nu, y+ from the nearer plate, U+ and the stresses over u_tau^2 (Pope 2000, sec. 7.1)."""
+    total = np.asarray(total_shear_stress, dtype=float)
+    tau_bottom, tau_top = float(total[0]), float(-total[-1])
+    u_tau = math.sqrt(0.5 * (abs(tau_bottom) + abs(tau_top)))
+    viscous_length = nu / u_tau
+    u2 = u_tau**2
+    return WallProfiles(
+        y=np.asarray(y, dtype=float), tau_bottom=tau_bottom, tau_top=tau_top, u_tau=u_tau, re_tau=u_tau * h / nu,
+        viscous_length=viscous_length, y_plus=(h - np.abs(y)) / viscous_length, u_plus=np.asarray(mean) / u_tau,
+        streamwise=np.asarray(streamwise) / u2, wall_normal=np.asarray(wall_normal) / u2,
+        spanwise=None if spanwise is None else np.asarray(spanwise) / u2, shear=np.asarray(shear) / u2,
+        total_shear_stress=total)
 
 
 def check_channel(drive: str, reynolds: float, velocity_walls: tuple[str, str], flux: float | None = None,

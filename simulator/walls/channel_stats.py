@@ -25,11 +25,12 @@ are departures from them. Derivatives across the plates are Chebyshev, along the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from simulator.walls import chebyshev
+from simulator.walls.channel import WallProfiles, wall_units
 
 
 @dataclass(frozen=True)
@@ -84,15 +85,11 @@ def channel_statistics(samples: np.ndarray, nu: float, lengths: tuple[float, ...
         raise ValueError(f"samples of shape {samples.shape}: (T, C, N1[, N2], Ny) with C = the number of axes, "
                          f"and one length per periodic axis (got {len(lengths)})")
     n = samples.shape[-1]
-    y = chebyshev.points(n, (-h, h))
     over = (0, *range(2, 2 + periodic))  # the samples and the periodic axes of one component
     mean = samples.mean(axis=over, keepdims=True)  # (1, C, 1[, 1], Ny)
     fluctuation = samples - mean
     u_mean = mean[0, 0].reshape(n)
     slope = _wall_derivative(u_mean, h)
-    tau_bottom, tau_top = nu * slope[0], -nu * slope[-1]
-    u_tau = float(np.sqrt(0.5 * (abs(tau_bottom) + abs(tau_top))))
-    viscous_length = nu / u_tau
     bulk = float(chebyshev.weights(n, 2.0 * h) @ u_mean) / (2.0 * h)
 
     def stress(i: int, j: int) -> np.ndarray:
@@ -102,13 +99,11 @@ def channel_statistics(samples: np.ndarray, nu: float, lengths: tuple[float, ...
     gradients = [_periodic_derivative(fluctuation, 2 + a, lengths[a]) for a in range(periodic)]
     gradients.append(_wall_derivative(fluctuation, h))
     dissipation = nu * sum((g**2).sum(axis=1) for g in gradients).mean(axis=tuple(range(0, 1 + periodic)))
-    u2 = u_tau**2
+    wall = wall_units(chebyshev.points(n, (-h, h)), u_mean, stress(0, 0), stress(components - 1, components - 1),
+                      shear, nu * slope - shear, nu, stress(1, 1) if components == 3 else None, h)
     return ChannelStatistics(
-        y=y, bulk_velocity=bulk, tau_bottom=float(tau_bottom), tau_top=float(tau_top), u_tau=u_tau,
-        re_tau=u_tau * h / nu, viscous_length=viscous_length, y_plus=(h - np.abs(y)) / viscous_length,
-        u_plus=u_mean / u_tau, streamwise=stress(0, 0) / u2, wall_normal=stress(components - 1, components - 1) / u2,
-        spanwise=stress(1, 1) / u2 if components == 3 else None, shear=shear / u2,
-        total_shear_stress=nu * slope - shear, production=-shear * slope, dissipation=dissipation,
+        **{f.name: getattr(wall, f.name) for f in fields(WallProfiles)}, bulk_velocity=bulk,
+        production=-shear * slope, dissipation=dissipation,
         mean_dissipation=nu * slope**2, pressure_work=pressure_gradient * bulk)
 
 

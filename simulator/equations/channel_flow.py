@@ -1,0 +1,328 @@
+"""Plane Couette and Poiseuille flow between no-slip plates, in a plane or a box: the implementation
+(:class:`ChannelFlow`), on the flow core of :mod:`simulator.walls.flow`, its transforms the project's distributed FFT
+backend (``forward_walls`` / ``inverse_walls`` with the Chebyshev basis).
+
+Here y names the wall-normal direction (a box's config calls it z) and s a box's spanwise one. The state is a
+:class:`simulator.walls.flow.State` of walled Chebyshev spectra (NumPy's FFT along the periodic axes, unnormalised,
+by the Chebyshev coefficients across the plates): in a plane ``w`` ``(1, Nx, Ny)`` the wall-normal velocity and
+``zeta`` None; in a box ``w`` and the wall-normal vorticity ``zeta`` = i k_x v_s - i k_s u, ``(Nx, Ns, Ny)``;
+``mean`` ``(2, Ny)`` the periodic mean of the velocity along the plates (U, V) (V zero in a plane); ``scalars``
+None. Its arrays are held split along the first axis and whole across the plates (the real layout), so each device
+solves its modes' columns whole.
+
+The explicit terms, per stage: the velocity along the plates by continuity and zeta
+(:func:`simulator.walls.wall_normal.horizontal_velocity`; the mean flow at k = 0), H = -(u . grad) u formed on the
+grid (advective form), transformed back and dealiased by the 2/3 rule along the periodic axes and along the
+Chebyshev coefficients (as :mod:`simulator.equations.convection2d_noslip`), then h_w = -d/dy (i k_x H_x + i k_s
+H_s) - k^2 H_y (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_s - i k_s H_x, and the mean flow's
+h_U = <H_x> plus the drive's G, h_V = <H_s>.
+
+Drives: ``couette`` moves the plates (the core's plate velocities -U, +U); ``pressure`` adds the fixed G to h_U;
+``flux`` steps with G = 0 and then adds G R to the mean flow, R the same step's response to a unit gradient from rest
+and G the one value that restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's
+order in time). Real fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
+Gauss-Lobatto heights y_j.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.equations.base import ImexEquation, Params
+from simulator.equations.channels import ChannelParams
+from simulator.equations.noise import white_noise
+from simulator.fft import FFTBackend
+from simulator.fft.bases import Chebyshev
+from simulator.observables import spectra
+from simulator.walls import channel, chebyshev, flow
+from simulator.walls.wall_normal import horizontal_velocity
+
+CHEB = "chebyshev"
+
+
+class ChannelFlow(ImexEquation):
+    """A channel between no-slip plates, in a plane (:mod:`simulator.equations.channel2d`) or a box
+    (:mod:`simulator.equations.channel`), whose classes give it their declaration (``info``):
+    the components of a velocity are listed streamwise, [spanwise,] wall-normal."""
+
+    # the spectra in the real layout (split along the first axis, whole across the plates); the mean flow whole on
+    # every device
+    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles"}
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: ChannelParams | None = None):
+        physics = self.info.params() if physics is None else physics
+        super().__init__(fft, box, dtype, physics)
+        k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
+        # a plane's streamwise axis is the second of (1, Nx, Ny); a box's the first, its spanwise the second
+        self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
+
+    @property
+    def plane(self) -> bool:
+        """Whether the channel is a plane (x, y), not a box (x, y, z)."""
+        return self.info.dimensions == 2
+
+    @property
+    def drive(self) -> str:
+        """``physics.drive``: structure, kept in the compiled program."""
+        return self.physics.drive
+
+    def gradient(self, params: Params) -> jax.Array | float:
+        """The fixed mean pressure gradient G of the drive ``pressure``: ``physics.pressure_gradient``, unset 2/Re
+        (laminar Poiseuille flow's with U_c = 1; Re is traced)."""
+        given = self.physics.pressure_gradient
+        return 2 / params["reynolds"] if given is None else given
+
+    @property
+    def _periodic(self) -> tuple[tuple[int, float, float], ...]:
+        """(axis, points, period) of the streamwise and (a box's) spanwise directions."""
+        axes = (1,) if self.plane else (0, 1)
+        return tuple((a, self.fft.shape[a], self.box[a]) for a in axes)
+
+    @property
+    def _count(self) -> int:
+        """The points of a plane of the periodic directions: the unnormalised spectrum's mean factor."""
+        return self.fft.shape[0] * self.fft.shape[1]
+
+    # ---- layout --------------------------------------------------------------------------------------------
+
+    def _forward(self, x: jax.Array) -> jax.Array:
+        return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEB), self.fft.real_sharding(x.ndim - 3))
+
+    def _inverse(self, k: jax.Array) -> jax.Array:
+        return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
+                                      CHEB)
+
+    def _dy(self, k: jax.Array) -> jax.Array:
+        """d/dy across the plates of a Chebyshev series (the wall-normal direction, whatever the config calls it)."""
+        return chebyshev.derivative(k, self.box[2])
+
+    def _mean_mode(self) -> jax.Array:
+        return (self.kx == 0) & (self.ky == 0)
+
+    def _dealias(self) -> jax.Array:
+        """The 2/3 rule along each periodic direction and along the Chebyshev coefficients."""
+        keep = jnp.arange(self.fft.shape[2]) < 2 * self.fft.shape[2] / 3
+        for k, (_, n, length) in zip((self.kx, self.ky), self._periodic, strict=False):
+            keep = keep & (jnp.abs(k * (length / (2 * jnp.pi))) < n / 3)
+        return keep.astype(self.dtype)
+
+    def _replicated(self, x: jax.Array) -> jax.Array:
+        return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())
+
+    def _mean_of(self, hat: jax.Array) -> jax.Array:
+        """The periodic mean's Chebyshev coefficients ``(Ny,)`` of a walled spectrum."""
+        return jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat, 0.0), axis=(0, 1))) / self._count
+
+    def plate_velocity(self, params: Params) -> jax.Array:
+        """U: the top plate's speed (the bottom one's is -U); zero unless the drive is ``couette``."""
+        return params["plate_velocity"] if self.drive == "couette" else jnp.zeros((), self.dtype)
+
+    def core(self, params: Params) -> flow.NoSlipFlow:
+        """The flow core of these modes at nu = 1/Re, the plates at -U and +U along x."""
+        speed = self.plate_velocity(params)
+        kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
+        return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
+                               plates=flow.Plates(velocity=((-speed, 0.0), (speed, 0.0))))
+
+    def velocity_hat(self, state: flow.State) -> list[jax.Array]:
+        """The spectra of the velocity's components, streamwise, [spanwise,] wall-normal: the periodic ones by
+        continuity and the wall-normal vorticity (:func:`simulator.walls.wall_normal.horizontal_velocity`), the mean
+        flow (times the plane's points: the spectrum's normalisation) at k = 0."""
+        mean = self._mean_mode()
+        zeta = jnp.zeros_like(state.w) if state.zeta is None else state.zeta
+        u, v = horizontal_velocity(state.w, zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
+                                   self.box[2])
+        u = jnp.where(mean, self._count * state.mean[0], u)
+        if self.plane:
+            return [u, state.w]
+        return [u, jnp.where(mean, self._count * state.mean[1], v), state.w]
+
+    def _grid(self, state: flow.State) -> tuple[list[jax.Array], list[list[jax.Array]]]:
+        """The velocity's components c_i and their derivatives g_ij = d_j c_i on the grid (j over the components'
+        directions), one batched inverse transform."""
+        hats = self.velocity_hat(state)
+        slopes = [lambda c: 1j * self.kx * c] + ([] if self.plane else [lambda c: 1j * self.ky * c]) + [self._dy]
+        m = len(hats)
+        values = self._inverse(jnp.stack(hats + [d(c) for c in hats for d in slopes]))
+        return [values[i] for i in range(m)], [[values[m + i * m + j] for j in range(m)] for i in range(m)]
+
+    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
+        """h_w, h_zeta (a box's) and h_U, h_V of the module docstring (h_U without the drive)."""
+        c, g = self._grid(state)
+        m = len(c)
+        hat = self._dealias() * self._forward(jnp.stack([-sum(c[j] * g[i][j] for j in range(m)) for i in range(m)]))
+        along, normal = hat[0], hat[-1]
+        span = jnp.zeros_like(along) if self.plane else hat[1]
+        h_w = -self._dy(1j * self.kx * along + 1j * self.ky * span) - (self.kx**2 + self.ky**2) * normal
+        h_zeta = None if self.plane else 1j * self.kx * span - 1j * self.ky * along
+        mean_u = self._mean_of(along)
+        mean = self._replicated(jnp.stack([mean_u, jnp.zeros_like(mean_u) if self.plane else self._mean_of(span)]))
+        return flow.State(h_w, h_zeta, mean, state.scalars)
+
+    def _drive(self, gradient: jax.Array | float, like: jax.Array) -> jax.Array:
+        """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0."""
+        return jnp.zeros_like(like).at[0, 0].set(gradient)
+
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params) -> flow.State:
+        core = self.core(params)
+        if self.drive != "flux":
+            gradient = self.gradient(params) if self.drive == "pressure" else 0.0
+
+            def driven(x: flow.State, s: jax.Array) -> flow.State:
+                h = self.explicit(x, s)
+                return replace(h, mean=h.mean + self._drive(gradient, h.mean))
+
+            return core.step(driven, dt)(state, t)
+        moved = core.step(self.explicit, dt)(state, t)
+        zero = jax.tree.map(jnp.zeros_like, state)
+        response = core.step(lambda x, s: replace(zero, mean=self._drive(1.0, zero.mean)), dt)(zero, t).mean
+        gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
+        return replace(moved, mean=self._replicated(moved.mean + gradient * response))
+
+    # ---- states and fields ------------------------------------------------------------------------------
+
+    def heights(self) -> jax.Array:
+        """The wall-normal coordinate of the grid points, ``(1, 1, Ny)``: the Gauss-Lobatto points, both plates
+        among them."""
+        return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
+        """The state of ``velocity`` ``(3, *shape)``: its wall-normal component, a box's wall-normal vorticity and
+        the periodic mean of the components along the plates."""
+        velocity = fields["velocity"].astype(self.dtype)
+        along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
+        w = self._forward(velocity[1] if self.plane else velocity[2])
+        zeta = None
+        if not self.plane:
+            u, v = self._forward(jnp.stack(along))
+            zeta = 1j * self.kx * v - 1j * self.ky * u
+        means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
+        mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
+        return flow.State(w, zeta, mean, None)
+
+    def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
+        """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy."""
+        c, g = self._grid(state)
+        if self.plane:
+            return {"streamwise": c[0], "vorticity": g[1][0] - g[0][1],
+                    "velocity": jnp.stack([c[0], c[1], jnp.zeros_like(c[0])])}
+        return {"streamwise": c[0], "velocity": jnp.stack(c)}
+
+    # ---- diagnostics, profiles and spectra -----------------------------------------------------------------
+
+    def _weights(self) -> jax.Array:
+        """Clenshaw-Curtis weights across the plates over the gap: a mean's ``(Ny,)``."""
+        return jnp.asarray(chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2], self.dtype)
+
+    def _volume_mean(self, f: jax.Array) -> jax.Array:
+        """The mean over the channel of a grid field ``(..., *shape)``."""
+        return jnp.sum(jnp.mean(f, axis=(-3, -2)) * self._weights(), axis=-1)
+
+    def wall_stresses(self, state: flow.State, params: Params) -> tuple[jax.Array, jax.Array]:
+        """The wall shear stress on the bottom plate, nu dU/dy there, and on the top one, -nu dU/dy."""
+        bottom, top = chebyshev.boundary_values(self._dy(state.mean[0]))
+        return bottom / params["reynolds"], -top / params["reynolds"]
+
+    def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Kinetic energy, bulk velocity, the wall shear stresses, u_tau, Re_tau, divergence, slip, max |u|, CFL."""
+        c, g = self._grid(state)
+        tau_bottom, tau_top = self.wall_stresses(state, params)
+        u_tau = jnp.sqrt((jnp.abs(tau_bottom) + jnp.abs(tau_top)) / 2)
+        speed = self.plate_velocity(params)
+        slip = jnp.stack([jnp.abs(c[0][..., 0] + speed).max(), jnp.abs(c[0][..., -1] - speed).max()]
+                         + [jnp.abs(f[..., [0, -1]]).max() for f in c[1:]]).max()
+        y = np.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points())
+        gaps = np.diff(y)
+        local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
+        steps = [self.spacing[a] for a, _, _ in self._periodic]
+        squared = sum(f**2 for f in c)
+        return {"kinetic_energy": 0.5 * self._volume_mean(squared),
+                "bulk_velocity": bulk_velocity(state.mean),
+                "tau_bottom": tau_bottom, "tau_top": tau_top, "u_tau": u_tau, "re_tau": u_tau * params["reynolds"],
+                "divergence": jnp.max(jnp.abs(sum(g[j][j] for j in range(len(c))))),
+                "slip": slip,
+                "max_velocity": jnp.max(jnp.sqrt(squared)),
+                "cfl": dt * jnp.max(sum(jnp.abs(f) / h for f, h in zip(c[:-1], steps, strict=True))
+                                    + jnp.abs(c[-1]) / local)}
+
+    def profiles(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
+        """Averages over the periodic directions at each height, each ``(Ny,)`` replicated
+        (:mod:`simulator.output.profiles`): the mean velocity <u>, the Reynolds stresses <u'u'>, <v'v'> (v across the
+        plates), <u'v'>, a box's spanwise <w'w'>, and the total shear stress nu d<u>/dy - <u'v'>."""
+        c, _ = self._grid(state)
+        prime = [f - jnp.mean(f, axis=(0, 1)) for f in c]
+        uv = jnp.mean(prime[0] * prime[-1], axis=(0, 1))
+        out = {"mean_velocity": jnp.mean(c[0], axis=(0, 1)), "reynolds_uu": jnp.mean(prime[0] ** 2, axis=(0, 1)),
+               "reynolds_vv": jnp.mean(prime[-1] ** 2, axis=(0, 1)), "reynolds_uv": uv,
+               "total_shear_stress": chebyshev.backward(self._dy(state.mean[0])) / params["reynolds"] - uv}
+        if not self.plane:
+            out["reynolds_ww"] = jnp.mean(prime[1] ** 2, axis=(0, 1))
+        return {k: self._replicated(v) for k, v in out.items()}
+
+    def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
+        """The kinetic energy of the fluctuations per horizontal |k|, integrated across the plates with
+        Clenshaw-Curtis weights."""
+        hats = self.velocity_hat(state)
+        fluctuation = ~self._mean_mode()
+        columns = chebyshev.backward(jnp.stack([jnp.where(fluctuation, f, 0.0) for f in hats]))
+        power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * self._weights(), axis=(0, -1), keepdims=True)[0] \
+            / self._count**2
+        k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx)) if self.plane else \
+            (self.kx, self.ky, jnp.zeros_like(self.kx))
+        return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}
+
+
+def bulk_velocity(mean: jax.Array) -> jax.Array:
+    """U_b = (1/2h) int U dy of the mean flow's Chebyshev coefficients ``(2, Ny)`` (the integrals of the T_k)."""
+    return 0.5 * mean[0] @ jnp.asarray(chebyshev.integrals(mean.shape[-1]), mean.dtype)
+
+
+def _laminar_profile(eq: ChannelFlow, params: Params) -> jax.Array:
+    """The drive's laminar U at the grid's heights ``(1, 1, Ny)`` (y' = y - 1 from the centre line)."""
+    y = eq.heights() - 1
+    if eq.drive == "couette":
+        return params["plate_velocity"] * y
+    centre = eq.gradient(params) * params["reynolds"] / 2 if eq.drive == "pressure" else 1.5 * params["flux"]
+    return centre * (1 - y**2)
+
+
+def laminar(eq: ChannelFlow, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """The laminar profile plus v = A xi (y (2 - y))^2 (:class:`..Laminar`); u's fluctuation follows by continuity in
+    the state, the first step imposing dv/dy = 0 at the plates."""
+    y = eq.heights()
+    v = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * (y * (eq.box[2] - y)) ** 2
+    u = jnp.broadcast_to(_laminar_profile(eq, params), eq.fft.shape).astype(eq.dtype)
+    return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)] if eq.plane else [u, jnp.zeros_like(u), v])}
+
+
+def _wave_profiles(reynolds: np.ndarray, amplitude: np.ndarray, alpha: float, y: np.ndarray) -> np.ndarray:
+    """u' and v' of the Tollmien-Schlichting wave at x = 0 and x = pi / (2 alpha), ``(2, 2, Ny)``: the wave is
+    u'(x) = u'(0) cos(alpha x) + u'(pi/2alpha) sin(alpha x), and so v'."""
+    _, u, v = channel.tollmien_schlichting(np.array([0.0, np.pi / (2 * alpha)]), y, float(reynolds), alpha,
+                                           float(amplitude))
+    return np.stack([u, v])
+
+
+def tollmien_schlichting(eq: ChannelFlow, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """Laminar Poiseuille flow with U_c = 1 plus the Tollmien-Schlichting wave (:class:`..TollmienSchlichting`);
+    the Orr-Sommerfeld solve runs on the host at the run's Re, a traced parameter: a callback."""
+    y = np.asarray(Chebyshev(eq.fft.shape[2], eq.box[2]).points()) - 1
+    shape = jax.ShapeDtypeStruct((2, 2, y.size), eq.dtype)
+    wave = jax.pure_callback(lambda re, a: _wave_profiles(re, a, ic.alpha, y).astype(shape.dtype), shape,
+                             params["reynolds"], ic.amplitude)
+    x = c[1] if eq.plane else c[0]
+    cos, sin = jnp.cos(ic.alpha * x), jnp.sin(ic.alpha * x)
+    u = (1 - (eq.heights() - 1) ** 2) + wave[0, 0] * cos + wave[0, 1] * sin
+    v = wave[1, 0] * cos + wave[1, 1] * sin
+    u, v = (jnp.broadcast_to(f, eq.fft.shape).astype(eq.dtype) for f in (u, v))
+    return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)] if eq.plane else [u, jnp.zeros_like(u), v])}
+
+
+ChannelFlow.builders = {"laminar": laminar, "tollmien_schlichting": tollmien_schlichting}

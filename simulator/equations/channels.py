@@ -1,0 +1,127 @@
+"""What the channel equations (``channel2d`` in a plane, ``channel`` in a box) declare alike (no JAX): their
+parameters, initial conditions, diagnostics and figures; :mod:`simulator.equations.channel_flow` is their
+implementation.
+
+Units and coordinates (:mod:`simulator.walls.channel`): x streamwise (periodic, ``grid.box[0]``), y across the
+plates at y = 0 and y = 2 (``grid.box = [Lx, 2]``: the half gap h = 1), velocities in the plates' speed U (Couette)
+or the centre-line velocity U_c of laminar Poiseuille flow, so nu = 1 / Re:
+
+    du/dt + (u . grad) u = -grad p + G x_hat + nu lap u,   div u = 0,   u = (-+U, 0) at y = 0, 2 (Couette) or 0.
+
+``physics.drive``: ``couette`` (plates at -U and +U, G = 0), ``pressure`` (a fixed mean pressure gradient G, by
+default 2 nu, laminar Poiseuille flow's with U_c = 1: the default drive, as in Kim, Moin & Moser 1987) or ``flux``
+(G chosen at each step so that the bulk velocity stays at ``physics.flux``). The flow is the velocity-vorticity
+formulation of :mod:`simulator.walls.flow` (Kim, Moin & Moser 1987) on the Chebyshev basis across the plates,
+stepped by IMEX RK222 with the viscous terms implicit; :mod:`.equation` is the implementation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec
+from simulator.errors import ConfigError
+from simulator.schema import param, random_seed, setting
+from simulator.walls.channel import DRIVES, check_channel
+
+
+@dataclass(frozen=True)
+class ChannelParams(EquationParams):
+    """The Reynolds number, the drive and its strength (module docstring)."""
+
+    name: str = setting("", "equation to solve")
+    reynolds: float = param(1e4, "Reynolds number Re = U h / nu: U the plates' speed (couette) or laminar Poiseuille "
+                                 "flow's centre-line velocity, h the half gap; nu = 1/Re")
+    drive: str = setting("pressure", "what drives the flow: couette (plates at -U and +U), pressure (a fixed mean "
+                                     "pressure gradient, the default) or flux (a fixed bulk velocity)", choices=DRIVES)
+    plate_velocity: float = param(1.0, "the plates' speed U for drive = couette: the bottom plate moves at -U, "
+                                       "the top one at +U")
+    pressure_gradient: float | None = setting(None, "the mean pressure gradient G = -dP/dx for drive = pressure; "
+                                                    "null: 2/Re, laminar Poiseuille flow's with U_c = 1")
+    flux: float = param(2 / 3, "the bulk velocity U_b = (1/2h) int u dy held for drive = flux (2/3: laminar "
+                               "Poiseuille flow's with U_c = 1)")
+
+    def compact_spectra(self) -> str | None:
+        return "the walled spectrum is full in x"
+
+    def gradient(self) -> float:
+        """The fixed mean pressure gradient G (drive ``pressure``)."""
+        return 2 / self.reynolds if self.pressure_gradient is None else self.pressure_gradient
+
+    def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
+        """nu = 1/Re and the viscous length nu / u_tau of the row's friction velocity."""
+        u_tau = float(diagnostics.get("u_tau", 0.0)) or math.sqrt(self.gradient())
+        return {"viscosity": 1 / self.reynolds, "viscous_length": 1 / (self.reynolds * u_tau)}
+
+    def check(self, cfg: Any) -> None:
+        """Plates across the last direction, two apart, no-slip; :func:`simulator.walls.channel.check_channel`'s
+        refusals."""
+        walls = cfg.grid.walls
+        if not walls.on:
+            raise ConfigError("grid.walls.axis", None, f"{'y' if cfg.grid.plane else 'z'}: {self.name} runs between "
+                              "two plates across the last "
+                              "direction", "leaves the grid periodic")
+        check_channel(self.drive, self.reynolds, tuple(walls.velocity), self.flux if self.drive == "flux" else None)
+        if abs(cfg.grid.box[-1] - 2.0) > 1e-12:
+            raise ConfigError("grid.box", list(cfg.grid.box), f"{[*cfg.grid.box[:-1], 2]}: lengths are measured in "
+                              "the half gap h, so the plates lie 2 apart", "does not put the plates 2 apart")
+
+
+@dataclass(frozen=True)
+class Laminar(InitialCondition):
+    """The laminar profile of the drive (Couette's U y'/h, Poiseuille's U_c (1 - y'^2/h^2) scaled to the drive's
+    gradient or flux; y' from the centre line) plus noise damped at the plates: the wall-normal velocity
+    v = A xi (y (2 - y))^2, xi unit white noise, its streamwise partner by continuity."""
+
+    name: str = setting("laminar", "initial condition")
+    amplitude: float = param(0.0, "amplitude A of the wall-normal noise at mid-height", min=0.0)
+    seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
+
+
+@dataclass(frozen=True)
+class TollmienSchlichting(InitialCondition):
+    """Laminar Poiseuille flow (U_c = 1) plus its Tollmien-Schlichting wave at streamwise wavenumber alpha: the least
+    stable Orr-Sommerfeld mode at the run's Re, solved by the project
+    (:func:`simulator.walls.channel.tollmien_schlichting`), its streamwise velocity's peak ``amplitude``."""
+
+    name: str = setting("tollmien_schlichting", "initial condition")
+    alpha: float = setting(1.0, "streamwise wavenumber alpha (1/h): 2 pi m / Lx, m a whole number below Nx/3")
+    amplitude: float = param(1e-4, "peak streamwise velocity of the wave, in U_c", min=0.0)
+
+    def check(self, cfg: Any) -> None:
+        physics = cfg.physics
+        check_channel(physics.drive, physics.reynolds, tuple(cfg.grid.walls.velocity),
+                      physics.flux if physics.drive == "flux" else None, self.alpha, cfg.grid.box[0],
+                      cfg.grid.shape[0])
+
+
+#: the channel's time series (both geometries; a box's divergence, slip and CFL number over its three components)
+DIAGNOSTICS = {
+    "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+    "bulk_velocity": "bulk velocity U_b = (1/2h) int <u> dy",
+    "tau_bottom": "wall shear stress on the bottom plate, nu d<u>/dy at y = 0",
+    "tau_top": "wall shear stress on the top plate, -nu d<u>/dy at y = 2",
+    "u_tau": "friction velocity u_tau = (mean of |tau| at the two plates)^(1/2)",
+    "re_tau": "friction Reynolds number Re_tau = u_tau h / nu",
+    "divergence": "max |du/dx + dv/dy| on the grid: round-off",
+    "slip": "max |u - U_plate| and |v| at the plates: round-off",
+    "max_velocity": "max |u|",
+    "cfl": "CFL number dt max(|u|/dx + |v|/dy), dy the local spacing of the Gauss-Lobatto points",
+}
+#: the derived scales
+SCALES = {"viscosity": "kinematic viscosity nu = 1/Re",
+          "viscous_length": "viscous length delta_nu = nu / u_tau, u_tau the friction velocity"}
+#: the time series drawn by simulator plot, the spectrum and the slice
+PLOT = PlotSpec(
+    panels=(
+        Panel("bulk velocity", (Curve("bulk_velocity", r"$U_b$"),)),
+        Panel("wall shear stress", (Curve("tau_bottom", r"$\tau_{bottom}$"), Curve("tau_top", r"$\tau_{top}$"))),
+        Panel("Re_tau", (Curve("re_tau", r"$Re_\tau$"),)),
+    ),
+    spectrum="energy",
+    spectrum_label=r"$E_K(k_x)$",
+    slice_field="streamwise",
+    resolved=2 / 3,
+)

@@ -1,0 +1,196 @@
+"""Plane Couette and Poiseuille flow between no-slip plates (simulator.equations.channel2d), float64, on the single
+backend and slabs of 2 devices: laminar flow steady under every drive, the start-up of Couette flow against its
+exact series, the Tollmien-Schlichting wave's growth against the Orr-Sommerfeld eigenvalue, divergence and no-slip
+at round-off at every step, the bulk velocity held under a fixed flux, distributed runs equal to one device's,
+restarts bitwise and the refusals of bad input."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import simulator
+from simulator.fft.bases import Chebyshev
+from simulator.output.hdf5 import Snapshot
+from simulator.walls import channel, eigen
+
+from support import advance, case_id, command, simulation
+
+CASES = [("single", 1, None), ("slab", 2, None)]
+
+
+def channel_run(devices, case=("single", 1, None), shape=(8, 16), **overrides):
+    values = {"physics__name": "channel2d", "grid__shape": list(shape), **overrides}
+    return simulation(devices, case, **values)
+
+
+def velocity(sim, state) -> np.ndarray:
+    return np.asarray(sim.fields(state, "velocity")["velocity"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("drive", ["couette", "pressure", "flux"])
+def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
+    """Couette (U = 1.5) and Poiseuille flow under a fixed pressure gradient or a fixed flux at Re = 100, 10 steps
+    from their laminar profiles: u to 1e-14, v zero, the wall stresses the exact ones."""
+    sim = channel_run(devices, case, physics__drive=drive, physics__reynolds=100.0, physics__plate_velocity=1.5,
+                      initial__name="laminar")
+    state = advance(sim, sim.initial_state(), 0.05, 10)
+    y = Chebyshev(16, 2.0).points() - 1
+    profile = channel.couette(y, 1.5) if drive == "couette" else channel.poiseuille(y)
+    u = velocity(sim, state)
+    assert np.abs(u[0, 0] - profile).max() < 1e-14 and np.abs(u[1]).max() == 0.0
+    report = {k: float(v) for k, v in sim.diagnostics(state, 0.05).items()}
+    tau = 1.5 / 100 if drive == "couette" else 2 / 100
+    assert report["tau_bottom"] == pytest.approx(tau, rel=1e-12)
+    assert report["tau_top"] == pytest.approx(-tau if drive == "couette" else tau, rel=1e-12)
+    assert report["re_tau"] == pytest.approx(math.sqrt(tau) * 100, rel=1e-12)
+    assert report["bulk_velocity"] == pytest.approx(0.0 if drive == "couette" else 2 / 3, abs=1e-14)
+
+
+def test_the_start_up_of_couette_flow_against_its_exact_series(devices):
+    """Plates set moving from rest at Re = 1 (laminar initial condition at U = 0, then U = 1 through the traced
+    parameter): the mean flow at t = 0.5 against channel.couette_startup, the error falling as dt^2 (RK222)."""
+    sim = channel_run(devices, shape=(4, 32), physics__drive="couette", physics__reynolds=1.0,
+                      physics__plate_velocity=0.0, initial__name="laminar")
+    rest = sim.initial_state()
+    params = {**sim.params, "plate_velocity": np.float64(1.0)}
+    exact = channel.couette_startup(Chebyshev(32, 2.0).points() - 1, 0.5, 1.0)
+    errors = []
+    for dt in (0.02, 0.01):
+        state = advance(sim, rest, dt, round(0.5 / dt), params)
+        errors.append(np.abs(velocity(sim, state)[0, 0, 0] - exact).max())
+    assert errors[1] < 2e-5 and 3.6 < errors[0] / errors[1] < 4.4
+
+
+def _wave_rate(devices, case, drive: str, amplitude: float, reynolds: float, shape, dt: float, steps: int,
+               each: int = 1) -> tuple[float, float, list[float], object]:
+    """The growth rate of the wave's k_x = 1 mode of v (its Chebyshev norm) from a Tollmien-Schlichting initial
+    condition, the largest divergence and slip over the run's chunks of ``each`` steps (over the amplitude), the
+    bulk velocity after each chunk, and the simulation."""
+    sim = channel_run(devices, case, shape, physics__drive=drive, physics__reynolds=reynolds,
+                      initial__name="tollmien_schlichting", initial__amplitude=amplitude)
+    start = sim.initial_state()
+    state, worst, bulks = start, 0.0, []
+    for _ in range(steps // each):
+        state = advance(sim, state, dt, each)
+        report = sim.diagnostics(state, dt)
+        worst = max(worst, float(report["divergence"]), float(report["slip"]))
+        bulks.append(float(report["bulk_velocity"]))
+    grow = np.linalg.norm(np.asarray(state.w)[0, 1]) / np.linalg.norm(np.asarray(start.w)[0, 1])
+    return math.log(grow) / (dt * steps), worst / amplitude, bulks, sim
+
+
+def test_a_tollmien_schlichting_wave_grows_at_the_orr_sommerfeld_rate(devices):
+    """Re = 10^4, alpha = 1, amplitude 10^-5 in the nonlinear run (8 x 64): the wave's growth rate over t = 10
+    equals alpha Im c of the eigen-solver (c = 0.23752649 + 0.00373967 i, Orszag 1971) to 1e-5 relative;
+    divergence and no-slip at round-off after every step."""
+    rate, worst, _, _ = _wave_rate(devices, CASES[0], "pressure", 1e-5, 1e4, (8, 64), 0.02, 500)
+    c = eigen.orr_sommerfeld(1e4, 1.0, "poiseuille", channel.TS_DEGREE)[0][0]
+    assert c.real == pytest.approx(0.23752649, abs=1e-8) and c.imag == pytest.approx(0.00373967, abs=1e-8)
+    assert rate == pytest.approx(c.imag, rel=1e-5)
+    assert worst < 1e-10
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_fixed_flux_holds_the_bulk_velocity_exactly(devices, case):
+    """A Tollmien-Schlichting wave of finite amplitude (0.05) at Re = 2000 under a fixed flux of 2/3: the bulk
+    velocity after every step is the one set, to round-off; divergence and no-slip held."""
+    _, worst, bulks, _ = _wave_rate(devices, case, "flux", 0.05, 2000.0, (8, 32), 0.02, 20)
+    assert np.abs(np.array(bulks) - 2 / 3).max() < 1e-15
+    assert worst < 1e-12
+
+
+def test_a_distributed_channel_run_equals_the_single_device_one(devices):
+    """Laminar Poiseuille flow plus noise (0.1) at Re = 5000 for 20 steps: a slab of 2 devices ends where one
+    device ends, to 1e-12."""
+    values = {"initial__name": "laminar", "initial__amplitude": 0.1, "physics__reynolds": 5000.0}
+    single = channel_run(devices, **values)
+    want = velocity(single, advance(single, single.initial_state(), 0.01, 20))
+    sim = channel_run(devices, CASES[1], **values)
+    got = velocity(sim, advance(sim, sim.initial_state(), 0.01, 20))
+    assert np.abs(want[1]).max() > 1e-3
+    assert np.abs(got - want).max() < 1e-12 * np.abs(want).max()
+
+
+CONFIG = {"physics.name": "channel2d", "physics.reynolds": 2000.0, "physics.drive": "flux", "grid.shape": [8, 16],
+          "precision": "float64", "initial.name": "laminar", "initial.amplitude": 0.1, "time.dt": 0.01,
+          "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10, "output.snapshots.every": 20,
+          "runtime.cpu_devices": 8, "fft.mesh": [2]}
+
+
+def test_a_channel_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
+    """Under a fixed flux, from the step-10 checkpoint of a run on a slab of 2, restarted there: its step-20
+    snapshot is the straight run's, bit for bit (the state holds all a step needs: the pressure gradient is found
+    again from it)."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, CONFIG), straight) == 0
+    run = tmp_path / "run"
+    shutil.copytree(straight, run)
+    for path in (run / "snapshots").glob("s00000020*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    restart = str(run / "checkpoints" / "c00000010.json")
+    assert simulator.run_config(simulator.load_config(None, CONFIG), run, restart=restart) == 0
+    with Snapshot(run / "snapshots" / "s00000020.h5") as got, Snapshot(straight / "snapshots" / "s00000020.h5") \
+            as want:
+        assert np.array_equal(got.read("velocity"), want.read("velocity"))
+        assert np.abs(want.read("velocity")[1]).max() > 1e-3
+
+
+BAD = [
+    ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
+     r"is not available for this equation; no-slip plates for physics\.name = channel2d"),
+    ({"physics.reynolds": "0"}, r"^error: physics\.reynolds = 0\.0 is out of range; a number > 0"),
+    ({"physics.reynolds": "-5"}, r"^error: physics\.reynolds = -5\.0 is out of range"),
+    ({"physics.drive": "flux", "physics.flux": "0"}, r"^error: physics\.flux = 0\.0 is out of range; a bulk velocity"),
+    ({"physics.drive": "gravity"}, r"^error: physics\.drive = 'gravity'"),
+    ({"grid.box": "[6,1]"}, r"^error: grid\.box = \[6\.0, 1\.0\] does not put the plates 2 apart"),
+    ({"initial.name": "tollmien_schlichting", "initial.alpha": "1.5"},
+     r"^error: initial\.alpha = 1\.5 is not a wavenumber of the box"),
+    ({"initial.name": "tollmien_schlichting", "initial.alpha": "3"}, r"^error: initial\.alpha = 3\.0 is not resolved "
+     r"by the grid; 2 pi m / Lx with m < Nx / 3"),
+    ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
+]
+
+
+@pytest.mark.parametrize(("values", "pattern"), BAD, ids=[" ".join(v) for v, _ in BAD])
+def test_bad_channel_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd, values, pattern):
+    config = tmp_path / "channel.yaml"
+    config.write_text("physics: {name: channel2d}\ngrid: {shape: [8, 16]}\n")
+    args = [a for key, value in values.items() for a in ("--set", f"{key}={value}")]
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
+    """Laminar Poiseuille flow at Re = 100 under a fixed pressure gradient, through run_config with profiles:
+    load_run reads back <u> = 1 - y^2, no Reynolds stress, the total shear stress -G y; the wall units of the
+    window (simulator.walls.channel.wall_units) give u_tau = (2/Re)^(1/2), U+ = <u>/u_tau; simulator plot draws
+    channel_profiles.png and the time series of the wall stresses."""
+    from simulator.plots.run import plot_run
+    from simulator.walls.channel import wall_units
+
+    config = {"physics.name": "channel2d", "physics.reynolds": 100.0, "grid.shape": [8, 16], "precision": "float64",
+              "initial.name": "laminar", "time.dt": 0.01, "time.t_end": 0.1, "output.chunk": 5,
+              "output.profiles.every": 5, "runtime.cpu_devices": 8}
+    assert simulator.run_config(simulator.load_config(None, config), tmp_path / "run") == 0
+    run = simulator.load_run(tmp_path / "run")
+    data = run.output("profiles")
+    y = Chebyshev(16, 2.0).points() - 1
+    np.testing.assert_allclose(data["z"], y + 1, atol=1e-15)
+    np.testing.assert_allclose(data["mean_velocity"][-1], channel.poiseuille(y), atol=1e-14)
+    assert np.abs(data["reynolds_uv"]).max() == 0.0 and np.abs(data["reynolds_uu"]).max() < 1e-28
+    np.testing.assert_allclose(data["total_shear_stress"][-1], -2 / 100 * y, atol=1e-15)
+    wall = wall_units(y, *(data[k][-1] for k in ("mean_velocity", "reynolds_uu", "reynolds_vv", "reynolds_uv",
+                                                 "total_shear_stress")), 1 / 100)
+    assert wall.u_tau == pytest.approx(math.sqrt(2 / 100), rel=1e-13) and wall.tau_top == pytest.approx(0.02, 1e-13)
+    np.testing.assert_allclose(wall.u_plus, channel.poiseuille(y) / math.sqrt(2 / 100), rtol=1e-13, atol=1e-14)
+    series = run.timeseries
+    assert np.allclose(series["tau_bottom"], 0.02, rtol=1e-12) and np.allclose(series["re_tau"], math.sqrt(200))
+    written = {p.name for p in plot_run(tmp_path / "run")}
+    assert {"channel_profiles.png", "timeseries.png"} <= written
