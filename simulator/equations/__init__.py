@@ -35,6 +35,7 @@ PACKAGES = (
     "simulator.equations.convection2d",
     "simulator.equations.convection",
     "simulator.equations.convection2d_noslip",
+    "simulator.equations.convection_noslip",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"
