@@ -817,7 +817,8 @@ def test_the_explanation_pages_explain_the_method_not_the_tests_or_their_history
 EQUATION_PAGES = {"navier_stokes": "navier-stokes.md", "boussinesq": "boussinesq.md", "mhd": "mhd.md",
                   "schrodinger_poisson": "schrodinger-poisson.md", "fdm_cosmo": "cosmology.md", "ns2d": "plane.md",
                   "boussinesq2d": "plane.md", "mhd2d": "plane.md", "sw1l": "shallow-water.md",
-                  "convection2d": "walls.md", "convection": "walls.md", "convection2d_noslip": "walls.md"}
+                  "convection2d": "walls.md", "convection": "walls.md", "convection2d_noslip": "walls.md",
+                  "convection_noslip": "walls.md"}
 
 
 def test_every_timeseries_column_is_defined_under_its_equations_diagnostics():

@@ -24,7 +24,7 @@ CONFIGS = {"navier_stokes": "taylor_green", "boussinesq": "stratified_turbulence
            "schrodinger_poisson": "jeans", "fdm_cosmo": "fdm_cosmo", "ns2d": "forced_2d",
            "boussinesq2d": "stratified_plane", "mhd2d": "orszag_tang_2d",
            "sw1l": "geostrophic_adjustment", "convection2d": "convection_2d", "convection": "convection_3d",
-           "convection2d_noslip": "convection_2d_noslip"}
+           "convection2d_noslip": "convection_2d_noslip", "convection_noslip": "convection_3d_noslip"}
 
 
 @pytest.mark.parametrize("name", sorted(equations.registry()))
