@@ -20,15 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.equations.convection2d_noslip import INFO as PLANE, NoSlipParams
-from simulator.equations.plates import Conductive
+from simulator.equations.plates import NOSLIP_DIAGNOSTICS, NOSLIP_PLOT, NOSLIP_SCALES, Conductive, NoSlipFreeFallParams
 from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
+from simulator.time.schemes import IMEX
 
 
 @dataclass(frozen=True)
-class BoxNoSlipParams(NoSlipParams):
+class BoxNoSlipParams(NoSlipFreeFallParams):
     """The Rayleigh and Prandtl numbers (free-fall units: the module docstring), in a box."""
 
     name: str = setting("convection_noslip", "equation to solve")
@@ -59,13 +59,13 @@ INFO = EquationInfo(
     summary="Rayleigh-Benard convection in a box between no-slip plates (Chebyshev, free-fall units)",
     params=BoxNoSlipParams,
     initials=(Conductive, BoxMode),
-    protocol=PLANE.protocol,
+    protocol=IMEX,
     default_integrator="rk222",
     implementation="simulator.equations.convection_noslip.equation:NoSlipConvection3D",
     walls="required",
     wall_velocity=("no-slip",),
     diagonal_linear=False,
-    scales=PLANE.scales,
+    scales=NOSLIP_SCALES,
     default_box=(4.0, 4.0, 1.0),
     fields={
         "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (Nx, Ny, Nz)",
@@ -75,14 +75,14 @@ INFO = EquationInfo(
         "velocity": FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"),
     },
     state_fields=("velocity", "theta"),
-    diagnostics={**PLANE.diagnostics,
+    diagnostics={**NOSLIP_DIAGNOSTICS,
                  "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
-                 "kmax_eta": PLANE.diagnostics["kmax_eta"].replace("pi Nx/Lx", "pi Nx/Lx, pi Ny/Ly"),
+                 "kmax_eta": NOSLIP_DIAGNOSTICS["kmax_eta"].replace("pi Nx/Lx", "pi Nx/Lx, pi Ny/Ly"),
                  "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto "
                         "points"},
-    resolution_advice=PLANE.resolution_advice,
-    progress=PLANE.progress,
+    resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
+    progress=("nusselt", "reynolds", "cfl"),
     spectra={"energy": "kinetic energy per shell of the horizontal wavenumber |k_h|, integrated over z: sums to E_K"},
     spectrum_axes={"energy": "k_h"},
-    plot=replace(PLANE.plot, spectrum_label=r"$E_K(k_h)$"),
+    plot=replace(NOSLIP_PLOT, spectrum_label=r"$E_K(k_h)$"),
 )
