@@ -181,6 +181,23 @@ def test_the_conductive_state_and_a_couette_flow_are_steady_to_round_off():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-14)
 
 
+def test_a_step_by_factors_built_once_for_its_dt_equals_one_that_factors_itself():
+    """A chunk of steps of one dt factors the stage solves once (:meth:`flow.NoSlipFlow.factor`) and hands them
+    to every step: five such steps of a growing mode end where five steps factoring in each end, to round-off (the
+    two programs are compiled apart, so their sums may round apart)."""
+    _, state = eigenmode(2000.0)
+    fl = convection(2000.0, K_C)
+    explicit = lambda x, t: flow.buoyancy(fl, x)  # noqa: E731
+    own = jax.jit(fl.step(explicit, 0.05))
+    shared = jax.jit(lambda x, t, factored: fl.step(explicit, 0.05, factored)(x, t))
+    factored = jax.jit(fl.factor)(0.05)
+    a = b = state
+    for i in range(5):
+        a, b = own(a, 0.05 * i), shared(b, 0.05 * i, factored)
+    for got, want in zip(jax.tree.leaves(b), jax.tree.leaves(a), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-14 * np.abs(want).max())
+
+
 def test_the_velocity_of_a_no_slip_flow_is_divergence_free_to_round_off():
     """u and w of a mode rebuilt from w (:func:`flow.velocity`): i k_x u + dw/dz = 0 to round-off, and u = w =
     0 at both plates."""

@@ -123,8 +123,8 @@ def test_the_solves_store_and_make_nothing_quadratic_in_n(n):
     alpha, k2 = np.linspace(1.0, 50.0, modes), np.linspace(0.0, 9.0, modes)
     helmholtz = Helmholtz.build(alpha, n, DIRICHLET)
     half = (n - 1) // 2  # rows k = 2..N of each parity
-    assert helmholtz.factors.upper.shape == (modes, 2, half, 4)
-    assert helmholtz.factors.multipliers.shape == helmholtz.factors.swapped.shape == (modes, 2, half)
+    assert helmholtz.factors.upper.shape == (half, modes, 2, 4)  # rows first, the order the solves read them
+    assert helmholtz.factors.multipliers.shape == helmholtz.factors.swapped.shape == (half, modes, 2)
     solver = WallNormal.build(alpha, k2, n)
     stored = sum(leaf.size for leaf in jax.tree.leaves(solver))
     assert stored <= 30 * n * modes
@@ -144,7 +144,7 @@ def test_banded_solve_with_pivoting_matches_a_dense_solve():
             if 0 <= i - 1 + d < n:
                 dense[:, i, i - 1 + d] = bands[:, i, d]
     rhs = RNG.standard_normal((batch, n)) + 1j * RNG.standard_normal((batch, n))
-    got = banded.solve(banded.factor(jnp.asarray(bands)), jnp.asarray(rhs))
+    got = banded.solve(banded.factor(jnp.asarray(bands)), jnp.asarray(rhs.T)).T  # rows first
     assert np.abs(got - np.linalg.solve(dense, rhs[..., None])[..., 0]).max() < 1e-11
 
 

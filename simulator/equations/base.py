@@ -303,9 +303,15 @@ class ImexEquation(Equation):
 
     protocol: ClassVar[str] = IMEX
 
+    def imex_factor(self, dt: jax.Array, params: Params) -> Any:
+        """The stage solves' factorisations for ``dt`` (a pytree; None: none to share), built once for a chunk
+        of steps of one dt and handed to each of its :meth:`imex_step`."""
+        return None
+
     @abc.abstractmethod
-    def imex_step(self, state: Any, t: jax.Array, dt: jax.Array, params: Params) -> Any:
-        """The state one step of ``dt`` later."""
+    def imex_step(self, state: Any, t: jax.Array, dt: jax.Array, params: Params, factored: Any = None) -> Any:
+        """The state one step of ``dt`` later (``factored``: :meth:`imex_factor` of this ``dt``, or None: the
+        step factors its solves itself, as a step whose dt changes from step to step must)."""
 
 
 @functools.lru_cache(maxsize=64)

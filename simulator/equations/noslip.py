@@ -97,7 +97,7 @@ class NoSlipConvection(ImexEquation):
         """The flow core of this grid's modes: (k_x, k_y) of each, fixed temperatures theta = 0 at both plates."""
         nu, kappa = free_fall(params)
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu, (kappa,),
-                               flow.Plates(scalars=("fixed-value",), values=((0.0, 0.0),)))
+                               flow.Plates(scalars=("fixed-value",), values=((0.0, 0.0),)), planar=self.plane)
 
     def velocity_hat(self, state: flow.State) -> tuple[jax.Array, ...]:
         """The velocity's spectra, (u, w) in a plane, (u, v, w) in a box: by continuity and zeta, (U, V) (times the
@@ -112,16 +112,22 @@ class NoSlipConvection(ImexEquation):
                 state.w)
 
     def _grid(self, state: flow.State) -> dict[str, jax.Array]:
-        """The velocity components and theta and their derivatives on the grid (``"u_x"``: du/dx), one batched
-        inverse transform."""
+        """The velocity components and theta and their derivatives on the grid (``"u_x"``: du/dx), one field's
+        spectrum formed and transformed at a time (a loop, not one batch: the batch's spectra and their
+        transforms' work space would be the step's largest memory)."""
         names = ("u", "w") if self.plane else ("u", "v", "w")
-        spectra_ = dict(zip(names, self.velocity_hat(state), strict=True), theta=state.scalars[0])
-        slopes = {"x": lambda k: 1j * self.kx * k, "z": self._dz}
+        bases = jnp.stack([*self.velocity_hat(state), state.scalars[0]])
+        slopes = {"": lambda k: k, "_x": lambda k: 1j * self.kx * k}
         if not self.plane:
-            slopes["y"] = lambda k: 1j * self.ky * k
-        keys = [*spectra_, *(f"{f}_{d}" for f in spectra_ for d in slopes)]
-        values = [*spectra_.values(), *(slope(k) for k in spectra_.values() for slope in slopes.values())]
-        return dict(zip(keys, self._inverse(jnp.stack(values)), strict=True))
+            slopes["_y"] = lambda k: 1j * self.ky * k
+        slopes["_z"] = self._dz
+        count = len(slopes)
+
+        def one(i: jax.Array) -> jax.Array:
+            return self._inverse(jax.lax.switch(i % count, tuple(slopes.values()), bases[i // count]))
+
+        keys = [f + d for f in (*names, "theta") for d in slopes]
+        return dict(zip(keys, jax.lax.map(one, jnp.arange(len(keys))), strict=True))
 
     def _components(self) -> tuple[str, ...]:
         return ("u", "w") if self.plane else ("u", "v", "w")
@@ -150,8 +156,12 @@ class NoSlipConvection(ImexEquation):
         mean = jax.lax.with_sharding_constraint(jnp.stack(mean), self.fft.replicated_sharding())
         return flow.State(h_w, zeta, mean, hat[-1][None])
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params) -> flow.State:
-        return self.core(params).step(self.explicit, dt)(state, t)
+    def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
+        return self.core(params).factor(dt)
+
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params,
+                  factored: flow.Factored | None = None) -> flow.State:
+        return self.core(params).step(self.explicit, dt, factored)(state, t)
 
     # ---- states and fields ------------------------------------------------------------------------------
 

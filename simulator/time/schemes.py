@@ -117,7 +117,7 @@ SCHEMES: dict[str, Scheme] = {
                diagonal=True, shifts=RK4_SHIFTS),
         Scheme("rk222", IMEX, 2, 2, 3, "the implicit-explicit Runge-Kutta (2,2,2) of Ascher, Ruuth & Spiteri "
                "(1997), Dedalus's RK222: viscosity and diffusion implicit by banded solves per mode",
-               "simulator.time.integrators:make_rk222"),
+               "simulator.time.integrators:make_rk222", chunk="simulator.time.integrators:make_rk222_steps"),
         Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk",
                chunk="simulator.time.integrators:make_kdk_steps"),
     )

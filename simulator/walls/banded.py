@@ -4,9 +4,9 @@ index (a horizontal mode), factored by Gaussian elimination with partial pivotin
 Storage is banded throughout (LAPACK's ``gbtrf`` in the manner of Golub & Van Loan 2013, sec. 4.3.5, for one
 sub-diagonal): ``bands[..., i, d]`` is the entry of row i at column i - 1 + d, d = 0..upper + 1 (d = 0 the
 sub-diagonal, d = 1 the diagonal); the factors hold, per row, the row interchange (whether row i + 1 was taken as
-the pivot), the multiplier and the row of U, whose pivoting fills one more super-diagonal: ``(..., n)``,
-``(..., n)`` and ``(..., n, upper + 2)``. Nothing of size n^2 is formed. The elimination runs down the rows with
-``lax.scan``, every matrix of the batch at once.
+the pivot), the multiplier and the row of U, whose pivoting fills one more super-diagonal, rows first:
+``(n, ...)``, ``(n, ...)`` and ``(n, ..., upper + 2)``; a solve's vectors are rows first too. Nothing of size n^2
+is formed. The elimination runs down the rows with ``lax.scan``, every matrix of the batch at once.
 """
 
 from __future__ import annotations
@@ -18,21 +18,17 @@ import jax.numpy as jnp
 
 
 class Factors(NamedTuple):
-    """A batch of banded LU factorisations (arrays ``(..., n)``, ``(..., n)``, ``(..., n, upper + 2)``)."""
+    """A batch of banded LU factorisations, rows first (arrays ``(n, ...)``, ``(n, ...)``, ``(n, ..., upper +
+    2)``): the order the solves' sweeps read them in, so a solve moves no factor."""
 
     swapped: jnp.ndarray
     multipliers: jnp.ndarray
     upper: jnp.ndarray
 
 
-def _rows_first(a: jnp.ndarray, trailing: int) -> jnp.ndarray:
-    """``a`` with its row axis (the one before ``trailing`` axes) moved to the front, for ``lax.scan``."""
-    return jnp.moveaxis(a, a.ndim - 1 - trailing, 0)
-
-
 def factor(bands: jnp.ndarray) -> Factors:
     """The factorisation of the banded matrices ``bands[..., n, upper + 2]`` (see the module's layout)."""
-    rows = _rows_first(bands, 1)
+    rows = jnp.moveaxis(bands, -2, 0)
     zero = jnp.zeros_like(rows[0][..., :1])
     # the first row has no sub-diagonal: its entries from the diagonal on, with room for the pivoting's fill
     first = jnp.concatenate([rows[0][..., 1:], zero], -1)
@@ -47,19 +43,14 @@ def factor(bands: jnp.ndarray) -> Factors:
 
     last, (swapped, multipliers, pivots) = jax.lax.scan(step, first, rows[1:])
     pivots = jnp.concatenate([pivots, last[None]], 0)
-    no = jnp.zeros_like(swapped[:1])
-    return Factors(jnp.moveaxis(jnp.concatenate([swapped, no], 0), 0, -1),
-                   jnp.moveaxis(jnp.concatenate([multipliers, jnp.zeros_like(multipliers[:1])], 0), 0, -1),
-                   jnp.moveaxis(pivots, 0, -2))
+    return Factors(jnp.concatenate([swapped, jnp.zeros_like(swapped[:1])], 0),
+                   jnp.concatenate([multipliers, jnp.zeros_like(multipliers[:1])], 0), pivots)
 
 
 def solve(factors: Factors, rhs: jnp.ndarray) -> jnp.ndarray:
-    """The solutions x[..., n] of the factored systems for right-hand sides ``rhs[..., n]`` (real or complex;
-    the factors' batch axes broadcast against the right-hand side's)."""
-    swapped = _rows_first(factors.swapped, 0)
-    multipliers = _rows_first(factors.multipliers, 0)
-    upper = _rows_first(factors.upper, 1)
-    b = _rows_first(rhs, 0)
+    """The solutions x[n, ...] of the factored systems for right-hand sides ``rhs[n, ...]``, rows first as the
+    factors (real or complex; the factors' batch axes broadcast against the right-hand side's)."""
+    swapped, multipliers, upper = factors
 
     def down(current, row):
         swap, multiplier, below = row
@@ -67,7 +58,7 @@ def solve(factors: Factors, rhs: jnp.ndarray) -> jnp.ndarray:
         other = jnp.where(swap, current, below)
         return other - multiplier * pivot, pivot
 
-    last, y = jax.lax.scan(down, b[0], (swapped[:-1], multipliers[:-1], b[1:]))
+    last, y = jax.lax.scan(down, rhs[0], (swapped[:-1], multipliers[:-1], rhs[1:]))
     y = jnp.concatenate([y, last[None]], 0)
     width = upper.shape[-1]
     after = jnp.zeros((width - 1, *jnp.broadcast_shapes(y.shape[1:], upper.shape[1:-1])), jnp.result_type(y, upper))
@@ -77,5 +68,4 @@ def solve(factors: Factors, rhs: jnp.ndarray) -> jnp.ndarray:
         x = (value - jnp.einsum("...d,d...->...", u[..., 1:], later)) / u[..., 0]
         return jnp.concatenate([x[None], later[:-1]], 0), x
 
-    _, x = jax.lax.scan(up, after, (upper, y), reverse=True)
-    return jnp.moveaxis(x, 0, -1)
+    return jax.lax.scan(up, after, (upper, y), reverse=True)[1]

@@ -20,8 +20,9 @@ The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x,
 Each implicit stage of RK222 solves (M - gamma dt L) X = R: for w, (alpha - lap) lap w = R / (gamma dt nu),
 alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2 influence matrix; for the others one
 banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or kappa). The factorisations are O(N)
-per mode, built inside the step from its dt (no N x N inverse is formed or stored), and every solve is batched
-over the leading (mode) axes. The bounded direction is whole on the device that solves a mode.
+per mode (no N x N inverse is formed or stored), built once per dt (:meth:`NoSlipFlow.factor`: a chunk of steps of
+one dt shares them), and every solve is batched over the leading (mode) axes. The bounded direction is whole on
+the device that solves a mode.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class Plates:
 class NoSlipFlow:
     """The linear part and stage solves of a flow between no-slip plates, batched over horizontal modes:
     ``kx``, ``ky`` broadcast to the modes' shape ``(...)``; ``n`` coefficients across a gap of ``height``;
-    ``viscosity`` and ``diffusivities`` (one per scalar)."""
+    ``viscosity`` and ``diffusivities`` (one per scalar); ``planar``: a plane (x, z), whose states hold no zeta."""
 
     kx: jnp.ndarray
     ky: jnp.ndarray
@@ -76,6 +77,7 @@ class NoSlipFlow:
     viscosity: float | jnp.ndarray
     diffusivities: tuple[float | jnp.ndarray, ...] = ()
     plates: Plates = field(default_factory=Plates)
+    planar: bool = False  # a plane (x, z): no wall-normal vorticity, none factored
 
     @property
     def k2(self) -> jnp.ndarray:
@@ -85,39 +87,64 @@ class NoSlipFlow:
         """M X: lap w for w, the identity for the others."""
         return State(laplacian(x.w, self.k2, self.height), x.zeta, x.mean, x.scalars)
 
-    def solver(self, dt: float | jnp.ndarray) -> Callable[[State], State]:
-        """``solve(R)``: X with (M - gamma dt L) X = R and the plates' conditions, factored for this ``dt``."""
+    def factor(self, dt: float | jnp.ndarray) -> Factored:
+        """The stage solves' factorisations for ``dt``: built once per chunk of steps of one dt (a pytree, held
+        across the chunk's steps; :meth:`step` builds them itself where none are given)."""
         k2, h = self.k2, self.height
-        scale = imex.GAMMA * dt * self.viscosity
-        mean_mode = k2 == 0
-        normal = WallNormal.build(1.0 / scale, k2, self.n, h)
-        vorticity = Helmholtz.build(1.0 / scale + k2, self.n, DIRICHLET, h)
-        along = Helmholtz.build(1.0 / scale, self.n, DIRICHLET, h)
-        scalars = [Helmholtz.build(1.0 / (imex.GAMMA * dt * kappa) + k2, self.n, SCALAR_CONDITIONS[condition], h)
-                   for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)]
+        alpha = 1.0 / (imex.GAMMA * dt * self.viscosity)
+        return Factored(WallNormal.build(alpha, k2, self.n, h),
+                        None if self.planar else Helmholtz.build(alpha + k2, self.n, DIRICHLET, h),
+                        Helmholtz.build(alpha, self.n, DIRICHLET, h),
+                        tuple(Helmholtz.build(1.0 / (imex.GAMMA * dt * kappa) + k2, self.n,
+                                              SCALAR_CONDITIONS[condition], h)
+                              for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)),
+                        jnp.asarray(dt))
+
+    def solver(self, factored: Factored) -> Callable[[State], State]:
+        """``solve(R)``: X with (M - gamma dt L) X = R and the plates' conditions, by the factorisations of
+        :meth:`factor` for its ``dt``."""
+        mean_mode = self.k2 == 0
+        scale = imex.GAMMA * factored.dt * self.viscosity
         (u0, v0), (u1, v1) = self.plates.velocity
-        s_scales = [imex.GAMMA * dt * kappa for kappa in self.diffusivities]
+        s_scales = [imex.GAMMA * factored.dt * kappa for kappa in self.diffusivities]
         values = self.plates.values
 
         def solve(r: State) -> State:
-            w = jnp.where(mean_mode[..., None], 0.0, normal.solve(r.w / scale))
-            zeta = None if r.zeta is None else jnp.where(mean_mode[..., None], 0.0, vorticity.solve(r.zeta / scale))
+            w = jnp.where(mean_mode[..., None], 0.0, factored.normal.solve(r.w / scale))
+            zeta = None if r.zeta is None else jnp.where(mean_mode[..., None], 0.0,
+                                                         factored.vorticity.solve(r.zeta / scale))
+            along = factored.along
             mean = jnp.stack([along.solve(r.mean[0] / scale, u0, u1), along.solve(r.mean[1] / scale, v0, v1)])
             # a scalar's plate values belong to its horizontal mean alone
             out = [solver.solve(r.scalars[i] / s_scales[i], jnp.where(mean_mode, values[i][0], 0.0),
-                                jnp.where(mean_mode, values[i][1], 0.0)) for i, solver in enumerate(scalars)]
+                                jnp.where(mean_mode, values[i][1], 0.0)) for i, solver in enumerate(factored.scalars)]
             return State(w, zeta, mean, jnp.stack(out) if out else r.scalars)
 
         return solve
 
-    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray
-             ) -> Callable[[State, jnp.ndarray], State]:
+    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray,
+             factored: Factored | None = None) -> Callable[[State, jnp.ndarray], State]:
         """One IMEX RK222 step ``step(state, t) -> state`` with the explicit terms ``explicit(state, t)``
-        (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for ``dt``."""
-        step = imex.rk222(self.mass, explicit, self.solver(dt), dt)
+        (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for ``dt`` (by
+        ``factored``, :meth:`factor` of this ``dt``, where given)."""
+        step = imex.rk222(self.mass, explicit, self.solver(self.factor(dt) if factored is None else factored), dt)
         # the factorisations and the Chebyshev operators' numbers are float64 where x64 is on: a float32 run's
         # state stays float32
         return lambda state, t: jax.tree.map(lambda x, like: x.astype(like.dtype), step(state, t), state)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Factored:
+    """The factorisations of a flow's stage solves for one ``dt`` (:meth:`NoSlipFlow.factor`): w's
+    (:class:`~simulator.walls.wall_normal.WallNormal`), zeta's (None in a plane), the mean flow's and each
+    scalar's Helmholtz problems, batched over the modes as the flow's ``kx``."""
+
+    normal: WallNormal
+    vorticity: Helmholtz | None
+    along: Helmholtz
+    scalars: tuple[Helmholtz, ...]
+    dt: jnp.ndarray
 
 
 def velocity(flow: NoSlipFlow, x: State) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:

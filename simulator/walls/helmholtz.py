@@ -11,7 +11,8 @@ The solution is exact for a polynomial solution of degree N (the residual lies i
 T_{N+2}'', a tau method's).
 
 Layout: coefficients ``(..., N + 1)`` on the last axis (:mod:`simulator.walls.chebyshev`), ``alpha`` of the
-leading shape ``(...)``; the factors ``(..., 2, n_p, 4)`` for the two parities of n_p = ceil((N - 1)/2) rows each.
+leading shape ``(...)``; the factors (:class:`simulator.walls.banded.Factors`, rows first) ``(n_p, ..., 2, 4)`` for
+the two parities of n_p = ceil((N - 1)/2) rows each.
 """
 
 from __future__ import annotations
@@ -84,18 +85,17 @@ def _parity_bands(alpha: jnp.ndarray, n: int, condition: str) -> jnp.ndarray:
     return jnp.stack(parts, -3)
 
 
-def _split(v: jnp.ndarray, size: int) -> jnp.ndarray:
-    """``v[..., m]`` as ``(..., 2, size)`` by parity of the index, the shorter padded with a zero."""
-    parts = [v[..., p::2] for p in (0, 1)]
-    parts = [jnp.concatenate([x, jnp.zeros((*x.shape[:-1], size - x.shape[-1]), x.dtype)], -1) for x in parts]
-    return jnp.stack(parts, -2)
+def _rows(v: jnp.ndarray, size: int) -> jnp.ndarray:
+    """``v[..., m]`` as the banded solves' rows ``(size, ..., 2)``: entry 2 i + p at row i of parity p, the shorter
+    parity padded with a zero."""
+    v = jnp.concatenate([v, jnp.zeros((*v.shape[:-1], 2 * size - v.shape[-1]), v.dtype)], -1)
+    return jnp.moveaxis(v.reshape(*v.shape[:-1], size, 2), -2, 0)
 
 
-def _merge(v: jnp.ndarray, m: int) -> jnp.ndarray:
-    """The inverse of :func:`_split` for ``m`` entries."""
-    out = jnp.zeros((*v.shape[:-2], m), v.dtype)
-    out = out.at[..., 0::2].set(v[..., 0, :(m + 1) // 2])
-    return out.at[..., 1::2].set(v[..., 1, :m // 2])
+def _unrows(v: jnp.ndarray, m: int) -> jnp.ndarray:
+    """The inverse of :func:`_rows` for ``m`` entries."""
+    v = jnp.moveaxis(v, 0, -2)
+    return v.reshape(*v.shape[:-2], -1)[..., :m]
 
 
 @jax.tree_util.register_dataclass
@@ -127,16 +127,21 @@ class Helmholtz:
         (Dirichlet) or z-derivatives (Neumann) ``lower`` and ``upper`` at the plates z = a and z = b."""
         n, half = self.n, 0.5 * self.length
         lower, upper = jnp.asarray(lower), jnp.asarray(upper)
-        shape = jnp.broadcast_shapes(f.shape[:-1], self.alpha.shape, lower.shape, upper.shape)
-        lift = jnp.zeros((*shape, n), jnp.result_type(f, lower, upper))
+        # the lift u_b of the plates' values, in T_0..T_2 alone: (..., 3)
         if self.condition == DIRICHLET:  # u_b = (g_+ + g_-)/2 + (g_+ - g_-)/2 x
-            lift = lift.at[..., 0].set(0.5 * (upper + lower)).at[..., 1].set(0.5 * (upper - lower))
+            lift = [0.5 * (upper + lower), 0.5 * (upper - lower), jnp.zeros_like(upper + lower)]
         else:  # du_b/dx = (h_+ + h_-)/2 + (h_+ - h_-)/2 x, h in x's units; d^2 u_b/dx^2 = (h_+ - h_-)/2
             h_up, h_low = upper * half, lower * half
-            lift = lift.at[..., 1].set(0.5 * (h_up + h_low)).at[..., 2].set(0.125 * (h_up - h_low))
-        # B d^2/dx^2 u_b is u_b's own rows k >= 2
-        rhs = apply_quasi_inverse(half**2 * f - self.alpha[..., None] * lift) + lift[..., 2:]
-        size = self.factors.upper.shape[-2]
-        hat = _merge(banded.solve(self.factors, _split(rhs, size)), n - 2)
+            lift = [jnp.zeros_like(h_up + h_low), 0.5 * (h_up + h_low), 0.125 * (h_up - h_low)]
+        lift = jnp.stack(jnp.broadcast_arrays(*lift), -1)
+        # rows k = 2, 3, 4 of -alpha B u_b + u_b's own rows k >= 2 (B d^2/dx^2 u_b), B's entries on T_0..T_2
+        q = quasi_inverse(5)
+        alpha = self.alpha[..., None]
+        ends = jnp.stack([lift[..., 2] - alpha[..., 0] * (q[2, 0] * lift[..., 0] + q[2, 1] * lift[..., 2]),
+                          -alpha[..., 0] * q[3, 0] * lift[..., 1], -alpha[..., 0] * q[4, 0] * lift[..., 2]], -1)
+        rhs = apply_quasi_inverse(half**2 * f)
+        rhs = rhs.at[..., :3].add(ends[..., :rhs.shape[-1]].astype(jnp.result_type(rhs, ends)))
+        hat = _unrows(banded.solve(self.factors, _rows(rhs, self.factors.upper.shape[0])), n - 2)
         u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
-        return u.at[..., 2:].add(hat * galerkin_beta(n, self.condition)) + lift
+        u = u.at[..., 2:].add(hat * galerkin_beta(n, self.condition))
+        return u.at[..., :3].add(lift.astype(u.dtype))

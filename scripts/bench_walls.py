@@ -1,0 +1,197 @@
+"""Benchmark the no-slip step against Dedalus: Dedalus' 2D Rayleigh-Benard example (no-slip plates, Lx = 4,
+Ra = 1e6, Pr = 1, RK222, float64; configs/convection_2d_noslip.yaml) stepped by ``convection2d_noslip`` on one CPU
+device, interleaved in the same rounds with Dedalus 3 serving its own steps (scripts/peer_dedalus.py --serve, one
+thread, one process), as scripts/bench_step.py interleaves with FluidSim.
+
+The sizes are Dedalus' modes, ``--sizes 256x64 1024x256``: it keeps NX x NZ modes and transforms them on a grid
+3/2 as large (dealias = 3/2 padding); this simulator keeps the modes the 2/3 rule leaves of its grid, so its grid
+for the same modes is 3/2 of theirs (384 x 96 for 256 x 64: the shipped config), the row ``same modes``. The row
+``same grid`` steps a grid of NX x NZ points (2/3 of Dedalus' modes kept), for the per-point cost.
+
+Per size: the median wall and CPU milliseconds of a step (a chunk of --steps fixed-dt steps, dt = 0.005 as the
+peer's, --repeats rounds, the order rotated from round to round), the ratio to Dedalus' step (wall and CPU); the
+set-up to the first step (building the simulation, its initial state and compiling its chunk, in this process,
+against Dedalus' solver set-up and first step); and a warm launch (``simulator run`` of the config in a fresh
+process, the second with the same compilation cache) to its first progress line, against a fresh Dedalus
+process to the end of its first step (``peer_dedalus.py launch``). The memory per cell of the step's compiled
+chunk (``simulator plan``'s figure) against a periodic plane's (ns2d, RK4, the same grid) at --memory-size.
+
+    python scripts/bench_walls.py --peer-python /path/to/dedalus-venv/bin/python
+    python scripts/bench_walls.py --sizes 256x64 --repeats 3      # without a peer: our figures alone
+
+Results: a table on stdout, outputs/bench/walls.csv and walls.json (with ``uptime``'s load beside them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from simulator.benchmark import ServedPeer  # no JAX: the device is configured later
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "convection_2d_noslip.yaml"
+DT = 0.005
+
+
+def size(text: str) -> tuple[int, int]:
+    nx, _, nz = text.partition("x")
+    return int(nx), int(nz)
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=size, nargs="+", default=[(256, 64), (1024, 256)], help="Dedalus' modes NXxNZ")
+    p.add_argument("--steps", type=int, default=5, help="steps per timed chunk")
+    p.add_argument("--repeats", type=int, default=5, help="timed rounds (median reported)")
+    p.add_argument("--peer-python", default=os.environ.get("SIMULATOR_DEDALUS_PYTHON"),
+                   help="python of an environment with Dedalus 3 (default $SIMULATOR_DEDALUS_PYTHON)")
+    p.add_argument("--no-launch", action="store_true", help="skip the fresh-process launch timings")
+    p.add_argument("--memory-size", type=int, default=64, help="N of the N x N memory comparison (0: none)")
+    p.add_argument("--out", default="outputs/bench", help="directory for walls.csv and walls.json")
+    return p.parse_args()
+
+
+class DedalusPeer(ServedPeer):
+    """Dedalus' example at every size, set up and warmed up, stepping on request."""
+
+    def __init__(self, python: str, sizes: list[tuple[int, int]]):
+        super().__init__(python, Path(__file__).with_name("peer_dedalus.py"), "step", "--dt", str(DT), "--sizes",
+                         *(f"{nx}x{nz}" for nx, nz in sizes))
+
+    def steps(self, nx: int, nz: int, steps: int) -> None:
+        self.request(nx * 100000 + nz, f"{nx} {nz} {steps}")
+
+
+def dedalus_setup(python: str, nx: int, nz: int) -> dict[str, float]:
+    """Dedalus' solver set-up, its first step and a fresh process to the end of its first step (peer_dedalus.py
+    step, one timed step, with its launch)."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "step.json"
+        subprocess.run([python, str(Path(__file__).with_name("peer_dedalus.py")), "step", "--sizes", f"{nx}x{nz}",
+                        "--dt", str(DT), "--steps", "1", "--warmup", "0", "--json", str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+        return json.loads(out.read_text())["rows"][0]
+
+
+def first_line(command: list[str], env: dict[str, str], pattern: str) -> float:
+    """Seconds from launching ``command`` to the first line of its output matching ``pattern`` (then it is
+    stopped: only the launch is timed)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(command, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    assert proc.stdout is not None
+    seen = float("nan")
+    for line in proc.stdout:
+        if re.search(pattern, line):
+            seen = time.monotonic() - start
+            break
+    proc.kill()
+    proc.wait()
+    return seen
+
+
+def our_launch(grid: tuple[int, int], scratch: Path) -> float:
+    """A warm launch of the config at ``grid`` (the second with one compilation cache) to its first progress line."""
+    env = {**{k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"},
+           "SIMULATOR_COMPILATION_CACHE": str(scratch / "xla"), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "simulator", "run", str(CONFIG), "--set", f"grid.shape=[{grid[0]}, {grid[1]}]",
+               "--set", "time.cfl=null", "--set", "output.chunk=1", "--out", str(scratch / "run"), "--overwrite"]
+    first_line(command, env, r"INFO step \d+ t=")  # cold: fills the cache
+    return first_line(command, env, r"INFO step \d+ t=")
+
+
+def memory_per_cell(n: int) -> dict[str, float]:
+    """Bytes per cell of the compiled chunk (what ``simulator plan`` reports) of the no-slip plane and of a
+    periodic plane (ns2d, RK4), both float64 at n x n."""
+    import jax
+
+    from simulator.api import load_config
+    from simulator.planning import plan
+    from simulator.run.simulation import Simulation
+
+    out = {}
+    for name, extra in (("noslip", {"physics.name": "convection2d_noslip", "time.cfl": None}),
+                        ("periodic", {"physics.name": "ns2d", "time.integrator": "rk4"})):
+        values = {"grid.shape": n, "precision": "float64", **extra}
+        sim = Simulation(load_config(str(CONFIG) if name == "noslip" else None, values), jax.devices()[:1])
+        out[name] = plan.make_plan(sim, ("chunk",), memory=1 << 34).bytes_per_cell
+    return out
+
+
+def main() -> int:
+    args = parse_args()
+    from simulator.runtime import configure_devices
+
+    configure_devices(1, "float64")
+    import jax
+
+    from simulator.api import load_config
+    from simulator.benchmark import machine, timed_interleaved, write_results
+    from simulator.run.simulation import Simulation
+
+    load = os.getloadavg()
+    peer = DedalusPeer(args.peer_python, args.sizes) if args.peer_python else None
+    if peer is not None:
+        print(f"# peer: {peer.name}", flush=True)
+    rows = []
+    for nx, nz in args.sizes:
+        grids = {"same modes": (3 * nx // 2, 3 * nz // 2), "same grid": (nx, nz)}
+        fns, setup = {}, {}
+        for label, grid in grids.items():
+            start = time.perf_counter()
+            sim = Simulation(load_config(str(CONFIG), {"grid.shape": list(grid), "time.cfl": None}), jax.devices()[:1])
+            holder = {"s": sim.advance(sim.initial_state(), args.steps, DT, donate=True)}  # compiles the chunk
+            jax.block_until_ready(holder["s"])
+            setup[label] = time.perf_counter() - start
+
+            def chunk(sim=sim, holder=holder):
+                holder["s"] = sim.advance(holder["s"], args.steps, DT, donate=True)
+                return holder["s"]
+
+            fns[label] = chunk
+        if peer is not None:
+            fns["dedalus"] = lambda nx=nx, nz=nz: peer.steps(nx, nz, args.steps)
+        cpu: dict[str, float] = {}
+        wall = timed_interleaved(fns, repeats=args.repeats, cpu=cpu)
+        ours_cpu = {label: cpu[label] for label in grids}
+        peer_ms = wall["dedalus"] * 1e3 / args.steps if peer is not None else None
+        peer_cpu_ms = (sorted(peer.cpu[nx * 100000 + nz])[len(peer.cpu[nx * 100000 + nz]) // 2] * 1e3 / args.steps
+                       if peer is not None else None)
+        reference = dedalus_setup(args.peer_python, nx, nz) if peer is not None else {}
+        for label, grid in grids.items():
+            ms, cpu_ms = wall[label] * 1e3 / args.steps, ours_cpu[label] * 1e3 / args.steps
+            row = {"dedalus_modes": f"{nx}x{nz}", "row": label, "grid": f"{grid[0]}x{grid[1]}", "ms": round(ms, 2),
+                   "cpu_ms": round(cpu_ms, 2), "setup_s": round(setup[label], 2)}
+            if peer is not None:
+                row.update(dedalus_ms=round(peer_ms, 2), dedalus_cpu_ms=round(peer_cpu_ms, 2),
+                           ratio=round(ms / peer_ms, 3), cpu_ratio=round(cpu_ms / peer_cpu_ms, 3),
+                           dedalus_setup_s=reference.get("setup_s"), dedalus_first_step_s=reference.get("first_step_s"))
+            if not args.no_launch and label == "same modes":
+                with tempfile.TemporaryDirectory() as tmp:
+                    row["warm_launch_to_step_s"] = round(our_launch(grid, Path(tmp)), 2)
+                if peer is not None:
+                    row["dedalus_launch_to_step_1_s"] = reference.get("to_step_1_s")
+            rows.append(row)
+            print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    if peer is not None:
+        peer.close()
+    memory = memory_per_cell(args.memory_size) if args.memory_size else {}
+    if memory:
+        print(f"memory per cell at {args.memory_size}^2 float64: no-slip {memory['noslip']:.0f} B, periodic plane "
+              f"{memory['periodic']:.0f} B ({memory['noslip'] / memory['periodic']:.2f}x)", flush=True)
+    meta = {**machine(), "load_before": load, "load_after": os.getloadavg(), "peer": peer.name if peer else None,
+            "memory_per_cell": memory, "memory_size": args.memory_size}
+    print(write_results(args.out, "walls", rows, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
