@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import simulator
-from simulator.equations.plates import K_CRITICAL, RA_CRITICAL, growth_rate
-from simulator.errors import ConfigError
+from simulator.equations.plates import K_CRITICAL, RA_CRITICAL, growth_rate, rotating_onset
 from simulator.output.hdf5 import Snapshot
 
 from support import advance, case_id, command, relative_error, simulation
@@ -173,26 +172,38 @@ def test_bad_convection_input_is_one_line_exit_2_and_nothing_written(tmp_path, c
     assert not (tmp_path / "run").exists()
 
 
-def test_a_walled_run_restarts_only_on_its_own_grid_and_plates(devices, tmp_path, capfd):
-    """A restart onto another grid (the interpolation is the periodic series') or onto a periodic plane: one line,
-    exit 2, nothing written."""
+def test_a_walled_run_restarts_on_another_grid_and_device_count_by_its_own_series(devices, tmp_path, capfd):
+    """A run on 8 x 8 over a slab of 2, restarted from its checkpoint onto 16 x 24 over a slab of 4: the state there,
+    at the points the two grids share (every second x, every third cell centre across the plates), is the stored
+    state to round-off (each field remapped by its sine series across the plates, Fourier along them), and the
+    restart runs on; the finer run's checkpoint starts the stored grid again. A restart onto a periodic plane: one
+    line, exit 2, nothing written."""
     straight = tmp_path / "straight"
     assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.1}), straight) == 0
+    ckpt = str(straight / "checkpoints" / "c00000010.json")
     config = tmp_path / "rb.yaml"
     config.write_text((straight / "config.yaml").read_text())
-    ckpt = str(straight / "checkpoints" / "c00000010.json")
-    for args, pattern in ((["--set", "grid.shape=[16,16]"], r"^error: --restart = .* holds grid \[8, 8\]; not yet"),
-                          (["--set", "grid.walls.axis=null"], r"^error: grid\.walls\.axis = null leaves the grid"),
-                          (["--set", "initial.name=file", "--set", f"initial.path={ckpt}", "--set",
-                            "grid.shape=[16,16]"], r"^error: initial\.path = .* holds grid \[8, 8\]; not yet")):
-        restart = [] if "initial.name=file" in args else ["--restart", ckpt]
-        code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "new"), *restart, *args)
-        assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
-        assert not (tmp_path / "new").exists()
-    finer = simulator.Simulation(simulator.load_config(None, {**CONFIG, "grid.shape": [16, 16]}), devices[:2])
-    with pytest.raises(ConfigError, match=r"^initial\.path = .* holds grid \[1, 8, 8\], this run's is \[1, 16, 16\]; "
-                       r"not yet"):
-        finer.state_from_file(ckpt)  # the API's way in
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "finer"), "--restart", ckpt,
+                             "--set", "grid.shape=[16,24]", "--set", "fft.mesh=[4]", "--set", "time.t_end=0.2")
+    assert code == 0, err
+    coarse = simulator.Simulation(simulator.load_config(None, CONFIG), devices[:2])
+    stored = coarse.fields(coarse.state_from_file(ckpt), "theta", "vorticity")
+    finer = simulator.Simulation(simulator.load_config(None, {**CONFIG, "grid.shape": [16, 24], "fft.mesh": [4]}),
+                                 devices[:4])
+    remapped = finer.fields(finer.state_from_file(ckpt), "theta", "vorticity")
+    for name in ("theta", "vorticity"):
+        want = np.asarray(stored[name])
+        assert np.max(np.abs(np.asarray(remapped[name])[:, ::2, 1::3] - want)) < 1e-14 * np.max(np.abs(want))
+    with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap:
+        assert snap.read("theta").shape == (1, 16, 24)
+    back = coarse.fields(coarse.state_from_file(str(tmp_path / "finer" / "checkpoints" / "c00000020.json")), "theta")
+    assert np.asarray(back["theta"]).shape == (1, 8, 8)
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "new"), "--restart", ckpt,
+                             "--set", "physics.name=boussinesq2d", "--set", "grid.walls.axis=null",
+                             "--set", "initial.name=random")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(r"^error: --restart = .* holds a "
+                                                                         r"convection2d state", err.strip()), err
+    assert not (tmp_path / "new").exists()
 
 
 def test_snapshots_place_the_grid_between_the_plates(tmp_path):
@@ -259,6 +270,24 @@ def test_a_small_mode_in_a_box_grows_at_the_exact_rate_divergence_free(devices, 
     assert float(sim.diagnostics(state, 0.01)["divergence"]) < 1e-20
 
 
+@pytest.mark.parametrize("factor", [0.999, 1.001])
+def test_rotation_moves_the_onset_to_chandrasekhar_s(devices, factor):
+    """Rotating about the vertical at Ta = 1000 (physics.taylor), Pr = 1: the mode cos(k_c x) sin(pi z) with its
+    eigenvector (v from the Coriolis force) grows, at 0.1% above the onset Ra = (K^6 + Ta pi^2)/k_c^2 = 2657.5 of
+    Chandrasekhar's free-slip rotating convection, and decays 0.1% below it, at the rate of his cubic's largest root
+    to 1e-6 (without rotation it would grow at both: the onset there is 657.5), divergence-free."""
+    ra = factor * rotating_onset(1000.0, K_CRITICAL)
+    sim = box(devices, ("slab", 2, None), initial__name="mode", initial__amplitude=1e-8, physics__rayleigh=ra,
+              physics__prandtl=1.0, physics__taylor=1000.0)
+    state = sim.initial_state()
+    before = float(np.real(np.asarray(state)[3, 1, 0, 1]))
+    state = advance(sim, state, 0.05, 100)
+    rate = math.log(float(np.real(np.asarray(state)[3, 1, 0, 1])) / before) / 5.0
+    want = growth_rate(ra, 1.0, K_CRITICAL, 1, taylor=1000.0)
+    assert np.sign(rate) == np.sign(factor - 1) and abs(rate - want) < 1e-6 * abs(want), (rate, want)
+    assert float(sim.diagnostics(state, 0.05)["divergence"]) < 1e-20
+
+
 def test_a_distributed_box_equals_the_single_device_one(devices):
     """Noise at Ra = 1e5 for 10 steps in a box: a slab of 4 ends where one device ends, to 1e-12, its velocity
     divergence-free to round-off."""
@@ -269,3 +298,22 @@ def test_a_distributed_box_equals_the_single_device_one(devices):
     got = advance(sim, sim.initial_state(), 0.01, 10)
     assert relative_error(got, want) < 1e-12
     assert float(sim.diagnostics(got, 0.01)["divergence"]) < 1e-12
+
+
+def test_a_box_state_starts_a_finer_box_by_its_sine_and_cosine_series(devices, tmp_path):
+    """A box's checkpoint (u, v cosine series across the plates, w and theta sine series) read onto a grid twice as
+    fine along the plates and three times across them: at the points the grids share, the stored fields to
+    round-off, and the velocity divergence-free to round-off there."""
+    values = {**CONFIG, "physics.name": "convection", "grid.shape": [8, 8, 8], "grid.box": [LX, LX, 1.0],
+              "grid.walls.axis": "z", "time.t_end": 0.05, "checkpoint.every": 5, "output.snapshots.every": 5}
+    assert simulator.run_config(simulator.load_config(None, values), tmp_path / "run") == 0
+    ckpt = str(tmp_path / "run" / "checkpoints" / "c00000005.json")
+    coarse = simulator.Simulation(simulator.load_config(None, values), devices[:2])
+    stored = coarse.fields(coarse.state_from_file(ckpt), "velocity", "theta")
+    finer = simulator.Simulation(simulator.load_config(None, {**values, "grid.shape": [16, 16, 24]}), devices[:2])
+    state = finer.state_from_file(ckpt)
+    remapped = finer.fields(state, "velocity", "theta")
+    for name in ("velocity", "theta"):
+        want = np.asarray(stored[name])
+        assert np.max(np.abs(np.asarray(remapped[name])[..., ::2, ::2, 1::3] - want)) < 1e-14 * np.max(np.abs(want))
+    assert float(finer.diagnostics(state, 0.01)["divergence"]) < 1e-13

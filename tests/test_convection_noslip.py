@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
+import yaml
 
 import simulator
 from simulator.fft.bases import Chebyshev
@@ -110,6 +113,23 @@ def test_a_distributed_no_slip_run_equals_the_single_device_one(devices, case):
         assert np.abs(got[name] - want[name]).max() < 1e-12 * np.abs(want[name]).max()
 
 
+def test_moving_plates_hold_the_couette_flow_and_drive_it_from_rest(devices):
+    """Plates moving at U0 = -0.5 and U1 = 1 (physics.plate_velocity): the conductive state, their Couette flow
+    U0 + (U1 - U0) z with b = 1 - z, stays steady to round-off (no w, Nu = 1); started from rest, the flow reaches
+    it (the implicit solves hold the plates' velocities) to 1e-12."""
+    sim = convection(devices, ("slab", 2, None), initial__name="conductive", initial__amplitude=0.0,
+                     physics__rayleigh=1e3, physics__plate_velocity=[-0.5, 1.0])
+    z = Chebyshev(16, 1.0).points()
+    want = np.broadcast_to(-0.5 + 1.5 * z, (1, 8, 16))
+    state = advance(sim, sim.initial_state(), 0.05, 10)
+    fields = grid_fields(sim, state)
+    assert np.max(np.abs(fields["velocity"][0] - want)) < 1e-14 and np.max(np.abs(fields["velocity"][1])) < 1e-14
+    assert np.max(np.abs(fields["temperature"] - (1 - z))) < 1e-14
+    rest = sim.state_from_fields(velocity=np.zeros((3, 1, 8, 16)), theta=np.zeros((1, 8, 16)))
+    fields = grid_fields(sim, advance(sim, rest, 1.0, 150))
+    assert np.max(np.abs(fields["velocity"][0] - want)) < 1e-12 and np.max(np.abs(fields["velocity"][1])) < 1e-14
+
+
 CONFIG = {"physics.name": "convection2d_noslip", "physics.rayleigh": 1e4, "grid.shape": [8, 16],
           "grid.box": [LX, 1.0], "precision": "float64", "initial.name": "conductive", "initial.amplitude": 0.1,
           "time.dt": 0.01, "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 10,
@@ -133,6 +153,78 @@ def test_a_no_slip_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
             assert np.array_equal(got.read(name), want.read(name))
 
 
+def test_a_no_slip_run_restarts_on_another_grid_and_device_count_by_its_chebyshev_series(devices, tmp_path, capfd):
+    """A run on 8 x 16 over a slab of 2, restarted from its checkpoint onto 16 x 24 over a slab of 4: the state there,
+    at every second x (the points the grids share), is the stored state's interpolating polynomial through its 16
+    Gauss-Lobatto heights (numpy's Chebyshev fit) at the 24 new heights, to round-off; the restart runs on with
+    no flow at the plates."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.1}), straight) == 0
+    ckpt = str(straight / "checkpoints" / "c00000010.json")
+    config = tmp_path / "rb.yaml"
+    config.write_text((straight / "config.yaml").read_text())
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "finer"), "--restart", ckpt,
+                             "--set", "grid.shape=[16,24]", "--set", "fft.mesh=[4]", "--set", "time.t_end=0.2")
+    assert code == 0, err
+    coarse = simulator.Simulation(simulator.load_config(None, CONFIG), devices[:2])
+    stored = grid_fields(coarse, coarse.state_from_file(ckpt))
+    finer = simulator.Simulation(simulator.load_config(None, {**CONFIG, "grid.shape": [16, 24], "fft.mesh": [4]}),
+                                 devices[:4])
+    remapped = grid_fields(finer, finer.state_from_file(ckpt))
+    z16, z24 = (2 * Chebyshev(n, 1.0).points() - 1 for n in (16, 24))
+    for name in ("velocity", "theta"):
+        values = stored[name].reshape(-1, 16)
+        want = np.polynomial.chebyshev.chebval(z24, np.polynomial.chebyshev.chebfit(z16, values.T, 15))
+        got = remapped[name][..., ::2, :].reshape(-1, 24)
+        assert np.max(np.abs(got - want)) < 1e-13 * np.max(np.abs(values))
+    with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap:
+        velocity = snap.read("velocity")
+    assert velocity.shape == (3, 1, 16, 24) and np.max(np.abs(velocity[..., [0, -1]])) < 1e-13
+
+
+def test_export_and_the_slice_place_the_gauss_lobatto_heights(tmp_path, capfd):
+    """A no-slip run's netCDF export holds the Gauss-Lobatto heights as its coordinate across the plates (it held
+    uniform points from 0), and its slice figure draws each row of pixels around its own height, from plate to
+    plate (it drew a uniform grid)."""
+    run = tmp_path / "run"
+    values = {**CONFIG, "time.t_end": 0.1, "output.snapshots.every": 10}
+    assert simulator.run_config(simulator.load_config(None, values), run) == 0
+    code, out, err = command(capfd, "export", str(run))
+    assert code == 0, err
+    heights = Chebyshev(16, 1.0).points()
+    with h5py.File(run / "export" / "run.nc") as nc:
+        np.testing.assert_allclose(nc["y"][...], heights, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(nc["x"][...], np.arange(8) * LX / 8, rtol=0, atol=1e-15)
+    fig = simulator.load_run(run).plot.slice("temperature")
+    mesh = fig.axes[0].collections[0]
+    rows = mesh.get_coordinates()[:, 0, 1]
+    np.testing.assert_allclose(rows, np.concatenate([[0.0], (heights[1:] + heights[:-1]) / 2, [1.0]]), atol=1e-15)
+
+
+def test_a_sweep_of_moving_plates_is_one_ensemble_job_and_a_bad_point_refuses_it(tmp_path, monkeypatch, capfd):
+    """A sweep of the shipped no-slip config over the top plate's velocity and the Rayleigh number, as an ensemble:
+    every point validated (plates and all), the points of one plate velocity one group, and `--submit --dry-run` the
+    array job of the shipped Slurm template; a point whose plates move with the linear mode as its start refuses
+    the sweep in one line, nothing written."""
+    shipped = Path(simulator.__file__).parents[1] / "configs" / "convection_2d_noslip.yaml"
+    body = {"name": "plates", "base": str(shipped), "set": {"grid.shape": [8, 16]}, "ensemble": True,
+            "grid": {"physics.rayleigh": [1e4, 2e4]}}
+    monkeypatch.chdir(tmp_path)
+    # the plates' velocity is structure (the stage solves are built for it): one group per velocity
+    for i, (velocities, group) in enumerate((([[0.0, 0.5]], "1 group(s)"), ([[0.0, 0.0], [0.0, 0.5]], "2 group(s)"))):
+        sweep = {**body, "grid": {**body["grid"], "physics.plate_velocity": velocities}}
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump(sweep))
+        code, out, err = command(capfd, "sweep", "s.yaml", "--out", f"sw{i}", "--submit", "--dry-run")
+        assert code == 0, err
+        lines = out.splitlines()
+        assert f"ensemble: {group} of the same structure" in out and lines[-1].startswith("sbatch --parsable")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**body, "set": {**body["set"], "initial.name": "mode",
+                                                                      "physics.plate_velocity": [0.0, 1.0]}}))
+    code, out, err = command(capfd, "sweep", "s.yaml", "--out", "bad", "--submit", "--dry-run")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not available with moving plates" in err, err
+    assert not (tmp_path / "bad").exists()
+
+
 BAD = [
     ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
      r"is not available for this equation; no-slip plates for physics\.name = convection2d_noslip"),
@@ -144,6 +236,9 @@ BAD = [
     ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
     ({"time.integrator": "rk4"}, r"^error: time\.integrator = 'rk4' is not available"),
     ({"initial.name": "mode", "initial.modes": "[3]"}, r"^error: initial\.modes = \[3\] is out of range"),
+    ({"initial.name": "mode", "physics.plate_velocity": "[0,1]"}, r"^error: initial\.name = 'mode' is not available "
+     r"with moving plates; conductive, or file"),
+    ({"physics.plate_velocity": "[1]"}, r"^error: physics\.plate_velocity = \[1"),
 ]
 
 

@@ -50,6 +50,23 @@ def test_the_conductive_state_in_a_no_slip_box_is_steady(devices, case):
         assert float(report[key]) == pytest.approx(1.0, abs=1e-14)
 
 
+def test_moving_plates_in_a_box_hold_the_couette_flow_and_drive_it_from_rest(devices):
+    """Plates moving along x at U0 = -0.5 and U1 = 1 (physics.plate_velocity), on a slab of 2: the conductive state,
+    their Couette flow U0 + (U1 - U0) z with b = 1 - z, stays steady to round-off (no v, no w); started from rest,
+    the flow reaches it (the implicit solves hold the plates' velocities) to 1e-12."""
+    shape = (4, 4, 16)
+    sim = box(devices, ("slab", 2, None), shape=shape, initial__name="conductive", initial__amplitude=0.0,
+              physics__rayleigh=1e3, physics__plate_velocity=[-0.5, 1.0])
+    z = Chebyshev(shape[2], 1.0).points()
+    want = np.broadcast_to(-0.5 + 1.5 * z, shape)
+    fields = grid_fields(sim, advance(sim, sim.initial_state(), 0.05, 10))
+    assert np.max(np.abs(fields["velocity"][0] - want)) < 1e-14 and np.max(np.abs(fields["velocity"][1:])) < 1e-14
+    assert np.max(np.abs(fields["temperature"] - (1 - z))) < 1e-14
+    rest = sim.state_from_fields(velocity=np.zeros((3, *shape)), theta=np.zeros(shape))
+    fields = grid_fields(sim, advance(sim, rest, 1.0, 150))
+    assert np.max(np.abs(fields["velocity"][0] - want)) < 1e-12 and np.max(np.abs(fields["velocity"][1:])) < 1e-14
+
+
 def test_an_oblique_mode_grows_at_the_eigen_solvers_rate_and_changes_sign_at_the_onset(devices):
     """The eigen-solver's mode (m_x, m_y) = (1, 1) in a box sqrt(2) critical wavelengths wide, |k_h| = k_c: at
     Ra = 2000 it grows at the solver's rate for k = |k_h| to the scheme's O(dt^2) (2e-4 relative at dt = 0.05 over
@@ -139,6 +156,8 @@ BAD = [
      r"is not available for this equation; no-slip plates for physics\.name = convection_noslip"),
     ({"initial.name": "mode", "initial.modes": "[3,0]"}, r"^error: initial\.modes = \[3, 0\] is out of range"),
     ({"initial.name": "mode", "initial.modes": "[0,0]"}, r"^error: initial\.modes = \[0, 0\] is out of range"),
+    ({"initial.name": "mode", "physics.plate_velocity": "[0,1]"}, r"^error: initial\.name = 'mode' is not available "
+     r"with moving plates"),
 ]
 
 

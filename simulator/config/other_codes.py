@@ -236,7 +236,10 @@ def markdown() -> str:
     where = {None: "", 2: "on a plane: ", 3: "in a box: "}
     # a note's |m - k| kept in its cell
     notes = [where[row.dimensions] + row.note.format(**grids).replace("|", "\\|") for row in OTHER_NAMES]
-    rows = "".join(f"| {row.code} | `{row.name}` | `{row.key}` | {note} |\n" for row, note in zip(OTHER_NAMES, notes))
+    # a long dotted name (output.periods_save.spect_energy_budg) may break after its dots, which copying leaves out
+    # (<wbr>): unbroken it widened the table past a laptop's column
+    rows = "".join(f"| {row.code} | {breakable(row.name)} | `{row.key}` | {note} |\n"
+                   for row, note in zip(OTHER_NAMES, notes))
     return ("**Other codes' names.** A key written as FluidSim, Dedalus, JaxPM or Jaxion name it is refused with the "
             "key it is here, wherever it is written: in this project's section (`physics.nu = 0.01 is an unknown key; "
             "nu is Dedalus's name: here it is physics.viscosity; ...`), at the top level (`nu_2`), or under the "
@@ -248,3 +251,10 @@ def markdown() -> str:
             "`ns2d` at `forcing_rate` 0.1 on the band 23.5 <= k <= 24.5 injects 1.73e-4 of energy per unit time, "
             "0.1 / 24^2 = 1.74e-4):\n\n"
             "| code | its name | here | note |\n|---|---|---|---|\n" + rows)
+
+
+def breakable(name: str) -> str:
+    """``name`` as inline code that a narrow table cell may break after each dot (``<wbr>``, no character)."""
+    import html
+
+    return "<code>" + ".<wbr>".join(html.escape(part) for part in name.split(".")) + "</code>"

@@ -188,6 +188,12 @@ class Equation(abc.ABC):
         is refused (the default; equations whose particles are replicated never need it)."""
         return None
 
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """The series across the plates (:data:`simulator.fft.bases.SERIES`) of each component of the state field
+        ``name`` (one entry for a scalar field): what a restart at another wall-normal resolution remaps it by
+        (:func:`simulator.fft.bases.resample_matrix`). Only an equation between plates has them."""
+        raise NotImplementedError(f"{type(self).__name__} has no plates")
+
     def stored_fields(self, stored: Mapping[str, Any]) -> dict[str, jax.Array]:
         """The state fields (:attr:`state_fields`) that a checkpoint holds as particle arrays rather than as
         fields of its state (``stored``: every particle-space dataset of the file by leaf name, read in chunks),

@@ -33,12 +33,10 @@ from simulator.equations.base import ImexEquation, Params
 from simulator.equations.noise import white_noise
 from simulator.equations.walled import free_fall, kmax_eta
 from simulator.fft import FFTBackend
-from simulator.fft.bases import Chebyshev
+from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
 from simulator.walls import chebyshev, eigen, flow
 from simulator.walls.wall_normal import horizontal_velocity
-
-CHEB = "chebyshev"
 
 
 class NoSlipConvection(ImexEquation):
@@ -75,11 +73,11 @@ class NoSlipConvection(ImexEquation):
         return jax.lax.with_sharding_constraint(x, self.fft.real_sharding(x.ndim - 3))
 
     def _forward(self, x: jax.Array) -> jax.Array:
-        return self._columns(self.fft.forward_walls(x, CHEB))
+        return self._columns(self.fft.forward_walls(x, CHEBYSHEV))
 
     def _inverse(self, k: jax.Array) -> jax.Array:
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
-                                      CHEB)
+                                      CHEBYSHEV)
 
     def _dz(self, k: jax.Array) -> jax.Array:
         return chebyshev.derivative(k, self.box[2])
@@ -94,10 +92,19 @@ class NoSlipConvection(ImexEquation):
         return keep.astype(self.dtype)
 
     def core(self, params: Params) -> flow.NoSlipFlow:
-        """The flow core of this grid's modes: (k_x, k_y) of each, fixed temperatures theta = 0 at both plates."""
+        """The flow core of this grid's modes: (k_x, k_y) of each, the plates' velocities along x, fixed
+        temperatures theta = 0 at both plates."""
         nu, kappa = free_fall(params)
+        bottom, top = self.physics.plate_velocity
+        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=("fixed-value",), values=((0.0, 0.0),))
         return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu, (kappa,),
-                               flow.Plates(scalars=("fixed-value",), values=((0.0, 0.0),)), planar=self.plane)
+                               plates, planar=self.plane)
+
+    def couette(self) -> jax.Array:
+        """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
+        state (no flow where the plates are at rest)."""
+        bottom, top = self.physics.plate_velocity
+        return bottom + (top - bottom) * self.heights() / self.box[2]
 
     def velocity_hat(self, state: flow.State) -> tuple[jax.Array, ...]:
         """The velocity's spectra, (u, w) in a plane, (u, v, w) in a box: by continuity and zeta, (U, V) (times the
@@ -193,6 +200,10 @@ class NoSlipConvection(ImexEquation):
         mean = jax.lax.with_sharding_constraint(mean, self.fft.replicated_sharding())
         return flow.State(spectra_[0], zeta, mean, spectra_[1][None])
 
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """Every field is a Chebyshev series across the plates."""
+        return (CHEBYSHEV,) * (3 if name == "velocity" else 1)
+
     def _velocity(self, g: Mapping[str, jax.Array]) -> jax.Array:
         """The velocity field ``(3, *grid)``: (u, w, 0) in a plane, (u, v, w) in a box."""
         if self.plane:
@@ -272,10 +283,13 @@ class NoSlipConvection(ImexEquation):
 
 
 def conductive(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """theta = A xi 4 z (1 - z), xi unit white noise; no flow."""
+    """theta = A xi 4 z (1 - z), xi unit white noise; the plates' Couette flow along x (none between plates at
+    rest)."""
     z = eq.heights()
     theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
-    return {"velocity": jnp.zeros((3, *eq.fft.shape), eq.dtype), "theta": theta}
+    couette = jnp.broadcast_to(eq.couette(), eq.fft.shape)
+    zero = jnp.zeros_like(couette)
+    return {"velocity": jnp.stack([couette, zero, zero]), "theta": theta}
 
 
 def _mode_profiles(ra: np.ndarray, pr: np.ndarray, a: float, heights: np.ndarray) -> np.ndarray:

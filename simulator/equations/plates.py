@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
@@ -23,11 +25,29 @@ RA_CRITICAL = 27 * math.pi**4 / 4
 K_CRITICAL = math.pi / math.sqrt(2)
 
 
-def growth_rate(rayleigh: float, prandtl: float, a: float, n: int) -> float:
-    """The exact linear growth rate sigma of the mode cos(a x) sin(n pi z) (module docstring), free-fall units."""
+def growth_rate(rayleigh: float, prandtl: float, a: float, n: int, taylor: float = 0.0) -> float:
+    """The exact linear growth rate sigma of the mode cos(a x) sin(n pi z) (module docstring), free-fall units.
+    Rotating about the vertical at the Taylor number Ta = (2 Omega H^2 / nu)^2 (Coriolis parameter f = sqrt(Ta) nu),
+    the largest real root of Chandrasekhar's (1961, ch. III) cubic
+    (sigma + kappa K^2) [K^2 (sigma + nu K^2)^2 + f^2 (n pi)^2] = a^2 (sigma + nu K^2),
+    whose zero at sigma = 0 is the onset Ra = (K^6 + Ta (n pi)^2) / a^2 (stationary convection; for Pr above about
+    0.68 it comes first)."""
     nu, kappa = math.sqrt(prandtl / rayleigh), 1 / math.sqrt(rayleigh * prandtl)
     k2 = a**2 + (n * math.pi) ** 2
-    return -(nu + kappa) * k2 / 2 + math.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+    if taylor == 0.0:
+        return -(nu + kappa) * k2 / 2 + math.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+    f2q2 = taylor * nu**2 * (n * math.pi) ** 2
+    viscous = np.polynomial.Polynomial([nu * k2, 1.0])
+    cubic = (np.polynomial.Polynomial([kappa * k2, 1.0]) * (k2 * viscous**2 + f2q2) - a**2 * viscous)
+    roots = cubic.roots()
+    return float(max(r.real for r in roots if abs(r.imag) <= 1e-12 * max(1.0, abs(r))))
+
+
+def rotating_onset(taylor: float, a: float, n: int = 1) -> float:
+    """The Rayleigh number at which the mode cos(a x) sin(n pi z) turns from decay to growth rotating at the
+    Taylor number ``taylor`` (stationary convection, Chandrasekhar 1961, ch. III): (K^6 + Ta (n pi)^2) / a^2."""
+    q2 = (n * math.pi) ** 2
+    return ((a**2 + q2) ** 3 + taylor * q2) / a**2
 
 
 @dataclass(frozen=True)
@@ -88,7 +108,11 @@ class Conductive(InitialCondition):
 @dataclass(frozen=True)
 class NoSlipFreeFallParams(FreeFallParams):
     """The Rayleigh and Prandtl numbers of convection between no-slip plates (a plane's or a box's), whose
-    temperature is held at both plates."""
+    temperature is held at both plates; the plates at rest or moving along x."""
+
+    plate_velocity: tuple[float, float] = setting((0.0, 0.0), "velocity along x of the bottom and the top plate in "
+                                                  "free-fall units: [0, 0] plates at rest; moving plates drive a "
+                                                  "Couette flow U0 + (U1 - U0) z / H between them")
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
@@ -100,6 +124,15 @@ class NoSlipFreeFallParams(FreeFallParams):
             raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: the "
                               "conductive profile 1 - z between plates at 1 and 0", f"is not available for {self.name}")
         super().check(cfg)
+
+
+def refuse_mode_with_moving_plates(cfg: Any, name: str) -> None:
+    """Refuse the linear mode (``initial.name``: ``name``) between moving plates: it is the eigenvector of the
+    conductive state between plates at rest."""
+    if any(cfg.physics.plate_velocity):
+        raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
+                          f"between plates at rest (physics.plate_velocity = {list(cfg.physics.plate_velocity)})",
+                          "is not available with moving plates")
 
 
 #: what convection between no-slip plates derives, reports and draws, in a plane (a box's adds v and y to the sums)

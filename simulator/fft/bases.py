@@ -126,3 +126,24 @@ def chebyshev_transpose_weights(n: int) -> tuple[np.ndarray, np.ndarray]:
     c = np.ones(n)
     c[[0, -1]] = 2.0
     return 1.0 / ((n - 1) * c), 2.0 / c
+
+
+def resample_matrix(series: str, n0: int, n1: int) -> np.ndarray:
+    """The matrix ``(n1, n0)`` taking a field's values on the ``n0`` points of a bounded axis (:class:`SinCos`'s cell
+    centres, or :class:`Chebyshev`'s Gauss-Lobatto points) to its values on ``n1`` points, by the field's own
+    ``series`` (one of :data:`SERIES`): its coefficients on the stored points, the first ``min(n0, n1)`` kept, evaluated
+    at the new points. A sine series keeps the entries ``1 .. min - 1`` (its mode ``n0`` is the one the transforms drop,
+    as a periodic axis drops its Nyquist mode); a Chebyshev series is truncated or padded with zeros, as Dedalus
+    changes a basis's size. Exact for a field of the kept modes."""
+    if series not in SERIES:
+        raise ValueError(f"series {series!r}: one of {SERIES}")
+    kept = min(n0, n1)
+    if series == CHEBYSHEV:
+        # on [-1, 1]: the Vandermonde matrix of T_0 .. T_{n0-1} at the stored points is square and well conditioned
+        x0, x1 = (2.0 * Chebyshev(n, 1.0).points() - 1.0 for n in (n0, n1))
+        coefficients = np.linalg.solve(np.polynomial.chebyshev.chebvander(x0, n0 - 1), np.eye(n0))
+        return np.polynomial.chebyshev.chebvander(x1, kept - 1) @ coefficients[:kept]
+    wave, modes = (np.cos, np.arange(n0)) if series == "even" else (np.sin, np.arange(1, n0 + 1))
+    z0, z1 = SinCos(n0, 1.0).points(), SinCos(n1, 1.0).points()
+    coefficients = np.linalg.solve(wave(np.pi * np.outer(z0, modes)), np.eye(n0))
+    return wave(np.pi * np.outer(z1, modes[modes < kept])) @ coefficients[modes < kept]

@@ -31,8 +31,10 @@ from matplotlib.figure import Figure
 
 from simulator import equations
 from simulator.errors import ConfigError
+from simulator.output.profiles import read as read_profiles
 from simulator.plots.figures import MissingOutputError, check_window, unit
 from simulator.plots.lagrangian import lagrangian_figure, lagrangian_statistics
+from simulator.plots.profiles import profiles_figure
 from simulator.plots.run import slice_choice
 from simulator.plots.slices import last_slice_figure
 from simulator.plots.spectra import spectra_figures
@@ -176,6 +178,16 @@ class RunPlots:
         time = unit(self.config, self.info, "time")
         return self._build(lambda: {"lagrangian": lambda: lagrangian_figure(stats, self.config, time)}, "lagrangian",
                            "Lagrangian statistics")
+
+    def profiles(self, window: Sequence[float] | None = None) -> Figure:
+        """``plots/profiles.png``: the horizontally averaged temperature, rms velocity and heat flux of
+        ``profiles.h5`` (a run between plates with ``output.profiles``) against the wall-normal coordinate, the
+        last row and the mean over the rows of ``window`` = (t0, t1) (default: the second half of the run)."""
+        with as_called({"--window": "window"}):
+            check_window(window)
+        data = read_profiles(self.path)
+        return self._build(lambda: {"profiles": lambda: profiles_figure(data, self.config, self.info, window)},
+                           "profiles", f"profiles ({self.path / 'profiles.h5'}; set output.profiles)")
 
     def _build(self, builders: Callable[[], dict[str, Callable[[], Figure | None]]], stem: str, what: str) -> Figure:
         """The figure ``stem`` of ``builders()``, in matplotlib's default style; MissingOutputError naming

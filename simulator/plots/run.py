@@ -19,6 +19,8 @@
   :mod:`simulator.plots.tasks`);
 * ``trajectories``: ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one
   (:mod:`simulator.plots.lagrangian`);
+* ``profiles``: ``profiles.png`` from ``profiles.h5`` of a run between plates: the horizontally averaged
+  temperature, rms velocity and heat flux against the wall-normal coordinate (:mod:`simulator.plots.profiles`);
 * a registered kind's own figures (its ``figures(run_dir, config, pdf)``) when its files are there;
 * with ``frames``: ``frames/slice_NNNN.png`` (``frames/slice_<field>_NNNN.png``), that slice for every
   snapshot, with common colour limits.
@@ -56,6 +58,7 @@ from simulator.output.runconfig import CONFIG_FILE, load_run_config
 from simulator.output.snapshots import snapshot_files
 from simulator.plots.figures import Figures, check_window, default_style, drawn_or_skipped, note
 from simulator.plots.lagrangian import plot_lagrangian
+from simulator.plots.profiles import plot_profiles
 from simulator.plots.slices import AXES, plot_frames, plot_slice
 from simulator.plots.spectra import plot_spectra
 from simulator.plots.statistics import plot_statistics
@@ -152,6 +155,7 @@ FAMILIES = {
                          lambda c: plot_statistics(c.run_dir, c.config, c.info, c.pdf, c.window)),
     "tasks": Family("the task figures", lambda c: plot_tasks(c.run_dir, c.config, c.info, c.pdf)),
     "trajectories": Family("the Lagrangian figure", lambda c: plot_lagrangian(c.run_dir, c.config, c.info, c.pdf)),
+    "profiles": Family("the profiles figure", lambda c: plot_profiles(c.run_dir, c.config, c.info, c.pdf, c.window)),
 }
 
 

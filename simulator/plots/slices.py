@@ -162,6 +162,21 @@ def cell_extent(box: Sequence[float], shape: Sequence[int], across: int, up: int
     return (-dx / 2, box[across] - dx / 2, -dy / 2, box[up] - dy / 2)
 
 
+def plate_edges(heights: np.ndarray, length: float) -> np.ndarray:
+    """The cell edges of the points ``heights`` ``(N,)`` between plates at 0 and ``length``: the plates, and the
+    midpoints between neighbours, ``(N + 1,)``, so each pixel is drawn around its own point (a free-slip grid's
+    cells are its cells; a Gauss-Lobatto grid's crowd at the plates)."""
+    return np.concatenate([[0.0], 0.5 * (heights[1:] + heights[:-1]), [length]])
+
+
+def plate_heights(config: dict[str, Any], snap: Snapshot, field: str) -> np.ndarray | None:
+    """The heights a walled run's snapshot holds across its plates (the box's last axis: cell centres between
+    free-slip plates, Gauss-Lobatto points between no-slip ones), ``(N,)``; None for a periodic run."""
+    if not ((config.get("grid") or {}).get("walls") or {}).get("axis"):
+        return None
+    return np.asarray(snap.file[axis_names(snap.shape(field))[2]][...], float)
+
+
 def floored(name: str) -> Colormap:
     """The colour map ``name`` with the cells that have no value (NaN: a particle density's empty cell on a log
     scale) and those below its range in its lowest colour: empty is below the least filled cell, and a blank
@@ -171,18 +186,25 @@ def floored(name: str) -> Colormap:
 
 
 def slice_figure(panels: Sequence[Panel], limits: Sequence[tuple[float, float]], box: Sequence[float],
-                 axis: int, heading: str, length: str = "code units", names: str = AXES) -> Figure:
+                 axis: int, heading: str, length: str = "code units", names: str = AXES,
+                 heights: np.ndarray | None = None) -> Figure:
     """The slice figure: panels side by side, axes in ``length`` units (named by ``names``: :func:`axis_names`), a
-    colour bar under each."""
+    colour bar under each; ``heights``: the points across the plates of a walled run (:func:`plate_heights`), each
+    pixel drawn around its own point there."""
     fig, axes = figure(1, len(panels), layout="compressed")  # compressed: colour bars as wide as the images
     # with the images filling the height, the default pad (3 pt) let a panel title touch the heading
     fig.get_layout_engine().set(h_pad=0.06)
     across, up = (a for a in range(3) if a != axis)
     for ax, panel, (lo, hi) in zip(axes[0], panels, limits, strict=True):
         empty = panel.log and bool(np.isnan(panel.data).any())  # elsewhere NaN is a value not finite: left blank
-        image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
-                          cmap=floored(panel.cmap) if panel.log else panel.cmap, vmin=lo, vmax=hi,
-                          interpolation="nearest")
+        cmap = floored(panel.cmap) if panel.log else panel.cmap
+        if heights is not None and 2 in (across, up):  # points not uniform from 0: a mesh at their own edges
+            edges = [plate_edges(heights, box[2]) if a == 2 else (np.arange(n + 1) - 0.5) * (box[a] / n)
+                     for a, n in zip((across, up), panel.data.shape, strict=True)]
+            image = ax.pcolormesh(*edges, panel.data.T, cmap=cmap, vmin=lo, vmax=hi)
+        else:
+            image = ax.imshow(panel.data.T, origin="lower", extent=cell_extent(box, panel.data.shape, across, up),
+                              cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
         ax.set_xlabel(f"{names[across]} ({length})")
         ax.set_ylabel(f"{names[up]} ({length})")
         ax.set_title(panel.title, fontsize="small")
@@ -218,7 +240,7 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
             panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
             fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length,
-                               axis_names(snap.shape(field)))
+                               axis_names(snap.shape(field)), plate_heights(config, snap, field))
             overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
@@ -264,7 +286,7 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
         with Snapshot(path) as snap, reading(path):
             return slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
                                 snapshot_heading(config, info, float(snap.attrs["time"])), length,
-                                axis_names(snap.shape(field)))
+                                axis_names(snap.shape(field)), plate_heights(config, snap, field))
 
     return [partial(frame, path) for path in readable]
 

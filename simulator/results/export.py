@@ -269,6 +269,8 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     refs = plan.run.output("snapshots")
     with refs[0].open() as first:
         head = first.attrs
+        # the points the snapshots hold (between plates the bounded axis's cell centres or Gauss-Lobatto heights)
+        stored = {axis: np.asarray(first.file[axis][...]) for axis in AXES if axis in first.file}
     units.update(head.get("units", {}))
     f.attrs["units"] = json.dumps(units)
     sizes = {d: n for dims, shape, _ in plan.fields.values() for d, n in zip(dims, shape, strict=True)}
@@ -277,8 +279,10 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.fft.plane.AXES)
     axes = planes.AXES if sizes["z"] == 1 else AXES
     for axis, length in zip(axes, head["box"], strict=True):
-        variable(f, axis, (axis,), np.arange(sizes[axis]) * (float(length) / sizes[axis]),
-                 units=units["length"], long_name=f"{axis} of the grid points", axis=axis.upper())
+        # a snapshot holding no coordinates (written before they were stored) is on the uniform grid
+        points = stored.get(axis, np.arange(sizes[axis]) * (float(length) / sizes[axis]))
+        variable(f, axis, (axis,), points, units=units["length"], long_name=f"{axis} of the grid points",
+                 axis=axis.upper())
     for d in batch:
         if d == "component":
             variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")

@@ -13,6 +13,11 @@ particle arrays (the cold particles' positions and momenta, :meth:`Equation.stor
 on the grid: they are carried over exactly. The equation's ``from_fields`` then makes the state on this grid
 (its dealiasing, projection, potential).
 
+Between plates (``grid.walls``) the bounded axis is no periodic series: each field is first remapped across the
+plates, on the stored grid's periodic sizes, by its own series (:meth:`Equation.wall_series`: a sine or cosine series'
+modes, a Chebyshev series' coefficients; :func:`simulator.fft.bases.resample_matrix`, one matrix product along that
+axis), then along the plates as above, where the bounded axis, now of this run's size, maps identically.
+
 Exact for a band-limited state: the field of a finer grid equals the one computed there to round-off.
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -29,6 +35,7 @@ import jax.numpy as jnp
 from simulator.equations.base import Equation, Params
 from simulator.errors import ConfigError
 from simulator.fft import complex_dtype
+from simulator.fft.bases import resample_matrix
 from simulator.fft.relayout import on_grid
 from simulator.log import get_logger
 from simulator.output import checkpoints, hdf5
@@ -123,23 +130,53 @@ def _interpolate(fields: Mapping[str, jax.Array], stored: Equation, eq: Equation
             shutil.rmtree(temporary, ignore_errors=True)
 
 
+def _across_plates(fields: Mapping[str, jax.Array], stored: Equation,
+                   eq: Equation) -> tuple[Equation, dict[str, jax.Array]]:
+    """``fields`` on ``stored``'s grid remapped across the plates to ``eq``'s wall-normal size, each component by its
+    own series (:meth:`Equation.wall_series`, :func:`simulator.fft.bases.resample_matrix`), the periodic axes as
+    they are: the equation on that intermediate grid (on ``eq``'s devices) and the fields there. The periodic
+    interpolation that follows maps the bounded axis, now of the same size, identically."""
+    shape = (*stored.fft.shape[:2], eq.fft.shape[2])
+    fft = on_grid(eq.fft, shape)
+    if fft is None:
+        raise ConfigError("grid.shape", list(eq.fft.shape), f"a grid whose remap through {list(shape)} (the stored "
+                          f"sizes along the plates, this run's across them) decomposes over the {jax.device_count()} "
+                          "devices of this run", "cannot be reached from the stored state")
+    across = type(eq)(fft, eq.box, eq.dtype, eq.physics)
+    out = {}
+    for name, f in fields.items():
+        series = stored.wall_series(name)
+        matrices = jnp.stack([jnp.asarray(resample_matrix(s, stored.fft.shape[2], shape[2]), f.dtype) for s in series])
+        nb = f.ndim - 3
+        out[name] = _resample_z(matrices, f, fft.real_sharding(nb))
+    return across, out
+
+
+@partial(jax.jit, static_argnums=2)
+def _resample_z(matrices: jax.Array, f: jax.Array, sharding: jax.sharding.Sharding) -> jax.Array:
+    """Each component of ``f`` ``(*batch, Nx, Ny, Nz)`` (a scalar: no batch) times its matrix of ``matrices``
+    ``(components, Nz', Nz)`` along the last axis, laid out by ``sharding``: ``(*batch, Nx, Ny, Nz')``."""
+    stacked = f.reshape(-1, *f.shape[-3:])
+    out = jnp.einsum("cxyk,cjk->cxyj", stacked, matrices, precision=jax.lax.Precision.HIGHEST)
+    return jax.lax.with_sharding_constraint(out.reshape(*f.shape[:-1], matrices.shape[1]), sharding)
+
+
 def state_fields(source: Source, eq: Equation, params: Params, scratch: Path) -> dict[str, jax.Array]:
     """The real-space state fields of ``source`` on ``eq``'s grid and layout (see the module docstring);
     ``scratch``: a directory every process can write and read (the run directory)."""
     if tuple(source.shape) == tuple(eq.fft.shape):
         return _stored_grid_fields(source, eq, params)
-    if eq.info.walls != "none":  # the interpolation below is the periodic series'; a sine series' modes map otherwise
-        raise ConfigError("initial.path", str(source.index), f"not yet: a state between plates starts only on the "
-                          f"grid it was written on ({list(source.shape)})", f"holds grid {list(source.shape)}, this "
-                          f"run's is {list(eq.fft.shape)}")
     fft = on_grid(eq.fft, source.shape)
     if fft is None:
         raise ConfigError("initial.path", str(source.index), f"a state whose grid decomposes over the "
                           f"{jax.device_count()} devices of this run", f"holds grid {list(source.shape)}")
     stored = type(eq)(fft, eq.box, eq.dtype, eq.physics)
     fields = _stored_grid_fields(source, stored, params)
+    if eq.info.walls != "none" and fft.shape[2] != eq.fft.shape[2]:
+        stored, fields = _across_plates(fields, stored, eq)
     grid = {name: f for name, f in fields.items() if name in stored.field_info}  # particle arrays stay as they are
-    fields = {**fields, **_interpolate(grid, stored, eq, scratch)}
+    if tuple(stored.fft.shape) != tuple(eq.fft.shape):
+        fields = {**fields, **_interpolate(grid, stored, eq, scratch)}
     get_logger().info("remapped %s from %s to %s", source.describe(), "x".join(map(str, source.shape)),
                       "x".join(map(str, eq.fft.shape)))
     return fields

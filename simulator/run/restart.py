@@ -55,9 +55,6 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
                           f"{before}, which a restart continues (also with --allow-physics-change): a run with another "
                           "value is a new run: start it without --restart, into another --out",
                           "differs from the run being restarted")
-    if on_other_grid(ckpt, cfg) and cfg.grid.walls.on:  # simulator.run.remap interpolates periodic series only
-        raise ConfigError("--restart", str(ckpt.index), f"not yet: a run between plates restarts on its own grid, "
-                          f"{old['grid']['shape']}", f"holds grid {old['grid']['shape']}")
     if on_other_grid(ckpt, cfg):  # another resolution: interpolated, into a new directory (its files hold one grid)
         if ckpt.index.parent.parent.resolve() == out.resolve():
             # most often a --set grid.shape the first run had and this command lacks: its own config continues it

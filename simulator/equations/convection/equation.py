@@ -18,10 +18,12 @@ from typing import Any, ClassVar, final
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.convection import INFO, ConvectionParams
 from simulator.equations.noise import white_noise
+from simulator.equations.plates import growth_rate
 from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt, series_cutoff
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
@@ -80,6 +82,9 @@ class Convection(SemiLinearEquation):
         uw, vw, ut, vt = sin[0], sin[1], sin[2], sin[3]
         fx = -(1j * kx * uu + 1j * ky * uv + kz * uw)
         fy = -(1j * kx * uv + 1j * ky * vv + kz * vw)
+        if self.physics.taylor:  # -f z_hat x u = (f v, -f u, 0): u and v are both cosine series
+            f = jnp.sqrt(self.physics.taylor) * free_fall(params)[0]
+            fx, fy = fx + f * state[1], fy - f * state[0]
         fz = -(1j * kx * uw + 1j * ky * vw - kz * ww) + state[3]
         ft = -(1j * kx * ut + 1j * ky * vt - kz * wt) + state[2]
         return ops.dealias * jnp.concatenate([self.project([fx, fy, fz]), ft[None]])
@@ -93,6 +98,10 @@ class Convection(SemiLinearEquation):
         odd = self.fft.forward_walls(jnp.stack([velocity[2], theta]), "odd")
         u = self.project([even[0], even[1], odd[0]])
         return self.ops.dealias * jnp.concatenate([u, odd[1:]])
+
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """u and v are cosine series, w and theta sine series (:data:`PARITY`)."""
+        return PARITY[:3] if name == "velocity" else PARITY[3:]
 
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         u, v, w, theta = self.real(state)
@@ -157,11 +166,19 @@ def mode(eq: Convection, c: Sequence[jax.Array], ic: Any, params: Params) -> dic
         return {"velocity": jnp.stack([zero, zero, zero]), "theta": theta}
     nu, kappa = free_fall(params)
     k2 = a**2 + q**2
-    sigma = -(nu + kappa) * k2 / 2 + jnp.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
+    taylor = eq.physics.taylor
+    if taylor:  # the cubic's largest root, on the host at the run's (traced) Rayleigh and Prandtl numbers
+        rate = jax.ShapeDtypeStruct((), eq.dtype)
+        sigma = jax.pure_callback(lambda ra, pr: np.asarray(growth_rate(float(ra), float(pr), float(a), n, taylor),
+                                                            rate.dtype), rate, params["rayleigh"], params["prandtl"])
+    else:
+        sigma = -(nu + kappa) * k2 / 2 + jnp.sqrt(((nu - kappa) * k2 / 2) ** 2 + a**2 / k2)
     growth = (sigma + kappa * k2) * ic.amplitude
     w = jnp.broadcast_to(growth * jnp.cos(a * c[0]) * jnp.sin(q * z), eq.fft.shape)
     u = jnp.broadcast_to(-(q / a) * growth * jnp.sin(a * c[0]) * jnp.cos(q * z), eq.fft.shape)
-    return {"velocity": jnp.stack([u, zero, w]), "theta": theta}
+    swirl = jnp.sqrt(taylor) * nu * q * growth / (a * (sigma + nu * k2))  # the vertical vorticity's v
+    v = jnp.broadcast_to(swirl * jnp.sin(a * c[0]) * jnp.cos(q * z), eq.fft.shape)
+    return {"velocity": jnp.stack([u, v, w]), "theta": theta}
 
 
 Convection.builders = {"conductive": conductive, "mode": mode}

@@ -87,6 +87,10 @@ class Convection2D(SemiLinearEquation):
         real = jnp.stack([fields["vorticity"], fields["theta"]]).astype(self.dtype)
         return self.ops.dealias * self.fft.forward_walls(real, "odd")
 
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """Vorticity and theta are sine series (both vanish at free-slip, fixed-temperature plates)."""
+        return ("odd",)
+
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Temperature, theta, vorticity and the velocity (u, w, 0), on the grid."""
         odd = self.fft.inverse_walls(state, "odd")

@@ -3,9 +3,10 @@
 Free-fall units, as Dedalus' no-slip example (``examples/ivp_2d_rayleigh_benard``): lengths in the distance H
 between the plates (``grid.box = [Lx, 1]``), times in the free-fall time, nu = (Ra/Pr)^(-1/2), kappa =
 (Ra Pr)^(-1/2); the temperature b = 1 - z + theta, 1 at the bottom plate and 0 at the top, theta its departure from
-the conductive profile (zero at both plates):
+the conductive profile (zero at both plates); the plates at rest, or moving along x at ``physics.plate_velocity``
+= [U0, U1]:
 
-    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,   u = 0 at both plates,
+    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,   u = (U0, 0) at z = 0, (U1, 0) at z = H,
     d theta/dt + u . grad theta = w + kappa lap theta.
 
 The bounded direction has the Chebyshev basis (``grid.walls.velocity: [no-slip, no-slip]``,
@@ -20,7 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.equations.plates import NOSLIP_DIAGNOSTICS, NOSLIP_PLOT, NOSLIP_SCALES, Conductive, NoSlipFreeFallParams
+from simulator.equations.plates import (
+    NOSLIP_DIAGNOSTICS,
+    NOSLIP_PLOT,
+    NOSLIP_SCALES,
+    Conductive,
+    NoSlipFreeFallParams,
+    refuse_mode_with_moving_plates,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
@@ -46,6 +54,7 @@ class Mode(InitialCondition):
     modes: tuple[int] = setting((1,), "(m_x,): the horizontal mode number, a = 2 pi m_x / Lx")
 
     def check(self, cfg: Any) -> None:
+        refuse_mode_with_moving_plates(cfg, self.name)
         nx = cfg.grid.shape[0]
         if not 1 <= self.modes[0] < nx / 3:
             raise ConfigError("initial.modes", list(self.modes), f"1 <= m_x < Nx/3 for grid.shape "

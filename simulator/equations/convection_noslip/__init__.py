@@ -2,9 +2,9 @@
 
 Free-fall units as :mod:`simulator.equations.convection2d_noslip` (lengths in the distance H between the plates,
 ``grid.box = [Lx, Ly, 1]``; nu = (Ra/Pr)^(-1/2), kappa = (Ra Pr)^(-1/2)); b = 1 - z + theta, 1 at the bottom plate
-and 0 at the top:
+and 0 at the top; the plates at rest, or moving along x at ``physics.plate_velocity`` = [U0, U1]:
 
-    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,   u = 0 at both plates,
+    du/dt + u . grad u = -grad p + theta z_hat + nu lap u,   div u = 0,   u = (U0, 0, 0) at z = 0, (U1, 0, 0) at z = H,
     d theta/dt + u . grad theta = w + kappa lap theta.
 
 The bounded direction has the Chebyshev basis (``grid.walls: {axis: z, velocity: [no-slip, no-slip]}``), and the
@@ -20,7 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.equations.plates import NOSLIP_DIAGNOSTICS, NOSLIP_PLOT, NOSLIP_SCALES, Conductive, NoSlipFreeFallParams
+from simulator.equations.plates import (
+    NOSLIP_DIAGNOSTICS,
+    NOSLIP_PLOT,
+    NOSLIP_SCALES,
+    Conductive,
+    NoSlipFreeFallParams,
+    refuse_mode_with_moving_plates,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.errors import ConfigError
 from simulator.schema import param, setting
@@ -48,6 +55,7 @@ class BoxMode(InitialCondition):
                                      "2 pi m_y / Ly")
 
     def check(self, cfg: Any) -> None:
+        refuse_mode_with_moving_plates(cfg, self.name)
         nx, ny = cfg.grid.shape[0], cfg.grid.shape[1]
         if not (0 <= self.modes[0] < nx / 3 and 0 <= self.modes[1] < ny / 3) or self.modes == (0, 0):
             raise ConfigError("initial.modes", list(self.modes), f"0 <= m_x < Nx/3 and 0 <= m_y < Ny/3, not both 0, "
