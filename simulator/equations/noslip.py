@@ -22,7 +22,7 @@ z_j (:class:`simulator.fft.bases.Chebyshev`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import jax
@@ -118,12 +118,18 @@ class NoSlipConvection(ImexEquation):
         return (jnp.where(mean, self._cells * state.mean[0], u), jnp.where(mean, self._cells * state.mean[1], v),
                 state.w)
 
+    def _spectra(self, state: flow.State) -> tuple[Callable[[jax.Array], jax.Array], int]:
+        """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra and theta's, for a
+        traced ``i`` (a switch, not an index into their stack: a stack would hold a second copy of them all)."""
+        bases = (*self.velocity_hat(state), state.scalars[0])
+        return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
+
     def _grid(self, state: flow.State) -> dict[str, jax.Array]:
         """The velocity components and theta and their derivatives on the grid (``"u_x"``: du/dx), one field's
         spectrum formed and transformed at a time (a loop, not one batch: the batch's spectra and their
         transforms' work space would be the step's largest memory)."""
         names = ("u", "w") if self.plane else ("u", "v", "w")
-        bases = jnp.stack([*self.velocity_hat(state), state.scalars[0]])
+        spectrum, _ = self._spectra(state)
         slopes = {"": lambda k: k, "_x": lambda k: 1j * self.kx * k}
         if not self.plane:
             slopes["_y"] = lambda k: 1j * self.ky * k
@@ -131,7 +137,7 @@ class NoSlipConvection(ImexEquation):
         count = len(slopes)
 
         def one(i: jax.Array) -> jax.Array:
-            return self._inverse(jax.lax.switch(i % count, tuple(slopes.values()), bases[i // count]))
+            return self._inverse(jax.lax.switch(i % count, tuple(slopes.values()), spectrum(i // count)))
 
         keys = [f + d for f in (*names, "theta") for d in slopes]
         return dict(zip(keys, jax.lax.map(one, jnp.arange(len(keys))), strict=True))
@@ -142,27 +148,29 @@ class NoSlipConvection(ImexEquation):
     def _directions(self) -> tuple[str, ...]:
         return ("x", "z") if self.plane else ("x", "y", "z")
 
-    def _advected(self, state: flow.State) -> tuple[jax.Array, jax.Array]:
-        """-(u . grad) f on the grid of each velocity component f and of theta, ``(C + 1, *grid)``, and the fields
-        themselves: the velocity's C components transformed once, then one field's gradient at a time (a loop:
-        the gradients of every field at once would be the step's largest memory, in a box 16 grid fields)."""
-        bases = jnp.stack([*self.velocity_hat(state), state.scalars[0]])
-        fields = jax.lax.map(self._inverse, bases)
+    def _advected(self, state: flow.State) -> jax.Array:
+        """-(u . grad) f + F on the grid for each velocity component f and theta, ``(C + 1, *grid)``, F the
+        buoyancy theta on w and the conductive gradient carried by w on theta: the velocity's C components and
+        theta transformed once, then one field's gradient and products at a time (a loop: the gradients of every
+        field at once would be the step's largest memory, in a box 16 grid fields)."""
+        spectrum, count = self._spectra(state)
+        index = jnp.arange(count)
+        fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), index)
         slopes = [lambda k: 1j * self.kx * k] + ([] if self.plane else [lambda k: 1j * self.ky * k]) + [self._dz]
 
-        def one(f: jax.Array) -> jax.Array:
+        def one(i: jax.Array) -> jax.Array:
+            f = spectrum(i)
             return -sum(fields[j] * self._inverse(slope(f)) for j, slope in enumerate(slopes))
 
-        return jax.lax.map(one, bases), fields
+        advected = jax.lax.map(one, index)
+        # the buoyancy theta z_hat on w, the conductive gradient carried by w on theta
+        return advected.at[-2].add(fields[-1]).at[-1].add(fields[-2])
 
     def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
         """h_w, h_zeta, h_(U, V) and h_theta of the module docstring."""
-        advected, fields = self._advected(state)
-        # the buoyancy theta z_hat on w, the conductive gradient carried by w on theta
-        h = advected.at[-2].add(fields[-1]).at[-1].add(fields[-2])
-        hat = self._dealias() * self._forward(h)
+        hat = self._dealias() * self._forward(self._advected(state))
         mean = [jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat[i], 0.0), axis=(0, 1))) / self._cells
-                for i in range(len(h) - 2)]
+                for i in range(len(hat) - 2)]
         if self.plane:
             mean.append(jnp.zeros_like(mean[0]))
             h_w, zeta = -self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None
