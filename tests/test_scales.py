@@ -25,7 +25,7 @@ CONFIGS = {"navier_stokes": "taylor_green", "boussinesq": "stratified_turbulence
            "boussinesq2d": "stratified_plane", "mhd2d": "orszag_tang_2d",
            "sw1l": "geostrophic_adjustment", "convection2d": "convection_2d", "convection": "convection_3d",
            "convection2d_noslip": "convection_2d_noslip", "channel2d": "channel_poiseuille",
-           "channel": "channel_retau180"}
+           "channel": "channel_retau180", "convection_noslip": "convection_3d_noslip"}
 
 
 @pytest.mark.parametrize("name", sorted(equations.registry()))

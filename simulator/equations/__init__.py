@@ -37,6 +37,7 @@ PACKAGES = (
     "simulator.equations.convection2d_noslip",
     "simulator.equations.channel2d",
     "simulator.equations.channel",
+    "simulator.equations.convection_noslip",
 )
 #: environment variable naming further equation modules, comma-separated
 ENV_EXTRA = "SIMULATOR_EQUATIONS"

@@ -3,7 +3,9 @@ in free-fall units and their checks, the conductive initial condition, a linear 
 theory (Rayleigh 1916; Chandrasekhar 1961, ch. II): a mode cos(a x) sin(n pi z) of the conductive state grows at
 sigma = -(nu + kappa) K^2 / 2 + sqrt(((nu - kappa) K^2 / 2)^2 + a^2 / K^2), K^2 = a^2 + (n pi)^2, which changes sign at
 Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2), in a plane and in a box (a the horizontal
-wavenumber). :mod:`simulator.equations.walled` holds what their implementations share.
+wavenumber). :mod:`simulator.equations.walled` holds what their implementations share. The equations between
+no-slip plates (a plane's and a box's) declare their parameters, scales, diagnostics and plot here alike too
+(:class:`NoSlipFreeFallParams`); :mod:`simulator.equations.noslip` is their one implementation.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.equations.spec import EquationParams, InitialCondition
+from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 
@@ -101,3 +103,68 @@ class Conductive(InitialCondition):
     name: str = setting("conductive", "initial condition")
     amplitude: float = param(1e-3, "amplitude A of the noise at mid-height", min=0.0)
     seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
+
+
+@dataclass(frozen=True)
+class NoSlipFreeFallParams(FreeFallParams):
+    """The Rayleigh and Prandtl numbers of convection between no-slip plates (a plane's or a box's), whose
+    temperature is held at both plates; the plates at rest or moving along x."""
+
+    plate_velocity: tuple[float, float] = setting((0.0, 0.0), "velocity along x of the bottom and the top plate in "
+                                                  "free-fall units: [0, 0] plates at rest; moving plates drive a "
+                                                  "Couette flow U0 + (U1 - U0) z / H between them")
+
+    def compact_spectra(self) -> str | None:
+        return "the walled spectrum is full in x"
+
+    def check(self, cfg: Any) -> None:
+        """Plates at fixed temperature (the departure theta from 1 - z zero at both), then the free-fall checks."""
+        walls = cfg.grid.walls
+        if walls.on and walls.temperature != ("fixed-value", "fixed-value"):
+            raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: the "
+                              "conductive profile 1 - z between plates at 1 and 0", f"is not available for {self.name}")
+        super().check(cfg)
+
+
+def refuse_mode_with_moving_plates(cfg: Any, name: str) -> None:
+    """Refuse the linear mode (``initial.name``: ``name``) between moving plates: it is the eigenvector of the
+    conductive state between plates at rest."""
+    if any(cfg.physics.plate_velocity):
+        raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
+                          f"between plates at rest (physics.plate_velocity = {list(cfg.physics.plate_velocity)})",
+                          "is not available with moving plates")
+
+
+#: what convection between no-slip plates derives, reports and draws, in a plane (a box's adds v and y to the sums)
+NOSLIP_SCALES = {"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
+                 "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
+                 "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"}
+NOSLIP_DIAGNOSTICS = {
+    "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
+    "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa",
+    "nusselt_bottom": "Nusselt number at the bottom plate, -d<b>/dz at z = 0 (horizontal mean)",
+    "nusselt_top": "Nusselt number at the top plate, -d<b>/dz at z = 1 (horizontal mean)",
+    "reynolds": "Reynolds number <|u|^2>^(1/2) / nu",
+    "kinetic_dissipation": "kinetic dissipation nu <|grad u|^2>; (Nu - 1)/sqrt(Ra Pr) in a statistically steady "
+                           "state",
+    "thermal_dissipation": "thermal dissipation kappa <|grad b|^2>; Nu/sqrt(Ra Pr) in a statistically steady "
+                           "state",
+    "divergence": "max |du/dx + dw/dz| on the grid: round-off",
+    "kmax_eta": "resolution k_max min(eta, eta_theta): the Kolmogorov scale (nu^3/epsilon_u)^(1/4) and the "
+                "temperature's (Batchelor for Pr >= 1) against (2/3) min(pi Nx/Lx, pi/dz), dz the Gauss-Lobatto "
+                "points' spacing at mid-height; at least 1",
+    "max_velocity": "max |u|",
+    "cfl": "CFL number dt max(|u|/dx + |w|/dz), dz the local spacing of the Gauss-Lobatto points",
+}
+NOSLIP_PLOT = PlotSpec(
+    panels=(
+        Panel("Nusselt", (Curve("nusselt", r"$Nu$"), Curve("nusselt_bottom", r"$Nu_{bottom}$"),
+                          Curve("nusselt_top", r"$Nu_{top}$"))),
+        Panel("energy", (Curve("kinetic_energy", r"$E_K$"),)),
+        Panel("Reynolds", (Curve("reynolds", r"$Re$"),)),
+    ),
+    spectrum="energy",
+    spectrum_label=r"$E_K(k_x)$",
+    slice_field="temperature",
+    resolved=2 / 3,
+)

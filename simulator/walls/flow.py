@@ -92,8 +92,9 @@ class NoSlipFlow:
         across the chunk's steps; :meth:`step` builds them itself where none are given)."""
         k2, h = self.k2, self.height
         alpha = 1.0 / (imex.GAMMA * dt * self.viscosity)
-        return Factored(WallNormal.build(alpha, k2, self.n, h),
-                        None if self.planar else Helmholtz.build(alpha + k2, self.n, DIRICHLET, h),
+        normal = WallNormal.build(alpha, k2, self.n, h)
+        # zeta's problem is the one w's vorticity solve already factored: held once
+        return Factored(normal, None if self.planar else normal.vorticity,
                         Helmholtz.build(alpha, self.n, DIRICHLET, h),
                         tuple(Helmholtz.build(1.0 / (imex.GAMMA * dt * kappa) + k2, self.n,
                                               SCALAR_CONDITIONS[condition], h)

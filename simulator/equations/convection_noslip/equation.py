@@ -1,0 +1,28 @@
+"""Rayleigh-Benard convection between no-slip plates in a box: the implementation, the box's case of
+:mod:`simulator.equations.noslip` (its layout, explicit terms and diagnostics) on the flow core of
+:mod:`simulator.walls.flow`. The grid is ``(Nx, Ny, Nz)``; the state holds w, the wall-normal vorticity zeta and the
+mean flow (U, V) of every mode (k_x, k_y), on a slab split along y (and k_y) and whole along z.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, final
+
+from simulator.equations.convection_noslip import INFO, BoxNoSlipParams
+from simulator.equations.noslip import BUILDERS, NoSlipConvection
+from simulator.fft import FFTBackend
+
+
+@final
+class NoSlipConvection3D(NoSlipConvection):
+    """No-slip Rayleigh-Benard convection in a walled box (slab or single backend)."""
+
+    info = INFO
+    plane = False
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: BoxNoSlipParams | None = None):
+        super().__init__(fft, box, dtype, BoxNoSlipParams() if physics is None else physics)
+
+
+NoSlipConvection3D.builders = BUILDERS

@@ -1,0 +1,337 @@
+"""Rayleigh-Benard convection between no-slip plates, in a plane (x, z) or a box (x, y, z): the implementation both
+equations share (:mod:`simulator.equations.convection2d_noslip`, :mod:`simulator.equations.convection_noslip`), on
+the flow core of :mod:`simulator.walls.flow`.
+
+The state is a :class:`simulator.walls.flow.State` of walled Chebyshev spectra (``forward_walls(x, "chebyshev")``:
+NumPy's FFT along the periodic axes, unnormalised, by the Chebyshev coefficients along z), on the backend's grid
+``(Nx, Ny, Nz)`` (a plane's ``(1, Nx, Nz)``: its x is the grid's second axis, and there is no y): ``w`` complex,
+``zeta`` the wall-normal vorticity i k_x v - i k_y u (None in a plane, where v = 0), ``mean`` ``(2, Nz)`` the
+horizontally averaged velocity (U, V) (V zero in a plane), ``scalars`` ``(1, *grid)`` theta. Its arrays are held in
+the real layout (on a slab split along the grid's second axis, a plane's x or a box's y, and whole along z), so each
+device solves its modes' columns whole; the transforms' own layout is restored around each transform.
+
+The explicit terms, per stage: (u, v) from continuity and zeta (:func:`simulator.walls.wall_normal.
+horizontal_velocity`; in a plane u = i dw/dz / k_x), (U, V) at k_x = k_y = 0; the products in physical space on the
+grid (advective form), H = -(u . grad) u + theta z_hat and -(u . grad) theta + w transformed back and dealiased by
+the 2/3 rule along the periodic axes (|m| < N/3) and along the Chebyshev coefficients (k < 2 Nz/3; the padding of
+Dedalus's dealias = 3/2 would need a larger grid than the run's), then h_w = -k^2 H_z - d/dz (i k_x H_x + i k_y
+H_y) (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_y - i k_y H_x, h_(U, V) the k = 0 entries of
+(H_x, H_y), h_theta. Real fields are ``(Nx, Ny, Nz)`` on the periodic axes' points and the Gauss-Lobatto heights
+z_j (:class:`simulator.fft.bases.Chebyshev`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simulator.equations.base import ImexEquation, Params
+from simulator.equations.noise import white_noise
+from simulator.equations.walled import free_fall, kmax_eta
+from simulator.fft import FFTBackend
+from simulator.fft.bases import CHEBYSHEV, Chebyshev
+from simulator.observables import spectra
+from simulator.walls import chebyshev, eigen, flow
+from simulator.walls.wall_normal import horizontal_velocity
+
+
+class NoSlipConvection(ImexEquation):
+    """No-slip Rayleigh-Benard convection on a walled plane or box (slab or single backend); each equation says
+    which (:attr:`plane`)."""
+
+    #: whether the grid is a plane (1, Nx, Nz), not a box
+    plane: ClassVar[bool] = False
+    # the spectra are held in the real layout (module docstring); the mean flow, a profile across the plates, whole
+    # on every device, as the replicated leaves are kept
+    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
+    _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
+
+    def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: Any):
+        super().__init__(fft, box, dtype, physics)
+        k = fft.wall_wavenumbers(tuple(self.box), self.dtype)
+        # a plane's x is the grid's second axis; a box's x and y its first two
+        self.kx, self.ky = (k[1], jnp.zeros_like(k[1])) if self.plane else (k[0], k[1])
+
+    # ---- layout --------------------------------------------------------------------------------------------
+
+    @property
+    def _axes(self) -> tuple[int, ...]:
+        """The grid axes of the periodic directions, x (and y)."""
+        return (1,) if self.plane else (0, 1)
+
+    @property
+    def _cells(self) -> int:
+        """The number of points along the plates, Nx (Nx Ny): the spectra's normalisation."""
+        return self.fft.shape[0] * self.fft.shape[1]
+
+    def _columns(self, x: jax.Array) -> jax.Array:
+        """``x`` ``(*batch, *grid)`` held whole along z (the real layout)."""
+        return jax.lax.with_sharding_constraint(x, self.fft.real_sharding(x.ndim - 3))
+
+    def _forward(self, x: jax.Array) -> jax.Array:
+        return self._columns(self.fft.forward_walls(x, CHEBYSHEV))
+
+    def _inverse(self, k: jax.Array) -> jax.Array:
+        return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
+                                      CHEBYSHEV)
+
+    def _dz(self, k: jax.Array) -> jax.Array:
+        return chebyshev.derivative(k, self.box[2])
+
+    def _mean_mode(self) -> jax.Array:
+        return (self.kx == 0) & (self.ky == 0)
+
+    def _dealias(self) -> jax.Array:
+        keep = jnp.arange(self.fft.shape[2]) < 2 * self.fft.shape[2] / 3
+        for k, axis in zip((self.kx, self.ky), self._axes, strict=False):
+            keep = keep & (jnp.abs(k * (self.box[axis] / (2 * jnp.pi))) < self.fft.shape[axis] / 3)
+        return keep.astype(self.dtype)
+
+    def core(self, params: Params) -> flow.NoSlipFlow:
+        """The flow core of this grid's modes: (k_x, k_y) of each, the plates' velocities along x, fixed
+        temperatures theta = 0 at both plates."""
+        nu, kappa = free_fall(params)
+        bottom, top = self.physics.plate_velocity
+        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=("fixed-value",), values=((0.0, 0.0),))
+        return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu, (kappa,),
+                               plates, planar=self.plane)
+
+    def couette(self) -> jax.Array:
+        """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
+        state (no flow where the plates are at rest)."""
+        bottom, top = self.physics.plate_velocity
+        return bottom + (top - bottom) * self.heights() / self.box[2]
+
+    def velocity_hat(self, state: flow.State) -> tuple[jax.Array, ...]:
+        """The velocity's spectra, (u, w) in a plane, (u, v, w) in a box: by continuity and zeta, (U, V) (times the
+        spectrum's normalisation) at k_x = k_y = 0."""
+        mean = self._mean_mode()
+        if self.plane:
+            u = 1j * self._dz(state.w) / jnp.where(mean, 1.0, self.kx)
+            return jnp.where(mean, self._cells * state.mean[0], u), state.w
+        u, v = horizontal_velocity(state.w, state.zeta, jnp.where(mean, 1.0, self.kx)[..., 0], self.ky[..., 0],
+                                   self.box[2])
+        return (jnp.where(mean, self._cells * state.mean[0], u), jnp.where(mean, self._cells * state.mean[1], v),
+                state.w)
+
+    def _spectra(self, state: flow.State) -> tuple[Callable[[jax.Array], jax.Array], int]:
+        """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra and theta's, for a
+        traced ``i`` (a switch, not an index into their stack: a stack would hold a second copy of them all)."""
+        bases = (*self.velocity_hat(state), state.scalars[0])
+        return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
+
+    def _grid(self, state: flow.State) -> dict[str, jax.Array]:
+        """The velocity components and theta and their derivatives on the grid (``"u_x"``: du/dx), one field's
+        spectrum formed and transformed at a time (a loop, not one batch: the batch's spectra and their
+        transforms' work space would be the step's largest memory)."""
+        names = ("u", "w") if self.plane else ("u", "v", "w")
+        spectrum, _ = self._spectra(state)
+        slopes = {"": lambda k: k, "_x": lambda k: 1j * self.kx * k}
+        if not self.plane:
+            slopes["_y"] = lambda k: 1j * self.ky * k
+        slopes["_z"] = self._dz
+        count = len(slopes)
+
+        def one(i: jax.Array) -> jax.Array:
+            return self._inverse(jax.lax.switch(i % count, tuple(slopes.values()), spectrum(i // count)))
+
+        keys = [f + d for f in (*names, "theta") for d in slopes]
+        return dict(zip(keys, jax.lax.map(one, jnp.arange(len(keys))), strict=True))
+
+    def _components(self) -> tuple[str, ...]:
+        return ("u", "w") if self.plane else ("u", "v", "w")
+
+    def _directions(self) -> tuple[str, ...]:
+        return ("x", "z") if self.plane else ("x", "y", "z")
+
+    def _advected(self, state: flow.State) -> jax.Array:
+        """-(u . grad) f + F on the grid for each velocity component f and theta, ``(C + 1, *grid)``, F the
+        buoyancy theta on w and the conductive gradient carried by w on theta: the velocity's C components and
+        theta transformed once, then one field's gradient and products at a time (a loop: the gradients of every
+        field at once would be the step's largest memory, in a box 16 grid fields)."""
+        spectrum, count = self._spectra(state)
+        index = jnp.arange(count)
+        fields = jax.lax.map(lambda i: self._inverse(spectrum(i)), index)
+        slopes = [lambda k: 1j * self.kx * k] + ([] if self.plane else [lambda k: 1j * self.ky * k]) + [self._dz]
+
+        def one(i: jax.Array) -> jax.Array:
+            f = spectrum(i)
+            return -sum(fields[j] * self._inverse(slope(f)) for j, slope in enumerate(slopes))
+
+        advected = jax.lax.map(one, index)
+        # the buoyancy theta z_hat on w, the conductive gradient carried by w on theta
+        return advected.at[-2].add(fields[-1]).at[-1].add(fields[-2])
+
+    def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
+        """h_w, h_zeta, h_(U, V) and h_theta of the module docstring."""
+        hat = self._dealias() * self._forward(self._advected(state))
+        mean = [jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat[i], 0.0), axis=(0, 1))) / self._cells
+                for i in range(len(hat) - 2)]
+        if self.plane:
+            mean.append(jnp.zeros_like(mean[0]))
+            h_w, zeta = -self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None
+        else:
+            h_w = -(self.kx**2 + self.ky**2) * hat[2] - self._dz(1j * self.kx * hat[0] + 1j * self.ky * hat[1])
+            zeta = 1j * self.kx * hat[1] - 1j * self.ky * hat[0]
+        mean = jax.lax.with_sharding_constraint(jnp.stack(mean), self.fft.replicated_sharding())
+        return flow.State(h_w, zeta, mean, hat[-1][None])
+
+    def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
+        return self.core(params).factor(dt)
+
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params,
+                  factored: flow.Factored | None = None) -> flow.State:
+        return self.core(params).step(self.explicit, dt, factored)(state, t)
+
+    # ---- states and fields ------------------------------------------------------------------------------
+
+    def heights(self) -> jax.Array:
+        """z of the grid points, ``(1, 1, Nz)``: the Gauss-Lobatto points, both plates among them."""
+        return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
+
+    def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
+        """The state of ``velocity`` ``(3, *grid)`` (its w, in a box zeta, and the horizontal average of its u and
+        v) and ``theta``: in a plane the components are (u, w, 0), in a box (u, v, w)."""
+        velocity = fields["velocity"].astype(self.dtype)
+        theta = fields["theta"].astype(self.dtype)
+        mean = jnp.mean(chebyshev.forward(velocity[:2]), axis=(1, 2))
+        if self.plane:
+            spectra_ = self._forward(jnp.stack([velocity[1], theta]))
+            mean, zeta = mean.at[1].set(0.0), None
+        else:
+            spectra_ = self._forward(jnp.stack([velocity[2], theta, velocity[0], velocity[1]]))
+            zeta = 1j * self.kx * spectra_[3] - 1j * self.ky * spectra_[2]
+        mean = jax.lax.with_sharding_constraint(mean, self.fft.replicated_sharding())
+        return flow.State(spectra_[0], zeta, mean, spectra_[1][None])
+
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """Every field is a Chebyshev series across the plates."""
+        return (CHEBYSHEV,) * (3 if name == "velocity" else 1)
+
+    def _velocity(self, g: Mapping[str, jax.Array]) -> jax.Array:
+        """The velocity field ``(3, *grid)``: (u, w, 0) in a plane, (u, v, w) in a box."""
+        if self.plane:
+            return jnp.stack([g["u"], g["w"], jnp.zeros_like(g["u"])])
+        return jnp.stack([g["u"], g["v"], g["w"]])
+
+    def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
+        """Temperature, theta and the velocity on the grid, and in a plane the vorticity dw/dx - du/dz."""
+        g = self._grid(state)
+        out = {"temperature": 1 - self.heights() + g["theta"], "theta": g["theta"], "velocity": self._velocity(g)}
+        if self.plane:
+            out["vorticity"] = g["w_x"] - g["u_z"]
+        return out
+
+    # ---- diagnostics and spectra --------------------------------------------------------------------------
+
+    def _volume_mean(self, f: jax.Array) -> jax.Array:
+        """The mean over the domain of a grid field ``(..., *grid)``: Clenshaw-Curtis weights across the plates."""
+        weights = chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2]
+        return jnp.sum(jnp.mean(f, axis=(-3, -2)) * weights, axis=-1)
+
+    def _mean_slope(self, theta_hat: jax.Array) -> jax.Array:
+        """d<theta>/dz's Chebyshev coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
+        mean = jnp.sum(jnp.where(self._mean_mode(), jnp.real(theta_hat), 0.0), axis=(0, 1)) / self._cells
+        return self._dz(mean)
+
+    def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
+        """Kinetic energy, the Nusselt number through the volume and at each plate, the Reynolds number, both
+        dissipation rates, the velocity's divergence, max |u| and the CFL number."""
+        nu, kappa = free_fall(params)
+        g = self._grid(state)
+        components, directions = self._components(), self._directions()
+        energy = 0.5 * self._volume_mean(sum(g[c] ** 2 for c in components))
+        bottom, top = chebyshev.boundary_values(self._mean_slope(state.scalars[0]))
+        z = np.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points())
+        gaps = np.diff(z)
+        local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
+        dissipation = nu * self._volume_mean(sum(g[f"{c}_{d}"] ** 2 for c in components for d in directions))
+        cutoff = min([np.pi * self.fft.shape[a] / self.box[a] for a in self._axes] + [np.pi / float(gaps.max())])
+        slope = [g[f"theta_{d}"] for d in directions]
+        slope[-1] = slope[-1] - 1  # grad b = grad theta - z_hat
+        spacing = [self.spacing[a] for a in self._axes] + [local]
+        return {"kinetic_energy": energy,
+                "nusselt": 1 + self._volume_mean(g["w"] * g["theta"]) / kappa,
+                "nusselt_bottom": 1 - bottom, "nusselt_top": 1 - top,
+                "reynolds": jnp.sqrt(2 * energy) / nu,
+                "kinetic_dissipation": dissipation,
+                # the Gauss-Lobatto points are coarsest at mid-height, pi H/(2N) apart: the cutoff across the plates
+                # is that spacing's, (2/3) pi/dz, not the sine series' (2/3) pi N/H
+                "kmax_eta": kmax_eta(2 / 3 * cutoff, nu, kappa, dissipation),
+                "thermal_dissipation": kappa * self._volume_mean(sum(s**2 for s in slope)),
+                "divergence": jnp.max(jnp.abs(sum(g[f"{c}_{d}"] for c, d in zip(components, directions,
+                                                                                  strict=True)))),
+                "max_velocity": jnp.max(jnp.sqrt(sum(g[c] ** 2 for c in components))),
+                "cfl": dt * jnp.max(sum(jnp.abs(g[c]) / h for c, h in zip(components, spacing, strict=True)))}
+
+    def profiles(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
+        """Averages along the plates at each height z_j, each ``(Nz,)`` replicated (:mod:`simulator.output.
+        profiles`): the temperature, the rms velocity and the heat flux 1 + <w theta>/kappa - d<theta>/dz."""
+        _, kappa = free_fall(params)
+        g = self._grid(state)
+        out = {"temperature": jnp.mean(1 - self.heights() + g["theta"], axis=(0, 1)),
+               "velocity_rms": jnp.sqrt(jnp.mean(sum(g[c] ** 2 for c in self._components()), axis=(0, 1))),
+               "heat_flux": 1 + jnp.mean(g["w"] * g["theta"], axis=(0, 1)) / kappa - jnp.mean(g["theta_z"],
+                                                                                              axis=(0, 1))}
+        return {k: jax.lax.with_sharding_constraint(v, self.fft.replicated_sharding()) for k, v in out.items()}
+
+    def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
+        """The kinetic energy per shell of the horizontal wavenumber |k_h| (|k_x| in a plane), integrated over z
+        with Clenshaw-Curtis weights."""
+        columns = chebyshev.backward(jnp.stack(self.velocity_hat(state)))  # spectral along the plates, points in z
+        weights = chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2]
+        power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * weights, axis=(0, -1), keepdims=True)[0] / self._cells ** 2
+        zero = jnp.zeros_like(self.kx)
+        k = (zero, self.kx, zero) if self.plane else (self.kx, self.ky, zero)
+        return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}
+
+
+def conductive(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """theta = A xi 4 z (1 - z), xi unit white noise; the plates' Couette flow along x (none between plates at
+    rest)."""
+    z = eq.heights()
+    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
+    couette = jnp.broadcast_to(eq.couette(), eq.fft.shape)
+    zero = jnp.zeros_like(couette)
+    return {"velocity": jnp.stack([couette, zero, zero]), "theta": theta}
+
+
+def _mode_profiles(ra: np.ndarray, pr: np.ndarray, a: float, heights: np.ndarray) -> np.ndarray:
+    """W, dW/dz and Theta of the eigen-solver's fastest mode at (Ra, Pr, a) on ``heights`` (on [-1, 1]), scaled to
+    max |Theta| = 1: ``(3, Nz)``, by its Chebyshev interpolant."""
+    _, z, w, b = eigen.rayleigh_benard_growth(float(ra), float(pr), a)
+    series = [np.polynomial.chebyshev.Chebyshev.fit(2 * z - 1, v, len(z) - 1) for v in (w, b)]
+    peak = np.abs(b).max()
+    return np.stack([series[0](heights), 2 * series[0].deriv()(heights), series[1](heights)]) / peak
+
+
+def mode(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
+    """The eigen-solver's mode of horizontal wavevector (a_x, a_y) = 2 pi (m_x / Lx, m_y / Ly) (m_y = 0 in a plane),
+    interpolated onto the grid's heights: theta = A Theta(z) cos(phi), w = A W(z) cos(phi), phi = a_x x + a_y y,
+    and (u, v) = -A dW/dz (a_x, a_y) sin(phi) / a^2 by continuity (no wall-normal vorticity), a = |(a_x, a_y)|: the
+    growth depends on a alone. The solve runs on the host at the run's Rayleigh and Prandtl numbers, traced
+    parameters: a callback."""
+    if eq.plane:
+        (a_x, a_y), x, y = (2 * np.pi * ic.modes[0] / eq.box[1], 0.0), c[1], 0.0
+    else:
+        (a_x, a_y), x, y = (2 * np.pi * m / eq.box[i] for i, m in enumerate(ic.modes)), c[0], c[1]
+    a = float(np.hypot(a_x, a_y))
+    heights = 2 * np.asarray(Chebyshev(eq.fft.shape[2], eq.box[2]).points()) / eq.box[2] - 1
+    shape = jax.ShapeDtypeStruct((3, eq.fft.shape[2]), eq.dtype)
+    w_z, slope, b_z = jax.pure_callback(lambda ra, pr: _mode_profiles(ra, pr, a, heights).astype(shape.dtype),
+                                        shape, params["rayleigh"], params["prandtl"])
+    phase = a_x * x + a_y * y
+    cos, sin = jnp.cos(phase), jnp.sin(phase)
+    horizontal = [-ic.amplitude * slope * sin * (a_i / a**2) for a_i in (a_x, a_y)]
+    w = ic.amplitude * w_z * cos
+    zero = jnp.zeros(eq.fft.shape, eq.dtype)
+    components = (horizontal[0], w, zero) if eq.plane else (*horizontal, w)
+    return {"velocity": jnp.stack(jnp.broadcast_arrays(*components, zero)[:3]),
+            "theta": jnp.broadcast_to(ic.amplitude * b_z * cos, eq.fft.shape)}
+
+
+BUILDERS = {"conductive": conductive, "mode": mode}
