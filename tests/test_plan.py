@@ -48,7 +48,7 @@ def test_every_equation_plans_without_allocating(name):
     # (a plane's state is one compact field, 4% of its 72 B/cell in float64 rk4, where three real fields and two
     # products of every evaluation hold the rest: its chunk is 20 states, within a third of the quick path's 64)
     margin = 3 if registry()[name].dimensions == 2 else 4
-    assert state_bytes < max(p.program_bytes.values()) < state_bytes / admission.QUICK_FRACTION / margin
+    assert state_bytes < max(p.program_bytes.values()) < state_bytes / admission.quick_fraction(sim.cfg) / margin
     assert p.ffts_per_step > 0 and p.traffic.fft_calls > 0 and p.traffic.memory_bytes > 0
     assert p.fits and p.largest_cubic >= 16
     # snapshots a component at a time (Simulation.snapshot_parts): never more than the step

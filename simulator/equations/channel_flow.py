@@ -170,7 +170,12 @@ class ChannelFlow(ImexEquation):
         """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0."""
         return jnp.zeros_like(like).at[0, 0].set(gradient)
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params) -> flow.State:
+    def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
+        """The stage solves' factorisations for ``dt``, built once for a chunk of steps of one dt."""
+        return self.core(params).factor(dt)
+
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params,
+                  factored: flow.Factored | None = None) -> flow.State:
         core = self.core(params)
         if self.drive != "flux":
             gradient = self.gradient(params) if self.drive == "pressure" else 0.0
@@ -179,10 +184,10 @@ class ChannelFlow(ImexEquation):
                 h = self.explicit(x, s)
                 return replace(h, mean=h.mean + self._drive(gradient, h.mean))
 
-            return core.step(driven, dt)(state, t)
-        moved = core.step(self.explicit, dt)(state, t)
+            return core.step(driven, dt, factored)(state, t)
+        moved = core.step(self.explicit, dt, factored)(state, t)
         zero = jax.tree.map(jnp.zeros_like, state)
-        response = core.step(lambda x, s: replace(zero, mean=self._drive(1.0, zero.mean)), dt)(zero, t).mean
+        response = core.step(lambda x, s: replace(zero, mean=self._drive(1.0, zero.mean)), dt, factored)(zero, t).mean
         gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
         return replace(moved, mean=self._replicated(moved.mean + gradient * response))
 

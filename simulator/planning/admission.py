@@ -35,9 +35,17 @@ from simulator.planning.plan import (
 )
 
 #: a run whose state (per device) is below this fraction of the usable memory is let through without
-#: compiling its programs: the shipped programs hold 2-7 times their state, far below 64
-#: (tests/test_plan.py checks every registered equation against a quarter of it)
+#: compiling its programs: the periodic programs hold 2-7 times their state, far below 64
+#: (tests/test_plan.py checks every registered equation against a quarter of its fraction)
 QUICK_FRACTION = 1 / 64
+#: the same between plates: those programs also hold the banded factorisations of every mode across a chunk of
+#: steps, 17 (no-slip convection) to 33 (a channel box) times their state at 16^3
+QUICK_FRACTION_WALLS = 1 / 256
+
+
+def quick_fraction(cfg: Any) -> float:
+    """The fraction of the usable memory below which a run of ``cfg`` is let through without compiling."""
+    return QUICK_FRACTION_WALLS if cfg.grid.walls.on else QUICK_FRACTION
 
 
 def check_fits(sim: Any) -> Plan | None:
@@ -49,7 +57,7 @@ def check_fits(sim: Any) -> Plan | None:
     devices = list(sim.fft.mesh.devices.flat)
     available, _ = device_memory_available(devices)
     state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state)) / len(devices)
-    if state_bytes <= QUICK_FRACTION * USABLE_FRACTION * available:
+    if state_bytes <= quick_fraction(sim.cfg) * USABLE_FRACTION * available:
         return None
     plan = make_plan(sim, state=state)
     if not plan.fits:  # fft.in_turn auto: a GPU step's fields one at a time where all at once does not fit
@@ -120,7 +128,7 @@ def check_ensemble(cfgs: Sequence[Config]) -> None:
     available, source = device_memory_available(devices)
     state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state)) / len(devices)
     usable = USABLE_FRACTION * available
-    if members * state_bytes <= QUICK_FRACTION * usable:
+    if members * state_bytes <= quick_fraction(sim.cfg) * usable:
         return
     need = ensemble_bytes(sim, members, any(c.time.cfl is not None for c in cfgs))
     outputs = [name for name in run_programs(sim.cfg) if name not in need]  # the per-member programs
