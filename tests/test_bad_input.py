@@ -141,7 +141,8 @@ CASES = {
     # unknown names and combinations
     "unknown backend": (["run", TG, "--set", "fft.backend=fftw"], "fft.backend = 'fftw' is unknown"),
     "unknown physics": (["run", TG, "--set", "physics.name=maxwell"], "physics.name = 'maxwell' is unknown"),
-    "unknown initial condition": (["run", TG, "--set", "initial.name=vortex"], "initial.name = 'vortex' is unknown"),
+    "unknown initial condition": (["run", TG, "--set", "initial.name=whirlpool"],
+                                  "initial.name = 'whirlpool' is unknown"),
     "initial of another equation": (["run", TG, "--set", "initial.name=soliton"], "'soliton' is not available"),
     "integrator of another equation": (["run", TG, "--set", "time.integrator=kdk"], "'kdk' is not available"),
     "key of another equation": (["run", JEANS, "--set", "physics.forcing=band"],

@@ -439,6 +439,7 @@ def test_every_shipped_config_plans_its_own_state(label, path, extra):
 def test_every_shipped_config_passes_the_fit_check(label, path, extra, monkeypatch):
     cfg = load_config(path, {**on_grid(path, 8), **extra})
     monkeypatch.setattr(admission, "QUICK_FRACTION", 0.0)  # compile even though the state is tiny
+    monkeypatch.setattr(admission, "QUICK_FRACTION_WALLS", 0.0)  # likewise between plates
     p = admission.check_fits(Simulation(cfg, jax.devices()[:1]))
     assert p is not None and p.fits
 

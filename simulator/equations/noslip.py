@@ -121,7 +121,8 @@ class NoSlipConvection(ImexEquation):
     def _spectra(self, state: flow.State) -> tuple[Callable[[jax.Array], jax.Array], int]:
         """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra and theta's, for a
         traced ``i`` (a switch, not an index into their stack: a stack would hold a second copy of them all)."""
-        bases = (*self.velocity_hat(state), state.scalars[0])
+        # one dtype for the switch's branches: in float32 the mean flow's factor would make u complex128
+        bases = tuple(b.astype(state.w.dtype) for b in (*self.velocity_hat(state), state.scalars[0]))
         return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
 
     def _grid(self, state: flow.State) -> dict[str, jax.Array]:

@@ -57,7 +57,7 @@ def plot_profiles(run_dir: Path, config: dict[str, Any], info: EquationInfo, pdf
     profiles (:func:`simulator.plots.channel.plot_wall_units` draws those)."""
     try:
         data = read_profiles(run_dir)
-        if data and "temperature" not in data:
+        if not data or "temperature" not in data:  # no profiles.h5 (a periodic run), or a channel's
             return []
         fig = profiles_figure(data, config, info, window)
     except MissingOutputError as err:

@@ -67,7 +67,7 @@ def derivative(coefficients: jnp.ndarray, length: float = 2.0, order: int = 1) -
         scale = np.full(n, 2.0 * 2.0 / length)
         scale[0] /= 2.0
         a = jnp.concatenate([tails[..., 1:n] * scale[:-1], jnp.zeros_like(a[..., :1])], axis=-1)
-    return a
+    return a.astype(coefficients.dtype)  # NumPy's int64 and float64 factors would promote float32's coefficients
 
 
 def padded_size(n: int) -> int:
