@@ -37,7 +37,6 @@ import numpy as np
 from simulator.equations.base import ImexEquation, Params
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
-from simulator.equations.walled import kmax_eta
 from simulator.fft import FFTBackend
 from simulator.fft.bases import Chebyshev
 from simulator.observables import spectra
@@ -249,13 +248,15 @@ class ChannelFlow(ImexEquation):
         local = jnp.asarray(np.minimum(np.concatenate([gaps[:1], gaps]), np.concatenate([gaps, gaps[-1:]])), self.dtype)
         steps = [self.spacing[a] for a, _, _ in self._periodic]
         squared = sum(f**2 for f in c)
-        # the fluctuations' dissipation nu <|grad u'|^2>: a laminar flow's Kolmogorov scale is the channel's
-        nu = 1 / params["reynolds"]
-        fluctuating = nu * self._volume_mean(sum((d - jnp.mean(d, axis=(0, 1))) ** 2 for row in g for d in row))
-        # the cutoff: the periodic spacings' and the Gauss-Lobatto points' at mid-channel, their coarsest
-        cutoff = 2 / 3 * min([np.pi / float(h) for h in steps] + [np.pi / float(gaps.max())])
+        # the grid's spacings in wall units against those of a resolved channel DNS (Moser, Kim & Mansour 1999 at
+        # Re_tau = 180: dx+ 17.7, dz+ 5.9, the first point y+ 0.05, mid-channel dy+ 4.4): at least 1 where every one
+        # is within dx+ <= 20, spanwise dz+ <= 8, first y+ <= 1, mid-channel dy+ <= 8
+        viscous = (1 / params["reynolds"]) / jnp.maximum(u_tau, jnp.finfo(self.dtype).tiny)
+        targets = [20.0, 8.0][:len(steps)]
+        wall = jnp.min(jnp.stack([t * viscous / float(h) for t, h in zip(targets, steps, strict=True)]
+                                 + [viscous / float(gaps[0]), 8.0 * viscous / float(gaps.max())]))
         return {"kinetic_energy": 0.5 * self._volume_mean(squared),
-                "kmax_eta": kmax_eta(cutoff, nu, nu, fluctuating),
+                "wall_resolution": wall,
                 "bulk_velocity": bulk_velocity(state.mean),
                 "tau_bottom": tau_bottom, "tau_top": tau_top, "u_tau": u_tau, "re_tau": u_tau * params["reynolds"],
                 "divergence": jnp.max(jnp.abs(sum(g[j][j] for j in range(len(c))))),

@@ -106,9 +106,8 @@ DIAGNOSTICS = {
     "u_tau": "friction velocity u_tau = (mean of |tau| at the two plates)^(1/2)",
     "re_tau": "friction Reynolds number Re_tau = u_tau h / nu",
     "divergence": "max |du/dx + dv/dy| on the grid: round-off",
-    "kmax_eta": "resolution k_max eta: the Kolmogorov scale (nu^3/epsilon')^(1/4) of the fluctuations' dissipation "
-                "epsilon' = nu <|grad u'|^2> against (2/3) min(pi N/L, pi/dy), dy the Gauss-Lobatto points' spacing "
-                "at mid-channel; at least 1",
+    "wall_resolution": "the grid's spacings in wall units against a resolved channel DNS's (Moser, Kim & Mansour "
+                       "1999): min(20/dx+, 8/dz+ spanwise, 1/y+ of the first point, 8/dy+ mid-channel); at least 1",
     "slip": "max |u - U_plate| and |v| at the plates: round-off",
     "max_velocity": "max |u|",
     "cfl": "CFL number dt max(|u|/dx + |v|/dy), dy the local spacing of the Gauss-Lobatto points",

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 from simulator.time.schemes import SCHEMES
 
 #: diagnostic name (or suffix after ``_``) -> the value below which the grid under-resolves the run
-THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0}
+THRESHOLDS = {"kmax_eta": 1.0, "kmax_de_broglie": 2.0, "wall_resolution": 1.0}
 #: diagnostic name -> the value above which the grid under-resolves the run
 CEILINGS = {"psi_tail": 1e-3}
 #: the largest Reynolds number at which the accuracy benchmark ran rk2 stably (the rk2 hint stops there)

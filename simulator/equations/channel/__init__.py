@@ -51,7 +51,7 @@ INFO = EquationInfo(
                  "slip": "max |u - U_plate|, |v| and |w| at the plates: round-off",
                  "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto "
                         "points"},
-    resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.reynolds"},
+    resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
     progress=("bulk_velocity", "re_tau", "cfl"),
     spectra={"energy": "kinetic energy of the fluctuations per horizontal |k|, integrated across the plates: sums "
                        "to E_K less the mean flow's"},

@@ -54,7 +54,7 @@ INFO = EquationInfo(
     },
     state_fields=("velocity",),
     diagnostics=DIAGNOSTICS,
-    resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.reynolds"},
+    resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
     progress=("bulk_velocity", "re_tau", "cfl"),
     spectra={"energy": "kinetic energy of the fluctuations per |k_x|, integrated over y: sums to E_K less the mean "
                        "flow's"},
