@@ -135,10 +135,11 @@ def refuse_mode_with_moving_plates(cfg: Any, name: str) -> None:
                           "is not available with moving plates")
 
 
-#: what convection between no-slip plates derives, reports and draws, in a plane (a box's adds v and y to the sums)
-NOSLIP_SCALES = {"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
+#: what every convection equation derives and draws (free-slip and no-slip, plane and box)
+CONVECTION_SCALES = {"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
                  "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
                  "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"}
+#: what convection between no-slip plates reports, in a plane (a box's adds v and y to the sums)
 NOSLIP_DIAGNOSTICS = {
     "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
     "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa",
@@ -156,7 +157,7 @@ NOSLIP_DIAGNOSTICS = {
     "max_velocity": "max |u|",
     "cfl": "CFL number dt max(|u|/dx + |w|/dz), dz the local spacing of the Gauss-Lobatto points",
 }
-NOSLIP_PLOT = PlotSpec(
+CONVECTION_PLOT = PlotSpec(
     panels=(
         Panel("Nusselt", (Curve("nusselt", r"$Nu$"), Curve("nusselt_bottom", r"$Nu_{bottom}$"),
                           Curve("nusselt_top", r"$Nu_{top}$"))),

@@ -20,11 +20,11 @@ the Coriolis force is stepped with the advection, and the rate is the largest ro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.equations.plates import Conductive, FreeFallParams, check_mode
-from simulator.equations.spec import Curve, EquationInfo, FieldInfo, InitialCondition, Panel, PlotSpec
+from simulator.equations.plates import CONVECTION_PLOT, CONVECTION_SCALES, Conductive, FreeFallParams, check_mode
+from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
 
@@ -64,9 +64,7 @@ INFO = EquationInfo(
     implementation="simulator.equations.convection.equation:Convection",
     walls="required",
     default_box=(2 * math.sqrt(2), 2 * math.sqrt(2), 1.0),
-    scales={"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
-            "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
-            "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"},
+    scales=CONVECTION_SCALES,
     fields={
         "temperature": FieldInfo(0, "temperature b = 1 - z + theta (Nx, Ny, Nz)", "b", cmap="RdBu_r"),
         "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile (Nx, Ny, Nz)",
@@ -93,16 +91,5 @@ INFO = EquationInfo(
     progress=("nusselt", "reynolds", "cfl"),
     spectra={"energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted) summed over the "
                        "shell |k|, k = (k_x, k_y, n pi); sums to E_K"},
-    plot=PlotSpec(
-        panels=(
-            Panel("Nusselt", (Curve("nusselt", r"$Nu$"), Curve("nusselt_bottom", r"$Nu_{bottom}$"),
-                              Curve("nusselt_top", r"$Nu_{top}$"))),
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"),)),
-            Panel("Reynolds", (Curve("reynolds", r"$Re$"),)),
-        ),
-        spectrum="energy",
-        spectrum_label=r"$E_K(k)$",
-        slice_field="temperature",
-        resolved=2 / 3,
-    ),
+    plot=replace(CONVECTION_PLOT, spectrum_label=r"$E_K(k)$"),
 )

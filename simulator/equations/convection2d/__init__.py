@@ -23,11 +23,11 @@ at Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.equations.plates import Conductive, FreeFallParams, check_mode
-from simulator.equations.spec import Curve, EquationInfo, FieldInfo, InitialCondition, Panel, PlotSpec
+from simulator.equations.plates import CONVECTION_PLOT, CONVECTION_SCALES, Conductive, FreeFallParams, check_mode
+from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
 
@@ -65,9 +65,7 @@ INFO = EquationInfo(
     implementation="simulator.equations.convection2d.equation:Convection2D",
     dimensions=2,
     walls="required",
-    scales={"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in free-fall units",
-            "diffusivity": "thermal diffusivity kappa = (Ra Pr)^(-1/2) in free-fall units",
-            "thermal_boundary_layer": "thermal boundary layer thickness H / (2 Nu), Nu through the volume"},
+    scales=CONVECTION_SCALES,
     default_box=(4.0, 1.0),
     fields={
         "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (1, Nx, Nz)",
@@ -99,16 +97,5 @@ INFO = EquationInfo(
     progress=("nusselt", "reynolds", "cfl"),
     spectra={"energy": "kinetic energy spectrum E_K(k): 0.5 |u_hat|^2 / n^2 (Parseval-weighted, n the number of cells) "
                        "summed over the ring |k|, k = (k_x, n pi); sums to E_K"},
-    plot=PlotSpec(
-        panels=(
-            Panel("Nusselt", (Curve("nusselt", r"$Nu$"), Curve("nusselt_bottom", r"$Nu_{bottom}$"),
-                              Curve("nusselt_top", r"$Nu_{top}$"))),
-            Panel("energy", (Curve("kinetic_energy", r"$E_K$"),)),
-            Panel("Reynolds", (Curve("reynolds", r"$Re$"),)),
-        ),
-        spectrum="energy",
-        spectrum_label=r"$E_K(k)$",
-        slice_field="temperature",
-        resolved=2 / 3,
-    ),
+    plot=replace(CONVECTION_PLOT, spectrum_label=r"$E_K(k)$"),
 )

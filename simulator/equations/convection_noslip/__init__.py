@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from simulator.equations.plates import (
+    CONVECTION_PLOT,
+    CONVECTION_SCALES,
     NOSLIP_DIAGNOSTICS,
-    NOSLIP_PLOT,
-    NOSLIP_SCALES,
     Conductive,
     NoSlipFreeFallParams,
     refuse_mode_with_moving_plates,
@@ -73,7 +73,7 @@ INFO = EquationInfo(
     walls="required",
     wall_velocity=("no-slip",),
     diagonal_linear=False,
-    scales=NOSLIP_SCALES,
+    scales=CONVECTION_SCALES,
     default_box=(4.0, 4.0, 1.0),
     fields={
         "temperature": FieldInfo(0, "temperature b = 1 - z + theta, 1 at the bottom plate, 0 at the top (Nx, Ny, Nz)",
@@ -92,5 +92,5 @@ INFO = EquationInfo(
     progress=("nusselt", "reynolds", "cfl"),
     spectra={"energy": "kinetic energy per shell of the horizontal wavenumber |k_h|, integrated over z: sums to E_K"},
     spectrum_axes={"energy": "k_h"},
-    plot=replace(NOSLIP_PLOT, spectrum_label=r"$E_K(k_h)$"),
+    plot=replace(CONVECTION_PLOT, spectrum_label=r"$E_K(k_h)$"),
 )
