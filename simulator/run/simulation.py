@@ -65,6 +65,10 @@ class Simulation:
         if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
             runtime.enable_cache(cfg.runtime.compilation_cache, programs.count_compilations)
         self.info = equations.get(cfg.physics.name)
+        if cfg.precision == "float64" and not jax.config.jax_enable_x64:
+            # built without runtime.setup (a script's own devices): float64 is switched on here, as setup would,
+            # or every array of this run would be float32 silently
+            jax.config.update("jax_enable_x64", True)
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
         self.fft = runtime.make_fft(cfg, devices, compact_at_least)
         cls = self.info.load()
