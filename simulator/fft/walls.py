@@ -144,7 +144,7 @@ class WalledTransforms:
     def _walls(self, parity: str, x: jax.Array) -> jax.Array:
         from simulator.errors import ConfigError
 
-        raise ConfigError("fft.backend", self.name, "single or slab with grid.walls", "does not take walls")
+        raise ConfigError("fft.backend", self.name, "single, slab or pencil with grid.walls", "does not take walls")
 
     def _iwalls(self, parity: str, k: jax.Array) -> jax.Array:
         return self._walls(parity, k)  # the same refusal
