@@ -175,7 +175,8 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
                           "bounded direction is transformed whole on each device, which a backend whose transforms "
                           "run inside its package does not do)", "does not take walls")
     mesh = known_mesh(cfg)
-    if mesh is not None and not cfg.grid.plane:  # a plane's backends are refused by the grid's own checks
+    # a plane's backends are refused by the grid's own checks, a mesh of the wrong rank by the backend's
+    if mesh is not None and not cfg.grid.plane and len(mesh) == len(layout.axis_names):
         layout.check_walls_layout(cfg.grid.cells, mesh)
     for i, condition in enumerate(walls.velocity):
         if condition not in VELOCITY_WALLS:
