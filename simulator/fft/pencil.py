@@ -23,10 +23,9 @@ spectrum ``(*batch, kx, ky, n)`` is laid out as real space is, kx over ``p0``, k
 cosine or Chebyshev transform of z on the z-pencils (local); one all-to-all over the whole mesh to (x, y)-planes
 (x and y gathered, z split over all ``P = p0 p1`` devices, so ``Nz`` divides by ``P``); the 2D FFT of (x, y); one
 all-to-all back to z-pencils. The inverse runs the same steps backwards. Two all-to-alls, as for a periodic field,
-but each over the whole mesh rather than a row or a column: a layout with (x, y) split as real space keeps cannot
-gather x and y by one exchange of a row or column each and return without a third. The coefficients along z are
-real, so the forward transform's first exchange and the inverse's second carry real numbers, half the bytes of a
-complex field.
+but each over the whole mesh rather than a row or a column: exchanges within rows and columns, one mesh axis at a
+time, need three to gather x and y in turn and regain real space's split. The coefficients along z are real, so the
+forward transform's first exchange and the inverse's second carry real numbers, half the bytes of a complex field.
 """
 
 from __future__ import annotations
