@@ -65,10 +65,7 @@ class Simulation:
         if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
             runtime.enable_cache(cfg.runtime.compilation_cache, programs.count_compilations)
         self.info = equations.get(cfg.physics.name)
-        if cfg.precision == "float64" and not jax.config.jax_enable_x64:
-            # built without runtime.setup (a script's own devices): float64 is switched on here, as setup would,
-            # or every array of this run would be float32 silently
-            jax.config.update("jax_enable_x64", True)
+        runtime.use_precision(cfg.precision)  # built without runtime.setup: float64 all the same
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
         self.fft = runtime.make_fft(cfg, devices, compact_at_least)
         cls = self.info.load()
