@@ -13,7 +13,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simulator.equations.channels import DIAGNOSTICS, PLOT, SCALES, ChannelParams, Laminar, TollmienSchlichting
+from simulator.equations.channels import (
+    BOX_WALL_SPECTRA,
+    DIAGNOSTICS,
+    PLOT,
+    SCALES,
+    ChannelParams,
+    Laminar,
+    TollmienSchlichting,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.schema import setting
 from simulator.time.schemes import IMEX
@@ -56,5 +64,6 @@ INFO = EquationInfo(
     spectra={"energy": "kinetic energy of the fluctuations per horizontal |k|, integrated across the plates: sums "
                        "to E_K less the mean flow's"},
     spectrum_axes={"energy": "k_h"},
+    wall_spectra=BOX_WALL_SPECTRA,
     plot=PLOT,
 )
