@@ -13,6 +13,7 @@ import pytest
 
 import simulator
 from simulator.fft.bases import Chebyshev
+from simulator.output.spectra import read_spectra
 
 from support import command
 
@@ -21,7 +22,9 @@ def test_one_dimensional_spectra_at_each_height_sum_to_the_reynolds_stresses(tmp
     """A box channel (8 x 6 x 12, Lx = 2 pi, Ly = pi) from white noise on the laminar profile, 4 steps: every row of
     wall_spectra.h5, written with each spectra row, sums over k_x and over the spanwise k_y to the profiles'
     <u'u'>, <v'v'> and <w'w'> at each height of the same step, to round-off; its coordinates are the one-sided
-    wavenumbers and the Gauss-Lobatto heights; simulator export writes it as a group."""
+    wavenumbers and the Gauss-Lobatto heights; simulator export writes it as a group. The shell spectrum
+    ``energy``, summed over its shells, is the time series' fluctuation energy (white noise fills the Nyquist
+    modes, which the state holds unlike the real field on the grid)."""
     config = {"physics.name": "channel", "physics.reynolds": 200.0, "grid.shape": [8, 6, 12],
               "grid.box": [2 * math.pi, math.pi, 2.0], "precision": "float64", "initial.name": "laminar",
               "initial.amplitude": 0.3, "time.dt": 0.01, "time.t_end": 0.04, "output.chunk": 2,
@@ -41,6 +44,10 @@ def test_one_dimensional_spectra_at_each_height_sum_to_the_reynolds_stresses(tmp
             spectrum = spectra[f"{component}_{wavenumber}"]
             assert spectrum.shape == (3, bins, 12) and spectrum.min() >= 0.0
             np.testing.assert_allclose(spectrum.sum(axis=1), stress, rtol=0, atol=1e-14 * stress.max())
+    # the shell spectrum integrated across the plates, every shell of the file, is the fluctuations' energy
+    shells, series = read_spectra(run_dir / "spectra.h5"), run.timeseries
+    rows = np.searchsorted(series["step"], shells["step"][1:])
+    np.testing.assert_allclose(shells["energy"][1:].sum(axis=1), series["fluctuation_energy"][rows], rtol=1e-13)
     code, _, err = command(capfd, "export", str(run_dir))
     assert code == 0, err
     with h5py.File(run_dir / "export" / "run.nc") as nc:

@@ -284,12 +284,10 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
 
     def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The kinetic energy of the fluctuations per horizontal |k|, integrated across the plates with
-        Clenshaw-Curtis weights."""
-        hats = self.velocity_hat(state)
-        fluctuation = ~self._mean_mode()
-        columns = chebyshev.backward(jnp.stack([jnp.where(fluctuation, f, 0.0) for f in hats]))
-        power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * self._weights(), axis=(0, -1), keepdims=True)[0] \
-            / self._count**2
+        Clenshaw-Curtis weights, of the grid's velocity (:meth:`ChannelOutputs.fluctuation_columns`): its sum is the
+        diagnostic ``fluctuation_energy``."""
+        squared = jnp.abs(self.fluctuation_columns(state)) ** 2
+        power = 0.5 * jnp.sum(squared * self._weights(), axis=(0, -1), keepdims=True)[0] / self._count**2
         k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx)) if self.plane else \
             (self.kx, self.ky, jnp.zeros_like(self.kx))
         return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}

@@ -68,18 +68,23 @@ class ChannelOutputs:
                 "pressure_work": gradient * bulk,
                 "wall_work": self.plate_velocity(params) * (tau_bottom - tau_top) / gap}
 
+    def fluctuation_columns(self: Any, state: Any) -> jax.Array:
+        """The velocity's fluctuations per periodic mode at each height ``(C, A, B, Ny)``, components as
+        :meth:`ChannelFlow.velocity_hat` lists them: the unnormalised spectrum of the velocity on the grid, its
+        Chebyshev columns on the Gauss-Lobatto points, the mean mode zero. The grid's velocity, not the state's
+        spectrum: a Nyquist mode the state holds unlike a real field's (the continuity solve's i k at k = -N/2) is
+        what the grid, and so the profiles and the energies, keep of it."""
+        hats = self._forward(self._inverse(jnp.stack(self.velocity_hat(state))))
+        return chebyshev.backward(jnp.where(self._mean_mode(), 0.0, hats))
+
     def wall_spectra(self: Any, state: Any, params: Any) -> dict[str, jax.Array]:
         """One-dimensional spectra of the velocity's fluctuations at each height ``(N_a/2 + 1, Ny)``, replicated
         (:mod:`simulator.output.wall_spectra`): ``uu_kx``, ``vv_kx`` (v across the plates) and a box's ``ww_kx``
         (spanwise) along the streamwise wavenumbers, and a box's ``uu_ky``, ``vv_ky``, ``ww_ky`` along the
-        spanwise ones. Each mode's |u_hat(k_x, k_s; y_j)|^2 / N^2 (the unnormalised spectrum of the velocity on
-        the grid, its columns on the Gauss-Lobatto points, the mean mode left out) summed over the other periodic direction and over +-m, so
-        that the sum over k is the profiles' Reynolds stress at y_j (Parseval)."""
-        # the spectra of the grid's velocity, not the state's: a Nyquist mode the state holds unlike a real field's
-        # (the continuity solve's i k at k = -N/2) is what the grid, and so the profiles, keep of it
-        hats = self._forward(self._inverse(jnp.stack(self.velocity_hat(state))))
-        columns = chebyshev.backward(jnp.where(self._mean_mode(), 0.0, hats))
-        power = jnp.abs(columns) ** 2 / self._count**2  # (C, A, B, Ny): the plane's A is 1
+        spanwise ones. Each mode's |u_hat(k_x, k_s; y_j)|^2 / N^2 (:meth:`fluctuation_columns`) summed over the
+        other periodic direction and over +-m, so that the sum over k is the profiles' Reynolds stress at y_j
+        (Parseval)."""
+        power = jnp.abs(self.fluctuation_columns(state)) ** 2 / self._count**2  # (C, A, B, Ny): a plane's A is 1
         names = ("uu", "vv") if self.plane else ("uu", "ww", "vv")  # the state's order: along, [spanwise,] across
         out = {}
         for wavenumber, (axis, n, _) in zip(("kx", "ky"), self._periodic, strict=False):
