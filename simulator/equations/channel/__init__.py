@@ -58,7 +58,10 @@ INFO = EquationInfo(
                  "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
                  "slip": "max |u - U_plate|, |v| and |w| at the plates: round-off",
                  "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto "
-                        "points"},
+                        "points",
+                 "production": "production of fluctuation energy P = -<u'w'> dU/dz - <v'w'> dV/dz over the volume "
+                               "(w across the plates, V the spanwise mean flow)",
+                 "mean_dissipation": "dissipation of the mean flow nu <(dU/dz)^2 + (dV/dz)^2> over the volume"},
     resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
     progress=("bulk_velocity", "re_tau", "cfl"),
     spectra={"energy": "kinetic energy of the fluctuations per horizontal |k|, integrated across the plates: sums "
