@@ -178,7 +178,7 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     """Laminar Poiseuille flow at Re = 100 under a fixed pressure gradient, through run_config with profiles:
     load_run reads back <u> = 1 - y^2, no Reynolds stress, the total shear stress -G y; the wall units of the
     window (simulator.walls.channel.wall_units) give u_tau = (2/Re)^(1/2), U+ = <u>/u_tau; simulator plot draws
-    channel_profiles.png and the time series of the wall stresses."""
+    channel_profiles.png, the time series of the wall stresses and the energy budget."""
     from simulator.plots.run import plot_run
     from simulator.walls.channel import wall_units
 
@@ -200,4 +200,4 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     series = run.timeseries
     assert np.allclose(series["tau_bottom"], 0.02, rtol=1e-12) and np.allclose(series["re_tau"], math.sqrt(200))
     written = {p.name for p in plot_run(tmp_path / "run")}
-    assert {"channel_profiles.png", "timeseries.png"} <= written
+    assert {"channel_profiles.png", "timeseries.png", "budget.png"} <= written
