@@ -52,7 +52,7 @@ def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
     assert report["re_tau"] == pytest.approx(math.sqrt(tau) * 100, rel=1e-12)
     assert report["bulk_velocity"] == pytest.approx(0.0 if drive == "couette" else 2 / 3, abs=1e-14)
     # the energy budget's laminar values: the mean flow's dissipation nu <(dU/dy)^2> is the plates' work nu U^2
-    # (Couette) or the pressure gradient's G U_b = 4 nu / 3; no fluctuation (round-off), so no production and no dissipation
+    # (Couette) or the pressure gradient's G U_b = 4 nu / 3; no fluctuation (round-off): no production, no dissipation
     work = "wall_work" if drive == "couette" else "pressure_work"
     exact = 1.5**2 / 100 if drive == "couette" else 4 / 300
     assert report["mean_dissipation"] == pytest.approx(exact, rel=1e-12) and report[work] == pytest.approx(exact, 1e-12)
