@@ -50,22 +50,21 @@ class ChannelOutputs:
         squared = sum((row[j] - (slope[i] if j == len(row) - 1 else 0.0)) ** 2
                       for i, row in enumerate(g) for j in range(len(row)))
         stress = [jnp.mean(p * prime[-1], axis=(0, 1)) for p in prime]  # <u_i' v'>
-        gap = self.box[2]
-        bulk = self._weights() @ mean[0]
-        if self.drive == "flux":
-            gradient = (tau_bottom + tau_top) / gap  # the momentum balance at a held bulk velocity
-        else:
-            gradient = self.gradient(params) if self.drive == "pressure" else 0.0
 
         def volume(profile: jax.Array) -> jax.Array:
             return self._weights() @ profile
 
+        gap = self.box[2]
+        if self.drive == "flux":
+            gradient = (tau_bottom + tau_top) / gap  # the momentum balance at a held bulk velocity
+        else:
+            gradient = self.gradient(params) if self.drive == "pressure" else 0.0
         return {"mean_energy": 0.5 * volume(sum(m**2 for m in mean)),
                 "fluctuation_energy": 0.5 * self._volume_mean(sum(p**2 for p in prime)),
                 "production": -volume(sum(s * d for s, d in zip(stress, slope, strict=True))),
                 "dissipation": nu * self._volume_mean(squared),
                 "mean_dissipation": nu * volume(sum(d**2 for d in slope)),
-                "pressure_work": gradient * bulk,
+                "pressure_work": gradient * volume(mean[0]),
                 "wall_work": self.plate_velocity(params) * (tau_bottom - tau_top) / gap}
 
     def fluctuation_columns(self: Any, state: Any) -> jax.Array:
