@@ -36,7 +36,8 @@ def velocity(sim, state) -> np.ndarray:
 @pytest.mark.parametrize("drive", ["couette", "pressure", "flux"])
 def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
     """Couette (U = 1.5) and Poiseuille flow under a fixed pressure gradient or a fixed flux at Re = 100, 10 steps
-    from their laminar profiles: u to 1e-14, v zero, the wall stresses the exact ones."""
+    from their laminar profiles: u to 1e-14, v zero, the wall stresses and the energy budget's terms the exact
+    ones."""
     sim = channel_run(devices, case, physics__drive=drive, physics__reynolds=100.0, physics__plate_velocity=1.5,
                       initial__name="laminar")
     state = advance(sim, sim.initial_state(), 0.05, 10)
@@ -50,6 +51,12 @@ def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
     assert report["tau_top"] == pytest.approx(-tau if drive == "couette" else tau, rel=1e-12)
     assert report["re_tau"] == pytest.approx(math.sqrt(tau) * 100, rel=1e-12)
     assert report["bulk_velocity"] == pytest.approx(0.0 if drive == "couette" else 2 / 3, abs=1e-14)
+    # the energy budget's laminar values: the mean flow's dissipation nu <(dU/dy)^2> is the plates' work nu U^2
+    # (Couette) or the pressure gradient's G U_b = 4 nu / 3; no fluctuation (round-off): no production, no dissipation
+    work = "wall_work" if drive == "couette" else "pressure_work"
+    exact = 1.5**2 / 100 if drive == "couette" else 4 / 300
+    assert report["mean_dissipation"] == pytest.approx(exact, rel=1e-12) and report[work] == pytest.approx(exact, 1e-12)
+    assert max(abs(report[k]) for k in ("production", "dissipation", "fluctuation_energy")) < 1e-28
 
 
 def test_the_start_up_of_couette_flow_against_its_exact_series(devices):
@@ -171,7 +178,7 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     """Laminar Poiseuille flow at Re = 100 under a fixed pressure gradient, through run_config with profiles:
     load_run reads back <u> = 1 - y^2, no Reynolds stress, the total shear stress -G y; the wall units of the
     window (simulator.walls.channel.wall_units) give u_tau = (2/Re)^(1/2), U+ = <u>/u_tau; simulator plot draws
-    channel_profiles.png and the time series of the wall stresses."""
+    channel_profiles.png, the time series of the wall stresses and the energy budget."""
     from simulator.plots.run import plot_run
     from simulator.walls.channel import wall_units
 
@@ -193,4 +200,4 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     series = run.timeseries
     assert np.allclose(series["tau_bottom"], 0.02, rtol=1e-12) and np.allclose(series["re_tau"], math.sqrt(200))
     written = {p.name for p in plot_run(tmp_path / "run")}
-    assert {"channel_profiles.png", "timeseries.png"} <= written
+    assert {"channel_profiles.png", "timeseries.png", "budget.png"} <= written
