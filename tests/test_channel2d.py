@@ -147,19 +147,25 @@ def test_a_channel_restarts_on_a_finer_grid_by_its_chebyshev_series(devices, tmp
     one device, where every second point along x and every third Gauss-Lobatto height are the stored grid's: there the
     remapped velocity is the stored one to round-off, the bulk velocity is the same, divergence and slip are
     round-off, and the restart runs on under the flux; a box under a fixed pressure gradient (its wall-normal
-    vorticity remapped too) likewise, 8 x 4 x 16 onto 16 x 8 x 46. Restarted onto a periodic plane: one line, exit 2,
-    nothing written."""
+    vorticity remapped too) likewise, 8 x 4 x 16 onto 16 x 8 x 46. A run started from the checkpoint on the finer grid
+    (initial.name: file) steps as the restart. Restarted onto a periodic plane: one line, exit 2, nothing written."""
     straight = tmp_path / "straight"
     assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.1}), straight) == 0
     ckpt = str(straight / "checkpoints" / "c00000010.json")
     config = tmp_path / "channel.yaml"
     config.write_text((straight / "config.yaml").read_text())
+    finer_args = ["--set", "grid.shape=[16,46]", "--set", "fft.backend=single", "--set", "fft.mesh=null"]
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "finer"), "--restart", ckpt,
-                             "--set", "grid.shape=[16,46]", "--set", "fft.backend=single", "--set", "fft.mesh=null",
-                             "--set", "time.t_end=0.2")
+                             *finer_args, "--set", "time.t_end=0.2")
     assert code == 0, err
-    with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap:
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "file"), *finer_args,
+                             "--set", "initial.name=file", "--set", f"initial.path={ckpt}",
+                             "--set", "time.t_end=0.1", "--set", "output.snapshots.every=10")
+    assert code == 0, err
+    with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap, \
+            Snapshot(tmp_path / "file" / "snapshots" / "s00000010.h5") as started:
         assert snap.read("velocity").shape == (3, 1, 16, 46)
+        assert np.array_equal(started.read("velocity"), snap.read("velocity"))  # initial.name: file, the same state
     assert simulator.load_run(tmp_path / "finer").timeseries["bulk_velocity"][-1] == pytest.approx(2 / 3, abs=1e-14)
     box = {**CONFIG, "physics.name": "channel", "physics.drive": "pressure", "grid.shape": [8, 4, 16],
            "time.t_end": 0.05, "checkpoint.every": 5}
