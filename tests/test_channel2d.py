@@ -245,5 +245,7 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     np.testing.assert_allclose(wall.u_plus, channel.poiseuille(y) / math.sqrt(2 / 100), rtol=1e-13, atol=1e-14)
     series = run.timeseries
     assert np.allclose(series["tau_bottom"], 0.02, rtol=1e-12) and np.allclose(series["re_tau"], math.sqrt(200))
+    spectra = run.spectra  # binned by |k_x| from 0 (the laminar flow's fluctuations: none), k_h beside it
+    assert spectra["energy"].shape[1] == spectra["k_h"].size and spectra["k_h"][0] == 0.0
     written = {p.name for p in plot_run(tmp_path / "run")}
     assert {"channel_profiles.png", "timeseries.png"} <= written
