@@ -39,12 +39,10 @@ from simulator.equations.channel_outputs import ChannelOutputs
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
 from simulator.fft import FFTBackend
-from simulator.fft.bases import Chebyshev
+from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
 from simulator.walls import channel, chebyshev, flow
 from simulator.walls.wall_normal import horizontal_velocity
-
-CHEB = "chebyshev"
 
 
 class ChannelFlow(ChannelOutputs, ImexEquation):
@@ -94,11 +92,12 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
     # ---- layout --------------------------------------------------------------------------------------------
 
     def _forward(self, x: jax.Array) -> jax.Array:
-        return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEB), self.fft.real_sharding(x.ndim - 3))
+        return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEBYSHEV),
+                                                self.fft.real_sharding(x.ndim - 3))
 
     def _inverse(self, k: jax.Array) -> jax.Array:
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
-                                      CHEB)
+                                      CHEBYSHEV)
 
     def _dy(self, k: jax.Array) -> jax.Array:
         """d/dy across the plates of a Chebyshev series (the wall-normal direction, whatever the config calls it)."""
@@ -212,6 +211,11 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
         mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
         return flow.State(w, zeta, mean, None)
+
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """Every component of the velocity is a Chebyshev series across the plates: a restart at another wall-normal
+        resolution remaps it by its coefficients (:mod:`simulator.run.remap`)."""
+        return (CHEBYSHEV,) * 3
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy."""
