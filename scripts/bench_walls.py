@@ -76,6 +76,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--peer-python", default=os.environ.get("SIMULATOR_DEDALUS_PYTHON"),
                    help="python of an environment with Dedalus 3 (default $SIMULATOR_DEDALUS_PYTHON)")
     p.add_argument("--no-launch", action="store_true", help="skip the fresh-process launch timings")
+    p.add_argument("--pieces", action="store_true",
+                   help="channel: the CPU time of the step's pieces at each size's same-modes grid")
     p.add_argument("--memory-size", type=int, default=64, help="N of the N x N memory comparison (0: none)")
     p.add_argument("--out", default="outputs/bench", help="directory for the results (walls or channel .csv, .json)")
     args = p.parse_args()
@@ -159,6 +161,37 @@ def memory_per_cell(n: int) -> dict[str, float]:
     return out
 
 
+def pieces(sim, repeats: int) -> dict[str, float]:
+    """CPU milliseconds of the channel step's pieces, each compiled alone and timed interleaved (median of
+    ``repeats``): the velocity and its gradient to the grid (the explicit terms' one batched inverse transform),
+    the advection back to its spectrum (their forward transform), the explicit terms whole (both transforms, the
+    products, the dealiasing and the curls), one stage solve (the banded solves of every mode and the influence
+    matrix), the mass operator and a whole step; a step is two explicit evaluations, two stage solves and three
+    mass operations, the factorisations held from its chunk."""
+    import jax
+    import jax.numpy as jnp
+
+    from simulator.benchmark import timed_interleaved
+
+    eq, params = sim.equation, sim.params
+    state, t, dt = sim.initial_state(), jnp.zeros(()), jnp.asarray(DT)
+    core, factored = eq.core(params), eq.imex_factor(dt, params)
+    m = len(eq.velocity_hat(state))
+    spectra = jnp.stack(eq.velocity_hat(state) * (1 + m))
+    grid = jax.jit(eq._inverse)(spectra[:m])
+    functions = {
+        "inverse transform": (jax.jit(eq._inverse), spectra),
+        "forward transform": (jax.jit(eq._forward), grid),
+        "explicit terms": (jax.jit(eq.explicit), state, t),
+        "stage solve": (jax.jit(lambda f, x: core.solver(f)(x)), factored, state),
+        "mass": (jax.jit(core.mass), state),
+        "step": (jax.jit(lambda x, f: eq.imex_step(x, t, dt, params, f)), state, factored),
+    }
+    cpu: dict[str, float] = {}
+    timed_interleaved({k: (lambda f=f, a=a: f(*a)) for k, (f, *a) in functions.items()}, repeats=repeats, cpu=cpu)
+    return {k: round(1e3 * v, 2) for k, v in cpu.items()}
+
+
 def main() -> int:
     args = parse_args()
     from simulator.runtime import configure_devices
@@ -179,13 +212,13 @@ def main() -> int:
     rows = []
     for shape in args.sizes:
         grids = {"same modes": tuple(3 * n // 2 for n in shape), "same grid": shape}
-        fns, setup = {}, {}
+        fns, setup, sims = {}, {}, {}
         for name, grid in grids.items():
             start = time.perf_counter()
             sim = Simulation(load_config(str(config), {**overrides, "grid.shape": list(grid)}), jax.devices()[:1])
             holder = {"s": sim.advance(sim.initial_state(), args.steps, DT, donate=True)}  # compiles the chunk
             jax.block_until_ready(holder["s"])
-            setup[name] = time.perf_counter() - start
+            setup[name], sims[name] = time.perf_counter() - start, sim
 
             def chunk(sim=sim, holder=holder):
                 holder["s"] = sim.advance(holder["s"], args.steps, DT, donate=True)
@@ -214,6 +247,8 @@ def main() -> int:
                     row["warm_launch_to_step_s"] = round(our_launch(grid, Path(tmp)), 2)
                 if peer is not None:
                     row["dedalus_launch_to_step_1_s"] = reference.get("to_step_1_s")
+            if args.pieces and args.case == "channel" and name == "same modes":
+                row.update({f"{k} cpu_ms": v for k, v in pieces(sims[name], args.repeats).items()})
             rows.append(row)
             print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     if peer is not None:
