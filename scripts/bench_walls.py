@@ -241,7 +241,8 @@ def main() -> int:
             if peer is not None:
                 row.update(dedalus_ms=round(peer_ms, 2), dedalus_cpu_ms=round(peer_cpu_ms, 2),
                            ratio=round(ms / peer_ms, 3), cpu_ratio=round(cpu_ms / peer_cpu_ms, 3),
-                           dedalus_setup_s=reference.get("setup_s"), dedalus_first_step_s=reference.get("first_step_s"))
+                           dedalus_setup_s=reference.get("setup_s"), dedalus_first_step_s=reference.get("first_step_s"),
+                           dedalus_max_rss_gib=reference.get("max_rss_gib"))
             if launch and name == "same modes":
                 with tempfile.TemporaryDirectory() as tmp:
                     row["warm_launch_to_step_s"] = round(our_launch(grid, Path(tmp)), 2)

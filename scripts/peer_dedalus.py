@@ -231,7 +231,7 @@ def peer_name(case: str) -> str:
 
 def step_times(make: Any, sizes: tuple[int, ...], dt: float, warmup: int, steps: int) -> dict[str, Any]:
     """Set-up, first step and the median of ``steps`` timed steps after ``warmup`` of the solver ``make(*sizes)``
-    returns first, with its set-up seconds (wall, CPU) second."""
+    returns first, with its set-up seconds (wall, CPU) second; the process' peak resident memory so far."""
     solver, setup = make(*sizes)[:2]
     c0, t0 = time.process_time(), time.perf_counter()
     solver.step(dt)
@@ -249,7 +249,7 @@ def step_times(make: Any, sizes: tuple[int, ...], dt: float, warmup: int, steps:
             "first_step_s": round(first[0], 4), "first_step_cpu_s": round(first[1], 4),
             "ms_per_step": round(1e3 * statistics.median(samples), 3),
             "ms_per_step_min": round(1e3 * min(samples), 3), "cpu_ms_per_step": round(1e3 * cpu, 3),
-            "steps_timed": steps}
+            "steps_timed": steps, "max_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)}
 
 
 def launch(nx: int, nz: int, dt: float) -> dict[str, float]:
