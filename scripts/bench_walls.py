@@ -166,7 +166,7 @@ def pieces(sim, repeats: int) -> dict[str, float]:
     ``repeats``): the velocity and its gradient to the grid (the explicit terms' one batched inverse transform),
     the advection back to its spectrum (their forward transform), the explicit terms whole (both transforms, the
     products, the dealiasing and the curls), one stage solve (the banded solves of every mode and the influence
-    matrix), the mass operator and a whole step; a step is two explicit evaluations, two stage solves and three
+    matrix), the mass operator and a whole step; a step is two explicit evaluations, two stage solves and two
     mass operations, the factorisations held from its chunk."""
     import jax
     import jax.numpy as jnp
