@@ -1,4 +1,5 @@
-"""Walls peer: Dedalus 3 between no-slip plates (convection's step, eigenvalues, Nusselt; Orr-Sommerfeld's wave).
+"""Walls peer: Dedalus 3 between no-slip plates (convection's step, eigenvalues, Nusselt; Orr-Sommerfeld's wave;
+a channel's step).
 
 Standalone script, run only in a separate Dedalus environment; the package never imports it. Install that
 environment (Dedalus 3.0.5 builds from PyPI against the system's MPI and FFTW, about ten minutes on 2 cores):
@@ -14,12 +15,15 @@ Run it with one thread, as Dedalus asks (the script sets OMP_NUM_THREADS=1 befor
     dedalus-venv/bin/python scripts/peer_dedalus.py onset --json onset.json
     dedalus-venv/bin/python scripts/peer_dedalus.py nusselt --ra 2000 --size 32x16 --json nu.json
     dedalus-venv/bin/python scripts/peer_dedalus.py orr --re 1e4 --alpha 1 --json orr.json
+    dedalus-venv/bin/python scripts/peer_dedalus.py channel --sizes 64x64x64 --json channel.json
+    dedalus-venv/bin/python scripts/peer_dedalus.py poiseuille --size 16x16x17 --steps 20 --json poiseuille.json
 
-Every case but ``orr`` is Dedalus' own 2D Rayleigh-Benard example (examples/ivp_2d_rayleigh_benard in Dedalus 3): the
-Boussinesq equations in free-fall units (depth Lz = 1, buoyancy difference 1, nu = (Ra/Pr)^(-1/2),
-kappa = (Ra Pr)^(-1/2)), b = 1 at z = 0 and 0 at z = 1, u = 0 at both plates (no-slip), a RealFourier basis in x
-and a ChebyshevT basis in z (Nz modes on Nz Gauss points), dealias 3/2, the first-order tau formulation of the
-example (tau terms lifted onto the first derivative basis), the pressure gauge integ(p) = 0; float64, one process.
+Every case but ``orr``, ``channel`` and ``poiseuille`` is Dedalus' own 2D Rayleigh-Benard example
+(examples/ivp_2d_rayleigh_benard in Dedalus 3): the Boussinesq equations in free-fall units (depth Lz = 1, buoyancy
+difference 1, nu = (Ra/Pr)^(-1/2), kappa = (Ra Pr)^(-1/2)), b = 1 at z = 0 and 0 at z = 1, u = 0 at both plates
+(no-slip), a RealFourier basis in x and a ChebyshevT basis in z (Nz modes on Nz Gauss points), dealias 3/2, the
+first-order tau formulation of the example (tau terms lifted onto the first derivative basis), the pressure gauge
+integ(p) = 0; float64, one process.
 
 * ``step``: the example at Lx = 4, Ra = 1e6, Pr = 1, RK222, its start (the conductive profile plus noise of
   1e-3 damped at the plates, seed 42). Reports the solver's set-up (``problem.build_solver``: building the
@@ -45,6 +49,18 @@ example (tau terms lifted onto the first derivative basis), the pressure gauge i
   plates, as a 1D EVP for c on a ChebyshevT basis of --nz modes (four tau terms lifted onto the fourth derivative
   basis), solved densely; reports the least stable c (largest Im c among the finite, non-spurious eigenvalues),
   the Tollmien-Schlichting wave at Re = 1e4, alpha = 1, at --nz and 3 --nz / 2.
+* ``channel``: the step of a pressure-driven channel as the project's ``channel`` equation runs it: incompressible
+  Navier-Stokes, d/dt u + u . grad u = -grad p + G e_x + nu lap u, div u = 0, in Moser, Kim & Mansour's box
+  (configs/channel_retau180.yaml: x streamwise over 4 pi, y spanwise over 4 pi / 3, z across plates at 0 and 2),
+  nu = 1 / Re, Re = 2800, G = 2 / Re (laminar Poiseuille flow of centre-line velocity 1), u = 0 at both plates;
+  RealFourier bases in x and y and a ChebyshevT basis in z on NX x NY x NZ modes, dealias 3/2, the first-order tau
+  formulation of Dedalus' Rayleigh-Benard examples (tau terms lifted onto the first derivative basis, the pressure
+  gauge integ(p) = 0), RK222 at a fixed dt. Its start is laminar Poiseuille flow plus normal noise of 0.3 in each
+  component, damped as (z (2 - z))^2 at the plates (seed 42), projected onto div u = 0 by the first step. Reports,
+  per size, what ``step`` does (set-up, first step, timed steps) and serves steps (``--serve``, stdin lines
+  ``NX NY NZ STEPS``).
+* ``poiseuille``: the sanity check of ``channel``'s equations: started on laminar Poiseuille flow without noise,
+  the largest departure of the velocity from it after --steps steps (a steady state: round-off).
 
 Dedalus' version, the threads and the case are named beside every figure (``peer`` in the JSON).
 """
@@ -54,6 +70,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import resource
 import statistics
@@ -138,10 +155,72 @@ def example(nx: int, nz: int, ra: float = 1e6, pr: float = 1.0) -> tuple[Any, tu
     return solver, setup
 
 
-def size(text: str) -> tuple[int, int]:
-    """``NXxNZ`` as (nx, nz)."""
-    nx, nz = text.lower().split("x")
-    return int(nx), int(nz)
+#: Moser, Kim & Mansour's (1999) box, as configs/channel_retau180.yaml: 4 pi h streamwise (x), 4 pi h / 3 spanwise
+#: (y), 2 h across the plates (z, from 0 to 2)
+CHANNEL_BOX = (4 * math.pi, 4 * math.pi / 3, 2.0)
+
+
+def channel(nx: int, ny: int, nz: int, re: float = 2800.0, amplitude: float = 0.3, seed: int = 42
+            ) -> tuple[Any, tuple[float, float], dict[str, Any]]:
+    """The ``channel`` case: a pressure-driven channel in Moser, Kim & Mansour's box on nx x ny x nz modes under
+    RK222, started from laminar Poiseuille flow plus ``amplitude`` of noise damped at the plates (seed ``seed``;
+    0: the laminar profile alone). Returns the solver, its set-up seconds (wall, CPU) and the velocity field ``u``
+    with the laminar profile ``U`` on the grid of z, shape (1, 1, nz)."""
+    import dedalus.public as d3
+    import numpy as np
+
+    coords = d3.CartesianCoordinates("x", "y", "z")
+    dist = d3.Distributor(coords, dtype=np.float64)
+    xbasis = d3.RealFourier(coords["x"], size=nx, bounds=(0, CHANNEL_BOX[0]), dealias=3 / 2)
+    ybasis = d3.RealFourier(coords["y"], size=ny, bounds=(0, CHANNEL_BOX[1]), dealias=3 / 2)
+    zbasis = d3.ChebyshevT(coords["z"], size=nz, bounds=(0, CHANNEL_BOX[2]), dealias=3 / 2)
+    bases, plates_ = (xbasis, ybasis, zbasis), (xbasis, ybasis)
+    p, u = dist.Field(name="p", bases=bases), dist.VectorField(coords, name="u", bases=bases)
+    tau_p = dist.Field(name="tau_p")
+    tau_u1 = dist.VectorField(coords, name="tau_u1", bases=plates_)
+    tau_u2 = dist.VectorField(coords, name="tau_u2", bases=plates_)
+    ex, _, ez = coords.unit_vector_fields(dist)
+    lift_basis = zbasis.derivative_basis(1)
+
+    def lift(a: Any) -> Any:
+        return d3.Lift(a, lift_basis, -1)
+
+    names = {"p": p, "u": u, "tau_p": tau_p, "tau_u1": tau_u1, "tau_u2": tau_u2, "ex": ex, "lift": lift,
+             "nu": 1 / re, "G": 2 / re, "Lz": CHANNEL_BOX[2], "grad_u": d3.grad(u) + ez * lift(tau_u1),
+             **{n: getattr(d3, n) for n in ("grad", "div", "trace", "integ")}}
+    problem = d3.IVP([p, u, tau_p, tau_u1, tau_u2], namespace=names)
+    problem.add_equation("trace(grad_u) + tau_p = 0")
+    problem.add_equation("dt(u) - nu*div(grad_u) + grad(p) + lift(tau_u2) = G*ex - u@grad(u)")
+    for equation in ("u(z=0) = 0", "u(z=Lz) = 0", "integ(p) = 0"):
+        problem.add_equation(equation)
+    c0, t0 = time.process_time(), time.perf_counter()
+    solver = problem.build_solver(d3.RK222)
+    setup = (time.perf_counter() - t0, time.process_time() - c0)
+    *_, z = dist.local_grids(*bases)
+    laminar = z * (2 - z)  # 1 - (z - 1)^2: U_c = 1, its gradient G = 2 nu balancing the viscous stress
+    if amplitude:
+        u.fill_random("g", seed=seed, distribution="normal", scale=amplitude)
+        u["g"] *= (z * (2 - z)) ** 2
+    u["g"][0] += laminar
+    return solver, setup, {"u": u, "U": laminar}
+
+
+def laminar_drift(nx: int, ny: int, nz: int, dt: float, steps: int) -> float:
+    """The largest departure of the velocity from laminar Poiseuille flow after ``steps`` steps of the ``channel``
+    case started on it without noise (a steady state: round-off)."""
+    import numpy as np
+
+    solver, _, start = channel(nx, ny, nz, amplitude=0.0)
+    for _ in range(steps):
+        solver.step(dt)
+    u = start["u"]
+    u.change_scales(1)
+    return float(max(np.abs(u["g"][0] - start["U"]).max(), np.abs(u["g"][1:]).max()))
+
+
+def size(text: str) -> tuple[int, ...]:
+    """``NXxNZ`` as (nx, nz), or a box's ``NXxNYxNZ`` as (nx, ny, nz)."""
+    return tuple(int(n) for n in text.lower().split("x"))
 
 
 def peer_name(case: str) -> str:
@@ -150,9 +229,10 @@ def peer_name(case: str) -> str:
     return f"dedalus {dedalus.__version__} {case}, float64, 1 process, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"
 
 
-def step_times(nx: int, nz: int, dt: float, warmup: int, steps: int) -> dict[str, Any]:
-    """Set-up, first step and the median of ``steps`` timed steps after ``warmup``, at nx x nz."""
-    solver, setup = example(nx, nz)
+def step_times(make: Any, sizes: tuple[int, ...], dt: float, warmup: int, steps: int) -> dict[str, Any]:
+    """Set-up, first step and the median of ``steps`` timed steps after ``warmup`` of the solver ``make(*sizes)``
+    returns first, with its set-up seconds (wall, CPU) second; the process' peak resident memory so far."""
+    solver, setup = make(*sizes)[:2]
     c0, t0 = time.process_time(), time.perf_counter()
     solver.step(dt)
     first = (time.perf_counter() - t0, time.process_time() - c0)
@@ -165,11 +245,11 @@ def step_times(nx: int, nz: int, dt: float, warmup: int, steps: int) -> dict[str
         solver.step(dt)
         samples.append(time.perf_counter() - t0)
     cpu = (time.process_time() - c0) / steps
-    return {"nx": nx, "nz": nz, "dt": dt, "setup_s": round(setup[0], 4), "setup_cpu_s": round(setup[1], 4),
+    return {"dt": dt, "setup_s": round(setup[0], 4), "setup_cpu_s": round(setup[1], 4),
             "first_step_s": round(first[0], 4), "first_step_cpu_s": round(first[1], 4),
             "ms_per_step": round(1e3 * statistics.median(samples), 3),
             "ms_per_step_min": round(1e3 * min(samples), 3), "cpu_ms_per_step": round(1e3 * cpu, 3),
-            "steps_timed": steps}
+            "steps_timed": steps, "max_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)}
 
 
 def launch(nx: int, nz: int, dt: float) -> dict[str, float]:
@@ -190,19 +270,20 @@ def launch(nx: int, nz: int, dt: float) -> dict[str, float]:
     return {"to_step_1_s": round(seen[1], 3), "to_step_11_s": round(seen[11], 3), "launch_cpu_s": round(cpu, 3)}
 
 
-def serve(sizes: list[tuple[int, int]], dt: float, warmup: int, name: str) -> None:
-    """Steps on request: ``ready NAME`` once every size is set up and warmed up, then for each stdin line
-    ``NX NZ STEPS`` that many steps of that size and their wall and CPU seconds (``time.process_time``)."""
-    solvers = {s: example(*s)[0] for s in sizes}
+def serve(make: Any, sizes: list[tuple[int, ...]], dt: float, warmup: int, name: str) -> None:
+    """Steps on request: ``ready NAME`` once the solver ``make(*size)`` returns first is set up and warmed up at
+    every size, then for each stdin line ``NX [NY] NZ STEPS`` that many steps of that size and their wall and CPU
+    seconds (``time.process_time``)."""
+    solvers = {s: make(*s)[0] for s in sizes}
     for solver in solvers.values():
         for _ in range(1 + warmup):
             solver.step(dt)
     print(f"ready {name}", flush=True)
     for line in sys.stdin:
-        nx, nz, steps = (int(v) for v in line.split())
+        *shape, steps = (int(v) for v in line.split())
         c0, t0 = time.process_time(), time.perf_counter()
         for _ in range(steps):
-            solvers[nx, nz].step(dt)
+            solvers[tuple(shape)].step(dt)
         print(f"{time.perf_counter() - t0:.6f} {time.process_time() - c0:.6f}", flush=True)
 
 
@@ -343,14 +424,17 @@ def nusselt(nx: int, nz: int, ra: float, pr: float, k: float, dt: float, tol: fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", choices=["step", "launch", "evp", "onset", "nusselt", "orr"])
-    parser.add_argument("--sizes", type=size, nargs="+", default=[(256, 64), (1024, 256)], help="step: NXxNZ ...")
-    parser.add_argument("--size", type=size, default=(32, 16), help="nusselt, launch: NXxNZ")
+    parser.add_argument("case", choices=["step", "launch", "evp", "onset", "nusselt", "orr", "channel", "poiseuille"])
+    parser.add_argument("--sizes", type=size, nargs="+", default=None,
+                        help="step: NXxNZ ... (256x64 1024x256); channel: NXxNYxNZ ... (64x64x64)")
+    parser.add_argument("--size", type=size, default=None, help="nusselt, launch: NXxNZ (32x16); poiseuille: "
+                                                                "NXxNYxNZ (16x16x17)")
     parser.add_argument("--dt", type=float, default=None,
-                        help="fixed time step (step, launch: 0.005, far inside the CFL limit of the flow's first "
-                             "thousand steps at every size; nusselt: 0.1)")
+                        help="fixed time step (step, launch, channel, poiseuille: 0.005, far inside the CFL limit of "
+                             "the flow's first thousand steps at every size; nusselt: 0.1)")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=20, help="step: timed steps per size")
+    parser.add_argument("--steps", type=int, default=20, help="step, channel: timed steps per size; poiseuille: "
+                                                              "the steps taken")
     parser.add_argument("--no-launch", action="store_true", help="step: skip the fresh-process launch timing")
     parser.add_argument("--ra", type=float, nargs="+", default=None,
                         help="evp: Rayleigh numbers (default 1500 2000); nusselt: one (default 2000)")
@@ -363,8 +447,14 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=20000)
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--serve", action="store_true",
-                        help="step: step on request (stdin 'NX NZ STEPS' -> stdout seconds) for a benchmark")
+                        help="step, channel: step on request (stdin 'NX [NY] NZ STEPS' -> stdout seconds) for a "
+                             "benchmark")
     args = parser.parse_args()
+    box = args.case in ("channel", "poiseuille")
+    sizes = args.sizes or ([(64, 64, 64)] if box else [(256, 64), (1024, 256)])
+    one = args.size or ((16, 16, 17) if box else (32, 16))
+    if any(len(s) != (3 if box else 2) for s in [*sizes, one]):
+        parser.error(f"--sizes/--size: {args.case} takes {'NXxNYxNZ' if box else 'NXxNZ'}")
 
     import dedalus.public  # noqa: F401 - configures Dedalus' logging, quietened next
 
@@ -372,7 +462,7 @@ def main() -> None:
     nz = args.nz or (128 if args.case == "orr" else 48)
     report: dict[str, Any]
     if args.case == "launch":  # a fresh process's first 11 steps, for ``step``'s launch timing
-        solver, _ = example(*args.size)
+        solver, _ = example(*one)
         for i in range(1, 12):
             solver.step(args.dt)
             print(f"step {i}", flush=True)
@@ -382,16 +472,34 @@ def main() -> None:
         name = peer_name("2D Rayleigh-Benard example (no-slip, Lx = 4, Ra = 1e6, Pr = 1, RK222, RealFourier x "
                          "ChebyshevT, dealias 3/2)")
         if args.serve:
-            serve(args.sizes, dt, args.warmup, name)
+            serve(example, sizes, dt, args.warmup, name)
             return
         rows = []
-        for nx, nz in args.sizes:
-            row = step_times(nx, nz, dt, args.warmup, args.steps)
+        for nx, nz in sizes:
+            row = {"nx": nx, "nz": nz, **step_times(example, (nx, nz), dt, args.warmup, args.steps)}
             if not args.no_launch:
                 row.update(launch(nx, nz, dt))
             rows.append(row)
             print(json.dumps(row), flush=True)
         report = {"peer": name, "case": "step", "rows": rows}
+    elif args.case == "channel":
+        dt = args.dt or 0.005
+        name = peer_name("channel (no-slip plates, Moser-Kim-Mansour box 4 pi x 4 pi/3 x 2, Re = 2800, fixed pressure "
+                         "gradient, laminar Poiseuille plus noise 0.3, RK222, RealFourier^2 x ChebyshevT, dealias 3/2)")
+        if args.serve:
+            serve(channel, sizes, dt, args.warmup, name)
+            return
+        rows = []
+        for shape in sizes:
+            rows.append({"size": "x".join(map(str, shape)), **step_times(channel, shape, dt, args.warmup, args.steps)})
+            print(json.dumps(rows[-1]), flush=True)
+        report = {"peer": name, "case": "channel", "rows": rows}
+    elif args.case == "poiseuille":
+        dt = args.dt or 0.005
+        name = peer_name("laminar plane Poiseuille flow, the channel case without noise (RK222)")
+        report = {"peer": name, "case": "poiseuille", "size": "x".join(map(str, one)), "dt": dt, "steps": args.steps,
+                  "max_departure": laminar_drift(*one, dt, args.steps)}
+        print(json.dumps(report), flush=True)
     elif args.case == "evp":
         name = peer_name("linear no-slip Rayleigh-Benard EVP (dense, ChebyshevT), free-fall units")
         rows = []
@@ -419,7 +527,7 @@ def main() -> None:
             parser.error(f"--ra {' '.join(map(str, args.ra))}: nusselt takes one Rayleigh number")
         [ra] = args.ra or [2000.0]
         name = peer_name("steady no-slip Rayleigh-Benard roll (RK222, RealFourier x ChebyshevT, dealias 3/2)")
-        row = nusselt(*args.size, ra, args.pr, args.k, args.dt or 0.1, args.tol, args.max_steps)
+        row = nusselt(*one, ra, args.pr, args.k, args.dt or 0.1, args.tol, args.max_steps)
         report = {"peer": name, "case": "nusselt", **row}
         print(json.dumps(report), flush=True)
     if args.json:

@@ -1,8 +1,9 @@
 """The walls' eigenvalue solvers (simulator/walls/eigen.py) against Dedalus 3's own eigenvalue solve of the same
 linear problem (scripts/peer_dedalus.py, run in Dedalus' environment): no-slip Rayleigh-Benard convection in
 free-fall units and the Orr-Sommerfeld problem of plane Poiseuille flow, a tau method on Dedalus' side, collocation
-on ours; Dedalus' steady roll, the reference of the walled runs' Nusselt number; and the script's served mode,
-through which a benchmark times Dedalus' steps interleaved with its own.
+on ours; Dedalus' steady roll, the reference of the walled runs' Nusselt number; the channel the channel benchmark
+times, steady on laminar Poiseuille flow; and the script's served mode, through which a benchmark times Dedalus'
+steps interleaved with its own.
 
 Dedalus is not a dependency: SIMULATOR_DEDALUS_PYTHON names the python of an environment with Dedalus 3.0.5
 (scripts/peer_dedalus.py says how to build one). Where it is unset or does not run, these tests skip and say why;
@@ -84,6 +85,25 @@ def test_the_served_example_names_itself_and_steps_on_request(dedalus_python):
         assert len(peer.cpu[16]) == 1 and peer.cpu[16][0] > 0
     finally:
         peer.close()
+
+
+def test_dedalus_channel_holds_laminar_poiseuille_flow_and_steps_on_request(dedalus_python, tmp_path):
+    """The channel case the channel benchmark times (``peer_dedalus.py channel``): started on laminar Poiseuille flow
+    without noise, its velocity stays on the profile to round-off over 20 steps (found 2e-15 at 16 x 16 x 17); served,
+    it names Dedalus' version and the case and answers ``NX NY NZ STEPS`` with that many steps' seconds."""
+    laminar = peer(dedalus_python, tmp_path, "poiseuille", "--size", "16x16x17", "--steps", "20")
+    assert laminar["peer"].startswith("dedalus 3.0.5 laminar plane Poiseuille flow"), laminar
+    assert laminar["max_departure"] < 1e-13, laminar
+    served = ServedPeer(dedalus_python, SCRIPT, "channel", "--sizes", "8x8x8", "--warmup", "0")
+    try:
+        assert served.name.startswith("dedalus 3.0.5 channel (no-slip plates, Moser-Kim-Mansour box 4 pi x 4 pi/3 x 2, "
+                                      "Re = 2800, fixed pressure gradient"), served.name
+        assert served.name.endswith("RK222, RealFourier^2 x ChebyshevT, dealias 3/2), float64, 1 process, "
+                                    "OMP_NUM_THREADS=1"), served.name
+        served.request(8, "8 8 8 2")
+        assert len(served.cpu[8]) == 1 and served.cpu[8][0] > 0
+    finally:
+        served.close()
 
 
 @pytest.mark.slow
