@@ -5,14 +5,18 @@ device and a slab of 2; restarts bitwise; bad input refused in one line."""
 from __future__ import annotations
 
 import math
+import re
+import shutil
 
 import numpy as np
 import pytest
 
+import simulator
 from simulator.fft.bases import Chebyshev
+from simulator.output.hdf5 import Snapshot
 from simulator.walls import imex
 
-from support import advance, simulation
+from support import advance, command, simulation
 
 RA, NX, NZ, DT = 1e4, 8, 24, 0.05
 #: a fixed-flux scalar's slope at both plates, a fixed-value scalar's plate values
@@ -77,3 +81,68 @@ def test_a_mode_between_fixed_flux_plates_decays_as_the_scheme_says(flux):
     report = flux.diagnostics(end, DT)
     assert float(report["nusselt_bottom"]) == pytest.approx(1.0, abs=1e-13)
     assert float(report["nusselt_top"]) == pytest.approx(1.0, abs=1e-13)
+
+
+def test_a_distributed_run_with_scalars_equals_the_single_device_one(devices, flux):
+    """Noise in theta and the scalar at Ra = 1e4 between fixed-flux plates, 10 steps: a slab of 2 ends where one
+    device ends, to 1e-12."""
+    start = {"name": "conductive", "amplitude": 0.1, "scalars": {"amplitude": 0.1, "seed": 3}}
+    want = grid(flux, advance(flux, flux.initial_state(start), DT, 10))
+    sim = simulation(devices, ("slab", 2, None), **FLUX)
+    got = grid(sim, advance(sim, sim.initial_state(start), DT, 10))
+    assert np.abs(want["scalar"]).max() > 0.01 and np.abs(want["velocity"]).max() > 1e-4
+    for name in want:
+        assert np.abs(got[name] - want[name]).max() < 1e-12 * np.abs(want[name]).max(), name
+
+
+#: a channel between plates at rest driven by its pressure gradient, carrying a scalar held at 1 and -1
+CHANNEL = {"physics.name": "channel2d", "physics.reynolds": 100.0, "grid.shape": [8, 16], "precision": "float64",
+           "physics.scalars": [{"diffusivity": 0.01, "values": VALUES}], "initial.scalars.amplitude": 0.1,
+           "initial.amplitude": 0.01, "time.dt": 0.02, "time.t_end": 0.2, "output.chunk": 5, "checkpoint.every": 5,
+           "output.snapshots.every": 10, "output.profiles.every": 5, "runtime.cpu_devices": 8, "fft.mesh": [2]}
+
+
+def test_a_channel_holds_its_scalars_plates_and_restarts_bitwise(tmp_path):
+    """Poiseuille flow carrying a scalar between plates at 1.5 and -0.5 (noise on both): run on a slab of 2 and
+    restarted from its step-5 checkpoint, its step-10 snapshot is the straight run's bit for bit; the scalar is at
+    its plates' values in every profile row, the first its conductive profile with the noise's mean."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, CHANNEL), straight) == 0
+    run = tmp_path / "run"
+    shutil.copytree(straight, run)
+    for path in (run / "snapshots").glob("s00000010*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    restart = str(run / "checkpoints" / "c00000005.json")
+    assert simulator.run_config(simulator.load_config(None, CHANNEL), run, restart=restart) == 0
+    with Snapshot(run / "snapshots" / "s00000010.h5") as got, Snapshot(straight / "snapshots" / "s00000010.h5") \
+            as want:
+        for name in ("scalar", "velocity"):
+            assert np.array_equal(got.read(name), want.read(name)), name
+    rows = simulator.load_run(straight).output("profiles")["scalar0"]
+    assert rows.shape[0] >= 3
+    np.testing.assert_allclose(rows[:, 0], VALUES[0], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(rows[:, -1], VALUES[1], rtol=0, atol=1e-13)
+
+
+#: a channel2d config refused, the key it names and why
+BAD = [
+    ({"physics.scalars": "[{diffusivity: 0}]"}, r"^error: physics\.scalars\[0\]\.diffusivity = 0"),
+    ({"physics.scalars": "[{diffusivity: 0.01, values: [1, 0]}]", "grid.walls.temperature": "[fixed-flux,fixed-flux]"},
+     r"^error: physics\.scalars\[0\]\.values = \[1(\.0)?, 0(\.0)?\] is given for a fixed-flux scalar; "
+     r"physics\.scalars\[0\]\.gradients"),
+    ({"physics.scalars": "[{diffusivity: 0.01, gradients: [1, 1]}]"}, r"^error: physics\.scalars\[0\]\.gradients = .* "
+     r"is given for a fixed-value scalar"),
+    ({"physics.name": "convection2d", "grid.box": "[2, 1]", "physics.scalars": "[{diffusivity: 0.01}]"},
+     r"^error: physics\.scalars"),
+    ({"initial.scalars.amplitude": "0.1"}, r"^error: initial\.scalars\.name = 'linear' has no scalar to apply to"),
+]
+
+
+@pytest.mark.parametrize(("values", "pattern"), BAD, ids=[" ".join(v) for v, _ in BAD])
+def test_bad_scalar_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd, values, pattern):
+    config = tmp_path / "channel.yaml"
+    config.write_text("physics: {name: channel2d}\ngrid: {shape: [8, 16]}\n")
+    args = [a for key, value in values.items() for a in ("--set", f"{key}={value}")]
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+    assert not (tmp_path / "run").exists()
