@@ -334,10 +334,13 @@ class NoSlipConvection(ImexEquation):
 
 
 def conductive(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """theta = A xi 4 z (1 - z), xi unit white noise; the plates' Couette flow along x (none between plates at
+    """theta = A xi 4 z (1 - z), xi unit white noise (between fixed-flux plates A xi (4 z (1 - z))^2, damped flat at
+    the plates: the first step's solves impose the flux); the plates' Couette flow along x (none between plates at
     rest)."""
     z = eq.heights()
-    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
+    damped = 4 * z * (eq.box[2] - z)
+    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * (damped**2 if eq.fixed_flux
+                                                                                     else damped)
     couette = jnp.broadcast_to(eq.couette(), eq.fft.shape)
     zero = jnp.zeros_like(couette)
     return {"velocity": jnp.stack([couette, zero, zero]), "theta": theta}

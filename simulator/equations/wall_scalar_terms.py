@@ -44,13 +44,14 @@ def conductive(scalar: Any, z: jax.Array, height: float) -> jax.Array:
 def initial_fields(eq: Any, ic: Any) -> jax.Array:
     """The scalars ``(S, *grid)`` of ``ic`` (:class:`~simulator.equations.wall_scalars.WallScalarInitial`) for host
     ``eq`` (its ``physics.scalars``, ``fft``, ``box``, ``dtype`` and ``heights()``, ``(1, 1, Nz)``): zero, or each
-    scalar's conductive profile plus A xi 4 z (H - z) / H^2, xi white noise drawn from ``fold_in(key(seed), i)``."""
+    scalar's conductive profile plus A xi (4 z (H - z) / H^2)^2, xi white noise drawn from ``fold_in(key(seed), i)``:
+    damped flat at the plates (the first step's solve imposes either condition there)."""
     scalars = eq.physics.scalars
     shape = (len(scalars), *eq.fft.shape)
     if ic.name == "zero":
         return jnp.zeros(shape, eq.dtype)
     z, h = eq.heights(), eq.box[2]
-    damped = 4 * z * (h - z) / h**2
+    damped = (4 * z * (h - z) / h**2) ** 2
     return jnp.stack([conductive(s, z, h) + ic.amplitude * damped
                       * white_noise(eq.fft, jax.random.fold_in(jax.random.key(ic.seed), i), eq.dtype)
                       for i, s in enumerate(scalars)]).astype(eq.dtype)

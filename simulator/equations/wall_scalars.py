@@ -13,8 +13,9 @@ refused. A scalar's Nusselt-like number at a plate is its diffusive flux there o
 kappa (s0 - s1)/H between fixed values.
 
 Initial scalars (``initial.scalars``): the conductive profile between the plates (``linear``: s0 + (s1 - s0) z/H
-between fixed values, g0 z + (g1 - g0) z^2 / (2H) between fixed fluxes), plus noise A xi 4 z (H - z) / H^2 damped at
-the plates (xi unit white noise, one draw per scalar), or ``zero``.
+between fixed values, g0 z + (g1 - g0) z^2 / (2H) between fixed fluxes), plus noise A xi (4 z (H - z) / H^2)^2
+damped flat at the plates, whose condition the first step imposes (xi unit white noise, one draw per scalar), or
+``zero``.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class WallScalarInitial:
 
     name: str = setting("linear", "initial scalars: linear (the conductive profile between the plates' values or "
                         "slopes) or zero", choices=INITIALS)
-    amplitude: float = param(0.0, "amplitude A of the noise A xi 4 z (H - z) / H^2 added to each scalar (damped at "
-                             "the plates; linear only)", min=0.0)
+    amplitude: float = param(0.0, "amplitude A of the noise A xi (4 z (H - z) / H^2)^2 added to each scalar "
+                             "(damped flat at the plates; linear only)", min=0.0)
     seed: int = random_seed("random seed of the scalars' noise (0 to 2^32 - 2)", max=2**32 - 2)
 
 
