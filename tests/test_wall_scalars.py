@@ -95,6 +95,30 @@ def test_a_distributed_run_with_scalars_equals_the_single_device_one(devices, fl
         assert np.abs(got[name] - want[name]).max() < 1e-12 * np.abs(want[name]).max(), name
 
 
+#: boxes on a slab of 2: a Couette channel with a scalar held at 1.5 and -0.5, convection between fixed-flux plates
+#: with a scalar of slope 0.5 at both
+BOXES = {"channel": {"physics__name": "channel", "physics__reynolds": 100.0, "physics__drive": "couette",
+                     "physics__scalars": [{"diffusivity": 0.01, "values": VALUES}]},
+         "convection_noslip": {**FLUX, "physics__name": "convection_noslip", "grid__box": [2.0, 2.0, 1.0],
+                               "physics__scalars": [{"diffusivity": 0.01, "gradients": [0.5, 0.5]}]}}
+
+
+@pytest.mark.parametrize("name", BOXES)
+def test_a_box_holds_its_scalars_conductive_profile(devices, name):
+    """In a box on a slab of 2 (8 x 4 x 16), the scalar's conductive profile, carried along the plates by the
+    Couette flow or in the conductive state between fixed-flux plates, is steady to round-off over 10 steps, its
+    plate fluxes the profile's, -kappa (s1 - s0)/H or -kappa g."""
+    sim = simulation(devices, ("slab", 2, None), **{**BOXES[name], "grid__shape": [8, 4, 16]})
+    start = sim.initial_state()
+    end = advance(sim, start, 0.05, 10)
+    got, want = (np.asarray(sim.fields(x, "scalar")["scalar"]) for x in (end, start))
+    assert np.abs(got - want).max() < 1e-14
+    report = sim.diagnostics(end, 0.05)
+    flux = 0.01 * (VALUES[0] - VALUES[1]) / 2 if name == "channel" else -0.01 * 0.5
+    for side in ("bottom", "top"):
+        assert float(report[f"scalar0_flux_{side}"]) == pytest.approx(flux, rel=0, abs=1e-15)
+
+
 #: a channel between plates at rest driven by its pressure gradient, carrying a scalar held at 1 and -1
 CHANNEL = {"physics.name": "channel2d", "physics.reynolds": 100.0, "grid.shape": [8, 16], "precision": "float64",
            "physics.scalars": [{"diffusivity": 0.01, "values": VALUES}], "initial.scalars.amplitude": 0.1,
