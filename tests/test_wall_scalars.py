@@ -21,10 +21,12 @@ from support import advance, command, simulation
 RA, NX, NZ, DT = 1e4, 8, 24, 0.05
 #: a fixed-flux scalar's slope at both plates, a fixed-value scalar's plate values
 SLOPE, VALUES = -2.0, [1.5, -0.5]
-#: no-slip convection between fixed-flux plates with a fixed-flux passive scalar
+#: no-slip convection between fixed-flux plates with two fixed-flux passive scalars, the second the temperature's
+#: twin (its diffusivity kappa = Ra^-1/2 and its slope -1 at both plates)
 FLUX = {"physics__name": "convection2d_noslip", "physics__rayleigh": RA, "grid__shape": [NX, NZ],
         "grid__box": [2.0, 1.0], "grid__walls__temperature": ["fixed-flux", "fixed-flux"],
-        "physics__scalars": [{"diffusivity": 0.02, "gradients": [SLOPE, SLOPE]}], "initial__amplitude": 0.0}
+        "physics__scalars": [{"diffusivity": 0.02, "gradients": [SLOPE, SLOPE]},
+                             {"diffusivity": RA**-0.5, "gradients": [-1.0, -1.0]}], "initial__amplitude": 0.0}
 
 
 def rk222(rate: float, dt: float, steps: int) -> float:
@@ -70,17 +72,32 @@ def test_a_mode_between_fixed_flux_plates_decays_as_the_scheme_says(flux):
     k, steps = math.pi, 20
     theta = np.broadcast_to(np.cos(math.pi * z), (1, NX, NZ))
     scalar = (np.cos(k * x)[:, None] * np.cos(2 * math.pi * z))[None, None]
-    state = flux.state_from_fields(velocity=np.zeros((3, 1, NX, NZ)), theta=theta, scalar=scalar + SLOPE * z)
+    twin = np.broadcast_to(-z, (1, 1, NX, NZ))
+    state = flux.state_from_fields(velocity=np.zeros((3, 1, NX, NZ)), theta=theta,
+                                   scalar=np.concatenate([scalar + SLOPE * z, twin]))
     end = advance(flux, state, DT, steps)
     got = grid(flux, end)
     kappa = 1 / math.sqrt(RA)
     assert np.abs(got["theta"] - rk222(-kappa * math.pi**2, DT, steps) * theta).max() < 1e-14
     decayed = rk222(-0.02 * (k**2 + 4 * math.pi**2), DT, steps) * scalar
-    assert np.abs(got["scalar"] - SLOPE * z - decayed).max() < 1e-14
+    assert np.abs(got["scalar"][0] - SLOPE * z - decayed).max() < 1e-14
     assert np.abs(got["velocity"]).max() == 0.0
     report = flux.diagnostics(end, DT)
     assert float(report["nusselt_bottom"]) == pytest.approx(1.0, abs=1e-13)
     assert float(report["nusselt_top"]) == pytest.approx(1.0, abs=1e-13)
+
+
+def test_a_scalar_twin_of_the_temperature_moves_with_it(flux):
+    """The second scalar, of the temperature's diffusivity and plate slopes, started as b - 1 = theta - z from noise
+    at Ra = 1e4, is advected and diffused as the temperature is: after 20 steps it is b - 1 to round-off."""
+    noisy = grid(flux, flux.initial_state({"name": "conductive", "amplitude": 0.1, "seed": 5}))
+    z = Chebyshev(NZ, 1.0).points()
+    scalar = np.stack([noisy["scalar"][0], noisy["theta"] - z])
+    start = flux.state_from_fields(velocity=noisy["velocity"], theta=noisy["theta"], scalar=scalar)
+    end = advance(flux, start, DT, 20)
+    got = {k: np.asarray(v) for k, v in flux.fields(end, "temperature", "scalar", "velocity").items()}
+    assert np.abs(got["velocity"]).max() > 1e-3
+    assert np.abs(got["scalar"][1] - (got["temperature"] - 1)).max() < 1e-13
 
 
 def test_a_scalar_is_carried_downstream_by_moving_plates_uniform_flow(devices):
