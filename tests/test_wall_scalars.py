@@ -206,3 +206,40 @@ def test_bad_scalar_input_is_one_line_exit_2_and_nothing_written(tmp_path, capfd
     code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "run"), *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+#: convection between free-slip plates carrying a scalar held at 1.5 and -0.5 and the temperature's twin
+FREE = {"physics__name": "convection2d", "physics__rayleigh": RA, "grid__shape": [8, 16], "grid__box": [2.0, 1.0],
+        "grid__walls__axis": "y", "initial__amplitude": 0.0,
+        "physics__scalars": [{"diffusivity": 0.02, "values": VALUES}, {"diffusivity": RA**-0.5, "values": [1.0, 0.0]}]}
+
+
+def test_free_slip_scalars_decay_exactly_and_move_with_the_temperature(devices):
+    """Between free-slip plates each scalar is its linear profile plus a sine series: the profile with the mode
+    cos(k x) sin(2 pi z) on it decays at exp(-kappa (k^2 + (2 pi)^2) t) to round-off (the integrating factor is
+    exact), its mean, variance and plate fluxes the profile's; the temperature's twin started as b from noise is
+    b after 20 steps of its flow to round-off."""
+    sim = simulation(devices, **FREE)
+    x = (np.arange(8) * 2.0 / 8)[:, None]
+    z = (np.arange(16) + 0.5) / 16
+    line = VALUES[0] + (VALUES[1] - VALUES[0]) * z
+    mode = np.cos(math.pi * x) * np.sin(2 * math.pi * z)
+    still = sim.state_from_fields(vorticity=np.zeros((1, 8, 16)), theta=np.zeros((1, 8, 16)),
+                                  scalar=np.stack([(line + mode)[None], np.broadcast_to(1 - z, (1, 8, 16))]))
+    end = advance(sim, still, DT, 20)
+    decayed = math.exp(-0.02 * (math.pi**2 + 4 * math.pi**2) * DT * 20) * mode
+    assert np.abs(np.asarray(sim.fields(end, "scalar")["scalar"])[0, 0] - line - decayed).max() < 1e-13
+    noisy = {k: np.asarray(v) for k, v in sim.fields(sim.initial_state({"name": "conductive", "amplitude": 0.1}),
+                                                     "vorticity", "theta", "temperature").items()}
+    start = sim.state_from_fields(vorticity=noisy["vorticity"], theta=noisy["theta"],
+                                  scalar=np.stack([(line + mode)[None], noisy["temperature"]]))
+    got = {k: np.asarray(v) for k, v in sim.fields(advance(sim, start, DT, 20), "temperature", "scalar",
+                                                   "velocity").items()}
+    assert np.abs(got["velocity"]).max() > 1e-3
+    assert np.abs(got["scalar"][1] - got["temperature"]).max() < 1e-13
+    report = {k: float(v) for k, v in sim.diagnostics(end, DT).items()}
+    mean, drop = sum(VALUES) / 2, VALUES[1] - VALUES[0]
+    assert report["scalar0_mean"] == pytest.approx(mean, abs=1e-14)
+    assert report["scalar0_variance"] == pytest.approx(drop**2 / 12 + np.mean(decayed**2), abs=1e-14)
+    for side in ("bottom", "top"):
+        assert report[f"scalar0_flux_{side}"] == pytest.approx(-0.02 * drop, abs=1e-15)

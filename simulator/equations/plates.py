@@ -151,7 +151,7 @@ class NoSlipFreeFallParams(FreeFallParams):
 
 
 @dataclass(frozen=True)
-class NoSlipConductive(Conductive):
+class ConductiveWithScalars(Conductive):
     """The conductive profile b = 1 - z plus noise damped at the plates, theta = A xi 4 z (1 - z) with xi unit white
     noise (as Dedalus' example does), no flow, and the passive scalars of ``initial.scalars``."""
 

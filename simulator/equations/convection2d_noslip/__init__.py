@@ -26,7 +26,7 @@ from simulator.equations.plates import (
     CONVECTION_PLOT,
     CONVECTION_SCALES,
     NOSLIP_DIAGNOSTICS,
-    NoSlipConductive,
+    ConductiveWithScalars,
     NoSlipFreeFallParams,
     refuse_mode_with_moving_plates,
 )
@@ -69,7 +69,7 @@ INFO = EquationInfo(
     name="convection2d_noslip",
     summary="Rayleigh-Benard convection in a vertical plane between no-slip plates (Chebyshev, free-fall units)",
     params=NoSlipParams,
-    initials=(NoSlipConductive, Mode),
+    initials=(ConductiveWithScalars, Mode),
     protocol=IMEX,
     default_integrator="rk222",
     implementation="simulator.equations.convection2d_noslip.equation:NoSlipConvection2D",

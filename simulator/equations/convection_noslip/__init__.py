@@ -25,7 +25,7 @@ from simulator.equations.plates import (
     CONVECTION_PLOT,
     CONVECTION_SCALES,
     NOSLIP_DIAGNOSTICS,
-    NoSlipConductive,
+    ConductiveWithScalars,
     NoSlipFreeFallParams,
     refuse_mode_with_moving_plates,
 )
@@ -70,7 +70,7 @@ INFO = EquationInfo(
     name="convection_noslip",
     summary="Rayleigh-Benard convection in a box between no-slip plates (Chebyshev, free-fall units)",
     params=BoxNoSlipParams,
-    initials=(NoSlipConductive, BoxMode),
+    initials=(ConductiveWithScalars, BoxMode),
     protocol=IMEX,
     default_integrator="rk222",
     implementation="simulator.equations.convection_noslip.equation:NoSlipConvection3D",
