@@ -192,8 +192,8 @@ BAD = [
      r"physics\.scalars\[0\]\.gradients"),
     ({"physics.scalars": "[{diffusivity: 0.01, gradients: [1, 1]}]"}, r"^error: physics\.scalars\[0\]\.gradients = .* "
      r"is given for a fixed-value scalar"),
-    ({"physics.name": "convection2d", "grid.box": "[2, 1]", "physics.scalars": "[{diffusivity: 0.01}]"},
-     r"^error: physics\.scalars"),
+    ({"physics.name": "convection", "grid.shape": "[8,8,8]", "grid.box": "[2,2,1]",
+      "physics.scalars": "[{diffusivity: 0.01}]"}, r"^error: physics\.scalars = .* is an unknown key"),
     ({"initial.scalars.amplitude": "0.1"}, r"^error: initial\.scalars\.name = 'linear' has no scalar to apply to"),
 ]
 
