@@ -35,7 +35,16 @@ from simulator.equations.convection2d import INFO, Convection2DParams
 from simulator.equations.noise import white_noise
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt, series_cutoff
+from simulator.equations.walled import (
+    WalledOperators,
+    free_fall,
+    heights,
+    kmax_eta,
+    plate_nusselt,
+    scalar_lifts,
+    series_cutoff,
+    sine_scalar_diagnostics,
+)
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
@@ -59,10 +68,8 @@ class Convection2D(SemiLinearEquation):
         return field_info(self.info.fields, len(self.physics.scalars))
 
     def lifts(self) -> jax.Array:
-        """Each passive scalar's linear profile s0 + (s1 - s0) z / H on the grid's heights, ``(S, 1, 1, Nz)``."""
-        z = self.heights()
-        return jnp.stack([wall_scalar_terms.conductive(s, z, self.box[2]) for s in self.physics.scalars]
-                         ).astype(self.dtype).reshape(-1, *z.shape)
+        """Each passive scalar's linear profile on the grid's heights, ``(S, 1, 1, Nz)``."""
+        return scalar_lifts(self.physics.scalars, self.heights(), self.box[2]).astype(self.dtype)
 
     def velocity_hat(self, omega_hat: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(u_hat, w_hat): the cosine series k_z psi_hat and the sine series -i k_x psi_hat, psi_hat = omega/k^2."""
@@ -134,7 +141,8 @@ class Convection2D(SemiLinearEquation):
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Kinetic energy, the Nusselt number through the volume and at each plate, the Reynolds number, both
-        dissipation rates, max |u|, the CFL number and the passive scalars' (:meth:`_scalar_diagnostics`)."""
+        dissipation rates, max |u|, the CFL number and the passive scalars'
+        (:func:`~simulator.equations.walled.sine_scalar_diagnostics`)."""
         ops = self.ops
         nu, kappa = free_fall(params)
         power, power_t = jnp.abs(state[0]) ** 2, jnp.abs(state[1]) ** 2
@@ -142,7 +150,8 @@ class Convection2D(SemiLinearEquation):
         energy = 0.5 * ops.mean(power * ops.inv_k2)
         bottom, top = plate_nusselt(ops, state[1], self.fft.size, self.box[2])
         u, w = self.real_velocity(state[0])
-        return {**self._scalar_diagnostics(state[2:], params), "kinetic_energy": energy,
+        return {**sine_scalar_diagnostics(ops, self.physics.scalars, state[2:], params, self.box[2]),
+                "kinetic_energy": energy,
                 "nusselt": 1 + ops.mean(jnp.real(jnp.conj(w_hat) * state[1])) / kappa,
                 "nusselt_bottom": bottom, "nusselt_top": top,
                 "reynolds": jnp.sqrt(2 * energy) / nu,
@@ -151,27 +160,6 @@ class Convection2D(SemiLinearEquation):
                 "thermal_dissipation": kappa * (1 + ops.mean(ops.k2 * power_t)),
                 "max_velocity": jnp.max(jnp.sqrt(u**2 + w**2)),
                 "cfl": dt * jnp.max(jnp.abs(u) / self.spacing[1] + jnp.abs(w) / self.spacing[2])}
-
-    def _scalar_diagnostics(self, hats: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Per scalar, of s = L + s' (``hats`` its sine series s'): its mean and variance over the volume and its
-        diffusive flux -kappa ds/dz at each plate, exact in the series (<L s'> and <s'^2> by the modes' integrals)."""
-        ops, h = self.ops, self.box[2]
-        kz = ops.k[2] * h  # n pi
-        cos = jnp.cos(kz)
-        safe = jnp.where(kz > 0, kz, 1.0)
-        out = {}
-        for i, (scalar, coefficients) in enumerate(zip(self.physics.scalars, params["scalars"], strict=True)):
-            a, b = scalar.plates()[1]
-            modes = ops.horizontal() * jnp.real(hats[i]) / float(self.fft.size)  # the mean's sine coefficients
-            mean = (a + b) / 2 + jnp.sum(modes * (1 - cos) / safe)
-            cross = jnp.sum(modes * (a * (1 - cos) - (b - a) * cos) / safe)  # <L s'>
-            square = a**2 + a * (b - a) + (b - a) ** 2 / 3 + 2 * cross + ops.mean(jnp.abs(hats[i]) ** 2)
-            slope = (b - a) / h
-            kappa = coefficients["diffusivity"]
-            out.update({f"scalar{i}_mean": mean, f"scalar{i}_variance": square - mean**2,
-                        f"scalar{i}_flux_bottom": -kappa * (slope + jnp.sum(modes * kz) / h),
-                        f"scalar{i}_flux_top": -kappa * (slope + jnp.sum(modes * kz * cos) / h)})
-        return out
 
     def profiles(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Averages over x at each height z_j, each ``(Nz,)`` replicated (:mod:`simulator.output.profiles`): the
