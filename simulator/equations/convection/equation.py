@@ -146,6 +146,10 @@ class Convection(SemiLinearEquation):
             return ("odd",) * len(self.physics.scalars)
         return PARITY[:3] if name == "velocity" else PARITY[3:]
 
+    def wall_lift(self, name: str) -> jax.Array | None:
+        """Each scalar's linear profile (``scalar``: its plates' values, not a sine series); None for the others."""
+        return self.lifts() if name == "scalar" and self.physics.scalars else None
+
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         u, v, w, theta, *scalars = self.real(state)
         out = {"temperature": 1 - heights(self.fft, self.box, self.dtype) + theta, "theta": theta,

@@ -123,6 +123,10 @@ class Convection2D(SemiLinearEquation):
         scalar's departure from its linear profile."""
         return ("odd",) * (len(self.physics.scalars) if name == "scalar" else 1)
 
+    def wall_lift(self, name: str) -> jax.Array | None:
+        """Each scalar's linear profile (``scalar``: its plates' values, not a sine series); None for the others."""
+        return self.lifts() if name == "scalar" and self.physics.scalars else None
+
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Temperature, theta, vorticity, the velocity (u, w, 0) and the passive scalars, on the grid."""
         odd = self.fft.inverse_walls(state, "odd")
