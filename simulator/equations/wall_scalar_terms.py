@@ -5,7 +5,9 @@ The scalars are part of the flow core's state (:class:`simulator.walls.flow.Stat
 walled Chebyshev spectra: NumPy's FFT along the periodic axes, unnormalised, by the Chebyshev coefficients across
 the plates), stepped with the flow's implicit diffusion and its plates' conditions (:class:`simulator.walls.flow.
 Plates`); the host equation adds their advection -u . grad s, formed on the grid with its own velocity, to the
-explicit terms. Grid fields are ``(*grid)`` on the periodic points and the Gauss-Lobatto heights.
+explicit terms. Grid fields are ``(*grid)`` on the periodic points and the Gauss-Lobatto heights. The free-slip
+equations share the profiles, initial fields and builder here, their series' diagnostics being
+:func:`simulator.equations.walled.sine_scalar_diagnostics`.
 """
 
 from __future__ import annotations

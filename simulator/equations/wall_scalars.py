@@ -1,4 +1,4 @@
-"""Passive scalars between no-slip plates: what the equations between plates (convection and channels) declare alike
+"""Passive scalars between plates: what the equations between plates (convection and channels) declare alike
 (no JAX); :mod:`simulator.equations.wall_scalar_terms` is what they run alike.
 
 Each entry of ``physics.scalars`` is a scalar s advected by the flow and diffused at its own rate,
@@ -10,7 +10,9 @@ held at the plates by the condition ``grid.walls.temperature`` names for the tem
 (``values: [s0, s1]``), or ``fixed-flux``, its slope ds/dz there (``gradients: [g0, g1]``; the diffusive flux
 across a plate is -kappa ds/dz). Unset, the plate values or slopes are 0; the key of the other condition is
 refused. A scalar's Nusselt-like number at a plate is its diffusive flux there over the conductive state's,
-kappa (s0 - s1)/H between fixed values.
+kappa (s0 - s1)/H between fixed values. Between free-slip plates (``convection2d``, ``convection``), which hold the
+temperature by fixed values alone, each scalar is its linear profile plus a sine series
+(:func:`simulator.equations.walled.scalar_lifts`); between no-slip plates a Chebyshev series of the flow core.
 
 Initial scalars (``initial.scalars``): the conductive profile between the plates (``linear``: s0 + (s1 - s0) z/H
 between fixed values, g0 z + (g1 - g0) z^2 / (2H) between fixed fluxes), plus noise A xi (4 z (H - z) / H^2)^2
