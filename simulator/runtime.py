@@ -103,10 +103,15 @@ def configure_devices(cpu_devices: int | None, precision: str, threads: int | No
     elif not _backends_started():  # a GPU's allocator and its share, as the planner assumes (simulator.planning.memory)
         os.environ.setdefault(MEM_FRACTION_VARIABLE, str(GPU_MEMORY_FRACTION))
         os.environ.setdefault(ALLOCATOR_VARIABLE, GPU_ALLOCATOR)
+    use_precision(precision)
+
+
+def use_precision(precision: str) -> None:
+    """Switch JAX's 64-bit types on for a ``float64`` run (at any time), off for a ``float32`` one only before
+    JAX starts: a float32 simulation in a process that already computes in float64 (a script building several)
+    keeps 64-bit types on, its own arrays float32 all the same (every dtype is explicit)."""
     if precision == "float64" or not _backends_started():
         jax.config.update("jax_enable_x64", precision == "float64")
-    # else: a float32 simulation in a process that already computes in float64 (a script building
-    # several) keeps 64-bit types on; its own arrays are float32 all the same (every dtype is explicit)
 
 
 def cpu_threads() -> str:

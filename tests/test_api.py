@@ -270,3 +270,12 @@ def test_a_sweep_and_its_points_print_in_one_line_each(tmp_path):
     sweep = simulator.load_sweep(out)
     assert repr(sweep) == f"SweepResults({out}: tg, 3 points over physics.viscosity: 1 finished, 2 pending)"
     assert repr(sweep.points[1]) == "SweepPoint(1 p001: physics.viscosity = 0.02, finished)"
+
+
+def test_a_float64_simulation_built_without_from_config_steps_in_float64():
+    """``Simulation(load_config(...))`` (a script's own devices, no runtime.setup) in a fresh process: its state
+    is float64 as asked, not float32 with a warning."""
+    code = ("import simulator, jax; cfg = simulator.load_config(None, {'grid.shape': 8, 'precision': 'float64'}); "
+            "s = simulator.Simulation(cfg); print(sorted({str(a.dtype) for a in jax.tree.leaves(s.initial_state())}))")
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['complex128']"

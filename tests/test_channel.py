@@ -168,3 +168,22 @@ def test_the_wall_units_figure_draws_the_profile_and_the_law_of_the_wall():
     np.testing.assert_allclose(lower.get_ydata(), stats.u_plus[1:9])
     log = [line for line in mean.lines if line.get_label().startswith("$U^+ = \\ln")][0]
     np.testing.assert_allclose(log.get_ydata(), np.log(log.get_xdata()) / KAPPA + B)
+
+
+@pytest.mark.parametrize("couette", [False, True])
+def test_the_reynolds_shear_stress_is_drawn_in_each_plates_frame(couette):
+    """<u'v'> odd across the channel, as a turbulent Poiseuille flow's (negative below the centre line, positive
+    above), is drawn as -<u'v'>+ >= 0 against both plates; in Couette flow, where <u'v'> is negative across the whole
+    channel (here even), it is drawn as it is against both plates."""
+    y = chebyshev.points(17, (-1.0, 1.0))
+    x = np.arange(8) * math.pi / 8
+    g = (1 - y**2) if couette else y * (1 - y**2)
+    u = (channel.couette(y, 1.0) if couette else channel.poiseuille(y)) + 0.1 * np.cos(2 * x)[:, None] * g
+    v = (-0.1 if couette else 0.1) * np.cos(2 * x)[:, None] * (1 - y**2) ** 2  # momentum down the mean gradient
+    stats = channel_statistics(np.stack([u, v])[None], NU, (math.pi,))
+    lines = [line for line in wall_units_figure(stats, "shear").axes[1].lines if line.get_color() == "C3"]
+    assert len(lines) == 2
+    for line, half in zip(lines, (y < 0, y > 0), strict=True):
+        want = -stats.shear[half & (stats.y_plus > 0)] * (1 if couette or y[half][0] < 0 else -1)
+        np.testing.assert_allclose(line.get_ydata(), want, atol=1e-15)
+        assert (line.get_ydata() >= 0).all() and line.get_ydata().max() > 0

@@ -36,7 +36,8 @@ def velocity(sim, state) -> np.ndarray:
 @pytest.mark.parametrize("drive", ["couette", "pressure", "flux"])
 def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
     """Couette (U = 1.5) and Poiseuille flow under a fixed pressure gradient or a fixed flux at Re = 100, 10 steps
-    from their laminar profiles: u to 1e-14, v zero, the wall stresses the exact ones."""
+    from their laminar profiles: u to 1e-14, v zero, the wall stresses and the energy budget's terms the exact
+    ones."""
     sim = channel_run(devices, case, physics__drive=drive, physics__reynolds=100.0, physics__plate_velocity=1.5,
                       initial__name="laminar")
     state = advance(sim, sim.initial_state(), 0.05, 10)
@@ -50,6 +51,12 @@ def test_laminar_channel_flow_is_steady_to_round_off(devices, case, drive):
     assert report["tau_top"] == pytest.approx(-tau if drive == "couette" else tau, rel=1e-12)
     assert report["re_tau"] == pytest.approx(math.sqrt(tau) * 100, rel=1e-12)
     assert report["bulk_velocity"] == pytest.approx(0.0 if drive == "couette" else 2 / 3, abs=1e-14)
+    # the energy budget's laminar values: the mean flow's dissipation nu <(dU/dy)^2> is the plates' work nu U^2
+    # (Couette) or the pressure gradient's G U_b = 4 nu / 3; no fluctuation (round-off): no production, no dissipation
+    work = "wall_work" if drive == "couette" else "pressure_work"
+    exact = 1.5**2 / 100 if drive == "couette" else 4 / 300
+    assert report["mean_dissipation"] == pytest.approx(exact, rel=1e-12) and report[work] == pytest.approx(exact, 1e-12)
+    assert max(abs(report[k]) for k in ("production", "dissipation", "fluctuation_energy")) < 1e-28
 
 
 def test_the_start_up_of_couette_flow_against_its_exact_series(devices):
@@ -141,6 +148,59 @@ def test_a_channel_restart_ends_bitwise_where_the_straight_run_ends(tmp_path):
         assert np.abs(want.read("velocity")[1]).max() > 1e-3
 
 
+
+def test_a_channel_restarts_on_a_finer_grid_by_its_chebyshev_series(devices, tmp_path, capfd):
+    """A channel under a fixed flux on 8 x 16 over a slab of 2, restarted from its step-10 checkpoint onto 16 x 46 on
+    one device, where every second point along x and every third Gauss-Lobatto height are the stored grid's: there the
+    remapped velocity is the stored one to round-off, the bulk velocity is the same, divergence and slip are
+    round-off, and the restart runs on under the flux; a box under a fixed pressure gradient (its wall-normal
+    vorticity remapped too) likewise, 8 x 4 x 16 onto 16 x 8 x 46. A run started from the checkpoint on the finer grid
+    (initial.name: file) steps as the restart. Restarted onto a periodic plane: one line, exit 2, nothing written."""
+    straight = tmp_path / "straight"
+    assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.1}), straight) == 0
+    ckpt = str(straight / "checkpoints" / "c00000010.json")
+    config = tmp_path / "channel.yaml"
+    config.write_text((straight / "config.yaml").read_text())
+    finer_args = ["--set", "grid.shape=[16,46]", "--set", "fft.backend=single", "--set", "fft.mesh=null"]
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "finer"), "--restart", ckpt,
+                             *finer_args, "--set", "time.t_end=0.2")
+    assert code == 0, err
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "file"), *finer_args,
+                             "--set", "initial.name=file", "--set", f"initial.path={ckpt}",
+                             "--set", "time.t_end=0.1", "--set", "output.snapshots.every=10")
+    assert code == 0, err
+    with Snapshot(tmp_path / "finer" / "snapshots" / "s00000020.h5") as snap, \
+            Snapshot(tmp_path / "file" / "snapshots" / "s00000010.h5") as started:
+        assert snap.read("velocity").shape == (3, 1, 16, 46)
+        assert np.array_equal(started.read("velocity"), snap.read("velocity"))  # initial.name: file, the same state
+    assert simulator.load_run(tmp_path / "finer").timeseries["bulk_velocity"][-1] == pytest.approx(2 / 3, abs=1e-14)
+    box = {**CONFIG, "physics.name": "channel", "physics.drive": "pressure", "grid.shape": [8, 4, 16],
+           "time.t_end": 0.05, "checkpoint.every": 5}
+    assert simulator.run_config(simulator.load_config(None, box), tmp_path / "box") == 0
+    for values, finer_shape, path in [(CONFIG, [16, 46], ckpt),
+                                      (box, [16, 8, 46], str(tmp_path / "box" / "checkpoints" / "c00000005.json"))]:
+        coarse = simulator.Simulation(simulator.load_config(None, values), devices[:2])
+        stored = coarse.state_from_file(path)
+        finer = simulator.Simulation(simulator.load_config(None, {**values, "grid.shape": finer_shape,
+                                                                  "fft.backend": "single", "fft.mesh": None}),
+                                     devices[:1])
+        remapped = finer.state_from_file(path)
+        want, got = velocity(coarse, stored), velocity(finer, remapped)
+        # the stored points among the finer grid's: every n/m-th along the periodic axes, every third height
+        strides = [n // m for n, m in zip(got.shape[:-1], want.shape[:-1], strict=True)] + [3]
+        shared = got[tuple(slice(None, None, s) for s in strides)]
+        assert np.abs(shared - want).max() < 1e-13 * np.abs(want).max(), finer_shape
+        before, after = ({k: float(v) for k, v in sim.diagnostics(s, 0.01).items()}
+                         for sim, s in ((coarse, stored), (finer, remapped)))
+        assert after["bulk_velocity"] == pytest.approx(before["bulk_velocity"], abs=1e-14)
+        assert after["tau_bottom"] == pytest.approx(before["tau_bottom"], rel=1e-12)
+        assert after["divergence"] < 1e-12 and after["slip"] < 1e-13  # round-off of |u| ~ 1
+        assert np.abs(want[1:]).max() > 1e-3  # a flow besides the streamwise one, not laminar flow alone
+    code, out, err = command(capfd, "run", str(config), "--out", str(tmp_path / "periodic"), "--restart", ckpt,
+                             "--set", "grid.walls.axis=null")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and re.match(r"^error: grid\.walls\.axis = null", err), err
+    assert not (tmp_path / "periodic").exists()
+
 BAD = [
     ({"grid.walls.velocity": "[free-slip,free-slip]"}, r"^error: grid\.walls\.velocity = \['free-slip', 'free-slip'\] "
      r"is not available for this equation; no-slip plates for physics\.name = channel2d"),
@@ -171,7 +231,7 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     """Laminar Poiseuille flow at Re = 100 under a fixed pressure gradient, through run_config with profiles:
     load_run reads back <u> = 1 - y^2, no Reynolds stress, the total shear stress -G y; the wall units of the
     window (simulator.walls.channel.wall_units) give u_tau = (2/Re)^(1/2), U+ = <u>/u_tau; simulator plot draws
-    channel_profiles.png and the time series of the wall stresses."""
+    channel_profiles.png, the time series of the wall stresses and the energy budget."""
     from simulator.plots.run import plot_run
     from simulator.walls.channel import wall_units
 
@@ -192,5 +252,7 @@ def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
     np.testing.assert_allclose(wall.u_plus, channel.poiseuille(y) / math.sqrt(2 / 100), rtol=1e-13, atol=1e-14)
     series = run.timeseries
     assert np.allclose(series["tau_bottom"], 0.02, rtol=1e-12) and np.allclose(series["re_tau"], math.sqrt(200))
+    spectra = run.spectra  # binned by |k_x| from 0 (the laminar flow's fluctuations: none), k_h beside it
+    assert spectra["energy"].shape[1] == spectra["k_h"].size and spectra["k_h"][0] == 0.0
     written = {p.name for p in plot_run(tmp_path / "run")}
-    assert {"channel_profiles.png", "timeseries.png"} <= written
+    assert {"channel_profiles.png", "timeseries.png", "budget.png"} <= written

@@ -28,7 +28,7 @@ FIGURE = re.compile(r"\]\(\.\./images/tutorials/([\w-]+)/([\w-]+\.png)\)")
 #: 1500 steps of the mixed dark matter run 8 times as slow, and the Navier-Stokes page's runs 18 s instead of 9
 #: (Orszag-Tang's 7 s instead of 4); the cosmology page's test takes 30 s there against 40 (the Boussinesq and
 #: Schrodinger-Poisson pages' take as long either way)
-OPTIMIZED = {"navier-stokes.md", "mhd.md", "cosmology.md", "plane.md", "convection.md"}
+OPTIMIZED = {"navier-stokes.md", "mhd.md", "cosmology.md", "plane.md", "convection.md", "channels.md"}
 #: pages whose one run steps so long that XLA's own code generation pays for its compile (conftest.default_codegen)
 XLA_DEFAULTS = {"mixed-dark-matter.md"}
 
@@ -68,8 +68,8 @@ def states_a_printed_number(prose, printed):
 
 
 def test_every_tutorial_is_run_here_or_names_its_test():
-    assert TUTORIALS == ["boussinesq.md", "cold-dark-matter.md", "convection.md", "cosmology.md", "mhd.md",
-                         "mixed-dark-matter.md", "navier-stokes.md", "plane.md", "schrodinger-poisson.md",
+    assert TUTORIALS == ["boussinesq.md", "channels.md", "cold-dark-matter.md", "convection.md", "cosmology.md",
+                         "mhd.md", "mixed-dark-matter.md", "navier-stokes.md", "plane.md", "schrodinger-poisson.md",
                          "shallow-water.md"]
     # the notebooks: executed by tests/test_notebooks.py, which lists them
     notebooks = sorted(p.name for p in (DOCS / "tutorials").glob("*.ipynb"))

@@ -166,12 +166,18 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
     if cfg.particles:
         raise ConfigError("particles", [species.name for species in cfg.particles], "none with grid.walls: particles "
                           "do not reflect at plates yet", "cannot be carried between plates")
-    from simulator.fft.layouts import LAYOUTS
+    from simulator.fft.layouts import LAYOUTS, known_mesh
 
-    if not LAYOUTS[cfg.fft.backend].takes_walls:
-        allowed = sorted(name for name, layout in LAYOUTS.items() if layout.takes_walls)
+    layout = LAYOUTS[cfg.fft.backend]
+    if not layout.takes_walls:
+        allowed = sorted(name for name, other in LAYOUTS.items() if other.takes_walls)
         raise ConfigError("fft.backend", cfg.fft.backend, f"one of {', '.join(allowed)} with grid.walls (the "
-                          "bounded direction is transformed whole on each device)", "does not take walls")
+                          "bounded direction is transformed whole on each device, which a backend whose transforms "
+                          "run inside its package does not do)", "does not take walls")
+    mesh = known_mesh(cfg)
+    # a plane's backends are refused by the grid's own checks, a mesh of the wrong rank by the backend's
+    if mesh is not None and not cfg.grid.plane and len(mesh) == len(layout.axis_names):
+        layout.check_walls_layout(cfg.grid.cells, mesh)
     for i, condition in enumerate(walls.velocity):
         if condition not in VELOCITY_WALLS:
             raise ConfigError("grid.walls.velocity", list(walls.velocity), f"two of: {', '.join(VELOCITY_WALLS)} "

@@ -37,20 +37,19 @@ import numpy as np
 
 from simulator.equations import wall_scalar_terms
 from simulator.equations.base import ImexEquation, Params
+from simulator.equations.channel_outputs import ChannelOutputs
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
-from simulator.fft.bases import Chebyshev
+from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
 from simulator.walls import channel, chebyshev, flow
 from simulator.walls.wall_normal import horizontal_velocity
 
-CHEB = "chebyshev"
 
-
-class ChannelFlow(ImexEquation):
+class ChannelFlow(ChannelOutputs, ImexEquation):
     """A channel between no-slip plates, in a plane (:mod:`simulator.equations.channel2d`) or a box
     (:mod:`simulator.equations.channel`), whose classes give it their declaration (``info``):
     the components of a velocity are listed streamwise, [spanwise,] wall-normal."""
@@ -102,11 +101,12 @@ class ChannelFlow(ImexEquation):
     # ---- layout --------------------------------------------------------------------------------------------
 
     def _forward(self, x: jax.Array) -> jax.Array:
-        return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEB), self.fft.real_sharding(x.ndim - 3))
+        return jax.lax.with_sharding_constraint(self.fft.forward_walls(x, CHEBYSHEV),
+                                                self.fft.real_sharding(x.ndim - 3))
 
     def _inverse(self, k: jax.Array) -> jax.Array:
         return self.fft.inverse_walls(jax.lax.with_sharding_constraint(k, self.fft.spectral_sharding(k.ndim - 3)),
-                                      CHEB)
+                                      CHEBYSHEV)
 
     def _dy(self, k: jax.Array) -> jax.Array:
         """d/dy across the plates of a Chebyshev series (the wall-normal direction, whatever the config calls it)."""
@@ -235,6 +235,11 @@ class ChannelFlow(ImexEquation):
         scalars = self._forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         return flow.State(w, zeta, mean, scalars)
 
+    def wall_series(self, name: str) -> tuple[str, ...]:
+        """Every component of the velocity, and each passive scalar, is a Chebyshev series across the plates: a restart
+        at another wall-normal resolution remaps it by its coefficients (:mod:`simulator.run.remap`)."""
+        return (CHEBYSHEV,) * (len(self.physics.scalars) if name == "scalar" else 3)
+
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy; the passive
         scalars."""
@@ -261,7 +266,8 @@ class ChannelFlow(ImexEquation):
         return bottom / params["reynolds"], -top / params["reynolds"]
 
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """Kinetic energy, bulk velocity, the wall shear stresses, u_tau, Re_tau, divergence, slip, max |u|, CFL."""
+        """Kinetic energy, bulk velocity, the wall shear stresses, u_tau, Re_tau, divergence, slip, max |u|, CFL,
+        and the kinetic-energy budget (:meth:`ChannelOutputs.energy_budget`)."""
         c, g = self._grid(state)
         tau_bottom, tau_top = self.wall_stresses(state, params)
         u_tau = jnp.sqrt((jnp.abs(tau_bottom) + jnp.abs(tau_top)) / 2)
@@ -291,7 +297,8 @@ class ChannelFlow(ImexEquation):
                 "slip": slip,
                 "max_velocity": jnp.max(jnp.sqrt(squared)),
                 "cfl": dt * jnp.max(sum(jnp.abs(f) / h for f, h in zip(c[:-1], steps, strict=True))
-                                    + jnp.abs(c[-1]) / local)}
+                                    + jnp.abs(c[-1]) / local),
+                **self.energy_budget(c, g, params, tau_bottom, tau_top)}
 
     def profiles(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """Averages over the periodic directions at each height, each ``(Ny,)`` replicated
@@ -312,12 +319,10 @@ class ChannelFlow(ImexEquation):
 
     def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """The kinetic energy of the fluctuations per horizontal |k|, integrated across the plates with
-        Clenshaw-Curtis weights."""
-        hats = self.velocity_hat(state)
-        fluctuation = ~self._mean_mode()
-        columns = chebyshev.backward(jnp.stack([jnp.where(fluctuation, f, 0.0) for f in hats]))
-        power = 0.5 * jnp.sum(jnp.abs(columns) ** 2 * self._weights(), axis=(0, -1), keepdims=True)[0] \
-            / self._count**2
+        Clenshaw-Curtis weights, of the grid's velocity (:meth:`ChannelOutputs.fluctuation_columns`): its sum is the
+        diagnostic ``fluctuation_energy``."""
+        squared = jnp.abs(self.fluctuation_columns(state)) ** 2
+        power = 0.5 * jnp.sum(squared * self._weights(), axis=(0, -1), keepdims=True)[0] / self._count**2
         k = (jnp.zeros_like(self.kx), self.kx, jnp.zeros_like(self.kx)) if self.plane else \
             (self.kx, self.ky, jnp.zeros_like(self.kx))
         return {"energy": spectra.shell_sum(power, k, self.fft.shape, self.box)}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import wall_scalars
-from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec
+from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.walls.channel import DRIVES, check_channel
@@ -127,7 +127,29 @@ DIAGNOSTICS = {
     "slip": "max |u - U_plate| and |v| at the plates: round-off",
     "max_velocity": "max |u|",
     "cfl": "CFL number dt max(|u|/dx + |v|/dy), dy the local spacing of the Gauss-Lobatto points",
+    "mean_energy": "kinetic energy of the mean flow E_mean = <U^2>/2 over the volume, U = <u> along the plates",
+    "fluctuation_energy": "kinetic energy of the fluctuations E' = <|u'|^2>/2 (kinetic_energy less mean_energy)",
+    "production": "production of fluctuation energy P = -<u'v'> dU/dy over the volume (v across the plates)",
+    "dissipation": "dissipation of the fluctuations eps = nu <|grad u'|^2> over the volume: dE'/dt = P - eps",
+    "mean_dissipation": "dissipation of the mean flow nu <(dU/dy)^2> over the volume",
+    "pressure_work": "work of the mean pressure gradient G U_b (under a fixed flux G = (tau_bottom + tau_top) / 2h, "
+                     "the gradient that holds U_b)",
+    "wall_work": "work of the moving plates U (tau_bottom - tau_top) / 2h (couette; 0 otherwise): dE_K/dt = "
+                 "pressure_work + wall_work - mean_dissipation - dissipation",
     **wall_scalars.DIAGNOSTICS,
+}
+#: the one-dimensional spectra at each height of a plane's channel (the wall_spectra output kind)
+WALL_SPECTRA = {
+    "uu_kx": "E_uu(k_x; z): the streamwise velocity's fluctuation per streamwise wavenumber at each height, one-sided; "
+             "sums over k_x to reynolds_uu",
+    "vv_kx": "E_vv(k_x; z): the same of the velocity across the plates; sums to reynolds_vv",
+}
+#: a box's: the spanwise velocity's along k_x, and each component's along the spanwise wavenumber k_y
+BOX_WALL_SPECTRA = {
+    **WALL_SPECTRA,
+    "ww_kx": "E_ww(k_x; z): the same of the spanwise velocity; sums to reynolds_ww",
+    **{f"{c}_ky": f"E_{c}(k_y; z): per spanwise wavenumber k_y, summed over k_x; sums to reynolds_{c}"
+       for c in ("uu", "vv", "ww")},
 }
 #: the derived scales
 SCALES = {"viscosity": "kinematic viscosity nu = 1/Re",
@@ -143,4 +165,6 @@ PLOT = PlotSpec(
     spectrum_label=r"$E_K(k_x)$",
     slice_field="streamwise",
     resolved=2 / 3,
+    budget=Budget("kinetic_energy", losses=("mean_dissipation", "dissipation"), gains=("pressure_work", "wall_work"),
+                  label="E_K"),
 )

@@ -43,8 +43,8 @@ from simulator.walls.wall_normal import horizontal_velocity
 
 
 class NoSlipConvection(ImexEquation):
-    """No-slip Rayleigh-Benard convection on a walled plane or box (slab or single backend); each equation says
-    which (:attr:`plane`)."""
+    """No-slip Rayleigh-Benard convection on a walled plane or box (single or slab; a box on a pencil too); each
+    equation says which (:attr:`plane`)."""
 
     #: whether the grid is a plane (1, Nx, Nz), not a box
     plane: ClassVar[bool] = False

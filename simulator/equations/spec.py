@@ -239,6 +239,10 @@ class EquationInfo:
     #: 1-D spectra binned by another wavenumber than |k|: name -> ``k_h`` (horizontal) or ``k_z`` (|k_z|); their bin
     #: 0 is no mean but modes of the flow (vertically uniform, or horizontally uniform: shear), kept when read
     spectrum_axes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: one-dimensional spectra along the periodic directions at each height between plates (the ``wall_spectra``
+    #: output kind, :mod:`simulator.output.wall_spectra`, on the spectra's schedule): name -> what it is; the
+    #: implementation's ``wall_spectra(state, params)`` computes them
+    wall_spectra: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: the grids it runs on: 3 a box (``grid.shape`` of three entries), 2 a plane (two; :mod:`simulator.fft.plane`)
     dimensions: int = 3
     #: plates (``grid.walls``, :mod:`simulator.fft.bases`): ``none`` (refused in one line,

@@ -113,6 +113,12 @@ class Layout:
         return list(dict.fromkeys(out))
 
     @classmethod
+    def check_walls_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
+        """Raise ConfigError unless a walled grid ``shape`` (``grid.walls``) decomposes over ``mesh_shape`` beyond
+        :meth:`check_layout`'s sizes (none by default: a slab's walled transform splits what its periodic one does)."""
+        return None
+
+    @classmethod
     def compact_sizes(cls, shape: Sequence[int], mesh_shape: tuple[int, ...],
                       at_least: Sequence[int] | None = None) -> Shape3 | None:
         """Sizes (Kx, Ky, Kz) of the compact real-to-complex spectrum on this mesh, or None where it is
@@ -236,9 +242,11 @@ class SlabLayout(Layout):
 
 
 class PencilLayout(Layout):
-    """2D mesh ``[P0, P1]``: real space (x/P0, y/P1, z), k-space (kx, ky/P0, kz/P1)."""
+    """2D mesh ``[P0, P1]``: real space (x/P0, y/P1, z), k-space (kx, ky/P0, kz/P1); a walled grid's k-space
+    (kx/P0, ky/P1, z), as real space (:mod:`simulator.fft.pencil`)."""
 
     name: ClassVar[str] = "pencil"
+    takes_walls: ClassVar[bool] = True
     axis_names: ClassVar[tuple[str, ...]] = (P0, P1)
     real_axes: ClassVar[Spec3] = (P0, P1, None)
     spectral_axes: ClassVar[Spec3] = (None, P0, P1)
@@ -256,6 +264,18 @@ class PencilLayout(Layout):
         mesh's last axis holds consecutive devices (the GPUs of one node first), so the larger exchange
         also stays on the faster links. The half spectrum's two exchanges are the same size either way."""
         return tuple(requested) if requested is not None else near_square(n_devices)
+
+    @classmethod
+    def check_walls_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
+        """A walled field's (x, y) transform runs on (x, y)-planes, the bounded axis split over all ``P0 P1``
+        devices between the two exchanges: ``Nz`` (a plane's ``Ny``) must divide by the device count."""
+        count, nz = math.prod(mesh_shape), int(shape[2])
+        if nz % count:
+            last = f"N{box_axis_names(tuple(int(n) for n in shape))[2]}"
+            raise ConfigError(key, list(shape), f"{cls.name} with grid.walls on mesh {list(mesh_shape)} needs {last} = "
+                              f"{nz} divisible by {count}, the device count (the bounded direction is split over every "
+                              "device while the periodic ones are transformed); choose a multiple",
+                              "does not divide over the mesh")
 
     @classmethod
     def check_mesh_request(cls, requested: Sequence[int] | None, key: str = "fft.mesh") -> None:

@@ -1,10 +1,11 @@
 """The bounded last axis's transforms (:mod:`simulator.fft.bases`), local to a device: the free-slip basis's sine
 and cosine series and the no-slip basis's Chebyshev series.
 
-A backend whose layout takes walls (``Layout.takes_walls``: single and slab) runs these where it would run its
-real-to-complex transform of z: on one device before the complex transform of (x, y), on a slab before the
-all-to-all (z is whole on each device in real space), so the distributed transform of a walled field is the
-periodic one with its first stage replaced (:meth:`simulator.fft.base.FFTBackend.forward_walls`).
+A backend whose layout takes walls (``Layout.takes_walls``: single, slab and pencil) runs these where it would run
+its real-to-complex transform of z: on one device before the complex transform of (x, y), on a slab or a pencil
+before the first all-to-all (z is whole on each device in real space), so the distributed transform of a walled
+field is the periodic one with its first stage replaced (:meth:`simulator.fft.base.FFTBackend.forward_walls`; a
+pencil's exchanges differ: :mod:`simulator.fft.pencil`).
 
 Grid and normalisation: ``N`` points ``z_j = (j + 1/2) H / N`` and scipy's unnormalised type-2 transforms,
 
@@ -144,7 +145,7 @@ class WalledTransforms:
     def _walls(self, parity: str, x: jax.Array) -> jax.Array:
         from simulator.errors import ConfigError
 
-        raise ConfigError("fft.backend", self.name, "single or slab with grid.walls", "does not take walls")
+        raise ConfigError("fft.backend", self.name, "single, slab or pencil with grid.walls", "does not take walls")
 
     def _iwalls(self, parity: str, k: jax.Array) -> jax.Array:
         return self._walls(parity, k)  # the same refusal

@@ -56,6 +56,7 @@ MODULES = (
     "simulator.output.particles",
     "simulator.output.trajectories",
     "simulator.output.profiles",
+    "simulator.output.wall_spectra",
 )
 #: environment variable naming further output-kind modules, comma-separated
 ENV_EXTRA = "SIMULATOR_OUTPUTS"

@@ -123,7 +123,3 @@ def check_start(initial: InitialCondition, cfg: Any) -> None:
     if any(abs(a - b) > 1e-12 * max(abs(b), 1.0) for a, b in zip(source.box, box, strict=True)):
         raise ConfigError("initial.path", initial.path, f"give a state in this run's box {box}",
                           f"was written in the box {list(source.box)}")
-    if cfg.grid.walls.on and tuple(source.shape) != tuple(cfg.grid.cells):
-        raise ConfigError("initial.path", initial.path, f"not yet: a state between plates starts only on the grid it "
-                          f"was written on, grid.shape {list(cfg.grid.shape)}",
-                          f"holds grid {source.config['grid']['shape']}")

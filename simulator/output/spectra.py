@@ -264,8 +264,8 @@ def resolved(spectra: Mapping[str, np.ndarray], config: Mapping[str, Any], info:
              ) -> dict[str, np.ndarray]:
     """:func:`read_spectra`'s ``spectra`` on the resolved bins (:func:`resolved_shells`): ``k``, ``k_h`` and
     ``k_z`` cut to theirs, each (rows, bins) spectrum along its own axis (:func:`axis_of`; the file stores them all
-    along ``k``, the same centres), the (rows, k_h, k_z) maps along both; the rows' clocks (``step``, ``time``,
-    ``a``, ``z``) as they are."""
+    along ``k``, the same centres; an axis a spectrum is binned along is added where the file holds only ``k``), the
+    (rows, k_h, k_z) maps along both; the rows' clocks (``step``, ``time``, ``a``, ``z``) as they are."""
     if "k" not in spectra:
         return dict(spectra)
     keep = {axis: resolved_shells(np.asarray(spectra.get(axis, spectra["k"])), config, info, axis) for axis in SPANS}
@@ -277,6 +277,10 @@ def resolved(spectra: Mapping[str, np.ndarray], config: Mapping[str, Any], info:
             out[name] = values[:, keep[axis_of(name, info)]]
         else:
             out[name] = values[:, keep["k_h"]][:, :, keep["k_z"]] if np.ndim(values) == 3 else values
+    # a spectrum binned along k_h or k_z in a file that stores only k (the same centres): its own axis beside it, so
+    # that each spectrum's columns have their wavenumbers (k's start at its first shell, k_h's and k_z's at 0)
+    for axis in {axis_of(name, info) for name, values in spectra.items() if np.ndim(values) == 2} - set(out):
+        out[axis] = np.asarray(spectra["k"])[keep[axis]]
     return out
 
 

@@ -34,17 +34,20 @@ KAPPA, B = 0.41, 5.2
 
 def wall_units_figure(stats: ChannelStatistics | WallProfiles, title: str) -> Figure:
     """Two panels against y+ on a log axis: U+ with the viscous sublayer and the log law, and the Reynolds
-    stresses <u'u'>+, <v'v'>+, <w'w'>+ (a box's) and -<u'v'>+. The plate points (y+ = 0) are left off the log
-    axis."""
+    stresses <u'u'>+, <v'v'>+, <w'w'>+ (a box's) and -<u'v'>+, the last in each plate's own frame (positive in
+    both halves of a pressure-driven channel). The plate points (y+ = 0) are left off the log axis."""
     fig, axes = figure(2, 1, sharex=True)
     mean, stresses = axes[0, 0], axes[1, 0]
     halves = ((stats.y <= 0) & (stats.y_plus > 0), (stats.y > 0) & (stats.y_plus > 0))
-    for half, style in zip(halves, ("-", "--"), strict=True):
+    # -<u'v'> in each plate's own frame (v towards the channel, u along the plate's stress): the upper half's v points
+    # the other way, which flips its sign where the two stresses have one sign (Poiseuille) and not in Couette flow
+    frames = (np.sign(stats.tau_bottom) or 1.0, -(np.sign(stats.tau_top) or 1.0))
+    for half, style, frame in zip(halves, ("-", "--"), frames, strict=True):
         y_plus = stats.y_plus[half]
         mean.semilogx(y_plus, np.abs(stats.u_plus[half]), style, color="C0",
                       label=r"$U^+$" if style == "-" else None)
         profiles = {r"$\langle u'u'\rangle^+$": stats.streamwise, r"$\langle v'v'\rangle^+$": stats.wall_normal,
-                    r"$\langle w'w'\rangle^+$": stats.spanwise, r"$-\langle u'v'\rangle^+$": -stats.shear}
+                    r"$\langle w'w'\rangle^+$": stats.spanwise, r"$-\langle u'v'\rangle^+$": -frame * stats.shear}
         for i, (label, values) in enumerate(profiles.items()):
             if values is not None:
                 stresses.semilogx(y_plus, values[half], style, color=f"C{i}", label=label if style == "-" else None)

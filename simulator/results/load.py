@@ -28,8 +28,9 @@
 Snapshots are read lazily (one field or one slice at a time, only the shard blocks it touches); the
 particle snapshots and trajectories when first used. Spectra hold the shells the run resolves, 0 < k <= k_res
 (:func:`simulator.output.spectra.resolved`: no k = 0, nothing past the grid's sphere of modes or the
-dealiasing), so that the ratio of two runs' spectra is right as it is; ``read_spectra(run.path /
-"spectra.h5")`` (:func:`simulator.output.spectra.read_spectra`) gives every shell the file holds.
+dealiasing; a spectrum binned by k_h or |k_z| from 0, with that axis beside it), so that the ratio of two runs'
+spectra is right as it is; ``read_spectra(run.path / "spectra.h5")`` (:func:`simulator.output.spectra.read_spectra`)
+gives every shell the file holds.
 """
 
 from __future__ import annotations

@@ -65,6 +65,7 @@ class Simulation:
         if cache.status() is None:  # built without runtime.setup (a script's own devices): cache all the same
             runtime.enable_cache(cfg.runtime.compilation_cache, programs.count_compilations)
         self.info = equations.get(cfg.physics.name)
+        runtime.use_precision(cfg.precision)  # built without runtime.setup: float64 all the same
         self.dtype = jnp.dtype(jnp.float64 if cfg.precision == "float64" else jnp.float32)
         self.fft = runtime.make_fft(cfg, devices, compact_at_least)
         cls = self.info.load()

@@ -14,7 +14,15 @@ import math
 from dataclasses import dataclass
 
 from simulator.equations import wall_scalars
-from simulator.equations.channels import DIAGNOSTICS, PLOT, SCALES, ChannelParams, Laminar, TollmienSchlichting
+from simulator.equations.channels import (
+    BOX_WALL_SPECTRA,
+    DIAGNOSTICS,
+    PLOT,
+    SCALES,
+    ChannelParams,
+    Laminar,
+    TollmienSchlichting,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.schema import setting
 from simulator.time.schemes import IMEX
@@ -52,11 +60,15 @@ INFO = EquationInfo(
                  "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
                  "slip": "max |u - U_plate|, |v| and |w| at the plates: round-off",
                  "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz), dz the local spacing of the Gauss-Lobatto "
-                        "points"},
+                        "points",
+                 "production": "production of fluctuation energy P = -<u'w'> dU/dz - <v'w'> dV/dz over the volume "
+                               "(w across the plates, V the spanwise mean flow)",
+                 "mean_dissipation": "dissipation of the mean flow nu <(dU/dz)^2 + (dV/dz)^2> over the volume"},
     resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
     progress=("bulk_velocity", "re_tau", "cfl"),
     spectra={"energy": "kinetic energy of the fluctuations per horizontal |k|, integrated across the plates: sums "
                        "to E_K less the mean flow's"},
     spectrum_axes={"energy": "k_h"},
+    wall_spectra=BOX_WALL_SPECTRA,
     plot=PLOT,
 )

@@ -13,6 +13,6 @@ from simulator.equations.channel_flow import ChannelFlow
 
 @final
 class Channel(ChannelFlow):
-    """A channel between no-slip plates in a box (slab or single backend)."""
+    """A channel between no-slip plates in a box (single, slab or pencil backend)."""
 
     info = INFO

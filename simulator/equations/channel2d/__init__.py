@@ -20,7 +20,15 @@ import math
 from dataclasses import dataclass
 
 from simulator.equations import wall_scalars
-from simulator.equations.channels import DIAGNOSTICS, PLOT, SCALES, ChannelParams, Laminar, TollmienSchlichting
+from simulator.equations.channels import (
+    DIAGNOSTICS,
+    PLOT,
+    SCALES,
+    WALL_SPECTRA,
+    ChannelParams,
+    Laminar,
+    TollmienSchlichting,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.schema import setting
 from simulator.time.schemes import IMEX
@@ -61,5 +69,6 @@ INFO = EquationInfo(
     spectra={"energy": "kinetic energy of the fluctuations per |k_x|, integrated over y: sums to E_K less the mean "
                        "flow's"},
     spectrum_axes={"energy": "k_h"},
+    wall_spectra=WALL_SPECTRA,
     plot=PLOT,
 )

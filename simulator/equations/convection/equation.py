@@ -50,7 +50,7 @@ PARITY = ("even", "even", "odd", "odd")
 
 @final
 class Convection(SemiLinearEquation):
-    """Free-slip Rayleigh-Benard convection in a walled box (slab or single backend)."""
+    """Free-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend)."""
 
     info = INFO
     space = "spectral"

@@ -16,7 +16,7 @@ from simulator.fft import FFTBackend
 
 @final
 class NoSlipConvection3D(NoSlipConvection):
-    """No-slip Rayleigh-Benard convection in a walled box (slab or single backend)."""
+    """No-slip Rayleigh-Benard convection in a walled box (single, slab or pencil backend)."""
 
     info = INFO
     plane = False
