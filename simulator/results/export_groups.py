@@ -248,7 +248,8 @@ def spectra_group(f: h5netcdf.File, run: RunResults, units: dict[str, str]) -> N
     with open_for_reading(run.path / SPECTRA_FILE) as src:
         units.update(json.loads(src.attrs.get("units", "{}")))
         f.attrs["units"] = json.dumps(units)
-        attrs = {name: stored_attrs(src[name]) for name in data}
+        # an axis the reader adds beside a spectrum binned by it (k_h where the file stores only k) has k's attributes
+        attrs = {name: stored_attrs(src[name if name in src else "k"]) for name in data}
     for name in axes:
         variable(f, name, (name,), data[name], **attrs[name])
     variable(f, "time_spectra", ("time_spectra",), data["time"], axis="T", **attrs["time"])
