@@ -131,26 +131,29 @@ def test_a_distributed_run_with_scalars_equals_the_single_device_one(devices, fl
         assert np.abs(got[name] - want[name]).max() < 1e-12 * np.abs(want[name]).max(), name
 
 
-#: boxes on a slab of 2: a Couette channel with a scalar held at 1.5 and -0.5, convection between fixed-flux plates
-#: with a scalar of slope 0.5 at both
+#: on a slab of 2: a Couette channel (a box) and a Poiseuille one (a plane) with a scalar held at 1.5 and -0.5,
+#: convection in a box between fixed-flux plates with a scalar of slope 0.5 at both
 BOXES = {"channel": {"physics__name": "channel", "physics__reynolds": 100.0, "physics__drive": "couette",
-                     "physics__scalars": [{"diffusivity": 0.01, "values": VALUES}]},
+                     "physics__scalars": [{"diffusivity": 0.01, "values": VALUES}], "grid__shape": [8, 4, 16]},
+         "channel2d": {"physics__name": "channel2d", "physics__reynolds": 100.0, "physics__drive": "pressure",
+                       "physics__scalars": [{"diffusivity": 0.01, "values": VALUES}], "grid__shape": [8, 16]},
          "convection_noslip": {**FLUX, "physics__name": "convection_noslip", "grid__box": [2.0, 2.0, 1.0],
-                               "physics__scalars": [{"diffusivity": 0.01, "gradients": [0.5, 0.5]}]}}
+                               "physics__scalars": [{"diffusivity": 0.01, "gradients": [0.5, 0.5]}],
+                               "grid__shape": [8, 4, 16]}}
 
 
 @pytest.mark.parametrize("name", BOXES)
 def test_a_box_holds_its_scalars_conductive_profile(devices, name):
-    """In a box on a slab of 2 (8 x 4 x 16), the scalar's conductive profile, carried along the plates by the
-    Couette flow or in the conductive state between fixed-flux plates, is steady to round-off over 10 steps, its
-    plate fluxes the profile's, -kappa (s1 - s0)/H or -kappa g."""
-    sim = simulation(devices, ("slab", 2, None), **{**BOXES[name], "grid__shape": [8, 4, 16]})
+    """On a slab of 2, the scalar's conductive profile, carried along the plates by Couette flow (a box) or
+    Poiseuille flow (a plane), or in the conductive state between fixed-flux plates (a box), is steady to round-off
+    over 10 steps, its plate fluxes the profile's, -kappa (s1 - s0)/H or -kappa g."""
+    sim = simulation(devices, ("slab", 2, None), **BOXES[name])
     start = sim.initial_state()
     end = advance(sim, start, 0.05, 10)
     got, want = (np.asarray(sim.fields(x, "scalar")["scalar"]) for x in (end, start))
     assert np.abs(got - want).max() < 1e-14
     report = sim.diagnostics(end, 0.05)
-    flux = 0.01 * (VALUES[0] - VALUES[1]) / 2 if name == "channel" else -0.01 * 0.5
+    flux = -0.01 * 0.5 if name == "convection_noslip" else 0.01 * (VALUES[0] - VALUES[1]) / 2
     for side in ("bottom", "top"):
         assert float(report[f"scalar0_flux_{side}"]) == pytest.approx(flux, rel=0, abs=1e-15)
 
