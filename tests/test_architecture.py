@@ -301,9 +301,14 @@ def test_every_equation_keeps_its_declared_contract(name):
         from simulator.equations.base import SemiLinearEquation
 
         assert cls.linear is not SemiLinearEquation.linear, f"{name}: declares diagonal_linear without linear()"
-    if any(f.name == "scalars" for f in dataclasses.fields(info.params)):
-        # a host of passive scalars implements the declared protocol: every member of ScalarHost is a
-        # class attribute or one of the pytree's leaves or static fields
+    from simulator.equations.scalars import PassiveScalar
+    from simulator.schema import section_list_item, type_hints
+
+    if any(f.name == "scalars" and section_list_item(type_hints(info.params)[f.name]) is PassiveScalar
+           for f in dataclasses.fields(info.params)):
+        # a host of periodic passive scalars implements the declared protocol: every member of ScalarHost is a
+        # class attribute or one of the pytree's leaves or static fields (scalars between plates are the flow
+        # core's, simulator.equations.wall_scalars)
         from simulator.equations.scalars.terms import CarriesScalars, ScalarHost
 
         assert issubclass(cls, CarriesScalars), cls

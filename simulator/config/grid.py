@@ -36,7 +36,8 @@ class WallsConfig:
                                         "no-slip (at rest: the Chebyshev basis), the same at both")
     temperature: tuple[str, str] = setting(("fixed-value", "fixed-value"), "the temperature's (and each passive "
                                            "scalar's) condition at the bottom and top plate: fixed-value or "
-                                           "fixed-flux, the same at both (a sine or cosine series)")
+                                           "fixed-flux (no-slip plates only: between free-slip ones a fixed flux "
+                                           "would make the temperature a cosine series), the same at both")
 
     @property
     def on(self) -> bool:

@@ -194,6 +194,12 @@ class Equation(abc.ABC):
         (:func:`simulator.fft.bases.resample_matrix`). Only an equation between plates has them."""
         raise NotImplementedError(f"{type(self).__name__} has no plates")
 
+    def wall_lift(self, name: str) -> jax.Array | None:
+        """The profile across the plates that the state field ``name`` holds apart from its series (broadcasting
+        against the field, on this grid's heights), which a remap across the plates takes off before resampling the
+        series and puts back on the new heights; None (the default): the field is its series alone."""
+        return None
+
     def stored_fields(self, stored: Mapping[str, Any]) -> dict[str, jax.Array]:
         """The state fields (:attr:`state_fields`) that a checkpoint holds as particle arrays rather than as
         fields of its state (``stored``: every particle-space dataset of the file by leaf name, read in chunks),

@@ -6,16 +6,17 @@ Here y names the wall-normal direction (a box's config calls it z) and s a box's
 :class:`simulator.walls.flow.State` of walled Chebyshev spectra (NumPy's FFT along the periodic axes, unnormalised,
 by the Chebyshev coefficients across the plates): in a plane ``w`` ``(1, Nx, Ny)`` the wall-normal velocity and
 ``zeta`` None; in a box ``w`` and the wall-normal vorticity ``zeta`` = i k_x v_s - i k_s u, ``(Nx, Ns, Ny)``;
-``mean`` ``(2, Ny)`` the periodic mean of the velocity along the plates (U, V) (V zero in a plane); ``scalars``
-None. Its arrays are held split along the first axis and whole across the plates (the real layout), so each device
-solves its modes' columns whole.
+``mean`` ``(2, Ny)`` the periodic mean of the velocity along the plates (U, V) (V zero in a plane); ``scalars`` the
+passive scalars ``(S, *grid)`` (:mod:`simulator.equations.wall_scalars`; None without any). Its arrays are held
+split along the first axis and whole across the plates (the real layout), so each device solves its modes' columns
+whole.
 
 The explicit terms, per stage: the velocity along the plates by continuity and zeta
 (:func:`simulator.walls.wall_normal.horizontal_velocity`; the mean flow at k = 0), H = -(u . grad) u formed on the
 grid (advective form), transformed back and dealiased by the 2/3 rule along the periodic axes and along the
 Chebyshev coefficients (as :mod:`simulator.equations.convection2d_noslip`), then h_w = -d/dy (i k_x H_x + i k_s
 H_s) - k^2 H_y (the curl of the curl: the pressure eliminated), h_zeta = i k_x H_s - i k_s H_x, and the mean flow's
-h_U = <H_x> plus the drive's G, h_V = <H_s>.
+h_U = <H_x> plus the drive's G, h_V = <H_s>; each passive scalar's -(u . grad) s, formed and dealiased alike.
 
 Drives: ``couette`` moves the plates (the core's plate velocities -U, +U); ``pressure`` adds the fixed G to h_U;
 ``flux`` steps with G = 0 and then adds G R to the mean flow, R the same step's response to a unit gradient from rest
@@ -34,10 +35,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.equations import wall_scalar_terms
 from simulator.equations.base import ImexEquation, Params
 from simulator.equations.channel_outputs import ChannelOutputs
 from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
+from simulator.equations.scalars import field_info
+from simulator.equations.spec import FieldInfo
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
@@ -52,7 +56,7 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
 
     # the spectra in the real layout (split along the first axis, whole across the plates); the mean flow whole on
     # every device
-    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles"}
+    space: ClassVar[dict[str, str]] = {"w": "real", "zeta": "real", "mean": "particles", "scalars": "real"}
     _LEAVES: ClassVar[tuple[str, ...]] = ("kx", "ky")
 
     def __init__(self, fft: FFTBackend, box: Sequence[float], dtype: Any, physics: ChannelParams | None = None):
@@ -66,6 +70,11 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
     def plane(self) -> bool:
         """Whether the channel is a plane (x, y), not a box (x, y, z)."""
         return self.info.dimensions == 2
+
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
+        return field_info(self.info.fields, len(self.physics.scalars))
 
     @property
     def drive(self) -> str:
@@ -125,11 +134,14 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         return params["plate_velocity"] if self.drive == "couette" else jnp.zeros((), self.dtype)
 
     def core(self, params: Params) -> flow.NoSlipFlow:
-        """The flow core of these modes at nu = 1/Re, the plates at -U and +U along x."""
+        """The flow core of these modes at nu = 1/Re, the plates at -U and +U along x, and the passive scalars'
+        diffusivities and plates."""
         speed = self.plate_velocity(params)
         kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
+        conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._count)
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
-                               plates=flow.Plates(velocity=((-speed, 0.0), (speed, 0.0))))
+                               wall_scalar_terms.diffusivities(params),
+                               flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values))
 
     def velocity_hat(self, state: flow.State) -> list[jax.Array]:
         """The spectra of the velocity's components, streamwise, [spanwise,] wall-normal: the periodic ones by
@@ -153,18 +165,28 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         values = self._inverse(jnp.stack(hats + [d(c) for c in hats for d in slopes]))
         return [values[i] for i in range(m)], [[values[m + i * m + j] for j in range(m)] for i in range(m)]
 
+    def _scalar_slopes(self, scalars: jax.Array) -> jax.Array:
+        """The passive scalars' gradients on the grid, ``(S, m, *grid)``, components as the velocity's."""
+        slopes = [lambda f: 1j * self.kx * f] + ([] if self.plane else [lambda f: 1j * self.ky * f]) + [self._dy]
+        return jnp.stack([self._inverse(jnp.stack([d(s) for d in slopes])) for s in scalars])
+
     def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
-        """h_w, h_zeta (a box's) and h_U, h_V of the module docstring (h_U without the drive)."""
+        """h_w, h_zeta (a box's), h_U, h_V (h_U without the drive) and the passive scalars' h_s of the module
+        docstring."""
         c, g = self._grid(state)
         m = len(c)
-        hat = self._dealias() * self._forward(jnp.stack([-sum(c[j] * g[i][j] for j in range(m)) for i in range(m)]))
-        along, normal = hat[0], hat[-1]
+        advected = [-sum(c[j] * g[i][j] for j in range(m)) for i in range(m)]
+        if state.scalars is not None:
+            slopes = self._scalar_slopes(state.scalars)
+            advected += [-sum(c[j] * slope[j] for j in range(m)) for slope in slopes]
+        hat = self._dealias() * self._forward(jnp.stack(advected))
+        along, normal = hat[0], hat[m - 1]
         span = jnp.zeros_like(along) if self.plane else hat[1]
         h_w = -self._dy(1j * self.kx * along + 1j * self.ky * span) - (self.kx**2 + self.ky**2) * normal
         h_zeta = None if self.plane else 1j * self.kx * span - 1j * self.ky * along
         mean_u = self._mean_of(along)
         mean = self._replicated(jnp.stack([mean_u, jnp.zeros_like(mean_u) if self.plane else self._mean_of(span)]))
-        return flow.State(h_w, h_zeta, mean, state.scalars)
+        return flow.State(h_w, h_zeta, mean, None if state.scalars is None else hat[m:])
 
     def _drive(self, gradient: jax.Array | float, like: jax.Array) -> jax.Array:
         """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0."""
@@ -199,8 +221,8 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         return jnp.asarray(Chebyshev(self.fft.shape[2], self.box[2]).points(), self.dtype)[None, None]
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
-        """The state of ``velocity`` ``(3, *shape)``: its wall-normal component, a box's wall-normal vorticity and
-        the periodic mean of the components along the plates."""
+        """The state of ``velocity`` ``(3, *shape)`` (its wall-normal component, a box's wall-normal vorticity and
+        the periodic mean of the components along the plates) and the passive scalars ``scalar`` ``(S, *shape)``."""
         velocity = fields["velocity"].astype(self.dtype)
         along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
         w = self._forward(velocity[1] if self.plane else velocity[2])
@@ -210,20 +232,23 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
             zeta = 1j * self.kx * v - 1j * self.ky * u
         means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
         mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
-        return flow.State(w, zeta, mean, None)
+        scalars = self._forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
+        return flow.State(w, zeta, mean, scalars)
 
     def wall_series(self, name: str) -> tuple[str, ...]:
-        """Every component of the velocity is a Chebyshev series across the plates: a restart at another wall-normal
-        resolution remaps it by its coefficients (:mod:`simulator.run.remap`)."""
-        return (CHEBYSHEV,) * 3
+        """Every component of the velocity, and each passive scalar, is a Chebyshev series across the plates: a restart
+        at another wall-normal resolution remaps it by its coefficients (:mod:`simulator.run.remap`)."""
+        return (CHEBYSHEV,) * (len(self.physics.scalars) if name == "scalar" else 3)
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
-        """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy."""
+        """The streamwise velocity and the velocity, on the grid; a plane's vorticity dv/dx - du/dy; the passive
+        scalars."""
         c, g = self._grid(state)
+        out = {} if state.scalars is None else {"scalar": self._inverse(state.scalars)}
         if self.plane:
-            return {"streamwise": c[0], "vorticity": g[1][0] - g[0][1],
+            return {**out, "streamwise": c[0], "vorticity": g[1][0] - g[0][1],
                     "velocity": jnp.stack([c[0], c[1], jnp.zeros_like(c[0])])}
-        return {"streamwise": c[0], "velocity": jnp.stack(c)}
+        return {**out, "streamwise": c[0], "velocity": jnp.stack(c)}
 
     # ---- diagnostics, profiles and spectra -----------------------------------------------------------------
 
@@ -261,7 +286,10 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         targets = [20.0, 8.0][:len(steps)]
         wall = jnp.min(jnp.stack([t * viscous / float(h) for t, h in zip(targets, steps, strict=True)]
                                  + [viscous / float(gaps[0]), 8.0 * viscous / float(gaps.max())]))
-        return {"kinetic_energy": 0.5 * self._volume_mean(squared),
+        out = {} if state.scalars is None else wall_scalar_terms.diagnostics(
+            state.scalars, self._inverse(state.scalars), params, self._mean_mode(), self._count, self.box[2],
+            self._volume_mean)
+        return {**out, "kinetic_energy": 0.5 * self._volume_mean(squared),
                 "wall_resolution": wall,
                 "bulk_velocity": bulk_velocity(state.mean),
                 "tau_bottom": tau_bottom, "tau_top": tau_top, "u_tau": u_tau, "re_tau": u_tau * params["reynolds"],
@@ -275,7 +303,8 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
     def profiles(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """Averages over the periodic directions at each height, each ``(Ny,)`` replicated
         (:mod:`simulator.output.profiles`): the mean velocity <u>, the Reynolds stresses <u'u'>, <v'v'> (v across the
-        plates), <u'v'>, a box's spanwise <w'w'>, and the total shear stress nu d<u>/dy - <u'v'>."""
+        plates), <u'v'>, a box's spanwise <w'w'>, the total shear stress nu d<u>/dy - <u'v'>, and each passive scalar
+        (``scalar{i}``)."""
         c, _ = self._grid(state)
         prime = [f - jnp.mean(f, axis=(0, 1)) for f in c]
         uv = jnp.mean(prime[0] * prime[-1], axis=(0, 1))
@@ -284,6 +313,8 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
                "total_shear_stress": chebyshev.backward(self._dy(state.mean[0])) / params["reynolds"] - uv}
         if not self.plane:
             out["reynolds_ww"] = jnp.mean(prime[1] ** 2, axis=(0, 1))
+        if state.scalars is not None:
+            out.update(wall_scalar_terms.profiles(self._inverse(state.scalars)))
         return {k: self._replicated(v) for k, v in out.items()}
 
     def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
@@ -343,4 +374,5 @@ def tollmien_schlichting(eq: ChannelFlow, c: Sequence[jax.Array], ic: Any, param
     return {"velocity": jnp.stack([u, v, jnp.zeros_like(u)] if eq.plane else [u, jnp.zeros_like(u), v])}
 
 
-ChannelFlow.builders = {"laminar": laminar, "tollmien_schlichting": tollmien_schlichting}
+ChannelFlow.builders = {"laminar": wall_scalar_terms.with_scalars(laminar),
+                        "tollmien_schlichting": wall_scalar_terms.with_scalars(tollmien_schlichting)}

@@ -17,10 +17,12 @@ stepped by IMEX RK222 with the viscous terms implicit; :mod:`.equation` is the i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import wall_scalars
 from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
@@ -42,6 +44,7 @@ class ChannelParams(EquationParams):
                                                     "null: 2/Re, laminar Poiseuille flow's with U_c = 1")
     flux: float = param(2 / 3, "the bulk velocity U_b = (1/2h) int u dy held for drive = flux (2/3: laminar "
                                "Poiseuille flow's with U_c = 1)")
+    scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
@@ -64,9 +67,16 @@ class ChannelParams(EquationParams):
                               "two plates across the last "
                               "direction", "leaves the grid periodic")
         check_channel(self.drive, self.reynolds, tuple(walls.velocity), self.flux if self.drive == "flux" else None)
+        wall_scalars.check(self.scalars, cfg)
         if abs(cfg.grid.box[-1] - 2.0) > 1e-12:
             raise ConfigError("grid.box", list(cfg.grid.box), f"{[*cfg.grid.box[:-1], 2]}: lengths are measured in "
                               "the half gap h, so the plates lie 2 apart", "does not put the plates 2 apart")
+
+
+    def resolve(self, cfg: Any) -> Any:
+        """Each passive scalar's plate key filled in (:func:`simulator.equations.wall_scalars.resolve`)."""
+        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=wall_scalars.resolve(self.scalars,
+                                                                                                       cfg)))
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,10 @@ class Laminar(InitialCondition):
     name: str = setting("laminar", "initial condition")
     amplitude: float = param(0.0, "amplitude A of the wall-normal noise at mid-height", min=0.0)
     seed: int = random_seed("random seed (0 to 2^32 - 2)", max=2**32 - 2)
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
+
+    def check(self, cfg: Any) -> None:
+        wall_scalars.check_initial(self.scalars, cfg)
 
 
 @dataclass(frozen=True)
@@ -89,8 +103,10 @@ class TollmienSchlichting(InitialCondition):
     name: str = setting("tollmien_schlichting", "initial condition")
     alpha: float = setting(1.0, "streamwise wavenumber alpha (1/h): 2 pi m / Lx, m a whole number below Nx/3")
     amplitude: float = param(1e-4, "peak streamwise velocity of the wave, in U_c", min=0.0)
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
 
     def check(self, cfg: Any) -> None:
+        wall_scalars.check_initial(self.scalars, cfg)
         physics = cfg.physics
         check_channel(physics.drive, physics.reynolds, tuple(cfg.grid.walls.velocity),
                       physics.flux if physics.drive == "flux" else None, self.alpha, cfg.grid.box[0],
@@ -120,6 +136,7 @@ DIAGNOSTICS = {
                      "the gradient that holds U_b)",
     "wall_work": "work of the moving plates U (tau_bottom - tau_top) / 2h (couette; 0 otherwise): dE_K/dt = "
                  "pressure_work + wall_work - mean_dissipation - dissipation",
+    **wall_scalars.DIAGNOSTICS,
 }
 #: the one-dimensional spectra at each height of a plane's channel (the wall_spectra output kind)
 WALL_SPECTRA = {

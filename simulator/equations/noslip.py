@@ -29,8 +29,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.equations import wall_scalar_terms
 from simulator.equations.base import ImexEquation, Params
 from simulator.equations.noise import white_noise
+from simulator.equations.scalars import field_info
+from simulator.equations.spec import FieldInfo
 from simulator.equations.walled import free_fall, kmax_eta
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
@@ -91,14 +94,27 @@ class NoSlipConvection(ImexEquation):
             keep = keep & (jnp.abs(k * (self.box[axis] / (2 * jnp.pi))) < self.fft.shape[axis] / 3)
         return keep.astype(self.dtype)
 
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
+        return field_info(self.info.fields, len(self.physics.scalars))
+
+    @property
+    def fixed_flux(self) -> bool:
+        """Whether the plates hold the temperature's flux (``grid.walls.temperature``), not its value."""
+        return self.physics.temperature_plates == "fixed-flux"
+
     def core(self, params: Params) -> flow.NoSlipFlow:
-        """The flow core of this grid's modes: (k_x, k_y) of each, the plates' velocities along x, fixed
-        temperatures theta = 0 at both plates."""
+        """The flow core of this grid's modes: (k_x, k_y) of each, the plates' velocities along x, theta = 0 or
+        d theta/dz = 0 at both plates (the temperature's fixed value or flux), and the passive scalars' plates."""
         nu, kappa = free_fall(params)
         bottom, top = self.physics.plate_velocity
-        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=("fixed-value",), values=((0.0, 0.0),))
-        return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu, (kappa,),
-                               plates, planar=self.plane)
+        conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._cells)
+        plates = flow.Plates(velocity=((bottom, 0.0), (top, 0.0)), scalars=(self.physics.temperature_plates,
+                                                                            *conditions),
+                             values=((0.0, 0.0), *values))
+        return flow.NoSlipFlow(self.kx[..., 0], self.ky[..., 0], self.fft.shape[2], self.box[2], nu,
+                               (kappa, *wall_scalar_terms.diffusivities(params)), plates, planar=self.plane)
 
     def couette(self) -> jax.Array:
         """The plates' Couette flow U0 + (U1 - U0) z / H along x, ``(1, 1, Nz)``: the velocity of the conductive
@@ -119,10 +135,11 @@ class NoSlipConvection(ImexEquation):
                 state.w)
 
     def _spectra(self, state: flow.State) -> tuple[Callable[[jax.Array], jax.Array], int]:
-        """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra and theta's, for a
+        """``(spectrum, count)``: ``spectrum(i)`` the i-th of the velocity components' spectra, theta's and the passive
+        scalars', for a
         traced ``i`` (a switch, not an index into their stack: a stack would hold a second copy of them all)."""
         # one dtype for the switch's branches: in float32 the mean flow's factor would make u complex128
-        bases = tuple(b.astype(state.w.dtype) for b in (*self.velocity_hat(state), state.scalars[0]))
+        bases = tuple(b.astype(state.w.dtype) for b in (*self.velocity_hat(state), *state.scalars))
         return (lambda i: jax.lax.switch(i, [lambda b=b: b for b in bases])), len(bases)
 
     def _grid(self, state: flow.State) -> dict[str, jax.Array]:
@@ -150,7 +167,8 @@ class NoSlipConvection(ImexEquation):
         return ("x", "z") if self.plane else ("x", "y", "z")
 
     def _advected(self, state: flow.State) -> jax.Array:
-        """-(u . grad) f + F on the grid for each velocity component f and theta, ``(C + 1, *grid)``, F the
+        """-(u . grad) f + F on the grid for each velocity component f, theta and each passive scalar,
+        ``(C + 1 + S, *grid)``, F the
         buoyancy theta on w and the conductive gradient carried by w on theta: the velocity's C components and
         theta transformed once, then one field's gradient and products at a time (a loop: the gradients of every
         field at once would be the step's largest memory, in a box 16 grid fields)."""
@@ -165,13 +183,15 @@ class NoSlipConvection(ImexEquation):
 
         advected = jax.lax.map(one, index)
         # the buoyancy theta z_hat on w, the conductive gradient carried by w on theta
-        return advected.at[-2].add(fields[-1]).at[-1].add(fields[-2])
+        c = len(self._components())
+        return advected.at[c - 1].add(fields[c]).at[c].add(fields[c - 1])
 
     def explicit(self, state: flow.State, t: jax.Array) -> flow.State:
         """h_w, h_zeta, h_(U, V) and h_theta of the module docstring."""
         hat = self._dealias() * self._forward(self._advected(state))
+        c = len(self._components())
         mean = [jnp.real(jnp.sum(jnp.where(self._mean_mode(), hat[i], 0.0), axis=(0, 1))) / self._cells
-                for i in range(len(hat) - 2)]
+                for i in range(c - 1)]
         if self.plane:
             mean.append(jnp.zeros_like(mean[0]))
             h_w, zeta = -self.kx**2 * hat[1] - 1j * self.kx * self._dz(hat[0]), None
@@ -179,7 +199,7 @@ class NoSlipConvection(ImexEquation):
             h_w = -(self.kx**2 + self.ky**2) * hat[2] - self._dz(1j * self.kx * hat[0] + 1j * self.ky * hat[1])
             zeta = 1j * self.kx * hat[1] - 1j * self.ky * hat[0]
         mean = jax.lax.with_sharding_constraint(jnp.stack(mean), self.fft.replicated_sharding())
-        return flow.State(h_w, zeta, mean, hat[-1][None])
+        return flow.State(h_w, zeta, mean, hat[c:])
 
     def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
         return self.core(params).factor(dt)
@@ -196,9 +216,11 @@ class NoSlipConvection(ImexEquation):
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> flow.State:
         """The state of ``velocity`` ``(3, *grid)`` (its w, in a box zeta, and the horizontal average of its u and
-        v) and ``theta``: in a plane the components are (u, w, 0), in a box (u, v, w)."""
+        v), ``theta`` and the passive scalars ``scalar`` ``(S, *grid)``: in a plane the components are (u, w, 0), in
+        a box (u, v, w)."""
         velocity = fields["velocity"].astype(self.dtype)
         theta = fields["theta"].astype(self.dtype)
+        scalars = self._forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         mean = jnp.mean(chebyshev.forward(velocity[:2]), axis=(1, 2))
         if self.plane:
             spectra_ = self._forward(jnp.stack([velocity[1], theta]))
@@ -207,11 +229,12 @@ class NoSlipConvection(ImexEquation):
             spectra_ = self._forward(jnp.stack([velocity[2], theta, velocity[0], velocity[1]]))
             zeta = 1j * self.kx * spectra_[3] - 1j * self.ky * spectra_[2]
         mean = jax.lax.with_sharding_constraint(mean, self.fft.replicated_sharding())
-        return flow.State(spectra_[0], zeta, mean, spectra_[1][None])
+        scalars_ = spectra_[1][None] if scalars is None else jnp.concatenate([spectra_[1][None], scalars])
+        return flow.State(spectra_[0], zeta, mean, scalars_)
 
     def wall_series(self, name: str) -> tuple[str, ...]:
         """Every field is a Chebyshev series across the plates."""
-        return (CHEBYSHEV,) * (3 if name == "velocity" else 1)
+        return (CHEBYSHEV,) * (3 if name == "velocity" else len(self.physics.scalars) if name == "scalar" else 1)
 
     def _velocity(self, g: Mapping[str, jax.Array]) -> jax.Array:
         """The velocity field ``(3, *grid)``: (u, w, 0) in a plane, (u, v, w) in a box."""
@@ -220,9 +243,12 @@ class NoSlipConvection(ImexEquation):
         return jnp.stack([g["u"], g["v"], g["w"]])
 
     def fields(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
-        """Temperature, theta and the velocity on the grid, and in a plane the vorticity dw/dx - du/dz."""
+        """Temperature, theta and the velocity on the grid, in a plane the vorticity dw/dx - du/dz, and the passive
+        scalars."""
         g = self._grid(state)
         out = {"temperature": 1 - self.heights() + g["theta"], "theta": g["theta"], "velocity": self._velocity(g)}
+        if self.physics.scalars:
+            out["scalar"] = self._inverse(state.scalars[1:])
         if self.plane:
             out["vorticity"] = g["w_x"] - g["u_z"]
         return out
@@ -234,10 +260,13 @@ class NoSlipConvection(ImexEquation):
         weights = chebyshev.weights(self.fft.shape[2], self.box[2]) / self.box[2]
         return jnp.sum(jnp.mean(f, axis=(-3, -2)) * weights, axis=-1)
 
+    def _theta_mean(self, theta_hat: jax.Array) -> jax.Array:
+        """<theta>'s Chebyshev coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
+        return wall_scalar_terms.horizontal_mean(theta_hat, self._mean_mode(), self._cells)
+
     def _mean_slope(self, theta_hat: jax.Array) -> jax.Array:
         """d<theta>/dz's Chebyshev coefficients ``(Nz,)`` from theta's k_x = k_y = 0 entries."""
-        mean = jnp.sum(jnp.where(self._mean_mode(), jnp.real(theta_hat), 0.0), axis=(0, 1)) / self._cells
-        return self._dz(mean)
+        return self._dz(self._theta_mean(theta_hat))
 
     def diagnostics(self, state: flow.State, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
         """Kinetic energy, the Nusselt number through the volume and at each plate, the Reynolds number, both
@@ -255,8 +284,18 @@ class NoSlipConvection(ImexEquation):
         slope = [g[f"theta_{d}"] for d in directions]
         slope[-1] = slope[-1] - 1  # grad b = grad theta - z_hat
         spacing = [self.spacing[a] for a in self._axes] + [local]
-        return {"kinetic_energy": energy,
-                "nusselt": 1 + self._volume_mean(g["w"] * g["theta"]) / kappa,
+        if self.fixed_flux:  # the flux is held at 1: over the conductive flux of the mean temperature drop
+            at_bottom, at_top = chebyshev.boundary_values(self._theta_mean(state.scalars[0]))
+            nusselt = 1 / (1 + at_bottom - at_top)
+        else:
+            nusselt = 1 + self._volume_mean(g["w"] * g["theta"]) / kappa
+        out = {}
+        if self.physics.scalars:
+            hats = state.scalars[1:]
+            out = wall_scalar_terms.diagnostics(hats, self._inverse(hats), params, self._mean_mode(), self._cells,
+                                                self.box[2], self._volume_mean)
+        return {**out, "kinetic_energy": energy,
+                "nusselt": nusselt,
                 "nusselt_bottom": 1 - bottom, "nusselt_top": 1 - top,
                 "reynolds": jnp.sqrt(2 * energy) / nu,
                 "kinetic_dissipation": dissipation,
@@ -271,13 +310,16 @@ class NoSlipConvection(ImexEquation):
 
     def profiles(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
         """Averages along the plates at each height z_j, each ``(Nz,)`` replicated (:mod:`simulator.output.
-        profiles`): the temperature, the rms velocity and the heat flux 1 + <w theta>/kappa - d<theta>/dz."""
+        profiles`): the temperature, the rms velocity and the heat flux 1 + <w theta>/kappa - d<theta>/dz, and each
+        passive scalar (``scalar{i}``)."""
         _, kappa = free_fall(params)
         g = self._grid(state)
         out = {"temperature": jnp.mean(1 - self.heights() + g["theta"], axis=(0, 1)),
                "velocity_rms": jnp.sqrt(jnp.mean(sum(g[c] ** 2 for c in self._components()), axis=(0, 1))),
                "heat_flux": 1 + jnp.mean(g["w"] * g["theta"], axis=(0, 1)) / kappa - jnp.mean(g["theta_z"],
                                                                                               axis=(0, 1))}
+        if self.physics.scalars:
+            out.update(wall_scalar_terms.profiles(self._inverse(state.scalars[1:])))
         return {k: jax.lax.with_sharding_constraint(v, self.fft.replicated_sharding()) for k, v in out.items()}
 
     def spectra(self, state: flow.State, params: Params) -> dict[str, jax.Array]:
@@ -292,10 +334,13 @@ class NoSlipConvection(ImexEquation):
 
 
 def conductive(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) -> dict[str, jax.Array]:
-    """theta = A xi 4 z (1 - z), xi unit white noise; the plates' Couette flow along x (none between plates at
+    """theta = A xi 4 z (1 - z), xi unit white noise (between fixed-flux plates A xi (4 z (1 - z))^2, damped flat at
+    the plates: the first step's solves impose the flux); the plates' Couette flow along x (none between plates at
     rest)."""
     z = eq.heights()
-    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * 4 * z * (eq.box[2] - z)
+    damped = 4 * z * (eq.box[2] - z)
+    theta = ic.amplitude * white_noise(eq.fft, jax.random.key(ic.seed), eq.dtype) * (damped**2 if eq.fixed_flux
+                                                                                     else damped)
     couette = jnp.broadcast_to(eq.couette(), eq.fft.shape)
     zero = jnp.zeros_like(couette)
     return {"velocity": jnp.stack([couette, zero, zero]), "theta": theta}
@@ -335,4 +380,4 @@ def mode(eq: NoSlipConvection, c: Sequence[jax.Array], ic: Any, params: Params) 
             "theta": jnp.broadcast_to(ic.amplitude * b_z * cos, eq.fft.shape)}
 
 
-BUILDERS = {"conductive": conductive, "mode": mode}
+BUILDERS = {"conductive": wall_scalar_terms.with_scalars(conductive), "mode": wall_scalar_terms.with_scalars(mode)}

@@ -10,12 +10,14 @@ no-slip plates (a plane's and a box's) declare their parameters, scales, diagnos
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from simulator.equations import wall_scalars
 from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
@@ -58,6 +60,8 @@ class FreeFallParams(EquationParams):
     name: str = setting("", "equation to solve")
     rayleigh: float = param(2e6, "Rayleigh number Ra = g alpha Delta T H^3 / (nu kappa)", gt=0.0)
     prandtl: float = param(1.0, "Prandtl number Pr = nu / kappa", gt=0.0)
+    #: whether the temperature may be held by a fixed flux (``grid.walls.temperature``)
+    FIXED_FLUX: ClassVar[bool] = False
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
@@ -74,7 +78,7 @@ class FreeFallParams(EquationParams):
         if not walls.on:
             raise ConfigError("grid.walls.axis", None, f"{last}: {self.name} runs between two plates across the "
                               "last direction", "leaves the grid periodic")
-        if walls.temperature != ("fixed-value", "fixed-value"):
+        if walls.temperature != ("fixed-value", "fixed-value") and not self.FIXED_FLUX:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: a "
                               "fixed flux makes the temperature a cosine series, which the sine series of w does not "
                               "drive diagonally", f"is not available for {self.name}")
@@ -108,31 +112,66 @@ class Conductive(InitialCondition):
 @dataclass(frozen=True)
 class NoSlipFreeFallParams(FreeFallParams):
     """The Rayleigh and Prandtl numbers of convection between no-slip plates (a plane's or a box's), whose
-    temperature is held at both plates; the plates at rest or moving along x."""
+    temperature is held at both plates by a fixed value or a fixed flux (``grid.walls.temperature``), with passive
+    scalars (:mod:`simulator.equations.wall_scalars`); the plates at rest or moving along x.
+
+    Between fixed fluxes the temperature's slope is -1 at both plates: the conductive profile 1 - z is the same, and
+    Ra the flux-based Rayleigh number g alpha beta H^4 / (nu kappa), beta the imposed gradient (the temperature
+    measured in beta H)."""
 
     plate_velocity: tuple[float, float] = setting((0.0, 0.0), "velocity along x of the bottom and the top plate in "
                                                   "free-fall units: [0, 0] plates at rest; moving plates drive a "
                                                   "Couette flow U0 + (U1 - U0) z / H between them")
+    temperature_plates: str = setting("fixed-value", "the temperature's condition at both plates: "
+                                      "grid.walls.temperature's, copied from it (give it there)",
+                                      choices=tuple(wall_scalars.KEYS))
+    scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
+    FIXED_FLUX: ClassVar[bool] = True
 
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
 
     def check(self, cfg: Any) -> None:
-        """Plates at fixed temperature (the departure theta from 1 - z zero at both), then the free-fall checks."""
+        """The temperature's condition is the grid's, the scalars' plate keys their condition's, then the free-fall
+        checks."""
         walls = cfg.grid.walls
-        if walls.on and walls.temperature != ("fixed-value", "fixed-value"):
-            raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: the "
-                              "conductive profile 1 - z between plates at 1 and 0", f"is not available for {self.name}")
+        if walls.on and self.temperature_plates not in ("fixed-value", walls.temperature[0]):
+            raise ConfigError("physics.temperature_plates", self.temperature_plates, "leave it out: "
+                              f"grid.walls.temperature = {list(walls.temperature)} sets it",
+                              "contradicts grid.walls.temperature")
+        if walls.on:
+            wall_scalars.check(self.scalars, cfg)
         super().check(cfg)
+
+    def resolve(self, cfg: Any) -> Any:
+        """The temperature's condition from ``grid.walls.temperature``, and each scalar's plate key filled in."""
+        physics = dataclasses.replace(self, temperature_plates=cfg.grid.walls.temperature[0],
+                                      scalars=wall_scalars.resolve(self.scalars, cfg))
+        return dataclasses.replace(cfg, physics=physics)
+
+
+@dataclass(frozen=True)
+class ConductiveWithScalars(Conductive):
+    """The conductive profile b = 1 - z plus noise damped at the plates, theta = A xi 4 z (1 - z) with xi unit white
+    noise (as Dedalus' example does), no flow, and the passive scalars of ``initial.scalars``."""
+
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
+
+    def check(self, cfg: Any) -> None:
+        wall_scalars.check_initial(self.scalars, cfg)
 
 
 def refuse_mode_with_moving_plates(cfg: Any, name: str) -> None:
-    """Refuse the linear mode (``initial.name``: ``name``) between moving plates: it is the eigenvector of the
-    conductive state between plates at rest."""
+    """Refuse the linear mode (``initial.name``: ``name``) between moving plates or plates of fixed flux: it is the
+    eigenvector of the conductive state between plates at rest, of fixed temperature."""
     if any(cfg.physics.plate_velocity):
         raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
                           f"between plates at rest (physics.plate_velocity = {list(cfg.physics.plate_velocity)})",
                           "is not available with moving plates")
+    if cfg.grid.walls.temperature[0] != "fixed-value":
+        raise ConfigError("initial.name", name, "conductive, or file: the linear mode is the conductive state's "
+                          "between plates of fixed temperature (grid.walls.temperature = "
+                          f"{list(cfg.grid.walls.temperature)})", "is not available with fixed-flux plates")
 
 
 #: what every convection equation derives and draws (free-slip and no-slip, plane and box)
@@ -142,9 +181,12 @@ CONVECTION_SCALES = {"viscosity": "kinematic viscosity nu = (Ra/Pr)^(-1/2) in fr
 #: what convection between no-slip plates reports, in a plane (a box's adds v and y to the sums)
 NOSLIP_DIAGNOSTICS = {
     "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
-    "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa",
-    "nusselt_bottom": "Nusselt number at the bottom plate, -d<b>/dz at z = 0 (horizontal mean)",
-    "nusselt_top": "Nusselt number at the top plate, -d<b>/dz at z = 1 (horizontal mean)",
+    "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa; between fixed-flux plates the imposed flux "
+               "over the conductive flux of the mean temperature drop, 1 / (<b>(0) - <b>(1))",
+    "nusselt_bottom": "Nusselt number at the bottom plate, -d<b>/dz at z = 0 (horizontal mean; 1 between fixed-flux "
+                      "plates: the flux held)",
+    "nusselt_top": "Nusselt number at the top plate, -d<b>/dz at z = 1 (horizontal mean; 1 between fixed-flux "
+                   "plates)",
     "reynolds": "Reynolds number <|u|^2>^(1/2) / nu",
     "kinetic_dissipation": "kinetic dissipation nu <|grad u|^2>; (Nu - 1)/sqrt(Ra Pr) in a statistically steady "
                            "state",
@@ -156,6 +198,7 @@ NOSLIP_DIAGNOSTICS = {
                 "points' spacing at mid-height; at least 1",
     "max_velocity": "max |u|",
     "cfl": "CFL number dt max(|u|/dx + |w|/dz), dz the local spacing of the Gauss-Lobatto points",
+    **wall_scalars.DIAGNOSTICS,
 }
 CONVECTION_PLOT = PlotSpec(
     panels=(

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from simulator.equations import resolution
+from simulator.equations import resolution, wall_scalar_terms
 from simulator.equations.base import Params
 from simulator.equations.operators import inverse_k2
 from simulator.fft import FFTBackend
@@ -95,3 +95,33 @@ def plate_nusselt(ops: WalledOperators, theta_hat: jax.Array, size: int, height:
     mean = ops.horizontal() * jnp.real(theta_hat) / float(size)
     slope = ops.k[2] * height * mean  # each term's d/dz at z = 0, times H; at z = H, times (-1)^n
     return 1 - jnp.sum(slope), 1 - jnp.sum(slope * jnp.cos(ops.k[2] * height))
+
+
+def scalar_lifts(scalars: Sequence[Any], z: jax.Array, height: float) -> jax.Array:
+    """Each passive scalar's linear profile s0 + (s1 - s0) z / H between its plates' values (``scalars``: the
+    :class:`~simulator.equations.wall_scalars.WallScalar` entries) at heights ``z`` ``(1, 1, Nz)``: ``(S, 1, 1, Nz)``.
+    Between free-slip plates a scalar is this profile plus a sine series."""
+    return jnp.stack([jnp.broadcast_to(wall_scalar_terms.conductive(s, z, height), z.shape) for s in scalars])
+
+
+def sine_scalar_diagnostics(ops: WalledOperators, scalars: Sequence[Any], hats: jax.Array, params: Params,
+                            height: float) -> dict[str, jax.Array]:
+    """Per passive scalar i, of s = L + s' (L its linear profile, ``hats`` ``(S, *spectrum)`` the sine series s'):
+    ``scalar{i}_mean`` and ``scalar{i}_variance`` over the volume and its diffusive flux -kappa ds/dz at each plate,
+    ``scalar{i}_flux_bottom`` and ``scalar{i}_flux_top``, exact in the series: <s'^2> by Parseval, <L s'> and <s'>
+    by each mode's integral over the gap, the slopes from the horizontal mean's sine coefficients."""
+    kz = ops.k[2] * height  # n pi
+    cos = jnp.cos(kz)
+    safe = jnp.where(kz > 0, kz, 1.0)
+    out = {}
+    for i, (scalar, coefficients) in enumerate(zip(scalars, params["scalars"], strict=True)):
+        a, b = scalar.plates()[1]
+        modes = ops.horizontal() * jnp.real(hats[i]) / float(ops.fft.size)  # the horizontal mean's sine coefficients
+        mean = (a + b) / 2 + jnp.sum(modes * (1 - cos) / safe)
+        cross = jnp.sum(modes * (a * (1 - cos) - (b - a) * cos) / safe)  # <L s'>
+        square = a**2 + a * (b - a) + (b - a) ** 2 / 3 + 2 * cross + ops.mean(jnp.abs(hats[i]) ** 2)
+        slope, kappa = (b - a) / height, coefficients["diffusivity"]
+        out.update({f"scalar{i}_mean": mean, f"scalar{i}_variance": square - mean**2,
+                    f"scalar{i}_flux_bottom": -kappa * (slope + jnp.sum(modes * kz) / height),
+                    f"scalar{i}_flux_top": -kappa * (slope + jnp.sum(modes * kz * cos) / height)})
+    return out

@@ -16,7 +16,9 @@ on the grid: they are carried over exactly. The equation's ``from_fields`` then 
 Between plates (``grid.walls``) the bounded axis is no periodic series: each field is first remapped across the
 plates, on the stored grid's periodic sizes, by its own series (:meth:`Equation.wall_series`: a sine or cosine series'
 modes, a Chebyshev series' coefficients; :func:`simulator.fft.bases.resample_matrix`, one matrix product along that
-axis), then along the plates as above, where the bounded axis, now of this run's size, maps identically.
+axis), less the profile the equation holds apart from its series (:meth:`Equation.wall_lift`: a scalar's linear
+profile between free-slip plates of nonzero values), then along the plates as above, where the bounded axis, now of
+this run's size, maps identically.
 
 Exact for a band-limited state: the field of a finer grid equals the one computed there to round-off.
 """
@@ -148,7 +150,10 @@ def _across_plates(fields: Mapping[str, jax.Array], stored: Equation,
         series = stored.wall_series(name)
         matrices = jnp.stack([jnp.asarray(resample_matrix(s, stored.fft.shape[2], shape[2]), f.dtype) for s in series])
         nb = f.ndim - 3
-        out[name] = _resample_z(matrices, f, fft.real_sharding(nb))
+        lift = stored.wall_lift(name)
+        out[name] = _resample_z(matrices, f if lift is None else f - lift, fft.real_sharding(nb))
+        if lift is not None:
+            out[name] = out[name] + across.wall_lift(name)
     return across, out
 
 

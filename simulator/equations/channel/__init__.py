@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simulator.equations import wall_scalars
 from simulator.equations.channels import (
     BOX_WALL_SPECTRA,
     DIAGNOSTICS,
@@ -49,11 +50,12 @@ INFO = EquationInfo(
     scales=SCALES,
     default_box=(4 * math.pi, 4 * math.pi / 3, 2.0),
     fields={
+        "scalar": wall_scalars.FIELD,
         "streamwise": FieldInfo(0, "streamwise velocity u (Nx, Ny, Nz)", "u", cmap="RdBu_r"),
         "velocity": FieldInfo(3, "velocity (u, v, w): streamwise, spanwise and across the plates (3, Nx, Ny, Nz)",
                               r"|u|"),
     },
-    state_fields=("velocity",),
+    state_fields=("velocity", "scalar"),
     diagnostics={**DIAGNOSTICS,
                  "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
                  "slip": "max |u - U_plate|, |v| and |w| at the plates: round-off",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simulator.equations import wall_scalars
 from simulator.equations.channels import (
     DIAGNOSTICS,
     PLOT,
@@ -55,12 +56,13 @@ INFO = EquationInfo(
     scales=SCALES,
     default_box=(2 * math.pi, 2.0),
     fields={
+        "scalar": wall_scalars.FIELD,
         "streamwise": FieldInfo(0, "streamwise velocity u (1, Nx, Ny)", "u", cmap="RdBu_r"),
         "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
         "velocity": FieldInfo(3, "velocity (u, v, 0): along the plates, across them, and the zero component normal to "
                                  "the plane (3, 1, Nx, Ny)", r"|u|"),
     },
-    state_fields=("velocity",),
+    state_fields=("velocity", "scalar"),
     diagnostics=DIAGNOSTICS,
     resolution_advice={"wall_resolution": "refine grid.shape, or lower physics.reynolds"},
     progress=("bulk_velocity", "re_tau", "cfl"),

@@ -19,11 +19,19 @@ the Coriolis force is stepped with the advection, and the rate is the largest ro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.equations.plates import CONVECTION_PLOT, CONVECTION_SCALES, Conductive, FreeFallParams, check_mode
+from simulator.equations import wall_scalars
+from simulator.equations.plates import (
+    CONVECTION_PLOT,
+    CONVECTION_SCALES,
+    ConductiveWithScalars,
+    FreeFallParams,
+    check_mode,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
@@ -37,6 +45,17 @@ class ConvectionParams(FreeFallParams):
     taylor: float = setting(0.0, "Taylor number Ta = (2 Omega H^2 / nu)^2 of rotation about the vertical at the rate "
                             "Omega: the Coriolis force -f z_hat x u, f = sqrt(Ta) nu in free-fall units; 0: none",
                             min=0.0)
+    scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
+
+    def check(self, cfg: Any) -> None:
+        """The free-fall checks (plates of fixed temperature), then the scalars' plate keys."""
+        super().check(cfg)
+        wall_scalars.check(self.scalars, cfg)
+
+    def resolve(self, cfg: Any) -> Any:
+        """Each scalar's plate values filled in (0 unset)."""
+        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=wall_scalars.resolve(self.scalars,
+                                                                                                       cfg)))
 
 
 @dataclass(frozen=True)
@@ -49,16 +68,18 @@ class BoxMode(InitialCondition):
     name: str = setting("mode", "initial condition")
     amplitude: float = param(1e-6, "temperature amplitude A", gt=0.0)
     modes: tuple[int, int] = setting((1, 1), "(m_x, n): mode number m_x along x (a = 2 pi m_x / Lx) and n >= 1 in z")
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
 
     def check(self, cfg: Any) -> None:
         check_mode(self.modes, cfg)
+        wall_scalars.check_initial(self.scalars, cfg)
 
 
 INFO = EquationInfo(
     name="convection",
     summary="Rayleigh-Benard convection in a box between free-slip plates (free-fall units, as Dedalus)",
     params=ConvectionParams,
-    initials=(Conductive, BoxMode),
+    initials=(ConductiveWithScalars, BoxMode),
     protocol=SEMILINEAR,
     default_integrator="rk4",
     implementation="simulator.equations.convection.equation:Convection",
@@ -70,8 +91,9 @@ INFO = EquationInfo(
         "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile (Nx, Ny, Nz)",
                            r"\theta", cmap="RdBu_r"),
         "velocity": FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"),
+        "scalar": wall_scalars.FIELD,
     },
-    state_fields=("velocity", "theta"),
+    state_fields=("velocity", "theta", "scalar"),
     diagnostics={
         "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
         "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa",
@@ -86,6 +108,7 @@ INFO = EquationInfo(
                     "temperature's (Batchelor for Pr >= 1) against the 2/3 rule's cutoff (2/3) min(pi N/L); at least 1",
         "divergence": "max |div u| (round-off: the projection is exact mode by mode)",
         "cfl": "CFL number dt max(|u|/dx + |v|/dy + |w|/dz)",
+        **wall_scalars.DIAGNOSTICS,
     },
     resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
     progress=("nusselt", "reynolds", "cfl"),

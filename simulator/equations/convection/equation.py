@@ -9,6 +9,10 @@ The pressure projects (f_x, f_y, f_z) on divergence-free fields mode by mode: D 
 cosine series), then f_x + i k_x D/k^2, f_y + i k_y D/k^2, f_z - k_z D/k^2, whose divergence is 0 exactly; the
 horizontally uniform w (k_x = k_y = 0) is zero, as impermeable plates require. The buoyancy theta z_hat and w in the
 temperature equation are stepped with the advection; viscosity and diffusivity are the diagonal linear part.
+
+Passive scalars (``physics.scalars``, :mod:`simulator.equations.wall_scalars`) held at fixed values s0 and s1 at the
+plates follow the state's four entries, each its departure s' from its linear profile s0 + (s1 - s0) z / H, a sine
+series stepped as theta is: d s'/dt = -d_j(u_j s') - w (s1 - s0) / H + kappa_i lap s'.
 """
 
 from __future__ import annotations
@@ -20,11 +24,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulator.equations import wall_scalar_terms
 from simulator.equations.base import Params, SemiLinearEquation
 from simulator.equations.convection import INFO, ConvectionParams
 from simulator.equations.noise import white_noise
 from simulator.equations.plates import growth_rate
-from simulator.equations.walled import WalledOperators, free_fall, heights, kmax_eta, plate_nusselt, series_cutoff
+from simulator.equations.scalars import field_info
+from simulator.equations.spec import FieldInfo
+from simulator.equations.walled import (
+    WalledOperators,
+    free_fall,
+    heights,
+    kmax_eta,
+    plate_nusselt,
+    scalar_lifts,
+    series_cutoff,
+    sine_scalar_diagnostics,
+)
 from simulator.fft import FFTBackend
 from simulator.observables import spectra
 
@@ -45,6 +61,19 @@ class Convection(SemiLinearEquation):
         super().__init__(fft, box, dtype, physics)
         self.ops = WalledOperators(fft, self.box, self.dtype)
 
+    @property
+    def field_info(self) -> Mapping[str, FieldInfo]:
+        """``info.fields``, with ``scalar`` holding this run's passive scalars, or absent without any."""
+        return field_info(self.info.fields, len(self.physics.scalars))
+
+    def heights(self) -> jax.Array:
+        """z of the grid points, ``(1, 1, Nz)`` (:func:`simulator.equations.walled.heights`)."""
+        return heights(self.fft, self.box, self.dtype)
+
+    def lifts(self) -> jax.Array:
+        """Each passive scalar's linear profile on the grid's heights, ``(S, 1, 1, Nz)``."""
+        return scalar_lifts(self.physics.scalars, self.heights(), self.box[2]).astype(self.dtype)
+
     def project(self, f: Sequence[jax.Array]) -> jax.Array:
         """The divergence-free part of a walled vector (x, y cosine series, z sine series), ``(3, Nx, Ny, Nz)``."""
         kx, ky, kz = self.ops.k
@@ -57,56 +86,77 @@ class Convection(SemiLinearEquation):
         return 1j * kx * state[0] + 1j * ky * state[1] + kz * state[2]
 
     def linear(self, params: Params) -> jax.Array:
-        """The diagonal L of (u, v, w, theta), ``(4, Nx, Ny, Nz)``."""
+        """The diagonal L of (u, v, w, theta, s'_i), ``(4 + S, Nx, Ny, Nz)``."""
         nu, kappa = free_fall(params)
         k2 = self.ops.k2
-        return -jnp.stack(jnp.broadcast_arrays(nu * k2, nu * k2, nu * k2, kappa * k2))
+        rates = (nu, nu, nu, kappa, *wall_scalar_terms.diffusivities(params))
+        return -jnp.stack(jnp.broadcast_arrays(*(rate * k2 for rate in rates)))
 
     def exp_linear(self, state: jax.Array, tau: jax.Array, params: Params) -> jax.Array:
         return state * jnp.exp(self.linear(params) * tau)
 
     def real(self, state: jax.Array) -> list[jax.Array]:
-        """(u, v, w, theta) on the grid."""
+        """(u, v, w, theta, s'_1 .. s'_S) on the grid."""
         even = self.fft.inverse_walls(state[:2], "even")
         odd = self.fft.inverse_walls(state[2:], "odd")
-        return [even[0], even[1], odd[0], odd[1]]
+        return [even[0], even[1], *odd]
 
     def nonlinear(self, state: jax.Array, t: jax.Array, params: Params) -> jax.Array:
-        """-d_j(u_i u_j) + theta z_hat projected, and -d_j(u_j theta) + w, dealiased."""
+        """-d_j(u_i u_j) + theta z_hat projected, -d_j(u_j theta) + w and each scalar's -d_j(u_j s') - w (s1 - s0) / H,
+        dealiased."""
         ops = self.ops
         kx, ky, kz = ops.k
-        u, v, w, theta = self.real(state)
-        cos = self.fft.forward_walls(jnp.stack([u * u, u * v, v * v, w * w, w * theta]), "even")
-        sin = self.fft.forward_walls(jnp.stack([u * w, v * w, u * theta, v * theta]), "odd")
-        uu, uv, vv, ww, wt = cos[0], cos[1], cos[2], cos[3], cos[4]
-        uw, vw, ut, vt = sin[0], sin[1], sin[2], sin[3]
+        u, v, w, *carried = self.real(state)  # theta and the scalars
+        n = len(carried)
+        cos = self.fft.forward_walls(jnp.stack([u * u, u * v, v * v, w * w, *(w * f for f in carried)]), "even")
+        sin = self.fft.forward_walls(jnp.stack([u * w, v * w, *(u * f for f in carried), *(v * f for f in carried)]),
+                                     "odd")
+        uu, uv, vv, ww, wt = cos[0], cos[1], cos[2], cos[3], cos[4:]
+        uw, vw, ut, vt = sin[0], sin[1], sin[2:2 + n], sin[2 + n:]
         fx = -(1j * kx * uu + 1j * ky * uv + kz * uw)
         fy = -(1j * kx * uv + 1j * ky * vv + kz * vw)
         if self.physics.taylor:  # -f z_hat x u = (f v, -f u, 0): u and v are both cosine series
             f = jnp.sqrt(self.physics.taylor) * free_fall(params)[0]
             fx, fy = fx + f * state[1], fy - f * state[0]
         fz = -(1j * kx * uw + 1j * ky * vw - kz * ww) + state[3]
-        ft = -(1j * kx * ut + 1j * ky * vt - kz * wt) + state[2]
-        return ops.dealias * jnp.concatenate([self.project([fx, fy, fz]), ft[None]])
+        # w carries the conductive profile 1 - z of the temperature and each scalar's linear one
+        slopes = jnp.asarray([1.0] + [-(b - a) / self.box[2] for a, b in (s.plates()[1] for s in self.physics.scalars)],
+                             self.dtype).reshape(-1, 1, 1, 1)
+        ft = -(1j * kx * ut + 1j * ky * vt - kz * wt) + slopes * state[2]
+        return ops.dealias * jnp.concatenate([self.project([fx, fy, fz]), ft])
 
     # ---- states and fields ------------------------------------------------------------------------------
 
     def from_fields(self, fields: Mapping[str, jax.Array], params: Params) -> jax.Array:
-        """The dealiased, projected walled spectra of ``velocity`` ``(3, Nx, Ny, Nz)`` and ``theta``."""
+        """The dealiased, projected walled spectra of ``velocity`` ``(3, Nx, Ny, Nz)``, ``theta`` and each scalar less
+        its linear profile (``scalar`` ``(S, Nx, Ny, Nz)``)."""
         velocity, theta = fields["velocity"].astype(self.dtype), fields["theta"].astype(self.dtype)
         even = self.fft.forward_walls(velocity[:2], "even")
-        odd = self.fft.forward_walls(jnp.stack([velocity[2], theta]), "odd")
+        odd = jnp.stack([velocity[2], theta])
+        if self.physics.scalars:
+            odd = jnp.concatenate([odd, fields["scalar"].astype(self.dtype) - self.lifts()])
+        odd = self.fft.forward_walls(odd, "odd")
         u = self.project([even[0], even[1], odd[0]])
         return self.ops.dealias * jnp.concatenate([u, odd[1:]])
 
     def wall_series(self, name: str) -> tuple[str, ...]:
-        """u and v are cosine series, w and theta sine series (:data:`PARITY`)."""
+        """u and v are cosine series, w and theta sine series (:data:`PARITY`), and so each scalar's departure from
+        its linear profile."""
+        if name == "scalar":
+            return ("odd",) * len(self.physics.scalars)
         return PARITY[:3] if name == "velocity" else PARITY[3:]
 
+    def wall_lift(self, name: str) -> jax.Array | None:
+        """Each scalar's linear profile (``scalar``: its plates' values, not a sine series); None for the others."""
+        return self.lifts() if name == "scalar" and self.physics.scalars else None
+
     def fields(self, state: jax.Array, params: Params) -> dict[str, jax.Array]:
-        u, v, w, theta = self.real(state)
-        return {"temperature": 1 - heights(self.fft, self.box, self.dtype) + theta, "theta": theta,
-                "velocity": jnp.stack([u, v, w])}
+        u, v, w, theta, *scalars = self.real(state)
+        out = {"temperature": 1 - heights(self.fft, self.box, self.dtype) + theta, "theta": theta,
+               "velocity": jnp.stack([u, v, w])}
+        if scalars:
+            out["scalar"] = self.lifts() + jnp.stack(scalars)
+        return out
 
     # ---- diagnostics, spectra and profiles ----------------------------------------------------------------
 
@@ -117,9 +167,10 @@ class Convection(SemiLinearEquation):
         power = jnp.sum(jnp.abs(state[:3]) ** 2, axis=0)
         energy = 0.5 * ops.mean(power)
         bottom, top = plate_nusselt(ops, state[3], self.fft.size, self.box[2])
-        u, v, w, _ = self.real(state)
+        u, v, w = self.real(state)[:3]
         divergence = self.fft.inverse_walls(self.divergence(state), "even")
-        return {"kinetic_energy": energy,
+        return {**sine_scalar_diagnostics(ops, self.physics.scalars, state[4:], params, self.box[2]),
+                "kinetic_energy": energy,
                 "nusselt": 1 + ops.mean(jnp.real(jnp.conj(state[2]) * state[3])) / kappa,
                 "nusselt_bottom": bottom, "nusselt_top": top,
                 "reynolds": jnp.sqrt(2 * energy) / nu,
@@ -140,11 +191,13 @@ class Convection(SemiLinearEquation):
         """Averages over (x, y) at each height, each ``(Nz,)`` replicated (:mod:`simulator.output.profiles`)."""
         _, kappa = free_fall(params)
         ops = self.ops
-        u, v, w, theta = self.real(state)
+        u, v, w, theta, *scalars = self.real(state)
         slope = self.fft.inverse_walls(ops.horizontal() * ops.k[2] * state[3], "even")
         out = {"temperature": jnp.mean(1 - heights(self.fft, self.box, self.dtype) + theta, axis=(0, 1)),
                "velocity_rms": jnp.sqrt(jnp.mean(u**2 + v**2 + w**2, axis=(0, 1))),
                "heat_flux": 1 + jnp.mean(w * theta, axis=(0, 1)) / kappa - jnp.mean(slope, axis=(0, 1))}
+        if scalars:
+            out.update(wall_scalar_terms.profiles(self.lifts() + jnp.stack(scalars)))
         return {k: jax.lax.with_sharding_constraint(v, self.fft.replicated_sharding()) for k, v in out.items()}
 
 
@@ -181,4 +234,5 @@ def mode(eq: Convection, c: Sequence[jax.Array], ic: Any, params: Params) -> dic
     return {"velocity": jnp.stack([u, v, w]), "theta": theta}
 
 
-Convection.builders = {"conductive": conductive, "mode": mode}
+Convection.builders = {"conductive": wall_scalar_terms.with_scalars(conductive),
+                       "mode": wall_scalar_terms.with_scalars(mode)}

@@ -23,10 +23,18 @@ at Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulator.equations.plates import CONVECTION_PLOT, CONVECTION_SCALES, Conductive, FreeFallParams, check_mode
+from simulator.equations import wall_scalars
+from simulator.equations.plates import (
+    CONVECTION_PLOT,
+    CONVECTION_SCALES,
+    ConductiveWithScalars,
+    FreeFallParams,
+    check_mode,
+)
 from simulator.equations.spec import EquationInfo, FieldInfo, InitialCondition
 from simulator.schema import param, setting
 from simulator.time.schemes import SEMILINEAR
@@ -34,9 +42,21 @@ from simulator.time.schemes import SEMILINEAR
 
 @dataclass(frozen=True)
 class Convection2DParams(FreeFallParams):
-    """The Rayleigh and Prandtl numbers (free-fall units: the module docstring)."""
+    """The Rayleigh and Prandtl numbers (free-fall units: the module docstring), and passive scalars held at fixed
+    values at the plates (:mod:`simulator.equations.wall_scalars`: sine series about their linear profiles)."""
 
     name: str = setting("convection2d", "equation to solve")
+    scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
+
+    def check(self, cfg: Any) -> None:
+        """The free-fall checks (plates of fixed temperature), then the scalars' plate keys."""
+        super().check(cfg)
+        wall_scalars.check(self.scalars, cfg)
+
+    def resolve(self, cfg: Any) -> Any:
+        """Each scalar's plate values filled in (0 unset)."""
+        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=wall_scalars.resolve(self.scalars,
+                                                                                                       cfg)))
 
 
 @dataclass(frozen=True)
@@ -50,16 +70,18 @@ class Mode(InitialCondition):
     amplitude: float = param(1e-6, "temperature amplitude A", gt=0.0)
     modes: tuple[int, int] = setting((1, 1), "(m_x, n): horizontal mode number m_x (a = 2 pi m_x / Lx) and vertical "
                                      "n >= 1")
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
 
     def check(self, cfg: Any) -> None:
         check_mode(self.modes, cfg)
+        wall_scalars.check_initial(self.scalars, cfg)
 
 
 INFO = EquationInfo(
     name="convection2d",
     summary="Rayleigh-Benard convection in a vertical plane between free-slip plates (free-fall units, as Dedalus)",
     params=Convection2DParams,
-    initials=(Conductive, Mode),
+    initials=(ConductiveWithScalars, Mode),
     protocol=SEMILINEAR,
     default_integrator="rk4",
     implementation="simulator.equations.convection2d.equation:Convection2D",
@@ -75,8 +97,9 @@ INFO = EquationInfo(
         "vorticity": FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r"),
         "velocity": FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to "
                                  "the plane (3, 1, Nx, Nz)", r"|u|"),
+        "scalar": wall_scalars.FIELD,
     },
-    state_fields=("vorticity", "theta"),
+    state_fields=("vorticity", "theta", "scalar"),
     diagnostics={
         "kinetic_energy": "kinetic energy E_K = <|u|^2>/2",
         "nusselt": "Nusselt number through the volume, 1 + <w theta>/kappa (<w b> - kappa d<b>/dz over the volume, in "
@@ -92,6 +115,7 @@ INFO = EquationInfo(
                     "temperature's (Batchelor for Pr >= 1) against the 2/3 rule's cutoff (2/3) min(pi N/L); at least 1",
         "max_velocity": "max |u|",
         "cfl": "CFL number dt max(|u|/dx + |w|/dz)",
+        **wall_scalars.DIAGNOSTICS,
     },
     resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
     progress=("nusselt", "reynolds", "cfl"),

@@ -21,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.equations import wall_scalars
 from simulator.equations.plates import (
     CONVECTION_PLOT,
     CONVECTION_SCALES,
     NOSLIP_DIAGNOSTICS,
-    Conductive,
+    ConductiveWithScalars,
     NoSlipFreeFallParams,
     refuse_mode_with_moving_plates,
 )
@@ -53,8 +54,11 @@ class Mode(InitialCondition):
     amplitude: float = param(1e-6, "temperature amplitude A", gt=0.0)
     modes: tuple[int] = setting((1,), "(m_x,): the horizontal mode number, a = 2 pi m_x / Lx")
 
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
+
     def check(self, cfg: Any) -> None:
         refuse_mode_with_moving_plates(cfg, self.name)
+        wall_scalars.check_initial(self.scalars, cfg)
         nx = cfg.grid.shape[0]
         if not 1 <= self.modes[0] < nx / 3:
             raise ConfigError("initial.modes", list(self.modes), f"1 <= m_x < Nx/3 for grid.shape "
@@ -65,7 +69,7 @@ INFO = EquationInfo(
     name="convection2d_noslip",
     summary="Rayleigh-Benard convection in a vertical plane between no-slip plates (Chebyshev, free-fall units)",
     params=NoSlipParams,
-    initials=(Conductive, Mode),
+    initials=(ConductiveWithScalars, Mode),
     protocol=IMEX,
     default_integrator="rk222",
     implementation="simulator.equations.convection2d_noslip.equation:NoSlipConvection2D",
@@ -80,11 +84,12 @@ INFO = EquationInfo(
                                  "b", cmap="RdBu_r"),
         "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile 1 - z (1, Nx, Nz)",
                            r"\theta", cmap="RdBu_r"),
+        "scalar": wall_scalars.FIELD,
         "vorticity": FieldInfo(0, "vorticity omega = dw/dx - du/dz (1, Nx, Nz)", r"\omega", cmap="RdBu_r"),
         "velocity": FieldInfo(3, "velocity (u, w, 0): along the plates, across them, and the zero component normal to "
                                  "the plane (3, 1, Nx, Nz)", r"|u|"),
     },
-    state_fields=("velocity", "theta"),
+    state_fields=("velocity", "theta", "scalar"),
     diagnostics=NOSLIP_DIAGNOSTICS,
     resolution_advice={"kmax_eta": "refine grid.shape, or lower physics.rayleigh"},
     progress=("nusselt", "reynolds", "cfl"),

@@ -20,11 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from simulator.equations import wall_scalars
 from simulator.equations.plates import (
     CONVECTION_PLOT,
     CONVECTION_SCALES,
     NOSLIP_DIAGNOSTICS,
-    Conductive,
+    ConductiveWithScalars,
     NoSlipFreeFallParams,
     refuse_mode_with_moving_plates,
 )
@@ -54,8 +55,11 @@ class BoxMode(InitialCondition):
     modes: tuple[int, int] = setting((1, 0), "(m_x, m_y): the horizontal mode numbers, a_x = 2 pi m_x / Lx and a_y = "
                                      "2 pi m_y / Ly")
 
+    scalars: wall_scalars.WallScalarInitial = wall_scalars.scalar_initial()
+
     def check(self, cfg: Any) -> None:
         refuse_mode_with_moving_plates(cfg, self.name)
+        wall_scalars.check_initial(self.scalars, cfg)
         nx, ny = cfg.grid.shape[0], cfg.grid.shape[1]
         if not (0 <= self.modes[0] < nx / 3 and 0 <= self.modes[1] < ny / 3) or self.modes == (0, 0):
             raise ConfigError("initial.modes", list(self.modes), f"0 <= m_x < Nx/3 and 0 <= m_y < Ny/3, not both 0, "
@@ -66,7 +70,7 @@ INFO = EquationInfo(
     name="convection_noslip",
     summary="Rayleigh-Benard convection in a box between no-slip plates (Chebyshev, free-fall units)",
     params=BoxNoSlipParams,
-    initials=(Conductive, BoxMode),
+    initials=(ConductiveWithScalars, BoxMode),
     protocol=IMEX,
     default_integrator="rk222",
     implementation="simulator.equations.convection_noslip.equation:NoSlipConvection3D",
@@ -80,9 +84,10 @@ INFO = EquationInfo(
                                  "b", cmap="RdBu_r"),
         "theta": FieldInfo(0, "departure theta of the temperature from the conductive profile 1 - z (Nx, Ny, Nz)",
                            r"\theta", cmap="RdBu_r"),
+        "scalar": wall_scalars.FIELD,
         "velocity": FieldInfo(3, "velocity (u, v, w) (3, Nx, Ny, Nz)", r"|u|"),
     },
-    state_fields=("velocity", "theta"),
+    state_fields=("velocity", "theta", "scalar"),
     diagnostics={**NOSLIP_DIAGNOSTICS,
                  "divergence": "max |du/dx + dv/dy + dw/dz| on the grid: round-off",
                  "kmax_eta": NOSLIP_DIAGNOSTICS["kmax_eta"].replace("pi Nx/Lx", "pi Nx/Lx, pi Ny/Ly"),
