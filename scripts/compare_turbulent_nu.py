@@ -80,14 +80,20 @@ def batch_means(y: np.ndarray, block: int) -> tuple[float, float, int]:
     return float(means.mean()), float(means.std(ddof=1) / math.sqrt(count)), count
 
 
+def resample(t: np.ndarray, y: np.ndarray, start: float, end: float, spacing: float) -> np.ndarray:
+    """y(t) (1-D arrays, t increasing, unevenly spaced: a CFL step's rows) at start, start + spacing, ... up to end,
+    by linear interpolation."""
+    grid = start + spacing * np.arange(int(math.floor((end - start) / spacing + 1e-9)) + 1)
+    return np.interp(grid, t, y)
+
+
 def statistics(t: np.ndarray, y: np.ndarray, start: float, end: float, spacing: float,
                block_taus: float) -> dict[str, Any]:
     """The time average of the series y(t) (1-D arrays, t increasing) over [start, end] and its error: y resampled
     every ``spacing`` by linear interpolation, its integrated autocorrelation time tau, and batch means over
     blocks of ``block_taus`` tau (at least one sample); the error of the plain estimate sqrt(var 2 tau / T) beside
     it as a check."""
-    grid = start + spacing * np.arange(int(math.floor((end - start) / spacing + 1e-9)) + 1)
-    samples = np.interp(grid, t, y)
+    samples = resample(t, y, start, end, spacing)
     tau = integrated_time(samples, spacing)
     block = max(1, math.ceil(block_taus * tau / spacing))
     mean, error, count = batch_means(samples, block)
