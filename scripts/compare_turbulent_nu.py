@@ -11,11 +11,17 @@ horizontal mean); both codes define the three alike.
 
 The statistics (``statistics`` below) resample each series onto a uniform time grid (--spacing, linear
 interpolation), keep the window [--window-start, T] after the transient (T/2 by default), and estimate the mean's
-error by batch means: contiguous blocks of --block-taus integrated autocorrelation times each (Sokal's windowed
-estimate, Madras & Sokal 1988), so that neighbouring block means are nearly independent, and the error is the
-standard deviation of the block means over the square root of their number. Fewer than 8 blocks is reported as too
-short a window. The two means agree when they differ by less than twice their combined error (the square root of
-the sum of the squared errors): a 95% interval for Gaussian block means.
+error by batch means over a fixed number of contiguous blocks (--blocks, 10; Schmeiser 1982 advises 10 to 30): the
+standard deviation of the block means over the square root of their number. The blocks must outlast the series'
+correlations for their means to be independent: each is checked to span at least 5 integrated autocorrelation
+times (Sokal's windowed estimate, Madras & Sokal 1988; ``blocks_outlast_tau``). A fixed count rather than a
+multiple of that time, because the Nusselt number at Ra = 1e6 oscillates as the rolls do (periods of about 5): an
+oscillation's autocorrelation changes sign, its integrated time stays short, and blocks a few such times long would
+be shorter than one period. results.json lists the error for blocks of 1, 2, 4, ... samples beside it
+(``blocking``, Flyvbjerg & Petersen 1989): it rises to a plateau once blocks outlast the correlations. The two
+means agree when they differ by less than twice their combined error (the square root of the sum of their squared
+errors): for Gaussian block means, a 95% interval with many blocks, about 92% with 10 (Student's t, 9 degrees of
+freedom).
 
 Run it with the project's python; Dedalus' side runs in its own environment (--dedalus-python, or
 SIMULATOR_DEDALUS_PYTHON), as ``dedalus`` below, beside the simulator's run, one process each:
@@ -47,8 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "convection_2d_noslip.yaml"
 #: the series each code records, in each code's names
 SERIES = {"volume": "nusselt", "bottom": "nusselt_bottom", "top": "nusselt_top"}
-#: fewer blocks than this leave the error of the error above ~25%: the window is reported as too short
+#: the blocking curve's longest blocks leave this many (fewer would make the error of the error above ~25%)
 MIN_BLOCKS = 8
+#: blocks shorter than this many integrated autocorrelation times leave neighbouring block means correlated
+BLOCK_TAUS = 5.0
 
 
 def integrated_time(y: np.ndarray, spacing: float, c: float = 5.0) -> float:
@@ -88,18 +96,23 @@ def resample(t: np.ndarray, y: np.ndarray, start: float, end: float, spacing: fl
 
 
 def statistics(t: np.ndarray, y: np.ndarray, start: float, end: float, spacing: float,
-               block_taus: float) -> dict[str, Any]:
+               blocks: int) -> dict[str, Any]:
     """The time average of the series y(t) (1-D arrays, t increasing) over [start, end] and its error: y resampled
     every ``spacing`` by linear interpolation, its integrated autocorrelation time tau, and batch means over
-    blocks of ``block_taus`` tau (at least one sample); the error of the plain estimate sqrt(var 2 tau / T) beside
-    it as a check."""
+    ``blocks`` equal blocks (leftover samples dropped at the start); the error of the plain estimate
+    sqrt(var 2 tau / T) beside it as a check."""
     samples = resample(t, y, start, end, spacing)
     tau = integrated_time(samples, spacing)
-    block = max(1, math.ceil(block_taus * tau / spacing))
+    block = len(samples) // blocks
     mean, error, count = batch_means(samples, block)
-    return {"mean": mean, "error": error, "blocks": count, "block_length": block * spacing,
+    # the error against the block length (Flyvbjerg & Petersen 1989): it rises to a plateau once blocks outlast the
+    # correlations, and the chosen block should sit on it
+    lengths = [2**k for k in range(int(math.log2(max(len(samples) // MIN_BLOCKS, 1))) + 1)]
+    blocking = {f"{b * spacing:g}": batch_means(samples, b)[1] for b in lengths}
+    return {"mean": mean, "error": error, "blocks": count, "block_length": block * spacing, "blocking": blocking,
             "tau_int": tau, "error_from_tau": float(samples.std() * math.sqrt(2 * tau / (len(samples) * spacing))),
-            "std": float(samples.std()), "samples": len(samples), "enough_blocks": count >= MIN_BLOCKS}
+            "std": float(samples.std()), "samples": len(samples),
+            "blocks_outlast_tau": block * spacing >= BLOCK_TAUS * tau}
 
 
 def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +178,7 @@ def series(out: Path) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]:
     return found
 
 
-def analyse(out: Path, t_end: float, window_start: float | None, spacing: float, block_taus: float
+def analyse(out: Path, t_end: float, window_start: float | None, spacing: float, blocks: int
             ) -> dict[str, Any]:
     """Both codes' time-averaged Nu over the window and whether they agree: results.json's content."""
     found = series(out)
@@ -174,9 +187,9 @@ def analyse(out: Path, t_end: float, window_start: float | None, spacing: float,
     reached = min(t_end, *(t[-1] for t, _ in found.values()))
     start = reached / 2 if window_start is None else window_start
     report: dict[str, Any] = {"t_end": reached, "window": [start, reached], "spacing": spacing,
-                              "block_taus": block_taus, "codes": {}}
+                              "blocks": blocks, "codes": {}}
     for code, (t, values) in found.items():
-        report["codes"][code] = {name: statistics(t, y, start, reached, spacing, block_taus)
+        report["codes"][code] = {name: statistics(t, y, start, reached, spacing, blocks)
                                  for name, y in values.items()}
     ours, theirs = report["codes"]["simulator"], report["codes"]["dedalus"]
     report["comparison"] = {name: compare(ours[name], theirs[name]) for name in SERIES}
@@ -189,13 +202,14 @@ def analyse(out: Path, t_end: float, window_start: float | None, spacing: float,
 def table(report: dict[str, Any]) -> str:
     """The results as lines of text."""
     lines = [f"time-averaged Nu over t in [{report['window'][0]:g}, {report['window'][1]:g}] "
-             f"(batch means, blocks of {report['block_taus']:g} integrated autocorrelation times)",
+             f"(batch means over {report['blocks']} blocks)",
              f"{'Nu':8} {'code':10} {'mean':>8} {'error':>7} {'tau_int':>7} {'block':>6} {'blocks':>6}"]
     for name in SERIES:
         for code in ("dedalus", "simulator"):
             s = report["codes"][code][name]
             lines.append(f"{name:8} {code:10} {s['mean']:8.4f} {s['error']:7.4f} {s['tau_int']:7.2f} "
-                         f"{s['block_length']:6.2f} {s['blocks']:6d}" + ("" if s["enough_blocks"] else " (few)"))
+                         f"{s['block_length']:6.2f} {s['blocks']:6d}"
+                         + ("" if s["blocks_outlast_tau"] else f" (blocks under {BLOCK_TAUS:g} tau_int)"))
         c = report["comparison"][name]
         lines.append(f"{name:8} {'difference':10} {c['difference']:8.4f} {c['combined_error']:7.4f} "
                      f"z = {c['z']:+.2f}: {'agree' if c['agree'] else 'DISAGREE'} within twice the combined error")
@@ -210,8 +224,7 @@ def main() -> None:
     parser.add_argument("--t-end", type=float, default=300.0, help="the runs' end time T (free-fall times)")
     parser.add_argument("--window-start", type=float, default=None, help="the averaging window's start (T/2)")
     parser.add_argument("--spacing", type=float, default=0.25, help="the uniform resampling interval")
-    parser.add_argument("--block-taus", type=float, default=5.0,
-                        help="batch-means block length in integrated autocorrelation times")
+    parser.add_argument("--blocks", type=int, default=10, help="batch means: the number of blocks")
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "turbulent_nu")
     parser.add_argument("--dedalus-python", default=os.environ.get("SIMULATOR_DEDALUS_PYTHON"))
     parser.add_argument("--analyse-only", action="store_true", help="the statistics of the series already there")
@@ -235,7 +248,7 @@ def main() -> None:
                                f"time.t_end={args.t_end}", "--out", str(out / "ours"), "--overwrite"])
         if theirs.wait() != 0 or ours.returncode != 0:
             raise SystemExit(f"a run failed: dedalus exit {theirs.returncode}, simulator exit {ours.returncode}")
-    report = analyse(out, args.t_end, args.window_start, args.spacing, args.block_taus)
+    report = analyse(out, args.t_end, args.window_start, args.spacing, args.blocks)
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     print(table(report))
 

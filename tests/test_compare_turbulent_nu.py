@@ -32,14 +32,13 @@ def ar1(series: int, samples: int, seed: int) -> np.ndarray:
 def test_the_integrated_time_and_the_batch_means_error_of_ar1_series_are_their_exact_values():
     """Over 200 independent AR(1) series of 20000 samples (PHI = 0.9: tau = 9.5 samples): the integrated time, the
     mean of the 200 estimates within 3% of the exact, each scattered by sqrt(2 (2 M + 1) / N) ~ 10% (Sokal's
-    variance, window M ~ 5 tau over N samples); the batch-means error
-    (blocks of 10 tau) is the spread of the 200 means about the true mean, to 15% (the spread itself is known to
-    5%, and blocks of L samples bias batch means' variance low by about tau / L, 5% here), as is the error from
-    tau, which is the exact sqrt(var 2 tau / T) to 5%; and the true mean lies within twice the error in 95% of the
-    series (to 4%: 200 trials)."""
+    variance, window M ~ 5 tau over N samples); the batch-means error over 10 blocks (2000 samples, 210 tau each)
+    is the spread of the 200 means about the true mean, to 15% (the spread itself is known to 5%, the RMS of the
+    errors to 2%), as is the error from tau, the exact sqrt(var 2 tau / T) to 5%; the true mean lies within twice
+    the error in 92% of the series (Student's t with 9 degrees of freedom; 200 trials: within 0.87 and 0.98)."""
     data = ar1(200, 20000, seed=1)
     t = SPACING * np.arange(data.shape[1])
-    found = [nu.statistics(t, y, 0.0, t[-1], SPACING, block_taus=10.0) for y in data]
+    found = [nu.statistics(t, y, 0.0, t[-1], SPACING, blocks=10) for y in data]
     taus = np.array([s["tau_int"] for s in found])
     assert taus.mean() == pytest.approx(TAU, rel=0.03)
     assert taus.std() / TAU < 0.15
@@ -51,9 +50,8 @@ def test_the_integrated_time_and_the_batch_means_error_of_ar1_series_are_their_e
     assert math.sqrt(np.mean(errors**2)) == pytest.approx(spread, rel=0.15)
     assert math.sqrt(np.mean([s["error_from_tau"] ** 2 for s in found])) == pytest.approx(exact, rel=0.05)
     covered = np.mean(np.abs(means - MU) <= 2 * errors)
-    assert 0.91 <= covered <= 0.99, covered
-    assert all(s["blocks"] == 20000 // math.ceil(10 * s["tau_int"] / SPACING) for s in found)
-    assert all(s["enough_blocks"] for s in found)
+    assert 0.87 <= covered <= 0.98, covered
+    assert all(s["blocks"] == 10 and s["block_length"] == 500.0 and s["blocks_outlast_tau"] for s in found)
 
 
 def test_the_window_is_resampled_on_uneven_times_and_blocks_end_at_its_end():
