@@ -124,10 +124,11 @@ def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_columns(path: Path, names: list[str]) -> dict[str, np.ndarray]:
-    """The named columns of a CSV file with a header row, as float arrays."""
+    """The named columns of a CSV file with a header row, as float arrays, from the rows that hold all of them (a
+    run still writing may have left its last row short)."""
     with path.open() as f:
-        rows = list(csv.DictReader(f))
-    return {name: np.array([float(row[name]) for row in rows if row.get(name) not in (None, "")]) for name in names}
+        rows = [row for row in csv.DictReader(f) if all(row.get(name) not in (None, "") for name in names)]
+    return {name: np.array([float(row[name]) for row in rows]) for name in names}
 
 
 def run_dedalus(t_end: float, csv_path: Path, sample: float) -> dict[str, Any]:
