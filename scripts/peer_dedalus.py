@@ -145,14 +145,34 @@ def convection(nx: int, nz: int, ra: float, pr: float, lx: float) -> tuple[Any, 
     return solver, setup, names, x, z, coords
 
 
-def example(nx: int, nz: int, ra: float = 1e6, pr: float = 1.0) -> tuple[Any, tuple[float, float]]:
-    """The step case: the example's solver at Lx = 4 and its start (noise 1e-3 damped at the plates, seed 42)."""
-    solver, setup, names, _, z, *_ = convection(nx, nz, ra, pr, 4.0)
+def example(nx: int, nz: int, ra: float = 1e6, pr: float = 1.0) -> tuple[Any, tuple[float, float], dict[str, Any],
+                                                                      Any]:
+    """The step case: the example's solver at Lx = 4 and its start (noise 1e-3 damped at the plates, seed 42), its
+    set-up seconds, the equations' names and the coordinates."""
+    solver, setup, names, _, z, coords = convection(nx, nz, ra, pr, 4.0)
     b = names["b"]
     b.fill_random("g", seed=42, distribution="normal", scale=1e-3)
     b["g"] *= z * (1 - z)
     b["g"] += 1 - z
-    return solver, setup
+    return solver, setup, names, coords
+
+
+def nusselt_tasks(names: dict[str, Any], coords: Any, lx: float, kappa: float) -> dict[str, Any]:
+    """Nu through each plate (-d<b>/dz there, <.> the horizontal mean) and through the volume (1 + <w b> / kappa,
+    <.> the volume mean of the depth-1 box): the operators to evaluate."""
+    import dedalus.public as d3
+
+    b, u, ez = names["b"], names["u"], names["ez"]
+    mean_dz_b = d3.Integrate(d3.Differentiate(b, coords["z"]), coords["x"]) / lx
+    return {"bottom": -mean_dz_b(z=0), "top": -mean_dz_b(z=1),
+            "volume": 1 + d3.Integrate(d3.Integrate((u @ ez) * b, coords["x"]), coords["z"]) / (lx * kappa)}
+
+
+def evaluate(tasks: dict[str, Any]) -> dict[str, float]:
+    """The value of each of ``nusselt_tasks`` now."""
+    import numpy as np
+
+    return {name: float(np.real(task.evaluate()["g"]).ravel()[0]) for name, task in tasks.items()}
 
 
 #: Moser, Kim & Mansour's (1999) box, as configs/channel_retau180.yaml: 4 pi h streamwise (x), 4 pi h / 3 spanwise
@@ -392,27 +412,17 @@ def orr_sommerfeld(re: float, alpha: float, nz: int) -> complex:
 def nusselt(nx: int, nz: int, ra: float, pr: float, k: float, dt: float, tol: float, max_steps: int
             ) -> dict[str, Any]:
     """A steady roll (the case above): Nu through each plate and through the volume once it is steady."""
-    import dedalus.public as d3
     import numpy as np
 
     lx = 2 * np.pi / k
     solver, _, names, x, z, coords = convection(nx, nz, ra, pr, lx)
-    b, u, ez = names["b"], names["u"], names["ez"]
-    b["g"] = 1 - z + 0.1 * np.sin(np.pi * z) * np.cos(k * x)
-    kappa = (ra * pr) ** -0.5
-    dz_b = d3.Differentiate(b, coords["z"])
-    mean_dz_b = d3.Integrate(dz_b, coords["x"]) / lx
-    tasks = {"bottom": -mean_dz_b(z=0), "top": -mean_dz_b(z=1),
-             "volume": 1 + d3.Integrate(d3.Integrate((u @ ez) * b, coords["x"]), coords["z"]) / (lx * kappa)}
-
-    def nu_now() -> dict[str, float]:
-        return {name: float(np.real(task.evaluate()["g"]).ravel()[0]) for name, task in tasks.items()}
-
-    last, change = nu_now(), np.inf
+    names["b"]["g"] = 1 - z + 0.1 * np.sin(np.pi * z) * np.cos(k * x)
+    tasks = nusselt_tasks(names, coords, lx, (ra * pr) ** -0.5)
+    last, change = evaluate(tasks), np.inf
     while solver.iteration < max_steps:
         for _ in range(100):
             solver.step(dt)
-        now = nu_now()
+        now = evaluate(tasks)
         change = max(abs(now[n] - last[n]) for n in now)
         last = now
         if change < tol:
@@ -462,7 +472,7 @@ def main() -> None:
     nz = args.nz or (128 if args.case == "orr" else 48)
     report: dict[str, Any]
     if args.case == "launch":  # a fresh process's first 11 steps, for ``step``'s launch timing
-        solver, _ = example(*one)
+        solver, *_ = example(*one)
         for i in range(1, 12):
             solver.step(args.dt)
             print(f"step {i}", flush=True)
