@@ -131,12 +131,13 @@ def grid_unit(shape: Sequence[int]) -> tuple[int, ...]:
 
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
                        compact: bool = False, usable: Callable[[tuple[int, ...]], None] | None = None,
-                       unit: tuple[int, ...] = (1, 1, 1)) -> int:
+                       unit: tuple[int, ...] = (1, 1, 1), walls: bool = False) -> int:
     """The largest N with the grid N * ``unit`` (default: N^3; :func:`grid_unit` for a run's own aspect) of
     FFT-friendly sizes, valid for the layout on this mesh, and N^3 * prod(unit) * bytes_per_cell <= total_bytes
     (0: none); ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum,
     which needs more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes
-    barely); ``usable``: raises ConfigError for a grid the run's config cannot use (:func:`config_on_grid`)."""
+    barely); ``usable``: raises ConfigError for a grid the run's config cannot use (:func:`config_on_grid`);
+    ``walls``: a walled grid's layout rules (:meth:`~simulator.fft.layouts.Layout.check_layout`)."""
     if total_bytes <= 0:  # a device already fuller than its share: no grid fits
         return 0
     n = int((total_bytes / bytes_per_cell / math.prod(unit)) ** (1 / len(unit))) + 1  # a plane's unit has two
@@ -144,7 +145,7 @@ def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, m
         shape = tuple(n * u for u in unit)
         if math.prod(shape) * bytes_per_cell <= total_bytes and all(map(fft_friendly, shape)):
             try:
-                layout.check_layout(plane.cells(shape), mesh_shape)
+                layout.check_layout(plane.cells(shape), mesh_shape, walls=walls)
                 if usable is not None:
                     usable(shape)
                 if not compact or layout.compact_sizes(plane.cells(shape), mesh_shape) is not None:
@@ -245,7 +246,7 @@ class Plan:
 
         total = USABLE_FRACTION * self.available * self.devices
         return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact,
-                                  usable, unit)
+                                  usable, unit, self.cfg.grid.walls.on)
 
     def devices_to_fit(self) -> int | None:
         """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no
@@ -254,7 +255,7 @@ class Plan:
 
         need = self.bytes_per_cell * self.cells / (USABLE_FRACTION * self.available)
         layout, shape = LAYOUTS[self.cfg.fft.backend], self.cfg.grid.cells  # compact: where that layout holds
-        counts = (n for n in layout.device_counts(shape)
+        counts = (n for n in layout.device_counts(shape, self.cfg.grid.walls.on)
                   if not self.compact or layout.compact_sizes(shape, layout.mesh_shape(n, None)) is not None)
         return next((n for n in counts if n > self.devices and n >= need), None)
 
