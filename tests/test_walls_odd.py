@@ -1,0 +1,88 @@
+"""An odd point count across the plates (channel papers' 65 and 129 Gauss-Lobatto points), float64: laminar Poiseuille
+flow steady and divergence and no-slip held at 17 Chebyshev points, a free-slip temperature layer decaying exactly at
+9 cell centres, a slab of 3 devices (which splits the walled spectrum across the plates) equal to one device, and
+what `simulator validate` says of odd sizes between plates and in a periodic box."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from simulator.fft.bases import Chebyshev
+from simulator.walls import channel
+
+from support import advance, command, simulation
+
+
+def test_an_odd_count_across_no_slip_plates_holds_laminar_flow_divergence_free(devices):
+    """A channel box of 8 x 4 x 17 under a fixed flux at Re = 2000: laminar Poiseuille flow stays on the 17
+    Gauss-Lobatto points to round-off for 5 steps, no cross-flow made; from the laminar profile plus noise (0.1),
+    divergence and slip stay at round-off after every step and the bulk velocity is held."""
+    sim = simulation(devices, physics__name="channel", grid__shape=[8, 4, 17], physics__drive="flux",
+                     physics__reynolds=2000.0, initial__name="laminar", initial__amplitude=0.1)
+    calm = advance(sim, sim.initial_state({"name": "laminar", "amplitude": 0.0}), 0.02, 5)
+    u = np.asarray(sim.fields(calm, "velocity")["velocity"])
+    assert np.abs(u[0] - channel.poiseuille(Chebyshev(17, 2.0).points() - 1)).max() < 1e-14
+    assert np.abs(u[1:]).max() == 0.0
+    state, worst = sim.initial_state(), 0.0
+    for _ in range(4):
+        state = advance(sim, state, 0.02, 1)
+        report = sim.diagnostics(state, 0.02)
+        worst = max(worst, float(report["divergence"]), float(report["slip"]))
+        assert float(report["bulk_velocity"]) == pytest.approx(2 / 3, abs=1e-15)
+    assert np.abs(np.asarray(sim.fields(state, "velocity")["velocity"])[1]).max() > 1e-3  # the noise is there
+    assert worst < 1e-12
+
+
+def test_an_odd_count_across_free_slip_plates_decays_a_layer_exactly(devices):
+    """Free-slip convection on 8 x 9 (sine and cosine series of 9 cell centres): theta = sin(2 pi z), uniform in x,
+    decays as exp(-kappa (2 pi)^2 t), kappa = (Ra Pr)^-1/2, to round-off, and drives no flow."""
+    ra, pr, dt, steps = 2000.0, 0.7, 0.05, 20
+    sim = simulation(devices, physics__name="convection2d", grid__shape=[8, 9], grid__box=[2.0, 1.0],
+                     grid__walls__axis="y", initial__name="mode", initial__modes=[0, 2], initial__amplitude=1.0,
+                     physics__rayleigh=ra, physics__prandtl=pr)
+    state = np.asarray(advance(sim, sim.initial_state(), dt, steps))
+    expected = math.exp(-(2 * math.pi) ** 2 * dt * steps / math.sqrt(ra * pr))
+    assert float(np.real(state[1, 0, 0, 2])) / sim.fft.size == pytest.approx(expected, rel=1e-13, abs=0)
+    assert np.max(np.abs(state[0])) == 0.0
+
+
+def test_a_slab_splits_an_odd_count_across_the_plates_as_one_device_steps_it(devices):
+    """A channel box of 6 x 3 x 15 at Re = 5000 from laminar flow plus noise (0.1), 5 steps: a slab of 3 devices,
+    whose walled spectrum holds 5 of the 15 Chebyshev coefficients on each, ends where one device ends, to 1e-12."""
+    values = {"physics__name": "channel", "grid__shape": [6, 3, 15], "physics__reynolds": 5000.0,
+              "initial__name": "laminar", "initial__amplitude": 0.1}
+    runs = []
+    for case in (("single", 1, None), ("slab", 3, None)):
+        sim = simulation(devices, case, **values)
+        runs.append(np.asarray(sim.fields(advance(sim, sim.initial_state(), 0.01, 5), "velocity")["velocity"]))
+    want, got = runs
+    assert np.abs(want[2]).max() > 1e-3
+    assert np.abs(got - want).max() < 1e-12 * np.abs(want).max()
+
+
+@pytest.mark.parametrize(("physics", "shape", "sets", "code", "pattern"), [
+    ("channel", [64, 64, 65], [], 0, None),
+    ("channel", [96, 96, 129], ["fft.backend=slab", "runtime.cpu_devices=3"], 0, None),
+    ("navier_stokes", [8, 8, 17], [], 2, r"^error: grid\.shape = \[8, 8, 17\] has an odd Nz; Nz must be even: the "
+     r"real-to-complex transform keeps Nz/2 planes \(Nyquist dropped\)$"),
+    ("channel", [8, 8, 17], ["fft.backend=slab", "runtime.cpu_devices=2"], 2,
+     r"^error: grid\.shape = \[8, 8, 17\] does not divide over the mesh; slab on mesh \[2\] needs Nz = 17 divisible "
+     r"by 2; with grid\.walls the slab backend splits the walled spectrum across the plates, so an odd Nz takes a "
+     r"device count that divides it \(or the single backend\)$"),
+], ids=["channel-65", "channel-129-slab-3", "periodic-odd", "slab-2-odd"])
+def test_validate_takes_an_odd_count_only_across_plates(tmp_path, capfd, physics, shape, sets, code, pattern):
+    """`simulator validate`: 65 and 129 points across a channel's plates (the last axis) are valid, 64 x 64 x 65 on
+    one device and 96 x 96 x 129 on a slab of 3 (which divides 96 and 129); an odd Nz of a periodic box, or across
+    plates on a slab of 2, is one line, exit 2."""
+    config = tmp_path / "odd.yaml"
+    config.write_text(f"physics: {{name: {physics}}}\ngrid: {{shape: {shape}}}\n")
+    got, out, err = command(capfd, "validate", str(config), *(a for s in sets for a in ("--set", s)))
+    assert got == code, err
+    if pattern is None:
+        assert f"shape: {shape}" in out
+    else:
+        assert len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
