@@ -1,7 +1,7 @@
 """An odd point count across the plates (channel papers' 65 and 129 Gauss-Lobatto points), float64: laminar Poiseuille
 flow steady and divergence and no-slip held at 17 Chebyshev points, a free-slip temperature layer decaying exactly at
-9 cell centres, a slab of 3 devices (which splits the walled spectrum across the plates) equal to one device, and
-what `simulator validate` says of odd sizes between plates and in a periodic box."""
+9 cell centres, a slab of 2 devices equal to one device, and what `simulator validate` says of odd sizes between
+plates and in a periodic box."""
 
 from __future__ import annotations
 
@@ -50,13 +50,14 @@ def test_an_odd_count_across_free_slip_plates_decays_a_layer_exactly(devices):
     assert np.max(np.abs(state[0])) == 0.0
 
 
-def test_a_slab_splits_an_odd_count_across_the_plates_as_one_device_steps_it(devices):
-    """A channel box of 6 x 3 x 15 at Re = 5000 from laminar flow plus noise (0.1), 5 steps: a slab of 3 devices,
-    whose walled spectrum holds 5 of the 15 Chebyshev coefficients on each, ends where one device ends, to 1e-12."""
-    values = {"physics__name": "channel", "grid__shape": [6, 3, 15], "physics__reynolds": 5000.0,
+def test_a_slab_steps_an_odd_count_across_the_plates_as_one_device_does(devices):
+    """A channel box of 8 x 4 x 17 at Re = 5000 from laminar flow plus noise (0.1), 5 steps: a slab of 2 devices,
+    whose walled spectrum is split along kx (17 coefficients whole on each device), ends where one device ends, to
+    1e-12."""
+    values = {"physics__name": "channel", "grid__shape": [8, 4, 17], "physics__reynolds": 5000.0,
               "initial__name": "laminar", "initial__amplitude": 0.1}
     runs = []
-    for case in (("single", 1, None), ("slab", 3, None)):
+    for case in (("single", 1, None), ("slab", 2, None)):
         sim = simulation(devices, case, **values)
         runs.append(np.asarray(sim.fields(advance(sim, sim.initial_state(), 0.01, 5), "velocity")["velocity"]))
     want, got = runs
@@ -66,18 +67,17 @@ def test_a_slab_splits_an_odd_count_across_the_plates_as_one_device_steps_it(dev
 
 @pytest.mark.parametrize(("physics", "shape", "sets", "code", "pattern"), [
     ("channel", [64, 64, 65], [], 0, None),
-    ("channel", [96, 96, 129], ["fft.backend=slab", "runtime.cpu_devices=3"], 0, None),
+    ("channel", [128, 128, 129], ["fft.backend=slab", "runtime.cpu_devices=8"], 0, None),
     ("navier_stokes", [8, 8, 17], [], 2, r"^error: grid\.shape = \[8, 8, 17\] has an odd Nz; Nz must be even: the "
      r"real-to-complex transform keeps Nz/2 planes \(Nyquist dropped\)$"),
-    ("channel", [8, 8, 17], ["fft.backend=slab", "runtime.cpu_devices=2"], 2,
-     r"^error: grid\.shape = \[8, 8, 17\] does not divide over the mesh; slab on mesh \[2\] needs Nz = 17 divisible "
-     r"by 2; with grid\.walls the slab backend splits the walled spectrum across the plates, so an odd Nz takes a "
-     r"device count that divides it \(or the single backend\)$"),
-], ids=["channel-65", "channel-129-slab-3", "periodic-odd", "slab-2-odd"])
+    ("channel2d", [8, 17], ["fft.backend=slab", "runtime.cpu_devices=2"], 2,
+     r"^error: grid\.shape = \[8, 17\] does not divide over the mesh; slab on mesh \[2\] needs Ny = 17 divisible "
+     r"by 2; choose sizes that are multiples of the device counts$"),
+], ids=["channel-65", "channel-129-slab-8", "periodic-odd", "plane-slab-2-odd"])
 def test_validate_takes_an_odd_count_only_across_plates(tmp_path, capfd, physics, shape, sets, code, pattern):
     """`simulator validate`: 65 and 129 points across a channel's plates (the last axis) are valid, 64 x 64 x 65 on
-    one device and 96 x 96 x 129 on a slab of 3 (which divides 96 and 129); an odd Nz of a periodic box, or across
-    plates on a slab of 2, is one line, exit 2."""
+    one device and 128 x 128 x 129 on a slab of 8; an odd Nz of a periodic box, or an odd count across a plane's
+    plates on a slab of 2 (whose walled spectrum it splits), is one line, exit 2."""
     config = tmp_path / "odd.yaml"
     config.write_text(f"physics: {{name: {physics}}}\ngrid: {{shape: {shape}}}\n")
     got, out, err = command(capfd, "validate", str(config), *(a for s in sets for a in ("--set", s)))

@@ -87,11 +87,10 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
                  fft_threads: int | None = None, compact: bool | Sequence[int] = False, walls: bool = False):
-        """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads``
-        choose the implementation of the per-device transforms (:mod:`simulator.fft.local`); ``compact``
-        the real-to-complex layout of the 2/3 rule's modes only (see the module conventions); sizes given
-        instead of True are held at the least (:meth:`~simulator.fft.layouts.Layout.compact_sizes`); ``walls``
-        whether the last axis lies between plates (:attr:`walls`: its size need not be even)."""
+        """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads`` choose the
+        per-device transforms (:mod:`simulator.fft.local`); ``compact`` the real-to-complex layout of the 2/3 rule's
+        modes only (module conventions), sizes given instead of True held at the least
+        (:meth:`~simulator.fft.layouts.Layout.compact_sizes`); ``walls`` plates across the last axis (:attr:`walls`)."""
         shape = tuple(int(n) for n in shape)
         if len(shape) != 3:
             raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")

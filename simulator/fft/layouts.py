@@ -10,9 +10,8 @@ Conventions shared by all layouts (see :mod:`simulator.fft.base` for the transfo
 * spectral arrays in the backend's axis order ``perm`` (spectral axis ``i`` holds the wavenumbers of
   real axis ``perm[i]``);
 * a real-to-complex spectrum keeps ``kz = 0 .. Nz/2 - 1`` (Nyquist plane dropped), so Nz must be even
-  and Nz/2 must divide over the devices sharding that axis; a walled grid's last axis (``grid.walls``) is not
-  transformed real-to-complex (:mod:`simulator.fft.walls`: series of any length), so there any Nz that divides
-  over the devices sharding its walled spectrum (:attr:`Layout.walled_axes`) will do;
+  and Nz/2 must divide over the devices sharding that axis; not a walled grid's (``grid.walls``), whose series
+  across the plates take any length: its Nz divides over what shards it (:meth:`Layout.walled_spec`);
 * or, in the *compact* layout (:meth:`Layout.compact_sizes`), only the modes the 2/3 rule keeps
   (|m_x|, |m_y| < N/3, 0 <= m_z < N/3), padded to sizes that divide over the mesh.
 """
@@ -82,9 +81,6 @@ class Layout:
     #: spatial axis -> mesh axis name that shards it, in real space and in k-space (backend order)
     real_axes: ClassVar[Spec3]
     spectral_axes: ClassVar[Spec3]
-    #: spatial axis -> mesh axis name that shards it in a walled spectrum (real-axis order), for a backend that
-    #: takes walls (:class:`simulator.fft.walls.WalledTransforms`)
-    walled_axes: ClassVar[Spec3] = (None, None, None)
 
     @classmethod
     def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
@@ -106,10 +102,10 @@ class Layout:
                      ) -> list[tuple[str, int, int]]:
         """(what, size, divisor) pairs that must divide evenly for this layout, ``what`` in a box's or a plane's
         words (:func:`simulator.fft.plane.axis_names`: a plane's box ``(1, Nx, Ny)`` says ``Nx``, ``Ny``, ``Ny/2``);
-        ``walls``: of a walled grid, whose spectra are sharded as :attr:`walled_axes` says (no half axis)."""
+        ``walls``: of a walled grid, whose spectra are sharded as :meth:`walled_spec` says (no half axis)."""
         sizes, names = dict(zip(cls.axis_names, mesh_shape, strict=True)), box_axis_names(shape)
         out = []
-        spectral = cls.walled_axes if walls else cls.spectral_axes_real()
+        spectral = cls.walled_spec(shape) if walls else cls.spectral_axes_real()
         for axis, (real_name, spec_name) in enumerate(zip(cls.real_axes, spectral, strict=True)):
             if real_name is not None and sizes[real_name] > 1:
                 out.append((f"N{names[axis]}", shape[axis], sizes[real_name]))
@@ -119,6 +115,12 @@ class Layout:
                 if axis == 2 and cls.has_real_transform and not walls:
                     out.append((f"N{names[axis]}/2", size // 2, sizes[spec_name]))
         return list(dict.fromkeys(out))
+
+    @classmethod
+    def walled_spec(cls, shape: Sequence[int]) -> Spec3:
+        """The mesh axis sharding each spatial axis of a walled spectrum of ``shape`` (real-axis order), where walls are
+        taken (:class:`simulator.fft.walls.WalledTransforms`): real space's by default (:mod:`simulator.fft.pencil`)."""
+        return cls.real_axes
 
     @classmethod
     def check_walls_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
@@ -166,8 +168,7 @@ class Layout:
 
     @classmethod
     def device_counts(cls, shape: Sequence[int], walls: bool = False) -> Iterator[int]:
-        """The device counts whose mesh (:meth:`mesh_shape` of the count) ``shape`` decomposes over, ascending
-        (``walls``: a walled grid, :meth:`check_layout`)."""
+        """The device counts whose mesh (:meth:`mesh_shape` of the count) ``shape`` (``walls``: walled) takes."""
         for count in _divisors(shape):  # a mesh axis divides a grid axis: a count divides the cells
             mesh = cls.mesh_shape(count, None)
             if math.prod(mesh) != count:  # the single layout: one device whatever the count
@@ -181,9 +182,8 @@ class Layout:
     @classmethod
     def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape", *,
                      walls: bool = False) -> None:
-        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c; ``walls``: a
-        walled grid (``grid.walls``), whose last axis takes any size its walled spectrum's sharding divides
-        (:attr:`walled_axes`; a pencil's further rule is :meth:`check_walls_layout`)."""
+        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c; ``walls``: a walled
+        grid, its last axis of any size what shards it divides (:meth:`walled_spec`, :meth:`check_walls_layout`)."""
         shape3 = tuple(int(n) for n in shape)
         flat = holds_plane(shape3)  # a plane's box (1, Nx, Ny), said in the plane's words (simulator.fft.plane)
         last = f"N{box_axis_names(shape3)[2]}"
@@ -195,14 +195,10 @@ class Layout:
             )
         for what, size, div in cls.divisibility(shape3, mesh_shape, walls):  # type: ignore[arg-type]
             if size % div:
-                # an odd count across the plates is the common case here (Gauss-Lobatto N = 65, 129): say what divides
-                odd = walls and what == last and size % 2
                 raise ConfigError(
                     key, list(shape3[1:]) if flat else list(shape3),
                     f"{cls.name} on mesh {list(mesh_shape)} needs {what} = {size} divisible by {div}; "
-                    + (f"with grid.walls the {cls.name} backend splits the walled spectrum across the plates, so "
-                       f"an odd {what} takes a device count that divides it (or the single backend)" if odd else
-                       "choose sizes that are multiples of the device counts"),
+                    f"choose sizes that are multiples of the device counts",
                     "does not divide over the mesh",
                 )
 
@@ -242,8 +238,11 @@ class SlabLayout(Layout):
     axis_names: ClassVar[tuple[str, ...]] = (SLAB,)
     real_axes: ClassVar[Spec3] = (None, SLAB, None)
     spectral_axes: ClassVar[Spec3] = (None, None, SLAB)
-    #: a walled spectrum (kx, ky, n) is split across the plates, as kz is (:mod:`simulator.fft.slab`)
-    walled_axes: ClassVar[Spec3] = (None, None, SLAB)
+
+    @classmethod
+    def walled_spec(cls, shape: Sequence[int]) -> Spec3:
+        """A box's walled spectrum (kx, ky, n) is split along kx, a plane's along n (:mod:`simulator.fft.slab`)."""
+        return (None, None, SLAB) if holds_plane(tuple(int(n) for n in shape)) else (SLAB, None, None)
 
     @classmethod
     def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
@@ -268,8 +267,6 @@ class PencilLayout(Layout):
     axis_names: ClassVar[tuple[str, ...]] = (P0, P1)
     real_axes: ClassVar[Spec3] = (P0, P1, None)
     spectral_axes: ClassVar[Spec3] = (None, P0, P1)
-    #: a walled spectrum is laid out as real space (:mod:`simulator.fft.pencil`)
-    walled_axes: ClassVar[Spec3] = (P0, P1, None)
 
     @classmethod
     def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:
