@@ -13,17 +13,18 @@ import numpy as np
 import pytest
 
 from simulator.fft.bases import Chebyshev
+from simulator.planning import plan
 from simulator.walls import channel, eigen
 
-from support import advance, command, simulation
+from support import advance, command, shared, simulation
 
 
 def test_an_odd_count_across_no_slip_plates_holds_laminar_flow_divergence_free(devices):
     """A channel box of 8 x 4 x 17 under a fixed flux at Re = 2000: laminar Poiseuille flow stays on the 17
     Gauss-Lobatto points to round-off for 5 steps, no cross-flow made; from the laminar profile plus noise (0.1),
     divergence and slip stay at round-off after every step and the bulk velocity is held."""
-    sim = simulation(devices, physics__name="channel", grid__shape=[8, 4, 17], physics__drive="flux",
-                     physics__reynolds=2000.0, initial__name="laminar", initial__amplitude=0.1)
+    sim = shared(physics__name="channel", grid__shape=[8, 4, 17], physics__drive="flux", physics__reynolds=2000.0,
+                 initial__name="laminar", initial__amplitude=0.1)
     calm = advance(sim, sim.initial_state({"name": "laminar", "amplitude": 0.0}), 0.02, 5)
     u = np.asarray(sim.fields(calm, "velocity")["velocity"])
     assert np.abs(u[0] - channel.poiseuille(Chebyshev(17, 2.0).points() - 1)).max() < 1e-14
@@ -107,3 +108,14 @@ def test_validate_takes_an_odd_count_only_across_plates(tmp_path, capfd, physics
         assert f"shape: {shape}" in out
     else:
         assert len(err.strip().splitlines()) == 1 and re.match(pattern, err.strip()), err
+
+
+def test_the_plan_of_a_gauss_lobatto_grid_proposes_grids_one_point_more_across(devices):
+    """The plan of a channel on 8 x 4 x 17 (a Chebyshev transform of 2 x 16 points across) names the largest grid of
+    its aspect as 2N x N x (4N + 1), 4N FFT-friendly, where it named none (17 is no multiple's size)."""
+    sim = shared(physics__name="channel", grid__shape=[8, 4, 17], physics__drive="flux", physics__reynolds=2000.0,
+                 initial__name="laminar", initial__amplitude=0.1)
+    line = plan.largest_grid_line(plan.make_plan(sim, programs=("chunk",), memory=1 << 30))
+    assert "grid of this run's aspect (a multiple of [2, 1, 4] and one point more across the plates)" in line, line
+    nx, ny, nz = (int(v) for v in re.search(r"\[(\d+), (\d+), (\d+)\]$", line).groups())
+    assert nx == 2 * ny and nz == 4 * ny + 1 and ny > 4 and plan.fft_friendly(4 * ny)
