@@ -95,11 +95,15 @@ def test_a_slab_steps_an_odd_count_across_the_plates_as_one_device_does(devices)
     ("channel2d", [8, 17], ["fft.backend=slab", "runtime.cpu_devices=2"], 2,
      r"^error: grid\.shape = \[8, 17\] does not divide over the mesh; slab on mesh \[2\] needs Ny = 17 divisible "
      r"by 2; choose sizes that are multiples of the device counts$"),
-], ids=["channel-65", "channel-129-slab-8", "periodic-odd", "plane-slab-2-odd"])
+    ("channel", [8, 8, 17], ["fft.backend=pencil", "runtime.cpu_devices=2"], 2,
+     r"^error: grid\.shape = \[8, 8, 17\] does not divide over the mesh; pencil with grid\.walls on mesh \[2, 1\] "
+     r"needs Nz = 17 divisible by 2, the device count"),
+], ids=["channel-65", "channel-129-slab-8", "periodic-odd", "plane-slab-2-odd", "pencil-2-odd"])
 def test_validate_takes_an_odd_count_only_across_plates(tmp_path, capfd, physics, shape, sets, code, pattern):
     """`simulator validate`: 65 and 129 points across a channel's plates (the last axis) are valid, 64 x 64 x 65 on
-    one device and 128 x 128 x 129 on a slab of 8; an odd Nz of a periodic box, or an odd count across a plane's
-    plates on a slab of 2 (whose walled spectrum it splits), is one line, exit 2."""
+    one device and 128 x 128 x 129 on a slab of 8; an odd Nz of a periodic box, an odd count across a plane's
+    plates on a slab of 2 (whose walled spectrum it splits) or across a box's on a pencil of 2 (whose exchange splits
+    it over every device) is one line, exit 2."""
     config = tmp_path / "odd.yaml"
     config.write_text(f"physics: {{name: {physics}}}\ngrid: {{shape: {shape}}}\n")
     got, out, err = command(capfd, "validate", str(config), *(a for s in sets for a in ("--set", s)))
