@@ -133,7 +133,7 @@ def grid_aspect(cfg: Config) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The run's aspect: the unit its grids are multiples of (:func:`grid_unit`) and the points each adds to that
     multiple, none; but between no-slip plates with an odd count across, the unit of one point fewer across and that
     point added, as Gauss-Lobatto counts are (``[64, 64, 65]``: ``(1, 1, 1)`` and ``(0, 0, 1)``), so the grids
-    proposed keep ``N - 1`` across FFT-friendly, the length of their Chebyshev transform's half."""
+    proposed keep ``N - 1`` across FFT-friendly: their Chebyshev transform is a real FFT of ``2 (N - 1)`` points."""
     shape, walls = list(cfg.grid.shape), cfg.grid.walls
     if not (walls.on and walls.basis == "chebyshev" and shape[-1] % 2):
         return grid_unit(shape), (0,) * len(shape)
