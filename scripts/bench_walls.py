@@ -21,13 +21,13 @@ chunk (``simulator plan``'s figure) against a periodic plane's (ns2d, RK4, the s
 noise of 0.3, RK222, float64) stepped by the equation ``channel`` (configs/channel_retau180.yaml under the pressure
 drive, without its CFL) and by Dedalus serving the same case, at Dedalus' modes ``--sizes 64x64x64 128x128x128``
 (streamwise x spanwise x across the plates). Channel papers' 64 x 65 x 64 counts 65 Gauss-Lobatto points across,
-degree 64; this simulator's grid needs an even count across (its real-to-complex transform's rule), so the sizes
-are 64 Chebyshev modes, degree 63, on both sides. Dedalus keeps NX x NY x NZ modes on a grid 3/2 as large; the 2/3
-rule of this simulator keeps, of a grid of 3 N / 2 points (3 NZ / 2 Gauss-Lobatto points across), the same modes:
-N periodic ones (|m| < N / 2) and NZ Chebyshev coefficients, the row ``same modes``; ``same grid`` steps NX x NY x
-NZ points. No launch rows; Dedalus' peak resident memory beside its set-up (128 x 128 x 128 modes need about 15 GiB
-of it). ``--pieces`` adds the CPU time of our step's pieces (transforms, explicit terms, stage solve, mass
-operator) at each size's same-modes grid.
+degree 64: ``--sizes 64x64x65 128x128x129`` (the count across last; any count is taken between plates). The defaults
+keep 64 and 128 Chebyshev modes, degree 63 and 127, on both sides. Dedalus keeps NX x NY x NZ modes on a grid 3/2 as
+large; the 2/3 rule of this simulator keeps, of a grid of 3 N / 2 points (3 NZ / 2 Gauss-Lobatto points across), the
+same modes: N periodic ones (|m| < N / 2) and NZ Chebyshev coefficients, the row ``same modes``; ``same grid`` steps
+NX x NY x NZ points. No launch rows; Dedalus' peak resident memory beside its set-up (128 x 128 x 128 modes need
+about 15 GiB of it). ``--pieces`` adds the CPU time of our step's pieces (transforms, explicit terms, stage solve,
+mass operator) at each size's same-modes grid.
 
     python scripts/bench_walls.py --peer-python /path/to/dedalus-venv/bin/python
     python scripts/bench_walls.py --sizes 256x64 --repeats 3      # without a peer: our figures alone
@@ -72,7 +72,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--case", choices=list(CASES), default="convection")
     p.add_argument("--sizes", type=size, nargs="+", default=None,
                    help="Dedalus' modes NXxNZ (convection: 256x64 1024x256) or NXxNYxNZ (channel: 64x64x64 "
-                        "128x128x128)")
+                        "128x128x128; 65 or 129 across the plates: 64x64x65)")
     p.add_argument("--steps", type=int, default=5, help="steps per timed chunk")
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (median reported)")
     p.add_argument("--peer-python", default=os.environ.get("SIMULATOR_DEDALUS_PYTHON"),

@@ -32,7 +32,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         shape = backend.mesh_shape(rep.global_device_count, cfg.fft.mesh)
         print(f"config mesh:           {cfg.fft.backend} {list(shape)} {backend.axis_names} "
               f"for grid {list(cfg.grid.shape)} in {cfg.precision}")
-        backend.check_layout(cfg.grid.cells, shape)
+        backend.check_layout(cfg.grid.cells, shape, walls=cfg.grid.walls.on)
         fft = runtime.make_fft(cfg)
         print(f"layout:                {fft.describe()}")
         print(f"local FFT:             {fft.local.describe(rep.platform)}")

@@ -61,7 +61,9 @@ class GridConfig:
 
     shape: tuple[int, int, int] | tuple[int, int] = setting(
         (32, 32, 32), "grid points (Nx, Ny, Nz) of a box, or (Nx, Ny) of a plane (docs: the plane); a single integer "
-        "means a cubic grid (a square one, and [32, 32] by default, for a planar equation)", min=1, max=1 << 20)
+        "means a cubic grid (a square one, and [32, 32] by default, for a planar equation); the last entry even, "
+        "except across plates (grid.walls), where any count is taken (65 Gauss-Lobatto points: [64, 64, 65])",
+        min=1, max=1 << 20)
     box: tuple[float, float, float] | tuple[float, float] = setting(
         (TWO_PI, TWO_PI, TWO_PI),
         "box lengths (Lx, Ly, Lz), or (Lx, Ly) of a plane; a single number means a cube (or a square); expressions "

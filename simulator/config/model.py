@@ -283,7 +283,7 @@ def validate(cfg: Config) -> None:
     # explicit mesh; otherwise the shape checks that need no mesh run now and the rest at start-up.
     n_devices = cfg.runtime.cpu_devices if cfg.runtime.coordinator is None else None
     mesh_shape = layout.mesh_shape(n_devices or 1, cfg.fft.mesh if cfg.fft.mesh or n_devices else None)
-    layout.check_layout(cfg.grid.cells, mesh_shape, key="grid.shape")
+    layout.check_layout(cfg.grid.cells, mesh_shape, key="grid.shape", walls=cfg.grid.walls.on)
     if cfg.fft.layout == "compact":  # refused here where it is already clear; on the real mesh at start-up
         spectral_layout(cfg.fft.layout, cfg.physics.compact_spectra(), layout, cfg.grid.cells, mesh_shape)
 

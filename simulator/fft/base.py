@@ -86,17 +86,17 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
     step_in_turn = False
 
     def __init__(self, shape: Sequence[int], mesh: Mesh, local_fft: str | None = None,
-                 fft_threads: int | None = None, compact: bool | Sequence[int] = False):
-        """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads``
-        choose the implementation of the per-device transforms (:mod:`simulator.fft.local`); ``compact``
-        the real-to-complex layout of the 2/3 rule's modes only (see the module conventions); sizes given
-        instead of True are held at the least (:meth:`~simulator.fft.layouts.Layout.compact_sizes`)."""
+                 fft_threads: int | None = None, compact: bool | Sequence[int] = False, walls: bool = False):
+        """``local_fft`` (``auto``, ``fftw``, ``xla``; default ``$SIMULATOR_FFT``) and ``fft_threads`` choose the
+        per-device transforms (:mod:`simulator.fft.local`); ``compact`` the real-to-complex layout of the 2/3 rule's
+        modes only (module conventions), sizes given instead of True held at the least
+        (:meth:`~simulator.fft.layouts.Layout.compact_sizes`); ``walls`` plates across the last axis (:attr:`walls`)."""
         shape = tuple(int(n) for n in shape)
         if len(shape) != 3:
             raise ConfigError("grid.shape", shape, "expected three sizes (Nx, Ny, Nz)", "has the wrong length")
         if tuple(mesh.axis_names) != self.axis_names:
             raise ValueError(f"{self.name} needs a mesh with axes {self.axis_names}, got {mesh.axis_names}")
-        self.check_layout(shape, tuple(mesh.devices.shape))
+        self.check_layout(shape, tuple(mesh.devices.shape), walls=walls)
         self.shape: Shape3 = shape  # type: ignore[assignment]
         self.mesh = mesh
         #: sizes (Kx, Ky, Kz) of the compact real-to-complex spectrum, in real-axis order; None: the half spectrum
@@ -114,6 +114,7 @@ class FFTBackend(Layout, WalledTransforms, abc.ABC):
             self.local: LocalFFT = resolve_local_fft(local_fft, here, fft_threads, platform=platform)
         else:
             self.local = LocalFFT("xla", f"{self.name} runs its own transforms, inside its package")
+        self.walls = walls
 
     # ---- shardings ---------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ Conventions shared by all layouts (see :mod:`simulator.fft.base` for the transfo
 * spectral arrays in the backend's axis order ``perm`` (spectral axis ``i`` holds the wavenumbers of
   real axis ``perm[i]``);
 * a real-to-complex spectrum keeps ``kz = 0 .. Nz/2 - 1`` (Nyquist plane dropped), so Nz must be even
-  and Nz/2 must divide over the devices sharding that axis;
+  and Nz/2 must divide over the devices sharding that axis; not a walled grid's (``grid.walls``), whose series
+  across the plates take any length: its Nz divides over what shards it (:meth:`Layout.walled_spec`);
 * or, in the *compact* layout (:meth:`Layout.compact_sizes`), only the modes the 2/3 rule keeps
   (|m_x|, |m_y| < N/3, 0 <= m_z < N/3), padded to sizes that divide over the mesh.
 """
@@ -97,20 +98,29 @@ class Layout:
         return None
 
     @classmethod
-    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...]) -> list[tuple[str, int, int]]:
+    def divisibility(cls, shape: Shape3, mesh_shape: tuple[int, ...], walls: bool = False
+                     ) -> list[tuple[str, int, int]]:
         """(what, size, divisor) pairs that must divide evenly for this layout, ``what`` in a box's or a plane's
-        words (:func:`simulator.fft.plane.axis_names`: a plane's box ``(1, Nx, Ny)`` says ``Nx``, ``Ny``, ``Ny/2``)."""
+        words (:func:`simulator.fft.plane.axis_names`: a plane's box ``(1, Nx, Ny)`` says ``Nx``, ``Ny``, ``Ny/2``);
+        ``walls``: of a walled grid, whose spectra are sharded as :meth:`walled_spec` says (no half axis)."""
         sizes, names = dict(zip(cls.axis_names, mesh_shape, strict=True)), box_axis_names(shape)
         out = []
-        for axis, (real_name, spec_name) in enumerate(zip(cls.real_axes, cls.spectral_axes_real(), strict=True)):
+        spectral = cls.walled_spec(shape) if walls else cls.spectral_axes_real()
+        for axis, (real_name, spec_name) in enumerate(zip(cls.real_axes, spectral, strict=True)):
             if real_name is not None and sizes[real_name] > 1:
                 out.append((f"N{names[axis]}", shape[axis], sizes[real_name]))
             if spec_name is not None and sizes[spec_name] > 1:
                 size = shape[axis]
                 out.append((f"N{names[axis]}", size, sizes[spec_name]))
-                if axis == 2 and cls.has_real_transform:
+                if axis == 2 and cls.has_real_transform and not walls:
                     out.append((f"N{names[axis]}/2", size // 2, sizes[spec_name]))
         return list(dict.fromkeys(out))
+
+    @classmethod
+    def walled_spec(cls, shape: Sequence[int]) -> Spec3:
+        """The mesh axis sharding each spatial axis of a walled spectrum of ``shape`` (real-axis order), where walls are
+        taken (:class:`simulator.fft.walls.WalledTransforms`): real space's by default (:mod:`simulator.fft.pencil`)."""
+        return cls.real_axes
 
     @classmethod
     def check_walls_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
@@ -157,31 +167,33 @@ class Layout:
         return tuple(out)  # type: ignore[return-value]
 
     @classmethod
-    def device_counts(cls, shape: Sequence[int]) -> Iterator[int]:
-        """The device counts whose mesh (:meth:`mesh_shape` of the count) ``shape`` decomposes over, ascending."""
+    def device_counts(cls, shape: Sequence[int], walls: bool = False) -> Iterator[int]:
+        """The device counts whose mesh (:meth:`mesh_shape` of the count) ``shape`` (``walls``: walled) takes."""
         for count in _divisors(shape):  # a mesh axis divides a grid axis: a count divides the cells
             mesh = cls.mesh_shape(count, None)
             if math.prod(mesh) != count:  # the single layout: one device whatever the count
                 continue
             try:
-                cls.check_layout(shape, mesh)
+                cls.check_layout(shape, mesh, walls=walls)
             except ConfigError:
                 continue
             yield count
 
     @classmethod
-    def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape") -> None:
-        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c."""
+    def check_layout(cls, shape: Sequence[int], mesh_shape: tuple[int, ...], key: str = "grid.shape", *,
+                     walls: bool = False) -> None:
+        """Raise ConfigError unless ``shape`` decomposes over ``mesh_shape`` for both r2c and c2c; ``walls``: a walled
+        grid, its last axis of any size what shards it divides (:meth:`walled_spec`, :meth:`check_walls_layout`)."""
         shape3 = tuple(int(n) for n in shape)
         flat = holds_plane(shape3)  # a plane's box (1, Nx, Ny), said in the plane's words (simulator.fft.plane)
         last = f"N{box_axis_names(shape3)[2]}"
-        if cls.has_real_transform and shape3[2] % 2:
+        if cls.has_real_transform and shape3[2] % 2 and not walls:
             raise ConfigError(
                 key, list(shape3[1:]) if flat else list(shape3),
                 f"{last} must be even: the real-to-complex transform keeps {last}/2 planes (Nyquist dropped)",
                 f"has an odd {last}",
             )
-        for what, size, div in cls.divisibility(shape3, mesh_shape):  # type: ignore[arg-type]
+        for what, size, div in cls.divisibility(shape3, mesh_shape, walls):  # type: ignore[arg-type]
             if size % div:
                 raise ConfigError(
                     key, list(shape3[1:]) if flat else list(shape3),
@@ -226,6 +238,11 @@ class SlabLayout(Layout):
     axis_names: ClassVar[tuple[str, ...]] = (SLAB,)
     real_axes: ClassVar[Spec3] = (None, SLAB, None)
     spectral_axes: ClassVar[Spec3] = (None, None, SLAB)
+
+    @classmethod
+    def walled_spec(cls, shape: Sequence[int]) -> Spec3:
+        """A box's walled spectrum (kx, ky, n) is split along kx, a plane's along n (:mod:`simulator.fft.slab`)."""
+        return (None, None, SLAB) if holds_plane(tuple(int(n) for n in shape)) else (SLAB, None, None)
 
     @classmethod
     def mesh_shape(cls, n_devices: int, requested: Sequence[int] | None) -> tuple[int, ...]:

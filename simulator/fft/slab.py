@@ -26,6 +26,12 @@ or XLA's FFT) on each shard and never gathers the global array. On a one-device 
 to exchange and the two stages are replaced by the fused 3D transform (the single backend's),
 measured 1.5-2.4x faster on CPU than z-then-xy with XLA's FFT; a compact spectrum there is the single
 backend's too (:func:`simulator.fft.single.rfft3_compact`).
+
+A walled field (:mod:`simulator.fft.walls`): a box's first stage runs the series across the plates and the FFT
+of x, both local on the y-sharded array, the all-to-all moves the sharding from y to kx, and the second runs y:
+its walled spectrum ``(kx, ky, n)`` is split along kx, so any count across the plates divides (an odd one, as
+channel papers' 65 Gauss-Lobatto points). A plane's box ``(1, Nx, Ny)`` has no other axis to split: its first
+stage runs the series, its second the FFT of x, the spectrum split along n (``Ny`` divides over the devices).
 """
 
 from __future__ import annotations
@@ -39,8 +45,9 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from simulator.fft import walls
 from simulator.fft.base import FFTBackend, batch_ndim
-from simulator.fft.layouts import SLAB, SlabLayout
+from simulator.fft.layouts import SLAB, SlabLayout, Spec3
 from simulator.fft.local import LocalFFT
+from simulator.fft.plane import holds_plane
 from simulator.fft.single import (
     fft3,
     fft_y_compact,
@@ -92,6 +99,22 @@ def _iwalls_z(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     return walls.inverse_z(local, parity, k)
 
 
+def _walls_zx(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
+    return local.fftn(_walls_z(local, parity, x), (-3,))
+
+
+def _iwalls_zx(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
+    return _iwalls_z(local, parity, local.ifftn(k, (-3,)))
+
+
+def _fft_y(local: LocalFFT, x: jax.Array) -> jax.Array:
+    return local.fftn(x, (-2,))
+
+
+def _ifft_y(local: LocalFFT, k: jax.Array) -> jax.Array:
+    return local.ifftn(k, (-2,))
+
+
 # The compact stages are simulator.fft.single's (the module docstring says what each does).
 
 
@@ -105,6 +128,10 @@ _STAGES: dict[str, tuple[Callable[..., jax.Array], int, int, tuple[int, ...]]] =
     "ifft_xy": (_ifft_xy, 2, 2, ()),
     "walls_z": (_walls_z, 1, 1, ()),
     "iwalls_z": (_iwalls_z, 1, 1, ()),
+    "walls_zx": (_walls_zx, 1, 1, ()),
+    "iwalls_zx": (_iwalls_zx, 1, 1, ()),
+    "fft_y": (_fft_y, 0, 0, ()),
+    "ifft_y": (_ifft_y, 0, 0, ()),
     "rfft_zx_compact": (rfft_zx_compact, 1, 1, (0, 2)),
     "fft_y_compact": (fft_y_compact, 2, 2, (1,)),
     "ifft_y_compact": (ifft_y_compact, 2, 2, (1,)),
@@ -142,7 +169,8 @@ def _stage(kind: str, nbatch: int, local: LocalFFT, *params) -> Callable[[jax.Ar
     def named(x):
         return stage(x)
 
-    named.__name__ = f"{kind}_{params[0]}_{local.tag}" if kind in ("walls_z", "iwalls_z") else f"{kind}_{local.tag}"
+    walled = kind in ("walls_z", "iwalls_z", "walls_zx", "iwalls_zx")
+    named.__name__ = f"{kind}_{params[0]}_{local.tag}" if walled else f"{kind}_{local.tag}"
     return jax.jit(named)
 
 
@@ -180,21 +208,29 @@ class SlabFFT(SlabLayout, FFTBackend):
     def _ifft(self, k: jax.Array) -> jax.Array:
         return self._run(k, "ifft_xy", "ifft_z", self.real_sharding(batch_ndim(k)), ifft3)
 
-    # A walled field (simulator.fft.walls): the sine or cosine transform of z replaces the rfft of z before the
-    # all-to-all, where z is whole on each device; (x, y) after it as for a complex field.
+    # A walled field (simulator.fft.walls): the series across the plates replaces the rfft of z before the
+    # all-to-all, where z is whole on each device; a box's x with it, then y; a plane's x after it (module docstring).
+
+    def spectral_spec(self) -> Spec3:
+        """The periodic k-space (kx, ky, kz/P), or a walled run's (:meth:`walled_spec`)."""
+        return self.walled_spec(self.shape) if self.walls else self.spectral_axes
 
     def _walls(self, parity: str, x: jax.Array) -> jax.Array:
         nb = batch_ndim(x)
         if self.mesh.devices.size == 1:
             y = walls.forward(self.local, parity, x)
-        else:
+        elif holds_plane(self.shape):
             y = _stage("fft_xy", nb, self.local)(_stage("walls_z", nb, self.local, parity)(x))
+        else:
+            y = _stage("fft_y", nb, self.local)(_stage("walls_zx", nb, self.local, parity)(x))
         return jax.lax.with_sharding_constraint(y, self.spectral_sharding(nb))
 
     def _iwalls(self, parity: str, k: jax.Array) -> jax.Array:
         nb = batch_ndim(k)
         if self.mesh.devices.size == 1:
             y = walls.inverse(self.local, parity, k)
-        else:
+        elif holds_plane(self.shape):
             y = _stage("iwalls_z", nb, self.local, parity)(_stage("ifft_xy", nb, self.local)(k))
+        else:
+            y = _stage("iwalls_zx", nb, self.local, parity)(_stage("ifft_y", nb, self.local)(k))
         return jax.lax.with_sharding_constraint(y, self.real_sharding(nb))

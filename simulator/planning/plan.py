@@ -129,22 +129,36 @@ def grid_unit(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(n // math.gcd(*shape) for n in shape)
 
 
+def grid_aspect(cfg: Config) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The run's aspect: the unit its grids are multiples of (:func:`grid_unit`) and the points each adds to that
+    multiple, none; but between no-slip plates with an odd count across, the unit of one point fewer across and that
+    point added, as Gauss-Lobatto counts are (``[64, 64, 65]``: ``(1, 1, 1)`` and ``(0, 0, 1)``), so the grids
+    proposed keep ``N - 1`` across FFT-friendly: their Chebyshev transform is a real FFT of ``2 (N - 1)`` points."""
+    shape, walls = list(cfg.grid.shape), cfg.grid.walls
+    if not (walls.on and walls.basis == "chebyshev" and shape[-1] % 2):
+        return grid_unit(shape), (0,) * len(shape)
+    return grid_unit([*shape[:-1], shape[-1] - 1]), (0,) * (len(shape) - 1) + (1,)
+
+
 def largest_cubic_grid(bytes_per_cell: float, total_bytes: float, layout: Any, mesh_shape: tuple[int, ...],
                        compact: bool = False, usable: Callable[[tuple[int, ...]], None] | None = None,
-                       unit: tuple[int, ...] = (1, 1, 1)) -> int:
+                       unit: tuple[int, ...] = (1, 1, 1), walls: bool = False,
+                       extra: tuple[int, ...] = (0, 0, 0)) -> int:
     """The largest N with the grid N * ``unit`` (default: N^3; :func:`grid_unit` for a run's own aspect) of
     FFT-friendly sizes, valid for the layout on this mesh, and N^3 * prod(unit) * bytes_per_cell <= total_bytes
     (0: none); ``compact``: one the compact spectral layout holds (elsewhere a run falls back to the half spectrum,
     which needs more; scripts/bench_compact.py plans the N proposed: compact sizes round with N, a cell's bytes
-    barely); ``usable``: raises ConfigError for a grid the run's config cannot use (:func:`config_on_grid`)."""
+    barely); ``usable``: raises ConfigError for a grid the run's config cannot use (:func:`config_on_grid`);
+    ``walls``: a walled grid's layout rules (:meth:`~simulator.fft.layouts.Layout.check_layout`); ``extra``: points
+    added to each multiple, ``N * unit + extra`` (:func:`grid_aspect`), whose multiple is FFT-friendly."""
     if total_bytes <= 0:  # a device already fuller than its share: no grid fits
         return 0
     n = int((total_bytes / bytes_per_cell / math.prod(unit)) ** (1 / len(unit))) + 1  # a plane's unit has two
     while n * min(unit) >= 2:
-        shape = tuple(n * u for u in unit)
-        if math.prod(shape) * bytes_per_cell <= total_bytes and all(map(fft_friendly, shape)):
+        shape = tuple(n * u + e for u, e in zip(unit, extra, strict=False))
+        if math.prod(shape) * bytes_per_cell <= total_bytes and all(fft_friendly(n * u) for u in unit):
             try:
-                layout.check_layout(plane.cells(shape), mesh_shape)
+                layout.check_layout(plane.cells(shape), mesh_shape, walls=walls)
                 if usable is not None:
                     usable(shape)
                 if not compact or layout.compact_sizes(plane.cells(shape), mesh_shape) is not None:
@@ -218,18 +232,18 @@ class Plan:
     def largest_grid(self) -> tuple[int, ...] | None:
         """The largest grid of the run's own aspect (a multiple of :func:`grid_unit`: a cubic run's the largest
         cubic grid) that fits and that the config can use, the other order of transforms included; None: none."""
-        unit = grid_unit(self.cfg.grid.shape)
-        n = max(p._largest(lambda shape: config_on_grid(self.cfg, shape), unit) for p in self._orders())
-        return tuple(n * u for u in unit) if n else None
+        unit, extra = grid_aspect(self.cfg)
+        n = max(p._largest(lambda shape: config_on_grid(self.cfg, shape), unit, extra) for p in self._orders())
+        return tuple(n * u + e for u, e in zip(unit, extra, strict=True)) if n else None
 
     def largest_grid_refusal(self) -> str | None:
         """Why a larger grid of the run's aspect than :attr:`largest_grid` fits memory but not the config (the
         config's refusal of the largest that fits memory, one line), or None when memory alone sets it."""
-        unit = grid_unit(self.cfg.grid.shape)
-        n = max(p._largest(None, unit) for p in self._orders())
+        unit, extra = grid_aspect(self.cfg)
+        n = max(p._largest(None, unit, extra) for p in self._orders())
         if n * unit[0] <= (self.largest_grid or (0,))[0]:
             return None
-        shape = tuple(n * u for u in unit)
+        shape = tuple(n * u + e for u, e in zip(unit, extra, strict=True))
         try:
             config_on_grid(self.cfg, shape)
         except ConfigError as err:
@@ -240,12 +254,13 @@ class Plan:
         """This plan and the other order of a step's transforms that was weighed (:attr:`other`)."""
         return [self] + ([self.other] if self.other is not None else [])
 
-    def _largest(self, usable: Callable[[tuple[int, ...]], None] | None, unit: tuple[int, ...]) -> int:
+    def _largest(self, usable: Callable[[tuple[int, ...]], None] | None, unit: tuple[int, ...],
+                 extra: tuple[int, ...] = (0, 0, 0)) -> int:
         from simulator.fft.layouts import LAYOUTS
 
         total = USABLE_FRACTION * self.available * self.devices
         return largest_cubic_grid(self.bytes_per_cell, total, LAYOUTS[self.cfg.fft.backend], self.mesh, self.compact,
-                                  usable, unit)
+                                  usable, unit, self.cfg.grid.walls.on, extra)
 
     def devices_to_fit(self) -> int | None:
         """The fewest devices, more than these, of this run's layout whose share of the peak fits (None: no
@@ -254,7 +269,7 @@ class Plan:
 
         need = self.bytes_per_cell * self.cells / (USABLE_FRACTION * self.available)
         layout, shape = LAYOUTS[self.cfg.fft.backend], self.cfg.grid.cells  # compact: where that layout holds
-        counts = (n for n in layout.device_counts(shape)
+        counts = (n for n in layout.device_counts(shape, self.cfg.grid.walls.on)
                   if not self.compact or layout.compact_sizes(shape, layout.mesh_shape(n, None)) is not None)
         return next((n for n in counts if n > self.devices and n >= need), None)
 
@@ -271,9 +286,11 @@ def _shown(shape: Sequence[int]) -> str:
 
 def largest_grid_line(plan: Plan) -> str:
     """The plan's line on the largest grid that fits: cubic for a cubic run, else of the run's own aspect."""
-    shape, unit = plan.largest_grid, grid_unit(plan.cfg.grid.shape)
+    shape, (unit, extra) = plan.largest_grid, grid_aspect(plan.cfg)
     square = "square grid" if len(unit) == 2 else "cubic grid"
     what = square if len(set(unit)) == 1 else f"grid of this run's aspect (a multiple of {list(unit)})"
+    if any(extra):
+        what = f"grid of this run's aspect (a multiple of {list(unit)} and one point more across the plates)"
     if shape is None:
         return f"no {what} fits these devices"
     return f"largest {what} that fits these {plan.devices} device(s): {_shown(shape)}"
