@@ -42,6 +42,7 @@ from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
+from simulator.equations.walled import without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
@@ -225,14 +226,20 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         the periodic mean of the components along the plates) and the passive scalars ``scalar`` ``(S, *shape)``."""
         velocity = fields["velocity"].astype(self.dtype)
         along = [velocity[0]] if self.plane else [velocity[0], velocity[1]]
-        w = self._forward(velocity[1] if self.plane else velocity[2])
+        ks, periodic = (self.kx, self.ky), [(n, length) for _, n, length in self._periodic]
+
+        def forward(x: jax.Array) -> jax.Array:
+            return without_nyquist(self._forward(x), ks[:len(periodic)], periodic)
+
+        # no mean flow across the plates (continuity with impermeable plates): the k = 0 column of w is zero
+        w = jnp.where(self._mean_mode(), 0.0, forward(velocity[1] if self.plane else velocity[2]))
         zeta = None
         if not self.plane:
-            u, v = self._forward(jnp.stack(along))
+            u, v = forward(jnp.stack(along))
             zeta = 1j * self.kx * v - 1j * self.ky * u
         means = [jnp.mean(chebyshev.forward(a), axis=(0, 1)) for a in along]
         mean = self._replicated(jnp.stack(means + [jnp.zeros_like(means[0])] * (2 - len(means))))
-        scalars = self._forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
+        scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         return flow.State(w, zeta, mean, scalars)
 
     def wall_series(self, name: str) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from simulator.equations.base import ImexEquation, Params
 from simulator.equations.noise import white_noise
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import free_fall, kmax_eta
+from simulator.equations.walled import free_fall, kmax_eta, without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
@@ -220,17 +220,23 @@ class NoSlipConvection(ImexEquation):
         a box (u, v, w)."""
         velocity = fields["velocity"].astype(self.dtype)
         theta = fields["theta"].astype(self.dtype)
-        scalars = self._forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
+        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
+
+        def forward(x: jax.Array) -> jax.Array:
+            return without_nyquist(self._forward(x), (self.kx, self.ky)[:len(periodic)], periodic)
+
+        scalars = forward(fields["scalar"].astype(self.dtype)) if self.physics.scalars else None
         mean = jnp.mean(chebyshev.forward(velocity[:2]), axis=(1, 2))
         if self.plane:
-            spectra_ = self._forward(jnp.stack([velocity[1], theta]))
+            spectra_ = forward(jnp.stack([velocity[1], theta]))
             mean, zeta = mean.at[1].set(0.0), None
         else:
-            spectra_ = self._forward(jnp.stack([velocity[2], theta, velocity[0], velocity[1]]))
+            spectra_ = forward(jnp.stack([velocity[2], theta, velocity[0], velocity[1]]))
             zeta = 1j * self.kx * spectra_[3] - 1j * self.ky * spectra_[2]
         mean = jax.lax.with_sharding_constraint(mean, self.fft.replicated_sharding())
         scalars_ = spectra_[1][None] if scalars is None else jnp.concatenate([spectra_[1][None], scalars])
-        return flow.State(spectra_[0], zeta, mean, scalars_)
+        # no mean flow across the plates (continuity with impermeable plates): the k = 0 column of w is zero
+        return flow.State(jnp.where(self._mean_mode(), 0.0, spectra_[0]), zeta, mean, scalars_)
 
     def wall_series(self, name: str) -> tuple[str, ...]:
         """Every field is a Chebyshev series across the plates."""
