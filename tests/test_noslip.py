@@ -181,6 +181,21 @@ def test_the_conductive_state_and_a_couette_flow_are_steady_to_round_off():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-14)
 
 
+def test_the_mean_flows_response_to_a_forcing_is_a_whole_steps_from_rest():
+    """A fixed-flux drive's response to a unit pressure gradient (:meth:`flow.NoSlipFlow.mean_response`, the mean
+    flow's solves alone) is the mean flow of a whole step from rest under that forcing, to round-off, and that
+    step leaves every other part of the flow at rest."""
+    fl = flow.NoSlipFlow(jnp.asarray([0.0, 1.5]), jnp.asarray([0.0, 0.0]), N, 2.0, 1e-3)
+    forcing = jnp.zeros((2, N)).at[0, 0].set(1.0).at[1, 0].set(-0.5)
+    rest = flow.State(jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.zeros((0, 2, N)))
+    whole = jax.jit(fl.step(lambda x, t: flow.State(jnp.zeros_like(x.w), jnp.zeros_like(x.zeta), forcing,
+                                                    x.scalars), 0.02))(rest, 0.0)
+    got = jax.jit(fl.mean_response, static_argnums=1)(forcing, 0.02)
+    assert np.abs(np.asarray(whole.mean)).max() > 1e-3
+    np.testing.assert_allclose(np.asarray(got), np.asarray(whole.mean), rtol=0, atol=1e-15)
+    assert not np.asarray(whole.w).any() and not np.asarray(whole.zeta).any()
+
+
 def test_a_step_by_factors_built_once_for_its_dt_equals_one_that_factors_itself():
     """A chunk of steps of one dt factors the stage solves once (:meth:`flow.NoSlipFlow.factor`) and hands them
     to every step: five such steps of a growing mode end where five steps factoring in each end, to round-off (the

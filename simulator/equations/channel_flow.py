@@ -19,8 +19,9 @@ h_U = <H_x> plus the drive's G, h_V = <H_s>.
 
 Drives: ``couette`` moves the plates (the core's plate velocities -U, +U); ``pressure`` adds the fixed G to h_U;
 ``flux`` steps with G = 0 and then adds G R to the mean flow, R the same step's response to a unit gradient from rest
-and G the one value that restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's
-order in time). Real fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
+(the mean flow's solves alone: :meth:`simulator.walls.flow.NoSlipFlow.mean_response`) and G the one value that
+restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's order in time). Real
+fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
 Gauss-Lobatto heights y_j.
 """
 
@@ -186,8 +187,7 @@ class ChannelFlow(ImexEquation):
 
             return core.step(driven, dt, factored)(state, t)
         moved = core.step(self.explicit, dt, factored)(state, t)
-        zero = jax.tree.map(jnp.zeros_like, state)
-        response = core.step(lambda x, s: replace(zero, mean=self._drive(1.0, zero.mean)), dt, factored)(zero, t).mean
+        response = core.mean_response(self._drive(1.0, state.mean), dt, factored)
         gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
         return replace(moved, mean=self._replicated(moved.mean + gradient * response))
 

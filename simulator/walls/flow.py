@@ -123,6 +123,22 @@ class NoSlipFlow:
 
         return solve
 
+    def mean_response(self, forcing: jnp.ndarray, dt: float | jnp.ndarray,
+                      factored: Factored | None = None) -> jnp.ndarray:
+        """The mean flow (U, V) ``(2, N)`` that one step of ``dt`` (:meth:`step`) makes from rest under the constant
+        explicit term ``forcing`` ``(2, N)`` on the mean flow alone, the plates at rest: the mean flow's two stage
+        solves and nothing else (the other parts of the flow stay at rest), linear in ``forcing``; by ``factored``
+        where given, as :meth:`step`. What a fixed-flux drive adds, times the pressure gradient, to hold its bulk
+        velocity."""
+        factored = self.factor(dt) if factored is None else factored
+        scale = imex.GAMMA * factored.dt * self.viscosity
+
+        def solve(r: jnp.ndarray) -> jnp.ndarray:
+            return jnp.stack([factored.along.solve(r[0] / scale), factored.along.solve(r[1] / scale)])
+
+        return imex.rk222(lambda x: x, lambda x, t: forcing, solve, dt)(jnp.zeros_like(forcing), 0.0).astype(
+            forcing.dtype)
+
     def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray,
              factored: Factored | None = None) -> Callable[[State, jnp.ndarray], State]:
         """One IMEX RK222 step ``step(state, t) -> state`` with the explicit terms ``explicit(state, t)``
