@@ -129,8 +129,10 @@ class ChannelFlow(ImexEquation):
         """The flow core of these modes at nu = 1/Re, the plates at -U and +U along x."""
         speed = self.plate_velocity(params)
         kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
+        # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
-                               plates=flow.Plates(velocity=((-speed, 0.0), (speed, 0.0))))
+                               plates=flow.Plates(velocity=((-speed, 0.0), (speed, 0.0))),
+                               hermitian=self.fft.devices == 1)
 
     def velocity_hat(self, state: flow.State) -> list[jax.Array]:
         """The spectra of the velocity's components, streamwise, [spanwise,] wall-normal: the periodic ones by
