@@ -188,6 +188,7 @@ class ChannelFlow(ImexEquation):
                 return replace(h, mean=h.mean + self._drive(gradient, h.mean))
 
             return core.step(driven, dt, factored)(state, t)
+        factored = core.factor(dt) if factored is None else factored  # one factorisation for the step and R
         moved = core.step(self.explicit, dt, factored)(state, t)
         response = core.mean_response(self._drive(1.0, state.mean), dt, factored)
         gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
