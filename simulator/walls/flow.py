@@ -142,8 +142,8 @@ class NoSlipFlow:
             phi = factored.normal.vorticity.solve(first)
             w = jnp.where(mean_mode[..., None], 0.0, factored.normal.complete(phi if r.zeta is None else phi[0]))
             zeta = None if r.zeta is None else whole(jnp.where(mean_mode[..., None], 0.0, phi[1]))
-            along = factored.along
-            mean = jnp.stack([along.solve(r.mean[0] / scale, u0, u1), along.solve(r.mean[1] / scale, v0, v1)])
+            # U and V: one batched solve of the same factors
+            mean = factored.along.solve(r.mean / scale, jnp.asarray([u0, v0]), jnp.asarray([u1, v1]))
             # a scalar's plate values belong to its horizontal mean alone
             out = [whole(solver.solve(half(r.scalars[i]) / s_scales[i], jnp.where(mean_mode, values[i][0], 0.0),
                                       jnp.where(mean_mode, values[i][1], 0.0)))
@@ -161,12 +161,8 @@ class NoSlipFlow:
         velocity."""
         factored = self.factor(dt) if factored is None else factored
         scale = imex.GAMMA * factored.dt * self.viscosity
-
-        def solve(r: jnp.ndarray) -> jnp.ndarray:
-            return jnp.stack([factored.along.solve(r[0] / scale), factored.along.solve(r[1] / scale)])
-
-        return imex.rk222(lambda x: x, lambda x, t: forcing, solve, dt)(jnp.zeros_like(forcing), 0.0).astype(
-            forcing.dtype)
+        step = imex.rk222(lambda x: x, lambda x, t: forcing, lambda r: factored.along.solve(r / scale), dt)
+        return step(jnp.zeros_like(forcing), 0.0).astype(forcing.dtype)
 
     def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray,
              factored: Factored | None = None) -> Callable[[State, jnp.ndarray], State]:
