@@ -185,6 +185,21 @@ def test_the_conductive_state_and_a_couette_flow_are_steady_to_round_off():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-14)
 
 
+def test_the_mean_flows_response_to_a_forcing_is_a_whole_steps_from_rest():
+    """A fixed-flux drive's response to a unit pressure gradient (:meth:`flow.NoSlipFlow.mean_response`, the mean
+    flow's solves alone) is the mean flow of a whole step from rest under that forcing, to round-off, and that
+    step leaves every other part of the flow at rest."""
+    fl = flow.NoSlipFlow(jnp.asarray([0.0, 1.5]), jnp.asarray([0.0, 0.0]), N, 2.0, 1e-3)
+    forcing = jnp.zeros((2, N)).at[0, 0].set(1.0).at[1, 0].set(-0.5)
+    rest = flow.State(jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.zeros((0, 2, N)))
+    whole = jax.jit(fl.step(lambda x, t: flow.State(jnp.zeros_like(x.w), jnp.zeros_like(x.zeta), forcing,
+                                                    x.scalars), 0.02))(rest, 0.0)
+    got = jax.jit(fl.mean_response, static_argnums=1)(forcing, 0.02)
+    assert np.abs(np.asarray(whole.mean)).max() > 1e-3
+    np.testing.assert_allclose(np.asarray(got), np.asarray(whole.mean), rtol=0, atol=1e-15)
+    assert not np.asarray(whole.w).any() and not np.asarray(whole.zeta).any()
+
+
 def test_a_step_by_factors_built_once_for_its_dt_equals_one_that_factors_itself():
     """A chunk of steps of one dt factors the stage solves once (:meth:`flow.NoSlipFlow.factor`) and hands them
     to every step: five such steps of a growing mode end where five steps factoring in each end, to round-off (the
@@ -200,6 +215,27 @@ def test_a_step_by_factors_built_once_for_its_dt_equals_one_that_factors_itself(
         a, b = own(a, 0.05 * i), shared(b, 0.05 * i, factored)
     for got, want in zip(jax.tree.leaves(b), jax.tree.leaves(a), strict=True):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-14 * np.abs(want).max())
+
+
+def test_solves_holding_half_the_modes_of_a_real_field_step_as_the_whole():
+    """A flow whose modes are a real field's whole spectrum (``hermitian``: one device's) solves and factors the half
+    k_y >= 0 alone, the rest the conjugates: a box's state (w, zeta, the mean flow, theta) steps as by every mode's
+    own solves, to round-off, with half the factors."""
+    rng = np.random.default_rng(3)
+    shape, n = (4, 6), 12
+    kx, ky = np.meshgrid(np.fft.fftfreq(4, 1 / 4), 2 * np.fft.fftfreq(6, 1 / 6), indexing="ij")
+
+    def spectrum(*lead):  # a real field's: its (x, y) transform, Chebyshev coefficients along the last axis
+        return jnp.asarray(np.fft.fftn(rng.standard_normal((*lead, *shape, n)), axes=(-3, -2)))
+
+    state = flow.State(spectrum(), spectrum(), jnp.asarray(rng.standard_normal((2, n))), spectrum(1))
+    plates = flow.Plates(((0.5, 0.0), (0.0, -1.0)), ("fixed-value",), ((1.0, 0.0),))
+    flows = [flow.NoSlipFlow(jnp.asarray(kx), jnp.asarray(ky), n, 2.0, 0.05, (0.02,), plates, hermitian=h)
+             for h in (False, True)]
+    ends = [jax.jit(fl.step(lambda x, t, fl=fl: flow.buoyancy(fl, x), 0.01))(state, 0.0) for fl in flows]
+    assert jax.jit(flows[1].factor)(0.01).normal.velocity.alpha.shape == (4, 4)
+    for got, want in zip(jax.tree.leaves(ends[1]), jax.tree.leaves(ends[0]), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-13 * np.abs(want).max())
 
 
 def test_the_velocity_of_a_no_slip_flow_is_divergence_free_to_round_off():

@@ -20,8 +20,9 @@ h_U = <H_x> plus the drive's G, h_V = <H_s>; each passive scalar's -(u . grad) s
 
 Drives: ``couette`` moves the plates (the core's plate velocities -U, +U); ``pressure`` adds the fixed G to h_U;
 ``flux`` steps with G = 0 and then adds G R to the mean flow, R the same step's response to a unit gradient from rest
-and G the one value that restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's
-order in time). Real fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
+(the mean flow's solves alone: :meth:`simulator.walls.flow.NoSlipFlow.mean_response`) and G the one value that
+restores the bulk velocity exactly (the usual correction of channel codes, of the scheme's order in time). Real
+fields are a plane's ``(1, Nx, Ny)`` or a box's ``(Nx, Ns, Ny)`` on the periodic points and the
 Gauss-Lobatto heights y_j.
 """
 
@@ -140,9 +141,11 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         speed = self.plate_velocity(params)
         kx, ky = jnp.broadcast_arrays(self.kx[..., 0], self.ky[..., 0])
         conditions, values = wall_scalar_terms.plates(self.physics.scalars, self._count)
+        # on one device the modes are whole: the solves hold half of them, the rest their conjugates
         return flow.NoSlipFlow(kx, ky, self.fft.shape[2], self.box[2], 1 / params["reynolds"],
                                wall_scalar_terms.diffusivities(params),
-                               flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values))
+                               flow.Plates(velocity=((-speed, 0.0), (speed, 0.0)), scalars=conditions, values=values),
+                               hermitian=self.fft.devices == 1)
 
     def velocity_hat(self, state: flow.State) -> list[jax.Array]:
         """The spectra of the velocity's components, streamwise, [spanwise,] wall-normal: the periodic ones by
@@ -208,9 +211,9 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
                 return replace(h, mean=h.mean + self._drive(gradient, h.mean))
 
             return core.step(driven, dt, factored)(state, t)
+        factored = core.factor(dt) if factored is None else factored  # one factorisation for the step and R
         moved = core.step(self.explicit, dt, factored)(state, t)
-        zero = jax.tree.map(jnp.zeros_like, state)
-        response = core.step(lambda x, s: replace(zero, mean=self._drive(1.0, zero.mean)), dt, factored)(zero, t).mean
+        response = core.mean_response(self._drive(1.0, state.mean), dt, factored)
         gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
         return replace(moved, mean=self._replicated(moved.mean + gradient * response))
 

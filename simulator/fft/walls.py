@@ -114,6 +114,14 @@ def inverse_z(local: LocalFFT, parity: str, k: jax.Array) -> jax.Array:
     return local.irfftn(extended, (-1,), 2 * n)[..., :n]
 
 
+def hermitian_full(half: jax.Array, ny: int) -> jax.Array:
+    """The full spectrum ``(..., Nx, Ny, ...)`` of (x, y) of a real field from its half ``half`` ``(..., Nx, Ny // 2
+    + 1, ...)`` (axes -3 and -2; an rfft's along y): the entries of negative k_y are the conjugates of those at
+    -(k_x, k_y)."""
+    mirrored = jnp.roll(jnp.flip(half, -3), 1, -3)  # entry m at -m (mod Nx) along x
+    return jnp.concatenate([half, jnp.conj(mirrored[..., (ny - 1) // 2:0:-1, :])], -2)
+
+
 def forward(local: LocalFFT, parity: str, x: jax.Array) -> jax.Array:
     """A walled field's spectrum on one device: :func:`forward_z`, then the complex transform of the first two
     axes; ``(*batch, Nx, Ny, Nz)`` real -> complex, the same shape (kx, ky, n)."""

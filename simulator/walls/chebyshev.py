@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -63,7 +64,8 @@ def derivative(coefficients: jnp.ndarray, length: float = 2.0, order: int = 1) -
         if n % 2:
             w = jnp.concatenate([w, jnp.zeros_like(w[..., :1])], axis=-1)
         pairs = w.reshape(*w.shape[:-1], -1, 2)  # [..., m, parity]: w_{2m + parity}
-        tails = jnp.flip(jnp.cumsum(jnp.flip(pairs, -2), axis=-2), -2).reshape(w.shape)  # sum_{q >= p, same parity}
+        # sum_{q >= p, same parity}: a reversed cumulative sum (no reversed copies of the series)
+        tails = jax.lax.cumsum(pairs, axis=pairs.ndim - 2, reverse=True).reshape(w.shape)
         scale = np.full(n, 2.0 * 2.0 / length)
         scale[0] /= 2.0
         a = jnp.concatenate([tails[..., 1:n] * scale[:-1], jnp.zeros_like(a[..., :1])], axis=-1)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 
+from simulator.fft.walls import hermitian_full
 from simulator.walls import imex
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, laplacian
@@ -68,7 +69,11 @@ class Plates:
 class NoSlipFlow:
     """The linear part and stage solves of a flow between no-slip plates, batched over horizontal modes:
     ``kx``, ``ky`` broadcast to the modes' shape ``(...)``; ``n`` coefficients across a gap of ``height``;
-    ``viscosity`` and ``diffusivities`` (one per scalar); ``planar``: a plane (x, z), whose states hold no zeta."""
+    ``viscosity`` and ``diffusivities`` (one per scalar); ``planar``: a plane (x, z), whose states hold no zeta;
+    ``hermitian``: the modes are those of real fields' spectra, their shape ``(A, B)`` whole (not split between
+    devices) in NumPy's FFT order, where mode -(k_x, k_y) is entry (-a mod A, -b mod B): the solves and their
+    factorisations then hold the half ``b <= B // 2`` alone and the other half is its conjugate (the problems depend
+    on k^2 alone; half the work and half the factors' memory)."""
 
     kx: jnp.ndarray
     ky: jnp.ndarray
@@ -78,10 +83,25 @@ class NoSlipFlow:
     diffusivities: tuple[float | jnp.ndarray, ...] = ()
     plates: Plates = field(default_factory=Plates)
     planar: bool = False  # a plane (x, z): no wall-normal vorticity, none factored
+    hermitian: bool = False
 
     @property
     def k2(self) -> jnp.ndarray:
         return jnp.asarray(self.kx) ** 2 + jnp.asarray(self.ky) ** 2
+
+    def _half(self, x: jnp.ndarray, axis: int = -2) -> jnp.ndarray:
+        """The entries ``b <= B // 2`` along the modes' last axis (``axis`` of ``x``) where the solves hold half the
+        modes (:attr:`hermitian`), else ``x``."""
+        return jax.lax.slice_in_dim(x, 0, x.shape[axis] // 2 + 1, axis=axis) if self.hermitian else x
+
+    @property
+    def modes(self) -> tuple[int, ...]:
+        """The modes' shape, ``kx``'s and ``ky``'s broadcast."""
+        return jnp.broadcast_shapes(jnp.shape(self.kx), jnp.shape(self.ky))
+
+    def _solved_k2(self) -> jnp.ndarray:
+        """k^2 of the modes the solves hold (half of them where :attr:`hermitian`)."""
+        return self._half(jnp.broadcast_to(self.k2, self.modes), -1)
 
     def mass(self, x: State) -> State:
         """M X: lap w for w, the identity for the others."""
@@ -90,7 +110,7 @@ class NoSlipFlow:
     def factor(self, dt: float | jnp.ndarray) -> Factored:
         """The stage solves' factorisations for ``dt``: built once per chunk of steps of one dt (a pytree, held
         across the chunk's steps; :meth:`step` builds them itself where none are given)."""
-        k2, h = self.k2, self.height
+        k2, h = self._solved_k2(), self.height
         alpha = 1.0 / (imex.GAMMA * dt * self.viscosity)
         normal = WallNormal.build(alpha, k2, self.n, h)
         # zeta's problem is the one w's vorticity solve already factored: held once
@@ -104,24 +124,45 @@ class NoSlipFlow:
     def solver(self, factored: Factored) -> Callable[[State], State]:
         """``solve(R)``: X with (M - gamma dt L) X = R and the plates' conditions, by the factorisations of
         :meth:`factor` for its ``dt``."""
-        mean_mode = self.k2 == 0
+        mean_mode = self._solved_k2() == 0
         scale = imex.GAMMA * factored.dt * self.viscosity
         (u0, v0), (u1, v1) = self.plates.velocity
         s_scales = [imex.GAMMA * factored.dt * kappa for kappa in self.diffusivities]
         values = self.plates.values
+        size = self.modes[-1] if self.hermitian else None
+
+        def whole(x: jnp.ndarray) -> jnp.ndarray:
+            """The solved half's other half, conjugate, appended (:attr:`hermitian`)."""
+            return x if size is None else hermitian_full(x, size)
 
         def solve(r: State) -> State:
-            w = jnp.where(mean_mode[..., None], 0.0, factored.normal.solve(r.w / scale))
-            zeta = None if r.zeta is None else jnp.where(mean_mode[..., None], 0.0,
-                                                         factored.vorticity.solve(r.zeta / scale))
-            along = factored.along
-            mean = jnp.stack([along.solve(r.mean[0] / scale, u0, u1), along.solve(r.mean[1] / scale, v0, v1)])
+            half = self._half
+            # w's first Helmholtz problem and zeta's are the same: one batched solve of both
+            first = half(r.w) / scale if r.zeta is None else jnp.stack([half(r.w), half(r.zeta)]) / scale
+            phi = factored.normal.vorticity.solve(first)
+            w = jnp.where(mean_mode[..., None], 0.0, factored.normal.complete(phi if r.zeta is None else phi[0]))
+            zeta = None if r.zeta is None else whole(jnp.where(mean_mode[..., None], 0.0, phi[1]))
+            # U and V: one batched solve of the same factors
+            mean = factored.along.solve(r.mean / scale, jnp.asarray([u0, v0]), jnp.asarray([u1, v1]))
             # a scalar's plate values belong to its horizontal mean alone
-            out = [solver.solve(r.scalars[i] / s_scales[i], jnp.where(mean_mode, values[i][0], 0.0),
-                                jnp.where(mean_mode, values[i][1], 0.0)) for i, solver in enumerate(factored.scalars)]
-            return State(w, zeta, mean, jnp.stack(out) if out else r.scalars)
+            out = [whole(solver.solve(half(r.scalars[i]) / s_scales[i], jnp.where(mean_mode, values[i][0], 0.0),
+                                      jnp.where(mean_mode, values[i][1], 0.0)))
+                   for i, solver in enumerate(factored.scalars)]
+            return State(whole(w), zeta, mean, jnp.stack(out) if out else r.scalars)
 
         return solve
+
+    def mean_response(self, forcing: jnp.ndarray, dt: float | jnp.ndarray,
+                      factored: Factored | None = None) -> jnp.ndarray:
+        """The mean flow (U, V) ``(2, N)`` that one step of ``dt`` (:meth:`step`) makes from rest under the constant
+        explicit term ``forcing`` ``(2, N)`` on the mean flow alone, the plates at rest: the mean flow's two stage
+        solves and nothing else (the other parts of the flow stay at rest), linear in ``forcing``; by ``factored``
+        where given, as :meth:`step`. What a fixed-flux drive adds, times the pressure gradient, to hold its bulk
+        velocity."""
+        factored = self.factor(dt) if factored is None else factored
+        scale = imex.GAMMA * factored.dt * self.viscosity
+        step = imex.rk222(lambda x: x, lambda x, t: forcing, lambda r: factored.along.solve(r / scale), dt)
+        return step(jnp.zeros_like(forcing), 0.0).astype(forcing.dtype)
 
     def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray,
              factored: Factored | None = None) -> Callable[[State, jnp.ndarray], State]:

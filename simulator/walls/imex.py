@@ -45,9 +45,12 @@ def rk222(mass: Callable[[Any], Any], explicit: Callable[[Any, Any], Any], solve
         f0 = explicit(state, t)
         rhs1 = _combine((1.0, base), (dt * GAMMA, f0))
         x1 = solve(rhs1)
-        implicit1 = _combine((1.0 / GAMMA, mass(x1)), (-1.0 / GAMMA, rhs1))  # dt L X_1
+        # the second stage's right-hand side but for F(X_1), summed before F(X_1) is formed: M X_0, F_0, X_1's
+        # right-hand side and (1 - gamma) dt L X_1 (= (1 - gamma)(M X_1 - R_1)/gamma) are then no longer held beside
+        # the explicit terms' work space
+        known = _combine((1.0, base), (dt * DELTA, f0), ((1.0 - GAMMA) / GAMMA, mass(x1)),
+                         (-(1.0 - GAMMA) / GAMMA, rhs1))
         f1 = explicit(x1, t + GAMMA * dt)
-        rhs2 = _combine((1.0, base), (dt * DELTA, f0), (dt * (1.0 - DELTA), f1), (1.0 - GAMMA, implicit1))
-        return solve(rhs2)
+        return solve(_combine((1.0, known), (dt * (1.0 - DELTA), f1)))
 
     return step

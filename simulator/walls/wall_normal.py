@@ -58,7 +58,13 @@ class WallNormal:
 
     def solve(self, g: jnp.ndarray) -> jnp.ndarray:
         """The coefficients of w for right-hand sides ``g[..., N + 1]``."""
-        w = self.velocity.solve(-self.vorticity.solve(g))
+        return self.complete(self.vorticity.solve(g))
+
+    def complete(self, phi: jnp.ndarray) -> jnp.ndarray:
+        """w from the first problem's particular solution ``phi = vorticity.solve(g)`` (``(..., N + 1)``): the
+        second solve and the influence matrix's correction (a caller batching the first with other problems of the
+        same factors, zeta's, solves it itself)."""
+        w = self.velocity.solve(-phi)
         weights = jnp.linalg.solve(self.influence, -_wall_slopes(w, self.length)[..., None])[..., 0]
         return w + jnp.einsum("...s,...sk->...k", weights, self.homogeneous)
 
