@@ -17,7 +17,6 @@ stepped by IMEX RK222 with the viscous terms implicit; :mod:`.equation` is the i
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,7 @@ from simulator.walls.channel import DRIVES, check_channel
 
 
 @dataclass(frozen=True)
-class ChannelParams(EquationParams):
+class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
     """The Reynolds number, the drive and its strength (module docstring)."""
 
     name: str = setting("", "equation to solve")
@@ -72,11 +71,6 @@ class ChannelParams(EquationParams):
             raise ConfigError("grid.box", list(cfg.grid.box), f"{[*cfg.grid.box[:-1], 2]}: lengths are measured in "
                               "the half gap h, so the plates lie 2 apart", "does not put the plates 2 apart")
 
-
-    def resolve(self, cfg: Any) -> Any:
-        """Each passive scalar's plate key filled in (:func:`simulator.equations.wall_scalars.resolve`)."""
-        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=wall_scalars.resolve(self.scalars,
-                                                                                                       cfg)))
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,22 @@ def resolve(scalars: tuple[WallScalar, ...], cfg: Any) -> tuple[WallScalar, ...]
     return tuple(s if getattr(s, key) is not None else dataclasses.replace(s, **{key: (0.0, 0.0)}) for s in scalars)
 
 
+class WallScalarHost:
+    """Mixed into the parameters of an equation that carries ``scalars`` (:func:`scalar_list`): each scalar's plate
+    key checked after the equation's own checks (:func:`check`) and filled in when the config is resolved
+    (:func:`resolve`)."""
+
+    scalars: tuple[WallScalar, ...]
+
+    def check(self, cfg: Any) -> None:
+        super().check(cfg)  # type: ignore[misc]
+        check(self.scalars, cfg)
+
+    def resolve(self, cfg: Any) -> Any:
+        """Each scalar's plate key filled in (:func:`resolve`)."""
+        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=resolve(self.scalars, cfg)))
+
+
 FIELD = FieldInfo(1, "passive scalars s_i, one per entry of physics.scalars (n_scalars, Nx, Ny, Nz)", "s",
                   cmap="RdBu_r", stacked=True)
 

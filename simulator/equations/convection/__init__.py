@@ -19,7 +19,6 @@ the Coriolis force is stepped with the advection, and the rate is the largest ro
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,7 +37,7 @@ from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
-class ConvectionParams(FreeFallParams):
+class ConvectionParams(wall_scalars.WallScalarHost, FreeFallParams):
     """The Rayleigh and Prandtl numbers (free-fall units), in a box."""
 
     name: str = setting("convection", "equation to solve")
@@ -46,16 +45,6 @@ class ConvectionParams(FreeFallParams):
                             "Omega: the Coriolis force -f z_hat x u, f = sqrt(Ta) nu in free-fall units; 0: none",
                             min=0.0)
     scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
-
-    def check(self, cfg: Any) -> None:
-        """The free-fall checks (plates of fixed temperature), then the scalars' plate keys."""
-        super().check(cfg)
-        wall_scalars.check(self.scalars, cfg)
-
-    def resolve(self, cfg: Any) -> Any:
-        """Each scalar's plate values filled in (0 unset)."""
-        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=wall_scalars.resolve(self.scalars,
-                                                                                                       cfg)))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ at Ra = K^6 / a^2: the onset Ra_c = 27 pi^4 / 4 at a = pi / sqrt(2).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,22 +40,12 @@ from simulator.time.schemes import SEMILINEAR
 
 
 @dataclass(frozen=True)
-class Convection2DParams(FreeFallParams):
+class Convection2DParams(wall_scalars.WallScalarHost, FreeFallParams):
     """The Rayleigh and Prandtl numbers (free-fall units: the module docstring), and passive scalars held at fixed
     values at the plates (:mod:`simulator.equations.wall_scalars`: sine series about their linear profiles)."""
 
     name: str = setting("convection2d", "equation to solve")
     scalars: tuple[wall_scalars.WallScalar, ...] = wall_scalars.scalar_list()
-
-    def check(self, cfg: Any) -> None:
-        """The free-fall checks (plates of fixed temperature), then the scalars' plate keys."""
-        super().check(cfg)
-        wall_scalars.check(self.scalars, cfg)
-
-    def resolve(self, cfg: Any) -> Any:
-        """Each scalar's plate values filled in (0 unset)."""
-        return dataclasses.replace(cfg, physics=dataclasses.replace(self, scalars=wall_scalars.resolve(self.scalars,
-                                                                                                       cfg)))
 
 
 @dataclass(frozen=True)
