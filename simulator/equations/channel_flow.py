@@ -43,7 +43,7 @@ from simulator.equations.channels import ChannelParams
 from simulator.equations.noise import white_noise
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import without_nyquist
+from simulator.equations.walled import chebyshev_dealias, without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
@@ -119,10 +119,8 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
 
     def _dealias(self) -> jax.Array:
         """The 2/3 rule along each periodic direction and along the Chebyshev coefficients."""
-        keep = jnp.arange(self.fft.shape[2]) < 2 * self.fft.shape[2] / 3
-        for k, (_, n, length) in zip((self.kx, self.ky), self._periodic, strict=False):
-            keep = keep & (jnp.abs(k * (length / (2 * jnp.pi))) < n / 3)
-        return keep.astype(self.dtype)
+        periodic = [(n, length) for _, n, length in self._periodic]
+        return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
 
     def _replicated(self, x: jax.Array) -> jax.Array:
         return jax.lax.with_sharding_constraint(x, self.fft.replicated_sharding())

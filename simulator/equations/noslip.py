@@ -34,7 +34,7 @@ from simulator.equations.base import ImexEquation, Params
 from simulator.equations.noise import white_noise
 from simulator.equations.scalars import field_info
 from simulator.equations.spec import FieldInfo
-from simulator.equations.walled import free_fall, kmax_eta, without_nyquist
+from simulator.equations.walled import chebyshev_dealias, free_fall, kmax_eta, without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
@@ -89,10 +89,8 @@ class NoSlipConvection(ImexEquation):
         return (self.kx == 0) & (self.ky == 0)
 
     def _dealias(self) -> jax.Array:
-        keep = jnp.arange(self.fft.shape[2]) < 2 * self.fft.shape[2] / 3
-        for k, axis in zip((self.kx, self.ky), self._axes, strict=False):
-            keep = keep & (jnp.abs(k * (self.box[axis] / (2 * jnp.pi))) < self.fft.shape[axis] / 3)
-        return keep.astype(self.dtype)
+        periodic = [(self.fft.shape[a], self.box[a]) for a in self._axes]
+        return chebyshev_dealias((self.kx, self.ky)[:len(periodic)], periodic, self.fft.shape[2], self.dtype)
 
     @property
     def field_info(self) -> Mapping[str, FieldInfo]:
