@@ -15,7 +15,8 @@ import pytest
 from simulator.fft import BACKENDS, build_mesh
 from simulator.fft.bases import Chebyshev
 from simulator.fft.layouts import LAYOUTS
-from simulator.walls import chebyshev, eigen, flow, imex
+from simulator.time import imex
+from simulator.walls import chebyshev, eigen, flow
 
 from support import case_id
 
@@ -109,7 +110,7 @@ def evolve(ra, kx, state, dt, steps: int, coupled: bool = True):
     with w and dw/dz at the plates after every step, ``(steps, 2, 2)``."""
     fl = convection(ra, kx)
     step = fl.step((lambda x, t: flow.buoyancy(fl, x)) if coupled else
-                   (lambda x, t: jax.tree.map(jnp.zeros_like, x)), dt)
+                   (lambda x, t: jax.tree.map(jnp.zeros_like, x)), dt, imex.RK222)
 
     def body(x, i):
         x = step(x, i * dt)
@@ -160,7 +161,7 @@ def test_a_temperature_mode_between_no_slip_plates_decays_as_the_scheme_says():
     theta = jnp.asarray(chebyshev.forward(jnp.asarray(np.sin(np.pi * z))))
     state = flow.State(jnp.zeros((1, N)), jnp.zeros((1, N)), jnp.zeros((2, N)), theta[None, None])
     end, _ = evolve(ra, kx, state, dt, steps, coupled=False)
-    gamma, x = imex.GAMMA, -(ra**-0.5) * (kx**2 + np.pi**2) * dt
+    gamma, x = imex.RK222.gamma, -(ra**-0.5) * (kx**2 + np.pi**2) * dt
     amplification = (1 + (1 - gamma) * x / (1 - gamma * x)) / (1 - gamma * x)
     expected = amplification**steps * np.sin(np.pi * z)
     got = np.asarray(chebyshev.backward(end.scalars[0, 0]))
@@ -177,7 +178,7 @@ def test_the_conductive_state_and_a_couette_flow_are_steady_to_round_off():
     line = chebyshev.forward(z)
     b = jnp.stack([chebyshev.forward(1 - z), jnp.zeros(N)])
     state = flow.State(jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.stack([line, -2 * line]), b[None])
-    step = jax.jit(fl.step(lambda x, t: jax.tree.map(jnp.zeros_like, x), 0.05))
+    step = jax.jit(fl.step(lambda x, t: jax.tree.map(jnp.zeros_like, x), 0.05, imex.RK222))
     end = state
     for i in range(20):
         end = step(end, 0.05 * i)
@@ -193,8 +194,8 @@ def test_the_mean_flows_response_to_a_forcing_is_a_whole_steps_from_rest():
     forcing = jnp.zeros((2, N)).at[0, 0].set(1.0).at[1, 0].set(-0.5)
     rest = flow.State(jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.zeros((2, N)), jnp.zeros((0, 2, N)))
     whole = jax.jit(fl.step(lambda x, t: flow.State(jnp.zeros_like(x.w), jnp.zeros_like(x.zeta), forcing,
-                                                    x.scalars), 0.02))(rest, 0.0)
-    got = jax.jit(fl.mean_response, static_argnums=1)(forcing, 0.02)
+                                                    x.scalars), 0.02, imex.RK222))(rest, 0.0)
+    got = jax.jit(fl.mean_response, static_argnums=(1, 2))(forcing, 0.02, imex.RK222)
     assert np.abs(np.asarray(whole.mean)).max() > 1e-3
     np.testing.assert_allclose(np.asarray(got), np.asarray(whole.mean), rtol=0, atol=1e-15)
     assert not np.asarray(whole.w).any() and not np.asarray(whole.zeta).any()
@@ -207,9 +208,9 @@ def test_a_step_by_factors_built_once_for_its_dt_equals_one_that_factors_itself(
     _, state = eigenmode(2000.0)
     fl = convection(2000.0, K_C)
     explicit = lambda x, t: flow.buoyancy(fl, x)  # noqa: E731
-    own = jax.jit(fl.step(explicit, 0.05))
-    shared = jax.jit(lambda x, t, factored: fl.step(explicit, 0.05, factored)(x, t))
-    factored = jax.jit(fl.factor)(0.05)
+    own = jax.jit(fl.step(explicit, 0.05, imex.RK222))
+    shared = jax.jit(lambda x, t, factored: fl.step(explicit, 0.05, imex.RK222, factored)(x, t))
+    factored = jax.jit(fl.factor, static_argnums=1)(0.05, imex.RK222)
     a = b = state
     for i in range(5):
         a, b = own(a, 0.05 * i), shared(b, 0.05 * i, factored)
@@ -232,8 +233,8 @@ def test_solves_holding_half_the_modes_of_a_real_field_step_as_the_whole():
     plates = flow.Plates(((0.5, 0.0), (0.0, -1.0)), ("fixed-value",), ((1.0, 0.0),))
     flows = [flow.NoSlipFlow(jnp.asarray(kx), jnp.asarray(ky), n, 2.0, 0.05, (0.02,), plates, hermitian=h)
              for h in (False, True)]
-    ends = [jax.jit(fl.step(lambda x, t, fl=fl: flow.buoyancy(fl, x), 0.01))(state, 0.0) for fl in flows]
-    assert jax.jit(flows[1].factor)(0.01).normal.velocity.alpha.shape == (4, 4)
+    ends = [jax.jit(fl.step(lambda x, t, fl=fl: flow.buoyancy(fl, x), 0.01, imex.RK222))(state, 0.0) for fl in flows]
+    assert jax.jit(flows[1].factor, static_argnums=1)(0.01, imex.RK222).normal.velocity.alpha.shape == (4, 4)
     for got, want in zip(jax.tree.leaves(ends[1]), jax.tree.leaves(ends[0]), strict=True):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-13 * np.abs(want).max())
 

@@ -14,7 +14,7 @@ import pytest
 import simulator
 from simulator.fft.bases import Chebyshev
 from simulator.output.hdf5 import Snapshot
-from simulator.walls import imex
+from simulator.time import imex
 
 from support import advance, command, simulation
 
@@ -31,7 +31,7 @@ FLUX = {"physics__name": "convection2d_noslip", "physics__rayleigh": RA, "grid__
 
 def rk222(rate: float, dt: float, steps: int) -> float:
     """The IMEX RK222 amplification of exp(rate t) over ``steps`` steps of ``dt`` (its implicit half alone)."""
-    gamma, x = imex.GAMMA, rate * dt
+    gamma, x = imex.RK222.gamma, rate * dt
     return ((1 + (1 - gamma) * x / (1 - gamma * x)) / (1 - gamma * x)) ** steps
 
 

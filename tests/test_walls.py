@@ -9,7 +9,8 @@ import pytest
 import scipy.fft
 from numpy.polynomial import chebyshev as series
 
-from simulator.walls import banded, chebyshev, eigen, imex
+from simulator.time import imex
+from simulator.walls import banded, chebyshev, eigen
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, horizontal_velocity, laplacian
 
@@ -148,23 +149,39 @@ def test_banded_solve_with_pivoting_matches_a_dense_solve():
     assert np.abs(got - np.linalg.solve(dense, rhs[..., None])[..., 0]).max() < 1e-11
 
 
-def test_imex_rk222_decays_a_heat_mode_at_second_order():
-    """u_t = u_zz - lam u between plates held at 0 (u_zz implicit, -lam u explicit): the mode cos(pi z/2) on
-    [-1, 1] decays as exp(-((pi/2)^2 + lam) t); the error at t = 1 falls as dt^2 (measured rate within 0.1 of 2)."""
+@pytest.mark.parametrize("name", sorted(imex.TABLEAUX))
+def test_each_imex_scheme_steps_a_forced_heat_mode_at_its_order(name):
+    """u_t = u_zz - lam u + sin(t) m(z) between plates held at 0 (u_zz implicit, the rest explicit, the forcing at
+    each stage's own time), m = cos(pi z/2) on [-1, 1]: u = a(t) m with a' = -mu a + sin t, mu = (pi/2)^2 + lam,
+    exactly. The error at t = 1 falls as dt^p, p the scheme's order: each halving of dt divides it by 2^p (the
+    measured rate within 0.1 of p). A wrong tableau entry or stage time drops the order."""
+    tableau = imex.TABLEAUX[name]
     n, lam = 24, 1.0
+    mu = (np.pi / 2) ** 2 + lam
     z = chebyshev.points(n)
     start = chebyshev.forward(jnp.cos(np.pi * z / 2))
-    exact = np.exp(-((np.pi / 2) ** 2 + lam)) * start
+    exact = (np.exp(-mu) + (mu * np.sin(1.0) - np.cos(1.0) + np.exp(-mu)) / (mu**2 + 1)) * start
     errors = []
-    for steps in (160, 320, 640):
+    for steps in (40, 80, 160):
         dt = 1.0 / steps
-        solver = Helmholtz.build(1 / (imex.GAMMA * dt), n)
-        step = imex.rk222(lambda u: u, lambda u, t: -lam * u, lambda r, s=solver, dt=dt: s.solve(r / (imex.GAMMA * dt)),
-                          dt)
-        u = jax.lax.fori_loop(0, steps, lambda i, u: step(u, i * dt), start)
+        solver = Helmholtz.build(1 / (tableau.gamma * dt), n)
+        step = imex.step(tableau, lambda u: u, lambda u, t: -lam * u + jnp.sin(t) * start,
+                         lambda r, s=solver, dt=dt: s.solve(r / (tableau.gamma * dt)), dt)
+        u = jax.jit(lambda u, step=step, dt=dt, steps=steps: jax.lax.fori_loop(
+            0, steps, lambda i, u: step(u, i * dt), u))(start)
         errors.append(np.abs(u - exact).max())
     rates = np.log2(np.array(errors[:-1]) / errors[1:])
-    assert np.all(np.abs(rates - imex.ORDER) < 0.1), rates
+    assert np.all(np.abs(rates - tableau.order) < 0.1), (rates, errors)
+
+
+@pytest.mark.parametrize("name", sorted(imex.TABLEAUX))
+def test_each_imex_tableau_is_consistent_and_stiffly_accurate(name):
+    """Each stage's explicit row sums to its time c_i and its implicit row with the diagonal gamma to the same
+    c_i (the stage is at t + c_i dt for both halves); the last stage is at t + dt (the step's result is its)."""
+    t = imex.TABLEAUX[name]
+    times = (*t.nodes[1:], 1.0)
+    for explicit, implicit, c in zip(t.explicit, t.implicit, times, strict=True):
+        assert abs(sum(explicit) - c) < 1e-15 and abs(sum(implicit) + t.gamma - c) < 1e-15
 
 
 def test_a_stokes_mode_between_no_slip_plates():
@@ -175,9 +192,10 @@ def test_a_stokes_mode_between_no_slip_plates():
     kx, nu, n, dt, steps = 1.0, 0.01, 33, 2e-3, 250
     c, _, phi = eigen.orr_sommerfeld(1 / nu, kx, "rest", n - 1)
     start = chebyshev.forward(jnp.asarray(-1j * kx * phi[0]))  # w = -d psi/dx
-    solver = WallNormal.build(1 / (imex.GAMMA * dt * nu), kx**2, n)
-    step = imex.rk222(lambda w: laplacian(w, kx**2), lambda w, t: jnp.zeros_like(w),
-                      lambda r: solver.solve(r / (imex.GAMMA * dt * nu)), dt)
+    gamma = imex.RK222.gamma
+    solver = WallNormal.build(1 / (gamma * dt * nu), kx**2, n)
+    step = jax.jit(imex.step(imex.RK222, lambda w: laplacian(w, kx**2), lambda w, t: jnp.zeros_like(w),
+                             lambda r: solver.solve(r / (gamma * dt * nu)), dt))
 
     def advance(i, carry):
         w, worst = carry

@@ -311,19 +311,22 @@ class SplitStepEquation(Equation):
 
 class ImexEquation(Equation):
     """M dX/dt = L X + F(X, t) with L implicit: the protocol of implicit-explicit Runge-Kutta schemes
-    (:mod:`simulator.walls.imex`), whose stage solves the equation builds for each step size."""
+    (:mod:`simulator.time.imex`), whose stage solves the equation builds for each step size and scheme."""
 
     protocol: ClassVar[str] = IMEX
 
-    def imex_factor(self, dt: jax.Array, params: Params) -> Any:
-        """The stage solves' factorisations for ``dt`` (a pytree; None: none to share), built once for a chunk
-        of steps of one dt and handed to each of its :meth:`imex_step`."""
+    def imex_factor(self, dt: jax.Array, params: Params, tableau: Any) -> Any:
+        """The stage solves' factorisations for ``dt`` and the scheme ``tableau`` (a
+        :class:`~simulator.time.imex.Tableau`; a pytree; None: none to share), built once for a chunk of steps of
+        one dt and handed to each of its :meth:`imex_step`."""
         return None
 
     @abc.abstractmethod
-    def imex_step(self, state: Any, t: jax.Array, dt: jax.Array, params: Params, factored: Any = None) -> Any:
-        """The state one step of ``dt`` later (``factored``: :meth:`imex_factor` of this ``dt``, or None: the
-        step factors its solves itself, as a step whose dt changes from step to step must)."""
+    def imex_step(self, state: Any, t: jax.Array, dt: jax.Array, params: Params, tableau: Any,
+                  factored: Any = None) -> Any:
+        """The state one step of ``dt`` of the scheme ``tableau`` later (``factored``: :meth:`imex_factor` of this
+        ``dt`` and tableau, or None: the step factors its solves itself, as a step whose dt changes from step to
+        step must)."""
 
 
 @functools.lru_cache(maxsize=64)

@@ -47,6 +47,7 @@ from simulator.equations.walled import chebyshev_dealias, without_nyquist
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
+from simulator.time import imex
 from simulator.walls import channel, chebyshev, flow
 from simulator.walls.wall_normal import horizontal_velocity
 
@@ -194,11 +195,11 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
         """The constant G as the mean flow's explicit term ``(2, Ny)``: G times T_0."""
         return jnp.zeros_like(like).at[0, 0].set(gradient)
 
-    def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
-        """The stage solves' factorisations for ``dt``, built once for a chunk of steps of one dt."""
-        return self.core(params).factor(dt)
+    def imex_factor(self, dt: jax.Array, params: Params, tableau: imex.Tableau) -> flow.Factored:
+        """The stage solves' factorisations for ``dt`` and ``tableau``, built once for a chunk of steps of one dt."""
+        return self.core(params).factor(dt, tableau)
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params,
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
                   factored: flow.Factored | None = None) -> flow.State:
         core = self.core(params)
         if self.drive != "flux":
@@ -208,10 +209,10 @@ class ChannelFlow(ChannelOutputs, ImexEquation):
                 h = self.explicit(x, s)
                 return replace(h, mean=h.mean + self._drive(gradient, h.mean))
 
-            return core.step(driven, dt, factored)(state, t)
-        factored = core.factor(dt) if factored is None else factored  # one factorisation for the step and R
-        moved = core.step(self.explicit, dt, factored)(state, t)
-        response = core.mean_response(self._drive(1.0, state.mean), dt, factored)
+            return core.step(driven, dt, tableau, factored)(state, t)
+        factored = core.factor(dt, tableau) if factored is None else factored  # one factorisation for the step and R
+        moved = core.step(self.explicit, dt, tableau, factored)(state, t)
+        response = core.mean_response(self._drive(1.0, state.mean), dt, tableau, factored)
         gradient = (params["flux"] - bulk_velocity(moved.mean)) / bulk_velocity(response)
         return replace(moved, mean=self._replicated(moved.mean + gradient * response))
 

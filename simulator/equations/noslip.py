@@ -38,6 +38,7 @@ from simulator.equations.walled import chebyshev_dealias, free_fall, kmax_eta, w
 from simulator.fft import FFTBackend
 from simulator.fft.bases import CHEBYSHEV, Chebyshev
 from simulator.observables import spectra
+from simulator.time import imex
 from simulator.walls import chebyshev, eigen, flow
 from simulator.walls.wall_normal import horizontal_velocity
 
@@ -201,12 +202,12 @@ class NoSlipConvection(ImexEquation):
         mean = jax.lax.with_sharding_constraint(jnp.stack(mean), self.fft.replicated_sharding())
         return flow.State(h_w, zeta, mean, hat[c:])
 
-    def imex_factor(self, dt: jax.Array, params: Params) -> flow.Factored:
-        return self.core(params).factor(dt)
+    def imex_factor(self, dt: jax.Array, params: Params, tableau: imex.Tableau) -> flow.Factored:
+        return self.core(params).factor(dt, tableau)
 
-    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params,
+    def imex_step(self, state: flow.State, t: jax.Array, dt: jax.Array, params: Params, tableau: imex.Tableau,
                   factored: flow.Factored | None = None) -> flow.State:
-        return self.core(params).step(self.explicit, dt, factored)(state, t)
+        return self.core(params).step(self.explicit, dt, tableau, factored)(state, t)
 
     # ---- states and fields ------------------------------------------------------------------------------
 

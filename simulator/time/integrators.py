@@ -380,19 +380,3 @@ def _compensated_sum(total: jax.Array, low: jax.Array, h: jax.Array) -> tuple[ja
     y = h - low
     new = total + y
     return new, (new - total) - y
-
-
-def make_rk222(eq: Any, stage_eq: Callable[..., Any]) -> Step:
-    """The IMEX RK222 step of an ``imex`` equation: ``eq.imex_step``, its stage solves (banded) its own."""
-    return lambda state, t, dt, params: eq.imex_step(state, t, dt, params)
-
-
-def make_rk222_steps(eq: Any) -> Callable[..., Any]:
-    """RK222's chunk: the solves factored once for its dt (``eq.imex_factor``), each step settled as by :func:`bind`."""
-
-    def steps(state, t, n, dt, params):
-        factored = eq.imex_factor(dt, params)
-        step = lambda s, t, dt, p: eq.settle(eq.imex_step(s, t, dt, p, factored), t, dt, p)  # noqa: E731
-        return run_steps(step, state, t, n, dt, params)
-
-    return steps

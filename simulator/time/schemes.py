@@ -13,8 +13,9 @@ Protocols (the abstract classes are in :mod:`simulator.equations.base`):
 * ``split_step``: H = T + W with exactly solvable parts (``kick(state, dt, params)``,
   ``drift(state, dt, params)``), for symmetric splittings;
 * ``imex``: M dX/dt = L X + F(X, t) with L implicit through solves the equation builds for each dt
-  (``imex_step(state, t, dt, params)``: the equations between no-slip plates, :mod:`simulator.walls.flow`), for
-  implicit-explicit Runge-Kutta schemes.
+  (``imex_step(state, t, dt, params, tableau)``: the equations between no-slip plates, :mod:`simulator.walls.flow`),
+  for implicit-explicit Runge-Kutta schemes, each a tableau of :mod:`simulator.time.imex` (``tableau``: the
+  factory and the chunk are handed it).
 
 A scheme's duties towards the equation are declared here and done for it by :meth:`Scheme.load`, not by
 each step factory (:func:`simulator.time.integrators.bind`): each stage evaluates the equation at that stage
@@ -29,6 +30,7 @@ Importable without JAX (config validation reads it); :meth:`Scheme.load` imports
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,8 +65,10 @@ class Scheme:
     stage i), whether it needs a diagonal L (``diagonal``: functions of L per mode other than its
     exponential), whether it treats L by an integrating factor (``integrating_factor``: exp(L dt) alone, which
     loses its order where |L dt| is large at k_max), each stage's phase-shift offset in cells (``shifts``;
-    () for a scheme without stages of one equation) and its own chunk of steps (``chunk``: ``module:function``,
-    ``make(equation) -> steps(state, t, n, dt, params) -> state``; None: a loop of steps)."""
+    () for a scheme without stages of one equation), its own chunk of steps (``chunk``: ``module:function``,
+    ``make(equation) -> steps(state, t, n, dt, params) -> state``; None: a loop of steps) and the coefficients
+    its factory and chunk are handed (``tableau``: ``module:name``, an IMEX scheme's
+    :class:`~simulator.time.imex.Tableau`; None: none)."""
 
     name: str
     protocol: str
@@ -77,25 +81,38 @@ class Scheme:
     integrating_factor: bool = False
     shifts: tuple[float, ...] = ()
     chunk: str | None = None
+    tableau: str | None = None
+
+    def _made(self, ref: str) -> Callable[..., Any]:
+        """The factory or chunk ``ref``, handed the scheme's tableau where it declares one."""
+        make = _function(ref)
+        return make if self.tableau is None else functools.partial(make, tableau=_function(self.tableau))
 
     def load(self) -> Callable[[Any], Callable[..., Any]]:
         """``make(equation) -> step(state, t, dt, params) -> state``: the factory's step with the duties above done."""
         from simulator.time.integrators import bind
 
-        return lambda eq: bind(self, _function(self.factory), eq)
+        return lambda eq: bind(self, self._made(self.factory), eq)
 
     def steps(self) -> Callable[[Any], Callable[..., Any]]:
         """``make(equation) -> steps(state, t, n, dt, params) -> state``: a chunk of ``n`` steps (traced)."""
         from simulator.time.integrators import run_steps
 
         if self.chunk is not None:
-            return _function(self.chunk)
+            return self._made(self.chunk)
         return lambda eq: lambda state, t, n, dt, params: run_steps(self.load()(eq), state, t, n, dt, params)
 
 
-def _function(ref: str) -> Callable[..., Any]:
+def _function(ref: str) -> Any:
     module, _, attr = ref.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def _imex(name: str, order: int, stages: int, registers: int, doc: str) -> Scheme:
+    """An implicit-explicit Runge-Kutta scheme of :mod:`simulator.time.imex`'s tableau ``name``: viscosity and
+    diffusion implicit by banded solves per mode, one factorisation per step size."""
+    return Scheme(name, IMEX, order, stages, registers, doc, "simulator.time.imex:make_imex",
+                  chunk="simulator.time.imex:make_imex_steps", tableau=f"simulator.time.imex:{name.upper()}")
 
 
 SCHEMES: dict[str, Scheme] = {
@@ -115,9 +132,12 @@ SCHEMES: dict[str, Scheme] = {
                "Runge-Kutta (ETDRK4): the linear part exact, the nonlinear term a polynomial in time through it "
                "(phi-functions of L dt per mode); for a diagonal L", "simulator.time.integrators:make_etdrk4",
                diagonal=True, shifts=RK4_SHIFTS),
-        Scheme("rk222", IMEX, 2, 2, 3, "the implicit-explicit Runge-Kutta (2,2,2) of Ascher, Ruuth & Spiteri "
-               "(1997), Dedalus's RK222: viscosity and diffusion implicit by banded solves per mode",
-               "simulator.time.integrators:make_rk222", chunk="simulator.time.integrators:make_rk222_steps"),
+        _imex("rk111", 1, 1, 2, "forward-backward Euler (1,1,1) of Ascher, Ruuth & Spiteri (1997), Dedalus's RK111: "
+              "first order, one explicit evaluation a step"),
+        _imex("rk222", 2, 2, 3, "the implicit-explicit Runge-Kutta (2,2,2) of Ascher, Ruuth & Spiteri (1997), "
+              "Dedalus's RK222: second order, L-stable; viscosity and diffusion implicit by banded solves per mode"),
+        _imex("rk443", 3, 4, 5, "the implicit-explicit Runge-Kutta (4,4,3) of Ascher, Ruuth & Spiteri (1997), "
+              "Dedalus's RK443: third order, L-stable, four explicit evaluations a step"),
         Scheme("kdk", SPLIT_STEP, 2, 1, 1, "kick-drift-kick Strang splitting", "simulator.time.integrators:make_kdk",
                chunk="simulator.time.integrators:make_kdk_steps"),
     )

@@ -2,7 +2,8 @@
 velocity-vorticity formulation of Kim, Moin & Moser (1987) with scalars, reusable by every equation between
 no-slip plates (convection, channel flows). The equation supplies the explicit terms (advection, buoyancy,
 forcing) formed in physical space; this module holds the state's layout, its mass operator and the stage solves,
-and steps it with the IMEX RK222 scheme of :mod:`simulator.walls.imex`.
+and steps it with the implicit-explicit Runge-Kutta scheme it is handed (a tableau of :mod:`simulator.time.imex`:
+RK111, RK222, RK443).
 
 The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x, k_y) with k^2 = k_x^2 + k_y^2
 (a :class:`State`, each array's last axis the N Chebyshev coefficients of :mod:`simulator.walls.chebyshev`):
@@ -17,11 +18,11 @@ The state of a flow between plates at z = 0 and z = H, per horizontal mode (k_x,
 * ``scalars``: temperatures or passive scalars ``(S, ..., N)``, d/dt s = kappa lap s + h_s, a fixed value
   (Dirichlet) or a fixed flux (Neumann) at each plate.
 
-Each implicit stage of RK222 solves (M - gamma dt L) X = R: for w, (alpha - lap) lap w = R / (gamma dt nu),
+Each implicit stage of the scheme solves (M - gamma dt L) X = R (gamma the tableau's diagonal): for w, (alpha - lap) lap w = R / (gamma dt nu),
 alpha = 1/(gamma dt nu), by two banded Helmholtz solves and the 2 x 2 influence matrix; for the others one
 banded Helmholtz solve (alpha + k^2 - d^2/dz^2) x = R / (gamma dt nu) (or kappa). The factorisations are O(N)
-per mode (no N x N inverse is formed or stored), built once per dt (:meth:`NoSlipFlow.factor`: a chunk of steps of
-one dt shares them), and every solve is batched over the leading (mode) axes. The bounded direction is whole on
+per mode (no N x N inverse is formed or stored), built once per gamma dt (:meth:`NoSlipFlow.factor`: a chunk of
+steps of one dt shares them), and every solve is batched over the leading (mode) axes. The bounded direction is whole on
 the device that solves a mode.
 """
 
@@ -34,7 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from simulator.fft.walls import hermitian_full
-from simulator.walls import imex
+from simulator.time import imex
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
 from simulator.walls.wall_normal import WallNormal, laplacian
 
@@ -107,27 +108,28 @@ class NoSlipFlow:
         """M X: lap w for w, the identity for the others."""
         return State(laplacian(x.w, self.k2, self.height), x.zeta, x.mean, x.scalars)
 
-    def factor(self, dt: float | jnp.ndarray) -> Factored:
-        """The stage solves' factorisations for ``dt``: built once per chunk of steps of one dt (a pytree, held
-        across the chunk's steps; :meth:`step` builds them itself where none are given)."""
+    def factor(self, dt: float | jnp.ndarray, tableau: imex.Tableau) -> Factored:
+        """The stage solves' factorisations for ``dt`` and ``tableau``'s diagonal gamma: built once per chunk of
+        steps of one dt (a pytree, held across the chunk's steps; :meth:`step` builds them itself where none are
+        given)."""
         k2, h = self._solved_k2(), self.height
-        alpha = 1.0 / (imex.GAMMA * dt * self.viscosity)
+        gdt = tableau.gamma * jnp.asarray(dt)
+        alpha = 1.0 / (gdt * self.viscosity)
         normal = WallNormal.build(alpha, k2, self.n, h)
         # zeta's problem is the one w's vorticity solve already factored: held once
         return Factored(normal, None if self.planar else normal.vorticity,
                         Helmholtz.build(alpha, self.n, DIRICHLET, h),
-                        tuple(Helmholtz.build(1.0 / (imex.GAMMA * dt * kappa) + k2, self.n,
-                                              SCALAR_CONDITIONS[condition], h)
+                        tuple(Helmholtz.build(1.0 / (gdt * kappa) + k2, self.n, SCALAR_CONDITIONS[condition], h)
                               for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)),
-                        jnp.asarray(dt))
+                        gdt)
 
     def solver(self, factored: Factored) -> Callable[[State], State]:
         """``solve(R)``: X with (M - gamma dt L) X = R and the plates' conditions, by the factorisations of
-        :meth:`factor` for its ``dt``."""
+        :meth:`factor` for its gamma dt."""
         mean_mode = self._solved_k2() == 0
-        scale = imex.GAMMA * factored.dt * self.viscosity
+        scale = factored.gamma_dt * self.viscosity
         (u0, v0), (u1, v1) = self.plates.velocity
-        s_scales = [imex.GAMMA * factored.dt * kappa for kappa in self.diffusivities]
+        s_scales = [factored.gamma_dt * kappa for kappa in self.diffusivities]
         values = self.plates.values
         size = self.modes[-1] if self.hermitian else None
 
@@ -152,24 +154,25 @@ class NoSlipFlow:
 
         return solve
 
-    def mean_response(self, forcing: jnp.ndarray, dt: float | jnp.ndarray,
+    def mean_response(self, forcing: jnp.ndarray, dt: float | jnp.ndarray, tableau: imex.Tableau,
                       factored: Factored | None = None) -> jnp.ndarray:
         """The mean flow (U, V) ``(2, N)`` that one step of ``dt`` (:meth:`step`) makes from rest under the constant
         explicit term ``forcing`` ``(2, N)`` on the mean flow alone, the plates at rest: the mean flow's two stage
         solves and nothing else (the other parts of the flow stay at rest), linear in ``forcing``; by ``factored``
         where given, as :meth:`step`. What a fixed-flux drive adds, times the pressure gradient, to hold its bulk
         velocity."""
-        factored = self.factor(dt) if factored is None else factored
-        scale = imex.GAMMA * factored.dt * self.viscosity
-        step = imex.rk222(lambda x: x, lambda x, t: forcing, lambda r: factored.along.solve(r / scale), dt)
+        factored = self.factor(dt, tableau) if factored is None else factored
+        scale = factored.gamma_dt * self.viscosity
+        step = imex.step(tableau, lambda x: x, lambda x, t: forcing, lambda r: factored.along.solve(r / scale), dt)
         return step(jnp.zeros_like(forcing), 0.0).astype(forcing.dtype)
 
-    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray,
+    def step(self, explicit: Callable[[State, jnp.ndarray], State], dt: float | jnp.ndarray, tableau: imex.Tableau,
              factored: Factored | None = None) -> Callable[[State, jnp.ndarray], State]:
-        """One IMEX RK222 step ``step(state, t) -> state`` with the explicit terms ``explicit(state, t)``
-        (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for ``dt`` (by
-        ``factored``, :meth:`factor` of this ``dt``, where given)."""
-        step = imex.rk222(self.mass, explicit, self.solver(self.factor(dt) if factored is None else factored), dt)
+        """One step of the IMEX scheme ``tableau``, ``step(state, t) -> state``, with the explicit terms
+        ``explicit(state, t)`` (a :class:`State` of h_w, h_zeta, h_U and h_s) and the solves of :meth:`solver` for
+        ``dt`` (by ``factored``, :meth:`factor` of this ``dt`` and tableau, where given)."""
+        factored = self.factor(dt, tableau) if factored is None else factored
+        step = imex.step(tableau, self.mass, explicit, self.solver(factored), dt)
         # the factorisations and the Chebyshev operators' numbers are float64 where x64 is on: a float32 run's
         # state stays float32
         return lambda state, t: jax.tree.map(lambda x, like: x.astype(like.dtype), step(state, t), state)
@@ -178,7 +181,7 @@ class NoSlipFlow:
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class Factored:
-    """The factorisations of a flow's stage solves for one ``dt`` (:meth:`NoSlipFlow.factor`): w's
+    """The factorisations of a flow's stage solves for one gamma dt (:meth:`NoSlipFlow.factor`): w's
     (:class:`~simulator.walls.wall_normal.WallNormal`), zeta's (None in a plane), the mean flow's and each
     scalar's Helmholtz problems, batched over the modes as the flow's ``kx``."""
 
@@ -186,7 +189,7 @@ class Factored:
     vorticity: Helmholtz | None
     along: Helmholtz
     scalars: tuple[Helmholtz, ...]
-    dt: jnp.ndarray
+    gamma_dt: jnp.ndarray  # the tableau's diagonal times dt, which the factorisations are built for
 
 
 def velocity(flow: NoSlipFlow, x: State) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:

@@ -1,0 +1,120 @@
+"""Implicit-explicit Runge-Kutta schemes as registered tableaux, for M dX/dt = L X + F(X, t) with M and L linear
+(the walls' viscous and diffusive terms, and the mass operator of a fourth-order formulation) and F explicit
+(advection, buoyancy, forcing): the ARS family of Ascher, Ruuth & Spiteri (1997), Dedalus's RK111, RK222 and RK443.
+
+Each tableau here is singly diagonally implicit (every implicit stage has the one diagonal ``gamma``: one
+factorisation of (M - gamma dt L) per time step size serves every stage) and stiffly accurate (the step's result
+is the last stage's, ``b`` the last row of both tableaux). Stage i = 1..s solves
+
+    (M - gamma dt L) X_i = M X_0 + dt sum_{j<i} a^E_ij F(X_j, t + c_j dt) + sum_{0<j<i} a^I_ij dt L X_j,
+
+with the boundary conditions the solve imposes. dt L X_j is never formed from L: it is (M X_j - R_j) / gamma from
+stage j's own equation (R_j its right-hand side), so no fourth derivative of a Chebyshev series multiplies
+round-off by N^8.
+
+A new scheme is one more :class:`Tableau` here and a line in :data:`simulator.time.schemes.SCHEMES`; the flow
+core steps with whichever it is handed (:func:`step`). Importable without JAX: :func:`step` imports it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tableau:
+    """A singly diagonally implicit, stiffly accurate IMEX Runge-Kutta scheme of ``stages`` implicit stages:
+    ``explicit[i - 1]`` the row a^E_i0 .. a^E_i,i-1 of stage i, ``implicit[i - 1]`` the row a^I_i1 .. a^I_i,i-1
+    (the diagonal ``gamma`` apart, the column j = 0 zero in the ARS family), ``nodes`` c_0 .. c_(s-1) (the times of
+    the explicit evaluations, in steps), ``order`` the order of accuracy."""
+
+    name: str
+    order: int
+    gamma: float
+    explicit: tuple[tuple[float, ...], ...]
+    implicit: tuple[tuple[float, ...], ...]
+    nodes: tuple[float, ...]
+
+    @property
+    def stages(self) -> int:
+        return len(self.explicit)
+
+
+# ARS (2,2,2), sec. 2.6: L-stable, gamma = 1 - 1/sqrt(2), delta = 1 - 1/(2 gamma)
+_G2 = 1.0 - 1.0 / math.sqrt(2.0)
+_D2 = 1.0 - 1.0 / (2.0 * _G2)
+RK222 = Tableau("rk222", 2, _G2, ((_G2,), (_D2, 1.0 - _D2)), ((), (1.0 - _G2,)), (0.0, _G2))
+
+# ARS (4,4,3), sec. 2.8: third order, L-stable, gamma = 1/2 at every stage
+RK443 = Tableau("rk443", 3, 0.5,
+                ((1 / 2,), (11 / 18, 1 / 18), (5 / 6, -5 / 6, 1 / 2), (1 / 4, 7 / 4, 3 / 4, -7 / 4)),
+                ((), (1 / 6,), (-1 / 2, 1 / 2), (3 / 2, -3 / 2, 1 / 2)),
+                (0.0, 1 / 2, 2 / 3, 1 / 2))
+
+# ARS (1,1,1), sec. 2.1: forward-backward Euler, first order
+RK111 = Tableau("rk111", 1, 1.0, ((1.0,),), ((),), (0.0,))
+
+#: the tableaux by name (:data:`simulator.time.schemes.SCHEMES` registers each as an ``imex`` scheme)
+TABLEAUX: dict[str, Tableau] = {t.name: t for t in (RK111, RK222, RK443)}
+
+
+def step(tableau: Tableau, mass: Callable[[Any], Any], explicit: Callable[[Any, Any], Any],
+         solve: Callable[[Any], Any], dt: Any) -> Callable[[Any, Any], Any]:
+    """One step of ``tableau``, ``step(state, t) -> state``, a pure function of pytrees of arrays (the per-mode
+    solves batched inside ``solve``). ``mass(X)`` is M X, ``explicit(X, t)`` is F(X, t), and ``solve(R)`` solves
+    (M - gamma dt L) X = R with the boundary conditions, built for this ``dt`` and the tableau's ``gamma``.
+
+    Each stage's contributions to the later stages' right-hand sides are summed as soon as they are formed, so
+    that no F_j or dt L X_j is held past the stage that made it: s partial sums at most."""
+    import jax
+
+    def combine(*terms: tuple[Any, Any]) -> Any:
+        return jax.tree.map(lambda *xs: sum(c * x for (c, _), x in zip(terms, xs, strict=True)), *(x for _, x in terms))
+
+    s, gamma = tableau.stages, tableau.gamma
+
+    def advance(state: Any, t: Any) -> Any:
+        base = mass(state)
+        pending: list[Any] = [base] * s  # stage i's right-hand side so far (index i - 1)
+        x = state
+        for i in range(1, s + 1):
+            node = tableau.nodes[i - 1]
+            f = explicit(x, t if node == 0.0 else t + node * dt)
+            # F_(i-1) into every later stage's right-hand side, this stage's included
+            for k in range(i, s + 1):
+                a = tableau.explicit[k - 1][i - 1]
+                if a != 0.0:
+                    pending[k - 1] = combine((1.0, pending[k - 1]), (dt * a, f))
+            rhs = pending[i - 1]
+            x = solve(rhs)
+            later = [k for k in range(i + 1, s + 1) if tableau.implicit[k - 1][i - 1] != 0.0]
+            if later:
+                m = mass(x)
+                for k in later:
+                    a = tableau.implicit[k - 1][i - 1] / gamma  # a^I_ki dt L X_i = a^I_ki (M X_i - R_i) / gamma
+                    pending[k - 1] = combine((1.0, pending[k - 1]), (a, m), (-a, rhs))
+        return x
+
+    return advance
+
+
+def make_imex(eq: Any, stage_eq: Callable[..., Any], tableau: Tableau) -> Callable[..., Any]:
+    """The step of an ``imex`` equation by ``tableau`` (the factory :data:`simulator.time.schemes.SCHEMES` names):
+    ``eq.imex_step``, its stage solves (banded) its own."""
+    return lambda state, t, dt, params: eq.imex_step(state, t, dt, params, tableau)
+
+
+def make_imex_steps(eq: Any, tableau: Tableau) -> Callable[..., Any]:
+    """An IMEX scheme's chunk: the solves factored once for its dt (``eq.imex_factor``), each step settled as by
+    :func:`simulator.time.integrators.bind`."""
+    from simulator.time.integrators import run_steps
+
+    def steps(state, t, n, dt, params):
+        factored = eq.imex_factor(dt, params, tableau)
+        step = lambda s, t, dt, p: eq.settle(eq.imex_step(s, t, dt, p, tableau, factored), t, dt, p)  # noqa: E731
+        return run_steps(step, state, t, n, dt, params)
+
+    return steps
