@@ -65,21 +65,26 @@ def test_products_are_dealiased_exactly_and_weights_integrate():
 
 
 def _polynomial_problem(n, alpha, condition):
-    """A random polynomial u of degree N (three of them), f = alpha u - u'', and its plates' data."""
+    """A random polynomial u of degree N (three of them), f = alpha u - u'', and its plates' data (``condition``
+    one for both plates or a (lower, upper) pair)."""
     u = RNG.standard_normal((3, n))
     second = np.concatenate([series.chebder(u, 2, scl=2 / LENGTH, axis=-1), np.zeros((3, 2))], -1)
-    given = u if condition == DIRICHLET else series.chebder(u, 1, scl=2 / LENGTH, axis=-1)
-    lower, upper = series.chebval(-1.0, given.T), series.chebval(1.0, given.T)
+    slope = series.chebder(u, 1, scl=2 / LENGTH, axis=-1)
+    lower_c, upper_c = (condition, condition) if isinstance(condition, str) else condition
+    lower = series.chebval(-1.0, (u if lower_c == DIRICHLET else slope).T)
+    upper = series.chebval(1.0, (u if upper_c == DIRICHLET else slope).T)
     return u, alpha * u - second, lower, upper
 
 
-@pytest.mark.parametrize("condition", [DIRICHLET, NEUMANN])
+@pytest.mark.parametrize("condition", [DIRICHLET, NEUMANN, (DIRICHLET, NEUMANN), (NEUMANN, DIRICHLET)],
+                         ids=["dirichlet", "neumann", "dirichlet-neumann", "neumann-dirichlet"])
 @pytest.mark.parametrize("alpha", [0.0, 3.0, 1e4, 1e9])
 def test_helmholtz_is_exact_for_polynomials(condition, alpha):
-    """(alpha - d^2/dz^2) u = f with u or du/dz given at the plates: exact to round-off for a polynomial of degree
-    N, from the Stokes-like alpha = 0 (Dirichlet; Neumann takes alpha > 0) to an implicit stage's 1/(gamma dt nu).
-    Round-off here is the machine epsilon times N^2, the condition of a second derivative on N + 1 points (the
-    right-hand side of a random polynomial of degree 32 is 10^4 times the solution)."""
+    """(alpha - d^2/dz^2) u = f with u or du/dz given at each plate (the same at both, or mixed: a value at one
+    plate and a slope at the other, by the Dirichlet factors and one influence function): exact to round-off for a
+    polynomial of degree N, from the Stokes-like alpha = 0 (Neumann at both plates takes alpha > 0) to an implicit
+    stage's 1/(gamma dt nu). Round-off here is the machine epsilon times N^2, the condition of a second derivative
+    on N + 1 points (the right-hand side of a random polynomial of degree 32 is 10^4 times the solution)."""
     if condition == NEUMANN and alpha == 0.0:
         alpha = 0.5
     n = 33
@@ -88,7 +93,8 @@ def test_helmholtz_is_exact_for_polynomials(condition, alpha):
     assert np.abs(got - u).max() < 32 * np.finfo(float).eps * n**2 * np.abs(u).max()
 
 
-@pytest.mark.parametrize("condition", [DIRICHLET, NEUMANN])
+@pytest.mark.parametrize("condition", [DIRICHLET, NEUMANN, (DIRICHLET, NEUMANN), (NEUMANN, DIRICHLET)],
+                         ids=["dirichlet", "neumann", "dirichlet-neumann", "neumann-dirichlet"])
 def test_helmholtz_converges_to_a_smooth_solution(condition):
     """u = cos(5 z) + z^2 exp(z) on [0, 3]: the grid values of the solve agree with it to round-off at N = 48."""
     n, alpha = 49, 7.0
@@ -96,9 +102,11 @@ def test_helmholtz_converges_to_a_smooth_solution(condition):
     u = np.cos(5 * z) + z**2 * np.exp(z)
     du = -5 * np.sin(5 * z) + (2 * z + z**2) * np.exp(z)
     d2u = -25 * np.cos(5 * z) + (2 + 4 * z + z**2) * np.exp(z)
-    given = u if condition == DIRICHLET else du
+    lower_c, upper_c = (condition, condition) if isinstance(condition, str) else condition
+    lower = (u if lower_c == DIRICHLET else du)[0]
+    upper = (u if upper_c == DIRICHLET else du)[-1]
     solver = Helmholtz.build(alpha, n, condition, LENGTH)
-    got = chebyshev.backward(solver.solve(chebyshev.forward(jnp.asarray(alpha * u - d2u)), given[0], given[-1]))
+    got = chebyshev.backward(solver.solve(chebyshev.forward(jnp.asarray(alpha * u - d2u)), lower, upper))
     assert np.abs(got - u).max() < 1e-11 * np.abs(u).max()
 
 
@@ -182,6 +190,31 @@ def test_each_imex_tableau_is_consistent_and_stiffly_accurate(name):
     times = (*t.nodes[1:], 1.0)
     for explicit, implicit, c in zip(t.explicit, t.implicit, times, strict=True):
         assert abs(sum(explicit) - c) < 1e-15 and abs(sum(implicit) + t.gamma - c) < 1e-15
+
+
+@pytest.mark.parametrize("walls", [("no-slip", "no-slip"), ("no-slip", "free-slip"), ("free-slip", "no-slip"),
+                                   ("free-slip", "free-slip")], ids="-".join)
+def test_the_wall_normal_solve_is_exact_for_polynomials_with_each_plates_condition(walls):
+    """(alpha - lap) lap w = g with w = 0 at both plates and dw/dz = 0 at a no-slip plate, d^2w/dz^2 = 0 at a
+    free-slip one: a random polynomial w of degree N meeting the four conditions is recovered from its g to
+    round-off, for each pairing of the plates (a free surface above a no-slip plate and the reverse included)."""
+    n, alpha, k2 = 25, 40.0, 2.5
+    scale = 2 / LENGTH
+    x = np.array([-1.0, 1.0])
+    free = RNG.standard_normal(n - 4)
+    # the last four coefficients solve the conditions: w(-1) = w(1) = 0 and each plate's own
+    rows = []
+    for i, wall in enumerate(walls):
+        order = 1 if wall == "no-slip" else 2
+        rows += [[series.chebval(x[i], np.eye(n)[k]) for k in range(n)],
+                 [series.chebval(x[i], series.chebder(np.eye(n)[k], order)) for k in range(n)]]
+    rows = np.array(rows)
+    last = np.linalg.solve(rows[:, n - 4:], -rows[:, :n - 4] @ free)
+    w = np.concatenate([free, last])
+    lap = np.concatenate([series.chebder(w, 2, scl=scale), [0, 0]]) - k2 * w
+    lap2 = np.concatenate([series.chebder(lap, 2, scl=scale), [0, 0]]) - k2 * lap
+    got = WallNormal.build(alpha, k2, n, LENGTH, walls).solve(jnp.asarray(alpha * lap - lap2))
+    assert np.abs(got - w).max() < 1e-10 * np.abs(w).max()
 
 
 def test_a_stokes_mode_between_no_slip_plates():

@@ -109,13 +109,28 @@ def _boundary(orders: tuple[int, ...], size: int) -> np.ndarray:
     return np.array(rows)
 
 
-def _basis(orders: tuple[int, ...], size: int) -> np.ndarray:
+def _basis(orders: tuple[int, ...] | tuple[tuple[int, ...], tuple[int, ...]], size: int) -> np.ndarray:
     """The Galerkin basis of the T series of ``size`` terms whose ``orders``-th derivatives vanish at x = -1 and
     x = 1 (Shen 1994; Heinrichs 1989): phi_j = T_j + sum_(i=1..m) x_i T_(j+2i), m = len(orders), columns j = 0 ..
     size - 2m - 1, shape ``(size, size - 2m)``. Each phi_j has one parity, so only m of its 2m conditions bind and
     x solves them exactly (least squares of a consistent system). The basis is banded and each column keeps its
     degree, so the pencil's round-off stays flat in N (a dense basis of the same space, mixing all degrees in each
-    column, lets it grow with N, fastest beside free-slip plates' rows of size n^4)."""
+    column, lets it grow with N, fastest beside free-slip plates' rows of size n^4).
+
+    ``orders`` a pair (lower plate's, upper plate's) of different conditions: phi_j = T_j + sum_(i=1..m) x_i T_(j+i),
+    m conditions in all, both parities (Shen 1995's mixed bases), x the square system's solution."""
+    if orders and isinstance(orders[0], tuple):
+        lower, upper = orders
+        if lower != upper:
+            conditions = np.concatenate([_boundary(lower, size)[0::2], _boundary(upper, size)[1::2]])
+            m = len(lower) + len(upper)
+            basis = np.zeros((size, size - m))
+            for j in range(size - m):
+                later = j + np.arange(1, m + 1)
+                basis[j, j] = 1.0
+                basis[later, j] = np.linalg.solve(conditions[:, later], -conditions[:, j])
+            return basis
+        orders = lower
     conditions = _boundary(orders, size)
     m = len(orders)
     basis = np.zeros((size, size - 2 * m))
@@ -137,23 +152,41 @@ def _pencil(a: np.ndarray, b: np.ndarray, bases: list[np.ndarray]) -> tuple[np.n
     return values, basis @ vectors
 
 
-def _walls(walls: str) -> tuple[int, int]:
-    """The orders of the derivatives of W that vanish at ``walls``."""
-    if walls not in WALLS:
-        raise ValueError(f"walls {walls!r}: one of {', '.join(WALLS)}")
-    return (0, 1) if walls == NO_SLIP else (0, 2)
+FIXED_VALUE = "fixed-value"
+FIXED_FLUX = "fixed-flux"
+TEMPERATURES = (FIXED_VALUE, FIXED_FLUX)
 
 
-def _layer(walls: str, size: int) -> list[np.ndarray]:
-    """The bases of (W, Theta) on a layer: W's conditions by ``walls``, Theta = 0."""
-    return [_basis(_walls(walls), size), _basis((0,), size)]
+def _pair(condition: str | tuple[str, str], allowed: tuple[str, ...], what: str) -> tuple[str, str]:
+    """``condition`` as (lower, upper): one for both plates or a pair, each one of ``allowed``."""
+    pair = (condition, condition) if isinstance(condition, str) else tuple(condition)
+    if len(pair) != 2 or any(c not in allowed for c in pair):
+        raise ValueError(f"{what} {condition!r}: one of {', '.join(allowed)}, or a (lower, upper) pair of them")
+    return pair
 
 
-def rayleigh_number(k: float, walls: str = NO_SLIP, n: int = 40) -> float:
-    """The marginal Rayleigh number of the horizontal wavenumber ``k`` (layer depth 1), both plates ``walls``,
-    from Chebyshev series of degree ``n``."""
+def _walls(walls: str | tuple[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The orders of the derivatives of W that vanish at the lower and the upper plate: W = DW = 0 at a no-slip
+    plate, W = D^2 W = 0 at a free-slip one."""
+    return tuple((0, 1) if wall == NO_SLIP else (0, 2) for wall in _pair(walls, WALLS, "walls"))
+
+
+def _layer(walls: str | tuple[str, str], size: int, temperature: str | tuple[str, str] = FIXED_VALUE
+           ) -> list[np.ndarray]:
+    """The bases of (W, Theta) on a layer: W's conditions by ``walls``, Theta = 0 (fixed value) or D Theta = 0
+    (fixed flux) at each plate by ``temperature``."""
+    theta = tuple((0,) if t == FIXED_VALUE else (1,) for t in _pair(temperature, TEMPERATURES, "temperature"))
+    return [_basis(_walls(walls), size), _basis(theta, size)]
+
+
+def rayleigh_number(k: float, walls: str | tuple[str, str] = NO_SLIP, n: int = 40,
+                    temperature: str | tuple[str, str] = FIXED_VALUE) -> float:
+    """The marginal Rayleigh number of the horizontal wavenumber ``k`` (layer depth 1), the plates ``walls`` (one
+    for both or a (lower, upper) pair) holding the temperature's value or flux (``temperature``, likewise), from
+    Chebyshev series of degree ``n``. Between fixed-flux plates Ra(k) falls to its minimum as k -> 0 (720
+    no-slip, 320 no-slip below free-slip, 120 free-slip: Hurle, Jakeman & Pike 1967)."""
     size = n + 1
-    bases = _layer(walls, size)
+    bases = _layer(walls, size, temperature)
     scale = 2.0  # z = (x + 1)/2 on a layer of unit depth: d/dz = 2 d/dx
     zero = np.zeros((size, size))
     a = np.block([[_laplacian(4, k**2, scale, size), zero],
@@ -164,23 +197,27 @@ def rayleigh_number(k: float, walls: str = NO_SLIP, n: int = 40) -> float:
     return float(1.0 / real.max())
 
 
-def rayleigh_benard_onset(walls: str = NO_SLIP, n: int = 40) -> tuple[float, float]:
-    """The critical Rayleigh number and wavenumber (Ra_c, k_c): :func:`rayleigh_number` minimised over k."""
-    found = scipy.optimize.minimize_scalar(lambda k: rayleigh_number(k, walls, n), bounds=(1.5, 4.5),
+def rayleigh_benard_onset(walls: str | tuple[str, str] = NO_SLIP, n: int = 40,
+                          temperature: str | tuple[str, str] = FIXED_VALUE) -> tuple[float, float]:
+    """The critical Rayleigh number and wavenumber (Ra_c, k_c): :func:`rayleigh_number` minimised over k (in
+    1.5..4.5: fixed temperatures; between fixed-flux plates the minimum is at k -> 0)."""
+    found = scipy.optimize.minimize_scalar(lambda k: rayleigh_number(k, walls, n, temperature), bounds=(1.5, 4.5),
                                            method="bounded", options={"xatol": 1e-9})
     return float(found.fun), float(found.x)
 
 
-def rayleigh_benard_growth(ra: float, pr: float, k: float, walls: str = NO_SLIP, n: int = 40
+def rayleigh_benard_growth(ra: float, pr: float, k: float, walls: str | tuple[str, str] = NO_SLIP, n: int = 40,
+                           temperature: str | tuple[str, str] = FIXED_VALUE
                            ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """The fastest-growing linear mode of Rayleigh-Benard convection in free-fall units (Dedalus's example: depth
     1, nu = (Ra/Pr)^(-1/2), kappa = (Ra Pr)^(-1/2), buoyancy b = 1 - z conducting) at horizontal wavenumber ``k``:
-    d/dt lap w = nu lap^2 w - k^2 b, d/dt b = kappa lap b + w, b = 0 and no-slip or free-slip plates, from
-    Chebyshev series of degree ``n``. Returns the growth rate sigma (real: exchange of stabilities), the Chebyshev
+    d/dt lap w = nu lap^2 w - k^2 b, d/dt b = kappa lap b + w, b = 0 or db/dz = 0 (``temperature``) and no-slip or
+    free-slip plates (``walls``; each one for both plates or a (lower, upper) pair), from Chebyshev series of degree
+    ``n``. Returns the growth rate sigma (real: exchange of stabilities), the Chebyshev
     points z (ascending, 0 to 1) and the mode's w and b there, scaled to max |w| = 1; shapes ``(n + 1,)``.
     sigma = 0 on the marginal curve of :func:`rayleigh_number`."""
     size = n + 1
-    bases = _layer(walls, size)
+    bases = _layer(walls, size, temperature)
     nu, kappa = (ra / pr) ** -0.5, (ra * pr) ** -0.5
     zero = np.zeros((size, size))
     a = np.block([[nu * _laplacian(4, k**2, 2.0, size), -(k**2) * _conversion(0, 4, size)],
@@ -190,7 +227,10 @@ def rayleigh_benard_growth(ra: float, pr: float, k: float, walls: str = NO_SLIP,
     best = np.argmax(sigma.real)
     mode = _values(vectors[:, best].reshape(2, size), n)
     mode = mode / mode[0, np.argmax(np.abs(mode[0]))]
-    mode[:, [0, -1]] = 0.0  # the plates' values, round-off of zero
+    mode[0, [0, -1]] = 0.0  # w at the plates, round-off of zero
+    fixed = [i for i, t in zip((0, -1), _pair(temperature, TEMPERATURES, "temperature"), strict=True)
+             if t == FIXED_VALUE]
+    mode[1, fixed] = 0.0  # b at a plate of fixed temperature, likewise
     return float(sigma[best].real), 0.5 * (_points(n) + 1), mode[0].real, mode[1].real
 
 

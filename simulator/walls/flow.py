@@ -37,10 +37,16 @@ import jax.numpy as jnp
 from simulator.fft.walls import hermitian_full
 from simulator.time import imex
 from simulator.walls.helmholtz import DIRICHLET, NEUMANN, Helmholtz
-from simulator.walls.wall_normal import WallNormal, laplacian
+from simulator.walls.wall_normal import NO_SLIP, WallNormal, laplacian
 
 #: a scalar's condition at a plate (``Plates.scalars``) and its Helmholtz condition
 SCALAR_CONDITIONS = {"fixed-value": DIRICHLET, "fixed-flux": NEUMANN}
+
+
+def scalar_conditions(condition: str | tuple[str, str]) -> tuple[str, str]:
+    """The Helmholtz conditions (lower, upper) of a scalar's ``condition``: one for both plates or one per plate."""
+    pair = (condition, condition) if isinstance(condition, str) else condition
+    return tuple(SCALAR_CONDITIONS[c] for c in pair)
 
 
 @jax.tree_util.register_dataclass
@@ -57,13 +63,22 @@ class State:
 
 @dataclass(frozen=True)
 class Plates:
-    """The plates' conditions: the velocity along each plate (U, V) at the bottom and the top (no-slip: at rest
-    or moving along the plate), and per scalar its condition (``fixed-value`` or ``fixed-flux``, the same at both
-    plates) with its value or flux at the bottom and the top."""
+    """The plates' conditions: each plate's velocity condition (``walls``, bottom then top: ``no-slip``, the
+    velocity along the plate given, or ``free-slip``, no stress: w = 0 and d/dz of the velocity along it zero), the
+    velocity along each no-slip plate (U, V) at the bottom and the top (at rest or moving along the plate; ignored
+    at a free-slip plate), and per scalar its condition (``fixed-value`` or ``fixed-flux``, one for both plates or a
+    (bottom, top) pair) with its value or flux at the bottom and the top."""
 
     velocity: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0))
-    scalars: tuple[str, ...] = ()
+    scalars: tuple[str | tuple[str, str], ...] = ()
     values: tuple[tuple[float, float], ...] = ()
+    walls: tuple[str, str] = (NO_SLIP, NO_SLIP)
+
+    @property
+    def along(self) -> tuple[str, str]:
+        """The Helmholtz conditions of the velocity along the plates, U, V and the wall-normal vorticity: a value
+        at a no-slip plate, a zero slope at a free-slip one."""
+        return tuple(DIRICHLET if wall == NO_SLIP else NEUMANN for wall in self.walls)
 
 
 @dataclass(frozen=True)
@@ -115,11 +130,13 @@ class NoSlipFlow:
         k2, h = self._solved_k2(), self.height
         gdt = tableau.gamma * jnp.asarray(dt)
         alpha = 1.0 / (gdt * self.viscosity)
-        normal = WallNormal.build(alpha, k2, self.n, h)
-        # zeta's problem is the one w's vorticity solve already factored: held once
-        return Factored(normal, None if self.planar else normal.vorticity,
-                        Helmholtz.build(alpha, self.n, DIRICHLET, h),
-                        tuple(Helmholtz.build(1.0 / (gdt * kappa) + k2, self.n, SCALAR_CONDITIONS[condition], h)
+        along = self.plates.along
+        normal = WallNormal.build(alpha, k2, self.n, h, self.plates.walls)
+        # between no-slip plates zeta's problem is the one w's vorticity solve already factored: held once
+        zeta = None if self.planar else (normal.vorticity if along == (DIRICHLET, DIRICHLET)
+                                         else Helmholtz.build(alpha + k2, self.n, along, h))
+        return Factored(normal, zeta, Helmholtz.build(alpha, self.n, along, h),
+                        tuple(Helmholtz.build(1.0 / (gdt * kappa) + k2, self.n, scalar_conditions(condition), h)
                               for kappa, condition in zip(self.diffusivities, self.plates.scalars, strict=True)),
                         gdt)
 
@@ -128,7 +145,10 @@ class NoSlipFlow:
         :meth:`factor` for its gamma dt."""
         mean_mode = self._solved_k2() == 0
         scale = factored.gamma_dt * self.viscosity
-        (u0, v0), (u1, v1) = self.plates.velocity
+        # a free-slip plate's velocity along it is free: its condition is a zero slope
+        (u0, v0), (u1, v1) = [(u, v) if wall == NO_SLIP else (0.0, 0.0)
+                              for (u, v), wall in zip(self.plates.velocity, self.plates.walls, strict=True)]
+        shared = self.plates.along == (DIRICHLET, DIRICHLET)
         s_scales = [factored.gamma_dt * kappa for kappa in self.diffusivities]
         values = self.plates.values
         size = self.modes[-1] if self.hermitian else None
@@ -139,11 +159,14 @@ class NoSlipFlow:
 
         def solve(r: State) -> State:
             half = self._half
-            # w's first Helmholtz problem and zeta's are the same: one batched solve of both
-            first = half(r.w) / scale if r.zeta is None else jnp.stack([half(r.w), half(r.zeta)]) / scale
-            phi = factored.normal.vorticity.solve(first)
-            w = jnp.where(mean_mode[..., None], 0.0, factored.normal.complete(phi if r.zeta is None else phi[0]))
-            zeta = None if r.zeta is None else whole(jnp.where(mean_mode[..., None], 0.0, phi[1]))
+            if r.zeta is not None and shared:
+                # w's first Helmholtz problem and zeta's are the same: one batched solve of both
+                phi, zeta = factored.normal.vorticity.solve(jnp.stack([half(r.w), half(r.zeta)]) / scale)
+            else:
+                phi = factored.normal.vorticity.solve(half(r.w) / scale)
+                zeta = None if r.zeta is None else factored.vorticity.solve(half(r.zeta) / scale)
+            w = jnp.where(mean_mode[..., None], 0.0, factored.normal.complete(phi))
+            zeta = None if zeta is None else whole(jnp.where(mean_mode[..., None], 0.0, zeta))
             # U and V: one batched solve of the same factors
             mean = factored.along.solve(r.mean / scale, jnp.asarray([u0, v0]), jnp.asarray([u1, v1]))
             # a scalar's plate values belong to its horizontal mean alone

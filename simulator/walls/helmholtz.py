@@ -10,6 +10,13 @@ and two super-diagonals: :mod:`simulator.walls.banded` factors it once per mode 
 The solution is exact for a polynomial solution of degree N (the residual lies in the span of T_{N+1}'' and
 T_{N+2}'', a tau method's).
 
+Mixed plates (a value at one plate, a slope at the other: a free-slip plate's tangential velocity, a fixed flux
+above a fixed temperature) are the Dirichlet problem plus one homogeneous solution (an influence function:
+Kleiser & Schumann 1980): u = u_D + c h, u_D solved with the given value at the Dirichlet plate and 0 at the other,
+h the solution of (alpha - d^2/dz^2) h = 0 with h = 0 at the Dirichlet plate and h' = 1 at the Neumann one, and c
+the slope still missing there. The Dirichlet factors serve both, so a mixed problem stores N + 1 more coefficients
+per mode and costs one dot product more per solve.
+
 Layout: coefficients ``(..., N + 1)`` on the last axis (:mod:`simulator.walls.chebyshev`), ``alpha`` of the
 leading shape ``(...)``; the factors (:class:`simulator.walls.banded.Factors`, rows first) ``(n_p, ..., 2, 4)`` for
 the two parities of n_p = ceil((N - 1)/2) rows each.
@@ -28,6 +35,23 @@ from simulator.walls import banded
 DIRICHLET = "dirichlet"
 NEUMANN = "neumann"
 CONDITIONS = (DIRICHLET, NEUMANN)
+
+
+def plate_conditions(condition: str | tuple[str, str]) -> tuple[str, str]:
+    """The (lower, upper) conditions of ``condition``: one for both plates, or one per plate."""
+    pair = (condition, condition) if isinstance(condition, str) else tuple(condition)
+    if len(pair) != 2 or any(c not in CONDITIONS for c in pair):
+        raise ValueError(f"condition {condition!r}: one of {', '.join(CONDITIONS)}, or a pair of them (lower, upper)")
+    return pair
+
+
+def slopes(coefficients: jnp.ndarray, length: float) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """du/dz at the lower and the upper plate of the series ``coefficients[..., N + 1]`` on an interval of
+    ``length``: T_k'(1) = k^2, T_k'(-1) = (-1)^(k+1) k^2, as two dot products (no derivative series formed)."""
+    k = np.arange(coefficients.shape[-1], dtype=float)
+    upper = k**2 * (2.0 / length)
+    lower = np.where(k % 2 == 1, 1.0, -1.0) * upper
+    return coefficients @ lower.astype(coefficients.real.dtype), coefficients @ upper.astype(coefficients.real.dtype)
 
 
 def galerkin_beta(n: int, condition: str) -> np.ndarray:
@@ -101,34 +125,52 @@ def _unrows(v: jnp.ndarray, m: int) -> jnp.ndarray:
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class Helmholtz:
-    """The factored Helmholtz problems (alpha - d^2/dz^2) u = f of one boundary ``condition`` on an interval of
-    ``length``, one per entry of ``alpha``'s shape: build with :meth:`build`, then :meth:`solve` as often as the
-    right-hand sides change (an implicit stage). A pytree: the factors and alpha (on [-1, 1]) are its leaves."""
+    """The factored Helmholtz problems (alpha - d^2/dz^2) u = f of the boundary ``condition`` (one for both plates,
+    or a (lower, upper) pair) on an interval of ``length``, one per entry of ``alpha``'s shape: build with
+    :meth:`build`, then :meth:`solve` as often as the right-hand sides change (an implicit stage). A pytree: the
+    factors, alpha (on [-1, 1]) and a mixed problem's influence function are its leaves."""
 
     factors: banded.Factors
     alpha: jnp.ndarray
+    influence: jnp.ndarray | None  # mixed plates: h (..., N + 1), h = 0 at the Dirichlet plate, h' = 1 at the other
     n: int = field(metadata={"static": True})
-    condition: str = field(metadata={"static": True})
+    condition: str | tuple[str, str] = field(metadata={"static": True})
     length: float = field(metadata={"static": True})
 
     @classmethod
-    def build(cls, alpha: jnp.ndarray | float, n: int, condition: str = DIRICHLET,
+    def build(cls, alpha: jnp.ndarray | float, n: int, condition: str | tuple[str, str] = DIRICHLET,
               length: float = 2.0) -> Helmholtz:
-        """Factor the problems for ``n`` coefficients (n >= 4) and each alpha (a Neumann problem needs alpha > 0:
-        at alpha = 0 its constant is undetermined)."""
-        if condition not in CONDITIONS:
-            raise ValueError(f"condition {condition!r}: one of {', '.join(CONDITIONS)}")
+        """Factor the problems for ``n`` coefficients (n >= 4) and each alpha (a Neumann problem at both plates
+        needs alpha > 0: at alpha = 0 its constant is undetermined)."""
+        lower, upper = plate_conditions(condition)
         scaled = jnp.asarray(alpha, float) * (0.25 * length**2)  # on x in [-1, 1]: d/dz = (2/length) d/dx
-        return cls(banded.factor(_parity_bands(scaled, n, condition)), scaled, n, condition, length)
+        if lower == upper:
+            return cls(banded.factor(_parity_bands(scaled, n, lower)), scaled, None, n, lower, length)
+        dirichlet = cls(banded.factor(_parity_bands(scaled, n, DIRICHLET)), scaled, None, n, DIRICHLET, length)
+        at_upper = upper == NEUMANN
+        one = jnp.ones(scaled.shape)
+        h = dirichlet.solve(jnp.zeros((*scaled.shape, n)), 0.0 if at_upper else one, one if at_upper else 0.0)
+        slope = slopes(h, length)[1 if at_upper else 0]  # > 0 at the upper plate, < 0 at the lower: never 0
+        return cls(dirichlet.factors, scaled, h / slope[..., None], n, (lower, upper), length)
 
     def solve(self, f: jnp.ndarray, lower: jnp.ndarray | float = 0.0, upper: jnp.ndarray | float = 0.0
               ) -> jnp.ndarray:
         """The coefficients u[..., N + 1] for right-hand sides ``f[..., N + 1]`` (coefficients) and the values
         (Dirichlet) or z-derivatives (Neumann) ``lower`` and ``upper`` at the plates z = a and z = b."""
+        if self.influence is not None:
+            at_upper = self.condition[1] == NEUMANN
+            u = self._solve(f, 0.0 if not at_upper else lower, upper if not at_upper else 0.0, DIRICHLET)
+            missing = jnp.asarray(upper if at_upper else lower) - slopes(u, self.length)[1 if at_upper else 0]
+            return u + missing[..., None] * self.influence
+        return self._solve(f, lower, upper, self.condition)
+
+    def _solve(self, f: jnp.ndarray, lower: jnp.ndarray | float, upper: jnp.ndarray | float, condition: str
+               ) -> jnp.ndarray:
+        """:meth:`solve` by the factors alone, both plates of ``condition``."""
         n, half = self.n, 0.5 * self.length
         lower, upper = jnp.asarray(lower), jnp.asarray(upper)
         # the lift u_b of the plates' values, in T_0..T_2 alone: (..., 3)
-        if self.condition == DIRICHLET:  # u_b = (g_+ + g_-)/2 + (g_+ - g_-)/2 x
+        if condition == DIRICHLET:  # u_b = (g_+ + g_-)/2 + (g_+ - g_-)/2 x
             lift = [0.5 * (upper + lower), 0.5 * (upper - lower), jnp.zeros_like(upper + lower)]
         else:  # du_b/dx = (h_+ + h_-)/2 + (h_+ - h_-)/2 x, h in x's units; d^2 u_b/dx^2 = (h_+ - h_-)/2
             h_up, h_low = upper * half, lower * half
@@ -143,5 +185,5 @@ class Helmholtz:
         rhs = rhs.at[..., :3].add(ends[..., :rhs.shape[-1]].astype(jnp.result_type(rhs, ends)))
         hat = _unrows(banded.solve(self.factors, _rows(rhs, self.factors.upper.shape[0])), n - 2)
         u = jnp.concatenate([hat, jnp.zeros_like(hat[..., :2])], -1)
-        u = u.at[..., 2:].add(hat * galerkin_beta(n, self.condition))
+        u = u.at[..., 2:].add(hat * galerkin_beta(n, condition))
         return u.at[..., :3].add(lift.astype(u.dtype))

@@ -11,6 +11,11 @@ conditions phi(a), phi(b) are found by the influence matrix (Kleiser & Schumann 
 both. Per mode it stores the two Helmholtz factorisations, the two homogeneous solutions (N + 1 coefficients each)
 and the 2 x 2 influence matrix: O(N).
 
+A free-slip plate (w = d^2w/dz^2 = 0: no stress) needs no influence function: where w = 0, phi = lap w = d^2w/dz^2,
+so its condition is phi = 0 there, the first solve's own. Each no-slip plate adds one homogeneous solution and one
+row and column of the influence matrix: 2 x 2 between no-slip plates, 1 x 1 below a free surface, none between
+free-slip plates.
+
 Layout: coefficients ``(..., N + 1)`` (:mod:`simulator.walls.chebyshev`), ``k2`` and ``alpha`` of the leading
 shape; the horizontal axes are the leading ones.
 """
@@ -25,36 +30,56 @@ import jax.numpy as jnp
 from simulator.walls import chebyshev
 from simulator.walls.helmholtz import DIRICHLET, Helmholtz
 
+NO_SLIP = "no-slip"
+FREE_SLIP = "free-slip"
+WALLS = (NO_SLIP, FREE_SLIP)
 
-def _wall_slopes(coefficients: jnp.ndarray, length: float) -> jnp.ndarray:
-    """dw/dz at the lower and upper plates, stacked on a last axis of 2."""
-    return jnp.stack(chebyshev.boundary_values(chebyshev.derivative(coefficients, length)), -1)
+
+def _wall_slopes(coefficients: jnp.ndarray, length: float, plates: tuple[int, ...]) -> jnp.ndarray:
+    """dw/dz at the ``plates`` (0 the lower, 1 the upper), stacked on a last axis."""
+    both = chebyshev.boundary_values(chebyshev.derivative(coefficients, length))
+    return jnp.stack([both[p] for p in plates], -1)
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class WallNormal:
-    """The factored problems (alpha - lap) lap w = g, w = dw/dz = 0 at the plates, one per mode (``k2`` and
-    ``alpha`` broadcast to the modes' shape): :meth:`build` once per time step size, :meth:`solve` per stage."""
+    """The factored problems (alpha - lap) lap w = g, w = 0 at the plates and dw/dz = 0 (no-slip) or d^2w/dz^2 = 0
+    (free-slip) at each, one per mode (``k2`` and ``alpha`` broadcast to the modes' shape): :meth:`build` once per
+    time step size, :meth:`solve` per stage."""
 
     vorticity: Helmholtz  # (alpha + k^2 - d^2/dz^2) phi = g
     velocity: Helmholtz  # (k^2 - d^2/dz^2) w = -phi
-    homogeneous: jnp.ndarray  # (..., 2, N + 1): w of phi = 1 at the lower, then the upper plate
-    influence: jnp.ndarray  # (..., 2, 2): [plate, solution] dw/dz of the homogeneous solutions
+    homogeneous: jnp.ndarray  # (..., m, N + 1): w of phi = 1 at each no-slip plate (m of them), lower first
+    influence: jnp.ndarray  # (..., m, m): [plate, solution] dw/dz of the homogeneous solutions
     length: float = field(metadata={"static": True})
+    walls: tuple[str, str] = field(default=(NO_SLIP, NO_SLIP), metadata={"static": True})
+
+    @property
+    def clamped(self) -> tuple[int, ...]:
+        """The no-slip plates (0 the lower, 1 the upper), whose slope the influence matrix sets to zero."""
+        return tuple(i for i, wall in enumerate(self.walls) if wall == NO_SLIP)
 
     @classmethod
-    def build(cls, alpha: jnp.ndarray | float, k2: jnp.ndarray | float, n: int, length: float = 2.0) -> WallNormal:
-        """Factor the problems for ``n`` coefficients (alpha > 0; k2 >= 0)."""
+    def build(cls, alpha: jnp.ndarray | float, k2: jnp.ndarray | float, n: int, length: float = 2.0,
+              walls: tuple[str, str] = (NO_SLIP, NO_SLIP)) -> WallNormal:
+        """Factor the problems for ``n`` coefficients (alpha > 0; k2 >= 0), the lower and upper plates ``walls``
+        (each no-slip or free-slip)."""
+        if len(walls) != 2 or any(w not in WALLS for w in walls):
+            raise ValueError(f"walls {walls!r}: two of {', '.join(WALLS)}")
         alpha, k2 = jnp.broadcast_arrays(jnp.asarray(alpha, float), jnp.asarray(k2, float))
         vorticity = Helmholtz.build(alpha + k2, n, DIRICHLET, length)
         velocity = Helmholtz.build(k2, n, DIRICHLET, length)
         zero = jnp.zeros((*alpha.shape, n))
         one = jnp.ones(alpha.shape)
-        phis = [vorticity.solve(zero, one, 0.0), vorticity.solve(zero, 0.0, one)]
+        clamped = tuple(i for i, wall in enumerate(walls) if wall == NO_SLIP)
+        phis = [vorticity.solve(zero, one if p == 0 else 0.0, one if p == 1 else 0.0) for p in clamped]
+        if not clamped:  # free-slip plates: no influence function
+            return cls(vorticity, velocity, jnp.zeros((*alpha.shape, 0, n)), jnp.zeros((*alpha.shape, 0, 0)), length,
+                       tuple(walls))
         homogeneous = jnp.stack([velocity.solve(-phi) for phi in phis], -2)
-        influence = jnp.swapaxes(_wall_slopes(homogeneous, length), -1, -2)
-        return cls(vorticity, velocity, homogeneous, influence, length)
+        influence = jnp.swapaxes(_wall_slopes(homogeneous, length, clamped), -1, -2)
+        return cls(vorticity, velocity, homogeneous, influence, length, tuple(walls))
 
     def solve(self, g: jnp.ndarray) -> jnp.ndarray:
         """The coefficients of w for right-hand sides ``g[..., N + 1]``."""
@@ -65,7 +90,9 @@ class WallNormal:
         second solve and the influence matrix's correction (a caller batching the first with other problems of the
         same factors, zeta's, solves it itself)."""
         w = self.velocity.solve(-phi)
-        weights = jnp.linalg.solve(self.influence, -_wall_slopes(w, self.length)[..., None])[..., 0]
+        if not self.clamped:  # free-slip plates: phi = 0 there was the first solve's condition
+            return w
+        weights = jnp.linalg.solve(self.influence, -_wall_slopes(w, self.length, self.clamped)[..., None])[..., 0]
         return w + jnp.einsum("...s,...sk->...k", weights, self.homogeneous)
 
 
