@@ -4,6 +4,8 @@ their overrides, and starting the runtime."""
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -205,14 +207,16 @@ def start(cfg: config_mod.Config) -> str:
 
 def output_path(flag: str, given: str, *, directory: bool = False) -> Path:
     """The path ``given`` to ``flag`` (``--out``, ``--netcdf``) that a command writes, a file's or (``directory``) a
-    directory's, checked before anything is read or written: ConfigError (one line, exit 2) when a folder on its
-    way is a regular file, the path itself the wrong kind (a folder where a file goes, a file where a folder does),
-    or when more than its last folder (the run's directory; the folder a file goes into) is missing. The commands
-    create that last folder only: a mistyped path would otherwise grow a tree of folders wherever its first
-    missing one is (at the filesystem's root for ``/scrach/run``)."""
-    import itertools
-
+    directory's, checked before anything is read or written: ConfigError (one line, exit 2) for a name too long, a
+    folder on its way that is a regular file, the path itself the wrong kind (a folder where a file goes, a file
+    where a folder does), or when more than its last folder (the run's directory; the folder a file goes into) is
+    missing. The commands create that last folder only: a mistyped path would otherwise grow a tree of folders
+    wherever its first missing one is (at the filesystem's root for ``/scrach/run``)."""
     path = Path(given)
+    for part in path.parts:  # the system's ENAMETOOLONG, said as what to change
+        if len(os.fsencode(part)) > 255:
+            raise ConfigError(flag, given, "use names of at most 255 bytes",
+                              f"has a name of {len(os.fsencode(part))} bytes")
     folders = (path, *path.parents) if directory else path.parents  # the last folder first, the root last
     try:
         if path.exists() and path.is_dir() != directory:
