@@ -234,6 +234,7 @@ def equations(c: Campaign) -> dict:
         runs = [("cpu", ["--cpu-devices", "1"]), ("device", c.devices() or [])]
         if compact_by_default(config):  # and the same run on the device in the half spectrum
             runs.append(("device-full", [*(c.devices() or []), "--set", "fft.layout=full"]))
+        (c.out / "equations").mkdir(exist_ok=True)
         for where, devices in runs:
             out = c.out / "equations" / f"{name}-{where}"
             code, text, _ = c.run([*SIM, "run", str(config), *common, *devices,
@@ -353,6 +354,7 @@ STAGES = {
 def main() -> int:
     args = parse_args()
     c = Campaign(Path(args.out), args.dry_run, args.configs, args.sets)
+    c.out.mkdir(parents=True, exist_ok=True)  # each stage's `simulator run --out` makes its last folder only
     for name in args.stages or STAGES:
         try:
             result = STAGES[name](c)

@@ -265,3 +265,28 @@ def test_a_sweeps_points_run_with_a_runtime_key_unset(tmp_path):
     ran = [yaml.safe_load((tmp_path / "s" / point / "config.yaml").read_text())["config"] for point in ("p000", "p001")]
     assert [cfg["runtime"]["threads"] for cfg in ran] == [None, None]
     assert [cfg["physics"]["viscosity"] for cfg in ran] == [0.01, 0.02]
+
+
+TG = str(ROOT / "configs" / "taylor_green.yaml")
+SWEEP = str(ROOT / "configs" / "sweeps" / "tg_viscosity.yaml")
+
+
+@pytest.mark.parametrize("args", [["run", TG, "--set", "grid.shape=8", "--set", "time.t_end=0.01"], ["sweep", SWEEP]])
+def test_an_output_directory_under_a_file_or_under_missing_folders_is_refused_and_nothing_is_made(args, tmp_path):
+    """``run --out`` and ``sweep --out`` as ``animate --out`` and ``export --netcdf`` (tests/test_plots.py,
+    tests/test_export.py), in one helper: a directory under a regular file is one line, exit 2, before JAX starts
+    (it was said once JAX had started, as a directory that "cannot be created (Not a directory)"), and one with more
+    than its last folder missing is refused alike (the run or sweep made the whole tree silently, wherever a mistyped
+    path began); nothing is made."""
+    flag, name = "--out", args[0]  # the directory named after the command
+    (tmp_path / "afile").write_text("mine")
+    new = ["missing", "missing/deep", f"missing/deep/{name}"]
+    for given, said in [(f"missing/deep/{name}", f"would need {len(new)} new folders ({', '.join(new)}); create them "
+                         f"first (mkdir -p {new[-1]}), or give a path in an existing folder"),
+                        (f"afile/{name}", "lies under afile, which is a file; give a path in a folder")]:
+        r = subprocess.run([sys.executable, "-c", WITHOUT_JAX, *args, flag, given], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert r.stderr.startswith(f"error: {flag} = '{given}' {said}") and r.stderr.count("\n") == 1, r.stderr
+        assert r.stdout == "jax imported: False\n", (r.stdout, r.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"] and (tmp_path / "afile").read_text() == "mine"

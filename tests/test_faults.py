@@ -370,6 +370,7 @@ def test_branching_from_another_runs_checkpoint_into_a_new_directory(finished, t
     monkeypatch.chdir(tmp_path)
     source = copy(finished, tmp_path, "source")
     before = digest(source)
+    (tmp_path / "branch").mkdir()  # a run makes the last folder of its --out only
     r = here(capfd, *FINISHED, "--set", "time.t_end=0.2", "--restart", "source/checkpoints/c00000005.json",
              "--out", "branch/deeper")
     assert r.returncode == 0, r.stderr[-2000:]

@@ -212,6 +212,28 @@ def test_animate_bad_input_is_one_line_and_exit_2_and_writes_nothing(runs, tmp_p
     assert not (run / "plots").exists() and not (tmp_path / "movie.avi").exists()
 
 
+def test_animate_out_under_a_file_or_missing_folders_is_one_line_and_only_its_last_folder_is_made(runs, tmp_path,
+                                                                                                   monkeypatch, capsys):
+    """``--out`` under a regular file ended in NotADirectoryError; under missing folders it made them all, silently:
+    now one line, exit 2, nothing made; the folder the movie goes into is made, and only that one."""
+    from simulator.plots import movie
+
+    monkeypatch.setattr(movie.shutil, "which", lambda name: None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("mine")
+    assert animate(str(runs / "ns"), "--out", "afile/m.gif") == 2
+    assert capsys.readouterr().err == ("error: --out = 'afile/m.gif' lies under afile, which is a file; give a path "
+                                       "in a folder (or move afile away)\n")
+    assert animate(str(runs / "ns"), "--out", "missing/deep/m.gif") == 2
+    assert capsys.readouterr().err == (
+        "error: --out = 'missing/deep/m.gif' would need 2 new folders (missing, missing/deep); create them first "
+        "(mkdir -p missing/deep), or give a path in an existing folder: a command creates only the last folder of its "
+        "path\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    assert animate(str(runs / "ns"), "--out", "new/m.gif") == 0
+    assert capsys.readouterr().out == "new/m.gif\n" and (tmp_path / "new" / "m.gif").read_bytes()[:6] == b"GIF89a"
+
+
 def test_animate_a_run_without_snapshots_says_so_in_one_line(runs, tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -20,9 +21,11 @@ from test_plane import BOX, CASES, SHAPE
 import simulator
 from simulator.api import load_config
 from simulator.errors import ConfigError
+from simulator.output import checkpoints
 from simulator.output.hdf5 import Snapshot
+from simulator.output.timeseries import read_timeseries
 
-from support import advance, case_id, command, relative_error, simulation, unavailable
+from support import advance, assert_failure_recorded, case_id, command, relative_error, simulation, unavailable
 
 ROOT = Path(__file__).parents[1]
 #: the python of an environment with FluidSim (scripts/peer_fluidsim.py says how to make one)
@@ -315,3 +318,25 @@ def test_a_balanced_start_without_rotation_is_refused(name, tmp_path, capfd):
     code, out, err_text = command(capfd, "run", str(config), "--out", str(tmp_path / "run"))
     assert code == 2 and err_text.strip().count("\n") == 0 and "physics.coriolis = 0" in err_text, err_text
     assert not (tmp_path / "run").exists()
+
+
+def test_a_layer_that_runs_dry_stops_at_once_with_its_last_good_checkpoint(tmp_path, monkeypatch, capfd):
+    """A start too strong for the layer (Froude number 2, no rotation) drives its depth H (1 + eta) negative within
+    0.4 time units: the run went on to t_end with eta down to -4.6 and exited 0. Now the chunk end that sees the depth
+    no longer positive stops it as a blow-up does: one ERROR line naming min_depth, why and the last good
+    checkpoint (kept: none written of the bad state), exit 1, the reason in status.json; the time series' last row
+    shows the depth that stopped it."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = command(capfd, "run", str(ROOT / "configs" / "geostrophic_adjustment.yaml"),
+                           "--set", "grid.shape=[32, 32]", "--set", "precision=float64", "--set", "initial.name=random",
+                           "--set", "initial.energy=2", "--set", "physics.coriolis=0", "--set", "time.dt=0.01",
+                           "--unset", "time.cfl", "--set", "time.t_end=2", "--set", "output.chunk=20", "--set",
+                           "checkpoint.every=20", "--set", "output.snapshots=null", "--out", "run")
+    assert code == 1, err[-2000:]
+    said = "the flow left its equation's bounds at step 40, t = 0.4: min_depth = -0.31"
+    assert said in err and "the layer ran dry, its depth H (1 + eta) no longer positive" in err, err[-2000:]
+    assert err.rstrip().endswith("last good checkpoint: run/checkpoints/c00000020"), err[-2000:]
+    assert_failure_recorded(tmp_path / "run", SimpleNamespace(stderr=err), said)
+    assert checkpoints.find(tmp_path / "run").step == 20
+    series = read_timeseries(tmp_path / "run" / "timeseries.csv")
+    assert list(series["step"][-2:]) == [20, 40] and series["min_depth"][-2] > 0 > series["min_depth"][-1]

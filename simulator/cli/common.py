@@ -4,11 +4,15 @@ their overrides, and starting the runtime."""
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from simulator import config as config_mod
+from simulator.errors import ConfigError
 
 #: the command line's own exit statuses beside a run's (:mod:`simulator.run.signals`: 0, 1, 75): bad input, and a run
 #: that does not fit its devices
@@ -199,3 +203,34 @@ def start(cfg: config_mod.Config) -> str:
     from simulator.run.command import start as start_runtime
 
     return start_runtime(cfg)
+
+
+def output_path(flag: str, given: str, *, directory: bool = False) -> Path:
+    """The path ``given`` to ``flag`` (``--out``, ``--netcdf``) that a command writes, a file's or (``directory``) a
+    directory's, checked before anything is read or written: ConfigError (one line, exit 2) for a name too long, a
+    folder on its way that is a regular file, the path itself the wrong kind (a folder where a file goes, a file
+    where a folder does), or when more than its last folder (the run's directory; the folder a file goes into) is
+    missing. The commands create that last folder only: a mistyped path would otherwise grow a tree of folders
+    wherever its first missing one is (at the filesystem's root for ``/scrach/run``)."""
+    path = Path(given)
+    for part in path.parts:  # the system's ENAMETOOLONG, said as what to change
+        if len(os.fsencode(part)) > 255:
+            raise ConfigError(flag, given, "use names of at most 255 bytes",
+                              f"has a name of {len(os.fsencode(part))} bytes")
+    folders = (path, *path.parents) if directory else path.parents  # the last folder first, the root last
+    try:
+        if path.exists() and path.is_dir() != directory:
+            raise ConfigError(flag, given, "give a directory" if directory else "give a file's name",
+                              "is a file" if directory else "is a directory")
+        missing = list(itertools.takewhile(lambda folder: not folder.exists(), folders))
+        held = folders[len(missing)]  # the nearest that exists: "." or "/" at the latest
+        if not held.is_dir():
+            raise ConfigError(flag, given, f"give a path in a folder (or move {held} away)",
+                              f"lies under {held}, which is a file")
+    except OSError as err:
+        raise ConfigError(flag, given, "choose a usable location", f"cannot be used ({err.strerror})") from None
+    if len(missing) > 1:
+        raise ConfigError(flag, given, f"create them first (mkdir -p {missing[0]}), or give a path in an existing "
+                          "folder: a command creates only the last folder of its path",
+                          f"would need {len(missing)} new folders ({', '.join(map(str, reversed(missing)))})")
+    return path

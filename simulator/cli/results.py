@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from simulator.cli.common import output_path
 from simulator.errors import ConfigError, counted
 from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
@@ -67,9 +68,10 @@ def cmd_animate(args: argparse.Namespace) -> int:
     from simulator.plots.figures import MissingOutputError
     from simulator.plots.movie import animate
 
+    out = output_path("--out", args.out) if args.out else None
     try:
         path = animate(Path(args.run_dir), field=args.field, axis=args.axis, movie=args.format,
-                       out=args.out and Path(args.out), **({} if args.fps is None else {"fps": args.fps}))
+                       out=out, **({} if args.fps is None else {"fps": args.fps}))
     except MissingOutputError as err:
         raise ConfigError("RUN_DIR", args.run_dir, "animate a run that wrote snapshots",
                           f"has no movie: {err}") from None
@@ -112,13 +114,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError("--fields", " ".join(args.fields), "add --netcdf FILE: --merge copies every field",
                           "applies to the netCDF file only")
     run_dir = Path(args.run_dir)
+    path = output_path("--netcdf", args.netcdf) if args.netcdf else None
     netcdf: export.NetcdfPlan | None = None
     merge: export.MergePlan | None = None
     stop = _StopOnSignal()
     try:
         with stop:
             # every refusal comes before anything is written: both plans first
-            netcdf = (export.plan_netcdf(run_dir, args.netcdf and Path(args.netcdf), fields=args.fields,
+            netcdf = (export.plan_netcdf(run_dir, path, fields=args.fields,
                                          max_size=max_size, overwrite=args.overwrite)
                       if args.netcdf or not args.merge else None)
             merge = export.plan_merge(run_dir, overwrite=args.overwrite) if args.merge else None

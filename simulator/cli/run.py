@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator import config as config_mod
-from simulator.cli.common import EXIT_DOES_NOT_FIT, config_args, load, runtime_overrides, start
+from simulator.cli.common import EXIT_DOES_NOT_FIT, config_args, load, output_path, runtime_overrides, start
 from simulator.errors import ConfigError
 from simulator.run.signals import EXIT_OK
 
@@ -40,6 +40,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from simulator.planning import admit
     from simulator.run.command import run_file
 
+    if args.out:
+        output_path("--out", args.out, directory=True)
     return run_file(args.config, runtime_overrides(args), args.out, add_to_t_end=args.add_to_t_end, admit=admit,
                     overwrite=args.overwrite, restart=args.restart, resume=args.resume,
                     allow_physics_change=args.allow_physics_change, started=args.started)

@@ -11,6 +11,7 @@ from typing import Any
 from simulator.cli.common import (
     RUNTIME_FLAGS,
     check_runtime_flags,
+    output_path,
     runtime_args,
     runtime_flags,
     runtime_settings,
@@ -77,7 +78,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(written)
         return EXIT_OK
     spec = sweep_file.load(args.target)
-    directory = Path(args.out) if args.out else sweep.default_directory(spec)
+    directory = output_path("--out", args.out, directory=True) if args.out else sweep.default_directory(spec)
     from simulator.run.lock import RunLock
 
     lock = RunLock(directory)  # the sweep's own: a second start of it is refused (exit 2) before it writes

@@ -202,6 +202,24 @@ class FieldInfo:
     units: str = ""
 
 
+@dataclass(frozen=True)
+class Bound:
+    """Where an equation's model stops describing the flow, said of one of its diagnostics
+    (``EquationInfo.bounds``): the diagnostic must stay above ``above`` (a shallow-water layer's smallest depth
+    above 0). A run stops at the first chunk end where it does not, as at a blow-up (exit 1, the last good
+    checkpoint kept): ``meaning`` says what crossing it means and ``advice`` what keeps a run within it."""
+
+    above: float
+    meaning: str
+    advice: str
+
+    def crossed(self, name: str, value: float) -> str | None:
+        """Why a run stops when the diagnostic ``name`` is ``value``, in one phrase; None while within."""
+        if value > self.above:
+            return None
+        return f"{name} = {value:.6g} (not above {self.above:g}): {self.meaning} ({self.advice})"
+
+
 #: what an equation says of plates (``EquationInfo.walls``)
 WALLS = ("none", "optional", "required")
 
@@ -254,6 +272,9 @@ class EquationInfo:
     wall_velocity: tuple[str, ...] = ("free-slip",)
     #: the ``grid.box`` of a config that gives none (None: the schema's default, 2 pi along every direction)
     default_box: tuple[float, ...] | None = None
+    #: the diagnostics past whose bound the equation no longer describes the flow (a layer's depth no longer
+    #: positive): a run stops there as at a blow-up (:meth:`crossed`); name -> :class:`Bound`
+    bounds: Mapping[str, Bound] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the declaration must be consistent: these are the checks a new equation gets for free
@@ -278,6 +299,9 @@ class EquationInfo:
         for name in self.state_fields:
             if name not in self.fields:
                 raise ValueError(f"{self.name}: state field {name!r} is not one of its fields")
+        if not set(self.bounds) <= set(self.diagnostics):
+            raise ValueError(f"{self.name}: bounds name diagnostics it does not declare: "
+                             f"{sorted(set(self.bounds) - set(self.diagnostics))}")
         watched = [n for n in self.diagnostics if resolution.watched(n)]
         if set(watched) != set(self.resolution_advice):
             raise ValueError(f"{self.name}: resolution_advice must advise on exactly its resolution diagnostics "
@@ -290,6 +314,12 @@ class EquationInfo:
             for i, _ in instances(template, [diagnostic]):
                 return text if i is None else text.replace(INDEX, str(i))
         return ""
+
+    def crossed(self, diagnostics: Mapping[str, float]) -> list[str]:
+        """Why a run of this equation stops at a moment of these ``diagnostics`` (name -> value), a phrase per
+        declared :attr:`bounds` crossed; empty while the flow is within them all."""
+        return [why for name, bound in self.bounds.items()
+                if name in diagnostics and (why := bound.crossed(name, diagnostics[name])) is not None]
 
     @property
     def initial_table(self) -> dict[str, type[InitialCondition]]:

@@ -10,6 +10,7 @@ complete, so an interrupted one never stands as a finished file.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -125,5 +126,6 @@ def animate(run_dir: Path, *, field: str | None = None, axis: str = "z", fps: fl
     except OSError as err:
         raise OutputWriteError(f"writing {err.filename or path} failed: {describe_os_error(err)}") from err
     finally:
-        partial_path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # no part was written where its folder could not be made
+            partial_path.unlink(missing_ok=True)
     return path

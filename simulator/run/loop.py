@@ -4,8 +4,9 @@ The flow of one run: the validated config -> the runtime (processes, devices, me
 caller) -> :class:`~simulator.run.simulation.Simulation` (FFT backend, equation, parameters) -> the
 initial state (or the checkpoint a restart continues from) -> per chunk: advance, agree on stop
 requests and wall-clock triggers across processes, let the segment's writers act (time series and
-spectra, then a NaN/Inf check, then snapshots and checkpoints), report progress. With an adaptive dt
-each step's dt is chosen inside the chunk (:meth:`~simulator.run.simulation.Simulation.adaptive_chunk`).
+spectra, then a check of NaN/Inf and of the bounds the equation declares physical, then snapshots and
+checkpoints), report progress. With an adaptive dt each step's dt is chosen inside the chunk
+(:meth:`~simulator.run.simulation.Simulation.adaptive_chunk`).
 Python runs only between chunks. Everything the run directory gets is the
 :class:`~simulator.run.segment.Segment`'s; this module only advances the state (an ensemble's driver,
 :mod:`simulator.run.ensemble`, advances K segments' states as one batch).

@@ -46,7 +46,7 @@ from simulator.output import checkpoints, contents, rows, segments
 from simulator.output.base import Moment, Writer, landing_times
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError
 from simulator.run import records, restart as restarts, rundir, superseded
-from simulator.run.failures import FAILURES, NonFiniteError, describe_failure
+from simulator.run.failures import FAILURES, NonFiniteError, check_diagnostics, describe_failure
 from simulator.run.lock import RunLock
 from simulator.run.progress import Progress
 from simulator.run.signals import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, NOTHING_NEW, StopRequest, agree
@@ -273,7 +273,7 @@ class Segment:
 
     def record(self, moment: Moment, *, first: bool = False, state: Callable[[], Any] | None = None,
                cells: int = 0, progress: tuple[str, ...] = ()) -> None:
-        """Every writer due at ``moment`` (records, then the NaN/Inf check, which raises
+        """Every writer due at ``moment`` (records, then the check of NaN/Inf and the equation's bounds, which raises
         NonFiniteError, then snapshots and checkpoints), the resolution warning, and (after a chunk)
         the progress line and status. ``first``: the outputs of a trajectory's start (:attr:`starts`). ``state()``: the
         state, when ``moment`` holds none (an ensemble member's is taken from the batch only when a dump needs
@@ -286,7 +286,8 @@ class Segment:
             due, dumps = self.records, [w for w in self.dumps if w.due(moment)]
         for w in due:
             w.write(moment) if first else w.maybe_write(moment)
-        self._check_finite(moment)
+        check_diagnostics(moment.get("diagnostics"), equations.registry()[self.cfg.physics.name], moment.step,
+                          moment.time, str(self.saver.last or "none"))
         self._warn_resolution(moment)
         if dumps and moment.state is None and state is not None:
             moment.state = state()
@@ -304,12 +305,6 @@ class Segment:
         if jax.process_index() == 0 and not (moment.final or moment.stopping) and due:
             rundir.write_status(self.out, "running", self.step, self.t)
             self._status_written = now
-
-    def _check_finite(self, moment: Moment) -> None:
-        bad = [k for k, v in moment.get("diagnostics").items() if not math.isfinite(v)]
-        if bad:
-            raise NonFiniteError(f"{', '.join(bad)} became non-finite at step {moment.step}, t = {moment.time:.6g}; "
-                                 f"last good checkpoint: {self.saver.last or 'none'}")
 
     def _warn_resolution(self, moment: Moment) -> None:
         """Warn once per segment and diagnostic when a resolution diagnostic (k_max eta, psi_tail, ...) crosses

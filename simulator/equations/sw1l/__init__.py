@@ -26,7 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations.flow.planar import KMAX_ETA, PlanarParams
-from simulator.equations.spec import Budget, Curve, EquationInfo, FieldInfo, InitialCondition, Panel, PlotSpec
+from simulator.equations.spec import (
+    Bound,
+    Budget,
+    Curve,
+    EquationInfo,
+    FieldInfo,
+    InitialCondition,
+    Panel,
+    PlotSpec,
+)
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.time.schemes import SEMILINEAR
@@ -152,6 +161,7 @@ INFO = EquationInfo(
         "rossby": "Rossby number <zeta^2>^(1/2)/f (0 without rotation)",
         "froude": "Froude number <|u|^2>^(1/2)/c",
         "max_height": "max |eta|",
+        "min_depth": "the smallest depth min(1 + eta), in units of H: the run stops where it is no longer positive",
         "dissipation": "the rate at which viscosity, hyper- and hypoviscosity and friction remove E_K + E_P: "
                        "-<(1 + eta) u . L u + (|u|^2/2 + c^2 eta) L_eta eta> (exact for the discrete fields)",
         "injection": "injected power (forced runs): <(1 + eta) u . F> for kolmogorov, forcing_power (into <|u|^2>/2) "
@@ -161,6 +171,13 @@ INFO = EquationInfo(
     },
     progress=("total_energy", "rossby", "cfl"),
     resolution_advice={"kmax_eta": "refine grid.shape, or raise physics.viscosity or physics.hyperviscosity"},
+    # a layer of no depth, or a negative one, is no shallow water: the flux (1 + eta) u and the potential vorticity's
+    # 1/(1 + eta) change sign or diverge, and the run would go on with a meaningless "depth" (wetting and drying is
+    # not modelled)
+    bounds={"min_depth": Bound(0.0, "the layer ran dry, its depth H (1 + eta) no longer positive somewhere, which "
+                               "shallow water does not describe", "start it weaker or force it less: a smaller "
+                               "initial.energy, initial.eta_rms or initial.amplitude, physics.forcing_power or "
+                               "physics.forcing_amplitude")},
     scales={"deformation_radius": "Rossby deformation radius c/f"},
     spectra={
         "energy": "kinetic energy spectrum: 0.5 |u_hat|^2 / N^2 (Parseval-weighted) summed over the ring k; sums to "

@@ -130,9 +130,10 @@ class SW1L(plane.PlanarFlow):
     # ---- diagnostics and spectra --------------------------------------------------------------------------
 
     def diagnostics(self, state: jax.Array, dt: jax.Array, params: Params) -> dict[str, jax.Array]:
-        """The energies, potential enstrophy, the divergence's share, the Rossby and Froude numbers, max |eta|,
-        the dissipation and injection of the energy (exact rates of the semi-discrete energy), the CFL number
-        and k_max eta_Z. Means over the grid in real space (the energy is cubic)."""
+        """The energies, potential enstrophy, the divergence's share, the Rossby and Froude numbers, max |eta|, the
+        smallest depth min(1 + eta) (its bound: the run stops where it is no longer positive), the dissipation and
+        injection of the energy (exact rates of the semi-discrete energy), the CFL number and k_max eta_Z. Means
+        over the grid in real space (the energy is cubic)."""
         ops = self.ops
         f, c = params["coriolis"], params["wave_speed"]
         rate_u, rate_eta = self.damping(params), self.damping(params, flow=False)
@@ -145,7 +146,7 @@ class SW1L(plane.PlanarFlow):
         h, speed2 = 1 + eta, u * u + v * v
         out = {"kinetic_energy": jnp.mean(0.5 * h * speed2), "potential_energy": jnp.mean(0.5 * c**2 * eta * eta),
                "potential_enstrophy": jnp.mean(0.5 * (zeta - f * eta) ** 2 / h),
-               "max_height": jnp.max(jnp.abs(eta))}
+               "max_height": jnp.max(jnp.abs(eta)), "min_depth": jnp.min(h)}
         out["total_energy"] = out["kinetic_energy"] + out["potential_energy"]
         # dE/dt of the linear terms: <h u . L u + |u|^2/2 L eta + c^2 eta L eta>, L = -rate
         out["dissipation"] = jnp.mean(h * (u * lu + v * lv) + (0.5 * speed2 + c**2 * eta) * leta)
