@@ -2,13 +2,16 @@
 Re_tau and wall stresses) with the running mean from T0 and the mean ± standard error over the window, the profiles'
 mean with the thermal boundary layers marked at delta = H / (2 Nu), a channel's U+(y+) of the window's mean profiles,
 and one line per figure stating those numbers, which must be the window's NumPy mean and the batch-means error of the
-same rows; a window not within the run's times refused in one line. On a tiny no-slip convection plane and a tiny
-channel plane, each run once for the module (a few seconds each)."""
+same rows; a window not within the run's times refused in one line. On the runs of docs/reference/plots.md's study
+section (convection at Ra = 1e5 on 32 x 16 to t = 30, a Poiseuille channel plane on 8 x 16 to t = 0.4), run once for
+the module by the page's own commands (a few seconds of stepping each)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -21,26 +24,66 @@ from simulator.walls.channel import wall_units
 
 from support import command
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "plots.md"
+MARKER = "<!-- run by: tests/test_study_figures.py::test_the_study_commands_as_written -->\n```bash\n"
 #: a number as the lines print it: 7.593, 0.000998325, and "(9.98325 ± 0.00060)e-04" read by ``stated``
 NUMBER = r"-?\d+(?:\.\d+)?"
 
 
+def page_commands(root: Path) -> list[list[str]]:
+    """The study section's commands as the command line's arguments (``.venv/bin/simulator`` left off), each
+    ``outputs/`` directory under ``root``."""
+    text = PAGE.read_text()
+    block = text[text.index(MARKER) + len(MARKER):].split("```", 1)[0].replace("\\\n", " ")
+    commands = [shlex.split(line.replace("outputs/", f"{root}/")) for line in block.splitlines() if line.strip()]
+    assert all(words[0] == ".venv/bin/simulator" for words in commands), block
+    return [words[1:] for words in commands]
+
+
+def page_lines() -> list[str]:
+    """The lines the study section shows the plots printing."""
+    text = PAGE.read_text()
+    shown = text[text.index(MARKER):].split("```text\n", 1)[1].split("```", 1)[0]
+    return shown.splitlines()
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A no-slip convection plane (16 x 8, Ra = 3000, one critical wavelength wide) to t = 1 and a Poiseuille channel
-    plane (8 x 16, noise of 1e-2 decaying) to t = 0.4, both at a fixed dt with a row every 2 steps."""
+    """The study section's runs, by its commands through the command line's ``main`` in this process (its logger
+    left as it was, as support.command does)."""
+    from simulator.cli import main
+    from simulator.log import LOGGER_NAME
+
     root = tmp_path_factory.mktemp("study")
-    convection = simulator.load_config(CONFIGS / "convection_2d_noslip.yaml", {
-        "grid.shape": [16, 8], "grid.box": [2 * math.pi / 3.117, 1], "physics.rayleigh": 3000.0, "time.t_end": 1.0,
-        "time.dt": 0.05, "time.cfl": None, "output.chunk": 2, "output.snapshots.dt": 1.0,
-        "output.profiles.dt": 0.1, "output.spectra.dt": 0.5, "runtime.cpu_devices": 8})
-    channel = simulator.load_config(CONFIGS / "channel_poiseuille.yaml", {
-        "grid.shape": [8, 16], "time.t_end": 0.4, "output.chunk": 2, "output.profiles.every": 2,
-        "output.snapshots.dt": 0.4, "output.spectra.dt": 0.2, "initial.amplitude": 0.01, "runtime.cpu_devices": 8})
-    for name, config in (("convection", convection), ("channel", channel)):
-        assert simulator.run_config(config, root / name) == 0
+    logger = logging.getLogger(LOGGER_NAME)
+    for words in page_commands(root):
+        if words[0] != "run":
+            continue
+        handlers, propagate, level = list(logger.handlers), logger.propagate, logger.level
+        try:
+            assert main(words) == 0, words
+        finally:
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
+            logger.setLevel(level)
     return root
+
+
+def test_the_study_commands_as_written(runs, capfd):
+    """The section's plot commands, on its runs: exit 0, the files, and after them the lines the page shows, word
+    for word but for the numbers (a run on another machine, whose round-off sends the flow elsewhere, prints other
+    values near these; the next tests hold the numbers to the rows)."""
+    printed = []
+    for words in page_commands(runs):
+        if words[0] == "plot":
+            code, out, err = command(capfd, *words)
+            assert code == 0, err
+            lines = out.splitlines()
+            files = [line for line in lines if ".png: " not in line]
+            assert files and all(Path(line).is_file() for line in files), out
+            assert lines[:len(files)] == files  # the files first, then the numbers
+            printed += lines[len(files):]
+    assert [re.sub(NUMBER, "N", line) for line in printed] == [re.sub(NUMBER, "N", line) for line in page_lines()]
 
 
 def stated(line: str, name: str) -> tuple[float, float, int]:
@@ -79,21 +122,21 @@ def check_stated(line: str, name: str, values: np.ndarray) -> None:
 
 
 def test_a_convection_study_s_figures_and_numbers_in_one_command(runs, capfd):
-    """``simulator plot RUN --window 0.4 1`` writes timeseries.png and profiles.png and prints, after the files,
+    """``simulator plot RUN --window 15 30`` writes timeseries.png and profiles.png and prints, after the files,
     one line each: Nu through the volume and at each plate, each the NumPy mean of its rows in the window ± their
-    batch-means error (7 rows: 7 blocks of one), and the profiles' rows averaged with delta = H / (2 Nu). The
-    figures draw the running mean from T0, ending at the mean, and the boundary layers' edges; ``--window 0.4``
-    (T1 left out: the run's end) states the same."""
-    run = runs / "convection"
-    code, out, err = command(capfd, "plot", str(run), "--window", "0.4", "1.0")
+    batch-means error (31 rows: 10 blocks of 3, the last 30), and the profiles' rows averaged with delta = H / (2 Nu)
+    and its error. The figures draw the running mean from T0, ending at the mean, and the boundary layers' edges;
+    ``--window 15`` (T1 left out: the run's end) states the same."""
+    run = runs / "study_convection"
+    code, out, err = command(capfd, "plot", str(run), "--window", "15", "30")
     assert code == 0, err
     lines = out.splitlines()
     for png in ("timeseries.png", "profiles.png"):
         assert str(run / "plots" / png) in lines and (run / "plots" / png).is_file(), out
     [series_line] = [line for line in lines if line.startswith("timeseries.png: ")]
     [profiles_line] = [line for line in lines if line.startswith("profiles.png: ")]
-    rows = window_rows(run, 0.4, 1.0)
-    assert len(rows["time"]) == 7 and "over 0.4 ≤ t ≤ 1 " in series_line, series_line
+    rows = window_rows(run, 15.0, 30.0)
+    assert len(rows["time"]) == 31 and "over 15 ≤ t ≤ 30 " in series_line, series_line
     for name, column in (("Nu", "nusselt"), ("Nu_bottom", "nusselt_bottom"), ("Nu_top", "nusselt_top")):
         check_stated(series_line, name, rows[column])
     delta, delta_error, decimals = stated(profiles_line, "δ = H/(2 Nu)")
@@ -101,13 +144,13 @@ def test_a_convection_study_s_figures_and_numbers_in_one_command(runs, capfd):
     assert delta == pytest.approx(1 / (2 * nu), abs=0.51 * 10.0**-decimals), profiles_line
     assert delta_error == pytest.approx(batch_error(rows["nusselt"])[0] / (2 * nu**2), abs=0.51 * 10.0**-decimals)
     profile_rows = simulator.load_run(run).output("profiles")["time"]
-    count = int(np.sum((profile_rows >= 0.4 - 1e-9) & (profile_rows <= 1.0 + 1e-9)))
-    assert profiles_line.startswith(f"profiles.png: the mean of {count} rows over 0.4 ≤ t ≤ 1;"), profiles_line
-    code, out, err = command(capfd, "plot", str(run), "--window", "0.4")
+    count = int(np.sum((profile_rows >= 15 - 1e-9) & (profile_rows <= 30 + 1e-9)))
+    assert profiles_line.startswith(f"profiles.png: the mean of {count} rows over 15 ≤ t ≤ 30;"), profiles_line
+    code, out, err = command(capfd, "plot", str(run), "--window", "15")
     assert code == 0 and [line for line in out.splitlines() if ".png: " in line] == [series_line, profiles_line], err
     # the figures, as the API returns them: the running means end at the means, the boundary layers at delta
     results = simulator.load_run(run)
-    ax = results.plot.timeseries(window=(0.4, 1.0)).axes[0]
+    ax = results.plot.timeseries(window=(15.0,)).axes[0]
     dashed = {line.get_label(): line for line in ax.get_lines() if line.get_linestyle() == "--"}
     assert [label.split(" = ")[0] for label in dashed] == ["$Nu$", "$Nu_{bottom}$", "$Nu_{top}$"], list(dashed)
     for line, column in zip(dashed.values(), ("nusselt", "nusselt_bottom", "nusselt_top"), strict=True):
@@ -115,17 +158,17 @@ def test_a_convection_study_s_figures_and_numbers_in_one_command(runs, capfd):
         np.testing.assert_allclose(line.get_ydata(), running_mean(rows[column]), rtol=1e-14)
         assert line.get_ydata()[-1] == pytest.approx(rows[column].mean(), rel=1e-14)
     assert len(ax.patches) == 1  # the shaded start (the window runs to the end)
-    profiles = results.plot.profiles(window=(0.4, 1.0)).axes[0]
+    profiles = results.plot.profiles(window=(15.0, 30.0)).axes[0]
     edges = sorted(line.get_ydata()[0] for line in profiles.get_lines() if line.get_linestyle() == ":")
     assert edges == pytest.approx([1 / (2 * nu), 1 - 1 / (2 * nu)], rel=1e-12)
 
 
 def test_a_channel_study_s_figures_and_numbers_in_one_command(runs, capfd):
-    """``simulator plot RUN --window 0.2`` of a channel: timeseries.png with Re_tau and both wall stresses stated as
-    the NumPy mean of the window's rows ± their batch-means error (11 rows: 10 blocks of one, the last ten), and
+    """``simulator plot RUN --window 0.2 0.4`` of a channel: timeseries.png with Re_tau and both wall stresses stated
+    as the NumPy mean of the window's rows ± their batch-means error (11 rows: 10 blocks of one, the last ten), and
     channel_profiles.png with the wall units of the window's mean profiles (Re_tau, u_tau)."""
-    run = runs / "channel"
-    code, out, err = command(capfd, "plot", str(run), "--window", "0.2")
+    run = runs / "study_channel"
+    code, out, err = command(capfd, "plot", str(run), "--window", "0.2", "0.4")
     assert code == 0, err
     lines = out.splitlines()
     for png in ("timeseries.png", "channel_profiles.png"):
@@ -146,16 +189,16 @@ def test_a_channel_study_s_figures_and_numbers_in_one_command(runs, capfd):
 
 
 @pytest.mark.parametrize("window, problem", [
-    (["5", "6"], r"--window = \[5\.0, 6\.0\] is not within the times of .*timeseries\.csv's rows; give T0 \[T1\] "
-                 r"within them, t = 0\.00 – 1\.00"),
+    (["35", "40"], r"--window = \[35\.0, 40\.0\] is not within the times of .*timeseries\.csv's rows; give T0 \[T1\] "
+                   r"within them, t = 0\.00 – 30\.00"),
     (["-1"], r"--window = \[-1\.0\] is not within the times"),
-    (["0.8", "0.2"], r"--window = \[0\.8, 0\.2\] is not a time window; give two times T0 <= T1"),
+    (["20", "15"], r"--window = \[20\.0, 15\.0\] is not a time window; give two times T0 <= T1"),
     (["0.1", "0.2", "0.3"], r"--window = \[0\.1, 0\.2, 0\.3\] is not a time window; give T0, or T0 T1"),
 ], ids=["past the end", "before the start", "reversed", "three times"])
 def test_a_window_not_within_the_run_s_times_is_refused_in_one_line(runs, capfd, window, problem):
     """A window past the run's end, before its start, reversed, or of three times: exit 2, one line naming
     --window, the value and the run's span, nothing printed on stdout and no figure written again."""
-    run = runs / "convection"
+    run = runs / "study_convection"
     before = {p: p.stat().st_mtime_ns for p in (run / "plots").glob("*")} if (run / "plots").is_dir() else {}
     code, out, err = command(capfd, "plot", str(run), "--window", *window)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
