@@ -5,7 +5,8 @@
 :class:`FigureContext`; under ``RUN_DIR/plots/`` it writes:
 
 * ``timeseries`` (the ``timeseries`` kind): ``timeseries.png`` and ``budget.png`` from ``timeseries.csv``
-  (:mod:`simulator.plots.timeseries`);
+  (:mod:`simulator.plots.timeseries`; with a window, the running means of the equation's averaged columns and their
+  means ± standard errors);
 * ``spectra``: ``spectra.png``, ``spectra_<name>.png`` and ``flux.png`` from ``spectra.h5``
   (:mod:`simulator.plots.spectra`);
 * ``snapshots``: ``slice.png`` from the last snapshot: a mid-plane of the equation's slice field beside, for a
@@ -20,7 +21,8 @@
 * ``trajectories``: ``lagrangian.png`` from ``particles/trajectories.h5`` when the run wrote one
   (:mod:`simulator.plots.lagrangian`);
 * ``profiles``: from ``profiles.h5`` of a run between plates, ``profiles.png`` for convection (the horizontally
-  averaged temperature, rms velocity and heat flux against the wall-normal coordinate, :mod:`simulator.plots.profiles`)
+  averaged temperature, rms velocity and heat flux against the wall-normal coordinate, the thermal boundary layers
+  marked, :mod:`simulator.plots.profiles`)
   or ``channel_profiles.png`` for a channel (U+(y+) against the law of the wall and the Reynolds stresses in wall
   units, averaged over the window, :mod:`simulator.plots.channel`);
 * a registered kind's own figures (its ``figures(run_dir, config, pdf)``) when its files are there;
@@ -31,6 +33,10 @@ The shipped kinds' figure families are declared here (:data:`FAMILIES`, by kind 
 drawing sits above ``output/`` and reads the kinds' files through their readers, so a kind naming its figure
 module would be an arrow back up (an import cycle in tests/test_architecture.py). A plug-in's module sits
 above both and names its own (``OutputKind.figures``).
+
+With a window asked for (``--window T0 [T1]``, :func:`~simulator.plots.when.run_window`), the time-averaged figures
+state their numbers, one line each (:attr:`~simulator.plots.figures.Figures.numbers`), which ``simulator plot``
+prints after the files.
 
 A damaged file (not HDF5, cut short, not as the run writes it) skips only the figures drawn from it, in one
 line naming it (:attr:`~simulator.plots.figures.Figures.skipped`); the others are drawn all the same.
