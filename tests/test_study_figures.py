@@ -219,3 +219,16 @@ def test_a_window_s_mean_is_a_time_average_of_uneven_rows():
     times, values = even_samples(even, even**2, 1.0, 3.0)
     np.testing.assert_array_equal(values, even[4:13] ** 2)
     assert running_mean(values)[-1] == pytest.approx(values.mean(), rel=1e-15)
+
+
+def test_every_averaged_column_is_a_diagnostic_its_panels_draw():
+    """What an equation declares averaged (PlotSpec.averaged) is one of its diagnostics and a curve of its panels,
+    whose label the stated line and the legend name it by; convection's are its three Nusselt numbers, a channel's
+    Re_tau and the wall stresses."""
+    from simulator import equations
+
+    for info in equations.registry().values():
+        drawn = {curve.column for panel in info.plot.panels for curve in panel.curves}
+        assert set(info.plot.averaged) <= set(info.diagnostics) & drawn, info.name
+    assert equations.get("convection2d_noslip").plot.averaged == ("nusselt", "nusselt_bottom", "nusselt_top")
+    assert equations.get("channel").plot.averaged == ("re_tau", "tau_bottom", "tau_top")
