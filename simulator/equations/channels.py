@@ -159,6 +159,7 @@ PLOT = PlotSpec(
     spectrum_label=r"$E_K(k_x)$",
     slice_field="streamwise",
     resolved=2 / 3,
+    averaged=("re_tau", "tau_bottom", "tau_top"),
     budget=Budget("kinetic_energy", losses=("mean_dissipation", "dissipation"), gains=("pressure_work", "wall_work"),
                   label="E_K"),
 )

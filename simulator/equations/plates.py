@@ -211,4 +211,5 @@ CONVECTION_PLOT = PlotSpec(
     spectrum_label=r"$E_K(k_x)$",
     slice_field="temperature",
     resolved=2 / 3,
+    averaged=("nusselt", "nusselt_bottom", "nusselt_top"),
 )
