@@ -74,6 +74,23 @@ def test_the_readme_says_why_the_quickstart_warns_and_what_resolves_it(devices):
     assert initial({"grid.shape": int(grid[1])}) >= resolution.threshold("kmax_eta")
 
 
+def test_the_first_paragraph_names_every_kind_of_domain_and_setup_gives_its_time_with_its_conditions():
+    """Where a newcomer decides (the README's first paragraph and the site's front page): the plates, the convection,
+    the channels and shallow water, not only periodic boxes and planes; and the setup's time as a range with the
+    machine it was measured on, the same in scripts/setup.sh's line (it said "a minute or two" and took 340 s on a
+    loaded 2-core machine)."""
+    for text in (README, page("index.md")):
+        first = text.split("\n\n")[1].lower()
+        for said in ("2d planes", "between two plates", "convection", "no-slip", "couette and poiseuille channels",
+                     "shallow water"):
+            assert said in first, (said, first)
+    for text in (README, page("getting-started.md")):
+        assert "takes about 2 to 6 minutes (96 s on a quiet 2-core\nmachine with a fast network, 340 s on a loaded one)" \
+            in text
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "minute or two" not in setup and "about 2 minutes on a quiet\" \\\n" in setup and "6 on a loaded one" in setup
+
+
 def test_the_readme_is_short_and_links_into_the_site():
     assert len(README.splitlines()) <= 200
     links = re.findall(r"\]\((docs/[^)#]+)", README)
