@@ -85,10 +85,10 @@ def test_the_first_paragraph_names_every_kind_of_domain_and_setup_gives_its_time
                      "shallow water"):
             assert said in first, (said, first)
     for text in (README, page("getting-started.md")):
-        assert "takes about 2 to 6 minutes (96 s on a quiet 2-core\nmachine with a fast network, 340 s on a loaded one)" \
-            in text
+        said = "takes about 2 to 6 minutes (96 s on a quiet 2-core\nmachine with a fast network, 340 s on a loaded one)"
+        assert said in text
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert "minute or two" not in setup and "about 2 minutes on a quiet\" \\\n" in setup and "6 on a loaded one" in setup
+    assert "minute or two" not in setup and "about 2 minutes on a quiet" in setup and "6 on a loaded one" in setup
 
 
 def test_the_readme_is_short_and_links_into_the_site():
