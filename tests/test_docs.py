@@ -302,6 +302,26 @@ def _site_pages(site: Path) -> list[Path]:
 
 
 @pytest.mark.slow
+def test_a_hat_sits_on_its_letter_in_chromium(site, browser):
+    """The unit vector of the convection page's buoyancy term, b ẑ: its hat a small circumflex centred over the z and
+    resting on it (latex2mathml's ASCII caret was stretched by the browser into a wedge half a line tall, standing
+    off the italic z). Screenshot in outputs/docs_screenshots/."""
+    site, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.open((site / "tutorials/convection.html").as_uri(), WIDTH, HEIGHT)
+    hats = browser.evaluate("""(() => [...document.querySelectorAll('article math[display=block] mover[accent=true]')]
+        .map(m => { const b = m.children[0].getBoundingClientRect(), a = m.children[1].getBoundingClientRect();
+                    return {letter: m.children[0].textContent, base: [b.left, b.right, b.top], hat: [a.left, a.right,
+                            a.top, a.bottom], font: parseFloat(getComputedStyle(m).fontSize)}; }))()""")
+    browser.screenshot(SCREENSHOTS / "convection.png")
+    assert [hat["letter"] for hat in hats] == ["\U0001d433"], hats   # the bold z, as the other pages write it
+    for hat in hats:
+        (left, right, top), (h_left, h_right, h_top, h_bottom) = hat["base"], hat["hat"]
+        assert abs((h_left + h_right) / 2 - (left + right) / 2) < 0.1 * (right - left), hat
+        assert h_bottom - h_top < 0.3 * hat["font"] and abs(h_bottom - top) < 0.15 * hat["font"], hat
+
+
+@pytest.mark.slow
 def test_no_code_token_is_broken_and_no_block_leaves_its_column_in_chromium(site, browser):
     """Every page at a laptop's width: a code block never breaks a line inside a token (the quickstart wrapped
     after the hyphen of ``--cpu-`` / ``devices 2``): a shell block's line wraps only at its whitespace
