@@ -95,7 +95,7 @@ HAT = '<mo stretchy="false">&#x002C6;</mo></mover>'
 
 
 def _hats(mathml: str) -> str:
-    """``mathml`` with each ``\hat``'s accent the circumflex (U+02C6, not stretched) where latex2mathml writes the
+    r"""``mathml`` with each ``\hat``'s accent the circumflex (U+02C6, not stretched) where latex2mathml writes the
     ASCII caret, which browsers stretch into a tall wedge standing apart from its letter (the convection page's
     hat on z); a ``\widehat`` (its ``mover`` no accent) keeps the caret that stretches over its argument."""
     accents: list[bool] = []
