@@ -212,13 +212,16 @@ def said_for(path: str, value: Any, known: Sequence[str], data: Mapping[str, Any
 def elsewhere(key: str, value: Any, keys: Sequence[str]) -> list[str]:
     """The dotted ``keys`` (this config's) that the unknown ``key = value`` names in the wrong place: those that end
     with what the user wrote from the unknown word on (``walls = {axis: y}``, ``--set walls.axis=y``:
-    ``grid.walls.axis``; ``physics.t_end``: ``time.t_end``), the nearest the top first, at most two of them (``dt``:
-    ``time.dt``, ``checkpoint.dt``), each name of a mapping given in turn; none where a name is no key here."""
+    ``grid.walls.axis``; ``physics.cfl``: ``time.cfl``), those in the section it was written in first, then the
+    nearest the top, at most two of them (``dt``: ``time.dt``, ``checkpoint.dt``), each name of a mapping given in
+    turn; none where a name is no key here."""
     section = key.rsplit(".", 1)[0] + "." if "." in key else ""
     found: list[str] = []
     for path, _ in _paths(key, value):
         written = path[len(section):]
-        hits = sorted((k for k in keys if k.endswith("." + written) and k != path), key=lambda k: k.count("."))
+        # within the section it was written in first (output.every: output.spectra.every), then the nearest the top
+        hits = sorted((k for k in keys if k.endswith("." + written) and k != path),
+                      key=lambda k: (not k.startswith(section), k.count(".")))
         if not hits:
             return []
         found.extend(h for h in hits[:2] if h not in found)
