@@ -5,9 +5,9 @@ Both runs are Dedalus' 2D Rayleigh-Benard example (scripts/peer_dedalus.py descr
 free-fall units (depth 1, temperature difference 1, kappa = (Ra Pr)^(-1/2)), no-slip plates, RK222, the conductive
 profile plus noise of 1e-3 damped at the plates. Dedalus steps its 256 x 64 modes (dealias 3/2) under its example's
 CFL (safety 0.5, threshold 0.05, cadence 10, max dt 0.125); the simulator runs the shipped config (the same modes on
-its 384 x 96 grid, CFL 0.5, max dt 0.005). Each records Nu through the volume, 1 + <w b> / kappa (the volume mean of
-<w b> - kappa d<b>/dz, in units of the conductive flux kappa), and through each plate, -d<b>/dz there (<.> the
-horizontal mean); both codes define the three alike.
+its 384 x 96 grid, CFL 0.5 set every step, max dt 0.125). Each records Nu through the volume, 1 + <w b> / kappa
+(the volume mean of <w b> - kappa d<b>/dz, in units of the conductive flux kappa), and through each plate, -d<b>/dz
+there (<.> the horizontal mean); both codes define the three alike.
 
 The statistics (``statistics`` below, on :mod:`simulator.observables.averages`, which ``simulator plot --window``
 states its means with) resample each series onto a uniform time grid (--spacing, linear
