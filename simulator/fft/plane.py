@@ -63,6 +63,22 @@ def file_lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, flo
     return tuple(sides[i] for i in FILE_ORDER) if is_plane(shape) else sides  # type: ignore[return-value]
 
 
+#: the names of the entries of a snapshot's ``box`` attribute: the lengths along its coordinates x, y, z, whatever
+#: order its axes are stored in (a plane's z the depth of its one cell, max(Lx, Ly))
+BOX_AXES = ("x", "y", "z")
+
+
+def stored_lengths(box: Sequence[float], box_axes: Sequence[str] | None, box_shape: Sequence[int]
+                   ) -> tuple[float, float, float]:
+    """A snapshot's ``box`` attribute (its lengths along ``box_axes``, :data:`BOX_AXES`) as the lengths of the box's
+    axes (a plane's ``(z, x, y)``: :func:`axis_names` of the fields' spatial shape ``box_shape``). ``box_axes``
+    None: a file written before snapshots named them, whose ``box`` was in the box's axis order already."""
+    if box_axes is None:
+        return tuple(float(b) for b in box)  # type: ignore[return-value]
+    by_name = dict(zip(box_axes, box, strict=True))
+    return tuple(float(by_name[name]) for name in axis_names(box_shape))  # type: ignore[return-value]
+
+
 def box_vector(vector: Sequence[float], plane: bool) -> tuple[float, float, float]:
     """A vector as a config gives it, ``(x, y, z)`` (a plane's ``(x, y)`` or ``(x, y, 0)``), as the box's components:
     a plane's ``(0, x, y)`` (the inverse of :data:`FILE_ORDER`), a box's as they are."""

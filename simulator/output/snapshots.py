@@ -20,7 +20,8 @@ A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored
 The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
 ``i * L / N``, length units) and ``component`` (``"x" "y" "z"``) are dimension scales attached to the
 fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x, component)``.
-Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least length and time),
+Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's z the depth
+of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
 ``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
 snapshot of two writes is refused by its readers), and each variable's ``units``.
 
@@ -41,7 +42,7 @@ import numpy as np
 
 from simulator.errors import reading
 from simulator.fft.bases import BOUNDED, Fourier
-from simulator.fft.plane import AXES as PLANE_AXES, FILE_ORDER, holds_plane
+from simulator.fft.plane import AXES as PLANE_AXES, BOX_AXES, FILE_ORDER, holds_plane
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.rows import open_for_reading
@@ -153,14 +154,15 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")}, dims=batch[name] + axes,
                                storage=order(field.ndim))
               for name, field in fields.items()}
-    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": [float(b) for b in box],
+    # the lengths along the coordinates x, y, z, as a reader takes them (f.attrs["box"][1] is y's): a plane's x, y,
+    # then its one cell's, the order of its particles' coordinates (FILE_ORDER), not its box's (z, x, y)
+    along = tuple(float(box[i]) for i in FILE_ORDER) if plane else tuple(float(b) for b in box)
+    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": list(along), "box_axes": list(BOX_AXES),
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
         shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
-        # the lengths as XDMF's fastest axis first (it reverses them): a plane's x, y, then its one cell's, the order
-        # of its particles' coordinates (FILE_ORDER), so that they lie on its image
-        along = tuple(box[i] for i in FILE_ORDER) if plane else box
+        # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z
         rectilinear = [points[i] for i in (FILE_ORDER if plane else range(3))] if bounded else None
         grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked, rectilinear)
         write_xdmf(index, grid_xml)
