@@ -61,3 +61,46 @@ def test_a_walled_planes_box_attribute_gives_the_lengths_along_its_coordinates(r
         assert box[:2] == pytest.approx([lx, ly], rel=1e-15)
         assert f["y"][-1] == pytest.approx(box[1], rel=1e-15) and f["y"][0] == 0.0
         np.testing.assert_allclose(f["x"][...], np.arange(len(f["x"])) * box[0] / len(f["x"]), rtol=1e-15)
+
+
+#: each run's unit system: its name as ``units["system"]`` begins, a length's unit, a velocity's
+SYSTEMS = {"convection": ("free-fall", "H", "U_ff"), "channel": ("outer", "h", "U")}
+
+
+def json_attr(obj: h5py.HLObject, key: str) -> dict:
+    import json
+
+    return json.loads(obj.attrs[key])
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_every_file_of_a_walled_run_says_its_coordinates_fields_and_units(runs, name):
+    """In the snapshot, profiles.h5 and (a channel's) wall_spectra.h5, read with h5py: the unit system in words
+    (``units["system"]``), each coordinate's units and long_name, each field's or profile's units in that system and
+    what it is (description or long_name). They said "code units" of a run in free-fall units, and profiles.h5 said
+    nothing of its datasets."""
+    system, length, velocity = SYSTEMS[name]
+    run = runs[name]
+    with h5py.File(sorted((run / "snapshots").glob("s*.h5"))[-1]) as f:
+        assert json_attr(f, "units")["system"].startswith(system) and json_attr(f, "units")["length"] == length
+        for axis in ("x", "y"):
+            assert f[axis].attrs["units"] == length and f[axis].attrs["long_name"]
+        assert f["velocity"].attrs["units"] == velocity
+        for field in ("velocity", "vorticity"):
+            assert f[field].attrs["description"].startswith(field), dict(f[field].attrs)
+            assert "Nx" not in f[field].attrs["description"]  # the canonical layout it is not stored in: left out
+        if name == "convection":
+            assert f["temperature"].attrs["units"] == "Delta T" and f["vorticity"].attrs["units"] == "U_ff/H"
+    with h5py.File(run / "profiles.h5") as f:
+        assert json_attr(f, "units")["system"].startswith(system)
+        assert f["z"].attrs["units"] == length and f["time"].attrs["units"] == json_attr(f, "units")["time"]
+        profiles = [n for n in f if n not in ("z", "time", "step")]
+        assert profiles and all(f[n].attrs["long_name"] and f[n].attrs["units"] for n in profiles)
+        speed = "velocity_rms" if name == "convection" else "mean_velocity"
+        assert f[speed].attrs["units"] == velocity
+        if name == "channel":
+            assert f["reynolds_uv"].attrs["units"] == f"({velocity})^2"
+    if name == "channel":
+        with h5py.File(run / "wall_spectra.h5") as f:
+            assert f["kx"].attrs["units"] == f"1/({length})" and f["z"].attrs["units"] == length
+            assert f["uu_kx"].attrs["units"] == f"({velocity})^2" and "E_uu" in f["uu_kx"].attrs["long_name"]

@@ -22,10 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.equations import wall_scalars
-from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec
+from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec, UnitSystem
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.walls.channel import DRIVES, check_channel
+
+#: the channels' outer units (:class:`~simulator.equations.spec.UnitSystem`), which every output of a channel run
+#: records (a figure in wall units says so itself)
+OUTER_UNITS = UnitSystem((
+    ("system", "outer: lengths in the half gap h, velocities in U (the plates' speed for drive = couette, laminar "
+               "Poiseuille flow's centre-line velocity otherwise), times in h / U; nu = 1/Re"),
+    ("length", "h"), ("time", "h/U"), ("velocity", "U"), ("streamwise", "U"), ("vorticity", "U/h"), ("energy", "(U)^2"),
+    ("scalar", "its own: the units of the plate values or slopes physics.scalars gives it")))
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,10 @@ class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
     def gradient(self) -> float:
         """The fixed mean pressure gradient G (drive ``pressure``)."""
         return 2 / self.reynolds if self.pressure_gradient is None else self.pressure_gradient
+
+    def clock(self) -> UnitSystem:
+        """Outer units (:data:`OUTER_UNITS`)."""
+        return OUTER_UNITS
 
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """nu = 1/Re and the viscous length nu / u_tau of the row's friction velocity."""

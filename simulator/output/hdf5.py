@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
-from simulator.fft.plane import stored_lengths
 from simulator.output import summary
 
 if TYPE_CHECKING:  # writing and re-sharding need JAX; reading a written file does not
@@ -470,13 +469,6 @@ class Snapshot(IndexedFile, Mapping[str, np.ndarray]):
 
     def __contains__(self, name: object) -> bool:  # Mapping's would read the field to know
         return name in self.fields
-
-    @property
-    def lengths(self) -> tuple[float, float, float]:
-        """The box's lengths along the canonical axes of its fields (a plane's ``(z, x, y)``), from the ``box``
-        attribute, which gives them along the coordinates x, y, z (``box_axes``)."""
-        attrs = self.attrs
-        return stored_lengths(attrs["box"], attrs.get("box_axes"), self.shape(self.fields[0])[-3:])
 
 
 def _full_index(index: Any, ndim: int) -> list[int | slice]:

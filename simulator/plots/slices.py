@@ -31,7 +31,7 @@ from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.errors import reading
 from simulator.fft import plane as planes
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
-from simulator.output.snapshots import snapshot_files
+from simulator.output.snapshots import lengths, snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.figures import MissingOutputError, figure, note, save, snapshot_heading, unit
 from simulator.plots.particle_overlay import overlay
@@ -115,7 +115,7 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     symbol = style.symbol or field
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     unit = f" [${style.units}$]" if style.units else ""
-    where = middle * float(snap.lengths[axis]) / shape[-3 + axis]
+    where = middle * float(lengths(snap)[axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
     if planes.holds_plane(shape):  # a plane: the field itself (a vector's magnitude), each member of a stack
         members = range(min(shape[0], STACKED_PANELS)) if vector and style.stacked else [None]
@@ -239,9 +239,9 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         with snap, reading(path):  # what its fields or attributes raise: the file named, not snapshots/
             panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
-            fig = slice_figure(panels, _limits(panels), snap.lengths, axis, title, length,
+            fig = slice_figure(panels, _limits(panels), lengths(snap), axis, title, length,
                                axis_names(snap.shape(field)), plate_heights(config, snap, field))
-            overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.lengths, snap.shape(field)[-3:], field)
+            overlay(fig, run_dir, int(snap.attrs["step"]), axis, lengths(snap), snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
                              "output.snapshots.dt")
@@ -284,7 +284,7 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
 
     def frame(path: Path) -> Figure:
         with Snapshot(path) as snap, reading(path):
-            return slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.lengths, axis,
+            return slice_figure(slice_panels(snap, field, axis, info, length), limits, lengths(snap), axis,
                                 snapshot_heading(config, info, float(snap.attrs["time"])), length,
                                 axis_names(snap.shape(field)), plate_heights(config, snap, field))
 

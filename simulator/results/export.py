@@ -69,7 +69,7 @@ from simulator.errors import ConfigError, counted
 from simulator.fft import plane as planes
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
-from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
+from simulator.output.snapshots import AXES, CODE_UNITS, DIR, lengths  # CODE_UNITS the run-wide one, of output.base
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.planning.cost import human_bytes
 from simulator.results.export_groups import (
@@ -268,7 +268,7 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     """The fields of every snapshot along time, their grid and their clocks."""
     refs = plan.run.output("snapshots")
     with refs[0].open() as first:
-        head, lengths = first.attrs, first.lengths
+        head, box = first.attrs, lengths(first)
         # the points the snapshots hold (between plates the bounded axis's cell centres or Gauss-Lobatto heights)
         stored = {axis: np.asarray(first.file[axis][...]) for axis in AXES if axis in first.file}
     units.update(head.get("units", {}))
@@ -278,7 +278,7 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
     # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.fft.plane.AXES)
     axes = planes.AXES if sizes["z"] == 1 else AXES
-    for axis, length in zip(axes, lengths, strict=True):
+    for axis, length in zip(axes, box, strict=True):
         # a snapshot holding no coordinates (written before they were stored) is on the uniform grid
         points = stored.get(axis, np.arange(sizes[axis]) * (float(length) / sizes[axis]))
         variable(f, axis, (axis,), points, units=units["length"], long_name=f"{axis} of the grid points",
