@@ -74,7 +74,7 @@ class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
         refusals."""
         walls = cfg.grid.walls
         if not walls.on:
-            raise ConfigError("grid.walls.axis", None, f"{'y' if cfg.grid.plane else 'z'}: {self.name} runs between "
+            raise ConfigError("grid.walls.axis", None, f"z: {self.name} runs between "
                               "two plates across the last "
                               "direction", "leaves the grid periodic")
         check_channel(self.drive, self.reynolds, tuple(walls.velocity), self.flux if self.drive == "flux" else None)

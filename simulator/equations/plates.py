@@ -87,9 +87,9 @@ class FreeFallParams(EquationParams):
 
     def check(self, cfg: Any) -> None:
         """Plates across the last direction, at fixed temperature, one unit apart (free-fall units)."""
-        walls, last = cfg.grid.walls, "y" if cfg.grid.plane else "z"
+        walls = cfg.grid.walls
         if not walls.on:
-            raise ConfigError("grid.walls.axis", None, f"{last}: {self.name} runs between two plates across the "
+            raise ConfigError("grid.walls.axis", None, f"z: {self.name} runs between two plates across the "
                               "last direction", "leaves the grid periodic")
         if walls.temperature != ("fixed-value", "fixed-value") and not self.FIXED_FLUX:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: a "

@@ -18,8 +18,10 @@ A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored
 :meth:`simulator.output.hdf5.Snapshot.read` still returns canonical ``(*batch, x, y, z)``.
 
 The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
-``i * L / N``, length units) and ``component`` (``"x" "y" "z"``) are dimension scales attached to the
-fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x, component)``.
+``i * L / N``, length units; between plates the bounded axis's points) and ``component`` (``"x" "y" "z"``) are
+dimension scales attached to the fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x,
+component)``. A plane is stored one cell deep, ``(1, Ny, Nx)`` (that cell named z); a plane between plates is an x-z
+plane, ``(1, Nz, Nx)`` (the cell named y, the components ``"x" "z" "y"``: :data:`simulator.fft.plane.WALLED_AXES`).
 Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's z the depth
 of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
 ``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
@@ -45,7 +47,7 @@ import numpy as np
 
 from simulator.errors import reading
 from simulator.fft.bases import BOUNDED, Fourier
-from simulator.fft.plane import AXES as PLANE_AXES, BOX_AXES, FILE_ORDER, holds_plane, stored_lengths
+from simulator.fft.plane import FILE_ORDER, axis_names, holds_plane, stored_lengths, stored_names
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.rows import open_for_reading
@@ -54,7 +56,7 @@ from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, 
 if TYPE_CHECKING:
     import jax
 
-__all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "lengths", "snapshot_files", "storage_order",
+__all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "lengths", "names", "snapshot_files", "storage_order",
            "truncate_series", "write_snapshot"]
 
 DIR = "snapshots"
@@ -137,7 +139,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     units = {**CODE_UNITS, **(units or {})}
     grid = next(iter(fields.values())).shape[-3:]
     plane = holds_plane(grid)
-    axes, order = (PLANE_AXES, plane_storage_order) if plane else (AXES, storage_order)
+    axes, order = tuple(axis_names(grid, walled=bounded is not None)), plane_storage_order if plane else storage_order
+    # the box's axes as a reader takes them: x, y, z, or a plane's x, then y (between plates z), then its one cell
+    along = [axes[i] for i in FILE_ORDER] if plane else list(axes)
     for name, field in fields.items():
         if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; a stack needs [n, *{list(grid)}]")
@@ -150,7 +154,7 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     coordinates = {axis: hdf5.Coordinate(values, {"units": units["length"], "long_name": f"{axis} of the grid points"})
                    for axis, values in zip(axes, points, strict=True)}
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
-        coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
+        coordinates["component"] = hdf5.Coordinate(np.array(along), {"long_name": "vector component along"})
     for name in stacked:
         coordinates[f"{name}_index"] = hdf5.Coordinate(np.arange(fields[name].shape[0]),
                                                        {"long_name": f"index of each {name} field"})
@@ -160,27 +164,31 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units"), **described.get(name, {})},
                                dims=batch[name] + axes, storage=order(field.ndim))
               for name, field in fields.items()}
-    # the lengths along the coordinates x, y, z, as a reader takes them (f.attrs["box"][1] is y's): a plane's x, y,
-    # then its one cell's, the order of its particles' coordinates (FILE_ORDER), not its box's (z, x, y)
-    along = tuple(float(box[i]) for i in FILE_ORDER) if plane else tuple(float(b) for b in box)
-    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": list(along), "box_axes": list(BOX_AXES),
+    # the lengths in that order, as box_axes names them (f.attrs["box"][1] is a plane's y or z), not its box's
+    lengths = [float(box[i]) for i in FILE_ORDER] if plane else [float(b) for b in box]
+    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": lengths, "box_axes": along,
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
         shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
         # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z
         rectilinear = [points[i] for i in (FILE_ORDER if plane else range(3))] if bounded else None
-        grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked, rectilinear)
+        grid_xml = snapshot_grid(index.name, shapes, lengths, time, int(attrs["step"]), stacked, rectilinear)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
 
 
 def lengths(snap: hdf5.IndexedFile) -> tuple[float, float, float]:
-    """An open snapshot's box lengths along the canonical axes of its fields (a plane's ``(z, x, y)``), from its
-    ``box`` attribute, which gives them along the coordinates x, y, z (``box_axes``)."""
+    """An open snapshot's box lengths along the canonical axes of its fields (a plane's ``(z, x, y)``, between plates
+    ``(y, x, z)``), from its ``box`` attribute, which gives them along the axes ``box_axes`` names."""
     attrs = snap.attrs
     return stored_lengths(attrs["box"], attrs.get("box_axes"), snap.shape(snap.fields[0])[-3:])
+
+
+def names(snap: hdf5.IndexedFile) -> str:
+    """The names of an open snapshot's canonical axes (``xyz``; a plane's ``zxy``, between plates ``yxz``)."""
+    return stored_names(snap.attrs.get("box_axes"), snap.shape(snap.fields[0])[-3:])
 
 
 def snapshot_files(run_dir: Path) -> list[Path]:
