@@ -129,8 +129,8 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
 
     ``attrs`` must hold ``step``. ``units`` names the run's units (``length``, ``time``, and a field's
     name for that field); anything not named is in code units; ``descriptions`` says what each field is (its
-``description`` attribute). ``bounded``: the last axis lies between plates, its
-    points those of the bounded basis so named (a key of :data:`simulator.fft.bases.BOUNDED`: the free-slip basis's
+    ``description`` attribute). ``bounded``: the last axis lies between plates, its points those of the bounded basis
+    so named (a key of :data:`simulator.fft.bases.BOUNDED`: the free-slip basis's
     cell centres, the no-slip basis's Gauss-Lobatto points), written as coordinates and as a rectilinear XDMF grid;
     None: periodic. Returns the index path.
     """
@@ -165,15 +165,15 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
                                dims=batch[name] + axes, storage=order(field.ndim))
               for name, field in fields.items()}
     # the lengths in that order, as box_axes names them (f.attrs["box"][1] is a plane's y or z), not its box's
-    lengths = [float(box[i]) for i in FILE_ORDER] if plane else [float(b) for b in box]
-    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": lengths, "box_axes": along,
+    sides = [float(box[i]) for i in FILE_ORDER] if plane else [float(b) for b in box]
+    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": sides, "box_axes": along,
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
         shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
         # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z
         rectilinear = [points[i] for i in (FILE_ORDER if plane else range(3))] if bounded else None
-        grid_xml = snapshot_grid(index.name, shapes, lengths, time, int(attrs["step"]), stacked, rectilinear)
+        grid_xml = snapshot_grid(index.name, shapes, sides, time, int(attrs["step"]), stacked, rectilinear)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
