@@ -30,8 +30,9 @@ from simulator.walls.channel import DRIVES, check_channel
 #: the channels' outer units (:class:`~simulator.equations.spec.UnitSystem`), which every output of a channel run
 #: records (a figure in wall units says so itself)
 OUTER_UNITS = UnitSystem((
-    ("system", "outer: lengths in the half gap h, velocities in U (the plates' speed for drive = couette, laminar "
-               "Poiseuille flow's centre-line velocity otherwise), times in h / U; nu = 1/Re"),
+    ("system", "outer: lengths in the half gap h, velocities in the U of Re = U h / nu (nu = 1/Re: the plates' "
+               "speed under drive = couette, else laminar Poiseuille flow's centre-line velocity, or the bulk velocity "
+               "where physics.reynolds is a bulk Reynolds number), times in h / U"),
     ("length", "h"), ("time", "h/U"), ("velocity", "U"), ("streamwise", "U"), ("vorticity", "U/h"), ("energy", "(U)^2"),
     ("scalar", "its own: the units of the plate values or slopes physics.scalars gives it")))
 
