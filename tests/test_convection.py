@@ -216,7 +216,7 @@ def test_snapshots_place_the_grid_between_the_plates(tmp_path):
     run = tmp_path / "run"
     assert simulator.run_config(simulator.load_config(None, {**CONFIG, "time.t_end": 0.05}), run) == 0
     with h5py.File(run / "snapshots" / "s00000000.h5") as f:
-        np.testing.assert_array_equal(f["y"][()], (np.arange(8) + 0.5) / 8)
+        np.testing.assert_array_equal(f["z"][()], (np.arange(8) + 0.5) / 8)
         np.testing.assert_array_equal(f["x"][()], np.arange(8) * (LX / 8))
     geometry = ET.parse(run / "snapshots" / "s00000000.xdmf").find(".//Geometry")
     assert geometry.get("GeometryType") == "VXVYVZ"

@@ -193,7 +193,7 @@ def test_export_and_the_slice_place_the_gauss_lobatto_heights(tmp_path, capfd):
     assert code == 0, err
     heights = Chebyshev(16, 1.0).points()
     with h5py.File(run / "export" / "run.nc") as nc:
-        np.testing.assert_allclose(nc["y"][...], heights, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(nc["z"][...], heights, rtol=0, atol=1e-15)
         np.testing.assert_allclose(nc["x"][...], np.arange(8) * LX / 8, rtol=0, atol=1e-15)
     fig = simulator.load_run(run).plot.slice("temperature")
     mesh = fig.axes[0].collections[0]

@@ -113,11 +113,11 @@ def test_a_walled_spectrum_keeps_parseval(devices):
 
 BAD = [
     ("physics: {name: ns2d}\ngrid: {shape: [16, 16], walls: {axis: x}}\n",
-     r"^error: grid\.walls\.axis = 'x' is not a direction that can lie between plates; y, the last direction"),
+     r"^error: grid\.walls\.axis = 'x' is not a direction that can lie between plates; z, the last direction"),
     ("grid: {shape: [16, 16, 16], walls: {axis: y}}\n",
      r"^error: grid\.walls\.axis = 'y' is not a direction .*; z, the last direction of the box"),
-    ("physics: {name: ns2d}\ngrid: {shape: [16, 16], walls: {axis: y}}\n",
-     r"^error: grid\.walls\.axis = 'y' cannot be used with this equation; null for physics\.name = ns2d, which is "
+    ("physics: {name: ns2d}\ngrid: {shape: [16, 16], walls: {axis: y}}\n",  # read as z: the refusal alone
+     r"^error: grid\.walls\.axis = 'z' cannot be used with this equation; null for physics\.name = ns2d, which is "
      r"periodic only"),
     ("grid: {shape: [16, 16, 16], walls: {axis: z}}\n",
      r"^error: grid\.walls\.axis = 'z' cannot be used with this equation; null for physics\.name = navier_stokes"),

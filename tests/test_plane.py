@@ -307,8 +307,9 @@ def test_the_layout_names_the_planes_own_axes(devices):
 
 @pytest.mark.parametrize("name", sorted(n for n, info in registry().items() if info.dimensions == 2))
 def test_every_planar_equation_writes_snapshots_that_export(name, tmp_path):
-    """Each planar equation's snapshots (fields (1, Nx, Ny), vectors (3, 1, Nx, Ny) with their z component zero) in
-    the run's netCDF export, dimensions z, x, y."""
+    """Each planar equation's snapshots (fields (1, Nx, Ny), vectors (3, 1, Nx, Ny) with their component across the
+    plane zero) in the run's netCDF export, dimensions z, x, y; a plane between plates is an x-z plane, its
+    dimensions y (the one cell), x, z and its components x, z, y."""
     import h5netcdf
 
     from simulator.results.export import export_netcdf
@@ -318,6 +319,7 @@ def test_every_planar_equation_writes_snapshots_that_export(name, tmp_path):
     assert simulator.run_config(cfg, tmp_path / "run") == 0
     with h5netcdf.File(export_netcdf(tmp_path / "run"), "r") as f:
         vectors = [v for v in f.variables.values() if "component" in v.dimensions and v.name != "/component"]
-        assert vectors and all(v.dimensions == ("time", "component", "z", "x", "y") for v in vectors)
+        cell, across = ("y", "z") if cfg.grid.walls.on else ("z", "y")
+        assert vectors and all(v.dimensions == ("time", "component", cell, "x", across) for v in vectors)
         assert all(v.shape[1:] == (3, 1, 16, 16) and not np.any(v[:, 2]) for v in vectors)
-        assert [s.decode() if isinstance(s, bytes) else s for s in f["component"][:]] == ["x", "y", "z"]
+        assert [s.decode() if isinstance(s, bytes) else s for s in f["component"][:]] == ["x", across, cell]

@@ -17,6 +17,26 @@ TWO_PI = 2.0 * math.pi
 PLANE_DEFAULT = [32, 32]
 
 
+#: the name of the direction across the plates, a plane's (its x-z plane) as a box's: the grid's last direction
+PLATES_AXIS = "z"
+#: the plates' axis of a plane as its configs named it before it was z, read as z with a note (:func:`plates_axis`)
+PLANE_PLATES_AXIS = "y"
+
+
+def plates_axis(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """``data`` with a plane's ``grid.walls.axis: y`` read as z (:data:`PLATES_AXIS`), and the line that says so
+    (None when nothing was read so)."""
+    grid = data.get("grid")
+    walls = grid.get("walls") if isinstance(grid, Mapping) else None
+    shape = grid.get("shape") if isinstance(grid, Mapping) else None
+    if not (isinstance(walls, Mapping) and walls.get("axis") == PLANE_PLATES_AXIS and isinstance(shape, (list, tuple))
+            and len(shape) == 2):
+        return data, None
+    return ({**data, "grid": {**grid, "walls": {**walls, "axis": PLATES_AXIS}}},
+            f"grid.walls.axis = {PLANE_PLATES_AXIS} is read as {PLATES_AXIS}: a plane's plates lie across z, its "
+            f"second direction, as a box's (write {PLATES_AXIS})")
+
+
 #: a velocity's condition at a plate, and the bounded basis it takes (simulator.fft.bases.BOUNDED)
 VELOCITY_WALLS = {"free-slip": "sincos", "no-slip": "chebyshev"}
 #: a temperature's or scalar's condition at a plate: its parity in the free-slip basis (simulator.fft.bases)
@@ -28,9 +48,9 @@ class WallsConfig:
     """The bounded direction: plates at 0 and H across the last direction of the box or plane, and each
     field's condition at the bottom and top plate."""
 
-    axis: str | None = setting(None, "the direction between two plates: y for a plane, z for a box (the last "
-                               "direction; its length is the distance H between the plates); null = every "
-                               "direction periodic")
+    axis: str | None = setting(None, "the direction between two plates: z, the last direction of the box or plane "
+                               "(a plane's y is read as z, with a note); its length is the distance H between "
+                               "the plates; null = every direction periodic")
     velocity: tuple[str, str] = setting(("free-slip", "free-slip"), "the velocity's condition at the bottom and top "
                                         "plate: free-slip (stress-free, impermeable: the sine and cosine basis) or "
                                         "no-slip (at rest: the Chebyshev basis), the same at both")
@@ -155,9 +175,8 @@ def check_walls(cfg: Any, equations: Mapping[str, Any]) -> None:
     walls = cfg.grid.walls
     if not walls.on:
         return
-    last = "y" if cfg.grid.plane else "z"
-    if walls.axis != last:
-        raise ConfigError("grid.walls.axis", walls.axis, f"{last}, the last direction of the "
+    if walls.axis != PLATES_AXIS:
+        raise ConfigError("grid.walls.axis", walls.axis, f"{PLATES_AXIS}, the last direction of the "
                           f"{'plane' if cfg.grid.plane else 'box'} grid.shape = {list(cfg.grid.shape)}, or null",
                           "is not a direction that can lie between plates")
     info = equations[cfg.physics.name]
@@ -214,11 +233,11 @@ def default_grid(data: Mapping[str, Any], name: Any) -> Mapping[str, Any]:
         return data
     grid = dict(grid or {})
     if info.walls == "required" and "walls" not in grid:  # between plates across the last direction
-        grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z"}
+        grid["walls"] = {"axis": PLATES_AXIS}
     walls = grid.get("walls")
     if info.walls == "required" and "free-slip" not in info.wall_velocity and isinstance(walls, Mapping):
         # plates the equation alone takes, where the config names none (a plate's condition given, its axis not)
-        grid["walls"] = {"axis": "y" if info.dimensions == 2 else "z", "velocity": [info.wall_velocity[0]] * 2,
+        grid["walls"] = {"axis": PLATES_AXIS, "velocity": [info.wall_velocity[0]] * 2,
                          **walls}
     if info.default_box is not None and "box" not in grid:
         grid["box"] = list(info.default_box)

@@ -12,13 +12,21 @@ Keys of earlier config formats are read through :mod:`simulator.config.legacy`.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from simulator.config import other_codes
-from simulator.config.grid import GridConfig, check_dimensions, check_raw_dimensions, check_walls, default_grid
+from simulator.config.grid import (
+    GridConfig,
+    check_dimensions,
+    check_raw_dimensions,
+    check_walls,
+    default_grid,
+    plates_axis,
+)
 from simulator.config.legacy import upgrade
 from simulator.equations import (
     ENV_EXTRA,
@@ -236,7 +244,7 @@ class Config:
 def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
     """Build, validate and resolve a Config from a raw mapping (every default filled in); ``stored``: a
     resolved config the simulator wrote, read as :func:`simulator.schema.build.build` reads one."""
-    data = upgrade(data)
+    data, renamed = plates_axis(upgrade(data))
     physics = data.get("physics")
     name = physics.get("name", "navier_stokes") if isinstance(physics, Mapping) else "navier_stokes"
     data = default_grid(data, name)
@@ -252,6 +260,8 @@ def from_dict(data: Mapping[str, Any], stored: bool = False) -> Config:
         info = registry().get(name) if isinstance(name, str) else None
         raise other_codes.named(err, data, info, settable_keys(info)) from None
     validate(cfg)
+    if renamed and not stored:  # said once the config is taken: a refused one gets its one line alone
+        logging.getLogger("simulator").warning("%s", renamed)
     return resolve(cfg)
 
 

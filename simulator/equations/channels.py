@@ -23,10 +23,19 @@ from typing import Any
 
 from simulator.equations import wall_scalars
 from simulator.equations.scales import faster
-from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec
+from simulator.equations.spec import Budget, Curve, EquationParams, InitialCondition, Panel, PlotSpec, UnitSystem
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 from simulator.walls.channel import DRIVES, check_channel
+
+#: the channels' outer units (:class:`~simulator.equations.spec.UnitSystem`), which every output of a channel run
+#: records (a figure in wall units says so itself)
+OUTER_UNITS = UnitSystem((
+    ("system", "outer: lengths in the half gap h, velocities in the U of Re = U h / nu (nu = 1/Re: the plates' "
+               "speed under drive = couette, else laminar Poiseuille flow's centre-line velocity, or the bulk velocity "
+               "where physics.reynolds is a bulk Reynolds number), times in h / U"),
+    ("length", "h"), ("time", "h/U"), ("velocity", "U"), ("streamwise", "U"), ("vorticity", "U/h"), ("energy", "(U)^2"),
+    ("scalar", "its own: the units of the plate values or slopes physics.scalars gives it")))
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,10 @@ class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
             own = abs(centre), f"laminar flow's centre-line speed G Re / 2 = {abs(centre):.3g}"
         return faster(own, initial)
 
+    def clock(self) -> UnitSystem:
+        """Outer units (:data:`OUTER_UNITS`)."""
+        return OUTER_UNITS
+
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """nu = 1/Re and the viscous length nu / u_tau of the row's friction velocity."""
         u_tau = float(diagnostics.get("u_tau", 0.0)) or math.sqrt(self.gradient())
@@ -77,7 +90,7 @@ class ChannelParams(wall_scalars.WallScalarHost, EquationParams):
         refusals."""
         walls = cfg.grid.walls
         if not walls.on:
-            raise ConfigError("grid.walls.axis", None, f"{'y' if cfg.grid.plane else 'z'}: {self.name} runs between "
+            raise ConfigError("grid.walls.axis", None, f"z: {self.name} runs between "
                               "two plates across the last "
                               "direction", "leaves the grid periodic")
         check_channel(self.drive, self.reynolds, tuple(walls.velocity), self.flux if self.drive == "flux" else None)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simulator.equations import wall_scalars
-from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec
+from simulator.equations.spec import Curve, EquationParams, InitialCondition, Panel, PlotSpec, UnitSystem
 from simulator.errors import ConfigError
 from simulator.schema import param, random_seed, setting
 
@@ -52,6 +52,15 @@ def rotating_onset(taylor: float, a: float, n: int = 1) -> float:
     return ((a**2 + q2) ** 3 + taylor * q2) / a**2
 
 
+#: free-fall units (:class:`~simulator.equations.spec.UnitSystem`), which every output of a convection run records
+FREE_FALL_UNITS = UnitSystem((
+    ("system", "free-fall: lengths in the distance H between the plates, velocities in the free-fall velocity U_ff = "
+               "(g alpha Delta T H)^(1/2), times in H / U_ff, temperatures in the plates' difference Delta T"),
+    ("length", "H"), ("time", "H/U_ff"), ("velocity", "U_ff"), ("temperature", "Delta T"), ("theta", "Delta T"),
+    ("vorticity", "U_ff/H"), ("energy", "(U_ff)^2"),
+    ("scalar", "its own: the units of the plate values or slopes physics.scalars gives it")))
+
+
 @dataclass(frozen=True)
 class FreeFallParams(EquationParams):
     """The Rayleigh and Prandtl numbers of convection between free-slip plates in free-fall units (each equation
@@ -66,6 +75,10 @@ class FreeFallParams(EquationParams):
     def compact_spectra(self) -> str | None:
         return "the walled spectrum is full in x"
 
+    def clock(self) -> UnitSystem:
+        """Free-fall units (:data:`FREE_FALL_UNITS`)."""
+        return FREE_FALL_UNITS
+
     def scales(self, diagnostics: Any, shape: Any, box: Any) -> dict[str, float]:
         """nu and kappa in free-fall units and the thermal boundary layer's thickness H / (2 Nu)."""
         nusselt = max(float(diagnostics.get("nusselt", 1.0)), 1.0)
@@ -79,9 +92,9 @@ class FreeFallParams(EquationParams):
 
     def check(self, cfg: Any) -> None:
         """Plates across the last direction, at fixed temperature, one unit apart (free-fall units)."""
-        walls, last = cfg.grid.walls, "y" if cfg.grid.plane else "z"
+        walls = cfg.grid.walls
         if not walls.on:
-            raise ConfigError("grid.walls.axis", None, f"{last}: {self.name} runs between two plates across the "
+            raise ConfigError("grid.walls.axis", None, f"z: {self.name} runs between two plates across the "
                               "last direction", "leaves the grid periodic")
         if walls.temperature != ("fixed-value", "fixed-value") and not self.FIXED_FLUX:
             raise ConfigError("grid.walls.temperature", list(walls.temperature), "[fixed-value, fixed-value]: a "

@@ -152,6 +152,18 @@ class Clock:
 
 
 @dataclass(frozen=True)
+class UnitSystem(Clock):
+    """A run in its equation's own unit system, with a plain time: ``table`` its units by quantity, as
+    :meth:`Clock.units` gives them (``system`` says in words what the units are; ``length``, ``time``,
+    ``velocity``, and each snapshot field's by its name)."""
+
+    table: tuple[tuple[str, str], ...] = ()
+
+    def units(self) -> dict[str, str]:
+        return dict(self.table)
+
+
+@dataclass(frozen=True)
 class InitialCondition:
     """Base of an initial condition's schema (``initial.*``). Subclasses redeclare ``name``."""
 

@@ -36,6 +36,9 @@ def lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, float, f
 
 #: the names of a plane's box axes in files and figures: its one-cell axis is z, then the plane's x and y
 AXES = ("z", "x", "y")
+#: a plane between plates (``grid.walls``): its one-cell axis is y, then x along the plates and z across them, as a
+#: box's (the plane is an x-z plane, gravity along -z)
+WALLED_AXES = ("y", "x", "z")
 
 
 def holds_plane(box_shape: Sequence[int]) -> bool:
@@ -44,10 +47,11 @@ def holds_plane(box_shape: Sequence[int]) -> bool:
     return int(box_shape[-3]) == 1
 
 
-def axis_names(box_shape: Sequence[int]) -> str:
+def axis_names(box_shape: Sequence[int], walled: bool = False) -> str:
     """The names of the three axes of a box's spatial shape (the last three entries of an array's) in messages,
-    files and figures: ``xyz``, or a plane's ``zxy`` (:data:`AXES`)."""
-    return "".join(AXES) if holds_plane(box_shape) else "xyz"
+    files and figures: ``xyz``, or a plane's ``zxy`` (:data:`AXES`), a plane's between plates (``walled``) ``yxz``
+    (:data:`WALLED_AXES`)."""
+    return "".join(WALLED_AXES if walled else AXES) if holds_plane(box_shape) else "xyz"
 
 
 #: the columns of a plane's box coordinates ``(z, x, y)`` in the order its files and figures give a point or a
@@ -61,6 +65,25 @@ def file_lengths(shape: Sequence[int], box: Sequence[float]) -> tuple[float, flo
     (:func:`lengths` in :data:`FILE_ORDER`)."""
     sides = lengths(shape, box)
     return tuple(sides[i] for i in FILE_ORDER) if is_plane(shape) else sides  # type: ignore[return-value]
+
+
+def stored_lengths(box: Sequence[float], box_axes: Sequence[str] | None, box_shape: Sequence[int]
+                   ) -> tuple[float, float, float]:
+    """A snapshot's ``box`` attribute, its lengths along the axes ``box_axes`` names (a plane's in
+    :data:`FILE_ORDER`: x, then y or, between plates, z, then its one cell), as the lengths of the box's axes (a
+    plane's ``(cell, x, y or z)``) of the fields' spatial shape ``box_shape``. ``box_axes`` None: a file written before
+    snapshots named them, whose ``box`` was in the box's axis order already."""
+    if box_axes is None or not holds_plane(box_shape):
+        return tuple(float(b) for b in box)  # type: ignore[return-value]
+    return tuple(float(box[FILE_ORDER.index(i)]) for i in range(3))  # type: ignore[return-value]
+
+
+def stored_names(box_axes: Sequence[str] | None, box_shape: Sequence[int]) -> str:
+    """The names of the box's axes (:func:`axis_names`) of a snapshot whose ``box_axes`` attribute is ``box_axes``
+    (None: a file written before it was, whose plane is named :data:`AXES`)."""
+    if box_axes is None or not holds_plane(box_shape):
+        return axis_names(box_shape)
+    return "".join(box_axes[FILE_ORDER.index(i)] for i in range(3))
 
 
 def box_vector(vector: Sequence[float], plane: bool) -> tuple[float, float, float]:

@@ -26,20 +26,34 @@ import numpy as np
 from simulator.equations import registry
 from simulator.errors import ConfigError
 from simulator.fft.bases import BOUNDED
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Scheduled, Writer
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer
 from simulator.output.rows import RowFile, read_rows
 
 FILE = "profiles.h5"
-#: the profiles, by dataset name: what each is
-PROFILES = {"temperature": "horizontal mean temperature <b>",
-            "velocity_rms": "rms velocity <|u|^2>^(1/2) over the horizontal",
-            "heat_flux": "heat flux (<w b> - kappa d<b>/dz) / kappa, in units of the conductive flux",
-            "mean_velocity": "a channel's mean streamwise velocity <u>",
-            "reynolds_uu": "a channel's Reynolds stress <u'u'> (streamwise)",
-            "reynolds_vv": "a channel's Reynolds stress <v'v'> (across the plates)",
-            "reynolds_uv": "a channel's Reynolds shear stress <u'v'>",
-            "reynolds_ww": "a box channel's Reynolds stress <w'w'> (spanwise)",
-            "total_shear_stress": "a channel's total shear stress nu d<u>/dz - <u'v'>"}
+#: the profiles, by dataset name: the quantity whose unit it is in (:func:`labels`) and what it is
+PROFILES = {"temperature": ("temperature", "horizontal mean temperature <b>"),
+            "velocity_rms": ("velocity", "rms velocity <|u|^2>^(1/2) over the horizontal"),
+            "heat_flux": ("flux", "heat flux (<w b> - kappa d<b>/dz) / kappa, in units of the conductive flux"),
+            "mean_velocity": ("velocity", "a channel's mean streamwise velocity <u>"),
+            "reynolds_uu": ("stress", "a channel's Reynolds stress <u'u'> (streamwise)"),
+            "reynolds_vv": ("stress", "a channel's Reynolds stress <v'v'> (across the plates)"),
+            "reynolds_uv": ("stress", "a channel's Reynolds shear stress <u'v'>"),
+            "reynolds_ww": ("stress", "a box channel's Reynolds stress <w'w'> (spanwise)"),
+            "total_shear_stress": ("stress", "a channel's total shear stress nu d<u>/dz - <u'v'>")}
+
+
+def labels(units: dict[str, str]) -> dict[str, dict[str, str]]:
+    """What each dataset of profiles.h5 is, by name (``"/"``: the file), in the run's ``units`` (the equation's
+    unit system, :meth:`~simulator.equations.spec.Clock.units`: a temperature's, a velocity's; code units where it
+    names none): ``units`` and ``long_name`` of the coordinates and every profile."""
+    velocity = units.get("velocity", "code units")
+    of = {"temperature": units.get("temperature", "code units"), "velocity": velocity, "stress": f"({velocity})^2",
+          "flux": "1 (the conductive flux kappa Delta T / H)"}
+    return {"/": {"units": units},
+            "z": {"units": units["length"], "long_name": "height above the bottom plate (the bounded axis's points)"},
+            "time": {"units": units["time"], "long_name": "simulation time of each row"},
+            "step": {"long_name": "time step number of each row"},
+            **{name: {"units": of[quantity], "long_name": text} for name, (quantity, text) in PROFILES.items()}}
 
 
 @dataclass(frozen=True)
@@ -72,14 +86,14 @@ class ProfilesWriter(Writer):
 
     name = "profiles"
 
-    def __init__(self, schedule: Schedule, heights: np.ndarray, rank0: bool):
+    def __init__(self, schedule: Schedule, heights: np.ndarray, rank0: bool, units: dict[str, str]):
         super().__init__()
-        self.schedule, self.heights, self.rank0 = schedule, heights, rank0
+        self.schedule, self.heights, self.rank0, self.units = schedule, heights, rank0, units
         self.file: ProfileRows | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.rank0:
-            self.file = ProfileRows(run_dir / FILE, {"z": self.heights}, resumed_step)
+            self.file = ProfileRows(run_dir / FILE, {"z": self.heights}, resumed_step, labels=labels(self.units))
 
     def write(self, moment: Moment) -> None:
         values = moment.get("profiles")
@@ -99,7 +113,8 @@ def host(values: dict[str, Any]) -> dict[str, np.ndarray]:
 
 def writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
     heights = BOUNDED[cfg.grid.walls.basis](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
-    return [ProfilesWriter(Schedule.of(cfg.output.section("profiles")), heights, ctx.rank0)]
+    return [ProfilesWriter(Schedule.of(cfg.output.section("profiles")), heights, ctx.rank0,
+                           {**CODE_UNITS, **cfg.physics.clock().units()})]
 
 
 def read(run_dir: Path) -> dict[str, Any]:
@@ -112,9 +127,10 @@ def export(group: Any, data: dict[str, Any], units: dict[str, str]) -> None:
     group.dimensions.update({"time": len(data["time"]), "z": len(data["z"])})
     group.create_variable("time", ("time",), data=data["time"]).attrs["units"] = units["time"]
     group.create_variable("step", ("time",), data=data["step"])
-    group.create_variable("z", ("z",), data=data["z"]).attrs["units"] = units["length"]
-    for name, text in ((name, text) for name, text in PROFILES.items() if name in data):
-        group.create_variable(name, ("time", "z"), data=data[name]).attrs["long_name"] = text
+    described = labels(units)
+    group.create_variable("z", ("z",), data=data["z"]).attrs.update(described["z"])
+    for name in (name for name in PROFILES if name in data):
+        group.create_variable(name, ("time", "z"), data=data[name]).attrs.update(described[name])
 
 
 #: the output kind (:mod:`simulator.output.kinds`)

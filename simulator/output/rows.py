@@ -316,7 +316,8 @@ class RowFile:
     At a restart (``keep_through``, the checkpoint's step) it is continued, rows after the step dropped,
     or set aside whole when its coordinates changed or it is damaged (the module docstring). Subclasses
     (or the constructor) name ``what`` changed (a config key, for the log line) and the file's
-    ``description``; ``attrs`` describe the rows too (another value at a restart sets the file aside)."""
+    ``description``; ``attrs`` describe the rows too (another value at a restart sets the file aside); ``labels``
+    (no part of the row definition) say what each dataset is, by name (``units``, ``long_name``; ``"/"``: the file)."""
 
     what = "the output's coordinates"
     description = "rows of an output, one per time it was written"
@@ -328,8 +329,9 @@ class RowFile:
         return ()
 
     def __init__(self, path: Path, coordinates: Mapping[str, np.ndarray], keep_through: int | None,
-                 attrs: Mapping[str, Any] | None = None, *, what: str | None = None, description: str | None = None):
-        self.path = path
+                 attrs: Mapping[str, Any] | None = None, *, what: str | None = None, description: str | None = None,
+                 labels: Mapping[str, Mapping[str, Any]] | None = None):
+        self.path, self.labels = path, {n: {k: _encoded(v) for k, v in a.items()} for n, a in (labels or {}).items()}
         self.what, self.description = what or self.what, description or self.description
         self.usable = False
         try:
@@ -355,12 +357,14 @@ class RowFile:
     def _create(self, target: Path, coordinates: Mapping[str, np.ndarray], attrs: Mapping[str, Any] | None) -> None:
         with h5py.File(target, "w", rdcc_nbytes=0, locking=False) as f:
             f.attrs["description"] = self.description
-            f.attrs.update({k: _encoded(v) for k, v in (attrs or {}).items()})
+            f.attrs.update({**self.labels.get("/", {}), **{k: _encoded(v) for k, v in (attrs or {}).items()}})
             for name, values in coordinates.items():
-                f.create_dataset(name, data=np.asarray(values)).attrs[ROLE] = "coordinate"
+                f.create_dataset(name, data=np.asarray(values)).attrs.update({**self.labels.get(name, {}),
+                                                                              ROLE: "coordinate"})
                 f[name].make_scale(name)
             for name, dtype in (("step", np.int64), ("time", np.float64)):
                 f.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype)
+                f[name].attrs.update(self.labels.get(name, {}))
             f["time"].make_scale("time")
             f["step"].dims[0].attach_scale(f["time"])
 
@@ -375,6 +379,7 @@ class RowFile:
                 value = np.asarray(value, np.float64)
                 if name not in f:
                     f.create_dataset(name, shape=(0, *value.shape), maxshape=(None, *value.shape), dtype=np.float64)
+                    f[name].attrs.update(self.labels.get(name, {}))  # a row dataset's labels at its first row
                     f[name].dims[0].attach_scale(f["time"])
                     for axis, scale in enumerate(self.axes(name), 1):
                         if scale in f and f[scale].is_scale and f[scale].shape == (value.shape[axis - 1],):

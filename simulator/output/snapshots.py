@@ -18,11 +18,16 @@ A *stacked* field (n scalar fields in one array, e.g. passive scalars) is stored
 :meth:`simulator.output.hdf5.Snapshot.read` still returns canonical ``(*batch, x, y, z)``.
 
 The index is also a netCDF-4 file for h5py and xarray users: ``x``, ``y``, ``z`` (grid points
-``i * L / N``, length units) and ``component`` (``"x" "y" "z"``) are dimension scales attached to the
-fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x, component)``.
-Attributes: ``step``, ``time``, ``box`` (numbers), ``units`` (JSON: at least length and time),
+``i * L / N``, length units; between plates the bounded axis's points) and ``component`` (``"x" "y" "z"``) are
+dimension scales attached to the fields, so ``xr.open_dataset(index, engine="h5netcdf")`` gives ``velocity(z, y, x,
+component)``. A plane is stored one cell deep, ``(1, Ny, Nx)`` (that cell named z); a plane between plates is an x-z
+plane, ``(1, Nz, Nx)`` (the cell named y, the components ``"x" "z" "y"``: :data:`simulator.fft.plane.WALLED_AXES`).
+Attributes: ``step``, ``time``, ``box`` (the lengths along x, y, z, named by ``box_axes``: a plane's z the depth
+of its one cell, max(Lx, Ly)), ``units`` (JSON: at least length and time),
 ``config`` and ``versions`` (JSON), ``writer`` (the writing run segment's identity, in every shard too: a
-snapshot of two writes is refused by its readers), and each variable's ``units``.
+snapshot of two writes is refused by its readers), and each variable's ``units`` (the run's unit system's, where its
+equation has one: free-fall units of convection, outer units of a channel; ``units["system"]`` says them in words)
+and ``description``.
 
 A snapshot a later run segment superseded (a restart from an earlier step that has not written that step
 again: :func:`simulator.output.segments.superseded`) stays in place, and the readers leave it out
@@ -31,6 +36,7 @@ again: :func:`simulator.output.segments.superseded`) stays in place, and the rea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,7 +47,7 @@ import numpy as np
 
 from simulator.errors import reading
 from simulator.fft.bases import BOUNDED, Fourier
-from simulator.fft.plane import AXES as PLANE_AXES, FILE_ORDER, holds_plane
+from simulator.fft.plane import FILE_ORDER, axis_names, holds_plane, stored_lengths, stored_names
 from simulator.output import hdf5, segments
 from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Scheduled, Writer, WriterContext
 from simulator.output.rows import open_for_reading
@@ -50,8 +56,8 @@ from simulator.output.xdmf import SeriesWriter, snapshot_grid, truncate_series, 
 if TYPE_CHECKING:
     import jax
 
-__all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "snapshot_files", "storage_order", "truncate_series",
-           "write_snapshot"]
+__all__ = ["SnapshotOutput", "SnapshotRef", "SnapshotWriter", "lengths", "names", "snapshot_files", "storage_order",
+           "truncate_series", "write_snapshot"]
 
 DIR = "snapshots"
 
@@ -113,7 +119,8 @@ def plane_storage_order(ndim: int) -> tuple[int, ...]:
 
 def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], attrs: Mapping[str, Any],
                    box: Sequence[float], time: float, *, units: Mapping[str, str] | None = None,
-                   stacked: Collection[str] = (), bounded: str | None = None) -> Path:
+                   stacked: Collection[str] = (), bounded: str | None = None,
+                   descriptions: Mapping[str, str] | None = None) -> Path:
     """Write real-space ``fields`` (global shapes ``(Nx, Ny, Nz)`` or ``(3, Nx, Ny, Nz)``, and ``(n, Nx, Ny,
     Nz)`` for the names in ``stacked``) as the snapshot
     ``stem`` (collective): shard files, the index ``stem.h5`` and, on process 0, ``stem.xdmf`` and the
@@ -121,8 +128,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     and written a component at a time (a run's snapshots: no device holds more than one component).
 
     ``attrs`` must hold ``step``. ``units`` names the run's units (``length``, ``time``, and a field's
-    name for that field); anything not named is in code units. ``bounded``: the last axis lies between plates, its
-    points those of the bounded basis so named (a key of :data:`simulator.fft.bases.BOUNDED`: the free-slip basis's
+    name for that field); anything not named is in code units; ``descriptions`` says what each field is (its
+    ``description`` attribute). ``bounded``: the last axis lies between plates, its points those of the bounded basis
+    so named (a key of :data:`simulator.fft.bases.BOUNDED`: the free-slip basis's
     cell centres, the no-slip basis's Gauss-Lobatto points), written as coordinates and as a rectilinear XDMF grid;
     None: periodic. Returns the index path.
     """
@@ -131,7 +139,9 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     units = {**CODE_UNITS, **(units or {})}
     grid = next(iter(fields.values())).shape[-3:]
     plane = holds_plane(grid)
-    axes, order = (PLANE_AXES, plane_storage_order) if plane else (AXES, storage_order)
+    axes, order = tuple(axis_names(grid, walled=bounded is not None)), plane_storage_order if plane else storage_order
+    # the box's axes as a reader takes them: x, y, z, or a plane's x, then y (between plates z), then its one cell
+    along = [axes[i] for i in FILE_ORDER] if plane else list(axes)
     for name, field in fields.items():
         if name in stacked and (field.ndim != 4 or field.shape[1:] != grid):
             raise ValueError(f"snapshot field {name!r} has shape {list(field.shape)}; a stack needs [n, *{list(grid)}]")
@@ -144,28 +154,41 @@ def write_snapshot(stem: Path, fields: Mapping[str, jax.Array | hdf5.Parts], att
     coordinates = {axis: hdf5.Coordinate(values, {"units": units["length"], "long_name": f"{axis} of the grid points"})
                    for axis, values in zip(axes, points, strict=True)}
     if any(field.ndim == 4 and name not in stacked for name, field in fields.items()):
-        coordinates["component"] = hdf5.Coordinate(np.array(AXES), {"long_name": "vector component along"})
+        coordinates["component"] = hdf5.Coordinate(np.array(along), {"long_name": "vector component along"})
     for name in stacked:
         coordinates[f"{name}_index"] = hdf5.Coordinate(np.arange(fields[name].shape[0]),
                                                        {"long_name": f"index of each {name} field"})
     batch = {name: ((f"{name}_index",) if name in stacked else ("component",)) if field.ndim == 4 else ()
              for name, field in fields.items()}
-    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units")}, dims=batch[name] + axes,
-                               storage=order(field.ndim))
+    described = {name: {"description": text} for name, text in (descriptions or {}).items()}
+    stored = {name: hdf5.Field(field, attrs={"units": units.get(name, "code units"), **described.get(name, {})},
+                               dims=batch[name] + axes, storage=order(field.ndim))
               for name, field in fields.items()}
-    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": [float(b) for b in box],
+    # the lengths in that order, as box_axes names them (f.attrs["box"][1] is a plane's y or z), not its box's
+    sides = [float(box[i]) for i in FILE_ORDER] if plane else [float(b) for b in box]
+    index = hdf5.write(stem, stored, {**attrs, "time": float(time), "box": sides, "box_axes": along,
                                       "units": units}, coordinates)
     if jax.process_index() == 0:
         shapes = {name: (tuple(field.shape[a] for a in order(field.ndim)), field.dtype)
                   for name, field in fields.items()}
-        # the lengths as XDMF's fastest axis first (it reverses them): a plane's x, y, then its one cell's, the order
-        # of its particles' coordinates (FILE_ORDER), so that they lie on its image
-        along = tuple(box[i] for i in FILE_ORDER) if plane else box
+        # XDMF takes the lengths fastest axis first (it reverses them): the file's x, y, z
         rectilinear = [points[i] for i in (FILE_ORDER if plane else range(3))] if bounded else None
-        grid_xml = snapshot_grid(index.name, shapes, along, time, int(attrs["step"]), stacked, rectilinear)
+        grid_xml = snapshot_grid(index.name, shapes, sides, time, int(attrs["step"]), stacked, rectilinear)
         write_xdmf(index, grid_xml)
         update_series(index.parent, grid_xml)
     return index
+
+
+def lengths(snap: hdf5.IndexedFile) -> tuple[float, float, float]:
+    """An open snapshot's box lengths along the canonical axes of its fields (a plane's ``(z, x, y)``, between plates
+    ``(y, x, z)``), from its ``box`` attribute, which gives them along the axes ``box_axes`` names."""
+    attrs = snap.attrs
+    return stored_lengths(attrs["box"], attrs.get("box_axes"), snap.shape(snap.fields[0])[-3:])
+
+
+def names(snap: hdf5.IndexedFile) -> str:
+    """The names of an open snapshot's canonical axes (``xyz``; a plane's ``zxy``, between plates ``yxz``)."""
+    return stored_names(snap.attrs.get("box_axes"), snap.shape(snap.fields[0])[-3:])
 
 
 def snapshot_files(run_dir: Path) -> list[Path]:
@@ -186,17 +209,19 @@ class SnapshotWriter(SeriesWriter):
 
     def __init__(self, schedule: Schedule, names: Sequence[str], attrs: Callable[[Moment], dict[str, Any]],
                  box: Sequence[float], log: Callable[[str], None], rank0: bool,
-                 units: Mapping[str, str] | None = None, stacked: Collection[str] = (), bounded: str | None = None):
+                 units: Mapping[str, str] | None = None, stacked: Collection[str] = (), bounded: str | None = None,
+                 descriptions: Mapping[str, str] | None = None):
         super().__init__(rank0)
         self.schedule, self.names, self.attrs, self.box, self.log = schedule, tuple(names), attrs, box, log
-        self.units, self.stacked, self.bounded = units, tuple(stacked), bounded
+        self.units, self.stacked, self.bounded, self.descriptions = units, tuple(stacked), bounded, descriptions
 
     def write(self, moment: Moment) -> None:
         assert self.run_dir is not None
         fields = moment.get("fields")
         stem = self.run_dir / DIR / f"s{moment.step:08d}"
         index = write_snapshot(stem, {n: fields[n] for n in self.names}, self.attrs(moment), self.box, moment.time,
-                               units=self.units, stacked=self.stacked, bounded=self.bounded)
+                               units=self.units, stacked=self.stacked, bounded=self.bounded,
+                               descriptions=self.descriptions)
         self.log(f"snapshot {index}")
 
 
@@ -225,7 +250,14 @@ def writers(cfg: Any, sim: Any, ctx: WriterContext) -> list[Writer]:
     schedule = Schedule.of(cfg.output.section("snapshots"))
     return [SnapshotWriter(schedule, names, ctx.snapshot_attrs, cfg.grid.lengths, ctx.info, ctx.rank0,
                            cfg.physics.clock().units() or None, stacked=[n for n in names if info[n].stacked],
-                           bounded=cfg.grid.walls.basis if cfg.grid.walls.on else None)]
+                           bounded=cfg.grid.walls.basis if cfg.grid.walls.on else None,
+                           descriptions={n: described(info[n].doc) for n in names})]
+
+
+def described(doc: str) -> str:
+    """A field's declared ``doc`` as its stored ``description``: the array layout it ends with, ``(1, Nx, Nz)``,
+    left out (the stored axes are the dimension scales' order, not the canonical one it names)."""
+    return re.sub(r"\s*\([^()]*\bN[xyz]\b[^()]*\)$", "", doc)
 
 
 def read(run_dir: Path) -> tuple[SnapshotRef, ...]:

@@ -17,6 +17,7 @@ No JAX here: the program is the equation's method.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from simulator.equations import registry
 from simulator.fft.bases import BOUNDED
-from simulator.output.base import Moment, OutputKind, Program, Schedule, Writer
+from simulator.output.base import CODE_UNITS, Moment, OutputKind, Program, Schedule, Writer
 from simulator.output.rows import RowFile, read_rows
 
 FILE = "wall_spectra.h5"
@@ -46,6 +47,28 @@ def wavenumbers(cfg: Any) -> dict[str, np.ndarray]:
             for name, a in zip(WAVENUMBERS, axes, strict=False)}
 
 
+def labels(names: list[str], units: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """What each dataset of wall_spectra.h5 is, by name (``"/"``: the file), in the run's ``units`` (the equation's
+    unit system, :meth:`~simulator.equations.spec.Clock.units`; code units where it names none): the coordinates
+    ``names`` (wavenumbers and heights) and the rows' time and step."""
+    length = units["length"]
+    out: dict[str, dict[str, Any]] = {
+        "/": {"units": units},
+        "z": {"units": length, "long_name": "height above the bottom plate (the bounded axis's points)"},
+        "time": {"units": units["time"], "long_name": "simulation time of each row"},
+        "step": {"long_name": "time step number of each row"}}
+    for name in names:
+        if name in WAVENUMBERS:
+            out[name] = {"units": f"1/({length})", "long_name": f"wavenumber {name} = 2 pi m / L, m = 0 .. N/2"}
+    return out
+
+
+def spectrum_label(text: str, units: dict[str, str]) -> dict[str, str]:
+    """A spectrum's ``units`` (a velocity squared per mode: its sum over the wavenumbers is the variance at each
+    height) and ``long_name``, the equation's ``text`` of it (``EquationInfo.wall_spectra``)."""
+    return {"units": f"({units.get('velocity', 'code units')})^2", "long_name": text}
+
+
 class SpectraRows(RowFile):
     """wall_spectra.h5: every spectrum along its wavenumber and the heights ``z``."""
 
@@ -64,14 +87,17 @@ class WallSpectraWriter(Writer):
 
     name = "wall_spectra"
 
-    def __init__(self, schedule: Schedule, coordinates: dict[str, np.ndarray], rank0: bool):
+    def __init__(self, schedule: Schedule, coordinates: dict[str, np.ndarray], rank0: bool, units: dict[str, str],
+                 spectra: Mapping[str, str]):
         super().__init__()
         self.schedule, self.coordinates, self.rank0 = schedule, coordinates, rank0
+        self.labels = {**labels(list(coordinates), units),
+                       **{name: spectrum_label(text, units) for name, text in spectra.items()}}
         self.file: SpectraRows | None = None
 
     def open(self, run_dir: Path, resumed_step: int | None) -> None:
         if self.rank0:
-            self.file = SpectraRows(run_dir / FILE, self.coordinates, resumed_step)
+            self.file = SpectraRows(run_dir / FILE, self.coordinates, resumed_step, labels=self.labels)
 
     def write(self, moment: Moment) -> None:
         values = moment.get("wall_spectra")
@@ -92,7 +118,8 @@ def host(values: dict[str, Any]) -> dict[str, np.ndarray]:
 def writers(cfg: Any, sim: Any, ctx: Any) -> list[Writer]:
     heights = BOUNDED[cfg.grid.walls.basis](cfg.grid.cells[2], cfg.grid.lengths[2]).points()
     return [WallSpectraWriter(Schedule.of(cfg.output.section("spectra")), {**wavenumbers(cfg), "z": heights},
-                              ctx.rank0)]
+                              ctx.rank0, {**CODE_UNITS, **cfg.physics.clock().units()},
+                              registry()[cfg.physics.name].wall_spectra)]
 
 
 def read(run_dir: Path) -> dict[str, Any]:
@@ -107,13 +134,15 @@ def export(group: Any, data: dict[str, Any], units: dict[str, str]) -> None:
     group.dimensions.update({"time": len(data["time"]), **{name: len(data[name]) for name in scales}})
     group.create_variable("time", ("time",), data=data["time"]).attrs["units"] = units["time"]
     group.create_variable("step", ("time",), data=data["step"])
+    described = labels(scales, units)
     for name in scales:
-        group.create_variable(name, (name,), data=data[name]).attrs["units"] = \
-            units["length"] if name == "z" else f"1/({units['length']})"
+        group.create_variable(name, (name,), data=data[name]).attrs.update(described[name])
     for name, values in data.items():
         axes = SpectraRows.axes(name)
         if axes:
-            group.create_variable(name, ("time", *axes), data=values)
+            pair, _, k = name.rpartition("_")
+            text = f"one-sided spectrum E_{pair}({k}; z) of the velocity's fluctuations at each height"
+            group.create_variable(name, ("time", *axes), data=values).attrs.update(spectrum_label(text, units))
 
 
 #: the output kind (:mod:`simulator.output.kinds`)

@@ -31,7 +31,7 @@ from simulator.equations.spec import EquationInfo, FieldInfo
 from simulator.errors import reading
 from simulator.fft import plane as planes
 from simulator.output.hdf5 import IncompleteOutputError, Snapshot
-from simulator.output.snapshots import snapshot_files
+from simulator.output.snapshots import lengths, names, snapshot_files
 from simulator.output.timeseries import FILE as TIMESERIES_FILE, read_timeseries
 from simulator.plots.figures import MissingOutputError, figure, note, save, snapshot_heading, unit
 from simulator.plots.particle_overlay import overlay
@@ -98,9 +98,10 @@ def project(snap: Snapshot, field: str, axis: int) -> np.ndarray:
     return out
 
 
-def axis_names(shape: Sequence[int]) -> str:
-    """The names of a snapshot field's three axes: x, y, z, or a plane's z, x, y (its box ``(1, Nx, Ny)``)."""
-    return planes.axis_names(shape)
+def axis_names(snap: Snapshot) -> str:
+    """The names of a snapshot's three axes: x, y, z, or a plane's z, x, y (its box ``(1, Nx, Ny)``), a walled
+    plane's y, x, z (its box ``(1, Nx, Nz)``), as the file names them."""
+    return names(snap)
 
 
 def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, length: str = "code units") -> list[Panel]:
@@ -118,7 +119,7 @@ def slice_panels(snap: Snapshot, field: str, axis: int, info: EquationInfo, leng
     symbol = style.symbol or field
     label = rf"$\log_{{10}} {symbol}$" if style.log else f"${symbol}$"
     unit = f" [${style.units}$]" if style.units else ""
-    where = middle * float(snap.attrs["box"][axis]) / shape[-3 + axis]
+    where = middle * float(lengths(snap)[axis]) / shape[-3 + axis]
     plane = snap.read(field, tuple(index))
     if planes.holds_plane(shape):  # a plane: the field itself (a vector's magnitude), each member of a stack
         members = range(min(shape[0], STACKED_PANELS)) if vector and style.stacked else [None]
@@ -179,7 +180,7 @@ def plate_heights(config: dict[str, Any], snap: Snapshot, field: str) -> np.ndar
     free-slip plates, Gauss-Lobatto points between no-slip ones), ``(N,)``; None for a periodic run."""
     if not ((config.get("grid") or {}).get("walls") or {}).get("axis"):
         return None
-    return np.asarray(snap.file[axis_names(snap.shape(field))[2]][...], float)
+    return np.asarray(snap.file[axis_names(snap)[2]][...], float)
 
 
 def floored(name: str) -> Colormap:
@@ -245,9 +246,9 @@ def last_slice_figure(run_dir: Path, config: dict[str, Any], info: EquationInfo,
         with snap, reading(path):  # what its fields or attributes raise: the file named, not snapshots/
             panels = slice_panels(snap, field, axis, info, length)
             title = snapshot_heading(config, info, float(snap.attrs["time"]), float(times[-1]) if len(times) else None)
-            fig = slice_figure(panels, _limits(panels), snap.attrs["box"], axis, title, length,
-                               axis_names(snap.shape(field)), plate_heights(config, snap, field))
-            overlay(fig, run_dir, int(snap.attrs["step"]), axis, snap.attrs["box"], snap.shape(field)[-3:], field)
+            fig = slice_figure(panels, _limits(panels), lengths(snap), axis, title, length,
+                               axis_names(snap), plate_heights(config, snap, field))
+            overlay(fig, run_dir, int(snap.attrs["step"]), axis, lengths(snap), snap.shape(field)[-3:], field)
             return fig
     raise MissingOutputError(f"no snapshots in {run_dir / 'snapshots'}; set output.snapshots.every or "
                              "output.snapshots.dt")
@@ -290,9 +291,9 @@ def frame_builders(run_dir: Path, config: dict[str, Any], info: EquationInfo, fi
 
     def frame(path: Path) -> Figure:
         with Snapshot(path) as snap, reading(path):
-            return slice_figure(slice_panels(snap, field, axis, info, length), limits, snap.attrs["box"], axis,
+            return slice_figure(slice_panels(snap, field, axis, info, length), limits, lengths(snap), axis,
                                 snapshot_heading(config, info, float(snap.attrs["time"])), length,
-                                axis_names(snap.shape(field)), plate_heights(config, snap, field))
+                                axis_names(snap), plate_heights(config, snap, field))
 
     return [partial(frame, path) for path in readable]
 

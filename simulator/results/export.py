@@ -66,10 +66,9 @@ import numpy as np
 import yaml
 
 from simulator.errors import ConfigError, counted
-from simulator.fft import plane as planes
 from simulator.output.hdf5 import IncompleteOutputError, OutputWriteError, Snapshot, describe_os_error, write_atomically
 from simulator.output.netcdf import clock_coordinates, clocks_of, variable
-from simulator.output.snapshots import AXES, CODE_UNITS, DIR  # the run-wide one, of output.base
+from simulator.output.snapshots import AXES, CODE_UNITS, DIR, lengths, names  # CODE_UNITS the run-wide one
 from simulator.output.xdmf import write_series, write_xdmf
 from simulator.planning.cost import human_bytes
 from simulator.results.export_groups import (
@@ -268,7 +267,8 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     """The fields of every snapshot along time, their grid and their clocks."""
     refs = plan.run.output("snapshots")
     with refs[0].open() as first:
-        head = first.attrs
+        head, box, axes = first.attrs, lengths(first), names(first)
+        components = first.file["component"].asstr()[...] if "component" in first.file else np.array(AXES)
         # the points the snapshots hold (between plates the bounded axis's cell centres or Gauss-Lobatto heights)
         stored = {axis: np.asarray(first.file[axis][...]) for axis in AXES if axis in first.file}
     units.update(head.get("units", {}))
@@ -276,16 +276,16 @@ def _snapshot_fields(f: h5netcdf.File, plan: NetcdfPlan, units: dict[str, str]) 
     sizes = {d: n for dims, shape, _ in plan.fields.values() for d, n in zip(dims, shape, strict=True)}
     batch = sorted(sizes.keys() - set(AXES))
     f.dimensions.update({"time": len(refs), **{d: sizes[d] for d in (*batch, *AXES)}})
-    # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.fft.plane.AXES)
-    axes = planes.AXES if sizes["z"] == 1 else AXES
-    for axis, length in zip(axes, head["box"], strict=True):
+    # a plane's box (1, Nx, Ny) is stored with its axes named z, x, y (simulator.fft.plane.AXES), a walled one's
+    # (1, Nx, Nz) y, x, z (WALLED_AXES): the file's names
+    for axis, length in zip(axes, box, strict=True):
         # a snapshot holding no coordinates (written before they were stored) is on the uniform grid
         points = stored.get(axis, np.arange(sizes[axis]) * (float(length) / sizes[axis]))
         variable(f, axis, (axis,), points, units=units["length"], long_name=f"{axis} of the grid points",
                  axis=axis.upper())
     for d in batch:
         if d == "component":
-            variable(f, d, (d,), np.array(AXES, dtype=object), h5py.string_dtype(), long_name="vector component along")
+            variable(f, d, (d,), components.astype(object), h5py.string_dtype(), long_name="vector component along")
         else:
             variable(f, d, (d,), np.arange(sizes[d]), long_name=f"index of each {d.removesuffix('_index')} field")
     variables = {name: variable(f, name, ("time", *dims), dtype=dtype)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.config import Config, keys_of
+from simulator.config.grid import plates_axis
 from simulator.errors import ConfigError
 from simulator.output import contents
 from simulator.output.checkpoints import Checkpoint
@@ -35,7 +36,7 @@ def checkpoint_to_resume(cfg: Config, out: Path, restart: str, held: contents.Co
         now = ", ".join(m.name for m in held.current) or "none left"
         raise ConfigError("--restart", restart, f"give {held.run} to continue the run's current trajectory from its "
                           f"latest checkpoint, or a checkpoint of that trajectory ({now})", why)
-    old = ckpt.meta["config"]
+    old = plates_axis(ckpt.meta["config"])[0]  # a plane's plates across y, as runs named them before: z
     if old["physics"]["name"] != cfg.physics.name:
         raise ConfigError("--restart", str(ckpt.index), f"this run solves {cfg.physics.name}",
                           f"holds a {old['physics']['name']} state")

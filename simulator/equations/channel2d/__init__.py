@@ -57,10 +57,11 @@ INFO = EquationInfo(
     default_box=(2 * math.pi, 2.0),
     fields={
         "scalar": wall_scalars.FIELD,
-        "streamwise": FieldInfo(0, "streamwise velocity u (1, Nx, Ny)", "u", cmap="RdBu_r"),
-        "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dy (1, Nx, Ny)", r"\omega", cmap="RdBu_r"),
+        "streamwise": FieldInfo(0, "streamwise velocity u (1, Nx, Nz)", "u", cmap="RdBu_r"),
+        "vorticity": FieldInfo(0, "vorticity omega = dv/dx - du/dz, v across the plates (1, Nx, Nz)", r"\omega",
+                               cmap="RdBu_r"),
         "velocity": FieldInfo(3, "velocity (u, v, 0): along the plates, across them, and the zero component normal to "
-                                 "the plane (3, 1, Nx, Ny)", r"|u|"),
+                                 "the plane (3, 1, Nx, Nz)", r"|u|"),
     },
     state_fields=("velocity", "scalar"),
     diagnostics=DIAGNOSTICS,

@@ -14,7 +14,7 @@ departure from it, zero at both plates),
 gravity along -z. Free-slip plates (w = 0, du/dz = 0) and fixed temperatures (theta = 0) make omega, psi, w and
 theta sine series and u a cosine series in z (:mod:`simulator.fft.bases`), so every linear operator is diagonal.
 The plane is the box ``(1, Nx, Nz)`` (:mod:`simulator.fft.plane`), its last axis the bounded one (``grid.walls.axis:
-y``, the plane's second direction, called z here). The implementation is :mod:`.equation`.
+z``, the plane's second direction, named z in its files too). The implementation is :mod:`.equation`.
 
 Linear theory (Rayleigh 1916; Chandrasekhar 1961, ch. II): a mode cos(a x) sin(n pi z) grows at the rate
 sigma = -(nu + kappa) K^2 / 2 + sqrt(((nu - kappa) K^2 / 2)^2 + a^2 / K^2), K^2 = a^2 + (n pi)^2, which changes sign
