@@ -214,6 +214,15 @@ BAD = [
     ({"initial.name": "tollmien_schlichting", "initial.alpha": "3"}, r"^error: initial\.alpha = 3\.0 is not resolved "
      r"by the grid; 2 pi m / Lx with m < Nx / 3"),
     ({"fft.backend": "pencil"}, r"^error: fft\.backend = 'pencil' does not take a plane"),
+    # three points across ended in a 64-line traceback, the run folder created
+    ({"grid.shape": "[8,3]"}, r"^error: grid\.shape = \[8, 3\] has too few points across the plates; at least 4 "
+     r"points across the no-slip plates"),
+    # the plates removed from an odd count across: it blamed the count
+    ({"grid.shape": "[8,15]", "grid.walls.axis": "null"}, r"^error: grid\.walls\.axis = null leaves the grid "
+     r"periodic; y: channel2d runs between two plates"),
+    # mixed plates listed the periodic-only equations as taking free-slip plates
+    ({"grid.walls.velocity": "[no-slip,free-slip]"}, r"^error: grid\.walls\.velocity = .* free-slip plates: "
+     r"physics\.name convection or convection2d$"),
 ]
 
 
