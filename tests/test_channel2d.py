@@ -250,8 +250,8 @@ def test_the_tutorials_wave_runs_and_its_wall_units_warning_says_a_laminar_study
     laminar study may ignore it, where it said "refine grid.shape, or lower physics.reynolds" alone."""
     shipped = str(Path(simulator.__file__).parents[1] / "configs" / "tollmien_schlichting.yaml")
     code, out, err = command(capfd, "run", shipped, "--set", "grid.shape=[8, 64]", "--set", "time.t_end=0.02",
-                             "--set", "output.chunk=1", "--set", "output.snapshots=null", "--set", "output.spectra=null",
-                             "--set", "output.profiles=null", "--out", str(tmp_path / "ts"))
+                             "--set", "output.chunk=1", "--set", "output.snapshots=null", "--set",
+                             "output.spectra=null", "--set", "output.profiles=null", "--out", str(tmp_path / "ts"))
     assert code == 0, err
     warned = [line for line in err.splitlines() if "wall_resolution" in line]
     assert len(warned) == 1 and warned[0].endswith("its spacings in wall units are coarser than a turbulent channel "

@@ -28,7 +28,6 @@ from simulator.errors import ConfigError, show_value
 from simulator.schema import param, random_seed, setting
 from simulator.walls.channel import DRIVES, check_channel, check_ts_across
 
-
 #: the key each drive alone reads, and what it sets
 DRIVE_KEYS = {"couette": ("plate_velocity", "the plates' speed"), "pressure": ("pressure_gradient", "the mean "
               "pressure gradient"), "flux": ("flux", "the bulk velocity")}
