@@ -260,27 +260,27 @@ def test_the_tutorials_wave_runs_and_its_wall_units_warning_says_a_laminar_study
                                                    "Tollmien-Schlichting wave's, may ignore it)"), warned
 
 
-def test_a_key_of_another_drive_is_named_as_ignored(tmp_path):
+def test_a_key_of_another_drive_is_named_as_ignored(tmp_path, caplog):
     """The shipped Poiseuille config switched to the pressure drive by editing physics.drive alone (as its header
     said): its flux, and a plate velocity beside it, were ignored silently. `simulator validate` (a process of its
-    own: the warning is the package logger's) warns one line per ignored key; the config as shipped, none."""
+    own: the warning is the package logger's) warns one line per ignored key; load_config warns of a pressure
+    gradient under the flux drive, and of nothing in the config as shipped."""
     shipped = str(Path(simulator.__file__).parents[1] / "configs" / "channel_poiseuille.yaml")
-    def validate(*sets):
-        args = [a for item in sets for a in ("--set", item)]
-        done = subprocess.run([sys.executable, "-m", "simulator", "validate", shipped, *args], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-        return done.stderr.strip().splitlines()
-
-    assert validate("physics.drive=pressure", "physics.plate_velocity=2") == [
+    done = subprocess.run([sys.executable, "-m", "simulator", "validate", shipped, "--set", "physics.drive=pressure",
+                           "--set", "physics.plate_velocity=2"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines() == [
         "physics.plate_velocity = 2.0 is ignored under physics.drive = pressure: it sets the plates' speed of drive "
         "= couette; remove it, or set physics.drive = couette",
         "physics.flux = 0.6666666666666666 is ignored under physics.drive = pressure: it sets the bulk velocity of "
         "drive = flux; remove it, or set physics.drive = flux"]
-    assert validate("physics.pressure_gradient=0.001") == [
-        "physics.pressure_gradient = 0.001 is ignored under physics.drive = flux: it sets the mean pressure gradient "
-        "of drive = pressure; remove it, or set physics.drive = pressure"]
-    assert validate() == []
+    with caplog.at_level("WARNING", logger="simulator"):
+        simulator.load_config(shipped, ["physics.pressure_gradient=0.00125"])
+        simulator.load_config(shipped)
+    assert [r.getMessage() for r in caplog.records] == [
+        "physics.pressure_gradient = 0.00125 is ignored under physics.drive = flux: it sets the mean pressure "
+        "gradient of drive = pressure; remove it, or set physics.drive = pressure"]
 
 
 def test_a_channels_profiles_are_read_back_in_wall_units_and_drawn(tmp_path):
