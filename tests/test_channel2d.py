@@ -77,6 +77,17 @@ def test_the_start_up_of_couette_flow_against_its_exact_series(devices):
     assert errors[1] < 2e-5 and 3.6 < errors[0] / errors[1] < 4.4
 
 
+def test_four_points_across_the_fewest_the_grid_takes_hold_laminar_flow(devices):
+    """4 Gauss-Lobatto points, the fewest grid.shape takes between no-slip plates (3 are refused: the Helmholtz
+    solves take 4 coefficients), run: Poiseuille flow, a parabola they hold exactly, stays steady to round-off for
+    5 steps at Re = 100, its wall stress 2/Re."""
+    sim = channel_run(devices, shape=(8, 4), physics__reynolds=100.0, initial__name="laminar")
+    state = advance(sim, sim.initial_state(), 0.05, 5)
+    u = velocity(sim, state)
+    assert np.abs(u[0, 0] - channel.poiseuille(Chebyshev(4, 2.0).points() - 1)).max() < 1e-14
+    assert float(sim.diagnostics(state, 0.05)["tau_bottom"]) == pytest.approx(0.02, rel=1e-12)
+
+
 def _wave_rate(devices, case, drive: str, amplitude: float, reynolds: float, shape, dt: float, steps: int,
                each: int = 1) -> tuple[float, float, list[float], object]:
     """The growth rate of the wave's k_x = 1 mode of v (its Chebyshev norm) from a Tollmien-Schlichting initial
